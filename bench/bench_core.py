@@ -1,0 +1,180 @@
+"""Core benchmark: open + buildSessionContext + getTree, ours against the reference, in one run.
+
+    python bench/bench_core.py [--sizes 100,300] [--huge-gb 2] [--repeat 3] [--oracle DIR]
+
+Generates realistic sessions (bench/gen_session.py; the 300 MB one with base64 images) in
+``--work`` (default /var/tmp/pi-session-bench), then runs each implementation in a fresh process per
+measurement (so peak RSS is per run) and prints wall-time ratios and peak RSS side by side, measured
+in the same run because these machines are noisy. The reference is pi 0.86.1's session-manager.js
+from an oracle checkout with node_modules (``npm ci`` in a copy of ../shared/oracle); without it the
+reference columns are skipped with a message. ``--huge-gb`` also opens a multi-GB session (ours must
+stay under 3 s and 400 MB RSS; the reference is tried with a time limit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from gen_session import generate  # noqa: E402
+
+OURS = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    t0 = time.perf_counter()
+    from pi_session_server.session import SessionManager
+    t1 = time.perf_counter()
+    sm = SessionManager.open(sys.argv[1], read_only=True)
+    t2 = time.perf_counter()
+    ctx = sm.build_session_context()
+    t3 = time.perf_counter()
+    tree = sm.get_tree() if sys.argv[2] == "full" else []
+    t4 = time.perf_counter()
+    print(json.dumps({"seconds": t4 - t1, "open": t2 - t1, "context": t3 - t2, "tree": t4 - t3,
+                      "messages": len(ctx["messages"]), "entries": len(sm.get_entries()),
+                      "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+    """
+)
+
+REFERENCE = textwrap.dedent(
+    """
+    const mod = await import(process.argv[2]);
+    const t1 = performance.now();
+    const sm = mod.SessionManager.open(process.argv[3]);
+    const t2 = performance.now();
+    const ctx = sm.buildSessionContext();
+    const t3 = performance.now();
+    const tree = process.argv[4] === "full" ? sm.getTree() : [];
+    const t4 = performance.now();
+    console.log(JSON.stringify({seconds: (t4 - t1) / 1000, open: (t2 - t1) / 1000, context: (t3 - t2) / 1000,
+      tree: (t4 - t3) / 1000, messages: ctx.messages.length, entries: sm.getEntries().length,
+      rss: process.resourceUsage().maxRSS * 1024}));
+    """
+)
+
+
+def find_reference(oracle: str | None) -> Path | None:
+    candidates = (
+        [oracle]
+        if oracle
+        else [os.environ.get("PI_ORACLE_DIR"), "/var/tmp/oracle", str(ROOT.parent / "shared" / "oracle")]
+    )
+    for c in candidates:
+        if not c:
+            continue
+        module = Path(c) / "node_modules/@earendil-works/pi-coding-agent/dist/core/session-manager.js"
+        if module.exists():
+            return module
+    return None
+
+
+def run_ours(path: Path, mode: str, timeout: float = 600) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", OURS, str(path), mode],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def run_reference(module: Path, path: Path, mode: str, timeout: float = 600) -> dict:
+    script = Path("/tmp/pi-bench-reference.mjs")
+    script.write_text(REFERENCE)
+    out = subprocess.run(
+        ["node", "--max-old-space-size=8192", str(script), module.as_uri(), str(path), mode],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def median_run(fn, repeat: int) -> dict:
+    runs = [fn() for _ in range(repeat)]
+    best = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+    best["all_seconds"] = [round(r["seconds"], 3) for r in runs]
+    best["rss"] = max(r["rss"] for r in runs)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", default="100,300", help="session sizes in MB (the second and later get images)"
+    )
+    parser.add_argument("--huge-gb", type=float, default=0, help="also open a session of this many GB")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", default="/var/tmp/pi-session-bench")
+    parser.add_argument("--oracle", help="oracle directory with node_modules (default: search)")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    module = find_reference(args.oracle)
+    if module is None:
+        print(
+            "reference not found (run `npm ci` in a copy of ../shared/oracle and pass --oracle): "
+            "reference columns skipped",
+            file=sys.stderr,
+        )
+    print(
+        f"{'session':>14} {'ours s':>8} {'ref s':>8} {'speedup':>8} {'ours RSS':>9} {'ref RSS':>9} {'RSS ratio':>9}"
+    )
+    for i, size in enumerate(int(s) for s in args.sizes.split(",")):
+        images = i > 0
+        path = work / f"session-{size}mb{'-images' if images else ''}.jsonl"
+        if not path.exists():
+            generate(path, size, images=images, seed=size)
+        ours = median_run(lambda p=path: run_ours(p, "full"), args.repeat)
+        ref = median_run(lambda p=path: run_reference(module, p, "full"), args.repeat) if module else None
+        label = f"{path.stat().st_size / 1e6:.0f} MB" + (" img" if images else "")
+        if ref:
+            assert ours["messages"] == ref["messages"] and ours["entries"] == ref["entries"], (ours, ref)
+            print(
+                f"{label:>14} {ours['seconds']:8.3f} {ref['seconds']:8.3f} {ref['seconds'] / ours['seconds']:7.1f}x "
+                f"{ours['rss'] / 1e6:8.0f}M {ref['rss'] / 1e6:8.0f}M {ours['rss'] / ref['rss']:8.2f}"
+            )
+        else:
+            print(f"{label:>14} {ours['seconds']:8.3f} {'-':>8} {'-':>8} {ours['rss'] / 1e6:8.0f}M")
+        print(
+            f"{'':>14} ours: open {ours['open']:.3f} s, context {ours['context']:.3f} s, tree {ours['tree']:.3f} s; "
+            f"runs {ours['all_seconds']}" + (f"; reference runs {ref['all_seconds']}" if ref else "")
+        )
+    if args.huge_gb:
+        path = work / f"session-{args.huge_gb:g}gb.jsonl"
+        if not path.exists():
+            generate(path, args.huge_gb * 1024, images=True, seed=7)
+        ours = median_run(lambda: run_ours(path, "open"), args.repeat)
+        print(
+            f"{path.stat().st_size / 1e9:.2f} GB: ours opens + builds the context in {ours['seconds']:.2f} s "
+            f"(open {ours['open']:.2f} s) with peak RSS {ours['rss'] / 1e6:.0f} MB "
+            f"({ours['entries']} entries, {ours['messages']} context messages)"
+        )
+        if module:
+            try:
+                ref = run_reference(module, path, "open", timeout=300)
+                print(f"reference: {ref['seconds']:.2f} s, peak RSS {ref['rss'] / 1e6:.0f} MB")
+            except subprocess.CalledProcessError as err:
+                tail = (err.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
+                print(f"reference: failed ({tail[0][:160]})")
+            except subprocess.TimeoutExpired:
+                print("reference: did not finish within 300 s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

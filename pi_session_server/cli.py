@@ -1,0 +1,45 @@
+"""The ``pi-session`` command line: one subcommand per module in ``pi_session_server.commands``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand name -> module under pi_session_server.commands exposing add_arguments(parser) and run(args)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "start the sidecar and show the example session (or FILE) as a front end sees it"),
+    "serve": ("serve", "run the JSON-RPC sidecar / language server on stdio"),
+    "tree": ("tree", "draw a session's tree"),
+    "context": ("context", "print the LLM context of a session at its leaf or at an entry"),
+    "check": ("check", "report problems in session files (diagnostics in the terminal)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pi-session", description="Tools for pi coding-agent session files."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = importlib.import_module(f"pi_session_server.commands.{module_name}")
+        except ModuleNotFoundError:
+            continue  # a command whose module is not built yet
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(command_parser)
+        command_parser.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    return int(args._run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

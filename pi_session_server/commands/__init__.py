@@ -1,0 +1,1 @@
+"""Subcommands of ``pi-session``; each module has ``add_arguments(parser)`` and ``run(args) -> int``."""

@@ -1,0 +1,77 @@
+"""Errors the library raises, mirroring the reference's messages (spec §20).
+
+``name`` is the JS error name (``Error`` unless stated) and ``code`` the Node fs error code, so the
+conformance runner and the JSON-RPC layer can report them exactly as pi would.
+"""
+
+from __future__ import annotations
+
+
+class PiSessionError(Exception):
+    """Base class. ``str(err)`` is the reference's message, verbatim."""
+
+    name = "Error"
+    code: str | None = None
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class EntryNotFoundError(PiSessionError):
+    """``Entry <id> not found``."""
+
+
+class InvalidSessionIdError(PiSessionError):
+    """A caller-supplied session id failed the reference's id rule."""
+
+
+class InvalidSessionFileError(PiSessionError):
+    """``Session file is not a valid pi session: <path>``."""
+
+
+class ForkError(PiSessionError):
+    """``Cannot fork: ...``."""
+
+
+class StaleFileError(PiSessionError):
+    """An entry body read on demand is no longer in the file (rewritten or truncated by another process)."""
+
+
+class AbortError(PiSessionError):
+    """``This operation was aborted`` (a DOMException named AbortError in the reference)."""
+
+    name = "AbortError"
+
+
+class FsError(PiSessionError):
+    """A file-system error reported the Node way: ``<CODE>: <description>, <syscall> '<path>'``."""
+
+    def __init__(self, code: str, description: str, syscall: str, path: str | None = None):
+        text = f"{code}: {description}, {syscall}" + (f" '{path}'" if path is not None else "")
+        super().__init__(text)
+        self.code = code
+        self.syscall = syscall
+        self.path = path
+
+
+_NODE_DESCRIPTIONS = {
+    "EEXIST": "file already exists",
+    "ENOENT": "no such file or directory",
+    "EISDIR": "illegal operation on a directory",
+    "EACCES": "permission denied",
+    "ENOTDIR": "not a directory",
+    "ENOSPC": "no space left on device",
+    "EROFS": "read-only file system",
+}
+
+
+def fs_error_from_oserror(err: OSError, syscall: str, path: str | None) -> FsError:
+    """Translate a Python ``OSError`` into the Node-style error the reference would throw."""
+    import errno as _errno
+
+    code = _errno.errorcode.get(err.errno or 0, "EIO")
+    desc = _NODE_DESCRIPTIONS.get(code, (err.strerror or "i/o error").lower())
+    if code == "EISDIR" and syscall == "read":
+        return FsError(code, desc, syscall)
+    return FsError(code, desc, syscall, path)

@@ -1,0 +1,1 @@
+"""The session file format: JSON with JavaScript semantics, lines, entries, migration."""

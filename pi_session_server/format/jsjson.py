@@ -1,0 +1,631 @@
+"""JSON exactly as JavaScript's ``JSON.parse`` / ``JSON.stringify`` do it (spec §1.2, §1.3).
+
+Both directions have a fast path built on C code (``json``, ``msgspec``) used only where it provably
+gives the JavaScript result, and an exact pure-Python path that is iterative, so values of any
+nesting depth parse and serialize (D8).
+
+Parse errors carry V8's diagnosis: :class:`JsonSyntaxError` has the position where V8 stops
+(``pos``, a Python string index), a short message (``msg``) and V8's full message (``js_message``,
+whose position is counted in UTF-16 code units like V8's).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _encode_basestring
+from typing import Any
+
+import msgspec
+
+from .jsvalue import ABSENT
+
+__all__ = [
+    "JsonSyntaxError",
+    "dumps",
+    "dumps_bytes",
+    "dumps_pretty",
+    "is_array_index_key",
+    "js_number",
+    "parse",
+    "parse_bytes",
+]
+
+_MAX_SAFE = 2**53
+_MAX_ARRAY_INDEX = 4294967294
+
+
+class JsonSyntaxError(ValueError):
+    """``JSON.parse`` rejected the text.
+
+    ``pos``: 0-based index into the parsed ``str`` where V8 stopped; ``msg``: short description
+    ("Unexpected token ']'", "Unterminated string", ...); ``js_message``: the message V8 itself
+    gives (what ``err.message`` is in Node), with positions in UTF-16 code units.
+    """
+
+    def __init__(self, msg: str, pos: int, js_message: str):
+        super().__init__(js_message)
+        self.msg = msg
+        self.pos = pos
+        self.js_message = js_message
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_int(digits: str) -> int | float:
+    """A JSON integer literal as a JS number: exact while |n| <= 2**53, else the nearest double."""
+    if len(digits) < 16:  # |n| < 10**15 < 2**53
+        return int(digits)
+    if len(digits) <= 4000:  # stay clear of CPython's int-from-str digit limit
+        n = int(digits)
+        if -_MAX_SAFE <= n <= _MAX_SAFE:
+            return n
+    return float(digits)  # correctly rounded; inf beyond the double range, like JS
+
+
+class _ConstantRejected(Exception):
+    """``json`` met NaN/Infinity/-Infinity, which JSON.parse rejects."""
+
+
+def _reject_constant(_name: str) -> Any:
+    raise _ConstantRejected
+
+
+_fast_loads: Callable[[str], Any] = json.JSONDecoder(
+    parse_int=_parse_int, parse_constant=_reject_constant, strict=True
+).decode
+
+
+def parse(text: str) -> Any:
+    """``JSON.parse(text)``: raises :class:`JsonSyntaxError` where JavaScript would throw."""
+    try:
+        return _fast_loads(text)
+    except (ValueError, _ConstantRejected, RecursionError):
+        # Invalid (the exact parser finds V8's error) or too deep for the C scanner.
+        return _Parser(text).parse()
+
+
+def parse_bytes(data: bytes | bytearray | memoryview) -> Any:
+    """``JSON.parse`` of ``data`` decoded as UTF-8 the Node way (invalid sequences become U+FFFD).
+
+    msgspec is strict (valid UTF-8, no lone-surrogate escapes, JSON grammar); whatever it accepts,
+    JSON.parse accepts with the same value (integers beyond 2**53 may stay exact ints; every
+    consumer treats them as the nearest double). Anything else takes the exact path.
+    """
+    try:
+        return msgspec.json.decode(data)
+    except Exception:  # msgspec.DecodeError, RecursionError for deep values, ...
+        return parse(bytes(data).decode("utf-8", "replace"))
+
+
+_WS_RE = re.compile(r"[ \t\n\r]*")
+_NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_STRING_CHUNK_RE = re.compile(r'[^"\\\x00-\x1f]*')
+_HEX = frozenset("0123456789abcdefABCDEF")
+_SPECIAL_SOURCES = frozenset({"NaN", "Infinity", "undefined", "[object Object]"})
+
+_EXPECTED_PROPERTY_OR_RBRACE = "Expected property name or '}'"
+_EXPECTED_COMMA_OR_RBRACE = "Expected ',' or '}' after property value"
+_EXPECTED_COMMA_OR_RBRACK = "Expected ',' or ']' after array element"
+_EXPECTED_COLON = "Expected ':' after property name"
+_EXPECTED_DOUBLE_QUOTED = "Expected double-quoted property name"
+_NON_WHITESPACE_AFTER = "Unexpected non-whitespace character after JSON"
+_UNTERMINATED_STRING = "Unterminated string"
+_BAD_CONTROL = "Bad control character in string literal"
+_BAD_ESCAPE = "Bad escaped character"
+_BAD_UNICODE = "Bad Unicode escape"
+_NO_NUMBER_AFTER_MINUS = "No number after minus sign"
+_UNTERMINATED_FRACTION = "Unterminated fractional number"
+_EXPONENT_MISSING = "Exponent part is missing a number"
+
+
+class _ObjectFrame:
+    """An object being parsed and the key whose value comes next."""
+
+    __slots__ = ("obj", "key")
+
+    def __init__(self, obj: dict[str, Any], key: str):
+        self.obj = obj
+        self.key = key
+
+
+class _Parser:
+    """An iterative port of V8's JsonParser: same values, same error kinds and positions."""
+
+    __slots__ = ("text", "end")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.end = len(text)
+
+    # ---- errors ------------------------------------------------------------------------------
+
+    def _utf16_pos(self, pos: int) -> int:
+        head = self.text[:pos]
+        if head.isascii():
+            return pos
+        return pos + sum(1 for c in head if c > "\uffff")
+
+    def _fail(self, pos: int, message: str) -> JsonSyntaxError:
+        """An error with a fixed V8 message template ("... in JSON at position N")."""
+        where = "at" if message is _NON_WHITESPACE_AFTER else "in JSON at"
+        return JsonSyntaxError(message, pos, f"{message} {where} position {self._utf16_pos(pos)}")
+
+    def _unexpected(self, pos: int) -> JsonSyntaxError:
+        """V8's ReportUnexpectedCharacter: the message depends on what stands at ``pos``."""
+        if pos >= self.end:
+            return JsonSyntaxError("Unexpected end of JSON input", self.end, "Unexpected end of JSON input")
+        c = self.text[pos]
+        if c == '"':
+            return self._fail(pos, "Unexpected string")
+        if c == "-" or "0" <= c <= "9":
+            return self._fail(pos, "Unexpected number")
+        if self.text in _SPECIAL_SOURCES:
+            message = f'"{self.text}" is not valid JSON'
+            return JsonSyntaxError(message, pos, message)
+        if c > "\uffff":  # V8 reports the UTF-16 unit under the cursor: the high surrogate
+            c = chr(0xD800 + ((ord(c) - 0x10000) >> 10))
+        return JsonSyntaxError(f"Unexpected token '{c}'", pos, self._token_message(pos, c))
+
+    def _token_message(self, pos: int, c: str) -> str:
+        units = self.text.encode("utf-16-le", "surrogatepass")
+        length = len(units) // 2
+        p = self._utf16_pos(pos)
+
+        def sub(a: int, b: int) -> str:
+            return units[2 * a : 2 * b].decode("utf-16-le", "surrogatepass")
+
+        context = 10
+        if length < 2 * context + 1:
+            return f"Unexpected token '{c}', \"{self.text}\" is not valid JSON"
+        if p < context:
+            return f"Unexpected token '{c}', \"{sub(0, p + context)}\"... is not valid JSON"
+        if p < length - context:
+            return f"Unexpected token '{c}', ...\"{sub(p - context, p + context)}\"... is not valid JSON"
+        return f"Unexpected token '{c}', ...\"{sub(p - context, length)}\" is not valid JSON"
+
+    # ---- scanners ----------------------------------------------------------------------------
+
+    def _ws(self, pos: int) -> int:
+        m = _WS_RE.match(self.text, pos)
+        return m.end() if m else pos
+
+    def _string(self, pos: int) -> tuple[str, int]:
+        """The string literal whose opening quote is at ``pos``; returns (value, end)."""
+        try:
+            return _scanstring(self.text, pos + 1, True)
+        except ValueError:
+            pass
+        text, end = self.text, self.end
+        i = pos + 1
+        while True:
+            m = _STRING_CHUNK_RE.match(text, i)
+            i = m.end() if m else i
+            if i >= end:
+                raise self._fail(end, _UNTERMINATED_STRING)
+            c = text[i]
+            if c == '"':  # not reached when scanstring failed, but keeps the scan total
+                return _scanstring(text, pos + 1, True)
+            if c != "\\":
+                raise self._fail(i, _BAD_CONTROL)
+            i += 1
+            if i >= end:
+                raise self._unexpected(end)
+            e = text[i]
+            if e > "\xff":
+                raise self._unexpected(i)
+            if e in '"\\/bfnrt':
+                i += 1
+            elif e == "u":
+                for _ in range(4):
+                    i += 1
+                    if i >= end or text[i] not in _HEX:
+                        raise self._fail(i, _BAD_UNICODE)
+                i += 1
+            else:
+                raise self._fail(i, _BAD_ESCAPE)
+
+    def _number(self, pos: int) -> tuple[int | float, int]:
+        text = self.text
+        m = _NUMBER_RE.match(text, pos)
+        if m is None:  # a lone "-"
+            raise self._fail(pos + 1, _NO_NUMBER_AFTER_MINUS)
+        stop = m.end()
+        nxt = text[stop] if stop < self.end else ""
+        frac, exp = m.group(1), m.group(2)
+        if nxt and "0" <= nxt <= "9":  # only possible right after a leading zero
+            raise self._unexpected(stop)
+        if nxt == "." and frac is None and exp is None:
+            raise self._fail(stop + 1, _UNTERMINATED_FRACTION)
+        if (nxt == "e" or nxt == "E") and exp is None:
+            i = stop + 1
+            if i < self.end and text[i] in "+-":
+                i += 1
+            raise self._fail(i, _EXPONENT_MISSING)
+        token = m.group(0)
+        if frac is None and exp is None:
+            return _parse_int(token), stop
+        return float(token), stop
+
+    def _literal(self, pos: int, word: str) -> int:
+        if self.text.startswith(word, pos):
+            return pos + len(word)
+        i = pos + 1
+        for ch in word[1:]:
+            if i >= self.end:
+                raise self._unexpected(self.end)
+            if self.text[i] != ch:
+                raise self._unexpected(i)
+            i += 1
+        raise self._unexpected(self.end)  # pragma: no cover - startswith would have matched
+
+    # ---- the value loop (V8's ParseJsonValue) ------------------------------------------------
+
+    def parse(self) -> Any:
+        text, end = self.text, self.end
+        # Frames: a list for an open array; an _ObjectFrame for an open object.
+        stack: list[Any] = []
+        pos = 0
+        value: Any = None
+        while True:
+            # Produce a value.
+            while True:
+                pos = self._ws(pos)
+                c = text[pos] if pos < end else ""
+                if c == '"':
+                    value, pos = self._string(pos)
+                elif c == "-" or "0" <= c <= "9":
+                    value, pos = self._number(pos)
+                elif c == "{":
+                    pos = self._ws(pos + 1)
+                    if pos < end and text[pos] == "}":
+                        value = {}
+                        pos += 1
+                    else:
+                        if pos >= end or text[pos] != '"':
+                            raise self._fail(pos, _EXPECTED_PROPERTY_OR_RBRACE)
+                        key, pos = self._string(pos)
+                        pos = self._ws(pos)
+                        if pos >= end or text[pos] != ":":
+                            raise self._fail(pos, _EXPECTED_COLON)
+                        pos += 1
+                        stack.append(_ObjectFrame({}, key))
+                        continue
+                elif c == "[":
+                    pos = self._ws(pos + 1)
+                    if pos < end and text[pos] == "]":
+                        value = []
+                        pos += 1
+                    else:
+                        stack.append([])
+                        continue
+                elif c == "t":
+                    pos, value = self._literal(pos, "true"), True
+                elif c == "f":
+                    pos, value = self._literal(pos, "false"), False
+                elif c == "n":
+                    pos, value = self._literal(pos, "null"), None
+                else:
+                    raise self._unexpected(pos)
+                break
+            # Consume it into the enclosing containers, closing those that end here.
+            while True:
+                if not stack:
+                    pos = self._ws(pos)
+                    if pos < end:
+                        raise self._fail(pos, _NON_WHITESPACE_AFTER)
+                    return value
+                top = stack[-1]
+                pos = self._ws(pos)
+                c = text[pos] if pos < end else ""
+                if type(top) is list:
+                    top.append(value)
+                    if c == ",":
+                        pos += 1
+                        break
+                    if c != "]":
+                        raise self._fail(pos, _EXPECTED_COMMA_OR_RBRACK)
+                    pos += 1
+                    value = stack.pop()
+                    continue
+                obj = top.obj
+                obj[top.key] = value
+                if c == ",":
+                    pos = self._ws(pos + 1)
+                    if pos >= end or text[pos] != '"':
+                        raise self._fail(pos, _EXPECTED_DOUBLE_QUOTED)
+                    top.key, pos = self._string(pos)
+                    pos = self._ws(pos)
+                    if pos >= end or text[pos] != ":":
+                        raise self._unexpected(pos)  # V8 gives no specific message here
+                    pos += 1
+                    break
+                if c != "}":
+                    raise self._fail(pos, _EXPECTED_COMMA_OR_RBRACE)
+                pos += 1
+                stack.pop()
+                value = obj
+                continue
+
+
+# --------------------------------------------------------------------------------------------
+# Serializing
+# --------------------------------------------------------------------------------------------
+
+
+# msgspec writes exactly JSON.stringify's string escapes (checked for every code point) and the
+# same digits for the floats _fast_path_ok admits; it refuses lone surrogates (UnicodeEncodeError).
+_fast_encode: Callable[[Any], bytes] = msgspec.json.Encoder().encode
+
+
+def js_number(x: int | float) -> str:
+    """``Number.prototype.toString()`` of a JS number (spec §1.3 rule 3).
+
+    Non-finite values give "NaN"/"Infinity"/"-Infinity" (JSON.stringify writes those as null).
+    Python ints beyond 2**53 are first rounded to the nearest double, as JS would hold them.
+    """
+    t = type(x)
+    if t is int:
+        if -_MAX_SAFE <= x <= _MAX_SAFE:
+            return int.__repr__(x)
+        try:
+            f = float(x)
+        except OverflowError:
+            return "Infinity" if x > 0 else "-Infinity"
+    elif t is float:
+        f = x
+    elif isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"not a JS number: {type(x).__name__}")
+    else:  # int/float subclasses
+        return js_number(int(x) if isinstance(x, int) else float(x))
+    if f != f:
+        return "NaN"
+    if f == math.inf:
+        return "Infinity"
+    if f == -math.inf:
+        return "-Infinity"
+    if f == 0:
+        return "0"
+    af = abs(f)
+    if 1e-4 <= af < 1e16:
+        if af < _MAX_SAFE and f.is_integer():
+            return int.__repr__(int(f))
+        r = float.__repr__(f)
+        if "e" not in r:
+            return r[:-2] if r.endswith(".0") else r
+    return _format_double(f)
+
+
+def _format_double(x: float) -> str:
+    """The general ECMAScript Number::toString algorithm from the shortest round-trip digits."""
+    r = float.__repr__(abs(x))
+    mantissa, _, exp_text = r.partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    int_part, _, frac_part = mantissa.partition(".")
+    all_digits = int_part + frac_part
+    stripped = all_digits.lstrip("0")
+    n = len(int_part) + exponent - (len(all_digits) - len(stripped))  # value = 0.DIGITS x 10**n
+    digits = stripped.rstrip("0") or "0"
+    k = len(digits)
+    sign = "-" if x < 0 else ""
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    e = n - 1
+    exp = f"e+{e}" if e >= 0 else f"e-{-e}"
+    if k == 1:
+        return sign + digits + exp
+    return sign + digits[0] + "." + digits[1:] + exp
+
+
+def _json_number(x: int | float) -> str:
+    s = js_number(x)
+    return "null" if s in ("NaN", "Infinity", "-Infinity") else s
+
+
+def is_array_index_key(key: str) -> bool:
+    """A canonical array index (``0|[1-9][0-9]*`` up to 4294967294): JS enumerates these first."""
+    if not key or not ("0" <= key[0] <= "9"):
+        return False
+    if key == "0":
+        return True
+    if key[0] == "0" or len(key) > 10 or not key.isascii() or not key.isdigit():
+        return False
+    return int(key) <= _MAX_ARRAY_INDEX
+
+
+def _ordered_items(obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Members in JS enumeration order, ABSENT-valued ones dropped."""
+    index_keys: list[tuple[int, str, Any]] = []
+    others: list[tuple[str, Any]] = []
+    for k, v in obj.items():
+        if v is ABSENT:
+            continue
+        if type(k) is not str:
+            raise TypeError(f"object keys must be strings, got {type(k).__name__}")
+        if is_array_index_key(k):
+            index_keys.append((int(k), k, v))
+        else:
+            others.append((k, v))
+    if not index_keys:
+        return others
+    index_keys.sort(key=lambda t: t[0])
+    return [(k, v) for _, k, v in index_keys] + others
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _fix_surrogate(m: re.Match[str]) -> str:
+    s = m.group(0)
+    if len(s) == 2:  # a valid pair held as two code points is one astral character in JS
+        return chr(0x10000 + ((ord(s[0]) - 0xD800) << 10) + (ord(s[1]) - 0xDC00))
+    return f"\\u{ord(s):04x}"
+
+
+def _encode_string(s: str) -> str:
+    if len(s) > 512:  # msgspec escapes identically and much faster; it refuses lone surrogates
+        try:
+            return _fast_encode(s).decode("utf-8")
+        except UnicodeEncodeError:
+            pass
+    out: str = _encode_basestring(s)
+    if not s.isascii():
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            out = _SURROGATE_RE.sub(_fix_surrogate, out)
+    return out
+
+
+def _scalar(v: Any) -> str | None:
+    """The JSON text of a non-container value, or None for a container."""
+    t = type(v)
+    if t is str:
+        return _encode_string(v)
+    if t is dict or t is list:
+        return None
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if t is int or t is float:
+        return _json_number(v)
+    if isinstance(v, (Mapping, list, tuple)):
+        return None
+    if isinstance(v, str):
+        return _encode_string(str(v))
+    if isinstance(v, (int, float)):
+        return _json_number(v)
+    raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
+
+
+def _encode_exact(value: Any, indent: str = "") -> str:
+    """JSON.stringify(value, null, indent) exactly, iteratively (any depth)."""
+    if value is ABSENT:
+        raise TypeError("JSON.stringify(undefined) produces no text")
+    out: list[str] = []
+    append = out.append
+    pretty = indent != ""
+    colon = ": " if pretty else ":"
+    # Frames: [items, next index, is_object]; items are (key, value) pairs for objects.
+    stack: list[list[Any]] = []
+
+    def open_container(v: Any) -> None:
+        t = type(v)
+        if t is dict or (t is not list and isinstance(v, Mapping)):
+            items: list[Any] = _ordered_items(v)
+            if not items:
+                append("{}")
+                return
+            append("{")
+            stack.append([items, 0, True])
+        else:
+            if not v:
+                append("[]")
+                return
+            append("[")
+            stack.append([v, 0, False])
+
+    s = _scalar(value)
+    if s is not None:
+        return s
+    open_container(value)
+    while stack:
+        frame = stack[-1]
+        items, i, is_object = frame
+        depth = len(stack)
+        if i == len(items):
+            stack.pop()
+            if pretty:
+                append("\n" + indent * (depth - 1))
+            append("}" if is_object else "]")
+            continue
+        frame[1] = i + 1
+        if i:
+            append(",")
+        if pretty:
+            append("\n" + indent * depth)
+        if is_object:
+            k, v = items[i]
+            append(_encode_string(k))
+            append(colon)
+        else:
+            v = items[i]
+            if v is ABSENT:
+                v = None
+        s = _scalar(v)
+        if s is not None:
+            append(s)
+        else:
+            open_container(v)
+    return "".join(out)
+
+
+_DIGIT_STARTS = frozenset("0123456789")
+
+
+def _fast_path_ok(value: Any) -> bool:
+    """True when msgspec encodes ``value`` exactly like JSON.stringify (lone surrogates aside,
+    which make it raise): only dict/list/str/bool/None, safe ints, floats whose shortest spelling
+    is the JS one, no ABSENT, no key that JS would move to the front. (A plain loop: per-container
+    ``set(map(type, ...))`` passes measured slower on session-sized values.)"""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str or v is None or t is bool:
+            continue
+        if t is dict:
+            for k in v:
+                if type(k) is not str or k[:1] in _DIGIT_STARTS:
+                    return False
+            extend(v.values())
+        elif t is list:
+            extend(v)
+        elif t is int:
+            if not (-_MAX_SAFE <= v <= _MAX_SAFE):
+                return False
+        elif t is float:
+            if not (1e-4 <= abs(v) < 1e16) or v.is_integer():
+                return False
+        else:
+            return False
+    return True
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """``JSON.stringify(value)`` encoded as UTF-8: what a writer puts in the file (add b"\\n")."""
+    if _fast_path_ok(value):
+        try:
+            return _fast_encode(value)
+        except Exception:  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
+            pass
+    return _encode_exact(value).encode("utf-8")
+
+
+def dumps(value: Any) -> str:
+    """``JSON.stringify(value)`` (compact). Raises TypeError for ABSENT and non-JSON values."""
+    if _fast_path_ok(value):
+        try:
+            return _fast_encode(value).decode("utf-8")
+        except Exception:  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
+            pass
+    return _encode_exact(value)
+
+
+def dumps_pretty(value: Any, indent: int = 2) -> str:
+    """``JSON.stringify(value, null, indent)`` (no trailing newline)."""
+    return _encode_exact(value, " " * min(max(indent, 0), 10))

@@ -1,0 +1,1 @@
+"""Text renderings of sessions for terminals (the CLI and the demo)."""

@@ -1,0 +1,259 @@
+"""Context building: the path to a leaf, compaction-aware entry selection, entries -> messages (§16).
+
+Bodies are decoded only for the entries whose messages are returned (plus the latest compaction);
+the model and thinking level come from envelopes and small held entries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..format.dates import ms
+from ..format.entry import Entry
+from ..format.jsvalue import ABSENT, get, index_key, is_object, js_string_of, strict_equal, truthy
+from .fields import build_index, field, id_of, model_ref_of, parent_of, role_of, type_of, value_of
+
+
+def build_session_path(
+    entries: list[Any], leaf_id: Any = ABSENT, by_id: dict[Any, Any] | None = None
+) -> list[Any]:
+    """The path from the root to the leaf (§16.1), with D1: a parent cycle ends the walk."""
+    index = by_id if by_id is not None else build_index(entries)
+    if leaf_id is None:
+        return []
+    leaf: Any = ABSENT
+    if truthy(leaf_id):
+        leaf = index.get(index_key(leaf_id), ABSENT)
+    if leaf is ABSENT:
+        if not entries:
+            return []
+        leaf = entries[-1]
+    return walk_to_root(leaf, index)
+
+
+def walk_to_root(start: Any, index: dict[Any, Any]) -> list[Any]:
+    """Collect ``start`` and its ancestors, root-most first; stop before revisiting an entry (D1)."""
+    path = [start]
+    collected = {id(start)}
+    current = start
+    lookup = index.get
+    while True:
+        parent_id = current.parent_id if type(current) is Entry else parent_of(current)
+        if type(parent_id) is str:
+            if not parent_id:
+                break
+            parent = lookup(parent_id, ABSENT)
+        else:
+            if not truthy(parent_id):
+                break
+            parent = lookup(index_key(parent_id), ABSENT)
+        if parent is ABSENT or id(parent) in collected:
+            break
+        path.append(parent)
+        collected.add(id(parent))
+        current = parent
+    path.reverse()
+    return path
+
+
+def context_settings(path: list[Any]) -> tuple[Any, Any]:
+    """(thinkingLevel, model) over the whole path (§16.4)."""
+    thinking_level: Any = "off"
+    model: Any = None
+    for e in path:
+        etype = e.type if type(e) is Entry else type_of(e)
+        if etype == "message":
+            ref = e.model_ref if type(e) is Entry else model_ref_of(e)
+            if ref is not None:
+                model = _object(provider=ref[0], modelId=ref[1])
+        elif etype == "thinking_level_change":
+            thinking_level = field(e, "thinkingLevel")
+        elif etype == "model_change":
+            model = _object(provider=field(e, "provider"), modelId=field(e, "modelId"))
+    return thinking_level, model
+
+
+def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:
+    """Index of the first element of ``path[:stop]`` whose id is strictly equal to ``wanted``, or -1."""
+    if type(wanted) is str:  # str == anything-else is False, so == is strict here
+        for i in range(stop):
+            e = path[i]
+            if (e.id if type(e) is Entry else id_of(e)) == wanted:
+                return i
+        return -1
+    for i in range(stop):
+        if strict_equal(id_of(path[i]), wanted):
+            return i
+    return -1
+
+
+def select_context_entries(path: list[Any]) -> list[Any]:
+    """§16.2 on an already computed path."""
+    compaction: Any = None
+    for i in range(len(path) - 1, -1, -1):
+        e = path[i]
+        if (e.type if type(e) is Entry else type_of(e)) == "compaction":
+            compaction = e
+            break
+    if compaction is None:
+        return path
+    compaction_index = _first_index_with_id(path, id_of(compaction), len(path))
+    if compaction_index < 0:
+        return path
+    result = [compaction]
+    first = _first_index_with_id(path, field(compaction, "firstKeptEntryId"), compaction_index)
+    if first >= 0:
+        for e in path[first:compaction_index]:
+            if not (type_of(e) == "message" and role_of(e) == "system"):
+                result.append(e)
+    result.extend(path[compaction_index + 1 :])
+    return result
+
+
+def build_context_entries(
+    entries: list[Any], leaf_id: Any = ABSENT, by_id: dict[Any, Any] | None = None
+) -> list[Any]:
+    """The exported ``buildContextEntries``."""
+    return select_context_entries(build_session_path(entries, leaf_id, by_id))
+
+
+def build_session_context(
+    entries: list[Any], leaf_id: Any = ABSENT, by_id: dict[Any, Any] | None = None
+) -> dict[str, Any]:
+    """The exported ``buildSessionContext``: ``{messages, thinkingLevel, model}``."""
+    path = build_session_path(entries, leaf_id, by_id)
+    thinking_level, model = context_settings(path)
+    messages: list[Any] = []
+    for e in select_context_entries(path):
+        messages.extend(session_entry_to_context_messages(e))
+    return _object(messages=messages, thinkingLevel=thinking_level, model=model)
+
+
+def session_entry_to_context_messages(entry: Any) -> list[Any]:
+    """§16.3 (with D6: a null/missing message produces nothing)."""
+    etype = type_of(entry)
+    if etype == "message":
+        message = field(entry, "message")
+        if message is None or message is ABSENT:
+            return []
+        if isinstance(message, dict):
+            role = message.get("role", ABSENT)
+            content = message.get("content", ABSENT)
+            if content is None or content is ABSENT:
+                if role == "system":
+                    return [{**message, "content": ""}]
+                if role in ("user", "assistant", "toolResult"):
+                    return [{**message, "content": []}]
+        return [message]
+    if etype == "custom_message":
+        value = value_of(entry)
+        content = get(value, "content")
+        return [
+            _object(
+                role="custom",
+                customType=get(value, "customType"),
+                content=[] if content is None or content is ABSENT else content,
+                display=get(value, "display"),
+                details=get(value, "details"),
+                timestamp=ms(get(value, "timestamp")),
+            )
+        ]
+    if etype == "branch_summary":
+        value = value_of(entry)
+        summary = get(value, "summary")
+        if not truthy(summary):
+            return []
+        return [
+            _object(
+                role="branchSummary",
+                summary=summary,
+                fromId=get(value, "fromId"),
+                timestamp=ms(get(value, "timestamp")),
+            )
+        ]
+    if etype == "compaction":
+        value = value_of(entry)
+        summary = _object(
+            role="compactionSummary",
+            summary=get(value, "summary"),
+            tokensBefore=get(value, "tokensBefore"),
+            timestamp=ms(get(value, "timestamp")),
+        )
+        system_message = get(value, "systemMessage")
+        return [system_message, summary] if truthy(system_message) else [summary]
+    return []
+
+
+def get_latest_compaction_entry(entries: list[Any]) -> Any:
+    for e in reversed(entries):
+        if type_of(e) == "compaction":
+            return e
+    return None
+
+
+def current_system_message(messages: list[Any]) -> dict[str, Any] | None:
+    """pi-ai's ``getCurrentSystemMessage`` with D6 tolerance (§16.6)."""
+    content: list[str] = []
+    sections: dict[str, Any] = {}
+    timestamp: Any = ABSENT
+    systems = [m for m in messages if get(m, "role") == "system"]
+    for message in systems:
+        if timestamp is ABSENT or timestamp is None:
+            timestamp = get(message, "timestamp")
+        text = _system_content_text(get(message, "content"))
+        if text:
+            content.append(text)
+        raw_sections = get(message, "sections")
+        if is_object(raw_sections):
+            for name in _js_key_order(list(raw_sections)):
+                section_value = raw_sections[name]
+                if section_value is None:
+                    sections.pop(name, None)
+                else:
+                    sections[name] = section_value
+    tools: dict[Any, Any] = {}
+    for message in systems:
+        removed = get(message, "toolsRemoved")
+        for tool in removed if isinstance(removed, list) else []:
+            if is_object(tool):
+                tools.pop(index_key(get(tool, "name")), None)
+        added = get(message, "toolsAdded")
+        for tool in added if isinstance(added, list) else []:
+            if is_object(tool):
+                tools[index_key(get(tool, "name"))] = tool
+    if timestamp is ABSENT and not tools:
+        return None
+    result: dict[str, Any] = {"role": "system", "content": "\n\n".join(content)}
+    if sections:
+        result["sections"] = sections
+    if tools:
+        result["toolsAdded"] = list(tools.values())
+    result["timestamp"] = 0 if timestamp is ABSENT or timestamp is None else timestamp
+    return result
+
+
+def _system_content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if is_object(block) and get(block, "type") == "text":
+            text = get(block, "text")
+            parts.append("" if text is ABSENT or text is None else js_string_of(text))
+    return "\n".join(parts)
+
+
+def _is_array_index(key: str) -> bool:
+    return key.isdigit() and key.isascii() and (key == "0" or key[0] != "0") and int(key) <= 4294967294
+
+
+def _js_key_order(keys: list[str]) -> list[str]:
+    indexes = sorted((k for k in keys if _is_array_index(k)), key=int)
+    return indexes + [k for k in keys if not _is_array_index(k)]
+
+
+def _object(**members: Any) -> dict[str, Any]:
+    """A JS object literal: members whose value is ABSENT (undefined) are left out."""
+    return {k: v for k, v in members.items() if v is not ABSENT}

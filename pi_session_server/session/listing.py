@@ -1,0 +1,622 @@
+"""Listing sessions: ``SessionInfo`` of a file (spec §18.5), ``list``/``listAll`` (§18.3-§18.7).
+
+A listing reads every line of every session, so this is built for directories of thousands of files
+and files of gigabytes: each file is streamed in chunks (memory is bounded by the chunk size and the
+longest line), and each line is decoded with msgspec into structs that name only the fields a
+``SessionInfo`` needs, so image data, tool arguments and tool output are skipped, never built as
+Python objects. Whenever msgspec refuses a line (a field of an unexpected type, a lone surrogate
+escape, invalid UTF-8 inside a needed string, deep nesting, a syntax error) the line is parsed again
+exactly as ``JSON.parse`` would (``format.jsjson``), so the result is always the reference's.
+
+Lines are split the way Node's ``readline`` does (``"\\n"``, ``"\\r\\n"`` and a lone ``"\\r"``). Splitting
+the bytes first is safe because those bytes never occur inside a multi-byte UTF-8 sequence, and
+treating every ``"\\r"`` as a break only adds empty lines, which every reader skips anyway.
+
+The reference computes up to 10 infos concurrently; we go sequentially, so progress callbacks come in
+candidate order (conforming, D9).
+
+Deliberate robustness beyond the reference: a ``*.jsonl`` name that is not a regular file (a FIFO, a
+device) gives no info instead of blocking or reading forever.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cmp_to_key
+from typing import Any, Final
+
+import msgspec
+
+from ..errors import AbortError
+from ..format.collation import collation_key
+from ..format.dates import iso_from_ms, ms
+from ..format.jsjson import JsonSyntaxError, parse, parse_bytes
+from ..format.jstext import js_trim
+from ..format.jsvalue import ABSENT, get, is_object, js_string_of, truthy
+from .discovery import (
+    cwd_matches,
+    find_by_id,
+    find_most_recent_session,
+    js_round,
+    most_recent_candidate,
+    mtime_ms,
+    readdir,
+    session_dir_for,
+)
+from .paths import get_sessions_root, node_join, normalize_path, resolve_path
+
+__all__ = [
+    "AbortSignal",
+    "ProgressCallback",
+    "SessionInfo",
+    "find_by_id",
+    "find_most_recent_session",
+    "list_all_sessions",
+    "list_sessions",
+    "most_recent_candidate",
+    "session_info",
+    "throw_if_aborted",
+]
+
+#: ``on_progress(loaded, total, partial)``; ``partial`` is ``None`` where the reference passes
+#: ``undefined`` (§18.6).
+ProgressCallback = Callable[[int, int, "list[SessionInfo] | None"], Any]
+
+_CHUNK_SIZE: Final = 1024 * 1024
+_Buffer = bytes | bytearray | memoryview
+_CURRENT_PUBLISH_INTERVAL: Final = 10
+_ALL_PUBLISH_INTERVAL: Final = 100
+_NO_MESSAGES: Final = "(no messages)"
+
+
+# ---- cancellation ------------------------------------------------------------------------------
+
+
+class AbortSignal:
+    """A minimal ``AbortSignal``: :meth:`abort` it (from any thread) to stop a listing."""
+
+    __slots__ = ("_aborted", "reason")
+
+    def __init__(self) -> None:
+        self._aborted = False
+        self.reason: BaseException | None = None
+
+    @property
+    def aborted(self) -> bool:
+        return self._aborted
+
+    def abort(self, reason: BaseException | None = None) -> None:
+        if not self._aborted:
+            self.reason = reason
+            self._aborted = True
+
+    def throw_if_aborted(self) -> None:
+        throw_if_aborted(self)
+
+
+def throw_if_aborted(signal: Any) -> None:
+    """``signal?.throwIfAborted()``: raises the abort reason, by default
+    ``AbortError("This operation was aborted")``. Any object with an ``aborted`` attribute works."""
+    if signal is None or signal is ABSENT or not getattr(signal, "aborted", False):
+        return
+    reason = getattr(signal, "reason", None)
+    if isinstance(reason, BaseException):
+        raise reason
+    raise AbortError("This operation was aborted")
+
+
+# ---- SessionInfo ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What ``list``/``listAll`` report for one file (§18.5).
+
+    ``id`` and ``parent_session_path`` are the header's values as stored (any JSON value, ABSENT when
+    missing); ``name`` is a string or ABSENT; ``created``/``modified`` are epoch milliseconds
+    (``math.nan`` for an invalid date, which serializes as ``null``).
+    """
+
+    path: str
+    id: Any
+    cwd: str
+    name: Any
+    parent_session_path: Any
+    created: int | float
+    modified: int | float
+    message_count: int
+    first_message: str
+    all_messages_text: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The reference's object as ``JSON.stringify`` shows it: keys in order, ABSENT fields
+        omitted, dates as ISO strings (``None`` when invalid)."""
+        out: dict[str, Any] = {"path": self.path}
+        if self.id is not ABSENT:
+            out["id"] = self.id
+        out["cwd"] = self.cwd
+        if self.name is not ABSENT:
+            out["name"] = self.name
+        if self.parent_session_path is not ABSENT:
+            out["parentSessionPath"] = self.parent_session_path
+        out["created"] = iso_from_ms(self.created)
+        out["modified"] = iso_from_ms(self.modified)
+        out["messageCount"] = self.message_count
+        out["firstMessage"] = self.first_message
+        out["allMessagesText"] = self.all_messages_text
+        return out
+
+
+# ---- reading lines -------------------------------------------------------------------------------
+
+
+def _listing_lines(fd: int, size: int, signal: Any) -> Iterator[_Buffer]:
+    """The non-empty physical lines of a file as ``readline`` splits them, read in chunks of at most
+    ``_CHUNK_SIZE`` (the first read is sized to the file, which keeps small files cheap).
+
+    Lines inside a chunk are yielded as memoryviews of it (no copy; ``find`` is memchr, unlike
+    ``bytes.split``, which matters for lines of megabytes); a line spanning chunks is collected in a
+    bytearray, which grows in place, so even a single huge line needs about its own size of memory.
+    """
+    carry: bytearray | None = None  # the start of a line that spans chunks
+    read_size = min(size + 1, _CHUNK_SIZE)
+    while True:
+        throw_if_aborted(signal)
+        chunk = os.read(fd, read_size)
+        if not chunk:
+            break
+        read_size = _CHUNK_SIZE
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r", b"\n")  # only adds empty lines, which nobody keeps
+        find = chunk.find
+        newline = find(b"\n")
+        if newline < 0:
+            if carry is None:
+                carry = bytearray(chunk)
+            else:
+                carry += chunk
+            continue
+        view = memoryview(chunk)
+        if carry is not None:
+            carry += view[:newline]
+            line, carry = carry, None
+            if line:
+                yield line
+        elif newline:
+            yield view[:newline]
+        pos = newline + 1
+        while (newline := find(b"\n", pos)) >= 0:
+            if newline > pos:
+                yield view[pos:newline]
+            pos = newline + 1
+        if pos < len(chunk):
+            carry = bytearray(view[pos:])
+    if carry:
+        yield carry
+
+
+def _find_header(lines: Iterator[_Buffer]) -> Any:
+    """Consume lines up to the first kept value: the header if its ``type`` is "session" (its ``id`` is
+    not checked), else None (the file is not listed)."""
+    for line in lines:
+        try:
+            value = parse_bytes(line)
+        except JsonSyntaxError:
+            continue
+        if truthy(value):
+            return value if get(value, "type") == "session" else None
+    return None
+
+
+# ---- the fields a SessionInfo needs, decoded by msgspec --------------------------------------------
+#
+# ``Any`` fields hold small scalars in practice (type, role, timestamps, names); content is kept raw
+# and decoded only for user and assistant messages. Unknown fields are skipped without being built.
+
+
+class _Block(msgspec.Struct):
+    type: Any = msgspec.UNSET
+    text: str | None | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Message(msgspec.Struct):
+    role: Any = msgspec.UNSET
+    content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    timestamp: Any = msgspec.UNSET
+
+
+class _Line(msgspec.Struct):
+    type: Any = msgspec.UNSET
+    timestamp: Any = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    message: _Message | None | msgspec.UnsetType = msgspec.UNSET
+
+
+_decode_line = msgspec.json.Decoder(_Line).decode
+_decode_content = msgspec.json.Decoder(str | list[_Block]).decode
+
+_SKIPPED: Final[Any] = object()  # a line that is not a kept value (malformed or falsy)
+
+
+def _trimmed_name(name: Any) -> Any:
+    """A ``session_info`` name as listing keeps it: JS-trimmed, ABSENT when empty.
+    D6: a name that is not a string clears the name like ``null`` does."""
+    return (js_trim(name) or ABSENT) if type(name) is str else ABSENT
+
+
+def _is_number(x: Any) -> bool:
+    return type(x) is int or type(x) is float
+
+
+def _entry_time(timestamp: Any) -> int | float | None:
+    """ms(entry timestamp), None when NaN."""
+    t = ms(ABSENT if timestamp is msgspec.UNSET else timestamp)
+    return None if t != t else t
+
+
+def _join_element(value: Any) -> str:
+    """How ``Array.prototype.join`` writes one element."""
+    return "" if value is None or value is ABSENT else js_string_of(value)
+
+
+@dataclass(slots=True)
+class _MessageEffect:
+    """What a ``message`` line adds besides counting: activity time (None: none) and text ("": none)."""
+
+    activity: int | float | None
+    text: str
+    is_user: bool
+
+
+@dataclass(slots=True)
+class _NameEffect:
+    name: Any  # a trimmed non-empty string or ABSENT
+
+
+_NO_EFFECT: Final = _MessageEffect(None, "", False)
+
+
+def _effect_exact(line: _Buffer, valid_json: bool) -> Any:
+    """A line's contribution from the exact ``JSON.parse`` value: ``_SKIPPED`` (not kept), ``None``
+    (kept, ignored), a :class:`_NameEffect` or a :class:`_MessageEffect` (counted). ``valid_json``:
+    msgspec found the JSON well-formed (only a field had an unexpected type), so its generic decoding
+    can be used; otherwise the line goes straight to the exact parser."""
+    try:
+        value = parse_bytes(line) if valid_json else parse(bytes(line).decode("utf-8", "replace"))
+    except JsonSyntaxError:
+        return _SKIPPED
+    if not truthy(value):
+        return _SKIPPED
+    kind = get(value, "type")
+    if kind == "session_info":
+        return _NameEffect(_trimmed_name(get(value, "name")))
+    if kind != "message":
+        return None
+    message = get(value, "message")
+    # D6: a message that is not an object (null included) has no role.
+    if not (is_object(message) and type(get(message, "role")) is str and "content" in message):
+        return _NO_EFFECT
+    role = message["role"]
+    if role != "user" and role != "assistant":
+        return _NO_EFFECT
+    timestamp = message.get("timestamp", ABSENT)
+    activity = timestamp if _is_number(timestamp) else _entry_time(get(value, "timestamp"))
+    content = message["content"]
+    if type(content) is str:
+        text = content
+    elif type(content) is list:
+        # D6: blocks that are not objects are skipped.
+        text = " ".join(
+            _join_element(block.get("text", ABSENT))
+            for block in content
+            if is_object(block) and block.get("type", ABSENT) == "text"
+        )
+    else:
+        text = ""  # D6: null or other content contributes no text
+    return _MessageEffect(activity, text, role == "user")
+
+
+# ---- one file --------------------------------------------------------------------------------------
+
+
+def session_info(
+    path: str, *, signal: Any = None, stat_result: os.stat_result | None = None
+) -> SessionInfo | None:
+    """The ``SessionInfo`` of the file at ``path`` (``buildSessionInfo``, §18.5), or ``None`` when it
+    is not a listable session or cannot be read. ``path`` is reported as given. ``stat_result``, if
+    given, supplies the mtime fallback (``listAll`` stats its candidates first). Raises only
+    :class:`~pi_session_server.errors.AbortError` (when ``signal`` is aborted)."""
+    try:
+        return _read_session_info(path, signal, stat_result)
+    except Exception:
+        throw_if_aborted(signal)
+        return None
+
+
+def _read_session_info(path: str, signal: Any, stat_result: os.stat_result | None) -> SessionInfo | None:
+    # O_NONBLOCK so that a FIFO cannot block the open; non-regular files are refused below.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if stat_result is None:
+            stat_result = st
+        lines = _listing_lines(fd, st.st_size, signal)
+        header = _find_header(lines)
+        if header is None:
+            return None
+        name: Any = ABSENT
+        message_count = 0
+        first_message = ""
+        texts: list[str] = []
+        last_activity: int | float | None = None
+        unset = msgspec.UNSET
+        for line in lines:
+            # The fast path decides most lines; it changes no state before it can no longer fail.
+            try:
+                entry = _decode_line(line)
+                kind = entry.type
+                if kind == "session_info":
+                    name = _trimmed_name(entry.name)
+                    continue
+                if kind != "message":
+                    continue
+                message = entry.message
+                if message is None or message is unset:
+                    activity, text, is_user = None, "", False  # D6: no role, no text, no activity
+                else:
+                    role = message.role
+                    if (
+                        type(role) is not str
+                        or message.content is unset
+                        or (role != "user" and role != "assistant")
+                    ):
+                        activity, text, is_user = None, "", False
+                    else:
+                        content = _decode_content(message.content)
+                        if type(content) is str:
+                            text = content
+                        else:
+                            text = " ".join([block.text or "" for block in content if block.type == "text"])  # type: ignore[union-attr]
+                        timestamp = message.timestamp
+                        activity = timestamp if _is_number(timestamp) else _entry_time(entry.timestamp)
+                        is_user = role == "user"
+            except Exception as err:  # msgspec.DecodeError/ValidationError, RecursionError (deep values), ...
+                effect = _effect_exact(line, isinstance(err, msgspec.ValidationError))
+                if effect is None or effect is _SKIPPED:
+                    continue
+                if type(effect) is _NameEffect:
+                    name = effect.name
+                    continue
+                activity, text, is_user = effect.activity, effect.text, effect.is_user
+            message_count += 1
+            if activity is not None:
+                last_activity = max(0 if last_activity is None else last_activity, activity)
+            if text:
+                texts.append(text)
+                if is_user and not first_message:
+                    first_message = text
+    finally:
+        os.close(fd)
+    header_timestamp = get(header, "timestamp")
+    header_time = ms(header_timestamp) if type(header_timestamp) is str else math.nan
+    if last_activity is not None and last_activity > 0:
+        modified = ms(last_activity)
+    elif header_time == header_time:
+        modified = header_time
+    else:
+        modified = ms(js_round(mtime_ms(stat_result)))
+    cwd = get(header, "cwd")
+    return SessionInfo(
+        path=path,
+        id=get(header, "id"),
+        cwd=cwd if type(cwd) is str else "",
+        name=name,
+        parent_session_path=get(header, "parentSession"),
+        created=ms(header_timestamp),
+        modified=modified,
+        message_count=message_count,
+        first_message=first_message or _NO_MESSAGES,
+        all_messages_text=" ".join(texts),
+    )
+
+
+# ---- ordering --------------------------------------------------------------------------------------
+
+
+def _compare_modified(a: SessionInfo, b: SessionInfo) -> float:
+    return b.modified - a.modified  # NaN (an invalid date) compares as "not less", like V8's sort
+
+
+def sort_by_modified(infos: list[SessionInfo]) -> list[SessionInfo]:
+    """``sortSessionInfos``: by ``modified`` descending, stable."""
+    if any(info.modified != info.modified for info in infos):
+        return sorted(infos, key=cmp_to_key(_compare_modified))  # type: ignore[arg-type]
+    return sorted(infos, key=lambda info: info.modified, reverse=True)  # reverse keeps ties in order
+
+
+# ---- listing -----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Candidate:
+    path: str
+    stat_result: os.stat_result | None = None
+
+
+def _build_infos(
+    candidates: list[_Candidate], signal: Any, on_loaded: Callable[[SessionInfo | None, int], None]
+) -> list[SessionInfo]:
+    """``buildSessionInfosWithConcurrency``, sequentially: infos in candidate order, failures dropped."""
+    infos: list[SessionInfo] = []
+    for index, candidate in enumerate(candidates):
+        throw_if_aborted(signal)
+        info = session_info(candidate.path, signal=signal, stat_result=candidate.stat_result)
+        on_loaded(info, index)
+        if info is not None:
+            infos.append(info)
+    return infos
+
+
+def _list_directory(directory: str, on_progress: Any, signal: Any) -> list[SessionInfo]:
+    """``listSessionsFromDir``: infos of the ``*.jsonl`` names directly in ``directory``, in
+    name-descending (``localeCompare``) order. Any error other than an abort gives ``[]``."""
+    throw_if_aborted(signal)
+    if not os.path.exists(directory):
+        return []
+    try:
+        names = [name for name in readdir(directory) if name.endswith(".jsonl")]
+        names.sort(key=collation_key, reverse=True)  # reverse keeps equal-collating names in order
+        candidates = [_Candidate(node_join(directory, name)) for name in names]
+        total = len(candidates)
+        partial: list[SessionInfo] = []
+        loaded = 0
+
+        def on_loaded(info: SessionInfo | None, _index: int) -> None:
+            nonlocal loaded
+            loaded += 1
+            if info is not None:
+                partial.append(info)
+            if on_progress:
+                publish = loaded == 1 or loaded % _CURRENT_PUBLISH_INTERVAL == 0 or loaded == total
+                on_progress(loaded, total, sort_by_modified(partial) if publish else None)
+
+        return _build_infos(candidates, signal, on_loaded)
+    except Exception:
+        throw_if_aborted(signal)
+        return []
+
+
+def list_sessions(
+    cwd: Any, session_dir: Any = ABSENT, on_progress: ProgressCallback | None = None, signal: Any = None
+) -> list[SessionInfo]:
+    """``SessionManager.list(cwd, sessionDir?, onProgress?, signal?)`` (§18.3).
+
+    The directory is ``normalizePath(session_dir)`` if truthy, else the default directory for ``cwd``
+    (created). Sessions are filtered by header cwd only when ``session_dir`` was given and differs from
+    the default directory path. Result: sorted by ``modified`` descending, ties in name-descending
+    order. ``on_progress(loaded, total, partial)`` is called after each file; ``partial`` (the infos so
+    far, sorted and filtered) is given when ``loaded`` is 1, a multiple of 10 or ``total``, else None.
+    Raises :class:`~pi_session_server.errors.AbortError` when ``signal`` is (or becomes) aborted.
+    """
+    directory, filter_cwd = session_dir_for(cwd, session_dir)
+    resolved_cwd = resolve_path(cwd)
+
+    def include(info: SessionInfo) -> bool:
+        return not filter_cwd or cwd_matches(info.cwd, resolved_cwd)
+
+    progress: Any = None
+    if on_progress:
+
+        def progress(loaded: int, total: int, partial: list[SessionInfo] | None) -> None:
+            on_progress(
+                loaded, total, None if partial is None else [info for info in partial if include(info)]
+            )
+
+    sessions = [info for info in _list_directory(directory, progress, signal) if include(info)]
+    return sort_by_modified(sessions)
+
+
+def list_all_sessions(
+    session_dir: Any = ABSENT, on_progress: Any = None, signal: Any = None
+) -> list[SessionInfo]:
+    """``SessionManager.listAll(sessionDir?, onProgress?, signal?)`` and ``listAll(onProgress?,
+    signal?)`` (§18.4), with the reference's overload resolution: a string first argument is a
+    directory whose ``*.jsonl`` files are listed (no cwd filter, no subdirectories); a callable first
+    argument is the progress callback (then the second argument is the signal); anything else first
+    (an AbortSignal included) is ignored and the second argument is the callback if callable, else
+    the signal.
+
+    Without a (non-empty) directory, every directory or symbolic link directly under the sessions root
+    ``<agent dir>/sessions`` is read (files directly in the root are ignored); candidates are ordered
+    by mtime descending (unstat-able last), ties by base name descending; partial results are passed
+    to ``on_progress`` once the first candidate is done, then at every 100th file and at the end.
+    """
+    custom_dir = normalize_path(session_dir) if type(session_dir) is str else None
+    arg2_is_callback = callable(on_progress)
+    progress = session_dir if callable(session_dir) else (on_progress if arg2_is_callback else None)
+    if type(session_dir) is str or arg2_is_callback:
+        abort_signal = signal
+    else:
+        abort_signal = signal if on_progress is None or on_progress is ABSENT else on_progress
+    throw_if_aborted(abort_signal)
+    if custom_dir:
+        return sort_by_modified(_list_directory(custom_dir, progress, abort_signal))
+    try:
+        return _list_sessions_root(get_sessions_root(), progress, abort_signal)
+    except Exception:
+        throw_if_aborted(abort_signal)
+        return []
+
+
+def _sort_candidates(candidates: list[_Candidate]) -> None:
+    """By mtime descending (unstat-able last), ties by base name descending (``localeCompare``).
+    Collation keys are computed only for ties, which are rare."""
+
+    def mtime(candidate: _Candidate) -> float:
+        return -math.inf if candidate.stat_result is None else mtime_ms(candidate.stat_result)
+
+    times = [mtime(c) for c in candidates]
+    order = sorted(range(len(candidates)), key=times.__getitem__, reverse=True)  # stable
+    result = [candidates[i] for i in order]
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and times[order[end]] == times[order[start]]:
+            end += 1
+        if end - start > 1:
+            result[start:end] = sorted(
+                result[start:end], key=lambda c: collation_key(os.path.basename(c.path)), reverse=True
+            )
+        start = end
+    candidates[:] = result
+
+
+def _list_sessions_root(root: str, progress: Any, signal: Any) -> list[SessionInfo]:
+    if not os.path.exists(root):
+        return []
+    with os.scandir(root) as scan:
+        entries = sorted(scan, key=lambda entry: os.fsencode(entry.name))  # Node's readdir order
+    directories = [
+        node_join(root, entry.name)
+        for entry in entries
+        if entry.is_dir(follow_symlinks=False) or entry.is_symlink()
+    ]
+    paths: list[str] = []
+    for directory in directories:
+        throw_if_aborted(signal)
+        try:
+            names = [name for name in readdir(directory) if name.endswith(".jsonl")]
+        except OSError:
+            continue  # an unreadable directory (or a link to a file) contributes nothing
+        paths.extend(node_join(directory, name) for name in names)
+    candidates: list[_Candidate] = []
+    for path in paths:
+        throw_if_aborted(signal)
+        try:
+            candidates.append(_Candidate(path, os.stat(path)))
+        except OSError:
+            candidates.append(_Candidate(path))
+    _sort_candidates(candidates)
+    total = len(candidates)
+    partial: list[SessionInfo] = []
+    loaded = 0
+    first_loaded = False
+
+    def on_loaded(info: SessionInfo | None, index: int) -> None:
+        nonlocal loaded, first_loaded
+        loaded += 1
+        if index == 0:
+            first_loaded = True
+        if info is not None:
+            partial.append(info)
+        if progress:
+            publish = first_loaded and (index == 0 or loaded % _ALL_PUBLISH_INTERVAL == 0 or loaded == total)
+            progress(loaded, total, sort_by_modified(partial) if publish else None)
+
+    return sort_by_modified(_build_infos(candidates, signal, on_loaded))

@@ -1,0 +1,156 @@
+"""Loading a session file into entries: the lazy path for current files, the exact path for migrations.
+
+Both follow ``loadEntriesFromFile`` (§10.1): blank, malformed and falsy lines are skipped; the first
+kept value must be a header (object, ``type`` "session", string ``id``) or the file is invalid; values
+after the header that are not objects are skipped too (D3).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import fs_error_from_oserror
+from ..format.entry import Entry
+from ..format.jsjson import dumps
+from ..format.jsvalue import ABSENT
+from ..format.scan import (
+    FileLineSource,
+    LineProblem,
+    RawLine,
+    classify_line,
+    iter_physical_lines,
+    problem_for,
+    scan_entries,
+)
+
+
+def is_valid_header(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
+
+
+@dataclass
+class HeaderPeek:
+    """The first kept value of a file and where its line ends."""
+
+    value: Any = ABSENT
+    line: int = -1
+    next_offset: int = 0  # offset of the line after the header line
+    size: int = 0
+    problems: list[LineProblem] = field(default_factory=list)
+
+
+def open_for_reading(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as err:
+        raise fs_error_from_oserror(err, "open", path) from err
+
+
+def peek_header(fd: int) -> HeaderPeek:
+    """Find the first kept value (raises FsError EISDIR for a directory, as Node's read does)."""
+    try:
+        size = os.fstat(fd).st_size
+        peek = HeaderPeek(size=size)
+        for line_no, offset, data, terminated in iter_physical_lines(fd, 0, 0, chunk_size=65536):
+            raw = classify_line(line_no, offset, data)
+            if raw.kind == "kept":
+                peek.value = raw.value
+                peek.line = line_no
+                peek.next_offset = offset + len(data) + (1 if terminated else 0)
+                return peek
+            if raw.kind != "blank":
+                peek.problems.append(problem_for(raw))
+        return peek
+    except OSError as err:
+        raise fs_error_from_oserror(err, "read", None) from err
+
+
+def ends_without_newline(fd: int, size: int) -> bool:
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+@dataclass
+class LazyLoad:
+    """A current-version file: header value plus lazy entries."""
+
+    header: Any
+    entries: list[Entry]
+    problems: list[LineProblem]
+    lines: int  # physical lines (complete ones; an unterminated final line is counted too)
+    end: int  # bytes consumed
+    needs_newline: bool
+
+
+# Files up to this size keep every line's bytes in memory (bodies are decoded from them on demand),
+# so nothing another process does to the file later can take a loaded entry away. Larger files are
+# re-read by offset, which is what keeps multi-GB sessions in bounded memory (D14).
+KEEP_BYTES_LIMIT = 32 * 1024 * 1024
+
+
+def load_lazy(
+    fd: int, path: str, peek: HeaderPeek, on_progress: Callable[[int, int], Any] | None = None
+) -> tuple[LazyLoad, FileLineSource]:
+    source = FileLineSource(path, os.dup(fd))
+    result = scan_entries(
+        fd,
+        source,
+        start=peek.next_offset,
+        first_line=peek.line + 1,
+        have_header=True,
+        on_progress=on_progress,
+        keep_bytes=peek.size <= KEEP_BYTES_LIMIT,
+    )
+    header_entry = Entry(peek.value, line=peek.line)
+    entries = [header_entry, *result.entries]
+    total_lines = peek.line + 1 + result.lines
+    return (
+        LazyLoad(
+            peek.value,
+            entries,
+            peek.problems + result.problems,
+            total_lines,
+            result.end if not result.tail else result.end + len(result.tail),
+            ends_without_newline(fd, peek.size),
+        ),
+        source,
+    )
+
+
+@dataclass
+class ExactLoad:
+    """Every physical line classified, as the reference's loader keeps them (for migration rewrites)."""
+
+    values: list[Any]  # every kept value (non-objects included: v1 positions count them)
+    lines: list[RawLine]  # non-blank physical lines, in order
+    needs_newline: bool
+
+
+def load_exact(fd: int) -> ExactLoad:
+    values: list[Any] = []
+    lines: list[RawLine] = []
+    needs_newline = False
+    try:
+        for line_no, offset, data, terminated in iter_physical_lines(fd):
+            if not terminated:
+                needs_newline = True
+            raw = classify_line(line_no, offset, data)
+            if raw.kind == "blank":
+                continue
+            lines.append(raw)
+            if raw.kind == "kept":
+                values.append(raw.value)
+    except OSError as err:
+        raise fs_error_from_oserror(err, "read", None) from err
+    return ExactLoad(values, lines, needs_newline)
+
+
+def rewrite_chunks(lines: list[RawLine]) -> Iterator[bytes]:
+    """D7: kept objects re-serialized, every other non-blank line as the reference decoded it."""
+    for raw in lines:
+        if raw.kind == "kept" and isinstance(raw.value, dict):
+            yield dumps(raw.value).encode("utf-8") + b"\n"
+        else:
+            yield raw.data.decode("utf-8", "replace").encode("utf-8") + b"\n"

@@ -1,0 +1,944 @@
+"""``SessionManager``: pi's session API over a JSONL file (or in memory), like the reference.
+
+State and every operation follow ``session-manager.md``; the deliberate differences (D1-D10) are
+listed in ``docs/DEVIATIONS.md``. Beyond the reference, a persisted manager can follow a file that
+another process appends to (:meth:`SessionManager.refresh_from_disk`) and reports writes by others
+(:meth:`SessionManager.drain_events`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import EntryNotFoundError, ForkError, InvalidSessionFileError, PiSessionError
+from ..format.dates import file_timestamp, ms, now_iso
+from ..format.entry import Entry
+from ..format.gcpause import gc_paused
+from ..format.ids import assert_valid_session_id, new_entry_id, uuid7
+from ..format.jsjson import dumps
+from ..format.jstext import js_trim
+from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, truthy
+from ..format.scan import FileLineSource, LineProblem, scan_entries
+from . import listing, storage
+from .context import build_session_context as _build_session_context
+from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
+from .fields import field as entry_field
+from .loader import (
+    ExactLoad,
+    is_valid_header,
+    load_exact,
+    load_lazy,
+    open_for_reading,
+    peek_header,
+    rewrite_chunks,
+)
+from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration
+from .paths import default_session_dir_path, get_default_session_dir, node_join, normalize_path, resolve_path
+from .tree import TreeNode, build_tree
+
+
+@dataclass
+class FileChange:
+    """What :meth:`SessionManager.refresh_from_disk` found."""
+
+    kind: str  # "unchanged" | "appended" | "reloaded" | "deleted"
+    new_entry_ids: list[Any] = field(default_factory=list)
+    leaf_id: Any = ABSENT
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "newEntryIds": self.new_entry_ids}
+        if self.leaf_id is not ABSENT:
+            out["leafId"] = self.leaf_id
+        return out
+
+
+@dataclass
+class ForeignWrite:
+    """Another process changed the file between two of our writes."""
+
+    path: str
+    expected_size: int
+    found_size: int
+
+    @property
+    def message(self) -> str:
+        if self.found_size < self.expected_size:
+            return f"{self.path} was truncated or rewritten by another process"
+        return f"another process appended {self.found_size - self.expected_size} bytes to {self.path}"
+
+
+def _now() -> str:
+    return now_iso()
+
+
+def _object(**members: Any) -> dict[str, Any]:
+    return {k: v for k, v in members.items() if v is not ABSENT}
+
+
+def _line_bytes(value: Any) -> bytes:
+    return dumps(value).encode("utf-8") + b"\n"
+
+
+_CR_LF_RUNS = re.compile(r"[\r\n]+")
+
+
+class SessionManager:
+    """pi's ``SessionManager``. Construct with the classmethods (``create``, ``open``, ...)."""
+
+    def __init__(
+        self,
+        cwd: Any,
+        session_dir: Any,
+        session_file: Any = ABSENT,
+        persist: bool = False,
+        new_session_options: Any = ABSENT,
+        preloaded_entries: Any = ABSENT,
+        *,
+        fsync: bool = False,
+        read_only: bool = False,
+        on_progress: Callable[[int, int], Any] | None = None,
+    ) -> None:
+        self._cwd = resolve_path(cwd)
+        self._session_dir = normalize_path(session_dir)
+        self._persist = persist
+        self.fsync = fsync
+        # read_only: load without the reference's load-time writes (newline repair, migration
+        # rewrite, header for an empty file); every write method then raises ReadOnlySessionError.
+        self.read_only = read_only
+        # rollback_failed_appends: an append whose write fails is taken back out of memory (the
+        # reference keeps it; the sidecar wants "after a failed request the session is as it was").
+        self.rollback_failed_appends = False
+        self._on_progress = on_progress
+        self._session_id: Any = ""
+        self._session_file: Any = ABSENT
+        self._file_entries: builtins.list[Entry] = []
+        self._by_id: dict[Any, Entry] = {}
+        self._labels: dict[Any, tuple[Any, Any]] = {}  # key(targetId) -> (targetId, label)
+        self._label_timestamps: dict[Any, Any] = {}
+        self._leaf_id: Any = None
+        self._flushed = False
+        self._assistants = 0
+        self._source: FileLineSource | None = None
+        self._known_end = 0
+        self._line_count = 0
+        self._identity: storage.FileIdentity | None = None
+        self._marker = b""
+        self._events: builtins.list[ForeignWrite] = []
+        self.problems: builtins.list[LineProblem] = []
+        if persist and self._session_dir and not os.path.exists(self._session_dir):
+            os.makedirs(self._session_dir, exist_ok=True)
+        if truthy(session_file):
+            self._set_session_file(session_file)
+        elif isinstance(preloaded_entries, list) and preloaded_entries:
+            self._load_values(preloaded_entries, new_session_options)
+        else:
+            self.new_session(new_session_options)
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def create(
+        cls, cwd: Any, session_dir: Any = ABSENT, options: Any = ABSENT, *, fsync: bool = False
+    ) -> SessionManager:
+        directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(cwd)
+        return cls(cwd, directory, ABSENT, True, options, fsync=fsync)
+
+    @classmethod
+    def open(
+        cls,
+        path: Any,
+        session_dir: Any = ABSENT,
+        cwd_override: Any = ABSENT,
+        *,
+        fsync: bool = False,
+        read_only: bool = False,
+        on_progress: Callable[[int, int], Any] | None = None,
+    ) -> SessionManager:
+        """Open a session file. ``read_only`` loads it without writing anything (see __init__);
+        ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned."""
+        resolved = resolve_path(path)
+        header: Any = None
+        if cwd_override is ABSENT and os.path.exists(resolved):
+            fd = open_for_reading(resolved)
+            try:
+                peek = peek_header(fd)
+            finally:
+                os.close(fd)
+            header = peek.value if is_valid_header(peek.value) else None
+        header_cwd = (
+            header.get("cwd") if header is not None and isinstance(header.get("cwd"), str) else ABSENT
+        )
+        cwd = coalesce(cwd_override, coalesce(header_cwd, os.getcwd()))
+        directory = normalize_path(session_dir) if truthy(session_dir) else os.path.dirname(resolved) or "/"
+        return cls(cwd, directory, resolved, True, fsync=fsync, read_only=read_only, on_progress=on_progress)
+
+    @classmethod
+    def continue_recent(cls, cwd: Any, session_dir: Any = ABSENT, *, fsync: bool = False) -> SessionManager:
+        directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(cwd)
+        filter_cwd = session_dir is not ABSENT and directory != default_session_dir_path(cwd)
+        most_recent = listing.find_most_recent_session(directory, cwd if filter_cwd else ABSENT)
+        if most_recent:
+            return cls(cwd, directory, most_recent, True, fsync=fsync)
+        return cls(cwd, directory, ABSENT, True, fsync=fsync)
+
+    @classmethod
+    def in_memory(cls, cwd: Any = ABSENT, options: Any = ABSENT, entries: Any = ABSENT) -> SessionManager:
+        return cls(os.getcwd() if cwd is ABSENT else cwd, "", ABSENT, False, options, entries)
+
+    @classmethod
+    def fork_from(
+        cls,
+        source_path: Any,
+        target_cwd: Any,
+        session_dir: Any = ABSENT,
+        options: Any = ABSENT,
+        *,
+        fsync: bool = False,
+    ) -> SessionManager:
+        source = resolve_path(source_path)
+        target = resolve_path(target_cwd)
+        values = _load_fork_source(source)
+        if not values:
+            raise ForkError(f"Cannot fork: source session file is empty or invalid: {source}")
+        directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(target)
+        if not os.path.exists(directory):
+            os.makedirs(directory, exist_ok=True)
+        new_id = get(options, "id")
+        if new_id is not ABSENT:
+            assert_valid_session_id(new_id)
+        session_id = coalesce(new_id, uuid7())
+        timestamp = _now()
+        new_file = node_join(directory, f"{file_timestamp(timestamp)}_{js_string_of(session_id)}.jsonl")
+        header = {
+            "type": "session",
+            "version": CURRENT_SESSION_VERSION,
+            "id": session_id,
+            "timestamp": timestamp,
+            "cwd": target,
+            "parentSession": source,
+        }
+        storage.create_exclusive(new_file, _line_bytes(header))
+        batch: builtins.list[bytes] = []
+        size = 0
+        for value in values:
+            if get(value, "type") == "session":
+                continue
+            line = _line_bytes(value.value if isinstance(value, Entry) else value)
+            batch.append(line)
+            size += len(line)
+            if size >= 4 * 1024 * 1024:
+                storage.append_lines(new_file, b"".join(batch))
+                batch, size = [], 0
+        if batch:
+            storage.append_lines(new_file, b"".join(batch))
+        return cls(target, directory, new_file, True, fsync=fsync)
+
+    # ------------------------------------------------------------------ listing statics
+
+    @classmethod
+    def list(
+        cls,
+        cwd: Any,
+        session_dir: Any = ABSENT,
+        on_progress: Callable[..., Any] | None = None,
+        signal: Any = None,
+    ) -> builtins.list[Any]:
+        return listing.list_sessions(cwd, session_dir, on_progress, signal)
+
+    @classmethod
+    def list_all(
+        cls, session_dir: Any = ABSENT, on_progress: Any = None, signal: Any = None
+    ) -> builtins.list[Any]:
+        return listing.list_all_sessions(session_dir, on_progress, signal)
+
+    @classmethod
+    def find_by_id(cls, cwd: Any, session_id: Any, session_dir: Any = ABSENT) -> Any:
+        return listing.find_by_id(cwd, session_id, session_dir)
+
+    # ------------------------------------------------------------------ switching sessions
+
+    def new_session(self, options: Any = ABSENT) -> Any:
+        requested = get(options, "id")
+        if requested is not ABSENT:
+            assert_valid_session_id(requested)
+        self._session_id = coalesce(requested, uuid7())
+        timestamp = _now()
+        header = _object(
+            type="session",
+            version=CURRENT_SESSION_VERSION,
+            id=self._session_id,
+            timestamp=timestamp,
+            cwd=self._cwd,
+            parentSession=get(options, "parentSession"),
+        )
+        self._release_source()
+        self._file_entries = [Entry(header)]
+        self._by_id = {}
+        self._labels = {}
+        self._label_timestamps = {}
+        self._leaf_id = None
+        self._flushed = False
+        self._assistants = 0
+        self.problems = []
+        self._known_end = 0
+        self._line_count = 0
+        self._identity = None
+        if self._persist:
+            name = f"{file_timestamp(timestamp)}_{js_string_of(self._session_id)}.jsonl"
+            self._session_file = node_join(self._session_dir, name)
+        return self._session_file
+
+    def set_session_file(self, path: Any) -> None:
+        """Switch to another file; on failure the manager is exactly as before (D5)."""
+        saved = dict(self.__dict__)
+        try:
+            self._set_session_file(path)
+        except BaseException:
+            if self._source is not None and self._source is not saved.get("_source"):
+                self._source.close()
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    def _set_session_file(self, path: Any) -> None:
+        resolved = resolve_path(path)
+        if not os.path.exists(resolved):
+            self.new_session()
+            self._session_file = resolved
+            return
+        fd = open_for_reading(resolved)
+        try:
+            peek = peek_header(fd)
+            if not is_valid_header(peek.value):
+                if peek.size > 0:
+                    raise InvalidSessionFileError(f"Session file is not a valid pi session: {resolved}")
+                self.new_session()
+                self._session_file = resolved
+                self._rewrite([_line_bytes(self._file_entries[0].value)])
+                self._flushed = True
+                return
+            with gc_paused():
+                if needs_migration([peek.value]):
+                    self._load_migrating(fd, resolved)
+                else:
+                    self._load_current(fd, resolved, peek)
+            self._flushed = True
+        finally:
+            os.close(fd)
+
+    def _load_current(self, fd: int, path: str, peek: Any) -> None:
+        loaded, source = load_lazy(fd, path, peek, self._on_progress)
+        if loaded.needs_newline and not self.read_only:
+            storage.repair_trailing_newline(path)  # the reference's load-time repair (§10.1)
+        self._release_source()
+        self._source = source
+        self._session_file = path
+        self._set_file_entries(loaded.entries)
+        self._session_id = loaded.header["id"]
+        self.problems = loaded.problems
+        self._track_file(path, loaded.lines)
+
+    def _load_migrating(self, fd: int, path: str) -> None:
+        exact = load_exact(fd)
+        values = exact.values
+        migrate_to_current_version(values, True)
+        self._session_file = path
+        self._rewrite(rewrite_chunks(exact.lines))
+        entries = _entries_with_lines(exact)
+        self._release_source()
+        self._set_file_entries(entries)
+        self._session_id = values[0]["id"]
+        self._track_file(path, len(exact.lines))
+
+    def _load_values(self, values: builtins.list[Any], options: Any) -> None:
+        """``inMemory(cwd, options, entries)`` (and the reference's preloaded entries)."""
+        has_header = any(get(v, "type") == "session" for v in values)
+        if has_header:
+            migrate_to_current_version(values)
+            header = next(v for v in values if get(v, "type") == "session")
+            self._session_id = get(header, "id")
+            self._set_file_entries([Entry(v) for v in values])
+        else:
+            self.new_session(options)
+            self._set_file_entries(self._file_entries + [Entry(v) for v in values])
+
+    # ------------------------------------------------------------------ index
+
+    def _set_file_entries(self, entries: builtins.list[Entry]) -> None:
+        self._file_entries = entries
+        self._build_index()
+
+    def _build_index(self) -> None:
+        self._by_id = {}
+        self._labels = {}
+        self._label_timestamps = {}
+        self._leaf_id = None
+        self._assistants = 0
+        for entry in self._file_entries:
+            self._index_entry(entry)
+
+    def _index_entry(self, entry: Entry) -> None:
+        etype = entry.type
+        if etype == "session":
+            return
+        self._by_id[index_key(entry.id)] = entry
+        self._leaf_id = entry.id
+        if etype == "message" and entry.role == "assistant":
+            self._assistants += 1
+        elif etype == "label":
+            aux = entry.aux
+            if aux is None:
+                aux = (entry_field(entry, "targetId"), entry_field(entry, "label"))
+            self._apply_label(aux[0], aux[1], entry.timestamp)
+
+    def _apply_label(self, target: Any, label: Any, timestamp: Any) -> None:
+        key = index_key(target)
+        if truthy(label):
+            previous = self._labels.get(key)
+            self._labels[key] = (previous[0] if previous else target, label)
+            self._label_timestamps[key] = timestamp
+        else:
+            self._labels.pop(key, None)
+            self._label_timestamps.pop(key, None)
+
+    # ------------------------------------------------------------------ writing
+
+    def _append_entry(self, value: dict[str, Any]) -> Entry:
+        if self.read_only:
+            raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
+        entry = Entry(value)
+        key = index_key(entry.id)
+        previous = (self._by_id.get(key), self._leaf_id, self._assistants, self._flushed)
+        self._file_entries.append(entry)
+        self._by_id[key] = entry
+        self._leaf_id = entry.id
+        if entry.type == "message" and entry.role == "assistant":
+            self._assistants += 1
+        try:
+            self._persist_entry(entry)
+        except BaseException:
+            if self.rollback_failed_appends:
+                self._file_entries.pop()
+                if previous[0] is None:
+                    del self._by_id[key]
+                else:
+                    self._by_id[key] = previous[0]
+                self._leaf_id, self._assistants, self._flushed = previous[1], previous[2], previous[3]
+            raise
+        return entry
+
+    def _persist_entry(self, entry: Entry) -> None:
+        if not self._persist or not truthy(self._session_file):
+            return
+        if self._assistants == 0:
+            if self._flushed:
+                self._append_line(entry)
+            return
+        if not self._flushed:
+            lines = [_line_bytes(e.value) for e in self._file_entries]
+            storage.create_exclusive(self._session_file, b"".join(lines), fsync=self.fsync)
+            for i, e in enumerate(self._file_entries):
+                e.line = i
+            self._flushed = True
+            self._track_file(self._session_file, len(self._file_entries))
+        else:
+            self._append_line(entry)
+
+    def _append_line(self, entry: Entry) -> None:
+        data = _line_bytes(entry.value)
+        outcome = storage.append_lines(self._session_file, data, fsync=self.fsync)
+        if self._identity is not None and outcome.size_before != self._known_end:
+            self._events.append(ForeignWrite(self._session_file, self._known_end, outcome.size_before))
+        if outcome.repaired_newline:
+            self._line_count += 1
+        entry.line = self._line_count
+        entry.offset = outcome.start
+        entry.length = len(data) - 1
+        self._line_count += 1
+        self._known_end = outcome.end
+
+    def _rewrite(self, chunks: Any) -> None:
+        if not self._persist or not truthy(self._session_file) or self.read_only:
+            return
+        storage.rewrite_file(self._session_file, chunks)
+
+    def _track_file(self, path: str, line_count: int) -> None:
+        """Remember the file as we leave it, to notice later what others did to it."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            self._identity = None
+            return
+        self._identity = storage.FileIdentity.of(st)
+        self._known_end = st.st_size
+        self._line_count = line_count
+        self._marker = self._read_marker(path, st.st_size)
+
+    @staticmethod
+    def _read_marker(path: str, end: int) -> bytes:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return b""
+        try:
+            return storage.tail_marker(fd, end)
+        finally:
+            os.close(fd)
+
+    def _release_source(self) -> None:
+        self._source = None  # entries still holding it keep it alive; it closes with them
+
+    # ------------------------------------------------------------------ appenders
+
+    def _base(self, entry_type: str) -> dict[str, Any]:
+        return {"type": entry_type, "id": self._new_id(), "parentId": self._leaf_id, "timestamp": _now()}
+
+    def _new_id(self) -> str:
+        by_id = self._by_id
+        return new_entry_id(lambda candidate: candidate in by_id)
+
+    def append_message(self, message: Any) -> Any:
+        value = self._base("message")
+        value["message"] = message
+        return self._finish(value)
+
+    def append_thinking_level_change(self, thinking_level: Any) -> Any:
+        value = self._base("thinking_level_change")
+        value["thinkingLevel"] = thinking_level
+        return self._finish(value)
+
+    def append_model_change(self, provider: Any, model_id: Any) -> Any:
+        value = self._base("model_change")
+        value["provider"] = provider
+        value["modelId"] = model_id
+        return self._finish(value)
+
+    def append_usage(self, kind: Any, provider: Any, model: Any, usage: Any, note: Any = ABSENT) -> Entry:
+        value = self._base("usage")
+        value.update(_object(kind=kind, provider=provider, model=model, usage=usage))
+        if truthy(note):
+            value["note"] = note
+        return self._append_entry(_drop_absent(value))
+
+    def append_compaction(
+        self,
+        summary: Any,
+        first_kept_entry_id: Any,
+        tokens_before: Any,
+        details: Any = ABSENT,
+        from_hook: Any = ABSENT,
+        usage: Any = ABSENT,
+    ) -> Any:
+        timestamp = _now()
+        checkpoint = current_system_message(self.build_session_context()["messages"])
+        value = {
+            "type": "compaction",
+            "id": self._new_id(),
+            "parentId": self._leaf_id,
+            "timestamp": timestamp,
+        }
+        value.update(
+            _object(
+                summary=summary,
+                firstKeptEntryId=first_kept_entry_id,
+                tokensBefore=tokens_before,
+                details=details,
+                usage=usage,
+                fromHook=from_hook,
+            )
+        )
+        if checkpoint is not None:
+            checkpoint["timestamp"] = ms(timestamp)
+            value["systemMessage"] = checkpoint
+        return self._finish(value)
+
+    def append_custom_entry(self, custom_type: Any, data: Any = ABSENT) -> Any:
+        value = _object(
+            type="custom",
+            customType=custom_type,
+            data=data,
+            id=self._new_id(),
+            parentId=self._leaf_id,
+            timestamp=_now(),
+        )
+        return self._finish(value)
+
+    def append_session_info(self, name: Any) -> Any:
+        if not isinstance(name, str):
+            raise _type_error("name.replace is not a function")
+        value = self._base("session_info")
+        value["name"] = js_trim(_CR_LF_RUNS.sub(" ", name))
+        return self._finish(value)
+
+    def append_custom_message_entry(
+        self, custom_type: Any, content: Any, display: Any, details: Any = ABSENT
+    ) -> Any:
+        value = _object(
+            type="custom_message",
+            customType=custom_type,
+            content=content,
+            display=display,
+            details=details,
+            id=self._new_id(),
+            parentId=self._leaf_id,
+            timestamp=_now(),
+        )
+        return self._finish(value)
+
+    def append_label_change(self, target_id: Any, label: Any = ABSENT) -> Any:
+        if index_key(target_id) not in self._by_id:
+            raise EntryNotFoundError(f"Entry {js_string_of(target_id)} not found")
+        value = self._base("label")
+        value["targetId"] = target_id
+        if label is not ABSENT:
+            value["label"] = label
+        entry = self._append_entry(_drop_absent(value))
+        self._apply_label(target_id, label, entry.timestamp)
+        return entry.id
+
+    def _finish(self, value: dict[str, Any]) -> Any:
+        return self._append_entry(_drop_absent(value)).id
+
+    # ------------------------------------------------------------------ tree
+
+    def get_leaf_id(self) -> Any:
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> Any:
+        if not truthy(self._leaf_id):
+            return ABSENT
+        return self._by_id.get(index_key(self._leaf_id), ABSENT)
+
+    def get_entry(self, entry_id: Any) -> Any:
+        return self._by_id.get(index_key(entry_id), ABSENT)
+
+    def get_children(self, parent_id: Any) -> builtins.list[Entry]:
+        from ..format.jsvalue import strict_equal
+
+        return [e for e in self._by_id.values() if strict_equal(e.parent_id, parent_id)]
+
+    def get_label(self, entry_id: Any) -> Any:
+        found = self._labels.get(index_key(entry_id))
+        return found[1] if found else ABSENT
+
+    def get_label_timestamp(self, entry_id: Any) -> Any:
+        return self._label_timestamps.get(index_key(entry_id), ABSENT)
+
+    def get_branch(self, from_id: Any = ABSENT) -> builtins.list[Entry]:
+        start = coalesce(from_id, self._leaf_id)
+        if not truthy(start):
+            return []
+        entry = self._by_id.get(index_key(start))
+        if entry is None:
+            return []
+        return walk_to_root(entry, self._by_id)
+
+    def get_tree(self) -> builtins.list[TreeNode]:
+        labels = {key: label for key, (_target, label) in self._labels.items()}
+        with gc_paused():
+            return build_tree(self.get_entries(), labels, self._label_timestamps)
+
+    def branch(self, branch_from_id: Any) -> None:
+        if index_key(branch_from_id) not in self._by_id:
+            raise EntryNotFoundError(f"Entry {js_string_of(branch_from_id)} not found")
+        self._leaf_id = branch_from_id
+
+    def reset_leaf(self) -> None:
+        self._leaf_id = None
+
+    def branch_with_summary(
+        self,
+        branch_from_id: Any,
+        summary: Any,
+        details: Any = ABSENT,
+        from_hook: Any = ABSENT,
+        usage: Any = ABSENT,
+    ) -> Any:
+        if branch_from_id is not None and index_key(branch_from_id) not in self._by_id:
+            raise EntryNotFoundError(f"Entry {js_string_of(branch_from_id)} not found")
+        from_id = coalesce(self._leaf_id, "root")
+        self._leaf_id = branch_from_id
+        value = {
+            "type": "branch_summary",
+            "id": self._new_id(),
+            "parentId": branch_from_id,
+            "timestamp": _now(),
+        }
+        value.update(
+            _object(fromId=from_id, summary=summary, details=details, usage=usage, fromHook=from_hook)
+        )
+        return self._finish(value)
+
+    def create_branched_session(self, leaf_id: Any) -> Any:
+        previous_file = self._session_file
+        path = self.get_branch(leaf_id)
+        if not path:
+            raise EntryNotFoundError(f"Entry {js_string_of(leaf_id)} not found")
+        kept: builtins.list[dict[str, Any]] = []
+        replacement: dict[Any, Any] = {}
+        pending: builtins.list[Any] = []
+        parent: Any = None
+        for e in path:
+            if e.type == "label":
+                pending.append(e.id)
+                continue
+            for label_id in pending:
+                replacement[index_key(label_id)] = e.id
+            pending.clear()
+            body = e.value
+            copy = dict(body) if isinstance(body, dict) else {}
+            copy["parentId"] = parent
+            if e.type == "compaction":
+                first_kept = copy.get("firstKeptEntryId", ABSENT)
+                mapped = replacement.get(index_key(first_kept), ABSENT)
+                copy["firstKeptEntryId"] = coalesce(mapped, first_kept)
+                copy = _drop_absent(copy)
+            kept.append(copy)
+            parent = e.id
+        new_id = uuid7()
+        timestamp = _now()
+        new_file = node_join(self._session_dir, f"{file_timestamp(timestamp)}_{new_id}.jsonl")
+        header = _object(
+            type="session",
+            version=CURRENT_SESSION_VERSION,
+            id=new_id,
+            timestamp=timestamp,
+            cwd=self._cwd,
+            parentSession=previous_file if self._persist else ABSENT,
+        )
+        kept_ids = {index_key(c.get("id", ABSENT)) for c in kept}
+        taken = set(kept_ids)
+        label_entries: builtins.list[dict[str, Any]] = []
+        label_parent = kept[-1].get("id", ABSENT) if kept else None
+        if not truthy(label_parent):
+            label_parent = None
+        for key, (target, label) in self._labels.items():
+            if key not in kept_ids:
+                continue
+            label_id = new_entry_id(lambda candidate: candidate in taken)
+            taken.add(label_id)
+            label_entries.append(
+                _object(
+                    type="label",
+                    id=label_id,
+                    parentId=label_parent,
+                    timestamp=self._label_timestamps.get(key, ABSENT),
+                    targetId=target,
+                    label=label,
+                )
+            )
+            label_parent = label_id
+        self._release_source()
+        entries = [Entry(header), *(Entry(c) for c in kept), *(Entry(v) for v in label_entries)]
+        self._session_id = new_id
+        self._set_file_entries(entries)
+        self.problems = []
+        if not self._persist:
+            return ABSENT
+        self._session_file = new_file
+        self._identity = None
+        if self._assistants > 0:
+            self._rewrite(_line_bytes(e.value) for e in entries)
+            for i, e in enumerate(entries):
+                e.line = i
+            self._flushed = True
+            self._track_file(new_file, len(entries))
+        else:
+            self._flushed = False
+        return new_file
+
+    # ------------------------------------------------------------------ context
+
+    def build_context_entries(self) -> builtins.list[Any]:
+        return select_context_entries(build_session_path(self.get_entries(), self._leaf_id, self._by_id))
+
+    def build_session_context(self) -> dict[str, Any]:
+        return _build_session_context(self.get_entries(), self._leaf_id, self._by_id)
+
+    def build_session_context_at(self, leaf_id: Any) -> dict[str, Any]:
+        """The context as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
+        return _build_session_context(self.get_entries(), leaf_id, self._by_id)
+
+    # ------------------------------------------------------------------ accessors
+
+    def get_header(self) -> Any:
+        for e in self._file_entries:
+            if e.type == "session":
+                return e.value
+        return None
+
+    def get_entries(self) -> builtins.list[Entry]:
+        return [e for e in self._file_entries if e.type != "session"]
+
+    def iter_entries(self) -> Iterator[Entry]:
+        return (e for e in self._file_entries if e.type != "session")
+
+    def get_session_name(self) -> Any:
+        for e in reversed(self._file_entries):
+            if e.type == "session_info":
+                name = entry_field(e, "name")
+                if isinstance(name, str):
+                    trimmed = js_trim(name)
+                    return trimmed if trimmed else ABSENT
+                return ABSENT
+        return ABSENT
+
+    def is_persisted(self) -> bool:
+        return self._persist
+
+    def get_cwd(self) -> str:
+        return self._cwd
+
+    def get_session_dir(self) -> str:
+        return self._session_dir
+
+    def uses_default_session_dir(self) -> bool:
+        return bool(self._session_dir == default_session_dir_path(self._cwd))
+
+    def get_session_id(self) -> Any:
+        return self._session_id
+
+    def get_session_file(self) -> Any:
+        return self._session_file
+
+    @property
+    def by_id(self) -> dict[Any, Entry]:
+        """The id index (for the free functions' ``byId`` argument)."""
+        return self._by_id
+
+    # ------------------------------------------------------------------ following the file
+
+    def refresh_from_disk(self) -> FileChange:
+        """Take in what other processes did to our file since we last looked.
+
+        Appended complete lines become entries (the leaf moves to the last one, as reopening
+        would); a file that was truncated, replaced or rewritten is reloaded; a deleted file is
+        reported and the session stays as it is in memory.
+        """
+        path = self._session_file
+        if not self._persist or not truthy(path) or not self._flushed or self._identity is None:
+            return FileChange("unchanged", [], self._leaf_id)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return FileChange("deleted", [], self._leaf_id)
+        if (
+            storage.FileIdentity.of(st) != self._identity
+            or st.st_size < self._known_end
+            or (self._marker and self._read_marker(path, self._known_end) != self._marker)
+        ):
+            return self._reload(path)
+        if st.st_size == self._known_end:
+            return FileChange("unchanged", [], self._leaf_id)
+        return self._ingest_appended(path, st.st_size)
+
+    def _ingest_appended(self, path: str, size: int) -> FileChange:
+        fd = open_for_reading(path)
+        try:
+            source = self._source or FileLineSource(path, os.dup(fd))
+            if self._source is None:
+                self._source = source
+            with gc_paused():
+                result = scan_entries(
+                    fd,
+                    source,
+                    start=self._known_end,
+                    first_line=self._line_count,
+                    have_header=True,
+                    include_tail=False,
+                    end=size,
+                )
+        finally:
+            os.close(fd)
+        new_ids = []
+        for entry in result.entries:
+            self._file_entries.append(entry)
+            self._index_entry(entry)
+            new_ids.append(entry.id)
+        self.problems.extend(result.problems)
+        self._line_count += result.lines
+        self._known_end = result.end
+        self._marker = self._read_marker(path, self._known_end)
+        if not new_ids and not result.problems:
+            return FileChange("unchanged", [], self._leaf_id)
+        return FileChange("appended", new_ids, self._leaf_id)
+
+    def _reload(self, path: str) -> FileChange:
+        before = {index_key(e.id) for e in self._file_entries}
+        try:
+            self.set_session_file(path)
+        except PiSessionError:
+            return FileChange("reloaded", [], self._leaf_id)
+        new_ids = [e.id for e in self.get_entries() if index_key(e.id) not in before]
+        return FileChange("reloaded", new_ids, self._leaf_id)
+
+    def drain_events(self) -> builtins.list[ForeignWrite]:
+        """Foreign writes noticed while appending since the last call."""
+        events, self._events = self._events, []
+        return events
+
+    def close(self) -> None:
+        """Release the file descriptor held for lazy reads (entries read after this fail)."""
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ReadOnlySessionError(PiSessionError):
+    """A write method was called on a manager opened with ``read_only=True``."""
+
+
+def _drop_absent(value: dict[str, Any]) -> dict[str, Any]:
+    if any(v is ABSENT for v in value.values()):
+        return {k: v for k, v in value.items() if v is not ABSENT}
+    return value
+
+
+def _type_error(message: str) -> PiSessionError:
+    err = PiSessionError(message)
+    err.name = "TypeError"
+    return err
+
+
+def _entries_with_lines(exact: ExactLoad) -> list[Entry]:
+    """File entries of an exactly loaded file, with the physical line each one has after a D7 rewrite."""
+    entries = []
+    for line_no, raw in enumerate(exact.lines):
+        if raw.kind == "kept" and isinstance(raw.value, dict):
+            entry = Entry(raw.value, line=line_no)
+            entries.append(entry)
+    return entries
+
+
+def _load_fork_source(source: str) -> list[Any]:
+    """``loadEntriesFromFile`` of the fork source, migrated in memory (D4); [] when invalid or missing."""
+    if not os.path.exists(source):
+        return []
+    fd = open_for_reading(source)
+    try:
+        peek = peek_header(fd)
+        if not is_valid_header(peek.value):
+            return []
+        if needs_migration([peek.value]):
+            exact = load_exact(fd)
+            if exact.needs_newline:
+                storage.repair_trailing_newline(source)
+            migrate_to_current_version(exact.values, True)
+            return [v for v in exact.values if isinstance(v, dict)]
+        loaded, _source = load_lazy(fd, source, peek)
+        if loaded.needs_newline:
+            storage.repair_trailing_newline(source)
+        return list(loaded.entries)
+    finally:
+        os.close(fd)

@@ -1,0 +1,113 @@
+"""Version migration v1 -> v2 -> v3, exactly as the reference does it (spec §8).
+
+Works in place on raw JSON values (dicts), like the reference. Keys that already exist keep their
+position; new keys are appended (a Python dict behaves like a JS object here).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..format.ids import new_entry_id
+from ..format.jsvalue import ABSENT, to_number
+
+CURRENT_SESSION_VERSION = 3
+
+
+def _type_of(value: Any) -> Any:
+    return value.get("type", ABSENT) if isinstance(value, dict) else ABSENT
+
+
+def session_version(entries: list[Any]) -> float:
+    """The version the migration decision uses: the first ``session`` value's, 1 when absent/null."""
+    for value in entries:
+        if _type_of(value) == "session":
+            version = value.get("version", ABSENT)
+            if version is ABSENT or version is None:
+                return 1.0
+            return to_number(version)
+    return 1.0
+
+
+def needs_migration(entries: list[Any]) -> bool:
+    version = session_version(entries)
+    return not (version >= CURRENT_SESSION_VERSION)  # NaN versions are "migrated" (rewritten) too
+
+
+def migrate_to_current_version(entries: list[Any], file_values: bool = False) -> bool:
+    """Migrate ``entries`` in place; True when the reference would count it as migrated.
+
+    ``file_values``: the list holds every kept value of a file, including non-objects (D3), which
+    count as ``firstKeptEntryIndex`` positions but get no id and no place in the chain.
+    """
+    version = session_version(entries)
+    if version >= CURRENT_SESSION_VERSION:
+        return False
+    if not math.isnan(version):
+        if version < 2:
+            _migrate_v1_to_v2(entries, file_values)
+        if version < 3:
+            _migrate_v2_to_v3(entries)
+    return True
+
+
+def migrate_session_entries(entries: list[Any]) -> None:
+    """The exported helper: migrate in place, return nothing."""
+    migrate_to_current_version(entries)
+
+
+def _set_key(obj: dict[str, Any], key: str, value: Any) -> None:
+    obj[key] = value  # an existing key keeps its position, a new one goes last (JS semantics)
+
+
+def _migrate_v1_to_v2(entries: list[Any], file_values: bool) -> None:
+    prev_id: Any = None
+    for entry in entries:
+        if not isinstance(entry, dict):
+            if file_values:
+                continue  # D3: a file's non-object line is not an entry
+            # the reference assigns properties to arrays/objects only; primitives would throw,
+            # but non-object values are never handed to migration by our loaders
+            continue
+        if entry.get("type", ABSENT) == "session":
+            _set_key(entry, "version", 2)
+            continue
+        new_id = new_entry_id(lambda _candidate: False)  # checked against an empty set, as pi does
+        _set_key(entry, "id", new_id)
+        _set_key(entry, "parentId", prev_id)
+        prev_id = new_id
+        if entry.get("type", ABSENT) == "compaction":
+            index = entry.get("firstKeptEntryIndex", ABSENT)
+            if type(index) in (int, float):
+                target = _at(entries, index)
+                if target is not ABSENT and target is not None and _type_of(target) != "session":
+                    target_id = target.get("id", ABSENT) if isinstance(target, dict) else ABSENT
+                    if target_id is ABSENT:
+                        entry.pop("firstKeptEntryId", None)
+                    else:
+                        _set_key(entry, "firstKeptEntryId", target_id)
+                del entry["firstKeptEntryIndex"]
+
+
+def _at(entries: list[Any], index: float) -> Any:
+    """``entries[index]`` with JS semantics (non-integer or out-of-range -> ABSENT)."""
+    if isinstance(index, float) and not index.is_integer():
+        return ABSENT
+    i = int(index)
+    if 0 <= i < len(entries):
+        return entries[i]
+    return ABSENT
+
+
+def _migrate_v2_to_v3(entries: list[Any]) -> None:
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        etype = entry.get("type", ABSENT)
+        if etype == "session":
+            _set_key(entry, "version", 3)
+        elif etype == "message":
+            message = entry.get("message", ABSENT)
+            if isinstance(message, dict) and message.get("role", ABSENT) == "hookMessage":
+                message["role"] = "custom"

@@ -1,0 +1,302 @@
+"""Where session files live (spec §2): Node path semantics, pi's agent and session directories.
+
+These are ports of Node's POSIX ``path.resolve``/``path.join``, ``url.fileURLToPath`` and pi's
+``normalizePath``/``resolvePath``/``getDefaultSessionDir``; Python's ``os.path`` differs in corner
+cases (``posixpath.normpath`` keeps a leading ``//``, ``expanduser`` handles ``~user``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..format.jsvalue import ABSENT
+
+__all__ = [
+    "AGENT_DIR_ENV",
+    "default_session_dir_path",
+    "encode_cwd",
+    "file_url_to_path",
+    "get_agent_dir",
+    "get_default_session_dir",
+    "get_sessions_root",
+    "home_dir",
+    "node_join",
+    "node_normalize",
+    "node_resolve",
+    "normalize_path",
+    "resolve_path",
+]
+
+#: ``<APP_NAME upper-case>_CODING_AGENT_DIR`` with APP_NAME "pi".
+AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+_CONFIG_DIR_NAME = ".pi"
+
+
+def home_dir() -> str:
+    """Node's ``os.homedir()``: ``$HOME`` when set (even empty, as libuv does), else the passwd
+    entry."""
+    home = os.environ.get("HOME")
+    if home is not None:
+        return home
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_dir
+
+
+# ---- Node's path module (POSIX) ----------------------------------------------------------------
+
+
+def _normalize_string(path: str, allow_above_root: bool) -> str:
+    """Node's ``normalizeString``: resolves '.' and '..' segments and collapses separators."""
+    res = ""
+    last_segment_length = 0
+    last_slash = -1
+    dots = 0
+    code = ""
+    n = len(path)
+    for i in range(n + 1):
+        if i < n:
+            code = path[i]
+        elif code == "/":
+            break
+        else:
+            code = "/"
+        if code == "/":
+            if last_slash == i - 1 or dots == 1:
+                pass
+            elif dots == 2:
+                if len(res) < 2 or last_segment_length != 2 or not res.endswith(".."):
+                    if len(res) > 2:
+                        last_slash_index = res.rfind("/")
+                        if last_slash_index == -1:
+                            res = ""
+                            last_segment_length = 0
+                        else:
+                            res = res[:last_slash_index]
+                            last_segment_length = len(res) - 1 - res.rfind("/")
+                        last_slash = i
+                        dots = 0
+                        continue
+                    if len(res) != 0:
+                        res = ""
+                        last_segment_length = 0
+                        last_slash = i
+                        dots = 0
+                        continue
+                if allow_above_root:
+                    res = res + "/.." if res else ".."
+                    last_segment_length = 2
+            else:
+                segment = path[last_slash + 1 : i]
+                res = res + "/" + segment if res else segment
+                last_segment_length = i - last_slash - 1
+            last_slash = i
+            dots = 0
+        elif code == "." and dots != -1:
+            dots += 1
+        else:
+            dots = -1
+    return res
+
+
+def node_resolve(*paths: str) -> str:
+    """Node's POSIX ``path.resolve(...paths)`` (against ``os.getcwd()``)."""
+    resolved = ""
+    absolute = False
+    for p in (*reversed(paths), None):
+        if p is None:
+            p = os.getcwd()
+        if not p:
+            continue
+        resolved = f"{p}/{resolved}"
+        absolute = p[0] == "/"
+        if absolute:
+            break
+    resolved = _normalize_string(resolved, not absolute)
+    if absolute:
+        return "/" + resolved
+    return resolved or "."
+
+
+def node_normalize(path: str) -> str:
+    """Node's POSIX ``path.normalize``: keeps a relative path relative and a trailing slash."""
+    if not path:
+        return "."
+    absolute = path[0] == "/"
+    trailing = path[-1] == "/"
+    path = _normalize_string(path, not absolute)
+    if not path:
+        if absolute:
+            return "/"
+        return "./" if trailing else "."
+    if trailing:
+        path += "/"
+    return "/" + path if absolute else path
+
+
+def node_join(*parts: str) -> str:
+    """Node's POSIX ``path.join``: non-empty parts joined with '/', then normalized."""
+    joined = "/".join(p for p in parts if p)
+    return node_normalize(joined) if joined else "."
+
+
+# ---- pi's normalizePath / resolvePath --------------------------------------------------------------
+
+_URL_STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space, trimmed by the URL parser
+_URL_REMOVE_RE = re.compile("[\t\n\r]")
+_FORBIDDEN_HOST_RE = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")
+_DRIVE_LETTER_RE = re.compile(r"[A-Za-z][:|]")
+_PERCENT_RE = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+class _UriError(ValueError):
+    pass
+
+
+def _decode_uri_component(s: str) -> str:
+    """JS ``decodeURIComponent``: percent sequences must form valid UTF-8 ("URI malformed")."""
+    if "%" not in s:
+        return s
+
+    def decode_run(m: re.Match[str]) -> str:
+        try:
+            return bytes.fromhex(m.group(0).replace("%", "")).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _UriError("URI malformed") from None
+
+    out = _PERCENT_RE.sub(decode_run, s)
+    # A '%' not followed by two hex digits is malformed too.
+    if re.search(r"%(?![0-9A-Fa-f]{2})", _PERCENT_RE.sub("", s)):
+        raise _UriError("URI malformed")
+    return out
+
+
+def _is_single_dot(seg: str) -> bool:
+    return seg == "." or seg.lower() == "%2e"
+
+
+def _is_double_dot(seg: str) -> bool:
+    return seg.lower() in ("..", ".%2e", "%2e.", "%2e%2e")
+
+
+def file_url_to_path(url: str) -> str:
+    """Node's ``url.fileURLToPath`` on POSIX for a string starting with ``file://``.
+
+    Implements the parts of WHATWG URL parsing that matter for file URLs: whitespace trimming,
+    host check (only empty or ``localhost``), query/fragment removal, backslashes as separators,
+    dot segments, and percent-decoding. Raises ValueError with Node's message otherwise.
+    """
+    s = _URL_REMOVE_RE.sub("", url.strip(_URL_STRIP))
+    rest = s[len("file://") :]
+    cut = len(rest)
+    for ch in "?#":
+        idx = rest.find(ch)
+        if idx != -1:
+            cut = min(cut, idx)
+    rest = rest[:cut]
+    m = re.match(r"[^/\\]*", rest)
+    host = m.group(0) if m else ""
+    path = rest[len(host) :]
+    if _DRIVE_LETTER_RE.fullmatch(host):  # "file://C:/x": the drive letter belongs to the path
+        path, host = "/" + host + path, ""
+    if host:
+        try:
+            decoded_host = _decode_uri_component(host) if "%" in host else host
+        except _UriError:
+            raise ValueError("Invalid URL") from None
+        is_ipv6 = decoded_host.startswith("[") and decoded_host.endswith("]")
+        if not is_ipv6 and _FORBIDDEN_HOST_RE.search(decoded_host):
+            raise ValueError("Invalid URL")
+        if decoded_host.lower() != "localhost":
+            raise ValueError('File URL host must be "localhost" or empty on linux')
+    segments: list[str] = []
+    raw_segments = re.split(r"[/\\]", path)[1:] if path else [""]
+    for i, seg in enumerate(raw_segments):
+        last = i == len(raw_segments) - 1
+        if _is_double_dot(seg):
+            if segments and not (len(segments) == 1 and _DRIVE_LETTER_RE.fullmatch(segments[0])):
+                segments.pop()
+            if last:
+                segments.append("")
+        elif _is_single_dot(seg):
+            if last:
+                segments.append("")
+        else:
+            if not segments and _DRIVE_LETTER_RE.fullmatch(seg):
+                seg = seg[0] + ":"
+            segments.append(seg)
+    pathname = "/" + "/".join(segments)
+    if re.search(r"%2[fF]", pathname):
+        raise ValueError("File URL path must not include encoded / characters")
+    try:
+        return _decode_uri_component(pathname)
+    except _UriError as err:
+        raise ValueError(str(err)) from None
+
+
+def normalize_path(p: str) -> str:
+    """pi's ``normalizePath``: ``~`` and ``~/...`` expand to the home directory, ``file://`` URLs
+    become paths; anything else is returned unchanged (not made absolute, '..' kept)."""
+    if p == "~":
+        return home_dir()
+    if p.startswith("~/"):
+        return node_join(home_dir(), p[2:])
+    if p.startswith("file://"):
+        return file_url_to_path(p)
+    return p
+
+
+def resolve_path(p: str, base: str | None = None) -> str:
+    """pi's ``resolvePath(p, base = process.cwd())``: normalize, then Node ``path.resolve``."""
+    normalized = normalize_path(p)
+    if normalized.startswith("/"):
+        return node_resolve(normalized)
+    return node_resolve(normalize_path(base) if base is not None else os.getcwd(), normalized)
+
+
+# ---- pi's directories ------------------------------------------------------------------------------
+
+
+def encode_cwd(resolved_cwd: str) -> str:
+    """The directory-name form of a resolved cwd: one leading '/' or '\\' removed, then every
+    '/', '\\' and ':' replaced by '-' (the caller adds the surrounding '--')."""
+    s = resolved_cwd[1:] if resolved_cwd[:1] in ("/", "\\") else resolved_cwd
+    return s.replace("/", "-").replace("\\", "-").replace(":", "-")
+
+
+def get_agent_dir() -> str:
+    """``$PI_CODING_AGENT_DIR`` (normalized, not made absolute) or ``<home>/.pi/agent``."""
+    env = os.environ.get(AGENT_DIR_ENV)
+    if env:
+        return normalize_path(env)
+    return node_join(home_dir(), _CONFIG_DIR_NAME, "agent")
+
+
+def get_sessions_root() -> str:
+    """``<agent dir>/sessions`` (joined, not made absolute)."""
+    return node_join(get_agent_dir(), "sessions")
+
+
+def default_session_dir_path(cwd: str, agent_dir: Any = ABSENT) -> str:
+    """``<resolved agent dir>/sessions/--<encoded resolved cwd>--``, without creating it.
+
+    ``agent_dir`` ABSENT (JS ``undefined``) means the default agent directory; any string (even
+    empty, which resolves to the process cwd) is resolved like the reference does.
+    """
+    if agent_dir is ABSENT:
+        agent_dir = get_agent_dir()
+    elif not isinstance(agent_dir, str):
+        raise TypeError(f"agentDir must be a string, got {type(agent_dir).__name__}")
+    resolved_cwd = resolve_path(cwd)
+    resolved_agent_dir = resolve_path(agent_dir)
+    return node_join(resolved_agent_dir, "sessions", f"--{encode_cwd(resolved_cwd)}--")
+
+
+def get_default_session_dir(cwd: str, agent_dir: Any = ABSENT) -> str:
+    """``getDefaultSessionDir(cwd, agentDir?)``: the default directory, created if missing."""
+    path = default_session_dir_path(cwd, agent_dir)
+    if not os.path.exists(path):
+        os.makedirs(path, exist_ok=True)
+    return path

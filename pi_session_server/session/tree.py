@@ -1,0 +1,159 @@
+"""``getTree``: entries arranged by parentId, children sorted by timestamp (§15.8, D2).
+
+Everything is iterative: a 200,000-entry chain is 200,000 levels deep.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cmp_to_key
+from typing import Any
+
+from ..format.dates import ms
+from ..format.jsvalue import ABSENT, index_key, strict_equal
+from .fields import id_of, parent_of, timestamp_of, value_of
+
+
+class TreeNode:
+    """``{entry, children, label, labelTimestamp}`` of the reference."""
+
+    __slots__ = ("entry", "children", "label", "label_timestamp", "_ms")
+
+    def __init__(self, entry: Any, label: Any, label_timestamp: Any) -> None:
+        self.entry = entry
+        self.children: list[TreeNode] = []
+        self.label = label
+        self.label_timestamp = label_timestamp
+        self._ms: float | None = None
+
+    @property
+    def time_ms(self) -> float:
+        if self._ms is None:
+            self._ms = ms(timestamp_of(self.entry))
+        return self._ms
+
+    def to_json(self) -> dict[str, Any]:
+        """The nested JSON value (built without recursion)."""
+        return tree_to_json([self])[0]
+
+    def __repr__(self) -> str:
+        return f"TreeNode({self.entry!r}, children={len(self.children)})"
+
+
+def build_tree(
+    entries: list[Any], labels: dict[Any, Any], label_timestamps: dict[Any, Any]
+) -> list[TreeNode]:
+    """The reference's getTree over ``entries`` (the non-header file entries in file order)."""
+    nodes: dict[Any, TreeNode] = {}
+    keyed: list[tuple[Any, Any, Any]] = []  # (id, index key of id, parentId) per entry
+    for e in entries:
+        entry_id = id_of(e)
+        key = entry_id if type(entry_id) is str else index_key(entry_id)
+        nodes[key] = TreeNode(e, labels.get(key, ABSENT), label_timestamps.get(key, ABSENT))
+        keyed.append((entry_id, key, parent_of(e)))
+    roots: list[TreeNode] = []
+    for entry_id, key, parent_id in keyed:
+        node = nodes[key]
+        if parent_id is None or strict_equal(parent_id, entry_id):
+            roots.append(node)
+            continue
+        parent = nodes.get(parent_id if type(parent_id) is str else index_key(parent_id))
+        if parent is not None:
+            parent.children.append(node)
+        else:
+            roots.append(node)
+    shared = len(nodes) != len(keyed)  # duplicate ids: a node can sit under several parents
+    _sort_children(roots)
+    if shared:
+        # Without duplicate ids every node has at most one parent, so no cycle is reachable from a
+        # root and the D2 walk would change nothing.
+        _remove_cycle_edges(roots)
+    return roots
+
+
+def _by_time(a: TreeNode, b: TreeNode) -> float:
+    return a.time_ms - b.time_ms
+
+
+_BY_TIME_KEY = cmp_to_key(_by_time)  # type: ignore[arg-type]  # NaN results are the point
+
+
+def _sort_children(roots: list[TreeNode]) -> None:
+    """Sort each reachable node's children once, as V8's stable sort does with a NaN-yielding comparator.
+
+    When every timestamp parses, any stable sort by time agrees; with unparsable ones the comparator
+    returns NaN, which V8 (TimSort) treats as "not less": CPython <= 3.12's list.sort with the same
+    comparator gives the identical order.
+    """
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        children = node.children
+        if len(children) > 1:
+            if any(math.isnan(c.time_ms) for c in children):
+                children.sort(key=_BY_TIME_KEY)
+            else:
+                children.sort(key=lambda c: c.time_ms)
+        stack.extend(children)
+
+
+def _remove_cycle_edges(roots: list[TreeNode]) -> None:
+    """D2: depth-first from each root; drop child edges that lead back to an open node."""
+    open_, done = 1, 2
+    state: dict[int, int] = {}
+    for root in roots:
+        if id(root) in state:
+            continue
+        state[id(root)] = open_
+        walk: list[list[Any]] = [[root, 0]]
+        while walk:
+            top = walk[-1]
+            node, i = top[0], top[1]
+            if i >= len(node.children):
+                state[id(node)] = done
+                walk.pop()
+                continue
+            child = node.children[i]
+            child_state = state.get(id(child))
+            if child_state == open_:
+                del node.children[i]
+                continue
+            top[1] = i + 1
+            if child_state == done:
+                continue
+            state[id(child)] = open_
+            walk.append([child, 0])
+
+
+def tree_to_json(roots: list[TreeNode]) -> list[dict[str, Any]]:
+    """Nested JSON of the tree (``{"entry", "children", "label"?, "labelTimestamp"?}``), iteratively."""
+    out: list[dict[str, Any]] = []
+    stack: list[tuple[TreeNode, list[dict[str, Any]]]] = [(r, out) for r in reversed(roots)]
+    while stack:
+        node, into = stack.pop()
+        children: list[dict[str, Any]] = []
+        obj: dict[str, Any] = {"entry": value_of(node.entry), "children": children}
+        if node.label is not ABSENT:
+            obj["label"] = node.label
+        if node.label_timestamp is not ABSENT:
+            obj["labelTimestamp"] = node.label_timestamp
+        into.append(obj)
+        for child in reversed(node.children):
+            stack.append((child, children))
+    return out
+
+
+def preorder(roots: list[TreeNode]) -> list[tuple[int, TreeNode]]:
+    """(depth, node) in preorder: roots in order, each node then its children in order."""
+    result: list[tuple[int, TreeNode]] = []
+    stack = [(r, 0) for r in reversed(roots)]
+    while stack:
+        node, depth = stack.pop()
+        result.append((depth, node))
+        for child in reversed(node.children):
+            stack.append((child, depth + 1))
+    return result

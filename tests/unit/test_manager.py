@@ -1,0 +1,225 @@
+"""SessionManager behaviour beyond the conformance vectors: deviations, laziness, following files."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from pi_session_server.errors import InvalidSessionFileError
+from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session import SessionManager, build_session_context
+from pi_session_server.session.tree import preorder
+
+HEADER = {"type": "session", "version": 3, "id": "sess", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
+
+
+def _msg(eid, parent, role="user", text="t", ts="2025-01-01T00:00:01.000Z"):
+    message = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1}
+    if role == "assistant":
+        message.update(provider="prov", model="mod")
+    return {"type": "message", "id": eid, "parentId": parent, "timestamp": ts, "message": message}
+
+
+def _write(path, values):
+    path.write_text("".join(json.dumps(v, separators=(",", ":")) + "\n" for v in values))
+    return str(path)
+
+
+# -- D1: parent cycles end the walk -----------------------------------------------------------
+
+
+def test_d1_self_parent_path_is_the_entry_itself(tmp_path):
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", "a")])
+    sm = SessionManager.open(path)
+    assert [e.id for e in sm.get_branch()] == ["a"]
+    assert len(sm.build_session_context()["messages"]) == 1
+
+
+def test_d1_two_cycle_stops_before_revisit(tmp_path):
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", "b"), _msg("b", "a")])
+    sm = SessionManager.open(path)
+    assert [e.id for e in sm.get_branch("a")] == ["b", "a"]
+    assert [e.id for e in sm.get_branch("b")] == ["a", "b"]
+    sm.append_compaction("s", "a", 1)  # builds a context first: must terminate
+
+
+def test_d2_duplicate_ids_cycle_edges_removed(tmp_path):
+    lines = [HEADER, _msg("R", None), _msg("x", "R"), _msg("y", "x"), _msg("x", "y")]
+    sm = SessionManager.open(_write(tmp_path / "s.jsonl", lines))
+    shape = [(depth, node.entry.id) for depth, node in preorder(sm.get_tree())]
+    assert shape == [(0, "R"), (1, "x"), (2, "y")]
+
+
+# -- D5: failed setSessionFile leaves the manager untouched -----------------------------------
+
+
+def test_d5_failed_set_session_file_keeps_state(tmp_path):
+    sm = SessionManager.create("/proj", str(tmp_path))
+    sm.append_message({"role": "user", "content": "a", "timestamp": 1})
+    before = (sm.get_session_file(), sm.get_session_id(), [e.id for e in sm.get_entries()], sm.get_leaf_id())
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    with pytest.raises(InvalidSessionFileError):
+        sm.set_session_file(str(bad))
+    after = (sm.get_session_file(), sm.get_session_id(), [e.id for e in sm.get_entries()], sm.get_leaf_id())
+    assert after == before
+    assert bad.read_text() == "not json\n"
+
+
+# -- laziness ---------------------------------------------------------------------------------
+
+
+def test_open_does_not_decode_large_bodies(tmp_path):
+    big = "x" * 100_000
+    lines = [HEADER, _msg("a", None, text=big), _msg("b", "a", role="assistant", text=big)]
+    sm = SessionManager.open(_write(tmp_path / "s.jsonl", lines))
+    entries = sm.get_entries()
+    assert not any(e.is_loaded for e in entries)
+    tree = sm.get_tree()
+    assert [e.id for e in sm.get_branch()] == ["a", "b"]
+    assert tree[0].entry.id == "a"
+    assert not any(e.is_loaded for e in entries)  # tree and branch used envelopes only
+    context = sm.build_session_context()
+    assert context["model"] == {"provider": "prov", "modelId": "mod"}
+    assert context["messages"][1]["content"][0]["text"] == big
+
+
+def test_context_decodes_only_returned_messages(tmp_path):
+    big = "y" * 10_000
+    lines = [
+        HEADER,
+        _msg("a", None, text=big),
+        _msg("b", "a", text=big),
+        {
+            "type": "compaction",
+            "id": "c",
+            "parentId": "b",
+            "timestamp": "2025-01-01T00:00:02.000Z",
+            "summary": "s",
+            "firstKeptEntryId": "b",
+            "tokensBefore": 5,
+        },
+        _msg("d", "c", text=big),
+    ]
+    sm = SessionManager.open(_write(tmp_path / "s.jsonl", lines))
+    reads = []
+    source = sm.get_entries()[0]._source
+    original = source.read_line
+
+    def counting(offset, length):
+        reads.append(offset)
+        return original(offset, length)
+
+    source.read_line = counting
+    roles = [m["role"] for m in sm.build_session_context()["messages"]]
+    assert roles == ["compactionSummary", "user", "user"]
+    entry_a = sm.get_entry("a")
+    assert entry_a.offset not in reads
+
+
+def test_long_linear_chain_everywhere(tmp_path):
+    n = 200_000
+    path = tmp_path / "chain.jsonl"
+    with open(path, "w") as f:
+        f.write(json.dumps(HEADER) + "\n")
+        parent = None
+        for i in range(n):
+            eid = f"{i:08x}"
+            f.write(json.dumps(_msg(eid, parent, text=str(i))) + "\n")
+            parent = eid
+    sm = SessionManager.open(str(path))
+    assert len(sm.get_branch()) == n
+    assert len(sm.build_session_context()["messages"]) == n
+    tree = sm.get_tree()
+    assert len(preorder(tree)) == n
+    from pi_session_server.session.tree import tree_to_json
+
+    assert tree_to_json(tree)[0]["entry"]["id"] == "00000000"
+    new_file = sm.create_branched_session(sm.get_leaf_id())
+    assert new_file is not ABSENT
+
+
+# -- following a file another process appends to (D13) ----------------------------------------
+
+
+def test_refresh_takes_in_appended_lines(tmp_path):
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None), _msg("b", "a", role="assistant")])
+    sm = SessionManager.open(path)
+    assert sm.refresh_from_disk().kind == "unchanged"
+    with open(path, "a") as f:
+        f.write(json.dumps(_msg("c", "b")) + "\n")
+        f.write('{"type":"message","id":"d","par')  # still being written: not taken yet
+    change = sm.refresh_from_disk()
+    assert change.kind == "appended"
+    assert change.new_entry_ids == ["c"]
+    assert sm.get_leaf_id() == "c"
+    with open(path, "a") as f:
+        f.write(
+            'entId":"c","timestamp":"2025-01-01T00:00:03.000Z","message":{"role":"user","content":"z"}}\n'
+        )
+    change = sm.refresh_from_disk()
+    assert change.new_entry_ids == ["d"]
+    fresh = SessionManager.open(path)
+    assert [e.id for e in fresh.get_entries()] == [e.id for e in sm.get_entries()]
+    assert fresh.get_leaf_id() == sm.get_leaf_id()
+
+
+def test_refresh_reloads_a_rewritten_file(tmp_path):
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None), _msg("b", "a", role="assistant")])
+    sm = SessionManager.open(path)
+    _write(tmp_path / "s.jsonl", [HEADER, _msg("z", None)])
+    change = sm.refresh_from_disk()
+    assert change.kind == "reloaded"
+    assert [e.id for e in sm.get_entries()] == ["z"]
+
+
+def test_refresh_reports_deleted_file(tmp_path):
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None)])
+    sm = SessionManager.open(path)
+    os.unlink(path)
+    assert sm.refresh_from_disk().kind == "deleted"
+    assert [e.id for e in sm.get_entries()] == ["a"]
+
+
+def test_free_function_accepts_plain_values():
+    entries = [_msg("a", None), _msg("b", "a", role="assistant")]
+    context = build_session_context(entries)
+    assert [m["role"] for m in context["messages"]] == ["user", "assistant"]
+    assert context["model"] == {"provider": "prov", "modelId": "mod"}
+
+
+# -- D14: bodies read on demand never come from a different line -------------------------------
+
+
+def test_d14_large_file_rewritten_in_place_raises_instead_of_lying(tmp_path, monkeypatch):
+    from pi_session_server.errors import StaleFileError
+    from pi_session_server.session import loader
+
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)  # behave like a file over the limit
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None, text="original"), _msg("b", "a")])
+    sm = SessionManager.open(path)
+    with open(path, "r+b") as f:  # same length, another entry's envelope
+        data = f.read().replace(b'"id":"a"', b'"id":"z"')
+        f.seek(0)
+        f.write(data)
+    with pytest.raises(StaleFileError):
+        _ = sm.get_entry("a")["message"]
+
+
+def test_d14_small_file_keeps_loaded_bodies(tmp_path):
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None, text="original")])
+    sm = SessionManager.open(path)
+    _write(tmp_path / "s.jsonl", [HEADER])
+    assert sm.get_entry("a")["message"]["content"][0]["text"] == "original"
+
+
+def test_d14_deleted_large_file_still_reads_from_open_inode(tmp_path, monkeypatch):
+    from pi_session_server.session import loader
+
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None, text="original")])
+    sm = SessionManager.open(path)
+    os.unlink(path)
+    assert sm.get_entry("a")["message"]["content"][0]["text"] == "original"

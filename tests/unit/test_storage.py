@@ -1,0 +1,121 @@
+"""File-level guarantees of session/storage.py and how the manager uses them (D10-D12)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pi_session_server.errors import FsError
+from pi_session_server.session import SessionManager, storage
+
+USER = {"role": "user", "content": "hi", "timestamp": 1}
+ASSISTANT = {
+    "role": "assistant",
+    "content": [{"type": "text", "text": "yo"}],
+    "provider": "p",
+    "model": "m",
+    "timestamp": 2,
+}
+
+
+def _persisted(tmp_path) -> SessionManager:
+    sm = SessionManager.create("/proj", str(tmp_path))
+    sm.append_message(USER)
+    sm.append_message(ASSISTANT)
+    return sm
+
+
+def test_append_lines_writes_whole_lines_and_reports_offsets(tmp_path):
+    path = str(tmp_path / "f.jsonl")
+    first = storage.append_lines(path, b'{"a":1}\n')
+    second = storage.append_lines(path, b'{"b":2}\n')
+    assert (first.start, first.end) == (0, 8)
+    assert (second.start, second.end, second.size_before) == (8, 16, 8)
+    assert Path(path).read_bytes() == b'{"a":1}\n{"b":2}\n'
+
+
+def test_append_after_partial_line_lands_on_its_own_line(tmp_path):
+    sm = _persisted(tmp_path)
+    path = sm.get_session_file()
+    with open(path, "ab") as f:
+        f.write(b'{"type":"message","id":"half')  # another process crashed mid-line
+    new_id = sm.append_message(USER)
+    lines = Path(path).read_bytes().split(b"\n")
+    assert lines[-2].startswith(b'{"type":"message","id":"' + new_id.encode())
+    assert lines[-3] == b'{"type":"message","id":"half'
+    reopened = SessionManager.open(path)
+    assert reopened.get_leaf_id() == new_id
+
+
+def test_foreign_append_is_reported(tmp_path):
+    sm = _persisted(tmp_path)
+    path = sm.get_session_file()
+    with open(path, "ab") as f:
+        f.write(
+            b'{"type":"custom","customType":"x","id":"f0reign1","parentId":null,"timestamp":"2025-01-01T00:00:00.000Z"}\n'
+        )
+    sm.append_message(USER)
+    events = sm.drain_events()
+    assert len(events) == 1
+    assert "another process appended" in events[0].message
+    assert sm.drain_events() == []
+
+
+def test_rewrite_replaces_atomically_and_follows_symlinks(tmp_path):
+    target = tmp_path / "real.jsonl"
+    target.write_bytes(b"old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    storage.rewrite_file(str(link), [b"new\n"])
+    assert link.is_symlink()
+    assert target.read_bytes() == b"new\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".pi-session-")] == []
+
+
+def test_rewrite_keeps_original_when_writing_fails(tmp_path):
+    target = tmp_path / "real.jsonl"
+    target.write_bytes(b"precious\n")
+
+    def chunks():
+        yield b"partial"
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(FsError):
+        storage.rewrite_file(str(target), chunks())
+    assert target.read_bytes() == b"precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["real.jsonl"]
+
+
+def test_create_exclusive_refuses_existing_file(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text("keep\n")
+    with pytest.raises(FsError) as info:
+        storage.create_exclusive(str(path), b"new\n")
+    assert info.value.code == "EEXIST"
+    assert str(info.value) == f"EEXIST: file already exists, open '{path}'"
+    assert path.read_text() == "keep\n"
+
+
+def test_append_into_missing_directory_is_enoent(tmp_path):
+    path = tmp_path / "gone" / "x.jsonl"
+    with pytest.raises(FsError) as info:
+        storage.append_lines(str(path), b"{}\n")
+    assert info.value.code == "ENOENT"
+    assert str(info.value) == f"ENOENT: no such file or directory, open '{path}'"
+
+
+def test_every_append_is_a_single_write(tmp_path, monkeypatch):
+    sm = _persisted(tmp_path)
+    writes = []
+    real_write = os.write
+
+    def spy(fd, data):
+        writes.append(bytes(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", spy)
+    sm.append_message({"role": "user", "content": "x" * 100_000, "timestamp": 3})
+    assert len(writes) == 1
+    assert writes[0].endswith(b"\n") and writes[0].count(b"\n") == 1
