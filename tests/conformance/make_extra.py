@@ -692,6 +692,108 @@ def header_only_without_newline() -> None:
     )
 
 
+DATE_VARIANTS = [
+    "2025-01-01T00:00:00.1234567Z",
+    "2025-01-01T24:00:00Z",
+    "2025-01-01T24:00:01Z",
+    "+275760-09-13T00:00:00.000Z",
+    "+275760-09-13T00:00:00.001Z",
+    "-271821-04-20T00:00:00.000Z",
+    "-271821-04-19T23:59:59.999Z",
+    "-000001-01-01T00:00:00Z",
+    "+010000-01-01T00:00:00Z",
+    "0000-01-01T00:00:00Z",
+    "-000000-01-01T00:00:00Z",
+    "2025-01-01 00:00:00Z",
+    "2025-01-01t00:00:00z",
+    "2025-01-01T00:00:00+0100",
+    "2025-01-01T00:00:00.5+01:00",
+    "2025-01-01T00:00Z",
+    "2025-01-01T00Z",
+    "2025",
+    "2025-06",
+    "2025-01-01T00:00:00",
+    "2025-01-01T00:00:60Z",
+    "2025-00-01",
+    "2025-01-32",
+    "2025-01-01T00:00:00.Z",
+    "2025-01-01T00:00:00+01",
+    "2025-01-01T00:00:00-23:59",
+    "2025-01-01T00:00:00+24:00",
+    "1969-12-31T23:59:59.999Z",
+    "2025-01-01T12:00:00.999999999Z",
+]
+
+
+def date_grammar() -> None:
+    files: dict[str, Any] = {}
+    for i, t in enumerate(DATE_VARIANTS):
+        files[f"s/t{i:02d}.jsonl"] = lines(header(f"t{i:02d}", t=t), mtimeMs=1300000000000 + i * 1000)
+    tree = [header("dates"), e_msg("p", None, user("p", 1), ts(0))]
+    tree += [e_msg(f"c{i:02d}", "p", user(f"c{i}", 1), t) for i, t in enumerate(DATE_VARIANTS)]
+    files["tree/d.jsonl"] = lines(*tree)
+    add(
+        "x-37-date-grammar",
+        "ms(x) on the ECMAScript date-time format and the V8 extensions ours supports (space for T, lowercase "
+        "t/z, +HHMM): fraction digits beyond 3, 24:00, the +-8.64e15 limits, expanded and negative years, year "
+        "0, -000000, offset-less local time, and invalid fields. Seen through SessionInfo created/modified "
+        "(header timestamps; invalid -> created null, modified = mtime) and getTree's child order.",
+        None,
+        [
+            op("list", "/proj", path("s"), pick=["id", "created", "modified"]),
+            op("open", path("tree/d.jsonl"), pick=["entryCount"]),
+            op("getTree", view="ids"),
+        ],
+        files=files,
+        final={"files": "none"},
+    )
+
+
+def invalid_utf8_in_strings() -> None:
+    import base64
+
+    def b(obj: Any) -> bytes:
+        return jline(obj).encode("utf-8")
+
+    raw = (
+        b"\n".join(
+            [
+                b(header("bad-utf8")),
+                b(e_msg("u", None, user("PLACEHOLDER", 1), ts(1))).replace(
+                    b"PLACEHOLDER", b"bad:\xff|\xed\xa0\x80|\xe2\x82|\xc0\xaf|\xf0\x9f\x98\x80|end"
+                ),
+                b(e_msg("a", "u", asst("ok"), ts(2))),
+                b(
+                    e_msg("k", "a", {"role": "user", "content": "key", "KEY": 1, "timestamp": 3}, ts(3))
+                ).replace(b'"KEY"', b'"k\xfe\xff"'),
+                b(
+                    {"type": "session_info", "id": "n", "parentId": "k", "timestamp": ts(4), "name": "NAME"}
+                ).replace(b"NAME", b"na\x80me"),
+            ]
+        )
+        + b"\n"
+    )
+    add(
+        "x-38-invalid-utf8-in-strings",
+        "Valid JSON lines whose strings contain invalid UTF-8 (lone continuation bytes, an encoded surrogate, a "
+        "truncated sequence, an overlong form) and an object key with invalid bytes: decoded with U+FFFD "
+        "replacement like Node; re-serialized with U+FFFD by createBranchedSession and forkFrom; names and "
+        "list() texts use the replaced text; the original file is never rewritten.",
+        op("open", path("s/bad.jsonl"), pick=["entryCount", "leafId"]),
+        [
+            op("getEntries", pick=["id", "message", "name"]),
+            op("getSessionName"),
+            op("list", "/proj", path("s"), pick=["name", "firstMessage", "allMessagesText"]),
+            op("createBranchedSession", "k"),
+            op("readFile", parsed=False),
+            op("forkFrom", path("s/bad.jsonl"), "/f", path("f"), pick=["entryCount"]),
+            op("readFile", parsed=False),
+            op("readFile", path("s/bad.jsonl")),
+        ],
+        files={"s/bad.jsonl": {"base64": base64.b64encode(raw).decode("ascii")}},
+    )
+
+
 def crlf_truncated() -> None:
     good = [
         header("crlf-trunc"),
@@ -1750,6 +1852,8 @@ BUILDERS = [
     non_object_messages,
     header_size_boundary,
     header_only_without_newline,
+    date_grammar,
+    invalid_utf8_in_strings,
 ]
 
 
