@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from ..errors import StaleFileError
+from .jsjson import parse_bytes
 from .jsvalue import ABSENT, strict_equal
 
 
@@ -196,8 +197,6 @@ class Entry(Mapping[str, Any]):
 
 
 def _parse_line(raw: bytes) -> Any:
-    from .jsjson import parse_bytes  # local import: jsjson is heavier and not needed for envelopes
-
     return parse_bytes(raw)
 
 

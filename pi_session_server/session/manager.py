@@ -130,6 +130,8 @@ class SessionManager:
         self._marker = b""
         self._events: builtins.list[ForeignWrite] = []
         self.problems: builtins.list[LineProblem] = []
+        self._appender: storage.Appender | None = None
+        self._out_of_sync = False  # a foreign write was seen while appending: reload on next refresh
         if persist and self._session_dir and not os.path.exists(self._session_dir):
             os.makedirs(self._session_dir, exist_ok=True)
         if truthy(session_file):
@@ -451,9 +453,17 @@ class SessionManager:
 
     def _append_line(self, entry: Entry) -> None:
         data = _line_bytes(entry.value)
-        outcome = storage.append_lines(self._session_file, data, fsync=self.fsync)
+        appender = self._appender
+        if appender is None or appender.path != self._session_file:
+            if appender is not None:
+                appender.close()
+            appender = self._appender = storage.Appender(self._session_file)
+        outcome = appender.append(data, fsync=self.fsync)
         if self._identity is not None and outcome.size_before != self._known_end:
+            # Another process wrote since we last looked: report it, and let the next
+            # refresh_from_disk() reload the file (our view then equals a fresh open).
             self._events.append(ForeignWrite(self._session_file, self._known_end, outcome.size_before))
+            self._out_of_sync = True
         if outcome.repaired_newline:
             self._line_count += 1
         entry.line = self._line_count
@@ -461,6 +471,8 @@ class SessionManager:
         entry.length = len(data) - 1
         self._line_count += 1
         self._known_end = outcome.end
+        # what refresh_from_disk expects to find just before _known_end: the end of our own line
+        self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
 
     def _rewrite(self, chunks: Any) -> None:
         if not self._persist or not truthy(self._session_file) or self.read_only:
@@ -477,6 +489,7 @@ class SessionManager:
         self._identity = storage.FileIdentity.of(st)
         self._known_end = st.st_size
         self._line_count = line_count
+        self._out_of_sync = False
         self._marker = self._read_marker(path, st.st_size)
 
     @staticmethod
@@ -828,7 +841,8 @@ class SessionManager:
         except FileNotFoundError:
             return FileChange("deleted", [], self._leaf_id)
         if (
-            storage.FileIdentity.of(st) != self._identity
+            self._out_of_sync
+            or storage.FileIdentity.of(st) != self._identity
             or st.st_size < self._known_end
             or (self._marker and self._read_marker(path, self._known_end) != self._marker)
         ):
@@ -883,10 +897,13 @@ class SessionManager:
         return events
 
     def close(self) -> None:
-        """Release the file descriptor held for lazy reads (entries read after this fail)."""
+        """Release the descriptors held for lazy reads and appends (entries read after this fail)."""
         if self._source is not None:
             self._source.close()
             self._source = None
+        if self._appender is not None:
+            self._appender.close()
+            self._appender = None
 
     def __enter__(self) -> SessionManager:
         return self

@@ -60,15 +60,48 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def append_lines(path: str, data: bytes, *, fsync: bool = False) -> WriteOutcome:
     """Append whole lines (``data`` ends with ``"\\n"``) to ``path`` (created if missing, like Node's 'a')."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as err:
-        raise _fs_error(err, "open", path) from err
-    try:
+    with Appender(path) as appender:
+        return appender.append(data, fsync=fsync)
+
+
+class Appender:
+    """An ``O_APPEND`` descriptor kept open across appends to one path.
+
+    Before each append the path is stat'ed: if it now names another file (replaced, or deleted and
+    created again) or nothing, the descriptor is reopened, so we never write into a file nobody can
+    see any more. Each append: flock, fstat, (pread of the last byte when the size is not where we
+    left it), one write(), lseek, unlock.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = -1
+        self.identity: tuple[int, int] | None = None
+        self.expected_end = -1  # where our last write ended (its last byte is "\n")
+
+    def _open(self) -> None:
+        self.close()
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as err:
+            raise _fs_error(err, "open", self.path) from err
+        st = os.fstat(self.fd)
+        self.identity = (st.st_dev, st.st_ino)
+        self.expected_end = -1
+
+    def append(self, data: bytes, *, fsync: bool = False) -> WriteOutcome:
+        try:
+            st = os.stat(self.path)
+            same = self.fd >= 0 and (st.st_dev, st.st_ino) == self.identity
+        except FileNotFoundError:
+            same = False
+        if not same:
+            self._open()
+        fd = self.fd
         with _locked(fd):
             size = os.fstat(fd).st_size
             repaired = False
-            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+            if size > 0 and size != self.expected_end and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data
                 repaired = True
             try:
@@ -76,12 +109,26 @@ def append_lines(path: str, data: bytes, *, fsync: bool = False) -> WriteOutcome
                 if fsync:
                     os.fsync(fd)
             except OSError as err:
-                raise _fs_error(err, "write", path) from err
+                raise _fs_error(err, "write", self.path) from err
             end = os.lseek(fd, 0, os.SEEK_CUR)
+            self.expected_end = end
             start = end - len(data) + (1 if repaired else 0)
             return WriteOutcome(start, end, size, repaired)
-    finally:
-        os.close(fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Appender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def create_exclusive(path: str, data: bytes, *, fsync: bool = False) -> None:

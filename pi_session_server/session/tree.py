@@ -10,6 +10,7 @@ from functools import cmp_to_key
 from typing import Any
 
 from ..format.dates import ms
+from ..format.entry import Entry
 from ..format.jsvalue import ABSENT, index_key, strict_equal
 from .fields import id_of, parent_of, timestamp_of, value_of
 
@@ -40,30 +41,39 @@ class TreeNode:
         return f"TreeNode({self.entry!r}, children={len(self.children)})"
 
 
-def build_tree(
-    entries: list[Any], labels: dict[Any, Any], label_timestamps: dict[Any, Any]
-) -> list[TreeNode]:
+def build_tree(entries: list[Any], labels: dict[Any, Any], label_timestamps: dict[Any, Any]) -> list[TreeNode]:
     """The reference's getTree over ``entries`` (the non-header file entries in file order)."""
     nodes: dict[Any, TreeNode] = {}
-    keyed: list[tuple[Any, Any, Any]] = []  # (id, index key of id, parentId) per entry
+    placed: list[tuple[Any, Any, Any]] = []  # (index key of the id, entry id, parentId), file order
+    new_node = TreeNode.__new__
     for e in entries:
-        entry_id = id_of(e)
+        if type(e) is Entry:
+            entry_id, parent_id = e.id, e.parent_id
+        else:
+            entry_id, parent_id = id_of(e), parent_of(e)
         key = entry_id if type(entry_id) is str else index_key(entry_id)
-        nodes[key] = TreeNode(e, labels.get(key, ABSENT), label_timestamps.get(key, ABSENT))
-        keyed.append((entry_id, key, parent_of(e)))
+        node = new_node(TreeNode)
+        node.entry = e
+        node.children = []
+        node.label = labels.get(key, ABSENT) if labels else ABSENT
+        node.label_timestamp = label_timestamps.get(key, ABSENT) if label_timestamps else ABSENT
+        node._ms = None
+        nodes[key] = node
+        placed.append((key, entry_id, parent_id))
     roots: list[TreeNode] = []
-    for entry_id, key, parent_id in keyed:
-        node = nodes[key]
-        if parent_id is None or strict_equal(parent_id, entry_id):
+    lookup = nodes.get
+    for key, entry_id, parent_id in placed:
+        node = nodes[key]  # the node of the LAST entry with this id (duplicates share it)
+        if parent_id is None or (parent_id == entry_id and strict_equal(parent_id, entry_id)):
             roots.append(node)
             continue
-        parent = nodes.get(parent_id if type(parent_id) is str else index_key(parent_id))
+        parent = lookup(parent_id if type(parent_id) is str else index_key(parent_id))
         if parent is not None:
             parent.children.append(node)
         else:
             roots.append(node)
-    shared = len(nodes) != len(keyed)  # duplicate ids: a node can sit under several parents
-    _sort_children(roots)
+    shared = len(nodes) != len(placed)  # duplicate ids: a node can sit under several parents
+    _sort_children(roots, shared)
     if shared:
         # Without duplicate ids every node has at most one parent, so no cycle is reachable from a
         # root and the D2 walk would change nothing.
@@ -78,7 +88,7 @@ def _by_time(a: TreeNode, b: TreeNode) -> float:
 _BY_TIME_KEY = cmp_to_key(_by_time)  # type: ignore[arg-type]  # NaN results are the point
 
 
-def _sort_children(roots: list[TreeNode]) -> None:
+def _sort_children(roots: list[TreeNode], shared: bool = True) -> None:
     """Sort each reachable node's children once, as V8's stable sort does with a NaN-yielding comparator.
 
     When every timestamp parses, any stable sort by time agrees; with unparsable ones the comparator
@@ -89,10 +99,13 @@ def _sort_children(roots: list[TreeNode]) -> None:
     stack = list(roots)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+        if shared:  # only with duplicate ids can a node be reached twice
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
         children = node.children
+        if not children:
+            continue
         if len(children) > 1:
             if any(math.isnan(c.time_ms) for c in children):
                 children.sort(key=_BY_TIME_KEY)

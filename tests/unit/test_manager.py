@@ -223,3 +223,26 @@ def test_d14_deleted_large_file_still_reads_from_open_inode(tmp_path, monkeypatc
     sm = SessionManager.open(path)
     os.unlink(path)
     assert sm.get_entry("a")["message"]["content"][0]["text"] == "original"
+
+
+def test_refresh_after_own_appends_is_unchanged(tmp_path):
+    sm = SessionManager.create("/proj", str(tmp_path))
+    sm.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 1})
+    sm.append_message({"role": "user", "content": "x", "timestamp": 2})
+    assert sm.refresh_from_disk().kind == "unchanged"
+    sm.append_message({"role": "user", "content": "y", "timestamp": 3})
+    assert sm.refresh_from_disk().kind == "unchanged"
+
+
+def test_foreign_append_between_ours_leads_to_exact_reload(tmp_path):
+    sm = SessionManager.create("/proj", str(tmp_path))
+    sm.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 1})
+    path = sm.get_session_file()
+    with open(path, "a") as f:
+        f.write(json.dumps(_msg("f0reign1", sm.get_leaf_id())) + "\n")
+    mine = sm.append_message({"role": "user", "content": "x", "timestamp": 2})
+    assert [e.message for e in sm.drain_events()]
+    assert sm.refresh_from_disk().kind == "reloaded"
+    fresh = SessionManager.open(path)
+    assert [e.id for e in sm.get_entries()] == [e.id for e in fresh.get_entries()]
+    assert [e.id for e in sm.get_entries()][-2:] == ["f0reign1", mine]

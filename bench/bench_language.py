@@ -1,0 +1,308 @@
+"""Scale benchmarks of the language features, end to end against the real server process.
+
+    .venv/bin/python bench/bench_language.py [--size-mb 100] [--hovers 300] [--appends 30]
+
+Figures printed (targets from issue 4):
+
+1. didOpen of a generated 100 MB session -> first publishDiagnostics (target < 1 s), measured from
+   the first byte written to the server's stdin; plus the same document read from disk (the path
+   for files VS Code does not send) and the in-process analysis alone, for a breakdown.
+2. hover at random positions of random lines of the open 100 MB document: p50 / p99 request
+   latency (target p99 < 10 ms).
+3. one line appended to an open 1 MB and to an open 100 MB document -> the new diagnostics
+   (target < 30 ms for both, i.e. flat in file size). Appends are spaced beyond the debounce
+   interval, so each one measures the leading-edge publication.
+
+The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
+not inflate the figures; messages are prepared before the clock starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import queue
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pi_session_server.analysis import samples as S  # noqa: E402
+from pi_session_server.analysis.diagnostics import document_diagnostics  # noqa: E402
+from pi_session_server.analysis.document import SessionDocument  # noqa: E402
+
+# ---------------------------------------------------------------------- a raw LSP client
+
+
+class RawClient:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pi_session_server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
+        self.messages: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
+        self.next_id = 0
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
+        while True:
+            length = -1
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            body = stream.read(length)
+            received = time.perf_counter()
+            self.messages.put((received, json.loads(body)))
+
+    @staticmethod
+    def frame(message: dict[str, Any]) -> bytes:
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def send_frame(self, data: bytes) -> float:
+        assert self.proc.stdin is not None
+        start = time.perf_counter()
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+        return start
+
+    def request_frame(self, method: str, params: Any) -> tuple[int, bytes]:
+        self.next_id += 1
+        return self.next_id, self.frame(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        )
+
+    def notification_frame(self, method: str, params: Any) -> bytes:
+        return self.frame({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def wait(self, predicate: Any, timeout: float = 120.0) -> tuple[float, dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while True:
+            received, message = self.messages.get(timeout=max(0.01, deadline - time.monotonic()))
+            if message.get("method") == "workspace/configuration" or (
+                "id" in message and "method" in message
+            ):  # a request from the server: answer null
+                self.send_frame(self.frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
+                continue
+            if predicate(message):
+                return received, message
+
+    def request(self, method: str, params: Any) -> tuple[float, dict[str, Any]]:
+        msg_id, data = self.request_frame(method, params)
+        start = self.send_frame(data)
+        received, message = self.wait(lambda m: m.get("id") == msg_id and "method" not in m)
+        return received - start, message
+
+    def initialize(self) -> None:
+        caps = {"general": {"positionEncodings": ["utf-16"]}, "textDocument": {"diagnostic": {}}}
+        self.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": caps})
+        self.send_frame(self.notification_frame("initialized", {}))
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown", None)
+            self.send_frame(self.notification_frame("exit", None))
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+
+
+def diagnostics_for(uri: str, version: int | None = None) -> Any:
+    def match(m: dict[str, Any]) -> bool:
+        if m.get("method") != "textDocument/publishDiagnostics" or m["params"]["uri"] != uri:
+            return False
+        return version is None or m["params"].get("version") == version
+
+    return match
+
+
+# ---------------------------------------------------------------------- scenarios
+
+
+def session_file(size_mb: int) -> Path:
+    path = Path(tempfile.gettempdir()) / f"pi-bench-session-{size_mb}mb.jsonl"
+    if not path.exists():
+        print(f"generating a {size_mb} MB session at {path} ...", flush=True)
+        path.write_bytes(S.generate_session(size_mb * 1_000_000, seed=size_mb))
+    return path
+
+
+def in_process(data: bytes) -> dict[str, float]:
+    gc.collect()
+    t = time.perf_counter()
+    doc = SessionDocument(data)
+    document_diagnostics(doc)
+    from_bytes = time.perf_counter() - t
+    text = data.decode()
+    del doc
+    gc.collect()
+    t = time.perf_counter()
+    doc = SessionDocument(text)
+    document_diagnostics(doc)
+    from_text = time.perf_counter() - t
+    del doc, text
+    gc.collect()
+    return {"bytes": from_bytes, "text": from_text}
+
+
+def open_document(client: RawClient, uri: str, text: str) -> tuple[float, int]:
+    frame = client.notification_frame(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": text}},
+    )
+    start = client.send_frame(frame)
+    received, message = client.wait(diagnostics_for(uri, 1))
+    return received - start, len(message["params"]["diagnostics"])
+
+
+def hovers(client: RawClient, uri: str, lines: list[str], count: int, seed: int = 7) -> list[float]:
+    rnd = random.Random(seed)
+    times = []
+    for _ in range(count):
+        n = rnd.randrange(1, len(lines) - 1)
+        line = lines[n]
+        col = rnd.randrange(0, max(1, len(line.encode("utf-16-le")) // 2))
+        elapsed, message = client.request(
+            "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": n, "character": col}}
+        )
+        assert "result" in message, message
+        times.append(elapsed)
+    return times
+
+
+def appends(client: RawClient, uri: str, lines: list[str], count: int) -> list[float]:
+    """Append entries continuing the last one, as pi does; each needs a new publication."""
+    last = json.loads(lines[-2])
+    parent = last["id"]
+    line_no = len(lines) - 1  # the empty text after the final newline
+    version = 1
+    times = []
+    for i in range(count):
+        entry_id = f"ap{i:06x}"
+        new_line = S.user(entry_id, parent, f"appended {i} 😀") + "\n"
+        version += 1
+        frame = client.notification_frame(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [
+                    {
+                        "range": {
+                            "start": {"line": line_no, "character": 0},
+                            "end": {"line": line_no, "character": 0},
+                        },
+                        "text": new_line,
+                    }
+                ],
+            },
+        )
+        start = client.send_frame(frame)
+        received, message = client.wait(diagnostics_for(uri, version))
+        assert message["params"]["diagnostics"] == [], message["params"]["diagnostics"][:2]
+        times.append(received - start)
+        parent = entry_id
+        line_no += 1
+        time.sleep(0.12)  # beyond the debounce interval: measure the leading-edge publication
+    return times
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:.1f} ms"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size-mb", type=int, default=100)
+    parser.add_argument("--hovers", type=int, default=300)
+    parser.add_argument("--appends", type=int, default=30)
+    args = parser.parse_args()
+
+    big_path = session_file(args.size_mb)
+    small_path = session_file(1)
+    big_data = big_path.read_bytes()
+    big_text = big_data.decode()
+    big_lines = big_text.split("\n")
+    small_text = small_path.read_text(encoding="utf-8")
+    print(
+        f"sessions: {len(big_data) / 1e6:.1f} MB ({len(big_lines) - 1:,} lines), {len(small_text) / 1e6:.2f} MB"
+    )
+
+    analysis = in_process(big_data)
+    print(
+        f"in-process analysis of {args.size_mb} MB: from bytes {ms(analysis['bytes'])}, from text {ms(analysis['text'])}"
+    )
+
+    client = RawClient()
+    try:
+        client.initialize()
+        big_uri = "file:///bench/big.jsonl"
+        t_open, n = open_document(client, big_uri, big_text)
+        print(
+            f"1. didOpen {args.size_mb} MB -> first diagnostics: {ms(t_open)} ({n} diagnostics)  [target < 1000 ms]"
+        )
+
+        disk_uri = big_path.as_uri()
+        msg_id, frame = client.request_frame(
+            "textDocument/hover", {"textDocument": {"uri": disk_uri}, "position": {"line": 1, "character": 3}}
+        )
+        start = client.send_frame(frame)
+        received, _ = client.wait(diagnostics_for(disk_uri))
+        client.wait(lambda m: m.get("id") == msg_id and "method" not in m)
+        print(
+            f"   the same file read from disk (not sent by the editor) -> first diagnostics: {ms(received - start)}"
+        )
+
+        time.sleep(0.5)  # let the idle warm-up (depths, leaf path) run
+        times = hovers(client, big_uri, big_lines, args.hovers)
+        print(
+            f"2. hover on {args.hovers} random lines of {args.size_mb} MB: p50 {ms(pct(times, 0.5))}, "
+            f"p99 {ms(pct(times, 0.99))}, max {ms(max(times))}  [target p99 < 10 ms]"
+        )
+
+        small_uri = "file:///bench/small.jsonl"
+        open_document(client, small_uri, small_text)
+        time.sleep(0.2)
+        for label, uri, lines in (
+            ("1 MB", small_uri, small_text.split("\n")),
+            (f"{args.size_mb} MB", big_uri, big_lines),
+        ):
+            times = appends(client, uri, lines, args.appends)
+            print(
+                f"3. append one line to the open {label} document -> new diagnostics: "
+                f"p50 {ms(pct(times, 0.5))}, p90 {ms(pct(times, 0.9))}, max {ms(max(times))}  [target < 30 ms]"
+            )
+    finally:
+        client.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

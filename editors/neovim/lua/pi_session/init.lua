@@ -1,0 +1,175 @@
+-- pi_session: a thin Neovim client of the pi-session language server. The server does the work
+-- (diagnostics, hover, tree, context); this module finds the client and sends it pi/* requests.
+local config = require('pi_session.config')
+
+local M = {}
+
+---@param opts? {cmd?: string|string[], tree_filter?: string, context_format?: 'markdown'|'json'}
+function M.setup(opts)
+  config.options = vim.tbl_deep_extend('force', vim.deepcopy(config.defaults), opts or {})
+end
+
+M.FILETYPE = 'pi-session'
+
+--- The session buffer a command acts on: the current buffer, or the session shown by a tree buffer.
+---@param bufnr? integer
+---@return integer|nil
+function M.session_buffer(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if vim.bo[bufnr].filetype == M.FILETYPE then
+    return bufnr
+  end
+  local source = vim.b[bufnr].pi_session_source
+  if source and vim.api.nvim_buf_is_valid(source) then
+    return source
+  end
+  return nil
+end
+
+---@param bufnr integer
+---@return vim.lsp.Client|nil
+function M.client(bufnr)
+  return vim.lsp.get_clients({ bufnr = bufnr, name = 'pi_session' })[1]
+end
+
+--- Wait (up to timeout_ms) for the pi_session client to attach to bufnr.
+---@return vim.lsp.Client|nil
+function M.wait_client(bufnr, timeout_ms)
+  local client
+  vim.wait(timeout_ms or 10000, function()
+    client = M.client(bufnr)
+    return client ~= nil and client.initialized
+  end, 20)
+  return client
+end
+
+---@param bufnr integer
+function M.uri(bufnr)
+  return vim.uri_from_bufnr(bufnr)
+end
+
+--- Send a pi/* request for a session buffer; callback(err, result). Errors are reported when no
+--- callback is given.
+---@param bufnr integer session buffer
+---@param method string
+---@param params table `uri` is filled in
+---@param callback? fun(err: any, result: any)
+function M.request(bufnr, method, params, callback)
+  local client = M.client(bufnr)
+  params = vim.tbl_extend('keep', params or {}, { uri = M.uri(bufnr) })
+  local function done(err, result)
+    if err and not callback then
+      vim.notify(('pi-session: %s failed: %s'):format(method, err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    end
+    if callback then
+      callback(err, result)
+    end
+  end
+  if not client then
+    done({ message = 'the pi-session language server is not attached to this buffer (see :checkhealth pi_session)' })
+    return
+  end
+  client:request(method, params, function(err, result)
+    done(err, result)
+  end, bufnr)
+end
+
+--- Synchronous variant, for commands and tests.
+---@return any result, any err
+function M.request_sync(bufnr, method, params, timeout_ms)
+  local client = M.client(bufnr)
+  if not client then
+    return nil, { message = 'the pi-session language server is not attached to this buffer (see :checkhealth pi_session)' }
+  end
+  params = vim.tbl_extend('keep', params or {}, { uri = M.uri(bufnr) })
+  local response, err = client:request_sync(method, params, timeout_ms or 10000, bufnr)
+  if not response then
+    return nil, { message = err or 'no response' }
+  end
+  return response.result, response.err
+end
+
+--- The entry on a 0-based line of a session buffer (filter "none": every entry), or nil.
+---@return table|nil node, any err
+function M.entry_at_line(bufnr, line)
+  local result, err = M.request_sync(bufnr, 'pi/getTree', { previews = false })
+  if err or not result then
+    return nil, err
+  end
+  for _, node in ipairs(result.nodes or {}) do
+    if node.line == line then
+      return node
+    end
+  end
+  return nil
+end
+
+--- The entry a command acts on: the row under the cursor in a tree buffer, else the entry on the
+--- cursor line of the session buffer.
+---@return integer|nil session_bufnr, table|nil node, string|nil problem
+function M.target()
+  local current = vim.api.nvim_get_current_buf()
+  local bufnr = M.session_buffer(current)
+  if not bufnr then
+    return nil, nil, 'not a pi session buffer (or a :PiSessionTree buffer)'
+  end
+  if bufnr ~= current then
+    local node = require('pi_session.tree').node_under_cursor()
+    return bufnr, node, node == nil and 'no entry on this row' or nil
+  end
+  local line = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local node, err = M.entry_at_line(bufnr, line)
+  if err then
+    return bufnr, nil, err.message or vim.inspect(err)
+  end
+  return bufnr, node, node == nil and 'put the cursor on an entry line (not the header or a blank line)' or nil
+end
+
+local function id_text(id)
+  return type(id) == 'string' and id or vim.json.encode(id)
+end
+M.id_text = id_text
+
+--- :PiSessionBranch: make the entry under the cursor the leaf.
+function M.branch()
+  local bufnr, node, problem = M.target()
+  if not node then
+    return vim.notify('pi-session: ' .. problem, vim.log.levels.ERROR)
+  end
+  local result, err = M.request_sync(bufnr, 'pi/branch', { entryId = node.id })
+  if err then
+    return vim.notify('pi-session: branch failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+  end
+  vim.notify('pi-session: the leaf is now ' .. id_text(result and result.leafId or node.id))
+  require('pi_session.tree').refresh_for(bufnr, true)
+end
+
+--- :PiSessionLabel [text]: set (or, with an empty text, clear) the label of the entry under the cursor.
+---@param text? string nil = ask
+function M.label(text)
+  local bufnr, node, problem = M.target()
+  if not node then
+    return vim.notify('pi-session: ' .. problem, vim.log.levels.ERROR)
+  end
+  local function apply(label)
+    if label == nil then
+      return -- cancelled
+    end
+    label = vim.trim(label)
+    local params = { kind = 'label', targetId = node.id }
+    if label ~= '' then
+      params.label = label -- no label key clears it, as pi's /tree does
+    end
+    local _, err = M.request_sync(bufnr, 'pi/append', params)
+    if err then
+      return vim.notify('pi-session: label failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    end
+    require('pi_session.tree').refresh_for(bufnr, true)
+  end
+  if text ~= nil then
+    return apply(text)
+  end
+  vim.ui.input({ prompt = ('Label for %s (empty clears): '):format(id_text(node.id)), default = node.label or '' }, apply)
+end
+
+return M

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# End-to-end test of the extension in a real VS Code (code-server 4.100.3 = VS Code 1.100.3), driven
+# by headless Debian chromium through playwright-core, against the real pi-session server.
+#
+#   bash editors/vscode/scripts/e2e.sh
+#
+# Installs what is missing (apt: chromium, ripgrep, libkrb5-dev, g++/make; npm: code-server, vsce,
+# playwright-core), cached under $E2E_DIR (default /var/tmp/pi-vscode-e2e). Needs root for apt (or
+# those packages already installed), Node 20 and npm, and a Python with the server: $PY (default
+# <repo>/.venv/bin/python). Screenshots go to $ARTIFACTS (default editors/vscode/test-artifacts/):
+# e2e.png (tree view, Problems panel, session file and context document) and e2e-hover.png
+# (e2e-error.png too when a step throws).
+# Ends with "N passed, M failed" and exits 0 only when every check passed.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+E2E=${E2E_DIR:-/var/tmp/pi-vscode-e2e}
+PY=${PY:-$REPO/.venv/bin/python}
+ARTIFACTS=${ARTIFACTS:-$HERE/test-artifacts}
+FIXTURES=${FIXTURES:-$REPO/tests/editors/fixtures}
+CS_VERSION=4.100.3      # newest code-server whose engines.node accepts Node 20 (VS Code 1.100.3)
+VSCE_VERSION=3.9.2      # newest @vscode/vsce that accepts Node 20
+PW_VERSION=1.65.1
+# a free loopback port unless one is given
+PORT=${PORT:-$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")}
+export npm_config_nodedir=/usr          # node-gyp: use /usr/include/node, never download headers
+export npm_config_yes=true              # node-pty's postinstall runs `npx node-gyp`
+export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
+export XDG_CONFIG_HOME=$E2E/xdg/config XDG_DATA_HOME=$E2E/xdg/data XDG_CACHE_HOME=$E2E/xdg/cache
+mkdir -p "$E2E" "$ARTIFACTS"
+T0=$(date +%s); ts() { echo "$(( $(date +%s) - T0 ))s"; }
+
+"$PY" -c 'import pi_session_server' || { echo "[e2e] $PY cannot import pi_session_server (set PY)"; exit 1; }
+
+# --- 1. system packages (Debian) ----------------------------------------------------------------
+need=()
+command -v chromium >/dev/null || need+=(chromium)
+command -v rg >/dev/null || need+=(ripgrep)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
+command -v g++ >/dev/null || need+=(g++)
+command -v make >/dev/null || need+=(make)
+command -v curl >/dev/null || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "[e2e] apt-get install ${need[*]}"
+  timeout 300 apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+echo "[e2e] system packages ready $(ts)"
+
+# --- 2. code-server (npm, cached per version) ---------------------------------------------------
+CS_HOME=$E2E/code-server-$CS_VERSION
+if [ ! -x "$CS_HOME/node_modules/.bin/code-server" ]; then
+  # @vscode/ripgrep's postinstall downloads rg unless its cache (in os.tmpdir()) has the archive
+  RG_CACHE=$E2E/tmp/vscode-ripgrep-cache-1.15.11
+  mkdir -p "$RG_CACHE" "$E2E/rgtar"; cp "$(command -v rg)" "$E2E/rgtar/rg"
+  tar czf "$RG_CACHE/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" -C "$E2E/rgtar" rg
+  rm -rf "$CS_HOME"; mkdir -p "$CS_HOME"; echo '{"private":true}' > "$CS_HOME/package.json"
+  echo "[e2e] installing code-server $CS_VERSION (about 2 minutes)"
+  (cd "$CS_HOME" && TMPDIR=$E2E/tmp timeout 1200 npm install --no-save --foreground-scripts --unsafe-perm \
+      "code-server@$CS_VERSION" > install.log 2>&1) || { tail -50 "$CS_HOME/install.log"; rm -rf "$CS_HOME"; exit 1; }
+fi
+CS=$CS_HOME/node_modules/.bin/code-server
+echo "[e2e] code-server $CS_VERSION ready $(ts)"
+
+# --- 3. test tools: vsce + playwright-core -------------------------------------------------------
+TOOLS=$E2E/tools
+if [ ! -x "$TOOLS/node_modules/.bin/vsce" ] || [ ! -d "$TOOLS/node_modules/playwright-core" ]; then
+  mkdir -p "$TOOLS"; echo '{"private":true}' > "$TOOLS/package.json"
+  (cd "$TOOLS" && timeout 600 npm install --no-save "@vscode/vsce@$VSCE_VERSION" "playwright-core@$PW_VERSION" \
+      > install.log 2>&1) || { tail -50 "$TOOLS/install.log"; exit 1; }
+fi
+cp "$HERE/test/e2e/e2e.mjs" "$TOOLS/e2e.mjs"   # ESM resolves playwright-core from its own folder
+echo "[e2e] tools ready $(ts)"
+
+# --- 4. package the extension, install it into a fresh profile ----------------------------------
+RUN=$E2E/run; rm -rf "$RUN"; mkdir -p "$RUN/ud/User" "$RUN/exts" "$RUN/ws"
+VSCE="$TOOLS/node_modules/.bin/vsce" bash "$HERE/scripts/package.sh" "$RUN/pi-session.vsix" >/dev/null
+COMMON=(--config "$RUN/config.yaml" --user-data-dir "$RUN/ud" --extensions-dir "$RUN/exts")
+timeout 120 "$CS" "${COMMON[@]}" --install-extension "$RUN/pi-session.vsix" >/dev/null
+cp "$FIXTURES/broken-session.jsonl" "$FIXTURES/ordinary.jsonl" "$RUN/ws/"
+# a file in pi's session folder whose first line is no header: the path alone makes it a Pi Session
+mkdir -p "$RUN/ws/.pi/agent/sessions/--work-demo--"
+echo '{"type":"message","id":"x1","parentId":null,"timestamp":"2026-01-05T10:00:00.000Z"}' \
+  > "$RUN/ws/.pi/agent/sessions/--work-demo--/headerless-session.jsonl"
+cat > "$RUN/ud/User/settings.json" <<JSON
+{ "piSession.server.pythonPath": "$PY",
+  "security.workspace.trust.enabled": false, "workbench.startupEditor": "none",
+  "telemetry.telemetryLevel": "off", "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false, "update.mode": "none", "workbench.tips.enabled": false,
+  "chat.disableAIFeatures": true, "workbench.secondarySideBar.defaultVisibility": "hidden",
+  "editor.minimap.enabled": false, "window.commandCenter": false, "editor.hover.delay": 200 }
+JSON
+# pi's session directory for "Check All Sessions" (PI_CODING_AGENT_DIR below): one broken session
+mkdir -p "$RUN/agent/sessions/--work-other--"
+cp "$FIXTURES/broken-session.jsonl" "$RUN/agent/sessions/--work-other--/other-broken-session.jsonl"
+echo "[e2e] extension packaged and installed $(ts)"
+
+# --- 5. code-server on loopback (own process group), the browser test, then stop it --------------
+PI_CODING_AGENT_DIR=$RUN/agent setsid "$CS" "${COMMON[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry \
+  --disable-update-check --disable-workspace-trust --disable-getting-started-override \
+  --ignore-last-opened "$RUN/ws" > "$RUN/code-server.log" 2>&1 &
+CS_PID=$!
+cleanup() { kill -TERM -- "-$CS_PID" 2>/dev/null || true; sleep 1; kill -KILL -- "-$CS_PID" 2>/dev/null || true; }
+trap cleanup EXIT
+for _ in $(seq 60); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 1; done
+rc=0
+CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$ARTIFACTS" CHROME_PROFILE="$RUN/chrome" \
+  timeout 420 node "$TOOLS/e2e.mjs" || rc=$?
+echo "[e2e] total $(ts) rc=$rc; screenshots: $ARTIFACTS/e2e.png $ARTIFACTS/e2e-hover.png; logs: $RUN/ud/logs"
+if [ $rc -ne 0 ]; then
+  tail -30 "$RUN/code-server.log"
+  find "$RUN/ud/logs" -name '*.log' \( -path '*exthost*' -o -name '*Pi Session*' \) -exec tail -n 40 {} + 2>/dev/null || true
+fi
+exit $rc

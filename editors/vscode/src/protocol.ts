@@ -1,0 +1,76 @@
+// Shapes of the pi/* methods and notifications of the pi-session language server that this
+// client uses (protocol/README.md). Only what the client reads is typed.
+
+// The server also knows "none" (getTree() itself, nothing hidden): used to find the entry on a line.
+export const FILTER_MODES = ['default', 'no-tools', 'user-only', 'labeled-only', 'all'] as const;
+export type FilterMode = (typeof FILTER_MODES)[number];
+
+/** What each of pi's /tree filter modes shows (for the filter picker). */
+export const FILTER_DESCRIPTIONS: Record<FilterMode, string> = {
+  default: 'conversation entries, without settings and bookkeeping entries',
+  'no-tools': 'the default view without tool results',
+  'user-only': 'only user messages',
+  'labeled-only': 'only labeled entries',
+  all: 'every entry',
+};
+
+export interface TreeNode {
+  id: unknown; // entry ids are strings in practice, but a damaged file may hold anything
+  parentId?: unknown;
+  visibleParentId?: unknown; // nearest ancestor shown under the filter
+  childIds?: unknown[];
+  type: string;
+  role?: string;
+  label?: string;
+  labelTimestamp?: string;
+  preview: string;
+  timestamp?: unknown;
+  line?: number; // 0-based line in the file
+  depth: number; // depth in the visible (filtered) tree; rows come in preorder
+  isLeaf: boolean;
+  onLeafPath: boolean;
+  isBranchPoint: boolean;
+}
+
+export interface GetTreeResult {
+  leafId: string | null;
+  nodes: TreeNode[];
+}
+
+export interface SessionContextResult {
+  messages: Array<Record<string, unknown>>;
+  thinkingLevel?: string;
+  model?: { provider?: string; modelId?: string } | null;
+}
+
+export interface DidChangeParams {
+  session?: string;
+  uri?: string;
+  kind?: 'appended' | 'reloaded' | string;
+  newEntryIds?: string[];
+  leafId?: string | null;
+}
+
+export interface ForeignWriterParams {
+  session?: string;
+  uri?: string;
+  path?: string;
+  message?: string;
+}
+
+export interface LargeFileParams {
+  uri?: string;
+  size?: number;
+  message?: string;
+}
+
+export const Methods = {
+  getTree: 'pi/getTree',
+  buildSessionContext: 'pi/buildSessionContext',
+  branch: 'pi/branch',
+  append: 'pi/append',
+  getEntry: 'pi/getEntry',
+  didChange: 'pi/didChange',
+  foreignWriter: 'pi/foreignWriter',
+  largeFile: 'pi/largeFile',
+} as const;

@@ -1,0 +1,197 @@
+// A hand-written stand-in for the `vscode` module and for `vscode-languageclient/node`, enough to
+// run activate() and the commands under node:test. Every call the extension makes is recorded.
+'use strict';
+const Module = require('node:module');
+const path = require('node:path');
+
+class Disposable {
+  constructor(fn) { this.fn = fn; }
+  dispose() { if (this.fn) this.fn(); this.fn = undefined; }
+  static from(...items) { return new Disposable(() => items.forEach((i) => i.dispose())); }
+}
+
+class EventEmitter {
+  constructor() { this.listeners = new Set(); this.event = (listener) => { this.listeners.add(listener); return new Disposable(() => this.listeners.delete(listener)); }; }
+  fire(value) { for (const l of [...this.listeners]) l(value); }
+  dispose() { this.listeners.clear(); }
+}
+
+class Uri {
+  constructor(scheme, authority, p, query, fragment) { Object.assign(this, { scheme, authority: authority || '', path: p || '', query: query || '', fragment: fragment || '' }); }
+  get fsPath() { return this.path; }
+  static file(p) { return new Uri('file', '', p, '', ''); }
+  static from(c) { return new Uri(c.scheme, c.authority, c.path, c.query, c.fragment); }
+  static parse(text) {
+    const m = /^([a-zA-Z][\w+.-]*):(?:\/\/([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$/.exec(text);
+    if (!m) throw new Error(`bad uri ${text}`);
+    return new Uri(m[1], m[2], decodeURIComponent(m[3]), m[4] ? decodeURIComponent(m[4]) : '', m[5] || '');
+  }
+  with(change) { return new Uri(change.scheme ?? this.scheme, change.authority ?? this.authority, change.path ?? this.path, change.query ?? this.query, change.fragment ?? this.fragment); }
+  toString() {
+    const auth = this.scheme === 'file' || this.authority ? `//${this.authority}` : '';
+    return `${this.scheme}:${auth}${encodeURI(this.path)}${this.query ? `?${encodeURIComponent(this.query)}` : ''}`;
+  }
+  toJSON() { return this.toString(); }
+}
+
+class Position { constructor(line, character) { this.line = line; this.character = character; } }
+class Range {
+  constructor(a, b, c, d) {
+    if (typeof a === 'number') { this.start = new Position(a, b); this.end = new Position(c, d); } else { this.start = a; this.end = b; }
+  }
+}
+class Selection extends Range { constructor(anchor, active) { super(anchor, active); this.anchor = anchor; this.active = active; } }
+class Diagnostic { constructor(range, message, severity) { Object.assign(this, { range, message, severity }); } }
+class TreeItem { constructor(label, collapsibleState) { this.label = label; this.collapsibleState = collapsibleState; } }
+class ThemeIcon { constructor(id) { this.id = id; } }
+class MarkdownString {
+  constructor(value = '') { this.value = value; }
+  appendMarkdown(v) { this.value += v; return this; }
+  appendText(v) { this.value += v; return this; }
+}
+
+function makeDocument(uri, text, languageId) {
+  const lines = text.split('\n');
+  return {
+    uri, languageId, version: 1,
+    get lineCount() { return lines.length; },
+    lineAt(i) { return { text: lines[i].replace(/\r$/, '') }; },
+    getText() { return text; },
+  };
+}
+
+function createState() {
+  return {
+    commands: new Map(),
+    executed: [],
+    messages: { error: [], warning: [], info: [] },
+    config: {},
+    quickPickAnswer: undefined,
+    inputBoxAnswer: undefined,
+    languageChanges: [],
+    treeViews: [],
+    contentProviders: new Map(),
+    shownDocuments: [],
+    diagnostics: new Map(),
+    documents: [],
+    activeTextEditor: undefined,
+    extensions: {},
+    emitters: { open: new EventEmitter(), close: new EventEmitter(), active: new EventEmitter(), config: new EventEmitter() },
+    clients: [],
+    responder: () => null,
+    output: [],
+  };
+}
+
+function createVscode(state) {
+  const vscode = {
+    Disposable, EventEmitter, Uri, Position, Range, Selection, Diagnostic, TreeItem, ThemeIcon, MarkdownString,
+    TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
+    DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
+    ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
+    ViewColumn: { Active: -1, Beside: -2, One: 1 },
+    TextEditorRevealType: { Default: 0, InCenter: 1, InCenterIfOutsideViewport: 2, AtTop: 3 },
+    window: {
+      createOutputChannel: (name) => ({ name, appendLine: (l) => state.output.push(l), append: (t) => state.output.push(t), show() {}, dispose() {} }),
+      createTreeView: (id, options) => { const view = { id, options, message: undefined, description: undefined, dispose() {}, reveal: async () => {} }; state.treeViews.push(view); return view; },
+      showErrorMessage: async (m) => { state.messages.error.push(m); },
+      showWarningMessage: async (m) => { state.messages.warning.push(m); },
+      showInformationMessage: async (m) => { state.messages.info.push(m); },
+      showQuickPick: async (items) => items.find((i) => i.label === state.quickPickAnswer),
+      showInputBox: async () => state.inputBoxAnswer,
+      showTextDocument: async (document, options) => {
+        state.shownDocuments.push({ document, options });
+        const editor = { document, selection: new Selection(new Position(0, 0), new Position(0, 0)), revealRange() {} };
+        return editor;
+      },
+      setStatusBarMessage: () => new Disposable(),
+      withProgress: (_options, task) => task({ report() {} }),
+      get activeTextEditor() { return state.activeTextEditor; },
+      onDidChangeActiveTextEditor: state.emitters.active.event,
+    },
+    workspace: {
+      getConfiguration: (section) => ({
+        get: (key, fallback) => { const v = state.config[`${section}.${key}`]; return v === undefined ? fallback : v; },
+      }),
+      onDidOpenTextDocument: state.emitters.open.event,
+      onDidCloseTextDocument: state.emitters.close.event,
+      onDidChangeConfiguration: state.emitters.config.event,
+      get textDocuments() { return state.documents; },
+      get workspaceFolders() { return undefined; },
+      registerTextDocumentContentProvider: (scheme, provider) => { state.contentProviders.set(scheme, provider); return new Disposable(); },
+      openTextDocument: async (uri) => {
+        const provider = state.contentProviders.get(uri.scheme);
+        if (provider) return makeDocument(uri, await provider.provideTextDocumentContent(uri), 'markdown');
+        const found = state.documents.find((d) => d.uri.toString() === uri.toString());
+        if (!found) throw new Error(`no document ${uri}`);
+        return found;
+      },
+    },
+    languages: {
+      createDiagnosticCollection: (name) => {
+        const entries = new Map();
+        state.diagnostics.set(name, entries);
+        return { name, set: (uri, d) => entries.set(uri.toString(), d), delete: (uri) => entries.delete(uri.toString()), clear: () => entries.clear(), dispose() {} };
+      },
+      setTextDocumentLanguage: async (document, languageId) => {
+        state.languageChanges.push({ uri: document.uri.toString(), languageId });
+        const old = document.languageId;
+        state.emitters.close.fire({ ...document, languageId: old });
+        document.languageId = languageId;
+        state.emitters.open.fire(document);
+        return document;
+      },
+    },
+    commands: {
+      registerCommand: (id, fn) => { if (state.commands.has(id)) throw new Error(`duplicate command ${id}`); state.commands.set(id, fn); return new Disposable(() => state.commands.delete(id)); },
+      executeCommand: async (id, ...args) => { state.executed.push([id, ...args]); const fn = state.commands.get(id); return fn ? fn(...args) : undefined; },
+    },
+    extensions: { getExtension: (id) => state.extensions[id] },
+  };
+  return vscode;
+}
+
+function createLanguageClientModule(state) {
+  class LanguageClient {
+    constructor(id, name, serverOptions, clientOptions) {
+      Object.assign(this, { id, name, serverOptions, clientOptions, running: false, handlers: new Map(), requests: [] });
+      this.code2ProtocolConverter = { asUri: (uri) => uri.toString() };
+      state.clients.push(this);
+    }
+    async start() { if (state.startError) throw state.startError; this.running = true; }
+    async stop() { this.running = false; }
+    isRunning() { return this.running; }
+    onNotification(method, handler) { this.handlers.set(method, handler); return new Disposable(() => this.handlers.delete(method)); }
+    notify(method, params) { const h = this.handlers.get(method); if (h) h(params); }
+    async sendRequest(method, params) { this.requests.push({ method, params }); return state.responder(method, params); }
+  }
+  return { LanguageClient, TransportKind: { stdio: 0, ipc: 1, pipe: 2, socket: 3 } };
+}
+
+/** Load a fresh copy of the compiled extension with fresh stubs; returns {ext, state, vscode}. */
+function loadExtension() {
+  const state = createState();
+  const vscode = createVscode(state);
+  const lc = createLanguageClientModule(state);
+  const out = path.join(__dirname, '..', '..', 'out', 'src');
+  for (const key of Object.keys(require.cache)) if (key.startsWith(out)) delete require.cache[key];
+  const originalLoad = Module._load;
+  Module._load = function (request, parent, isMain) {
+    if (request === 'vscode') return vscode;
+    if (request === 'vscode-languageclient/node') return lc;
+    return originalLoad.call(this, request, parent, isMain);
+  };
+  try {
+    const ext = require(path.join(out, 'extension.js'));
+    return { ext, state, vscode, makeDocument, restore: () => { Module._load = originalLoad; } };
+  } catch (e) {
+    Module._load = originalLoad;
+    throw e;
+  }
+}
+
+function fakeContext() {
+  return { subscriptions: [], extensionPath: path.join(__dirname, '..', '..') };
+}
+
+module.exports = { loadExtension, fakeContext, makeDocument, Uri };

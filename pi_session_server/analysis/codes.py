@@ -1,0 +1,274 @@
+"""The diagnostic codes: one stable code per kind of problem, with its severity and remedy.
+
+``docs/DIAGNOSTICS.md`` is this table in prose; a unit test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Severity(IntEnum):
+    """Same numbering as LSP's DiagnosticSeverity."""
+
+    ERROR = 1
+    WARNING = 2
+    INFORMATION = 3
+    HINT = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    code: str
+    severity: Severity
+    title: str
+    meaning: str
+    fix: str
+
+
+# line level
+INVALID_JSON = "PI001"
+TRUNCATED_LAST_LINE = "PI002"
+NOT_AN_OBJECT = "PI003"
+BLANK_LINE = "PI004"
+NO_FINAL_NEWLINE = "PI005"
+# header and file level
+MISSING_HEADER = "PI010"
+INVALID_HEADER = "PI011"
+HEADER_NOT_FIRST = "PI012"
+DUPLICATE_HEADER = "PI013"
+BOM = "PI014"
+OLD_VERSION = "PI015"
+UNKNOWN_VERSION = "PI016"
+# fields
+UNKNOWN_ENTRY_TYPE = "PI020"
+FIELD_MISSING = "PI021"
+FIELD_WRONG_TYPE = "PI022"
+UNKNOWN_ROLE = "PI023"
+UNKNOWN_BLOCK_TYPE = "PI024"
+BAD_TIMESTAMP = "PI025"
+BAD_STOP_REASON = "PI026"
+# tree
+DUPLICATE_ID = "PI030"
+DANGLING_PARENT = "PI031"
+PARENT_CYCLE = "PI032"
+LABEL_TARGET_MISSING = "PI033"
+FIRST_KEPT_NOT_ON_PATH = "PI034"
+FROM_ID_UNKNOWN = "PI035"
+ORPHAN_TOOL_RESULT = "PI036"
+UNANSWERED_TOOL_CALL = "PI037"
+# size
+HUGE_IMAGE = "PI040"
+
+E, W, INFO, H = Severity.ERROR, Severity.WARNING, Severity.INFORMATION, Severity.HINT
+
+CODES: dict[str, Code] = {
+    c.code: c
+    for c in (
+        Code(
+            INVALID_JSON,
+            E,
+            "Invalid JSON",
+            "The line is not valid JSON (`JSON.parse` fails at the marked column). pi skips the line on every load.",
+            "Fix the JSON at the marked column, or delete the line if it holds nothing worth keeping.",
+        ),
+        Code(
+            TRUNCATED_LAST_LINE,
+            E,
+            "Truncated last line",
+            "The last line has no final newline and is not valid JSON: an interrupted write. pi skips it and appends a newline when it opens the file.",
+            "Code action *Remove the truncated last line*.",
+        ),
+        Code(
+            NOT_AN_OBJECT,
+            W,
+            "Line is not a JSON object",
+            "The line is valid JSON but not an object (a number, string, array, `null`, `true`/`false`). It is not an entry: pi skips it (D3).",
+            "Delete the line or turn it into a proper entry object.",
+        ),
+        Code(
+            BLANK_LINE,
+            H,
+            "Blank line",
+            "A line that is empty or only whitespace. pi never writes one and skips it on load.",
+            "Delete the line.",
+        ),
+        Code(
+            NO_FINAL_NEWLINE,
+            INFO,
+            "No final newline",
+            "The file does not end with a newline. The last line is valid, and pi appends the newline the next time it opens the file.",
+            "Add a newline at the end of the file.",
+        ),
+        Code(
+            MISSING_HEADER,
+            E,
+            "Missing session header",
+            'The first JSON line is not a session header (`{"type":"session",...}`), and there is none later either. pi refuses the file: *not a valid pi session*.',
+            "Code action *Insert a session header* (id and time are taken from the file name when it has pi's naming).",
+        ),
+        Code(
+            INVALID_HEADER,
+            E,
+            "Invalid session header",
+            "The first JSON line is a `session` header but its `id` is missing or not a string. pi refuses the file.",
+            "Give the header a string `id` (the session id, usually the UUID in the file name).",
+        ),
+        Code(
+            HEADER_NOT_FIRST,
+            E,
+            "Header not first",
+            "A session header exists, but another JSON value comes before it. pi only accepts a header as the first parsable line and refuses the file.",
+            "Code action *Move the session header to the first line*.",
+        ),
+        Code(
+            DUPLICATE_HEADER,
+            W,
+            "More than one header",
+            "A second `session` line after the header. pi keeps it in the file but ignores it (it is not an entry).",
+            "Code action *Remove the duplicate session header*.",
+        ),
+        Code(
+            BOM,
+            E,
+            "Byte order mark",
+            "The file starts with a UTF-8 byte order mark. The reference then cannot parse the header line and refuses the whole file.",
+            "Code action *Remove the byte order mark* (save as UTF-8 without BOM).",
+        ),
+        Code(
+            OLD_VERSION,
+            INFO,
+            "Old format version",
+            "The header says version 1 (no `version`) or 2. pi migrates the entries to version 3 and rewrites the whole file the next time it opens it.",
+            "Nothing to do, or code action *Migrate to version 3* to rewrite it now exactly as pi would (unparsable lines are kept).",
+        ),
+        Code(
+            UNKNOWN_VERSION,
+            W,
+            "Unknown format version",
+            "The header's `version` is not a number this tool knows (not numeric, or newer than 3). A non-numeric version makes pi rewrite the file unchanged; a newer one may hold entries this version misreads.",
+            "Set `version` to 3 if the file was written by pi 0.86 or earlier.",
+        ),
+        Code(
+            UNKNOWN_ENTRY_TYPE,
+            INFO,
+            "Unknown entry type",
+            "An entry `type` that pi 0.86.1 does not write (e.g. from a newer pi). It is kept, indexed and part of the tree, but contributes nothing to the context.",
+            "Nothing, if a newer pi wrote it; otherwise check the spelling of `type`.",
+        ),
+        Code(
+            FIELD_MISSING,
+            W,
+            "Missing required field",
+            "A field that pi always writes for this entry type or message role is missing (see the typed records of the format).",
+            "Add the field; pi itself never validates, so readers of the file may misbehave without it.",
+        ),
+        Code(
+            FIELD_WRONG_TYPE,
+            W,
+            "Field has the wrong type",
+            "A field has a JSON type other than the one pi writes (e.g. a number where a string id belongs).",
+            "Correct the value's type.",
+        ),
+        Code(
+            UNKNOWN_ROLE,
+            INFO,
+            "Unknown message role",
+            "A `message` entry whose `message.role` pi 0.86.1 does not know. pi carries it into the context unchanged.",
+            "Nothing, if a newer pi wrote it; otherwise check the spelling of `role`.",
+        ),
+        Code(
+            UNKNOWN_BLOCK_TYPE,
+            W,
+            "Unknown content block",
+            "A content block whose `type` is not allowed for this role (text/image for users and tool results, text/thinking/toolCall for the assistant).",
+            "Correct the block's `type` or remove the block: providers reject unknown blocks.",
+        ),
+        Code(
+            BAD_TIMESTAMP,
+            W,
+            "Unreadable timestamp",
+            "The entry `timestamp` is not a date pi can read (`new Date(x)` is invalid), so the tree orders its siblings unpredictably.",
+            "Use the ISO form pi writes, e.g. `2025-01-01T12:00:00.000Z`.",
+        ),
+        Code(
+            BAD_STOP_REASON,
+            W,
+            "Unexpected stop reason",
+            "An assistant message's `stopReason` is not one pi persists (`stop`, `length`, `toolUse`, `error`, `aborted`, `deferred`); `pending` only exists while streaming.",
+            "Correct `stopReason`.",
+        ),
+        Code(
+            DUPLICATE_ID,
+            E,
+            "Duplicate id",
+            "Two entries share an `id`. pi's index keeps the later one, so the earlier one cannot be found and the tree shows the later entry under each parent.",
+            "Give one of them a fresh 8-hex-digit id (and update the references that meant it).",
+        ),
+        Code(
+            DANGLING_PARENT,
+            W,
+            "Parent not found",
+            "`parentId` names an id that no entry has. pi shows the entry as an extra root, and the context built from it stops there.",
+            "Code action *Re-parent to … the nearest surviving ancestor*: the closest earlier entry that is not a descendant (every entry naming the same missing id moves with it).",
+        ),
+        Code(
+            PARENT_CYCLE,
+            E,
+            "Parent cycle",
+            "Following `parentId` from this entry comes back to it (or it is its own parent). The reference loops forever on such a file.",
+            "Point one `parentId` of the cycle at an entry outside it, or code action *Break the cycle here* (makes the entry a root).",
+        ),
+        Code(
+            LABEL_TARGET_MISSING,
+            W,
+            "Label target not found",
+            "A `label` entry's `targetId` names no entry. pi keeps the label, but it is attached to nothing visible.",
+            "Point `targetId` at an existing entry, or delete the label line.",
+        ),
+        Code(
+            FIRST_KEPT_NOT_ON_PATH,
+            W,
+            "Compaction keeps nothing",
+            "A compaction's `firstKeptEntryId` is not an entry on the path from the root to the compaction, so the context after it keeps no earlier entries.",
+            "Set `firstKeptEntryId` to an entry on the compaction's own branch.",
+        ),
+        Code(
+            FROM_ID_UNKNOWN,
+            W,
+            "Branch summary source not found",
+            "A `branch_summary`'s `fromId` (the abandoned leaf, or `root`) names no entry.",
+            "Point `fromId` at the entry the branch was left from, or `root`.",
+        ),
+        Code(
+            ORPHAN_TOOL_RESULT,
+            E,
+            "Tool result without its call",
+            "A `toolResult` whose `toolCallId` matches no `toolCall` of an assistant message on its own path. Providers reject such a context (pi #4570).",
+            "Re-parent the result under the assistant message that made the call, or remove it.",
+        ),
+        Code(
+            UNANSWERED_TOOL_CALL,
+            W,
+            "Tool call never answered",
+            "An assistant `toolCall` whose id no `toolResult` below it answers, on any branch. Continuing from there makes providers reject the context (unless the tool is still running).",
+            "Add the tool result, or branch from an earlier entry.",
+        ),
+        Code(
+            HUGE_IMAGE,
+            INFO,
+            "Huge inline image",
+            "An image content block whose base64 data is very large (the size is in the message); it bloats the file and every context built from it.",
+            "Code action *Move the image out of the file* (writes it next to the session and leaves a placeholder text block).",
+        ),
+    )
+}
+
+
+def markdown_table() -> str:
+    """The table of ``docs/DIAGNOSTICS.md`` (kept identical by a unit test)."""
+    rows = ["| code | severity | meaning | how to fix |", "|---|---|---|---|"]
+    for c in CODES.values():
+        rows.append(f"| {c.code} | {c.severity.name.lower()} | **{c.title}**. {c.meaning} | {c.fix} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,285 @@
+"""Everything wrong with a document, as diagnostics placed on lines (byte columns).
+
+Three sources, all already computed by the document model: problems of single lines
+(``LineInfo.problems``), cross-line tree problems (``TreeIndex.cross``), and file-level facts
+(header, BOM, version, final newline) derived here in O(number of headers) at each call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..format.jsvalue import ABSENT, js_string_of, to_number
+from . import codes
+from . import lines as L
+from .codes import CODES, Severity
+from .document import BOM_BYTES, SessionDocument
+from .jsonpath import key_span, value_span
+from .lines import LineInfo, Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    line: int
+    start: int
+    end: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    line: int
+    start: int  # byte offsets within the line
+    end: int
+    severity: Severity
+    code: str
+    message: str
+    related: tuple[Related, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "line": self.line,
+            "start": self.start,
+            "end": self.end,
+            "severity": self.severity.name.lower(),
+            "code": self.code,
+            "message": self.message,
+        }
+
+
+TREE_CODES = frozenset(
+    {
+        codes.DUPLICATE_ID,
+        codes.DANGLING_PARENT,
+        codes.PARENT_CYCLE,
+        codes.LABEL_TARGET_MISSING,
+        codes.FIRST_KEPT_NOT_ON_PATH,
+        codes.FROM_ID_UNKNOWN,
+        codes.ORPHAN_TOOL_RESULT,
+        codes.UNANSWERED_TOOL_CALL,
+    }
+)
+
+
+def _whole_line(raw: bytes) -> tuple[int, int]:
+    end = len(raw)
+    while end > 0 and raw[end - 1 : end] in (b"\r", b" ", b"\t"):
+        end -= 1
+    start = 3 if raw.startswith(BOM_BYTES) else 0
+    return (start, end) if end > start else (0, len(raw))
+
+
+def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
+    if p.span is not None:
+        return p.span
+    if p.path is None:
+        return _whole_line(info.raw)
+    if p.resolved is None:
+        found = key_span(info.raw, p.path) if p.on_key else value_span(info.raw, p.path)
+        p.resolved = found if found is not None else _whole_line(info.raw)
+    return p.resolved
+
+
+def _diagnostic(info: LineInfo, p: Problem) -> Diagnostic:
+    start, end = problem_span(info, p)
+    related = tuple(
+        Related(other.line, *_whole_line(other.raw), message)
+        for other, message in p.related
+        if other.line >= 0
+    )
+    return Diagnostic(info.line, start, end, CODES[p.code].severity, p.code, p.message, related)
+
+
+def _at(info: LineInfo, code: str, message: str, path: tuple[str, ...] | None = None) -> Diagnostic:
+    return _diagnostic(info, Problem(code, message, path=path))
+
+
+def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    lines = doc.lines
+    if doc.has_bom():
+        out.append(
+            Diagnostic(
+                0,
+                0,
+                3,
+                CODES[codes.BOM].severity,
+                codes.BOM,
+                "the file starts with a byte order mark: pi cannot parse the header and refuses the file",
+            )
+        )
+    first = doc.first_kept()
+    headers = doc.headers
+    if first is None:
+        if doc.byte_size() > 0:
+            out.append(
+                Diagnostic(
+                    0,
+                    0,
+                    len(lines[0].raw),
+                    CODES[codes.MISSING_HEADER].severity,
+                    codes.MISSING_HEADER,
+                    "no session header (and no other JSON line): pi refuses this file",
+                )
+            )
+    elif first.kind == L.HEADER:
+        if not isinstance(first.id, str):
+            what = (
+                "has no `id`"
+                if first.id is ABSENT
+                else f"has a non-string `id` ({js_string_of(first.id)[:40]})"
+            )
+            out.append(
+                _at(
+                    first,
+                    codes.INVALID_HEADER,
+                    f"the session header {what}: pi refuses this file",
+                    ("id",) if first.id is not ABSENT else None,
+                )
+            )
+        out.extend(_version_diagnostics(first))
+    elif headers:
+        h = headers[0]
+        out.append(
+            _diagnostic(
+                h,
+                Problem(
+                    codes.HEADER_NOT_FIRST,
+                    f"the session header must be the first JSON line, but line {first.line + 1} comes before it: pi refuses this file",
+                    related=((first, "the first JSON line"),),
+                ),
+            )
+        )
+    else:
+        out.append(
+            _at(
+                first,
+                codes.MISSING_HEADER,
+                'the first JSON line is not a session header (`{"type":"session",...}`) and there is none: pi refuses this file',
+            )
+        )
+    main_header = first if first is not None and first.kind == L.HEADER else (headers[0] if headers else None)
+    for h in headers:
+        if h is not main_header:
+            out.append(
+                _diagnostic(
+                    h,
+                    Problem(
+                        codes.DUPLICATE_HEADER,
+                        "a second session header: pi keeps the line but ignores it",
+                        related=((main_header, "the header"),) if main_header is not None else (),
+                    ),
+                )
+            )
+    if doc.ends_without_newline():
+        last = lines[-1]
+        if last.kind == L.MALFORMED:
+            p = last.problems[0]
+            start = p.span[0] if p.span else 0
+            out.append(
+                Diagnostic(
+                    last.line,
+                    0,
+                    len(last.raw),
+                    CODES[codes.TRUNCATED_LAST_LINE].severity,
+                    codes.TRUNCATED_LAST_LINE,
+                    f"truncated last line (no final newline, {p.message.removeprefix('invalid JSON ')}); "
+                    "pi skips it, and appends a newline when it opens the file",
+                    related=(Related(last.line, start, start, "parsing stops here"),),
+                )
+            )
+        elif last.kind != L.BLANK:
+            end = len(last.raw)
+            out.append(
+                Diagnostic(
+                    last.line,
+                    max(0, end - 1),
+                    end,
+                    CODES[codes.NO_FINAL_NEWLINE].severity,
+                    codes.NO_FINAL_NEWLINE,
+                    "no newline at the end of the file: pi appends one when it opens it",
+                )
+            )
+    return out
+
+
+def _version_diagnostics(header: LineInfo) -> list[Diagnostic]:
+    v = header.version
+    if v is ABSENT or v is None:
+        return [
+            _at(
+                header,
+                codes.OLD_VERSION,
+                "version 1 session (no `version`): pi migrates it to version 3 and rewrites the file when it opens it",
+            )
+        ]
+    n = to_number(v)
+    if n != n:
+        return [
+            _at(
+                header,
+                codes.UNKNOWN_VERSION,
+                f"`version` {js_string_of(v)[:20]!r} is not a number: pi rewrites the file unchanged when it opens it",
+                ("version",),
+            )
+        ]
+    if n < 3:
+        label = "1" if n < 2 else "2"
+        return [
+            _at(
+                header,
+                codes.OLD_VERSION,
+                f"version {label} session: pi migrates it to version 3 and rewrites the file when it opens it",
+                ("version",),
+            )
+        ]
+    if n > 3:
+        return [
+            _at(
+                header,
+                codes.UNKNOWN_VERSION,
+                f"version {js_string_of(v)} is newer than this tool knows (3)",
+                ("version",),
+            )
+        ]
+    return []
+
+
+def document_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
+    """All diagnostics of ``doc``, ordered by position."""
+    out = file_diagnostics(doc)
+    lines = doc.lines
+    last = lines[-1] if lines else None
+    truncated_last = last is not None and last.raw != b"" and last.kind == L.MALFORMED
+    v1 = doc.is_v1()
+    for info in doc.problem_lines:
+        if info is last and (last.raw == b"" or truncated_last):
+            continue  # the empty text after the final newline; or reported as PI002
+        for p in info.problems:
+            if v1 and p.v1_expected:
+                continue
+            out.append(_diagnostic(info, p))
+    if not v1:
+        for info, problems in doc.tree.cross.items():
+            for p in problems:
+                out.append(_diagnostic(info, p))
+    out.sort(key=lambda d: (d.line, d.start, d.code))
+    return out
+
+
+def count_by_severity(diagnostics: list[Diagnostic]) -> dict[str, int]:
+    counts = {s.name.lower(): 0 for s in Severity}
+    for d in diagnostics:
+        counts[d.severity.name.lower()] += 1
+    return counts
+
+
+__all__ = [
+    "TREE_CODES",
+    "Diagnostic",
+    "Related",
+    "count_by_severity",
+    "document_diagnostics",
+    "file_diagnostics",
+    "problem_span",
+]

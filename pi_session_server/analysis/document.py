@@ -1,0 +1,264 @@
+"""A session file as an editor sees it: physical lines (split on "\\n" only) and their facts.
+
+The text is held as one ``bytes`` object per line (UTF-8, the file's own encoding), so a 100 MB
+document costs about 100 MB, a line is decoded only when a feature needs its text, and an edit
+replaces just the lines it touches. Positions inside a line are **byte offsets** everywhere in
+``analysis``; :mod:`analysis.positions` converts them to an editor's UTF-16/UTF-8/UTF-32 columns.
+
+Lines are never split on U+2028/U+2029/U+0085 or a lone "\\r" (which pygls' own ``TextDocument``
+and ``str.splitlines`` would do), exactly like pi's loader (spec §1.4).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable
+from typing import Any
+
+from ..format.jsvalue import ABSENT, index_key, to_number
+from . import lines as L
+from .lines import LineInfo, scan_line
+from .tree import TreeIndex
+
+BOM_BYTES = b"\xef\xbb\xbf"
+
+
+def _char_boundary(raw: bytes, offset: int) -> int:
+    offset = max(0, min(offset, len(raw)))
+    while 0 < offset < len(raw) and (raw[offset] & 0xC0) == 0x80:
+        offset -= 1
+    return offset
+
+
+class SessionDocument:
+    """The analysed lines of one session text, kept up to date under edits."""
+
+    def __init__(self, data: bytes | str = b"", *, errors: str | None = None):
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+            errors = errors or "surrogatepass"
+        self.errors = errors or "replace"  # how a line's bytes decode to text
+        self.lines: list[LineInfo] = []
+        self.tree = TreeIndex()
+        self.problem_lines: set[LineInfo] = set()
+        self.headers: list[LineInfo] = []
+        self.version = 0  # bumped on every change
+        self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
+        self._bom_line: LineInfo | None = None
+        self._load(data)
+
+    # -- building -----------------------------------------------------------------------------
+
+    def _load(self, data: bytes) -> None:
+        # Line facts hold no reference cycles; letting the cyclic GC walk the growing heap during
+        # a bulk load of 100,000s of objects costs more than the load itself.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._load_lines(data)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _load_lines(self, data: bytes) -> None:
+        errors = self.errors
+        infos = [scan_line(raw, errors) for raw in data.split(b"\n")]
+        if infos[0].raw.startswith(BOM_BYTES):
+            infos[0] = scan_line(infos[0].raw, errors, first=True)
+        self._bom_line = infos[0] if infos[0].bom else None
+        for i, info in enumerate(infos):
+            info.line = i
+        self.lines = infos
+        self.problem_lines = {i for i in infos if i.problems}
+        self.headers = [i for i in infos if i.kind == L.HEADER]
+        self.tree = TreeIndex()
+        self.tree.update((), [i for i in infos if i.kind == L.ENTRY])
+        self.version += 1
+
+    def replace_all(self, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        self._load(data)
+
+    @property
+    def line_count(self) -> int:
+        return len(self.lines)
+
+    def line_bytes(self, n: int) -> bytes:
+        return self.lines[n].raw
+
+    def line_text(self, n: int) -> str:
+        return self.lines[n].raw.decode("utf-8", self.errors)
+
+    def text(self) -> str:
+        return b"\n".join(info.raw for info in self.lines).decode("utf-8", self.errors)
+
+    def data(self) -> bytes:
+        return b"\n".join(info.raw for info in self.lines)
+
+    def byte_size(self) -> int:
+        return sum(len(i.raw) for i in self.lines) + len(self.lines) - 1
+
+    # -- edits --------------------------------------------------------------------------------
+
+    def apply_edit(
+        self, start_line: int, start_col: int, end_line: int, end_col: int, text: bytes | str
+    ) -> None:
+        """Replace the text between two positions (line, byte column) with ``text``.
+
+        Positions past the end clamp to the end of the document, as editors expect.
+        """
+        if isinstance(text, str):
+            text = text.encode("utf-8", "surrogatepass")
+        last = len(self.lines) - 1
+        if start_line > last:
+            start_line, start_col = last, len(self.lines[last].raw)
+        if end_line > last:
+            end_line, end_col = last, len(self.lines[last].raw)
+        if (end_line, end_col) < (start_line, start_col):
+            start_line, start_col, end_line, end_col = end_line, end_col, start_line, start_col
+        first_raw = self.lines[start_line].raw
+        last_raw = self.lines[end_line].raw
+        start_col = _char_boundary(first_raw, start_col)  # never split a UTF-8 sequence
+        end_col = _char_boundary(last_raw, end_col)
+        new_raws = (first_raw[:start_col] + text + last_raw[end_col:]).split(b"\n")
+        old = self.lines[start_line : end_line + 1]
+
+        # keep the infos of lines that come out unchanged at either end of the edited block
+        head = 0
+        limit = min(len(old), len(new_raws))
+        while head < limit and old[head].raw == new_raws[head]:
+            head += 1
+        tail = 0
+        while tail < limit - head and old[len(old) - 1 - tail].raw == new_raws[len(new_raws) - 1 - tail]:
+            tail += 1
+        removed = old[head : len(old) - tail]
+        errors = self.errors
+        added = [scan_line(raw, errors) for raw in new_raws[head : len(new_raws) - tail]]
+        if not removed and not added:
+            return
+        at = start_line + head
+        self.lines[at : at + len(removed)] = added
+        if len(added) != len(removed):
+            for i in range(at, len(self.lines)):
+                self.lines[i].line = i
+        else:
+            for i, info in enumerate(added, at):
+                info.line = i
+        self._account(removed, added)
+        self._rescan_first_line()
+        self.version += 1
+
+    def _rescan_first_line(self) -> None:
+        """Only the file's first line looks through a byte order mark: keep that true after edits."""
+        stale = []
+        for info in self.lines[:1]:
+            if info.raw.startswith(BOM_BYTES) and not info.bom:
+                stale.append(info)
+        moved = self._bom_line
+        if (
+            moved is not None
+            and moved is not self.lines[0]
+            and moved.line < len(self.lines)
+            and self.lines[moved.line] is moved
+        ):
+            stale.append(moved)  # pushed down by an insertion above it
+        self._bom_line = None
+        for info in stale:
+            fresh = scan_line(info.raw, self.errors, first=info.line == 0)
+            fresh.line = info.line
+            self.lines[info.line] = fresh
+            self._account([info], [fresh])
+        if self.lines[0].bom:
+            self._bom_line = self.lines[0]
+
+    def _account(self, removed: list[LineInfo], added: list[LineInfo]) -> None:
+        for info in removed:
+            self.problem_lines.discard(info)
+        for info in added:
+            if info.problems:
+                self.problem_lines.add(info)
+        if any(i.kind == L.HEADER for i in removed) or any(i.kind == L.HEADER for i in added):
+            self.headers = sorted(
+                [h for h in self.headers if h not in set(removed)] + [i for i in added if i.kind == L.HEADER],
+                key=lambda h: h.line,
+            )
+        self.tree.update(
+            (i for i in removed if i.kind == L.ENTRY),
+            [i for i in added if i.kind == L.ENTRY],
+        )
+
+    # -- file-level facts ---------------------------------------------------------------------
+
+    def first_kept(self) -> LineInfo | None:
+        for info in self.lines:
+            if info.kept:
+                return info
+        return None
+
+    def valid_header(self) -> LineInfo | None:
+        """The header as the reference accepts it: the first kept value, a ``session`` object with
+        a string id (a leading BOM is reported separately and looked through)."""
+        first = self.first_kept()
+        if first is not None and first.kind == L.HEADER and isinstance(first.id, str):
+            return first
+        return None
+
+    def format_version(self) -> int | float | None:
+        """1, 2, 3 (or the header's other number); None when the header's version is not numeric."""
+        header = self.first_kept()
+        if header is None or header.kind != L.HEADER:
+            return 3
+        v = header.version
+        if v is ABSENT or v is None:
+            return 1
+        n = to_number(v)
+        if n != n:  # NaN
+            return None
+        return n
+
+    def is_v1(self) -> bool:
+        v = self.format_version()
+        return v is not None and v < 2
+
+    def has_bom(self) -> bool:
+        return bool(self.lines) and self.lines[0].raw.startswith(BOM_BYTES)
+
+    def ends_without_newline(self) -> bool:
+        return bool(self.lines) and self.lines[-1].raw != b""
+
+    # -- tree facts ---------------------------------------------------------------------------
+
+    def entries(self) -> Iterable[LineInfo]:
+        return (i for i in self.lines if i.kind == L.ENTRY)
+
+    def leaf(self) -> LineInfo | None:
+        """The entry the reference's leaf is after loading: the last entry in file order."""
+        for i in range(len(self.lines) - 1, -1, -1):
+            info = self.lines[i]
+            if info.kind == L.ENTRY:
+                return info
+        return None
+
+    def leaf_path(self) -> set[LineInfo]:
+        """The entries on the path from the root to the leaf."""
+        leaf = self.leaf()
+        cached_leaf, epoch, path = self._leaf_path
+        if cached_leaf is leaf and epoch == self.tree.epoch and (leaf is None or leaf in self.tree.members):
+            return path
+        if (
+            leaf is not None
+            and epoch == self.tree.epoch
+            and cached_leaf is not None
+            and cached_leaf in self.tree.members
+            and self.tree.parent(leaf) is cached_leaf
+            and cached_leaf in path
+        ):
+            path.add(leaf)  # the usual append: one more step down the same path
+        else:
+            path = set(self.tree.walk_up(leaf))
+        self._leaf_path = (leaf, self.tree.epoch, path)
+        return path
+
+    def entry_by_id(self, value: Any) -> LineInfo | None:
+        return self.tree.resolve(index_key(value))

@@ -1,0 +1,89 @@
+"""Inlay hints and code lenses: depth, children, label, leaf.
+
+Inlay hints go at the end of each entry line in the requested range (``depth 12 · 3 children ·
+label “x” · leaf``); code lenses mark what deserves a headline: branch points, labelled entries,
+the leaf, and the header (entry count and where the leaf is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import lines as L
+from .document import SessionDocument
+from .hover import current_label
+from .lines import LineInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    line: int
+    offset: int  # byte offset in the line where the hint goes
+    label: str
+    tooltip: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lens:
+    line: int
+    title: str
+
+
+def _line_end(info: LineInfo) -> int:
+    raw = info.raw
+    end = len(raw)
+    while end > 0 and raw[end - 1 : end] in (b"\r", b" ", b"\t"):
+        end -= 1
+    return end
+
+
+def inlay_hints(doc: SessionDocument, first_line: int = 0, last_line: int | None = None) -> list[Hint]:
+    last_line = doc.line_count - 1 if last_line is None else min(last_line, doc.line_count - 1)
+    tree = doc.tree
+    leaf = doc.leaf()
+    out: list[Hint] = []
+    for n in range(max(0, first_line), last_line + 1):
+        info = doc.lines[n]
+        if info.kind != L.ENTRY or info not in tree.members:
+            continue
+        kids = len(tree.kids(info))
+        parts = [f"depth {tree.depth(info)}"]
+        if kids != 1:
+            parts.append("no children" if kids == 0 else f"{kids} children")
+        label = current_label(doc, info)
+        if label:
+            parts.append(f"label “{label}”")
+        if info is leaf:
+            parts.append("leaf")
+        tooltip = "depth in the tree · children · label · whether pi continues from this entry"
+        out.append(Hint(n, _line_end(info), "  " + " · ".join(parts), tooltip))
+    return out
+
+
+def code_lenses(doc: SessionDocument) -> list[Lens]:
+    tree = doc.tree
+    out: list[Lens] = []
+    leaf = doc.leaf()
+    header = doc.valid_header()
+    if header is not None:
+        where = f"leaf on line {leaf.line + 1}" if leaf is not None else "no entries"
+        out.append(Lens(header.line, f"{len(tree.members):,} entries · {where}"))
+    labelled = {r.ref for r in _labels(doc)}
+    for info in doc.entries():
+        kids = len(tree.kids(info))
+        titles = []
+        if kids > 1:
+            titles.append(f"⑂ {kids} branches")
+        if info.id in labelled:
+            label = current_label(doc, info)
+            if label:
+                titles.append(f"label “{label}”")
+        if info is leaf:
+            titles.append("● leaf: pi continues here")
+        if titles:
+            out.append(Lens(info.line, " · ".join(titles)))
+    return out
+
+
+def _labels(doc: SessionDocument) -> list[LineInfo]:
+    return [r for refs in doc.tree.referrers.values() for r in refs if r.etype == "label"]

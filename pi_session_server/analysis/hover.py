@@ -1,0 +1,300 @@
+"""Hover text (Markdown) for a position in a session document.
+
+On an id value that refers to another entry (``parentId``, ``targetId``, ``firstKeptEntryId``,
+``fromId``, ``toolCallId``) the hover summarises the entry it refers to; anywhere else on a line it
+describes the line's own entry: type and role, model, tokens and cost, time, depth, parent,
+children, label, branch point / current path / leaf, and a preview of the content.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..format.dates import ms
+from ..format.jsvalue import ABSENT, get, js_string_of
+from . import lines as L
+from .document import SessionDocument
+from .lines import LineInfo, human_size
+from .navigation import Reference, reference_at
+from .preview import full_value, one_line, quick_preview
+
+TEXT_LIMIT = 600
+ARGS_LIMIT = 300
+
+
+def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int, int] | None] | None:
+    """Markdown for the position (line, byte offset), and the byte span it applies to."""
+    if not 0 <= line < doc.line_count:
+        return None
+    info = doc.lines[line]
+    ref = reference_at(doc, line, offset)
+    if ref is not None and ref.kind != "self":
+        return _reference_hover(doc, ref), (ref.start, ref.end)
+    if info.kind == L.ENTRY:
+        return entry_markdown(doc, info), None
+    if info.kind == L.HEADER:
+        return header_markdown(doc, info), None
+    if info.kind == L.MALFORMED:
+        return f"**invalid JSON** (line {line + 1}): {info.problems[0].message}", None
+    if info.kind == L.NON_OBJECT:
+        return "**not an entry**: valid JSON, but not an object; pi skips this line", None
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# pieces
+# --------------------------------------------------------------------------------------------
+
+
+def _code(value: Any) -> str:
+    text = value if isinstance(value, str) else js_string_of(value)
+    text = text.replace("`", "'")
+    return f"`{text}`"
+
+
+def _num(x: Any) -> str:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return "?"
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.4g}"
+
+
+def _time(ts: Any) -> str | None:
+    t = ms(ts)
+    if isinstance(t, float):
+        return None
+    import datetime as _dt
+
+    try:
+        when = _dt.datetime.fromtimestamp(t / 1000, tz=_dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{t % 1000:03d} UTC"
+
+
+def _title(info: LineInfo, bold_role: bool = True) -> str:
+    if info.etype == "message" and isinstance(info.role, str):
+        return f"`message` · **{info.role}**" if bold_role else f"`message` · {info.role}"
+    return f"`{js_string_of(info.etype)}`"
+
+
+def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
+    """The entry's label as pi computes it: the last label line for it (any branch) decides."""
+    if not isinstance(info.id, str):
+        return None
+    result: str | None = None
+    for ref in doc.tree.referrers.get(info.id, ()):
+        if ref.etype != "label":
+            continue
+        value = get(full_value(ref, doc.errors), "label")
+        result = value if isinstance(value, str) and value else None
+    return result
+
+
+def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:
+    tree = doc.tree
+    facts = [f"line {info.line + 1}", f"depth {tree.depth(info)}"]
+    parent = tree.parent(info)
+    if parent is not None and parent is not info:
+        facts.append(f"parent {_code(parent.id)} (line {parent.line + 1})")
+    elif info.pkey is not None:
+        facts.append(f"parent {_code(info.parent_id)} **not found**")
+    else:
+        facts.append("root")
+    kids = tree.kids(info)
+    if len(kids) > 1:
+        facts.append(f"**branch point**: {len(kids)} children")
+    else:
+        facts.append(f"{len(kids)} child" + ("" if len(kids) == 1 else "ren"))
+    path = doc.leaf_path()
+    if doc.leaf() is info:
+        facts.append("**leaf** (where pi continues)")
+    elif info in path:
+        facts.append("on the current path")
+    return facts
+
+
+def entry_markdown(doc: SessionDocument, info: LineInfo) -> str:
+    out = [f"### {_title(info)} {_code(info.id)}", " · ".join(tree_facts(doc, info))]
+    label = current_label(doc, info)
+    if label:
+        out.append(f"**label** {_code(label)}")
+    when = _time(info.timestamp)
+    out.append(f"**time** {when}" if when else f"**time** {_code(info.timestamp)} (unreadable)")
+    value = full_value(info, doc.errors)
+    out.extend(_body_facts(info, value))
+    preview = _preview(info, value)
+    if preview:
+        out.append("---")
+        out.append(preview)
+    return "\n\n".join(out)
+
+
+def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
+    value = full_value(info, doc.errors)
+    entries = len(doc.tree.members)
+    leaf = doc.leaf()
+    out = [
+        f"### session {_code(get(value, 'id'))}",
+        f"version {_code(get(value, 'version')) if get(value, 'version') is not ABSENT else '1 (no `version`)'}"
+        f" · cwd {_code(get(value, 'cwd'))} · {entries:,} entries",
+    ]
+    when = _time(get(value, "timestamp"))
+    if when:
+        out.append(f"**created** {when}")
+    parent = get(value, "parentSession")
+    if parent is not ABSENT:
+        out.append(f"**forked from** {_code(parent)}")
+    if leaf is not None:
+        out.append(f"**leaf** {_code(leaf.id)} (line {leaf.line + 1}): {quick_preview(leaf)}")
+    return "\n\n".join(out)
+
+
+def _body_facts(info: LineInfo, value: Any) -> list[str]:
+    out: list[str] = []
+    if info.etype == "message":
+        message = get(value, "message")
+        if info.role == "assistant":
+            model = f"{js_string_of(get(message, 'provider'))} / {js_string_of(get(message, 'model'))}"
+            out.append(f"**model** {_code(model)} · stop {_code(get(message, 'stopReason'))}")
+            out.extend(_usage(get(message, "usage")))
+            error = get(message, "errorMessage")
+            if isinstance(error, str) and error:
+                out.append(f"**error** {one_line(error, 200)}")
+        elif info.role == "toolResult":
+            flag = " · **error**" if get(message, "isError") is True else ""
+            out.append(
+                f"**tool** {_code(get(message, 'toolName'))} · call {_code(get(message, 'toolCallId'))}{flag}"
+            )
+        elif info.role == "bashExecution":
+            out.append(f"**exit code** {_code(get(message, 'exitCode'))}")
+    elif info.etype in ("usage", "compaction", "branch_summary"):
+        if info.etype == "usage":
+            out.append(
+                f"**{js_string_of(get(value, 'kind'))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
+            )
+        if info.etype == "compaction":
+            out.append(
+                f"**tokens before** {_num(get(value, 'tokensBefore'))} · first kept {_code(get(value, 'firstKeptEntryId'))}"
+            )
+        if info.etype == "branch_summary":
+            out.append(f"**from** {_code(get(value, 'fromId'))}")
+        out.extend(_usage(get(value, "usage")))
+    elif info.etype == "model_change":
+        out.append(f"**model** {_code(get(value, 'provider'))} / {_code(get(value, 'modelId'))}")
+    elif info.etype == "thinking_level_change":
+        out.append(f"**thinking level** {_code(get(value, 'thinkingLevel'))}")
+    elif info.etype == "label":
+        out.append(f"**target** {_code(get(value, 'targetId'))} · label {_code(get(value, 'label'))}")
+    return out
+
+
+def _usage(usage: Any) -> list[str]:
+    if not isinstance(usage, dict):
+        return []
+    parts = [
+        f"input {_num(usage.get('input'))}",
+        f"output {_num(usage.get('output'))}",
+        f"cache read {_num(usage.get('cacheRead'))}",
+        f"cache write {_num(usage.get('cacheWrite'))}",
+        f"total {_num(usage.get('totalTokens'))}",
+    ]
+    cost = get(get(usage, "cost"), "total")
+    line = "**tokens** " + " · ".join(parts)
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        line += f" · **cost** ${cost:.4f}"
+    return [line]
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… *({len(text) - limit:,} more characters)*"
+
+
+def _fence(text: str) -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _blocks_markdown(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [_fence(_cut(content, TEXT_LIMIT))] if content else []
+    if not isinstance(content, list):
+        return []
+    out = []
+    for block in content:
+        btype = get(block, "type")
+        if btype == "text":
+            text = get(block, "text")
+            if isinstance(text, str) and text:
+                out.append(_fence(_cut(text, TEXT_LIMIT)))
+        elif btype == "thinking":
+            text = get(block, "thinking")
+            redacted = get(block, "redacted") is True
+            body = "(redacted)" if redacted else one_line(text if isinstance(text, str) else "", 400)
+            out.append(f"> *thinking:* {body}")
+        elif btype == "toolCall":
+            args = get(block, "arguments")
+            try:
+                args_text = json.dumps(args, ensure_ascii=False, indent=2) if args is not ABSENT else ""
+            except (TypeError, ValueError):
+                args_text = ""
+            out.append(
+                f"**tool call** {_code(get(block, 'name'))} {_code(get(block, 'id'))}\n\n"
+                + _fence(_cut(args_text, ARGS_LIMIT))
+            )
+        elif btype == "image":
+            data = get(block, "data")
+            size = human_size(len(data) * 3 // 4) if isinstance(data, str) else "?"
+            out.append(f"**image** {_code(get(block, 'mimeType'))}, {size}")
+        else:
+            out.append(f"*{js_string_of(btype)} block*")
+    return out
+
+
+def _preview(info: LineInfo, value: Any) -> str:
+    if info.etype == "message":
+        message = get(value, "message")
+        if info.role == "bashExecution":
+            return _fence(
+                f"$ {js_string_of(get(message, 'command'))}\n{_cut(js_string_of(get(message, 'output')), TEXT_LIMIT)}"
+            )
+        return "\n\n".join(_blocks_markdown(get(message, "content")))
+    if info.etype == "custom_message":
+        return "\n\n".join(_blocks_markdown(get(value, "content")))
+    if info.etype in ("compaction", "branch_summary"):
+        summary = get(value, "summary")
+        return _fence(_cut(summary, TEXT_LIMIT)) if isinstance(summary, str) else ""
+    if info.etype == "session_info":
+        return f"**name** {_code(get(value, 'name'))}"
+    return ""
+
+
+def summary_markdown(doc: SessionDocument, target: LineInfo) -> str:
+    """A few lines about an entry that something refers to."""
+    when = _time(target.timestamp)
+    out = [
+        f"**→ {_title(target)}** {_code(target.id)} · line {target.line + 1}"
+        + (f" · {when}" if when else ""),
+        quick_preview(target, 160),
+    ]
+    label = current_label(doc, target)
+    if label:
+        out.append(f"label {_code(label)}")
+    return "\n\n".join(out)
+
+
+def _reference_hover(doc: SessionDocument, ref: Reference) -> str:
+    if ref.kind == "toolCall":
+        # on a tool call's own id: its results
+        results = doc.tree.results_by_call.get(ref.value, []) if isinstance(ref.value, str) else []
+        if not results:
+            return f"tool call {_code(ref.value)}: **no tool result** answers it"
+        return "\n\n".join(summary_markdown(doc, r) for r in results[:5])
+    targets = ref.targets(doc)
+    if not targets:
+        if ref.field == "fromId" and ref.value == "root":
+            return "`root`: the branch was left from before the first entry"
+        return f"{_code(ref.field)} {_code(ref.value)}: **no entry has this id**"
+    return "\n\n---\n\n".join(summary_markdown(doc, t.info) for t in targets[:5])

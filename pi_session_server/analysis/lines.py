@@ -1,0 +1,386 @@
+"""One physical line: what it is (its envelope) and what is wrong with it on its own.
+
+:func:`scan_line` is the hot loop of analysing a file: a line that decodes as a typed record
+(``format.records``) in one msgspec pass yields its envelope (type, id, parentId, timestamp, role,
+tool-call ids, references) and, apart from timestamps, stop reasons and image sizes, has no field
+problems. Only lines msgspec rejects take the slow path: the exact ``JSON.parse`` (for the error
+column), then :func:`analysis.fields.check_fields` naming every problem.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+
+from ..format import records as rec
+from ..format.dates import ms
+from ..format.jsjson import JsonSyntaxError, parse
+from ..format.jstext import is_js_blank
+from ..format.jsvalue import ABSENT, get, index_key, truthy
+from . import codes
+from .fields import Path, check_fields
+
+# line kinds
+BLANK: Final = 0  # empty or JS whitespace only
+MALFORMED: Final = 1  # JSON.parse fails
+NON_OBJECT: Final = 2  # valid JSON, not an object (D3); ``kept`` when truthy
+HEADER: Final = 3  # an object with type "session"
+ENTRY: Final = 4  # any other object
+
+#: base64 characters from which an inline image is reported (about 750 KB of image data)
+HUGE_IMAGE_CHARS: int = 1_000_000
+
+_CANONICAL_TIME = re.compile(
+    r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
+)
+
+
+@dataclass(slots=True, eq=False)
+class Problem:
+    """One thing wrong, placed on a line: at the value under ``path`` (its key when ``on_key``),
+    or at an explicit byte ``span``, or (neither) on the whole line."""
+
+    code: str
+    message: str
+    path: Path | None = None
+    span: tuple[int, int] | None = None
+    on_key: bool = False
+    v1_expected: bool = False
+    related: tuple[tuple[LineInfo, str], ...] = ()
+    resolved: tuple[int, int] | None = field(default=None, repr=False)  # cached byte span
+
+
+class LineInfo:
+    """The facts of one physical line; the document keeps one per line, renumbered on edits."""
+
+    __slots__ = (
+        "raw",
+        "line",
+        "kind",
+        "kept",
+        "etype",
+        "id",
+        "key",
+        "parent_id",
+        "pkey",
+        "timestamp",
+        "role",
+        "call_ids",
+        "call_blocks",
+        "result_call_id",
+        "ref",
+        "version",
+        "bom",
+        "problems",
+    )
+
+    def __init__(self, raw: bytes):
+        self.raw = raw  # the line's bytes, without "\n"
+        self.line = -1
+        self.kind = BLANK
+        self.kept = False  # a kept value of the file (§0): parses and is truthy
+        self.etype: Any = ABSENT  # "type" of an object line
+        self.id: Any = ABSENT
+        self.key: Any = ABSENT  # index key of id (JS Map semantics)
+        self.parent_id: Any = ABSENT
+        self.pkey: Any = None  # index key of a truthy parentId, else None (the walk stops)
+        self.timestamp: Any = ABSENT
+        self.role: Any = ABSENT  # message.role of a message entry
+        self.call_ids: tuple[str, ...] = ()  # toolCall ids of an assistant message
+        self.call_blocks: tuple[int, ...] = ()  # their indices in message.content
+        self.result_call_id: str | None = None  # toolCallId of a toolResult
+        self.ref: Any = ABSENT  # targetId / firstKeptEntryId / fromId, by etype
+        self.version: Any = ABSENT  # header version
+        self.bom = False  # the file's first line, read past its byte order mark
+        self.problems: tuple[Problem, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"<LineInfo {self.line}: kind={self.kind} type={self.etype!r} id={self.id!r}>"
+
+    @property
+    def is_entry(self) -> bool:
+        return self.kind == ENTRY
+
+
+_decoder = msgspec.json.Decoder(rec.SessionLine)
+_TAG_OF: dict[type, str] = {}
+for _cls in (*rec.SessionLine.__args__, *rec.Message.__args__):  # type: ignore[attr-defined]
+    _TAG_OF[_cls] = _cls.__struct_config__.tag
+_IMAGE_CONTENT_ROLES = (rec.UserMessage, rec.ToolResultMessage, rec.CustomMessage, rec.HookMessage)
+_REF_FIELD = {"label": "targetId", "compaction": "firstKeptEntryId", "branch_summary": "fromId"}
+
+
+_BLANK_PROBLEM = Problem(codes.BLANK_LINE, "blank line: pi never writes one and skips it")
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def scan_line(raw: bytes, errors: str = "replace", first: bool = False) -> LineInfo:
+    """Analyse one physical line (bytes without its "\\n"). ``errors``: how invalid UTF-8 decodes
+    (``replace`` for files, as Node does; ``surrogatepass`` for text that came from an editor).
+
+    ``first``: the file's first line, where a byte order mark is looked through (the document
+    reports it once, PI014) instead of making the line invalid JSON.
+    """
+    if first and raw.startswith(_BOM):
+        info = scan_line(raw[3:], errors)
+        info.raw = raw
+        info.bom = True
+        info.problems = tuple(_shifted(p, 3) for p in info.problems)
+        return info
+    info = LineInfo(raw)
+    if not raw:
+        info.problems = (_BLANK_PROBLEM,)
+        return info
+    try:
+        record = _decoder.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        _scan_slow(info, raw.decode("utf-8", errors))
+        return info
+    _from_record(info, record)
+    return info
+
+
+def _shifted(p: Problem, n: int) -> Problem:
+    if p.span is None:
+        return p
+    return Problem(p.code, p.message, span=(p.span[0] + n, p.span[1] + n))
+
+
+# --------------------------------------------------------------------------------------------
+# fast path: a conforming record
+# --------------------------------------------------------------------------------------------
+
+
+_Header = rec.SessionHeader
+_Assistant = rec.AssistantMessage
+_ToolResult = rec.ToolResultMessage
+_ToolCall = rec.ToolCall
+_Image = rec.ImageContent
+_STOP_REASONS = rec.STOP_REASONS
+_UNSET = msgspec.UNSET
+_time_ok = _CANONICAL_TIME.fullmatch
+
+
+def _from_record(info: LineInfo, record: Any) -> None:
+    """The facts of a line msgspec decoded as a record (the hot loop: kept lean on purpose)."""
+    info.kept = True
+    cls = type(record)
+    if cls is _Header:
+        info.kind = HEADER
+        info.etype = "session"
+        info.id = record.id
+        info.version = ABSENT if record.version is _UNSET else _int_if_integral(record.version)
+        return
+    info.kind = ENTRY
+    etype = info.etype = _TAG_OF[cls]
+    info.id = info.key = record.id
+    parent = info.parent_id = record.parent_id
+    info.pkey = parent or None
+    ts = info.timestamp = record.timestamp
+    problems: list[Problem] | None = None
+    if _time_ok(ts) is None:
+        problems = []
+        _check_timestamp(ts, problems)
+    if etype == "message":
+        message = record.message
+        mcls = type(message)
+        info.role = _TAG_OF[mcls]
+        if mcls is _Assistant:
+            blocks: list[int] | None = None
+            ids: list[str] = []
+            for i, b in enumerate(message.content):
+                if type(b) is _ToolCall:
+                    if blocks is None:
+                        blocks = []
+                    blocks.append(i)
+                    ids.append(b.id)
+            if blocks is not None:
+                info.call_blocks = tuple(blocks)
+                info.call_ids = tuple(ids)
+            if message.stop_reason not in _STOP_REASONS:
+                problems = problems if problems is not None else []
+                problems.append(_stop_reason_problem(message.stop_reason))
+        elif mcls in _IMAGE_CONTENT_ROLES:
+            if mcls is _ToolResult:
+                info.result_call_id = message.tool_call_id
+            content = message.content
+            if type(content) is list:
+                for b in content:
+                    if type(b) is _Image and len(b.data) >= HUGE_IMAGE_CHARS:
+                        problems = problems if problems is not None else []
+                        _typed_images(content, ("message", "content"), problems)
+                        break
+    elif etype in _REF_FIELD:
+        info.ref = (
+            record.target_id
+            if etype == "label"
+            else (record.first_kept_entry_id if etype == "compaction" else record.from_id)
+        )
+    elif etype == "custom_message" and type(record.content) is list:
+        problems = problems if problems is not None else []
+        _typed_images(record.content, ("content",), problems)
+    if problems:
+        info.problems = tuple(problems)
+
+
+def _int_if_integral(x: float) -> int | float:
+    return int(x) if x.is_integer() else x
+
+
+def _typed_images(content: list[Any], path: Path, problems: list[Problem]) -> None:
+    for i, block in enumerate(content):
+        if type(block) is rec.ImageContent and len(block.data) >= HUGE_IMAGE_CHARS:
+            problems.append(_image_problem(len(block.data), block.mime_type, (*path, i)))
+
+
+# --------------------------------------------------------------------------------------------
+# slow path: anything msgspec rejects
+# --------------------------------------------------------------------------------------------
+
+
+def _scan_slow(info: LineInfo, text: str) -> None:
+    if is_js_blank(text):
+        info.problems = (_BLANK_PROBLEM,)
+        return
+    try:
+        value = parse(text)
+    except JsonSyntaxError as err:
+        _malformed(info, text, err)
+        return
+    _scan_value(info, value)
+
+
+def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
+    info.kind = MALFORMED
+    pos = err.pos
+    start = len(text[:pos].encode("utf-8", "surrogatepass"))
+    end = start + max(1, len(text[pos : pos + 1].encode("utf-8", "surrogatepass")))
+    where = "at end of line" if pos >= len(text) else f"at column {pos + 1}"
+    info.problems = (Problem(codes.INVALID_JSON, f"invalid JSON {where}: {err.msg}", span=(start, end)),)
+
+
+def _scan_value(info: LineInfo, value: Any) -> None:
+    if not isinstance(value, dict):
+        info.kind = NON_OBJECT
+        info.kept = truthy(value)
+        what = "a falsy value" if not info.kept else f"{_kind(value)}"
+        info.problems = (Problem(codes.NOT_AN_OBJECT, f"line is {what}, not an entry object: pi skips it"),)
+        return
+    info.kept = True
+    etype = info.etype = value.get("type", ABSENT)
+    info.id = get(value, "id")
+    problems: list[Problem] = []
+    for fp in check_fields(value):
+        if etype == "session" and (fp.missing == "id" or fp.path in (("id",), ("version",))):
+            continue  # the document reports an invalid header (PI011) or version (PI016) once
+        problems.append(Problem(fp.code, fp.message, path=fp.path, v1_expected=fp.v1_expected))
+    if etype == "session":
+        info.kind = HEADER
+        info.version = get(value, "version")
+        info.problems = tuple(problems)
+        return
+    info.kind = ENTRY
+    info.key = index_key(info.id)
+    info.parent_id = get(value, "parentId")
+    info.pkey = index_key(info.parent_id) if truthy(info.parent_id) else None
+    ts = info.timestamp = get(value, "timestamp")
+    if isinstance(ts, str) and not _CANONICAL_TIME.fullmatch(ts):
+        _check_timestamp(ts, problems)
+    if etype == "message":
+        message = get(value, "message")
+        role = get(message, "role")
+        info.role = role
+        content = get(message, "content")
+        if role == "assistant":
+            if isinstance(content, list):
+                calls = [
+                    (i, b["id"])
+                    for i, b in enumerate(content)
+                    if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str)
+                ]
+                if calls:
+                    info.call_blocks = tuple(i for i, _ in calls)
+                    info.call_ids = tuple(c for _, c in calls)
+            stop = get(message, "stopReason")
+            if isinstance(stop, str) and stop not in rec.STOP_REASONS:
+                problems.append(_stop_reason_problem(stop))
+        else:
+            if role == "toolResult" and isinstance(get(message, "toolCallId"), str):
+                info.result_call_id = message["toolCallId"]
+            _plain_images(content, ("message", "content"), problems)
+    elif etype in _REF_FIELD:
+        info.ref = get(value, _REF_FIELD[etype])
+    elif etype == "custom_message":
+        _plain_images(get(value, "content"), ("content",), problems)
+    info.problems = tuple(problems)
+
+
+def _plain_images(content: Any, path: Path, problems: list[Problem]) -> None:
+    if not isinstance(content, list):
+        return
+    for i, block in enumerate(content):
+        if isinstance(block, dict) and block.get("type") == "image":
+            data = block.get("data")
+            if isinstance(data, str) and len(data) >= HUGE_IMAGE_CHARS:
+                mime = block.get("mimeType")
+                problems.append(
+                    _image_problem(len(data), mime if isinstance(mime, str) else "image", (*path, i))
+                )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "null"
+
+
+# --------------------------------------------------------------------------------------------
+# checks shared by both paths
+# --------------------------------------------------------------------------------------------
+
+
+def _check_timestamp(ts: str, problems: list[Problem]) -> None:
+    t = ms(ts)
+    if isinstance(t, float) and math.isnan(t):
+        problems.append(
+            Problem(
+                codes.BAD_TIMESTAMP, f"timestamp `{ts[:40]}` is not a date pi can read", path=("timestamp",)
+            )
+        )
+
+
+def _stop_reason_problem(stop: str) -> Problem:
+    if stop == "pending":
+        msg = "stopReason `pending` exists only while streaming and should never be persisted"
+    else:
+        msg = f"stopReason `{stop[:40]}` is not one pi persists (stop, length, toolUse, error, aborted, deferred)"
+    return Problem(codes.BAD_STOP_REASON, msg, path=("message", "stopReason"))
+
+
+def human_size(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+def _image_problem(chars: int, mime: str, path: Path) -> Problem:
+    decoded = chars * 3 // 4
+    return Problem(
+        codes.HUGE_IMAGE,
+        f"inline {mime} image of {human_size(decoded)} ({human_size(chars)} of base64 in this line)",
+        path=path,
+    )

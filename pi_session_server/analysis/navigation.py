@@ -1,0 +1,183 @@
+"""Links between entries: what an id value under the cursor refers to, and what refers to an entry.
+
+References by id: ``parentId``, ``targetId`` (labels), ``firstKeptEntryId`` (compactions),
+``fromId`` (branch summaries) name entries; a tool result's ``message.toolCallId`` names the
+``toolCall`` block of an assistant message. Definitions go from a reference to what it names;
+references go from an entry (or a tool call) to everything naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from . import lines as L
+from .document import SessionDocument
+from .jsonpath import Located, scalar_at, value_span
+from .lines import LineInfo
+
+ENTRY_REF_FIELDS = {"parentId", "targetId", "firstKeptEntryId", "fromId"}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    info: LineInfo
+    start: int  # byte span within the target's line
+    end: int
+
+    @property
+    def line(self) -> int:
+        return self.info.line
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """An id value at a position: ``kind`` is ``entry`` (names an entry), ``toolCallId`` (names a
+    tool call), ``toolCall`` (a tool call's own id) or ``self`` (an entry's own ``id``)."""
+
+    kind: str
+    field: str
+    value: Any
+    info: LineInfo
+    start: int
+    end: int
+
+    def targets(self, doc: SessionDocument) -> list[Target]:
+        if self.kind == "entry":
+            target = doc.entry_by_id(self.value) if isinstance(self.value, str) else None
+            return [id_target(target)] if target is not None else []
+        if self.kind == "toolCallId":
+            return call_targets(doc, self.info, self.value)
+        return []
+
+
+def id_target(info: LineInfo) -> Target:
+    span = value_span(info.raw, ("id",)) or (0, len(info.raw))
+    return Target(info, *span)
+
+
+def call_targets(doc: SessionDocument, result: LineInfo, call_id: Any) -> list[Target]:
+    """The toolCall blocks with this id, those on the result's own path first."""
+    if not isinstance(call_id, str):
+        return []
+    candidates = doc.tree.calls_by_id.get(call_id, [])
+    ordered = sorted(candidates, key=lambda a: not doc.tree.is_ancestor(a, result))
+    return [call_block_target(a, call_id) for a in ordered]
+
+
+def call_block_target(assistant: LineInfo, call_id: str) -> Target:
+    index = assistant.call_blocks[assistant.call_ids.index(call_id)]
+    span = value_span(assistant.raw, ("message", "content", index, "id")) or (0, len(assistant.raw))
+    return Target(assistant, *span)
+
+
+def _scalar(raw: bytes, loc: Located) -> Any:
+    span = value_span(raw, loc.path) if loc.is_key else (loc.start, loc.end)
+    if span is None:
+        return None
+    try:
+        return json.loads(raw[span[0] : span[1]])
+    except ValueError:
+        return None
+
+
+def reference_at(doc: SessionDocument, line: int, offset: int) -> Reference | None:
+    """The id reference under (line, byte offset), if any."""
+    if not 0 <= line < doc.line_count:
+        return None
+    info = doc.lines[line]
+    if info.kind != L.ENTRY:
+        return None
+    loc = scalar_at(info.raw, offset)
+    if loc is None:
+        return None
+    path = loc.path
+    span = value_span(info.raw, path) if loc.is_key else (loc.start, loc.end)
+    if span is None:
+        return None
+    if len(path) == 1 and path[0] in ENTRY_REF_FIELDS:
+        return Reference("entry", str(path[0]), _scalar(info.raw, loc), info, *span)
+    if path == ("id",):
+        return Reference("self", "id", _scalar(info.raw, loc), info, *span)
+    if path == ("message", "toolCallId") and info.role == "toolResult":
+        return Reference("toolCallId", "toolCallId", _scalar(info.raw, loc), info, *span)
+    if (
+        len(path) == 4
+        and path[:2] == ("message", "content")
+        and path[3] == "id"
+        and info.role == "assistant"
+        and path[2] in info.call_blocks
+    ):
+        return Reference("toolCall", "id", _scalar(info.raw, loc), info, *span)
+    return None
+
+
+def definition(doc: SessionDocument, line: int, offset: int) -> list[Target]:
+    ref = reference_at(doc, line, offset)
+    if ref is None:
+        return []
+    return ref.targets(doc)
+
+
+def references(
+    doc: SessionDocument, line: int, offset: int, include_declaration: bool = True
+) -> list[Target]:
+    """What refers to the entry (or tool call) at the position.
+
+    On a reference, the entry it names is the subject; on a tool call id or a ``toolCallId``, the
+    tool call; anywhere else on an entry line, that entry.
+    """
+    if not 0 <= line < doc.line_count:
+        return []
+    ref = reference_at(doc, line, offset)
+    if ref is not None and ref.kind in ("toolCall", "toolCallId") and isinstance(ref.value, str):
+        return _call_references(doc, ref, include_declaration)
+    if ref is not None and ref.kind == "entry":
+        targets = ref.targets(doc)
+        if not targets:
+            return []
+        subject = targets[0].info
+    else:
+        subject = doc.lines[line]
+        if subject.kind != L.ENTRY:
+            return []
+    return entry_references(doc, subject, include_declaration)
+
+
+def entry_references(
+    doc: SessionDocument, subject: LineInfo, include_declaration: bool = True
+) -> list[Target]:
+    tree = doc.tree
+    out: list[Target] = []
+    if include_declaration:
+        out.append(id_target(subject))
+    for child in tree.kids(subject):
+        span = value_span(child.raw, ("parentId",))
+        if span is not None:
+            out.append(Target(child, *span))
+    if isinstance(subject.id, str):
+        field_of = {"label": "targetId", "compaction": "firstKeptEntryId", "branch_summary": "fromId"}
+        for referrer in tree.referrers.get(subject.id, ()):
+            field = field_of.get(referrer.etype)
+            if field is None:
+                continue
+            span = value_span(referrer.raw, (field,))
+            if span is not None:
+                out.append(Target(referrer, *span))
+    out.sort(key=lambda t: (t.line, t.start))
+    return out
+
+
+def _call_references(doc: SessionDocument, ref: Reference, include_declaration: bool) -> list[Target]:
+    call_id = ref.value
+    out: list[Target] = []
+    if include_declaration:
+        for a in doc.tree.calls_by_id.get(call_id, ()):
+            out.append(call_block_target(a, call_id))
+    for r in doc.tree.results_by_call.get(call_id, ()):
+        span = value_span(r.raw, ("message", "toolCallId"))
+        if span is not None:
+            out.append(Target(r, *span))
+    out.sort(key=lambda t: (t.line, t.start))
+    return out

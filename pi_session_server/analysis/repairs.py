@@ -1,0 +1,414 @@
+"""Repairs: text edits that fix what a diagnostic reports, for the user to choose (never applied
+silently).
+
+Each :class:`Repair` belongs to one diagnostic code and line. Its edits are computed lazily
+(``edits()``), because some are expensive (migrating a whole file) and editors ask for code
+actions at every cursor move. Moving a huge image out of the file needs a binary file written
+next to the session, which a text edit cannot do: that repair carries an :class:`ImageExtraction`
+plan that the server executes (write the file, then apply the placeholder edit).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..format.dates import now_iso
+from ..format.ids import uuid7
+from ..format.jsjson import JsonSyntaxError, dumps, parse
+from ..format.jstext import is_js_blank
+from ..format.jsvalue import get
+from ..session.migrate import migrate_to_current_version
+from . import codes
+from . import lines as L
+from .diagnostics import Diagnostic, file_diagnostics, problem_span
+from .document import BOM_BYTES, SessionDocument
+from .fields import Path
+from .jsonpath import value_span
+from .lines import LineInfo, human_size
+
+
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    start_line: int
+    start: int  # byte offsets
+    end_line: int
+    end: int
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImageExtraction:
+    """Write ``data`` to ``file_name`` next to the session, then apply ``edit`` (the placeholder)."""
+
+    file_name: str
+    data: bytes
+    edit: TextEdit
+
+
+@dataclass(slots=True)
+class Repair:
+    title: str
+    code: str
+    line: int
+    make_edits: Callable[[], list[TextEdit]] = field(repr=False)
+    preferred: bool = False
+    image: Callable[[], ImageExtraction | None] | None = field(default=None, repr=False)
+    key: tuple[Any, ...] = ()  # identifies the repair again at resolve time
+
+    def edits(self) -> list[TextEdit]:
+        return self.make_edits()
+
+
+def _delete_line(doc: SessionDocument, n: int) -> TextEdit:
+    """Delete line ``n`` with its newline (or, for the unterminated last line, the newline before it)."""
+    if n + 1 < doc.line_count:
+        return TextEdit(n, 0, n + 1, 0, "")
+    if n > 0:
+        return TextEdit(n - 1, len(doc.lines[n - 1].raw), n, len(doc.lines[n].raw), "")
+    return TextEdit(n, 0, n, len(doc.lines[n].raw), "")
+
+
+# --------------------------------------------------------------------------------------------
+# what fixes what
+# --------------------------------------------------------------------------------------------
+
+
+def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | None = None) -> list[Repair]:
+    """Repairs for the diagnostics on lines ``first_line..last_line``. ``path``: the file's path
+    (used to name a new header after the file and to place extracted images)."""
+    out: list[Repair] = []
+    for d in file_diagnostics(doc):
+        if first_line <= d.line <= last_line:
+            out.extend(_file_repairs(doc, d, path))
+    for n in range(max(0, first_line), min(last_line, doc.line_count - 1) + 1):
+        info = doc.lines[n]
+        for p in (*info.problems, *doc.tree.cross.get(info, ())):
+            if p.code == codes.DANGLING_PARENT:
+                out.append(_reparent_orphan(doc, info))
+            elif p.code == codes.PARENT_CYCLE:
+                out.append(_make_root(doc, info))
+            elif p.code == codes.HUGE_IMAGE and p.path is not None:
+                out.append(_extract_image(doc, info, p.path, path))
+    return out
+
+
+def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list[Repair]:
+    line = d.line
+    if d.code == codes.TRUNCATED_LAST_LINE:
+        n = line
+        return [
+            Repair(
+                "Remove the truncated last line",
+                d.code,
+                line,
+                lambda: [TextEdit(n, 0, n, len(doc.lines[n].raw), "")],
+                preferred=True,
+                key=(d.code, n),
+            )
+        ]
+    if d.code == codes.MISSING_HEADER:
+        return [
+            Repair(
+                "Insert a session header",
+                d.code,
+                line,
+                lambda: [_header_insert(doc, path)],
+                preferred=True,
+                key=(d.code,),
+            )
+        ]
+    if d.code == codes.HEADER_NOT_FIRST:
+        n = line
+        return [
+            Repair(
+                "Move the session header to the first line",
+                d.code,
+                line,
+                lambda: _move_header(doc, n),
+                preferred=True,
+                key=(d.code, n),
+            )
+        ]
+    if d.code == codes.DUPLICATE_HEADER:
+        n = line
+        return [
+            Repair(
+                "Remove the duplicate session header",
+                d.code,
+                line,
+                lambda: [_delete_line(doc, n)],
+                preferred=True,
+                key=(d.code, n),
+            )
+        ]
+    if d.code == codes.BOM:
+        return [
+            Repair(
+                "Remove the byte order mark",
+                d.code,
+                0,
+                lambda: [TextEdit(0, 0, 0, len(BOM_BYTES), "")],
+                preferred=True,
+                key=(d.code,),
+            )
+        ]
+    if d.code == codes.OLD_VERSION:
+        return [
+            Repair(
+                "Migrate to version 3 (rewrite the file as pi would)",
+                d.code,
+                line,
+                lambda: [migration_edit(doc)],
+                key=(d.code,),
+            )
+        ]
+    return []
+
+
+# --------------------------------------------------------------------------------------------
+# header
+# --------------------------------------------------------------------------------------------
+
+_FILE_NAME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)_(.+)\.jsonl")
+
+
+def header_for(doc: SessionDocument, path: str | None) -> dict[str, Any]:
+    """The header pi would have written: id and time from pi's file name when it has that form,
+    else a fresh UUIDv7 and the first entry's time; cwd from the session directory's name."""
+    session_id = uuid7()
+    timestamp = None
+    cwd = ""
+    if path:
+        name = os.path.basename(path)
+        m = _FILE_NAME.fullmatch(name)
+        if m:
+            t = m.group(1)
+            timestamp = f"{t[:13]}:{t[14:16]}:{t[17:19]}.{t[20:23]}Z"
+            session_id = m.group(2)
+        folder = os.path.basename(os.path.dirname(path))
+        if folder.startswith("--") and folder.endswith("--") and len(folder) > 4:
+            cwd = "/" + folder[2:-2].replace("-", "/")  # lossy: '-' in names cannot be told apart
+        else:
+            cwd = os.path.dirname(path)
+    if timestamp is None:
+        first = next((e for e in doc.entries() if isinstance(e.timestamp, str)), None)
+        timestamp = first.timestamp if first is not None else now_iso()
+    return {"type": "session", "version": 3, "id": session_id, "timestamp": timestamp, "cwd": cwd}
+
+
+def _header_insert(doc: SessionDocument, path: str | None) -> TextEdit:
+    start = len(BOM_BYTES) if doc.has_bom() else 0
+    return TextEdit(0, start, 0, start, dumps(header_for(doc, path)) + "\n")
+
+
+def _move_header(doc: SessionDocument, n: int) -> list[TextEdit]:
+    text = doc.line_text(n).removeprefix("\ufeff")
+    start = len(BOM_BYTES) if doc.has_bom() else 0
+    return [TextEdit(0, start, 0, start, text + "\n"), _delete_line(doc, n)]
+
+
+# --------------------------------------------------------------------------------------------
+# migration (v1/v2 -> v3), exactly as pi rewrites the file, keeping unparsable lines (D7)
+# --------------------------------------------------------------------------------------------
+
+
+def migrated_text(doc: SessionDocument) -> str:
+    """The file as pi's migration rewrite leaves it, with D7: file entries re-serialized after
+    migration, other non-blank lines (malformed, non-objects, falsy values) kept verbatim in place,
+    JS-blank lines dropped."""
+    slots: list[tuple[str, Any]] = []  # ("value", index into kept) or ("text", verbatim line)
+    kept: list[Any] = []
+    lines = doc.lines
+    count = len(lines) - (1 if lines and lines[-1].raw == b"" else 0)
+    for info in lines[:count]:
+        text = info.raw.decode("utf-8", doc.errors)
+        if info.bom:
+            text = text[1:]
+        if is_js_blank(text):
+            continue
+        if info.kind in (L.HEADER, L.ENTRY):
+            try:
+                value = parse(text)
+            except JsonSyntaxError:  # cannot happen for an object line; keep it verbatim
+                slots.append(("text", text))
+                continue
+            slots.append(("value", len(kept)))
+            kept.append(value)
+        elif info.kind == L.NON_OBJECT and info.kept:
+            kept.append(parse(text))  # counts as a v1 position (D3) but is written verbatim
+            slots.append(("text", text))
+        else:
+            slots.append(("text", text))
+    migrate_to_current_version(kept, file_values=True)
+    out = []
+    for kind, item in slots:
+        out.append(dumps(kept[item]) if kind == "value" else item)
+    return "".join(line + "\n" for line in out)
+
+
+def migration_edit(doc: SessionDocument) -> TextEdit:
+    last = doc.line_count - 1
+    return TextEdit(0, 0, last, len(doc.lines[last].raw), migrated_text(doc))
+
+
+# --------------------------------------------------------------------------------------------
+# tree repairs
+# --------------------------------------------------------------------------------------------
+
+
+def nearest_surviving_ancestor(doc: SessionDocument, orphan: LineInfo) -> LineInfo | None:
+    """Where an entry whose parent vanished most likely belonged.
+
+    pi appends each entry after its parent, so the missing parent (and its own ancestors) came
+    before the first entry that names it. The nearest surviving ancestor is taken to be the closest
+    entry before that point which is not a descendant of the orphan (which would make a cycle).
+    """
+    tree = doc.tree
+    siblings = tree.children.get(orphan.pkey, [orphan])
+    first = min((s.line for s in siblings), default=orphan.line)
+    for n in range(first - 1, -1, -1):
+        candidate = doc.lines[n]
+        if candidate.kind != L.ENTRY or candidate not in tree.members:
+            continue
+        if tree.resolve(candidate.key) is not candidate or not isinstance(candidate.id, str):
+            continue
+        if orphan in set(tree.walk_up(candidate)):
+            continue
+        return candidate
+    return None
+
+
+def _replace_value(info: LineInfo, path: Path, value: Any) -> list[TextEdit]:
+    span = value_span(info.raw, path)
+    if span is None:
+        return []
+    return [TextEdit(info.line, span[0], info.line, span[1], dumps(value))]
+
+
+def _reparent_orphan(doc: SessionDocument, info: LineInfo) -> Repair:
+    """Every entry naming the same missing parent moves together: they were siblings."""
+    siblings = list(doc.tree.children.get(info.pkey, [info]))
+    target = nearest_surviving_ancestor(doc, info)
+    new_parent = target.id if target is not None else None
+    more = f" (with {len(siblings) - 1} more entries naming `{info.parent_id}`)" if len(siblings) > 1 else ""
+
+    def edits() -> list[TextEdit]:
+        return [e for s in siblings for e in _replace_value(s, ("parentId",), new_parent)]
+
+    key = (codes.DANGLING_PARENT, info.line)
+    if target is None:
+        return Repair(
+            f"Make this entry a root (parentId null): no earlier entry survives{more}",
+            codes.DANGLING_PARENT,
+            info.line,
+            edits,
+            key=key,
+        )
+    title = f"Re-parent to `{target.id}` (line {target.line + 1}), the nearest surviving ancestor{more}"
+    return Repair(title, codes.DANGLING_PARENT, info.line, edits, preferred=True, key=key)
+
+
+def _make_root(doc: SessionDocument, info: LineInfo) -> Repair:
+    return Repair(
+        "Break the cycle here: make this entry a root (parentId null)",
+        codes.PARENT_CYCLE,
+        info.line,
+        lambda: _replace_value(info, ("parentId",), None),
+        key=(codes.PARENT_CYCLE, info.line),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# images
+# --------------------------------------------------------------------------------------------
+
+_EXTENSIONS = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/jpg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/svg+xml": "svg",
+    "image/bmp": "bmp",
+}
+
+
+def image_plan(
+    doc: SessionDocument, info: LineInfo, block_path: Path, session_path: str | None
+) -> ImageExtraction | None:
+    """What moving the image block at ``block_path`` out of the file means: the file to write and
+    the placeholder text block that replaces the image in the line."""
+    from .preview import full_value
+
+    value = full_value(info, doc.errors)
+    block: Any = value
+    for part in block_path:
+        block = block[part] if _has(block, part) else None  # type: ignore[index]
+    data = get(block, "data")
+    mime = get(block, "mimeType")
+    if not isinstance(data, str):
+        return None
+    try:
+        decoded = base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    span = value_span(info.raw, block_path)
+    if span is None:
+        return None
+    stem = os.path.splitext(os.path.basename(session_path))[0] if session_path else "session"
+    ext = _EXTENSIONS.get(mime if isinstance(mime, str) else "", "bin")
+    entry_id = info.id if isinstance(info.id, str) else f"line{info.line + 1}"
+    file_name = f"{stem}.{entry_id}.{block_path[-1]}.{ext}"
+    placeholder = {
+        "type": "text",
+        "text": f"[image moved out of the session: {file_name} ({mime if isinstance(mime, str) else 'image'}, {human_size(len(decoded))})]",
+    }
+    edit = TextEdit(info.line, span[0], info.line, span[1], dumps(placeholder))
+    return ImageExtraction(file_name, decoded, edit)
+
+
+def _has(container: Any, part: Any) -> bool:
+    if isinstance(container, dict):
+        return part in container
+    return isinstance(part, int) and isinstance(container, list) and 0 <= part < len(container)
+
+
+def _extract_image(
+    doc: SessionDocument, info: LineInfo, block_path: Path, session_path: str | None
+) -> Repair:
+    p = block_path
+
+    def plan() -> ImageExtraction | None:
+        return image_plan(doc, info, p, session_path)
+
+    def edits() -> list[TextEdit]:
+        extraction = plan()
+        return [extraction.edit] if extraction is not None else []
+
+    return Repair(
+        "Move the image out of the file (write it next to the session, leave a placeholder)",
+        codes.HUGE_IMAGE,
+        info.line,
+        edits,
+        image=plan,
+        key=(codes.HUGE_IMAGE, info.line, *block_path),
+    )
+
+
+__all__ = [
+    "ImageExtraction",
+    "Repair",
+    "TextEdit",
+    "header_for",
+    "image_plan",
+    "migrated_text",
+    "nearest_surviving_ancestor",
+    "problem_span",
+    "repairs",
+]

@@ -1,0 +1,113 @@
+"""Document symbols: the conversation tree by ``parentId`` (not by line order).
+
+A pi session is mostly one long chain, so a literal parent/child nesting would be thousands of
+levels deep. The outline therefore flattens linear runs: an entry's only child follows it at the
+same level, and only a **branch point** nests: each of its branches becomes a child symbol (the
+branch's first entry) holding the rest of that branch. Every entry appears exactly once; entries
+not reachable from a root (parent cycles) are listed at the top level after the roots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..format.jsvalue import js_string_of
+from . import lines as L
+from .document import SessionDocument
+from .jsonpath import value_span
+from .lines import LineInfo
+from .preview import quick_preview
+
+#: branch nesting beyond this depth continues flat (editors and JSON encoders have limits)
+MAX_NESTING = 48
+
+
+@dataclass(slots=True)
+class Symbol:
+    name: str
+    detail: str
+    kind: str  # the entry type, or the message role for messages, or "session"
+    line: int
+    end: int  # byte length of the line (the symbol's range is the whole line)
+    selection: tuple[int, int]  # byte span of the id
+    children: list[Symbol] = field(default_factory=list)
+
+
+def symbol_kind(info: LineInfo) -> str:
+    if info.kind == L.HEADER:
+        return "session"
+    if info.etype == "message":
+        return info.role if isinstance(info.role, str) else "message"
+    return js_string_of(info.etype)
+
+
+def _symbol(doc: SessionDocument, info: LineInfo, branch_children: int = 0) -> Symbol:
+    sel = value_span(info.raw, ("id",)) or (0, min(len(info.raw), 1))
+    detail = js_string_of(info.id)
+    if branch_children > 1:
+        detail += f" · {branch_children} branches"
+    if info is doc.leaf():
+        detail += " · leaf"
+    return Symbol(quick_preview(info, 60), detail, symbol_kind(info), info.line, len(info.raw), sel)
+
+
+def document_symbols(doc: SessionDocument) -> list[Symbol]:
+    tree = doc.tree
+    out: list[Symbol] = []
+    header = doc.valid_header() or (doc.headers[0] if doc.headers else None)
+    if header is not None:
+        out.append(
+            Symbol(
+                f"session {js_string_of(header.id)}",
+                "header",
+                "session",
+                header.line,
+                len(header.raw),
+                value_span(header.raw, ("id",)) or (0, 1),
+            )
+        )
+    visited: set[LineInfo] = set()
+    entries = list(doc.entries())
+    roots = [e for e in entries if (p := tree.parent(e)) is None or p is e]
+    _walk(doc, roots, out, visited)
+    _walk(doc, [e for e in entries if e not in visited], out, visited)  # cycles: reachable from no root
+    return out
+
+
+def _chain(
+    doc: SessionDocument, start: LineInfo, visited: set[LineInfo]
+) -> tuple[list[Symbol], list[LineInfo]]:
+    """``start`` and its linear continuation, and the children where the chain branches."""
+    seg: list[Symbol] = []
+    cur = start
+    while cur not in visited:
+        visited.add(cur)
+        kids = [k for k in doc.tree.kids(cur) if k not in visited]
+        seg.append(_symbol(doc, cur, len(kids)))
+        if len(kids) != 1:
+            return seg, kids
+        cur = kids[0]
+    return seg, []
+
+
+def _walk(doc: SessionDocument, starts: list[LineInfo], into: list[Symbol], visited: set[LineInfo]) -> None:
+    """Depth-first over branches with an explicit stack (no recursion limit applies)."""
+    work: list[tuple[LineInfo, list[Symbol], int, bool]] = [(s, into, 0, False) for s in reversed(starts)]
+    while work:
+        start, container, level, as_branch = work.pop()
+        if start in visited:
+            continue
+        seg, kids = _chain(doc, start, visited)
+        if as_branch:
+            head = seg[0]
+            head.children = seg[1:] + head.children
+            container.append(head)
+        else:
+            container.extend(seg)
+        if kids:
+            branch_point = seg[-1]
+            for kid in reversed(kids):
+                if level >= MAX_NESTING:
+                    work.append((kid, container, level, False))
+                else:
+                    work.append((kid, branch_point.children, level + 1, True))

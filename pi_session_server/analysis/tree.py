@@ -1,0 +1,548 @@
+"""The tree facts of a document, maintained incrementally as lines come and go.
+
+Entries are linked by ``parentId`` exactly as the reference resolves it (session-manager.md
+§15.6): the parent of an entry is the **last** entry carrying that id (JS Map semantics), and a
+falsy ``parentId`` ends the path. Cycles end a walk before revisiting an entry (D1).
+
+:meth:`TreeIndex.update` takes the entries that left and arrived and recomputes the cross-line
+problems only of entries whose facts can have changed: the entries sharing an id with them, their
+children, what refers to them (labels, compactions, branch summaries), the tool calls and results
+they pair with, and, when a parent link of an entry *with descendants* changed, that subtree. An
+appended line therefore costs O(1) tree work, whatever the file size.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..format.jsvalue import ABSENT, strict_equal
+from . import codes
+from .lines import LineInfo, Problem
+
+#: beyond this many changed parent links, recompute cycles and problems over the whole tree
+_FULL_RECOMPUTE = 256
+#: ancestors looked at directly before an ancestry test falls back to depths
+_NEAR = 16
+
+
+def _insert_ordered(lst: list[LineInfo], e: LineInfo) -> None:
+    if not lst or lst[-1].line < e.line:
+        lst.append(e)
+    else:
+        bisect.insort(lst, e, key=lambda x: x.line)
+
+
+def _remove(index: dict[Any, list[LineInfo]], key: Any, e: LineInfo) -> None:
+    lst = index.get(key)
+    if lst is None:
+        return
+    for i in range(len(lst) - 1, -1, -1):
+        if lst[i] is e:
+            del lst[i]
+            break
+    if not lst:
+        del index[key]
+
+
+def _normalized(cycle: tuple[LineInfo, ...]) -> tuple[LineInfo, ...]:
+    """The same cycle (in parent order), starting at its earliest line."""
+    i = min(range(len(cycle)), key=lambda k: cycle[k].line)
+    return cycle[i:] + cycle[:i]
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+class TreeIndex:
+    def __init__(self) -> None:
+        self.members: set[LineInfo] = set()
+        self.by_id: dict[Any, list[LineInfo]] = {}  # id key -> entries in file order
+        self.children: dict[Any, list[LineInfo]] = {}  # key of a truthy parentId -> entries
+        self.referrers: dict[Any, list[LineInfo]] = {}  # targetId/firstKeptEntryId/fromId -> entries
+        self.results_by_call: dict[str, list[LineInfo]] = {}
+        self.calls_by_id: dict[str, list[LineInfo]] = {}
+        self.cycles: dict[LineInfo, tuple[LineInfo, ...]] = {}  # member -> its cycle
+        self.cross: dict[LineInfo, tuple[Problem, ...]] = {}  # entry -> its cross-line problems
+        self._depth: dict[LineInfo, int] = {}
+        self.epoch = 0  # bumped whenever a parent link of an entry with descendants changes
+
+    # -- resolution ---------------------------------------------------------------------------
+
+    def resolve(self, key: Any) -> LineInfo | None:
+        lst = self.by_id.get(key)
+        return lst[-1] if lst else None
+
+    def parent(self, e: LineInfo) -> LineInfo | None:
+        pk = e.pkey
+        if pk is None:
+            return None
+        lst = self.by_id.get(pk)
+        return lst[-1] if lst else None
+
+    def kids(self, e: LineInfo) -> list[LineInfo]:
+        """Entries whose parent resolves to ``e`` (file order); none for a shadowed duplicate."""
+        if e.key is ABSENT or self.resolve(e.key) is not e:
+            return []
+        return self.children.get(e.key, [])
+
+    def walk_up(self, e: LineInfo | None) -> Iterator[LineInfo]:
+        """``e``, its parent, ... to the root, stopping before an entry already walked (D1)."""
+        if e is None:
+            return
+        if not self.cycles:
+            cur: LineInfo | None = e
+            while cur is not None:
+                yield cur
+                cur = self.parent(cur)
+            return
+        seen: set[LineInfo] = set()
+        cur = e
+        while cur is not None and cur not in seen:
+            yield cur
+            seen.add(cur)
+            cur = self.parent(cur)
+
+    def depth(self, e: LineInfo) -> int:
+        """Length of the path from ``e`` to its root, minus one (D1 for cycles)."""
+        d = self._depth.get(e)
+        if d is not None:
+            return d
+        chain: list[LineInfo] = []
+        cur: LineInfo | None = e
+        base = -1
+        limit = len(self.members) + 1
+        while cur is not None:
+            cached = self._depth.get(cur)
+            if cached is not None:
+                base = cached
+                break
+            cycle = self.cycles.get(cur)
+            if cycle is not None:
+                base = len(cycle) - 1
+                for m in cycle:
+                    self._depth[m] = base
+                break
+            chain.append(cur)
+            if len(chain) > limit:  # defensive: an unflagged cycle
+                break
+            cur = self.parent(cur)
+        for x in reversed(chain):
+            base += 1
+            self._depth[x] = base
+        return self._depth.get(e, 0)
+
+    def is_ancestor(self, a: LineInfo, e: LineInfo) -> bool:
+        """``a`` is on ``e``'s path, strictly above it."""
+        if a is e:
+            return False
+        # the usual case, a tool result a few steps below its call, needs no depths
+        cur = self.parent(e)
+        for _ in range(_NEAR):
+            if cur is None:
+                return False
+            if cur is a:
+                return True
+            cur = self.parent(cur)
+        if self.cycles:
+            return any(x is a for x in self.walk_up(self.parent(e)))
+        steps = self.depth(e) - self.depth(a)
+        if steps <= 0:
+            return False
+        node: LineInfo | None = e
+        for _ in range(steps):
+            node = self.parent(node) if node is not None else None
+        return node is a
+
+    # -- indexing -----------------------------------------------------------------------------
+
+    def _index(self, e: LineInfo) -> None:
+        self.members.add(e)
+        _insert_ordered(self.by_id.setdefault(e.key, []), e)
+        if e.pkey is not None:
+            _insert_ordered(self.children.setdefault(e.pkey, []), e)
+        if isinstance(e.ref, str):
+            _insert_ordered(self.referrers.setdefault(e.ref, []), e)
+        if e.result_call_id is not None:
+            _insert_ordered(self.results_by_call.setdefault(e.result_call_id, []), e)
+        for c in e.call_ids:
+            _insert_ordered(self.calls_by_id.setdefault(c, []), e)
+
+    def _unindex(self, e: LineInfo) -> None:
+        self.members.discard(e)
+        _remove(self.by_id, e.key, e)
+        if e.pkey is not None:
+            _remove(self.children, e.pkey, e)
+        if isinstance(e.ref, str):
+            _remove(self.referrers, e.ref, e)
+        if e.result_call_id is not None:
+            _remove(self.results_by_call, e.result_call_id, e)
+        for c in e.call_ids:
+            _remove(self.calls_by_id, c, e)
+        self.cross.pop(e, None)
+        self._depth.pop(e, None)
+
+    # -- updates ------------------------------------------------------------------------------
+
+    def build(self, entries: list[LineInfo]) -> None:
+        """Index a whole document's entries (in file order) and compute every problem."""
+        self.__init__()  # type: ignore[misc]
+        members = self.members
+        by_id = self.by_id
+        children = self.children
+        referrers = self.referrers
+        results = self.results_by_call
+        calls = self.calls_by_id
+        for e in entries:
+            members.add(e)
+            lst = by_id.get(e.key)
+            if lst is None:
+                by_id[e.key] = [e]
+            else:
+                lst.append(e)
+            if e.pkey is not None:
+                lst = children.get(e.pkey)
+                if lst is None:
+                    children[e.pkey] = [e]
+                else:
+                    lst.append(e)
+            if e.ref.__class__ is str:
+                referrers.setdefault(e.ref, []).append(e)
+            if e.result_call_id is not None:
+                results.setdefault(e.result_call_id, []).append(e)
+            for c in e.call_ids:
+                calls.setdefault(c, []).append(e)
+        self.recompute(self._build_pass(entries))
+
+    def _build_pass(self, entries: list[LineInfo]) -> list[LineInfo]:
+        """Depths, cycles, and the entries that may have a cross-line problem, in one forward pass.
+
+        In a file pi wrote every parent comes before its children, so depths follow in file order
+        and no cycle is possible; only a parent at or after its child (a hand edit, a duplicate id)
+        calls for the full cycle search. An entry is a suspect unless every check it is subject to
+        passes the quick way; suspects get the complete check (``_problems_of``), so the result is
+        exactly what checking every entry would give.
+        """
+        by_id_get = self.by_id.get
+        depth = self._depth
+        suspects: list[LineInfo] = []
+        backward = False
+        for e in entries:
+            pk = e.pkey
+            if pk is None:
+                depth[e] = 0
+                continue
+            lst = by_id_get(pk)
+            if lst is None:
+                suspects.append(e)  # parent not found
+                depth[e] = 0
+                continue
+            p = lst[-1]
+            if p.line >= e.line:
+                backward = True
+                continue
+            d = depth.get(p)
+            if d is not None:
+                depth[e] = d + 1
+        if backward:
+            self._find_all_cycles()
+            suspects.extend(self.cycles)
+        for key, lst in self.by_id.items():
+            if len(lst) > 1 and key is not ABSENT and key is not None:
+                suspects.extend(lst)
+        for lst in self.referrers.values():
+            suspects.extend(e for e in lst if e.etype in ("label", "compaction", "branch_summary"))
+        calls_get = self.calls_by_id.get
+        for c, results in self.results_by_call.items():
+            callers = calls_get(c)
+            for r in results:
+                if not callers or not self._near_ancestor(callers, r):
+                    suspects.append(r)
+        no_results: list[LineInfo] = []
+        for c, callers in self.calls_by_id.items():
+            answers = self.results_by_call.get(c, no_results)
+            for a in callers:
+                if not any(self._near_ancestor((a,), r) for r in answers):
+                    suspects.append(a)
+        return suspects
+
+    def _near_ancestor(self, candidates: Any, e: LineInfo) -> bool:
+        """One of ``candidates`` is among the few nearest ancestors of ``e``."""
+        cur = self.parent(e)
+        for _ in range(_NEAR):
+            if cur is None:
+                return False
+            for c in candidates:
+                if cur is c:
+                    return True
+            cur = self.parent(cur)
+        return False
+
+    def update(self, removed: Iterable[LineInfo], added: Iterable[LineInfo]) -> None:
+        """Entries ``removed`` left the document, ``added`` arrived (already numbered)."""
+        removed = [e for e in removed if e in self.members]
+        added = list(added)
+        if not removed and not added:
+            return
+        if not self.members and not removed:
+            self.build(added)
+            return
+        keys = {e.key for e in removed} | {e.key for e in added}
+        old_last = {k: self.resolve(k) for k in keys}
+        broken = {e for e in removed if e in self.cycles}
+        for e in removed:
+            self._unindex(e)
+        for e in added:
+            self._index(e)
+
+        dirty: set[LineInfo] = set(added)
+        moved: list[LineInfo] = list(added)  # entries whose parent link is new or changed
+        structural = False
+        for k in keys:
+            lst = self.by_id.get(k)
+            if lst:
+                dirty.update(lst)
+            kids = self.children.get(k)
+            if kids:
+                dirty.update(kids)
+                if old_last.get(k) is not (lst[-1] if lst else None):
+                    moved.extend(kids)
+                    structural = True
+            refs = self.referrers.get(k) if isinstance(k, str) else None
+            if refs:
+                dirty.update(refs)
+        for e in (*removed, *added):
+            if e.result_call_id is not None:
+                dirty.update(self.calls_by_id.get(e.result_call_id, ()))
+            for c in e.call_ids:
+                dirty.update(self.results_by_call.get(c, ()))
+        if structural or broken:
+            self.epoch += 1
+            self._depth.clear()
+
+        if structural and len(moved) > _FULL_RECOMPUTE:
+            self._find_all_cycles()
+            dirty = set(self.members)
+        else:
+            self._update_cycles(broken, moved, dirty)
+            if structural:
+                self._dirty_subtrees(moved, dirty)
+        self.recompute(dirty)
+
+    def recompute(self, entries: Iterable[LineInfo]) -> None:
+        members = self.members
+        cross = self.cross
+        for e in entries:
+            if e not in members:
+                continue
+            problems = self._problems_of(e)
+            if problems:
+                cross[e] = problems
+            else:
+                cross.pop(e, None)
+
+    def _dirty_subtrees(self, roots: list[LineInfo], dirty: set[LineInfo]) -> None:
+        """Path facts below a changed link: compactions, tool results and the calls they answer."""
+        seen: set[LineInfo] = set()
+        stack = [e for e in roots if e in self.members]
+        while stack:
+            e = stack.pop()
+            if e in seen:
+                continue
+            seen.add(e)
+            if e.etype == "compaction" or e.call_ids:
+                dirty.add(e)
+            if e.result_call_id is not None:
+                dirty.add(e)
+                dirty.update(self.calls_by_id.get(e.result_call_id, ()))
+            stack.extend(self.kids(e))
+
+    # -- cycles -------------------------------------------------------------------------------
+
+    def _update_cycles(self, broken: set[LineInfo], moved: list[LineInfo], dirty: set[LineInfo]) -> None:
+        for e in list(self.cycles):
+            cycle = self.cycles.get(e)
+            if cycle is None:
+                continue
+            if broken.intersection(cycle) or any(m in self.cycles and self.cycles[m] is cycle for m in moved):
+                for m in cycle:
+                    self.cycles.pop(m, None)
+                    dirty.add(m)
+        for s in moved:
+            if s not in self.members or s in self.cycles or not self.kids(s):
+                continue  # nobody's parent: it cannot be on a cycle
+            cycle = self._cycle_through(s)
+            if cycle is not None:
+                cycle = _normalized(cycle)
+                for m in cycle:
+                    self.cycles[m] = cycle
+                    dirty.add(m)
+                self._depth.clear()
+                self.epoch += 1
+
+    def _cycle_through(self, s: LineInfo) -> tuple[LineInfo, ...] | None:
+        path = [s]
+        seen = {s}
+        cur = self.parent(s)
+        while cur is not None:
+            if cur is s:
+                return tuple(path)
+            if cur in seen or cur in self.cycles:
+                return None
+            seen.add(cur)
+            path.append(cur)
+            cur = self.parent(cur)
+        return None
+
+    def _find_all_cycles(self) -> None:
+        self.cycles.clear()
+        mark: dict[LineInfo, int] = {}
+        for walk_no, e in enumerate(self.members, 1):
+            if e in mark:
+                continue
+            walk: list[LineInfo] = []
+            cur: LineInfo | None = e
+            while cur is not None and cur not in mark:
+                mark[cur] = walk_no
+                walk.append(cur)
+                cur = self.parent(cur)
+            if cur is not None and mark[cur] == walk_no:
+                cycle = _normalized(tuple(walk[walk.index(cur) :]))
+                for m in cycle:
+                    self.cycles[m] = cycle
+        self._depth.clear()
+
+    # -- the cross-line checks ----------------------------------------------------------------
+
+    def _problems_of(self, e: LineInfo) -> tuple[Problem, ...]:
+        out: list[Problem] = []
+        key = e.key
+        if key is not ABSENT and key is not None:
+            same = self.by_id.get(key)
+            if same is not None and len(same) > 1:
+                last = same[-1] is e
+                note = (
+                    "pi's index keeps this one"
+                    if last
+                    else "pi's index keeps a later one, so this entry cannot be found"
+                )
+                out.append(
+                    Problem(
+                        codes.DUPLICATE_ID,
+                        f"duplicate id `{_short(e.id)}`: {len(same)} entries have it; {note}",
+                        path=("id",),
+                        related=tuple((o, "same id") for o in same if o is not e)[:20],
+                    )
+                )
+        if e.pkey is not None:
+            if e.pkey == key and strict_equal(e.parent_id, e.id):
+                out.append(
+                    Problem(
+                        codes.PARENT_CYCLE,
+                        "entry is its own parent: the reference loops forever on it",
+                        path=("parentId",),
+                    )
+                )
+            elif e.pkey not in self.by_id:
+                out.append(
+                    Problem(
+                        codes.DANGLING_PARENT,
+                        f"parentId `{_short(e.parent_id)}` names no entry: pi shows this entry as a root and its context stops here",
+                        path=("parentId",),
+                    )
+                )
+            elif e in self.cycles and len(self.cycles[e]) > 1:
+                cycle = self.cycles[e]
+                ids = " → ".join(_short(m.id) for m in cycle[:6]) + (
+                    " → …" if len(cycle) > 6 else f" → {_short(cycle[0].id)}"
+                )
+                out.append(
+                    Problem(
+                        codes.PARENT_CYCLE,
+                        f"parent cycle of {len(cycle)} entries ({ids}): the reference loops forever on it",
+                        path=("parentId",),
+                        related=tuple((m, "in the cycle") for m in cycle if m is not e)[:20],
+                    )
+                )
+        etype = e.etype
+        if etype == "label":
+            if isinstance(e.ref, str) and e.ref not in self.by_id:
+                out.append(
+                    Problem(
+                        codes.LABEL_TARGET_MISSING,
+                        f"label target `{_short(e.ref)}` names no entry",
+                        path=("targetId",),
+                    )
+                )
+        elif etype == "branch_summary":
+            if isinstance(e.ref, str) and e.ref != "root" and e.ref not in self.by_id:
+                out.append(
+                    Problem(
+                        codes.FROM_ID_UNKNOWN,
+                        f"fromId `{_short(e.ref)}` names no entry (nor `root`)",
+                        path=("fromId",),
+                    )
+                )
+        elif etype == "compaction" and isinstance(e.ref, str):
+            problem = self._check_first_kept(e)
+            if problem is not None:
+                out.append(problem)
+        if e.result_call_id is not None and e.role == "toolResult":
+            problem = self._check_result(e)
+            if problem is not None:
+                out.append(problem)
+        if e.call_ids and e.role == "assistant":
+            for i, c in enumerate(e.call_ids):
+                if not self._answered(e, c):
+                    out.append(
+                        Problem(
+                            codes.UNANSWERED_TOOL_CALL,
+                            f"toolCall `{_short(c)}` has no toolResult below it on any branch",
+                            path=("message", "content", e.call_blocks[i], "id"),
+                        )
+                    )
+        return tuple(out)
+
+    def _check_first_kept(self, c: LineInfo) -> Problem | None:
+        target = c.ref
+        for x in self.walk_up(self.parent(c)):
+            if x is c:
+                break
+            if strict_equal(x.id, target):
+                return None
+        where = self.resolve(target)
+        if where is None:
+            msg = f"firstKeptEntryId `{_short(target)}` names no entry: the context after this compaction keeps nothing before it"
+            return Problem(codes.FIRST_KEPT_NOT_ON_PATH, msg, path=("firstKeptEntryId",))
+        msg = f"firstKeptEntryId `{_short(target)}` is not on this compaction's path (it is on another branch): nothing before the compaction is kept"
+        return Problem(
+            codes.FIRST_KEPT_NOT_ON_PATH,
+            msg,
+            path=("firstKeptEntryId",),
+            related=((where, "the entry it names"),),
+        )
+
+    def _check_result(self, r: LineInfo) -> Problem | None:
+        c = r.result_call_id
+        candidates = self.calls_by_id.get(c) if c is not None else None
+        if not candidates:
+            return Problem(
+                codes.ORPHAN_TOOL_RESULT,
+                f"toolResult for `{_short(c)}`: no assistant toolCall has this id; providers reject this context",
+                path=("message", "toolCallId"),
+            )
+        for a in candidates:
+            if self.is_ancestor(a, r):
+                return None
+        return Problem(
+            codes.ORPHAN_TOOL_RESULT,
+            f"toolResult for `{_short(c)}`: the toolCall with this id is not on this result's path; providers reject this context",
+            path=("message", "toolCallId"),
+            related=tuple((a, "the toolCall, on another branch") for a in candidates)[:20],
+        )
+
+    def _answered(self, a: LineInfo, c: str) -> bool:
+        return any(self.is_ancestor(a, r) for r in self.results_by_call.get(c, ()))

@@ -1,0 +1,264 @@
+"""``pi-session check [PATH...]``: the language server's diagnostics in the terminal.
+
+Each problem is printed as ``file:line:column: severity code message`` (1-based; columns count
+characters), followed by a summary per file and a total. ``--json`` prints one JSON document
+instead (written as it goes). The exit status is 1 when any file has an error, 2 when a path does
+not exist. Directories are searched for ``*.jsonl`` files recursively; with no path, pi's session
+directory is checked. Files are analysed one at a time, so memory stays bounded by the largest file
+whatever the number of files; a progress line is shown on stderr when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from ..analysis.codes import Severity
+from ..analysis.diagnostics import Diagnostic, count_by_severity, document_diagnostics
+from ..analysis.document import SessionDocument
+from ..analysis.positions import UTF32, to_column
+
+_LEVELS = {
+    "error": Severity.ERROR,
+    "warning": Severity.WARNING,
+    "information": Severity.INFORMATION,
+    "hint": Severity.HINT,
+}
+_NAMES = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFORMATION: "info",
+    Severity.HINT: "hint",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="session files or directories (default: pi's session directory)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    parser.add_argument(
+        "--min-severity",
+        choices=list(_LEVELS),
+        default="hint",
+        help="report only problems at least this severe (default: hint, i.e. everything)",
+    )
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="do not print a summary for files without problems"
+    )
+    progress = parser.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="always show progress on stderr",
+    )
+    progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+
+
+# ---------------------------------------------------------------------- finding files
+
+
+def session_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(files to check in a stable order, paths that do not exist)."""
+    files: list[str] = []
+    missing: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            files.extend(_walk(path))
+        elif os.path.exists(path):
+            files.append(path)
+        else:
+            missing.append(path)
+    return files, missing
+
+
+def _walk(root: str) -> Iterator[str]:
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            if name.endswith(".jsonl"):
+                yield os.path.join(folder, name)
+
+
+def default_paths() -> list[str]:
+    from ..session.paths import get_sessions_root
+
+    return [get_sessions_root()]
+
+
+# ---------------------------------------------------------------------- one file
+
+
+def check_file(path: str) -> tuple[SessionDocument | None, list[Diagnostic], str | None]:
+    """The analysed document and its diagnostics, or the reason the file could not be read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        return None, [], err.strerror or str(err)
+    doc = SessionDocument(data)
+    return doc, document_diagnostics(doc), None
+
+
+def _columns(doc: SessionDocument, d: Diagnostic) -> tuple[int, int]:
+    raw = doc.lines[d.line].raw
+    return to_column(raw, d.start, UTF32, doc.errors) + 1, to_column(raw, d.end, UTF32, doc.errors) + 1
+
+
+def _summary_text(counts: dict[str, int]) -> str:
+    parts = [
+        f"{counts[name]} {label}{'' if counts[name] == 1 else 's'}"
+        for name, label in (
+            ("error", "error"),
+            ("warning", "warning"),
+            ("information", "info"),
+            ("hint", "hint"),
+        )
+        if counts[name]
+    ]
+    return ", ".join(parts) if parts else "ok"
+
+
+# ---------------------------------------------------------------------- progress
+
+
+class Progress:
+    """One self-overwriting line on stderr (only when it is a terminal, unless forced)."""
+
+    def __init__(self, total: int, enabled: bool, stream: TextIO | None = None):
+        self.total = total
+        self.enabled = enabled and total > 1
+        self.stream = stream if stream is not None else sys.stderr
+        self.last = 0.0
+        self.width = 0
+
+    def show(self, done: int, path: str) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < self.total:
+            return
+        self.last = now
+        name = path if len(path) <= 60 else "…" + path[-59:]
+        text = f"[{done}/{self.total}] {name}"
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def clear(self) -> None:
+        if self.enabled and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+# ---------------------------------------------------------------------- run
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = list(args.paths) or default_paths()
+    files, missing = session_files(paths)
+    for path in missing:
+        if args.paths:
+            print(f"pi-session check: {path}: no such file or directory", file=sys.stderr)
+    if missing and args.paths:
+        return 2
+    minimum = _LEVELS[args.min_severity]
+    progress = Progress(len(files), sys.stderr.isatty() if args.progress is None else args.progress)
+    out = sys.stdout
+    totals = {"files": 0, "filesWithErrors": 0, **{s.name.lower(): 0 for s in Severity}}
+    if args.json:
+        out.write('{"files":[')
+    for index, path in enumerate(files):
+        progress.show(index, path)
+        doc, diagnostics, failure = check_file(path)
+        diagnostics = [d for d in diagnostics if d.severity <= minimum]
+        counts = count_by_severity(diagnostics)
+        if failure is not None:
+            counts["error"] += 1
+        totals["files"] += 1
+        totals["filesWithErrors"] += 1 if counts["error"] else 0
+        for name, n in counts.items():
+            totals[name] += n
+        progress.clear()
+        if args.json:
+            out.write(
+                ("," if index else "")
+                + json.dumps(
+                    _file_json(path, doc, diagnostics, counts, failure),
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                )
+            )
+        else:
+            _print_file(out, path, doc, diagnostics, counts, failure, args.quiet)
+        del doc
+    progress.clear()
+    if args.json:
+        out.write('],"totals":' + json.dumps(totals, separators=(",", ":")) + "}\n")
+    else:
+        checked = totals["files"]
+        print(
+            f"{checked} file{'' if checked == 1 else 's'} checked: "
+            + _summary_text({k: totals[k] for k in ("error", "warning", "information", "hint")}),
+            file=out,
+        )
+    out.flush()
+    return 1 if totals["error"] else 0
+
+
+def _print_file(
+    out: TextIO,
+    path: str,
+    doc: SessionDocument | None,
+    diagnostics: list[Diagnostic],
+    counts: dict[str, int],
+    failure: str | None,
+    quiet: bool,
+) -> None:
+    if failure is not None:
+        print(f"{path}: error: cannot read the file: {failure}", file=out)
+        return
+    assert doc is not None
+    for d in diagnostics:
+        line, col = d.line + 1, _columns(doc, d)[0]
+        print(f"{path}:{line}:{col}: {_NAMES[d.severity]} {d.code} {d.message}", file=out)
+    if diagnostics or not quiet:
+        print(f"{path}: {_summary_text(counts)}", file=out)
+
+
+def _file_json(
+    path: str,
+    doc: SessionDocument | None,
+    diagnostics: list[Diagnostic],
+    counts: dict[str, int],
+    failure: str | None,
+) -> dict[str, Any]:
+    items = []
+    for d in diagnostics:
+        assert doc is not None
+        start, end = _columns(doc, d)
+        items.append(
+            {
+                "line": d.line + 1,
+                "column": start,
+                "endColumn": end,
+                "severity": d.severity.name.lower(),
+                "code": d.code,
+                "message": d.message,
+            }
+        )
+    result: dict[str, Any] = {"path": path, "summary": counts, "diagnostics": items}
+    if failure is not None:
+        result["error"] = failure
+    return result

@@ -1,0 +1,181 @@
+"""``pi-session demo [FILE]``: the sidecar as a front end sees it.
+
+Starts ``python -m pi_session_server serve`` as a subprocess, talks JSON-RPC to it over stdio exactly
+as an editor would (initialize, pi/open, pi/getTree, pi/buildSessionContext, shutdown), and prints the
+session's tree (drawn, with labels, branch points and the leaf) and its LLM context. Without FILE it
+shows the bundled example session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pi_session_server.server.stdio_client import RpcError, SidecarClient
+
+FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
+UNICODE = {"tee": "├─ ", "last": "└─ ", "bar": "│  ", "gap": "   ", "leaf": "◀ leaf", "dot": "•", "ell": "…"}
+ASCII = {"tee": "|- ", "last": "`- ", "bar": "|  ", "gap": "   ", "leaf": "<- leaf", "dot": "*", "ell": "..."}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", help="a pi session file (default: the bundled example session)")
+    parser.add_argument(
+        "--filter",
+        choices=FILTERS,
+        default="default",
+        help="which entries the tree shows: pi's /tree modes, or none (every entry); default: pi's default",
+    )
+    parser.add_argument("--leaf", metavar="ID", help="show the context at this entry instead of the leaf")
+    parser.add_argument("--width", type=int, default=0, help="line width (default: the terminal's)")
+    parser.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+
+
+def example_path() -> Path:
+    return Path(str(resources.files("pi_session_server") / "examples" / "example-session.jsonl"))
+
+
+def server_command() -> tuple[list[str], dict[str, str]]:
+    """``python -m pi_session_server serve`` with this package importable, however it is installed."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = (
+        package_root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else package_root
+    )
+    return [sys.executable, "-m", "pi_session_server", "serve"], env
+
+
+def _clip(text: str, width: int, ellipsis: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(0, width - len(ellipsis))] + ellipsis
+
+
+def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[str]:
+    """Lines of the tree: a chain of single children stays in one column; a branch point fans out."""
+    nodes = {n["id"]: n for n in tree["nodes"]}
+    roots = [n for n in tree["nodes"] if n["visibleParentId"] is None]
+    lines: list[str] = []
+    # (node, prefix of its own line, prefix of the lines below it)
+    stack: list[tuple[dict[str, Any], str, str]] = []
+    if len(roots) > 1:
+        for i, root in enumerate(reversed(roots)):
+            last = i == 0
+            stack.append(
+                (root, glyphs["last"] if last else glyphs["tee"], glyphs["gap"] if last else glyphs["bar"])
+            )
+    else:
+        stack.extend((root, "", "") for root in roots)
+    while stack:
+        node, prefix, below = stack.pop()
+        marks = []
+        if node.get("label"):
+            marks.append(f"[{node['label']}]")
+        if node["isLeaf"]:
+            marks.append(glyphs["leaf"])
+        bullet = glyphs["dot"] + " " if node["onLeafPath"] else "  "
+        tail = (" " + " ".join(marks)) if marks else ""
+        head = f"{prefix}{bullet}{node['id']} "
+        room = max(10, width - len(head) - len(tail))
+        lines.append(head + _clip(node.get("preview") or f"[{node.get('type')}]", room, glyphs["ell"]) + tail)
+        children = [nodes[c] for c in node["childIds"] if c in nodes]
+        if len(children) == 1:
+            stack.append((children[0], below, below))
+            continue
+        for i, child in enumerate(reversed(children)):
+            last = i == 0
+            stack.append(
+                (
+                    child,
+                    below + (glyphs["last"] if last else glyphs["tee"]),
+                    below + (glyphs["gap"] if last else glyphs["bar"]),
+                )
+            )
+    return lines
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    role = message.get("role")
+    if role in ("branchSummary", "compactionSummary"):
+        return str(message.get("summary", ""))
+    if role == "bashExecution":
+        return f"$ {message.get('command', '')}  {message.get('output', '')}"
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif block.get("type") == "toolCall":
+            parts.append(
+                f"{block.get('name')}({', '.join(f'{k}={v!r}' for k, v in (block.get('arguments') or {}).items())})"
+            )
+        elif block.get("type") == "thinking":
+            parts.append(f"(thinking) {block.get('thinking', '')}")
+    return " ".join(parts)
+
+
+def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[str]:
+    model = context.get("model")
+    model_text = f"{model.get('provider')}/{model.get('modelId')}" if isinstance(model, dict) else "none"
+    messages = context["messages"]
+    lines = [f"{len(messages)} messages, model {model_text}, thinking {context.get('thinkingLevel', 'off')}"]
+    for number, message in enumerate(messages, 1):
+        role = str(message.get("role"))
+        if role == "toolResult":
+            role = f"toolResult:{message.get('toolName')}"
+        head = f"{number:>3} {role:<18} "
+        lines.append(head + _clip(_message_text(message), max(10, width - len(head)), glyphs["ell"]))
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    path = Path(args.file).resolve() if args.file else example_path()
+    if not path.is_file():
+        print(f"pi-session demo: no such file: {path}", file=sys.stderr)
+        return 2
+    width = args.width or shutil.get_terminal_size((110, 24)).columns
+    glyphs = ASCII if args.ascii else UNICODE
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        "".join(UNICODE.values()).encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        glyphs = ASCII
+    command, env = server_command()
+    with SidecarClient(command, env=env) as client:
+        client.initialize({"window": {"workDoneProgress": False}})
+        try:
+            info = client.request("pi/open", {"path": str(path)})
+            tree = client.request("pi/getTree", {"session": info["session"], "filter": args.filter})
+            context_params: dict[str, Any] = {"session": info["session"]}
+            if args.leaf:
+                context_params["leafId"] = args.leaf
+            context = client.request("pi/buildSessionContext", context_params)
+        except RpcError as error:
+            print(f"pi-session demo: {error.message} (JSON-RPC error {error.rpc_code})", file=sys.stderr)
+            return 1
+        name = info.get("sessionName") or "(no name)"
+        print(f"Session {name!r}  id {info['sessionId']}")
+        print(f"  file {info.get('sessionFile', path)}")
+        print(f"  cwd {info['cwd']}   {info['entryCount']} entries   leaf {info.get('leafId')}")
+        print()
+        shown = len(tree["nodes"])
+        print(
+            f"Tree (filter {args.filter}: {shown} of {info['entryCount']} entries; {glyphs['dot']} = on the path to the leaf)"
+        )
+        for line in draw_tree(tree, width, glyphs):
+            print(line)
+        print()
+        where = f"entry {args.leaf}" if args.leaf else f"the leaf {tree['leafId']}"
+        print(f"Context at {where}:")
+        for line in draw_context(context, width, glyphs):
+            print("  " + line)
+        client.request("pi/close", {"session": info["session"]})
+    return 0

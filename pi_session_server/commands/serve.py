@@ -1,0 +1,53 @@
+"""``pi-session serve``: the JSON-RPC sidecar / language server on stdio."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stdio", action="store_true", help="serve on stdin/stdout (the default; for editors that pass it)"
+    )
+    parser.add_argument(
+        "--fsync", action="store_true", help="fsync every append before answering (durable, slower)"
+    )
+    parser.add_argument(
+        "--watch-interval",
+        type=float,
+        default=0.15,
+        metavar="SECONDS",
+        help="how often held session files are checked for changes by other processes (default 0.15)",
+    )
+    parser.add_argument(
+        "--keep-failed-appends",
+        action="store_true",
+        help="like pi, keep an entry in memory when writing it failed (default: the session stays as it was)",
+    )
+    parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
+    parser.add_argument("--test-hooks", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def run(args: argparse.Namespace) -> int:
+    from pi_session_server.server import ServerOptions, create_server
+    from pi_session_server.server.transport import run_stdio
+
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file, encoding="utf-8")
+        if args.log_file
+        else logging.StreamHandler(sys.stderr)
+    )
+    logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler], force=True)
+    if args.log_level != "DEBUG":  # pygls logs every error reply with a traceback; ours are expected
+        logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
+    options = ServerOptions(
+        fsync=args.fsync,
+        watch_interval=max(0.01, args.watch_interval),
+        test_hooks=args.test_hooks,
+        rollback_failed_writes=not args.keep_failed_appends,
+    )
+    run_stdio(create_server(options))
+    return 0

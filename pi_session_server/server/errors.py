@@ -1,0 +1,94 @@
+"""JSON-RPC error codes of the pi/* methods and the mapping from library errors.
+
+The codes are part of the wire contract (``protocol/pi-session.openrpc.json`` lists them). An
+application error carries the reference's message verbatim; ``data`` names the JS error (``name``)
+and, for file-system errors, the Node error code (``code``), as the conformance oracle reports them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygls.exceptions import JsonRpcException
+
+from pi_session_server import errors as lib_errors
+
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+UNKNOWN_SESSION = -32001
+ENTRY_NOT_FOUND = -32002
+INVALID_SESSION_FILE = -32003
+INVALID_SESSION_ID = -32004
+FS_ERROR = -32005
+FORK_ERROR = -32006
+ABORTED = -32007
+SESSION_ERROR = -32008
+PATH_REFUSED = -32010
+
+# code -> (name, when) for the protocol document and its consistency test
+ERROR_CODES: dict[int, tuple[str, str]] = {
+    INVALID_PARAMS: ("InvalidParams", "a parameter is missing or has the wrong type; the message names it"),
+    INTERNAL_ERROR: ("InternalError", "a bug in the server; the session is unchanged"),
+    UNKNOWN_SESSION: ("UnknownSession", "the session handle is not open (never opened, or closed)"),
+    ENTRY_NOT_FOUND: ("EntryNotFound", "`Entry <id> not found` (branch, label, createBranchedSession, ...)"),
+    INVALID_SESSION_FILE: ("InvalidSessionFile", "`Session file is not a valid pi session: <path>`"),
+    INVALID_SESSION_ID: ("InvalidSessionId", "the session id option failed the reference's id rule"),
+    FS_ERROR: ("FsError", "a Node-style file-system error; data.code is the Node code (EEXIST, ENOENT, ...)"),
+    FORK_ERROR: ("ForkError", "`Cannot fork: ...`"),
+    ABORTED: ("AbortError", "`This operation was aborted` (cancelled listing)"),
+    SESSION_ERROR: ("SessionError", "any other error the reference throws; the message is the reference's"),
+    PATH_REFUSED: ("PathRefused", "the file is not a pi session (delete) or the path cannot be used"),
+}
+
+
+class PiRpcError(JsonRpcException):
+    """An error reply with one of the codes above."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(message=message, code=code, data=data)
+
+
+def invalid_params(message: str) -> PiRpcError:
+    return PiRpcError(INVALID_PARAMS, message)
+
+
+def unknown_session(handle: Any) -> PiRpcError:
+    return PiRpcError(UNKNOWN_SESSION, f"Unknown session handle: {handle}", {"session": handle})
+
+
+def path_refused(message: str, path: str) -> PiRpcError:
+    return PiRpcError(PATH_REFUSED, message, {"path": path})
+
+
+_CLASS_CODES: list[tuple[type[BaseException], int]] = [
+    (lib_errors.EntryNotFoundError, ENTRY_NOT_FOUND),
+    (lib_errors.InvalidSessionFileError, INVALID_SESSION_FILE),
+    (lib_errors.InvalidSessionIdError, INVALID_SESSION_ID),
+    (lib_errors.FsError, FS_ERROR),
+    (lib_errors.ForkError, FORK_ERROR),
+    (lib_errors.AbortError, ABORTED),
+]
+
+
+def from_library_error(error: lib_errors.PiSessionError) -> PiRpcError:
+    """The reply for an error the library raised (the reference's message, verbatim)."""
+    code = SESSION_ERROR
+    for cls, cls_code in _CLASS_CODES:
+        if isinstance(error, cls):
+            code = cls_code
+            break
+    data: dict[str, Any] = {"name": error.name}
+    if error.code is not None:
+        data["code"] = error.code
+    syscall = getattr(error, "syscall", None)
+    if syscall is not None:
+        data["syscall"] = syscall
+    path = getattr(error, "path", None)
+    if path is not None:
+        data["path"] = path
+    return PiRpcError(code, error.message, data)
+
+
+def from_os_error(error: OSError, syscall: str, path: str | None) -> PiRpcError:
+    return from_library_error(lib_errors.fs_error_from_oserror(error, syscall, path))

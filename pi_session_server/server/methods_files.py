@@ -1,0 +1,122 @@
+"""pi/list, pi/listAll, pi/findById, pi/delete: session files on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+from msgspec import UNSET
+from send2trash import send2trash
+
+from pi_session_server.errors import fs_error_from_oserror
+from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session import SessionManager
+from pi_session_server.session.listing import AbortSignal
+from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
+from pi_session_server.session.paths import resolve_path
+
+from . import params as P
+from .errors import from_library_error, invalid_params, path_refused
+from .progress import Reporter, work_done
+from .wire import to_wire
+
+if TYPE_CHECKING:
+    from .app import PiSessionServer
+
+
+def _progress_callback(reporter: Reporter) -> Any:
+    if not reporter.active:
+        return None
+
+    def on_progress(loaded: int, total: int, partial: Any = ABSENT) -> None:
+        reporter.report(loaded, total, f"{loaded}/{total} session files", force=loaded == total)
+
+    return on_progress
+
+
+def is_session_file(path: str) -> bool:
+    """Header discovery: the first kept line is an object with type "session" and a string id."""
+    fd = open_for_reading(path)
+    try:
+        return is_valid_header(peek_header(fd).value)
+    finally:
+        os.close(fd)
+
+
+def register(server: PiSessionServer) -> None:
+    async def listing(p: P.Params, title: str, call: Any) -> Any:
+        signal = AbortSignal()
+        async with work_done(server, p.work_done_token, title) as reporter:
+            on_progress = _progress_callback(reporter)
+            try:
+                result = await server.run_blocking(lambda: call(on_progress, signal), thread=True)
+            except asyncio.CancelledError:
+                signal.abort()
+                raise
+        return to_wire(result)
+
+    @server.feature("pi/list")
+    async def pi_list(params: Any) -> Any:
+        p = P.parse(params, P.ListParams)
+        return await listing(
+            p,
+            "Listing sessions",
+            lambda progress, signal: SessionManager.list(p.cwd, P.opt(p.session_dir), progress, signal),
+        )
+
+    @server.feature("pi/listAll")
+    async def pi_list_all(params: Any) -> Any:
+        p = P.parse(params, P.ListAllParams)
+        return await listing(
+            p,
+            "Listing all sessions",
+            lambda progress, signal: SessionManager.list_all(P.opt(p.session_dir), progress, signal),
+        )
+
+    @server.feature("pi/findById")
+    async def pi_find_by_id(params: Any) -> Any:
+        p = P.parse(params, P.FindByIdParams)
+        found = await server.run_blocking(
+            lambda: SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir)), thread=True
+        )
+        return None if found is ABSENT else found
+
+    @server.feature("pi/delete")
+    async def pi_delete(params: Any) -> Any:
+        p = P.parse(params, P.DeleteParams)
+        if p.path is not UNSET:
+            path = resolve_path(p.path)
+        elif p.uri is not UNSET:
+            path = _uri_path(p.uri)
+        else:
+            raise invalid_params("Invalid params: one of `path` or `uri` is required")
+        if not os.path.lexists(path):
+            raise from_library_error(
+                fs_error_from_oserror(FileNotFoundError(2, "No such file"), "stat", path)
+            )
+        if not os.path.isfile(path):
+            raise path_refused(f"Not a pi session file: {path}", path)
+        if not await server.run_blocking(lambda: is_session_file(path), thread=False):
+            raise path_refused(f"Not a pi session file: {path}", path)
+        closed = []
+        for slot in server.registry.slots_for_path(path):
+            async with slot.lock:
+                server.registry.remove(slot.handle)
+            closed.append(slot.handle)
+        try:
+            if p.permanent:
+                os.unlink(path)
+            else:
+                send2trash(path)
+        except OSError as error:
+            raise from_library_error(fs_error_from_oserror(error, "unlink", path)) from error
+        except Exception as error:  # send2trash.TrashPermissionError and friends
+            raise path_refused(f"Cannot move {path} to the trash: {error}", path) from error
+        return {"path": path, "trashed": not p.permanent, "closedSessions": closed}
+
+
+def _uri_path(uri: str) -> str:
+    from .app import uri_to_path
+
+    return uri_to_path(uri)

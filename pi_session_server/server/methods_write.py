@@ -1,0 +1,125 @@
+"""pi/append (every appender), pi/branch, pi/resetLeaf, pi/branchWithSummary, pi/createBranchedSession,
+pi/newSession, pi/setSessionFile: the methods that move the leaf or write."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import params as P
+
+if TYPE_CHECKING:
+    from .app import PiSessionServer
+    from .registry import Slot
+
+
+def _append(manager: Any, p: P.AppendParams) -> Any:
+    """Call the appender for ``p.kind``; returns the new entry's id."""
+    if isinstance(p, P.AppendMessage):
+        return manager.append_message(P.opt(p.message))
+    if isinstance(p, P.AppendThinkingLevelChange):
+        return manager.append_thinking_level_change(P.opt(p.thinking_level))
+    if isinstance(p, P.AppendModelChange):
+        return manager.append_model_change(P.opt(p.provider), P.opt(p.model_id))
+    if isinstance(p, P.AppendUsage):
+        return manager.append_usage(
+            P.opt(p.usage_kind), P.opt(p.provider), P.opt(p.model), P.opt(p.usage), P.opt(p.note)
+        ).id
+    if isinstance(p, P.AppendCompaction):
+        return manager.append_compaction(
+            P.opt(p.summary),
+            P.opt(p.first_kept_entry_id),
+            P.opt(p.tokens_before),
+            P.opt(p.details),
+            P.opt(p.from_hook),
+            P.opt(p.usage),
+        )
+    if isinstance(p, P.AppendCustom):
+        return manager.append_custom_entry(P.opt(p.custom_type), P.opt(p.data))
+    if isinstance(p, P.AppendCustomMessage):
+        return manager.append_custom_message_entry(
+            P.opt(p.custom_type), P.opt(p.content), P.opt(p.display), P.opt(p.details)
+        )
+    if isinstance(p, P.AppendSessionInfo):
+        return manager.append_session_info(P.opt(p.name))
+    if isinstance(p, P.AppendLabel):
+        return manager.append_label_change(P.opt(p.target_id), P.opt(p.label))
+    raise AssertionError(f"unhandled append kind {type(p).__name__}")
+
+
+def _new_entry(entry_id: Any, slot: Slot) -> dict[str, Any]:
+    return {"id": entry_id, "leafId": slot.manager.get_leaf_id()}
+
+
+def _new_usage_entry(entry_id: Any, slot: Slot) -> dict[str, Any]:
+    """``appendUsage`` returns the whole entry in the reference."""
+    manager = slot.manager
+    return {"id": entry_id, "leafId": manager.get_leaf_id(), "entry": manager.get_entry(entry_id)}
+
+
+def register(server: PiSessionServer) -> None:
+    @server.feature("pi/append")
+    async def pi_append(params: Any) -> Any:
+        p = P.parse_append(params)
+        convert = _new_usage_entry if isinstance(p, P.AppendUsage) else _new_entry
+        return await server.session_call(p, lambda m: _append(m, p), write=True, convert=convert)
+
+    @server.feature("pi/branch")
+    async def pi_branch(params: Any) -> Any:
+        p = P.parse(params, P.BranchParams)
+
+        def job(manager: Any) -> Any:
+            manager.branch(P.opt(p.entry_id))
+            return {"leafId": manager.get_leaf_id()}
+
+        return await server.session_call(p, job)
+
+    @server.feature("pi/resetLeaf")
+    async def pi_reset_leaf(params: Any) -> Any:
+        p = P.parse(params, P.SessionParams)
+
+        def job(manager: Any) -> Any:
+            manager.reset_leaf()
+            return {"leafId": manager.get_leaf_id()}
+
+        return await server.session_call(p, job)
+
+    @server.feature("pi/branchWithSummary")
+    async def pi_branch_with_summary(params: Any) -> Any:
+        p = P.parse(params, P.BranchWithSummaryParams)
+
+        def job(manager: Any) -> Any:
+            return manager.branch_with_summary(
+                P.opt(p.branch_from_id),
+                P.opt(p.summary),
+                P.opt(p.details),
+                P.opt(p.from_hook),
+                P.opt(p.usage),
+            )
+
+        return await server.session_call(p, job, write=True, convert=_new_entry)
+
+    def switched(value: Any, slot: Slot) -> dict[str, Any]:
+        info = server.slot_info(slot)
+        info["result"] = value
+        return info
+
+    @server.feature("pi/createBranchedSession")
+    async def pi_create_branched_session(params: Any) -> Any:
+        p = P.parse(params, P.CreateBranchedSessionParams)
+        return await server.session_call(
+            p, lambda m: m.create_branched_session(P.opt(p.leaf_id)), write=True, heavy=True, convert=switched
+        )
+
+    @server.feature("pi/newSession")
+    async def pi_new_session(params: Any) -> Any:
+        p = P.parse(params, P.NewSessionParams)
+        return await server.session_call(
+            p, lambda m: m.new_session(P.options_dict(p.options)), write=True, convert=switched
+        )
+
+    @server.feature("pi/setSessionFile")
+    async def pi_set_session_file(params: Any) -> Any:
+        p = P.parse(params, P.SetSessionFileParams)
+        return await server.session_call(
+            p, lambda m: m.set_session_file(p.path), write=True, heavy=True, convert=switched
+        )

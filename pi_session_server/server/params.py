@@ -1,0 +1,310 @@
+"""Parameters of the pi/* methods as msgspec structures.
+
+What is checked: parameters the server itself uses (``session``, ``uri``, ``kind``, paths and
+directories, ``filter``, ``form``, ``since``, ``limit``, ...) and those the reference cannot do
+without (a session name must be a string) must be present with their type; a failure is ``-32602``
+naming the field. What the reference stores or compares without looking (ids, ``message``, ``data``,
+``details``, ``usage``, ``content``, ``display``, ``tokensBefore``, ...) may be any JSON value or be
+left out, because the reference gives each a defined answer (``branch(5)`` fails with ``Entry 5 not
+found``, ``branch()`` with ``Entry undefined not found``, ``getEntry()`` finds an entry without id).
+A field that is left out is JS ``undefined`` (``ABSENT``), which is not the same as ``null``.
+
+The same structures generate the params schemas of ``protocol/`` (see ``protocol_doc.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from pi_session_server.format.jsvalue import ABSENT
+
+from .errors import invalid_params
+
+T = TypeVar("T")
+
+Id = Any  # looked up by strict equality; any JSON value has a defined answer
+FileUri = Annotated[str, msgspec.Meta(pattern="^file:")]
+ProgressToken = int | str
+
+
+class Params(msgspec.Struct, rename="camel", kw_only=True):
+    """Base: every request may carry an LSP work-done progress token."""
+
+    work_done_token: ProgressToken | UnsetType = UNSET
+
+
+class SessionParams(Params, kw_only=True):
+    """A method on one session: ``session`` (a handle) or ``uri`` (a session file)."""
+
+    session: str | UnsetType = UNSET
+    uri: FileUri | UnsetType = UNSET
+
+
+class SessionOptions(msgspec.Struct, rename="camel", kw_only=True):
+    id: Any = UNSET
+    parent_session: Any = UNSET
+
+
+# --- opening -------------------------------------------------------------------------------
+
+
+class OpenParams(Params, kw_only=True):
+    path: str
+    session_dir: str | UnsetType = UNSET
+    cwd_override: str | UnsetType = UNSET
+
+
+class CreateParams(Params, kw_only=True):
+    cwd: str
+    session_dir: str | UnsetType = UNSET
+    options: SessionOptions | UnsetType = UNSET
+
+
+class ContinueRecentParams(Params, kw_only=True):
+    cwd: str
+    session_dir: str | UnsetType = UNSET
+
+
+class InMemoryParams(Params, kw_only=True):
+    cwd: str | UnsetType = UNSET
+    options: SessionOptions | UnsetType = UNSET
+    entries: list[Any] | UnsetType = UNSET
+
+
+class ForkFromParams(Params, kw_only=True):
+    source_path: str
+    target_cwd: str
+    session_dir: str | UnsetType = UNSET
+    options: SessionOptions | UnsetType = UNSET
+
+
+class CloseParams(Params, kw_only=True):
+    session: str
+
+
+# --- listing -------------------------------------------------------------------------------
+
+
+class ListParams(Params, kw_only=True):
+    cwd: str
+    session_dir: str | UnsetType = UNSET
+
+
+class ListAllParams(Params, kw_only=True):
+    session_dir: str | UnsetType = UNSET
+
+
+class FindByIdParams(Params, kw_only=True):
+    cwd: str
+    id: str
+    session_dir: str | UnsetType = UNSET
+
+
+class DeleteParams(Params, kw_only=True):
+    path: str | UnsetType = UNSET
+    uri: FileUri | UnsetType = UNSET
+    permanent: bool = False
+
+
+# --- writing -------------------------------------------------------------------------------
+
+AppendKind = Literal[
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "usage",
+    "compaction",
+    "custom",
+    "custom_message",
+    "session_info",
+    "label",
+]
+
+
+class AppendMessage(SessionParams, tag="message", tag_field="kind", kw_only=True):
+    message: Any = UNSET
+
+
+class AppendThinkingLevelChange(SessionParams, tag="thinking_level_change", tag_field="kind", kw_only=True):
+    thinking_level: Any = UNSET
+
+
+class AppendModelChange(SessionParams, tag="model_change", tag_field="kind", kw_only=True):
+    provider: Any = UNSET
+    model_id: Any = UNSET
+
+
+class AppendUsage(SessionParams, tag="usage", tag_field="kind", kw_only=True):
+    usage_kind: Any = UNSET
+    provider: Any = UNSET
+    model: Any = UNSET
+    usage: Any = UNSET
+    note: Any = UNSET
+
+
+class AppendCompaction(SessionParams, tag="compaction", tag_field="kind", kw_only=True):
+    summary: Any = UNSET
+    first_kept_entry_id: Id = UNSET
+    tokens_before: Any = UNSET
+    details: Any = UNSET
+    from_hook: Any = UNSET
+    usage: Any = UNSET
+
+
+class AppendCustom(SessionParams, tag="custom", tag_field="kind", kw_only=True):
+    custom_type: Any = UNSET
+    data: Any = UNSET
+
+
+class AppendCustomMessage(SessionParams, tag="custom_message", tag_field="kind", kw_only=True):
+    custom_type: Any = UNSET
+    content: Any = UNSET
+    display: Any = UNSET
+    details: Any = UNSET
+
+
+class AppendSessionInfo(SessionParams, tag="session_info", tag_field="kind", kw_only=True):
+    name: str
+
+
+class AppendLabel(SessionParams, tag="label", tag_field="kind", kw_only=True):
+    target_id: Id = UNSET
+    label: Any = UNSET
+
+
+AppendParams = (
+    AppendMessage
+    | AppendThinkingLevelChange
+    | AppendModelChange
+    | AppendUsage
+    | AppendCompaction
+    | AppendCustom
+    | AppendCustomMessage
+    | AppendSessionInfo
+    | AppendLabel
+)
+
+
+class BranchParams(SessionParams, kw_only=True):
+    entry_id: Id = UNSET
+
+
+class BranchWithSummaryParams(SessionParams, kw_only=True):
+    branch_from_id: Id = UNSET
+    summary: Any = UNSET
+    details: Any = UNSET
+    from_hook: Any = UNSET
+    usage: Any = UNSET
+
+
+class CreateBranchedSessionParams(SessionParams, kw_only=True):
+    leaf_id: Id = UNSET
+
+
+class NewSessionParams(SessionParams, kw_only=True):
+    options: SessionOptions | UnsetType = UNSET
+
+
+class SetSessionFileParams(SessionParams, kw_only=True):
+    path: str
+
+
+# --- reading -------------------------------------------------------------------------------
+
+TreeFilter = Literal["none", "default", "no-tools", "user-only", "labeled-only", "all"]
+
+
+class GetTreeParams(SessionParams, kw_only=True):
+    filter: TreeFilter = "none"
+    form: Literal["flat", "nested", "reference"] = "flat"
+    search: str | UnsetType = UNSET
+    active_branch_first: bool = False
+    previews: bool = True
+
+
+class GetBranchParams(SessionParams, kw_only=True):
+    from_id: Id = UNSET
+
+
+class GetChildrenParams(SessionParams, kw_only=True):
+    parent_id: Id = UNSET
+
+
+class GetEntryParams(SessionParams, kw_only=True):
+    id: Id = UNSET
+
+
+class GetEntriesParams(SessionParams, kw_only=True):
+    since: str | UnsetType = UNSET
+    limit: int | UnsetType = UNSET
+
+
+class GetLabelParams(SessionParams, kw_only=True):
+    id: Id = UNSET
+
+
+class ContextParams(SessionParams, kw_only=True):
+    leaf_id: Id = UNSET
+
+
+def parse(params: Any, struct: type[T]) -> T:
+    """Validate raw params; a failure is a -32602 reply that names the field."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise invalid_params("Invalid params: expected an object")
+    try:
+        return msgspec.convert(params, struct)
+    except msgspec.ValidationError as error:
+        raise invalid_params(f"Invalid params: {error}") from None
+
+
+APPEND_KINDS: dict[str, type[Any]] = {
+    str(cls.__struct_config__.tag): cls
+    for cls in (
+        AppendMessage,
+        AppendThinkingLevelChange,
+        AppendModelChange,
+        AppendUsage,
+        AppendCompaction,
+        AppendCustom,
+        AppendCustomMessage,
+        AppendSessionInfo,
+        AppendLabel,
+    )
+}
+
+
+def parse_append(params: Any) -> AppendParams:
+    """The appender's params, chosen by ``kind`` (a dict lookup: converting to the union is slow)."""
+    if isinstance(params, dict):
+        kind = params.get("kind")
+        if kind is None and "kind" not in params:
+            raise invalid_params("Invalid params: Object missing required field `kind`")
+        struct = APPEND_KINDS.get(kind) if isinstance(kind, str) else None
+        if struct is None:
+            raise invalid_params(
+                f"Invalid params: Invalid value {kind!r} - at `$.kind` (expected one of {', '.join(APPEND_KINDS)})"
+            )
+        return parse(params, struct)  # type: ignore[no-any-return]
+    return parse(params, AppendMessage)
+
+
+def opt(value: Any) -> Any:
+    """UNSET (field left out) -> ABSENT (JS undefined)."""
+    return ABSENT if value is UNSET else value
+
+
+def options_dict(options: SessionOptions | UnsetType) -> Any:
+    """The reference's ``options`` object, or ABSENT."""
+    if options is UNSET:
+        return ABSENT
+    result: dict[str, Any] = {}
+    if options.id is not UNSET:
+        result["id"] = options.id
+    if options.parent_session is not UNSET:
+        result["parentSession"] = options.parent_session
+    return result

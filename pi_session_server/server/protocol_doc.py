@@ -1,0 +1,668 @@
+"""The wire contract in ``protocol/``, generated from the code that implements it.
+
+``python -m pi_session_server.server.protocol_doc protocol/`` writes ``pi-session.openrpc.json``
+(every method: params, result, errors; every notification; the error codes). Params schemas come from
+the msgspec structures the server validates with (``params.py``); result schemas are written here, next
+to the list of methods. ``tests/unit/test_protocol_contract.py`` fails when the committed files and this
+generator disagree, or when the server registers a method that is not documented (or the reverse), and
+the end-to-end tests validate every reply against these schemas.
+
+``protocol/session-line.schema.json`` (the JSON Schema of session lines) is written by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pi_session_server import __version__
+
+from . import errors as E
+from . import params as P
+
+REF = "#/components/schemas/"
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": REF + name}
+
+
+ANY: dict[str, Any] = {}
+NULLABLE_ENTRY = {"anyOf": [ref("Entry"), {"type": "null"}]}
+
+# --- result schemas --------------------------------------------------------------------------
+
+SCHEMAS: dict[str, Any] = {
+    "JsonValue": {"description": "Any JSON value (the reference stores such fields as given)."},
+    "Entry": {
+        "type": "object",
+        "description": (
+            "A session entry exactly as stored in the file (one JSON line), keys in the file's order "
+            "(integer-like keys first, as JavaScript orders them). pi never validates what it reads, so "
+            "any field may have any type; session-line.schema.json describes what pi writes."
+        ),
+        "properties": {"type": ANY, "id": ANY, "parentId": ANY, "timestamp": ANY},
+    },
+    "Header": {
+        "type": "object",
+        "description": 'The session header line (type "session"), every key it has.',
+        "properties": {
+            "type": {"const": "session"},
+            "version": ANY,
+            "id": ANY,
+            "timestamp": ANY,
+            "cwd": ANY,
+            "parentSession": ANY,
+        },
+        "required": ["type"],
+    },
+    "SessionHandleInfo": {
+        "type": "object",
+        "description": "What the opening methods return: the handle and the session it holds.",
+        "properties": {
+            "session": {"type": "string", "description": "The handle for later requests."},
+            "uri": {"type": "string", "description": "file: URI of the session file, when there is one."},
+            "sessionId": {"description": "getSessionId() (a string for everything pi writes)."},
+            "sessionFile": {"type": "string", "description": "getSessionFile(); absent in memory."},
+            "sessionDir": {"type": "string"},
+            "cwd": {"type": "string"},
+            "isPersisted": {"type": "boolean"},
+            "usesDefaultSessionDir": {"type": "boolean"},
+            "leafId": {
+                "description": "getLeafId(): an id, null (before the first entry / after resetLeaf), or absent."
+            },
+            "header": {"anyOf": [ref("Header"), {"type": "null"}]},
+            "entryCount": {"type": "integer", "minimum": 0, "description": "getEntries().length"},
+            "sessionName": {"type": "string"},
+            "readOnly": {
+                "type": "boolean",
+                "description": "true for a file opened through `uri` that needs a write when opened "
+                "(migration, newline repair): it is held in memory until the first writing method.",
+            },
+            "result": {"description": "createBranchedSession/newSession: the method's own return value."},
+        },
+        "required": [
+            "session",
+            "sessionId",
+            "sessionDir",
+            "cwd",
+            "isPersisted",
+            "usesDefaultSessionDir",
+            "header",
+            "entryCount",
+            "readOnly",
+        ],
+    },
+    "ListedSession": {
+        "type": "object",
+        "description": "SessionInfo of list/listAll, as JSON.stringify shows it (dates as ISO strings, null when invalid).",
+        "properties": {
+            "path": {"type": "string"},
+            "id": ANY,
+            "cwd": {"type": "string"},
+            "name": {"type": "string"},
+            "parentSessionPath": ANY,
+            "created": {"type": ["string", "null"]},
+            "modified": {"type": ["string", "null"]},
+            "messageCount": {"type": "integer"},
+            "firstMessage": {"type": "string"},
+            "allMessagesText": {"type": "string"},
+        },
+        "required": ["path", "cwd", "created", "modified", "messageCount", "firstMessage", "allMessagesText"],
+    },
+    "AppendResult": {
+        "type": "object",
+        "properties": {
+            "id": {"description": "The new entry's id (what the reference's appender returns)."},
+            "leafId": {"description": "The leaf after the append (the new entry)."},
+            "entry": {**ref("Entry"), "description": 'kind "usage" only: appendUsage returns the entry.'},
+        },
+        "required": ["id"],
+    },
+    "LeafResult": {
+        "type": "object",
+        "properties": {
+            "leafId": {"description": "getLeafId(); absent when the leaf is undefined."},
+            "entry": NULLABLE_ENTRY,
+        },
+        "required": ["entry"],
+    },
+    "EntriesPage": {
+        "type": "object",
+        "properties": {
+            "entries": {"type": "array", "items": ref("Entry")},
+            "total": {"type": "integer", "description": "getEntries().length"},
+            "hasMore": {"type": "boolean", "description": "true when `limit` cut the page short"},
+        },
+        "required": ["entries", "total", "hasMore"],
+    },
+    "Context": {
+        "type": "object",
+        "description": "buildSessionContext(): {messages, thinkingLevel, model}.",
+        "properties": {
+            "messages": {"type": "array", "items": ANY},
+            "thinkingLevel": ANY,
+            "model": {
+                "anyOf": [
+                    {"type": "null"},
+                    {"type": "object", "properties": {"provider": ANY, "modelId": ANY}},
+                ]
+            },
+        },
+        "required": ["messages", "model"],
+    },
+    "TreeNode": {
+        "type": "object",
+        "description": "One node of pi/getTree's flat or nested form.",
+        "properties": {
+            "id": {"description": "The entry's id (null when the entry has none)."},
+            "parentId": {"description": "The entry's own parentId (absent when the line has none)."},
+            "visibleParentId": {
+                "description": "Id of the nearest ancestor shown in this result (null for roots)."
+            },
+            "childIds": {
+                "type": "array",
+                "description": "flat form: ids of the children shown in this result",
+            },
+            "children": {"type": "array", "items": ref("TreeNode"), "description": "nested form"},
+            "type": ANY,
+            "role": ANY,
+            "label": ANY,
+            "labelTimestamp": ANY,
+            "preview": {"type": "string", "description": "What pi's /tree shows for the entry (no colours)."},
+            "timestamp": ANY,
+            "line": {"type": "integer", "minimum": 0, "description": "0-based line of the entry in the file"},
+            "depth": {"type": "integer", "minimum": 0},
+            "isLeaf": {"type": "boolean"},
+            "onLeafPath": {"type": "boolean"},
+            "isBranchPoint": {"type": "boolean", "description": "more than one child shown"},
+        },
+        "required": ["id", "visibleParentId", "depth", "isLeaf", "onLeafPath", "isBranchPoint"],
+    },
+    "TreeView": {
+        "type": "object",
+        "properties": {"leafId": ANY, "nodes": {"type": "array", "items": ref("TreeNode")}},
+        "required": ["leafId", "nodes"],
+    },
+    "ReferenceTreeNode": {
+        "type": "object",
+        "description": "getTree() of the reference: {entry, children, label?, labelTimestamp?}.",
+        "properties": {
+            "entry": ref("Entry"),
+            "children": {"type": "array", "items": ref("ReferenceTreeNode")},
+            "label": ANY,
+            "labelTimestamp": ANY,
+        },
+        "required": ["entry", "children"],
+    },
+    "DidChangeParams": {
+        "type": "object",
+        "properties": {
+            "session": {"type": "string"},
+            "uri": {"type": ["string", "null"]},
+            "kind": {"enum": ["appended", "reloaded", "deleted"]},
+            "newEntryIds": {"type": "array", "description": "ids of the entries that are new (file order)"},
+            "leafId": {"description": "The leaf after the change (absent when undefined)."},
+        },
+        "required": ["session", "uri", "kind", "newEntryIds"],
+    },
+    "ForeignWriterParams": {
+        "type": "object",
+        "properties": {
+            "session": {"type": "string"},
+            "uri": {"type": ["string", "null"]},
+            "path": {"type": "string"},
+            "message": {"type": "string"},
+            "expectedSize": {"type": ["integer", "null"], "description": "where our last write ended"},
+            "foundSize": {"type": ["integer", "null"], "description": "the size we found before writing"},
+        },
+        "required": ["session", "path", "message"],
+    },
+}
+
+SESSION_TREE_RESULT = {
+    "description": "form flat/nested: a TreeView; form reference: getTree() itself (array of ReferenceTreeNode).",
+    "anyOf": [ref("TreeView"), {"type": "array", "items": ref("ReferenceTreeNode")}],
+}
+
+# --- methods -----------------------------------------------------------------------------------
+
+# errors every method addressed by session/uri can answer
+SESSION_ERRORS = [E.UNKNOWN_SESSION, E.INVALID_SESSION_FILE, E.FS_ERROR, E.SESSION_ERROR]
+OPEN_ERRORS = [E.INVALID_SESSION_FILE, E.INVALID_SESSION_ID, E.FS_ERROR, E.SESSION_ERROR]
+
+
+@dataclass
+class Method:
+    name: str
+    summary: str
+    params: Any  # a params struct, or a union of them (pi/append)
+    result: dict[str, Any]
+    errors: list[int] = field(default_factory=list)
+    reference: str = ""
+
+
+def _entries(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": ref("Entry"), "description": description}
+
+
+METHODS: list[Method] = [
+    Method(
+        "pi/open",
+        "SessionManager.open(path, sessionDir?, cwdOverride?): load a session file (or bind a new "
+        "session to a missing path).",
+        P.OpenParams,
+        ref("SessionHandleInfo"),
+        OPEN_ERRORS,
+        "open",
+    ),
+    Method(
+        "pi/create",
+        "SessionManager.create(cwd, sessionDir?, options?): a new persisted session (written with "
+        "the first assistant message).",
+        P.CreateParams,
+        ref("SessionHandleInfo"),
+        OPEN_ERRORS,
+        "create",
+    ),
+    Method(
+        "pi/continueRecent",
+        "SessionManager.continueRecent(cwd, sessionDir?): the most recent session of the "
+        "directory, or a new one.",
+        P.ContinueRecentParams,
+        ref("SessionHandleInfo"),
+        OPEN_ERRORS,
+        "continueRecent",
+    ),
+    Method(
+        "pi/inMemory",
+        "SessionManager.inMemory(cwd?, options?, entries?): a session that never touches the disk.",
+        P.InMemoryParams,
+        ref("SessionHandleInfo"),
+        OPEN_ERRORS,
+        "inMemory",
+    ),
+    Method(
+        "pi/forkFrom",
+        "SessionManager.forkFrom(sourcePath, targetCwd, sessionDir?, options?): copy a session "
+        "into a new file.",
+        P.ForkFromParams,
+        ref("SessionHandleInfo"),
+        [*OPEN_ERRORS, E.FORK_ERROR],
+        "forkFrom",
+    ),
+    Method(
+        "pi/close",
+        "Forget a handle (the file is left as it is).",
+        P.CloseParams,
+        {
+            "type": "object",
+            "properties": {"session": {"type": "string"}, "closed": {"const": True}},
+            "required": ["session", "closed"],
+        },
+        [E.UNKNOWN_SESSION],
+    ),
+    Method(
+        "pi/sessions",
+        "The sessions this sidecar holds (handle info of each).",
+        P.Params,
+        {"type": "array", "items": ref("SessionHandleInfo")},
+    ),
+    Method(
+        "pi/getInfo",
+        "Handle info of one session (ids, file, leaf, header, entry count, name).",
+        P.SessionParams,
+        ref("SessionHandleInfo"),
+        SESSION_ERRORS,
+    ),
+    Method(
+        "pi/list",
+        "SessionManager.list(cwd, sessionDir?): sessions of one project, newest first. Reports "
+        "work-done progress.",
+        P.ListParams,
+        {"type": "array", "items": ref("ListedSession")},
+        [E.ABORTED, E.SESSION_ERROR],
+        "list",
+    ),
+    Method(
+        "pi/listAll",
+        "SessionManager.listAll(sessionDir?): sessions of every project (or of one directory), "
+        "newest first. Reports work-done progress.",
+        P.ListAllParams,
+        {"type": "array", "items": ref("ListedSession")},
+        [E.ABORTED, E.SESSION_ERROR],
+        "listAll",
+    ),
+    Method(
+        "pi/findById",
+        "SessionManager.findById(cwd, id, sessionDir?): the path of the session file with that id, or null.",
+        P.FindByIdParams,
+        {"type": ["string", "null"]},
+        [E.SESSION_ERROR],
+        "findById",
+    ),
+    Method(
+        "pi/delete",
+        "Delete a session file as pi's /resume does: to the trash (permanent only with "
+        "`permanent: true`); refuses files that are not pi sessions; closes handles on the file.",
+        P.DeleteParams,
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "trashed": {"type": "boolean"},
+                "closedSessions": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["path", "trashed", "closedSessions"],
+        },
+        [E.PATH_REFUSED, E.FS_ERROR],
+    ),
+    Method(
+        "pi/append",
+        "Every appender, chosen by `kind` (the entry type it writes): message -> appendMessage, "
+        "thinking_level_change, model_change, usage (`usageKind` is appendUsage's `kind`), compaction, custom "
+        "(appendCustomEntry), custom_message (appendCustomMessageEntry), session_info, label "
+        "(appendLabelChange). A failed append leaves the session as it was.",
+        P.AppendParams,
+        ref("AppendResult"),
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+    ),
+    Method(
+        "pi/branch",
+        "branch(entryId): move the leaf (nothing is written).",
+        P.BranchParams,
+        {"type": "object", "properties": {"leafId": ANY}},
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+        "branch",
+    ),
+    Method(
+        "pi/resetLeaf",
+        "resetLeaf(): the next append starts a new root.",
+        P.SessionParams,
+        {"type": "object", "properties": {"leafId": {"type": "null"}}, "required": ["leafId"]},
+        SESSION_ERRORS,
+        "resetLeaf",
+    ),
+    Method(
+        "pi/branchWithSummary",
+        "branchWithSummary(branchFromId | null, summary, details?, fromHook?, usage?).",
+        P.BranchWithSummaryParams,
+        ref("AppendResult"),
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+        "branchWithSummary",
+    ),
+    Method(
+        "pi/createBranchedSession",
+        "createBranchedSession(leafId): the path to leafId becomes a new session "
+        "(the handle now holds it; `result` is the new file path).",
+        P.CreateBranchedSessionParams,
+        ref("SessionHandleInfo"),
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+        "createBranchedSession",
+    ),
+    Method(
+        "pi/newSession",
+        "newSession(options?): the handle starts a new session (`result` is the new file path).",
+        P.NewSessionParams,
+        ref("SessionHandleInfo"),
+        [*SESSION_ERRORS, E.INVALID_SESSION_ID],
+        "newSession",
+    ),
+    Method(
+        "pi/setSessionFile",
+        "setSessionFile(path): the handle switches to another file (unchanged on failure).",
+        P.SetSessionFileParams,
+        ref("SessionHandleInfo"),
+        SESSION_ERRORS,
+        "setSessionFile",
+    ),
+    Method(
+        "pi/getTree",
+        "getTree() with pi's /tree filter modes. form flat (default): preorder nodes with "
+        "childIds, safe for any depth; nested: children inline; reference: the reference's getTree() value "
+        "({entry, children, label?, labelTimestamp?}). filter none (default) shows every entry; default, "
+        "no-tools, user-only, labeled-only, all are the TUI's modes.",
+        P.GetTreeParams,
+        SESSION_TREE_RESULT,
+        SESSION_ERRORS,
+        "getTree",
+    ),
+    Method(
+        "pi/getBranch",
+        "getBranch(fromId?): the path from the root to fromId (default: the leaf).",
+        P.GetBranchParams,
+        _entries("root first"),
+        SESSION_ERRORS,
+        "getBranch",
+    ),
+    Method(
+        "pi/getChildren",
+        "getChildren(parentId): entries whose parentId is parentId (null: the roots).",
+        P.GetChildrenParams,
+        _entries("index order"),
+        SESSION_ERRORS,
+        "getChildren",
+    ),
+    Method(
+        "pi/getEntry",
+        "getEntry(id): the entry, or null.",
+        P.GetEntryParams,
+        NULLABLE_ENTRY,
+        SESSION_ERRORS,
+        "getEntry",
+    ),
+    Method(
+        "pi/getEntries",
+        "getEntries() in file order; `since` (an entry id: entries after its last occurrence) "
+        "and `limit` page through them.",
+        P.GetEntriesParams,
+        ref("EntriesPage"),
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+        "getEntries",
+    ),
+    Method(
+        "pi/getLeaf",
+        "getLeafId() and getLeafEntry().",
+        P.SessionParams,
+        ref("LeafResult"),
+        SESSION_ERRORS,
+        "getLeafId",
+    ),
+    Method(
+        "pi/getLabel",
+        "getLabel(id): the label, or null.",
+        P.GetLabelParams,
+        {"type": ["string", "null"]},
+        SESSION_ERRORS,
+        "getLabel",
+    ),
+    Method(
+        "pi/getSessionName",
+        "getSessionName(): the name, or null.",
+        P.SessionParams,
+        {"type": ["string", "null"]},
+        SESSION_ERRORS,
+        "getSessionName",
+    ),
+    Method(
+        "pi/getHeader",
+        "getHeader(): the header line, or null.",
+        P.SessionParams,
+        {"anyOf": [ref("Header"), {"type": "null"}]},
+        SESSION_ERRORS,
+        "getHeader",
+    ),
+    Method(
+        "pi/buildContextEntries",
+        "buildContextEntries() (with `leafId`: as if the leaf were there; null gives []).",
+        P.ContextParams,
+        _entries("the entries the context is built from"),
+        SESSION_ERRORS,
+        "buildContextEntries",
+    ),
+    Method(
+        "pi/buildSessionContext",
+        "buildSessionContext() (with `leafId`: the context at that entry).",
+        P.ContextParams,
+        ref("Context"),
+        SESSION_ERRORS,
+        "buildSessionContext",
+    ),
+]
+
+NOTIFICATIONS = [
+    (
+        "pi/didChange",
+        "server -> client: another process appended to (or rewrote, or deleted) a held session "
+        "file; the session already took the change in.",
+        "DidChangeParams",
+    ),
+    (
+        "pi/foreignWriter",
+        "server -> client: while appending, the server found bytes it did not write since its "
+        "last append (pi or another tool writes the same file).",
+        "ForeignWriterParams",
+    ),
+]
+
+FIELD_DOCS = {
+    "session": "A handle returned by an opening method.",
+    "uri": "file: URI of a session file (opened on demand; written only by writing methods). Use instead of `session`.",
+    "workDoneToken": "LSP work-done progress token: the server reports $/progress for long operations.",
+    "kind": "Which appender: the type of the entry it writes.",
+    "filter": "none (every entry) or one of pi's /tree modes.",
+    "form": "flat, nested or reference.",
+    "previews": "false skips the preview texts (faster on huge sessions).",
+    "activeBranchFirst": "order children as pi's TUI does: the branch holding the leaf first.",
+    "search": "pi's /tree search: every whitespace-separated token must occur (case-insensitive).",
+    "since": "An entry id: return the entries after its last occurrence in file order.",
+    "limit": "At most this many entries.",
+    "permanent": "true deletes the file instead of moving it to the trash.",
+    "usageKind": "appendUsage's `kind` (e.g. cache_warm).",
+}
+
+
+def _one_of_required(names: list[str]) -> dict[str, Any]:
+    return {"anyOf": [{"required": [name]} for name in names]}
+
+
+def _params_schema(struct: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(schema of the params object, definitions it needs) with refs into components.
+
+    What msgspec cannot express is added: a session method needs ``session`` or ``uri``; pi/delete
+    needs ``path`` or ``uri``."""
+    schema = msgspec.json.schema(struct)
+    defs = schema.pop("$defs", {})
+    for name, body in defs.items():
+        props = body.get("properties", {})
+        if "session" in props and "uri" in props:
+            body.update(_one_of_required(["session", "uri"]))
+        elif name == "DeleteParams":
+            body.update(_one_of_required(["path", "uri"]))
+    text = json.dumps(schema).replace('"#/$defs/', '"' + REF)
+    defs_text = json.dumps(defs).replace('"#/$defs/', '"' + REF)
+    return json.loads(text), json.loads(defs_text)
+
+
+def _descriptors(struct: Any, defs: dict[str, Any]) -> list[dict[str, Any]]:
+    """OpenRPC content descriptors (by-name params) of a params struct or a union of structs."""
+    members = [struct] if not hasattr(struct, "__args__") else list(struct.__args__)
+    seen: dict[str, dict[str, Any]] = {}
+    for member in members:
+        body = defs[member.__name__]
+        required = set(body.get("required", []))
+        for name, schema in body["properties"].items():
+            if name in seen:
+                continue
+            descriptor: dict[str, Any] = {"name": name, "schema": schema}
+            if len(members) == 1 and name in required or name == "kind":
+                descriptor["required"] = True
+            if name in FIELD_DOCS:
+                descriptor["description"] = FIELD_DOCS[name]
+            seen[name] = descriptor
+    return list(seen.values())
+
+
+def openrpc() -> dict[str, Any]:
+    components: dict[str, Any] = copy.deepcopy(SCHEMAS)
+    methods = []
+    for m in METHODS:
+        params_schema, defs = _params_schema(m.params)
+        for name, body in defs.items():
+            components.setdefault(name, body)
+        entry: dict[str, Any] = {
+            "name": m.name,
+            "summary": m.summary,
+            "paramStructure": "by-name",
+            "params": _descriptors(m.params, defs),
+            "result": {"name": "result", "schema": m.result},
+            "x-paramsSchema": params_schema,
+        }
+        if m.reference:
+            entry["x-reference"] = f"SessionManager.{m.reference}"
+        codes = sorted(set(m.errors), reverse=True)
+        entry["errors"] = [
+            {"code": c, "message": E.ERROR_CODES[c][0], "data": E.ERROR_CODES[c][1]} for c in codes
+        ]
+        methods.append(entry)
+    return {
+        "openrpc": "1.3.2",
+        "info": {
+            "title": "pi-session-server sidecar",
+            "version": __version__,
+            "description": (
+                "JSON-RPC 2.0 over LSP base framing (Content-Length headers) on the stdio of `pi-session serve`. "
+                "Every SessionManager operation of pi 0.86.1 as a pi/* method; results are the reference's values "
+                "in JSON (camelCase keys as pi writes them, JS key order). A session is addressed by a handle "
+                "(`session`) or by the file's `uri`. Requests on one session run in arrival order. The same "
+                "process answers LSP (initialize, textDocument/*): initialize is optional for pi/* clients; "
+                "initializationOptions: {fsync?: boolean, watchInterval?: seconds, rollbackFailedWrites?: boolean}. "
+                "Parameters that the reference takes as plain values (ids, message, data, ...) accept any JSON "
+                "value and may be left out, which means JS undefined (not null)."
+            ),
+        },
+        "methods": methods,
+        "components": {
+            "schemas": components,
+            "errors": {
+                E.ERROR_CODES[c][0]: {"code": c, "message": E.ERROR_CODES[c][1]}
+                for c in sorted(E.ERROR_CODES)
+            },
+        },
+        "x-notifications": [
+            {"name": name, "summary": summary, "params": {"name": "params", "schema": ref(schema)}}
+            for name, summary, schema in NOTIFICATIONS
+        ],
+        "x-errorData": (
+            "Application errors (-32001..-32010) carry the reference's message verbatim in `message`; `data.name` is "
+            "the JS error name (Error, AbortError, TypeError), `data.code` the Node fs code (EEXIST, ENOENT, EISDIR) "
+            "for -32005. After a failed request the session is as it was: unlike pi, an entry whose write failed "
+            "(EEXIST/ENOENT) is not kept in memory; initializationOptions.rollbackFailedWrites=false (or "
+            "`serve --keep-failed-appends`) gives pi's behaviour."
+        ),
+    }
+
+
+def render() -> str:
+    return json.dumps(openrpc(), indent=2, ensure_ascii=False) + "\n"
+
+
+def documented_methods() -> set[str]:
+    return {m.name for m in METHODS}
+
+
+def main(argv: list[str]) -> int:
+    target = Path(argv[0] if argv else "protocol")
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "pi-session.openrpc.json").write_text(render(), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

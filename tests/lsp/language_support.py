@@ -1,0 +1,168 @@
+"""Shared pieces of the language-feature end-to-end tests (the real server process, two clients).
+
+Every test runs twice: as VS Code (UTF-16 positions, the LSP default) and as Neovim (offers UTF-8
+first, so the server negotiates UTF-8). ``Editor`` keeps the client's view of each document and
+converts (line, text index) into the client's columns, so expectations are written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "pi_session_server"])
+CLIENTS = ["visual-studio-code", "neovim"]
+
+
+def split_lines(text: str) -> list[str]:
+    return text.split("\n")
+
+
+def column(line_text: str, index: int, encoding: str) -> int:
+    """Client column of the text index ``index`` in ``line_text``."""
+    prefix = line_text[:index]
+    if encoding == "utf-8":
+        return len(prefix.encode("utf-8", "surrogatepass"))
+    if encoding == "utf-16":
+        return len(prefix.encode("utf-16-le", "surrogatepass")) // 2
+    return len(prefix)
+
+
+@dataclass
+class Editor:
+    client: LanguageClient
+    encoding: str
+    texts: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)
+    applied_edits: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
+    notifications: dict[str, list[Any]] = field(default_factory=dict)
+    opened: int = 0
+
+    def fresh_uri(self, name: str = "session") -> str:
+        """A new document for each test (one server serves a whole module)."""
+        self.opened += 1
+        return f"file:///tmp/pi-language-tests/2026-11-30T09-13-48-180Z_{name}{self.opened}.jsonl"
+
+    def pos(self, uri: str, line: int, index: int) -> types.Position:
+        return types.Position(line, column(split_lines(self.texts[uri])[line], index, self.encoding))
+
+    def pos_of(
+        self, uri: str, line: int, needle: str, occurrence: int = 0, after: bool = False
+    ) -> types.Position:
+        text = split_lines(self.texts[uri])[line]
+        index = -1
+        for _ in range(occurrence + 1):
+            index = text.index(needle, index + 1)
+        return self.pos(uri, line, index + (len(needle) if after else 0))
+
+    def span(self, uri: str, line: int, needle: str) -> tuple[int, int]:
+        """(start, end) client columns of ``needle`` on ``line``."""
+        start = self.pos_of(uri, line, needle).character
+        end = self.pos_of(uri, line, needle, after=True).character
+        return start, end
+
+    async def open(self, uri: str, text: str, language_id: str = "pi-session") -> Sequence[types.Diagnostic]:
+        self.texts[uri] = text
+        self.versions[uri] = 1
+        waiter = asyncio.ensure_future(
+            self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        )
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=text)
+            )
+        )
+        return await self.diagnostics_for(uri, waiter)
+
+    async def diagnostics_for(self, uri: str, waiter: Any = None) -> Sequence[types.Diagnostic]:
+        while True:
+            if waiter is None:
+                waiter = asyncio.ensure_future(
+                    self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+                )
+            params = await asyncio.wait_for(waiter, 20)
+            waiter = None
+            if params.uri == uri:
+                return params.diagnostics
+
+    async def edit(
+        self, uri: str, start: types.Position, end: types.Position, new_text: str
+    ) -> Sequence[types.Diagnostic]:
+        """Apply an edit on both sides (client text and server) and return the next diagnostics."""
+        lines = split_lines(self.texts[uri])
+        s = _index(lines, start, self.encoding)
+        e = _index(lines, end, self.encoding)
+        text = self.texts[uri]
+        self.texts[uri] = text[:s] + new_text + text[e:]
+        self.versions[uri] += 1
+        waiter = asyncio.ensure_future(
+            self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        )
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=types.Range(start, end), text=new_text)
+                ],
+            )
+        )
+        return await self.diagnostics_for(uri, waiter)
+
+    async def apply(self, uri: str, edits: Sequence[types.TextEdit]) -> Sequence[types.Diagnostic]:
+        """Apply text edits (as an editor does: all positions refer to the text before any of them)."""
+        ordered = sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True)
+        diagnostics: Sequence[types.Diagnostic] = []
+        for e in ordered:
+            diagnostics = await self.edit(uri, e.range.start, e.range.end, e.new_text)
+        return diagnostics
+
+    def end(self, uri: str) -> types.Position:
+        lines = split_lines(self.texts[uri])
+        return self.pos(uri, len(lines) - 1, len(lines[-1]))
+
+
+def _index(lines: list[str], pos: types.Position, encoding: str) -> int:
+    """Text index of a client position."""
+    offset = sum(len(line) + 1 for line in lines[: pos.line])
+    line = lines[pos.line] if pos.line < len(lines) else ""
+    if encoding == "utf-8":
+        prefix = line.encode("utf-8", "surrogatepass")[: pos.character].decode("utf-8", "ignore")
+    elif encoding == "utf-16":
+        prefix = line.encode("utf-16-le", "surrogatepass")[: 2 * pos.character].decode(
+            "utf-16-le", "surrogatepass"
+        )
+    else:
+        prefix = line[: pos.character]
+    return offset + len(prefix)
+
+
+async def start_editor(lsp_client: LanguageClient, client_name: str) -> Editor:
+    capabilities = client_capabilities(client_name)
+    result = await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    encoding = str(
+        getattr(
+            result.capabilities.position_encoding, "value", result.capabilities.position_encoding or "utf-16"
+        )
+    )
+    editor = Editor(lsp_client, encoding)
+
+    @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        editor.applied_edits.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    @lsp_client.feature("pi/largeFile")
+    def large_file(params: Any) -> None:
+        editor.notifications.setdefault("pi/largeFile", []).append(params)
+
+    return editor
+
+
+def codes_by_line(diagnostics: Sequence[types.Diagnostic]) -> list[tuple[int, str]]:
+    return sorted((d.range.start.line, str(d.code)) for d in diagnostics)

@@ -1,0 +1,186 @@
+"""Repairs as code actions through the real server: each one offered for its diagnostic, resolved,
+applied by the client, and then the problem is gone."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from language_support import CLIENTS, SERVER, Editor, codes_by_line, start_editor
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from pi_session_server.analysis import samples as S
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def editor(client: LanguageClient) -> Editor:
+    return client.editor  # type: ignore[attr-defined]
+
+
+def doc(*lines: str, final_newline: bool = True) -> str:
+    return "\n".join(lines) + ("\n" if final_newline else "")
+
+
+async def actions_on(editor: Editor, uri: str, line: int) -> list[types.CodeAction]:
+    found = await editor.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=types.Range(types.Position(line, 0), types.Position(line, 0)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    return [a for a in found or [] if isinstance(a, types.CodeAction)]
+
+
+async def apply_action(editor: Editor, uri: str, line: int, title_start: str) -> list[types.Diagnostic]:
+    actions = [a for a in await actions_on(editor, uri, line) if a.title.startswith(title_start)]
+    assert len(actions) == 1, [a.title for a in await actions_on(editor, uri, line)]
+    action = actions[0]
+    if action.edit is None:
+        action = await editor.client.code_action_resolve_async(action)
+    assert action.edit is not None and action.edit.changes is not None
+    return list(await editor.apply(uri, action.edit.changes[uri]))
+
+
+async def test_remove_truncated_last_line(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    text = doc(
+        S.header(),
+        S.user("a", None),
+        '{"type":"message","id":"b","parentId":"a","timest',
+        final_newline=False,
+    )
+    assert codes_by_line(await editor.open(uri, text)) == [(2, "PI002")]
+    assert await apply_action(editor, uri, 2, "Remove the truncated last line") == []
+    assert editor.texts[uri] == doc(S.header(), S.user("a", None))
+
+
+async def test_insert_missing_header_named_after_the_file(editor: Editor) -> None:
+    uri = editor.fresh_uri("named")
+    text = doc(S.user("a", None, "😀 first"), S.user("b", "a"))
+    assert codes_by_line(await editor.open(uri, text)) == [(0, "PI010")]
+    assert await apply_action(editor, uri, 0, "Insert a session header") == []
+    header = json.loads(editor.texts[uri].split("\n")[0])
+    assert header["type"] == "session" and header["version"] == 3
+    assert header["id"] == uri.rsplit("_", 1)[1].removesuffix(".jsonl")
+    assert header["timestamp"] == "2026-11-30T09:13:48.180Z"
+
+
+async def test_move_header_to_first_line(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    text = doc(S.user("a", None), S.user("b", "a"), S.header())
+    assert codes_by_line(await editor.open(uri, text)) == [(2, "PI012")]
+    assert await apply_action(editor, uri, 2, "Move the session header") == []
+    assert editor.texts[uri] == doc(S.header(), S.user("a", None), S.user("b", "a"))
+
+
+async def test_remove_duplicate_header(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    text = doc(S.header(), S.user("a", None), S.header(session_id="other"), S.user("b", "a"))
+    assert codes_by_line(await editor.open(uri, text)) == [(2, "PI013")]
+    assert await apply_action(editor, uri, 2, "Remove the duplicate session header") == []
+    assert editor.texts[uri] == doc(S.header(), S.user("a", None), S.user("b", "a"))
+
+
+async def test_remove_byte_order_mark(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    text = doc("\ufeff" + S.header(), S.user("a", None))
+    assert codes_by_line(await editor.open(uri, text)) == [(0, "PI014")]
+    assert await apply_action(editor, uri, 0, "Remove the byte order mark") == []
+    assert editor.texts[uri] == doc(S.header(), S.user("a", None))
+
+
+async def test_migrate_v1_file_keeps_unparsable_lines(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    v1 = [
+        '{"type":"session","id":"v1sess","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c","provider":"anthropic","modelId":"m","thinkingLevel":"off"}',
+        '{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}',
+        "{broken",
+        '{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"h","display":true,"timestamp":3}}',
+        '{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"s","firstKeptEntryIndex":1,"tokensBefore":10}',
+    ]
+    assert codes_by_line(await editor.open(uri, doc(*v1))) == [(0, "PI015"), (2, "PI001")]
+    assert codes_by_line(await apply_action(editor, uri, 0, "Migrate to version 3")) == [(2, "PI001")]
+    lines = editor.texts[uri].split("\n")
+    assert lines[0] == v1[0][:-1] + ',"version":3}'
+    assert lines[2] == "{broken" and lines[-1] == ""
+    first, hook, compaction = json.loads(lines[1]), json.loads(lines[3]), json.loads(lines[4])
+    assert (
+        first["parentId"] is None and hook["parentId"] == first["id"] and compaction["parentId"] == hook["id"]
+    )
+    assert hook["message"]["role"] == "custom"
+    assert compaction["firstKeptEntryId"] == first["id"] and "firstKeptEntryIndex" not in compaction
+    assert list(compaction) == [
+        "type",
+        "timestamp",
+        "summary",
+        "tokensBefore",
+        "id",
+        "parentId",
+        "firstKeptEntryId",
+    ]
+
+
+async def test_reparent_orphan_to_nearest_surviving_ancestor(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    # "b" was deleted: c (and its sibling d) name it; the nearest surviving ancestor is a
+    text = doc(S.header(), S.user("a", None), S.user("c", "b"), S.user("d", "b"), S.user("e", "c"))
+    assert codes_by_line(await editor.open(uri, text)) == [(2, "PI031"), (3, "PI031")]
+    (title,) = [a.title for a in await actions_on(editor, uri, 3)]
+    assert (
+        title == "Re-parent to `a` (line 2), the nearest surviving ancestor (with 1 more entries naming `b`)"
+    )
+    assert codes_by_line(await apply_action(editor, uri, 2, "Re-parent to `a` (line 2)")) == []
+    assert [json.loads(line)["parentId"] for line in editor.texts[uri].split("\n")[2:5]] == ["a", "a", "c"]
+
+
+async def test_break_a_cycle(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    text = doc(S.header(), S.user("a", "b"), S.user("b", "a"))
+    assert codes_by_line(await editor.open(uri, text)) == [(1, "PI032"), (2, "PI032")]
+    assert await apply_action(editor, uri, 1, "Break the cycle here") == []
+
+
+async def test_move_huge_image_out_of_the_file(editor: Editor, tmp_path: Path) -> None:
+    session = tmp_path / "2026-11-30T09-13-48-180Z_img.jsonl"
+    image = os.urandom(900_000)
+    data = base64.b64encode(image).decode()
+    text = doc(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {}),)),
+        S.tool_result("c", "b", "t1", "a screenshot 😀", images=((data, "image/png"),)),
+    )
+    session.write_text(text, encoding="utf-8")
+    uri = session.as_uri()
+    assert codes_by_line(await editor.open(uri, text)) == [(3, "PI040")]
+    (action,) = [a for a in await actions_on(editor, uri, 3) if a.title.startswith("Move the image")]
+    action = await editor.client.code_action_resolve_async(action)
+    assert action.command is not None and action.edit is None
+    editor.applied_edits.clear()
+    result = await editor.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(action.command.command, action.command.arguments)
+    )
+    assert result is not None and result["applied"] is True
+    written = Path(result["file"])
+    assert written.parent == tmp_path and written.suffix == ".png" and written.read_bytes() == image
+    (applied,) = editor.applied_edits
+    assert applied.edit.changes is not None
+    edits = applied.edit.changes[uri]
+    assert codes_by_line(await editor.apply(uri, edits)) == []
+    block = json.loads(editor.texts[uri].split("\n")[3])["message"]["content"][1]
+    assert block["type"] == "text" and written.name in block["text"] and "image/png" in block["text"]

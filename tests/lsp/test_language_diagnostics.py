@@ -1,0 +1,220 @@
+"""Diagnostics through the real server: every code, on the right line and columns, for both clients."""
+
+from __future__ import annotations
+
+import pytest
+import pytest_lsp
+from language_support import CLIENTS, SERVER, Editor, codes_by_line, start_editor
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from pi_session_server.analysis import samples as S
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def editor(client: LanguageClient) -> Editor:
+    return client.editor  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def URI(editor: Editor) -> str:  # noqa: N802 - reads like the constant it replaces
+    return editor.fresh_uri()
+
+
+CALL = (("t1", "read", {"path": "/x"}),)
+
+
+def doc(*lines: str, final_newline: bool = True) -> str:
+    return "\n".join(lines) + ("\n" if final_newline else "")
+
+
+async def test_clean_session_has_no_diagnostics(editor: Editor, URI: str) -> None:
+    text = doc(
+        S.header(), S.user("a", None), S.assistant("b", "a", calls=CALL), S.tool_result("c", "b", "t1")
+    )
+    assert list(await editor.open(URI, text)) == []
+
+
+CASES = [
+    # (lines, final newline, expected (line, code) pairs)
+    ([S.header(), '{"type":"message","id":"a"', S.user("b", None)], True, [(1, "PI001")]),
+    ([S.header(), S.user("a", None), '{"type":"message","id":"b","par'], False, [(2, "PI002")]),
+    ([S.header(), "[1,2]", "null", S.user("a", None)], True, [(1, "PI003"), (2, "PI003")]),
+    ([S.header(), "", S.user("a", None)], True, [(1, "PI004")]),
+    ([S.header(), S.user("a", None)], False, [(1, "PI005")]),
+    ([S.user("a", None), S.user("b", "a")], True, [(0, "PI010")]),
+    (
+        [
+            '{"type":"session","version":3,"timestamp":"2026-11-30T09:13:48.180Z","cwd":"/p"}',
+            S.user("a", None),
+        ],
+        True,
+        [(0, "PI011")],
+    ),
+    ([S.user("a", None), S.header()], True, [(1, "PI012")]),
+    ([S.header(), S.user("a", None), S.header()], True, [(2, "PI013")]),
+    (["\ufeff" + S.header(), S.user("a", None)], True, [(0, "PI014")]),
+    ([S.header(version=2), S.user("a", None)], True, [(0, "PI015")]),
+    ([S.header(version="abc"), S.user("a", None)], True, [(0, "PI016")]),
+    (
+        [
+            S.header(),
+            '{"type":"future_entry","id":"a","parentId":null,"timestamp":"2026-11-30T09:13:48.180Z"}',
+        ],
+        True,
+        [(1, "PI020")],
+    ),
+    (
+        [
+            S.header(),
+            '{"type":"model_change","id":"a","parentId":null,"timestamp":"2026-11-30T09:13:48.180Z","provider":"p"}',
+        ],
+        True,
+        [(1, "PI021")],
+    ),
+    (
+        [
+            S.header(),
+            '{"type":"model_change","id":"a","parentId":null,"timestamp":"2026-11-30T09:13:48.180Z","provider":"p","modelId":7}',
+        ],
+        True,
+        [(1, "PI022")],
+    ),
+    (
+        [
+            S.header(),
+            '{"type":"message","id":"a","parentId":null,"timestamp":"2026-11-30T09:13:48.180Z","message":{"role":"robot","timestamp":1}}',
+        ],
+        True,
+        [(1, "PI023")],
+    ),
+    (
+        [
+            S.header(),
+            '{"type":"message","id":"a","parentId":null,"timestamp":"2026-11-30T09:13:48.180Z","message":{"role":"user","content":[{"type":"video","url":"x"}],"timestamp":1}}',
+        ],
+        True,
+        [(1, "PI024")],
+    ),
+    ([S.header(), S.user("a", None, timestamp="yesterday")], True, [(1, "PI025")]),
+    (
+        [
+            S.header(),
+            S.user("a", None),
+            S.assistant("b", "a").replace('"stopReason":"stop"', '"stopReason":"pending"'),
+        ],
+        True,
+        [(2, "PI026")],
+    ),
+    ([S.header(), S.user("a", None), S.user("a", "a")], True, [(1, "PI030"), (2, "PI030"), (2, "PI032")]),
+    ([S.header(), S.user("a", None), S.user("b", "gone")], True, [(2, "PI031")]),
+    ([S.header(), S.user("a", "b"), S.user("b", "a")], True, [(1, "PI032"), (2, "PI032")]),
+    ([S.header(), S.user("a", None), S.label("l", "a", "zzz")], True, [(2, "PI033")]),
+    ([S.header(), S.user("a", None), S.user("b", None), S.compaction("c", "b", "a")], True, [(3, "PI034")]),
+    ([S.header(), S.user("a", None), S.branch_summary("b", "a", "nowhere")], True, [(2, "PI035")]),
+    ([S.header(), S.user("a", None), S.tool_result("b", "a", "t9")], True, [(2, "PI036")]),
+    ([S.header(), S.user("a", None), S.assistant("b", "a", calls=CALL)], True, [(2, "PI037")]),
+]
+
+
+@pytest.mark.parametrize(("lines", "final_newline", "expected"), CASES, ids=[c[2][0][1] for c in CASES])
+async def test_each_code_on_its_line(
+    editor: Editor, URI: str, lines: list[str], final_newline: bool, expected: list[tuple[int, str]]
+) -> None:
+    diagnostics = await editor.open(URI, doc(*lines, final_newline=final_newline))
+    assert codes_by_line(diagnostics) == expected
+    assert all(d.source == "pi-session" and d.message for d in diagnostics)
+
+
+async def test_huge_inline_image_reports_its_size(editor: Editor, URI: str) -> None:
+    data = "A" * 1_200_000
+    text = doc(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=CALL),
+        S.tool_result("c", "b", "t1", images=((data, "image/png"),)),
+    )
+    diagnostics = await editor.open(URI, text)
+    assert codes_by_line(diagnostics) == [(3, "PI040")]
+    assert "900.0 KB" in diagnostics[0].message and "image/png" in diagnostics[0].message
+
+
+async def test_severities(editor: Editor, URI: str) -> None:
+    text = doc(S.header(version=2), S.user("a", None), S.user("b", "gone"), "{oops")
+    found = {str(d.code): d.severity for d in await editor.open(URI, text)}
+    assert found == {
+        "PI015": types.DiagnosticSeverity.Information,
+        "PI031": types.DiagnosticSeverity.Warning,
+        "PI001": types.DiagnosticSeverity.Error,
+    }
+
+
+async def test_columns_after_emoji_cjk_and_line_separators(editor: Editor, URI: str) -> None:
+    """U+2028 inside a string is not a line break; columns count in the negotiated encoding."""
+    tricky = "emoji 😀🚀 CJK 数据検索 sep\u2028para\u2029end"
+    bad = (
+        '{"type":"message","id":"x","parentId":"a","timestamp":"2026-11-30T09:13:48.180Z","message":{"role":"user","content":"'
+        + tricky
+        + '","timestamp":1},}'
+    )
+    text = doc(S.header(), S.user("a", None, tricky), bad, S.user("b", "nowhere", tricky))
+    diagnostics = await editor.open(URI, text)
+    assert codes_by_line(diagnostics) == [(2, "PI001"), (3, "PI031")]
+    by_code = {str(d.code): d for d in diagnostics}
+    # the JSON error sits at the '}' after the trailing comma, past the emoji and CJK text
+    error = by_code["PI001"].range
+    expected = editor.pos_of(URI, 2, ",}", after=False).character + 1
+    assert (error.start.line, error.start.character) == (2, expected)
+    orphan = by_code["PI031"].range
+    start, end = editor.span(URI, 3, '"nowhere"')
+    assert (orphan.start.character, orphan.end.character) == (start, end)
+
+
+async def test_utf16_and_utf8_columns_differ_where_they_should(editor: Editor, URI: str) -> None:
+    line = S.user("b", "zz", "😀😀😀")
+    text = doc(S.header(), line.replace('"content":"😀😀😀"', '"content":"😀😀😀","x":1'))
+    text = doc(
+        S.header(),
+        '{"type":"message","id":"b","parentId":"a😀","timestamp":"2026-11-30T09:13:48.180Z","message":{"role":"user","content":"😀","timestamp":1}}',
+        S.user("c", "b"),
+    )
+    diagnostics = await editor.open(URI, text)
+    (d,) = [d for d in diagnostics if d.code == "PI031"]
+    start_index = text.split("\n")[1].index('"a😀"')
+    assert d.range.start.character == start_index if editor.encoding == "utf-32" else True
+    if editor.encoding == "utf-16":
+        assert (d.range.start.character, d.range.end.character) == (start_index, start_index + 5)
+    else:
+        assert editor.encoding == "utf-8"
+        assert (d.range.start.character, d.range.end.character) == (start_index, start_index + 7)
+
+
+async def test_related_information_points_at_the_other_duplicate(editor: Editor, URI: str) -> None:
+    text = doc(S.header(), S.user("a", None), S.user("b", "a"), S.user("b", "a"))
+    diagnostics = await editor.open(URI, text)
+    dup = [d for d in diagnostics if d.code == "PI030"]
+    assert [d.range.start.line for d in dup] == [2, 3]
+    assert [r.location.range.start.line for r in dup[0].related_information or []] == [3]
+
+
+async def test_pull_diagnostics_match_push_and_report_unchanged(editor: Editor, URI: str) -> None:
+    text = doc(S.header(), S.user("a", None), S.user("b", "gone"))
+    pushed = await editor.open(URI, text)
+    report = await editor.client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(types.TextDocumentIdentifier(URI))
+    )
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+    assert codes_by_line(report.items) == codes_by_line(pushed) == [(2, "PI031")]
+    again = await editor.client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(types.TextDocumentIdentifier(URI), previous_result_id=report.result_id)
+    )
+    assert isinstance(again, types.RelatedUnchangedDocumentDiagnosticReport)

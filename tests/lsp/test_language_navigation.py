@@ -1,0 +1,218 @@
+"""Hovers, symbols, definitions, references, folding, inlay hints, code lenses and selection ranges
+through the real server, for a UTF-16 and a UTF-8 client, on a file with emoji and U+2028."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import pytest_lsp
+from language_support import CLIENTS, SERVER, Editor, start_editor
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from pi_session_server.analysis import samples as S
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+TRICKY = "héllo 😀 数据\u2028second\u2029third"
+
+
+@pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def editor(client: LanguageClient) -> Editor:
+    return client.editor  # type: ignore[attr-defined]
+
+
+#   0 header
+#   1 a user (TRICKY)                         root, branch point (b, f)
+#   2 b assistant, calls t1                    parent a
+#   3 c toolResult t1                          parent b
+#   4 d assistant                              parent c
+#   5 e label on b "important"                 parent d
+#   6 f user "other branch 🚀"                 parent a
+#   7 g assistant                              parent f   <- leaf
+SESSION = [
+    S.header(),
+    S.user("a", None, TRICKY),
+    S.assistant(
+        "b", "a", "let me read 😀", calls=(("t1", "read", {"path": "/x/数据.py"}),), thinking="think first"
+    ),
+    S.tool_result("c", "b", "t1", "file contents"),
+    S.assistant("d", "c", "done"),
+    S.label("e", "d", "b", "important"),
+    S.user("f", "a", "other branch 🚀"),
+    S.assistant("g", "f", "ok"),
+]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def uri(editor: Editor) -> str:
+    uri = editor.fresh_uri()
+    diagnostics = await editor.open(uri, "\n".join(SESSION) + "\n")
+    assert list(diagnostics) == []
+    return uri
+
+
+def td(uri: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri)
+
+
+async def hover_text(editor: Editor, uri: str, pos: types.Position) -> str:
+    result = await editor.client.text_document_hover_async(
+        types.HoverParams(text_document=td(uri), position=pos)
+    )
+    assert result is not None
+    assert isinstance(result.contents, types.MarkupContent)
+    assert result.contents.kind == types.MarkupKind.Markdown
+    return result.contents.value
+
+
+async def test_hover_on_an_assistant_entry(editor: Editor, uri: str) -> None:
+    text = await hover_text(editor, uri, editor.pos_of(uri, 2, "let me read"))
+    assert "**assistant**" in text and "`b`" in text
+    assert "depth 1" in text and "parent `a` (line 2)" in text and "1 child" in text
+    assert "on the current path" not in text  # b is on the abandoned branch
+    assert "label** `important`" in text
+    assert "anthropic / claude-sonnet-4-5" in text and "stop `toolUse`" in text
+    assert "input 1,200" in text and "output 300" in text and "$0.0081" in text
+    assert "*thinking:* think first" in text
+    assert "**tool call** `read` `t1`" in text and "数据.py" in text
+    assert "2026-11-30 09:13:48.180 UTC" in text
+
+
+async def test_hover_marks_branch_point_current_path_and_leaf(editor: Editor, uri: str) -> None:
+    root = await hover_text(editor, uri, editor.pos_of(uri, 1, "😀"))
+    assert "**branch point**: 2 children" in root and "on the current path" in root and "root" in root
+    assert "héllo 😀 数据\u2028second" in root  # content preview keeps the line separator inside the text
+    leaf = await hover_text(editor, uri, editor.pos_of(uri, 7, '"ok"'))
+    assert "**leaf**" in leaf and "depth 2" in leaf
+
+
+async def test_hover_on_references_summarises_the_target(editor: Editor, uri: str) -> None:
+    on_parent = await hover_text(editor, uri, editor.pos_of(uri, 4, '"c"', occurrence=0))
+    assert "→" in on_parent and "**toolResult**" in on_parent and "line 4" in on_parent
+    result = await editor.client.text_document_hover_async(
+        types.HoverParams(text_document=td(uri), position=editor.pos_of(uri, 3, '"t1"'))
+    )
+    assert result is not None and result.range is not None
+    assert (result.range.start.character, result.range.end.character) == editor.span(uri, 3, '"t1"')
+    assert "**assistant**" in result.contents.value and "`b`" in result.contents.value  # type: ignore[union-attr]
+    on_target = await hover_text(editor, uri, editor.pos_of(uri, 5, '"b"', occurrence=0))
+    assert "**assistant**" in on_target and "let me read" in on_target
+
+
+async def test_hover_on_the_header(editor: Editor, uri: str) -> None:
+    text = await hover_text(editor, uri, editor.pos_of(uri, 0, "session"))
+    assert "7 entries" in text and "**leaf** `g` (line 8)" in text
+
+
+async def test_definition_jumps_to_the_referenced_line(editor: Editor, uri: str) -> None:
+    async def target(line: int, needle: str, occurrence: int = 0) -> list[tuple[int, int, int]]:
+        pos = editor.pos_of(uri, line, needle, occurrence)
+        found = await editor.client.text_document_definition_async(
+            types.DefinitionParams(text_document=td(uri), position=pos)
+        )
+        assert isinstance(found, list)
+        return [(loc.range.start.line, loc.range.start.character, loc.range.end.character) for loc in found]  # type: ignore[union-attr]
+
+    # parentId "a" of f (line 6) -> id of a on line 1
+    assert await target(6, '"a"') == [(1, *editor.span(uri, 1, '"a"'))]
+    # targetId of the label -> b
+    assert await target(5, '"b"') == [(2, *editor.span(uri, 2, '"b"'))]
+    # toolCallId -> the toolCall block's id on line 2
+    assert await target(3, '"t1"') == [(2, *editor.span(uri, 2, '"t1"'))]
+    # an entry's own id has no definition
+    assert await target(2, '"b"') == []
+
+
+async def test_references_of_an_entry_and_of_a_tool_call(editor: Editor, uri: str) -> None:
+    async def refs(line: int, needle: str, include: bool = True) -> list[int]:
+        found = await editor.client.text_document_references_async(
+            types.ReferenceParams(
+                context=types.ReferenceContext(include),
+                text_document=td(uri),
+                position=editor.pos_of(uri, line, needle),
+            )
+        )
+        return [loc.range.start.line for loc in found or []]
+
+    assert await refs(1, '"a"') == [1, 2, 6]  # declaration + two children
+    assert await refs(2, '"b"', include=False) == [3, 5]  # its child and the label naming it
+    assert await refs(2, '"t1"') == [2, 3]  # the call and its result
+    assert await refs(3, '"t1"', include=False) == [3]
+
+
+async def test_document_symbols_follow_the_tree(editor: Editor, uri: str) -> None:
+    symbols = await editor.client.text_document_document_symbol_async(types.DocumentSymbolParams(td(uri)))
+    assert symbols is not None
+
+    def shape(items: Sequence[Any]) -> list[Any]:
+        return [(s.range.start.line, [shape(s.children or [])] if s.children else []) for s in items]
+
+    # header, then root a (a branch point) whose two branches nest: b (with c, d, e) and f (with g)
+    assert shape(symbols) == [(0, []), (1, [[(2, [[(3, []), (4, []), (5, [])]]), (6, [[(7, [])]])]])]
+    root = symbols[1]
+    assert isinstance(root, types.DocumentSymbol)
+    assert root.name.startswith("user: héllo 😀") and root.kind == types.SymbolKind.Event
+    assert root.selection_range.start.character == editor.span(uri, 1, '"a"')[0]
+
+
+async def test_folding_ranges_per_turn(editor: Editor, uri: str) -> None:
+    ranges = await editor.client.text_document_folding_range_async(types.FoldingRangeParams(td(uri)))
+    assert [(r.start_line, r.end_line) for r in ranges or []] == [(1, 5), (6, 7)]
+
+
+async def test_inlay_hints_and_code_lenses(editor: Editor, uri: str) -> None:
+    hints = await editor.client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=td(uri), range=types.Range(types.Position(0, 0), types.Position(7, 0))
+        )
+    )
+    by_line = {h.position.line: h.label for h in hints or []}
+    assert by_line[1] == "  depth 0 · 2 children"
+    assert by_line[2] == "  depth 1 · label “important”"
+    assert by_line[7] == "  depth 2 · no children · leaf"
+    lines = "\n".join(SESSION).split("\n")
+    end_of_1 = editor.pos(uri, 1, len(lines[1]))
+    assert next(h.position for h in hints or [] if h.position.line == 1) == end_of_1
+    lenses = await editor.client.text_document_code_lens_async(types.CodeLensParams(td(uri)))
+    titles = {lens.range.start.line: lens.command.title for lens in lenses or [] if lens.command}
+    assert titles == {
+        0: "7 entries · leaf on line 8",
+        1: "⑂ 2 branches",
+        2: "label “important”",
+        7: "● leaf: pi continues here",
+    }
+
+
+async def test_selection_ranges_grow_to_the_entry_line(editor: Editor, uri: str) -> None:
+    pos = editor.pos_of(uri, 1, "数据")
+    result = await editor.client.text_document_selection_range_async(
+        types.SelectionRangeParams(text_document=td(uri), positions=[pos])
+    )
+    assert result is not None
+    chain = []
+    node: types.SelectionRange | None = result[0]
+    while node is not None:
+        chain.append(
+            (node.range.start.line, node.range.start.character, node.range.end.line, node.range.end.character)
+        )
+        node = node.parent
+    line = "\n".join(SESSION).split("\n")[1]
+    content = f'"{TRICKY}"'
+    start = line.index(content)
+    assert chain[0] == (1, *editor.span(uri, 1, content)[:1], 1, editor.span(uri, 1, content)[1])
+    assert chain[-1] == (1, 0, 1, editor.pos(uri, 1, len(line)).character)
+    assert len(chain) >= 4 and all(
+        a[1] >= b[1] and a[3] <= b[3] for a, b in zip(chain, chain[1:], strict=False)
+    )
+    assert start > 0

@@ -1,0 +1,174 @@
+"""Document synchronisation through the real server: incremental edits (lines counted on "\\n"
+only, U+2028 inside strings), pi appending lines, debounced publication, whole-document changes,
+and files the editor never sends (followed on disk, ``pi/largeFile``)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from language_support import CLIENTS, SERVER, Editor, codes_by_line, start_editor
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from pi_session_server.analysis import samples as S
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def editor(client: LanguageClient) -> Editor:
+    return client.editor  # type: ignore[attr-defined]
+
+
+def doc(*lines: str) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+SEP = "one\u2028two\u2029three 😀"
+
+
+async def test_edit_inside_a_line_with_line_separators(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    text = doc(S.header(), S.user("a", None, SEP), S.user("b", "a", SEP), S.user("c", "b"))
+    assert list(await editor.open(uri, text)) == []
+    # break the parent link of line 3 ("b" -> "bx"): the server must edit line 3, not a line U+2028 created
+    pos = editor.pos_of(uri, 3, '"b"', after=True)
+    pos = types.Position(pos.line, pos.character - 1)
+    diagnostics = await editor.edit(uri, pos, pos, "x")
+    assert codes_by_line(diagnostics) == [(3, "PI031")]
+    # now edit inside the content of line 2, after the separators, then fix line 3 again
+    inside = editor.pos_of(uri, 2, "three")
+    assert codes_by_line(await editor.edit(uri, inside, inside, "😀 ")) == [(3, "PI031")]
+    start = editor.pos_of(uri, 3, '"bx"')
+    end = editor.pos_of(uri, 3, '"bx"', after=True)
+    assert list(await editor.edit(uri, start, end, '"b"')) == []
+    assert "😀 three" in editor.texts[uri].split("\n")[2]
+
+
+async def test_multi_line_edits_insert_and_delete_lines(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    text = doc(S.header(), S.user("a", None), S.user("b", "a"), S.user("c", "b"))
+    await editor.open(uri, text)
+    # delete line 2 (b): c is orphaned
+    diagnostics = await editor.edit(uri, types.Position(2, 0), types.Position(3, 0), "")
+    assert codes_by_line(diagnostics) == [(2, "PI031")]
+    # insert two lines before it, the first one restoring b
+    diagnostics = await editor.edit(
+        uri, types.Position(2, 0), types.Position(2, 0), S.user("b", "a") + "\n" + S.user("x", "zz") + "\n"
+    )
+    assert codes_by_line(diagnostics) == [(3, "PI031")]
+
+
+async def test_appending_lines_one_by_one_as_pi_does(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    await editor.open(uri, doc(S.header(), S.user("a", None)))
+    call = S.assistant("b", "a", calls=(("t1", "read", {}),))
+    assert codes_by_line(await editor.edit(uri, editor.end(uri), editor.end(uri), call + "\n")) == [
+        (2, "PI037")
+    ]
+    # a partial write first (no newline yet), then the rest of the line
+    result = S.tool_result("c", "b", "t1", "done 😀")
+    half = len(result) // 2
+    assert codes_by_line(await editor.edit(uri, editor.end(uri), editor.end(uri), result[:half])) == [
+        (2, "PI037"),
+        (3, "PI002"),
+    ]
+    assert list(await editor.edit(uri, editor.end(uri), editor.end(uri), result[half:] + "\n")) == []
+
+
+async def test_whole_document_change(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    await editor.open(uri, doc(S.header(), S.user("a", None)))
+    new_text = doc(S.user("a", None))
+    editor.texts[uri] = new_text
+    waiter = asyncio.ensure_future(
+        editor.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    )
+    editor.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=5),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)],
+        )
+    )
+    assert codes_by_line(await editor.diagnostics_for(uri, waiter)) == [(0, "PI010")]
+
+
+async def test_burst_of_changes_is_published_fewer_times(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    await editor.open(uri, doc(S.header(), S.user("a", None)))
+    publications: list[Any] = []
+    features = editor.client.protocol.fm.features
+    original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def counting(params: types.PublishDiagnosticsParams) -> None:
+        if params.uri == uri:
+            publications.append(params)
+        original(params)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = counting
+    try:
+        changes = 20
+        for i in range(changes):
+            line = S.user(f"n{i}", f"n{i - 1}" if i else "a") + "\n"
+            end = editor.end(uri)
+            editor.texts[uri] += line
+            editor.versions[uri] += 1
+            editor.client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(
+                        uri=uri, version=editor.versions[uri]
+                    ),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(range=types.Range(end, end), text=line)
+                    ],
+                )
+            )
+        # the last line breaks a link; wait until that state has been published
+        end = editor.end(uri)
+        diagnostics = await editor.edit(uri, end, end, S.user("z", "missing") + "\n")
+        while codes_by_line(diagnostics) != [(22, "PI031")]:
+            diagnostics = await editor.diagnostics_for(uri)
+        assert 1 <= len(publications) < changes + 1
+        assert publications[-1].version == editor.versions[uri]
+    finally:
+        features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = original
+
+
+async def test_file_the_editor_does_not_send_is_read_and_followed_on_disk(
+    editor: Editor, tmp_path: Path
+) -> None:
+    path = tmp_path / "2026-11-30T09-13-48-180Z_big.jsonl"
+    path.write_text(doc(S.header(), S.user("a", None), S.user("b", "gone")), encoding="utf-8")
+    uri = path.as_uri()
+    waiter = asyncio.ensure_future(
+        editor.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    )
+    hover = await editor.client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(1, 5))
+    )
+    assert hover is not None and "**user**" in hover.contents.value  # type: ignore[union-attr]
+    assert codes_by_line(await editor.diagnostics_for(uri, waiter)) == [(2, "PI031")]
+    (note,) = [n for n in editor.notifications.get("pi/largeFile", []) if n.uri == uri]
+    assert note.size == path.stat().st_size and "disk" in note.message
+    # pi appends to the file: the server notices and publishes again
+    with path.open("a", encoding="utf-8") as f:
+        f.write(S.user("gone", "a") + "\n")
+    while True:
+        diagnostics = await editor.diagnostics_for(uri)
+        if not diagnostics:
+            break
+    report = await editor.client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+    )
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport) and list(report.items) == []

@@ -1,0 +1,54 @@
+"""``pi-session demo``: a front end in a subprocess, talking to the sidecar in another subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sidecar_support import EXAMPLE, server_env
+
+
+def demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pi_session_server", "demo", "--width", "100", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=server_env(tmp_path),
+        cwd=str(tmp_path),
+    )
+
+
+def test_demo_draws_the_bundled_example(tmp_path):
+    run = demo(tmp_path, "--ascii")
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "Session 'Fix forecast parsing, add caching'" in out
+    assert "Tree (filter default: 25 of 36 entries" in out
+    assert "* 9d0e1f2a assistant: Fixed." in out and "[tests-green]" in out
+    assert "|-   e4f5a6b7 user: Now add caching" in out  # a branch point fans out
+    assert "`- * d9e0f1a2 [branch summary]" in out
+    assert "e2f3a4b5 [reminder]: Tag the release after the changelog is merged. <- leaf" in out
+    assert "12 messages, model anthropic/claude-sonnet-4-5, thinking medium" in out
+    assert "2 compactionSummary" in out
+
+
+def test_demo_of_a_file_with_options(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes())
+    run = demo(tmp_path, str(path), "--filter", "user-only", "--leaf", "1e2f3a4b")
+    assert run.returncode == 0, run.stderr
+    assert f"file {path}" in run.stdout
+    assert "Tree (filter user-only: 4 of 36 entries" in run.stdout
+    assert "Context at entry 1e2f3a4b:" in run.stdout and "2 messages" in run.stdout
+    assert path.read_bytes() == EXAMPLE.read_bytes()
+
+
+def test_demo_reports_errors(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not a session\n")
+    run = demo(tmp_path, str(bad))
+    assert run.returncode == 1
+    assert f"Session file is not a valid pi session: {bad} (JSON-RPC error -32003)" in run.stderr
+    assert demo(tmp_path, str(tmp_path / "missing.jsonl")).returncode == 2

@@ -1,0 +1,101 @@
+"""pi/getTree over the wire: forms, filters, and a 200,000-entry linear session."""
+
+from __future__ import annotations
+
+import json
+
+from sidecar_support import EXAMPLE, sidecar_fixture  # noqa: F401  (fixture)
+
+
+async def test_flat_nested_and_reference_forms(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    flat = await sidecar.request("pi/getTree", {"session": session})
+    nodes = flat["nodes"]
+    assert flat["leafId"] == "e2f3a4b5"
+    assert len(nodes) == 36 and nodes[0]["id"] == "a3f1c2d4" and nodes[0]["parentId"] is None
+    by_id = {n["id"]: n for n in nodes}
+    assert by_id["9d0e1f2a"]["childIds"] == ["b1c2d3e4", "d9e0f1a2"] and by_id["9d0e1f2a"]["isBranchPoint"]
+    assert by_id["9d0e1f2a"]["label"] == "tests-green" and "labelTimestamp" in by_id["9d0e1f2a"]
+    assert (
+        by_id["e2f3a4b5"]["isLeaf"]
+        and by_id["e0f1a2b3"]["onLeafPath"]
+        and not by_id["e4f5a6b7"]["onLeafPath"]
+    )
+    assert by_id["1e2f3a4b"]["role"] == "user" and by_id["1e2f3a4b"]["line"] == 4
+    file_lines = path.read_text().splitlines()
+    for node in nodes:
+        assert json.loads(file_lines[node["line"]])["id"] == node["id"]
+
+    nested = await sidecar.request("pi/getTree", {"session": session, "form": "nested"})
+    assert len(nested["nodes"]) == 1
+    count, stack = 0, list(nested["nodes"])
+    while stack:
+        node = stack.pop()
+        count += 1
+        assert "childIds" not in node
+        stack.extend(node["children"])
+    assert count == 36
+
+    reference = await sidecar.request("pi/getTree", {"session": session, "form": "reference"})
+    assert reference[0]["entry"] == json.loads(file_lines[1]) and len(reference) == 1
+
+
+async def test_filters_and_search(sidecar, tmp_path):
+    session, _ = await sidecar.open_example(tmp_path)
+
+    async def ids(**params):
+        tree = await sidecar.request("pi/getTree", {"session": session, **params})
+        return [n["id"] for n in tree["nodes"]]
+
+    assert await ids(filter="user-only") == ["1e2f3a4b", "e4f5a6b7", "e0f1a2b3", "a8b9c0d1"]
+    assert await ids(filter="user-only", activeBranchFirst=True) == [
+        "1e2f3a4b",
+        "e0f1a2b3",
+        "a8b9c0d1",
+        "e4f5a6b7",
+    ]
+    assert await ids(filter="labeled-only") == ["9d0e1f2a", "d5e6f7a8"]
+    default = await ids(filter="default")
+    assert "b1c2d3e4" not in default and "a3f1c2d4" not in default  # label, model change hidden
+    assert "f4e3d2c1" not in default  # an assistant turn with only a tool call
+    assert "d3e4f5a6" not in await ids(filter="all")  # usage entries are never shown by pi's /tree
+    no_tools = await ids(filter="no-tools")
+    assert "0a9b8c7d" in default and "0a9b8c7d" not in no_tools
+    assert await ids(filter="default", search="lru") == ["e0f1a2b3", "d5e6f7a8", "b9c0d1e2"]
+    plain = await sidecar.request("pi/getTree", {"session": session, "previews": False})
+    assert all("preview" not in n for n in plain["nodes"])
+
+
+async def test_a_200000_entry_linear_session(sidecar, tmp_path):
+    path = tmp_path / "long.jsonl"
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "long",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": "/w",
+    }
+    parts = [json.dumps(header, separators=(",", ":"))]
+    parent = None
+    for i in range(200_000):
+        entry_id = f"{i:08x}"
+        parent_json = "null" if parent is None else f'"{parent}"'
+        message = {"role": "user", "content": f"step {i}", "timestamp": 1}
+        parts.append(
+            f'{{"type":"message","id":"{entry_id}","parentId":{parent_json},'
+            f'"timestamp":"2026-01-01T00:00:01.000Z","message":{json.dumps(message, separators=(",", ":"))}}}'
+        )
+        parent = entry_id
+    path.write_text("\n".join(parts) + "\n")
+    session = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    flat = await sidecar.request("pi/getTree", {"session": session})
+    nodes = flat["nodes"]
+    assert len(nodes) == 200_000
+    assert (
+        nodes[-1]["depth"] == 199_999 and nodes[-1]["isLeaf"] and nodes[-1]["preview"] == "user: step 199999"
+    )
+    assert nodes[123]["childIds"] == [nodes[124]["id"]] and nodes[124]["parentId"] == nodes[123]["id"]
+    context = await sidecar.request("pi/buildSessionContext", {"session": session})
+    assert len(context["messages"]) == 200_000
+    branch = await sidecar.request("pi/getBranch", {"session": session, "fromId": "00000010"})
+    assert len(branch) == 17

@@ -1,0 +1,152 @@
+"""External changes: another process writes a held session file; the sidecar notices and says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sidecar_support import EXAMPLE, ROOT, sidecar_fixture, start_sidecar, stop_sidecar  # noqa: F401  (fixture)
+
+ORACLE = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
+ORACLE_APPEND = ROOT / "tests" / "node_client" / "oracle_append.mjs"
+
+APPEND_SCRIPT = r"""
+import json, sys
+path, parent, *ids = sys.argv[1:]
+with open(path, "a", encoding="utf-8") as f:  # one write per line, as pi's appendFileSync does
+    for i, entry_id in enumerate(ids):
+        line = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-03-14T10:00:0%d.000Z" % i,
+                "message": {"role": "user", "content": "from another process", "timestamp": 1}}
+        f.write(json.dumps(line, separators=(",", ":")) + "\n")
+        f.flush()
+        parent = entry_id
+"""
+
+
+def append_elsewhere(path: Path, parent: str, *ids: str) -> None:
+    subprocess.run([sys.executable, "-c", APPEND_SCRIPT, str(path), parent, *ids], check=True)
+
+
+async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    leaf = (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"]
+    # our own append first: it must not be reported as a change
+    own = await sidecar.request(
+        "pi/append",
+        {
+            "session": session,
+            "kind": "message",
+            "message": {"role": "user", "content": "mine", "timestamp": 1},
+        },
+    )
+    append_elsewhere(path, own["id"], "ext00001", "ext00002")
+    change = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "appended")
+    assert change == {
+        "session": session,
+        "uri": path.as_uri(),
+        "kind": "appended",
+        "newEntryIds": ["ext00001", "ext00002"],
+        "leafId": "ext00002",
+    }
+    assert sidecar.notifications["pi/didChange"] == [change]
+    page = await sidecar.request("pi/getEntries", {"session": session, "since": own["id"]})
+    assert [e["id"] for e in page["entries"]] == ["ext00001", "ext00002"]
+    assert (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"] == "ext00002"
+    assert leaf != "ext00002"
+
+
+async def test_a_partial_line_waits_until_it_is_complete(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    line = json.dumps(
+        {
+            "type": "custom",
+            "customType": "x",
+            "id": "late0001",
+            "parentId": "e2f3a4b5",
+            "timestamp": "2026-03-14T10:00:00.000Z",
+        },
+        separators=(",", ":"),
+    )
+    with path.open("a") as f:
+        f.write(line[:20])
+    append_elsewhere(path.with_suffix(".other"), "x", "unrelated")  # let some time pass, deterministically
+    with path.open("a") as f:
+        f.write(line[20:] + "\n")
+    change = await sidecar.wait_for("pi/didChange")
+    assert change["kind"] == "appended" and change["newEntryIds"] == ["late0001"]
+
+
+async def test_a_rewritten_file_is_reloaded(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    kept = path.read_text().splitlines()[:5]
+    path.write_text("\n".join(kept) + "\n")  # truncated underneath us
+    change = await sidecar.wait_for("pi/didChange")
+    assert change["kind"] == "reloaded" and change["leafId"] == json.loads(kept[-1])["id"]
+    info = await sidecar.request("pi/getInfo", {"session": session})
+    assert info["entryCount"] == 4
+
+
+async def test_a_deleted_file_is_reported(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    path.unlink()
+    change = await sidecar.wait_for("pi/didChange")
+    assert change["kind"] == "deleted"
+    assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 36  # kept in memory
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None
+    or not (ORACLE / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir(),
+    reason="pi 0.86.1 (the oracle copy) is not installed",
+)
+async def test_pi_itself_appending_is_seen(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    out = subprocess.run(
+        ["node", str(ORACLE_APPEND), str(ORACLE), str(path), "first", "second"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    ids = json.loads(out.stdout)
+    change = await sidecar.wait_for("pi/didChange")
+    assert change["kind"] == "appended" and change["newEntryIds"] == ids and change["leafId"] == ids[-1]
+    context = await sidecar.request("pi/buildSessionContext", {"session": session})
+    assert [m.get("content") for m in context["messages"][-2:]] == ["first", "second"]
+
+
+async def test_foreign_writes_between_ours_are_reported(tmp_path):
+    # a slow watcher, so the other process's line is still unseen when we append
+    side = await start_sidecar(tmp_path, "--watch-interval", "30")
+    try:
+        session, path = await side.open_example(tmp_path)
+        append_elsewhere(path, "e2f3a4b5", "ext00001")
+        await side.request(
+            "pi/append",
+            {
+                "session": session,
+                "kind": "message",
+                "message": {"role": "user", "content": "mine", "timestamp": 1},
+            },
+        )
+        warning = await side.wait_for("pi/foreignWriter")
+        assert warning["session"] == session and warning["path"] == str(path)
+        assert "another process appended" in warning["message"]
+        # both lines are intact in the file
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        assert [x["id"] for x in lines[-2:]][0] == "ext00001"
+    finally:
+        await stop_sidecar(side)
+
+
+async def test_two_handles_on_one_file_see_each_other(sidecar, tmp_path):
+    first, path = await sidecar.open_example(tmp_path)
+    second = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    added = await sidecar.request("pi/append", {"session": first, "kind": "custom", "customType": "x"})
+    change = await sidecar.wait_for("pi/didChange", lambda p: p["session"] == second)
+    assert change["newEntryIds"] == [added["id"]]

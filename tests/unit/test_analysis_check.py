@@ -1,0 +1,100 @@
+"""``pi-session check``: text and JSON output, exit codes, directories, pi's session directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pi_session_server.analysis import samples as S
+from pi_session_server.cli import main
+
+GOOD = S.header() + "\n" + S.user("a", None) + "\n"
+BAD = S.header() + "\n" + S.user("a", None, "😀 数据") + "\n" + S.user("b", "gone") + "\n{oops\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_text_output_and_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write(tmp_path / "good.jsonl", GOOD)
+    bad = write(tmp_path / "bad.jsonl", BAD)
+    assert main(["check", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: ok\n1 file checked: ok\n"
+    assert main(["check", str(bad), str(good)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    col = BAD.split("\n")[2].index('"gone"') + 1
+    assert (
+        out[0]
+        == f"{bad}:3:{col}: warning PI031 parentId `gone` names no entry: pi shows this entry as a root and its context stops here"
+    )
+    assert out[1].startswith(f"{bad}:4:2: error PI001 invalid JSON at column 2")
+    assert out[2] == f"{bad}: 1 error, 1 warning"
+    assert out[-1] == "2 files checked: 1 error, 1 warning"
+
+
+def test_columns_count_characters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = '{"type":"message","id":"a","parentId":null,"timestamp":"2026-11-30T09:13:48.180Z","message":{"role":"user","content":"😀😀数据", x}}'
+    path = write(tmp_path / "s.jsonl", S.header() + "\n" + line + "\n")
+    main(["check", str(path)])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"{path}:2:{line.index('x}') + 1}: error PI001")
+
+
+def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path / "d" / "bad.jsonl", BAD)
+    write(tmp_path / "d" / "sub" / "good.jsonl", GOOD)
+    write(tmp_path / "d" / "notes.txt", "not a session")
+    assert main(["check", "--json", str(tmp_path / "d")]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [f["path"] for f in report["files"]] == [str(bad), str(tmp_path / "d" / "sub" / "good.jsonl")]
+    first = report["files"][0]
+    assert first["summary"]["error"] == 1 and first["summary"]["warning"] == 1
+    assert first["diagnostics"][0] == {
+        "line": 3,
+        "column": BAD.split("\n")[2].index('"gone"') + 1,
+        "endColumn": BAD.split("\n")[2].index('"gone"') + 7,
+        "severity": "warning",
+        "code": "PI031",
+        "message": "parentId `gone` names no entry: pi shows this entry as a root and its context stops here",
+    }
+    assert report["totals"] == {
+        "files": 2,
+        "filesWithErrors": 1,
+        "error": 1,
+        "warning": 1,
+        "information": 0,
+        "hint": 0,
+    }
+
+
+def test_min_severity_and_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path / "bad.jsonl", BAD)
+    good = write(tmp_path / "good.jsonl", GOOD)
+    assert main(["check", "-q", "--min-severity", "error", str(bad), str(good)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(": ", 1)[1][:11] for line in out[:-1]] == ["error PI001", "1 error"]
+    assert out[-1] == "2 files checked: 1 error"
+
+
+def test_missing_path_and_default_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["check", str(tmp_path / "nope.jsonl")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    session = write(tmp_path / "agent" / "sessions" / "--proj--" / "2026-11-30T09-13-48-180Z_x.jsonl", BAD)
+    assert main(["check"]) == 1
+    assert f"{session}: 1 error, 1 warning" in capsys.readouterr().out
+
+
+def test_progress_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for i in range(3):
+        write(tmp_path / f"s{i}.jsonl", GOOD)
+    assert main(["check", "--progress", "-q", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "[0/3]" in captured.err and captured.out == "3 files checked: ok\n"

@@ -1,0 +1,146 @@
+"""Hover, symbols, navigation, folding, hints and selection in domain terms."""
+
+from __future__ import annotations
+
+from pi_session_server.analysis import samples as S
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.folding import folding_ranges
+from pi_session_server.analysis.hints import code_lenses, inlay_hints
+from pi_session_server.analysis.hover import hover
+from pi_session_server.analysis.navigation import definition, reference_at, references
+from pi_session_server.analysis.selection import selection_spans
+from pi_session_server.analysis.symbols import MAX_NESTING, Symbol, document_symbols
+
+
+def make(*lines: str) -> SessionDocument:
+    return SessionDocument("\n".join(lines) + "\n")
+
+
+def at(doc: SessionDocument, line: int, needle: str, occurrence: int = 0) -> int:
+    raw = doc.lines[line].raw
+    i = -1
+    for _ in range(occurrence + 1):
+        i = raw.index(needle.encode(), i + 1)
+    return i + 1
+
+
+def shape(symbols: list[Symbol]) -> list:
+    return [(s.line, shape(s.children)) if s.children else s.line for s in symbols]
+
+
+def test_symbols_flatten_chains_and_nest_branches() -> None:
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.user("b", "a"),
+        S.user("c", "b"),
+        S.user("d", "b"),
+        S.user("e", "d"),
+        S.user("f", "a"),
+    )
+    # a -> b -> {c, d -> e}, a -> f ; a and b are branch points
+    assert shape(document_symbols(doc)) == [0, (1, [(2, [3, (4, [5])]), 6])]
+
+
+def test_symbols_show_every_entry_once_even_with_cycles_and_duplicates() -> None:
+    doc = make(S.header(), S.user("a", None), S.user("x", "y"), S.user("y", "x"), S.user("a", None))
+
+    def flat(symbols: list[Symbol]) -> list[int]:
+        return [n for s in symbols for n in (s.line, *flat(s.children))]
+
+    assert sorted(flat(document_symbols(doc))) == [0, 1, 2, 3, 4]
+
+
+def test_deep_branching_does_not_recurse_without_bound() -> None:
+    lines = [S.header(), S.user("r", None)]
+    prev = "r"
+    for i in range(3000):  # every entry a branch point: a side leaf and the continuation
+        lines.append(S.user(f"s{i}", prev))
+        lines.append(S.user(f"n{i}", prev))
+        prev = f"n{i}"
+    symbols = document_symbols(make(*lines))
+
+    def depth(items: list[Symbol]) -> int:
+        best = 0
+        stack = [(items, 1)]
+        while stack:
+            current, d = stack.pop()
+            for s in current:
+                best = max(best, d)
+                stack.append((s.children, d + 1))
+        return best
+
+    assert depth(symbols) <= 2 * MAX_NESTING + 3
+
+
+def test_definition_and_references() -> None:
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {}),)),
+        S.tool_result("c", "b", "t1"),
+        S.label("l", "c", "b"),
+        S.compaction("k", "l", "a"),
+        S.branch_summary("s", "a", "b"),
+    )
+    ref = reference_at(doc, 3, at(doc, 3, '"t1"'))
+    assert ref is not None and ref.kind == "toolCallId" and ref.value == "t1"
+    assert [
+        (t.line, doc.lines[t.line].raw[t.start : t.end]) for t in definition(doc, 3, at(doc, 3, '"t1"'))
+    ] == [(2, b'"t1"')]
+    assert [t.line for t in definition(doc, 5, at(doc, 5, '"a"'))] == [1]  # firstKeptEntryId
+    assert [t.line for t in definition(doc, 6, at(doc, 6, '"b"', 0))] == [2]  # fromId
+    assert [t.line for t in references(doc, 2, 0)] == [2, 3, 4, 6]  # b: declaration, child, label, fromId
+    assert [t.line for t in references(doc, 1, at(doc, 1, '"a"'), include_declaration=False)] == [2, 5, 6]
+    assert [t.line for t in references(doc, 2, at(doc, 2, '"t1"'))] == [2, 3]
+
+
+def test_hover_texts() -> None:
+    doc = make(S.header(), S.user("a", None, "x" * 2000), S.user("b", "gone"))
+    found = hover(doc, 1, 5)
+    assert found is not None
+    text, span = found
+    assert span is None and "more characters" in text and "**leaf**" not in text
+    on_missing = hover(doc, 2, at(doc, 2, '"gone"'))
+    assert on_missing is not None and "no entry has this id" in on_missing[0]
+    assert hover(doc, 2, at(doc, 2, '"gone"'))[1] == (at(doc, 2, '"gone"') - 1, at(doc, 2, '"gone"') + 5)  # type: ignore[index]
+    bad = make(S.header(), "{oops")
+    assert "invalid JSON" in hover(bad, 1, 1)[0]  # type: ignore[index]
+
+
+def test_folding_per_user_turn() -> None:
+    doc = make(
+        S.header(),
+        S.model_change("m", None),
+        S.user("a", "m"),
+        S.assistant("b", "a"),
+        S.user("c", "b"),
+        S.assistant("d", "c"),
+        "",
+    )
+    assert folding_ranges(doc) == [(0, 1), (2, 3), (4, 5)]
+
+
+def test_inlay_hints_only_in_range_and_lenses() -> None:
+    doc = make(
+        S.header(), S.user("a", None), S.user("b", "a"), S.user("c", "a"), S.label("l", "c", "a", "start")
+    )
+    hints = inlay_hints(doc, 2, 3)
+    assert [(h.line, h.label) for h in hints] == [(2, "  depth 1 · no children"), (3, "  depth 1")]
+    assert hints[0].offset == len(doc.lines[2].raw)
+    lenses = {lens.line: lens.title for lens in code_lenses(doc)}
+    assert lenses == {
+        0: "4 entries · leaf on line 5",
+        1: "⑂ 2 branches · label “start”",
+        4: "● leaf: pi continues here",
+    }
+
+
+def test_selection_spans_nest() -> None:
+    doc = make(S.header(), S.user("a", None, "hello 😀"))
+    spans = selection_spans(doc, 1, at(doc, 1, "hello"))
+    raw = doc.lines[1].raw
+    assert raw[slice(*spans[0])] == '"hello 😀"'.encode()
+    assert raw[slice(*spans[1])] == '"content":"hello 😀"'.encode()
+    assert spans[-1] == (0, len(raw))
+    assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in zip(spans, spans[1:], strict=False))

@@ -1,0 +1,54 @@
+"""Byte offsets in a line <-> editor columns in UTF-8, UTF-16 and UTF-32."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
+
+LINE = 'ab😀c数据\u2028x"é'
+RAW = LINE.encode()
+
+
+def test_known_columns() -> None:
+    index = LINE.index("c")
+    offset = len(LINE[:index].encode())  # 6 bytes: a, b, 4-byte emoji
+    assert to_column(RAW, offset, UTF8) == 6
+    assert to_column(RAW, offset, UTF16) == 4  # the emoji is a surrogate pair
+    assert to_column(RAW, offset, UTF32) == 3
+    end = len(RAW)
+    assert to_column(RAW, end, UTF16) == len(LINE.encode("utf-16-le")) // 2
+    assert to_column(RAW, end, UTF32) == len(LINE)
+
+
+def test_columns_back_to_offsets() -> None:
+    for i in range(len(LINE) + 1):
+        offset = len(LINE[:i].encode())
+        for enc in (UTF8, UTF16, UTF32):
+            assert to_offset(RAW, to_column(RAW, offset, enc), enc) == offset
+
+
+def test_columns_inside_a_character_and_past_the_end() -> None:
+    emoji_start = 2
+    assert to_offset(RAW, emoji_start + 2, UTF8) == emoji_start  # inside the emoji's bytes
+    assert to_offset(RAW, 10_000, UTF16) == len(RAW)
+    assert to_offset(b"abc", 99, UTF8) == 3
+
+
+def test_lone_surrogates_from_an_editor() -> None:
+    text = "a\ud800b"
+    raw = text.encode("utf-8", "surrogatepass")
+    assert to_column(raw, len(raw), UTF16) == 3
+    assert to_offset(raw, 2, UTF16) == 4
+
+
+@given(st.text(), st.data())
+def test_round_trip_any_text(text: str, data: st.DataObject) -> None:
+    raw = text.encode("utf-8", "surrogatepass")
+    i = data.draw(st.integers(0, len(text)))
+    offset = len(text[:i].encode("utf-8", "surrogatepass"))
+    assert to_column(raw, offset, UTF16) == len(text[:i].encode("utf-16-le", "surrogatepass")) // 2
+    assert to_column(raw, offset, UTF32) == i
+    for enc in (UTF8, UTF16, UTF32):
+        assert to_offset(raw, to_column(raw, offset, enc), enc) == offset

@@ -1,0 +1,153 @@
+"""Repairs as text edits: what each one produces, and that the problem is gone afterwards."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+from pi_session_server.analysis import samples as S
+from pi_session_server.analysis.diagnostics import document_diagnostics
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.repairs import (
+    Repair,
+    header_for,
+    image_plan,
+    migrated_text,
+    nearest_surviving_ancestor,
+    repairs,
+)
+
+
+def make(*lines: str, newline: bool = True) -> SessionDocument:
+    return SessionDocument("\n".join(lines) + ("\n" if newline else ""))
+
+
+def apply(doc: SessionDocument, repair: Repair) -> SessionDocument:
+    for e in sorted(repair.edits(), key=lambda e: (e.start_line, e.start), reverse=True):
+        doc.apply_edit(e.start_line, e.start, e.end_line, e.end, e.new_text)
+    return doc
+
+
+def only(doc: SessionDocument, line: int, path: str | None = None) -> Repair:
+    (repair,) = repairs(doc, line, line, path)
+    return repair
+
+
+# spec §8.4, verbatim
+V1_IN = """{"type":"session","id":"v1sess","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c","provider":"anthropic","modelId":"m","thinkingLevel":"off"}
+{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}
+{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"h","display":true,"timestamp":3}}
+{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"s","firstKeptEntryIndex":1,"tokensBefore":10}
+{"type":"compaction","timestamp":"2025-01-01T00:00:04.000Z","summary":"s2","firstKeptEntryIndex":0,"tokensBefore":10}
+"""
+V1_OUT = """{"type":"session","id":"v1sess","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c","provider":"anthropic","modelId":"m","thinkingLevel":"off","version":3}
+{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"a","timestamp":1},"id":"8645759c","parentId":null}
+{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"custom","customType":"x","content":"h","display":true,"timestamp":3},"id":"4fcbc44c","parentId":"8645759c"}
+{"type":"compaction","timestamp":"2025-01-01T00:00:03.000Z","summary":"s","tokensBefore":10,"id":"c60cfb10","parentId":"4fcbc44c","firstKeptEntryId":"8645759c"}
+{"type":"compaction","timestamp":"2025-01-01T00:00:04.000Z","summary":"s2","tokensBefore":10,"id":"ff83aefc","parentId":"c60cfb10"}
+"""
+
+
+def normalize_ids(text: str) -> str:
+    ids: dict[str, str] = {}
+    return re.sub(r'"([0-9a-f]{8})"', lambda m: '"' + ids.setdefault(m.group(1), f"id{len(ids)}") + '"', text)
+
+
+def test_migration_matches_the_reference_example() -> None:
+    doc = SessionDocument(V1_IN)
+    assert normalize_ids(migrated_text(doc)) == normalize_ids(V1_OUT)
+    repair = only(doc, 0)
+    assert repair.title.startswith("Migrate to version 3")
+    # the second compaction pointed at the header: the reference leaves it without firstKeptEntryId
+    assert [(d.line, d.code) for d in document_diagnostics(apply(doc, repair))] == [(4, "PI021")]
+
+
+def test_migration_keeps_unparsable_lines_and_counts_non_objects_as_positions() -> None:
+    lines = V1_IN.split("\n")
+    # a non-object line before the compaction shifts its firstKeptEntryIndex positions (D3)
+    text = (
+        "\n".join(
+            [
+                lines[0],
+                "[1]",
+                lines[1],
+                "",
+                "{broken",
+                lines[3].replace('"firstKeptEntryIndex":1', '"firstKeptEntryIndex":2'),
+            ]
+        )
+        + "\n"
+    )
+    out = migrated_text(SessionDocument(text)).split("\n")
+    assert out[1] == "[1]" and out[3] == "{broken" and len(out) == 6  # the blank line is dropped
+    message, compaction = json.loads(out[2]), json.loads(out[4])
+    assert compaction["firstKeptEntryId"] == message["id"]
+
+
+def test_v2_migration_renames_hook_messages_only() -> None:
+    hook = '{"type":"message","id":"a","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"hookMessage","customType":"x","content":"h","display":true,"timestamp":3}}'
+    out = migrated_text(make(S.header(version=2), hook))
+    assert out == S.header(version=3) + "\n" + hook.replace("hookMessage", "custom") + "\n"
+
+
+def test_remove_truncated_line_and_bom_and_duplicate_header() -> None:
+    doc = make(S.header(), S.user("a", None), '{"type":"mess', newline=False)
+    assert apply(doc, only(doc, 2)).text() == S.header() + "\n" + S.user("a", None) + "\n"
+    doc = make("\ufeff" + S.header(), S.user("a", None))
+    assert apply(doc, only(doc, 0)).text() == make(S.header(), S.user("a", None)).text()
+    doc = make(S.header(), S.user("a", None), S.header(), newline=False)
+    assert apply(doc, only(doc, 2)).text() == S.header() + "\n" + S.user("a", None)
+
+
+def test_insert_header_from_pi_file_name() -> None:
+    path = "/home/me/.pi/agent/sessions/--home-me-proj--/2026-11-30T09-13-48-180Z_01a22bbb-5993-736f-8ed9-3b7e7d11bef3.jsonl"
+    header = header_for(make(S.user("a", None)), path)
+    assert header == {
+        "type": "session",
+        "version": 3,
+        "id": "01a22bbb-5993-736f-8ed9-3b7e7d11bef3",
+        "timestamp": "2026-11-30T09:13:48.180Z",
+        "cwd": "/home/me/proj",
+    }
+    doc = make(S.user("a", None, timestamp="2025-05-05T05:05:05.005Z"))
+    anywhere = header_for(doc, "/tmp/notes.jsonl")
+    assert anywhere["timestamp"] == "2025-05-05T05:05:05.005Z" and len(anywhere["id"]) == 36
+    assert document_diagnostics(apply(doc, only(doc, 0, "/tmp/notes.jsonl"))) == []
+
+
+def test_move_header_first() -> None:
+    doc = make(S.user("a", None), S.header())
+    assert apply(doc, only(doc, 1)).text() == make(S.header(), S.user("a", None)).text()
+
+
+def test_nearest_surviving_ancestor_skips_descendants() -> None:
+    doc = make(S.header(), S.user("a", None), S.user("x", "a"), S.user("c", "gone"), S.user("d", "c"))
+    assert nearest_surviving_ancestor(doc, doc.lines[3]).id == "x"  # type: ignore[union-attr]
+    # d descends from the orphan c: an orphan that came *before* its descendants cannot pick them
+    doc = make(S.header(), S.user("d", "c"), S.user("c", "gone"))
+    assert nearest_surviving_ancestor(doc, doc.lines[2]) is None
+    repair = only(doc, 2)
+    assert repair.title.startswith("Make this entry a root")
+    assert document_diagnostics(apply(doc, repair)) == []
+
+
+def test_image_plan_decodes_and_replaces_the_block() -> None:
+    data = base64.b64encode(b"\x89PNG fake").decode()
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t", "r", {}),)),
+        S.tool_result("c", "b", "t", images=((data, "image/png"),)),
+    )
+    plan = image_plan(doc, doc.lines[3], ("message", "content", 1), "/s/2026_x.jsonl")
+    assert plan is not None
+    assert plan.data == b"\x89PNG fake" and plan.file_name == "2026_x.c.1.png"
+    doc.apply_edit(
+        plan.edit.start_line, plan.edit.start, plan.edit.end_line, plan.edit.end, plan.edit.new_text
+    )
+    block = json.loads(doc.line_text(3))["message"]["content"][1]
+    assert block == {
+        "type": "text",
+        "text": "[image moved out of the session: 2026_x.c.1.png (image/png, 9 bytes)]",
+    }
