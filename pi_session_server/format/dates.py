@@ -160,10 +160,19 @@ def iso_from_ms(value: int | float) -> str | None:
     return f"{year}-{mo:02d}-{d:02d}T{hh:02d}:{mi:02d}:{ss:02d}.{millis:03d}Z"
 
 
+_last_iso: tuple[int, str] = (-1, "")
+
+
 def now_iso() -> str:
-    """``new Date().toISOString()``: UTC, milliseconds truncated."""
-    iso = iso_from_ms(now_ms())
+    """``new Date().toISOString()``: UTC, milliseconds truncated (cached within one millisecond)."""
+    global _last_iso
+    now = now_ms()
+    last_ms, last_text = _last_iso
+    if now == last_ms:
+        return last_text
+    iso = iso_from_ms(now)
     assert iso is not None
+    _last_iso = (now, iso)
     return iso
 
 

@@ -70,7 +70,8 @@ def new_entry_id(is_taken: Callable[[str], bool]) -> str:
     """8 lowercase hex digits of a random UUIDv4, redrawn while ``is_taken``; after 100 taken
     draws in a row, a full UUIDv4 string."""
     for _ in range(100):
-        candidate = uuid.uuid4().hex[:8]
+        # the first 8 hex digits of a v4 UUID are 32 random bits: draw them directly (uuid4() is slow)
+        candidate = os.urandom(4).hex()
         if not is_taken(candidate):
             return candidate
     return str(uuid.uuid4())

@@ -41,7 +41,9 @@ class TreeNode:
         return f"TreeNode({self.entry!r}, children={len(self.children)})"
 
 
-def build_tree(entries: list[Any], labels: dict[Any, Any], label_timestamps: dict[Any, Any]) -> list[TreeNode]:
+def build_tree(
+    entries: list[Any], labels: dict[Any, Any], label_timestamps: dict[Any, Any]
+) -> list[TreeNode]:
     """The reference's getTree over ``entries`` (the non-header file entries in file order)."""
     nodes: dict[Any, TreeNode] = {}
     placed: list[tuple[Any, Any, Any]] = []  # (index key of the id, entry id, parentId), file order
