@@ -84,6 +84,37 @@ class Entry(Mapping[str, Any]):
         else:
             self.type, self.id, self.parent_id, self.timestamp, self.role, self.model_ref = envelope
 
+    @classmethod
+    def lazy(
+        cls,
+        etype: Any,
+        entry_id: Any,
+        parent_id: Any,
+        timestamp: Any,
+        role: Any,
+        model_ref: tuple[Any, Any] | None,
+        source: LineSource | None,
+        line: int,
+        offset: int,
+        length: int,
+    ) -> Entry:
+        """An entry known by its envelope only (the scanner's hot path: positional, no envelope tuple)."""
+        self = cls.__new__(cls)
+        self.type = etype
+        self.id = entry_id
+        self.parent_id = parent_id
+        self.timestamp = timestamp
+        self.role = role
+        self.model_ref = model_ref
+        self.aux = None
+        self.line = line
+        self.offset = offset
+        self.length = length
+        self._value = ABSENT
+        self._raw = None
+        self._source = source
+        return self
+
     # -- envelope ---------------------------------------------------------------------------
 
     def refresh_envelope(self) -> None:

@@ -268,6 +268,7 @@ def _scan_entry_lines(
     head_type = _MessageHead
     unset = msgspec.UNSET
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+    new_lazy = Entry.lazy
     buf = bytearray(CHUNK_SIZE)
     view = memoryview(buf)
     base = start  # file offset of buf[0]
@@ -326,14 +327,7 @@ def _scan_entry_lines(
                 ts = env.timestamp
                 if type(ts) is not str:
                     ts = _js(ts)
-                entry = Entry(
-                    ABSENT,
-                    envelope=(etype, eid, parent, ts, role, model_ref),
-                    source=source,
-                    line=line_no,
-                    offset=offset,
-                    length=length,
-                )
+                entry = new_lazy(etype, eid, parent, ts, role, model_ref, source, line_no, offset, length)
                 if etype == "label":
                     entry.aux = (_js(env.targetId), _js(env.label))
                 if keep_bytes:

@@ -376,13 +376,33 @@ class SessionManager:
         self._build_index()
 
     def _build_index(self) -> None:
-        self._by_id = {}
+        """The reference's "build index" over the file entries (one tight loop: it runs on every load)."""
+        by_id: dict[Any, Entry] = {}
+        leaf: Any = None
+        assistants = 0
+        label_entries: builtins.list[Entry] = []
+        for entry in self._file_entries:
+            etype = entry.type
+            if etype == "session":
+                continue
+            entry_id = entry.id
+            by_id[entry_id if type(entry_id) is str else index_key(entry_id)] = entry
+            leaf = entry_id
+            if etype == "message":
+                if entry.role == "assistant":
+                    assistants += 1
+            elif etype == "label":
+                label_entries.append(entry)
+        self._by_id = by_id
+        self._leaf_id = leaf
+        self._assistants = assistants
         self._labels = {}
         self._label_timestamps = {}
-        self._leaf_id = None
-        self._assistants = 0
-        for entry in self._file_entries:
-            self._index_entry(entry)
+        for entry in label_entries:  # labels only interact with each other: file order among them suffices
+            aux = entry.aux
+            if aux is None:
+                aux = (entry_field(entry, "targetId"), entry_field(entry, "label"))
+            self._apply_label(aux[0], aux[1], entry.timestamp)
 
     def _index_entry(self, entry: Entry) -> None:
         etype = entry.type
