@@ -88,20 +88,32 @@ def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:
 
 
 def select_context_entries(path: list[Any]) -> list[Any]:
-    """§16.2 on an already computed path."""
+    """§16.2 on a path computed by :func:`build_session_path`.
+
+    Every element of such a path except the last (the start) was fetched from the id index, so their
+    ids are pairwise distinct: the first element carrying the compaction's id is the compaction
+    itself unless it is the start, and at most one element before it carries firstKeptEntryId. That
+    lets both searches run from the compaction backwards instead of over the whole path.
+    """
     compaction: Any = None
+    position = -1
     for i in range(len(path) - 1, -1, -1):
         e = path[i]
         if (e.type if type(e) is Entry else type_of(e)) == "compaction":
-            compaction = e
+            compaction, position = e, i
             break
     if compaction is None:
         return path
-    compaction_index = _first_index_with_id(path, id_of(compaction), len(path))
-    if compaction_index < 0:
-        return path
+    compaction_index = position
+    if position == len(path) - 1:  # the start may share its id with an earlier element
+        compaction_index = _first_index_with_id(path, id_of(compaction), len(path))
     result = [compaction]
-    first = _first_index_with_id(path, field(compaction, "firstKeptEntryId"), compaction_index)
+    first_kept = field(compaction, "firstKeptEntryId")
+    first = -1
+    for i in range(compaction_index - 1, -1, -1):
+        if strict_equal(id_of(path[i]), first_kept):
+            first = i
+            break
     if first >= 0:
         for e in path[first:compaction_index]:
             if not (type_of(e) == "message" and role_of(e) == "system"):
