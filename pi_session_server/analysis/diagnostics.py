@@ -15,7 +15,7 @@ from . import lines as L
 from .codes import CODES, Severity
 from .document import BOM_BYTES, SessionDocument
 from .jsonpath import key_span, value_span
-from .lines import LineInfo, Problem
+from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +246,37 @@ def _version_diagnostics(header: LineInfo) -> list[Diagnostic]:
 
 
 def document_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
-    """All diagnostics of ``doc``, ordered by position."""
+    """All diagnostics of ``doc``, ordered by position (a provisional document is finished first)."""
+    doc.finish()
+    return _diagnostics(doc, False)
+
+
+def first_pass_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
+    """The diagnostics of ``doc`` that its envelope decides, without finishing a provisional document.
+
+    The same list for a provisional document as for the finished one: syntax and file-level
+    problems, unknown types, missing or mistyped ``type``/``id``/``parentId``/``timestamp``, bad
+    timestamps, and the tree problems of ids and parents (duplicates, dangling parents, cycles,
+    label/compaction/branch-summary references); that is, every diagnostic of
+    :func:`document_diagnostics` for which :func:`is_first_pass` holds. Tool-call pairing, the other
+    field checks and image sizes need the full scan.
+    """
+    return _diagnostics(doc, True)
+
+
+def is_first_pass(p: Problem) -> bool:
+    """``p`` is a problem :func:`first_pass_diagnostics` reports."""
+    code = p.code
+    if code not in ENVELOPE_CODES:
+        return False
+    if code not in FIELD_CODES:
+        return True
+    if code == codes.FIELD_MISSING and p.path == ():
+        return p.missing in ENVELOPE_FIELDS
+    return p.path in ENVELOPE_PATHS
+
+
+def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
     out = file_diagnostics(doc)
     lines = doc.lines
     last = lines[-1] if lines else None
@@ -258,10 +288,14 @@ def document_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
         for p in info.problems:
             if v1 and p.v1_expected:
                 continue
+            if first_pass and not is_first_pass(p):
+                continue
             out.append(_diagnostic(info, p))
     if not v1:
         for info, problems in doc.tree.cross.items():
             for p in problems:
+                if first_pass and not is_first_pass(p):
+                    continue
                 out.append(_diagnostic(info, p))
     out.sort(key=lambda d: (d.line, d.start, d.code))
     return out
@@ -281,5 +315,7 @@ __all__ = [
     "count_by_severity",
     "document_diagnostics",
     "file_diagnostics",
+    "first_pass_diagnostics",
+    "is_first_pass",
     "problem_span",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..format.jsvalue import ABSENT, index_key, to_number
 from . import lines as L
-from .lines import LineInfo, scan_line
+from .lines import LineInfo, scan_envelope, scan_line
 from .tree import TreeIndex
 
 BOM_BYTES = b"\xef\xbb\xbf"
@@ -33,7 +33,11 @@ def _char_boundary(raw: bytes, offset: int) -> int:
 class SessionDocument:
     """The analysed lines of one session text, kept up to date under edits."""
 
-    def __init__(self, data: bytes | str = b"", *, errors: str | None = None):
+    def __init__(self, data: bytes | str = b"", *, errors: str | None = None, quick: bool = False):
+        """``quick``: read only the envelope of ordinary entry lines now (about three times
+        faster); the document is then :attr:`provisional` until :meth:`finish` (which every edit
+        calls first) completes it. Until then only :data:`lines.ENVELOPE_CODES` problems are exact
+        (see :func:`diagnostics.first_pass_diagnostics`)."""
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
             errors = errors or "surrogatepass"
@@ -45,24 +49,45 @@ class SessionDocument:
         self.version = 0  # bumped on every change
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
         self._bom_line: LineInfo | None = None
-        self._load(data)
+        self._provisional: list[LineInfo] = []
+        self._scanned: list[LineInfo] = []
+        self._repair_utf8 = False  # provisional lines may hold invalid UTF-8 (``from_editor_bytes``)
+        self._load(data, quick)
 
     # -- building -----------------------------------------------------------------------------
 
-    def _load(self, data: bytes) -> None:
+    def _load(self, data: bytes, quick: bool = False) -> None:
         # Line facts hold no reference cycles; letting the cyclic GC walk the growing heap during
         # a bulk load of 100,000s of objects costs more than the load itself.
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            self._load_lines(data)
+            self._load_lines(data, quick)
         finally:
             if was_enabled:
                 gc.enable()
 
-    def _load_lines(self, data: bytes) -> None:
+    def _load_lines(self, data: bytes, quick: bool = False) -> None:
         errors = self.errors
-        infos = [scan_line(raw, errors) for raw in data.split(b"\n")]
+        raws = data.split(b"\n")
+        provisional: list[LineInfo] = []
+        if quick:
+            infos = [scan_line(raws[0], errors)]
+            scanned = infos[:]
+            append = infos.append
+            keep = provisional.append
+            for raw in raws[1:]:
+                info = scan_envelope(raw)
+                if info is None:
+                    info = scan_line(raw, errors)
+                    scanned.append(info)
+                else:
+                    keep(info)
+                append(info)
+        else:
+            infos = scanned = [scan_line(raw, errors) for raw in raws]
+        self._provisional = provisional
+        self._scanned = scanned  # the lines scan_line read (for ``from_editor_bytes``)
         if infos[0].raw.startswith(BOM_BYTES):
             infos[0] = scan_line(infos[0].raw, errors, first=True)
         self._bom_line = infos[0] if infos[0].bom else None
@@ -75,9 +100,76 @@ class SessionDocument:
         self.tree.update((), [i for i in infos if i.kind == L.ENTRY])
         self.version += 1
 
+    @property
+    def provisional(self) -> bool:
+        """Some lines are known by their envelope only (a ``quick`` load not finished yet)."""
+        return bool(self._provisional)
+
+    def finish(self) -> bool:
+        """Complete a ``quick`` load: scan the provisional lines fully. False when there was none."""
+        if not self._provisional:
+            return False
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            errors = self.errors
+            lines = self.lines
+            repair = self._repair_utf8
+            for old in self._provisional:
+                raw = old.raw
+                if repair:
+                    try:
+                        raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        raw = raw.decode("utf-8", "replace").encode("utf-8")
+                info = scan_line(raw, errors)
+                info.line = old.line
+                lines[info.line] = info
+            if repair:
+                self._repair_utf8 = False
+                self.errors = "surrogatepass"
+            self._provisional = []
+            self.problem_lines = {i for i in lines if i.problems}
+            self.tree = TreeIndex()
+            self.tree.update((), [i for i in lines if i.kind == L.ENTRY])
+            self._leaf_path = (None, -1, set())
+            self.version += 1
+        finally:
+            if was_enabled:
+                gc.enable()
+        return True
+
+    @classmethod
+    def from_editor_bytes(cls, data: bytes, *, quick: bool = False) -> SessionDocument | None:
+        """The document of an editor's text received as UTF-8 bytes: what ``SessionDocument(text)``
+        gives for ``text = data.decode("utf-8", "replace")`` (how a JSON message's invalid bytes
+        decode), or None when a line read in full is not valid UTF-8 (then decode it that way).
+
+        Validating 100 MB of UTF-8 costs more than the whole first pass, so the provisional lines
+        of a ``quick`` load (whose envelope msgspec checked, not the fields it skipped) are checked
+        when the document is finished, and an invalid one replaced by its repaired bytes then.
+        """
+        doc = cls(data, quick=quick)
+        for info in doc._scanned:
+            try:
+                info.raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        doc._scanned = []
+        if doc.provisional:
+            # until finished, a line may hold invalid bytes: columns decode them as U+FFFD, which
+            # they become
+            doc._repair_utf8 = True
+        else:
+            doc.errors = "surrogatepass"  # as for a str: edits bring text from the editor
+        return doc
+
     def replace_all(self, data: bytes | str) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
+        if self._repair_utf8:  # an editor's document replaced before it was finished
+            self._repair_utf8 = False
+            self.errors = "surrogatepass"
         self._load(data)
 
     @property
@@ -110,6 +202,8 @@ class SessionDocument:
         """
         if isinstance(text, str):
             text = text.encode("utf-8", "surrogatepass")
+        self.finish()
+        self._scanned = []
         last = len(self.lines) - 1
         if start_line > last:
             start_line, start_col = last, len(self.lines[last].raw)

@@ -51,6 +51,7 @@ class Problem:
     on_key: bool = False
     v1_expected: bool = False
     related: tuple[tuple[LineInfo, str], ...] = ()
+    missing: str | None = None  # the field a FIELD_MISSING problem is about
     resolved: tuple[int, int] | None = field(default=None, repr=False)  # cached byte span
 
 
@@ -144,6 +145,118 @@ def scan_line(raw: bytes, errors: str = "replace", first: bool = False) -> LineI
         return info
     _from_record(info, record)
     return info
+
+
+class _Envelope(msgspec.Struct):
+    """Only what the tree and the line-local first pass need (see :func:`scan_envelope`)."""
+
+    type: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+    parentId: Any = msgspec.UNSET  # noqa: N815 - the JSON key
+    timestamp: Any = msgspec.UNSET
+    targetId: Any = msgspec.UNSET  # noqa: N815
+    firstKeptEntryId: Any = msgspec.UNSET  # noqa: N815
+    fromId: Any = msgspec.UNSET  # noqa: N815
+
+
+_decode_envelope = msgspec.json.Decoder(_Envelope).decode
+_ENTRY_TYPES: Final = frozenset(
+    _TAG_OF[c]
+    for c in rec.SessionLine.__args__
+    if c is not rec.SessionHeader  # type: ignore[attr-defined]
+)
+_MAX_SAFE = 2**53 - 1
+
+
+def _plain(value: Any) -> Any:
+    """msgspec's decoding of a JSON value, as JSON.parse would give it (big integers are doubles)."""
+    if value is _UNSET:
+        return ABSENT
+    if type(value) is int and not -_MAX_SAFE <= value <= _MAX_SAFE:
+        return float(value)
+    return value
+
+
+def scan_envelope(raw: bytes) -> LineInfo | None:
+    """The envelope facts of an ordinary entry line, without checking the rest of it, or None when
+    the line needs :func:`scan_line` (anything else: not JSON, not an entry, a header, an unknown
+    type, an envelope field missing, mistyped or a timestamp not in canonical form).
+
+    A line returned here is *provisional*: its kind, id, parent, timestamp and reference are exact,
+    its ``problems`` are empty although the full scan may find some below the envelope (field
+    types, stop reasons, images), and its role and tool-call facts are not known yet. A full scan
+    of it can report nothing in :data:`ENVELOPE_CODES` on an envelope path.
+    """
+    try:
+        env = _decode_envelope(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    etype = env.type
+    eid = env.id
+    parent = env.parentId
+    ts = env.timestamp
+    if (
+        etype.__class__ is not str
+        or etype not in _ENTRY_TYPES
+        or eid.__class__ is not str
+        or (parent is not None and parent.__class__ is not str)
+        or ts.__class__ is not str
+        or _time_ok(ts) is None
+    ):
+        return None
+    info = LineInfo(raw)
+    info.kept = True
+    info.kind = ENTRY
+    info.etype = etype
+    info.id = info.key = eid
+    info.parent_id = parent
+    info.pkey = parent or None
+    info.timestamp = ts
+    if etype == "label":
+        info.ref = _plain(env.targetId)
+    elif etype == "compaction":
+        info.ref = _plain(env.firstKeptEntryId)
+    elif etype == "branch_summary":
+        info.ref = _plain(env.fromId)
+    return info
+
+
+#: codes whose every occurrence a document of provisional lines (:func:`scan_envelope`) reports
+#: exactly: file-level and syntax problems, and the tree problems that depend on ids and parents only
+ENVELOPE_CODES: Final = frozenset(
+    {
+        codes.INVALID_JSON,
+        codes.TRUNCATED_LAST_LINE,
+        codes.NOT_AN_OBJECT,
+        codes.BLANK_LINE,
+        codes.NO_FINAL_NEWLINE,
+        codes.MISSING_HEADER,
+        codes.INVALID_HEADER,
+        codes.HEADER_NOT_FIRST,
+        codes.DUPLICATE_HEADER,
+        codes.BOM,
+        codes.OLD_VERSION,
+        codes.UNKNOWN_VERSION,
+        codes.UNKNOWN_ENTRY_TYPE,
+        codes.FIELD_MISSING,
+        codes.FIELD_WRONG_TYPE,
+        codes.BAD_TIMESTAMP,
+        codes.DUPLICATE_ID,
+        codes.DANGLING_PARENT,
+        codes.PARENT_CYCLE,
+        codes.LABEL_TARGET_MISSING,
+        codes.FIRST_KEPT_NOT_ON_PATH,
+        codes.FROM_ID_UNKNOWN,
+    }
+)
+#: the envelope fields: of a line's field problems (PI020-PI022, PI025) only those about these are
+#: envelope problems (at their path, or at the line's top level for a missing one)
+ENVELOPE_FIELDS: Final = frozenset({"type", "id", "parentId", "timestamp"})
+ENVELOPE_PATHS: Final = frozenset((f,) for f in ENVELOPE_FIELDS)
+#: codes that are envelope problems only at :data:`ENVELOPE_PATHS`
+FIELD_CODES: Final = frozenset(
+    {codes.UNKNOWN_ENTRY_TYPE, codes.FIELD_MISSING, codes.FIELD_WRONG_TYPE, codes.BAD_TIMESTAMP}
+)
 
 
 def _shifted(p: Problem, n: int) -> Problem:
@@ -279,7 +392,9 @@ def _scan_value(info: LineInfo, value: Any) -> None:
     for fp in check_fields(value):
         if etype == "session" and (fp.missing == "id" or fp.path in (("id",), ("version",))):
             continue  # the document reports an invalid header (PI011) or version (PI016) once
-        problems.append(Problem(fp.code, fp.message, path=fp.path, v1_expected=fp.v1_expected))
+        problems.append(
+            Problem(fp.code, fp.message, path=fp.path, v1_expected=fp.v1_expected, missing=fp.missing)
+        )
     if etype == "session":
         info.kind = HEADER
         info.version = get(value, "version")

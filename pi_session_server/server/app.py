@@ -176,13 +176,24 @@ class PiSessionServer(LanguageServer):
         write: bool = False,
         heavy: bool = False,
         convert: Callable[[Any, Slot], Any] | None = None,
+        append: bool = False,
     ) -> Any:
         """Run ``job(manager)`` on the addressed session and return its result as plain JSON.
 
         ``write``: the job may write the file: it runs under the file's lock, a read-only view is
         reopened for writing first, and a failure undoes the in-memory part (the session is as it
         was). ``heavy``: on a big session the job and the JSON conversion run on a worker thread.
+        ``append``: the job is one library appender, which undoes its own failure
+        (``rollback_failed_appends``), so no snapshot of the manager is needed.
         """
+        if write and append and not heavy and p.session is not UNSET:
+            slot = self.registry.get(p.session)
+            if slot.view_path is None and _is_free(slot.lock):
+                path_lock = self.registry.path_lock(slot.path, slot)
+                if _is_free(path_lock):
+                    # nothing below suspends, so no other request can run in between: taking the
+                    # two (free) locks would change nothing but the cost
+                    return self._append_now(slot, job, convert)
         slot = await self.resolve(p)
         async with slot.lock:
             if slot.closed:
@@ -198,14 +209,39 @@ class PiSessionServer(LanguageServer):
                         lambda: upgrade_view(slot.manager, view_path), thread=False
                     )
                     slot.view_path = None
+                if append:
+                    return self._append_now(slot, job, convert)
                 manager = slot.manager
                 if self.options.fsync:
                     manager.fsync = True
+                undo = self.options.rollback_failed_writes
+                manager.rollback_failed_appends = undo
                 try:
-                    undo = self.options.rollback_failed_writes
                     return await self._call(slot, job, False, convert, undo_on_error=undo)
                 finally:
                     self.report_foreign_writes(slot)
+
+    def _append_now(self, slot: Slot, job: Callable[[Any], Any], convert: Any) -> Any:
+        """Run an appender inline; the caller holds (or may skip) the slot's and the file's locks."""
+        if slot.closed:
+            raise rpc_errors.unknown_session(slot.handle)
+        manager = slot.manager
+        if self.options.fsync:
+            manager.fsync = True
+        manager.rollback_failed_appends = self.options.rollback_failed_writes
+        try:
+            value = job(manager)
+            if convert is not None:
+                value = convert(value, slot)
+            return msgspec.Raw(encode_result(value))
+        except PiSessionError as error:
+            raise rpc_errors.from_library_error(error) from error
+        except rpc_errors.PiRpcError:
+            raise
+        except OSError as error:
+            raise rpc_errors.from_os_error(error, "open", getattr(error, "filename", None)) from error
+        finally:
+            self.report_foreign_writes(slot)
 
     async def _call(
         self, slot: Slot, job: Callable[[Any], Any], heavy: bool, convert: Any, *, undo_on_error: bool = False
@@ -253,6 +289,11 @@ class PiSessionServer(LanguageServer):
             }
         )
         return info
+
+
+def _is_free(lock: asyncio.Lock) -> bool:
+    """Nobody holds ``lock`` and nobody waits for it (a woken waiter leaves it unlocked a moment)."""
+    return not lock.locked() and not getattr(lock, "_waiters", None)
 
 
 def _entry_count(manager: Any) -> int:

@@ -3,17 +3,20 @@ pi/getSessionName, pi/getHeader, pi/getInfo, pi/buildContextEntries, pi/buildSes
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
 
+from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT, index_key
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, PiRpcError
-from .tree_view import tree_view
+from .tree_view import PreviewCache, tree_view
 from .wire import Clean
 
 if TYPE_CHECKING:
@@ -25,21 +28,40 @@ def _or_null(value: Any) -> Any:
 
 
 def _tree(manager: Any, p: P.GetTreeParams) -> Any:
-    roots = manager.get_tree()
-    if p.form == "reference":
-        return tree_to_json(roots)
-    return Clean(
-        tree_view(
-            roots,
-            manager.get_leaf_id(),
-            manager.by_id,
-            mode=p.filter,
-            form=p.form,
-            search=None if p.search is UNSET else p.search,
-            active_branch_first=p.active_branch_first,
-            previews=p.previews,
+    # the walk keeps every container it makes: collections during it would find nothing
+    with gc_paused():
+        roots = manager.get_tree()
+        if p.form == "reference":
+            return tree_to_json(roots)
+        return Clean(
+            tree_view(
+                roots,
+                manager.get_leaf_id(),
+                manager.by_id,
+                mode=p.filter,
+                form=p.form,
+                search=None if p.search is UNSET else p.search,
+                active_branch_first=p.active_branch_first,
+                previews=p.previews,
+                cache=preview_cache(manager) if p.previews else None,
+            )
         )
-    )
+
+
+_preview_caches: weakref.WeakKeyDictionary[Any, PreviewCache] = weakref.WeakKeyDictionary()
+_preview_caches_lock = threading.Lock()
+
+
+def preview_cache(manager: Any) -> PreviewCache | None:
+    """The preview cache of a session (dropped with its manager); None if the manager cannot be keyed."""
+    with _preview_caches_lock:
+        try:
+            cache = _preview_caches.get(manager)
+            if cache is None:
+                cache = _preview_caches[manager] = PreviewCache()
+        except TypeError:  # not weakly referenceable
+            return None
+        return cache
 
 
 def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import params as P
+from .wire import Clean
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -46,8 +47,11 @@ def _append(manager: Any, p: P.AppendParams) -> Any:
     raise AssertionError(f"unhandled append kind {type(p).__name__}")
 
 
-def _new_entry(entry_id: Any, slot: Slot) -> dict[str, Any]:
-    return {"id": entry_id, "leafId": slot.manager.get_leaf_id()}
+def _new_entry(entry_id: Any, slot: Slot) -> Any:
+    leaf_id = slot.manager.get_leaf_id()
+    if type(entry_id) is str and type(leaf_id) is str:
+        return Clean({"id": entry_id, "leafId": leaf_id})  # nothing for encode_result to look for
+    return {"id": entry_id, "leafId": leaf_id}
 
 
 def _new_usage_entry(entry_id: Any, slot: Slot) -> dict[str, Any]:
@@ -61,7 +65,7 @@ def register(server: PiSessionServer) -> None:
     async def pi_append(params: Any) -> Any:
         p = P.parse_append(params)
         convert = _new_usage_entry if isinstance(p, P.AppendUsage) else _new_entry
-        return await server.session_call(p, lambda m: _append(m, p), write=True, convert=convert)
+        return await server.session_call(p, lambda m: _append(m, p), write=True, convert=convert, append=True)
 
     @server.feature("pi/branch")
     async def pi_branch(params: Any) -> Any:

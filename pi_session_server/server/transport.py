@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import sys
+from collections.abc import Generator
 from functools import partial
 from typing import Any, BinaryIO
 
 import attrs
+import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pygls.protocol import LanguageServerProtocol
@@ -106,8 +109,14 @@ class PiProtocol(LanguageServerProtocol):
 
     # -- reading ------------------------------------------------------------------------------
 
+    def _open_big_document(self, body: bytes) -> bool:
+        """A huge didOpen taken by the language features without decoding its text to a str."""
+        return _open_fast_path(self, body)
+
     def dispatch_body(self, body: bytes) -> None:
         """Parse and dispatch one framed message."""
+        if len(body) > _BIG_OPEN and self._open_big_document(body):
+            return
         try:
             raw = parse_bytes(body)
         except Exception as error:
@@ -153,7 +162,28 @@ class PiProtocol(LanguageServerProtocol):
         return self.structure_message(raw)
 
     def _start_request(self, message_id: Any, handler: Any, params: Any) -> None:
-        task = asyncio.ensure_future(handler(params))
+        """Run the handler eagerly up to its first suspension point.
+
+        Most requests (an append, a read of a small session) never suspend: they are answered here,
+        without a task (creating and scheduling one costs more than the work). A handler that does
+        suspend continues as a task, registered for ``$/cancelRequest``. Order is kept: handlers still
+        start in arrival order and take the session's lock before their first suspension point.
+        """
+        coro = handler(params)
+        if not inspect.iscoroutine(coro):
+            task = asyncio.ensure_future(coro)
+        else:
+            try:
+                yielded = coro.send(None)
+            except StopIteration as done:
+                self._send_result(message_id, done.value)
+                return
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:
+                self._send_exception(message_id, exc)
+                return
+            task = asyncio.ensure_future(_continue(coro, yielded))
         self._request_futures[message_id] = task  # $/cancelRequest finds it here
         task.add_done_callback(partial(self._reply, message_id=message_id))
 
@@ -169,12 +199,68 @@ class PiProtocol(LanguageServerProtocol):
             return
         exc = task.exception()
         if exc is None:
-            self._send_data({"jsonrpc": "2.0", "id": message_id, "result": task.result()})
+            self._send_result(message_id, task.result())
+        else:
+            self._send_exception(message_id, exc)
+
+    def _send_result(self, message_id: Any, result: Any) -> None:
+        if type(result) is msgspec.Raw and self.writer is not None:
+            # the handler encoded its result already: frame the reply without another encoding pass
+            try:
+                head = _REPLY_HEAD % encode_json(message_id)
+            except Exception:
+                head = None
+            if head is not None:
+                length = len(head) + len(result) + 1
+                self.writer.write(b"Content-Length: %d\r\n\r\n%s%s}" % (length, head, result))
+                return
+        self._send_data({"jsonrpc": "2.0", "id": message_id, "result": result})
+
+    def _send_exception(self, message_id: Any, exc: BaseException) -> None:
+        if isinstance(exc, asyncio.CancelledError):
+            error = JsonRpcRequestCancelled(f'Request with id "{message_id}" is canceled')
+            self.send_error(message_id, error.code, error.message)
         elif isinstance(exc, JsonRpcException):
             self.send_error(message_id, exc.code, exc.message, exc.data)
         else:
             logger.error("internal error answering %s", message_id, exc_info=exc)
             self.send_error(message_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+_REPLY_HEAD = b'{"jsonrpc":"2.0","id":%s,"result":'
+
+
+class _Continuation:
+    """Awaitable that drives a coroutine which already ran up to ``yielded`` (its first suspension)."""
+
+    __slots__ = ("_coro", "_yielded")
+
+    def __init__(self, coro: Any, yielded: Any) -> None:
+        self._coro = coro
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, yielded = self._coro, self._yielded
+        while True:
+            try:
+                sent = yield yielded
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    yielded = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
+
+
+async def _continue(coro: Any, yielded: Any) -> Any:
+    return await _Continuation(coro, yielded)
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:
@@ -217,6 +303,47 @@ class BatchingWriter:
             self._stream.close()
 
 
+# A didOpen this large skips building the document text as a Python str: the text is handed to the
+# language features as its raw JSON string token (they unescape it straight to UTF-8 bytes).
+_BIG_OPEN = 1_000_000
+
+
+class _OpenedDocument(msgspec.Struct):
+    uri: str
+    languageId: str  # noqa: N815 - the LSP field name
+    version: int
+    text: msgspec.Raw
+
+
+class _OpenParams(msgspec.Struct):
+    textDocument: _OpenedDocument  # noqa: N815 - the LSP field name
+
+
+class _OpenNotification(msgspec.Struct):
+    jsonrpc: str
+    method: str
+    params: _OpenParams
+
+
+_decode_open = msgspec.json.Decoder(_OpenNotification).decode
+
+
+def _open_fast_path(protocol: PiProtocol, body: bytes) -> bool:
+    if b'"textDocument/didOpen"' not in body:
+        return False
+    features = getattr(protocol._server, "language_features", None)
+    if features is None:
+        return False
+    try:
+        message = _decode_open(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    if message.jsonrpc != "2.0" or message.method != "textDocument/didOpen":
+        return False
+    document = message.params.textDocument
+    return bool(features.did_open_json(document.uri, document.languageId, document.version, document.text))
+
+
 async def _stdin_reader(stdin: BinaryIO) -> asyncio.StreamReader:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**20)
@@ -227,18 +354,50 @@ async def _stdin_reader(stdin: BinaryIO) -> asyncio.StreamReader:
 async def read_messages(reader: asyncio.StreamReader, protocol: PiProtocol) -> None:
     """The message loop: frames from ``reader`` dispatched to ``protocol`` until EOF.
 
-    Handlers run as tasks in arrival order; requests on one session keep that order because each
-    takes the session's (FIFO) lock before its first suspension point.
+    Reads whatever the pipe holds (up to 1 MiB) and dispatches every complete frame in it before
+    reading again, so the replies to one chunk leave in one write. Handlers start in arrival order;
+    requests on one session keep that order because each takes the session's (FIFO) lock before its
+    first suspension point.
+
+    Headers are lines ending in ``\n`` (or ``\r\n``); an empty line ends them once a valid
+    ``Content-Length`` was seen (an empty line before that is skipped). EOF inside a frame ends the loop.
     """
+    buffer = b""
+    content_length = -1
+    in_body = False
     while True:
-        content_length = -1
+        chunk = await reader.read(_READ_SIZE)
+        if not chunk:
+            return
+        buffer = buffer + chunk if buffer else chunk
+        start = 0
+        end = len(buffer)
         while True:
-            line = await reader.readline()
-            if not line:
-                return
-            if line in (b"\r\n", b"\n"):
+            if in_body:
+                stop = start + content_length
+                if stop > end:
+                    # a big body: read the rest in one go (no buffer regrowth per chunk)
+                    try:
+                        rest = await reader.readexactly(stop - end)
+                    except asyncio.IncompleteReadError:
+                        return
+                    buffer = buffer[start:] + rest
+                    start, stop = 0, content_length
+                    end = len(buffer)
+                body = buffer[start:stop] if start or stop != end else buffer
+                start = stop
+                in_body = False
+                content_length = -1
+                protocol.dispatch_body(body)
+                continue
+            newline = buffer.find(b"\n", start)
+            if newline < 0:
+                break
+            line = buffer[start : newline + 1]
+            start = newline + 1
+            if line == b"\r\n" or line == b"\n":
                 if content_length >= 0:
-                    break
+                    in_body = True
                 continue
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length":
@@ -246,11 +405,10 @@ async def read_messages(reader: asyncio.StreamReader, protocol: PiProtocol) -> N
                     content_length = int(value.strip())
                 except ValueError:
                     content_length = -1
-        try:
-            body = await reader.readexactly(content_length)
-        except asyncio.IncompleteReadError:
-            return
-        protocol.dispatch_body(body)
+        buffer = buffer[start:]
+
+
+_READ_SIZE = 1 << 20
 
 
 async def serve_streams(

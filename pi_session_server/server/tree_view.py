@@ -164,21 +164,109 @@ def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
     for entry in entries:
         if type_of(entry) != "message" or role_of(entry) != "assistant":
             continue
-        message = field(entry, "message")
-        content = message.get("content", ABSENT) if isinstance(message, dict) else ABSENT
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if isinstance(block, dict) and block.get("type", ABSENT) == "toolCall":
-                calls[index_key(block.get("id", ABSENT))] = (
-                    block.get("name", ABSENT),
-                    block.get("arguments", ABSENT),
-                )
+        for key, call in tool_calls_of(entry):
+            calls[key] = call
     return calls
+
+
+def tool_calls_of(entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
+    """(index key of the call id, (name, arguments)) of an assistant message's toolCall blocks."""
+    message = field(entry, "message")
+    content = message.get("content", ABSENT) if isinstance(message, dict) else ABSENT
+    if not isinstance(content, list):
+        return []
+    return [
+        (index_key(block.get("id", ABSENT)), (block.get("name", ABSENT), block.get("arguments", ABSENT)))
+        for block in content
+        if isinstance(block, dict) and block.get("type", ABSENT) == "toolCall"
+    ]
+
+
+class PreviewCache:
+    """Per session: what the previews need from each entry, kept across ``pi/getTree`` calls.
+
+    Entries never change once read or written (a reload makes new ones), so an entry's preview part
+    and tool calls are computed once; items are keyed by the entry object (``id()``, checked with
+    ``is``: the cache holds the entry, so the id cannot be reused). Each tree walk keeps only the
+    entries it met, so entries the session dropped do not accumulate.
+    """
+
+    __slots__ = ("parts", "calls")
+
+    def __init__(self) -> None:
+        self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
+        self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]]]] = {}
+
+    def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
+        old = self.calls
+        kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]]]] = {}
+        calls: ToolCalls = {}
+        for entry in entries:
+            if type_of(entry) != "message" or role_of(entry) != "assistant":
+                continue
+            key = id(entry)
+            found = old.get(key)
+            if found is None or found[0] is not entry:
+                found = (entry, tool_calls_of(entry))
+            kept[key] = found
+            for call_key, call in found[1]:
+                calls[call_key] = call
+        self.calls = kept
+        return calls
+
+    def previews(self) -> Callable[[Any, ToolCalls], str]:
+        """A preview function for one walk; the walk's entries replace the cached set."""
+        old = self.parts
+        kept: dict[int, tuple[Any, str | _ToolResult]] = {}
+        self.parts = kept
+
+        def preview(entry: Any, tool_calls: ToolCalls) -> str:
+            key = id(entry)
+            found = old.get(key)
+            if found is None or found[0] is not entry:
+                found = (entry, preview_part(entry))
+            kept[key] = found
+            return finish_preview(found[1], tool_calls)
+
+        return preview
 
 
 def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
     """The text pi's tree selector shows for an entry (``getEntryDisplayText`` without colours)."""
+    return finish_preview(preview_part(entry), tool_calls)
+
+
+class _ToolResult:
+    """The part of a tool result's preview that needs the tool calls (and ``HOME``): done per call."""
+
+    __slots__ = ("call_id", "name", "memo")
+
+    def __init__(self, call_id: Any, name: Any) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.memo: tuple[Any, str, str] | None = None  # (call, HOME, text) of the last rendering
+
+
+def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls) -> str:
+    if type(part) is str:
+        return part
+    assert isinstance(part, _ToolResult)
+    call = tool_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
+    if call is not None:
+        # the call tuples of a cached session are the same objects from one walk to the next
+        home = os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+        memo = part.memo
+        if memo is not None and memo[0] is call and memo[1] == home:
+            return memo[2]
+        text = format_tool_call(call[0], call[1])
+        part.memo = (call, home, text)
+        return text
+    name = part.name
+    return f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]"
+
+
+def preview_part(entry: Any) -> str | _ToolResult:
+    """What of an entry's preview depends on the entry alone (entries never change: cacheable)."""
     etype = type_of(entry)
     value = entry.value if type(entry) is Entry else entry
     if not isinstance(value, dict):
@@ -200,12 +288,7 @@ def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
                 return "assistant: " + utf16_slice(_normalize(_js_str(error)), 80)
             return "assistant: (no content)"
         if role == "toolResult":
-            call_id = msg.get("toolCallId", ABSENT)
-            call = tool_calls.get(index_key(call_id)) if truthy(call_id) else None
-            if call is not None:
-                return format_tool_call(call[0], call[1])
-            name = msg.get("toolName", ABSENT)
-            return f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]"
+            return _ToolResult(msg.get("toolCallId", ABSENT), msg.get("toolName", ABSENT))
         if role == "bashExecution":
             command = msg.get("command", ABSENT)
             return "[bash]: " + _normalize("" if command is ABSENT or command is None else _js_str(command))
@@ -400,6 +483,7 @@ def tree_view(
     search: str | None = None,
     active_branch_first: bool = False,
     previews: bool = True,
+    cache: PreviewCache | None = None,
 ) -> dict[str, Any]:
     """``{"leafId", "nodes"}``: flat (preorder list with ``childIds``) or nested (``children``).
 
@@ -408,7 +492,14 @@ def tree_view(
     """
     visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search)
     ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
-    tool_calls = collect_tool_calls(_walk_entries(roots)) if previews else None
+    tool_calls: ToolCalls | None = None
+    preview: Callable[[Any, ToolCalls], str] = preview_of
+    if previews:
+        if cache is None:
+            tool_calls = collect_tool_calls(_walk_entries(roots))
+        else:
+            tool_calls = cache.collect_tool_calls(_walk_entries(roots))
+            preview = cache.previews()
     on_path = active_path_ids(entries_by_id, leaf_id)
     nested = form == "nested"
     has_leaf = leaf_id is not ABSENT and leaf_id is not None
@@ -439,7 +530,7 @@ def tree_view(
             if node.label_timestamp is not ABSENT:
                 item["labelTimestamp"] = _safe(node.label_timestamp)
             if tool_calls is not None:
-                item["preview"] = preview_of(entry, tool_calls)
+                item["preview"] = preview(entry, tool_calls)
             if timestamp is not ABSENT:
                 item["timestamp"] = _safe(timestamp)
             if line >= 0:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import pytest_lsp
 from language_support import CLIENTS, SERVER, Editor, codes_by_line, start_editor
@@ -218,3 +220,31 @@ async def test_pull_diagnostics_match_push_and_report_unchanged(editor: Editor, 
         types.DocumentDiagnosticParams(types.TextDocumentIdentifier(URI), previous_result_id=report.result_id)
     )
     assert isinstance(again, types.RelatedUnchangedDocumentDiagnosticReport)
+
+
+async def test_big_document_publishes_envelope_problems_first_then_everything(
+    editor: Editor, URI: str
+) -> None:
+    """A document over ``QUICK_OPEN_CHARS`` gets two pushes: the envelope problems, then the full list."""
+    from pi_session_server.server.language_features import QUICK_OPEN_CHARS
+
+    body = S.generate_session(QUICK_OPEN_CHARS + 200_000, seed=3).decode("utf-8")
+    lines = body.rstrip("\n").split("\n")
+    last_id = json.loads(lines[-1])["id"]
+    lines += [
+        S.assistant("q1", last_id, text="é 😀", calls=CALL),  # unanswered call: needs the full scan
+        S.user("q2", "gone"),  # dangling parent: an envelope problem
+        S.user("q3", "q2", text=[{"type": "video"}]),  # block type: needs the full scan
+    ]
+    n = len(lines)
+    text = doc(*lines)
+    first = await editor.open(URI, text)
+    assert codes_by_line(first) == [(n - 2, "PI031")]
+    second = await editor.diagnostics_for(URI)
+    expected = [(n - 3, "PI037"), (n - 2, "PI031"), (n - 1, "PI024")]
+    assert codes_by_line(second) == expected
+    report = await editor.client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(types.TextDocumentIdentifier(URI))
+    )
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+    assert codes_by_line(report.items) == expected

@@ -229,3 +229,35 @@ def test_flat_form_of_a_200000_entry_chain() -> None:
     assert nodes[-1]["depth"] == 199_999 and nodes[-1]["isLeaf"] and nodes[0]["onLeafPath"]
     nested = tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, form="nested", previews=False)
     assert len(nested["nodes"]) == 1
+
+
+def test_cached_previews_match_fresh_ones_across_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi/getTree keeps previews per session: a cached walk equals a fresh one, also after appends
+    (a tool call appended after its result changes the result's preview) and a change of HOME."""
+    from pi_session_server.server.tree_view import PreviewCache
+
+    copy = tmp_path / "session.jsonl"
+    shutil.copyfile(EXAMPLE, copy)
+    m = SessionManager.open(str(copy))
+    cache = PreviewCache()
+
+    def check() -> None:
+        fresh = tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, mode="all")
+        for _ in range(2):
+            assert tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, mode="all", cache=cache) == fresh
+
+    check()
+    result = {"role": "toolResult", "toolCallId": "late", "toolName": "read", "content": [], "timestamp": 1}
+    result_id = m.append_message(result)
+    check()
+    call = {"type": "toolCall", "id": "late", "name": "read", "arguments": {"path": "/home/u/x.py"}}
+    m.append_message({"role": "assistant", "content": [call], "stopReason": "toolUse", "timestamp": 2})
+    check()
+    monkeypatch.setenv("HOME", "/home/u")
+    check()
+    previews = {
+        n["id"]: n["preview"] for n in tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, cache=cache)["nodes"]
+    }
+    assert previews[result_id] == "[read: ~/x.py]"

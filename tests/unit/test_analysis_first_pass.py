@@ -1,0 +1,193 @@
+"""A document read in two steps (``quick``): the first pass reports its envelope problems exactly,
+and finishing it gives exactly the document analysed in one step."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_analysis_incremental import LINE_POOL, _related_set, snapshot
+
+from pi_session_server.analysis import codes
+from pi_session_server.analysis import lines as L
+from pi_session_server.analysis import samples as S
+from pi_session_server.analysis.diagnostics import (
+    Diagnostic,
+    document_diagnostics,
+    first_pass_diagnostics,
+)
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.positions import UTF16, to_column
+from pi_session_server.server.language_features import json_string_bytes
+
+_TS = "2026-11-30T09:13:48.180Z"
+
+EXTRA_POOL = [
+    S.header(version=None),
+    S.header(version="x"),
+    '{"type":"session","id":7,"timestamp":"' + _TS + '","cwd":"/"}',
+    S.assistant("b", "a", calls=(("t2", "read", {}),)).replace('"stop"', '"pending"'),
+    S.user("c", "b", text=[{"type": "image", "data": "AAAA", "mimeType": 3}]),
+    S.user("d", "b", text=[{"type": "video"}]),
+    S.user("a", "b", timestamp="2026-11-30 09:13:48"),
+    S.user("b", "a", timestamp="not a date"),
+    '{"type":"message","id":"e","timestamp":"'
+    + _TS
+    + '","message":{"role":"user","content":"x","timestamp":1}}',
+    '{"type":"message","id":3,"parentId":"a","timestamp":"'
+    + _TS
+    + '","message":{"role":"user","content":"x","timestamp":1}}',
+    '{"type":"message","id":"c","parentId":9007199254740993,"timestamp":"'
+    + _TS
+    + '","message":{"role":"user","content":"x","timestamp":1}}',
+    '{"type":"label","id":"c","parentId":"a","timestamp":"' + _TS + '","targetId":"b","targetId":"q"}',
+    '{"type":"label","id":"e","parentId":"a","timestamp":"' + _TS + '","targetId":5}',
+    '{"type":"compaction","id":"d","parentId":"c","timestamp":"' + _TS + '","firstKeptEntryId":"a"}',
+    '{"id":"c","parentId":"a","timestamp":"' + _TS + '"}',
+    '{"type":"message","type":"label","id":"e","parentId":"d","timestamp":"' + _TS + '","targetId":"a"}',
+    '{"type":"message","id":"b","parentId":null,"timestamp":"' + _TS + '","message":{"role":"alien"}}',
+    S.tool_result("e", "b", "t2"),
+    S.model_change("d", "a"),
+    S.session_info("e", "d", "name"),
+]
+POOL = [*LINE_POOL, *EXTRA_POOL]
+
+#: codes the first pass reports wherever they occur (field codes only at envelope paths)
+ALWAYS_FIRST = L.ENVELOPE_CODES - L.FIELD_CODES
+
+
+def _rows(diags: list[Diagnostic]) -> list[tuple[object, ...]]:
+    return [
+        (d.line, d.start, d.end, d.code, d.message, tuple(sorted((r.line, r.message) for r in d.related)))
+        for d in diags
+    ]
+
+
+def check_two_steps(data: bytes) -> None:
+    full = SessionDocument(data)
+    quick = SessionDocument(data, quick=True)
+    first = first_pass_diagnostics(quick)
+    assert _rows(first) == _rows(first_pass_diagnostics(full))
+    everything = document_diagnostics(full)
+    wanted = [d for d in everything if d.code in ALWAYS_FIRST]
+    assert [r for r in _rows(first) if r[3] in ALWAYS_FIRST] == _rows(wanted)
+    assert set(_rows(first)) <= set(_rows(everything))
+    quick.finish()
+    assert not quick.provisional
+    assert _related_set(snapshot(quick)) == _related_set(snapshot(full))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(POOL), max_size=14), st.booleans())
+def test_first_pass_is_exact_for_what_it_covers(lines: list[str], final_newline: bool) -> None:
+    text = "\n".join(lines) + ("\n" if final_newline else "")
+    check_two_steps(text.encode("utf-8", "surrogatepass"))
+
+
+def test_invalid_utf8_and_a_truncated_last_line() -> None:
+    data = b"\n".join(
+        [S.header().encode(), S.user("a", None).encode(), b'{"type":"message","id":"\xff"}', b'{"type":"me']
+    )
+    check_two_steps(data)
+
+
+def test_first_pass_leaves_out_what_needs_the_full_scan() -> None:
+    lines = [
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {}),)),  # unanswered: a tool-call problem
+        S.user("c", "zz", text=[{"type": "video"}]),  # dangling parent, and a block type problem
+        S.user("c", "a", timestamp="yesterday"),  # duplicate id, bad timestamp
+    ]
+    doc = SessionDocument("\n".join(lines) + "\n", quick=True)
+    assert doc.provisional
+    first = sorted((d.line, d.code) for d in first_pass_diagnostics(doc))
+    assert first == [
+        (3, codes.DUPLICATE_ID),
+        (3, codes.DANGLING_PARENT),
+        (4, codes.BAD_TIMESTAMP),
+        (4, codes.DUPLICATE_ID),
+    ]
+    version = doc.version
+    full = [(d.line, d.code) for d in document_diagnostics(doc)]  # finishes the document
+    assert not doc.provisional and doc.version == version + 1
+    assert set(first) < set(full)
+    assert (2, codes.UNANSWERED_TOOL_CALL) in full and (3, codes.UNKNOWN_BLOCK_TYPE) in full
+
+
+def test_an_edit_finishes_a_provisional_document_first() -> None:
+    lines = [S.header(), S.user("a", None), S.assistant("b", "a", calls=(("t1", "read", {}),))]
+    text = "\n".join(lines) + "\n"
+    doc = SessionDocument(text, quick=True)
+    assert doc.provisional
+    doc.apply_edit(3, 0, 3, 0, S.tool_result("c", "b", "t1") + "\n")
+    assert not doc.provisional
+    fresh = SessionDocument(doc.text())
+    assert _related_set(snapshot(doc)) == _related_set(snapshot(fresh))
+    assert document_diagnostics(doc) == []
+
+
+# ---------------------------------------------------------------------- an editor's text as bytes
+
+
+class Item(msgspec.Struct):
+    text: msgspec.Raw
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(blacklist_categories=["Cs"])), st.booleans())
+def test_json_string_bytes_is_the_utf8_of_the_decoded_string(text: str, ensure_ascii: bool) -> None:
+    token = msgspec.json.decode(json.dumps({"text": text}, ensure_ascii=ensure_ascii), type=Item).text
+    found = json_string_bytes(token)
+    if found is None:
+        assert "\\u" in bytes(token).decode() or "\\/" in bytes(token).decode()
+    else:
+        assert found == text.encode("utf-8")
+    if not ensure_ascii and "/" not in text and all(c in "\b\f\n\r\t" or c >= " " for c in text):
+        assert found is not None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(POOL), max_size=10), st.booleans())
+def test_document_from_editor_bytes_is_the_document_of_the_text(lines: list[str], quick: bool) -> None:
+    text = "\n".join(lines) + "\n"
+    doc = SessionDocument.from_editor_bytes(text.encode("utf-8"), quick=quick)
+    assert doc is not None
+    doc.finish()
+    assert doc.errors == SessionDocument(text).errors
+    assert _related_set(snapshot(doc)) == _related_set(snapshot(SessionDocument(text)))
+
+
+def test_document_from_editor_bytes_and_invalid_utf8() -> None:
+    good = "\n".join([S.header(), S.user("a", None), ""]).encode()
+    assert SessionDocument.from_editor_bytes(good, quick=True) is not None
+    bad_id = good + b'{"type":"message","id":"\xff"}'  # not provisional: refused at once
+    assert SessionDocument.from_editor_bytes(bad_id, quick=True) is None
+    assert SessionDocument.from_editor_bytes(bad_id) is None
+    bad_content = good.replace(b"hello", b"hel\xc3lo\xf0\x9f")  # provisional: repaired when finished
+    assert SessionDocument.from_editor_bytes(bad_content) is None
+    doc = SessionDocument.from_editor_bytes(bad_content, quick=True)
+    assert doc is not None and doc.provisional
+    text = bad_content.decode("utf-8", "replace")
+    assert first_pass_diagnostics(doc) == []
+    twice = SessionDocument.from_editor_bytes(bad_content + S.user("a", None).encode() + b"\n", quick=True)
+    assert twice is not None
+    for d in first_pass_diagnostics(twice):  # columns of a line still holding invalid bytes
+        raw = twice.lines[d.line].raw
+        assert to_column(raw, d.end, UTF16, twice.errors) <= len(raw)
+    doc.finish()
+    assert doc.text() == text and doc.errors == "surrogatepass"
+    assert _related_set(snapshot(doc)) == _related_set(snapshot(SessionDocument(text)))
+
+
+def test_replacing_an_unfinished_editor_document() -> None:
+    data = "\n".join([S.header(), S.user("a", None), S.user("b", "a"), ""]).encode()
+    doc = SessionDocument.from_editor_bytes(data, quick=True)
+    assert doc is not None and doc.provisional
+    text = "\n".join([S.header(), S.user("a", None), '{"x":"\ud800"}', ""])
+    doc.replace_all(text)
+    assert not doc.provisional and doc.errors == "surrogatepass"
+    assert doc.text() == text
+    assert _related_set(snapshot(doc)) == _related_set(snapshot(SessionDocument(text)))
