@@ -8,7 +8,7 @@ import sys
 from ..format.jsvalue import ABSENT, js_string_of
 from ..render.tree_text import TextNode, render_tree
 from ..session import SessionManager
-from ..session.describe import describe_entry
+from ..session.describe import collect_tool_calls, preview_of
 from ..session.tree import TreeNode
 from ._common import session_path
 
@@ -20,24 +20,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def text_nodes(roots: list[TreeNode], width: int) -> list[TextNode]:
+def text_nodes(manager: SessionManager, roots: list[TreeNode], width: int) -> list[TextNode]:
     """Convert the library's tree into text nodes (iteratively: trees can be 200,000 levels deep)."""
-    tool_calls: dict[str, object] = {}
+    tool_calls = collect_tool_calls(manager.get_entries())
     out: list[TextNode] = []
     stack: list[tuple[TreeNode, list[TextNode]]] = [(r, out) for r in reversed(roots)]
     while stack:
         node, into = stack.pop()
-        entry = node.entry
-        if entry.role == "assistant":
-            for block in entry.get("message", {}).get("content", []) or []:
-                if (
-                    isinstance(block, dict)
-                    and block.get("type") == "toolCall"
-                    and isinstance(block.get("id"), str)
-                ):
-                    tool_calls[block["id"]] = block
+        text = preview_of(node.entry, tool_calls)
+        if len(text) > width:
+            text = text[: width - 1] + "…"
         label = js_string_of(node.label) if node.label is not ABSENT else None
-        text_node = TextNode(js_string_of(entry.id), describe_entry(entry, tool_calls, width), label)  # type: ignore[arg-type]
+        text_node = TextNode(js_string_of(node.entry.id), text, label)
         into.append(text_node)
         for child in reversed(node.children):
             stack.append((child, text_node.children))
@@ -54,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     title = f"{path}\nsession {header.get('id')}" + (f'  "{name}"' if name is not ABSENT else "")
     print(title)
     print(f"{len(manager.get_entries())} entries, leaf {js_string_of(leaf)}\n")
-    for line in render_tree(text_nodes(manager.get_tree(), args.width), js_string_of(leaf), on_path):
+    for line in render_tree(text_nodes(manager, manager.get_tree(), args.width), js_string_of(leaf), on_path):
         print(line)
     sys.stdout.flush()
     return 0

@@ -1,24 +1,29 @@
-"""One-line descriptions of entries, as pi's ``/tree`` view shows them (without colours)."""
+"""What pi's ``/tree`` view shows for an entry: one-line previews and tool-call renderings.
+
+``preview_of`` is ``getEntryDisplayText`` of pi's tree selector without colours (checked against
+pi's own component by tests/unit/test_protocol_tree_filters.py); the sidecar's ``pi/getTree``, the
+CLI's ``pi-session tree`` and the demo show the same text. ``PreviewCache`` keeps per session what
+the previews need from each (immutable) entry across calls.
+"""
 
 from __future__ import annotations
 
 import json
-import re
+import math
+import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..format.entry import Entry
 from ..format.jstext import js_trim
-from ..format.jsvalue import ABSENT, get, js_string_of
-from .fields import type_of, value_of
+from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
+from .fields import field, role_of, type_of
 
-_WS = re.compile(r"[\n\t]")
-
-
-def _normalize(text: str) -> str:
-    return js_trim(_WS.sub(" ", text))
+PREVIEW_LIMIT = 200
 
 
 def content_text(content: Any, joiner: str = "") -> str:
-    """The text of a string content or of the ``text`` blocks of a block list."""
+    """The text of a string content or of the ``text`` blocks of a block list (full, for display)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -31,21 +36,8 @@ def content_text(content: Any, joiner: str = "") -> str:
     return ""
 
 
-def has_text_content(content: Any) -> bool:
-    """pi's ``hasTextContent``: some non-blank text."""
-    if isinstance(content, str):
-        return bool(js_trim(content))
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text":
-                text = block.get("text")
-                if isinstance(text, str) and js_trim(text):
-                    return True
-    return False
-
-
 def tool_call_text(name: Any, arguments: Any) -> str:
-    """``name(args)`` with the arguments compacted, for previews of tool calls and results."""
+    """``name(args)`` with the arguments compacted (the CLI's context view shows whole calls)."""
     try:
         args = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError):
@@ -53,75 +45,278 @@ def tool_call_text(name: Any, arguments: Any) -> str:
     return f"{js_string_of(name)}({args})"
 
 
-def shorten(text: str, limit: int = 100) -> str:
-    text = _normalize(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def utf16_slice(text: str, limit: int) -> str:
+    """``text.slice(0, limit)`` counting UTF-16 code units, as JS does."""
+    if len(text) <= limit // 2 or (len(text) <= limit and text.isascii()):
+        return text[:limit]
+    units = text.encode("utf-16-le", "surrogatepass")
+    if len(units) <= 2 * limit:
+        return text
+    return units[: 2 * limit].decode("utf-16-le", "surrogatepass")
 
 
-def describe_entry(entry: Any, tool_calls: dict[str, Any] | None = None, limit: int = 100) -> str:
-    """``user: hello``, ``assistant: (no content)``, ``[compaction: 12k tokens]``, ... (decodes the body)."""
+def _normalize(text: str) -> str:
+    return js_trim(text.replace("\n", " ").replace("\t", " "))
+
+
+def _js_str(value: Any) -> str:
+    return (
+        js_string_of(value)
+        if isinstance(value, (str, int, float, bool, list)) or value is None or value is ABSENT
+        else "[object Object]"
+    )
+
+
+def extract_full_content(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type", ABSENT) == "text":
+            parts.append(_js_str(block.get("text", ABSENT)))
+    return "".join(parts)
+
+
+def extract_content(content: Any) -> str:
+    return utf16_slice(extract_full_content(content), PREVIEW_LIMIT)
+
+
+def has_text_content(content: Any) -> bool:
+    if isinstance(content, str):
+        return js_trim(content) != ""
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type", ABSENT) == "text":
+                text = block.get("text", ABSENT)
+                if truthy(text) and isinstance(text, str) and js_trim(text) != "":
+                    return True
+    return False
+
+
+def _js_round(x: Any) -> str:
+    if type(x) is bool:
+        x = int(x)
+    if x is None:
+        x = 0
+    if not isinstance(x, (int, float)) or math.isnan(x) or math.isinf(x):
+        return (
+            "NaN" if not (isinstance(x, float) and math.isinf(x)) else ("Infinity" if x > 0 else "-Infinity")
+        )
+    value = math.floor(x / 1000 + 0.5)
+    return str(int(value))
+
+
+def _stringify(value: Any) -> str:
+    try:
+        from pi_session_server.format.jsjson import dumps
+
+        return dumps(value)
+    except Exception:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _shorten_path(path: str) -> str:
+    home = os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+    if home and path.startswith(home):
+        return "~" + path[len(home) :]
+    return path
+
+
+def _arg(args: dict[str, Any], *names: str, default: str = "") -> str:
+    for name in names:
+        value = args.get(name, ABSENT)
+        if truthy(value):
+            return _js_str(value)
+    return default
+
+
+def format_tool_call(name: Any, args: Any) -> str:
+    """pi's one-line rendering of a tool call (``formatToolCall``)."""
+    a = args if isinstance(args, dict) else {}
+    if name == "read":
+        display = _shorten_path(_arg(a, "path", "file_path"))
+        offset, limit = a.get("offset", ABSENT), a.get("limit", ABSENT)
+        if offset is not ABSENT or limit is not ABSENT:
+            start = 1 if offset is ABSENT or offset is None else offset
+            end: Any = ""
+            if limit is not ABSENT and isinstance(start, (int, float)) and isinstance(limit, (int, float)):
+                end = start + limit - 1
+            display += f":{_js_str(start)}" + (f"-{_js_str(end)}" if end != "" and end != 0 else "")
+        return f"[read: {display}]"
+    if name in ("write", "edit"):
+        return f"[{name}: {_shorten_path(_arg(a, 'path', 'file_path'))}]"
+    if name == "bash":
+        raw = _arg(a, "command")
+        cmd = utf16_slice(js_trim(raw.replace("\n", " ").replace("\t", " ")), 50)
+        return f"[bash: {cmd}{'...' if len(raw) > 50 else ''}]"
+    if name == "grep":
+        return f"[grep: /{_arg(a, 'pattern')}/ in {_shorten_path(_arg(a, 'path', default='.'))}]"
+    if name == "find":
+        return f"[find: {_arg(a, 'pattern')} in {_shorten_path(_arg(a, 'path', default='.'))}]"
+    if name == "ls":
+        return f"[ls: {_shorten_path(_arg(a, 'path', default='.'))}]"
+    text = _stringify(args) if args is not ABSENT else ""
+    return f"[{_js_str(name)}: {utf16_slice(text, 40)}{'...' if len(text) > 40 else ''}]"
+
+
+ToolCalls = dict[Any, tuple[Any, Any]]
+
+
+def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
+    """toolCallId -> (name, arguments) from every assistant message (the TUI's toolCallMap)."""
+    calls: ToolCalls = {}
+    for entry in entries:
+        if type_of(entry) != "message" or role_of(entry) != "assistant":
+            continue
+        for key, call in tool_calls_of(entry):
+            calls[key] = call
+    return calls
+
+
+def tool_calls_of(entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
+    """(index key of the call id, (name, arguments)) of an assistant message's toolCall blocks."""
+    message = field(entry, "message")
+    content = message.get("content", ABSENT) if isinstance(message, dict) else ABSENT
+    if not isinstance(content, list):
+        return []
+    return [
+        (index_key(block.get("id", ABSENT)), (block.get("name", ABSENT), block.get("arguments", ABSENT)))
+        for block in content
+        if isinstance(block, dict) and block.get("type", ABSENT) == "toolCall"
+    ]
+
+
+class PreviewCache:
+    """Per session: what the previews need from each entry, kept across ``pi/getTree`` calls.
+
+    Entries never change once read or written (a reload makes new ones), so an entry's preview part
+    and tool calls are computed once; items are keyed by the entry object (``id()``, checked with
+    ``is``: the cache holds the entry, so the id cannot be reused). Each tree walk keeps only the
+    entries it met, so entries the session dropped do not accumulate.
+    """
+
+    __slots__ = ("parts", "calls")
+
+    def __init__(self) -> None:
+        self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
+        self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]]]] = {}
+
+    def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
+        old = self.calls
+        kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]]]] = {}
+        calls: ToolCalls = {}
+        for entry in entries:
+            if type_of(entry) != "message" or role_of(entry) != "assistant":
+                continue
+            key = id(entry)
+            found = old.get(key)
+            if found is None or found[0] is not entry:
+                found = (entry, tool_calls_of(entry))
+            kept[key] = found
+            for call_key, call in found[1]:
+                calls[call_key] = call
+        self.calls = kept
+        return calls
+
+    def previews(self) -> Callable[[Any, ToolCalls], str]:
+        """A preview function for one walk; the walk's entries replace the cached set."""
+        old = self.parts
+        kept: dict[int, tuple[Any, str | _ToolResult]] = {}
+        self.parts = kept
+
+        def preview(entry: Any, tool_calls: ToolCalls) -> str:
+            key = id(entry)
+            found = old.get(key)
+            if found is None or found[0] is not entry:
+                found = (entry, preview_part(entry))
+            kept[key] = found
+            return finish_preview(found[1], tool_calls)
+
+        return preview
+
+
+def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
+    """The text pi's tree selector shows for an entry (``getEntryDisplayText`` without colours)."""
+    return finish_preview(preview_part(entry), tool_calls)
+
+
+class _ToolResult:
+    """The part of a tool result's preview that needs the tool calls (and ``HOME``): done per call."""
+
+    __slots__ = ("call_id", "name", "memo")
+
+    def __init__(self, call_id: Any, name: Any) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.memo: tuple[Any, str, str] | None = None  # (call, HOME, text) of the last rendering
+
+
+def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls) -> str:
+    if type(part) is str:
+        return part
+    assert isinstance(part, _ToolResult)
+    call = tool_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
+    if call is not None:
+        # the call tuples of a cached session are the same objects from one walk to the next
+        home = os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+        memo = part.memo
+        if memo is not None and memo[0] is call and memo[1] == home:
+            return memo[2]
+        text = format_tool_call(call[0], call[1])
+        part.memo = (call, home, text)
+        return text
+    name = part.name
+    return f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]"
+
+
+def preview_part(entry: Any) -> str | _ToolResult:
+    """What of an entry's preview depends on the entry alone (entries never change: cacheable)."""
     etype = type_of(entry)
-    value = value_of(entry)
+    value = entry.value if type(entry) is Entry else entry
+    if not isinstance(value, dict):
+        value = {}
     if etype == "message":
-        message = get(value, "message")
-        role = get(message, "role")
+        message = value.get("message", ABSENT)
+        msg = message if isinstance(message, dict) else {}
+        role = msg.get("role", ABSENT)
         if role == "user":
-            return "user: " + shorten(content_text(get(message, "content")), limit)
+            return "user: " + _normalize(extract_content(msg.get("content", ABSENT)))
         if role == "assistant":
-            text = shorten(content_text(get(message, "content")), limit)
+            text = _normalize(extract_content(msg.get("content", ABSENT)))
             if text:
                 return "assistant: " + text
-            if get(message, "stopReason") == "aborted":
+            if msg.get("stopReason", ABSENT) == "aborted":
                 return "assistant: (aborted)"
-            error = get(message, "errorMessage")
-            if isinstance(error, str) and error:
-                return "assistant: " + shorten(error, 80)
-            calls = [
-                b
-                for b in get(message, "content") or []
-                if isinstance(b, dict) and b.get("type") == "toolCall"
-            ]
-            if calls:
-                return "assistant: " + shorten(
-                    " ".join(tool_call_text(c.get("name"), c.get("arguments")) for c in calls), limit
-                )
+            error = msg.get("errorMessage", ABSENT)
+            if truthy(error):
+                return "assistant: " + utf16_slice(_normalize(_js_str(error)), 80)
             return "assistant: (no content)"
         if role == "toolResult":
-            call_id = get(message, "toolCallId")
-            call = tool_calls.get(call_id) if tool_calls and isinstance(call_id, str) else None
-            if call is not None:
-                return shorten(tool_call_text(call.get("name"), call.get("arguments")), limit)
-            name = get(message, "toolName")
-            return f"[{name if isinstance(name, str) else 'tool'}]"
+            return _ToolResult(msg.get("toolCallId", ABSENT), msg.get("toolName", ABSENT))
         if role == "bashExecution":
-            command = get(message, "command")
-            return "[bash]: " + shorten(command if isinstance(command, str) else "", limit)
-        if role is ABSENT:
-            return "[message]"
-        return f"[{js_string_of(role)}]"
+            command = msg.get("command", ABSENT)
+            return "[bash]: " + _normalize("" if command is ABSENT or command is None else _js_str(command))
+        return f"[{_js_str(role)}]"
     if etype == "custom_message":
-        return f"[{js_string_of(get(value, 'customType'))}]: " + shorten(
-            content_text(get(value, "content")), limit
-        )
+        content = value.get("content", ABSENT)
+        text = content if isinstance(content, str) else extract_full_content(content)
+        return f"[{_js_str(value.get('customType', ABSENT))}]: " + _normalize(text)
     if etype == "compaction":
-        tokens = get(value, "tokensBefore")
-        k = round(tokens / 1000) if isinstance(tokens, (int, float)) and not isinstance(tokens, bool) else "?"
-        return f"[compaction: {k}k tokens]"
+        return f"[compaction: {_js_round(value.get('tokensBefore', ABSENT))}k tokens]"
     if etype == "branch_summary":
-        summary = get(value, "summary")
-        return "[branch summary]: " + shorten(summary if isinstance(summary, str) else "", limit)
+        return "[branch summary]: " + _normalize(_js_str(value.get("summary", ABSENT)))
     if etype == "model_change":
-        return f"[model: {js_string_of(get(value, 'modelId'))}]"
+        return f"[model: {_js_str(value.get('modelId', ABSENT))}]"
     if etype == "thinking_level_change":
-        return f"[thinking: {js_string_of(get(value, 'thinkingLevel'))}]"
+        return f"[thinking: {_js_str(value.get('thinkingLevel', ABSENT))}]"
     if etype == "custom":
-        return f"[custom: {js_string_of(get(value, 'customType'))}]"
+        return f"[custom: {_js_str(value.get('customType', ABSENT))}]"
     if etype == "label":
-        label = get(value, "label")
-        return f"[label: {label if isinstance(label, str) and label else '(cleared)'}]"
+        label = value.get("label", ABSENT)
+        return f"[label: {'(cleared)' if label is ABSENT or label is None else _js_str(label)}]"
     if etype == "session_info":
-        name = get(value, "name")
-        return f"[title: {name}]" if isinstance(name, str) and name else "[title: empty]"
-    if etype == "usage":
-        return f"[usage: {js_string_of(get(value, 'kind'))}]"
-    return f"[{js_string_of(etype)}]"
+        name = value.get("name", ABSENT)
+        return f"[title: {_js_str(name)}]" if truthy(name) else "[title: empty]"
+    return ""
