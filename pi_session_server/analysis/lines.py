@@ -329,7 +329,7 @@ def _from_record(info: LineInfo, record: Any) -> None:
                         problems = problems if problems is not None else []
                         _typed_images(content, ("message", "content"), problems)
                         break
-    elif etype in _REF_FIELD:
+    elif isinstance(etype, str) and etype in _REF_FIELD:
         info.ref = (
             record.target_id
             if etype == "label"
@@ -429,7 +429,7 @@ def _scan_value(info: LineInfo, value: Any) -> None:
             if role == "toolResult" and isinstance(get(message, "toolCallId"), str):
                 info.result_call_id = message["toolCallId"]
             _plain_images(content, ("message", "content"), problems)
-    elif etype in _REF_FIELD:
+    elif isinstance(etype, str) and etype in _REF_FIELD:
         info.ref = get(value, _REF_FIELD[etype])
     elif etype == "custom_message":
         _plain_images(get(value, "content"), ("content",), problems)

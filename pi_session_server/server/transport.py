@@ -124,7 +124,20 @@ class PiProtocol(LanguageServerProtocol):
             return
         if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0":
             message_id = raw.get("id") if isinstance(raw, dict) else None
-            self.send_error(message_id, INVALID_REQUEST, "Invalid Request: expected a JSON-RPC 2.0 object")
+            self.send_error(
+                _valid_id(message_id), INVALID_REQUEST, "Invalid Request: expected a JSON-RPC 2.0 object"
+            )
+            return
+        if "id" in raw and _valid_id(raw["id"]) is not raw["id"]:
+            self.send_error(
+                None, INVALID_REQUEST, "Invalid Request: an id must be a string, a number or null"
+            )
+            return
+        if "method" in raw and not isinstance(raw["method"], str):
+            self.send_error(raw.get("id"), INVALID_REQUEST, "Invalid Request: method must be a string")
+            return
+        if self._shutdown and "id" in raw and "method" in raw and raw["method"] != "exit":
+            self.send_error(raw["id"], INVALID_REQUEST, "Invalid Request: the server is shutting down")
             return
         method = raw.get("method")
         if isinstance(method, str) and self.get_message_type(method) is None:
@@ -303,6 +316,13 @@ class BatchingWriter:
             self._stream.close()
 
 
+def _valid_id(value: Any) -> Any:
+    """A request id as given if it is a scalar (string, number, null; a boolean is echoed too); None otherwise."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return None
+
+
 # A didOpen this large skips building the document text as a Python str: the text is handed to the
 # language features as its raw JSON string token (they unescape it straight to UTF-8 bytes).
 _BIG_OPEN = 1_000_000
@@ -388,7 +408,10 @@ async def read_messages(reader: asyncio.StreamReader, protocol: PiProtocol) -> N
                 start = stop
                 in_body = False
                 content_length = -1
-                protocol.dispatch_body(body)
+                try:
+                    protocol.dispatch_body(body)
+                except Exception:  # no single message may end the loop
+                    logger.exception("failed to dispatch a message")
                 continue
             newline = buffer.find(b"\n", start)
             if newline < 0:

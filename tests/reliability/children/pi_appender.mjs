@@ -1,0 +1,17 @@
+// pi itself (the reference SessionManager, 0.86.1) appending to a session file, as pi does while the
+// sidecar holds the file. Usage: node pi_appender.mjs SESSION_MANAGER_JS FILE COUNT PAUSE_MS
+// Prints "ready" once the file is open, then the id of every appendMessage() that returned.
+import { pathToFileURL } from "node:url";
+
+const [modulePath, file, countText, pauseText] = process.argv.slice(2);
+const { SessionManager } = await import(pathToFileURL(modulePath).href);
+const count = Number(countText);
+const pause = Number(pauseText);
+const sm = SessionManager.open(file);
+process.stdout.write("ready\n");
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+for (let n = 0; n < count; n++) {
+  const id = sm.appendMessage({ role: "user", content: `from pi ${n}`, timestamp: Date.now() });
+  process.stdout.write(`${id}\n`);
+  if (pause > 0) await sleep(pause);
+}

@@ -1,0 +1,205 @@
+"""Crash safety: a writer killed with SIGKILL at random moments never costs an acknowledged entry.
+
+A child process (forked: ``reliability_children.library_appender``) appends through the library and
+prints every id the library returned; the parent kills it at a random moment, checks the file
+(``reliability_helpers.check_session_file``), and starts the next child on the same file. The same
+is done to the server process, with ``pi/append`` requests in flight. A third
+of the rounds aim the kill at a multi-MB write, where the kernel can stop a write() halfway and
+leave a partial last line; the next child's open must keep that line apart and append after it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from reliability_children import library_appender, split_line_writer
+from reliability_helpers import USER, ForkedChild, assistant_message, check_session_file, new_session_file
+from reliability_rpc import RawServer
+
+from pi_session_server.format.scan import LineProblem
+from pi_session_server.session import SessionManager
+
+pytestmark = pytest.mark.timeout(900)
+
+ROUNDS_PER_FILE = 10  # a fresh file every few rounds keeps the per-round check cheap
+
+
+def _seed() -> int:
+    return int(os.environ.get("PI_RELIABILITY_SEED", "20261130"))
+
+
+def _assert_connected(path: str) -> None:
+    """Every entry's parent exists: a crash never leaves a dangling parentId behind."""
+    manager = SessionManager.open(path, read_only=True)
+    try:
+        by_id = manager.by_id
+        for entry in manager.get_entries():
+            assert entry.parent_id is None or entry.parent_id in by_id, (
+                f"entry {entry.id} points at missing parent {entry.parent_id}"
+            )
+    finally:
+        manager.close()
+
+
+def test_sigkilled_library_appender_loses_no_acknowledged_entry(tmp_path: Path, long_run: bool, figures):
+    kills = 300 if long_run else 30
+    rng = random.Random(_seed())
+    totals = {"kills": 0, "acknowledged": 0, "partial_last_lines": 0, "files": 0}
+    started = time.monotonic()
+    path = ""
+    acknowledged: list[str] = []
+    for round_no in range(kills):
+        if round_no % ROUNDS_PER_FILE == 0:
+            if path:
+                _assert_connected(path)
+            path = new_session_file(tmp_path / f"f{round_no}")
+            acknowledged = []
+            totals["files"] += 1
+        aim_at_big_write = round_no % 3 == 2
+        child = ForkedChild(
+            library_appender, path, rng.randrange(1 << 30), "big" if aim_at_big_write else "small"
+        )
+        try:
+            assert child.output.wait_ready(), "the child never opened the file"
+            if aim_at_big_write:
+                child.output.big.wait(60)
+                time.sleep(rng.uniform(0, 0.03))
+            else:
+                time.sleep(rng.uniform(0.0, 0.25))
+        finally:
+            child.kill()
+        ids = child.output.finish()
+        assert child.was_killed, f"the child died on its own (status {child.status}; see captured stderr)"
+        acknowledged.extend(ids)
+        totals["kills"] += 1
+        totals["acknowledged"] += len(ids)
+        report = check_session_file(path, acknowledged)
+        totals["partial_last_lines"] += int(report.partial_tail)
+    _assert_connected(path)
+    # The last file may end mid-line: opening it writably repairs the end, the next append is a line of its own.
+    manager = SessionManager.open(path)
+    new_id = manager.append_message(USER)
+    manager.close()
+    check_session_file(path, [*acknowledged, new_id])
+    assert Path(path).read_bytes().split(b"\n")[-2].startswith(b'{"type":"message","id":"' + new_id.encode())
+    totals["seconds"] = round(time.monotonic() - started, 1)
+    figures["crash (library): SIGKILLs / acknowledged appends / partial last lines / files / s"] = (
+        f"{totals['kills']} / {totals['acknowledged']} / {totals['partial_last_lines']} / {totals['files']} / "
+        f"{totals['seconds']}"
+    )
+
+
+def test_partial_last_line_is_reported_and_next_append_lands_on_its_own_line(tmp_path: Path):
+    """The deterministic version of what the kill loop hits by chance: a write cut off mid-line."""
+    path = new_session_file(tmp_path)
+    with open(path, "ab") as f:
+        f.write(b'{"type":"message","id":"cut0ff00","parentId":null,"message":{"role":"us')
+    lines_before = Path(path).read_bytes().count(b"\n")
+    viewer = SessionManager.open(path, read_only=True)
+    problems: list[LineProblem] = viewer.problems
+    assert [p.line for p in problems] == [lines_before], problems
+    viewer.close()
+    report = check_session_file(path)
+    assert report.partial_tail and report.bad_lines == [lines_before]
+    writer = SessionManager.open(path)
+    new_id = writer.append_message(USER)
+    writer.close()
+    report = check_session_file(path, [new_id])
+    assert not report.partial_tail
+    assert report.bad_lines == [lines_before]  # the partial line stays, apart, reported
+    lines = Path(path).read_bytes().split(b"\n")
+    assert lines[lines_before] == b'{"type":"message","id":"cut0ff00","parentId":null,"message":{"role":"us'
+    assert b'"id":"' + new_id.encode() + b'"' in lines[lines_before + 1]
+
+
+def test_kill_between_the_halves_of_a_foreign_line(tmp_path: Path, long_run: bool, figures):
+    """A writer that writes a line in two pieces is killed between them; the library appends after."""
+    path = new_session_file(tmp_path)
+    rng = random.Random(_seed() + 1)
+    rounds = 60 if long_run else 8
+    acknowledged: list[str] = []
+    partials = 0
+    for _ in range(rounds):
+        child = ForkedChild(split_line_writer, path, "f")
+        assert child.output.wait_ready()
+        time.sleep(rng.uniform(0.0, 0.05))
+        child.kill()
+        child.output.finish()
+        report = check_session_file(path, acknowledged)
+        partials += int(report.partial_tail)
+        manager = SessionManager.open(path)
+        acknowledged.append(manager.append_message(USER))
+        manager.close()
+        report = check_session_file(path, acknowledged)
+        assert not report.partial_tail
+    assert partials > 0, "no kill landed between two halves: the test did not test anything"
+    figures["crash (split foreign lines): rounds / partial lines left"] = f"{rounds} / {partials}"
+
+
+def _pump_appends(srv: RawServer, handle: str, stop: threading.Event, big: bool, sent: list[int]) -> None:
+    """Send pi/append requests back to back, at most 32 unanswered at a time, until stopped."""
+    n = 0
+    try:
+        while not stop.is_set():
+            n += 1
+            if big and n > 5:
+                message = {"role": "user", "content": "x" * (2_000_000 + n), "timestamp": n}
+            elif n % 2:
+                message = {"role": "user", "content": f"u{n}", "timestamp": n}
+            else:
+                message = assistant_message(f"a{n}", n)
+            sent.append(
+                srv.send_request("pi/append", {"session": handle, "kind": "message", "message": message})
+            )
+            if len(sent) > 32:
+                srv.wait_reply_kept(sent[-33], timeout=30)
+    except (OSError, ConnectionError, TimeoutError):
+        pass  # the server was killed
+
+
+def test_sigkilled_server_loses_no_acknowledged_append(tmp_path: Path, long_run: bool, figures):
+    kills = 60 if long_run else 6
+    rng = random.Random(_seed() + 2)
+    path = new_session_file(tmp_path / "sessions")
+    acknowledged: list[str] = []
+    partials = 0
+    started = time.monotonic()
+    for round_no in range(kills):
+        srv = RawServer(tmp_path)
+        try:
+            srv.initialize()
+            handle = srv.call("pi/open", {"path": path})["session"]
+            stop = threading.Event()
+            sent: list[int] = []
+            pump = threading.Thread(
+                target=_pump_appends, args=(srv, handle, stop, round_no % 3 == 2, sent), daemon=True
+            )
+            pump.start()
+            time.sleep(rng.uniform(0.05, 0.6))
+            os.kill(srv.process.pid, signal.SIGKILL)
+            srv.process.wait()
+            stop.set()
+            pump.join(30)
+            srv.reader_done(10)
+            for msg_id in sent:
+                reply = srv.kept.get(msg_id) or srv.replies.get(msg_id)
+                if reply is not None and "result" in reply:
+                    acknowledged.append(reply["result"]["id"])
+        finally:
+            srv.close()
+        report = check_session_file(path, acknowledged)
+        partials += int(report.partial_tail)
+    manager = SessionManager.open(path)
+    new_id = manager.append_message(USER)
+    manager.close()
+    check_session_file(path, [*acknowledged, new_id])
+    _assert_connected(path)
+    figures["crash (server pi/append): SIGKILLs / acknowledged appends / partial last lines / s"] = (
+        f"{kills} / {len(acknowledged)} / {partials} / {round(time.monotonic() - started, 1)}"
+    )

@@ -1,0 +1,202 @@
+"""Resource bounds: the server's memory (RSS of the real process, peak per request) when a client
+opens a very large session, pages through it, asks for its whole tree, or lists thousands of
+sessions. The figures behind the limits are in docs/GUARANTEES.md ("Resource bounds").
+
+Peaks are read from /proc/<pid>/status (VmHWM), reset before each request through
+/proc/<pid>/clear_refs; psutil gives the steady RSS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from reliability_helpers import HEADER, TS, chain_file, new_session_file
+from reliability_rpc import RawServer
+
+from pi_session_server.session import SessionManager
+
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for peak memory"),
+]
+
+MB = 1 << 20
+
+
+class Memory:
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.process = psutil.Process(pid)
+
+    def rss(self) -> int:
+        return int(self.process.memory_info().rss)
+
+    def reset_peak(self) -> None:
+        # without it the peak counts from the start of the process: only stricter
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{self.pid}/clear_refs").write_text("5")
+
+    def peak(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        return self.rss()
+
+
+@pytest.fixture
+def srv(tmp_path: Path) -> Iterator[tuple[RawServer, Memory]]:
+    server = RawServer(tmp_path)
+    server.initialize()
+    yield server, Memory(server.process.pid)
+    assert server.alive(), server.stderr_text()[-3000:]
+    server.close()
+
+
+def _measure(
+    server: RawServer, memory: Memory, method: str, params: dict, timeout: float = 300
+) -> tuple[dict, int]:
+    """(reply, peak RSS during the request minus RSS before it)."""
+    before = memory.rss()
+    memory.reset_peak()
+    reply = server.request(method, params, timeout=timeout)
+    return reply, memory.peak() - before
+
+
+def bodies_file(path: Path, count: int, size: int) -> Path:
+    with open(path, "wb") as f:
+        f.write(HEADER)
+        parent = "null"
+        for i in range(count):
+            f.write(
+                f'{{"type":"message","id":"b{i:07d}","parentId":{parent},"timestamp":"{TS}","message":{{"role":"user","content":"'.encode()
+                + b"z" * size
+                + b'","timestamp":1}}\n'
+            )
+            parent = f'"b{i:07d}"'
+    return path
+
+
+def test_large_bodies_are_not_held_in_memory(tmp_path: Path, srv, figures):
+    server, memory = srv
+    path = bodies_file(tmp_path / "bodies.jsonl", 20, 10 * MB)
+    size = path.stat().st_size
+    start = memory.rss()
+    handle = server.call("pi/open", {"path": str(path)}, timeout=300)["session"]
+    held = memory.rss() - start
+    reply, tree_peak = _measure(server, memory, "pi/getTree", {"session": handle})
+    assert len(reply["result"]["nodes"]) == 20
+    reply, page_peak = _measure(server, memory, "pi/getEntries", {"session": handle, "limit": 1})
+    assert len(reply["result"]["entries"]) == 1
+    assert held < size // 8, f"opening a {size // MB} MB session holds {held // MB} MB"
+    assert tree_peak < size // 2, f"the tree of 20 entries of 10 MB peaked at +{tree_peak // MB} MB"
+    assert page_peak < size // 4, f"one page of one entry peaked at +{page_peak // MB} MB"
+    figures["memory: 200 MB session of 10 MB bodies: held after open / getTree peak / 1-entry page peak"] = (
+        f"+{held // MB} MB / +{tree_peak // MB} MB / +{page_peak // MB} MB"
+    )
+
+
+@pytest.fixture(scope="module")
+def big_chain(tmp_path_factory: pytest.TempPathFactory, long_run: bool) -> tuple[Path, int]:
+    n = 1_000_000 if long_run else 200_000
+    return chain_file(tmp_path_factory.mktemp("chain") / "chain.jsonl", n), n
+
+
+def test_a_200k_entry_session_opens_and_pages_in_bounded_memory(big_chain, srv, figures):
+    server, memory = srv
+    path, n = big_chain
+    start = memory.rss()
+    handle = server.call("pi/open", {"path": str(path)}, timeout=600)["session"]
+    held = memory.rss() - start
+    assert held < 1536 * n, f"{held / n:.0f} bytes held per entry"
+    worst = 0
+    since = None
+    for _ in range(20):
+        params = {"session": handle, "limit": 1000}
+        if since is not None:
+            params["since"] = since
+        reply, peak = _measure(server, memory, "pi/getEntries", params)
+        page = reply["result"]
+        assert len(page["entries"]) == 1000 and page["total"] == n
+        since = page["entries"][-1]["id"]
+        worst = max(worst, peak)
+    assert worst < 64 * MB, f"a page of 1000 entries peaked at +{worst // MB} MB"
+    figures[
+        f"memory: {n}-entry session ({path.stat().st_size // MB} MB): held after open / 1000-entry page peak"
+    ] = f"+{held // MB} MB ({held // n} B per entry) / +{worst // MB} MB"
+
+
+@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #10")
+def test_a_huge_tree_request_is_bounded_or_refused(big_chain, srv, figures):
+    server, memory = srv
+    path, n = big_chain
+    size = path.stat().st_size
+    handle = server.call("pi/open", {"path": str(path)}, timeout=600)["session"]
+    reply, peak = _measure(server, memory, "pi/getTree", {"session": handle, "form": "flat"}, timeout=600)
+    figures[f"memory: pi/getTree flat of {n} entries: peak over the open session"] = f"+{peak // MB} MB"
+    if "error" in reply:
+        documented = {e["code"] for e in _protocol_method("pi/getTree").get("errors", [])}
+        assert reply["error"]["code"] in documented, reply["error"]
+    else:
+        assert peak < 2 * size, (
+            f"the whole tree of {n} entries peaked at +{peak // MB} MB for a {size // MB} MB file"
+        )
+
+
+def _protocol_method(name: str) -> dict:
+    doc = json.loads(
+        (Path(__file__).resolve().parents[2] / "protocol" / "pi-session.openrpc.json").read_text()
+    )
+    return next(m for m in doc["methods"] if m["name"] == name)
+
+
+def test_listing_thousands_of_sessions(tmp_path: Path, srv, long_run: bool, figures):
+    server, memory = srv
+    count = 20_000 if long_run else 3_000
+    template = Path(new_session_file(tmp_path / "one", cwd="/proj")).read_bytes()
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(count):
+        (many / f"2026-01-01T00-00-00-000Z_{i:06d}.jsonl").write_bytes(template)
+    reply, peak = _measure(server, memory, "pi/listAll", {"sessionDir": str(many)})
+    assert len(reply["result"]) == count
+    reply_bytes = len(json.dumps(reply["result"]))
+    assert peak < 32 * MB + 16 * 1024 * count, f"listing {count} sessions peaked at +{peak // MB} MB"
+    reply, list_peak = _measure(server, memory, "pi/list", {"cwd": "/proj", "sessionDir": str(many)})
+    assert len(reply["result"]) == count
+    figures[f"memory: pi/listAll of {count} small sessions: peak / reply size"] = (
+        f"+{peak // MB} MB / {reply_bytes // 1024} KB"
+    )
+
+
+@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #11")
+def test_listing_sessions_with_much_text_is_bounded(tmp_path: Path, srv, figures):
+    server, memory = srv
+    manager = SessionManager.create("/p", str(tmp_path / "one"))
+    manager.append_message({"role": "user", "content": "q" * (512 << 10), "timestamp": 1})
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "a" * (512 << 10)}],
+            "provider": "p",
+            "model": "m",
+            "timestamp": 2,
+        }
+    )
+    data = Path(manager.get_session_file()).read_bytes()
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(100):
+        (many / f"2026-01-01T00-00-00-000Z_{i:06d}.jsonl").write_bytes(data)
+    total = 100 * len(data)
+    reply, peak = _measure(server, memory, "pi/listAll", {"sessionDir": str(many)})
+    reply_bytes = len(json.dumps(reply.get("result")))
+    figures["memory: pi/listAll of 100 sessions with 1 MB of text each: peak / reply size"] = (
+        f"+{peak // MB} MB / {reply_bytes // MB} MB"
+    )
+    assert peak < total // 2, f"listing {total // MB} MB of sessions peaked at +{peak // MB} MB"
