@@ -108,3 +108,12 @@ def plain_line_appender(out: TextIO, path: str, tag: str, count: int, pause: flo
         if pause:
             time.sleep(pause)
     os.close(fd)
+
+
+def opener(out: TextIO, path: str) -> None:
+    """Open a session file (a v1 file: the open migrates and rewrites it), then idle until killed."""
+    out.write("ready\n")
+    SessionManager.open(path).close()
+    out.write("opened\n")
+    while True:
+        time.sleep(1)

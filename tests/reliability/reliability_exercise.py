@@ -124,7 +124,6 @@ def exercise_writes(manager: SessionManager) -> list[str]:
 # finding, not a new one. Remove an entry when its finding is fixed.
 KNOWN_OPEN_FINDINGS: dict[int, tuple[str, str]] = {
     14: ("code_lenses", "unhashable type"),
-    15: ("_scan_value", "unhashable type"),
     16: ("js_string_of", "maximum recursion depth"),
     17: ("value", "session file changed underneath"),
 }

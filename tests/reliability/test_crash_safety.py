@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from reliability_children import library_appender, split_line_writer
+from reliability_children import library_appender, opener, split_line_writer
 from reliability_helpers import USER, ForkedChild, assistant_message, check_session_file, new_session_file
 from reliability_rpc import RawServer
 
@@ -203,3 +203,80 @@ def test_sigkilled_server_loses_no_acknowledged_append(tmp_path: Path, long_run:
     figures["crash (server pi/append): SIGKILLs / acknowledged appends / partial last lines / s"] = (
         f"{kills} / {len(acknowledged)} / {partials} / {round(time.monotonic() - started, 1)}"
     )
+
+
+def _time_to_open(directory: Path, data: bytes) -> float:
+    """How long a forked child takes to open (and so migrate) a copy of ``data``."""
+    directory.mkdir()
+    path = directory / "v1.jsonl"
+    path.write_bytes(data)
+    child = ForkedChild(opener, str(path))
+    assert child.output.wait_ready()
+    started = time.monotonic()
+    while "opened" not in child.output.lines:
+        assert time.monotonic() - started < 60, "the calibration open never finished"
+        time.sleep(0.001)
+    elapsed = time.monotonic() - started
+    child.kill()
+    child.output.finish()
+    return elapsed
+
+
+def test_kill_during_a_migration_rewrite_leaves_the_old_or_the_new_file(
+    tmp_path: Path, long_run: bool, figures
+):
+    """D11: the rewrite goes to a temporary file that is renamed over the target, so a kill at any
+    moment leaves either the untouched v1 file or the complete v3 file, never a truncated one."""
+    source = Path(__file__).resolve().parent / "data" / "large-session.jsonl"
+    original = source.read_bytes()
+    reference = tmp_path / "reference.jsonl"
+    reference.write_bytes(original)
+    SessionManager.open(str(reference)).close()
+    window = 1.6 * _time_to_open(tmp_path / "calibrate", original)  # kills spread over the whole rewrite
+    migrated_entries = len(SessionManager.open(str(reference), read_only=True).get_entries())
+    rng = random.Random(_seed() + 3)
+    rounds = 100 if long_run else 12
+    outcomes = {"old": 0, "new": 0}
+    for round_no in range(rounds):
+        directory = tmp_path / f"r{round_no}"
+        directory.mkdir()
+        path = directory / "v1.jsonl"
+        path.write_bytes(original)
+        child = ForkedChild(opener, str(path))
+        assert child.output.wait_ready()
+        time.sleep(rng.uniform(0.0, window))
+        child.kill()
+        child.output.finish()
+        data = path.read_bytes()
+        if data == original:
+            outcomes["old"] += 1
+        else:
+            outcomes["new"] += 1
+            assert data.endswith(b"\n") and b'"version":3' in data.split(b"\n", 1)[0]
+            viewer = SessionManager.open(str(path), read_only=True)
+            assert len(viewer.get_entries()) == migrated_entries
+            viewer.close()
+    figures["crash during migration rewrite: kills / old file kept / new file complete"] = (
+        f"{rounds} / {outcomes['old']} / {outcomes['new']}"
+    )
+
+
+@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #18")
+def test_kill_during_a_rewrite_leaves_no_temporary_file_behind(tmp_path: Path):
+    """A rewrite killed before its rename leaves its temporary file; nothing ever removes it."""
+    source = Path(__file__).resolve().parent / "data" / "large-session.jsonl"
+    rng = random.Random(_seed() + 4)
+    window = 1.3 * _time_to_open(tmp_path / "calibrate", source.read_bytes())
+    for round_no in range(12):
+        directory = tmp_path / f"r{round_no}"
+        directory.mkdir()
+        path = directory / "v1.jsonl"
+        path.write_bytes(source.read_bytes())
+        child = ForkedChild(opener, str(path))
+        assert child.output.wait_ready()
+        time.sleep(rng.uniform(0.0, window))
+        child.kill()
+        child.output.finish()
+        SessionManager.open(str(path)).close()  # the next open (it finishes or redoes the migration)
+        leftovers = [p.name for p in directory.iterdir() if p.name != "v1.jsonl"]
+        assert not leftovers, f"round {round_no}: {leftovers}"
