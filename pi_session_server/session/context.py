@@ -10,6 +10,7 @@ from typing import Any
 
 from ..format.dates import ms
 from ..format.entry import Entry
+from ..format.jsjson import is_array_index_key
 from ..format.jsvalue import ABSENT, get, index_key, is_object, js_string_of, strict_equal, truthy
 from .fields import build_index, field, id_of, model_ref_of, parent_of, role_of, type_of, value_of
 
@@ -257,13 +258,9 @@ def _system_content_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _is_array_index(key: str) -> bool:
-    return key.isdigit() and key.isascii() and (key == "0" or key[0] != "0") and int(key) <= 4294967294
-
-
 def _js_key_order(keys: list[str]) -> list[str]:
-    indexes = sorted((k for k in keys if _is_array_index(k)), key=int)
-    return indexes + [k for k in keys if not _is_array_index(k)]
+    indexes = sorted((k for k in keys if is_array_index_key(k)), key=int)
+    return indexes + [k for k in keys if not is_array_index_key(k)]
 
 
 def _object(**members: Any) -> dict[str, Any]:
