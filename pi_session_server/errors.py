@@ -38,6 +38,13 @@ class StaleFileError(PiSessionError):
     """An entry body read on demand is no longer in the file (rewritten or truncated by another process)."""
 
 
+class InvalidArgValueError(PiSessionError):
+    """Node's ``TypeError [ERR_INVALID_ARG_VALUE]``, raised for a path that holds a NUL byte."""
+
+    name = "TypeError"
+    code = "ERR_INVALID_ARG_VALUE"
+
+
 class AbortError(PiSessionError):
     """``This operation was aborted`` (a DOMException named AbortError in the reference)."""
 

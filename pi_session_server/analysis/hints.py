@@ -68,13 +68,13 @@ def code_lenses(doc: SessionDocument) -> list[Lens]:
     if header is not None:
         where = f"leaf on line {leaf.line + 1}" if leaf is not None else "no entries"
         out.append(Lens(header.line, f"{len(tree.members):,} entries · {where}"))
-    labelled = {r.ref for r in _labels(doc)}
+    labelled = {r.ref for r in _labels(doc)}  # label targets: strings, their own index keys
     for info in doc.entries():
         kids = len(tree.kids(info))
         titles = []
         if kids > 1:
             titles.append(f"⑂ {kids} branches")
-        if info.id in labelled:
+        if info.key in labelled:  # the index key: an id may be any JSON value (an array: unhashable)
             label = current_label(doc, info)
             if label:
                 titles.append(f"label “{label}”")

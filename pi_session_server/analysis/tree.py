@@ -14,6 +14,7 @@ appended line therefore costs O(1) tree work, whatever the file size.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -50,6 +51,16 @@ def _normalized(cycle: tuple[LineInfo, ...]) -> tuple[LineInfo, ...]:
     """The same cycle (in parent order), starting at its earliest line."""
     i = min(range(len(cycle)), key=lambda k: cycle[k].line)
     return cycle[i:] + cycle[:i]
+
+
+#: related lines given with one problem (the others of a duplicate group or a cycle)
+_RELATED = 20
+
+
+def _first_related(group: Iterable[LineInfo], e: LineInfo, why: str) -> tuple[tuple[LineInfo, str], ...]:
+    """The first few members of ``group`` other than ``e``: O(1), however large the group (each of
+    its members gets such a list, so taking the whole group each time would be quadratic)."""
+    return tuple(itertools.islice(((m, why) for m in group if m is not e), _RELATED))
 
 
 def _short(value: Any) -> str:
@@ -255,31 +266,30 @@ class TreeIndex:
                 suspects.extend(lst)
         for lst in self.referrers.values():
             suspects.extend(e for e in lst if e.etype in ("label", "compaction", "branch_summary"))
+        # Tool calls and results pair by id; an id repeated by many calls (a model that numbers
+        # its calls call_0, call_1, ... in every turn) must not make this quadratic: the
+        # ancestors near each result are collected once, and calls are looked up in sets.
         calls_get = self.calls_by_id.get
         for c, results in self.results_by_call.items():
-            callers = calls_get(c)
+            calls_of_c = set(calls_get(c) or ())
             for r in results:
-                if not callers or not self._near_ancestor(callers, r):
+                if not calls_of_c or calls_of_c.isdisjoint(self._near_ancestors(r)):
                     suspects.append(r)
-        no_results: list[LineInfo] = []
         for c, callers in self.calls_by_id.items():
-            answers = self.results_by_call.get(c, no_results)
-            for a in callers:
-                if not any(self._near_ancestor((a,), r) for r in answers):
-                    suspects.append(a)
+            answered: set[LineInfo] = set()  # the calls some result with this id is close below
+            for r in self.results_by_call.get(c, ()):
+                answered.update(self._near_ancestors(r))
+            suspects.extend(a for a in callers if a not in answered)
         return suspects
 
-    def _near_ancestor(self, candidates: Any, e: LineInfo) -> bool:
-        """One of ``candidates`` is among the few nearest ancestors of ``e``."""
+    def _near_ancestors(self, e: LineInfo) -> Iterator[LineInfo]:
+        """The few nearest ancestors of ``e``."""
         cur = self.parent(e)
         for _ in range(_NEAR):
             if cur is None:
-                return False
-            for c in candidates:
-                if cur is c:
-                    return True
+                return
+            yield cur
             cur = self.parent(cur)
-        return False
 
     def update(self, removed: Iterable[LineInfo], added: Iterable[LineInfo]) -> None:
         """Entries ``removed`` left the document, ``added`` arrived (already numbered)."""
@@ -434,7 +444,7 @@ class TreeIndex:
                         codes.DUPLICATE_ID,
                         f"duplicate id `{_short(e.id)}`: {len(same)} entries have it; {note}",
                         path=("id",),
-                        related=tuple((o, "same id") for o in same if o is not e)[:20],
+                        related=_first_related(same, e, "same id"),
                     )
                 )
         if e.pkey is not None:
@@ -464,7 +474,7 @@ class TreeIndex:
                         codes.PARENT_CYCLE,
                         f"parent cycle of {len(cycle)} entries ({ids}): the reference loops forever on it",
                         path=("parentId",),
-                        related=tuple((m, "in the cycle") for m in cycle if m is not e)[:20],
+                        related=_first_related(cycle, e, "in the cycle"),
                     )
                 )
         etype = e.etype
@@ -541,7 +551,7 @@ class TreeIndex:
             codes.ORPHAN_TOOL_RESULT,
             f"toolResult for `{_short(c)}`: the toolCall with this id is not on this result's path; providers reject this context",
             path=("message", "toolCallId"),
-            related=tuple((a, "the toolCall, on another branch") for a in candidates)[:20],
+            related=_first_related(candidates, r, "the toolCall, on another branch"),
         )
 
     def _answered(self, a: LineInfo, c: str) -> bool:

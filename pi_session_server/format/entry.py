@@ -13,11 +13,13 @@ as an empty mapping and :attr:`Entry.value` returns it unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, Protocol
 
+import msgspec
+
 from ..errors import StaleFileError
-from .jsjson import parse_bytes
+from .jsjson import dumps, parse_bytes
 from .jsvalue import ABSENT, strict_equal
 
 
@@ -30,90 +32,68 @@ class LineSource(Protocol):
 
 
 _ENVELOPE_KEYS = ("type", "id", "parentId", "timestamp")
+_MAX_SAFE = 2**53
 
 
-class Entry(Mapping[str, Any]):
-    """A file entry (or the header) with its envelope in slots and its body held or lazy."""
+def js_number(value: Any) -> Any:
+    """An envelope value as ``JSON.parse`` holds it: integers beyond 2**53 become the double they
+    round to (msgspec and our exact parser keep them exact)."""
+    if type(value) is int and not -_MAX_SAFE <= value <= _MAX_SAFE:
+        try:
+            return float(value)
+        except OverflowError:
+            return float("inf") if value > 0 else float("-inf")
+    return value
 
-    __slots__ = (
-        "type",
-        "id",
-        "parent_id",
-        "timestamp",
-        "role",
-        "model_ref",
-        "aux",
-        "line",
-        "offset",
-        "length",
-        "_value",
-        "_raw",
-        "_source",
-    )
 
-    type: Any
-    id: Any
-    parent_id: Any
-    timestamp: Any
-    role: Any
-    model_ref: tuple[Any, Any] | None
-    aux: tuple[Any, Any] | None  # label: (targetId, label); None when not known from the envelope
-    line: int
-    offset: int
-    length: int
+class MessageHead(msgspec.Struct, gc=False):
+    """The part of ``entry.message`` the index and the context settings need."""
 
-    def __init__(
-        self,
-        value: Any = ABSENT,
+    role: Any = ABSENT
+    provider: Any = ABSENT
+    model: Any = ABSENT
+
+
+class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
+    """A file entry (or the header) with its envelope in fields and its body held or lazy.
+
+    A msgspec Struct so that opening a file decodes each line's envelope straight into its Entry in
+    C (``ENVELOPE_DECODER``): one object per line and no Python per field, which is most of what
+    opening a large session costs. The fields after ``label`` are never meant to come from the
+    line; the scanner overwrites them after decoding. Build entries from values with :meth:`of`.
+    (``gc=False``: an Entry never references anything that references it back.)
+    """
+
+    type: Any = ABSENT
+    id: Any = ABSENT
+    parent_id: Any = ABSENT
+    timestamp: Any = ABSENT
+    message: MessageHead | None = None
+    targetId: Any = ABSENT  # noqa: N815 - the JSON key; labels are indexed at load time
+    label: Any = ABSENT
+    line: Any = -1
+    offset: Any = -1
+    length: Any = 0
+    _value: Any = ABSENT
+    _raw: Any = None
+    _source: Any = None
+
+    __hash__ = object.__hash__
+
+    @classmethod
+    def of(
+        cls,
+        value: Any,
         *,
-        envelope: tuple[Any, Any, Any, Any, Any, tuple[Any, Any] | None] | None = None,
         source: LineSource | None = None,
         line: int = -1,
         offset: int = -1,
         length: int = 0,
-    ) -> None:
-        self._value = value
-        self._raw: bytes | None = None
-        self._source = source
-        self.aux = None
-        self.line = line
-        self.offset = offset
-        self.length = length
-        if envelope is None:
-            self.refresh_envelope()
-        else:
-            self.type, self.id, self.parent_id, self.timestamp, self.role, self.model_ref = envelope
-
-    @classmethod
-    def lazy(
-        cls,
-        etype: Any,
-        entry_id: Any,
-        parent_id: Any,
-        timestamp: Any,
-        role: Any,
-        model_ref: tuple[Any, Any] | None,
-        source: LineSource | None,
-        line: int,
-        offset: int,
-        length: int,
     ) -> Entry:
-        """An entry known by its envelope only (the scanner's hot path: positional, no envelope tuple)."""
-        self = cls.__new__(cls)
-        self.type = etype
-        self.id = entry_id
-        self.parent_id = parent_id
-        self.timestamp = timestamp
-        self.role = role
-        self.model_ref = model_ref
-        self.aux = None
-        self.line = line
-        self.offset = offset
-        self.length = length
-        self._value = ABSENT
-        self._raw = None
-        self._source = source
-        return self
+        """An entry holding ``value`` (created by us, small, migrated or handed to ``inMemory``)."""
+        entry = cls(line=line, offset=offset, length=length, _value=value, _source=source)
+        entry.refresh_envelope()
+        return entry
 
     # -- envelope ---------------------------------------------------------------------------
 
@@ -126,12 +106,45 @@ class Entry(Mapping[str, Any]):
             self.id = get("id", ABSENT)
             self.parent_id = get("parentId", ABSENT)
             self.timestamp = get("timestamp", ABSENT)
-            self.role, self.model_ref = (
-                message_head(get("message", ABSENT)) if self.type == "message" else (ABSENT, None)
-            )
+            message = get("message", ABSENT) if self.type == "message" else ABSENT
+            if isinstance(message, dict):
+                self.message = MessageHead(
+                    message.get("role", ABSENT), message.get("provider", ABSENT), message.get("model", ABSENT)
+                )
+            else:
+                self.message = None
+            if self.type == "label":
+                self.targetId = get("targetId", ABSENT)
+                self.label = get("label", ABSENT)
+            else:
+                self.targetId = self.label = ABSENT
         else:
-            self.type = self.id = self.parent_id = self.timestamp = self.role = ABSENT
-            self.model_ref = None
+            self.type = self.id = self.parent_id = self.timestamp = ABSENT
+            self.targetId = self.label = ABSENT
+            self.message = None
+
+    @property
+    def role(self) -> Any:
+        """``message.role`` of a message entry (ABSENT for anything else)."""
+        head = self.message
+        if head is None or self.type != "message":
+            return ABSENT
+        return js_number(head.role)
+
+    @property
+    def model_ref(self) -> tuple[Any, Any] | None:
+        """(provider, model) of an assistant message entry."""
+        head = self.message
+        if head is None or self.type != "message" or head.role != "assistant":
+            return None
+        return js_number(head.provider), js_number(head.model)
+
+    @property
+    def aux(self) -> tuple[Any, Any] | None:
+        """(targetId, label) of a label entry."""
+        if self.type != "label":
+            return None
+        return js_number(self.targetId), js_number(self.label)
 
     # -- body -------------------------------------------------------------------------------
 
@@ -157,10 +170,10 @@ class Entry(Mapping[str, Any]):
         if not isinstance(value, dict):
             return False
         return (
-            strict_equal(value.get("id", ABSENT), self.id)
-            and strict_equal(value.get("parentId", ABSENT), self.parent_id)
-            and strict_equal(value.get("type", ABSENT), self.type)
-            and strict_equal(value.get("timestamp", ABSENT), self.timestamp)
+            _same_json(value.get("id", ABSENT), self.id)
+            and _same_json(value.get("parentId", ABSENT), self.parent_id)
+            and _same_json(value.get("type", ABSENT), self.type)
+            and _same_json(value.get("timestamp", ABSENT), self.timestamp)
         )
 
     @property
@@ -216,15 +229,37 @@ class Entry(Mapping[str, Any]):
         value = self.value
         return isinstance(value, dict) and key in value
 
+    def keys(self) -> KeysView[str]:
+        value = self.value
+        return value.keys() if isinstance(value, dict) else {}.keys()
+
+    def values(self) -> ValuesView[Any]:
+        value = self.value
+        return value.values() if isinstance(value, dict) else {}.values()
+
+    def items(self) -> ItemsView[str, Any]:
+        value = self.value
+        return value.items() if isinstance(value, dict) else {}.items()
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Entry):
             return self is other or self.value == other.value
         return bool(self.value == other)
 
-    __hash__ = object.__hash__
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     def __repr__(self) -> str:
         return f"Entry(type={self.type!r}, id={self.id!r}, parentId={self.parent_id!r}, line={self.line})"
+
+
+def _same_json(read_again: Any, loaded: Any) -> bool:
+    """Is a re-read envelope field the same JSON value as the loaded one? Scalars compare as JS
+    ``===``; an array or object (a malformed envelope, but one we must still read back) is a fresh
+    object on every parse, so it compares by its serialization instead of by identity."""
+    if isinstance(loaded, (dict, list)):
+        return isinstance(read_again, type(loaded)) and dumps(read_again) == dumps(loaded)
+    return strict_equal(read_again, loaded)
 
 
 def _parse_line(raw: bytes) -> Any:
@@ -241,11 +276,18 @@ def message_head(message: Any) -> tuple[Any, tuple[Any, Any] | None]:
     return ABSENT, None
 
 
+Mapping.register(Entry)  # a read-only mapping of the JSON object (Structs cannot subclass Mapping)
+
+# Decodes a line into its Entry, envelope fields only: msgspec validates the whole line but skips
+# every other member without building it.
+ENVELOPE_DECODER = msgspec.json.Decoder(Entry)
+
+
 def wrap(value: Any) -> Entry:
     """An Entry holding ``value`` (an in-memory entry)."""
     if isinstance(value, Entry):
         return value
-    return Entry(value)
+    return Entry.of(value)
 
 
 def unwrap(value: Any) -> Any:

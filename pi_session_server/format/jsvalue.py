@@ -87,11 +87,16 @@ def strict_equal(a: Any, b: Any) -> bool:
     return False
 
 
+_MAX_SAFE_INTEGER = 2**53  # every integer up to this magnitude is exactly a double
+
+
 def index_key(value: Any) -> Any:
     """A hashable key that gives JS ``Map`` key semantics (SameValueZero) to a JSON value.
 
     Strings (the normal case) are their own key. ``True`` must not collide with ``1``; objects and
-    arrays are keyed by identity, as a JS Map does.
+    arrays are keyed by identity, as a JS Map does. Numbers are keyed by the double JS holds: an
+    ``int`` beyond 2**53 (a parser may keep it exact) by its nearest double, so the same digits find
+    the same entry whichever way they were read (#5); NaN is one key, as SameValueZero wants.
     """
     t = type(value)
     if t is str:
@@ -100,13 +105,36 @@ def index_key(value: Any) -> Any:
         return value
     if t is bool:
         return ("bool", value)
-    if t is int or t is float:
-        return ("num", value)
+    if t is int:
+        return ("num", value if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER else _nearest_double(value))
+    if t is float:
+        return ("num", value) if value == value else ("num", "NaN")
     return ("obj", id(value))
 
 
-def js_string_of(value: Any) -> str:
-    """JS ``String(value)``, used where the reference interpolates an id into a message."""
+def _nearest_double(n: int) -> float:
+    """The double JS holds for the integer ``n`` (±Infinity beyond the double range)."""
+    try:
+        return float(n)
+    except OverflowError:
+        return math.inf if n > 0 else -math.inf
+
+
+def js_string_of(value: Any, limit: int | None = None) -> str:
+    """JS ``String(value)``, used where the reference interpolates an id into a message.
+
+    ``limit``: return at most that many characters (the start of the string), without building the
+    rest; for a text that only feeds a short message. Arrays nested any depth are handled without
+    recursion (#16).
+    """
+    if type(value) is str:
+        return value if limit is None else value[:limit]
+    text = _join_array(value, limit) if isinstance(value, list) else _scalar_string(value)
+    return text if limit is None else text[:limit]
+
+
+def _scalar_string(value: Any) -> str:
+    """``String(value)`` of anything but an array."""
     from .jsjson import js_number  # local import: jsjson depends on this module
 
     if isinstance(value, str):
@@ -120,14 +148,42 @@ def js_string_of(value: Any) -> str:
     if value is False:
         return "false"
     if isinstance(value, (int, float)):
-        if isinstance(value, float) and math.isnan(value):
-            return "NaN"
-        if isinstance(value, float) and math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return js_number(value)
-    if isinstance(value, list):
-        return ",".join("" if (x is None or x is ABSENT) else js_string_of(x) for x in value)
+        return js_number(value)  # NaN, ±Infinity, exponents and big integers the JS way
     return "[object Object]"
+
+
+def _join_array(array: list[Any], limit: int | None) -> str:
+    """``String(array)``, which is ``array.join(",")``: elements separated by ",", null and undefined
+    as "", a nested array by the same rule in place. Iterative: one stack entry per open array.
+
+    An array met again inside itself (JSON never makes one) gives "", as V8's join does.
+    """
+    pieces: list[str] = []
+    length = 0
+    stack = [enumerate(array)]
+    open_ids = [id(array)]  # the arrays being joined, outermost first (parallel to stack)
+    open_set = {id(array)}
+    while stack:
+        for index, element in stack[-1]:
+            if index:
+                pieces.append(",")
+                length += 1
+            if isinstance(element, list):
+                if id(element) not in open_set:
+                    stack.append(enumerate(element))
+                    open_ids.append(id(element))
+                    open_set.add(id(element))
+                    break
+            elif element is not None and element is not ABSENT:
+                piece = _scalar_string(element)
+                pieces.append(piece)
+                length += len(piece)
+            if limit is not None and length >= limit:
+                return "".join(pieces)
+        else:
+            stack.pop()
+            open_set.discard(open_ids.pop())
+    return "".join(pieces)
 
 
 def to_number(value: Any) -> float:
@@ -156,10 +212,6 @@ def to_number(value: Any) -> float:
             return float(s)
         except ValueError:
             return math.nan
-    if isinstance(value, list):
-        if not value:
-            return 0.0
-        if len(value) == 1:
-            return to_number(js_string_of(value[0]))
-        return math.nan
+    if isinstance(value, list):  # Number([x]) is Number(String([x])): [null] and [[]] are 0, like []
+        return to_number(js_string_of(value))
     return math.nan

@@ -25,6 +25,12 @@ FORK_ERROR = -32006
 ABORTED = -32007
 SESSION_ERROR = -32008
 PATH_REFUSED = -32010
+TOO_LARGE = -32011
+
+# The most nodes one pi/getTree reply holds. A reply costs about 1 KB of memory per node while it is
+# made and sent (the tree, previews, the JSON and its framing): 50,000 nodes stay near 50 MB, and a
+# session of a million entries cannot take the process down. Bigger trees come in pages.
+MAX_TREE_NODES = 50_000
 
 # code -> (name, when) for the protocol document and its consistency test
 ERROR_CODES: dict[int, tuple[str, str]] = {
@@ -37,8 +43,19 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
     FS_ERROR: ("FsError", "a Node-style file-system error; data.code is the Node code (EEXIST, ENOENT, ...)"),
     FORK_ERROR: ("ForkError", "`Cannot fork: ...`"),
     ABORTED: ("AbortError", "`This operation was aborted` (cancelled listing)"),
-    SESSION_ERROR: ("SessionError", "any other error the reference throws; the message is the reference's"),
+    SESSION_ERROR: (
+        "SessionError",
+        "any other error the reference throws; the message is the reference's (a path holding a NUL byte: "
+        "Node's `The argument 'path' must be ... without null bytes`, data.name TypeError, "
+        "data.code ERR_INVALID_ARG_VALUE)",
+    ),
     PATH_REFUSED: ("PathRefused", "the file is not a pi session (delete) or the path cannot be used"),
+    TOO_LARGE: (
+        "TooLarge",
+        f"the reply would be larger than the server sends at once (pi/getTree: more than {MAX_TREE_NODES:,} nodes); "
+        "data.total is the size, data.max the maximum: ask for pages (`limit`, `offset`) or a subtree "
+        "(`rootId`, `depth`)",
+    ),
 }
 
 

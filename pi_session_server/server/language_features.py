@@ -8,6 +8,11 @@ produced from our model only if someone asks for it.
 Positions: the analysis works in byte offsets within a line; every handler converts with the
 position encoding negotiated at ``initialize`` (UTF-16 for VS Code, UTF-8 for Neovim, or UTF-32).
 
+Documents opened (or replaced) with at least ``QUICK_OPEN_CHARS`` characters are analysed on a
+worker thread: other requests are answered meanwhile, requests about that document wait for the
+analysis (and are answered in arrival order with the changes that arrive meanwhile), and a later
+whole-document change supersedes a stale analysis.
+
 Files the editor does not send (VS Code skips files over 50 MB) are analysed from disk when a
 request names them, followed on disk while they grow, and the client is told (``pi/largeFile``).
 
@@ -23,7 +28,8 @@ import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +110,22 @@ class _EditorText(TextDocument):
 
 
 @dataclass(eq=False)
+class Analysis:
+    """A document being analysed on the worker thread.
+
+    What arrives for the document meanwhile (changes, requests) waits in ``backlog``, in arrival
+    order, and runs once the analysis is installed. ``stale``: a newer text or a close made the
+    result useless (the worker stops at its next step; nothing of it is installed).
+    """
+
+    backlog: list[tuple[bool, Callable[[], None]]] = field(default_factory=list)  # (is a change, run)
+    stale: bool = False
+
+    def requests(self) -> list[tuple[bool, Callable[[], None]]]:
+        return [item for item in self.backlog if not item[0]]
+
+
+@dataclass(eq=False)
 class DocState:
     uri: str
     path: str | None
@@ -114,6 +136,8 @@ class DocState:
     timer: asyncio.TimerHandle | None = None
     last_publish: float = 0.0
     diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
+    lsp_cache: tuple[int, list[types.Diagnostic]] | None = None
+    analysis: Analysis | None = None  # set while the document is analysed on the worker thread
     published: int = -1  # doc.version last published
     last_access: float = field(default_factory=time.monotonic)
 
@@ -125,6 +149,7 @@ class LanguageFeatures:
     debounce: float = DEBOUNCE
     quick_open: int = QUICK_OPEN_CHARS
     _poller: asyncio.TimerHandle | None = None
+    _analyser: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ encoding and positions
 
@@ -179,8 +204,14 @@ class LanguageFeatures:
         # A big document is read in two steps: its envelopes first (syntax, header, ids, parents),
         # whose problems are published at once, then the rest of each line (tool calls, field types,
         # images), published as the complete list that supersedes the first.
-        quick = len(item.text) >= self.quick_open
-        self._opened(item.uri, item.language_id, item.version, SessionDocument(item.text, quick=quick))
+        text = item.text
+        quick = len(text) >= self.quick_open
+        if quick and _running_loop() is not None:
+            self._open_in_background(
+                item.uri, item.language_id, item.version, lambda: SessionDocument(text, quick=True)
+            )
+            return
+        self._opened(item.uri, item.language_id, item.version, SessionDocument(text, quick=quick))
 
     def did_open_json(self, uri: str, language_id: str | None, version: int | None, token: Any) -> bool:
         """``didOpen`` with the document's text still a JSON string token (``msgspec.Raw`` or bytes).
@@ -192,22 +223,41 @@ class LanguageFeatures:
 
         False (nothing done) for a document that is not a session: it takes the usual path.
         """
-        if not self.accepts(uri, language_id):
-            return False
+        if not self.accepts(uri, language_id) or bytes(memoryview(token)[:1]) != b'"':
+            return False  # not a JSON string: the usual path reports it
+        if len(memoryview(token)) >= self.quick_open and _running_loop() is not None:
+            self._open_in_background(uri, language_id, version, lambda: self._document_of_token(token))
+            return True
+        self._opened(uri, language_id, version, self._document_of_token(token))
+        return True
+
+    def _document_of_token(self, token: Any) -> SessionDocument:
         data = json_string_bytes(token)
-        doc = None
         if data is not None:
             # None for invalid UTF-8: decoding the message would have replaced those bytes
             doc = SessionDocument.from_editor_bytes(data, quick=len(data) >= self.quick_open)
-        if doc is None:
-            text = parse_bytes(memoryview(token))
-            if not isinstance(text, str):
-                return False
-            doc = SessionDocument(text, quick=len(text) >= self.quick_open)
-        self._opened(uri, language_id, version, doc)
-        return True
+            if doc is not None:
+                return doc
+        text = parse_bytes(memoryview(token))
+        if not isinstance(text, str):
+            raise ValueError("the document text is not a JSON string")
+        return SessionDocument(text, quick=len(text) >= self.quick_open)
 
     def _opened(self, uri: str, language_id: str | None, version: int | None, doc: SessionDocument) -> None:
+        state = self._new_state(uri, language_id, version, doc)
+        if doc.provisional:
+            self.publish(state, first_pass=True)
+            self._soon(lambda: self._finish(state, warm=True))
+        else:
+            self.publish(state)
+            self._soon(lambda: self._warm(state))
+
+    def _new_state(
+        self, uri: str, language_id: str | None, version: int | None, doc: SessionDocument
+    ) -> DocState:
+        previous = self.docs.get(uri)
+        if previous is not None and previous.analysis is not None:
+            previous.analysis.stale = True  # reopened: that analysis is for a text gone
         state = DocState(uri, _path_of(uri), doc, version)
         self.docs[uri] = state
         with contextlib.suppress(RuntimeError, KeyError, AttributeError):
@@ -219,12 +269,111 @@ class LanguageFeatures:
                 language_id,
                 position_codec=workspace.position_codec,
             )
-        if doc.provisional:
-            self.publish(state, first_pass=True)
-            self._soon(lambda: self._finish(state, warm=True))
-        else:
-            self.publish(state)
+        return state
+
+    # ------------------------------------------------------------------ analysis on the worker thread
+
+    def _open_in_background(
+        self, uri: str, language_id: str | None, version: int | None, build: Callable[[], SessionDocument]
+    ) -> None:
+        # an empty stand-in until the analysis is installed: nothing reads it but the (deferred)
+        # requests' fallbacks
+        state = self._new_state(uri, language_id, version, SessionDocument())
+        self._analyse_in_background(state, build)
+
+    def _analyse_in_background(self, state: DocState, build: Callable[[], SessionDocument]) -> None:
+        """Build ``state``'s document with ``build`` on the worker thread, publish its diagnostics
+        (the envelope problems first for a quick load) and install it; meanwhile the event loop
+        keeps serving. The document being built is reachable from the worker only until installed,
+        so it is never touched by two threads at once."""
+        previous = state.analysis
+        job = Analysis(backlog=previous.requests() if previous is not None else [])
+        if previous is not None:
+            previous.stale = True
+        state.analysis = job
+        loop = asyncio.get_running_loop()
+
+        def on_loop(callback: Callable[[], None]) -> None:
+            def run() -> None:
+                if self.docs.get(state.uri) is state and state.analysis is job and not job.stale:
+                    callback()
+
+            loop.call_soon_threadsafe(run)
+
+        def work() -> None:
+            if job.stale:
+                return
+            try:
+                with _gc_paused():
+                    draft, published = analyse()
+            except Exception:
+                logger.exception("analysing %s on the worker thread failed", state.uri)
+                on_loop(lambda: self._analyse_here(state, build))
+                return
+            if draft is not None:
+                on_loop(lambda: self._install(state, draft, published))
+
+        def analyse() -> tuple[DocState | None, list[Any]]:
+            draft = DocState(state.uri, state.path, build(), state.version)
+            doc = draft.doc
+            if doc.provisional:
+                first = self.plain([self.lsp_diagnostic(draft, d) for d in first_pass_diagnostics(doc)])
+                on_loop(lambda: self._send(state, first))
+                if job.stale:
+                    return None, []
+                doc.finish()
+            # the publication's JSON is built here too: for 100,000s of diagnostics that takes
+            # seconds, which the loop would otherwise spend
+            published = self.plain(self.lsp_diagnostics(draft))
+            _fill_caches(doc)
+            return draft, published
+
+        if self._analyser is None:
+            self._analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-analysis")
+        self._analyser.submit(work)
+
+    def _install(self, state: DocState, draft: DocState | None, published: list[Any] | None) -> None:
+        """On the loop: the analysed document replaces the stand-in, its diagnostics go out, then
+        what waited for it runs in arrival order."""
+        job = state.analysis
+        state.analysis = None
+        if draft is not None:
+            state.doc = draft.doc
+            state.diagnostics_cache = draft.diagnostics_cache
+            state.lsp_cache = draft.lsp_cache
+            self.publish(state, published=published)
             self._soon(lambda: self._warm(state))
+        for _, run in job.backlog if job is not None else ():
+            run()
+
+    def _analyse_here(self, state: DocState, build: Callable[[], SessionDocument]) -> None:
+        """The worker failed (a bug): analyse on the loop, as for a small document, so that the
+        document still gets its diagnostics and the waiting requests their answers."""
+        draft: DocState | None = None
+        try:
+            draft = DocState(state.uri, state.path, build(), state.version)
+        except Exception:
+            logger.exception("analysing %s failed", state.uri)
+        self._install(state, draft, None)
+
+    def defer(self, uri: str, answer: Callable[[], Any]) -> asyncio.Future[Any] | None:
+        """None when the document ``uri`` can be answered about now; else a future that gets
+        ``answer()`` once its analysis is installed (after the changes that arrived before)."""
+        state = self.docs.get(uri)
+        if state is None or state.analysis is None:
+            return None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def run() -> None:
+            if future.cancelled():
+                return
+            try:
+                future.set_result(answer())
+            except Exception as error:
+                future.set_exception(error)
+
+        state.analysis.backlog.append((False, run))
+        return future
 
     def _finish(self, state: DocState, warm: bool = False) -> None:
         """Complete a document opened in two steps and publish its complete diagnostics."""
@@ -239,21 +388,47 @@ class LanguageFeatures:
         state = self.docs.get(params.text_document.uri)
         if state is None or state.from_disk:
             return
+        changes = list(params.content_changes)
+        version = params.text_document.version
+        whole = self._big_replacement(changes)
+        if whole is not None and _running_loop() is not None:
+            # a new text to analyse from scratch: on the worker thread, superseding any analysis
+            text = changes[whole].text
+            state.version = version
+            self._analyse_in_background(state, lambda: SessionDocument(text, quick=True))
+            changes = changes[whole + 1 :]
+            if not changes:
+                return
+        if state.analysis is not None:
+            state.analysis.backlog.append((True, lambda: self._apply_changes(state, changes, version)))
+            return
+        self._apply_changes(state, changes, version)
+
+    def _big_replacement(self, changes: list[Any]) -> int | None:
+        """The index of the last whole-document change if its text is big, else None."""
+        for i in range(len(changes) - 1, -1, -1):
+            if not isinstance(changes[i], types.TextDocumentContentChangePartial):
+                return i if len(changes[i].text) >= self.quick_open else None
+        return None
+
+    def _apply_changes(self, state: DocState, changes: list[Any], version: int) -> None:
         doc = state.doc
-        for change in params.content_changes:
+        for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 start = self.offset(state, change.range.start)
                 end = self.offset(state, change.range.end)
                 doc.apply_edit(start[0], start[1], end[0], end[1], change.text)
             else:
                 doc.replace_all(change.text)
-        state.version = params.text_document.version
+        state.version = version
         self.schedule_publish(state)
 
     def did_close(self, uri: str) -> None:
         state = self.docs.pop(uri, None)
         if state is None:
             return
+        if state.analysis is not None:
+            state.analysis.stale = True
         if state.timer is not None:
             state.timer.cancel()
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, []))
@@ -370,12 +545,9 @@ class LanguageFeatures:
         collection now, then ``gc.freeze()``, moves them out of every future scan (they hold no
         reference cycles; they are still freed normally when the document closes).
         """
-        if self.docs.get(state.uri) is not state:
+        if self.docs.get(state.uri) is not state or state.analysis is not None:
             return
-        tree = state.doc.tree
-        for e in state.doc.entries():
-            tree.depth(e)
-        state.doc.leaf_path()
+        _fill_caches(state.doc)
         if state.doc.line_count > BIG_DOCUMENT_LINES:
             gc.collect()
             gc.freeze()
@@ -414,23 +586,41 @@ class LanguageFeatures:
         )
 
     def lsp_diagnostics(self, state: DocState) -> list[types.Diagnostic]:
-        return [self.lsp_diagnostic(state, d) for d in self.diagnostics(state)]
+        cache = state.lsp_cache
+        if cache is not None and cache[0] == state.doc.version:
+            return cache[1]
+        found = [self.lsp_diagnostic(state, d) for d in self.diagnostics(state)]
+        state.lsp_cache = (state.doc.version, found)
+        return found
 
-    def publish(self, state: DocState, first_pass: bool = False) -> None:
+    def publish(self, state: DocState, first_pass: bool = False, published: list[Any] | None = None) -> None:
         """Publish the diagnostics of ``state``; ``first_pass``: only those its envelopes decide
-        (a provisional document stays provisional; its complete list follows)."""
+        (a provisional document stays provisional; its complete list follows). ``published``:
+        the diagnostics of this version, already as JSON."""
         if state.timer is not None:
             state.timer.cancel()
             state.timer = None
         state.last_publish = time.monotonic()
         state.published = state.doc.version
-        if first_pass:
-            found = [self.lsp_diagnostic(state, d) for d in first_pass_diagnostics(state.doc)]
+        if published is None:
+            if first_pass:
+                found = [self.lsp_diagnostic(state, d) for d in first_pass_diagnostics(state.doc)]
+            else:
+                found = self.lsp_diagnostics(state)
+            published = self.plain(found)
+        self._send(state, published)
+
+    def _send(self, state: DocState, diagnostics: list[Any]) -> None:
+        """``textDocument/publishDiagnostics`` with diagnostics already as JSON."""
+        params: dict[str, Any] = {"uri": state.uri, "diagnostics": diagnostics}
+        if state.version is not None:
+            params["version"] = state.version
+        send_json = getattr(self.server.protocol, "notify_json", None)
+        if send_json is not None:  # the sidecar's transport
+            send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
         else:
-            found = self.lsp_diagnostics(state)
-        self.server.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(state.uri, found, version=state.version)
-        )
+            typed = self.server.protocol._converter.structure(params, types.PublishDiagnosticsParams)
+            self.server.text_document_publish_diagnostics(typed)
 
     def schedule_publish(self, state: DocState) -> None:
         """Publish at once if the last publication is older than the debounce interval, else once
@@ -684,6 +874,32 @@ def json_string_bytes(token: Any) -> bytes | None:
     return codecs.escape_decode(raw[1:-1])[0]  # type: ignore[attr-defined,no-any-return]
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile. A full collection holds the GIL while it walks the
+    heap: with the millions of objects an analysis allocates, the collections it would trigger
+    stop the event loop for up to a second each (the loop's ``_warm`` settles them once, later)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+async def _wait_for(future: asyncio.Future[Any]) -> Any:
+    return await future
+
+
+def _fill_caches(doc: SessionDocument) -> None:
+    """Depths and the leaf path, so that hovers and inlay hints then cost O(1)."""
+    tree = doc.tree
+    for e in doc.entries():
+        tree.depth(e)
+    doc.leaf_path()
+
+
 def _path_of(uri: str) -> str | None:
     if not uri.startswith("file:"):
         return None
@@ -734,6 +950,19 @@ def register_language_features(server: LanguageServer) -> LanguageFeatures:
     lf = LanguageFeatures(server)
     server.language_features = lf  # type: ignore[attr-defined]
 
+    def when_analysed(answer: Callable[[Any], Any]) -> Callable[[Any], Generator[Any, Any, Any]]:
+        """The handler of a request about a document: answered at once, or, while the document is
+        analysed on the worker thread, once that is done. pygls runs a generator handler up to its
+        first ``yield`` right away, so a request keeps its place among the changes around it."""
+
+        def handler(params: Any) -> Generator[Any, Any, Any]:
+            waiting = lf.defer(params.text_document.uri, lambda: answer(params))
+            if waiting is None:
+                return answer(params)
+            return (yield _wait_for, (waiting,), {})
+
+        return handler
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
         lf.did_open(params.text_document)
@@ -752,38 +981,47 @@ def register_language_features(server: LanguageServer) -> LanguageFeatures:
             identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False
         ),
     )
-    def pull(params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+    @when_analysed
+    def pull(params: types.DocumentDiagnosticParams) -> Any:
         return lf.pull(params)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
+    @when_analysed
     def hover(params: types.HoverParams) -> Any:
         return lf.hover(params)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    @when_analysed
     def symbols(params: types.DocumentSymbolParams) -> Any:
         return lf.plain(lf.document_symbols(params))
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    @when_analysed
     def definition(params: types.DefinitionParams) -> Any:
         return lf.plain(lf.definition(params))
 
     @server.feature(types.TEXT_DOCUMENT_REFERENCES)
+    @when_analysed
     def references(params: types.ReferenceParams) -> Any:
         return lf.plain(lf.references(params))
 
     @server.feature(types.TEXT_DOCUMENT_FOLDING_RANGE)
+    @when_analysed
     def folding(params: types.FoldingRangeParams) -> Any:
         return lf.plain(lf.folding(params))
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+    @when_analysed
     def inlay_hints(params: types.InlayHintParams) -> Any:
         return lf.plain(lf.inlay_hints(params))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
+    @when_analysed
     def code_lenses(params: types.CodeLensParams) -> Any:
         return lf.plain(lf.code_lenses(params))
 
     @server.feature(types.TEXT_DOCUMENT_SELECTION_RANGE)
+    @when_analysed
     def selection_ranges(params: types.SelectionRangeParams) -> Any:
         return lf.plain(lf.selection_ranges(params))
 
@@ -791,6 +1029,7 @@ def register_language_features(server: LanguageServer) -> LanguageFeatures:
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True),
     )
+    @when_analysed
     def code_actions(params: types.CodeActionParams) -> Any:
         return lf.plain(lf.code_actions(params))
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from msgspec import UNSET
 from send2trash import send2trash
 
-from pi_session_server.errors import fs_error_from_oserror
+from pi_session_server.errors import PiSessionError, fs_error_from_oserror
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
-from pi_session_server.session.listing import AbortSignal
+from pi_session_server.session.listing import AbortSignal, TextOptions, list_all_sessions, list_sessions
 from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
 from pi_session_server.session.paths import resolve_path
 
@@ -44,8 +44,30 @@ def is_session_file(path: str) -> bool:
         os.close(fd)
 
 
+def text_options(p: P.ListingParams) -> TextOptions:
+    """How much text each listed session carries (``text: "all"``, the default, is the reference's)."""
+    return TextOptions(
+        first_message=p.text != "none",
+        all_messages_text=p.text == "all",
+        max_chars=None if p.max_text_chars is UNSET else p.max_text_chars,
+    )
+
+
+def page_of(sessions: list[Any], p: P.ListingParams) -> Any:
+    """The reference's array, or with ``offset``/``limit`` one page of it and where the next begins."""
+    if not p.paged:
+        return sessions
+    start = 0 if p.offset is UNSET else p.offset
+    end = len(sessions) if p.limit is UNSET else start + p.limit
+    page: dict[str, Any] = {"sessions": sessions[start:end], "total": len(sessions)}
+    page["hasMore"] = end < len(sessions)
+    if page["hasMore"]:
+        page["nextOffset"] = end
+    return page
+
+
 def register(server: PiSessionServer) -> None:
-    async def listing(p: P.Params, title: str, call: Any) -> Any:
+    async def listing(p: P.ListingParams, title: str, call: Any) -> Any:
         signal = AbortSignal()
         async with work_done(server, p.work_done_token, title) as reporter:
             on_progress = _progress_callback(reporter)
@@ -54,7 +76,7 @@ def register(server: PiSessionServer) -> None:
             except asyncio.CancelledError:
                 signal.abort()
                 raise
-        return to_wire(result)
+        return to_wire(page_of(result, p))
 
     @server.feature("pi/list")
     async def pi_list(params: Any) -> Any:
@@ -62,7 +84,9 @@ def register(server: PiSessionServer) -> None:
         return await listing(
             p,
             "Listing sessions",
-            lambda progress, signal: SessionManager.list(p.cwd, P.opt(p.session_dir), progress, signal),
+            lambda progress, signal: list_sessions(
+                p.cwd, P.opt(p.session_dir), progress, signal, text=text_options(p)
+            ),
         )
 
     @server.feature("pi/listAll")
@@ -71,7 +95,9 @@ def register(server: PiSessionServer) -> None:
         return await listing(
             p,
             "Listing all sessions",
-            lambda progress, signal: SessionManager.list_all(P.opt(p.session_dir), progress, signal),
+            lambda progress, signal: list_all_sessions(
+                P.opt(p.session_dir), progress, signal, text=text_options(p)
+            ),
         )
 
     @server.feature("pi/findById")
@@ -86,7 +112,7 @@ def register(server: PiSessionServer) -> None:
     async def pi_delete(params: Any) -> Any:
         p = P.parse(params, P.DeleteParams)
         if p.path is not UNSET:
-            path = resolve_path(p.path)
+            path = _resolved(p.path)
         elif p.uri is not UNSET:
             path = _uri_path(p.uri)
         else:
@@ -114,6 +140,13 @@ def register(server: PiSessionServer) -> None:
         except Exception as error:  # send2trash.TrashPermissionError and friends
             raise path_refused(f"Cannot move {path} to the trash: {error}", path) from error
         return {"path": path, "trashed": not p.permanent, "closedSessions": closed}
+
+
+def _resolved(path: str) -> str:
+    try:
+        return resolve_path(path)
+    except PiSessionError as error:  # a NUL byte in the path
+        raise from_library_error(error) from error
 
 
 def _uri_path(uri: str) -> str:

@@ -7,6 +7,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from msgspec import UNSET
 
 from pi_session_server.format.gcpause import gc_paused
@@ -15,8 +16,15 @@ from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
-from .errors import ENTRY_NOT_FOUND, PiRpcError
-from .tree_view import PreviewCache, tree_view
+from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, PiRpcError, invalid_params
+from .tree_view import (
+    PreviewCache,
+    RootNotFoundError,
+    TreeTooLargeError,
+    TreeWindow,
+    encode_flat_tree_view,
+    tree_view,
+)
 from .wire import Clean
 
 if TYPE_CHECKING:
@@ -28,23 +36,69 @@ def _or_null(value: Any) -> Any:
 
 
 def _tree(manager: Any, p: P.GetTreeParams) -> Any:
+    window = _tree_window(p)
     # the walk keeps every container it makes: collections during it would find nothing
     with gc_paused():
         roots = manager.get_tree()
         if p.form == "reference":
+            _refuse_if_more_nodes(roots, MAX_TREE_NODES)
             return tree_to_json(roots)
-        return Clean(
-            tree_view(
-                roots,
-                manager.get_leaf_id(),
-                manager.by_id,
-                mode=p.filter,
-                form=p.form,
-                search=None if p.search is UNSET else p.search,
-                active_branch_first=p.active_branch_first,
-                previews=p.previews,
-                cache=preview_cache(manager) if p.previews else None,
-            )
+        options: dict[str, Any] = {
+            "mode": p.filter,
+            "search": None if p.search is UNSET else p.search,
+            "active_branch_first": p.active_branch_first,
+            "previews": p.previews,
+            "cache": preview_cache(manager) if p.previews else None,
+            "window": window,
+            "max_nodes": MAX_TREE_NODES,
+        }
+        leaf_id = manager.get_leaf_id()
+        try:
+            if p.form == "nested":
+                return Clean(tree_view(roots, leaf_id, manager.by_id, form="nested", **options))
+            return Clean(msgspec.Raw(encode_flat_tree_view(roots, leaf_id, manager.by_id, **options)))
+        except TreeTooLargeError as error:
+            raise _too_large(str(error), error.total) from None
+        except RootNotFoundError as error:
+            raise PiRpcError(ENTRY_NOT_FOUND, str(error), {"rootId": error.root_id}) from None
+
+
+def _tree_window(p: P.GetTreeParams) -> TreeWindow:
+    """The part of the tree the params ask for; -32602 for a form that cannot give it."""
+    if p.form == "reference" and (p.root_id is not UNSET or p.depth is not UNSET or p.paged):
+        raise invalid_params(
+            "Invalid params: `rootId`, `depth`, `offset` and `limit` need form flat or nested"
+        )
+    if p.form == "nested" and p.paged:
+        raise invalid_params(
+            "Invalid params: `offset` and `limit` page the flat form; nested: use `rootId` and `depth`"
+        )
+    return TreeWindow(
+        root_id=P.opt(p.root_id),
+        depth=None if p.depth is UNSET else p.depth,
+        offset=0 if p.offset is UNSET else p.offset,
+        limit=None if p.limit is UNSET else p.limit,
+        paged=p.paged,
+    )
+
+
+def _too_large(message: str, total: int) -> PiRpcError:
+    return PiRpcError(TOO_LARGE, message, {"total": total, "max": MAX_TREE_NODES})
+
+
+def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
+    """The reference form has no pages: refuse it past ``max_nodes`` (counted without building any)."""
+    total = 0
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        total += 1
+        stack.extend(node.children)
+    if total > max_nodes:
+        raise _too_large(
+            f"The tree has {total} nodes, more than the {max_nodes} one reply may hold: ask for form flat "
+            "with `limit` and `offset`, or for a subtree with `rootId` and `depth`",
+            total,
         )
 
 

@@ -27,6 +27,8 @@ T = TypeVar("T")
 
 Id = Any  # looked up by strict equality; any JSON value has a defined answer
 FileUri = Annotated[str, msgspec.Meta(pattern="^file:")]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+PageSize = Annotated[int, msgspec.Meta(ge=1)]
 ProgressToken = int | str
 
 
@@ -88,13 +90,29 @@ class CloseParams(Params, kw_only=True):
 # --- listing -------------------------------------------------------------------------------
 
 
-class ListParams(Params, kw_only=True):
+ListText = Literal["all", "first", "none"]
+
+
+class ListingParams(Params, kw_only=True):
+    """What pi/list and pi/listAll add to the reference: how much text, and which page."""
+
+    session_dir: str | UnsetType = UNSET
+    text: ListText = "all"
+    max_text_chars: Count | UnsetType = UNSET
+    offset: Count | UnsetType = UNSET
+    limit: PageSize | UnsetType = UNSET
+
+    @property
+    def paged(self) -> bool:
+        return self.offset is not UNSET or self.limit is not UNSET
+
+
+class ListParams(ListingParams, kw_only=True):
     cwd: str
-    session_dir: str | UnsetType = UNSET
 
 
-class ListAllParams(Params, kw_only=True):
-    session_dir: str | UnsetType = UNSET
+class ListAllParams(ListingParams, kw_only=True):
+    pass
 
 
 class FindByIdParams(Params, kw_only=True):
@@ -223,6 +241,14 @@ class GetTreeParams(SessionParams, kw_only=True):
     search: str | UnsetType = UNSET
     active_branch_first: bool = False
     previews: bool = True
+    root_id: Id = UNSET
+    depth: Count | UnsetType = UNSET
+    offset: Count | UnsetType = UNSET
+    limit: PageSize | UnsetType = UNSET
+
+    @property
+    def paged(self) -> bool:
+        return self.offset is not UNSET or self.limit is not UNSET
 
 
 class GetBranchParams(SessionParams, kw_only=True):

@@ -111,10 +111,33 @@ SCHEMAS: dict[str, Any] = {
             "created": {"type": ["string", "null"]},
             "modified": {"type": ["string", "null"]},
             "messageCount": {"type": "integer"},
-            "firstMessage": {"type": "string"},
-            "allMessagesText": {"type": "string"},
+            "firstMessage": {"type": "string", "description": 'absent with `text: "none"`'},
+            "allMessagesText": {"type": "string", "description": 'absent with `text: "first"` or `"none"`'},
+            "textTruncated": {
+                "const": True,
+                "description": "present when `maxTextChars` cut firstMessage or allMessagesText",
+            },
         },
-        "required": ["path", "cwd", "created", "modified", "messageCount", "firstMessage", "allMessagesText"],
+        "required": ["path", "cwd", "created", "modified", "messageCount"],
+    },
+    "SessionsPage": {
+        "type": "object",
+        "description": "pi/list, pi/listAll with `offset` or `limit`: one page of the newest-first list.",
+        "properties": {
+            "sessions": {"type": "array", "items": ref("ListedSession")},
+            "total": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "how many sessions the whole list holds",
+            },
+            "hasMore": {"type": "boolean", "description": "true when sessions follow this page"},
+            "nextOffset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "`offset` of the next page (when hasMore)",
+            },
+        },
+        "required": ["sessions", "total", "hasMore"],
     },
     "AppendResult": {
         "type": "object",
@@ -168,7 +191,8 @@ SCHEMAS: dict[str, Any] = {
             },
             "childIds": {
                 "type": "array",
-                "description": "flat form: ids of the children shown in this result",
+                "description": "flat form: ids of the node's shown children (also those on other pages or "
+                "below `depth`: ask for them with `offset` or `rootId`)",
             },
             "children": {"type": "array", "items": ref("TreeNode"), "description": "nested form"},
             "type": ANY,
@@ -182,12 +206,33 @@ SCHEMAS: dict[str, Any] = {
             "isLeaf": {"type": "boolean"},
             "onLeafPath": {"type": "boolean"},
             "isBranchPoint": {"type": "boolean", "description": "more than one child shown"},
+            "childrenOmitted": {
+                "const": True,
+                "description": "nested form with `depth`: the node has shown children below the depth, left out",
+            },
         },
         "required": ["id", "visibleParentId", "depth", "isLeaf", "onLeafPath", "isBranchPoint"],
     },
     "TreeView": {
         "type": "object",
-        "properties": {"leafId": ANY, "nodes": {"type": "array", "items": ref("TreeNode")}},
+        "properties": {
+            "leafId": ANY,
+            "nodes": {"type": "array", "items": ref("TreeNode")},
+            "total": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "with `offset`/`limit`: how many nodes the whole (filtered) result holds",
+            },
+            "hasMore": {
+                "type": "boolean",
+                "description": "with `offset`/`limit`: true when nodes follow this page",
+            },
+            "nextOffset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "with `offset`/`limit`: `offset` of the next page (when hasMore)",
+            },
+        },
         "required": ["leafId", "nodes"],
     },
     "ReferenceTreeNode": {
@@ -224,6 +269,11 @@ SCHEMAS: dict[str, Any] = {
         },
         "required": ["session", "path", "message"],
     },
+}
+
+LISTING_RESULT = {
+    "description": "The reference's array, newest first; with `offset` or `limit` a SessionsPage.",
+    "anyOf": [{"type": "array", "items": ref("ListedSession")}, ref("SessionsPage")],
 }
 
 SESSION_TREE_RESULT = {
@@ -324,18 +374,20 @@ METHODS: list[Method] = [
     Method(
         "pi/list",
         "SessionManager.list(cwd, sessionDir?): sessions of one project, newest first. Reports "
-        "work-done progress.",
+        "work-done progress. Every file is read; `text`/`maxTextChars` bound the text held and sent, "
+        "`offset`/`limit` page the reply.",
         P.ListParams,
-        {"type": "array", "items": ref("ListedSession")},
+        LISTING_RESULT,
         [E.ABORTED, E.SESSION_ERROR],
         "list",
     ),
     Method(
         "pi/listAll",
         "SessionManager.listAll(sessionDir?): sessions of every project (or of one directory), "
-        "newest first. Reports work-done progress.",
+        "newest first. Reports work-done progress. `text`/`maxTextChars` bound the text held and sent, "
+        "`offset`/`limit` page the reply.",
         P.ListAllParams,
-        {"type": "array", "items": ref("ListedSession")},
+        LISTING_RESULT,
         [E.ABORTED, E.SESSION_ERROR],
         "listAll",
     ),
@@ -361,7 +413,7 @@ METHODS: list[Method] = [
             },
             "required": ["path", "trashed", "closedSessions"],
         },
-        [E.PATH_REFUSED, E.FS_ERROR],
+        [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR],
     ),
     Method(
         "pi/append",
@@ -427,10 +479,13 @@ METHODS: list[Method] = [
         "getTree() with pi's /tree filter modes. form flat (default): preorder nodes with "
         "childIds, safe for any depth; nested: children inline; reference: the reference's getTree() value "
         "({entry, children, label?, labelTimestamp?}). filter none (default) shows every entry; default, "
-        "no-tools, user-only, labeled-only, all are the TUI's modes.",
+        "no-tools, user-only, labeled-only, all are the TUI's modes. `rootId` and `depth` (flat, nested) "
+        f"ask for a subtree, `offset` and `limit` (flat) for a page of the preorder. One reply holds at most "
+        f"{E.MAX_TREE_NODES:,} nodes: a bigger result without `limit` is refused with TooLarge (-32011), "
+        "and a larger `limit` gives pages of that size.",
         P.GetTreeParams,
         SESSION_TREE_RESULT,
-        SESSION_ERRORS,
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND, E.TOO_LARGE],
         "getTree",
     ),
     Method(
@@ -542,7 +597,34 @@ FIELD_DOCS = {
     "activeBranchFirst": "order children as pi's TUI does: the branch holding the leaf first.",
     "search": "pi's /tree search: every whitespace-separated token must occur (case-insensitive).",
     "since": "An entry id: return the entries after its last occurrence in file order.",
-    "limit": "At most this many entries.",
+    "limit": (
+        "At most this many items in the reply: entries (pi/getEntries), nodes of the flat form (pi/getTree; "
+        f"at most {E.MAX_TREE_NODES:,}, a larger limit gives pages of {E.MAX_TREE_NODES:,}) or sessions "
+        "(pi/list, pi/listAll). pi/getTree and the listings then answer one page with `total`, `hasMore` "
+        "and `nextOffset`."
+    ),
+    "offset": (
+        "Skip this many items first: nodes of the flat form's preorder (pi/getTree) or sessions of the "
+        "newest-first list (pi/list, pi/listAll). Pass the previous page's `nextOffset`; pages concatenate "
+        "to the whole result (if the session or directory did not change in between)."
+    ),
+    "rootId": (
+        "pi/getTree: only the subtree of this entry, which is the top node (depth 0, visibleParentId null); "
+        "EntryNotFound (-32002) if there is none. Hidden by the filter, its shown descendants are the tops."
+    ),
+    "depth": (
+        "pi/getTree: only nodes at most this many levels below the top nodes (0: the tops only). Flat form: "
+        "childIds still name the children left out; nested form: such a node has `childrenOmitted: true`."
+    ),
+    "text": (
+        "pi/list, pi/listAll: the texts each session carries. all (default): the reference's SessionInfo; "
+        "first: firstMessage only; none: neither firstMessage nor allMessagesText. Text left out is never "
+        "collected, so a listing of long sessions stays small."
+    ),
+    "maxTextChars": (
+        "pi/list, pi/listAll: cut firstMessage and allMessagesText to this many characters (Unicode code "
+        "points); `textTruncated: true` marks a session whose text was cut. Only the kept text is held."
+    ),
     "permanent": "true deletes the file instead of moving it to the trash.",
     "usageKind": "appendUsage's `kind` (e.g. cache_warm).",
 }
@@ -550,6 +632,21 @@ FIELD_DOCS = {
 
 def _one_of_required(names: list[str]) -> dict[str, Any]:
     return {"anyOf": [{"required": [name]} for name in names]}
+
+
+def _form_refuses(form: str, names: list[str]) -> dict[str, Any]:
+    """pi/getTree with ``form`` must not carry any of ``names`` (-32602)."""
+    return {
+        "if": {"properties": {"form": {"const": form}}, "required": ["form"]},
+        "then": {"not": {"anyOf": [{"required": [name]} for name in names]}},
+    }
+
+
+# pages are of the flat form; the reference form is getTree() itself, whole
+_TREE_WINDOW_RULES = [
+    _form_refuses("nested", ["offset", "limit"]),
+    _form_refuses("reference", ["rootId", "depth", "offset", "limit"]),
+]
 
 
 def _params_schema(struct: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -565,6 +662,8 @@ def _params_schema(struct: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             body.update(_one_of_required(["session", "uri"]))
         elif name == "DeleteParams":
             body.update(_one_of_required(["path", "uri"]))
+        if name == "GetTreeParams":
+            body["allOf"] = _TREE_WINDOW_RULES
     text = json.dumps(schema).replace('"#/$defs/', '"' + REF)
     defs_text = json.dumps(defs).replace('"#/$defs/', '"' + REF)
     return json.loads(text), json.loads(defs_text)
@@ -640,7 +739,7 @@ def openrpc() -> dict[str, Any]:
             for name, summary, schema in NOTIFICATIONS
         ],
         "x-errorData": (
-            "Application errors (-32001..-32010) carry the reference's message verbatim in `message`; `data.name` is "
+            "Application errors (-32001..-32011) carry the reference's message verbatim in `message`; `data.name` is "
             "the JS error name (Error, AbortError, TypeError), `data.code` the Node fs code (EEXIST, ENOENT, EISDIR) "
             "for -32005. After a failed request the session is as it was: unlike pi, an entry whose write failed "
             "(EEXIST/ENOENT) is not kept in memory; initializationOptions.rollbackFailedWrites=false (or "

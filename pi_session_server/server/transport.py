@@ -101,6 +101,10 @@ class PiProtocol(LanguageServerProtocol):
             )
         self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
+    def notify_json(self, method: str, params: Any) -> None:
+        """A notification whose params are plain JSON already (pygls would want typed params)."""
+        self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+
     def send_error(self, message_id: Any, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": code, "message": message}
         if data is not None:

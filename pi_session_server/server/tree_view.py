@@ -15,12 +15,13 @@ descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
 
 from pi_session_server.format.entry import Entry
-from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
-from pi_session_server.server.wire import to_wire
+from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, truthy
+from pi_session_server.server.wire import encode_json, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
     ToolCalls,
@@ -196,6 +197,266 @@ def _envelope(entry: Any) -> tuple[Any, Any, Any, Any, Any, int]:
     return id_of(entry), parent_of(entry), type_of(entry), role_of(entry), timestamp_of(entry), -1
 
 
+# --- which part of the tree a request wants ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TreeWindow:
+    """A part of the tree: the subtree of ``root_id`` (ABSENT: the whole tree), down to ``depth``
+    levels below its top (None: every level), and a page of the preorder of the flat form
+    (``offset``, ``limit``; ``paged`` adds ``total``/``hasMore``/``nextOffset`` to the result).
+
+    Paging and depth never change a node: ``childIds``, ``depth`` and ``isBranchPoint`` are those of
+    the whole result, so the pages of a tree, concatenated, are exactly the unpaged tree.
+    """
+
+    root_id: Any = ABSENT
+    depth: int | None = None
+    offset: int = 0
+    limit: int | None = None
+    paged: bool = False
+
+
+WHOLE_TREE: Final = TreeWindow()
+
+
+class TreeTooLargeError(Exception):
+    """The result would hold more nodes than one reply may (``total`` of them, ``max_nodes`` allowed)."""
+
+    def __init__(self, total: int, max_nodes: int) -> None:
+        super().__init__(
+            f"The tree has {total} nodes, more than the {max_nodes} one reply may hold: ask for pages "
+            "with `limit` and `offset` (flat form), or for a subtree with `rootId` and `depth`"
+        )
+        self.total = total
+        self.max_nodes = max_nodes
+
+
+class RootNotFoundError(Exception):
+    """``root_id`` names no entry of the tree."""
+
+    def __init__(self, root_id: Any) -> None:
+        super().__init__(f"Entry {js_string_of(root_id)} not found")  # as the library words it
+        self.root_id = root_id
+
+
+def find_node(roots: list[Any], wanted_id: Any) -> Any:
+    """The tree node of the entry ``wanted_id`` (looked up like ``getEntry``), or None."""
+    wanted = index_key(wanted_id)
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        entry_id = id_of(node.entry)
+        if entry_id is not ABSENT and index_key(entry_id) == wanted:
+            return node
+        stack.extend(node.children)
+    return None
+
+
+# --- the walk: shown nodes in preorder ------------------------------------------------------
+
+
+class _TreeShape:
+    """What every node of one result needs: visibility, order, leaf path, previews.
+
+    A hidden node passes its place on to its children, which then hang under the nearest shown
+    ancestor; ``shown_children`` finds a node's shown children without walking anything else.
+    """
+
+    def __init__(
+        self,
+        roots: list[Any],
+        leaf_id: Any,
+        entries_by_id: dict[Any, Any],
+        *,
+        mode: str,
+        search: str | None,
+        active_branch_first: bool,
+        previews: bool,
+        cache: PreviewCache | None,
+    ) -> None:
+        self.leaf_id = leaf_id
+        self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
+        self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search)
+        self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
+        self.tool_calls: ToolCalls | None = None
+        self.preview: Callable[[Any, ToolCalls], str] = preview_of
+        if previews:
+            if cache is None:
+                self.tool_calls = collect_tool_calls(_walk_entries(roots))
+            else:
+                self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
+                self.preview = cache.previews()
+        self.on_path = active_path_ids(entries_by_id, leaf_id)
+
+    def children_in_order(self, node: Any) -> list[Any]:
+        children = node.children
+        return children if self.ordered is None or not children else self.ordered(children)
+
+    def is_shown(self, node: Any) -> bool:
+        return self.visible is None or self.visible(node)
+
+    def shown_children(self, node: Any) -> list[Any]:
+        """The nodes that hang right under ``node`` in the result (through hidden ones), in order."""
+        if self.visible is None:
+            return self.children_in_order(node)
+        shown: list[Any] = []
+        stack = list(reversed(self.children_in_order(node)))
+        while stack:
+            child = stack.pop()
+            if self.visible(child):
+                shown.append(child)
+            else:
+                stack.extend(reversed(self.children_in_order(child)))
+        return shown
+
+    def walk(self, tops: list[Any], max_depth: int | None) -> Iterator[tuple[Any, Any, int]]:
+        """(node, id of its nearest shown ancestor or None, depth) of every shown node, in preorder,
+        down to ``max_depth``. Iterative: a 200,000-entry chain is 200,000 levels deep."""
+        stack: list[tuple[Any, Any, int]] = [(top, None, -1) for top in reversed(tops)]
+        while stack:
+            node, ancestor_id, ancestor_depth = stack.pop()
+            if self.is_shown(node):
+                depth = ancestor_depth + 1
+                yield node, ancestor_id, depth
+                if max_depth is not None and depth >= max_depth:
+                    continue
+                ancestor_id, ancestor_depth = _wire_id(_envelope(node.entry)[0]), depth
+            for child in reversed(self.children_in_order(node)):
+                stack.append((child, ancestor_id, ancestor_depth))
+
+    def node(
+        self, node: Any, visible_parent_id: Any, depth: int, children: list[Any], key: str
+    ) -> dict[str, Any]:
+        """One node of the result; ``children`` goes under ``key`` (childIds or children)."""
+        entry = node.entry
+        entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
+        item: dict[str, Any] = {"id": _wire_id(entry_id)}
+        if parent_id is not ABSENT:
+            item["parentId"] = _safe(parent_id)
+        item["visibleParentId"] = visible_parent_id
+        item[key] = children
+        if etype is not ABSENT:
+            item["type"] = _safe(etype)
+        if role is not ABSENT:
+            item["role"] = _safe(role)
+        if node.label is not ABSENT:
+            item["label"] = _safe(node.label)
+        if node.label_timestamp is not ABSENT:
+            item["labelTimestamp"] = _safe(node.label_timestamp)
+        if self.tool_calls is not None:
+            item["preview"] = self.preview(entry, self.tool_calls)
+        if timestamp is not ABSENT:
+            item["timestamp"] = _safe(timestamp)
+        if line >= 0:
+            item["line"] = line
+        item["depth"] = depth
+        item["isLeaf"] = self.has_leaf and entry_id == self.leaf_id
+        item["onLeafPath"] = truthy(entry_id) and index_key(entry_id) in self.on_path
+        return item
+
+
+def _tops(roots: list[Any], shape: _TreeShape, window: TreeWindow) -> list[Any]:
+    if window.root_id is ABSENT:
+        return list(roots) if shape.ordered is None else shape.ordered(list(roots))
+    top = find_node(roots, window.root_id)
+    if top is None:
+        raise RootNotFoundError(window.root_id)
+    return [top]
+
+
+class _FlatPage:
+    """The flat form of one window, made one node at a time; ``total`` is known once exhausted.
+
+    Nodes outside the page are walked (to count them and to know each node's ancestors) but never
+    built. Without a limit the page ends one node past ``max_nodes``: that node shows the result
+    is too large, and nothing beyond it is built.
+    """
+
+    def __init__(self, shape: _TreeShape, tops: list[Any], window: TreeWindow, max_nodes: int | None):
+        self.shape = shape
+        self.tops = tops
+        self.window = window
+        self.max_nodes = max_nodes
+        self.start = window.offset
+        if window.limit is not None:
+            size: int | None = window.limit if max_nodes is None else min(window.limit, max_nodes)
+        else:
+            size = None if max_nodes is None else max_nodes + 1
+        self.end = None if size is None else self.start + size
+        self.total = 0
+
+    def nodes(self) -> Iterator[dict[str, Any]]:
+        shape, start, end = self.shape, self.start, self.end
+        index = -1
+        for index, (node, visible_parent_id, depth) in enumerate(shape.walk(self.tops, self.window.depth)):
+            if index < start or (end is not None and index >= end):
+                continue  # outside the page: counted, not built
+            # all shown children, also those beyond `depth`: the client can ask for them by rootId
+            children = shape.shown_children(node)
+            item = shape.node(node, visible_parent_id, depth, [_node_id(c) for c in children], "childIds")
+            item["isBranchPoint"] = len(children) > 1
+            yield item
+        self.total = index + 1
+
+    def check_size(self, returned: int) -> None:
+        """Raise :class:`TreeTooLargeError` when a result without ``limit`` outgrew the maximum."""
+        if self.window.limit is None and self.max_nodes is not None and returned > self.max_nodes:
+            raise TreeTooLargeError(self.total, self.max_nodes)
+
+    def paging_fields(self, returned: int) -> dict[str, Any]:
+        """``total``/``hasMore``/``nextOffset`` of a paged result."""
+        following = self.start + returned
+        fields: dict[str, Any] = {"total": self.total, "hasMore": following < self.total}
+        if following < self.total:
+            fields["nextOffset"] = following
+        return fields
+
+
+def _node_id(node: Any) -> Any:
+    return _wire_id(_envelope(node.entry)[0])
+
+
+def _nested_nodes(
+    shape: _TreeShape, tops: list[Any], window: TreeWindow, max_nodes: int | None
+) -> list[dict[str, Any]]:
+    """The nested form: the top nodes, each holding its shown children (down to ``window.depth``).
+
+    A node whose shown children lie beyond ``depth`` has ``children: []`` and ``childrenOmitted``.
+    """
+    made: list[dict[str, Any]] = []
+    tops_out: list[dict[str, Any]] = []
+    path: list[tuple[int, dict[str, Any]]] = []  # (depth, node) from a top down to the last node made
+    for node, visible_parent_id, depth in shape.walk(tops, window.depth):
+        if max_nodes is not None and len(made) >= max_nodes:
+            raise TreeTooLargeError(sum(1 for _ in shape.walk(tops, window.depth)), max_nodes)
+        item = shape.node(node, visible_parent_id, depth, [], "children")
+        while path and path[-1][0] >= depth:
+            path.pop()
+        if path:
+            path[-1][1]["children"].append(item)
+        else:
+            tops_out.append(item)
+        path.append((depth, item))
+        if window.depth is not None and depth >= window.depth:
+            shown = shape.shown_children(node)
+            item["isBranchPoint"] = len(shown) > 1
+            if shown:
+                item["childrenOmitted"] = True
+        made.append(item)
+    for item in made:
+        if "isBranchPoint" not in item:
+            item["isBranchPoint"] = len(item["children"]) > 1
+    return tops_out
+
+
+# --- the results ---------------------------------------------------------------------------
+
+
 def tree_view(
     roots: list[Any],
     leaf_id: Any,
@@ -207,77 +468,79 @@ def tree_view(
     active_branch_first: bool = False,
     previews: bool = True,
     cache: PreviewCache | None = None,
+    window: TreeWindow = WHOLE_TREE,
+    max_nodes: int | None = None,
 ) -> dict[str, Any]:
     """``{"leafId", "nodes"}``: flat (preorder list with ``childIds``) or nested (``children``).
 
-    One iterative preorder walk; a node that is hidden passes its position on to its children,
-    which then hang under the nearest shown ancestor.
+    ``window`` picks a subtree, a depth and (flat form) a page; a paged result adds ``total``,
+    ``hasMore`` and ``nextOffset``. A result that would hold more than ``max_nodes`` nodes without
+    a ``limit`` raises :class:`TreeTooLargeError` (so does a nested one in any case).
     """
-    visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search)
-    ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
-    tool_calls: ToolCalls | None = None
-    preview: Callable[[Any, ToolCalls], str] = preview_of
-    if previews:
-        if cache is None:
-            tool_calls = collect_tool_calls(_walk_entries(roots))
-        else:
-            tool_calls = cache.collect_tool_calls(_walk_entries(roots))
-            preview = cache.previews()
-    on_path = active_path_ids(entries_by_id, leaf_id)
-    nested = form == "nested"
-    has_leaf = leaf_id is not ABSENT and leaf_id is not None
+    shape = _TreeShape(
+        roots,
+        leaf_id,
+        entries_by_id,
+        mode=mode,
+        search=search,
+        active_branch_first=active_branch_first,
+        previews=previews,
+        cache=cache,
+    )
+    tops = _tops(roots, shape, window)
+    if form == "nested":
+        return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
+    page = _FlatPage(shape, tops, window, max_nodes)
+    nodes = list(page.nodes())
+    page.check_size(len(nodes))
+    result: dict[str, Any] = {"leafId": _wire_id(leaf_id), "nodes": nodes}
+    if window.paged:
+        result.update(page.paging_fields(len(nodes)))
+    return result
 
-    out: list[dict[str, Any]] = []
-    kids: list[list[Any]] = []  # per shown node: child ids (flat) or child dicts (nested)
-    depths: list[int] = []
-    top = list(roots) if ordered is None else ordered(list(roots))
-    stack: list[tuple[Any, int]] = [(root, -1) for root in reversed(top)]
-    while stack:
-        node, ancestor = stack.pop()
-        below = ancestor
-        if visible is None or visible(node):
-            entry = node.entry
-            entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
-            item: dict[str, Any] = {"id": _wire_id(entry_id)}
-            if parent_id is not ABSENT:
-                item["parentId"] = _safe(parent_id)
-            item["visibleParentId"] = None if ancestor < 0 else out[ancestor]["id"]
-            children: list[Any] = []
-            item["children" if nested else "childIds"] = children
-            if etype is not ABSENT:
-                item["type"] = _safe(etype)
-            if role is not ABSENT:
-                item["role"] = _safe(role)
-            if node.label is not ABSENT:
-                item["label"] = _safe(node.label)
-            if node.label_timestamp is not ABSENT:
-                item["labelTimestamp"] = _safe(node.label_timestamp)
-            if tool_calls is not None:
-                item["preview"] = preview(entry, tool_calls)
-            if timestamp is not ABSENT:
-                item["timestamp"] = _safe(timestamp)
-            if line >= 0:
-                item["line"] = line
-            depth = 0 if ancestor < 0 else depths[ancestor] + 1
-            item["depth"] = depth
-            item["isLeaf"] = has_leaf and entry_id == leaf_id
-            item["onLeafPath"] = truthy(entry_id) and index_key(entry_id) in on_path
-            below = len(out)
-            out.append(item)
-            kids.append(children)
-            depths.append(depth)
-            if ancestor >= 0:
-                kids[ancestor].append(item if nested else item["id"])
-        children_of = node.children
-        if children_of:
-            if ordered is not None:
-                children_of = ordered(children_of)
-            for child in reversed(children_of):
-                stack.append((child, below))
-    for item, children in zip(out, kids, strict=True):
-        item["isBranchPoint"] = len(children) > 1
-    nodes = [item for item, depth in zip(out, depths, strict=True) if depth == 0] if nested else out
-    return {"leafId": _wire_id(leaf_id), "nodes": nodes}
+
+def encode_flat_tree_view(
+    roots: list[Any],
+    leaf_id: Any,
+    entries_by_id: dict[Any, Any],
+    *,
+    mode: str = "none",
+    search: str | None = None,
+    active_branch_first: bool = False,
+    previews: bool = True,
+    cache: PreviewCache | None = None,
+    window: TreeWindow = WHOLE_TREE,
+    max_nodes: int | None = None,
+) -> bytes:
+    """The JSON of ``tree_view(..., form="flat")``, encoded one node at a time.
+
+    A node is a dict only while it is encoded, so a result costs its JSON bytes, not a dict per
+    node (about four times as much).
+    """
+    shape = _TreeShape(
+        roots,
+        leaf_id,
+        entries_by_id,
+        mode=mode,
+        search=search,
+        active_branch_first=active_branch_first,
+        previews=previews,
+        cache=cache,
+    )
+    page = _FlatPage(shape, _tops(roots, shape, window), window, max_nodes)
+    parts = [b'{"leafId":', encode_json(_wire_id(leaf_id)), b',"nodes":[']
+    returned = 0
+    for item in page.nodes():
+        if returned:
+            parts.append(b",")
+        parts.append(encode_json(item))
+        returned += 1
+    page.check_size(returned)
+    parts.append(b"]")
+    if window.paged:
+        parts.append(b"," + encode_json(page.paging_fields(returned))[1:-1])
+    parts.append(b"}")
+    return b"".join(parts)
 
 
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:

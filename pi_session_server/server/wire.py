@@ -20,7 +20,9 @@ from typing import Any
 
 import msgspec
 
+from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session.tree import TreeNode
 
 _MAX_ARRAY_INDEX = 4294967294
 _encoder = msgspec.json.Encoder()
@@ -169,13 +171,41 @@ def encode_result(value: Any) -> bytes:
     clean = type(value) is Clean
     if clean:
         value = value.value
+    else:
+        value = _structs_unwrapped(value)
     try:
         out = _hooked_encoder.encode(value)
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError, OverflowError):
         return encode_json(to_wire(value))
-    if not clean and _needs_exact(out):
+    if _STRUCT_FIELD in out or (not clean and _needs_exact(out)):
         return encode_json(to_wire(value))
     return out
+
+
+# Entry and TreeNode are msgspec Structs (for decoding speed), and msgspec encodes a Struct field by
+# field without asking the hook. Results carry them at the top or one level down; those are
+# replaced by their JSON here. One anywhere deeper would come out as its fields, which always
+# include this one: the output is then thrown away and made again by the exact path.
+_LIBRARY_STRUCTS = (Entry, TreeNode)
+_STRUCT_FIELD = b'"_source":'
+
+
+def _structs_unwrapped(value: Any) -> Any:
+    t = type(value)
+    if t is Entry or t is TreeNode:
+        return value.to_json()
+    if t is list:
+        return _list_unwrapped(value)
+    if t is dict and any(type(v) in _LIBRARY_STRUCTS or type(v) is list for v in value.values()):
+        return {k: _structs_unwrapped(v) if type(v) is not dict else v for k, v in value.items()}
+    return value
+
+
+def _list_unwrapped(items: list[Any]) -> list[Any]:
+    for item in items:
+        if type(item) in _LIBRARY_STRUCTS:
+            return [item.to_json() if type(item) in _LIBRARY_STRUCTS else item for item in items]
+    return items
 
 
 def encode_json(value: Any) -> bytes:

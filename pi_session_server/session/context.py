@@ -33,12 +33,17 @@ def build_session_path(
 
 
 def walk_to_root(start: Any, index: dict[Any, Any]) -> list[Any]:
-    """Collect ``start`` and its ancestors, root-most first; stop before revisiting an entry (D1)."""
+    """Collect ``start`` and its ancestors, root-most first; stop before revisiting an entry (D1).
+
+    Without a cycle the walk meets each indexed entry at most once, so it takes at most
+    ``len(index)`` steps; only a walk that takes more (it is in a cycle) pays for remembering what
+    it visited.
+    """
     path = [start]
-    collected = {id(start)}
+    append = path.append
     current = start
     lookup = index.get
-    while True:
+    for _ in range(len(index)):
         parent_id = current.parent_id if type(current) is Entry else parent_of(current)
         if type(parent_id) is str:
             if not parent_id:
@@ -48,6 +53,27 @@ def walk_to_root(start: Any, index: dict[Any, Any]) -> list[Any]:
             if not truthy(parent_id):
                 break
             parent = lookup(index_key(parent_id), ABSENT)
+        if parent is ABSENT:
+            break
+        append(parent)
+        current = parent
+    else:
+        if len(path) > len(index):  # more steps than entries: a cycle
+            return _walk_to_root_remembering(start, index)
+    path.reverse()
+    return path
+
+
+def _walk_to_root_remembering(start: Any, index: dict[Any, Any]) -> list[Any]:
+    path = [start]
+    collected = {id(start)}
+    current = start
+    lookup = index.get
+    while True:
+        parent_id = current.parent_id if type(current) is Entry else parent_of(current)
+        if not truthy(parent_id):
+            break
+        parent = lookup(parent_id if type(parent_id) is str else index_key(parent_id), ABSENT)
         if parent is ABSENT or id(parent) in collected:
             break
         path.append(parent)
@@ -58,20 +84,43 @@ def walk_to_root(start: Any, index: dict[Any, Any]) -> list[Any]:
 
 
 def context_settings(path: list[Any]) -> tuple[Any, Any]:
-    """(thinkingLevel, model) over the whole path (§16.4)."""
-    thinking_level: Any = "off"
-    model: Any = None
-    for e in path:
-        etype = e.type if type(e) is Entry else type_of(e)
-        if etype == "message":
-            ref = e.model_ref if type(e) is Entry else model_ref_of(e)
-            if ref is not None:
-                model = _object(provider=ref[0], modelId=ref[1])
-        elif etype == "thinking_level_change":
-            thinking_level = field(e, "thinkingLevel")
+    """(thinkingLevel, model) over the whole path (§16.4): the last setting of each wins, so the
+    path is read from its end and the walk stops once both are known (a long chat has an assistant
+    message near its end)."""
+    unknown = _UNKNOWN
+    thinking_level: Any = unknown
+    model: Any = unknown
+    for e in reversed(path):
+        if type(e) is Entry:
+            etype = e.type
+            if etype == "message":
+                head = e.message
+                if model is unknown and head is not None and head.role == "assistant":
+                    ref = e.model_ref
+                    if ref is not None:
+                        model = _object(provider=ref[0], modelId=ref[1])
+                continue
+        else:
+            etype = type_of(e)
+            if etype == "message":
+                ref = model_ref_of(e)
+                if model is unknown and ref is not None:
+                    model = _object(provider=ref[0], modelId=ref[1])
+                continue
+        if etype == "thinking_level_change":
+            if thinking_level is unknown:
+                thinking_level = field(e, "thinkingLevel")
         elif etype == "model_change":
-            model = _object(provider=field(e, "provider"), modelId=field(e, "modelId"))
-    return thinking_level, model
+            if model is unknown:
+                model = _object(provider=field(e, "provider"), modelId=field(e, "modelId"))
+        else:
+            continue
+        if model is not unknown and thinking_level is not unknown:
+            break
+    return ("off" if thinking_level is unknown else thinking_level), (None if model is unknown else model)
+
+
+_UNKNOWN = object()  # not yet seen while reading a path backwards
 
 
 def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:

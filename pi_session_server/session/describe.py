@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..format.entry import Entry
+from ..format.jsjson import dumps
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from .fields import field, role_of, type_of
@@ -39,7 +40,7 @@ def content_text(content: Any, joiner: str = "") -> str:
 def tool_call_text(name: Any, arguments: Any) -> str:
     """``name(args)`` with the arguments compacted (the CLI's context view shows whole calls)."""
     try:
-        args = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        args = dumps(arguments)  # iterative, unlike json.dumps: arguments may nest any depth
     except (TypeError, ValueError):
         args = ""
     return f"{js_string_of(name)}({args})"

@@ -50,9 +50,11 @@ from .discovery import (
 from .paths import get_sessions_root, node_join, normalize_path, resolve_path
 
 __all__ = [
+    "ALL_TEXT",
     "AbortSignal",
     "ProgressCallback",
     "SessionInfo",
+    "TextOptions",
     "find_by_id",
     "find_most_recent_session",
     "list_all_sessions",
@@ -109,6 +111,95 @@ def throw_if_aborted(signal: Any) -> None:
     raise AbortError("This operation was aborted")
 
 
+# ---- how much text a listing keeps ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextOptions:
+    """How much message text a listing keeps per session.
+
+    The reference keeps all of it (:data:`ALL_TEXT`, the default everywhere): a listing of long
+    sessions then holds every session's whole text at once. A front end that shows a list of
+    sessions needs little of it, and can leave ``firstMessage``/``allMessagesText`` out (ABSENT in
+    the :class:`SessionInfo`) or cut each to ``max_chars`` code points; the text left out is never
+    collected, so memory stays bounded by the kept text and the longest line.
+    """
+
+    first_message: bool = True
+    all_messages_text: bool = True
+    max_chars: int | None = None
+
+
+ALL_TEXT: Final = TextOptions()
+
+
+class _AllTexts:
+    """Every text, as the reference keeps them."""
+
+    __slots__ = ("parts", "append")
+    truncated = False
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.append = self.parts.append
+
+
+class _NoTexts:
+    """Texts that are not wanted: nothing is kept."""
+
+    __slots__ = ()
+    parts: tuple[str, ...] = ()
+    truncated = False
+
+    def append(self, text: str) -> None:
+        pass
+
+
+class _CappedTexts:
+    """The message texts of one session, collected until their joined form reaches ``max_chars``.
+
+    ``" ".join(parts)`` is exactly the first ``max_chars`` code points of the whole joined text, and
+    the whole text is never built."""
+
+    __slots__ = ("parts", "length", "max_chars", "truncated")
+
+    def __init__(self, max_chars: int) -> None:
+        self.parts: list[str] = []
+        self.length = 0
+        self.max_chars = max_chars
+        self.truncated = False
+
+    def append(self, text: str) -> None:
+        separator = 1 if self.parts else 0  # the " " that joins this text to the previous one
+        room = self.max_chars - self.length - separator
+        if room < 0:
+            self.truncated = True
+            return
+        piece = text[:room]
+        if len(piece) < len(text):
+            self.truncated = True
+        self.length += separator + len(piece)
+        self.parts.append(piece)
+
+
+def _text_collector(options: TextOptions) -> _AllTexts | _NoTexts | _CappedTexts:
+    """Where a session's message texts go: all kept (the reference), capped, or dropped."""
+    if not options.all_messages_text:
+        return _NoTexts()
+    if options.max_chars is None:
+        return _AllTexts()
+    return _CappedTexts(options.max_chars)
+
+
+def _kept_first_message(first_message: str, options: TextOptions) -> tuple[Any, bool]:
+    """(``firstMessage`` as the options keep it, whether it was cut)."""
+    if not options.first_message:
+        return ABSENT, False
+    if options.max_chars is None or len(first_message) <= options.max_chars:
+        return first_message, False
+    return first_message[: options.max_chars], True
+
+
 # ---- SessionInfo ---------------------------------------------------------------------------------
 
 
@@ -118,7 +209,9 @@ class SessionInfo:
 
     ``id`` and ``parent_session_path`` are the header's values as stored (any JSON value, ABSENT when
     missing); ``name`` is a string or ABSENT; ``created``/``modified`` are epoch milliseconds
-    (``math.nan`` for an invalid date, which serializes as ``null``).
+    (``math.nan`` for an invalid date, which serializes as ``null``). ``first_message`` and
+    ``all_messages_text`` are strings, unless :class:`TextOptions` left them out (ABSENT) or cut them
+    (``text_truncated``; both are beyond the reference, whose shape is the default).
     """
 
     path: str
@@ -129,8 +222,9 @@ class SessionInfo:
     created: int | float
     modified: int | float
     message_count: int
-    first_message: str
-    all_messages_text: str
+    first_message: Any
+    all_messages_text: Any
+    text_truncated: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The reference's object as ``JSON.stringify`` shows it: keys in order, ABSENT fields
@@ -146,8 +240,12 @@ class SessionInfo:
         out["created"] = iso_from_ms(self.created)
         out["modified"] = iso_from_ms(self.modified)
         out["messageCount"] = self.message_count
-        out["firstMessage"] = self.first_message
-        out["allMessagesText"] = self.all_messages_text
+        if self.first_message is not ABSENT:
+            out["firstMessage"] = self.first_message
+        if self.all_messages_text is not ABSENT:
+            out["allMessagesText"] = self.all_messages_text
+        if self.text_truncated:
+            out["textTruncated"] = True
         return out
 
 
@@ -324,20 +422,27 @@ def _effect_exact(line: _Buffer, valid_json: bool) -> Any:
 
 
 def session_info(
-    path: str, *, signal: Any = None, stat_result: os.stat_result | None = None
+    path: str,
+    *,
+    signal: Any = None,
+    stat_result: os.stat_result | None = None,
+    text: TextOptions = ALL_TEXT,
 ) -> SessionInfo | None:
     """The ``SessionInfo`` of the file at ``path`` (``buildSessionInfo``, §18.5), or ``None`` when it
     is not a listable session or cannot be read. ``path`` is reported as given. ``stat_result``, if
-    given, supplies the mtime fallback (``listAll`` stats its candidates first). Raises only
+    given, supplies the mtime fallback (``listAll`` stats its candidates first). ``text``: how much
+    message text to keep (all of it by default, as the reference). Raises only
     :class:`~pi_session_server.errors.AbortError` (when ``signal`` is aborted)."""
     try:
-        return _read_session_info(path, signal, stat_result)
+        return _read_session_info(path, signal, stat_result, text)
     except Exception:
         throw_if_aborted(signal)
         return None
 
 
-def _read_session_info(path: str, signal: Any, stat_result: os.stat_result | None) -> SessionInfo | None:
+def _read_session_info(
+    path: str, signal: Any, stat_result: os.stat_result | None, text_options: TextOptions
+) -> SessionInfo | None:
     # O_NONBLOCK so that a FIFO cannot block the open; non-regular files are refused below.
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
@@ -353,7 +458,7 @@ def _read_session_info(path: str, signal: Any, stat_result: os.stat_result | Non
         name: Any = ABSENT
         message_count = 0
         first_message = ""
-        texts: list[str] = []
+        texts = _text_collector(text_options)
         last_activity: int | float | None = None
         unset = msgspec.UNSET
         for line in lines:
@@ -412,6 +517,7 @@ def _read_session_info(path: str, signal: Any, stat_result: os.stat_result | Non
     else:
         modified = ms(js_round(mtime_ms(stat_result)))
     cwd = get(header, "cwd")
+    kept_first_message, first_cut = _kept_first_message(first_message or _NO_MESSAGES, text_options)
     return SessionInfo(
         path=path,
         id=get(header, "id"),
@@ -421,8 +527,9 @@ def _read_session_info(path: str, signal: Any, stat_result: os.stat_result | Non
         created=ms(header_timestamp),
         modified=modified,
         message_count=message_count,
-        first_message=first_message or _NO_MESSAGES,
-        all_messages_text=" ".join(texts),
+        first_message=kept_first_message,
+        all_messages_text=" ".join(texts.parts) if text_options.all_messages_text else ABSENT,
+        text_truncated=first_cut or texts.truncated,
     )
 
 
@@ -450,20 +557,23 @@ class _Candidate:
 
 
 def _build_infos(
-    candidates: list[_Candidate], signal: Any, on_loaded: Callable[[SessionInfo | None, int], None]
+    candidates: list[_Candidate],
+    signal: Any,
+    on_loaded: Callable[[SessionInfo | None, int], None],
+    text: TextOptions,
 ) -> list[SessionInfo]:
     """``buildSessionInfosWithConcurrency``, sequentially: infos in candidate order, failures dropped."""
     infos: list[SessionInfo] = []
     for index, candidate in enumerate(candidates):
         throw_if_aborted(signal)
-        info = session_info(candidate.path, signal=signal, stat_result=candidate.stat_result)
+        info = session_info(candidate.path, signal=signal, stat_result=candidate.stat_result, text=text)
         on_loaded(info, index)
         if info is not None:
             infos.append(info)
     return infos
 
 
-def _list_directory(directory: str, on_progress: Any, signal: Any) -> list[SessionInfo]:
+def _list_directory(directory: str, on_progress: Any, signal: Any, text: TextOptions) -> list[SessionInfo]:
     """``listSessionsFromDir``: infos of the ``*.jsonl`` names directly in ``directory``, in
     name-descending (``localeCompare``) order. Any error other than an abort gives ``[]``."""
     throw_if_aborted(signal)
@@ -486,14 +596,19 @@ def _list_directory(directory: str, on_progress: Any, signal: Any) -> list[Sessi
                 publish = loaded == 1 or loaded % _CURRENT_PUBLISH_INTERVAL == 0 or loaded == total
                 on_progress(loaded, total, sort_by_modified(partial) if publish else None)
 
-        return _build_infos(candidates, signal, on_loaded)
+        return _build_infos(candidates, signal, on_loaded, text)
     except Exception:
         throw_if_aborted(signal)
         return []
 
 
 def list_sessions(
-    cwd: Any, session_dir: Any = ABSENT, on_progress: ProgressCallback | None = None, signal: Any = None
+    cwd: Any,
+    session_dir: Any = ABSENT,
+    on_progress: ProgressCallback | None = None,
+    signal: Any = None,
+    *,
+    text: TextOptions = ALL_TEXT,
 ) -> list[SessionInfo]:
     """``SessionManager.list(cwd, sessionDir?, onProgress?, signal?)`` (§18.3).
 
@@ -503,6 +618,7 @@ def list_sessions(
     order. ``on_progress(loaded, total, partial)`` is called after each file; ``partial`` (the infos so
     far, sorted and filtered) is given when ``loaded`` is 1, a multiple of 10 or ``total``, else None.
     Raises :class:`~pi_session_server.errors.AbortError` when ``signal`` is (or becomes) aborted.
+    ``text`` (beyond the reference): how much message text each info keeps, all of it by default.
     """
     directory, filter_cwd = session_dir_for(cwd, session_dir)
     resolved_cwd = resolve_path(cwd)
@@ -518,12 +634,12 @@ def list_sessions(
                 loaded, total, None if partial is None else [info for info in partial if include(info)]
             )
 
-    sessions = [info for info in _list_directory(directory, progress, signal) if include(info)]
+    sessions = [info for info in _list_directory(directory, progress, signal, text) if include(info)]
     return sort_by_modified(sessions)
 
 
 def list_all_sessions(
-    session_dir: Any = ABSENT, on_progress: Any = None, signal: Any = None
+    session_dir: Any = ABSENT, on_progress: Any = None, signal: Any = None, *, text: TextOptions = ALL_TEXT
 ) -> list[SessionInfo]:
     """``SessionManager.listAll(sessionDir?, onProgress?, signal?)`` and ``listAll(onProgress?,
     signal?)`` (§18.4), with the reference's overload resolution: a string first argument is a
@@ -536,6 +652,7 @@ def list_all_sessions(
     ``<agent dir>/sessions`` is read (files directly in the root are ignored); candidates are ordered
     by mtime descending (unstat-able last), ties by base name descending; partial results are passed
     to ``on_progress`` once the first candidate is done, then at every 100th file and at the end.
+    ``text`` (beyond the reference): how much message text each info keeps, all of it by default.
     """
     custom_dir = normalize_path(session_dir) if type(session_dir) is str else None
     arg2_is_callback = callable(on_progress)
@@ -546,9 +663,9 @@ def list_all_sessions(
         abort_signal = signal if on_progress is None or on_progress is ABSENT else on_progress
     throw_if_aborted(abort_signal)
     if custom_dir:
-        return sort_by_modified(_list_directory(custom_dir, progress, abort_signal))
+        return sort_by_modified(_list_directory(custom_dir, progress, abort_signal, text))
     try:
-        return _list_sessions_root(get_sessions_root(), progress, abort_signal)
+        return _list_sessions_root(get_sessions_root(), progress, abort_signal, text)
     except Exception:
         throw_if_aborted(abort_signal)
         return []
@@ -577,7 +694,7 @@ def _sort_candidates(candidates: list[_Candidate]) -> None:
     candidates[:] = result
 
 
-def _list_sessions_root(root: str, progress: Any, signal: Any) -> list[SessionInfo]:
+def _list_sessions_root(root: str, progress: Any, signal: Any, text: TextOptions) -> list[SessionInfo]:
     if not os.path.exists(root):
         return []
     with os.scandir(root) as scan:
@@ -619,4 +736,4 @@ def _list_sessions_root(root: str, progress: Any, signal: Any) -> list[SessionIn
             publish = first_loaded and (index == 0 or loaded % _ALL_PUBLISH_INTERVAL == 0 or loaded == total)
             progress(loaded, total, sort_by_modified(partial) if publish else None)
 
-    return sort_by_modified(_build_infos(candidates, signal, on_loaded))
+    return sort_by_modified(_build_infos(candidates, signal, on_loaded, text))

@@ -103,7 +103,7 @@ def load_lazy(
         on_progress=on_progress,
         keep_bytes=peek.size <= KEEP_BYTES_LIMIT,
     )
-    header_entry = Entry(peek.value, line=peek.line)
+    header_entry = Entry.of(peek.value, line=peek.line)
     entries = [header_entry, *result.entries]
     total_lines = peek.line + 1 + result.lines
     return (
@@ -126,12 +126,31 @@ class ExactLoad:
     values: list[Any]  # every kept value (non-objects included: v1 positions count them)
     lines: list[RawLine]  # non-blank physical lines, in order
     needs_newline: bool
+    physical_lines: int = 0  # every line of the file as read, blank ones included
+
+    def line_numbers(self, rewritten: bool) -> list[int]:
+        """The line each of :attr:`lines` is on: in the file as read, or after a D7 rewrite (which
+        drops blank lines)."""
+        return list(range(len(self.lines))) if rewritten else [raw.line for raw in self.lines]
+
+    def problems(self, rewritten: bool) -> list[LineProblem]:
+        """What the lazy loader reports for the same lines: every non-blank line that is not an
+        object entry (the header is the first kept object)."""
+        problems = []
+        for line_no, raw in zip(self.line_numbers(rewritten), self.lines, strict=True):
+            if raw.kind == "kept" and isinstance(raw.value, dict):
+                continue
+            problem = problem_for(raw)
+            problem.line = line_no
+            problems.append(problem)
+        return problems
 
 
 def load_exact(fd: int) -> ExactLoad:
     values: list[Any] = []
     lines: list[RawLine] = []
     needs_newline = False
+    line_no = -1
     try:
         for line_no, offset, data, terminated in iter_physical_lines(fd):
             if not terminated:
@@ -144,7 +163,7 @@ def load_exact(fd: int) -> ExactLoad:
                 values.append(raw.value)
     except OSError as err:
         raise fs_error_from_oserror(err, "read", None) from err
-    return ExactLoad(values, lines, needs_newline)
+    return ExactLoad(values, lines, needs_newline, line_no + 1)
 
 
 def rewrite_chunks(lines: list[RawLine]) -> Iterator[bytes]:

@@ -132,6 +132,9 @@ class SessionManager:
         self.problems: builtins.list[LineProblem] = []
         self._appender: storage.Appender | None = None
         self._out_of_sync = False  # a foreign write was seen while appending: reload on next refresh
+        # the file ended inside a line we took in as an entry (read-only, no newline repair): what is
+        # appended next finishes or changes that line, so a growing file is reloaded
+        self._open_tail = False
         if persist and self._session_dir and not os.path.exists(self._session_dir):
             os.makedirs(self._session_dir, exist_ok=True)
         if truthy(session_file):
@@ -279,7 +282,7 @@ class SessionManager:
             parentSession=get(options, "parentSession"),
         )
         self._release_source()
-        self._file_entries = [Entry(header)]
+        self._file_entries = [Entry.of(header)]
         self._by_id = {}
         self._labels = {}
         self._label_timestamps = {}
@@ -335,15 +338,19 @@ class SessionManager:
 
     def _load_current(self, fd: int, path: str, peek: Any) -> None:
         loaded, source = load_lazy(fd, path, peek, self._on_progress)
-        if loaded.needs_newline and not self.read_only:
-            storage.repair_trailing_newline(path)  # the reference's load-time repair (§10.1)
+        end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
+        open_tail = loaded.needs_newline
+        # the reference's load-time repair (§10.1); a newline right at our end finishes our last line
+        if loaded.needs_newline and not self.read_only and storage.repair_trailing_newline(path) == end:
+            end += 1
+            open_tail = False
         self._release_source()
         self._source = source
         self._session_file = path
         self._set_file_entries(loaded.entries)
         self._session_id = loaded.header["id"]
         self.problems = loaded.problems
-        self._track_file(path, loaded.lines)
+        self._track_file(path, loaded.lines, end, open_tail)
 
     def _load_migrating(self, fd: int, path: str) -> None:
         exact = load_exact(fd)
@@ -351,11 +358,16 @@ class SessionManager:
         migrate_to_current_version(values, True)
         self._session_file = path
         self._rewrite(rewrite_chunks(exact.lines))
-        entries = _entries_with_lines(exact)
+        rewritten = not self.read_only and self._persist
+        entries = _entries_with_lines(exact, rewritten)
         self._release_source()
         self._set_file_entries(entries)
         self._session_id = values[0]["id"]
-        self._track_file(path, len(exact.lines))
+        self.problems = exact.problems(rewritten)
+        if rewritten:
+            self._track_file(path, len(exact.lines))
+        else:
+            self._track_file(path, exact.physical_lines, open_tail=exact.needs_newline)
 
     def _load_values(self, values: builtins.list[Any], options: Any) -> None:
         """``inMemory(cwd, options, entries)`` (and the reference's preloaded entries)."""
@@ -364,10 +376,10 @@ class SessionManager:
             migrate_to_current_version(values)
             header = next(v for v in values if get(v, "type") == "session")
             self._session_id = get(header, "id")
-            self._set_file_entries([Entry(v) for v in values])
+            self._set_file_entries([Entry.of(v) for v in values])
         else:
             self.new_session(options)
-            self._set_file_entries(self._file_entries + [Entry(v) for v in values])
+            self._set_file_entries(self._file_entries + [Entry.of(v) for v in values])
 
     # ------------------------------------------------------------------ index
 
@@ -389,7 +401,8 @@ class SessionManager:
             by_id[entry_id if type(entry_id) is str else index_key(entry_id)] = entry
             leaf = entry_id
             if etype == "message":
-                if entry.role == "assistant":
+                head = entry.message  # not entry.role: a property call per entry on every load
+                if head is not None and head.role == "assistant":
                     assistants += 1
             elif etype == "label":
                 label_entries.append(entry)
@@ -433,7 +446,7 @@ class SessionManager:
     def _append_entry(self, value: dict[str, Any]) -> Entry:
         if self.read_only:
             raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
-        entry = Entry(value)
+        entry = Entry.of(value)
         key = index_key(entry.id)
         previous = (self._by_id.get(key), self._leaf_id, self._assistants, self._flushed)
         self._file_entries.append(entry)
@@ -478,20 +491,23 @@ class SessionManager:
             if appender is not None:
                 appender.close()
             appender = self._appender = storage.Appender(self._session_file)
-        outcome = appender.append(data, fsync=self.fsync)
-        if self._identity is not None and outcome.size_before != self._known_end:
-            # Another process wrote since we last looked: report it, and let the next
-            # refresh_from_disk() reload the file (our view then equals a fresh open).
-            self._events.append(ForeignWrite(self._session_file, self._known_end, outcome.size_before))
+        tracked = self._identity is not None
+        outcome = appender.append(data, fsync=self.fsync, lines_since=self._known_end if tracked else -1)
+        if tracked and (outcome.size_before != self._known_end or outcome.interleaved):
+            # Another process wrote since we last looked (or while we wrote): report it, and let the
+            # next refresh_from_disk() reload the file (our view then equals a fresh open).
+            self._events.append(ForeignWrite(self._session_file, self._known_end, outcome.written_at))
             self._out_of_sync = True
-        if outcome.repaired_newline:
-            self._line_count += 1
-        entry.line = self._line_count
+        # Number our line at once (#1): lines written by others and a separator "\n" we added come
+        # before it. outcome.start is that of the valid copy when ours had to be written again (#3).
+        before = outcome.newlines_before if tracked else int(outcome.repaired_newline)
+        entry.line = self._line_count + before
         entry.offset = outcome.start
         entry.length = len(data) - 1
-        self._line_count += 1
+        self._line_count = entry.line + 1
         self._known_end = outcome.end
         # what refresh_from_disk expects to find just before _known_end: the end of our own line
+        # (after a foreign write it is not looked at: _out_of_sync reloads, which takes a new one)
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
 
     def _rewrite(self, chunks: Any) -> None:
@@ -499,18 +515,22 @@ class SessionManager:
             return
         storage.rewrite_file(self._session_file, chunks)
 
-    def _track_file(self, path: str, line_count: int) -> None:
-        """Remember the file as we leave it, to notice later what others did to it."""
+    def _track_file(
+        self, path: str, line_count: int, end: int | None = None, open_tail: bool = False
+    ) -> None:
+        """Remember the file as we leave it (``end``: how far we read it; default: all of it), to
+        notice later what others did to it."""
         try:
             st = os.stat(path)
         except OSError:
             self._identity = None
             return
         self._identity = storage.FileIdentity.of(st)
-        self._known_end = st.st_size
+        self._known_end = st.st_size if end is None else min(end, st.st_size)
         self._line_count = line_count
         self._out_of_sync = False
-        self._marker = self._read_marker(path, st.st_size)
+        self._open_tail = open_tail
+        self._marker = self._read_marker(path, self._known_end)
 
     @staticmethod
     def _read_marker(path: str, end: int) -> bytes:
@@ -767,7 +787,7 @@ class SessionManager:
             )
             label_parent = label_id
         self._release_source()
-        entries = [Entry(header), *(Entry(c) for c in kept), *(Entry(v) for v in label_entries)]
+        entries = [Entry.of(header), *(Entry.of(c) for c in kept), *(Entry.of(v) for v in label_entries)]
         self._session_id = new_id
         self._set_file_entries(entries)
         self.problems = []
@@ -862,6 +882,7 @@ class SessionManager:
             return FileChange("deleted", [], self._leaf_id)
         if (
             self._out_of_sync
+            or (self._open_tail and st.st_size > self._known_end)
             or storage.FileIdentity.of(st) != self._identity
             or st.st_size < self._known_end
             or (self._marker and self._read_marker(path, self._known_end) != self._marker)
@@ -948,12 +969,13 @@ def _type_error(message: str) -> PiSessionError:
     return err
 
 
-def _entries_with_lines(exact: ExactLoad) -> list[Entry]:
-    """File entries of an exactly loaded file, with the physical line each one has after a D7 rewrite."""
+def _entries_with_lines(exact: ExactLoad, rewritten: bool) -> list[Entry]:
+    """File entries of an exactly loaded file, with the physical line each one is on (after the D7
+    rewrite when there was one)."""
     entries = []
-    for line_no, raw in enumerate(exact.lines):
+    for line_no, raw in zip(exact.line_numbers(rewritten), exact.lines, strict=True):
         if raw.kind == "kept" and isinstance(raw.value, dict):
-            entry = Entry(raw.value, line=line_no)
+            entry = Entry.of(raw.value, line=line_no)
             entries.append(entry)
     return entries
 

@@ -11,6 +11,7 @@ import os
 import re
 from typing import Any
 
+from ..errors import InvalidArgValueError
 from ..format.jsvalue import ABSENT
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "node_normalize",
     "node_resolve",
     "normalize_path",
+    "reject_null_bytes",
     "resolve_path",
 ]
 
@@ -236,16 +238,72 @@ def file_url_to_path(url: str) -> str:
         raise ValueError(str(err)) from None
 
 
+# ---- NUL bytes ---------------------------------------------------------------------------------------
+
+# Node's util.inspect escapes for a string: C0 controls, DEL and C1 controls as \xHH, a few by name
+_INSPECT_NAMED = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", "\\": "\\\\"}
+_INSPECT_ESCAPED_RE = re.compile(r"[\x00-\x1f\\\x7f-\x9f\ud800-\udfff]")
+_INSPECT_MAX_CHARS = 128  # ERR_INVALID_ARG_VALUE cuts the inspected value there and adds "..."
+
+
+def _inspect_string(text: str) -> str:
+    """Node's ``util.inspect`` of a one-line string: the first quote the text does not hold, escapes.
+
+    Python strings from JSON hold lone surrogates only (pairs are decoded), so every surrogate is
+    lone; the cut at 128 characters counts code points, not UTF-16 units (paths are BMP in practice).
+    """
+    quote = "'"
+    if "'" in text:
+        if '"' not in text:
+            quote = '"'
+        elif "`" not in text and "${" not in text:
+            quote = "`"
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group(0)
+        named = _INSPECT_NAMED.get(char)
+        if named is not None:
+            return named
+        code = ord(char)
+        return f"\\u{code:x}" if code >= 0xD800 else f"\\x{code:02X}"
+
+    body = _INSPECT_ESCAPED_RE.sub(escape, text)
+    if quote == "'":
+        body = body.replace("'", "\\'")
+    return quote + body + quote
+
+
+def reject_null_bytes(path: str) -> str:
+    """``path`` itself, or Node's ``TypeError [ERR_INVALID_ARG_VALUE]`` if it holds a NUL byte.
+
+    Node's fs functions refuse such a path, Python's raise a bare ``ValueError`` deep inside a write.
+    The library refuses it where paths are normalized, so that every entry point fails up front
+    with Node's error and nothing is written.
+    """
+    if "\x00" not in path:
+        return path
+    inspected = _inspect_string(path)
+    if len(inspected) > _INSPECT_MAX_CHARS:
+        inspected = inspected[:_INSPECT_MAX_CHARS] + "..."
+    raise InvalidArgValueError(
+        f"The argument 'path' must be a string, Uint8Array, or URL without null bytes. Received {inspected}"
+    )
+
+
 def normalize_path(p: str) -> str:
     """pi's ``normalizePath``: ``~`` and ``~/...`` expand to the home directory, ``file://`` URLs
-    become paths; anything else is returned unchanged (not made absolute, '..' kept)."""
+    become paths; anything else is returned unchanged (not made absolute, '..' kept).
+
+    A result holding a NUL byte (given, or decoded from ``%00``) raises
+    :class:`~pi_session_server.errors.InvalidArgValueError` (see :func:`reject_null_bytes`).
+    """
     if p == "~":
         return home_dir()
     if p.startswith("~/"):
-        return node_join(home_dir(), p[2:])
+        return reject_null_bytes(node_join(home_dir(), p[2:]))
     if p.startswith("file://"):
-        return file_url_to_path(p)
-    return p
+        return reject_null_bytes(file_url_to_path(p))
+    return reject_null_bytes(p)
 
 
 def resolve_path(p: str, base: str | None = None) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 import pytest
 import pytest_lsp
@@ -248,3 +250,47 @@ async def test_big_document_publishes_envelope_problems_first_then_everything(
     )
     assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
     assert codes_by_line(report.items) == expected
+
+
+async def test_a_big_document_analysed_in_the_background_keeps_requests_and_changes_in_order(
+    editor: Editor, URI: str
+) -> None:
+    """A document over ``QUICK_OPEN_CHARS`` is analysed on a worker thread: a request sent before a
+    change sees the text before it, one sent after sees it, and the change is published."""
+    from pi_session_server.server.language_features import QUICK_OPEN_CHARS
+
+    body = S.generate_session(QUICK_OPEN_CHARS + 200_000, seed=4).decode("utf-8")
+    lines = body.rstrip("\n").split("\n")
+    n = len(lines)
+    text = doc(*lines)
+    editor.texts[URI] = text
+    editor.versions[URI] = 1
+    client = editor.client
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(URI, "pi-session", 1, text))
+    )
+    lens_params = types.CodeLensParams(types.TextDocumentIdentifier(URI))
+    before = asyncio.wrap_future(client.text_document_code_lens(lens_params))  # sent now
+    at_end = types.Position(n, 0)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(at_end, at_end), text=S.user("q2", "gone") + "\n"
+                )
+            ],
+        )
+    )
+    after = asyncio.wrap_future(client.text_document_code_lens(lens_params))
+
+    def header_lens(lenses: Any) -> str:
+        return next(lens.command.title for lens in lenses if lens.range.start.line == 0)
+
+    assert header_lens(await before).endswith(f"leaf on line {n}")
+    assert header_lens(await after).endswith(f"leaf on line {n + 1}")
+    for _ in range(5):  # the analysed text is published first, then the change
+        if (n, "PI031") in codes_by_line(await editor.diagnostics_for(URI)):
+            break
+    else:
+        pytest.fail("the change made during the analysis was never published")

@@ -69,3 +69,62 @@ async def test_progress_while_listing_and_opening(sidecar, tmp_path):
 async def test_no_progress_without_a_token(sidecar, tmp_path):
     await sidecar.request("pi/listAll", {"sessionDir": str(tmp_path)})
     assert sidecar.client.progress_reports == {}
+
+
+CWD = "/home/dev/projects/weather-cli"  # the example session's
+
+
+async def test_listing_text_options_and_pages(sidecar, tmp_path):
+    directory = tmp_path / "many"
+    directory.mkdir()
+    for i in range(7):
+        (directory / f"s{i:02}.jsonl").write_bytes(EXAMPLE.read_bytes())
+    whole = await sidecar.request("pi/listAll", {"sessionDir": str(directory)})
+    assert len(whole) == 7 and all("textTruncated" not in s for s in whole)  # the reference's shape
+    cut = await sidecar.request("pi/listAll", {"sessionDir": str(directory), "maxTextChars": 20})
+    assert [s["allMessagesText"] for s in cut] == [s["allMessagesText"][:20] for s in whole]
+    assert [s["firstMessage"] for s in cut] == [s["firstMessage"][:20] for s in whole]
+    assert all(s["textTruncated"] for s in cut)
+    first = await sidecar.request("pi/list", {"cwd": CWD, "sessionDir": str(directory), "text": "first"})
+    assert [s["firstMessage"] for s in first] == [s["firstMessage"] for s in whole]
+    assert all("allMessagesText" not in s for s in first)
+    none = await sidecar.request("pi/listAll", {"sessionDir": str(directory), "text": "none"})
+    strip = ("firstMessage", "allMessagesText")
+    assert none == [{k: v for k, v in s.items() if k not in strip} for s in whole]
+
+    for method, params in (("pi/listAll", {}), ("pi/list", {"cwd": CWD})):
+        sessions, offset = [], 0
+        while True:
+            page = await sidecar.request(
+                method, {**params, "sessionDir": str(directory), "offset": offset, "limit": 3}
+            )
+            assert page["total"] == 7 and len(page["sessions"]) <= 3
+            sessions.extend(page["sessions"])
+            if not page["hasMore"]:
+                assert "nextOffset" not in page
+                break
+            offset = page["nextOffset"]
+        assert [s["path"] for s in sessions] == [s["path"] for s in whole]
+    beyond = await sidecar.request("pi/listAll", {"sessionDir": str(directory), "offset": 50})
+    assert beyond == {"sessions": [], "total": 7, "hasMore": False}
+    for bad in ({"text": "some"}, {"maxTextChars": -1}, {"limit": 0}, {"offset": -2}):
+        with expect_error(-32602):
+            await sidecar.request("pi/listAll", {"sessionDir": str(directory), **bad})
+
+
+async def test_a_nul_byte_in_a_path_is_nodes_type_error(sidecar, tmp_path):
+    directory = str(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for method, params in [
+        ("pi/open", {"path": directory + "/a\x00.jsonl"}),
+        ("pi/create", {"cwd": directory, "sessionDir": directory + "/\x00"}),
+        ("pi/continueRecent", {"cwd": directory, "sessionDir": directory + "/\x00"}),
+        ("pi/listAll", {"sessionDir": directory + "/\x00"}),
+        ("pi/forkFrom", {"sourcePath": directory + "/\x00", "targetCwd": directory}),
+        ("pi/delete", {"path": directory + "/\x00"}),
+    ]:
+        with expect_error(-32008) as failure:
+            await sidecar.request(method, params)
+        assert failure.value.data == {"name": "TypeError", "code": "ERR_INVALID_ARG_VALUE"}, method
+        assert failure.value.message.startswith("The argument 'path' must be a string, Uint8Array, or URL")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written

@@ -1,10 +1,11 @@
-"""pi/getTree over the wire: forms, filters, and a 200,000-entry linear session."""
+"""pi/getTree over the wire: forms, filters, pages, subtrees, and a 200,000-entry linear session."""
 
 from __future__ import annotations
 
 import json
 
-from sidecar_support import EXAMPLE, sidecar_fixture  # noqa: F401  (fixture)
+import pytest
+from sidecar_support import EXAMPLE, RpcFailure, sidecar_fixture  # noqa: F401  (fixture)
 
 
 async def test_flat_nested_and_reference_forms(sidecar, tmp_path):
@@ -88,8 +89,18 @@ async def test_a_200000_entry_linear_session(sidecar, tmp_path):
         parent = entry_id
     path.write_text("\n".join(parts) + "\n")
     session = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
-    flat = await sidecar.request("pi/getTree", {"session": session})
-    nodes = flat["nodes"]
+    with pytest.raises(RpcFailure) as refused:  # more than one reply may hold (50,000 nodes)
+        await sidecar.request("pi/getTree", {"session": session})
+    assert refused.value.code == -32011 and refused.value.data == {"total": 200_000, "max": 50_000}
+    nodes = []
+    offset = 0
+    while True:
+        page = await sidecar.request("pi/getTree", {"session": session, "offset": offset, "limit": 80_000})
+        assert len(page["nodes"]) <= 50_000 and page["total"] == 200_000  # the limit counts as 50,000
+        nodes.extend(page["nodes"])
+        if not page["hasMore"]:
+            break
+        offset = page["nextOffset"]
     assert len(nodes) == 200_000
     assert (
         nodes[-1]["depth"] == 199_999 and nodes[-1]["isLeaf"] and nodes[-1]["preview"] == "user: step 199999"
@@ -99,3 +110,64 @@ async def test_a_200000_entry_linear_session(sidecar, tmp_path):
     assert len(context["messages"]) == 200_000
     branch = await sidecar.request("pi/getBranch", {"session": session, "fromId": "00000010"})
     assert len(branch) == 17
+
+
+async def test_pages_concatenate_to_the_whole_flat_tree(sidecar, tmp_path):
+    session, _ = await sidecar.open_example(tmp_path)
+    for params in ({}, {"filter": "default", "activeBranchFirst": True}, {"filter": "user-only"}):
+        whole = await sidecar.request("pi/getTree", {"session": session, **params})
+        assert "total" not in whole and "hasMore" not in whole  # the unpaged reply keeps its shape
+        for limit in (1, 5, 36):
+            nodes, offset = [], 0
+            while True:
+                page = await sidecar.request(
+                    "pi/getTree", {"session": session, **params, "offset": offset, "limit": limit}
+                )
+                assert page["leafId"] == whole["leafId"] and page["total"] == len(whole["nodes"])
+                assert len(page["nodes"]) <= limit
+                nodes.extend(page["nodes"])
+                if not page["hasMore"]:
+                    assert "nextOffset" not in page
+                    break
+                offset = page["nextOffset"]
+            assert nodes == whole["nodes"], (params, limit)
+    beyond = await sidecar.request("pi/getTree", {"session": session, "offset": 1000})
+    assert beyond["nodes"] == [] and beyond["total"] == 36 and not beyond["hasMore"]
+
+
+async def test_subtrees_by_root_id_and_depth(sidecar, tmp_path):
+    session, _ = await sidecar.open_example(tmp_path)
+    whole = {n["id"]: n for n in (await sidecar.request("pi/getTree", {"session": session}))["nodes"]}
+    sub = await sidecar.request("pi/getTree", {"session": session, "rootId": "9d0e1f2a"})
+    top = sub["nodes"][0]
+    assert top["id"] == "9d0e1f2a" and top["depth"] == 0 and top["visibleParentId"] is None
+    for node in sub["nodes"][1:]:
+        assert node["depth"] == whole[node["id"]]["depth"] - whole["9d0e1f2a"]["depth"]
+        assert node["childIds"] == whole[node["id"]]["childIds"]
+    shallow = await sidecar.request("pi/getTree", {"session": session, "rootId": "9d0e1f2a", "depth": 1})
+    assert [n["id"] for n in shallow["nodes"]] == ["9d0e1f2a", "b1c2d3e4", "d9e0f1a2"]
+    assert shallow["nodes"][1]["childIds"] == whole["b1c2d3e4"]["childIds"]  # named, not sent
+    nested = await sidecar.request(
+        "pi/getTree", {"session": session, "form": "nested", "rootId": "9d0e1f2a", "depth": 1}
+    )
+    (root,) = nested["nodes"]
+    assert [c["id"] for c in root["children"]] == ["b1c2d3e4", "d9e0f1a2"] and root["isBranchPoint"]
+    assert all(c["children"] == [] and c.get("childrenOmitted") == bool(whole[c["id"]]["childIds"])
+               for c in root["children"])  # fmt: skip
+    tops = await sidecar.request("pi/getTree", {"session": session, "depth": 0})
+    assert [n["id"] for n in tops["nodes"]] == ["a3f1c2d4"]
+
+
+async def test_tree_windows_that_cannot_be_given_are_refused(sidecar, tmp_path):
+    session, _ = await sidecar.open_example(tmp_path)
+    for params, code in [
+        ({"rootId": "nope"}, -32002),
+        ({"form": "nested", "limit": 5}, -32602),
+        ({"form": "reference", "depth": 1}, -32602),
+        ({"limit": 0}, -32602),
+        ({"offset": -1}, -32602),
+        ({"depth": -1}, -32602),
+    ]:
+        with pytest.raises(RpcFailure) as failure:
+            await sidecar.request("pi/getTree", {"session": session, **params})
+        assert failure.value.code == code, params

@@ -25,15 +25,6 @@ ORACLE_DIR = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
 ORACLE_MODULE = ORACLE_DIR / "node_modules/@earendil-works/pi-coding-agent/dist/core/session-manager.js"
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--long",
-        action="store_true",
-        default=False,
-        help="reliability suite: longer runs (300 kills, 100 MB line, a million lines, more examples)",
-    )
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "long_only: runs only with --long / PI_RELIABILITY_LONG=1")
 

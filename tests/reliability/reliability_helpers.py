@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -31,6 +32,12 @@ USAGE = {
     "totalTokens": 2,
     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
 }
+
+
+# The start of an entry as pi and we write it (type, id, parentId first). A bare b'{"type":' would
+# also match content blocks ({"type":"text",...}): a line cut by a kill right after its first
+# content block began then looked like two entries glued together.
+ENTRY_START = re.compile(rb'\{"type":"[A-Za-z_]+","id":(?:"[^"]*"|null|[0-9.eE+-]+),"parentId":')
 
 
 def assistant_message(text: str = "hi", timestamp: int = 2) -> dict[str, Any]:
@@ -222,7 +229,7 @@ def check_session_file(path: str, acknowledged: set[str] | list[str] | tuple[str
         problem_lines = {p.line for p in manager.problems}
         for number in report.bad_lines:
             assert number in problem_lines, f"line {number} is not an entry and the loader did not report it"
-            starts = raw_lines[number].count(b'{"type":')
+            starts = len(ENTRY_START.findall(raw_lines[number]))
             assert starts <= 1, (
                 f"line {number} holds {starts} entries glued together: {raw_lines[number][:200]!r}"
             )

@@ -100,7 +100,6 @@ def test_library_and_plain_foreign_writer(tmp_path: Path):
     manager.close()
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #3")
 def test_library_and_careless_split_line_writer(tmp_path: Path):
     """A writer that writes each line in two write() calls (pi does not: one appendFileSync per
     line) may break its own lines; ours must survive even when they land between its halves."""
@@ -148,7 +147,6 @@ def test_foreign_lines_before_our_append_are_taken_in_by_the_next_refresh(tmp_pa
     manager.close()
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #1")
 def test_line_of_our_append_counts_foreign_lines_before_it(tmp_path: Path):
     """Entry.line (the server's node "line", where an editor jumps) is right at once, not only
     after the next refresh."""

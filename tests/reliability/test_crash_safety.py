@@ -261,9 +261,8 @@ def test_kill_during_a_migration_rewrite_leaves_the_old_or_the_new_file(
     )
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #18")
 def test_kill_during_a_rewrite_leaves_no_temporary_file_behind(tmp_path: Path):
-    """A rewrite killed before its rename leaves its temporary file; nothing ever removes it."""
+    """A rewrite killed before its rename must not leave its temporary file behind for good (#18)."""
     source = Path(__file__).resolve().parent / "data" / "large-session.jsonl"
     rng = random.Random(_seed() + 4)
     window = 1.3 * _time_to_open(tmp_path / "calibrate", source.read_bytes())

@@ -332,7 +332,6 @@ def test_generated_files(long_run: bool):
 BIG = 123456789012345678901234567890  # beyond 2**53: JSON.parse holds the nearest double
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #5")
 def test_integer_ids_beyond_2_53_are_looked_up_as_js_numbers(tmp_path: Path):
     """A client (or a label's targetId) naming the id with the same digits finds the entry, as in pi."""
     path = tmp_path / "big-ids.jsonl"
@@ -347,7 +346,6 @@ def test_integer_ids_beyond_2_53_are_looked_up_as_js_numbers(tmp_path: Path):
     manager.close()
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #12")
 def test_loader_reports_broken_lines_of_files_it_migrates(tmp_path: Path):
     lines = (DATA / "whamp-pi-v1-linear.jsonl").read_bytes().split(b"\n")
     lines.insert(2, b'{"type":"message", broken')
@@ -358,7 +356,24 @@ def test_loader_reports_broken_lines_of_files_it_migrates(tmp_path: Path):
     manager.close()
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #14")
+@pytest.mark.parametrize("read_only", [True, False])
+def test_lines_and_problems_of_a_migrated_file_with_blank_lines(tmp_path: Path, read_only: bool):
+    """Read-only: numbers of the file as it is; migrated in place: of the rewritten file (D7 drops
+    blank lines), so an editor jumps to the right line either way (#12)."""
+    lines = (DATA / "whamp-pi-v1-linear.jsonl").read_bytes().rstrip(b"\n").split(b"\n")
+    lines[2:2] = [b"", b"[1]", b""]
+    path = tmp_path / "v1-blank.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    manager = SessionManager.open(str(path), read_only=read_only)
+    physical = path.read_bytes().split(b"\n")
+    assert [p.line for p in manager.problems] == [3 if read_only else 2]
+    assert physical[manager.problems[0].line] == b"[1]"
+    for entry in manager.get_entries():
+        on_disk = json.loads(physical[entry.line])
+        assert (on_disk["type"], on_disk.get("timestamp")) == (entry.type, entry.get("timestamp"))
+    manager.close()
+
+
 def test_code_lenses_on_an_entry_whose_id_is_an_array():
     from pi_session_server.analysis import SessionDocument, hints
 
@@ -381,7 +396,6 @@ def test_an_entry_type_that_is_an_array_or_object(entry_type: bytes):
     document_diagnostics(doc)
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #16")
 def test_ids_nested_1000_deep_in_messages_and_diagnostics(tmp_path: Path):
     from pi_session_server.analysis import SessionDocument, document_diagnostics
     from pi_session_server.errors import EntryNotFoundError
@@ -400,7 +414,6 @@ def test_ids_nested_1000_deep_in_messages_and_diagnostics(tmp_path: Path):
         manager.append_label_change(parse_bytes(deep), "x")
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #17")
 @pytest.mark.parametrize("member", [b'"parentId":[]', b'"id":{}', b'"timestamp":[1]'])
 def test_unterminated_last_line_with_an_object_in_its_envelope_can_be_read(tmp_path: Path, member: bytes):
     path = tmp_path / "s.jsonl"
@@ -411,4 +424,26 @@ def test_unterminated_last_line_with_an_object_in_its_envelope_can_be_read(tmp_p
     line = line.replace(key + b":", member + b',"_replaced":', 1)
     path.write_bytes(b'{"type":"session","id":"s1","version":3}\n' + line)  # no final newline
     manager = SessionManager.open(str(path), read_only=True)
+    assert [e.to_json()["message"]["content"] for e in manager.get_entries()] == ["x"]
+
+
+@pytest.mark.parametrize("member", [b'"parentId":[]', b'"id":{"k":[1]}', b'"timestamp":[1]'])
+def test_lines_of_a_file_read_back_from_disk_with_an_object_in_their_envelope(tmp_path: Path, member: bytes):
+    """Files above the in-memory threshold re-read every body from disk (#17)."""
+    from pi_session_server.session import loader
+
+    path = tmp_path / "s.jsonl"
+    line = (
+        b'{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"x"}}'
+    )
+    key = member.split(b":")[0]
+    line = line.replace(key + b":", member + b',"_replaced":', 1)
+    path.write_bytes(b'{"type":"session","id":"s1","version":3}\n' + line + b"\n")
+    old = loader.KEEP_BYTES_LIMIT
+    loader.KEEP_BYTES_LIMIT = 0
+    try:
+        manager = SessionManager.open(str(path), read_only=True)
+        assert not manager.get_entries()[0].is_loaded
+    finally:
+        loader.KEEP_BYTES_LIMIT = old
     assert [e.to_json()["message"]["content"] for e in manager.get_entries()] == ["x"]

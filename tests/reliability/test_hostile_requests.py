@@ -587,7 +587,6 @@ def test_a_client_that_disappears(tmp_path: Path, how: str):
     check_session_file(path, acknowledged)
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #13")
 def test_a_large_document_does_not_stop_other_requests(tmp_path: Path):
     """While a 28 MB session document full of problems (150,000 entries without timestamps) is
     analysed after didOpen, pi/* requests on other sessions are still answered (they take

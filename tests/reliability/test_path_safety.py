@@ -171,7 +171,6 @@ def test_long_ids_fail_cleanly_when_the_name_is_too_long(tmp_path: Path, srv: Ra
 # -- NUL bytes in paths ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #9")
 def test_nul_bytes_in_paths_raise_library_errors(tmp_path: Path):
     d = str(tmp_path)
     calls = [
@@ -192,7 +191,6 @@ def test_nul_bytes_in_paths_raise_library_errors(tmp_path: Path):
     assert not crashes, crashes
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #9")
 def test_nul_bytes_in_paths_are_not_internal_errors(tmp_path: Path, srv: RawServer):
     d = str(tmp_path)
     for method, params in [

@@ -136,6 +136,28 @@ def test_inlay_hints_only_in_range_and_lenses() -> None:
     }
 
 
+def test_selection_spans_on_a_key_and_on_a_repeated_key() -> None:
+    raw = b'{"a":{"b":1},"a":null}'
+    doc = SessionDocument(S.header().encode() + b"\n" + raw)
+    second_key = raw.index(b'"a"', 2)
+    spans = selection_spans(doc, 1, second_key + 1)
+    # the member of *this* key (not the first "a"), then the object, then the line
+    assert [raw[slice(*s)] for s in spans] == [b'"a"', b'"a":null', raw]
+
+
+def test_selection_spans_of_a_deep_line_stop_at_the_nearest_levels() -> None:
+    from pi_session_server.analysis.selection import SELECTION_LEVELS
+
+    depth = 5_000
+    raw = b'{"type":"custom","data":' + b'{"k":' * depth + b"1" + b"}" * depth + b"}"
+    doc = SessionDocument(S.header().encode() + b"\n" + raw)
+    spans = selection_spans(doc, 1, raw.index(b"1}"))
+    assert spans[0] == (raw.index(b"1}"), raw.index(b"1}") + 1)
+    assert spans[-1] == (0, len(raw))
+    assert len(spans) <= 2 * SELECTION_LEVELS + 3
+    assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in zip(spans, spans[1:], strict=False))
+
+
 def test_selection_spans_nest() -> None:
     doc = make(S.header(), S.user("a", None, "hello 😀"))
     spans = selection_spans(doc, 1, at(doc, 1, "hello"))

@@ -651,3 +651,67 @@ def test_discover_header_of_a_directory_raises_eisdir(work: Path) -> None:
         discover_header(str(work / "d.jsonl"))
     assert (err.value.code, str(err.value)) == ("EISDIR", "EISDIR: illegal operation on a directory, read")
     assert stat.S_ISDIR(os.stat(work / "d.jsonl").st_mode)
+
+
+# ---- beyond the reference: how much text a listing keeps ---------------------------------------
+
+
+def _long_session(work: Path, name: str = "long.jsonl") -> str:
+    return write(
+        work / name,
+        header(),
+        assistant("a" * 30),
+        user("first question " * 4),
+        user([{"type": "text", "text": "x" * 50}]),
+    )
+
+
+def test_text_options_keep_everything_by_default(work: Path) -> None:
+    path = _long_session(work)
+    assert session_info(path, text=listing.ALL_TEXT) == session_info(path)
+    assert "textTruncated" not in info_of(path)
+
+
+@pytest.mark.parametrize("max_chars", [0, 1, 29, 30, 31, 45, 90, 91, 92, 200])
+def test_max_chars_cuts_exactly_the_reference_text(work: Path, max_chars: int) -> None:
+    path = _long_session(work)
+    whole = info_of(path)
+    info = session_info(path, text=listing.TextOptions(max_chars=max_chars))
+    assert info is not None
+    cut = info.to_json()
+    assert cut["allMessagesText"] == whole["allMessagesText"][:max_chars]
+    assert cut["firstMessage"] == whole["firstMessage"][:max_chars]
+    cut_anything = len(whole["allMessagesText"]) > max_chars or len(whole["firstMessage"]) > max_chars
+    assert cut.get("textTruncated", False) is cut_anything
+    assert {
+        k: v for k, v in cut.items() if k not in ("allMessagesText", "firstMessage", "textTruncated")
+    } == {k: v for k, v in whole.items() if k not in ("allMessagesText", "firstMessage")}
+
+
+def test_texts_left_out_are_absent(work: Path) -> None:
+    path = _long_session(work)
+    first_only = session_info(path, text=listing.TextOptions(all_messages_text=False))
+    assert first_only is not None and first_only.all_messages_text is ABSENT
+    assert "allMessagesText" not in first_only.to_json()
+    assert first_only.to_json()["firstMessage"] == "first question " * 4
+    none = session_info(path, text=listing.TextOptions(first_message=False, all_messages_text=False))
+    assert none is not None and {"firstMessage", "allMessagesText"}.isdisjoint(none.to_json())
+    assert none.message_count == 3
+
+
+def test_listings_pass_the_text_options_on(work: Path) -> None:
+    directory = work / "sessions"
+    for i in range(3):
+        _long_session(directory, f"s{i}.jsonl")
+    options = listing.TextOptions(first_message=False, max_chars=10)
+    for infos in (
+        list_sessions("/proj", str(directory), text=options),
+        list_all_sessions(str(directory), text=options),
+    ):
+        assert len(infos) == 3
+        assert all(
+            i.first_message is ABSENT and len(i.all_messages_text) == 10 and i.text_truncated for i in infos
+        )
+    assert [i.path for i in list_all_sessions(str(directory), text=options)] == [
+        i.path for i in list_all_sessions(str(directory))
+    ]

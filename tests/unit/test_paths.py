@@ -164,3 +164,40 @@ def test_resolve_with_base(env: tuple[str, str]) -> None:
     assert resolve_path("x/../y", "/base/dir/") == "/base/dir/y"
     assert resolve_path("/abs", "/base") == "/abs"
     assert resolve_path("~", "/base") == env[1]
+
+
+# ---- NUL bytes: Node's TypeError, raised up front ----------------------------------------------------
+
+NODE_NUL_MESSAGES = {  # what Node 20 says for fs.mkdirSync(path)
+    "/tmp/\x00": "Received '/tmp/\\x00'",
+    "/tmp/a\x00b\x07'x": 'Received "/tmp/a\\x00b\\x07\'x"',
+    "a'b\"c`\x00": "Received 'a\\'b\"c`\\x00'",
+    "a'b\"c\x00": "Received `a'b\"c\\x00`",
+    "\\x\n\t\x7f\x85\x00": "Received '\\\\x\\n\\t\\x7F\\x85\\x00'",
+    "/tmp/" + "x" * 200 + "\x00": "Received '/tmp/" + "x" * 122 + "...",
+}
+
+
+@pytest.mark.parametrize("path", list(NODE_NUL_MESSAGES))
+def test_nul_bytes_raise_nodes_type_error(path: str) -> None:
+    from pi_session_server.errors import InvalidArgValueError, PiSessionError
+    from pi_session_server.session.paths import normalize_path, reject_null_bytes, resolve_path
+
+    for call in (reject_null_bytes, normalize_path, resolve_path, lambda p: resolve_path("x", p)):
+        with pytest.raises(InvalidArgValueError) as raised:
+            call(path)
+        error = raised.value
+        assert isinstance(error, PiSessionError) and error.name == "TypeError"
+        assert error.code == "ERR_INVALID_ARG_VALUE"
+        assert error.message == (
+            "The argument 'path' must be a string, Uint8Array, or URL without null bytes. "
+            + NODE_NUL_MESSAGES[path]
+        )
+
+
+def test_nul_bytes_decoded_from_a_file_url_are_refused_too() -> None:
+    from pi_session_server.errors import InvalidArgValueError
+    from pi_session_server.session.paths import normalize_path
+
+    with pytest.raises(InvalidArgValueError, match=r"Received '/a\\x00b'"):
+        normalize_path("file:///a%00b")

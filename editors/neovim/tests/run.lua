@@ -195,6 +195,42 @@ test(':PiSessionTree all shows settings entries too', function()
   eq(vim.api.nvim_buf_get_lines(0, 0, -1, false), EXPECTED_TREE, 'back to the default filter')
 end)
 
+-- From here on the tree comes in pages of 3 nodes (the default is 50,000, the most one reply may
+-- hold; a bigger tree asked for in one piece is refused with TooLarge): the 6-entry default tree takes
+-- two pages, and the rest of the suite (context, branch, label, didChange) runs on pages too.
+local tree_requests = {}
+test('small pages (tree_page_size = 3): :PiSessionTree joins two pages into the same tree; entry lookup pages too', function()
+  require('pi_session.config').options.tree_page_size = 3
+  local request = client.request
+  client.request = function(self, method, params, ...)
+    if method == 'pi/getTree' then
+      table.insert(tree_requests, { offset = params.offset, limit = params.limit, filter = params.filter or 'none' })
+    end
+    return request(self, method, params, ...)
+  end
+  vim.api.nvim_set_current_win(session_win)
+  vim.cmd('PiSessionTree')
+  eq(vim.api.nvim_get_current_buf(), tree_buf, 'the tree buffer is reused')
+  eq(vim.api.nvim_buf_get_lines(tree_buf, 0, -1, false), EXPECTED_TREE, 'tree buffer from pages')
+  eq(tree_requests, {
+    { offset = 0, limit = 3, filter = 'default' },
+    { offset = 3, limit = 3, filter = 'default' },
+  }, 'pi/getTree requests')
+  -- the entry under the cursor: filter "none" (all 8 entries) in pages of 3
+  tree_requests = {}
+  local node = require('pi_session').entry_at_line(session_buf, 9) -- line 10: a0000003, in the last page
+  eq(node and node.id, 'a0000003', 'entry on line 10')
+  eq(vim.tbl_map(function(r)
+    return r.offset
+  end, tree_requests), { 0, 3, 6 }, 'offsets of the lookup')
+  local whole = require('pi_session').get_tree(session_buf, { filter = 'all' })
+  local unpaged = require('pi_session').request_sync(session_buf, 'pi/getTree', { filter = 'all', form = 'flat' })
+  eq(whole.nodes, unpaged.nodes, 'pages joined == the unpaged reply')
+  eq(whole.leafId, unpaged.leafId, 'leafId')
+  eq(whole.total, #unpaged.nodes, 'total')
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(tree_buf)[1])
+end)
+
 test(':PiSessionContext at the entry under the cursor', function()
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(0, { 4, 0 }) -- a0000001

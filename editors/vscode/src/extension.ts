@@ -26,6 +26,7 @@ import {
 import { pythonExtensionInterpreter } from './pythonExtension';
 import * as serverCommand from './serverCommand';
 import { idText, nodeAtLine, type DisplayNode } from './treeModel';
+import { fetchWholeTree } from './treePages';
 import { SessionTreeProvider } from './treeView';
 
 /** What activate() returns: used by tests and by other extensions. */
@@ -58,7 +59,9 @@ class Extension {
     const filter = vscode.workspace.getConfiguration('piSession').get<FilterMode>('tree.filter', 'default');
     this.tree = new SessionTreeProvider(
       (uri, mode) =>
-        this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true }),
+        fetchWholeTree((page) =>
+          this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...page }),
+        ),
       filter,
     );
     this.treeView = vscode.window.createTreeView('piSession.tree', { treeDataProvider: this.tree, showCollapseAll: true });
@@ -287,7 +290,7 @@ class Extension {
 
   /** Every entry with its line (filter "none", the server's default: nothing hidden), no previews. */
   private allEntries(uri: vscode.Uri): Promise<GetTreeResult> {
-    return this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), previews: false });
+    return fetchWholeTree((page) => this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), previews: false, ...page }));
   }
 
   async showContext(arg: unknown, atLeaf: boolean): Promise<void> {

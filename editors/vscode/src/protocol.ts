@@ -35,6 +35,10 @@ export interface TreeNode {
 export interface GetTreeResult {
   leafId: string | null;
   nodes: TreeNode[];
+  // only in a paged reply (`offset`/`limit` sent, flat form); the pages concatenate to the whole tree
+  total?: number;
+  hasMore?: boolean;
+  nextOffset?: number;
 }
 
 export interface SessionContextResult {

@@ -10,6 +10,9 @@ M.defaults = {
   tree_filter = 'default',
   -- Show Context as 'markdown' or 'json'.
   context_format = 'markdown',
+  -- Nodes per pi/getTree request: the tree comes in pages of this size (the server sends at most
+  -- 50,000 nodes per reply and refuses a bigger tree asked for in one piece).
+  tree_page_size = 50000,
 }
 
 M.options = vim.deepcopy(M.defaults)

@@ -4,7 +4,7 @@ local config = require('pi_session.config')
 
 local M = {}
 
----@param opts? {cmd?: string|string[], tree_filter?: string, context_format?: 'markdown'|'json'}
+---@param opts? {cmd?: string|string[], tree_filter?: string, context_format?: 'markdown'|'json', tree_page_size?: integer}
 function M.setup(opts)
   config.options = vim.tbl_deep_extend('force', vim.deepcopy(config.defaults), opts or {})
 end
@@ -89,10 +89,80 @@ function M.request_sync(bufnr, method, params, timeout_ms)
   return response.result, response.err
 end
 
+-- How often pi/getTree paging starts over when the session changed between two pages (after that,
+-- the pages are joined as they come: pi/didChange brings another refresh anyway).
+local MAX_TREE_RESTARTS = 3
+
+--- pi/getTree (flat form) in pages: one reply holds at most 50,000 nodes and a bigger tree asked for in
+--- one piece is refused (-32011 TooLarge), so this asks for `offset`/`limit` pages (setup option
+--- `tree_page_size`) and follows `nextOffset` while `hasMore`. The result is { leafId, nodes, total }
+--- with the nodes of all pages in order, as an unpaged reply would be.
+--- With a callback it is asynchronous (callback(err, result)); without, it returns result, err.
+---@param bufnr integer session buffer
+---@param params table pi/getTree params (`form`, `offset`, `limit` are set here)
+---@param callback? fun(err: any, result: table|nil)
+---@return table|nil result, any err
+function M.get_tree(bufnr, params, callback, timeout_ms)
+  local limit = math.max(1, math.floor(tonumber(config.options.tree_page_size) or 50000))
+  local nodes, first, attempt = {}, nil, 0
+  local function page_params(offset)
+    return vim.tbl_extend('force', params or {}, { form = 'flat', offset = offset, limit = limit })
+  end
+  -- take one page; the offset of the next one, or nil when the tree is complete
+  local function take(result, offset)
+    result = type(result) == 'table' and result or {}
+    local page = type(result.nodes) == 'table' and result.nodes or {}
+    if first and attempt < MAX_TREE_RESTARTS and (result.total ~= first.total or result.leafId ~= first.leafId) then
+      attempt = attempt + 1 -- the session changed between two pages: start over
+      nodes, first = {}, nil
+      return 0
+    end
+    first = first or result
+    vim.list_extend(nodes, page)
+    local following = result.nextOffset
+    if result.hasMore == true and type(following) == 'number' and following > offset and #page > 0 then
+      return following
+    end
+    return nil
+  end
+  local function whole()
+    local total = type(first.total) == 'number' and first.total or #nodes
+    return { leafId = first.leafId, nodes = nodes, total = total }
+  end
+  if callback then
+    local function fetch(offset)
+      M.request(bufnr, 'pi/getTree', page_params(offset), function(err, result)
+        if err then
+          return callback(err, nil)
+        end
+        local following = take(result, offset)
+        if following then
+          fetch(following)
+        else
+          callback(nil, whole())
+        end
+      end)
+    end
+    fetch(0)
+    return nil
+  end
+  local offset = 0
+  while true do
+    local result, err = M.request_sync(bufnr, 'pi/getTree', page_params(offset), timeout_ms)
+    if err then
+      return nil, err
+    end
+    offset = take(result, offset)
+    if not offset then
+      return whole(), nil
+    end
+  end
+end
+
 --- The entry on a 0-based line of a session buffer (filter "none": every entry), or nil.
 ---@return table|nil node, any err
 function M.entry_at_line(bufnr, line)
-  local result, err = M.request_sync(bufnr, 'pi/getTree', { previews = false })
+  local result, err = M.get_tree(bufnr, { previews = false })
   if err or not result then
     return nil, err
   end

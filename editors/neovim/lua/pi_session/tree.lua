@@ -7,7 +7,7 @@ local M = {}
 local ns = vim.api.nvim_create_namespace('pi_session_tree')
 local HEADER_LINES = 3
 
----@type table<integer, {source: integer, filter: string, rows: table<integer, table>, leaf_id: any}>
+---@type table<integer, {source: integer, filter: string, rows: table<integer, table>, leaf_id: any, generation?: integer}>
 local trees = {}
 
 local function one_line(text, max)
@@ -167,20 +167,25 @@ local function tree_params(state)
   return { filter = state.filter, form = 'flat', activeBranchFirst = true }
 end
 
---- Reload a tree buffer (synchronously when `sync`, e.g. right after opening it).
+--- Reload a tree buffer (synchronously when `sync`, e.g. right after opening it). The tree comes in
+--- pages (pi_session.get_tree); an older load that ends after a newer one is dropped.
 function M.refresh(buf, sync)
   local state = trees[buf]
   if not state then
     return
   end
   local session = require('pi_session')
+  state.generation = (state.generation or 0) + 1
+  local generation = state.generation
   if sync then
-    local result, err = session.request_sync(state.source, 'pi/getTree', tree_params(state))
+    local result, err = session.get_tree(state.source, tree_params(state))
     render(buf, result, err)
   else
-    session.request(state.source, 'pi/getTree', tree_params(state), function(err, result)
+    session.get_tree(state.source, tree_params(state), function(err, result)
       vim.schedule(function()
-        render(buf, result, err)
+        if trees[buf] == state and state.generation == generation then
+          render(buf, result, err)
+        end
       end)
     end)
   end

@@ -50,7 +50,7 @@ async function activated(options = {}) {
   state.documents.push(doc);
   state.activeTextEditor = { document: doc, selection: { active: { line: options.cursorLine ?? 0, character: 0 } } };
   state.responder = (method, params) => {
-    if (method === 'pi/getTree') return TREE;
+    if (method === 'pi/getTree') return options.getTree ? options.getTree(params) : TREE;
     if (method === 'pi/buildSessionContext') return CONTEXT;
     if (method === 'pi/branch') return { leafId: params.entryId };
     if (method === 'pi/append') return { id: 'new1' };
@@ -115,7 +115,7 @@ test('the tree view loads pi/getTree (flat, default filter) for the active sessi
   const { client, state, api, restore } = await activated();
   t.after(restore);
   const request = client.requests.find((r) => r.method === 'pi/getTree');
-  assert.deepEqual(request.params, { uri: SESSION_URI, filter: 'default', form: 'flat', activeBranchFirst: true });
+  assert.deepEqual(request.params, { uri: SESSION_URI, filter: 'default', form: 'flat', activeBranchFirst: true, offset: 0, limit: 50000 });
   assert.equal(state.treeViews[0].id, 'piSession.tree');
   const roots = api.tree.getChildren();
   assert.deepEqual(roots.map((r) => r.node.id), ['u1', 'a1']);
@@ -131,6 +131,76 @@ test('the tree view loads pi/getTree (flat, default filter) for the active sessi
   assert.match(leaf.description, /leaf/);
   assert.deepEqual(leaf.command.arguments, [SESSION_URI, 6]);
   assert.match(state.treeViews[0].description, /a\.jsonl · default/);
+});
+
+/**
+ * pi/getTree as the server pages it: at most `max` nodes per reply; without `limit` a result bigger
+ * than `max` is refused with -32011 TooLarge; with `offset`/`limit` the reply adds total/hasMore/nextOffset.
+ */
+function pagingServer(all, max, requests = []) {
+  return (params) => {
+    requests.push(params);
+    const total = all.nodes.length;
+    if (params.limit === undefined && params.offset === undefined) {
+      if (total > max) {
+        throw Object.assign(new Error(`The tree has ${total} nodes, more than the ${max} one reply may hold`), { code: -32011, data: { total, max } });
+      }
+      return all;
+    }
+    const offset = params.offset ?? 0;
+    const size = Math.min(params.limit ?? max, max);
+    const nodes = all.nodes.slice(offset, offset + size);
+    const following = offset + nodes.length;
+    const reply = { leafId: all.leafId, nodes, total, hasMore: following < total };
+    if (following < total) reply.nextOffset = following;
+    return reply;
+  };
+}
+
+test('the tree view joins pages: a server answering two nodes per reply gives the same tree', async (t) => {
+  const requests = [];
+  const { api, state, restore } = await activated({ getTree: pagingServer(TREE, 2, requests) });
+  t.after(restore);
+  assert.deepEqual(requests.map((p) => [p.offset, p.limit]), [[0, 50000], [2, 50000], [4, 50000]]);
+  assert.ok(requests.every((p) => p.filter === 'default' && p.form === 'flat' && p.activeBranchFirst === true));
+  assert.deepEqual(api.tree.nodes.map((n) => n.id), TREE.nodes.map((n) => n.id));
+  const roots = api.tree.getChildren();
+  assert.deepEqual(roots.map((r) => r.node.id), ['u1', 'a1']);
+  assert.deepEqual(api.tree.getChildren(roots[1]).map((r) => r.node.id), ['u2', 'u3']);
+  assert.match(api.tree.getTreeItem(roots[1]).description, /2 branches/);
+  const leafRow = api.tree.getChildren(api.tree.getChildren(roots[1])[1])[0];
+  assert.match(api.tree.getTreeItem(leafRow).description, /◀ leaf/);
+  assert.equal(state.treeViews[0].message, undefined);
+});
+
+test('a tree too big for one reply (TooLarge without limit) loads in pages, and entry commands find entries in later pages', async (t) => {
+  // 120,001 entries: a user/assistant chain whose last entry is the leaf; the server caps replies at 50,000
+  const count = 120001;
+  const nodes = [];
+  for (let i = 0; i < count; i++) {
+    nodes.push({
+      id: `e${i}`, parentId: i === 0 ? null : `e${i - 1}`, type: 'message', role: i % 2 ? 'assistant' : 'user',
+      preview: `m${i}`, line: i + 1, depth: i, isLeaf: i === count - 1, onLeafPath: true, isBranchPoint: false,
+    });
+  }
+  const big = { leafId: `e${count - 1}`, nodes };
+  const serve = pagingServer(big, 50000);
+  assert.throws(() => serve({ filter: 'default', form: 'flat' }), (e) => e.code === -32011 && e.data.total === count);
+  const requests = [];
+  const { api, client, state, restore } = await activated({ cursorLine: 100001, getTree: pagingServer(big, 50000, requests) });
+  t.after(restore);
+  assert.deepEqual(requests.map((p) => p.offset), [0, 50000, 100000]);
+  assert.equal(api.tree.nodes.length, count);
+  assert.equal(state.treeViews[0].message, undefined, 'no error in the view');
+  const roots = api.tree.getChildren();
+  assert.equal(roots.length, count); // one chain stays flat
+  assert.match(api.tree.getTreeItem(roots[count - 1]).description, /◀ leaf/);
+  // Show Context at the cursor (line 100001 = entry e100000, in the third page)
+  await state.commands.get('piSession.showContext')();
+  const lookups = requests.slice(3);
+  assert.deepEqual(lookups.map((p) => [p.offset, p.previews]), [[0, false], [50000, false], [100000, false]]);
+  assert.deepEqual(client.requests.find((r) => r.method === 'pi/buildSessionContext').params, { uri: SESSION_URI, leafId: 'e100000' });
+  assert.deepEqual(state.messages.error, []);
 });
 
 test('the filter picker re-requests the tree with the chosen mode', async (t) => {

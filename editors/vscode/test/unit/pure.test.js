@@ -10,6 +10,7 @@ const { loadExtension } = require('./stubs');
 const loaded = loadExtension(); // compiled modules that import vscode need the stub too
 const out = path.join(__dirname, '..', '..', 'out', 'src');
 const treeModel = require(path.join(out, 'treeModel.js'));
+const { fetchWholeTree, TREE_PAGE_SIZE } = require(path.join(out, 'treePages.js'));
 const serverCommand = require(path.join(out, 'serverCommand.js'));
 const { parseCheckOutput } = require(path.join(out, 'checkReport.js'));
 const { renderContextMarkdown } = require(path.join(out, 'contextMarkdown.js'));
@@ -186,4 +187,60 @@ test('leafMarker: on the leaf, else on the deepest shown node of the leaf path, 
   assert.deepEqual(treeModel.leafMarker([a, { ...b, isLeaf: true }, c], 'b').hidden, false);
   assert.deepEqual(treeModel.leafMarker([a, b, c], 'hidden-label'), { node: b, hidden: true });
   assert.equal(treeModel.leafMarker([a, b, c], null), undefined);
+});
+
+/** A pi/getTree stand-in over `nodes` that pages as the server does (at most `max` per reply). */
+function pager(nodes, max, { leafId = 'x', log = [] } = {}) {
+  return async ({ offset, limit }) => {
+    log.push([offset, limit]);
+    const list = typeof nodes === 'function' ? nodes(log.length) : nodes;
+    const page = list.slice(offset, offset + Math.min(limit, max));
+    const following = offset + page.length;
+    return { leafId, nodes: page, total: list.length, hasMore: following < list.length, ...(following < list.length ? { nextOffset: following } : {}) };
+  };
+}
+
+test('fetchWholeTree follows nextOffset while hasMore and joins the pages in order', async () => {
+  const nodes = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((id, i) => node(id, i));
+  const log = [];
+  const result = await fetchWholeTree(pager(nodes, 3, { log }), 3);
+  assert.deepEqual(log, [[0, 3], [3, 3], [6, 3]]);
+  assert.deepEqual(result.nodes.map((n) => n.id), ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+  assert.equal(result.leafId, 'x');
+  assert.equal(result.total, 7);
+  assert.equal(TREE_PAGE_SIZE, 50000);
+  // the server may cap a page below the asked limit: nextOffset is followed all the same
+  const capped = [];
+  assert.equal((await fetchWholeTree(pager(nodes, 2, { log: capped }))).nodes.length, 7);
+  assert.deepEqual(capped.map(([offset]) => offset), [0, 2, 4, 6]);
+});
+
+test('fetchWholeTree: a reply without paging fields is the whole tree; a stuck nextOffset or an empty page ends it', async () => {
+  const plain = await fetchWholeTree(async () => ({ leafId: null, nodes: [node('a', 0)] }));
+  assert.deepEqual(plain.nodes.map((n) => n.id), ['a']);
+  assert.equal(plain.leafId, null);
+  let calls = 0;
+  const stuck = await fetchWholeTree(async ({ offset }) => {
+    calls++;
+    return { leafId: null, nodes: [node(`n${offset}`, 0)], total: 5, hasMore: true, nextOffset: offset === 0 ? 1 : 1 };
+  });
+  assert.deepEqual(stuck.nodes.map((n) => n.id), ['n0', 'n1']);
+  assert.equal(calls, 2);
+  const nothing = await fetchWholeTree(async () => null);
+  assert.deepEqual(nothing, { leafId: null, nodes: [], total: 0 });
+});
+
+test('fetchWholeTree starts over when the session changed between pages, and gives up starting over after a few tries', async () => {
+  const before = ['a', 'b', 'c', 'd'].map((id, i) => node(id, i));
+  const after = ['a', 'b', 'c', 'd', 'e'].map((id, i) => node(id, i));
+  const log = [];
+  // the second request already sees the grown session: the first page is stale, so it starts over
+  const result = await fetchWholeTree(pager((n) => (n === 1 ? before : after), 2, { log }), 2);
+  assert.deepEqual(log.map(([offset]) => offset), [0, 2, 0, 2, 4]);
+  assert.deepEqual(result.nodes.map((n) => n.id), ['a', 'b', 'c', 'd', 'e']);
+  // a session that changes between every two requests: after 3 restarts the pages are joined as they come
+  const churn = [];
+  const grown = await fetchWholeTree(pager((n) => Array.from({ length: 3 + n }, (_, i) => node(`n${i}`, i)), 2, { log: churn }), 2);
+  assert.equal(churn.filter(([offset]) => offset === 0).length, 4);
+  assert.ok(grown.nodes.length >= 4);
 });

@@ -1,0 +1,109 @@
+"""The fast paths of getTree and of the walk to the root agree with the general algorithms.
+
+``build_tree`` builds pi's usual files (unique ids, parents first) in one pass and falls back to the
+reference's two passes for anything else; ``walk_to_root`` skips the visited set unless the walk
+outlasts the number of entries. Random entry lists with duplicate ids, forward and missing parents,
+self-parents and cycles must give the same result either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_session_server.format.entry import Entry
+from pi_session_server.session.context import _walk_to_root_remembering, walk_to_root
+from pi_session_server.session.tree import _build_any_order, build_tree, preorder
+
+IDS = ["a", "b", "c", "d", "e", "f"]
+
+
+@st.composite
+def entry_lists(draw: Any) -> list[Entry]:
+    count = draw(st.integers(0, 12))
+    values = []
+    for n in range(count):
+        entry_id = draw(st.sampled_from(IDS + [f"u{n}"] * 4))  # mostly unique, some shared
+        parent = draw(st.sampled_from([None, None, "a", "b", "c", "missing", *[f"u{k}" for k in range(n)]]))
+        values.append(
+            {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": f"2026-01-01T00:00:{n % 7:02d}.000Z",
+            }
+        )
+    return [Entry.of(v) for v in values]
+
+
+def shape(roots: list[Any]) -> list[tuple[int, int]]:
+    return [(depth, id(node.entry)) for depth, node in preorder(roots)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(entry_lists())
+def test_build_tree_matches_the_two_pass_algorithm(entries: list[Entry]):
+    fast = build_tree(entries, {}, {})
+    general, _nodes = _build_any_order(entries)
+    assert shape(fast) == shape(general)
+
+
+def test_a_linear_file_takes_the_one_pass_path_and_sorts_branch_points():
+    values = [
+        {"type": "message", "id": "r", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z"},
+        {"type": "message", "id": "late", "parentId": "r", "timestamp": "2026-01-01T00:00:09.000Z"},
+        {"type": "message", "id": "early", "parentId": "r", "timestamp": "2026-01-01T00:00:01.000Z"},
+    ]
+    roots = build_tree([Entry.of(v) for v in values], {"late": "L"}, {})
+    assert [c.entry.id for c in roots[0].children] == ["early", "late"]
+    assert roots[0].children[1].label == "L"
+
+
+@settings(max_examples=400, deadline=None)
+@given(entry_lists(), st.data())
+def test_walk_to_root_matches_the_remembering_walk(entries: list[Entry], data: Any):
+    if not entries:
+        return
+    index = {e.id: e for e in entries}
+    start = data.draw(st.sampled_from(entries))
+    assert [id(e) for e in walk_to_root(start, index)] == [
+        id(e) for e in _walk_to_root_remembering(start, index)
+    ]
+
+
+def forward_settings(path: list[Entry]) -> tuple[Any, Any]:
+    """§16.4 as the reference writes it: every setting in path order, the last one wins."""
+    thinking_level: Any = "off"
+    model: Any = None
+    for e in path:
+        if e.type == "message" and e.model_ref is not None:
+            model = {"provider": e.model_ref[0], "modelId": e.model_ref[1]}
+        elif e.type == "thinking_level_change":
+            thinking_level = e.value["thinkingLevel"]
+        elif e.type == "model_change":
+            model = {"provider": e.value["provider"], "modelId": e.value["modelId"]}
+    return thinking_level, model
+
+
+SETTING_VALUES = st.sampled_from(
+    [
+        {"type": "message", "message": {"role": "assistant", "provider": "p1", "model": "m1"}},
+        {"type": "message", "message": {"role": "user", "content": "x"}},
+        {"type": "message", "message": "not an object"},
+        {"type": "thinking_level_change", "thinkingLevel": "high"},
+        {"type": "thinking_level_change", "thinkingLevel": "low"},
+        {"type": "model_change", "provider": "p2", "modelId": "m2"},
+        {"type": "custom", "customType": "c"},
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SETTING_VALUES, max_size=12))
+def test_context_settings_read_backwards_equal_the_forward_rule(values: list[dict[str, Any]]):
+    from pi_session_server.session.context import context_settings
+
+    path = [Entry.of(dict(v, id=str(n))) for n, v in enumerate(values)]
+    assert context_settings(path) == forward_settings(path)

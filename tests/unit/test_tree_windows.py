@@ -1,0 +1,139 @@
+"""pi/getTree's windows (``rootId``, ``depth``, ``offset``/``limit``) and its size limit, on the pure
+tree functions: pages concatenate to the whole result, subtrees are cut-outs of it, the flat form
+encoded one node at a time is the JSON of the whole result, and results past the maximum are refused.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from test_protocol_tree_filters import EXAMPLE, random_session
+
+from pi_session_server.server.tree_view import (
+    FILTERS,
+    RootNotFoundError,
+    TreeTooLargeError,
+    TreeWindow,
+    encode_flat_tree_view,
+    tree_view,
+)
+from pi_session_server.server.wire import encode_json
+from pi_session_server.session import SessionManager
+
+VIEWS = [
+    {"mode": mode, "active_branch_first": first, "search": search}
+    for mode in FILTERS
+    for first in (False, True)
+    for search in (None, "cache")
+]
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> list[SessionManager]:
+    directory = tmp_path_factory.mktemp("trees")
+    rng = random.Random(20261130)
+    managers = [SessionManager.open(str(EXAMPLE), read_only=True)]
+    for i in range(8):
+        path = directory / f"random-{i}.jsonl"
+        random_session(rng, path)
+        managers.append(SessionManager.open(str(path)))
+    return managers
+
+
+def view(m: SessionManager, **options: Any) -> dict[str, Any]:
+    return tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, previews=False, **options)
+
+
+def pages(m: SessionManager, size: int, **options: Any) -> list[dict[str, Any]]:
+    nodes, offset = [], 0
+    while True:
+        page = view(m, window=TreeWindow(offset=offset, limit=size, paged=True), **options)
+        assert len(page["nodes"]) <= size
+        nodes.extend(page["nodes"])
+        if not page["hasMore"]:
+            assert "nextOffset" not in page and page["total"] == len(nodes)
+            return nodes
+        offset = page["nextOffset"]
+
+
+@pytest.mark.parametrize("options", VIEWS, ids=lambda o: "-".join(map(str, o.values())))
+def test_pages_concatenate_to_the_whole_flat_result(sessions: list[SessionManager], options: dict) -> None:
+    for m in sessions:
+        whole = view(m, **options)["nodes"]
+        for size in (1, 4, 1000):
+            assert pages(m, size, **options) == whole
+
+
+@pytest.mark.parametrize("options", VIEWS[::5], ids=lambda o: "-".join(map(str, o.values())))
+def test_the_flat_form_encoded_node_by_node_is_the_json_of_the_whole_result(
+    sessions: list[SessionManager], options: dict
+) -> None:
+    for m in sessions:
+        for window in (TreeWindow(), TreeWindow(offset=3, limit=5, paged=True), TreeWindow(depth=2)):
+            expected = tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, window=window, **options)
+            encoded = encode_flat_tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, window=window, **options)
+            assert encoded == encode_json(expected)
+
+
+def test_a_subtree_is_a_cut_out_of_the_whole_result(sessions: list[SessionManager]) -> None:
+    for m in sessions:
+        whole = view(m, mode="default")["nodes"]
+        position = {n["id"]: i for i, n in enumerate(whole)}
+        for top in whole[:: max(1, len(whole) // 5)]:
+            sub = view(m, mode="default", window=TreeWindow(root_id=top["id"]))["nodes"]
+            start = position[top["id"]]
+            expected = whole[start : start + len(sub)]
+            assert [n["id"] for n in sub] == [n["id"] for n in expected]
+            assert [n["depth"] + top["depth"] for n in sub] == [n["depth"] for n in expected]
+            assert sub[0]["visibleParentId"] is None
+            assert [n["childIds"] for n in sub] == [n["childIds"] for n in expected]
+            follows = whole[start + len(sub)] if start + len(sub) < len(whole) else None
+            assert follows is None or follows["depth"] <= top["depth"]  # the whole subtree, no more
+
+
+def test_depth_keeps_the_top_levels_only(sessions: list[SessionManager]) -> None:
+    for m in sessions:
+        whole = view(m)["nodes"]
+        for depth in (0, 1, 3):
+            flat = view(m, window=TreeWindow(depth=depth))["nodes"]
+            assert flat == [n for n in whole if n["depth"] <= depth]
+            nested = view(m, form="nested", window=TreeWindow(depth=depth))["nodes"]
+            stack, count = list(nested), 0
+            while stack:
+                node = stack.pop()
+                count += 1
+                if node["depth"] == depth:
+                    assert node["children"] == []
+                    assert node.get("childrenOmitted", False) is bool(
+                        next(n for n in whole if n["id"] == node["id"])["childIds"]
+                    )
+                stack.extend(node["children"])
+            assert count == len(flat)
+
+
+def test_results_past_the_maximum_are_refused_unless_paged(sessions: list[SessionManager]) -> None:
+    m = sessions[0]
+    total = len(view(m)["nodes"])
+    assert len(view(m, max_nodes=total)["nodes"]) == total
+    for form in ("flat", "nested"):
+        with pytest.raises(TreeTooLargeError) as refused:
+            view(m, form=form, max_nodes=total - 1)
+        assert refused.value.total == total and refused.value.max_nodes == total - 1
+    page = view(m, max_nodes=10, window=TreeWindow(limit=25, paged=True))
+    assert len(page["nodes"]) == 10 and page["nextOffset"] == 10 and page["total"] == total
+    assert len(view(m, max_nodes=10, window=TreeWindow(depth=0))["nodes"]) == 1
+
+
+def test_an_unknown_root_is_refused(sessions: list[SessionManager]) -> None:
+    with pytest.raises(RootNotFoundError, match="Entry nope not found"):
+        view(sessions[0], window=TreeWindow(root_id="nope"))
+
+
+def test_a_hidden_root_shows_its_shown_descendants_as_tops() -> None:
+    m = SessionManager.open(str(EXAMPLE), read_only=True)
+    whole = view(m)["nodes"]
+    model_change = whole[0]["id"]  # hidden in the user-only mode
+    tops = view(m, mode="user-only", window=TreeWindow(root_id=model_change))["nodes"]
+    assert tops == view(m, mode="user-only")["nodes"]
