@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +47,7 @@ from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
+from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsjson import parse_bytes
 
 logger = logging.getLogger(__name__)
@@ -304,7 +305,10 @@ class LanguageFeatures:
             if job.stale:
                 return
             try:
-                with _gc_paused():
+                # No cyclic GC meanwhile: a full collection holds the GIL while it walks the heap,
+                # and the millions of objects an analysis allocates would stop the event loop for
+                # up to a second each time (the loop's ``_warm`` settles them once, later).
+                with gc_paused():
                     draft, published = analyse()
             except Exception:
                 logger.exception("analysing %s on the worker thread failed", state.uri)
@@ -872,20 +876,6 @@ def json_string_bytes(token: Any) -> bytes | None:
     if len(raw) < 2 or raw[0] != 0x22 or raw[-1] != 0x22 or _SPECIAL_ESCAPE.search(raw) is not None:
         return None
     return codecs.escape_decode(raw[1:-1])[0]  # type: ignore[attr-defined,no-any-return]
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection meanwhile. A full collection holds the GIL while it walks the
-    heap: with the millions of objects an analysis allocates, the collections it would trigger
-    stop the event loop for up to a second each (the loop's ``_warm`` settles them once, later)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 async def _wait_for(future: asyncio.Future[Any]) -> Any:
