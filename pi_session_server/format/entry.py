@@ -20,7 +20,7 @@ import msgspec
 
 from ..errors import StaleFileError
 from .jsjson import dumps, parse_bytes
-from .jsvalue import ABSENT, strict_equal
+from .jsvalue import ABSENT, as_js_number, strict_equal
 
 
 class LineSource(Protocol):
@@ -32,18 +32,6 @@ class LineSource(Protocol):
 
 
 _ENVELOPE_KEYS = ("type", "id", "parentId", "timestamp")
-_MAX_SAFE = 2**53
-
-
-def js_number(value: Any) -> Any:
-    """An envelope value as ``JSON.parse`` holds it: integers beyond 2**53 become the double they
-    round to (msgspec and our exact parser keep them exact)."""
-    if type(value) is int and not -_MAX_SAFE <= value <= _MAX_SAFE:
-        try:
-            return float(value)
-        except OverflowError:
-            return float("inf") if value > 0 else float("-inf")
-    return value
 
 
 class MessageHead(msgspec.Struct, gc=False):
@@ -129,7 +117,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
         head = self.message
         if head is None or self.type != "message":
             return ABSENT
-        return js_number(head.role)
+        return as_js_number(head.role)
 
     @property
     def model_ref(self) -> tuple[Any, Any] | None:
@@ -137,14 +125,14 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
         head = self.message
         if head is None or self.type != "message" or head.role != "assistant":
             return None
-        return js_number(head.provider), js_number(head.model)
+        return as_js_number(head.provider), as_js_number(head.model)
 
     @property
     def aux(self) -> tuple[Any, Any] | None:
         """(targetId, label) of a label entry."""
         if self.type != "label":
             return None
-        return js_number(self.targetId), js_number(self.label)
+        return as_js_number(self.targetId), as_js_number(self.label)
 
     # -- body -------------------------------------------------------------------------------
 

@@ -106,10 +106,18 @@ def index_key(value: Any) -> Any:
     if t is bool:
         return ("bool", value)
     if t is int:
-        return ("num", value if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER else _nearest_double(value))
+        return ("num", as_js_number(value))
     if t is float:
         return ("num", value) if value == value else ("num", "NaN")
     return ("obj", id(value))
+
+
+def as_js_number(value: Any) -> Any:
+    """A JSON value as JS holds it: an ``int`` beyond 2**53 (msgspec and our exact parser keep it
+    exact) becomes its nearest double; anything else is itself."""
+    if type(value) is int and not -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
+        return _nearest_double(value)
+    return value
 
 
 def _nearest_double(n: int) -> float:

@@ -20,10 +20,10 @@ from typing import Any
 import msgspec
 
 from ..errors import StaleFileError
-from .entry import ENVELOPE_DECODER, Entry, js_number
+from .entry import ENVELOPE_DECODER, Entry
 from .jsjson import JsonSyntaxError, parse, parse_bytes
 from .jstext import is_js_blank
-from .jsvalue import ABSENT
+from .jsvalue import ABSENT, as_js_number
 from .readahead import ChunkReader
 
 # Small enough that a chunk is still in the CPU cache when msgspec reads it after the kernel's copy
@@ -272,14 +272,13 @@ def _scan_entry_lines(
                 try:
                     entry = decode(view[i:j])
                 except decode_errors:
-                    found = _entry_from_line(line_no, offset, bytes(view[i:j]), length, source)
+                    found = _undecodable_line(line_no, offset, bytes(view[i:j]), source)
                     if type(found) is Entry:
                         entries.append(found)
                     elif found is not None:
                         problems.append(found)  # type: ignore[arg-type]
                 else:
-                    # The fields below the envelope are ours, whatever the line said. (_add_line
-                    # does the same for the rare line across chunks; inlined here: it runs per line.)
+                    # _placed(), inlined: this runs once per line
                     entry.line = line_no
                     entry.offset = offset
                     entry.length = length
@@ -346,42 +345,39 @@ def _add_line(
     keep_bytes: bool,
 ) -> None:
     """One line outside the hot loop (one that ran across chunks)."""
-    try:
-        entry = _decode_envelope(line)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        found = _entry_from_line(line_no, offset, bytes(line), len(line), source)
-        if type(found) is Entry:
-            entries.append(found)
-        elif found is not None:
-            problems.append(found)  # type: ignore[arg-type]
-        return
-    entry.line = line_no
-    entry.offset = offset
-    entry.length = len(line)
-    entry._value = ABSENT
-    entry._source = source
-    entry._raw = bytes(line) if keep_bytes else None
-    _normalize_numbers(entry)
-    entries.append(entry)
+    found = _entry_from_line(line_no, offset, line, len(line), source, keep_bytes)
+    if type(found) is Entry:
+        entries.append(found)
+    elif found is not None:
+        problems.append(found)  # type: ignore[arg-type]
 
 
 def _entry_from_line(
-    line_no: int, offset: int, data: bytes, length: int, source: Any
+    line_no: int, offset: int, data: bytes | memoryview, length: int, source: Any, keep_bytes: bool = False
 ) -> Entry | LineProblem | None:
     """The lazy entry of one line: its envelope decoded (bodies skipped), or why it is not an entry."""
     try:
         entry = _decode_envelope(data)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        pass
-    else:
-        entry.line = line_no
-        entry.offset = offset
-        entry.length = length
-        entry._value = ABSENT
-        entry._source = source
-        entry._raw = None
-        _normalize_numbers(entry)
-        return entry
+        return _undecodable_line(line_no, offset, bytes(data), source)
+    return _placed(entry, line_no, offset, length, source, bytes(data) if keep_bytes else None)
+
+
+def _placed(entry: Entry, line_no: int, offset: int, length: int, source: Any, raw: bytes | None) -> Entry:
+    """The fields below the envelope are ours, whatever the line said."""
+    entry.line = line_no
+    entry.offset = offset
+    entry.length = length
+    entry._value = ABSENT
+    entry._source = source
+    entry._raw = raw
+    _normalize_numbers(entry)
+    return entry
+
+
+def _undecodable_line(line_no: int, offset: int, data: bytes, source: Any) -> Entry | LineProblem | None:
+    """A line the envelope decoder rejected: not an entry (why), blank, or valid JSON msgspec would
+    not take."""
     raw = classify_line(line_no, offset, data)
     if raw.kind == "blank":
         return None
@@ -389,17 +385,17 @@ def _entry_from_line(
         return problem_for(raw)
     # Valid JSON that msgspec would not take (lone surrogates, huge numbers, deep nesting, bad UTF-8):
     # decoding it again would take the slow exact parser, so hold it unless it is really large.
-    entry = Entry.of(raw.value, source=source, line=line_no, offset=offset, length=length)
-    if length > SLOW_HOLD_LIMIT:
+    entry = Entry.of(raw.value, source=source, line=line_no, offset=offset, length=len(data))
+    if len(data) > SLOW_HOLD_LIMIT:
         entry._value = ABSENT  # keep memory bounded: re-read on demand
     return entry
 
 
 def _normalize_numbers(entry: Entry) -> None:
     """Envelope numbers as JSON.parse holds them (rare: ids and timestamps are strings in pi's files)."""
-    entry.id = js_number(entry.id)
-    entry.parent_id = js_number(entry.parent_id)
-    entry.timestamp = js_number(entry.timestamp)
+    entry.id = as_js_number(entry.id)
+    entry.parent_id = as_js_number(entry.parent_id)
+    entry.timestamp = as_js_number(entry.timestamp)
 
 
 class FileLineSource:

@@ -139,12 +139,8 @@ class PiSessionServer(LanguageServer):
                 loop = asyncio.get_running_loop()
                 return await loop.run_in_executor(self.thread_pool, job)
             return job()
-        except PiSessionError as error:
-            raise rpc_errors.from_library_error(error) from error
-        except rpc_errors.PiRpcError:
-            raise
-        except OSError as error:
-            raise rpc_errors.from_os_error(error, "open", getattr(error, "filename", None)) from error
+        except (PiSessionError, OSError) as error:
+            raise rpc_errors.from_job_failure(error) from error
 
     async def resolve(self, p: SessionParams) -> Slot:
         """The slot a request addresses: ``session`` handle, or ``uri`` (opened on demand)."""
@@ -234,12 +230,8 @@ class PiSessionServer(LanguageServer):
             if convert is not None:
                 value = convert(value, slot)
             return msgspec.Raw(encode_result(value))
-        except PiSessionError as error:
-            raise rpc_errors.from_library_error(error) from error
-        except rpc_errors.PiRpcError:
-            raise
-        except OSError as error:
-            raise rpc_errors.from_os_error(error, "open", getattr(error, "filename", None)) from error
+        except (PiSessionError, OSError) as error:
+            raise rpc_errors.from_job_failure(error) from error
         finally:
             self.report_foreign_writes(slot)
 

@@ -109,3 +109,11 @@ def from_library_error(error: lib_errors.PiSessionError) -> PiRpcError:
 
 def from_os_error(error: OSError, syscall: str, path: str | None) -> PiRpcError:
     return from_library_error(lib_errors.fs_error_from_oserror(error, syscall, path))
+
+
+def from_job_failure(error: lib_errors.PiSessionError | OSError) -> PiRpcError:
+    """The reply for what a session job raised: a library error, or an OSError it let through
+    (reported as Node would report a failed open of the file it names)."""
+    if isinstance(error, lib_errors.PiSessionError):
+        return from_library_error(error)
+    return from_os_error(error, "open", getattr(error, "filename", None))
