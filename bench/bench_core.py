@@ -107,11 +107,23 @@ def run_reference(
 
 
 def median_run(fn, repeat: int) -> dict:
-    runs = [fn() for _ in range(repeat)]
-    best = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
-    best["all_seconds"] = [round(r["seconds"], 3) for r in runs]
-    best["rss"] = max(r["rss"] for r in runs)
-    return best
+    return median_runs([fn], repeat)[0]
+
+
+def median_runs(fns: list, repeat: int) -> list[dict]:
+    """The median run of each of ``fns``, run in turn (ours, reference, ours, ...): this machine's
+    speed drifts over seconds, and interleaving gives both sides the same slow and fast moments."""
+    runs: list[list[dict]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, into in zip(fns, runs, strict=True):
+            into.append(fn())
+    medians = []
+    for side in runs:
+        best = sorted(side, key=lambda r: r["seconds"])[len(side) // 2]
+        best["all_seconds"] = [round(r["seconds"], 3) for r in side]
+        best["rss"] = max(r["rss"] for r in side)
+        medians.append(best)
+    return medians
 
 
 def main() -> int:
@@ -143,8 +155,13 @@ def main() -> int:
         path = work / f"session-{size}mb{'-images' if images else ''}.jsonl"
         if not path.exists():
             generate(path, size, images=images, seed=size)
-        ours = median_run(lambda p=path: run_ours(p, "full"), args.repeat)
-        ref = median_run(lambda p=path: run_reference(module, p, "full"), args.repeat) if module else None
+        if module:
+            ours, ref = median_runs(
+                [lambda p=path: run_ours(p, "full"), lambda p=path: run_reference(module, p, "full")],
+                args.repeat,
+            )
+        else:
+            ours, ref = median_run(lambda p=path: run_ours(p, "full"), args.repeat), None
         label = f"{path.stat().st_size / 1e6:.0f} MB" + (" img" if images else "")
         if ref:
             assert ours["messages"] == ref["messages"] and ours["entries"] == ref["entries"], (ours, ref)

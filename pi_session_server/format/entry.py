@@ -14,7 +14,7 @@ as an empty mapping and :attr:`Entry.value` returns it unchanged.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
@@ -34,10 +34,49 @@ class LineSource(Protocol):
 _ENVELOPE_KEYS = ("type", "id", "parentId", "timestamp")
 
 
+# The entry types and message roles pi 0.86.1 writes. Declared as Literals so that msgspec hands
+# out one shared string per value instead of a new one per line (two allocations less per entry);
+# a line with any other type or role is decoded again by OPEN_ENVELOPE_DECODER.
+KnownType = Literal[
+    "session",
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+    "usage",
+]
+KnownRole = Literal[
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "branchSummary",
+    "compactionSummary",
+    "system",
+]
+
+
+if TYPE_CHECKING:
+    NotFromJson = Any
+else:
+
+    class NotFromJson:
+        """The declared type of Entry's own fields: msgspec cannot decode any JSON value into it,
+        so a line carrying a member named like one of them is rejected by ENVELOPE_DECODER (and
+        read by the open decoder, which ignores such members) instead of setting the field. The
+        scanner can then leave these fields at their defaults instead of resetting every line's."""
+
+
 class MessageHead(msgspec.Struct, gc=False):
     """The part of ``entry.message`` the index and the context settings need."""
 
-    role: Any = ABSENT
+    role: KnownRole = ABSENT
     provider: Any = ABSENT
     model: Any = ABSENT
 
@@ -52,7 +91,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     (``gc=False``: an Entry never references anything that references it back.)
     """
 
-    type: Any = ABSENT
+    type: KnownType = ABSENT  # any JSON value once decoded (see OPEN_ENVELOPE_DECODER)
     id: Any = ABSENT
     parent_id: Any = ABSENT
     timestamp: Any = ABSENT
@@ -62,9 +101,9 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     line: Any = -1
     offset: Any = -1
     length: Any = 0
-    _value: Any = ABSENT
-    _raw: Any = None
-    _source: Any = None
+    _value: NotFromJson = ABSENT
+    _raw: NotFromJson = None
+    _source: NotFromJson = None
 
     __hash__ = object.__hash__
 
@@ -267,8 +306,44 @@ def message_head(message: Any) -> tuple[Any, tuple[Any, Any] | None]:
 Mapping.register(Entry)  # a read-only mapping of the JSON object (Structs cannot subclass Mapping)
 
 # Decodes a line into its Entry, envelope fields only: msgspec validates the whole line but skips
-# every other member without building it.
+# every other member without building it. Lines of a type or role pi 0.86.1 does not write fail
+# its validation; decode_open_envelope takes those.
 ENVELOPE_DECODER = msgspec.json.Decoder(Entry)
+
+
+class _OpenMessageHead(msgspec.Struct, gc=False):
+    role: Any = ABSENT
+    provider: Any = ABSENT
+    model: Any = ABSENT
+
+
+class _OpenEnvelope(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
+    type: Any = ABSENT
+    id: Any = ABSENT
+    parent_id: Any = ABSENT
+    timestamp: Any = ABSENT
+    message: _OpenMessageHead | None = None
+    targetId: Any = ABSENT  # noqa: N815 - the JSON key
+    label: Any = ABSENT
+
+
+_decode_open = msgspec.json.Decoder(_OpenEnvelope).decode
+
+
+def decode_open_envelope(data: Any) -> Entry:
+    """The Entry of a line whose type or role is not one of pi 0.86.1's (newer pi releases add
+    them; they must read like any other). Raises what msgspec raises for anything else it rejects."""
+    found = _decode_open(data)
+    head = found.message
+    return Entry(
+        found.type,
+        found.id,
+        found.parent_id,
+        found.timestamp,
+        None if head is None else MessageHead(head.role, head.provider, head.model),
+        found.targetId,
+        found.label,
+    )
 
 
 def wrap(value: Any) -> Entry:

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from ..errors import StaleFileError
-from .entry import ENVELOPE_DECODER, Entry
+from .entry import ENVELOPE_DECODER, Entry, decode_open_envelope
 from .jsjson import JsonSyntaxError, parse, parse_bytes
 from .jstext import is_js_blank
 from .jsvalue import ABSENT, as_js_number
@@ -150,6 +150,27 @@ def problem_for(raw: RawLine) -> LineProblem:
     )
 
 
+@dataclass(slots=True)
+class IdIndex:
+    """What a scan notes for the session's id index while each entry is in hand (a second pass
+    over tens of thousands of entries costs more than a dict store per line): entries by id, a
+    later line replacing an earlier one with the same id, and the entries that are not messages,
+    in file order. ``complete`` is False once some entry's id was not a string: the caller then
+    indexes the entries itself."""
+
+    by_id: dict[str, Entry] = field(default_factory=dict)
+    non_messages: list[Entry] = field(default_factory=list)
+    complete: bool = True
+
+    def add(self, entry: Entry) -> None:
+        if entry.type != "message":
+            self.non_messages.append(entry)
+        if type(entry.id) is str:
+            self.by_id[entry.id] = entry
+        else:
+            self.complete = False
+
+
 @dataclass
 class ScanResult:
     """What a lazy scan of (part of) a file found."""
@@ -162,6 +183,7 @@ class ScanResult:
     end: int = 0  # byte offset just after the last complete ("\n"-terminated) line
     tail: bytes = b""  # an unterminated final line (not yet an entry when scanning incrementally)
     size: int = 0  # bytes read in total
+    index: IdIndex = field(default_factory=IdIndex)  # of ``entries`` (scans after the header only)
 
 
 def scan_entries(
@@ -186,6 +208,7 @@ def scan_entries(
     if have_header:
         return _scan_entry_lines(fd, source, start, first_line, include_tail, end, on_progress, keep_bytes)
     result = ScanResult(end=start)
+    result.index.complete = False  # this path leaves the index to the caller
     need_header = not have_header
     total = end if end is not None else os.fstat(fd).st_size
     next_report = start + PROGRESS_STEP if on_progress is not None else -1
@@ -241,13 +264,16 @@ def _scan_entry_lines(
     result = ScanResult(end=start)
     entries = result.entries
     problems = result.problems
+    index = result.index  # IdIndex.add(), inlined in the loop below
+    by_id = index.by_id
+    non_messages = index.non_messages
     total = end if end is not None else os.fstat(fd).st_size
     decode = _decode_envelope
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
-    absent = ABSENT
     base = start  # file offset of the current chunk's first byte
     line_no = first_line
     carried_from = -1  # file offset of a line that began in an earlier chunk and is not finished
+    previous_id: Any = None  # id of the last line decoded here
     long_lines = _LongLines(fd)
     reader = ChunkReader(fd, start, end, CHUNK_SIZE, total)
     for buf, fill in reader:
@@ -258,7 +284,7 @@ def _scan_entry_lines(
             j = find(b"\n", 0, fill)
             if j >= 0:
                 line = long_lines.read(carried_from, base + j - carried_from)
-                _add_line(entries, problems, line, line_no, carried_from, source, keep_bytes)
+                _add_line(result, line, line_no, carried_from, source, keep_bytes)
                 line_no += 1
                 i = j + 1
                 carried_from = -1
@@ -271,26 +297,40 @@ def _scan_entry_lines(
                 offset = base + i
                 try:
                     entry = decode(view[i:j])
-                except decode_errors:
-                    found = _undecodable_line(line_no, offset, bytes(view[i:j]), source)
+                except decode_errors as err:
+                    found = _undecodable_line(line_no, offset, bytes(view[i:j]), source, err, keep_bytes)
                     if type(found) is Entry:
                         entries.append(found)
+                        index.add(found)
                     elif found is not None:
                         problems.append(found)  # type: ignore[arg-type]
                 else:
-                    # _placed(), inlined: this runs once per line
+                    # _placed(), inlined: this runs once per line. (_value and _raw are at their
+                    # defaults: a line cannot set them, see entry.NotFromJson.)
                     entry.line = line_no
                     entry.offset = offset
                     entry.length = length
-                    entry._value = absent
                     entry._source = source
-                    entry._raw = bytes(view[i:j]) if keep_bytes else None
-                    if (
-                        type(entry.id) is not str
-                        or type(entry.parent_id) is not str
-                        or type(entry.timestamp) is not str
-                    ):
+                    if keep_bytes:
+                        entry._raw = bytes(view[i:j])
+                    entry_id = entry.id
+                    parent_id = entry.parent_id
+                    if type(entry_id) is str and type(parent_id) is str and type(entry.timestamp) is str:
+                        if parent_id == previous_id:
+                            # Most lines answer the line before: one string object for both ids
+                            # saves memory, and later lookups of this parentId match by identity.
+                            entry.parent_id = previous_id
+                        by_id[entry_id] = entry
+                        previous_id = entry_id
+                    else:
                         _normalize_numbers(entry)
+                        previous_id = entry.id
+                        if type(previous_id) is str:
+                            by_id[previous_id] = entry
+                        else:
+                            index.complete = False
+                    if entry.type != "message":
+                        non_messages.append(entry)
                     entries.append(entry)
                 line_no += 1
                 i = j + 1
@@ -310,7 +350,7 @@ def _scan_entry_lines(
         if tail:
             result.tail = tail
             if include_tail:
-                _add_line(entries, problems, memoryview(tail), line_no, carried_from, source, False)
+                _add_line(result, memoryview(tail), line_no, carried_from, source, False)
                 result.lines += 1
     return result
 
@@ -336,20 +376,15 @@ class _LongLines:
 
 
 def _add_line(
-    entries: list[Entry],
-    problems: list[LineProblem],
-    line: memoryview,
-    line_no: int,
-    offset: int,
-    source: Any,
-    keep_bytes: bool,
+    result: ScanResult, line: memoryview, line_no: int, offset: int, source: Any, keep_bytes: bool
 ) -> None:
     """One line outside the hot loop (one that ran across chunks)."""
     found = _entry_from_line(line_no, offset, line, len(line), source, keep_bytes)
     if type(found) is Entry:
-        entries.append(found)
+        result.entries.append(found)
+        result.index.add(found)
     elif found is not None:
-        problems.append(found)  # type: ignore[arg-type]
+        result.problems.append(found)  # type: ignore[arg-type]
 
 
 def _entry_from_line(
@@ -358,8 +393,8 @@ def _entry_from_line(
     """The lazy entry of one line: its envelope decoded (bodies skipped), or why it is not an entry."""
     try:
         entry = _decode_envelope(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return _undecodable_line(line_no, offset, bytes(data), source)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as err:
+        return _undecodable_line(line_no, offset, bytes(data), source, err, keep_bytes)
     return _placed(entry, line_no, offset, length, source, bytes(data) if keep_bytes else None)
 
 
@@ -375,9 +410,23 @@ def _placed(entry: Entry, line_no: int, offset: int, length: int, source: Any, r
     return entry
 
 
-def _undecodable_line(line_no: int, offset: int, data: bytes, source: Any) -> Entry | LineProblem | None:
-    """A line the envelope decoder rejected: not an entry (why), blank, or valid JSON msgspec would
-    not take."""
+def _undecodable_line(
+    line_no: int,
+    offset: int,
+    data: bytes,
+    source: Any,
+    error: BaseException | None = None,
+    keep_bytes: bool = False,
+) -> Entry | LineProblem | None:
+    """A line the envelope decoder rejected: a type or role it does not know, not an entry (why),
+    blank, or valid JSON msgspec would not take."""
+    if isinstance(error, msgspec.ValidationError):
+        try:
+            entry = decode_open_envelope(data)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            pass
+        else:
+            return _placed(entry, line_no, offset, len(data), source, data if keep_bytes else None)
     raw = classify_line(line_no, offset, data)
     if raw.kind == "blank":
         return None

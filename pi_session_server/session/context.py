@@ -6,6 +6,8 @@ the model and thinking level come from envelopes and small held entries.
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import attrgetter, indexOf
 from typing import Any
 
 from ..format.dates import ms
@@ -16,9 +18,16 @@ from .fields import build_index, field, id_of, model_ref_of, parent_of, role_of,
 
 
 def build_session_path(
-    entries: list[Any], leaf_id: Any = ABSENT, by_id: dict[Any, Any] | None = None
+    entries: list[Any],
+    leaf_id: Any = ABSENT,
+    by_id: dict[Any, Any] | None = None,
+    *,
+    plain_index: bool | None = None,
 ) -> list[Any]:
-    """The path from the root to the leaf (§16.1), with D1: a parent cycle ends the walk."""
+    """The path from the root to the leaf (§16.1), with D1: a parent cycle ends the walk.
+
+    ``plain_index``: what :func:`is_plain_index` says of ``by_id``, when the caller knows it.
+    """
     index = by_id if by_id is not None else build_index(entries)
     if leaf_id is None:
         return []
@@ -29,16 +38,31 @@ def build_session_path(
         if not entries:
             return []
         leaf = entries[-1]
-    return walk_to_root(leaf, index)
+    return walk_to_root(leaf, index, plain_index=plain_index)
 
 
-def walk_to_root(start: Any, index: dict[Any, Any]) -> list[Any]:
+def is_plain_index(index: dict[Any, Any]) -> bool:
+    """Is every key a non-empty string? (pi's own files: ids are 8 hex digits.)
+
+    Then looking a parentId up as it is gives the reference's answer for any parentId: an empty,
+    null or non-string one finds nothing, as ``parentId ? byId.get(parentId) : undefined`` does
+    when no id is empty or non-string.
+    """
+    return "" not in index and set(map(type, index)) <= {str}
+
+
+def walk_to_root(start: Any, index: dict[Any, Any], *, plain_index: bool | None = None) -> list[Any]:
     """Collect ``start`` and its ancestors, root-most first; stop before revisiting an entry (D1).
 
     Without a cycle the walk meets each indexed entry at most once, so it takes at most
     ``len(index)`` steps; only a walk that takes more (it is in a cycle) pays for remembering what
-    it visited.
+    it visited. Over a plain index of :class:`Entry` objects (the manager's), each step is one
+    lookup: the path of a long chat is tens of thousands of steps.
     """
+    if type(start) is Entry and (plain_index if plain_index is not None else is_plain_index(index)):
+        path = _walk_plain(start, index)
+        if path is not None:
+            return path
     path = [start]
     append = path.append
     current = start
@@ -60,6 +84,28 @@ def walk_to_root(start: Any, index: dict[Any, Any]) -> list[Any]:
     else:
         if len(path) > len(index):  # more steps than entries: a cycle
             return _walk_to_root_remembering(start, index)
+    path.reverse()
+    return path
+
+
+def _walk_plain(start: Entry, index: dict[Any, Any]) -> list[Any] | None:
+    """walk_to_root over a plain index; None when a value is not an Entry or a parentId cannot be
+    looked up (unhashable): the general walk then decides."""
+    path = [start]
+    append = path.append
+    lookup = index.get
+    current: Any = start
+    try:
+        for _ in repeat(None, len(index)):
+            current = lookup(current.parent_id)
+            if current is None:
+                break
+            append(current)
+        else:
+            if len(path) > len(index):  # more steps than entries: a cycle
+                return _walk_to_root_remembering(start, index)
+    except (AttributeError, TypeError):
+        return None
     path.reverse()
     return path
 
@@ -90,7 +136,8 @@ def context_settings(path: list[Any]) -> tuple[Any, Any]:
     unknown = _UNKNOWN
     thinking_level: Any = unknown
     model: Any = unknown
-    for e in reversed(path):
+    for i in range(len(path) - 1, -1, -1):
+        e = path[i]
         if type(e) is Entry:
             etype = e.type
             if etype == "message":
@@ -99,6 +146,9 @@ def context_settings(path: list[Any]) -> tuple[Any, Any]:
                     ref = e.model_ref
                     if ref is not None:
                         model = _object(provider=ref[0], modelId=ref[1])
+                        if thinking_level is unknown:  # the usual case: one setting early in a long chat
+                            thinking_level = _last_thinking_level(path, i)
+                        break
                 continue
         else:
             etype = type_of(e)
@@ -121,6 +171,25 @@ def context_settings(path: list[Any]) -> tuple[Any, Any]:
 
 
 _UNKNOWN = object()  # not yet seen while reading a path backwards
+_TYPE = attrgetter("type")
+
+
+def _last_thinking_level(path: list[Any], stop: int) -> Any:
+    """``thinkingLevel`` of the last thinking_level_change in ``path[:stop]``, or ``_UNKNOWN``.
+
+    Searched in C (a long chat has one such entry near its start and tens of thousands of
+    messages after it); a path that is not all :class:`Entry` objects takes the plain loop."""
+    before = path[:stop]
+    try:
+        back = indexOf(map(_TYPE, reversed(before)), "thinking_level_change")
+    except ValueError:
+        return _UNKNOWN
+    except AttributeError:
+        for e in reversed(before):
+            if type_of(e) == "thinking_level_change":
+                return field(e, "thinkingLevel")
+        return _UNKNOWN
+    return field(before[len(before) - 1 - back], "thinkingLevel")
 
 
 def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:
@@ -180,10 +249,14 @@ def build_context_entries(
 
 
 def build_session_context(
-    entries: list[Any], leaf_id: Any = ABSENT, by_id: dict[Any, Any] | None = None
+    entries: list[Any],
+    leaf_id: Any = ABSENT,
+    by_id: dict[Any, Any] | None = None,
+    *,
+    plain_index: bool | None = None,
 ) -> dict[str, Any]:
     """The exported ``buildSessionContext``: ``{messages, thinkingLevel, model}``."""
-    path = build_session_path(entries, leaf_id, by_id)
+    path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index)
     thinking_level, model = context_settings(path)
     messages: list[Any] = []
     for e in select_context_entries(path):

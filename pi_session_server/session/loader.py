@@ -18,6 +18,7 @@ from ..format.jsjson import dumps
 from ..format.jsvalue import ABSENT
 from ..format.scan import (
     FileLineSource,
+    IdIndex,
     LineProblem,
     RawLine,
     classify_line,
@@ -82,6 +83,7 @@ class LazyLoad:
     lines: int  # physical lines (complete ones; an unterminated final line is counted too)
     end: int  # bytes consumed
     needs_newline: bool
+    index: IdIndex | None = None  # the scan's index of entries[1:] (the header is entries[0])
 
 
 # Files up to this size keep every line's bytes in memory (bodies are decoded from them on demand),
@@ -114,6 +116,7 @@ def load_lazy(
             total_lines,
             result.end if not result.tail else result.end + len(result.tail),
             ends_without_newline(fd, peek.size),
+            result.index,
         ),
         source,
     )

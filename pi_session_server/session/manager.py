@@ -23,7 +23,7 @@ from ..format.ids import assert_valid_session_id, new_entry_id, uuid7
 from ..format.jsjson import dumps
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, truthy
-from ..format.scan import FileLineSource, LineProblem, scan_entries
+from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
 from . import listing, storage
 from .context import build_session_context as _build_session_context
 from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
@@ -122,7 +122,13 @@ class SessionManager:
         self._label_timestamps: dict[Any, Any] = {}
         self._leaf_id: Any = None
         self._flushed = False
-        self._assistants = 0
+        # Is there an assistant message among the file entries? None: not counted yet. Only the
+        # first write of a new session asks, so a loaded file is not scanned for it up front.
+        self._has_assistant: bool | None = False
+        # The header is the first file entry and no other entry has type "session" (then
+        # get_entries is a slice, not a filter over every entry).
+        self._header_only_first = False
+        self._plain_index = True  # context.is_plain_index(self._by_id), kept up to date
         self._source: FileLineSource | None = None
         self._known_end = 0
         self._line_count = 0
@@ -288,7 +294,9 @@ class SessionManager:
         self._label_timestamps = {}
         self._leaf_id = None
         self._flushed = False
-        self._assistants = 0
+        self._has_assistant = False
+        self._header_only_first = True
+        self._plain_index = True
         self.problems = []
         self._known_end = 0
         self._line_count = 0
@@ -347,7 +355,7 @@ class SessionManager:
         self._release_source()
         self._source = source
         self._session_file = path
-        self._set_file_entries(loaded.entries)
+        self._set_file_entries(loaded.entries, loaded.index)
         self._session_id = loaded.header["id"]
         self.problems = loaded.problems
         self._track_file(path, loaded.lines, end, open_tail)
@@ -383,35 +391,64 @@ class SessionManager:
 
     # ------------------------------------------------------------------ index
 
-    def _set_file_entries(self, entries: builtins.list[Entry]) -> None:
+    def _set_file_entries(self, entries: builtins.list[Entry], scanned: IdIndex | None = None) -> None:
+        """``scanned``: the scanner's index of ``entries[1:]`` when ``entries[0]`` is the header."""
         self._file_entries = entries
+        self._has_assistant = None  # counted when first asked
+        if scanned is not None and scanned.complete and self._adopt_index(scanned):
+            return
         self._build_index()
+
+    def _adopt_index(self, scanned: IdIndex) -> bool:
+        """Take the index the scan built while reading (pi's files: string ids, one header on top).
+        False when the file needs the general rules (another "session" line among the entries)."""
+        others = scanned.non_messages
+        if any(e.type == "session" for e in others):
+            return False
+        by_id = scanned.by_id
+        self._by_id = by_id
+        self._plain_index = "" not in by_id
+        self._header_only_first = True
+        self._leaf_id = self._file_entries[-1].id if len(self._file_entries) > 1 else None
+        self._index_labels(others)
+        return True
 
     def _build_index(self) -> None:
         """The reference's "build index" over the file entries (one tight loop: it runs on every load)."""
         by_id: dict[Any, Entry] = {}
-        leaf: Any = None
-        assistants = 0
-        label_entries: builtins.list[Entry] = []
+        headers: builtins.list[Entry] = []
+        others: builtins.list[Entry] = []  # entries that are not messages (labels among them)
+        plain = True  # every id a string (see context.is_plain_index)
         for entry in self._file_entries:
-            etype = entry.type
-            if etype == "session":
-                continue
+            if entry.type != "message":  # one comparison for the common case
+                if entry.type == "session":
+                    headers.append(entry)
+                    continue
+                others.append(entry)
             entry_id = entry.id
-            by_id[entry_id if type(entry_id) is str else index_key(entry_id)] = entry
-            leaf = entry_id
-            if etype == "message":
-                head = entry.message  # not entry.role: a property call per entry on every load
-                if head is not None and head.role == "assistant":
-                    assistants += 1
-            elif etype == "label":
-                label_entries.append(entry)
+            if type(entry_id) is str:
+                by_id[entry_id] = entry
+            else:
+                by_id[index_key(entry_id)] = entry
+                plain = False
+        self._plain_index = plain and "" not in by_id
+        self._header_only_first = len(headers) == 1 and headers[0] is self._file_entries[0]
+        leaf: Any = None
+        for entry in reversed(self._file_entries):
+            if entry.type != "session":
+                leaf = entry.id
+                break
         self._by_id = by_id
         self._leaf_id = leaf
-        self._assistants = assistants
+        self._index_labels(others)
+
+    def _index_labels(self, others: builtins.list[Entry]) -> None:
+        """Labels from the non-message entries, in file order (labels only interact with each other)."""
         self._labels = {}
         self._label_timestamps = {}
-        for entry in label_entries:  # labels only interact with each other: file order among them suffices
+        for entry in others:
+            if entry.type != "label":
+                continue
             aux = entry.aux
             if aux is None:
                 aux = (entry_field(entry, "targetId"), entry_field(entry, "label"))
@@ -420,16 +457,30 @@ class SessionManager:
     def _index_entry(self, entry: Entry) -> None:
         etype = entry.type
         if etype == "session":
+            self._header_only_first = False
             return
+        self._note_key(entry.id)
         self._by_id[index_key(entry.id)] = entry
         self._leaf_id = entry.id
         if etype == "message" and entry.role == "assistant":
-            self._assistants += 1
+            self._has_assistant = True
         elif etype == "label":
             aux = entry.aux
             if aux is None:
                 aux = (entry_field(entry, "targetId"), entry_field(entry, "label"))
             self._apply_label(aux[0], aux[1], entry.timestamp)
+
+    def _note_key(self, entry_id: Any) -> None:
+        if type(entry_id) is not str or not entry_id:
+            self._plain_index = False
+
+    def _any_assistant(self) -> bool:
+        """Does any file entry hold an assistant message? (pi writes a new session's file only then.)"""
+        if self._has_assistant is None:
+            self._has_assistant = any(
+                e.type == "message" and e.role == "assistant" for e in self._file_entries
+            )
+        return self._has_assistant
 
     def _apply_label(self, target: Any, label: Any, timestamp: Any) -> None:
         key = index_key(target)
@@ -448,12 +499,13 @@ class SessionManager:
             raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
         entry = Entry.of(value)
         key = index_key(entry.id)
-        previous = (self._by_id.get(key), self._leaf_id, self._assistants, self._flushed)
+        previous = (self._by_id.get(key), self._leaf_id, self._has_assistant, self._flushed)
+        self._note_key(entry.id)  # (a failed append leaves it False: only slower, never wrong)
         self._file_entries.append(entry)
         self._by_id[key] = entry
         self._leaf_id = entry.id
         if entry.type == "message" and entry.role == "assistant":
-            self._assistants += 1
+            self._has_assistant = True
         try:
             self._persist_entry(entry)
         except BaseException:
@@ -463,14 +515,14 @@ class SessionManager:
                     del self._by_id[key]
                 else:
                     self._by_id[key] = previous[0]
-                self._leaf_id, self._assistants, self._flushed = previous[1], previous[2], previous[3]
+                self._leaf_id, self._has_assistant, self._flushed = previous[1], previous[2], previous[3]
             raise
         return entry
 
     def _persist_entry(self, entry: Entry) -> None:
         if not self._persist or not truthy(self._session_file):
             return
-        if self._assistants == 0:
+        if not self._any_assistant():
             if self._flushed:
                 self._append_line(entry)
             return
@@ -689,12 +741,14 @@ class SessionManager:
         entry = self._by_id.get(index_key(start))
         if entry is None:
             return []
-        return walk_to_root(entry, self._by_id)
+        return walk_to_root(entry, self._by_id, plain_index=self._plain_index)
 
     def get_tree(self) -> builtins.list[TreeNode]:
         labels = {key: label for key, (_target, label) in self._labels.items()}
         with gc_paused():
-            return build_tree(self.get_entries(), labels, self._label_timestamps)
+            return build_tree(
+                self.get_entries(), labels, self._label_timestamps, plain_index=self._plain_index
+            )
 
     def branch(self, branch_from_id: Any) -> None:
         if index_key(branch_from_id) not in self._by_id:
@@ -795,7 +849,7 @@ class SessionManager:
             return ABSENT
         self._session_file = new_file
         self._identity = None
-        if self._assistants > 0:
+        if self._any_assistant():
             self._rewrite(_line_bytes(e.value) for e in entries)
             for i, e in enumerate(entries):
                 e.line = i
@@ -808,14 +862,18 @@ class SessionManager:
     # ------------------------------------------------------------------ context
 
     def build_context_entries(self) -> builtins.list[Any]:
-        return select_context_entries(build_session_path(self.get_entries(), self._leaf_id, self._by_id))
+        return select_context_entries(
+            build_session_path(self.get_entries(), self._leaf_id, self._by_id, plain_index=self._plain_index)
+        )
 
     def build_session_context(self) -> dict[str, Any]:
-        return _build_session_context(self.get_entries(), self._leaf_id, self._by_id)
+        return _build_session_context(
+            self.get_entries(), self._leaf_id, self._by_id, plain_index=self._plain_index
+        )
 
     def build_session_context_at(self, leaf_id: Any) -> dict[str, Any]:
         """The context as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
-        return _build_session_context(self.get_entries(), leaf_id, self._by_id)
+        return _build_session_context(self.get_entries(), leaf_id, self._by_id, plain_index=self._plain_index)
 
     # ------------------------------------------------------------------ accessors
 
@@ -826,6 +884,8 @@ class SessionManager:
         return None
 
     def get_entries(self) -> builtins.list[Entry]:
+        if self._header_only_first:
+            return self._file_entries[1:]
         return [e for e in self._file_entries if e.type != "session"]
 
     def iter_entries(self) -> Iterator[Entry]:

@@ -17,10 +17,13 @@ from ..format.jsvalue import ABSENT, index_key, strict_equal
 from .fields import id_of, parent_of, timestamp_of, value_of
 
 
-class TreeNode(msgspec.Struct, eq=False):
+class TreeNode(msgspec.Struct, eq=False, gc=False):
     """``{entry, children, label, labelTimestamp}`` of the reference.
 
     A Struct: built in C with one positional call, which matters when getTree makes one per entry.
+    ``gc=False``: the collector would otherwise traverse every node of a big tree after each
+    getTree. Nodes then must not form cycles the collector cannot see: the builders only link
+    nodes reachable from a root without cycles, and cut the children of every other node.
     """
 
     entry: Any
@@ -44,10 +47,18 @@ class TreeNode(msgspec.Struct, eq=False):
 
 
 def build_tree(
-    entries: list[Any], labels: dict[Any, Any], label_timestamps: dict[Any, Any]
+    entries: list[Any],
+    labels: dict[Any, Any],
+    label_timestamps: dict[Any, Any],
+    *,
+    plain_index: bool = False,
 ) -> list[TreeNode]:
-    """The reference's getTree over ``entries`` (the non-header file entries in file order)."""
-    built = _build_parents_first(entries)
+    """The reference's getTree over ``entries`` (the non-header file entries in file order).
+
+    ``plain_index``: every entry is an :class:`Entry` whose id is a non-empty string (what the
+    manager knows of its own entries; see ``context.is_plain_index``).
+    """
+    built = _build_plain(entries) if plain_index else _build_parents_first(entries)
     if built is not None:
         roots, nodes, branch_points = built
         for node in branch_points:
@@ -76,25 +87,73 @@ def _build_parents_first(
     roots: list[TreeNode] = []
     branch_points: list[TreeNode] = []
     lookup = nodes.get
+    previous_id: Any = ABSENT
+    previous: Any = None
     for e in entries:  # the id/key lines repeat _build_any_order's: a helper call per entry costs ~10 %
         if type(e) is Entry:
             entry_id, parent_id = e.id, e.parent_id
         else:
             entry_id, parent_id = id_of(e), parent_of(e)
-        key = entry_id if type(entry_id) is str else index_key(entry_id)
         node = TreeNode(e, [])
         if parent_id is None:
             roots.append(node)
         else:
+            if type(parent_id) is str and parent_id == previous_id:
+                parent = previous  # most entries answer the one before them: no lookup
+            else:
+                # looked up before this node is in ``nodes``, so a self-parent gives up too
+                parent = lookup(parent_id if type(parent_id) is str else index_key(parent_id))
+                if parent is None:
+                    return None
+            siblings = parent.children
+            siblings.append(node)
+            if len(siblings) == 2:
+                branch_points.append(parent)
+        nodes[entry_id if type(entry_id) is str else index_key(entry_id)] = node
+        previous_id, previous = entry_id, node
+    if len(nodes) != len(entries):  # a duplicate id: its children may hang under the wrong node
+        return None
+    return roots, nodes, branch_points
+
+
+_NO_ID = object()  # the id before the first entry: no parentId is this object
+
+
+def _build_plain(
+    entries: list[Entry],
+) -> tuple[list[TreeNode], dict[Any, TreeNode], list[TreeNode]] | None:
+    """:func:`_build_parents_first` for Entry objects with string ids, in fewer steps per entry
+    (getTree runs it over every entry of a session, tens of thousands in a long one).
+
+    The scanner gives a parentId that equals the line before's id that very string object, so
+    "child of the entry just before" is one identity test; such a child is the first child of a
+    node created one step earlier, so it never makes a branch point. Everything else is looked up.
+    """
+    nodes: dict[Any, TreeNode] = {}
+    roots: list[TreeNode] = []
+    branch_points: list[TreeNode] = []
+    lookup = nodes.get
+    previous_id: Any = _NO_ID
+    previous: Any = None
+    for e in entries:
+        parent_id = e.parent_id
+        node = TreeNode(e, [])
+        if parent_id is previous_id:
+            previous.children.append(node)
+        elif parent_id is None:
+            roots.append(node)
+        else:
             # looked up before this node is in ``nodes``, so a self-parent gives up too
-            parent = lookup(parent_id if type(parent_id) is str else index_key(parent_id))
+            parent = lookup(parent_id) if type(parent_id) is str else None
             if parent is None:
                 return None
             siblings = parent.children
             siblings.append(node)
             if len(siblings) == 2:
                 branch_points.append(parent)
-        nodes[key] = node
+        previous_id = e.id
+        nodes[previous_id] = node
+        previous = node
     if len(nodes) != len(entries):  # a duplicate id: its children may hang under the wrong node
         return None
     return roots, nodes, branch_points
@@ -130,7 +189,24 @@ def _build_any_order(entries: list[Any]) -> tuple[list[TreeNode], dict[Any, Tree
         # Without duplicate ids every node has at most one parent, so no cycle is reachable from a
         # root and the D2 walk would change nothing.
         _remove_cycle_edges(roots)
+    _cut_unreachable(roots, nodes)
     return roots, nodes
+
+
+def _cut_unreachable(roots: list[TreeNode], nodes: dict[Any, TreeNode]) -> None:
+    """Empty the children of every node no root reaches. Nobody can see those nodes, and a parent
+    cycle among them would keep them alive for good (TreeNodes are invisible to the collector)."""
+    reached: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) not in reached:
+            reached.add(id(node))
+            stack.extend(node.children)
+    if len(reached) < len(nodes):
+        for node in nodes.values():
+            if id(node) not in reached:
+                node.children.clear()
 
 
 def _by_time(a: TreeNode, b: TreeNode) -> float:

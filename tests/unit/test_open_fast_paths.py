@@ -1,0 +1,219 @@
+"""Opening a file takes shortcuts for the files pi writes; each must agree with the general rules.
+
+- the scanner builds the id index while it reads (``IdIndex``) and the manager adopts it instead
+  of indexing every entry again;
+- ``get_entries`` is a slice when the header is the only "session" line;
+- the walk to the root and getTree take one lookup / one identity test per step over a "plain"
+  index (every id a non-empty string);
+- a parentId equal to the line before's id is that very string object;
+- entry types and roles pi 0.86.1 writes come from msgspec Literals, any other type or role is
+  decoded by the open decoder, and a line cannot set the Entry's own fields.
+
+Random files with duplicate, numeric, empty and missing ids, forward and missing parents, cycles,
+extra "session" lines, labels, unknown types and roles, and blank or broken lines must give the
+same index, leaf, labels, entries, path, context and tree either way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pi_session_server.format.entry import Entry
+from pi_session_server.format.jsvalue import index_key
+from pi_session_server.session import SessionManager
+from pi_session_server.session.context import (
+    _walk_to_root_remembering,
+    build_session_context,
+    is_plain_index,
+    walk_to_root,
+)
+from pi_session_server.session.tree import _build_any_order, build_tree, preorder
+
+HEADER = {"type": "session", "version": 3, "id": "sess", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+IDS = st.sampled_from(["a", "b", "c", "", 7, None, "dup"])
+TYPES = st.sampled_from(
+    [
+        "message",
+        "message",
+        "message",
+        "label",
+        "session",
+        "thinking_level_change",
+        "model_change",
+        "brand_new",
+        5,
+    ]
+)
+ROLES = st.sampled_from(["user", "assistant", "toolResult", "system", "robot", None])
+
+
+@st.composite
+def session_lines(draw: Any) -> list[str]:
+    lines = [json.dumps(HEADER)]
+    count = draw(st.integers(0, 14))
+    previous: Any = None
+    for n in range(count):
+        kind = draw(st.sampled_from(["entry"] * 8 + ["blank", "broken"]))
+        if kind == "blank":
+            lines.append("")
+            continue
+        if kind == "broken":
+            lines.append('{"type":"message","id":"x' + str(n))
+            continue
+        entry_id = draw(st.one_of(st.just(f"e{n}"), st.just(f"e{n}"), IDS))
+        parent = draw(
+            st.sampled_from([previous, previous, previous, None, "a", "missing", f"e{max(n - 2, 0)}"])
+        )
+        etype = draw(TYPES)
+        value: dict[str, Any] = {
+            "type": etype,
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": f"2026-01-01T00:00:{n % 9:02d}.000Z",
+        }
+        if etype == "message":
+            value["message"] = {"role": draw(ROLES), "content": "x", "provider": "p", "model": "m"}
+        elif etype == "label":
+            value["targetId"] = draw(st.sampled_from(["a", "e0", "e1", 7]))
+            value["label"] = draw(st.sampled_from(["L", "", None]))
+        elif etype == "thinking_level_change":
+            value["thinkingLevel"] = "high"
+        if draw(st.booleans()) and n % 5 == 0:
+            value["_value"] = {"not": "ours"}  # a member named like an Entry field
+            value["line"] = 99
+        lines.append(json.dumps(value))
+        previous = entry_id
+    return lines
+
+
+def write(tmp_path: Path, lines: list[str]) -> str:
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def general_state(manager: SessionManager) -> tuple[Any, ...]:
+    """Index, leaf, labels and entries as the general loop computes them."""
+    manager._build_index()
+    return state(manager) + (list(e for e in manager._file_entries if e.type != "session"),)
+
+
+def state(manager: SessionManager) -> tuple[Any, ...]:
+    by_id = manager._by_id
+    return (
+        [(k, id(v)) for k, v in by_id.items()],
+        manager._leaf_id,
+        dict(manager._labels),
+        dict(manager._label_timestamps),
+        is_plain_index(by_id),
+    )
+
+
+def shape(roots: list[Any]) -> list[tuple[int, int, Any]]:
+    return [(depth, id(node.entry), node.label) for depth, node in preorder(roots)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(session_lines())
+def test_the_open_shortcuts_agree_with_the_general_rules(tmp_path: Path, lines: list[str]):
+    manager = SessionManager.open(write(tmp_path, lines), read_only=True)
+    fast = state(manager)
+    assert manager._plain_index == fast[4]
+    entries = manager.get_entries()
+    tree = shape(manager.get_tree())
+    context = manager.build_session_context()
+    branch = [id(e) for e in manager.get_branch()]
+
+    general = general_state(manager)
+    assert fast == general[:5]
+    assert [id(e) for e in entries] == [id(e) for e in general[5]]
+    labels = {key: label for key, (_target, label) in manager._labels.items()}
+    assert tree == shape(build_tree(entries, labels, manager._label_timestamps, plain_index=False))
+    assert context == build_session_context(entries, manager._leaf_id, manager._by_id, plain_index=False)
+    if manager._leaf_id is not None and branch:
+        start = manager._by_id[index_key(manager._leaf_id)]
+        assert branch == [id(e) for e in _walk_to_root_remembering(start, manager._by_id)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c", "d", "u"]), st.sampled_from([None, "a", "b", "c", "x"]))
+    )
+)
+def test_the_plain_walk_and_tree_equal_the_general_ones(pairs: list[tuple[str, Any]]):
+    entries = [
+        Entry.of(
+            {"type": "message", "id": f"{i}{i_d}", "parentId": p, "timestamp": f"2026-01-01T00:00:0{i % 9}Z"}
+        )
+        for i, (i_d, p) in enumerate(pairs)
+    ]
+    # ids like "0a", "1b" are unique; parents name ids that may not exist, be later, or repeat
+    for i, e in enumerate(entries):
+        if e.parent_id in ("a", "b", "c") and i:
+            e.parent_id = entries[(i * 7) % len(entries)].id  # any entry: earlier, later or itself
+    index = {e.id: e for e in entries}
+    assert is_plain_index(index)
+    for start in entries:
+        assert walk_to_root(start, index, plain_index=True) == _walk_to_root_remembering(start, index)
+    plain = build_tree(entries, {}, {}, plain_index=True)
+    general, _nodes = _build_any_order(entries)
+    assert shape(plain) == shape(general)
+
+
+def test_parent_ids_share_the_string_of_the_line_before(tmp_path: Path):
+    lines = [json.dumps(HEADER)]
+    for n in range(5):
+        value = {"type": "message", "id": f"id{n}", "parentId": f"id{n - 1}" if n else None}
+        value.update(timestamp="2026-01-01T00:00:00.000Z", message={"role": "user", "content": "x"})
+        lines.append(json.dumps(value))
+    entries = SessionManager.open(write(tmp_path, lines), read_only=True).get_entries()
+    assert all(child.parent_id is parent.id for parent, child in zip(entries, entries[1:], strict=False))
+
+
+def test_unknown_types_and_roles_read_lazily_like_known_ones(tmp_path: Path):
+    body = {
+        "type": "brand_new",
+        "id": "n",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "x": [1],
+    }
+    robot = {
+        "type": "message",
+        "id": "r",
+        "parentId": "n",
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "robot", "content": "beep"},
+    }
+    manager = SessionManager.open(write(tmp_path, [json.dumps(HEADER), json.dumps(body), json.dumps(robot)]))
+    new, message = manager.get_entries()
+    assert (new.type, message.role) == ("brand_new", "robot")
+    assert not new.is_loaded and not message.is_loaded  # envelopes only: bodies are read on demand
+    assert new.value == body and message.value == robot
+    assert manager.build_session_context()["messages"] == [robot["message"]]
+
+
+def test_a_line_cannot_set_the_entry_s_own_fields(tmp_path: Path):
+    evil = {
+        "type": "message",
+        "id": "e",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "hi"},
+        "_value": {"forged": True},
+        "_raw": "x",
+        "_source": 3,
+        "line": 99,
+        "offset": 0,
+        "length": 1,
+    }
+    path = write(tmp_path, [json.dumps(HEADER), json.dumps(evil)])
+    (entry,) = SessionManager.open(path, read_only=True).get_entries()
+    assert entry.line == 1 and entry.offset == len(json.dumps(HEADER)) + 1
+    assert entry.value == evil  # the members are data, read back from the line
