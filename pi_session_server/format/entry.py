@@ -1,9 +1,9 @@
 """One session entry: an envelope held in memory, the body decoded on demand.
 
 A 2 GB session must open in bounded memory, so an :class:`Entry` keeps only what the tree, the
-index and the context settings need (type, id, parentId, timestamp, the message role and, for
-assistant messages, provider and model). The full JSON value is either held (entries we created,
-small lines, migrated files) or re-read from the file by byte offset when somebody asks for it.
+index and the context settings need (type, id, parentId, timestamp, the message role). The full
+JSON value is either held (entries we created, small lines, migrated files) or re-read from the
+file by byte offset when somebody asks for it.
 
 An Entry is a read-only ``Mapping`` of the JSON object, so ``entry["message"]`` and
 ``entry.get("label")`` work like on the reference's plain objects. A value that is not a JSON object
@@ -74,11 +74,10 @@ else:
 
 
 class MessageHead(msgspec.Struct, gc=False):
-    """The part of ``entry.message`` the index and the context settings need."""
+    """The part of ``entry.message`` kept with the envelope: its role. (The model of an assistant
+    message is read from the body when asked: only the last one on a path ever is.)"""
 
     role: KnownRole = ABSENT
-    provider: Any = ABSENT
-    model: Any = ABSENT
 
 
 class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
@@ -135,9 +134,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
             self.timestamp = get("timestamp", ABSENT)
             message = get("message", ABSENT) if self.type == "message" else ABSENT
             if isinstance(message, dict):
-                self.message = MessageHead(
-                    message.get("role", ABSENT), message.get("provider", ABSENT), message.get("model", ABSENT)
-                )
+                self.message = MessageHead(message.get("role", ABSENT))
             else:
                 self.message = None
             if self.type == "label":
@@ -164,7 +161,10 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
         head = self.message
         if head is None or self.type != "message" or head.role != "assistant":
             return None
-        return as_js_number(head.provider), as_js_number(head.model)
+        message = self.get("message")  # read from the body (the envelope keeps the role only)
+        if not isinstance(message, dict):
+            return None
+        return as_js_number(message.get("provider", ABSENT)), as_js_number(message.get("model", ABSENT))
 
     @property
     def aux(self) -> tuple[Any, Any] | None:
@@ -313,8 +313,6 @@ ENVELOPE_DECODER = msgspec.json.Decoder(Entry)
 
 class _OpenMessageHead(msgspec.Struct, gc=False):
     role: Any = ABSENT
-    provider: Any = ABSENT
-    model: Any = ABSENT
 
 
 class _OpenEnvelope(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
@@ -340,7 +338,7 @@ def decode_open_envelope(data: Any) -> Entry:
         found.id,
         found.parent_id,
         found.timestamp,
-        None if head is None else MessageHead(head.role, head.provider, head.model),
+        None if head is None else MessageHead(head.role),
         found.targetId,
         found.label,
     )
