@@ -105,8 +105,8 @@ def load_lazy(
         on_progress=on_progress,
         keep_bytes=peek.size <= KEEP_BYTES_LIMIT,
     )
-    header_entry = Entry.of(peek.value, line=peek.line)
-    entries = [header_entry, *result.entries]
+    entries = result.entries
+    entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
     total_lines = peek.line + 1 + result.lines
     return (
         LazyLoad(
