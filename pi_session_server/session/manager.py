@@ -747,7 +747,11 @@ class SessionManager:
         labels = {key: label for key, (_target, label) in self._labels.items()}
         with gc_paused():
             return build_tree(
-                self.get_entries(), labels, self._label_timestamps, plain_index=self._plain_index
+                self.get_entries(),
+                labels,
+                self._label_timestamps,
+                plain_index=self._plain_index,
+                by_id=self._by_id,
             )
 
     def branch(self, branch_from_id: Any) -> None:

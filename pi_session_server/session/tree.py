@@ -6,7 +6,10 @@ Everything is iterative: a 200,000-entry chain is 200,000 levels deep.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from collections.abc import Callable
 from functools import cmp_to_key
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -52,33 +55,45 @@ def build_tree(
     label_timestamps: dict[Any, Any],
     *,
     plain_index: bool = False,
+    by_id: dict[Any, Any] | None = None,
 ) -> list[TreeNode]:
     """The reference's getTree over ``entries`` (the non-header file entries in file order).
 
     ``plain_index``: every entry is an :class:`Entry` whose id is a non-empty string (what the
-    manager knows of its own entries; see ``context.is_plain_index``).
+    manager knows of its own entries; see ``context.is_plain_index``); ``by_id``: the manager's
+    index of exactly these entries.
     """
-    built = _build_plain(entries) if plain_index else _build_parents_first(entries)
+    built: Any = None
+    if plain_index:
+        if by_id is not None and len(by_id) == len(entries):  # unique ids
+            built = _build_indexed(entries, by_id)
+        if built is None:
+            built = _build_plain(entries)
+    else:
+        built = _build_parents_first(entries)
     if built is not None:
-        roots, nodes, branch_points = built
+        roots, node_of, branch_points = built
         for node in branch_points:
             _sort_siblings(node.children)
     else:
         roots, nodes = _build_any_order(entries)
+        node_of = nodes.get
     for key, label in labels.items():
-        labelled = nodes.get(key)
+        labelled = node_of(key)
         if labelled is not None:
             labelled.label = label
     for key, timestamp in label_timestamps.items():
-        labelled = nodes.get(key)
+        labelled = node_of(key)
         if labelled is not None:
             labelled.label_timestamp = timestamp
     return roots
 
 
-def _build_parents_first(
-    entries: list[Any],
-) -> tuple[list[TreeNode], dict[Any, TreeNode], list[TreeNode]] | None:
+_Built = tuple[list[TreeNode], Callable[[Any], "TreeNode | None"], list[TreeNode]]
+"""(roots, node of an index key, nodes with several children): what a one-pass builder returns."""
+
+
+def _build_parents_first(entries: list[Any]) -> _Built | None:
     """One pass for the files pi writes: unique ids, every parent before its children. Gives up
     (None) on anything else: a duplicate id, a parent further down or missing. Every node is then
     reachable from a root and no cycle is possible, so only nodes with several children need
@@ -113,15 +128,13 @@ def _build_parents_first(
         previous_id, previous = entry_id, node
     if len(nodes) != len(entries):  # a duplicate id: its children may hang under the wrong node
         return None
-    return roots, nodes, branch_points
+    return roots, nodes.get, branch_points
 
 
 _NO_ID = object()  # the id before the first entry: no parentId is this object
 
 
-def _build_plain(
-    entries: list[Entry],
-) -> tuple[list[TreeNode], dict[Any, TreeNode], list[TreeNode]] | None:
+def _build_plain(entries: list[Entry]) -> _Built | None:
     """:func:`_build_parents_first` for Entry objects with string ids, in fewer steps per entry
     (getTree runs it over every entry of a session, tens of thousands in a long one).
 
@@ -156,7 +169,71 @@ def _build_plain(
         previous = node
     if len(nodes) != len(entries):  # a duplicate id: its children may hang under the wrong node
         return None
-    return roots, nodes, branch_points
+    return roots, nodes.get, branch_points
+
+
+def _build_indexed(entries: list[Entry], by_id: dict[Any, Entry]) -> _Built | None:
+    """:func:`_build_plain` without an id -> node dict of its own (its tens of thousands of stores
+    are most of what it costs): a parent that is not the entry just before is found by id in the
+    manager's index, then by position among the nodes built so far. None when a parent is not an
+    earlier entry (the general builders decide then)."""
+    nodes: list[TreeNode] = []
+    add_node = nodes.append
+    positions = _Positions(entries)
+    roots: list[TreeNode] = []
+    branch_points: list[TreeNode] = []
+    previous_id: Any = _NO_ID
+    previous: Any = None
+    for e in entries:
+        parent_id = e.parent_id
+        node = TreeNode(e, [])
+        if parent_id is previous_id:
+            previous.children.append(node)
+        elif parent_id is None:
+            roots.append(node)
+        else:
+            parent_entry = by_id.get(parent_id) if type(parent_id) is str else None
+            at = -1 if parent_entry is None else positions.of(parent_entry, len(nodes))
+            if at < 0:
+                return None
+            siblings = nodes[at].children
+            siblings.append(node)
+            if len(siblings) == 2:
+                branch_points.append(nodes[at])
+        add_node(node)
+        previous_id = e.id
+        previous = node
+
+    def node_of(key: Any) -> TreeNode | None:
+        entry = by_id.get(key)
+        at = -1 if entry is None else positions.of(entry, len(nodes))
+        return nodes[at] if at >= 0 else None
+
+    return roots, node_of, branch_points
+
+
+_LINE = attrgetter("line")
+
+
+class _Positions:
+    """Where an entry sits in a list of entries in file order: found by its line number (lines
+    grow down the file), confirmed by identity; entries without usable line numbers (in-memory
+    sessions) are found through a map built the first time that fails."""
+
+    def __init__(self, entries: list[Entry]) -> None:
+        self._entries = entries
+        self._by_identity: dict[int, int] | None = None
+
+    def of(self, entry: Entry, before: int) -> int:
+        """The position of ``entry`` among the first ``before`` entries, or -1."""
+        entries = self._entries
+        at = bisect_left(entries, entry.line, 0, before, key=_LINE)
+        if at < before and entries[at] is entry:
+            return at
+        if self._by_identity is None:
+            self._by_identity = {id(e): i for i, e in enumerate(entries)}
+        found = self._by_identity.get(id(entry), -1)
+        return found if found < before else -1
 
 
 def _build_any_order(entries: list[Any]) -> tuple[list[TreeNode], dict[Any, TreeNode]]:

@@ -32,7 +32,7 @@ from pi_session_server.session.context import (
     is_plain_index,
     walk_to_root,
 )
-from pi_session_server.session.tree import _build_any_order, build_tree, preorder
+from pi_session_server.session.tree import build_tree, preorder
 
 HEADER = {"type": "session", "version": 3, "id": "sess", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
 IDS = st.sampled_from(["a", "b", "c", "", 7, None, "dup"])
@@ -161,9 +161,15 @@ def test_the_plain_walk_and_tree_equal_the_general_ones(pairs: list[tuple[str, A
     assert is_plain_index(index)
     for start in entries:
         assert walk_to_root(start, index, plain_index=True) == _walk_to_root_remembering(start, index)
-    plain = build_tree(entries, {}, {}, plain_index=True)
-    general, _nodes = _build_any_order(entries)
-    assert shape(plain) == shape(general)
+    labels = {e.id: f"L{i}" for i, e in enumerate(entries) if i % 3 == 0}
+    general = build_tree(entries, labels, {}, plain_index=False)
+    assert shape(build_tree(entries, labels, {}, plain_index=True)) == shape(general)
+    # with the manager's index: in-memory entries (line -1) are found by identity, numbered ones
+    # (as loaded from a file) by line
+    assert shape(build_tree(entries, labels, {}, plain_index=True, by_id=index)) == shape(general)
+    for line, e in enumerate(entries):
+        e.line = line
+    assert shape(build_tree(entries, labels, {}, plain_index=True, by_id=index)) == shape(general)
 
 
 def test_parent_ids_share_the_string_of_the_line_before(tmp_path: Path):
