@@ -37,6 +37,7 @@ _ASCII_BLANK = b" \t\r\x0b\x0c"
 
 
 _decode_envelope = ENVELOPE_DECODER.decode
+_NO_ID = object()  # "no entry just before" (no parentId is this object)
 
 
 @dataclass(slots=True)
@@ -161,14 +162,20 @@ class IdIndex:
     by_id: dict[str, Entry] = field(default_factory=dict)
     non_messages: list[Entry] = field(default_factory=list)
     complete: bool = True
+    # Positions in ``entries`` where a chain begins. Any other entry's parentId is the id of the
+    # entry just before it, the very same string object; a listed one may or may not be (listing
+    # too many is safe). Walks to the root then go a chain at a time (session.chains).
+    chain_starts: list[int] = field(default_factory=list)
 
-    def add(self, entry: Entry) -> None:
+    def add(self, entry: Entry, position: int) -> None:
+        """An entry read outside the scanner's hot loop, at ``position`` in ``entries``."""
         if entry.type != "message":
             self.non_messages.append(entry)
         if type(entry.id) is str:
             self.by_id[entry.id] = entry
         else:
             self.complete = False
+        self.chain_starts.append(position)
 
 
 @dataclass
@@ -267,13 +274,14 @@ def _scan_entry_lines(
     index = result.index  # IdIndex.add(), inlined in the loop below
     by_id = index.by_id
     non_messages = index.non_messages
+    chain_starts = index.chain_starts
     total = end if end is not None else os.fstat(fd).st_size
     decode = _decode_envelope
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     base = start  # file offset of the current chunk's first byte
     line_no = first_line
     carried_from = -1  # file offset of a line that began in an earlier chunk and is not finished
-    previous_id: Any = None  # id of the last line decoded here
+    previous_id: Any = _NO_ID  # id of the entry just before, when it came through the hot loop
     long_lines = _LongLines(fd)
     reader = ChunkReader(fd, start, end, CHUNK_SIZE, total)
     for buf, fill in reader:
@@ -285,6 +293,7 @@ def _scan_entry_lines(
             if j >= 0:
                 line = long_lines.read(carried_from, base + j - carried_from)
                 _add_line(result, line, line_no, carried_from, source, keep_bytes)
+                previous_id = _NO_ID
                 line_no += 1
                 i = j + 1
                 carried_from = -1
@@ -301,7 +310,8 @@ def _scan_entry_lines(
                     found = _undecodable_line(line_no, offset, bytes(view[i:j]), source, err, keep_bytes)
                     if type(found) is Entry:
                         entries.append(found)
-                        index.add(found)
+                        index.add(found, len(entries) - 1)
+                        previous_id = _NO_ID
                     elif found is not None:
                         problems.append(found)  # type: ignore[arg-type]
                 else:
@@ -320,15 +330,19 @@ def _scan_entry_lines(
                             # Most lines answer the line before: one string object for both ids
                             # saves memory, and later lookups of this parentId match by identity.
                             entry.parent_id = previous_id
+                        else:
+                            chain_starts.append(len(entries))
                         by_id[entry_id] = entry
                         previous_id = entry_id
                     else:
                         _normalize_numbers(entry)
-                        previous_id = entry.id
-                        if type(previous_id) is str:
-                            by_id[previous_id] = entry
+                        chain_starts.append(len(entries))
+                        if type(entry.id) is str:
+                            by_id[entry.id] = entry
+                            previous_id = entry.id
                         else:
                             index.complete = False
+                            previous_id = _NO_ID
                     if entry.type != "message":
                         non_messages.append(entry)
                     entries.append(entry)
@@ -382,7 +396,7 @@ def _add_line(
     found = _entry_from_line(line_no, offset, line, len(line), source, keep_bytes)
     if type(found) is Entry:
         result.entries.append(found)
-        result.index.add(found)
+        result.index.add(found, len(result.entries) - 1)
     elif found is not None:
         result.problems.append(found)  # type: ignore[arg-type]
 

@@ -14,6 +14,7 @@ from ..format.dates import ms
 from ..format.entry import Entry
 from ..format.jsjson import is_array_index_key
 from ..format.jsvalue import ABSENT, get, index_key, is_object, js_string_of, strict_equal, truthy
+from .chains import path_by_chains
 from .fields import build_index, field, id_of, model_ref_of, parent_of, role_of, type_of, value_of
 
 
@@ -23,10 +24,12 @@ def build_session_path(
     by_id: dict[Any, Any] | None = None,
     *,
     plain_index: bool | None = None,
+    chain_starts: list[int] | None = None,
 ) -> list[Any]:
     """The path from the root to the leaf (§16.1), with D1: a parent cycle ends the walk.
 
-    ``plain_index``: what :func:`is_plain_index` says of ``by_id``, when the caller knows it.
+    ``plain_index``: what :func:`is_plain_index` says of ``by_id``, when the caller knows it;
+    ``chain_starts``: where chains start in ``entries`` (see :mod:`.chains`), when known.
     """
     index = by_id if by_id is not None else build_index(entries)
     if leaf_id is None:
@@ -38,7 +41,7 @@ def build_session_path(
         if not entries:
             return []
         leaf = entries[-1]
-    return walk_to_root(leaf, index, plain_index=plain_index)
+    return walk_to_root(leaf, index, plain_index=plain_index, chains=(entries, chain_starts))
 
 
 def is_plain_index(index: dict[Any, Any]) -> bool:
@@ -51,16 +54,27 @@ def is_plain_index(index: dict[Any, Any]) -> bool:
     return "" not in index and set(map(type, index)) <= {str}
 
 
-def walk_to_root(start: Any, index: dict[Any, Any], *, plain_index: bool | None = None) -> list[Any]:
+def walk_to_root(
+    start: Any,
+    index: dict[Any, Any],
+    *,
+    plain_index: bool | None = None,
+    chains: tuple[list[Any], list[int] | None] | None = None,
+) -> list[Any]:
     """Collect ``start`` and its ancestors, root-most first; stop before revisiting an entry (D1).
 
     Without a cycle the walk meets each indexed entry at most once, so it takes at most
     ``len(index)`` steps; only a walk that takes more (it is in a cycle) pays for remembering what
     it visited. Over a plain index of :class:`Entry` objects (the manager's), each step is one
-    lookup: the path of a long chat is tens of thousands of steps.
+    lookup: the path of a long chat is tens of thousands of steps. With ``chains`` (the entries
+    ``index`` holds and where chains start in them) it goes a chain at a time.
     """
     if type(start) is Entry and (plain_index if plain_index is not None else is_plain_index(index)):
-        path = _walk_plain(start, index)
+        path = None
+        if chains is not None and chains[1] is not None:
+            path = path_by_chains(start, chains[0], chains[1], index)
+        if path is None:
+            path = _walk_plain(start, index)
         if path is not None:
             return path
     path = [start]
@@ -254,9 +268,10 @@ def build_session_context(
     by_id: dict[Any, Any] | None = None,
     *,
     plain_index: bool | None = None,
+    chain_starts: list[int] | None = None,
 ) -> dict[str, Any]:
     """The exported ``buildSessionContext``: ``{messages, thinkingLevel, model}``."""
-    path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index)
+    path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
     thinking_level, model = context_settings(path)
     messages: list[Any] = []
     for e in select_context_entries(path):

@@ -129,6 +129,8 @@ class SessionManager:
         # get_entries is a slice, not a filter over every entry).
         self._header_only_first = False
         self._plain_index = True  # context.is_plain_index(self._by_id), kept up to date
+        # where chains start in get_entries() (see chains.py); None: not known
+        self._chain_starts: builtins.list[int] | None = None
         self._source: FileLineSource | None = None
         self._known_end = 0
         self._line_count = 0
@@ -297,6 +299,7 @@ class SessionManager:
         self._has_assistant = False
         self._header_only_first = True
         self._plain_index = True
+        self._chain_starts = []
         self.problems = []
         self._known_end = 0
         self._line_count = 0
@@ -409,6 +412,7 @@ class SessionManager:
         self._by_id = by_id
         self._plain_index = "" not in by_id
         self._header_only_first = True
+        self._chain_starts = scanned.chain_starts
         self._leaf_id = self._file_entries[-1].id if len(self._file_entries) > 1 else None
         self._index_labels(others)
         return True
@@ -432,6 +436,7 @@ class SessionManager:
                 by_id[index_key(entry_id)] = entry
                 plain = False
         self._plain_index = plain and "" not in by_id
+        self._chain_starts = None
         self._header_only_first = len(headers) == 1 and headers[0] is self._file_entries[0]
         leaf: Any = None
         for entry in reversed(self._file_entries):
@@ -458,8 +463,10 @@ class SessionManager:
         etype = entry.type
         if etype == "session":
             self._header_only_first = False
+            self._chain_starts = None
             return
         self._note_key(entry.id)
+        self._note_chain(entry)
         self._by_id[index_key(entry.id)] = entry
         self._leaf_id = entry.id
         if etype == "message" and entry.role == "assistant":
@@ -469,6 +476,19 @@ class SessionManager:
             if aux is None:
                 aux = (entry_field(entry, "targetId"), entry_field(entry, "label"))
             self._apply_label(aux[0], aux[1], entry.timestamp)
+
+    def _note_chain(self, entry: Entry) -> None:
+        """Keep ``_chain_starts`` true for ``entry``, just appended to the file entries."""
+        starts = self._chain_starts
+        if starts is None or not self._header_only_first:
+            return
+        position = len(self._file_entries) - 2  # in get_entries(): the header is file entry 0
+        while starts and starts[-1] >= position:  # left by appends taken back after a failed write
+            starts.pop()
+        before = self._file_entries[-2]
+        parent_id = entry.parent_id
+        if position == 0 or type(parent_id) is not str or parent_id != before.id:
+            starts.append(position)
 
     def _note_key(self, entry_id: Any) -> None:
         if type(entry_id) is not str or not entry_id:
@@ -502,6 +522,7 @@ class SessionManager:
         previous = (self._by_id.get(key), self._leaf_id, self._has_assistant, self._flushed)
         self._note_key(entry.id)  # (a failed append leaves it False: only slower, never wrong)
         self._file_entries.append(entry)
+        self._note_chain(entry)
         self._by_id[key] = entry
         self._leaf_id = entry.id
         if entry.type == "message" and entry.role == "assistant":
@@ -741,7 +762,13 @@ class SessionManager:
         entry = self._by_id.get(index_key(start))
         if entry is None:
             return []
-        return walk_to_root(entry, self._by_id, plain_index=self._plain_index)
+        return walk_to_root(entry, self._by_id, plain_index=self._plain_index, chains=self._chains())
+
+    def _chains(self) -> tuple[builtins.list[Entry], builtins.list[int] | None] | None:
+        """get_entries() and where chains start in it, for walks to the root (see chains.py)."""
+        if self._chain_starts is None:
+            return None
+        return self.get_entries(), self._chain_starts
 
     def get_tree(self) -> builtins.list[TreeNode]:
         labels = {key: label for key, (_target, label) in self._labels.items()}
@@ -867,17 +894,33 @@ class SessionManager:
 
     def build_context_entries(self) -> builtins.list[Any]:
         return select_context_entries(
-            build_session_path(self.get_entries(), self._leaf_id, self._by_id, plain_index=self._plain_index)
+            build_session_path(
+                self.get_entries(),
+                self._leaf_id,
+                self._by_id,
+                plain_index=self._plain_index,
+                chain_starts=self._chain_starts,
+            )
         )
 
     def build_session_context(self) -> dict[str, Any]:
         return _build_session_context(
-            self.get_entries(), self._leaf_id, self._by_id, plain_index=self._plain_index
+            self.get_entries(),
+            self._leaf_id,
+            self._by_id,
+            plain_index=self._plain_index,
+            chain_starts=self._chain_starts,
         )
 
     def build_session_context_at(self, leaf_id: Any) -> dict[str, Any]:
         """The context as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
-        return _build_session_context(self.get_entries(), leaf_id, self._by_id, plain_index=self._plain_index)
+        return _build_session_context(
+            self.get_entries(),
+            leaf_id,
+            self._by_id,
+            plain_index=self._plain_index,
+            chain_starts=self._chain_starts,
+        )
 
     # ------------------------------------------------------------------ accessors
 

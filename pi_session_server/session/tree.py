@@ -6,10 +6,8 @@ Everything is iterative: a 200,000-entry chain is 200,000 levels deep.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections.abc import Callable
 from functools import cmp_to_key
-from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -17,6 +15,7 @@ import msgspec
 from ..format.dates import ms
 from ..format.entry import Entry
 from ..format.jsvalue import ABSENT, index_key, strict_equal
+from .chains import Positions
 from .fields import id_of, parent_of, timestamp_of, value_of
 
 
@@ -179,7 +178,7 @@ def _build_indexed(entries: list[Entry], by_id: dict[Any, Entry]) -> _Built | No
     earlier entry (the general builders decide then)."""
     nodes: list[TreeNode] = []
     add_node = nodes.append
-    positions = _Positions(entries)
+    positions = Positions(entries)
     roots: list[TreeNode] = []
     branch_points: list[TreeNode] = []
     previous_id: Any = _NO_ID
@@ -210,30 +209,6 @@ def _build_indexed(entries: list[Entry], by_id: dict[Any, Entry]) -> _Built | No
         return nodes[at] if at >= 0 else None
 
     return roots, node_of, branch_points
-
-
-_LINE = attrgetter("line")
-
-
-class _Positions:
-    """Where an entry sits in a list of entries in file order: found by its line number (lines
-    grow down the file), confirmed by identity; entries without usable line numbers (in-memory
-    sessions) are found through a map built the first time that fails."""
-
-    def __init__(self, entries: list[Entry]) -> None:
-        self._entries = entries
-        self._by_identity: dict[int, int] | None = None
-
-    def of(self, entry: Entry, before: int) -> int:
-        """The position of ``entry`` among the first ``before`` entries, or -1."""
-        entries = self._entries
-        at = bisect_left(entries, entry.line, 0, before, key=_LINE)
-        if at < before and entries[at] is entry:
-            return at
-        if self._by_identity is None:
-            self._by_identity = {id(e): i for i, e in enumerate(entries)}
-        found = self._by_identity.get(id(entry), -1)
-        return found if found < before else -1
 
 
 def _build_any_order(entries: list[Any]) -> tuple[list[TreeNode], dict[Any, TreeNode]]:

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import index_key
 from pi_session_server.session import SessionManager
+from pi_session_server.session.chains import path_by_chains
 from pi_session_server.session.context import (
     _walk_to_root_remembering,
     build_session_context,
@@ -178,8 +179,13 @@ def test_parent_ids_share_the_string_of_the_line_before(tmp_path: Path):
         value = {"type": "message", "id": f"id{n}", "parentId": f"id{n - 1}" if n else None}
         value.update(timestamp="2026-01-01T00:00:00.000Z", message={"role": "user", "content": "x"})
         lines.append(json.dumps(value))
-    entries = SessionManager.open(write(tmp_path, lines), read_only=True).get_entries()
+    manager = SessionManager.open(write(tmp_path, lines), read_only=True)
+    entries = manager.get_entries()
     assert all(child.parent_id is parent.id for parent, child in zip(entries, entries[1:], strict=False))
+    # one chain: the walk to the root is one slice
+    assert manager._chain_starts == [0]
+    path = path_by_chains(entries[-1], entries, manager._chain_starts, manager._by_id)
+    assert path is not None and [id(e) for e in path] == [id(e) for e in entries]
 
 
 def test_unknown_types_and_roles_read_lazily_like_known_ones(tmp_path: Path):
@@ -223,3 +229,50 @@ def test_a_line_cannot_set_the_entry_s_own_fields(tmp_path: Path):
     (entry,) = SessionManager.open(path, read_only=True).get_entries()
     assert entry.line == 1 and entry.offset == len(json.dumps(HEADER)) + 1
     assert entry.value == evil  # the members are data, read back from the line
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["append", "branch", "summary", "fail"]), st.integers(0, 50)), max_size=25
+    )
+)
+def test_chains_stay_true_through_appends_branches_and_failed_writes(
+    tmp_path: Path, ops: list[tuple[str, int]]
+):
+    lines = [json.dumps(HEADER)]
+    for n in range(6):
+        value = {"type": "message", "id": f"id{n}", "parentId": f"id{n - 1}" if n else None}
+        value.update(timestamp="2026-01-01T00:00:00.000Z", message={"role": "assistant", "content": "x"})
+        lines.append(json.dumps(value))
+    manager = SessionManager.open(write(tmp_path, lines))
+    manager.rollback_failed_appends = True
+    for op, pick in ops:
+        ids = [e.id for e in manager.get_entries()]
+        if op == "append":
+            manager.append_message({"role": "user", "content": "hi", "timestamp": 1})
+        elif op == "branch":
+            manager.branch(ids[pick % len(ids)])
+        elif op == "summary":
+            manager.branch_with_summary(ids[pick % len(ids)], "summary")
+        else:
+            persist = manager._persist_entry
+
+            def broken(entry: Any) -> None:
+                raise OSError(28, "No space left on device")
+
+            manager._persist_entry = broken  # type: ignore[method-assign]
+            try:
+                manager.append_message({"role": "user", "content": "lost", "timestamp": 1})
+            except OSError:
+                pass
+            finally:
+                manager._persist_entry = persist  # type: ignore[method-assign]
+        starts = manager._chain_starts
+        assert starts is not None and starts == sorted(starts)
+        for e in manager.get_entries():
+            expected = [id(x) for x in _walk_to_root_remembering(e, manager._by_id)]
+            assert [id(x) for x in manager.get_branch(e.id)] == expected
+    assert manager.build_session_context() == build_session_context(
+        manager.get_entries(), manager._leaf_id, manager._by_id, plain_index=False
+    )
