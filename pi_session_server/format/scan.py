@@ -260,11 +260,14 @@ def _scan_entry_lines(
 ) -> ScanResult:
     """The hot loop of opening a file: every line after the header.
 
-    Chunks come from :func:`_chunks` (``preadv`` into one recycled buffer). Each line's envelope is
-    decoded straight from a memoryview slice of the chunk, so a GB of base64 images is only ever touched by the kernel's
-    copy and by msgspec's scan; a line that runs across chunks is the only one copied. Lines the
-    envelope decoder rejects take the exact slow path. Plain reads rather than mmap: a file
-    truncated by another process while we read must not kill us with SIGBUS.
+    The file is read with ``preadv`` into one buffer of ``CHUNK_SIZE`` bytes, on the calling thread
+    (a reader thread gained nothing on two busy cores: the GIL passes back and forth for every
+    chunk). The unfinished line at the end of a read moves to the front of the buffer and the next
+    read lands right after it, so every byte is read once; a line longer than the buffer grows it
+    for as long as it lasts. Each line's envelope is decoded straight from a memoryview slice of the
+    buffer: a GB of base64 images is only ever touched by the kernel's copy and msgspec's scan.
+    Lines the envelope decoder rejects take the exact slow path. Plain reads rather than mmap: a
+    file truncated by another process while we read must not kill us with SIGBUS.
     """
     result = ScanResult(end=start)
     entries = result.entries
@@ -276,139 +279,99 @@ def _scan_entry_lines(
     total = end if end is not None else os.fstat(fd).st_size
     decode = _decode_envelope
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
-    base = start  # file offset of the current chunk's first byte
     line_no = first_line
-    carried_from = -1  # file offset of a line that began in an earlier chunk and is not finished
     previous_id: Any = _NO_ID  # id of the entry just before, when it came through the hot loop
-    carried: bytes | None = None  # the part of the carried line in the chunk before, if only there
-    long_lines = _LongLines(fd)
-    for buf, fill in _chunks(fd, start, end):
+    buf = bytearray(CHUNK_SIZE)
+    base = start  # file offset of buf[0]
+    kept = 0  # buf[:kept] is the start of a line whose end is not read yet
+    while True:
+        if kept == len(buf):  # a line longer than the buffer
+            buf = _grown(buf, 2 * len(buf), kept)
+        want = len(buf) - kept if end is None else min(len(buf) - kept, end - base - kept)
+        if want <= 0:
+            break
+        with memoryview(buf) as whole:
+            got = os.preadv(fd, [whole[kept : kept + want]], base + kept)
+        if got == 0:
+            break
+        fill = kept + got
         view = memoryview(buf)
         find = buf.find
         i = 0
-        if carried_from >= 0:
-            j = find(b"\n", 0, fill)
-            if j >= 0:
-                if carried is not None:  # began in the chunk before: join its end and this start
-                    line = memoryview(carried + view[:j])
-                else:
-                    line = long_lines.read(carried_from, base + j - carried_from)
-                _add_line(result, line, line_no, carried_from, source, keep_bytes)
-                previous_id = _NO_ID
-                line_no += 1
-                i = j + 1
-                carried_from = -1
-            carried = None
-        if carried_from < 0:
-            while True:
-                j = find(b"\n", i, fill)
-                if j < 0:
-                    break
-                length = j - i
-                offset = base + i
-                try:
-                    entry = decode(view[i:j])
-                except decode_errors as err:
-                    found = _undecodable_line(line_no, offset, bytes(view[i:j]), source, err, keep_bytes)
-                    if type(found) is Entry:
-                        entries.append(found)
-                        index.add(found, len(entries) - 1)
-                        previous_id = _NO_ID
-                    elif found is not None:
-                        problems.append(found)  # type: ignore[arg-type]
-                else:
-                    # _placed(), inlined: this runs once per line. (_value and _raw are at their
-                    # defaults: a line cannot set them, see entry.NotFromJson.)
-                    entry.line = line_no
-                    entry.offset = offset
-                    entry.length = length
-                    entry._source = source
-                    if keep_bytes:
-                        entry._raw = bytes(view[i:j])
-                    entry_id = entry.id
-                    parent_id = entry.parent_id
-                    if type(entry_id) is str and type(parent_id) is str and type(entry.timestamp) is str:
-                        if parent_id == previous_id:
-                            # Most lines answer the line before: one string object for both ids
-                            # saves memory, and later lookups of this parentId match by identity.
-                            entry.parent_id = previous_id
-                        else:
-                            chain_starts.append(len(entries))
-                        by_id[entry_id] = entry
-                        previous_id = entry_id
+        j = find(b"\n", kept, fill)  # buf[:kept] holds no newline
+        while j >= 0:
+            length = j - i
+            offset = base + i
+            try:
+                entry = decode(view[i:j])
+            except decode_errors as err:
+                found = _undecodable_line(line_no, offset, bytes(view[i:j]), source, err, keep_bytes)
+                if type(found) is Entry:
+                    entries.append(found)
+                    index.add(found, len(entries) - 1)
+                    previous_id = _NO_ID
+                elif found is not None:
+                    problems.append(found)  # type: ignore[arg-type]
+            else:
+                # _placed(), inlined: this runs once per line. (_value and _raw are at their
+                # defaults: a line cannot set them, see entry.NotFromJson.)
+                entry.line = line_no
+                entry.offset = offset
+                entry.length = length
+                entry._source = source
+                if keep_bytes:
+                    entry._raw = bytes(view[i:j])
+                entry_id = entry.id
+                parent_id = entry.parent_id
+                if type(entry_id) is str and type(parent_id) is str and type(entry.timestamp) is str:
+                    if parent_id == previous_id:
+                        # Most lines answer the line before: one string object for both ids
+                        # saves memory, and later lookups of this parentId match by identity.
+                        entry.parent_id = previous_id
                     else:
-                        _normalize_numbers(entry)
                         chain_starts.append(len(entries))
-                        if type(entry.id) is str:
-                            by_id[entry.id] = entry
-                            previous_id = entry.id
-                        else:
-                            index.complete = False
-                            previous_id = _NO_ID
-                    if entry.type != "message":
-                        non_messages.append(entry)
-                    entries.append(entry)
-                line_no += 1
-                i = j + 1
-            if i < fill:
-                carried_from = base + i
-                carried = bytes(view[i:fill])  # at most a chunk: cheaper to keep than to read again
+                    by_id[entry_id] = entry
+                    previous_id = entry_id
+                else:
+                    _normalize_numbers(entry)
+                    chain_starts.append(len(entries))
+                    if type(entry.id) is str:
+                        by_id[entry.id] = entry
+                        previous_id = entry.id
+                    else:
+                        index.complete = False
+                        previous_id = _NO_ID
+                if entry.type != "message":
+                    non_messages.append(entry)
+                entries.append(entry)
+            line_no += 1
+            i = j + 1
+            j = find(b"\n", i, fill)
+        kept = fill - i
+        if kept and i:
+            view[:kept] = view[i:fill]  # the unfinished line to the front
         view.release()
-        base += fill
+        base += i
+        if len(buf) > CHUNK_SIZE and kept <= CHUNK_SIZE // 2:  # after a long line: back to a chunk
+            buf = _grown(buf, CHUNK_SIZE, kept)
         if on_progress is not None:
-            on_progress(base, total)
-    long_lines.close()
+            on_progress(base + kept, total)
     result.lines = line_no - first_line
     result.end = base
-    if carried_from >= 0:
-        tail = os.pread(fd, base - carried_from, carried_from)
-        result.end = carried_from
-        if tail:
-            result.tail = tail
-            if include_tail:
-                _add_line(result, memoryview(tail), line_no, carried_from, source, False)
-                result.lines += 1
+    if kept:
+        tail = bytes(buf[:kept])
+        result.tail = tail
+        if include_tail:
+            _add_line(result, memoryview(tail), line_no, base, source, False)
+            result.lines += 1
     return result
 
 
-def _chunks(fd: int, start: int, end: int | None) -> Iterator[tuple[bytearray, int]]:
-    """``(buffer, length)``: the file from ``start`` to ``end`` (or to its end as it is when each read
-    happens), ``CHUNK_SIZE`` at a time, always into the same buffer (a multi-GB file is read through
-    one chunk of memory). Read on the calling thread: a reader thread that read the next chunk
-    meanwhile gained nothing on two busy cores (the GIL passes back and forth for every chunk) and
-    was up to 20 % slower opening 100 MB and 2 GB sessions."""
-    buf = bytearray(CHUNK_SIZE)
-    offset = start
-    with memoryview(buf) as view:
-        while True:
-            want = CHUNK_SIZE if end is None else min(CHUNK_SIZE, end - offset)
-            if want <= 0:
-                return
-            length = os.preadv(fd, [view[:want]], offset)
-            if length == 0:
-                return
-            yield buf, length
-            offset += length
-
-
-class _LongLines:
-    """Lines that run across chunks, read again in one piece into one buffer that grows to the
-    longest of them (a 100 MB line costs one 100 MB buffer, not a list of chunk copies plus their
-    join, which the allocator would keep)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._buf = bytearray()
-
-    def read(self, offset: int, length: int) -> memoryview:
-        if len(self._buf) < length:
-            self._buf = bytearray(length)
-        view = memoryview(self._buf)[:length]
-        got = os.preadv(self._fd, [view], offset)
-        return view[:got]  # shorter only if the file was cut meanwhile: then it is a broken line
-
-    def close(self) -> None:
-        self._buf = bytearray()
+def _grown(buf: bytearray, size: int, keep: int) -> bytearray:
+    """A new buffer of ``size`` bytes that starts with ``buf[:keep]``."""
+    new = bytearray(size)
+    new[:keep] = memoryview(buf)[:keep]
+    return new
 
 
 def _add_line(
