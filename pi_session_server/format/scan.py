@@ -271,6 +271,7 @@ def _scan_entry_lines(
     """
     result = ScanResult(end=start)
     entries = result.entries
+    add_entry = entries.append
     problems = result.problems
     index = result.index  # IdIndex.add(), inlined in the loop below
     by_id = index.by_id
@@ -323,13 +324,15 @@ def _scan_entry_lines(
                     entry._raw = bytes(view[i:j])
                 entry_id = entry.id
                 parent_id = entry.parent_id
-                if type(entry_id) is str and type(parent_id) is str and type(entry.timestamp) is str:
-                    if parent_id == previous_id:
-                        # Most lines answer the line before: one string object for both ids
-                        # saves memory, and later lookups of this parentId match by identity.
-                        entry.parent_id = previous_id
-                    else:
-                        chain_starts.append(len(entries))
+                if parent_id == previous_id and type(entry_id) is str and type(entry.timestamp) is str:
+                    # Most lines answer the line before (previous_id is a string: so is parent_id).
+                    # One string object for both ids saves memory, and later lookups of this
+                    # parentId match by identity.
+                    entry.parent_id = previous_id
+                    by_id[entry_id] = entry
+                    previous_id = entry_id
+                elif type(entry_id) is str and type(parent_id) is str and type(entry.timestamp) is str:
+                    chain_starts.append(len(entries))
                     by_id[entry_id] = entry
                     previous_id = entry_id
                 else:
@@ -343,7 +346,7 @@ def _scan_entry_lines(
                         previous_id = _NO_ID
                 if entry.type != "message":
                     non_messages.append(entry)
-                entries.append(entry)
+                add_entry(entry)
             line_no += 1
             i = j + 1
             j = find(b"\n", i, fill)
