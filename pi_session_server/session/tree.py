@@ -62,12 +62,8 @@ def build_tree(
     manager knows of its own entries; see ``context.is_plain_index``); ``by_id``: the manager's
     index of exactly these entries.
     """
-    built: Any = None
-    if plain_index:
-        if by_id is not None and len(by_id) == len(entries):  # unique ids
-            built = _build_indexed(entries, by_id)
-        if built is None:
-            built = _build_plain(entries)
+    if plain_index and by_id is not None and len(by_id) == len(entries):  # unique ids
+        built = _build_indexed(entries, by_id)
     else:
         built = _build_parents_first(entries)
     if built is not None:
@@ -133,49 +129,16 @@ def _build_parents_first(entries: list[Any]) -> _Built | None:
 _NO_ID = object()  # the id before the first entry: no parentId is this object
 
 
-def _build_plain(entries: list[Entry]) -> _Built | None:
-    """:func:`_build_parents_first` for Entry objects with string ids, in fewer steps per entry
-    (getTree runs it over every entry of a session, tens of thousands in a long one).
+def _build_indexed(entries: list[Entry], by_id: dict[Any, Entry]) -> _Built | None:
+    """:func:`_build_parents_first` for the manager's own entries (string ids, unique), in fewer
+    steps per entry and without an id -> node dict (its tens of thousands of stores were most of
+    what getTree cost).
 
     The scanner gives a parentId that equals the line before's id that very string object, so
     "child of the entry just before" is one identity test; such a child is the first child of a
-    node created one step earlier, so it never makes a branch point. Everything else is looked up.
-    """
-    nodes: dict[Any, TreeNode] = {}
-    roots: list[TreeNode] = []
-    branch_points: list[TreeNode] = []
-    lookup = nodes.get
-    previous_id: Any = _NO_ID
-    previous: Any = None
-    for e in entries:
-        parent_id = e.parent_id
-        node = TreeNode(e, [])
-        if parent_id is previous_id:
-            previous.children.append(node)
-        elif parent_id is None:
-            roots.append(node)
-        else:
-            # looked up before this node is in ``nodes``, so a self-parent gives up too
-            parent = lookup(parent_id) if type(parent_id) is str else None
-            if parent is None:
-                return None
-            siblings = parent.children
-            siblings.append(node)
-            if len(siblings) == 2:
-                branch_points.append(parent)
-        previous_id = e.id
-        nodes[previous_id] = node
-        previous = node
-    if len(nodes) != len(entries):  # a duplicate id: its children may hang under the wrong node
-        return None
-    return roots, nodes.get, branch_points
-
-
-def _build_indexed(entries: list[Entry], by_id: dict[Any, Entry]) -> _Built | None:
-    """:func:`_build_plain` without an id -> node dict of its own (its tens of thousands of stores
-    are most of what it costs): a parent that is not the entry just before is found by id in the
-    manager's index, then by position among the nodes built so far. None when a parent is not an
-    earlier entry (the general builders decide then)."""
+    node created one step earlier, so it never makes a branch point. Any other parent is found by
+    id in the manager's index, then by position among the nodes built so far. None when a parent is
+    not an earlier entry (the general builder decides then)."""
     nodes: list[TreeNode] = []
     add_node = nodes.append
     positions = Positions(entries)
