@@ -34,9 +34,10 @@ class LineSource(Protocol):
 _ENVELOPE_KEYS = ("type", "id", "parentId", "timestamp")
 
 
-# The entry types and message roles pi 0.86.1 writes. Declared as Literals so that msgspec hands
-# out one shared string per value instead of a new one per line (two allocations less per entry);
-# a line with any other type or role is decoded again by OPEN_ENVELOPE_DECODER.
+# The entry types and message roles the typed records know (records.ENTRY_TYPES, MESSAGE_ROLES;
+# a test keeps the lists equal). Declared as Literals so that msgspec hands out one shared string
+# per value instead of a new one per line (two allocations less per entry); a line with any other
+# type or role is decoded again by decode_open_envelope.
 KnownType = Literal[
     "session",
     "message",
@@ -59,6 +60,7 @@ KnownRole = Literal[
     "branchSummary",
     "compactionSummary",
     "system",
+    "hookMessage",
 ]
 
 

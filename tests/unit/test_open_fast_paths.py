@@ -276,3 +276,13 @@ def test_chains_stay_true_through_appends_branches_and_failed_writes(
     assert manager.build_session_context() == build_session_context(
         manager.get_entries(), manager._leaf_id, manager._by_id, plain_index=False
     )
+
+
+def test_the_envelope_literals_name_every_type_and_role_the_records_know():
+    from typing import get_args
+
+    from pi_session_server.format.entry import KnownRole, KnownType
+    from pi_session_server.format.records import ENTRY_TYPES, MESSAGE_ROLES
+
+    assert set(get_args(KnownType)) == ENTRY_TYPES | {"session"}
+    assert set(get_args(KnownRole)) == MESSAGE_ROLES
