@@ -92,7 +92,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     (``gc=False``: an Entry never references anything that references it back.)
     """
 
-    type: KnownType = ABSENT  # any JSON value once decoded (see OPEN_ENVELOPE_DECODER)
+    type: KnownType = ABSENT  # any JSON value once decoded (see decode_open_envelope)
     id: Any = ABSENT
     parent_id: Any = ABSENT
     timestamp: Any = ABSENT
