@@ -779,6 +779,7 @@ class SessionManager:
                 self._label_timestamps,
                 plain_index=self._plain_index,
                 by_id=self._by_id,
+                chain_starts=self._chain_starts,
             )
 
     def branch(self, branch_from_id: Any) -> None:

@@ -6,8 +6,11 @@ Everything is iterative: a 200,000-entry chain is 200,000 levels deep.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 from functools import cmp_to_key
+from itertools import compress
+from operator import attrgetter, is_not
 from typing import Any
 
 import msgspec
@@ -29,7 +32,7 @@ class TreeNode(msgspec.Struct, eq=False, gc=False):
     """
 
     entry: Any
-    children: list[TreeNode]
+    children: list[TreeNode] = msgspec.field(default_factory=list)
     label: Any = ABSENT
     label_timestamp: Any = ABSENT
     _ms: float | None = None
@@ -55,15 +58,17 @@ def build_tree(
     *,
     plain_index: bool = False,
     by_id: dict[Any, Any] | None = None,
+    chain_starts: list[int] | None = None,
 ) -> list[TreeNode]:
     """The reference's getTree over ``entries`` (the non-header file entries in file order).
 
     ``plain_index``: every entry is an :class:`Entry` whose id is a non-empty string (what the
     manager knows of its own entries; see ``context.is_plain_index``); ``by_id``: the manager's
-    index of exactly these entries.
+    index of exactly these entries; ``chain_starts``: where chains start in them (see
+    :mod:`.chains`), when known.
     """
     if plain_index and by_id is not None and len(by_id) == len(entries):  # unique ids
-        built = _build_indexed(entries, by_id)
+        built = _build_by_chains(entries, by_id, chain_starts)
     else:
         built = _build_parents_first(entries)
     if built is not None:
@@ -126,52 +131,68 @@ def _build_parents_first(entries: list[Any]) -> _Built | None:
     return roots, nodes.get, branch_points
 
 
-_NO_ID = object()  # the id before the first entry: no parentId is this object
+def _build_by_chains(
+    entries: list[Entry], by_id: dict[Any, Entry], chain_starts: list[int] | None
+) -> _Built | None:
+    """:func:`_build_parents_first` for the manager's own entries (string ids, unique), mostly in C.
 
+    Inside a chain every entry is the child of the one before it, so the nodes are made with one
+    ``map`` and each chain is linked with another (getTree of a long chat was tens of thousands of
+    Python steps); only the first entry of a chain looks its parent up, by id in the manager's
+    index and then by position. Chains come from the scanner and the manager; without them they
+    are found here (an entry whose parentId is not the very id object of the entry before starts
+    one: too many starts only cost time). None when a parent is not an earlier entry (the
+    general builder decides then).
 
-def _build_indexed(entries: list[Entry], by_id: dict[Any, Entry]) -> _Built | None:
-    """:func:`_build_parents_first` for the manager's own entries (string ids, unique), in fewer
-    steps per entry and without an id -> node dict (its tens of thousands of stores were most of
-    what getTree cost).
-
-    The scanner gives a parentId that equals the line before's id that very string object, so
-    "child of the entry just before" is one identity test; such a child is the first child of a
-    node created one step earlier, so it never makes a branch point. Any other parent is found by
-    id in the manager's index, then by position among the nodes built so far. None when a parent is
-    not an earlier entry (the general builder decides then)."""
-    nodes: list[TreeNode] = []
-    add_node = nodes.append
+    Children end up in file order before sorting, as the reference has them: the child in the
+    same chain comes right after its parent, any other child later.
+    """
+    count = len(entries)
+    if count == 0:
+        return [], {}.get, []
+    if chain_starts is None:
+        chain_starts = [
+            0,
+            *compress(range(1, count), map(is_not, map(_PARENT, entries[1:]), map(_ID, entries))),
+        ]
+    elif not chain_starts or chain_starts[0] != 0:
+        return None
+    elif chain_starts[-1] >= count:  # some left by appends taken back after a failed write
+        chain_starts = [first for first in chain_starts if first < count]
+    nodes = list(map(TreeNode, entries))
+    link = deque[Any](maxlen=0).extend
+    ends = chain_starts[1:] + [count]
+    for first, end in zip(chain_starts, ends, strict=True):
+        if end - first > 1:
+            link(map(list.append, map(_CHILDREN, nodes[first : end - 1]), nodes[first + 1 : end]))
     positions = Positions(entries)
     roots: list[TreeNode] = []
     branch_points: list[TreeNode] = []
-    previous_id: Any = _NO_ID
-    previous: Any = None
-    for e in entries:
-        parent_id = e.parent_id
-        node = TreeNode(e, [])
-        if parent_id is previous_id:
-            previous.children.append(node)
-        elif parent_id is None:
-            roots.append(node)
-        else:
-            parent_entry = by_id.get(parent_id) if type(parent_id) is str else None
-            at = -1 if parent_entry is None else positions.of(parent_entry, len(nodes))
-            if at < 0:
-                return None
-            siblings = nodes[at].children
-            siblings.append(node)
-            if len(siblings) == 2:
-                branch_points.append(nodes[at])
-        add_node(node)
-        previous_id = e.id
-        previous = node
+    for first in chain_starts:
+        parent_id = entries[first].parent_id
+        if parent_id is None:
+            roots.append(nodes[first])
+            continue
+        parent_entry = by_id.get(parent_id) if type(parent_id) is str else None
+        at = -1 if parent_entry is None else positions.of(parent_entry, first)
+        if at < 0:
+            return None
+        siblings = nodes[at].children
+        siblings.append(nodes[first])
+        if len(siblings) == 2:
+            branch_points.append(nodes[at])
 
     def node_of(key: Any) -> TreeNode | None:
         entry = by_id.get(key)
-        at = -1 if entry is None else positions.of(entry, len(nodes))
+        at = -1 if entry is None else positions.of(entry, count)
         return nodes[at] if at >= 0 else None
 
     return roots, node_of, branch_points
+
+
+_ID = attrgetter("id")
+_PARENT = attrgetter("parent_id")
+_CHILDREN = attrgetter("children")
 
 
 def _build_any_order(entries: list[Any]) -> tuple[list[TreeNode], dict[Any, TreeNode]]:

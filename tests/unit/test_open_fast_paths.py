@@ -273,6 +273,9 @@ def test_chains_stay_true_through_appends_branches_and_failed_writes(
         for e in manager.get_entries():
             expected = [id(x) for x in _walk_to_root_remembering(e, manager._by_id)]
             assert [id(x) for x in manager.get_branch(e.id)] == expected
+        assert shape(manager.get_tree()) == shape(
+            build_tree(manager.get_entries(), {}, {}, plain_index=False)
+        )
     assert manager.build_session_context() == build_session_context(
         manager.get_entries(), manager._leaf_id, manager._by_id, plain_index=False
     )
