@@ -895,33 +895,22 @@ class SessionManager:
 
     def build_context_entries(self) -> builtins.list[Any]:
         return select_context_entries(
-            build_session_path(
-                self.get_entries(),
-                self._leaf_id,
-                self._by_id,
-                plain_index=self._plain_index,
-                chain_starts=self._chain_starts,
-            )
+            build_session_path(*self._path_inputs(self._leaf_id), **self._path_hints())
         )
 
     def build_session_context(self) -> dict[str, Any]:
-        return _build_session_context(
-            self.get_entries(),
-            self._leaf_id,
-            self._by_id,
-            plain_index=self._plain_index,
-            chain_starts=self._chain_starts,
-        )
+        return _build_session_context(*self._path_inputs(self._leaf_id), **self._path_hints())
 
     def build_session_context_at(self, leaf_id: Any) -> dict[str, Any]:
         """The context as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
-        return _build_session_context(
-            self.get_entries(),
-            leaf_id,
-            self._by_id,
-            plain_index=self._plain_index,
-            chain_starts=self._chain_starts,
-        )
+        return _build_session_context(*self._path_inputs(leaf_id), **self._path_hints())
+
+    def _path_inputs(self, leaf_id: Any) -> tuple[builtins.list[Entry], Any, dict[Any, Entry]]:
+        return self.get_entries(), leaf_id, self._by_id
+
+    def _path_hints(self) -> dict[str, Any]:
+        """What the manager knows that makes walks to the root cheap (see context.walk_to_root)."""
+        return {"plain_index": self._plain_index, "chain_starts": self._chain_starts}
 
     # ------------------------------------------------------------------ accessors
 
