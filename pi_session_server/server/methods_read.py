@@ -11,7 +11,7 @@ import msgspec
 from msgspec import UNSET
 
 from pi_session_server.format.gcpause import gc_paused
-from pi_session_server.format.jsvalue import ABSENT, index_key
+from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.tree import tree_to_json
 
@@ -119,18 +119,15 @@ def preview_cache(manager: Any) -> PreviewCache | None:
 
 
 def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
-    entries = manager.get_entries()
+    total = manager.entry_count()
     start = 0
     if p.since is not UNSET:
-        wanted = index_key(p.since)
-        for position in range(len(entries) - 1, -1, -1):
-            if index_key(entries[position].id) == wanted:
-                start = position + 1
-                break
-        else:
+        position = manager.position_of(p.since)
+        if position < 0:
             raise PiRpcError(ENTRY_NOT_FOUND, f"Entry {p.since} not found", {"since": p.since})
-    end = len(entries) if p.limit is UNSET else min(len(entries), start + max(p.limit, 0))
-    return {"entries": entries[start:end], "total": len(entries), "hasMore": end < len(entries)}
+        start = position + 1
+    end = total if p.limit is UNSET else min(total, start + max(p.limit, 0))
+    return {"entries": manager.entries_slice(start, end), "total": total, "hasMore": end < total}
 
 
 def _context_entries(manager: Any, leaf_id: Any) -> Any:

@@ -25,6 +25,7 @@ from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
 from . import listing, storage
+from .chains import Positions
 from .context import build_session_context as _build_session_context
 from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
 from .fields import field as entry_field
@@ -924,6 +925,30 @@ class SessionManager:
         if self._header_only_first:
             return self._file_entries[1:]
         return [e for e in self._file_entries if e.type != "session"]
+
+    def entry_count(self) -> int:
+        """``len(get_entries())`` without building the list."""
+        if self._header_only_first:
+            return len(self._file_entries) - 1
+        return sum(1 for _ in self.iter_entries())
+
+    def entries_slice(self, start: int, end: int) -> builtins.list[Entry]:
+        """``get_entries()[start:end]`` (``0 <= start <= end``) without a list of every entry."""
+        if self._header_only_first:
+            return self._file_entries[1 + start : 1 + end]
+        return self.get_entries()[start:end]
+
+    def position_of(self, entry_id: Any) -> int:
+        """Where in ``get_entries()`` the last entry with this id is, or -1 (what a search from the
+        end finds, without the search: the index holds the last entry of every id)."""
+        entry = self._by_id.get(index_key(entry_id))
+        if entry is None:
+            return -1
+        if self._header_only_first:
+            at = Positions(self._file_entries).of(entry, len(self._file_entries))
+            return at - 1 if at > 0 else -1  # file entry 0 is the header
+        entries = self.get_entries()
+        return next((k for k in range(len(entries) - 1, -1, -1) if entries[k] is entry), -1)
 
     def iter_entries(self) -> Iterator[Entry]:
         return (e for e in self._file_entries if e.type != "session")

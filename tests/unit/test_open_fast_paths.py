@@ -133,6 +133,13 @@ def test_the_open_shortcuts_agree_with_the_general_rules(tmp_path: Path, lines: 
     general = general_state(manager)
     assert fast == general[:5]
     assert [id(e) for e in entries] == [id(e) for e in general[5]]
+    # pi/getEntries pages: count, slices and "after this id" without a list of every entry
+    assert manager.entry_count() == len(entries)
+    assert [id(e) for e in manager.entries_slice(1, 4)] == [id(e) for e in entries[1:4]]
+    for e in entries:
+        last = max(k for k, x in enumerate(entries) if index_key(x.id) == index_key(e.id))
+        assert manager.position_of(e.id) == last
+    assert manager.position_of("no-such-id") == -1
     labels = {key: label for key, (_target, label) in manager._labels.items()}
     assert tree == shape(build_tree(entries, labels, manager._label_timestamps, plain_index=False))
     assert context == build_session_context(entries, manager._leaf_id, manager._by_id, plain_index=False)
