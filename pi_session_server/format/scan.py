@@ -380,7 +380,7 @@ def _grown(buf: bytearray, size: int, keep: int) -> bytearray:
 def _add_line(
     result: ScanResult, line: memoryview, line_no: int, offset: int, source: Any, keep_bytes: bool
 ) -> None:
-    """One line outside the hot loop (one that ran across chunks)."""
+    """A line read outside the hot loop (the final line, when it has no newline)."""
     found = _entry_from_line(line_no, offset, line, len(line), source, keep_bytes)
     if type(found) is Entry:
         result.entries.append(found)
@@ -401,11 +401,11 @@ def _entry_from_line(
 
 
 def _placed(entry: Entry, line_no: int, offset: int, length: int, source: Any, raw: bytes | None) -> Entry:
-    """The fields below the envelope are ours, whatever the line said."""
+    """Where the entry's line is and how to read it again (its body is not held: ``_value`` keeps
+    its default, which no line can set, see entry.NotFromJson)."""
     entry.line = line_no
     entry.offset = offset
     entry.length = length
-    entry._value = ABSENT
     entry._source = source
     entry._raw = raw
     _normalize_numbers(entry)
