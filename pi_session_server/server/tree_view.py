@@ -477,6 +477,32 @@ def tree_view(
     ``hasMore`` and ``nextOffset``. A result that would hold more than ``max_nodes`` nodes without
     a ``limit`` raises :class:`TreeTooLargeError` (so does a nested one in any case).
     """
+    shape, tops = _shape_and_tops(
+        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
+    )
+    if form == "nested":
+        return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
+    page = _FlatPage(shape, tops, window, max_nodes)
+    nodes = list(page.nodes())
+    page.check_size(len(nodes))
+    result: dict[str, Any] = {"leafId": _wire_id(leaf_id), "nodes": nodes}
+    if window.paged:
+        result.update(page.paging_fields(len(nodes)))
+    return result
+
+
+def _shape_and_tops(
+    roots: list[Any],
+    leaf_id: Any,
+    entries_by_id: dict[Any, Any],
+    window: TreeWindow,
+    mode: str,
+    search: str | None,
+    active_branch_first: bool,
+    previews: bool,
+    cache: PreviewCache | None,
+) -> tuple[_TreeShape, list[Any]]:
+    """What both result forms start from: the shape of the tree and the nodes the window starts at."""
     shape = _TreeShape(
         roots,
         leaf_id,
@@ -487,16 +513,7 @@ def tree_view(
         previews=previews,
         cache=cache,
     )
-    tops = _tops(roots, shape, window)
-    if form == "nested":
-        return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
-    page = _FlatPage(shape, tops, window, max_nodes)
-    nodes = list(page.nodes())
-    page.check_size(len(nodes))
-    result: dict[str, Any] = {"leafId": _wire_id(leaf_id), "nodes": nodes}
-    if window.paged:
-        result.update(page.paging_fields(len(nodes)))
-    return result
+    return shape, _tops(roots, shape, window)
 
 
 def encode_flat_tree_view(
@@ -517,17 +534,10 @@ def encode_flat_tree_view(
     A node is a dict only while it is encoded, so a result costs its JSON bytes, not a dict per
     node (about four times as much).
     """
-    shape = _TreeShape(
-        roots,
-        leaf_id,
-        entries_by_id,
-        mode=mode,
-        search=search,
-        active_branch_first=active_branch_first,
-        previews=previews,
-        cache=cache,
+    shape, tops = _shape_and_tops(
+        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
     )
-    page = _FlatPage(shape, _tops(roots, shape, window), window, max_nodes)
+    page = _FlatPage(shape, tops, window, max_nodes)
     parts = [b'{"leafId":', encode_json(_wire_id(leaf_id)), b',"nodes":[']
     returned = 0
     for item in page.nodes():
