@@ -17,12 +17,16 @@ from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, PiRpcError, invalid_params
+from .tree_pages import FlatTreePages
 from .tree_view import (
+    FlatTree,
     PreviewCache,
     RootNotFoundError,
     TreeTooLargeError,
     TreeWindow,
+    encode_flat_page,
     encode_flat_tree_view,
+    flat_tree,
     tree_view,
 )
 from .wire import Clean
@@ -39,21 +43,24 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
     window = _tree_window(p)
     # the walk keeps every container it makes: collections during it would find nothing
     with gc_paused():
-        roots = manager.get_tree()
         if p.form == "reference":
+            roots = manager.get_tree()
             _refuse_if_more_nodes(roots, MAX_TREE_NODES)
             return tree_to_json(roots)
-        options: dict[str, Any] = {
-            "mode": p.filter,
-            "search": None if p.search is UNSET else p.search,
-            "active_branch_first": p.active_branch_first,
-            "previews": p.previews,
-            "cache": preview_cache(manager) if p.previews else None,
-            "window": window,
-            "max_nodes": MAX_TREE_NODES,
-        }
-        leaf_id = manager.get_leaf_id()
+        search = None if p.search is UNSET else p.search
         try:
+            if p.form == "flat" and window.paged:
+                return Clean(msgspec.Raw(_flat_page(manager, p, window, search)))
+            options: dict[str, Any] = {
+                "mode": p.filter,
+                "search": search,
+                "active_branch_first": p.active_branch_first,
+                "previews": p.previews,
+                "cache": preview_cache(manager) if p.previews else None,
+                "window": window,
+                "max_nodes": MAX_TREE_NODES,
+            }
+            roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
             if p.form == "nested":
                 return Clean(tree_view(roots, leaf_id, manager.by_id, form="nested", **options))
             return Clean(msgspec.Raw(encode_flat_tree_view(roots, leaf_id, manager.by_id, **options)))
@@ -61,6 +68,34 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
             raise _too_large(str(error), error.total) from None
         except RootNotFoundError as error:
             raise PiRpcError(ENTRY_NOT_FOUND, str(error), {"rootId": error.root_id}) from None
+
+
+def _flat_page(manager: Any, p: P.GetTreeParams, window: TreeWindow, search: str | None) -> bytes:
+    """A page of the flat form, cut from the walk kept for the pages of the same request."""
+    options = (p.filter, search, p.active_branch_first, p.previews, _typed(window.root_id), window.depth)
+
+    def walk() -> FlatTree:
+        return flat_tree(
+            manager.get_tree(),
+            manager.get_leaf_id(),
+            manager.by_id,
+            mode=p.filter,
+            search=search,
+            active_branch_first=p.active_branch_first,
+            previews=p.previews,
+            cache=preview_cache(manager) if p.previews else None,
+            window=window,
+        )
+
+    encoded, more = encode_flat_page(_tree_pages.tree(manager, options, walk), window, MAX_TREE_NODES)
+    if not more:
+        _tree_pages.forget(manager)  # the last page: the client has the whole tree
+    return encoded
+
+
+def _typed(value: Any) -> tuple[type, str]:
+    """A JSON value as a key that tells 1, 1.0 and true apart."""
+    return type(value), repr(value)
 
 
 def _tree_window(p: P.GetTreeParams) -> TreeWindow:
@@ -103,6 +138,7 @@ def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
 
 
 _preview_caches: weakref.WeakKeyDictionary[Any, PreviewCache] = weakref.WeakKeyDictionary()
+_tree_pages = FlatTreePages()
 _preview_caches_lock = threading.Lock()
 
 

@@ -482,7 +482,9 @@ METHODS: list[Method] = [
         "no-tools, user-only, labeled-only, all are the TUI's modes. `rootId` and `depth` (flat, nested) "
         f"ask for a subtree, `offset` and `limit` (flat) for a page of the preorder. One reply holds at most "
         f"{E.MAX_TREE_NODES:,} nodes: a bigger result without `limit` is refused with TooLarge (-32011), "
-        "and a larger `limit` gives pages of that size.",
+        "and a larger `limit` gives pages of that size. The pages of one tree are cut from one walk of it, "
+        "which the server keeps while the session and the other params stay the same (it lets it go after "
+        "the last page, or after 60 s without a page): ask for them one after another.",
         P.GetTreeParams,
         SESSION_TREE_RESULT,
         [*SESSION_ERRORS, E.ENTRY_NOT_FOUND, E.TOO_LARGE],

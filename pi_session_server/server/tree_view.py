@@ -282,6 +282,7 @@ class _TreeShape:
         self.leaf_id = leaf_id
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search)
+        self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
@@ -298,7 +299,19 @@ class _TreeShape:
         return children if self.ordered is None or not children else self.ordered(children)
 
     def is_shown(self, node: Any) -> bool:
-        return self.visible is None or self.visible(node)
+        """Whether the filter shows ``node``, found once per entry: the walk asks for every node and
+        each node of a page asks again for its children, and the filters read message bodies
+        (an assistant turn without text is hidden) from the file."""
+        visible = self.visible
+        if visible is None:
+            return True
+        entry = node.entry
+        if type(entry) is not Entry:
+            return visible(node)
+        shown = self._shown.get(entry)
+        if shown is None:
+            shown = self._shown[entry] = visible(node)
+        return shown
 
     def shown_children(self, node: Any) -> list[Any]:
         """The nodes that hang right under ``node`` in the result (through hidden ones), in order."""
@@ -308,7 +321,7 @@ class _TreeShape:
         stack = list(reversed(self.children_in_order(node)))
         while stack:
             child = stack.pop()
-            if self.visible(child):
+            if self.is_shown(child):
                 shown.append(child)
             else:
                 stack.extend(reversed(self.children_in_order(child)))
@@ -369,17 +382,22 @@ def _tops(roots: list[Any], shape: _TreeShape, window: TreeWindow) -> list[Any]:
     return [top]
 
 
+Row = tuple[Any, Any, int]  # (node, id of its nearest shown ancestor or None, depth): see _TreeShape.walk
+
+
 class _FlatPage:
     """The flat form of one window, made one node at a time; ``total`` is known once exhausted.
 
-    Nodes outside the page are walked (to count them and to know each node's ancestors) but never
-    built. Without a limit the page ends one node past ``max_nodes``: that node shows the result
-    is too large, and nothing beyond it is built.
+    ``rows`` is the window's walk: a generator (walked as far as needed, once) or the list a
+    :class:`FlatTree` keeps (then a page is a slice of it). Nodes outside the page are walked (to
+    count them and to know each node's ancestors) but never built. Without a limit the page ends
+    one node past ``max_nodes``: that node shows the result is too large, and nothing beyond it is
+    built.
     """
 
-    def __init__(self, shape: _TreeShape, tops: list[Any], window: TreeWindow, max_nodes: int | None):
+    def __init__(self, shape: _TreeShape, rows: Iterable[Row], window: TreeWindow, max_nodes: int | None):
         self.shape = shape
-        self.tops = tops
+        self.rows = rows
         self.window = window
         self.max_nodes = max_nodes
         self.start = window.offset
@@ -391,17 +409,25 @@ class _FlatPage:
         self.total = 0
 
     def nodes(self) -> Iterator[dict[str, Any]]:
-        shape, start, end = self.shape, self.start, self.end
+        rows, start, end = self.rows, self.start, self.end
+        if isinstance(rows, list):
+            self.total = len(rows)
+            for row in rows[start:end]:
+                yield self._item(*row)
+            return
         index = -1
-        for index, (node, visible_parent_id, depth) in enumerate(shape.walk(self.tops, self.window.depth)):
+        for index, row in enumerate(rows):
             if index < start or (end is not None and index >= end):
                 continue  # outside the page: counted, not built
-            # all shown children, also those beyond `depth`: the client can ask for them by rootId
-            children = shape.shown_children(node)
-            item = shape.node(node, visible_parent_id, depth, [_node_id(c) for c in children], "childIds")
-            item["isBranchPoint"] = len(children) > 1
-            yield item
+            yield self._item(*row)
         self.total = index + 1
+
+    def _item(self, node: Any, visible_parent_id: Any, depth: int) -> dict[str, Any]:
+        # all shown children, also those beyond `depth`: the client can ask for them by rootId
+        children = self.shape.shown_children(node)
+        item = self.shape.node(node, visible_parent_id, depth, [_node_id(c) for c in children], "childIds")
+        item["isBranchPoint"] = len(children) > 1
+        return item
 
     def check_size(self, returned: int) -> None:
         """Raise :class:`TreeTooLargeError` when a result without ``limit`` outgrew the maximum."""
@@ -482,7 +508,7 @@ def tree_view(
     )
     if form == "nested":
         return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
-    page = _FlatPage(shape, tops, window, max_nodes)
+    page = _FlatPage(shape, shape.walk(tops, window.depth), window, max_nodes)
     nodes = list(page.nodes())
     page.check_size(len(nodes))
     result: dict[str, Any] = {"leafId": _wire_id(leaf_id), "nodes": nodes}
@@ -537,7 +563,53 @@ def encode_flat_tree_view(
     shape, tops = _shape_and_tops(
         roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
     )
-    page = _FlatPage(shape, tops, window, max_nodes)
+    return _encode_flat(leaf_id, _FlatPage(shape, shape.walk(tops, window.depth), window, max_nodes))[0]
+
+
+class FlatTree:
+    """The rows of one window of the flat form, walked once and paged many times.
+
+    A front end reads a big tree in pages (at most ``MAX_TREE_NODES`` per reply). Walking the whole
+    tree for every page (to count it and to reach the page), with the filter, the leaf's path and
+    the tool calls made anew each time, was most of a page's cost: a 200,000-entry session took 2 s
+    a page. The rows (``_TreeShape.walk`` of the window's top nodes) depend on the session and on
+    the filter, search, order, previews, ``rootId`` and ``depth``, not on ``offset`` or ``limit``.
+    """
+
+    __slots__ = ("shape", "leaf_id", "rows")
+
+    def __init__(self, shape: _TreeShape, leaf_id: Any, rows: list[Row]) -> None:
+        self.shape = shape
+        self.leaf_id = leaf_id
+        self.rows = rows
+
+
+def flat_tree(
+    roots: list[Any],
+    leaf_id: Any,
+    entries_by_id: dict[Any, Any],
+    *,
+    mode: str = "none",
+    search: str | None = None,
+    active_branch_first: bool = False,
+    previews: bool = True,
+    cache: PreviewCache | None = None,
+    window: TreeWindow = WHOLE_TREE,
+) -> FlatTree:
+    """The rows of ``window`` (its ``rootId`` and ``depth``; pages are cut by :func:`encode_flat_page`)."""
+    shape, tops = _shape_and_tops(
+        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
+    )
+    return FlatTree(shape, leaf_id, list(shape.walk(tops, window.depth)))
+
+
+def encode_flat_page(tree: FlatTree, window: TreeWindow, max_nodes: int | None = None) -> tuple[bytes, bool]:
+    """(the JSON ``encode_flat_tree_view`` gives for ``window``, whether pages follow this one)."""
+    return _encode_flat(tree.leaf_id, _FlatPage(tree.shape, tree.rows, window, max_nodes))
+
+
+def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
+    window = page.window
     parts = [b'{"leafId":', encode_json(_wire_id(leaf_id)), b',"nodes":[']
     returned = 0
     for item in page.nodes():
@@ -547,10 +619,11 @@ def encode_flat_tree_view(
         returned += 1
     page.check_size(returned)
     parts.append(b"]")
+    fields = page.paging_fields(returned)
     if window.paged:
-        parts.append(b"," + encode_json(page.paging_fields(returned))[1:-1])
+        parts.append(b"," + encode_json(fields)[1:-1])
     parts.append(b"}")
-    return b"".join(parts)
+    return b"".join(parts), fields["hasMore"]
 
 
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:

@@ -135,6 +135,30 @@ async def test_pages_concatenate_to_the_whole_flat_tree(sidecar, tmp_path):
     assert beyond["nodes"] == [] and beyond["total"] == 36 and not beyond["hasMore"]
 
 
+async def test_a_page_after_a_write_is_a_page_of_the_written_session(sidecar, tmp_path):
+    """Pages come from a walk the server keeps between requests; a write in between must not be
+    answered from it (pi/append, pi/branch, a label)."""
+    session, _ = await sidecar.open_example(tmp_path)
+    first = await sidecar.request("pi/getTree", {"session": session, "offset": 0, "limit": 10})
+    assert first["total"] == 36
+    message = {"role": "user", "content": "one more", "timestamp": 1}
+    appended = await sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})
+    page = await sidecar.request("pi/getTree", {"session": session, "offset": 30, "limit": 10})
+    assert page["total"] == 37 and page["leafId"] == appended["id"]
+    assert page["nodes"][-1]["id"] == appended["id"] and page["nodes"][-1]["isLeaf"]
+    await sidecar.request("pi/branch", {"session": session, "entryId": "1e2f3a4b"})
+    page = await sidecar.request("pi/getTree", {"session": session, "offset": 0, "limit": 10})
+    assert page["leafId"] == "1e2f3a4b"
+    assert [n["id"] for n in page["nodes"] if n["isLeaf"]] == ["1e2f3a4b"]
+    await sidecar.request(
+        "pi/append", {"session": session, "kind": "label", "targetId": "1e2f3a4b", "label": "here"}
+    )
+    whole = await sidecar.request("pi/getTree", {"session": session})
+    page = await sidecar.request("pi/getTree", {"session": session, "offset": 0, "limit": 38})
+    assert page["nodes"] == whole["nodes"] and page["total"] == 38
+    assert {n["id"]: n.get("label") for n in page["nodes"]}["1e2f3a4b"] == "here"
+
+
 async def test_subtrees_by_root_id_and_depth(sidecar, tmp_path):
     session, _ = await sidecar.open_example(tmp_path)
     whole = {n["id"]: n for n in (await sidecar.request("pi/getTree", {"session": session}))["nodes"]}

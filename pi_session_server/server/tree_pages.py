@@ -1,0 +1,112 @@
+"""pi/getTree pages from one walk of the tree: the walk is kept while a front end pages through it.
+
+Both editor clients read a tree in pages of 50,000 nodes, one request after another. Each page
+used to make the library's tree, the filter, the leaf's path and the tool calls anew and walk the
+whole tree again (to count it and to reach the page): a 200,000-entry session took 2 s a page
+and 8 s for the four pages. Now the first page walks once (``tree_view.FlatTree``) and the pages
+after it are slices of that walk.
+
+What is kept is one walk per session, and only while it can be asked for again: it is dropped
+once the last page was served, when another window or filter is asked for, when the session has
+changed (an append, a reload, a branch: anything that changes the entry list or the leaf; a label
+or a name is an appended entry too), after :data:`IDLE_SECONDS` without a request for it, and with
+the session. A walk holds the library's tree of the session plus a row per shown node (about what
+one request of the whole tree peaked at before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .tree_view import FlatTree
+
+IDLE_SECONDS = 60.0
+
+
+def session_state(manager: Any) -> tuple[int, Any, tuple[type, str]]:
+    """What a walk of the tree depends on besides the request's options: the entry list (its
+    length and its last entry: appends add, a failed write taken back removes, a reload or another
+    session replaces every entry) and the leaf. The caller keeps the last entry alive, so a
+    comparison by identity cannot meet a new object at a recycled address."""
+    count = manager.entry_count()
+    last = manager.entries_slice(count - 1, count) if count else []
+    leaf = manager.get_leaf_id()
+    return count, last[0] if last else None, (type(leaf), repr(leaf))
+
+
+def _same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
+    return a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
+
+
+@dataclass
+class _Kept:
+    options: tuple[Any, ...]
+    state: tuple[int, Any, Any]
+    tree: FlatTree
+    used: float
+
+
+class FlatTreePages:
+    """The kept walks, one per session (manager), shared by the thread pool's requests."""
+
+    def __init__(self, idle_seconds: float = IDLE_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self.idle_seconds = idle_seconds
+        self._clock = clock
+        self._kept: weakref.WeakKeyDictionary[Any, _Kept] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def tree(self, manager: Any, options: tuple[Any, ...], build: Callable[[], FlatTree]) -> FlatTree:
+        """The walk for ``options`` of the session as it is now: the kept one, or ``build()`` kept."""
+        try:
+            manager_ref = weakref.ref(manager)
+        except TypeError:  # a manager that cannot be weakly referenced: nothing kept
+            return build()
+        state = session_state(manager)
+        with self._lock:
+            kept = self._kept.get(manager)
+            if kept is not None and kept.options == options and _same_state(kept.state, state):
+                kept.used = self._clock()
+                return kept.tree
+            self._kept.pop(manager, None)  # not needed any more: do not hold two while building
+        tree = build()
+        kept = _Kept(options, state, tree, self._clock())
+        with self._lock:
+            self._kept[manager] = kept
+        self._expire_later(manager_ref, kept, self.idle_seconds)
+        return tree
+
+    def forget(self, manager: Any) -> None:
+        """Drop the session's walk (its last page was served)."""
+        with self._lock, contextlib.suppress(TypeError):  # TypeError: never kept (no weak reference)
+            self._kept.pop(manager, None)
+
+    def kept(self, manager: Any) -> FlatTree | None:
+        """The walk kept for the session, if any."""
+        with self._lock, contextlib.suppress(TypeError):
+            found = self._kept.get(manager)
+            return found.tree if found is not None else None
+        return None
+
+    def _expire_later(self, manager_ref: weakref.ref[Any], kept: _Kept, delay: float) -> None:
+        timer = threading.Timer(delay, self._expire, (manager_ref, kept))
+        timer.daemon = True
+        timer.start()
+
+    def _expire(self, manager_ref: weakref.ref[Any], kept: _Kept) -> None:
+        manager = manager_ref()
+        if manager is None:
+            return
+        with self._lock:
+            if self._kept.get(manager) is not kept:
+                return  # replaced or dropped since: its own timer (if any) looks after it
+            idle = self._clock() - kept.used
+            if idle >= self.idle_seconds:
+                del self._kept[manager]
+                return
+        self._expire_later(manager_ref, kept, self.idle_seconds - idle)

@@ -1,0 +1,206 @@
+"""pi/getTree pages cut from a kept walk (server/tree_pages.py): every page is what a fresh walk of
+the session as it is now gives, the walk is made once per paging run, and it is let go when it
+cannot be asked for again (last page, other options, a changed session, idle, no weak reference).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_protocol_tree_filters import EXAMPLE, random_session
+
+from pi_session_server.server import methods_read, tree_pages
+from pi_session_server.server import params as P
+from pi_session_server.server.rollback import rollback, snapshot
+from pi_session_server.server.tree_view import TreeWindow, encode_flat_tree_view, flat_tree
+from pi_session_server.session import SessionManager
+
+
+def request(m: SessionManager, **params: Any) -> dict[str, Any]:
+    """One pi/getTree reply as the sidecar makes it (the handler's job, without the transport)."""
+    p = P.parse({"session": "s", **params}, P.GetTreeParams)
+    reply = methods_read._tree(m, p)
+    return json.loads(bytes(reply.value))
+
+
+def fresh(m: SessionManager, offset: int, limit: int, **options: Any) -> dict[str, Any]:
+    """The same page from a walk of its own (the library's tree made anew, nothing kept)."""
+    window = TreeWindow(offset=offset, limit=limit, paged=True)
+    return json.loads(encode_flat_tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, window=window, **options))
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> SessionManager:
+    path = tmp_path / "random.jsonl"
+    random_session(random.Random(7), path)
+    m = SessionManager.open(str(path))
+    assert m.entry_count() > 30
+    return m
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every walk the handler makes."""
+    made: list[Any] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        tree = flat_tree(*args, **kwargs)
+        made.append(tree)
+        return tree
+
+    monkeypatch.setattr(methods_read, "flat_tree", counting)
+    monkeypatch.setattr(methods_read, "_tree_pages", tree_pages.FlatTreePages())
+    return made
+
+
+VIEWS = [
+    {"filter": "none", "previews": False},
+    {"filter": "default", "previews": True, "activeBranchFirst": True},
+    {"filter": "no-tools", "previews": True, "search": "a"},
+]
+
+
+def _library_options(view: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "mode": view["filter"],
+        "previews": view["previews"],
+        "active_branch_first": view.get("activeBranchFirst", False),
+        "search": view.get("search"),
+    }
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=lambda v: v["filter"])
+def test_pages_of_one_run_come_from_one_walk_and_equal_fresh_pages(
+    session: SessionManager, walks: list[Any], view: dict[str, Any]
+) -> None:
+    offset: int | None = 0
+    count = 0
+    while offset is not None:
+        page = request(session, form="flat", offset=offset, limit=7, **view)
+        assert page == fresh(session, offset, 7, **_library_options(view))
+        offset = page.get("nextOffset")
+        count += 1
+    assert count > 2 and len(walks) == 1
+    assert methods_read._tree_pages.kept(session) is None  # the last page let it go
+
+
+def test_a_change_between_two_pages_gives_the_next_page_of_the_changed_session(
+    session: SessionManager, walks: list[Any]
+) -> None:
+    first = request(session, form="flat", offset=0, limit=5)
+    some_id = first["nodes"][2]["id"]
+    changes = [
+        lambda: session.append_message({"role": "user", "content": "one more", "timestamp": 1}),
+        lambda: session.branch(some_id),
+        lambda: session.append_label_change(some_id, "marked"),
+        lambda: session.reset_leaf(),
+    ]
+    for number, change in enumerate(changes, start=1):
+        change()
+        page = request(session, form="flat", offset=5, limit=5)
+        assert page == fresh(session, 5, 5)
+        assert len(walks) == 1 + number  # the kept walk was of the session before the change
+        assert request(session, form="flat", offset=10, limit=5) == fresh(session, 10, 5)
+        assert len(walks) == 1 + number  # ...and the new one serves the pages after it
+    labelled = [n for n in request(session, form="flat", offset=0, limit=10_000)["nodes"] if n.get("label")]
+    assert [n["id"] for n in labelled] == [some_id]
+
+
+def test_a_failed_write_taken_back_leaves_the_kept_walk_valid(
+    session: SessionManager, walks: list[Any]
+) -> None:
+    request(session, form="flat", offset=0, limit=5)
+    state = snapshot(session)
+    session.append_message({"role": "user", "content": "written, then taken back", "timestamp": 1})
+    rollback(session, state)
+    assert request(session, form="flat", offset=5, limit=5) == fresh(session, 5, 5)
+    assert len(walks) == 1
+
+
+def test_other_options_or_another_window_make_a_new_walk(session: SessionManager, walks: list[Any]) -> None:
+    request(session, form="flat", offset=0, limit=5)
+    request(session, form="flat", offset=0, limit=5, filter="user-only")
+    request(session, form="flat", offset=0, limit=5, filter="user-only", search="a")
+    request(session, form="flat", offset=0, limit=5, filter="user-only", search="a", depth=2)
+    root = request(session, form="flat", offset=0, limit=1)["nodes"][0]["id"]
+    assert len(walks) == 5
+    page = request(session, form="flat", offset=1, limit=3, rootId=root)
+    assert len(walks) == 6 and page["nodes"][0]["depth"] == 1
+    assert request(session, form="flat", offset=4, limit=3, rootId=root)["nodes"][0]["depth"] >= 1
+    assert len(walks) == 6
+
+
+def test_unpaged_requests_keep_nothing(session: SessionManager, walks: list[Any]) -> None:
+    whole = request(session, form="flat")
+    assert len(whole["nodes"]) == session.entry_count() and not walks
+    assert methods_read._tree_pages.kept(session) is None
+
+
+def test_an_idle_walk_is_let_go(session: SessionManager) -> None:
+    pages = tree_pages.FlatTreePages(idle_seconds=0.2)
+    walked = pages.tree(session, ("options",), lambda: _walk(session))
+    time.sleep(0.1)
+    assert pages.tree(session, ("options",), lambda: _walk(session)) is walked  # used again: not idle
+    time.sleep(0.15)
+    assert pages.kept(session) is walked  # 0.15 s since the last use
+    deadline = time.monotonic() + 5
+    while pages.kept(session) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pages.kept(session) is None
+
+
+def test_a_walk_goes_with_its_session(tmp_path: Path) -> None:
+    pages = tree_pages.FlatTreePages()
+    m = SessionManager.open(str(EXAMPLE), read_only=True)
+    walked = _walk(m)
+    pages.tree(m, ("options",), lambda: walked)
+    assert len(pages._kept) == 1
+    del m
+    assert len(pages._kept) == 0
+
+
+def test_a_manager_without_weak_references_is_walked_every_time() -> None:
+    class Plain:
+        __slots__ = ()
+
+    pages = tree_pages.FlatTreePages()
+    built: list[int] = []
+    for _ in range(2):
+        pages.tree(Plain(), ("options",), lambda: built.append(1) or None)  # type: ignore[arg-type,func-returns-value]
+    assert len(built) == 2
+    assert pages.kept(Plain()) is None
+
+
+def _walk(m: SessionManager) -> Any:
+    return flat_tree(m.get_tree(), m.get_leaf_id(), m.by_id, previews=False)
+
+
+def test_a_file_rewritten_underneath_with_as_many_entries_and_the_same_leaf_is_walked_anew(
+    tmp_path: Path, walks: list[Any]
+) -> None:
+    path = tmp_path / "rewritten.jsonl"
+    header = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+
+    def line(entry_id: str, parent: str | None, text: str) -> str:
+        parent_json = "null" if parent is None else f'"{parent}"'
+        return (
+            f'{{"type":"message","id":"{entry_id}","parentId":{parent_json},'
+            f'"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}","timestamp":1}}}}\n'
+        )
+
+    path.write_text(header + line("a", None, "x") + line("b", "a", "y") + line("c", "b", "z"))
+    m = SessionManager.open(str(path))
+    before = request(m, form="flat", offset=0, limit=2)
+    assert [n["depth"] for n in before["nodes"]] == [0, 1]
+    # another process rewrites it: the same ids and leaf, "b" now a second root
+    path.write_text(header + line("a", None, "x") + line("b", None, "y") + line("c", "b", "z") + "\n")
+    m.refresh_from_disk()
+    assert m.entry_count() == 3 and m.get_leaf_id() == "c"
+    after = request(m, form="flat", offset=0, limit=2)
+    assert after == fresh(m, 0, 2) and [n["depth"] for n in after["nodes"]] == [0, 0]
+    assert len(walks) == 2
