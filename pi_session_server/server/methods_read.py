@@ -29,7 +29,7 @@ from .tree_view import (
     flat_tree,
     tree_view,
 )
-from .wire import Clean
+from .wire import Clean, to_wire
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -166,6 +166,26 @@ def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
     return {"entries": manager.entries_slice(start, end), "total": total, "hasMore": end < total}
 
 
+def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
+    """The entry on a line of the file as a tree node shows it (no body: a line can be MBs)."""
+    entry = manager.entry_at_line(line)
+    if entry is None:
+        return None
+    leaf_id = manager.get_leaf_id()
+    node = {
+        "id": _or_null(entry.id),
+        "parentId": entry.parent_id,
+        "type": entry.type,
+        "role": entry.role,
+        "label": manager.get_label(entry.id),
+        "labelTimestamp": manager.get_label_timestamp(entry.id),
+        "timestamp": entry.timestamp,
+        "line": entry.line,
+        "isLeaf": leaf_id is not ABSENT and leaf_id is not None and entry.id == leaf_id,
+    }
+    return to_wire(node)  # members the entry does not have are left out
+
+
 def _context_entries(manager: Any, leaf_id: Any) -> Any:
     if leaf_id is UNSET:
         return manager.build_context_entries()
@@ -192,6 +212,7 @@ def register(server: PiSessionServer) -> None:
     read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)), heavy=True)
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page, heavy=True)
+    read("pi/getEntryAtLine", P.GetEntryAtLineParams, lambda m, p: _entry_at_line(m, p.line), heavy=True)
     read(
         "pi/getLeaf",
         P.SessionParams,

@@ -263,6 +263,10 @@ class GetEntryParams(SessionParams, kw_only=True):
     id: Id = UNSET
 
 
+class GetEntryAtLineParams(SessionParams, kw_only=True):
+    line: Count
+
+
 class GetEntriesParams(SessionParams, kw_only=True):
     since: str | UnsetType = UNSET
     limit: int | UnsetType = UNSET

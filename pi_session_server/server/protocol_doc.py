@@ -213,6 +213,23 @@ SCHEMAS: dict[str, Any] = {
         },
         "required": ["id", "visibleParentId", "depth", "isLeaf", "onLeafPath", "isBranchPoint"],
     },
+    "LineEntry": {
+        "type": "object",
+        "description": "The entry on a line of the file, as a node of pi/getTree shows it (without "
+        "the filter's fields and the preview): no message body is read or sent.",
+        "properties": {
+            "id": {"description": "The entry's id (null when the entry has none)."},
+            "parentId": {"description": "The entry's own parentId (absent when the line has none)."},
+            "type": ANY,
+            "role": ANY,
+            "label": ANY,
+            "labelTimestamp": ANY,
+            "timestamp": ANY,
+            "line": {"type": "integer", "minimum": 0, "description": "0-based line of the entry in the file"},
+            "isLeaf": {"type": "boolean"},
+        },
+        "required": ["id", "line", "isLeaf"],
+    },
     "TreeView": {
         "type": "object",
         "properties": {
@@ -513,6 +530,15 @@ METHODS: list[Method] = [
         NULLABLE_ENTRY,
         SESSION_ERRORS,
         "getEntry",
+    ),
+    Method(
+        "pi/getEntryAtLine",
+        "The entry read from (or appended to) 0-based line `line` of the session file, as a tree node "
+        "shows it, or null: the header, a blank or broken line, no such line, or an entry not written "
+        "yet. What an editor needs for the entry under the cursor, without reading the tree.",
+        P.GetEntryAtLineParams,
+        {"anyOf": [ref("LineEntry"), {"type": "null"}]},
+        SESSION_ERRORS,
     ),
     Method(
         "pi/getEntries",

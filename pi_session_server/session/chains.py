@@ -39,6 +39,18 @@ class Positions:
         return found if found < before else -1
 
 
+def entry_on_line(entries: list[Entry], line: int) -> Entry | None:
+    """The entry of ``entries`` (in file order) whose line is ``line``, or None."""
+    if line < 0:
+        return None
+    at = bisect_left(entries, line, key=_LINE)
+    if at < len(entries) and entries[at].line == line:
+        return entries[at]
+    # not found by halves: none has this line, or line numbers are out of order (entries made in
+    # memory have none, -1): look at each
+    return next((e for e in entries if e.line == line), None)
+
+
 def path_by_chains(
     start: Entry, entries: list[Entry], chain_starts: list[int], index: dict[Any, Entry]
 ) -> list[Entry] | None:

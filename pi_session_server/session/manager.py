@@ -25,7 +25,7 @@ from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
 from . import listing, storage
-from .chains import Positions
+from .chains import Positions, entry_on_line
 from .context import build_session_context as _build_session_context
 from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
 from .fields import field as entry_field
@@ -949,6 +949,13 @@ class SessionManager:
             return at - 1 if at > 0 else -1  # file entry 0 is the header
         entries = self.get_entries()
         return next((k for k in range(len(entries) - 1, -1, -1) if entries[k] is entry), -1)
+
+    def entry_at_line(self, line: int) -> Entry | None:
+        """The entry read from (or appended to) 0-based line ``line`` of the session file, or None:
+        the header, a blank or broken line, a line past the end, or an entry not written yet.
+        What an editor needs for "the entry under the cursor", without building the tree."""
+        found = entry_on_line(self._file_entries, line)
+        return found if found is not None and found.type != "session" else None
 
     def iter_entries(self) -> Iterator[Entry]:
         return (e for e in self._file_entries if e.type != "session")

@@ -159,6 +159,33 @@ async def test_a_page_after_a_write_is_a_page_of_the_written_session(sidecar, tm
     assert {n["id"]: n.get("label") for n in page["nodes"]}["1e2f3a4b"] == "here"
 
 
+async def test_the_entry_on_a_line_without_the_tree(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    lines = path.read_text().splitlines()
+    whole = {n["line"]: n for n in (await sidecar.request("pi/getTree", {"session": session}))["nodes"]}
+    for line in range(len(lines) + 2):
+        found = await sidecar.request("pi/getEntryAtLine", {"session": session, "line": line})
+        if line not in whole:
+            assert found is None, line  # the header, or past the end
+            continue
+        node = whole[line]
+        assert found == {k: node[k] for k in found}, line  # what the tree says of the same entry
+        assert set(found) >= {"id", "type", "line", "isLeaf", "timestamp"}
+        assert json.loads(lines[line])["id"] == found["id"]
+    labelled = await sidecar.request("pi/getEntryAtLine", {"session": session, "line": 14})
+    assert (
+        labelled["id"] == "9d0e1f2a" and labelled["label"] == "tests-green" and "labelTimestamp" in labelled
+    )
+    leaf = await sidecar.request("pi/getEntryAtLine", {"session": session, "line": len(lines) - 1})
+    assert leaf["isLeaf"] and leaf["id"] == "e2f3a4b5"
+    by_uri = await sidecar.request("pi/getEntryAtLine", {"uri": path.as_uri(), "line": 4})
+    assert by_uri["id"] == "1e2f3a4b" and by_uri["role"] == "user"
+    for bad in ({"line": -1}, {"line": "4"}, {}):
+        with pytest.raises(RpcFailure) as failure:
+            await sidecar.request("pi/getEntryAtLine", {"session": session, **bad})
+        assert failure.value.code == -32602
+
+
 async def test_subtrees_by_root_id_and_depth(sidecar, tmp_path):
     session, _ = await sidecar.open_example(tmp_path)
     whole = {n["id"]: n for n in (await sidecar.request("pi/getTree", {"session": session}))["nodes"]}

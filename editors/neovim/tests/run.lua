@@ -216,10 +216,24 @@ test('small pages (tree_page_size = 3): :PiSessionTree joins two pages into the 
     { offset = 0, limit = 3, filter = 'default' },
     { offset = 3, limit = 3, filter = 'default' },
   }, 'pi/getTree requests')
-  -- the entry under the cursor: filter "none" (all 8 entries) in pages of 3
+  -- the entry under the cursor: asked for by line, no tree pages
   tree_requests = {}
-  local node = require('pi_session').entry_at_line(session_buf, 9) -- line 10: a0000003, in the last page
+  local node = require('pi_session').entry_at_line(session_buf, 9) -- line 10: a0000003
   eq(node and node.id, 'a0000003', 'entry on line 10')
+  eq(node and node.line, 9, 'its line')
+  eq(#tree_requests, 0, 'no pi/getTree for the entry on a line')
+  eq(require('pi_session').entry_at_line(session_buf, 0), nil, 'the header line has no entry')
+  -- a server without pi/getEntryAtLine: filter "none" (all 8 entries) in pages of 3
+  local request_sync = client.request_sync
+  client.request_sync = function(self, method, params, ...)
+    if method == 'pi/getEntryAtLine' then
+      return { err = { code = -32601, message = 'Unhandled method pi/getEntryAtLine' } }
+    end
+    return request_sync(self, method, params, ...)
+  end
+  node = require('pi_session').entry_at_line(session_buf, 9)
+  client.request_sync = request_sync
+  eq(node and node.id, 'a0000003', 'entry on line 10, from the tree')
   eq(vim.tbl_map(function(r)
     return r.offset
   end, tree_requests), { 0, 3, 6 }, 'offsets of the lookup')

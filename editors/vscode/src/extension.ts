@@ -20,6 +20,7 @@ import {
   type ForeignWriterParams,
   type GetTreeResult,
   type LargeFileParams,
+  type LineEntry,
   type SessionContextResult,
   type TreeNode,
 } from './protocol';
@@ -37,10 +38,13 @@ export interface PiSessionApi {
   ready: Promise<void>;
 }
 
+/** What the entry commands read of an entry: a tree row or the entry on the cursor line. */
 interface EntryTarget {
   uri: vscode.Uri;
-  node?: TreeNode;
+  node?: Pick<TreeNode, 'id' | 'label'>;
 }
+
+const METHOD_NOT_FOUND = -32601;
 
 class Extension {
   readonly output = vscode.window.createOutputChannel('Pi Session');
@@ -282,10 +286,20 @@ class Extension {
       throw new Error('open a pi session file first');
     }
     const uri = editor.document.uri;
-    const result = await this.allEntries(uri);
-    const node = nodeAtLine(result.nodes, editor.selection.active.line);
+    const node = await this.entryAtLine(uri, editor.selection.active.line);
     if (!node && required) throw new Error('put the cursor on an entry line (not the header or a blank line)');
     return { uri, node };
+  }
+
+  /** The entry on a line, without the tree (a server older than pi/getEntryAtLine: from the tree). */
+  private async entryAtLine(uri: vscode.Uri, line: number): Promise<Pick<TreeNode, 'id' | 'label'> | undefined> {
+    try {
+      const found = await this.request<LineEntry | null>(Methods.getEntryAtLine, { uri: this.wireUri(uri), line });
+      return found ?? undefined;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== METHOD_NOT_FOUND) throw error;
+      return nodeAtLine((await this.allEntries(uri)).nodes, line);
+    }
   }
 
   /** Every entry with its line (filter "none", the server's default: nothing hidden), no previews. */

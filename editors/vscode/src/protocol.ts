@@ -41,6 +41,19 @@ export interface GetTreeResult {
   nextOffset?: number;
 }
 
+/** pi/getEntryAtLine: the entry on a line of the file (its envelope, no body), or null. */
+export interface LineEntry {
+  id: unknown;
+  parentId?: unknown;
+  type?: string;
+  role?: string;
+  label?: string;
+  labelTimestamp?: string;
+  timestamp?: unknown;
+  line: number;
+  isLeaf: boolean;
+}
+
 export interface SessionContextResult {
   messages: Array<Record<string, unknown>>;
   thinkingLevel?: string;
@@ -74,6 +87,7 @@ export const Methods = {
   branch: 'pi/branch',
   append: 'pi/append',
   getEntry: 'pi/getEntry',
+  getEntryAtLine: 'pi/getEntryAtLine',
   didChange: 'pi/didChange',
   foreignWriter: 'pi/foreignWriter',
   largeFile: 'pi/largeFile',

@@ -159,10 +159,22 @@ function M.get_tree(bufnr, params, callback, timeout_ms)
   end
 end
 
---- The entry on a 0-based line of a session buffer (filter "none": every entry), or nil.
+local METHOD_NOT_FOUND = -32601
+
+--- The entry on a 0-based line of a session buffer (pi/getEntryAtLine: its id, label, type, ...
+--- without the tree), or nil. A server older than that method: the entry from the tree (filter
+--- "none": every entry).
 ---@return table|nil node, any err
 function M.entry_at_line(bufnr, line)
-  local result, err = M.get_tree(bufnr, { previews = false })
+  local found, err = M.request_sync(bufnr, 'pi/getEntryAtLine', { line = line })
+  if not err then
+    return found ~= vim.NIL and found or nil
+  end
+  if err.code ~= METHOD_NOT_FOUND then
+    return nil, err
+  end
+  local result
+  result, err = M.get_tree(bufnr, { previews = false })
   if err or not result then
     return nil, err
   end

@@ -40,6 +40,17 @@ function openSession(state) {
   state.documents.push(makeDocument(Uri.parse(SESSION_URI), `${HEADER}\n`, 'pi-session'));
 }
 
+/** pi/getEntryAtLine as the server answers it from a tree: the node's envelope, or null. */
+function entryAtLineOf(tree, requests = []) {
+  return (params) => {
+    requests.push(params);
+    const node = tree.nodes.find((n) => n.line === params.line);
+    if (!node) return null;
+    const { id, parentId, type, role, label, line, isLeaf } = node;
+    return { id, parentId, type, role, label, line, isLeaf };
+  };
+}
+
 /** Activate with a session document in the active editor and a server that answers from TREE/CONTEXT. */
 async function activated(options = {}) {
   const loaded = loadExtension();
@@ -51,6 +62,7 @@ async function activated(options = {}) {
   state.activeTextEditor = { document: doc, selection: { active: { line: options.cursorLine ?? 0, character: 0 } } };
   state.responder = (method, params) => {
     if (method === 'pi/getTree') return options.getTree ? options.getTree(params) : TREE;
+    if (method === 'pi/getEntryAtLine') return (options.getEntryAtLine ?? entryAtLineOf(TREE))(params);
     if (method === 'pi/buildSessionContext') return CONTEXT;
     if (method === 'pi/branch') return { leafId: params.entryId };
     if (method === 'pi/append') return { id: 'new1' };
@@ -187,7 +199,12 @@ test('a tree too big for one reply (TooLarge without limit) loads in pages, and 
   const serve = pagingServer(big, 50000);
   assert.throws(() => serve({ filter: 'default', form: 'flat' }), (e) => e.code === -32011 && e.data.total === count);
   const requests = [];
-  const { api, client, state, restore } = await activated({ cursorLine: 100001, getTree: pagingServer(big, 50000, requests) });
+  const lineRequests = [];
+  const { api, client, state, restore } = await activated({
+    cursorLine: 100001,
+    getTree: pagingServer(big, 50000, requests),
+    getEntryAtLine: entryAtLineOf(big, lineRequests),
+  });
   t.after(restore);
   assert.deepEqual(requests.map((p) => p.offset), [0, 50000, 100000]);
   assert.equal(api.tree.nodes.length, count);
@@ -195,12 +212,45 @@ test('a tree too big for one reply (TooLarge without limit) loads in pages, and 
   const roots = api.tree.getChildren();
   assert.equal(roots.length, count); // one chain stays flat
   assert.match(api.tree.getTreeItem(roots[count - 1]).description, /◀ leaf/);
-  // Show Context at the cursor (line 100001 = entry e100000, in the third page)
+  // Show Context at the cursor (line 100001 = entry e100000): asked for by line, not from the tree
   await state.commands.get('piSession.showContext')();
-  const lookups = requests.slice(3);
-  assert.deepEqual(lookups.map((p) => [p.offset, p.previews]), [[0, false], [50000, false], [100000, false]]);
+  assert.equal(requests.length, 3, 'no tree pages for the entry on the cursor line');
+  assert.deepEqual(lineRequests, [{ uri: SESSION_URI, line: 100001 }]);
   assert.deepEqual(client.requests.find((r) => r.method === 'pi/buildSessionContext').params, { uri: SESSION_URI, leafId: 'e100000' });
   assert.deepEqual(state.messages.error, []);
+});
+
+test('a server without pi/getEntryAtLine: the entry on the cursor line comes from the tree, in pages', async (t) => {
+  const requests = [];
+  const methodNotFound = () => {
+    throw Object.assign(new Error('Unhandled method pi/getEntryAtLine'), { code: -32601 });
+  };
+  const { client, state, restore } = await activated({
+    cursorLine: 4,
+    getTree: pagingServer(TREE, 2, requests),
+    getEntryAtLine: methodNotFound,
+  });
+  t.after(restore);
+  const before = requests.length;
+  state.inputBoxAnswer = 'found';
+  await state.commands.get('piSession.labelEntry')();
+  // the entry's pages (no previews, no filter), then the tree view's refresh after the label
+  assert.deepEqual(requests.slice(before, before + 3).map((p) => [p.offset, p.previews, p.filter]), [[0, false, undefined], [2, false, undefined], [4, false, undefined]]);
+  assert.deepEqual(client.requests.find((r) => r.method === 'pi/append').params, { uri: SESSION_URI, kind: 'label', targetId: 'a2', label: 'found' });
+  assert.deepEqual(state.messages.error, []);
+});
+
+test('an error of pi/getEntryAtLine other than an unknown method is shown, not hidden by the tree', async (t) => {
+  const failing = () => {
+    throw Object.assign(new Error('Session file is not a valid pi session: /w/sessions/a.jsonl'), { code: -32003 });
+  };
+  const { client, state, restore } = await activated({ cursorLine: 4, getEntryAtLine: failing });
+  t.after(restore);
+  const before = client.requests.filter((r) => r.method === 'pi/getTree').length;
+  await state.commands.get('piSession.branchHere')();
+  assert.equal(client.requests.filter((r) => r.method === 'pi/getTree').length, before);
+  assert.equal(client.requests.filter((r) => r.method === 'pi/branch').length, 0);
+  assert.match(state.messages.error.join(' '), /not a valid pi session/);
 });
 
 test('the filter picker re-requests the tree with the chosen mode', async (t) => {
