@@ -250,7 +250,7 @@ def test_unknown_handles_uris_and_ids(live: RawServer, world: World):
 CANDIDATES: list[Any] = [None, True, 0, -1, 1.5, 1e308, "", "x", "../../../etc/passwd", [], [1], {}, {"a": 1}]
 READ_ONLY = {
     "pi/sessions", "pi/getInfo", "pi/list", "pi/listAll", "pi/findById", "pi/getTree", "pi/getBranch",
-    "pi/getChildren", "pi/getEntry", "pi/getEntries", "pi/getLeaf", "pi/getLabel", "pi/getSessionName",
+    "pi/getChildren", "pi/getEntry", "pi/getEntries", "pi/getEntryAtLine", "pi/getLeaf", "pi/getLabel", "pi/getSessionName",
     "pi/getHeader", "pi/buildContextEntries", "pi/buildSessionContext", "pi/open", "pi/inMemory",
     "pi/create", "pi/continueRecent", "pi/branch", "pi/resetLeaf",
 }  # fmt: skip
@@ -321,6 +321,7 @@ def base_params(world: World, handle: str, spare: str, entry_id: str) -> dict[st
         "pi/getChildren": [{**on, "parentId": entry_id}],
         "pi/getEntry": [{**on, "id": entry_id}],
         "pi/getEntries": [{**on, "since": entry_id, "limit": 5}],
+        "pi/getEntryAtLine": [{**on, "line": 1}],
         "pi/getLeaf": [on],
         "pi/getLabel": [{**on, "id": entry_id}],
         "pi/getSessionName": [on],
