@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
@@ -12,7 +13,14 @@ from send2trash import send2trash
 from pi_session_server.errors import PiSessionError, fs_error_from_oserror
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
-from pi_session_server.session.listing import AbortSignal, TextOptions, list_all_sessions, list_sessions
+from pi_session_server.session.listing import (
+    AbortSignal,
+    SessionInfo,
+    TextOptions,
+    list_all_sessions,
+    list_sessions,
+    session_info,
+)
 from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
 from pi_session_server.session.paths import resolve_path
 
@@ -66,17 +74,33 @@ def page_of(sessions: list[Any], p: P.ListingParams) -> Any:
     return page
 
 
+def _with_text(infos: list[SessionInfo], text: TextOptions, signal: Any) -> list[SessionInfo]:
+    """``infos`` read again with ``text`` (an info whose file went away stays as it was)."""
+    return [session_info(info.path, signal=signal, text=text) or info for info in infos]
+
+
 def register(server: PiSessionServer) -> None:
     async def listing(p: P.ListingParams, title: str, call: Any) -> Any:
+        text = text_options(p)
+        # A page of a listing with text: the order needs no text, so the listing keeps none, and
+        # only the page's sessions are read again for it (100 sessions of 1 MB of text each, a page
+        # of 10: the text of 10 held instead of 100).
+        later = p.paged and (text.first_message or text.all_messages_text)
+        first = replace(text, first_message=False, all_messages_text=False) if later else text
         signal = AbortSignal()
         async with work_done(server, p.work_done_token, title) as reporter:
             on_progress = _progress_callback(reporter)
             try:
-                result = await server.run_blocking(lambda: call(on_progress, signal), thread=True)
+                result = await server.run_blocking(lambda: call(on_progress, signal, first), thread=True)
+                page = page_of(result, p)
+                if later:
+                    page["sessions"] = await server.run_blocking(
+                        lambda: _with_text(page["sessions"], text, signal), thread=True
+                    )
             except asyncio.CancelledError:
                 signal.abort()
                 raise
-        return to_wire(page_of(result, p))
+        return to_wire(page)
 
     @server.feature("pi/list")
     async def pi_list(params: Any) -> Any:
@@ -84,8 +108,8 @@ def register(server: PiSessionServer) -> None:
         return await listing(
             p,
             "Listing sessions",
-            lambda progress, signal: list_sessions(
-                p.cwd, P.opt(p.session_dir), progress, signal, text=text_options(p)
+            lambda progress, signal, text: list_sessions(
+                p.cwd, P.opt(p.session_dir), progress, signal, text=text
             ),
         )
 
@@ -95,8 +119,8 @@ def register(server: PiSessionServer) -> None:
         return await listing(
             p,
             "Listing all sessions",
-            lambda progress, signal: list_all_sessions(
-                P.opt(p.session_dir), progress, signal, text=text_options(p)
+            lambda progress, signal, text: list_all_sessions(
+                P.opt(p.session_dir), progress, signal, text=text
             ),
         )
 

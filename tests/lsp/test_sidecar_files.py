@@ -77,9 +77,12 @@ CWD = "/home/dev/projects/weather-cli"  # the example session's
 async def test_listing_text_options_and_pages(sidecar, tmp_path):
     directory = tmp_path / "many"
     directory.mkdir()
-    for i in range(7):
-        (directory / f"s{i:02}.jsonl").write_bytes(EXAMPLE.read_bytes())
+    asked = "The test suite fails on test_parse_forecast"
+    for i in range(7):  # each with its own first question, so the pages' texts can be told apart
+        text = EXAMPLE.read_text().replace(asked, f"{asked} ({'again ' * i}{i})")
+        (directory / f"s{i:02}.jsonl").write_text(text)
     whole = await sidecar.request("pi/listAll", {"sessionDir": str(directory)})
+    assert len({s["firstMessage"] for s in whole}) == 7
     assert len(whole) == 7 and all("textTruncated" not in s for s in whole)  # the reference's shape
     cut = await sidecar.request("pi/listAll", {"sessionDir": str(directory), "maxTextChars": 20})
     assert [s["allMessagesText"] for s in cut] == [s["allMessagesText"][:20] for s in whole]
@@ -92,7 +95,12 @@ async def test_listing_text_options_and_pages(sidecar, tmp_path):
     strip = ("firstMessage", "allMessagesText")
     assert none == [{k: v for k, v in s.items() if k not in strip} for s in whole]
 
-    for method, params in (("pi/listAll", {}), ("pi/list", {"cwd": CWD})):
+    for method, params, expected in (
+        ("pi/listAll", {}, whole),
+        ("pi/list", {"cwd": CWD}, whole),
+        ("pi/listAll", {"maxTextChars": 20}, cut),
+        ("pi/listAll", {"text": "first"}, first),
+    ):
         sessions, offset = [], 0
         while True:
             page = await sidecar.request(
@@ -104,7 +112,7 @@ async def test_listing_text_options_and_pages(sidecar, tmp_path):
                 assert "nextOffset" not in page
                 break
             offset = page["nextOffset"]
-        assert [s["path"] for s in sessions] == [s["path"] for s in whole]
+        assert sessions == expected  # the page's text is read after the order: the same text
     beyond = await sidecar.request("pi/listAll", {"sessionDir": str(directory), "offset": 50})
     assert beyond == {"sessions": [], "total": 7, "hasMore": False}
     for bad in ({"text": "some"}, {"maxTextChars": -1}, {"limit": 0}, {"offset": -2}):

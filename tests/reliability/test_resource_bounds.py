@@ -225,3 +225,12 @@ def test_listing_sessions_with_much_text_is_bounded(tmp_path: Path, srv, figures
     assert len(page["sessions"]) == 10 and page["total"] == 100 and page["nextOffset"] == 10
     assert all("allMessagesText" not in s and "firstMessage" not in s for s in page["sessions"])
     assert page_peak < total // 2, f"a page of 10 sessions peaked at +{page_peak // MB} MB"
+    # a page with the whole text (the default): only the page's sessions have their text read
+    reply, text_page_peak = _measure(server, memory, "pi/listAll", {"sessionDir": str(many), "limit": 10})
+    page = reply["result"]
+    assert len(page["sessions"]) == 10 and page["total"] == 100
+    assert all(len(s["allMessagesText"]) == 2 * (512 << 10) + 1 for s in page["sessions"])
+    assert text_page_peak < total // 2, f"a page of 10 with all text peaked at +{text_page_peak // MB} MB"
+    figures["memory: pi/listAll page of 10 (all text) of 100 sessions with 1 MB of text each: peak"] = (
+        f"+{text_page_peak // MB} MB"
+    )
