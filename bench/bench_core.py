@@ -181,9 +181,15 @@ def main() -> int:
             best, ref_best = min(ours["all_seconds"]), min(ref["all_seconds"])
             mean = sum(ours["all_seconds"]) / len(ours["all_seconds"])
             ref_mean = sum(ref["all_seconds"]) / len(ref["all_seconds"])
+            # Each run of ours is followed by one of the reference: the ratio within such a pair
+            # compares the two sides at the same moment of the host.
+            pairs = sorted(r / o for o, r in zip(ours["all_seconds"], ref["all_seconds"], strict=True))
+            quarter = len(pairs) // 4
             print(
                 f"{'':>14} best runs {best:.3f} s / {ref_best:.3f} s ({ref_best / best:.1f}x); "
-                f"means {mean:.3f} s / {ref_mean:.3f} s ({ref_mean / mean:.1f}x)"
+                f"means {mean:.3f} s / {ref_mean:.3f} s ({ref_mean / mean:.1f}x); "
+                f"pairs: median {pairs[len(pairs) // 2]:.1f}x, middle half "
+                f"{pairs[quarter]:.1f}-{pairs[len(pairs) - 1 - quarter]:.1f}x"
             )
     if args.huge_gb:
         path = work / f"session-{args.huge_gb:g}gb.jsonl"

@@ -43,6 +43,18 @@ class Editor:
     applied_edits: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
     notifications: dict[str, list[Any]] = field(default_factory=dict)
     opened: int = 0
+    # every publishDiagnostics, by uri, and how many of each uri's a test has been given: waiting for
+    # "the next one" cannot miss a publication that arrives before the wait begins (a big document
+    # is published twice in quick succession)
+    published: dict[str, list[types.PublishDiagnosticsParams]] = field(default_factory=dict)
+    given: dict[str, int] = field(default_factory=dict)
+
+    def record(self, params: types.PublishDiagnosticsParams) -> None:
+        self.published.setdefault(params.uri, []).append(params)
+
+    def mark(self, uri: str) -> int:
+        """How many publications of ``uri`` there were so far (pass as ``after`` to wait for a new one)."""
+        return len(self.published.get(uri, []))
 
     def fresh_uri(self, name: str = "session") -> str:
         """A new document for each test (one server serves a whole module)."""
@@ -70,26 +82,27 @@ class Editor:
     async def open(self, uri: str, text: str, language_id: str = "pi-session") -> Sequence[types.Diagnostic]:
         self.texts[uri] = text
         self.versions[uri] = 1
-        waiter = asyncio.ensure_future(
-            self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        )
+        mark = self.mark(uri)
         self.client.text_document_did_open(
             types.DidOpenTextDocumentParams(
                 text_document=types.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=text)
             )
         )
-        return await self.diagnostics_for(uri, waiter)
+        return await self.diagnostics_for(uri, after=mark)
 
-    async def diagnostics_for(self, uri: str, waiter: Any = None) -> Sequence[types.Diagnostic]:
-        while True:
-            if waiter is None:
-                waiter = asyncio.ensure_future(
-                    self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-                )
-            params = await asyncio.wait_for(waiter, 20)
-            waiter = None
-            if params.uri == uri:
-                return params.diagnostics
+    async def diagnostics_for(
+        self, uri: str, after: int | None = None, timeout: float = 20
+    ) -> Sequence[types.Diagnostic]:
+        """The first publication for ``uri`` after the first ``after`` ones (default: the first one
+        this test has not been given yet)."""
+        index = self.given.get(uri, 0) if after is None else after
+        deadline = asyncio.get_running_loop().time() + timeout
+        while len(self.published.get(uri, [])) <= index:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"no publishDiagnostics number {index + 1} for {uri} within {timeout} s")
+            await asyncio.sleep(0.01)
+        self.given[uri] = index + 1
+        return self.published[uri][index].diagnostics
 
     async def edit(
         self, uri: str, start: types.Position, end: types.Position, new_text: str
@@ -101,9 +114,7 @@ class Editor:
         text = self.texts[uri]
         self.texts[uri] = text[:s] + new_text + text[e:]
         self.versions[uri] += 1
-        waiter = asyncio.ensure_future(
-            self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        )
+        mark = self.mark(uri)
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
@@ -112,7 +123,7 @@ class Editor:
                 ],
             )
         )
-        return await self.diagnostics_for(uri, waiter)
+        return await self.diagnostics_for(uri, after=mark)
 
     async def apply(self, uri: str, edits: Sequence[types.TextEdit]) -> Sequence[types.Diagnostic]:
         """Apply text edits (as an editor does: all positions refer to the text before any of them)."""
@@ -151,6 +162,14 @@ async def start_editor(lsp_client: LanguageClient, client_name: str) -> Editor:
         )
     )
     editor = Editor(lsp_client, encoding)
+    features = lsp_client.protocol.fm.features
+    stores = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]  # pytest-lsp's: client.diagnostics
+
+    def published(params: types.PublishDiagnosticsParams) -> None:
+        editor.record(params)
+        stores(params)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = published
 
     @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:

@@ -4,7 +4,6 @@ and files the editor never sends (followed on disk, ``pi/largeFile``)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -92,16 +91,14 @@ async def test_whole_document_change(editor: Editor) -> None:
     await editor.open(uri, doc(S.header(), S.user("a", None)))
     new_text = doc(S.user("a", None))
     editor.texts[uri] = new_text
-    waiter = asyncio.ensure_future(
-        editor.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    )
+    mark = editor.mark(uri)
     editor.client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=5),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)],
         )
     )
-    assert codes_by_line(await editor.diagnostics_for(uri, waiter)) == [(0, "PI010")]
+    assert codes_by_line(await editor.diagnostics_for(uri, after=mark)) == [(0, "PI010")]
 
 
 async def test_burst_of_changes_is_published_fewer_times(editor: Editor) -> None:
@@ -151,14 +148,12 @@ async def test_file_the_editor_does_not_send_is_read_and_followed_on_disk(
     path = tmp_path / "2026-11-30T09-13-48-180Z_big.jsonl"
     path.write_text(doc(S.header(), S.user("a", None), S.user("b", "gone")), encoding="utf-8")
     uri = path.as_uri()
-    waiter = asyncio.ensure_future(
-        editor.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    )
+    mark = editor.mark(uri)
     hover = await editor.client.text_document_hover_async(
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(1, 5))
     )
     assert hover is not None and "**user**" in hover.contents.value  # type: ignore[union-attr]
-    assert codes_by_line(await editor.diagnostics_for(uri, waiter)) == [(2, "PI031")]
+    assert codes_by_line(await editor.diagnostics_for(uri, after=mark)) == [(2, "PI031")]
     (note,) = [n for n in editor.notifications.get("pi/largeFile", []) if n.uri == uri]
     assert note.size == path.stat().st_size and "disk" in note.message
     # pi appends to the file: the server notices and publishes again
