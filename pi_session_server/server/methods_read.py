@@ -87,7 +87,11 @@ def _flat_page(manager: Any, p: P.GetTreeParams, window: TreeWindow, search: str
             window=window,
         )
 
-    encoded, more = encode_flat_page(_tree_pages.tree(manager, options, walk), window, MAX_TREE_NODES)
+    try:
+        encoded, more = encode_flat_page(_tree_pages.tree(manager, options, walk), window, MAX_TREE_NODES)
+    except TreeTooLargeError:  # `offset` without `limit` on a big tree: no page follows this refusal
+        _tree_pages.forget(manager)
+        raise
     if not more:
         _tree_pages.forget(manager)  # the last page: the client has the whole tree
     return encoded

@@ -204,3 +204,12 @@ def test_a_file_rewritten_underneath_with_as_many_entries_and_the_same_leaf_is_w
     after = request(m, form="flat", offset=0, limit=2)
     assert after == fresh(m, 0, 2) and [n["depth"] for n in after["nodes"]] == [0, 0]
     assert len(walks) == 2
+
+
+def test_a_refused_page_keeps_nothing(
+    session: SessionManager, walks: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(methods_read, "MAX_TREE_NODES", 5)
+    with pytest.raises(Exception, match="more than the 5 one reply may hold"):
+        request(session, form="flat", offset=1)  # a page without `limit`, bigger than one reply
+    assert len(walks) == 1 and methods_read._tree_pages.kept(session) is None
