@@ -56,7 +56,7 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
                 "search": search,
                 "active_branch_first": p.active_branch_first,
                 "previews": p.previews,
-                "cache": preview_cache(manager) if p.previews else None,
+                "cache": preview_cache(manager),
                 "window": window,
                 "max_nodes": MAX_TREE_NODES,
             }
@@ -83,7 +83,7 @@ def _flat_page(manager: Any, p: P.GetTreeParams, window: TreeWindow, search: str
             search=search,
             active_branch_first=p.active_branch_first,
             previews=p.previews,
-            cache=preview_cache(manager) if p.previews else None,
+            cache=preview_cache(manager),
             window=window,
         )
 

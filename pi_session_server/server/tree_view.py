@@ -28,7 +28,7 @@ from pi_session_server.session.describe import (
     _js_str,
     collect_tool_calls,
     extract_content,
-    has_text_content,
+    is_silent_turn,
     preview_of,
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
@@ -83,33 +83,33 @@ def searchable_text(node: Any) -> str:
 # --- filtering -----------------------------------------------------------------------------
 
 
-def _passes_prefilter(entry: Any, leaf_id: Any) -> bool:
+def _silent_turn(entry: Any) -> bool:
+    return is_silent_turn(field(entry, "message"))
+
+
+def _passes_prefilter(entry: Any, leaf_id: Any, silent_turn: Callable[[Any], bool] = _silent_turn) -> bool:
     """Hidden in every TUI mode: usage entries; text-less assistant turns that did not fail."""
     etype = type_of(entry)
     if etype == "usage":
         return False
-    if (
-        etype == "message"
-        and role_of(entry) == "assistant"
-        and not (id_of(entry) == leaf_id and leaf_id is not ABSENT)
-    ):
-        message = field(entry, "message")
-        msg = message if isinstance(message, dict) else {}
-        stop = msg.get("stopReason", ABSENT)
-        failed = truthy(stop) and stop != "stop" and stop != "toolUse"
-        if not has_text_content(msg.get("content", ABSENT)) and not failed:
-            return False
-    return True
+    if etype != "message" or role_of(entry) != "assistant":
+        return True
+    is_leaf = id_of(entry) == leaf_id and leaf_id is not ABSENT
+    return is_leaf or not silent_turn(entry)
 
 
-def node_filter(mode: str, leaf_id: Any, search: str | None = None) -> Callable[[Any], bool]:
-    """The visibility predicate of one of pi's ``/tree`` filter modes over tree nodes."""
+def node_filter(
+    mode: str, leaf_id: Any, search: str | None = None, cache: PreviewCache | None = None
+) -> Callable[[Any], bool]:
+    """The visibility predicate of one of pi's ``/tree`` filter modes over tree nodes (``cache``:
+    the session's, which remembers each assistant entry's answer)."""
     tokens = [t for t in (search or "").lower().split() if t]
+    silent_turn = _silent_turn if cache is None else cache.silent_turn
 
     def visible(node: Any) -> bool:
         entry = node.entry
         if mode != "none":
-            if not _passes_prefilter(entry, leaf_id):
+            if not _passes_prefilter(entry, leaf_id, silent_turn):
                 return False
             etype = type_of(entry)
             if mode == "user-only":
@@ -281,7 +281,7 @@ class _TreeShape:
     ) -> None:
         self.leaf_id = leaf_id
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
-        self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search)
+        self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
         self.tool_calls: ToolCalls | None = None

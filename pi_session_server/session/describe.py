@@ -178,7 +178,10 @@ def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
 
 def tool_calls_of(entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
     """(index key of the call id, (name, arguments)) of an assistant message's toolCall blocks."""
-    message = field(entry, "message")
+    return _tool_calls_in(field(entry, "message"))
+
+
+def _tool_calls_in(message: Any) -> list[tuple[Any, tuple[Any, Any]]]:
     content = message.get("content", ABSENT) if isinstance(message, dict) else ABSENT
     if not isinstance(content, list):
         return []
@@ -189,24 +192,41 @@ def tool_calls_of(entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
     ]
 
 
+def is_silent_turn(message: Any) -> bool:
+    """An assistant message pi's tree selector hides: no text, and it did not end in an error or
+    an abort (its tool calls show through their results)."""
+    msg = message if isinstance(message, dict) else {}
+    stop = msg.get("stopReason", ABSENT)
+    failed = truthy(stop) and stop != "stop" and stop != "toolUse"
+    return not has_text_content(msg.get("content", ABSENT)) and not failed
+
+
+def _assistant_facts(entry: Any) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
+    """(entry, its tool calls, whether it is a silent turn): one read of the body for both."""
+    message = field(entry, "message")
+    return entry, _tool_calls_in(message), is_silent_turn(message)
+
+
 class PreviewCache:
     """Per session: what the previews need from each entry, kept across ``pi/getTree`` calls.
 
-    Entries never change once read or written (a reload makes new ones), so an entry's preview part
-    and tool calls are computed once; items are keyed by the entry object (``id()``, checked with
-    ``is``: the cache holds the entry, so the id cannot be reused). Each tree walk keeps only the
-    entries it met, so entries the session dropped do not accumulate.
+    Entries never change once read or written (a reload makes new ones), so an entry's preview part,
+    tool calls and whether the filters hide it as a silent turn are computed once (a session that
+    grows while an editor shows its tree is walked again after every append; reading every assistant
+    body again each time was most of such a walk); items are keyed by the entry object (``id()``,
+    checked with ``is``: the cache holds the entry, so the id cannot be reused). Each tree walk keeps
+    only the entries it met, so entries the session dropped do not accumulate.
     """
 
     __slots__ = ("parts", "calls")
 
     def __init__(self) -> None:
         self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
-        self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]]]] = {}
+        self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
 
     def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
         old = self.calls
-        kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]]]] = {}
+        kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         calls: ToolCalls = {}
         for entry in entries:
             if type_of(entry) != "message" or role_of(entry) != "assistant":
@@ -214,12 +234,20 @@ class PreviewCache:
             key = id(entry)
             found = old.get(key)
             if found is None or found[0] is not entry:
-                found = (entry, tool_calls_of(entry))
+                found = _assistant_facts(entry)
             kept[key] = found
             for call_key, call in found[1]:
                 calls[call_key] = call
         self.calls = kept
         return calls
+
+    def silent_turn(self, entry: Any) -> bool:
+        """``is_silent_turn`` of an assistant entry's message, read once per entry."""
+        key = id(entry)
+        found = self.calls.get(key)
+        if found is None or found[0] is not entry:
+            found = self.calls[key] = _assistant_facts(entry)
+        return found[2]
 
     def previews(self) -> Callable[[Any, ToolCalls], str]:
         """A preview function for one walk; the walk's entries replace the cached set."""

@@ -261,3 +261,51 @@ def test_cached_previews_match_fresh_ones_across_appends(
         n["id"]: n["preview"] for n in tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, cache=cache)["nodes"]
     }
     assert previews[result_id] == "[read: ~/x.py]"
+
+
+def test_the_filters_read_each_assistant_body_once_per_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session an editor shows grows one entry at a time and its tree is walked again after each:
+    with the session's cache the filters' answer for an assistant entry (hidden when it has no text
+    and did not fail) is read from its body once, and every walk equals one without the cache."""
+    from pi_session_server.server.tree_view import PreviewCache
+    from pi_session_server.session import describe
+
+    path = tmp_path / "s.jsonl"
+    random_session(random.Random(1), path)
+    m = SessionManager.open(str(path))
+    reads: list[Any] = []
+    facts = describe._assistant_facts
+
+    def counting(entry: Any) -> Any:
+        reads.append(entry)
+        return facts(entry)
+
+    monkeypatch.setattr(describe, "_assistant_facts", counting)
+    cache = PreviewCache()
+    assistants = [e for e in m.get_entries() if e.type == "message" and e.role == "assistant"]
+    assert len(assistants) > 3
+
+    def walk_every_view() -> None:
+        for mode in MODES:
+            for previews in (False, True):
+                fresh = tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, mode=mode, previews=previews)
+                cached = tree_view(
+                    m.get_tree(), m.get_leaf_id(), m.by_id, mode=mode, previews=previews, cache=cache
+                )
+                assert cached == fresh, (mode, previews)
+
+    reads.clear()  # the fresh walks read bodies without the cache: count the cached ones only
+    for mode in MODES:
+        tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, mode=mode, previews=False, cache=cache)
+    assert sorted(map(id, reads)) == sorted(map(id, assistants))  # each once, all modes together
+    walk_every_view()
+    silent = {"role": "assistant", "content": [], "stopReason": "toolUse", "timestamp": 1}
+    m.append_message(silent)
+    m.append_message({"role": "user", "content": "next", "timestamp": 2})
+    reads.clear()
+    for mode in MODES:
+        tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, mode=mode, previews=True, cache=cache)
+    assert [e.id for e in reads] == [m.get_entries()[-2].id]  # only the new assistant entry
+    walk_every_view()
