@@ -173,6 +173,8 @@ def _order_active_first(roots: list[Any], leaf_id: Any) -> Callable[[list[Any]],
         contains[id(node)] = has or any(contains.get(id(c), False) for c in node.children)
 
     def ordered(nodes: list[Any]) -> list[Any]:
+        if len(nodes) < 2:  # most nodes: one child or none
+            return nodes
         return [n for n in nodes if contains.get(id(n))] + [n for n in nodes if not contains.get(id(n))]
 
     return ordered
@@ -444,7 +446,10 @@ class _FlatPage:
 
 
 def _node_id(node: Any) -> Any:
-    return _wire_id(_envelope(node.entry)[0])
+    entry = node.entry
+    if type(entry) is Entry and type(entry.id) is str:  # most ids
+        return entry.id
+    return _wire_id(_envelope(entry)[0])
 
 
 def _nested_nodes(
