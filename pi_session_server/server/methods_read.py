@@ -47,20 +47,17 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
             roots = manager.get_tree()
             _refuse_if_more_nodes(roots, MAX_TREE_NODES)
             return tree_to_json(roots)
-        search = None if p.search is UNSET else p.search
+        view: dict[str, Any] = {  # what to show: the same for every page of one tree
+            "mode": p.filter,
+            "search": None if p.search is UNSET else p.search,
+            "active_branch_first": p.active_branch_first,
+            "previews": p.previews,
+        }
         try:
             if p.form == "flat" and window.paged:
-                return Clean(msgspec.Raw(_flat_page(manager, p, window, search)))
-            options: dict[str, Any] = {
-                "mode": p.filter,
-                "search": search,
-                "active_branch_first": p.active_branch_first,
-                "previews": p.previews,
-                "cache": preview_cache(manager),
-                "window": window,
-                "max_nodes": MAX_TREE_NODES,
-            }
+                return Clean(msgspec.Raw(_flat_page(manager, view, window)))
             roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
+            options = {**view, "cache": preview_cache(manager), "window": window, "max_nodes": MAX_TREE_NODES}
             if p.form == "nested":
                 return Clean(tree_view(roots, leaf_id, manager.by_id, form="nested", **options))
             return Clean(msgspec.Raw(encode_flat_tree_view(roots, leaf_id, manager.by_id, **options)))
@@ -70,25 +67,16 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
             raise PiRpcError(ENTRY_NOT_FOUND, str(error), {"rootId": error.root_id}) from None
 
 
-def _flat_page(manager: Any, p: P.GetTreeParams, window: TreeWindow, search: str | None) -> bytes:
+def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     """A page of the flat form, cut from the walk kept for the pages of the same request."""
-    options = (p.filter, search, p.active_branch_first, p.previews, _typed(window.root_id), window.depth)
+    key = (*view.values(), _typed(window.root_id), window.depth)
 
     def walk() -> FlatTree:
-        return flat_tree(
-            manager.get_tree(),
-            manager.get_leaf_id(),
-            manager.by_id,
-            mode=p.filter,
-            search=search,
-            active_branch_first=p.active_branch_first,
-            previews=p.previews,
-            cache=preview_cache(manager),
-            window=window,
-        )
+        roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
+        return flat_tree(roots, leaf_id, manager.by_id, cache=preview_cache(manager), window=window, **view)
 
     try:
-        encoded, more = encode_flat_page(_tree_pages.tree(manager, options, walk), window, MAX_TREE_NODES)
+        encoded, more = encode_flat_page(_tree_pages.tree(manager, key, walk), window, MAX_TREE_NODES)
     except TreeTooLargeError:  # `offset` without `limit` on a big tree: no page follows this refusal
         _tree_pages.forget(manager)
         raise
