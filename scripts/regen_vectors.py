@@ -9,7 +9,9 @@ Steps (each idempotent):
    seed-1 generated scenarios and ``fixtures/`` from the shared conformance kit.
 2. Generate the random scenarios (the fixed seed list ``GEN_BATCHES`` below) into
    ``vectors/generated/`` with the kit's ``gen.py``, and the extra hand-written scenarios into
-   ``vectors/extra/`` with ``tests/conformance/make_extra.py``.
+   ``vectors/extra/`` with ``tests/conformance/make_extra.py``, then damaged copies of real and
+   generated session files into ``vectors/damaged/`` with ``scripts/fuzz_files.py``
+   (``FUZZ_BATCHES``).
 3. Run the oracle (``node run.mjs --batch DIR --rules ours``, plus ``--check`` with ``--check``)
    on every vector directory: it writes ``X.expected.json`` (our rules) and, where the plain
    reference differs, ``X.reference.json``.
@@ -40,6 +42,10 @@ GEN_BATCHES: list[tuple[int, int, int | None, int | None]] = [
     (8, 30, 60, 150),
 ]
 
+# (seed, count) of scripts/fuzz_files.py: damaged copies of real and generated session files.
+FUZZ_BATCHES: list[tuple[int, int]] = [(1, 100)]
+FUZZ_FILES = REPO / "scripts" / "fuzz_files.py"
+
 VECTOR_SUFFIXES = (".scenario.json", ".expected.json", ".reference.json")
 
 
@@ -69,11 +75,15 @@ def generate(shared: Path) -> None:
             cmd += ["--max-ops", str(max_ops)]
         subprocess.run(cmd, check=True)
     subprocess.run([sys.executable, str(MAKE_EXTRA), "--out", str(VECTORS / "extra")], check=True)
+    for seed, count in FUZZ_BATCHES:  # after gen.py: its files are among the sources
+        cmd = [sys.executable, str(FUZZ_FILES), "--seed", str(seed), "--count", str(count)]
+        cmd += ["--out", str(VECTORS / "damaged"), "--sources", str(out)]
+        subprocess.run(cmd, check=True)
 
 
 def run_oracle(oracle: Path, check: bool) -> int:
     failures = 0
-    for d in (VECTORS, VECTORS / "generated", VECTORS / "extra"):
+    for d in (VECTORS, VECTORS / "generated", VECTORS / "extra", VECTORS / "damaged"):
         if not d.is_dir():
             continue
         cmd = ["node", "run.mjs", "--batch", str(d), "--rules", "ours"] + (["--check"] if check else [])
