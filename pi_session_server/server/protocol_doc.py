@@ -199,7 +199,10 @@ SCHEMAS: dict[str, Any] = {
             "role": ANY,
             "label": ANY,
             "labelTimestamp": ANY,
-            "preview": {"type": "string", "description": "What pi's /tree shows for the entry (no colours)."},
+            "preview": {
+                "type": "string",
+                "description": "What pi's /tree shows for the entry (no colours; half of a surrogate pair cut by its 200-unit limit, or a lone surrogate in the data, is U+FFFD, as pi's terminal prints it).",
+            },
             "timestamp": ANY,
             "line": {"type": "integer", "minimum": 0, "description": "0-based line of the entry in the file"},
             "depth": {"type": "integer", "minimum": 0},

@@ -56,6 +56,21 @@ def utf16_slice(text: str, limit: int) -> str:
     return units[: 2 * limit].decode("utf-16-le", "surrogatepass")
 
 
+def as_displayed(text: str) -> str:
+    """``text`` as pi's terminal shows it: a lone UTF-16 surrogate (half of a pair cut by a JS
+    ``slice``, as the tree selector's previews cut at 200 units, or one in the data) is printed by
+    Node as U+FFFD. Sent as it is, it would be an escaped lone surrogate in our JSON replies, which
+    strict parsers (serde_json, msgspec) reject: one emoji at the 200th unit would fail a whole
+    pi/getTree page for such a front end."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # only surrogates fail: a pair given as two code points joins up
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
 def _normalize(text: str) -> str:
     return js_trim(text.replace("\n", " ").replace("\t", " "))
 
@@ -259,7 +274,7 @@ class PreviewCache:
             key = id(entry)
             found = old.get(key)
             if found is None or found[0] is not entry:
-                found = (entry, preview_part(entry))
+                found = (entry, _displayed_part(preview_part(entry)))
             kept[key] = found
             return finish_preview(found[1], tool_calls)
 
@@ -267,8 +282,13 @@ class PreviewCache:
 
 
 def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
-    """The text pi's tree selector shows for an entry (``getEntryDisplayText`` without colours)."""
-    return finish_preview(preview_part(entry), tool_calls)
+    """The text pi's tree selector shows for an entry (``getEntryDisplayText`` without colours, lone
+    surrogates as the terminal shows them: :func:`as_displayed`)."""
+    return finish_preview(_displayed_part(preview_part(entry)), tool_calls)
+
+
+def _displayed_part(part: str | _ToolResult) -> str | _ToolResult:
+    return as_displayed(part) if type(part) is str else part
 
 
 class _ToolResult:
@@ -293,11 +313,11 @@ def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls) -> str:
         memo = part.memo
         if memo is not None and memo[0] is call and memo[1] == home:
             return memo[2]
-        text = format_tool_call(call[0], call[1])
+        text = as_displayed(format_tool_call(call[0], call[1]))
         part.memo = (call, home, text)
         return text
     name = part.name
-    return f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]"
+    return as_displayed(f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]")
 
 
 def preview_part(entry: Any) -> str | _ToolResult:
