@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
 import sys
 
@@ -32,7 +33,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _as_replacement_character(error: UnicodeError) -> tuple[bytes, int]:
+    """U+FFFD for each lone surrogate; an escaped byte (U+DC80..U+DCFF: a file name that was not
+    UTF-8) is written back as that byte, as ``surrogateescape`` would."""
+    assert isinstance(error, UnicodeEncodeError)
+    replacement = "\ufffd".encode(error.encoding, "replace")
+    out = bytearray()
+    for char in error.object[error.start : error.end]:
+        code = ord(char)
+        out += bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF else replacement
+    return bytes(out), error.end
+
+
+# A session may hold lone UTF-16 surrogates (JSON.parse keeps an escaped "\ud800"), and V8's error
+# messages name half an emoji: Python cannot write those to a UTF-8 stream and would stop the
+# command with a traceback. The terminal shows U+FFFD instead, as it does for pi.
+PRINTABLE = "pi_session.replacement_character"
+codecs.register_error(PRINTABLE, _as_replacement_character)
+
+
+def _printable_output() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) in ("strict", "surrogateescape"):
+            reconfigure(errors=PRINTABLE)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _printable_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):

@@ -19,7 +19,7 @@ import msgspec
 from ..format import records as rec
 from ..format.dates import ms
 from ..format.jsjson import JsonSyntaxError, parse
-from ..format.jstext import is_js_blank
+from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
 from . import codes
 from .fields import Path, check_fields
@@ -375,7 +375,9 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     start = len(text[:pos].encode("utf-8", "surrogatepass"))
     end = start + max(1, len(text[pos : pos + 1].encode("utf-8", "surrogatepass")))
     where = "at end of line" if pos >= len(text) else f"at column {pos + 1}"
-    info.problems = (Problem(codes.INVALID_JSON, f"invalid JSON {where}: {err.msg}", span=(start, end)),)
+    info.problems = (
+        Problem(codes.INVALID_JSON, f"invalid JSON {where}: {as_displayed(err.msg)}", span=(start, end)),
+    )
 
 
 def _scan_value(info: LineInfo, value: Any) -> None:

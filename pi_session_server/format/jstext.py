@@ -9,7 +9,14 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["JS_WHITESPACE", "is_js_blank", "js_trim", "split_listing_lines", "split_load_lines"]
+__all__ = [
+    "JS_WHITESPACE",
+    "as_displayed",
+    "is_js_blank",
+    "js_trim",
+    "split_listing_lines",
+    "split_load_lines",
+]
 
 #: Exactly what ``String.prototype.trim`` removes (WhiteSpace + LineTerminator in ECMAScript).
 JS_WHITESPACE: Final[str] = (
@@ -18,6 +25,21 @@ JS_WHITESPACE: Final[str] = (
 )
 
 _NOT_BLANK = re.compile(f"[^{re.escape(JS_WHITESPACE)}]")
+
+
+def as_displayed(text: str) -> str:
+    """``text`` as a terminal shows it when Node prints it: a lone UTF-16 surrogate (half of a pair
+    cut by a JS ``slice``, the token V8 names in "Unexpected token '\\ud83d'", or one escaped in the
+    data) becomes U+FFFD, a pair held as two code points joins up. Display text only: sent as it
+    is, a lone surrogate is an escape strict JSON parsers reject (Neovim's ``vim.json``, serde_json,
+    msgspec), and Python cannot print it to a UTF-8 stream at all."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # only surrogates fail
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def js_trim(s: str) -> str:

@@ -22,7 +22,7 @@ import msgspec
 from ..errors import StaleFileError
 from .entry import ENVELOPE_DECODER, Entry, decode_open_envelope
 from .jsjson import JsonSyntaxError, parse, parse_bytes
-from .jstext import is_js_blank
+from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
 
 # Small enough that a chunk is still in the CPU cache when msgspec reads it after the kernel's copy
@@ -139,7 +139,7 @@ def problem_for(raw: RawLine) -> LineProblem:
     if raw.kind == "malformed":
         err = raw.error
         column = err.pos if err is not None else 0
-        text = err.msg if err is not None else "invalid JSON"
+        text = as_displayed(err.msg) if err is not None else "invalid JSON"
         return LineProblem(raw.line, column, "malformed", f"invalid JSON: {text}", raw.offset, len(raw.data))
     if raw.kind == "falsy":
         return LineProblem(

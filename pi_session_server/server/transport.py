@@ -37,7 +37,7 @@ from pygls.protocol.language_server import lsp_method
 
 from pi_session_server.format.jsjson import parse_bytes
 
-from .wire import encode_json
+from .wire import encode_display_json, encode_json
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,10 @@ class PiProtocol(LanguageServerProtocol):
         if not data or self.writer is None:
             return
         try:
-            body = encode_json(self._message_to_builtins(data))
+            message = self._message_to_builtins(data)
+            body = (
+                encode_display_json(message) if _is_display_message(data, message) else encode_json(message)
+            )
         except Exception as error:  # never let a reply kill the loop
             logger.exception("cannot serialize a message")
             message_id = data.get("id") if isinstance(data, dict) else getattr(data, "id", None)
@@ -245,6 +248,16 @@ class PiProtocol(LanguageServerProtocol):
         else:
             logger.error("internal error answering %s", message_id, exc_info=exc)
             self.send_error(message_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+def _is_display_message(data: Any, message: Any) -> bool:
+    """LSP traffic is text for an editor to show; pi/* replies and notifications carry session data
+    (see wire.encode_display_json). Replies built as dicts answer pi/* requests; pygls builds its
+    own message objects for the LSP requests it answers."""
+    if type(data) is not dict:
+        return True
+    method = message.get("method")
+    return isinstance(method, str) and not method.startswith("pi/")
 
 
 _REPLY_HEAD = b'{"jsonrpc":"2.0","id":%s,"result":'

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from pi_session_server.format.entry import Entry
+from pi_session_server.format.jstext import as_displayed
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session.tree import TreeNode
 
@@ -216,13 +217,30 @@ def encode_json(value: Any) -> bytes:
         return iterative_dumps(value).encode("utf-8")
 
 
+def encode_display_json(value: Any) -> bytes:
+    """:func:`encode_json` for messages made for display (the language features' replies and
+    notifications): a lone surrogate in a string is sent as U+FFFD (:func:`as_displayed`), not as
+    an escape that Neovim's JSON decoder rejects with the whole message. pi/* data keeps its
+    escapes: it is the session's content, which pi writes the same way."""
+    try:
+        return _encoder.encode(value)
+    except (UnicodeEncodeError, RecursionError, OverflowError):
+        return iterative_dumps(value, displayed=True).encode("utf-8")
+
+
 def _dump_str(text: str) -> str:
     # ensure_ascii escapes lone surrogates (which cannot be UTF-8 encoded) as \udXXX
     return json.dumps(text, ensure_ascii=True)
 
 
-def iterative_dumps(value: Any) -> str:
-    """Compact JSON text of builtins without recursion (slow path)."""
+def _dump_displayed_str(text: str) -> str:
+    return json.dumps(as_displayed(text), ensure_ascii=True)
+
+
+def iterative_dumps(value: Any, *, displayed: bool = False) -> str:
+    """Compact JSON text of builtins without recursion (slow path); ``displayed``: lone surrogates
+    as U+FFFD (see :func:`encode_display_json`)."""
+    dump_str = _dump_displayed_str if displayed else _dump_str
     out: list[str] = []
     # stack holds either values to emit or literal text tokens (wrapped in a 1-tuple)
     stack: list[Any] = [value]
@@ -238,7 +256,7 @@ def iterative_dumps(value: Any) -> str:
             out.append("{")
             pending: list[Any] = []
             for i, (key, member) in enumerate(item.items()):
-                pending.append(((("," if i else "") + _dump_str(str(key)) + ":"),))
+                pending.append(((("," if i else "") + dump_str(str(key)) + ":"),))
                 pending.append(member)
             pending.append(("}",))
             stack.extend(reversed(pending))
@@ -255,7 +273,7 @@ def iterative_dumps(value: Any) -> str:
             pending.append(("]",))
             stack.extend(reversed(pending))
         elif isinstance(item, str):
-            out.append(_dump_str(item))
+            out.append(dump_str(item))
         elif isinstance(item, msgspec.Raw):
             out.append(bytes(item).decode("utf-8"))
         elif item is True:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..format.entry import Entry
 from ..format.jsjson import dumps
-from ..format.jstext import js_trim
+from ..format.jstext import as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from .fields import field, role_of, type_of
 
@@ -54,21 +54,6 @@ def utf16_slice(text: str, limit: int) -> str:
     if len(units) <= 2 * limit:
         return text
     return units[: 2 * limit].decode("utf-16-le", "surrogatepass")
-
-
-def as_displayed(text: str) -> str:
-    """``text`` as pi's terminal shows it: a lone UTF-16 surrogate (half of a pair cut by a JS
-    ``slice``, as the tree selector's previews cut at 200 units, or one in the data) is printed by
-    Node as U+FFFD. Sent as it is, it would be an escaped lone surrogate in our JSON replies, which
-    strict parsers (serde_json, msgspec) reject: one emoji at the 200th unit would fail a whole
-    pi/getTree page for such a front end."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # only surrogates fail: a pair given as two code points joins up
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
 
 
 def _normalize(text: str) -> str:

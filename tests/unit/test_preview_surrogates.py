@@ -10,9 +10,10 @@ from pathlib import Path
 
 import msgspec
 
+from pi_session_server.format.jstext import as_displayed
 from pi_session_server.server.tree_view import encode_flat_tree_view
 from pi_session_server.session import SessionManager
-from pi_session_server.session.describe import PreviewCache, as_displayed, collect_tool_calls, preview_of
+from pi_session_server.session.describe import PreviewCache, collect_tool_calls, preview_of
 
 EMOJI = "\U0001f600"  # two UTF-16 units
 

@@ -308,6 +308,38 @@ test('the tree follows another program appending to the session (pi/didChange)',
   truthy(seen, 'the tree did not follow the outside append:\n' .. tree_text)
 end)
 
+test('text a JSON decoder may refuse never reaches Neovim: a broken line starting with an emoji, a lone surrogate in a message', function()
+  -- V8 names the first half of the emoji ("Unexpected token '\ud83d'") and the message holds an
+  -- escaped lone surrogate: Neovim's vim.json rejects either escape, which would drop the whole
+  -- publishDiagnostics or hover reply
+  local path = work .. '/elsewhere/odd-text.jsonl'
+  vim.fn.writefile({
+    '{"type":"session","version":3,"id":"0199e2e0-aaaa-7bbb-8ccc-000000000002","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}',
+    '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-05T10:00:01.000Z","message":{"role":"user","content":"lone \\ud800 half","timestamp":1}}',
+    '\u{1F600} this line is not JSON',
+  }, path)
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for the second session')
+  local diagnostics
+  local arrived = vim.wait(TIMEOUT, function()
+    diagnostics = vim.tbl_filter(function(d)
+      return d.lnum == 2
+    end, vim.diagnostic.get(buf))
+    return #diagnostics > 0
+  end, 50)
+  truthy(arrived, 'no diagnostic for line 3: ' .. vim.inspect(vim.diagnostic.get(buf)))
+  truthy(diagnostics[1].message:find("Unexpected token '\u{FFFD}'", 1, true), 'message: ' .. diagnostics[1].message)
+  local params = { textDocument = { uri = vim.uri_from_bufnr(buf) }, position = { line = 1, character = 10 } }
+  local reply = vim.lsp.buf_request_sync(buf, 'textDocument/hover', params, TIMEOUT)
+  local text = ''
+  for _, r in pairs(reply or {}) do
+    truthy(not r.err, 'hover error: ' .. vim.inspect(r.err))
+    text = text .. hover_text(r.result)
+  end
+  truthy(text:find('lone \u{FFFD} half', 1, true), 'hover: ' .. text)
+end)
+
 test(':checkhealth pi_session says the server starts', function()
   vim.cmd('checkhealth pi_session')
   local text = buffer_text(vim.api.nvim_get_current_buf())
