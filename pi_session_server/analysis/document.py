@@ -11,11 +11,14 @@ and ``str.splitlines`` would do), exactly like pi's loader (spec §1.4).
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
 from collections.abc import Iterable
 from typing import Any
 
 from ..format.jsvalue import ABSENT, index_key, to_number
+from ..format.scan import iter_physical_lines
 from . import lines as L
 from .lines import LineInfo, scan_envelope, scan_line
 from .tree import TreeIndex
@@ -28,6 +31,45 @@ def _char_boundary(raw: bytes, offset: int) -> int:
     while 0 < offset < len(raw) and (raw[offset] & 0xC0) == 0x80:
         offset -= 1
     return offset
+
+
+class _FileBytes:
+    """Reads lines of one open file again by offset (the descriptor stays on the inode analysed)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def read(self, offset: int, length: int) -> bytes:
+        return os.pread(self.fd, length, offset) if length else b""
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+_RAW_SLOT: Any = LineInfo.__dict__["raw"]
+
+
+class FileLineInfo(LineInfo):
+    """A line of a file on disk that keeps where it is in place of its bytes: ``raw`` reads them
+    again (only diagnostics' ranges and columns ask, for the lines they are on). What lets
+    ``pi-session check`` analyse a multi-GB session in the memory of its line facts."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def raw(self) -> bytes:
+        stored = _RAW_SLOT.__get__(self, LineInfo)
+        if type(stored) is bytes:
+            return stored
+        source, offset, length = stored
+        return source.read(offset, length)
+
+    @raw.setter
+    def raw(self, value: Any) -> None:
+        _RAW_SLOT.__set__(self, value)
 
 
 class SessionDocument:
@@ -67,6 +109,39 @@ class SessionDocument:
             if was_enabled:
                 gc.enable()
 
+    @classmethod
+    def from_file(cls, path: str) -> SessionDocument:
+        """The document of a file on disk, read in chunks, whose lines keep where they are instead
+        of their bytes (:class:`FileLineInfo`): the memory of the line facts only, for a session of
+        any size (``pi-session check``). Read-only: edits need the bytes. If another process
+        rewrites the file meanwhile, ranges are placed in what it holds then. Raises OSError."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        source = _FileBytes(fd)  # closes the descriptor when the last line lets go of it
+        doc = cls()
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            errors = doc.errors
+            infos: list[LineInfo] = []
+            append = infos.append
+            ends_with_newline = True  # an empty file too: it is one empty line
+            for line_no, offset, data, terminated in iter_physical_lines(fd):
+                ends_with_newline = terminated
+                if line_no == 0:
+                    append(scan_line(data, errors, first=data.startswith(BOM_BYTES)))
+                    continue  # the first line keeps its bytes (a header, or why there is none)
+                info = scan_line(data, errors)
+                info.__class__ = FileLineInfo
+                _RAW_SLOT.__set__(info, (source, offset, len(data)))  # its place, not its bytes
+                append(info)
+            if ends_with_newline:  # "a\n".split("\n") ends with an empty line
+                append(scan_line(b"", errors))
+            doc._install(infos, infos, [])
+        finally:
+            if was_enabled:
+                gc.enable()
+        return doc
+
     def _load_lines(self, data: bytes, quick: bool = False) -> None:
         errors = self.errors
         raws = data.split(b"\n")
@@ -86,10 +161,13 @@ class SessionDocument:
                 append(info)
         else:
             infos = scanned = [scan_line(raw, errors) for raw in raws]
-        self._provisional = provisional
-        self._scanned = scanned  # the lines scan_line read (for ``from_editor_bytes``)
         if infos[0].raw.startswith(BOM_BYTES):
             infos[0] = scan_line(infos[0].raw, errors, first=True)
+        self._install(infos, scanned, provisional)
+
+    def _install(self, infos: list[LineInfo], scanned: list[LineInfo], provisional: list[LineInfo]) -> None:
+        self._provisional = provisional
+        self._scanned = scanned  # the lines scan_line read (for ``from_editor_bytes``)
         self._bom_line = infos[0] if infos[0].bom else None
         for i, info in enumerate(infos):
             info.line = i

@@ -4,8 +4,9 @@ Each problem is printed as ``file:line:column: severity code message`` (1-based;
 characters), followed by a summary per file and a total. ``--json`` prints one JSON document
 instead (written as it goes). The exit status is 1 when any file has an error, 2 when a path does
 not exist. Directories are searched for ``*.jsonl`` files recursively; with no path, pi's session
-directory is checked. Files are analysed one at a time, so memory stays bounded by the largest file
-whatever the number of files; a progress line is shown on stderr when it is a terminal.
+directory is checked. Files are analysed one at a time, each line read once and kept as its facts
+and its place in the file (bytes are read again for the lines a problem is on), so memory stays
+small whatever the size or number of files; a progress line is shown on stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -102,12 +103,11 @@ def default_paths() -> list[str]:
 def check_file(path: str) -> tuple[SessionDocument | None, list[Diagnostic], str | None]:
     """The analysed document and its diagnostics, or the reason the file could not be read."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        # lines keep where they are, not their bytes: a multi-GB session in the memory of its facts
+        doc = SessionDocument.from_file(path)
+        return doc, document_diagnostics(doc), None
     except OSError as err:
         return None, [], err.strerror or str(err)
-    doc = SessionDocument(data)
-    return doc, document_diagnostics(doc), None
 
 
 def _columns(doc: SessionDocument, d: Diagnostic) -> tuple[int, int]:

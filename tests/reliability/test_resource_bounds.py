@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,4 +235,37 @@ def test_listing_sessions_with_much_text_is_bounded(tmp_path: Path, srv, figures
     assert text_page_peak < total // 2, f"a page of 10 with all text peaked at +{text_page_peak // MB} MB"
     figures["memory: pi/listAll page of 10 (all text) of 100 sessions with 1 MB of text each: peak"] = (
         f"+{text_page_peak // MB} MB"
+    )
+
+
+def _check_peak_rss(*paths: Path) -> tuple[int, str]:
+    """(peak RSS of a `pi-session check` process, its output)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", "check", "-q", *map(str, paths)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    output = process.stdout.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss * 1024, output
+
+
+def test_checking_a_big_session_holds_its_line_facts_not_its_bytes(tmp_path: Path, figures):
+    # 12 lines of 10 MB and one broken line at the end: the problem must still be placed, from
+    # the bytes read again
+    path = bodies_file(tmp_path / "bodies.jsonl", 12, 10 * MB)
+    with open(path, "ab") as f:
+        f.write(b'{"type":"message","id":"cut","parentId":"b0000011","timestamp":"' + b"x" * 100 + b"\n")
+    small = bodies_file(tmp_path / "small.jsonl", 1, 1000)
+    baseline, _ = _check_peak_rss(small)
+    peak, output = _check_peak_rss(path)
+    size = path.stat().st_size
+    assert f"{path}:14:" in output and "PI001" in output, output
+    assert peak - baseline < size // 4, (
+        f"checking a {size // MB} MB session peaked {(peak - baseline) // MB} MB above checking a tiny one"
+    )
+    figures["memory: pi-session check of a 120 MB session: peak RSS above a tiny file's"] = (
+        f"+{(peak - baseline) // MB} MB (peak {peak // MB} MB)"
     )
