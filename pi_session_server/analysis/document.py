@@ -111,22 +111,32 @@ class SessionDocument:
 
     @classmethod
     def from_file(cls, path: str) -> SessionDocument:
-        """The document of a file on disk, read in chunks, whose lines keep where they are instead
-        of their bytes (:class:`FileLineInfo`): the memory of the line facts only, for a session of
-        any size (``pi-session check``). Read-only: edits need the bytes. If another process
-        rewrites the file meanwhile, ranges are placed in what it holds then. Raises OSError."""
+        """The document of a file on disk whose lines keep their place in it, not their bytes
+        (:meth:`load_file`). Raises OSError."""
+        doc = cls()
+        doc.load_file(path)
+        return doc
+
+    def load_file(self, path: str) -> int:
+        """Replace the document with the file at ``path``, read in chunks; each line keeps its facts
+        and its place in the file instead of its bytes (:class:`FileLineInfo`): the memory of the
+        line facts only, for a session of any size (``pi-session check``, files an editor does not
+        send). Lines written later by edits hold bytes as usual. If another process rewrites the
+        file in place, lines read what it holds then (the language server reloads such a file).
+        Returns the number of bytes read. Raises OSError."""
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         source = _FileBytes(fd)  # closes the descriptor when the last line lets go of it
-        doc = cls()
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            errors = doc.errors
+            errors = self.errors
             infos: list[LineInfo] = []
             append = infos.append
+            size = 0
             ends_with_newline = True  # an empty file too: it is one empty line
             for line_no, offset, data, terminated in iter_physical_lines(fd):
                 ends_with_newline = terminated
+                size = offset + len(data) + terminated
                 if line_no == 0:
                     append(scan_line(data, errors, first=data.startswith(BOM_BYTES)))
                     continue  # the first line keeps its bytes (a header, or why there is none)
@@ -136,11 +146,12 @@ class SessionDocument:
                 append(info)
             if ends_with_newline:  # "a\n".split("\n") ends with an empty line
                 append(scan_line(b"", errors))
-            doc._install(infos, infos, [])
+            self._leaf_path = (None, -1, set())
+            self._install(infos, infos, [])
         finally:
             if was_enabled:
                 gc.enable()
-        return doc
+        return size
 
     def _load_lines(self, data: bytes, quick: bool = False) -> None:
         errors = self.errors

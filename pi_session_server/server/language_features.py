@@ -134,6 +134,7 @@ class DocState:
     version: int | None = None
     from_disk: bool = False
     disk_key: tuple[int, int, int] | None = None  # (inode, size, mtime) of a file followed on disk
+    disk_tail: bytes = b""  # its last bytes as loaded (see _same_tail)
     timer: asyncio.TimerHandle | None = None
     last_publish: float = 0.0
     diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
@@ -454,21 +455,23 @@ class LanguageFeatures:
         if path is None or not path.endswith(".jsonl") or not os.path.isfile(path):
             return None
         try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                data = f.read()
+            st = os.stat(path)
+            # lines keep their place in the file, not their bytes: a GB session the editor did
+            # not send costs the memory of its line facts (SessionDocument.load_file)
+            doc = SessionDocument()
+            size = doc.load_file(path)
         except OSError:
             return None
         state = DocState(
             uri,
             path,
-            SessionDocument(data),
+            doc,
             None,
             from_disk=True,
-            disk_key=(st.st_ino, len(data), st.st_mtime_ns),
+            disk_key=(st.st_ino, size, st.st_mtime_ns),
+            disk_tail=_tail_of(doc),
         )
         self.docs[uri] = state
-        size = len(data)
         self.server.protocol.notify(
             LARGE_FILE,
             {
@@ -497,22 +500,24 @@ class LanguageFeatures:
         doc = state.doc
         try:
             with open(state.path, "rb") as f:
-                if (
+                appended = (
                     old is not None
                     and old[0] == st.st_ino
                     and st.st_size > old[1]
-                    and _same_tail(f, doc, old[1])
-                ):
+                    and _same_tail(f, state.disk_tail, old[1])
+                )
+                if appended:
+                    assert old is not None
                     f.seek(old[1])
                     added = f.read()
                     last = doc.line_count - 1
                     end = len(doc.lines[last].raw)
                     doc.apply_edit(last, end, last, end, added)
                     size = old[1] + len(added)
-                else:
-                    data = f.read()
-                    doc.replace_all(data)
-                    size = len(data)
+                    state.disk_tail = (state.disk_tail + added)[-_TAIL:]
+            if not appended:
+                size = doc.load_file(state.path)
+                state.disk_tail = _tail_of(doc)
         except OSError:
             return False
         state.disk_key = (st.st_ino, size, st.st_mtime_ns)
@@ -909,17 +914,26 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def _same_tail(f: Any, doc: SessionDocument, size: int) -> bool:
-    """The file's first ``size`` bytes still end the way our copy does (an append, not a rewrite)."""
-    n = min(size, 4096)
-    f.seek(size - n)
-    tail = f.read(n)
+_TAIL = 4096  # bytes of a followed file kept to tell an append from a rewrite
+
+
+def _tail_of(doc: SessionDocument) -> bytes:
+    """The last bytes of the document's text (read once at load: its lines may only know their
+    place in the file, which a rewrite in place would change under them)."""
     ours = b""
     for i in range(doc.line_count - 1, -1, -1):
         ours = doc.lines[i].raw + (b"\n" + ours if i < doc.line_count - 1 else ours)
-        if len(ours) >= n:
+        if len(ours) >= _TAIL:
             break
-    return ours[-n:] == tail if n else True
+    return ours[-_TAIL:]
+
+
+def _same_tail(f: Any, tail: bytes, size: int) -> bool:
+    """The file's first ``size`` bytes still end with ``tail``, the end of what we loaded (an
+    append, not a rewrite)."""
+    n = min(size, len(tail))
+    f.seek(size - n)
+    return f.read(n) == tail[len(tail) - n :] if n else True
 
 
 def _free_name(path: str) -> str:

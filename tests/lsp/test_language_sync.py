@@ -167,3 +167,29 @@ async def test_file_the_editor_does_not_send_is_read_and_followed_on_disk(
         types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
     )
     assert isinstance(report, types.RelatedFullDocumentDiagnosticReport) and list(report.items) == []
+
+
+async def test_a_followed_file_rewritten_in_place_is_read_again(editor: Editor, tmp_path: Path) -> None:
+    # The server keeps a followed file's lines as places in the file, not bytes: a rewrite that
+    # keeps the inode and grows the file must still be told from an append (by the bytes it
+    # loaded, not by reading its own lines back from the rewritten file).
+    path = tmp_path / "2026-11-30T09-13-48-180Z_rewritten.jsonl"
+    path.write_text(doc(S.header(), S.user("a", None), S.user("b", "gone")), encoding="utf-8")
+    uri = path.as_uri()
+    mark = editor.mark(uri)
+    await editor.client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(1, 5))
+    )
+    assert codes_by_line(await editor.diagnostics_for(uri, after=mark)) == [(2, "PI031")]
+    inode = path.stat().st_ino
+    # line 2 rewritten to the same length (every "\n" where it was), then a line more
+    line_2 = S.user("b", "a", text="helloooo")
+    assert len(line_2) == len(S.user("b", "gone"))
+    with path.open("w", encoding="utf-8") as f:  # truncate and write: the same inode
+        f.write(doc(S.header(), S.user("a", None), line_2, S.user("c", "zzz")))
+    assert path.stat().st_ino == inode
+    while True:
+        found = codes_by_line(await editor.diagnostics_for(uri))
+        if found != [(2, "PI031")]:
+            break
+    assert found == [(3, "PI031")]

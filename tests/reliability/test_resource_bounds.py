@@ -269,3 +269,24 @@ def test_checking_a_big_session_holds_its_line_facts_not_its_bytes(tmp_path: Pat
     figures["memory: pi-session check of a 120 MB session: peak RSS above a tiny file's"] = (
         f"+{(peak - baseline) // MB} MB (peak {peak // MB} MB)"
     )
+
+
+def test_a_big_file_the_editor_does_not_send_holds_its_line_facts_not_its_bytes(tmp_path: Path, srv, figures):
+    # editors do not send big files (VS Code: over 50 MB); the server reads them from disk
+    server, memory = srv
+    path = bodies_file(tmp_path / "2026-11-30T09-13-48-180Z_big.jsonl", 12, 10 * MB)
+    size = path.stat().st_size
+    start = memory.rss()
+    memory.reset_peak()
+    hover = server.call(
+        "textDocument/hover",
+        {"textDocument": {"uri": path.as_uri()}, "position": {"line": 5, "character": 3}},
+        timeout=300,
+    )
+    peak = memory.peak() - start
+    held = memory.rss() - start
+    assert hover is not None and "user" in json.dumps(hover)
+    assert held < size // 8, f"following a {size // MB} MB file on disk holds {held // MB} MB"
+    figures["memory: a 120 MB file read from disk by the language server: held / peak"] = (
+        f"+{held // MB} MB / +{peak // MB} MB"
+    )
