@@ -12,11 +12,11 @@ and ``str.splitlines`` would do), exactly like pi's loader (spec §1.4).
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 from collections.abc import Iterable
 from typing import Any
 
+from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, to_number
 from ..format.scan import iter_physical_lines
 from . import lines as L
@@ -101,13 +101,8 @@ class SessionDocument:
     def _load(self, data: bytes, quick: bool = False) -> None:
         # Line facts hold no reference cycles; letting the cyclic GC walk the growing heap during
         # a bulk load of 100,000s of objects costs more than the load itself.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             self._load_lines(data, quick)
-        finally:
-            if was_enabled:
-                gc.enable()
 
     @classmethod
     def from_file(cls, path: str) -> SessionDocument:
@@ -126,9 +121,7 @@ class SessionDocument:
         Returns the number of bytes read. Raises OSError."""
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         source = _FileBytes(fd)  # closes the descriptor when the last line lets go of it
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             errors = self.errors
             infos: list[LineInfo] = []
             append = infos.append
@@ -146,11 +139,7 @@ class SessionDocument:
                 append(info)
             if ends_with_newline:  # "a\n".split("\n") ends with an empty line
                 append(scan_line(b"", errors))
-            self._leaf_path = (None, -1, set())
             self._install(infos, infos, [])
-        finally:
-            if was_enabled:
-                gc.enable()
         return size
 
     def _load_lines(self, data: bytes, quick: bool = False) -> None:
@@ -180,6 +169,7 @@ class SessionDocument:
         self._provisional = provisional
         self._scanned = scanned  # the lines scan_line read (for ``from_editor_bytes``)
         self._bom_line = infos[0] if infos[0].bom else None
+        self._leaf_path = (None, -1, set())  # its lines are gone
         for i, info in enumerate(infos):
             info.line = i
         self.lines = infos
@@ -198,9 +188,7 @@ class SessionDocument:
         """Complete a ``quick`` load: scan the provisional lines fully. False when there was none."""
         if not self._provisional:
             return False
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             errors = self.errors
             lines = self.lines
             repair = self._repair_utf8
@@ -223,9 +211,6 @@ class SessionDocument:
             self.tree.update((), [i for i in lines if i.kind == L.ENTRY])
             self._leaf_path = (None, -1, set())
             self.version += 1
-        finally:
-            if was_enabled:
-                gc.enable()
         return True
 
     @classmethod

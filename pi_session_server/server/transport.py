@@ -37,7 +37,7 @@ from pygls.protocol.language_server import lsp_method
 
 from pi_session_server.format.jsjson import parse_bytes
 
-from .wire import encode_display_json, encode_json
+from .wire import encode_json
 
 logger = logging.getLogger(__name__)
 
@@ -90,9 +90,7 @@ class PiProtocol(LanguageServerProtocol):
             return
         try:
             message = self._message_to_builtins(data)
-            body = (
-                encode_display_json(message) if _is_display_message(data, message) else encode_json(message)
-            )
+            body = encode_json(message, displayed=_is_display_message(data, message))
         except Exception as error:  # never let a reply kill the loop
             logger.exception("cannot serialize a message")
             message_id = data.get("id") if isinstance(data, dict) else getattr(data, "id", None)
@@ -252,7 +250,7 @@ class PiProtocol(LanguageServerProtocol):
 
 def _is_display_message(data: Any, message: Any) -> bool:
     """LSP traffic is text for an editor to show; pi/* replies and notifications carry session data
-    (see wire.encode_display_json). Replies built as dicts answer pi/* requests; pygls builds its
+    (see wire.encode_json). Replies built as dicts answer pi/* requests; pygls builds its
     own message objects for the LSP requests it answers."""
     if type(data) is not dict:
         return True

@@ -209,23 +209,17 @@ def _list_unwrapped(items: list[Any]) -> list[Any]:
     return items
 
 
-def encode_json(value: Any) -> bytes:
-    """Serialize builtins (as produced by :func:`to_wire`) to compact JSON bytes."""
-    try:
-        return _encoder.encode(value)
-    except (UnicodeEncodeError, RecursionError, OverflowError):
-        return iterative_dumps(value).encode("utf-8")
+def encode_json(value: Any, *, displayed: bool = False) -> bytes:
+    """Serialize builtins (as produced by :func:`to_wire`) to compact JSON bytes.
 
-
-def encode_display_json(value: Any) -> bytes:
-    """:func:`encode_json` for messages made for display (the language features' replies and
+    ``displayed``: the message is made for display (the language features' replies and
     notifications): a lone surrogate in a string is sent as U+FFFD (:func:`as_displayed`), not as
     an escape that Neovim's JSON decoder rejects with the whole message. pi/* data keeps its
     escapes: it is the session's content, which pi writes the same way."""
     try:
         return _encoder.encode(value)
     except (UnicodeEncodeError, RecursionError, OverflowError):
-        return iterative_dumps(value, displayed=True).encode("utf-8")
+        return iterative_dumps(value, displayed=displayed).encode("utf-8")
 
 
 def _dump_str(text: str) -> str:
@@ -239,7 +233,7 @@ def _dump_displayed_str(text: str) -> str:
 
 def iterative_dumps(value: Any, *, displayed: bool = False) -> str:
     """Compact JSON text of builtins without recursion (slow path); ``displayed``: lone surrogates
-    as U+FFFD (see :func:`encode_display_json`)."""
+    as U+FFFD (see :func:`encode_json`)."""
     dump_str = _dump_displayed_str if displayed else _dump_str
     out: list[str] = []
     # stack holds either values to emit or literal text tokens (wrapped in a 1-tuple)

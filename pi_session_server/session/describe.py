@@ -259,7 +259,7 @@ class PreviewCache:
             key = id(entry)
             found = old.get(key)
             if found is None or found[0] is not entry:
-                found = (entry, _displayed_part(preview_part(entry)))
+                found = (entry, preview_part(entry))
             kept[key] = found
             return finish_preview(found[1], tool_calls)
 
@@ -269,11 +269,7 @@ class PreviewCache:
 def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
     """The text pi's tree selector shows for an entry (``getEntryDisplayText`` without colours, lone
     surrogates as the terminal shows them: :func:`as_displayed`)."""
-    return finish_preview(_displayed_part(preview_part(entry)), tool_calls)
-
-
-def _displayed_part(part: str | _ToolResult) -> str | _ToolResult:
-    return as_displayed(part) if type(part) is str else part
+    return finish_preview(preview_part(entry), tool_calls)
 
 
 class _ToolResult:
@@ -306,7 +302,14 @@ def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls) -> str:
 
 
 def preview_part(entry: Any) -> str | _ToolResult:
-    """What of an entry's preview depends on the entry alone (entries never change: cacheable)."""
+    """What of an entry's preview depends on the entry alone (entries never change: cacheable),
+    lone surrogates as the terminal shows them (:func:`as_displayed`)."""
+    part = _entry_part(entry)
+    return as_displayed(part) if type(part) is str else part
+
+
+def _entry_part(entry: Any) -> str | _ToolResult:
+    """:func:`preview_part` as pi's selector computes it."""
     etype = type_of(entry)
     value = entry.value if type(entry) is Entry else entry
     if not isinstance(value, dict):

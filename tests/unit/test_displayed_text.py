@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from pi_session_server.server.wire import encode_display_json, encode_json
+from pi_session_server.server.wire import encode_json
 
 HEADER = '{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}'
 LONE = (
@@ -67,7 +67,7 @@ def test_a_file_name_that_is_not_utf8_is_printed_back_as_its_bytes(tmp_path: Pat
 
 def test_display_encoding_replaces_what_data_encoding_keeps() -> None:
     value = {"message": "half \ud83d", "pair": "\U0001f600", "key \udc80": ["x\ud800y"]}
-    shown = encode_display_json(value)
+    shown = encode_json(value, displayed=True)
     assert msgspec.json.decode(shown) == {
         "message": "half \ufffd",
         "pair": "\U0001f600",
@@ -77,4 +77,4 @@ def test_display_encoding_replaces_what_data_encoding_keeps() -> None:
     assert b"half \\ud83d" in kept  # the session's own text, escaped as pi writes it
     with pytest.raises(msgspec.DecodeError):
         msgspec.json.decode(kept)
-    assert encode_display_json({"plain": "text \u00e9"}) == encode_json({"plain": "text \u00e9"})
+    assert encode_json({"plain": "text \u00e9"}, displayed=True) == encode_json({"plain": "text \u00e9"})
