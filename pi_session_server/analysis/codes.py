@@ -33,6 +33,7 @@ TRUNCATED_LAST_LINE = "PI002"
 NOT_AN_OBJECT = "PI003"
 BLANK_LINE = "PI004"
 NO_FINAL_NEWLINE = "PI005"
+GLUED_LINES = "PI006"
 # header and file level
 MISSING_HEADER = "PI010"
 INVALID_HEADER = "PI011"
@@ -100,6 +101,13 @@ CODES: dict[str, Code] = {
             "No final newline",
             "The file does not end with a newline. The last line is valid, and pi appends the newline the next time it opens the file.",
             "Add a newline at the end of the file.",
+        ),
+        Code(
+            GLUED_LINES,
+            E,
+            "Lines glued together",
+            "The line holds two or more of pi's lines without the newline between them: a writer stopped in the middle of a line (a crash, a full disk) and the next line was appended right after it, or two processes wrote the file at once. pi skips the whole line, so every entry in it is lost, and the entries after it lose their parent (PI031). The message lists the pieces: whole entries and cut-off lines.",
+            "Code action *Split the glued line* (each piece on a line of its own: pi reads the whole entries again; a cut-off piece stays as an invalid line), or *Split the glued line and remove the cut-off parts*.",
         ),
         Code(
             MISSING_HEADER,

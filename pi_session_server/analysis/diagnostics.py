@@ -14,6 +14,7 @@ from . import codes
 from . import lines as L
 from .codes import CODES, Severity
 from .document import BOM_BYTES, SessionDocument
+from .glued import lost_ids
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
 
@@ -173,7 +174,7 @@ def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
             )
     if doc.ends_without_newline():
         last = lines[-1]
-        if last.kind == L.MALFORMED:
+        if last.kind == L.MALFORMED and L.glued_problem(last) is None:
             p = last.problems[0]
             start = p.span[0] if p.span else 0
             out.append(
@@ -188,7 +189,7 @@ def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                     related=(Related(last.line, start, start, "parsing stops here"),),
                 )
             )
-        elif last.kind != L.BLANK:
+        elif last.kind != L.BLANK and last.kind != L.MALFORMED:
             end = len(last.raw)
             out.append(
                 Diagnostic(
@@ -276,11 +277,38 @@ def is_first_pass(p: Problem) -> bool:
     return p.path in ENVELOPE_PATHS
 
 
+def glued_entries(doc: SessionDocument) -> dict[str, LineInfo]:
+    """The lines glued together (PI006) by the string ids of the whole entries in them (the last
+    such line for an id, as pi's index would keep the last entry once the lines are split)."""
+    found: dict[str, LineInfo] = {}
+    for info in doc.problem_lines:
+        p = L.glued_problem(info)
+        if p is not None and p.pieces is not None:
+            for entry_id in lost_ids(p.pieces):
+                known = found.get(entry_id)
+                if known is None or known.line < info.line:
+                    found[entry_id] = info
+    return found
+
+
+def _parent_in_glued_line(p: Problem, glued: LineInfo) -> Problem:
+    """A PI031 whose missing parent is a whole entry inside lines glued together: say so."""
+    return Problem(
+        p.code,
+        f"{p.message.split(':', 1)[0]} that pi can read: the entry is inside line {glued.line + 1}, "
+        "glued to another line (PI006); split that line to give this entry its parent back",
+        path=p.path,
+        related=((glued, "the glued line holding the parent"),),
+    )
+
+
 def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
     out = file_diagnostics(doc)
     lines = doc.lines
     last = lines[-1] if lines else None
-    truncated_last = last is not None and last.raw != b"" and last.kind == L.MALFORMED
+    truncated_last = (
+        last is not None and last.raw != b"" and last.kind == L.MALFORMED and L.glued_problem(last) is None
+    )
     v1 = doc.is_v1()
     for info in doc.problem_lines:
         if info is last and (last.raw == b"" or truncated_last):
@@ -292,10 +320,18 @@ def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
                 continue
             out.append(_diagnostic(info, p))
     if not v1:
+        glued = glued_entries(doc)
         for info, problems in doc.tree.cross.items():
             for p in problems:
                 if first_pass and not is_first_pass(p):
                     continue
+                if (
+                    glued
+                    and p.code == codes.DANGLING_PARENT
+                    and type(info.parent_id) is str
+                    and info.parent_id in glued
+                ):
+                    p = _parent_in_glued_line(p, glued[info.parent_id])
                 out.append(_diagnostic(info, p))
     out.sort(key=lambda d: (d.line, d.start, d.code))
     return out
@@ -316,6 +352,7 @@ __all__ = [
     "document_diagnostics",
     "file_diagnostics",
     "first_pass_diagnostics",
+    "glued_entries",
     "is_first_pass",
     "problem_span",
 ]

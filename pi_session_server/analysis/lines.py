@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import msgspec
@@ -23,6 +23,7 @@ from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
 from . import codes
 from .fields import Path, check_fields
+from .glued import Piece, describe, glued_pieces
 
 # line kinds
 BLANK: Final = 0  # empty or JS whitespace only
@@ -53,6 +54,7 @@ class Problem:
     related: tuple[tuple[LineInfo, str], ...] = ()
     missing: str | None = None  # the field a FIELD_MISSING problem is about
     resolved: tuple[int, int] | None = field(default=None, repr=False)  # cached byte span
+    pieces: tuple[Piece, ...] | None = None  # of a GLUED_LINES problem: the glued lines
 
 
 class LineInfo:
@@ -226,6 +228,7 @@ def scan_envelope(raw: bytes) -> LineInfo | None:
 ENVELOPE_CODES: Final = frozenset(
     {
         codes.INVALID_JSON,
+        codes.GLUED_LINES,
         codes.TRUNCATED_LAST_LINE,
         codes.NOT_AN_OBJECT,
         codes.BLANK_LINE,
@@ -262,7 +265,11 @@ FIELD_CODES: Final = frozenset(
 def _shifted(p: Problem, n: int) -> Problem:
     if p.span is None:
         return p
-    return Problem(p.code, p.message, span=(p.span[0] + n, p.span[1] + n))
+    pieces = None
+    if p.pieces is not None:
+        pieces = tuple(replace(piece, start=piece.start + n, end=piece.end + n) for piece in p.pieces)
+        pieces = (replace(pieces[0], start=0), *pieces[1:])
+    return Problem(p.code, p.message, span=(p.span[0] + n, p.span[1] + n), pieces=pieces)
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,12 +378,37 @@ def _scan_slow(info: LineInfo, text: str) -> None:
 
 def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     info.kind = MALFORMED
+    pieces = glued_pieces(info.raw)
+    if pieces is not None:
+        info.problems = (_glued_problem(pieces),)
+        return
     pos = err.pos
     start = len(text[:pos].encode("utf-8", "surrogatepass"))
     end = start + max(1, len(text[pos : pos + 1].encode("utf-8", "surrogatepass")))
     where = "at end of line" if pos >= len(text) else f"at column {pos + 1}"
     info.problems = (
         Problem(codes.INVALID_JSON, f"invalid JSON {where}: {as_displayed(err.msg)}", span=(start, end)),
+    )
+
+
+def glued_problem(info: LineInfo) -> Problem | None:
+    """The GLUED_LINES problem of ``info``, if it is lines glued together."""
+    if info.kind == MALFORMED and info.problems and info.problems[0].code == codes.GLUED_LINES:
+        return info.problems[0]
+    return None
+
+
+def _glued_problem(pieces: tuple[Piece, ...]) -> Problem:
+    entries = sum(1 for p in pieces if p.whole and p.type != "session")
+    lost = [] if not entries else ["that entry" if entries == 1 else f"those {entries} entries"]
+    if any(p.whole and p.type == "session" for p in pieces):
+        lost.insert(0, "the session header")
+    where = pieces[1].start
+    return Problem(
+        codes.GLUED_LINES,
+        f"{len(pieces)} lines glued together: {describe(pieces)}. pi skips the whole line, and with it {' and '.join(lost)}",
+        span=(where, where + 1),
+        pieces=pieces,
     )
 
 

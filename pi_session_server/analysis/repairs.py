@@ -15,7 +15,7 @@ import binascii
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..format.dates import now_iso
@@ -26,9 +26,10 @@ from ..format.jsvalue import get
 from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
-from .diagnostics import Diagnostic, file_diagnostics, problem_span
+from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span
 from .document import BOM_BYTES, SessionDocument
 from .fields import Path
+from .glued import Piece
 from .jsonpath import value_span
 from .lines import LineInfo, human_size
 
@@ -86,11 +87,23 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
     for d in file_diagnostics(doc):
         if first_line <= d.line <= last_line:
             out.extend(_file_repairs(doc, d, path))
+    glued: dict[str, LineInfo] | None = None
     for n in range(max(0, first_line), min(last_line, doc.line_count - 1) + 1):
         info = doc.lines[n]
         for p in (*info.problems, *doc.tree.cross.get(info, ())):
-            if p.code == codes.DANGLING_PARENT:
-                out.append(_reparent_orphan(doc, info))
+            if p.code == codes.GLUED_LINES and p.pieces is not None:
+                out.extend(_split_glued(info, p.pieces))
+            elif p.code == codes.DANGLING_PARENT:
+                if glued is None:
+                    glued = glued_entries(doc)
+                holder = glued.get(info.parent_id) if type(info.parent_id) is str else None
+                found = L.glued_problem(holder) if holder is not None else None
+                if holder is not None and found is not None and found.pieces is not None:
+                    # the parent is not gone, only unreadable: splitting its line beats re-parenting
+                    out.append(_split_for_orphan(info, holder, found.pieces))
+                    out.append(replace(_reparent_orphan(doc, info), preferred=False))
+                else:
+                    out.append(_reparent_orphan(doc, info))
             elif p.code == codes.PARENT_CYCLE:
                 out.append(_make_root(doc, info))
             elif p.code == codes.HUGE_IMAGE and p.path is not None:
@@ -312,6 +325,70 @@ def _reparent_orphan(doc: SessionDocument, info: LineInfo) -> Repair:
         )
     title = f"Re-parent to `{target.id}` (line {target.line + 1}), the nearest surviving ancestor{more}"
     return Repair(title, codes.DANGLING_PARENT, info.line, edits, preferred=True, key=key)
+
+
+# --------------------------------------------------------------------------------------------
+# lines glued together
+# --------------------------------------------------------------------------------------------
+
+
+def _split_edits(info: LineInfo, pieces: tuple[Piece, ...], keep_cut_off: bool) -> list[TextEdit]:
+    """Each kept piece on a line of its own. A newline goes before every kept piece that follows
+    another kept one; a dropped cut-off piece is replaced by the newline its neighbours need (a
+    cut-off piece is always followed by a whole one or the end of the line), so no two edits touch."""
+    n = info.line
+    edits: list[TextEdit] = []
+    kept_before = False
+    for i, piece in enumerate(pieces):
+        if piece.whole or keep_cut_off:
+            after_dropped = i > 0 and not (pieces[i - 1].whole or keep_cut_off)
+            if kept_before and not after_dropped:
+                edits.append(TextEdit(n, piece.start, n, piece.start, "\n"))
+            kept_before = True
+        else:
+            between = kept_before and i + 1 < len(pieces)
+            edits.append(TextEdit(n, piece.start, n, piece.end, "\n" if between else ""))
+    return edits
+
+
+def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
+    n = info.line
+    count = len(pieces)
+    out = [
+        Repair(
+            f"Split the glued line into its {count} lines",
+            codes.GLUED_LINES,
+            n,
+            lambda: _split_edits(info, pieces, keep_cut_off=True),
+            preferred=True,
+            key=(codes.GLUED_LINES, n, "split"),
+        )
+    ]
+    cut_off = sum(1 for p in pieces if not p.whole)
+    if cut_off:
+        what = "part" if cut_off == 1 else f"{cut_off} parts"
+        out.append(
+            Repair(
+                f"Split the glued line and remove the cut-off {what}",
+                codes.GLUED_LINES,
+                n,
+                lambda: _split_edits(info, pieces, keep_cut_off=False),
+                key=(codes.GLUED_LINES, n, "split-drop"),
+            )
+        )
+    return out
+
+
+def _split_for_orphan(orphan: LineInfo, holder: LineInfo, pieces: tuple[Piece, ...]) -> Repair:
+    """The fix for an entry whose parent sits inside lines glued together: split that line."""
+    return Repair(
+        f"Split line {holder.line + 1}, where the parent `{orphan.parent_id}` is glued to another line",
+        codes.DANGLING_PARENT,
+        orphan.line,
+        lambda: _split_edits(holder, pieces, keep_cut_off=True),
+        preferred=True,
+        key=(codes.DANGLING_PARENT, orphan.line, "split-glued"),
+    )
 
 
 def _make_root(doc: SessionDocument, info: LineInfo) -> Repair:

@@ -69,6 +69,19 @@ async def test_remove_truncated_last_line(editor: Editor) -> None:
     assert editor.texts[uri] == doc(S.header(), S.user("a", None))
 
 
+async def test_split_lines_glued_after_a_crash(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    a, b, c = S.user("a", None), S.assistant("b", "a", "😀 answer"), S.user("c", "b")
+    cut = b[:60]
+    text = doc(S.header(), a, cut + b, c)
+    assert codes_by_line(await editor.open(uri, text)) == [(2, "PI006"), (3, "PI031")]
+    titles = [x.title for x in await actions_on(editor, uri, 3)]
+    assert titles[0] == "Split line 3, where the parent `b` is glued to another line"
+    remaining = await apply_action(editor, uri, 2, "Split the glued line and remove the cut-off part")
+    assert remaining == []
+    assert editor.texts[uri] == doc(S.header(), a, b, c)
+
+
 async def test_insert_missing_header_named_after_the_file(editor: Editor) -> None:
     uri = editor.fresh_uri("named")
     text = doc(S.user("a", None, "😀 first"), S.user("b", "a"))

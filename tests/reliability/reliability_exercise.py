@@ -197,7 +197,7 @@ def check_reported_lines(path: str, manager: SessionManager, diagnostics: list[A
             assert raw.line in problem_lines, f"line {raw.line} ({raw.kind}) not reported by the loader"
         assert raw.line in diagnosed, f"line {raw.line} ({raw.kind}) has no diagnostic"
         if raw.kind == "malformed":
-            assert diagnosed[raw.line] & {"PI001", "PI002"}, (raw.line, diagnosed[raw.line])
+            assert diagnosed[raw.line] & {"PI001", "PI002", "PI006"}, (raw.line, diagnosed[raw.line])
     kept_lines = {raw.line for raw in lines if raw.kind == "kept" and isinstance(raw.value, dict)}
     for p in manager.problems:
         if p.kind in ("malformed", "falsy", "non_object"):

@@ -1,0 +1,215 @@
+"""Lines glued together (PI006): found in a line JSON.parse rejects, reported with their pieces, and
+split back into lines pi reads again (the entries after them get their parent back)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pi_session_server.analysis import samples as S
+from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.glued import glued_pieces
+from pi_session_server.analysis.repairs import Repair, repairs
+from pi_session_server.session import SessionManager
+
+HEADER = S.header()
+A = S.user("aaaa0001", None, "first")
+B = S.assistant("bbbb0002", "aaaa0001", "second")
+C = S.user("cccc0003", "bbbb0002", "third")
+D = S.user("dddd0004", "cccc0003", "fourth")
+
+
+def doc(*lines: str, final_newline: bool = True) -> SessionDocument:
+    return SessionDocument("\n".join(lines) + ("\n" if final_newline else ""))
+
+
+def found(d: SessionDocument) -> list[tuple[int, str]]:
+    return [(x.line, x.code) for x in document_diagnostics(d)]
+
+
+def the(d: SessionDocument, code: str) -> Diagnostic:
+    (one,) = [x for x in document_diagnostics(d) if x.code == code]
+    return one
+
+
+def repaired(d: SessionDocument, repair: Repair) -> str:
+    for e in sorted(repair.edits(), key=lambda e: (e.start_line, e.start), reverse=True):
+        d.apply_edit(e.start_line, e.start, e.end_line, e.end, e.new_text)
+    return d.text()
+
+
+def titled(d: SessionDocument, line: int, start: str) -> Repair:
+    (one,) = [r for r in repairs(d, line, line) if r.title.startswith(start)]
+    return one
+
+
+# -- finding the pieces ------------------------------------------------------------------------
+
+
+def test_a_cut_off_line_with_a_whole_entry_glued_after_it() -> None:
+    cut = B[:57]
+    pieces = glued_pieces((cut + C).encode())
+    assert pieces is not None
+    assert [(p.start, p.end, p.whole, p.id) for p in pieces] == [
+        (0, len(cut), False, pieces[0].id),
+        (len(cut), len(cut) + len(C), True, "cccc0003"),
+    ]
+    assert pieces[1].type == "message" and pieces[1].column == len(cut)
+
+
+def test_whole_entries_glued_and_a_trailing_cut_off_line() -> None:
+    pieces = glued_pieces((A + B + C[:40]).encode())
+    assert pieces is not None
+    assert [(p.whole, p.id) for p in pieces][:2] == [(True, "aaaa0001"), (True, "bbbb0002")]
+    assert not pieces[2].whole and pieces[2].start == len(A) + len(B)
+
+
+def test_interleaved_writes_cut_a_line_in_two_around_another() -> None:
+    # a writer that splits a line into two writes, with another whole line landing in between
+    head, tail = C[:50], C[50:]
+    pieces = glued_pieces((head + B + tail + D).encode())
+    assert pieces is not None
+    assert [(p.whole, p.id if p.whole else None) for p in pieces] == [
+        (False, None),
+        (True, "bbbb0002"),
+        (False, None),
+        (True, "dddd0004"),
+    ]
+
+
+def test_content_blocks_inside_a_cut_off_line_are_not_entries() -> None:
+    # cut right after a content block: the block is an object starting with {"type": too
+    message = S.tool_result("eeee0005", "bbbb0002", "t1")
+    block_end = message.index("}]") + 1
+    pieces = glued_pieces((message[:block_end] + C).encode())
+    assert pieces is not None
+    assert [(p.whole, p.start) for p in pieces] == [(False, 0), (True, block_end)]
+
+
+def test_no_glue_without_a_whole_entry_or_with_one_json_parse_rejects() -> None:
+    assert glued_pieces(b'{"type":"message","id":"x"') is None  # just cut off
+    assert glued_pieces(B[:80].encode() + C[:60].encode()) is None  # two cut-off lines
+    nan = C.replace('"content":"third"', '"content":NaN')
+    assert glued_pieces((B[:80] + nan).encode()) is None  # Python's scanner takes NaN, JSON.parse not
+    assert glued_pieces(b"plain garbage") is None
+
+
+def test_offsets_are_bytes_even_past_invalid_utf8_and_emoji() -> None:
+    cut = B[:57].encode() + b"\xff\xfe" + "😀".encode()
+    pieces = glued_pieces(cut + C.encode())
+    assert pieces is not None
+    assert pieces[1].start == len(cut) and pieces[1].column == 57 + 2 + 1
+
+
+def test_a_crlf_line_keeps_its_carriage_return_with_the_last_piece() -> None:
+    raw = (B[:57] + C + "\r").encode()
+    pieces = glued_pieces(raw)
+    assert pieces is not None and pieces[-1].end == len(raw)
+
+
+# -- diagnostics -------------------------------------------------------------------------------
+
+
+def test_reported_instead_of_invalid_json_at_the_glue() -> None:
+    cut = B[:57]
+    d = doc(HEADER, A, cut + C, D)
+    assert found(d) == [(2, "PI006"), (3, "PI031")]
+    glued = the(d, "PI006")
+    assert (glued.start, glued.end) == (len(cut), len(cut) + 1)
+    assert "entry `cccc0003` (message)" in glued.message and "pi skips the whole line" in glued.message
+
+
+def test_the_entry_after_a_glued_parent_is_told_where_its_parent_is() -> None:
+    d = doc(HEADER, A, B[:57] + C, D)
+    orphan = the(d, "PI031")
+    assert "inside line 3" in orphan.message
+    assert [(r.line, r.message) for r in orphan.related] == [(2, "the glued line holding the parent")]
+
+
+def test_a_parent_that_is_really_gone_keeps_the_plain_message() -> None:
+    d = doc(HEADER, A, B[:57] + C, S.user("ffff0006", "gone0000"))
+    assert "names no entry: pi shows" in the(d, "PI031").message
+
+
+def test_a_glued_last_line_without_newline_is_not_called_truncated() -> None:
+    d = doc(HEADER, A, B + C, final_newline=False)
+    assert found(d) == [(2, "PI006")]
+
+
+def test_a_glued_first_line_after_a_byte_order_mark() -> None:
+    d = doc("\ufeff" + HEADER + A, B)
+    glued = the(d, "PI006")
+    assert glued.line == 0 and glued.start == 3 + len(HEADER)
+
+
+def test_a_plain_malformed_line_is_still_invalid_json() -> None:
+    assert found(doc(HEADER, A, '{"type":"message","id":"zz",oops}', B)) == [(2, "PI001")]
+
+
+# -- repairs -----------------------------------------------------------------------------------
+
+
+def test_split_puts_each_piece_on_its_own_line() -> None:
+    d = doc(HEADER, A + B + C, D)
+    text = repaired(d, titled(d, 1, "Split the glued line into its 3 lines"))
+    assert text == "\n".join([HEADER, A, B, C, D]) + "\n"  # exactly the lines before they were glued
+    assert found(SessionDocument(text)) == []
+
+
+def test_split_keeps_a_cut_off_part_as_its_own_line() -> None:
+    cut = B[:57]
+    d = doc(HEADER, A, cut + C, D)
+    text = repaired(d, titled(d, 2, "Split the glued line into its 2 lines"))
+    assert text == "\n".join([HEADER, A, cut, C, D]) + "\n"
+    assert found(SessionDocument(text)) == [(2, "PI001"), (3, "PI031")]  # C's parent B was cut off
+
+
+def test_split_and_drop_removes_only_the_cut_off_parts() -> None:
+    head, tail = C[:50], C[50:]
+    d = doc(HEADER, A, head + B + tail + D)
+    (preferred,) = [r for r in repairs(d, 2, 2) if r.preferred]
+    assert preferred.title == "Split the glued line into its 4 lines"
+    text = repaired(d, titled(d, 2, "Split the glued line and remove the cut-off 2 parts"))
+    assert text == "\n".join([HEADER, A, B, D]) + "\n"
+
+
+def test_split_and_drop_in_a_crlf_file() -> None:
+    text = "\r\n".join([HEADER, A, B + C[:40], D]) + "\r\n"
+    d = SessionDocument(text)
+    fixed = repaired(d, titled(d, 2, "Split the glued line and remove"))
+    # the cut-off part took the line's "\r" with it; JSON.parse does not mind either ending
+    assert fixed == "\r\n".join([HEADER, A, B]) + "\n" + D + "\r\n"
+    assert found(SessionDocument(fixed)) == [(3, "PI031")]  # D's parent C was the cut-off line
+
+
+def test_the_orphan_offers_to_split_the_line_holding_its_parent_first() -> None:
+    d = doc(HEADER, A, B + C, D)
+    offered = repairs(d, 3, 3)
+    assert [(r.title.split(",")[0], r.preferred) for r in offered] == [
+        ("Split line 3", True),
+        ("Re-parent to `aaaa0001` (line 2)", False),
+    ]
+    text = repaired(d, offered[0])
+    assert text == "\n".join([HEADER, A, B, C, D]) + "\n"
+
+
+def test_pi_reads_the_entries_back_after_the_split(tmp_path: Path) -> None:
+    glued_file = tmp_path / "glued.jsonl"
+    glued_file.write_text("\n".join([HEADER, A, B[:57] + C, D]) + "\n", encoding="utf-8")
+    before = SessionManager.open(str(glued_file), read_only=True)
+    assert [e["id"] for e in before.get_branch()] == ["dddd0004"]  # pi: C is lost, D is a root
+    d = SessionDocument(glued_file.read_bytes())
+    fixed = tmp_path / "fixed.jsonl"
+    fixed.write_text(repaired(d, titled(d, 2, "Split the glued line into")), encoding="utf-8")
+    after = SessionManager.open(str(fixed), read_only=True)
+    assert [e["id"] for e in after.get_branch()] == ["cccc0003", "dddd0004"]
+
+
+def test_a_header_glued_to_the_first_entry() -> None:
+    d = doc(HEADER + A, B)
+    assert found(d) == [(0, "PI006"), (1, "PI010"), (1, "PI031")]  # B is the first line pi reads
+    glued = the(d, "PI006")
+    assert "the session header, then entry `aaaa0001`" in glued.message
+    assert "with it the session header and that entry" in glued.message
+    text = repaired(d, titled(d, 0, "Split the glued line"))
+    assert text == "\n".join([HEADER, A, B]) + "\n" and found(SessionDocument(text)) == []
