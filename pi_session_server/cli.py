@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tree": ("tree", "draw a session's tree"),
     "context": ("context", "print the LLM context of a session at its leaf or at an entry"),
     "check": ("check", "report problems in session files (diagnostics in the terminal)"),
+    "repair": ("repair", "make the language server's repairs to a session file (glued lines, header, ...)"),
 }
 
 

@@ -71,6 +71,12 @@ class FileLineInfo(LineInfo):
     def raw(self, value: Any) -> None:
         _RAW_SLOT.__set__(self, value)
 
+    @property
+    def byte_length(self) -> int:
+        """The length of ``raw`` without reading it again."""
+        stored = _RAW_SLOT.__get__(self, LineInfo)
+        return len(stored) if type(stored) is bytes else stored[2]
+
 
 class SessionDocument:
     """The analysed lines of one session text, kept up to date under edits."""
@@ -261,6 +267,16 @@ class SessionDocument:
 
     def data(self) -> bytes:
         return b"\n".join(info.raw for info in self.lines)
+
+    def line_starts(self) -> list[int]:
+        """Where each line starts in :meth:`data` (for a document of a file, in the file), without
+        reading lines of a file again."""
+        starts = []
+        position = 0
+        for info in self.lines:
+            starts.append(position)
+            position += (info.byte_length if type(info) is FileLineInfo else len(info.raw)) + 1
+        return starts
 
     def byte_size(self) -> int:
         return sum(len(i.raw) for i in self.lines) + len(self.lines) - 1

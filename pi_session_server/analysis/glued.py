@@ -16,17 +16,34 @@ told apart by what a whole entry needs.
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..format.jsjson import JsonSyntaxError, parse
+import msgspec
+
+from ..format.jsjson import JsonSyntaxError, parse_bytes
 from ..format.jstext import is_js_blank
 from ..format.jsvalue import ABSENT
 
-_LINE_START = '{"type":'
-_LINE_START_BYTES = _LINE_START.encode()
-_raw_decode = json.JSONDecoder().raw_decode
+_LINE_START = b'{"type":'
+# A JSON string (its escapes included) or a bracket: enough to find where an object ends without
+# building it, so that a glued line of a 10 MB image costs no copies of it.
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]', re.DOTALL)
+_OPEN = frozenset(b"{[")
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+_QUOTE = ord('"')
+
+
+class _Head(msgspec.Struct):
+    """What tells an entry from a content block; every other member is validated and skipped."""
+
+    type: Any = ABSENT
+    id: Any = ABSENT
+    timestamp: Any = ABSENT
+
+
+_decode_head = msgspec.json.Decoder(_Head).decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,68 +63,104 @@ class Piece:
 def glued_pieces(raw: bytes) -> tuple[Piece, ...] | None:
     """The pieces of ``raw`` (a line that is not valid JSON, without its newline) when it is two or
     more lines glued together with at least one whole entry among them; otherwise None."""
-    if raw.find(_LINE_START_BYTES, 1) < 0:
+    if raw.find(_LINE_START, 1) < 0:
         return None
-    # surrogateescape: every byte maps to one character and back, so offsets convert exactly
-    text = raw.decode("utf-8", "surrogateescape")
-    n = len(text)
-    spans: list[tuple[int, int, bool, Any]] = []
+    n = len(raw)
+    spans: list[tuple[int, int, _Head | None]] = []
     p = 0
     while p < n:
-        found = _entry_at(text, p)
+        found = _entry_at(raw, p)
         if found is not None:
-            end, value = found
-            spans.append((p, end, True, value))
+            end, head = found
+            spans.append((p, end, head))
             p = end
             continue
-        q = text.find(_LINE_START, p + 1)
-        while q >= 0 and _entry_at(text, q) is None:
-            q = text.find(_LINE_START, q + 1)
+        q = raw.find(_LINE_START, p + 1)
+        while q >= 0 and _entry_at(raw, q) is None:
+            q = raw.find(_LINE_START, q + 1)
         end = q if q >= 0 else n
-        spans.append((p, end, False, None))
+        spans.append((p, end, None))
         p = end
-    if len(spans) < 2 or not any(whole for _, _, whole, _ in spans):
+    if len(spans) < 2 or all(head is None for _, _, head in spans):
         return None
     return tuple(
         Piece(
-            _byte_offset(text, start),
-            _byte_offset(text, end),
             start,
-            whole,
-            value.get("type", ABSENT) if whole else ABSENT,
-            value.get("id", ABSENT) if whole else ABSENT,
+            end,
+            len(raw[:start].decode("utf-8", "replace")),
+            head is not None,
+            head.type if head is not None else ABSENT,
+            head.id if head is not None else ABSENT,
         )
-        for start, end, whole, value in spans
+        for start, end, head in spans
     )
 
 
-def _entry_at(text: str, p: int) -> tuple[int, dict[str, Any]] | None:
-    """(end, value) when a whole entry starts at ``p``: an object with a string ``type`` and a
+def _entry_at(raw: bytes, p: int) -> tuple[int, _Head] | None:
+    """(end, head) when a whole entry starts at ``p``: an object with a string ``type`` and a
     ``timestamp`` that ``JSON.parse`` accepts on its own. Its piece runs to the end of the line when
     only whitespace follows (a CRLF line's "\\r" stays with it)."""
     start = p
     if p == 0:
-        while start < len(text) and is_js_blank(text[start]):
+        while start < len(raw) and raw[start] in b" \t\r\x0b\x0c":
             start += 1
-    if not text.startswith("{", start):
+    if raw[start : start + 1] != b"{":
         return None
+    end = _object_end(raw, start)
+    if end is None:
+        return None
+    head = _head(raw, start, end)
+    if head is None or not isinstance(head.type, str) or head.timestamp is ABSENT:
+        return None
+    if is_js_blank(raw[end:].decode("utf-8", "replace")):
+        end = len(raw)
+    return end, head
+
+
+def _object_end(raw: bytes, start: int) -> int | None:
+    """Where the object starting at ``start`` ends, if its brackets close (strings skipped)."""
+    depth = 0
+    for match in _TOKEN.finditer(raw, start):
+        first = raw[match.start()]
+        if first == _QUOTE:
+            continue
+        if first in _OPEN:
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return match.end()
+    return None
+
+
+def _head(raw: bytes, start: int, end: int) -> _Head | None:
+    """The head of the object at ``raw[start:end]`` if JSON.parse takes it. msgspec checks it
+    without building it; what msgspec refuses but JSON.parse may take (invalid UTF-8, lone
+    surrogates, deep nesting) goes to the exact parser."""
+    with memoryview(raw) as view:
+        piece = view[start:end]
+        try:
+            return _decode_head(piece)
+        except msgspec.ValidationError as err:
+            if str(err).startswith("Expected `object`"):
+                return None  # valid JSON, not an object
+        except msgspec.DecodeError as err:
+            # msgspec reports a lone surrogate escape as truncated input; anything else it calls
+            # malformed JSON.parse rejects too (copying a 10 MB piece to learn that is what this avoids)
+            message = str(err)
+            if not message.startswith("Invalid UTF-8") and not (
+                message.startswith("Input data was truncated") and _SURROGATE_ESCAPE.search(piece)
+            ):
+                return None
+        except RecursionError:
+            pass
     try:
-        value, end = _raw_decode(text, start)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str) or "timestamp" not in value:
-        return None
-    try:
-        value = parse(text[start:end])  # Python's scanner takes NaN and the like; JSON.parse does not
+        value = parse_bytes(raw[start:end])
     except (JsonSyntaxError, RecursionError):
         return None
-    if is_js_blank(text[end:]):
-        end = len(text)
-    return end, value
-
-
-def _byte_offset(text: str, index: int) -> int:
-    return len(text[:index].encode("utf-8", "surrogateescape"))
+    if not isinstance(value, dict):
+        return None
+    return _Head(value.get("type", ABSENT), value.get("id", ABSENT), value.get("timestamp", ABSENT))
 
 
 def describe(pieces: tuple[Piece, ...]) -> str:

@@ -105,6 +105,7 @@ def parse_bytes(data: bytes | bytearray | memoryview) -> Any:
 
 
 _WS_RE = re.compile(r"[ \t\n\r]*")
+_ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
 _NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _STRING_CHUNK_RE = re.compile(r'[^"\\\x00-\x1f]*')
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -145,12 +146,12 @@ class _Parser:
         self.end = len(text)
 
     # ---- errors ------------------------------------------------------------------------------
+    # (Error messages of a multi-MB line must not copy it: positions are counted in place.)
 
     def _utf16_pos(self, pos: int) -> int:
-        head = self.text[:pos]
-        if head.isascii():
+        if self.text.isascii():
             return pos
-        return pos + sum(1 for c in head if c > "\uffff")
+        return pos + len(_ASTRAL_RE.findall(self.text, 0, pos))
 
     def _fail(self, pos: int, message: str) -> JsonSyntaxError:
         """An error with a fixed V8 message template ("... in JSON at position N")."""
@@ -174,14 +175,17 @@ class _Parser:
         return JsonSyntaxError(f"Unexpected token '{c}'", pos, self._token_message(pos, c))
 
     def _token_message(self, pos: int, c: str) -> str:
-        units = self.text.encode("utf-16-le", "surrogatepass")
-        length = len(units) // 2
+        context = 10
+        length = self._utf16_pos(self.end)
         p = self._utf16_pos(pos)
+        # the units within ``context`` of p lie within ``context`` characters of pos
+        window_start = max(0, pos - context)
+        units = self.text[window_start : pos + context].encode("utf-16-le", "surrogatepass")
+        offset = self._utf16_pos(window_start)
 
         def sub(a: int, b: int) -> str:
-            return units[2 * a : 2 * b].decode("utf-16-le", "surrogatepass")
+            return units[2 * (a - offset) : 2 * (b - offset)].decode("utf-16-le", "surrogatepass")
 
-        context = 10
         if length < 2 * context + 1:
             return f"Unexpected token '{c}', \"{self.text}\" is not valid JSON"
         if p < context:

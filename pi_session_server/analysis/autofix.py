@@ -1,0 +1,143 @@
+"""Repairs applied to a file without an editor (``pi-session repair``): which ones, and the repaired
+bytes, streamed.
+
+The repairs are the language server's code actions (:mod:`analysis.repairs`): for each problem of
+the chosen codes its preferred one (or its only one). Their text edits become splices of the file's bytes (absolute
+offsets, from the line places the document already holds), and the repaired file is the original
+read in chunks with the splices in between: memory stays small whatever the size of the session.
+
+All repairs are planned on the file as it is; one whose bytes overlap a repair planned before it is
+left for a second run (the report says so) rather than guessed at. The migration to version 3
+touches every line, so it is planned last and waits for a run with nothing else to repair. Repairs that produce identical
+splices (every sibling of one missing parent offers the same re-parenting) are applied once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from . import codes
+from .document import SessionDocument
+from .repairs import Repair, TextEdit, repairs
+
+#: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen
+SAFE_CODES = frozenset({codes.GLUED_LINES, codes.MISSING_HEADER, codes.HEADER_NOT_FIRST, codes.BOM})
+#: every code with a repair that text edits can make (moving an image out writes a second file:
+#: that one stays in the editor)
+FIXABLE_CODES = SAFE_CODES | frozenset(
+    {
+        codes.TRUNCATED_LAST_LINE,
+        codes.DUPLICATE_HEADER,
+        codes.OLD_VERSION,
+        codes.DANGLING_PARENT,
+        codes.PARENT_CYCLE,
+    }
+)
+
+_COPY_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Splice:
+    """Replace bytes ``start:end`` of the file with ``data``."""
+
+    start: int
+    end: int
+    data: bytes
+
+
+@dataclass(slots=True)
+class Planned:
+    repair: Repair
+    splices: tuple[Splice, ...]
+
+
+@dataclass(slots=True)
+class Plan:
+    applied: list[Planned] = field(default_factory=list)
+    # repairs that would touch bytes an applied one changes: for another run, on the repaired file
+    deferred: list[Repair] = field(default_factory=list)
+
+    def splices(self) -> list[Splice]:
+        return sorted(s for p in self.applied for s in p.splices)
+
+
+def plan_repairs(doc: SessionDocument, chosen: Iterable[str], path: str | None = None) -> Plan:
+    """The preferred repair of every problem whose code is in ``chosen``, in line order."""
+    wanted = frozenset(chosen) & FIXABLE_CODES
+    plan = Plan()
+    if not wanted or doc.line_count == 0:
+        return plan
+    starts: list[int] | None = None
+    taken: list[tuple[int, int]] = []  # byte ranges of the splices planned so far
+    seen: set[tuple[Splice, ...]] = set()
+    # The migration rewrites every line: it goes last, so that it waits for a second run whenever
+    # something else is repaired (and then migrates the repaired lines too).
+    chosen_ones = sorted(_one_per_problem(doc, wanted, path), key=lambda r: r.code == codes.OLD_VERSION)
+    for repair in chosen_ones:
+        if starts is None:
+            starts = doc.line_starts()
+        splices = tuple(sorted(_splice(e, starts) for e in repair.edits()))
+        if not splices or splices in seen:
+            continue
+        if any(_overlaps(s, t) for s in splices for t in taken):
+            plan.deferred.append(repair)
+            continue
+        seen.add(splices)
+        taken.extend((s.start, s.end) for s in splices)
+        plan.applied.append(Planned(repair, splices))
+    return plan
+
+
+def _one_per_problem(doc: SessionDocument, wanted: frozenset[str], path: str | None) -> list[Repair]:
+    """For each problem (code and line) with repairs: the preferred one, else the only or first."""
+    by_problem: dict[tuple[str, int], Repair] = {}
+    for repair in repairs(doc, 0, doc.line_count - 1, path):
+        if repair.code not in wanted or repair.image is not None:
+            continue
+        problem = (repair.code, repair.line)
+        known = by_problem.get(problem)
+        if known is None or (repair.preferred and not known.preferred):
+            by_problem[problem] = repair
+    return list(by_problem.values())
+
+
+def _splice(edit: TextEdit, starts: list[int]) -> Splice:
+    return Splice(
+        starts[edit.start_line] + edit.start,
+        starts[edit.end_line] + edit.end,
+        edit.new_text.encode("utf-8", "surrogatepass"),
+    )
+
+
+def _overlaps(s: Splice, taken: tuple[int, int]) -> bool:
+    start, end = taken
+    if s.start == s.end or start == end:  # an insertion conflicts only strictly inside a range
+        return start < s.start < end or s.start < start < s.end
+    return s.start < end and start < s.end
+
+
+def spliced(fd: int, size: int, splices: list[Splice]) -> Iterator[bytes]:
+    """The bytes of the file open at ``fd`` (``size`` bytes) with ``splices`` (sorted, disjoint)
+    applied, in chunks of at most a MB (plus a splice's own data)."""
+    position = 0
+    for s in splices:
+        yield from _copy(fd, position, s.start)
+        if s.data:
+            yield s.data
+        position = s.end
+    yield from _copy(fd, position, size)
+
+
+def _copy(fd: int, start: int, end: int) -> Iterator[bytes]:
+    while start < end:
+        chunk = os.pread(fd, min(_COPY_CHUNK, end - start), start)
+        if not chunk:
+            raise OSError(f"the file ended at byte {start} of {end} while it was copied")
+        yield chunk
+        start += len(chunk)
+
+
+__all__ = ["FIXABLE_CODES", "SAFE_CODES", "Plan", "Planned", "Splice", "plan_repairs", "spliced"]

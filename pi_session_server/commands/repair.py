@@ -1,0 +1,196 @@
+"""``pi-session repair FILE``: the language server's repairs, for a terminal.
+
+Without ``--output`` or ``--in-place`` nothing is written: the repairs that would be made are
+listed (exit status 1 when there are any, like a ``--check``). By default only repairs that lose
+nothing are made (lines glued together split apart, a missing header inserted, the header moved
+first, a byte order mark removed); ``--codes`` chooses others, ``--all`` takes every repair a
+text edit can make. ``--in-place`` keeps the original as ``FILE.bak`` (a second name for the same
+bytes) unless ``--no-backup``, and replaces the file atomically, only if nobody wrote to it in
+the meantime. The file is read in chunks and its lines kept as facts and places, so a session of
+any size is repaired in little memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+
+from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, plan_repairs, spliced
+from ..analysis.diagnostics import count_by_severity, document_diagnostics
+from ..analysis.document import SessionDocument
+from ..errors import PiSessionError, StaleFileError
+from ..session.storage import rewrite_file
+from .check import _summary_text
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the session file to repair")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument(
+        "-o", "--output", metavar="OUT", help="write the repaired session to OUT ('-': stdout)"
+    )
+    target.add_argument("--in-place", action="store_true", help="replace FILE with the repaired session")
+    parser.add_argument(
+        "--codes",
+        metavar="LIST",
+        help=f"comma-separated diagnostic codes to repair (default: {','.join(sorted(SAFE_CODES))}; "
+        f"possible: {','.join(sorted(FIXABLE_CODES))})",
+    )
+    parser.add_argument("--all", action="store_true", help="make every repair a text edit can make")
+    parser.add_argument("--no-backup", action="store_true", help="with --in-place: keep no FILE.bak")
+    parser.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+
+
+def _chosen_codes(args: argparse.Namespace) -> frozenset[str] | str:
+    if args.all:
+        return FIXABLE_CODES
+    if not args.codes:
+        return SAFE_CODES
+    chosen = frozenset(c.strip().upper() for c in args.codes.split(",") if c.strip())
+    unknown = sorted(chosen - FIXABLE_CODES)
+    if unknown:
+        return f"no repair for {', '.join(unknown)} (possible: {', '.join(sorted(FIXABLE_CODES))})"
+    return chosen
+
+
+def run(args: argparse.Namespace) -> int:
+    chosen = _chosen_codes(args)
+    if isinstance(chosen, str):
+        print(f"pi-session repair: {chosen}", file=sys.stderr)
+        return 2
+    path = args.file
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        print(f"pi-session repair: {path}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    try:
+        return _repair(args, path, fd, chosen)
+    except (OSError, PiSessionError) as err:
+        message = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        print(f"pi-session repair: {message}; nothing was written to {_target(args, path)}", file=sys.stderr)
+        return 2
+    finally:
+        os.close(fd)
+
+
+def _target(args: argparse.Namespace, path: str) -> str:
+    return path if args.in_place else (args.output or "")
+
+
+def _repair(args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str]) -> int:
+    before = os.fstat(fd)
+    doc = SessionDocument.from_file(f"/proc/self/fd/{fd}" if os.path.exists("/proc/self/fd") else path)
+    plan = plan_repairs(doc, chosen, path)
+    report = sys.stdout if args.output != "-" else sys.stderr
+    for planned in plan.applied:
+        repair = planned.repair
+        print(f"{path}:{repair.line + 1}: {repair.code} {repair.title}", file=report)
+    for repair in plan.deferred:
+        print(
+            f"{path}:{repair.line + 1}: {repair.code} {repair.title} (not in this run: it touches what a repair above changes; run again)",
+            file=report,
+        )
+    count = len(plan.applied)
+    if not args.output and not args.in_place:
+        if count:
+            print(f"{_repairs(count)} to make; write them with --in-place or --output OUT", file=report)
+        else:
+            print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
+        return 1 if count else 0
+    if args.output not in (None, "-") and _same_file(args.output, before):
+        print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
+        return 2
+    chunks = spliced(fd, before.st_size, plan.splices())
+    if args.in_place:
+        if not count:
+            print(f"{path}: nothing to repair; the file is unchanged", file=report)
+            return 0
+        _write_in_place(path, fd, before, chunks, backup=not args.no_backup)
+        written = path
+    elif args.output == "-":
+        out = sys.stdout.buffer
+        for chunk in chunks:
+            out.write(chunk)
+        out.flush()
+        print(f"{_repairs(count)} made", file=report)
+        return 0
+    else:
+        _write_new(args.output, chunks, force=args.force)
+        written = args.output
+    after = SessionDocument.from_file(written)
+    left = _summary_text(count_by_severity(document_diagnostics(after)))
+    print(f"{_repairs(count)} made in {written}; problems left: {left}", file=report)
+    return 0
+
+
+def _same_file(other: str, st: os.stat_result) -> bool:
+    try:
+        found = os.stat(other)
+    except OSError:
+        return False
+    return (found.st_ino, found.st_dev) == (st.st_ino, st.st_dev)
+
+
+def _repairs(count: int) -> str:
+    return f"{count} repair{'' if count == 1 else 's'}"
+
+
+def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:
+    """Write ``out_path`` (only a new file unless ``force``); a failed write leaves no part of it."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    out_fd = os.open(out_path, flags, 0o644)
+    try:
+        with open(out_fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(out_path)
+        raise
+
+
+def _write_in_place(
+    path: str, fd: int, before: os.stat_result, chunks: Iterator[bytes], *, backup: bool
+) -> None:
+    """Replace ``path`` atomically with ``chunks``, if nobody wrote to it since it was analysed.
+
+    Our own appenders take ``flock`` on the file: hold it so none of them writes meanwhile. Others
+    (pi) do not lock; the file is compared with what was analysed once everything is written, right
+    before the rename, and left alone if it changed."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    if backup:
+        _keep_backup(path, fd)
+
+    def checked() -> Iterator[bytes]:
+        yield from chunks
+        now = os.stat(path)
+        if (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns) != (
+            before.st_ino,
+            before.st_dev,
+            before.st_size,
+            before.st_mtime_ns,
+        ):
+            raise StaleFileError(f"{path} changed while it was being repaired")
+
+    rewrite_file(path, checked())
+
+
+def _keep_backup(path: str, fd: int) -> None:
+    """``path.bak``: a second name for the original bytes (a copy where hard links are refused)."""
+    backup = path + ".bak"
+    if os.path.lexists(backup):
+        raise FileExistsError(0, f"{backup} exists (move it away, or use --no-backup)")
+    try:
+        os.link(path, backup, follow_symlinks=True)
+    except OSError:
+        with open(backup, "xb") as out:
+            os.lseek(fd, 0, os.SEEK_SET)
+            with open(os.dup(fd), "rb") as source:
+                shutil.copyfileobj(source, out)

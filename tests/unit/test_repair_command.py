@@ -1,0 +1,185 @@
+"""``pi-session repair``: the editor's repairs from a terminal, as a real process. Nothing is written
+unless asked; what is written is the original with exactly the repairs' splices; a file that
+changes meanwhile is left alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pi_session_server.analysis import autofix
+from pi_session_server.analysis import samples as S
+from pi_session_server.analysis.autofix import plan_repairs, spliced
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.commands import repair as repair_command
+from pi_session_server.errors import StaleFileError
+
+HEADER = S.header()
+A = S.user("aaaa0001", None, "first")
+B = S.assistant("bbbb0002", "aaaa0001", "second")
+C = S.user("cccc0003", "bbbb0002", "third")
+D = S.user("dddd0004", "cccc0003", "fourth")
+
+
+def lines(*parts: str) -> bytes:
+    return ("\n".join(parts) + "\n").encode()
+
+
+GLUED = lines(HEADER, A, B[:57] + C, D)
+SPLIT = lines(HEADER, A, B[:57], C, D)
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pi_session_server", "repair", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def glued(tmp_path: Path) -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(GLUED)
+    return path
+
+
+def test_without_a_target_it_only_lists_the_repairs(glued: Path) -> None:
+    before = glued.stat()
+    done = cli(glued)
+    assert done.returncode == 1
+    assert f"{glued}:3: PI006 Split the glued line into its 2 lines" in done.stdout
+    assert "write them with --in-place or --output OUT" in done.stdout
+    after = glued.stat()
+    assert glued.read_bytes() == GLUED and after.st_mtime_ns == before.st_mtime_ns
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"]
+
+
+def test_output_gets_the_repaired_session_and_the_original_is_untouched(glued: Path) -> None:
+    out = glued.parent / "fixed.jsonl"
+    done = cli(glued, "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == SPLIT and glued.read_bytes() == GLUED
+    assert f"1 repair made in {out}; problems left: 1 error, 1 warning" in done.stdout  # B was cut off
+
+
+def test_an_existing_output_is_not_overwritten_unless_forced(glued: Path) -> None:
+    out = glued.parent / "fixed.jsonl"
+    out.write_bytes(b"keep me")
+    done = cli(glued, "-o", out)
+    assert done.returncode == 2 and "nothing was written" in done.stderr
+    assert out.read_bytes() == b"keep me"
+    assert cli(glued, "-o", out, "--force").returncode == 0 and out.read_bytes() == SPLIT
+
+
+def test_the_file_itself_is_never_an_output(glued: Path) -> None:
+    done = cli(glued, "-o", glued, "--force")
+    assert done.returncode == 2 and "use --in-place" in done.stderr
+    assert glued.read_bytes() == GLUED
+
+
+def test_output_to_stdout_reports_on_stderr(glued: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_session_server", "repair", str(glued), "-o", "-"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout == SPLIT
+    assert b"1 repair made" in done.stderr
+
+
+def test_in_place_keeps_the_original_as_a_backup(glued: Path) -> None:
+    done = cli(glued, "--in-place")
+    assert done.returncode == 0, done.stderr
+    assert glued.read_bytes() == SPLIT
+    assert (glued.parent / "s.jsonl.bak").read_bytes() == GLUED
+    again = cli(glued, "--in-place")
+    assert again.returncode == 0 and "nothing to repair; the file is unchanged" in again.stdout
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl", "s.jsonl.bak"]
+
+
+def test_in_place_refuses_to_replace_an_existing_backup(glued: Path) -> None:
+    backup = glued.parent / "s.jsonl.bak"
+    backup.write_bytes(b"older backup")
+    done = cli(glued, "--in-place")
+    assert done.returncode == 2 and "s.jsonl.bak exists" in done.stderr
+    assert glued.read_bytes() == GLUED and backup.read_bytes() == b"older backup"
+    assert cli(glued, "--in-place", "--no-backup").returncode == 0
+    assert glued.read_bytes() == SPLIT and backup.read_bytes() == b"older backup"
+
+
+def test_in_place_leaves_a_file_alone_that_changed_meanwhile(glued: Path) -> None:
+    fd = os.open(glued, os.O_RDONLY)
+    try:
+        before = os.fstat(fd)
+        plan = plan_repairs(SessionDocument.from_file(str(glued)), autofix.SAFE_CODES)
+
+        def racing_writer():
+            yield from spliced(fd, before.st_size, plan.splices())
+            with open(glued, "ab") as f:  # pi appends an entry while we write the repaired copy
+                f.write(lines(S.user("eeee0005", "dddd0004")))
+
+        with pytest.raises(StaleFileError):
+            repair_command._write_in_place(str(glued), fd, before, racing_writer(), backup=False)
+    finally:
+        os.close(fd)
+    assert glued.read_bytes() == GLUED + lines(S.user("eeee0005", "dddd0004"))
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"]  # no temporary file left
+
+
+def test_the_safe_default_does_not_make_repairs_that_lose_or_guess(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    cut_last = B[:40]
+    path.write_bytes(lines(HEADER, A, S.user("ffff0006", "gone0000")) + cut_last.encode())
+    assert "nothing to repair" in cli(path).stdout  # PI002 and PI031 need --codes or --all
+    done = cli(path, "--codes", "pi002,PI031", "-o", tmp_path / "out.jsonl")
+    assert done.returncode == 0, done.stderr
+    fixed = (tmp_path / "out.jsonl").read_bytes().decode()
+    assert fixed == "\n".join([HEADER, A, S.user("ffff0006", "aaaa0001")]) + "\n"
+
+
+def test_unknown_codes_are_refused(glued: Path) -> None:
+    done = cli(glued, "--codes", "PI040")
+    assert done.returncode == 2 and "no repair for PI040" in done.stderr
+
+
+def test_a_migration_waits_for_a_run_without_other_repairs(tmp_path: Path) -> None:
+    header = json.loads(HEADER)
+    header["version"] = 2
+    path = tmp_path / "v2.jsonl"
+    path.write_bytes(lines(json.dumps(header, separators=(",", ":")), A + B, C))
+    first = cli(path, "--all", "--in-place", "--no-backup")
+    assert "PI006 Split" in first.stdout and "PI015 Migrate" in first.stdout
+    assert "not in this run" in first.stdout
+    assert path.read_bytes() == lines(json.dumps(header, separators=(",", ":")), A, B, C)
+    second = cli(path, "--all", "--in-place", "--no-backup")
+    assert second.returncode == 0 and "problems left: ok" in second.stdout
+    assert json.loads(path.read_text().split("\n")[0])["version"] == 3
+
+
+def test_identical_repairs_are_made_once() -> None:
+    # the glued line's own split and its orphan's "split line N" are the same splices
+    doc = SessionDocument(lines(HEADER, A + B, C))
+    plan = plan_repairs(doc, autofix.FIXABLE_CODES)
+    assert [(p.repair.code, p.repair.line) for p in plan.applied] == [("PI006", 1)]
+    assert plan.deferred == []
+
+
+def test_streaming_copies_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(autofix, "_COPY_CHUNK", 7)
+    body = [S.user(f"{i:08x}", None if i == 0 else f"{i - 1:08x}", "x" * (i % 50)) for i in range(300)]
+    data = lines(HEADER, *body[:150], body[150][:33] + body[151], *body[152:], body[10] + body[11])
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    doc = SessionDocument.from_file(str(path))
+    plan = plan_repairs(doc, autofix.SAFE_CODES)
+    assert [p.repair.line for p in plan.applied] == [151, 300]
+    with open(path, "rb") as f:
+        out = b"".join(spliced(f.fileno(), len(data), plan.splices()))
+    assert out == lines(HEADER, *body[:150], body[150][:33], body[151], *body[152:], body[10], body[11])
