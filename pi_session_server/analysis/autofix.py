@@ -33,6 +33,7 @@ FIXABLE_CODES = SAFE_CODES | frozenset(
         codes.OLD_VERSION,
         codes.DANGLING_PARENT,
         codes.PARENT_CYCLE,
+        codes.ORPHAN_TOOL_RESULT,
     }
 )
 

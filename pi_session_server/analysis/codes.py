@@ -254,7 +254,7 @@ CODES: dict[str, Code] = {
             E,
             "Tool result without its call",
             "A `toolResult` whose `toolCallId` matches no `toolCall` of an assistant message on its own path. Providers reject such a context (pi #4570).",
-            "Re-parent the result under the assistant message that made the call, or remove it.",
+            "Code action *Move under the assistant message that made the call* (when that message is on another branch: after its other results), or *Remove this tool result* (its children move up to its parent).",
         ),
         Code(
             UNANSWERED_TOOL_CALL,

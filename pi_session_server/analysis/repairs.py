@@ -106,6 +106,8 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
                     out.append(_reparent_orphan(doc, info))
             elif p.code == codes.PARENT_CYCLE:
                 out.append(_make_root(doc, info))
+            elif p.code == codes.ORPHAN_TOOL_RESULT:
+                out.extend(_orphan_result_repairs(doc, info))
             elif p.code == codes.HUGE_IMAGE and p.path is not None:
                 out.append(_extract_image(doc, info, p.path, path))
     return out
@@ -389,6 +391,72 @@ def _split_for_orphan(orphan: LineInfo, holder: LineInfo, pieces: tuple[Piece, .
         preferred=True,
         key=(codes.DANGLING_PARENT, orphan.line, "split-glued"),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# tool results without their call on the path
+# --------------------------------------------------------------------------------------------
+
+
+def results_end(doc: SessionDocument, assistant: LineInfo) -> LineInfo:
+    """Where the next result of ``assistant``'s calls belongs: pi chains the results of one
+    assistant message one under the other, so the end of that chain (or the message itself)."""
+    tree = doc.tree
+    calls = set(assistant.call_ids)
+    end = assistant
+    seen = {assistant}
+    while True:
+        nxt = next(
+            (k for k in tree.kids(end) if k.result_call_id in calls and k not in seen),
+            None,
+        )
+        if nxt is None:
+            return end
+        seen.add(nxt)
+        end = nxt
+
+
+def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repair]:
+    """Move the result to the assistant message that made the call (on another branch), when there
+    is one; or remove it (what it answers is gone), its children moving up to its parent."""
+    tree = doc.tree
+    out: list[Repair] = []
+    call = result.result_call_id
+    callers = [a for a in tree.calls_by_id.get(call, ()) if isinstance(a.id, str)] if call else []
+    if callers:
+        caller = callers[-1]
+        target = results_end(doc, caller)
+        if isinstance(target.id, str) and not tree.is_ancestor(result, target):
+            where = "" if target is caller else f", after its other results (line {target.line + 1})"
+            out.append(
+                Repair(
+                    f"Move under the assistant message that made the call (line {caller.line + 1}{where})",
+                    codes.ORPHAN_TOOL_RESULT,
+                    result.line,
+                    lambda: _replace_value(result, ("parentId",), target.id),
+                    preferred=True,
+                    key=(codes.ORPHAN_TOOL_RESULT, result.line, "move"),
+                )
+            )
+    children = list(tree.kids(result))
+    parent = tree.parent(result)
+    new_parent = parent.id if parent is not None and isinstance(parent.id, str) else None
+    moved = f"; its {len(children)} child entries move up to its parent" if children else ""
+
+    def remove() -> list[TextEdit]:
+        edits = [e for child in children for e in _replace_value(child, ("parentId",), new_parent)]
+        return [*edits, _delete_line(doc, result.line)]
+
+    out.append(
+        Repair(
+            f"Remove this tool result{moved}",
+            codes.ORPHAN_TOOL_RESULT,
+            result.line,
+            remove,
+            key=(codes.ORPHAN_TOOL_RESULT, result.line, "remove"),
+        )
+    )
+    return out
 
 
 def _make_root(doc: SessionDocument, info: LineInfo) -> Repair:

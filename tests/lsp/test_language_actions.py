@@ -82,6 +82,21 @@ async def test_split_lines_glued_after_a_crash(editor: Editor) -> None:
     assert editor.texts[uri] == doc(S.header(), a, b, c)
 
 
+async def test_move_an_orphan_tool_result_to_its_call(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    calls: tuple[tuple[str, str, dict[str, object]], ...] = (("t1", "read", {}),)
+    lines = [
+        S.header(),
+        S.user("u1", None),
+        S.assistant("a1", "u1", calls=calls),
+        S.user("u2", "u1", "elsewhere"),
+        S.tool_result("r1", "u2", "t1"),
+    ]
+    assert codes_by_line(await editor.open(uri, doc(*lines))) == [(2, "PI037"), (4, "PI036")]
+    assert await apply_action(editor, uri, 4, "Move under the assistant message that made the call") == []
+    assert editor.texts[uri] == doc(*lines[:4], S.tool_result("r1", "a1", "t1"))
+
+
 async def test_insert_missing_header_named_after_the_file(editor: Editor) -> None:
     uri = editor.fresh_uri("named")
     text = doc(S.user("a", None, "😀 first"), S.user("b", "a"))

@@ -1,0 +1,103 @@
+"""Repairs of a tool result without its call on its path (PI036, pi #4570): moved to the assistant
+message that made the call (after that message's other results), or removed with its children
+moving up; either way the context no longer holds a result providers reject."""
+
+from __future__ import annotations
+
+import json
+
+from pi_session_server.analysis import samples as S
+from pi_session_server.analysis.diagnostics import document_diagnostics
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.repairs import Repair, repairs
+from pi_session_server.session import SessionManager
+
+CALLS: tuple[tuple[str, str, dict[str, object]], ...] = (("t1", "read", {}), ("t2", "bash", {}))
+
+
+def doc(*lines: str) -> SessionDocument:
+    return SessionDocument("\n".join(lines) + "\n")
+
+
+def found(d: SessionDocument) -> list[tuple[int, str]]:
+    return [(x.line, x.code) for x in document_diagnostics(d)]
+
+
+def apply(d: SessionDocument, repair: Repair) -> str:
+    for e in sorted(repair.edits(), key=lambda e: (e.start_line, e.start), reverse=True):
+        d.apply_edit(e.start_line, e.start, e.end_line, e.end, e.new_text)
+    return d.text()
+
+
+def offered(d: SessionDocument, line: int) -> list[tuple[str, bool]]:
+    return [(r.title, r.preferred) for r in repairs(d, line, line)]
+
+
+def pick(d: SessionDocument, line: int, start: str) -> Repair:
+    (one,) = [r for r in repairs(d, line, line) if r.title.startswith(start)]
+    return one
+
+
+def test_a_result_on_the_wrong_branch_moves_after_the_calls_other_results() -> None:
+    # the assistant made two calls; t1's result is chained under it, t2's landed on another branch
+    d = doc(
+        S.header(),
+        S.user("u1", None),
+        S.assistant("a1", "u1", calls=CALLS),
+        S.tool_result("r1", "a1", "t1"),
+        S.user("u2", "u1", "another branch"),
+        S.tool_result("r2", "u2", "t2"),
+        S.user("u3", "r2", "go on"),
+    )
+    assert found(d) == [(2, "PI037"), (5, "PI036")]
+    assert offered(d, 5) == [
+        (
+            "Move under the assistant message that made the call (line 3, after its other results (line 4))",
+            True,
+        ),
+        ("Remove this tool result; its 1 child entries move up to its parent", False),
+    ]
+    text = apply(d, pick(d, 5, "Move under"))
+    assert found(SessionDocument(text)) == []
+    assert '"id":"r2","parentId":"r1"' in text
+    # the context at the leaf now holds the call, then both results in order
+    manager = SessionManager.in_memory("/w", entries=[json.loads(x) for x in text.splitlines()[1:]])
+    manager.branch("u3")
+    roles = [m["role"] for m in manager.build_session_context()["messages"]]
+    assert roles == ["user", "assistant", "toolResult", "toolResult", "user"]
+
+
+def test_a_result_whose_call_is_nowhere_can_only_be_removed() -> None:
+    d = doc(
+        S.header(),
+        S.user("u1", None),
+        S.tool_result("r9", "u1", "gone"),
+        S.user("u2", "r9"),
+        S.user("u3", "r9", "sibling"),
+    )
+    assert found(d) == [(2, "PI036")]
+    assert offered(d, 2) == [("Remove this tool result; its 2 child entries move up to its parent", False)]
+    text = apply(d, pick(d, 2, "Remove"))
+    assert (
+        text
+        == "\n".join([S.header(), S.user("u1", None), S.user("u2", "u1"), S.user("u3", "u1", "sibling")])
+        + "\n"
+    )
+    assert found(SessionDocument(text)) == []
+
+
+def test_removing_a_root_result_makes_its_children_roots() -> None:
+    d = doc(S.header(), S.tool_result("r9", None, "gone"), S.user("u2", "r9"))
+    text = apply(d, pick(d, 1, "Remove"))
+    assert text == "\n".join([S.header(), S.user("u2", None)]) + "\n"
+
+
+def test_no_move_that_would_make_a_cycle() -> None:
+    # the only assistant with the call sits below the orphan result itself
+    d = doc(
+        S.header(),
+        S.tool_result("r1", None, "t1"),
+        S.assistant("a1", "r1", calls=(("t1", "read", {}),)),
+    )
+    titles = [title for title, _ in offered(d, 1)]
+    assert not any(t.startswith("Move under") for t in titles)
