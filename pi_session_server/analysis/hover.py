@@ -36,6 +36,9 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if info.kind == L.HEADER:
         return header_markdown(doc, info), None
     if info.kind == L.MALFORMED:
+        glued = L.glued_problem(info)
+        if glued is not None:
+            return f"**lines glued together** (line {line + 1}): {glued.message}", None
         return f"**invalid JSON** (line {line + 1}): {info.problems[0].message}", None
     if info.kind == L.NON_OBJECT:
         return "**not an entry**: valid JSON, but not an object; pi skips this line", None

@@ -9,6 +9,7 @@ from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.glued import glued_pieces
+from pi_session_server.analysis.hover import hover
 from pi_session_server.analysis.repairs import Repair, repairs
 from pi_session_server.session import SessionManager
 
@@ -213,3 +214,11 @@ def test_a_header_glued_to_the_first_entry() -> None:
     assert "with it the session header and that entry" in glued.message
     text = repaired(d, titled(d, 0, "Split the glued line"))
     assert text == "\n".join([HEADER, A, B]) + "\n" and found(SessionDocument(text)) == []
+
+
+def test_hover_names_the_glued_lines() -> None:
+    found_hover = hover(doc(HEADER, A, B[:57] + C, D), 2, 3)
+    assert found_hover is not None
+    assert found_hover[0].startswith(
+        "**lines glued together** (line 3): 2 lines glued together: a cut-off line"
+    )
