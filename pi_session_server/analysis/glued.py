@@ -31,6 +31,11 @@ _LINE_START = b'{"type":'
 # building it, so that a glued line of a 10 MB image costs no copies of it.
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]', re.DOTALL)
 _OPEN = frozenset(b"{[")
+# Tokens (strings and brackets) the search may visit: a few passes over any real line (whose
+# strings are long), a bounded time on a line built of nothing but nested objects.
+_BYTES_PER_TOKEN = 4
+_BUDGET_BASE = 100_000
+_PASSES = 4
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _QUOTE = ord('"')
 
@@ -67,20 +72,24 @@ def glued_pieces(raw: bytes) -> tuple[Piece, ...] | None:
         return None
     n = len(raw)
     spans: list[tuple[int, int, _Head | None]] = []
+    budget = _Budget(raw)
     p = 0
-    while p < n:
-        found = _entry_at(raw, p)
-        if found is not None:
-            end, head = found
-            spans.append((p, end, head))
+    try:
+        while p < n:
+            found = _entry_at(raw, p, budget)
+            if found is not None:
+                end, head = found
+                spans.append((p, end, head))
+                p = end
+                continue
+            q = raw.find(_LINE_START, p + 1)
+            while q >= 0 and _entry_at(raw, q, budget) is None:
+                q = raw.find(_LINE_START, q + 1)
+            end = q if q >= 0 else n
+            spans.append((p, end, None))
             p = end
-            continue
-        q = raw.find(_LINE_START, p + 1)
-        while q >= 0 and _entry_at(raw, q) is None:
-            q = raw.find(_LINE_START, q + 1)
-        end = q if q >= 0 else n
-        spans.append((p, end, None))
-        p = end
+    except _OverBudget:
+        return None  # a line built to make the search quadratic: it stays plain invalid JSON
     if len(spans) < 2 or all(head is None for _, _, head in spans):
         return None
     return tuple(
@@ -96,7 +105,39 @@ def glued_pieces(raw: bytes) -> tuple[Piece, ...] | None:
     )
 
 
-def _entry_at(raw: bytes, p: int) -> tuple[int, _Head] | None:
+class _OverBudget(Exception):
+    pass
+
+
+class _Budget:
+    """Tokens the search may still visit. Each candidate is scanned from its own start (a cut-off
+    string before it must not pair its quotes), so objects nested in objects are scanned again:
+    a few times the line in real files, but quadratic in a line of thousands of nested
+    ``{"type":`` objects that never close. The search gets a quarter token per byte first (lines
+    of long strings), then, once, the line's own token count a few times over: never more than a
+    few passes over the line."""
+
+    __slots__ = ("left", "raw", "extended")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.left = len(raw) // _BYTES_PER_TOKEN + _BUDGET_BASE
+        self.extended = False
+
+    def spend(self, count: int) -> None:
+        self.left -= count
+        if self.left >= 0:
+            return
+        if self.extended:
+            raise _OverBudget
+        self.extended = True
+        tokens = sum(1 for _ in _TOKEN.finditer(self.raw))
+        self.left += _PASSES * tokens
+        if self.left < 0:
+            raise _OverBudget
+
+
+def _entry_at(raw: bytes, p: int, budget: _Budget) -> tuple[int, _Head] | None:
     """(end, head) when a whole entry starts at ``p``: an object with a string ``type`` and a
     ``timestamp`` that ``JSON.parse`` accepts on its own. Its piece runs to the end of the line when
     only whitespace follows (a CRLF line's "\\r" stays with it)."""
@@ -106,7 +147,7 @@ def _entry_at(raw: bytes, p: int) -> tuple[int, _Head] | None:
             start += 1
     if raw[start : start + 1] != b"{":
         return None
-    end = _object_end(raw, start)
+    end = _object_end(raw, start, budget)
     if end is None:
         return None
     head = _head(raw, start, end)
@@ -117,20 +158,25 @@ def _entry_at(raw: bytes, p: int) -> tuple[int, _Head] | None:
     return end, head
 
 
-def _object_end(raw: bytes, start: int) -> int | None:
+def _object_end(raw: bytes, start: int, budget: _Budget) -> int | None:
     """Where the object starting at ``start`` ends, if its brackets close (strings skipped)."""
     depth = 0
-    for match in _TOKEN.finditer(raw, start):
-        first = raw[match.start()]
-        if first == _QUOTE:
-            continue
-        if first in _OPEN:
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return match.end()
-    return None
+    tokens = 0
+    try:
+        for match in _TOKEN.finditer(raw, start):
+            tokens += 1
+            first = raw[match.start()]
+            if first == _QUOTE:
+                continue
+            if first in _OPEN:
+                depth += 1
+            else:
+                depth -= 1
+                if depth == 0:
+                    return match.end()
+        return None
+    finally:
+        budget.spend(tokens)
 
 
 def _head(raw: bytes, start: int, end: int) -> _Head | None:

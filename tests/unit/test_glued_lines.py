@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from pi_session_server.analysis import glued
 from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.glued import glued_pieces
 from pi_session_server.analysis.hover import hover
 from pi_session_server.analysis.repairs import Repair, repairs
+from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
 
 HEADER = S.header()
@@ -222,3 +226,26 @@ def test_hover_names_the_glued_lines() -> None:
     assert found_hover[0].startswith(
         "**lines glued together** (line 3): 2 lines glued together: a cut-off line"
     )
+
+
+def test_a_line_of_nested_objects_that_never_close_costs_a_few_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # every candidate's scan runs to the end of the line: without a bound, 20,000 candidates
+    # would scan 320 KB each (minutes); the search gives up after a few passes instead
+    visited: list[int] = []
+    spend = glued._Budget.spend
+    monkeypatch.setattr(glued._Budget, "spend", lambda self, n: (visited.append(n), spend(self, n))[1])
+    line = b'{"type":"x","a":' * 20_000 + C.encode()
+    assert glued_pieces(line) is None
+    tokens = len(glued._TOKEN.findall(line))
+    # the first allowance, the line's tokens a few times, and the one scan that overran
+    allowed = len(line) // glued._BYTES_PER_TOKEN + glued._BUDGET_BASE + (glued._PASSES + 1) * tokens
+    assert sum(visited) <= allowed
+
+
+def test_a_dense_glued_line_is_still_found() -> None:
+    # a cut-off tool call with 100,000 small arguments, then the whole line again
+    entry = S.assistant("bbbb0002", "aaaa0001", calls=(("t1", "x", {f"k{i}": "v" for i in range(100_000)}),))
+    pieces = glued_pieces((entry[: len(entry) // 2] + entry).encode())
+    assert pieces is not None and [(p.whole, p.id) for p in pieces] == [(False, ABSENT), (True, "bbbb0002")]
