@@ -128,6 +128,16 @@ def test_100k_deep_nesting_diagnostics_and_hover_finish(tmp_path: Path):
     _assert_ok(run_bounded(8, _deep_diagnostics, str(path)), "diagnostics of a 100,000-deep line")
 
 
+def test_a_line_of_nested_entry_starts_that_never_close_finishes(tmp_path: Path):
+    # every `{"type":` is a place where a glued line could start (PI006); none of these objects
+    # closes, so a search that scans each one to the end of the line is quadratic (finding #20)
+    path = tmp_path / "nested-starts.jsonl"
+    line = b'{"type":"x","a":' * 200_000
+    whole = f'{{"type":"message","id":"q","parentId":null,"timestamp":"{TS}"}}'.encode()
+    path.write_bytes(HEADER + line + whole + b"\n" + line + b"\n")
+    _assert_ok(run_bounded(20, _deep_diagnostics, str(path)), "diagnostics of 3 MB of nested entry starts")
+
+
 def _deep_selection(path: str) -> None:
     doc = SessionDocument(Path(path).read_bytes())
     raw = doc.line_bytes(3)
