@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pi_session_server.analysis import glued
 from pi_session_server.analysis import samples as S
@@ -249,3 +251,42 @@ def test_a_dense_glued_line_is_still_found() -> None:
     entry = S.assistant("bbbb0002", "aaaa0001", calls=(("t1", "x", {f"k{i}": "v" for i in range(100_000)}),))
     pieces = glued_pieces((entry[: len(entry) // 2] + entry).encode())
     assert pieces is not None and [(p.whole, p.id) for p in pieces] == [(False, ABSENT), (True, "bbbb0002")]
+
+
+# -- real lines, glued at random -----------------------------------------------------------------
+
+_DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
+REAL_LINES = sorted(
+    {
+        line
+        for f in sorted(_DATA.glob("*.jsonl"))
+        for line in f.read_bytes().split(b"\n")
+        if line.startswith(b'{"type":') and len(line) < 200_000
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(REAL_LINES),
+    st.sampled_from(REAL_LINES),
+    st.floats(0.05, 0.95),
+    st.booleans(),
+)
+def test_a_real_line_cut_anywhere_with_a_real_line_glued_after_it(
+    first: bytes, second: bytes, where: float, whole_first: bool
+) -> None:
+    cut = first if whole_first else first[: max(1, int(len(first) * where))]
+    raw = cut + second
+    pieces = glued_pieces(raw)
+    assert pieces is not None
+    assert pieces[-1].whole and (pieces[-1].start, pieces[-1].end) == (len(cut), len(raw))
+    assert pieces[0].start == 0
+    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:], strict=False))
+    if whole_first:
+        assert [p.whole for p in pieces] == [True, True]
+    # the split gives the lines back: the cut-off part (or the first line) and the glued one
+    d = SessionDocument(raw + b"\n")
+    (split,) = [r for r in repairs(d, 0, 0) if r.title.startswith("Split the glued line into")]
+    assert repaired(d, split).encode() == b"\n".join(raw[p.start : p.end] for p in pieces) + b"\n"
+    assert raw[pieces[-1].start :] == second
