@@ -38,8 +38,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
+from pi_session_server.analysis import autofix, navigation, repairs
 from pi_session_server.analysis import hints as hints_mod
-from pi_session_server.analysis import navigation, repairs
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
@@ -86,6 +86,14 @@ _SYMBOL_KINDS = {
     "custom_message": types.SymbolKind.Struct,
     "usage": types.SymbolKind.Number,
 }
+
+
+#: the kind of the "fix all" source action (VS Code's codeActionsOnSave "source.fixAll" includes it)
+FIX_ALL = "source.fixAll.pi-session"
+
+
+def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
+    return [edit for planned in plan.applied for edit in planned.repair.edits()]
 
 
 class _EditorText(TextDocument):
@@ -780,11 +788,21 @@ class LanguageFeatures:
         state = self.state(params.text_document.uri)
         if state is None:
             return None
+        only = params.context.only
+        out = []
+        if only is not None and any(k == FIX_ALL or FIX_ALL.startswith(k + ".") for k in only):
+            fix_all = self._fix_all_action(state)
+            if fix_all is not None:
+                out.append(fix_all)
+        if only is not None and not any(
+            k == types.CodeActionKind.QuickFix or types.CodeActionKind.QuickFix.startswith(k + ".")
+            for k in only
+        ):
+            return out
         first = params.range.start.line
         last = max(first, params.range.end.line)
         resolve = self._resolve_support()
         diags = [d for d in self.diagnostics(state) if first <= d.line <= last]
-        out = []
         for repair in repairs.repairs(state.doc, first, last, state.path):
             action = types.CodeAction(
                 title=repair.title,
@@ -805,6 +823,24 @@ class LanguageFeatures:
             out.append(action)
         return out
 
+    def _fix_all_action(self, state: DocState) -> types.CodeAction | None:
+        """Every repair that loses nothing (``pi-session repair``'s default), as one action: what
+        "Fix All" and ``"editor.codeActionsOnSave": {"source.fixAll": ...}`` run. Only offered when
+        the client asks for source actions (planning reads the whole document)."""
+        plan = autofix.plan_repairs(state.doc, autofix.SAFE_CODES, state.path)
+        if not plan.applied:
+            return None
+        count = len(plan.applied)
+        action = types.CodeAction(
+            title=f"Fix all problems pi-session can repair without loss ({count} repair{'s' if count > 1 else ''})",
+            kind=FIX_ALL,
+        )
+        if self._resolve_support():
+            action.data = {"uri": state.uri, "version": state.doc.version, "key": [FIX_ALL]}
+        else:
+            action.edit = self.workspace_edit(state, _plan_edits(plan))
+        return action
+
     def _find_repair(self, uri: str, version: Any, key: list[Any]) -> tuple[DocState, repairs.Repair] | None:
         state = self.state(uri)
         if state is None or state.doc.version != version or not key:
@@ -820,6 +856,12 @@ class LanguageFeatures:
 
     def resolve_code_action(self, action: types.CodeAction) -> types.CodeAction:
         data = action.data if isinstance(action.data, dict) else {}
+        if data.get("key") == [FIX_ALL]:
+            state = self.state(data.get("uri", ""))
+            if state is not None and state.doc.version == data.get("version"):
+                plan = autofix.plan_repairs(state.doc, autofix.SAFE_CODES, state.path)
+                action.edit = self.workspace_edit(state, _plan_edits(plan))
+            return action
         found = self._find_repair(data.get("uri", ""), data.get("version"), data.get("key") or [])
         if found is not None:
             state, repair = found
@@ -1031,7 +1073,9 @@ def register_language_features(server: LanguageServer) -> LanguageFeatures:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True),
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True
+        ),
     )
     @when_analysed
     def code_actions(params: types.CodeActionParams) -> Any:

@@ -97,6 +97,44 @@ async def test_move_an_orphan_tool_result_to_its_call(editor: Editor) -> None:
     assert editor.texts[uri] == doc(*lines[:4], S.tool_result("r1", "a1", "t1"))
 
 
+async def test_fix_all_makes_every_repair_that_loses_nothing(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    a, b, c, d = S.user("a", None), S.assistant("b", "a"), S.user("c", "b"), S.user("d", "c")
+    text = doc("\ufeff" + a, S.header(), b[:50] + b, c + d, S.tool_result("r", "d", "gone"))
+    assert codes_by_line(await editor.open(uri, text)) == [
+        (0, "PI014"),
+        (1, "PI012"),
+        (2, "PI006"),
+        (3, "PI006"),
+        (4, "PI031"),  # its parent d is glued inside line 3
+        (4, "PI036"),
+    ]
+    quick_fixes_only = await editor.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=types.Range(types.Position(2, 0), types.Position(2, 0)),
+            context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.QuickFix]),
+        )
+    )
+    assert all(x.kind == types.CodeActionKind.QuickFix for x in quick_fixes_only or [])
+    found = await editor.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+            context=types.CodeActionContext(diagnostics=[], only=["source.fixAll"]),
+        )
+    )
+    (action,) = [x for x in found or [] if isinstance(x, types.CodeAction)]
+    assert action.kind == "source.fixAll.pi-session" and "(4 repairs)" in action.title
+    if action.edit is None:
+        action = await editor.client.code_action_resolve_async(action)
+    assert action.edit is not None and action.edit.changes is not None
+    remaining = await editor.apply(uri, action.edit.changes[uri])
+    # the orphan tool result needs a choice (move or remove): fix-all leaves it to the user
+    assert codes_by_line(remaining) == [(2, "PI001"), (6, "PI036")]
+    assert editor.texts[uri] == doc(S.header(), a, b[:50], b, c, d, S.tool_result("r", "d", "gone"))
+
+
 async def test_insert_missing_header_named_after_the_file(editor: Editor) -> None:
     uri = editor.fresh_uri("named")
     text = doc(S.user("a", None, "😀 first"), S.user("b", "a"))

@@ -340,6 +340,32 @@ test('text a JSON decoder may refuse never reaches Neovim: a broken line startin
   truthy(text:find('lone \u{FFFD} half', 1, true), 'hover: ' .. text)
 end)
 
+test('fix all: lines glued after a crash are split by the documented code_action call', function()
+  local header = '{"type":"session","version":3,"id":"0199e2e0-aaaa-7bbb-8ccc-000000000003","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}'
+  local first = '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-05T10:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}'
+  local second = '{"type":"message","id":"u2","parentId":"u1","timestamp":"2026-01-05T10:00:02.000Z","message":{"role":"user","content":"second","timestamp":2}}'
+  local path = work .. '/elsewhere/glued.jsonl'
+  vim.fn.writefile({ header, first .. second }, path)
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for the glued session')
+  local arrived = vim.wait(TIMEOUT, function()
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if d.code == 'PI006' then
+        return true
+      end
+    end
+    return false
+  end, 50)
+  truthy(arrived, 'no PI006 diagnostic: ' .. vim.inspect(vim.diagnostic.get(buf)))
+  vim.lsp.buf.code_action({ context = { only = { 'source.fixAll' } }, apply = true })
+  local split = vim.wait(TIMEOUT, function()
+    return vim.api.nvim_buf_line_count(buf) >= 3
+  end, 50)
+  truthy(split, 'the buffer was not changed: ' .. buffer_text(buf))
+  eq(vim.api.nvim_buf_get_lines(buf, 0, 3, false), { header, first, second }, 'the lines after fix all')
+end)
+
 test(':checkhealth pi_session says the server starts', function()
   vim.cmd('checkhealth pi_session')
   local text = buffer_text(vim.api.nvim_get_current_buf())

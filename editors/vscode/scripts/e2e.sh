@@ -78,7 +78,7 @@ RUN=$E2E/run; rm -rf "$RUN"; mkdir -p "$RUN/ud/User" "$RUN/exts" "$RUN/ws"
 VSCE="$TOOLS/node_modules/.bin/vsce" bash "$HERE/scripts/package.sh" "$RUN/pi-session.vsix" >/dev/null
 COMMON=(--config "$RUN/config.yaml" --user-data-dir "$RUN/ud" --extensions-dir "$RUN/exts")
 timeout 120 "$CS" "${COMMON[@]}" --install-extension "$RUN/pi-session.vsix" >/dev/null
-cp "$FIXTURES/broken-session.jsonl" "$FIXTURES/ordinary.jsonl" "$RUN/ws/"
+cp "$FIXTURES/broken-session.jsonl" "$FIXTURES/ordinary.jsonl" "$FIXTURES/glued-session.jsonl" "$RUN/ws/"
 # a file in pi's session folder whose first line is no header: the path alone makes it a Pi Session
 mkdir -p "$RUN/ws/.pi/agent/sessions/--work-demo--"
 echo '{"type":"message","id":"x1","parentId":null,"timestamp":"2026-01-05T10:00:00.000Z"}' \

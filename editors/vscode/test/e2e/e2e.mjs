@@ -216,6 +216,24 @@ try {
   check('Check All Sessions lists the problems of a session that is not open', checked && checkedRows === 2,
     `${checkedRows} "${DIAGNOSTIC}" row(s) in the panel`);
 
+  // 10. lines glued together after a crash (PI006): "Fix All" splits them
+  await page.keyboard.press('F1');
+  const fileInput = page.locator('.quick-input-widget input');
+  await fileInput.waitFor({ timeout: 15_000 });
+  await fileInput.fill('glued-session.jsonl');
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'glued-session.jsonl' }).first().waitFor({ timeout: 15_000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.tab[aria-label*="glued-session.jsonl"]').first().waitFor({ timeout: 30_000 });
+  const gluedProblem = await visible(page.locator('.markers-panel .monaco-list-row', { hasText: 'lines glued together' }), 60_000);
+  check('lines glued together are reported', gluedProblem);
+  const activeEditor = '.editor-group-container.active .monaco-editor';
+  await page.locator(`${activeEditor} .view-lines`).first().click();
+  await runCommand(page, 'Fix All');
+  const secondOnItsOwn = page.locator(`${activeEditor} .view-line`, { hasText: /^\{"type":"message","id":"g0000002"/ });
+  const split = await visible(secondOnItsOwn, 30_000);
+  const gluedText = (await editorLines(page, activeEditor)).length;
+  check('Fix All splits them onto lines of their own', split, `${gluedText} visible lines`);
+
   await page.waitForTimeout(500);
   await page.screenshot({ path: path.join(OUT, 'e2e.png') });
   log('screenshots saved in', OUT);
