@@ -44,6 +44,17 @@ async function openFromExplorer(page, file) {
   await page.locator(`.tab[aria-label*="${file}"]`).first().waitFor({ timeout: 30_000 });
 }
 
+/** Opens a file of the workspace by name with Quick Open (also files the Explorer does not show). */
+async function openByName(page, file) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(file);
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: file }).first().waitFor({ timeout: 30_000 });
+  await page.keyboard.press('Enter');
+  await page.locator(`.tab[aria-label*="${file}"]`).first().waitFor({ timeout: 30_000 });
+}
+
 /** The editor's visible lines, top to bottom, as text (the DOM order of view-lines is not the line order). */
 async function editorLines(page, editorSelector) {
   const lines = page.locator(`${editorSelector} .view-lines .view-line`);
@@ -80,13 +91,7 @@ try {
   check('an ordinary .jsonl stays JSON Lines', jsonLines, squash(await mode.first().innerText().catch(() => '?')));
 
   // 1b. any .jsonl under .pi/agent/sessions is a Pi Session by its path (no header needed)
-  await page.keyboard.press('F1');
-  const quickOpen = page.locator('.quick-input-widget input');
-  await quickOpen.waitFor({ timeout: 15_000 });
-  await quickOpen.fill('headerless-session.jsonl');
-  await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'headerless-session.jsonl' }).first().waitFor({ timeout: 30_000 });
-  await page.keyboard.press('Enter');
-  await page.locator('.tab[aria-label*="headerless-session.jsonl"]').first().waitFor({ timeout: 30_000 });
+  await openByName(page, 'headerless-session.jsonl');
   const byPath = await visible(mode.filter({ hasText: 'Pi Session' }), 30_000);
   check('a .jsonl under .pi/agent/sessions opens as "Pi Session"', byPath, squash(await mode.first().innerText().catch(() => '?')));
 
@@ -217,22 +222,30 @@ try {
     `${checkedRows} "${DIAGNOSTIC}" row(s) in the panel`);
 
   // 10. lines glued together after a crash (PI006): "Fix All" splits them
-  await page.keyboard.press('F1');
-  const fileInput = page.locator('.quick-input-widget input');
-  await fileInput.waitFor({ timeout: 15_000 });
-  await fileInput.fill('glued-session.jsonl');
-  await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'glued-session.jsonl' }).first().waitFor({ timeout: 15_000 });
-  await page.keyboard.press('Enter');
-  await page.locator('.tab[aria-label*="glued-session.jsonl"]').first().waitFor({ timeout: 30_000 });
+  await openByName(page, 'glued-session.jsonl');
   const gluedProblem = await visible(page.locator('.markers-panel .monaco-list-row', { hasText: 'lines glued together' }), 60_000);
   check('lines glued together are reported', gluedProblem);
-  const activeEditor = '.editor-group-container.active .monaco-editor';
-  await page.locator(`${activeEditor} .view-lines`).first().click();
-  await runCommand(page, 'Fix All');
-  const secondOnItsOwn = page.locator(`${activeEditor} .view-line`, { hasText: /^\{"type":"message","id":"g0000002"/ });
-  const split = await visible(secondOnItsOwn, 30_000);
-  const gluedText = (await editorLines(page, activeEditor)).length;
-  check('Fix All splits them onto lines of their own', split, `${gluedText} visible lines`);
+  // Fix All, then save: the file on disk must hold the glued entry on a line of its own
+  const gluedPath = path.join(FOLDER, 'glued-session.jsonl');
+  const before = fs.readFileSync(gluedPath, 'utf8');
+  await page.locator('.tab[aria-label*="glued-session.jsonl"]').first().click();
+  await page.waitForTimeout(1000); // let the editor's first code-action requests settle
+  let after = before;
+  let attempts = 0;
+  while (after === before && attempts < 3) {
+    attempts += 1;
+    await runCommand(page, 'Fix All');
+    await page.waitForTimeout(1000);
+    await page.keyboard.press('Control+S');
+    for (let i = 0; i < 20 && after === before; i++) {
+      await page.waitForTimeout(500);
+      after = fs.readFileSync(gluedPath, 'utf8');
+    }
+  }
+  const savedLines = after.split('\n');
+  const split = savedLines.length === before.split('\n').length + 1 && savedLines[2].startsWith('{"type":"message","id":"g0000002"');
+  check('Fix All splits them onto lines of their own', split,
+    `${attempts} attempt(s); lines now start: ${savedLines.map((l) => l.slice(0, 34)).join(' | ')}`);
 
   await page.waitForTimeout(500);
   await page.screenshot({ path: path.join(OUT, 'e2e.png') });
