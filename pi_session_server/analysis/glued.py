@@ -38,6 +38,7 @@ _BUDGET_BASE = 100_000
 _PASSES = 4
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _QUOTE = ord('"')
+_BRACE = ord("{")
 
 
 class _Head(msgspec.Struct):
@@ -153,7 +154,8 @@ def _entry_at(raw: bytes, p: int, budget: _Budget) -> tuple[int, _Head] | None:
     head = _head(raw, start, end)
     if head is None or not isinstance(head.type, str) or head.timestamp is ABSENT:
         return None
-    if is_js_blank(raw[end:].decode("utf-8", "replace")):
+    # (a piece glued after it starts with "{": the rest of the line is not copied to learn that)
+    if end < len(raw) and raw[end] != _BRACE and is_js_blank(raw[end:].decode("utf-8", "replace")):
         end = len(raw)
     return end, head
 

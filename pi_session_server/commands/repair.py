@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         return _repair(args, path, fd, chosen)
     except (OSError, PiSessionError) as err:
         message = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        print(f"pi-session repair: {message}; nothing was written to {_target(args, path)}", file=sys.stderr)
+        target = _target(args, path)
+        written = f"; nothing was written to {target}" if target else ""
+        print(f"pi-session repair: {path}: {message}{written}", file=sys.stderr)
         return 2
     finally:
         os.close(fd)
@@ -177,7 +179,7 @@ def _write_in_place(
             before.st_size,
             before.st_mtime_ns,
         ):
-            raise StaleFileError(f"{path} changed while it was being repaired")
+            raise StaleFileError("the file changed while it was being repaired")
 
     rewrite_file(path, checked())
 
