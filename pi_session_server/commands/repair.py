@@ -1,4 +1,4 @@
-"""``pi-session repair FILE``: the language server's repairs, for a terminal.
+"""``pi-session repair PATH...``: the language server's repairs, for a terminal.
 
 Without ``--output`` or ``--in-place`` nothing is written: the repairs that would be made are
 listed (exit status 1 when there are any, like a ``--check``). By default only repairs that lose
@@ -6,8 +6,10 @@ nothing are made (lines glued together split apart, a missing header inserted, t
 first, a byte order mark removed); ``--codes`` chooses others, ``--all`` takes every repair a
 text edit can make. ``--in-place`` keeps the original as ``FILE.bak`` (a second name for the same
 bytes) unless ``--no-backup``, and replaces the file atomically, only if nobody wrote to it in
-the meantime. The file is read in chunks and its lines kept as facts and places, so a session of
-any size is repaired in little memory.
+the meantime. Directories are searched for ``*.jsonl`` files, as by ``pi-session check``; a file
+that cannot be repaired is reported and the others still are (exit status 2). Each file is read in
+chunks and its lines kept as facts and places, so a session of any size is repaired in little
+memory.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from ..analysis.diagnostics import count_by_severity, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..errors import PiSessionError, StaleFileError
 from ..session.storage import rewrite_file
-from .check import _summary_text
+from .check import _summary_text, session_files
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="the session file to repair")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="session files, or directories searched for *.jsonl files"
+    )
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
         "-o", "--output", metavar="OUT", help="write the repaired session to OUT ('-': stdout)"
@@ -63,20 +67,42 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(chosen, str):
         print(f"pi-session repair: {chosen}", file=sys.stderr)
         return 2
-    path = args.file
+    files, missing = session_files(args.paths)
+    for path in missing:
+        print(f"pi-session repair: {path}: no such file or directory", file=sys.stderr)
+    if args.output and len(files) + len(missing) != 1:
+        print("pi-session repair: --output takes one session file", file=sys.stderr)
+        return 2
+    statuses = [2] * len(missing)
+    total = with_repairs = 0
+    for path in files:
+        status, count = _repair_path(args, path, chosen, quiet=len(files) > 1)
+        statuses.append(status)
+        total += count
+        with_repairs += count > 0
+    if len(files) > 1:
+        done = "made" if args.in_place else "to make"
+        print(f"{len(files)} files checked: {_repairs(total)} {done} in {with_repairs} of them")
+    return max(statuses, default=0)
+
+
+def _repair_path(
+    args: argparse.Namespace, path: str, chosen: frozenset[str], *, quiet: bool
+) -> tuple[int, int]:
+    """(exit status, repairs) for one file: 0 done or nothing to do, 1 repairs listed, 2 failed."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         print(f"pi-session repair: {path}: {err.strerror or err}", file=sys.stderr)
-        return 2
+        return 2, 0
     try:
-        return _repair(args, path, fd, chosen)
+        return _repair(args, path, fd, chosen, quiet)
     except (OSError, PiSessionError) as err:
         message = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         target = _target(args, path)
         written = f"; nothing was written to {target}" if target else ""
         print(f"pi-session repair: {path}: {message}{written}", file=sys.stderr)
-        return 2
+        return 2, 0
     finally:
         os.close(fd)
 
@@ -85,7 +111,9 @@ def _target(args: argparse.Namespace, path: str) -> str:
     return path if args.in_place else (args.output or "")
 
 
-def _repair(args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str]) -> int:
+def _repair(
+    args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str], quiet: bool
+) -> tuple[int, int]:
     before = os.fstat(fd)
     doc = SessionDocument.from_file(f"/proc/self/fd/{fd}" if os.path.exists("/proc/self/fd") else path)
     plan = plan_repairs(doc, chosen, path)
@@ -101,18 +129,21 @@ def _repair(args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str]
     count = len(plan.applied)
     if not args.output and not args.in_place:
         if count:
-            print(f"{_repairs(count)} to make; write them with --in-place or --output OUT", file=report)
-        else:
+            print(
+                f"{path}: {_repairs(count)} to make; write them with --in-place or --output OUT", file=report
+            )
+        elif not quiet:
             print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
-        return 1 if count else 0
+        return (1 if count else 0), count
     if args.output not in (None, "-") and _same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
-        return 2
+        return 2, 0
     chunks = spliced(fd, before.st_size, plan.splices())
     if args.in_place:
         if not count:
-            print(f"{path}: nothing to repair; the file is unchanged", file=report)
-            return 0
+            if not quiet:
+                print(f"{path}: nothing to repair; the file is unchanged", file=report)
+            return 0, 0
         _write_in_place(path, fd, before, chunks, backup=not args.no_backup)
         written = path
     elif args.output == "-":
@@ -121,14 +152,14 @@ def _repair(args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str]
             out.write(chunk)
         out.flush()
         print(f"{_repairs(count)} made", file=report)
-        return 0
+        return 0, count
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
     after = SessionDocument.from_file(written)
     left = _summary_text(count_by_severity(document_diagnostics(after)))
     print(f"{_repairs(count)} made in {written}; problems left: {left}", file=report)
-    return 0
+    return 0, count
 
 
 def _same_file(other: str, st: os.stat_result) -> bool:

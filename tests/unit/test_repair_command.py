@@ -183,3 +183,31 @@ def test_streaming_copies_across_chunk_boundaries(tmp_path: Path, monkeypatch: p
     with open(path, "rb") as f:
         out = b"".join(spliced(f.fileno(), len(data), plan.splices()))
     assert out == lines(HEADER, *body[:150], body[150][:33], body[151], *body[152:], body[10], body[11])
+
+
+def test_a_directory_of_sessions_is_repaired_file_by_file(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    (folder / "--work-a--").mkdir(parents=True)
+    (folder / "--work-b--").mkdir()
+    first, second = folder / "--work-a--" / "one.jsonl", folder / "--work-b--" / "two.jsonl"
+    clean = folder / "--work-b--" / "clean.jsonl"
+    first.write_bytes(GLUED)
+    second.write_bytes(GLUED)
+    clean.write_bytes(SPLIT)
+    listed = cli(folder)
+    assert listed.returncode == 1
+    assert f"{first}:3: PI006" in listed.stdout and f"{second}:3: PI006" in listed.stdout
+    assert str(clean) not in listed.stdout  # quiet about clean files when there are several
+    assert "3 files checked: 2 repairs to make in 2 of them" in listed.stdout
+    done = cli(folder, "--in-place")
+    assert done.returncode == 0, done.stderr
+    assert first.read_bytes() == SPLIT and second.read_bytes() == SPLIT and clean.read_bytes() == SPLIT
+    assert not (folder / "--work-b--" / "clean.jsonl.bak").exists()
+    assert "3 files checked: 2 repairs made in 2 of them" in done.stdout
+    assert cli(folder, "-o", tmp_path / "out.jsonl").returncode == 2  # one output, many files
+
+
+def test_a_missing_path_is_reported_and_the_others_are_still_repaired(glued: Path) -> None:
+    done = cli(glued.parent / "nope.jsonl", glued, "--in-place")
+    assert done.returncode == 2 and "nope.jsonl: no such file or directory" in done.stderr
+    assert glued.read_bytes() == SPLIT
