@@ -2,14 +2,16 @@
 bytes, streamed.
 
 The repairs are the language server's code actions (:mod:`analysis.repairs`): for each problem of
-the chosen codes its preferred one (or its only one). Their text edits become splices of the file's bytes (absolute
-offsets, from the line places the document already holds), and the repaired file is the original
-read in chunks with the splices in between: memory stays small whatever the size of the session.
+the chosen codes its preferred one (or its only one). Their text edits become splices of the file's
+bytes (absolute offsets, from the line places the document already holds), and the repaired file
+is the original read in chunks with the splices in between: memory stays small whatever the size
+of the session.
 
 All repairs are planned on the file as it is; one whose bytes overlap a repair planned before it is
 left for a second run (the report says so) rather than guessed at. The migration to version 3
-touches every line, so it is planned last and waits for a run with nothing else to repair. Repairs that produce identical
-splices (every sibling of one missing parent offers the same re-parenting) are applied once.
+touches every line, so it is planned last and waits for a run with nothing else to repair. Repairs
+that produce identical splices (every sibling of one missing parent offers the same re-parenting)
+are applied once.
 """
 
 from __future__ import annotations
@@ -71,15 +73,15 @@ def plan_repairs(doc: SessionDocument, chosen: Iterable[str], path: str | None =
     plan = Plan()
     if not wanted or doc.line_count == 0:
         return plan
-    starts: list[int] | None = None
-    taken: list[tuple[int, int]] = []  # byte ranges of the splices planned so far
-    seen: set[tuple[Splice, ...]] = set()
     # The migration rewrites every line: it goes last, so that it waits for a second run whenever
     # something else is repaired (and then migrates the repaired lines too).
     chosen_ones = sorted(_one_per_problem(doc, wanted, path), key=lambda r: r.code == codes.OLD_VERSION)
+    if not chosen_ones:
+        return plan
+    starts = doc.line_starts()
+    taken: list[tuple[int, int]] = []  # byte ranges of the splices planned so far
+    seen: set[tuple[Splice, ...]] = set()
     for repair in chosen_ones:
-        if starts is None:
-            starts = doc.line_starts()
         splices = tuple(sorted(_splice(e, starts) for e in repair.edits()))
         if not splices or splices in seen:
             continue

@@ -14,7 +14,7 @@ from . import codes
 from . import lines as L
 from .codes import CODES, Severity
 from .document import BOM_BYTES, SessionDocument
-from .glued import lost_ids
+from .glued import Piece, lost_ids
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
 
@@ -277,17 +277,18 @@ def is_first_pass(p: Problem) -> bool:
     return p.path in ENVELOPE_PATHS
 
 
-def glued_entries(doc: SessionDocument) -> dict[str, LineInfo]:
-    """The lines glued together (PI006) by the string ids of the whole entries in them (the last
-    such line for an id, as pi's index would keep the last entry once the lines are split)."""
-    found: dict[str, LineInfo] = {}
+def glued_entries(doc: SessionDocument) -> dict[str, tuple[LineInfo, tuple[Piece, ...]]]:
+    """The lines glued together (PI006), with their pieces, by the string ids of the whole entries
+    in them (the last such line for an id, as pi's index would keep the last entry once the lines
+    are split)."""
+    found: dict[str, tuple[LineInfo, tuple[Piece, ...]]] = {}
     for info in doc.problem_lines:
         p = L.glued_problem(info)
         if p is not None and p.pieces is not None:
             for entry_id in lost_ids(p.pieces):
                 known = found.get(entry_id)
-                if known is None or known.line < info.line:
-                    found[entry_id] = info
+                if known is None or known[0].line < info.line:
+                    found[entry_id] = (info, p.pieces)
     return found
 
 
@@ -331,7 +332,7 @@ def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
                     and type(info.parent_id) is str
                     and info.parent_id in glued
                 ):
-                    p = _parent_in_glued_line(p, glued[info.parent_id])
+                    p = _parent_in_glued_line(p, glued[info.parent_id][0])
                 out.append(_diagnostic(info, p))
     out.sort(key=lambda d: (d.line, d.start, d.code))
     return out

@@ -73,7 +73,6 @@ class FileLineInfo(LineInfo):
 
     @property
     def byte_length(self) -> int:
-        """The length of ``raw`` without reading it again."""
         stored = _RAW_SLOT.__get__(self, LineInfo)
         return len(stored) if type(stored) is bytes else stored[2]
 
@@ -275,11 +274,11 @@ class SessionDocument:
         position = 0
         for info in self.lines:
             starts.append(position)
-            position += (info.byte_length if type(info) is FileLineInfo else len(info.raw)) + 1
+            position += info.byte_length + 1
         return starts
 
     def byte_size(self) -> int:
-        return sum(len(i.raw) for i in self.lines) + len(self.lines) - 1
+        return sum(i.byte_length for i in self.lines) + len(self.lines) - 1
 
     # -- edits --------------------------------------------------------------------------------
 

@@ -108,6 +108,11 @@ class LineInfo:
     def is_entry(self) -> bool:
         return self.kind == ENTRY
 
+    @property
+    def byte_length(self) -> int:
+        """``len(raw)`` (a line of a file on disk answers without reading its bytes again)."""
+        return len(self.raw)
+
 
 _decoder = msgspec.json.Decoder(rec.SessionLine)
 _TAG_OF: dict[type, str] = {}

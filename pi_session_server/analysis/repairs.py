@@ -87,7 +87,7 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
     for d in file_diagnostics(doc):
         if first_line <= d.line <= last_line:
             out.extend(_file_repairs(doc, d, path))
-    glued: dict[str, LineInfo] | None = None
+    glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
     for n in range(max(0, first_line), min(last_line, doc.line_count - 1) + 1):
         info = doc.lines[n]
         for p in (*info.problems, *doc.tree.cross.get(info, ())):
@@ -97,10 +97,9 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
                 if glued is None:
                     glued = glued_entries(doc)
                 holder = glued.get(info.parent_id) if type(info.parent_id) is str else None
-                found = L.glued_problem(holder) if holder is not None else None
-                if holder is not None and found is not None and found.pieces is not None:
+                if holder is not None:
                     # the parent is not gone, only unreadable: splitting its line beats re-parenting
-                    out.append(_split_for_orphan(info, holder, found.pieces))
+                    out.append(_split_for_orphan(info, *holder))
                     out.append(replace(_reparent_orphan(doc, info), preferred=False))
                 else:
                     out.append(_reparent_orphan(doc, info))

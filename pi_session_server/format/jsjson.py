@@ -177,11 +177,11 @@ class _Parser:
     def _token_message(self, pos: int, c: str) -> str:
         context = 10
         length = self._utf16_pos(self.end)
-        p = self._utf16_pos(pos)
         # the units within ``context`` of p lie within ``context`` characters of pos
         window_start = max(0, pos - context)
-        units = self.text[window_start : pos + context].encode("utf-16-le", "surrogatepass")
         offset = self._utf16_pos(window_start)
+        units = self.text[window_start : pos + context].encode("utf-16-le", "surrogatepass")
+        p = offset + len(self.text[window_start:pos].encode("utf-16-le", "surrogatepass")) // 2
 
         def sub(a: int, b: int) -> str:
             return units[2 * (a - offset) : 2 * (b - offset)].decode("utf-16-le", "surrogatepass")
