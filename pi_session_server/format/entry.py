@@ -14,7 +14,7 @@ as an empty mapping and :attr:`Entry.value` returns it unchanged.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 import msgspec
 
@@ -75,11 +75,35 @@ else:
         scanner can then leave these fields at their defaults instead of resetting every line's."""
 
 
-class MessageHead(msgspec.Struct, gc=False):
+class MessageHead(msgspec.Struct, gc=False, frozen=True):
     """The part of ``entry.message`` kept with the envelope: its role. (The model of an assistant
-    message is read from the body when asked: only the last one on a path ever is.)"""
+    message is read from the body when asked: only the last one on a path ever is.) Frozen: the
+    heads of the known roles are shared by every entry (see :func:`head_for`)."""
 
     role: KnownRole = ABSENT
+
+
+# One head per known role (and one for a message without a role), shared by the entries made from
+# values (appended, migrated, in memory). The scanner keeps the head msgspec decoded: swapping it
+# for its twin costs more time per line than its 32 bytes are worth.
+_SHARED_HEADS: dict[Any, MessageHead] = {role: MessageHead(role) for role in get_args(KnownRole)}
+_SHARED_HEADS[ABSENT] = MessageHead()
+
+
+def head_for(role: Any) -> MessageHead:
+    """The head of a message with this ``role`` (shared when the role is a known one)."""
+    if type(role) is str or role is ABSENT:
+        shared = _SHARED_HEADS.get(role)
+        if shared is not None:
+            return shared
+    return MessageHead(role)
+
+
+class LineBytes(bytes):
+    """An entry's line as read from the file (without its newline), held instead of its decoded
+    value: a type of its own so that no JSON value held by an entry can be mistaken for it."""
+
+    __slots__ = ()
 
 
 class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
@@ -102,8 +126,9 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     line: Any = -1
     offset: Any = -1
     length: Any = 0
-    _value: NotFromJson = ABSENT
-    _raw: NotFromJson = None
+    # The JSON value when held; the line's bytes (LineBytes) when only those are kept (a small
+    # file's entries, decoded on demand); ABSENT: read again from _source by offset.
+    _body: NotFromJson = ABSENT
     _source: NotFromJson = None
 
     __hash__ = object.__hash__
@@ -119,7 +144,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
         length: int = 0,
     ) -> Entry:
         """An entry holding ``value`` (created by us, small, migrated or handed to ``inMemory``)."""
-        entry = cls(line=line, offset=offset, length=length, _value=value, _source=source)
+        entry = cls(line=line, offset=offset, length=length, _body=value, _source=source)
         entry.refresh_envelope()
         return entry
 
@@ -136,7 +161,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
             self.timestamp = get("timestamp", ABSENT)
             message = get("message", ABSENT) if self.type == "message" else ABSENT
             if isinstance(message, dict):
-                self.message = MessageHead(message.get("role", ABSENT))
+                self.message = head_for(message.get("role", ABSENT))
             else:
                 self.message = None
             if self.type == "label":
@@ -180,11 +205,8 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     @property
     def value(self) -> Any:
         """The entry's JSON value (decoded from the file if it is not held)."""
-        value = self._value
+        value = self._body
         if value is ABSENT:
-            raw = self._raw
-            if raw is not None:
-                return _parse_line(raw)
             if self._source is None:
                 return ABSENT
             value = self._source.read_line(self.offset, self.length)
@@ -192,6 +214,8 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
                 raise StaleFileError(
                     f"session file changed underneath: line {self.line + 1} is not the entry read at load"
                 )
+        elif type(value) is LineBytes:
+            return _parse_line(value)
         return value
 
     def _same_envelope(self, value: Any) -> bool:
@@ -207,12 +231,13 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
 
     @property
     def is_loaded(self) -> bool:
-        return self._value is not ABSENT
+        body = self._body
+        return body is not ABSENT and type(body) is not LineBytes
 
     def hold(self) -> Any:
         """Decode the body now and keep it in memory."""
-        self._value = self.value
-        return self._value
+        value = self._body = self.value
+        return value
 
     def to_json(self) -> Any:
         return self.value
@@ -340,7 +365,7 @@ def decode_open_envelope(data: Any) -> Entry:
         found.id,
         found.parent_id,
         found.timestamp,
-        None if head is None else MessageHead(head.role),
+        None if head is None else head_for(head.role),
         found.targetId,
         found.label,
     )

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from ..errors import StaleFileError
-from .entry import ENVELOPE_DECODER, Entry, decode_open_envelope
+from .entry import ENVELOPE_DECODER, Entry, LineBytes, decode_open_envelope
 from .jsjson import JsonSyntaxError, parse, parse_bytes
 from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
@@ -314,14 +314,14 @@ def _scan_entry_lines(
                 elif found is not None:
                     problems.append(found)  # type: ignore[arg-type]
             else:
-                # _placed(), inlined: this runs once per line. (_value and _raw are at their
-                # defaults: a line cannot set them, see entry.NotFromJson.)
+                # _placed(), inlined: this runs once per line. (_body is at its default: a line
+                # cannot set it, see entry.NotFromJson.)
                 entry.line = line_no
                 entry.offset = offset
                 entry.length = length
                 entry._source = source
                 if keep_bytes:
-                    entry._raw = bytes(view[i:j])
+                    entry._body = LineBytes(view[i:j])
                 entry_id = entry.id
                 parent_id = entry.parent_id
                 if parent_id == previous_id and type(entry_id) is str and type(entry.timestamp) is str:
@@ -401,13 +401,14 @@ def _entry_from_line(
 
 
 def _placed(entry: Entry, line_no: int, offset: int, length: int, source: Any, raw: bytes | None) -> Entry:
-    """Where the entry's line is and how to read it again (its body is not held: ``_value`` keeps
-    its default, which no line can set, see entry.NotFromJson)."""
+    """Where the entry's line is and how to read it again (its body is not held unless ``raw`` is
+    given: ``_body`` keeps its default otherwise, which no line can set, see entry.NotFromJson)."""
     entry.line = line_no
     entry.offset = offset
     entry.length = length
     entry._source = source
-    entry._raw = raw
+    if raw is not None:
+        entry._body = LineBytes(raw)
     _normalize_numbers(entry)
     return entry
 
@@ -438,7 +439,7 @@ def _undecodable_line(
     # decoding it again would take the slow exact parser, so hold it unless it is really large.
     entry = Entry.of(raw.value, source=source, line=line_no, offset=offset, length=len(data))
     if len(data) > SLOW_HOLD_LIMIT:
-        entry._value = ABSENT  # keep memory bounded: re-read on demand
+        entry._body = ABSENT  # keep memory bounded: re-read on demand
     return entry
 
 

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable
 from functools import cmp_to_key
 from itertools import compress
-from operator import attrgetter, is_not
+from operator import attrgetter, is_not, itemgetter
 from typing import Any
 
 import msgspec
@@ -35,13 +35,11 @@ class TreeNode(msgspec.Struct, eq=False, gc=False):
     children: list[TreeNode] = msgspec.field(default_factory=list)
     label: Any = ABSENT
     label_timestamp: Any = ABSENT
-    _ms: float | None = None
 
     @property
     def time_ms(self) -> float:
-        if self._ms is None:
-            self._ms = ms(timestamp_of(self.entry))
-        return self._ms
+        """The entry's time as the reference's sort compares it (NaN when it does not parse)."""
+        return ms(timestamp_of(self.entry))
 
     def to_json(self) -> dict[str, Any]:
         """The nested JSON value (built without recursion)."""
@@ -245,8 +243,8 @@ def _cut_unreachable(roots: list[TreeNode], nodes: dict[Any, TreeNode]) -> None:
                 node.children.clear()
 
 
-def _by_time(a: TreeNode, b: TreeNode) -> float:
-    return a.time_ms - b.time_ms
+def _by_time(a: tuple[float, TreeNode], b: tuple[float, TreeNode]) -> float:
+    return a[0] - b[0]
 
 
 _BY_TIME_KEY = cmp_to_key(_by_time)  # type: ignore[arg-type]  # NaN results are the point
@@ -276,10 +274,17 @@ def _sort_children(roots: list[TreeNode], shared: bool = True) -> None:
 
 
 def _sort_siblings(children: list[TreeNode]) -> None:
-    if any(math.isnan(c.time_ms) for c in children):
-        children.sort(key=_BY_TIME_KEY)
+    """Sort in place by time, each time computed once (nodes do not keep it: a field more in every
+    node of a big tree for the few that have siblings)."""
+    timed = [(c.time_ms, c) for c in children]
+    if any(math.isnan(t) for t, _ in timed):
+        timed.sort(key=_BY_TIME_KEY)
     else:
-        children.sort(key=lambda c: c.time_ms)
+        timed.sort(key=_FIRST)
+    children[:] = [c for _, c in timed]
+
+
+_FIRST = itemgetter(0)
 
 
 def _remove_cycle_edges(roots: list[TreeNode]) -> None:

@@ -17,6 +17,7 @@ same index, leaf, labels, entries, path, context and tree either way.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from pi_session_server.session.context import (
     is_plain_index,
     walk_to_root,
 )
-from pi_session_server.session.tree import build_tree, preorder
+from pi_session_server.session.tree import TreeNode, build_tree, preorder
 
 HEADER = {"type": "session", "version": 3, "id": "sess", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
 IDS = st.sampled_from(["a", "b", "c", "", 7, None, "dup"])
@@ -225,6 +226,7 @@ def test_a_line_cannot_set_the_entry_s_own_fields(tmp_path: Path):
         "parentId": None,
         "timestamp": "2026-01-01T00:00:00.000Z",
         "message": {"role": "user", "content": "hi"},
+        "_body": {"forged": True},
         "_value": {"forged": True},
         "_raw": "x",
         "_source": 3,
@@ -236,6 +238,36 @@ def test_a_line_cannot_set_the_entry_s_own_fields(tmp_path: Path):
     (entry,) = SessionManager.open(path, read_only=True).get_entries()
     assert entry.line == 1 and entry.offset == len(json.dumps(HEADER)) + 1
     assert entry.value == evil  # the members are data, read back from the line
+
+
+def test_a_small_file_keeps_its_lines_and_decodes_them_on_demand(tmp_path: Path):
+    value = {
+        "type": "message",
+        "id": "a",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "hi"},
+    }
+    path = write(tmp_path, [json.dumps(HEADER), json.dumps(value)])
+    manager = SessionManager.open(path, read_only=True)
+    (entry,) = manager.get_entries()
+    Path(path).write_text("")  # the line was kept at load: nothing more is read from the file
+    assert not entry.is_loaded and entry.value == value
+    assert entry.hold() == value and entry.is_loaded
+
+
+def test_an_entry_holding_bytes_hands_them_back_undecoded():
+    # A held value is never taken for a kept line, whatever its type (values handed to inMemory
+    # are the caller's).
+    assert Entry.of(b'{"type": "message"}').value == b'{"type": "message"}'
+
+
+def test_an_entry_and_a_tree_node_stay_small():
+    # Tens of thousands of each per 100 MB of session, kept for as long as the session is open.
+    # 112 bytes: twelve fields after the object header (each field more is 8 bytes in every
+    # entry, and crossing 112 puts entries in the next 16-byte allocation class).
+    assert sys.getsizeof(Entry()) <= 112
+    assert sys.getsizeof(TreeNode(Entry(), [])) <= 48
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

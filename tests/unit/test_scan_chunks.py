@@ -26,7 +26,7 @@ def scanned(path: Path, *, include_tail: bool = True, keep_bytes: bool = False) 
     finally:
         os.close(fd)
     entries = [
-        (e.line, e.offset, e.length, e.type, e.id, e.parent_id, e.role, e._raw) for e in result.entries
+        (e.line, e.offset, e.length, e.type, e.id, e.parent_id, e.role, e._body) for e in result.entries
     ]
     problems = [(p.line, p.kind, p.offset, p.length) for p in result.problems]
     return entries, problems, result.lines, result.end, result.tail
