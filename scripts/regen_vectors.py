@@ -43,7 +43,7 @@ GEN_BATCHES: list[tuple[int, int, int | None, int | None]] = [
 ]
 
 # (seed, count) of scripts/fuzz_files.py: damaged copies of real and generated session files.
-FUZZ_BATCHES: list[tuple[int, int]] = [(1, 100)]
+FUZZ_BATCHES: list[tuple[int, int]] = [(1, 100), (2, 100)]
 FUZZ_FILES = REPO / "scripts" / "fuzz_files.py"
 
 VECTOR_SUFFIXES = (".scenario.json", ".expected.json", ".reference.json")
