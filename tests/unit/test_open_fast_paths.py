@@ -93,6 +93,17 @@ def session_lines(draw: Any) -> list[str]:
     return lines
 
 
+def user_line(entry_id: str) -> dict[str, Any]:
+    """A root user message saying "hi"."""
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "hi"},
+    }
+
+
 def write(tmp_path: Path, lines: list[str]) -> str:
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -221,11 +232,7 @@ def test_unknown_types_and_roles_read_lazily_like_known_ones(tmp_path: Path):
 
 def test_a_line_cannot_set_the_entry_s_own_fields(tmp_path: Path):
     evil = {
-        "type": "message",
-        "id": "e",
-        "parentId": None,
-        "timestamp": "2026-01-01T00:00:00.000Z",
-        "message": {"role": "user", "content": "hi"},
+        **user_line("e"),
         "_body": {"forged": True},
         "_value": {"forged": True},
         "_raw": "x",
@@ -241,13 +248,7 @@ def test_a_line_cannot_set_the_entry_s_own_fields(tmp_path: Path):
 
 
 def test_a_small_file_keeps_its_lines_and_decodes_them_on_demand(tmp_path: Path):
-    value = {
-        "type": "message",
-        "id": "a",
-        "parentId": None,
-        "timestamp": "2026-01-01T00:00:00.000Z",
-        "message": {"role": "user", "content": "hi"},
-    }
+    value = user_line("a")
     path = write(tmp_path, [json.dumps(HEADER), json.dumps(value)])
     manager = SessionManager.open(path, read_only=True)
     (entry,) = manager.get_entries()
