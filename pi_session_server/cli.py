@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import importlib
+import os
 import sys
 
 # subcommand name -> module under pi_session_server.commands exposing add_arguments(parser) and run(args)
@@ -67,7 +68,24 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
-    return int(args._run(args) or 0)
+    try:
+        return int(args._run(args) or 0)
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+# What a shell reports for a command killed by SIGPIPE, which is how Unix tools end when the
+# reader of their output goes away (``pi-session tree | head``).
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def _reader_gone() -> int:
+    """Stop quietly: the output is not wanted any more. Python would still try to flush stdout at
+    exit and print a second error, so stdout now points at /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

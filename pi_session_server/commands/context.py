@@ -10,7 +10,7 @@ from ..format.jsjson import dumps_pretty
 from ..format.jsvalue import ABSENT, js_string_of
 from ..session import SessionManager
 from ..session.describe import content_text, tool_call_text
-from ._common import session_path
+from ._common import model_text, session_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,7 @@ def message_text(message: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    manager = SessionManager.open(session_path(args.file))
+    manager = SessionManager.open(session_path(args.file), read_only=True)  # looking writes nothing
     if args.leaf is not None:
         if manager.get_entry(args.leaf) is ABSENT:
             print(f"pi-session: Entry {args.leaf} not found", file=sys.stderr)
@@ -58,10 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps_pretty(context))
         return 0
-    model = context.get("model")
-    model_text = f"{model.get('provider')}/{model.get('modelId')}" if isinstance(model, dict) else "none"
     print(
-        f"model: {model_text}   thinking: {js_string_of(context.get('thinkingLevel'))}   "
+        f"model: {model_text(context.get('model'))}   thinking: {js_string_of(context.get('thinkingLevel'))}   "
         f"messages: {len(context['messages'])}\n"
     )
     for message in context["messages"]:

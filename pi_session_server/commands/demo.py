@@ -1,7 +1,7 @@
 """``pi-session demo [FILE]``: the sidecar as a front end sees it.
 
 Starts ``python -m pi_session_server serve`` as a subprocess, talks JSON-RPC to it over stdio exactly
-as an editor would (initialize, pi/open, pi/getTree, pi/buildSessionContext, shutdown), and prints the
+as an editor would (initialize, pi/getInfo, pi/getTree, pi/buildSessionContext, shutdown), and prints the
 session's tree (drawn, with labels, branch points and the leaf) and its LLM context. Without FILE it
 shows the bundled example session.
 """
@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pi_session_server.commands._common import model_text
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
@@ -123,10 +124,10 @@ def _message_text(message: dict[str, Any]) -> str:
 
 
 def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[str]:
-    model = context.get("model")
-    model_text = f"{model.get('provider')}/{model.get('modelId')}" if isinstance(model, dict) else "none"
     messages = context["messages"]
-    lines = [f"{len(messages)} messages, model {model_text}, thinking {context.get('thinkingLevel', 'off')}"]
+    lines = [
+        f"{len(messages)} messages, model {model_text(context.get('model'))}, thinking {context.get('thinkingLevel', 'off')}"
+    ]
     for number, message in enumerate(messages, 1):
         role = str(message.get("role"))
         if role == "toolResult":
@@ -152,7 +153,9 @@ def run(args: argparse.Namespace) -> int:
     with SidecarClient(command, env=env) as client:
         client.initialize({"window": {"workDoneProgress": False}})
         try:
-            info = client.request("pi/open", {"path": str(path)})
+            # by uri: a view that writes nothing, even where pi's open would (a v1 file's
+            # migration, a missing final newline); pi/open by path writes as pi does
+            info = client.request("pi/getInfo", {"uri": path.as_uri()})
             tree = client.request("pi/getTree", {"session": info["session"], "filter": args.filter})
             context_params: dict[str, Any] = {"session": info["session"]}
             if args.leaf:

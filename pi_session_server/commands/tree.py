@@ -40,7 +40,7 @@ def text_nodes(manager: SessionManager, roots: list[TreeNode], width: int) -> li
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
-    manager = SessionManager.open(path)
+    manager = SessionManager.open(path, read_only=True)  # looking writes nothing (no migration)
     leaf = manager.get_leaf_id()
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
     name = manager.get_session_name()

@@ -1,0 +1,109 @@
+"""The commands that show a session (tree, context, demo) never change it, and stop quietly when
+the reader of their output goes away.
+
+``SessionManager.open`` writes at load time as pi does (a v1/v2 file is migrated and rewritten, a
+missing final newline is added); a command that only looks must not (the user did not ask for it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pi_session_server.cli import EXIT_BROKEN_PIPE
+
+V1_LINES = [
+    {"type": "session", "id": "old-session", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"},
+    {
+        "type": "message",
+        "timestamp": "2025-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": "hello"},
+    },
+    {
+        "type": "message",
+        "timestamp": "2025-01-01T00:00:02.000Z",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "hi there"}]},
+    },
+]
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pi_session_server", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(cwd),
+    )
+
+
+@pytest.fixture(params=["v1", "no-final-newline"])
+def file_pi_would_rewrite(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    path = tmp_path / "session.jsonl"
+    text = "\n".join(json.dumps(line) for line in V1_LINES)
+    if request.param == "v1":
+        text += "\n"
+    else:  # a current file whose last line lacks its newline: pi's open adds it
+        lines = [dict(line, version=3) if line["type"] == "session" else line for line in V1_LINES]
+        lines[1] = dict(lines[1], id="a1b2c3d4", parentId=None)
+        lines[2] = dict(lines[2], id="e5f6a7b8", parentId="a1b2c3d4")
+        text = "\n".join(json.dumps(line) for line in lines)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [("tree", "assistant: hi there"), ("context", "hi there"), ("demo", "assistant          hi there")],
+)
+def test_showing_a_session_leaves_its_file_as_it_was(
+    file_pi_would_rewrite: Path, command: str, shown: str
+) -> None:
+    before = file_pi_would_rewrite.read_bytes()
+    done = _cli(command, str(file_pi_would_rewrite), cwd=file_pi_would_rewrite.parent)
+    assert done.returncode == 0, done.stderr
+    assert shown in done.stdout
+    assert file_pi_would_rewrite.read_bytes() == before
+    assert sorted(p.name for p in file_pi_would_rewrite.parent.iterdir()) == ["session.jsonl"]
+
+
+def test_a_context_without_a_named_model_says_so(file_pi_would_rewrite: Path) -> None:
+    done = _cli("context", str(file_pi_would_rewrite), cwd=file_pi_would_rewrite.parent)
+    assert done.stdout.startswith("model: unknown ")  # the messages name no provider or model
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+    ]
+    parent = None
+    for n in range(3000):  # a tree drawing far longer than a pipe's buffer
+        entry_id = f"{n:08x}"
+        lines.append(
+            {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": "2025-01-01T00:00:01.000Z",
+                "message": {"role": "user", "content": f"message number {n} " + "words " * 10},
+            }
+        )
+        parent = entry_id
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", "tree", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=str(tmp_path),
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline().decode().strip() == str(path)
+    reader.stdout.close()  # like `| head -1`
+    errors = reader.stderr.read().decode()
+    assert reader.wait(timeout=120) == EXIT_BROKEN_PIPE
+    assert errors == ""
