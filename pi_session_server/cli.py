@@ -8,6 +8,9 @@ import importlib
 import os
 import sys
 
+from .commands._common import CommandError
+from .errors import PiSessionError
+
 # subcommand name -> module under pi_session_server.commands exposing add_arguments(parser) and run(args)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "start the sidecar and show the example session (or FILE) as a front end sees it"),
@@ -72,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except BrokenPipeError:
         return _reader_gone()
+    except (CommandError, PiSessionError, OSError) as error:
+        # what the file or the system refused: one line, like the commands' own messages
+        text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        where = f"{error.filename}: " if isinstance(error, OSError) and error.filename else ""
+        print(f"pi-session {args.command}: {where}{text}", file=sys.stderr)
+        return 2
 
 
 # What a shell reports for a command killed by SIGPIPE, which is how Unix tools end when the

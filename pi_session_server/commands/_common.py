@@ -7,6 +7,23 @@ from importlib import resources
 from typing import Any
 
 from ..format.jsvalue import ABSENT, js_string_of
+from ..session import SessionManager
+
+
+class CommandError(Exception):
+    """A failure a command reports in one line on stderr, with exit status 2 (no traceback)."""
+
+
+def open_to_look(path: str) -> SessionManager:
+    """The session in ``path``, loaded without writing anything (see SessionManager's read_only).
+
+    pi's ``open`` of a missing file starts a new session there; a command that shows a file
+    reports it missing instead. An empty file reads as a session without entries."""
+    if not os.path.lexists(path):
+        raise CommandError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CommandError(f"{path}: is a directory (give a session file)")
+    return SessionManager.open(path, read_only=True)
 
 
 def example_session_path() -> str:

@@ -8,9 +8,8 @@ from typing import Any
 
 from ..format.jsjson import dumps_pretty
 from ..format.jsvalue import ABSENT, js_string_of
-from ..session import SessionManager
 from ..session.describe import content_text, tool_call_text
-from ._common import model_text, session_path
+from ._common import model_text, open_to_look, session_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +46,7 @@ def message_text(message: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    manager = SessionManager.open(session_path(args.file), read_only=True)  # looking writes nothing
+    manager = open_to_look(session_path(args.file))
     if args.leaf is not None:
         if manager.get_entry(args.leaf) is ABSENT:
             print(f"pi-session: Entry {args.leaf} not found", file=sys.stderr)

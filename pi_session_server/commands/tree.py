@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..format.jsvalue import ABSENT, js_string_of
@@ -10,7 +11,7 @@ from ..render.tree_text import TextNode, render_tree
 from ..session import SessionManager
 from ..session.describe import collect_tool_calls, preview_of
 from ..session.tree import TreeNode
-from ._common import session_path
+from ._common import open_to_look, session_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +41,11 @@ def text_nodes(manager: SessionManager, roots: list[TreeNode], width: int) -> li
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
-    manager = SessionManager.open(path, read_only=True)  # looking writes nothing (no migration)
+    manager = open_to_look(path)
+    if manager.get_entries() == [] and os.path.getsize(path) == 0:
+        # the header shown would be one made up in memory (pi writes it when it opens the file)
+        print(f"{path}\nempty file: no session in it yet")
+        return 0
     leaf = manager.get_leaf_id()
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
     name = manager.get_session_name()

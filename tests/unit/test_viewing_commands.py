@@ -107,3 +107,27 @@ def test_output_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -> None:
     errors = reader.stderr.read().decode()
     assert reader.wait(timeout=120) == EXIT_BROKEN_PIPE
     assert errors == ""
+
+
+@pytest.mark.parametrize("command", ["tree", "context"])
+def test_a_file_that_cannot_be_shown_is_one_line_on_stderr(tmp_path: Path, command: str) -> None:
+    not_a_session = tmp_path / "notes.txt"
+    not_a_session.write_text("shopping list\n")
+    cases = {
+        str(tmp_path / "missing.jsonl"): f"{tmp_path / 'missing.jsonl'}: no such file",
+        str(tmp_path): f"{tmp_path}: is a directory (give a session file)",
+        str(not_a_session): f"Session file is not a valid pi session: {not_a_session}",
+    }
+    for path, message in cases.items():
+        done = _cli(command, path, cwd=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", f"pi-session {command}: {message}\n")
+    assert not (tmp_path / "missing.jsonl").exists()  # pi's open would start a session there
+    assert not_a_session.read_text() == "shopping list\n"
+
+
+def test_an_empty_file_is_shown_as_empty(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    done = _cli("tree", str(empty), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"{empty}\nempty file: no session in it yet\n")
+    assert empty.read_bytes() == b""  # pi's open would write a header into it
