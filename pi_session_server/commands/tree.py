@@ -28,7 +28,8 @@ def text_nodes(manager: SessionManager, roots: list[TreeNode], width: int) -> li
     stack: list[tuple[TreeNode, list[TextNode]]] = [(r, out) for r in reversed(roots)]
     while stack:
         node, into = stack.pop()
-        text = preview_of(node.entry, tool_calls)
+        # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
+        text = preview_of(node.entry, tool_calls) or f"[{js_string_of(node.entry.type)}]"
         if len(text) > width:
             text = text[: width - 1] + "…"
         label = js_string_of(node.label) if node.label is not ABSENT else None

@@ -131,3 +131,14 @@ def test_an_empty_file_is_shown_as_empty(tmp_path: Path) -> None:
     done = _cli("tree", str(empty), cwd=tmp_path)
     assert (done.returncode, done.stdout) == (0, f"{empty}\nempty file: no session in it yet\n")
     assert empty.read_bytes() == b""  # pi's open would write a header into it
+
+
+def test_an_entry_of_a_type_pi_does_not_know_is_named_in_the_tree(tmp_path: Path) -> None:
+    path = tmp_path / "newer.jsonl"
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"},
+        {"type": "hologram", "id": "h1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = _cli("tree", str(path), cwd=tmp_path)
+    assert done.stdout.endswith("* [hologram]  <- leaf\n")  # pi's own selector shows an empty line
