@@ -140,7 +140,8 @@ def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) ->
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve() if args.file else example_path()
     if not path.is_file():
-        print(f"pi-session demo: no such file: {path}", file=sys.stderr)
+        why = "is a directory (give a session file)" if path.is_dir() else "no such file"
+        print(f"pi-session demo: {path}: {why}", file=sys.stderr)
         return 2
     width = args.width or shutil.get_terminal_size((110, 24)).columns
     glyphs = ASCII if args.ascii else UNICODE
@@ -159,6 +160,10 @@ def run(args: argparse.Namespace) -> int:
             tree = client.request("pi/getTree", {"session": info["session"], "filter": args.filter})
             context_params: dict[str, Any] = {"session": info["session"]}
             if args.leaf:
+                # pi builds the context of an unknown entry as if none were given: say so instead
+                if client.request("pi/getEntry", {"session": info["session"], "id": args.leaf}) is None:
+                    print(f"pi-session demo: Entry {args.leaf} not found", file=sys.stderr)
+                    return 1
                 context_params["leafId"] = args.leaf
             context = client.request("pi/buildSessionContext", context_params)
         except RpcError as error:

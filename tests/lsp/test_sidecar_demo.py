@@ -52,3 +52,14 @@ def test_demo_reports_errors(tmp_path):
     assert run.returncode == 1
     assert f"Session file is not a valid pi session: {bad} (JSON-RPC error -32003)" in run.stderr
     assert demo(tmp_path, str(tmp_path / "missing.jsonl")).returncode == 2
+    directory = demo(tmp_path, str(tmp_path))
+    assert (directory.returncode, directory.stderr) == (
+        2,
+        f"pi-session demo: {tmp_path}: is a directory (give a session file)\n",
+    )
+    unknown = demo(tmp_path, "--leaf", "nope")  # pi would build the leaf's context instead
+    assert (unknown.returncode, unknown.stdout, unknown.stderr) == (
+        1,
+        "",
+        "pi-session demo: Entry nope not found\n",
+    )
