@@ -1,6 +1,6 @@
 """Core benchmark: open + buildSessionContext + getTree, ours against the reference, in one run.
 
-    python bench/bench_core.py [--sizes 100,300] [--huge-gb 2] [--repeat 3] [--oracle DIR]
+    python bench/bench_core.py [--sizes 100,300] [--huge-gb 2 [--huge-kind images|text|both]] [--repeat 3] [--oracle DIR]
 
 Generates realistic sessions (bench/gen_session.py; the 300 MB one with base64 images) in
 ``--work`` (default /var/tmp/pi-session-bench), then runs each implementation in a fresh process per
@@ -8,7 +8,8 @@ measurement (so peak RSS is per run) and prints wall-time ratios and peak RSS si
 in the same run because these machines are noisy. The reference is pi 0.86.1's session-manager.js
 from an oracle checkout with node_modules (``npm ci`` in a copy of ../shared/oracle); without it the
 reference columns are skipped with a message. ``--huge-gb`` also opens a multi-GB session (ours must
-stay under 3 s and 400 MB RSS; the reference is tried with a time limit).
+stay under 3 s and 400 MB RSS; the reference is tried with a time limit); ``--huge-kind`` says
+whether it is filled with screenshots (the default), text only, or both, one after the other.
 """
 
 from __future__ import annotations
@@ -134,6 +135,13 @@ def main() -> int:
         "--sizes", default="100,300", help="session sizes in MB (the second and later get images)"
     )
     parser.add_argument("--huge-gb", type=float, default=0, help="also open a session of this many GB")
+    parser.add_argument(
+        "--huge-kind",
+        choices=("images", "text", "both"),
+        default="images",
+        help="what fills the --huge-gb session: screenshots (few, big lines) or text only (~400,000 "
+        "entries per GB: the costs per entry dominate)",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", default="/var/tmp/pi-session-bench")
     parser.add_argument("--oracle", help="oracle directory with node_modules (default: search)")
@@ -191,15 +199,19 @@ def main() -> int:
                 f"pairs: median {pairs[len(pairs) // 2]:.1f}x, middle half "
                 f"{pairs[quarter]:.1f}-{pairs[len(pairs) - 1 - quarter]:.1f}x"
             )
-    if args.huge_gb:
-        path = work / f"session-{args.huge_gb:g}gb.jsonl"
+    kinds = {"images": ["images"], "text": ["text"], "both": ["images", "text"]}[args.huge_kind]
+    for kind in kinds if args.huge_gb else []:
+        images = kind == "images"
+        path = work / f"session-{args.huge_gb:g}gb{'' if images else '-text'}.jsonl"
         if not path.exists():
-            generate(path, args.huge_gb * 1024, images=True, seed=7)
-        ours = median_run(lambda: run_ours(path, "open"), args.repeat)
+            generate(path, args.huge_gb * 1024, images=images, seed=7 if images else 11)
+        ours = median_run(lambda p=path: run_ours(p, "open"), args.repeat)
+        full = median_run(lambda p=path: run_ours(p, "full"), args.repeat)
         print(
-            f"{path.stat().st_size / 1e9:.2f} GB: ours opens + builds the context in {ours['seconds']:.2f} s "
-            f"(open {ours['open']:.2f} s) with peak RSS {ours['rss'] / 1e6:.0f} MB "
-            f"({ours['entries']} entries, {ours['messages']} context messages)"
+            f"{path.stat().st_size / 1e9:.2f} GB ({kind}): ours opens + builds the context in "
+            f"{ours['seconds']:.2f} s (open {ours['open']:.2f} s) with peak RSS {ours['rss'] / 1e6:.0f} MB "
+            f"({ours['entries']} entries, {ours['messages']} context messages); with getTree too "
+            f"{full['seconds']:.2f} s, peak RSS {full['rss'] / 1e6:.0f} MB"
         )
         if module:
             for heap, how in ((None, "node's default heap, as pi runs"), (8192, "with an 8 GB heap")):

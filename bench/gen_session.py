@@ -44,6 +44,7 @@ class Generator:
         self.n = 0
         self.leaf: str | None = None
         self.ids: list[str] = []
+        self.used: set[str] = set()
         self.since_compaction = 0
         self.image_cache = [
             base64.b64encode(self.r.randbytes(self.r.randrange(200_000, 900_000))).decode() for _ in range(4)
@@ -61,8 +62,14 @@ class Generator:
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{milli:03d}Z"
 
     def new_id(self) -> str:
+        """An 8-hex-digit id no entry has yet, as pi's generateId draws them (it retries on a
+        collision: a 2 GB session of 800,000 entries would otherwise hold ~80 duplicate ids)."""
         self.n += 1
-        return f"{self.r.getrandbits(32):08x}"
+        while True:
+            candidate = f"{self.r.getrandbits(32):08x}"
+            if candidate not in self.used:
+                self.used.add(candidate)
+                return candidate
 
     def entry(self, etype: str, **fields: object) -> dict[str, object]:
         eid = self.new_id()
