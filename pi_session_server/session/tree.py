@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cmp_to_key
 from itertools import compress
 from operator import attrgetter, is_not, itemgetter
@@ -67,6 +67,8 @@ def build_tree(
     """
     if plain_index and by_id is not None and len(by_id) == len(entries):  # unique ids
         built = _build_by_chains(entries, by_id, chain_starts)
+    elif plain_index and by_id is not None:
+        built = None  # an index of these entries that is smaller than them: duplicate ids
     else:
         built = _build_parents_first(entries)
     if built is not None:
@@ -197,34 +199,113 @@ def _build_any_order(entries: list[Any]) -> tuple[list[TreeNode], dict[Any, Tree
     """The reference's two passes: every node first (the LAST entry of an id owns it), then links."""
     nodes: dict[Any, TreeNode] = {}
     placed: list[tuple[Any, Any, Any]] = []  # (index key of the id, entry id, parentId), file order
+    duplicated: set[Any] = set()  # keys of ids more than one entry has
     for e in entries:
         if type(e) is Entry:
             entry_id, parent_id = e.id, e.parent_id
         else:
             entry_id, parent_id = id_of(e), parent_of(e)
         key = entry_id if type(entry_id) is str else index_key(entry_id)
+        if key in nodes:
+            duplicated.add(key)
         nodes[key] = TreeNode(e, [])
         placed.append((key, entry_id, parent_id))
     roots: list[TreeNode] = []
     lookup = nodes.get
+    parents_of_shared: dict[Any, list[TreeNode | None]] = {key: [] for key in duplicated}
     for key, entry_id, parent_id in placed:
         node = nodes[key]  # the node of the LAST entry with this id (duplicates share it)
-        if parent_id is None or (parent_id == entry_id and strict_equal(parent_id, entry_id)):
+        parent = _parent_node(entry_id, parent_id, lookup)
+        if parent is None:
             roots.append(node)
-            continue
-        parent = lookup(parent_id if type(parent_id) is str else index_key(parent_id))
-        if parent is not None:
-            parent.children.append(node)
         else:
-            roots.append(node)
-    shared = len(nodes) != len(placed)  # duplicate ids: a node can sit under several parents
-    _sort_children(roots, shared)
-    if shared:
-        # Without duplicate ids every node has at most one parent, so no cycle is reachable from a
-        # root and the D2 walk would change nothing.
+            parent.children.append(node)
+        if key in parents_of_shared:
+            parents_of_shared[key].append(parent)
+    for node in nodes.values():  # every node once; what no root reaches is cut below anyway
+        if len(node.children) > 1:
+            _sort_siblings(node.children)
+    # Without duplicate ids every node has at most one parent, so no cycle is reachable from a
+    # root and the D2 walk would change nothing; with them it only can if one goes through them.
+    if duplicated and _shared_nodes_in_a_cycle(nodes, parents_of_shared):
         _remove_cycle_edges(roots)
     _cut_unreachable(roots, nodes)
     return roots, nodes
+
+
+def _parent_node(entry_id: Any, parent_id: Any, lookup: Callable[[Any], TreeNode | None]) -> TreeNode | None:
+    """The node an entry hangs under in the reference's getTree (None: it is a root)."""
+    if parent_id is None or (parent_id == entry_id and strict_equal(parent_id, entry_id)):
+        return None
+    return lookup(parent_id if type(parent_id) is str else index_key(parent_id))
+
+
+_WALKING = object()
+_UNSEEN = object()
+
+
+def _shared_nodes_in_a_cycle(
+    nodes: dict[Any, TreeNode], parents_of_shared: dict[Any, list[TreeNode | None]]
+) -> bool:
+    """Can the D2 walk meet a cycle? Only through a node several entries share (a duplicate id):
+    every other node has one parent, so a cycle of those alone has no way in from a root. Each
+    shared node's parents are followed up to the first shared node above them (the nodes passed
+    on the way remember what they lead to, so each is climbed once), and the small graph of shared
+    nodes is searched for a cycle. A 2 GB session with a few duplicated ids would otherwise be
+    walked node by node for nothing (seconds)."""
+    shared = {id(nodes[key]): key for key in parents_of_shared}
+    lookup = nodes.get
+    above: dict[int, Any] = {}  # id(node) -> the first shared node above it, or None
+
+    def first_shared_above(start: TreeNode | None) -> TreeNode | None:
+        climbed: list[int] = []
+        node = start
+        found: Any = None
+        while node is not None:
+            key = id(node)
+            if key in shared:
+                found = node
+                break
+            known = above.get(key, _UNSEEN)
+            if known is not _UNSEEN:
+                found = None if known is _WALKING else known  # _WALKING: a cycle no root reaches
+                break
+            above[key] = _WALKING
+            climbed.append(key)
+            entry = node.entry
+            if type(entry) is Entry and type(entry.parent_id) is str and entry.parent_id != entry.id:
+                node = lookup(entry.parent_id)  # (the files pi writes: one lookup)
+            elif type(entry) is Entry:
+                node = _parent_node(entry.id, entry.parent_id, lookup)
+            else:
+                node = _parent_node(id_of(entry), parent_of(entry), lookup)
+        above.update(dict.fromkeys(climbed, found))
+        return found
+
+    below: dict[int, list[int]] = {}  # shared node -> the shared nodes right under it
+    for key, parents in parents_of_shared.items():
+        for parent in parents:
+            top = first_shared_above(parent)
+            if top is not None:
+                below.setdefault(id(top), []).append(id(nodes[key]))
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for start in below:
+        if start in state:
+            continue
+        state[start] = 1
+        walk: list[tuple[int, Iterator[int]]] = [(start, iter(below.get(start, ())))]
+        while walk:
+            node_id, rest = walk[-1]
+            step = next(rest, None)
+            if step is None:
+                state[node_id] = 2
+                walk.pop()
+            elif state.get(step) == 1:
+                return True
+            elif step not in state:
+                state[step] = 1
+                walk.append((step, iter(below.get(step, ()))))
+    return False
 
 
 def _cut_unreachable(roots: list[TreeNode], nodes: dict[Any, TreeNode]) -> None:
@@ -250,32 +331,13 @@ def _by_time(a: tuple[float, TreeNode], b: tuple[float, TreeNode]) -> float:
 _BY_TIME_KEY = cmp_to_key(_by_time)  # type: ignore[arg-type]  # NaN results are the point
 
 
-def _sort_children(roots: list[TreeNode], shared: bool = True) -> None:
-    """Sort each reachable node's children once, as V8's stable sort does with a NaN-yielding comparator.
+def _sort_siblings(children: list[TreeNode]) -> None:
+    """Sort in place by time, as V8's stable sort does with the reference's NaN-yielding comparator.
 
     When every timestamp parses, any stable sort by time agrees; with unparsable ones the comparator
     returns NaN, which V8 (TimSort) treats as "not less": CPython <= 3.12's list.sort with the same
-    comparator gives the identical order.
-    """
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if shared:  # only with duplicate ids can a node be reached twice
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-        children = node.children
-        if not children:
-            continue
-        if len(children) > 1:
-            _sort_siblings(children)
-        stack.extend(children)
-
-
-def _sort_siblings(children: list[TreeNode]) -> None:
-    """Sort in place by time, each time computed once (nodes do not keep it: a field more in every
-    node of a big tree for the few that have siblings)."""
+    comparator gives the identical order. Each time is computed once per sort (nodes do not keep
+    it: a field more in every node of a big tree for the few that have siblings)."""
     timed = [(c.time_ms, c) for c in children]
     if any(math.isnan(t) for t, _ in timed):
         timed.sort(key=_BY_TIME_KEY)
