@@ -14,15 +14,23 @@ class CommandError(Exception):
     """A failure a command reports in one line on stderr, with exit status 2 (no traceback)."""
 
 
+def path_problem(path: str) -> str | None:
+    """Why ``path`` cannot be shown as a session before reading it: missing, or a directory."""
+    if not os.path.lexists(path):
+        return "no such file"
+    if os.path.isdir(path):
+        return "is a directory (give a session file)"
+    return None
+
+
 def open_to_look(path: str) -> SessionManager:
     """The session in ``path``, loaded without writing anything (see SessionManager's read_only).
 
     pi's ``open`` of a missing file starts a new session there; a command that shows a file
     reports it missing instead. An empty file reads as a session without entries."""
-    if not os.path.lexists(path):
-        raise CommandError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CommandError(f"{path}: is a directory (give a session file)")
+    problem = path_problem(path)
+    if problem is not None:
+        raise CommandError(f"{path}: {problem}")
     return SessionManager.open(path, read_only=True)
 
 

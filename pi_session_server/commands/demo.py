@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.commands._common import model_text
+from pi_session_server.commands._common import model_text, path_problem
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
@@ -140,8 +140,7 @@ def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) ->
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve() if args.file else example_path()
     if not path.is_file():
-        why = "is a directory (give a session file)" if path.is_dir() else "no such file"
-        print(f"pi-session demo: {path}: {why}", file=sys.stderr)
+        print(f"pi-session demo: {path}: {path_problem(str(path)) or 'no such file'}", file=sys.stderr)
         return 2
     width = args.width or shutil.get_terminal_size((110, 24)).columns
     glyphs = ASCII if args.ascii else UNICODE

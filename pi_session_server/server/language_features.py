@@ -92,6 +92,12 @@ _SYMBOL_KINDS = {
 FIX_ALL = "source.fixAll.pi-session"
 
 
+def _asks_for(only: Sequence[str], kind: str) -> bool:
+    """Does a ``context.only`` list ask for actions of ``kind``? (A kind covers its subkinds:
+    "source" asks for "source.fixAll.pi-session".)"""
+    return any(k == kind or kind.startswith(k + ".") for k in only)
+
+
 def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
 
@@ -790,14 +796,11 @@ class LanguageFeatures:
             return None
         only = params.context.only
         out = []
-        if only is not None and any(k == FIX_ALL or FIX_ALL.startswith(k + ".") for k in only):
+        if only is not None and _asks_for(only, FIX_ALL):
             fix_all = self._fix_all_action(state)
             if fix_all is not None:
                 out.append(fix_all)
-        if only is not None and not any(
-            k == types.CodeActionKind.QuickFix or types.CodeActionKind.QuickFix.startswith(k + ".")
-            for k in only
-        ):
+        if only is not None and not _asks_for(only, types.CodeActionKind.QuickFix):
             return out
         first = params.range.start.line
         last = max(first, params.range.end.line)

@@ -253,7 +253,7 @@ def _shared_nodes_in_a_cycle(
     on the way remember what they lead to, so each is climbed once), and the small graph of shared
     nodes is searched for a cycle. A 2 GB session with a few duplicated ids would otherwise be
     walked node by node for nothing (seconds)."""
-    shared = {id(nodes[key]): key for key in parents_of_shared}
+    shared = {id(nodes[key]) for key in parents_of_shared}
     lookup = nodes.get
     above: dict[int, Any] = {}  # id(node) -> the first shared node above it, or None
 
@@ -273,9 +273,7 @@ def _shared_nodes_in_a_cycle(
             above[key] = _WALKING
             climbed.append(key)
             entry = node.entry
-            if type(entry) is Entry and type(entry.parent_id) is str and entry.parent_id != entry.id:
-                node = lookup(entry.parent_id)  # (the files pi writes: one lookup)
-            elif type(entry) is Entry:
+            if type(entry) is Entry:
                 node = _parent_node(entry.id, entry.parent_id, lookup)
             else:
                 node = _parent_node(id_of(entry), parent_of(entry), lookup)
