@@ -76,3 +76,45 @@ def test_random_lines_scan_the_same_in_any_chunking(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(scan, "CHUNK_SIZE", chunk)
         assert scanned(path, include_tail=final_newline) == expected
+
+
+def _line(n: int, size: int) -> bytes:
+    parent = "null" if n == 0 else f'"e{n - 1}"'
+    head = f'{{"type":"custom","id":"e{n}","parentId":{parent},"timestamp":"t","data":"'.encode()
+    return head + b"y" * (size - len(head) - 2) + b'"}'
+
+
+def _scan_counting_growths(path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Scan in chunks of ``chunk`` bytes (same result as one big read) and say what sizes the
+    buffer was given, in turn."""
+    expected = reference_scan(path)
+    sizes: list[int] = []
+    real_grown = scan._grown
+
+    def counting_grown(buf: bytearray, size: int, keep: int) -> bytearray:
+        sizes.append(size)
+        return real_grown(buf, size, keep)
+
+    monkeypatch.setattr(scan, "CHUNK_SIZE", chunk)
+    monkeypatch.setattr(scan, "_grown", counting_grown)
+    assert scanned(path) == expected
+    return sizes
+
+
+def test_a_buffer_grown_for_a_long_line_is_kept_for_the_next_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # a session of screenshots: lines a bit longer than a chunk, one after another
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(_line(n, 1500) + b"\n" for n in range(12)))
+    assert _scan_counting_growths(path, 1000, monkeypatch) == [2000]
+
+
+def test_a_buffer_grown_beyond_its_bound_shrinks_back_to_a_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(_line(n, 20_000 if n == 0 else 100) + b"\n" for n in range(12)))
+    sizes = _scan_counting_growths(path, 1000, monkeypatch)
+    assert sizes[:-1] == [2000, 4000, 8000, 16000, 32000] and sizes[-1] == 1000
+    assert scan.KEEP_GROWN_CHUNKS * 1000 < 32000
