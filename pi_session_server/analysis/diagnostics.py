@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..format.glued import Piece, lost_ids
 from ..format.jsvalue import ABSENT, js_string_of, to_number
 from . import codes
 from . import lines as L
 from .codes import CODES, Severity
 from .document import BOM_BYTES, SessionDocument
-from .glued import Piece, lost_ids
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
 

@@ -18,12 +18,12 @@ import msgspec
 
 from ..format import records as rec
 from ..format.dates import ms
+from ..format.glued import Piece, describe, glued_pieces
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
 from . import codes
 from .fields import Path, check_fields
-from .glued import Piece, describe, glued_pieces
 
 # line kinds
 BLANK: Final = 0  # empty or JS whitespace only

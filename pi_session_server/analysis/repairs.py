@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..format.dates import now_iso
+from ..format.glued import Piece
 from ..format.ids import uuid7
 from ..format.jsjson import JsonSyntaxError, dumps, parse
 from ..format.jstext import is_js_blank
@@ -29,7 +30,6 @@ from . import lines as L
 from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span
 from .document import BOM_BYTES, SessionDocument
 from .fields import Path
-from .glued import Piece
 from .jsonpath import value_span
 from .lines import LineInfo, human_size
 

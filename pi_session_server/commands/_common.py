@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from importlib import resources
 from typing import Any
 
@@ -32,6 +33,36 @@ def open_to_look(path: str) -> SessionManager:
     if problem is not None:
         raise CommandError(f"{path}: {problem}")
     return SessionManager.open(path, read_only=True)
+
+
+# What the loader reports of lines pi skips (the other kinds, a missing final newline or a byte order
+# mark, lose nothing).
+SKIPPED_KINDS = frozenset({"malformed", "glued", "falsy", "non_object"})
+_SKIPPED_SHOWN = 3
+_MESSAGE_WIDTH = 240
+
+
+def report_skipped_lines(command: str, path: str, manager: SessionManager) -> None:
+    """Say on stderr which lines of ``path`` pi skips, so that nobody takes what a command shows
+    for the whole file (stdout stays the command's own output, for pipes)."""
+    skipped = [p for p in manager.problems if p.kind in SKIPPED_KINDS]
+    if not skipped:
+        return
+    count = len(skipped)
+    out = [
+        f"pi-session {command}: {path}: {count} line{'' if count == 1 else 's'} skipped, as pi skips them:"
+    ]
+    for problem in skipped[:_SKIPPED_SHOWN]:
+        message = problem.message
+        if len(message) > _MESSAGE_WIDTH:
+            message = message[: _MESSAGE_WIDTH - 1] + "…"
+        out.append(f"  line {problem.line + 1}: {message}")
+    if count > _SKIPPED_SHOWN:
+        out.append(f"  and {count - _SKIPPED_SHOWN} more")
+    out.append(
+        f"  (`pi-session check {path}` lists every problem; `pi-session repair {path}` mends what it can)"
+    )
+    print("\n".join(out), file=sys.stderr, flush=True)
 
 
 def example_session_path() -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from ..format.jsjson import dumps_pretty
 from ..format.jsvalue import ABSENT, js_string_of
 from ..session.describe import content_text, tool_call_text
-from ._common import model_text, open_to_look, session_path
+from ._common import model_text, open_to_look, report_skipped_lines, session_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +46,9 @@ def message_text(message: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    manager = open_to_look(session_path(args.file))
+    path = session_path(args.file)
+    manager = open_to_look(path)
+    report_skipped_lines("context", path, manager)
     if args.leaf is not None:
         if manager.get_entry(args.leaf) is ABSENT:
             print(f"pi-session: Entry {args.leaf} not found", file=sys.stderr)

@@ -11,7 +11,7 @@ from ..render.tree_text import TextNode, render_tree
 from ..session import SessionManager
 from ..session.describe import collect_tool_calls, preview_of
 from ..session.tree import TreeNode
-from ._common import open_to_look, session_path
+from ._common import open_to_look, report_skipped_lines, session_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
         print(f"{path}\nempty file: no session in it yet")
         return 0
+    report_skipped_lines("tree", path, manager)
     leaf = manager.get_leaf_id()
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
     name = manager.get_session_name()

@@ -21,6 +21,7 @@ import msgspec
 
 from ..errors import StaleFileError
 from .entry import ENVELOPE_DECODER, Entry, LineBytes, decode_open_envelope
+from .glued import describe, glued_pieces, lost_ids
 from .jsjson import JsonSyntaxError, parse, parse_bytes
 from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
@@ -49,7 +50,7 @@ class LineProblem:
 
     line: int  # 0-based physical line number
     column: int  # 0-based character column (in the line's decoded text)
-    kind: str  # "malformed" | "falsy" | "non_object" | "no_newline" | "bom"
+    kind: str  # "malformed" | "glued" (malformed: lines glued together) | "falsy" | "non_object" | "no_newline" | "bom"
     message: str
     offset: int = 0  # byte offset of the line in the file
     length: int = 0  # byte length of the line (without "\n")
@@ -144,6 +145,13 @@ def problem_for(raw: RawLine) -> LineProblem:
         err = raw.error
         column = err.pos if err is not None else 0
         text = as_displayed(err.msg) if err is not None else "invalid JSON"
+        pieces = glued_pieces(raw.data)
+        if pieces is not None:  # what a crash leaves: say so, and what pi loses with the line
+            lost = lost_ids(pieces)
+            message = f"{len(pieces)} lines glued together ({describe(pieces)}): pi skips the whole line"
+            if lost:
+                message += f", and with it entr{'y' if len(lost) == 1 else 'ies'} {', '.join(lost)}"
+            return LineProblem(raw.line, column, "glued", message, raw.offset, len(raw.data))
         return LineProblem(raw.line, column, "malformed", f"invalid JSON: {text}", raw.offset, len(raw.data))
     if raw.kind == "falsy":
         return LineProblem(

@@ -200,7 +200,7 @@ def check_reported_lines(path: str, manager: SessionManager, diagnostics: list[A
             assert diagnosed[raw.line] & {"PI001", "PI002", "PI006"}, (raw.line, diagnosed[raw.line])
     kept_lines = {raw.line for raw in lines if raw.kind == "kept" and isinstance(raw.value, dict)}
     for p in manager.problems:
-        if p.kind in ("malformed", "falsy", "non_object"):
+        if p.kind in ("malformed", "glued", "falsy", "non_object"):
             assert p.line not in kept_lines, f"the loader reports line {p.line} ({p.kind}), which is an entry"
 
 

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.analysis import glued
 from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
-from pi_session_server.analysis.glued import glued_pieces
 from pi_session_server.analysis.hover import hover
 from pi_session_server.analysis.repairs import Repair, repairs
+from pi_session_server.format import glued
+from pi_session_server.format.glued import glued_pieces
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
 
@@ -210,6 +210,19 @@ def test_pi_reads_the_entries_back_after_the_split(tmp_path: Path) -> None:
     fixed.write_text(repaired(d, titled(d, 2, "Split the glued line into")), encoding="utf-8")
     after = SessionManager.open(str(fixed), read_only=True)
     assert [e["id"] for e in after.get_branch()] == ["cccc0003", "dddd0004"]
+
+
+def test_the_loader_says_a_line_is_lines_glued_together(tmp_path: Path) -> None:
+    # what a library user (and pi-session tree / context) learns of the line pi skips
+    glued_file = tmp_path / "glued.jsonl"
+    glued_file.write_text("\n".join([HEADER, A, B[:57] + C, "{broken", D]) + "\n", encoding="utf-8")
+    problems = SessionManager.open(str(glued_file), read_only=True).problems
+    assert [(p.line, p.kind) for p in problems] == [(2, "glued"), (3, "malformed")]
+    assert problems[0].message == (
+        "2 lines glued together (a cut-off line, then entry `cccc0003` (message) from column 58): "
+        "pi skips the whole line, and with it entry cccc0003"
+    )
+    assert problems[1].message.startswith("invalid JSON: ")
 
 
 def test_a_header_glued_to_the_first_entry() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pi_session_server.analysis import samples as S
 from pi_session_server.cli import EXIT_BROKEN_PIPE
 
 V1_LINES = [
@@ -142,3 +143,33 @@ def test_an_entry_of_a_type_pi_does_not_know_is_named_in_the_tree(tmp_path: Path
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     done = _cli("tree", str(path), cwd=tmp_path)
     assert done.stdout.endswith("* [hologram]  <- leaf\n")  # pi's own selector shows an empty line
+
+
+@pytest.mark.parametrize("command", ["tree", "context"])
+def test_lines_pi_skips_are_named_on_stderr(tmp_path: Path, command: str):
+    a, b = S.user("aaaa0001", None, "first"), S.assistant("bbbb0002", "aaaa0001", "second")
+    c, d = S.user("cccc0003", "bbbb0002", "third"), S.user("dddd0004", "cccc0003", "fourth")
+    crashed = tmp_path / "crashed.jsonl"
+    lines = [S.header(), a, b[:57] + c, "null", "[1]", "{", d]
+    crashed.write_text("\n".join(lines) + "\n")
+    done = _cli(command, str(crashed), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = done.stderr.splitlines()
+    assert report[0] == f"pi-session {command}: {crashed}: 4 lines skipped, as pi skips them:"
+    assert report[1].startswith("  line 3: 2 lines glued together (a cut-off line, then entry `cccc0003`")
+    assert report[1].endswith("pi skips the whole line, and with it entry cccc0003")
+    assert report[2:4] == [
+        "  line 4: line is a falsy JSON value and is ignored",
+        "  line 5: line is not a JSON object and is ignored",
+    ]
+    assert report[4:] == [
+        "  and 1 more",
+        f"  (`pi-session check {crashed}` lists every problem; `pi-session repair {crashed}` mends what it can)",
+    ]
+    assert "skipped" not in done.stdout  # the output itself stays the session's, for pipes
+    assert crashed.read_text() == "\n".join(lines) + "\n"
+
+
+def test_a_whole_file_says_nothing_on_stderr(tmp_path: Path):
+    done = _cli("tree", cwd=tmp_path)  # the bundled example
+    assert done.returncode == 0 and done.stderr == ""

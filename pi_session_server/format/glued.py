@@ -22,9 +22,9 @@ from typing import Any
 
 import msgspec
 
-from ..format.jsjson import JsonSyntaxError, parse_bytes
-from ..format.jstext import is_js_blank
-from ..format.jsvalue import ABSENT
+from .jsjson import JsonSyntaxError, parse_bytes
+from .jstext import is_js_blank
+from .jsvalue import ABSENT
 
 _LINE_START = b'{"type":'
 # A JSON string (its escapes included) or a bracket: enough to find where an object ends without
