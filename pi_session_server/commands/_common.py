@@ -35,9 +35,6 @@ def open_to_look(path: str) -> SessionManager:
     return SessionManager.open(path, read_only=True)
 
 
-# What the loader reports of lines pi skips (the other kinds, a missing final newline or a byte order
-# mark, lose nothing).
-SKIPPED_KINDS = frozenset({"malformed", "glued", "falsy", "non_object"})
 _SKIPPED_SHOWN = 3
 _MESSAGE_WIDTH = 240
 
@@ -45,7 +42,7 @@ _MESSAGE_WIDTH = 240
 def report_skipped_lines(command: str, path: str, manager: SessionManager) -> None:
     """Say on stderr which lines of ``path`` pi skips, so that nobody takes what a command shows
     for the whole file (stdout stays the command's own output, for pipes)."""
-    skipped = [p for p in manager.problems if p.kind in SKIPPED_KINDS]
+    skipped = [p for p in manager.problems if p.skipped]
     if not skipped:
         return
     count = len(skipped)

@@ -172,6 +172,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"Session {name!r}  id {info['sessionId']}")
         print(f"  file {info.get('sessionFile', path)}")
         print(f"  cwd {info['cwd']}   {info['entryCount']} entries   leaf {info.get('leafId')}")
+        skipped = info["skippedLines"]
+        if skipped:  # what pi would not say: the file is damaged, entries are missing
+            print(f"  {skipped} line{'' if skipped == 1 else 's'} of the file pi skips:")
+            room = max(20, width - 14)
+            for problem in info["skipped"][:3]:
+                message = problem["message"]
+                cut = (
+                    message if len(message) <= room else message[: room - len(glyphs["ell"])] + glyphs["ell"]
+                )
+                print(f"    line {problem['line'] + 1}: {cut}")
+            if skipped > 3:
+                print(f"    and {skipped - 3} more (pi-session check {path})")
         print()
         shown = len(tree["nodes"])
         print(

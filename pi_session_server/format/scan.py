@@ -55,6 +55,17 @@ class LineProblem:
     offset: int = 0  # byte offset of the line in the file
     length: int = 0  # byte length of the line (without "\n")
 
+    @property
+    def skipped(self) -> bool:
+        """Is this a line pi skips? (A missing final newline or a byte order mark loses nothing.)"""
+        return self.kind in SKIPPED_KINDS
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "column": self.column, "kind": self.kind, "message": self.message}
+
+
+SKIPPED_KINDS = frozenset({"malformed", "glued", "falsy", "non_object"})
+
 
 @dataclass(slots=True)
 class RawLine:
@@ -151,7 +162,8 @@ def problem_for(raw: RawLine) -> LineProblem:
             message = f"{len(pieces)} lines glued together ({describe(pieces)}): pi skips the whole line"
             if lost:
                 message += f", and with it entr{'y' if len(lost) == 1 else 'ies'} {', '.join(lost)}"
-            return LineProblem(raw.line, column, "glued", message, raw.offset, len(raw.data))
+            # the column where the second line was glued on
+            return LineProblem(raw.line, pieces[1].column, "glued", message, raw.offset, len(raw.data))
         return LineProblem(raw.line, column, "malformed", f"invalid JSON: {text}", raw.offset, len(raw.data))
     if raw.kind == "falsy":
         return LineProblem(

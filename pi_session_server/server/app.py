@@ -37,6 +37,7 @@ T = TypeVar("T")
 
 DID_CHANGE = "pi/didChange"
 FOREIGN_WRITER = "pi/foreignWriter"
+SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: the diagnostics)
 
 
 @dataclass
@@ -280,6 +281,11 @@ class PiSessionServer(LanguageServer):
                 "readOnly": slot.view_path is not None,
             }
         )
+        # pi reads a damaged file without a word; a front end should be able to say what is missing
+        skipped = [problem for problem in m.problems if problem.skipped]
+        info["skippedLines"] = len(skipped)
+        if skipped:
+            info["skipped"] = [problem.to_json() for problem in skipped[:SKIPPED_LISTED]]
         return info
 
 

@@ -85,6 +85,20 @@ SCHEMAS: dict[str, Any] = {
                 "description": "true for a file opened through `uri` that needs a write when opened "
                 "(migration, newline repair): it is held in memory until the first writing method.",
             },
+            "skippedLines": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Lines of the file pi skips as it reads it (invalid JSON, lines glued together by a "
+                "crash, values that are not objects): their entries are not in the session. Not pi's: pi "
+                "skips them silently.",
+            },
+            "skipped": {
+                "type": "array",
+                "maxItems": 20,
+                "items": ref("SkippedLine"),
+                "description": "The first of those lines (absent when there are none); the language server's "
+                "diagnostics and `pi-session check` give all of them.",
+            },
             "result": {"description": "createBranchedSession/newSession: the method's own return value."},
         },
         "required": [
@@ -97,7 +111,26 @@ SCHEMAS: dict[str, Any] = {
             "header",
             "entryCount",
             "readOnly",
+            "skippedLines",
         ],
+    },
+    "SkippedLine": {
+        "type": "object",
+        "description": "A line pi skips when it reads the file.",
+        "properties": {
+            "line": {"type": "integer", "minimum": 0, "description": "0-based line in the file"},
+            "column": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "0-based character where it goes wrong",
+            },
+            "kind": {"enum": ["malformed", "glued", "falsy", "non_object"]},
+            "message": {
+                "type": "string",
+                "description": "why, in words (for lines glued together: the entries lost)",
+            },
+        },
+        "required": ["line", "column", "kind", "message"],
     },
     "ListedSession": {
         "type": "object",

@@ -45,6 +45,23 @@ def test_demo_of_a_file_with_options(tmp_path):
     assert path.read_bytes() == EXAMPLE.read_bytes()
 
 
+def test_demo_of_a_damaged_file_names_the_lines_pi_skips(tmp_path):
+    lines = EXAMPLE.read_text().splitlines()
+    crashed = tmp_path / "crashed.jsonl"
+    # a crash cut line 6 short and the next line was written right after it; two more lines broken
+    damaged = [*lines[:5], lines[5][:40] + lines[6], *lines[7:10], "{", "[]", *lines[10:]]
+    crashed.write_text("\n".join(damaged) + "\n")
+    run = demo(tmp_path, str(crashed))
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.splitlines()
+    at = out.index("  3 lines of the file pi skips:")
+    assert out[at + 1].startswith("    line 6: 2 lines glued together (a cut-off line, then entry `")
+    assert out[at + 2].startswith("    line 10: invalid JSON: ")
+    assert out[at + 3] == "    line 11: line is not a JSON object and is ignored"
+    assert f"{len(lines) - 3} entries" in run.stdout  # the glued line's two entries are lost to pi
+    assert crashed.read_text() == "\n".join(damaged) + "\n"
+
+
 def test_demo_reports_errors(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a session\n")

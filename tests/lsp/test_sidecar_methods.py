@@ -10,6 +10,8 @@ import pytest
 from pygls.exceptions import JsonRpcException
 from sidecar_support import EXAMPLE, expect_error, sidecar_fixture  # noqa: F401  (fixture)
 
+from pi_session_server.analysis import samples as S
+
 USER = {"role": "user", "content": "hello", "timestamp": 1}
 ASSISTANT = {
     "role": "assistant",
@@ -50,6 +52,31 @@ async def test_open_reads_the_example_session(sidecar, tmp_path):
     )
     header = await sidecar.request("pi/getHeader", {"session": session})
     assert header == lines(path)[0]
+
+
+async def test_a_damaged_file_says_which_lines_pi_skips(sidecar, tmp_path):
+    a, b = S.user("aaaa0001", None, "first"), S.assistant("bbbb0002", "aaaa0001", "second")
+    c, d = S.user("cccc0003", "bbbb0002", "third"), S.user("dddd0004", "cccc0003", "fourth")
+    crashed = tmp_path / "crashed.jsonl"
+    crashed.write_text("\n".join([S.header(), a, b[:57] + c, "null", *["{"] * 25, d]) + "\n")
+    opened = await sidecar.request("pi/open", {"path": str(crashed)})
+    viewed = await sidecar.request("pi/getInfo", {"uri": crashed.as_uri()})
+    for info in (opened, viewed):
+        assert info["entryCount"] == 2 and info["skippedLines"] == 27
+        assert len(info["skipped"]) == 20  # the first ones; the diagnostics have them all
+        glued, falsy, broken = info["skipped"][:3]
+        assert glued == {
+            "line": 2,
+            "column": 57,
+            "kind": "glued",
+            "message": "2 lines glued together (a cut-off line, then entry `cccc0003` (message) from column 58): "
+            "pi skips the whole line, and with it entry cccc0003",
+        }
+        assert (falsy["line"], falsy["kind"]) == (3, "falsy")
+        assert (broken["line"], broken["kind"]) == (4, "malformed")
+        assert broken["message"].startswith("invalid JSON: ")
+    whole = await sidecar.request("pi/getInfo", {"session": (await sidecar.open_example(tmp_path))[0]})
+    assert whole["skippedLines"] == 0 and "skipped" not in whole
 
 
 async def test_entries_keep_the_file_values_and_key_order(sidecar, tmp_path):

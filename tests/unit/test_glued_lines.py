@@ -217,7 +217,7 @@ def test_the_loader_says_a_line_is_lines_glued_together(tmp_path: Path) -> None:
     glued_file = tmp_path / "glued.jsonl"
     glued_file.write_text("\n".join([HEADER, A, B[:57] + C, "{broken", D]) + "\n", encoding="utf-8")
     problems = SessionManager.open(str(glued_file), read_only=True).problems
-    assert [(p.line, p.kind) for p in problems] == [(2, "glued"), (3, "malformed")]
+    assert [(p.line, p.column, p.kind) for p in problems] == [(2, 57, "glued"), (3, 1, "malformed")]
     assert problems[0].message == (
         "2 lines glued together (a cut-off line, then entry `cccc0003` (message) from column 58): "
         "pi skips the whole line, and with it entry cccc0003"
