@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     report_skipped_lines("context", path, manager)
     if args.leaf is not None:
         if manager.get_entry(args.leaf) is ABSENT:
-            print(f"pi-session: Entry {args.leaf} not found", file=sys.stderr)
+            print(f"pi-session context: Entry {args.leaf} not found", file=sys.stderr)
             return 1
         context = manager.build_session_context_at(args.leaf)
     else:

@@ -173,3 +173,13 @@ def test_lines_pi_skips_are_named_on_stderr(tmp_path: Path, command: str):
 def test_a_whole_file_says_nothing_on_stderr(tmp_path: Path):
     done = _cli("tree", cwd=tmp_path)  # the bundled example
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_context_at_an_unknown_entry_says_so(tmp_path: Path):
+    # pi builds the leaf's context for an id it does not know; the command names the mistake
+    done = _cli("context", "--leaf", "nope", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1,
+        "",
+        "pi-session context: Entry nope not found\n",
+    )
