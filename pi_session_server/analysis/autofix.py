@@ -8,7 +8,7 @@ is the original read in chunks with the splices in between: memory stays small w
 of the session.
 
 All repairs are planned on the file as it is; one whose bytes overlap a repair planned before it is
-left for a second run (the report says so) rather than guessed at. The migration to version 3
+left for a second round, planned on the repaired file (the report says so), rather than guessed at. The migration to version 3
 touches every line, so it is planned last and waits for a run with nothing else to repair. Repairs
 that produce identical splices (every sibling of one missing parent offers the same re-parenting)
 are applied once.
@@ -60,7 +60,7 @@ class Planned:
 @dataclass(slots=True)
 class Plan:
     applied: list[Planned] = field(default_factory=list)
-    # repairs that would touch bytes an applied one changes: for another run, on the repaired file
+    # repairs that would touch bytes an applied one changes: for another round, on the repaired file
     deferred: list[Repair] = field(default_factory=list)
 
     def splices(self) -> list[Splice]:
@@ -73,7 +73,7 @@ def plan_repairs(doc: SessionDocument, chosen: Iterable[str], path: str | None =
     plan = Plan()
     if not wanted or doc.line_count == 0:
         return plan
-    # The migration rewrites every line: it goes last, so that it waits for a second run whenever
+    # The migration rewrites every line: it goes last, so that it waits for a second round whenever
     # something else is repaired (and then migrates the repaired lines too).
     chosen_ones = sorted(_one_per_problem(doc, wanted, path), key=lambda r: r.code == codes.OLD_VERSION)
     if not chosen_ones:

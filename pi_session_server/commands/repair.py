@@ -6,7 +6,9 @@ nothing are made (lines glued together split apart, a missing header inserted, t
 first, a byte order mark removed); ``--codes`` chooses others, ``--all`` takes every repair a
 text edit can make. ``--in-place`` keeps the original as ``FILE.bak`` (a second name for the same
 bytes) unless ``--no-backup``, and replaces the file atomically, only if nobody wrote to it in
-the meantime. Directories are searched for ``*.jsonl`` files, as by ``pi-session check``; a file
+the meantime. What is written is repaired again, in rounds, for as long as that finds repairs
+(a migration waits for a round with nothing else to repair; a split line can bring out more), up to
+``MAX_ROUNDS``; output to stdout is one round. Directories are searched for ``*.jsonl`` files, as by ``pi-session check``; a file
 that cannot be repaired is reported and the others still are (exit status 2). Each file is read in
 chunks and its lines kept as facts and places, so a session of any size is repaired in little
 memory.
@@ -21,8 +23,9 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator
+from typing import TextIO
 
-from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, plan_repairs, spliced
+from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, spliced
 from ..analysis.diagnostics import count_by_severity, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..errors import PiSessionError, StaleFileError
@@ -111,6 +114,11 @@ def _target(args: argparse.Namespace, path: str) -> str:
     return path if args.in_place else (args.output or "")
 
 
+# A repair can bring out another (a split line's orphans, a migration that waits for a file with
+# nothing else to repair): written repairs go round again on the result, this many times at most.
+MAX_ROUNDS = 5
+
+
 def _repair(
     args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str], quiet: bool
 ) -> tuple[int, int]:
@@ -118,14 +126,11 @@ def _repair(
     doc = SessionDocument.from_file(f"/proc/self/fd/{fd}" if os.path.exists("/proc/self/fd") else path)
     plan = plan_repairs(doc, chosen, path)
     report = sys.stdout if args.output != "-" else sys.stderr
-    for planned in plan.applied:
-        repair = planned.repair
-        print(f"{path}:{repair.line + 1}: {repair.code} {repair.title}", file=report)
-    for repair in plan.deferred:
-        print(
-            f"{path}:{repair.line + 1}: {repair.code} {repair.title} (not in this run: it touches what a repair above changes; run again)",
-            file=report,
-        )
+    if args.in_place or args.output not in (None, "-"):
+        later = _NEXT_ROUND  # written to a file: it goes round again
+    else:
+        later = _WHEN_WRITTEN if not args.output else _RUN_AGAIN
+    _list(path, plan, report, later)
     count = len(plan.applied)
     if not args.output and not args.in_place:
         if count:
@@ -156,10 +161,57 @@ def _repair(
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
-    after = SessionDocument.from_file(written)
+    after, total, finished = _more_rounds(args, written, chosen, count, report)
     left = _summary_text(count_by_severity(document_diagnostics(after)))
-    print(f"{_repairs(count)} made in {written}; problems left: {left}", file=report)
-    return 0, count
+    rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
+    stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
+    print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)
+    return 0, total
+
+
+def _more_rounds(
+    args: argparse.Namespace, written: str, chosen: frozenset[str], count: int, report: TextIO
+) -> tuple[SessionDocument, int, bool]:
+    """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
+    that finds repairs to make. Returns its final analysis, the repairs made in all, and whether
+    the last round found nothing left to repair."""
+    for round_number in range(2, MAX_ROUNDS + 1):
+        after = SessionDocument.from_file(written)
+        plan = plan_repairs(after, chosen, written)
+        if not plan.applied:
+            return after, count, True
+        print(f"round {round_number}, on the file as repaired so far:", file=report)
+        _list(written, plan, report, _NEXT_ROUND)
+        fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            now = os.fstat(fd)
+            chunks = spliced(fd, now.st_size, plan.splices())
+            if args.in_place:  # the backup, if any, keeps the original
+                _write_in_place(written, fd, now, chunks, backup=False)
+            else:
+                rewrite_file(written, chunks)
+        finally:
+            os.close(fd)
+        count += len(plan.applied)
+    after = SessionDocument.from_file(written)
+    return after, count, not plan_repairs(after, chosen, written).applied
+
+
+def _list(path: str, plan: Plan, report: TextIO, later: str) -> None:
+    """The repairs of ``plan``, one line each; ``later`` says when those left for later are made."""
+    for planned in plan.applied:
+        repair = planned.repair
+        print(f"{path}:{repair.line + 1}: {repair.code} {repair.title}", file=report)
+    for repair in plan.deferred:
+        print(
+            f"{path}:{repair.line + 1}: {repair.code} {repair.title} ({later}: it touches what a repair above changes)",
+            file=report,
+        )
+
+
+_NEXT_ROUND = "in the next round"
+_WHEN_WRITTEN = "in a second round, when written with --in-place or --output OUT"
+_RUN_AGAIN = "not in this run: run again on the output"
 
 
 def _same_file(other: str, st: os.stat_result) -> bool:

@@ -149,18 +149,73 @@ def test_unknown_codes_are_refused(glued: Path) -> None:
     assert done.returncode == 2 and "no repair for PI040" in done.stderr
 
 
-def test_a_migration_waits_for_a_run_without_other_repairs(tmp_path: Path) -> None:
+def test_a_migration_waits_for_a_round_without_other_repairs(tmp_path: Path) -> None:
     header = json.loads(HEADER)
     header["version"] = 2
+    v2 = json.dumps(header, separators=(",", ":"))
     path = tmp_path / "v2.jsonl"
-    path.write_bytes(lines(json.dumps(header, separators=(",", ":")), A + B, C))
-    first = cli(path, "--all", "--in-place", "--no-backup")
-    assert "PI006 Split" in first.stdout and "PI015 Migrate" in first.stdout
-    assert "not in this run" in first.stdout
-    assert path.read_bytes() == lines(json.dumps(header, separators=(",", ":")), A, B, C)
-    second = cli(path, "--all", "--in-place", "--no-backup")
-    assert second.returncode == 0 and "problems left: ok" in second.stdout
-    assert json.loads(path.read_text().split("\n")[0])["version"] == 3
+    path.write_bytes(lines(v2, A + B, C))
+    listed = cli(path, "--all")
+    assert listed.stdout.splitlines()[:2] == [
+        f"{path}:2: PI006 Split the glued line into its 2 lines",
+        f"{path}:1: PI015 Migrate to version 3 (rewrite the file as pi would) (in a second round, when "
+        "written with --in-place or --output OUT: it touches what a repair above changes)",
+    ]
+    out = tmp_path / "out.jsonl"
+    to_stdout = cli(path, "--all", "-o", "-")
+    assert "(not in this run: run again on the output: it touches" in to_stdout.stderr
+    assert to_stdout.stdout.encode() == lines(v2, A, B, C)  # one round only: it is streamed
+
+    done = cli(path, "--all", "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        f"{path}:1: PI015 Migrate to version 3 (rewrite the file as pi would) (in the next round: it "
+        "touches what a repair above changes)",
+        "round 2, on the file as repaired so far:",
+        f"{out}:1: PI015 Migrate to version 3 (rewrite the file as pi would)",
+        f"2 repairs made in {out}; problems left: ok",
+    ]
+    assert json.loads(out.read_text().split("\n")[0])["version"] == 3
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()[1:]] == [
+        "aaaa0001",
+        "bbbb0002",
+        "cccc0003",
+    ]
+    assert path.read_bytes() == lines(v2, A + B, C)
+
+    in_place = cli(path, "--all", "--in-place")
+    assert in_place.returncode == 0 and in_place.stdout.endswith("problems left: ok\n")
+    assert path.read_bytes() == out.read_bytes()
+    assert (tmp_path / "v2.jsonl.bak").read_bytes() == lines(v2, A + B, C)  # the original, not round 1's
+
+
+def test_rounds_stop_after_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a repair that always brings out another must not run for ever
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(GLUED)
+    monkeypatch.setattr(repair_command, "MAX_ROUNDS", 1)
+    args = repair_command.argparse.Namespace(
+        paths=[str(path)], output=None, in_place=True, codes=None, all=False, no_backup=True, force=False
+    )
+    real_plan = repair_command.plan_repairs
+    calls: list[int] = []
+
+    def planning_again(doc: SessionDocument, chosen: frozenset[str], where: str | None = None):
+        calls.append(1)
+        plan = real_plan(doc, chosen, where)
+        if not plan.applied and len(calls) < 10:  # pretend each round finds one more
+            plan = real_plan(SessionDocument(GLUED), chosen, where)
+        return plan
+
+    monkeypatch.setattr(repair_command, "plan_repairs", planning_again)
+    assert repair_command.run(args) == 0
+    assert len(calls) == 2  # the first round, then the check that finds more: no second round
+    assert capsys.readouterr().out.endswith(
+        f"1 repair made in {path} (stopped after 1 round: run again for more); problems left: 1 error, 1 warning\n"
+    )
+    assert path.read_bytes() == SPLIT
 
 
 def test_identical_repairs_are_made_once() -> None:
