@@ -305,6 +305,26 @@ def _replace_value(info: LineInfo, path: Path, value: Any) -> list[TextEdit]:
     return [TextEdit(info.line, span[0], info.line, span[1], dumps(value))]
 
 
+def _set_parent(info: LineInfo, parent_id: Any) -> list[TextEdit]:
+    """``parentId`` of the line's entry set to ``parent_id``: its value replaced or, in a line that
+    has none (an entry pi would take for a root), the member added where pi writes it: after
+    ``id`` (else after ``type``, else first)."""
+    edits = _replace_value(info, ("parentId",), parent_id)
+    if edits:
+        return edits
+    member = f'"parentId":{dumps(parent_id)}'
+    for before in ("id", "type"):
+        span = value_span(info.raw, (before,))
+        if span is not None:
+            return [TextEdit(info.line, span[1], info.line, span[1], "," + member)]
+    whole = value_span(info.raw, ())
+    if whole is None or info.raw[whole[0] : whole[0] + 1] != b"{":
+        return []
+    start = whole[0] + 1
+    empty = info.raw[start : whole[1] - 1].strip(b" \t\r") == b""
+    return [TextEdit(info.line, start, info.line, start, member if empty else member + ",")]
+
+
 def _reparent_orphan(doc: SessionDocument, info: LineInfo) -> Repair:
     """Every entry naming the same missing parent moves together: they were siblings."""
     siblings = list(doc.tree.children.get(info.pkey, [info]))
@@ -432,7 +452,7 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
                     f"Move under the assistant message that made the call (line {caller.line + 1}{where})",
                     codes.ORPHAN_TOOL_RESULT,
                     result.line,
-                    lambda: _replace_value(result, ("parentId",), target.id),
+                    lambda: _set_parent(result, target.id),
                     preferred=True,
                     key=(codes.ORPHAN_TOOL_RESULT, result.line, "move"),
                 )

@@ -7,11 +7,11 @@ first, a byte order mark removed); ``--codes`` chooses others, ``--all`` takes e
 text edit can make. ``--in-place`` keeps the original as ``FILE.bak`` (a second name for the same
 bytes) unless ``--no-backup``, and replaces the file atomically, only if nobody wrote to it in
 the meantime. What is written is repaired again, in rounds, for as long as that finds repairs
-(a migration waits for a round with nothing else to repair; a split line can bring out more), up to
-``MAX_ROUNDS``; output to stdout is one round. Directories are searched for ``*.jsonl`` files, as by ``pi-session check``; a file
-that cannot be repaired is reported and the others still are (exit status 2). Each file is read in
-chunks and its lines kept as facts and places, so a session of any size is repaired in little
-memory.
+(a migration waits for a round with nothing else to repair; a split line can bring out more), up
+to ``MAX_ROUNDS``; output to stdout is one round. Directories are searched for ``*.jsonl`` files,
+as by ``pi-session check``; a file that cannot be repaired is reported and the others still are
+(exit status 2). Each file is read in chunks and its lines kept as facts and places, so a session
+of any size is repaired in little memory.
 """
 
 from __future__ import annotations

@@ -50,7 +50,9 @@ class LineProblem:
 
     line: int  # 0-based physical line number
     column: int  # 0-based character column (in the line's decoded text)
-    kind: str  # "malformed" | "glued" (malformed: lines glued together) | "falsy" | "non_object" | "no_newline" | "bom"
+    # "malformed" | "glued" (malformed: lines glued together) | "falsy" | "non_object" | "no_newline"
+    # | "bom"
+    kind: str
     message: str
     offset: int = 0  # byte offset of the line in the file
     length: int = 0  # byte length of the line (without "\n")

@@ -5,6 +5,7 @@ moving up; either way the context no longer holds a result providers reject."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.diagnostics import document_diagnostics
@@ -101,3 +102,36 @@ def test_no_move_that_would_make_a_cycle() -> None:
     )
     titles = [title for title, _ in offered(d, 1)]
     assert not any(t.startswith("Move under") for t in titles)
+
+
+def _without_parent(line: str) -> str:
+    value = json.loads(line)
+    del value["parentId"]
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_a_result_without_a_parent_id_gets_one() -> None:
+    # entries with no parentId at all (pi takes each for a root): the move adds the member where
+    # pi writes it, instead of offering a repair that changes nothing
+    d = doc(
+        S.header(),
+        S.user("u1", None),
+        _without_parent(S.assistant("a1", "u1", calls=CALLS[:1])),
+        _without_parent(S.tool_result("r1", "a1", "t1")),
+    )
+    assert (3, "PI036") in found(d)
+    move = pick(d, 3, "Move under the assistant message that made the call (line 3)")
+    text = apply(d, move)
+    assert text.splitlines()[3].startswith('{"type":"message","id":"r1","parentId":"a1","timestamp":')
+    assert (3, "PI036") not in found(SessionDocument(text))
+
+
+def test_every_repair_offered_on_the_sample_files_changes_something() -> None:
+    data = Path(__file__).resolve().parents[1] / "reliability" / "data"
+    checked = 0
+    for path in sorted(data.glob("*.jsonl")):
+        d = SessionDocument(path.read_bytes())
+        for repair in repairs(d, 0, max(0, d.line_count - 1), str(path)):
+            checked += 1
+            assert repair.image is not None or repair.edits(), (path.name, repair.line, repair.title)
+    assert checked > 20  # juicetin-session-multi.jsonl alone offers 22
