@@ -87,17 +87,6 @@ def _silent_turn(entry: Any) -> bool:
     return is_silent_turn(field(entry, "message"))
 
 
-def _passes_prefilter(entry: Any, leaf_id: Any, silent_turn: Callable[[Any], bool] = _silent_turn) -> bool:
-    """Hidden in every TUI mode: usage entries; text-less assistant turns that did not fail."""
-    etype = type_of(entry)
-    if etype == "usage":
-        return False
-    if etype != "message" or role_of(entry) != "assistant":
-        return True
-    is_leaf = id_of(entry) == leaf_id and leaf_id is not ABSENT
-    return is_leaf or not silent_turn(entry)
-
-
 def node_filter(
     mode: str, leaf_id: Any, search: str | None = None, cache: PreviewCache | None = None
 ) -> Callable[[Any], bool]:
@@ -109,15 +98,25 @@ def node_filter(
     def visible(node: Any) -> bool:
         entry = node.entry
         if mode != "none":
-            if not _passes_prefilter(entry, leaf_id, silent_turn):
+            # asked once for every node of the tree: the envelope is read once here
+            if type(entry) is Entry:
+                etype, role = entry.type, entry.role
+            else:
+                etype, role = type_of(entry), role_of(entry)
+            # hidden in every TUI mode: usage entries; text-less assistant turns that did not fail
+            if etype == "usage":
                 return False
-            etype = type_of(entry)
+            if (
+                etype == "message"
+                and role == "assistant"
+                and not (leaf_id is not ABSENT and id_of(entry) == leaf_id)
+                and silent_turn(entry)
+            ):
+                return False
             if mode == "user-only":
-                ok = etype == "message" and role_of(entry) == "user"
+                ok = etype == "message" and role == "user"
             elif mode == "no-tools":
-                ok = etype not in _SETTINGS_TYPES and not (
-                    etype == "message" and role_of(entry) == "toolResult"
-                )
+                ok = etype not in _SETTINGS_TYPES and not (etype == "message" and role == "toolResult")
             elif mode == "labeled-only":
                 ok = node.label is not ABSENT
             elif mode == "all":
@@ -142,15 +141,22 @@ def active_path_ids(entries_by_id: dict[Any, Any], leaf_id: Any) -> set[Any]:
     ids: set[Any] = set()
     current = leaf_id
     get = entries_by_id.get
-    while truthy(current):
-        key = index_key(current)
+    while True:  # (the whole session for a linear one: string ids are their own keys)
+        if type(current) is str:
+            if not current:
+                break
+            key = current
+        elif truthy(current):
+            key = index_key(current)
+        else:
+            break
         if key in ids:
             break
         ids.add(key)
         entry = get(key)
         if entry is None:
             break
-        parent = parent_of(entry)
+        parent = entry.parent_id if type(entry) is Entry else parent_of(entry)
         current = None if parent is ABSENT else parent
     return ids
 
@@ -168,9 +174,16 @@ def _order_active_first(roots: list[Any], leaf_id: Any) -> Callable[[list[Any]],
         seen.add(id(node))
         order.append(node)
         stack.extend(node.children)
+    has_leaf = leaf_id is not None and leaf_id is not ABSENT
     for node in reversed(order):
-        has = leaf_id is not None and leaf_id is not ABSENT and id_of(node.entry) == leaf_id
-        contains[id(node)] = has or any(contains.get(id(c), False) for c in node.children)
+        children = node.children
+        if has_leaf and id_of(node.entry) == leaf_id:
+            has = True
+        elif len(children) == 1:  # most nodes: no generator for them
+            has = contains.get(id(children[0]), False)
+        else:
+            has = any(contains.get(id(c), False) for c in children)
+        contains[id(node)] = has
 
     def ordered(nodes: list[Any]) -> list[Any]:
         if len(nodes) < 2:  # most nodes: one child or none
@@ -340,7 +353,7 @@ class _TreeShape:
                 yield node, ancestor_id, depth
                 if max_depth is not None and depth >= max_depth:
                     continue
-                ancestor_id, ancestor_depth = _wire_id(_envelope(node.entry)[0]), depth
+                ancestor_id, ancestor_depth = _node_id(node), depth
             for child in reversed(self.children_in_order(node)):
                 stack.append((child, ancestor_id, ancestor_depth))
 
@@ -350,15 +363,16 @@ class _TreeShape:
         """One node of the result; ``children`` goes under ``key`` (childIds or children)."""
         entry = node.entry
         entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
-        item: dict[str, Any] = {"id": _wire_id(entry_id)}
+        # (strings, the usual case, are sent as they are: _safe only for the rest)
+        item: dict[str, Any] = {"id": entry_id if type(entry_id) is str else _wire_id(entry_id)}
         if parent_id is not ABSENT:
-            item["parentId"] = _safe(parent_id)
+            item["parentId"] = parent_id if type(parent_id) is str else _safe(parent_id)
         item["visibleParentId"] = visible_parent_id
         item[key] = children
         if etype is not ABSENT:
-            item["type"] = _safe(etype)
+            item["type"] = etype if type(etype) is str else _safe(etype)
         if role is not ABSENT:
-            item["role"] = _safe(role)
+            item["role"] = role if type(role) is str else _safe(role)
         if node.label is not ABSENT:
             item["label"] = _safe(node.label)
         if node.label_timestamp is not ABSENT:
@@ -366,12 +380,15 @@ class _TreeShape:
         if self.tool_calls is not None:
             item["preview"] = self.preview(entry, self.tool_calls)
         if timestamp is not ABSENT:
-            item["timestamp"] = _safe(timestamp)
+            item["timestamp"] = timestamp if type(timestamp) is str else _safe(timestamp)
         if line >= 0:
             item["line"] = line
         item["depth"] = depth
         item["isLeaf"] = self.has_leaf and entry_id == self.leaf_id
-        item["onLeafPath"] = truthy(entry_id) and index_key(entry_id) in self.on_path
+        if type(entry_id) is str:
+            item["onLeafPath"] = entry_id != "" and entry_id in self.on_path
+        else:
+            item["onLeafPath"] = truthy(entry_id) and index_key(entry_id) in self.on_path
         return item
 
 
@@ -613,15 +630,23 @@ def encode_flat_page(tree: FlatTree, window: TreeWindow, max_nodes: int | None =
     return _encode_flat(tree.leaf_id, _FlatPage(tree.shape, tree.rows, window, max_nodes))
 
 
+_ENCODED_TOGETHER = 512  # nodes encoded in one call (one each cost a call per node; all: their memory)
+
+
 def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
     window = page.window
     parts = [b'{"leafId":', encode_json(_wire_id(leaf_id)), b',"nodes":[']
     returned = 0
+    batch: list[dict[str, Any]] = []
     for item in page.nodes():
-        if returned:
-            parts.append(b",")
-        parts.append(encode_json(item))
-        returned += 1
+        batch.append(item)
+        if len(batch) == _ENCODED_TOGETHER:
+            parts.append((b"," if returned else b"") + encode_json(batch)[1:-1])
+            returned += len(batch)
+            batch = []
+    if batch:
+        parts.append((b"," if returned else b"") + encode_json(batch)[1:-1])
+        returned += len(batch)
     page.check_size(returned)
     parts.append(b"]")
     fields = page.paging_fields(returned)
