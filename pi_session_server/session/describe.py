@@ -260,10 +260,12 @@ class PreviewCache:
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             key = id(entry)
-            found = old.get(key)
+            found = kept.get(key)  # this walk's (a page asked for again), then the walk's before
             if found is None or found[0] is not entry:
-                found = (entry, preview_part(entry))
-            kept[key] = found
+                found = old.get(key)
+                if found is None or found[0] is not entry:
+                    found = (entry, preview_part(entry))
+                kept[key] = found
             return finish_preview(found[1], tool_calls)
 
         return preview

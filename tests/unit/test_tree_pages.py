@@ -213,3 +213,25 @@ def test_a_refused_page_keeps_nothing(
     with pytest.raises(Exception, match="more than the 5 one reply may hold"):
         request(session, form="flat", offset=1)  # a page without `limit`, bigger than one reply
     assert len(walks) == 1 and methods_read._tree_pages.kept(session) is None
+
+
+def test_a_page_asked_for_again_reuses_its_previews(
+    session: SessionManager, walks: list[Any], monkeypatch: pytest.MonkeyPatch
+):
+    # an editor that draws a page again (a refresh, a scroll back) must not read its bodies again
+    from pi_session_server.session import describe
+
+    made: list[Any] = []
+    part = describe.preview_part
+
+    def counting(entry: Any) -> Any:
+        made.append(entry)
+        return part(entry)
+
+    monkeypatch.setattr(describe, "preview_part", counting)
+    view = {"form": "flat", "filter": "all", "previews": True, "offset": 10, "limit": 10}
+    first = request(session, **view)
+    assert len(made) == 10
+    again = request(session, **view)
+    assert again == first and len(made) == 10 and len(walks) == 1
+    assert first == fresh(session, 10, 10, mode="all", previews=True)
