@@ -84,6 +84,19 @@ def _assistant(rng: random.Random, calls: list[str]) -> dict[str, Any]:
     return message
 
 
+def calls_of(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any]:
+    """The first argument of every call of ``owner.name`` from now on (the function still runs)."""
+    calls: list[Any] = []
+    real = getattr(owner, name)
+
+    def counting(first: Any, *rest: Any, **kwargs: Any) -> Any:
+        calls.append(first)
+        return real(first, *rest, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls
+
+
 def random_session(rng: random.Random, path: Path) -> None:
     m = SessionManager.open(str(path))
     calls: list[str] = []
@@ -275,14 +288,7 @@ def test_the_filters_read_each_assistant_body_once_per_session(
     path = tmp_path / "s.jsonl"
     random_session(random.Random(1), path)
     m = SessionManager.open(str(path))
-    reads: list[Any] = []
-    facts = describe._assistant_facts
-
-    def counting(entry: Any) -> Any:
-        reads.append(entry)
-        return facts(entry)
-
-    monkeypatch.setattr(describe, "_assistant_facts", counting)
+    reads = calls_of(monkeypatch, describe, "_assistant_facts")
     cache = PreviewCache()
     assistants = [e for e in m.get_entries() if e.type == "message" and e.role == "assistant"]
     assert len(assistants) > 3

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_protocol_tree_filters import EXAMPLE, random_session
+from test_protocol_tree_filters import EXAMPLE, calls_of, random_session
 
 from pi_session_server.server import methods_read, tree_pages
 from pi_session_server.server import params as P
 from pi_session_server.server.rollback import rollback, snapshot
 from pi_session_server.server.tree_view import TreeWindow, encode_flat_tree_view, flat_tree
-from pi_session_server.session import SessionManager
+from pi_session_server.session import SessionManager, describe
 
 
 def request(m: SessionManager, **params: Any) -> dict[str, Any]:
@@ -219,16 +219,7 @@ def test_a_page_asked_for_again_reuses_its_previews(
     session: SessionManager, walks: list[Any], monkeypatch: pytest.MonkeyPatch
 ):
     # an editor that draws a page again (a refresh, a scroll back) must not read its bodies again
-    from pi_session_server.session import describe
-
-    made: list[Any] = []
-    part = describe.preview_part
-
-    def counting(entry: Any) -> Any:
-        made.append(entry)
-        return part(entry)
-
-    monkeypatch.setattr(describe, "preview_part", counting)
+    made = calls_of(monkeypatch, describe, "preview_part")
     view = {"form": "flat", "filter": "all", "previews": True, "offset": 10, "limit": 10}
     first = request(session, **view)
     assert len(made) == 10
