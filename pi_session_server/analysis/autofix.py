@@ -10,9 +10,8 @@ of the session.
 All repairs are planned on the file as it is; one whose bytes overlap a repair planned before it is
 left for a second round, planned on the repaired file (the report says so), rather than guessed
 at. The migration to version 3 touches every line, so it is planned last and waits for a round
-with nothing else to repair. Repairs
-that produce identical splices (every sibling of one missing parent offers the same re-parenting)
-are applied once.
+with nothing else to repair. Repairs that produce identical splices (every sibling of one missing
+parent offers the same re-parenting) are applied once.
 """
 
 from __future__ import annotations

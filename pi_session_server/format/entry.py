@@ -223,27 +223,6 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
         """Does a re-read value still carry the envelope we loaded? (Never return another entry's body.)"""
         if not isinstance(value, dict):
             return False
-        # What pi writes (string id, type and timestamp; parentId a string or null), first: every
-        # lazy body read goes through here (a tree view of 200,000 entries reads 150,000 bodies).
-        entry_id, parent_id, etype, timestamp = (
-            value.get("id"),
-            value.get("parentId"),
-            value.get("type"),
-            value.get("timestamp"),
-        )
-        if (
-            type(entry_id) is str
-            and type(etype) is str
-            and type(timestamp) is str
-            and (type(parent_id) is str or (parent_id is None and "parentId" in value))
-        ):
-            return (
-                entry_id == self.id
-                and etype == self.type
-                and timestamp == self.timestamp
-                and parent_id == self.parent_id
-                and type(self.parent_id) is type(parent_id)
-            )
         return (
             _same_json(value.get("id", ABSENT), self.id)
             and _same_json(value.get("parentId", ABSENT), self.parent_id)
@@ -333,6 +312,8 @@ def _same_json(read_again: Any, loaded: Any) -> bool:
     """Is a re-read envelope field the same JSON value as the loaded one? Scalars compare as JS
     ``===``; an array or object (a malformed envelope, but one we must still read back) is a fresh
     object on every parse, so it compares by its serialization instead of by identity."""
+    if type(loaded) is str:  # ids, types, timestamps as pi writes them: every lazy body read
+        return type(read_again) is str and read_again == loaded
     if isinstance(loaded, (dict, list)):
         return isinstance(read_again, type(loaded)) and dumps(read_again) == dumps(loaded)
     return strict_equal(read_again, loaded)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Final
 
 from pi_session_server.format.entry import Entry
@@ -98,11 +99,7 @@ def node_filter(
     def visible(node: Any) -> bool:
         entry = node.entry
         if mode != "none":
-            # asked once for every node of the tree: the envelope is read once here
-            if type(entry) is Entry:
-                etype, role = entry.type, entry.role
-            else:
-                etype, role = type_of(entry), role_of(entry)
+            etype, role = type_of(entry), role_of(entry)  # read once: asked for every node
             # hidden in every TUI mode: usage entries; text-less assistant turns that did not fail
             if etype == "usage":
                 return False
@@ -141,22 +138,15 @@ def active_path_ids(entries_by_id: dict[Any, Any], leaf_id: Any) -> set[Any]:
     ids: set[Any] = set()
     current = leaf_id
     get = entries_by_id.get
-    while True:  # (the whole session for a linear one: string ids are their own keys)
-        if type(current) is str:
-            if not current:
-                break
-            key = current
-        elif truthy(current):
-            key = index_key(current)
-        else:
-            break
+    while truthy(current):
+        key = index_key(current)
         if key in ids:
             break
         ids.add(key)
         entry = get(key)
         if entry is None:
             break
-        parent = entry.parent_id if type(entry) is Entry else parent_of(entry)
+        parent = parent_of(entry)
         current = None if parent is ABSENT else parent
     return ids
 
@@ -363,16 +353,15 @@ class _TreeShape:
         """One node of the result; ``children`` goes under ``key`` (childIds or children)."""
         entry = node.entry
         entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
-        # (strings, the usual case, are sent as they are: _safe only for the rest)
-        item: dict[str, Any] = {"id": entry_id if type(entry_id) is str else _wire_id(entry_id)}
+        item: dict[str, Any] = {"id": _wire_id(entry_id)}
         if parent_id is not ABSENT:
-            item["parentId"] = parent_id if type(parent_id) is str else _safe(parent_id)
+            item["parentId"] = _safe(parent_id)
         item["visibleParentId"] = visible_parent_id
         item[key] = children
         if etype is not ABSENT:
-            item["type"] = etype if type(etype) is str else _safe(etype)
+            item["type"] = _safe(etype)
         if role is not ABSENT:
-            item["role"] = role if type(role) is str else _safe(role)
+            item["role"] = _safe(role)
         if node.label is not ABSENT:
             item["label"] = _safe(node.label)
         if node.label_timestamp is not ABSENT:
@@ -380,15 +369,12 @@ class _TreeShape:
         if self.tool_calls is not None:
             item["preview"] = self.preview(entry, self.tool_calls)
         if timestamp is not ABSENT:
-            item["timestamp"] = timestamp if type(timestamp) is str else _safe(timestamp)
+            item["timestamp"] = _safe(timestamp)
         if line >= 0:
             item["line"] = line
         item["depth"] = depth
         item["isLeaf"] = self.has_leaf and entry_id == self.leaf_id
-        if type(entry_id) is str:
-            item["onLeafPath"] = entry_id != "" and entry_id in self.on_path
-        else:
-            item["onLeafPath"] = truthy(entry_id) and index_key(entry_id) in self.on_path
+        item["onLeafPath"] = truthy(entry_id) and index_key(entry_id) in self.on_path
         return item
 
 
@@ -637,14 +623,8 @@ def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
     window = page.window
     parts = [b'{"leafId":', encode_json(_wire_id(leaf_id)), b',"nodes":[']
     returned = 0
-    batch: list[dict[str, Any]] = []
-    for item in page.nodes():
-        batch.append(item)
-        if len(batch) == _ENCODED_TOGETHER:
-            parts.append((b"," if returned else b"") + encode_json(batch)[1:-1])
-            returned += len(batch)
-            batch = []
-    if batch:
+    items = page.nodes()
+    while batch := list(islice(items, _ENCODED_TOGETHER)):
         parts.append((b"," if returned else b"") + encode_json(batch)[1:-1])
         returned += len(batch)
     page.check_size(returned)

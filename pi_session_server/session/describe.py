@@ -229,10 +229,7 @@ class PreviewCache:
         kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         calls: ToolCalls = {}
         for entry in entries:
-            if type(entry) is Entry:  # every entry of the tree passes here
-                if entry.type != "message" or entry.role != "assistant":
-                    continue
-            elif type_of(entry) != "message" or role_of(entry) != "assistant":
+            if type_of(entry) != "message" or role_of(entry) != "assistant":
                 continue
             key = id(entry)
             found = old.get(key)
