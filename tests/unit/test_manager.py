@@ -208,6 +208,22 @@ def test_d14_large_file_rewritten_in_place_raises_instead_of_lying(tmp_path, mon
         _ = sm.get_entry("a")["message"]
 
 
+def test_d14_large_file_reads_bodies_of_entries_with_huge_integer_ids(tmp_path, monkeypatch):
+    # JSON.parse holds 12345678901234567890 as its nearest double, and so does the loaded envelope;
+    # the exact parser that reads the body again keeps the integer: still the same entry (this
+    # raised StaleFileError, so the entry could not be read at all)
+    from pi_session_server.session import loader
+
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+    odd = '{"type":"custom","id":9007199254740993,"parentId":12345678901234567890,"data":"kept"}'
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(HEADER) + "\n" + odd + "\n")
+    sm = SessionManager.open(str(path))
+    (entry,) = sm.get_entries()
+    assert entry.id == 9007199254740992.0 and entry.parent_id == 1.2345678901234567e19
+    assert entry["data"] == "kept"
+
+
 def test_d14_small_file_keeps_loaded_bodies(tmp_path):
     path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None, text="original")])
     sm = SessionManager.open(path)
