@@ -283,6 +283,7 @@ def _scan_entry_lines(
     end: int | None,
     on_progress: Callable[[int, int], Any] | None,
     keep_bytes: bool = False,
+    decode: Callable[[Any], Entry] = _decode_envelope,
 ) -> ScanResult:
     """The hot loop of opening a file: every line after the header.
 
@@ -293,7 +294,8 @@ def _scan_entry_lines(
     for as long as it lasts. Each line's envelope is decoded straight from a memoryview slice of the
     buffer: a GB of base64 images is only ever touched by the kernel's copy and msgspec's scan.
     Lines the envelope decoder rejects take the exact slow path. Plain reads rather than mmap: a
-    file truncated by another process while we read must not kill us with SIGBUS.
+    file truncated by another process while we read must not kill us with SIGBUS. ``decode`` may
+    make a subclass of Entry (the scan helper's, see scan_split).
     """
     result = ScanResult(end=start)
     entries = result.entries
@@ -304,7 +306,6 @@ def _scan_entry_lines(
     non_messages = index.non_messages
     chain_starts = index.chain_starts
     total = end if end is not None else os.fstat(fd).st_size
-    decode = _decode_envelope
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     line_no = first_line
     previous_id: Any = _NO_ID  # id of the entry just before, when it came through the hot loop

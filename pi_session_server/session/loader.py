@@ -26,6 +26,7 @@ from ..format.scan import (
     problem_for,
     scan_entries,
 )
+from ..format.scan_split import scan_split
 
 
 def is_valid_header(value: Any) -> bool:
@@ -96,15 +97,18 @@ def load_lazy(
     fd: int, path: str, peek: HeaderPeek, on_progress: Callable[[int, int], Any] | None = None
 ) -> tuple[LazyLoad, FileLineSource]:
     source = FileLineSource(path, os.dup(fd))
-    result = scan_entries(
-        fd,
-        source,
-        start=peek.next_offset,
-        first_line=peek.line + 1,
-        have_header=True,
-        on_progress=on_progress,
-        keep_bytes=peek.size <= KEEP_BYTES_LIMIT,
-    )
+    if peek.size <= KEEP_BYTES_LIMIT:
+        result = scan_entries(
+            fd,
+            source,
+            start=peek.next_offset,
+            first_line=peek.line + 1,
+            have_header=True,
+            on_progress=on_progress,
+            keep_bytes=True,
+        )
+    else:  # large: on two cores when the machine has them (same result)
+        result = scan_split(fd, source, peek.next_offset, peek.line + 1, on_progress)
     entries = result.entries
     entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
     total_lines = peek.line + 1 + result.lines

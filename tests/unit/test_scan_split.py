@@ -1,0 +1,394 @@
+"""A large file is scanned on two cores (format/scan_split.py): a forked helper reads the back part
+and sends its entries as msgpack rows. Whatever the file holds and wherever it is split, the result
+is the one scan of the whole file gives; when the helper fails in any way, the parent reads the
+back part itself and the result is still the same."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_session_server.format import scan, scan_split
+from pi_session_server.format.entry import Entry
+from pi_session_server.session import SessionManager, loader
+
+DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
+SOURCE = object()  # stands for the file's line source: every entry must point to it
+
+
+def _scan(path: Path, *, split: bool, on_progress: Any = None) -> scan.ScanResult:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if split:
+            return scan_split.scan_split(fd, SOURCE, 0, 0, on_progress)
+        return scan._scan_entry_lines(fd, SOURCE, 0, 0, True, None, None)
+    finally:
+        os.close(fd)
+
+
+def _facts(result: scan.ScanResult) -> dict[str, Any]:
+    """Everything a scan result tells, positions by identity (chain starts aside: see below)."""
+    entries = result.entries
+    position = {id(entry): at for at, entry in enumerate(entries)}
+
+    def typed(value: Any) -> Any:
+        return (type(value).__name__, value)
+
+    return {
+        "entries": [
+            (
+                type(e) is Entry,
+                e.line,
+                e.offset,
+                e.length,
+                typed(e.type),
+                typed(e.id),
+                typed(e.parent_id),
+                typed(e.timestamp),
+                None if e.message is None else (type(e.message).__name__, typed(e.message.role)),
+                typed(e.targetId),
+                typed(e.label),
+                typed(e._body),
+                e._source is SOURCE,
+            )
+            for e in entries
+        ],
+        "problems": [(p.line, p.column, p.kind, p.message, p.offset, p.length) for p in result.problems],
+        "lines": result.lines,
+        "end": result.end,
+        "tail": result.tail,
+        "by_id": sorted((key, position[id(e)]) for key, e in result.index.by_id.items())
+        if result.index.complete
+        else None,
+        "non_messages": [position[id(e)] for e in result.index.non_messages],
+        "complete": result.index.complete,
+    }
+
+
+def _assert_chains_hold(result: scan.ScanResult, single: scan.ScanResult) -> None:
+    """The split scan may list more chain starts (each batch starts one), never fewer, and inside a
+    chain every entry's parentId is the id of the entry before it."""
+    starts = result.index.chain_starts
+    assert starts == sorted(set(starts))
+    assert set(single.index.chain_starts) <= set(starts)
+    listed = set(starts)
+    entries = result.entries
+    for at in range(1, len(entries)):
+        if at not in listed:
+            assert entries[at].parent_id == entries[at - 1].id
+
+
+def assert_same_as_one_scan(path: Path) -> scan.ScanResult:
+    single = _scan(path, split=False)
+    result = _scan(path, split=True)
+    assert _facts(result) == _facts(single)
+    _assert_chains_hold(result, single)
+    return result
+
+
+@pytest.fixture
+def helper_always(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """A helper for any file, small batches; yields the list of batch counts merged (one per scan)."""
+    monkeypatch.setattr(scan_split, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(scan_split, "BATCH_BYTES", 2000)
+    monkeypatch.setattr(scan_split, "helper_wanted", lambda size: True)
+    merged: list[int] = []
+    real_merge = scan_split._merge
+
+    def counting_merge(result: Any, batches: list[Any], *args: Any) -> None:
+        merged.append(len(batches))
+        real_merge(result, batches, *args)
+
+    monkeypatch.setattr(scan_split, "_merge", counting_merge)
+    yield merged
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
+def test_real_sessions_read_the_same_with_a_helper(helper_always: list[int], name: str, caplog: Any):
+    path = DATA / name
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert not caplog.records
+    if path.stat().st_size > 4000:  # the helper's part took more than one batch
+        assert helper_always and helper_always[0] > 1
+
+
+def _message(n: int, parent: int | None, role: str = "user", pad: int = 40) -> bytes:
+    parent_json = "null" if parent is None else f'"m{parent}"'
+    return (
+        f'{{"type":"message","id":"m{n}","parentId":{parent_json},"timestamp":"2025-01-01T00:00:{n % 60:02d}Z",'
+        f'"message":{{"role":"{role}","content":"{"x" * pad}"}}}}'
+    ).encode()
+
+
+ODD_LINES = [
+    b"",
+    b"   \r",
+    b"{broken",
+    b"[1,2]",
+    b"null",
+    b"0",
+    b'{"type":"message","id":"s","parentId":"\\ud800","message":{"role":"user"}}',  # held value
+    b'{"type":"future_entry","id":"f","parentId":"m1","timestamp":"t"}',  # unknown type
+    b'{"type":"message","id":"r","parentId":"m1","message":{"role":"narrator","content":"hi"}}',
+    b'{"type":"message","id":"n","parentId":"m1","message":{"content":"no role"}}',
+    b'{"type":"custom","id":7,"parentId":12345678901234567890,"timestamp":1.5}',  # numbers
+    b'{"type":"label","id":"l","parentId":"m2","targetId":"m1","label":{"odd":[1,"two"]}}',
+    b'{"type":"label","id":"l2","parentId":"l","targetId":"m1","label":null}',
+    b'{"type":"message","id":"g1","parentId":"m3","message":{"role":"user"}}{"type":"message","id":"g2"}',
+    b'{"type":"session_info","id":"i","parentId":"m2","name":"\xe2\x80\xa8 \xff bad utf-8"}',
+    b'{"type":"compaction","id":"m2","parentId":"m1","summary":"same id again","firstKeptEntryId":"m1"}',
+    b'{"type":"thinking_level_change","id":"t","parentId":"m9","thinkingLevel":"high","_body":1}',
+]
+
+LINE = st.one_of(
+    st.integers(0, 40).map(lambda n: _message(n, n - 1 if n else None, pad=n * 7)),
+    st.sampled_from(ODD_LINES),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(LINE, min_size=1, max_size=60),
+    final_newline=st.booleans(),
+    crlf=st.booleans(),
+    share=st.sampled_from([0.1, 0.45, 0.9]),
+    batch=st.sampled_from([1, 300, 5000]),
+)
+def test_any_lines_read_the_same_wherever_the_file_is_split(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[bytes],
+    final_newline: bool,
+    crlf: bool,
+    share: float,
+    batch: int,
+):
+    path = tmp_path_factory.mktemp("split") / "s.jsonl"
+    newline = b"\r\n" if crlf else b"\n"
+    path.write_bytes(newline.join(lines) + (newline if final_newline else b""))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scan_split, "helper_wanted", lambda size: True)
+        mp.setattr(scan_split, "HELPER_SHARE", share)
+        mp.setattr(scan_split, "BATCH_BYTES", batch)
+        assert_same_as_one_scan(path)
+
+
+def _session(path: Path, count: int = 400) -> Path:
+    """A session with branches, odd lines spread through it and a last line without newline."""
+    lines = [b'{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}']
+    for n in range(count):
+        lines.append(_message(n, n - 1 if n % 50 else (n - 7 if n else None), pad=n % 90))
+        if n % 37 == 0:
+            lines.append(ODD_LINES[n % len(ODD_LINES)])
+    path.write_bytes(b"\n".join(lines))
+    return path
+
+
+def test_the_helper_really_reads_the_back_part(tmp_path: Path, helper_always: list[int]):
+    path = _session(tmp_path / "s.jsonl")
+    result = assert_same_as_one_scan(path)
+    assert helper_always and helper_always[0] > 5
+    assert result.tail  # the last line has no newline: read by the helper, kept as one scan does
+
+
+def _child_exits(status: int) -> Any:
+    def run_child(fd: int, start: int, out: int) -> None:
+        os._exit(status)
+
+    return run_child
+
+
+def _child_writes(data: bytes) -> Any:
+    def run_child(fd: int, start: int, out: int) -> None:
+        os.write(out, data)
+        os._exit(0)
+
+    return run_child
+
+
+def _child_sends_only_its_first_batch(fd: int, start: int, out: int) -> None:
+    result = scan._scan_entry_lines(
+        fd, None, start, 0, True, start + 3000, None, False, scan_split._decode_wire_envelope
+    )
+    frame = scan_split._encode_batch(scan_split._batch_of(result, False))
+    os.write(out, scan_split._FRAME_HEAD.pack(len(frame), result.end) + frame)
+    os._exit(0)
+
+
+@pytest.mark.parametrize(
+    "run_child",
+    [
+        _child_exits(3),
+        _child_exits(0),  # and sends nothing
+        _child_writes(scan_split._FRAME_HEAD.pack(100, 0) + b"cut short"),
+        _child_writes(scan_split._FRAME_HEAD.pack(4, 0) + b"\xc1\xc1\xc1\xc1"),  # not msgpack
+        _child_sends_only_its_first_batch,
+    ],
+    ids=["dies", "sends-nothing", "cut-frame", "garbage", "stops-early"],
+)
+def test_a_failing_helper_changes_nothing_but_the_time(
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, run_child: Any, caplog: Any
+):
+    path = _session(tmp_path / "s.jsonl")
+    monkeypatch.setattr(scan_split, "_run_child", run_child)
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert not helper_always  # nothing of the helper's was merged
+    assert any("scan helper" in record.getMessage() for record in caplog.records)
+
+
+def test_a_line_that_cannot_be_read_again_drops_the_helpers_whole_part(
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
+):
+    # lines the rows cannot carry are read again by the parent; if one of them no longer reads as
+    # an entry, the merge gives up before it has changed anything (no entry twice)
+    path = _session(tmp_path / "s.jsonl")
+    monkeypatch.setattr(scan_split, "_entry_from_line", lambda *args: None)
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert helper_always  # merged, and given up
+    assert any("unusable" in record.getMessage() for record in caplog.records)
+
+
+def test_no_fork_no_helper(tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch):
+    path = _session(tmp_path / "s.jsonl")
+
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(scan_split.os, "fork", no_fork)
+    assert_same_as_one_scan(path)
+    assert not helper_always
+
+
+def test_when_the_parent_fails_the_helper_is_stopped_and_reaped(
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch
+):
+    path = _session(tmp_path / "s.jsonl")
+    real_scan = scan_split._scan_entry_lines
+    started: list[int] = []
+    real_start = scan_split._Helper.start
+
+    def recording_start(fd: int, split: int) -> Any:
+        helper = real_start(fd, split)
+        started.append(helper.pid)
+        return helper
+
+    def failing_in_the_parent(fd: int, source: Any, *args: Any) -> Any:
+        if source is SOURCE:  # the parent's part (the helper scans with no source)
+            raise OSError(5, "Input/output error")
+        return real_scan(fd, source, *args)
+
+    monkeypatch.setattr(scan_split._Helper, "start", staticmethod(recording_start))
+    monkeypatch.setattr(scan_split, "_scan_entry_lines", failing_in_the_parent)
+    with pytest.raises(OSError, match="Input/output"):
+        _scan(path, split=True)
+    assert len(started) == 1
+    with pytest.raises(ChildProcessError):  # already reaped: no zombie left
+        os.waitpid(started[0], os.WNOHANG)
+
+
+def test_progress_counts_both_parts_and_ends_at_the_size(tmp_path: Path, helper_always: list[int]):
+    path = _session(tmp_path / "s.jsonl", count=2000)
+    reports: list[tuple[int, int]] = []
+    _scan(path, split=True, on_progress=lambda done, total: reports.append((done, total)))
+    size = path.stat().st_size
+    assert reports[-1] == (size, size)
+    done = [d for d, _ in reports]
+    assert done == sorted(done) and all(total == size for _, total in reports)
+
+
+def test_the_helper_is_for_large_files_on_linux_with_two_cores(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(scan_split.ENV_SWITCH, raising=False)
+    monkeypatch.setattr(scan_split.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(scan_split.sys, "platform", "linux")
+    big = scan_split.SPLIT_MIN_BYTES
+    assert scan_split.helper_wanted(big)
+    assert not scan_split.helper_wanted(big - 1)
+    monkeypatch.setenv(scan_split.ENV_SWITCH, "0")
+    assert not scan_split.helper_wanted(big)
+    monkeypatch.delenv(scan_split.ENV_SWITCH)
+    monkeypatch.setattr(scan_split.os, "sched_getaffinity", lambda pid: {0})
+    assert not scan_split.helper_wanted(big)
+    monkeypatch.setattr(scan_split.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(scan_split.sys, "platform", "darwin")
+    assert not scan_split.helper_wanted(big)
+
+
+# Files of the current version: the others are migrated on open (new ids every time), which
+# reads them exactly, without the lazy scan.
+CURRENT = sorted(p.name for p in DATA.glob("*.jsonl") if b'"version":3' in p.read_bytes()[:300])
+
+
+@pytest.mark.parametrize("name", [*CURRENT, "generated"])
+def test_sessions_opened_with_a_helper_answer_the_same(
+    name: str, tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch
+):
+    path = str(DATA / name if name != "generated" else _session(tmp_path / "s.jsonl", count=3000))
+
+    def answers() -> Any:
+        manager = SessionManager.open(path, read_only=True)
+        return (
+            [dict(entry) for entry in manager.get_entries()],
+            repr(manager.get_tree()),
+            repr(manager.build_session_context()),
+            manager.get_leaf_id(),
+            [problem.to_json() for problem in manager.problems],
+        )
+
+    expected = answers()  # held lines (a small file), one scan
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", -1)  # now as a large file is read
+    assert answers() == expected
+    if os.path.getsize(path) > 4000:
+        assert helper_always
+
+
+@pytest.mark.parametrize("terminated", [True, False])
+@pytest.mark.parametrize("when", ["helper-started", "parent-done"])
+def test_lines_appended_while_the_helper_reads_come_with_the_next_refresh(
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, terminated: bool, when: str
+):
+    # The helper reads to the end of the file as it is when it gets there; whatever it saw of an
+    # append made meanwhile, the next refresh has every entry once, on its own line.
+    path = _session(tmp_path / "s.jsonl", count=600)
+    if terminated:
+        path.write_bytes(path.read_bytes() + b"\n")
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", -1)
+
+    def someone_appends() -> None:
+        with open(path, "ab") as f:
+            f.write((b"" if terminated else b"\n") + _message(900, 599) + b"\n" + _message(901, 900) + b"\n")
+
+    if when == "helper-started":
+        real_start = scan_split._Helper.start
+
+        def start_then_append(fd: int, split: int) -> Any:
+            helper = real_start(fd, split)
+            someone_appends()
+            return helper
+
+        monkeypatch.setattr(scan_split._Helper, "start", staticmethod(start_then_append))
+    else:
+        real_finish = scan_split._Helper.finish
+
+        def append_then_finish(self: Any) -> Any:
+            someone_appends()
+            return real_finish(self)
+
+        monkeypatch.setattr(scan_split._Helper, "finish", append_then_finish)
+    manager = SessionManager.open(str(path), read_only=True)
+    manager.refresh_from_disk()
+    ids = [entry.id for entry in manager.get_entries()]
+    assert ids.count("m900") == 1 and ids.count("m901") == 1 and ids[-2:] == ["m900", "m901"]
+    data = path.read_bytes()
+    physical = data.split(b"\n")
+    for entry in manager.get_entries()[1:]:
+        assert physical[entry.line] == data[entry.offset : entry.offset + entry.length]
+    assert helper_always
