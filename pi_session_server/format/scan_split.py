@@ -58,6 +58,10 @@ HELPER_SHARE = 0.48
 # a time (a GB of text is 400,000 entries: 200 MB of them in one go).
 BATCH_BYTES = 32 * 1024 * 1024
 ENV_SWITCH = "PI_SESSION_SCAN_HELPER"
+# Forking copies the page tables of everything the process holds, and each page either side then
+# writes first costs a fault: measured here, 0.04 s for a process of 880 MB, where the helper saves
+# 0.06 s on 100 MB. No helper for a process holding more than this many times the bytes to scan.
+MAX_RESIDENT_PER_BYTE = 8
 
 _FRAME_HEAD = struct.Struct("<QQ")  # the frame's size, the offset its batch ends at
 
@@ -106,9 +110,20 @@ def helper_wanted(bytes_after_header: int) -> bool:
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return False
     try:
-        return len(os.sched_getaffinity(0)) >= 2
+        if len(os.sched_getaffinity(0)) < 2:
+            return False
     except OSError:
         return False
+    return _resident_bytes() <= MAX_RESIDENT_PER_BYTE * bytes_after_header
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (0 if unknown)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * mmap.PAGESIZE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def scan_split(

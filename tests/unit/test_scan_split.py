@@ -320,6 +320,13 @@ def test_the_helper_is_for_large_files_on_linux_with_two_cores(monkeypatch: pyte
     monkeypatch.setattr(scan_split.os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(scan_split.sys, "platform", "darwin")
     assert not scan_split.helper_wanted(big)
+    monkeypatch.setattr(scan_split.sys, "platform", "linux")
+    # a process holding much more than the file: the fork would cost more than the helper saves
+    resident = scan_split._resident_bytes()
+    assert resident > 1024 * 1024  # read from /proc/self/statm
+    assert scan_split.helper_wanted(max(big, resident // scan_split.MAX_RESIDENT_PER_BYTE + 1))
+    monkeypatch.setattr(scan_split, "_resident_bytes", lambda: scan_split.MAX_RESIDENT_PER_BYTE * big + 1)
+    assert not scan_split.helper_wanted(big)
 
 
 # Files of the current version: the others are migrated on open (new ids every time), which
