@@ -159,7 +159,11 @@ def scan_split(
         try:
             _merge(result, batches, fd, source, split, first_line)
         except _HelperFailed as why:
-            log.warning("scan helper's part of %s is unusable (%s); reading it here", source, why)
+            log.warning(
+                "scan helper's part of %s is unusable (%s); reading it here",
+                getattr(source, "path", source),
+                why,
+            )
         else:
             if on_progress is not None:
                 on_progress(result.end + len(result.tail), total)
@@ -271,7 +275,12 @@ def _read_frames(out: int) -> list[_Batch] | None:
     if size == 0:
         log.warning("scan helper sent nothing")
         return None
-    with mmap.mmap(out, size, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as frames:
+    try:
+        mapped = mmap.mmap(out, size, access=mmap.ACCESS_READ)
+    except OSError as err:
+        log.warning("scan helper's batches cannot be mapped: %s", err)
+        return None
+    with mapped, memoryview(mapped) as frames:
         batches = []
         at = 0
         try:
@@ -388,6 +397,9 @@ def _merge(
     line_base = first_line + result.lines  # the helper counted lines from 0 at split
     for batch in batches:
         rows = batch.rows
+        positions = (*batch.rereads, *batch.non_messages, *batch.chain_starts)
+        if positions and not 0 <= min(positions) <= max(positions) < len(rows):
+            raise _HelperFailed("a batch points past its rows")
         for entry in rows:
             entry.line += line_base
             entry._source = source

@@ -257,6 +257,38 @@ def test_a_line_that_cannot_be_read_again_drops_the_helpers_whole_part(
     assert any("unusable" in record.getMessage() for record in caplog.records)
 
 
+def test_a_batch_pointing_past_its_rows_is_not_merged(
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
+):
+    path = _session(tmp_path / "s.jsonl")
+    real_batch_of = scan_split._batch_of
+
+    def batch_pointing_past_its_rows(result: Any, last: bool) -> Any:
+        batch = real_batch_of(result, last)
+        batch.non_messages.append(len(batch.rows) + 5)
+        return batch
+
+    monkeypatch.setattr(scan_split, "_batch_of", batch_pointing_past_its_rows)
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert any("points past its rows" in record.getMessage() for record in caplog.records)
+
+
+def test_batches_that_cannot_be_mapped_are_read_here(
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
+):
+    path = _session(tmp_path / "s.jsonl")
+
+    def no_memory(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(scan_split.mmap, "mmap", no_memory)
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert not helper_always
+    assert any("cannot be mapped" in record.getMessage() for record in caplog.records)
+
+
 def test_no_fork_no_helper(tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch):
     path = _session(tmp_path / "s.jsonl")
 
