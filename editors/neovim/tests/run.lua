@@ -159,7 +159,8 @@ end)
 local EXPECTED_TREE = {
   'Session tree of broken-session.jsonl · filter: default · 6 entries',
   '<CR> jump  f filter  r refresh  c context  b branch  L label  q close',
-  '',
+  -- line 8 of the fixture is cut off: pi skips it without a word, the tree buffer says so
+  'pi skips 1 line of this file, so the tree lacks what it holds: line 8 (invalid JSON: Unterminated string). The diagnostics list it with the repairs.',
   '* user: Refactor the parser please',
   '* assistant: Sure. Which module first?  (2 branches)',
   '├─ * user: Actually, do the loader instead',
@@ -167,6 +168,23 @@ local EXPECTED_TREE = {
   '└─   user: Start with the scanner  [scanner-try]',
   '     assistant: Scanner split into two functions',
 }
+
+test('skipped_notice names the first line pi skips and counts the rest; nothing when none are', function()
+  local tree = require('pi_session.tree')
+  eq(tree.skipped_notice(nil), nil, 'no info')
+  eq(tree.skipped_notice({ skippedLines = 0 }), nil, 'none skipped')
+  eq(tree.skipped_notice({}), nil, 'a server without skippedLines')
+  eq(
+    tree.skipped_notice({ skippedLines = 3, skipped = { { line = 1, kind = 'glued', message = '2 lines glued\ntogether' } } }),
+    'pi skips 3 lines of this file, so the tree lacks what they hold: line 2 (2 lines glued together), and 2 more. The diagnostics list them with the repairs.',
+    'several lines'
+  )
+  eq(
+    tree.skipped_notice({ skippedLines = 2 }),
+    'pi skips 2 lines of this file, so the tree lacks what they hold. The diagnostics list them with the repairs.',
+    'no list'
+  )
+end)
 
 local tree_buf
 test(':PiSessionTree draws the tree', function()

@@ -22,6 +22,7 @@ import {
   type LargeFileParams,
   type LineEntry,
   type SessionContextResult,
+  type SkippedLines,
   type TreeNode,
 } from './protocol';
 import { pythonExtensionInterpreter } from './pythonExtension';
@@ -61,13 +62,16 @@ class Extension {
 
   constructor(context: vscode.ExtensionContext) {
     const filter = vscode.workspace.getConfiguration('piSession').get<FilterMode>('tree.filter', 'default');
-    this.tree = new SessionTreeProvider(
-      (uri, mode) =>
+    this.tree = new SessionTreeProvider(async (uri, mode) => {
+      const [tree, info] = await Promise.all([
         fetchWholeTree((page) =>
           this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...page }),
         ),
-      filter,
-    );
+        // the lines pi skips; a server without them (or failing here) leaves the notice out
+        this.request<SkippedLines>(Methods.getInfo, { uri: this.wireUri(uri) }).catch(() => undefined),
+      ]);
+      return { ...tree, skippedLines: info?.skippedLines, skipped: info?.skipped };
+    }, filter);
     this.treeView = vscode.window.createTreeView('piSession.tree', { treeDataProvider: this.tree, showCollapseAll: true });
     this.tree.onDidLoad = () => this.describeTree();
     context.subscriptions.push(this.output, this.checkDiagnostics, this.treeView, this.contextDocuments);
@@ -242,9 +246,9 @@ class Extension {
   private describeTree(): void {
     const uri = this.tree.uri;
     this.treeView.description = uri ? `${path.basename(uri.fsPath)} · ${this.tree.filter}` : '';
+    const empty = uri && this.tree.nodes.length === 0 ? `No entries match the filter "${this.tree.filter}".` : undefined;
     if (this.tree.error) this.treeView.message = `Could not load the session tree: ${this.tree.error}`;
-    else if (uri && this.tree.nodes.length === 0) this.treeView.message = `No entries match the filter "${this.tree.filter}".`;
-    else this.treeView.message = undefined;
+    else this.treeView.message = [this.tree.skipped, empty].filter(Boolean).join(' ') || undefined;
   }
 
   private onDidChange(params: DidChangeParams): void {

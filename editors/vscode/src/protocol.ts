@@ -41,6 +41,20 @@ export interface GetTreeResult {
   nextOffset?: number;
 }
 
+/** A line pi skips (pi/getInfo's `skipped`): 0-based line and column, the kind and what is wrong. */
+export interface SkippedLine {
+  line: number;
+  column?: number;
+  kind?: string;
+  message: string;
+}
+
+/** The part of pi/getInfo the tree view shows: the lines pi skips, so their entries are missing. */
+export interface SkippedLines {
+  skippedLines?: number;
+  skipped?: SkippedLine[];
+}
+
 /** pi/getEntryAtLine: the entry on a line of the file (its envelope, no body), or null. */
 export interface LineEntry {
   id: unknown;
@@ -88,6 +102,7 @@ export const Methods = {
   append: 'pi/append',
   getEntry: 'pi/getEntry',
   getEntryAtLine: 'pi/getEntryAtLine',
+  getInfo: 'pi/getInfo',
   didChange: 'pi/didChange',
   foreignWriter: 'pi/foreignWriter',
   largeFile: 'pi/largeFile',

@@ -1,5 +1,5 @@
 // Pure helpers over the flat form of pi/getTree: no vscode import, so they are unit-tested directly.
-import type { TreeNode } from './protocol';
+import type { SkippedLines, TreeNode } from './protocol';
 
 /** A node of the visible tree, rebuilt from the flat preorder list. */
 export interface TreeRow {
@@ -114,4 +114,18 @@ export function leafMarker(nodes: readonly TreeNode[], leafId: unknown): { node:
   let deepest: TreeNode | undefined;
   for (const node of nodes) if (node.onLeafPath && (!deepest || node.depth > deepest.depth)) deepest = node;
   return deepest ? { node: deepest, hidden: true } : undefined;
+}
+
+/**
+ * The tree view's notice for a file with lines pi skips (pi reads a damaged file without a word, and
+ * what those lines held is simply not in the tree), or undefined when none are skipped.
+ */
+export function skippedNotice(info: SkippedLines | undefined): string | undefined {
+  const count = info?.skippedLines;
+  if (typeof count !== 'number' || count <= 0) return undefined;
+  const first = info?.skipped?.[0];
+  const where = first && typeof first.line === 'number' ? `: line ${first.line + 1} (${oneLine(String(first.message), 100)})` : '';
+  const more = count > 1 && where ? `, and ${count - 1} more` : '';
+  const lines = count === 1 ? '1 line' : `${count} lines`;
+  return `pi skips ${lines} of this file, so the tree lacks what ${count === 1 ? 'it holds' : 'they hold'}${where}${more}. The Problems panel lists ${count === 1 ? 'it' : 'them'} with the repairs.`;
 }

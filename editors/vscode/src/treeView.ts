@@ -1,10 +1,11 @@
 // The "Pi Session Tree" view: pi/getTree (flat form) of the active session file, nested by pi's
 // /tree indentation, with labels, branch points and the leaf marked.
 import * as vscode from 'vscode';
-import { FILTER_MODES, type FilterMode, type GetTreeResult, type TreeNode } from './protocol';
-import { buildDisplayTree, entryLabel, idText, leafMarker, type DisplayNode } from './treeModel';
+import { FILTER_MODES, type FilterMode, type GetTreeResult, type SkippedLines, type TreeNode } from './protocol';
+import { buildDisplayTree, entryLabel, idText, leafMarker, skippedNotice, type DisplayNode } from './treeModel';
 
-export type FetchTree = (uri: vscode.Uri, filter: FilterMode) => Promise<GetTreeResult>;
+/** The tree, and what pi/getInfo says of the lines pi skips (absent from an older server). */
+export type FetchTree = (uri: vscode.Uri, filter: FilterMode) => Promise<GetTreeResult & SkippedLines>;
 
 export class SessionTreeProvider implements vscode.TreeDataProvider<DisplayNode> {
   private readonly changed = new vscode.EventEmitter<DisplayNode | undefined>();
@@ -19,6 +20,8 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<DisplayNode>
   leafId: string | null = null;
   /** Set after each load: the error text, or undefined. Shown as the view's message. */
   error: string | undefined;
+  /** Set after each load: what the view says of lines pi skips in the file, or undefined. */
+  skipped: string | undefined;
   onDidLoad: (() => void) | undefined;
 
   constructor(
@@ -49,11 +52,13 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<DisplayNode>
     let roots: DisplayNode[] = [];
     let leafId: string | null = null;
     let error: string | undefined;
+    let skipped: string | undefined;
     if (uri) {
       try {
         const result = await this.fetch(uri, this.filter);
         roots = buildDisplayTree(result?.nodes ?? []);
         leafId = result?.leafId ?? null;
+        skipped = skippedNotice(result);
       } catch (e) {
         error = e instanceof Error ? e.message : String(e);
       }
@@ -64,6 +69,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<DisplayNode>
     this.leafId = leafId;
     this.marker = leafMarker(this.rows.map((row) => row.node), leafId);
     this.error = error;
+    this.skipped = skipped;
     this.changed.fire(undefined);
     this.onDidLoad?.();
   }

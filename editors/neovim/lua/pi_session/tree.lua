@@ -104,6 +104,31 @@ function M.draw(nodes, leaf_id)
   return lines, line_nodes
 end
 
+--- What the tree buffer says of lines pi skips (pi/getInfo's `skippedLines` and `skipped`): pi reads
+--- a damaged file without a word, and what those lines held is not in the tree. nil when none are.
+---@param info table|nil
+---@return string|nil
+function M.skipped_notice(info)
+  local count = type(info) == 'table' and info.skippedLines or nil
+  if type(count) ~= 'number' or count <= 0 then
+    return nil
+  end
+  local first = type(info.skipped) == 'table' and info.skipped[1] or nil
+  local where = ''
+  if type(first) == 'table' and type(first.line) == 'number' then
+    where = (': line %d (%s)'):format(first.line + 1, one_line(first.message, 100))
+    if count > 1 then
+      where = where .. (', and %d more'):format(count - 1)
+    end
+  end
+  return ('pi skips %s of this file, so the tree lacks what %s%s. The diagnostics list %s with the repairs.'):format(
+    count == 1 and '1 line' or (count .. ' lines'),
+    count == 1 and 'it holds' or 'they hold',
+    where,
+    count == 1 and 'it' or 'them'
+  )
+end
+
 local function set_lines(buf, lines)
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
@@ -111,10 +136,11 @@ local function set_lines(buf, lines)
   vim.bo[buf].modified = false
 end
 
-local function highlight(buf, lines)
+local function highlight(buf, lines, notice)
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   for i = 1, math.min(HEADER_LINES, #lines) do
-    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, 0, { end_col = #lines[i], hl_group = 'Comment' })
+    local group = (notice and i == HEADER_LINES) and 'WarningMsg' or 'Comment'
+    vim.api.nvim_buf_set_extmark(buf, ns, i - 1, 0, { end_col = #lines[i], hl_group = group })
   end
   for i = HEADER_LINES + 1, #lines do
     local line = lines[i]
@@ -128,14 +154,15 @@ local function highlight(buf, lines)
   end
 end
 
---- Redraw a tree buffer from a pi/getTree result.
-local function render(buf, result, err)
+--- Redraw a tree buffer from a pi/getTree result (and pi/getInfo's, for the lines pi skips).
+local function render(buf, result, err, info)
   local state = trees[buf]
   if not state or not vim.api.nvim_buf_is_valid(buf) then
     return
   end
   local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(state.source), ':t')
   local lines = {}
+  local notice = not err and M.skipped_notice(info) or nil
   state.rows = {}
   if err then
     lines = {
@@ -148,7 +175,7 @@ local function render(buf, result, err)
     lines = {
       ('Session tree of %s · filter: %s · %d entries'):format(name, state.filter, #drawn),
       '<CR> jump  f filter  r refresh  c context  b branch  L label  q close',
-      '',
+      notice or '',
     }
     if #drawn == 0 then
       table.insert(lines, ('(no entries match the filter "%s")'):format(state.filter))
@@ -160,7 +187,7 @@ local function render(buf, result, err)
     state.leaf_id = result and result.leafId
   end
   set_lines(buf, lines)
-  highlight(buf, lines)
+  highlight(buf, lines, notice)
 end
 
 local function tree_params(state)
@@ -177,15 +204,25 @@ function M.refresh(buf, sync)
   local session = require('pi_session')
   state.generation = (state.generation or 0) + 1
   local generation = state.generation
+  -- pi/getInfo says which lines pi skips; a server that cannot tell leaves the notice out
   if sync then
     local result, err = session.get_tree(state.source, tree_params(state))
-    render(buf, result, err)
+    local info = not err and session.request_sync(state.source, 'pi/getInfo', {}) or nil
+    render(buf, result, err, info)
   else
     session.get_tree(state.source, tree_params(state), function(err, result)
-      vim.schedule(function()
-        if trees[buf] == state and state.generation == generation then
-          render(buf, result, err)
-        end
+      local function draw(info)
+        vim.schedule(function()
+          if trees[buf] == state and state.generation == generation then
+            render(buf, result, err, info)
+          end
+        end)
+      end
+      if err then
+        return draw(nil)
+      end
+      session.request(state.source, 'pi/getInfo', {}, function(info_err, info)
+        draw(not info_err and info or nil)
       end)
     end)
   end

@@ -152,6 +152,11 @@ try {
   check('the tree view marks the leaf', leafRow.includes('leaf'), leafRow);
   const branchRow = rowsText.find((row) => row.includes('Which module first')) || '';
   check('the tree view marks the branch point', branchRow.includes('2 branches'), branchRow);
+  // pi skips the cut-off line 8 without a word: the view says what the tree lacks
+  const skippedNotice = treePane.getByText('pi skips 1 line of this file');
+  const noticeShown = await visible(skippedNotice, 15_000);
+  check('the tree view says pi skips the broken line', noticeShown && /line 8 \(invalid JSON/.test(await skippedNotice.first().innerText()),
+    squash(await skippedNotice.first().innerText().catch(() => '(no notice)')).slice(0, 200));
 
   // 5. clicking a tree row reveals its line in the editor
   if (treeOk) await treePane.locator('.monaco-list-row', { hasText: 'Start with the scanner' }).first().click();
@@ -225,6 +230,12 @@ try {
   await openByName(page, 'glued-session.jsonl');
   const gluedProblem = await visible(page.locator('.markers-panel .monaco-list-row', { hasText: 'lines glued together' }), 60_000);
   check('lines glued together are reported', gluedProblem);
+  // the tree follows the glued file: pi skips its glued line, and the notice names it
+  const gluedNotice = treePane.getByText('pi skips 1 line of this file');
+  const gluedNoticeShown = await gluedNotice.filter({ hasText: 'line 2 (2 lines glued together' }).first()
+    .waitFor({ timeout: 20_000 }).then(() => true, () => false);
+  check('the tree view of the glued file names the glued line', gluedNoticeShown,
+    squash(await gluedNotice.first().innerText().catch(() => '(no notice)')).slice(0, 200));
   // Fix All, then save: the file on disk must hold the glued entry on a line of its own
   const gluedPath = path.join(FOLDER, 'glued-session.jsonl');
   const before = fs.readFileSync(gluedPath, 'utf8');
@@ -246,6 +257,9 @@ try {
   const split = savedLines.length === before.split('\n').length + 1 && savedLines[2].startsWith('{"type":"message","id":"g0000002"');
   check('Fix All splits them onto lines of their own', split,
     `${attempts} attempt(s); lines now start: ${savedLines.map((l) => l.slice(0, 34)).join(' | ')}`);
+  // the tree of the repaired file no longer says pi skips a line
+  const noticeGone = await treePane.getByText('pi skips').first().waitFor({ state: 'hidden', timeout: 20_000 }).then(() => true, () => false);
+  check('the notice of skipped lines goes once the file is repaired', gluedNoticeShown && split && noticeGone);
 
   await page.waitForTimeout(500);
   await page.screenshot({ path: path.join(OUT, 'e2e.png') });

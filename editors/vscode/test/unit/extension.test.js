@@ -64,6 +64,7 @@ async function activated(options = {}) {
     if (method === 'pi/getTree') return options.getTree ? options.getTree(params) : TREE;
     if (method === 'pi/getEntryAtLine') return (options.getEntryAtLine ?? entryAtLineOf(TREE))(params);
     if (method === 'pi/buildSessionContext') return CONTEXT;
+    if (method === 'pi/getInfo') return options.getInfo ? options.getInfo(params) : { skippedLines: 0 };
     if (method === 'pi/branch') return { leafId: params.entryId };
     if (method === 'pi/append') return { id: 'new1' };
     return null;
@@ -183,6 +184,23 @@ test('the tree view joins pages: a server answering two nodes per reply gives th
   const leafRow = api.tree.getChildren(api.tree.getChildren(roots[1])[1])[0];
   assert.match(api.tree.getTreeItem(leafRow).description, /◀ leaf/);
   assert.equal(state.treeViews[0].message, undefined);
+});
+
+test('the tree view says when pi skips lines of the file (pi/getInfo), and not when a server cannot tell', async (t) => {
+  const asked = [];
+  const skipped = { skippedLines: 1, skipped: [{ line: 7, column: 3, kind: 'malformed', message: 'invalid JSON: Unterminated string' }] };
+  const { state, restore } = await activated({ getInfo: (params) => (asked.push(params.uri), skipped) });
+  t.after(restore);
+  assert.deepEqual(asked, [SESSION_URI]);
+  assert.match(state.treeViews[0].message, /^pi skips 1 line of this file, so the tree lacks what it holds: line 8 \(invalid JSON/);
+  const older = await activated({
+    getInfo: () => {
+      throw Object.assign(new Error('Unhandled method pi/getInfo'), { code: -32601 });
+    },
+  });
+  t.after(older.restore);
+  assert.equal(older.state.treeViews[0].message, undefined);
+  assert.ok(older.api.tree.nodes.length > 0, 'the tree is shown all the same');
 });
 
 test('a tree too big for one reply (TooLarge without limit) loads in pages, and entry commands find entries in later pages', async (t) => {

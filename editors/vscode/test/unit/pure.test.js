@@ -61,6 +61,27 @@ test('entryText: role prefix for messages, preview alone for other types, flatte
   assert.equal(treeModel.idText(5), '5');
 });
 
+test('skippedNotice: what the tree view says of lines pi skips, naming the first one', () => {
+  assert.equal(treeModel.skippedNotice(undefined), undefined);
+  assert.equal(treeModel.skippedNotice({ skippedLines: 0 }), undefined);
+  assert.equal(treeModel.skippedNotice({}), undefined); // a server without skippedLines
+  assert.equal(
+    treeModel.skippedNotice({ skippedLines: 1, skipped: [{ line: 7, column: 90, kind: 'malformed', message: 'invalid JSON: Unterminated string' }] }),
+    'pi skips 1 line of this file, so the tree lacks what it holds: line 8 (invalid JSON: Unterminated string). ' +
+      'The Problems panel lists it with the repairs.',
+  );
+  const glued = { line: 1, kind: 'glued', message: '2 lines glued together (entry `g1`, then entry `g2`)\n: pi skips the whole line' };
+  assert.equal(
+    treeModel.skippedNotice({ skippedLines: 3, skipped: [glued] }),
+    'pi skips 3 lines of this file, so the tree lacks what they hold: line 2 (2 lines glued together (entry `g1`, then ' +
+      'entry `g2`) : pi skips the whole line), and 2 more. The Problems panel lists them with the repairs.',
+  );
+  assert.equal(
+    treeModel.skippedNotice({ skippedLines: 2 }),
+    'pi skips 2 lines of this file, so the tree lacks what they hold. The Problems panel lists them with the repairs.',
+  );
+});
+
 const probes = (overrides = {}) => ({
   commandSetting: [],
   pythonPathSetting: '',
