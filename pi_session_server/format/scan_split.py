@@ -28,10 +28,12 @@ import contextlib
 import logging
 import mmap
 import os
+import select
 import signal
 import struct
 import sys
 import tempfile
+import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -58,6 +60,11 @@ HELPER_SHARE = 0.48
 # a time (a GB of text is 400,000 entries: 200 MB of them in one go).
 BATCH_BYTES = 32 * 1024 * 1024
 ENV_SWITCH = "PI_SESSION_SCAN_HELPER"
+# How long the parent waits for the helper once its own part is read: the helper's part is about as
+# big, so it should be done about as soon; one that takes this many times longer (and at least
+# MIN_PATIENCE seconds) is stopped and its part read here.
+PATIENCE_FACTOR = 3.0
+MIN_PATIENCE = 2.0
 # Forking copies the page tables of everything the process holds, and each page either side then
 # writes first costs a fault: measured here, 0.04 s for a process of 880 MB, where the helper saves
 # 0.06 s on 100 MB. No helper for a process holding more than this many times the bytes to scan.
@@ -150,8 +157,9 @@ def scan_split(
             def report(position: int, _total: int) -> None:
                 progress(position + helper.progress() - split, total)
 
+        began = time.monotonic()
         result = _scan_entry_lines(fd, source, start, first_line, True, split, report)
-        batches = helper.finish()
+        batches = helper.finish(max(MIN_PATIENCE, PATIENCE_FACTOR * (time.monotonic() - began)))
     except BaseException:
         helper.kill()
         raise
@@ -236,9 +244,14 @@ class _Helper:
             self.looked += _FRAME_HEAD.size + size
             self.done = end
 
-    def finish(self) -> list[_Batch] | None:
-        """Wait for the helper; its batches, or None when they cannot be used."""
+    def finish(self, patience: float) -> list[_Batch] | None:
+        """Wait for the helper, at most ``patience`` seconds; its batches, or None when they
+        cannot be used (a helper still running then is stopped)."""
         try:
+            if not self._exited_within(patience):
+                log.warning("scan helper did not finish within %.1f s; stopped", patience)
+                self.kill()
+                return None
             status = _reap(self.pid)
             self.reaped = True
             if status != 0:
@@ -247,6 +260,32 @@ class _Helper:
             return _read_frames(self.out)
         finally:
             self._close()
+
+    def _exited_within(self, seconds: float) -> bool:
+        """Has the child exited, or does it within ``seconds``? (Not reaped here.) A child can
+        hang where no scan would: a library's fork handler that waits for a thread the child does
+        not have, say."""
+        deadline = time.monotonic() + seconds
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # before Linux 5.3: look every few ms
+            pidfd = -1
+        try:
+            while True:
+                if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                if pidfd >= 0:
+                    select.select([pidfd], [], [], left)
+                else:
+                    time.sleep(min(0.005, left))
+        except ChildProcessError:  # reaped by somebody else: its batches tell whether it finished
+            return True
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
 
     def kill(self) -> None:
         """Stop the helper (the parent failed): never leave a process or a zombie behind."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -289,6 +290,43 @@ def test_batches_that_cannot_be_mapped_are_read_here(
     assert any("cannot be mapped" in record.getMessage() for record in caplog.records)
 
 
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
+def test_a_helper_that_hangs_is_stopped_and_its_part_read_here(
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any, pidfd: bool
+):
+    # e.g. a library's fork handler waiting in the child for a thread it does not have
+    path = _session(tmp_path / "s.jsonl")
+    if not pidfd:  # a kernel before 5.3
+
+        def no_pidfd(pid: int) -> int:
+            raise OSError(38, "Function not implemented")
+
+        monkeypatch.setattr(scan_split.os, "pidfd_open", no_pidfd, raising=False)
+    started: list[int] = []
+    real_start = scan_split._Helper.start
+
+    def recording_start(fd: int, split: int) -> Any:
+        helper = real_start(fd, split)
+        started.append(helper.pid)
+        return helper
+
+    def hanging_child(fd: int, start: int, out: int) -> None:
+        time.sleep(3600)
+        os._exit(0)
+
+    monkeypatch.setattr(scan_split._Helper, "start", staticmethod(recording_start))
+    monkeypatch.setattr(scan_split, "_run_child", hanging_child)
+    monkeypatch.setattr(scan_split, "MIN_PATIENCE", 0.3)
+    began = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert time.monotonic() - began < 30  # not an hour
+    assert not helper_always
+    assert any("did not finish" in record.getMessage() for record in caplog.records)
+    with pytest.raises(ChildProcessError):  # stopped and reaped
+        os.waitpid(started[0], os.WNOHANG)
+
+
 def test_no_fork_no_helper(tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch):
     path = _session(tmp_path / "s.jsonl")
 
@@ -417,9 +455,9 @@ def test_lines_appended_while_the_helper_reads_come_with_the_next_refresh(
     else:
         real_finish = scan_split._Helper.finish
 
-        def append_then_finish(self: Any) -> Any:
+        def append_then_finish(self: Any, patience: float) -> Any:
             someone_appends()
-            return real_finish(self)
+            return real_finish(self, patience)
 
         monkeypatch.setattr(scan_split._Helper, "finish", append_then_finish)
     manager = SessionManager.open(str(path), read_only=True)
