@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import mmap
 import os
 import select
@@ -266,10 +267,14 @@ class _Helper:
         hang where no scan would: a library's fork handler that waits for a thread the child does
         not have, say."""
         deadline = time.monotonic() + seconds
+        exited = None
         try:
             pidfd = os.pidfd_open(self.pid)
         except (AttributeError, OSError):  # before Linux 5.3: look every few ms
             pidfd = -1
+        else:  # poll, not select: a process holding 1,024 files has fds select cannot take
+            exited = select.poll()
+            exited.register(pidfd, select.POLLIN)
         try:
             while True:
                 if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
@@ -277,8 +282,8 @@ class _Helper:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                if pidfd >= 0:
-                    select.select([pidfd], [], [], left)
+                if exited is not None:
+                    exited.poll(max(1, math.ceil(left * 1000)))
                 else:
                     time.sleep(min(0.005, left))
         except ChildProcessError:  # reaped by somebody else: its batches tell whether it finished

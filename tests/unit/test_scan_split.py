@@ -290,9 +290,24 @@ def test_batches_that_cannot_be_mapped_are_read_here(
     assert any("cannot be mapped" in record.getMessage() for record in caplog.records)
 
 
+@pytest.fixture
+def many_files_open(tmp_path: Path) -> Iterator[None]:
+    """More than 1,024 files open, so that new descriptors are past what select() can take (the
+    sidecar and pytest can hold that many)."""
+    held = [os.open(tmp_path, os.O_RDONLY) for _ in range(1100)]
+    yield
+    for fd in held:
+        os.close(fd)
+
+
 @pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
 def test_a_helper_that_hangs_is_stopped_and_its_part_read_here(
-    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any, pidfd: bool
+    tmp_path: Path,
+    helper_always: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: Any,
+    pidfd: bool,
+    many_files_open: None,
 ):
     # e.g. a library's fork handler waiting in the child for a thread it does not have
     path = _session(tmp_path / "s.jsonl")
