@@ -12,6 +12,7 @@ for diagnostics.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -499,6 +500,12 @@ class FileLineSource:
                 os.close(self.fd)
             finally:
                 self.fd = -1
+
+    def __del__(self) -> None:
+        # a manager nobody closed must not keep its file open: a process may open thousands of
+        # sessions (listing, searching), and the default limit is often 1,024 descriptors
+        with contextlib.suppress(OSError):
+            self.close()
 
 
 def parse_text_line(text: str) -> Any:

@@ -262,3 +262,26 @@ def test_foreign_append_between_ours_leads_to_exact_reload(tmp_path):
     fresh = SessionManager.open(path)
     assert [e.id for e in sm.get_entries()] == [e.id for e in fresh.get_entries()]
     assert [e.id for e in sm.get_entries()][-2:] == ["f0reign1", mine]
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_managers_nobody_closed_do_not_keep_their_files_open(tmp_path):
+    # A script that opens thousands of sessions and never calls close() must not run out of
+    # descriptors (the default limit is often 1,024): dropping a manager closes its files.
+    import gc
+
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None), _msg("b", "a", role="assistant")])
+    before = _open_descriptors()
+    for _ in range(50):
+        reader = SessionManager.open(path, read_only=True)
+        reader.get_tree()
+        writer = SessionManager.open(path)
+        writer.append_message({"role": "user", "content": "x", "timestamp": 1})
+        assert _open_descriptors() > before
+    del reader, writer
+    gc.collect()
+    assert _open_descriptors() == before
