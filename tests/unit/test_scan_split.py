@@ -394,6 +394,9 @@ def test_the_helper_is_for_large_files_on_linux_with_two_cores(monkeypatch: pyte
     monkeypatch.delenv(scan_split.ENV_SWITCH, raising=False)
     monkeypatch.setattr(scan_split.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(scan_split.sys, "platform", "linux")
+    resident = scan_split._resident_bytes()
+    assert resident > 1024 * 1024  # read from /proc/self/statm
+    monkeypatch.setattr(scan_split, "_resident_bytes", lambda: 64 * 1024 * 1024)  # a small process
     big = scan_split.SPLIT_MIN_BYTES
     assert scan_split.helper_wanted(big)
     assert not scan_split.helper_wanted(big - 1)
@@ -407,11 +410,9 @@ def test_the_helper_is_for_large_files_on_linux_with_two_cores(monkeypatch: pyte
     assert not scan_split.helper_wanted(big)
     monkeypatch.setattr(scan_split.sys, "platform", "linux")
     # a process holding much more than the file: the fork would cost more than the helper saves
-    resident = scan_split._resident_bytes()
-    assert resident > 1024 * 1024  # read from /proc/self/statm
-    assert scan_split.helper_wanted(max(big, resident // scan_split.MAX_RESIDENT_PER_BYTE + 1))
     monkeypatch.setattr(scan_split, "_resident_bytes", lambda: scan_split.MAX_RESIDENT_PER_BYTE * big + 1)
     assert not scan_split.helper_wanted(big)
+    assert scan_split.helper_wanted(big + 1)
 
 
 # Files of the current version: the others are migrated on open (new ids every time), which
