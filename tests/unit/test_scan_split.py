@@ -291,6 +291,22 @@ def test_batches_that_cannot_be_mapped_are_read_here(
 
 
 @pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the helpers started, in turn."""
+    pids: list[int] = []
+    real_start = scan_split._Helper.start
+
+    def recording_start(fd: int, split: int) -> Any:
+        helper = real_start(fd, split)
+        if helper is not None:
+            pids.append(helper.pid)
+        return helper
+
+    monkeypatch.setattr(scan_split._Helper, "start", staticmethod(recording_start))
+    return pids
+
+
+@pytest.fixture
 def many_files_open(tmp_path: Path) -> Iterator[None]:
     """More than 1,024 files open, so that new descriptors are past what select() can take (the
     sidecar and pytest can hold that many)."""
@@ -308,6 +324,7 @@ def test_a_helper_that_hangs_is_stopped_and_its_part_read_here(
     caplog: Any,
     pidfd: bool,
     many_files_open: None,
+    started: list[int],
 ):
     # e.g. a library's fork handler waiting in the child for a thread it does not have
     path = _session(tmp_path / "s.jsonl")
@@ -317,19 +334,11 @@ def test_a_helper_that_hangs_is_stopped_and_its_part_read_here(
             raise OSError(38, "Function not implemented")
 
         monkeypatch.setattr(scan_split.os, "pidfd_open", no_pidfd, raising=False)
-    started: list[int] = []
-    real_start = scan_split._Helper.start
-
-    def recording_start(fd: int, split: int) -> Any:
-        helper = real_start(fd, split)
-        started.append(helper.pid)
-        return helper
 
     def hanging_child(fd: int, start: int, out: int) -> None:
         time.sleep(3600)
         os._exit(0)
 
-    monkeypatch.setattr(scan_split._Helper, "start", staticmethod(recording_start))
     monkeypatch.setattr(scan_split, "_run_child", hanging_child)
     monkeypatch.setattr(scan_split, "MIN_PATIENCE", 0.3)
     began = time.monotonic()
@@ -354,24 +363,16 @@ def test_no_fork_no_helper(tmp_path: Path, helper_always: list[int], monkeypatch
 
 
 def test_when_the_parent_fails_the_helper_is_stopped_and_reaped(
-    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, started: list[int]
 ):
     path = _session(tmp_path / "s.jsonl")
     real_scan = scan_split._scan_entry_lines
-    started: list[int] = []
-    real_start = scan_split._Helper.start
-
-    def recording_start(fd: int, split: int) -> Any:
-        helper = real_start(fd, split)
-        started.append(helper.pid)
-        return helper
 
     def failing_in_the_parent(fd: int, source: Any, *args: Any) -> Any:
         if source is SOURCE:  # the parent's part (the helper scans with no source)
             raise OSError(5, "Input/output error")
         return real_scan(fd, source, *args)
 
-    monkeypatch.setattr(scan_split._Helper, "start", staticmethod(recording_start))
     monkeypatch.setattr(scan_split, "_scan_entry_lines", failing_in_the_parent)
     with pytest.raises(OSError, match="Input/output"):
         _scan(path, split=True)
