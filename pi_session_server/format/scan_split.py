@@ -150,6 +150,8 @@ def scan_split(
     helper = _Helper.start(fd, split) if split < total else None
     if helper is None:
         return _scan_entry_lines(fd, source, start, first_line, True, None, on_progress)
+    if on_progress is not None:
+        on_progress = _never_back(on_progress)  # a fallback reads the helper's part again
     try:
         report = None
         if on_progress is not None:
@@ -180,6 +182,18 @@ def scan_split(
     rest = _scan_entry_lines(fd, source, split, first_line + result.lines, True, None, on_progress)
     _append(result, rest)
     return result
+
+
+def _never_back(on_progress: Callable[[int, int], Any]) -> Callable[[int, int], Any]:
+    """``on_progress`` that never reports less than it already has."""
+    highest = 0
+
+    def report(done: int, total: int) -> None:
+        nonlocal highest
+        highest = max(highest, done)
+        on_progress(highest, total)
+
+    return report
 
 
 def _line_start_after(fd: int, position: int, total: int) -> int:

@@ -381,8 +381,15 @@ def test_when_the_parent_fails_the_helper_is_stopped_and_reaped(
         os.waitpid(started[0], os.WNOHANG)
 
 
-def test_progress_counts_both_parts_and_ends_at_the_size(tmp_path: Path, helper_always: list[int]):
+@pytest.mark.parametrize("helper_fails", [False, True], ids=["helper", "helper-fails"])
+def test_progress_counts_both_parts_and_ends_at_the_size(
+    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, helper_fails: bool
+):
+    # also when the helper fails and its part is read here: progress never goes back
     path = _session(tmp_path / "s.jsonl", count=2000)
+    if helper_fails:  # after a first batch: progress had counted it, and the part is read again
+        monkeypatch.setattr(scan_split, "_run_child", _child_sends_only_its_first_batch)
+        monkeypatch.setattr(scan, "CHUNK_SIZE", 1000)  # reports every 1,000 bytes
     reports: list[tuple[int, int]] = []
     _scan(path, split=True, on_progress=lambda done, total: reports.append((done, total)))
     size = path.stat().st_size
