@@ -137,6 +137,28 @@ def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) ->
     return lines
 
 
+# The most nodes one pi/getTree reply may hold (the server refuses a bigger tree asked for whole).
+TREE_PAGE = 50_000
+
+
+def whole_tree(client: Any, params: dict[str, Any], page_size: int = TREE_PAGE) -> dict[str, Any]:
+    """pi/getTree (flat form) in pages joined into one result, as the editors read big trees."""
+    nodes: list[Any] = []
+    offset = 0
+    while True:
+        page = client.request("pi/getTree", {**params, "form": "flat", "offset": offset, "limit": page_size})
+        nodes.extend(page["nodes"])
+        following = page.get("nextOffset")
+        if (
+            not page.get("hasMore")
+            or not page["nodes"]
+            or not isinstance(following, int)
+            or following <= offset
+        ):
+            return {**page, "nodes": nodes}
+        offset = following
+
+
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve() if args.file else example_path()
     if not path.is_file():
@@ -156,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
             # by uri: a view that writes nothing, even where pi's open would (a v1 file's
             # migration, a missing final newline); pi/open by path writes as pi does
             info = client.request("pi/getInfo", {"uri": path.as_uri()})
-            tree = client.request("pi/getTree", {"session": info["session"], "filter": args.filter})
+            tree = whole_tree(client, {"session": info["session"], "filter": args.filter})
             context_params: dict[str, Any] = {"session": info["session"]}
             if args.leaf:
                 # pi builds the context of an unknown entry as if none were given: say so instead

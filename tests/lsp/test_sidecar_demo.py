@@ -80,3 +80,25 @@ def test_demo_reports_errors(tmp_path):
         "",
         "pi-session demo: Entry nope not found\n",
     )
+
+
+def test_demo_of_a_session_bigger_than_one_tree_reply(tmp_path):
+    # 50,001 entries with the "all" filter: more nodes than one pi/getTree reply may hold (the server
+    # refuses that with TooLarge); the demo reads the tree in pages, as the editors do
+    count = 50_001
+    header = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}'
+    lines = [header]
+    for n in range(count):
+        parent = "null" if n == 0 else f'"e{n - 1:07d}"'
+        lines.append(
+            f'{{"type":"custom","id":"e{n:07d}","parentId":{parent},'
+            f'"timestamp":"2026-01-01T00:00:01.000Z","customType":"x"}}'
+        )
+    big = tmp_path / "big.jsonl"
+    big.write_text("\n".join(lines) + "\n")
+    run = demo(tmp_path, str(big), "--filter", "all", "--ascii")
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.splitlines()
+    assert f"Tree (filter all: {count} of {count} entries; * = on the path to the leaf)" in out
+    drawn = [line for line in out if line.startswith("* e")]
+    assert len(drawn) == count and drawn[0].startswith("* e0000000 ") and drawn[-1].startswith("* e0050000 ")
