@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_session_server.commands._common import model_text, path_problem
+from pi_session_server.server.errors import MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
@@ -137,11 +138,7 @@ def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) ->
     return lines
 
 
-# The most nodes one pi/getTree reply may hold (the server refuses a bigger tree asked for whole).
-TREE_PAGE = 50_000
-
-
-def whole_tree(client: Any, params: dict[str, Any], page_size: int = TREE_PAGE) -> dict[str, Any]:
+def whole_tree(client: Any, params: dict[str, Any], page_size: int = MAX_TREE_NODES) -> dict[str, Any]:
     """pi/getTree (flat form) in pages joined into one result, as the editors read big trees."""
     nodes: list[Any] = []
     offset = 0

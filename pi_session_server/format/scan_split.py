@@ -373,7 +373,7 @@ def _reap(pid: int) -> int:
 
 def _run_child(fd: int, start: int, out: int) -> None:
     """Scan from ``start`` to the end of the file in batches, send them, exit (never returns)."""
-    status = 1
+    status = 1  # until the last batch is written
     try:
         line = 0
         position = start
@@ -391,9 +391,7 @@ def _run_child(fd: int, start: int, out: int) -> None:
             line += result.lines
             position = result.end
         status = 0
-    except BaseException:  # noqa: BLE001 - the parent reads the part itself; nothing may unwind here
-        status = 1
-    finally:
+    finally:  # whatever was raised: nothing may unwind here, the parent reads the part itself
         os._exit(status)
 
 
