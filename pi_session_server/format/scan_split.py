@@ -5,17 +5,20 @@ depends on all of them), and msgspec, the fastest JSON validator Python has, hol
 thread cannot share that work, a second process can. For a file of at least ``SPLIT_MIN_BYTES``
 the loader forks before it reads anything (the process is then as small as it will be, so the fork
 copies few page tables and the two processes fault few shared pages). The child scans the back part
-with the same scanner, in batches, and writes each batch's entries to an in-memory file as msgpack:
-one map per entry holding only the fields its line set, which msgspec decodes straight into
-:class:`Entry` objects. The parent scans the front part meanwhile, then takes the rows: a row costs
-it about 1.7 us (decoding 0.8, its line number, its source and the id index the rest) where
-scanning its line costs 6 us, which is the whole gain (2026-12-01: a 105 MB session opens in 0.16
-s instead of 0.23 s, 2.15 GB of text in 3.4 s instead of 5.0 s).
+with the same scanner, in batches of ``BATCH_BYTES``, and writes each batch to an in-memory file as
+columns (types and message roles as one-byte codes, ids, timestamps, offsets, lengths), which
+msgpack decodes in C. The parent scans the front part meanwhile and, between its own chunks, takes
+each batch as soon as it is complete: one ``map(Entry, ...)`` over the columns makes its entries in
+C, with the shared message heads and each parentId inside a chain taken from the id column (the
+very string of the entry before, as one scan links it), and puts them in the id index. A row costs
+the parent about 1.5 us where scanning its line costs 6, which is the whole gain (2026-12-01: a
+105 MB session opens in 0.16 s instead of 0.24 s, 2.15 GB of text in about 3 s instead of 4.7).
 
 Whatever goes wrong on the helper's side (no fork, the child dies or sends something unexpected)
 the parent scans the back part itself: the result is the same, only slower. Entries the fast
 decoder did not make (held values, entry types and roles the typed records do not know) are read
-again by the parent from their line.
+again by the parent from their line, as are labels (the columns do not carry their targetId and
+label) and envelopes with values a column cannot carry.
 
 Only on Linux, with two usable cores and unless ``PI_SESSION_SCAN_HELPER=0``. The child runs only
 code that is already imported and takes no locks, so forking from a thread (the sidecar opens big
@@ -29,6 +32,7 @@ import logging
 import math
 import mmap
 import os
+import re
 import select
 import signal
 import struct
@@ -37,29 +41,43 @@ import tempfile
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter
-from typing import Any
+from operator import add, attrgetter
+from typing import Any, get_args
 
 import msgspec
 
-from .entry import Entry, MessageHead
+from .entry import Entry, KnownRole, KnownType, MessageHead, head_for
 from .jsvalue import ABSENT
-from .scan import LineProblem, ScanResult, _entry_from_line, _scan_entry_lines
+from .scan import (
+    IdIndex,
+    LineProblem,
+    ScanResult,
+    _entry_from_line,
+    _scan_entry_lines,
+    line_at,
+)
 
 log = logging.getLogger(__name__)
 
 # Below this many bytes after the header the gain is a few ms (a 32 MB session scans in about
 # 80 ms here), not worth a second process.
 SPLIT_MIN_BYTES = 32 * 1024 * 1024
-# The helper's part of the bytes after the header. A bit less than half: the parent still decodes
-# the helper's rows after its own scan (measured on the 100 MB session: 0.42 to 0.52 all within
-# the noise, 0.48 the best median).
-HELPER_SHARE = 0.48
+# The helper's part of the bytes after the header: half of a small file, up to 0.6 of one of
+# HELPER_SHARE_FULL_AT bytes or more. The parent takes the helper's rows as they come, between its
+# own chunks; a row costs it a quarter of what its line costs the helper, so on a large file the
+# helper can take more than half. On a small one its start and its last batch, which the parent
+# waits for, weigh more. Measured (2026-12-01, medians of 5 to 9 opens): 105 MB of text opens
+# fastest at 0.5 (0.55: +4 %, 0.6: +11 %), 2.15 GB of text at 0.6 (0.55: +2 %, 0.5: +8 %, 0.65:
+# +11 %); 315 MB of screenshots the same from 0.5 to 0.55.
+HELPER_SHARE_SMALL = 0.5
+HELPER_SHARE_LARGE = 0.6
+HELPER_SHARE_FULL_AT = 2 * 1024**3
 # The helper sends its rows every this many bytes of file, so that it holds one batch of entries at
 # a time (a GB of text is 400,000 entries: 200 MB of them in one go).
-BATCH_BYTES = 32 * 1024 * 1024
+BATCH_BYTES = 8 * 1024 * 1024
 ENV_SWITCH = "PI_SESSION_SCAN_HELPER"
 # How long the parent waits for the helper once its own part is read: the helper's part is about as
 # big, so it should be done about as soon; one that takes this many times longer (and at least
@@ -74,27 +92,50 @@ MAX_RESIDENT_PER_BYTE = 8
 _FRAME_HEAD = struct.Struct("<QQ")  # the frame's size, the offset its batch ends at
 
 
-class _WireHead(MessageHead, omit_defaults=True, frozen=True, gc=False):
-    """The helper's message head: encoded without a role it does not have."""
-
-
-class _WireEntry(Entry, omit_defaults=True, gc=False):
-    """The helper's entries: msgpack encodes them in C as maps of the fields their line set (plus
-    where it is), which the parent decodes straight into Entry objects."""
-
-    message: _WireHead | None = None
+class _WireEntry(Entry, gc=False):
+    """The entries the helper's scanner decodes: of a class of their own, so that those the fast
+    decoder did not make (see _reread) are told apart."""
 
 
 _decode_wire_envelope = msgspec.json.Decoder(_WireEntry).decode
 
+# The helper sends its entries as columns, which msgpack decodes in C into lists of strings and
+# ints; the parent then makes every Entry of a batch in one map() over them, in C too: with the
+# types and message heads sent as one-byte codes for the shared values, and each parentId inside
+# a chain taken from the column of ids (the very string of the entry before, as one scan links
+# it), a row costs the parent about 1 us (1.5 with the id index) where decoding an Entry per row
+# and fixing it up cost 2 (and a message head of its own, 32 bytes, per entry).
+_TYPES: tuple[str, ...] = get_args(KnownType)
+_TYPE_CODES = {name: code for code, name in enumerate(_TYPES)}
+_HEADS: tuple[MessageHead | None, ...] = (None, head_for(ABSENT), *map(head_for, get_args(KnownRole)))
+_ROLE_CODES: dict[Any, int] = {None: 0} | {
+    head.role: code for code, head in enumerate(_HEADS) if head is not None
+}
+_MESSAGE_CODE = _TYPE_CODES["message"]
+_LABEL_CODE = _TYPE_CODES["label"]
+_NOT_A_MESSAGE = re.compile(b"[^%c]" % _MESSAGE_CODE)
+_REREAD = 255  # the type and head code of a row the parent reads again from its line
+_TYPE_OF = (*_TYPES, *repeat(ABSENT, 256 - len(_TYPES)))
+_HEAD_OF = (*_HEADS, *repeat(None, 256 - len(_HEADS)))
+# What a column may carry: other values (and ABSENT, a missing member) make the row a reread.
+_SENDABLE = (str, int, float, bool, type(None))
+
 
 class _Batch(msgspec.Struct, array_like=True):
-    """What the helper sends per batch; lines are counted from the helper's first line."""
+    """What the helper sends per batch: its entries as columns (positions count from the batch's
+    first entry, lines from its first line)."""
 
-    rows: list[Entry]  # _WireEntry objects when sent
-    rereads: list[int]  # positions in rows the parent reads again from the file
-    non_messages: list[int]
+    types: bytes  # a code in _TYPES per entry (_REREAD: read again by the parent)
+    heads: bytes  # a code in _HEADS per entry
+    ids: list[Any]  # None for a reread whose id a column cannot carry
+    timestamps: list[Any]
+    offsets: list[int]
+    lengths: list[int]
+    line_numbers: list[int] | None  # None: every line of the batch is an entry (they count up)
     chain_starts: list[int]
+    chain_parents: list[Any]  # the parentId of each chain's first entry (None for a reread)
+    rereads: list[int]
+    non_messages: list[int]
     complete: bool
     problems: list[tuple[int, int, str, str, int, int]]
     lines: int  # physical lines in the batch (its last one may have no newline)
@@ -105,6 +146,15 @@ class _Batch(msgspec.Struct, array_like=True):
 
 _decode_batch = msgspec.msgpack.Decoder(_Batch).decode
 _encode_batch = msgspec.msgpack.Encoder().encode
+
+
+@dataclass(slots=True)
+class _Part:
+    """A batch taken by the parent, with its entries made (see _prepare)."""
+
+    batch: _Batch
+    rows: list[Entry]
+    first_line: int  # the first line of the batch, counted from the helper's first line
 
 
 class _HelperFailed(Exception):
@@ -123,6 +173,12 @@ def helper_wanted(bytes_after_header: int) -> bool:
     except OSError:
         return False
     return _resident_bytes() <= MAX_RESIDENT_PER_BYTE * bytes_after_header
+
+
+def helper_share(bytes_to_scan: int) -> float:
+    """The part of ``bytes_to_scan`` the helper takes (see HELPER_SHARE_SMALL)."""
+    grown = min(1.0, bytes_to_scan / HELPER_SHARE_FULL_AT)
+    return HELPER_SHARE_SMALL + (HELPER_SHARE_LARGE - HELPER_SHARE_SMALL) * grown
 
 
 def _resident_bytes() -> int:
@@ -146,42 +202,51 @@ def scan_split(
     total = os.fstat(fd).st_size
     if not helper_wanted(total - start):
         return _scan_entry_lines(fd, source, start, first_line, True, None, on_progress)
-    split = _line_start_after(fd, start + int((total - start) * (1 - HELPER_SHARE)), total)
+    split = _line_start_after(fd, start + int((total - start) * (1 - helper_share(total - start))), total)
     helper = _Helper.start(fd, split) if split < total else None
     if helper is None:
         return _scan_entry_lines(fd, source, start, first_line, True, None, on_progress)
     if on_progress is not None:
         on_progress = _never_back(on_progress)  # a fallback reads the helper's part again
     try:
-        report = None
-        if on_progress is not None:
-            progress = on_progress
+        report = on_progress
 
-            def report(position: int, _total: int) -> None:
-                progress(position + helper.progress() - split, total)
+        index = IdIndex()  # the helper's rows go in as they come, the front part's as it is read
+
+        def between_chunks(position: int, _total: int) -> None:
+            # The helper's batches are taken as they come: their rows cost this process about a
+            # quarter of what scanning their lines would, and taken now they cost it no waiting.
+            helper.collect(fd, source, index.by_id)
+            if report is not None:
+                report(position + helper.done - split, total)
 
         began = time.monotonic()
-        result = _scan_entry_lines(fd, source, start, first_line, True, split, report)
-        batches = helper.finish(max(MIN_PATIENCE, PATIENCE_FACTOR * (time.monotonic() - began)))
+        result = _scan_entry_lines(fd, source, start, first_line, True, split, between_chunks, index=index)
+        patience = max(MIN_PATIENCE, PATIENCE_FACTOR * (time.monotonic() - began))
+        parts = helper.finish(patience, fd, source, index.by_id)
     except BaseException:
         helper.kill()
         raise
-    if batches is not None:
+    if parts is not None:
         try:
-            _merge(result, batches, fd, source, split, first_line)
+            _merge(result, parts, split, first_line)
         except _HelperFailed as why:
-            log.warning(
-                "scan helper's part of %s is unusable (%s); reading it here",
-                getattr(source, "path", source),
-                why,
-            )
+            _log_unusable(source, why)
         else:
             if on_progress is not None:
                 on_progress(result.end + len(result.tail), total)
             return result
+    if helper.indexed:
+        _index_again(result)
     rest = _scan_entry_lines(fd, source, split, first_line + result.lines, True, None, on_progress)
     _append(result, rest)
     return result
+
+
+def _log_unusable(source: Any, why: object) -> None:
+    log.warning(
+        "scan helper's part of %s is unusable (%s); reading it here", getattr(source, "path", source), why
+    )
 
 
 def _never_back(on_progress: Callable[[int, int], Any]) -> Callable[[int, int], Any]:
@@ -215,17 +280,21 @@ def _line_start_after(fd: int, position: int, total: int) -> int:
 class _Helper:
     """The forked child and the in-memory file it writes its batches to.
 
-    Not a pipe: the parent reads nothing until its own part is scanned, and a pipe holds 64 KB, so
-    the child would wait for a thread of ours to drain it, and that thread for the GIL (5 ms a
-    turn): measured, a 100 MB open spent 40 ms of the child's time so. The batches take about 90
-    bytes per entry (35 MB for 2 GB of text), in memory the parent maps to decode them.
+    Not a pipe: the parent looks for batches only between the chunks it scans, and a pipe holds
+    64 KB, so the child would wait for us. The batches take about 45 bytes per entry (35 MB for
+    2 GB of text), memory the kernel holds for the file until we close it; we read each batch once,
+    as soon as it is complete, and make its entries then (see :meth:`collect`).
     """
 
     def __init__(self, pid: int, out: int, split: int) -> None:
         self.pid = pid
         self.out = out  # the file the child writes frames to
-        self.done = split  # how far the helper has got, as far as we have looked (for progress)
-        self.looked = 0  # offset in ``out`` of the first frame not looked at yet
+        self.done = split  # the end of the last batch taken (for progress)
+        self.looked = 0  # offset in ``out`` of the first frame not taken yet
+        self.parts: list[_Part] = []  # the batches taken, their entries made (see _prepare)
+        self.lines = 0  # the lines of those batches
+        self.failed: str | None = None  # why the helper's part cannot be used
+        self.indexed = 0  # rows put in the id index
         self.reaped = False
 
     @classmethod
@@ -249,37 +318,86 @@ class _Helper:
             _run_child(fd, split, out)
         return cls(pid, out, split)
 
-    def progress(self) -> int:
-        """How far the helper has got: the end of the last batch it finished."""
-        while True:
-            head = os.pread(self.out, _FRAME_HEAD.size, self.looked)
-            if len(head) < _FRAME_HEAD.size:
-                return self.done
-            size, end = _FRAME_HEAD.unpack(head)
-            self.looked += _FRAME_HEAD.size + size
-            self.done = end
-
-    def finish(self, patience: float) -> list[_Batch] | None:
-        """Wait for the helper, at most ``patience`` seconds; its batches, or None when they
-        cannot be used (a helper still running then is stopped)."""
+    def collect(self, fd: int, source: Any, by_id: dict[str, Entry]) -> None:
+        """Take the batches the child has completed since we last looked, their rows into
+        ``by_id`` (the front part's entries go in meanwhile: _merge puts the back part's first
+        again when an id is in both). A batch that cannot be used stops the helper: its whole part
+        is then read here (see :attr:`failed`)."""
+        if self.failed is not None:
+            return
         try:
-            if not self._exited_within(patience):
-                log.warning("scan helper did not finish within %.1f s; stopped", patience)
-                self.kill()
+            while True:
+                frame = self._next_frame()
+                if frame is None:
+                    return
+                batch = _decode_batch(frame)
+                rows = _prepare(batch, self.lines, fd, source)
+                self.parts.append(_Part(batch, rows, self.lines))
+                self.lines += batch.lines
+                if batch.complete:  # else the id index is built again anyway (IdIndex.complete)
+                    by_id.update(zip(batch.ids, rows, strict=True))
+                    self.indexed += len(rows)
+                self.done = batch.end + len(batch.tail)
+        except (_HelperFailed, msgspec.DecodeError, msgspec.ValidationError) as err:
+            self.failed = str(err) or type(err).__name__
+            self.kill()
+
+    def _next_frame(self) -> bytes | None:
+        """The next complete frame's bytes, or None (the child writes a frame's head last)."""
+        if self.out < 0:
+            return None
+        head = os.pread(self.out, _FRAME_HEAD.size, self.looked)
+        if len(head) < _FRAME_HEAD.size:
+            return None
+        size, _end = _FRAME_HEAD.unpack(head)
+        if size == 0:  # not written yet
+            return None
+        frame = os.pread(self.out, size, self.looked + _FRAME_HEAD.size)
+        if len(frame) < size:
+            raise _HelperFailed("a cut frame")
+        self.looked += _FRAME_HEAD.size + size
+        return frame
+
+    def finish(self, patience: float, fd: int, source: Any, by_id: dict[str, Entry]) -> list[_Part] | None:
+        """Wait for the helper, at most ``patience`` seconds, taking its batches as they come;
+        all its batches, or None when they cannot be used (a helper still running then is
+        stopped, and why is logged)."""
+        try:
+            if not self._exited_within(patience, fd, source, by_id):
+                if self.failed is None:
+                    log.warning("scan helper did not finish within %.1f s; stopped", patience)
+                    self.kill()
+                    return None
+            elif not self.reaped:
+                status = _reap(self.pid)
+                self.reaped = True
+                if status != 0:
+                    log.warning("scan helper failed (exit status %s)", status)
+                    return None
+                self.collect(fd, source, by_id)  # what it wrote last
+                if self.failed is None and self._next_frame_started():
+                    self.failed = "a cut frame"
+            if self.failed is not None:
+                _log_unusable(source, self.failed)
                 return None
-            status = _reap(self.pid)
-            self.reaped = True
-            if status != 0:
-                log.warning("scan helper failed (exit status %s)", status)
+            if not self.parts:
+                log.warning("scan helper sent nothing")
                 return None
-            return _read_frames(self.out)
+            if not self.parts[-1].batch.last:
+                log.warning("scan helper ended before its last batch")
+                return None
+            return self.parts
         finally:
             self._close()
 
-    def _exited_within(self, seconds: float) -> bool:
-        """Has the child exited, or does it within ``seconds``? (Not reaped here.) A child can
-        hang where no scan would: a library's fork handler that waits for a thread the child does
-        not have, say."""
+    def _next_frame_started(self) -> bool:
+        """Did the child write anything past the frames taken? (It exited: then a frame was cut.)"""
+        return self.out >= 0 and os.fstat(self.out).st_size > self.looked
+
+    def _exited_within(self, seconds: float, fd: int, source: Any, by_id: dict[str, Entry]) -> bool:
+        """Has the child exited, or does it within ``seconds``, taking its batches meanwhile? (Not
+        reaped here; False at once when a batch could not be used.) A child can hang where no scan
+        would: a library's fork handler that waits for a thread the child does not have, say."""
         deadline = time.monotonic() + seconds
         exited = None
         try:
@@ -291,15 +409,19 @@ class _Helper:
             exited.register(pidfd, select.POLLIN)
         try:
             while True:
+                self.collect(fd, source, by_id)
+                if self.failed is not None:
+                    return False
                 if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
                     return True
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
+                # a batch is about 20 ms of the child's work: look for the next one every 2 ms
                 if exited is not None:
-                    exited.poll(max(1, math.ceil(left * 1000)))
+                    exited.poll(max(1, math.ceil(min(left, 0.002) * 1000)))
                 else:
-                    time.sleep(min(0.005, left))
+                    time.sleep(min(0.002, left))
         except ChildProcessError:  # reaped by somebody else: its batches tell whether it finished
             return True
         finally:
@@ -328,38 +450,6 @@ def _anonymous_file() -> int:
         return os.dup(named.fileno())
 
 
-def _read_frames(out: int) -> list[_Batch] | None:
-    size = os.fstat(out).st_size
-    if size == 0:
-        log.warning("scan helper sent nothing")
-        return None
-    try:
-        mapped = mmap.mmap(out, size, access=mmap.ACCESS_READ)
-    except OSError as err:
-        log.warning("scan helper's batches cannot be mapped: %s", err)
-        return None
-    with mapped, memoryview(mapped) as frames:
-        batches = []
-        at = 0
-        try:
-            while at < size:
-                if size - at < _FRAME_HEAD.size:
-                    raise ValueError("a cut frame")
-                length, _end = _FRAME_HEAD.unpack_from(frames, at)
-                at += _FRAME_HEAD.size
-                if size - at < length:
-                    raise ValueError("a cut frame")
-                batches.append(_decode_batch(frames[at : at + length]))
-                at += length
-        except (ValueError, msgspec.DecodeError, msgspec.ValidationError) as err:
-            log.warning("scan helper sent an unreadable batch: %s", err)
-            return None
-    if not batches[-1].last:
-        log.warning("scan helper ended before its last batch")
-        return None
-    return batches
-
-
 def _reap(pid: int) -> int:
     try:
         _, status = os.waitpid(pid, 0)
@@ -375,51 +465,87 @@ def _run_child(fd: int, start: int, out: int) -> None:
     """Scan from ``start`` to the end of the file in batches, send them, exit (never returns)."""
     status = 1  # until the last batch is written
     try:
-        line = 0
+        at = 0  # where the next frame goes in ``out``
         position = start
         while True:
             total = os.fstat(fd).st_size
             stop = _line_start_after(fd, position + BATCH_BYTES, total)
             last = stop >= total
-            result = _scan_entry_lines(
-                fd, None, position, line, True, None if last else stop, None, False, _decode_wire_envelope
-            )
-            frame = _encode_batch(_batch_of(result, last))
-            _write_all(out, _FRAME_HEAD.pack(len(frame), result.end) + frame)
+            batch = _scan_batch(fd, position, None if last else stop, last)
+            frame = _encode_batch(batch)
+            _write_frame(out, at, frame, batch.end)
+            at += _FRAME_HEAD.size + len(frame)
             if last:
                 break
-            line += result.lines
-            position = result.end
+            position = batch.end
         status = 0
     finally:  # whatever was raised: nothing may unwind here, the parent reads the part itself
         os._exit(status)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_frame(out: int, at: int, frame: bytes, end: int) -> None:
+    """Write a frame at ``at``: its bytes first, then its head, so that the parent, which reads
+    while we write, takes a frame whose head is set as complete (a frame is never empty)."""
+    _pwrite_all(out, frame, at + _FRAME_HEAD.size)
+    _pwrite_all(out, _FRAME_HEAD.pack(len(frame), end), at)
+
+
+def _pwrite_all(fd: int, data: bytes, at: int) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        written = os.pwrite(fd, view, at)
+        view = view[written:]
+        at += written
+
+
+def _scan_batch(fd: int, start: int, end: int | None, last: bool) -> _Batch:
+    """The helper's scan of the lines from ``start`` (to ``end``; lines counted from there), as
+    a batch."""
+    result = _scan_entry_lines(fd, None, start, 0, True, end, None, decode=_decode_wire_envelope)
+    return _batch_of(result, last)
 
 
 def _batch_of(result: ScanResult, last: bool) -> _Batch:
+    """The columns of a scan's entries (each a pass in C: a turn of a Python loop per entry, or
+    appending to each column from the scanner's, costs this process more)."""
     entries = result.entries
-    # Entries the fast decoder did not make (lines it rejected: held values, types and roles the
-    # typed records do not know) are read again by the parent; they all start chains.
-    rereads = [at for at in result.index.chain_starts if type(entries[at]) is not _WireEntry]
-    non_messages = [at for at, entry in enumerate(entries) if entry.type != "message"]
+    chain_starts = result.index.chain_starts
+    types = bytearray(map(_TYPE_CODES.get, map(_TYPE, entries), repeat(_REREAD)))
+    roles = map(getattr, map(_MESSAGE, entries), repeat("role"), repeat(None))  # None: no message
+    heads = bytearray(map(_ROLE_CODES.get, roles, repeat(_REREAD)))
+    ids = list(map(_ID, entries))
+    timestamps = list(map(_TIMESTAMP, entries))
+    non_messages = [found.start() for found in _NOT_A_MESSAGE.finditer(types)]
+    starts = set(chain_starts)
+    # Rows the columns cannot carry are read again by the parent from their line: those the fast
+    # decoder did not make (held values; types and roles the records do not know), labels (their
+    # targetId and label), envelopes with other values. All start chains or are not messages.
+    rereads = [
+        at
+        for at in sorted(starts.union(non_messages))
+        if _reread(entries[at], at in starts, types, heads, at)
+    ]
     for at in rereads:
-        entry = entries[at]
-        entries[at] = _WireEntry(line=entry.line, offset=entry.offset, length=entry.length)
-    # Inside a chain an entry's parentId is the id of the one before: not sent (omitted as the
-    # default), the parent links it to that very string again (as one scan does: less memory, and
-    # one string fewer to decode per row).
-    for first, end in _chains(result.index.chain_starts, len(entries)):
-        _consume(map(setattr, entries[first + 1 : end], repeat("parent_id"), repeat(ABSENT)))
+        types[at] = heads[at] = _REREAD
+        # Kept only an id the fast decoder read (a label's inside a chain, whose next entry's
+        # parentId is taken from it); any other makes the next entry start a chain.
+        if type(entries[at]) is not _WireEntry or type(ids[at]) is not str:
+            ids[at] = None
+        timestamps[at] = None
+    reread = set(rereads)
+    chain_parents = [None if at in reread else entries[at].parent_id for at in chain_starts]
     return _Batch(
-        entries,
+        bytes(types),
+        bytes(heads),
+        ids,
+        timestamps,
+        list(map(_OFFSET, entries)),
+        list(map(_LENGTH, entries)),
+        None if len(entries) == result.lines else list(map(_LINE, entries)),
+        chain_starts,
+        chain_parents,
         rereads,
         non_messages,
-        result.index.chain_starts,
         result.index.complete,
         [(p.line, p.column, p.kind, p.message, p.offset, p.length) for p in result.problems],
         result.lines,
@@ -429,11 +555,16 @@ def _batch_of(result: ScanResult, last: bool) -> _Batch:
     )
 
 
-def _chains(starts: list[int], count: int) -> Iterator[tuple[int, int]]:
-    """``(first, end)`` of every chain of more than one entry, given where the chains start."""
-    for first, end in zip(starts, [*starts[1:], count], strict=True):
-        if end - first > 1:
-            yield first, end
+def _reread(entry: Entry, starts_chain: bool, types: bytearray, heads: bytearray, at: int) -> bool:
+    return (
+        type(entry) is not _WireEntry
+        or types[at] == _REREAD
+        or heads[at] == _REREAD
+        or entry.type == "label"
+        or type(entry.id) not in _SENDABLE
+        or type(entry.timestamp) not in _SENDABLE
+        or (starts_chain and type(entry.parent_id) not in _SENDABLE)
+    )
 
 
 _consume = deque[Any](maxlen=0).extend  # runs a map for its effects, in C
@@ -441,54 +572,123 @@ _consume = deque[Any](maxlen=0).extend  # runs a map for its effects, in C
 # -- the parent's merge -------------------------------------------------------------------------
 
 _ID = attrgetter("id")
+_LINE = attrgetter("line")
+_TYPE = attrgetter("type")
+_MESSAGE = attrgetter("message")
+_TIMESTAMP = attrgetter("timestamp")
+_OFFSET = attrgetter("offset")
+_LENGTH = attrgetter("length")
 
 
-def _merge(
-    result: ScanResult, batches: list[_Batch], fd: int, source: Any, split: int, first_line: int
-) -> None:
+def _prepare(batch: _Batch, first_line: int, fd: int, source: Any) -> list[Entry]:
+    """The entries of a batch whose first line is ``first_line`` (counted from the helper's first
+    line: _merge moves them where they are), the lines it could not send read again here. Raises
+    _HelperFailed for a batch that does not hold together."""
+    count = len(batch.ids)
+    numbers = batch.line_numbers
+    columns = (batch.types, batch.heads, batch.timestamps, batch.offsets, batch.lengths)
+    if any(len(column) != count for column in columns) or (numbers is not None and len(numbers) != count):
+        raise _HelperFailed("a batch's columns differ in length")
+    positions = (*batch.rereads, *batch.non_messages, *batch.chain_starts)
+    if positions and not 0 <= min(positions) <= max(positions) < count:
+        raise _HelperFailed("a batch points past its rows")
+    if count and (not batch.chain_starts or batch.chain_starts[0] != 0):
+        raise _HelperFailed("a batch does not start a chain")
+    if len(batch.chain_parents) != len(batch.chain_starts):
+        raise _HelperFailed("a batch's chains have no parents")
+    rereads = set(batch.rereads)
+    for codes, known in ((batch.types, len(_TYPES)), (batch.heads, len(_HEADS))):
+        if codes.count(_REREAD) != len(rereads) or any(codes[at] != _REREAD for at in rereads):
+            raise _HelperFailed("a batch's rows to read again do not match")
+        if max(codes.replace(bytes([_REREAD]), b""), default=0) >= known:
+            raise _HelperFailed("a batch holds an unknown code")
+    ids = batch.ids
+    parents = [None, *ids[:-1]]  # inside a chain: the id of the entry before, that very string
+    for at, parent in zip(batch.chain_starts, batch.chain_parents, strict=True):
+        parents[at] = parent
+    rows = list(
+        map(
+            Entry,
+            map(_TYPE_OF.__getitem__, batch.types),
+            ids,
+            parents,
+            batch.timestamps,
+            map(_HEAD_OF.__getitem__, batch.heads),
+            repeat(ABSENT),  # targetId, label: labels are read again
+            repeat(ABSENT),
+            range(first_line, first_line + count)
+            if numbers is None
+            else map(add, numbers, repeat(first_line)),
+            batch.offsets,
+            batch.lengths,
+            repeat(ABSENT),  # _body: read from the file on demand
+            repeat(source),
+        )
+    )
+    for at in batch.rereads:
+        offset, length = batch.offsets[at], batch.lengths[at]
+        data = line_at(fd, offset, length)
+        line = rows[at].line
+        found = _entry_from_line(line, offset, data, len(data), source)
+        if type(found) is not Entry or (length and len(data) != length):
+            raise _HelperFailed(f"line {line + 1} after the split changed while it was read")
+        found.length = length  # as the scan keeps it (0 for a short line it decoded)
+        # the same id and parentId strings as the rows beside it hold (a label inside a chain)
+        if found.parent_id == parents[at]:
+            found.parent_id = parents[at]
+        if type(found.id) is str and found.id == ids[at]:
+            found.id = ids[at]
+        else:
+            ids[at] = found.id  # the column is the id index's keys
+        rows[at] = found
+    return rows
+
+
+def _merge(result: ScanResult, parts: list[_Part], split: int, first_line: int) -> None:
     """Append the helper's batches to ``result``, the parent's scan of the front part (which began
     on line ``first_line`` and ends at ``split``). Raises _HelperFailed before changing anything."""
     if result.end != split or result.tail:
         raise _HelperFailed("the front part did not end where the back part starts")
     line_base = first_line + result.lines  # the helper counted lines from 0 at split
-    for batch in batches:
-        rows = batch.rows
-        positions = (*batch.rereads, *batch.non_messages, *batch.chain_starts)
-        if positions and not 0 <= min(positions) <= max(positions) < len(rows):
-            raise _HelperFailed("a batch points past its rows")
-        for entry in rows:
-            entry.line += line_base
-            entry._source = source
-        for first, end in _chains(batch.chain_starts, len(rows)):
-            _consume(
-                map(setattr, rows[first + 1 : end], repeat("parent_id"), map(_ID, rows[first : end - 1]))
-            )
-        for at in batch.rereads:
-            placeholder = rows[at]
-            data = os.pread(fd, placeholder.length, placeholder.offset)
-            found = _entry_from_line(placeholder.line, placeholder.offset, data, len(data), source)
-            if type(found) is not Entry or len(data) != placeholder.length:
-                raise _HelperFailed(f"line {placeholder.line + 1} changed while it was read")
-            rows[at] = found
     entries = result.entries
     index = result.index
-    for batch in batches:
-        rows = batch.rows
+    for part in parts:
+        batch, rows = part.batch, part.rows
+        if batch.line_numbers is None:  # every line an entry (pi's files): they count up
+            first = line_base + part.first_line
+            _consume(map(setattr, rows, repeat("line"), range(first, first + len(rows))))
+        else:
+            first = line_base + part.first_line
+            _consume(map(setattr, rows, repeat("line"), map(add, batch.line_numbers, repeat(first))))
         position = len(entries)
         entries.extend(rows)
-        if batch.complete:
-            index.by_id.update(zip(map(_ID, rows), rows, strict=True))
-        else:
-            index.complete = False
+        index.complete = index.complete and batch.complete
         index.non_messages.extend(rows[at] for at in batch.non_messages)
         index.chain_starts.extend(position + at for at in batch.chain_starts)
         result.problems.extend(
-            LineProblem(line + line_base, column, kind, message, offset, length)
+            LineProblem(line + line_base + part.first_line, column, kind, message, offset, length)
             for line, column, kind, message, offset, length in batch.problems
         )
         result.lines += batch.lines
         result.end = batch.end
         result.tail = batch.tail
+    # The rows went into the id index while the front part was read: an id in both parts now
+    # names the front's entry, where a later line must win. With every id a string, the index
+    # holds one per entry unless some id came twice; only then are the back part's put again.
+    by_id = index.by_id
+    if index.complete and len(by_id) != len(entries):
+        for part in parts:
+            by_id.update(zip(part.batch.ids, part.rows, strict=True))
+
+
+def _index_again(result: ScanResult) -> None:
+    """The id index of the front part alone (the helper's rows went in, then its part proved
+    unusable), as the scan made it: a later line wins."""
+    by_id = result.index.by_id
+    by_id.clear()
+    for entry in result.entries:
+        if type(entry.id) is str:
+            by_id[entry.id] = entry
 
 
 def _append(result: ScanResult, rest: ScanResult) -> None:

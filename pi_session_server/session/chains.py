@@ -68,11 +68,11 @@ def path_by_chains(
     at = count - 1 if entries[-1] is start else positions.of(start, count)
     if at < 0:
         return None  # ``start`` is not one of ``entries``
-    pieces: list[list[Entry]] = []
+    pieces: list[tuple[int, int]] = []  # (first, end) in entries, from the start backwards
     walked = 0
     while True:
         first = chain_starts[bisect_right(chain_starts, at) - 1]
-        pieces.append(entries[first : at + 1])
+        pieces.append((first, at + 1))
         walked += at + 1 - first
         if walked > count:  # an entry met twice: a cycle, which the walk that remembers handles
             return None
@@ -85,7 +85,10 @@ def path_by_chains(
         at = positions.of(parent, count)
         if at < 0:
             return None
-    path: list[Entry] = []
-    for piece in reversed(pieces):
-        path.extend(piece)
+    # Not a list per piece and then the path: a long chat's path is 800,000 entries, a piece as
+    # long as that is copied once.
+    first, end = pieces[-1]
+    path = entries[first:end]
+    for first, end in reversed(pieces[:-1]):
+        path += entries[first:end]
     return path

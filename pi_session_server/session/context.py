@@ -6,7 +6,7 @@ the model and thinking level come from envelopes and small held entries.
 
 from __future__ import annotations
 
-from itertools import repeat
+from itertools import islice, repeat
 from operator import attrgetter, indexOf
 from typing import Any
 
@@ -193,17 +193,17 @@ def _last_thinking_level(path: list[Any], stop: int) -> Any:
 
     Searched in C (a long chat has one such entry near its start and tens of thousands of
     messages after it); a path that is not all :class:`Entry` objects takes the plain loop."""
-    before = path[:stop]
+    before = islice(reversed(path), len(path) - stop, None)  # path[stop - 1], path[stop - 2], ...
     try:
-        back = indexOf(map(_TYPE, reversed(before)), "thinking_level_change")
+        back = indexOf(map(_TYPE, before), "thinking_level_change")
     except ValueError:
         return _UNKNOWN
     except AttributeError:
-        for e in reversed(before):
+        for e in islice(reversed(path), len(path) - stop, None):
             if type_of(e) == "thinking_level_change":
                 return field(e, "thinkingLevel")
         return _UNKNOWN
-    return field(before[len(before) - 1 - back], "thinkingLevel")
+    return field(path[stop - 1 - back], "thinkingLevel")
 
 
 def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:

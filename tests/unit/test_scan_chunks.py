@@ -118,3 +118,32 @@ def test_a_buffer_grown_beyond_its_bound_shrinks_back_to_a_chunk(
     sizes = _scan_counting_growths(path, 1000, monkeypatch)
     assert sizes[:-1] == [2000, 4000, 8000, 16000, 32000] and sizes[-1] == 1000
     assert scan.KEEP_GROWN_CHUNKS * 1000 < 32000
+
+
+@pytest.mark.parametrize("size", [10, 16 * 1024 - 1, 16 * 1024, 70 * 1024, 300 * 1024])
+@pytest.mark.parametrize("newline", [True, False])
+def test_a_line_whose_length_is_not_kept_is_read_to_its_newline(tmp_path, size: int, newline: bool):
+    # scan.SHORT_LINE: shorter lines keep no length (0) and are read again up to their newline
+    line = b'{"type":"message","text":"' + b"x" * size + b'"}'
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b"{}\n" + line + (b"\n{}\n" if newline else b""))
+    with open(path, "rb") as f:
+        assert scan.line_at(f.fileno(), 3, 0) == line
+        assert scan.line_at(f.fileno(), 3, len(line)) == line
+        assert scan.line_at(f.fileno(), 3, 5) == line[:5]
+
+
+def test_only_long_lines_keep_their_length_and_every_body_reads_back(tmp_path):
+    lines = [
+        b'{"type":"message","id":"m%d","text":"%s"}' % (n, b"y" * size)
+        for n, size in enumerate([5, 70_000, 40])
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    source = scan.FileLineSource(str(path))
+    try:
+        result = scan.scan_entries(source.fd, source, have_header=True)
+        assert [e.length for e in result.entries] == [0, len(lines[1]), 0]
+        assert [e.value["text"] for e in result.entries] == ["y" * 5, "y" * 70_000, "y" * 40]
+    finally:
+        source.close()

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.format import scan, scan_split
-from pi_session_server.format.entry import Entry
+from pi_session_server.format.entry import Entry, head_for
 from pi_session_server.session import SessionManager, loader
 
 DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
@@ -176,7 +176,7 @@ def test_any_lines_read_the_same_wherever_the_file_is_split(
     path.write_bytes(newline.join(lines) + (newline if final_newline else b""))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(scan_split, "helper_wanted", lambda size: True)
-        mp.setattr(scan_split, "HELPER_SHARE", share)
+        mp.setattr(scan_split, "helper_share", lambda size: share)
         mp.setattr(scan_split, "BATCH_BYTES", batch)
         assert_same_as_one_scan(path)
 
@@ -197,6 +197,26 @@ def test_the_helper_really_reads_the_back_part(tmp_path: Path, helper_always: li
     result = assert_same_as_one_scan(path)
     assert helper_always and helper_always[0] > 5
     assert result.tail  # the last line has no newline: read by the helper, kept as one scan does
+    # the helper's messages share the one head per role (32 bytes less per entry)
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        split = scan_split._line_start_after(
+            f.fileno(), int(size * (1 - scan_split.helper_share(size))), size
+        )
+    sent = [
+        e for e in result.entries if e.offset >= split and e.type == "message" and str(e.id).startswith("m")
+    ]
+    sent.pop()  # the last line has no newline: the parent reads it again
+    assert len(sent) > 100
+    assert [e for e in sent if e.message is not head_for(e.message.role)] == []
+
+
+def test_the_helper_takes_half_a_small_file_and_more_of_a_large_one():
+    share = scan_split.helper_share
+    assert share(100 * 1024 * 1024) == pytest.approx(0.5, abs=0.01)
+    assert share(2 * 1024**3) == share(20 * 1024**3) == scan_split.HELPER_SHARE_LARGE
+    sizes = [2**n for n in range(20, 36)]
+    assert [share(size) for size in sizes] == sorted(share(size) for size in sizes)
 
 
 def _child_exits(status: int) -> Any:
@@ -215,11 +235,11 @@ def _child_writes(data: bytes) -> Any:
 
 
 def _child_sends_only_its_first_batch(fd: int, start: int, out: int) -> None:
-    result = scan._scan_entry_lines(
-        fd, None, start, 0, True, start + 3000, None, False, scan_split._decode_wire_envelope
+    batch = scan_split._scan_batch(
+        fd, start, scan_split._line_start_after(fd, start + 3000, os.fstat(fd).st_size), False
     )
-    frame = scan_split._encode_batch(scan_split._batch_of(result, False))
-    os.write(out, scan_split._FRAME_HEAD.pack(len(frame), result.end) + frame)
+    frame = scan_split._encode_batch(batch)
+    os.write(out, scan_split._FRAME_HEAD.pack(len(frame), batch.end) + frame)
     os._exit(0)
 
 
@@ -254,40 +274,63 @@ def test_a_line_that_cannot_be_read_again_drops_the_helpers_whole_part(
     monkeypatch.setattr(scan_split, "_entry_from_line", lambda *args: None)
     with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
         assert_same_as_one_scan(path)
-    assert helper_always  # merged, and given up
+    assert not helper_always  # given up before anything was merged
     assert any("unusable" in record.getMessage() for record in caplog.records)
 
 
-def test_a_batch_pointing_past_its_rows_is_not_merged(
-    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
+def _points_past_its_rows(batch: Any) -> None:
+    batch.non_messages.append(len(batch.ids) + 5)
+
+
+def _columns_differ(batch: Any) -> None:
+    batch.lengths.pop()
+
+
+def _unknown_code(batch: Any) -> None:
+    at = next(at for at in range(len(batch.ids)) if at not in batch.rereads)
+    batch.heads = batch.heads[:at] + bytes([200]) + batch.heads[at + 1 :]
+
+
+def _reread_not_marked(batch: Any) -> None:
+    batch.rereads.append(next(at for at in range(len(batch.ids)) if at not in batch.rereads))
+
+
+def _no_chain_parent(batch: Any) -> None:
+    batch.chain_parents.pop()
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "why"),
+    [
+        (_points_past_its_rows, "points past its rows"),
+        (_columns_differ, "columns differ in length"),
+        (_unknown_code, "unknown code"),
+        (_reread_not_marked, "to read again do not match"),
+        (_no_chain_parent, "chains have no parents"),
+    ],
+)
+def test_a_batch_that_does_not_hold_together_is_not_merged(
+    tmp_path: Path,
+    helper_always: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: Any,
+    corrupt: Any,
+    why: str,
 ):
     path = _session(tmp_path / "s.jsonl")
-    real_batch_of = scan_split._batch_of
+    real_scan_batch = scan_split._scan_batch
 
-    def batch_pointing_past_its_rows(result: Any, last: bool) -> Any:
-        batch = real_batch_of(result, last)
-        batch.non_messages.append(len(batch.rows) + 5)
+    def corrupted(fd: int, start: int, end: int | None, last: bool) -> Any:
+        batch = real_scan_batch(fd, start, end, last)
+        if last:  # the part's last batch: the others were taken already
+            corrupt(batch)
         return batch
 
-    monkeypatch.setattr(scan_split, "_batch_of", batch_pointing_past_its_rows)
-    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
-        assert_same_as_one_scan(path)
-    assert any("points past its rows" in record.getMessage() for record in caplog.records)
-
-
-def test_batches_that_cannot_be_mapped_are_read_here(
-    tmp_path: Path, helper_always: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
-):
-    path = _session(tmp_path / "s.jsonl")
-
-    def no_memory(*args: Any, **kwargs: Any) -> Any:
-        raise OSError(12, "Cannot allocate memory")
-
-    monkeypatch.setattr(scan_split.mmap, "mmap", no_memory)
+    monkeypatch.setattr(scan_split, "_scan_batch", corrupted)
     with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
         assert_same_as_one_scan(path)
     assert not helper_always
-    assert any("cannot be mapped" in record.getMessage() for record in caplog.records)
+    assert any(why in record.getMessage() for record in caplog.records)
 
 
 @pytest.fixture
@@ -368,10 +411,10 @@ def test_when_the_parent_fails_the_helper_is_stopped_and_reaped(
     path = _session(tmp_path / "s.jsonl")
     real_scan = scan_split._scan_entry_lines
 
-    def failing_in_the_parent(fd: int, source: Any, *args: Any) -> Any:
+    def failing_in_the_parent(fd: int, source: Any, *args: Any, **kwargs: Any) -> Any:
         if source is SOURCE:  # the parent's part (the helper scans with no source)
             raise OSError(5, "Input/output error")
-        return real_scan(fd, source, *args)
+        return real_scan(fd, source, *args, **kwargs)
 
     monkeypatch.setattr(scan_split, "_scan_entry_lines", failing_in_the_parent)
     with pytest.raises(OSError, match="Input/output"):
@@ -479,9 +522,9 @@ def test_lines_appended_while_the_helper_reads_come_with_the_next_refresh(
     else:
         real_finish = scan_split._Helper.finish
 
-        def append_then_finish(self: Any, patience: float) -> Any:
+        def append_then_finish(self: Any, patience: float, *args: Any) -> Any:
             someone_appends()
-            return real_finish(self, patience)
+            return real_finish(self, patience, *args)
 
         monkeypatch.setattr(scan_split._Helper, "finish", append_then_finish)
     manager = SessionManager.open(str(path), read_only=True)
@@ -491,5 +534,6 @@ def test_lines_appended_while_the_helper_reads_come_with_the_next_refresh(
     data = path.read_bytes()
     physical = data.split(b"\n")
     for entry in manager.get_entries()[1:]:
-        assert physical[entry.line] == data[entry.offset : entry.offset + entry.length]
+        with open(path, "rb") as f:
+            assert physical[entry.line] == scan.line_at(f.fileno(), entry.offset, entry.length)
     assert helper_always
