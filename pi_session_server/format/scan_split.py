@@ -467,11 +467,12 @@ def _run_child(fd: int, start: int, out: int) -> None:
     try:
         at = 0  # where the next frame goes in ``out``
         position = start
+        buffers: list[bytearray] = []  # one read buffer for every batch (see scan.ChunkReader)
         while True:
             total = os.fstat(fd).st_size
             stop = _line_start_after(fd, position + BATCH_BYTES, total)
             last = stop >= total
-            batch = _scan_batch(fd, position, None if last else stop, last)
+            batch = _scan_batch(fd, position, None if last else stop, last, buffers)
             frame = _encode_batch(batch)
             _write_frame(out, at, frame, batch.end)
             at += _FRAME_HEAD.size + len(frame)
@@ -498,10 +499,14 @@ def _pwrite_all(fd: int, data: bytes, at: int) -> None:
         at += written
 
 
-def _scan_batch(fd: int, start: int, end: int | None, last: bool) -> _Batch:
+def _scan_batch(
+    fd: int, start: int, end: int | None, last: bool, buffers: list[bytearray] | None = None
+) -> _Batch:
     """The helper's scan of the lines from ``start`` (to ``end``; lines counted from there), as
-    a batch."""
-    result = _scan_entry_lines(fd, None, start, 0, True, end, None, decode=_decode_wire_envelope)
+    a batch; ``buffers`` keeps the read buffer from one batch to the next."""
+    result = _scan_entry_lines(
+        fd, None, start, 0, True, end, None, decode=_decode_wire_envelope, buffers=buffers
+    )
     return _batch_of(result, last)
 
 

@@ -320,8 +320,8 @@ def test_a_batch_that_does_not_hold_together_is_not_merged(
     path = _session(tmp_path / "s.jsonl")
     real_scan_batch = scan_split._scan_batch
 
-    def corrupted(fd: int, start: int, end: int | None, last: bool) -> Any:
-        batch = real_scan_batch(fd, start, end, last)
+    def corrupted(fd: int, start: int, end: int | None, last: bool, *args: Any) -> Any:
+        batch = real_scan_batch(fd, start, end, last, *args)
         if last:  # the part's last batch: the others were taken already
             corrupt(batch)
         return batch
