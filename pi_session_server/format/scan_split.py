@@ -467,7 +467,7 @@ def _run_child(fd: int, start: int, out: int) -> None:
     try:
         at = 0  # where the next frame goes in ``out``
         position = start
-        buffers: list[bytearray] = []  # one read buffer for every batch (see scan.ChunkReader)
+        buffers: list[bytearray] = []  # one read buffer for every batch (a fresh one costs faults)
         while True:
             total = os.fstat(fd).st_size
             stop = _line_start_after(fd, position + BATCH_BYTES, total)
