@@ -65,16 +65,20 @@ log = logging.getLogger(__name__)
 # Below this many bytes after the header the gain is a few ms (a 32 MB session scans in about
 # 80 ms here), not worth a second process.
 SPLIT_MIN_BYTES = 32 * 1024 * 1024
-# The helper's part of the bytes after the header: half of a small file, up to 0.6 of one of
-# HELPER_SHARE_FULL_AT bytes or more. The parent takes the helper's rows as they come, between its
-# own chunks; a row costs it a quarter of what its line costs the helper, so on a large file the
-# helper can take more than half. On a small one its start and its last batch, which the parent
-# waits for, weigh more. Measured (2026-12-01, medians of 5 to 9 opens): 105 MB of text opens
-# fastest at 0.5 (0.55: +4 %, 0.6: +11 %), 2.15 GB of text at 0.6 (0.55: +2 %, 0.5: +8 %, 0.65:
-# +11 %); 315 MB of screenshots the same from 0.5 to 0.55.
+# The helper's part of the bytes after the header: half, and up to 0.6 of a file of
+# HELPER_SHARE_FULL_AT bytes or more that is dense with lines (HELPER_SHARE_DENSE lines a MB: text).
+# The parent takes the helper's rows as they come, between its own chunks, and a row costs it a
+# quarter of what its line costs the helper: the more rows, the more the helper can take. On a
+# small file the helper's start and its last batch, which the parent waits for, weigh more; in a
+# file of screenshots there are few rows. Measured (2026-12-01, medians of 4 to 21 opens): 105 MB of
+# text opens fastest at 0.5 (0.45: +5 %, 0.55: +4 %, 0.6: +11 %), 2.15 GB of text at 0.6 (0.55:
+# +2 %, 0.5: +8 %, 0.65: +11 %); 2.15 GB of screenshots 6 % slower at 0.6 than at 0.48.
 HELPER_SHARE_SMALL = 0.5
 HELPER_SHARE_LARGE = 0.6
 HELPER_SHARE_FULL_AT = 2 * 1024**3
+HELPER_SHARE_DENSE = 300
+_SAMPLES = 8  # pieces of the file whose lines are counted to tell how dense it is
+_SAMPLE_BYTES = 64 * 1024
 # The helper sends its rows every this many bytes of file, so that it holds one batch of entries at
 # a time (a GB of text is 400,000 entries: 200 MB of them in one go).
 BATCH_BYTES = 8 * 1024 * 1024
@@ -175,10 +179,21 @@ def helper_wanted(bytes_after_header: int) -> bool:
     return _resident_bytes() <= MAX_RESIDENT_PER_BYTE * bytes_after_header
 
 
-def helper_share(bytes_to_scan: int) -> float:
+def helper_share(bytes_to_scan: int, lines_per_mb: float = HELPER_SHARE_DENSE) -> float:
     """The part of ``bytes_to_scan`` the helper takes (see HELPER_SHARE_SMALL)."""
-    grown = min(1.0, bytes_to_scan / HELPER_SHARE_FULL_AT)
+    grown = min(1.0, bytes_to_scan / HELPER_SHARE_FULL_AT) * min(1.0, lines_per_mb / HELPER_SHARE_DENSE)
     return HELPER_SHARE_SMALL + (HELPER_SHARE_LARGE - HELPER_SHARE_SMALL) * grown
+
+
+def _lines_per_mb(fd: int, start: int, total: int) -> float:
+    """About how many lines a MB of the file from ``start`` holds, from a few pieces of it."""
+    step = max(1, (total - start) // _SAMPLES)
+    read = lines = 0
+    for at in range(start, total, step):
+        piece = os.pread(fd, _SAMPLE_BYTES, at)
+        read += len(piece)
+        lines += piece.count(b"\n")
+    return lines * 1024 * 1024 / read if read else 0.0
 
 
 def _resident_bytes() -> int:
@@ -202,7 +217,8 @@ def scan_split(
     total = os.fstat(fd).st_size
     if not helper_wanted(total - start):
         return _scan_entry_lines(fd, source, start, first_line, True, None, on_progress)
-    split = _line_start_after(fd, start + int((total - start) * (1 - helper_share(total - start))), total)
+    share = helper_share(total - start, _lines_per_mb(fd, start, total))
+    split = _line_start_after(fd, start + int((total - start) * (1 - share)), total)
     helper = _Helper.start(fd, split) if split < total else None
     if helper is None:
         return _scan_entry_lines(fd, source, start, first_line, True, None, on_progress)

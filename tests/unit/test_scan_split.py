@@ -176,7 +176,7 @@ def test_any_lines_read_the_same_wherever_the_file_is_split(
     path.write_bytes(newline.join(lines) + (newline if final_newline else b""))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(scan_split, "helper_wanted", lambda size: True)
-        mp.setattr(scan_split, "helper_share", lambda size: share)
+        mp.setattr(scan_split, "helper_share", lambda size, density: share)
         mp.setattr(scan_split, "BATCH_BYTES", batch)
         assert_same_as_one_scan(path)
 
@@ -211,12 +211,17 @@ def test_the_helper_really_reads_the_back_part(tmp_path: Path, helper_always: li
     assert [e for e in sent if e.message is not head_for(e.message.role)] == []
 
 
-def test_the_helper_takes_half_a_small_file_and_more_of_a_large_one():
+def test_the_helper_takes_half_a_small_file_and_more_of_a_large_one_dense_with_lines(tmp_path: Path):
     share = scan_split.helper_share
     assert share(100 * 1024 * 1024) == pytest.approx(0.5, abs=0.01)
     assert share(2 * 1024**3) == share(20 * 1024**3) == scan_split.HELPER_SHARE_LARGE
+    assert share(2 * 1024**3, lines_per_mb=30) == pytest.approx(0.51, abs=0.001)  # screenshots
     sizes = [2**n for n in range(20, 36)]
     assert [share(size) for size in sizes] == sorted(share(size) for size in sizes)
+    text = tmp_path / "text.jsonl"
+    text.write_bytes((b"x" * 1023 + b"\n") * 4096)
+    with open(text, "rb") as f:
+        assert scan_split._lines_per_mb(f.fileno(), 0, text.stat().st_size) == pytest.approx(1024)
 
 
 def _child_exits(status: int) -> Any:
