@@ -351,11 +351,11 @@ class _Helper:
                 self.parts.append(_Part(batch, rows, self.lines))
                 self.lines += batch.lines
                 if batch.complete:  # else the id index is built again anyway (IdIndex.complete)
+                    self.indexed += len(rows)  # first: a failure halfway leaves some in the index
                     by_id.update(zip(batch.ids, rows, strict=True))
-                    self.indexed += len(rows)
                 self.done = batch.end + len(batch.tail)
-        except (_HelperFailed, msgspec.DecodeError, msgspec.ValidationError) as err:
-            self.failed = str(err) or type(err).__name__
+        except Exception as err:  # whatever the batch held (an unhashable id, say): read it here
+            self.failed = f"{type(err).__name__}: {err}"
             self.kill()
 
     def _next_frame(self) -> bytes | None:

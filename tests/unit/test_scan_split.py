@@ -304,6 +304,11 @@ def _no_chain_parent(batch: Any) -> None:
     batch.chain_parents.pop()
 
 
+def _unhashable_id(batch: Any) -> None:
+    at = next(at for at in range(len(batch.ids)) if at not in batch.rereads)
+    batch.ids[at] = ["not", "a", "key"]  # the batch still says every id is a string
+
+
 @pytest.mark.parametrize(
     ("corrupt", "why"),
     [
@@ -312,6 +317,7 @@ def _no_chain_parent(batch: Any) -> None:
         (_unknown_code, "unknown code"),
         (_reread_not_marked, "to read again do not match"),
         (_no_chain_parent, "chains have no parents"),
+        (_unhashable_id, "TypeError"),
     ],
 )
 def test_a_batch_that_does_not_hold_together_is_not_merged(
@@ -511,9 +517,17 @@ def test_lines_appended_while_the_helper_reads_come_with_the_next_refresh(
         path.write_bytes(path.read_bytes() + b"\n")
     monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", -1)
 
+    appended: list[bool] = []
+
     def someone_appends() -> None:
-        with open(path, "ab") as f:
-            f.write((b"" if terminated else b"\n") + _message(900, 599) + b"\n" + _message(901, 900) + b"\n")
+        # once: a refresh that reloads the file (it ended inside a line, which the append finished)
+        # opens it with a helper again
+        if not appended:
+            appended.append(True)
+            with open(path, "ab") as f:
+                f.write(
+                    (b"" if terminated else b"\n") + _message(900, 599) + b"\n" + _message(901, 900) + b"\n"
+                )
 
     if when == "helper-started":
         real_start = scan_split._Helper.start
