@@ -12,7 +12,8 @@ each batch as soon as it is complete: one ``map(Entry, ...)`` over the columns m
 C, with the shared message heads and each parentId inside a chain taken from the id column (the
 very string of the entry before, as one scan links it), and puts them in the id index. A row costs
 the parent about 1.5 us where scanning its line costs 6, which is the whole gain (2026-12-01: a
-105 MB session opens in 0.16 s instead of 0.24 s, 2.15 GB of text in about 3 s instead of 4.7).
+105 MB session opens in 0.15 s instead of 0.22-0.25 s on one core, 2.15 GB of text in 3.15-3.3 s
+instead of 4.9-5.6 s).
 
 Whatever goes wrong on the helper's side (no fork, the child dies or sends something unexpected)
 the parent scans the back part itself: the result is the same, only slower. Entries the fast
@@ -79,8 +80,8 @@ HELPER_SHARE_FULL_AT = 2 * 1024**3
 HELPER_SHARE_DENSE = 300
 _SAMPLES = 8  # pieces of the file whose lines are counted to tell how dense it is
 _SAMPLE_BYTES = 64 * 1024
-# The helper sends its rows every this many bytes of file, so that it holds one batch of entries at
-# a time (a GB of text is 400,000 entries: 200 MB of them in one go).
+# The helper sends its rows every this many bytes of file (about 3,000 entries of text), so that it
+# holds one batch of entries at a time and the parent can take them while it scans its own part.
 BATCH_BYTES = 8 * 1024 * 1024
 ENV_SWITCH = "PI_SESSION_SCAN_HELPER"
 # How long the parent waits for the helper once its own part is read: the helper's part is about as
