@@ -303,10 +303,10 @@ def _scan_entry_lines(
     Lines the envelope decoder rejects take the exact slow path. Plain reads rather than mmap: a
     file truncated by another process while we read must not kill us with SIGBUS. (The loop reads
     its chunks itself: the same loop with a reader object for the chunks scanned 15 % slower,
-    measured and not understood.) ``decode`` may
-    make a subclass of Entry (the scan helper's, see scan_split); ``index`` is the one to fill (a
-    new one by default; scan_split adds the helper's entries to it meanwhile). ``buffers``: where
-    the read buffer is taken from, if there is one, and left for the next scan.
+    measured and not understood.) ``decode`` may make a subclass of Entry (the scan helper's, see
+    scan_split); ``index`` is the one to fill (a new one by default; scan_split adds the helper's
+    entries to it meanwhile). ``buffers``: where the read buffer is taken from, if there is one,
+    and left for the next scan.
     """
     result = ScanResult(end=start) if index is None else ScanResult(end=start, index=index)
     entries = result.entries

@@ -220,27 +220,24 @@ def scan_split(
         return _scan_entry_lines(fd, source, start, first_line, True, None, on_progress)
     share = helper_share(total - start, _lines_per_mb(fd, start, total))
     split = _line_start_after(fd, start + int((total - start) * (1 - share)), total)
-    helper = _Helper.start(fd, split) if split < total else None
+    index = IdIndex()  # the helper's rows go in as they come, the front part's as it is read
+    helper = _Helper.start(fd, split, source, index.by_id) if split < total else None
     if helper is None:
         return _scan_entry_lines(fd, source, start, first_line, True, None, on_progress)
-    if on_progress is not None:
-        on_progress = _never_back(on_progress)  # a fallback reads the helper's part again
+    report = None if on_progress is None else _never_back(on_progress)  # a fallback reads again
+
+    def between_chunks(position: int, _total: int) -> None:
+        # The helper's batches are taken as they come: their rows cost this process about a
+        # quarter of what scanning their lines would, and taken now they cost it no waiting.
+        helper.collect()
+        if report is not None:
+            report(position + helper.done - split, total)
+
     try:
-        report = on_progress
-
-        index = IdIndex()  # the helper's rows go in as they come, the front part's as it is read
-
-        def between_chunks(position: int, _total: int) -> None:
-            # The helper's batches are taken as they come: their rows cost this process about a
-            # quarter of what scanning their lines would, and taken now they cost it no waiting.
-            helper.collect(fd, source, index.by_id)
-            if report is not None:
-                report(position + helper.done - split, total)
-
         began = time.monotonic()
         result = _scan_entry_lines(fd, source, start, first_line, True, split, between_chunks, index=index)
         patience = max(MIN_PATIENCE, PATIENCE_FACTOR * (time.monotonic() - began))
-        parts = helper.finish(patience, fd, source, index.by_id)
+        parts = helper.finish(patience)
     except BaseException:
         helper.kill()
         raise
@@ -250,12 +247,12 @@ def scan_split(
         except _HelperFailed as why:
             _log_unusable(source, why)
         else:
-            if on_progress is not None:
-                on_progress(result.end + len(result.tail), total)
+            if report is not None:
+                report(result.end + len(result.tail), total)
             return result
     if helper.indexed:
         _index_again(result)
-    rest = _scan_entry_lines(fd, source, split, first_line + result.lines, True, None, on_progress)
+    rest = _scan_entry_lines(fd, source, split, first_line + result.lines, True, None, report)
     _append(result, rest)
     return result
 
@@ -303,9 +300,12 @@ class _Helper:
     as soon as it is complete, and make its entries then (see :meth:`collect`).
     """
 
-    def __init__(self, pid: int, out: int, split: int) -> None:
+    def __init__(self, pid: int, out: int, split: int, fd: int, source: Any, by_id: dict[str, Entry]) -> None:
         self.pid = pid
         self.out = out  # the file the child writes frames to
+        self.fd = fd  # the session file (lines the batches cannot carry are read again from it)
+        self.source = source  # what the entries made here read their bodies from
+        self.by_id = by_id  # the id index the rows go into (see collect)
         self.done = split  # the end of the last batch taken (for progress)
         self.looked = 0  # offset in ``out`` of the first frame not taken yet
         self.parts: list[_Part] = []  # the batches taken, their entries made (see _prepare)
@@ -315,7 +315,7 @@ class _Helper:
         self.reaped = False
 
     @classmethod
-    def start(cls, fd: int, split: int) -> _Helper | None:
+    def start(cls, fd: int, split: int, source: Any, by_id: dict[str, Entry]) -> _Helper | None:
         try:
             out = _anonymous_file()
         except OSError as err:
@@ -333,11 +333,11 @@ class _Helper:
             return None
         if pid == 0:  # the child: never returns
             _run_child(fd, split, out)
-        return cls(pid, out, split)
+        return cls(pid, out, split, fd, source, by_id)
 
-    def collect(self, fd: int, source: Any, by_id: dict[str, Entry]) -> None:
-        """Take the batches the child has completed since we last looked, their rows into
-        ``by_id`` (the front part's entries go in meanwhile: _merge puts the back part's first
+    def collect(self) -> None:
+        """Take the batches the child has completed since we last looked, their rows into the id
+        index (the front part's entries go in meanwhile: _merge puts the back part's first
         again when an id is in both). A batch that cannot be used stops the helper: its whole part
         is then read here (see :attr:`failed`)."""
         if self.failed is not None:
@@ -348,12 +348,12 @@ class _Helper:
                 if frame is None:
                     return
                 batch = _decode_batch(frame)
-                rows = _prepare(batch, self.lines, fd, source)
+                rows = _prepare(batch, self.lines, self.fd, self.source)
                 self.parts.append(_Part(batch, rows, self.lines))
                 self.lines += batch.lines
                 if batch.complete:  # else the id index is built again anyway (IdIndex.complete)
                     self.indexed += len(rows)  # first: a failure halfway leaves some in the index
-                    by_id.update(zip(batch.ids, rows, strict=True))
+                    self.by_id.update(zip(batch.ids, rows, strict=True))
                 self.done = batch.end + len(batch.tail)
         except Exception as err:  # whatever the batch held (an unhashable id, say): read it here
             self.failed = f"{type(err).__name__}: {err}"
@@ -375,12 +375,12 @@ class _Helper:
         self.looked += _FRAME_HEAD.size + size
         return frame
 
-    def finish(self, patience: float, fd: int, source: Any, by_id: dict[str, Entry]) -> list[_Part] | None:
+    def finish(self, patience: float) -> list[_Part] | None:
         """Wait for the helper, at most ``patience`` seconds, taking its batches as they come;
         all its batches, or None when they cannot be used (a helper still running then is
         stopped, and why is logged)."""
         try:
-            if not self._exited_within(patience, fd, source, by_id):
+            if not self._exited_within(patience):
                 if self.failed is None:
                     log.warning("scan helper did not finish within %.1f s; stopped", patience)
                     self.kill()
@@ -391,11 +391,11 @@ class _Helper:
                 if status != 0:
                     log.warning("scan helper failed (exit status %s)", status)
                     return None
-                self.collect(fd, source, by_id)  # what it wrote last
+                self.collect()  # what it wrote last
                 if self.failed is None and self._next_frame_started():
                     self.failed = "a cut frame"
             if self.failed is not None:
-                _log_unusable(source, self.failed)
+                _log_unusable(self.source, self.failed)
                 return None
             if not self.parts:
                 log.warning("scan helper sent nothing")
@@ -411,7 +411,7 @@ class _Helper:
         """Did the child write anything past the frames taken? (It exited: then a frame was cut.)"""
         return self.out >= 0 and os.fstat(self.out).st_size > self.looked
 
-    def _exited_within(self, seconds: float, fd: int, source: Any, by_id: dict[str, Entry]) -> bool:
+    def _exited_within(self, seconds: float) -> bool:
         """Has the child exited, or does it within ``seconds``, taking its batches meanwhile? (Not
         reaped here; False at once when a batch could not be used.) A child can hang where no scan
         would: a library's fork handler that waits for a thread the child does not have, say."""
@@ -426,7 +426,7 @@ class _Helper:
             exited.register(pidfd, select.POLLIN)
         try:
             while True:
-                self.collect(fd, source, by_id)
+                self.collect()
                 if self.failed is not None:
                     return False
                 if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:

@@ -350,8 +350,8 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     pids: list[int] = []
     real_start = scan_split._Helper.start
 
-    def recording_start(fd: int, split: int) -> Any:
-        helper = real_start(fd, split)
+    def recording_start(fd: int, split: int, *args: Any) -> Any:
+        helper = real_start(fd, split, *args)
         if helper is not None:
             pids.append(helper.pid)
         return helper
@@ -532,8 +532,8 @@ def test_lines_appended_while_the_helper_reads_come_with_the_next_refresh(
     if when == "helper-started":
         real_start = scan_split._Helper.start
 
-        def start_then_append(fd: int, split: int) -> Any:
-            helper = real_start(fd, split)
+        def start_then_append(fd: int, split: int, *args: Any) -> Any:
+            helper = real_start(fd, split, *args)
             someone_appends()
             return helper
 
