@@ -5,15 +5,16 @@ depends on all of them), and msgspec, the fastest JSON validator Python has, hol
 thread cannot share that work, a second process can. For a file of at least ``SPLIT_MIN_BYTES``
 the loader forks before it reads anything (the process is then as small as it will be, so the fork
 copies few page tables and the two processes fault few shared pages). The child scans the back part
-with the same scanner, in batches of ``BATCH_BYTES``, and writes each batch to an in-memory file as
-columns (types and message roles as one-byte codes, ids, timestamps, offsets, lengths), which
-msgpack decodes in C. The parent scans the front part meanwhile and, between its own chunks, takes
+in batches of ``BATCH_BYTES`` with a loop of its own, which only decodes each line and notes where
+it starts (it keeps no entry, so the rest is a few passes in C over the batch), and writes each
+batch to an in-memory file as columns (types and message roles as one-byte codes, ids, timestamps,
+offsets, the few lengths kept), which msgpack decodes in C. The parent scans the front part meanwhile and, between its own chunks, takes
 each batch as soon as it is complete: one ``map(Entry, ...)`` over the columns makes its entries in
 C, with the shared message heads and each parentId inside a chain taken from the id column (the
 very string of the entry before, as one scan links it), and puts them in the id index. A row costs
-the parent about 1.5 us where scanning its line costs 6, which is the whole gain (2026-12-01: a
-105 MB session opens in 0.15 s instead of 0.22-0.25 s on one core, 2.15 GB of text in 3.15-3.3 s
-instead of 4.9-5.6 s).
+the parent about 1.5 us where scanning its line costs 6 (and the child 5), which is the whole gain
+(2026-12-01: a 105 MB session opens in 0.14 s instead of 0.22-0.25 s on one core, 2.15 GB of text
+in 2.8-2.9 s instead of 4.9-5.6 s).
 
 Whatever goes wrong on the helper's side (no fork, the child dies or sends something unexpected)
 the parent scans the back part itself: the result is the same, only slower. Entries the fast
@@ -44,20 +45,25 @@ import warnings
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import repeat
-from operator import add, attrgetter
-from typing import Any, get_args
+from itertools import compress, repeat
+from operator import add, attrgetter, is_, ne, sub
+from typing import Any, cast, get_args
 
 import msgspec
 
 from .entry import Entry, KnownRole, KnownType, MessageHead, head_for
 from .jsvalue import ABSENT
 from .scan import (
+    CHUNK_SIZE,
+    KEEP_GROWN_CHUNKS,
+    SHORT_LINE,
     IdIndex,
     LineProblem,
     ScanResult,
     _entry_from_line,
+    _grown,
     _scan_entry_lines,
+    _undecodable_line,
     line_at,
 )
 
@@ -66,15 +72,17 @@ log = logging.getLogger(__name__)
 # Below this many bytes after the header the gain is a few ms (a 32 MB session scans in about
 # 80 ms here), not worth a second process.
 SPLIT_MIN_BYTES = 32 * 1024 * 1024
-# The helper's part of the bytes after the header: half, and up to 0.6 of a file of
-# HELPER_SHARE_FULL_AT bytes or more that is dense with lines (HELPER_SHARE_DENSE lines a MB: text).
-# The parent takes the helper's rows as they come, between its own chunks, and a row costs it a
-# quarter of what its line costs the helper: the more rows, the more the helper can take. On a
-# small file the helper's start and its last batch, which the parent waits for, weigh more; in a
-# file of screenshots there are few rows. Measured (2026-12-01, medians of 4 to 21 opens): 105 MB of
-# text opens fastest at 0.5 (0.45: +5 %, 0.55: +4 %, 0.6: +11 %), 2.15 GB of text at 0.6 (0.55:
-# +2 %, 0.5: +8 %, 0.65: +11 %); 2.15 GB of screenshots 6 % slower at 0.6 than at 0.48.
-HELPER_SHARE_SMALL = 0.5
+# The helper's part of the bytes after the header: half of a file with few lines a MB (screenshots),
+# 0.55 of one dense with lines (HELPER_SHARE_DENSE lines a MB: text), and up to 0.6 of a dense file
+# of HELPER_SHARE_FULL_AT bytes or more. The parent takes the helper's rows as they come, between
+# its own chunks, and a row costs it about a quarter of what its line costs the helper: the more
+# rows, the more the helper can take. On a small file the helper's start and its last batch, which
+# the parent waits for, weigh more; in a file of screenshots there are few rows. Measured
+# (2026-12-01, medians of 7 to 15 alternating opens, with the helper's own loop): 105 MB of text
+# opens fastest at 0.55 (0.5: +6 %, 0.6: +8 %, 0.45: +12 %), 2.15 GB of text at 0.6 (0.56: +2 %,
+# 0.64: +6 %); 2.15 GB of screenshots was 6 % slower at 0.6 than at 0.48.
+HELPER_SHARE_SPARSE = 0.5
+HELPER_SHARE_DENSE_SMALL = 0.55
 HELPER_SHARE_LARGE = 0.6
 HELPER_SHARE_FULL_AT = 2 * 1024**3
 HELPER_SHARE_DENSE = 300
@@ -99,10 +107,14 @@ _FRAME_HEAD = struct.Struct("<QQ")  # the frame's size, the offset its batch end
 
 class _WireEntry(Entry, gc=False):
     """The entries the helper's scanner decodes: of a class of their own, so that those the fast
-    decoder did not make (see _reread) are told apart."""
+    decoder did not make are told apart, and with a message head (of no role) when the line has
+    none, so that the roles of a batch are read in one pass (see _batch_of)."""
+
+    message: MessageHead | None = MessageHead(cast(Any, None))
 
 
 _decode_wire_envelope = msgspec.json.Decoder(_WireEntry).decode
+_STAND_IN = _WireEntry()  # in the columns for an entry the fast decoder did not make
 
 # The helper sends its entries as columns, which msgpack decodes in C into lists of strings and
 # ints; the parent then makes every Entry of a batch in one map() over them, in C too: with the
@@ -123,7 +135,8 @@ _REREAD = 255  # the type and head code of a row the parent reads again from its
 _TYPE_OF = (*_TYPES, *repeat(ABSENT, 256 - len(_TYPES)))
 _HEAD_OF = (*_HEADS, *repeat(None, 256 - len(_HEADS)))
 # What a column may carry: other values (and ABSENT, a missing member) make the row a reread.
-_SENDABLE = (str, int, float, bool, type(None))
+# The parentIds a chain's first row carries: other values make the row one to read again.
+_CHAIN_PARENTS = (str, type(None))
 
 
 class _Batch(msgspec.Struct, array_like=True):
@@ -135,7 +148,7 @@ class _Batch(msgspec.Struct, array_like=True):
     ids: list[Any]  # None for a reread whose id a column cannot carry
     timestamps: list[Any]
     offsets: list[int]
-    lengths: list[int]
+    lengths: dict[int, int]  # the lengths kept: of lines of SHORT_LINE or more, and of rows read again
     line_numbers: list[int] | None  # None: every line of the batch is an entry (they count up)
     chain_starts: list[int]
     chain_parents: list[Any]  # the parentId of each chain's first entry (None for a reread)
@@ -181,9 +194,11 @@ def helper_wanted(bytes_after_header: int) -> bool:
 
 
 def helper_share(bytes_to_scan: int, lines_per_mb: float = HELPER_SHARE_DENSE) -> float:
-    """The part of ``bytes_to_scan`` the helper takes (see HELPER_SHARE_SMALL)."""
-    grown = min(1.0, bytes_to_scan / HELPER_SHARE_FULL_AT) * min(1.0, lines_per_mb / HELPER_SHARE_DENSE)
-    return HELPER_SHARE_SMALL + (HELPER_SHARE_LARGE - HELPER_SHARE_SMALL) * grown
+    """The part of ``bytes_to_scan`` the helper takes (see HELPER_SHARE_SPARSE)."""
+    dense = min(1.0, lines_per_mb / HELPER_SHARE_DENSE)
+    grown = min(1.0, bytes_to_scan / HELPER_SHARE_FULL_AT)
+    small = HELPER_SHARE_DENSE_SMALL - HELPER_SHARE_SPARSE
+    return HELPER_SHARE_SPARSE + dense * (small + (HELPER_SHARE_LARGE - HELPER_SHARE_DENSE_SMALL) * grown)
 
 
 def _lines_per_mb(fd: int, start: int, total: int) -> float:
@@ -520,72 +535,177 @@ def _scan_batch(
     fd: int, start: int, end: int | None, last: bool, buffers: list[bytearray] | None = None
 ) -> _Batch:
     """The helper's scan of the lines from ``start`` (to ``end``; lines counted from there), as
-    a batch; ``buffers`` keeps the read buffer from one batch to the next."""
-    result = _scan_entry_lines(
-        fd, None, start, 0, True, end, None, decode=_decode_wire_envelope, buffers=buffers
-    )
-    return _batch_of(result, last)
+    a batch; ``buffers`` keeps the read buffer from one batch to the next.
+
+    The parent's scanner does a dozen things per line for the entry it keeps (its place, the id
+    index, the chains); the helper keeps nothing, so its loop only decodes each line and notes
+    where it starts, and the rest is a few passes in C over the batch (measured on 2 GB of text:
+    4.9 us a line against 6.4 for the scanner and its columns; the helper's part of the work is
+    what an open of such a file waits for).
+    """
+    rows: list[Any] = []  # per physical line: its _WireEntry, or what _undecodable_line makes of
+    offsets: list[int] = []  # a line the fast decoder rejects (another Entry, a LineProblem, None)
+    slow: list[int] = []  # the lines of those
+    add_row = rows.append
+    add_offset = offsets.append
+    decode = _decode_wire_envelope
+    decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+    # the read buffer, as in scan._scan_entry_lines (which says why)
+    buf = buffers.pop() if buffers and len(buffers[-1]) >= CHUNK_SIZE else bytearray(CHUNK_SIZE)
+    base = start
+    kept = 0
+    while True:
+        if kept == len(buf):
+            buf = _grown(buf, 2 * len(buf), kept)
+        want = len(buf) - kept if end is None else min(len(buf) - kept, end - base - kept)
+        if want <= 0:
+            break
+        with memoryview(buf) as whole:
+            got = os.preadv(fd, [whole[kept : kept + want]], base + kept)
+        if got == 0:
+            break
+        fill = kept + got
+        view = memoryview(buf)
+        find = buf.find
+        i = 0
+        j = find(b"\n", kept, fill)
+        while j >= 0:
+            try:
+                add_row(decode(view[i:j]))
+            except decode_errors as err:
+                slow.append(len(rows))
+                add_row(_undecodable_line(len(rows), base + i, bytes(view[i:j]), None, err))
+            add_offset(base + i)
+            i = j + 1
+            j = find(b"\n", i, fill)
+        kept = fill - i
+        if kept and i:
+            view[:kept] = view[i:fill]
+        view.release()
+        base += i
+        if len(buf) > KEEP_GROWN_CHUNKS * CHUNK_SIZE and kept <= CHUNK_SIZE // 2:
+            buf = _grown(buf, CHUNK_SIZE, kept)
+    tail = bytes(buf[:kept])
+    if buffers is not None:
+        buffers.append(buf)
+    ends = offsets[1:]  # where each line's successor starts
+    if offsets:
+        ends.append(base)
+    lengths: dict[int, int] = {}  # by line: the lengths kept (see _Batch.lengths)
+    if offsets and max(map(sub, ends, offsets)) > SHORT_LINE:
+        lengths = {line: size - 1 for line, size in enumerate(map(sub, ends, offsets)) if size > SHORT_LINE}
+    if tail:  # a last line without newline is read again by its exact length, as the scan does
+        slow.append(len(rows))
+        add_row(_entry_from_line(len(rows), base, tail, len(tail), None))
+        add_offset(base)
+        ends.append(base + len(tail) + 1)
+    for line in slow:  # entries of the slow path keep their exact length, as the scanner's do
+        lengths[line] = ends[line] - offsets[line] - 1
+    return _batch_of(rows, offsets, lengths, slow, tail, base, last)
 
 
-def _batch_of(result: ScanResult, last: bool) -> _Batch:
-    """The columns of a scan's entries (each a pass in C: a turn of a Python loop per entry, or
-    appending to each column from the scanner's, costs this process more)."""
-    entries = result.entries
-    chain_starts = result.index.chain_starts
-    types = bytearray(map(_TYPE_CODES.get, map(_TYPE, entries), repeat(_REREAD)))
-    roles = map(getattr, map(_MESSAGE, entries), repeat("role"), repeat(None))  # None: no message
-    heads = bytearray(map(_ROLE_CODES.get, roles, repeat(_REREAD)))
-    ids = list(map(_ID, entries))
-    timestamps = list(map(_TIMESTAMP, entries))
+def _batch_of(
+    rows: list[Any],
+    offsets: list[int],
+    lengths: dict[int, int],
+    slow: list[int],
+    tail: bytes,
+    end: int,
+    last: bool,
+) -> _Batch:
+    """The columns of the entries among ``rows`` (one per physical line, those at ``slow`` not
+    from the fast decoder; ``lengths`` by line), each a pass in C, with the chains and the rows to
+    read again as the parent's scanner would find them: an entry starts a chain unless its id and
+    timestamp are strings, the entry before came from the fast decoder with a string id and its
+    parentId is that id."""
+    problems: list[tuple[int, int, str, str, int, int]] = []
+    entries: list[Any] = rows
+    line_numbers: list[int] | None = None
+    wire = rows  # what the columns are read from
+    odd: set[int] = set()  # entries that start chains and are read again by the parent
+    if slow:
+        entries, line_numbers, entry_offsets, at_line = [], [], [], {}
+        for line, (row, offset) in enumerate(zip(rows, offsets, strict=True)):
+            if type(row) is LineProblem:
+                problems.append((row.line, row.column, row.kind, row.message, row.offset, row.length))
+            elif row is not None:
+                at_line[line] = len(entries)
+                entries.append(row)
+                line_numbers.append(line)
+                entry_offsets.append(offset)
+        odd = {at_line[line] for line in slow if line in at_line}
+        lengths = {at_line[line]: size for line, size in lengths.items() if line in at_line}
+        offsets = entry_offsets
+        wire = entries.copy()
+        for at in odd:  # stand-ins in the columns: the parent reads these again
+            wire[at] = _STAND_IN
+        if len(entries) == len(rows):
+            line_numbers = None
+    count = len(wire)
+    ids = list(map(_ID, wire))
+    timestamps = list(map(_TIMESTAMP, wire))
+    parents = list(map(_PARENT, wire))
+    types = bytearray(map(_TYPE_CODES.get, map(_TYPE, wire), repeat(_REREAD)))
+    try:
+        heads = bytearray(map(_ROLE_CODES.get, map(_ROLE, wire), repeat(_REREAD)))
+    except AttributeError:  # a message of null
+        roles = map(getattr, map(_MESSAGE, wire), repeat("role"), repeat(None))
+        heads = bytearray(map(_ROLE_CODES.get, roles, repeat(_REREAD)))
+    for at in odd:  # read again, but a message or not as the scanner tells them apart
+        kind = entries[at].type
+        types[at] = _TYPE_CODES.get(kind, _REREAD) if type(kind) is str else _REREAD
+    string_ids = all(map(is_, map(type, ids), repeat(str)))
+    if string_ids and all(map(is_, map(type, timestamps), repeat(str))):
+        no_string_id: set[int] = set()
+    else:
+        no_string_id = {at for at in range(count) if type(ids[at]) is not str}
+        odd.update(no_string_id, (at for at in range(count) if type(timestamps[at]) is not str))
+    complete = string_ids and not slow or all(map(is_, map(type, map(_ID, entries)), repeat(str)))
+    if parents[1:] == ids[:-1] and not odd:  # one chain (most batches of pi's files)
+        chain_starts = [0] if count else []
+    else:
+        starts = {0, *compress(range(1, count), map(ne, parents[1:], ids[:-1])), *odd}
+        starts.update(at + 1 for at in no_string_id if at + 1 < count)
+        chain_starts = sorted(starts)
     non_messages = [found.start() for found in _NOT_A_MESSAGE.finditer(types)]
-    starts = set(chain_starts)
+    starting = set(chain_starts)
     # Rows the columns cannot carry are read again by the parent from their line: those the fast
     # decoder did not make (held values; types and roles the records do not know), labels (their
     # targetId and label), envelopes with other values. All start chains or are not messages.
     rereads = [
         at
-        for at in sorted(starts.union(non_messages))
-        if _reread(entries[at], at in starts, types, heads, at)
+        for at in sorted(starting.union(non_messages))
+        if types[at] in (_REREAD, _LABEL_CODE)
+        or heads[at] == _REREAD
+        or at in odd
+        or (at in starting and type(parents[at]) not in _CHAIN_PARENTS)
     ]
     for at in rereads:
         types[at] = heads[at] = _REREAD
         # Kept only an id the fast decoder read (a label's inside a chain, whose next entry's
         # parentId is taken from it); any other makes the next entry start a chain.
-        if type(entries[at]) is not _WireEntry or type(ids[at]) is not str:
+        if at in no_string_id:
             ids[at] = None
         timestamps[at] = None
     reread = set(rereads)
-    chain_parents = [None if at in reread else entries[at].parent_id for at in chain_starts]
     return _Batch(
         bytes(types),
         bytes(heads),
         ids,
         timestamps,
-        list(map(_OFFSET, entries)),
-        list(map(_LENGTH, entries)),
-        None if len(entries) == result.lines else list(map(_LINE, entries)),
+        offsets,
+        lengths,
+        line_numbers,
         chain_starts,
-        chain_parents,
+        [None if at in reread else parents[at] for at in chain_starts],
         rereads,
         non_messages,
-        result.index.complete,
-        [(p.line, p.column, p.kind, p.message, p.offset, p.length) for p in result.problems],
-        result.lines,
-        result.end,
-        result.tail,
+        complete,
+        problems,
+        len(rows),
+        end,
+        tail,
         last,
-    )
-
-
-def _reread(entry: Entry, starts_chain: bool, types: bytearray, heads: bytearray, at: int) -> bool:
-    return (
-        type(entry) is not _WireEntry
-        or types[at] == _REREAD
-        or heads[at] == _REREAD
-        or entry.type == "label"
-        or type(entry.id) not in _SENDABLE
-        or type(entry.timestamp) not in _SENDABLE
-        or (starts_chain and type(entry.parent_id) not in _SENDABLE)
     )
 
 
@@ -594,6 +714,8 @@ _consume = deque[Any](maxlen=0).extend  # runs a map for its effects, in C
 # -- the parent's merge -------------------------------------------------------------------------
 
 _ID = attrgetter("id")
+_ROLE = attrgetter("message.role")  # (a _WireEntry's message is never None unless the line says so)
+_PARENT = attrgetter("parent_id")
 _LINE = attrgetter("line")
 _TYPE = attrgetter("type")
 _MESSAGE = attrgetter("message")
@@ -608,10 +730,10 @@ def _prepare(batch: _Batch, first_line: int, fd: int, source: Any) -> list[Entry
     _HelperFailed for a batch that does not hold together."""
     count = len(batch.ids)
     numbers = batch.line_numbers
-    columns = (batch.types, batch.heads, batch.timestamps, batch.offsets, batch.lengths)
+    columns = (batch.types, batch.heads, batch.timestamps, batch.offsets)
     if any(len(column) != count for column in columns) or (numbers is not None and len(numbers) != count):
         raise _HelperFailed("a batch's columns differ in length")
-    positions = (*batch.rereads, *batch.non_messages, *batch.chain_starts)
+    positions = (*batch.rereads, *batch.non_messages, *batch.chain_starts, *batch.lengths)
     if positions and not 0 <= min(positions) <= max(positions) < count:
         raise _HelperFailed("a batch points past its rows")
     if count and (not batch.chain_starts or batch.chain_starts[0] != 0):
@@ -642,13 +764,15 @@ def _prepare(batch: _Batch, first_line: int, fd: int, source: Any) -> list[Entry
             if numbers is None
             else map(add, numbers, repeat(first_line)),
             batch.offsets,
-            batch.lengths,
+            repeat(0),  # the length, when kept, below
             repeat(ABSENT),  # _body: read from the file on demand
             repeat(source),
         )
     )
+    for at, length in batch.lengths.items():
+        rows[at].length = length
     for at in batch.rereads:
-        offset, length = batch.offsets[at], batch.lengths[at]
+        offset, length = batch.offsets[at], batch.lengths.get(at, 0)
         data = line_at(fd, offset, length)
         line = rows[at].line
         found = _entry_from_line(line, offset, data, len(data), source)

@@ -147,6 +147,8 @@ ODD_LINES = [
     b'{"type":"session_info","id":"i","parentId":"m2","name":"\xe2\x80\xa8 \xff bad utf-8"}',
     b'{"type":"compaction","id":"m2","parentId":"m1","summary":"same id again","firstKeptEntryId":"m1"}',
     b'{"type":"thinking_level_change","id":"t","parentId":"m9","thinkingLevel":"high","_body":1}',
+    b'{"type":"message","id":"z","parentId":"m1","timestamp":"t","message":null}',
+    b'{"type":"model_change","id":"q","parentId":"m3","timestamp":5,"provider":"p","modelId":"m"}',
 ]
 
 LINE = st.one_of(
@@ -162,6 +164,7 @@ LINE = st.one_of(
     crlf=st.booleans(),
     share=st.sampled_from([0.1, 0.45, 0.9]),
     batch=st.sampled_from([1, 300, 5000]),
+    short_line=st.sampled_from([scan.SHORT_LINE, 100]),
 )
 def test_any_lines_read_the_same_wherever_the_file_is_split(
     tmp_path_factory: pytest.TempPathFactory,
@@ -170,6 +173,7 @@ def test_any_lines_read_the_same_wherever_the_file_is_split(
     crlf: bool,
     share: float,
     batch: int,
+    short_line: int,
 ):
     path = tmp_path_factory.mktemp("split") / "s.jsonl"
     newline = b"\r\n" if crlf else b"\n"
@@ -178,7 +182,13 @@ def test_any_lines_read_the_same_wherever_the_file_is_split(
         mp.setattr(scan_split, "helper_wanted", lambda size: True)
         mp.setattr(scan_split, "helper_share", lambda size, density: share)
         mp.setattr(scan_split, "BATCH_BYTES", batch)
+        # lines this long or longer keep their length: some here do when it is 100
+        mp.setattr(scan, "SHORT_LINE", short_line)
+        mp.setattr(scan_split, "SHORT_LINE", short_line)
+        warned: list[Any] = []  # a helper that failed: its part read here, the same but slower
+        mp.setattr(scan_split.log, "warning", lambda *args: warned.append(args))
         assert_same_as_one_scan(path)
+        assert warned == []
 
 
 def _session(path: Path, count: int = 400) -> Path:
@@ -211,9 +221,12 @@ def test_the_helper_really_reads_the_back_part(tmp_path: Path, helper_always: li
     assert [e for e in sent if e.message is not head_for(e.message.role)] == []
 
 
-def test_the_helper_takes_half_a_small_file_and_more_of_a_large_one_dense_with_lines(tmp_path: Path):
+def test_the_helper_takes_half_a_sparse_file_and_more_of_one_dense_with_lines_the_more_the_larger(
+    tmp_path: Path,
+):
     share = scan_split.helper_share
-    assert share(100 * 1024 * 1024) == pytest.approx(0.5, abs=0.01)
+    assert share(100 * 1024 * 1024) == pytest.approx(0.55, abs=0.005)  # text
+    assert share(100 * 1024 * 1024, lines_per_mb=0) == scan_split.HELPER_SHARE_SPARSE
     assert share(2 * 1024**3) == share(20 * 1024**3) == scan_split.HELPER_SHARE_LARGE
     assert share(2 * 1024**3, lines_per_mb=30) == pytest.approx(0.51, abs=0.001)  # screenshots
     sizes = [2**n for n in range(20, 36)]
@@ -288,7 +301,7 @@ def _points_past_its_rows(batch: Any) -> None:
 
 
 def _columns_differ(batch: Any) -> None:
-    batch.lengths.pop()
+    batch.offsets.pop()
 
 
 def _unknown_code(batch: Any) -> None:
