@@ -16,6 +16,13 @@ the parent about 1.5 us where scanning its line costs 6 (and the child 5), which
 (2026-12-01: a 105 MB session opens in 0.14 s instead of 0.22-0.25 s on one core, 2.15 GB of text
 in 2.8-2.9 s instead of 4.9-5.6 s).
 
+The split point is a guess (the helper's share, see HELPER_SHARE_SPARSE) and either process may lag
+(a helper slow to start, a core busy with something else), so neither waits for the other: once
+the parent is done with its front part it takes pieces of the helper's part from the end of the
+file, ``BATCH_BYTES`` at a time, until the two meet. Who reads what is decided under a lock on a
+small shared file: the helper claims its next batch there and stops where the parent's pieces
+begin (see _Helper.claim).
+
 Whatever goes wrong on the helper's side (no fork, the child dies or sends something unexpected)
 the parent scans the back part itself: the result is the same, only slower. Entries the fast
 decoder did not make (held values, entry types and roles the typed records do not know) are read
@@ -30,6 +37,7 @@ files on its thread pool) is safe; it leaves with ``os._exit``, running no handl
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import math
 import mmap
@@ -103,6 +111,12 @@ MIN_PATIENCE = 2.0
 MAX_RESIDENT_PER_BYTE = 8
 
 _FRAME_HEAD = struct.Struct("<QQ")  # the frame's size, the offset its batch ends at
+# Who reads which part of the helper's region, in a small in-memory file both processes lock while
+# they change it: where the helper's claimed batches end, and where the pieces the parent took
+# from the end of the file begin (see _Helper.claim).
+_CLAIMS = struct.Struct("<qq")
+_UNCLAIMED = 2**63 - 1  # the parent took nothing yet; or the helper's last batch runs to the end
+_LOCK_PATIENCE = 0.05  # how long the parent tries for the lock (the helper holds it for a read)
 
 
 class _WireEntry(Entry, gc=False):
@@ -240,25 +254,39 @@ def scan_split(
     if helper is None:
         return _scan_entry_lines(fd, source, start, first_line, True, None, on_progress)
     report = None if on_progress is None else _never_back(on_progress)  # a fallback reads again
+    stolen = 0  # bytes of the pieces taken from the helper's region and read here
 
     def between_chunks(position: int, _total: int) -> None:
         # The helper's batches are taken as they come: their rows cost this process about a
         # quarter of what scanning their lines would, and taken now they cost it no waiting.
         helper.collect()
         if report is not None:
-            report(position + helper.done - split, total)
+            report(position + helper.done - split + stolen, total)
+
+    def between_piece_chunks(position: int, _total: int) -> None:
+        helper.collect()
+        if report is not None:
+            report(helper.done + stolen + position - piece_start, total)
 
     try:
         began = time.monotonic()
         result = _scan_entry_lines(fd, source, start, first_line, True, split, between_chunks, index=index)
         patience = max(MIN_PATIENCE, PATIENCE_FACTOR * (time.monotonic() - began))
+        # Done before the helper: rather than wait, take pieces of its part from the end of the
+        # file until the two meet (a helper slow to start, a busy core: either side may lag).
+        pieces: list[tuple[int, ScanResult]] = []
+        while (claimed := helper.claim()) is not None:
+            piece_start, piece_end = claimed
+            piece = _scan_entry_lines(fd, source, piece_start, 0, True, piece_end, between_piece_chunks)
+            pieces.append((piece_start, piece))
+            stolen += piece.end + len(piece.tail) - piece_start
         parts = helper.finish(patience)
     except BaseException:
         helper.kill()
         raise
     if parts is not None:
         try:
-            _merge(result, parts, split, first_line)
+            _merge(result, parts, pieces[::-1], split, first_line)
         except _HelperFailed as why:
             _log_unusable(source, why)
         else:
@@ -307,7 +335,8 @@ def _line_start_after(fd: int, position: int, total: int) -> int:
 
 
 class _Helper:
-    """The forked child and the in-memory file it writes its batches to.
+    """The forked child, the in-memory file it writes its batches to, and the one that says who
+    reads which part of the helper's region (see :meth:`claim`).
 
     Not a pipe: the parent looks for batches only between the chunks it scans, and a pipe holds
     64 KB, so the child would wait for us. The batches take about 45 bytes per entry (35 MB for
@@ -315,9 +344,12 @@ class _Helper:
     as soon as it is complete, and make its entries then (see :meth:`collect`).
     """
 
-    def __init__(self, pid: int, out: int, split: int, fd: int, source: Any, by_id: dict[str, Entry]) -> None:
+    def __init__(
+        self, pid: int, out: int, claims: int, split: int, fd: int, source: Any, by_id: dict[str, Entry]
+    ) -> None:
         self.pid = pid
         self.out = out  # the file the child writes frames to
+        self.claims = claims  # the file that says who reads what (see claim)
         self.fd = fd  # the session file (lines the batches cannot carry are read again from it)
         self.source = source  # what the entries made here read their bodies from
         self.by_id = by_id  # the id index the rows go into (see collect)
@@ -331,24 +363,65 @@ class _Helper:
 
     @classmethod
     def start(cls, fd: int, split: int, source: Any, by_id: dict[str, Entry]) -> _Helper | None:
+        files: list[int] = []  # for the frames, for the claims
         try:
-            out = _anonymous_file()
-        except OSError as err:
-            log.info("no scan helper (no in-memory file: %s)", err)
-            return None
-        try:
+            files.append(_anonymous_file())
+            files.append(_anonymous_file())
+            _pwrite_all(files[1], _CLAIMS.pack(split, _UNCLAIMED), 0)
             with warnings.catch_warnings():
                 # Python 3.12+ warns of forking a process with threads: our child only scans (see
                 # the module's docstring) and exits.
                 warnings.simplefilter("ignore", DeprecationWarning)
                 pid = os.fork()
         except OSError as err:
-            log.info("no scan helper (fork failed: %s)", err)
-            os.close(out)
+            log.info("no scan helper (%s)", err)
+            for file in files:
+                os.close(file)
             return None
+        out, claims = files
         if pid == 0:  # the child: never returns
-            _run_child(fd, split, out)
-        return cls(pid, out, split, fd, source, by_id)
+            _run_child(fd, split, out, claims)
+        return cls(pid, out, claims, split, fd, source, by_id)
+
+    def claim(self) -> tuple[int, int | None] | None:
+        """A piece at the end of the helper's region for the parent to read, ``(start, end)``
+        (end None: to the end of the file), once the helper has claimed its next batch and
+        unless the two have met; None also once the helper failed or exited (it claims no more)
+        or holds the lock for longer than a read takes (a stopped process, say)."""
+        if self.failed is not None or self.claims < 0:
+            return None
+        self.collect()
+        with contextlib.suppress(ChildProcessError):
+            if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return None
+        if not self._locked():
+            return None
+        try:
+            helper_end, parent_start = _CLAIMS.unpack(os.pread(self.claims, _CLAIMS.size, 0))
+            if helper_end >= parent_start:
+                return None
+            total = os.fstat(self.fd).st_size
+            region_end = total if parent_start == _UNCLAIMED else parent_start
+            start = _line_start_after(self.fd, max(helper_end, region_end - BATCH_BYTES), total)
+            if not helper_end <= start < region_end:
+                return None  # one line to the end of the region: the helper's
+            _pwrite_all(self.claims, _CLAIMS.pack(helper_end, start), 0)
+            return start, None if parent_start == _UNCLAIMED else parent_start
+        finally:
+            fcntl.lockf(self.claims, fcntl.LOCK_UN)
+
+    def _locked(self) -> bool:
+        """Take the claims' lock, trying for a little while (the helper holds it for a read)."""
+        deadline = time.monotonic() + _LOCK_PATIENCE
+        while True:
+            try:
+                fcntl.lockf(self.claims, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.0002)
+            else:
+                return True
 
     def collect(self) -> None:
         """Take the batches the child has completed since we last looked, their rows into the id
@@ -473,6 +546,9 @@ class _Helper:
         if self.out >= 0:  # once: the number may be another file's afterwards
             out, self.out = self.out, -1
             os.close(out)
+        if self.claims >= 0:
+            claims, self.claims = self.claims, -1
+            os.close(claims)
 
 
 def _anonymous_file() -> int:
@@ -493,8 +569,9 @@ def _reap(pid: int) -> int:
 # -- the child ---------------------------------------------------------------------------------
 
 
-def _run_child(fd: int, start: int, out: int) -> None:
-    """Scan from ``start`` to the end of the file in batches, send them, exit (never returns)."""
+def _run_child(fd: int, start: int, out: int, claims: int) -> None:
+    """Scan from ``start`` in batches, send them, exit (never returns): to the end of the file, or
+    to where the pieces the parent claimed begin (see _Helper.claim)."""
     status = 1  # until the last batch is written
     try:
         at = 0  # where the next frame goes in ``out``
@@ -502,9 +579,18 @@ def _run_child(fd: int, start: int, out: int) -> None:
         buffers: list[bytearray] = []  # one read buffer for every batch (a fresh one costs faults)
         while True:
             total = os.fstat(fd).st_size
-            stop = _line_start_after(fd, position + BATCH_BYTES, total)
-            last = stop >= total
-            batch = _scan_batch(fd, position, None if last else stop, last, buffers)
+            fcntl.lockf(claims, fcntl.LOCK_EX)
+            try:
+                _, parent_start = _CLAIMS.unpack(os.pread(claims, _CLAIMS.size, 0))
+                stop = position
+                if position < parent_start:
+                    stop = min(_line_start_after(fd, position + BATCH_BYTES, total), parent_start)
+                last = stop >= parent_start or stop >= total
+                end = None if last and parent_start == _UNCLAIMED else stop  # None: to the end
+                _pwrite_all(claims, _CLAIMS.pack(_UNCLAIMED if end is None else stop, parent_start), 0)
+            finally:
+                fcntl.lockf(claims, fcntl.LOCK_UN)
+            batch = _scan_batch(fd, position, end, last, buffers)
             frame = _encode_batch(batch)
             _write_frame(out, at, frame, batch.end)
             at += _FRAME_HEAD.size + len(frame)
@@ -790,11 +876,22 @@ def _prepare(batch: _Batch, first_line: int, fd: int, source: Any) -> list[Entry
     return rows
 
 
-def _merge(result: ScanResult, parts: list[_Part], split: int, first_line: int) -> None:
+def _merge(
+    result: ScanResult, parts: list[_Part], pieces: list[tuple[int, ScanResult]], split: int, first_line: int
+) -> None:
     """Append the helper's batches to ``result``, the parent's scan of the front part (which began
-    on line ``first_line`` and ends at ``split``). Raises _HelperFailed before changing anything."""
+    on line ``first_line`` and ends at ``split``), then the pieces the parent read at the end of
+    the file (``(start, scan)`` in file order, their lines counted from 0). Raises _HelperFailed
+    before changing anything."""
     if result.end != split or result.tail:
         raise _HelperFailed("the front part did not end where the back part starts")
+    reached = split  # where the lines read so far end (-1: in a line without newline)
+    for batch in (part.batch for part in parts):
+        reached = batch.end if not batch.tail else -1
+    for start, piece in pieces:
+        if start != reached:
+            raise _HelperFailed("the helper's batches and the pieces read here do not meet")
+        reached = piece.end if not piece.tail else -1
     line_base = first_line + result.lines  # the helper counted lines from 0 at split
     entries = result.entries
     index = result.index
@@ -825,6 +922,16 @@ def _merge(result: ScanResult, parts: list[_Part], split: int, first_line: int) 
     if index.complete and len(by_id) != len(entries):
         for part in parts:
             by_id.update(zip(part.batch.ids, part.rows, strict=True))
+    for _start, piece in pieces:  # the last lines of the file: their ids go in last
+        line_base = first_line + result.lines
+        _consume(
+            map(
+                setattr, piece.entries, repeat("line"), map(add, map(_LINE, piece.entries), repeat(line_base))
+            )
+        )
+        for problem in piece.problems:
+            problem.line += line_base
+        _append(result, piece)
 
 
 def _index_again(result: ScanResult) -> None:

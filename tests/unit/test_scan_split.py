@@ -94,12 +94,18 @@ def assert_same_as_one_scan(path: Path) -> scan.ScanResult:
     return result
 
 
+def _never_claims(helper: Any) -> None:
+    return None
+
+
 @pytest.fixture
 def helper_always(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """A helper for any file, small batches; yields the list of batch counts merged (one per scan)."""
+    """A helper for any file, small batches, and a parent that takes no piece of the helper's part
+    (see parent_takes_pieces); yields the list of batch counts merged (one per scan)."""
     monkeypatch.setattr(scan_split, "SPLIT_MIN_BYTES", 0)
     monkeypatch.setattr(scan_split, "BATCH_BYTES", 2000)
     monkeypatch.setattr(scan_split, "helper_wanted", lambda size: True)
+    monkeypatch.setattr(scan_split._Helper, "claim", _never_claims)
     merged: list[int] = []
     real_merge = scan_split._merge
 
@@ -111,6 +117,37 @@ def helper_always(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield merged
 
 
+def _slow_batches(seconds: float) -> Any:
+    """The helper's batch scan, each batch ``seconds`` late (in the child)."""
+    real_scan_batch = scan_split._scan_batch
+
+    def slow_scan_batch(*args: Any) -> Any:
+        time.sleep(seconds)
+        return real_scan_batch(*args)
+
+    return slow_scan_batch
+
+
+@pytest.fixture
+def parent_takes_pieces(helper_always: list[int], monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """helper_always with a helper slow enough that the parent, done with its front part, takes
+    pieces of the helper's part from the end of the file; yields the pieces merged (one per scan)."""
+    monkeypatch.setattr(scan_split._Helper, "claim", _REAL_CLAIM)
+    monkeypatch.setattr(scan_split, "_scan_batch", _slow_batches(0.003))
+    pieces: list[int] = []
+    counting_merge = scan_split._merge
+
+    def merge_counting_pieces(result: Any, batches: list[Any], taken: list[Any], *args: Any) -> None:
+        pieces.append(len(taken))
+        counting_merge(result, batches, taken, *args)
+
+    monkeypatch.setattr(scan_split, "_merge", merge_counting_pieces)
+    yield pieces
+
+
+_REAL_CLAIM = scan_split._Helper.claim
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
 def test_real_sessions_read_the_same_with_a_helper(helper_always: list[int], name: str, caplog: Any):
     path = DATA / name
@@ -119,6 +156,19 @@ def test_real_sessions_read_the_same_with_a_helper(helper_always: list[int], nam
     assert not caplog.records
     if path.stat().st_size > 4000:  # the helper's part took more than one batch
         assert helper_always and helper_always[0] > 1
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
+def test_real_sessions_read_the_same_when_the_parent_takes_pieces_of_the_helpers_part(
+    parent_takes_pieces: list[int], helper_always: list[int], name: str, caplog: Any
+):
+    path = DATA / name
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert not caplog.records
+    if path.stat().st_size > 8000:  # the pieces and the batches met somewhere in the helper's part
+        assert parent_takes_pieces and parent_takes_pieces[0] >= 1
+        assert helper_always and helper_always[0] >= 1
 
 
 def _message(n: int, parent: int | None, role: str = "user", pad: int = 40) -> bytes:
@@ -165,6 +215,7 @@ LINE = st.one_of(
     share=st.sampled_from([0.1, 0.45, 0.9]),
     batch=st.sampled_from([1, 300, 5000]),
     short_line=st.sampled_from([scan.SHORT_LINE, 100]),
+    pieces=st.booleans(),
 )
 def test_any_lines_read_the_same_wherever_the_file_is_split(
     tmp_path_factory: pytest.TempPathFactory,
@@ -174,6 +225,7 @@ def test_any_lines_read_the_same_wherever_the_file_is_split(
     share: float,
     batch: int,
     short_line: int,
+    pieces: bool,
 ):
     path = tmp_path_factory.mktemp("split") / "s.jsonl"
     newline = b"\r\n" if crlf else b"\n"
@@ -185,6 +237,10 @@ def test_any_lines_read_the_same_wherever_the_file_is_split(
         # lines this long or longer keep their length: some here do when it is 100
         mp.setattr(scan, "SHORT_LINE", short_line)
         mp.setattr(scan_split, "SHORT_LINE", short_line)
+        if pieces:  # a slow helper: the parent takes pieces of its part from the end of the file
+            mp.setattr(scan_split, "_scan_batch", _slow_batches(0.002))
+        else:
+            mp.setattr(scan_split._Helper, "claim", _never_claims)
         warned: list[Any] = []  # a helper that failed: its part read here, the same but slower
         mp.setattr(scan_split.log, "warning", lambda *args: warned.append(args))
         assert_same_as_one_scan(path)
@@ -238,21 +294,21 @@ def test_the_helper_takes_half_a_sparse_file_and_more_of_one_dense_with_lines_th
 
 
 def _child_exits(status: int) -> Any:
-    def run_child(fd: int, start: int, out: int) -> None:
+    def run_child(fd: int, start: int, out: int, claims: int) -> None:
         os._exit(status)
 
     return run_child
 
 
 def _child_writes(data: bytes) -> Any:
-    def run_child(fd: int, start: int, out: int) -> None:
+    def run_child(fd: int, start: int, out: int, claims: int) -> None:
         os.write(out, data)
         os._exit(0)
 
     return run_child
 
 
-def _child_sends_only_its_first_batch(fd: int, start: int, out: int) -> None:
+def _child_sends_only_its_first_batch(fd: int, start: int, out: int, claims: int) -> None:
     batch = scan_split._scan_batch(
         fd, start, scan_split._line_start_after(fd, start + 3000, os.fstat(fd).st_size), False
     )
@@ -281,6 +337,95 @@ def test_a_failing_helper_changes_nothing_but_the_time(
         assert_same_as_one_scan(path)
     assert not helper_always  # nothing of the helper's was merged
     assert any("scan helper" in record.getMessage() for record in caplog.records)
+
+
+def _child_late(seconds: float, then_exit: int | None = None) -> Any:
+    """The real helper, starting ``seconds`` late (or exiting with ``then_exit`` instead)."""
+    real_run_child = scan_split._run_child
+
+    def late_child(fd: int, start: int, out: int, claims: int) -> None:
+        time.sleep(seconds)
+        if then_exit is not None:
+            os._exit(then_exit)
+        real_run_child(fd, start, out, claims)
+
+    return late_child
+
+
+def test_the_parent_takes_the_whole_part_of_a_helper_that_starts_late(
+    tmp_path: Path, parent_takes_pieces: list[int], helper_always: list[int], monkeypatch: pytest.MonkeyPatch
+):
+    path = _session(tmp_path / "s.jsonl")
+    monkeypatch.setattr(scan_split, "_run_child", _child_late(1.0))
+    result = assert_same_as_one_scan(path)
+    assert result.tail  # the last line has no newline: read in the parent's first piece
+    assert parent_takes_pieces[0] > 5
+    assert helper_always == [1]  # the helper's only batch: empty, where the pieces begin
+
+
+def test_the_pieces_and_the_helpers_batches_meet_wherever_the_helper_stops(
+    tmp_path: Path, parent_takes_pieces: list[int], helper_always: list[int], monkeypatch: pytest.MonkeyPatch
+):
+    # a helper that starts late but reads quickly: the two meet somewhere in the helper's part
+    path = _session(tmp_path / "s.jsonl", count=2000)
+    for delay in (0.0, 0.01, 0.03, 0.1):
+        monkeypatch.setattr(scan_split, "_run_child", _child_late(delay))
+        monkeypatch.setattr(scan_split, "_scan_batch", _slow_batches(0.0005))
+        assert_same_as_one_scan(path)
+    assert all(helper_always) and any(parent_takes_pieces)
+
+
+def test_a_helper_that_dies_after_the_parent_took_pieces_changes_nothing_but_the_time(
+    tmp_path: Path, parent_takes_pieces: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
+):
+    path = _session(tmp_path / "s.jsonl")
+    monkeypatch.setattr(scan_split, "_run_child", _child_late(0.2, then_exit=3))
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert not parent_takes_pieces  # nothing merged: the back part was read here again
+    assert any("exit status 3" in record.getMessage() for record in caplog.records)
+
+
+def test_a_helper_holding_the_claims_lock_makes_the_parent_wait_instead(
+    tmp_path: Path, parent_takes_pieces: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
+):
+    # a helper stopped while it holds the lock: the parent does not wait for the lock, it waits
+    # for the helper's batches (with its usual patience) and takes no piece
+    path = _session(tmp_path / "s.jsonl")
+    real_run_child = scan_split._run_child
+
+    def child_holding_the_lock(fd: int, start: int, out: int, claims: int) -> None:
+        import fcntl
+
+        fcntl.lockf(claims, fcntl.LOCK_EX)
+        time.sleep(0.5)
+        fcntl.lockf(claims, fcntl.LOCK_UN)
+        real_run_child(fd, start, out, claims)
+
+    monkeypatch.setattr(scan_split, "_run_child", child_holding_the_lock)
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert parent_takes_pieces == [0]
+    assert not caplog.records
+
+
+def test_pieces_that_do_not_meet_the_helpers_batches_are_not_merged(
+    tmp_path: Path, parent_takes_pieces: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
+):
+    # a piece read from a line after the one it claimed (a gap the helper does not read either)
+    path = _session(tmp_path / "s.jsonl")
+
+    def claim_skipping_a_line(helper: Any) -> Any:
+        claimed = _REAL_CLAIM(helper)
+        if claimed is None:
+            return None
+        start, end = claimed
+        return scan_split._line_start_after(helper.fd, start + 1, os.fstat(helper.fd).st_size), end
+
+    monkeypatch.setattr(scan_split._Helper, "claim", claim_skipping_a_line)
+    with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
+        assert_same_as_one_scan(path)
+    assert any("do not meet" in record.getMessage() for record in caplog.records)
 
 
 def test_a_line_that_cannot_be_read_again_drops_the_helpers_whole_part(
@@ -402,7 +547,7 @@ def test_a_helper_that_hangs_is_stopped_and_its_part_read_here(
 
         monkeypatch.setattr(scan_split.os, "pidfd_open", no_pidfd, raising=False)
 
-    def hanging_child(fd: int, start: int, out: int) -> None:
+    def hanging_child(fd: int, start: int, out: int, claims: int) -> None:
         time.sleep(3600)
         os._exit(0)
 
