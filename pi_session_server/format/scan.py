@@ -288,9 +288,7 @@ def _scan_entry_lines(
     end: int | None,
     on_progress: Callable[[int, int], Any] | None,
     keep_bytes: bool = False,
-    decode: Callable[[Any], Entry] = _decode_envelope,
     index: IdIndex | None = None,
-    buffers: list[bytearray] | None = None,
 ) -> ScanResult:
     """The hot loop of opening a file: every line after the header.
 
@@ -303,10 +301,8 @@ def _scan_entry_lines(
     Lines the envelope decoder rejects take the exact slow path. Plain reads rather than mmap: a
     file truncated by another process while we read must not kill us with SIGBUS. (The loop reads
     its chunks itself: the same loop with a reader object for the chunks scanned 15 % slower,
-    measured and not understood.) ``decode`` may make a subclass of Entry (the scan helper's, see
-    scan_split); ``index`` is the one to fill (a new one by default; scan_split adds the helper's
-    entries to it meanwhile). ``buffers``: where the read buffer is taken from, if there is one,
-    and left for the next scan.
+    measured and not understood.) ``index`` is the one to fill (a new one by default; scan_split
+    adds the helper's entries to it meanwhile).
     """
     result = ScanResult(end=start) if index is None else ScanResult(end=start, index=index)
     entries = result.entries
@@ -316,13 +312,12 @@ def _scan_entry_lines(
     by_id = index.by_id
     non_messages = index.non_messages
     chain_starts = index.chain_starts
+    decode = _decode_envelope
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     line_no = first_line
     previous_id: Any = _NO_ID  # id of the entry just before, when it came through the hot loop
     total = end if end is not None else os.fstat(fd).st_size
-    # A buffer handed over is one a scan before used (grown, if it was): on these machines each
-    # new page of memory costs 5-25 us, a fresh MB up to 6 ms.
-    buf = buffers.pop() if buffers and len(buffers[-1]) >= CHUNK_SIZE else bytearray(CHUNK_SIZE)
+    buf = bytearray(CHUNK_SIZE)
     base = start  # file offset of buf[0]
     kept = 0  # buf[:kept] is the start of a line whose end is not read yet
     while True:
@@ -403,8 +398,6 @@ def _scan_entry_lines(
     result.lines = line_no - first_line
     result.end = base
     tail = bytes(buf[:kept])
-    if buffers is not None:
-        buffers.append(buf)
     if tail:
         result.tail = tail
         if include_tail:

@@ -636,7 +636,9 @@ def _scan_batch(
     add_offset = offsets.append
     decode = _decode_wire_envelope
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
-    # the read buffer, as in scan._scan_entry_lines (which says why)
+    # Read as scan._scan_entry_lines reads (which says why), into the buffer the batch before used
+    # (grown, if it was): on these machines each new page of memory costs 5-25 us, a fresh MB up
+    # to 6 ms.
     buf = buffers.pop() if buffers and len(buffers[-1]) >= CHUNK_SIZE else bytearray(CHUNK_SIZE)
     base = start
     kept = 0
