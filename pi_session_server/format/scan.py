@@ -321,14 +321,8 @@ def _scan_entry_lines(
     base = start  # file offset of buf[0]
     kept = 0  # buf[:kept] is the start of a line whose end is not read yet
     while True:
-        if kept == len(buf):  # a line longer than the buffer
-            buf = _grown(buf, 2 * len(buf), kept)
-        want = len(buf) - kept if end is None else min(len(buf) - kept, end - base - kept)
-        if want <= 0:
-            break
-        with memoryview(buf) as whole:
-            got = os.preadv(fd, [whole[kept : kept + want]], base + kept)
-        if got == 0:
+        buf, got = read_chunk(fd, buf, base, kept, end)
+        if not got:
             break
         fill = kept + got
         view = memoryview(buf)
@@ -404,6 +398,19 @@ def _scan_entry_lines(
             _add_line(result, memoryview(tail), line_no, base, source, False)
             result.lines += 1
     return result
+
+
+def read_chunk(fd: int, buf: bytearray, base: int, kept: int, end: int | None) -> tuple[bytearray, int]:
+    """Read the file on from the ``kept`` bytes of an unfinished line at the front of ``buf`` (the
+    bytes at ``base``), up to ``end`` if given: the buffer (grown when that line fills it) and how
+    many bytes came (0: the end)."""
+    if kept == len(buf):  # a line longer than the buffer
+        buf = _grown(buf, 2 * len(buf), kept)
+    want = len(buf) - kept if end is None else min(len(buf) - kept, end - base - kept)
+    if want <= 0:
+        return buf, 0
+    with memoryview(buf) as whole:
+        return buf, os.preadv(fd, [whole[kept : kept + want]], base + kept)
 
 
 def _grown(buf: bytearray, size: int, keep: int) -> bytearray:

@@ -73,6 +73,7 @@ from .scan import (
     _scan_entry_lines,
     _undecodable_line,
     line_at,
+    read_chunk,
 )
 
 log = logging.getLogger(__name__)
@@ -643,14 +644,8 @@ def _scan_batch(
     base = start
     kept = 0
     while True:
-        if kept == len(buf):
-            buf = _grown(buf, 2 * len(buf), kept)
-        want = len(buf) - kept if end is None else min(len(buf) - kept, end - base - kept)
-        if want <= 0:
-            break
-        with memoryview(buf) as whole:
-            got = os.preadv(fd, [whole[kept : kept + want]], base + kept)
-        if got == 0:
+        buf, got = read_chunk(fd, buf, base, kept, end)
+        if not got:
             break
         fill = kept + got
         view = memoryview(buf)
