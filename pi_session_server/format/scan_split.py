@@ -809,8 +809,9 @@ _LENGTH = attrgetter("length")
 
 def _prepare(batch: _Batch, first_line: int, fd: int, source: Any) -> list[Entry]:
     """The entries of a batch whose first line is ``first_line`` (counted from the helper's first
-    line: _merge moves them where they are), the lines it could not send read again here. Raises
-    _HelperFailed for a batch that does not hold together."""
+    line), the lines it could not send read again here, with no line number yet (_merge sets them
+    once the front part's lines are counted). Raises _HelperFailed for a batch that does not hold
+    together."""
     count = len(batch.ids)
     numbers = batch.line_numbers
     columns = (batch.types, batch.heads, batch.timestamps, batch.offsets)
@@ -843,9 +844,7 @@ def _prepare(batch: _Batch, first_line: int, fd: int, source: Any) -> list[Entry
             map(_HEAD_OF.__getitem__, batch.heads),
             repeat(ABSENT),  # targetId, label: labels are read again
             repeat(ABSENT),
-            range(first_line, first_line + count)
-            if numbers is None
-            else map(add, numbers, repeat(first_line)),
+            repeat(-1),  # the line: set by _merge, once the front part's lines are counted
             batch.offsets,
             repeat(0),  # the length, when kept, below
             repeat(ABSENT),  # _body: read from the file on demand
@@ -857,7 +856,7 @@ def _prepare(batch: _Batch, first_line: int, fd: int, source: Any) -> list[Entry
     for at in batch.rereads:
         offset, length = batch.offsets[at], batch.lengths.get(at, 0)
         data = line_at(fd, offset, length)
-        line = rows[at].line
+        line = first_line + (at if numbers is None else numbers[at])  # counted from the split
         found = _entry_from_line(line, offset, data, len(data), source)
         if type(found) is not Entry or (length and len(data) != length):
             raise _HelperFailed(f"line {line + 1} after the split changed while it was read")
