@@ -13,8 +13,8 @@ each batch as soon as it is complete: one ``map(Entry, ...)`` over the columns m
 C, with the shared message heads and each parentId inside a chain taken from the id column (the
 very string of the entry before, as one scan links it), and puts them in the id index. A row costs
 the parent about 1.5 us where scanning its line costs 6 (and the child 5), which is the whole gain
-(2026-12-01: a 105 MB session opens in 0.14 s instead of 0.22-0.25 s on one core, 2.15 GB of text
-in 2.8-2.9 s instead of 4.9-5.6 s).
+(2026-12-01: a 105 MB session opens in 0.15 s instead of 0.24 s on one core, 2.15 GB of text in
+2.73-2.79 s instead of 4.95 s).
 
 The split point is a guess (the helper's share, see HELPER_SHARE_SPARSE) and either process may lag
 (a helper slow to start, a core busy with something else), so neither waits for the other: once
