@@ -5,6 +5,7 @@ back part itself and the result is still the same."""
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import time
@@ -352,11 +353,25 @@ def _child_late(seconds: float, then_exit: int | None = None) -> Any:
     return late_child
 
 
+def _child_once_the_parent_took_everything(fd: int, start: int, out: int, claims: int) -> None:
+    """The real helper, started once the parent's pieces reach back to its first line."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        _, parent_start = scan_split._CLAIMS.unpack(os.pread(claims, scan_split._CLAIMS.size, 0))
+        if parent_start <= start:
+            break
+        time.sleep(0.005)
+    _REAL_RUN_CHILD(fd, start, out, claims)
+
+
+_REAL_RUN_CHILD = scan_split._run_child
+
+
 def test_the_parent_takes_the_whole_part_of_a_helper_that_starts_late(
     tmp_path: Path, parent_takes_pieces: list[int], helper_always: list[int], monkeypatch: pytest.MonkeyPatch
 ):
     path = _session(tmp_path / "s.jsonl")
-    monkeypatch.setattr(scan_split, "_run_child", _child_late(1.0))
+    monkeypatch.setattr(scan_split, "_run_child", _child_once_the_parent_took_everything)
     result = assert_same_as_one_scan(path)
     assert result.tail  # the last line has no newline: read in the parent's first piece
     assert parent_takes_pieces[0] > 5
@@ -368,7 +383,7 @@ def test_the_pieces_and_the_helpers_batches_meet_wherever_the_helper_stops(
 ):
     # a helper that starts late but reads quickly: the two meet somewhere in the helper's part
     path = _session(tmp_path / "s.jsonl", count=2000)
-    for delay in (0.0, 0.01, 0.03, 0.1):
+    for delay in (0.0, 0.01, 0.03, 0.5):
         monkeypatch.setattr(scan_split, "_run_child", _child_late(delay))
         monkeypatch.setattr(scan_split, "_scan_batch", _slow_batches(0.0005))
         assert_same_as_one_scan(path)
@@ -395,14 +410,24 @@ def test_a_helper_holding_the_claims_lock_makes_the_parent_wait_instead(
     real_run_child = scan_split._run_child
 
     def child_holding_the_lock(fd: int, start: int, out: int, claims: int) -> None:
-        import fcntl
-
         fcntl.lockf(claims, fcntl.LOCK_EX)
         time.sleep(0.5)
         fcntl.lockf(claims, fcntl.LOCK_UN)
         real_run_child(fd, start, out, claims)
 
+    def claim_once_the_child_holds_the_lock(helper: Any) -> Any:
+        deadline = time.monotonic() + 10  # (the child may start after our front part is read)
+        while time.monotonic() < deadline:
+            try:
+                fcntl.lockf(helper.claims, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                break  # the child holds it
+            fcntl.lockf(helper.claims, fcntl.LOCK_UN)
+            time.sleep(0.001)
+        return _REAL_CLAIM(helper)
+
     monkeypatch.setattr(scan_split, "_run_child", child_holding_the_lock)
+    monkeypatch.setattr(scan_split._Helper, "claim", claim_once_the_child_holds_the_lock)
     with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
         assert_same_as_one_scan(path)
     assert parent_takes_pieces == [0]
@@ -423,6 +448,7 @@ def test_pieces_that_do_not_meet_the_helpers_batches_are_not_merged(
         return scan_split._line_start_after(helper.fd, start + 1, os.fstat(helper.fd).st_size), end
 
     monkeypatch.setattr(scan_split._Helper, "claim", claim_skipping_a_line)
+    monkeypatch.setattr(scan_split, "_run_child", _child_once_the_parent_took_everything)
     with caplog.at_level(logging.WARNING, logger=scan_split.__name__):
         assert_same_as_one_scan(path)
     assert any("do not meet" in record.getMessage() for record in caplog.records)
