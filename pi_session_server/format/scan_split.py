@@ -803,8 +803,6 @@ _LINE = attrgetter("line")
 _TYPE = attrgetter("type")
 _MESSAGE = attrgetter("message")
 _TIMESTAMP = attrgetter("timestamp")
-_OFFSET = attrgetter("offset")
-_LENGTH = attrgetter("length")
 
 
 def _prepare(batch: _Batch, first_line: int, fd: int, source: Any) -> list[Entry]:
@@ -893,11 +891,10 @@ def _merge(
     index = result.index
     for part in parts:
         batch, rows = part.batch, part.rows
+        first = line_base + part.first_line
         if batch.line_numbers is None:  # every line an entry (pi's files): they count up
-            first = line_base + part.first_line
             _consume(map(setattr, rows, repeat("line"), range(first, first + len(rows))))
         else:
-            first = line_base + part.first_line
             _consume(map(setattr, rows, repeat("line"), map(add, batch.line_numbers, repeat(first))))
         position = len(entries)
         entries.extend(rows)
