@@ -21,6 +21,7 @@ device) gives no info instead of blocking or reading forever.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import stat
@@ -547,6 +548,51 @@ def sort_by_modified(infos: list[SessionInfo]) -> list[SessionInfo]:
     return sorted(infos, key=lambda info: info.modified, reverse=True)  # reverse keeps ties in order
 
 
+class _SortedPartial:
+    """The infos loaded so far, for progress reports: kept in :func:`sort_by_modified` order as they
+    arrive, so that each report copies a list instead of sorting (and filtering) every info again.
+    Reports come every few files, so sorting each time made a listing with progress quadratic.
+
+    ``include`` (a cwd filter) is asked once per info; an error it raises is held back and raised
+    at the next report, which is where the reference's filter of the partial list raises it.
+    """
+
+    __slots__ = ("_infos", "_keys", "_arrived", "_has_nan", "_include", "_error")
+
+    def __init__(self, include: Callable[[SessionInfo], bool] | None = None) -> None:
+        self._infos: list[SessionInfo] = []
+        self._keys: list[float] = []  # -modified of each info, ascending
+        self._arrived: list[SessionInfo] = []  # arrival order, for the comparator sort NaN needs
+        self._has_nan = False
+        self._include = include
+        self._error: Exception | None = None
+
+    def add(self, info: SessionInfo) -> None:
+        if self._include is not None and self._error is None:
+            try:
+                if not self._include(info):
+                    return
+            except Exception as err:
+                self._error = err
+                return
+        self._arrived.append(info)
+        modified = info.modified
+        if modified != modified:
+            self._has_nan = True
+            return
+        at = bisect.bisect_right(self._keys, -modified)  # after equal ones: ties stay in arrival order
+        self._keys.insert(at, -modified)
+        self._infos.insert(at, info)
+
+    def snapshot(self) -> list[SessionInfo]:
+        """The partial list as the reference passes it: sorted, filtered, a list of its own."""
+        if self._error is not None:
+            raise self._error
+        if self._has_nan:  # an invalid date: the comparator's order is not a total one
+            return sort_by_modified(self._arrived)
+        return list(self._infos)
+
+
 # ---- listing -----------------------------------------------------------------------------------------
 
 
@@ -573,9 +619,16 @@ def _build_infos(
     return infos
 
 
-def _list_directory(directory: str, on_progress: Any, signal: Any, text: TextOptions) -> list[SessionInfo]:
+def _list_directory(
+    directory: str,
+    on_progress: Any,
+    signal: Any,
+    text: TextOptions,
+    include: Callable[[SessionInfo], bool] | None = None,
+) -> list[SessionInfo]:
     """``listSessionsFromDir``: infos of the ``*.jsonl`` names directly in ``directory``, in
-    name-descending (``localeCompare``) order. Any error other than an abort gives ``[]``."""
+    name-descending (``localeCompare``) order. Any error other than an abort gives ``[]``.
+    ``include``: the filter of the partial lists given to ``on_progress`` (not of the result)."""
     throw_if_aborted(signal)
     if not os.path.exists(directory):
         return []
@@ -584,17 +637,18 @@ def _list_directory(directory: str, on_progress: Any, signal: Any, text: TextOpt
         names.sort(key=collation_key, reverse=True)  # reverse keeps equal-collating names in order
         candidates = [_Candidate(node_join(directory, name)) for name in names]
         total = len(candidates)
-        partial: list[SessionInfo] = []
+        partial = _SortedPartial(include)
         loaded = 0
 
         def on_loaded(info: SessionInfo | None, _index: int) -> None:
             nonlocal loaded
             loaded += 1
+            if not on_progress:
+                return
             if info is not None:
-                partial.append(info)
-            if on_progress:
-                publish = loaded == 1 or loaded % _CURRENT_PUBLISH_INTERVAL == 0 or loaded == total
-                on_progress(loaded, total, sort_by_modified(partial) if publish else None)
+                partial.add(info)
+            publish = loaded == 1 or loaded % _CURRENT_PUBLISH_INTERVAL == 0 or loaded == total
+            on_progress(loaded, total, partial.snapshot() if publish else None)
 
         return _build_infos(candidates, signal, on_loaded, text)
     except Exception:
@@ -626,16 +680,8 @@ def list_sessions(
     def include(info: SessionInfo) -> bool:
         return not filter_cwd or cwd_matches(info.cwd, resolved_cwd)
 
-    progress: Any = None
-    if on_progress:
-
-        def progress(loaded: int, total: int, partial: list[SessionInfo] | None) -> None:
-            on_progress(
-                loaded, total, None if partial is None else [info for info in partial if include(info)]
-            )
-
-    sessions = [info for info in _list_directory(directory, progress, signal, text) if include(info)]
-    return sort_by_modified(sessions)
+    infos = _list_directory(directory, on_progress, signal, text, include if filter_cwd else None)
+    return sort_by_modified([info for info in infos if include(info)])
 
 
 def list_all_sessions(
@@ -721,7 +767,7 @@ def _list_sessions_root(root: str, progress: Any, signal: Any, text: TextOptions
             candidates.append(_Candidate(path))
     _sort_candidates(candidates)
     total = len(candidates)
-    partial: list[SessionInfo] = []
+    partial = _SortedPartial()
     loaded = 0
     first_loaded = False
 
@@ -730,10 +776,11 @@ def _list_sessions_root(root: str, progress: Any, signal: Any, text: TextOptions
         loaded += 1
         if index == 0:
             first_loaded = True
+        if not progress:
+            return
         if info is not None:
-            partial.append(info)
-        if progress:
-            publish = first_loaded and (index == 0 or loaded % _ALL_PUBLISH_INTERVAL == 0 or loaded == total)
-            progress(loaded, total, sort_by_modified(partial) if publish else None)
+            partial.add(info)
+        publish = first_loaded and (index == 0 or loaded % _ALL_PUBLISH_INTERVAL == 0 or loaded == total)
+        progress(loaded, total, partial.snapshot() if publish else None)
 
     return sort_by_modified(_build_infos(candidates, signal, on_loaded, text))

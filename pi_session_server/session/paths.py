@@ -51,56 +51,24 @@ def home_dir() -> str:
 
 
 def _normalize_string(path: str, allow_above_root: bool) -> str:
-    """Node's ``normalizeString``: resolves '.' and '..' segments and collapses separators."""
-    res = ""
-    last_segment_length = 0
-    last_slash = -1
-    dots = 0
-    code = ""
-    n = len(path)
-    for i in range(n + 1):
-        if i < n:
-            code = path[i]
-        elif code == "/":
-            break
-        else:
-            code = "/"
-        if code == "/":
-            if last_slash == i - 1 or dots == 1:
-                pass
-            elif dots == 2:
-                if len(res) < 2 or last_segment_length != 2 or not res.endswith(".."):
-                    if len(res) > 2:
-                        last_slash_index = res.rfind("/")
-                        if last_slash_index == -1:
-                            res = ""
-                            last_segment_length = 0
-                        else:
-                            res = res[:last_slash_index]
-                            last_segment_length = len(res) - 1 - res.rfind("/")
-                        last_slash = i
-                        dots = 0
-                        continue
-                    if len(res) != 0:
-                        res = ""
-                        last_segment_length = 0
-                        last_slash = i
-                        dots = 0
-                        continue
-                if allow_above_root:
-                    res = res + "/.." if res else ".."
-                    last_segment_length = 2
-            else:
-                segment = path[last_slash + 1 : i]
-                res = res + "/" + segment if res else segment
-                last_segment_length = i - last_slash - 1
-            last_slash = i
-            dots = 0
-        elif code == "." and dots != -1:
-            dots += 1
-        else:
-            dots = -1
-    return res
+    """Node's ``normalizeString``: resolves '.' and '..' segments and collapses separators.
+
+    Node builds its result by string concatenation, which is quadratic in Python (a path of
+    megabytes would take minutes): the segments are kept on a stack and joined once. A '..' removes
+    the segment before it unless that is a '..' itself (kept only when ``allow_above_root``).
+    """
+    kept: list[str] = []
+    for segment in path.split("/"):
+        if not segment or segment == ".":
+            continue
+        if segment == "..":
+            if kept and kept[-1] != "..":
+                kept.pop()
+            elif allow_above_root:
+                kept.append("..")
+            continue
+        kept.append(segment)
+    return "/".join(kept)
 
 
 def node_resolve(*paths: str) -> str:
@@ -267,7 +235,8 @@ def _inspect_string(text: str) -> str:
         code = ord(char)
         return f"\\u{code:x}" if code >= 0xD800 else f"\\x{code:02X}"
 
-    body = _INSPECT_ESCAPED_RE.sub(escape, text)
+    # only the start is shown (cut at _INSPECT_MAX_CHARS below): escaping the rest is wasted work
+    body = _INSPECT_ESCAPED_RE.sub(escape, text[:_INSPECT_MAX_CHARS])
     if quote == "'":
         body = body.replace("'", "\\'")
     return quote + body + quote
