@@ -528,13 +528,31 @@ def image_plan(
     stem = os.path.splitext(os.path.basename(session_path))[0] if session_path else "session"
     ext = _EXTENSIONS.get(mime if isinstance(mime, str) else "", "bin")
     entry_id = info.id if isinstance(info.id, str) else f"line{info.line + 1}"
-    file_name = f"{stem}.{entry_id}.{block_path[-1]}.{ext}"
+    file_name = _image_file_name(stem, entry_id, block_path[-1], ext)
     placeholder = {
         "type": "text",
         "text": f"[image moved out of the session: {file_name} ({mime if isinstance(mime, str) else 'image'}, {human_size(len(decoded))})]",
     }
     edit = TextEdit(info.line, span[0], info.line, span[1], dumps(placeholder))
     return ImageExtraction(file_name, decoded, edit)
+
+
+# What a part of an image's file name may hold: the id and the block's place come from the file's
+# content, so a hostile file could name "../../elsewhere" (issue 20, finding 4).
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
+_NAME_PART_CHARS = 64
+
+
+def _name_part(text: str) -> str:
+    """``text`` as one harmless piece of a file name: runs of anything but letters, digits, '_' and
+    '-' become one '_' (no '/', no '.', no NUL, no control character), cut to a bounded length."""
+    return _UNSAFE_NAME_CHARS.sub("_", text[: _NAME_PART_CHARS * 4])[:_NAME_PART_CHARS] or "_"
+
+
+def _image_file_name(stem: str, entry_id: str, place: Any, ext: str) -> str:
+    """``<session name>.<entry id>.<block index>.<ext>``: a plain name, no directory, whatever the
+    file holds. The session's own name is the user's (only a '/' could not be in it anyway)."""
+    return f"{stem}.{_name_part(entry_id)}.{_name_part(str(place))}.{ext}"
 
 
 def _has(container: Any, part: Any) -> bool:

@@ -1,0 +1,104 @@
+"""Moving a huge image out of a session (PI040) writes only next to the session (issue 20, finding 4).
+
+The image's file is named after the entry, and the entry's id comes from the file: a hostile file
+(a session shared in a project, say) must not be able to name a place outside the session's
+directory. Tried through the library's repair plan and through the real server (code action, then
+the command that writes the image).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from pathlib import Path
+
+import pytest
+from reliability_rpc import RawServer, file_uri
+
+from pi_session_server.analysis import SessionDocument
+from pi_session_server.analysis import samples as S
+from pi_session_server.analysis.repairs import image_plan, repairs
+
+pytestmark = pytest.mark.timeout(120)
+
+IMAGE = base64.b64encode(b"\x89PNG planted " * 80_000).decode()  # over the 1,000,000-char PI040 bound
+
+HOSTILE_IDS = [
+    "x/../../../outside/planted",
+    "../../outside/planted",
+    "/tmp/outside/planted",
+    "..",
+    ".",
+    "a\\..\\..\\b",
+    "nul\x00byte",
+    "new\nline",
+    "x" * 5000,
+]
+
+
+def hostile_session(directory: Path, entry_id: str) -> Path:
+    path = directory / "s.jsonl"
+    lines = [
+        S.header(),
+        S.user("u1", None, "look"),
+        S.assistant("a1", "u1", "reading", calls=(("call1", "read", {"path": "x.png"}),)),
+        S.tool_result(entry_id, "a1", "call1", images=((IMAGE, "image/png"),)),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("entry_id", HOSTILE_IDS, ids=range(len(HOSTILE_IDS)))
+def test_the_image_file_name_is_a_plain_name_whatever_the_id(tmp_path: Path, entry_id: str):
+    path = hostile_session(tmp_path, entry_id)
+    doc = SessionDocument(path.read_bytes())
+    found = [r for r in repairs(doc, 3, 3, str(path)) if r.image is not None]
+    assert found, "no PI040 repair offered"
+    plan = image_plan(doc, doc.lines[3], ("message", "content", 1), str(path))
+    assert plan is not None
+    name = plan.file_name
+    assert "/" not in name and "\\" not in name and "\x00" not in name and "\n" not in name
+    assert name not in (".", "..") and len(name.encode()) < 255
+    target = os.path.normpath(os.path.join(tmp_path, name))
+    assert os.path.dirname(target) == str(tmp_path)
+    assert name in plan.edit.new_text  # the placeholder names the file that is written
+
+
+def test_the_server_writes_a_hostile_sessions_image_only_next_to_it(tmp_path: Path, server: RawServer):
+    sessions = tmp_path / "project" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "s.x").mkdir()  # shipped with the hostile file: the first step of its path
+    (tmp_path / "outside").mkdir()
+    path = hostile_session(sessions, "x/../../../outside/planted")
+    uri = file_uri(path)
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": path.read_text()}},
+    )
+    actions = server.call(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": uri},
+            "range": {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 0}},
+            "context": {"diagnostics": []},
+        },
+        timeout=60,
+    )
+    commands = [a["command"] for a in actions or [] if a.get("command")]
+    assert commands, f"no image command among the code actions: {actions}"
+    command = commands[0]
+    # the image is written first, then the edit goes to the client (which this one does not apply)
+    server.send_request(
+        "workspace/executeCommand", {"command": command["command"], "arguments": command["arguments"]}
+    )
+    deadline = time.monotonic() + 60
+    written: list[Path] = []
+    while not written and time.monotonic() < deadline:
+        time.sleep(0.05)
+        written = [p for p in tmp_path.rglob("*.png") if p.stat().st_size == len(base64.b64decode(IMAGE))]
+    assert written, "no image was written"
+    assert list((tmp_path / "outside").iterdir()) == [], (
+        "the image was written outside the session's directory"
+    )
+    assert [p.parent for p in written] == [sessions]
