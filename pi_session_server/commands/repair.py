@@ -5,8 +5,9 @@ listed (exit status 1 when there are any, like a ``--check``). By default only r
 nothing are made (lines glued together split apart, a missing header inserted, the header moved
 first, a byte order mark removed); ``--codes`` chooses others, ``--all`` takes every repair a
 text edit can make. ``--in-place`` keeps the original as ``FILE.bak`` (a second name for the same
-bytes) unless ``--no-backup``, and replaces the file atomically, only if nobody wrote to it in
-the meantime. What is written is repaired again, in rounds, for as long as that finds repairs
+bytes) unless ``--no-backup``, and replaces the file atomically, under its lock: lines another
+process (pi) appended meanwhile are kept after the repaired content; a file changed in any other
+way is left alone. What is written is repaired again, in rounds, for as long as that finds repairs
 (a migration waits for a round with nothing else to repair; a split line can bring out more), up
 to ``MAX_ROUNDS``; output to stdout is one round. Directories are searched for ``*.jsonl`` files,
 as by ``pi-session check``; a file that cannot be repaired is reported and the others still are
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import os
 import shutil
 import sys
@@ -29,7 +29,7 @@ from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, sp
 from ..analysis.diagnostics import count_by_severity, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..errors import PiSessionError, StaleFileError
-from ..session.storage import rewrite_file
+from ..session.rewrites import FileState, LockedFile
 from .check import _summary_text, session_files
 
 
@@ -122,8 +122,8 @@ MAX_ROUNDS = 5
 def _repair(
     args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str], quiet: bool
 ) -> tuple[int, int]:
-    before = os.fstat(fd)
-    doc = SessionDocument.from_file(f"/proc/self/fd/{fd}" if os.path.exists("/proc/self/fd") else path)
+    before = FileState.of(fd)  # what is analysed; compared with the file again right before the rename
+    doc = SessionDocument.from_file(_readable_name(path, fd))
     plan = plan_repairs(doc, chosen, path)
     report = sys.stdout if args.output != "-" else sys.stderr
     if args.in_place or args.output not in (None, "-"):
@@ -143,13 +143,14 @@ def _repair(
     if args.output not in (None, "-") and _same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
-    chunks = spliced(fd, before.st_size, plan.splices())
+    chunks = spliced(fd, before.size, plan.splices())
+    kept = 0
     if args.in_place:
         if not count:
             if not quiet:
                 print(f"{path}: nothing to repair; the file is unchanged", file=report)
             return 0, 0
-        _write_in_place(path, fd, before, chunks, backup=not args.no_backup)
+        kept = _write_in_place(path, fd, before, chunks, backup=not args.no_backup)
         written = path
     elif args.output == "-":
         out = sys.stdout.buffer
@@ -161,40 +162,44 @@ def _repair(
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
-    after, total, finished = _more_rounds(args, written, chosen, count, report)
+    after, total, finished, kept = _more_rounds(written, chosen, count, kept, report)
     left = _summary_text(count_by_severity(document_diagnostics(after)))
     rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
     stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
     print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)
+    if kept:
+        print(f"{written}: kept {kept} bytes that another process appended meanwhile", file=report)
     return 0, total
 
 
+def _readable_name(path: str, fd: int) -> str:
+    """A name for the file open as ``fd`` (the very file, even if ``path`` is replaced meanwhile)."""
+    return f"/proc/self/fd/{fd}" if os.path.exists("/proc/self/fd") else path
+
+
 def _more_rounds(
-    args: argparse.Namespace, written: str, chosen: frozenset[str], count: int, report: TextIO
-) -> tuple[SessionDocument, int, bool]:
+    written: str, chosen: frozenset[str], count: int, kept: int, report: TextIO
+) -> tuple[SessionDocument, int, bool, int]:
     """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
-    that finds repairs to make. Returns its final analysis, the repairs made in all, and whether
-    the last round found nothing left to repair."""
+    that finds repairs to make. Returns its final analysis, the repairs made in all, whether the
+    last round found nothing left to repair, and the bytes others appended that were kept."""
     for round_number in range(2, MAX_ROUNDS + 1):
-        after = SessionDocument.from_file(written)
-        plan = plan_repairs(after, chosen, written)
-        if not plan.applied:
-            return after, count, True
-        print(f"round {round_number}, on the file as repaired so far:", file=report)
-        _list(written, plan, report, _NEXT_ROUND)
         fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            now = os.fstat(fd)
-            chunks = spliced(fd, now.st_size, plan.splices())
-            if args.in_place:  # the backup, if any, keeps the original
-                _write_in_place(written, fd, now, chunks, backup=False)
-            else:
-                rewrite_file(written, chunks)
+            now = FileState.of(fd)
+            after = SessionDocument.from_file(_readable_name(written, fd))
+            plan = plan_repairs(after, chosen, written)
+            if not plan.applied:
+                return after, count, True, kept
+            print(f"round {round_number}, on the file as repaired so far:", file=report)
+            _list(written, plan, report, _NEXT_ROUND)
+            chunks = spliced(fd, now.size, plan.splices())
+            kept += _write_in_place(written, fd, now, chunks, backup=False)  # a backup keeps the original
         finally:
             os.close(fd)
         count += len(plan.applied)
     after = SessionDocument.from_file(written)
-    return after, count, not plan_repairs(after, chosen, written).applied
+    return after, count, not plan_repairs(after, chosen, written).applied, kept
 
 
 def _list(path: str, plan: Plan, report: TextIO, later: str) -> None:
@@ -214,12 +219,12 @@ _WHEN_WRITTEN = "in a second round, when written with --in-place or --output OUT
 _RUN_AGAIN = "not in this run: run again on the output"
 
 
-def _same_file(other: str, st: os.stat_result) -> bool:
+def _same_file(other: str, state: FileState) -> bool:
     try:
         found = os.stat(other)
     except OSError:
         return False
-    return (found.st_ino, found.st_dev) == (st.st_ino, st.st_dev)
+    return (found.st_ino, found.st_dev) == (state.ino, state.dev)
 
 
 def _repairs(count: int) -> str:
@@ -240,34 +245,29 @@ def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:
         raise
 
 
-def _write_in_place(
-    path: str, fd: int, before: os.stat_result, chunks: Iterator[bytes], *, backup: bool
-) -> None:
-    """Replace ``path`` atomically with ``chunks``, if nobody wrote to it since it was analysed.
+def _write_in_place(path: str, fd: int, before: FileState, chunks: Iterator[bytes], *, backup: bool) -> int:
+    """Replace ``path`` atomically with ``chunks``, the repair of the file as ``before`` describes it.
 
-    Our own appenders take ``flock`` on the file: hold it so none of them writes meanwhile. Others
-    (pi) do not lock; the file is compared with what was analysed once everything is written, right
-    before the rename, and left alone if it changed."""
-    with contextlib.suppress(OSError):
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    if backup:
-        _keep_backup(path, fd)
-
-    def checked() -> Iterator[bytes]:
-        yield from chunks
-        now = os.stat(path)
-        if (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns) != (
-            before.st_ino,
-            before.st_dev,
-            before.st_size,
-            before.st_mtime_ns,
-        ):
-            raise StaleFileError("the file changed while it was being repaired")
-
-    rewrite_file(path, checked())
+    The file's lock is held from here until after the rename (our appenders wait, then follow the
+    path to the new file). pi takes no lock: right before the rename (after the ``fsync``) the file
+    is compared with what was analysed, and the lines it appended meanwhile are written after the
+    repaired content, also those that reach the old file in the instant of the rename. Any other
+    change leaves the file alone (StaleFileError). Returns the bytes of others' lines kept."""
+    with LockedFile(path) as locked:
+        if locked.fd < 0 or not _same_file(path, before):
+            raise StaleFileError("the file was replaced or deleted while it was being repaired")
+        backup_path = _keep_backup(path, locked.fd) if backup else None
+        try:
+            return locked.replace(chunks, before, keep_appended=True).kept
+        except BaseException:
+            # nothing repaired: a backup that is a second name of the file as it still is goes
+            with contextlib.suppress(OSError):
+                if backup_path is not None and os.path.samefile(backup_path, path):
+                    os.unlink(backup_path)
+            raise
 
 
-def _keep_backup(path: str, fd: int) -> None:
+def _keep_backup(path: str, fd: int) -> str:
     """``path.bak``: a second name for the original bytes (a copy where hard links are refused)."""
     backup = path + ".bak"
     if os.path.lexists(backup):
@@ -279,3 +279,4 @@ def _keep_backup(path: str, fd: int) -> None:
             os.lseek(fd, 0, os.SEEK_SET)
             with open(os.dup(fd), "rb") as source:
                 shutil.copyfileobj(source, out)
+    return backup

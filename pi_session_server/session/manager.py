@@ -9,13 +9,15 @@ another process appends to (:meth:`SessionManager.refresh_from_disk`) and report
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EntryNotFoundError, ForkError, InvalidSessionFileError, PiSessionError
+from ..errors import EntryNotFoundError, ForkError, InvalidSessionFileError, PiSessionError, StaleFileError
 from ..format.dates import file_timestamp, ms, now_iso
 from ..format.entry import Entry
 from ..format.gcpause import gc_paused
@@ -40,6 +42,7 @@ from .loader import (
 )
 from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration
 from .paths import default_session_dir_path, get_default_session_dir, node_join, normalize_path, resolve_path
+from .rewrites import LockedFile, rewritten_after
 from .tree import TreeNode, build_tree
 
 
@@ -47,7 +50,9 @@ from .tree import TreeNode, build_tree
 class FileChange:
     """What :meth:`SessionManager.refresh_from_disk` found."""
 
-    kind: str  # "unchanged" | "appended" | "reloaded" | "deleted"
+    # "unchanged" | "appended" | "reloaded" | "deleted" | "rewriting": the file is empty or has no
+    # header yet, another program is writing it again in place; the session stays as it was
+    kind: str
     new_entry_ids: list[Any] = field(default_factory=list)
     leaf_id: Any = ABSENT
 
@@ -86,6 +91,12 @@ def _line_bytes(value: Any) -> bytes:
 
 
 _CR_LF_RUNS = re.compile(r"[\r\n]+")
+# A migration that finds the file changed when it is about to rename reads it again; a file that
+# changes each time is left alone after this many tries.
+_MIGRATION_ATTEMPTS = 5
+# How long (seconds, at least and at most) a migration watches its file for a pi that read it just
+# before the rename: twice as long as the migration itself took, within these bounds.
+_MIGRATION_GRACE = (0.1, 2.0)
 
 
 class SessionManager:
@@ -312,9 +323,15 @@ class SessionManager:
 
     def set_session_file(self, path: Any) -> None:
         """Switch to another file; on failure the manager is exactly as before (D5)."""
+        with self._all_or_nothing():
+            self._set_session_file(path)
+
+    @contextlib.contextmanager
+    def _all_or_nothing(self) -> Iterator[None]:
+        """A load that fails leaves the manager exactly as it was."""
         saved = dict(self.__dict__)
         try:
-            self._set_session_file(path)
+            yield
         except BaseException:
             if self._source is not None and self._source is not saved.get("_source"):
                 self._source.close()
@@ -365,21 +382,53 @@ class SessionManager:
         self._track_file(path, loaded.lines, end, open_tail)
 
     def _load_migrating(self, fd: int, path: str) -> None:
-        exact = load_exact(fd)
-        values = exact.values
-        migrate_to_current_version(values, True)
-        self._session_file = path
-        self._rewrite(rewrite_chunks(exact.lines))
-        rewritten = not self.read_only and self._persist
-        entries = _entries_with_lines(exact, rewritten)
-        self._release_source()
-        self._set_file_entries(entries)
-        self._session_id = values[0]["id"]
-        self.problems = exact.problems(rewritten)
-        if rewritten:
-            self._track_file(path, len(exact.lines))
-        else:
-            self._track_file(path, exact.physical_lines, open_tail=exact.needs_newline)
+        """A v1/v2 file: migrated (ids derived from the file: see migrate.py) and, unless read-only,
+        rewritten as pi does. The rewrite holds the file's lock from before it reads the file until
+        after its rename, and is made only if nobody wrote to the file meanwhile. When somebody did
+        (pi migrating and appending to it, another of our processes), the file is read again as it
+        is now, so that everything they wrote is kept. A pi that read the file just before our
+        rename rewrites it in place a moment later: that is waited for (about as long as our own
+        migration took) before the open returns, and then its version is read."""
+        rewrite = not self.read_only and self._persist
+        for _ in range(_MIGRATION_ATTEMPTS):
+            began = time.monotonic()
+            locked = LockedFile(path) if rewrite else None
+            replaced = None
+            try:
+                if locked is not None:
+                    peek = peek_header(locked.fd) if locked.fd >= 0 else None
+                    if peek is None or not (is_valid_header(peek.value) and needs_migration([peek.value])):
+                        locked.close()
+                        self._set_session_file(path)  # migrated (or rewritten) by another process
+                        return
+                    fd = locked.fd
+                    expected = locked.state()
+                exact = load_exact(fd)
+                values = exact.values
+                migrate_to_current_version(values, True)
+                if locked is not None:
+                    replaced = locked.replace(rewrite_chunks(exact.lines), expected)
+            except StaleFileError:
+                continue  # changed under us: read it again
+            finally:
+                if locked is not None:
+                    locked.close()
+            if replaced is not None and replaced.state is not None:
+                grace = min(max(2 * (time.monotonic() - began), _MIGRATION_GRACE[0]), _MIGRATION_GRACE[1])
+                if rewritten_after(path, replaced.state, grace):
+                    continue  # rewritten right after us (pi's own migration): read its version
+            self._session_file = path
+            entries = _entries_with_lines(exact, rewrite)
+            self._release_source()
+            self._set_file_entries(entries)
+            self._session_id = values[0]["id"]
+            self.problems = exact.problems(rewrite)
+            if replaced is not None:
+                self._track_file(path, len(exact.lines), replaced.written)
+            else:
+                self._track_file(path, exact.physical_lines, open_tail=exact.needs_newline)
+            return
+        raise StaleFileError(f"{path} kept changing while it was being migrated: it was left as it is")
 
     def _load_values(self, values: builtins.list[Any], options: Any) -> None:
         """``inMemory(cwd, options, entries)`` (and the reference's preloaded entries)."""
@@ -585,9 +634,18 @@ class SessionManager:
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
 
     def _rewrite(self, chunks: Any) -> None:
+        """Write the whole session file: a new one, or the header of an empty one. Under the file's
+        lock, and only if nobody wrote to it meanwhile (StaleFileError otherwise, nothing written).
+        An empty file is written in place, as pi does: a program rewriting it in place (truncated,
+        then written again) keeps what it writes, which a rename would send to a file nobody sees."""
         if not self._persist or not truthy(self._session_file) or self.read_only:
             return
-        storage.rewrite_file(self._session_file, chunks)
+        with LockedFile(self._session_file) as locked:
+            state = locked.state()
+            if state is not None and state.size == 0:
+                locked.fill_empty(b"".join(chunks), fsync=True)
+            else:
+                locked.replace(chunks, state)
 
     def _track_file(
         self, path: str, line_count: int, end: int | None = None, open_tail: bool = False
@@ -999,8 +1057,9 @@ class SessionManager:
         """Take in what other processes did to our file since we last looked.
 
         Appended complete lines become entries (the leaf moves to the last one, as reopening
-        would); a file that was truncated, replaced or rewritten is reloaded; a deleted file is
-        reported and the session stays as it is in memory.
+        would); a file that was truncated, replaced or rewritten is reloaded (read as it is, never
+        written: see :meth:`_reload`); a deleted file is reported and the session stays as it is in
+        memory, and so does one that is being written again ("rewriting").
         """
         path = self._session_file
         if not self._persist or not truthy(path) or not self._flushed or self._identity is None:
@@ -1053,13 +1112,47 @@ class SessionManager:
         return FileChange("appended", new_ids, self._leaf_id)
 
     def _reload(self, path: str) -> FileChange:
+        """Load the file again as another process left it. Never writes it (no newline repair, no
+        migration rewrite, no header for an empty file: those are for an open).
+
+        A file that is empty or shrank in place is being written again by another program
+        (``cat backup > FILE``, an editor saving in place: truncate, then write): it is given a
+        moment, then read again. While it is still empty or has no header, the session stays as it
+        was and "rewriting" is reported; the next refresh looks again."""
+        if storage.settle_after_shrink(path, self._identity, self._known_end) is None:
+            return FileChange("deleted", [], self._leaf_id)
         before = {index_key(e.id) for e in self._file_entries}
+        read_only = self.read_only
         try:
-            self.set_session_file(path)
+            with self._all_or_nothing():
+                self.read_only = True  # a reload takes the file as it is
+                try:
+                    loaded = self._load_if_session(path)
+                finally:
+                    self.read_only = read_only
         except PiSessionError:
             return FileChange("reloaded", [], self._leaf_id)
+        if not loaded:
+            return FileChange("rewriting", [], self._leaf_id)
         new_ids = [e.id for e in self.get_entries() if index_key(e.id) not in before]
         return FileChange("reloaded", new_ids, self._leaf_id)
+
+    def _load_if_session(self, path: str) -> bool:
+        """Load ``path`` if it starts with a session header (False, nothing changed, if not)."""
+        fd = open_for_reading(path)
+        try:
+            peek = peek_header(fd)
+            if not is_valid_header(peek.value):
+                return False
+            with gc_paused():
+                if needs_migration([peek.value]):
+                    self._load_migrating(fd, path)
+                else:
+                    self._load_current(fd, path, peek)
+            self._flushed = True
+            return True
+        finally:
+            os.close(fd)
 
     def drain_events(self) -> builtins.list[ForeignWrite]:
         """Foreign writes noticed while appending since the last call."""

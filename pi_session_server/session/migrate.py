@@ -1,16 +1,23 @@
-"""Version migration v1 -> v2 -> v3, exactly as the reference does it (spec §8).
+"""Version migration v1 -> v2 -> v3, as the reference does it (spec §8).
 
 Works in place on raw JSON values (dicts), like the reference. Keys that already exist keep their
 position; new keys are appended (a Python dict behaves like a JS object here).
+
+One difference: the ids v1 entries get. pi draws them at random, so two processes that migrate one
+file at the same time give its entries different ids, and entries appended by one of them name
+parents the other's file does not hold. Ours are derived from the header's id and the entry's
+position (:class:`_MigrationIds`): every migration of a file gives the same ids, a read-only view
+of a v1 file shows the ids a writer will give it, and a migration that has to start again (the file
+changed under it) changes no id. Like pi's they are 8 hex digits.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
-from ..format.ids import new_entry_id
-from ..format.jsvalue import ABSENT, to_number
+from ..format.jsvalue import ABSENT, js_string_of, to_number
 
 CURRENT_SESSION_VERSION = 3
 
@@ -61,9 +68,32 @@ def _set_key(obj: dict[str, Any], key: str, value: Any) -> None:
     obj[key] = value  # an existing key keeps its position, a new one goes last (JS semantics)
 
 
+class _MigrationIds:
+    """The ids of a v1 file's entries: 8 hex digits of a hash of the header's id and the entry's
+    position. Unique within the file, and never an id the file already holds (the header's, or one
+    a v1 entry carried); a clash takes the next hash of the same position."""
+
+    def __init__(self, entries: list[Any]) -> None:
+        header = next((e for e in entries if _type_of(e) == "session"), None)
+        header_id = header.get("id", ABSENT) if isinstance(header, dict) else ABSENT
+        self._seed = js_string_of(header_id).encode("utf-8", "surrogatepass") + b"\0"
+        self._taken = {e.get("id") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+
+    def at(self, position: int) -> str:
+        attempt = 0
+        while True:
+            key = self._seed + f"{position}.{attempt}".encode()
+            candidate = hashlib.blake2b(key, digest_size=4).hexdigest()
+            if candidate not in self._taken:
+                self._taken.add(candidate)
+                return candidate
+            attempt += 1
+
+
 def _migrate_v1_to_v2(entries: list[Any], file_values: bool) -> None:
+    ids = _MigrationIds(entries)
     prev_id: Any = None
-    for entry in entries:
+    for position, entry in enumerate(entries):
         if not isinstance(entry, dict):
             if file_values:
                 continue  # D3: a file's non-object line is not an entry
@@ -73,7 +103,7 @@ def _migrate_v1_to_v2(entries: list[Any], file_values: bool) -> None:
         if entry.get("type", ABSENT) == "session":
             _set_key(entry, "version", 2)
             continue
-        new_id = new_entry_id(lambda _candidate: False)  # checked against an empty set, as pi does
+        new_id = ids.at(position)
         _set_key(entry, "id", new_id)
         _set_key(entry, "parentId", prev_id)
         prev_id = new_id

@@ -1,30 +1,32 @@
-"""File I/O for session files: whole-line appends, exclusive creation, rewrites, change detection.
+"""File I/O for session files: whole-line appends, exclusive creation, change detection.
 
 Guarantees (beyond the reference, which just calls ``appendFileSync``):
 
 * every append is one ``write()`` of whole lines on a descriptor opened with ``O_APPEND``, under an
-  advisory ``flock`` (pi takes none, but two of our own processes serialize);
+  advisory ``flock`` taken on the file the path names *after* the lock is held: a file replaced while
+  we waited for its lock (a repair or migration renamed its rewrite over the path) is let go and the
+  new one locked, so an append never lands in a file nobody can see any more (issue 20, finding 2a);
 * an append never glues onto a partial line another process left behind: when the file does not end
-  with ``"\\n"``, the line is prefixed with one (D10);
+  with ``"\\n"``, the line is prefixed with one (D10); when that look caught another writer's line
+  halfway through its ``write()``, the separator turns out to stand after a complete line, and is
+  overwritten with a space, so it leaves no blank line (issue 20, finding 15);
 * writes by others between ours are detected (the file is not where we left it) and reported;
 * a line of ours that lands after half a line of a writer that splits its lines is written again
-  on a line of its own, so it exists exactly once as a valid line (finding #3);
-* rewrites go to a temporary file in the same directory and replace the target atomically (the
-  reference truncates in place: a crash in the middle would lose the session); a rewrite killed
-  before its rename leaves no temporary file behind for good (finding #18, see :func:`rewrite_file`).
+  on a line of its own, so it exists exactly once as a valid line (finding #3).
+
+Whole-file rewrites (temporary file, checks under the lock, rename) are in :mod:`.rewrites`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
-import tempfile
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from ..errors import FsError, fs_error_from_oserror
+from ..errors import FsError, StaleFileError, fs_error_from_oserror
 
 
 @dataclass(slots=True)
@@ -48,7 +50,7 @@ def _fs_error(err: OSError, syscall: str, path: str) -> FsError:
     return fs_error_from_oserror(err, syscall, path)
 
 
-def _lock(fd: int) -> bool:
+def lock(fd: int) -> bool:
     """Take our advisory lock; False on a file system without flock (then we write unlocked, as pi does)."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -57,19 +59,34 @@ def _lock(fd: int) -> bool:
     return True
 
 
-def _unlock(fd: int) -> None:
+def unlock(fd: int) -> None:
     with contextlib.suppress(OSError):
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
 def _locked(fd: int) -> Iterator[None]:
-    locked = _lock(fd)
+    locked = lock(fd)
     try:
         yield
     finally:
         if locked:
-            _unlock(fd)
+            unlock(fd)
+
+
+def names(path: str, fd: int) -> bool:
+    """Does ``path`` name the file open as ``fd`` (not another one that replaced it, or nothing)?"""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
+# A file replaced again each time we got its lock: a rewrite loop of another process. Give up after
+# this many files rather than spin.
+MAX_REOPENS = 100
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -118,10 +135,11 @@ def append_lines(path: str, data: bytes, *, fsync: bool = False) -> WriteOutcome
 class Appender:
     """An ``O_APPEND`` descriptor kept open across appends to one path.
 
-    Before each append the path is stat'ed: if it now names another file (replaced, or deleted and
-    created again) or nothing, the descriptor is reopened, so we never write into a file nobody can
-    see any more. Each append: flock, fstat, (pread of the last byte when the size is not where we
-    left it), one write(), lseek, unlock. Only when others wrote in between do more syscalls follow.
+    Each append takes the lock, then stats the path: if it now names another file (replaced, or
+    deleted and created again) or nothing, the lock is let go and the descriptor reopened, so we
+    never write into a file nobody can see any more. Each append: flock, stat, fstat, (pread of the
+    last byte when the size is not where we left it), one write(), lseek, unlock. Only when others
+    wrote in between do more syscalls follow.
     """
 
     def __init__(self, path: str) -> None:
@@ -129,6 +147,32 @@ class Appender:
         self.fd = -1
         self.identity: tuple[int, int] | None = None
         self.expected_end = -1  # where our last write ended (its last byte is "\n")
+
+    def _lock_current(self) -> tuple[int, bool]:
+        """Our descriptor, locked, on the file the path names now (reopened when it names another).
+
+        The path is checked *after* the lock is held: a rewrite holds the lock until it has renamed
+        its new file over the path, so an append that waited for it must follow the path to the new
+        file instead of writing into the old one (issue 20, finding 2a)."""
+        for _ in range(MAX_REOPENS):
+            if self.fd < 0:
+                self._open()
+            fd = self.fd
+            locked = lock(fd)
+            try:
+                st = os.stat(self.path)
+                if (st.st_dev, st.st_ino) == self.identity:
+                    return fd, locked
+            except FileNotFoundError:
+                pass  # deleted: appending creates it again (Node's 'a' flag)
+            except OSError:
+                if locked:
+                    unlock(fd)
+                raise
+            if locked:
+                unlock(fd)
+            self.close()
+        raise StaleFileError(f"{self.path} is replaced again and again by another process")
 
     def _open(self) -> None:
         self.close()
@@ -149,25 +193,23 @@ class Appender:
         line at once. Nothing is read when nobody else wrote (our line starts at ``lines_since``).
         """
         try:
-            st = os.stat(self.path)
-            same = self.fd >= 0 and (st.st_dev, st.st_ino) == self.identity
-        except FileNotFoundError:
-            same = False
-        if not same:
-            self._open()
-        fd = self.fd
-        locked = _lock(fd)  # not `with _locked(fd)`: a generator context costs ~1 µs per append
+            fd, locked = self._lock_current()
+        except OSError as err:
+            raise _fs_error(err, "open", self.path) from err
         try:
             outcome = self._write_line(fd, data, fsync)
             if outcome.written_at != outcome.size_before:  # others wrote between fstat and write
-                outcome = self._reland_if_glued(fd, data, outcome, fsync)
+                if outcome.repaired_newline:
+                    self._drop_needless_separator(fd, outcome)
+                else:
+                    outcome = self._reland_if_glued(fd, data, outcome, fsync)
             if 0 <= lines_since < outcome.start:
                 outcome.newlines_before = count_newlines(fd, lines_since, outcome.start)
         except OSError as err:
             raise _fs_error(err, "write", self.path) from err
         finally:
             if locked:
-                _unlock(fd)
+                unlock(fd)
         return outcome
 
     def _write_line(self, fd: int, data: bytes, fsync: bool, separated: bool = False) -> WriteOutcome:
@@ -183,6 +225,18 @@ class Appender:
         end = os.lseek(fd, 0, os.SEEK_CUR)
         self.expected_end = end
         return WriteOutcome(end - len(data), end, size, payload is not data, end - len(payload))
+
+    def _drop_needless_separator(self, fd: int, outcome: WriteOutcome) -> None:
+        """We put a "\\n" before our line because the file seemed to end mid-line, and others wrote
+        before our write landed. When that look caught a line in the middle of its ``write()`` (the
+        file's size grows page by page while a big line is copied in), the line was finished by
+        the time ours landed, and our separator stands after its "\\n": a blank line (finding 15).
+        It is overwritten with a space, which keeps our line valid (JSON.parse skips it) and every
+        line where it was."""
+        at = outcome.written_at
+        if at == 0 or os.pread(fd, 1, at - 1) == b"\n":
+            self._blank_out(at, 1)
+            outcome.repaired_newline = False
 
     def _reland_if_glued(self, fd: int, data: bytes, first: WriteOutcome, fsync: bool) -> WriteOutcome:
         """Another process wrote between our look at the file and our write. If that ends mid-line
@@ -251,163 +305,29 @@ def create_exclusive(path: str, data: bytes, *, fsync: bool = False) -> None:
         os.close(fd)
 
 
-_REWRITE_SUFFIX = ".pi-rewrite.tmp"
-_TARGET_NAME_IN_TEMP = 100  # characters of the target's name kept in a temporary file's name
-
-
-def _temporary_prefix(target_name: str) -> str:
-    """Temporary files of a rewrite are named ``.<target name>.<random>.pi-rewrite.tmp``."""
-    return f".{target_name[:_TARGET_NAME_IN_TEMP]}."
-
-
-# st_dev -> whether an O_TMPFILE file can be given a name there. Naming goes through linkat() of
-# /proc/self/fd/N (AT_EMPTY_PATH needs a privilege), which some sandboxes refuse (EXDEV): probe once.
-_unnamed_files_work: dict[int, bool] = {}
-
-
-def _can_write_unnamed(directory: str) -> bool:
-    if not hasattr(os, "O_TMPFILE") or not os.path.isdir("/proc/self/fd"):
-        return False
-    device = os.stat(directory).st_dev
-    works = _unnamed_files_work.get(device)
-    if works is None:
-        works = _unnamed_files_work[device] = _probe_unnamed(directory)
-    return works
-
-
-def _probe_unnamed(directory: str) -> bool:
-    try:
-        fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600)
-    except OSError:  # EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a file system without it
-        return False
-    try:
-        probe = _link_unnamed(fd, directory, "probe")
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
-    return True
-
-
-def rewrite_file(path: str, chunks: Iterable[bytes], *, fsync: bool = True) -> None:
-    """Replace the content of ``path`` atomically (temp file + rename; symlinks are followed).
-
-    A kill at any moment leaves the old content or the new one, complete (the rename is atomic and
-    comes last). It must not leave a session-sized temporary file behind for good either (#18):
-
-    * where the system allows it (Linux ``O_TMPFILE``), the new content goes into an unnamed file,
-      which vanishes with a killed process; it gets a name only right before the rename (linkat()
-      cannot replace a name), so only a kill between those two syscalls leaves a temporary file;
-    * elsewhere it is written under its temporary name from the start;
-    * every temporary file is ``flock``-ed by its writer until renamed, and before each rewrite the
-      temporary files in the directory that nobody holds a lock on (their writer died) are removed.
-      So what a kill left is gone with the next rewrite there (the next open of an interrupted
-      migration is one), and a rewrite running in another process is never touched.
-    """
-    target = os.path.realpath(path)
-    directory, name = os.path.split(target)
-    directory = directory or "."
-    mode = 0o644
-    with contextlib.suppress(OSError):
-        mode = os.stat(target).st_mode & 0o777
-    try:
-        _remove_abandoned_temporaries(directory)
-        fd, tmp = _create_temporary(directory, name)
-    except OSError as err:
-        raise _fs_error(err, "open", path) from err
-    try:
-        # Held until the rename: the file is live. (A named file is created before it is locked; a
-        # cleaner that takes it for abandoned in that one-syscall window makes our rename fail with
-        # ENOENT, and the target keeps its old content.) Without flock, nothing is ever cleaned.
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        with open(fd, "wb", closefd=False) as out:
-            for chunk in chunks:
-                out.write(chunk)
-        if fsync:
-            os.fsync(fd)
-        os.fchmod(fd, mode)
-        if tmp is None:
-            tmp = _link_unnamed(fd, directory, name)
-        os.replace(tmp, target)
-    except BaseException as err:  # whatever stopped us (the chunks may raise too): leave nothing behind
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        if isinstance(err, OSError):
-            raise _fs_error(err, "open", path) from err
-        raise
-    finally:
-        os.close(fd)  # releases the lock, after the rename
-
-
-def _create_temporary(directory: str, target_name: str) -> tuple[int, str | None]:
-    """A new file for a rewrite: unnamed (name None) where possible, else named after the target."""
-    if _can_write_unnamed(directory):
-        return os.open(directory, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600), None
-    return tempfile.mkstemp(prefix=_temporary_prefix(target_name), suffix=_REWRITE_SUFFIX, dir=directory)
-
-
-def _link_unnamed(fd: int, directory: str, target_name: str) -> str:
-    """Give the unnamed file ``fd`` a fresh temporary name (linkat cannot replace an existing name)."""
-    for _ in range(100):
-        candidate = os.path.join(
-            directory, f"{_temporary_prefix(target_name)}{os.urandom(6).hex()}{_REWRITE_SUFFIX}"
-        )
-        try:
-            os.link(f"/proc/self/fd/{fd}", candidate, follow_symlinks=True)
-        except FileExistsError:
-            continue
-        return candidate
-    raise FileExistsError(errno.EEXIST, "no free temporary name", directory)
-
-
-def _remove_abandoned_temporaries(directory: str) -> None:
-    """Remove what killed rewrites left in ``directory`` (see :func:`rewrite_file`)."""
-    try:
-        with os.scandir(directory) as entries:
-            names = [e.path for e in entries if e.name.startswith(".") and e.name.endswith(_REWRITE_SUFFIX)]
-    except OSError:
-        return
-    for leftover in names:
-        _remove_if_abandoned(leftover)
-
-
-def _remove_if_abandoned(path: str) -> None:
-    """Unlink a temporary file unless its writer is alive (it holds the file's flock until its rename)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while a writer holds it (or without flock)
-        os.unlink(path)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def repair_trailing_newline(path: str) -> int:
     """The reference's load-time repair: append ``"\\n"`` to a file that does not end with one.
-    Returns the offset the newline was written at (-1 when none was needed)."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-    except OSError as err:
-        raise _fs_error(err, "open", path) from err
-    try:
-        with _locked(fd):
-            size = os.fstat(fd).st_size
-            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                _write_all(fd, b"\n")
-                return size
-            return -1
-    except OSError as err:
-        raise _fs_error(err, "write", path) from err
-    finally:
-        os.close(fd)
+    Returns the offset the newline was written at (-1 when none was needed). Like an append, it
+    writes only into the file the path names once the lock is held."""
+    for _ in range(MAX_REOPENS):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as err:
+            raise _fs_error(err, "open", path) from err
+        try:
+            with _locked(fd):
+                if not names(path, fd):
+                    continue  # replaced while we waited for the lock: look at the new file
+                size = os.fstat(fd).st_size
+                if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                    _write_all(fd, b"\n")
+                    return size
+                return -1
+        except OSError as err:
+            raise _fs_error(err, "write", path) from err
+        finally:
+            os.close(fd)
+    raise StaleFileError(f"{path} is replaced again and again by another process")
 
 
 @dataclass(frozen=True)
@@ -426,3 +346,34 @@ def tail_marker(fd: int, end: int, size: int = 64) -> bytes:
     """The last ``size`` bytes before ``end`` (to notice a rewrite that kept or grew the length)."""
     start = max(0, end - size)
     return os.pread(fd, end - start, start)
+
+
+# How long a file that shrank in place is given to be written again before it is taken as it is.
+REWRITE_WAIT = 0.1
+REWRITE_POLL = 0.01
+
+
+def settle_after_shrink(path: str, identity: FileIdentity | None, known_end: int) -> os.stat_result | None:
+    """``path``'s stat, after a moment's wait when it is the file we know and it is empty or
+    shorter than we left it: another program is then writing it again in place (truncate, then
+    write). Waits until it is as long as we left it or holds still, at most ``REWRITE_WAIT``
+    seconds (an empty file is never taken as done: it is waited for to the end). None: no file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if identity is None or FileIdentity.of(st) != identity or 0 < st.st_size >= known_end:
+        return st
+    deadline = time.monotonic() + REWRITE_WAIT
+    last = (st.st_size, st.st_mtime_ns)
+    while time.monotonic() < deadline:
+        time.sleep(REWRITE_POLL)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        now = (st.st_size, st.st_mtime_ns)
+        if st.st_size >= known_end or (now == last and st.st_size > 0):
+            break
+        last = now
+    return st

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from pi_session_server.analysis.autofix import plan_repairs, spliced
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.commands import repair as repair_command
 from pi_session_server.errors import StaleFileError
+from pi_session_server.session.rewrites import FileState
 
 HEADER = S.header()
 A = S.user("aaaa0001", None, "first")
@@ -114,22 +116,43 @@ def test_in_place_refuses_to_replace_an_existing_backup(glued: Path) -> None:
     assert glued.read_bytes() == SPLIT and backup.read_bytes() == b"older backup"
 
 
-def test_in_place_leaves_a_file_alone_that_changed_meanwhile(glued: Path) -> None:
+def _repair_racing(glued: Path, meanwhile: Callable[[], None]) -> int:
+    """Repair ``glued`` in place while ``meanwhile`` runs once the repaired copy is written."""
     fd = os.open(glued, os.O_RDONLY)
     try:
-        before = os.fstat(fd)
+        before = FileState.of(fd)
         plan = plan_repairs(SessionDocument.from_file(str(glued)), autofix.SAFE_CODES)
 
         def racing_writer():
-            yield from spliced(fd, before.st_size, plan.splices())
-            with open(glued, "ab") as f:  # pi appends an entry while we write the repaired copy
-                f.write(lines(S.user("eeee0005", "dddd0004")))
+            yield from spliced(fd, before.size, plan.splices())
+            meanwhile()
 
-        with pytest.raises(StaleFileError):
-            repair_command._write_in_place(str(glued), fd, before, racing_writer(), backup=False)
+        return repair_command._write_in_place(str(glued), fd, before, racing_writer(), backup=False)
     finally:
         os.close(fd)
-    assert glued.read_bytes() == GLUED + lines(S.user("eeee0005", "dddd0004"))
+
+
+def test_in_place_keeps_the_lines_appended_meanwhile(glued: Path) -> None:
+    appended = lines(S.user("eeee0005", "dddd0004"))
+
+    def pi_appends() -> None:
+        with open(glued, "ab") as f:  # pi appends an entry while we write the repaired copy
+            f.write(appended)
+
+    assert _repair_racing(glued, pi_appends) == len(appended)
+    assert glued.read_bytes() == SPLIT + appended
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"]  # no temporary file left
+
+
+def test_in_place_leaves_a_file_alone_that_was_rewritten_meanwhile(glued: Path) -> None:
+    rewritten = lines(HEADER, A)
+
+    def editor_saves_in_place() -> None:
+        glued.write_bytes(rewritten)
+
+    with pytest.raises(StaleFileError):
+        _repair_racing(glued, editor_saves_in_place)
+    assert glued.read_bytes() == rewritten
     assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"]  # no temporary file left
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pi_session_server.errors import FsError
-from pi_session_server.session import storage
+from pi_session_server.session import rewrites
 
 
 def _temporaries(directory: Path) -> list[str]:
@@ -33,7 +33,7 @@ def _kill_a_rewrite_midway(target: Path) -> None:
             time.sleep(60)
 
         try:
-            storage.rewrite_file(str(target), chunks())
+            rewrites.rewrite_file(str(target), chunks())
         finally:
             os._exit(1)
     os.close(write_end)
@@ -48,7 +48,7 @@ def test_the_next_rewrite_removes_what_a_killed_one_left(tmp_path):
     target.write_bytes(b"old\n")
     _kill_a_rewrite_midway(target)
     assert target.read_bytes() == b"old\n"  # the old file, complete
-    storage.rewrite_file(str(target), [b"new\n"])
+    rewrites.rewrite_file(str(target), [b"new\n"])
     assert target.read_bytes() == b"new\n"
     assert _temporaries(tmp_path) == []
 
@@ -65,7 +65,7 @@ def test_a_temporary_file_another_writer_holds_is_left_alone(tmp_path):
     fd = os.open(live, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # its writer is alive
-        storage.rewrite_file(str(target), [b"new\n"])
+        rewrites.rewrite_file(str(target), [b"new\n"])
     finally:
         os.close(fd)
     assert _temporaries(tmp_path) == [live.name]
@@ -76,14 +76,14 @@ def test_a_temporary_file_another_writer_holds_is_left_alone(tmp_path):
 def test_temporary_files_are_named_after_their_target(tmp_path, monkeypatch):
     target = tmp_path / "s.jsonl"
     target.write_bytes(b"old\n")
-    monkeypatch.setattr(storage, "_can_write_unnamed", lambda directory: False)
+    monkeypatch.setattr(rewrites, "_can_write_unnamed", lambda directory: False)
     seen: list[str] = []
 
     def chunks() -> Iterator[bytes]:
         seen.extend(_temporaries(tmp_path))
         yield b"new\n"
 
-    storage.rewrite_file(str(target), chunks())
+    rewrites.rewrite_file(str(target), chunks())
     assert len(seen) == 1 and seen[0].startswith(".s.jsonl.")
     assert _temporaries(tmp_path) == []
 
@@ -91,14 +91,14 @@ def test_temporary_files_are_named_after_their_target(tmp_path, monkeypatch):
 def test_a_rewrite_stopped_by_any_exception_leaves_nothing(tmp_path, monkeypatch):
     target = tmp_path / "s.jsonl"
     target.write_bytes(b"precious\n")
-    monkeypatch.setattr(storage, "_can_write_unnamed", lambda directory: False)
+    monkeypatch.setattr(rewrites, "_can_write_unnamed", lambda directory: False)
 
     def chunks() -> Iterator[bytes]:
         yield b"partial"
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        storage.rewrite_file(str(target), chunks())
+        rewrites.rewrite_file(str(target), chunks())
     assert target.read_bytes() == b"precious\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
 
@@ -112,7 +112,7 @@ def test_a_failing_rewrite_keeps_the_old_file_and_reports_an_fs_error(tmp_path, 
 
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(FsError):
-        storage.rewrite_file(str(target), [b"new\n"])
+        rewrites.rewrite_file(str(target), [b"new\n"])
     assert target.read_bytes() == b"precious\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
 
@@ -154,7 +154,7 @@ def test_unnamed_files_have_no_name_while_written(tmp_path, monkeypatch):
         os.close(probe)
     os.unlink(tmp_path / "probe")
     monkeypatch.setattr(os, "link", link)
-    monkeypatch.setattr(storage, "_can_write_unnamed", lambda directory: True)
+    monkeypatch.setattr(rewrites, "_can_write_unnamed", lambda directory: True)
     target = tmp_path / "s.jsonl"
     target.write_bytes(b"old\n")
     os.chmod(target, 0o640)
@@ -164,7 +164,7 @@ def test_unnamed_files_have_no_name_while_written(tmp_path, monkeypatch):
         visible.extend(p.name for p in tmp_path.iterdir())
         yield b"new\n"
 
-    storage.rewrite_file(str(target), chunks())
+    rewrites.rewrite_file(str(target), chunks())
     assert visible == ["s.jsonl"]  # nothing to leave behind while the content is written
     assert target.read_bytes() == b"new\n"
     assert os.stat(target).st_mode & 0o777 == 0o640

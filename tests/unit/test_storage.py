@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pi_session_server.errors import FsError
-from pi_session_server.session import SessionManager, storage
+from pi_session_server.session import SessionManager, rewrites, storage
 
 USER = {"role": "user", "content": "hi", "timestamp": 1}
 ASSISTANT = {
@@ -68,7 +68,7 @@ def test_rewrite_replaces_atomically_and_follows_symlinks(tmp_path):
     target.write_bytes(b"old\n")
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
-    storage.rewrite_file(str(link), [b"new\n"])
+    rewrites.rewrite_file(str(link), [b"new\n"])
     assert link.is_symlink()
     assert target.read_bytes() == b"new\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".pi-session-")] == []
@@ -83,7 +83,7 @@ def test_rewrite_keeps_original_when_writing_fails(tmp_path):
         raise OSError(28, "No space left on device")
 
     with pytest.raises(FsError):
-        storage.rewrite_file(str(target), chunks())
+        rewrites.rewrite_file(str(target), chunks())
     assert target.read_bytes() == b"precious\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["real.jsonl"]
 

@@ -1,0 +1,549 @@
+"""Whole-file rewrites of a session file: under its lock, checked just before the rename.
+
+A rewrite (a migration, a repair, the header of a new session) writes the new content to a
+temporary file in the same directory and renames it over the path, so a crash leaves the old file
+or the new one, complete (D11; the reference truncates in place). Nothing another writer wrote may
+be lost to it (issue 20):
+
+* it holds the ``flock`` of the file it replaces, from before the content is read until after the
+  rename (:class:`LockedFile`); our appenders wait, then follow the path to the new file
+  (:class:`~.storage.Appender` checks the path once it holds the lock);
+* pi takes no lock. So once the new content is written and ``fsync``-ed, right before the rename,
+  the file is compared with what the new content was computed from (:class:`FileState`: device,
+  inode, size, mtime and its last bytes). Lines appended meanwhile are copied into the new file
+  when the caller allows it (a repair); any other change refuses the rewrite with
+  :class:`~pi_session_server.errors.StaleFileError` and nothing is written (a migration then reads
+  the file again);
+* what reaches the old file in the instant between that check and the rename is found after it,
+  through the descriptor still open on the old file: appended lines are appended to the new file;
+  any other change (pi rewriting the file in place) puts the other writer's version back, and the
+  rewrite is refused.
+
+A rewrite killed before its rename must not leave a session-sized temporary file behind for good
+either (#18):
+
+* where the system allows it (Linux ``O_TMPFILE``), the new content goes into an unnamed file,
+  which vanishes with a killed process; it gets a name only right before the rename (linkat()
+  cannot replace a name), so only a kill between those two syscalls leaves a temporary file;
+* elsewhere it is written under its temporary name from the start;
+* every temporary file is ``flock``-ed by its writer until renamed, and before each rewrite the
+  temporary files in the directory that nobody holds a lock on (their writer died) are removed.
+  So what a kill left is gone with the next rewrite there (the next open of an interrupted
+  migration is one), and a rewrite running in another process is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import StaleFileError, fs_error_from_oserror
+from .storage import MAX_REOPENS, lock, names, tail_marker
+
+__all__ = ["FileState", "LockedFile", "Replaced", "rewrite_file", "rewritten_after"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """What new content was computed from: which file (device, inode), its size, when it last
+    changed and its last bytes. A writer that touched the file since changed one of them."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    tail: bytes  # the last bytes before ``size``
+
+    @staticmethod
+    def of(fd: int) -> FileState:
+        st = os.fstat(fd)
+        return FileState(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, tail_marker(fd, st.st_size))
+
+    def ends_a_line(self) -> bool:
+        return self.size == 0 or self.tail.endswith(b"\n")
+
+
+@dataclass(slots=True)
+class Replaced:
+    """What a rewrite wrote: the new content, then what others appended to the file meanwhile."""
+
+    written: int  # bytes of the new content
+    kept: int = 0  # bytes others appended meanwhile, copied after it
+    state: FileState | None = None  # the new file as we left it
+
+
+# How long a writer that is still at it (a line half written, a rewrite in place) is waited for.
+SETTLE_POLL = 0.01
+SETTLE_LIMIT = 1.0
+# Rounds of copying what others appended before the rename, before giving up on a file that never
+# holds still for a moment.
+_MAX_CATCH_UPS = 50
+_COPY_CHUNK = 1 << 20
+
+
+class LockedFile:
+    """A session file opened and ``flock``-ed for a rewrite (symlinks followed, as pi does).
+
+    The lock is taken first and the path checked after it: a file that was replaced while we
+    waited (another rewrite renamed its result over the path) is let go and the new one locked,
+    so the lock always belongs to the file the path names. A missing file is not created: ``fd``
+    is -1 and :meth:`replace` creates the path only if nobody else did meanwhile.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.target = os.path.realpath(path)
+        self.fd = -1
+        for _ in range(MAX_REOPENS):
+            try:
+                fd = os.open(self.target, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                return
+            except OSError as err:
+                raise fs_error_from_oserror(err, "open", path) from err
+            lock(fd)
+            try:
+                if names(self.target, fd):
+                    self.fd = fd
+                    return
+            except OSError as err:
+                os.close(fd)
+                raise fs_error_from_oserror(err, "stat", path) from err
+            os.close(fd)  # replaced while we waited: closing lets the old file's lock go
+        raise StaleFileError(f"{path} is replaced again and again by another process")
+
+    def state(self) -> FileState | None:
+        """The file as it is now (None: there is none)."""
+        return FileState.of(self.fd) if self.fd >= 0 else None
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)  # releases the lock
+            self.fd = -1
+
+    def __enter__(self) -> LockedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fill_empty(self, data: bytes, *, fsync: bool = True) -> None:
+        """Write ``data`` into the file we hold, in place, only while it is still empty (pi writes
+        the header of an empty file in place). Unlike a rename, this keeps whatever a program that
+        rewrites the file in place (truncate, then write) writes after us: its bytes go over ours."""
+        if self.fd < 0:
+            raise StaleFileError(self._refusal("was deleted"))
+        try:
+            out = os.open(self.target, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as err:
+            raise fs_error_from_oserror(err, "open", self.path) from err
+        try:
+            st, held = os.fstat(out), os.fstat(self.fd)
+            if (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino) or st.st_size:
+                raise StaleFileError(self._refusal("was written by another process"))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view) :]
+            if fsync:
+                os.fsync(out)
+        except OSError as err:
+            raise fs_error_from_oserror(err, "write", self.path) from err
+        finally:
+            os.close(out)
+
+    # ------------------------------------------------------------------ replacing
+
+    def replace(
+        self,
+        chunks: Iterable[bytes],
+        expected: FileState | None,
+        *,
+        keep_appended: bool = False,
+        fsync: bool = True,
+    ) -> Replaced:
+        """Replace the file with ``chunks``, computed from the file as ``expected`` describes it
+        (None: no file; then the path is only created, never replaced).
+
+        Right before the rename the file must still be ``expected``; with ``keep_appended``, lines
+        appended to it meanwhile are copied after the new content (else they refuse the rewrite).
+        Raises :class:`~pi_session_server.errors.StaleFileError` when the file changed otherwise;
+        then nothing was written (or, after a race with a writer that rewrote the file in the
+        instant of the rename, that writer's version was put back).
+        """
+        directory, name = os.path.split(self.target)
+        directory = directory or "."
+        mode = 0o644
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                mode = os.fstat(self.fd).st_mode & 0o777
+        fd, tmp = self._temporary(directory, name)
+        try:
+            outcome = Replaced(_write_chunks(fd, chunks))
+            if fsync:
+                os.fsync(fd)
+            expected = self._catch_up(fd, expected, outcome, keep_appended)
+            os.fchmod(fd, mode)
+            if tmp is None:
+                tmp = _link_unnamed(fd, directory, name)
+            if expected is None:
+                os.link(tmp, self.target)  # never over a file another process created meanwhile
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, self.target)
+            tmp = None
+            if expected is not None:
+                self._after_rename(fd, expected, outcome, keep_appended, mode)
+            if fsync and outcome.kept:
+                os.fsync(fd)
+            outcome.state = FileState.of(fd)
+            return outcome
+        except BaseException as err:  # whatever stopped us (the chunks may raise too): leave nothing behind
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            if isinstance(err, FileExistsError) and expected is None:
+                raise StaleFileError(self._refusal("was created by another process")) from err
+            if isinstance(err, OSError):
+                raise fs_error_from_oserror(err, "open", self.path) from err
+            raise
+        finally:
+            os.close(fd)  # releases the new file's lock, after the rename
+
+    def _refusal(self, what: str) -> str:
+        return f"{self.path} {what} while it was being rewritten: nothing was written"
+
+    @staticmethod
+    def _temporary(directory: str, name: str) -> tuple[int, str | None]:
+        """A new temporary file, locked: it is live until renamed (see the module's notes). A named
+        file is created before it is locked; a cleaner that takes it for abandoned in that
+        one-syscall window makes our rename fail with ENOENT, and the target keeps its old content.
+        Without flock, nothing is ever cleaned."""
+        try:
+            _remove_abandoned_temporaries(directory)
+            fd, tmp = _create_temporary(directory, name)
+        except OSError as err:
+            raise fs_error_from_oserror(err, "open", os.path.join(directory, name)) from err
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd, tmp
+
+    def _catch_up(
+        self, fd: int, expected: FileState | None, outcome: Replaced, keep_appended: bool
+    ) -> FileState | None:
+        """Check the file against ``expected`` right before the rename; copy what was appended
+        meanwhile (``keep_appended``) until it holds still. Returns the state the rename replaces."""
+        if expected is None:
+            if os.path.lexists(self.target):
+                raise StaleFileError(self._refusal("was created by another process"))
+            return None
+        ends_a_line = outcome.written == 0 or _last_byte(fd) == b"\n"
+        for _ in range(_MAX_CATCH_UPS):
+            now = self._appended_since(expected)
+            if now is None:
+                return expected
+            if not keep_appended:
+                raise StaleFileError(self._refusal("was appended to by another process"))
+            if not ends_a_line:  # our content ends mid-line: what follows goes on a line of its own
+                os.write(fd, b"\n")
+                outcome.kept += 1
+                ends_a_line = True
+            outcome.kept += _copy_range(self.fd, expected.size, now.size, fd)
+            expected = now
+            if not now.ends_a_line():
+                time.sleep(SETTLE_POLL)  # a line still being written: let its writer finish it
+        raise StaleFileError(self._refusal("kept growing"))
+
+    def _appended_since(self, expected: FileState) -> FileState | None:
+        """None when the file is still ``expected``; its state when lines were only appended to it;
+        StaleFileError for any other change (replaced, deleted, truncated, rewritten)."""
+        try:
+            st = os.stat(self.target)
+        except FileNotFoundError:
+            raise StaleFileError(self._refusal("was deleted")) from None
+        if (st.st_dev, st.st_ino) != (expected.dev, expected.ino):
+            raise StaleFileError(self._refusal("was replaced by another process"))
+        return self._growth_of_old_file(expected)
+
+    def _growth_of_old_file(self, expected: FileState) -> FileState | None:
+        """Like :meth:`_appended_since`, on our descriptor (whatever the path names now)."""
+        now = FileState.of(self.fd)
+        if now == expected:
+            return None
+        if now.size <= expected.size:
+            raise StaleFileError(self._refusal("was rewritten in place by another process"))
+        start = expected.size - len(expected.tail)
+        if os.pread(self.fd, len(expected.tail), start) != expected.tail:
+            raise StaleFileError(self._refusal("was rewritten in place by another process"))
+        if not expected.ends_a_line():
+            raise StaleFileError(self._refusal("had its unfinished last line continued by another process"))
+        return now
+
+    def _after_rename(
+        self, new_fd: int, expected: FileState, outcome: Replaced, keep_appended: bool, mode: int
+    ) -> None:
+        """What reached the old file between the last check and the rename (pi opens the path for
+        each append: one that opened it just before the rename writes into the old file). Its
+        writer is given a moment to finish, then appended lines follow the new content; any other
+        change puts that writer's version back."""
+        if FileState.of(self.fd) == expected:
+            return
+        _wait_until_still(self.fd)
+        try:
+            now = self._growth_of_old_file(expected)
+        except StaleFileError:
+            now = None
+            rewritten = True
+        else:
+            rewritten = now is not None and not keep_appended
+        if now is not None and not rewritten:
+            data = _read_range(self.fd, expected.size, now.size)
+            outcome.kept += _append_to(self.target, new_fd, data)
+            return
+        if rewritten:
+            put_back = self._put_back(new_fd, outcome, mode)
+            raise StaleFileError(
+                f"{self.path} was written by another process at the moment it was replaced: "
+                + (
+                    "that version was put back, ours was not kept"
+                    if put_back
+                    else "it was replaced again since"
+                )
+            )
+
+    def _put_back(self, new_fd: int, outcome: Replaced, mode: int) -> bool:
+        """Make the path hold the old file as its other writer left it, followed by whatever was
+        appended to our new file since the rename (by that writer: pi appends by path). False when
+        the path no longer names our new file (then it is left alone)."""
+        directory, name = os.path.split(self.target)
+        directory = directory or "."
+        fd, tmp = self._temporary(directory, name)
+        try:
+            old_size = os.fstat(self.fd).st_size
+            _copy_range(self.fd, 0, old_size, fd)
+            ours = outcome.written + outcome.kept
+            later = os.fstat(new_fd).st_size
+            if later > ours:
+                if old_size and _last_byte(fd) != b"\n":
+                    os.write(fd, b"\n")
+                _copy_range(new_fd, ours, later, fd)
+            os.fsync(fd)
+            os.fchmod(fd, mode)
+            if tmp is None:
+                tmp = _link_unnamed(fd, directory, name)
+            if not names(self.target, new_fd):
+                return False
+            os.replace(tmp, self.target)
+            tmp = None
+            return True
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            os.close(fd)
+
+
+def rewrite_file(path: str, chunks: Iterable[bytes], *, fsync: bool = True) -> int:
+    """Replace the content of ``path`` atomically (temporary file + rename; symlinks are followed),
+    or create it. The file is locked from now until after the rename, and must not change
+    meanwhile (:class:`~pi_session_server.errors.StaleFileError` otherwise, and nothing is
+    written). Returns the bytes written."""
+    with LockedFile(path) as locked:
+        return locked.replace(chunks, locked.state(), fsync=fsync).written
+
+
+def rewritten_after(path: str, state: FileState, seconds: float) -> bool:
+    """Did another program write ``path``, which we just left as ``state``, within ``seconds``?
+
+    pi takes no lock: a pi that read the file just before our rename migrates what it read and then
+    rewrites the file in place (truncate, then write), over ours. A migration watches for that
+    before it lets anything be appended (an append made before pi's rewrite would be lost to it).
+    When it happened, the writer is given a moment to finish."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return True
+        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != (
+            state.dev,
+            state.ino,
+            state.size,
+            state.mtime_ns,
+        ):
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    _wait_until_still(fd)
+                finally:
+                    os.close(fd)
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(SETTLE_POLL)
+
+
+def _write_chunks(fd: int, chunks: Iterable[bytes]) -> int:
+    written = 0
+    with open(fd, "wb", closefd=False) as out:
+        for chunk in chunks:
+            out.write(chunk)
+            written += len(chunk)
+    return written
+
+
+def _last_byte(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    return os.pread(fd, 1, size - 1) if size else b""
+
+
+def _read_range(fd: int, start: int, end: int) -> bytes:
+    parts = []
+    while start < end:
+        chunk = os.pread(fd, min(_COPY_CHUNK, end - start), start)
+        if not chunk:
+            break
+        parts.append(chunk)
+        start += len(chunk)
+    return b"".join(parts)
+
+
+def _copy_range(source: int, start: int, end: int, out: int) -> int:
+    """Copy bytes ``[start, end)`` of ``source`` to the end of ``out``; the count copied."""
+    copied = 0
+    while start < end:
+        chunk = os.pread(source, min(_COPY_CHUNK, end - start), start)
+        if not chunk:
+            break
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(out, view) :]
+        copied += len(chunk)
+        start += len(chunk)
+    return copied
+
+
+def _append_to(path: str, fd: int, data: bytes) -> int:
+    """Append ``data`` to the file open as ``fd`` through ``path`` (O_APPEND: pi may append by
+    path at the same time), on a line of its own. We hold that file's lock already (``fd``)."""
+    out = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    try:
+        if not names(path, fd):
+            raise StaleFileError(f"{path} was replaced by another process while it was being rewritten")
+        size = os.fstat(out).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view) :]
+        return len(data)
+    finally:
+        os.close(out)
+
+
+def _wait_until_still(fd: int) -> None:
+    """Until the file's size and mtime hold still for one poll (at most SETTLE_LIMIT seconds)."""
+    deadline = time.monotonic() + SETTLE_LIMIT
+    st = os.fstat(fd)
+    last = (st.st_size, st.st_mtime_ns)
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_POLL)
+        st = os.fstat(fd)
+        now = (st.st_size, st.st_mtime_ns)
+        if now == last:
+            return
+        last = now
+
+
+_REWRITE_SUFFIX = ".pi-rewrite.tmp"
+_TARGET_NAME_IN_TEMP = 100  # characters of the target's name kept in a temporary file's name
+
+
+def _temporary_prefix(target_name: str) -> str:
+    """Temporary files of a rewrite are named ``.<target name>.<random>.pi-rewrite.tmp``."""
+    return f".{target_name[:_TARGET_NAME_IN_TEMP]}."
+
+
+# st_dev -> whether an O_TMPFILE file can be given a name there. Naming goes through linkat() of
+# /proc/self/fd/N (AT_EMPTY_PATH needs a privilege), which some sandboxes refuse (EXDEV): probe once.
+_unnamed_files_work: dict[int, bool] = {}
+
+
+def _can_write_unnamed(directory: str) -> bool:
+    if not hasattr(os, "O_TMPFILE") or not os.path.isdir("/proc/self/fd"):
+        return False
+    device = os.stat(directory).st_dev
+    works = _unnamed_files_work.get(device)
+    if works is None:
+        works = _unnamed_files_work[device] = _probe_unnamed(directory)
+    return works
+
+
+def _probe_unnamed(directory: str) -> bool:
+    try:
+        fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    except OSError:  # EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a file system without it
+        return False
+    try:
+        probe = _link_unnamed(fd, directory, "probe")
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return True
+
+
+def _create_temporary(directory: str, target_name: str) -> tuple[int, str | None]:
+    """A new file for a rewrite: unnamed (name None) where possible, else named after the target."""
+    if _can_write_unnamed(directory):
+        # read back too: its last byte, and what a rewrite that lost a race puts back from it
+        return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600), None
+    return tempfile.mkstemp(prefix=_temporary_prefix(target_name), suffix=_REWRITE_SUFFIX, dir=directory)
+
+
+def _link_unnamed(fd: int, directory: str, target_name: str) -> str:
+    """Give the unnamed file ``fd`` a fresh temporary name (linkat cannot replace an existing name)."""
+    for _ in range(100):
+        candidate = os.path.join(
+            directory, f"{_temporary_prefix(target_name)}{os.urandom(6).hex()}{_REWRITE_SUFFIX}"
+        )
+        try:
+            os.link(f"/proc/self/fd/{fd}", candidate, follow_symlinks=True)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(errno.EEXIST, "no free temporary name", directory)
+
+
+def _remove_abandoned_temporaries(directory: str) -> None:
+    """Remove what killed rewrites left in ``directory`` (see :func:`rewrite_file`)."""
+    try:
+        with os.scandir(directory) as entries:
+            names = [e.path for e in entries if e.name.startswith(".") and e.name.endswith(_REWRITE_SUFFIX)]
+    except OSError:
+        return
+    for leftover in names:
+        _remove_if_abandoned(leftover)
+
+
+def _remove_if_abandoned(path: str) -> None:
+    """Unlink a temporary file unless its writer is alive (it holds the file's flock until its rename)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while a writer holds it (or without flock)
+        os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,174 @@
+"""Whole-file rewrites under the lock (session/rewrites.py) and appends that wait for one (issue 20)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pi_session_server.errors import StaleFileError
+from pi_session_server.session import rewrites, storage
+from pi_session_server.session.rewrites import FileState, LockedFile
+
+LINE_A = b'{"a":1}\n'
+LINE_B = b'{"b":2}\n'
+PI = b'{"pi":3}\n'
+
+
+def _state(path: Path) -> FileState:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return FileState.of(fd)
+    finally:
+        os.close(fd)
+
+
+def test_an_append_that_waited_for_a_rewrite_goes_to_the_new_file(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A)
+    appender = storage.Appender(str(path))
+    appender.append(LINE_A)  # its descriptor is on the file the rewrite replaces
+    done = threading.Event()
+    with LockedFile(str(path)) as locked:
+        expected = locked.state()
+        waiting = threading.Thread(target=lambda: (appender.append(LINE_B), done.set()))
+        waiting.start()
+        time.sleep(0.2)
+        assert not done.is_set(), "the append did not wait for the rewrite's lock"
+        locked.replace([LINE_A], expected)
+    waiting.join(10)
+    assert path.read_bytes() == LINE_A + LINE_B
+    appender.close()
+
+
+def test_lines_appended_before_the_rename_are_kept(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A + LINE_B)
+    with LockedFile(str(path)) as locked:
+        expected = locked.state()
+
+        def repaired():
+            yield LINE_B
+            with open(path, "ab") as f:  # pi appends while the rewrite is written
+                f.write(PI)
+
+        outcome = locked.replace(repaired(), expected, keep_appended=True)
+    assert path.read_bytes() == LINE_B + PI
+    assert (outcome.written, outcome.kept) == (len(LINE_B), len(PI))
+
+
+def test_without_keep_appended_an_append_refuses_the_rewrite(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A)
+    with LockedFile(str(path)) as locked:
+        expected = locked.state()
+        with open(path, "ab") as f:
+            f.write(PI)
+        with pytest.raises(StaleFileError, match="nothing was written"):
+            locked.replace([LINE_B], expected)
+    assert path.read_bytes() == LINE_A + PI
+
+
+def _write_in_the_rename_window(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes, *, truncate: bool):
+    """Another process writes the old file between the last check and the rename."""
+    real_replace = os.replace
+
+    def replace(src: str, dst: str) -> None:
+        with open(path, "wb" if truncate else "ab") as f:
+            f.write(data)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+def test_a_line_appended_in_the_instant_of_the_rename_follows_the_new_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A)
+    _write_in_the_rename_window(monkeypatch, path, PI, truncate=False)
+    with LockedFile(str(path)) as locked:
+        outcome = locked.replace([LINE_B], locked.state(), keep_appended=True)
+    assert path.read_bytes() == LINE_B + PI
+    assert outcome.kept == len(PI)
+
+
+def test_a_rewrite_in_the_instant_of_the_rename_is_put_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A)
+    _write_in_the_rename_window(monkeypatch, path, PI + PI, truncate=True)  # pi migrating in place
+    with LockedFile(str(path)) as locked, pytest.raises(StaleFileError, match="put back"):
+        locked.replace([LINE_B], locked.state())
+    assert path.read_bytes() == PI + PI
+
+
+def test_a_new_file_never_replaces_one_created_meanwhile(tmp_path: Path):
+    path = tmp_path / "new.jsonl"
+    with LockedFile(str(path)) as locked:
+        assert locked.state() is None
+        path.write_bytes(PI)
+        with pytest.raises(StaleFileError, match="created by another process"):
+            locked.replace([LINE_A], None)
+    assert path.read_bytes() == PI
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.jsonl"]
+
+
+def test_a_new_file_is_created(tmp_path: Path):
+    path = tmp_path / "new.jsonl"
+    assert rewrites.rewrite_file(str(path), [LINE_A]) == len(LINE_A)
+    assert path.read_bytes() == LINE_A
+
+
+def test_an_empty_file_is_filled_in_place_only_while_empty(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"")
+    inode = path.stat().st_ino
+    with LockedFile(str(path)) as locked:
+        locked.fill_empty(LINE_A)
+    assert path.read_bytes() == LINE_A and path.stat().st_ino == inode
+    with LockedFile(str(path)) as locked, pytest.raises(StaleFileError):
+        locked.fill_empty(LINE_B)
+    assert path.read_bytes() == LINE_A
+
+
+def test_the_lock_follows_a_file_replaced_while_it_was_awaited(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A)
+    got: list[FileState | None] = []
+
+    def lock_it() -> None:
+        with LockedFile(str(path)) as second:
+            got.append(second.state())
+
+    with LockedFile(str(path)) as first:
+        waiting = threading.Thread(target=lock_it)
+        waiting.start()
+        time.sleep(0.2)
+        first.replace([LINE_B], first.state())
+    waiting.join(10)
+    assert got and got[0] is not None and got[0].ino == path.stat().st_ino and got[0].size == len(LINE_B)
+
+
+def test_a_shrunk_file_is_waited_for_until_it_is_written_again(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A + LINE_B)
+    identity = storage.FileIdentity.of(path.stat())
+    known_end = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.truncate(0)
+        threading.Timer(0.03, lambda: (f.write(LINE_A + LINE_B + PI), f.flush())).start()
+        st = storage.settle_after_shrink(str(path), identity, known_end)
+    assert st is not None and st.st_size >= known_end
+    assert _state(path).size == len(LINE_A + LINE_B + PI)
+
+
+def test_an_untouched_file_is_not_waited_for(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A)
+    identity = storage.FileIdentity.of(path.stat())
+    started = time.monotonic()
+    assert storage.settle_after_shrink(str(path), identity, len(LINE_A)) is not None
+    assert time.monotonic() - started < storage.REWRITE_WAIT
