@@ -41,7 +41,14 @@ from .loader import (
     rewrite_chunks,
 )
 from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration
-from .paths import default_session_dir_path, get_default_session_dir, node_join, normalize_path, resolve_path
+from .paths import (
+    default_session_dir_path,
+    get_default_session_dir,
+    make_dirs,
+    node_join,
+    normalize_path,
+    resolve_path,
+)
 from .rewrites import LockedFile, rewritten_after
 from .tree import TreeNode, build_tree
 
@@ -156,7 +163,7 @@ class SessionManager:
         # appended next finishes or changes that line, so a growing file is reloaded
         self._open_tail = False
         if persist and self._session_dir and not os.path.exists(self._session_dir):
-            os.makedirs(self._session_dir, exist_ok=True)
+            make_dirs(self._session_dir)
         if truthy(session_file):
             self._set_session_file(session_file)
         elif isinstance(preloaded_entries, list) and preloaded_entries:
@@ -232,7 +239,7 @@ class SessionManager:
             raise ForkError(f"Cannot fork: source session file is empty or invalid: {source}")
         directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(target)
         if not os.path.exists(directory):
-            os.makedirs(directory, exist_ok=True)
+            make_dirs(directory)
         new_id = get(options, "id")
         if new_id is not ABSENT:
             assert_valid_session_id(new_id)

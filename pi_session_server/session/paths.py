@@ -7,6 +7,7 @@ cases (``posixpath.normpath`` keeps a leading ``//``, ``expanduser`` handles ``~
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from typing import Any
@@ -23,6 +24,7 @@ __all__ = [
     "get_default_session_dir",
     "get_sessions_root",
     "home_dir",
+    "make_dirs",
     "node_join",
     "node_normalize",
     "node_resolve",
@@ -325,5 +327,36 @@ def get_default_session_dir(cwd: str, agent_dir: Any = ABSENT) -> str:
     """``getDefaultSessionDir(cwd, agentDir?)``: the default directory, created if missing."""
     path = default_session_dir_path(cwd, agent_dir)
     if not os.path.exists(path):
-        os.makedirs(path, exist_ok=True)
+        make_dirs(path)
     return path
+
+
+# The longest path the system takes (PATH_MAX); longer ones fail with ENAMETOOLONG anyway.
+_PATH_MAX = 4096
+
+
+def make_dirs(path: str) -> None:
+    """``mkdirSync(path, {recursive: true})``: ``path`` and its missing parents (an existing
+    directory is fine). ``os.makedirs`` recurses once per missing level, so a path of a few thousand
+    levels raised RecursionError; this loops, and a path longer than the system takes fails at once
+    with ENAMETOOLONG instead of being walked level by level."""
+    if len(os.fsencode(path)) >= _PATH_MAX:
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), path)
+    levels: list[tuple[str, str]] = []  # (directory, its last part), deepest first
+    name = path
+    while True:
+        head, tail = os.path.split(name)
+        if not tail:
+            head, tail = os.path.split(head)
+        levels.append((name, tail))
+        if not (head and tail and not os.path.exists(head)):
+            break
+        name = head
+    for name, tail in reversed(levels):
+        if tail == os.curdir:
+            continue
+        try:
+            os.mkdir(name)
+        except OSError:
+            if not os.path.isdir(name):
+                raise

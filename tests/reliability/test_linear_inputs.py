@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from reliability_helpers import TS, run_bounded
 
-from pi_session_server.errors import InvalidArgValueError
+from pi_session_server.errors import InvalidArgValueError, PiSessionError
 from pi_session_server.session import SessionManager
 from pi_session_server.session.listing import list_all_sessions, list_sessions
 from pi_session_server.session.paths import file_url_to_path, node_join, node_normalize, resolve_path
@@ -59,6 +59,30 @@ def _normalize_big_paths() -> None:
 
 def test_a_2mb_path_is_normalized_in_linear_time():
     _assert_bounded("normalizing a 2 MB path", _normalize_big_paths)
+
+
+def _write_under_big_paths(sessions: str) -> None:
+    """Where a file would be written under a 2 MB path (the kernel refuses such a path): a clear
+    file-system error, not a RecursionError from creating its directories level by level."""
+    source = str(Path(sessions) / "s.jsonl")
+    SessionManager.create("/p", sessions).close()
+    for what, call in [
+        ("open", lambda: SessionManager.open(BIG_PATH + "s.jsonl")),
+        ("create in a session dir", lambda: SessionManager.create("/p", BIG_PATH)),
+        ("create for a cwd", lambda: SessionManager.create(BIG_PATH)),
+        ("fork", lambda: SessionManager.fork_from(source, "/p", BIG_PATH)),
+    ]:
+        try:
+            call()
+        except (OSError, PiSessionError) as err:
+            assert "too long" in str(err).lower() or "ENAMETOOLONG" in str(err), (what, err)
+        else:
+            raise AssertionError(f"{what} under a 2 MB path did not fail")
+
+
+def test_a_2mb_path_where_files_are_written_fails_cleanly(tmp_path: Path):
+    _session_with_big_cwd(tmp_path / "sessions")
+    _assert_bounded("writing under a 2 MB path", _write_under_big_paths, str(tmp_path / "sessions"))
 
 
 BIG_CWD = "/" + "dir/" * 500_000  # 2 MB
