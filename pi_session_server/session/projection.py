@@ -14,10 +14,13 @@ and then throws or strips the content.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from ..format.entry import Entry
+from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, get, index_key, truthy
 from .context import (
     build_session_path,
@@ -75,9 +78,23 @@ def project_context_entry(entry: Any, edit: Any) -> list[Any]:
     return projected
 
 
+_TYPE = attrgetter("type")
+
+
+def _has_type(entries: list[Any], wanted: str) -> bool:
+    """Is some element of ``entries`` of type ``wanted``? (Searched in C over Entry objects: a long
+    chat has tens of thousands of entries and usually no edit.)"""
+    try:
+        return wanted in map(_TYPE, entries)
+    except AttributeError:  # plain values handed to the free functions
+        return any(type_of(e) == wanted for e in entries)
+
+
 def collect_edits(context_entries: list[Any]) -> dict[Any, Any]:
     """The latest valid ``context_edit`` among ``context_entries`` per target (keyed like a JS Map)."""
     edits: dict[Any, Any] = {}
+    if not _has_type(context_entries, "context_edit"):
+        return edits
     for e in context_entries:
         if (e.type if type(e) is Entry else type_of(e)) == "context_edit" and is_edit_replacement(
             field(e, "replacement")
@@ -86,22 +103,33 @@ def collect_edits(context_entries: list[Any]) -> dict[Any, Any]:
     return edits
 
 
-def messages_per_entry(context_entries: list[Any], profile: Profile) -> list[list[Any]]:
+def messages_per_entry(context_entries: list[Any], profile: Profile) -> Iterable[list[Any]]:
     """The messages each of ``context_entries`` (from :func:`.context.select_context_entries`)
-    contributes under ``profile``."""
-    edits = collect_edits(context_entries) if profile.context_edits else None
-    to_messages = session_entry_to_context_messages
-    out = [
-        project_context_entry(e, edits.get(index_key(id_of(e)))) if edits else to_messages(e)
-        for e in context_entries
-    ]
+    contributes under ``profile``, in order (an iterator: a context keeps no list per entry)."""
+    edits = collect_edits(context_entries) if profile.context_edits else {}
     # The list starts with the newest compaction when the path has one (and then only): any other
     # compaction in it lies inside that compaction's kept range.
-    if not profile.kept_compactions_speak and context_entries and type_of(context_entries[0]) == "compaction":
-        for i in range(1, len(context_entries)):
-            if type_of(context_entries[i]) == "compaction":
-                out[i] = []
-    return out
+    silent = (
+        not profile.kept_compactions_speak
+        and bool(context_entries)
+        and type_of(context_entries[0]) == "compaction"
+        and _has_type(context_entries[1:], "compaction")
+    )
+    if not edits and not silent:
+        return map(session_entry_to_context_messages, context_entries)
+    return _projected_messages(context_entries, edits, silent)
+
+
+def _projected_messages(
+    context_entries: list[Any], edits: dict[Any, Any], silent: bool
+) -> Iterable[list[Any]]:
+    for i, e in enumerate(context_entries):
+        if silent and i and type_of(e) == "compaction":
+            yield []
+        elif edits:
+            yield project_context_entry(e, edits.get(index_key(id_of(e))))
+        else:
+            yield session_entry_to_context_messages(e)
 
 
 def build_session_projection(
@@ -119,14 +147,14 @@ def build_session_projection(
     path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
     thinking_level, model = context_settings(path)
     context_entries = select_context_entries(path)
-    per_entry = messages_per_entry(context_entries, profile_for(pi))
-    messages: list[Any] = []
-    for contributed in per_entry:
-        messages.extend(contributed)
-    projected = [
-        {"sourceEntry": e, "messages": contributed}
-        for e, contributed in zip(context_entries, per_entry, strict=True)
-    ]
+    with gc_paused():  # an object and a list per entry, none of them in a cycle
+        projected = [
+            {"sourceEntry": e, "messages": contributed}
+            for e, contributed in zip(
+                context_entries, messages_per_entry(context_entries, profile_for(pi)), strict=True
+            )
+        ]
+        messages = [m for p in projected for m in p["messages"]]
     return _object(entries=projected, messages=messages, thinkingLevel=thinking_level, model=model)
 
 
@@ -143,9 +171,7 @@ def build_session_context(
     model}`` of the projection."""
     path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
     thinking_level, model = context_settings(path)
-    messages: list[Any] = []
-    for contributed in messages_per_entry(select_context_entries(path), profile_for(pi)):
-        messages.extend(contributed)
+    messages = list(chain.from_iterable(messages_per_entry(select_context_entries(path), profile_for(pi))))
     return _object(messages=messages, thinkingLevel=thinking_level, model=model)
 
 
