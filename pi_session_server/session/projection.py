@@ -144,9 +144,9 @@ def build_session_projection(
     """The exported ``buildSessionProjection(entries, leafId?, byId?)``: ``{entries: [{sourceEntry,
     messages}], messages, thinkingLevel, model}`` (``plain_index``/``chain_starts``: see
     :func:`.context.build_session_path`)."""
-    path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
-    thinking_level, model = context_settings(path)
-    context_entries = select_context_entries(path)
+    context_entries, thinking_level, model = _context_entries(
+        entries, leaf_id, by_id, plain_index, chain_starts
+    )
     with gc_paused():  # an object and a list per entry, none of them in a cycle
         projected = [
             {"sourceEntry": e, "messages": contributed}
@@ -169,10 +169,24 @@ def build_session_context(
 ) -> dict[str, Any]:
     """The exported ``buildSessionContext(entries, leafId?, byId?)``: ``{messages, thinkingLevel,
     model}`` of the projection."""
+    context_entries, thinking_level, model = _context_entries(
+        entries, leaf_id, by_id, plain_index, chain_starts
+    )
+    messages = list(chain.from_iterable(messages_per_entry(context_entries, profile_for(pi))))
+    return _object(messages=messages, thinkingLevel=thinking_level, model=model)
+
+
+def _context_entries(
+    entries: list[Any],
+    leaf_id: Any,
+    by_id: dict[Any, Any] | None,
+    plain_index: bool | None,
+    chain_starts: list[int] | None,
+) -> tuple[list[Any], Any, Any]:
+    """(the compaction-aware context entries, thinkingLevel, model) at ``leaf_id`` (§16.1-16.4)."""
     path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
     thinking_level, model = context_settings(path)
-    messages = list(chain.from_iterable(messages_per_entry(select_context_entries(path), profile_for(pi))))
-    return _object(messages=messages, thinkingLevel=thinking_level, model=model)
+    return select_context_entries(path), thinking_level, model
 
 
 def _object(**members: Any) -> dict[str, Any]:
