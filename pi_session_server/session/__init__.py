@@ -1,6 +1,6 @@
 """What a session is: the tree index, context building, the SessionManager API, storage, listing.
 
-Python names of the reference API are listed in ``docs/api-names.md``.
+Python names of the reference API are listed in ``docs/API.md`` §10.
 """
 
 from ..format.ids import assert_valid_session_id
