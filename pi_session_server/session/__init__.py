@@ -1,7 +1,7 @@
 """What a session is: the tree index, context building, the SessionManager API, storage, listing.
 
-Python names of the reference API are listed in ``docs/api-names.md``. Every entry point takes
-``pi=`` (``"1.6.0"``, the default, or ``"0.86.1"``): the pi release whose behaviour it follows.
+Python names of the reference API are listed in ``docs/API.md`` §10. Every entry point takes ``pi=``
+(``"1.6.0"``, the default, or ``"0.86.1"``): the pi release whose behaviour it follows.
 """
 
 from ..format.ids import assert_valid_session_id

@@ -11,7 +11,7 @@
 ``--pi`` is the pi release the library follows (``0.86.1`` or ``1.6.0``; default: the library's
 default, 1.6.0). The output is byte for byte what ``node run.mjs --pi VERSION --rules ours
 SCENARIO.json`` prints when the library behaves like that release with our deviations
-(/work/shared/oracle/README.md is the contract: work directory, environment, directives, views,
+(the oracle's README.md, in $PI_ORACLE_DIR, is the contract: work directory, environment, directives, views,
 records, ``final``, deadline, normalization; §8.4 names the expected files per version).
 ``run_scenario(path, pi=...)`` does the same in-process for pytest.
 
@@ -91,7 +91,7 @@ BASELINE_PI = "0.86.1"
 PI_VERSIONS = tuple(PROFILES)
 
 # ---------------------------------------------------------------------------
-# Reference names -> Python names (docs/api-names.md). The one table the runner uses.
+# Reference names -> Python names (docs/API.md §10). The one table the runner uses.
 #   "SessionManager.<static>"  classmethods of SessionManager
 #   "<method>"                 public methods of SessionManager.prototype
 #   "fn.<export>"              the other exports of session-manager.js

@@ -7,8 +7,8 @@ VERSION``) writes their expected documents for both releases, and the library mu
 byte for byte. The seed is printed on failure; ``PI_RANDOM_SEED=N`` replays it.
 
 Skipped without node, the oracle copy with its ``node_modules`` (``PI_ORACLE_DIR``, default
-/var/tmp/oracle, with pi 1.6.0 installed) or the shared kit (``PI_CONFORMANCE_KIT``, default
-/work/shared/conformance).
+/var/tmp/oracle, with pi 1.6.0 installed) or the conformance kit (``PI_CONFORMANCE_KIT``, default
+``../shared/conformance`` beside the repository, where CI has it).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 import runner  # noqa: E402
 
 ORACLE = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
-KIT = Path(os.environ.get("PI_CONFORMANCE_KIT", "/work/shared/conformance"))
+KIT = Path(os.environ.get("PI_CONFORMANCE_KIT") or HERE.parents[2] / "shared" / "conformance")
 COUNT = 6
 
 pytestmark = pytest.mark.skipif(

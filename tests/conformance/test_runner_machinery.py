@@ -2,7 +2,7 @@
 
 The fake stands in for ``pi_session_server.session`` so directives, views, records, file specs,
 ``final``, the deadline, normalization and serialization can be tested on their own. Expected
-values follow the oracle's contract (/work/shared/oracle/README.md).
+values follow the oracle's contract (its README.md, in $PI_ORACLE_DIR).
 """
 
 from __future__ import annotations

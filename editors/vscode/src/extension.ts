@@ -123,7 +123,7 @@ class Extension {
       diagnosticCollectionName: 'pi-session',
       middleware: {
         // The server both pushes diagnostics and answers pulls; the client pulls for open documents,
-        // so a push for an open document would list every problem twice (docs/editor-needs.md).
+        // so a push for an open document would list every problem twice.
         handleDiagnostics: (uri, diagnostics, next) => {
           const pulls = Boolean(client.initializeResult?.capabilities.diagnosticProvider);
           if (pulls && vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString())) return;
