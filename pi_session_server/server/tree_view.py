@@ -211,6 +211,12 @@ class TreeWindow:
     levels below its top (None: every level), and a page of the preorder of the flat form
     (``offset``, ``limit``; ``paged`` adds ``total``/``hasMore``/``nextOffset`` to the result).
 
+    ``chain``: only what one level of pi's ``/tree`` layout lists, the top and its shown descendants
+    while each has exactly one shown child (several tops: the tops alone). ``around_id``: the page is
+    the one around the row on the path to that entry (the entry itself, or its deepest shown
+    ancestor in the window), wherever ``offset`` points; the result says where the page starts
+    (``offset``) and where that row is (``aroundIndex``). A tree view opens on the leaf this way.
+
     Paging and depth never change a node: ``childIds``, ``depth`` and ``isBranchPoint`` are those of
     the whole result, so the pages of a tree, concatenated, are exactly the unpaged tree.
     """
@@ -220,6 +226,8 @@ class TreeWindow:
     offset: int = 0
     limit: int | None = None
     paged: bool = False
+    chain: bool = False
+    around_id: Any = ABSENT
 
 
 WHOLE_TREE: Final = TreeWindow()
@@ -238,11 +246,12 @@ class TreeTooLargeError(Exception):
 
 
 class RootNotFoundError(Exception):
-    """``root_id`` names no entry of the tree."""
+    """``root_id`` (or ``around_id``) names no entry of the tree."""
 
-    def __init__(self, root_id: Any) -> None:
+    def __init__(self, root_id: Any, param: str = "rootId") -> None:
         super().__init__(f"Entry {js_string_of(root_id)} not found")  # as the library words it
         self.root_id = root_id
+        self.param = param
 
 
 def find_node(roots: list[Any], wanted_id: Any) -> Any:
@@ -285,6 +294,7 @@ class _TreeShape:
         cache: PreviewCache | None,
     ) -> None:
         self.leaf_id = leaf_id
+        self.entries_by_id = entries_by_id
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
@@ -347,6 +357,27 @@ class _TreeShape:
             for child in reversed(self.children_in_order(node)):
                 stack.append((child, ancestor_id, ancestor_depth))
 
+    def walk_chain(self, tops: list[Any], max_depth: int | None) -> Iterator[tuple[Any, Any, int]]:
+        """The rows of :attr:`TreeWindow.chain`: the shown top and its descendants while each has
+        exactly one shown child (down to ``max_depth``); several shown tops: the tops alone."""
+        level: list[Any] = []
+        for top in tops:
+            level.extend([top] if self.is_shown(top) else self.shown_children(top))
+        if len(level) != 1:
+            yield from ((top, None, 0) for top in level)
+            return
+        node, ancestor_id, depth = level[0], None, 0
+        while True:
+            yield node, ancestor_id, depth
+            children = self.shown_children(node)
+            if len(children) != 1 or (max_depth is not None and depth >= max_depth):
+                return
+            node, ancestor_id, depth = children[0], _node_id(node), depth + 1
+
+    def rows(self, tops: list[Any], window: TreeWindow) -> Iterator[tuple[Any, Any, int]]:
+        """The shown rows of ``window`` in order: its chain, or the walk of its subtree."""
+        return self.walk_chain(tops, window.depth) if window.chain else self.walk(tops, window.depth)
+
     def node(
         self, node: Any, visible_parent_id: Any, depth: int, children: list[Any], key: str
     ) -> dict[str, Any]:
@@ -402,10 +433,17 @@ class _FlatPage:
 
     def __init__(self, shape: _TreeShape, rows: Iterable[Row], window: TreeWindow, max_nodes: int | None):
         self.shape = shape
-        self.rows = rows
         self.window = window
         self.max_nodes = max_nodes
         self.start = window.offset
+        self.around_index: int | None = None
+        if window.around_id is not ABSENT:
+            rows = rows if isinstance(rows, list) else list(rows)
+            self.around_index = _index_on_path(shape, rows, window.around_id)
+            if self.around_index is not None and window.limit is not None:
+                page = window.limit if max_nodes is None else min(window.limit, max_nodes)
+                self.start = max(0, min(self.around_index - page // 2, len(rows) - page))
+        self.rows = rows
         if window.limit is not None:
             size: int | None = window.limit if max_nodes is None else min(window.limit, max_nodes)
         else:
@@ -445,7 +483,25 @@ class _FlatPage:
         fields: dict[str, Any] = {"total": self.total, "hasMore": following < self.total}
         if following < self.total:
             fields["nextOffset"] = following
+        if self.window.around_id is not ABSENT:
+            fields["offset"] = self.start
+            fields["aroundIndex"] = self.around_index
         return fields
+
+
+def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | None:
+    """Where the row on the path to ``around_id`` is in ``rows``: the entry's own row, or its deepest
+    shown ancestor's (in preorder an ancestor comes before its descendants, so that is the last row
+    on the path). None when no row of the window is on it."""
+    if index_key(around_id) not in shape.entries_by_id:
+        raise RootNotFoundError(around_id, "aroundId")
+    path = active_path_ids(shape.entries_by_id, around_id)
+    found = None
+    for index, (node, _ancestor, _depth) in enumerate(rows):
+        entry_id = _envelope(node.entry)[0]
+        if truthy(entry_id) and index_key(entry_id) in path:
+            found = index
+    return found
 
 
 def _node_id(node: Any) -> Any:
@@ -516,7 +572,7 @@ def tree_view(
     )
     if form == "nested":
         return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
-    page = _FlatPage(shape, shape.walk(tops, window.depth), window, max_nodes)
+    page = _FlatPage(shape, shape.rows(tops, window), window, max_nodes)
     nodes = list(page.nodes())
     page.check_size(len(nodes))
     result: dict[str, Any] = {"leafId": _wire_id(leaf_id), "nodes": nodes}
@@ -571,7 +627,7 @@ def encode_flat_tree_view(
     shape, tops = _shape_and_tops(
         roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
     )
-    return _encode_flat(leaf_id, _FlatPage(shape, shape.walk(tops, window.depth), window, max_nodes))[0]
+    return _encode_flat(leaf_id, _FlatPage(shape, shape.rows(tops, window), window, max_nodes))[0]
 
 
 class FlatTree:
@@ -608,7 +664,7 @@ def flat_tree(
     shape, tops = _shape_and_tops(
         roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
     )
-    return FlatTree(shape, leaf_id, list(shape.walk(tops, window.depth)))
+    return FlatTree(shape, leaf_id, list(shape.rows(tops, window)))
 
 
 def encode_flat_page(tree: FlatTree, window: TreeWindow, max_nodes: int | None = None) -> tuple[bytes, bool]:
