@@ -28,8 +28,9 @@ from .tree_view import (
     TreeWindow,
     encode_flat_page,
     encode_flat_tree_view,
-    flat_tree,
+    tree_shape,
     tree_view,
+    window_tree,
 )
 from .wire import Clean, to_wire
 
@@ -70,12 +71,16 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
 
 
 def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
-    """A page of the flat form, cut from the walk kept for the pages of the same request."""
+    """A page of the flat form, cut from the walk kept for the pages of the same request; the walks
+    of one view of the tree (a tree view opening level after level) share one kept shape."""
     key = (*view.values(), _typed(window.root_id), window.depth, window.chain)
 
-    def walk() -> FlatTree:
+    def shape() -> Any:
         roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
-        return flat_tree(roots, leaf_id, manager.by_id, cache=preview_cache(manager), window=window, **view)
+        return tree_shape(roots, leaf_id, manager.by_id, cache=preview_cache(manager), **view)
+
+    def walk() -> FlatTree:
+        return window_tree(_tree_shapes.tree(manager, tuple(view.values()), shape), window)
 
     try:
         encoded, more = encode_flat_page(_tree_pages.tree(manager, key, walk), window, MAX_TREE_NODES)
@@ -136,6 +141,7 @@ def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
 
 _preview_caches: weakref.WeakKeyDictionary[Any, PreviewCache] = weakref.WeakKeyDictionary()
 _tree_pages: FlatTreePages[FlatTree] = FlatTreePages()
+_tree_shapes: FlatTreePages[Any] = FlatTreePages()
 _preview_caches_lock = threading.Lock()
 
 

@@ -293,8 +293,12 @@ class _TreeShape:
         previews: bool,
         cache: PreviewCache | None,
     ) -> None:
+        self.roots = roots
         self.leaf_id = leaf_id
         self.entries_by_id = entries_by_id
+        self._unique_ids = False
+        self._node_index: dict[Any, Any] | None = None  # see find
+        self._around: tuple[Any, set[Any]] | None = None  # (key of an aroundId, its path's keys)
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
@@ -308,6 +312,33 @@ class _TreeShape:
                 self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
                 self.preview = cache.previews()
         self.on_path = active_path_ids(entries_by_id, leaf_id)
+
+    def find(self, wanted_id: Any) -> Any:
+        """:func:`find_node` without walking the tree each time: a tree view asks for a node at
+        every level it opens. The index is made on first use (ids that repeat: no index)."""
+        if self._node_index is None:
+            index: dict[Any, Any] = {}
+            for node in _walk_nodes(self.roots):
+                entry_id = id_of(node.entry)
+                key = index_key(entry_id) if entry_id is not ABSENT else None
+                if key is None or key in index:
+                    index = {}
+                    self._unique_ids = False
+                    break
+                index[key] = node
+            else:
+                self._unique_ids = True
+            self._node_index = index
+        if not self._unique_ids:
+            return find_node(self.roots, wanted_id)
+        return self._node_index.get(index_key(wanted_id))
+
+    def path_keys(self, entry_id: Any) -> set[Any]:
+        """:func:`active_path_ids` of an entry, kept for the next window asked for around it."""
+        key = (type(entry_id), repr(entry_id))
+        if self._around is None or self._around[0] != key:
+            self._around = (key, active_path_ids(self.entries_by_id, entry_id))
+        return self._around[1]
 
     def children_in_order(self, node: Any) -> list[Any]:
         children = node.children
@@ -412,7 +443,7 @@ class _TreeShape:
 def _tops(roots: list[Any], shape: _TreeShape, window: TreeWindow) -> list[Any]:
     if window.root_id is ABSENT:
         return list(roots) if shape.ordered is None else shape.ordered(list(roots))
-    top = find_node(roots, window.root_id)
+    top = shape.find(window.root_id)
     if top is None:
         raise RootNotFoundError(window.root_id)
     return [top]
@@ -495,7 +526,7 @@ def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | 
     on the path). None when no row of the window is on it."""
     if index_key(around_id) not in shape.entries_by_id:
         raise RootNotFoundError(around_id, "aroundId")
-    path = active_path_ids(shape.entries_by_id, around_id)
+    path = shape.path_keys(around_id)
     found = None
     for index, (node, _ancestor, _depth) in enumerate(rows):
         entry_id = _envelope(node.entry)[0]
@@ -667,6 +698,37 @@ def flat_tree(
     return FlatTree(shape, leaf_id, list(shape.rows(tops, window)))
 
 
+def tree_shape(
+    roots: list[Any],
+    leaf_id: Any,
+    entries_by_id: dict[Any, Any],
+    *,
+    mode: str = "none",
+    search: str | None = None,
+    active_branch_first: bool = False,
+    previews: bool = True,
+    cache: PreviewCache | None = None,
+) -> _TreeShape:
+    """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
+    tool calls for previews): made once per session state and kept while a tree view opens level
+    after level (each level is a window with its own ``rootId``)."""
+    return _TreeShape(
+        roots,
+        leaf_id,
+        entries_by_id,
+        mode=mode,
+        search=search,
+        active_branch_first=active_branch_first,
+        previews=previews,
+        cache=cache,
+    )
+
+
+def window_tree(shape: _TreeShape, window: TreeWindow) -> FlatTree:
+    """:func:`flat_tree` of ``window`` over a kept :func:`tree_shape`."""
+    return FlatTree(shape, shape.leaf_id, list(shape.rows(_tops(shape.roots, shape, window), window)))
+
+
 def encode_flat_page(tree: FlatTree, window: TreeWindow, max_nodes: int | None = None) -> tuple[bytes, bool]:
     """(the JSON ``encode_flat_tree_view`` gives for ``window``, whether pages follow this one)."""
     return _encode_flat(tree.leaf_id, _FlatPage(tree.shape, tree.rows, window, max_nodes))
@@ -694,6 +756,12 @@ def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
 
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:
     """Every node's entry, each node once (nodes can be shared with duplicate ids)."""
+    for node in _walk_nodes(roots):
+        yield node.entry
+
+
+def _walk_nodes(roots: list[Any]) -> Iterable[Any]:
+    """Every node, each once."""
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -701,5 +769,5 @@ def _walk_entries(roots: list[Any]) -> Iterable[Any]:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        yield node.entry
+        yield node
         stack.extend(node.children)

@@ -277,3 +277,57 @@ def test_around_id_gives_the_page_around_the_entry_or_its_deepest_shown_ancestor
     assert elsewhere["aroundIndex"] is None and elsewhere["offset"] == 0  # not in this subtree
     with pytest.raises(RootNotFoundError):
         view(example, around_id="nope", limit=3, paged=True)
+
+
+def test_the_windows_of_one_view_share_one_kept_shape_and_match_fresh_ones(
+    example: SessionManager, monkeypatch: pytest.MonkeyPatch
+):
+    from pi_session_server.server import methods_read, tree_pages
+    from pi_session_server.server import params as P
+
+    shapes: list[Any] = []
+    original = methods_read.tree_shape
+    monkeypatch.setattr(methods_read, "tree_shape", lambda *a, **k: shapes.append(1) or original(*a, **k))
+    monkeypatch.setattr(methods_read, "_tree_shapes", tree_pages.FlatTreePages())
+    monkeypatch.setattr(methods_read, "_tree_pages", tree_pages.FlatTreePages())
+
+    def request(**params: Any) -> dict[str, Any]:
+        p = P.parse(
+            {"session": "s", "filter": "default", "activeBranchFirst": True, **params}, P.GetTreeParams
+        )
+        return json.loads(bytes(methods_read._tree(example, p).value))
+
+    windows = [
+        {"chain": True, "limit": 50},
+        {"chain": True, "limit": 3, "aroundId": "e2f3a4b5"},
+        {"rootId": "9d0e1f2a", "depth": 1, "offset": 1, "limit": 10, "aroundId": "e2f3a4b5"},
+        {"rootId": "d9e0f1a2", "chain": True, "limit": 50, "aroundId": "e2f3a4b5"},
+        {"rootId": "b1c2d3e4", "chain": True, "limit": 50},
+    ]
+    for params in windows:
+        got = request(**params)
+        window = TreeWindow(
+            root_id=params.get("rootId", ABSENT), depth=params.get("depth"), chain=params.get("chain", False),
+            offset=params.get("offset", 0), limit=params["limit"], paged=True, around_id=params.get("aroundId", ABSENT),
+        )  # fmt: skip
+        fresh = reply(tree_view(example.get_tree(), example.get_leaf_id(), example.by_id, mode="default",
+                                active_branch_first=True, window=window))  # fmt: skip
+        assert got == fresh, params
+    assert len(shapes) == 1
+    example.append_message({"role": "user", "content": "more", "timestamp": 1})  # a new state: a new shape
+    assert request(chain=True, limit=3, aroundId="e2f3a4b5")["total"] >= 1 and len(shapes) == 2
+
+
+def test_finding_a_node_by_its_path_is_find_node(tmp_path: Path):
+    from pi_session_server.server.tree_view import find_node, tree_shape
+
+    rng = random.Random(5)
+    for i in range(5):
+        path = tmp_path / f"r{i}.jsonl"
+        random_session(rng, path)
+        m = SessionManager.open(str(path))
+        roots = m.get_tree()
+        shape = tree_shape(roots, m.get_leaf_id(), m.by_id, previews=False)
+        for entry in m.get_entries():
+            assert shape.find(entry.id) is find_node(roots, entry.id)
+        assert shape.find("no such id") is None
