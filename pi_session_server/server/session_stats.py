@@ -9,7 +9,6 @@ only grew (pi appends), only the new entries are read.
 from __future__ import annotations
 
 import contextlib
-import copy
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -42,6 +41,21 @@ class UsageTotals:
     models: dict[str, dict[str, float]] = field(default_factory=dict)
     first_timestamp: Any = ABSENT
     last_timestamp: Any = ABSENT
+
+    def copy(self) -> UsageTotals:
+        """The sums in new containers; ``last`` is the same entry (a copy of an entry would copy
+        the file it reads from, and close it when dropped)."""
+        return UsageTotals(
+            self.count,
+            self.last,
+            dict(self.types),
+            dict(self.roles),
+            dict(self.tokens),
+            self.cost,
+            {name: dict(values) for name, values in self.models.items()},
+            self.first_timestamp,
+            self.last_timestamp,
+        )
 
     def add(self, entry: Any) -> None:
         etype = entry.type if type(entry) is Entry else entry.get("type", ABSENT)
@@ -115,7 +129,7 @@ class StatsCache:
             and manager.entries_slice(kept.count - 1, kept.count)[0] is kept.last
         )
         # a copy: a read that fails half-way must not leave sums counted twice next time
-        totals = copy.deepcopy(kept) if grown and kept is not None else UsageTotals()
+        totals = kept.copy() if grown and kept is not None else UsageTotals()
         start = totals.count
         for entry in manager.entries_slice(start, count):
             totals.add(entry)

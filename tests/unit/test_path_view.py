@@ -4,6 +4,7 @@ pi/getStats (server/session_stats.py) and pi/getTree's ``chain`` and ``aroundId`
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import shutil
@@ -204,6 +205,27 @@ def test_stats_after_an_append_read_only_the_new_entries(
     fresh = session_stats.session_stats(example, session_stats.StatsCache())
     assert stats == fresh and stats["models"]["p/m"] == {"turns": 1, "totalTokens": 3, "cost": 0.5}
     assert session_stats.session_stats(example, cache) == fresh and len(added) == 1 + 37  # fresh read all 37
+
+
+def test_stats_after_an_append_leave_the_session_readable(tmp_path: Path):
+    """The kept sums hold the last entry: bringing them up to date must not copy it (a copy of a lazy
+    entry holds a copy of the file it reads from, which closes the session's descriptor when dropped)."""
+    path = tmp_path / "big.jsonl"
+    random_session(random.Random(3), path)
+    m = SessionManager.open(str(path))
+    cache = session_stats.StatsCache()
+    session_stats.session_stats(m, cache)
+    for i in range(3):  # pi appends (another process): the new entries are read from the file
+        line = {"type": "message", "id": f"x{i}", "parentId": m.get_leaf_id(), "timestamp": "2026-01-01T00:00:00.000Z",
+                "message": {"role": "user", "content": "y" * 5000, "timestamp": i}}  # fmt: skip
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+        assert m.refresh_from_disk().kind == "appended"
+        session_stats.session_stats(m, cache)
+        gc.collect()
+    lazy = [e for e in m.get_entries() if not e.is_loaded]
+    assert lazy, "the test needs entries read from the file"
+    assert all(e.value is not None for e in lazy)  # read again from the file: its descriptor is open
 
 
 def test_stats_ignore_usage_that_is_not_numbers():

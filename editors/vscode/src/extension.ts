@@ -89,6 +89,8 @@ class Extension {
     );
     this.treeView = vscode.window.createTreeView('piSession.tree', { treeDataProvider: this.tree, showCollapseAll: true });
     this.tree.onDidLoad = () => {
+      const uri = this.tree.uri;
+      if (uri) this.log(`Tree: ${path.basename(uri.fsPath)} (${this.tree.filter}) ${this.tree.error ? `failed: ${this.tree.error}` : `loaded, leaf ${this.tree.marker ? idText(this.tree.marker.node.id) : 'none'}`}`);
       this.describeTree();
       void this.selectInTree(this.tree.marker);
     };
@@ -495,7 +497,12 @@ class Extension {
       if (!(await this.isBig(input.uri))) continue;
       this.log(`${input.uri.fsPath} is larger than ${this.viewerThreshold()} MB: opening it in the session viewer`);
       await this.viewer.open(input.uri, undefined, tab.group.viewColumn);
-      await vscode.window.tabGroups.close(tab).then(undefined, () => undefined);
+      // the text tabs on the file, as they are now (the event's objects may be stale by then)
+      const key = input.uri.toString();
+      const textTabs = vscode.window.tabGroups.all
+        .flatMap((group) => group.tabs)
+        .filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === key);
+      if (textTabs.length > 0) await Promise.resolve(vscode.window.tabGroups.close(textTabs)).catch((error: unknown) => this.log(`Could not close ${key}: ${errorText(error)}`));
     }
   }
 

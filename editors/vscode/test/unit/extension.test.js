@@ -711,11 +711,12 @@ test('a session file too big for extensions opens in the viewer instead of the t
   t.after(restore);
   const { TabInputText } = require('vscode');
   const tabs = [big, bigHeaderless, data, small].map((file) => ({ input: new TabInputText(Uri.file(file)), group: { viewColumn: 2 } }));
+  state.tabGroups = [{ viewColumn: 2, tabs }];
   state.emitters.tabs.fire({ opened: tabs, closed: [], changed: [] });
   await new Promise((r) => setTimeout(r, 50));
   const opened = state.executed.filter(([id]) => id === 'vscode.openWith').map(([, uri, viewType, column]) => [uri.fsPath, viewType, column]);
   assert.deepEqual(opened, [[big, 'piSession.viewer', 2], [bigHeaderless, 'piSession.viewer', 2]]);
-  assert.deepEqual(state.closedTabs, [tabs[0], tabs[1]]);
+  assert.deepEqual(state.closedTabs, [[tabs[0]], [tabs[1]]]);
   // "Open as Text" is remembered: the file stays text
   await state.commands.get('piSession.openAsText')(Uri.file(big));
   state.executed.length = 0;
