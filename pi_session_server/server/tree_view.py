@@ -624,7 +624,7 @@ def _shape_and_tops(
     cache: PreviewCache | None,
 ) -> tuple[_TreeShape, list[Any]]:
     """What both result forms start from: the shape of the tree and the nodes the window starts at."""
-    shape = _TreeShape(
+    shape = tree_shape(
         roots,
         leaf_id,
         entries_by_id,
@@ -692,10 +692,17 @@ def flat_tree(
     window: TreeWindow = WHOLE_TREE,
 ) -> FlatTree:
     """The rows of ``window`` (its ``rootId`` and ``depth``; pages are cut by :func:`encode_flat_page`)."""
-    shape, tops = _shape_and_tops(
-        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
+    shape = tree_shape(
+        roots,
+        leaf_id,
+        entries_by_id,
+        mode=mode,
+        search=search,
+        active_branch_first=active_branch_first,
+        previews=previews,
+        cache=cache,
     )
-    return FlatTree(shape, leaf_id, list(shape.rows(tops, window)))
+    return window_tree(shape, window)
 
 
 def tree_shape(

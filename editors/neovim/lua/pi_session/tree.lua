@@ -5,6 +5,7 @@
 -- shows every branch at once.
 local config = require('pi_session.config')
 local lazy = require('pi_session.lazy')
+local scratch = require('pi_session.scratch')
 
 local M = {}
 
@@ -133,13 +134,6 @@ function M.draw(tree, marker)
   return lines, items, complete
 end
 
-local function set_lines(buf, lines)
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].modified = false
-end
-
 local function highlight(buf, lines, notice, items)
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   for i = 1, math.min(HEADER_LINES, #lines) do
@@ -203,7 +197,7 @@ local function render(buf, focus)
     items = drawn_items
   end
   state.items = items
-  set_lines(buf, lines)
+  scratch.set_lines(buf, lines)
   highlight(buf, lines, state.notice, items)
   if win then
     local target = focus and focus.key or keep
@@ -387,21 +381,9 @@ function M.activate()
     return load_item(buf, item)
   end
   local node = item and item.row and item.row.node
-  if not node or type(node.line) ~= 'number' then
-    return
+  if node and type(node.line) == 'number' then
+    scratch.jump(state.source, buf, node.line, 'aboveleft vsplit')
   end
-  local win = vim.fn.win_findbuf(state.source)[1]
-  if win then
-    vim.api.nvim_set_current_win(win)
-  else
-    vim.cmd('wincmd p')
-    if vim.api.nvim_get_current_buf() == buf then
-      vim.cmd('aboveleft vsplit')
-    end
-    vim.api.nvim_set_current_buf(state.source)
-  end
-  vim.api.nvim_win_set_cursor(0, { node.line + 1, 0 })
-  vim.cmd('normal! zv')
 end
 M.jump = M.activate
 
@@ -426,26 +408,39 @@ function M.pick_filter()
 end
 
 local function map_keys(buf)
-  local function map(lhs, fn, desc)
-    vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
-  end
-  map('<CR>', M.activate, 'Jump to the entry, or load what the line stands for')
-  map('f', M.pick_filter, 'Choose the filter')
-  map('r', function()
-    M.refresh(buf)
-  end, 'Refresh')
-  map('c', function()
-    require('pi_session.context').show({})
-  end, 'Show the context at this entry')
-  map('b', function()
-    require('pi_session').branch()
-  end, 'Branch here')
-  map('L', function()
-    require('pi_session').label()
-  end, 'Label this entry')
-  map('q', function()
-    vim.api.nvim_buf_delete(buf, { force = true })
-  end, 'Close')
+  scratch.map(buf, {
+    { '<CR>', M.activate, 'Jump to the entry, or load what the line stands for' },
+    { 'f', M.pick_filter, 'Choose the filter' },
+    {
+      'r',
+      function()
+        M.refresh(buf)
+      end,
+      'Refresh',
+    },
+    {
+      'c',
+      function()
+        require('pi_session.context').show({})
+      end,
+      'Show the context at this entry',
+    },
+    {
+      'b',
+      function()
+        require('pi_session').branch()
+      end,
+      'Branch here',
+    },
+    {
+      'L',
+      function()
+        require('pi_session').label()
+      end,
+      'Label this entry',
+    },
+    scratch.close_key(buf),
+  })
 end
 
 --- The state of a tree buffer (for tests and the commands that act on its rows).
@@ -470,37 +465,19 @@ function M.open(filter)
       if filter and filter ~= '' then
         state.filter = filter
       end
-      local win = vim.fn.win_findbuf(buf)[1]
-      if win then
-        vim.api.nvim_set_current_win(win)
-      else
-        vim.cmd('botright vsplit')
-        vim.api.nvim_set_current_buf(buf)
-      end
+      scratch.show(buf, 'botright vsplit')
       state.focus_leaf = true
       M.refresh(buf)
       return buf
     end
   end
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.bo[buf].bufhidden = 'wipe'
-  vim.bo[buf].swapfile = false
-  vim.api.nvim_buf_set_name(buf, 'pi-session-tree://' .. vim.api.nvim_buf_get_name(source))
-  vim.b[buf].pi_session_source = source
+  local buf
+  buf = scratch.create(source, 'pi-session-tree', function()
+    trees[buf] = nil
+  end, function()
+    load_visible(buf)
+  end)
   trees[buf] = { source = source, filter = (filter and filter ~= '') and filter or config.options.tree_filter, focus_leaf = true }
-  vim.api.nvim_create_autocmd('BufWipeout', {
-    buffer = buf,
-    once = true,
-    callback = function()
-      trees[buf] = nil
-    end,
-  })
-  vim.api.nvim_create_autocmd({ 'CursorMoved', 'WinScrolled' }, {
-    buffer = buf,
-    callback = function()
-      load_visible(buf)
-    end,
-  })
   vim.cmd('botright vsplit')
   vim.api.nvim_set_current_buf(buf)
   vim.api.nvim_win_set_width(0, math.max(50, math.floor(vim.o.columns * 0.4)))

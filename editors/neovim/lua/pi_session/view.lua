@@ -6,6 +6,7 @@
 -- the server (pi/getPath pages, pi/getStats), asynchronously, a page at a time as you scroll, and
 -- follows the session as pi appends.
 local config = require('pi_session.config')
+local scratch = require('pi_session.scratch')
 
 local M = {}
 
@@ -278,13 +279,6 @@ end
 
 local HEADER_LINES = 4
 
-local function set_lines(buf, lines)
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].modified = false
-end
-
 --- The fold level of a line (the buffer's foldexpr): blocks are folds, closed when drawn.
 function M.foldexpr(lnum)
   local state = views[vim.api.nvim_get_current_buf()]
@@ -345,7 +339,7 @@ local function render(buf, focus)
     line_item[#lines] = { more = 'continue' }
   end
   state.kinds, state.line_item = kinds, line_item
-  set_lines(buf, lines)
+  scratch.set_lines(buf, lines)
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   for i = 1, HEADER_LINES do
     vim.api.nvim_buf_set_extmark(buf, ns, i - 1, 0, { end_col = #lines[i], hl_group = 'Comment' })
@@ -508,6 +502,17 @@ local function fork_at_cursor(buf)
   return nil
 end
 
+--- The view's state and the branch point at or above the cursor, or nil (with a warning).
+local function fork_here()
+  local buf = vim.api.nvim_get_current_buf()
+  local state = views[buf]
+  local at = state and fork_at_cursor(buf)
+  if state and not at then
+    vim.notify('pi-session: no branch point on the path above the cursor', vim.log.levels.WARN)
+  end
+  return buf, state, at
+end
+
 --- Switch to another branch: the path through `target`, down to a leaf.
 local function switch_to(buf, target, index)
   local state = views[buf]
@@ -517,13 +522,9 @@ end
 
 --- ]b / [b: the next or previous branch at the branch point at or above the cursor.
 function M.cycle(step)
-  local buf = vim.api.nvim_get_current_buf()
-  if not views[buf] then
-    return
-  end
-  local at = fork_at_cursor(buf)
+  local buf, _, at = fork_here()
   if not at then
-    return vim.notify('pi-session: no branch point on the path above the cursor', vim.log.levels.WARN)
+    return
   end
   local siblings = at.item.siblingIds
   local position
@@ -538,14 +539,9 @@ end
 
 --- gb: pick a branch at the branch point at or above the cursor (with the previews of pi's tree).
 function M.pick_branch()
-  local buf = vim.api.nvim_get_current_buf()
-  local state = views[buf]
-  if not state then
-    return
-  end
-  local at = fork_at_cursor(buf)
+  local buf, state, at = fork_here()
   if not at then
-    return vim.notify('pi-session: no branch point on the path above the cursor', vim.log.levels.WARN)
+    return
   end
   local parent = at.item.entry.parentId
   local params = { filter = 'none', limit = 500 }
@@ -595,20 +591,9 @@ function M.activate()
     return show(buf, math.max(0, state.start + #state.items - 3), state.start + #state.items - 1)
   end
   local line = at.item and at.item.line
-  if type(line) ~= 'number' then
-    return
+  if type(line) == 'number' then
+    scratch.jump(state.source, buf, line, 'aboveleft split')
   end
-  local win = vim.fn.win_findbuf(state.source)[1]
-  if win then
-    vim.api.nvim_set_current_win(win)
-  else
-    vim.cmd('wincmd p')
-    if vim.api.nvim_get_current_buf() == buf then
-      vim.cmd('aboveleft split')
-    end
-    vim.api.nvim_set_current_buf(state.source)
-  end
-  vim.api.nvim_win_set_cursor(0, { line + 1, 0 })
 end
 
 --- The entry under the cursor (for :PiSessionContext and the like).
@@ -650,32 +635,49 @@ function M.on_did_change(params)
 end
 
 local function map_keys(buf)
-  local function map(lhs, fn, desc)
-    vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
-  end
-  map('<CR>', M.activate, 'Open the entry line, or load what the line stands for')
-  map(']b', function()
-    M.cycle(1)
-  end, 'Next branch at the branch point above')
-  map('[b', function()
-    M.cycle(-1)
-  end, 'Previous branch at the branch point above')
-  map('gb', M.pick_branch, 'Pick a branch at the branch point above')
-  map('gl', function()
-    local state = views[buf]
-    state.entry_id, state.descend = nil, false
-    show(buf, nil, nil, true)
-  end, 'Back to the path to the leaf')
-  map('c', function()
-    require('pi_session.context').show({})
-  end, 'The context at this entry')
-  map('r', function()
-    load_stats(buf)
-    show(buf, views[buf].start)
-  end, 'Refresh')
-  map('q', function()
-    vim.api.nvim_buf_delete(buf, { force = true })
-  end, 'Close')
+  scratch.map(buf, {
+    { '<CR>', M.activate, 'Open the entry line, or load what the line stands for' },
+    {
+      ']b',
+      function()
+        M.cycle(1)
+      end,
+      'Next branch at the branch point above',
+    },
+    {
+      '[b',
+      function()
+        M.cycle(-1)
+      end,
+      'Previous branch at the branch point above',
+    },
+    { 'gb', M.pick_branch, 'Pick a branch at the branch point above' },
+    {
+      'gl',
+      function()
+        local state = views[buf]
+        state.entry_id, state.descend = nil, false
+        show(buf, nil, nil, true)
+      end,
+      'Back to the path to the leaf',
+    },
+    {
+      'c',
+      function()
+        require('pi_session.context').show({})
+      end,
+      'The context at this entry',
+    },
+    {
+      'r',
+      function()
+        load_stats(buf)
+        show(buf, views[buf].start)
+      end,
+      'Refresh',
+    },
+    scratch.close_key(buf),
+  })
 end
 
 --- :PiSessionView [entry id]: opens at once and fills in as the server answers.
@@ -689,38 +691,20 @@ function M.open(entry_id)
   end
   for buf, state in pairs(views) do
     if state.source == source and vim.api.nvim_buf_is_valid(buf) then
-      local win = vim.fn.win_findbuf(buf)[1]
-      if win then
-        vim.api.nvim_set_current_win(win)
-      else
-        vim.cmd('botright split')
-        vim.api.nvim_set_current_buf(buf)
-      end
+      scratch.show(buf, 'botright split')
       state.entry_id, state.descend = entry_id, false
       show(buf, nil, nil, entry_id ~= nil)
       load_stats(buf)
       return buf
     end
   end
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.bo[buf].bufhidden = 'wipe'
-  vim.bo[buf].swapfile = false
-  vim.api.nvim_buf_set_name(buf, 'pi-session-view://' .. vim.api.nvim_buf_get_name(source))
-  vim.b[buf].pi_session_source = source
+  local buf
+  buf = scratch.create(source, 'pi-session-view', function()
+    views[buf] = nil
+  end, function()
+    load_visible(buf)
+  end)
   views[buf] = { source = source, entry_id = entry_id, descend = false, items = {}, start = 0, total = 0 }
-  vim.api.nvim_create_autocmd('BufWipeout', {
-    buffer = buf,
-    once = true,
-    callback = function()
-      views[buf] = nil
-    end,
-  })
-  vim.api.nvim_create_autocmd({ 'CursorMoved', 'WinScrolled' }, {
-    buffer = buf,
-    callback = function()
-      load_visible(buf)
-    end,
-  })
   vim.cmd('botright split')
   vim.api.nvim_set_current_buf(buf)
   vim.wo.wrap = true

@@ -300,6 +300,10 @@ test('Show Context in JSON format shows the raw result', async (t) => {
   const shown = state.shownDocuments.pop();
   assert.match(shown.document.uri.path, /\.json$/);
   assert.deepEqual(JSON.parse(shown.document.getText()), CONTEXT);
+  // pi's key order, not sorted: `role` before `content`, `type` before `text`
+  const text = shown.document.getText();
+  assert.ok(text.indexOf('"role"') < text.indexOf('"content"'));
+  assert.ok(text.indexOf('"type": "text"') < text.indexOf('"text": "hi there"'));
 });
 
 test('Branch Here from a tree row sends pi/branch with its id, refreshes the tree and the code lenses', async (t) => {
