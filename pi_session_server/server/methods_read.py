@@ -74,13 +74,18 @@ def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     """A page of the flat form, cut from the walk kept for the pages of the same request; the walks
     of one view of the tree (a tree view opening level after level) share one kept shape."""
     key = (*view.values(), _typed(window.root_id), window.depth, window.chain)
+    # a tree view's windows (a level, the page around an entry) read the calls their previews name;
+    # pages of the whole tree keep the whole session's calls, as pi's tree selector does
+    on_demand = window.chain or window.root_id is not ABSENT or window.around_id is not ABSENT
 
     def shape() -> Any:
         roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
-        return tree_shape(roots, leaf_id, manager.by_id, cache=preview_cache(manager), **view)
+        return tree_shape(
+            roots, leaf_id, manager.by_id, cache=preview_cache(manager), calls_on_demand=on_demand, **view
+        )
 
     def walk() -> FlatTree:
-        return window_tree(_tree_shapes.tree(manager, tuple(view.values()), shape), window)
+        return window_tree(_tree_shapes.tree(manager, (*view.values(), on_demand), shape), window)
 
     try:
         encoded, more = encode_flat_page(_tree_pages.tree(manager, key, walk), window, MAX_TREE_NODES)

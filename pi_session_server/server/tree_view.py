@@ -31,10 +31,12 @@ from pi_session_server.session.describe import (
     extract_content,
     is_silent_turn,
     preview_of,
+    tool_calls_of,
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
+_CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
 _SETTINGS_TYPES = frozenset({"label", "custom", "model_change", "thinking_level_change", "session_info"})
 
 
@@ -292,6 +294,7 @@ class _TreeShape:
         active_branch_first: bool,
         previews: bool,
         cache: PreviewCache | None,
+        calls_on_demand: bool = False,
     ) -> None:
         self.roots = roots
         self.leaf_id = leaf_id
@@ -305,13 +308,46 @@ class _TreeShape:
         self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
+        # on demand: a tool result's preview names its call, found in the assistant messages above it
+        # (every call of the session only when it is not there); else every call, up front
+        self.calls_complete = not calls_on_demand
         if previews:
-            if cache is None:
+            if calls_on_demand:
+                self.tool_calls = {}
+            elif cache is None:
                 self.tool_calls = collect_tool_calls(_walk_entries(roots))
             else:
                 self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
+            if cache is not None:
                 self.preview = cache.previews()
         self.on_path = active_path_ids(entries_by_id, leaf_id)
+
+    def _find_call(self, entry: Any) -> None:
+        """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
+        if self.calls_complete or self.tool_calls is None:
+            return
+        if type_of(entry) != "message" or role_of(entry) != "toolResult":
+            return
+        message = field(entry, "message")
+        call_id = message.get("toolCallId", ABSENT) if isinstance(message, dict) else ABSENT
+        if not truthy(call_id) or index_key(call_id) in self.tool_calls:
+            return
+        wanted = index_key(call_id)
+        current, seen = entry, {id(entry)}
+        for _ in range(_CALL_SEARCH_STEPS):
+            parent = parent_of(current)
+            above = self.entries_by_id.get(index_key(parent)) if truthy(parent) else None
+            if above is None or id(above) in seen:
+                break
+            seen.add(id(above))
+            current = above
+            if type_of(above) == "message" and role_of(above) == "assistant":
+                for key, call in tool_calls_of(above):
+                    self.tool_calls.setdefault(key, call)
+                if wanted in self.tool_calls:
+                    return
+        self.tool_calls = collect_tool_calls(_walk_entries(self.roots))  # elsewhere, or nowhere
+        self.calls_complete = True
 
     def find(self, wanted_id: Any) -> Any:
         """:func:`find_node` without walking the tree each time: a tree view asks for a node at
@@ -429,6 +465,7 @@ class _TreeShape:
         if node.label_timestamp is not ABSENT:
             item["labelTimestamp"] = _safe(node.label_timestamp)
         if self.tool_calls is not None:
+            self._find_call(entry)
             item["preview"] = self.preview(entry, self.tool_calls)
         if timestamp is not ABSENT:
             item["timestamp"] = _safe(timestamp)
@@ -715,10 +752,17 @@ def tree_shape(
     active_branch_first: bool = False,
     previews: bool = True,
     cache: PreviewCache | None = None,
+    calls_on_demand: bool = False,
 ) -> _TreeShape:
     """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
     tool calls for previews): made once per session state and kept while a tree view opens level
-    after level (each level is a window with its own ``rootId``)."""
+    after level (each level is a window with its own ``rootId``).
+
+    ``calls_on_demand``: a tool result's preview finds its call in the assistant messages above it
+    when it is made, instead of every call of the session being read up front: a window then reads
+    the bodies of what it sends (a tree view's first window of a 2 GB session would otherwise read
+    every assistant message). A call id that more than one message holds may then name the nearest
+    one where the whole tree names the last."""
     return _TreeShape(
         roots,
         leaf_id,
@@ -728,6 +772,7 @@ def tree_shape(
         active_branch_first=active_branch_first,
         previews=previews,
         cache=cache,
+        calls_on_demand=calls_on_demand,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from test_protocol_tree_filters import EXAMPLE, random_session
 
+from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import path_view, session_stats
 from pi_session_server.server.tree_view import FILTERS, RootNotFoundError, TreeWindow, tree_view
@@ -192,9 +193,9 @@ def test_stats_after_an_append_read_only_the_new_entries(
     cache = session_stats.StatsCache()
     session_stats.session_stats(example, cache)
     added: list[Any] = []
-    original = session_stats.UsageTotals.add
+    original = session_stats.SessionTotals.add
     monkeypatch.setattr(
-        session_stats.UsageTotals, "add", lambda self, e: (added.append(e), original(self, e))
+        session_stats.SessionTotals, "add", lambda self, e, m: (added.append(e), original(self, e, m))
     )
     example.append_message(
         {"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 2,
@@ -205,6 +206,47 @@ def test_stats_after_an_append_read_only_the_new_entries(
     fresh = session_stats.session_stats(example, session_stats.StatsCache())
     assert stats == fresh and stats["models"]["p/m"] == {"turns": 1, "totalTokens": 3, "cost": 0.5}
     assert session_stats.session_stats(example, cache) == fresh and len(added) == 1 + 37  # fresh read all 37
+
+
+def test_stats_read_in_one_pass_and_count_the_tree_as_get_tree_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The usage comes from one pass over the file (no entry body is read); branch points and
+    leaves are those of getTree, for regular files (counted) and odd ones (the tree asked for)."""
+    rng = random.Random(17)
+    paths = [
+        EXAMPLE,
+        Path("tests/editors/fixtures/orphan-session.jsonl"),
+        Path("tests/editors/fixtures/broken-session.jsonl"),
+    ]
+    for i in range(8):
+        path = tmp_path / f"r{i}.jsonl"
+        random_session(rng, path)
+        paths.append(path)
+    for path in paths:
+        m = SessionManager.open(str(path), read_only=True)
+        expected = expected_stats(str(path)) if path == EXAMPLE else None
+        stats = session_stats.session_stats(m, session_stats.StatsCache())
+        branch_points, leaves = session_stats._tree_counts(m.get_tree())
+        assert (stats["branchPoints"], stats["leaves"]) == (branch_points, leaves), path
+        fresh = session_stats.SessionTotals()
+        for entry in m.get_entries():
+            fresh.add(entry, entry.get("message") if entry.role == "assistant" else None)
+        assert (
+            stats["tokens"] == fresh.tokens
+            and stats["cost"] == fresh.cost
+            and stats["models"] == fresh.models
+        ), path
+        if expected:
+            assert stats["tokens"] == expected["tokens"]
+    # a big file's entries are read lazily: the pass reads none of their bodies
+    big = tmp_path / "big.jsonl"
+    random_session(random.Random(3), big)
+    m = SessionManager.open(str(big))
+    lazy = [e for e in m.get_entries() if not e.is_loaded and e.role == "assistant"]
+    assert lazy
+    monkeypatch.setattr(Entry, "get", lambda self, *a: pytest.fail("an entry body was read"))
+    session_stats.session_stats(m, session_stats.StatsCache())
 
 
 def test_stats_after_an_append_leave_the_session_readable(tmp_path: Path):
@@ -229,7 +271,7 @@ def test_stats_after_an_append_leave_the_session_readable(tmp_path: Path):
 
 
 def test_stats_ignore_usage_that_is_not_numbers():
-    totals = session_stats.UsageTotals()
+    totals = session_stats.SessionTotals()
     odd = {
         "input": "7",
         "output": True,
@@ -241,7 +283,7 @@ def test_stats_ignore_usage_that_is_not_numbers():
     m.append_message({"role": "assistant", "content": [], "usage": odd, "timestamp": 1})
     m.append_message({"role": "assistant", "content": [], "usage": [1, 2], "timestamp": 2})
     for entry in m.get_entries():
-        totals.add(entry)
+        totals.add(entry, entry.get("message"))
     assert totals.tokens == dict.fromkeys(session_stats.USAGE_KEYS, 0) and totals.cost == 0
     assert totals.models == {"(unknown)": {"turns": 2, "totalTokens": 0, "cost": 0}}
 
@@ -353,3 +395,54 @@ def test_finding_a_node_by_its_path_is_find_node(tmp_path: Path):
         for entry in m.get_entries():
             assert shape.find(entry.id) is find_node(roots, entry.id)
         assert shape.find("no such id") is None
+
+
+def test_windows_read_only_the_calls_their_previews_name_and_preview_as_the_whole_tree(
+    example: SessionManager, monkeypatch: pytest.MonkeyPatch
+):
+    from pi_session_server.server import tree_view as tv
+
+    whole = {
+        n["id"]: n["preview"]
+        for n in reply(tree_view(example.get_tree(), example.get_leaf_id(), example.by_id, mode="all"))[
+            "nodes"
+        ]
+    }
+    collected: list[int] = []
+    original = tv.collect_tool_calls
+    monkeypatch.setattr(tv, "collect_tool_calls", lambda entries: collected.append(1) or original(entries))
+    shape = tv.tree_shape(
+        example.get_tree(), example.get_leaf_id(), example.by_id, mode="all", calls_on_demand=True
+    )
+    seen = 0
+    for root in [ABSENT, *whole]:
+        window = TreeWindow(root_id=root, chain=True, limit=1000, paged=True)
+        for node in json.loads(tv.encode_flat_page(tv.window_tree(shape, window), window)[0])["nodes"]:
+            assert node["preview"] == whole[node["id"]]
+            seen += 1
+    assert seen > len(whole) and collected == []  # every tool result found its call above it
+    assert any(p.startswith("[bash") or p.startswith("[read") for p in whole.values())
+
+
+def test_a_tool_result_whose_call_is_not_above_it_still_names_it(tmp_path: Path):
+    from pi_session_server.server import tree_view as tv
+
+    path = tmp_path / "s.jsonl"
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"},
+        {"type": "message", "id": "a1", "parentId": None, "timestamp": "2026-01-01T00:00:01.000Z",
+         "message": {"role": "assistant", "content": [{"type": "toolCall", "id": "t1", "name": "read",
+                                                      "arguments": {"path": "x.py"}}]}},
+        {"type": "message", "id": "r1", "parentId": None, "timestamp": "2026-01-01T00:00:02.000Z",
+         "message": {"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": "ok"}},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(v) + "\n" for v in lines))
+    m = SessionManager.open(str(path))
+    whole = {
+        n["id"]: n["preview"]
+        for n in reply(tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, mode="all"))["nodes"]
+    }
+    shape = tv.tree_shape(m.get_tree(), m.get_leaf_id(), m.by_id, mode="all", calls_on_demand=True)
+    window = TreeWindow(root_id="r1", chain=True, limit=10, paged=True)
+    got = json.loads(tv.encode_flat_page(tv.window_tree(shape, window), window)[0])
+    assert got["nodes"][0]["preview"] == whole["r1"] and "x.py" in whole["r1"] and shape.calls_complete

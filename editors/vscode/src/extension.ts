@@ -284,8 +284,11 @@ class Extension {
 
   /** The tree shows this session (its text editor or its viewer became active). */
   async followSession(uri: vscode.Uri): Promise<void> {
-    await vscode.commands.executeCommand('setContext', 'piSession.active', true);
-    await this.tree.setDocument(uri);
+    // the tree takes the document before anything is awaited: a tab closed meanwhile must find it
+    // there to clear it (closing all editors activates each one in turn)
+    const loaded = this.tree.setDocument(uri);
+    void vscode.commands.executeCommand('setContext', 'piSession.active', true);
+    await loaded;
   }
 
   async refreshTree(): Promise<void> {

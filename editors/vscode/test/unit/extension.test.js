@@ -247,6 +247,21 @@ test('the tree is cleared when no editor shows the session any more', async (t) 
   assert.deepEqual(await children(api), []);
 });
 
+test('closing all editors clears the tree even when each one became active on the way', async (t) => {
+  const { state, api, restore } = await activated();
+  t.after(restore);
+  const { TabInputText } = require('vscode');
+  const other = makeDocument(Uri.parse('file:///w/sessions/b.jsonl'), `${HEADER}\n`, 'pi-session');
+  state.documents.push(other);
+  // the first tab closes, the other becomes active, and its tab closes right away too
+  state.tabGroups = [];
+  state.activeTextEditor = { document: other, selection: { active: { line: 0, character: 0 } } };
+  state.emitters.active.fire(state.activeTextEditor);
+  state.emitters.tabs.fire({ opened: [], closed: [{ input: new TabInputText(other.uri) }], changed: [] });
+  await flush();
+  assert.equal(api.tree.uri, undefined);
+});
+
 test('the filter picker re-requests the tree with the chosen mode', async (t) => {
   const { client, state, restore } = await activated();
   t.after(restore);
