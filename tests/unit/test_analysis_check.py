@@ -32,7 +32,7 @@ def test_text_output_and_exit_status(tmp_path: Path, capsys: pytest.CaptureFixtu
         out[0]
         == f"{bad}:3:{col}: warning PI031 parentId `gone` names no entry: pi shows this entry as a root and its context stops here"
     )
-    assert out[1].startswith(f"{bad}:4:2: error PI001 invalid JSON at column 2")
+    assert out[1] == f"{bad}:4:2: error PI001 invalid JSON: Expected property name or '}}'"
     assert out[2] == f"{bad}: 1 error, 1 warning"
     assert out[-1] == "2 files checked: 1 error, 1 warning"
 
