@@ -103,7 +103,8 @@ def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:
     facts = [f"line {info.line + 1}", f"depth {links.depth(doc, info)}"]
     parent = links.parent(doc, info)
     if parent is not None:
-        facts.append(f"parent {_entry_name(doc, parent)} (line {parent.line + 1})")
+        name = "" if parent.id is ABSENT and doc.is_v1() else f" {_code(parent.id)}"
+        facts.append(f"parent{name} (line {parent.line + 1})")
     elif info.pkey is not None:
         facts.append(f"parent {_code(info.parent_id)} **not found**")
     else:
