@@ -360,13 +360,16 @@ def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
                 out.append(_diagnostic(info, problem))
     if not v1:
         glued = glued_entries(doc)
-        forked = is_forked(doc)
+        forked: bool | None = None  # asked only when a fromId names nothing
         for info, problems in doc.tree.cross.items():
             for p in problems:
                 if first_pass and not is_first_pass(p):
                     continue
-                if forked and p.code == codes.FROM_ID_UNKNOWN:
-                    continue  # the abandoned leaf stayed in the session this one was forked from
+                if p.code == codes.FROM_ID_UNKNOWN:
+                    if forked is None:
+                        forked = is_forked(doc)
+                    if forked:
+                        continue  # the abandoned leaf stayed in the session this one was forked from
                 if (
                     glued
                     and p.code == codes.DANGLING_PARENT

@@ -149,30 +149,50 @@ class _Window:
     first_kept: LineInfo | None
 
 
-#: per document: (version, tip, the window of the path to tip)
-_WINDOWS: weakref.WeakKeyDictionary[SessionDocument, tuple[int, LineInfo, _Window]] = (
-    weakref.WeakKeyDictionary()
-)
+@dataclass(slots=True)
+class _Memo:
+    """Per document version: the newest compaction at or above each entry walked so far, and the
+    window of each compaction (every walk stops where an earlier one passed: O(entries) in all)."""
+
+    version: int
+    newest: dict[LineInfo, LineInfo | None]
+    windows: dict[LineInfo | None, _Window]
+
+
+_MEMOS: weakref.WeakKeyDictionary[SessionDocument, _Memo] = weakref.WeakKeyDictionary()
 
 
 def _window(doc: SessionDocument, tip: LineInfo) -> _Window:
-    cached = _WINDOWS.get(doc)
-    if cached is not None and cached[0] == doc.version and cached[1] is tip:
-        return cached[2]
+    """The window of the path from the root to ``tip``."""
+    memo = _MEMOS.get(doc)
+    if memo is None or memo.version != doc.version:
+        memo = _MEMOS[doc] = _Memo(doc.version, {}, {})
     tree = doc.tree
-    compaction = next((e for e in tree.walk_up(tip) if e.etype == "compaction"), None)
-    first_kept = None
-    if compaction is not None:
-        kept_id = compaction.ref
-        candidates = [
-            c
-            for c in tree.by_id.get(index_key(kept_id), ())
-            if c is not compaction and tree.is_ancestor(c, compaction)
-        ]
-        if candidates:
-            first_kept = min(candidates, key=tree.depth)  # pi takes the first on the path
-    window = _Window(compaction, first_kept)
-    _WINDOWS[doc] = (doc.version, tip, window)
+    newest = memo.newest
+    walked: list[LineInfo] = []
+    compaction: LineInfo | None = None
+    for e in tree.walk_up(tip):
+        if e in newest:
+            compaction = newest[e]
+            break
+        if e.etype == "compaction":
+            compaction = e
+            break
+        walked.append(e)
+    for e in walked:
+        newest[e] = compaction
+    window = memo.windows.get(compaction)
+    if window is None:
+        first_kept = None
+        if compaction is not None:
+            candidates = [
+                c
+                for c in tree.by_id.get(index_key(compaction.ref), ())
+                if c is not compaction and tree.is_ancestor(c, compaction)
+            ]
+            if candidates:
+                first_kept = min(candidates, key=tree.depth)  # pi takes the first on the path
+        window = memo.windows[compaction] = _Window(compaction, first_kept)
     return window
 
 

@@ -169,7 +169,7 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
     if parent is not ABSENT:
         out.append(f"**forked from** {_code(parent)}")
     if leaf is not None:
-        out.append(f"**leaf** {_code(leaf.id)} (line {leaf.line + 1}): {quick_preview(leaf)}")
+        out.append(f"**leaf** {_entry_name(doc, leaf)} (line {leaf.line + 1}): {quick_preview(leaf)}")
     return "\n\n".join(out)
 
 
