@@ -103,8 +103,7 @@ def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:
     facts = [f"line {info.line + 1}", f"depth {links.depth(doc, info)}"]
     parent = links.parent(doc, info)
     if parent is not None:
-        name = "" if parent.id is ABSENT and doc.is_v1() else f" {_code(parent.id)}"
-        facts.append(f"parent{name} (line {parent.line + 1})")
+        facts.append(f"parent{_id_after(doc, parent)} (line {parent.line + 1})")
     elif info.pkey is not None:
         facts.append(f"parent {_code(info.parent_id)} **not found**")
     else:
@@ -119,6 +118,11 @@ def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:
     elif links.on_leaf_path(doc, info):
         facts.append("on the current path")
     return facts
+
+
+def _id_after(doc: SessionDocument, info: LineInfo) -> str:
+    """`` `id` `` to follow a word, or nothing for an entry of a version 1 file without one."""
+    return "" if info.id is ABSENT and doc.is_v1() else f" {_code(info.id)}"
 
 
 def _entry_name(doc: SessionDocument, info: LineInfo) -> str:
@@ -169,7 +173,7 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
     if parent is not ABSENT:
         out.append(f"**forked from** {_code(parent)}")
     if leaf is not None:
-        out.append(f"**leaf** {_entry_name(doc, leaf)} (line {leaf.line + 1}): {quick_preview(leaf)}")
+        out.append(f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {quick_preview(leaf)}")
     return "\n\n".join(out)
 
 

@@ -456,6 +456,8 @@ def test_a_version_1_file_reads_as_the_chain_pi_migrates_it_to() -> None:
     last = inlay_hints(doc, doc.line_count - 2, doc.line_count - 1)
     assert [h.label.strip() for h in last] == ["depth 1017 · no children · leaf"]
     assert document_symbols(doc)[1].detail == "no id yet (version 1)"
+    header = hover(doc, 0, 1)[0]  # type: ignore[index]
+    assert "undefined" not in header and "**leaf** (line 1019): assistant: " in header
 
 
 def test_messages_name_no_column_and_glued_pieces_are_placed_by_range() -> None:
