@@ -275,8 +275,8 @@ CODES: dict[str, Code] = {
         Code(
             CONTEXT_EDIT_TARGET,
             W,
-            "Context edit cannot edit its target",
-            "(pi 1.6.0) A `context_edit` whose `targetId` names no entry, an entry that is not above the edit on its branch, or an entry `appendContextEdit` refuses (anything but a `custom_message` or a user, assistant or tool result message). pi never writes such an edit. It changes nothing in the context, except that `null` still leaves out the messages of a target above it.",
+            "Context edit target missing, off its branch or not editable",
+            "(pi 1.6.0) A `context_edit` whose `targetId` names no entry, an entry that is not above the edit on its branch, or an entry `appendContextEdit` refuses (anything but a `custom_message` or a user, assistant or tool result message). pi never writes such an edit. It changes nothing in the context, except that `null` still leaves out the messages of a target above it, and that a target below the edit is still edited on the paths that go on through it.",
             "Point `targetId` at a message above the edit on its branch, or delete the line.",
         ),
         Code(

@@ -20,7 +20,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from ..format.jsvalue import ABSENT, get, index_key, js_string_of
+from ..format.jsvalue import get, index_key, js_string_of, truthy
 from ..session.projection import EDITABLE_ROLES, edit_target_role
 from . import codes
 from .document import SessionDocument
@@ -52,14 +52,25 @@ def is_malformed(edit: LineInfo) -> bool:
     return any(p.code == codes.MALFORMED_CONTEXT_EDIT for p in edit.problems)
 
 
-def named_target(doc: SessionDocument, edit: LineInfo) -> tuple[LineInfo | None, LineInfo | None]:
-    """(the entry above ``edit`` on its branch that its ``targetId`` names, the entry the id names
-    in the index): pi applies the edit to an entry on the path with that id, if any."""
+@dataclass(frozen=True, slots=True)
+class Named:
+    """The entries ``targetId`` names, seen from the edit: pi applies an edit to the entries with
+    that id among the context entries of a path, wherever on the path they are."""
+
+    above: LineInfo | None  # on the edit's own path, above it: where pi writes edits
+    below: tuple[LineInfo, ...]  # below it (pi never writes that; paths through both still apply it)
+    named: LineInfo | None  # the one the index resolves the id to (None: no entry has it)
+
+
+def named_target(doc: SessionDocument, edit: LineInfo) -> Named:
+    """What ``edit``'s ``targetId`` names (nothing when it is not a string)."""
     if not isinstance(edit.ref, str):
-        return None, None
-    candidates = doc.tree.by_id.get(edit.ref, ())
-    above = [c for c in candidates if doc.tree.is_ancestor(c, edit)]
-    return (above[-1] if above else None), (candidates[-1] if candidates else None)
+        return Named(None, (), None)
+    tree = doc.tree
+    candidates = tree.by_id.get(edit.ref, ())
+    above = [c for c in candidates if tree.is_ancestor(c, edit)]
+    below = tuple(c for c in candidates if tree.is_ancestor(edit, c))
+    return Named(above[-1] if above else None, below, candidates[-1] if candidates else None)
 
 
 def describe_entry(doc: SessionDocument, info: LineInfo) -> str:
@@ -77,8 +88,7 @@ def _contributes(doc: SessionDocument, target: LineInfo) -> bool:
     if target.etype in ("message", "custom_message", "compaction"):
         return True
     if target.etype == "branch_summary":
-        summary = get(full_value(target, doc.errors), "summary")
-        return bool(summary) and summary is not ABSENT
+        return truthy(get(full_value(target, doc.errors), "summary"))
     return False
 
 
@@ -100,7 +110,8 @@ def target_problem(doc: SessionDocument, edit: LineInfo) -> Problem | None:
     target_id = edit.ref
     if not isinstance(target_id, str):
         return None  # a missing or mistyped targetId is a field problem (PI021/PI022)
-    above, named = named_target(doc, edit)
+    found = named_target(doc, edit)
+    above, named = found.above, found.named
     shown = one_line(target_id, 40)
     if named is None:
         return Problem(
@@ -109,12 +120,19 @@ def target_problem(doc: SessionDocument, edit: LineInfo) -> Problem | None:
             path=("targetId",),
         )
     if above is None:
+        below = found.below[-1] if found.below else None
+        consequence = (
+            f"pi writes an edit only after its target, yet applies this one where the path goes on "
+            f"through line {below.line + 1}"
+            if below is not None
+            else "the edit changes nothing"
+        )
         return Problem(
             codes.CONTEXT_EDIT_TARGET,
-            f"context edit target `{shown}` ({describe_entry(doc, named)}) is not above this edit on its "
-            "branch: the edit changes nothing",
+            f"context edit target `{shown}` ({describe_entry(doc, below or named)}) is not above this edit "
+            f"on its branch: {consequence}",
             path=("targetId",),
-            related=((named, "the entry it names"),),
+            related=((below or named, "the entry it names"),),
         )
     if edit_target_role(above.etype, above.role) is not None:
         return None
@@ -230,14 +248,22 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
         )
     if not isinstance(edit.ref, str):
         return _no_effect("`targetId` is not a string id", "no target id")
-    target, named = named_target(doc, edit)
-    if named is None:
+    found = named_target(doc, edit)
+    if found.named is None:
         return _no_effect("no entry has the id `targetId` names", "target not found")
+    leaf = doc.leaf()
+    on_path = leaf is not None and edit in doc.leaf_path()
+    tip = leaf if on_path and leaf is not None else edit
+    where = "at the leaf" if on_path else "on this edit's branch (not the current path)"
+    target = found.above
     if target is None:
+        target = next((c for c in reversed(found.below) if c is tip or doc.tree.is_ancestor(c, tip)), None)
+    if target is None:
+        what_named = describe_entry(doc, found.below[-1] if found.below else found.named)
         return _no_effect(
-            f"the entry it names ({describe_entry(doc, named)}) is not above this edit on its branch",
+            f"the entry it names ({what_named}) is not on the path {where}",
             "target off the branch",
-            named,
+            found.named,
         )
     omits = _replacement(doc, edit) is None
     what = describe_entry(doc, target)
@@ -251,10 +277,6 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
             f"line {target.line + 1} has no editable content",
             target,
         )
-    leaf = doc.leaf()
-    on_path = leaf is not None and edit in doc.leaf_path()
-    tip = leaf if on_path and leaf is not None else edit
-    where = "at the leaf" if on_path else "on this edit's branch (not the current path)"
     window = _window(doc, tip)
     if window.compaction is not None:
         by = f"the compaction on line {window.compaction.line + 1}"
@@ -326,6 +348,7 @@ def _content_words(content: Any) -> str:
 
 __all__ = [
     "EditEffect",
+    "Named",
     "describe_entry",
     "edit_effect",
     "edits_of",

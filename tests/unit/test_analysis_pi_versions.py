@@ -268,7 +268,7 @@ def test_an_edit_that_cannot_edit_its_target_is_a_warning() -> None:
     assert all(d.severity == Severity.WARNING for d in diagnostics)
     assert "names no entry" in by_line[4].message
     assert "is not above this edit" in by_line[5].message and by_line[5].related[0].line == 3
-    assert "is not above this edit" in by_line[6].message
+    assert by_line[6].message.endswith("yet applies this one where the path goes on through line 8")
     assert "refuses this target (line 9 (bashExecution message))" in by_line[9].message
     assert by_line[9].message.endswith("still leaves its messages out of the context")
     assert by_line[11].message.endswith("changes nothing")
@@ -277,6 +277,25 @@ def test_an_edit_that_cannot_edit_its_target_is_a_warning() -> None:
     # pi 0.86.1: unknown entry types, nothing else
     doc.set_profile("0.86.1")
     assert found(document_diagnostics(doc)) == [(n, codes.UNKNOWN_ENTRY_TYPE) for n in (4, 5, 6, 7, 9, 11)]
+
+
+def test_an_edit_above_its_target_is_a_warning_yet_applies_below_both() -> None:
+    """pi writes an edit after its target, but applies the edits of a path to any entry on it."""
+    doc = make(
+        S.header(),
+        S.user("u", None),
+        S.context_edit("down", "u", "v", None),
+        S.user("v", "down", "dropped"),
+        S.assistant("w", "v"),
+    )
+    (d,) = document_diagnostics(doc)
+    assert d.code == codes.CONTEXT_EDIT_TARGET and "through line 4" in d.message
+    assert "**leaves out** line 4 (user message) of the context at the leaf" in hover(doc, 2, 1)[0]  # type: ignore[index]
+    assert _effects_agree_with_the_projection(doc) == 1
+    side = make(*doc.text().splitlines()[:4], S.user("x", "u"))  # the leaf no longer goes through v
+    assert "is not on the path at the leaf" not in hover(side, 2, 1)[0]  # type: ignore[index]
+    assert "not on the path on this edit's branch" in hover(side, 2, 1)[0]  # type: ignore[index]
+    assert _effects_agree_with_the_projection(side) == 0
 
 
 def test_the_profile_is_passed_and_can_change() -> None:
