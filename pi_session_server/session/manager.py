@@ -43,7 +43,7 @@ from .paths import default_session_dir_path, get_default_session_dir, node_join,
 from .profiles import DEFAULT_PI, PiVersion, Profile, profile_for, require_api
 from .projection import build_session_context as _build_session_context
 from .projection import build_session_projection as _build_session_projection
-from .projection import is_edit_replacement, text_blocks
+from .projection import edit_target_role, is_edit_replacement, text_blocks
 from .tree import TreeNode, build_tree
 
 
@@ -774,11 +774,8 @@ class SessionManager:
             raise EntryNotFoundError(f"Entry {js_string_of(target_id)} not found")
         if not any(strict_equal(e.id, target_id) for e in self.get_branch()):
             raise ContextEditError(f"Entry {js_string_of(target_id)} is not on the active branch")
-        if target.type == "custom_message":
-            role: Any = "custom"
-        elif target.type == "message" and target.role in ("user", "assistant", "toolResult"):
-            role = target.role
-        else:
+        role = edit_target_role(target.type, target.role)
+        if role is None:
             raise ContextEditError(
                 f"Entry {js_string_of(target_id)} does not contribute editable model content"
             )

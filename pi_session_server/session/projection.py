@@ -35,6 +35,20 @@ from .profiles import DEFAULT_PI, PiVersion, Profile, profile_for
 EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
 #: Roles whose content is a block list: a string replacement becomes one text block.
 BLOCK_CONTENT_ROLES = frozenset({"assistant", "toolResult"})
+#: The roles of the ``message`` entries ``appendContextEdit`` accepts as targets.
+EDIT_TARGET_ROLES = frozenset({"user", "assistant", "toolResult"})
+
+
+def edit_target_role(entry_type: Any, message_role: Any) -> str | None:
+    """The role of the content an edit of an entry of ``entry_type`` (a ``message`` entry: of
+    ``message_role``) replaces, where ``appendContextEdit`` accepts the entry as a target:
+    ``custom`` for a ``custom_message``, the role of a user, assistant or toolResult message. None
+    for any other entry, which it refuses."""
+    if entry_type == "custom_message":
+        return "custom"
+    if entry_type == "message" and type(message_role) is str and message_role in EDIT_TARGET_ROLES:
+        return message_role
+    return None
 
 
 def is_edit_replacement(replacement: Any) -> bool:
