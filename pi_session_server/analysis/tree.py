@@ -510,7 +510,8 @@ class TreeIndex:
                     out.append(
                         Problem(
                             codes.UNANSWERED_TOOL_CALL,
-                            f"toolCall `{_short(c)}` has no toolResult below it on any branch",
+                            f"toolCall `{_short(c)}` has no toolResult below it on any branch: pi sends "
+                            '"No result provided" in its place',
                             path=("message", "content", e.call_blocks[i], "id"),
                         )
                     )
@@ -518,6 +519,8 @@ class TreeIndex:
 
     def _check_first_kept(self, c: LineInfo) -> Problem | None:
         target = c.ref
+        if strict_equal(target, c.id):
+            return None  # "keep nothing", as pi 1.6.0 writes it (FORMAT.md §6.5)
         for x in self.walk_up(self.parent(c)):
             if x is c:
                 break

@@ -7,7 +7,7 @@ Guarantees (beyond the reference, which just calls ``appendFileSync``):
   we waited for its lock (a repair or migration renamed its rewrite over the path) is let go and the
   new one locked, so an append never lands in a file nobody can see any more (issue 20, finding 2a);
 * an append never glues onto a partial line another process left behind: when the file does not end
-  with ``"\\n"``, the line is prefixed with one (D10); when that look caught another writer's line
+  with ``"\\n"``, the line is prefixed with one (D11); when that look caught another writer's line
   halfway through its ``write()``, the separator turns out to stand after a complete line, and is
   overwritten with a space, so it leaves no blank line (issue 20, finding 15);
 * writes by others between ours are detected (the file is not where we left it) and reported;
@@ -218,7 +218,7 @@ class Appender:
         size = os.fstat(fd).st_size
         payload = data
         if separated or (size > 0 and size != self.expected_end and os.pread(fd, 1, size - 1) != b"\n"):
-            payload = b"\n" + data  # D10: never glue onto a partial line left behind
+            payload = b"\n" + data  # D11: never glue onto a partial line left behind
         _write_all(fd, payload)
         if fsync:
             os.fsync(fd)

@@ -284,7 +284,7 @@ def test_the_server_never_writes_a_session_rewritten_in_place(tmp_path: Path, se
     assert ids == backup_ids
 
 
-@pytest.mark.xfail(strict=True, reason="see docs/RELIABILITY-FINDINGS.md #21")
+@pytest.mark.xfail(strict=True, reason="a known limitation: see CHANGELOG.md, Known limitations")
 def test_an_entry_appended_while_another_program_rewrites_the_file_in_place_survives(tmp_path: Path):
     """A program that rewrites the file through one descriptor (pi migrating it, an editor saving)
     writes at its own offset: an entry appended between two of its writes is written over."""
@@ -401,7 +401,7 @@ def test_the_sidecar_and_pi_migrating_one_file_keep_every_entry(
     same moment; then 5 pi/append while pi appends. No entry of either side is lost.
 
     The sidecar appends once pi's open is done: pi rewrites the file in place, and lines written
-    into it while pi is doing so are overwritten by pi (docs/RELIABILITY-FINDINGS.md #21)."""
+    into it while pi is doing so are written over by pi (CHANGELOG.md, Known limitations)."""
     for round_number in range(6):
         path = v1_session(tmp_path / f"round{round_number}" / "s.jsonl", 3000)
         pi = pi_on_cue(path)
