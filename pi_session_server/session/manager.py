@@ -40,6 +40,7 @@ from .loader import (
 )
 from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration
 from .paths import default_session_dir_path, get_default_session_dir, node_join, normalize_path, resolve_path
+from .scan_index import index_settings
 from .tree import TreeNode, build_tree
 
 
@@ -103,6 +104,7 @@ class SessionManager:
         fsync: bool = False,
         read_only: bool = False,
         on_progress: Callable[[int, int], Any] | None = None,
+        index: bool | str | os.PathLike[str] = True,
     ) -> None:
         self._cwd = resolve_path(cwd)
         self._session_dir = normalize_path(session_dir)
@@ -115,6 +117,9 @@ class SessionManager:
         # reference keeps it; the sidecar wants "after a failed request the session is as it was").
         self.rollback_failed_appends = False
         self._on_progress = on_progress
+        # the persistent index of the session file (scan_index): True the default cache directory,
+        # False none, or the directory to keep it in
+        self._index = index_settings(index)
         self._session_id: Any = ""
         self._session_file: Any = ABSENT
         self._file_entries: builtins.list[Entry] = []
@@ -172,9 +177,12 @@ class SessionManager:
         fsync: bool = False,
         read_only: bool = False,
         on_progress: Callable[[int, int], Any] | None = None,
+        index: bool | str | os.PathLike[str] = True,
     ) -> SessionManager:
         """Open a session file. ``read_only`` loads it without writing anything (see __init__);
-        ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned."""
+        ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned; ``index``:
+        where the file's persistent index is kept (True: the cache directory, see
+        ``scan_index.default_index_directory``; False: no index; else the directory to use)."""
         resolved = resolve_path(path)
         header: Any = None
         if cwd_override is ABSENT and os.path.exists(resolved):
@@ -189,7 +197,16 @@ class SessionManager:
         )
         cwd = coalesce(cwd_override, coalesce(header_cwd, os.getcwd()))
         directory = normalize_path(session_dir) if truthy(session_dir) else os.path.dirname(resolved) or "/"
-        return cls(cwd, directory, resolved, True, fsync=fsync, read_only=read_only, on_progress=on_progress)
+        return cls(
+            cwd,
+            directory,
+            resolved,
+            True,
+            fsync=fsync,
+            read_only=read_only,
+            on_progress=on_progress,
+            index=index,
+        )
 
     @classmethod
     def continue_recent(cls, cwd: Any, session_dir: Any = ABSENT, *, fsync: bool = False) -> SessionManager:
@@ -349,7 +366,7 @@ class SessionManager:
             os.close(fd)
 
     def _load_current(self, fd: int, path: str, peek: Any) -> None:
-        loaded, source = load_lazy(fd, path, peek, self._on_progress)
+        loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index)
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
         # the reference's load-time repair (§10.1); a newline right at our end finishes our last line
@@ -1124,7 +1141,7 @@ def _load_fork_source(source: str) -> list[Any]:
                 storage.repair_trailing_newline(source)
             migrate_to_current_version(exact.values, True)
             return [v for v in exact.values if isinstance(v, dict)]
-        loaded, _source = load_lazy(fd, source, peek)
+        loaded, _source = load_lazy(fd, source, peek, index=index_settings())
         if loaded.needs_newline:
             storage.repair_trailing_newline(source)
         return list(loaded.entries)
