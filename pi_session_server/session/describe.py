@@ -18,7 +18,9 @@ from ..format.entry import Entry
 from ..format.jsjson import dumps
 from ..format.jstext import as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
+from . import preview_store
 from .fields import field, role_of, type_of
+from .preview_pass import MIN_BATCH, preview_values
 
 PREVIEW_LIMIT = 200
 
@@ -118,8 +120,12 @@ def _stringify(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _shorten_path(path: str) -> str:
-    home = os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+def home_directory() -> str:
+    """What pi shortens to ``~`` in the paths of tool calls."""
+    return os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+
+
+def _shorten_path(path: str, home: str) -> str:
     if home and path.startswith(home):
         return "~" + path[len(home) :]
     return path
@@ -133,11 +139,14 @@ def _arg(args: dict[str, Any], *names: str, default: str = "") -> str:
     return default
 
 
-def format_tool_call(name: Any, args: Any) -> str:
-    """pi's one-line rendering of a tool call (``formatToolCall``)."""
+def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
+    """pi's one-line rendering of a tool call (``formatToolCall``); ``home``: the home directory
+    (default: :func:`home_directory`)."""
     a = args if isinstance(args, dict) else {}
+    if home is None:
+        home = home_directory()
     if name == "read":
-        display = _shorten_path(_arg(a, "path", "file_path"))
+        display = _shorten_path(_arg(a, "path", "file_path"), home)
         offset, limit = a.get("offset", ABSENT), a.get("limit", ABSENT)
         if offset is not ABSENT or limit is not ABSENT:
             start = 1 if offset is ABSENT or offset is None else offset
@@ -147,17 +156,17 @@ def format_tool_call(name: Any, args: Any) -> str:
             display += f":{_js_str(start)}" + (f"-{_js_str(end)}" if end != "" and end != 0 else "")
         return f"[read: {display}]"
     if name in ("write", "edit"):
-        return f"[{name}: {_shorten_path(_arg(a, 'path', 'file_path'))}]"
+        return f"[{name}: {_shorten_path(_arg(a, 'path', 'file_path'), home)}]"
     if name == "bash":
         raw = _arg(a, "command")
         cmd = utf16_slice(js_trim(raw.replace("\n", " ").replace("\t", " ")), 50)
         return f"[bash: {cmd}{'...' if len(raw) > 50 else ''}]"
     if name == "grep":
-        return f"[grep: /{_arg(a, 'pattern')}/ in {_shorten_path(_arg(a, 'path', default='.'))}]"
+        return f"[grep: /{_arg(a, 'pattern')}/ in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
     if name == "find":
-        return f"[find: {_arg(a, 'pattern')} in {_shorten_path(_arg(a, 'path', default='.'))}]"
+        return f"[find: {_arg(a, 'pattern')} in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
     if name == "ls":
-        return f"[ls: {_shorten_path(_arg(a, 'path', default='.'))}]"
+        return f"[ls: {_shorten_path(_arg(a, 'path', default='.'), home)}]"
     text = _stringify(args) if args is not ABSENT else ""
     return f"[{_js_str(name)}: {utf16_slice(text, 40)}{'...' if len(text) > 40 else ''}]"
 
@@ -167,13 +176,23 @@ ToolCalls = dict[Any, tuple[Any, Any]]
 
 def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
     """toolCallId -> (name, arguments) from every assistant message (the TUI's toolCallMap)."""
+    assistants = [e for e in entries if type_of(e) == "message" and role_of(e) == "assistant"]
+    values = _values_in_one_pass(assistants)
     calls: ToolCalls = {}
-    for entry in entries:
-        if type_of(entry) != "message" or role_of(entry) != "assistant":
-            continue
-        for key, call in tool_calls_of(entry):
+    for entry in assistants:
+        value = values.get(id(entry))
+        message = field(entry, "message") if value is None else value.get("message", ABSENT)
+        for key, call in _tool_calls_in(message):
             calls[key] = call
     return calls
+
+
+def _values_in_one_pass(entries: list[Any]) -> dict[int, dict[str, Any]]:
+    """The preview fields of many entries whose lines are read from their file, read in one pass
+    (see preview_pass); nothing for a few, which are read on their own."""
+    if len(entries) < MIN_BATCH:
+        return {}
+    return preview_values(e for e in entries if type(e) is Entry)
 
 
 def tool_calls_of(entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
@@ -201,9 +220,12 @@ def is_silent_turn(message: Any) -> bool:
     return not has_text_content(msg.get("content", ABSENT)) and not failed
 
 
-def _assistant_facts(entry: Any) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
-    """(entry, its tool calls, whether it is a silent turn): one read of the body for both."""
-    message = field(entry, "message")
+def _assistant_facts(
+    entry: Any, value: dict[str, Any] | None = None
+) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
+    """(entry, its tool calls, whether it is a silent turn): one read of the body for both
+    (``value``: the entry's preview fields, when a pass read them)."""
+    message = field(entry, "message") if value is None else value.get("message", ABSENT)
     return entry, _tool_calls_in(message), is_silent_turn(message)
 
 
@@ -215,26 +237,48 @@ class PreviewCache:
     grows while an editor shows its tree is walked again after every append; reading every assistant
     body again each time was most of such a walk); items are keyed by the entry object (``id()``,
     checked with ``is``: the cache holds the entry, so the id cannot be reused). Each tree walk keeps
-    only the entries it met, so entries the session dropped do not accumulate.
+    only the entries it met, so entries the session dropped do not accumulate. What many entries
+    need is read in one pass over their file (see preview_pass), not entry by entry.
     """
 
-    __slots__ = ("parts", "calls")
+    __slots__ = ("parts", "calls", "_walked", "_misses", "_stored")
 
     def __init__(self) -> None:
         self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
         self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
+        self._walked: list[Any] = []  # the entries of the last walk (see previews)
+        self._misses = 0
+        self._stored = False  # the previews kept with the file's index were looked for
+
+    def _load_stored(self, entries: list[Any]) -> None:
+        """Take what the file's stored previews hold (see preview_store), once."""
+        if self._stored:
+            return
+        self._stored = True
+        parts, calls = self.parts, self.calls
+        for key, (entry, part, entry_calls, silent) in preview_store.load(entries).items():
+            parts[key] = (entry, part if type(part) is str else _ToolResult(part[0], part[1]))
+            if entry_calls is not None:
+                calls[key] = (entry, [(index_key(c[0]), (c[1], c[2])) for c in entry_calls], silent)
 
     def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
+        walked = self._walked = list(entries)
+        self._load_stored(walked)
         old = self.calls
         kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         calls: ToolCalls = {}
-        for entry in entries:
-            if type_of(entry) != "message" or role_of(entry) != "assistant":
-                continue
+        assistants = [e for e in walked if type_of(e) == "message" and role_of(e) == "assistant"]
+        unknown = [e for e in assistants if _cached(old, e) is None]
+        values = _values_in_one_pass(unknown)
+        parts = self.parts
+        for entry in assistants:
             key = id(entry)
             found = old.get(key)
             if found is None or found[0] is not entry:
-                found = _assistant_facts(entry)
+                value = values.get(key)
+                found = _assistant_facts(entry, value)
+                if value is not None and _cached(parts, entry) is None:  # read anyway: keep its preview
+                    parts[key] = (entry, preview_part(entry, value))
             kept[key] = found
             for call_key, call in found[1]:
                 calls[call_key] = call
@@ -249,11 +293,29 @@ class PreviewCache:
             found = self.calls[key] = _assistant_facts(entry)
         return found[2]
 
+    def prefetch(self, entries: Iterable[Any]) -> None:
+        """Compute the previews of ``entries`` not known yet, their lines read in one pass; when
+        they are many, keep them with the file's index for the next time (see preview_store)."""
+        entries = list(entries)
+        self._load_stored(entries)
+        parts = self.parts
+        unknown = [e for e in entries if _cached(parts, e) is None]
+        values = _values_in_one_pass(unknown)
+        for entry in unknown:
+            parts[id(entry)] = (entry, preview_part(entry, values.get(id(entry))))
+        if len(unknown) >= preview_store.MIN_STORED:
+            walked = self._walked if len(self._walked) >= len(entries) else entries
+            preview_store.save(walked, parts, self.calls)
+
     def previews(self) -> Callable[[Any, ToolCalls], str]:
-        """A preview function for one walk; the walk's entries replace the cached set."""
+        """A preview function for one walk; the walk's entries replace the cached set. Once many
+        previews of the walk were not known, those of the rest of the walk (the entries given to
+        :meth:`collect_tool_calls`) are read in one pass."""
         old = self.parts
         kept: dict[int, tuple[Any, str | _ToolResult]] = {}
         self.parts = kept
+        self._misses = 0
+        home = home_directory()
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             key = id(entry)
@@ -261,11 +323,30 @@ class PreviewCache:
             if found is None or found[0] is not entry:
                 found = old.get(key)
                 if found is None or found[0] is not entry:
-                    found = (entry, preview_part(entry))
+                    self._misses += 1
+                    if self._misses == PREFETCH_AFTER_MISSES and self._walked:
+                        for walked in self._walked:  # the walk's previews known before, kept
+                            known = _cached(old, walked)
+                            if known is not None:
+                                kept[id(walked)] = known
+                        self.prefetch(self._walked)
+                        found = _cached(kept, entry)
+                    if found is None:
+                        found = (entry, preview_part(entry))
                 kept[key] = found
-            return finish_preview(found[1], tool_calls)
+            return finish_preview(found[1], tool_calls, home)
 
         return preview
+
+
+# A walk that needed this many previews not known yet is likely to need all of them (a whole tree,
+# not a page of it): the rest are read in one pass.
+PREFETCH_AFTER_MISSES = 256
+
+
+def _cached(items: dict[int, Any], entry: Any) -> Any:
+    found = items.get(id(entry))
+    return found if found is not None and found[0] is entry else None
 
 
 def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
@@ -285,37 +366,41 @@ class _ToolResult:
         self.memo: tuple[Any, str, str] | None = None  # (call, HOME, text) of the last rendering
 
 
-def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls) -> str:
+def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls, home: str | None = None) -> str:
+    """The preview of an entry from its part; ``home``: see :func:`format_tool_call`."""
     if type(part) is str:
         return part
     assert isinstance(part, _ToolResult)
     call = tool_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
     if call is not None:
         # the call tuples of a cached session are the same objects from one walk to the next
-        home = os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+        if home is None:
+            home = home_directory()
         memo = part.memo
         if memo is not None and memo[0] is call and memo[1] == home:
             return memo[2]
-        text = as_displayed(format_tool_call(call[0], call[1]))
+        text = as_displayed(format_tool_call(call[0], call[1], home))
         part.memo = (call, home, text)
         return text
     name = part.name
     return as_displayed(f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]")
 
 
-def preview_part(entry: Any) -> str | _ToolResult:
+def preview_part(entry: Any, value: dict[str, Any] | None = None) -> str | _ToolResult:
     """What of an entry's preview depends on the entry alone (entries never change: cacheable),
-    lone surrogates as the terminal shows them (:func:`as_displayed`)."""
-    part = _entry_part(entry)
+    lone surrogates as the terminal shows them (:func:`as_displayed`). ``value``: the entry's
+    preview fields when a pass read them (see preview_pass), else its value is read."""
+    part = _entry_part(type_of(entry), _value_of(entry) if value is None else value)
     return as_displayed(part) if type(part) is str else part
 
 
-def _entry_part(entry: Any) -> str | _ToolResult:
-    """:func:`preview_part` as pi's selector computes it."""
-    etype = type_of(entry)
+def _value_of(entry: Any) -> Any:
     value = entry.value if type(entry) is Entry else entry
-    if not isinstance(value, dict):
-        value = {}
+    return value if isinstance(value, dict) else {}
+
+
+def _entry_part(etype: Any, value: dict[str, Any]) -> str | _ToolResult:
+    """:func:`preview_part` as pi's selector computes it, from the entry's type and value."""
     if etype == "message":
         message = value.get("message", ABSENT)
         msg = message if isinstance(message, dict) else {}

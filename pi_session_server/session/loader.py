@@ -106,6 +106,7 @@ def load_lazy(
     keep_bytes = peek.size <= KEEP_BYTES_LIMIT
     start, first_line = peek.next_offset, peek.line + 1
     if index is not None:
+        source.index_dir = index.directory
         result = scan_with_index(
             fd, source, start, first_line, index, keep_bytes=keep_bytes, on_progress=on_progress
         )

@@ -63,7 +63,9 @@ NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
 INDEX_MIN_SIZE_ENV: Final = "PI_SESSION_INDEX_MIN_SIZE"  # bytes: smaller files are just scanned
 # Scanning a file this small takes about as long as finding, reading and checking its index.
 DEFAULT_MIN_SIZE: Final = 1024 * 1024
-MAX_INDEX_FILES: Final = 500  # beyond this many, the indexes used least recently are removed
+# beyond this many files (indexes and the previews kept with them: preview_store), those used least
+# recently are removed
+MAX_INDEX_FILES: Final = 1000
 _ABANDONED_AFTER = 3600.0  # seconds: a temporary file older than this was left by a killed writer
 # A file changed this shortly before it was looked at may change again within the same tick of the
 # file system's clock (a second on some), keeping its mtime and ctime: its index does not hold its
@@ -305,6 +307,10 @@ def _read_index(
         result = _result_of(header, payload, fd, source, keep_bytes)
     except (_NotUsable, OSError, ValueError, TypeError, KeyError, IndexError, msgspec.DecodeError):
         outcome.read = "stale"
+        # gone at once, not only replaced when the new index is written (which may fail): the file
+        # may later grow past what it described, and then match again where its CRCs look
+        with contextlib.suppress(OSError):
+            os.unlink(path)
         return None
     finally:
         os.close(index_fd)
@@ -758,7 +764,7 @@ def _prune(directory: str) -> None:
             if now - st.st_mtime > _ABANDONED_AFTER:
                 with contextlib.suppress(OSError):
                     os.unlink(full)
-        elif name.endswith(".pi-index"):
+        elif name.endswith((".pi-index", ".pi-previews")):
             found.append((st.st_mtime, full))
     found.sort()
     for _mtime, full in found[: max(0, len(found) - MAX_INDEX_FILES)]:

@@ -630,3 +630,24 @@ def test_the_manager_answers_the_same_with_and_without_its_index(
         if plain.get_header() is not ABSENT and plain.get_header() is not None and plain.entry_count() > 0:
             assert outcome == "used", outcome
         assert _view(again) == expected
+
+
+def test_a_stale_index_is_removed_even_when_no_new_one_can_be_written(
+    tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Rewritten in place, then appended to: the index of the lines before the rewrite must not
+    come back when the file has grown past it (its CRCs would match again)."""
+    path = _session(tmp_path / "s.jsonl", final_newline=True)
+    _settled(path, monkeypatch)
+    _open_scan(path, index_dir)
+    data = path.read_bytes()
+    time.sleep(0.05)
+    _rewrite_keeping_size_and_mtime(path, data.index(b'"id":"m200"'), b'"id":"X200"')
+    monkeypatch.setattr(scan_index, "_write_index", lambda *args: False)  # a full disk, say
+    _open_scan(path, index_dir)
+    assert scan_index.last_outcome.read == "stale"
+    with open(path, "ab") as f:
+        f.write(_message(900, 399) + b"\n")
+    result = _open_scan(path, index_dir)
+    assert scan_index.last_outcome.read == "missing"
+    assert _facts(result, path) == _fresh(path)
