@@ -582,47 +582,62 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 def _encoded(
     result: ScanResult, fd: int, st: os.stat_result, start: int, first_line: int
 ) -> tuple[IndexHeader, list[bytes]]:
+    """The index of ``result``'s complete lines. Its columns are made one at a time (a list of a
+    million entries' ids is 8 MB, plus its strings)."""
     end = result.end
     entries = result.entries
     n = len(entries)
     if n and entries[-1].offset >= end:  # the final line without newline
         n -= 1
         entries = entries[:n]
-    lines = result.lines - (1 if result.tail else 0)
-    ids: list[Any] = list(map(attrgetter("id"), entries))
-    timestamps: list[Any] = list(map(attrgetter("timestamp"), entries))
-    types: list[Any] = list(map(attrgetter("type"), entries))
-    roles: list[Any] = list(
-        map(getattr, map(attrgetter("message"), entries), repeat("role"), repeat(_NO_HEAD))
-    )
-    parents: list[Any] = list(map(attrgetter("parent_id"), entries))
-    targets: list[Any] = list(map(attrgetter("targetId"), entries))
-    labels: list[Any] = list(map(attrgetter("label"), entries))
-    rescanned = _unusual(entries, ids, timestamps, types, roles, parents, targets, labels)
-    for position in rescanned:  # stand-ins: the entry is read again from its line
-        ids[position] = timestamps[position] = ""
-        types[position] = "message"
-        parents[position] = None
-        roles[position] = _NO_HEAD
-        targets[position] = labels[position] = ABSENT
+
+    def column(name: str) -> list[Any]:
+        return list(map(attrgetter(name), entries))
+
+    def roles() -> list[Any]:
+        return list(map(getattr, map(attrgetter("message"), entries), repeat("role"), repeat(_NO_HEAD)))
+
+    rescanned = _unusual(column, roles)
+
+    def stand_in(values: list[Any], value: Any) -> list[Any]:
+        for position in rescanned:  # the entry is read again from its line
+            values[position] = value
+        return values
+
+    ids = stand_in(column("id"), "")
+    previous: list[Any] = [ABSENT, *ids[:-1]]
+    parents = stand_in(column("parent_id"), None)
+    explicit_parents = [(p, parents[p]) for p in compress(range(n), map(is_not, parents, previous))]
+    del previous, parents
+    sections = [_joined_text(ids)]
+    del ids
+    sections.append(_joined_text(stand_in(column("timestamp"), "")))
+    types = stand_in(column("type"), "message")
     type_table = _table(types)
-    role_table = [role for role in _table(roles) if role is not _NO_HEAD and role is not ABSENT]
+    type_code = {t: code for code, t in enumerate(type_table)}
+    sections.append(bytes(map(type_code.__getitem__, types)))
+    del types
+    entry_roles = stand_in(roles(), _NO_HEAD)
+    role_table = [role for role in _table(entry_roles) if role is not _NO_HEAD and role is not ABSENT]
     role_code = {role: code for code, role in enumerate(role_table, _ROLE_BASE)}
     role_code[ABSENT] = _NO_ROLE
     role_code[_NO_HEAD] = _NO_MESSAGE
-    type_code = {t: code for code, t in enumerate(type_table)}
-    sections = [
-        _joined_text(ids),
-        _joined_text(timestamps),
-        bytes(map(type_code.__getitem__, types)),
-        bytes(map(role_code.__getitem__, roles)),
-        array("q", map(attrgetter("offset"), entries)).tobytes(),
-        array("q", result.index.chain_starts[: bisect_left(result.index.chain_starts, n)]).tobytes(),
-    ]
-    previous: list[Any] = [ABSENT, *ids[:-1]]
-    not_shared = compress(range(n), map(is_not, parents, previous))
-    line_numbers = list(map(attrgetter("line"), entries))
+    sections.append(bytes(map(role_code.__getitem__, entry_roles)))
+    del entry_roles
+    sections.append(array("q", map(attrgetter("offset"), entries)).tobytes())
+    chain_starts = result.index.chain_starts
+    sections.append(array("q", chain_starts[: bisect_left(chain_starts, n)]).tobytes())
+    targets = stand_in(column("targetId"), ABSENT)
+    labels = stand_in(column("label"), ABSENT)
+    with_label = set(compress(range(n), map(is_not, targets, repeat(ABSENT))))
+    with_label.update(compress(range(n), map(is_not, labels, repeat(ABSENT))))
+    explicit_targets = [(p, targets[p], labels[p]) for p in sorted(with_label)]
+    del targets, labels
+    line_numbers = column("line")
+    line_runs = [(0, line_numbers[0])] if n else []
     steps = map(sub, line_numbers[1:], line_numbers[:-1])
+    line_runs.extend((p, line_numbers[p]) for p in compress(range(1, n), map(ne, steps, repeat(1))))
+    del line_numbers
     head_crc, tail_crc = _edges(fd, end)
     header = IndexHeader(
         byteorder=sys.byteorder,
@@ -634,18 +649,15 @@ def _encoded(
         start=start,
         first_line=first_line,
         end=end,
-        lines=lines,
+        lines=result.lines - (1 if result.tail else 0),
         head_crc=head_crc,
         tail_crc=tail_crc,
         count=n,
         types=type_table,
         roles=role_table,
-        line_runs=[(0, line_numbers[0])] if n else [],
-        parents=[(p, parents[p]) for p in not_shared if p not in rescanned],
-        targets=[
-            (p, targets[p], labels[p])
-            for p in compress(range(n), map(ne, map(_present, targets, labels), repeat(False)))
-        ],
+        line_runs=line_runs,
+        parents=explicit_parents,
+        targets=explicit_targets,
         lengths=[(p, entries[p].length) for p in compress(range(n), map(attrgetter("length"), entries))],
         rescanned=sorted(rescanned),
         problems=[
@@ -656,14 +668,7 @@ def _encoded(
         complete=result.index.complete,
         sections=[len(s) for s in sections],
     )
-    header.line_runs.extend((p, line_numbers[p]) for p in compress(range(1, n), map(ne, steps, repeat(1))))
-    if header.complete and any(type(ids[p]) is not str for p in rescanned):
-        header.complete = False
     return header, sections
-
-
-def _present(target: Any, label: Any) -> bool:
-    return target is not ABSENT or label is not ABSENT
 
 
 _PLAIN_TEXT: frozenset[type] = frozenset({str})
@@ -679,52 +684,39 @@ _NO_HEAD = _NoHead()
 _PLAIN_ROLES: frozenset[type] = frozenset({str, type(ABSENT), _NoHead})
 
 
-def _unusual(
-    entries: list[Entry],
-    ids: list[Any],
-    timestamps: list[Any],
-    types: list[Any],
-    roles: list[Any],
-    parents: list[Any],
-    targets: list[Any],
-    labels: list[Any],
-) -> set[int]:
+def _unusual(column: Callable[[str], list[Any]], roles: Callable[[], list[Any]]) -> set[int]:
     """Positions of the entries the columns cannot hold: they are read again from the file. Each
-    column is first checked as a whole (one pass in C); only a column that holds something unusual
-    is looked at entry by entry."""
+    column is made and checked as a whole (one pass in C); only a column that holds something
+    unusual is looked at entry by entry."""
     found: set[int] = set()
 
-    def where(column: list[Any], allowed: frozenset[type], text: bool = False) -> None:
-        kinds = set(map(type, column))
+    def where(values: list[Any], allowed: frozenset[type], text: bool = False, room: int = 0) -> None:
+        kinds = set(map(type, values))
         if not kinds <= allowed:
-            found.update(i for i, value in enumerate(column) if type(value) not in allowed)
+            found.update(i for i, value in enumerate(values) if type(value) not in allowed)
         if text and "\x00" in "".join(
-            column if kinds <= _PLAIN_TEXT else (value for value in column if type(value) is str)
+            values if kinds <= _PLAIN_TEXT else (value for value in values if type(value) is str)
         ):
-            found.update(i for i, value in enumerate(column) if type(value) is str and "\x00" in value)
-
-    where(ids, _PLAIN_TEXT, text=True)
-    where(timestamps, _PLAIN_TEXT, text=True)
-    where(types, _PLAIN_TEXT)
-    where(parents, _PLAIN_OPTIONAL)
-    where(targets, _PLAIN_OPTIONAL)
-    where(labels, _PLAIN_OPTIONAL)
-    where(list(map(attrgetter("_body"), entries)), _PLAIN_BODIES)
-    where(roles, _PLAIN_ROLES)
-    # the tables have room for so many distinct values (one type code is kept for the stand-ins of
-    # the entries read again); the rest are read again
-    for column, room in ((types, _MAX_CODES - 1), (roles, _MAX_CODES - _ROLE_BASE)):
-        if len(_distinct(column)) <= room:
-            continue
-        seen: dict[Any, None] = {}
-        for i, value in enumerate(column):
-            if i in found or value is _NO_HEAD or value is ABSENT:
-                continue
-            if value not in seen:
+            found.update(i for i, value in enumerate(values) if type(value) is str and "\x00" in value)
+        if room and len(_distinct(values)) > room:
+            # the table has room for so many distinct values; the entries with others are read again
+            seen: dict[Any, None] = {}
+            for i, value in enumerate(values):
+                if i in found or value is _NO_HEAD or value is ABSENT or value in seen:
+                    continue
                 if len(seen) >= room:
                     found.add(i)
-                    continue
-                seen[value] = None
+                else:
+                    seen[value] = None
+
+    where(column("id"), _PLAIN_TEXT, text=True)
+    where(column("timestamp"), _PLAIN_TEXT, text=True)
+    where(column("type"), _PLAIN_TEXT, room=_MAX_CODES - 1)  # one code is the stand-ins'
+    where(column("parent_id"), _PLAIN_OPTIONAL)
+    where(column("targetId"), _PLAIN_OPTIONAL)
+    where(column("label"), _PLAIN_OPTIONAL)
+    where(column("_body"), _PLAIN_BODIES)
+    where(roles(), _PLAIN_ROLES, room=_MAX_CODES - _ROLE_BASE)
     return found
 
 
