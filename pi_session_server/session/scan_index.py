@@ -52,7 +52,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..format.entry import Entry, LineBytes, head_for
+from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
 from ..format.scan import IdIndex, LineProblem, ScanResult, _entry_from_line, line_at, scan_entries
 
@@ -248,7 +248,7 @@ class IndexHeader(msgspec.Struct, array_like=True):
     head_crc: int  # of the file's bytes [0, min(end, _HASHED))
     tail_crc: int  # of the file's bytes [max(0, end - _HASHED), end)
     count: int  # entries
-    types: list[str]  # type code -> type
+    types: list[Any]  # type code -> type (a string, or ABSENT for a line without one)
     roles: list[str]  # role code - _ROLE_BASE -> role
     line_runs: list[tuple[int, int]]  # (position, line): entries from position on are on consecutive lines
     parents: list[tuple[int, Any]]  # parentId where it is not the id of the entry before
@@ -302,9 +302,9 @@ def _read_index(
         outcome.read = "missing"
         return None
     try:
-        header, payload = _read_file(index_fd)
-        _check_key(header, fd, st, start, first_line)
-        result = _result_of(header, payload, fd, source, keep_bytes)
+        header, check = _read_header(index_fd)
+        _check_key(header, fd, st, start, first_line)  # before the columns are read
+        result = _result_of(header, _read_columns(index_fd, header, check), fd, source, keep_bytes)
     except (_NotUsable, OSError, ValueError, TypeError, KeyError, IndexError, msgspec.DecodeError):
         outcome.read = "stale"
         # gone at once, not only replaced when the new index is written (which may fail): the file
@@ -320,7 +320,17 @@ def _read_index(
     return result
 
 
-def _read_file(index_fd: int) -> tuple[IndexHeader, bytes]:
+@dataclass(slots=True)
+class _Check:
+    """Where the payload is, and what the CRC-32 of the header and the payload must be."""
+
+    header_crc: int
+    payload_at: int
+    payload_length: int
+    crc: int
+
+
+def _read_header(index_fd: int) -> tuple[IndexHeader, _Check]:
     first = os.pread(index_fd, _FIRST_READ, 0)
     if len(first) < _PREFIX.size:
         raise _NotUsable("too short")
@@ -334,10 +344,41 @@ def _read_file(index_fd: int) -> tuple[IndexHeader, bytes]:
         header_bytes = first[_PREFIX.size : header_end]
     else:
         header_bytes = first[_PREFIX.size :] + _read_exactly(index_fd, header_end - len(first), len(first))
-    payload = _read_exactly(index_fd, payload_length, header_end)
-    if zlib.crc32(payload, zlib.crc32(header_bytes)) != crc:
+    # (decoded before the CRC is checked, to see first whether it is this file's; nothing of it is
+    # used unless the CRC matches: see _read_columns)
+    return _decode_header(header_bytes), _Check(zlib.crc32(header_bytes), header_end, payload_length, crc)
+
+
+@dataclass(slots=True)
+class _Columns:
+    ids: list[str]
+    timestamps: list[str]
+    offsets: list[int]
+    chain_starts: list[int]
+    type_codes: bytes
+    role_codes: bytes
+
+
+def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns:
+    """The payload's columns (the payload itself is let go of before entries are made of them)."""
+    payload = _read_exactly(index_fd, check.payload_length, check.payload_at)
+    if zlib.crc32(payload, check.header_crc) != check.crc:
         raise _NotUsable("damaged")
-    return _decode_header(header_bytes), payload
+    n = header.count
+    parts = _sections(header, payload)
+    columns = _Columns(
+        _texts(parts["ids"], n),
+        _texts(parts["timestamps"], n),
+        _integers(parts["offsets"], n),
+        _integers(parts["chain_starts"]),
+        bytes(parts["types"]),
+        bytes(parts["roles"]),
+    )
+    if len(columns.type_codes) != n or len(columns.role_codes) != n:
+        raise _NotUsable("column of another length")
+    for view in parts.values():
+        view.release()
+    return columns
 
 
 def _read_exactly(fd: int, length: int, offset: int) -> bytes:
@@ -412,22 +453,17 @@ def _integers(data: memoryview, count: int | None = None) -> list[int]:
     return numbers.tolist()
 
 
-def _result_of(header: IndexHeader, payload: bytes, fd: int, source: Any, keep_bytes: bool) -> ScanResult:
+def _result_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, keep_bytes: bool) -> ScanResult:
     """The scan result the index holds (entries pointing to ``source``)."""
     n = header.count
-    parts = _sections(header, payload)
-    ids = _texts(parts["ids"], n)
-    timestamps = _texts(parts["timestamps"], n)
-    offsets = _integers(parts["offsets"], n)
-    chain_starts = _integers(parts["chain_starts"])
-    type_codes = bytes(parts["types"])
-    role_codes = bytes(parts["roles"])
-    if len(type_codes) != n or len(role_codes) != n:
-        raise _NotUsable("column of another length")
+    ids, timestamps, offsets = columns.ids, columns.timestamps, columns.offsets
+    type_codes, role_codes = columns.type_codes, columns.role_codes
     types = header.types
     heads: list[Any] = [None, head_for(ABSENT), *(head_for(role) for role in header.roles)]
-    if (n and (max(type_codes) >= len(types) or max(role_codes) >= len(heads))) or any(
-        type(value) is not str for value in (*types, *header.roles)
+    if (
+        (n and (max(type_codes) >= len(types) or max(role_codes) >= len(heads)))
+        or any(type(value) is not str and value is not ABSENT for value in types)
+        or any(type(value) is not str for value in header.roles)
     ):
         raise _NotUsable("unknown code")
     lines = _line_numbers(header.line_runs, n)
@@ -436,14 +472,9 @@ def _result_of(header: IndexHeader, payload: bytes, fd: int, source: Any, keep_b
         if not (parent is None or parent is ABSENT or type(parent) is str):
             raise _NotUsable("parentId of another type")
         parents[position] = parent
-    targets: list[Any] = [ABSENT] * n
-    labels: list[Any] = [ABSENT] * n
-    for position, target, label in header.targets:
-        targets[position] = target
-        labels[position] = label
-    lengths = [0] * n
-    for position, length in header.lengths:
-        lengths[position] = length
+    targets: Iterable[Any] = _sparse(n, ABSENT, ((p, target) for p, target, _label in header.targets))
+    labels: Iterable[Any] = _sparse(n, ABSENT, ((p, label) for p, _target, label in header.targets))
+    lengths: Iterable[Any] = _sparse(n, 0, header.lengths)
     bodies: Iterable[Any] = repeat(ABSENT)
     if keep_bytes and n:
         bodies = _line_bytes(fd, offsets, header.end)
@@ -467,7 +498,7 @@ def _result_of(header: IndexHeader, payload: bytes, fd: int, source: Any, keep_b
     for position in header.rescanned:
         entries[position] = _rescanned(fd, entries[position], source, keep_bytes)
         ids[position] = entries[position].id
-    index = IdIndex(chain_starts=chain_starts, complete=header.complete)
+    index = IdIndex(chain_starts=columns.chain_starts, complete=header.complete)
     if header.complete:
         index.by_id = dict(zip(ids, entries, strict=True))
     if header.rescanned:  # their type code is a stand-in's
@@ -483,6 +514,16 @@ def _result_of(header: IndexHeader, payload: bytes, fd: int, source: Any, keep_b
         size=header.end - header.start,
         index=index,
     )
+
+
+def _sparse(n: int, default: Any, values: Iterable[tuple[int, Any]]) -> Iterable[Any]:
+    """A column of ``n`` values that are ``default`` but for the (position, value) pairs given."""
+    column: list[Any] | None = None
+    for position, value in values:
+        if column is None:
+            column = [default] * n
+        column[position] = value
+    return repeat(default) if column is None else column
 
 
 def _non_message_table(types: list[str]) -> bytes:
@@ -582,58 +623,85 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 def _encoded(
     result: ScanResult, fd: int, st: os.stat_result, start: int, first_line: int
 ) -> tuple[IndexHeader, list[bytes]]:
-    """The index of ``result``'s complete lines. Its columns are made one at a time (a list of a
-    million entries' ids is 8 MB, plus its strings)."""
+    """The index of ``result``'s complete lines. Each column is made once and encoded before the
+    next is made (a list of a million entries' ids is 8 MB, plus its strings). An entry with a value
+    a column cannot hold has a stand-in there, and is read again from its line when the index is.
+
+    The scan makes every entry that does not start a chain (``IdIndex.chain_starts``) in its fast
+    path: a string id and timestamp, the id before it as parentId, a type and role msgspec checked
+    as pi's (or none), no value held. So only the chains' first entries are looked at one by one;
+    a ``targetId`` or ``label`` may be any JSON value on any line, and text may hold a NUL (the
+    text columns' separator)."""
     end = result.end
     entries = result.entries
     n = len(entries)
     if n and entries[-1].offset >= end:  # the final line without newline
         n -= 1
         entries = entries[:n]
+    chain_starts = result.index.chain_starts[: bisect_left(result.index.chain_starts, n)]
+    if n and (not chain_starts or chain_starts[0] != 0):  # not a scan's: look at every entry
+        chain_starts = list(range(n))
+    rescanned: set[int] = set()
 
-    def column(name: str) -> list[Any]:
-        return list(map(attrgetter(name), entries))
-
-    def roles() -> list[Any]:
-        return list(map(getattr, map(attrgetter("message"), entries), repeat("role"), repeat(_NO_HEAD)))
-
-    rescanned = _unusual(column, roles)
-
-    def stand_in(values: list[Any], value: Any) -> list[Any]:
-        for position in rescanned:  # the entry is read again from its line
-            values[position] = value
+    def column(name: str, allowed: frozenset[type], stand_in: Any) -> list[Any]:
+        values = list(map(attrgetter(name), entries))
+        for position in chain_starts:
+            if type(values[position]) not in allowed:
+                values[position] = stand_in
+                rescanned.add(position)
         return values
 
-    ids = stand_in(column("id"), "")
-    previous: list[Any] = [ABSENT, *ids[:-1]]
-    parents = stand_in(column("parent_id"), None)
-    explicit_parents = [(p, parents[p]) for p in compress(range(n), map(is_not, parents, previous))]
-    del previous, parents
-    sections = [_joined_text(ids)]
-    del ids
-    sections.append(_joined_text(stand_in(column("timestamp"), "")))
-    types = stand_in(column("type"), "message")
-    type_table = _table(types)
-    type_code = {t: code for code, t in enumerate(type_table)}
-    sections.append(bytes(map(type_code.__getitem__, types)))
-    del types
-    entry_roles = stand_in(roles(), _NO_HEAD)
-    role_table = [role for role in _table(entry_roles) if role is not _NO_HEAD and role is not ABSENT]
-    role_code = {role: code for code, role in enumerate(role_table, _ROLE_BASE)}
-    role_code[ABSENT] = _NO_ROLE
-    role_code[_NO_HEAD] = _NO_MESSAGE
-    sections.append(bytes(map(role_code.__getitem__, entry_roles)))
-    del entry_roles
+    def text(values: list[Any]) -> bytes:
+        joined = "\x00".join(values)
+        if joined.count("\x00") > max(0, n - 1):  # a NUL inside a value
+            for position, value in enumerate(values):
+                if "\x00" in value:
+                    values[position] = ""
+                    rescanned.add(position)
+            joined = "\x00".join(values)
+        return joined.encode("utf-8", "surrogatepass")
+
+    ids = column("id", _PLAIN_TEXT, "")
+    parents = column("parent_id", _PLAIN_OPTIONAL, None)
+    sections = [text(ids)]
+    explicit_parents = [
+        (p, parents[p]) for p in compress(range(n), map(is_not, parents, [ABSENT, *ids[:-1]]))
+    ]
+    del ids, parents
+    for i, (position, parent) in enumerate(explicit_parents):
+        if not _encodable(parent):  # (the header is msgpack: no lone surrogates)
+            explicit_parents[i] = (position, None)
+            rescanned.add(position)
+    sections.append(text(column("timestamp", _PLAIN_TEXT, "")))
+    type_table, codes = _coded(column("type", _PLAIN_TYPES, "message"), rescanned, "message", {})
+    sections.append(codes)
+    heads = list(map(attrgetter("message"), entries))
+    roles = list(map(getattr, heads, repeat("role"), repeat(_NO_HEAD)))
+    for position in chain_starts:
+        if type(roles[position]) not in _PLAIN_ROLES or type(heads[position]) not in _PLAIN_HEADS:
+            roles[position] = _NO_HEAD
+            rescanned.add(position)
+    del heads
+    role_table, codes = _coded(roles, rescanned, _NO_HEAD, {_NO_HEAD: _NO_MESSAGE, ABSENT: _NO_ROLE})
+    sections.append(codes)
+    del roles
     sections.append(array("q", map(attrgetter("offset"), entries)).tobytes())
-    chain_starts = result.index.chain_starts
-    sections.append(array("q", chain_starts[: bisect_left(chain_starts, n)]).tobytes())
-    targets = stand_in(column("targetId"), ABSENT)
-    labels = stand_in(column("label"), ABSENT)
+    sections.append(array("q", chain_starts).tobytes())
+    column("_body", _PLAIN_BODIES, ABSENT)  # a value held: read again
+    targets = list(map(attrgetter("targetId"), entries))
+    labels = list(map(attrgetter("label"), entries))
     with_label = set(compress(range(n), map(is_not, targets, repeat(ABSENT))))
     with_label.update(compress(range(n), map(is_not, labels, repeat(ABSENT))))
-    explicit_targets = [(p, targets[p], labels[p]) for p in sorted(with_label)]
+    explicit_targets = []
+    for position in sorted(with_label):
+        target, label = targets[position], labels[position]
+        plain = type(target) in _PLAIN_OPTIONAL and type(label) in _PLAIN_OPTIONAL
+        if not (plain and _encodable(target) and _encodable(label)):
+            target = label = ABSENT
+            rescanned.add(position)
+        explicit_targets.append((position, target, label))
     del targets, labels
-    line_numbers = column("line")
+    line_numbers = list(map(attrgetter("line"), entries))
     line_runs = [(0, line_numbers[0])] if n else []
     steps = map(sub, line_numbers[1:], line_numbers[:-1])
     line_runs.extend((p, line_numbers[p]) for p in compress(range(1, n), map(ne, steps, repeat(1))))
@@ -682,49 +750,40 @@ class _NoHead:
 
 _NO_HEAD = _NoHead()
 _PLAIN_ROLES: frozenset[type] = frozenset({str, type(ABSENT), _NoHead})
+_PLAIN_TYPES: frozenset[type] = frozenset({str, type(ABSENT)})
+_PLAIN_HEADS: frozenset[type] = frozenset({MessageHead, type(None)})
 
 
-def _unusual(column: Callable[[str], list[Any]], roles: Callable[[], list[Any]]) -> set[int]:
-    """Positions of the entries the columns cannot hold: they are read again from the file. Each
-    column is made and checked as a whole (one pass in C); only a column that holds something
-    unusual is looked at entry by entry."""
-    found: set[int] = set()
-
-    def where(values: list[Any], allowed: frozenset[type], text: bool = False, room: int = 0) -> None:
-        kinds = set(map(type, values))
-        if not kinds <= allowed:
-            found.update(i for i, value in enumerate(values) if type(value) not in allowed)
-        if text and "\x00" in "".join(
-            values if kinds <= _PLAIN_TEXT else (value for value in values if type(value) is str)
-        ):
-            found.update(i for i, value in enumerate(values) if type(value) is str and "\x00" in value)
-        if room and len(_distinct(values)) > room:
-            # the table has room for so many distinct values; the entries with others are read again
-            seen: dict[Any, None] = {}
-            for i, value in enumerate(values):
-                if i in found or value is _NO_HEAD or value is ABSENT or value in seen:
-                    continue
-                if len(seen) >= room:
-                    found.add(i)
-                else:
-                    seen[value] = None
-
-    where(column("id"), _PLAIN_TEXT, text=True)
-    where(column("timestamp"), _PLAIN_TEXT, text=True)
-    where(column("type"), _PLAIN_TEXT, room=_MAX_CODES - 1)  # one code is the stand-ins'
-    where(column("parent_id"), _PLAIN_OPTIONAL)
-    where(column("targetId"), _PLAIN_OPTIONAL)
-    where(column("label"), _PLAIN_OPTIONAL)
-    where(column("_body"), _PLAIN_BODIES)
-    where(roles(), _PLAIN_ROLES, room=_MAX_CODES - _ROLE_BASE)
-    return found
-
-
-def _distinct(values: list[Any]) -> set[Any]:
+def _encodable(value: Any) -> bool:
+    """Can the header hold this value (text without lone surrogates)?"""
+    if type(value) is not str or value.isascii():
+        return True
     try:
-        return set(values)
-    except TypeError:  # an unhashable value (such entries are read again anyway)
-        return {value for value in values if value.__hash__ is not None}
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _coded(
+    values: list[Any], rescanned: set[int], stand_in: Any, reserved: dict[Any, int]
+) -> tuple[list[Any], bytes]:
+    """(the table, one byte per value: ``reserved`` codes, then the table's from len(reserved) on).
+    Values beyond the table's room get the stand-in's code, and their entries are read again."""
+    room = _MAX_CODES - len(reserved) - 1  # (one code kept for the stand-in)
+    table = [value for value in _table(values) if value not in reserved]
+    if len(table) > room:
+        kept = set(table[:room])
+        if stand_in not in reserved:
+            kept.add(stand_in)
+        for position, value in enumerate(values):
+            if value not in kept and value not in reserved:
+                values[position] = stand_in
+                rescanned.add(position)
+        table = [value for value in _table(values) if value not in reserved]
+    code = dict(reserved)
+    code.update((value, i) for i, value in enumerate(table, len(reserved)))
+    return table, bytes(map(code.__getitem__, values))
 
 
 def _table(values: Iterable[Any]) -> list[Any]:

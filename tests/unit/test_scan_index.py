@@ -651,3 +651,13 @@ def test_a_stale_index_is_removed_even_when_no_new_one_can_be_written(
     result = _open_scan(path, index_dir)
     assert scan_index.last_outcome.read == "missing"
     assert _facts(result, path) == _fresh(path)
+
+
+def test_a_line_without_a_type_in_the_middle_of_a_chain(tmp_path: Path, index_dir: Path):
+    """The scan's fast path takes it (its parent is the entry before): the type column holds none."""
+    path = tmp_path / "s.jsonl"
+    lines = [HEADER, _message(0, None), b'{"id":"x","parentId":"m0","timestamp":"t"}', _message(1, None)]
+    lines.append(b'{"type":"message","id":"m2","parentId":"m1","timestamp":"t","message":{}}')
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert_index_gives_the_scan(path, index_dir)
+    assert _open_scan(path, index_dir).entries[1].type is ABSENT
