@@ -27,8 +27,8 @@ def text_nodes(manager: SessionManager, roots: list[TreeNode], width: int) -> li
     The previews are read in one pass over the file."""
     entries = manager.get_entries()
     cache = PreviewCache()
+    cache.prefetch(entries)  # every line read once, for the previews and the tool calls
     tool_calls = cache.collect_tool_calls(entries)
-    cache.prefetch(entries)
     preview_of = cache.previews()
     out: list[TextNode] = []
     stack: list[tuple[TreeNode, list[TextNode]]] = [(r, out) for r in reversed(roots)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..format.entry import Entry
@@ -177,22 +177,25 @@ ToolCalls = dict[Any, tuple[Any, Any]]
 def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
     """toolCallId -> (name, arguments) from every assistant message (the TUI's toolCallMap)."""
     assistants = [e for e in entries if type_of(e) == "message" and role_of(e) == "assistant"]
-    values = _values_in_one_pass(assistants)
+    found = {id(entry): facts for entry, facts in _facts_in_one_pass(assistants, _assistant_facts)}
     calls: ToolCalls = {}
-    for entry in assistants:
-        value = values.get(id(entry))
-        message = field(entry, "message") if value is None else value.get("message", ABSENT)
-        for key, call in _tool_calls_in(message):
+    for entry in assistants:  # in the order given: a later call with the same id wins
+        facts = found.get(id(entry))
+        for key, call in (_assistant_facts(entry) if facts is None else facts)[1]:
             calls[key] = call
     return calls
 
 
-def _values_in_one_pass(entries: list[Any]) -> dict[int, dict[str, Any]]:
-    """The preview fields of many entries whose lines are read from their file, read in one pass
-    (see preview_pass); nothing for a few, which are read on their own."""
+def _facts_in_one_pass(
+    entries: list[Any], facts_of: Callable[[Any, dict[str, Any]], Any]
+) -> Iterator[tuple[Any, Any]]:
+    """(entry, ``facts_of(entry, its preview fields)``) for the entries whose lines are read from
+    their file, read in one pass (see preview_pass) when they are many; the others are left for
+    the caller to read on their own."""
     if len(entries) < MIN_BATCH:
-        return {}
-    return preview_values(e for e in entries if type(e) is Entry)
+        return
+    for entry, value in preview_values(e for e in entries if type(e) is Entry):
+        yield entry, facts_of(entry, value)
 
 
 def tool_calls_of(entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
@@ -220,6 +223,16 @@ def is_silent_turn(message: Any) -> bool:
     return not has_text_content(msg.get("content", ABSENT)) and not failed
 
 
+def _part_and_facts(entry: Any, value: dict[str, Any]) -> tuple[str | _ToolResult, Any]:
+    """An entry's preview part, and an assistant message's facts (else None)."""
+    facts = (
+        _assistant_facts(entry, value)
+        if type_of(entry) == "message" and role_of(entry) == "assistant"
+        else None
+    )
+    return preview_part(entry, value), facts
+
+
 def _assistant_facts(
     entry: Any, value: dict[str, Any] | None = None
 ) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
@@ -241,13 +254,15 @@ class PreviewCache:
     need is read in one pass over their file (see preview_pass), not entry by entry.
     """
 
-    __slots__ = ("parts", "calls", "_walked", "_misses", "_stored")
+    __slots__ = ("parts", "calls", "_walked", "_misses", "_stored", "_cursor", "_made")
 
     def __init__(self) -> None:
         self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
         self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         self._walked: list[Any] = []  # the entries of the last walk (see previews)
         self._misses = 0
+        self._cursor = 0  # where the last prefetch of the walk started (see _walk_from)
+        self._made = 0  # previews made since they were last kept (see prefetch)
         self._stored = False  # the previews kept with the file's index were looked for
 
     def _load_stored(self, entries: list[Any]) -> None:
@@ -269,16 +284,13 @@ class PreviewCache:
         calls: ToolCalls = {}
         assistants = [e for e in walked if type_of(e) == "message" and role_of(e) == "assistant"]
         unknown = [e for e in assistants if _cached(old, e) is None]
-        values = _values_in_one_pass(unknown)
-        parts = self.parts
+        for entry, facts in _facts_in_one_pass(unknown, _assistant_facts):
+            old[id(entry)] = facts
         for entry in assistants:
             key = id(entry)
             found = old.get(key)
             if found is None or found[0] is not entry:
-                value = values.get(key)
-                found = _assistant_facts(entry, value)
-                if value is not None and _cached(parts, entry) is None:  # read anyway: keep its preview
-                    parts[key] = (entry, preview_part(entry, value))
+                found = _assistant_facts(entry)
             kept[key] = found
             for call_key, call in found[1]:
                 calls[call_key] = call
@@ -294,27 +306,48 @@ class PreviewCache:
         return found[2]
 
     def prefetch(self, entries: Iterable[Any]) -> None:
-        """Compute the previews of ``entries`` not known yet, their lines read in one pass; when
-        they are many, keep them with the file's index for the next time (see preview_store)."""
+        """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
+        needs of the assistant messages among them), their lines read in one pass. Once every
+        entry of the walk has its preview, and many were made, they are kept with the file's index
+        for the next time (see preview_store)."""
         entries = list(entries)
         self._load_stored(entries)
         parts = self.parts
         unknown = [e for e in entries if _cached(parts, e) is None]
-        values = _values_in_one_pass(unknown)
+        calls = self.calls
+        for entry, (part, facts) in _facts_in_one_pass(unknown, _part_and_facts):
+            parts[id(entry)] = (entry, part)
+            if facts is not None and _cached(calls, entry) is None:  # read anyway: kept too
+                calls[id(entry)] = facts
         for entry in unknown:
-            parts[id(entry)] = (entry, preview_part(entry, values.get(id(entry))))
-        if len(unknown) >= preview_store.MIN_STORED:
-            walked = self._walked if len(self._walked) >= len(entries) else entries
-            preview_store.save(walked, parts, self.calls)
+            if _cached(parts, entry) is None:  # not read in the pass
+                parts[id(entry)] = (entry, preview_part(entry))
+        self._made += len(unknown)
+        walked = self._walked if len(self._walked) >= len(entries) else entries
+        complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
+        if complete and preview_store.save(walked, parts, calls):
+            self._made = 0
+
+    def _walk_from(self, entry: Any, count: int) -> list[Any]:
+        """``count`` entries of the walk from ``entry`` on (a page's nodes come in the walk's
+        order, so the search goes on from where the last one ended)."""
+        walked = self._walked
+        for start in (self._cursor, 0):
+            for at in range(start, len(walked)):
+                if walked[at] is entry:
+                    self._cursor = at
+                    return walked[at : at + count]
+        return []
 
     def previews(self) -> Callable[[Any, ToolCalls], str]:
         """A preview function for one walk; the walk's entries replace the cached set. Once many
-        previews of the walk were not known, those of the rest of the walk (the entries given to
-        :meth:`collect_tool_calls`) are read in one pass."""
+        previews of the walk were not known, those of the entries that come next in the walk (the
+        entries given to :meth:`collect_tool_calls`) are read in one pass, a batch at a time."""
         old = self.parts
         kept: dict[int, tuple[Any, str | _ToolResult]] = {}
         self.parts = kept
         self._misses = 0
+        self._cursor = 0
         home = home_directory()
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
@@ -324,12 +357,13 @@ class PreviewCache:
                 found = old.get(key)
                 if found is None or found[0] is not entry:
                     self._misses += 1
-                    if self._misses == PREFETCH_AFTER_MISSES and self._walked:
-                        for walked in self._walked:  # the walk's previews known before, kept
+                    if self._misses >= PREFETCH_AFTER_MISSES and self._walked:
+                        batch = self._walk_from(entry, PREFETCH_BATCH)
+                        for walked in batch:  # the walk's previews known before, kept
                             known = _cached(old, walked)
                             if known is not None:
                                 kept[id(walked)] = known
-                        self.prefetch(self._walked)
+                        self.prefetch(batch)
                         found = _cached(kept, entry)
                     if found is None:
                         found = (entry, preview_part(entry))
@@ -339,9 +373,10 @@ class PreviewCache:
         return preview
 
 
-# A walk that needed this many previews not known yet is likely to need all of them (a whole tree,
-# not a page of it): the rest are read in one pass.
+# A walk that needed this many previews not known yet is likely to need many more (a whole tree, a
+# big page): those of the entries next in the walk are read in one pass, so many at a time.
 PREFETCH_AFTER_MISSES = 256
+PREFETCH_BATCH = 4096
 
 
 def _cached(items: dict[int, Any], entry: Any) -> Any:

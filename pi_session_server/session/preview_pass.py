@@ -9,7 +9,7 @@ sequential reads, and decodes only those fields (:class:`PreviewLine`, msgspec s
 giving for each entry a value that holds them: ``describe`` computes the same previews from it as
 from the entry's whole value.
 
-A line msgspec will not decode into these fields as ``JSON.parse`` would read them (lone
+Values are made one at a time, as the caller asks for them. A line msgspec will not decode into these fields as ``JSON.parse`` would read them (lone
 surrogates, invalid UTF-8, content that is neither text nor a list of objects) is left out: its
 entry is read the usual way (``Entry.value``). As with ``Entry.value``, a line that no longer
 carries the envelope loaded for its entry raises ``StaleFileError``.
@@ -18,7 +18,7 @@ carries the envelope loaded for its entry raises ``StaleFileError``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import groupby
 from operator import attrgetter
 from typing import Any
@@ -101,24 +101,24 @@ _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 _SHOWN_CONTENT = frozenset({"user", "assistant"})  # the roles whose preview reads message.content
 
 
-def preview_values(entries: Iterable[Entry]) -> dict[int, dict[str, Any]]:
-    """``id(entry)`` -> a value holding the preview fields of the entry (its other fields left
-    out), for the entries whose lines are read from their file (not those holding their value or
-    bytes, which are at hand anyway), read in file order. An entry whose line does not decode as
-    :class:`PreviewLine` is missing from the result. Raises StaleFileError as ``Entry.value``."""
+def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+    """(entry, a value holding the entry's preview fields, its other fields left out) for the
+    entries whose lines are read from their file (not those holding their value or bytes, which are
+    at hand anyway), in file order, each read as it is needed: a caller that keeps what it makes of
+    a value, not the value, holds one at a time. An entry whose line does not decode as
+    :class:`PreviewLine` is left out. Raises StaleFileError as ``Entry.value``."""
     lazy = [e for e in entries if e._body is ABSENT and type(e._source) is FileLineSource]
-    found: dict[int, dict[str, Any]] = {}
-    lazy.sort(key=_by_source_and_offset)
+    one_file = len(set(map(attrgetter("_source"), lazy))) <= 1
+    lazy.sort(key=attrgetter("offset") if one_file else _by_source_and_offset)
     for source, group in groupby(lazy, key=attrgetter("_source")):
-        _read_lines(source, list(group), found)
-    return found
+        yield from _read_lines(source, list(group))
 
 
 def _by_source_and_offset(entry: Entry) -> tuple[int, int]:
     return id(entry._source), entry.offset
 
 
-def _read_lines(source: FileLineSource, entries: list[Entry], found: dict[int, dict[str, Any]]) -> None:
+def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, dict[str, Any]]]:
     fd = source.fd
     window = b""
     window_start = 0
@@ -148,7 +148,7 @@ def _read_lines(source: FileLineSource, entries: list[Entry], found: dict[int, d
             continue  # read the usual way
         if not entry._same_envelope(value):
             raise _stale(source, entry)
-        found[id(entry)] = value
+        yield entry, value
 
 
 def _value_of(line: PreviewLine) -> dict[str, Any]:

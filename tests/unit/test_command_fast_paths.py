@@ -261,7 +261,7 @@ def test_previews_from_one_pass_are_those_of_the_whole_values(tmp_path: Path, ev
     with SessionManager.open(str(path), read_only=True, index=False) as sm:
         entries = sm.get_entries()
         _read_from_the_file(entries)
-        values = preview_pass.preview_values(entries)
+        values = list(preview_pass.preview_values(entries))
     assert 0 < len(values) < len(entries)  # most lines read in the pass, the odd ones the usual way
 
 
@@ -291,7 +291,7 @@ def test_a_line_changed_under_the_pass_is_refused(tmp_path: Path, every_batch: N
         at = data.index(f'"{middle.id}"'.encode(), middle.offset)
         path.write_bytes(data[:at] + b'"X' + data[at + 2 :])  # its id, one letter changed
         with pytest.raises(Exception, match="changed underneath"):
-            preview_pass.preview_values(entries)
+            list(preview_pass.preview_values(entries))
 
 
 # ---------------------------------------------------------------------- the tree command, kept previews
