@@ -24,7 +24,6 @@ from ..format.scan import (
     classify_line,
     iter_physical_lines,
     problem_for,
-    scan_entries,
 )
 from .scan_index import IndexSettings, scan_with_index
 
@@ -104,22 +103,11 @@ def load_lazy(
     index where ``index`` allows one and it matches the file (see scan_index), else scanned."""
     source = FileLineSource(path, os.dup(fd))
     keep_bytes = peek.size <= KEEP_BYTES_LIMIT
-    start, first_line = peek.next_offset, peek.line + 1
     if index is not None:
         source.index_dir = index.directory
-        result = scan_with_index(
-            fd, source, start, first_line, index, keep_bytes=keep_bytes, on_progress=on_progress
-        )
-    else:
-        result = scan_entries(
-            fd,
-            source,
-            start=start,
-            first_line=first_line,
-            have_header=True,
-            on_progress=on_progress,
-            keep_bytes=keep_bytes,
-        )
+    result = scan_with_index(
+        fd, source, peek.next_offset, peek.line + 1, index, keep_bytes=keep_bytes, on_progress=on_progress
+    )
     entries = result.entries
     entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
     total_lines = peek.line + 1 + result.lines

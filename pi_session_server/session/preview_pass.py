@@ -178,30 +178,11 @@ def _value_of(line: PreviewLine) -> dict[str, Any]:
 
 
 # the fields taken as they are, by their JSON names (message, content and summary: see _value_of)
-_LINE_NAMES = (
-    "type",
-    "id",
-    "parentId",
-    "timestamp",
-    "customType",
-    "tokensBefore",
-    "modelId",
-    "thinkingLevel",
-    "label",
-    "name",
-)
-_line_fields = attrgetter(
-    "type",
-    "id",
-    "parent_id",
-    "timestamp",
-    "customType",
-    "tokensBefore",
-    "modelId",
-    "thinkingLevel",
-    "label",
-    "name",
-)
+_LINE_FIELDS = [
+    f for f in msgspec.structs.fields(PreviewLine) if f.name not in ("message", "content", "summary")
+]
+_LINE_NAMES = tuple(f.encode_name for f in _LINE_FIELDS)
+_line_fields = attrgetter(*(f.name for f in _LINE_FIELDS))
 _MESSAGE_NAMES = ("role", "stopReason", "errorMessage", "toolCallId", "toolName", "command")
 _message_fields = attrgetter(*_MESSAGE_NAMES)
 

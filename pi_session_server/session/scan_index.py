@@ -134,14 +134,14 @@ def scan_with_index(
     source: Any,
     start: int,
     first_line: int,
-    settings: IndexSettings,
+    settings: IndexSettings | None,
     *,
     keep_bytes: bool,
     on_progress: Callable[[int, int], Any] | None = None,
 ) -> ScanResult:
     """What ``scan_entries(fd, source, start=start, first_line=first_line, have_header=True)`` finds
     (``start``: where the line after the header starts), read from the file's index where it has one
-    that matches, and the index written for the next time."""
+    that matches, and the index written for the next time (``settings`` None: scanned, no index)."""
     global last_outcome
     outcome = last_outcome = IndexOutcome()
     try:
@@ -149,7 +149,7 @@ def scan_with_index(
     except OSError:
         st = None
     seen_at = time.time_ns()
-    if st is None or not settings.wanted(st.st_size):
+    if settings is None or st is None or not settings.wanted(st.st_size):
         return _scan(fd, source, start, first_line, keep_bytes, on_progress)
     path = index_path(settings.directory, st)
     cached = _read_index(path, fd, st, start, first_line, source, keep_bytes, outcome)
