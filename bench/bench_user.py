@@ -61,7 +61,7 @@ REFERENCE = textwrap.dedent(
 
 IN_PROCESS = textwrap.dedent(
     """
-    import json, resource, sys, time
+    import json, sys, time
     from pi_session_server.session import SessionManager, scan_index
     t1 = time.perf_counter()
     sm = SessionManager.open(sys.argv[1], read_only=True)
@@ -69,8 +69,7 @@ IN_PROCESS = textwrap.dedent(
     ctx = sm.build_session_context()
     t3 = time.perf_counter()
     print(json.dumps({"open": t2 - t1, "seconds": t3 - t1, "entries": len(sm.get_entries()),
-                      "index": scan_index.last_outcome.read,
-                      "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+                      "index": scan_index.last_outcome.read}))
     """
 )
 
@@ -84,19 +83,27 @@ def environment(index_dir: Path) -> dict[str, str]:
     return env
 
 
-def timed_process(
-    argv: list[str], env: dict[str, str] | None = None, stdout: Any = subprocess.DEVNULL
-) -> dict:
-    """Run ``argv`` to its end: wall seconds and peak RSS (its own, from wait4)."""
+def timed_process(argv: list[str], env: dict[str, str] | None = None) -> dict:
+    """Run ``argv`` to its end: wall seconds and its peak RSS. (The RSS comes from ``/usr/bin/time``,
+    whose small process starts it: a child of this process, which holds big texts for the language
+    server's didOpen, would count this process's pages before its exec as its own.)"""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    _pid, status, usage = os.wait4(proc.pid, 0)
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "peak-rss-kb %M", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
     seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode not in (0, 1):  # check exits 1 when it finds errors
-        raise RuntimeError(f"{argv[:4]} exited {proc.returncode}: {stderr[-500:]}")
-    return {"seconds": seconds, "rss": usage.ru_maxrss * 1024}
+    stderr = done.stderr.decode(errors="replace")
+    if done.returncode not in (0, 1):  # check exits 1 when it finds errors
+        raise RuntimeError(f"{argv[:4]} exited {done.returncode}: {stderr[-500:]}")
+    kb = next(
+        int(line.split()[1]) for line in reversed(stderr.splitlines()) if line.startswith("peak-rss-kb")
+    )
+    return {"seconds": seconds, "rss": kb * 1024}
 
 
 class Side:
@@ -191,8 +198,17 @@ class Server:
                     raise RuntimeError(f"{method}: {message['error']}")
                 return message["result"]
 
+    def peak_rss(self) -> int:
+        """The server's peak RSS so far (VmHWM: of its own address space, see timed_process)."""
+        with open(f"/proc/{self.proc.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
     def close(self) -> int:
         """Shut down; the server's peak RSS."""
+        peak = self.peak_rss()
         try:
             self.request("shutdown", None)
             self.send({"jsonrpc": "2.0", "method": "exit"})
@@ -200,9 +216,8 @@ class Server:
             self.proc.stdin.close()
         except (OSError, ConnectionError, RuntimeError):
             self.proc.kill()
-        _pid, _status, usage = os.wait4(self.proc.pid, 0)
-        self.proc.returncode = 0
-        return usage.ru_maxrss * 1024
+        self.proc.wait(60)
+        return peak
 
 
 FIRST_PAGE = 100
@@ -449,15 +464,20 @@ def bench_huge(path: Path, repeat: int, work: Path, table: Table) -> None:
 
 
 def _in_process(path: Path, side: Side) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", IN_PROCESS, str(path)],
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "peak-rss-kb %M", sys.executable, "-c", IN_PROCESS, str(path)],
         capture_output=True,
         text=True,
         check=True,
         env=side.env(),
         cwd=ROOT,
     )
-    return json.loads(out.stdout)
+    result = json.loads(done.stdout)
+    kb = next(
+        int(line.split()[1]) for line in reversed(done.stderr.splitlines()) if line.startswith("peak-rss-kb")
+    )
+    result["rss"] = kb * 1024  # (see timed_process)
+    return result
 
 
 def main() -> int:
