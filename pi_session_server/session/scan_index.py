@@ -24,9 +24,9 @@ envelope the index gave (``Entry.value``), so a file changed behind the index's 
 ``StaleFileError``, not another entry's body.
 
 The file: ``MAGIC``, the format version, the lengths of the header and the payload and a CRC-32 of
-both (``_PREFIX``), then the header (msgpack, :class:`IndexHeader`: the key, the tables, what
-is sparse), then the payload: the columns of every entry, one section each (ids and timestamps as
-text joined by NUL, type and role codes one byte each, offsets as 64-bit integers, chain starts).
+both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
+timestamps as text joined by NUL, type and role codes one byte each, offsets as 64-bit integers,
+chain starts), then the header (msgpack, :class:`IndexHeader`: the key, the tables, what is sparse).
 Entries whose envelope does not fit the columns (a number for an id, a held body: lines msgspec
 rejected) are listed by position and scanned again from the file when the index is read. Writes go
 to a temporary file in the cache directory, renamed over the index: concurrent processes each
@@ -44,7 +44,7 @@ import time
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not, ne, sub
@@ -220,15 +220,16 @@ def index_path(directory: str, st: os.stat_result) -> str:
 
 MAGIC: Final = b"PISESIDX"
 FORMAT_VERSION: Final = 1
-# magic, format version, header length, payload length, CRC-32 of the header and the payload
+# magic, format version, header length, payload length, CRC-32 of the payload and the header (which
+# follows the payload: it is known once the payload was written)
 _PREFIX = struct.Struct("<8sIIQI")
 _HASHED = 4096  # bytes of the file's head, and before the end indexed, whose CRC the index holds
-_FIRST_READ = 64 * 1024
 # codes of the role column below the role table
 _NO_MESSAGE = 0  # entry.message is None
 _NO_ROLE = 1  # a message head without a role
 _ROLE_BASE = 2
 _MAX_CODES = 256
+_TEXT_PIECE = 65536  # values joined and encoded at a time when a text column is written
 _SECTIONS = ("ids", "timestamps", "types", "roles", "offsets", "chain_starts")
 
 
@@ -322,31 +323,27 @@ def _read_index(
 
 @dataclass(slots=True)
 class _Check:
-    """Where the payload is, and what the CRC-32 of the header and the payload must be."""
+    """Where the payload is, and what the CRC-32 of the payload and the header must be."""
 
-    header_crc: int
-    payload_at: int
+    header_bytes: bytes
     payload_length: int
     crc: int
 
 
 def _read_header(index_fd: int) -> tuple[IndexHeader, _Check]:
-    first = os.pread(index_fd, _FIRST_READ, 0)
-    if len(first) < _PREFIX.size:
+    prefix = os.pread(index_fd, _PREFIX.size, 0)
+    if len(prefix) < _PREFIX.size:
         raise _NotUsable("too short")
-    magic, version, header_length, payload_length, crc = _PREFIX.unpack_from(first)
+    magic, version, header_length, payload_length, crc = _PREFIX.unpack(prefix)
     if magic != MAGIC or version != FORMAT_VERSION:
         raise _NotUsable("another format")
-    header_end = _PREFIX.size + header_length
-    if os.fstat(index_fd).st_size != header_end + payload_length:
+    header_at = _PREFIX.size + payload_length
+    if os.fstat(index_fd).st_size != header_at + header_length:
         raise _NotUsable("cut short, or more than written")
-    if header_end <= len(first):
-        header_bytes = first[_PREFIX.size : header_end]
-    else:
-        header_bytes = first[_PREFIX.size :] + _read_exactly(index_fd, header_end - len(first), len(first))
+    header_bytes = _read_exactly(index_fd, header_length, header_at)
     # (decoded before the CRC is checked, to see first whether it is this file's; nothing of it is
     # used unless the CRC matches: see _read_columns)
-    return _decode_header(header_bytes), _Check(zlib.crc32(header_bytes), header_end, payload_length, crc)
+    return _decode_header(header_bytes), _Check(header_bytes, payload_length, crc)
 
 
 @dataclass(slots=True)
@@ -360,25 +357,40 @@ class _Columns:
 
 
 def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns:
-    """The payload's columns (the payload itself is let go of before entries are made of them)."""
-    payload = _read_exactly(index_fd, check.payload_length, check.payload_at)
-    if zlib.crc32(payload, check.header_crc) != check.crc:
-        raise _NotUsable("damaged")
+    """The payload's columns, read a section at a time (the bytes of one are let go of before the
+    next is read); none is used before the CRC of all is checked."""
     n = header.count
-    parts = _sections(header, payload)
-    columns = _Columns(
-        _texts(parts["ids"], n),
-        _texts(parts["timestamps"], n),
-        _integers(parts["offsets"], n),
-        _integers(parts["chain_starts"]),
-        bytes(parts["types"]),
-        bytes(parts["roles"]),
+    lengths = header.sections
+    if len(lengths) != len(_SECTIONS) or sum(lengths) != check.payload_length or min(lengths) < 0:
+        raise _NotUsable("sections do not add up")
+    crc = 0
+    at = _PREFIX.size
+    decoded: dict[str, Any] = {}
+    for name, length in zip(_SECTIONS, lengths, strict=True):
+        data = _read_exactly(index_fd, length, at)
+        at += length
+        crc = zlib.crc32(data, crc)
+        if name in ("ids", "timestamps"):
+            decoded[name] = _texts(data, n)
+        elif name == "offsets":
+            decoded[name] = _integers(data, n)
+        elif name == "chain_starts":
+            decoded[name] = _integers(data)
+        else:
+            if len(data) != n:
+                raise _NotUsable("column of another length")
+            decoded[name] = data
+        del data
+    if zlib.crc32(check.header_bytes, crc) != check.crc:
+        raise _NotUsable("damaged")
+    return _Columns(
+        decoded["ids"],
+        decoded["timestamps"],
+        decoded["offsets"],
+        decoded["chain_starts"],
+        decoded["types"],
+        decoded["roles"],
     )
-    if len(columns.type_codes) != n or len(columns.role_codes) != n:
-        raise _NotUsable("column of another length")
-    for view in parts.values():
-        view.release()
-    return columns
 
 
 def _read_exactly(fd: int, length: int, offset: int) -> bytes:
@@ -420,21 +432,7 @@ def _edges(fd: int, end: int) -> tuple[int, int]:
     return zlib.crc32(head), zlib.crc32(tail)
 
 
-def _sections(header: IndexHeader, payload: bytes) -> dict[str, memoryview]:
-    if len(header.sections) != len(_SECTIONS) or sum(header.sections) != len(payload):
-        raise _NotUsable("sections do not add up")
-    out = {}
-    position = 0
-    view = memoryview(payload)
-    for name, length in zip(_SECTIONS, header.sections, strict=True):
-        if length < 0:
-            raise _NotUsable("negative section")
-        out[name] = view[position : position + length]
-        position += length
-    return out
-
-
-def _texts(data: memoryview, count: int) -> list[str]:
+def _texts(data: bytes, count: int) -> list[str]:
     if count == 0:
         if len(data):
             raise _NotUsable("text for no entries")
@@ -445,7 +443,7 @@ def _texts(data: memoryview, count: int) -> list[str]:
     return texts
 
 
-def _integers(data: memoryview, count: int | None = None) -> list[int]:
+def _integers(data: bytes, count: int | None = None) -> list[int]:
     numbers = array("q")
     numbers.frombytes(data)
     if count is not None and len(numbers) != count:
@@ -583,22 +581,23 @@ def _write_index(
     result: ScanResult,
 ) -> bool:
     """Write the index of ``result`` (as the file was when ``st`` was taken); False when it cannot
-    be written or the result does not fit the format (the file is just scanned next time)."""
+    be written or the result does not fit the format (the file is just scanned next time). The
+    columns are written as they are made, one at a time."""
     temporary = None
     try:
-        header, sections = _encoded(result, fd, st, start, first_line)
-        if seen_at - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
-            header.size = -1  # see RACY_NS
-        encoded_header = _encode_header(header)
-        crc = zlib.crc32(encoded_header)
-        for section in sections:
-            crc = zlib.crc32(section, crc)
-        prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(encoded_header), sum(header.sections), crc)
         os.makedirs(directory, mode=0o700, exist_ok=True)
         out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".pi-index", dir=directory)
         try:
-            for data in (prefix, encoded_header, *sections):
-                _write_all(out, data)
+            _write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
+            sections = _SectionWriter(out)
+            header = _encoded(result, fd, st, start, first_line, sections)
+            if seen_at - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+                header.size = -1  # see RACY_NS
+            encoded_header = _encode_header(header)
+            _write_all(out, encoded_header)
+            crc = zlib.crc32(encoded_header, sections.crc)
+            prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(encoded_header), sections.length, crc)
+            os.pwrite(out, prefix, 0)
         finally:
             os.close(out)
         os.replace(temporary, path)
@@ -613,6 +612,25 @@ def _write_index(
                 os.unlink(temporary)
 
 
+class _SectionWriter:
+    """Writes the payload's sections one after the other, keeping their lengths and the CRC."""
+
+    def __init__(self, out: int) -> None:
+        self.out = out
+        self.crc = 0
+        self.length = 0
+        self.lengths: list[int] = []
+
+    def add(self, chunks: Iterable[bytes]) -> None:
+        length = 0
+        for chunk in chunks:
+            _write_all(self.out, chunk)
+            self.crc = zlib.crc32(chunk, self.crc)
+            length += len(chunk)
+        self.lengths.append(length)
+        self.length += length
+
+
 def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
@@ -621,8 +639,8 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 
 
 def _encoded(
-    result: ScanResult, fd: int, st: os.stat_result, start: int, first_line: int
-) -> tuple[IndexHeader, list[bytes]]:
+    result: ScanResult, fd: int, st: os.stat_result, start: int, first_line: int, sections: _SectionWriter
+) -> IndexHeader:
     """The index of ``result``'s complete lines. Each column is made once and encoded before the
     next is made (a list of a million entries' ids is 8 MB, plus its strings). An entry with a value
     a column cannot hold has a stand-in there, and is read again from its line when the index is.
@@ -651,19 +669,24 @@ def _encoded(
                 rescanned.add(position)
         return values
 
-    def text(values: list[Any]) -> bytes:
-        joined = "\x00".join(values)
-        if joined.count("\x00") > max(0, n - 1):  # a NUL inside a value
-            for position, value in enumerate(values):
-                if "\x00" in value:
-                    values[position] = ""
-                    rescanned.add(position)
-            joined = "\x00".join(values)
-        return joined.encode("utf-8", "surrogatepass")
+    def text(values: list[Any]) -> Iterator[bytes]:
+        """The column as text joined by NUL, in pieces (a value holding a NUL gets a stand-in)."""
+        for at in range(0, n, _TEXT_PIECE):
+            piece = values[at : at + _TEXT_PIECE]
+            joined = "\x00".join(piece)
+            if joined.count("\x00") > len(piece) - 1:  # a NUL inside a value
+                for i, value in enumerate(piece):
+                    if "\x00" in value:
+                        values[at + i] = ""
+                        rescanned.add(at + i)
+                joined = "\x00".join(values[at : at + _TEXT_PIECE])
+            yield (("\x00" if at else "") + joined).encode("utf-8", "surrogatepass")
 
     ids = column("id", _PLAIN_TEXT, "")
+    for _ in text(ids):  # stand-ins first: a parentId equal to the id before is not kept
+        pass
     parents = column("parent_id", _PLAIN_OPTIONAL, None)
-    sections = [text(ids)]
+    sections.add(text(ids))
     explicit_parents = [
         (p, parents[p]) for p in compress(range(n), map(is_not, parents, [ABSENT, *ids[:-1]]))
     ]
@@ -672,9 +695,9 @@ def _encoded(
         if not _encodable(parent):  # (the header is msgpack: no lone surrogates)
             explicit_parents[i] = (position, None)
             rescanned.add(position)
-    sections.append(text(column("timestamp", _PLAIN_TEXT, "")))
+    sections.add(text(column("timestamp", _PLAIN_TEXT, "")))
     type_table, codes = _coded(column("type", _PLAIN_TYPES, "message"), rescanned, "message", {})
-    sections.append(codes)
+    sections.add([codes])
     heads = list(map(attrgetter("message"), entries))
     roles = list(map(getattr, heads, repeat("role"), repeat(_NO_HEAD)))
     for position in chain_starts:
@@ -683,10 +706,10 @@ def _encoded(
             rescanned.add(position)
     del heads
     role_table, codes = _coded(roles, rescanned, _NO_HEAD, {_NO_HEAD: _NO_MESSAGE, ABSENT: _NO_ROLE})
-    sections.append(codes)
+    sections.add([codes])
     del roles
-    sections.append(array("q", map(attrgetter("offset"), entries)).tobytes())
-    sections.append(array("q", chain_starts).tobytes())
+    sections.add([array("q", map(attrgetter("offset"), entries)).tobytes()])
+    sections.add([array("q", chain_starts).tobytes()])
     column("_body", _PLAIN_BODIES, ABSENT)  # a value held: read again
     targets = list(map(attrgetter("targetId"), entries))
     labels = list(map(attrgetter("label"), entries))
@@ -734,9 +757,9 @@ def _encoded(
             if p.offset < end
         ],
         complete=result.index.complete,
-        sections=[len(s) for s in sections],
+        sections=sections.lengths,
     )
-    return header, sections
+    return header
 
 
 _PLAIN_TEXT: frozenset[type] = frozenset({str})

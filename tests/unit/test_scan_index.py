@@ -433,8 +433,9 @@ def test_a_damaged_index_is_ignored_and_rebuilt(tmp_path: Path, index_dir: Path)
         good[: len(good) // 2],
         good[:-1],
         good + b"x",
-        good[:200] + bytes([good[200] ^ 0xFF]) + good[201:],  # in the header
-        good[:-40] + bytes([good[-40] ^ 0x01]) + good[-39:],  # in the payload: the CRC differs
+        good[:200] + bytes([good[200] ^ 0xFF]) + good[201:],  # in the payload: the CRC differs
+        good[:-40] + bytes([good[-40] ^ 0x01]) + good[-39:],  # in the header (at the end)
+        good[:10] + bytes([good[10] ^ 0x01]) + good[11:],  # in the prefix
         os.urandom(len(good)),
         b"\x00" * len(good),
     ):
