@@ -9,7 +9,7 @@ from importlib import resources
 from typing import Any
 
 from ..format.jsvalue import ABSENT, js_string_of
-from ..session import SessionManager
+from ..session import DEFAULT_PI, PROFILES, SessionManager
 
 
 class CommandError(Exception):
@@ -25,6 +25,18 @@ def path_problem(path: str) -> str | None:
     return None
 
 
+def add_pi_argument(parser: argparse.ArgumentParser) -> None:
+    """``--pi VERSION``: the pi release whose behaviour the command follows (a session file does not
+    say which pi wrote it; the one the user runs now decides what it means)."""
+    parser.add_argument(
+        "--pi",
+        choices=list(PROFILES),
+        default=DEFAULT_PI,
+        metavar="VERSION",
+        help=f"behave like this pi release: {', '.join(PROFILES)} (default {DEFAULT_PI})",
+    )
+
+
 def add_index_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-index",
@@ -35,16 +47,17 @@ def add_index_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_to_look(path: str, *, index: bool = True) -> SessionManager:
+def open_to_look(path: str, pi: str = DEFAULT_PI, *, index: bool = True) -> SessionManager:
     """The session in ``path``, loaded without writing anything to it (see SessionManager's
-    read_only; its index in the cache directory is read and written unless ``index`` is False).
+    read_only), read as pi release ``pi`` reads it; its index in the cache directory is read and
+    written unless ``index`` is False.
 
     pi's ``open`` of a missing file starts a new session there; a command that shows a file
     reports it missing instead. An empty file reads as a session without entries."""
     problem = path_problem(path)
     if problem is not None:
         raise CommandError(f"{path}: {problem}")
-    return SessionManager.open(path, read_only=True, index=index)
+    return SessionManager.open(path, read_only=True, pi=pi, index=index)
 
 
 _SKIPPED_SHOWN = 3

@@ -1,4 +1,5 @@
-"""``pi-session tree [FILE]``: the session tree drawn as text (labels, branch points, the leaf)."""
+"""``pi-session tree [FILE] [--pi VERSION]``: the session tree drawn as text (labels, branch points,
+the leaf), the session read as pi release VERSION reads it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..render.tree_text import TextNode, render_tree
 from ..session import SessionManager
 from ..session.describe import PreviewCache
 from ..session.tree import TreeNode
-from ._common import add_index_argument, open_to_look, report_skipped_lines, session_path
+from ._common import add_index_argument, add_pi_argument, open_to_look, report_skipped_lines, session_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width", type=int, default=100, help="cut entry previews to about this many characters"
     )
+    add_pi_argument(parser)
     add_index_argument(parser)
 
 
@@ -48,7 +50,7 @@ def text_nodes(manager: SessionManager, roots: list[TreeNode], width: int) -> li
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
-    manager = open_to_look(path, index=args.index)
+    manager = open_to_look(path, args.pi, index=args.index)
     if manager.get_entries() == [] and os.path.getsize(path) == 0:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
         print(f"{path}\nempty file: no session in it yet")

@@ -50,6 +50,7 @@ KnownType = Literal[
     "label",
     "session_info",
     "usage",
+    "context_edit",  # pi 1.6.0
 ]
 KnownRole = Literal[
     "user",

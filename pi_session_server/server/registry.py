@@ -27,7 +27,7 @@ class Slot:
     handle: str
     manager: Any
     implicit: bool = False  # opened on demand for a ``uri``
-    view_path: str | None = None  # loaded without writing (see docs/server-needs.md §1)
+    view_path: str | None = None  # loaded without writing (a look must never write the file)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_stat: Any = None  # the watcher's last (ino, size, mtime_ns) of the file, or "missing"
     closed: bool = False

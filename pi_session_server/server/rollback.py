@@ -1,8 +1,8 @@
 """Undo the in-memory part of a write that failed, so a failed request leaves the session as it was.
 
 The reference keeps an entry in memory when writing it fails (spec §14; the library keeps that for
-conformance). The wire promises the opposite. Until the library offers an opt-in
-(docs/server-needs.md §2), this module restores the manager from a snapshot: a shallow copy of its
+conformance). The wire promises the opposite. Until the library's opt-in (``rollback_failed_appends``)
+replaces it, this module restores the manager from a snapshot: a shallow copy of its
 attributes (operations that switch sessions replace the entry list and index wholesale) plus the
 length of the entry list and copies of the label maps (appends change those in place).
 """

@@ -3,7 +3,7 @@
 ``SessionManager.open`` writes at load time when the file needs it (v1/v2 migration rewrite, the
 trailing-newline repair, a header for an empty file). A front end that merely looks at a file must
 not change it, so such files are loaded into an in-memory manager (the same entries, migrated in
-memory) and reopened with ``open`` when a writing method is called (docs/server-needs.md §1).
+memory) and reopened with ``open`` when a writing method is called.
 """
 
 from __future__ import annotations

@@ -472,6 +472,9 @@ def _entry_part(etype: Any, value: dict[str, Any]) -> str | _ToolResult:
         return f"[thinking: {_js_str(value.get('thinkingLevel', ABSENT))}]"
     if etype == "custom":
         return f"[custom: {_js_str(value.get('customType', ABSENT))}]"
+    if etype == "context_edit":  # pi 1.6.0's selector (0.86.1 shows nothing for a type it does not know)
+        kind = "omit" if value.get("replacement", ABSENT) is None else "replace"
+        return f"[context {kind}: {_js_str(value.get('targetId', ABSENT))}]"
     if etype == "label":
         label = value.get("label", ABSENT)
         return f"[label: {'(cleared)' if label is ABSENT or label is None else _js_str(label)}]"

@@ -88,7 +88,7 @@ class LazyLoad:
 
 # Files up to this size keep every line's bytes in memory (bodies are decoded from them on demand),
 # so nothing another process does to the file later can take a loaded entry away. Larger files are
-# re-read by offset, which is what keeps multi-GB sessions in bounded memory (D14).
+# re-read by offset, which is what keeps multi-GB sessions in bounded memory (D15).
 KEEP_BYTES_LIMIT = 32 * 1024 * 1024
 
 
