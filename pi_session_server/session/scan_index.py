@@ -494,8 +494,13 @@ def _result_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, kee
         )
     )
     for position in header.rescanned:
-        entries[position] = _rescanned(fd, entries[position], source, keep_bytes)
-        ids[position] = entries[position].id
+        entry = entries[position] = _rescanned(fd, entries[position], source, keep_bytes)
+        ids[position] = entry.id
+        after = position + 1
+        if after < n and type(entry.id) is str and entries[after].parent_id == entry.id:
+            # the entry after it names it as its parent: the very same string, as the scan makes it
+            # (a chain goes on through an entry read again; see IdIndex.chain_starts)
+            entries[after].parent_id = entry.id
     index = IdIndex(chain_starts=columns.chain_starts, complete=header.complete)
     if header.complete:
         index.by_id = dict(zip(ids, entries, strict=True))
