@@ -270,17 +270,37 @@ class TreeIndex:
         # its calls call_0, call_1, ... in every turn) must not make this quadratic: the
         # ancestors near each result are collected once, and calls are looked up in sets.
         calls_get = self.calls_by_id.get
+        answered: dict[str, set[LineInfo]] = {}  # call id -> the calls a result with it is close below
         for c, results in self.results_by_call.items():
             calls_of_c = set(calls_get(c) or ())
             for r in results:
-                if not calls_of_c or calls_of_c.isdisjoint(self._near_ancestors(r)):
+                near = self._near_calls(r, calls_of_c) if calls_of_c else ()
+                if not near:
                     suspects.append(r)
+                else:
+                    answered.setdefault(c, set()).update(near)
         for c, callers in self.calls_by_id.items():
-            answered: set[LineInfo] = set()  # the calls some result with this id is close below
-            for r in self.results_by_call.get(c, ()):
-                answered.update(self._near_ancestors(r))
-            suspects.extend(a for a in callers if a not in answered)
+            answered_c = answered.get(c, ())
+            suspects.extend(a for a in callers if a not in answered_c)
         return suspects
+
+    def _near_calls(self, r: LineInfo, calls: set[LineInfo]) -> list[LineInfo]:
+        """The members of ``calls`` among the few nearest ancestors of ``r`` (the walk stops once
+        it met them all: as a rule, at the parent)."""
+        found = []
+        by_id_get = self.by_id.get
+        cur = r
+        for _ in range(_NEAR):
+            pk = cur.pkey
+            lst = by_id_get(pk) if pk is not None else None
+            if not lst:
+                break
+            cur = lst[-1]
+            if cur in calls:
+                found.append(cur)
+                if len(found) == len(calls):
+                    break
+        return found
 
     def _near_ancestors(self, e: LineInfo) -> Iterator[LineInfo]:
         """The few nearest ancestors of ``e``."""

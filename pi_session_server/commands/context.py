@@ -11,7 +11,14 @@ from typing import Any
 from ..format.jsjson import dumps_pretty
 from ..format.jsvalue import ABSENT, js_string_of
 from ..session.describe import content_text, tool_call_text
-from ._common import add_pi_argument, model_text, open_to_look, report_skipped_lines, session_path
+from ._common import (
+    add_index_argument,
+    add_pi_argument,
+    model_text,
+    open_to_look,
+    report_skipped_lines,
+    session_path,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leaf", help="build the context at this entry id instead of the session's leaf")
     parser.add_argument("--json", action="store_true", help="print the context as JSON (pi's value)")
     add_pi_argument(parser)
+    add_index_argument(parser)
 
 
 def message_text(message: Any) -> str:
@@ -50,7 +58,7 @@ def message_text(message: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
-    manager = open_to_look(path, args.pi)
+    manager = open_to_look(path, args.pi, index=args.index)
     report_skipped_lines("context", path, manager)
     if args.leaf is not None:
         if manager.get_entry(args.leaf) is ABSENT:

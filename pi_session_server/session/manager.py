@@ -61,6 +61,7 @@ from .projection import build_session_context as _build_session_context
 from .projection import build_session_projection as _build_session_projection
 from .projection import edit_target_role, is_edit_replacement, text_blocks
 from .rewrites import LockedFile, rewritten_after
+from .scan_index import index_settings
 from .tree import TreeNode, build_tree
 
 
@@ -133,6 +134,7 @@ class SessionManager:
         read_only: bool = False,
         on_progress: Callable[[int, int], Any] | None = None,
         pi: PiVersion = DEFAULT_PI,
+        index: bool | str | os.PathLike[str] = True,
     ) -> None:
         #: the pi release this manager behaves like (see profiles.py)
         self.profile: Profile = profile_for(pi)
@@ -148,6 +150,9 @@ class SessionManager:
         # is as it was"). pi 1.6.0 always takes it back (profile.rolls_back_failed_appends).
         self.rollback_failed_appends = False
         self._on_progress = on_progress
+        # the persistent index of the session file (scan_index): True the default cache directory,
+        # False none, or the directory to keep it in
+        self._index = index_settings(index)
         self._session_id: Any = ""
         self._session_file: Any = ABSENT
         self._file_entries: builtins.list[Entry] = []
@@ -213,9 +218,12 @@ class SessionManager:
         read_only: bool = False,
         on_progress: Callable[[int, int], Any] | None = None,
         pi: PiVersion = DEFAULT_PI,
+        index: bool | str | os.PathLike[str] = True,
     ) -> SessionManager:
         """Open a session file. ``read_only`` loads it without writing anything (see __init__);
-        ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned."""
+        ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned; ``index``:
+        where the file's persistent index is kept (True: the cache directory, see
+        ``scan_index.default_index_directory``; False: no index; else the directory to use)."""
         resolved = resolve_path(path)
         header: Any = None
         if cwd_override is ABSENT and os.path.exists(resolved):
@@ -240,6 +248,7 @@ class SessionManager:
             read_only=read_only,
             on_progress=on_progress,
             pi=profile,
+            index=index,
         )
 
     @classmethod
@@ -419,7 +428,7 @@ class SessionManager:
             os.close(fd)
 
     def _load_current(self, fd: int, path: str, peek: Any) -> None:
-        loaded, source = load_lazy(fd, path, peek, self._on_progress)
+        loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index)
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
         # the reference's load-time repair (§10.1); a newline right at our end finishes our last line
@@ -1321,7 +1330,7 @@ def _load_fork_source(source: str) -> list[Any]:
                 storage.repair_trailing_newline(source)
             migrate_to_current_version(exact.values, True)
             return [v for v in exact.values if isinstance(v, dict)]
-        loaded, _source = load_lazy(fd, source, peek)
+        loaded, _source = load_lazy(fd, source, peek, index=index_settings())
         if loaded.needs_newline:
             storage.repair_trailing_newline(source)
         return list(loaded.entries)

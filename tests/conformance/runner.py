@@ -36,7 +36,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -484,6 +484,10 @@ class _Progress:
     t1: int | None = None
     fatal: str | None = None
     tracebacks: list[str] = field(default_factory=list)
+    # the worker's CPU clock, taken by the worker itself: asking for a thread's clock by its ident
+    # once it has ended reads a freed thread structure (a segfault, seen when a scenario ended at once)
+    cpu_clock: int | None = None
+    started: threading.Event = field(default_factory=threading.Event)
 
     def begin(self, section: str, index: int) -> None:
         with self.lock:
@@ -790,6 +794,9 @@ class _Execution:
                 self.progress.t1 = _now_ms()
 
     def run_guarded(self) -> None:
+        with suppress(AttributeError, OSError):
+            self.progress.cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
+        self.progress.started.set()
         try:
             self.run()
         except _Deadline:
@@ -845,17 +852,21 @@ def _scenario_environment(work_dir: str) -> Iterator[None]:
         time.tzset()
 
 
-def _wait_for(worker: threading.Thread, done: threading.Event, timeout_ms: float, t0: int) -> bool:
-    """Waits until ``done`` or the deadline; False at the deadline.
+def _wait_for(progress: _Progress, timeout_ms: float, t0: int) -> bool:
+    """Waits until the worker is done or the deadline; False at the deadline.
 
     The deadline is the worker's CPU time reaching ``timeoutMs`` (so a loaded machine does not turn
     a slow scenario into a "timeout"), with a wall-clock backstop for ops that block without
     computing: three times ``timeoutMs`` plus 10 s.
     """
+    done = progress.done
+    progress.started.wait(30)  # (set first thing in the worker)
+    clock = progress.cpu_clock
     try:
-        clock = time.pthread_getcpuclockid(worker.ident or 0)
+        if clock is None:
+            raise OSError("no CPU clock")
         cpu0 = time.clock_gettime(clock)
-    except (AttributeError, OSError):
+    except OSError:  # none, or the worker has ended already
         return done.wait(max(0.0, (t0 + timeout_ms - _now_ms()) / 1000))
     wall_limit = t0 + 3 * timeout_ms + 10_000
     while not done.wait(min(0.05, timeout_ms / 1000)):
@@ -913,7 +924,7 @@ def execute(scenario: Any, base_dir: str, api: Api | None = None, pi: str | None
                     worker.start()
                 finally:
                     threading.stack_size(old_stack)
-                if not _wait_for(worker, progress.done, timeout_ms, t0):
+                if not _wait_for(progress, timeout_ms, t0):
                     with progress.lock:
                         progress.closed = True
                         if not progress.done.is_set():
