@@ -93,7 +93,7 @@ def node_filter(
 ) -> Callable[[Any], bool]:
     """The visibility predicate of one of pi's ``/tree`` filter modes over tree nodes (``cache``:
     the session's, which remembers each assistant entry's answer)."""
-    tokens = [t for t in (search or "").lower().split() if t]
+    tokens = list(dict.fromkeys((search or "").lower().split()))  # each word once (a match needs all)
     silent_turn = _silent_turn if cache is None else cache.silent_turn
 
     def visible(node: Any) -> bool:

@@ -38,6 +38,9 @@ def column(line_text: str, index: int, encoding: str) -> int:
 class Editor:
     client: LanguageClient
     encoding: str
+    # the client pulls diagnostics (textDocument/diagnostic): the server then pushes them only for
+    # documents the client never opened (read from disk)
+    pulls: bool = False
     texts: dict[str, str] = field(default_factory=dict)
     versions: dict[str, int] = field(default_factory=dict)
     applied_edits: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
@@ -94,7 +97,18 @@ class Editor:
         self, uri: str, after: int | None = None, timeout: float = 20
     ) -> Sequence[types.Diagnostic]:
         """The first publication for ``uri`` after the first ``after`` ones (default: the first one
-        this test has not been given yet)."""
+        this test has not been given yet). A client that pulls asks for them instead: the server
+        answers after the changes sent before."""
+        if self.pulls and uri in self.texts:
+            report = await asyncio.wait_for(
+                self.client.text_document_diagnostic_async(
+                    types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+                ),
+                timeout,
+            )
+            assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+            assert uri not in self.published, "a client that pulls was sent diagnostics too"
+            return report.items
         index = self.given.get(uri, 0) if after is None else after
         deadline = asyncio.get_running_loop().time() + timeout
         while len(self.published.get(uri, [])) <= index:
@@ -161,7 +175,8 @@ async def start_editor(lsp_client: LanguageClient, client_name: str) -> Editor:
             result.capabilities.position_encoding, "value", result.capabilities.position_encoding or "utf-16"
         )
     )
-    editor = Editor(lsp_client, encoding)
+    pulls = capabilities.text_document is not None and capabilities.text_document.diagnostic is not None
+    editor = Editor(lsp_client, encoding, pulls)
     features = lsp_client.protocol.fm.features
     stores = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]  # pytest-lsp's: client.diagnostics
 

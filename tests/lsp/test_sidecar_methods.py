@@ -344,16 +344,34 @@ async def test_uri_addressing_opens_on_demand_without_writing(sidecar, tmp_path)
     assert [m["role"] for m in context["messages"]] == ["custom"]  # migrated in memory
     info = await sidecar.request("pi/getInfo", {"uri": uri})
     assert info["readOnly"] is True and info["leafId"] == "m1"
+    # the view keeps the file's line numbers and problems (issue 23, item A)
+    assert (await sidecar.request("pi/getEntryAtLine", {"uri": uri, "line": 1}))["id"] == "m1"
     assert v2.read_text() == text  # untouched by reads
+    # a write would convert the whole file (new ids): never without the user asking (item B)
+    with expect_error(-32012) as refused:
+        await sidecar.request("pi/append", {"uri": uri, "kind": "message", "message": USER})
+    assert refused.value.data == {"path": str(v2), "version": 2}
+    assert "pi/open" in refused.value.message
+    assert v2.read_text() == text
+    assert (await sidecar.request("pi/getInfo", {"uri": uri}))["readOnly"] is True
+
+    v3 = tmp_path / "crashed.jsonl"
+    v3_text = (
+        '{"type":"session","version":3,"id":"new","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}\n'
+        '{"type":"message","id":"m1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"h","timestamp":1}}'
+    )
+    v3.write_text(v3_text)  # a crash cut the final newline
+    uri = v3.as_uri()
+    info = await sidecar.request("pi/getInfo", {"uri": uri})
+    assert info["readOnly"] is True and info["leafId"] == "m1"
+    assert v3.read_text() == v3_text
     await sidecar.request("pi/append", {"uri": uri, "kind": "message", "message": USER})
-    written = lines(v2)
-    assert written[0]["version"] == 3 and written[1]["message"]["role"] == "custom"
+    written = lines(v3)
+    assert [w.get("id") for w in written[:2]] == ["new", "m1"]  # the ids stay the file's
     assert written[2]["parentId"] == "m1"
     info = await sidecar.request("pi/getInfo", {"uri": uri})
-    assert (
-        info["readOnly"] is False
-        and info["session"] == (await sidecar.request("pi/getInfo", {"uri": uri}))["session"]
-    )
+    assert info["readOnly"] is False and info["entryCount"] == 2
 
 
 async def test_close_and_sessions(sidecar, tmp_path):
