@@ -173,6 +173,15 @@ class Connection:
         self.writer: FrameWriter | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.shutting_down = False
+        # two notifications pygls handles as generators, each leaving an entry behind in its table
+        # of pending requests: what they do is done here
+        self.routes[types.INITIALIZED] = lambda params: None
+        self.routes[types.SET_TRACE] = self._set_trace
+
+    def _set_trace(self, params: Any) -> None:
+        value = params.get("value") if isinstance(params, dict) else None
+        if value in {trace.value for trace in types.TraceValue}:
+            self.protocol.trace = types.TraceValue(value)
 
     # -- registering --------------------------------------------------------------------------
 
