@@ -193,3 +193,42 @@ def test_search_words_are_bounded(server: RawServer, tmp_path: Path):
     found = server.call("pi/getTree", {"session": handle, "search": " ".join(["forecast"] * 100), "filter": "all"})
     assert found["nodes"] == server.call("pi/getTree", {"session": handle, "search": "forecast", "filter": "all"})["nodes"]
     assert found["nodes"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's memory from /proc")
+def test_requests_during_the_analysis_of_a_big_document_leave_nothing_behind(tmp_path: Path):
+    """Requests about a document sent while it is analysed (2M characters and more) wait in its
+    queue and are answered; nothing of them stays once they are (they used to stay forever: two MB
+    a round, without end). The first ten rounds warm the allocator up (it grows in steps, then
+    stays); the next ten must not grow the server by as much as the leak did. One malloc arena: the
+    figure is then the server's own growth, not how glibc spreads blocks over its threads."""
+    import psutil
+
+    from pi_session_server.analysis.samples import generate_session
+
+    text = generate_session(2_400_000, seed=5).decode()
+    uri = "file:///tmp/pi-leak-check/2026-11-30T09-13-48-180Z_big.jsonl"
+    server = RawServer(tmp_path, env={"MALLOC_ARENA_MAX": "1"})
+    server.initialize()
+    process = psutil.Process(server.process.pid)
+    sizes = []
+    for round_ in range(20):
+        server.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "pi-session", "version": round_, "text": text}},
+        )
+        asked = [
+            server.send_request("textDocument/documentSymbol", {"textDocument": {"uri": uri}}),
+            server.send_request(
+                "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 3, "character": 5}}
+            ),
+            server.send_request("textDocument/foldingRange", {"textDocument": {"uri": uri}}),
+        ]
+        for msg_id in asked:
+            assert "result" in server.wait_reply(msg_id, timeout=120)
+        server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        server.call("pi/sessions", {})  # the close went before this
+        sizes.append(process.memory_info().rss)
+    server.kill()
+    grown = sizes[-1] - sizes[9]
+    assert grown < 10 << 20, f"ten rounds grew the server by {grown >> 20} MB: {[s >> 20 for s in sizes]}"
