@@ -306,8 +306,8 @@ class LanguageFeatures:
                 before = doc.line_count
                 doc.apply_edit(start[0], start[1], end[0], end[1], change.text)
                 first, removed = min(start[0], end[0]), abs(end[0] - start[0]) + 1
-                if state.lone_cr or "\r" in change.text:
-                    state.lone_cr.edited(doc.lines, first, removed, removed + doc.line_count - before)
+                # (an edit can make a "\r" lone without one in its text: it removed the "\n" after it)
+                state.lone_cr.edited(doc.lines, first, removed, removed + doc.line_count - before)
             else:
                 doc.replace_all(change.text)
                 state.lone_cr = LoneCarriageReturns()
