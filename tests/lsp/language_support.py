@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -200,3 +202,16 @@ async def start_editor(lsp_client: LanguageClient, client_name: str) -> Editor:
 
 def codes_by_line(diagnostics: Sequence[types.Diagnostic]) -> list[tuple[int, str]]:
     return sorted((d.range.start.line, str(d.code)) for d in diagnostics)
+
+
+@pytest_lsp.fixture(name="client", config=SERVER, params=CLIENTS, scope="module")
+async def client_fixture(lsp_client: LanguageClient, request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """One server per test module and client (VS Code, Neovim)."""
+    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture(name="editor")
+def editor_fixture(client: LanguageClient) -> Editor:
+    return client.editor  # type: ignore[attr-defined]

@@ -12,26 +12,12 @@ from __future__ import annotations
 import re
 
 import pytest
-import pytest_lsp
-from language_support import CLIENTS, SERVER, Editor, codes_by_line, start_editor
+from language_support import Editor, client_fixture, codes_by_line, editor_fixture  # noqa: F401  (fixtures)
 from lsprotocol import types
-from pytest_lsp import LanguageClient
 
 from pi_session_server.analysis import samples as S
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
-    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture
-def editor(client: LanguageClient) -> Editor:
-    return client.editor  # type: ignore[attr-defined]
 
 
 def spec_lines(text: str) -> list[str]:
@@ -62,7 +48,9 @@ async def change(editor: Editor, uri: str, start: types.Position, end: types.Pos
     editor.client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
-            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start, end), text=text)],
+            content_changes=[
+                types.TextDocumentContentChangePartial(range=types.Range(start, end), text=text)
+            ],
         )
     )
 
@@ -109,6 +97,7 @@ async def test_positions_after_a_lone_carriage_return_are_the_clients(editor: Ed
     symbols = await editor.client.text_document_document_symbol_async(
         types.DocumentSymbolParams(types.TextDocumentIdentifier(uri))
     )
+
     def flat(found: list) -> list:
         return [item for symbol in found for item in [symbol, *flat(symbol.children or [])]]
 

@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,14 +30,6 @@ BOUND = 1.0  # seconds pi/getLeaf on an idle session may take while another sess
 PATH_REFUSED, REQUEST_CANCELLED, INVALID_PARAMS = -32010, -32800, -32602
 USER = {"role": "user", "content": "hello", "timestamp": 1}
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[RawServer]:
-    running = RawServer(tmp_path)
-    running.initialize()
-    yield running
-    running.kill()
 
 
 def _idle_session(server: RawServer, tmp_path: Path) -> str:
@@ -123,7 +114,10 @@ def test_fifos_and_devices_are_refused_without_being_opened(server: RawServer, t
             ("pi/open", {"path": str(path)}),
             ("pi/getLeaf", {"uri": file_uri(path)}),
             ("pi/forkFrom", {"sourcePath": str(path), "targetCwd": str(tmp_path)}),
-            ("textDocument/hover", {"textDocument": {"uri": path.as_uri()}, "position": {"line": 0, "character": 0}}),
+            (
+                "textDocument/hover",
+                {"textDocument": {"uri": path.as_uri()}, "position": {"line": 0, "character": 0}},
+            ),
             ("textDocument/documentSymbol", {"textDocument": {"uri": path.as_uri()}}),
         ]
         for method, params in requests:
@@ -159,7 +153,9 @@ def test_a_200_mb_open_and_a_big_search_delay_no_other_session(server: RawServer
     handle = server.wait_reply(opening, timeout=300)["result"]["session"]
     # pi's /tree search over every entry, none matching (so every entry's text is read)
     words = "the forecast parser reads daily temperatures and caches them zzzz"
-    search = server.send_request("pi/getTree", {"session": handle, "search": words, "filter": "all", "limit": 10})
+    search = server.send_request(
+        "pi/getTree", {"session": handle, "search": words, "filter": "all", "limit": 10}
+    )
     during_search = _leaf_time(server, idle)
     assert during_search < BOUND and _pending(server, search)
     assert server.wait_reply(search, timeout=300)["result"]["total"] == 0
@@ -190,8 +186,13 @@ def test_search_words_are_bounded(server: RawServer, tmp_path: Path):
         assert time.monotonic() - started < 5
         assert reply["error"]["code"] == INVALID_PARAMS and "search" in reply["error"]["message"]
     # a word given many times counts once
-    found = server.call("pi/getTree", {"session": handle, "search": " ".join(["forecast"] * 100), "filter": "all"})
-    assert found["nodes"] == server.call("pi/getTree", {"session": handle, "search": "forecast", "filter": "all"})["nodes"]
+    found = server.call(
+        "pi/getTree", {"session": handle, "search": " ".join(["forecast"] * 100), "filter": "all"}
+    )
+    assert (
+        found["nodes"]
+        == server.call("pi/getTree", {"session": handle, "search": "forecast", "filter": "all"})["nodes"]
+    )
     assert found["nodes"]
 
 

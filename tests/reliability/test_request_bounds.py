@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -23,14 +22,6 @@ pytestmark = pytest.mark.timeout(600)
 PARSE_ERROR, INVALID_PARAMS, SESSION_ERROR = -32700, -32602, -32008
 MB = 1 << 20
 EXAMPLE = Path(__file__).resolve().parents[2] / "pi_session_server" / "examples" / "example-session.jsonl"
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[RawServer]:
-    running = RawServer(tmp_path)
-    running.initialize()
-    yield running
-    running.kill()
 
 
 def _error(reply: dict) -> dict:
@@ -88,7 +79,10 @@ def test_very_long_paths_and_uris_are_refused_at_once(server: RawServer):
         ("pi/open", {"path": long_path}),
         ("pi/create", {"cwd": long_path}),
         ("pi/list", {"cwd": long_path}),
-        ("textDocument/hover", {"textDocument": {"uri": long_uri + ".jsonl"}, "position": {"line": 0, "character": 0}}),
+        (
+            "textDocument/hover",
+            {"textDocument": {"uri": long_uri + ".jsonl"}, "position": {"line": 0, "character": 0}},
+        ),
     ]
     for method, params in requests:
         started = time.monotonic()
