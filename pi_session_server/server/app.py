@@ -91,10 +91,6 @@ class PiSessionServer(LanguageServer):
         def initialize(params: types.InitializeParams) -> None:
             self.apply_initialization_options(params.initialization_options)
 
-        @self.feature(types.SHUTDOWN)
-        def shutdown(*_: Any) -> None:
-            self.connection.shutting_down = True
-
     def apply_initialization_options(self, options: Any) -> None:
         """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites": bool}``.
         Options that do not fit are reported in the log and the defaults stay."""

@@ -63,6 +63,8 @@ REQUEST_CANCELLED = -32800
 
 #: bodies at least this big are offered to a raw route before they are parsed
 BIG_BODY = 1_000_000
+#: seconds ``shutdown`` (or the end of the input) waits for the requests sent before it
+DRAIN_SECONDS = 30.0
 _READ_SIZE = 1 << 20
 
 Handler = Callable[[Any], Any]
@@ -320,8 +322,16 @@ class Connection:
             on_start()
         try:
             await self.read_messages(reader)
+            await self.drain()  # the client closed its end: the requests it sent still get done
         finally:
             self.writer.flush()
+
+    async def drain(self, timeout: float = DRAIN_SECONDS) -> None:
+        """Wait until every request we were sent is answered (or ``timeout`` seconds: a job stuck
+        on another process's lock does not keep the process forever)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._pending and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
 
     async def read_messages(self, reader: asyncio.StreamReader) -> None:
         decoder = FrameDecoder()
@@ -364,6 +374,11 @@ class Connection:
         if is_request and method is not None and self.shutting_down and method != types.EXIT:
             self.send_error(message["id"], INVALID_REQUEST, "Invalid Request: the server is shutting down")
             return
+        if is_request and method == types.SHUTDOWN:
+            # pygls answers it once the requests sent before it are answered
+            self.shutting_down = True
+            asyncio.ensure_future(self._shut_down_after(message)).add_done_callback(_log_failure)
+            return
         handler = self.routes.get(method) if method is not None else None
         if handler is not None:
             if is_request:
@@ -381,6 +396,10 @@ class Connection:
                 except Exception:
                     logger.exception("the raw route of %s failed; the message takes the usual path", method)
         return False
+
+    async def _shut_down_after(self, message: dict[str, Any]) -> None:
+        await self.drain()
+        self._to_pygls(message)
 
     def _to_pygls(self, message: dict[str, Any]) -> None:
         try:

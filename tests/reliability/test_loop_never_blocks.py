@@ -233,3 +233,18 @@ def test_requests_during_the_analysis_of_a_big_document_leave_nothing_behind(tmp
     server.kill()
     grown = sizes[-1] - sizes[9]
     assert grown < 10 << 20, f"ten rounds grew the server by {grown >> 20} MB: {[s >> 20 for s in sizes]}"
+
+
+def test_requests_sent_before_shutdown_are_answered_before_it(server: RawServer, tmp_path: Path):
+    path = new_session_file(tmp_path / "s", cwd=str(tmp_path))
+    handle = server.call("pi/open", {"path": path})["session"]
+    sent = [
+        server.send_request("pi/append", {"session": handle, "kind": "message", "message": USER})
+        for _ in range(300)
+    ]
+    shutdown = server.send_request("shutdown")
+    assert server.wait_reply(shutdown, timeout=60).get("result") is None
+    with server._cond:  # every append was answered before shutdown was
+        answered = [server.replies.get(msg_id) for msg_id in sent]
+    assert all(reply is not None and "result" in reply for reply in answered)
+    check_session_file(path, [reply["result"]["id"] for reply in answered if reply])
