@@ -374,6 +374,33 @@ async def test_uri_addressing_opens_on_demand_without_writing(sidecar, tmp_path)
     assert info["readOnly"] is False and info["entryCount"] == 2
 
 
+async def test_a_view_by_uri_keeps_the_files_lines_and_problems(sidecar, tmp_path):
+    """Issue 23, item A: a v1 file and a file a crash cut are looked at as they are: every tree node
+    has its line, the entry on a line is found, and the lines pi skips are counted."""
+    v1 = tmp_path / "v1.jsonl"
+    v1.write_text(
+        '{"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}\n'
+        '{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}\n'
+        "not json\n"
+        '{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[],'
+        '"api":"a","provider":"p","model":"m","usage":{},"stopReason":"stop","timestamp":2}}'
+    )
+    before = v1.read_bytes()
+    uri = v1.as_uri()
+    tree = await sidecar.request("pi/getTree", {"uri": uri})
+    assert [node["line"] for node in tree["nodes"]] == [1, 3]
+    ids = [node["id"] for node in tree["nodes"]]
+    assert (await sidecar.request("pi/getEntryAtLine", {"uri": uri, "line": 3}))["id"] == ids[1]
+    info = await sidecar.request("pi/getInfo", {"uri": uri})
+    assert info["readOnly"] is True and info["skippedLines"] == 1 and info["skipped"][0]["line"] == 2
+    assert v1.read_bytes() == before
+    # a label aimed at an id of the view: refused, the file untouched (issue 23, item B)
+    with expect_error(-32012):
+        await sidecar.request("pi/append", {"uri": uri, "kind": "label", "targetId": ids[0], "label": "x"})
+    assert v1.read_bytes() == before
+    assert [n["id"] for n in (await sidecar.request("pi/getTree", {"uri": uri}))["nodes"]] == ids
+
+
 async def test_close_and_sessions(sidecar, tmp_path):
     a = (await sidecar.request("pi/inMemory", {"cwd": str(tmp_path)}))["session"]
     b = (await sidecar.request("pi/inMemory", {"cwd": str(tmp_path)}))["session"]
