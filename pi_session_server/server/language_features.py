@@ -10,7 +10,8 @@ only, edited incrementally), never as pygls ``TextDocument`` (which would split 
 rebuild the whole text on every change). Positions: the analysis works in byte offsets within a
 session line; every handler converts with the position encoding negotiated at ``initialize``
 (UTF-16 for VS Code, UTF-8 for Neovim, or UTF-32) and with the LSP's line breaks
-(:mod:`lone_cr`: a lone "\\r" starts a line on the wire).
+(:mod:`lone_cr`: a lone "\\r" starts a line on the wire; documents read from disk, which the
+editor does not show, keep pi's lines).
 
 Diagnostics: a client that pulls them (``textDocument/diagnostic``) gets them that way only; the
 others get ``publishDiagnostics``, debounced. A big document (``QUICK_OPEN_CHARS``) is published in
@@ -52,7 +53,7 @@ from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
 
 from .errors import INVALID_PARAMS, PiRpcError
-from .locations import require_regular_file, uri_to_path
+from .locations import MAX_URI_CHARS, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
 from .poller import stat_signature
 from .workers import CancelToken, Job, SerialQueue, on_loop
@@ -341,7 +342,7 @@ class LanguageFeatures:
     # ------------------------------------------------------------------ files the editor did not send
 
     def _from_disk(self, uri: str) -> DocState | None:
-        if not uri.startswith("file:") or not uri.endswith(".jsonl"):
+        if not uri.startswith("file:") or not uri.endswith(".jsonl") or len(uri) > MAX_URI_CHARS:
             return None
         try:
             path = uri_to_path(uri)
