@@ -653,50 +653,33 @@ def dumps_pretty(value: Any, indent: int = 2) -> str:
     return _encode_exact(value, " " * min(max(indent, 0), 10))
 
 
-# What msgspec writes differently from JSON.stringify, found in its output (false alarms inside
-# strings only cost the exact path): a key JavaScript enumerates first (an array index), and number
-# tokens JavaScript spells otherwise: an integral float ("1.0", "-0.0" where JS writes "1", "0"),
-# an exponent ("1e16", "1e21", "1e-6" where JS writes "10000000000000000", "1e+21", "0.000001"),
-# 16 digits or more (beyond 2**53 JS holds the nearest double). Each check is a C-speed search with
-# a literal first byte: a regular expression starting with a character class costs ten times more.
+# What msgspec writes differently from JSON.stringify, found in its output by searches that start
+# with a literal (C speed; a pattern starting with a character class costs ten times more):
+# a key JavaScript enumerates first (an array index); an integral float ("1.0", "-0.0" where JS
+# writes "1", "0"); an exponent msgspec uses where JS does not, or spells otherwise (msgspec writes
+# "e16" to "e308" and "e-6" where JS writes "10000000000000000", "1e+21" or "0.000001"; from "e-7"
+# down both write the same). Text inside strings that looks the same only costs the exact path.
+# Integers between 2**53 and 2**64 are written as msgspec holds them (JS would hold the nearest
+# double); such a number is never in what pi writes, and finding one costs a slow search.
 _INDEX_KEY = re.compile(rb'"(?:0|[1-9][0-9]{0,9})":')
 _INTEGRAL_FLOAT = re.compile(rb"\.0[,}\]]")
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-
-
-_CHUNK = 1 << 20  # digits are turned to zeros a chunk at a time: no second copy of a big reply
+_EXPONENT = re.compile(rb"e(?:-6|[1-9][0-9]{1,2})[,}\]]")
 
 
 def _needs_exact(out: bytes) -> bool:
+    if out[:1] in b"-0123456789":  # a bare number: the exact path costs nothing
+        return True
     if _INTEGRAL_FLOAT.search(out) is not None or _INDEX_KEY.search(out) is not None:
         return True
-    if out.endswith(b".0"):
-        return True
-    view = memoryview(out)
-    for start in range(0, len(out), _CHUNK):
-        # every digit a "0": runs of digits become literal searches (a number token of 40 bytes
-        # at most straddles two chunks: each chunk starts 40 bytes early)
-        first = max(0, start - 40)
-        if _odd_number(bytes(view[first : start + _CHUNK]).translate(_DIGITS_AS_ZERO), start > 0):
-            return True
-    return False
-
-
-def _odd_number(zeros: bytes, cut: bool) -> bool:
-    """A run of 16 digits, or a number token with an exponent (``cut``: ``zeros`` begins inside
-    the text, so a run reaching its start may not be a token's start)."""
-    if b"0000000000000000" in zeros:
-        return True
-    at = zeros.find(b"0e")
-    while at >= 0:  # an exponent if the run of digits (and ".") before it starts a number token
-        start = at
-        while start > 0 and zeros[start - 1] in b"0.":
+    for match in _EXPONENT.finditer(out):
+        # a number token: digits (and ".") after a ":", "," or "[" (or the start), then the "e"
+        start = match.start()
+        while start > 0 and out[start - 1] in b"0123456789.":
             start -= 1
-        if start > 0 and zeros[start - 1] == 0x2D:  # "-"
+        if start > 0 and out[start - 1] == 0x2D:  # "-"
             start -= 1
-        if (start == 0 and not cut) or (start > 0 and zeros[start - 1] in b":,["):
+        if start < match.start() and (start == 0 or out[start - 1] in b":,["):
             return True
-        at = zeros.find(b"0e", at + 2)
     return False
 
 
@@ -704,7 +687,12 @@ _value_encoders: dict[Any, Callable[[Any], bytes]] = {}
 
 
 def encode_value(
-    value: Any, *, default: Callable[[Any], Any] | None = None, displayed: bool = False, exact: bool = False
+    value: Any,
+    *,
+    default: Callable[[Any], Any] | None = None,
+    displayed: bool = False,
+    exact: bool = False,
+    checked: bool = True,
 ) -> bytes:
     """``JSON.stringify(value)`` as UTF-8, for a value made of JSON builtins, ``ABSENT`` (left out
     of objects, ``null`` in arrays), ``msgspec.Raw`` (JSON text inserted as it is) and objects that
@@ -715,9 +703,14 @@ def encode_value(
     holds something JavaScript writes otherwise (see ``_needs_exact``). Unlike :func:`dumps_bytes`,
     other Python types (bytes, sets, dates) are not refused: msgspec's own encoding of them stands.
 
+    Integers between 2**53 and 2**64 are the exception (see ``_needs_exact``).
+
     ``displayed``: the text is for display (a message an editor shows): a lone surrogate becomes
     U+FFFD instead of an escape that strict JSON decoders (Neovim's) reject with the whole message.
     ``exact``: skip msgspec (for values holding objects msgspec would encode its own way).
+    ``checked=False``: the caller made every number and key the way JavaScript writes it (ints, no
+    integer-like keys): msgspec's output is taken without looking (the exact path still runs for what
+    msgspec refuses).
     """
     if exact:
         return _encode_exact(value, default=default, displayed=displayed).encode("utf-8")
@@ -728,7 +721,7 @@ def encode_value(
         out = encode(value)
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError, OverflowError):
         return _encode_exact(value, default=default, displayed=displayed).encode("utf-8")
-    if not _needs_exact(out):
+    if not checked or not _needs_exact(out):
         return out
     return _encode_exact(value, default=default, displayed=displayed).encode("utf-8")
 

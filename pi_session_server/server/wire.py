@@ -36,6 +36,12 @@ def encode_json(value: Any, *, displayed: bool = False) -> bytes:
     return encode_value(value, default=library_json, displayed=displayed)
 
 
+def encode_rows(value: Any) -> bytes:
+    """The JSON of rows the server built itself, whose numbers it made and whose values from files
+    went through :func:`to_wire` (tree rows): written as msgspec writes them, unchecked."""
+    return encode_value(value, default=library_json, checked=False)
+
+
 def encode_result(value: Any) -> bytes:
     """The JSON of a pi/* result. msgspec encodes Structs and dataclasses (entries, tree nodes,
     session infos) field by field without asking the hook, so library objects at the top and up to
@@ -58,24 +64,41 @@ def to_wire(value: Any) -> Any:
 
 _STRUCT_FIELD = b'"_source":'
 _PLAIN = frozenset({str, int, float, bool, type(None), msgspec.Raw})
+_CONTAINERS = frozenset({dict, list, tuple})
 
 
 def _unwrapped(value: Any, depth: int) -> Any:
     """``value`` with the library objects in its first ``depth`` levels replaced by their JSON
-    (containers are copied only where something was replaced)."""
+    (a container is copied only if something in it was replaced)."""
     t = type(value)
     if t in _PLAIN:
         return value
-    if t is list or t is tuple:
-        if depth == 0:
-            return value
-        items = [_unwrapped(item, depth - 1) for item in value]
-        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     if t is dict:
         if depth == 0:
             return value
-        members = {key: _unwrapped(item, depth - 1) for key, item in value.items()}
-        return members if any(members[key] is not item for key, item in value.items()) else value
+        copy = None
+        for key, item in value.items():
+            if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
+                continue
+            new = _unwrapped(item, depth - 1)
+            if new is not item:
+                if copy is None:
+                    copy = dict(value)
+                copy[key] = new
+        return value if copy is None else copy
+    if t is list or t is tuple:
+        if depth == 0:
+            return value
+        items = None
+        for index, item in enumerate(value):
+            if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
+                continue
+            new = _unwrapped(item, depth - 1)
+            if new is not item:
+                if items is None:
+                    items = list(value)
+                items[index] = new
+        return value if items is None else items
     if isinstance(value, (Entry, TreeNode)) or callable(getattr(value, "to_json", None)):
         return value.to_json()
     return value
