@@ -156,6 +156,20 @@ def _request_key(message_id: Any) -> tuple[bool, Any]:
     return (type(message_id) is str, message_id)
 
 
+_encode_plain = msgspec.json.Encoder().encode
+
+
+def _encoded_id(message_id: Any) -> bytes:
+    """A request id as JSON (a string or a safe integer, nearly always: msgspec writes those as
+    JavaScript does)."""
+    if type(message_id) is int and -(2**53) <= message_id <= 2**53:
+        return b"%d" % message_id
+    if type(message_id) is str:
+        with contextlib.suppress(UnicodeEncodeError):
+            return _encode_plain(message_id)
+    return encode_value(message_id)
+
+
 def _scalar_id(value: Any) -> Any:
     """A request id as given if it is a scalar (string, number, null; a boolean is echoed too), else None."""
     return value if value is None or isinstance(value, (str, int, float)) else None
@@ -287,7 +301,7 @@ class Connection:
             logger.exception("cannot encode the result of %r", message_id)
             self.send_error(message_id, INTERNAL_ERROR, f"Internal error: cannot encode the result: {error}")
             return
-        head = b'{"jsonrpc":"2.0","id":%s,"result":' % encode_value(message_id)
+        head = b'{"jsonrpc":"2.0","id":%s,"result":' % _encoded_id(message_id)
         self.writer.write_frame(head, encoded, b"}")
 
     def send_error(self, message_id: Any, code: int, message: str, data: Any = None) -> None:

@@ -118,8 +118,8 @@ class Registry:
 
     def file_lock(self, real_path: str) -> threading.Lock:
         """The in-process write lock of a file (keyed by its path with symlinks resolved)."""
-        with self._lock:
-            lock = self._file_locks.get(real_path)
-            if lock is None:
-                lock = self._file_locks[real_path] = threading.Lock()
+        lock = self._file_locks.get(real_path)
+        if lock is not None:
             return lock
+        with self._lock:
+            return self._file_locks.setdefault(real_path, threading.Lock())

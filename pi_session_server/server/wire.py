@@ -50,6 +50,11 @@ def encode_result(value: Any) -> bytes:
     for everything."""
     if type(value) is msgspec.Raw:
         return bytes(value)
+    if _small_and_plain(value):  # an append's {"id", "leafId"}: nothing JavaScript writes otherwise
+        try:
+            return _plain_encode(value)
+        except UnicodeEncodeError:  # a lone surrogate: the exact path escapes it
+            pass
     value = _unwrapped(value, 2)
     out = encode_json(value)
     if _STRUCT_FIELD in out:
@@ -64,6 +69,17 @@ def to_wire(value: Any) -> Any:
 
 _STRUCT_FIELD = b'"_source":'
 _PLAIN = frozenset({str, int, float, bool, type(None), msgspec.Raw})
+_plain_encode = msgspec.json.Encoder().encode
+
+
+def _small_and_plain(value: Any) -> bool:
+    """A small object of strings, booleans and nulls under keys JavaScript keeps in place."""
+    return (
+        type(value) is dict
+        and len(value) <= 8
+        and all(type(v) is str or v is None or type(v) is bool for v in value.values())
+        and not any(k[:1].isdigit() for k in value)
+    )
 _CONTAINERS = frozenset({dict, list, tuple})
 
 
