@@ -80,6 +80,8 @@ def _small_and_plain(value: Any) -> bool:
         and all(type(v) is str or v is None or type(v) is bool for v in value.values())
         and not any(k[:1].isdigit() for k in value)
     )
+
+
 _CONTAINERS = frozenset({dict, list, tuple})
 
 
