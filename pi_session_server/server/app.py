@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-DID_CHANGE = "pi/didChange"
 FOREIGN_WRITER = "pi/foreignWriter"
 SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: the diagnostics)
 
@@ -316,10 +315,6 @@ def _file_version(path: str) -> Any:
         return None
     version = header.get("version")
     return 1 if version is None else version
-
-
-def absent_to_none(value: Any) -> Any:
-    return None if value is ABSENT else value
 
 
 def create_server(options: ServerOptions | None = None) -> PiSessionServer:

@@ -50,6 +50,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 
+from .errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_CANCELLED
 from .framing import FrameDecoder, FramingError
 from .workers import Cancelled, Job
 
@@ -57,9 +58,6 @@ logger = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
 
 #: bodies at least this big are offered to a raw route before they are parsed
 BIG_BODY = 1_000_000

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 MISSING = "missing"
+DID_CHANGE = "pi/didChange"
 
 
 def stat_signature(path: str) -> Any:
@@ -119,4 +120,4 @@ class FilePoller:
         }
         if change.leaf_id is not ABSENT:
             params["leafId"] = change.leaf_id
-        self.server.notify("pi/didChange", params)
+        self.server.notify(DID_CHANGE, params)
