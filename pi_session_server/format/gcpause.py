@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 from collections.abc import Iterator
 
@@ -17,6 +18,16 @@ from collections.abc import Iterator
 _lock = threading.Lock()
 _pausing = 0
 _was_enabled = False
+
+
+def _fresh_lock_in_child() -> None:
+    """A process forked while another thread held the lock (the scan's helper) gets one free."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock_in_child)
 
 
 @contextlib.contextmanager
