@@ -22,20 +22,35 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``pi-session``. Only the module of the command named in ``argv`` is imported
+    (to add its options): ``tree`` must not pay for the language server's imports, which ``demo``
+    and ``serve`` bring in. Without a command (``--help``), every command is listed by its help
+    text alone. ``argv`` None: no command's module is imported."""
     parser = argparse.ArgumentParser(
         prog="pi-session", description="Tools for pi coding-agent session files."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = _command_in(argv or [])
     for name, (module_name, help_text) in COMMANDS.items():
-        try:
-            module = importlib.import_module(f"pi_session_server.commands.{module_name}")
-        except ModuleNotFoundError:
-            continue  # a command whose module is not built yet
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name != chosen:
+            continue
+        module = importlib.import_module(f"pi_session_server.commands.{module_name}")
         module.add_arguments(command_parser)
         command_parser.set_defaults(_run=module.run)
     return parser
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first argument that is not an option (the top-level parser
+    takes no option with a value)."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def _as_replacement_character(error: UnicodeError) -> tuple[bytes, int]:
@@ -66,7 +81,9 @@ def _printable_output() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _printable_output()
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)

@@ -22,6 +22,15 @@ class EntryNotFoundError(PiSessionError):
     """``Entry <id> not found``."""
 
 
+class ContextEditError(PiSessionError):
+    """``appendContextEdit`` refused the edit (a bad replacement, a target off the active branch or
+    one that contributes no editable content); the reference's message, verbatim."""
+
+
+class PiVersionError(PiSessionError):
+    """An unknown pi version was asked for, or a call the chosen pi version does not have."""
+
+
 class InvalidSessionIdError(PiSessionError):
     """A caller-supplied session id failed the reference's id rule."""
 

@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
 """Regenerate the conformance vectors in tests/conformance/vectors/ with the oracle.
 
-    python3 scripts/regen_vectors.py [--copy-shared] [--check] [--oracle DIR] [--shared DIR]
+    python3 scripts/regen_vectors.py [--copy-shared] [--check] [--pi VERSION|all] [--oracle DIR] [--shared DIR]
 
 Steps (each idempotent):
 
-1. ``--copy-shared``: copy the hand-written scenarios, their expected/reference outputs, the
-   seed-1 generated scenarios and ``fixtures/`` from the shared conformance kit.
-2. Generate the random scenarios (the fixed seed list ``GEN_BATCHES`` below) into
-   ``vectors/generated/`` with the kit's ``gen.py``, and the extra hand-written scenarios into
-   ``vectors/extra/`` with ``tests/conformance/make_extra.py``, then damaged copies of real and
-   generated session files into ``vectors/damaged/`` with ``scripts/fuzz_files.py``
-   (``FUZZ_BATCHES``).
-3. Run the oracle (``node run.mjs --batch DIR --rules ours``, plus ``--check`` with ``--check``)
-   on every vector directory: it writes ``X.expected.json`` (our rules) and, where the plain
-   reference differs, ``X.reference.json``.
+1. ``--copy-shared``: copy the hand-written scenarios, their expected/reference outputs for every
+   pi version, the kit's generated scenarios (``generated/gen-1-*``, ``generated-1.6.0/``) and
+   ``fixtures/`` from the shared conformance kit.
+2. Generate the random scenarios (the fixed seed lists ``GEN_BATCHES`` and, with ``gen.py --pi
+   1.6.0``, ``GEN16_BATCHES`` below) into ``vectors/generated/`` and ``vectors/generated-1.6.0/``
+   with the kit's ``gen.py``, and the extra hand-written scenarios into ``vectors/extra/`` with
+   ``tests/conformance/make_extra.py``, then damaged copies of real and generated session files
+   into ``vectors/damaged/`` with ``scripts/fuzz_files.py`` (``FUZZ_BATCHES``).
+3. Run the oracle (``node run.mjs --batch DIR --rules ours --pi VERSION``, plus ``--check`` with
+   ``--check``) on every vector directory, for each pi version asked for (``--pi``; default: all):
+   it writes the version's expected file (``X.expected.json`` for 0.86.1,
+   ``X.expected.pi-1.6.0.json`` for 1.6.0: our rules) and, where the plain reference differs, its
+   reference file (``X.reference.json``, ``X.reference.pi-1.6.0.json``).
 
 Needs node and a copy of the oracle with ``node_modules`` (``npm ci`` in it).
 """
@@ -42,15 +45,29 @@ GEN_BATCHES: list[tuple[int, int, int | None, int | None]] = [
     (8, 30, 60, 150),
 ]
 
+# (seed, count) of gen.py --pi 1.6.0 (context edits, nested and keep-nothing compactions, first
+# write at a user message). Seed 1 comes from the shared kit.
+GEN16_BATCHES: list[tuple[int, int]] = [(2, 100), (3, 100)]
+
+# pi versions the oracle runs, oldest first (its --pi values)
+PI_VERSIONS = ("0.86.1", "1.6.0")
+
 # (seed, count) of scripts/fuzz_files.py: damaged copies of real and generated session files.
 FUZZ_BATCHES: list[tuple[int, int]] = [(1, 100), (2, 100)]
 FUZZ_FILES = REPO / "scripts" / "fuzz_files.py"
 
-VECTOR_SUFFIXES = (".scenario.json", ".expected.json", ".reference.json")
+VECTOR_SUFFIXES = (
+    ".scenario.json",
+    ".expected.json",
+    ".reference.json",
+    *(f".{kind}.pi-{pi}.json" for pi in PI_VERSIONS[1:] for kind in ("expected", "reference")),
+)
+VECTOR_DIRS = ("", "generated", "generated-1.6.0", "extra", "damaged")
 
 
 def copy_shared(shared: Path) -> None:
-    for src_dir, dst_dir in ((shared, VECTORS), (shared / "generated", VECTORS / "generated")):
+    for sub in ("", "generated", "generated-1.6.0"):
+        src_dir, dst_dir = shared / sub, VECTORS / sub
         dst_dir.mkdir(parents=True, exist_ok=True)
         for f in sorted(src_dir.iterdir()):
             if f.is_file() and f.name.endswith(VECTOR_SUFFIXES):
@@ -74,6 +91,11 @@ def generate(shared: Path) -> None:
         if max_ops is not None:
             cmd += ["--max-ops", str(max_ops)]
         subprocess.run(cmd, check=True)
+    out16 = VECTORS / "generated-1.6.0"
+    out16.mkdir(parents=True, exist_ok=True)
+    for seed, count in GEN16_BATCHES:
+        cmd = [sys.executable, str(shared / "gen.py"), "--pi", "1.6.0", "--seed", str(seed)]
+        subprocess.run(cmd + ["--count", str(count), "--out", str(out16)], check=True)
     subprocess.run([sys.executable, str(MAKE_EXTRA), "--out", str(VECTORS / "extra")], check=True)
     for seed, count in FUZZ_BATCHES:  # after gen.py: its files are among the sources
         cmd = [sys.executable, str(FUZZ_FILES), "--seed", str(seed), "--count", str(count)]
@@ -81,14 +103,17 @@ def generate(shared: Path) -> None:
         subprocess.run(cmd, check=True)
 
 
-def run_oracle(oracle: Path, check: bool) -> int:
+def run_oracle(oracle: Path, check: bool, versions: tuple[str, ...]) -> int:
     failures = 0
-    for d in (VECTORS, VECTORS / "generated", VECTORS / "extra", VECTORS / "damaged"):
-        if not d.is_dir():
-            continue
-        cmd = ["node", "run.mjs", "--batch", str(d), "--rules", "ours"] + (["--check"] if check else [])
-        print("+", " ".join(cmd), file=sys.stderr)
-        failures += subprocess.run(cmd, cwd=oracle).returncode != 0
+    for pi in versions:
+        for sub in VECTOR_DIRS:
+            d = VECTORS / sub
+            if not d.is_dir():
+                continue
+            cmd = ["node", "run.mjs", "--batch", str(d), "--rules", "ours", "--pi", pi]
+            cmd += ["--check"] if check else []
+            print("+", " ".join(cmd), file=sys.stderr)
+            failures += subprocess.run(cmd, cwd=oracle).returncode != 0
     return failures
 
 
@@ -99,13 +124,20 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--copy-shared", action="store_true", help="(re)copy the shared kit's vectors first")
     ap.add_argument("--check", action="store_true", help="only check the expected files against the oracle")
     ap.add_argument("--no-generate", action="store_true", help="skip gen.py and make_extra.py")
+    ap.add_argument(
+        "--pi",
+        choices=(*PI_VERSIONS, "all"),
+        default="all",
+        help="the pi version(s) whose expected files the oracle writes or checks (default: all)",
+    )
     args = ap.parse_args(argv)
     shared, oracle = Path(args.shared), Path(args.oracle)
     if args.copy_shared and not args.check:
         copy_shared(shared)
     if not args.no_generate and not args.check:
         generate(shared)
-    failures = run_oracle(oracle, args.check)
+    versions = PI_VERSIONS if args.pi == "all" else (args.pi,)
+    failures = run_oracle(oracle, args.check, versions)
     size = sum(p.stat().st_size for p in VECTORS.rglob("*") if p.is_file())
     scenarios = sum(1 for _ in VECTORS.rglob("*.scenario.json"))
     print(f"{scenarios} scenarios, {size / 1e6:.1f} MB in {VECTORS.relative_to(REPO)}", file=sys.stderr)

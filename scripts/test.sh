@@ -5,5 +5,5 @@ cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/pip install --quiet -e '.[dev,editors]'
+.venv/bin/pip install --quiet -e '.[dev]'
 exec .venv/bin/pytest -q "$@"

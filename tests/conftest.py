@@ -3,11 +3,24 @@
 ``--long`` is registered here, not in tests/reliability/conftest.py, so that it works whatever paths
 pytest is given (``pytest --long``, ``bash scripts/test.sh --long``, ``pytest tests/reliability --long``):
 pytest only takes options from conftest files it loads before parsing the command line.
+
+The persistent indexes of the session files tests open (session/scan_index.py) go to a directory of
+this test run, never to the user's cache; servers and commands the tests start inherit it.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
+
 import pytest
+
+if "PI_SESSION_INDEX_DIR" not in os.environ:
+    _INDEX_DIR = tempfile.mkdtemp(prefix="pi-session-test-index-")
+    os.environ["PI_SESSION_INDEX_DIR"] = _INDEX_DIR
+    atexit.register(shutil.rmtree, _INDEX_DIR, True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -16,4 +29,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="reliability suite: longer runs (300 kills, 100 MB line, a million lines, more examples)",
+    )
+    parser.addoption(
+        "--session-index",
+        action="store_true",
+        default=bool(os.environ.get("PI_SESSION_TEST_INDEX")),
+        help="conformance: open every session file through its persistent index, whatever its size "
+        "(each load writes the index, then loads again from it); also PI_SESSION_TEST_INDEX=1",
     )

@@ -50,6 +50,7 @@ UNKNOWN_ROLE = "PI023"
 UNKNOWN_BLOCK_TYPE = "PI024"
 BAD_TIMESTAMP = "PI025"
 BAD_STOP_REASON = "PI026"
+MALFORMED_CONTEXT_EDIT = "PI027"
 # tree
 DUPLICATE_ID = "PI030"
 DANGLING_PARENT = "PI031"
@@ -59,6 +60,7 @@ FIRST_KEPT_NOT_ON_PATH = "PI034"
 FROM_ID_UNKNOWN = "PI035"
 ORPHAN_TOOL_RESULT = "PI036"
 UNANSWERED_TOOL_CALL = "PI037"
+CONTEXT_EDIT_TARGET = "PI038"
 # size
 HUGE_IMAGE = "PI040"
 
@@ -162,14 +164,14 @@ CODES: dict[str, Code] = {
             UNKNOWN_ENTRY_TYPE,
             INFO,
             "Unknown entry type",
-            "An entry `type` that pi 0.86.1 does not write (e.g. from a newer pi). It is kept, indexed and part of the tree, but contributes nothing to the context.",
+            "An entry `type` that the pi release followed does not know (e.g. from a newer pi, or `context_edit` under pi 0.86.1). It is kept, indexed and part of the tree, but contributes nothing to the context.",
             "Nothing, if a newer pi wrote it; otherwise check the spelling of `type`.",
         ),
         Code(
             FIELD_MISSING,
             W,
             "Missing required field",
-            "A field that pi always writes for this entry type or message role is missing (see the typed records of the format).",
+            "A field that pi always writes for this entry type or message role is missing (see the typed records of the format). Not reported for `usage.totalTokens`, which older pi releases did not write: pi adds up the token counts when it is missing.",
             "Add the field; pi itself never validates, so readers of the file may misbehave without it.",
         ),
         Code(
@@ -208,6 +210,13 @@ CODES: dict[str, Code] = {
             "Correct `stopReason`.",
         ),
         Code(
+            MALFORMED_CONTEXT_EDIT,
+            E,
+            "Malformed context edit",
+            "(pi 1.6.0) A `context_edit` whose `replacement` is missing, or is neither `null` nor an object whose `content` is a string or an array (what `appendContextEdit` writes). pi 1.6.0 applies it anyway: without `replacement` every context build that applies it throws, so nothing can be sent or compacted on that branch; any other value takes the content out of the target's messages or sends the wrong value as their content. This tool does not count the line as an edit (D10). Under pi 0.86.1 the line is an unknown entry type (PI020).",
+            'Set `replacement` to `null` (leave the target out of the context) or to `{"content": …}` with a string or content blocks, or delete the line.',
+        ),
+        Code(
             DUPLICATE_ID,
             E,
             "Duplicate id",
@@ -239,14 +248,14 @@ CODES: dict[str, Code] = {
             FIRST_KEPT_NOT_ON_PATH,
             W,
             "Compaction keeps nothing",
-            "A compaction's `firstKeptEntryId` is not an entry on the path from the root to the compaction, so the context after it keeps no earlier entries.",
+            "A compaction's `firstKeptEntryId` is not an entry on the path from the root to the compaction, so the context after it keeps no earlier entries. The compaction's own id is not reported: that is how pi 1.6.0 writes \"keep nothing\" (`null` or no key in older files), and every pi release reads it so.",
             "Set `firstKeptEntryId` to an entry on the compaction's own branch.",
         ),
         Code(
             FROM_ID_UNKNOWN,
             W,
             "Branch summary source not found",
-            "A `branch_summary`'s `fromId` (the abandoned leaf, or `root`) names no entry.",
+            "A `branch_summary`'s `fromId` (the abandoned leaf, or `root`) names no entry. Not reported in a session forked from another one (its header has `parentSession`): pi's `/fork` copies only the path it continues, so the abandoned leaf stays in the session it was forked from. pi itself never looks `fromId` up.",
             "Point `fromId` at the entry the branch was left from, or `root`.",
         ),
         Code(
@@ -258,10 +267,17 @@ CODES: dict[str, Code] = {
         ),
         Code(
             UNANSWERED_TOOL_CALL,
-            W,
+            H,
             "Tool call never answered",
-            "An assistant `toolCall` whose id no `toolResult` below it answers, on any branch. Continuing from there makes providers reject the context (unless the tool is still running).",
-            "Add the tool result, or branch from an earlier entry.",
+            'An assistant `toolCall` whose id no `toolResult` below it answers, on any branch: the tool was interrupted, or its result was left on another branch (pi\'s `/fork` copies only the path it continues). Harmless: when pi sends the context, it puts a synthetic error result ("No result provided") in place of the missing one.',
+            "Nothing to do; add the tool result if the model should see what the tool returned.",
+        ),
+        Code(
+            CONTEXT_EDIT_TARGET,
+            W,
+            "Context edit target missing, off its branch or not editable",
+            "(pi 1.6.0) A `context_edit` whose `targetId` names no entry, an entry that is not above the edit on its branch, or an entry `appendContextEdit` refuses (anything but a `custom_message` or a user, assistant or tool result message). pi never writes such an edit. It changes nothing in the context, except that `null` still leaves out the messages of a target above it, and that a target below the edit is still edited on the paths that go on through it.",
+            "Point `targetId` at a message above the edit on its branch, or delete the line.",
         ),
         Code(
             HUGE_IMAGE,

@@ -3,6 +3,11 @@
 Three sources, all already computed by the document model: problems of single lines
 (``LineInfo.problems``), cross-line tree problems (``TreeIndex.cross``), and file-level facts
 (header, BOM, version, final newline) derived here in O(number of headers) at each call.
+
+What depends on the pi release the document follows (``doc.profile``) is decided here, at each
+call, from line facts that do not: the ``context_edit`` lines (:attr:`SessionDocument.edits`, few)
+are edits with their own checks (PI027, PI038) under a release with context edits, and an unknown
+entry type (PI020) under one without.
 """
 
 from __future__ import annotations
@@ -10,13 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..format.glued import Piece, lost_ids
-from ..format.jsvalue import ABSENT, js_string_of, to_number
+from ..format.jsvalue import ABSENT, get, js_string_of, to_number
 from . import codes
 from . import lines as L
 from .codes import CODES, Severity
 from .document import BOM_BYTES, SessionDocument
+from .edits import is_malformed, target_problem
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
+from .preview import full_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +65,7 @@ TREE_CODES = frozenset(
         codes.FROM_ID_UNKNOWN,
         codes.ORPHAN_TOOL_RESULT,
         codes.UNANSWERED_TOOL_CALL,
+        codes.CONTEXT_EDIT_TARGET,
     }
 )
 
@@ -87,7 +95,7 @@ def _diagnostic(info: LineInfo, p: Problem) -> Diagnostic:
         Related(other.line, *_whole_line(other.raw), message)
         for other, message in p.related
         if other.line >= 0
-    )
+    ) + tuple(Related(info.line, start, end, message) for start, end, message in p.notes)
     return Diagnostic(info.line, start, end, CODES[p.code].severity, p.code, p.message, related)
 
 
@@ -303,6 +311,25 @@ def _parent_in_glued_line(p: Problem, glued: LineInfo) -> Problem:
     )
 
 
+def is_forked(doc: SessionDocument) -> bool:
+    """The session was branched off another one (its header names a ``parentSession``), as pi's
+    ``/fork`` (``createBranchedSession``) writes it: only the path it continues was copied."""
+    header = doc.valid_header()
+    if header is None:
+        return False
+    parent = get(full_value(header, doc.errors), "parentSession")
+    return isinstance(parent, str) and bool(parent)
+
+
+def _unknown_edit_type(info: LineInfo, version: str) -> Problem:
+    return Problem(
+        codes.UNKNOWN_ENTRY_TYPE,
+        f"unknown entry type `context_edit` for pi {version} (pi 1.6.0 writes it): pi keeps it as a "
+        "tree node, and the edit changes nothing in the context",
+        path=("type",),
+    )
+
+
 def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
     out = file_diagnostics(doc)
     lines = doc.lines
@@ -311,21 +338,38 @@ def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
         last is not None and last.raw != b"" and last.kind == L.MALFORMED and L.glued_problem(last) is None
     )
     v1 = doc.is_v1()
+    edits_known = doc.profile.context_edits
     for info in doc.problem_lines:
         if info is last and (last.raw == b"" or truncated_last):
             continue  # the empty text after the final newline; or reported as PI002
+        unknown_type = not edits_known and info in doc.edits
         for p in info.problems:
             if v1 and p.v1_expected:
                 continue
             if first_pass and not is_first_pass(p):
                 continue
+            if unknown_type and L.is_edit_field_problem(p):
+                continue  # what makes the line an edit means nothing to this release
             out.append(_diagnostic(info, p))
+    for info in doc.edits:
+        if not edits_known:
+            out.append(_diagnostic(info, _unknown_edit_type(info, doc.profile.version)))
+        elif not (v1 or first_pass or is_malformed(info)):
+            problem = target_problem(doc, info)
+            if problem is not None:
+                out.append(_diagnostic(info, problem))
     if not v1:
         glued = glued_entries(doc)
+        forked: bool | None = None  # asked only when a fromId names nothing
         for info, problems in doc.tree.cross.items():
             for p in problems:
                 if first_pass and not is_first_pass(p):
                     continue
+                if p.code == codes.FROM_ID_UNKNOWN:
+                    if forked is None:
+                        forked = is_forked(doc)
+                    if forked:
+                        continue  # the abandoned leaf stayed in the session this one was forked from
                 if (
                     glued
                     and p.code == codes.DANGLING_PARENT
@@ -355,5 +399,6 @@ __all__ = [
     "first_pass_diagnostics",
     "glued_entries",
     "is_first_pass",
+    "is_forked",
     "problem_span",
 ]

@@ -7,6 +7,10 @@ replaces just the lines it touches. Positions inside a line are **byte offsets**
 
 Lines are never split on U+2028/U+2029/U+0085 or a lone "\\r" (which pygls' own ``TextDocument``
 and ``str.splitlines`` would do), exactly like pi's loader (spec §1.4).
+
+A document reads the file as one pi release does (``pi=``, the library's default release unless
+told otherwise; :attr:`SessionDocument.profile`): diagnostics, hovers and hints follow it. Line
+facts do not depend on it, so :meth:`SessionDocument.set_profile` changes it without a new scan.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, to_number
 from ..format.scan import iter_physical_lines
+from ..session.profiles import DEFAULT_PI, PiVersion, Profile, profile_for
 from . import lines as L
 from .lines import LineInfo, scan_envelope, scan_line
 from .tree import TreeIndex
@@ -80,11 +85,20 @@ class FileLineInfo(LineInfo):
 class SessionDocument:
     """The analysed lines of one session text, kept up to date under edits."""
 
-    def __init__(self, data: bytes | str = b"", *, errors: str | None = None, quick: bool = False):
+    def __init__(
+        self,
+        data: bytes | str = b"",
+        *,
+        errors: str | None = None,
+        quick: bool = False,
+        pi: PiVersion = DEFAULT_PI,
+    ):
         """``quick``: read only the envelope of ordinary entry lines now (about three times
         faster); the document is then :attr:`provisional` until :meth:`finish` (which every edit
         calls first) completes it. Until then only :data:`lines.ENVELOPE_CODES` problems are exact
-        (see :func:`diagnostics.first_pass_diagnostics`)."""
+        (see :func:`diagnostics.first_pass_diagnostics`). ``pi``: the pi release whose reading of
+        the file the analysis follows (a version string or a Profile; PiVersionError if unknown)."""
+        self.profile: Profile = profile_for(pi)
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
             errors = errors or "surrogatepass"
@@ -93,7 +107,8 @@ class SessionDocument:
         self.tree = TreeIndex()
         self.problem_lines: set[LineInfo] = set()
         self.headers: list[LineInfo] = []
-        self.version = 0  # bumped on every change
+        self.edits: set[LineInfo] = set()  # the ``context_edit`` entry lines
+        self.version = 0  # bumped on every change (of the text or of the profile)
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
         self._bom_line: LineInfo | None = None
         self._provisional: list[LineInfo] = []
@@ -109,11 +124,18 @@ class SessionDocument:
         with gc_paused():
             self._load_lines(data, quick)
 
+    def set_profile(self, pi: PiVersion) -> None:
+        """Follow pi release ``pi`` from now on (a new :attr:`version` when that changes anything)."""
+        profile = profile_for(pi)
+        if profile is not self.profile:
+            self.profile = profile
+            self.version += 1
+
     @classmethod
-    def from_file(cls, path: str) -> SessionDocument:
+    def from_file(cls, path: str, *, pi: PiVersion = DEFAULT_PI) -> SessionDocument:
         """The document of a file on disk whose lines keep their place in it, not their bytes
-        (:meth:`load_file`). Raises OSError."""
-        doc = cls()
+        (:meth:`load_file`), read as pi release ``pi`` reads it. Raises OSError."""
+        doc = cls(pi=pi)
         doc.load_file(path)
         return doc
 
@@ -180,6 +202,7 @@ class SessionDocument:
         self.lines = infos
         self.problem_lines = {i for i in infos if i.problems}
         self.headers = [i for i in infos if i.kind == L.HEADER]
+        self.edits = {i for i in infos if i.etype == "context_edit" and i.kind == L.ENTRY}
         self.tree = TreeIndex()
         self.tree.update((), [i for i in infos if i.kind == L.ENTRY])
         self.version += 1
@@ -219,7 +242,9 @@ class SessionDocument:
         return True
 
     @classmethod
-    def from_editor_bytes(cls, data: bytes, *, quick: bool = False) -> SessionDocument | None:
+    def from_editor_bytes(
+        cls, data: bytes, *, quick: bool = False, pi: PiVersion = DEFAULT_PI
+    ) -> SessionDocument | None:
         """The document of an editor's text received as UTF-8 bytes: what ``SessionDocument(text)``
         gives for ``text = data.decode("utf-8", "replace")`` (how a JSON message's invalid bytes
         decode), or None when a line read in full is not valid UTF-8 (then decode it that way).
@@ -228,7 +253,7 @@ class SessionDocument:
         of a ``quick`` load (whose envelope msgspec checked, not the fields it skipped) are checked
         when the document is finished, and an invalid one replaced by its repaired bytes then.
         """
-        doc = cls(data, quick=quick)
+        doc = cls(data, quick=quick, pi=pi)
         for info in doc._scanned:
             try:
                 info.raw.decode("utf-8")
@@ -358,9 +383,12 @@ class SessionDocument:
     def _account(self, removed: list[LineInfo], added: list[LineInfo]) -> None:
         for info in removed:
             self.problem_lines.discard(info)
+            self.edits.discard(info)
         for info in added:
             if info.problems:
                 self.problem_lines.add(info)
+            if info.etype == "context_edit" and info.kind == L.ENTRY:
+                self.edits.add(info)
         if any(i.kind == L.HEADER for i in removed) or any(i.kind == L.HEADER for i in added):
             self.headers = sorted(
                 [h for h in self.headers if h not in set(removed)] + [i for i in added if i.kind == L.HEADER],

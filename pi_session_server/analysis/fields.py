@@ -49,7 +49,8 @@ _JSON_KIND = {
 }
 
 
-def _kind_of(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """``a string``, ``an object``, ``null`` ...: the JSON type of ``value`` in words."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -79,6 +80,12 @@ def render_path(path: Path) -> str:
 @functools.cache
 def _info(tp: Any) -> mi.Type:
     return mi.type_info(tp)
+
+
+#: Required fields of a record that are not reported missing, with why: pi never needs them.
+#: ``usage.totalTokens``: older pi releases did not write it, and the one place pi reads it
+#: (compaction's ``calculateContextTokens``) adds up the token counts when it is missing.
+NOT_NEEDED: frozenset[tuple[type, str]] = frozenset({(records.Usage, "totalTokens")})
 
 
 class _Checker:
@@ -117,7 +124,9 @@ class _Checker:
             if kind not in kinds:
                 kinds.append(kind)
         expected = " or ".join(kinds)
-        self.add(FIELD_WRONG_TYPE, path, f"`{render_path(path)}` should be {expected}, not {_kind_of(value)}")
+        self.add(
+            FIELD_WRONG_TYPE, path, f"`{render_path(path)}` should be {expected}, not {json_kind(value)}"
+        )
 
     def check_union(self, value: Any, t: mi.UnionType, path: Path) -> None:
         structs = [s for s in t.types if isinstance(s, mi.StructType)]
@@ -146,7 +155,7 @@ class _Checker:
             self.add(
                 FIELD_WRONG_TYPE,
                 tag_path,
-                f"`{render_path(tag_path)}` should be a string, not {_kind_of(tag)}",
+                f"`{render_path(tag_path)}` should be a string, not {json_kind(tag)}",
             )
         elif tag_field == "role":
             self.add(UNKNOWN_ROLE, tag_path, f"unknown message role `{tag}` (pi carries it unchanged)")
@@ -165,7 +174,7 @@ class _Checker:
             item = value.get(f.encode_name, msgspec.UNSET)
             field_path = (*path, f.encode_name)
             if item is msgspec.UNSET:
-                if f.required:
+                if f.required and (t.cls, f.encode_name) not in NOT_NEEDED:
                     where = f" in `{render_path(path)}`" if path else ""
                     self.add(
                         FIELD_MISSING,
@@ -222,7 +231,7 @@ def check_fields(value: dict[str, Any]) -> list[FieldProblem]:
         )
         checker.check_struct(value, _entry_base_without_type(), ())
     else:
-        checker.add(FIELD_WRONG_TYPE, ("type",), f"`type` should be a string, not {_kind_of(etype)}")
+        checker.add(FIELD_WRONG_TYPE, ("type",), f"`type` should be a string, not {json_kind(etype)}")
         checker.check_struct(value, _entry_base_without_type(), ())
     return checker.problems
 

@@ -1,8 +1,9 @@
-"""Inlay hints and code lenses: depth, children, label, leaf.
+"""Inlay hints and code lenses: depth, children, label, context edits, leaf.
 
 Inlay hints go at the end of each entry line in the requested range (``depth 12 · 3 children ·
-label “x” · leaf``); code lenses mark what deserves a headline: branch points, labelled entries,
-the leaf, and the header (entry count and where the leaf is).
+label “x” · leaf``; on a context edit what it does, ``omits line 12``; on an edited entry, ``edited
+by line 14``); code lenses mark what deserves a headline: branch points, labelled entries, entries
+that context edits change, the leaf, and the header (entry count and where the leaf is).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import lines as L
+from . import links
 from .document import SessionDocument
+from .edits import edit_effect, edits_of
 from .hover import current_label
 from .lines import LineInfo
 
@@ -46,16 +49,23 @@ def inlay_hints(doc: SessionDocument, first_line: int = 0, last_line: int | None
         info = doc.lines[n]
         if info.kind != L.ENTRY or info not in tree.members:
             continue
-        kids = len(tree.kids(info))
-        parts = [f"depth {tree.depth(info)}"]
+        kids = len(links.children(doc, info))
+        parts = [f"depth {links.depth(doc, info)}"]
         if kids != 1:
             parts.append("no children" if kids == 0 else f"{kids} children")
         label = current_label(doc, info)
         if label:
             parts.append(f"label “{label}”")
+        if info.etype == "context_edit":
+            parts.append(edit_effect(doc, info).short)
+        edits = edits_of(doc, info)
+        if edits:
+            parts.append("edited by line " + ", ".join(str(e.line + 1) for e in edits))
         if info is leaf:
             parts.append("leaf")
-        tooltip = "depth in the tree · children · label · whether pi continues from this entry"
+        tooltip = (
+            "depth in the tree · children · label · context edits · whether pi continues from this entry"
+        )
         out.append(Hint(n, _line_end(info), "  " + " · ".join(parts), tooltip))
     return out
 
@@ -69,6 +79,7 @@ def code_lenses(doc: SessionDocument) -> list[Lens]:
         where = f"leaf on line {leaf.line + 1}" if leaf is not None else "no entries"
         out.append(Lens(header.line, f"{len(tree.members):,} entries · {where}"))
     labelled = {r.ref for r in _labels(doc)}  # label targets: strings, their own index keys
+    edited = {r.ref for r in doc.edits if isinstance(r.ref, str)} if doc.profile.context_edits else set()
     for info in doc.entries():
         kids = len(tree.kids(info))
         titles = []
@@ -78,6 +89,10 @@ def code_lenses(doc: SessionDocument) -> list[Lens]:
             label = current_label(doc, info)
             if label:
                 titles.append(f"label “{label}”")
+        if info.key in edited:
+            titles.extend(
+                f"edited by line {e.line + 1}: {edit_effect(doc, e).on_target}" for e in edits_of(doc, info)
+            )
         if info is leaf:
             titles.append("● leaf: pi continues here")
         if titles:

@@ -3,7 +3,9 @@
 On an id value that refers to another entry (``parentId``, ``targetId``, ``firstKeptEntryId``,
 ``fromId``, ``toolCallId``) the hover summarises the entry it refers to; anywhere else on a line it
 describes the line's own entry: type and role, model, tokens and cost, time, depth, parent,
-children, label, branch point / current path / leaf, and a preview of the content.
+children, label, branch point / current path / leaf, what a context edit does to the context (and,
+on an edited entry, which lines edit it), and a preview of the content. Tree facts come from
+:mod:`.links` (a version 1 file is the chain pi's migration makes of it).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Any
 from ..format.dates import ms
 from ..format.jsvalue import ABSENT, get, js_string_of
 from . import lines as L
+from . import links
+from .diagnostics import is_forked
 from .document import SessionDocument
+from .edits import edit_effect, edits_of
 from .lines import LineInfo, human_size
 from .navigation import Reference, reference_at
 from .preview import full_value, one_line, quick_preview
@@ -95,33 +100,52 @@ def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
 
 
 def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:
-    tree = doc.tree
-    facts = [f"line {info.line + 1}", f"depth {tree.depth(info)}"]
-    parent = tree.parent(info)
-    if parent is not None and parent is not info:
-        facts.append(f"parent {_code(parent.id)} (line {parent.line + 1})")
+    facts = [f"line {info.line + 1}", f"depth {links.depth(doc, info)}"]
+    parent = links.parent(doc, info)
+    if parent is not None:
+        facts.append(f"parent{_id_after(doc, parent)} (line {parent.line + 1})")
     elif info.pkey is not None:
         facts.append(f"parent {_code(info.parent_id)} **not found**")
     else:
         facts.append("root")
-    kids = tree.kids(info)
+    kids = links.children(doc, info)
     if len(kids) > 1:
         facts.append(f"**branch point**: {len(kids)} children")
     else:
         facts.append(f"{len(kids)} child" + ("" if len(kids) == 1 else "ren"))
-    path = doc.leaf_path()
     if doc.leaf() is info:
         facts.append("**leaf** (where pi continues)")
-    elif info in path:
+    elif links.on_leaf_path(doc, info):
         facts.append("on the current path")
     return facts
 
 
+def _id_after(doc: SessionDocument, info: LineInfo) -> str:
+    """`` `id` `` to follow a word, or nothing for an entry of a version 1 file without one."""
+    return "" if info.id is ABSENT and doc.is_v1() else f" {_code(info.id)}"
+
+
+def _entry_name(doc: SessionDocument, info: LineInfo) -> str:
+    """The entry's id in code, or what stands for it in a version 1 file."""
+    shown = links.shown_id(doc, info)
+    return _code(shown) if info.id is not ABSENT or not doc.is_v1() else shown
+
+
 def entry_markdown(doc: SessionDocument, info: LineInfo) -> str:
-    out = [f"### {_title(info)} {_code(info.id)}", " · ".join(tree_facts(doc, info))]
+    out = [f"### {_title(info)} {_entry_name(doc, info)}", " · ".join(tree_facts(doc, info))]
+    if doc.is_v1():
+        out.append(
+            "*version 1 file*: pi migrates it when it opens it, giving every entry a new id and the "
+            "entry before it as its parent"
+        )
     label = current_label(doc, info)
     if label:
         out.append(f"**label** {_code(label)}")
+    if info.etype == "context_edit":
+        out.append(edit_effect(doc, info).text)
+    for edit in edits_of(doc, info)[:5]:
+        effect = edit_effect(doc, edit)
+        out.append(f"**edited** by line {edit.line + 1} ({_code(edit.id)}): {effect.on_target}")
     when = _time(info.timestamp)
     out.append(f"**time** {when}" if when else f"**time** {_code(info.timestamp)} (unreadable)")
     value = full_value(info, doc.errors)
@@ -149,7 +173,7 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
     if parent is not ABSENT:
         out.append(f"**forked from** {_code(parent)}")
     if leaf is not None:
-        out.append(f"**leaf** {_code(leaf.id)} (line {leaf.line + 1}): {quick_preview(leaf)}")
+        out.append(f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {quick_preview(leaf)}")
     return "\n\n".join(out)
 
 
@@ -177,9 +201,13 @@ def _body_facts(info: LineInfo, value: Any) -> list[str]:
                 f"**{js_string_of(get(value, 'kind'))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
             )
         if info.etype == "compaction":
-            out.append(
-                f"**tokens before** {_num(get(value, 'tokensBefore'))} · first kept {_code(get(value, 'firstKeptEntryId'))}"
+            first_kept = get(value, "firstKeptEntryId")
+            kept = (
+                "keeps nothing from before it"
+                if first_kept is None or first_kept is ABSENT or first_kept == info.id
+                else f"first kept {_code(first_kept)}"
             )
+            out.append(f"**tokens before** {_num(get(value, 'tokensBefore'))} · {kept}")
         if info.etype == "branch_summary":
             out.append(f"**from** {_code(get(value, 'fromId'))}")
         out.extend(_usage(get(value, "usage")))
@@ -189,6 +217,10 @@ def _body_facts(info: LineInfo, value: Any) -> list[str]:
         out.append(f"**thinking level** {_code(get(value, 'thinkingLevel'))}")
     elif info.etype == "label":
         out.append(f"**target** {_code(get(value, 'targetId'))} · label {_code(get(value, 'label'))}")
+    elif info.etype == "context_edit":
+        replacement = get(value, "replacement")
+        kind = "omit" if replacement is None else "replace"
+        out.append(f"**context {kind}** of {_code(get(value, 'targetId'))}")
     return out
 
 
@@ -269,6 +301,8 @@ def _preview(info: LineInfo, value: Any) -> str:
     if info.etype in ("compaction", "branch_summary"):
         summary = get(value, "summary")
         return _fence(_cut(summary, TEXT_LIMIT)) if isinstance(summary, str) else ""
+    if info.etype == "context_edit":
+        return "\n\n".join(_blocks_markdown(get(get(value, "replacement"), "content")))
     if info.etype == "session_info":
         return f"**name** {_code(get(value, 'name'))}"
     return ""
@@ -278,7 +312,7 @@ def summary_markdown(doc: SessionDocument, target: LineInfo) -> str:
     """A few lines about an entry that something refers to."""
     when = _time(target.timestamp)
     out = [
-        f"**→ {_title(target)}** {_code(target.id)} · line {target.line + 1}"
+        f"**→ {_title(target)}** {_entry_name(doc, target)} · line {target.line + 1}"
         + (f" · {when}" if when else ""),
         quick_preview(target, 160),
     ]
@@ -299,5 +333,10 @@ def _reference_hover(doc: SessionDocument, ref: Reference) -> str:
     if not targets:
         if ref.field == "fromId" and ref.value == "root":
             return "`root`: the branch was left from before the first entry"
+        if ref.field == "fromId" and is_forked(doc):
+            return (
+                f"`fromId` {_code(ref.value)}: no entry in this file has this id: the session was forked "
+                "from another one, and the branch left here stayed there"
+            )
         return f"{_code(ref.field)} {_code(ref.value)}: **no entry has this id**"
     return "\n\n---\n\n".join(summary_markdown(doc, t.info) for t in targets[:5])

@@ -22,8 +22,9 @@ from ..format.glued import Piece, describe, glued_pieces
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
+from ..session.projection import is_edit_replacement
 from . import codes
-from .fields import Path, check_fields
+from .fields import Path, check_fields, json_kind
 
 # line kinds
 BLANK: Final = 0  # empty or JS whitespace only
@@ -43,7 +44,8 @@ _CANONICAL_TIME = re.compile(
 @dataclass(slots=True, eq=False)
 class Problem:
     """One thing wrong, placed on a line: at the value under ``path`` (its key when ``on_key``),
-    or at an explicit byte ``span``, or (neither) on the whole line."""
+    or at an explicit byte ``span``, or (neither) on the whole line. ``related``: other lines that
+    matter, ``notes``: places in this line that matter (byte spans), each with what is there."""
 
     code: str
     message: str
@@ -55,6 +57,7 @@ class Problem:
     missing: str | None = None  # the field a FIELD_MISSING problem is about
     resolved: tuple[int, int] | None = field(default=None, repr=False)  # cached byte span
     pieces: tuple[Piece, ...] | None = None  # of a GLUED_LINES problem: the glued lines
+    notes: tuple[tuple[int, int, str], ...] = ()
 
 
 class LineInfo:
@@ -119,7 +122,17 @@ _TAG_OF: dict[type, str] = {}
 for _cls in (*rec.SessionLine.__args__, *rec.Message.__args__):  # type: ignore[attr-defined]
     _TAG_OF[_cls] = _cls.__struct_config__.tag
 _IMAGE_CONTENT_ROLES = (rec.UserMessage, rec.ToolResultMessage, rec.CustomMessage, rec.HookMessage)
-_REF_FIELD = {"label": "targetId", "compaction": "firstKeptEntryId", "branch_summary": "fromId"}
+#: the field by which an entry of each type names another entry (``LineInfo.ref``)
+REF_FIELD = {
+    "label": "targetId",
+    "context_edit": "targetId",
+    "compaction": "firstKeptEntryId",
+    "branch_summary": "fromId",
+}
+#: the fields a ``context_edit`` has beyond every entry's (what a release without edits ignores)
+EDIT_FIELDS: Final = frozenset(
+    f.encode_name for f in msgspec.structs.fields(rec.ContextEditEntry)
+) - frozenset(f.encode_name for f in msgspec.structs.fields(rec.UnknownEntry))
 
 
 _BLANK_PROBLEM = Problem(codes.BLANK_LINE, "blank line: pi never writes one and skips it")
@@ -172,6 +185,9 @@ _ENTRY_TYPES: Final = frozenset(
     for c in rec.SessionLine.__args__
     if c is not rec.SessionHeader  # type: ignore[attr-defined]
 )
+#: the entry types read by their envelope alone; a ``context_edit`` is always scanned in full (its
+#: ``replacement`` decides whether it is an edit at all, and edits are few)
+_ENVELOPE_TYPES: Final = _ENTRY_TYPES - {"context_edit"}
 _MAX_SAFE = 2**53 - 1
 
 
@@ -204,7 +220,7 @@ def scan_envelope(raw: bytes) -> LineInfo | None:
     ts = env.timestamp
     if (
         etype.__class__ is not str
-        or etype not in _ENTRY_TYPES
+        or etype not in _ENVELOPE_TYPES
         or eid.__class__ is not str
         or (parent is not None and parent.__class__ is not str)
         or ts.__class__ is not str
@@ -274,7 +290,8 @@ def _shifted(p: Problem, n: int) -> Problem:
     if p.pieces is not None:
         pieces = tuple(replace(piece, start=piece.start + n, end=piece.end + n) for piece in p.pieces)
         pieces = (replace(pieces[0], start=0), *pieces[1:])
-    return Problem(p.code, p.message, span=(p.span[0] + n, p.span[1] + n), pieces=pieces)
+    notes = tuple((start + n, end + n, what) for start, end, what in p.notes)
+    return Problem(p.code, p.message, span=(p.span[0] + n, p.span[1] + n), pieces=pieces, notes=notes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,10 +358,10 @@ def _from_record(info: LineInfo, record: Any) -> None:
                         problems = problems if problems is not None else []
                         _typed_images(content, ("message", "content"), problems)
                         break
-    elif isinstance(etype, str) and etype in _REF_FIELD:
+    elif isinstance(etype, str) and etype in REF_FIELD:
         info.ref = (
             record.target_id
-            if etype == "label"
+            if etype == "label" or etype == "context_edit"
             else (record.first_kept_entry_id if etype == "compaction" else record.from_id)
         )
     elif etype == "custom_message" and type(record.content) is list:
@@ -390,10 +407,58 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     pos = err.pos
     start = len(text[:pos].encode("utf-8", "surrogatepass"))
     end = start + max(1, len(text[pos : pos + 1].encode("utf-8", "surrogatepass")))
-    where = "at end of line" if pos >= len(text) else f"at column {pos + 1}"
+    # The range says where; a column number in the text would count in one unit (characters,
+    # UTF-16 units, bytes) while each editor shows its own.
+    where = " at end of line" if pos >= len(text) else ""
     info.problems = (
-        Problem(codes.INVALID_JSON, f"invalid JSON {where}: {as_displayed(err.msg)}", span=(start, end)),
+        Problem(codes.INVALID_JSON, f"invalid JSON{where}: {as_displayed(err.msg)}", span=(start, end)),
     )
+
+
+def _about_replacement(p: Problem) -> bool:
+    if not p.path:
+        return p.path == () and p.missing == "replacement"
+    return p.path[0] == "replacement"
+
+
+_NOT_AN_EDIT = "this tool does not count it as an edit (D10)"
+
+
+def _malformed_edit(replacement: Any) -> Problem:
+    """The problem of a ``context_edit`` whose ``replacement`` pi 1.6.0 applies although it is not
+    an edit (D10): what pi then does."""
+    if replacement is ABSENT:
+        return Problem(
+            codes.MALFORMED_CONTEXT_EDIT,
+            "context edit without `replacement`: pi 1.6.0 throws a TypeError on every context build "
+            f"that applies it, so nothing can be sent or compacted on this branch; {_NOT_AN_EDIT}",
+            path=(),
+        )
+    content = replacement.get("content", ABSENT) if isinstance(replacement, dict) else ABSENT
+    if content is not ABSENT:
+        return Problem(
+            codes.MALFORMED_CONTEXT_EDIT,
+            f"`replacement.content` is {json_kind(content)}, not a string or an array: pi 1.6.0 sends it "
+            f"as the content of the target's messages; {_NOT_AN_EDIT}",
+            path=("replacement", "content"),
+        )
+    what = "has no `content`" if isinstance(replacement, dict) else f"is {json_kind(replacement)}"
+    return Problem(
+        codes.MALFORMED_CONTEXT_EDIT,
+        f"`replacement` {what}, so it is neither `null` nor an object with a string or array `content`: "
+        f"pi 1.6.0 sends the target's messages without content; {_NOT_AN_EDIT}",
+        path=("replacement",),
+    )
+
+
+def is_edit_field_problem(p: Problem) -> bool:
+    """``p`` is about what makes a ``context_edit`` an edit (its own fields, or PI027): nothing a
+    release without context edits, which reads the line as an unknown type, would report."""
+    if p.code == codes.MALFORMED_CONTEXT_EDIT:
+        return True
+    if not p.path:
+        return p.path == () and p.missing in EDIT_FIELDS
+    return p.path[0] in EDIT_FIELDS
 
 
 def glued_problem(info: LineInfo) -> Problem | None:
@@ -411,9 +476,10 @@ def _glued_problem(pieces: tuple[Piece, ...]) -> Problem:
     where = pieces[1].start
     return Problem(
         codes.GLUED_LINES,
-        f"{len(pieces)} lines glued together: {describe(pieces)}. pi skips the whole line, and with it {' and '.join(lost)}",
+        f"{len(pieces)} lines glued together: {describe(pieces, columns=False)}. pi skips the whole line, and with it {' and '.join(lost)}",
         span=(where, where + 1),
         pieces=pieces,
+        notes=tuple((p.start, p.end, describe((p,), columns=False)) for p in pieces),  # where each is
     )
 
 
@@ -421,7 +487,7 @@ def _scan_value(info: LineInfo, value: Any) -> None:
     if not isinstance(value, dict):
         info.kind = NON_OBJECT
         info.kept = truthy(value)
-        what = "a falsy value" if not info.kept else f"{_kind(value)}"
+        what = "a falsy value" if not info.kept else json_kind(value)
         info.problems = (Problem(codes.NOT_AN_OBJECT, f"line is {what}, not an entry object: pi skips it"),)
         return
     info.kept = True
@@ -439,6 +505,9 @@ def _scan_value(info: LineInfo, value: Any) -> None:
         info.version = get(value, "version")
         info.problems = tuple(problems)
         return
+    if etype == "context_edit" and not is_edit_replacement(replacement := value.get("replacement", ABSENT)):
+        problems = [p for p in problems if not _about_replacement(p)]
+        problems.append(_malformed_edit(replacement))
     info.kind = ENTRY
     info.key = index_key(info.id)
     info.parent_id = get(value, "parentId")
@@ -468,8 +537,8 @@ def _scan_value(info: LineInfo, value: Any) -> None:
             if role == "toolResult" and isinstance(get(message, "toolCallId"), str):
                 info.result_call_id = message["toolCallId"]
             _plain_images(content, ("message", "content"), problems)
-    elif isinstance(etype, str) and etype in _REF_FIELD:
-        info.ref = get(value, _REF_FIELD[etype])
+    elif isinstance(etype, str) and etype in REF_FIELD:
+        info.ref = get(value, REF_FIELD[etype])
     elif etype == "custom_message":
         _plain_images(get(value, "content"), ("content",), problems)
     info.problems = tuple(problems)
@@ -486,18 +555,6 @@ def _plain_images(content: Any, path: Path, problems: list[Problem]) -> None:
                 problems.append(
                     _image_problem(len(data), mime if isinstance(mime, str) else "image", (*path, i))
                 )
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "null"
 
 
 # --------------------------------------------------------------------------------------------

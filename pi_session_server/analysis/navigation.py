@@ -1,6 +1,6 @@
 """Links between entries: what an id value under the cursor refers to, and what refers to an entry.
 
-References by id: ``parentId``, ``targetId`` (labels), ``firstKeptEntryId`` (compactions),
+References by id: ``parentId``, ``targetId`` (labels, context edits), ``firstKeptEntryId`` (compactions),
 ``fromId`` (branch summaries) name entries; a tool result's ``message.toolCallId`` names the
 ``toolCall`` block of an assistant message. Definitions go from a reference to what it names;
 references go from an entry (or a tool call) to everything naming it.
@@ -157,9 +157,8 @@ def entry_references(
         if span is not None:
             out.append(Target(child, *span))
     if isinstance(subject.id, str):
-        field_of = {"label": "targetId", "compaction": "firstKeptEntryId", "branch_summary": "fromId"}
         for referrer in tree.referrers.get(subject.id, ()):
-            field = field_of.get(referrer.etype)
+            field = L.REF_FIELD.get(referrer.etype)
             if field is None:
                 continue
             span = value_span(referrer.raw, (field,))

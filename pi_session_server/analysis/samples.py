@@ -11,6 +11,7 @@ import random
 from typing import Any
 
 from ..format.jsjson import dumps
+from ..format.jsvalue import ABSENT
 
 USAGE: dict[str, Any] = {
     "input": 1200,
@@ -111,6 +112,15 @@ def compaction(entry_id: str, parent: str | None, first_kept: str, summary: str 
 
 def branch_summary(entry_id: str, parent: str | None, from_id: str, summary: str = "left branch") -> str:
     return _entry("branch_summary", entry_id, parent, fromId=from_id, summary=summary)
+
+
+def context_edit(entry_id: str, parent: str | None, target: str, replacement: Any = None) -> str:
+    """pi 1.6.0's edit of ``target``: ``None`` leaves it out of the context, ``{"content": ...}``
+    replaces its content (``ABSENT``: a line without ``replacement``, which pi never writes)."""
+    fields: dict[str, Any] = {"targetId": target}
+    if replacement is not ABSENT:
+        fields["replacement"] = replacement
+    return _entry("context_edit", entry_id, parent, **fields)
 
 
 def model_change(entry_id: str, parent: str | None, provider: str = "anthropic", model_id: str = "m") -> str:

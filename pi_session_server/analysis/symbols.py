@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..format.jsvalue import js_string_of
+from ..session.describe import preview_part
 from . import lines as L
+from . import links
 from .document import SessionDocument
 from .jsonpath import value_span
 from .lines import LineInfo
-from .preview import quick_preview
+from .preview import full_value, quick_preview
 
 #: branch nesting beyond this depth continues flat (editors and JSON encoders have limits)
 MAX_NESTING = 48
@@ -41,14 +43,24 @@ def symbol_kind(info: LineInfo) -> str:
     return js_string_of(info.etype)
 
 
+def symbol_name(doc: SessionDocument, info: LineInfo) -> str:
+    """The entry as the outline names it: the preview of :func:`.preview.quick_preview`, and a
+    context edit as pi 1.6.0's tree selector shows it (``[context omit: <targetId>]``)."""
+    if info.etype == "context_edit":
+        part = preview_part(full_value(info, doc.errors))
+        if isinstance(part, str):
+            return part
+    return quick_preview(info, 60)
+
+
 def _symbol(doc: SessionDocument, info: LineInfo, branch_children: int = 0) -> Symbol:
     sel = value_span(info.raw, ("id",)) or (0, min(len(info.raw), 1))
-    detail = js_string_of(info.id)
+    detail = links.shown_id(doc, info)
     if branch_children > 1:
         detail += f" · {branch_children} branches"
     if info is doc.leaf():
         detail += " · leaf"
-    return Symbol(quick_preview(info, 60), detail, symbol_kind(info), info.line, len(info.raw), sel)
+    return Symbol(symbol_name(doc, info), detail, symbol_kind(info), info.line, len(info.raw), sel)
 
 
 def document_symbols(doc: SessionDocument) -> list[Symbol]:

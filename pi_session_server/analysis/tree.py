@@ -270,17 +270,37 @@ class TreeIndex:
         # its calls call_0, call_1, ... in every turn) must not make this quadratic: the
         # ancestors near each result are collected once, and calls are looked up in sets.
         calls_get = self.calls_by_id.get
+        answered: dict[str, set[LineInfo]] = {}  # call id -> the calls a result with it is close below
         for c, results in self.results_by_call.items():
             calls_of_c = set(calls_get(c) or ())
             for r in results:
-                if not calls_of_c or calls_of_c.isdisjoint(self._near_ancestors(r)):
+                near = self._near_calls(r, calls_of_c) if calls_of_c else ()
+                if not near:
                     suspects.append(r)
+                else:
+                    answered.setdefault(c, set()).update(near)
         for c, callers in self.calls_by_id.items():
-            answered: set[LineInfo] = set()  # the calls some result with this id is close below
-            for r in self.results_by_call.get(c, ()):
-                answered.update(self._near_ancestors(r))
-            suspects.extend(a for a in callers if a not in answered)
+            answered_c = answered.get(c, ())
+            suspects.extend(a for a in callers if a not in answered_c)
         return suspects
+
+    def _near_calls(self, r: LineInfo, calls: set[LineInfo]) -> list[LineInfo]:
+        """The members of ``calls`` among the few nearest ancestors of ``r`` (the walk stops once
+        it met them all: as a rule, at the parent)."""
+        found = []
+        by_id_get = self.by_id.get
+        cur = r
+        for _ in range(_NEAR):
+            pk = cur.pkey
+            lst = by_id_get(pk) if pk is not None else None
+            if not lst:
+                break
+            cur = lst[-1]
+            if cur in calls:
+                found.append(cur)
+                if len(found) == len(calls):
+                    break
+        return found
 
     def _near_ancestors(self, e: LineInfo) -> Iterator[LineInfo]:
         """The few nearest ancestors of ``e``."""
@@ -510,7 +530,8 @@ class TreeIndex:
                     out.append(
                         Problem(
                             codes.UNANSWERED_TOOL_CALL,
-                            f"toolCall `{_short(c)}` has no toolResult below it on any branch",
+                            f"toolCall `{_short(c)}` has no toolResult below it on any branch: pi sends "
+                            '"No result provided" in its place',
                             path=("message", "content", e.call_blocks[i], "id"),
                         )
                     )
@@ -518,6 +539,8 @@ class TreeIndex:
 
     def _check_first_kept(self, c: LineInfo) -> Problem | None:
         target = c.ref
+        if strict_equal(target, c.id):
+            return None  # "keep nothing", as pi 1.6.0 writes it (FORMAT.md §6.5)
         for x in self.walk_up(self.parent(c)):
             if x is c:
                 break

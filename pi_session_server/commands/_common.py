@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from importlib import resources
 from typing import Any
 
 from ..format.jsvalue import ABSENT, js_string_of
-from ..session import SessionManager
+from ..session import DEFAULT_PI, PROFILES, SessionManager
 
 
 class CommandError(Exception):
@@ -24,15 +25,39 @@ def path_problem(path: str) -> str | None:
     return None
 
 
-def open_to_look(path: str) -> SessionManager:
-    """The session in ``path``, loaded without writing anything (see SessionManager's read_only).
+def add_pi_argument(parser: argparse.ArgumentParser) -> None:
+    """``--pi VERSION``: the pi release whose behaviour the command follows (a session file does not
+    say which pi wrote it; the one the user runs now decides what it means)."""
+    parser.add_argument(
+        "--pi",
+        choices=list(PROFILES),
+        default=DEFAULT_PI,
+        metavar="VERSION",
+        help=f"behave like this pi release: {', '.join(PROFILES)} (default {DEFAULT_PI})",
+    )
+
+
+def add_index_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-index",
+        dest="index",
+        action="store_false",
+        help="neither read nor write the session's index in the cache directory "
+        "($PI_SESSION_INDEX_DIR, else $XDG_CACHE_HOME/pi-session; PI_SESSION_NO_INDEX=1 does the same)",
+    )
+
+
+def open_to_look(path: str, pi: str = DEFAULT_PI, *, index: bool = True) -> SessionManager:
+    """The session in ``path``, loaded without writing anything to it (see SessionManager's
+    read_only), read as pi release ``pi`` reads it; its index in the cache directory is read and
+    written unless ``index`` is False.
 
     pi's ``open`` of a missing file starts a new session there; a command that shows a file
     reports it missing instead. An empty file reads as a session without entries."""
     problem = path_problem(path)
     if problem is not None:
         raise CommandError(f"{path}: {problem}")
-    return SessionManager.open(path, read_only=True)
+    return SessionManager.open(path, read_only=True, pi=pi, index=index)
 
 
 _SKIPPED_SHOWN = 3

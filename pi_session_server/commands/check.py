@@ -1,4 +1,5 @@
-"""``pi-session check [PATH...]``: the language server's diagnostics in the terminal.
+"""``pi-session check [PATH...] [--pi VERSION]``: the language server's diagnostics in the terminal,
+the files read as pi release VERSION reads them (the library's default release unless told).
 
 Each problem is printed as ``file:line:column: severity code message`` (1-based; columns count
 characters), followed by a summary per file and a total. ``--json`` prints one JSON document
@@ -23,6 +24,8 @@ from ..analysis.codes import Severity
 from ..analysis.diagnostics import Diagnostic, count_by_severity, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..analysis.positions import UTF32, to_column
+from ..session import DEFAULT_PI
+from ._common import add_pi_argument
 
 _LEVELS = {
     "error": Severity.ERROR,
@@ -64,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="always show progress on stderr",
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+    add_pi_argument(parser)
 
 
 # ---------------------------------------------------------------------- finding files
@@ -100,11 +104,14 @@ def default_paths() -> list[str]:
 # ---------------------------------------------------------------------- one file
 
 
-def check_file(path: str) -> tuple[SessionDocument | None, list[Diagnostic], str | None]:
-    """The analysed document and its diagnostics, or the reason the file could not be read."""
+def check_file(
+    path: str, pi: str = DEFAULT_PI
+) -> tuple[SessionDocument | None, list[Diagnostic], str | None]:
+    """The analysed document and its diagnostics as pi release ``pi`` reads the file, or the reason
+    the file could not be read."""
     try:
         # lines keep where they are, not their bytes: a multi-GB session in the memory of its facts
-        doc = SessionDocument.from_file(path)
+        doc = SessionDocument.from_file(path, pi=pi)
         return doc, document_diagnostics(doc), None
     except OSError as err:
         return None, [], err.strerror or str(err)
@@ -181,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         out.write('{"files":[')
     for index, path in enumerate(files):
         progress.show(index, path)
-        doc, diagnostics, failure = check_file(path)
+        doc, diagnostics, failure = check_file(path, args.pi)
         diagnostics = [d for d in diagnostics if d.severity <= minimum]
         counts = count_by_severity(diagnostics)
         if failure is not None:

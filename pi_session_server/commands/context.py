@@ -1,4 +1,6 @@
-"""``pi-session context [FILE] [--leaf ID] [--json]``: what the LLM would be sent at the leaf (or at ID)."""
+"""``pi-session context [FILE] [--leaf ID] [--json] [--pi VERSION]``: what the LLM would be sent at the
+leaf (or at ID), as pi release VERSION builds it (1.6.0 by default: context edits applied, older
+compactions in the kept range silent)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,22 @@ from typing import Any
 from ..format.jsjson import dumps_pretty
 from ..format.jsvalue import ABSENT, js_string_of
 from ..session.describe import content_text, tool_call_text
-from ._common import model_text, open_to_look, report_skipped_lines, session_path
+from ._common import (
+    add_index_argument,
+    add_pi_argument,
+    model_text,
+    open_to_look,
+    report_skipped_lines,
+    session_path,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="session file (default: the bundled example session)")
     parser.add_argument("--leaf", help="build the context at this entry id instead of the session's leaf")
     parser.add_argument("--json", action="store_true", help="print the context as JSON (pi's value)")
+    add_pi_argument(parser)
+    add_index_argument(parser)
 
 
 def message_text(message: Any) -> str:
@@ -47,7 +58,7 @@ def message_text(message: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
-    manager = open_to_look(path)
+    manager = open_to_look(path, args.pi, index=args.index)
     report_skipped_lines("context", path, manager)
     if args.leaf is not None:
         if manager.get_entry(args.leaf) is ABSENT:

@@ -50,6 +50,7 @@ KnownType = Literal[
     "label",
     "session_info",
     "usage",
+    "context_edit",  # pi 1.6.0
 ]
 KnownRole = Literal[
     "user",
@@ -211,12 +212,15 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
             if self._source is None:
                 return ABSENT
             value = self._source.read_line(self.offset, self.length)
-            if not self._same_envelope(value):
-                raise StaleFileError(
-                    f"session file changed underneath: line {self.line + 1} is not the entry read at load"
-                )
         elif type(value) is LineBytes:
-            return _parse_line(value)
+            # (bytes read at load, but the envelope may come from the file's index: see scan_index)
+            value = _parse_line(value)
+        else:
+            return value
+        if not self._same_envelope(value):
+            raise StaleFileError(
+                f"session file changed underneath: line {self.line + 1} is not the entry read at load"
+            )
         return value
 
     def _same_envelope(self, value: Any) -> bool:

@@ -211,8 +211,9 @@ def _head(raw: bytes, start: int, end: int) -> _Head | None:
     return _Head(value.get("type", ABSENT), value.get("id", ABSENT), value.get("timestamp", ABSENT))
 
 
-def describe(pieces: tuple[Piece, ...]) -> str:
-    """``pieces`` in words, e.g. "a cut-off line, then entry `1e2f3a4b` (message) from column 655"."""
+def describe(pieces: tuple[Piece, ...], columns: bool = True) -> str:
+    """``pieces`` in words, e.g. "a cut-off line, then entry `1e2f3a4b` (message) from column 655"
+    (``columns``: with the character column where each piece after the first starts)."""
     parts = []
     for i, piece in enumerate(pieces):
         if piece.whole and piece.type == "session":
@@ -221,7 +222,7 @@ def describe(pieces: tuple[Piece, ...]) -> str:
             what = f"entry {_name(piece)}"
         else:
             what = "a cut-off line"
-        where = "" if i == 0 else f" from column {piece.column + 1}"
+        where = "" if i == 0 or not columns else f" from column {piece.column + 1}"
         parts.append(what + where)
     return ", then ".join(parts)
 

@@ -1,6 +1,7 @@
 """Typed records of a session line: the header, every entry type and every message (spec §4-§7).
 
-These Structs describe what pi 0.86.1 *writes*. The reference itself validates nothing (it works on
+These Structs describe what pi *writes* (0.86.1's entries, and the ``context_edit`` entry of pi 1.6.0,
+session-format.md §23.1, which 0.86.1 reads as an unknown type). The reference itself validates nothing (it works on
 whatever ``JSON.parse`` produced, see :mod:`jsvalue`), so the records serve two other purposes:
 
 - typed validation: a line that decodes as :data:`SessionLine` has every required field with the
@@ -32,6 +33,8 @@ __all__ = [
     "BranchSummaryMessage",
     "CompactionEntry",
     "CompactionSummaryMessage",
+    "ContextEditEntry",
+    "ContextEditReplacement",
     "CustomEntry",
     "CustomMessage",
     "CustomMessageEntry",
@@ -343,6 +346,19 @@ class CustomMessageEntry(_Entry, tag="custom_message", kw_only=True):
     details: Any = UNSET
 
 
+class ContextEditReplacement(_Record, kw_only=True):
+    """What replaces the target's message content (the content of any role an edit may target)."""
+
+    content: str | list[UserContent | AssistantContent]
+
+
+class ContextEditEntry(_Entry, tag="context_edit", kw_only=True):
+    """pi 1.6.0: omits (``replacement: null``) or replaces the content of an earlier entry's messages."""
+
+    target_id: str
+    replacement: ContextEditReplacement | None
+
+
 class LabelEntry(_Entry, tag="label", kw_only=True):
     target_id: str
     label: str | None | UnsetType = UNSET  # any falsy value clears the target's label
@@ -371,10 +387,11 @@ SessionLine = (
     | BranchSummaryEntry
     | CustomEntry
     | CustomMessageEntry
+    | ContextEditEntry
     | LabelEntry
     | SessionInfoEntry
 )
-"""A known line: the header or an entry of a type pi 0.86.1 writes (tagged by ``type``)."""
+"""A known line: the header or an entry of a type pi writes (tagged by ``type``)."""
 
 
 def _tags(union: Any) -> frozenset[str]:
@@ -455,7 +472,7 @@ def session_line_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "pi session line",
-        "description": "One line of a pi session file (.jsonl), as written by pi 0.86.1.",
+        "description": "One line of a pi session file (.jsonl), as written by pi (0.86.1, 1.6.0).",
         "anyOf": [known, {"$ref": "#/$defs/UnknownEntry"}],
         "$defs": {**defs, "UnknownEntry": _unknown_entry_schema(ENTRY_TYPES)},
     }

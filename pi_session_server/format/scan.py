@@ -28,18 +28,17 @@ from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
 
 # Small enough that a chunk is still in the CPU cache when msgspec reads it after the kernel's copy
-# (measured: 1 MB chunks open a 100 MB session about 20 % faster than 8 MB ones).
+# (larger chunks open a large session slower).
 CHUNK_SIZE = 1024 * 1024
 # A buffer grown for a long line is kept up to this many chunks: sessions with screenshots hold many
 # lines of about a MB, and shrinking after each one made a fresh buffer whose first touch is a page
-# fault per 4 KB (a 315 MB session with images: 132 regrowths, 10 % of its open time).
+# fault per 4 KB.
 KEEP_GROWN_CHUNKS = 8
 PROGRESS_STEP = 16 * 1024 * 1024  # report scan progress every this many bytes
 # Lines up to this size keep their decoded value in memory; longer ones are re-read on demand.
 HOLD_LIMIT = 512
 # The length of a line shorter than this is not kept with its entry (0): reading it again takes the
-# bytes up to its newline (see line_at), one read as a rule. 32 bytes less per entry: 26 MB for
-# the 808,000 entries of 2 GB of text.
+# bytes up to its newline (see line_at), one read as a rule, and the entry holds one int less.
 SHORT_LINE = 64 * 1024
 SLOW_HOLD_LIMIT = 4 * 1024 * 1024
 _ASCII_BLANK = b" \t\r\x0b\x0c"
@@ -300,9 +299,8 @@ def _scan_entry_lines(
     buffer: a GB of base64 images is only ever touched by the kernel's copy and msgspec's scan.
     Lines the envelope decoder rejects take the exact slow path. Plain reads rather than mmap: a
     file truncated by another process while we read must not kill us with SIGBUS. (The loop reads
-    its chunks itself: the same loop with a reader object for the chunks scanned 15 % slower,
-    measured and not understood.) ``index`` is the one to fill (a new one by default; scan_split
-    adds the helper's entries to it meanwhile).
+    its chunks itself: the same loop with a reader object for the chunks scanned slower.)
+    ``index`` is the one to fill (a new one by default).
     """
     result = ScanResult(end=start) if index is None else ScanResult(end=start, index=index)
     entries = result.entries
@@ -515,6 +513,9 @@ class FileLineSource:
     def __init__(self, path: str, fd: int | None = None) -> None:
         self.path = path
         self.fd = fd if fd is not None else os.open(path, os.O_RDONLY)
+        # the directory of the file's persistent indexes, when it was opened with one (see
+        # session.scan_index): what else is kept of the file (the tree's previews) goes there too
+        self.index_dir: str | None = None
 
     def read_line(self, offset: int, length: int) -> Any:
         data = line_at(self.fd, offset, length)

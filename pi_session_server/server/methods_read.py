@@ -17,6 +17,8 @@ from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, PiRpcError, invalid_params
+from .path_view import get_path
+from .session_stats import session_stats
 from .tree_pages import FlatTreePages
 from .tree_view import (
     FlatTree,
@@ -26,8 +28,9 @@ from .tree_view import (
     TreeWindow,
     encode_flat_page,
     encode_flat_tree_view,
-    flat_tree,
+    tree_shape,
     tree_view,
+    window_tree,
 )
 
 if TYPE_CHECKING:
@@ -63,16 +66,25 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
         except TreeTooLargeError as error:
             raise _too_large(str(error), error.total) from None
         except RootNotFoundError as error:
-            raise PiRpcError(ENTRY_NOT_FOUND, str(error), {"rootId": error.root_id}) from None
+            raise PiRpcError(ENTRY_NOT_FOUND, str(error), {error.param: error.root_id}) from None
 
 
 def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
-    """A page of the flat form, cut from the walk kept for the pages of the same request."""
-    key = (*view.values(), _typed(window.root_id), window.depth)
+    """A page of the flat form, cut from the walk kept for the pages of the same request; the walks
+    of one view of the tree (a tree view opening level after level) share one kept shape."""
+    key = (*view.values(), _typed(window.root_id), window.depth, window.chain)
+    # a tree view's windows (a level, the page around an entry) read the calls their previews name;
+    # pages of the whole tree keep the whole session's calls, as pi's tree selector does
+    on_demand = window.chain or window.root_id is not ABSENT or window.around_id is not ABSENT
+
+    def shape() -> Any:
+        roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
+        return tree_shape(
+            roots, leaf_id, manager.by_id, cache=preview_cache(manager), calls_on_demand=on_demand, **view
+        )
 
     def walk() -> FlatTree:
-        roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
-        return flat_tree(roots, leaf_id, manager.by_id, cache=preview_cache(manager), window=window, **view)
+        return window_tree(_tree_shapes.tree(manager, (*view.values(), on_demand), shape), window)
 
     try:
         encoded, more = encode_flat_page(_tree_pages.tree(manager, key, walk), window, MAX_TREE_NODES)
@@ -91,13 +103,14 @@ def _typed(value: Any) -> tuple[type, str]:
 
 def _tree_window(p: P.GetTreeParams) -> TreeWindow:
     """The part of the tree the params ask for; -32602 for a form that cannot give it."""
-    if p.form == "reference" and (p.root_id is not UNSET or p.depth is not UNSET or p.paged):
+    if p.form == "reference" and (p.root_id is not UNSET or p.depth is not UNSET or p.paged or p.chain):
         raise invalid_params(
-            "Invalid params: `rootId`, `depth`, `offset` and `limit` need form flat or nested"
+            "Invalid params: `rootId`, `depth`, `offset`, `limit`, `chain` and `aroundId` need form flat or nested"
         )
-    if p.form == "nested" and p.paged:
+    if p.form == "nested" and (p.paged or p.chain):
         raise invalid_params(
-            "Invalid params: `offset` and `limit` page the flat form; nested: use `rootId` and `depth`"
+            "Invalid params: `offset`, `limit`, `chain` and `aroundId` are of the flat form; nested: use "
+            "`rootId` and `depth`"
         )
     return TreeWindow(
         root_id=P.opt(p.root_id),
@@ -105,6 +118,8 @@ def _tree_window(p: P.GetTreeParams) -> TreeWindow:
         offset=0 if p.offset is UNSET else p.offset,
         limit=None if p.limit is UNSET else p.limit,
         paged=p.paged,
+        chain=p.chain,
+        around_id=P.opt(p.around_id),
     )
 
 
@@ -129,7 +144,8 @@ def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
 
 
 _preview_caches: weakref.WeakKeyDictionary[Any, PreviewCache] = weakref.WeakKeyDictionary()
-_tree_pages = FlatTreePages()
+_tree_pages: FlatTreePages[FlatTree] = FlatTreePages()
+_tree_shapes: FlatTreePages[Any] = FlatTreePages()
 _preview_caches_lock = threading.Lock()
 
 
@@ -177,6 +193,13 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
     return node  # members the entry does not have (ABSENT) are left out on the wire
 
 
+def _path(manager: Any, p: P.GetPathParams) -> Any:
+    try:
+        return get_path(manager, P.opt(p.entry_id), p.descend, p.offset, p.limit)
+    except RootNotFoundError as error:
+        raise PiRpcError(ENTRY_NOT_FOUND, str(error), {error.param: error.root_id}) from None
+
+
 def _context_entries(manager: Any, leaf_id: Any) -> Any:
     if leaf_id is UNSET:
         return manager.build_context_entries()
@@ -200,6 +223,8 @@ def register(server: PiSessionServer) -> None:
 
     read("pi/getTree", P.GetTreeParams, _tree)
     read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
+    read("pi/getPath", P.GetPathParams, _path)
+    read("pi/getStats", P.SessionParams, lambda m, p: session_stats(m))
     read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)))
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page)

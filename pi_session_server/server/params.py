@@ -252,10 +252,19 @@ class GetTreeParams(SessionParams, kw_only=True):
     depth: Count | UnsetType = UNSET
     offset: Count | UnsetType = UNSET
     limit: PageSize | UnsetType = UNSET
+    chain: bool = False
+    around_id: Id = UNSET
 
     @property
     def paged(self) -> bool:
-        return self.offset is not UNSET or self.limit is not UNSET
+        return self.offset is not UNSET or self.limit is not UNSET or self.around_id is not UNSET
+
+
+class GetPathParams(SessionParams, kw_only=True):
+    entry_id: Id = UNSET
+    descend: bool = False
+    offset: Count = 0
+    limit: PageSize = 100
 
 
 class GetBranchParams(SessionParams, kw_only=True):

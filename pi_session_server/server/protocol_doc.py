@@ -286,8 +286,73 @@ SCHEMAS: dict[str, Any] = {
                 "minimum": 0,
                 "description": "with `offset`/`limit`: `offset` of the next page (when hasMore)",
             },
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "with `aroundId`: where this page starts in the whole (filtered) result",
+            },
+            "aroundIndex": {
+                "type": ["integer", "null"],
+                "minimum": 0,
+                "description": "with `aroundId`: where the row on the path to that entry is in the whole "
+                "result (the entry's own row, or its deepest shown ancestor's); null when no row is on it",
+            },
         },
         "required": ["leafId", "nodes"],
+    },
+    "PathItem": {
+        "type": "object",
+        "description": "One entry of pi/getPath: the entry and what a branch switcher needs.",
+        "properties": {
+            "entry": ref("Entry"),
+            "childIds": {"type": "array", "description": "ids of the entry's children, oldest first"},
+            "siblingIds": {
+                "type": "array",
+                "description": "ids of its parent's children (the roots for the first entry), oldest first; "
+                "only where there are several",
+            },
+            "label": ANY,
+            "labelTimestamp": ANY,
+            "line": {"type": "integer", "minimum": 0, "description": "0-based line of the entry in the file"},
+        },
+        "required": ["entry", "childIds"],
+    },
+    "PathPage": {
+        "type": "object",
+        "properties": {
+            "leafId": {"description": "The session's leaf (null when it has none)."},
+            "endId": {"description": "Id of the path's last entry (null for an empty path)."},
+            "total": {"type": "integer", "minimum": 0, "description": "entries on the whole path"},
+            "offset": {"type": "integer", "minimum": 0, "description": "where this page starts"},
+            "hasMore": {"type": "boolean"},
+            "nextOffset": {"type": "integer", "minimum": 0, "description": "when hasMore"},
+            "items": {"type": "array", "items": ref("PathItem"), "description": "root first"},
+        },
+        "required": ["leafId", "endId", "total", "offset", "hasMore", "items"],
+    },
+    "SessionStats": {
+        "type": "object",
+        "description": "Totals of the whole session (every branch).",
+        "properties": {
+            "entryCount": {"type": "integer", "minimum": 0},
+            "types": {"type": "object", "description": "entries by type"},
+            "roles": {"type": "object", "description": "message entries by role"},
+            "branchPoints": {"type": "integer", "minimum": 0, "description": "entries with several children"},
+            "leaves": {"type": "integer", "minimum": 0, "description": "entries without children"},
+            "tokens": {
+                "type": "object",
+                "description": "sums of the assistant messages' usage: input, output, cacheRead, cacheWrite, "
+                "totalTokens",
+            },
+            "cost": {"type": "number", "description": "sum of usage.cost.total"},
+            "models": {
+                "type": "object",
+                "description": "per provider/model: {turns, totalTokens, cost}",
+            },
+            "firstTimestamp": {"type": "string"},
+            "lastTimestamp": {"type": "string"},
+        },
+        "required": ["entryCount", "types", "roles", "branchPoints", "leaves", "tokens", "cost", "models"],
     },
     "ReferenceTreeNode": {
         "type": "object",
@@ -570,6 +635,27 @@ METHODS: list[Method] = [
         "getBranch",
     ),
     Method(
+        "pi/getPath",
+        "The path from the root to `entryId` (default: the leaf) as a session viewer shows it, a page at "
+        f"a time: `offset`, `limit` (at most {1000:,}; a page also ends once its entries' lines hold about "
+        "4 MB). Each item is the entry with its childIds and, where its parent has several children, "
+        "siblingIds. `descend` continues the path below the entry to a leaf (through the child on the way "
+        "to the session's leaf, else the newest one): the path through another branch. The path is kept "
+        "while the session stays the same, so the pages of one path are cut from one walk.",
+        P.GetPathParams,
+        ref("PathPage"),
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+    ),
+    Method(
+        "pi/getStats",
+        "Totals of the whole session for a viewer: entries by type and role, branch points, leaves, the "
+        "assistant messages' tokens and cost (by model), first and last timestamps. Kept per session: "
+        "after an append only the new entries are read.",
+        P.SessionParams,
+        ref("SessionStats"),
+        SESSION_ERRORS,
+    ),
+    Method(
         "pi/getChildren",
         "getChildren(parentId): entries whose parentId is parentId (null: the roots).",
         P.GetChildrenParams,
@@ -690,13 +776,13 @@ FIELD_DOCS = {
     ),
     "since": "An entry id: return the entries after its last occurrence in file order.",
     "limit": (
-        "At most this many items in the reply (at least 1): entries (pi/getEntries), nodes of the flat form (pi/getTree; "
+        "At most this many items in the reply (at least 1): entries (pi/getEntries; pi/getPath, default 100), nodes of the flat form (pi/getTree; "
         f"at most {E.MAX_TREE_NODES:,}, a larger limit gives pages of {E.MAX_TREE_NODES:,}) or sessions "
         "(pi/list, pi/listAll). pi/getTree and the listings then answer one page with `total`, `hasMore` "
         "and `nextOffset`."
     ),
     "offset": (
-        "Skip this many items first: nodes of the flat form's preorder (pi/getTree) or sessions of the "
+        "Skip this many items first: entries of the path (pi/getPath), nodes of the flat form's preorder (pi/getTree) or sessions of the "
         "newest-first list (pi/list, pi/listAll). Pass the previous page's `nextOffset`; pages concatenate "
         "to the whole result (if the session or directory did not change in between)."
     ),
@@ -708,6 +794,18 @@ FIELD_DOCS = {
         "pi/getTree: only nodes at most this many levels below the top nodes (0: the tops only). Flat form: "
         "childIds still name the children left out; nested form: such a node has `childrenOmitted: true`."
     ),
+    "chain": (
+        "pi/getTree (flat): only what one level of pi's /tree layout lists: the top node and its shown "
+        "descendants while each has exactly one shown child (several tops: the tops alone). A tree view "
+        "that nests branches under branch points asks for each level on expand."
+    ),
+    "aroundId": (
+        "pi/getTree (flat): answer the page around the row on the path to this entry (its own row, or its "
+        "deepest shown ancestor's), wherever `offset` points; the reply adds `offset` and `aroundIndex`. "
+        "EntryNotFound (-32002) if there is no such entry."
+    ),
+    "entryId": "pi/getPath: the entry the path leads to (default: the leaf); pi/branch: the new leaf.",
+    "descend": "pi/getPath: continue the path below the entry down to a leaf.",
     "text": (
         "pi/list, pi/listAll: the texts each session carries. all (default): the reference's SessionInfo; "
         "first: firstMessage only; none: neither firstMessage nor allMessagesText. Text left out is never "
@@ -736,8 +834,8 @@ def _form_refuses(form: str, names: list[str]) -> dict[str, Any]:
 
 # pages are of the flat form; the reference form is getTree() itself, whole
 _TREE_WINDOW_RULES = [
-    _form_refuses("nested", ["offset", "limit"]),
-    _form_refuses("reference", ["rootId", "depth", "offset", "limit"]),
+    _form_refuses("nested", ["offset", "limit", "chain", "aroundId"]),
+    _form_refuses("reference", ["rootId", "depth", "offset", "limit", "chain", "aroundId"]),
 ]
 
 

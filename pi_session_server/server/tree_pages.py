@@ -22,11 +22,10 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from .tree_view import FlatTree
+from typing import Any, Generic, TypeVar
 
 IDLE_SECONDS = 60.0
+Walk = TypeVar("Walk")
 
 
 def session_state(manager: Any) -> tuple[int, Any, tuple[type, str]]:
@@ -45,23 +44,26 @@ def _same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
 
 
 @dataclass
-class _Kept:
+class _Kept(Generic[Walk]):
     options: tuple[Any, ...]
     state: tuple[int, Any, Any]
-    tree: FlatTree
+    tree: Walk
     used: float
 
 
-class FlatTreePages:
-    """The kept walks, one per session (manager), shared by the thread pool's requests."""
+class FlatTreePages(Generic[Walk]):
+    """The kept walks, one per session (manager), shared by the thread pool's requests.
+
+    A walk is a :class:`~.tree_view.FlatTree` for pi/getTree; the conversation view's pages
+    (``path_view``) keep theirs in an instance of their own, so the two never evict each other."""
 
     def __init__(self, idle_seconds: float = IDLE_SECONDS, clock: Callable[[], float] = time.monotonic):
         self.idle_seconds = idle_seconds
         self._clock = clock
-        self._kept: weakref.WeakKeyDictionary[Any, _Kept] = weakref.WeakKeyDictionary()
+        self._kept: weakref.WeakKeyDictionary[Any, _Kept[Walk]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def tree(self, manager: Any, options: tuple[Any, ...], build: Callable[[], FlatTree]) -> FlatTree:
+    def tree(self, manager: Any, options: tuple[Any, ...], build: Callable[[], Walk]) -> Walk:
         """The walk for ``options`` of the session as it is now: the kept one, or ``build()`` kept."""
         try:
             manager_ref = weakref.ref(manager)
@@ -86,19 +88,19 @@ class FlatTreePages:
         with self._lock, contextlib.suppress(TypeError):  # TypeError: never kept (no weak reference)
             self._kept.pop(manager, None)
 
-    def kept(self, manager: Any) -> FlatTree | None:
+    def kept(self, manager: Any) -> Walk | None:
         """The walk kept for the session, if any."""
         with self._lock, contextlib.suppress(TypeError):
             found = self._kept.get(manager)
             return found.tree if found is not None else None
         return None
 
-    def _expire_later(self, manager_ref: weakref.ref[Any], kept: _Kept, delay: float) -> None:
+    def _expire_later(self, manager_ref: weakref.ref[Any], kept: _Kept[Walk], delay: float) -> None:
         timer = threading.Timer(delay, self._expire, (manager_ref, kept))
         timer.daemon = True
         timer.start()
 
-    def _expire(self, manager_ref: weakref.ref[Any], kept: _Kept) -> None:
+    def _expire(self, manager_ref: weakref.ref[Any], kept: _Kept[Walk]) -> None:
         manager = manager_ref()
         if manager is None:
             return

@@ -31,10 +31,12 @@ from pi_session_server.session.describe import (
     extract_content,
     is_silent_turn,
     preview_of,
+    tool_calls_of,
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
+_CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
 _SETTINGS_TYPES = frozenset({"label", "custom", "model_change", "thinking_level_change", "session_info"})
 
 
@@ -211,6 +213,12 @@ class TreeWindow:
     levels below its top (None: every level), and a page of the preorder of the flat form
     (``offset``, ``limit``; ``paged`` adds ``total``/``hasMore``/``nextOffset`` to the result).
 
+    ``chain``: only what one level of pi's ``/tree`` layout lists, the top and its shown descendants
+    while each has exactly one shown child (several tops: the tops alone). ``around_id``: the page is
+    the one around the row on the path to that entry (the entry itself, or its deepest shown
+    ancestor in the window), wherever ``offset`` points; the result says where the page starts
+    (``offset``) and where that row is (``aroundIndex``). A tree view opens on the leaf this way.
+
     Paging and depth never change a node: ``childIds``, ``depth`` and ``isBranchPoint`` are those of
     the whole result, so the pages of a tree, concatenated, are exactly the unpaged tree.
     """
@@ -220,6 +228,8 @@ class TreeWindow:
     offset: int = 0
     limit: int | None = None
     paged: bool = False
+    chain: bool = False
+    around_id: Any = ABSENT
 
 
 WHOLE_TREE: Final = TreeWindow()
@@ -238,11 +248,12 @@ class TreeTooLargeError(Exception):
 
 
 class RootNotFoundError(Exception):
-    """``root_id`` names no entry of the tree."""
+    """``root_id`` (or ``around_id``) names no entry of the tree."""
 
-    def __init__(self, root_id: Any) -> None:
+    def __init__(self, root_id: Any, param: str = "rootId") -> None:
         super().__init__(f"Entry {js_string_of(root_id)} not found")  # as the library words it
         self.root_id = root_id
+        self.param = param
 
 
 def find_node(roots: list[Any], wanted_id: Any) -> Any:
@@ -283,21 +294,87 @@ class _TreeShape:
         active_branch_first: bool,
         previews: bool,
         cache: PreviewCache | None,
+        calls_on_demand: bool = False,
     ) -> None:
+        self.roots = roots
         self.leaf_id = leaf_id
+        self.entries_by_id = entries_by_id
+        self._unique_ids = False
+        self._node_index: dict[Any, Any] | None = None  # see find
+        self._around: tuple[Any, set[Any]] | None = None  # (key of an aroundId, its path's keys)
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
+        # on demand: a tool result's preview names its call, found in the assistant messages above it
+        # (every call of the session only when it is not there); else every call, up front
+        self.calls_complete = not calls_on_demand
         if previews:
-            if cache is None:
+            if calls_on_demand:
+                self.tool_calls = {}
+            elif cache is None:
                 self.tool_calls = collect_tool_calls(_walk_entries(roots))
             else:
                 self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
+            if cache is not None:
                 self.preview = cache.previews()
         self.on_path = active_path_ids(entries_by_id, leaf_id)
+
+    def _find_call(self, entry: Any) -> None:
+        """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
+        if self.calls_complete or self.tool_calls is None:
+            return
+        if type_of(entry) != "message" or role_of(entry) != "toolResult":
+            return
+        message = field(entry, "message")
+        call_id = message.get("toolCallId", ABSENT) if isinstance(message, dict) else ABSENT
+        if not truthy(call_id) or index_key(call_id) in self.tool_calls:
+            return
+        wanted = index_key(call_id)
+        current, seen = entry, {id(entry)}
+        for _ in range(_CALL_SEARCH_STEPS):
+            parent = parent_of(current)
+            above = self.entries_by_id.get(index_key(parent)) if truthy(parent) else None
+            if above is None or id(above) in seen:
+                break
+            seen.add(id(above))
+            current = above
+            if type_of(above) == "message" and role_of(above) == "assistant":
+                for key, call in tool_calls_of(above):
+                    self.tool_calls.setdefault(key, call)
+                if wanted in self.tool_calls:
+                    return
+        self.tool_calls = collect_tool_calls(_walk_entries(self.roots))  # elsewhere, or nowhere
+        self.calls_complete = True
+
+    def find(self, wanted_id: Any) -> Any:
+        """:func:`find_node` without walking the tree each time: a tree view asks for a node at
+        every level it opens. The index is made on first use (ids that repeat: no index)."""
+        if self._node_index is None:
+            index: dict[Any, Any] = {}
+            for node in _walk_nodes(self.roots):
+                entry_id = id_of(node.entry)
+                key = index_key(entry_id) if entry_id is not ABSENT else None
+                if key is None or key in index:
+                    index = {}
+                    self._unique_ids = False
+                    break
+                index[key] = node
+            else:
+                self._unique_ids = True
+            self._node_index = index
+        if not self._unique_ids:
+            return find_node(self.roots, wanted_id)
+        return self._node_index.get(index_key(wanted_id))
+
+    def path_keys(self, entry_id: Any) -> set[Any]:
+        """:func:`active_path_ids` of an entry, kept for the next window asked for around it."""
+        key = (type(entry_id), repr(entry_id))
+        if self._around is None or self._around[0] != key:
+            self._around = (key, active_path_ids(self.entries_by_id, entry_id))
+        return self._around[1]
 
     def children_in_order(self, node: Any) -> list[Any]:
         children = node.children
@@ -347,6 +424,27 @@ class _TreeShape:
             for child in reversed(self.children_in_order(node)):
                 stack.append((child, ancestor_id, ancestor_depth))
 
+    def walk_chain(self, tops: list[Any], max_depth: int | None) -> Iterator[tuple[Any, Any, int]]:
+        """The rows of :attr:`TreeWindow.chain`: the shown top and its descendants while each has
+        exactly one shown child (down to ``max_depth``); several shown tops: the tops alone."""
+        level: list[Any] = []
+        for top in tops:
+            level.extend([top] if self.is_shown(top) else self.shown_children(top))
+        if len(level) != 1:
+            yield from ((top, None, 0) for top in level)
+            return
+        node, ancestor_id, depth = level[0], None, 0
+        while True:
+            yield node, ancestor_id, depth
+            children = self.shown_children(node)
+            if len(children) != 1 or (max_depth is not None and depth >= max_depth):
+                return
+            node, ancestor_id, depth = children[0], _node_id(node), depth + 1
+
+    def rows(self, tops: list[Any], window: TreeWindow) -> Iterator[tuple[Any, Any, int]]:
+        """The shown rows of ``window`` in order: its chain, or the walk of its subtree."""
+        return self.walk_chain(tops, window.depth) if window.chain else self.walk(tops, window.depth)
+
     def node(
         self, node: Any, visible_parent_id: Any, depth: int, children: list[Any], key: str
     ) -> dict[str, Any]:
@@ -367,6 +465,7 @@ class _TreeShape:
         if node.label_timestamp is not ABSENT:
             item["labelTimestamp"] = _safe(node.label_timestamp)
         if self.tool_calls is not None:
+            self._find_call(entry)
             item["preview"] = self.preview(entry, self.tool_calls)
         if timestamp is not ABSENT:
             item["timestamp"] = _safe(timestamp)
@@ -381,7 +480,7 @@ class _TreeShape:
 def _tops(roots: list[Any], shape: _TreeShape, window: TreeWindow) -> list[Any]:
     if window.root_id is ABSENT:
         return list(roots) if shape.ordered is None else shape.ordered(list(roots))
-    top = find_node(roots, window.root_id)
+    top = shape.find(window.root_id)
     if top is None:
         raise RootNotFoundError(window.root_id)
     return [top]
@@ -402,10 +501,17 @@ class _FlatPage:
 
     def __init__(self, shape: _TreeShape, rows: Iterable[Row], window: TreeWindow, max_nodes: int | None):
         self.shape = shape
-        self.rows = rows
         self.window = window
         self.max_nodes = max_nodes
         self.start = window.offset
+        self.around_index: int | None = None
+        if window.around_id is not ABSENT:
+            rows = rows if isinstance(rows, list) else list(rows)
+            self.around_index = _index_on_path(shape, rows, window.around_id)
+            if self.around_index is not None and window.limit is not None:
+                page = window.limit if max_nodes is None else min(window.limit, max_nodes)
+                self.start = max(0, min(self.around_index - page // 2, len(rows) - page))
+        self.rows = rows
         if window.limit is not None:
             size: int | None = window.limit if max_nodes is None else min(window.limit, max_nodes)
         else:
@@ -445,7 +551,25 @@ class _FlatPage:
         fields: dict[str, Any] = {"total": self.total, "hasMore": following < self.total}
         if following < self.total:
             fields["nextOffset"] = following
+        if self.window.around_id is not ABSENT:
+            fields["offset"] = self.start
+            fields["aroundIndex"] = self.around_index
         return fields
+
+
+def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | None:
+    """Where the row on the path to ``around_id`` is in ``rows``: the entry's own row, or its deepest
+    shown ancestor's (in preorder an ancestor comes before its descendants, so that is the last row
+    on the path). None when no row of the window is on it."""
+    if index_key(around_id) not in shape.entries_by_id:
+        raise RootNotFoundError(around_id, "aroundId")
+    path = shape.path_keys(around_id)
+    found = None
+    for index, (node, _ancestor, _depth) in enumerate(rows):
+        entry_id = _envelope(node.entry)[0]
+        if truthy(entry_id) and index_key(entry_id) in path:
+            found = index
+    return found
 
 
 def _node_id(node: Any) -> Any:
@@ -516,7 +640,7 @@ def tree_view(
     )
     if form == "nested":
         return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
-    page = _FlatPage(shape, shape.walk(tops, window.depth), window, max_nodes)
+    page = _FlatPage(shape, shape.rows(tops, window), window, max_nodes)
     nodes = list(page.nodes())
     page.check_size(len(nodes))
     result: dict[str, Any] = {"leafId": _wire_id(leaf_id), "nodes": nodes}
@@ -537,7 +661,7 @@ def _shape_and_tops(
     cache: PreviewCache | None,
 ) -> tuple[_TreeShape, list[Any]]:
     """What both result forms start from: the shape of the tree and the nodes the window starts at."""
-    shape = _TreeShape(
+    shape = tree_shape(
         roots,
         leaf_id,
         entries_by_id,
@@ -571,7 +695,7 @@ def encode_flat_tree_view(
     shape, tops = _shape_and_tops(
         roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
     )
-    return _encode_flat(leaf_id, _FlatPage(shape, shape.walk(tops, window.depth), window, max_nodes))[0]
+    return _encode_flat(leaf_id, _FlatPage(shape, shape.rows(tops, window), window, max_nodes))[0]
 
 
 class FlatTree:
@@ -605,10 +729,56 @@ def flat_tree(
     window: TreeWindow = WHOLE_TREE,
 ) -> FlatTree:
     """The rows of ``window`` (its ``rootId`` and ``depth``; pages are cut by :func:`encode_flat_page`)."""
-    shape, tops = _shape_and_tops(
-        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
+    shape = tree_shape(
+        roots,
+        leaf_id,
+        entries_by_id,
+        mode=mode,
+        search=search,
+        active_branch_first=active_branch_first,
+        previews=previews,
+        cache=cache,
     )
-    return FlatTree(shape, leaf_id, list(shape.walk(tops, window.depth)))
+    return window_tree(shape, window)
+
+
+def tree_shape(
+    roots: list[Any],
+    leaf_id: Any,
+    entries_by_id: dict[Any, Any],
+    *,
+    mode: str = "none",
+    search: str | None = None,
+    active_branch_first: bool = False,
+    previews: bool = True,
+    cache: PreviewCache | None = None,
+    calls_on_demand: bool = False,
+) -> _TreeShape:
+    """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
+    tool calls for previews): made once per session state and kept while a tree view opens level
+    after level (each level is a window with its own ``rootId``).
+
+    ``calls_on_demand``: a tool result's preview finds its call in the assistant messages above it
+    when it is made, instead of every call of the session being read up front: a window then reads
+    the bodies of what it sends (a tree view's first window of a 2 GB session would otherwise read
+    every assistant message). A call id that more than one message holds may then name the nearest
+    one where the whole tree names the last."""
+    return _TreeShape(
+        roots,
+        leaf_id,
+        entries_by_id,
+        mode=mode,
+        search=search,
+        active_branch_first=active_branch_first,
+        previews=previews,
+        cache=cache,
+        calls_on_demand=calls_on_demand,
+    )
+
+
+def window_tree(shape: _TreeShape, window: TreeWindow) -> FlatTree:
+    """:func:`flat_tree` of ``window`` over a kept :func:`tree_shape`."""
+    return FlatTree(shape, shape.leaf_id, list(shape.rows(_tops(shape.roots, shape, window), window)))
 
 
 def encode_flat_page(tree: FlatTree, window: TreeWindow, max_nodes: int | None = None) -> tuple[bytes, bool]:
@@ -638,6 +808,12 @@ def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
 
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:
     """Every node's entry, each node once (nodes can be shared with duplicate ids)."""
+    for node in _walk_nodes(roots):
+        yield node.entry
+
+
+def _walk_nodes(roots: list[Any]) -> Iterable[Any]:
+    """Every node, each once."""
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -645,5 +821,5 @@ def _walk_entries(roots: list[Any]) -> Iterable[Any]:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        yield node.entry
+        yield node
         stack.extend(node.children)

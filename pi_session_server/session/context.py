@@ -1,5 +1,8 @@
 """Context building: the path to a leaf, compaction-aware entry selection, entries -> messages (§16).
 
+These are the same in every pi release; :mod:`.projection` puts them together as the chosen release
+does (``buildSessionContext``, pi 1.6.0's ``buildSessionProjection``).
+
 Bodies are decoded only for the entries whose messages are returned (plus the latest compaction);
 the model and thinking level come from envelopes and small held entries.
 """
@@ -260,23 +263,6 @@ def build_context_entries(
 ) -> list[Any]:
     """The exported ``buildContextEntries``."""
     return select_context_entries(build_session_path(entries, leaf_id, by_id))
-
-
-def build_session_context(
-    entries: list[Any],
-    leaf_id: Any = ABSENT,
-    by_id: dict[Any, Any] | None = None,
-    *,
-    plain_index: bool | None = None,
-    chain_starts: list[int] | None = None,
-) -> dict[str, Any]:
-    """The exported ``buildSessionContext``: ``{messages, thinkingLevel, model}``."""
-    path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
-    thinking_level, model = context_settings(path)
-    messages: list[Any] = []
-    for e in select_context_entries(path):
-        messages.extend(session_entry_to_context_messages(e))
-    return _object(messages=messages, thinkingLevel=thinking_level, model=model)
 
 
 def session_entry_to_context_messages(entry: Any) -> list[Any]:

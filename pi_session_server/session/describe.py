@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..format.entry import Entry
 from ..format.jsjson import dumps
 from ..format.jstext import as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
+from . import preview_store
 from .fields import field, role_of, type_of
+from .preview_pass import MIN_BATCH, preview_values
 
 PREVIEW_LIMIT = 200
 
@@ -118,8 +120,12 @@ def _stringify(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _shorten_path(path: str) -> str:
-    home = os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+def home_directory() -> str:
+    """What pi shortens to ``~`` in the paths of tool calls."""
+    return os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+
+
+def _shorten_path(path: str, home: str) -> str:
     if home and path.startswith(home):
         return "~" + path[len(home) :]
     return path
@@ -133,11 +139,14 @@ def _arg(args: dict[str, Any], *names: str, default: str = "") -> str:
     return default
 
 
-def format_tool_call(name: Any, args: Any) -> str:
-    """pi's one-line rendering of a tool call (``formatToolCall``)."""
+def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
+    """pi's one-line rendering of a tool call (``formatToolCall``); ``home``: the home directory
+    (default: :func:`home_directory`)."""
     a = args if isinstance(args, dict) else {}
+    if home is None:
+        home = home_directory()
     if name == "read":
-        display = _shorten_path(_arg(a, "path", "file_path"))
+        display = _shorten_path(_arg(a, "path", "file_path"), home)
         offset, limit = a.get("offset", ABSENT), a.get("limit", ABSENT)
         if offset is not ABSENT or limit is not ABSENT:
             start = 1 if offset is ABSENT or offset is None else offset
@@ -147,17 +156,17 @@ def format_tool_call(name: Any, args: Any) -> str:
             display += f":{_js_str(start)}" + (f"-{_js_str(end)}" if end != "" and end != 0 else "")
         return f"[read: {display}]"
     if name in ("write", "edit"):
-        return f"[{name}: {_shorten_path(_arg(a, 'path', 'file_path'))}]"
+        return f"[{name}: {_shorten_path(_arg(a, 'path', 'file_path'), home)}]"
     if name == "bash":
         raw = _arg(a, "command")
         cmd = utf16_slice(js_trim(raw.replace("\n", " ").replace("\t", " ")), 50)
         return f"[bash: {cmd}{'...' if len(raw) > 50 else ''}]"
     if name == "grep":
-        return f"[grep: /{_arg(a, 'pattern')}/ in {_shorten_path(_arg(a, 'path', default='.'))}]"
+        return f"[grep: /{_arg(a, 'pattern')}/ in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
     if name == "find":
-        return f"[find: {_arg(a, 'pattern')} in {_shorten_path(_arg(a, 'path', default='.'))}]"
+        return f"[find: {_arg(a, 'pattern')} in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
     if name == "ls":
-        return f"[ls: {_shorten_path(_arg(a, 'path', default='.'))}]"
+        return f"[ls: {_shorten_path(_arg(a, 'path', default='.'), home)}]"
     text = _stringify(args) if args is not ABSENT else ""
     return f"[{_js_str(name)}: {utf16_slice(text, 40)}{'...' if len(text) > 40 else ''}]"
 
@@ -167,13 +176,26 @@ ToolCalls = dict[Any, tuple[Any, Any]]
 
 def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
     """toolCallId -> (name, arguments) from every assistant message (the TUI's toolCallMap)."""
+    assistants = [e for e in entries if type_of(e) == "message" and role_of(e) == "assistant"]
+    found = {id(entry): facts for entry, facts in _facts_in_one_pass(assistants, _assistant_facts)}
     calls: ToolCalls = {}
-    for entry in entries:
-        if type_of(entry) != "message" or role_of(entry) != "assistant":
-            continue
-        for key, call in tool_calls_of(entry):
+    for entry in assistants:  # in the order given: a later call with the same id wins
+        facts = found.get(id(entry))
+        for key, call in (_assistant_facts(entry) if facts is None else facts)[1]:
             calls[key] = call
     return calls
+
+
+def _facts_in_one_pass(
+    entries: list[Any], facts_of: Callable[[Any, dict[str, Any]], Any]
+) -> Iterator[tuple[Any, Any]]:
+    """(entry, ``facts_of(entry, its preview fields)``) for the entries whose lines are read from
+    their file, read in one pass (see preview_pass) when they are many; the others are left for
+    the caller to read on their own."""
+    if len(entries) < MIN_BATCH:
+        return
+    for entry, value in preview_values(e for e in entries if type(e) is Entry):
+        yield entry, facts_of(entry, value)
 
 
 def tool_calls_of(entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
@@ -201,9 +223,22 @@ def is_silent_turn(message: Any) -> bool:
     return not has_text_content(msg.get("content", ABSENT)) and not failed
 
 
-def _assistant_facts(entry: Any) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
-    """(entry, its tool calls, whether it is a silent turn): one read of the body for both."""
-    message = field(entry, "message")
+def _part_and_facts(entry: Any, value: dict[str, Any]) -> tuple[str | _ToolResult, Any]:
+    """An entry's preview part, and an assistant message's facts (else None)."""
+    facts = (
+        _assistant_facts(entry, value)
+        if type_of(entry) == "message" and role_of(entry) == "assistant"
+        else None
+    )
+    return preview_part(entry, value), facts
+
+
+def _assistant_facts(
+    entry: Any, value: dict[str, Any] | None = None
+) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
+    """(entry, its tool calls, whether it is a silent turn): one read of the body for both
+    (``value``: the entry's preview fields, when a pass read them)."""
+    message = field(entry, "message") if value is None else value.get("message", ABSENT)
     return entry, _tool_calls_in(message), is_silent_turn(message)
 
 
@@ -215,22 +250,43 @@ class PreviewCache:
     grows while an editor shows its tree is walked again after every append; reading every assistant
     body again each time was most of such a walk); items are keyed by the entry object (``id()``,
     checked with ``is``: the cache holds the entry, so the id cannot be reused). Each tree walk keeps
-    only the entries it met, so entries the session dropped do not accumulate.
+    only the entries it met, so entries the session dropped do not accumulate. What many entries
+    need is read in one pass over their file (see preview_pass), not entry by entry.
     """
 
-    __slots__ = ("parts", "calls")
+    __slots__ = ("parts", "calls", "_walked", "_misses", "_stored", "_cursor", "_made")
 
     def __init__(self) -> None:
         self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
         self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
+        self._walked: list[Any] = []  # the entries of the last walk (see previews)
+        self._misses = 0
+        self._cursor = 0  # where the last prefetch of the walk started (see _walk_from)
+        self._made = 0  # previews made since they were last kept (see prefetch)
+        self._stored = False  # the previews kept with the file's index were looked for
+
+    def _load_stored(self, entries: list[Any]) -> None:
+        """Take what the file's stored previews hold (see preview_store), once."""
+        if self._stored:
+            return
+        self._stored = True
+        parts, calls = self.parts, self.calls
+        for key, (entry, part, entry_calls, silent) in preview_store.load(entries).items():
+            parts[key] = (entry, part if type(part) is str else _ToolResult(part[0], part[1]))
+            if entry_calls is not None:
+                calls[key] = (entry, [(index_key(c[0]), (c[1], c[2])) for c in entry_calls], silent)
 
     def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
+        walked = self._walked = list(entries)
+        self._load_stored(walked)
         old = self.calls
         kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         calls: ToolCalls = {}
-        for entry in entries:
-            if type_of(entry) != "message" or role_of(entry) != "assistant":
-                continue
+        assistants = [e for e in walked if type_of(e) == "message" and role_of(e) == "assistant"]
+        unknown = [e for e in assistants if _cached(old, e) is None]
+        for entry, facts in _facts_in_one_pass(unknown, _assistant_facts):
+            old[id(entry)] = facts
+        for entry in assistants:
             key = id(entry)
             found = old.get(key)
             if found is None or found[0] is not entry:
@@ -249,11 +305,50 @@ class PreviewCache:
             found = self.calls[key] = _assistant_facts(entry)
         return found[2]
 
+    def prefetch(self, entries: Iterable[Any]) -> None:
+        """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
+        needs of the assistant messages among them), their lines read in one pass. Once every
+        entry of the walk has its preview, and many were made, they are kept with the file's index
+        for the next time (see preview_store)."""
+        entries = list(entries)
+        self._load_stored(entries)
+        parts = self.parts
+        unknown = [e for e in entries if _cached(parts, e) is None]
+        calls = self.calls
+        for entry, (part, facts) in _facts_in_one_pass(unknown, _part_and_facts):
+            parts[id(entry)] = (entry, part)
+            if facts is not None and _cached(calls, entry) is None:  # read anyway: kept too
+                calls[id(entry)] = facts
+        for entry in unknown:
+            if _cached(parts, entry) is None:  # not read in the pass
+                parts[id(entry)] = (entry, preview_part(entry))
+        self._made += len(unknown)
+        walked = self._walked if len(self._walked) >= len(entries) else entries
+        complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
+        if complete and preview_store.save(walked, parts, calls):
+            self._made = 0
+
+    def _walk_from(self, entry: Any, count: int) -> list[Any]:
+        """``count`` entries of the walk from ``entry`` on (a page's nodes come in the walk's
+        order, so the search goes on from where the last one ended)."""
+        walked = self._walked
+        for start in (self._cursor, 0):
+            for at in range(start, len(walked)):
+                if walked[at] is entry:
+                    self._cursor = at
+                    return walked[at : at + count]
+        return []
+
     def previews(self) -> Callable[[Any, ToolCalls], str]:
-        """A preview function for one walk; the walk's entries replace the cached set."""
+        """A preview function for one walk; the walk's entries replace the cached set. Once many
+        previews of the walk were not known, those of the entries that come next in the walk (the
+        entries given to :meth:`collect_tool_calls`) are read in one pass, a batch at a time."""
         old = self.parts
         kept: dict[int, tuple[Any, str | _ToolResult]] = {}
         self.parts = kept
+        self._misses = 0
+        self._cursor = 0
+        home = home_directory()
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             key = id(entry)
@@ -261,11 +356,32 @@ class PreviewCache:
             if found is None or found[0] is not entry:
                 found = old.get(key)
                 if found is None or found[0] is not entry:
-                    found = (entry, preview_part(entry))
+                    self._misses += 1
+                    if self._misses >= PREFETCH_AFTER_MISSES and self._walked:
+                        batch = self._walk_from(entry, PREFETCH_BATCH)
+                        for walked in batch:  # the walk's previews known before, kept
+                            known = _cached(old, walked)
+                            if known is not None:
+                                kept[id(walked)] = known
+                        self.prefetch(batch)
+                        found = _cached(kept, entry)
+                    if found is None:
+                        found = (entry, preview_part(entry))
                 kept[key] = found
-            return finish_preview(found[1], tool_calls)
+            return finish_preview(found[1], tool_calls, home)
 
         return preview
+
+
+# A walk that needed this many previews not known yet is likely to need many more (a whole tree, a
+# big page): those of the entries next in the walk are read in one pass, so many at a time.
+PREFETCH_AFTER_MISSES = 256
+PREFETCH_BATCH = 4096
+
+
+def _cached(items: dict[int, Any], entry: Any) -> Any:
+    found = items.get(id(entry))
+    return found if found is not None and found[0] is entry else None
 
 
 def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
@@ -285,37 +401,41 @@ class _ToolResult:
         self.memo: tuple[Any, str, str] | None = None  # (call, HOME, text) of the last rendering
 
 
-def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls) -> str:
+def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls, home: str | None = None) -> str:
+    """The preview of an entry from its part; ``home``: see :func:`format_tool_call`."""
     if type(part) is str:
         return part
     assert isinstance(part, _ToolResult)
     call = tool_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
     if call is not None:
         # the call tuples of a cached session are the same objects from one walk to the next
-        home = os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+        if home is None:
+            home = home_directory()
         memo = part.memo
         if memo is not None and memo[0] is call and memo[1] == home:
             return memo[2]
-        text = as_displayed(format_tool_call(call[0], call[1]))
+        text = as_displayed(format_tool_call(call[0], call[1], home))
         part.memo = (call, home, text)
         return text
     name = part.name
     return as_displayed(f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]")
 
 
-def preview_part(entry: Any) -> str | _ToolResult:
+def preview_part(entry: Any, value: dict[str, Any] | None = None) -> str | _ToolResult:
     """What of an entry's preview depends on the entry alone (entries never change: cacheable),
-    lone surrogates as the terminal shows them (:func:`as_displayed`)."""
-    part = _entry_part(entry)
+    lone surrogates as the terminal shows them (:func:`as_displayed`). ``value``: the entry's
+    preview fields when a pass read them (see preview_pass), else its value is read."""
+    part = _entry_part(type_of(entry), _value_of(entry) if value is None else value)
     return as_displayed(part) if type(part) is str else part
 
 
-def _entry_part(entry: Any) -> str | _ToolResult:
-    """:func:`preview_part` as pi's selector computes it."""
-    etype = type_of(entry)
+def _value_of(entry: Any) -> Any:
     value = entry.value if type(entry) is Entry else entry
-    if not isinstance(value, dict):
-        value = {}
+    return value if isinstance(value, dict) else {}
+
+
+def _entry_part(etype: Any, value: dict[str, Any]) -> str | _ToolResult:
+    """:func:`preview_part` as pi's selector computes it, from the entry's type and value."""
     if etype == "message":
         message = value.get("message", ABSENT)
         msg = message if isinstance(message, dict) else {}
@@ -352,6 +472,9 @@ def _entry_part(entry: Any) -> str | _ToolResult:
         return f"[thinking: {_js_str(value.get('thinkingLevel', ABSENT))}]"
     if etype == "custom":
         return f"[custom: {_js_str(value.get('customType', ABSENT))}]"
+    if etype == "context_edit":  # pi 1.6.0's selector (0.86.1 shows nothing for a type it does not know)
+        kind = "omit" if value.get("replacement", ABSENT) is None else "replace"
+        return f"[context {kind}: {_js_str(value.get('targetId', ABSENT))}]"
     if etype == "label":
         label = value.get("label", ABSENT)
         return f"[label: {'(cleared)' if label is ABSENT or label is None else _js_str(label)}]"

@@ -16,6 +16,7 @@ from ..errors import PiSessionError, fs_error_from_oserror
 from ..format.jsjson import JsonSyntaxError, parse_bytes
 from ..format.jsvalue import ABSENT, get, strict_equal, truthy
 from .paths import default_session_dir_path, get_default_session_dir, node_join, normalize_path, resolve_path
+from .profiles import DEFAULT_PI, PiVersion, profile_for
 
 __all__ = [
     "MAX_HEADER_SCAN_BYTES",
@@ -152,13 +153,15 @@ def cwd_matches(cwd: Any, resolved_cwd: str) -> bool:
     return cwd is not ABSENT and cwd != "" and resolve_path(cwd) == resolved_cwd
 
 
-def session_dir_for(cwd: Any, session_dir: Any) -> tuple[str, bool]:
+def session_dir_for(cwd: Any, session_dir: Any, pi: PiVersion = DEFAULT_PI) -> tuple[str, bool]:
     """The directory and the "filter by cwd" decision of ``list``/``findById``/``continueRecent``
     (§13.4 steps 1-2): ``normalizePath(sessionDir)`` if truthy, else the default directory for
-    ``cwd`` (created); filter iff ``sessionDir`` was passed (not ABSENT) and the directory string
-    differs from the default directory path (plain string comparison)."""
+    ``cwd`` (created); filter iff ``sessionDir`` was passed (not ABSENT) and the directory is not
+    the default directory path (pi 0.86.1 compares the strings, pi 1.6.0 the resolved paths)."""
     directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(cwd)
-    filter_cwd = session_dir is not ABSENT and directory != default_session_dir_path(cwd)
+    filter_cwd = session_dir is not ABSENT and not profile_for(pi).same_directory(
+        directory, default_session_dir_path(cwd)
+    )
     return directory, filter_cwd
 
 
@@ -208,11 +211,11 @@ def most_recent_candidate(directory: str, filter_cwd: Any = ABSENT) -> str | Non
     return find_most_recent_session(directory, filter_cwd if truthy(filter_cwd) else ABSENT)
 
 
-def find_by_id(cwd: Any, session_id: Any, session_dir: Any = ABSENT) -> Any:
+def find_by_id(cwd: Any, session_id: Any, session_dir: Any = ABSENT, *, pi: PiVersion = DEFAULT_PI) -> Any:
     """``findById(cwd, id, sessionDir?)`` (§18.2): the first ``*.jsonl`` file in directory listing
     order whose discovered header ``id`` is strictly equal to ``session_id`` (and, when filtering,
     whose header ``cwd`` matches); ABSENT when there is none or on any error."""
-    directory, filter_cwd = session_dir_for(cwd, session_dir)
+    directory, filter_cwd = session_dir_for(cwd, session_dir, pi)
     resolved_cwd = resolve_path(cwd)
     try:
         for name in readdir(directory):

@@ -48,6 +48,7 @@ from .discovery import (
     session_dir_for,
 )
 from .paths import get_sessions_root, node_join, normalize_path, resolve_path
+from .profiles import DEFAULT_PI, PiVersion
 
 __all__ = [
     "ALL_TEXT",
@@ -609,18 +610,19 @@ def list_sessions(
     signal: Any = None,
     *,
     text: TextOptions = ALL_TEXT,
+    pi: PiVersion = DEFAULT_PI,
 ) -> list[SessionInfo]:
     """``SessionManager.list(cwd, sessionDir?, onProgress?, signal?)`` (§18.3).
 
     The directory is ``normalizePath(session_dir)`` if truthy, else the default directory for ``cwd``
-    (created). Sessions are filtered by header cwd only when ``session_dir`` was given and differs from
-    the default directory path. Result: sorted by ``modified`` descending, ties in name-descending
+    (created). Sessions are filtered by header cwd only when ``session_dir`` was given and is not the
+    default directory path (as release ``pi`` compares directories). Result: sorted by ``modified`` descending, ties in name-descending
     order. ``on_progress(loaded, total, partial)`` is called after each file; ``partial`` (the infos so
     far, sorted and filtered) is given when ``loaded`` is 1, a multiple of 10 or ``total``, else None.
     Raises :class:`~pi_session_server.errors.AbortError` when ``signal`` is (or becomes) aborted.
     ``text`` (beyond the reference): how much message text each info keeps, all of it by default.
     """
-    directory, filter_cwd = session_dir_for(cwd, session_dir)
+    directory, filter_cwd = session_dir_for(cwd, session_dir, pi)
     resolved_cwd = resolve_path(cwd)
 
     def include(info: SessionInfo) -> bool:

@@ -24,9 +24,8 @@ from ..format.scan import (
     classify_line,
     iter_physical_lines,
     problem_for,
-    scan_entries,
 )
-from ..format.scan_split import scan_split
+from .scan_index import IndexSettings, scan_with_index
 
 
 def is_valid_header(value: Any) -> bool:
@@ -89,26 +88,26 @@ class LazyLoad:
 
 # Files up to this size keep every line's bytes in memory (bodies are decoded from them on demand),
 # so nothing another process does to the file later can take a loaded entry away. Larger files are
-# re-read by offset, which is what keeps multi-GB sessions in bounded memory (D14).
+# re-read by offset, which is what keeps multi-GB sessions in bounded memory (D15).
 KEEP_BYTES_LIMIT = 32 * 1024 * 1024
 
 
 def load_lazy(
-    fd: int, path: str, peek: HeaderPeek, on_progress: Callable[[int, int], Any] | None = None
+    fd: int,
+    path: str,
+    peek: HeaderPeek,
+    on_progress: Callable[[int, int], Any] | None = None,
+    index: IndexSettings | None = None,
 ) -> tuple[LazyLoad, FileLineSource]:
+    """The entries of a current-version file after its header (``peek``), from its persistent
+    index where ``index`` allows one and it matches the file (see scan_index), else scanned."""
     source = FileLineSource(path, os.dup(fd))
-    if peek.size <= KEEP_BYTES_LIMIT:
-        result = scan_entries(
-            fd,
-            source,
-            start=peek.next_offset,
-            first_line=peek.line + 1,
-            have_header=True,
-            on_progress=on_progress,
-            keep_bytes=True,
-        )
-    else:  # large: on two cores when the machine has them (same result)
-        result = scan_split(fd, source, peek.next_offset, peek.line + 1, on_progress)
+    keep_bytes = peek.size <= KEEP_BYTES_LIMIT
+    if index is not None:
+        source.index_dir = index.directory
+    result = scan_with_index(
+        fd, source, peek.next_offset, peek.line + 1, index, keep_bytes=keep_bytes, on_progress=on_progress
+    )
     entries = result.entries
     entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
     total_lines = peek.line + 1 + result.lines

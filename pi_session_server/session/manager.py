@@ -1,7 +1,8 @@
 """``SessionManager``: pi's session API over a JSONL file (or in memory), like the reference.
 
-State and every operation follow ``session-manager.md``; the deliberate differences (D1-D10) are
-listed in ``docs/DEVIATIONS.md``. Beyond the reference, a persisted manager can follow a file that
+State and every operation follow ``session-manager.md`` for the pi release of the manager's
+:attr:`SessionManager.profile` (``pi=`` on every constructor, pi 1.6.0 by default; see
+:mod:`.profiles`); the deliberate differences are listed in ``docs/DEVIATIONS.md``. Beyond the reference, a persisted manager can follow a file that
 another process appends to (:meth:`SessionManager.refresh_from_disk`) and reports writes by others
 (:meth:`SessionManager.drain_events`).
 """
@@ -16,18 +17,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EntryNotFoundError, ForkError, InvalidSessionFileError, PiSessionError
+from ..errors import ContextEditError, EntryNotFoundError, ForkError, InvalidSessionFileError, PiSessionError
 from ..format.dates import file_timestamp, ms, now_iso
 from ..format.entry import Entry
 from ..format.gcpause import gc_paused
 from ..format.ids import assert_valid_session_id, new_entry_id, uuid7
 from ..format.jsjson import dumps
 from ..format.jstext import js_trim
-from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, truthy
+from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, strict_equal, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
 from . import listing, storage
 from .chains import Positions, entry_on_line
-from .context import build_session_context as _build_session_context
 from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
 from .fields import field as entry_field
 from .loader import (
@@ -41,6 +41,11 @@ from .loader import (
 )
 from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration
 from .paths import default_session_dir_path, get_default_session_dir, node_join, normalize_path, resolve_path
+from .profiles import DEFAULT_PI, PiVersion, Profile, profile_for, require_api
+from .projection import build_session_context as _build_session_context
+from .projection import build_session_projection as _build_session_projection
+from .projection import edit_target_role, is_edit_replacement, text_blocks
+from .scan_index import index_settings
 from .tree import TreeNode, build_tree
 
 
@@ -104,7 +109,11 @@ class SessionManager:
         fsync: bool = False,
         read_only: bool = False,
         on_progress: Callable[[int, int], Any] | None = None,
+        pi: PiVersion = DEFAULT_PI,
+        index: bool | str | os.PathLike[str] = True,
     ) -> None:
+        #: the pi release this manager behaves like (see profiles.py)
+        self.profile: Profile = profile_for(pi)
         self._cwd = resolve_path(cwd)
         self._session_dir = normalize_path(session_dir)
         self._persist = persist
@@ -112,10 +121,14 @@ class SessionManager:
         # read_only: load without the reference's load-time writes (newline repair, migration
         # rewrite, header for an empty file); every write method then raises ReadOnlySessionError.
         self.read_only = read_only
-        # rollback_failed_appends: an append whose write fails is taken back out of memory (the
-        # reference keeps it; the sidecar wants "after a failed request the session is as it was").
+        # rollback_failed_appends: an append whose write fails is taken back out of memory even under
+        # a pi release that keeps it (0.86.1; the sidecar wants "after a failed request the session
+        # is as it was"). pi 1.6.0 always takes it back (profile.rolls_back_failed_appends).
         self.rollback_failed_appends = False
         self._on_progress = on_progress
+        # the persistent index of the session file (scan_index): True the default cache directory,
+        # False none, or the directory to keep it in
+        self._index = index_settings(index)
         self._session_id: Any = ""
         self._session_file: Any = ABSENT
         self._file_entries: builtins.list[Entry] = []
@@ -124,9 +137,10 @@ class SessionManager:
         self._label_timestamps: dict[Any, Any] = {}
         self._leaf_id: Any = None
         self._flushed = False
-        # Is there an assistant message among the file entries? None: not counted yet. Only the
-        # first write of a new session asks, so a loaded file is not scanned for it up front.
-        self._has_assistant: bool | None = False
+        # Is there a message of a conversation role (profile.conversation_roles: the first one makes
+        # a new session's file appear) among the file entries? None: not counted yet. Only the first
+        # write of a new session asks, so a loaded file is not scanned for it up front.
+        self._has_conversation: bool | None = False
         # The header is the first file entry and no other entry has type "session" (then
         # get_entries is a slice, not a filter over every entry).
         self._header_only_first = False
@@ -158,10 +172,16 @@ class SessionManager:
 
     @classmethod
     def create(
-        cls, cwd: Any, session_dir: Any = ABSENT, options: Any = ABSENT, *, fsync: bool = False
+        cls,
+        cwd: Any,
+        session_dir: Any = ABSENT,
+        options: Any = ABSENT,
+        *,
+        fsync: bool = False,
+        pi: PiVersion = DEFAULT_PI,
     ) -> SessionManager:
         directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(cwd)
-        return cls(cwd, directory, ABSENT, True, options, fsync=fsync)
+        return cls(cwd, directory, ABSENT, True, options, fsync=fsync, pi=pi)
 
     @classmethod
     def open(
@@ -173,9 +193,13 @@ class SessionManager:
         fsync: bool = False,
         read_only: bool = False,
         on_progress: Callable[[int, int], Any] | None = None,
+        pi: PiVersion = DEFAULT_PI,
+        index: bool | str | os.PathLike[str] = True,
     ) -> SessionManager:
         """Open a session file. ``read_only`` loads it without writing anything (see __init__);
-        ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned."""
+        ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned; ``index``:
+        where the file's persistent index is kept (True: the cache directory, see
+        ``scan_index.default_index_directory``; False: no index; else the directory to use)."""
         resolved = resolve_path(path)
         header: Any = None
         if cwd_override is ABSENT and os.path.exists(resolved):
@@ -190,20 +214,38 @@ class SessionManager:
         )
         cwd = coalesce(cwd_override, coalesce(header_cwd, os.getcwd()))
         directory = normalize_path(session_dir) if truthy(session_dir) else os.path.dirname(resolved) or "/"
-        return cls(cwd, directory, resolved, True, fsync=fsync, read_only=read_only, on_progress=on_progress)
+        profile = profile_for(pi)  # an unknown version fails before anything is read
+        return cls(
+            cwd,
+            directory,
+            resolved,
+            True,
+            fsync=fsync,
+            read_only=read_only,
+            on_progress=on_progress,
+            pi=profile,
+            index=index,
+        )
 
     @classmethod
-    def continue_recent(cls, cwd: Any, session_dir: Any = ABSENT, *, fsync: bool = False) -> SessionManager:
+    def continue_recent(
+        cls, cwd: Any, session_dir: Any = ABSENT, *, fsync: bool = False, pi: PiVersion = DEFAULT_PI
+    ) -> SessionManager:
+        profile = profile_for(pi)
         directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(cwd)
-        filter_cwd = session_dir is not ABSENT and directory != default_session_dir_path(cwd)
+        filter_cwd = session_dir is not ABSENT and not profile.same_directory(
+            directory, default_session_dir_path(cwd)
+        )
         most_recent = listing.find_most_recent_session(directory, cwd if filter_cwd else ABSENT)
         if most_recent:
-            return cls(cwd, directory, most_recent, True, fsync=fsync)
-        return cls(cwd, directory, ABSENT, True, fsync=fsync)
+            return cls(cwd, directory, most_recent, True, fsync=fsync, pi=profile)
+        return cls(cwd, directory, ABSENT, True, fsync=fsync, pi=profile)
 
     @classmethod
-    def in_memory(cls, cwd: Any = ABSENT, options: Any = ABSENT, entries: Any = ABSENT) -> SessionManager:
-        return cls(os.getcwd() if cwd is ABSENT else cwd, "", ABSENT, False, options, entries)
+    def in_memory(
+        cls, cwd: Any = ABSENT, options: Any = ABSENT, entries: Any = ABSENT, *, pi: PiVersion = DEFAULT_PI
+    ) -> SessionManager:
+        return cls(os.getcwd() if cwd is ABSENT else cwd, "", ABSENT, False, options, entries, pi=pi)
 
     @classmethod
     def fork_from(
@@ -214,7 +256,9 @@ class SessionManager:
         options: Any = ABSENT,
         *,
         fsync: bool = False,
+        pi: PiVersion = DEFAULT_PI,
     ) -> SessionManager:
+        profile = profile_for(pi)  # an unknown version fails before anything is written
         source = resolve_path(source_path)
         target = resolve_path(target_cwd)
         values = _load_fork_source(source)
@@ -251,7 +295,7 @@ class SessionManager:
                 batch, size = [], 0
         if batch:
             storage.append_lines(new_file, b"".join(batch))
-        return cls(target, directory, new_file, True, fsync=fsync)
+        return cls(target, directory, new_file, True, fsync=fsync, pi=profile)
 
     # ------------------------------------------------------------------ listing statics
 
@@ -262,8 +306,10 @@ class SessionManager:
         session_dir: Any = ABSENT,
         on_progress: Callable[..., Any] | None = None,
         signal: Any = None,
+        *,
+        pi: PiVersion = DEFAULT_PI,
     ) -> builtins.list[Any]:
-        return listing.list_sessions(cwd, session_dir, on_progress, signal)
+        return listing.list_sessions(cwd, session_dir, on_progress, signal, pi=pi)
 
     @classmethod
     def list_all(
@@ -272,8 +318,10 @@ class SessionManager:
         return listing.list_all_sessions(session_dir, on_progress, signal)
 
     @classmethod
-    def find_by_id(cls, cwd: Any, session_id: Any, session_dir: Any = ABSENT) -> Any:
-        return listing.find_by_id(cwd, session_id, session_dir)
+    def find_by_id(
+        cls, cwd: Any, session_id: Any, session_dir: Any = ABSENT, *, pi: PiVersion = DEFAULT_PI
+    ) -> Any:
+        return listing.find_by_id(cwd, session_id, session_dir, pi=pi)
 
     # ------------------------------------------------------------------ switching sessions
 
@@ -298,7 +346,7 @@ class SessionManager:
         self._label_timestamps = {}
         self._leaf_id = None
         self._flushed = False
-        self._has_assistant = False
+        self._has_conversation = False
         self._header_only_first = True
         self._plain_index = True
         self._chain_starts = []
@@ -350,7 +398,7 @@ class SessionManager:
             os.close(fd)
 
     def _load_current(self, fd: int, path: str, peek: Any) -> None:
-        loaded, source = load_lazy(fd, path, peek, self._on_progress)
+        loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index)
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
         # the reference's load-time repair (§10.1); a newline right at our end finishes our last line
@@ -399,7 +447,7 @@ class SessionManager:
     def _set_file_entries(self, entries: builtins.list[Entry], scanned: IdIndex | None = None) -> None:
         """``scanned``: the scanner's index of ``entries[1:]`` when ``entries[0]`` is the header."""
         self._file_entries = entries
-        self._has_assistant = None  # counted when first asked
+        self._has_conversation = None  # counted when first asked
         if scanned is not None and scanned.complete and self._adopt_index(scanned):
             return
         self._build_index()
@@ -471,8 +519,8 @@ class SessionManager:
         self._note_chain(entry)
         self._by_id[index_key(entry.id)] = entry
         self._leaf_id = entry.id
-        if etype == "message" and entry.role == "assistant":
-            self._has_assistant = True
+        if etype == "message" and self.profile.is_conversation(entry.role):
+            self._has_conversation = True
         elif etype == "label":
             aux = entry.aux
             if aux is None:
@@ -496,13 +544,16 @@ class SessionManager:
         if type(entry_id) is not str or not entry_id:
             self._plain_index = False
 
-    def _any_assistant(self) -> bool:
-        """Does any file entry hold an assistant message? (pi writes a new session's file only then.)"""
-        if self._has_assistant is None:
-            self._has_assistant = any(
-                e.type == "message" and e.role == "assistant" for e in self._file_entries
+    def _any_conversation(self) -> bool:
+        """Does any file entry hold a message of a conversation role (``profile.conversation_roles``)?
+        pi writes a new session's file only then (0.86.1: an assistant message; 1.6.0: a user or
+        assistant one)."""
+        if self._has_conversation is None:
+            is_conversation = self.profile.is_conversation
+            self._has_conversation = any(
+                e.type == "message" and is_conversation(e.role) for e in self._file_entries
             )
-        return self._has_assistant
+        return self._has_conversation
 
     def _apply_label(self, target: Any, label: Any, timestamp: Any) -> None:
         key = index_key(target)
@@ -521,43 +572,41 @@ class SessionManager:
             raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
         entry = Entry.of(value)
         key = index_key(entry.id)
-        previous = (self._by_id.get(key), self._leaf_id, self._has_assistant, self._flushed)
+        previous = (self._by_id.get(key), self._leaf_id, self._has_conversation, self._flushed)
         self._note_key(entry.id)  # (a failed append leaves it False: only slower, never wrong)
         self._file_entries.append(entry)
         self._note_chain(entry)
         self._by_id[key] = entry
         self._leaf_id = entry.id
-        if entry.type == "message" and entry.role == "assistant":
-            self._has_assistant = True
+        if entry.type == "message" and self.profile.is_conversation(entry.role):
+            self._has_conversation = True
         try:
             self._persist_entry(entry)
         except BaseException:
-            if self.rollback_failed_appends:
+            if self.rollback_failed_appends or self.profile.rolls_back_failed_appends:
                 self._file_entries.pop()
                 if previous[0] is None:
                     del self._by_id[key]
                 else:
                     self._by_id[key] = previous[0]
-                self._leaf_id, self._has_assistant, self._flushed = previous[1], previous[2], previous[3]
+                self._leaf_id, self._has_conversation, self._flushed = previous[1], previous[2], previous[3]
             raise
         return entry
 
     def _persist_entry(self, entry: Entry) -> None:
         if not self._persist or not truthy(self._session_file):
             return
-        if not self._any_assistant():
-            if self._flushed:
-                self._append_line(entry)
-            return
-        if not self._flushed:
-            lines = [_line_bytes(e.value) for e in self._file_entries]
-            storage.create_exclusive(self._session_file, b"".join(lines), fsync=self.fsync)
-            for i, e in enumerate(self._file_entries):
-                e.line = i
-            self._flushed = True
-            self._track_file(self._session_file, len(self._file_entries))
-        else:
+        if self._flushed:
             self._append_line(entry)
+            return
+        if not self._any_conversation():
+            return  # the entry waits in memory for the first message that makes the file appear
+        lines = [_line_bytes(e.value) for e in self._file_entries]
+        storage.create_exclusive(self._session_file, b"".join(lines), fsync=self.fsync)
+        for i, e in enumerate(self._file_entries):
+            e.line = i
+        self._flushed = True
+        self._track_file(self._session_file, len(self._file_entries))
 
     def _append_line(self, entry: Entry) -> None:
         data = _line_bytes(entry.value)
@@ -664,16 +713,17 @@ class SessionManager:
     ) -> Any:
         timestamp = _now()
         checkpoint = current_system_message(self.build_session_context()["messages"])
+        own_id = self._new_id()
         value = {
             "type": "compaction",
-            "id": self._new_id(),
+            "id": own_id,
             "parentId": self._leaf_id,
             "timestamp": timestamp,
         }
         value.update(
             _object(
                 summary=summary,
-                firstKeptEntryId=first_kept_entry_id,
+                firstKeptEntryId=self.profile.first_kept_entry_id(first_kept_entry_id, own_id),
                 tokensBefore=tokens_before,
                 details=details,
                 usage=usage,
@@ -716,6 +766,36 @@ class SessionManager:
             parentId=self._leaf_id,
             timestamp=_now(),
         )
+        return self._finish(value)
+
+    def append_context_edit(self, target_id: Any, replacement: Any) -> Any:
+        """pi 1.6.0's ``appendContextEdit``: a ``context_edit`` entry that omits (``None``) or
+        replaces the content of the messages of ``target_id``, an earlier entry on the active branch
+        that contributes user, assistant, toolResult or custom-message content. Refused, before
+        anything changes and in this order: a ``replacement`` that is not ``None`` or a dict with
+        string/list ``content``, an unknown target, a target off the active branch, a target with no
+        editable content (D6: also a message entry whose message is null). A string replacement of
+        an assistant or toolResult target is stored as one text block. Returns the new entry's id."""
+        require_api(self.profile, "appendContextEdit")
+        if not is_edit_replacement(replacement):
+            raise ContextEditError("Context edit replacement must be null or contain string/array content")
+        target = self._by_id.get(index_key(target_id))
+        if target is None:
+            raise EntryNotFoundError(f"Entry {js_string_of(target_id)} not found")
+        if not any(strict_equal(e.id, target_id) for e in self.get_branch()):
+            raise ContextEditError(f"Entry {js_string_of(target_id)} is not on the active branch")
+        role = edit_target_role(target.type, target.role)
+        if role is None:
+            raise ContextEditError(
+                f"Entry {js_string_of(target_id)} does not contribute editable model content"
+            )
+        if replacement is not None and isinstance(replacement["content"], str):
+            blocks = text_blocks(replacement["content"], role)
+            if blocks is not replacement["content"]:
+                replacement = {"content": blocks}
+        value = self._base("context_edit")
+        value["targetId"] = target_id
+        value["replacement"] = replacement
         return self._finish(value)
 
     def append_label_change(self, target_id: Any, label: Any = ABSENT) -> Any:
@@ -883,7 +963,7 @@ class SessionManager:
             return ABSENT
         self._session_file = new_file
         self._identity = None
-        if self._any_assistant():
+        if self._any_conversation():
             self._rewrite(_line_bytes(e.value) for e in entries)
             for i, e in enumerate(entries):
                 e.line = i
@@ -901,11 +981,25 @@ class SessionManager:
         )
 
     def build_session_context(self) -> dict[str, Any]:
-        return _build_session_context(*self._path_inputs(self._leaf_id), **self._path_hints())
+        return _build_session_context(
+            *self._path_inputs(self._leaf_id), **self._path_hints(), pi=self.profile
+        )
 
     def build_session_context_at(self, leaf_id: Any) -> dict[str, Any]:
         """The context as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
-        return _build_session_context(*self._path_inputs(leaf_id), **self._path_hints())
+        return _build_session_context(*self._path_inputs(leaf_id), **self._path_hints(), pi=self.profile)
+
+    def build_session_projection(self) -> dict[str, Any]:
+        """pi 1.6.0's ``buildSessionProjection()``: ``{entries: [{sourceEntry, messages}], messages,
+        thinkingLevel, model}``, what each context entry contributes (under 0.86.1's profile, as
+        0.86.1 builds its context)."""
+        return _build_session_projection(
+            *self._path_inputs(self._leaf_id), **self._path_hints(), pi=self.profile
+        )
+
+    def build_session_projection_at(self, leaf_id: Any) -> dict[str, Any]:
+        """The projection as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
+        return _build_session_projection(*self._path_inputs(leaf_id), **self._path_hints(), pi=self.profile)
 
     def _path_inputs(self, leaf_id: Any) -> tuple[builtins.list[Entry], Any, dict[Any, Entry]]:
         return self.get_entries(), leaf_id, self._by_id
@@ -926,6 +1020,11 @@ class SessionManager:
         if self._header_only_first:
             return self._file_entries[1:]
         return [e for e in self._file_entries if e.type != "session"]
+
+    def get_entry_count(self) -> int:
+        """pi 1.6.0's ``getEntryCount()``: the size of the id index, i.e. the number of distinct ids
+        among the entries (smaller than :meth:`entry_count` when ids repeat or are missing)."""
+        return len(self._by_id)
 
     def entry_count(self) -> int:
         """``len(get_entries())`` without building the list."""
@@ -981,7 +1080,7 @@ class SessionManager:
         return self._session_dir
 
     def uses_default_session_dir(self) -> bool:
-        return bool(self._session_dir == default_session_dir_path(self._cwd))
+        return self.profile.same_directory(self._session_dir, default_session_dir_path(self._cwd))
 
     def get_session_id(self) -> Any:
         return self._session_id
@@ -1169,7 +1268,7 @@ def _load_fork_source(source: str) -> list[Any]:
                 storage.repair_trailing_newline(source)
             migrate_to_current_version(exact.values, True)
             return [v for v in exact.values if isinstance(v, dict)]
-        loaded, _source = load_lazy(fd, source, peek)
+        loaded, _source = load_lazy(fd, source, peek, index=index_settings())
         if loaded.needs_newline:
             storage.repair_trailing_newline(source)
         return list(loaded.entries)

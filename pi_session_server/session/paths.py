@@ -27,6 +27,7 @@ __all__ = [
     "node_normalize",
     "node_resolve",
     "normalize_path",
+    "paths_equal",
     "reject_null_bytes",
     "resolve_path",
 ]
@@ -312,6 +313,13 @@ def resolve_path(p: str, base: str | None = None) -> str:
     if normalized.startswith("/"):
         return node_resolve(normalized)
     return node_resolve(normalize_path(base) if base is not None else os.getcwd(), normalized)
+
+
+def paths_equal(left: str, right: str) -> bool:
+    """pi 1.6.0's ``pathsEqual`` on POSIX: both resolved (Node ``path.resolve``, against the process
+    cwd) and compared; a trailing slash, ``./`` or ``..`` segments or a relative spelling of the same
+    directory compare equal. (pi case-folds on Windows only.)"""
+    return left == right or node_resolve(left) == node_resolve(right)
 
 
 # ---- pi's directories ------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ Guarantees (beyond the reference, which just calls ``appendFileSync``):
 * every append is one ``write()`` of whole lines on a descriptor opened with ``O_APPEND``, under an
   advisory ``flock`` (pi takes none, but two of our own processes serialize);
 * an append never glues onto a partial line another process left behind: when the file does not end
-  with ``"\\n"``, the line is prefixed with one (D10);
+  with ``"\\n"``, the line is prefixed with one (D11);
 * writes by others between ours are detected (the file is not where we left it) and reported;
 * a line of ours that lands after half a line of a writer that splits its lines is written again
   on a line of its own, so it exists exactly once as a valid line (finding #3);
@@ -176,7 +176,7 @@ class Appender:
         size = os.fstat(fd).st_size
         payload = data
         if separated or (size > 0 and size != self.expected_end and os.pread(fd, 1, size - 1) != b"\n"):
-            payload = b"\n" + data  # D10: never glue onto a partial line left behind
+            payload = b"\n" + data  # D11: never glue onto a partial line left behind
         _write_all(fd, payload)
         if fsync:
             os.fsync(fd)

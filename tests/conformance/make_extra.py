@@ -1337,14 +1337,15 @@ def fork_odd_sources() -> None:
         "x-22-fork-odd-sources",
         "forkFrom a CRLF v2 source with a duplicate header, labels and a truncated last line (source repaired; "
         "copy migrated: D4; duplicate header dropped), with a relative target cwd and an explicit id; then from a "
-        "v1 source with a compaction index; fork of a BOM file fails.",
+        "v1 source with a compaction index; fork of a BOM file fails. (The ids sort the two new files in the same "
+        "order whether or not they were made in the same millisecond.)",
         None,
         [
             op("forkFrom", path("src/v2.jsonl"), "rel/target", path("forks"), {"id": "fork.1"}),
             op("readFile", parsed=False),
             op("getTree", view="flat"),
             op("readFile", path("src/v2.jsonl"), parsed=False, slice=[-1]),
-            op("forkFrom", path("src/v1.jsonl"), "/t", path("forks"), {"id": "fork-2"}),
+            op("forkFrom", path("src/v1.jsonl"), "/t", path("forks"), {"id": "fork.2-b"}),
             op("getEntries", pick=["type", "firstKeptEntryId", "firstKeptEntryIndex"]),
             op("forkFrom", path("src/bom.jsonl"), "/t", path("forks")),
             op("listDir", "forks"),

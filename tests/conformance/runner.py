@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Conformance runner: executes an oracle scenario against the Python library.
 
-    python tests/conformance/runner.py SCENARIO.json      # print the normalized result document
-    python tests/conformance/runner.py -  < SCENARIO.json # same, fixtures relative to the cwd
-    python tests/conformance/runner.py --all DIR [-k SUBSTR] [--report FILE]
+    python tests/conformance/runner.py [--pi VERSION] SCENARIO.json  # print the normalized result document
+    python tests/conformance/runner.py [--pi VERSION] - < SCENARIO.json  # same, fixtures relative to the cwd
+    python tests/conformance/runner.py [--pi VERSION] --all DIR [-k SUBSTR] [--report FILE]
                                                           # run DIR/**/X.scenario.json, compare
-                                                          # with X.expected.json, print a summary
+                                                          # with the expected file of VERSION,
+                                                          # print a summary
 
-The output is byte for byte what ``node run.mjs --rules ours SCENARIO.json`` prints when the
-library behaves like the reference with our deviations (/work/shared/oracle/README.md is the
-contract: work directory, environment, directives, views, records, ``final``, deadline,
-normalization). ``run_scenario(path)`` does the same in-process for pytest.
+``--pi`` is the pi release the library follows (``0.86.1`` or ``1.6.0``; default: the library's
+default, 1.6.0). The output is byte for byte what ``node run.mjs --pi VERSION --rules ours
+SCENARIO.json`` prints when the library behaves like that release with our deviations
+(the oracle's README.md, in $PI_ORACLE_DIR, is the contract: work directory, environment, directives, views,
+records, ``final``, deadline, normalization; §8.4 names the expected files per version).
+``run_scenario(path, pi=...)`` does the same in-process for pytest.
 
 Ops run in a worker thread; the calling thread waits for the scenario's deadline (``timeoutMs`` of
 the worker's CPU time, with a wall-clock backstop) and, when it expires, reports the running op as
@@ -33,7 +36,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ if str(HERE) not in sys.path:  # run as a script or imported by pytest: find our
     sys.path.insert(0, str(HERE))
 
 from pi_session_server.format.jsvalue import ABSENT, truthy  # noqa: E402
+from pi_session_server.session.profiles import DEFAULT_PI, PROFILES, profile_for  # noqa: E402
 
 import docformat  # noqa: E402
 import piconf  # noqa: E402
@@ -81,12 +85,18 @@ from nodefs import (  # noqa: E402
 
 DEFAULT_TIMEOUT_MS = 10000
 LIBRARY_MODULE = "pi_session_server.session"
+#: The pi release whose expected files carry no version in their name (oracle README §8.4).
+BASELINE_PI = "0.86.1"
+#: Every pi release the oracle and the library support.
+PI_VERSIONS = tuple(PROFILES)
 
 # ---------------------------------------------------------------------------
-# Reference names -> Python names (docs/api-names.md). The one table the runner uses.
+# Reference names -> Python names (docs/API.md §10). The one table the runner uses.
 #   "SessionManager.<static>"  classmethods of SessionManager
-#   "<method>"                 public methods of SessionManager.prototype in 0.86.1
+#   "<method>"                 public methods of SessionManager.prototype
 #   "fn.<export>"              the other exports of session-manager.js
+# Names a pi release does not have (the library's Profile.has_api says which) are unknown ops
+# under that release, as they are for the oracle, which lists the loaded module's names.
 # ---------------------------------------------------------------------------
 
 API_NAMES: dict[str, str] = {
@@ -131,6 +141,9 @@ API_NAMES: dict[str, str] = {
     "usesDefaultSessionDir": "uses_default_session_dir",
     "getSessionId": "get_session_id",
     "getSessionFile": "get_session_file",
+    "appendContextEdit": "append_context_edit",
+    "buildSessionProjection": "build_session_projection",
+    "getEntryCount": "get_entry_count",
     "fn.CURRENT_SESSION_VERSION": "CURRENT_SESSION_VERSION",
     "fn.assertValidSessionId": "assert_valid_session_id",
     "fn.buildContextEntries": "build_context_entries",
@@ -142,6 +155,8 @@ API_NAMES: dict[str, str] = {
     "fn.loadEntriesFromFile": "load_entries_from_file",
     "fn.migrateSessionEntries": "migrate_session_entries",
     "fn.parseSessionEntries": "parse_session_entries",
+    "fn.buildSessionProjection": "build_session_projection",
+    "fn.projectContextEntry": "project_context_entry",
 }
 
 # Reference functions that return undefined; their Python counterparts return None by convention.
@@ -183,16 +198,25 @@ _NO_RAW = object()  # "the op's raw value is its reported value"
 
 
 class Api:
-    """The library seen through API_NAMES. ``module`` exposes SessionManager and the exports."""
+    """The library seen through API_NAMES, following pi release ``pi``. ``module`` exposes
+    SessionManager and the exports; every function that takes a keyword ``pi`` (the constructors,
+    list/findById, the context functions) is given the release. Which reference names a release has
+    comes from the library's profiles."""
 
-    def __init__(self, module: Any):
+    def __init__(self, module: Any, pi: str = DEFAULT_PI):
         self.module = module
+        self.pi = pi
+        self.profile = profile_for(pi)
         self.manager_class = module.SessionManager
-        self._arities: dict[Any, tuple[int, int | None]] = {}
+        self._arities: dict[Any, tuple[int, int | None, bool]] = {}
 
     @classmethod
-    def load(cls) -> Api:
-        return cls(importlib.import_module(LIBRARY_MODULE))
+    def load(cls, pi: str = DEFAULT_PI) -> Api:
+        return cls(importlib.import_module(LIBRARY_MODULE), pi)
+
+    def has(self, ref_name: str) -> bool:
+        """Does the release have the reference name (a method, or ``fn.<export>``)?"""
+        return ref_name in API_NAMES and self.profile.has_api(ref_name)
 
     def _callable(self, owner: Any, ref_name: str) -> Callable[..., Any]:
         py_name = API_NAMES[ref_name]
@@ -204,31 +228,33 @@ class Api:
     def call(self, fn: Callable[..., Any], args: list[Any]) -> Any:
         # JS passes undefined for missing arguments, ignores surplus ones, and a trailing undefined
         # means "not given": required parameters get ABSENT, optional ones keep their default.
-        required, limit = self._arity(fn)
+        required, limit, takes_pi = self._arity(fn)
         args = list(args)
         while len(args) > required and args[-1] is ABSENT:
             args.pop()
         args += [ABSENT] * (required - len(args))
         if limit is not None:
             args = args[:limit]
-        result = fn(*args)
+        result = fn(*args, pi=self.pi) if takes_pi else fn(*args)
         if inspect.isawaitable(result):
             result = asyncio.run(_awaited(result))
         return result
 
-    def _arity(self, fn: Callable[..., Any]) -> tuple[int, int | None]:
-        """(required positional parameters, maximum positional parameters or None for *args)."""
+    def _arity(self, fn: Callable[..., Any]) -> tuple[int, int | None, bool]:
+        """(required positional parameters, maximum positional parameters or None for *args,
+        whether it takes the keyword ``pi``)."""
         key = getattr(fn, "__func__", fn)
         if key not in self._arities:
             try:
                 params = list(inspect.signature(fn).parameters.values())
             except (TypeError, ValueError):
-                self._arities[key] = (0, None)
+                self._arities[key] = (0, None, False)
             else:
                 positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
                 required = sum(p.default is p.empty for p in positional)
                 varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
-                self._arities[key] = (required, None if varargs else len(positional))
+                takes_pi = any(p.name == "pi" and p.kind is p.KEYWORD_ONLY for p in params)
+                self._arities[key] = (required, None if varargs else len(positional), takes_pi)
         return self._arities[key]
 
     def static(self, name: str, args: list[Any]) -> Any:
@@ -240,7 +266,7 @@ class Api:
     def export(self, name: str) -> tuple[bool, Any]:
         """(exists, value) of the reference export ``name``."""
         ref = "fn." + name
-        if ref not in API_NAMES:
+        if not self.has(ref):
             return False, ABSENT
         if not hasattr(self.module, API_NAMES[ref]):
             raise MissingApi(f"{LIBRARY_MODULE} has no {API_NAMES[ref]} (reference {name})")
@@ -396,7 +422,27 @@ def apply_view(value: Any, view: Any) -> Any:
         if is_array(value):
             return [_member(x, "type") for x in value]
         raise OpError('view "types" only applies to arrays of entries')
+    if view == "projection":
+        entries = get_property(value, "entries") if truthy(value) else ABSENT
+        if is_array(entries):
+            return {
+                "entries": [_projected(p) for p in entries],
+                "thinkingLevel": get_property(value, "thinkingLevel"),
+                "model": get_property(value, "model"),
+            }
+        raise OpError('view "projection" only applies to session projections')
     raise OpError(f"unknown view: {js_to_string(view)}")
+
+
+def _projected(item: Any) -> dict[str, Any]:
+    """``{id, type, roles}`` of one projected entry (``p?.sourceEntry?.id`` etc.)."""
+    source = ABSENT if is_nullish(item) else get_property(item, "sourceEntry")
+    messages = ABSENT if is_nullish(item) else get_property(item, "messages")
+    return {
+        "id": ABSENT if is_nullish(source) else get_property(source, "id"),
+        "type": ABSENT if is_nullish(source) else get_property(source, "type"),
+        "roles": [_role(m) for m in messages] if is_array(messages) else messages,
+    }
 
 
 def _pick_keys(obj: Any, keys: list[Any]) -> Any:
@@ -438,6 +484,10 @@ class _Progress:
     t1: int | None = None
     fatal: str | None = None
     tracebacks: list[str] = field(default_factory=list)
+    # the worker's CPU clock, taken by the worker itself: asking for a thread's clock by its ident
+    # once it has ended reads a freed thread structure (a segfault, seen when a scenario ended at once)
+    cpu_clock: int | None = None
+    started: threading.Event = field(default_factory=threading.Event)
 
     def begin(self, section: str, index: int) -> None:
         with self.lock:
@@ -460,8 +510,11 @@ def _op_name(op: Any) -> Any:
 
 
 class _Execution:
-    def __init__(self, api: Api | None, scenario: Any, base_dir: str, work_dir: str, progress: _Progress):
+    def __init__(
+        self, api: Api | None, scenario: Any, base_dir: str, work_dir: str, progress: _Progress, pi: str
+    ):
         self.api = api
+        self.pi = pi
         self.sc = scenario if isinstance(scenario, Mapping) else {}
         self.base_dir = base_dir
         self.W = work_dir
@@ -474,7 +527,7 @@ class _Execution:
 
     def require_api(self) -> Api:
         if self.api is None:
-            self.api = Api.load()
+            self.api = Api.load(self.pi)
         return self.api
 
     def require_sm(self) -> Any:
@@ -581,9 +634,9 @@ class _Execution:
             return value, value
         if name.startswith("fn."):
             export = name[3:]
-            if "fn." + export not in API_NAMES:
-                raise OpError(f"unknown op: {name}")
             api = self.require_api()
+            if not api.has(name):
+                raise OpError(f"unknown op: {name}")
             found, f = api.export(export)
             if not found or not callable(f):
                 if found:
@@ -596,7 +649,7 @@ class _Execution:
                 first = args[0] if args else ABSENT
                 return first, first
             return value, value
-        if name in INSTANCE_METHODS:
+        if name in INSTANCE_METHODS and self.require_api().has(name):
             sm = self.require_sm()
             value = self.require_api().method(sm, name, args)
             if value is None and name in VOID_RESULTS:
@@ -741,6 +794,9 @@ class _Execution:
                 self.progress.t1 = _now_ms()
 
     def run_guarded(self) -> None:
+        with suppress(AttributeError, OSError):
+            self.progress.cpu_clock = time.pthread_getcpuclockid(threading.get_ident())
+        self.progress.started.set()
         try:
             self.run()
         except _Deadline:
@@ -759,18 +815,18 @@ _PROCESS_LOCK = threading.RLock()  # cwd and environment are process-wide: one s
 _ENV_KEYS = ("HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "TZ")
 _WORKER_STACK = 256 * 1024 * 1024
 _GRACE_S = 5.0
-_api_cache: list[Api] = []
+_api_cache: dict[str, Api] = {}
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def default_api() -> Api:
-    """The real library, imported once (raises while it cannot be imported)."""
-    if not _api_cache:
-        _api_cache.append(Api.load())
-    return _api_cache[0]
+def default_api(pi: str = DEFAULT_PI) -> Api:
+    """The real library following release ``pi``, imported once (raises while it cannot be imported)."""
+    if pi not in _api_cache:
+        _api_cache[pi] = Api.load(pi)
+    return _api_cache[pi]
 
 
 @contextmanager
@@ -796,17 +852,21 @@ def _scenario_environment(work_dir: str) -> Iterator[None]:
         time.tzset()
 
 
-def _wait_for(worker: threading.Thread, done: threading.Event, timeout_ms: float, t0: int) -> bool:
-    """Waits until ``done`` or the deadline; False at the deadline.
+def _wait_for(progress: _Progress, timeout_ms: float, t0: int) -> bool:
+    """Waits until the worker is done or the deadline; False at the deadline.
 
     The deadline is the worker's CPU time reaching ``timeoutMs`` (so a loaded machine does not turn
     a slow scenario into a "timeout"), with a wall-clock backstop for ops that block without
     computing: three times ``timeoutMs`` plus 10 s.
     """
+    done = progress.done
+    progress.started.wait(30)  # (set first thing in the worker)
+    clock = progress.cpu_clock
     try:
-        clock = time.pthread_getcpuclockid(worker.ident or 0)
+        if clock is None:
+            raise OSError("no CPU clock")
         cpu0 = time.clock_gettime(clock)
-    except (AttributeError, OSError):
+    except OSError:  # none, or the worker has ended already
         return done.wait(max(0.0, (t0 + timeout_ms - _now_ms()) / 1000))
     wall_limit = t0 + 3 * timeout_ms + 10_000
     while not done.wait(min(0.05, timeout_ms / 1000)):
@@ -831,8 +891,13 @@ class RunReport:
     tracebacks: list[str]  # unexpected Python exceptions (library bugs), for diagnosis
 
 
-def execute(scenario: Any, base_dir: str, api: Api | None = None) -> RunReport:
-    """Runs a parsed scenario; fixture paths are relative to ``base_dir``."""
+def execute(scenario: Any, base_dir: str, api: Api | None = None, pi: str | None = None) -> RunReport:
+    """Runs a parsed scenario; fixture paths are relative to ``base_dir``. ``pi``: the release the
+    library follows (default: ``api``'s, or the library's default)."""
+    if pi is None:
+        pi = api.pi if api is not None else DEFAULT_PI
+    elif api is not None and api.pi != pi:
+        raise ValueError(f"the Api follows pi {api.pi}, not {pi}")
     timeout = scenario.get("timeoutMs") if isinstance(scenario, Mapping) else None
     timeout_ms = (
         timeout if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) else DEFAULT_TIMEOUT_MS
@@ -840,7 +905,7 @@ def execute(scenario: Any, base_dir: str, api: Api | None = None) -> RunReport:
     with _PROCESS_LOCK:
         if api is None:
             try:
-                api = default_api()
+                api = default_api(pi)
             except Exception:
                 api = None  # each op that needs the library reports the import error
         t0 = _now_ms()
@@ -850,7 +915,7 @@ def execute(scenario: Any, base_dir: str, api: Api | None = None) -> RunReport:
         marker = None
         try:
             with _scenario_environment(work_dir):
-                execution = _Execution(api, scenario, base_dir, work_dir, progress)
+                execution = _Execution(api, scenario, base_dir, work_dir, progress, pi)
                 old_stack = threading.stack_size(_WORKER_STACK)
                 try:
                     worker = threading.Thread(
@@ -859,7 +924,7 @@ def execute(scenario: Any, base_dir: str, api: Api | None = None) -> RunReport:
                     worker.start()
                 finally:
                     threading.stack_size(old_stack)
-                if not _wait_for(worker, progress.done, timeout_ms, t0):
+                if not _wait_for(progress, timeout_ms, t0):
                     with progress.lock:
                         progress.closed = True
                         if not progress.done.is_set():
@@ -920,14 +985,16 @@ def load_scenario(path: str | os.PathLike[str]) -> Any:
         return js_loads(f.read())
 
 
-def run_scenario_report(path: str | os.PathLike[str], api: Api | None = None) -> RunReport:
+def run_scenario_report(
+    path: str | os.PathLike[str], api: Api | None = None, pi: str | None = None
+) -> RunReport:
     p = Path(path).resolve()
-    return execute(load_scenario(p), str(p.parent), api)
+    return execute(load_scenario(p), str(p.parent), api, pi)
 
 
-def run_scenario(path: str | os.PathLike[str]) -> str:
-    """The normalized result document for the scenario file, as the oracle prints it."""
-    return run_scenario_report(path).text
+def run_scenario(path: str | os.PathLike[str], pi: str = DEFAULT_PI) -> str:
+    """The normalized result document for the scenario file, as the oracle prints it for ``pi``."""
+    return run_scenario_report(path, pi=pi).text
 
 
 # ---------------------------------------------------------------------------
@@ -939,8 +1006,10 @@ def find_scenarios(root: str | os.PathLike[str]) -> list[Path]:
     return sorted(Path(root).rglob("*.scenario.json"))
 
 
-def expected_path(scenario: Path) -> Path:
-    return scenario.with_name(scenario.name[: -len(".scenario.json")] + ".expected.json")
+def expected_path(scenario: Path, pi: str = DEFAULT_PI) -> Path:
+    """``X.expected.json`` (pi 0.86.1) or ``X.expected.pi-<version>.json`` (oracle README §8.4)."""
+    suffix = ".expected.json" if pi == BASELINE_PI else f".expected.pi-{pi}.json"
+    return scenario.with_name(scenario.name[: -len(".scenario.json")] + suffix)
 
 
 def compare_texts(expected: str, actual: str, max_diffs: int = 5) -> list[str]:
@@ -950,7 +1019,7 @@ def compare_texts(expected: str, actual: str, max_diffs: int = 5) -> list[str]:
     return diffs or ["byte-level difference only"]
 
 
-def _run_all(root: str, substring: str | None, max_diffs: int, report: str | None) -> int:
+def _run_all(root: str, substring: str | None, max_diffs: int, report: str | None, pi: str) -> int:
     scenarios = [p for p in find_scenarios(root) if substring is None or substring in str(p)]
     started = time.monotonic()
     failed: list[str] = []
@@ -958,8 +1027,8 @@ def _run_all(root: str, substring: str | None, max_diffs: int, report: str | Non
     lines = []
     for sp in scenarios:
         rel = str(sp.relative_to(root))
-        exp = expected_path(sp)
-        rr = run_scenario_report(sp)
+        exp = expected_path(sp, pi)
+        rr = run_scenario_report(sp, pi=pi)
         status = rr.doc.get("status", "?") if isinstance(rr.doc, dict) else "?"
         statuses[status] = statuses.get(status, 0) + 1
         if not exp.exists():
@@ -985,7 +1054,7 @@ def _run_all(root: str, substring: str | None, max_diffs: int, report: str | Non
     elapsed = time.monotonic() - started
     status_text = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
     print(
-        f"{len(scenarios)} scenarios: {len(scenarios) - len(failed)} passed, {len(failed)} failed "
+        f"pi {pi}: {len(scenarios)} scenarios: {len(scenarios) - len(failed)} passed, {len(failed)} failed "
         f"(status: {status_text}) in {elapsed:.1f} s"
     )
     return 1 if failed else 0
@@ -994,6 +1063,12 @@ def _run_all(root: str, substring: str | None, max_diffs: int, report: str | Non
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", nargs="?", help="scenario file, or - for stdin")
+    ap.add_argument(
+        "--pi",
+        choices=PI_VERSIONS,
+        default=DEFAULT_PI,
+        help=f"the pi release the library follows (default {DEFAULT_PI})",
+    )
     ap.add_argument("--all", metavar="DIR", help="run every DIR/**/*.scenario.json against its expected file")
     ap.add_argument("-k", dest="substring", help="with --all: only scenarios whose path contains this")
     ap.add_argument("--max-diffs", type=int, default=3, help="with --all: differences shown per failure")
@@ -1001,13 +1076,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tracebacks", action="store_true", help="print unexpected Python exceptions to stderr")
     args = ap.parse_args(argv)
     if args.all:
-        return _run_all(args.all, args.substring, args.max_diffs, args.report)
+        return _run_all(args.all, args.substring, args.max_diffs, args.report, args.pi)
     if not args.scenario:
         ap.error("give a scenario file, - or --all DIR")
     if args.scenario == "-":
-        rr = execute(js_loads(sys.stdin.read()), os.getcwd())
+        rr = execute(js_loads(sys.stdin.read()), os.getcwd(), pi=args.pi)
     else:
-        rr = run_scenario_report(args.scenario)
+        rr = run_scenario_report(args.scenario, pi=args.pi)
     sys.stdout.write(rr.text)
     if args.tracebacks:
         for tb in rr.tracebacks:

@@ -2,7 +2,7 @@
 
 The fake stands in for ``pi_session_server.session`` so directives, views, records, file specs,
 ``final``, the deadline, normalization and serialization can be tested on their own. Expected
-values follow the oracle's contract (/work/shared/oracle/README.md).
+values follow the oracle's contract (its README.md, in $PI_ORACLE_DIR).
 """
 
 from __future__ import annotations
@@ -202,10 +202,12 @@ def _fake_module() -> types.ModuleType:
     return m
 
 
-def run(scenario: dict[str, Any], tmp_path: Path | None = None) -> dict[str, Any]:
+def run(
+    scenario: dict[str, Any], tmp_path: Path | None = None, pi: str = runner.DEFAULT_PI
+) -> dict[str, Any]:
     FakeManager.calls = []
     base = str(tmp_path) if tmp_path else str(HERE)
-    report = runner.execute(json.loads(json.dumps(scenario)), base, runner.Api(_fake_module()))
+    report = runner.execute(json.loads(json.dumps(scenario)), base, runner.Api(_fake_module(), pi))
     assert report.text.endswith("\n")
     with runner._recursion_limit(20000):
         return json.loads(report.text)
@@ -720,3 +722,118 @@ def test_runner_cli_prints_the_document(tmp_path: Path) -> None:
         [sys.executable, str(HERE / "runner.py"), str(sc)], capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout)["ops"] == [{"i": 0, "op": "exists", "result": True}]
+
+
+# ---------------------------------------------------------------------------
+# pi releases
+# ---------------------------------------------------------------------------
+
+
+class FakeManager16(FakeManager):
+    """A library with pi 1.6.0's additions; the constructor records the release it is given."""
+
+    @classmethod
+    def in_memory(
+        cls, cwd: Any = ABSENT, options: Any = ABSENT, entries: Any = ABSENT, *, pi: str = "?"
+    ) -> FakeManager:
+        cls.calls.append(("in_memory", (cwd, pi)))
+        return cls("/fake" if cwd is ABSENT else cwd)
+
+    def get_entry_count(self) -> int:
+        return len(self.entries) + 100
+
+    def build_session_projection(self) -> dict[str, Any]:
+        entries = [{"sourceEntry": e, "messages": [e["message"]]} for e in self.entries]
+        return {"entries": [*entries, None], "messages": [], "thinkingLevel": "off", "model": None}
+
+
+def _run_16(scenario: dict[str, Any], pi: str) -> dict[str, Any]:
+    module = _fake_module()
+    module.SessionManager = FakeManager16  # type: ignore[attr-defined]
+    module.project_context_entry = lambda entry, edit: ["projected"]  # type: ignore[attr-defined]
+    FakeManager.calls = []
+    report = runner.execute(json.loads(json.dumps(scenario)), str(HERE), runner.Api(module, pi))
+    return json.loads(report.text)
+
+
+NEW_IN_1_6_0 = mem(
+    {"op": "appendMessage", "args": [user("a")]},
+    {"op": "getEntryCount"},
+    {"op": "buildSessionProjection", "view": "projection"},
+    {"op": "fn.projectContextEntry", "args": [{}, None]},
+)
+
+
+def test_names_of_a_newer_release_are_unknown_ops_under_an_older_one() -> None:
+    doc = _run_16(NEW_IN_1_6_0, "0.86.1")
+    assert [r.get("error") for r in doc["ops"][1:]] == [
+        "unknown op: getEntryCount",
+        "unknown op: buildSessionProjection",
+        "unknown op: fn.projectContextEntry",
+    ]
+    assert all(r.get("runnerError") for r in doc["ops"][1:])
+    assert FakeManager.calls == [("in_memory", ("/p", "0.86.1"))]  # the release reaches the constructor
+
+
+def test_names_of_the_release_are_called_and_projections_have_a_view() -> None:
+    doc = _run_16(NEW_IN_1_6_0, "1.6.0")
+    assert doc["ops"][1] == {"i": 1, "op": "getEntryCount", "result": 101}
+    assert doc["ops"][2]["result"] == {
+        "entries": [{"id": "#1", "type": "message", "roles": ["user"]}, {}],
+        "thinkingLevel": "off",
+        "model": None,
+    }
+    assert doc["ops"][3]["result"] == ["projected"]
+    assert FakeManager.calls == [("in_memory", ("/p", "1.6.0"))]
+
+
+def test_the_projection_view_needs_a_projection() -> None:
+    doc = run(mem({"op": "getEntries", "view": "projection"}))
+    assert doc["ops"][0] == {
+        "i": 0,
+        "op": "getEntries",
+        "error": 'view "projection" only applies to session projections',
+        "runnerError": True,
+    }
+
+
+def test_functions_without_a_pi_parameter_are_called_without_it() -> None:
+    doc = run(mem({"op": "fn.buildSessionContext", "args": [[], "leaf"]}), pi="0.86.1")
+    assert doc["ops"][0]["result"] == {"messages": [], "leaf": "leaf"}
+
+
+def test_an_api_and_a_different_release_do_not_mix() -> None:
+    with pytest.raises(ValueError, match="follows pi 1.6.0"):
+        runner.execute(mem(), str(HERE), runner.Api(_fake_module(), "1.6.0"), "0.86.1")
+
+
+def test_unknown_release_is_refused() -> None:
+    from pi_session_server.errors import PiVersionError
+
+    with pytest.raises(PiVersionError, match="unknown pi version '0.9'"):
+        runner.Api(_fake_module(), "0.9")
+
+
+@pytest.mark.parametrize("pi", runner.PI_VERSIONS)
+def test_runner_cli_takes_the_release(tmp_path: Path, pi: str) -> None:
+    import subprocess
+
+    sc = tmp_path / "x.scenario.json"
+    sc.write_text(json.dumps(mem({"op": "getEntryCount"})))
+    out = subprocess.run(
+        [sys.executable, str(HERE / "runner.py"), "--pi", pi, str(sc)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    record = json.loads(out.stdout)["ops"][0]
+    assert record == (
+        {"i": 0, "op": "getEntryCount", "result": 0}
+        if pi == "1.6.0"
+        else {
+            "i": 0,
+            "op": "getEntryCount",
+            "error": "unknown op: getEntryCount",
+            "runnerError": True,
+        }
+    )

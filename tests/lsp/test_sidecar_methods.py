@@ -155,8 +155,8 @@ async def test_append_every_kind_to_a_persisted_session(sidecar, tmp_path):
     ids["user"] = (await sidecar.request("pi/append", {"session": s, "kind": "message", "message": USER}))[
         "id"
     ]
-    # nothing is written before the first assistant message
-    assert not os.path.exists(info["sessionFile"])
+    # the first user message writes the file (pi 1.6.0, the default; 0.86.1 waited for an assistant)
+    assert os.path.exists(info["sessionFile"])
     ids["assistant"] = (
         await sidecar.request("pi/append", {"session": s, "kind": "message", "message": ASSISTANT})
     )["id"]
@@ -319,11 +319,13 @@ async def test_failed_append_leaves_the_session_as_it_was(sidecar, tmp_path):
     directory = tmp_path / "s"
     info = await sidecar.request("pi/open", {"path": str(directory / "new.jsonl")})
     s = info["session"]
-    await sidecar.request("pi/append", {"session": s, "kind": "message", "message": USER})
+    await sidecar.request(
+        "pi/append", {"session": s, "kind": "model_change", "provider": "p", "modelId": "m"}
+    )
     before = await sidecar.request("pi/getInfo", {"session": s})
     (directory / "new.jsonl").write_text("someone else's file\n")  # the first batch write will find it
-    with expect_error(-32005) as failure:
-        await sidecar.request("pi/append", {"session": s, "kind": "message", "message": ASSISTANT})
+    with expect_error(-32005) as failure:  # at the first user message (pi 1.6.0, the default)
+        await sidecar.request("pi/append", {"session": s, "kind": "message", "message": USER})
     assert failure.value.data["code"] == "EEXIST"
     assert failure.value.message == f"EEXIST: file already exists, open '{directory / 'new.jsonl'}'"
     after = await sidecar.request("pi/getInfo", {"session": s})

@@ -4,8 +4,12 @@ Every scenario of ``tests/conformance/vectors`` runs through one sidecar process
 maps each SessionManager op to its ``pi/*`` request) and must produce the expected document byte for
 byte, as the library does in-process.
 
-One documented difference: by default a write that fails (EEXIST/ENOENT) leaves the session as it
-was, where pi keeps the failed entry in memory. Scenarios that exercise such a failure must agree up
+The sidecar follows the library's default pi release (1.6.0), so the expected documents are that
+release's (``X.expected.pi-1.6.0.json``). Scenarios that use an operation the sidecar has no request
+for yet are skipped, naming it.
+
+One documented difference (pi 0.86.1 only): by default a write that fails (EEXIST/ENOENT) leaves the
+session as it was, where pi 0.86.1 keeps the failed entry in memory. Scenarios that exercise such a failure must agree up
 to and including the failing op, and agree completely with a sidecar started with
 ``--keep-failed-appends`` (pi's behaviour).
 """
@@ -18,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_adapter import ROOT, Wire, WireApi, runner
+from wire_adapter import ROOT, Wire, WireApi, WireManager, runner
 
 VECTORS = ROOT / "tests" / "conformance" / "vectors"
 SCENARIOS = runner.find_scenarios(VECTORS)
+PI = runner.DEFAULT_PI  # the release the sidecar follows
 WRITE_OPS = {
     "appendMessage",
     "appendThinkingLevelChange",
@@ -33,7 +38,22 @@ WRITE_OPS = {
     "appendCustomMessageEntry",
     "appendLabelChange",
     "branchWithSummary",
+    "appendContextEdit",
 }
+
+
+def ops_without_request(scenario: Path) -> list[str]:
+    """Reference names the scenario calls that the wire adapter cannot send (no ``pi/*`` request)."""
+    document = json.loads(scenario.read_text(encoding="utf-8"))
+    calls = [document.get("start", {}), *document.get("ops", [])]
+    names = {op.get("op") for op in calls if isinstance(op, dict)}
+    return sorted(
+        name
+        for name in names
+        if isinstance(name, str)
+        and name in runner.INSTANCE_METHODS
+        and not hasattr(WireManager, runner.API_NAMES[name])
+    )
 
 
 def first_failed_write(expected: dict[str, Any]) -> int | None:
@@ -67,7 +87,10 @@ def test_scenarios_were_found() -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)
 def test_scenario_through_the_wire(scenario: Path, wire: WireApi, reference_wire: WireApi) -> None:
-    expected_text = runner.expected_path(scenario).read_text(encoding="utf-8")
+    missing = ops_without_request(scenario)
+    if missing:
+        pytest.skip(f"the sidecar has no request for {', '.join(missing)} yet")
+    expected_text = runner.expected_path(scenario, PI).read_text(encoding="utf-8")
     report = runner.run_scenario_report(scenario, wire)
     if report.text == expected_text:
         return

@@ -179,7 +179,7 @@ def exact_classification(path: str) -> tuple[Any, list[Any]]:
 def check_reported_lines(path: str, manager: SessionManager, diagnostics: list[Any]) -> None:
     """Each line that is not an entry is reported, on its line, by the loader and the diagnostics."""
     header, lines = exact_classification(path)
-    # files loaded through the migration path do not fill manager.problems (docs/RELIABILITY-FINDINGS.md #12)
+    # files loaded through the migration path do not fill manager.problems (finding #12, CHANGELOG.md)
     loader_reports = is_valid_header(header) and not needs_migration([header])
     diagnosed: dict[int, set[str]] = {}
     for d in diagnostics:

@@ -225,7 +225,7 @@ def _time_to_open(directory: Path, data: bytes) -> float:
 def test_kill_during_a_migration_rewrite_leaves_the_old_or_the_new_file(
     tmp_path: Path, long_run: bool, figures
 ):
-    """D11: the rewrite goes to a temporary file that is renamed over the target, so a kill at any
+    """D12: the rewrite goes to a temporary file that is renamed over the target, so a kill at any
     moment leaves either the untouched v1 file or the complete v3 file, never a truncated one."""
     source = Path(__file__).resolve().parent / "data" / "large-session.jsonl"
     original = source.read_bytes()

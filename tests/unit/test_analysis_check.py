@@ -32,7 +32,7 @@ def test_text_output_and_exit_status(tmp_path: Path, capsys: pytest.CaptureFixtu
         out[0]
         == f"{bad}:3:{col}: warning PI031 parentId `gone` names no entry: pi shows this entry as a root and its context stops here"
     )
-    assert out[1].startswith(f"{bad}:4:2: error PI001 invalid JSON at column 2")
+    assert out[1] == f"{bad}:4:2: error PI001 invalid JSON: Expected property name or '}}'"
     assert out[2] == f"{bad}: 1 error, 1 warning"
     assert out[-1] == "2 files checked: 1 error, 1 warning"
 
@@ -98,3 +98,34 @@ def test_progress_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["check", "--progress", "-q", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     assert "[0/3]" in captured.err and captured.out == "3 files checked: ok\n"
+
+
+EDITS = (
+    S.header()
+    + "\n"
+    + S.user("a", None)
+    + "\n"
+    + S.context_edit("e1", "a", "a", None)
+    + "\n"
+    + S.context_edit("e2", "e1", "a", {"content": 5})
+    + "\n"
+)
+
+
+def test_pi_chooses_how_context_edits_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "edits.jsonl", EDITS)
+    col = EDITS.split("\n")[3].index("5}") + 1
+    assert main(["check", str(path)]) == 1  # pi 1.6.0 by default: the malformed edit is an error
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[0]
+        .startswith(f"{path}:4:{col}: error PI027 `replacement.content` is a number")
+    )
+    assert main(["check", "--pi", "0.86.1", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(": ", 1)[1][:10] for line in out[:2]] == ["info PI020", "info PI020"]
+    assert "unknown entry type `context_edit` for pi 0.86.1" in out[0]
+    assert out[-1] == "1 file checked: 2 infos"
+    with pytest.raises(SystemExit):
+        main(["check", "--pi", "0.5", str(path)])
+    assert "invalid choice" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pi_session_server.analysis import codes
 from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.codes import CODES, Severity, markdown_table
 from pi_session_server.analysis.diagnostics import document_diagnostics
@@ -131,3 +132,11 @@ def test_codes_have_a_documented_row_each() -> None:
     doc = Path(__file__).resolve().parents[2] / "docs" / "DIAGNOSTICS.md"
     assert markdown_table() in doc.read_text(encoding="utf-8")
     assert all(code.startswith("PI") and len(code) == 5 for code in CODES)
+
+
+def test_a_call_left_unanswered_beside_an_answered_one_of_the_same_message() -> None:
+    calls = (("t1", "read", {}), ("t2", "bash", {}))
+    lines = (S.header(), S.user("a", None), S.assistant("b", "a", calls=calls))
+    assert diags(*lines, S.tool_result("c", "b", "t2")) == [(2, codes.UNANSWERED_TOOL_CALL)]
+    assert diags(*lines, S.tool_result("c", "b", "t1")) == [(2, codes.UNANSWERED_TOOL_CALL)]
+    assert diags(*lines, S.tool_result("c", "b", "t1"), S.tool_result("d", "c", "t2")) == []

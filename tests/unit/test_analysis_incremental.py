@@ -37,6 +37,10 @@ LINE_POOL = [
     S.branch_summary("c", "a", "root"),
     S.branch_summary("c", "a", "q"),
     '{"type":"future","id":"b","parentId":"d","timestamp":"x"}',
+    S.context_edit("e", "c", "a", None),
+    S.context_edit("d", "b", "zz", {"content": "x"}),
+    S.context_edit("c", "a", "b", {"content": 5}),
+    '{"type":"context_edit","id":"e","parentId":"d","timestamp":"2026-11-30T09:13:48.180Z","targetId":"c"}',
 ]
 
 

@@ -58,8 +58,14 @@ def test_assistant_message_fields_are_typed_and_camel_cased() -> None:
 
 
 def test_newer_types_and_roles_are_representable() -> None:
-    unknown = R.decode_line('{"type":"context_edit","id":"x","parentId":null,"timestamp":"t","extra":1}')
-    assert isinstance(unknown, R.UnknownEntry) and unknown.type == "context_edit"
+    unknown = R.decode_line('{"type":"future_entry","id":"x","parentId":null,"timestamp":"t","extra":1}')
+    assert isinstance(unknown, R.UnknownEntry) and unknown.type == "future_entry"
+    edit = R.decode_line(
+        '{"type":"context_edit","id":"x","parentId":"a","timestamp":"t","targetId":"a","replacement":null}'
+    )
+    assert isinstance(edit, R.ContextEditEntry) and edit.target_id == "a" and edit.replacement is None
+    with pytest.raises(msgspec.ValidationError, match="replacement"):  # D10: not an edit
+        R.decode_line('{"type":"context_edit","id":"x","parentId":"a","timestamp":"t","targetId":"a"}')
     odd = R.decode_line(
         '{"type":"message","id":"x","parentId":null,"timestamp":"t","message":{"role":"robot","beep":1}}'
     )
@@ -86,6 +92,7 @@ def test_known_sets() -> None:
         "branch_summary",
         "custom",
         "custom_message",
+        "context_edit",
         "label",
         "session_info",
     } == R.ENTRY_TYPES
@@ -98,7 +105,11 @@ def test_json_schema_accepts_what_pi_writes_and_names_the_wrong() -> None:
     for line in (*SPEC_LINES.values(), ASSISTANT):
         assert list(validator.iter_errors(json.loads(line))) == [], line
     # newer entry types and roles are valid lines
-    assert validator.is_valid({"type": "context_edit", "id": "x", "parentId": None, "timestamp": "t"})
+    assert validator.is_valid({"type": "future_entry", "id": "x", "parentId": None, "timestamp": "t"})
+    edit = {"type": "context_edit", "id": "x", "parentId": "a", "timestamp": "t", "targetId": "a"}
+    assert validator.is_valid({**edit, "replacement": {"content": [{"type": "text", "text": "t"}]}})
+    assert not validator.is_valid(edit)  # D10: a context_edit without a replacement is malformed
+    assert not validator.is_valid({**edit, "replacement": {"content": 5}})
     assert validator.is_valid(
         {"type": "message", "id": "x", "parentId": None, "timestamp": "t", "message": {"role": "robot"}}
     )

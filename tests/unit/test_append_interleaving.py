@@ -1,4 +1,4 @@
-"""Appends racing a foreign writer (findings #1 and #3 of docs/RELIABILITY-FINDINGS.md).
+"""Appends racing a foreign writer (findings #1 and #3 in CHANGELOG.md).
 
 The race is made deterministic: ``storage._write_all`` is wrapped so that a foreign write lands
 right before ours, that is between our look at the file (fstat, pread) and our write(), the window

@@ -376,7 +376,13 @@ def test_list_filters_by_cwd_only_for_a_custom_dir(work: Path) -> None:
     assert ids(list_sessions("/proj")) == everything
     assert ids(list_sessions("/proj", str(default))) == everything  # equal to the default: no filter
     assert ids(list_sessions("/proj/", str(default))) == everything  # cwd resolves to the same default
-    assert ids(list_sessions("/proj", str(default) + "/")) == ["here"]  # a trailing slash differs
+    # pi 0.86.1 compares the directory strings: a trailing slash or a relative spelling is a custom
+    # directory; pi 1.6.0 compares the resolved paths (pathsEqual)
+    assert ids(list_sessions("/proj", str(default) + "/", pi="0.86.1")) == ["here"]
+    assert ids(list_sessions("/proj", str(default) + "/", pi="1.6.0")) == everything
+    relative = os.path.relpath(default, os.getcwd())
+    assert ids(list_sessions("/proj", relative, pi="0.86.1")) == ["here"]
+    assert ids(list_sessions("/proj", relative, pi="1.6.0")) == everything
     custom = work / "custom"
     write(custom / "a.jsonl", header("a", "/proj/sub/.."), user("x", 1))
     write(custom / "b.jsonl", header("b", "/other"), user("x", 2))
@@ -610,7 +616,9 @@ def test_session_dir_for(work: Path) -> None:
     assert discovery.session_dir_for("/proj", ABSENT) == (default, False)
     assert discovery.session_dir_for("/proj", None) == (default, False)  # passed, but equal to the default
     assert discovery.session_dir_for("/proj", "") == (default, False)
-    assert discovery.session_dir_for("/proj", default + "/") == (default + "/", True)
+    assert discovery.session_dir_for("/proj", default + "/", "0.86.1") == (default + "/", True)
+    assert discovery.session_dir_for("/proj", default + "/", "1.6.0") == (default + "/", False)
+    assert discovery.session_dir_for("/proj", default + "/./x/..") == (default + "/./x/..", False)
     assert discovery.session_dir_for("/proj", "~/x") == (str(work / "home" / "x"), True)
 
 

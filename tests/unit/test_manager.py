@@ -141,7 +141,7 @@ def test_long_linear_chain_everywhere(tmp_path):
     assert new_file is not ABSENT
 
 
-# -- following a file another process appends to (D13) ----------------------------------------
+# -- following a file another process appends to (D14) ----------------------------------------
 
 
 def test_refresh_takes_in_appended_lines(tmp_path):
@@ -190,7 +190,7 @@ def test_free_function_accepts_plain_values():
     assert context["model"] == {"provider": "prov", "modelId": "mod"}
 
 
-# -- D14: bodies read on demand never come from a different line -------------------------------
+# -- D15: bodies read on demand never come from a different line -------------------------------
 
 
 def test_d14_large_file_rewritten_in_place_raises_instead_of_lying(tmp_path, monkeypatch):

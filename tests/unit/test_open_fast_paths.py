@@ -28,12 +28,8 @@ from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import index_key
 from pi_session_server.session import SessionManager
 from pi_session_server.session.chains import path_by_chains
-from pi_session_server.session.context import (
-    _walk_to_root_remembering,
-    build_session_context,
-    is_plain_index,
-    walk_to_root,
-)
+from pi_session_server.session.context import _walk_to_root_remembering, is_plain_index, walk_to_root
+from pi_session_server.session.projection import build_session_context
 from pi_session_server.session.tree import TreeNode, build_tree, preorder
 
 HEADER = {"type": "session", "version": 3, "id": "sess", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}

@@ -186,7 +186,8 @@ def test_compaction__buildSessionContext_should_track_model_and_thinking_level_c
 # -- repeated compactions (context half of a prepareCompaction test) --------------------------
 
 
-def test_compaction__preserves_kept_messages_across_repeated_compactions_when_they_still_fit(chain):
+@pytest.mark.parametrize("pi", ["0.86.1", "1.6.0"])
+def test_compaction__preserves_kept_messages_across_repeated_compactions_when_they_still_fit(chain, pi):
     u1 = chain.message(create_user_message("user msg 1 (summarized by compaction1)"))
     a1 = chain.message(create_assistant_message("assistant msg 1"))
     u2 = chain.message(create_user_message("user msg 2 - kept by compaction1"))
@@ -208,18 +209,20 @@ def test_compaction__preserves_kept_messages_across_repeated_compactions_when_th
         "firstKeptEntryId": u2["id"],
         "tokensBefore": 1234,
     }
-    after = build_session_context([*path_entries, compaction2])["messages"]
+    after = build_session_context([*path_entries, compaction2], pi=pi)["messages"]
     text = _text(after)
     assert "user msg 2 - kept by compaction1" in text
     assert "user msg 3 - kept by compaction1" in text
-    # spec §16.2: the earlier compaction inside the kept range still yields its summary
+    # spec §16.2: under pi 0.86.1 the earlier compaction inside the kept range still yields its
+    # summary; pi 1.6.0 (§24.2) lets only the newest compaction speak
+    earlier = ["compactionSummary"] if pi == "0.86.1" else []
     assert [m["role"] for m in after] == [
         "compactionSummary",
         "user",
         "assistant",
         "user",
         "assistant",
-        "compactionSummary",
+        *earlier,
         "user",
         "assistant",
     ]

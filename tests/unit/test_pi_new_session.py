@@ -1,9 +1,10 @@
 """Port of pi's ``packages/coding-agent/test/session-manager/new-session.test.ts``.
 
 Source: badlogic/pi-mono @ c9d1f62c. Its third case expects the file to appear after the first
-*user* message; 0.86.1 writes nothing until the first *assistant* message (spec §12.2, verified
-against the reference). The case keeps the scenario, asserts 0.86.1, and then continues the
-upstream intent (no append across ``newSession``) with an assistant turn.
+*user* message, which is what pi 1.6.0 does (session-manager.md §24.3); 0.86.1 writes nothing until
+the first *assistant* message (spec §12.2, verified against the reference). The case keeps the
+scenario, asserts each release, and then continues the upstream intent (no append across
+``newSession``) with an assistant turn.
 """
 
 from __future__ import annotations
@@ -80,18 +81,19 @@ def test_new_session__open_nonexistent_keeps_the_explicit_session_path(temp_root
     assert not explicit.exists()
 
 
+@pytest.mark.parametrize("pi", ["0.86.1", "1.6.0"])
 def test_new_session__persists_after_first_assistant_message_and_does_not_append_across_new_spec_differs(
-    temp_root,
+    temp_root, pi
 ):
     session_dir = temp_root / "sessions"
     session_dir.mkdir()
-    session = SessionManager.create("/tmp/cwd", str(session_dir))
+    session = SessionManager.create("/tmp/cwd", str(session_dir), pi=pi)
     first_file = session.get_session_file()
     assert not os.path.exists(first_file)
 
     session.append_message(user_msg("hello"))
-    # upstream (later pi) expects the file here; 0.86.1 waits for the first assistant message
-    assert not os.path.exists(first_file)
+    # upstream and 1.6.0 write the file here; 0.86.1 waits for the first assistant message
+    assert os.path.exists(first_file) == (pi == "1.6.0")
     session.append_message(assistant_msg("hi"))
     assert os.path.exists(first_file)
 
@@ -107,7 +109,7 @@ def test_new_session__persists_after_first_assistant_message_and_does_not_append
     assert second_file and second_file != first_file
 
     session.append_message(user_msg("new"))
-    assert not os.path.exists(second_file)
+    assert os.path.exists(second_file) == (pi == "1.6.0")
     session.append_message(assistant_msg("again"))
     assert os.path.exists(second_file)
     assert len(_lines(second_file)) == 3

@@ -450,10 +450,11 @@ def test_tree_traversal__createBranchedSession_extracts_correct_path_from_branch
     assert [e["id"] for e in session.get_entries()] == [id1, id2, id4, id5]
 
 
+@pytest.mark.parametrize("pi", ["0.86.1", "1.6.0"])
 def test_tree_traversal__createBranchedSession_does_not_duplicate_entries_when_forking_from_first_user_message(
-    tmp_path,
+    tmp_path, pi
 ):
-    session = SessionManager.create(str(tmp_path), str(tmp_path))
+    session = SessionManager.create(str(tmp_path), str(tmp_path), pi=pi)
     id1 = session.append_message(user_msg("first question"))
     session.append_message(assistant_msg("first answer"))
     session.append_message(user_msg("second question"))
@@ -461,8 +462,9 @@ def test_tree_traversal__createBranchedSession_does_not_duplicate_entries_when_f
 
     new_file = session.create_branched_session(id1)
     assert isinstance(new_file, str)
-    # no assistant on the branched path: the file waits for the first assistant message
-    assert not os.path.exists(new_file)
+    # 0.86.1: no assistant on the branched path, the file waits for the first assistant message;
+    # 1.6.0: the user message on it makes the file appear at once
+    assert os.path.exists(new_file) == (pi == "1.6.0")
 
     session.append_custom_entry("preset-state", {"name": "plan"})
     session.append_message(assistant_msg("new answer"))

@@ -1,4 +1,4 @@
-"""File-level guarantees of session/storage.py and how the manager uses them (D10-D12)."""
+"""File-level guarantees of session/storage.py and how the manager uses them (D11-D13)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from test_protocol_tree_filters import EXAMPLE, calls_of, random_session
 
 from pi_session_server.server import methods_read, tree_pages
 from pi_session_server.server import params as P
-from pi_session_server.server.tree_view import TreeWindow, encode_flat_tree_view, flat_tree
+from pi_session_server.server.tree_view import TreeWindow, encode_flat_tree_view, flat_tree, window_tree
 from pi_session_server.session import SessionManager, describe
 
 
@@ -49,12 +49,13 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     made: list[Any] = []
 
     def counting(*args: Any, **kwargs: Any) -> Any:
-        tree = flat_tree(*args, **kwargs)
+        tree = window_tree(*args, **kwargs)
         made.append(tree)
         return tree
 
-    monkeypatch.setattr(methods_read, "flat_tree", counting)
+    monkeypatch.setattr(methods_read, "window_tree", counting)
     monkeypatch.setattr(methods_read, "_tree_pages", tree_pages.FlatTreePages())
+    monkeypatch.setattr(methods_read, "_tree_shapes", tree_pages.FlatTreePages())
     return made
 
 

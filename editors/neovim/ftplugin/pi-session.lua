@@ -1,7 +1,8 @@
--- pi session files are JSON Lines: JSON highlighting, no wrapping of the long lines.
+-- pi session files are JSON Lines: JSON highlighting (syntax/pi-session.lua, or the tree-sitter
+-- JSON parser when one is installed), no wrapping of the long lines.
 vim.bo.commentstring = ''
 vim.wo.wrap = false
-if not pcall(vim.treesitter.start, 0, 'json') then
-  vim.bo.syntax = 'json'
+if vim.treesitter.language.add('json') then
+  pcall(vim.treesitter.start, 0, 'json')
 end
-vim.b.undo_ftplugin = (vim.b.undo_ftplugin or '') .. '\n setlocal wrap< syntax<'
+vim.b.undo_ftplugin = (vim.b.undo_ftplugin or '') .. '\n setlocal wrap<'

@@ -15,7 +15,7 @@ return {
   filetypes = { 'pi-session' },
   handlers = {
     -- The server pushes diagnostics and also answers pulls, which Neovim 0.11 makes for attached
-    -- buffers: keep the pulled ones only, or every problem shows twice (docs/editor-needs.md).
+    -- buffers: keep the pulled ones only, or every problem shows twice.
     ['textDocument/publishDiagnostics'] = function(err, result, ctx)
       local client = vim.lsp.get_client_by_id(ctx.client_id)
       if client and client.server_capabilities.diagnosticProvider and result and result.uri then

@@ -43,6 +43,13 @@ end, {
   desc = 'Show the LLM context at the entry under the cursor (or at the leaf)',
 })
 
+vim.api.nvim_create_user_command('PiSessionView', function(args)
+  require('pi_session.view').open(args.args ~= '' and args.args or nil)
+end, {
+  nargs = '?',
+  desc = 'Show the session as a conversation (the path to the leaf, or to the entry id given)',
+})
+
 vim.api.nvim_create_user_command('PiSessionBranch', function()
   require('pi_session').branch()
 end, { desc = 'Make the entry under the cursor the leaf' })
@@ -50,6 +57,19 @@ end, { desc = 'Make the entry under the cursor the leaf' })
 vim.api.nvim_create_user_command('PiSessionLabel', function(args)
   require('pi_session').label(args.bang and '' or (args.args ~= '' and args.args or nil))
 end, { nargs = '?', bang = true, desc = 'Label the entry under the cursor (:PiSessionLabel! clears)' })
+
+-- JSON highlighting by tree-sitter too, for whoever has a JSON parser installed
+vim.treesitter.language.register('json', 'pi-session')
+
+vim.api.nvim_create_autocmd('LspAttach', {
+  group = vim.api.nvim_create_augroup('pi_session_lsp_attach', { clear = true }),
+  callback = function(args)
+    local client = vim.lsp.get_client_by_id(args.data.client_id)
+    if client and client.name == 'pi_session' then
+      require('pi_session.attach').on_attach(client, args.buf)
+    end
+  end,
+})
 
 if vim.g.pi_session_auto_enable ~= false then
   vim.lsp.enable('pi_session')

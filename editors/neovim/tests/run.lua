@@ -27,7 +27,8 @@ vim.fn.writefile({ '{"some":"thing"}' }, agent_dir_path)
 
 -- the plugin, as a user's packpath/lazy.nvim would load it
 vim.opt.runtimepath:prepend(plugin_root)
-vim.cmd('filetype on')
+vim.cmd('filetype plugin on') -- a standard setup: filetype plugins and syntax highlighting
+vim.cmd('syntax on')
 vim.cmd('runtime! plugin/pi_session.lua')
 require('pi_session').setup({ cmd = cli })
 
@@ -62,6 +63,17 @@ end
 
 local function buffer_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+end
+
+--- Wait until the buffer's lines satisfy `ok` (the tree and the view load asynchronously).
+local function wait_lines(buf, ok, what)
+  local lines
+  local done = vim.wait(TIMEOUT, function()
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    return ok(lines, table.concat(lines, '\n'))
+  end, 20)
+  truthy(done, (what or 'the buffer did not fill in') .. ':\n' .. table.concat(lines or {}, '\n'))
+  return lines
 end
 
 local function hover_text(result)
@@ -101,6 +113,27 @@ test('filetype: an ordinary .jsonl stays jsonl', function()
     vim.cmd('filetype detect')
   end)
   eq(vim.bo[ordinary].filetype, 'jsonl', 'filetype of the loaded buffer')
+end)
+
+test('filetype: a session without a header, with the header not first, or with a byte order mark is pi-session', function()
+  for _, name in ipairs({ 'headerless-session.jsonl', 'header-second.jsonl', 'bom-session.jsonl' }) do
+    local path = copy(fixtures .. '/' .. name, work .. '/damaged/' .. name)
+    eq(vim.filetype.match({ filename = path, contents = vim.fn.readfile(path) }), 'pi-session', name .. ' by its lines')
+    local buf = vim.fn.bufadd(path)
+    vim.fn.bufload(buf)
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('filetype detect')
+    end)
+    eq(vim.bo[buf].filetype, 'pi-session', name .. ' loaded')
+  end
+end)
+
+test('highlighting: JSON syntax for pi-session in a standard setup (syntax on, no tree-sitter JSON parser)', function()
+  eq(vim.bo[session_buf].syntax, 'pi-session', 'syntax')
+  local name = vim.fn.synIDattr(vim.fn.synID(1, 3, 1), 'name') -- the first key of the header
+  truthy(name:match('^json'), 'no JSON highlight group at line 1, column 3: "' .. name .. '"')
+  local value = vim.fn.synIDattr(vim.fn.synIDtrans(vim.fn.synID(1, 12, 1)), 'name')
+  truthy(value ~= '', 'the value "session" is not highlighted')
 end)
 
 local client
@@ -146,6 +179,34 @@ test('hover on an entry shows its summary', function()
   truthy(text:find('Start with the scanner', 1, true), 'hover does not show the message text')
 end)
 
+test('code lens, inlay hints and folding are on in the session buffer', function()
+  truthy(vim.lsp.inlay_hint.is_enabled({ bufnr = session_buf }), 'inlay hints are off')
+  local lenses
+  vim.wait(TIMEOUT, function()
+    lenses = vim.lsp.codelens.get(session_buf)
+    return #lenses > 0
+  end, 50)
+  truthy(#lenses > 0, 'no code lenses')
+  local titles = vim.tbl_map(function(l)
+    return l.command and l.command.title or ''
+  end, lenses)
+  truthy(vim.iter(titles):any(function(t)
+    return t:find('leaf', 1, true) ~= nil
+  end), 'no leaf lens: ' .. vim.inspect(titles))
+  vim.api.nvim_set_current_win(session_win)
+  eq(vim.wo.foldmethod, 'expr', 'foldmethod')
+  eq(vim.wo.foldexpr, 'v:lua.vim.lsp.foldexpr()', 'foldexpr')
+  local folded = vim.wait(TIMEOUT, function()
+    for lnum = 1, vim.api.nvim_buf_line_count(session_buf) do
+      if vim.fn.foldlevel(lnum) > 0 then
+        return true
+      end
+    end
+    return false
+  end, 50)
+  truthy(folded, 'no folds from the server')
+end)
+
 test('a custom request (pi/getTree) answers with the visible tree', function()
   local result, err = require('pi_session').request_sync(session_buf, 'pi/getTree', { filter = 'default', activeBranchFirst = true }, TIMEOUT)
   truthy(not err, vim.inspect(err))
@@ -158,7 +219,7 @@ end)
 
 local EXPECTED_TREE = {
   'Session tree of broken-session.jsonl · filter: default · 6 entries',
-  '<CR> jump  f filter  r refresh  c context  b branch  L label  q close',
+  '<CR> jump/load  f filter  r refresh  c context  b branch  L label  q close',
   -- line 8 of the fixture is cut off: pi skips it without a word, the tree buffer says so
   'pi skips 1 line of this file, so the tree lacks what it holds: line 8 (invalid JSON: Unterminated string). The diagnostics list it with the repairs.',
   '* user: Refactor the parser please',
@@ -187,11 +248,22 @@ test('skipped_notice names the first line pi skips and counts the rest; nothing 
 end)
 
 local tree_buf
-test(':PiSessionTree draws the tree', function()
+test(':PiSessionTree opens at once and draws the tree asynchronously, without a synchronous request', function()
   vim.api.nvim_set_current_win(session_win)
+  local sync_calls = 0
+  local request_sync = client.request_sync
+  client.request_sync = function(...)
+    sync_calls = sync_calls + 1
+    return request_sync(...)
+  end
   vim.cmd('PiSessionTree')
   tree_buf = vim.api.nvim_get_current_buf()
-  eq(vim.api.nvim_buf_get_lines(tree_buf, 0, -1, false), EXPECTED_TREE, 'tree buffer')
+  eq(vim.api.nvim_buf_get_lines(tree_buf, 1, 2, false), { 'Loading the tree…' }, 'right after the command')
+  wait_lines(tree_buf, function(lines)
+    return vim.deep_equal(lines, EXPECTED_TREE)
+  end, 'the tree')
+  client.request_sync = request_sync
+  eq(sync_calls, 0, 'synchronous requests while the tree loaded')
   eq(vim.api.nvim_win_get_cursor(0)[1], 7, 'the cursor starts on the leaf')
   eq(vim.bo[tree_buf].modifiable, false, 'modifiable')
 end)
@@ -205,43 +277,79 @@ end)
 
 test(':PiSessionTree all shows settings entries too', function()
   vim.cmd('PiSessionTree all')
-  local text = buffer_text(vim.api.nvim_get_current_buf())
-  truthy(text:find('filter: all', 1, true), 'header names the filter')
-  truthy(text:find('[model: claude-sonnet-4-5]', 1, true), 'model change row missing:\n' .. text)
-  truthy(text:find('[label: scanner-try]', 1, true), 'label row missing:\n' .. text)
+  local buf = vim.api.nvim_get_current_buf()
+  wait_lines(buf, function(_, text)
+    return text:find('filter: all', 1, true) and text:find('[model: claude-sonnet-4-5]', 1, true) and text:find('[label: scanner-try]', 1, true)
+  end, 'settings entries with filter all')
   vim.cmd('PiSessionTree default')
-  eq(vim.api.nvim_buf_get_lines(0, 0, -1, false), EXPECTED_TREE, 'back to the default filter')
+  wait_lines(buf, function(lines)
+    return vim.deep_equal(lines, EXPECTED_TREE)
+  end, 'back to the default filter')
 end)
 
--- From here on the tree comes in pages of 3 nodes (the default is 50,000, the most one reply may
--- hold; a bigger tree asked for in one piece is refused with TooLarge): the 6-entry default tree takes
--- two pages, and the rest of the suite (context, branch, label, didChange) runs on pages too.
-local tree_requests = {}
-test('small pages (tree_page_size = 3): :PiSessionTree joins two pages into the same tree; entry lookup pages too', function()
-  require('pi_session.config').options.tree_page_size = 3
+--- A session of `n` entries in one chain (u0, a1, u2, ...), the last one the leaf.
+local function chain_session(path, n)
+  local lines = { '{"type":"session","version":3,"id":"0199e2e0-aaaa-7bbb-8ccc-000000000099","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}' }
+  for i = 0, n - 1 do
+    local id, parent = ('e%05d'):format(i), i == 0 and 'null' or ('"e%05d"'):format(i - 1)
+    local role = i % 2 == 0 and 'user' or 'assistant'
+    local content = role == 'user' and ('"question %d"'):format(i) or ('[{"type":"text","text":"answer %d"}]'):format(i)
+    table.insert(lines, ('{"type":"message","id":"%s","parentId":%s,"timestamp":"2026-01-05T10:%02d:%02d.000Z","message":{"role":"%s","content":%s}}'):format(
+      id, parent, math.floor(i / 60) % 60, i % 60, role, content))
+  end
+  vim.fn.writefile(lines, path)
+  return path
+end
+
+local long_buf
+test('a 3,000-entry session: the tree opens on the rows around the leaf, and earlier pages load as they scroll into view', function()
+  local options = require('pi_session.config').options
+  options.tree_page_size = 50
+  local path = chain_session(work .. '/elsewhere/long-session.jsonl', 3000)
+  vim.api.nvim_set_current_win(session_win)
+  vim.cmd('split')
+  local long_win = vim.api.nvim_get_current_win()
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  long_buf = vim.api.nvim_get_current_buf()
+  truthy(require('pi_session').wait_client(long_buf, TIMEOUT), 'no client for the long session')
+  local requests = {}
   local request = client.request
   client.request = function(self, method, params, ...)
     if method == 'pi/getTree' then
-      table.insert(tree_requests, { offset = params.offset, limit = params.limit, filter = params.filter or 'none' })
+      table.insert(requests, params)
     end
     return request(self, method, params, ...)
   end
-  vim.api.nvim_set_current_win(session_win)
   vim.cmd('PiSessionTree')
-  eq(vim.api.nvim_get_current_buf(), tree_buf, 'the tree buffer is reused')
-  eq(vim.api.nvim_buf_get_lines(tree_buf, 0, -1, false), EXPECTED_TREE, 'tree buffer from pages')
-  eq(tree_requests, {
-    { offset = 0, limit = 3, filter = 'default' },
-    { offset = 3, limit = 3, filter = 'default' },
-  }, 'pi/getTree requests')
-  -- the entry under the cursor: asked for by line, no tree pages
-  tree_requests = {}
+  local buf = vim.api.nvim_get_current_buf()
+  local lines = wait_lines(buf, function(_, text)
+    return text:find('answer 2999  <- leaf', 1, true) ~= nil
+  end, 'the leaf of the long session')
+  eq(lines[4], '… 2950 earlier entries (<CR> to load)', 'the line above the page around the leaf')
+  eq(#lines, 3 + 1 + 50, 'header, placeholder and one page')
+  eq(vim.api.nvim_win_get_cursor(0)[1], #lines, 'the cursor on the leaf')
+  eq(#requests, 2, 'pi/getTree requests: the first page, then the page around the leaf')
+  for _, params in ipairs(requests) do
+    truthy(params.limit <= 50 and params.chain == true, vim.inspect(params))
+  end
+  -- scrolling up to the placeholder loads the page before (CursorMoved)
+  vim.cmd('normal! gg')
+  vim.api.nvim_exec_autocmds('CursorMoved', { buffer = buf })
+  lines = wait_lines(buf, function(got)
+    return got[4] == '… 2900 earlier entries (<CR> to load)'
+  end, 'the page before')
+  eq(#lines, 3 + 1 + 100, 'two pages now')
+  client.request = request
+  options.tree_page_size = 200
+  vim.api.nvim_buf_delete(buf, { force = true })
+  vim.api.nvim_win_close(long_win, true)
+end)
+
+test('the entry under the cursor is asked for by line (no tree); an unknown method is an error, not a fallback', function()
   local node = require('pi_session').entry_at_line(session_buf, 9) -- line 10: a0000003
   eq(node and node.id, 'a0000003', 'entry on line 10')
   eq(node and node.line, 9, 'its line')
-  eq(#tree_requests, 0, 'no pi/getTree for the entry on a line')
   eq(require('pi_session').entry_at_line(session_buf, 0), nil, 'the header line has no entry')
-  -- a server without pi/getEntryAtLine: filter "none" (all 8 entries) in pages of 3
   local request_sync = client.request_sync
   client.request_sync = function(self, method, params, ...)
     if method == 'pi/getEntryAtLine' then
@@ -249,18 +357,10 @@ test('small pages (tree_page_size = 3): :PiSessionTree joins two pages into the 
     end
     return request_sync(self, method, params, ...)
   end
-  node = require('pi_session').entry_at_line(session_buf, 9)
+  local missing, err = require('pi_session').entry_at_line(session_buf, 9)
   client.request_sync = request_sync
-  eq(node and node.id, 'a0000003', 'entry on line 10, from the tree')
-  eq(vim.tbl_map(function(r)
-    return r.offset
-  end, tree_requests), { 0, 3, 6 }, 'offsets of the lookup')
-  local whole = require('pi_session').get_tree(session_buf, { filter = 'all' })
-  local unpaged = require('pi_session').request_sync(session_buf, 'pi/getTree', { filter = 'all', form = 'flat' })
-  eq(whole.nodes, unpaged.nodes, 'pages joined == the unpaged reply')
-  eq(whole.leafId, unpaged.leafId, 'leafId')
-  eq(whole.total, #unpaged.nodes, 'total')
-  vim.api.nvim_set_current_win(vim.fn.win_findbuf(tree_buf)[1])
+  eq(missing, nil, 'no entry')
+  eq(err and err.code, -32601, 'the error is returned')
 end)
 
 test(':PiSessionContext at the entry under the cursor', function()
@@ -276,21 +376,35 @@ test(':PiSessionContext at the entry under the cursor', function()
   eq(vim.bo[buf].modifiable, false, 'read-only')
 end)
 
-test(':PiSessionContext leaf json', function()
+test(':PiSessionContext leaf json keeps pi\'s key order', function()
   vim.api.nvim_set_current_win(session_win)
   vim.cmd('PiSessionContext leaf json')
-  local decoded = vim.json.decode(buffer_text(vim.api.nvim_get_current_buf()))
+  local lines = {}
+  local shown = vim.wait(TIMEOUT, function()
+    local buf = vim.fn.bufnr('pi-session-context://broken-session.jsonl@leaf.json')
+    lines = buf > 0 and vim.api.nvim_buf_get_lines(buf, 0, -1, false) or {}
+    return #lines > 2
+  end, 50)
+  truthy(shown, 'no JSON context buffer')
+  local decoded = vim.json.decode(table.concat(lines, '\n'))
   eq(#decoded.messages, 4, 'messages at the leaf')
   eq(decoded.messages[4].content[1].text, 'Loader refactored and tested', 'last message')
+  local role, content
+  for i, line in ipairs(lines) do
+    role = role or (line:find('"role"', 1, true) and i)
+    content = content or (line:find('"content"', 1, true) and i)
+  end
+  truthy(role and content and role < content, ('"role" (line %s) comes after "content" (line %s): keys sorted?'):format(role, content))
 end)
 
 test(':PiSessionBranch moves the leaf and the tree follows', function()
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(0, { 6, 0 }) -- a0000002
   vim.cmd('PiSessionBranch')
-  local lines = vim.api.nvim_buf_get_lines(tree_buf, 0, -1, false)
-  truthy(vim.tbl_contains(lines, '├─ * user: Start with the scanner  [scanner-try]'), vim.inspect(lines))
-  truthy(vim.tbl_contains(lines, '│  * assistant: Scanner split into two functions  <- leaf'), vim.inspect(lines))
+  wait_lines(tree_buf, function(lines)
+    return vim.tbl_contains(lines, '├─ * user: Start with the scanner  [scanner-try]')
+      and vim.tbl_contains(lines, '│  * assistant: Scanner split into two functions  <- leaf')
+  end, 'the tree after the branch')
 end)
 
 test(':PiSessionLabel labels the entry (the server appends a label line)', function()
@@ -324,6 +438,110 @@ test('the tree follows another program appending to the session (pi/didChange)',
     return tree_text:find('user: A line written by pi itself  <- leaf', 1, true) ~= nil
   end, 50)
   truthy(seen, 'the tree did not follow the outside append:\n' .. tree_text)
+end)
+
+local view_buf
+test(':PiSessionView shows the path to the leaf as a conversation, with the totals, and follows pi appending', function()
+  vim.api.nvim_set_current_win(session_win)
+  vim.cmd('PiSessionView')
+  view_buf = vim.api.nvim_get_current_buf()
+  eq(vim.api.nvim_buf_get_lines(view_buf, 3, 4, false), { 'Loading…' }, 'right after the command')
+  local lines = wait_lines(view_buf, function(_, text)
+    return text:find('A line written by pi itself', 1, true) and text:find('entries · ', 1, true)
+  end, 'the conversation')
+  local text = table.concat(lines, '\n')
+  truthy(lines[1]:find('the path to the leaf', 1, true), lines[1])
+  truthy(lines[2]:match('^%d+ entries · 4 user · 3 assistant'), 'totals: ' .. lines[2])
+  truthy(text:find('── user  [start] ── 2026-01-05 10:00:02 · line 3\nRefactor the parser please', 1, true), text)
+  truthy(text:find('── assistant · anthropic/claude-sonnet-4-5 · in 30 · out 15', 1, true), text)
+  truthy(text:find('Sure. Which module first?', 1, true), text)
+  truthy(text:find('Actually, do the loader instead', 1, true), 'pi appended below the loader branch: the leaf is there')
+  local line = vim.json.encode({
+    type = 'message', id = 'u0000010', parentId = 'u0000009', timestamp = '2026-01-05T10:00:40.000Z',
+    message = { role = 'user', content = 'Seen by the view as pi writes it', timestamp = 1767607240000 },
+  })
+  local file = assert(io.open(session_path, 'a'))
+  file:write(line, '\n')
+  file:close()
+  wait_lines(view_buf, function(_, t)
+    return t:find('Seen by the view as pi writes it', 1, true) ~= nil
+  end, 'the appended entry')
+end)
+
+test(':PiSessionView switches branches at a branch point with ]b and shows it', function()
+  vim.api.nvim_set_current_win(vim.fn.win_findbuf(view_buf)[1])
+  local lines = vim.api.nvim_buf_get_lines(view_buf, 0, -1, false)
+  local switcher
+  for i, l in ipairs(lines) do
+    if l:find('^⑂ branch 2 of 2') then
+      switcher = i
+    end
+  end
+  truthy(switcher, 'no branch switcher:\n' .. table.concat(lines, '\n'))
+  vim.api.nvim_win_set_cursor(0, { switcher, 0 })
+  vim.api.nvim_feedkeys(']b', 'x', false)
+  lines = wait_lines(view_buf, function(got, text)
+    return got[1]:find('the path through entry u0000002', 1, true) and text:find('Scanner split into two functions', 1, true)
+  end, 'the other branch')
+  truthy(not table.concat(lines, '\n'):find('Actually, do the loader instead', 1, true), 'still the old branch')
+  vim.api.nvim_feedkeys('gl', 'x', false) -- back to the leaf
+  wait_lines(view_buf, function(got)
+    return got[1]:find('the path to the leaf', 1, true) ~= nil
+  end, 'back to the leaf')
+end)
+
+test(':PiSessionView folds thinking, tool calls and tool results, and shows HTML and script tags as text', function()
+  local path = copy(fixtures .. '/hostile-session.jsonl', work .. '/elsewhere/hostile-session.jsonl')
+  vim.api.nvim_set_current_win(session_win)
+  vim.cmd('split')
+  local win = vim.api.nvim_get_current_win()
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  truthy(require('pi_session').wait_client(vim.api.nvim_get_current_buf(), TIMEOUT), 'no client')
+  vim.cmd('PiSessionView')
+  local buf = vim.api.nvim_get_current_buf()
+  local lines = wait_lines(buf, function(_, text)
+    return text:find('Done.', 1, true) ~= nil
+  end, 'the hostile session')
+  local text = table.concat(lines, '\n')
+  truthy(text:find('Show me this markup: <script>alert("pwned")</script><img src=x onerror=alert(1)>', 1, true), text)
+  local folds = {}
+  for i, l in ipairs(lines) do
+    if l:find('^▸ ') then
+      folds[l:match('^▸ (%S+ ?%S*)')] = i
+    end
+  end
+  for _, what in ipairs({ 'thinking', 'tool call', 'output bash' }) do
+    local lnum = folds[what]
+    truthy(lnum, ('no fold line for %s:\n%s'):format(what, text))
+    eq(vim.fn.foldclosed(lnum + 1), lnum, what .. ' body folded under its line')
+  end
+  vim.api.nvim_buf_delete(buf, { force = true })
+  vim.api.nvim_win_close(win, true)
+end)
+
+test(':PiSessionView loads a long path a page at a time as it scrolls', function()
+  local options = require('pi_session.config').options
+  options.view_page_size = 50
+  vim.api.nvim_set_current_win(session_win)
+  vim.cmd('split')
+  local win = vim.api.nvim_get_current_win()
+  vim.cmd.edit(vim.fn.fnameescape(work .. '/elsewhere/long-session.jsonl'))
+  vim.cmd('PiSessionView')
+  local buf = vim.api.nvim_get_current_buf()
+  wait_lines(buf, function(_, text)
+    return text:find('… 2950 more entries (<CR> to load)', 1, true) ~= nil
+  end, 'the first page')
+  local state = require('pi_session.view').state(buf)
+  eq(#state.items, 50, 'entries loaded')
+  vim.cmd('normal! G')
+  vim.api.nvim_exec_autocmds('CursorMoved', { buffer = buf })
+  wait_lines(buf, function(_, text)
+    return text:find('… 2900 more entries (<CR> to load)', 1, true) ~= nil
+  end, 'the second page')
+  eq(#state.items, 100, 'entries loaded after scrolling')
+  options.view_page_size = 100
+  vim.api.nvim_buf_delete(buf, { force = true })
+  vim.api.nvim_win_close(win, true)
 end)
 
 test('text a JSON decoder may refuse never reaches Neovim: a broken line starting with an emoji, a lone surrogate in a message', function()
@@ -384,10 +602,22 @@ test('fix all: lines glued after a crash are split by the documented code_action
   eq(vim.api.nvim_buf_get_lines(buf, 0, 3, false), { header, first, second }, 'the lines after fix all')
 end)
 
-test(':checkhealth pi_session says the server starts', function()
+test(':checkhealth pi_session says the server starts, and what is on in session buffers', function()
   vim.cmd('checkhealth pi_session')
   local text = buffer_text(vim.api.nvim_get_current_buf())
   truthy(text:find('OK the server starts and answers initialize: pi-session-server', 1, true), text)
+  truthy(text:find('codelens on, inlay_hints on, folding on', 1, true), text)
+end)
+
+test(':checkhealth pi_session names an install command that works when the server is missing', function()
+  local options = require('pi_session.config').options
+  local saved = options.cmd
+  options.cmd = { work .. '/no/such/pi-session' }
+  vim.cmd('checkhealth pi_session')
+  local text = buffer_text(vim.api.nvim_get_current_buf())
+  options.cmd = saved
+  truthy(text:find('pip install /path/to/pi-session-server', 1, true), text)
+  truthy(not text:find('pip install pi-session-server', 1, true), 'the install hint names a package no index has')
 end)
 
 say(('%d passed, %d failed'):format(results.passed, results.failed))

@@ -8,8 +8,10 @@
 # playwright-core), cached under $E2E_DIR (default /var/tmp/pi-vscode-e2e). Needs root for apt (or
 # those packages already installed), Node 20 and npm, and a Python with the server: $PY (default
 # <repo>/.venv/bin/python). Screenshots go to $ARTIFACTS (default editors/vscode/test-artifacts/):
-# e2e.png (tree view, Problems panel, session file and context document) and e2e-hover.png
-# (e2e-error.png too when a step throws).
+# e2e-viewer.png (the session viewer on a 100 MB session), e2e-tree.png (the session tree beside the
+# session), e2e-problems.png (the Problems panel), e2e-escaping.png (a session holding HTML and script
+# tags, shown as text), e2e-hover.png and e2e.png (the window at the end); e2e-error.png when a step
+# throws. The 100 MB session is made by bench/gen_session.py (cached under $E2E_DIR, never committed).
 # Ends with "N passed, M failed" and exits 0 only when every check passed.
 set -euo pipefail
 
@@ -29,6 +31,7 @@ export npm_config_yes=true              # node-pty's postinstall runs `npx node-
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 export XDG_CONFIG_HOME=$E2E/xdg/config XDG_DATA_HOME=$E2E/xdg/data XDG_CACHE_HOME=$E2E/xdg/cache
 mkdir -p "$E2E" "$ARTIFACTS"
+rm -f "$ARTIFACTS"/e2e*.png   # a screenshot from an earlier run must not pass for this one's
 T0=$(date +%s); ts() { echo "$(( $(date +%s) - T0 ))s"; }
 
 "$PY" -c 'import pi_session_server' || { echo "[e2e] $PY cannot import pi_session_server (set PY)"; exit 1; }
@@ -70,7 +73,7 @@ if [ ! -x "$TOOLS/node_modules/.bin/vsce" ] || [ ! -d "$TOOLS/node_modules/playw
   (cd "$TOOLS" && timeout 600 npm install --no-save "@vscode/vsce@$VSCE_VERSION" "playwright-core@$PW_VERSION" \
       > install.log 2>&1) || { tail -50 "$TOOLS/install.log"; exit 1; }
 fi
-cp "$HERE/test/e2e/e2e.mjs" "$TOOLS/e2e.mjs"   # ESM resolves playwright-core from its own folder
+cp "${E2E_SCRIPT:-$HERE/test/e2e/e2e.mjs}" "$TOOLS/e2e.mjs"   # ESM resolves playwright-core from its own folder
 echo "[e2e] tools ready $(ts)"
 
 # --- 4. package the extension, install it into a fresh profile ----------------------------------
@@ -78,7 +81,18 @@ RUN=$E2E/run; rm -rf "$RUN"; mkdir -p "$RUN/ud/User" "$RUN/exts" "$RUN/ws"
 VSCE="$TOOLS/node_modules/.bin/vsce" bash "$HERE/scripts/package.sh" "$RUN/pi-session.vsix" >/dev/null
 COMMON=(--config "$RUN/config.yaml" --user-data-dir "$RUN/ud" --extensions-dir "$RUN/exts")
 timeout 120 "$CS" "${COMMON[@]}" --install-extension "$RUN/pi-session.vsix" >/dev/null
-cp "$FIXTURES/broken-session.jsonl" "$FIXTURES/ordinary.jsonl" "$FIXTURES/glued-session.jsonl" "$RUN/ws/"
+for f in broken-session ordinary glued-session hostile-session orphan-session bom-session header-second; do
+  cp "$FIXTURES/$f.jsonl" "$RUN/ws/"
+done
+# a session without a header outside pi's folder: known by its first lines (not line 1 alone)
+mkdir -p "$RUN/ws/elsewhere" && cp "$FIXTURES/headerless-session.jsonl" "$RUN/ws/elsewhere/no-header.jsonl"
+# a 100 MB session (VS Code hands no file over 50 MB to extensions): made once per generator version
+BIG=$E2E/big-session-100mb-$(sha1sum "$REPO/bench/gen_session.py" | cut -c1-12).jsonl
+if [ ! -s "$BIG" ]; then
+  echo "[e2e] generating a 100 MB session with bench/gen_session.py"
+  "$PY" "$REPO/bench/gen_session.py" "$BIG.tmp" --size-mb 100 --seed 7 && mv "$BIG.tmp" "$BIG"
+fi
+mkdir -p "$RUN/ws/big" && cp --reflink=auto "$BIG" "$RUN/ws/big/big-session.jsonl"
 # a file in pi's session folder whose first line is no header: the path alone makes it a Pi Session
 mkdir -p "$RUN/ws/.pi/agent/sessions/--work-demo--"
 echo '{"type":"message","id":"x1","parentId":null,"timestamp":"2026-01-05T10:00:00.000Z"}' \
@@ -106,8 +120,8 @@ trap cleanup EXIT
 for _ in $(seq 60); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 1; done
 rc=0
 CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$ARTIFACTS" CHROME_PROFILE="$RUN/chrome" \
-  timeout 420 node "$TOOLS/e2e.mjs" || rc=$?
-echo "[e2e] total $(ts) rc=$rc; screenshots: $ARTIFACTS/e2e.png $ARTIFACTS/e2e-hover.png; logs: $RUN/ud/logs"
+  timeout 720 node "$TOOLS/e2e.mjs" || rc=$?
+echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$ARTIFACTS"/*.png 2>/dev/null | tr '\n' ' '); logs: $RUN/ud/logs"
 if [ $rc -ne 0 ]; then
   tail -30 "$RUN/code-server.log"
   find "$RUN/ud/logs" -name '*.log' \( -path '*exthost*' -o -name '*Pi Session*' \) -exec tail -n 40 {} + 2>/dev/null || true

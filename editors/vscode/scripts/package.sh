@@ -22,5 +22,6 @@ if [ -z "${VSCE:-}" ]; then
   VSCE=$VSCE_DIR/node_modules/.bin/vsce
 fi
 # vscode:prepublish bundles src/ into dist/extension.js (esbuild); only dist/ and the manifests ship.
-"$VSCE" package --no-yarn --allow-missing-repository --out "$OUT" >/dev/null
+# --no-rewrite-relative-links: the README's screenshot ships in the .vsix (images/) and VS Code shows it from there
+"$VSCE" package --no-yarn --allow-missing-repository --no-rewrite-relative-links --out "$OUT" >/dev/null
 echo "$OUT"

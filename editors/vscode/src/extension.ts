@@ -1,5 +1,6 @@
 // Pi Session for VS Code: a thin client of the pi-session language server. The server does all the
-// work (diagnostics, hover, tree, context); this file launches it and wires its answers into VS Code.
+// work (diagnostics, hover, tree, context, the viewer's pages); this file launches it and wires its
+// answers into VS Code.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
@@ -9,8 +10,11 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { applyReports, runCheck } from './checkAll';
+import { lensTitle } from './codeLens';
 import { CONTEXT_SCHEME, ContextDocuments, contextDocumentUri } from './contextDocument';
 import { LANGUAGE_ID, registerLanguageDetection } from './detect';
+import { EXTENSION_HOST_LIMIT_MB, opensInViewer } from './largeFiles';
+import type { Row, TreeItemData } from './lazyTree';
 import {
   FILTER_DESCRIPTIONS,
   FILTER_MODES,
@@ -27,14 +31,15 @@ import {
 } from './protocol';
 import { pythonExtensionInterpreter } from './pythonExtension';
 import * as serverCommand from './serverCommand';
-import { idText, nodeAtLine, type DisplayNode } from './treeModel';
-import { fetchWholeTree } from './treePages';
+import { idText } from './treeModel';
 import { SessionTreeProvider } from './treeView';
+import { SessionViewerProvider, VIEW_TYPE } from './viewer/sessionViewer';
 
 /** What activate() returns: used by tests and by other extensions. */
 export interface PiSessionApi {
   client(): LanguageClient | undefined;
   tree: SessionTreeProvider;
+  viewer: SessionViewerProvider;
   restart(): Promise<void>;
   ready: Promise<void>;
 }
@@ -45,36 +50,72 @@ interface EntryTarget {
   node?: Pick<TreeNode, 'id' | 'label'>;
 }
 
-const METHOD_NOT_FOUND = -32601;
+/** A tree row's click: the entry, in the text editor or the viewer. */
+interface OpenEntryArgs {
+  uri: string;
+  entryId: unknown;
+  line?: number;
+}
+
+/** How long the tree waits after the cursor moved before it follows it. */
+const FOLLOW_CURSOR_MS = 150;
 
 class Extension {
   readonly output = vscode.window.createOutputChannel('Pi Session');
   readonly checkDiagnostics = vscode.languages.createDiagnosticCollection('pi-session-check');
   readonly tree: SessionTreeProvider;
-  readonly treeView: vscode.TreeView<DisplayNode>;
+  readonly treeView: vscode.TreeView<TreeItemData>;
+  readonly viewer: SessionViewerProvider;
   private client: LanguageClient | undefined;
   private clientSubscriptions: vscode.Disposable[] = [];
   private cli: serverCommand.CliCommand | undefined;
   private starting: Promise<void> | undefined;
+  private followTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Files the user asked to see as text: a big one is then not sent to the viewer again. */
+  readonly textWanted = new Set<string>();
   readonly contextDocuments = new ContextDocuments((params) =>
     this.request<SessionContextResult>(Methods.buildSessionContext, params),
   );
 
   constructor(context: vscode.ExtensionContext) {
     const filter = vscode.workspace.getConfiguration('piSession').get<FilterMode>('tree.filter', 'default');
-    this.tree = new SessionTreeProvider(async (uri, mode) => {
-      const [tree, info] = await Promise.all([
-        fetchWholeTree((page) =>
-          this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...page }),
-        ),
-        // the lines pi skips; a server without them (or failing here) leaves the notice out
-        this.request<SkippedLines>(Methods.getInfo, { uri: this.wireUri(uri) }).catch(() => undefined),
-      ]);
-      return { ...tree, skippedLines: info?.skippedLines, skipped: info?.skipped };
-    }, filter);
+    this.tree = new SessionTreeProvider(
+      {
+        window: (uri, mode, params) =>
+          this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...params }),
+        info: (uri) => this.request<SkippedLines & { entryCount?: number }>(Methods.getInfo, { uri: this.wireUri(uri) }),
+      },
+      filter,
+    );
     this.treeView = vscode.window.createTreeView('piSession.tree', { treeDataProvider: this.tree, showCollapseAll: true });
-    this.tree.onDidLoad = () => this.describeTree();
-    context.subscriptions.push(this.output, this.checkDiagnostics, this.treeView, this.contextDocuments);
+    this.tree.onDidLoad = () => {
+      const uri = this.tree.uri;
+      if (uri) this.log(`Tree: ${path.basename(uri.fsPath)} (${this.tree.filter}) ${this.tree.error ? `failed: ${this.tree.error}` : `loaded, leaf ${this.tree.marker ? idText(this.tree.marker.node.id) : 'none'}`}`);
+      this.describeTree();
+      void this.selectInTree(this.tree.marker);
+    };
+    this.viewer = new SessionViewerProvider(
+      {
+        request: (method, params) => this.request(method, params),
+        wireUri: (uri) => this.wireUri(uri),
+        openAsText: (uri) => this.openAsText(uri),
+        showTree: (uri, entryId) => this.showInTree(uri, entryId),
+        showContext: (uri, entryId) => this.openContext(uri, entryId === undefined || entryId === null ? undefined : idText(entryId)),
+        revealLine: (uri, line) => this.revealLine(uri, line),
+        activated: (uri) => void this.followSession(uri),
+        log: (message) => this.log(message),
+      },
+      context.extensionUri,
+    );
+    context.subscriptions.push(
+      this.output,
+      this.checkDiagnostics,
+      this.treeView,
+      this.contextDocuments,
+      this.treeView.onDidChangeVisibility((event) => {
+        if (event.visible) void this.selectInTree(this.tree.marker);
+      }),
+    );
   }
 
   // ---- server lifecycle -----------------------------------------------------------------------
@@ -98,6 +139,7 @@ class Extension {
 
   private async startServer(): Promise<void> {
     this.cli = undefined; // a restart after changed settings resolves again
+    void vscode.commands.executeCommand('setContext', 'piSession.active', true);
     const resolution = await this.resolveCli();
     if (!resolution.ok) {
       this.log(resolution.message);
@@ -123,11 +165,16 @@ class Extension {
       diagnosticCollectionName: 'pi-session',
       middleware: {
         // The server both pushes diagnostics and answers pulls; the client pulls for open documents,
-        // so a push for an open document would list every problem twice (docs/editor-needs.md).
+        // so a push for an open document would list every problem twice.
         handleDiagnostics: (uri, diagnostics, next) => {
           const pulls = Boolean(client.initializeResult?.capabilities.diagnosticProvider);
           if (pulls && vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString())) return;
           next(uri, diagnostics);
+        },
+        provideCodeLenses: async (document, token, next) => {
+          const lenses = await next(document, token);
+          for (const lens of lenses ?? []) if (lens.command) lens.command.title = lensTitle(lens.command.title);
+          return lenses;
         },
       },
     };
@@ -231,11 +278,17 @@ class Extension {
 
   async followActiveEditor(): Promise<void> {
     const uri = this.sessionDocumentUri();
-    if (uri) {
-      await vscode.commands.executeCommand('setContext', 'piSession.treeEnabled', true);
-      await this.tree.setDocument(uri);
-    }
+    if (uri) await this.followSession(uri);
     // An editor that is not a session (e.g. a context document beside it) keeps the tree as it is.
+  }
+
+  /** The tree shows this session (its text editor or its viewer became active). */
+  async followSession(uri: vscode.Uri): Promise<void> {
+    // the tree takes the document before anything is awaited: a tab closed meanwhile must find it
+    // there to clear it (closing all editors activates each one in turn)
+    const loaded = this.tree.setDocument(uri);
+    void vscode.commands.executeCommand('setContext', 'piSession.active', true);
+    await loaded;
   }
 
   async refreshTree(): Promise<void> {
@@ -246,19 +299,59 @@ class Extension {
   private describeTree(): void {
     const uri = this.tree.uri;
     this.treeView.description = uri ? `${path.basename(uri.fsPath)} · ${this.tree.filter}` : '';
-    const empty = uri && this.tree.nodes.length === 0 ? `No entries match the filter "${this.tree.filter}".` : undefined;
+    const empty = uri && this.tree.empty ? `No entries match the filter "${this.tree.filter}".` : undefined;
     if (this.tree.error) this.treeView.message = `Could not load the session tree: ${this.tree.error}`;
     else this.treeView.message = [this.tree.skipped, empty].filter(Boolean).join(' ') || undefined;
+  }
+
+  /** Select a row (the leaf on load, the entry under the cursor) without taking the focus. */
+  private async selectInTree(row: Row | undefined): Promise<void> {
+    if (!row || !this.treeView.visible) return; // reveal() would open the view
+    try {
+      await this.treeView.reveal(row, { select: true, focus: false, expand: true });
+    } catch (error) {
+      this.log(`Tree: could not reveal ${idText(row.node.id)}: ${errorText(error)}`);
+    }
+  }
+
+  /** The cursor moved in a session editor: select its entry in the tree. */
+  followCursor(editor: vscode.TextEditor): void {
+    if (editor.document.languageId !== LANGUAGE_ID || editor.document.uri.toString() !== this.tree.uri?.toString()) return;
+    if (this.followTimer) clearTimeout(this.followTimer);
+    const line = editor.selection.active.line;
+    this.followTimer = setTimeout(() => {
+      void (async () => {
+        if (!this.treeView.visible) return;
+        const found = await this.request<LineEntry | null>(Methods.getEntryAtLine, { uri: this.wireUri(editor.document.uri), line }).catch(() => null);
+        if (!found) return;
+        const row = await this.tree.locate(found.id);
+        await this.selectInTree(row);
+      })();
+    }, FOLLOW_CURSOR_MS);
+  }
+
+  /** No editor shows the tree's session any more: clear the tree. */
+  clearClosedSession(): void {
+    const uri = this.tree.uri?.toString();
+    if (!uri) return;
+    const open = vscode.window.tabGroups.all.some((group) =>
+      group.tabs.some((tab) => {
+        const input = tab.input;
+        return (input instanceof vscode.TabInputText || input instanceof vscode.TabInputCustom) && input.uri.toString() === uri;
+      }),
+    );
+    if (!open) void this.tree.setDocument(undefined);
   }
 
   private onDidChange(params: DidChangeParams): void {
     const changed = params.uri;
     if (!changed) {
       void this.tree.refresh();
-    } else {
-      if (this.tree.uri && sameUri(this.wireUri(this.tree.uri), changed)) void this.tree.refresh();
-      this.contextDocuments.sessionChanged((uri) => sameUri(uri, changed));
+      return;
     }
+    if (this.tree.uri && sameUri(this.wireUri(this.tree.uri), changed)) void this.tree.refresh();
+    this.contextDocuments.sessionChanged((uri) => sameUri(uri, changed));
+    this.viewer.sessionChanged((uri) => sameUri(uri, changed), (uri) => this.wireUri(uri));
   }
 
   async pickFilter(): Promise<void> {
@@ -271,17 +364,29 @@ class Extension {
     if (picked) await this.tree.setFilter(picked.label);
   }
 
+  /** The viewer's "tree" button: the tree shows the session with the entry selected. */
+  async showInTree(uri: vscode.Uri, entryId?: unknown): Promise<void> {
+    await this.followSession(uri);
+    await vscode.commands.executeCommand('piSession.tree.focus');
+    const row = entryId === undefined || entryId === null ? this.tree.marker : await this.tree.locate(entryId);
+    await this.selectInTree(row);
+  }
+
   // ---- entry commands -------------------------------------------------------------------------
 
   /** The entry a command acts on: a tree row, {uri, entryId}, or the line under the cursor. */
   async target(arg: unknown, required: boolean): Promise<EntryTarget | undefined> {
-    if (isDisplayNode(arg) && this.tree.uri) return { uri: this.tree.uri, node: arg.node };
+    if (isRow(arg) && this.tree.uri) return { uri: this.tree.uri, node: arg.node };
     if (isRecord(arg) && typeof arg.uri === 'string') {
       const uri = vscode.Uri.parse(arg.uri);
-      if (typeof arg.entryId !== 'string') return { uri };
-      const result = await this.allEntries(uri);
-      const node = result.nodes.find((n) => n.id === arg.entryId);
-      if (!node && required) throw new Error(`no entry with id ${arg.entryId}`);
+      if (!('entryId' in arg) || arg.entryId === undefined) return { uri };
+      const result = await this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), rootId: arg.entryId, depth: 0, previews: false }).catch(
+        (error: unknown) => {
+          if (required) throw error;
+          return undefined;
+        },
+      );
+      const node = result?.nodes[0];
       return { uri, node };
     }
     const editor = vscode.window.activeTextEditor;
@@ -290,33 +395,21 @@ class Extension {
       throw new Error('open a pi session file first');
     }
     const uri = editor.document.uri;
-    const node = await this.entryAtLine(uri, editor.selection.active.line);
+    const found = await this.request<LineEntry | null>(Methods.getEntryAtLine, { uri: this.wireUri(uri), line: editor.selection.active.line });
+    const node = found ?? undefined;
     if (!node && required) throw new Error('put the cursor on an entry line (not the header or a blank line)');
     return { uri, node };
-  }
-
-  /** The entry on a line, without the tree (a server older than pi/getEntryAtLine: from the tree). */
-  private async entryAtLine(uri: vscode.Uri, line: number): Promise<Pick<TreeNode, 'id' | 'label'> | undefined> {
-    try {
-      const found = await this.request<LineEntry | null>(Methods.getEntryAtLine, { uri: this.wireUri(uri), line });
-      return found ?? undefined;
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== METHOD_NOT_FOUND) throw error;
-      return nodeAtLine((await this.allEntries(uri)).nodes, line);
-    }
-  }
-
-  /** Every entry with its line (filter "none", the server's default: nothing hidden), no previews. */
-  private allEntries(uri: vscode.Uri): Promise<GetTreeResult> {
-    return fetchWholeTree((page) => this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), previews: false, ...page }));
   }
 
   async showContext(arg: unknown, atLeaf: boolean): Promise<void> {
     const target = await this.target(arg, false);
     if (!target) return;
-    const leafId = atLeaf || !target.node ? undefined : idText(target.node.id);
+    await this.openContext(target.uri, atLeaf || !target.node ? undefined : idText(target.node.id));
+  }
+
+  async openContext(uri: vscode.Uri, leafId: string | undefined): Promise<void> {
     const format = vscode.workspace.getConfiguration('piSession').get<string>('context.format', 'markdown');
-    const docUri = contextDocumentUri(target.uri, { uri: this.wireUri(target.uri), leafId, format: format === 'json' ? 'json' : 'markdown' });
+    const docUri = contextDocumentUri(uri, { uri: this.wireUri(uri), leafId, format: format === 'json' ? 'json' : 'markdown' });
     const document = await vscode.workspace.openTextDocument(docUri);
     await vscode.window.showTextDocument(document, { preview: false, viewColumn: vscode.ViewColumn.Beside });
   }
@@ -325,9 +418,18 @@ class Extension {
     const target = await this.target(arg, true);
     if (!target?.node) return;
     const entryId = idText(target.node.id);
-    const result = await this.request<{ leafId?: string }>(Methods.branch, { uri: this.wireUri(target.uri), entryId });
+    const result = await this.request<{ leafId?: string }>(Methods.branch, { uri: this.wireUri(target.uri), entryId: target.node.id });
     vscode.window.setStatusBarMessage(`Pi Session: leaf is now ${result?.leafId ?? entryId}`, 5000);
+    this.refreshCodeLenses(target.uri);
     await this.tree.refresh();
+  }
+
+  /** Ask the editor for the session's code lenses again (the leaf lens moves with Branch Here). */
+  refreshCodeLenses(uri: vscode.Uri): void {
+    const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+    const feature = this.client?.getFeature('textDocument/codeLens');
+    if (!document || !feature) return;
+    feature.getProvider(document)?.onDidChangeCodeLensEmitter.fire();
   }
 
   async labelEntry(arg: unknown, presetLabel?: string): Promise<void> {
@@ -342,18 +444,69 @@ class Extension {
         value: target.node.label ?? '',
       }));
     if (label === undefined) return; // cancelled
-    const params: Record<string, unknown> = { uri: this.wireUri(target.uri), kind: 'label', targetId: entryId };
+    const params: Record<string, unknown> = { uri: this.wireUri(target.uri), kind: 'label', targetId: target.node.id };
     if (label.trim()) params.label = label.trim(); // no label key = clear, as pi's /tree does
     await this.request(Methods.append, params);
     await this.tree.refresh();
   }
 
-  async revealEntry(uriText: string, line: number): Promise<void> {
-    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(uriText));
-    const editor = await vscode.window.showTextDocument(document, { preserveFocus: false, preview: true });
+  /** A tree row was clicked: its line in the session's text editor, or its path in the viewer. */
+  async openEntry(args: OpenEntryArgs): Promise<void> {
+    const uri = vscode.Uri.parse(args.uri);
+    const key = uri.toString();
+    const textVisible = vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === key);
+    const viewers = this.viewer.panelsFor(uri);
+    if (!textVisible && (viewers.length > 0 || (await this.isBig(uri)))) {
+      await this.viewer.open(uri, args.entryId);
+      return;
+    }
+    if (typeof args.line === 'number') await this.revealLine(uri, args.line);
+  }
+
+  private async isBig(uri: vscode.Uri): Promise<boolean> {
+    if (uri.scheme !== 'file' || this.textWanted.has(uri.toString())) return false;
+    return opensInViewer(uri.fsPath, this.viewerThreshold());
+  }
+
+  viewerThreshold(): number {
+    const value = vscode.workspace.getConfiguration('piSession').get<number>('viewer.openFilesLargerThanMB', EXTENSION_HOST_LIMIT_MB);
+    return typeof value === 'number' && value > 0 ? value : EXTENSION_HOST_LIMIT_MB;
+  }
+
+  async revealLine(uri: vscode.Uri, line: number): Promise<void> {
     const position = new vscode.Position(line, 0);
-    editor.selection = new vscode.Selection(position, position);
-    editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+    if (open) {
+      const editor = await vscode.window.showTextDocument(open, { preserveFocus: false, preview: true });
+      editor.selection = new vscode.Selection(position, position);
+      editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      return;
+    }
+    // a file too big for extensions has no TextDocument here, but the workbench opens it
+    this.textWanted.add(uri.toString());
+    await vscode.commands.executeCommand('vscode.open', uri, { selection: new vscode.Range(position, position), preview: true });
+  }
+
+  async openAsText(uri: vscode.Uri): Promise<void> {
+    this.textWanted.add(uri.toString());
+    await vscode.commands.executeCommand('vscode.openWith', uri, 'default');
+  }
+
+  /** A text tab opened on a session file too big for extensions: the viewer takes its place. */
+  async redirectBigFiles(tabs: readonly vscode.Tab[]): Promise<void> {
+    for (const tab of tabs) {
+      const input = tab.input;
+      if (!(input instanceof vscode.TabInputText) || input.uri.scheme !== 'file') continue;
+      if (!(await this.isBig(input.uri))) continue;
+      this.log(`${input.uri.fsPath} is larger than ${this.viewerThreshold()} MB: opening it in the session viewer`);
+      await this.viewer.open(input.uri, undefined, tab.group.viewColumn);
+      // the text tabs on the file, as they are now (the event's objects may be stale by then)
+      const key = input.uri.toString();
+      const textTabs = vscode.window.tabGroups.all
+        .flatMap((group) => group.tabs)
+        .filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === key);
+      if (textTabs.length > 0) await Promise.resolve(vscode.window.tabGroups.close(textTabs)).catch((error: unknown) => this.log(`Could not close ${key}: ${errorText(error)}`));
+    }
   }
 
   // ---- check all sessions ---------------------------------------------------------------------
@@ -383,7 +536,6 @@ class Extension {
   forgetCheckResults(document: vscode.TextDocument): void {
     if (document.languageId === LANGUAGE_ID) this.checkDiagnostics.delete(document.uri);
   }
-
 }
 
 // ---- helpers ----------------------------------------------------------------------------------
@@ -401,12 +553,20 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function isDisplayNode(v: unknown): v is DisplayNode {
-  return isRecord(v) && isRecord(v.node) && Array.isArray(v.children);
+function isRow(v: unknown): v is Row {
+  return isRecord(v) && v.kind === 'row' && isRecord(v.node);
 }
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The file a command from the explorer, an editor title or the palette is about. */
+function resourceOf(arg: unknown): vscode.Uri | undefined {
+  if (arg instanceof vscode.Uri) return arg;
+  const tab = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+  if (tab instanceof vscode.TabInputText || tab instanceof vscode.TabInputCustom) return tab.uri;
+  return vscode.window.activeTextEditor?.document.uri;
 }
 
 // ---- activation -------------------------------------------------------------------------------
@@ -432,6 +592,10 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
 
   context.subscriptions.push(
     vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, ext.contextDocuments),
+    vscode.window.registerCustomEditorProvider(VIEW_TYPE, ext.viewer, {
+      webviewOptions: { retainContextWhenHidden: true },
+      supportsMultipleEditorsPerDocument: true,
+    }),
     vscode.commands.registerCommand('piSession.restartServer', guarded(() => ext.restart())),
     vscode.commands.registerCommand('piSession.showOutput', () => ext.output.show(true)),
     vscode.commands.registerCommand('piSession.showContext', guarded((arg?: unknown) => ext.showContext(arg, false))),
@@ -445,8 +609,30 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
     vscode.commands.registerCommand('piSession.checkAllSessions', guarded(() => ext.checkAllSessions())),
     vscode.commands.registerCommand('piSession.tree.refresh', guarded(() => ext.refreshTree())),
     vscode.commands.registerCommand('piSession.tree.filter', guarded(() => ext.pickFilter())),
-    vscode.commands.registerCommand('piSession.revealEntry', guarded((uri: string, line: number) => ext.revealEntry(uri, line))),
+    vscode.commands.registerCommand(
+      'piSession.tree.loadMore',
+      guarded((item: TreeItemData) => (item?.kind === 'more' ? ext.tree.loadMore(item.container, item.direction) : Promise.resolve())),
+    ),
+    vscode.commands.registerCommand('piSession.openEntry', guarded((args: OpenEntryArgs) => ext.openEntry(args))),
+    vscode.commands.registerCommand(
+      'piSession.openViewer',
+      guarded(async (arg?: unknown) => {
+        if (isRow(arg) && ext.tree.uri) return ext.viewer.open(ext.tree.uri, arg.node.id);
+        const uri = resourceOf(arg);
+        if (!uri) throw new Error('open or select a pi session file first');
+        return ext.viewer.open(uri);
+      }),
+    ),
+    vscode.commands.registerCommand('piSession.openAsText', guarded(async (arg?: unknown) => {
+      const uri = resourceOf(arg);
+      if (uri) await ext.openAsText(uri);
+    })),
     vscode.window.onDidChangeActiveTextEditor(() => void ext.followActiveEditor()),
+    vscode.window.onDidChangeTextEditorSelection((event) => ext.followCursor(event.textEditor)),
+    vscode.window.tabGroups.onDidChangeTabs((event) => {
+      if (event.opened.length > 0) void ext.redirectBigFiles(event.opened);
+      if (event.closed.length > 0) ext.clearClosedSession();
+    }),
     vscode.workspace.onDidOpenTextDocument((document) => {
       ext.forgetCheckResults(document);
       // a language change (e.g. jsonl -> pi-session by first-line detection) reopens the document
@@ -464,11 +650,14 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
     }),
   );
 
-  // The server starts with the first pi session document: opening an ordinary .jsonl (which also
-  // activates the extension, for first-line detection) must not start it or complain that it is missing.
+  // Big session files already open as text when the window starts go to the viewer too.
+  void ext.redirectBigFiles(vscode.window.tabGroups.all.flatMap((group) => group.tabs));
+  // The server starts with the first pi session document (or viewer): opening an ordinary .jsonl
+  // (which also activates the extension, for first-line detection) must not start it or complain
+  // that it is missing.
   const hasSession = vscode.workspace.textDocuments.some((d) => d.languageId === LANGUAGE_ID);
   const ready = hasSession ? ext.start() : Promise.resolve();
-  return { client: () => ext.currentClient(), tree: ext.tree, restart: () => ext.restart(), ready };
+  return { client: () => ext.currentClient(), tree: ext.tree, viewer: ext.viewer, restart: () => ext.restart(), ready };
 }
 
 export async function deactivate(): Promise<void> {

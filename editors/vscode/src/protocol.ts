@@ -39,6 +39,53 @@ export interface GetTreeResult {
   total?: number;
   hasMore?: boolean;
   nextOffset?: number;
+  // only with `aroundId`: where the page starts, and where the row on the path to that entry is
+  offset?: number;
+  aroundIndex?: number | null;
+}
+
+/** pi/getTree params of one window of the tree (flat form, paged). */
+export interface TreeWindowParams {
+  rootId?: unknown;
+  depth?: number;
+  chain?: boolean;
+  aroundId?: unknown;
+  offset?: number;
+  limit: number;
+}
+
+/** pi/getPath: one entry of the path, with what a branch switcher needs. */
+export interface PathItem {
+  entry: Record<string, unknown>;
+  childIds: unknown[];
+  siblingIds?: unknown[];
+  label?: unknown;
+  labelTimestamp?: unknown;
+  line?: number;
+}
+
+export interface PathPage {
+  leafId: unknown;
+  endId: unknown;
+  total: number;
+  offset: number;
+  hasMore: boolean;
+  nextOffset?: number;
+  items: PathItem[];
+}
+
+/** pi/getStats: totals of the whole session. */
+export interface SessionStats {
+  entryCount: number;
+  types: Record<string, number>;
+  roles: Record<string, number>;
+  branchPoints: number;
+  leaves: number;
+  tokens: Record<string, number>;
+  cost: number;
+  models: Record<string, { turns: number; totalTokens: number; cost: number }>;
+  firstTimestamp?: string;
+  lastTimestamp?: string;
 }
 
 /** A line pi skips (pi/getInfo's `skipped`): 0-based line and column, the kind and what is wrong. */
@@ -97,6 +144,8 @@ export interface LargeFileParams {
 
 export const Methods = {
   getTree: 'pi/getTree',
+  getPath: 'pi/getPath',
+  getStats: 'pi/getStats',
   buildSessionContext: 'pi/buildSessionContext',
   branch: 'pi/branch',
   append: 'pi/append',

@@ -29,8 +29,13 @@ export type Resolution =
 export const MODULE = 'pi_session_server';
 export const EXECUTABLE = 'pi-session';
 
+/** How to install the server (it is not on a package index): from a clone, or the wheel built from one. */
+export const INSTALL_HINT =
+  'pip install /path/to/pi-session-server (a clone of the repository; `pip install -e .` inside it, or ' +
+  '`pip install` the wheel built from it)';
+
 export const NOT_FOUND_MESSAGE =
-  'Pi Session: the pi-session language server was not found. Install it with `pip install pi-session-server` ' +
+  `Pi Session: the pi-session language server was not found. Install it with \`${INSTALL_HINT}\` ` +
   '(that puts `pi-session` on PATH), or set "piSession.server.pythonPath" to a Python that has it, ' +
   'or "piSession.server.command" to the full command.';
 
@@ -58,7 +63,7 @@ export async function resolveCli(inputs: ResolveInputs): Promise<Resolution> {
       ok: false,
       message:
         `Pi Session: "piSession.server.pythonPath" is ${configuredPython}, but it cannot run the server ` +
-        `(${probe.detail ?? 'import failed'}). Fix: run \`${configuredPython} -m pip install pi-session-server\`, ` +
+        `(${probe.detail ?? 'import failed'}). Fix: run \`${configuredPython} -m ${INSTALL_HINT}\`, ` +
         'or change the setting.',
       notes,
     };

@@ -1,23 +1,32 @@
-// The "Pi Session Tree" view: pi/getTree (flat form) of the active session file, nested by pi's
-// /tree indentation, with labels, branch points and the leaf marked.
+// The "Session Tree" view: the active session in the layout of pi's /tree, loaded lazily (a level on
+// expand, a page on "load more"; see lazyTree.ts), with an icon per role and entry type, labels, branch
+// points, and the leaf selected on load.
 import * as vscode from 'vscode';
-import { FILTER_MODES, type FilterMode, type GetTreeResult, type SkippedLines, type TreeNode } from './protocol';
-import { buildDisplayTree, entryLabel, idText, leafMarker, skippedNotice, type DisplayNode } from './treeModel';
+import { LazyTree, hasChildContainer, type Container, type Row, type TreeItemData, type WindowRequest } from './lazyTree';
+import { FILTER_MODES, type FilterMode, type GetTreeResult, type SkippedLines, type TreeWindowParams } from './protocol';
+import { entryLabel, iconFor, idText, skippedNotice } from './treeModel';
 
-/** The tree, and what pi/getInfo says of the lines pi skips (absent from an older server). */
-export type FetchTree = (uri: vscode.Uri, filter: FilterMode) => Promise<GetTreeResult & SkippedLines>;
+/** What the view reads from the server. */
+export interface TreeSource {
+  window(uri: vscode.Uri, filter: FilterMode, params: TreeWindowParams): Promise<GetTreeResult>;
+  /** pi/getInfo: the lines pi skips and how many entries the session has. */
+  info(uri: vscode.Uri): Promise<(SkippedLines & { entryCount?: number }) | undefined>;
+}
 
-export class SessionTreeProvider implements vscode.TreeDataProvider<DisplayNode> {
-  private readonly changed = new vscode.EventEmitter<DisplayNode | undefined>();
+/** Sessions with at most this many entries open with every branch expanded (as pi's /tree shows them). */
+export const EXPAND_ALL_UP_TO = 2_000;
+
+export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData> {
+  private readonly changed = new vscode.EventEmitter<TreeItemData | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
 
-  private roots: DisplayNode[] = [];
-  private rows: DisplayNode[] = [];
   private generation = 0;
-  private marker: { node: TreeNode; hidden: boolean } | undefined;
+  private expandAll = false;
+  tree: LazyTree | undefined;
+  /** The row with the leaf marker: the leaf, or its deepest shown ancestor when the filter hides it. */
+  marker: Row | undefined;
   uri: vscode.Uri | undefined;
   filter: FilterMode;
-  leafId: string | null = null;
   /** Set after each load: the error text, or undefined. Shown as the view's message. */
   error: string | undefined;
   /** Set after each load: what the view says of lines pi skips in the file, or undefined. */
@@ -25,14 +34,15 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<DisplayNode>
   onDidLoad: (() => void) | undefined;
 
   constructor(
-    private readonly fetch: FetchTree,
+    private readonly source: TreeSource,
     initialFilter: FilterMode,
+    readonly pageSize?: number,
   ) {
     this.filter = FILTER_MODES.includes(initialFilter) ? initialFilter : 'default';
   }
 
-  get nodes(): TreeNode[] {
-    return this.rows.map((row) => row.node);
+  get empty(): boolean {
+    return !this.tree || (this.tree.top.loaded && this.tree.top.total === 0);
   }
 
   async setDocument(uri: vscode.Uri | undefined): Promise<void> {
@@ -46,82 +56,112 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<DisplayNode>
     await this.refresh();
   }
 
+  /** Load the tree anew: the top level around the leaf, and each level down to it. */
   async refresh(): Promise<void> {
-    const generation = ++this.generation; // a slower, older answer must not overwrite a newer one
+    const generation = ++this.generation; // a slower, older load must not overwrite a newer one
     const uri = this.uri;
-    let roots: DisplayNode[] = [];
-    let leafId: string | null = null;
+    const filter = this.filter;
+    let tree: LazyTree | undefined;
+    let marker: Row | undefined;
     let error: string | undefined;
     let skipped: string | undefined;
+    let expandAll = false;
     if (uri) {
+      const request: WindowRequest = (params) => this.source.window(uri, filter, params);
+      tree = new LazyTree(request, this.pageSize);
       try {
-        const result = await this.fetch(uri, this.filter);
-        roots = buildDisplayTree(result?.nodes ?? []);
-        leafId = result?.leafId ?? null;
-        skipped = skippedNotice(result);
+        const [info] = await Promise.all([this.source.info(uri).catch(() => undefined), tree.load(tree.top)]);
+        skipped = skippedNotice(info);
+        expandAll = typeof info?.entryCount === 'number' && info.entryCount <= EXPAND_ALL_UP_TO;
+        if (tree.leafId !== null && tree.leafId !== undefined) marker = await tree.locate(tree.leafId);
       } catch (e) {
         error = e instanceof Error ? e.message : String(e);
       }
     }
     if (generation !== this.generation) return;
-    this.roots = roots;
-    this.rows = flatten(roots);
-    this.leafId = leafId;
-    this.marker = leafMarker(this.rows.map((row) => row.node), leafId);
+    this.tree = tree;
+    this.marker = marker;
     this.error = error;
     this.skipped = skipped;
+    this.expandAll = expandAll;
     this.changed.fire(undefined);
     this.onDidLoad?.();
   }
 
-  rowForEntry(entryId: string): DisplayNode | undefined {
-    return this.rows.find((row) => row.node.id === entryId);
+  /** The row of an entry (or its deepest shown ancestor), its levels loaded. */
+  async locate(entryId: unknown): Promise<Row | undefined> {
+    const tree = this.tree;
+    if (!tree) return undefined;
+    const generation = this.generation;
+    const row = await tree.locate(entryId);
+    if (generation !== this.generation) return undefined;
+    this.changed.fire(undefined);
+    return row;
   }
 
-  getChildren(element?: DisplayNode): DisplayNode[] {
-    return element ? element.children : this.roots;
+  /** A "load more" item was clicked. */
+  async loadMore(container: Container, direction: 'before' | 'after'): Promise<void> {
+    const tree = this.tree;
+    if (!tree) return;
+    await tree.loadMore(container, direction);
+    this.changed.fire(container.owner);
   }
 
-  getParent(element: DisplayNode): DisplayNode | undefined {
-    return element.parent;
+  async getChildren(element?: TreeItemData): Promise<TreeItemData[]> {
+    const tree = this.tree;
+    if (!tree || element?.kind === 'more') return [];
+    const container = element ? tree.childContainer(element) : tree.top;
+    if (!container) return [];
+    try {
+      await tree.ensureLoaded(container);
+    } catch (e) {
+      this.error = e instanceof Error ? e.message : String(e);
+      this.onDidLoad?.();
+      return [];
+    }
+    return container.items();
   }
 
-  getTreeItem(element: DisplayNode): vscode.TreeItem {
+  getParent(element: TreeItemData): TreeItemData | undefined {
+    return element.container.owner;
+  }
+
+  getTreeItem(element: TreeItemData): vscode.TreeItem {
+    if (element.kind === 'more') {
+      const what = element.direction === 'before' ? 'earlier' : 'more';
+      const count = (n: number) => n.toLocaleString('en-US');
+      const item = new vscode.TreeItem(`Load ${count(Math.min(element.count, this.tree?.pageSize ?? element.count))} ${what} (of ${count(element.count)})…`);
+      item.id = `${this.filter}:${element.key}`;
+      item.iconPath = new vscode.ThemeIcon('ellipsis');
+      item.command = { command: 'piSession.tree.loadMore', title: 'Load more', arguments: [element] };
+      item.contextValue = 'piMore';
+      return item;
+    }
     const node = element.node;
-    const item = new vscode.TreeItem(
-      entryLabel(node),
-      element.children.length > 0 ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
-    );
-    item.id = `${node.line ?? 'x'}:${idText(node.id)}:${this.rows.indexOf(element)}`; // ids may repeat in a damaged file
+    let state = vscode.TreeItemCollapsibleState.None;
+    if (hasChildContainer(element)) {
+      const open = this.expandAll || node.onLeafPath || element.children?.loaded === true;
+      state = open ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
+    }
+    const item = new vscode.TreeItem(entryLabel(node), state);
+    item.id = `${this.filter}:${element.key}:${idText(node.id)}`;
     const marks: string[] = [];
-    if (this.marker?.node === node) marks.push(this.marker.hidden ? '◀ leaf (hidden below)' : '◀ leaf');
-    if (node.isBranchPoint) marks.push(`${element.row.children.length} branches`);
+    if (this.marker === element) marks.push(node.isLeaf ? '◀ leaf' : '◀ leaf (hidden below)');
+    if (node.isBranchPoint) marks.push(`${Array.isArray(node.childIds) ? node.childIds.length : 0} branches`);
     item.description = marks.join(' · ');
-    item.iconPath = new vscode.ThemeIcon(
-      node.isLeaf ? 'target' : node.isBranchPoint ? 'git-branch' : node.onLeafPath ? 'circle-filled' : 'circle-outline',
-    );
+    const color = node.isLeaf ? new vscode.ThemeColor('charts.orange') : node.onLeafPath ? undefined : new vscode.ThemeColor('disabledForeground');
+    item.iconPath = new vscode.ThemeIcon(iconFor(node), color);
     const tooltip = new vscode.MarkdownString();
-    tooltip.appendMarkdown(`**${node.role ?? node.type}** \`${idText(node.id)}\`  \n`);
+    tooltip.appendMarkdown(`**${node.role ?? node.type}** \`${idText(node.id).replace(/`/g, "'")}\`  \n`);
     tooltip.appendText(`${node.line === undefined ? '' : `line ${node.line + 1} · `}${String(node.timestamp ?? '')}`);
     if (node.label) tooltip.appendText(` · label: ${node.label}`);
     if (node.isLeaf) tooltip.appendText(' · current leaf');
     item.tooltip = tooltip;
     item.contextValue = node.isLeaf ? 'piEntry.leaf' : 'piEntry';
-    if (this.uri && typeof node.line === 'number') {
-      item.command = { command: 'piSession.revealEntry', title: 'Reveal', arguments: [this.uri.toString(), node.line] };
+    if (this.uri) {
+      const target = { uri: this.uri.toString(), entryId: node.id, line: node.line };
+      item.command = { command: 'piSession.openEntry', title: 'Open', arguments: [target] };
     }
     return item;
   }
-}
-
-/** Preorder list of all rows (iterative: a long session may nest deeply). */
-function flatten(rows: DisplayNode[]): DisplayNode[] {
-  const out: DisplayNode[] = [];
-  const stack = [...rows].reverse();
-  while (stack.length > 0) {
-    const row = stack.pop() as DisplayNode;
-    out.push(row);
-    for (let i = row.children.length - 1; i >= 0; i--) stack.push(row.children[i]);
-  }
-  return out;
 }

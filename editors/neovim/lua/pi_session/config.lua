@@ -10,9 +10,16 @@ M.defaults = {
   tree_filter = 'default',
   -- Show Context as 'markdown' or 'json'.
   context_format = 'markdown',
-  -- Nodes per pi/getTree request: the tree comes in pages of this size (the server sends at most
-  -- 50,000 nodes per reply and refuses a bigger tree asked for in one piece).
-  tree_page_size = 50000,
+  -- Rows per pi/getTree request: :PiSessionTree loads the rows around the leaf, then a page of
+  -- this many rows at a time as they scroll into view.
+  tree_page_size = 200,
+  -- Entries per pi/getPath request of :PiSessionView.
+  view_page_size = 100,
+  -- What the plugin turns on in a session buffer when the server attaches: the server's code
+  -- lenses (entries, branch points, the leaf), its inlay hints and its folding ranges.
+  codelens = true,
+  inlay_hints = true,
+  folding = true,
 }
 
 M.options = vim.deepcopy(M.defaults)
@@ -38,6 +45,9 @@ function M.cli()
   end
   return { 'pi-session' }
 end
+
+--- How to install the server (it is on no package index): from a clone, or the wheel built from one.
+M.INSTALL_HINT = 'pip install /path/to/pi-session-server (a clone of the repository; `pip install -e .` inside it, or `pip install` the wheel built from it)'
 
 --- The command that starts the language server.
 ---@return string[]

@@ -122,38 +122,6 @@ function M.render_markdown(result, title)
   return vim.split(table.concat(out, '\n'), '\n', { plain = true })
 end
 
---- Pretty JSON without relying on a newer vim.json.encode option.
-local function pretty_json(value, indent)
-  indent = indent or ''
-  local inner = indent .. '  '
-  if is_table(value) and value ~= vim.NIL then
-    if vim.islist(value) and (next(value) ~= nil or getmetatable(value) ~= getmetatable(vim.empty_dict())) then
-      if #value == 0 then
-        return '[]'
-      end
-      local items = {}
-      for _, v in ipairs(value) do
-        table.insert(items, inner .. pretty_json(v, inner))
-      end
-      return '[\n' .. table.concat(items, ',\n') .. '\n' .. indent .. ']'
-    end
-    local keys = vim.tbl_keys(value)
-    if #keys == 0 then
-      return '{}'
-    end
-    table.sort(keys, function(a, b)
-      return tostring(a) < tostring(b)
-    end)
-    local items = {}
-    for _, k in ipairs(keys) do
-      table.insert(items, inner .. json(tostring(k)) .. ': ' .. pretty_json(value[k], inner))
-    end
-    return '{\n' .. table.concat(items, ',\n') .. '\n' .. indent .. '}'
-  end
-  return json(value)
-end
-M.pretty_json = pretty_json
-
 --- Open (or replace) the context buffer.
 local function show_buffer(name, lines, filetype)
   local buf = vim.fn.bufnr(name)
@@ -197,17 +165,56 @@ function M.show(opts)
     params.leafId = node.id
     where = session.id_text(node.id)
   end
+  local file = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ':t')
+  local format = opts.format or config.options.context_format
+  if format == 'json' then
+    return M.show_json(bufnr, params.leafId, ('pi-session-context://%s@%s.json'):format(file, where))
+  end
   local result, err = session.request_sync(bufnr, 'pi/buildSessionContext', params)
   if err or not result then
     return vim.notify('pi-session: context failed: ' .. tostring(err and err.message or 'no result'), vim.log.levels.ERROR)
   end
-  local file = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ':t')
-  local format = opts.format or config.options.context_format
-  if format == 'json' then
-    return show_buffer(('pi-session-context://%s@%s.json'):format(file, where), vim.split(pretty_json(result), '\n', { plain = true }), 'json')
-  end
   local title = ('Context of %s at %s'):format(file, where == 'leaf' and 'the leaf' or ('entry ' .. where))
   return show_buffer(('pi-session-context://%s@%s.md'):format(file, where), M.render_markdown(result, title), 'markdown')
+end
+
+--- The JSON context keeps pi's key order (`role` before `content`): a table decoded by vim.json has
+--- none, so the JSON comes as text from `pi-session context FILE --json --leaf ID` (asynchronously),
+--- at the entry, or at the server's leaf (which :PiSessionBranch moves).
+---@param leaf_id any nil: the leaf
+function M.show_json(bufnr, leaf_id, name)
+  local session = require('pi_session')
+  local path = vim.api.nvim_buf_get_name(bufnr)
+  local function run(leaf)
+    local cmd = config.cli()
+    vim.list_extend(cmd, { 'context', path, '--json' })
+    if leaf ~= nil and leaf ~= vim.NIL then
+      vim.list_extend(cmd, { '--leaf', session.id_text(leaf) })
+    end
+    local ok, started = pcall(vim.system, cmd, { text = true }, function(out)
+      vim.schedule(function()
+        if out.code ~= 0 then
+          local why = vim.trim(out.stderr or '')
+          return vim.notify('pi-session: context failed: ' .. (why ~= '' and why or ('exit code ' .. out.code)), vim.log.levels.ERROR)
+        end
+        show_buffer(name, vim.split(vim.trim(out.stdout or ''), '\n', { plain = true }), 'json')
+      end)
+    end)
+    if not ok then
+      vim.notify('pi-session: context failed: ' .. tostring(started), vim.log.levels.ERROR)
+    end
+  end
+  if leaf_id ~= nil then
+    return run(leaf_id)
+  end
+  session.request(bufnr, 'pi/getInfo', {}, function(err, info)
+    vim.schedule(function()
+      if err then
+        return vim.notify('pi-session: context failed: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      end
+      run(type(info) == 'table' and info.leafId or nil)
+    end)
+  end)
 end
 
 return M

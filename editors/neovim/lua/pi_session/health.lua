@@ -79,7 +79,7 @@ function M.check()
     health.ok(('command: %s (%s)'):format(table.concat(cmd, ' '), vim.fn.exepath(exe)))
   else
     health.error(('`%s` is not executable'):format(exe), {
-      'Install the server: pip install pi-session-server (puts `pi-session` on PATH)',
+      'Install the server: ' .. config.INSTALL_HINT .. ' (puts `pi-session` on PATH)',
       "or point the plugin at it: require('pi_session').setup({ cmd = { '/path/to/python', '-m', 'pi_session_server' } })",
     })
     return
@@ -91,9 +91,16 @@ function M.check()
   else
     health.error('the server did not start: ' .. detail, {
       'Run the command in a terminal to see the error',
-      'Check that the Python environment has pi-session-server installed',
+      'Check that the Python environment has pi-session-server installed: ' .. config.INSTALL_HINT,
     })
   end
+
+  local options = config.options
+  local features = {}
+  for _, name in ipairs({ 'codelens', 'inlay_hints', 'folding' }) do
+    table.insert(features, ('%s %s'):format(name, options[name] == false and 'off' or 'on'))
+  end
+  health.info('in session buffers: ' .. table.concat(features, ', ') .. " (setup options; see :help pi_session-features)")
 
   if vim.g.pi_session_auto_enable == false then
     health.info("vim.g.pi_session_auto_enable = false: enable it yourself with vim.lsp.enable('pi_session')")

@@ -4,7 +4,7 @@ local config = require('pi_session.config')
 
 local M = {}
 
----@param opts? {cmd?: string|string[], tree_filter?: string, context_format?: 'markdown'|'json', tree_page_size?: integer}
+---@param opts? {cmd?: string|string[], tree_filter?: string, context_format?: 'markdown'|'json', tree_page_size?: integer, codelens?: boolean, inlay_hints?: boolean, folding?: boolean}
 function M.setup(opts)
   config.options = vim.tbl_deep_extend('force', vim.deepcopy(config.defaults), opts or {})
 end
@@ -89,101 +89,15 @@ function M.request_sync(bufnr, method, params, timeout_ms)
   return response.result, response.err
 end
 
--- How often pi/getTree paging starts over when the session changed between two pages (after that,
--- the pages are joined as they come: pi/didChange brings another refresh anyway).
-local MAX_TREE_RESTARTS = 3
-
---- pi/getTree (flat form) in pages: one reply holds at most 50,000 nodes and a bigger tree asked for in
---- one piece is refused (-32011 TooLarge), so this asks for `offset`/`limit` pages (setup option
---- `tree_page_size`) and follows `nextOffset` while `hasMore`. The result is { leafId, nodes, total }
---- with the nodes of all pages in order, as an unpaged reply would be.
---- With a callback it is asynchronous (callback(err, result)); without, it returns result, err.
----@param bufnr integer session buffer
----@param params table pi/getTree params (`form`, `offset`, `limit` are set here)
----@param callback? fun(err: any, result: table|nil)
----@return table|nil result, any err
-function M.get_tree(bufnr, params, callback, timeout_ms)
-  local limit = math.max(1, math.floor(tonumber(config.options.tree_page_size) or 50000))
-  local nodes, first, attempt = {}, nil, 0
-  local function page_params(offset)
-    return vim.tbl_extend('force', params or {}, { form = 'flat', offset = offset, limit = limit })
-  end
-  -- take one page; the offset of the next one, or nil when the tree is complete
-  local function take(result, offset)
-    result = type(result) == 'table' and result or {}
-    local page = type(result.nodes) == 'table' and result.nodes or {}
-    if first and attempt < MAX_TREE_RESTARTS and (result.total ~= first.total or result.leafId ~= first.leafId) then
-      attempt = attempt + 1 -- the session changed between two pages: start over
-      nodes, first = {}, nil
-      return 0
-    end
-    first = first or result
-    vim.list_extend(nodes, page)
-    local following = result.nextOffset
-    if result.hasMore == true and type(following) == 'number' and following > offset and #page > 0 then
-      return following
-    end
-    return nil
-  end
-  local function whole()
-    local total = type(first.total) == 'number' and first.total or #nodes
-    return { leafId = first.leafId, nodes = nodes, total = total }
-  end
-  if callback then
-    local function fetch(offset)
-      M.request(bufnr, 'pi/getTree', page_params(offset), function(err, result)
-        if err then
-          return callback(err, nil)
-        end
-        local following = take(result, offset)
-        if following then
-          fetch(following)
-        else
-          callback(nil, whole())
-        end
-      end)
-    end
-    fetch(0)
-    return nil
-  end
-  local offset = 0
-  while true do
-    local result, err = M.request_sync(bufnr, 'pi/getTree', page_params(offset), timeout_ms)
-    if err then
-      return nil, err
-    end
-    offset = take(result, offset)
-    if not offset then
-      return whole(), nil
-    end
-  end
-end
-
-local METHOD_NOT_FOUND = -32601
-
 --- The entry on a 0-based line of a session buffer (pi/getEntryAtLine: its id, label, type, ...
---- without the tree), or nil. A server older than that method: the entry from the tree (filter
---- "none": every entry).
+--- without the tree), or nil.
 ---@return table|nil node, any err
 function M.entry_at_line(bufnr, line)
   local found, err = M.request_sync(bufnr, 'pi/getEntryAtLine', { line = line })
-  if not err then
-    return found ~= vim.NIL and found or nil
-  end
-  if err.code ~= METHOD_NOT_FOUND then
+  if err then
     return nil, err
   end
-  local result
-  result, err = M.get_tree(bufnr, { previews = false })
-  if err or not result then
-    return nil, err
-  end
-  for _, node in ipairs(result.nodes or {}) do
-    if node.line == line then
-      return node
-    end
-  end
-  return nil
+  return found ~= vim.NIL and found or nil
 end
 
 --- The entry a command acts on: the row under the cursor in a tree buffer, else the entry on the
@@ -193,10 +107,10 @@ function M.target()
   local current = vim.api.nvim_get_current_buf()
   local bufnr = M.session_buffer(current)
   if not bufnr then
-    return nil, nil, 'not a pi session buffer (or a :PiSessionTree buffer)'
+    return nil, nil, 'not a pi session buffer (or a :PiSessionTree or :PiSessionView buffer)'
   end
   if bufnr ~= current then
-    local node = require('pi_session.tree').node_under_cursor()
+    local node = require('pi_session.tree').node_under_cursor() or require('pi_session.view').node_under_cursor()
     return bufnr, node, node == nil and 'no entry on this row' or nil
   end
   local line = vim.api.nvim_win_get_cursor(0)[1] - 1
@@ -223,7 +137,12 @@ function M.branch()
     return vim.notify('pi-session: branch failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
   end
   vim.notify('pi-session: the leaf is now ' .. id_text(result and result.leafId or node.id))
-  require('pi_session.tree').refresh_for(bufnr, true)
+  require('pi_session.tree').refresh_for(bufnr)
+  require('pi_session.view').refresh_for(bufnr)
+  -- the leaf's code lens moves with it
+  if config.options.codelens ~= false then
+    pcall(vim.lsp.codelens.refresh, { bufnr = bufnr })
+  end
 end
 
 --- :PiSessionLabel [text]: set (or, with an empty text, clear) the label of the entry under the cursor.

@@ -1,13 +1,20 @@
--- :PiSessionTree: the session tree (pi/getTree, flat form) drawn in a scratch buffer, in the layout
--- of `pi-session tree` and pi's /tree: single-child chains stay flat, branch points fan out.
+-- :PiSessionTree: the session tree in a scratch buffer, in the layout of `pi-session tree` and pi's
+-- /tree (single-child chains stay flat, branch points fan out). It loads asynchronously and lazily
+-- (pi/getTree windows, see lazy.lua): the rows around the leaf and the lists down to it first,
+-- further pages as they scroll into view, a branch's entries when <CR> opens it. A small session
+-- shows every branch at once.
 local config = require('pi_session.config')
+local lazy = require('pi_session.lazy')
+local scratch = require('pi_session.scratch')
 
 local M = {}
 
 local ns = vim.api.nvim_create_namespace('pi_session_tree')
 local HEADER_LINES = 3
+--- Sessions with at most this many entries open with every branch shown (as `pi-session tree` does).
+M.SHOW_ALL_UP_TO = 2000
 
----@type table<integer, {source: integer, filter: string, rows: table<integer, table>, leaf_id: any, generation?: integer}>
+---@type table<integer, table>
 local trees = {}
 
 local function one_line(text, max)
@@ -20,88 +27,8 @@ local function one_line(text, max)
   return text
 end
 
---- The visible tree from the flat preorder rows: a row's parent is the nearest earlier row one level up.
----@param nodes table[]
----@return table[] roots each {node=, children={}}
-function M.visible_tree(nodes)
-  local roots, open = {}, {}
-  for _, node in ipairs(nodes) do
-    local row = { node = node, children = {} }
-    while #open > 0 and open[#open].node.depth >= node.depth do
-      table.remove(open)
-    end
-    local parent = open[#open]
-    if parent then
-      table.insert(parent.children, row)
-    else
-      table.insert(roots, row)
-    end
-    table.insert(open, row)
-  end
-  return roots
-end
-
---- The drawn tree: lines and, for each line, its node. Markers as in `pi-session tree`:
---- `*` on the path to the leaf, `[label]`, `(N branches)`, `<- leaf` (or `<- leaf (hidden below)` on the
---- nearest shown ancestor when the filter hides the leaf).
----@param nodes table[] pi/getTree flat nodes
----@param leaf_id any the result's leafId
----@return string[] lines, table[] line_nodes
-function M.draw(nodes, leaf_id)
-  local roots = M.visible_tree(nodes)
-  -- the leaf marker goes on the leaf, or, when the filter hides it, on its deepest shown ancestor
-  local marked, hidden = nil, false
-  for _, node in ipairs(nodes) do
-    if node.isLeaf then
-      marked = node
-    end
-  end
-  if not marked and leaf_id ~= nil and leaf_id ~= vim.NIL then
-    for _, node in ipairs(nodes) do
-      if node.onLeafPath and (not marked or node.depth > marked.depth) then
-        marked, hidden = node, true
-      end
-    end
-  end
-  local lines, line_nodes, stack = {}, {}, {}
-  for i = #roots, 1, -1 do
-    local last = i == #roots
-    if #roots > 1 then
-      table.insert(stack, { roots[i], last and '└─ ' or '├─ ', last and '   ' or '│  ' })
-    else
-      table.insert(stack, { roots[i], '', '' })
-    end
-  end
-  while #stack > 0 do
-    local row, prefix, child_prefix = unpack(table.remove(stack))
-    local node = row.node
-    local text = one_line(node.preview)
-    if text == '' then
-      text = '[' .. tostring(node.type) .. ']'
-    end
-    local parts = { prefix, node.onLeafPath and '*' or ' ', ' ', text }
-    if node.label ~= nil and node.label ~= vim.NIL then
-      table.insert(parts, '  [' .. tostring(node.label) .. ']')
-    end
-    if #row.children > 1 then
-      table.insert(parts, ('  (%d branches)'):format(#row.children))
-    end
-    if node == marked then
-      table.insert(parts, hidden and '  <- leaf (hidden below)' or '  <- leaf')
-    end
-    table.insert(lines, table.concat(parts))
-    table.insert(line_nodes, node)
-    local children = row.children
-    if #children == 1 then
-      table.insert(stack, { children[1], child_prefix, child_prefix })
-    else
-      for i = #children, 1, -1 do
-        local last = i == #children
-        table.insert(stack, { children[i], child_prefix .. (last and '└─ ' or '├─ '), child_prefix .. (last and '   ' or '│  ') })
-      end
-    end
-  end
-  return lines, line_nodes
+local function present(v)
+  return v ~= nil and v ~= vim.NIL
 end
 
 --- What the tree buffer says of lines pi skips (pi/getInfo's `skippedLines` and `skipped`): pi reads
@@ -129,14 +56,85 @@ function M.skipped_notice(info)
   )
 end
 
-local function set_lines(buf, lines)
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].modified = false
+--- The drawn tree of what is loaded: lines and, for each, what it shows ({row=} or {load=container,
+--- direction=}). Markers as in `pi-session tree`: `*` on the path to the leaf, `[label]`,
+--- `(N branches)`, `<- leaf` (`<- leaf (hidden below)` on the deepest shown row of the leaf's path
+--- when the filter hides the leaf).
+---@return string[] lines, table[] items, boolean complete
+function M.draw(tree, marker)
+  local lines, items, complete = {}, {}, true
+  local function emit(text, item)
+    table.insert(lines, text)
+    table.insert(items, item)
+  end
+  local function row_line(prefix, row)
+    local node = row.node
+    local text = one_line(node.preview)
+    if text == '' then
+      text = '[' .. tostring(node.type) .. ']'
+    end
+    local parts = { prefix, node.onLeafPath and '*' or ' ', ' ', text }
+    if present(node.label) then
+      table.insert(parts, '  [' .. tostring(node.label) .. ']')
+    end
+    if node.isBranchPoint then
+      table.insert(parts, ('  (%d branches)'):format(#(node.childIds or {})))
+    end
+    if row == marker then
+      table.insert(parts, node.isLeaf and '  <- leaf' or '  <- leaf (hidden below)')
+    end
+    emit(table.concat(parts), { row = row })
+  end
+  local chain, branches
+  local function more(c, prefix, direction)
+    local count = direction == 'before' and c.start or (c.total - lazy.container_end(c))
+    if count > 0 then
+      complete = false
+      emit(('%s… %d %s (<CR> to load)'):format(prefix, count, direction == 'before' and 'earlier entries' or 'more entries'), { load = c, direction = direction })
+    end
+  end
+  local function under(row, cont)
+    local c = tree:child(row)
+    if not c then
+      return
+    end
+    if not c.loaded then
+      complete = false
+      emit(cont .. '… (<CR> to open)', { load = c, direction = 'open' })
+    elseif c.kind == 'branches' then
+      branches(c, cont)
+    else
+      chain(c, cont)
+    end
+  end
+  function chain(c, prefix)
+    more(c, prefix, 'before')
+    for _, row in ipairs(c.rows) do
+      row_line(prefix, row)
+      if row.node.isBranchPoint then
+        under(row, prefix)
+      end
+    end
+    more(c, prefix, 'after')
+  end
+  function branches(c, base)
+    more(c, base .. '├─ ', 'before')
+    for _, row in ipairs(c.rows) do
+      local last = row.index == c.total - 1
+      row_line(base .. (last and '└─ ' or '├─ '), row)
+      under(row, base .. (last and '   ' or '│  '))
+    end
+    more(c, base .. '└─ ', 'after')
+  end
+  if tree.top.roots then
+    branches(tree.top, '')
+  else
+    chain(tree.top, '')
+  end
+  return lines, items, complete
 end
 
-local function highlight(buf, lines, notice)
+local function highlight(buf, lines, notice, items)
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   for i = 1, math.min(HEADER_LINES, #lines) do
     local group = (notice and i == HEADER_LINES) and 'WarningMsg' or 'Comment'
@@ -144,59 +142,92 @@ local function highlight(buf, lines, notice)
   end
   for i = HEADER_LINES + 1, #lines do
     local line = lines[i]
-    local s, e = line:find('  <%- leaf.*$')
-    if s then
-      vim.api.nvim_buf_set_extmark(buf, ns, i - 1, s + 1, { end_col = e, hl_group = 'WarningMsg' })
-    end
-    for ls, le in line:gmatch('()  %[[^%]]*%]()') do
-      vim.api.nvim_buf_set_extmark(buf, ns, i - 1, ls + 1, { end_col = le - 1, hl_group = 'Special' })
+    local item = items[i - HEADER_LINES]
+    if item and item.load then
+      vim.api.nvim_buf_set_extmark(buf, ns, i - 1, 0, { end_col = #line, hl_group = 'Comment' })
+    else
+      local s, e = line:find('  <%- leaf.*$')
+      if s then
+        vim.api.nvim_buf_set_extmark(buf, ns, i - 1, s + 1, { end_col = e, hl_group = 'WarningMsg' })
+      end
+      for ls, le in line:gmatch('()  %[[^%]]*%]()') do
+        vim.api.nvim_buf_set_extmark(buf, ns, i - 1, ls + 1, { end_col = le - 1, hl_group = 'Special' })
+      end
     end
   end
 end
 
---- Redraw a tree buffer from a pi/getTree result (and pi/getInfo's, for the lines pi skips).
-local function render(buf, result, err, info)
+--- Redraw a tree buffer from what is loaded; the cursor stays on the entry it was on (or goes to
+--- `focus`, a row).
+local function render(buf, focus)
   local state = trees[buf]
   if not state or not vim.api.nvim_buf_is_valid(buf) then
     return
   end
+  local win = vim.fn.win_findbuf(buf)[1]
+  local keep
+  if win and not focus then
+    local item = state.items and state.items[vim.api.nvim_win_get_cursor(win)[1] - HEADER_LINES]
+    keep = item and item.row and item.row.key
+  end
   local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(state.source), ':t')
-  local lines = {}
-  local notice = not err and M.skipped_notice(info) or nil
-  state.rows = {}
-  if err then
-    lines = {
-      ('Session tree of %s · filter: %s'):format(name, state.filter),
-      'error: ' .. tostring(err.message or vim.inspect(err)),
-      '',
-    }
+  local lines, items
+  if state.error then
+    lines = { ('Session tree of %s · filter: %s'):format(name, state.filter), 'error: ' .. tostring(state.error), '' }
+    items = {}
+  elseif not state.tree then
+    lines = { ('Session tree of %s · filter: %s'):format(name, state.filter), 'Loading the tree…', '' }
+    items = {}
   else
-    local drawn, line_nodes = M.draw(result and result.nodes or {}, result and result.leafId)
+    local drawn, drawn_items, complete = M.draw(state.tree, state.marker)
+    local rows = 0
+    for _, item in ipairs(drawn_items) do
+      rows = rows + (item.row and 1 or 0)
+    end
     lines = {
-      ('Session tree of %s · filter: %s · %d entries'):format(name, state.filter, #drawn),
-      '<CR> jump  f filter  r refresh  c context  b branch  L label  q close',
-      notice or '',
+      ('Session tree of %s · filter: %s · %d %s'):format(name, state.filter, rows, complete and 'entries' or 'entries shown'),
+      '<CR> jump/load  f filter  r refresh  c context  b branch  L label  q close',
+      state.notice or '',
     }
     if #drawn == 0 then
       table.insert(lines, ('(no entries match the filter "%s")'):format(state.filter))
+      table.insert(drawn_items, {})
     end
-    for i, line in ipairs(drawn) do
-      table.insert(lines, line)
-      state.rows[HEADER_LINES + i] = line_nodes[i]
-    end
-    state.leaf_id = result and result.leafId
+    vim.list_extend(lines, drawn)
+    items = drawn_items
   end
-  set_lines(buf, lines)
-  highlight(buf, lines, notice)
+  state.items = items
+  scratch.set_lines(buf, lines)
+  highlight(buf, lines, state.notice, items)
+  if win then
+    local target = focus and focus.key or keep
+    for i, item in ipairs(items) do
+      if target and item.row and item.row.key == target then
+        vim.api.nvim_win_set_cursor(win, { HEADER_LINES + i, 0 })
+        break
+      end
+    end
+  end
+  if state.on_render then
+    state.on_render()
+  end
 end
 
-local function tree_params(state)
-  return { filter = state.filter, form = 'flat', activeBranchFirst = true }
+local function tree_request(state)
+  local session = require('pi_session')
+  return function(params, callback)
+    local full = vim.tbl_extend('force', { filter = state.filter, form = 'flat', activeBranchFirst = true }, params)
+    session.request(state.source, 'pi/getTree', full, function(err, result)
+      vim.schedule(function()
+        callback(err, result)
+      end)
+    end)
+  end
 end
 
---- Reload a tree buffer (synchronously when `sync`, e.g. right after opening it). The tree comes in
---- pages (pi_session.get_tree); an older load that ends after a newer one is dropped.
-function M.refresh(buf, sync)
+--- Reload a tree buffer, asynchronously: the top level around the leaf and each level down to it
+--- (a small session: every level). An older load that ends after a newer one is dropped.
+function M.refresh(buf)
   local state = trees[buf]
   if not state then
     return
@@ -204,35 +235,62 @@ function M.refresh(buf, sync)
   local session = require('pi_session')
   state.generation = (state.generation or 0) + 1
   local generation = state.generation
-  -- pi/getInfo says which lines pi skips; a server that cannot tell leaves the notice out
-  if sync then
-    local result, err = session.get_tree(state.source, tree_params(state))
-    local info = not err and session.request_sync(state.source, 'pi/getInfo', {}) or nil
-    render(buf, result, err, info)
-  else
-    session.get_tree(state.source, tree_params(state), function(err, result)
-      local function draw(info)
-        vim.schedule(function()
-          if trees[buf] == state and state.generation == generation then
-            render(buf, result, err, info)
+  local tree = lazy.new(tree_request(state), config.options.tree_page_size)
+  local current = function()
+    return trees[buf] == state and state.generation == generation
+  end
+  local function finish(err, marker)
+    if not current() then
+      return
+    end
+    state.loading = false
+    state.error = err and (err.message or vim.inspect(err)) or nil
+    state.tree = not err and tree or nil
+    state.marker = marker
+    render(buf, state.focus_leaf and marker or nil)
+    state.focus_leaf = false
+  end
+  state.loading = true
+  session.request(state.source, 'pi/getInfo', {}, function(info_err, info)
+    vim.schedule(function()
+      if not current() then
+        return
+      end
+      info = not info_err and info or nil
+      state.notice = M.skipped_notice(info)
+      tree:load(tree.top, { offset = 0 }, function(err)
+        if err then
+          return finish(err)
+        end
+        local leaf = tree.leaf_id
+        local function after_locate(lerr, marker)
+          if lerr then
+            return finish(lerr)
           end
-        end)
-      end
-      if err then
-        return draw(nil)
-      end
-      session.request(state.source, 'pi/getInfo', {}, function(info_err, info)
-        draw(not info_err and info or nil)
+          local count = type(info) == 'table' and info.entryCount or nil
+          if type(count) == 'number' and count <= M.SHOW_ALL_UP_TO then
+            tree:load_all(function(aerr)
+              finish(aerr, marker)
+            end)
+          else
+            finish(nil, marker)
+          end
+        end
+        if present(leaf) then
+          tree:locate(leaf, after_locate)
+        else
+          after_locate(nil, nil)
+        end
       end)
     end)
-  end
+  end)
 end
 
 --- Redraw every tree buffer of a session buffer.
-function M.refresh_for(source, sync)
+function M.refresh_for(source)
   for buf, state in pairs(trees) do
     if state.source == source then
-      M.refresh(buf, sync)
+      M.refresh(buf)
     end
   end
 end
@@ -245,8 +303,9 @@ local function same_file(uri_a, uri_b)
   local ok_b, b = pcall(vim.uri_to_fname, uri_b)
   return ok_a and ok_b and vim.fs.normalize(a) == vim.fs.normalize(b)
 end
+M.same_file = same_file
 
---- pi/didChange from the server: redraw the trees of that session.
+--- pi/didChange from the server: reload the trees of that session.
 function M.on_did_change(params)
   if type(params) ~= 'table' then
     return
@@ -257,39 +316,76 @@ function M.on_did_change(params)
         M.refresh(buf)
       end
     end
+    require('pi_session.view').on_did_change(params)
   end)
 end
 
 --- The node on the cursor row of a tree buffer.
 function M.node_under_cursor()
   local state = trees[vim.api.nvim_get_current_buf()]
-  if not state then
+  if not state or not state.items then
     return nil
   end
-  return state.rows[vim.api.nvim_win_get_cursor(0)[1]]
+  local item = state.items[vim.api.nvim_win_get_cursor(0)[1] - HEADER_LINES]
+  return item and item.row and item.row.node or nil
 end
 
---- <CR>: jump to the entry's line in the session buffer.
-function M.jump()
-  local buf = vim.api.nvim_get_current_buf()
+--- Load what a placeholder line stands for (a page, or a branch's entries), then redraw.
+local function load_item(buf, item)
   local state = trees[buf]
-  local node = M.node_under_cursor()
-  if not state or not node or type(node.line) ~= 'number' then
+  if not state or not state.tree or item.busy then
     return
   end
-  local win = vim.fn.win_findbuf(state.source)[1]
-  if win then
-    vim.api.nvim_set_current_win(win)
-  else
-    vim.cmd('wincmd p')
-    if vim.api.nvim_get_current_buf() == buf then
-      vim.cmd('aboveleft vsplit')
+  item.busy = true
+  local tree = state.tree
+  local function done(err)
+    if err then
+      vim.notify('pi-session: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
     end
-    vim.api.nvim_set_current_buf(state.source)
+    if state.tree == tree then
+      render(buf)
+    end
   end
-  vim.api.nvim_win_set_cursor(0, { node.line + 1, 0 })
-  vim.cmd('normal! zv')
+  if item.direction == 'open' then
+    tree:ensure_loaded(item.load, done)
+  else
+    tree:load_more(item.load, item.direction, done)
+  end
 end
+
+--- Placeholders that scroll into view load by themselves ("load as you scroll").
+local function load_visible(buf)
+  local state = trees[buf]
+  local win = vim.fn.win_findbuf(buf)[1]
+  if not state or not state.items or not win then
+    return
+  end
+  local first, last = vim.fn.line('w0', win), vim.fn.line('w$', win)
+  for lnum = first, last do
+    local item = state.items[lnum - HEADER_LINES]
+    if item and item.load and item.direction ~= 'open' then
+      return load_item(buf, item)
+    end
+  end
+end
+
+--- <CR>: load a placeholder, or jump to the entry's line in the session buffer.
+function M.activate()
+  local buf = vim.api.nvim_get_current_buf()
+  local state = trees[buf]
+  if not state or not state.items then
+    return
+  end
+  local item = state.items[vim.api.nvim_win_get_cursor(0)[1] - HEADER_LINES]
+  if item and item.load then
+    return load_item(buf, item)
+  end
+  local node = item and item.row and item.row.node
+  if node and type(node.line) == 'number' then
+    scratch.jump(state.source, buf, node.line, 'aboveleft vsplit')
+  end
+end
+M.jump = M.activate
 
 function M.pick_filter()
   local buf = vim.api.nvim_get_current_buf()
@@ -305,35 +401,54 @@ function M.pick_filter()
   }, function(choice)
     if choice then
       state.filter = choice
-      M.refresh(buf, true)
+      state.focus_leaf = true
+      M.refresh(buf)
     end
   end)
 end
 
 local function map_keys(buf)
-  local function map(lhs, fn, desc)
-    vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
-  end
-  map('<CR>', M.jump, 'Jump to the entry')
-  map('f', M.pick_filter, 'Choose the filter')
-  map('r', function()
-    M.refresh(buf, true)
-  end, 'Refresh')
-  map('c', function()
-    require('pi_session.context').show({})
-  end, 'Show the context at this entry')
-  map('b', function()
-    require('pi_session').branch()
-  end, 'Branch here')
-  map('L', function()
-    require('pi_session').label()
-  end, 'Label this entry')
-  map('q', function()
-    vim.api.nvim_buf_delete(buf, { force = true })
-  end, 'Close')
+  scratch.map(buf, {
+    { '<CR>', M.activate, 'Jump to the entry, or load what the line stands for' },
+    { 'f', M.pick_filter, 'Choose the filter' },
+    {
+      'r',
+      function()
+        M.refresh(buf)
+      end,
+      'Refresh',
+    },
+    {
+      'c',
+      function()
+        require('pi_session.context').show({})
+      end,
+      'Show the context at this entry',
+    },
+    {
+      'b',
+      function()
+        require('pi_session').branch()
+      end,
+      'Branch here',
+    },
+    {
+      'L',
+      function()
+        require('pi_session').label()
+      end,
+      'Label this entry',
+    },
+    scratch.close_key(buf),
+  })
 end
 
---- :PiSessionTree [filter]
+--- The state of a tree buffer (for tests and the commands that act on its rows).
+function M.state(buf)
+  return trees[buf]
+end
+
+--- :PiSessionTree [filter]: opens at once; the tree fills in when the server answers.
 ---@param filter? string
 function M.open(filter)
   if filter and filter ~= '' and not vim.tbl_contains(config.filters, filter) then
@@ -350,30 +465,19 @@ function M.open(filter)
       if filter and filter ~= '' then
         state.filter = filter
       end
-      local win = vim.fn.win_findbuf(buf)[1]
-      if win then
-        vim.api.nvim_set_current_win(win)
-      else
-        vim.cmd('botright vsplit')
-        vim.api.nvim_set_current_buf(buf)
-      end
-      M.refresh(buf, true)
+      scratch.show(buf, 'botright vsplit')
+      state.focus_leaf = true
+      M.refresh(buf)
       return buf
     end
   end
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.bo[buf].bufhidden = 'wipe'
-  vim.bo[buf].swapfile = false
-  vim.api.nvim_buf_set_name(buf, 'pi-session-tree://' .. vim.api.nvim_buf_get_name(source))
-  vim.b[buf].pi_session_source = source
-  trees[buf] = { source = source, filter = (filter and filter ~= '') and filter or config.options.tree_filter, rows = {} }
-  vim.api.nvim_create_autocmd('BufWipeout', {
-    buffer = buf,
-    once = true,
-    callback = function()
-      trees[buf] = nil
-    end,
-  })
+  local buf
+  buf = scratch.create(source, 'pi-session-tree', function()
+    trees[buf] = nil
+  end, function()
+    load_visible(buf)
+  end)
+  trees[buf] = { source = source, filter = (filter and filter ~= '') and filter or config.options.tree_filter, focus_leaf = true }
   vim.cmd('botright vsplit')
   vim.api.nvim_set_current_buf(buf)
   vim.api.nvim_win_set_width(0, math.max(50, math.floor(vim.o.columns * 0.4)))
@@ -382,13 +486,8 @@ function M.open(filter)
   vim.wo.cursorline = true
   vim.bo[buf].filetype = 'pi-session-tree'
   map_keys(buf)
-  M.refresh(buf, true)
-  -- start on the leaf
-  for lnum, node in pairs(trees[buf].rows) do
-    if node.isLeaf then
-      vim.api.nvim_win_set_cursor(0, { lnum, 0 })
-    end
-  end
+  render(buf)
+  M.refresh(buf)
   return buf
 end
 

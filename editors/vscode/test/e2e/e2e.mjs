@@ -1,7 +1,10 @@
 // Drive code-server (real VS Code) with Debian chromium through playwright-core and check what a
-// user of the Pi Session extension sees: the language, the diagnostics in the Problems panel, a hover,
-// the session tree view, a click that reveals the entry, the context document, and that an ordinary
-// .jsonl stays JSON Lines. Run by scripts/e2e.sh. Prints one line per check and "N passed, M failed".
+// user of the Pi Session extension sees: the language of session files (damaged ones too), the
+// diagnostics in the Problems panel, the session tree (its own container, lazy, icons, the leaf
+// selected, following the cursor, cleared on close, following repairs), a hover, the context
+// document, Check All Sessions, Fix All, and the session viewer (a 100 MB session opened from the
+// Explorer, scrolled, a branch switched, a tool call expanded; a session holding HTML and script
+// tags shown as text). Run by scripts/e2e.sh. Prints one line per check and "N passed, M failed".
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,6 +29,7 @@ function check(name, ok, detail = '') {
 }
 const visible = (locator, timeout) => locator.first().waitFor({ timeout }).then(() => true, () => false);
 const squash = (text) => text.replace(/\s+/g, ' ').trim();
+const shot = (page, name) => page.screenshot({ path: path.join(OUT, name) });
 
 async function runCommand(page, title) {
   await page.keyboard.press('F1');
@@ -46,13 +50,21 @@ async function openFromExplorer(page, file) {
 
 /** Opens a file of the workspace by name with Quick Open (also files the Explorer does not show). */
 async function openByName(page, file) {
-  await page.keyboard.press('F1');
+  await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ timeout: 15_000 });
   await input.fill(file);
-  await page.locator('.quick-input-widget .monaco-list-row', { hasText: file }).first().waitFor({ timeout: 30_000 });
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: path.basename(file) }).first().waitFor({ timeout: 30_000 });
   await page.keyboard.press('Enter');
-  await page.locator(`.tab[aria-label*="${file}"]`).first().waitFor({ timeout: 30_000 });
+  await page.locator(`.tab[aria-label*="${path.basename(file)}"]`).first().waitFor({ timeout: 30_000 });
+}
+
+async function goToLine(page, line) {
+  await page.keyboard.press('Control+G');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ timeout: 15_000 });
+  await input.fill(`:${line}`);
+  await page.keyboard.press('Enter');
 }
 
 /** The editor's visible lines, top to bottom, as text (the DOM order of view-lines is not the line order). */
@@ -68,7 +80,28 @@ async function editorLines(page, editorSelector) {
   return items;
 }
 
+/** The rows of the session tree: text, nesting level, whether selected, and the icon's codicon. */
+async function treeRows(tree) {
+  const rows = tree.locator('.monaco-list-row');
+  const out = [];
+  for (let i = 0; i < (await rows.count()); i++) {
+    const row = rows.nth(i);
+    const icon = (await row.locator('.custom-view-tree-node-item-icon').first().getAttribute('class').catch(() => '')) || '';
+    out.push({
+      text: squash(await row.innerText()),
+      level: Number(await row.getAttribute('aria-level')),
+      selected: (await row.getAttribute('aria-selected')) === 'true',
+      icon: (/codicon-([\w-]+)/.exec(icon) || [])[1],
+    });
+  }
+  return out;
+}
+
+/** The visible webview's content frame (VS Code nests the page in two iframes). */
+const viewerFrame = (page) => page.frameLocator('iframe.webview.ready:visible').frameLocator('#active-frame');
+
 let failed = false;
+const dialogs = [];
 const ctx = await chromium.launchPersistentContext(PROFILE, {
   executablePath: '/usr/bin/chromium',
   headless: true,
@@ -80,27 +113,33 @@ const ctx = await chromium.launchPersistentContext(PROFILE, {
 try {
   const page = ctx.pages()[0] || (await ctx.newPage());
   page.on('pageerror', (e) => console.log('  [pageerror]', String(e).slice(0, 200)));
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.dismiss();
+  });
   await page.goto(`${URL_BASE}/?folder=${encodeURIComponent(FOLDER)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   log('workbench visible');
-
-  // 1. an ordinary .jsonl stays JSON Lines (opened first: it must not activate anything wrongly)
-  await openFromExplorer(page, ORDINARY);
   const mode = page.locator('#status\\.editor\\.mode');
-  const jsonLines = await visible(mode.filter({ hasText: /JSON Lines/ }), 30_000);
-  check('an ordinary .jsonl stays JSON Lines', jsonLines, squash(await mode.first().innerText().catch(() => '?')));
+  const modeText = async () => squash(await mode.first().innerText().catch(() => '?'));
 
-  // 1b. any .jsonl under .pi/agent/sessions is a Pi Session by its path (no header needed)
-  await openByName(page, 'headerless-session.jsonl');
-  const byPath = await visible(mode.filter({ hasText: 'Pi Session' }), 30_000);
-  check('a .jsonl under .pi/agent/sessions opens as "Pi Session"', byPath, squash(await mode.first().innerText().catch(() => '?')));
+  // 1. languages: an ordinary .jsonl stays JSON Lines (opened first: it must not activate anything
+  // wrongly); sessions are Pi Sessions by their path, their header, or their first lines when the
+  // header is missing or not first; a BOM does not hide a session
+  await openFromExplorer(page, ORDINARY);
+  check('an ordinary .jsonl stays JSON Lines', await visible(mode.filter({ hasText: /JSON Lines/ }), 30_000), await modeText());
+  await openByName(page, 'headerless-session.jsonl'); // under .pi/agent/sessions, its first line no header
+  check('a .jsonl under .pi/agent/sessions opens as "Pi Session"', await visible(mode.filter({ hasText: 'Pi Session' }), 30_000), await modeText());
+  for (const file of ['no-header.jsonl', 'header-second.jsonl', 'bom-session.jsonl']) {
+    await openByName(page, ORDINARY); // the status bar says JSON Lines until the next file's language is known
+    await visible(mode.filter({ hasText: /JSON Lines/ }), 30_000);
+    await openByName(page, file);
+    check(`${file} (damaged header) opens as "Pi Session"`, await visible(mode.filter({ hasText: 'Pi Session' }), 30_000), await modeText());
+  }
 
-  // 2. the session file opens as Pi Session
+  // 2. the session file opens as Pi Session; diagnostics: a squiggle and the Problems panel, once
   await openFromExplorer(page, SESSION);
-  const language = await visible(mode.filter({ hasText: 'Pi Session' }), 30_000);
-  check('the session file opens as "Pi Session"', language, squash(await mode.first().innerText().catch(() => '?')));
-
-  // 3. diagnostics: a squiggle in the editor and the message in the Problems panel
+  check('the session file opens as "Pi Session"', await visible(mode.filter({ hasText: 'Pi Session' }), 30_000), await modeText());
   const squiggle = await visible(page.locator('.monaco-editor .squiggly-error, .monaco-editor .squiggly-warning'), 60_000);
   check('a diagnostic squiggle in the editor', squiggle);
   await page.keyboard.press('Control+Shift+M');
@@ -111,27 +150,17 @@ try {
   const problemCount = await problemRow.count();
   check('the Problems panel lists the broken line, once', problems && /\[Ln 8/.test(problemsText) && problemCount === 1,
     `${problemCount} row(s): ${problemsText.slice(0, 200)}`);
+  const noHeader = page.locator('.markers-panel .monaco-list-row', { hasText: 'is not a session header' });
+  const headerSecond = page.locator('.markers-panel .monaco-list-row', { hasText: 'must be the first JSON line' });
+  check('the header problems of the damaged sessions are listed (their repairs are reachable)',
+    (await visible(noHeader, 30_000)) && (await visible(headerSecond, 30_000)),
+    `${await noHeader.count()} missing-header and ${await headerSecond.count()} header-not-first row(s)`);
+  await shot(page, 'e2e-problems.png');
 
-  // room for the tree: collapse the folder pane (the files are open) and widen the side bar
-  const folderHeader = page.locator('.pane-header', { hasText: /^\s*ws\s*$/i }).first();
-  if ((await folderHeader.count()) > 0 && (await folderHeader.getAttribute('aria-expanded')) === 'true') await folderHeader.click();
-  const sideBar = await page.locator('.part.sidebar').first().boundingBox().catch(() => null);
-  if (sideBar) {
-    // the side bar's sash sits on its right edge
-    const x = sideBar.x + sideBar.width;
-    const y = sideBar.y + sideBar.height / 2;
-    await page.mouse.move(x, y);
-    await page.mouse.down();
-    await page.mouse.move(x + 200, y, { steps: 10 });
-    await page.mouse.up();
-  }
-
-  // 4. the session tree view (Explorer): entries, label, branch point, leaf
-  const treePane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Pi Session Tree' }) }).first();
-  const treeShown = await visible(treePane, 30_000);
-  if (treeShown && (await treePane.locator('.pane-header[aria-expanded="false"]').count()) > 0) {
-    await treePane.locator('.pane-header').click();
-  }
+  // 3. the session tree: its own container in the activity bar, lazy, an icon per role, the leaf
+  // selected, the branch point, and what pi skips
+  await runCommand(page, 'Focus on Session Tree View');
+  const tree = page.locator('.part.sidebar');
   const expectedRows = [
     'user: Refactor the parser please',
     'assistant: Sure. Which module first?',
@@ -140,33 +169,48 @@ try {
     '[scanner-try] user: Start with the scanner',
     'assistant: Scanner split into two functions',
   ];
-  let rowsText = [];
-  const treeOk = treeShown && (await visible(treePane.locator('.monaco-list-row', { hasText: 'Loader refactored' }), 30_000));
-  if (treeOk) {
-    const rows = treePane.locator('.monaco-list-row');
-    for (let i = 0; i < (await rows.count()); i++) rowsText.push(squash(await rows.nth(i).innerText()));
-  }
-  const allRows = expectedRows.every((text) => rowsText.some((row) => row.includes(text)));
-  check('the tree view shows the entries, the label and the branches', allRows, rowsText.join(' | ').slice(0, 400));
-  const leafRow = rowsText.find((row) => row.includes('Loader refactored and tested')) || '';
-  check('the tree view marks the leaf', leafRow.includes('leaf'), leafRow);
-  const branchRow = rowsText.find((row) => row.includes('Which module first')) || '';
-  check('the tree view marks the branch point', branchRow.includes('2 branches'), branchRow);
-  // pi skips the cut-off line 8 without a word: the view says what the tree lacks
-  const skippedNotice = treePane.getByText('pi skips 1 line of this file');
+  const treeOk = await visible(tree.locator('.monaco-list-row', { hasText: 'Loader refactored' }), 30_000);
+  let rows = treeOk ? await treeRows(tree) : [];
+  check('the tree view (activity bar container "Pi Session") shows the entries, the label and the branches',
+    expectedRows.every((text) => rows.some((row) => row.text.includes(text))), rows.map((r) => r.text).join(' | ').slice(0, 400));
+  const leafRow = rows.find((row) => row.text.includes('Loader refactored and tested'));
+  check('the tree view marks the leaf and selects it', Boolean(leafRow?.text.includes('◀ leaf') && leafRow.selected), JSON.stringify(leafRow));
+  const branchRow = rows.find((row) => row.text.includes('Which module first'));
+  check('the tree view marks the branch point', Boolean(branchRow?.text.includes('2 branches')), JSON.stringify(branchRow));
+  const icons = new Set(rows.map((r) => r.icon));
+  check('the tree view has an icon per role', icons.has('account') && icons.has('hubot'), [...icons].join(','));
+  const skippedNotice = tree.getByText('pi skips 1 line of this file');
   const noticeShown = await visible(skippedNotice, 15_000);
   check('the tree view says pi skips the broken line', noticeShown && /line 8 \(invalid JSON/.test(await skippedNotice.first().innerText()),
     squash(await skippedNotice.first().innerText().catch(() => '(no notice)')).slice(0, 200));
+  await shot(page, 'e2e-tree.png');
 
-  // 5. clicking a tree row reveals its line in the editor
-  if (treeOk) await treePane.locator('.monaco-list-row', { hasText: 'Start with the scanner' }).first().click();
+  // 4. clicking a tree row reveals its line in the editor (the mouse first leaves the rows: a tooltip
+  // over them would take the click)
+  await page.mouse.move(900, 700);
+  await page.waitForTimeout(500);
+  if (treeOk) await tree.locator('.monaco-list-row', { hasText: 'Start with the scanner' }).first().click();
   const cursor = page.locator('#status\\.editor\\.selection');
   const revealed = treeOk && (await visible(cursor.filter({ hasText: /Ln 5, Col 1/ }), 15_000));
   check('clicking a tree row puts the cursor on its line', revealed, squash(await cursor.first().innerText().catch(() => '?')));
 
+  // 5. the tree follows the cursor in the session editor
+  await goToLine(page, 10); // a0000003, the leaf
+  await page.waitForTimeout(1200);
+  await goToLine(page, 6); // a0000002
+  let followed = false;
+  for (let i = 0; i < 20 && !followed; i++) {
+    await page.waitForTimeout(300);
+    rows = await treeRows(tree);
+    followed = Boolean(rows.find((r) => r.text.includes('Scanner split into two functions'))?.selected);
+  }
+  check('the tree follows the cursor', followed, rows.filter((r) => r.selected).map((r) => r.text).join(' | '));
+
   // 6. hover over an entry line shows the entry summary
   const sessionEditor = '.editor-group-container.active .monaco-editor';
   await page.keyboard.press('Escape');
+  await goToLine(page, 1);
+  await page.waitForTimeout(500);
   const lines = await editorLines(page, sessionEditor);
   let hoverOk = false;
   let hoverText = '';
@@ -180,7 +224,7 @@ try {
     hoverOk = await visible(hover, 20_000);
     if (hoverOk) hoverText = squash(await hover.first().innerText());
     await page.waitForTimeout(500); // let the fade-in finish for the screenshot
-    await page.screenshot({ path: path.join(OUT, 'e2e-hover.png') });
+    await shot(page, 'e2e-hover.png');
   }
   check('hovering an entry shows its summary', hoverOk && hoverText.includes('u0000002'), hoverText.slice(0, 200));
 
@@ -208,17 +252,17 @@ try {
     message: { role: 'user', content: 'A line written by pi itself', timestamp: 1767607230000 },
   });
   fs.appendFileSync(path.join(FOLDER, SESSION), `${piLine}\n`);
-  const newRow = treePane.locator('.monaco-list-row', { hasText: 'A line written by pi itself' });
-  const followed = await visible(newRow, 30_000);
-  const newRowText = followed ? squash(await newRow.first().innerText()) : '';
-  check('the tree follows another program appending to the session', followed && newRowText.includes('leaf'), newRowText);
+  const newRow = tree.locator('.monaco-list-row', { hasText: 'A line written by pi itself' });
+  const appended = await visible(newRow, 30_000);
+  const newRowText = appended ? squash(await newRow.first().innerText()) : '';
+  check('the tree follows another program appending to the session', appended && newRowText.includes('leaf'), newRowText);
   const contextEditor = '.editor-group-container.active .monaco-editor';
   const contextFollowed = await visible(page.locator(`${contextEditor} .view-line`, { hasText: 'A line written by pi itself' }), 30_000);
   check('the context document at the leaf follows too', contextFollowed);
 
   // 9. Check All Sessions runs `pi-session check --json` over pi's session directory (a session that
   // is not open) and lists its problems in the Problems panel
-  await runCommand(page, 'Pi Session: Check All Sessions');
+  await runCommand(page, 'Pi Session: Check All Sessions'); // it opens the Problems panel itself
   const otherFile = page.locator('.markers-panel .monaco-list-row', { hasText: 'other-broken-session.jsonl' });
   const checked = await visible(otherFile, 60_000);
   const otherProblem = page.locator('.markers-panel .monaco-list-row', { hasText: DIAGNOSTIC });
@@ -230,13 +274,11 @@ try {
   await openByName(page, 'glued-session.jsonl');
   const gluedProblem = await visible(page.locator('.markers-panel .monaco-list-row', { hasText: 'lines glued together' }), 60_000);
   check('lines glued together are reported', gluedProblem);
-  // the tree follows the glued file: pi skips its glued line, and the notice names it
-  const gluedNotice = treePane.getByText('pi skips 1 line of this file');
+  const gluedNotice = tree.getByText('pi skips 1 line of this file');
   const gluedNoticeShown = await gluedNotice.filter({ hasText: 'line 2 (2 lines glued together' }).first()
     .waitFor({ timeout: 20_000 }).then(() => true, () => false);
   check('the tree view of the glued file names the glued line', gluedNoticeShown,
     squash(await gluedNotice.first().innerText().catch(() => '(no notice)')).slice(0, 200));
-  // Fix All, then save: the file on disk must hold the glued entry on a line of its own
   const gluedPath = path.join(FOLDER, 'glued-session.jsonl');
   const before = fs.readFileSync(gluedPath, 'utf8');
   await page.locator('.tab[aria-label*="glued-session.jsonl"]').first().click();
@@ -257,17 +299,129 @@ try {
   const split = savedLines.length === before.split('\n').length + 1 && savedLines[2].startsWith('{"type":"message","id":"g0000002"');
   check('Fix All splits them onto lines of their own', split,
     `${attempts} attempt(s); lines now start: ${savedLines.map((l) => l.slice(0, 34)).join(' | ')}`);
-  // the tree of the repaired file no longer says pi skips a line
-  const noticeGone = await treePane.getByText('pi skips').first().waitFor({ state: 'hidden', timeout: 20_000 }).then(() => true, () => false);
+  const noticeGone = await tree.getByText('pi skips').first().waitFor({ state: 'hidden', timeout: 20_000 }).then(() => true, () => false);
   check('the notice of skipped lines goes once the file is repaired', gluedNoticeShown && split && noticeGone);
 
+  // 11. an orphan (its parent line is gone) is a second root; the quick fix re-parents it, and once
+  // saved the tree has one root again
+  await openByName(page, 'orphan-session.jsonl');
+  const orphanRow = tree.locator('.monaco-list-row', { hasText: 'A question whose parent line is gone' });
+  await visible(orphanRow, 30_000);
   await page.waitForTimeout(500);
-  await page.screenshot({ path: path.join(OUT, 'e2e.png') });
+  rows = await treeRows(tree);
+  const level = (text) => rows.find((r) => r.text.includes(text))?.level;
+  check('an orphan shows as a second root', level('A question whose parent line is gone') === 1 && level('Answer after the gap') === 2,
+    rows.map((r) => `${r.level}:${r.text.slice(0, 30)}`).join(' | '));
+  await page.locator('.tab[aria-label*="orphan-session.jsonl"]').first().click();
+  await goToLine(page, 4);
+  await page.waitForTimeout(1000);
+  await page.keyboard.press('Control+.');
+  const quickFix = page.locator('.action-widget', { hasText: 'Re-parent' });
+  const offered = await visible(quickFix, 20_000);
+  if (offered) await page.keyboard.press('Enter');
+  await page.waitForTimeout(800);
+  await page.keyboard.press('Control+S');
+  let oneRoot = false;
+  for (let i = 0; i < 40 && !oneRoot; i++) {
+    await page.waitForTimeout(500);
+    rows = await treeRows(tree);
+    const texts = rows.map((r) => r.text);
+    oneRoot = rows.length === 4 && rows.every((r) => r.level === 1) && texts[0].includes('First question') && texts[2].includes('parent line is gone');
+  }
+  check('after the quick fix and a save the tree drops the orphan root', offered && oneRoot,
+    rows.map((r) => `${r.level}:${r.text.slice(0, 30)}`).join(' | '));
+
+  // 12. the tree is cleared when no editor shows its session any more
+  await runCommand(page, 'View: Close All Editors');
+  const welcome = tree.getByText('Open a pi session file');
+  check('the tree is cleared when the session closes', await visible(welcome, 20_000),
+    squash(await tree.innerText().catch(() => '')).slice(0, 200));
+
+  // 13. the viewer escapes what the session holds: HTML and script tags show as text, nothing runs
+  await openByName(page, 'hostile-session.jsonl');
+  await runCommand(page, 'Pi Session: Open in Session Viewer');
+  let frame = viewerFrame(page);
+  const hostileShown = await visible(frame.locator('.item', { hasText: 'Show me this markup' }), 60_000);
+  let escaped = false;
+  let detail = '';
+  if (hostileShown) {
+    for (const summary of await frame.locator('details > summary').all()) await summary.click();
+    const text = await frame.locator('#entries').innerText();
+    const scripts = await frame.locator('#entries script').count();
+    const injected = await frame.locator('#entries img[src="x"], #entries b').count();
+    const bold = await frame.locator('#entries strong', { hasText: 'real bold' }).count();
+    escaped = text.includes('<script>alert("pwned")</script>') && text.includes('<img src=x onerror=alert(1)>') && scripts === 0
+      && injected === 0 && bold === 1 && dialogs.length === 0;
+    detail = `${scripts} script, ${injected} injected element(s), ${bold} bold, ${dialogs.length} dialog(s)`;
+  }
+  check('the viewer shows HTML and script tags from the session as text', escaped, detail);
+  await shot(page, 'e2e-escaping.png');
+  // pi appends while the viewer follows the leaf: the new entry shows up at the end
+  fs.appendFileSync(path.join(FOLDER, 'hostile-session.jsonl'), `${JSON.stringify({
+    type: 'message', id: 'h0000009', parentId: 'h0000005', timestamp: '2026-01-05T10:00:40.000Z',
+    message: { role: 'user', content: 'Appended while the viewer was open', timestamp: 1767607240000 },
+  })}\n`);
+  check('the viewer follows pi appending to the session', await visible(frame.locator('.item', { hasText: 'Appended while the viewer was open' }), 30_000));
+
+  // 14. a 100 MB session (over what VS Code hands to extensions) opens from the Explorer in the viewer
+  await runCommand(page, 'View: Close All Editors');
+  if (await page.locator('.part.panel').isVisible().catch(() => false)) await page.keyboard.press('Control+J'); // room for the viewer
+  await runCommand(page, 'View: Show Explorer');
+  const bigFolder = page.locator('.explorer-folders-view .monaco-list-row[aria-label^="big"]').first();
+  const bigFile = page.locator('.explorer-folders-view .monaco-list-row[aria-label^="big-session.jsonl"]');
+  for (let i = 0; i < 4 && !(await visible(bigFile, 3000)); i++) await bigFolder.click().catch(() => undefined);
+  const opened = Date.now();
+  await openFromExplorer(page, 'big-session.jsonl');
+  frame = viewerFrame(page);
+  const statsShown = await visible(frame.locator('#stats', { hasText: 'entries' }), 120_000);
+  const firstItems = statsShown ? await frame.locator('.item').count() : 0;
+  const textTabs = await page.locator('.tab[aria-label*="big-session.jsonl"]').count();
+  check('a 100 MB session opens in the viewer, in place of the text editor', statsShown && firstItems > 0 && textTabs === 1,
+    `${((Date.now() - opened) / 1000).toFixed(1)} s; ${firstItems} entries shown; ${textTabs} tab(s); ${squash(await frame.locator('#stats').innerText().catch(() => '')).slice(0, 160)}`);
+  // scroll: pages come as you go
+  let lastIndex = 0;
+  for (let i = 0; i < 30 && lastIndex < 350; i++) {
+    await frame.locator('#entries').evaluate(() => window.scrollBy(0, 4000));
+    await page.waitForTimeout(400);
+    lastIndex = Number(await frame.locator('.item').last().getAttribute('data-index').catch(() => '0'));
+  }
+  check('scrolling the viewer loads the following pages', lastIndex >= 350, `last entry shown: #${lastIndex}; ${await frame.locator('#status').innerText().catch(() => '')}`);
+  // expand a tool call
+  const toolCall = frame.locator('details.tool-call').first();
+  await toolCall.locator('summary').click();
+  const expanded = (await toolCall.getAttribute('open')) !== null && /"(path|command)"/.test(await toolCall.innerText());
+  check('a tool call expands to its arguments', expanded, squash(await toolCall.innerText().catch(() => '')).slice(0, 120));
+  // switch a branch at the first switcher with another branch to go to
+  const switchButton = frame.locator('.switcher button[data-action="switch"]:not([disabled])').first();
+  let switched = false;
+  let switchDetail = '';
+  if (await visible(switchButton, 10_000)) {
+    const item = switchButton.locator('xpath=ancestor::div[contains(@class,"item")]');
+    const index = await item.getAttribute('data-index');
+    const idBefore = await item.getAttribute('data-id');
+    await switchButton.click();
+    const pathNote = frame.locator('#path', { hasText: 'through entry' });
+    switched = await visible(pathNote, 30_000);
+    const idAfter = await frame.locator(`.item[data-index="${index}"]`).getAttribute('data-id').catch(() => null);
+    switched = switched && idAfter !== null && idAfter !== idBefore;
+    switchDetail = `entry #${index}: ${idBefore} -> ${idAfter}`;
+  }
+  check('the branch switcher shows another branch', switched, switchDetail);
+  await page.waitForTimeout(500);
+  await shot(page, 'e2e-viewer.png');
+  // the tree follows the viewer, down to the leaf of the big session
+  await runCommand(page, 'Focus on Session Tree View');
+  const bigLeaf = tree.locator('.monaco-list-row', { hasText: '◀ leaf' });
+  const bigTree = await visible(bigLeaf, 90_000);
+  const treeText = squash(await tree.innerText().catch(() => ''));
+  check('the tree shows the viewer\'s session with its leaf', bigTree && !treeText.includes('Show me this markup'),
+    squash(await bigLeaf.first().innerText().catch(() => '')).slice(0, 120));
+  await shot(page, 'e2e.png');
   log('screenshots saved in', OUT);
 } catch (e) {
   check('the test ran to the end', false, String(e).slice(0, 300));
   try {
-    await ctx.pages()[0].screenshot({ path: path.join(OUT, 'e2e-error.png') });
+    await shot(ctx.pages()[0], 'e2e-error.png');
   } catch {}
 } finally {
   await ctx.close();

@@ -5,24 +5,24 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { loadExtension, fakeContext, makeDocument, Uri } = require('./stubs');
+const { loadExtension, fakeContext, fakePanel, makeDocument, Uri } = require('./stubs');
+const { makeTreeServer, chainEntries } = require('./fakeTree');
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
 const HEADER = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}';
 const SESSION_URI = 'file:///w/sessions/a.jsonl';
 
-// A tree as pi/getTree (flat) returns it: a root chain that branches at u2.
-const TREE = {
-  leafId: 'a3',
-  nodes: [
-    { id: 'u1', parentId: null, type: 'message', role: 'user', preview: 'user: hello', line: 1, depth: 0, isLeaf: false, onLeafPath: true, isBranchPoint: false },
-    { id: 'a1', parentId: 'u1', type: 'message', role: 'assistant', preview: 'assistant: hi', line: 2, depth: 1, isLeaf: false, onLeafPath: true, isBranchPoint: true },
-    { id: 'u2', parentId: 'a1', type: 'message', role: 'user', preview: 'user: try A', line: 3, depth: 2, isLeaf: false, onLeafPath: false, isBranchPoint: false, label: 'first' },
-    { id: 'a2', parentId: 'u2', type: 'message', role: 'assistant', preview: 'assistant: A done', line: 4, depth: 3, isLeaf: false, onLeafPath: false, isBranchPoint: false },
-    { id: 'u3', parentId: 'a1', type: 'message', role: 'user', preview: 'user: try B', line: 5, depth: 2, isLeaf: false, onLeafPath: true, isBranchPoint: false },
-    { id: 'a3', parentId: 'u3', type: 'message', role: 'assistant', preview: 'assistant: B done', line: 6, depth: 3, isLeaf: true, onLeafPath: true, isBranchPoint: false },
-  ],
-};
+// The session behind the stub server: a root chain that branches at a1 (u2 - a2, labelled "first";
+// u3 - a3, the leaf). Lines are 1-based positions in the file (the header is line 0).
+const ENTRIES = [
+  { id: 'u1', parent: null, preview: 'user: hello' },
+  { id: 'a1', parent: 'u1', role: 'assistant', preview: 'assistant: hi' },
+  { id: 'u2', parent: 'a1', preview: 'user: try A', label: 'first' },
+  { id: 'a2', parent: 'u2', role: 'assistant', preview: 'assistant: A done' },
+  { id: 'u3', parent: 'a1', preview: 'user: try B' },
+  { id: 'a3', parent: 'u3', role: 'assistant', preview: 'assistant: B done' },
+];
+const TREE = makeTreeServer(ENTRIES, 'a3').getTree({});
 
 const CONTEXT = {
   messages: [
@@ -60,11 +60,13 @@ async function activated(options = {}) {
   const doc = makeDocument(Uri.parse(SESSION_URI), `${HEADER}\n{"type":"message"}\n`, 'pi-session');
   state.documents.push(doc);
   state.activeTextEditor = { document: doc, selection: { active: { line: options.cursorLine ?? 0, character: 0 } } };
+  const server = options.server ?? makeTreeServer(ENTRIES, 'a3');
   state.responder = (method, params) => {
-    if (method === 'pi/getTree') return options.getTree ? options.getTree(params) : TREE;
+    if (method === 'pi/getTree') return options.getTree ? options.getTree(params) : server.getTree(params);
     if (method === 'pi/getEntryAtLine') return (options.getEntryAtLine ?? entryAtLineOf(TREE))(params);
     if (method === 'pi/buildSessionContext') return CONTEXT;
-    if (method === 'pi/getInfo') return options.getInfo ? options.getInfo(params) : { skippedLines: 0 };
+    if (method === 'pi/getInfo') return options.getInfo ? options.getInfo(params) : { skippedLines: 0, entryCount: ENTRIES.length };
+    if (options.other) return options.other(method, params);
     if (method === 'pi/branch') return { leafId: params.entryId };
     if (method === 'pi/append') return { id: 'new1' };
     return null;
@@ -73,7 +75,7 @@ async function activated(options = {}) {
   const api = loaded.ext.activate(context);
   await api.ready;
   await flush();
-  return { ...loaded, api, context, doc, client: state.clients[0] };
+  return { ...loaded, api, context, doc, server, client: state.clients[0] };
 }
 
 test('every command in package.json is registered, and only those', async (t) => {
@@ -110,7 +112,8 @@ test('no server anywhere: a clear error with the fix, and no client', async (t) 
   t.after(restore);
   assert.equal(state.clients.length, 0);
   assert.equal(state.messages.error.length, 1);
-  assert.match(state.messages.error[0], /pip install pi-session-server/);
+  assert.match(state.messages.error[0], /pip install \/path\/to\/pi-session-server/);
+  assert.doesNotMatch(state.messages.error[0], /pip install pi-session-server/);
   assert.match(state.messages.error[0], /piSession\.server\.pythonPath/);
 });
 
@@ -124,151 +127,139 @@ test('a start failure is reported with the command that was tried', async (t) =>
   assert.match(loaded.state.messages.error[0], /did not start .*ENOENT.*\/nowhere\/pi-session serve/);
 });
 
-test('the tree view loads pi/getTree (flat, default filter) for the active session and nests branches', async (t) => {
+/** The rows the view shows under an element (or at the top), "load more" items included. */
+const children = (api, element) => api.tree.getChildren(element);
+const ids = (items) => items.map((i) => (i.kind === 'row' ? i.node.id : `more:${i.direction}:${i.count}`));
+
+test('the tree view loads the top level around the leaf (chain windows), then each level down to it', async (t) => {
   const { client, state, api, restore } = await activated();
   t.after(restore);
-  const request = client.requests.find((r) => r.method === 'pi/getTree');
-  assert.deepEqual(request.params, { uri: SESSION_URI, filter: 'default', form: 'flat', activeBranchFirst: true, offset: 0, limit: 50000 });
+  const trees = client.requests.filter((r) => r.method === 'pi/getTree').map((r) => r.params);
+  const base = { uri: SESSION_URI, filter: 'default', form: 'flat', activeBranchFirst: true };
+  assert.deepEqual(trees[0], { ...base, chain: true, offset: 0, limit: 200 });
+  assert.deepEqual(trees[1], { ...base, chain: true, offset: 0, limit: 200, aroundId: 'a3' });
+  assert.deepEqual(trees[2], { ...base, rootId: 'a1', depth: 1, offset: 1, limit: 201, aroundId: 'a3' });
+  assert.deepEqual(trees[3], { ...base, rootId: 'a3', chain: true, offset: 0, limit: 200, aroundId: 'a3' });
+  assert.equal(trees.length, 4);
   assert.equal(state.treeViews[0].id, 'piSession.tree');
-  const roots = api.tree.getChildren();
-  assert.deepEqual(roots.map((r) => r.node.id), ['u1', 'a1']);
-  assert.deepEqual(api.tree.getChildren(roots[1]).map((r) => r.node.id), ['u2', 'u3']);
+  const roots = await children(api);
+  assert.deepEqual(ids(roots), ['u1', 'a1']);
+  const branches = await children(api, roots[1]);
+  assert.deepEqual(ids(branches), ['u3', 'u2']); // the leaf's branch first, as pi's /tree
   const branchItem = api.tree.getTreeItem(roots[1]);
   assert.match(branchItem.description, /2 branches/);
-  assert.equal(branchItem.iconPath.id, 'git-branch');
-  const labeled = api.tree.getTreeItem(api.tree.getChildren(roots[1])[0]);
+  assert.equal(branchItem.iconPath.id, 'hubot');
+  assert.equal(branchItem.collapsibleState, 2); // expanded: on the leaf's path
+  const labeled = api.tree.getTreeItem(branches[1]);
   assert.equal(labeled.label, '[first] user: try A');
-  const leafRow = api.tree.getChildren(api.tree.getChildren(roots[1])[1])[0];
+  assert.equal(labeled.iconPath.id, 'account');
+  assert.equal(labeled.iconPath.color.id, 'disabledForeground'); // off the leaf's path
+  const leafRow = (await children(api, branches[0]))[0];
   assert.equal(api.tree.getParent(leafRow).node.id, 'u3');
+  assert.equal(api.tree.getParent(api.tree.getParent(leafRow)).node.id, 'a1');
   const leaf = api.tree.getTreeItem(leafRow);
-  assert.match(leaf.description, /leaf/);
-  assert.deepEqual(leaf.command.arguments, [SESSION_URI, 6]);
+  assert.match(leaf.description, /◀ leaf/);
+  assert.equal(leaf.iconPath.color.id, 'charts.orange');
+  assert.deepEqual(leaf.command, { command: 'piSession.openEntry', title: 'Open', arguments: [{ uri: SESSION_URI, entryId: 'a3', line: 6 }] });
   assert.match(state.treeViews[0].description, /a\.jsonl · default/);
+  // the leaf is selected on load, without taking the focus
+  assert.deepEqual(state.treeViews[0].revealed.map((r) => [r.element.node.id, r.opts.select, r.opts.focus]), [['a3', true, false]]);
 });
 
-/**
- * pi/getTree as the server pages it: at most `max` nodes per reply; without `limit` a result bigger
- * than `max` is refused with -32011 TooLarge; with `offset`/`limit` the reply adds total/hasMore/nextOffset.
- */
-function pagingServer(all, max, requests = []) {
-  return (params) => {
-    requests.push(params);
-    const total = all.nodes.length;
-    if (params.limit === undefined && params.offset === undefined) {
-      if (total > max) {
-        throw Object.assign(new Error(`The tree has ${total} nodes, more than the ${max} one reply may hold`), { code: -32011, data: { total, max } });
-      }
-      return all;
-    }
-    const offset = params.offset ?? 0;
-    const size = Math.min(params.limit ?? max, max);
-    const nodes = all.nodes.slice(offset, offset + size);
-    const following = offset + nodes.length;
-    const reply = { leafId: all.leafId, nodes, total, hasMore: following < total };
-    if (following < total) reply.nextOffset = following;
-    return reply;
-  };
-}
-
-test('the tree view joins pages: a server answering two nodes per reply gives the same tree', async (t) => {
-  const requests = [];
-  const { api, state, restore } = await activated({ getTree: pagingServer(TREE, 2, requests) });
+test('a 100,001-entry session: the view loads pages around the leaf, never the whole tree; "load more" extends them', async (t) => {
+  const entries = chainEntries(100_001);
+  const server = makeTreeServer(entries, entries[100_000].id);
+  const { client, state, api, restore } = await activated({ server, getInfo: () => ({ skippedLines: 0, entryCount: 100_001 }) });
   t.after(restore);
-  assert.deepEqual(requests.map((p) => [p.offset, p.limit]), [[0, 50000], [2, 50000], [4, 50000]]);
-  assert.ok(requests.every((p) => p.filter === 'default' && p.form === 'flat' && p.activeBranchFirst === true));
-  assert.deepEqual(api.tree.nodes.map((n) => n.id), TREE.nodes.map((n) => n.id));
-  const roots = api.tree.getChildren();
-  assert.deepEqual(roots.map((r) => r.node.id), ['u1', 'a1']);
-  assert.deepEqual(api.tree.getChildren(roots[1]).map((r) => r.node.id), ['u2', 'u3']);
-  assert.match(api.tree.getTreeItem(roots[1]).description, /2 branches/);
-  const leafRow = api.tree.getChildren(api.tree.getChildren(roots[1])[1])[0];
-  assert.match(api.tree.getTreeItem(leafRow).description, /◀ leaf/);
-  assert.equal(state.treeViews[0].message, undefined);
+  const requests = client.requests.filter((r) => r.method === 'pi/getTree');
+  assert.equal(requests.length, 2);
+  assert.ok(requests.every((r) => r.params.limit <= 200 && r.params.chain === true));
+  const top = await children(api);
+  assert.equal(top[0].kind, 'more');
+  assert.equal(top[0].count, 100_001 - 200);
+  assert.equal(top.length, 201); // "load earlier" and the 200 rows ending with the leaf
+  assert.match(api.tree.getTreeItem(top[200]).description, /◀ leaf/);
+  assert.equal(state.treeViews[0].revealed[0].element, top[200]);
+  const more = api.tree.getTreeItem(top[0]);
+  assert.match(more.label, /^Load 200 earlier \(of 99,801\)…$/);
+  assert.equal(more.command.command, 'piSession.tree.loadMore');
+  await state.commands.get('piSession.tree.loadMore')(...more.command.arguments);
+  const after = await children(api);
+  assert.equal(after.length, 401);
+  assert.equal(after[201], top[1]); // rows shown before keep their objects (the view keeps its state)
+  assert.equal(after[400], top[200]);
 });
 
-test('the tree view says when pi skips lines of the file (pi/getInfo), and not when a server cannot tell', async (t) => {
+test('the tree view says when pi skips lines of the file (pi/getInfo)', async (t) => {
   const asked = [];
   const skipped = { skippedLines: 1, skipped: [{ line: 7, column: 3, kind: 'malformed', message: 'invalid JSON: Unterminated string' }] };
   const { state, restore } = await activated({ getInfo: (params) => (asked.push(params.uri), skipped) });
   t.after(restore);
   assert.deepEqual(asked, [SESSION_URI]);
   assert.match(state.treeViews[0].message, /^pi skips 1 line of this file, so the tree lacks what it holds: line 8 \(invalid JSON/);
-  const older = await activated({
-    getInfo: () => {
-      throw Object.assign(new Error('Unhandled method pi/getInfo'), { code: -32601 });
-    },
-  });
-  t.after(older.restore);
-  assert.equal(older.state.treeViews[0].message, undefined);
-  assert.ok(older.api.tree.nodes.length > 0, 'the tree is shown all the same');
 });
 
-test('a tree too big for one reply (TooLarge without limit) loads in pages, and entry commands find entries in later pages', async (t) => {
-  // 120,001 entries: a user/assistant chain whose last entry is the leaf; the server caps replies at 50,000
-  const count = 120001;
-  const nodes = [];
-  for (let i = 0; i < count; i++) {
-    nodes.push({
-      id: `e${i}`, parentId: i === 0 ? null : `e${i - 1}`, type: 'message', role: i % 2 ? 'assistant' : 'user',
-      preview: `m${i}`, line: i + 1, depth: i, isLeaf: i === count - 1, onLeafPath: true, isBranchPoint: false,
-    });
+test('errors of pi/getEntryAtLine are shown, unknown method included: there is no fallback to the tree', async (t) => {
+  for (const code of [-32003, -32601]) {
+    const failing = () => {
+      throw Object.assign(new Error(`failure ${code}`), { code });
+    };
+    const { client, state, restore } = await activated({ cursorLine: 4, getEntryAtLine: failing });
+    t.after(restore);
+    const before = client.requests.filter((r) => r.method === 'pi/getTree').length;
+    await state.commands.get('piSession.branchHere')();
+    assert.equal(client.requests.filter((r) => r.method === 'pi/getTree').length, before);
+    assert.equal(client.requests.filter((r) => r.method === 'pi/branch').length, 0);
+    assert.match(state.messages.error.join(' '), new RegExp(`failure ${code}`));
   }
-  const big = { leafId: `e${count - 1}`, nodes };
-  const serve = pagingServer(big, 50000);
-  assert.throws(() => serve({ filter: 'default', form: 'flat' }), (e) => e.code === -32011 && e.data.total === count);
-  const requests = [];
-  const lineRequests = [];
-  const { api, client, state, restore } = await activated({
-    cursorLine: 100001,
-    getTree: pagingServer(big, 50000, requests),
-    getEntryAtLine: entryAtLineOf(big, lineRequests),
-  });
-  t.after(restore);
-  assert.deepEqual(requests.map((p) => p.offset), [0, 50000, 100000]);
-  assert.equal(api.tree.nodes.length, count);
-  assert.equal(state.treeViews[0].message, undefined, 'no error in the view');
-  const roots = api.tree.getChildren();
-  assert.equal(roots.length, count); // one chain stays flat
-  assert.match(api.tree.getTreeItem(roots[count - 1]).description, /◀ leaf/);
-  // Show Context at the cursor (line 100001 = entry e100000): asked for by line, not from the tree
-  await state.commands.get('piSession.showContext')();
-  assert.equal(requests.length, 3, 'no tree pages for the entry on the cursor line');
-  assert.deepEqual(lineRequests, [{ uri: SESSION_URI, line: 100001 }]);
-  assert.deepEqual(client.requests.find((r) => r.method === 'pi/buildSessionContext').params, { uri: SESSION_URI, leafId: 'e100000' });
-  assert.deepEqual(state.messages.error, []);
 });
 
-test('a server without pi/getEntryAtLine: the entry on the cursor line comes from the tree, in pages', async (t) => {
-  const requests = [];
-  const methodNotFound = () => {
-    throw Object.assign(new Error('Unhandled method pi/getEntryAtLine'), { code: -32601 });
-  };
-  const { client, state, restore } = await activated({
-    cursorLine: 4,
-    getTree: pagingServer(TREE, 2, requests),
-    getEntryAtLine: methodNotFound,
-  });
+test('the tree follows the cursor: the entry on the cursor line is selected', async (t) => {
+  const { client, state, doc, restore } = await activated();
   t.after(restore);
-  const before = requests.length;
-  state.inputBoxAnswer = 'found';
-  await state.commands.get('piSession.labelEntry')();
-  // the entry's pages (no previews, no filter), then the tree view's refresh after the label
-  assert.deepEqual(requests.slice(before, before + 3).map((p) => [p.offset, p.previews, p.filter]), [[0, false, undefined], [2, false, undefined], [4, false, undefined]]);
-  assert.deepEqual(client.requests.find((r) => r.method === 'pi/append').params, { uri: SESSION_URI, kind: 'label', targetId: 'a2', label: 'found' });
-  assert.deepEqual(state.messages.error, []);
+  const view = state.treeViews[0];
+  const editor = { document: doc, selection: { active: { line: 4, character: 0 } } }; // u2, off the leaf's path
+  state.emitters.selection.fire({ textEditor: editor });
+  await new Promise((r) => setTimeout(r, 250));
+  assert.deepEqual(client.requests.filter((r) => r.method === 'pi/getEntryAtLine').pop().params, { uri: SESSION_URI, line: 4 });
+  const last = view.revealed[view.revealed.length - 1];
+  assert.equal(last.element.node.id, 'a2');
+  assert.deepEqual([last.opts.select, last.opts.focus], [true, false]);
+  const revealed = view.revealed.length;
+  state.treeVisible = false; // a hidden view is not opened by following
+  state.emitters.selection.fire({ textEditor: { document: doc, selection: { active: { line: 1, character: 0 } } } });
+  await new Promise((r) => setTimeout(r, 250));
+  assert.equal(view.revealed.length, revealed);
 });
 
-test('an error of pi/getEntryAtLine other than an unknown method is shown, not hidden by the tree', async (t) => {
-  const failing = () => {
-    throw Object.assign(new Error('Session file is not a valid pi session: /w/sessions/a.jsonl'), { code: -32003 });
-  };
-  const { client, state, restore } = await activated({ cursorLine: 4, getEntryAtLine: failing });
+test('the tree is cleared when no editor shows the session any more', async (t) => {
+  const { state, api, restore } = await activated();
   t.after(restore);
-  const before = client.requests.filter((r) => r.method === 'pi/getTree').length;
-  await state.commands.get('piSession.branchHere')();
-  assert.equal(client.requests.filter((r) => r.method === 'pi/getTree').length, before);
-  assert.equal(client.requests.filter((r) => r.method === 'pi/branch').length, 0);
-  assert.match(state.messages.error.join(' '), /not a valid pi session/);
+  const { TabInputText, TabInputCustom } = require('vscode'); // the stub, while loaded
+  state.tabGroups = [{ viewColumn: 1, tabs: [{ input: new TabInputCustom(Uri.parse(SESSION_URI), 'piSession.viewer') }] }];
+  state.emitters.tabs.fire({ opened: [], closed: [{ input: new TabInputText(Uri.parse(SESSION_URI)) }], changed: [] });
+  await flush();
+  assert.equal(api.tree.uri.toString(), SESSION_URI); // the viewer still shows it
+  state.tabGroups = [{ viewColumn: 1, tabs: [] }];
+  state.emitters.tabs.fire({ opened: [], closed: [{ input: new TabInputCustom(Uri.parse(SESSION_URI), 'piSession.viewer') }], changed: [] });
+  await flush();
+  assert.equal(api.tree.uri, undefined);
+  assert.deepEqual(await children(api), []);
+});
+
+test('closing all editors clears the tree even when each one became active on the way', async (t) => {
+  const { state, api, restore } = await activated();
+  t.after(restore);
+  const { TabInputText } = require('vscode');
+  const other = makeDocument(Uri.parse('file:///w/sessions/b.jsonl'), `${HEADER}\n`, 'pi-session');
+  state.documents.push(other);
+  // the first tab closes, the other becomes active, and its tab closes right away too
+  state.tabGroups = [];
+  state.activeTextEditor = { document: other, selection: { active: { line: 0, character: 0 } } };
+  state.emitters.active.fire(state.activeTextEditor);
+  state.emitters.tabs.fire({ opened: [], closed: [{ input: new TabInputText(other.uri) }], changed: [] });
+  await flush();
+  assert.equal(api.tree.uri, undefined);
 });
 
 test('the filter picker re-requests the tree with the chosen mode', async (t) => {
@@ -290,7 +281,7 @@ test('pi/didChange for the shown session refreshes the tree; for another file it
   assert.equal(count(), before);
   client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'appended', newEntryIds: ['x'], leafId: 'x' });
   await flush();
-  assert.equal(count(), before + 1);
+  assert.ok(count() > before);
 });
 
 test('Show Context at the cursor asks for that entry and opens a read-only Markdown document', async (t) => {
@@ -324,16 +315,42 @@ test('Show Context in JSON format shows the raw result', async (t) => {
   const shown = state.shownDocuments.pop();
   assert.match(shown.document.uri.path, /\.json$/);
   assert.deepEqual(JSON.parse(shown.document.getText()), CONTEXT);
+  // pi's key order, not sorted: `role` before `content`, `type` before `text`
+  const text = shown.document.getText();
+  assert.ok(text.indexOf('"role"') < text.indexOf('"content"'));
+  assert.ok(text.indexOf('"type": "text"') < text.indexOf('"text": "hi there"'));
 });
 
-test('Branch Here from a tree row sends pi/branch with its id and refreshes the tree', async (t) => {
+test('Branch Here from a tree row sends pi/branch with its id, refreshes the tree and the code lenses', async (t) => {
   const { client, state, api, restore } = await activated();
   t.after(restore);
-  const row = api.tree.getChildren(api.tree.getChildren()[1])[0]; // u2
+  const roots = await children(api);
+  const row = (await children(api, roots[1]))[1]; // u2
   const before = client.requests.filter((r) => r.method === 'pi/getTree').length;
   await state.commands.get('piSession.branchHere')(row, [row]);
   assert.deepEqual(client.requests.find((r) => r.method === 'pi/branch').params, { uri: SESSION_URI, entryId: 'u2' });
-  assert.equal(client.requests.filter((r) => r.method === 'pi/getTree').length, before + 1);
+  assert.ok(client.requests.filter((r) => r.method === 'pi/getTree').length > before);
+  assert.equal(state.codeLensRefreshes, 1); // the leaf lens follows Branch Here
+});
+
+test('an entry named by {uri, entryId} is looked up alone (one node of pi/getTree), not in the whole tree', async (t) => {
+  const { client, state, restore } = await activated();
+  t.after(restore);
+  await state.commands.get('piSession.branchHere')({ uri: SESSION_URI, entryId: 'u2' });
+  const lookup = client.requests.filter((r) => r.method === 'pi/getTree').find((r) => r.params.rootId === 'u2');
+  assert.deepEqual(lookup.params, { uri: SESSION_URI, rootId: 'u2', depth: 0, previews: false });
+  assert.deepEqual(client.requests.find((r) => r.method === 'pi/branch').params, { uri: SESSION_URI, entryId: 'u2' });
+});
+
+test('code lens titles from the server get codicons', async (t) => {
+  const { client, restore } = await activated();
+  t.after(restore);
+  const lenses = await client.clientOptions.middleware.provideCodeLenses({}, {}, async () => [
+    { command: { title: '⑂ 2 branches' } },
+    { command: { title: '● leaf: pi continues here' } },
+    {},
+  ]);
+  assert.deepEqual(lenses.map((l) => l.command?.title), ['$(git-branch) 2 branches', '$(target) leaf: pi continues here', undefined]);
 });
 
 test('Branch Here on the header line is an error, and nothing is sent', async (t) => {
@@ -360,10 +377,11 @@ test('Label Entry appends a label; an empty answer clears it (no label key); can
   ]);
 });
 
-test('Reveal Entry puts the cursor on the entry line', async (t) => {
-  const { state, restore } = await activated();
+test('a tree row opens its line in the session editor', async (t) => {
+  const { state, doc, restore } = await activated();
   t.after(restore);
-  await state.commands.get('piSession.revealEntry')(SESSION_URI, 4);
+  state.visibleTextEditors = [{ document: doc }];
+  await state.commands.get('piSession.openEntry')({ uri: SESSION_URI, entryId: 'u2', line: 3 });
   const shown = state.shownDocuments.pop();
   assert.equal(shown.document.uri.toString(), SESSION_URI);
 });
@@ -555,4 +573,173 @@ test('an ordinary .jsonl activates the extension but does not start the server; 
   loaded.state.emitters.open.fire(makeDocument(Uri.parse('file:///w/s.jsonl'), `${HEADER}\n`, 'pi-session'));
   await flush();
   assert.equal(loaded.state.clients.length, 1);
+});
+
+// ---- detection of damaged sessions ----------------------------------------------------------------
+
+test('a .jsonl without a header, or with the header moved down, becomes pi-session by its first lines', async (t) => {
+  const { state, restore } = await activated();
+  t.after(restore);
+  const line = (id, parent) => `{"type":"message","id":"${id}","parentId":${parent ? `"${parent}"` : 'null'},"timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"x"}}`;
+  const headerless = makeDocument(Uri.parse('file:///w/x/headerless.jsonl'), `${line('a1', null)}\n${line('a2', 'a1')}\n`, 'jsonl');
+  const moved = makeDocument(Uri.parse('file:///w/x/moved.jsonl'), `${line('a1', null)}\n${HEADER}\n`, 'jsonl');
+  const plain = makeDocument(Uri.parse('file:///w/x/events.jsonl'), '{"type":"event","id":"1","parentId":null}\n', 'jsonl');
+  for (const d of [headerless, moved, plain]) state.emitters.open.fire(d);
+  await flush();
+  assert.deepEqual(state.languageChanges.map((c) => c.uri), ['file:///w/x/headerless.jsonl', 'file:///w/x/moved.jsonl']);
+});
+
+// ---- the session viewer ---------------------------------------------------------------------------
+
+const HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>';
+const PATH_PAGE = {
+  leafId: 'a3', endId: 'a3', total: 3, offset: 0, hasMore: false,
+  items: [
+    { entry: { type: 'message', id: 'u1', parentId: null, timestamp: '2026-01-05T10:00:00.000Z', message: { role: 'user', content: HOSTILE } }, childIds: ['a1'], line: 1 },
+    { entry: { type: 'message', id: 'a1', parentId: 'u1', timestamp: '2026-01-05T10:00:01.000Z', message: { role: 'assistant', content: [{ type: 'toolCall', id: 't', name: 'bash', arguments: { command: HOSTILE } }], model: 'm', usage: { input: 5, output: 6, cost: { total: 0.5 } } } }, childIds: ['u2', 'u3'], line: 2 },
+    { entry: { type: 'message', id: 'u3', parentId: 'a1', timestamp: '2026-01-05T10:00:02.000Z', message: { role: 'user', content: 'try B' } }, childIds: [], siblingIds: ['u2', 'u3'], line: 5, label: HOSTILE },
+  ],
+};
+const STATS = { entryCount: 6, types: { message: 6 }, roles: { user: 3, assistant: 3 }, branchPoints: 1, leaves: 2, tokens: { input: 5, output: 6 }, cost: 0.5, models: { m: { turns: 1, totalTokens: 11, cost: 0.5 } } };
+
+async function openViewer(options = {}) {
+  const paths = [];
+  const loaded = await activated({
+    ...options,
+    other: (method, params) => {
+      if (method === 'pi/getPath') {
+        paths.push(params);
+        return params.offset >= PATH_PAGE.total ? { ...PATH_PAGE, offset: PATH_PAGE.total, items: [] } : PATH_PAGE;
+      }
+      if (method === 'pi/getStats') return STATS;
+      return null;
+    },
+  });
+  const registered = loaded.state.customEditors.get('piSession.viewer');
+  const panel = fakePanel();
+  registered.provider.resolveCustomEditor(registered.provider.openCustomDocument(Uri.parse(SESSION_URI)), panel);
+  panel.send({ type: 'ready' });
+  await flush();
+  return { ...loaded, panel, paths, provider: registered.provider };
+}
+
+test('the viewer is a read-only custom editor that is an option for .jsonl files', () => {
+  const [editor] = manifest.contributes.customEditors;
+  assert.equal(editor.viewType, 'piSession.viewer');
+  assert.equal(editor.priority, 'option');
+  assert.deepEqual(editor.selector, [{ filenamePattern: '*.jsonl' }]);
+  const explorer = manifest.contributes.menus['explorer/context'].find((m) => m.command === 'piSession.openViewer');
+  assert.equal(explorer.when, 'resourceExtname == .jsonl');
+  assert.ok(manifest.contributes.viewsContainers.activitybar.some((c) => c.id === 'piSession'));
+  assert.deepEqual(manifest.contributes.views.piSession.map((v) => v.id), ['piSession.tree']);
+});
+
+test('the viewer page has a strict Content-Security-Policy: a nonce for its one script, no inline code', async (t) => {
+  const { panel, restore } = await openViewer();
+  t.after(restore);
+  const html = panel.webview.html;
+  const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)[1];
+  const nonce = /script-src 'nonce-([^']+)'/.exec(csp)[1];
+  assert.match(csp, /^default-src 'none'; img-src vscode-resource: data:; style-src vscode-resource:; script-src 'nonce-/);
+  assert.doesNotMatch(csp, /unsafe/);
+  const scripts = [...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1]);
+  assert.deepEqual(scripts, [` nonce="${nonce}" src="vscode-webview-resource:${path.join(__dirname, '..', '..')}/media/viewer.js"`]);
+  assert.doesNotMatch(html, /\son[a-z]+=/i); // no inline event handlers
+  assert.equal(panel.webview.options.enableScripts, true);
+});
+
+test('the viewer reads the path and then the totals through the server, and escapes what the session holds', async (t) => {
+  const { panel, paths, client, restore } = await openViewer();
+  t.after(restore);
+  assert.deepEqual(paths, [{ uri: SESSION_URI, offset: 0, limit: 100 }]);
+  const methods = client.requests.map((r) => r.method).filter((m) => m === 'pi/getPath' || m === 'pi/getStats');
+  assert.deepEqual(methods, ['pi/getPath', 'pi/getStats']);
+  const reset = panel.posted.find((m) => m.type === 'reset');
+  assert.equal(reset.following, true);
+  assert.deepEqual(reset.page.items.map((i) => [i.index, i.id, i.children]), [[0, '"u1"', 1], [1, '"a1"', 2], [2, '"u3"', 0]]);
+  const html = reset.page.items.map((i) => i.html).join('');
+  assert.doesNotMatch(html, /<script|<img src=x/);
+  assert.match(html, /&lt;script&gt;alert\(&quot;x&quot;\)&lt;\/script&gt;/); // markdown-it escapes the text
+  assert.match(html, /<span class="label">&#60;script&#62;/); // the label
+  assert.match(html, /branch 2 of 2/);
+  const stats = panel.posted.find((m) => m.type === 'stats');
+  assert.match(stats.html, /6 entries/);
+});
+
+test('the viewer loads further pages, switches branches, lists them, and follows the file', async (t) => {
+  const { panel, paths, client, restore } = await openViewer();
+  t.after(restore);
+  panel.send({ type: 'load', offset: 100, limit: 100, purpose: 'append' });
+  await flush();
+  assert.deepEqual(paths.pop(), { uri: SESSION_URI, offset: 100, limit: 100 });
+  assert.equal(panel.posted.pop().purpose, 'append');
+  panel.send({ type: 'switch', target: '"u2"', index: 2 });
+  await flush();
+  assert.deepEqual(paths.pop(), { uri: SESSION_URI, entryId: 'u2', descend: true, offset: 0, limit: 100 });
+  const reset = panel.posted.filter((m) => m.type === 'reset').pop();
+  assert.equal(reset.following, false);
+  assert.equal(reset.focus, 2);
+  assert.match(reset.path, /through entry &#34;u2&#34;/);
+  panel.send({ type: 'branches', index: 2, parentId: '"a1"' });
+  await flush();
+  const listing = client.requests.filter((r) => r.method === 'pi/getTree').pop();
+  assert.deepEqual(listing.params, { uri: SESSION_URI, filter: 'none', limit: 500, rootId: 'a1', depth: 1 });
+  const branches = panel.posted.filter((m) => m.type === 'branches').pop();
+  assert.deepEqual(branches.items.map((b) => b.id), ['"u3"', '"u2"']);
+  // pi appends: the totals are read again and the webview is told (it asks for the new entries)
+  const stats = client.requests.filter((r) => r.method === 'pi/getStats').length;
+  client.notify('pi/didChange', { uri: SESSION_URI, kind: 'appended', newEntryIds: ['z'], leafId: 'z' });
+  await flush();
+  assert.equal(client.requests.filter((r) => r.method === 'pi/getStats').length, stats + 1);
+  assert.ok(panel.posted.some((m) => m.type === 'changed'));
+  panel.send({ type: 'toLeaf' });
+  await flush();
+  assert.equal(paths.pop().entryId, undefined);
+});
+
+test('the viewer\'s buttons: open as text, the tree at an entry, the context at an entry, a line', async (t) => {
+  const { panel, state, api, restore } = await openViewer();
+  t.after(restore);
+  panel.send({ type: 'openText' });
+  await flush();
+  assert.deepEqual(state.executed.pop(), ['vscode.openWith', Uri.parse(SESSION_URI), 'default']);
+  panel.send({ type: 'tree', id: '"u2"' });
+  await flush();
+  assert.equal(api.tree.uri.toString(), SESSION_URI);
+  assert.equal(state.treeViews[0].revealed.pop().element.node.id, 'u2');
+  panel.send({ type: 'context', id: '"a1"' });
+  await flush();
+  assert.match(state.shownDocuments.pop().document.uri.path, /context at a1\.md$/);
+});
+
+function sessionFile(dir, name, lines) {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, lines.join('\n') + '\n');
+  return file;
+}
+
+test('a session file too big for extensions opens in the viewer instead of the text editor; other files stay text', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'big-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const filler = `{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"${'x'.repeat(3000)}"}}`;
+  const big = sessionFile(dir, 'big.jsonl', [HEADER, filler]);
+  const bigHeaderless = sessionFile(dir, 'cut.jsonl', [filler]);
+  const data = sessionFile(dir, 'data.jsonl', [`{"a":"${'x'.repeat(3000)}"}`]);
+  const small = sessionFile(dir, 'small.jsonl', [HEADER]);
+  const { state, restore } = await activated({ config: { 'piSession.viewer.openFilesLargerThanMB': 0.002 } }); // 2 KB
+  t.after(restore);
+  const { TabInputText } = require('vscode');
+  const tabs = [big, bigHeaderless, data, small].map((file) => ({ input: new TabInputText(Uri.file(file)), group: { viewColumn: 2 } }));
+  state.tabGroups = [{ viewColumn: 2, tabs }];
+  state.emitters.tabs.fire({ opened: tabs, closed: [], changed: [] });
+  await new Promise((r) => setTimeout(r, 50));
+  const opened = state.executed.filter(([id]) => id === 'vscode.openWith').map(([, uri, viewType, column]) => [uri.fsPath, viewType, column]);
+  assert.deepEqual(opened, [[big, 'piSession.viewer', 2], [bigHeaderless, 'piSession.viewer', 2]]);
+  assert.deepEqual(state.closedTabs, [[tabs[0]], [tabs[1]]]);
+  // "Open as Text" is remembered: the file stays text
+  await state.commands.get('piSession.openAsText')(Uri.file(big));
+  state.executed.length = 0;
+  state.emitters.tabs.fire({ opened: [tabs[0]], closed: [], changed: [] });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(state.executed.filter(([id, , viewType]) => id === 'vscode.openWith' && viewType === 'piSession.viewer'), []);
 });

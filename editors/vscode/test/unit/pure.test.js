@@ -10,45 +10,18 @@ const { loadExtension } = require('./stubs');
 const loaded = loadExtension(); // compiled modules that import vscode need the stub too
 const out = path.join(__dirname, '..', '..', 'out', 'src');
 const treeModel = require(path.join(out, 'treeModel.js'));
-const { fetchWholeTree, TREE_PAGE_SIZE } = require(path.join(out, 'treePages.js'));
+const { LazyTree, hasChildContainer } = require(path.join(out, 'lazyTree.js'));
 const serverCommand = require(path.join(out, 'serverCommand.js'));
 const { parseCheckOutput } = require(path.join(out, 'checkReport.js'));
 const { renderContextMarkdown } = require(path.join(out, 'contextMarkdown.js'));
-const { isSessionHeaderLine } = require(path.join(out, 'detect.js'));
+const { isSessionHeaderLine, isEntryLine, looksLikeSession } = require(path.join(out, 'detect.js'));
+const render = require(path.join(out, 'viewer', 'render.js'));
+const { lensTitle } = require(path.join(out, 'codeLens.js'));
+const { makeTreeServer, chainEntries } = require('./fakeTree');
 loaded.restore();
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
 
 const node = (id, depth, extra = {}) => ({ id, parentId: null, type: 'message', role: 'user', preview: id, line: 0, depth, isLeaf: false, onLeafPath: false, isBranchPoint: false, ...extra });
-
-const shape = (rows) => rows.map((r) => (r.children.length ? [r.node.id, shape(r.children)] : r.node.id));
-
-test('buildVisibleTree rebuilds the tree from preorder rows and their depth (not from ids)', () => {
-  const rows = treeModel.buildVisibleTree([node('a', 0), node('b', 1), node('c', 2), node('b', 1), node('d', 0)]);
-  assert.deepEqual(shape(rows), [['a', [['b', ['c']], 'b']], 'd']);
-});
-
-test('buildDisplayTree: a chain stays flat, a branch point fans out, each branch nests under its first entry', () => {
-  // a - b - c <-- branch point with two branches: d - e and f - g - h (h branches again: i, j)
-  const nodes = [node('a', 0), node('b', 1), node('c', 2), node('d', 3), node('e', 4), node('f', 3), node('g', 4), node('h', 5), node('i', 6), node('j', 6)];
-  const roots = treeModel.buildDisplayTree(nodes);
-  assert.deepEqual(shape(roots), ['a', 'b', ['c', [['d', ['e']], ['f', ['g', ['h', ['i', 'j']]]]]]]);
-  const d = roots[2].children[0];
-  assert.equal(d.head, true);
-  assert.equal(d.parent, roots[2]);
-  assert.equal(d.children[0].parent, d);
-});
-
-test('buildDisplayTree: several roots are each a branch; an empty tree has no rows', () => {
-  assert.deepEqual(shape(treeModel.buildDisplayTree([node('a', 0), node('b', 1), node('c', 2), node('x', 0)])), [['a', ['b', 'c']], 'x']);
-  assert.deepEqual(treeModel.buildDisplayTree([]), []);
-});
-
-test('buildDisplayTree copes with a 100,000-entry chain', () => {
-  const chain = Array.from({ length: 100_000 }, (_, i) => node(`n${i}`, i));
-  const roots = treeModel.buildDisplayTree(chain);
-  assert.equal(roots.length, 100_000);
-  assert.ok(roots.every((r) => r.children.length === 0));
-});
 
 test('entryText: role prefix for messages, preview alone for other types, flattened and cut', () => {
   assert.equal(treeModel.entryText(node('x', 0, { preview: 'line1\nline2' })), 'user: line1 line2');
@@ -103,7 +76,8 @@ test('resolveCli: pythonPath runs the module; a broken pythonPath is an error na
   assert.deepEqual(serverCommand.withSubcommand(ok.cli, 'serve'), { command: '/venv/bin/python', args: ['-m', 'pi_session_server', 'serve'] });
   const bad = await serverCommand.resolveCli(probes({ pythonPathSetting: '/venv/bin/python', canImport: async () => ({ ok: false, detail: 'ModuleNotFoundError' }), findOnPath: () => '/bin/pi-session' }));
   assert.equal(bad.ok, false);
-  assert.match(bad.message, /\/venv\/bin\/python -m pip install pi-session-server/);
+  assert.match(bad.message, /\/venv\/bin\/python -m pip install \/path\/to\/pi-session-server \(a clone/);
+  assert.doesNotMatch(bad.message, /pip install pi-session-server/);
 });
 
 test('resolveCli: the Python extension interpreter is used when it has the server, else PATH', async () => {
@@ -120,6 +94,9 @@ test('resolveCli: the Python extension interpreter is used when it has the serve
   const none = await serverCommand.resolveCli(probes({ canImport: async () => ({ ok: false }) }));
   assert.equal(none.ok, false);
   assert.equal(none.message, serverCommand.NOT_FOUND_MESSAGE);
+  // the server is not on any package index: the messages name the install that works
+  assert.doesNotMatch(none.message, /pip install pi-session-server/);
+  assert.match(none.message, /pip install \/path\/to\/pi-session-server .*pip install -e \./);
 });
 
 test('findOnPath finds an executable file and ignores directories and non-executables', () => {
@@ -201,67 +178,218 @@ test('isSessionHeaderLine needs an object with type "session" and a string id', 
   assert.equal(isSessionHeaderLine(''), false);
 });
 
-test('leafMarker: on the leaf, else on the deepest shown node of the leaf path, else nowhere', () => {
-  const a = node('a', 0, { onLeafPath: true });
-  const b = node('b', 1, { onLeafPath: true });
-  const c = node('c', 1);
-  assert.deepEqual(treeModel.leafMarker([a, { ...b, isLeaf: true }, c], 'b').hidden, false);
-  assert.deepEqual(treeModel.leafMarker([a, b, c], 'hidden-label'), { node: b, hidden: true });
-  assert.equal(treeModel.leafMarker([a, b, c], null), undefined);
+
+// ---- detection of damaged sessions ------------------------------------------------------------
+
+const HEADER_LINE = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}';
+const entry = (id, parent, extra = '') =>
+  `{"type":"message","id":"${id}","parentId":${parent ? `"${parent}"` : 'null'},"timestamp":"2026-01-01T00:00:0${id.length}.000Z","message":{"role":"user","content":"x"}${extra}}`;
+
+test('looksLikeSession: a header on any of the first lines, or pi entries without one; ordinary JSON Lines are not', () => {
+  assert.equal(looksLikeSession([HEADER_LINE, entry('a1', null)]), true);
+  assert.equal(looksLikeSession([entry('a1', null), HEADER_LINE, entry('a2', 'a1')]), true); // header moved down
+  assert.equal(looksLikeSession([entry('a1', null), entry('a2', 'a1')]), true); // no header at all
+  assert.equal(looksLikeSession(['{"broken', entry('a1', null)]), true); // a cut-off line first
+  assert.equal(looksLikeSession([`\uFEFF${HEADER_LINE}`]), true); // a BOM: the server reports it
+  assert.equal(looksLikeSession(['{"type":"event","id":"x"}', '{"type":"event","id":"y"}']), false);
+  assert.equal(looksLikeSession(['{"type":"message","id":"x"}']), false); // no parentId, no timestamp
+  assert.equal(looksLikeSession([entry('a1', null), '{"a":1}', '{"b":2}', '{"c":3}']), false); // mostly other data
+  assert.equal(looksLikeSession(['', '  ', 'not json']), false);
+  assert.equal(looksLikeSession([...Array(25).fill('{"a":1}'), HEADER_LINE]), false); // only the first 20 lines count
+  assert.equal(isEntryLine('{"type":"context_edit","id":"e","parentId":"a","timestamp":"t","targetId":"a","replacement":null}'), true);
 });
 
-/** A pi/getTree stand-in over `nodes` that pages as the server does (at most `max` per reply). */
-function pager(nodes, max, { leafId = 'x', log = [] } = {}) {
-  return async ({ offset, limit }) => {
-    log.push([offset, limit]);
-    const list = typeof nodes === 'function' ? nodes(log.length) : nodes;
-    const page = list.slice(offset, offset + Math.min(limit, max));
-    const following = offset + page.length;
-    return { leafId, nodes: page, total: list.length, hasMore: following < list.length, ...(following < list.length ? { nextOffset: following } : {}) };
-  };
+// ---- the lazy tree ------------------------------------------------------------------------------
+
+/** a0 .. a(n-1) in a chain; the leaf at the end. */
+function lazyChain(n, pageSize) {
+  const entries = chainEntries(n);
+  const server = makeTreeServer(entries, entries[n - 1].id);
+  return { server, tree: new LazyTree(async (params) => server.getTree(params), pageSize), entries };
 }
 
-test('fetchWholeTree follows nextOffset while hasMore and joins the pages in order', async () => {
-  const nodes = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((id, i) => node(id, i));
-  const log = [];
-  const result = await fetchWholeTree(pager(nodes, 3, { log }), 3);
-  assert.deepEqual(log, [[0, 3], [3, 3], [6, 3]]);
-  assert.deepEqual(result.nodes.map((n) => n.id), ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
-  assert.equal(result.leafId, 'x');
-  assert.equal(result.total, 7);
-  assert.equal(TREE_PAGE_SIZE, 50000);
-  // the server may cap a page below the asked limit: nextOffset is followed all the same
-  const capped = [];
-  assert.equal((await fetchWholeTree(pager(nodes, 2, { log: capped }))).nodes.length, 7);
-  assert.deepEqual(capped.map(([offset]) => offset), [0, 2, 4, 6]);
+test('LazyTree: a 10,000-entry chain opens on the page around the leaf, in two requests', async () => {
+  const { server, tree, entries } = lazyChain(10_000, 50);
+  await tree.load(tree.top);
+  const leaf = await tree.locate(entries[9_999].id);
+  assert.equal(leaf.node.id, entries[9_999].id);
+  assert.equal(leaf.node.isLeaf, true);
+  assert.equal(server.log.length, 2);
+  assert.ok(server.log.every((p) => p.chain === true && p.limit <= 51));
+  const items = tree.top.items();
+  assert.equal(items[0].kind, 'more'); // "load earlier" above the window around the leaf
+  assert.equal(items[0].direction, 'before');
+  assert.equal(tree.top.total, 10_000);
+  assert.ok(tree.top.rows.length <= 100);
+  assert.equal(items[items.length - 1], leaf); // nothing after the leaf
 });
 
-test('fetchWholeTree: a reply without paging fields is the whole tree; a stuck nextOffset or an empty page ends it', async () => {
-  const plain = await fetchWholeTree(async () => ({ leafId: null, nodes: [node('a', 0)] }));
-  assert.deepEqual(plain.nodes.map((n) => n.id), ['a']);
-  assert.equal(plain.leafId, null);
-  let calls = 0;
-  const stuck = await fetchWholeTree(async ({ offset }) => {
-    calls++;
-    return { leafId: null, nodes: [node(`n${offset}`, 0)], total: 5, hasMore: true, nextOffset: offset === 0 ? 1 : 1 };
+test('LazyTree: "load more" extends the window either way and keeps the rows already shown', async () => {
+  const { tree } = lazyChain(300, 40);
+  await tree.load(tree.top);
+  assert.deepEqual([tree.top.start, tree.top.end, tree.top.total], [0, 40, 300]);
+  const first = tree.top.rows[0];
+  await tree.loadMore(tree.top, 'after');
+  assert.deepEqual([tree.top.start, tree.top.end], [0, 80]);
+  assert.equal(tree.top.rows[0], first);
+  assert.deepEqual(tree.top.rows.map((r) => r.index), Array.from({ length: 80 }, (_, i) => i));
+  await tree.locate('a299'); // a window that does not touch the loaded one replaces it
+  assert.equal(tree.top.end, 300);
+  const start = tree.top.start;
+  await tree.loadMore(tree.top, 'before');
+  assert.equal(tree.top.start, start - 40);
+  assert.deepEqual(tree.top.rows.map((r) => r.index), Array.from({ length: 300 - tree.top.start }, (_, i) => tree.top.start + i));
+});
+
+test("LazyTree: branches nest as in pi's /tree, each level loaded on expand; the leaf is found through them", async () => {
+  // u0 - a1 (branch point: u2 - a3 (branch point: u4 leaf, u6), u5 - a7)
+  const entries = [
+    { id: 'u0', parent: null }, { id: 'a1', parent: 'u0', role: 'assistant' },
+    { id: 'u2', parent: 'a1' }, { id: 'a3', parent: 'u2', role: 'assistant' },
+    { id: 'u4', parent: 'a3' }, { id: 'u5', parent: 'a1' }, { id: 'u6', parent: 'a3' }, { id: 'a7', parent: 'u5', role: 'assistant' },
+  ];
+  const server = makeTreeServer(entries, 'u4');
+  const tree = new LazyTree(async (p) => server.getTree(p), 10);
+  await tree.load(tree.top);
+  assert.deepEqual(tree.top.rows.map((r) => r.node.id), ['u0', 'a1']); // the root's chain ends at the branch point
+  const leaf = await tree.locate('u4');
+  assert.equal(leaf.node.id, 'u4');
+  // the way up: u4 is a head of a3's branches; a3 continues the chain under the head u2; u2 is a branch of a1
+  const a3 = leaf.container.owner;
+  assert.equal(a3.node.id, 'a3');
+  assert.equal(a3.container.kind, 'chain');
+  const u2 = a3.container.owner;
+  assert.equal(u2.node.id, 'u2');
+  assert.equal(u2.head, true);
+  assert.equal(u2.container.owner.node.id, 'a1');
+  assert.equal(u2.container.owner.container, tree.top);
+  assert.deepEqual(u2.container.rows.map((r) => r.node.id), ['u2', 'u5']); // the leaf's branch first
+  assert.equal(hasChildContainer(u2.container.rows[1]), true); // u5 (a head) holds its continuation a7
+  const a7 = tree.childContainer(u2.container.rows[1]);
+  await tree.ensureLoaded(a7);
+  assert.deepEqual(a7.rows.map((r) => r.node.id), ['a7']);
+  assert.equal(hasChildContainer(tree.top.rows[0]), false); // a chain row with one child: the next row
+  const keys = tree.loadedRows().map((r) => r.key);
+  assert.equal(new Set(keys).size, keys.length);
+});
+
+test('LazyTree: several roots are listed at the top, each the head of its branch', async () => {
+  const entries = [{ id: 'r1', parent: null }, { id: 'x1', parent: 'r1' }, { id: 'r2', parent: 'gone' }, { id: 'x2', parent: 'r2' }];
+  const server = makeTreeServer(entries, 'x2');
+  const tree = new LazyTree(async (p) => server.getTree(p), 10);
+  await tree.load(tree.top);
+  assert.equal(tree.top.roots, true);
+  assert.deepEqual(tree.top.rows.map((r) => [r.node.id, r.head]), [['r2', true], ['r1', true]]);
+  const leaf = await tree.locate('x2');
+  assert.equal(leaf.container.owner.node.id, 'r2');
+});
+
+test('iconFor: a codicon per role and entry type', () => {
+  const icon = (type, role) => treeModel.iconFor({ type, role });
+  assert.equal(icon('message', 'user'), 'account');
+  assert.equal(icon('message', 'assistant'), 'hubot');
+  assert.equal(icon('message', 'toolResult'), 'tools');
+  assert.equal(icon('message', 'bashExecution'), 'terminal');
+  assert.equal(icon('compaction'), 'fold');
+  assert.equal(icon('branch_summary'), 'git-merge');
+  assert.equal(icon('context_edit'), 'diff');
+  assert.equal(icon('label'), 'tag');
+  assert.equal(icon('model_change'), 'chip');
+  assert.equal(icon('future_entry'), 'circle-outline');
+  assert.equal(icon('message', 'madeUp'), 'comment-discussion');
+});
+
+test('code lens titles: the server glyphs become codicons', () => {
+  assert.equal(lensTitle('⑂ 2 branches · ● leaf: pi continues here'), '$(git-branch) 2 branches · $(target) leaf: pi continues here');
+  assert.equal(lensTitle('12 entries · leaf on line 9'), '12 entries · leaf on line 9');
+});
+
+// ---- the viewer's HTML ------------------------------------------------------------------------------
+
+const item = (entry, extra = {}) => ({ entry, childIds: [], line: 3, ...extra });
+const msg = (role, message, id = 'e1') => ({ type: 'message', id, parentId: 'p', timestamp: '2026-01-05T10:00:00.000Z', message: { role, ...message } });
+const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)>';
+
+test('renderItem escapes everything from the file: text, tool calls, results, labels, ids, names', () => {
+  const pieces = [
+    render.renderItem(item(msg('user', { content: `hello ${HOSTILE}` })), 0),
+    render.renderItem(item(msg('assistant', { content: [
+      { type: 'text', text: HOSTILE },
+      { type: 'thinking', thinking: HOSTILE },
+      { type: 'toolCall', id: 't1', name: HOSTILE, arguments: { command: HOSTILE } },
+    ], provider: HOSTILE, model: 'm', usage: { input: 1 } })), 1),
+    render.renderItem(item(msg('toolResult', { toolName: HOSTILE, content: [{ type: 'text', text: HOSTILE }] }), { label: HOSTILE }), 2),
+    render.renderItem(item({ type: 'custom_message', id: HOSTILE, customType: HOSTILE, content: HOSTILE }), 3),
+    render.renderItem(item({ type: HOSTILE, id: 'x' }), 4),
+    render.renderItem(item(msg('bashExecution', { command: HOSTILE, output: HOSTILE, exitCode: HOSTILE })), 5),
+    render.renderItem(item({ type: 'compaction', id: 'c', summary: HOSTILE, tokensBefore: 5 }), 6),
+    render.renderItem(item({ type: 'label', id: 'l', targetId: HOSTILE, label: HOSTILE }), 7),
+    render.renderItem(item(msg('user', { content: `[x](javascript:alert(1)) <a href="javascript:alert(3)">y</a>` })), 8),
+  ].join('\n');
+  assert.doesNotMatch(pieces, /<script/i);
+  assert.doesNotMatch(pieces, /<img src=x/i);
+  assert.doesNotMatch(pieces, /href="javascript:/i);
+  assert.doesNotMatch(pieces, /<a href="javascript/i);
+  assert.match(pieces, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+  assert.match(pieces, /&#60;script&#62;|&lt;script&gt;/);
+});
+
+test('renderItem: Markdown, collapsible thinking / tool calls / tool results, images, the turn facts', () => {
+  const assistant = render.renderItem(item(msg('assistant', {
+    content: [
+      { type: 'thinking', thinking: 'I should *look*' },
+      { type: 'text', text: 'Here is **bold** and `code`' },
+      { type: 'toolCall', id: 't1', name: 'read', arguments: { path: 'src/a.py' } },
+    ],
+    provider: 'anthropic', model: 'claude-sonnet-4-5', stopReason: 'toolUse',
+    usage: { input: 12345, output: 678, cacheRead: 1000, cacheWrite: 0, totalTokens: 14023, cost: { total: 0.0123 } },
+  })), 4);
+  assert.match(assistant, /<details class="thinking"><summary>Thinking<\/summary>/);
+  assert.match(assistant, /<strong>bold<\/strong> and <code>code<\/code>/);
+  assert.match(assistant, /<details class="tool-call"><summary><span class="kind">tool call<\/span> <span class="tool-name">read<\/span> <span class="tool-args">src\/a.py<\/span>/);
+  assert.match(assistant, /anthropic\/claude-sonnet-4-5<\/span> · in 12,345 · out 678 · cache read 1,000 · <span class="cost">\$0\.01<\/span>/);
+  assert.match(assistant, /data-index="4"/);
+  const result = render.renderItem(item(msg('toolResult', { toolName: 'bash', isError: true, content: [{ type: 'text', text: 'a\nb' }, { type: 'image', mimeType: 'image/png', data: 'iVBORw0KGgo=' }] })), 5);
+  assert.match(result, /<details class="tool-result error"><summary><span class="kind">tool error<\/span> <span class="tool-name">bash<\/span> <span class="tool-args">2 lines<\/span>/);
+  assert.match(result, /<img alt="image \(image\/png\)" src="data:image\/png;base64,iVBORw0KGgo=">/);
+  const bad = render.renderItem(item(msg('user', { content: [{ type: 'image', mimeType: 'text/html', data: 'PGI+' }, { type: 'image', mimeType: 'image/png', data: '"><script>' }] })), 6);
+  assert.doesNotMatch(bad, /<img/);
+  assert.match(bad, /\[image text\/html\]/);
+  const long = render.renderItem(item(msg('user', { content: 'x'.repeat(render.MAX_TEXT + 50) })), 7);
+  assert.match(long, /… 50 more characters/);
+});
+
+test('renderItem: compactions, branch summaries and context edits are separators; a branch switcher where siblings are', () => {
+  const compaction = render.renderItem(item({ type: 'compaction', id: 'c1', summary: 'did **things**', tokensBefore: 48000 }), 0);
+  assert.match(compaction, /class="entry separator compaction"/);
+  assert.match(compaction, /Compaction · 48,000 tokens before/);
+  const summary = render.renderItem(item({ type: 'branch_summary', id: 'b1', fromId: 'x', summary: 'tried A' }), 1);
+  assert.match(summary, /class="entry separator branch-summary"/);
+  const omitted = render.renderItem(item({ type: 'context_edit', id: 'k', targetId: 't9', replacement: null }), 2);
+  assert.match(omitted, /Context edit · t9 left out of the context/);
+  const replaced = render.renderItem(item({ type: 'context_edit', id: 'k2', targetId: 't9', replacement: { content: 'short' } }), 3);
+  assert.match(replaced, /t9 replaced in the context/);
+  const forked = render.renderItem(item(msg('user', { content: 'B' }, 'u3'), { siblingIds: ['u2', 'u3', 'u4'] }), 9);
+  assert.match(forked, /<div class="switcher" data-index="9">.* branch 2 of 3 /);
+  assert.match(forked, /data-action="switch" data-target="&#34;u2&#34;" title="previous branch"/);
+  assert.match(forked, /data-action="switch" data-target="&#34;u4&#34;" title="next branch"/);
+  const first = render.renderItem(item(msg('user', { content: 'A' }, 'u2'), { siblingIds: ['u2', 'u3'] }), 9);
+  assert.match(first, /<button disabled title="previous branch">/);
+  const point = render.renderItem(item(msg('assistant', { content: [] }, 'a1'), { childIds: ['u2', 'u3'] }), 8);
+  assert.match(point, /2 branches/);
+});
+
+test('renderStats: counts, tokens, cost and models of the whole session', () => {
+  const html = render.renderStats({
+    entryCount: 45292, types: {}, roles: { user: 10, assistant: 20, toolResult: 15 }, branchPoints: 3, leaves: 4,
+    tokens: { input: 1500000, output: 2000, cacheRead: 100, cacheWrite: 0, totalTokens: 1502000 }, cost: 12.3456,
+    models: { 'anthropic/<b>m</b>': { turns: 20, totalTokens: 1502000, cost: 12.3456 } },
+    firstTimestamp: '2026-01-05T10:00:00.000Z', lastTimestamp: '2026-01-05T12:00:00.000Z',
   });
-  assert.deepEqual(stuck.nodes.map((n) => n.id), ['n0', 'n1']);
-  assert.equal(calls, 2);
-  const nothing = await fetchWholeTree(async () => null);
-  assert.deepEqual(nothing, { leafId: null, nodes: [], total: 0 });
-});
-
-test('fetchWholeTree starts over when the session changed between pages, and gives up starting over after a few tries', async () => {
-  const before = ['a', 'b', 'c', 'd'].map((id, i) => node(id, i));
-  const after = ['a', 'b', 'c', 'd', 'e'].map((id, i) => node(id, i));
-  const log = [];
-  // the second request already sees the grown session: the first page is stale, so it starts over
-  const result = await fetchWholeTree(pager((n) => (n === 1 ? before : after), 2, { log }), 2);
-  assert.deepEqual(log.map(([offset]) => offset), [0, 2, 0, 2, 4]);
-  assert.deepEqual(result.nodes.map((n) => n.id), ['a', 'b', 'c', 'd', 'e']);
-  // a session that changes between every two requests: after 3 restarts the pages are joined as they come
-  const churn = [];
-  const grown = await fetchWholeTree(pager((n) => Array.from({ length: 3 + n }, (_, i) => node(`n${i}`, i)), 2, { log: churn }), 2);
-  assert.equal(churn.filter(([offset]) => offset === 0).length, 4);
-  assert.ok(grown.nodes.length >= 4);
+  assert.match(html, /45,292 entries/);
+  assert.match(html, /10 user · 20 assistant · 15 tool results/);
+  assert.match(html, /3 branch points · 4 leaves/);
+  assert.match(html, /in 1,500,000 · out 2,000/);
+  assert.match(html, /\$12\.35/);
+  assert.match(html, /anthropic\/&#60;b&#62;m&#60;\/b&#62; \(20 turns, \$12\.35\)/);
 });

@@ -20,6 +20,7 @@ class Uri {
   constructor(scheme, authority, p, query, fragment) { Object.assign(this, { scheme, authority: authority || '', path: p || '', query: query || '', fragment: fragment || '' }); }
   get fsPath() { return this.path; }
   static file(p) { return new Uri('file', '', p, '', ''); }
+  static joinPath(base, ...parts) { return base.with({ path: path.posix.join(base.path, ...parts) }); }
   static from(c) { return new Uri(c.scheme, c.authority, c.path, c.query, c.fragment); }
   static parse(text) {
     const m = /^([a-zA-Z][\w+.-]*):(?:\/\/([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$/.exec(text);
@@ -43,7 +44,10 @@ class Range {
 class Selection extends Range { constructor(anchor, active) { super(anchor, active); this.anchor = anchor; this.active = active; } }
 class Diagnostic { constructor(range, message, severity) { Object.assign(this, { range, message, severity }); } }
 class TreeItem { constructor(label, collapsibleState) { this.label = label; this.collapsibleState = collapsibleState; } }
-class ThemeIcon { constructor(id) { this.id = id; } }
+class ThemeIcon { constructor(id, color) { this.id = id; this.color = color; } }
+class ThemeColor { constructor(id) { this.id = id; } }
+class TabInputText { constructor(uri) { this.uri = uri; } }
+class TabInputCustom { constructor(uri, viewType) { this.uri = uri; this.viewType = viewType; } }
 class MarkdownString {
   constructor(value = '') { this.value = value; }
   appendMarkdown(v) { this.value += v; return this; }
@@ -76,7 +80,15 @@ function createState() {
     documents: [],
     activeTextEditor: undefined,
     extensions: {},
-    emitters: { open: new EventEmitter(), close: new EventEmitter(), active: new EventEmitter(), config: new EventEmitter() },
+    emitters: {
+      open: new EventEmitter(), close: new EventEmitter(), active: new EventEmitter(), config: new EventEmitter(),
+      selection: new EventEmitter(), tabs: new EventEmitter(),
+    },
+    tabGroups: [],
+    closedTabs: [],
+    customEditors: new Map(),
+    visibleTextEditors: [],
+    treeVisible: true,
     clients: [],
     responder: () => null,
     output: [],
@@ -85,15 +97,36 @@ function createState() {
 
 function createVscode(state) {
   const vscode = {
-    Disposable, EventEmitter, Uri, Position, Range, Selection, Diagnostic, TreeItem, ThemeIcon, MarkdownString,
+    Disposable, EventEmitter, Uri, Position, Range, Selection, Diagnostic, TreeItem, ThemeIcon, ThemeColor, MarkdownString,
+    TabInputText, TabInputCustom,
     TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
     DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
     ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
     ViewColumn: { Active: -1, Beside: -2, One: 1 },
+    TreeItemCheckboxState: { Unchecked: 0, Checked: 1 },
     TextEditorRevealType: { Default: 0, InCenter: 1, InCenterIfOutsideViewport: 2, AtTop: 3 },
     window: {
       createOutputChannel: (name) => ({ name, appendLine: (l) => state.output.push(l), append: (t) => state.output.push(t), show() {}, dispose() {} }),
-      createTreeView: (id, options) => { const view = { id, options, message: undefined, description: undefined, dispose() {}, reveal: async () => {} }; state.treeViews.push(view); return view; },
+      createTreeView: (id, options) => {
+        const visibility = new EventEmitter();
+        const view = {
+          id, options, message: undefined, description: undefined, revealed: [], dispose() {},
+          get visible() { return state.treeVisible; },
+          onDidChangeVisibility: visibility.event,
+          reveal: async (element, opts) => { view.revealed.push({ element, opts }); },
+        };
+        state.treeViews.push(view);
+        return view;
+      },
+      registerCustomEditorProvider: (viewType, provider, options) => { state.customEditors.set(viewType, { provider, options }); return new Disposable(); },
+      onDidChangeTextEditorSelection: state.emitters.selection.event,
+      get visibleTextEditors() { return state.visibleTextEditors; },
+      tabGroups: {
+        get all() { return state.tabGroups; },
+        get activeTabGroup() { return state.tabGroups[0] ?? { tabs: [], activeTab: undefined }; },
+        onDidChangeTabs: state.emitters.tabs.event,
+        close: async (tab) => { state.closedTabs.push(tab); return true; },
+      },
       showErrorMessage: async (m) => { state.messages.error.push(m); },
       showWarningMessage: async (m) => { state.messages.warning.push(m); },
       showInformationMessage: async (m) => { state.messages.info.push(m); },
@@ -164,6 +197,10 @@ function createLanguageClientModule(state) {
     onNotification(method, handler) { this.handlers.set(method, handler); return new Disposable(() => this.handlers.delete(method)); }
     notify(method, params) { const h = this.handlers.get(method); if (h) h(params); }
     async sendRequest(method, params) { this.requests.push({ method, params }); return state.responder(method, params); }
+    getFeature(method) {
+      if (method !== 'textDocument/codeLens') return undefined;
+      return { getProvider: () => ({ onDidChangeCodeLensEmitter: { fire: () => { state.codeLensRefreshes = (state.codeLensRefreshes ?? 0) + 1; } } }) };
+    }
   }
   return { LanguageClient, TransportKind: { stdio: 0, ipc: 1, pipe: 2, socket: 3 } };
 }
@@ -191,7 +228,34 @@ function loadExtension() {
 }
 
 function fakeContext() {
-  return { subscriptions: [], extensionPath: path.join(__dirname, '..', '..') };
+  const root = path.join(__dirname, '..', '..');
+  return { subscriptions: [], extensionPath: root, extensionUri: Uri.file(root) };
 }
 
-module.exports = { loadExtension, fakeContext, makeDocument, Uri };
+/** A webview panel as resolveCustomEditor gets it: records posted messages, lets a test send some. */
+function fakePanel() {
+  const received = new EventEmitter();
+  const viewState = new EventEmitter();
+  const disposed = new EventEmitter();
+  const panel = {
+    active: true,
+    viewColumn: 1,
+    posted: [],
+    webview: {
+      options: {},
+      html: '',
+      cspSource: 'vscode-resource:',
+      asWebviewUri: (uri) => uri.with({ scheme: 'vscode-webview-resource' }),
+      postMessage: async (message) => { panel.posted.push(message); return true; },
+      onDidReceiveMessage: received.event,
+    },
+    onDidChangeViewState: viewState.event,
+    onDidDispose: disposed.event,
+    reveal() {},
+    send: (message) => received.fire(message),
+    dispose: () => disposed.fire(),
+  };
+  return panel;
+}
+
+module.exports = { loadExtension, fakeContext, fakePanel, makeDocument, Uri };

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""What the session viewer and the lazy tree views ask of the sidecar, timed on a big session.
+
+    .venv/bin/python bench/bench_viewer.py SESSION.jsonl
+    .venv/bin/python bench/bench_viewer.py --generate 2048 [--keep /var/tmp/viewer-2g.jsonl]
+
+Spawns the sidecar (``python -m pi_session_server serve``) and asks what VS Code's session viewer
+and tree view ask, in the order they ask it, addressing the file by ``uri`` as the editors do:
+
+- the open (``pi/getInfo``), the viewer's first page of the path (``pi/getPath``), its totals
+  (``pi/getStats``, then again: kept), a page from the middle and the last page (as scrolling and
+  "End" ask for them);
+- the tree view: the top level, the page around the leaf, then every level down to the leaf
+  (``pi/getTree`` with ``chain``/``aroundId``, a window per level), as the view opens on the leaf;
+- a branch switch at the last branch point on the path (``pi/getPath`` with ``descend``).
+
+Prints seconds per step and the sidecar's peak RSS (``VmHWM``). ``--generate N`` makes an N MB
+session with ``bench/gen_session.py`` first (2 GB takes some minutes and the disk space).
+Not part of CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pi_session_server.server.stdio_client import SidecarClient  # noqa: E402
+
+PAGE = 100  # the viewer's page
+TREE_PAGE = 200  # the tree view's page
+
+
+def peak_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def run(path: Path) -> list[tuple[str, float, str]]:
+    uri = path.resolve().as_uri()
+    rows: list[tuple[str, float, str]] = []
+    base = {"uri": uri, "filter": "default", "form": "flat", "activeBranchFirst": True}
+    with SidecarClient([sys.executable, "-m", "pi_session_server", "serve"]) as client:
+
+        def step(name: str, method: str, params: dict[str, Any], note: Any = None) -> Any:
+            started = time.perf_counter()
+            result = client.request(method, params, timeout=3600)
+            seconds = time.perf_counter() - started
+            rows.append((name, seconds, note(result) if note else ""))
+            return result
+
+        info = step("open (pi/getInfo)", "pi/getInfo", {"uri": uri}, lambda r: f"{r['entryCount']:,} entries")
+        first = step(
+            "viewer: first page",
+            "pi/getPath",
+            {"uri": uri, "limit": PAGE},
+            lambda r: f"path of {r['total']:,}",
+        )
+        total = first["total"]
+        step(
+            "viewer: totals",
+            "pi/getStats",
+            {"uri": uri},
+            lambda r: f"{r['roles'].get('assistant', 0):,} turns",
+        )
+        step("viewer: totals again (kept)", "pi/getStats", {"uri": uri})
+        step("viewer: a page in the middle", "pi/getPath", {"uri": uri, "offset": total // 2, "limit": PAGE})
+        step(
+            "viewer: the last page", "pi/getPath", {"uri": uri, "offset": max(0, total - PAGE), "limit": PAGE}
+        )
+
+        top = step("tree: top level", "pi/getTree", {**base, "chain": True, "offset": 0, "limit": TREE_PAGE})
+        leaf = top["leafId"]
+        params = {**base, "chain": True, "offset": 0, "limit": TREE_PAGE}
+        started, levels, last_fork = time.perf_counter(), 0, None
+        while True:
+            result = client.request("pi/getTree", {**params, "aroundId": leaf}, timeout=3600)
+            levels += 1
+            index = result.get("aroundIndex")
+            if index is None:
+                break
+            row = result["nodes"][index - result["offset"]]
+            if row["id"] == leaf:
+                break
+            if row["isBranchPoint"]:
+                last_fork = row
+                params = {**base, "rootId": row["id"], "depth": 1, "offset": 1, "limit": TREE_PAGE + 1}
+            elif len(row["childIds"]) == 1:
+                params = {
+                    **base,
+                    "rootId": row["childIds"][0],
+                    "chain": True,
+                    "offset": 0,
+                    "limit": TREE_PAGE,
+                }
+            else:
+                break
+        rows.append(
+            ("tree: every level down to the leaf", time.perf_counter() - started, f"{levels} windows")
+        )
+
+        if last_fork is not None:
+            other = next(c for c in last_fork["childIds"] if c != last_fork["childIds"][0])
+            step(
+                "viewer: switch a branch",
+                "pi/getPath",
+                {
+                    "uri": uri,
+                    "entryId": other,
+                    "descend": True,
+                    "offset": max(0, total - PAGE),
+                    "limit": PAGE,
+                },
+                lambda r: f"path of {r['total']:,}",
+            )
+        rows.append(("sidecar peak RSS (MB)", peak_rss_mb(client.process.pid), ""))
+        del info
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("session", nargs="?", help="a session file")
+    parser.add_argument("--generate", type=float, metavar="MB", help="generate a session of this size first")
+    parser.add_argument("--keep", help="where the generated session goes (default: a temporary file)")
+    args = parser.parse_args()
+    if args.session:
+        path = Path(args.session)
+    elif args.generate:
+        from gen_session import generate
+
+        path = Path(args.keep) if args.keep else Path(tempfile.mkdtemp()) / "viewer-bench.jsonl"
+        if not path.exists():
+            started = time.perf_counter()
+            generate(path, args.generate)
+            print(f"generated {path} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    else:
+        parser.error("give a session file or --generate MB")
+    size = path.stat().st_size / 1e6
+    print(f"{path} ({size:,.0f} MB)")
+    for name, value, note in run(path):
+        unit = "" if "RSS" in name else " s"
+        print(f"  {name:<40} {value:>9.2f}{unit}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+-- The session tree loaded a level and a page at a time (pi/getTree windows), asynchronously, in the
+-- layout of pi's /tree: a single-child chain is one flat list, a branch point fans out into its
+-- branches, and each branch's continuation hangs under the branch's first entry (its head).
+--
+-- Each list is a container:
+--   top       the root's chain (`chain = true`), or the roots when there are several (each a head)
+--   chain     the continuation of a branch: the chain from the head's only child (`rootId`, `chain`)
+--   branches  the branches of a branch point (`rootId` = the branch point, `depth = 1`, its own row
+--             skipped), each the head of a branch
+-- A container holds one window [start, start + #rows) of its rows; the view asks for more pages.
+local M = {}
+
+M.PAGE = 200
+
+local function is_number(v)
+  return type(v) == 'number'
+end
+
+local function child_ids(node)
+  return type(node.childIds) == 'table' and node.childIds or {}
+end
+
+--- Same entry id (ids of a damaged file may be any JSON value).
+function M.same_id(a, b)
+  return a == b or (type(a) == 'table' and type(b) == 'table' and vim.deep_equal(a, b))
+end
+
+function M.container(kind, owner, root_id)
+  return { kind = kind, owner = owner, root_id = root_id, rows = {}, start = 0, total = 0, loaded = false, roots = false }
+end
+
+function M.container_end(c)
+  return c.start + #c.rows
+end
+
+--- Does the row hang a list of its own under it?
+function M.has_children(row)
+  return row.node.isBranchPoint == true or (row.head and #child_ids(row.node) == 1)
+end
+
+local Tree = {}
+Tree.__index = Tree
+
+--- request(params, callback(err, result)) sends one pi/getTree window request.
+function M.new(request, page_size)
+  return setmetatable({ request = request, page_size = page_size or M.PAGE, top = M.container('top'), leaf_id = nil }, Tree)
+end
+
+--- The list under a row, made on first use (nil: the row has none).
+function Tree:child(row)
+  if row.children then
+    return row.children
+  end
+  if not M.has_children(row) then
+    return nil
+  end
+  if row.node.isBranchPoint then
+    row.children = M.container('branches', row, row.node.id)
+  else
+    row.children = M.container('chain', row, child_ids(row.node)[1])
+  end
+  return row.children
+end
+
+local function window_params(c)
+  if c.kind == 'top' then
+    return { chain = true }
+  elseif c.kind == 'chain' then
+    return { rootId = c.root_id, chain = true }
+  end
+  return { rootId = c.root_id, depth = 1 }
+end
+
+local function key_of(c)
+  return c.owner and (c.owner.key .. '>') or 'top'
+end
+
+local function merge(c, start, nodes, total)
+  if c.kind == 'top' then
+    -- in a chain the row at index i has depth i; the roots of several trees all have depth 0
+    c.roots = false
+    if total > 1 then
+      for i, node in ipairs(nodes) do
+        if node.depth ~= start + i - 1 then
+          c.roots = true
+        end
+      end
+    end
+  end
+  local head = c.kind == 'branches' or (c.kind == 'top' and c.roots)
+  local rows = {}
+  for i, node in ipairs(nodes) do
+    local index = start + i - 1
+    rows[i] = { node = node, container = c, index = index, head = head, key = key_of(c) .. index }
+  end
+  local touches = c.loaded and c.total == total and start <= M.container_end(c) and start + #rows >= c.start
+  if not touches then
+    c.rows, c.start = rows, start
+  else
+    local kept = {}
+    for _, row in ipairs(c.rows) do
+      kept[row.index] = row
+    end
+    local merged = {}
+    for _, row in ipairs(c.rows) do
+      if row.index < start then
+        table.insert(merged, row)
+      end
+    end
+    for _, row in ipairs(rows) do
+      local old = kept[row.index]
+      if old and M.same_id(old.node.id, row.node.id) then
+        old.node = row.node -- a row loaded before keeps its loaded children
+        table.insert(merged, old)
+      else
+        table.insert(merged, row)
+      end
+    end
+    for _, row in ipairs(c.rows) do
+      if row.index >= start + #rows then
+        table.insert(merged, row)
+      end
+    end
+    c.rows, c.start = merged, math.min(c.start, start)
+  end
+  c.total = total
+  c.loaded = true
+end
+
+--- Load a page of `c`: at opts.offset, or around the row on the path to opts.around_id.
+--- callback(err, around_index): the index (in the container) of the row on that path, if any.
+function Tree:load(c, opts, callback)
+  opts = opts or {}
+  local skip = c.kind == 'branches' and 1 or 0
+  local limit = math.max(1, opts.limit or self.page_size)
+  local params = vim.tbl_extend('force', window_params(c), { offset = (opts.offset or 0) + skip, limit = limit + skip })
+  if opts.around_id ~= nil then
+    params.aroundId = opts.around_id
+  end
+  self.request(params, function(err, result)
+    if err then
+      return callback(err)
+    end
+    result = type(result) == 'table' and result or {}
+    if c == self.top then
+      self.leaf_id = result.leafId
+    end
+    local nodes = type(result.nodes) == 'table' and result.nodes or {}
+    local first = is_number(result.offset) and result.offset or params.offset
+    if first < skip then
+      nodes = vim.list_slice(nodes, skip - first + 1)
+      first = skip
+    end
+    local total = math.max(0, (is_number(result.total) and result.total or #nodes) - skip)
+    local around = nil
+    if is_number(result.aroundIndex) and result.aroundIndex >= skip then
+      around = result.aroundIndex - skip
+    end
+    merge(c, first - skip, nodes, total)
+    callback(nil, around)
+  end)
+end
+
+--- The next page after (or before) the loaded window.
+function Tree:load_more(c, direction, callback)
+  if direction == 'after' then
+    return self:load(c, { offset = M.container_end(c) }, callback)
+  end
+  local offset = math.max(0, c.start - self.page_size)
+  self:load(c, { offset = offset, limit = c.start - offset }, callback)
+end
+
+function Tree:ensure_loaded(c, callback)
+  if c.loaded then
+    return callback(nil)
+  end
+  self:load(c, { offset = 0 }, callback)
+end
+
+--- Load the lists down the path to an entry (around it at each level); callback(err, row): its
+--- row, or the deepest shown row on its path when the filter hides it.
+function Tree:locate(entry_id, callback)
+  local found
+  local function step(c, level)
+    if not c or level > 10000 then
+      return callback(nil, found)
+    end
+    self:load(c, { around_id = entry_id }, function(err, index)
+      if err then
+        return callback(err, found)
+      end
+      local row
+      for _, r in ipairs(c.rows) do
+        if r.index == index then
+          row = r
+        end
+      end
+      if not row then
+        return callback(nil, found)
+      end
+      found = row
+      if M.same_id(row.node.id, entry_id) then
+        return callback(nil, row)
+      end
+      step(self:child(row), level + 1)
+    end)
+  end
+  step(self.top, 0)
+end
+
+--- Load every list that is not loaded yet (a small session shows all its branches, as pi does);
+--- callback(err) once all are in.
+function Tree:load_all(callback)
+  local function pending()
+    local stack, out = { self.top }, {}
+    while #stack > 0 do
+      local c = table.remove(stack)
+      if not c.loaded then
+        table.insert(out, c)
+      else
+        for _, row in ipairs(c.rows) do
+          local child = self:child(row)
+          if child then
+            table.insert(stack, child)
+          end
+        end
+      end
+    end
+    return out
+  end
+  local function round()
+    local todo = pending()
+    if #todo == 0 then
+      return callback(nil)
+    end
+    local left, failed = #todo, nil
+    for _, c in ipairs(todo) do
+      self:load(c, { offset = 0 }, function(err)
+        failed = failed or err
+        left = left - 1
+        if left == 0 then
+          if failed then
+            return callback(failed)
+          end
+          round()
+        end
+      end)
+    end
+  end
+  round()
+end
+
+return M

@@ -1,0 +1,246 @@
+// The session tree, loaded a level and a page at a time (pi/getTree windows), in the layout of pi's
+// /tree: a single-child chain is one flat list, a branch point fans out into its branches, and each
+// branch's continuation nests under the branch's first entry. No vscode import: unit-tested directly.
+//
+// Each list the view shows is a Container:
+//   top       what the view lists at the top: the root's chain (`chain: true`), or the roots when
+//             there are several (each is then the head of a branch)
+//   chain     the continuation of a branch: the chain from the head's only child (`rootId`, `chain`)
+//   branches  the branches of a branch point (`rootId` = the branch point, `depth: 1`, its own row
+//             skipped), each the head of a branch
+// A container holds one window [start, start + rows.length) of its rows; "load more" items extend it.
+import type { GetTreeResult, TreeNode, TreeWindowParams } from './protocol';
+
+/** Rows asked for per page. */
+export const TREE_PAGE = 200;
+
+export type WindowRequest = (params: TreeWindowParams) => Promise<GetTreeResult>;
+
+export type ContainerKind = 'top' | 'chain' | 'branches';
+
+export interface Row {
+  readonly kind: 'row';
+  node: TreeNode;
+  container: Container;
+  /** Index in the whole container (not in the loaded window). */
+  index: number;
+  /** The first entry of a branch: its continuation nests under it. */
+  head: boolean;
+  /** Stable across reloads of the same tree: the view's item id (ids may repeat in a damaged file). */
+  key: string;
+  children?: Container;
+}
+
+export interface MoreItem {
+  readonly kind: 'more';
+  container: Container;
+  direction: 'before' | 'after';
+  count: number;
+  key: string;
+}
+
+export type TreeItemData = Row | MoreItem;
+
+export class Container {
+  rows: Row[] = [];
+  start = 0;
+  total = 0;
+  loaded = false;
+  /** top only: the rows are roots (several trees), each the head of a branch. */
+  roots = false;
+  private pending: Promise<void> | undefined;
+
+  constructor(
+    readonly kind: ContainerKind,
+    readonly owner: Row | undefined,
+    readonly rootId: unknown,
+  ) {}
+
+  get key(): string {
+    return this.owner ? `${this.owner.key}>` : 'top';
+  }
+
+  get end(): number {
+    return this.start + this.rows.length;
+  }
+
+  /** What the view lists: a "load earlier" item, the loaded rows, a "load more" item. */
+  items(): TreeItemData[] {
+    const items: TreeItemData[] = [];
+    if (this.start > 0) items.push({ kind: 'more', container: this, direction: 'before', count: this.start, key: `${this.key}<more` });
+    items.push(...this.rows);
+    if (this.end < this.total) {
+      items.push({ kind: 'more', container: this, direction: 'after', count: this.total - this.end, key: `${this.key}more>` });
+    }
+    return items;
+  }
+
+  /** Serialises loads of one container (a click on "load more" while the first page still loads). */
+  async exclusive(job: () => Promise<void>): Promise<void> {
+    const previous = this.pending ?? Promise.resolve();
+    const next = previous.then(job, job);
+    this.pending = next.catch(() => undefined);
+    return next;
+  }
+}
+
+/** Does the node hang its own list under it in the view? */
+export function hasChildContainer(row: Pick<Row, 'node' | 'head'>): boolean {
+  const childIds = Array.isArray(row.node.childIds) ? row.node.childIds : [];
+  return row.node.isBranchPoint || (row.head && childIds.length === 1);
+}
+
+/** Same entry id (ids of a damaged file may be any JSON value). */
+export function sameId(a: unknown, b: unknown): boolean {
+  return a === b || (typeof a === 'object' && a !== null && JSON.stringify(a) === JSON.stringify(b));
+}
+
+export class LazyTree {
+  top: Container = new Container('top', undefined, undefined);
+  leafId: unknown = null;
+
+  constructor(
+    private readonly request: WindowRequest,
+    readonly pageSize = TREE_PAGE,
+  ) {}
+
+  reset(): void {
+    this.top = new Container('top', undefined, undefined);
+    this.leafId = null;
+  }
+
+  /** The list under a row, made on first use (undefined: the row has none). */
+  childContainer(row: Row): Container | undefined {
+    if (row.children) return row.children;
+    if (!hasChildContainer(row)) return undefined;
+    const childIds = Array.isArray(row.node.childIds) ? row.node.childIds : [];
+    row.children = row.node.isBranchPoint ? new Container('branches', row, row.node.id) : new Container('chain', row, childIds[0]);
+    return row.children;
+  }
+
+  private windowParams(container: Container): Omit<TreeWindowParams, 'limit'> {
+    switch (container.kind) {
+      case 'top':
+        return { chain: true };
+      case 'chain':
+        return { rootId: container.rootId, chain: true };
+      case 'branches':
+        return { rootId: container.rootId, depth: 1 };
+    }
+  }
+
+  /** Rows of the server's window before the container's own (the branch point's row for branches). */
+  private static skipped(container: Container): number {
+    return container.kind === 'branches' ? 1 : 0;
+  }
+
+  /**
+   * Load a page of `container`: at `offset`, or around the row on the path to `aroundId`. The page
+   * joins the loaded window when the two touch, else replaces it. Returns the index (in the container)
+   * of the row on the path to `aroundId`, if any.
+   */
+  async load(container: Container, options: { offset?: number; aroundId?: unknown; limit?: number } = {}): Promise<number | undefined> {
+    let aroundIndex: number | undefined;
+    await container.exclusive(async () => {
+      const skip = LazyTree.skipped(container);
+      const limit = Math.max(1, options.limit ?? this.pageSize);
+      const params: TreeWindowParams = { ...this.windowParams(container), offset: (options.offset ?? 0) + skip, limit: limit + skip };
+      if (options.aroundId !== undefined) params.aroundId = options.aroundId;
+      const result = await this.request(params);
+      if (container === this.top) this.leafId = result.leafId ?? null;
+      const nodes = Array.isArray(result.nodes) ? result.nodes : [];
+      let first = typeof result.offset === 'number' ? result.offset : (params.offset ?? 0);
+      let pageNodes = nodes;
+      if (first < skip) {
+        pageNodes = nodes.slice(skip - first);
+        first = skip;
+      }
+      const start = first - skip;
+      const total = Math.max(0, (typeof result.total === 'number' ? result.total : nodes.length) - skip);
+      if (typeof result.aroundIndex === 'number' && result.aroundIndex >= skip) aroundIndex = result.aroundIndex - skip;
+      this.merge(container, start, pageNodes, total);
+    });
+    return aroundIndex;
+  }
+
+  private merge(container: Container, start: number, nodes: TreeNode[], total: number): void {
+    const make = (node: TreeNode, index: number): Row => ({
+      kind: 'row',
+      node,
+      container,
+      index,
+      head: container.kind === 'branches' || (container.kind === 'top' && container.roots),
+      key: `${container.key}${index}`,
+    });
+    if (container.kind === 'top') {
+      // in a chain the row at index i has depth i; the roots of several trees all have depth 0
+      container.roots = total > 1 && nodes.some((node, i) => node.depth !== start + i);
+    }
+    const rows = nodes.map((node, i) => make(node, start + i));
+    const touches = container.loaded && container.total === total && start <= container.end && start + rows.length >= container.start;
+    if (!touches) {
+      container.rows = rows;
+      container.start = start;
+    } else {
+      const before = container.rows.filter((row) => row.index < start);
+      const after = container.rows.filter((row) => row.index >= start + rows.length);
+      // a row loaded before keeps its object (the view's expansion and its own loaded children)
+      const kept = new Map(container.rows.map((row) => [row.index, row]));
+      const merged = rows.map((row) => {
+        const old = kept.get(row.index);
+        return old && sameId(old.node.id, row.node.id) ? Object.assign(old, { node: row.node }) : row;
+      });
+      container.rows = [...before, ...merged, ...after];
+      container.start = Math.min(container.start, start);
+    }
+    container.total = total;
+    container.loaded = true;
+  }
+
+  /** The next page after (or before) the loaded window. */
+  async loadMore(container: Container, direction: 'before' | 'after'): Promise<void> {
+    if (direction === 'after') {
+      await this.load(container, { offset: container.end });
+    } else {
+      const offset = Math.max(0, container.start - this.pageSize);
+      await this.load(container, { offset, limit: container.start - offset });
+    }
+  }
+
+  /** The first page of a container, unless it is loaded. */
+  async ensureLoaded(container: Container): Promise<void> {
+    if (!container.loaded) await this.load(container, { offset: 0 });
+  }
+
+  /**
+   * Load the containers down the path to `entryId` (around it at each level) and return its row, or
+   * the deepest shown row on its path when the filter hides it. Undefined when no row is on it.
+   */
+  async locate(entryId: unknown): Promise<Row | undefined> {
+    let container: Container | undefined = this.top;
+    let found: Row | undefined;
+    for (let level = 0; container && level < 10_000; level++) {
+      const index = await this.load(container, { aroundId: entryId });
+      const row: Row | undefined = index === undefined ? undefined : container.rows.find((r) => r.index === index);
+      if (!row) break;
+      found = row;
+      if (sameId(row.node.id, entryId)) break;
+      container = this.childContainer(row);
+    }
+    return found;
+  }
+
+  /** Every loaded row (for tests and for finding a row by entry id). */
+  loadedRows(): Row[] {
+    const out: Row[] = [];
+    const stack: Container[] = [this.top];
+    while (stack.length > 0) {
+      const container = stack.pop() as Container;
+      for (const row of container.rows) {
+        out.push(row);
+        if (row.children?.loaded) stack.push(row.children);
+      }
+    }
+    return out;
+  }
+}

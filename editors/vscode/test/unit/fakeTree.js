@@ -1,0 +1,100 @@
+// A stand-in for the server's pi/getTree windows (flat form, filter "none", activeBranchFirst) over a
+// small tree, as protocol/pi-session.openrpc.json describes them: rootId, depth, chain, aroundId,
+// offset/limit with total, hasMore, nextOffset (and offset, aroundIndex with aroundId).
+'use strict';
+
+/** entries: [{ id, parent, role?, type?, preview?, label? }] in file order; leafId: the leaf. */
+function makeTreeServer(entries, leafId) {
+  const nodes = new Map();
+  const roots = [];
+  entries.forEach((e, i) => nodes.set(e.id, { ...e, line: i + 1, children: [] }));
+  for (const node of nodes.values()) {
+    if (node.parent !== null && node.parent !== undefined && nodes.has(node.parent)) nodes.get(node.parent).children.push(node);
+    else roots.push(node);
+  }
+  const onPath = new Set();
+  for (let n = nodes.get(leafId); n; n = n.parent ? nodes.get(n.parent) : undefined) onPath.add(n.id);
+  const ordered = (list) => [...list.filter((n) => onPath.has(n.id)), ...list.filter((n) => !onPath.has(n.id))];
+  const row = (n, depth, visibleParentId) => ({
+    id: n.id,
+    parentId: n.parent ?? null,
+    visibleParentId,
+    childIds: ordered(n.children).map((c) => c.id),
+    type: n.type ?? 'message',
+    ...(n.type && n.type !== 'message' ? {} : { role: n.role ?? 'user' }),
+    ...(n.label ? { label: n.label } : {}),
+    preview: n.preview ?? `${n.role ?? 'user'}: ${n.id}`,
+    line: n.line,
+    depth,
+    isLeaf: n.id === leafId,
+    onLeafPath: onPath.has(n.id),
+    isBranchPoint: n.children.length > 1,
+  });
+  const log = [];
+
+  function rowsOf(params) {
+    const tops = params.rootId !== undefined ? [nodes.get(params.rootId)] : ordered(roots);
+    if (tops[0] === undefined) throw Object.assign(new Error(`Entry ${params.rootId} not found`), { code: -32002 });
+    const out = [];
+    if (params.chain) {
+      if (tops.length !== 1) return tops.map((t) => [t, 0, null]);
+      let node = tops[0];
+      let depth = 0;
+      let parent = null;
+      for (;;) {
+        out.push([node, depth, parent]);
+        if (node.children.length !== 1 || (params.depth !== undefined && depth >= params.depth)) return out;
+        parent = node.id;
+        node = node.children[0];
+        depth++;
+      }
+    }
+    const stack = [...tops].reverse().map((t) => [t, 0, null]);
+    while (stack.length) {
+      const [node, depth, parent] = stack.pop();
+      out.push([node, depth, parent]);
+      if (params.depth !== undefined && depth >= params.depth) continue;
+      for (const child of [...ordered(node.children)].reverse()) stack.push([child, depth + 1, node.id]);
+    }
+    return out;
+  }
+
+  function getTree(params) {
+    log.push(params);
+    const rows = rowsOf(params);
+    const limit = params.limit ?? rows.length;
+    let offset = params.offset ?? 0;
+    const result = { leafId };
+    if (params.aroundId !== undefined) {
+      if (!nodes.has(params.aroundId)) throw Object.assign(new Error(`Entry ${params.aroundId} not found`), { code: -32002 });
+      const path = new Set();
+      for (let n = nodes.get(params.aroundId); n; n = n.parent ? nodes.get(n.parent) : undefined) path.add(n.id);
+      let found = null;
+      rows.forEach(([n], i) => { if (path.has(n.id)) found = i; });
+      if (found !== null) offset = Math.max(0, Math.min(found - Math.floor(limit / 2), rows.length - limit));
+      result.aroundIndex = found;
+    }
+    const page = rows.slice(offset, offset + limit);
+    result.nodes = page.map(([n, depth, parent]) => row(n, depth, parent));
+    if (params.offset !== undefined || params.limit !== undefined || params.aroundId !== undefined) {
+      result.total = rows.length;
+      result.hasMore = offset + page.length < rows.length;
+      if (result.hasMore) result.nextOffset = offset + page.length;
+      if (params.aroundId !== undefined) result.offset = offset;
+    }
+    return result;
+  }
+
+  return { getTree, log, nodes };
+}
+
+/** A chain of `n` entries (u0, a1, u2, ...), then the branches given as { at, ids } off it. */
+function chainEntries(n, prefix = '') {
+  return Array.from({ length: n }, (_, i) => ({
+    id: `${prefix}${i % 2 ? 'a' : 'u'}${i}`,
+    parent: i === 0 ? null : `${prefix}${(i - 1) % 2 ? 'a' : 'u'}${i - 1}`,
+    role: i % 2 ? 'assistant' : 'user',
+  }));
+}
+
+module.exports = { makeTreeServer, chainEntries };

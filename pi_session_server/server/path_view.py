@@ -1,0 +1,135 @@
+"""pi/getPath: the conversation a session viewer shows, in pages.
+
+A viewer shows the path from the root to an entry (the leaf, or one picked in the tree) as a
+conversation, with a branch switcher where the path passes a branch point. ``getBranch`` gives that
+path in one reply with every body, which for a long session is the whole file; this answers it a
+page at a time (``offset``/``limit``, and never much more than :data:`PAGE_BYTES` of entries), each
+entry with what the switcher needs: its children and, where its parent has several, its siblings
+(ids in ``getTree`` order: oldest first).
+
+``descend`` continues the path below the entry down to a leaf: through the child on the way to the
+session's leaf when there is one, else through the newest child. Switching to another branch is
+asking for the path through one of the siblings with ``descend``.
+
+The path is a list of the library's tree nodes, made once and kept (``tree_pages.FlatTreePages``)
+while the viewer pages through it and the session stays the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from pi_session_server.format.entry import Entry
+from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
+
+from .tree_pages import FlatTreePages
+from .tree_view import RootNotFoundError, active_path_ids
+from .wire import encode_result
+
+MAX_PATH_ITEMS = 1_000
+DEFAULT_PATH_ITEMS = 100
+PAGE_BYTES = 4 * 1024 * 1024  # a page ends once its entries' lines hold this many bytes (one at least)
+
+
+class PathNodes:
+    """The tree nodes of one path, root first, and the roots (the siblings of the first)."""
+
+    __slots__ = ("nodes", "roots")
+
+    def __init__(self, nodes: list[Any], roots: list[Any]) -> None:
+        self.nodes = nodes
+        self.roots = roots
+
+
+def path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes:
+    """The path to ``entry_id`` (ABSENT: the leaf), and below it with ``descend``.
+
+    Raises :class:`RootNotFoundError` when ``entry_id`` names no entry."""
+    if entry_id is not ABSENT and manager.get_entry(entry_id) is ABSENT:
+        raise RootNotFoundError(entry_id, "entryId")
+    end = manager.get_leaf_id() if entry_id is ABSENT else entry_id
+    roots = manager.get_tree()
+    nodes: list[Any] = []
+    level = roots
+    for entry in manager.get_branch(end) if truthy(end) else []:
+        node = next((n for n in level if n.entry is entry), None)
+        if node is None:  # duplicate ids can make the walk up and the tree disagree: stop there
+            break
+        nodes.append(node)
+        level = node.children
+    if descend:
+        on_leaf_path = active_path_ids(manager.by_id, manager.get_leaf_id())
+        level = nodes[-1].children if nodes else roots
+        while level:
+            node = next((n for n in level if _key(n.entry) in on_leaf_path), level[-1])
+            nodes.append(node)
+            level = node.children
+    return PathNodes(nodes, roots)
+
+
+def _key(entry: Any) -> Any:
+    entry_id = entry.id if type(entry) is Entry else ABSENT
+    return index_key(entry_id) if truthy(entry_id) else None
+
+
+def _wire_id(entry: Any) -> Any:
+    entry_id = entry.id if type(entry) is Entry else entry.get("id", ABSENT)
+    return None if entry_id is ABSENT else entry_id
+
+
+def path_page(
+    path: PathNodes, leaf_id: Any, offset: int, limit: int, page_bytes: int = PAGE_BYTES
+) -> msgspec.Raw:
+    """One page of ``path`` as pi/getPath answers it (entries as the file holds them), encoded an
+    item at a time so that the page ends once it holds ``page_bytes`` (one item at least)."""
+    nodes = path.nodes
+    total = len(nodes)
+    start = min(offset, total)
+    items: list[bytes] = []
+    size = 0
+    index = start
+    while index < total and len(items) < limit and (not items or size < page_bytes):
+        node = nodes[index]
+        entry = node.entry
+        item: dict[str, Any] = {"entry": entry, "childIds": [_wire_id(c.entry) for c in node.children]}
+        siblings = nodes[index - 1].children if index > 0 else path.roots
+        if len(siblings) > 1:
+            item["siblingIds"] = [_wire_id(s.entry) for s in siblings]
+        if node.label is not ABSENT:
+            item["label"] = node.label
+        if node.label_timestamp is not ABSENT:
+            item["labelTimestamp"] = node.label_timestamp
+        line = entry.line if type(entry) is Entry else -1
+        if isinstance(line, int) and line >= 0:
+            item["line"] = line
+        encoded = encode_result(item)
+        items.append(encoded)
+        size += len(encoded)
+        index += 1
+    fields: dict[str, Any] = {
+        "leafId": None if leaf_id is ABSENT else leaf_id,
+        "endId": _wire_id(nodes[-1].entry) if nodes else None,
+        "total": total,
+        "offset": start,
+        "hasMore": index < total,
+    }
+    if index < total:
+        fields["nextOffset"] = index
+    head = encode_result(fields)
+    return msgspec.Raw(head[:-1] + b',"items":[' + b",".join(items) + b"]}")
+
+
+_kept_paths: FlatTreePages[PathNodes] = FlatTreePages()
+
+
+def get_path(
+    manager: Any, entry_id: Any, descend: bool, offset: int, limit: int, *, keep: bool = True
+) -> msgspec.Raw:
+    """pi/getPath: a page of the path, cut from the path kept while the session stays the same."""
+    key = ((type(entry_id), repr(entry_id)), descend)
+    build: Callable[[], PathNodes] = lambda: path_nodes(manager, entry_id, descend)  # noqa: E731
+    path = _kept_paths.tree(manager, key, build) if keep else build()
+    return path_page(path, manager.get_leaf_id(), offset, min(limit, MAX_PATH_ITEMS))

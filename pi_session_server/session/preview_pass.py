@@ -1,0 +1,238 @@
+"""What the tree's previews need from many entries, read in one pass over their file.
+
+A preview (``describe.preview_part``), the tool calls of an assistant message and whether it is a
+silent turn depend on a few fields of an entry: its type, the message's role, text blocks, stop
+reason, error, tool call id and name, bash command, and a few fields of other entry types. Reading
+each entry's body on its own costs a random read and a full decode of its line, images and tool
+outputs included. :func:`preview_values` reads the lines of many entries in file order, in large
+sequential reads, and decodes only those fields (:class:`PreviewLine`, msgspec skipping the rest),
+giving for each entry a value that holds them: ``describe`` computes the same previews from it as
+from the entry's whole value.
+
+Values are made one at a time, as the caller asks for them. A line msgspec will not decode into these fields as ``JSON.parse`` would read them (lone
+surrogates, invalid UTF-8, content that is neither text nor a list of objects) is left out: its
+entry is read the usual way (``Entry.value``). As with ``Entry.value``, a line that no longer
+carries the envelope loaded for its entry raises ``StaleFileError``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from itertools import groupby
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+
+from ..errors import StaleFileError
+from ..format.entry import Entry
+from ..format.jsvalue import ABSENT
+from ..format.scan import FileLineSource
+
+UNSET = msgspec.UNSET
+Unset = msgspec.UnsetType
+
+# Lines are read in windows of at least this many bytes (a longer line gets a window of its own).
+WINDOW = 1024 * 1024
+# Below this many entries to read, reading each one on its own costs less than a pass.
+MIN_BATCH = 64
+
+
+class PreviewBlock(msgspec.Struct, gc=False):
+    """A content block: text, or a tool call (image data, thinking and the like are skipped)."""
+
+    type: Any = UNSET
+    text: Any = UNSET
+    id: Any = UNSET
+    name: Any = UNSET
+    arguments: msgspec.Raw | Unset = UNSET  # decoded as far as the tool's rendering needs
+
+
+class PreviewMessage(msgspec.Struct, gc=False):
+    role: Any = UNSET
+    content: msgspec.Raw | Unset = UNSET  # decoded for the roles whose preview shows it
+    stopReason: Any = UNSET  # noqa: N815 - the JSON keys
+    errorMessage: Any = UNSET  # noqa: N815
+    toolCallId: Any = UNSET  # noqa: N815
+    toolName: Any = UNSET  # noqa: N815
+    command: Any = UNSET
+
+
+class PreviewLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
+    """The fields of a line that its entry's preview, tool calls and silence depend on, and its
+    envelope (to check that the line is still the entry's). Fields whose value only some entries'
+    previews show are kept as raw JSON and decoded for those."""
+
+    type: Any = UNSET
+    id: Any = UNSET
+    parent_id: Any = UNSET
+    timestamp: Any = UNSET
+    message: PreviewMessage | None | Unset = UNSET
+    content: msgspec.Raw | Unset = UNSET
+    customType: Any = UNSET  # noqa: N815
+    tokensBefore: Any = UNSET  # noqa: N815
+    summary: msgspec.Raw | Unset = UNSET
+    modelId: Any = UNSET  # noqa: N815
+    thinkingLevel: Any = UNSET  # noqa: N815
+    label: Any = UNSET
+    name: Any = UNSET
+
+
+class ToolArguments(msgspec.Struct, gc=False):
+    """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call)."""
+
+    path: Any = UNSET
+    file_path: Any = UNSET
+    offset: Any = UNSET
+    limit: Any = UNSET
+    command: Any = UNSET
+    pattern: Any = UNSET
+
+
+# pi's tools, whose calls are rendered from ToolArguments (any other tool's from all its arguments)
+OWN_TOOLS = frozenset({"read", "write", "edit", "bash", "grep", "find", "ls"})
+
+_decode = msgspec.json.Decoder(PreviewLine).decode
+_decode_content = msgspec.json.Decoder(str | list[PreviewBlock] | None).decode
+_decode_arguments = msgspec.json.Decoder(ToolArguments).decode
+_decode_any = msgspec.json.decode
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+_SHOWN_CONTENT = frozenset({"user", "assistant"})  # the roles whose preview reads message.content
+
+
+def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+    """(entry, a value holding the entry's preview fields, its other fields left out) for the
+    entries whose lines are read from their file (not those holding their value or bytes, which are
+    at hand anyway), in file order, each read as it is needed: a caller that keeps what it makes of
+    a value, not the value, holds one at a time. An entry whose line does not decode as
+    :class:`PreviewLine` is left out. Raises StaleFileError as ``Entry.value``."""
+    lazy = [e for e in entries if e._body is ABSENT and type(e._source) is FileLineSource]
+    one_file = len(set(map(attrgetter("_source"), lazy))) <= 1
+    lazy.sort(key=attrgetter("offset") if one_file else _by_source_and_offset)
+    for source, group in groupby(lazy, key=attrgetter("_source")):
+        yield from _read_lines(source, list(group))
+
+
+def _by_source_and_offset(entry: Entry) -> tuple[int, int]:
+    return id(entry._source), entry.offset
+
+
+def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+    fd = source.fd
+    window = b""
+    window_start = 0
+    for entry in entries:
+        offset = entry.offset
+        at = offset - window_start
+        length = entry.length
+        end = window.find(b"\n", at) if length == 0 and 0 <= at < len(window) else -1
+        if at < 0 or (length and at + length > len(window)) or (not length and end < 0):
+            # the line is not (all) in the window: the next window starts with it
+            window = os.pread(fd, max(WINDOW, length), offset)
+            window_start, at = offset, 0
+            if not length:
+                end = window.find(b"\n")
+                while end < 0 and len(window) >= WINDOW:  # a long line whose length was not kept
+                    more = os.pread(fd, len(window), offset + len(window))
+                    if not more:
+                        break
+                    window += more
+                    end = window.find(b"\n", len(window) - len(more))
+        stop = at + length if length else (end if end >= 0 else len(window))
+        if length and stop > len(window):
+            raise _stale(source, entry)
+        try:
+            value = _value_of(_decode(memoryview(window)[at:stop]))
+        except _DECODE_ERRORS:
+            continue  # read the usual way
+        if not entry._same_envelope(value):
+            raise _stale(source, entry)
+        yield entry, value
+
+
+def _value_of(line: PreviewLine) -> dict[str, Any]:
+    """The entry's value as far as its preview goes: the fields set in the line (UNSET: the line
+    has no such member), content decoded where the preview shows it."""
+    value = {
+        name: field for name, field in zip(_LINE_NAMES, _line_fields(line), strict=True) if field is not UNSET
+    }
+    etype = line.type
+    message = line.message
+    if type(message) is PreviewMessage:
+        fields = {
+            name: field
+            for name, field in zip(_MESSAGE_NAMES, _message_fields(message), strict=True)
+            if field is not UNSET
+        }
+        content = message.content
+        if content is not UNSET:
+            role = message.role
+            fields["content"] = _content(content) if type(role) is str and role in _SHOWN_CONTENT else None
+        value["message"] = fields
+    if line.content is not UNSET:
+        value["content"] = _content(line.content) if etype == "custom_message" else None
+    if line.summary is not UNSET:
+        value["summary"] = _decode_any(line.summary) if etype == "branch_summary" else None
+    return value
+
+
+# the fields taken as they are, by their JSON names (message, content and summary: see _value_of)
+_LINE_FIELDS = [
+    f for f in msgspec.structs.fields(PreviewLine) if f.name not in ("message", "content", "summary")
+]
+_LINE_NAMES = tuple(f.encode_name for f in _LINE_FIELDS)
+_line_fields = attrgetter(*(f.name for f in _LINE_FIELDS))
+_MESSAGE_NAMES = ("role", "stopReason", "errorMessage", "toolCallId", "toolName", "command")
+_message_fields = attrgetter(*_MESSAGE_NAMES)
+
+
+def _content(raw: msgspec.Raw) -> Any:
+    content = _decode_content(raw)
+    if type(content) is list:
+        return [_block(block) for block in content]
+    return content
+
+
+def _block(block: PreviewBlock) -> dict[str, Any]:
+    """A block as far as previews go: a text block's text, a tool call's id, name and arguments."""
+    btype = block.type
+    fields: dict[str, Any] = {} if btype is UNSET else {"type": btype}
+    if block.text is not UNSET:
+        fields["text"] = block.text
+    if btype == "toolCall":
+        for name, field in zip(_CALL_NAMES, _call_fields(block), strict=True):
+            if field is not UNSET:
+                fields[name] = field
+        arguments = block.arguments
+        if arguments is not UNSET:
+            fields["arguments"] = _arguments(block.name, arguments)
+    return fields
+
+
+_CALL_NAMES = ("id", "name")
+_call_fields = attrgetter(*_CALL_NAMES)
+
+
+def _arguments(name: Any, raw: msgspec.Raw) -> Any:
+    if type(name) is str and name in OWN_TOOLS:
+        try:
+            arguments = _decode_arguments(raw)
+        except _DECODE_ERRORS:  # not an object: shown as {} (see format_tool_call)
+            return _decode_any(raw)
+        return {
+            key: field
+            for key, field in zip(_ARGUMENT_NAMES, _argument_fields(arguments), strict=True)
+            if field is not UNSET
+        }
+    return _decode_any(raw)
+
+
+_ARGUMENT_NAMES = ("path", "file_path", "offset", "limit", "command", "pattern")
+_argument_fields = attrgetter(*_ARGUMENT_NAMES)
+
+
+def _stale(source: FileLineSource, entry: Entry) -> StaleFileError:
+    return StaleFileError(
+        f"session file changed underneath: line {entry.line + 1} is not the entry read at load ({source.path})"
+    )

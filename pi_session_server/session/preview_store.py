@@ -1,0 +1,217 @@
+"""The tree's previews of a session file, kept next to its persistent index.
+
+Previews (``describe.PreviewCache``) come from the bodies of every entry: reading them is most of
+what drawing a whole tree costs. What an entry's preview depends on alone (its preview part, and for
+an assistant message its tool calls and whether it is a silent turn) never changes while its line
+does not, so it is kept in the cache directory of the file's index (see scan_index), in a file named
+like the index, and read back when the same lines are shown again.
+
+The previews hold for the lines they were made from: they keep the file's device, inode, size,
+mtime and ctime, the offset of each entry they describe, where the last of those lines ends
+(``end``), and CRC-32s of the file's first bytes and of its bytes before ``end``. They are used for
+the same file unchanged, or longer (appended to: session files are append-only) with the same bytes
+at both places, for the entries at the offsets they describe. Previews of a file that changed just
+before (see scan_index.RACY_NS) are not kept: unlike an entry's body, which is checked against its
+envelope when read, a preview shown is not checked again. What cannot be read, or written, is no
+error: the previews are made from the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import tempfile
+import time
+import zlib
+from array import array
+from collections.abc import Iterable
+from typing import Any, Final
+
+import msgspec
+
+from ..format.entry import Entry
+from ..format.scan import FileLineSource
+from . import scan_index
+
+FORMAT_VERSION: Final = 1
+MAGIC: Final = b"PIPREVW\x00"
+_PREFIX = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
+# Fewer entries than this are previewed about as fast as their previews are read and written.
+MIN_STORED = 1000
+
+
+class StoredPreviews(msgspec.Struct, array_like=True):
+    dev: int
+    ino: int
+    size: int  # the file's size, mtime and ctime when the previews were kept
+    mtime_ns: int
+    ctime_ns: int
+    end: int  # just after the last line described
+    head_crc: int
+    tail_crc: int
+    offsets: bytes  # array("q"): the offset of each entry described, in file order
+    # per entry: its preview part (str), or [toolCallId, toolName] of a tool result
+    parts: list[Any]
+    # (position, silent turn, its tool calls [(id, name, arguments)]) of each assistant message
+    assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]]
+
+
+_encode = msgspec.msgpack.Encoder(enc_hook=scan_index._enc_hook).encode
+_decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index._ext_hook).decode
+
+
+def _store_of(entries: list[Entry]) -> tuple[FileLineSource, str] | None:
+    """The file all ``entries`` are read from and the path of its previews, when it has an index
+    directory (None if the entries come from several files or none)."""
+    if not entries:
+        return None
+    source = entries[0]._source
+    if type(source) is not FileLineSource or source.index_dir is None:
+        return None
+    if any(e._source is not source for e in entries):
+        return None
+    try:
+        st = os.fstat(source.fd)
+    except OSError:
+        return None
+    return source, scan_index.index_path(source.index_dir, st).removesuffix(".pi-index") + ".pi-previews"
+
+
+def load(entries: list[Entry]) -> dict[int, tuple[Any, Any, list[tuple[Any, Any, Any]] | None, bool]]:
+    """``id(entry)`` -> (entry, its part as stored, its tool calls and silence if it is an assistant
+    message's) for the ``entries`` the stored previews describe; {} when there are none."""
+    found = _store_of(entries)
+    if found is None:
+        return {}
+    source, path = found
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return {}
+    try:
+        stored = _checked(data, source.fd)
+    except (OSError, ValueError, TypeError, msgspec.DecodeError):
+        stored = None
+    if stored is None:
+        # gone: the file may later grow past the lines these previews described, and match again
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return {}
+    offsets = array("q")
+    offsets.frombytes(stored.offsets)
+    if len(offsets) != len(stored.parts):
+        return {}
+    position_of = dict(zip(offsets.tolist(), range(len(offsets)), strict=True))
+    facts: dict[int, tuple[list[tuple[Any, Any, Any]], bool]] = {
+        position: (calls, silent) for position, silent, calls in stored.assistants
+    }
+    out: dict[int, tuple[Any, Any, list[tuple[Any, Any, Any]] | None, bool]] = {}
+    for entry in entries:
+        if entry.offset >= stored.end:
+            continue
+        position = position_of.get(entry.offset)
+        if position is None:
+            continue
+        calls, silent = facts.get(position, (None, False))
+        out[id(entry)] = (entry, stored.parts[position], calls, silent)
+    return out
+
+
+def _checked(data: bytes, fd: int) -> StoredPreviews | None:
+    if len(data) < _PREFIX.size:
+        return None
+    magic, version, crc = _PREFIX.unpack_from(data)
+    body = memoryview(data)[_PREFIX.size :]
+    if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
+        return None
+    stored = _decode(body)
+    st = os.fstat(fd)
+    if (stored.dev, stored.ino) != (st.st_dev, st.st_ino) or st.st_size < stored.size:
+        return None
+    if st.st_size == stored.size and (stored.mtime_ns, stored.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
+        return None  # rewritten in place
+    try:
+        if scan_index._edges(fd, stored.end) != (stored.head_crc, stored.tail_crc):
+            return None
+    except scan_index._NotUsable:
+        return None
+    return stored
+
+
+def save(
+    entries: Iterable[Entry], facts: dict[int, tuple[Any, Any]], calls: dict[int, tuple[Any, list[Any], bool]]
+) -> bool:
+    """Keep the previews of ``entries``: ``facts`` (``id(entry)`` -> (entry, part)) and ``calls``
+    (``id(entry)`` -> (entry, tool calls, silent)) as PreviewCache holds them. Only entries whose
+    line ends before the file's last newline are kept. False when nothing was written."""
+    listed = sorted((e for e in entries if type(e) is Entry and e.offset >= 0), key=_offset)
+    if len(listed) < MIN_STORED:
+        return False
+    found = _store_of(listed)
+    if found is None:
+        return False
+    source, path = found
+    temporary = None
+    try:
+        st = os.fstat(source.fd)
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < scan_index.RACY_NS:
+            return False  # it may change again within its clock's tick, unseen (see scan_index.RACY_NS)
+        end = _last_complete_end(source.fd, listed[-1])
+        listed = [e for e in listed if e.offset < end]
+        parts: list[Any] = []
+        assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]] = []
+        for position, entry in enumerate(listed):
+            part = facts.get(id(entry))
+            if part is None or part[0] is not entry:
+                return False
+            parts.append(part[1] if type(part[1]) is str else [part[1].call_id, part[1].name])
+            call = calls.get(id(entry))
+            if call is not None and call[0] is entry:
+                assistants.append((position, call[2], [(c[0], c[1][0], c[1][1]) for c in call[1]]))
+        head_crc, tail_crc = scan_index._edges(source.fd, end)
+        body = _encode(
+            StoredPreviews(
+                st.st_dev,
+                st.st_ino,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                end,
+                head_crc,
+                tail_crc,
+                array("q", (e.offset for e in listed)).tobytes(),
+                parts,
+                assistants,
+            )
+        )
+        directory = os.path.dirname(path)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".pi-previews", dir=directory)
+        try:
+            scan_index._write_all(out, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)))
+            scan_index._write_all(out, body)
+        finally:
+            os.close(out)
+        os.replace(temporary, path)
+        temporary = None
+        return True
+    except Exception:  # previews that cannot be kept (read-only, full, odd values) are no error
+        return False
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+def _offset(entry: Entry) -> int:
+    return entry.offset
+
+
+def _last_complete_end(fd: int, last: Entry) -> int:
+    """Where the line of ``last`` ends, newline included, or its offset when it has none yet (a line
+    still being written: its entry is left out)."""
+    line = scan_index.line_at(fd, last.offset, 0)
+    after = last.offset + len(line)
+    return after + 1 if os.pread(fd, 1, after) == b"\n" else last.offset

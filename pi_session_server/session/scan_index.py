@@ -1,0 +1,851 @@
+"""The persistent index of a session file: what a scan of its lines found, kept in a cache directory.
+
+Opening a session reads every line after the header to learn each entry's envelope and place
+(:mod:`..format.scan`). That scan's result for the file's complete lines (entries, skipped lines,
+line count, where chains start) is kept in one file of the cache directory, so the next open of
+the same file reads the index instead of the lines. Session files are append-only: when the file
+grew, only its new lines are scanned, and the index is written again once they are many. Whatever
+does not match is ignored and rebuilt; an index that cannot be written is no error.
+
+Which index belongs to a file: the index file is named by the session file's device and inode,
+and holds the file's size, mtime and ctime when it was indexed, the offset just after the last
+line indexed (``end``), and a CRC-32 of the file's first and of its last bytes before ``end``.
+It is used when
+
+* device, inode, where the header ends and both CRCs match, the file is at least ``end`` bytes
+  long and
+* the file has the same size, mtime and ctime as when it was indexed (unchanged), or is longer
+  (appended to: the lines after ``end`` are scanned). A file rewritten in place with the same size
+  has a new ctime (``os.utime`` cannot set it back); a truncated one is shorter; one renamed over
+  the path has another inode.
+
+An entry keeps its place in the file, and reading its body checks that the line read carries the
+envelope the index gave (``Entry.value``), so a file changed behind the index's back yields a
+``StaleFileError``, not another entry's body.
+
+The file: ``MAGIC``, the format version, the lengths of the header and the payload and a CRC-32 of
+both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
+timestamps as text joined by NUL, type and role codes one byte each, offsets as 64-bit integers,
+chain starts), then the header (msgpack, :class:`IndexHeader`: the key, the tables, what is sparse).
+Entries whose envelope does not fit the columns (a number for an id, a held body: lines msgspec
+rejected) are listed by position and scanned again from the file when the index is read. Writes go
+to a temporary file in the cache directory, renamed over the index: concurrent processes each
+write a whole index, and a reader sees one whole index or none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import sys
+import tempfile
+import time
+import zlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, is_not, ne, sub
+from typing import Any, Final
+
+import msgspec
+
+from ..format.entry import Entry, LineBytes, MessageHead, head_for
+from ..format.jsvalue import ABSENT
+from ..format.scan import IdIndex, LineProblem, ScanResult, _entry_from_line, line_at, scan_entries
+
+# ---------------------------------------------------------------------- settings
+
+INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
+NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
+INDEX_MIN_SIZE_ENV: Final = "PI_SESSION_INDEX_MIN_SIZE"  # bytes: smaller files are just scanned
+# Scanning a file this small takes about as long as finding, reading and checking its index.
+DEFAULT_MIN_SIZE: Final = 1024 * 1024
+# beyond this many files (indexes and the previews kept with them: preview_store), those used least
+# recently are removed
+MAX_INDEX_FILES: Final = 1000
+_ABANDONED_AFTER = 3600.0  # seconds: a temporary file older than this was left by a killed writer
+# A file changed this shortly before it was looked at may change again within the same tick of the
+# file system's clock (a second on some), keeping its mtime and ctime: its index does not hold its
+# size, so it is trusted as far as the CRCs of its head and end go, like that of a file appended to.
+RACY_NS = 2_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    """Where indexes are kept, and from which file size they are used."""
+
+    directory: str
+    min_size: int = DEFAULT_MIN_SIZE
+
+    def wanted(self, size: int) -> bool:
+        return size >= self.min_size
+
+
+def default_index_directory() -> str | None:
+    """``$PI_SESSION_INDEX_DIR``, else ``$XDG_CACHE_HOME/pi-session``, else ``~/.cache/pi-session``
+    (None when there is no home directory to put it in)."""
+    configured = os.environ.get(INDEX_DIR_ENV)
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec: a relative path is to be ignored
+        return os.path.join(xdg, "pi-session")
+    home = os.path.expanduser("~")
+    if home == "~" or not os.path.isabs(home):
+        return None
+    return os.path.join(home, ".cache", "pi-session")
+
+
+def index_settings(index: bool | str | os.PathLike[str] = True) -> IndexSettings | None:
+    """The settings for a library argument ``index``: True for the default directory, False for
+    no index, or the directory to use. ``$PI_SESSION_NO_INDEX=1`` turns every index off."""
+    if index is False or os.environ.get(NO_INDEX_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return None
+    directory = default_index_directory() if index is True else os.path.abspath(os.fspath(index))
+    if directory is None:
+        return None
+    min_size = DEFAULT_MIN_SIZE
+    with contextlib.suppress(ValueError):
+        min_size = max(0, int(os.environ.get(INDEX_MIN_SIZE_ENV, DEFAULT_MIN_SIZE)))
+    return IndexSettings(directory, min_size)
+
+
+# ---------------------------------------------------------------------- the scan, with an index
+
+
+@dataclass(slots=True)
+class IndexOutcome:
+    """What the last open did with the index (for tests and benchmarks)."""
+
+    read: str = (
+        "none"  # "none" (not looked for), "missing", "used", "grown" (used, new lines scanned), "stale"
+    )
+    written: bool = False
+
+
+last_outcome = IndexOutcome()
+
+
+def scan_with_index(
+    fd: int,
+    source: Any,
+    start: int,
+    first_line: int,
+    settings: IndexSettings | None,
+    *,
+    keep_bytes: bool,
+    on_progress: Callable[[int, int], Any] | None = None,
+) -> ScanResult:
+    """What ``scan_entries(fd, source, start=start, first_line=first_line, have_header=True)`` finds
+    (``start``: where the line after the header starts), read from the file's index where it has one
+    that matches, and the index written for the next time (``settings`` None: scanned, no index)."""
+    global last_outcome
+    outcome = last_outcome = IndexOutcome()
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        st = None
+    seen_at = time.time_ns()
+    if settings is None or st is None or not settings.wanted(st.st_size):
+        return _scan(fd, source, start, first_line, keep_bytes, on_progress)
+    path = index_path(settings.directory, st)
+    cached = _read_index(path, fd, st, start, first_line, source, keep_bytes, outcome)
+    if cached is None:
+        result = _scan(fd, source, start, first_line, keep_bytes, on_progress)
+        indexed = start
+    else:
+        indexed = cached.end
+        if on_progress is not None:
+            on_progress(indexed, st.st_size)
+        rest = _scan(fd, source, indexed, first_line + cached.lines, keep_bytes, on_progress)
+        if rest.end > indexed:
+            outcome.read = "grown"
+        result = _joined(cached, rest)
+    grown = _complete_end(result) - indexed
+    if cached is None or grown >= max(settings.min_size, (indexed - start) // 64, 1):
+        outcome.written = _write_index(settings.directory, path, fd, st, seen_at, start, first_line, result)
+    return result
+
+
+def _scan(
+    fd: int,
+    source: Any,
+    start: int,
+    first_line: int,
+    keep_bytes: bool,
+    on_progress: Callable[[int, int], Any] | None,
+) -> ScanResult:
+    return scan_entries(
+        fd,
+        source,
+        start=start,
+        first_line=first_line,
+        have_header=True,
+        on_progress=on_progress,
+        keep_bytes=keep_bytes,
+    )
+
+
+def _joined(front: ScanResult, back: ScanResult) -> ScanResult:
+    """The result of one scan of both parts (``back`` starts where ``front`` ends)."""
+    shift = len(front.entries)
+    front.entries.extend(back.entries)
+    front.problems.extend(back.problems)
+    index, more = front.index, back.index
+    index.by_id.update(more.by_id)
+    index.non_messages.extend(more.non_messages)
+    index.complete = index.complete and more.complete
+    index.chain_starts.extend(s + shift for s in more.chain_starts)
+    front.lines += back.lines
+    front.end = back.end
+    front.tail = back.tail
+    front.size += back.size
+    return front
+
+
+def _complete_end(result: ScanResult) -> int:
+    """Where the last complete line ends (a final line without newline is not indexed: it may
+    still be being written)."""
+    return result.end
+
+
+def index_path(directory: str, st: os.stat_result) -> str:
+    return os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.pi-index")
+
+
+# ---------------------------------------------------------------------- the file format
+
+MAGIC: Final = b"PISESIDX"
+FORMAT_VERSION: Final = 1
+# magic, format version, header length, payload length, CRC-32 of the payload and the header (which
+# follows the payload: it is known once the payload was written)
+_PREFIX = struct.Struct("<8sIIQI")
+_HASHED = 4096  # bytes of the file's head, and before the end indexed, whose CRC the index holds
+# codes of the role column below the role table
+_NO_MESSAGE = 0  # entry.message is None
+_NO_ROLE = 1  # a message head without a role
+_ROLE_BASE = 2
+_MAX_CODES = 256
+_TEXT_PIECE = 65536  # values joined and encoded at a time when a text column is written
+_SECTIONS = ("ids", "timestamps", "types", "roles", "offsets", "chain_starts")
+
+
+class IndexHeader(msgspec.Struct, array_like=True):
+    """What the index was made from, and the parts of the columns that are sparse."""
+
+    byteorder: str
+    dev: int
+    ino: int
+    size: int  # -1: not known (see RACY_NS)
+    mtime_ns: int
+    ctime_ns: int
+    start: int  # where the line after the header starts
+    first_line: int  # its line number
+    end: int  # just after the last line indexed
+    lines: int  # physical lines in [start, end)
+    head_crc: int  # of the file's bytes [0, min(end, _HASHED))
+    tail_crc: int  # of the file's bytes [max(0, end - _HASHED), end)
+    count: int  # entries
+    types: list[Any]  # type code -> type (a string, or ABSENT for a line without one)
+    roles: list[str]  # role code - _ROLE_BASE -> role
+    line_runs: list[tuple[int, int]]  # (position, line): entries from position on are on consecutive lines
+    parents: list[tuple[int, Any]]  # parentId where it is not the id of the entry before
+    targets: list[tuple[int, Any, Any]]  # (position, targetId, label) where either is present
+    lengths: list[tuple[int, int]]  # Entry.length where it is not 0
+    rescanned: list[int]  # positions of entries read again from the file
+    problems: list[tuple[int, int, str, str, int, int]]  # LineProblem fields
+    complete: bool  # the id index holds every entry (IdIndex.complete)
+    sections: list[int]  # byte length of each payload section, in _SECTIONS order
+
+
+_ABSENT_EXT = 1
+
+
+def _enc_hook(value: Any) -> Any:
+    if value is ABSENT:
+        return msgspec.msgpack.Ext(_ABSENT_EXT, b"")
+    raise NotImplementedError(f"{type(value).__name__} is not kept in an index")
+
+
+def _ext_hook(code: int, data: memoryview) -> Any:
+    if code == _ABSENT_EXT:
+        return ABSENT
+    raise ValueError(f"unknown extension {code}")
+
+
+_encode_header = msgspec.msgpack.Encoder(enc_hook=_enc_hook).encode
+_decode_header = msgspec.msgpack.Decoder(IndexHeader, ext_hook=_ext_hook).decode
+
+
+class _NotUsable(Exception):
+    """The index does not describe the file as it is now."""
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def _read_index(
+    path: str,
+    fd: int,
+    st: os.stat_result,
+    start: int,
+    first_line: int,
+    source: Any,
+    keep_bytes: bool,
+    outcome: IndexOutcome,
+) -> ScanResult | None:
+    try:
+        index_fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        outcome.read = "missing"
+        return None
+    try:
+        header, check = _read_header(index_fd)
+        _check_key(header, fd, st, start, first_line)  # before the columns are read
+        result = _result_of(header, _read_columns(index_fd, header, check), fd, source, keep_bytes)
+    except (_NotUsable, OSError, ValueError, TypeError, KeyError, IndexError, msgspec.DecodeError):
+        outcome.read = "stale"
+        # gone at once, not only replaced when the new index is written (which may fail): the file
+        # may later grow past what it described, and then match again where its CRCs look
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    finally:
+        os.close(index_fd)
+    outcome.read = "used"
+    with contextlib.suppress(OSError):
+        os.utime(path)  # used now: pruning removes the indexes used least recently
+    return result
+
+
+@dataclass(slots=True)
+class _Check:
+    """Where the payload is, and what the CRC-32 of the payload and the header must be."""
+
+    header_bytes: bytes
+    payload_length: int
+    crc: int
+
+
+def _read_header(index_fd: int) -> tuple[IndexHeader, _Check]:
+    prefix = os.pread(index_fd, _PREFIX.size, 0)
+    if len(prefix) < _PREFIX.size:
+        raise _NotUsable("too short")
+    magic, version, header_length, payload_length, crc = _PREFIX.unpack(prefix)
+    if magic != MAGIC or version != FORMAT_VERSION:
+        raise _NotUsable("another format")
+    header_at = _PREFIX.size + payload_length
+    if os.fstat(index_fd).st_size != header_at + header_length:
+        raise _NotUsable("cut short, or more than written")
+    header_bytes = _read_exactly(index_fd, header_length, header_at)
+    # (decoded before the CRC is checked, to see first whether it is this file's; nothing of it is
+    # used unless the CRC matches: see _read_columns)
+    return _decode_header(header_bytes), _Check(header_bytes, payload_length, crc)
+
+
+@dataclass(slots=True)
+class _Columns:
+    ids: list[str]
+    timestamps: list[str]
+    offsets: list[int]
+    chain_starts: list[int]
+    type_codes: bytes
+    role_codes: bytes
+
+
+def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns:
+    """The payload's columns, read a section at a time (the bytes of one are let go of before the
+    next is read); none is used before the CRC of all is checked."""
+    n = header.count
+    lengths = header.sections
+    if len(lengths) != len(_SECTIONS) or sum(lengths) != check.payload_length or min(lengths) < 0:
+        raise _NotUsable("sections do not add up")
+    crc = 0
+    at = _PREFIX.size
+    decoded: dict[str, Any] = {}
+    for name, length in zip(_SECTIONS, lengths, strict=True):
+        data = _read_exactly(index_fd, length, at)
+        at += length
+        crc = zlib.crc32(data, crc)
+        if name in ("ids", "timestamps"):
+            decoded[name] = _texts(data, n)
+        elif name == "offsets":
+            decoded[name] = _integers(data, n)
+        elif name == "chain_starts":
+            decoded[name] = _integers(data)
+        else:
+            if len(data) != n:
+                raise _NotUsable("column of another length")
+            decoded[name] = data
+        del data
+    if zlib.crc32(check.header_bytes, crc) != check.crc:
+        raise _NotUsable("damaged")
+    return _Columns(
+        decoded["ids"],
+        decoded["timestamps"],
+        decoded["offsets"],
+        decoded["chain_starts"],
+        decoded["types"],
+        decoded["roles"],
+    )
+
+
+def _read_exactly(fd: int, length: int, offset: int) -> bytes:
+    data = os.pread(fd, length, offset)
+    while len(data) < length:
+        more = os.pread(fd, length - len(data), offset + len(data))
+        if not more:
+            raise _NotUsable("cut short")
+        data += more
+    return data
+
+
+def _check_key(header: IndexHeader, fd: int, st: os.stat_result, start: int, first_line: int) -> None:
+    if (
+        header.byteorder != sys.byteorder
+        or header.dev != st.st_dev
+        or header.ino != st.st_ino
+        or header.start != start
+        or header.first_line != first_line
+        or not start <= header.end <= st.st_size
+        or st.st_size < header.size
+    ):
+        raise _NotUsable("another file, or truncated")
+    same_size = st.st_size == header.size  # (never for an index whose size is -1: see RACY_NS)
+    if same_size and (header.mtime_ns, header.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
+        raise _NotUsable("rewritten in place")
+    head, tail = _edges(fd, header.end)
+    if head != header.head_crc or tail != header.tail_crc:
+        raise _NotUsable("other bytes")
+
+
+def _edges(fd: int, end: int) -> tuple[int, int]:
+    """CRC-32 of the file's first bytes and of its last bytes before ``end``."""
+    head = os.pread(fd, min(end, _HASHED), 0)
+    tail_start = max(0, end - _HASHED)
+    tail = head[tail_start:end] if end <= _HASHED else os.pread(fd, end - tail_start, tail_start)
+    if len(head) != min(end, _HASHED) or len(tail) != end - tail_start:
+        raise _NotUsable("file shorter than indexed")
+    return zlib.crc32(head), zlib.crc32(tail)
+
+
+def _texts(data: bytes, count: int) -> list[str]:
+    if count == 0:
+        if len(data):
+            raise _NotUsable("text for no entries")
+        return []
+    texts = str(data, "utf-8", "surrogatepass").split("\x00")
+    if len(texts) != count:
+        raise _NotUsable("column of another length")
+    return texts
+
+
+def _integers(data: bytes, count: int | None = None) -> list[int]:
+    numbers = array("q")
+    numbers.frombytes(data)
+    if count is not None and len(numbers) != count:
+        raise _NotUsable("column of another length")
+    return numbers.tolist()
+
+
+def _result_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, keep_bytes: bool) -> ScanResult:
+    """The scan result the index holds (entries pointing to ``source``)."""
+    n = header.count
+    ids, timestamps, offsets = columns.ids, columns.timestamps, columns.offsets
+    type_codes, role_codes = columns.type_codes, columns.role_codes
+    types = header.types
+    heads: list[Any] = [None, head_for(ABSENT), *(head_for(role) for role in header.roles)]
+    if (
+        (n and (max(type_codes) >= len(types) or max(role_codes) >= len(heads)))
+        or any(type(value) is not str and value is not ABSENT for value in types)
+        or any(type(value) is not str for value in header.roles)
+    ):
+        raise _NotUsable("unknown code")
+    lines = _line_numbers(header.line_runs, n)
+    parents: list[Any] = [ABSENT, *ids[:-1]] if n else []
+    for position, parent in header.parents:
+        if not (parent is None or parent is ABSENT or type(parent) is str):
+            raise _NotUsable("parentId of another type")
+        parents[position] = parent
+    targets: Iterable[Any] = _sparse(n, ABSENT, ((p, target) for p, target, _label in header.targets))
+    labels: Iterable[Any] = _sparse(n, ABSENT, ((p, label) for p, _target, label in header.targets))
+    lengths: Iterable[Any] = _sparse(n, 0, header.lengths)
+    bodies: Iterable[Any] = repeat(ABSENT)
+    if keep_bytes and n:
+        bodies = _line_bytes(fd, offsets, header.end)
+    entries = list(
+        map(
+            Entry,
+            map(types.__getitem__, type_codes),
+            ids,
+            parents,
+            timestamps,
+            map(heads.__getitem__, role_codes),
+            targets,
+            labels,
+            lines,
+            offsets,
+            lengths,
+            bodies,
+            repeat(source),
+        )
+    )
+    for position in header.rescanned:
+        entry = entries[position] = _rescanned(fd, entries[position], source, keep_bytes)
+        ids[position] = entry.id
+        after = position + 1
+        if after < n and type(entry.id) is str and entries[after].parent_id == entry.id:
+            # the entry after it names it as its parent: the very same string, as the scan makes it
+            # (a chain goes on through an entry read again; see IdIndex.chain_starts)
+            entries[after].parent_id = entry.id
+    index = IdIndex(chain_starts=columns.chain_starts, complete=header.complete)
+    if header.complete:
+        index.by_id = dict(zip(ids, entries, strict=True))
+    if header.rescanned:  # their type code is a stand-in's
+        index.non_messages = [entry for entry in entries if entry.type != "message"]
+    else:
+        index.non_messages = list(compress(entries, type_codes.translate(_non_message_table(types))))
+    problems = [LineProblem(*fields) for fields in header.problems]
+    return ScanResult(
+        entries=entries,
+        problems=problems,
+        lines=header.lines,
+        end=header.end,
+        size=header.end - header.start,
+        index=index,
+    )
+
+
+def _sparse(n: int, default: Any, values: Iterable[tuple[int, Any]]) -> Iterable[Any]:
+    """A column of ``n`` values that are ``default`` but for the (position, value) pairs given."""
+    column: list[Any] | None = None
+    for position, value in values:
+        if column is None:
+            column = [default] * n
+        column[position] = value
+    return repeat(default) if column is None else column
+
+
+def _non_message_table(types: list[str]) -> bytes:
+    """bytes.translate table: type code -> 1 for a type that is not "message", else 0."""
+    return bytes(0 if i < len(types) and types[i] == "message" else 1 for i in range(256))
+
+
+def _line_numbers(runs: list[tuple[int, int]], count: int) -> list[int]:
+    lines: list[int] = []
+    for i, (position, line) in enumerate(runs):
+        if position != len(lines):
+            raise _NotUsable("line runs do not follow each other")
+        until = runs[i + 1][0] if i + 1 < len(runs) else count
+        lines.extend(range(line, line + until - position))
+    if len(lines) != count:
+        raise _NotUsable("line runs of another length")
+    return lines
+
+
+def _line_bytes(fd: int, offsets: list[int], end: int) -> list[LineBytes]:
+    """Every entry's line, for a file small enough to keep them (see loader.KEEP_BYTES_LIMIT)."""
+    base = offsets[0]
+    data = os.pread(fd, end - base, base)
+    if len(data) != end - base:
+        raise _NotUsable("file shorter than indexed")
+    find = data.find
+    out = []
+    for offset in offsets:
+        at = offset - base
+        stop = find(b"\n", at)
+        if stop < 0:
+            raise _NotUsable("line without its newline")
+        out.append(LineBytes(data[at:stop]))
+    return out
+
+
+def _rescanned(fd: int, stand_in: Entry, source: Any, keep_bytes: bool) -> Entry:
+    """The entry of a line whose envelope the columns do not hold, read again from the file."""
+    data = line_at(fd, stand_in.offset, 0)
+    found = _entry_from_line(stand_in.line, stand_in.offset, data, len(data), source, keep_bytes)
+    if type(found) is not Entry:
+        raise _NotUsable("a line indexed as an entry is not one")
+    return found
+
+
+# ---------------------------------------------------------------------- writing
+
+
+def _write_index(
+    directory: str,
+    path: str,
+    fd: int,
+    st: os.stat_result,
+    seen_at: int,
+    start: int,
+    first_line: int,
+    result: ScanResult,
+) -> bool:
+    """Write the index of ``result`` (as the file was when ``st`` was taken); False when it cannot
+    be written or the result does not fit the format (the file is just scanned next time). The
+    columns are written as they are made, one at a time."""
+    temporary = None
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".pi-index", dir=directory)
+        try:
+            _write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
+            sections = _SectionWriter(out)
+            header = _encoded(result, fd, st, start, first_line, sections)
+            if seen_at - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+                header.size = -1  # see RACY_NS
+            encoded_header = _encode_header(header)
+            _write_all(out, encoded_header)
+            crc = zlib.crc32(encoded_header, sections.crc)
+            prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(encoded_header), sections.length, crc)
+            os.pwrite(out, prefix, 0)
+        finally:
+            os.close(out)
+        os.replace(temporary, path)
+        temporary = None
+        _prune(directory)
+        return True
+    except Exception:  # a cache that cannot be written (read-only, full, odd values) is no error
+        return False
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+class _SectionWriter:
+    """Writes the payload's sections one after the other, keeping their lengths and the CRC."""
+
+    def __init__(self, out: int) -> None:
+        self.out = out
+        self.crc = 0
+        self.length = 0
+        self.lengths: list[int] = []
+
+    def add(self, chunks: Iterable[bytes]) -> None:
+        length = 0
+        for chunk in chunks:
+            _write_all(self.out, chunk)
+            self.crc = zlib.crc32(chunk, self.crc)
+            length += len(chunk)
+        self.lengths.append(length)
+        self.length += length
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _encoded(
+    result: ScanResult, fd: int, st: os.stat_result, start: int, first_line: int, sections: _SectionWriter
+) -> IndexHeader:
+    """The index of ``result``'s complete lines. Each column is made once and encoded before the
+    next is made (a list of a million entries' ids is 8 MB, plus its strings). An entry with a value
+    a column cannot hold has a stand-in there, and is read again from its line when the index is.
+
+    The scan makes every entry that does not start a chain (``IdIndex.chain_starts``) in its fast
+    path: a string id and timestamp, the id before it as parentId, a type and role msgspec checked
+    as pi's (or none), no value held. So only the chains' first entries are looked at one by one;
+    a ``targetId`` or ``label`` may be any JSON value on any line, and text may hold a NUL (the
+    text columns' separator)."""
+    end = result.end
+    entries = result.entries
+    n = len(entries)
+    if n and entries[-1].offset >= end:  # the final line without newline
+        n -= 1
+        entries = entries[:n]
+    chain_starts = result.index.chain_starts[: bisect_left(result.index.chain_starts, n)]
+    if n and (not chain_starts or chain_starts[0] != 0):  # not a scan's: look at every entry
+        chain_starts = list(range(n))
+    rescanned: set[int] = set()
+
+    def column(name: str, allowed: frozenset[type], stand_in: Any) -> list[Any]:
+        values = list(map(attrgetter(name), entries))
+        for position in chain_starts:
+            if type(values[position]) not in allowed:
+                values[position] = stand_in
+                rescanned.add(position)
+        return values
+
+    def text(values: list[Any]) -> Iterator[bytes]:
+        """The column as text joined by NUL, in pieces (a value holding a NUL gets a stand-in)."""
+        for at in range(0, n, _TEXT_PIECE):
+            piece = values[at : at + _TEXT_PIECE]
+            joined = "\x00".join(piece)
+            if joined.count("\x00") > len(piece) - 1:  # a NUL inside a value
+                for i, value in enumerate(piece):
+                    if "\x00" in value:
+                        values[at + i] = ""
+                        rescanned.add(at + i)
+                joined = "\x00".join(values[at : at + _TEXT_PIECE])
+            yield (("\x00" if at else "") + joined).encode("utf-8", "surrogatepass")
+
+    ids = column("id", _PLAIN_TEXT, "")
+    for _ in text(ids):  # stand-ins first: a parentId equal to the id before is not kept
+        pass
+    parents = column("parent_id", _PLAIN_OPTIONAL, None)
+    sections.add(text(ids))
+    explicit_parents = [
+        (p, parents[p]) for p in compress(range(n), map(is_not, parents, [ABSENT, *ids[:-1]]))
+    ]
+    del ids, parents
+    for i, (position, parent) in enumerate(explicit_parents):
+        if not _encodable(parent):  # (the header is msgpack: no lone surrogates)
+            explicit_parents[i] = (position, None)
+            rescanned.add(position)
+    sections.add(text(column("timestamp", _PLAIN_TEXT, "")))
+    type_table, codes = _coded(column("type", _PLAIN_TYPES, "message"), rescanned, "message", {})
+    sections.add([codes])
+    heads = list(map(attrgetter("message"), entries))
+    roles = list(map(getattr, heads, repeat("role"), repeat(_NO_HEAD)))
+    for position in chain_starts:
+        if type(roles[position]) not in _PLAIN_ROLES or type(heads[position]) not in _PLAIN_HEADS:
+            roles[position] = _NO_HEAD
+            rescanned.add(position)
+    del heads
+    role_table, codes = _coded(roles, rescanned, _NO_HEAD, {_NO_HEAD: _NO_MESSAGE, ABSENT: _NO_ROLE})
+    sections.add([codes])
+    del roles
+    sections.add([array("q", map(attrgetter("offset"), entries)).tobytes()])
+    sections.add([array("q", chain_starts).tobytes()])
+    column("_body", _PLAIN_BODIES, ABSENT)  # a value held: read again
+    targets = list(map(attrgetter("targetId"), entries))
+    labels = list(map(attrgetter("label"), entries))
+    with_label = set(compress(range(n), map(is_not, targets, repeat(ABSENT))))
+    with_label.update(compress(range(n), map(is_not, labels, repeat(ABSENT))))
+    explicit_targets = []
+    for position in sorted(with_label):
+        target, label = targets[position], labels[position]
+        plain = type(target) in _PLAIN_OPTIONAL and type(label) in _PLAIN_OPTIONAL
+        if not (plain and _encodable(target) and _encodable(label)):
+            target = label = ABSENT
+            rescanned.add(position)
+        explicit_targets.append((position, target, label))
+    del targets, labels
+    line_numbers = list(map(attrgetter("line"), entries))
+    line_runs = [(0, line_numbers[0])] if n else []
+    steps = map(sub, line_numbers[1:], line_numbers[:-1])
+    line_runs.extend((p, line_numbers[p]) for p in compress(range(1, n), map(ne, steps, repeat(1))))
+    del line_numbers
+    head_crc, tail_crc = _edges(fd, end)
+    header = IndexHeader(
+        byteorder=sys.byteorder,
+        dev=st.st_dev,
+        ino=st.st_ino,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        ctime_ns=st.st_ctime_ns,
+        start=start,
+        first_line=first_line,
+        end=end,
+        lines=result.lines - (1 if result.tail else 0),
+        head_crc=head_crc,
+        tail_crc=tail_crc,
+        count=n,
+        types=type_table,
+        roles=role_table,
+        line_runs=line_runs,
+        parents=explicit_parents,
+        targets=explicit_targets,
+        lengths=[(p, entries[p].length) for p in compress(range(n), map(attrgetter("length"), entries))],
+        rescanned=sorted(rescanned),
+        problems=[
+            (p.line, p.column, p.kind, p.message, p.offset, p.length)
+            for p in result.problems
+            if p.offset < end
+        ],
+        complete=result.index.complete,
+        sections=sections.lengths,
+    )
+    return header
+
+
+_PLAIN_TEXT: frozenset[type] = frozenset({str})
+_PLAIN_OPTIONAL: frozenset[type] = frozenset({str, type(None), type(ABSENT)})
+_PLAIN_BODIES: frozenset[type] = frozenset({type(ABSENT), LineBytes})
+
+
+class _NoHead:
+    """The role of an entry without a message head (told from a head whose role is null)."""
+
+
+_NO_HEAD = _NoHead()
+_PLAIN_ROLES: frozenset[type] = frozenset({str, type(ABSENT), _NoHead})
+_PLAIN_TYPES: frozenset[type] = frozenset({str, type(ABSENT)})
+_PLAIN_HEADS: frozenset[type] = frozenset({MessageHead, type(None)})
+
+
+def _encodable(value: Any) -> bool:
+    """Can the header hold this value (text without lone surrogates)?"""
+    if type(value) is not str or value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _coded(
+    values: list[Any], rescanned: set[int], stand_in: Any, reserved: dict[Any, int]
+) -> tuple[list[Any], bytes]:
+    """(the table, one byte per value: ``reserved`` codes, then the table's from len(reserved) on).
+    Values beyond the table's room get the stand-in's code, and their entries are read again."""
+    room = _MAX_CODES - len(reserved) - 1  # (one code kept for the stand-in)
+    table = [value for value in _table(values) if value not in reserved]
+    if len(table) > room:
+        kept = set(table[:room])
+        if stand_in not in reserved:
+            kept.add(stand_in)
+        for position, value in enumerate(values):
+            if value not in kept and value not in reserved:
+                values[position] = stand_in
+                rescanned.add(position)
+        table = [value for value in _table(values) if value not in reserved]
+    code = dict(reserved)
+    code.update((value, i) for i, value in enumerate(table, len(reserved)))
+    return table, bytes(map(code.__getitem__, values))
+
+
+def _table(values: Iterable[Any]) -> list[Any]:
+    return list(dict.fromkeys(values))
+
+
+def _joined_text(texts: list[Any]) -> bytes:
+    return "\x00".join(texts).encode("utf-8", "surrogatepass")
+
+
+def _prune(directory: str) -> None:
+    """Keep at most MAX_INDEX_FILES indexes (the ones used last), and remove temporary files that
+    writers killed before their rename left behind."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    if len(names) <= MAX_INDEX_FILES:
+        return
+    now = time.time()
+    found = []
+    for name in names:
+        full = os.path.join(directory, name)
+        try:
+            st = os.stat(full)
+        except OSError:
+            continue
+        if name.startswith(".tmp-"):
+            if now - st.st_mtime > _ABANDONED_AFTER:
+                with contextlib.suppress(OSError):
+                    os.unlink(full)
+        elif name.endswith((".pi-index", ".pi-previews")):
+            found.append((st.st_mtime, full))
+    found.sort()
+    for _mtime, full in found[: max(0, len(found) - MAX_INDEX_FILES)]:
+        with contextlib.suppress(OSError):
+            os.unlink(full)

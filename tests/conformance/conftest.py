@@ -1,0 +1,54 @@
+"""``--session-index`` (or ``PI_SESSION_TEST_INDEX=1``): every vector runs with the persistent index
+of its session files (session/scan_index.py) on, for files of any size. The vectors' files are small
+and most are opened once, so each load of a file is made twice: the first writes its index, the
+second, whose result the scenario gets, reads it. A test fails if a load that wrote an index did not
+then read it, and the run fails if no load at all was read from an index. Without the option the
+vectors' files are below the index's threshold: read by scanning alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pi_session_server.session import manager, scan_index
+
+_read_from_index = [0]
+
+
+@pytest.fixture(autouse=True)
+def through_the_index(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    if not request.config.getoption("--session-index"):
+        yield
+        return
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.delenv(scan_index.NO_INDEX_ENV, raising=False)
+    real_load = manager.load_lazy
+    unread: list[str] = []
+
+    def load_twice(fd: int, path: str, *args: Any, **kwargs: Any) -> Any:
+        _loaded, source = real_load(fd, path, *args, **kwargs)
+        source.close()
+        wrote = scan_index.last_outcome.written
+        result = real_load(fd, path, *args, **kwargs)
+        if scan_index.last_outcome.read in ("used", "grown"):
+            _read_from_index[0] += 1
+        elif wrote:
+            unread.append(f"{path}: {scan_index.last_outcome}")
+        return result
+
+    monkeypatch.setattr(manager, "load_lazy", load_twice)
+    yield
+    assert not unread, f"indexes written but not read back: {unread}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if config.getoption("--session-index"):
+        terminalreporter.write_line(f"session index: {_read_from_index[0]} loads read from their index")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    ran = session.testscollected and not session.config.getoption("collectonly")
+    if session.config.getoption("--session-index") and ran and _read_from_index[0] == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print("\n--session-index: no session file was read from its index", flush=True)

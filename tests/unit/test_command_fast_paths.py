@@ -1,0 +1,387 @@
+"""The commands users run on big sessions take the short way, with the same output as the long one.
+
+* ``tree``, ``context`` and ``check`` import only what they use: never pygls or lsprotocol (the
+  language server's, which cost more to import than a big session costs to open).
+* Previews are read in one pass over the file, decoding only what a preview shows
+  (session/preview_pass.py), and kept with the file's index (session/preview_store.py): the text
+  is the same as from each entry's whole value, whatever the lines hold, and the kept previews are
+  used only for the lines they were made from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_session_server.analysis import samples as S
+from pi_session_server.format.entry import LineBytes
+from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session import SessionManager, preview_pass, preview_store, scan_index
+from pi_session_server.session.describe import PreviewCache, collect_tool_calls, preview_of
+
+DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
+ROOT = Path(__file__).resolve().parents[2]
+
+# ---------------------------------------------------------------------- imports
+
+PROBE = """
+import json, sys
+from pi_session_server.cli import main
+code = main(sys.argv[1:])
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pygls", "lsprotocol", "cattrs", "attrs"))
+server = sorted(m for m in sys.modules if m.startswith("pi_session_server.server"))
+print(json.dumps({"code": code, "heavy": heavy, "server": server}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("tree",), ("context",), ("context", "--json"), ("check",), ("--help",), ("tree", "--help")],
+)
+def test_the_viewing_commands_do_not_import_the_language_server(args: tuple[str, ...], tmp_path: Path):
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(S.generate_session(50_000, seed=3))
+    argv = [*args] if "--help" in args else [*args, str(session)]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1]) if "--help" not in args else None
+    if report is None:  # argparse exits after printing the help: ask the interpreter instead
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "pi_session_server.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        assert done.returncode == 0, done.stderr
+        imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line]
+        assert not [m for m in imported if m.split(".")[0] in ("pygls", "lsprotocol")]
+        return
+    assert report["code"] in (0, 1), done.stderr
+    assert report["heavy"] == [] and report["server"] == []
+
+
+def test_the_server_commands_still_have_their_options():
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_session_server.cli", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0 and "--watch-interval" in done.stdout
+
+
+# ---------------------------------------------------------------------- previews in one pass
+
+
+def _assistant(n: int, parent: str, content: Any, stop: str = "toolUse") -> str:
+    return json.dumps(
+        {
+            "type": "message",
+            "id": f"a{n}",
+            "parentId": parent,
+            "timestamp": "2025-01-01T00:00:00.000Z",
+            "message": {"role": "assistant", "content": content, "stopReason": stop},
+        }
+    )
+
+
+ODD = [
+    # tool calls: pi's own (their rendering reads a few arguments), others (all of them), odd ones
+    lambda n, p: _assistant(
+        n,
+        p,
+        [
+            {"type": "thinking", "thinking": "x" * 500},
+            {
+                "type": "toolCall",
+                "id": f"c{n}",
+                "name": "read",
+                "arguments": {"path": "/home/u/f", "offset": 5},
+            },
+        ],
+    ),
+    lambda n, p: _assistant(
+        n,
+        p,
+        [{"type": "toolCall", "id": f"c{n}", "name": "mcp_thing", "arguments": {"q": [1, 2], "z": "y" * 80}}],
+    ),
+    lambda n, p: _assistant(
+        n, p, [{"type": "toolCall", "id": f"c{n}", "name": "bash", "arguments": "not an object"}]
+    ),
+    lambda n, p: _assistant(n, p, [{"type": "toolCall", "id": f"c{n}", "name": "edit"}]),
+    lambda n, p: _assistant(n, p, [{"type": "toolCall", "id": 7, "name": "ls", "arguments": {"path": 3}}]),
+    lambda n, p: _assistant(n, p, [], stop="error"),
+    lambda n, p: _assistant(n, p, [{"type": "text", "text": "  "}], stop="aborted"),
+    lambda n, p: _assistant(n, p, "plain text content", stop="stop"),
+    lambda n, p: _assistant(n, p, ["a string block", {"type": "text", "text": "then text"}]),
+    lambda n, p: _assistant(n, p, {"type": "text", "text": "an object, not a list"}),
+    lambda n, p: _assistant(n, p, [{"type": "text", "text": "\ud83d\ude00" * 150}]),
+    lambda n, p: S.tool_result(f"r{n}", p, f"c{n - 1}", "result " * 50),
+    lambda n, p: S.tool_result(f"r{n}", p, "no-such-call", "orphan"),
+    lambda n, p: S.user(f"u{n}", p, [{"type": "image", "data": "A" * 5000, "mimeType": "image/png"}]),
+    lambda n, p: S.user(
+        f"u{n}", p, [{"type": "text", "text": "line\nbreaks\tand tabs "}, {"type": "text", "text": 5}]
+    ),
+    lambda n, p: S.user(f"u{n}", p, "\u2028 separators \u2029"),
+    lambda n, p: S.user(f"u{n}", p, 12),
+    lambda n, p: (
+        '{"type":"message","id":"u' + str(n) + '","parentId":"' + p + '","timestamp":"t",'
+        '"message":{"role":"user","content":"a","content":"b"}}'
+    ),  # JSON.parse: the last one
+    lambda n, p: (
+        '{"type":"message","id":"u' + str(n) + '","parentId":"' + p + '","timestamp":"t",'
+        '"message":{"role":"user","content":"\\ud800 lone"}}'
+    ),
+    lambda n, p: json.dumps(
+        {"type": "message", "id": f"x{n}", "parentId": p, "timestamp": "t", "message": None}
+    ),
+    lambda n, p: json.dumps(
+        {"type": "message", "id": f"x{n}", "parentId": p, "timestamp": "t", "message": "text"}
+    ),
+    lambda n, p: json.dumps(
+        {
+            "type": "message",
+            "id": f"b{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "message": {"role": "bashExecution", "command": "ls\n-la"},
+        }
+    ),
+    lambda n, p: json.dumps(
+        {"type": "message", "id": f"y{n}", "parentId": p, "timestamp": "t", "message": {"role": "narrator"}}
+    ),
+    lambda n, p: json.dumps(
+        {
+            "type": "custom_message",
+            "id": f"m{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "customType": "note",
+            "content": [{"type": "text", "text": "hi"}],
+        }
+    ),
+    lambda n, p: json.dumps(
+        {"type": "custom_message", "id": f"m{n}", "parentId": p, "timestamp": "t", "content": 3}
+    ),
+    lambda n, p: S.compaction(f"k{n}", p, p, "summary " * 100),
+    lambda n, p: json.dumps(
+        {
+            "type": "compaction",
+            "id": f"k{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "tokensBefore": 123456789012345678901234,
+        }
+    ),
+    lambda n, p: S.branch_summary(f"s{n}", p, p, "left\nbranch"),
+    lambda n, p: json.dumps(
+        {"type": "branch_summary", "id": f"s{n}", "parentId": p, "timestamp": "t", "summary": {"o": 1}}
+    ),
+    lambda n, p: S.model_change(f"c{n}x", p),
+    lambda n, p: json.dumps(
+        {
+            "type": "thinking_level_change",
+            "id": f"t{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "thinkingLevel": None,
+        }
+    ),
+    lambda n, p: json.dumps(
+        {"type": "custom", "id": f"q{n}", "parentId": p, "timestamp": "t", "customType": ["x"]}
+    ),
+    lambda n, p: S.label(f"l{n}", p, p, None),
+    lambda n, p: S.session_info(f"i{n}", p, ""),
+    lambda n, p: json.dumps({"type": "future", "id": f"f{n}", "parentId": p, "timestamp": "t"}),
+]
+
+
+def _write_session(path: Path, picks: list[int], repeat: int = 1) -> Path:
+    lines = [S.header()]
+    parent = None
+    n = 0
+    for _ in range(repeat):
+        for pick in picks:
+            n += 1
+            line = ODD[pick](n, parent) if parent is not None else S.user(f"u{n}", None, "first")
+            lines.append(line)
+            parent = json.loads(line)["id"] if '"\\ud800' not in line else parent
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    return path
+
+
+def _previews_two_ways(path: Path) -> tuple[list[Any], list[Any]]:
+    """(previews from each entry's whole value, previews from one pass), for every entry."""
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        entries = sm.get_entries()
+        _read_from_the_file(entries)
+        whole_calls = collect_tool_calls(entries)
+        whole = [preview_of(e, whole_calls) for e in entries]
+        cache = PreviewCache()
+        calls = cache.collect_tool_calls(entries)
+        cache.prefetch(entries)
+        preview = cache.previews()
+        passed = [preview(e, calls) for e in entries]
+        silent = [cache.silent_turn(e) for e in entries if e.type == "message" and e.role == "assistant"]
+        whole_silent = [
+            PreviewCache().silent_turn(e) for e in entries if e.type == "message" and e.role == "assistant"
+        ]
+    return [whole, whole_silent], [passed, silent]
+
+
+def _read_from_the_file(entries: list[Any]) -> None:
+    """Bodies read from the file, as a big session's are (a small one's lines are kept in memory)."""
+    for entry in entries:
+        if type(entry._body) is LineBytes:
+            entry._body = ABSENT
+
+
+@pytest.fixture
+def every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any number of entries is read in one pass (not only many)."""
+    monkeypatch.setattr("pi_session_server.session.describe.MIN_BATCH", 1)
+
+
+def test_previews_from_one_pass_are_those_of_the_whole_values(tmp_path: Path, every_batch: None):
+    path = _write_session(tmp_path / "s.jsonl", list(range(len(ODD))), repeat=3)
+    whole, passed = _previews_two_ways(path)
+    assert passed == whole
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        entries = sm.get_entries()
+        _read_from_the_file(entries)
+        values = list(preview_pass.preview_values(entries))
+    assert 0 < len(values) < len(entries)  # most lines read in the pass, the odd ones the usual way
+
+
+@settings(max_examples=40, deadline=None)
+@given(picks=st.lists(st.integers(0, len(ODD) - 1), min_size=1, max_size=40))
+def test_previews_of_any_lines_from_one_pass(tmp_path_factory: pytest.TempPathFactory, picks: list[int]):
+    path = _write_session(tmp_path_factory.mktemp("previews") / "s.jsonl", picks)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("pi_session_server.session.describe.MIN_BATCH", 1)
+        whole, passed = _previews_two_ways(path)
+    assert passed == whole
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
+def test_previews_of_real_sessions_from_one_pass(name: str, every_batch: None):
+    whole, passed = _previews_two_ways(DATA / name)
+    assert passed == whole
+
+
+def test_a_line_changed_under_the_pass_is_refused(tmp_path: Path, every_batch: None):
+    path = _write_session(tmp_path / "s.jsonl", [0, 11, 13] * 50)
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        entries = sm.get_entries()
+        _read_from_the_file(entries)
+        data = path.read_bytes()
+        middle = entries[len(entries) // 2]
+        at = data.index(f'"{middle.id}"'.encode(), middle.offset)
+        path.write_bytes(data[:at] + b'"X' + data[at + 2 :])  # its id, one letter changed
+        with pytest.raises(Exception, match="changed underneath"):
+            list(preview_pass.preview_values(entries))
+
+
+# ---------------------------------------------------------------------- the tree command, kept previews
+
+
+def _tree(path: Path, env: dict[str, str], *extra: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_session_server.cli", "tree", *extra, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_tree_is_the_same_from_the_file_from_its_index_and_from_kept_previews(tmp_path: Path):
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=150)
+    index_dir = tmp_path / "index"
+    env = dict(os.environ, PI_SESSION_INDEX_DIR=str(index_dir), PI_SESSION_INDEX_MIN_SIZE="0")
+    expected = _tree(path, env, "--no-index")
+    assert not index_dir.exists()
+    time.sleep(scan_index.RACY_NS / 1e9 + 0.1)  # previews are kept for a file settled (RACY_NS)
+    assert _tree(path, env) == expected  # writes the index and the previews
+    kept = sorted(p.suffix for p in index_dir.iterdir())
+    assert kept == [".pi-index", ".pi-previews"]
+    assert _tree(path, env) == expected  # reads both
+    data = path.read_bytes()  # the same size, other text in the middle: neither is used
+    middle = data.index(b"breaks", len(data) // 2)
+    path.write_bytes(data[:middle] + b"BREAKS" + data[middle + 6 :])
+    expected = _tree(path, env, "--no-index")
+    assert "BREAKS" in expected
+    assert _tree(path, env) == expected
+    with open(path, "a", encoding="utf-8") as f:  # appended: new previews made, kept ones used
+        f.write(
+            S.user("late1", "i1650", "appended later")
+            + "\n"
+            + S.tool_result("late2", "late1", "c1", "x")
+            + "\n"
+        )
+    expected = _tree(path, env, "--no-index")
+    assert "appended later" in expected
+    assert _tree(path, env) == expected
+
+
+def _previews(path: Path, index_dir: str) -> list[str]:
+    with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
+        entries = sm.get_entries()
+        cache = PreviewCache()
+        calls = cache.collect_tool_calls(entries)
+        cache.prefetch(entries)
+        preview = cache.previews()
+        return [preview(e, calls) for e in entries]
+
+
+def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    path = _write_session(tmp_path / "s.jsonl", [0, 11, 13, 7], repeat=20)
+    index_dir = str(tmp_path / "index")
+    time.sleep(0.1)
+    first = _previews(path, index_dir)
+    (kept,) = Path(index_dir).glob("*.pi-previews")
+    stored = kept.read_bytes()
+    assert _previews(path, index_dir) == first
+    loaded = []
+    real_load = preview_store.load
+    monkeypatch.setattr(
+        preview_store, "load", lambda entries: loaded.append(real_load(entries)) or loaded[-1]
+    )
+    assert _previews(path, index_dir) == first
+    assert len(loaded[-1]) == len(first)  # every preview came from the kept ones
+    for damaged in (
+        b"",
+        stored[:-3],
+        stored[:20] + bytes([stored[20] ^ 1]) + stored[21:],
+        b"PIPREVW\x00" + os.urandom(200),
+    ):
+        kept.write_bytes(damaged)
+        assert _previews(path, index_dir) == first
+        assert loaded[-1] == {}
+    kept.write_bytes(stored)
+    time.sleep(0.06)  # past the clock's tick: the rewrite gets another ctime
+    with open(path, "r+b") as f:  # the same size, other text in the middle
+        data = f.read()
+        at = data.index(b"first")
+        f.seek(at)
+        f.write(b"FIRST")
+    assert _previews(path, index_dir)[0] == first[0].replace("first", "FIRST")
+    assert loaded[-1] == {}
