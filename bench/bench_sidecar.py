@@ -27,12 +27,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from pi_session_server.server.framing import FrameDecoder, encode_frame  # noqa: E402
+
 DEFAULT_ORACLE = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
 
 REFERENCE_SCRIPT = r"""
@@ -93,14 +97,15 @@ class Pipe:
             stdout=subprocess.PIPE,
             env=env,
         )
-        self._buffer = bytearray()
+        self._decoder = FrameDecoder()
+        self._bodies: deque[bytes] = deque()
         self._next = 1
         self._encode = msgspec.json.encode
 
     def frame(self, method: str, params: Any) -> bytes:
         body = self._encode({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
         self._next += 1
-        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+        return encode_frame(body)
 
     def send(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -110,24 +115,12 @@ class Pipe:
     def read_reply(self) -> bytes:
         """The next message body (notifications included)."""
         assert self.proc.stdout is not None
-        while True:
-            end = self._buffer.find(b"\r\n\r\n")
-            if end >= 0:
-                header = self._buffer[:end]
-                length = int(header.split(b":")[1])
-                start = end + 4
-                while len(self._buffer) < start + length:
-                    chunk = self.proc.stdout.read1(max(1 << 20, start + length - len(self._buffer)))
-                    if not chunk:
-                        raise ConnectionError("server closed the connection")
-                    self._buffer += chunk
-                body = bytes(self._buffer[start : start + length])
-                del self._buffer[: start + length]
-                return body
-            chunk = self.proc.stdout.read1(1 << 20)
+        while not self._bodies:
+            chunk = self.proc.stdout.read1(max(1 << 20, self._decoder.missing))
             if not chunk:
                 raise ConnectionError("server closed the connection")
-            self._buffer += chunk
+            self._bodies.extend(b for b in self._decoder.feed(chunk) if isinstance(b, bytes))
+        return self._bodies.popleft()
 
     def request(self, method: str, params: Any) -> Any:
         self.send(self.frame(method, params))

@@ -33,7 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pi_session_server.server import ServerOptions, create_server
-    from pi_session_server.server.transport import run_stdio
 
     handler: logging.Handler = (
         logging.FileHandler(args.log_file, encoding="utf-8")
@@ -41,13 +40,11 @@ def run(args: argparse.Namespace) -> int:
         else logging.StreamHandler(sys.stderr)
     )
     logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler], force=True)
-    if args.log_level != "DEBUG":  # pygls logs every error reply with a traceback; ours are expected
-        logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
     options = ServerOptions(
         fsync=args.fsync,
         watch_interval=max(0.01, args.watch_interval),
         test_hooks=args.test_hooks,
         rollback_failed_writes=not args.keep_failed_appends,
     )
-    run_stdio(create_server(options))
+    create_server(options).serve_stdio()
     return 0

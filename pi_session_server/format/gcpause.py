@@ -9,15 +9,39 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
+import threading
 from collections.abc import Iterator
+
+# The collector is one for the process: loads on several threads at once (the server's workers)
+# share one pause, which ends when the last of them does.
+_lock = threading.Lock()
+_pausing = 0
+_was_enabled = False
+
+
+def _fresh_lock_in_child() -> None:
+    """A process forked while another thread held the lock (the scan's helper) gets one free."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock_in_child)
 
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _pausing, _was_enabled
+    with _lock:
+        if _pausing == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pausing += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _lock:
+            _pausing -= 1
+            if _pausing == 0 and _was_enabled:
+                gc.enable()

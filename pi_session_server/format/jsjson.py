@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from .jstext import as_displayed
 from .jsvalue import ABSENT
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "dumps",
     "dumps_bytes",
     "dumps_pretty",
+    "encode_value",
     "is_array_index_key",
     "js_number",
     "parse",
@@ -447,8 +449,9 @@ def is_array_index_key(key: str) -> bool:
     return int(key) <= _MAX_ARRAY_INDEX
 
 
-def _ordered_items(obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """Members in JS enumeration order, ABSENT-valued ones dropped."""
+def _ordered_items(obj: Mapping[str, Any], displayed: bool = False) -> list[tuple[str, Any]]:
+    """Members in JS enumeration order, ABSENT-valued ones dropped (``displayed``: keys with lone
+    surrogates shown as U+FFFD)."""
     index_keys: list[tuple[int, str, Any]] = []
     others: list[tuple[str, Any]] = []
     for k, v in obj.items():
@@ -456,6 +459,8 @@ def _ordered_items(obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
             continue
         if type(k) is not str:
             raise TypeError(f"object keys must be strings, got {type(k).__name__}")
+        if displayed:
+            k = as_displayed(k)
         if is_array_index_key(k):
             index_keys.append((int(k), k, v))
         else:
@@ -491,11 +496,12 @@ def _encode_string(s: str) -> str:
     return out
 
 
-def _scalar(v: Any) -> str | None:
-    """The JSON text of a non-container value, or None for a container."""
+def _scalar(v: Any, default: Callable[[Any], Any] | None = None, displayed: bool = False) -> str | None:
+    """The JSON text of a non-container value, or None for a container (``default`` turns other
+    objects into JSON values; ``displayed``: lone surrogates become U+FFFD, see ``encode_value``)."""
     t = type(v)
     if t is str:
-        return _encode_string(v)
+        return _encode_string(as_displayed(v) if displayed else v)
     if t is dict or t is list:
         return None
     if v is None:
@@ -506,17 +512,26 @@ def _scalar(v: Any) -> str | None:
         return "false"
     if t is int or t is float:
         return _json_number(v)
+    if t is msgspec.Raw:
+        return bytes(v).decode("utf-8")
     if isinstance(v, (Mapping, list, tuple)):
         return None
     if isinstance(v, str):
-        return _encode_string(str(v))
+        return _scalar(str(v), default, displayed)
     if isinstance(v, (int, float)):
         return _json_number(v)
+    if default is not None and v is not ABSENT:
+        converted = default(v)
+        if converted is not v:
+            return _scalar(converted, default, displayed)
     raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
 
 
-def _encode_exact(value: Any, indent: str = "") -> str:
-    """JSON.stringify(value, null, indent) exactly, iteratively (any depth)."""
+def _encode_exact(
+    value: Any, indent: str = "", default: Callable[[Any], Any] | None = None, displayed: bool = False
+) -> str:
+    """JSON.stringify(value, null, indent) exactly, iteratively (any depth). ``default`` turns
+    objects that are not JSON values into JSON values (containers included)."""
     if value is ABSENT:
         raise TypeError("JSON.stringify(undefined) produces no text")
     out: list[str] = []
@@ -528,8 +543,11 @@ def _encode_exact(value: Any, indent: str = "") -> str:
 
     def open_container(v: Any) -> None:
         t = type(v)
+        if t is not dict and t is not list and not isinstance(v, (Mapping, list, tuple)):
+            v = default(v) if default is not None else v  # _scalar let it through: a container
+            t = type(v)
         if t is dict or (t is not list and isinstance(v, Mapping)):
-            items: list[Any] = _ordered_items(v)
+            items: list[Any] = _ordered_items(v, displayed)
             if not items:
                 append("{}")
                 return
@@ -542,7 +560,7 @@ def _encode_exact(value: Any, indent: str = "") -> str:
             append("[")
             stack.append([v, 0, False])
 
-    s = _scalar(value)
+    s = _scalar(value, default, displayed)
     if s is not None:
         return s
     open_container(value)
@@ -569,7 +587,7 @@ def _encode_exact(value: Any, indent: str = "") -> str:
             v = items[i]
             if v is ABSENT:
                 v = None
-        s = _scalar(v)
+        s = _scalar(v, default, displayed)
         if s is not None:
             append(s)
         else:
@@ -633,3 +651,87 @@ def dumps(value: Any) -> str:
 def dumps_pretty(value: Any, indent: int = 2) -> str:
     """``JSON.stringify(value, null, indent)`` (no trailing newline)."""
     return _encode_exact(value, " " * min(max(indent, 0), 10))
+
+
+# What msgspec writes differently from JSON.stringify, found in its output by searches that start
+# with a literal (C speed; a pattern starting with a character class costs ten times more):
+# a key JavaScript enumerates first (an array index); an integral float ("1.0", "-0.0" where JS
+# writes "1", "0"); an exponent msgspec uses where JS does not, or spells otherwise (msgspec writes
+# "e16" to "e308" and "e-6" where JS writes "10000000000000000", "1e+21" or "0.000001"; from "e-7"
+# down both write the same). Text inside strings that looks the same only costs the exact path.
+# Integers between 2**53 and 2**64 are written as msgspec holds them (JS would hold the nearest
+# double); such a number is never in what pi writes, and finding one costs a slow search.
+_INDEX_KEY = re.compile(rb'"(?:0|[1-9][0-9]{0,9})":')
+_INTEGRAL_FLOAT = re.compile(rb"\.0[,}\]]")
+_EXPONENT = re.compile(rb"e(?:-6|[1-9][0-9]{1,2})[,}\]]")
+
+
+def _needs_exact(out: bytes) -> bool:
+    if out[:1] in b"-0123456789":  # a bare number: the exact path costs nothing
+        return True
+    if _INTEGRAL_FLOAT.search(out) is not None or _INDEX_KEY.search(out) is not None:
+        return True
+    for match in _EXPONENT.finditer(out):
+        # a number token: digits (and ".") after a ":", "," or "[" (or the start), then the "e"
+        start = match.start()
+        while start > 0 and out[start - 1] in b"0123456789.":
+            start -= 1
+        if start > 0 and out[start - 1] == 0x2D:  # "-"
+            start -= 1
+        if start < match.start() and (start == 0 or out[start - 1] in b":,["):
+            return True
+    return False
+
+
+_value_encoders: dict[Any, Callable[[Any], bytes]] = {}
+
+
+def encode_value(
+    value: Any,
+    *,
+    default: Callable[[Any], Any] | None = None,
+    displayed: bool = False,
+    exact: bool = False,
+    checked: bool = True,
+) -> bytes:
+    """``JSON.stringify(value)`` as UTF-8, for a value made of JSON builtins, ``ABSENT`` (left out
+    of objects, ``null`` in arrays), ``msgspec.Raw`` (JSON text inserted as it is) and objects that
+    ``default`` turns into those. The encoder of the wire: replies of any size and depth.
+
+    msgspec writes the value in one C pass; the exact path runs only when msgspec refuses it (lone
+    surrogates, ``ABSENT``, nesting deeper than it goes, integers beyond 64 bits) or its output
+    holds something JavaScript writes otherwise (see ``_needs_exact``). Unlike :func:`dumps_bytes`,
+    other Python types (bytes, sets, dates) are not refused: msgspec's own encoding of them stands.
+
+    Integers between 2**53 and 2**64 are the exception (see ``_needs_exact``).
+
+    ``displayed``: the text is for display (a message an editor shows): a lone surrogate becomes
+    U+FFFD instead of an escape that strict JSON decoders (Neovim's) reject with the whole message.
+    ``exact``: skip msgspec (for values holding objects msgspec would encode its own way).
+    ``checked=False``: the caller made every number and key the way JavaScript writes it (ints, no
+    integer-like keys): msgspec's output is taken without looking (the exact path still runs for what
+    msgspec refuses).
+    """
+    if exact:
+        return _encode_exact(value, default=default, displayed=displayed).encode("utf-8")
+    encode = _value_encoders.get(default)
+    if encode is None:
+        encode = _value_encoders[default] = msgspec.json.Encoder(enc_hook=_refusing(default)).encode
+    try:
+        out = encode(value)
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError, OverflowError):
+        return _encode_exact(value, default=default, displayed=displayed).encode("utf-8")
+    if not checked or not _needs_exact(out):
+        return out
+    return _encode_exact(value, default=default, displayed=displayed).encode("utf-8")
+
+
+def _refusing(default: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    """msgspec's hook: ``default``'s conversion, but ABSENT is left to the exact path."""
+
+    def hook(value: Any) -> Any:
+        if value is ABSENT or default is None:
+            raise TypeError("needs the exact path")
+        return default(value)
+
+    return hook

@@ -1,41 +1,51 @@
 """The sidecar server: one pygls ``LanguageServer`` answering ``pi/*`` requests (and ``textDocument/*``).
 
-Handlers stay thin: they validate params (``params.py``), call one library function inside
-:meth:`PiSessionServer.session_call` or :meth:`PiSessionServer.run_blocking`, and return plain JSON
-(``wire.to_wire``). Everything about locking, threads, errors and rollback lives here.
+The event loop only parses, routes and answers: every request on a session becomes a job on the
+session's serial queue (:mod:`workers`), which runs it on a worker thread, encodes the result there
+and writes the reply. Requests on one session are answered in arrival order; a session stuck on a
+lock another process holds delays nobody else. Handlers stay thin: they validate params
+(``params.py``) and hand one library call to :meth:`PiSessionServer.session_call` (or
+:meth:`PiSessionServer.run` for work on no session).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import importlib
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import msgspec
-from msgspec import UNSET
+from lsprotocol import types
+from msgspec import UNSET, UnsetType
 from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.protocol import LanguageServerProtocol, default_converter
+from pygls.uris import from_fs_path
 
 from pi_session_server import __version__
 from pi_session_server.errors import PiSessionError
 from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session import SessionManager
+from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
+from pi_session_server.session.migrate import needs_migration
 
 from . import errors as rpc_errors
+from .jsonrpc import Connection, run_stdio
+from .locations import require_regular_file, uri_to_path
 from .params import SessionParams
+from .poller import FilePoller
 from .registry import Registry, Slot
-from .rollback import rollback, snapshot
-from .transport import PiProtocol
 from .wire import encode_result
+from .workers import CancelToken, Job, WorkerPool, keep_big_blocks_out_of_the_heap
+
+if TYPE_CHECKING:
+    from .language_features import LanguageFeatures
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-DID_CHANGE = "pi/didChange"
 FOREIGN_WRITER = "pi/foreignWriter"
 SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: the diagnostics)
 
@@ -43,225 +53,230 @@ SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: th
 @dataclass
 class ServerOptions:
     fsync: bool = False  # fsync every append (durability) instead of leaving it to the OS
-    watch_interval: float = 0.15  # seconds between two stats of every held file
-    inline_limit: int = 20_000  # sessions with more entries are read on a worker thread
+    watch_interval: float = 0.15  # seconds between two looks at every followed file
     test_hooks: bool = False  # register $/pi/setEnvironment (conformance runs through the wire)
     # a failed write leaves the session as it was (the reference keeps a failed entry in memory)
     rollback_failed_writes: bool = True
 
 
+class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
+    """``initializationOptions`` the server reads (others are ignored)."""
+
+    fsync: bool | UnsetType = UNSET
+    watch_interval: Annotated[float, msgspec.Meta(ge=0.01, le=10)] | UnsetType = UNSET
+    rollback_failed_writes: bool | UnsetType = UNSET
+
+
 class PiSessionServer(LanguageServer):
-    """The sidecar. ``registry`` holds the open sessions."""
+    """The sidecar. ``registry`` holds the open sessions, ``pool`` runs their jobs, ``connection``
+    talks to the client."""
 
     def __init__(self, options: ServerOptions | None = None) -> None:
-        super().__init__("pi-session-server", __version__, protocol_cls=PiProtocol)
+        super().__init__(
+            "pi-session-server",
+            __version__,
+            protocol_cls=LanguageServerProtocol,
+            converter_factory=default_converter,
+        )
         self.options = options or ServerOptions()
-        self.registry = Registry()
-        self.watcher: Any = None
+        keep_big_blocks_out_of_the_heap()
+        self.pool = WorkerPool()
+        self.registry = Registry(self.pool)
+        self.connection = Connection(cast(LanguageServerProtocol, self.protocol))
+        self.poller = FilePoller(self)
+        self.language_features: LanguageFeatures | None = None
+
+        @self.feature(types.INITIALIZE)
+        def initialize(params: types.InitializeParams) -> None:
+            self.apply_initialization_options(params.initialization_options)
 
     def apply_initialization_options(self, options: Any) -> None:
-        """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites": bool}``."""
-        if not isinstance(options, dict):
+        """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites": bool}``.
+        Options that do not fit are reported in the log and the defaults stay."""
+        if options is None:
             return
-        if isinstance(options.get("fsync"), bool):
-            self.options.fsync = options["fsync"]
-        if isinstance(options.get("rollbackFailedWrites"), bool):
-            self.options.rollback_failed_writes = options["rollbackFailedWrites"]
-        interval = options.get("watchInterval")
-        if isinstance(interval, (int, float)) and not isinstance(interval, bool) and 0.01 <= interval <= 10:
-            self.options.watch_interval = float(interval)
+        try:
+            given = msgspec.convert(options, InitializationOptions)
+        except msgspec.ValidationError as error:
+            logger.warning("initializationOptions ignored (the defaults stay): %s", error)
+            return
+        if given.fsync is not UNSET:
+            self.options.fsync = given.fsync
+        if given.watch_interval is not UNSET:
+            self.options.watch_interval = given.watch_interval
+        if given.rollback_failed_writes is not UNSET:
+            self.options.rollback_failed_writes = given.rollback_failed_writes
 
-    def start_background(self) -> None:
-        """Called once the event loop runs: start following the held files."""
-        self._loop()
-        from .watcher import Watcher
-
-        self.watcher = Watcher(self)
-        self.watcher.start()
+    def serve_stdio(self) -> None:
+        run_stdio(self, self.connection, self.poller.start)
 
     def shutdown(self) -> None:
-        if self.watcher is not None:
-            self.watcher.stop()
-        for slot in self.registry.slots():
-            with contextlib.suppress(Exception):
-                self.registry.remove(slot.handle)
+        self.poller.stop()
         super().shutdown()
 
     # ------------------------------------------------------------------ notifications
 
-    def notify_threadsafe(self, method: str, params: Any) -> None:
-        """Send a notification from any thread (writes happen on the event loop)."""
-        loop = self._loop()
-        if loop is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self.protocol.notify(method, params)
-        else:
-            loop.call_soon_threadsafe(self.protocol.notify, method, params)
+    def notify(self, method: str, params: Any) -> None:
+        """A notification with plain-JSON params, from any thread."""
+        self.connection.notify(method, params)
 
-    def _loop(self) -> asyncio.AbstractEventLoop | None:
-        loop = getattr(self, "_event_loop", None)
-        if loop is None:
-            with contextlib.suppress(RuntimeError):
-                loop = self._event_loop = asyncio.get_running_loop()
-        return loop
+    def loop_call(self, callback: Callable[[], Any]) -> None:
+        """Run ``callback`` on the event loop (from a worker)."""
+        loop = self.connection.loop
+        if loop is not None:
+            loop.call_soon_threadsafe(callback)
 
     def uri_of(self, path: str | None) -> str | None:
         return from_fs_path(path) if path else None
 
     def report_foreign_writes(self, slot: Slot) -> None:
-        drain = getattr(slot.manager, "drain_events", None)
-        if not callable(drain):
+        """Tell the client what other processes wrote while this session appended (on the worker)."""
+        manager = slot.manager
+        if manager is None:
             return
-        for event in drain():
-            path = str(getattr(event, "path", slot.path or ""))
-            self.protocol.notify(
+        for event in manager.drain_events():
+            path = str(event.path)
+            self.notify(
                 FOREIGN_WRITER,
                 {
                     "session": slot.handle,
                     "uri": self.uri_of(path),
                     "path": path,
-                    "message": str(getattr(event, "message", "another process wrote to the file")),
-                    "expectedSize": getattr(event, "expected_size", None),
-                    "foundSize": getattr(event, "found_size", None),
+                    "message": event.message,
+                    "expectedSize": event.expected_size,
+                    "foundSize": event.found_size,
                 },
             )
 
     # ------------------------------------------------------------------ running library code
 
-    async def run_blocking(self, job: Callable[[], T], *, thread: bool) -> T:
-        """Run ``job`` inline or on the thread pool, mapping library errors to replies."""
-        try:
-            if thread:
-                loop = asyncio.get_running_loop()
-                return await loop.run_in_executor(self.thread_pool, job)
-            return job()
-        except (PiSessionError, OSError) as error:
-            raise rpc_errors.from_job_failure(error) from error
+    def run(self, name: str, job: Callable[[CancelToken], Any]) -> Job[Any]:
+        """Work on no session (a listing, an open): a queue of its own, the result as a reply."""
 
-    async def resolve(self, p: SessionParams) -> Slot:
-        """The slot a request addresses: ``session`` handle, or ``uri`` (opened on demand)."""
+        def work(token: CancelToken) -> Any:
+            try:
+                return msgspec.Raw(encode_result(job(token)))
+            except (PiSessionError, OSError) as error:
+                raise rpc_errors.from_job_failure(error) from error
+
+        return self.pool.queue(name).submit(work)
+
+    def resolve(self, p: SessionParams) -> Slot:
+        """The slot a request addresses: ``session`` handle, or ``uri`` (opened on demand: the
+        open is the first job of the new slot, so the request waits for it in the queue)."""
         if p.session is not UNSET:
             return self.registry.get(p.session)
         if p.uri is UNSET:
             raise rpc_errors.invalid_params("Invalid params: one of `session` or `uri` is required")
         path = uri_to_path(p.uri)
         slot = self.registry.find_by_path(path)
-        if slot is not None:
-            return slot
-        lock = self.registry.path_lock(path, Slot("", None))
-        async with lock:
-            slot = self.registry.find_by_path(path)
-            if slot is None:
-                from .views import open_view
-
-                manager, view_path = await self.run_blocking(
-                    lambda: open_view(path), thread=_is_big_file(path)
-                )
-                slot = self.registry.add(manager, implicit=True, view_path=view_path)
+        if slot is None:
+            slot = self.registry.add(None, implicit=True, path=path)
+            opening = slot
+            slot.queue.submit(lambda token: self._open_for_uri(opening, path), interruptible=False)
         return slot
 
-    async def session_call(
-        self,
-        p: SessionParams,
-        job: Callable[[Any], Any],
-        *,
-        write: bool = False,
-        heavy: bool = False,
-        convert: Callable[[Any, Slot], Any] | None = None,
-        append: bool = False,
-    ) -> Any:
-        """Run ``job(manager)`` on the addressed session and return its result as plain JSON.
-
-        ``write``: the job may write the file: it runs under the file's lock, a read-only view is
-        reopened for writing first, and a failure undoes the in-memory part (the session is as it
-        was). ``heavy``: on a big session the job and the JSON conversion run on a worker thread.
-        ``append``: the job is one library appender, which undoes its own failure
-        (``rollback_failed_appends``), so no snapshot of the manager is needed.
-        """
-        if write and append and not heavy and p.session is not UNSET:
-            slot = self.registry.get(p.session)
-            if slot.view_path is None and _is_free(slot.lock):
-                path_lock = self.registry.path_lock(slot.path, slot)
-                if _is_free(path_lock):
-                    # nothing below suspends, so no other request can run in between: taking the
-                    # two (free) locks would change nothing but the cost
-                    return self._append_now(slot, job, convert)
-        slot = await self.resolve(p)
-        async with slot.lock:
-            if slot.closed:
-                raise rpc_errors.unknown_session(slot.handle)
-            if not write:
-                return await self._call(slot, job, heavy, convert)
-            async with self.registry.path_lock(slot.path, slot):
-                view_path = slot.view_path
-                if view_path is not None:
-                    from .views import upgrade_view
-
-                    slot.manager = await self.run_blocking(
-                        lambda: upgrade_view(slot.manager, view_path), thread=False
-                    )
-                    slot.view_path = None
-                if append:
-                    return self._append_now(slot, job, convert)
-                manager = slot.manager
-                if self.options.fsync:
-                    manager.fsync = True
-                undo = self.options.rollback_failed_writes
-                manager.rollback_failed_appends = undo
-                try:
-                    return await self._call(slot, job, False, convert, undo_on_error=undo)
-                finally:
-                    self.report_foreign_writes(slot)
-
-    def _append_now(self, slot: Slot, job: Callable[[Any], Any], convert: Any) -> Any:
-        """Run an appender inline; the caller holds (or may skip) the slot's and the file's locks."""
-        if slot.closed:
-            raise rpc_errors.unknown_session(slot.handle)
-        manager = slot.manager
+    def _open_for_uri(self, slot: Slot, path: str) -> None:
+        """The first job of an implicit slot: the file, opened to look at (nothing written)."""
+        try:
+            if require_regular_file(path):
+                manager = SessionManager.open(path, read_only=True)
+                slot.read_only = True
+            else:  # nothing there: a new session at that path, written by the first write
+                manager = SessionManager.open(path)
+        except rpc_errors.PiRpcError as error:
+            slot.failure = error
+        except (PiSessionError, OSError) as error:
+            slot.failure = rpc_errors.from_job_failure(error)
+        if slot.failure is not None:
+            self.registry.discard(slot)
+            return
         if self.options.fsync:
             manager.fsync = True
-        manager.rollback_failed_appends = self.options.rollback_failed_writes
-        try:
-            value = job(manager)
-            if convert is not None:
-                value = convert(value, slot)
-            return msgspec.Raw(encode_result(value))
-        except (PiSessionError, OSError) as error:
-            raise rpc_errors.from_job_failure(error) from error
-        finally:
-            self.report_foreign_writes(slot)
+        slot.manager = manager
+        slot.note_file()
 
-    async def _call(
-        self, slot: Slot, job: Callable[[Any], Any], heavy: bool, convert: Any, *, undo_on_error: bool = False
-    ) -> Any:
-        manager = slot.manager
-        thread = heavy and _entry_count(manager) > self.options.inline_limit
+    def session_call(
+        self,
+        p: SessionParams,
+        job: Callable[[SessionManager], Any],
+        *,
+        write: bool = False,
+        append: bool = False,
+        convert: Callable[[Any, Slot], Any] | None = None,
+    ) -> Job[Any]:
+        """Queue ``job(manager)`` on the addressed session; its result (through ``convert``) is the reply.
 
-        def work() -> Any:
-            if undo_on_error:
-                state = snapshot(manager)
-                try:
-                    value = job(manager)
-                except BaseException:
-                    rollback(manager, state)
-                    raise
-            else:
-                value = job(manager)
-            value = convert(value, slot) if convert is not None else value
-            return msgspec.Raw(encode_result(value))
+        ``write``: the job may write the file: it runs under the file's lock, a read-only view is
+        reopened for writing first (:meth:`writable`), and a failure leaves the session as it was
+        (``manager.transaction()``; ``append``: the job is one appender, which takes its own failure
+        back). A write is never cancelled once it runs; a read is.
+        """
+        slot = self.resolve(p)
 
-        return await self.run_blocking(work, thread=thread)
+        def work(token: CancelToken) -> Any:
+            try:
+                value = self._write(slot, job, append) if write else job(slot.opened())
+                if convert is not None:
+                    value = convert(value, slot)
+                return msgspec.Raw(encode_result(value))
+            except (PiSessionError, OSError) as error:
+                raise rpc_errors.from_job_failure(error) from error
+            finally:
+                slot.note_file()
+
+        return slot.queue.submit(work, interruptible=not write)
+
+    def _write(self, slot: Slot, job: Callable[[SessionManager], Any], append: bool) -> Any:
+        manager = self.writable(slot)
+        if self.options.fsync:
+            manager.fsync = True
+        undo = self.options.rollback_failed_writes
+        manager.rollback_failed_appends = undo
+        lock = self.registry.file_lock(slot.real_path) if slot.real_path else contextlib.nullcontext()
+        with lock:
+            try:
+                if append or not undo:
+                    return job(manager)
+                with manager.transaction():
+                    return job(manager)
+            finally:
+                self.report_foreign_writes(slot)
+
+    def writable(self, slot: Slot) -> SessionManager:
+        """The manager of ``slot``, reopened for writing if it was opened to look at. A version 1 or
+        2 file is not converted behind the user's back: that write is refused (ReadOnly)."""
+        manager = slot.opened()
+        if not slot.read_only:
+            return manager
+        path = slot.path
+        assert path is not None  # an implicit slot is bound to its file
+        version = _file_version(path)
+        if version is not None:
+            raise rpc_errors.PiRpcError(
+                rpc_errors.READ_ONLY,
+                f"{path} is a version {version} session, opened by uri to look at: writing to it would "
+                "rewrite the whole file in version 3 with new entry ids. Open it with pi/open (which "
+                "converts it, as pi does), then write.",
+                {"path": path, "version": version},
+            )
+        require_regular_file(path)
+        fresh = SessionManager.open(path, fsync=self.options.fsync)
+        leaf = manager.get_leaf_id()
+        if leaf is None:
+            fresh.reset_leaf()
+        elif leaf is not ABSENT and fresh.get_entry(leaf) is not ABSENT:
+            fresh.branch(leaf)
+        manager.close()
+        slot.manager, slot.read_only = fresh, False
+        return fresh
 
     # ------------------------------------------------------------------ session info
 
     def slot_info(self, slot: Slot) -> dict[str, Any]:
-        """Who a session is: handle, file, ids, leaf, header (the oracle's "manager info" and more)."""
-        m = slot.manager
+        """Who a session is: handle, file, ids, leaf, header (the oracle's "manager info" and more).
+        Read on the slot's worker."""
+        m = slot.opened()
         path = slot.path
         info: dict[str, Any] = {"session": slot.handle}
         if path:
@@ -276,9 +291,9 @@ class PiSessionServer(LanguageServer):
                 "usesDefaultSessionDir": m.uses_default_session_dir(),
                 "leafId": m.get_leaf_id(),
                 "header": m.get_header(),
-                "entryCount": sum(1 for _ in m.iter_entries()),
+                "entryCount": m.entry_count(),
                 "sessionName": m.get_session_name(),
-                "readOnly": slot.view_path is not None,
+                "readOnly": slot.read_only,
             }
         )
         # pi reads a damaged file without a word; a front end should be able to say what is missing
@@ -289,40 +304,23 @@ class PiSessionServer(LanguageServer):
         return info
 
 
-def _is_free(lock: asyncio.Lock) -> bool:
-    """Nobody holds ``lock`` and nobody waits for it (a woken waiter leaves it unlocked a moment)."""
-    return not lock.locked() and not getattr(lock, "_waiters", None)
-
-
-def _entry_count(manager: Any) -> int:
-    by_id = getattr(manager, "by_id", None)
-    return len(by_id) if by_id is not None else 0
-
-
-def _is_big_file(path: str) -> bool:
+def _file_version(path: str) -> Any:
+    """The version of the session in ``path`` if writing would convert it (1 or 2), else None."""
+    fd = open_for_reading(path)
     try:
-        return os.path.getsize(path) > 4 * 1024 * 1024
-    except OSError:
-        return False
-
-
-def uri_to_path(uri: str) -> str:
-    if not uri.startswith("file:"):
-        raise rpc_errors.invalid_params(f"Invalid params: `uri` must be a file: URI, got {uri!r}")
-    path = to_fs_path(uri)
-    if not path:
-        raise rpc_errors.invalid_params(f"Invalid params: cannot turn `uri` into a path: {uri!r}")
-    return path
-
-
-def absent_to_none(value: Any) -> Any:
-    return None if value is ABSENT else value
+        header = peek_header(fd).value
+    finally:
+        os.close(fd)
+    if not is_valid_header(header) or not needs_migration([header]):
+        return None
+    version = header.get("version")
+    return 1 if version is None else version
 
 
 def create_server(options: ServerOptions | None = None) -> PiSessionServer:
-    """A fresh server with every ``pi/*`` method (and the language features, when present)."""
+    """A fresh server with every ``pi/*`` method and the language features."""
     server = PiSessionServer(options)
-    from . import methods_files, methods_open, methods_read, methods_write
+    from . import language_features, methods_files, methods_open, methods_read, methods_write
 
     for module in (methods_open, methods_files, methods_write, methods_read):
         module.register(server)
@@ -330,11 +328,5 @@ def create_server(options: ServerOptions | None = None) -> PiSessionServer:
         from . import test_hooks
 
         test_hooks.register(server)
-    try:
-        language_features = importlib.import_module("pi_session_server.server.language_features")
-    except ModuleNotFoundError as error:
-        if error.name != "pi_session_server.server.language_features":
-            raise
-    else:
-        language_features.register_language_features(server)
+    server.language_features = language_features.register_language_features(server)
     return server

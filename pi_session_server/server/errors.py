@@ -26,6 +26,8 @@ ABORTED = -32007
 SESSION_ERROR = -32008
 PATH_REFUSED = -32010
 TOO_LARGE = -32011
+READ_ONLY = -32012
+REQUEST_CANCELLED = -32800
 
 # The most nodes one pi/getTree reply holds. A reply costs about 1 KB of memory per node while it is
 # made and sent (the tree, previews, the JSON and its framing): 50,000 nodes stay near 50 MB, and a
@@ -49,12 +51,27 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
         "Node's `The argument 'path' must be ... without null bytes`, data.name TypeError, "
         "data.code ERR_INVALID_ARG_VALUE)",
     ),
-    PATH_REFUSED: ("PathRefused", "the file is not a pi session (delete) or the path cannot be used"),
+    PATH_REFUSED: (
+        "PathRefused",
+        "the path cannot be used: not a regular file (a FIFO, a device, a socket: data.kind names it; "
+        "never opened, so nothing waits on it), or not a pi session (delete)",
+    ),
     TOO_LARGE: (
         "TooLarge",
         f"the reply would be larger than the server sends at once (pi/getTree: more than {MAX_TREE_NODES:,} nodes); "
         "data.total is the size, data.max the maximum: ask for pages (`limit`, `offset`) or a subtree "
         "(`rootId`, `depth`)",
+    ),
+    READ_ONLY: (
+        "ReadOnly",
+        "a write to a session opened by `uri` (to look at) that would rewrite the whole file: a version 1 "
+        "or 2 session is converted to version 3 with new ids when pi opens it for writing. data.version is "
+        "the file's version; open it with pi/open (which converts it, as pi does) to write to it",
+    ),
+    REQUEST_CANCELLED: (
+        "RequestCancelled",
+        "cancelled by `$/cancelRequest`: a queued request never runs; a running read stops; a write "
+        "that started is never cancelled (it finishes and answers)",
     ),
 }
 
@@ -74,8 +91,9 @@ def unknown_session(handle: Any) -> PiRpcError:
     return PiRpcError(UNKNOWN_SESSION, f"Unknown session handle: {handle}", {"session": handle})
 
 
-def path_refused(message: str, path: str) -> PiRpcError:
-    return PiRpcError(PATH_REFUSED, message, {"path": path})
+def path_refused(message: str, path: str, kind: str | None = None) -> PiRpcError:
+    data = {"path": path} if kind is None else {"path": path, "kind": kind}
+    return PiRpcError(PATH_REFUSED, message, data)
 
 
 _CLASS_CODES: list[tuple[type[BaseException], int]] = [

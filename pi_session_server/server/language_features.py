@@ -1,42 +1,44 @@
-"""Language features for session files: thin pygls handlers over :mod:`pi_session_server.analysis`.
+"""Language features for session files: thin handlers over :mod:`pi_session_server.analysis`.
+
+Every document has a serial queue (:mod:`workers`): its opening, every change, every request about
+it and its closing are jobs on that queue, run in arrival order on a worker thread. The event loop
+only routes; a 100 MB document being analysed delays nothing but the requests about it, and those
+are answered against exactly the text that preceded them.
 
 Documents are kept as :class:`~pi_session_server.analysis.SessionDocument` (lines split on "\\n"
-only, edited incrementally); pygls' own ``TextDocument`` would split on U+2028 and rebuild the whole
-text on every change, so for session documents the workspace holds a thin stand-in whose text is
-produced from our model only if someone asks for it.
+only, edited incrementally), never as pygls ``TextDocument`` (which would split on U+2028 and
+rebuild the whole text on every change). Positions: the analysis works in byte offsets within a
+session line; every handler converts with the position encoding negotiated at ``initialize``
+(UTF-16 for VS Code, UTF-8 for Neovim, or UTF-32) and with the LSP's line breaks
+(:mod:`lone_cr`: a lone "\\r" starts a line on the wire; documents read from disk, which the
+editor does not show, keep pi's lines).
 
-Positions: the analysis works in byte offsets within a line; every handler converts with the
-position encoding negotiated at ``initialize`` (UTF-16 for VS Code, UTF-8 for Neovim, or UTF-32).
-
-Documents opened (or replaced) with at least ``QUICK_OPEN_CHARS`` characters are analysed on a
-worker thread: other requests are answered meanwhile, requests about that document wait for the
-analysis (and are answered in arrival order with the changes that arrive meanwhile), and a later
-whole-document change supersedes a stale analysis.
+Diagnostics: a client that pulls them (``textDocument/diagnostic``) gets them that way only; the
+others get ``publishDiagnostics``, debounced. A big document (``QUICK_OPEN_CHARS``) is published in
+two steps: its envelope problems at once, then the complete list.
 
 Files the editor does not send (VS Code skips files over 50 MB) are analysed from disk when a
-request names them, followed on disk while they grow, and the client is told (``pi/largeFile``).
-
+request names them, followed on disk while they grow (the server's one file poller), their
+diagnostics pushed, and the client is told (``pi/largeFile``). A path that is not a regular file
+(a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
 import gc
 import logging
 import os
 import re
 import time
-from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lsprotocol import types
-from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
+import msgspec
+from lsprotocol import converters, types
+from pygls.exceptions import JsonRpcException
 
 from pi_session_server.analysis import autofix, navigation, repairs
 from pi_session_server.analysis import hints as hints_mod
@@ -47,8 +49,17 @@ from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
-from pi_session_server.format.gcpause import gc_paused
-from pi_session_server.format.jsjson import parse_bytes
+from pi_session_server.format.jsjson import encode_value, parse_bytes
+from pi_session_server.format.jstext import as_displayed
+
+from .errors import INVALID_PARAMS, PiRpcError
+from .locations import MAX_URI_CHARS, require_regular_file, uri_to_path
+from .lone_cr import LoneCarriageReturns
+from .poller import stat_signature
+from .workers import CancelToken, Job, SerialQueue, on_loop
+
+if TYPE_CHECKING:
+    from .app import PiSessionServer
 
 logger = logging.getLogger(__name__)
 
@@ -59,14 +70,12 @@ SOURCE = "pi-session"
 
 #: seconds between two diagnostics publications of one document (the first one goes out at once)
 DEBOUNCE = 0.05
-#: seconds between two checks of files followed on disk
-DISK_POLL = 1.0
 #: a file followed on disk is dropped after this many seconds without a request about it
 DISK_FORGET = 900.0
-#: documents with more lines get the garbage collector settled after opening (see ``_warm``)
+#: documents with more lines have their objects moved out of the garbage collector's sight
 BIG_DOCUMENT_LINES = 20_000
 #: documents opened with at least this many characters publish their diagnostics in two steps: the
-#: envelope problems at once, then the complete list (see ``LanguageFeatures.did_open``)
+#: envelope problems at once, then the complete list
 QUICK_OPEN_CHARS = 2_000_000
 
 _SYMBOL_KINDS = {
@@ -87,7 +96,6 @@ _SYMBOL_KINDS = {
     "usage": types.SymbolKind.Number,
 }
 
-
 #: the kind of the "fix all" source action (VS Code's codeActionsOnSave "source.fixAll" includes it)
 FIX_ALL = "source.fixAll.pi-session"
 
@@ -102,72 +110,47 @@ def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
 
 
-class _EditorText(TextDocument):
-    """What pygls' workspace holds for a session document: text produced from our model on demand,
-    changes ignored (our handler applies them to the model)."""
-
-    def __init__(
-        self, uri: str, state: DocState, version: int | None, language_id: str | None, **kwargs: Any
-    ):
-        super().__init__(uri, source=None, version=version, language_id=language_id, **kwargs)
-        self._state = state
-        self._cache: tuple[int, str] = (-1, "")
-
-    @property
-    def source(self) -> str:
-        doc = self._state.doc
-        if self._cache[0] != doc.version:
-            self._cache = (doc.version, doc.text())
-        return self._cache[1]
-
-    def apply_change(self, change: types.TextDocumentContentChangeEvent) -> None:
-        pass
-
-
-@dataclass(eq=False)
-class Analysis:
-    """A document being analysed on the worker thread.
-
-    What arrives for the document meanwhile (changes, requests) waits in ``backlog``, in arrival
-    order, and runs once the analysis is installed. ``stale``: a newer text or a close made the
-    result useless (the worker stops at its next step; nothing of it is installed).
-    """
-
-    backlog: list[tuple[bool, Callable[[], None]]] = field(default_factory=list)  # (is a change, run)
-    stale: bool = False
-
-    def requests(self) -> list[tuple[bool, Callable[[], None]]]:
-        return [item for item in self.backlog if not item[0]]
-
-
 @dataclass(eq=False)
 class DocState:
+    """One document and its queue. Everything but ``queue`` and ``closed`` is read and written by
+    jobs on that queue only."""
+
     uri: str
     path: str | None
-    doc: SessionDocument
+    queue: SerialQueue
+    doc: SessionDocument | None = None  # None until opened (or when reading it from disk failed)
     version: int | None = None
     from_disk: bool = False
+    failure: PiRpcError | None = None  # reading it from disk was refused: every request answers this
+    closed: bool = False
     disk_key: tuple[int, int, int] | None = None  # (inode, size, mtime) of a file followed on disk
     disk_tail: bytes = b""  # its last bytes as loaded (see _same_tail)
-    timer: asyncio.TimerHandle | None = None
+    refreshing: bool = False  # a refresh from disk is queued
+    lone_cr: LoneCarriageReturns = field(default_factory=LoneCarriageReturns)
     last_publish: float = 0.0
-    diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
-    lsp_cache: tuple[int, list[types.Diagnostic]] | None = None
-    analysis: Analysis | None = None  # set while the document is analysed on the worker thread
+    publish_pending: bool = False  # a debounced publication is on its way
     published: int = -1  # doc.version last published
+    diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
+    lsp_cache: tuple[int, list[dict[str, Any]]] | None = None
     last_access: float = field(default_factory=time.monotonic)
 
+    def opened(self) -> SessionDocument:
+        if self.failure is not None:
+            raise self.failure
+        assert self.doc is not None
+        return self.doc
 
-@dataclass
+
 class LanguageFeatures:
-    server: LanguageServer
-    docs: dict[str, DocState] = field(default_factory=dict)
-    debounce: float = DEBOUNCE
-    quick_open: int = QUICK_OPEN_CHARS
-    _poller: asyncio.TimerHandle | None = None
-    _analyser: ThreadPoolExecutor | None = None
+    def __init__(self, server: PiSessionServer) -> None:
+        self.server = server
+        self.docs: dict[str, DocState] = {}
+        self.debounce = DEBOUNCE
+        self.quick_open = QUICK_OPEN_CHARS
+        self._converter = converters.get_converter()
+        self._forget_timer: asyncio.TimerHandle | None = None
 
-    # ------------------------------------------------------------------ encoding and positions
+    # ------------------------------------------------------------------ client and positions
 
     @property
     def encoding(self) -> str:
@@ -178,12 +161,23 @@ class LanguageFeatures:
         text = getattr(value, "value", value)
         return text if text in (UTF8, UTF16, UTF32) else UTF16
 
+    def client_pulls(self) -> bool:
+        """The client asks for diagnostics (``textDocument/diagnostic``) and so is not sent them."""
+        try:
+            caps = self.server.client_capabilities
+        except AttributeError:  # not initialized
+            return False
+        return caps.text_document is not None and caps.text_document.diagnostic is not None
+
     def position(self, state: DocState, line: int, offset: int) -> types.Position:
-        doc = state.doc
+        doc = state.opened()
         if line >= doc.line_count:
             line = doc.line_count - 1
             offset = len(doc.lines[line].raw)
-        return types.Position(line, to_column(doc.lines[line].raw, offset, self.encoding, doc.errors))
+        raw = doc.lines[line].raw
+        lsp_line, start = state.lone_cr.to_lsp(line, offset)
+        column = to_column(raw[start:] if start else raw, offset - start, self.encoding, doc.errors)
+        return types.Position(lsp_line, column)
 
     def range(
         self, state: DocState, line: int, start: int, end: int, end_line: int | None = None
@@ -191,217 +185,73 @@ class LanguageFeatures:
         last = line if end_line is None else end_line
         return types.Range(self.position(state, line, start), self.position(state, last, end))
 
+    def line_of(self, state: DocState, lsp_line: int) -> int:
+        """The session line an LSP line is part of."""
+        return state.lone_cr.from_lsp(max(lsp_line, 0))[0]
+
     def offset(self, state: DocState, pos: types.Position) -> tuple[int, int]:
         """(line, byte offset) of a client position, clamped to the document."""
-        doc = state.doc
-        line = min(max(pos.line, 0), doc.line_count - 1)
-        if pos.line >= doc.line_count:
-            return line, len(doc.lines[line].raw)
-        return line, to_offset(doc.lines[line].raw, pos.character, self.encoding, doc.errors)
+        doc = state.opened()
+        line, start, end = state.lone_cr.from_lsp(max(pos.line, 0))
+        if line >= doc.line_count:
+            last = doc.line_count - 1
+            return last, len(doc.lines[last].raw)
+        raw = doc.lines[line].raw
+        segment = raw[start : end if end >= 0 else len(raw)]
+        return line, start + to_offset(segment, pos.character, self.encoding, doc.errors)
 
-    def plain(self, value: Any) -> Any:
-        """A list result as plain JSON (LSP's own encoding: absent optionals omitted).
+    def encoded(self, value: Any) -> Any:
+        """An LSP result (lsprotocol objects) as the JSON it is sent as, made on the worker."""
+        return msgspec.Raw(encode_value(self._converter.unstructure(value), displayed=True))
 
-        The sidecar's transport converts a single result object but sends lists as they are.
-        """
-        if isinstance(value, list):
-            return self.server.protocol._converter.unstructure(value)
-        return value
-
-    # ------------------------------------------------------------------ documents
+    # ------------------------------------------------------------------ text synchronisation (on the loop)
 
     @staticmethod
     def accepts(uri: str, language_id: str | None) -> bool:
         return (language_id in LANGUAGE_IDS) or uri.endswith(".jsonl")
 
-    def did_open(self, item: types.TextDocumentItem) -> None:
-        if not self.accepts(item.uri, item.language_id):
-            return
-        # A big document is read in two steps: its envelopes first (syntax, header, ids, parents),
-        # whose problems are published at once, then the rest of each line (tool calls, field types,
-        # images), published as the complete list that supersedes the first.
-        text = item.text
-        quick = len(text) >= self.quick_open
-        if quick and _running_loop() is not None:
-            self._open_in_background(
-                item.uri, item.language_id, item.version, lambda: SessionDocument(text, quick=True)
-            )
-            return
-        self._opened(item.uri, item.language_id, item.version, SessionDocument(text, quick=quick))
-
-    def did_open_json(self, uri: str, language_id: str | None, version: int | None, token: Any) -> bool:
-        """``didOpen`` with the document's text still a JSON string token (``msgspec.Raw`` or bytes).
-
-        For the transport: decoding a 100 MB ``didOpen`` the usual way builds a 100 MB ``str``
-        (often 4 bytes a character, for one emoji) only to encode it back to UTF-8 here. Decoding the
-        message with the text as ``msgspec.Raw`` and unescaping the token straight into bytes gives
-        exactly the same document, in about a third of the time (see ``json_string_bytes``).
-
-        False (nothing done) for a document that is not a session: it takes the usual path.
-        """
-        if not self.accepts(uri, language_id) or bytes(memoryview(token)[:1]) != b'"':
-            return False  # not a JSON string: the usual path reports it
-        if len(memoryview(token)) >= self.quick_open and _running_loop() is not None:
-            self._open_in_background(uri, language_id, version, lambda: self._document_of_token(token))
-            return True
-        self._opened(uri, language_id, version, self._document_of_token(token))
-        return True
-
-    def _document_of_token(self, token: Any) -> SessionDocument:
-        data = json_string_bytes(token)
-        if data is not None:
-            # None for invalid UTF-8: decoding the message would have replaced those bytes
-            doc = SessionDocument.from_editor_bytes(data, quick=len(data) >= self.quick_open)
-            if doc is not None:
-                return doc
-        text = parse_bytes(memoryview(token))
-        if not isinstance(text, str):
-            raise ValueError("the document text is not a JSON string")
-        return SessionDocument(text, quick=len(text) >= self.quick_open)
-
-    def _opened(self, uri: str, language_id: str | None, version: int | None, doc: SessionDocument) -> None:
-        state = self._new_state(uri, language_id, version, doc)
-        if doc.provisional:
-            self.publish(state, first_pass=True)
-            self._soon(lambda: self._finish(state, warm=True))
-        else:
-            self.publish(state)
-            self._soon(lambda: self._warm(state))
-
-    def _new_state(
-        self, uri: str, language_id: str | None, version: int | None, doc: SessionDocument
-    ) -> DocState:
+    def _new_state(self, uri: str, *, from_disk: bool = False) -> DocState:
         previous = self.docs.get(uri)
-        if previous is not None and previous.analysis is not None:
-            previous.analysis.stale = True  # reopened: that analysis is for a text gone
-        state = DocState(uri, _path_of(uri), doc, version)
+        if previous is not None:
+            self._drop(previous)
+        path = _path_of(uri)
+        state = DocState(uri, path, self.server.pool.queue(f"document {uri}"), from_disk=from_disk)
         self.docs[uri] = state
-        with contextlib.suppress(RuntimeError, KeyError, AttributeError):
-            workspace = self.server.workspace
-            workspace._text_documents[_unquote(uri)] = _EditorText(
-                uri,
-                state,
-                version,
-                language_id,
-                position_codec=workspace.position_codec,
-            )
         return state
 
-    # ------------------------------------------------------------------ analysis on the worker thread
-
-    def _open_in_background(
-        self, uri: str, language_id: str | None, version: int | None, build: Callable[[], SessionDocument]
-    ) -> None:
-        # an empty stand-in until the analysis is installed: nothing reads it but the (deferred)
-        # requests' fallbacks
-        state = self._new_state(uri, language_id, version, SessionDocument())
-        self._analyse_in_background(state, build)
-
-    def _analyse_in_background(self, state: DocState, build: Callable[[], SessionDocument]) -> None:
-        """Build ``state``'s document with ``build`` on the worker thread, publish its diagnostics
-        (the envelope problems first for a quick load) and install it; meanwhile the event loop
-        keeps serving. The document being built is reachable from the worker only until installed,
-        so it is never touched by two threads at once."""
-        previous = state.analysis
-        job = Analysis(backlog=previous.requests() if previous is not None else [])
-        if previous is not None:
-            previous.stale = True
-        state.analysis = job
-        loop = asyncio.get_running_loop()
-
-        def on_loop(callback: Callable[[], None]) -> None:
-            def run() -> None:
-                if self.docs.get(state.uri) is state and state.analysis is job and not job.stale:
-                    callback()
-
-            loop.call_soon_threadsafe(run)
-
-        def work() -> None:
-            if job.stale:
-                return
-            try:
-                # No cyclic GC meanwhile: a full collection holds the GIL while it walks the heap,
-                # and the millions of objects an analysis allocates would stop the event loop for
-                # up to a second each time (the loop's ``_warm`` settles them once, later).
-                with gc_paused():
-                    draft, published = analyse()
-            except Exception:
-                logger.exception("analysing %s on the worker thread failed", state.uri)
-                on_loop(lambda: self._analyse_here(state, build))
-                return
-            if draft is not None:
-                on_loop(lambda: self._install(state, draft, published))
-
-        def analyse() -> tuple[DocState | None, list[Any]]:
-            draft = DocState(state.uri, state.path, build(), state.version)
-            doc = draft.doc
-            if doc.provisional:
-                first = self.plain([self.lsp_diagnostic(draft, d) for d in first_pass_diagnostics(doc)])
-                on_loop(lambda: self._send(state, first))
-                if job.stale:
-                    return None, []
-                doc.finish()
-            # the publication's JSON is built here too: for 100,000s of diagnostics that takes
-            # seconds, which the loop would otherwise spend
-            published = self.plain(self.lsp_diagnostics(draft))
-            _fill_caches(doc)
-            return draft, published
-
-        if self._analyser is None:
-            self._analyser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-analysis")
-        self._analyser.submit(work)
-
-    def _install(self, state: DocState, draft: DocState | None, published: list[Any] | None) -> None:
-        """On the loop: the analysed document replaces the stand-in, its diagnostics go out, then
-        what waited for it runs in arrival order."""
-        job = state.analysis
-        state.analysis = None
-        if draft is not None:
-            state.doc = draft.doc
-            state.diagnostics_cache = draft.diagnostics_cache
-            state.lsp_cache = draft.lsp_cache
-            self.publish(state, published=published)
-            self._soon(lambda: self._warm(state))
-        for _, run in job.backlog if job is not None else ():
-            run()
-
-    def _analyse_here(self, state: DocState, build: Callable[[], SessionDocument]) -> None:
-        """The worker failed (a bug): analyse on the loop, as for a small document, so that the
-        document still gets its diagnostics and the waiting requests their answers."""
-        draft: DocState | None = None
-        try:
-            draft = DocState(state.uri, state.path, build(), state.version)
-        except Exception:
-            logger.exception("analysing %s failed", state.uri)
-        self._install(state, draft, None)
-
-    def defer(self, uri: str, answer: Callable[[], Any]) -> asyncio.Future[Any] | None:
-        """None when the document ``uri`` can be answered about now; else a future that gets
-        ``answer()`` once its analysis is installed (after the changes that arrived before)."""
-        state = self.docs.get(uri)
-        if state is None or state.analysis is None:
-            return None
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-        def run() -> None:
-            if future.cancelled():
-                return
-            try:
-                future.set_result(answer())
-            except Exception as error:
-                future.set_exception(error)
-
-        state.analysis.backlog.append((False, run))
-        return future
-
-    def _finish(self, state: DocState, warm: bool = False) -> None:
-        """Complete a document opened in two steps and publish its complete diagnostics."""
-        if self.docs.get(state.uri) is not state:
+    def did_open(self, params: types.DidOpenTextDocumentParams) -> None:
+        item = params.text_document
+        if not self.accepts(item.uri, item.language_id):
             return
-        if state.doc.finish():
-            self.publish(state)
-        if warm:
-            self._warm(state)
+        text = item.text
+        self._open(item.uri, item.version, len(text), lambda quick: SessionDocument(text, quick=quick))
+
+    def did_open_raw(self, body: bytes) -> bool:
+        """``didOpen`` with the text still a JSON string token: decoding a 100 MB ``didOpen`` the
+        usual way builds a 100 MB ``str`` (often 4 bytes a character, for one emoji) only to encode
+        it back to UTF-8 here. The token is unescaped straight into bytes, on the document's worker.
+        False (nothing done) for a document that is not a session: it takes the usual path."""
+        try:
+            message = _decode_open(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        document = message.params.textDocument
+        token = document.text
+        if message.jsonrpc != "2.0" or not self.accepts(document.uri, document.languageId):
+            return False
+        if bytes(memoryview(token)[:1]) != b'"':
+            return False  # not a JSON string: the usual path reports it
+        size = len(memoryview(token))
+        self._open(document.uri, document.version, size, lambda quick: _document_of_token(token, quick))
+        return True
+
+    def _open(
+        self, uri: str, version: int | None, size: int, build: Callable[[bool], SessionDocument]
+    ) -> None:
+        state = self._new_state(uri)
+        state.version = version
+        quick = size >= self.quick_open
+        state.queue.submit(lambda token: self._opened(state, build(quick)), interruptible=False)
 
     def did_change(self, params: types.DidChangeTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
@@ -409,109 +259,161 @@ class LanguageFeatures:
             return
         changes = list(params.content_changes)
         version = params.text_document.version
-        whole = self._big_replacement(changes)
-        if whole is not None and _running_loop() is not None:
-            # a new text to analyse from scratch: on the worker thread, superseding any analysis
-            text = changes[whole].text
-            state.version = version
-            self._analyse_in_background(state, lambda: SessionDocument(text, quick=True))
-            changes = changes[whole + 1 :]
-            if not changes:
-                return
-        if state.analysis is not None:
-            state.analysis.backlog.append((True, lambda: self._apply_changes(state, changes, version)))
-            return
-        self._apply_changes(state, changes, version)
+        state.queue.submit(lambda token: self._apply_changes(state, changes, version), interruptible=False)
 
-    def _big_replacement(self, changes: list[Any]) -> int | None:
-        """The index of the last whole-document change if its text is big, else None."""
-        for i in range(len(changes) - 1, -1, -1):
-            if not isinstance(changes[i], types.TextDocumentContentChangePartial):
-                return i if len(changes[i].text) >= self.quick_open else None
-        return None
+    def did_close(self, params: types.DidCloseTextDocumentParams) -> None:
+        state = self.docs.get(params.text_document.uri)
+        if state is not None and not state.from_disk:
+            del self.docs[state.uri]
+            self._drop(state, publish_empty=True)
+
+    def _drop(self, state: DocState, publish_empty: bool = False) -> None:
+        """Forget a document once the jobs queued for it are done."""
+
+        def close(token: CancelToken) -> None:
+            state.closed = True
+            if publish_empty and not self.client_pulls():
+                self._send(state, [])
+
+        self.server.poller.unfollow(state.uri)
+        state.queue.submit(close, interruptible=False)
+
+    # ------------------------------------------------------------------ on the document's worker
+
+    def _opened(self, state: DocState, doc: SessionDocument) -> None:
+        state.doc = doc
+        state.lone_cr = LoneCarriageReturns()
+        if doc.provisional:
+            # the envelope problems at once; the complete list once the rest of each line is read
+            self.publish(state, first_pass=True)
+            doc.finish()
+        if not state.from_disk and any(b"\r" in line.raw for line in doc.lines):
+            state.lone_cr.scan(doc.lines)
+        self.publish(state)
+        _fill_caches(doc)
+        if doc.line_count > BIG_DOCUMENT_LINES:
+            # its objects hold no cycles: out of every future collection, which would otherwise
+            # walk them all, holding the interpreter (and so every thread) for up to a second
+            gc.freeze()
 
     def _apply_changes(self, state: DocState, changes: list[Any], version: int) -> None:
+        if state.closed or state.doc is None:
+            return
         doc = state.doc
         for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 start = self.offset(state, change.range.start)
                 end = self.offset(state, change.range.end)
+                before = doc.line_count
                 doc.apply_edit(start[0], start[1], end[0], end[1], change.text)
+                first, removed = min(start[0], end[0]), abs(end[0] - start[0]) + 1
+                # (an edit can make a "\r" lone without one in its text: it removed the "\n" after it)
+                state.lone_cr.edited(doc.lines, first, removed, removed + doc.line_count - before)
             else:
                 doc.replace_all(change.text)
+                state.lone_cr = LoneCarriageReturns()
+                if "\r" in change.text:
+                    state.lone_cr.scan(doc.lines)
         state.version = version
         self.schedule_publish(state)
 
-    def did_close(self, uri: str) -> None:
-        state = self.docs.pop(uri, None)
-        if state is None:
-            return
-        if state.analysis is not None:
-            state.analysis.stale = True
-        if state.timer is not None:
-            state.timer.cancel()
-        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, []))
-
-    def state(self, uri: str) -> DocState | None:
-        """The document for a request: the editor's, else the file on disk (kept up to date)."""
-        state = self.docs.get(uri)
-        if state is None:
-            return self._open_from_disk(uri)
-        if state.doc.provisional:
-            self._finish(state)
+    def _answer(self, state: DocState, answer: Callable[[DocState], Any], encode: bool) -> Any:
+        """A request's job: the answer (``encode``: as the JSON it is sent as); None when the
+        document is gone."""
+        if state.failure is not None:
+            raise state.failure
+        if state.closed or state.doc is None:
+            return None
+        state.last_access = time.monotonic()
         if state.from_disk:
-            state.last_access = time.monotonic()
             self._refresh_from_disk(state)
+        if state.doc.provisional:
+            state.doc.finish()
+        result = answer(state)
+        return self.encoded(result) if encode and result is not None else result
+
+    def ask(self, uri: str, answer: Callable[[DocState], Any], *, encode: bool = True) -> Job[Any] | None:
+        """Queue a request about ``uri`` (read from disk when the editor did not send it)."""
+        state = self.docs.get(uri) or self._from_disk(uri)
+        if state is None:
+            return None
+        return state.queue.submit(lambda token: self._answer(state, answer, encode))
+
+    # ------------------------------------------------------------------ files the editor did not send
+
+    def _from_disk(self, uri: str) -> DocState | None:
+        if not uri.startswith("file:") or not uri.endswith(".jsonl") or len(uri) > MAX_URI_CHARS:
+            return None
+        try:
+            path = uri_to_path(uri)
+        except PiRpcError:
+            return None
+        state = self._new_state(uri, from_disk=True)
+        state.path = path
+        state.queue.submit(lambda token: self._load_from_disk(state), interruptible=False)
+        self._forget_idle_later()
         return state
 
-    def _open_from_disk(self, uri: str) -> DocState | None:
-        path = _path_of(uri)
-        if path is None or not path.endswith(".jsonl") or not os.path.isfile(path):
-            return None
+    def _load_from_disk(self, state: DocState) -> None:
+        path = state.path
+        assert path is not None
+        try:
+            exists = require_regular_file(path)
+        except PiRpcError as error:
+            state.failure = error
+            self.server.loop_call(lambda: self._forget(state))
+            return
+        if not exists:
+            self.server.loop_call(lambda: self._forget(state))
+            return
+        doc = SessionDocument()
         try:
             st = os.stat(path)
             # lines keep their place in the file, not their bytes: a GB session the editor did
             # not send costs the memory of its line facts (SessionDocument.load_file)
-            doc = SessionDocument()
             size = doc.load_file(path)
         except OSError:
-            return None
-        state = DocState(
-            uri,
-            path,
-            doc,
-            None,
-            from_disk=True,
-            disk_key=(st.st_ino, size, st.st_mtime_ns),
-            disk_tail=_tail_of(doc),
-        )
-        self.docs[uri] = state
-        self.server.protocol.notify(
+            self.server.loop_call(lambda: self._forget(state))
+            return
+        state.disk_key = (st.st_ino, size, st.st_mtime_ns)
+        state.disk_tail = _tail_of(doc)
+        self.server.notify(
             LARGE_FILE,
             {
-                "uri": uri,
+                "uri": state.uri,
                 "size": size,
                 "message": f"The editor did not send this document ({size / 1e6:.1f} MB); "
                 "pi-session features work from the file on disk and follow it as it grows.",
             },
         )
-        self.publish(state)
-        self._soon(lambda: self._warm(state))
-        self._start_poller()
-        return state
+        self._opened(state, doc)
+        self.server.poller.follow(state.uri, path, lambda: self._queue_refresh(state), stat_signature(path))
+
+    def _forget(self, state: DocState) -> None:
+        """On the loop: a document that could not be read from disk is tried again next time."""
+        if self.docs.get(state.uri) is state:
+            del self.docs[state.uri]
+
+    def _queue_refresh(self, state: DocState) -> None:
+        """The poller saw the file change (on its thread)."""
+        if not state.refreshing and not state.closed:
+            state.refreshing = True
+            state.queue.submit(lambda token: self._refresh_from_disk(state), interruptible=False)
 
     def _refresh_from_disk(self, state: DocState) -> bool:
         """Catch up with the file: an append is applied as an edit at the end; anything else reloads."""
-        assert state.path is not None
+        state.refreshing = False
+        doc = state.doc
+        if doc is None or state.closed or state.path is None:
+            return False
         try:
             st = os.stat(state.path)
         except OSError:
             return False
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if key == state.disk_key:
-            return False
         old = state.disk_key
-        doc = state.doc
+        if key == old:
+            return False
         try:
             with open(state.path, "rb") as f:
                 appended = (
@@ -538,230 +440,191 @@ class LanguageFeatures:
         self.schedule_publish(state)
         return True
 
-    def _start_poller(self) -> None:
-        if self._poller is not None:
+    def _forget_idle_later(self) -> None:
+        """Documents read from disk that nobody asked about for :data:`DISK_FORGET` seconds are dropped."""
+        if self._forget_timer is not None:
             return
-        loop = _running_loop()
-        if loop is None:
-            return
+        loop = asyncio.get_running_loop()
 
-        def tick() -> None:
-            self._poller = None
+        def forget() -> None:
+            self._forget_timer = None
             now = time.monotonic()
-            for s in [s for s in self.docs.values() if s.from_disk and now - s.last_access > DISK_FORGET]:
-                del self.docs[s.uri]  # nobody asked about it for a long time: stop following it
-            followed = [s for s in self.docs.values() if s.from_disk]
-            for s in followed:
-                with contextlib.suppress(Exception):
-                    self._refresh_from_disk(s)
-            if followed:
-                self._start_poller()
+            for state in [s for s in self.docs.values() if s.from_disk]:
+                if now - state.last_access > DISK_FORGET:
+                    del self.docs[state.uri]
+                    self._drop(state)
+            if any(s.from_disk for s in self.docs.values()):
+                self._forget_idle_later()
 
-        self._poller = loop.call_later(DISK_POLL, tick)
-
-    def _warm(self, state: DocState) -> None:
-        """Right after opening, while the editor is idle: fill the depth cache and the leaf path
-        (hovers then cost O(1)), and for a big document settle the garbage collector once.
-
-        A document is loaded with the cyclic GC paused, so its objects are all "young": the next
-        collections would walk them (hundreds of thousands) in the middle of later edits. One full
-        collection now, then ``gc.freeze()``, moves them out of every future scan (they hold no
-        reference cycles; they are still freed normally when the document closes).
-        """
-        if self.docs.get(state.uri) is not state or state.analysis is not None:
-            return
-        _fill_caches(state.doc)
-        if state.doc.line_count > BIG_DOCUMENT_LINES:
-            gc.collect()
-            gc.freeze()
-
-    @staticmethod
-    def _soon(callback: Any) -> None:
-        loop = _running_loop()
-        if loop is not None:
-            loop.call_soon(callback)
+        self._forget_timer = loop.call_later(DISK_FORGET / 10, forget)
 
     # ------------------------------------------------------------------ diagnostics
 
     def diagnostics(self, state: DocState) -> list[Diagnostic]:
+        doc = state.opened()
         cache = state.diagnostics_cache
-        if cache is not None and cache[0] == state.doc.version:
+        if cache is not None and cache[0] == doc.version:
             return cache[1]
-        found = document_diagnostics(state.doc)
-        state.diagnostics_cache = (state.doc.version, found)
+        found = document_diagnostics(doc)
+        state.diagnostics_cache = (doc.version, found)
         return found
 
     def lsp_diagnostic(self, state: DocState, d: Diagnostic) -> types.Diagnostic:
+        doc = state.opened()
         related = [
             types.DiagnosticRelatedInformation(
-                types.Location(state.uri, self.range(state, r.line, r.start, r.end)), r.message
+                types.Location(state.uri, self.range(state, r.line, r.start, r.end)), as_displayed(r.message)
             )
             for r in d.related
-            if r.line < state.doc.line_count
+            if r.line < doc.line_count
         ]
         return types.Diagnostic(
             range=self.range(state, d.line, d.start, d.end),
-            message=d.message,
+            message=as_displayed(d.message),
             severity=types.DiagnosticSeverity(int(d.severity)),
             code=d.code,
             source=SOURCE,
             related_information=related or None,
         )
 
-    def lsp_diagnostics(self, state: DocState) -> list[types.Diagnostic]:
+    def lsp_diagnostics(self, state: DocState) -> list[dict[str, Any]]:
+        """The document's diagnostics as the JSON values they are sent as (cached per version)."""
+        doc = state.opened()
         cache = state.lsp_cache
-        if cache is not None and cache[0] == state.doc.version:
+        if cache is not None and cache[0] == doc.version:
             return cache[1]
-        found = [self.lsp_diagnostic(state, d) for d in self.diagnostics(state)]
-        state.lsp_cache = (state.doc.version, found)
+        found = self._converter.unstructure([self.lsp_diagnostic(state, d) for d in self.diagnostics(state)])
+        state.lsp_cache = (doc.version, found)
         return found
 
-    def publish(self, state: DocState, first_pass: bool = False, published: list[Any] | None = None) -> None:
-        """Publish the diagnostics of ``state``; ``first_pass``: only those its envelopes decide
-        (a provisional document stays provisional; its complete list follows). ``published``:
-        the diagnostics of this version, already as JSON."""
-        if state.timer is not None:
-            state.timer.cancel()
-            state.timer = None
+    def pushes(self, state: DocState) -> bool:
+        """Diagnostics of this document go out as ``publishDiagnostics``: the client does not pull
+        them, or it never opened the document (read from disk: nothing would ask)."""
+        return state.from_disk or not self.client_pulls()
+
+    def publish(self, state: DocState, first_pass: bool = False) -> None:
+        """Publish the diagnostics of ``state``; ``first_pass``: only those its envelopes decide (a
+        provisional document stays provisional; its complete list follows)."""
+        doc = state.opened()
         state.last_publish = time.monotonic()
-        state.published = state.doc.version
-        if published is None:
-            if first_pass:
-                found = [self.lsp_diagnostic(state, d) for d in first_pass_diagnostics(state.doc)]
-            else:
-                found = self.lsp_diagnostics(state)
-            published = self.plain(found)
-        self._send(state, published)
+        state.published = doc.version
+        if not self.pushes(state):
+            return
+        if first_pass:
+            found = [self.lsp_diagnostic(state, d) for d in first_pass_diagnostics(doc)]
+            self._send(state, self._converter.unstructure(found))
+        else:
+            self._send(state, self.lsp_diagnostics(state))
 
     def _send(self, state: DocState, diagnostics: list[Any]) -> None:
-        """``textDocument/publishDiagnostics`` with diagnostics already as JSON."""
         params: dict[str, Any] = {"uri": state.uri, "diagnostics": diagnostics}
         if state.version is not None:
             params["version"] = state.version
-        send_json = getattr(self.server.protocol, "notify_json", None)
-        if send_json is not None:  # the sidecar's transport
-            send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
-        else:
-            typed = self.server.protocol._converter.structure(params, types.PublishDiagnosticsParams)
-            self.server.text_document_publish_diagnostics(typed)
+        self.server.connection.notify(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params, displayed=True)
 
     def schedule_publish(self, state: DocState) -> None:
         """Publish at once if the last publication is older than the debounce interval, else once
         at the end of it (every change in between is folded into that one publication)."""
-        if state.timer is not None:
+        if not self.pushes(state) or state.publish_pending:
             return
-        loop = _running_loop()
         wait = state.last_publish + self.debounce - time.monotonic()
-        if loop is None:
+        if wait <= 0:
             self.publish(state)
             return
+        state.publish_pending = True
 
-        def fire() -> None:
-            state.timer = None
-            if self.docs.get(state.uri) is state and state.published != state.doc.version:
+        def publish_job(token: CancelToken) -> None:
+            state.publish_pending = False
+            if not state.closed and state.doc is not None and state.published != state.doc.version:
                 self.publish(state)
 
-        state.timer = loop.call_later(max(0.0, wait), fire)
+        self.server.loop_call(
+            lambda: asyncio.get_running_loop().call_later(
+                wait, lambda: state.queue.submit(publish_job, interruptible=False)
+            )
+        )
 
-    def pull(self, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return types.RelatedFullDocumentDiagnosticReport(items=[])
-        result_id = f"{id(state)}:{state.doc.version}"
+    def pull(self, state: DocState, params: types.DocumentDiagnosticParams) -> Any:
+        doc = state.opened()
+        result_id = f"{id(state)}:{doc.version}"
         if params.previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-        return types.RelatedFullDocumentDiagnosticReport(
-            items=self.lsp_diagnostics(state), result_id=result_id
-        )
+        return {"kind": "full", "resultId": result_id, "items": self.lsp_diagnostics(state)}
 
     # ------------------------------------------------------------------ requests
 
-    def hover(self, params: types.HoverParams) -> types.Hover | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
+    def hover(self, state: DocState, params: types.HoverParams) -> types.Hover | None:
         line, offset = self.offset(state, params.position)
-        found = hover_markdown(state.doc, line, offset)
+        found = hover_markdown(state.opened(), line, offset)
         if found is None:
             return None
         text, span = found
         return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=as_displayed(text)),
             range=self.range(state, line, *span) if span is not None else None,
         )
 
     def location(self, state: DocState, target: navigation.Target) -> types.Location:
         return types.Location(state.uri, self.range(state, target.line, target.start, target.end))
 
-    def definition(self, params: types.DefinitionParams) -> list[types.Location] | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
+    def definition(self, state: DocState, params: types.DefinitionParams) -> list[types.Location]:
         line, offset = self.offset(state, params.position)
-        return [self.location(state, t) for t in navigation.definition(state.doc, line, offset)]
+        return [self.location(state, t) for t in navigation.definition(state.opened(), line, offset)]
 
-    def references(self, params: types.ReferenceParams) -> list[types.Location] | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
+    def references(self, state: DocState, params: types.ReferenceParams) -> list[types.Location]:
         line, offset = self.offset(state, params.position)
-        found = navigation.references(state.doc, line, offset, params.context.include_declaration)
+        found = navigation.references(state.opened(), line, offset, params.context.include_declaration)
         return [self.location(state, t) for t in found]
 
-    def document_symbols(self, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol] | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
-
+    def document_symbols(self, state: DocState, params: Any) -> list[types.DocumentSymbol]:
         def convert(sym: Symbol) -> types.DocumentSymbol:
             return types.DocumentSymbol(
-                name=sym.name or "(entry)",
-                detail=sym.detail,
+                name=as_displayed(sym.name or "(entry)"),
+                detail=as_displayed(sym.detail) if sym.detail else sym.detail,
                 kind=_SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
                 range=self.range(state, sym.line, 0, sym.end),
                 selection_range=self.range(state, sym.line, *sym.selection),
                 children=[convert(c) for c in sym.children] or None,
             )
 
-        return [convert(s) for s in document_symbols(state.doc)]
+        return [convert(s) for s in document_symbols(state.opened())]
 
-    def folding(self, params: types.FoldingRangeParams) -> list[types.FoldingRange] | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
-        return [
-            types.FoldingRange(a, b, kind=types.FoldingRangeKind.Region) for a, b in folding_ranges(state.doc)
-        ]
+    def folding(self, state: DocState, params: Any) -> list[types.FoldingRange]:
+        out = []
+        for a, b in folding_ranges(state.opened()):
+            start = self.position(state, a, 0).line
+            end = self.position(state, b, len(state.opened().lines[b].raw)).line
+            out.append(types.FoldingRange(start, end, kind=types.FoldingRangeKind.Region))
+        return out
 
-    def inlay_hints(self, params: types.InlayHintParams) -> list[types.InlayHint] | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
-        found = hints_mod.inlay_hints(state.doc, params.range.start.line, params.range.end.line)
+    def inlay_hints(self, state: DocState, params: types.InlayHintParams) -> list[types.InlayHint]:
+        first = self.line_of(state, params.range.start.line)
+        last = self.line_of(state, params.range.end.line)
         return [
             types.InlayHint(
-                self.position(state, h.line, h.offset), h.label, padding_left=True, tooltip=h.tooltip
+                self.position(state, h.line, h.offset),
+                as_displayed(h.label),
+                padding_left=True,
+                tooltip=as_displayed(h.tooltip) if isinstance(h.tooltip, str) else h.tooltip,
             )
-            for h in found
+            for h in hints_mod.inlay_hints(state.opened(), first, last)
         ]
 
-    def code_lenses(self, params: types.CodeLensParams) -> list[types.CodeLens] | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
+    def code_lenses(self, state: DocState, params: Any) -> list[types.CodeLens]:
         return [
-            types.CodeLens(self.range(state, lens.line, 0, 0), command=types.Command(lens.title, ""))
-            for lens in hints_mod.code_lenses(state.doc)
+            types.CodeLens(
+                self.range(state, lens.line, 0, 0), command=types.Command(as_displayed(lens.title), "")
+            )
+            for lens in hints_mod.code_lenses(state.opened())
         ]
 
-    def selection_ranges(self, params: types.SelectionRangeParams) -> list[types.SelectionRange] | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
+    def selection_ranges(
+        self, state: DocState, params: types.SelectionRangeParams
+    ) -> list[types.SelectionRange]:
         out = []
         for pos in params.positions:
             line, offset = self.offset(state, pos)
-            spans = selection_spans(state.doc, line, offset) or [(offset, offset)]
+            spans = selection_spans(state.opened(), line, offset) or [(offset, offset)]
             node: types.SelectionRange | None = None
             for start, end in reversed(spans):
                 node = types.SelectionRange(self.range(state, line, start, end), parent=node)
@@ -774,7 +637,7 @@ class LanguageFeatures:
     def _resolve_support(self) -> bool:
         try:
             caps = self.server.client_capabilities
-        except RuntimeError:
+        except AttributeError:
             return False
         action = caps.text_document.code_action if caps.text_document else None
         support = action.resolve_support if action else None
@@ -790,10 +653,8 @@ class LanguageFeatures:
             }
         )
 
-    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-        state = self.state(params.text_document.uri)
-        if state is None:
-            return None
+    def code_actions(self, state: DocState, params: types.CodeActionParams) -> list[types.CodeAction]:
+        doc = state.opened()
         only = params.context.only
         out = []
         if only is not None and _asks_for(only, FIX_ALL):
@@ -802,13 +663,13 @@ class LanguageFeatures:
                 out.append(fix_all)
         if only is not None and not _asks_for(only, types.CodeActionKind.QuickFix):
             return out
-        first = params.range.start.line
-        last = max(first, params.range.end.line)
+        first = self.line_of(state, params.range.start.line)
+        last = max(first, self.line_of(state, params.range.end.line))
         resolve = self._resolve_support()
         diags = [d for d in self.diagnostics(state) if first <= d.line <= last]
-        for repair in repairs.repairs(state.doc, first, last, state.path):
+        for repair in repairs.repairs(doc, first, last, state.path):
             action = types.CodeAction(
-                title=repair.title,
+                title=as_displayed(repair.title),
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[
                     self.lsp_diagnostic(state, d)
@@ -818,7 +679,7 @@ class LanguageFeatures:
                 is_preferred=repair.preferred,
             )
             if resolve:  # the edit (or the image command) is computed when the user picks the action
-                action.data = {"uri": state.uri, "version": state.doc.version, "key": list(repair.key)}
+                action.data = {"uri": state.uri, "version": doc.version, "key": list(repair.key)}
             elif repair.image is not None:
                 action.command = self._image_command(state, repair)
             else:
@@ -830,7 +691,7 @@ class LanguageFeatures:
         """Every repair that loses nothing (``pi-session repair``'s default), as one action: what
         "Fix All" and ``"editor.codeActionsOnSave": {"source.fixAll": ...}`` run. Only offered when
         the client asks for source actions (planning reads the whole document)."""
-        plan = autofix.plan_repairs(state.doc, autofix.SAFE_CODES, state.path)
+        plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path)
         if not plan.applied:
             return None
         count = len(plan.applied)
@@ -839,35 +700,33 @@ class LanguageFeatures:
             kind=FIX_ALL,
         )
         if self._resolve_support():
-            action.data = {"uri": state.uri, "version": state.doc.version, "key": [FIX_ALL]}
+            action.data = {"uri": state.uri, "version": state.opened().version, "key": [FIX_ALL]}
         else:
             action.edit = self.workspace_edit(state, _plan_edits(plan))
         return action
 
-    def _find_repair(self, uri: str, version: Any, key: list[Any]) -> tuple[DocState, repairs.Repair] | None:
-        state = self.state(uri)
-        if state is None or state.doc.version != version or not key:
+    def _find_repair(self, state: DocState, version: Any, key: list[Any]) -> repairs.Repair | None:
+        doc = state.opened()
+        if doc.version != version or not key:
             return None
         if len(key) > 1 and isinstance(key[1], int):
             first = last = key[1]
         else:
-            first, last = 0, state.doc.line_count - 1
-        for repair in repairs.repairs(state.doc, first, last, state.path):
+            first, last = 0, doc.line_count - 1
+        for repair in repairs.repairs(doc, first, last, state.path):
             if list(repair.key) == key:
-                return state, repair
+                return repair
         return None
 
-    def resolve_code_action(self, action: types.CodeAction) -> types.CodeAction:
+    def resolve_code_action(self, state: DocState, action: types.CodeAction) -> types.CodeAction:
         data = action.data if isinstance(action.data, dict) else {}
         if data.get("key") == [FIX_ALL]:
-            state = self.state(data.get("uri", ""))
-            if state is not None and state.doc.version == data.get("version"):
-                plan = autofix.plan_repairs(state.doc, autofix.SAFE_CODES, state.path)
+            if state.opened().version == data.get("version"):
+                plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path)
                 action.edit = self.workspace_edit(state, _plan_edits(plan))
             return action
-        found = self._find_repair(data.get("uri", ""), data.get("version"), data.get("key") or [])
-        if found is not None:
-            state, repair = found
+        repair = self._find_repair(state, data.get("version"), data.get("key") or [])
+        if repair is not None:
             if repair.image is not None:
                 action.command = self._image_command(state, repair)
             else:
@@ -876,17 +735,17 @@ class LanguageFeatures:
 
     @staticmethod
     def _image_command(state: DocState, repair: repairs.Repair) -> types.Command:
+        doc = state.opened()
         return types.Command(
-            repair.title, EXTRACT_IMAGE, arguments=[state.uri, state.doc.version, list(repair.key)]
+            as_displayed(repair.title), EXTRACT_IMAGE, arguments=[state.uri, doc.version, list(repair.key)]
         )
 
-    async def extract_image(self, uri: str, version: Any, key: list[Any]) -> dict[str, Any]:
-        """Write the image next to the session, then ask the editor to replace the block."""
-        found = self._find_repair(uri, version, key)
-        if found is None or found[1].image is None or found[0].path is None:
+    def extract_image(self, state: DocState, version: Any, key: list[Any]) -> Any:
+        """On the worker: write the image next to the session; the edit that replaces the block
+        (or why nothing was done)."""
+        repair = self._find_repair(state, version, key)
+        if repair is None or repair.image is None or state.path is None:
             return {"applied": False, "reason": "the document changed; ask for the code action again"}
-        state, repair = found
-        assert repair.image is not None and state.path is not None
         plan = repair.image()
         if plan is None:
             return {"applied": False, "reason": "the image data is not valid base64"}
@@ -902,14 +761,30 @@ class LanguageFeatures:
                 edit.end,
                 edit.new_text.replace(plan.file_name, os.path.basename(target)),
             )
-        result = await self.server.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(self.workspace_edit(state, [edit]), label=repair.title)
-        )
-        return {"applied": bool(result.applied), "file": target}
+        return types.ApplyWorkspaceEditParams(self.workspace_edit(state, [edit]), label=repair.title), target
 
 
 # ---------------------------------------------------------------------- helpers
 
+
+class _OpenedDocument(msgspec.Struct):
+    uri: str
+    languageId: str  # noqa: N815 - the LSP field name
+    version: int
+    text: msgspec.Raw
+
+
+class _OpenParams(msgspec.Struct):
+    textDocument: _OpenedDocument  # noqa: N815 - the LSP field name
+
+
+class _OpenNotification(msgspec.Struct):
+    jsonrpc: str
+    method: str
+    params: _OpenParams
+
+
+_decode_open = msgspec.json.Decoder(_OpenNotification).decode
 
 _SPECIAL_ESCAPE = re.compile(rb"\\[u/]")
 
@@ -928,8 +803,17 @@ def json_string_bytes(token: Any) -> bytes | None:
     return codecs.escape_decode(raw[1:-1])[0]  # type: ignore[attr-defined,no-any-return]
 
 
-async def _wait_for(future: asyncio.Future[Any]) -> Any:
-    return await future
+def _document_of_token(token: Any, quick: bool) -> SessionDocument:
+    data = json_string_bytes(token)
+    if data is not None:
+        # None for invalid UTF-8: decoding the message would have replaced those bytes
+        doc = SessionDocument.from_editor_bytes(data, quick=quick)
+        if doc is not None:
+            return doc
+    text = parse_bytes(memoryview(token))
+    if not isinstance(text, str):
+        raise ValueError("the document text is not a JSON string")
+    return SessionDocument(text, quick=quick)
 
 
 def _fill_caches(doc: SessionDocument) -> None:
@@ -941,21 +825,9 @@ def _fill_caches(doc: SessionDocument) -> None:
 
 
 def _path_of(uri: str) -> str | None:
-    if not uri.startswith("file:"):
-        return None
-    return to_fs_path(uri)
-
-
-def _unquote(uri: str) -> str:
-    from urllib.parse import unquote
-
-    return unquote(uri)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
+        return uri_to_path(uri)
+    except PiRpcError:
         return None
 
 
@@ -994,104 +866,98 @@ def _free_name(path: str) -> str:
 # ---------------------------------------------------------------------- registration
 
 
-def register_language_features(server: LanguageServer) -> LanguageFeatures:
+def register_language_features(server: PiSessionServer) -> LanguageFeatures:
     """Register the ``textDocument/*`` features for session files on ``server``."""
     lf = LanguageFeatures(server)
-    server.language_features = lf  # type: ignore[attr-defined]
+    connection = server.connection
+    route = connection.lsp_route
 
-    def when_analysed(answer: Callable[[Any], Any]) -> Callable[[Any], Generator[Any, Any, Any]]:
-        """The handler of a request about a document: answered at once, or, while the document is
-        analysed on the worker thread, once that is done. pygls runs a generator handler up to its
-        first ``yield`` right away, so a request keeps its place among the changes around it."""
+    route(server, types.TEXT_DOCUMENT_DID_OPEN)(lf.did_open)
+    route(server, types.TEXT_DOCUMENT_DID_CHANGE)(lf.did_change)
+    route(server, types.TEXT_DOCUMENT_DID_CLOSE)(lf.did_close)
+    connection.raw_route(types.TEXT_DOCUMENT_DID_OPEN, lf.did_open_raw)
 
-        def handler(params: Any) -> Generator[Any, Any, Any]:
-            waiting = lf.defer(params.text_document.uri, lambda: answer(params))
-            if waiting is None:
-                return answer(params)
-            return (yield _wait_for, (waiting,), {})
+    def about_document(
+        method: str, answer: Callable[[DocState, Any], Any], options: Any = None, otherwise: Any = None
+    ) -> None:
+        """A request about one document: a job on the document's queue (``otherwise`` for a
+        document that is not a session)."""
 
-        return handler
+        def handler(params: Any) -> Any:
+            job = lf.ask(params.text_document.uri, lambda state: answer(state, params))
+            return otherwise if job is None else job
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(params: types.DidOpenTextDocumentParams) -> None:
-        lf.did_open(params.text_document)
+        route(server, method, options)(handler)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(params: types.DidChangeTextDocumentParams) -> None:
-        lf.did_change(params)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(params: types.DidCloseTextDocumentParams) -> None:
-        lf.did_close(params.text_document.uri)
-
-    @server.feature(
+    about_document(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
+        lf.pull,
         types.DiagnosticOptions(
             identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False
         ),
+        otherwise={"kind": "full", "items": []},
     )
-    @when_analysed
-    def pull(params: types.DocumentDiagnosticParams) -> Any:
-        return lf.pull(params)
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    @when_analysed
-    def hover(params: types.HoverParams) -> Any:
-        return lf.hover(params)
-
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    @when_analysed
-    def symbols(params: types.DocumentSymbolParams) -> Any:
-        return lf.plain(lf.document_symbols(params))
-
-    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
-    @when_analysed
-    def definition(params: types.DefinitionParams) -> Any:
-        return lf.plain(lf.definition(params))
-
-    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
-    @when_analysed
-    def references(params: types.ReferenceParams) -> Any:
-        return lf.plain(lf.references(params))
-
-    @server.feature(types.TEXT_DOCUMENT_FOLDING_RANGE)
-    @when_analysed
-    def folding(params: types.FoldingRangeParams) -> Any:
-        return lf.plain(lf.folding(params))
-
-    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
-    @when_analysed
-    def inlay_hints(params: types.InlayHintParams) -> Any:
-        return lf.plain(lf.inlay_hints(params))
-
-    @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
-    @when_analysed
-    def code_lenses(params: types.CodeLensParams) -> Any:
-        return lf.plain(lf.code_lenses(params))
-
-    @server.feature(types.TEXT_DOCUMENT_SELECTION_RANGE)
-    @when_analysed
-    def selection_ranges(params: types.SelectionRangeParams) -> Any:
-        return lf.plain(lf.selection_ranges(params))
-
-    @server.feature(
+    about_document(types.TEXT_DOCUMENT_HOVER, lf.hover)
+    about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols)
+    about_document(types.TEXT_DOCUMENT_DEFINITION, lf.definition)
+    about_document(types.TEXT_DOCUMENT_REFERENCES, lf.references)
+    about_document(types.TEXT_DOCUMENT_FOLDING_RANGE, lf.folding)
+    about_document(
+        types.TEXT_DOCUMENT_INLAY_HINT, lf.inlay_hints, types.InlayHintOptions(resolve_provider=False)
+    )
+    about_document(
+        types.TEXT_DOCUMENT_CODE_LENS, lf.code_lenses, types.CodeLensOptions(resolve_provider=False)
+    )
+    about_document(types.TEXT_DOCUMENT_SELECTION_RANGE, lf.selection_ranges)
+    about_document(
         types.TEXT_DOCUMENT_CODE_ACTION,
+        lf.code_actions,
         types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True
         ),
     )
-    @when_analysed
-    def code_actions(params: types.CodeActionParams) -> Any:
-        return lf.plain(lf.code_actions(params))
 
-    @server.feature(types.CODE_ACTION_RESOLVE)
-    def resolve_code_action(params: types.CodeAction) -> types.CodeAction:
-        return lf.resolve_code_action(params)
+    @route(server, types.CODE_ACTION_RESOLVE)
+    def resolve_code_action(params: types.CodeAction) -> Any:
+        data = params.data if isinstance(params.data, dict) else {}
+        uri = data.get("uri")
+        job = (
+            lf.ask(uri, lambda state: lf.resolve_code_action(state, params)) if isinstance(uri, str) else None
+        )
+        return job if job is not None else lf.encoded(params)
 
-    @server.command(EXTRACT_IMAGE)
-    async def extract_image(*args: Any) -> dict[str, Any]:
-        if len(args) != 3:
-            return {"applied": False, "reason": "expected [uri, version, key]"}
-        return await lf.extract_image(args[0], args[1], args[2])
+    @connection.command(server, EXTRACT_IMAGE)
+    def extract_image(arguments: list[Any]) -> Any:
+        uri, version, key = _image_arguments(arguments)
+        job = lf.ask(uri, lambda state: lf.extract_image(state, version, key), encode=False)
+        if job is None:
+            return {"applied": False, "reason": "not a session document"}
+        return _apply_image_edit(server, job)
 
     return lf
+
+
+async def _apply_image_edit(server: PiSessionServer, job: Job[Any]) -> Any:
+    """Once the image is written: ask the editor to replace the block with the reference to it."""
+    done = await on_loop(job, asyncio.get_running_loop())
+    if not isinstance(done, tuple):
+        return done
+    edit, target = done
+    result = await server.workspace_apply_edit_async(edit)
+    return {"applied": bool(result.applied), "file": target}
+
+
+def _image_arguments(arguments: list[Any]) -> tuple[str, int, list[Any]]:
+    """``[uri, version, key]`` of the extract-image command; -32602 for anything else."""
+    if (
+        len(arguments) != 3
+        or not isinstance(arguments[0], str)
+        or not isinstance(arguments[1], int)
+        or isinstance(arguments[1], bool)
+        or not isinstance(arguments[2], list)
+    ):
+        raise JsonRpcException(
+            code=INVALID_PARAMS,
+            message="Invalid params: pi.session.extractImage takes [uri: string, version: integer, key: array]",
+        )
+    return arguments[0], arguments[1], arguments[2]

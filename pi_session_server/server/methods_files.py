@@ -1,8 +1,7 @@
-"""pi/list, pi/listAll, pi/findById, pi/delete: session files on disk."""
+"""pi/list, pi/listAll, pi/findById, pi/delete: session files on disk (each a job of its own)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import UNSET
 from send2trash import send2trash
 
-from pi_session_server.errors import PiSessionError, fs_error_from_oserror
+from pi_session_server.errors import fs_error_from_oserror
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
 from pi_session_server.session.listing import (
@@ -25,20 +24,21 @@ from pi_session_server.session.loader import is_valid_header, open_for_reading, 
 from pi_session_server.session.paths import resolve_path
 
 from . import params as P
-from .errors import from_library_error, invalid_params, path_refused
-from .progress import Reporter, work_done
-from .wire import to_wire
+from .errors import invalid_params, path_refused
+from .locations import require_regular_file, uri_to_path
+from .progress import Progress
+from .workers import CancelToken
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
 
 
-def _progress_callback(reporter: Reporter) -> Any:
-    if not reporter.active:
+def _progress_callback(progress: Progress) -> Any:
+    if not progress.active:
         return None
 
     def on_progress(loaded: int, total: int, partial: Any = ABSENT) -> None:
-        reporter.report(loaded, total, f"{loaded}/{total} session files", force=loaded == total)
+        progress.report(loaded, total, f"{loaded}/{total} session files", force=loaded == total)
 
     return on_progress
 
@@ -80,32 +80,34 @@ def _with_text(infos: list[SessionInfo], text: TextOptions, signal: Any) -> list
 
 
 def register(server: PiSessionServer) -> None:
-    async def listing(p: P.ListingParams, title: str, call: Any) -> Any:
+    route = server.connection.route
+
+    def listing(p: P.ListingParams, title: str, call: Any) -> Any:
         text = text_options(p)
         # A page of a listing with text: the order needs no text, so the listing keeps none, and
         # only the page's sessions are read again for it (100 sessions of 1 MB of text each, a page
         # of 10: the text of 10 held instead of 100).
         later = p.paged and (text.first_message or text.all_messages_text)
         first = replace(text, first_message=False, all_messages_text=False) if later else text
-        signal = AbortSignal()
-        async with work_done(server, p.work_done_token, title) as reporter:
-            on_progress = _progress_callback(reporter)
-            try:
-                result = await server.run_blocking(lambda: call(on_progress, signal, first), thread=True)
-                page = page_of(result, p)
-                if later:
-                    page["sessions"] = await server.run_blocking(
-                        lambda: _with_text(page["sessions"], text, signal), thread=True
-                    )
-            except asyncio.CancelledError:
-                signal.abort()
-                raise
-        return to_wire(page)
+        progress = Progress(server, p.work_done_token)
 
-    @server.feature("pi/list")
-    async def pi_list(params: Any) -> Any:
+        def job(token: CancelToken) -> Any:
+            signal = _CancelSignal(token)
+            progress.begin(title)
+            try:
+                page = page_of(call(_progress_callback(progress), signal, first), p)
+                if later:
+                    page["sessions"] = _with_text(page["sessions"], text, signal)
+            finally:
+                progress.end()
+            return page
+
+        return server.run(title, job)
+
+    @route("pi/list")
+    def pi_list(params: Any) -> Any:
         p = P.parse(params, P.ListParams)
-        return await listing(
+        return listing(
             p,
             "Listing sessions",
             lambda progress, signal, text: list_sessions(
@@ -113,10 +115,10 @@ def register(server: PiSessionServer) -> None:
             ),
         )
 
-    @server.feature("pi/listAll")
-    async def pi_list_all(params: Any) -> Any:
+    @route("pi/listAll")
+    def pi_list_all(params: Any) -> Any:
         p = P.parse(params, P.ListAllParams)
-        return await listing(
+        return listing(
             p,
             "Listing all sessions",
             lambda progress, signal, text: list_all_sessions(
@@ -124,56 +126,59 @@ def register(server: PiSessionServer) -> None:
             ),
         )
 
-    @server.feature("pi/findById")
-    async def pi_find_by_id(params: Any) -> Any:
+    @route("pi/findById")
+    def pi_find_by_id(params: Any) -> Any:
         p = P.parse(params, P.FindByIdParams)
-        found = await server.run_blocking(
-            lambda: SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir)), thread=True
-        )
-        return None if found is ABSENT else found
 
-    @server.feature("pi/delete")
-    async def pi_delete(params: Any) -> Any:
+        def job(token: CancelToken) -> Any:
+            found = SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir))
+            return None if found is ABSENT else found
+
+        return server.run("pi/findById", job)
+
+    @route("pi/delete")
+    def pi_delete(params: Any) -> Any:
         p = P.parse(params, P.DeleteParams)
         if p.path is not UNSET:
-            path = _resolved(p.path)
+            given = p.path
         elif p.uri is not UNSET:
-            path = _uri_path(p.uri)
+            given = uri_to_path(p.uri)
         else:
             raise invalid_params("Invalid params: one of `path` or `uri` is required")
-        if not os.path.lexists(path):
-            raise from_library_error(
-                fs_error_from_oserror(FileNotFoundError(2, "No such file"), "stat", path)
-            )
-        if not os.path.isfile(path):
-            raise path_refused(f"Not a pi session file: {path}", path)
-        if not await server.run_blocking(lambda: is_session_file(path), thread=False):
-            raise path_refused(f"Not a pi session file: {path}", path)
-        closed = []
-        for slot in server.registry.slots_for_path(path):
-            async with slot.lock:
-                server.registry.remove(slot.handle)
-            closed.append(slot.handle)
-        try:
-            if p.permanent:
-                os.unlink(path)
-            else:
-                send2trash(path)
-        except OSError as error:
-            raise from_library_error(fs_error_from_oserror(error, "unlink", path)) from error
-        except Exception as error:  # send2trash.TrashPermissionError and friends
-            raise path_refused(f"Cannot move {path} to the trash: {error}", path) from error
-        return {"path": path, "trashed": not p.permanent, "closedSessions": closed}
+
+        def job(token: CancelToken) -> Any:
+            path = resolve_path(given)
+            if not os.path.lexists(path):
+                raise fs_error_from_oserror(FileNotFoundError(2, "No such file"), "stat", path)
+            if os.path.isdir(path) or not require_regular_file(path) or not is_session_file(path):
+                raise path_refused(f"Not a pi session file: {path}", path)
+            closed = []
+            for slot in server.registry.slots_for_path(path):
+                server.registry.close(slot)
+                closed.append(slot.handle)
+            try:
+                if p.permanent:
+                    os.unlink(path)
+                else:
+                    send2trash(path)
+            except OSError as error:
+                raise fs_error_from_oserror(error, "unlink", path) from error
+            except Exception as error:  # send2trash.TrashPermissionError and friends
+                raise path_refused(f"Cannot move {path} to the trash: {error}", path) from error
+            return {"path": path, "trashed": not p.permanent, "closedSessions": closed}
+
+        return server.run("pi/delete", job)
 
 
-def _resolved(path: str) -> str:
-    try:
-        return resolve_path(path)
-    except PiSessionError as error:  # a NUL byte in the path
-        raise from_library_error(error) from error
+class _CancelSignal(AbortSignal):
+    """The listing's abort signal: aborted once the request is cancelled."""
 
+    __slots__ = ("_token",)
 
-def _uri_path(uri: str) -> str:
-    from .app import uri_to_path
+    def __init__(self, token: CancelToken) -> None:
+        super().__init__()
+        self._token = token
 
-    return uri_to_path(uri)
+    @property
+    def aborted(self) -> bool:
+        return self._token.cancelled or self._aborted

@@ -1,85 +1,128 @@
-"""pi/open, pi/create, pi/continueRecent, pi/inMemory, pi/forkFrom, pi/close: sessions come and go."""
+"""pi/open, pi/create, pi/continueRecent, pi/inMemory, pi/forkFrom, pi/close, pi/sessions: sessions
+come and go."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from pi_session_server.session import SessionManager
+from pi_session_server.session.paths import resolve_path
 
 from . import params as P
-from .progress import work_done
-from .wire import to_wire
+from .locations import require_regular_file
+from .progress import Progress
+from .wire import encode_result
+from .workers import CancelToken, Job, on_loop
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
+    from .registry import Slot
+
+# what opens a session: (progress callback for big files, or None) -> the manager
+Make = Callable[[Callable[[int, int], None] | None], SessionManager]
 
 
 def register(server: PiSessionServer) -> None:
-    async def open_session(
-        p: P.Params, title: str, make: Callable[[], Any], *, thread: bool, path: str | None = None
-    ) -> dict[str, Any]:
-        async with work_done(server, p.work_done_token, title):
-            manager = await server.run_blocking(make, thread=thread)
-        slot = server.registry.add(manager)
-        if server.options.fsync:
-            manager.fsync = True
-        return to_wire(server.slot_info(slot))
+    route = server.connection.route
 
-    @server.feature("pi/open")
-    async def pi_open(params: Any) -> Any:
+    def opening(p: P.Params, title: str, make: Make) -> Job[Any]:
+        """Open on a worker (a queue of its own), then hold the session and answer who it is."""
+        progress = Progress(server, p.work_done_token)
+
+        def job(token: CancelToken) -> Any:
+            def on_progress(done: int, total: int) -> None:
+                token.check()  # a cancelled open of a big file stops here
+                progress.report(done, total)
+
+            progress.begin(title)
+            try:
+                manager = make(on_progress)
+            finally:
+                progress.end()
+            if token.cancelled:
+                manager.close()
+                token.check()
+            if server.options.fsync:
+                manager.fsync = True
+            return server.slot_info(server.registry.add(manager))
+
+        return server.run(title, job)
+
+    @route("pi/open")
+    def pi_open(params: Any) -> Any:
         p = P.parse(params, P.OpenParams)
-        job = lambda: SessionManager.open(p.path, P.opt(p.session_dir), P.opt(p.cwd_override))  # noqa: E731
-        return await open_session(p, f"Opening {os.path.basename(p.path)}", job, thread=_big(p.path))
 
-    @server.feature("pi/create")
-    async def pi_create(params: Any) -> Any:
+        def make(on_progress: Callable[[int, int], None] | None) -> SessionManager:
+            require_regular_file(resolve_path(p.path))
+            return SessionManager.open(
+                p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress
+            )
+
+        return opening(p, f"Opening {os.path.basename(p.path)}", make)
+
+    @route("pi/create")
+    def pi_create(params: Any) -> Any:
         p = P.parse(params, P.CreateParams)
-        job = lambda: SessionManager.create(p.cwd, P.opt(p.session_dir), P.options_dict(p.options))  # noqa: E731
-        return await open_session(p, "Creating a session", job, thread=False)
+        return opening(
+            p,
+            "Creating a session",
+            lambda _: SessionManager.create(p.cwd, P.opt(p.session_dir), P.options_dict(p.options)),
+        )
 
-    @server.feature("pi/continueRecent")
-    async def pi_continue_recent(params: Any) -> Any:
+    @route("pi/continueRecent")
+    def pi_continue_recent(params: Any) -> Any:
         p = P.parse(params, P.ContinueRecentParams)
-        job = lambda: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir))  # noqa: E731
-        return await open_session(p, "Opening the most recent session", job, thread=True)
+        return opening(
+            p,
+            "Opening the most recent session",
+            lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir)),
+        )
 
-    @server.feature("pi/inMemory")
-    async def pi_in_memory(params: Any) -> Any:
+    @route("pi/inMemory")
+    def pi_in_memory(params: Any) -> Any:
         p = P.parse(params, P.InMemoryParams)
-        job = lambda: SessionManager.in_memory(P.opt(p.cwd), P.options_dict(p.options), P.opt(p.entries))  # noqa: E731
-        return await open_session(p, "Creating an in-memory session", job, thread=False)
+        return opening(
+            p,
+            "Creating an in-memory session",
+            lambda _: SessionManager.in_memory(P.opt(p.cwd), P.options_dict(p.options), P.opt(p.entries)),
+        )
 
-    @server.feature("pi/forkFrom")
-    async def pi_fork_from(params: Any) -> Any:
+    @route("pi/forkFrom")
+    def pi_fork_from(params: Any) -> Any:
         p = P.parse(params, P.ForkFromParams)
 
-        def job() -> Any:
+        def make(_: Any) -> SessionManager:
+            require_regular_file(resolve_path(p.source_path))
             return SessionManager.fork_from(
                 p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options)
             )
 
-        return await open_session(
-            p, f"Forking {os.path.basename(p.source_path)}", job, thread=_big(p.source_path)
-        )
+        return opening(p, f"Forking {os.path.basename(p.source_path)}", make)
 
-    @server.feature("pi/close")
-    async def pi_close(params: Any) -> Any:
+    @route("pi/close")
+    def pi_close(params: Any) -> Any:
+        """Answered at once: new requests no longer find the handle, and the session is closed
+        (its files released) once the requests sent before this one are done."""
         p = P.parse(params, P.CloseParams)
-        slot = server.registry.get(p.session)
-        async with slot.lock:
-            server.registry.remove(p.session)
+        server.registry.close(server.registry.get(p.session))
         return {"session": p.session, "closed": True}
 
-    @server.feature("pi/sessions")
+    @route("pi/sessions")
     async def pi_sessions(params: Any) -> Any:
+        """Every held session, each described by a job on its own queue (in parallel)."""
         P.parse(params, P.Params)
-        return to_wire([server.slot_info(slot) for slot in server.registry.slots()])
+        loop = asyncio.get_running_loop()
+        slots = server.registry.slots()
+        jobs = [slot.queue.submit(_describer(server, slot)) for slot in slots]
+        infos = await asyncio.gather(*(on_loop(job, loop) for job in jobs), return_exceptions=True)
+        described = [info for info in infos if isinstance(info, dict)]
+        return msgspec.Raw(encode_result(described))
 
 
-def _big(path: str) -> bool:
-    try:
-        return os.path.getsize(os.path.expanduser(path)) > 4 * 1024 * 1024
-    except (OSError, ValueError):
-        return False
+def _describer(server: PiSessionServer, slot: Slot) -> Callable[[CancelToken], dict[str, Any]]:
+    return lambda token: server.slot_info(slot)

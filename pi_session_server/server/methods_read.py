@@ -32,7 +32,6 @@ from .tree_view import (
     tree_view,
     window_tree,
 )
-from .wire import Clean, to_wire
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -52,18 +51,18 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
             return tree_to_json(roots)
         view: dict[str, Any] = {  # what to show: the same for every page of one tree
             "mode": p.filter,
-            "search": None if p.search is UNSET else p.search,
+            "search": None if p.search is UNSET else " ".join(P.search_words(p.search)),
             "active_branch_first": p.active_branch_first,
             "previews": p.previews,
         }
         try:
             if p.form == "flat" and window.paged:
-                return Clean(msgspec.Raw(_flat_page(manager, view, window)))
+                return msgspec.Raw(_flat_page(manager, view, window))
             roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
             options = {**view, "cache": preview_cache(manager), "window": window, "max_nodes": MAX_TREE_NODES}
             if p.form == "nested":
-                return Clean(tree_view(roots, leaf_id, manager.by_id, form="nested", **options))
-            return Clean(msgspec.Raw(encode_flat_tree_view(roots, leaf_id, manager.by_id, **options)))
+                return tree_view(roots, leaf_id, manager.by_id, form="nested", **options)
+            return msgspec.Raw(encode_flat_tree_view(roots, leaf_id, manager.by_id, **options))
         except TreeTooLargeError as error:
             raise _too_large(str(error), error.total) from None
         except RootNotFoundError as error:
@@ -170,7 +169,7 @@ def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
         if position < 0:
             raise PiRpcError(ENTRY_NOT_FOUND, f"Entry {p.since} not found", {"since": p.since})
         start = position + 1
-    end = total if p.limit is UNSET else min(total, start + max(p.limit, 0))
+    end = total if p.limit is UNSET else min(total, start + p.limit)  # limit >= 1: pages always advance
     return {"entries": manager.entries_slice(start, end), "total": total, "hasMore": end < total}
 
 
@@ -191,7 +190,7 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
         "line": entry.line,
         "isLeaf": leaf_id is not ABSENT and leaf_id is not None and entry.id == leaf_id,
     }
-    return to_wire(node)  # members the entry does not have are left out
+    return node  # members the entry does not have (ABSENT) are left out on the wire
 
 
 def _path(manager: Any, p: P.GetPathParams) -> Any:
@@ -214,22 +213,22 @@ def _context(manager: Any, leaf_id: Any) -> Any:
 
 
 def register(server: PiSessionServer) -> None:
-    def read(name: str, struct: type[Any], job: Any, *, heavy: bool = False) -> None:
-        async def handler(params: Any) -> Any:
+    def read(name: str, struct: type[Any], job: Any) -> None:
+        def handler(params: Any) -> Any:
             p = P.parse(params, struct)
-            return await server.session_call(p, lambda m: job(m, p), heavy=heavy)
+            return server.session_call(p, lambda m: job(m, p))
 
         handler.__name__ = name.replace("/", "_")
-        server.feature(name)(handler)
+        server.connection.route(name)(handler)
 
-    read("pi/getTree", P.GetTreeParams, _tree, heavy=True)
-    read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)), heavy=True)
-    read("pi/getPath", P.GetPathParams, _path, heavy=True)
-    read("pi/getStats", P.SessionParams, lambda m, p: session_stats(m), heavy=True)
-    read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)), heavy=True)
+    read("pi/getTree", P.GetTreeParams, _tree)
+    read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
+    read("pi/getPath", P.GetPathParams, _path)
+    read("pi/getStats", P.SessionParams, lambda m, p: session_stats(m))
+    read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)))
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
-    read("pi/getEntries", P.GetEntriesParams, _entries_page, heavy=True)
-    read("pi/getEntryAtLine", P.GetEntryAtLineParams, lambda m, p: _entry_at_line(m, p.line), heavy=True)
+    read("pi/getEntries", P.GetEntriesParams, _entries_page)
+    read("pi/getEntryAtLine", P.GetEntryAtLineParams, lambda m, p: _entry_at_line(m, p.line))
     read(
         "pi/getLeaf",
         P.SessionParams,
@@ -238,11 +237,10 @@ def register(server: PiSessionServer) -> None:
     read("pi/getLabel", P.GetLabelParams, lambda m, p: _or_null(m.get_label(P.opt(p.id))))
     read("pi/getSessionName", P.SessionParams, lambda m, p: _or_null(m.get_session_name()))
     read("pi/getHeader", P.SessionParams, lambda m, p: m.get_header())
-    read("pi/buildContextEntries", P.ContextParams, lambda m, p: _context_entries(m, p.leaf_id), heavy=True)
-    read("pi/buildSessionContext", P.ContextParams, lambda m, p: _context(m, p.leaf_id), heavy=True)
+    read("pi/buildContextEntries", P.ContextParams, lambda m, p: _context_entries(m, p.leaf_id))
+    read("pi/buildSessionContext", P.ContextParams, lambda m, p: _context(m, p.leaf_id))
 
-    @server.feature("pi/getInfo")
-    async def pi_get_info(params: Any) -> Any:
+    @server.connection.route("pi/getInfo")
+    def pi_get_info(params: Any) -> Any:
         p = P.parse(params, P.SessionParams)
-        slot = await server.resolve(p)
-        return await server.session_call(p, lambda m: server.slot_info(slot))
+        return server.session_call(p, lambda m: None, convert=lambda _, slot: server.slot_info(slot))

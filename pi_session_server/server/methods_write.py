@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pi_session_server.session import SessionManager
+from pi_session_server.session.paths import resolve_path
+
 from . import params as P
-from .wire import Clean
+from .locations import require_regular_file
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
     from .registry import Slot
 
 
-def _append(manager: Any, p: P.AppendParams) -> Any:
+def _append(manager: SessionManager, p: P.AppendParams) -> Any:
     """Call the appender for ``p.kind``; returns the new entry's id."""
     if isinstance(p, P.AppendMessage):
         return manager.append_message(P.opt(p.message))
@@ -48,50 +51,49 @@ def _append(manager: Any, p: P.AppendParams) -> Any:
 
 
 def _new_entry(entry_id: Any, slot: Slot) -> Any:
-    leaf_id = slot.manager.get_leaf_id()
-    if type(entry_id) is str and type(leaf_id) is str:
-        return Clean({"id": entry_id, "leafId": leaf_id})  # nothing for encode_result to look for
-    return {"id": entry_id, "leafId": leaf_id}
+    return {"id": entry_id, "leafId": slot.opened().get_leaf_id()}
 
 
 def _new_usage_entry(entry_id: Any, slot: Slot) -> dict[str, Any]:
     """``appendUsage`` returns the whole entry in the reference."""
-    manager = slot.manager
+    manager = slot.opened()
     return {"id": entry_id, "leafId": manager.get_leaf_id(), "entry": manager.get_entry(entry_id)}
 
 
 def register(server: PiSessionServer) -> None:
-    @server.feature("pi/append")
-    async def pi_append(params: Any) -> Any:
+    route = server.connection.route
+
+    @route("pi/append")
+    def pi_append(params: Any) -> Any:
         p = P.parse_append(params)
         convert = _new_usage_entry if isinstance(p, P.AppendUsage) else _new_entry
-        return await server.session_call(p, lambda m: _append(m, p), write=True, convert=convert, append=True)
+        return server.session_call(p, lambda m: _append(m, p), write=True, convert=convert, append=True)
 
-    @server.feature("pi/branch")
-    async def pi_branch(params: Any) -> Any:
+    @route("pi/branch")
+    def pi_branch(params: Any) -> Any:
         p = P.parse(params, P.BranchParams)
 
-        def job(manager: Any) -> Any:
+        def job(manager: SessionManager) -> Any:
             manager.branch(P.opt(p.entry_id))
             return {"leafId": manager.get_leaf_id()}
 
-        return await server.session_call(p, job)
+        return server.session_call(p, job)
 
-    @server.feature("pi/resetLeaf")
-    async def pi_reset_leaf(params: Any) -> Any:
+    @route("pi/resetLeaf")
+    def pi_reset_leaf(params: Any) -> Any:
         p = P.parse(params, P.SessionParams)
 
-        def job(manager: Any) -> Any:
+        def job(manager: SessionManager) -> Any:
             manager.reset_leaf()
             return {"leafId": manager.get_leaf_id()}
 
-        return await server.session_call(p, job)
+        return server.session_call(p, job)
 
-    @server.feature("pi/branchWithSummary")
-    async def pi_branch_with_summary(params: Any) -> Any:
+    @route("pi/branchWithSummary")
+    def pi_branch_with_summary(params: Any) -> Any:
         p = P.parse(params, P.BranchWithSummaryParams)
 
-        def job(manager: Any) -> Any:
+        def job(manager: SessionManager) -> Any:
             return manager.branch_with_summary(
                 P.opt(p.branch_from_id),
                 P.opt(p.summary),
@@ -100,30 +102,34 @@ def register(server: PiSessionServer) -> None:
                 P.opt(p.usage),
             )
 
-        return await server.session_call(p, job, write=True, convert=_new_entry)
+        return server.session_call(p, job, write=True, convert=_new_entry)
 
     def switched(value: Any, slot: Slot) -> dict[str, Any]:
+        slot.note_file()
         info = server.slot_info(slot)
         info["result"] = value
         return info
 
-    @server.feature("pi/createBranchedSession")
-    async def pi_create_branched_session(params: Any) -> Any:
+    @route("pi/createBranchedSession")
+    def pi_create_branched_session(params: Any) -> Any:
         p = P.parse(params, P.CreateBranchedSessionParams)
-        return await server.session_call(
-            p, lambda m: m.create_branched_session(P.opt(p.leaf_id)), write=True, heavy=True, convert=switched
+        return server.session_call(
+            p, lambda m: m.create_branched_session(P.opt(p.leaf_id)), write=True, convert=switched
         )
 
-    @server.feature("pi/newSession")
-    async def pi_new_session(params: Any) -> Any:
+    @route("pi/newSession")
+    def pi_new_session(params: Any) -> Any:
         p = P.parse(params, P.NewSessionParams)
-        return await server.session_call(
+        return server.session_call(
             p, lambda m: m.new_session(P.options_dict(p.options)), write=True, convert=switched
         )
 
-    @server.feature("pi/setSessionFile")
-    async def pi_set_session_file(params: Any) -> Any:
+    @route("pi/setSessionFile")
+    def pi_set_session_file(params: Any) -> Any:
         p = P.parse(params, P.SetSessionFileParams)
-        return await server.session_call(
-            p, lambda m: m.set_session_file(p.path), write=True, heavy=True, convert=switched
-        )
+
+        def job(manager: SessionManager) -> Any:
+            require_regular_file(resolve_path(p.path))
+            return manager.set_session_file(p.path)
+
+        return server.session_call(p, job, write=True, convert=switched)

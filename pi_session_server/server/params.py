@@ -22,13 +22,20 @@ from msgspec import UNSET, UnsetType
 from pi_session_server.format.jsvalue import ABSENT
 
 from .errors import invalid_params
+from .locations import MAX_PATH_CHARS, MAX_URI_CHARS, fs_path
 
 T = TypeVar("T")
 
+#: the longest ``search`` of pi/getTree, in characters, and the most distinct words it may hold
+MAX_SEARCH_CHARS = 1000
+MAX_SEARCH_WORDS = 32
+
 Id = Any  # looked up by strict equality; any JSON value has a defined answer
-FileUri = Annotated[str, msgspec.Meta(pattern="^file:")]
+Path = Annotated[str, msgspec.Meta(max_length=MAX_PATH_CHARS)]
+FileUri = Annotated[str, msgspec.Meta(pattern="^file:", max_length=MAX_URI_CHARS)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 PageSize = Annotated[int, msgspec.Meta(ge=1)]
+SearchText = Annotated[str, msgspec.Meta(max_length=MAX_SEARCH_CHARS)]
 ProgressToken = int | str
 
 
@@ -54,32 +61,32 @@ class SessionOptions(msgspec.Struct, rename="camel", kw_only=True):
 
 
 class OpenParams(Params, kw_only=True):
-    path: str
-    session_dir: str | UnsetType = UNSET
-    cwd_override: str | UnsetType = UNSET
+    path: Path
+    session_dir: Path | UnsetType = UNSET
+    cwd_override: Path | UnsetType = UNSET
 
 
 class CreateParams(Params, kw_only=True):
-    cwd: str
-    session_dir: str | UnsetType = UNSET
+    cwd: Path
+    session_dir: Path | UnsetType = UNSET
     options: SessionOptions | UnsetType = UNSET
 
 
 class ContinueRecentParams(Params, kw_only=True):
-    cwd: str
-    session_dir: str | UnsetType = UNSET
+    cwd: Path
+    session_dir: Path | UnsetType = UNSET
 
 
 class InMemoryParams(Params, kw_only=True):
-    cwd: str | UnsetType = UNSET
+    cwd: Path | UnsetType = UNSET
     options: SessionOptions | UnsetType = UNSET
     entries: list[Any] | UnsetType = UNSET
 
 
 class ForkFromParams(Params, kw_only=True):
-    source_path: str
-    target_cwd: str
-    session_dir: str | UnsetType = UNSET
+    source_path: Path
+    target_cwd: Path
+    session_dir: Path | UnsetType = UNSET
     options: SessionOptions | UnsetType = UNSET
 
 
@@ -96,7 +103,7 @@ ListText = Literal["all", "first", "none"]
 class ListingParams(Params, kw_only=True):
     """What pi/list and pi/listAll add to the reference: how much text, and which page."""
 
-    session_dir: str | UnsetType = UNSET
+    session_dir: Path | UnsetType = UNSET
     text: ListText = "all"
     max_text_chars: Count | UnsetType = UNSET
     offset: Count | UnsetType = UNSET
@@ -108,7 +115,7 @@ class ListingParams(Params, kw_only=True):
 
 
 class ListParams(ListingParams, kw_only=True):
-    cwd: str
+    cwd: Path
 
 
 class ListAllParams(ListingParams, kw_only=True):
@@ -116,13 +123,13 @@ class ListAllParams(ListingParams, kw_only=True):
 
 
 class FindByIdParams(Params, kw_only=True):
-    cwd: str
+    cwd: Path
     id: str
-    session_dir: str | UnsetType = UNSET
+    session_dir: Path | UnsetType = UNSET
 
 
 class DeleteParams(Params, kw_only=True):
-    path: str | UnsetType = UNSET
+    path: Path | UnsetType = UNSET
     uri: FileUri | UnsetType = UNSET
     permanent: bool = False
 
@@ -227,7 +234,7 @@ class NewSessionParams(SessionParams, kw_only=True):
 
 
 class SetSessionFileParams(SessionParams, kw_only=True):
-    path: str
+    path: Path
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -238,7 +245,7 @@ TreeFilter = Literal["none", "default", "no-tools", "user-only", "labeled-only",
 class GetTreeParams(SessionParams, kw_only=True):
     filter: TreeFilter = "none"
     form: Literal["flat", "nested", "reference"] = "flat"
-    search: str | UnsetType = UNSET
+    search: SearchText | UnsetType = UNSET
     active_branch_first: bool = False
     previews: bool = True
     root_id: Id = UNSET
@@ -278,7 +285,7 @@ class GetEntryAtLineParams(SessionParams, kw_only=True):
 
 class GetEntriesParams(SessionParams, kw_only=True):
     since: str | UnsetType = UNSET
-    limit: int | UnsetType = UNSET
+    limit: PageSize | UnsetType = UNSET
 
 
 class GetLabelParams(SessionParams, kw_only=True):
@@ -289,16 +296,36 @@ class ContextParams(SessionParams, kw_only=True):
     leaf_id: Id = UNSET
 
 
+# members that name files: a lone surrogate in them reaches the file system as U+FFFD (Node's way)
+_PATH_MEMBERS = ("path", "cwd", "sessionDir", "cwdOverride", "sourcePath", "targetCwd")
+
+
 def parse(params: Any, struct: type[T]) -> T:
     """Validate raw params; a failure is a -32602 reply that names the field."""
     if params is None:
         params = {}
     if not isinstance(params, dict):
         raise invalid_params("Invalid params: expected an object")
+    for name in _PATH_MEMBERS:
+        value = params.get(name)
+        if type(value) is str and not value.isascii():
+            params = {**params, name: fs_path(value)}
     try:
         return msgspec.convert(params, struct)
     except msgspec.ValidationError as error:
         raise invalid_params(f"Invalid params: {error}") from None
+
+
+def search_words(search: str) -> list[str]:
+    """The distinct words of a pi/getTree ``search`` (the TUI's tokens: lowercased, split on white
+    space); -32602 beyond :data:`MAX_SEARCH_WORDS`."""
+    words = list(dict.fromkeys(search.lower().split()))
+    if len(words) > MAX_SEARCH_WORDS:
+        raise invalid_params(
+            f"Invalid params: `search` holds {len(words)} distinct words, more than the {MAX_SEARCH_WORDS} "
+            "a search may hold"
+        )
+    return words
 
 
 APPEND_KINDS: dict[str, type[Any]] = {

@@ -27,7 +27,7 @@ from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 
 from .tree_pages import FlatTreePages
 from .tree_view import RootNotFoundError, active_path_ids
-from .wire import Clean, encode_result
+from .wire import encode_result
 
 MAX_PATH_ITEMS = 1_000
 DEFAULT_PATH_ITEMS = 100
@@ -80,7 +80,9 @@ def _wire_id(entry: Any) -> Any:
     return None if entry_id is ABSENT else entry_id
 
 
-def path_page(path: PathNodes, leaf_id: Any, offset: int, limit: int, page_bytes: int = PAGE_BYTES) -> Clean:
+def path_page(
+    path: PathNodes, leaf_id: Any, offset: int, limit: int, page_bytes: int = PAGE_BYTES
+) -> msgspec.Raw:
     """One page of ``path`` as pi/getPath answers it (entries as the file holds them), encoded an
     item at a time so that the page ends once it holds ``page_bytes`` (one item at least)."""
     nodes = path.nodes
@@ -117,7 +119,7 @@ def path_page(path: PathNodes, leaf_id: Any, offset: int, limit: int, page_bytes
     if index < total:
         fields["nextOffset"] = index
     head = encode_result(fields)
-    return Clean(msgspec.Raw(head[:-1] + b',"items":[' + b",".join(items) + b"]}"))
+    return msgspec.Raw(head[:-1] + b',"items":[' + b",".join(items) + b"]}")
 
 
 _kept_paths: FlatTreePages[PathNodes] = FlatTreePages()
@@ -125,7 +127,7 @@ _kept_paths: FlatTreePages[PathNodes] = FlatTreePages()
 
 def get_path(
     manager: Any, entry_id: Any, descend: bool, offset: int, limit: int, *, keep: bool = True
-) -> Clean:
+) -> msgspec.Raw:
     """pi/getPath: a page of the path, cut from the path kept while the session stays the same."""
     key = ((type(entry_id), repr(entry_id)), descend)
     build: Callable[[], PathNodes] = lambda: path_nodes(manager, entry_id, descend)  # noqa: E731

@@ -25,6 +25,7 @@ from pi_session_server import __version__
 
 from . import errors as E
 from . import params as P
+from .locations import MAX_PATH_CHARS, MAX_URI_CHARS
 
 REF = "#/components/schemas/"
 
@@ -401,9 +402,25 @@ SESSION_TREE_RESULT = {
 
 # --- methods -----------------------------------------------------------------------------------
 
-# errors every method addressed by session/uri can answer
-SESSION_ERRORS = [E.UNKNOWN_SESSION, E.INVALID_SESSION_FILE, E.FS_ERROR, E.SESSION_ERROR]
-OPEN_ERRORS = [E.INVALID_SESSION_FILE, E.INVALID_SESSION_ID, E.FS_ERROR, E.SESSION_ERROR]
+# errors every method addressed by session/uri can answer (a uri may name a FIFO: PathRefused)
+SESSION_ERRORS = [
+    E.UNKNOWN_SESSION,
+    E.INVALID_SESSION_FILE,
+    E.FS_ERROR,
+    E.SESSION_ERROR,
+    E.PATH_REFUSED,
+    E.REQUEST_CANCELLED,
+]
+# ...and those that write: a session opened by uri to look at may refuse to be rewritten
+WRITE_ERRORS = [*SESSION_ERRORS, E.READ_ONLY]
+OPEN_ERRORS = [
+    E.INVALID_SESSION_FILE,
+    E.INVALID_SESSION_ID,
+    E.FS_ERROR,
+    E.SESSION_ERROR,
+    E.PATH_REFUSED,
+    E.REQUEST_CANCELLED,
+]
 
 
 @dataclass
@@ -481,6 +498,7 @@ METHODS: list[Method] = [
         "The sessions this sidecar holds (handle info of each).",
         P.Params,
         {"type": "array", "items": ref("SessionHandleInfo")},
+        [E.REQUEST_CANCELLED],
     ),
     Method(
         "pi/getInfo",
@@ -496,7 +514,7 @@ METHODS: list[Method] = [
         "`offset`/`limit` page the reply.",
         P.ListParams,
         LISTING_RESULT,
-        [E.ABORTED, E.SESSION_ERROR],
+        [E.ABORTED, E.SESSION_ERROR, E.REQUEST_CANCELLED],
         "list",
     ),
     Method(
@@ -506,7 +524,7 @@ METHODS: list[Method] = [
         "`offset`/`limit` page the reply.",
         P.ListAllParams,
         LISTING_RESULT,
-        [E.ABORTED, E.SESSION_ERROR],
+        [E.ABORTED, E.SESSION_ERROR, E.REQUEST_CANCELLED],
         "listAll",
     ),
     Method(
@@ -514,7 +532,7 @@ METHODS: list[Method] = [
         "SessionManager.findById(cwd, id, sessionDir?): the path of the session file with that id, or null.",
         P.FindByIdParams,
         {"type": ["string", "null"]},
-        [E.SESSION_ERROR],
+        [E.SESSION_ERROR, E.REQUEST_CANCELLED],
         "findById",
     ),
     Method(
@@ -531,7 +549,7 @@ METHODS: list[Method] = [
             },
             "required": ["path", "trashed", "closedSessions"],
         },
-        [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR],
+        [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],
     ),
     Method(
         "pi/append",
@@ -541,7 +559,7 @@ METHODS: list[Method] = [
         "(appendLabelChange). A failed append leaves the session as it was.",
         P.AppendParams,
         ref("AppendResult"),
-        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND],
     ),
     Method(
         "pi/branch",
@@ -564,7 +582,7 @@ METHODS: list[Method] = [
         "branchWithSummary(branchFromId | null, summary, details?, fromHook?, usage?).",
         P.BranchWithSummaryParams,
         ref("AppendResult"),
-        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND],
         "branchWithSummary",
     ),
     Method(
@@ -573,7 +591,7 @@ METHODS: list[Method] = [
         "(the handle now holds it; `result` is the new file path).",
         P.CreateBranchedSessionParams,
         ref("SessionHandleInfo"),
-        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND],
         "createBranchedSession",
     ),
     Method(
@@ -581,7 +599,7 @@ METHODS: list[Method] = [
         "newSession(options?): the handle starts a new session (`result` is the new file path).",
         P.NewSessionParams,
         ref("SessionHandleInfo"),
-        [*SESSION_ERRORS, E.INVALID_SESSION_ID],
+        [*WRITE_ERRORS, E.INVALID_SESSION_ID],
         "newSession",
     ),
     Method(
@@ -589,7 +607,7 @@ METHODS: list[Method] = [
         "setSessionFile(path): the handle switches to another file (unchanged on failure).",
         P.SetSessionFileParams,
         ref("SessionHandleInfo"),
-        SESSION_ERRORS,
+        WRITE_ERRORS,
         "setSessionFile",
     ),
     Method(
@@ -738,17 +756,27 @@ NOTIFICATIONS = [
 
 FIELD_DOCS = {
     "session": "A handle returned by an opening method.",
-    "uri": "file: URI of a session file (opened on demand; written only by writing methods). Use instead of `session`.",
+    "uri": (
+        "file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x). Use "
+        "instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion, no newline "
+        "repair), and line numbers, problems and ids are the file's. A writing method reopens it for writing, "
+        "except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO or device is "
+        "refused (PathRefused, -32010) without being opened."
+    ),
     "workDoneToken": "LSP work-done progress token: the server reports $/progress for long operations.",
     "kind": "Which appender: the type of the entry it writes.",
     "filter": "none (every entry) or one of pi's /tree modes.",
     "form": "flat, nested or reference.",
     "previews": "false skips the preview texts (faster on huge sessions).",
     "activeBranchFirst": "order children as pi's TUI does: the branch holding the leaf first.",
-    "search": "pi's /tree search: every whitespace-separated token must occur (case-insensitive).",
+    "search": (
+        f"pi's /tree search: every whitespace-separated word must occur (case-insensitive). At most "
+        f"{P.MAX_SEARCH_CHARS} characters and {P.MAX_SEARCH_WORDS} distinct words (a word given twice counts "
+        "once); more is InvalidParams (-32602)."
+    ),
     "since": "An entry id: return the entries after its last occurrence in file order.",
     "limit": (
-        "At most this many items in the reply: entries (pi/getEntries; pi/getPath, default 100), nodes of the flat form (pi/getTree; "
+        "At most this many items in the reply (at least 1): entries (pi/getEntries; pi/getPath, default 100), nodes of the flat form (pi/getTree; "
         f"at most {E.MAX_TREE_NODES:,}, a larger limit gives pages of {E.MAX_TREE_NODES:,}) or sessions "
         "(pi/list, pi/listAll). pi/getTree and the listings then answer one page with `total`, `hasMore` "
         "and `nextOffset`."
@@ -885,7 +913,13 @@ def openrpc() -> dict[str, Any]:
                 "process answers LSP (initialize, textDocument/*): initialize is optional for pi/* clients; "
                 "initializationOptions: {fsync?: boolean, watchInterval?: seconds, rollbackFailedWrites?: boolean}. "
                 "Parameters that the reference takes as plain values (ids, message, data, ...) accept any JSON "
-                "value and may be left out, which means JS undefined (not null)."
+                "value and may be left out, which means JS undefined (not null). Paths (`path`, `cwd`, "
+                f"`sessionDir`, ...) hold at most {MAX_PATH_CHARS} characters and a `uri` {MAX_URI_CHARS} (longer: "
+                "InvalidParams, -32602); a lone UTF-16 surrogate in a path becomes U+FFFD, as Node writes it. "
+                "Every request runs as a job on a worker: one per session (requests on a session are answered in "
+                "arrival order, and a session stuck on another process's lock delays no other). `$/cancelRequest` "
+                "answers a queued request RequestCancelled (-32800) at once, and a running read too (its work "
+                "stops at the next check: the scan of a file, a listing); a write that started finishes."
             ),
         },
         "methods": methods,
@@ -901,7 +935,7 @@ def openrpc() -> dict[str, Any]:
             for name, summary, schema in NOTIFICATIONS
         ],
         "x-errorData": (
-            "Application errors (-32001..-32011) carry the reference's message verbatim in `message`; `data.name` is "
+            "Application errors (-32001..-32012) carry the reference's message verbatim in `message`; `data.name` is "
             "the JS error name (Error, AbortError, TypeError), `data.code` the Node fs code (EEXIST, ENOENT, EISDIR) "
             "for -32005. After a failed request the session is as it was: unlike pi, an entry whose write failed "
             "(EEXIST/ENOENT) is not kept in memory; initializationOptions.rollbackFailedWrites=false (or "

@@ -1,59 +1,81 @@
-"""The sessions a sidecar holds open: handles, per-session and per-file locks, uri lookups.
+"""The sessions a sidecar holds open: handles, their work queues, and lookups by file.
 
 A *slot* is one ``SessionManager`` behind a handle (``"s1"``, ``"s2"``, ...). Handles come from the
 opening methods (``pi/open``, ``pi/create``, ...); a method addressed by ``uri`` uses the newest slot
-bound to that file, or opens one on demand (an *implicit* slot).
+bound to that file, or opens one on demand (an *implicit* slot, read-only until a write needs it).
 
-Locks: every operation on a slot holds the slot's lock, so requests on one session run one after
-another in arrival order (``asyncio.Lock`` is FIFO and the handlers take it before their first
-suspension point). Writes also hold the lock of the file path, so two handles on one file never
-interleave their appends.
+Every job on a slot runs on the slot's :class:`~pi_session_server.server.workers.SerialQueue`, one
+after another in arrival order, never on the event loop. Writes also hold the lock of the file
+(:meth:`Registry.file_lock`), so two handles on one file never interleave their appends.
+
+The registry itself is changed from the loop and from workers (an open adds its slot before it
+answers); a lock keeps it consistent. Lookups compare paths as strings, without touching the disk.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
 from typing import Any
 
-from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session import SessionManager
 
-from .errors import unknown_session
+from .errors import PiRpcError, unknown_session
+from .workers import CancelToken, Job, SerialQueue, WorkerPool
 
 
 @dataclass(eq=False)
 class Slot:
     handle: str
-    manager: Any
+    queue: SerialQueue
+    manager: SessionManager | None = None  # None until the open of an implicit slot ran
     implicit: bool = False  # opened on demand for a ``uri``
-    view_path: str | None = None  # loaded without writing (a look must never write the file)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    last_stat: Any = None  # the watcher's last (ino, size, mtime_ns) of the file, or "missing"
-    closed: bool = False
+    read_only: bool = False  # opened to look at, without writing (see app.PiSessionServer.writable)
+    path: str | None = None  # the file, as the last job left it (read on the loop without I/O)
+    real_path: str | None = None  # ``path`` with symlinks resolved (by a job)
+    failure: PiRpcError | None = None  # the open of an implicit slot failed: every job answers this
+    closed: bool = False  # closed by pi/close (set in order, by a job on the queue)
+    last_stat: Any = None  # the file poller's last look at the file
+    refreshing: bool = False  # a refresh job is queued (the poller queues one at a time)
 
-    @property
-    def path(self) -> str | None:
-        """The file this slot follows (None for an in-memory session without a file)."""
-        if self.view_path is not None:
-            return self.view_path
-        if not self.manager.is_persisted():
-            return None
-        session_file = self.manager.get_session_file()
-        return None if session_file is ABSENT or not session_file else str(session_file)
+    def opened(self) -> SessionManager:
+        """The manager, for a job on this slot's queue (the open ran before it)."""
+        if self.failure is not None:
+            raise self.failure
+        if self.closed or self.manager is None:
+            raise unknown_session(self.handle)
+        return self.manager
+
+    def note_file(self) -> None:
+        """Remember where the manager's file is now (on the worker, after a job)."""
+        manager = self.manager
+        if manager is None:
+            return
+        session_file = manager.get_session_file() if manager.is_persisted() else None
+        path = session_file if isinstance(session_file, str) and session_file else None
+        if path != self.path or (path is not None and self.real_path is None):
+            self.path = path
+            self.real_path = os.path.realpath(path) if path is not None else None
 
 
 class Registry:
-    def __init__(self) -> None:
+    def __init__(self, pool: WorkerPool) -> None:
+        self._pool = pool
         self._slots: dict[str, Slot] = {}
         self._next = 1
-        self._path_locks: dict[str, asyncio.Lock] = {}
+        self._lock = threading.Lock()
+        self._file_locks: dict[str, threading.Lock] = {}
 
-    def add(self, manager: Any, *, implicit: bool = False, view_path: str | None = None) -> Slot:
-        handle = f"s{self._next}"
-        self._next += 1
-        slot = Slot(handle, manager, implicit=implicit, view_path=view_path)
-        self._slots[handle] = slot
+    def add(self, manager: SessionManager | None, *, implicit: bool = False, path: str | None = None) -> Slot:
+        """A new slot (from any thread); ``path``: the file an implicit slot is about to open."""
+        with self._lock:
+            handle = f"s{self._next}"
+            self._next += 1
+            slot = Slot(handle, self._pool.queue(handle), manager, implicit=implicit, path=path)
+            self._slots[handle] = slot
+        if manager is not None:
+            slot.note_file()
         return slot
 
     def get(self, handle: str) -> Slot:
@@ -62,48 +84,42 @@ class Registry:
             raise unknown_session(handle)
         return slot
 
-    def remove(self, handle: str) -> Slot:
-        slot = self.get(handle)
-        del self._slots[handle]
-        slot.closed = True
-        close = getattr(slot.manager, "close", None)
-        if callable(close):
-            close()
-        return slot
+    def discard(self, slot: Slot) -> None:
+        """Forget ``slot``: new requests no longer find it (the jobs already queued still run)."""
+        with self._lock:
+            if self._slots.get(slot.handle) is slot:
+                del self._slots[slot.handle]
+
+    def close(self, slot: Slot) -> Job[None]:
+        """Forget ``slot`` at once; its manager is closed (its files released) once the jobs queued
+        before this are done."""
+        self.discard(slot)
+
+        def close(token: CancelToken) -> None:
+            slot.closed = True
+            if slot.manager is not None:
+                slot.manager.close()
+
+        return slot.queue.submit(close, interruptible=False)
 
     def slots(self) -> list[Slot]:
-        return list(self._slots.values())
+        with self._lock:
+            return list(self._slots.values())
 
     def find_by_path(self, path: str) -> Slot | None:
-        """The newest slot bound to ``path`` (compared after resolving symlinks)."""
-        wanted = _same_file_key(path)
-        for slot in reversed(self._slots.values()):
-            slot_path = slot.path
-            if slot_path is not None and (slot_path == path or _same_file_key(slot_path) == wanted):
+        """The newest slot bound to ``path`` (an absolute path; as given or with symlinks resolved)."""
+        for slot in reversed(self.slots()):
+            if slot.failure is None and path in (slot.path, slot.real_path):
                 return slot
         return None
 
     def slots_for_path(self, path: str) -> list[Slot]:
-        wanted = _same_file_key(path)
-        return [s for s in self._slots.values() if s.path is not None and _same_file_key(s.path) == wanted]
+        return [slot for slot in self.slots() if path in (slot.path, slot.real_path)]
 
-    def path_lock(self, path: str | None, slot: Slot) -> asyncio.Lock:
-        """The write lock of a file (of the slot itself when it has no file)."""
-        key = _same_file_key(path) if path else f"handle:{slot.handle}"
-        lock = self._path_locks.get(key)
-        if lock is None:
-            lock = self._path_locks[key] = asyncio.Lock()
-        return lock
-
-
-_real_paths: dict[str, str] = {}
-
-
-def _same_file_key(path: str) -> str:
-    """``realpath`` of a path, memoized (the lookup runs on every write)."""
-    key = _real_paths.get(path)
-    if key is None:
-        if len(_real_paths) > 10_000:
-            _real_paths.clear()
-        key = _real_paths[path] = os.path.realpath(path)
-    return key
+    def file_lock(self, real_path: str) -> threading.Lock:
+        """The in-process write lock of a file (keyed by its path with symlinks resolved)."""
+        lock = self._file_locks.get(real_path)
+        if lock is not None:
+            return lock
+        with self._lock:
+            return self._file_locks.setdefault(real_path, threading.Lock())

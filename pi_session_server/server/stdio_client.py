@@ -8,7 +8,6 @@ conformance adapter use it; it doubles as the reference for front ends in other 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import subprocess
 import sys
@@ -18,6 +17,9 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from pi_session_server.errors import PiSessionError
+from pi_session_server.format.jsjson import dumps_bytes, parse_bytes
+
+from .framing import FramingError, encode_frame, read_frames
 
 
 class RpcError(PiSessionError):
@@ -44,24 +46,6 @@ def error_class(js_name: str) -> type[RpcError]:
         cls = type(f"Rpc{js_name}", (RpcError,), {"name": js_name, "__module__": __name__})
         _error_classes[js_name] = cls
     return cls
-
-
-def _parse(body: bytes) -> Any:
-    try:
-        from pi_session_server.format.jsjson import parse_bytes  # JSON.parse semantics, any depth
-
-        return parse_bytes(body)
-    except ImportError:  # pragma: no cover - the format layer always exists in the package
-        return json.loads(body)
-
-
-def _encode(message: Any) -> bytes:
-    try:
-        from pi_session_server.format.jsjson import dumps_bytes
-
-        return dumps_bytes(message)
-    except ImportError:  # pragma: no cover
-        return json.dumps(message, separators=(",", ":")).encode("utf-8")
 
 
 def default_command() -> list[str]:
@@ -102,30 +86,16 @@ class SidecarClient:
     # -- wire ---------------------------------------------------------------------------------
 
     def _send(self, message: dict[str, Any]) -> None:
-        body = _encode(message)
+        frame = encode_frame(dumps_bytes(message))
         with self._send_lock:  # never under self._lock: the reader needs that one to make progress
-            self._stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self._stdin.write(frame)
             self._stdin.flush()
 
-    def _read_loop(self, stream: IO[bytes]) -> None:
+    def _read_loop(self, stream: Any) -> None:
         try:
-            while True:
-                length = -1
-                while True:
-                    line = stream.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        if length >= 0:
-                            break
-                        continue
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value.strip())
-                body = stream.read(length)
-                if len(body) < length:
-                    return
-                self._dispatch(_parse(body))
+            for body in read_frames(stream):
+                if not isinstance(body, FramingError):
+                    self._dispatch(parse_bytes(body))  # JSON.parse semantics, any depth
         finally:
             with self._cond:
                 self._closed = True

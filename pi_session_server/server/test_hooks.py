@@ -8,11 +8,13 @@ every held session (a new scenario starts from nothing).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from .errors import invalid_params
+from .workers import CancelToken, on_loop
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -21,21 +23,27 @@ METHOD = "$/pi/setEnvironment"
 
 
 def register(server: PiSessionServer) -> None:
-    @server.feature(METHOD)
+    @server.connection.route(METHOD)
     async def set_environment(params: Any) -> Any:
         if not isinstance(params, dict) or not isinstance(params.get("cwd"), str):
             raise invalid_params("Invalid params: Object missing required field `cwd`")
         env = params.get("env") or {}
         if not isinstance(env, dict) or not all(isinstance(v, (str, type(None))) for v in env.values()):
             raise invalid_params("Invalid params: `env` must map names to strings or null")
+        loop = asyncio.get_running_loop()
+        closing = []
         for slot in server.registry.slots():
-            async with slot.lock:
-                server.registry.remove(slot.handle)
-        os.chdir(params["cwd"])
-        for name, value in env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        time.tzset()
+            closing.append(on_loop(server.registry.close(slot), loop))
+        await asyncio.gather(*closing, return_exceptions=True)
+
+        def switch(token: CancelToken) -> None:
+            os.chdir(params["cwd"])
+            for name, value in env.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            time.tzset()
+
+        await on_loop(server.pool.queue(METHOD).submit(switch, interruptible=False), loop)
         return None

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, truthy
-from pi_session_server.server.wire import encode_json, to_wire
+from pi_session_server.server.wire import encode_rows, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
     ToolCalls,
@@ -95,7 +95,7 @@ def node_filter(
 ) -> Callable[[Any], bool]:
     """The visibility predicate of one of pi's ``/tree`` filter modes over tree nodes (``cache``:
     the session's, which remembers each assistant entry's answer)."""
-    tokens = [t for t in (search or "").lower().split() if t]
+    tokens = list(dict.fromkeys((search or "").lower().split()))  # each word once (a match needs all)
     silent_turn = _silent_turn if cache is None else cache.silent_turn
 
     def visible(node: Any) -> bool:
@@ -791,17 +791,17 @@ _ENCODED_TOGETHER = 512  # nodes encoded in one call (one each cost a call per n
 
 def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
     window = page.window
-    parts = [b'{"leafId":', encode_json(_wire_id(leaf_id)), b',"nodes":[']
+    parts = [b'{"leafId":', encode_rows(_wire_id(leaf_id)), b',"nodes":[']
     returned = 0
     items = page.nodes()
     while batch := list(islice(items, _ENCODED_TOGETHER)):
-        parts.append((b"," if returned else b"") + encode_json(batch)[1:-1])
+        parts.append((b"," if returned else b"") + encode_rows(batch)[1:-1])
         returned += len(batch)
     page.check_size(returned)
     parts.append(b"]")
     fields = page.paging_fields(returned)
     if window.paged:
-        parts.append(b"," + encode_json(fields)[1:-1])
+        parts.append(b"," + encode_rows(fields)[1:-1])
     parts.append(b"}")
     return b"".join(parts), fields["hasMore"]
 

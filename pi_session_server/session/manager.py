@@ -1272,6 +1272,50 @@ class SessionManager:
         events, self._events = self._events, []
         return events
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[SessionManager]:
+        """A block of calls that changes the session in memory all or nothing::
+
+            with manager.transaction():
+                manager.branch(entry_id)
+                manager.append_label_change(entry_id, "here")
+
+        If the block raises, the manager is as it was before it: entries it appended are taken back
+        out, a switch to another file or session is undone, the leaf and labels are restored (the
+        reference keeps an entry whose write failed in memory; this is the opt-out). Lines that did
+        reach the file stay there; the next ``refresh_from_disk()`` reads them as any other writer's.
+        """
+        saved = dict(self.__dict__)
+        entries, count = self._file_entries, len(self._file_entries)
+        labels, stamps = dict(self._labels), dict(self._label_timestamps)
+        try:
+            yield self
+        except BaseException:
+            appended = entries[count:]
+            del entries[count:]
+            by_id = saved["_by_id"]
+            for entry in reversed(appended):
+                key = index_key(entry.id)
+                if by_id.get(key) is entry:
+                    # the id's earlier holder, if any, is indexed again (the index keeps the last)
+                    earlier = next((e for e in reversed(entries) if index_key(e.id) == key), None)
+                    if earlier is None or earlier.type == "session":
+                        del by_id[key]
+                    else:
+                        by_id[key] = earlier
+            if self._source is not None and self._source is not saved["_source"]:
+                self._source.close()
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            self._labels.clear()
+            self._labels.update(labels)
+            self._label_timestamps.clear()
+            self._label_timestamps.update(stamps)
+            starts = self._chain_starts
+            while starts and starts[-1] >= count - 1:  # chains begun by the entries taken back
+                starts.pop()
+            raise
+
     def close(self) -> None:
         """Release the descriptors held for lazy reads and appends (entries read after this fail)."""
         if self._source is not None:

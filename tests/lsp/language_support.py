@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -38,6 +40,9 @@ def column(line_text: str, index: int, encoding: str) -> int:
 class Editor:
     client: LanguageClient
     encoding: str
+    # the client pulls diagnostics (textDocument/diagnostic): the server then pushes them only for
+    # documents the client never opened (read from disk)
+    pulls: bool = False
     texts: dict[str, str] = field(default_factory=dict)
     versions: dict[str, int] = field(default_factory=dict)
     applied_edits: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
@@ -94,7 +99,18 @@ class Editor:
         self, uri: str, after: int | None = None, timeout: float = 20
     ) -> Sequence[types.Diagnostic]:
         """The first publication for ``uri`` after the first ``after`` ones (default: the first one
-        this test has not been given yet)."""
+        this test has not been given yet). A client that pulls asks for them instead: the server
+        answers after the changes sent before."""
+        if self.pulls and uri in self.texts:
+            report = await asyncio.wait_for(
+                self.client.text_document_diagnostic_async(
+                    types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+                ),
+                timeout,
+            )
+            assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+            assert uri not in self.published, "a client that pulls was sent diagnostics too"
+            return report.items
         index = self.given.get(uri, 0) if after is None else after
         deadline = asyncio.get_running_loop().time() + timeout
         while len(self.published.get(uri, [])) <= index:
@@ -161,7 +177,8 @@ async def start_editor(lsp_client: LanguageClient, client_name: str) -> Editor:
             result.capabilities.position_encoding, "value", result.capabilities.position_encoding or "utf-16"
         )
     )
-    editor = Editor(lsp_client, encoding)
+    pulls = capabilities.text_document is not None and capabilities.text_document.diagnostic is not None
+    editor = Editor(lsp_client, encoding, pulls)
     features = lsp_client.protocol.fm.features
     stores = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]  # pytest-lsp's: client.diagnostics
 
@@ -185,3 +202,16 @@ async def start_editor(lsp_client: LanguageClient, client_name: str) -> Editor:
 
 def codes_by_line(diagnostics: Sequence[types.Diagnostic]) -> list[tuple[int, str]]:
     return sorted((d.range.start.line, str(d.code)) for d in diagnostics)
+
+
+@pytest_lsp.fixture(name="client", config=SERVER, params=CLIENTS, scope="module")
+async def client_fixture(lsp_client: LanguageClient, request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """One server per test module and client (VS Code, Neovim)."""
+    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture(name="editor")
+def editor_fixture(client: LanguageClient) -> Editor:
+    return client.editor  # type: ignore[attr-defined]

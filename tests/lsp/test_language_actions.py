@@ -9,26 +9,12 @@ import os
 from pathlib import Path
 
 import pytest
-import pytest_lsp
-from language_support import CLIENTS, SERVER, Editor, codes_by_line, start_editor
+from language_support import Editor, client_fixture, codes_by_line, editor_fixture  # noqa: F401  (fixtures)
 from lsprotocol import types
-from pytest_lsp import LanguageClient
 
 from pi_session_server.analysis import samples as S
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
-    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture
-def editor(client: LanguageClient) -> Editor:
-    return client.editor  # type: ignore[attr-defined]
 
 
 def doc(*lines: str, final_newline: bool = True) -> str:

@@ -8,28 +8,14 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-import pytest_lsp
-from language_support import CLIENTS, SERVER, Editor, start_editor
+from language_support import Editor, client_fixture, editor_fixture  # noqa: F401  (fixtures)
 from lsprotocol import types
-from pytest_lsp import LanguageClient
 
 from pi_session_server.analysis import samples as S
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 TRICKY = "héllo 😀 数据\u2028second\u2029third"
-
-
-@pytest_lsp.fixture(config=SERVER, params=CLIENTS, scope="module")
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):
-    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture
-def editor(client: LanguageClient) -> Editor:
-    return client.editor  # type: ignore[attr-defined]
 
 
 #   0 header

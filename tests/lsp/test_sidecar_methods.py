@@ -346,16 +346,61 @@ async def test_uri_addressing_opens_on_demand_without_writing(sidecar, tmp_path)
     assert [m["role"] for m in context["messages"]] == ["custom"]  # migrated in memory
     info = await sidecar.request("pi/getInfo", {"uri": uri})
     assert info["readOnly"] is True and info["leafId"] == "m1"
+    # the view keeps the file's line numbers and problems (issue 23, item A)
+    assert (await sidecar.request("pi/getEntryAtLine", {"uri": uri, "line": 1}))["id"] == "m1"
     assert v2.read_text() == text  # untouched by reads
+    # a write would convert the whole file (new ids): never without the user asking (item B)
+    with expect_error(-32012) as refused:
+        await sidecar.request("pi/append", {"uri": uri, "kind": "message", "message": USER})
+    assert refused.value.data == {"path": str(v2), "version": 2}
+    assert "pi/open" in refused.value.message
+    assert v2.read_text() == text
+    assert (await sidecar.request("pi/getInfo", {"uri": uri}))["readOnly"] is True
+
+    v3 = tmp_path / "crashed.jsonl"
+    v3_text = (
+        '{"type":"session","version":3,"id":"new","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}\n'
+        '{"type":"message","id":"m1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"h","timestamp":1}}'
+    )
+    v3.write_text(v3_text)  # a crash cut the final newline
+    uri = v3.as_uri()
+    info = await sidecar.request("pi/getInfo", {"uri": uri})
+    assert info["readOnly"] is True and info["leafId"] == "m1"
+    assert v3.read_text() == v3_text
     await sidecar.request("pi/append", {"uri": uri, "kind": "message", "message": USER})
-    written = lines(v2)
-    assert written[0]["version"] == 3 and written[1]["message"]["role"] == "custom"
+    written = lines(v3)
+    assert [w.get("id") for w in written[:2]] == ["new", "m1"]  # the ids stay the file's
     assert written[2]["parentId"] == "m1"
     info = await sidecar.request("pi/getInfo", {"uri": uri})
-    assert (
-        info["readOnly"] is False
-        and info["session"] == (await sidecar.request("pi/getInfo", {"uri": uri}))["session"]
+    assert info["readOnly"] is False and info["entryCount"] == 2
+
+
+async def test_a_view_by_uri_keeps_the_files_lines_and_problems(sidecar, tmp_path):
+    """Issue 23, item A: a v1 file and a file a crash cut are looked at as they are: every tree node
+    has its line, the entry on a line is found, and the lines pi skips are counted."""
+    v1 = tmp_path / "v1.jsonl"
+    v1.write_text(
+        '{"type":"session","id":"old","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c"}\n'
+        '{"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}\n'
+        "not json\n"
+        '{"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[],'
+        '"api":"a","provider":"p","model":"m","usage":{},"stopReason":"stop","timestamp":2}}'
     )
+    before = v1.read_bytes()
+    uri = v1.as_uri()
+    tree = await sidecar.request("pi/getTree", {"uri": uri})
+    assert [node["line"] for node in tree["nodes"]] == [1, 3]
+    ids = [node["id"] for node in tree["nodes"]]
+    assert (await sidecar.request("pi/getEntryAtLine", {"uri": uri, "line": 3}))["id"] == ids[1]
+    info = await sidecar.request("pi/getInfo", {"uri": uri})
+    assert info["readOnly"] is True and info["skippedLines"] == 1 and info["skipped"][0]["line"] == 2
+    assert v1.read_bytes() == before
+    # a label aimed at an id of the view: refused, the file untouched (issue 23, item B)
+    with expect_error(-32012):
+        await sidecar.request("pi/append", {"uri": uri, "kind": "label", "targetId": ids[0], "label": "x"})
+    assert v1.read_bytes() == before
+    assert [n["id"] for n in (await sidecar.request("pi/getTree", {"uri": uri}))["nodes"]] == ids
 
 
 async def test_close_and_sessions(sidecar, tmp_path):

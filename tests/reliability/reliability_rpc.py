@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pi_session_server.server.framing import FramingError, encode_frame, read_frames
+
 SERVER_COMMAND = [sys.executable, "-m", "pi_session_server", "serve"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,8 +52,7 @@ def decode(body: bytes) -> Any:
         return parse_bytes(body)
 
 
-def frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+frame = encode_frame  # the server's own codec (pi_session_server.server.framing)
 
 
 class RawServer:
@@ -104,22 +105,11 @@ class RawServer:
         stream = self.process.stdout
         assert stream is not None
         try:
-            while True:
-                length = -1
-                while True:
-                    line = stream.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        if length >= 0:
-                            break
-                        continue
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value.strip())
-                body = stream.read(length)
-                if len(body) < length:
-                    return
+            for body in read_frames(stream):
+                if isinstance(body, FramingError):  # the server framed a reply badly
+                    with self._cond:
+                        self.garbage.append(str(body).encode())
+                    continue
                 try:
                     message = decode(body)
                 except ValueError:

@@ -318,6 +318,8 @@ def base_params(world: World, handle: str, spare: str, entry_id: str) -> dict[st
             }
         ],
         "pi/getBranch": [{**on, "fromId": entry_id}],
+        "pi/getPath": [{**on, "entryId": entry_id, "descend": True, "offset": 0, "limit": 10}],
+        "pi/getStats": [on],
         "pi/getChildren": [{**on, "parentId": entry_id}],
         "pi/getEntry": [{**on, "id": entry_id}],
         "pi/getEntries": [{**on, "since": entry_id, "limit": 5}],

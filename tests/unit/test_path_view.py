@@ -359,7 +359,7 @@ def test_the_windows_of_one_view_share_one_kept_shape_and_match_fresh_ones(
         p = P.parse(
             {"session": "s", "filter": "default", "activeBranchFirst": True, **params}, P.GetTreeParams
         )
-        return json.loads(bytes(methods_read._tree(example, p).value))
+        return json.loads(bytes(methods_read._tree(example, p)))
 
     windows = [
         {"chain": True, "limit": 50},

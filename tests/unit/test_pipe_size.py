@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pi_session_server.server.jsonrpc import PIPE_SIZE, widen_pipe
 from pi_session_server.server.stdio_client import SidecarClient
-from pi_session_server.server.transport import PIPE_SIZE, widen_pipe
 
 pytestmark = pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux only")
 

@@ -29,7 +29,7 @@ def test_the_committed_document_is_the_generated_one() -> None:
 
 def test_every_registered_method_is_documented_and_vice_versa() -> None:
     server = create_server()
-    registered = {name for name in server.protocol.fm.features if name.startswith("pi/")}
+    registered = {name for name in server.connection.routes if name.startswith("pi/")}
     documented = {m["name"] for m in json.loads(DOCUMENT.read_text())["methods"]}
     assert registered == documented
 

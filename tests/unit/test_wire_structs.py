@@ -35,3 +35,9 @@ def test_tree_nodes_are_sent_as_the_reference_tree():
     assert json.loads(encode_result({"tree": roots})) == {
         "tree": [{"entry": VALUE, "children": [], "label": "L"}]
     }
+
+
+def test_small_plain_results_take_the_short_way_and_still_escape_lone_surrogates():
+    assert encode_result({"id": "a1", "leafId": None}) == b'{"id":"a1","leafId":null}'
+    assert encode_result({"id": "x\ud800", "leafId": "y"}) == b'{"id":"x\\ud800","leafId":"y"}'
+    assert encode_result({"2": "b", "1": "a"}) == b'{"1":"a","2":"b"}'  # JS moves index keys first

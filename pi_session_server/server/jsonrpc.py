@@ -1,0 +1,537 @@
+"""The server's one seam to pygls: the stdio connection, and the few LSP methods answered otherwise.
+
+pygls 2.1 reads stdin on a thread (one hop per header line), parses with the stdlib ``json``
+(recursive, and it accepts ``NaN``), does not answer a body that is not JSON, serializes replies
+on the event loop, keeps a ``TextDocument`` that rebuilds its whole text on every change, and
+leaves an entry in its table of pending requests for every notification or nested handler it runs
+as a generator or coroutine (its text-sync handlers among them). This module owns the stream and
+keeps pygls for what it does well, through its public API only (tested against the version
+``pyproject.toml`` pins, ``pygls~=2.1``):
+
+* **reading**: asyncio, frames cut by :mod:`framing`, each body parsed like ``JSON.parse``
+  (:func:`~pi_session_server.format.jsjson.parse_bytes`: any depth). A body that is not JSON is
+  answered ``-32700``, one that is not a JSON-RPC 2.0 message ``-32600``.
+* **routing**: what the server answers itself is routed here: its own methods (``pi/*``, plain
+  JSON; :meth:`Connection.route`), the LSP features of session documents and their text
+  synchronisation (typed by lsprotocol; :meth:`Connection.lsp_route`) and its commands
+  (:meth:`Connection.command`). A handler queues a job on a worker, which encodes the result and
+  writes the reply: the loop never waits for one, and requests on one document or session keep
+  their order because each is queued as it is read. pygls keeps the lifecycle (``initialize`` and
+  the capabilities it announces from the features registered with it, ``shutdown``, ``exit``),
+  replies to its own requests to the client, and anything unknown: those messages are structured
+  and handled by it (``structure_message`` / ``handle_message``), and it writes through the same
+  writer (``set_writer``). A big ``textDocument/didOpen`` may be taken before it is parsed
+  (:meth:`Connection.raw_route`).
+* **writing**: :class:`FrameWriter`, safe from any thread: the loop's frames leave together at the
+  end of its iteration, a worker's at once (a reply does not wait for the loop).
+* **cancelling**: ``$/cancelRequest`` for one of our requests cancels its job; others go to pygls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import inspect
+import logging
+import os
+import stat
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import cattrs
+import msgspec
+from lsprotocol import converters, types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+
+from pi_session_server.format.jsjson import encode_value, parse_bytes
+
+from .errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_CANCELLED
+from .framing import FrameDecoder, FramingError
+from .workers import Cancelled, Job
+
+logger = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+#: bodies at least this big are offered to a raw route before they are parsed
+BIG_BODY = 1_000_000
+#: seconds ``shutdown`` (or the end of the input) waits for the requests sent before it
+DRAIN_SECONDS = 30.0
+_READ_SIZE = 1 << 20
+
+Handler = Callable[[Any], Any]
+
+
+class FrameWriter:
+    """Writes whole frames to the client. From the loop's thread, frames are gathered and written
+    at the end of the loop iteration (one flush); from another thread, at once. A frame is written
+    as its parts, never joined into one more copy of a big body. pygls writes through it too (it
+    calls ``write`` and ``close``)."""
+
+    def __init__(self, stream: BinaryIO, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._pending: list[bytes] = []
+        self._scheduled = False
+        self._loop = loop
+        self._loop_thread = threading.get_ident() if loop is not None else None
+        self._broken = False
+
+    def write(self, data: bytes) -> None:
+        """A frame, headers included (pygls' writer interface)."""
+        self._write_parts([data])
+
+    def write_frame(self, *body: bytes) -> None:
+        """A frame whose body is the concatenation of ``body``."""
+        self._write_parts([b"Content-Length: %d\r\n\r\n" % sum(map(len, body)), *body])
+
+    def _write_parts(self, parts: list[bytes]) -> None:
+        if self._loop is not None and threading.get_ident() == self._loop_thread:
+            self._pending.extend(parts)
+            if not self._scheduled:
+                self._scheduled = True
+                self._loop.call_soon(self.flush)
+            return
+        self._write(parts)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self._pending:
+            parts, self._pending = self._pending, []
+            self._write(parts)
+
+    def _write(self, parts: list[bytes]) -> None:
+        with self._lock:
+            if self._broken:
+                return
+            try:
+                for part in parts:  # small parts fill the stream's buffer; big ones go straight out
+                    self._stream.write(part)
+                self._stream.flush()
+            except (BrokenPipeError, ValueError, OSError):  # the client went away
+                self._broken = True
+                logger.warning("the client closed its input: replies are dropped")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.flush()
+            self._stream.close()
+
+
+# Linux pipes hold 64 KiB by default: a 100 MB didOpen then crosses in ~1,600 reads, each a loop
+# wakeup with Python in it. 1 MiB is the most an unprivileged process may ask for by default
+# (/proc/sys/fs/pipe-max-size); bench/RESULTS.md has the effect on a big didOpen. Editors that
+# spawn us through libuv (VS Code, Neovim) hand us socket pairs, which this leaves alone.
+PIPE_SIZE = 1 << 20
+
+
+def widen_pipe(stream: Any, size: int = PIPE_SIZE) -> int | None:
+    """Grow the kernel buffer of ``stream`` if it is a pipe; its size afterwards, or None if it is
+    not a pipe (or the platform cannot tell). Never raises: a smaller pipe still works."""
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    get_size = getattr(fcntl, "F_GETPIPE_SZ", None)
+    try:
+        fd = stream if isinstance(stream, int) else stream.fileno()
+        if set_size is None or get_size is None or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+        current = fcntl.fcntl(fd, get_size)
+        if current < size:
+            with contextlib.suppress(OSError):  # EPERM above pipe-max-size, EBUSY if too full
+                current = fcntl.fcntl(fd, set_size, size)
+        return int(current)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _request_key(message_id: Any) -> tuple[bool, Any]:
+    """A request id as a dict key: the string "1" and the number 1 are different ids."""
+    return (type(message_id) is str, message_id)
+
+
+_encode_plain = msgspec.json.Encoder().encode
+
+
+def _encoded_id(message_id: Any) -> bytes:
+    """A request id as JSON (a string or a safe integer, nearly always: msgspec writes those as
+    JavaScript does)."""
+    if type(message_id) is int and -(2**53) <= message_id <= 2**53:
+        return b"%d" % message_id
+    if type(message_id) is str:
+        with contextlib.suppress(UnicodeEncodeError):
+            return _encode_plain(message_id)
+    return encode_value(message_id)
+
+
+def _scalar_id(value: Any) -> Any:
+    """A request id as given if it is a scalar (string, number, null; a boolean is echoed too), else None."""
+    return value if value is None or isinstance(value, (str, int, float)) else None
+
+
+class Connection:
+    """One client on stdio: reads and routes messages, writes replies and notifications."""
+
+    def __init__(self, protocol: LanguageServerProtocol) -> None:
+        self.protocol = protocol
+        self.routes: dict[str, Handler] = {}
+        self._params_types: dict[str, type] = {}
+        self._converter = converters.get_converter()
+        self._raw_routes: dict[str, Callable[[bytes], bool]] = {}
+        self._commands: dict[str, Handler] = {}
+        self._pending: dict[tuple[bool, Any], Job[Any] | asyncio.Future[Any]] = {}
+        self.writer: FrameWriter | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.shutting_down = False
+        # two notifications pygls handles as generators, each leaving an entry behind in its table
+        # of pending requests: what they do is done here
+        self.routes[types.INITIALIZED] = lambda params: None
+        self.routes[types.SET_TRACE] = self._set_trace
+
+    def _set_trace(self, params: Any) -> None:
+        value = params.get("value") if isinstance(params, dict) else None
+        if value in {trace.value for trace in types.TraceValue}:
+            self.protocol.trace = types.TraceValue(value)
+
+    # -- registering --------------------------------------------------------------------------
+
+    def route(self, method: str) -> Callable[[Handler], Handler]:
+        """Register the handler of one of our methods: ``handler(params)`` gets the params as plain
+        JSON and returns the result (``msgspec.Raw`` for JSON encoded already, or a JSON value), a
+        :class:`~pi_session_server.server.workers.Job` or an awaitable that gives it. A
+        ``JsonRpcException`` it raises is the error reply."""
+
+        def register(handler: Handler) -> Handler:
+            self.routes[method] = handler
+            return handler
+
+        return register
+
+    def lsp_route(
+        self, server: LanguageServer, method: str, options: Any = None
+    ) -> Callable[[Handler], Handler]:
+        """Register the handler of an LSP method the server answers itself: it gets the params typed
+        (lsprotocol; -32602 when they do not fit) and returns what :meth:`route` handlers return.
+        pygls is told about the method too, so that ``initialize`` announces it (with ``options``),
+        but never runs it: the connection routes the method before pygls sees it."""
+
+        def register(handler: Handler) -> Handler:
+            self.routes[method] = handler
+            params_type: Any = types.METHOD_TO_TYPES[method][2]
+            if params_type is not None:
+                self._params_types[method] = params_type
+            server.feature(method, options)(_routed_by_the_connection)
+            return handler
+
+        return register
+
+    def command(self, server: LanguageServer, name: str) -> Callable[[Handler], Handler]:
+        """Register a ``workspace/executeCommand`` command: ``handler(arguments)`` (the arguments as
+        plain JSON). Announced by pygls, run by the connection."""
+
+        def register(handler: Handler) -> Handler:
+            self._commands[name] = handler
+            server.command(name)(_routed_by_the_connection)
+            if types.WORKSPACE_EXECUTE_COMMAND not in self.routes:
+                self.routes[types.WORKSPACE_EXECUTE_COMMAND] = self._execute_command
+            return handler
+
+        return register
+
+    def _execute_command(self, params: Any) -> Any:
+        if not isinstance(params, dict) or not isinstance(params.get("command"), str):
+            raise JsonRpcException(code=INVALID_PARAMS, message="Invalid params: `command` must be a string")
+        handler = self._commands.get(params["command"])
+        if handler is None:
+            raise JsonRpcException(
+                code=INVALID_PARAMS, message=f"Invalid params: no command {params['command']!r}"
+            )
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, list):
+            raise JsonRpcException(
+                code=INVALID_PARAMS, message="Invalid params: `arguments` must be an array"
+            )
+        return handler(arguments or [])
+
+    def _typed(self, method: str, params: Any) -> Any:
+        params_type = self._params_types.get(method)
+        if params_type is None:
+            return params
+        try:
+            return self._converter.structure(params, params_type)
+        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as error:
+            raise JsonRpcException(
+                code=INVALID_PARAMS, message=f"Invalid params: {_first_line(error)}"
+            ) from None
+
+    def raw_route(self, method: str, take: Callable[[bytes], bool]) -> None:
+        """Offer big bodies naming ``method`` to ``take(body)`` before parsing them; it returns
+        whether it handled the message (else the message takes the usual path)."""
+        self._raw_routes[method] = take
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _send(self, message: Any, displayed: bool = False) -> None:
+        if self.writer is None:
+            return
+        try:
+            body = encode_value(message, displayed=displayed)
+        except Exception:  # never let one message kill the connection
+            logger.exception("cannot encode a message")
+            return
+        self.writer.write_frame(body)
+
+    def notify(self, method: str, params: Any, *, displayed: bool = False) -> None:
+        """A notification with plain-JSON params, from any thread (``displayed``: text for an
+        editor to show, see ``encode_value``)."""
+        self._send({"jsonrpc": "2.0", "method": method, "params": params}, displayed)
+
+    def send_result(self, message_id: Any, result: Any) -> None:
+        if self.writer is None:
+            return
+        try:
+            encoded = result if type(result) is msgspec.Raw else encode_value(result)
+        except Exception as error:
+            logger.exception("cannot encode the result of %r", message_id)
+            self.send_error(message_id, INTERNAL_ERROR, f"Internal error: cannot encode the result: {error}")
+            return
+        head = b'{"jsonrpc":"2.0","id":%s,"result":' % _encoded_id(message_id)
+        self.writer.write_frame(head, encoded, b"}")
+
+    def send_error(self, message_id: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self._send({"jsonrpc": "2.0", "id": message_id, "error": error})
+
+    def send_exception(self, message_id: Any, error: BaseException) -> None:
+        """The error reply for what a handler raised (never a traceback: those go to the log)."""
+        if isinstance(error, (Cancelled, asyncio.CancelledError)):
+            self.send_error(message_id, REQUEST_CANCELLED, f"Request {message_id!r} was cancelled")
+        elif isinstance(error, JsonRpcException):
+            self.send_error(message_id, error.code, error.message, error.data)
+        else:
+            logger.error("internal error answering %r", message_id, exc_info=error)
+            self.send_error(message_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def serve(
+        self, stdin: BinaryIO, stdout: BinaryIO, on_start: Callable[[], Any] | None = None
+    ) -> None:
+        """Read and dispatch messages from ``stdin`` until it ends; replies go to ``stdout``."""
+        loop = self.loop = asyncio.get_running_loop()
+        widen_pipe(stdin)  # the reading side only: replies leave in one write each anyway
+        self.writer = FrameWriter(stdout, loop)
+        self.protocol.set_writer(self.writer, include_headers=True)
+        reader = asyncio.StreamReader(limit=_READ_SIZE)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        if on_start is not None:
+            on_start()
+        try:
+            await self.read_messages(reader)
+            await self.drain()  # the client closed its end: the requests it sent still get done
+        finally:
+            self.writer.flush()
+
+    async def drain(self, timeout: float = DRAIN_SECONDS) -> None:
+        """Wait until every request we were sent is answered (or ``timeout`` seconds: a job stuck
+        on another process's lock does not keep the process forever)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._pending and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+
+    async def read_messages(self, reader: asyncio.StreamReader) -> None:
+        decoder = FrameDecoder()
+        while True:
+            missing = decoder.missing
+            try:
+                # the rest of a big body in one read: no regrowing buffer chunk by chunk
+                data = await (
+                    reader.readexactly(missing) if missing > _READ_SIZE else reader.read(_READ_SIZE)
+                )
+            except asyncio.IncompleteReadError:
+                return
+            if not data:
+                return
+            for item in decoder.feed(data):
+                if isinstance(item, FramingError):
+                    self.send_error(None, PARSE_ERROR, f"Parse error: {item}")
+                    continue
+                try:
+                    self.dispatch_body(item)
+                except Exception:  # no single message may end the loop
+                    logger.exception("failed to dispatch a message")
+
+    def dispatch_body(self, body: bytes) -> None:
+        """Parse and dispatch one message: to its route, else to pygls."""
+        if len(body) >= BIG_BODY and self._take_raw(body):
+            return
+        try:
+            message = parse_bytes(body)
+        except Exception as error:
+            self.send_error(None, PARSE_ERROR, f"Parse error: {error}")
+            return
+        problem = _envelope_problem(message)
+        if problem is not None:
+            message_id = message.get("id") if isinstance(message, dict) else None
+            self.send_error(_scalar_id(message_id), INVALID_REQUEST, f"Invalid Request: {problem}")
+            return
+        method = message.get("method")
+        is_request = "id" in message
+        if is_request and method is not None and self.shutting_down and method != types.EXIT:
+            self.send_error(message["id"], INVALID_REQUEST, "Invalid Request: the server is shutting down")
+            return
+        if is_request and method == types.SHUTDOWN:
+            # pygls answers it once the requests sent before it are answered
+            self.shutting_down = True
+            asyncio.ensure_future(self._shut_down_after(message)).add_done_callback(_log_failure)
+            return
+        handler = self.routes.get(method) if method is not None else None
+        if handler is not None:
+            if is_request:
+                self._start(message["id"], method, handler, message.get("params"))
+            else:
+                self._start_notification(method, handler, message.get("params"))
+        elif not (method == types.CANCEL_REQUEST and self._cancel(message.get("params"))):
+            self._to_pygls(message)
+
+    def _take_raw(self, body: bytes) -> bool:
+        for method, take in self._raw_routes.items():
+            if b'"%s"' % method.encode() in body:
+                try:
+                    return take(body)
+                except Exception:
+                    logger.exception("the raw route of %s failed; the message takes the usual path", method)
+        return False
+
+    async def _shut_down_after(self, message: dict[str, Any]) -> None:
+        await self.drain()
+        self._to_pygls(message)
+
+    def _to_pygls(self, message: dict[str, Any]) -> None:
+        try:
+            structured = self.protocol.structure_message(message)
+        except JsonRpcException as error:
+            if "id" in message and "method" in message:
+                self.send_error(message["id"], error.code, f"Invalid params: {error.message}", error.data)
+            else:
+                logger.warning("dropping a malformed %s message", message.get("method", "reply"))
+            return
+        self.protocol.handle_message(structured)
+
+    # -- our own requests ---------------------------------------------------------------------
+
+    def _start(self, message_id: Any, method: str, handler: Handler, params: Any) -> None:
+        try:
+            outcome = handler(self._typed(method, params))
+        except BaseException as error:
+            if isinstance(error, (KeyboardInterrupt, SystemExit)):
+                raise
+            self.send_exception(message_id, error)
+            return
+        key = _request_key(message_id)
+        if isinstance(outcome, Job):
+            self._pending[key] = outcome
+            outcome.add_done_callback(lambda job: self._job_done(message_id, key, job))
+        elif inspect.isawaitable(outcome):
+            task = asyncio.ensure_future(outcome)
+            self._pending[key] = task
+            task.add_done_callback(lambda done: self._task_done(message_id, key, done))
+        else:
+            self.send_result(message_id, outcome)
+
+    def _job_done(self, message_id: Any, key: tuple[bool, Any], job: Job[Any]) -> None:
+        """On the thread that finished (or cancelled) the job."""
+        if self._pending.get(key) is job:
+            del self._pending[key]
+        try:
+            result = job.result()
+        except BaseException as error:
+            self.send_exception(message_id, error)
+            return
+        self.send_result(message_id, result)
+
+    def _task_done(self, message_id: Any, key: tuple[bool, Any], task: asyncio.Future[Any]) -> None:
+        if self._pending.get(key) is task:
+            del self._pending[key]
+        if task.cancelled():
+            self.send_exception(message_id, Cancelled())
+            return
+        error = task.exception()
+        if error is not None:
+            self.send_exception(message_id, error)
+        else:
+            self.send_result(message_id, task.result())
+
+    def _start_notification(self, method: str, handler: Handler, params: Any) -> None:
+        try:
+            outcome = handler(self._typed(method, params))
+        except JsonRpcException as error:
+            logger.warning("dropping %s: %s", method, error.message)
+            return
+        except Exception:
+            logger.exception("the handler of %s failed", method)
+            return
+        if inspect.isawaitable(outcome):
+            asyncio.ensure_future(outcome).add_done_callback(_log_failure)
+
+    def _cancel(self, params: Any) -> bool:
+        """Cancel one of our requests; False when the id is not ours (pygls may know it)."""
+        message_id = params.get("id") if isinstance(params, dict) else None
+        if message_id is None:
+            return False
+        pending = self._pending.get(_request_key(message_id))
+        if pending is None:
+            return False
+        pending.cancel()
+        return True
+
+
+def _envelope_problem(message: Any) -> str | None:
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return "expected a JSON-RPC 2.0 object"
+    if "id" in message and _scalar_id(message["id"]) is not message["id"]:
+        return "an id must be a string, a number or null"
+    if "method" in message and not isinstance(message["method"], str):
+        return "method must be a string"
+    if "method" not in message and "id" not in message:
+        return "expected a request, a notification or a response"
+    return None
+
+
+def _routed_by_the_connection(*_: Any) -> Any:
+    """What pygls holds for the methods the connection answers (it never calls it)."""
+    raise JsonRpcException(
+        code=INTERNAL_ERROR, message="Internal error: this method is routed by the connection"
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    if isinstance(error, cattrs.BaseValidationError):
+        leaves = [str(e) for e in error.exceptions]
+        text = f"{text}: {'; '.join(leaves[:3])}" if leaves else text
+    return text.splitlines()[0][:500]
+
+
+def _log_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("notification handler failed", exc_info=task.exception())
+
+
+def run_stdio(server: Any, connection: Connection, on_start: Callable[[], Any] | None = None) -> None:
+    """Serve ``connection`` on stdin/stdout until the client closes it or sends ``exit``."""
+    stdin = sys.stdin.buffer
+    stdout = sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing else may write to the protocol channel
+    try:
+        asyncio.run(connection.serve(stdin, stdout, on_start))
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+    finally:
+        server.shutdown()

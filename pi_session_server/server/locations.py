@@ -1,0 +1,77 @@
+"""Files named by requests: ``file:`` URIs as Node reads them, paths as Node hands them to the file
+system, and the refusal of anything that is not a regular file.
+
+* A URI becomes a path as Node's ``url.fileURLToPath`` makes it (``file://localhost/x`` is ``/x``,
+  percent escapes decoded); a ``%00`` is refused with Node's error for a path holding a NUL byte.
+* A path holding lone UTF-16 surrogates reaches the file system with U+FFFD in their place, which
+  is what Node does when it encodes a JS string to UTF-8 (pi would open that file).
+* Opening a FIFO waits for a writer, and a device may never end: such files are refused before any
+  open (:func:`require_regular_file`), with ``PathRefused`` (-32010) naming what the file is.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from pi_session_server.errors import PiSessionError
+from pi_session_server.format.jstext import as_displayed
+from pi_session_server.session.paths import file_url_to_path, reject_null_bytes
+
+from .errors import from_library_error, invalid_params, path_refused
+
+#: the longest path a request may give, in characters (Linux refuses paths over 4096 bytes)
+MAX_PATH_CHARS = 4096
+#: the longest ``file:`` URI (every byte of a longest path percent-encoded)
+MAX_URI_CHARS = 3 * 4 * MAX_PATH_CHARS
+
+_KINDS = {
+    stat.S_IFIFO: "FIFO",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFSOCK: "socket",
+}
+
+
+def fs_path(path: str) -> str:
+    """``path`` as Node encodes it for the file system: lone surrogates become U+FFFD."""
+    return as_displayed(path)
+
+
+def uri_to_path(uri: str) -> str:
+    """The path of a ``file:`` URI (Node's ``fileURLToPath``); -32602 for anything else, -32008 for
+    a URI that decodes to a path holding a NUL byte."""
+    if not uri.startswith("file://"):
+        raise invalid_params(f"Invalid params: `uri` must be a file:// URI, got {uri[:200]!r}")
+    try:
+        path = file_url_to_path(uri)
+    except ValueError as error:
+        raise invalid_params(f"Invalid params: `uri` is not a file URL Node accepts: {error}") from None
+    try:
+        return reject_null_bytes(fs_path(path))
+    except PiSessionError as error:
+        raise from_library_error(error) from None
+
+
+def kind_of(mode: int) -> str | None:
+    """What a file that cannot be read to its end at once is ("FIFO", "character device", ...);
+    None for a regular file or a directory (which the reference reports itself: EISDIR)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return _KINDS.get(stat.S_IFMT(mode), "special file")
+
+
+def require_regular_file(path: str) -> bool:
+    """True if something is at ``path`` (symlinks followed), False if nothing is; refuses (-32010,
+    ``data.kind``) a FIFO, a device or a socket, which is never opened: reading a FIFO waits for a
+    writer, a device may never end. A directory passes: the open reports EISDIR, as pi's does."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except (OSError, ValueError):
+        return True  # the open that follows reports it as the reference does
+    kind = kind_of(mode)
+    if kind is not None:
+        raise path_refused(f"Not a regular file: {path} is a {kind}", path, kind)
+    return True

@@ -1,0 +1,127 @@
+"""Where LSP lines and session lines part: a lone carriage return.
+
+A session file's lines end at ``\\n`` only (pi splits on it; ``\\r\\n`` leaves a ``\\r`` that
+JSON reads as white space). The LSP counts ``\\n``, ``\\r\\n`` *and a lone* ``\\r`` as line breaks,
+and a client that follows it numbers its lines so. The rule of this server: **positions on the
+wire follow the LSP** (a lone ``\\r`` starts a new line); the analysis keeps pi's lines. This module
+maps between the two for a document; with no lone ``\\r`` in it (every session pi writes), both
+numberings are the same and nothing is done.
+
+A lone ``\\r`` is one not followed by the ``\\n`` that ends its line; at the very end of a document
+without a final ``\\n``, a ``\\r`` is lone too.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+
+class _Line(Protocol):
+    raw: bytes
+
+
+def lone_cr_offsets(raw: bytes, last: bool) -> list[int]:
+    """Byte offsets just after each lone ``\\r`` of a line's bytes (``last``: the document's last
+    line, which no ``\\n`` ends)."""
+    offsets = []
+    at = raw.find(b"\r")
+    end = len(raw) - 1
+    while at >= 0:
+        if at < end or last:
+            offsets.append(at + 1)
+        at = raw.find(b"\r", at + 1)
+    return offsets
+
+
+class LoneCarriageReturns:
+    """The lone ``\\r`` of one document, by session line: ``{line number: offsets}``."""
+
+    def __init__(self) -> None:
+        self._by_line: dict[int, list[int]] = {}
+        self._lines: list[int] = []  # sorted line numbers
+        self._before: list[int] = []  # extra LSP lines before each of them
+
+    def __bool__(self) -> bool:
+        return bool(self._by_line)
+
+    def scan(self, lines: Sequence[_Line], numbers: Iterable[int] | None = None) -> None:
+        """Find the lone ``\\r`` of ``lines`` (all, or the lines ``numbers`` after an edit; lines
+        an edit moved are given by :meth:`shift` first)."""
+        last = len(lines) - 1
+        todo = range(len(lines)) if numbers is None else numbers
+        if numbers is None:
+            self._by_line = {}
+        for n in todo:
+            if 0 <= n <= last:
+                offsets = lone_cr_offsets(lines[n].raw, n == last) if b"\r" in lines[n].raw else []
+                if offsets:
+                    self._by_line[n] = offsets
+                else:
+                    self._by_line.pop(n, None)
+        self._index()
+
+    def edited(self, lines: Sequence[_Line], first: int, removed: int, added: int) -> None:
+        """Lines ``first .. first + removed - 1`` became ``added`` new lines."""
+        if self._by_line:
+            shift = added - removed
+            moved: dict[int, list[int]] = {}
+            for n, offsets in self._by_line.items():
+                if n < first:
+                    moved[n] = offsets
+                elif n >= first + removed:
+                    moved[n + shift] = offsets
+            self._by_line = moved
+        # the last two lines too: which line is last (its trailing "\r" lone) may have changed
+        self.scan(lines, [*range(first, first + added), len(lines) - 2, len(lines) - 1])
+
+    def _index(self) -> None:
+        self._lines = sorted(self._by_line)
+        self._before = []
+        total = 0
+        for n in self._lines:
+            self._before.append(total)
+            total += len(self._by_line[n])
+
+    def _extra_before(self, line: int) -> int:
+        """Extra LSP lines (lone ``\\r``) in the session lines before ``line``."""
+        k = bisect_left(self._lines, line)
+        if k == 0:
+            return 0
+        previous = self._lines[k - 1]
+        return self._before[k - 1] + len(self._by_line[previous])
+
+    def to_lsp(self, line: int, offset: int) -> tuple[int, int]:
+        """(LSP line, byte offset where that LSP line starts in the session line) of a byte offset."""
+        if not self._by_line:
+            return line, 0
+        offsets = self._by_line.get(line, [])
+        k = bisect_right(offsets, offset)
+        return line + self._extra_before(line) + k, offsets[k - 1] if k else 0
+
+    def from_lsp(self, lsp_line: int) -> tuple[int, int, int]:
+        """(session line, byte offset where the LSP line starts, where it ends or -1 for the
+        session line's end) of an LSP line."""
+        if not self._by_line:
+            return lsp_line, 0, -1
+        # the session line: the last one whose first LSP line is at or before lsp_line
+        low, high = 0, len(self._lines)
+        while low < high:  # lines with lone "\r" that start at or before lsp_line
+            mid = (low + high) // 2
+            n = self._lines[mid]
+            if n + self._before[mid] <= lsp_line:
+                low = mid + 1
+            else:
+                high = mid
+        if low == 0:
+            return lsp_line, 0, -1
+        n = self._lines[low - 1]
+        offsets = self._by_line[n]
+        first = n + self._before[low - 1]
+        inside = lsp_line - first
+        if inside <= len(offsets):
+            start = offsets[inside - 1] if inside else 0
+            end = offsets[inside] - 1 if inside < len(offsets) else -1
+            return n, start, end
+        return lsp_line - self._before[low - 1] - len(offsets), 0, -1

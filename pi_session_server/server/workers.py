@@ -1,0 +1,263 @@
+"""Where the server's work runs: serial queues (one per session, one per document) on a pool of
+worker threads, so that the event loop only parses, routes and answers.
+
+A :class:`SerialQueue` runs its jobs one at a time in submission order; different queues run in
+parallel on the :class:`WorkerPool`'s threads. A job stuck on one queue (a lock another process
+holds, a file system that does not answer) holds one thread and delays only the jobs behind it on
+the same queue. The pool is bounded (:data:`MAX_THREADS`): past that many queues stuck at once,
+the others wait for a thread. Threads are daemons, so a job stuck for good never keeps the process
+from exiting, and a thread idle for :data:`IDLE_EXIT` seconds ends.
+
+A :class:`Job` can be cancelled: one still queued never runs; a running *interruptible* job (a read)
+is answered as cancelled at once and its :class:`CancelToken` is set, which long loops poll
+(:meth:`CancelToken.check`) to stop early; a running job that is not interruptible (a write) is
+never cancelled halfway: it finishes and its result stands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: the most worker threads (the most queues that can be stuck at once before others wait)
+MAX_THREADS = 32
+#: seconds a worker thread waits for work before it ends
+IDLE_EXIT = 30.0
+
+_PENDING, _RUNNING, _DONE, _CANCELLED = range(4)
+
+
+class Cancelled(Exception):
+    """Raised by :meth:`CancelToken.check` in a job whose request was cancelled."""
+
+
+class CancelToken:
+    """Set when a job's request is cancelled; long jobs call :meth:`check` now and then."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise Cancelled
+
+
+class Job(Generic[T]):
+    """One call of ``fn(token)`` on a queue: a small future that completes on the worker thread.
+
+    Callbacks (:meth:`add_done_callback`) run in the thread that completes or cancels the job, or
+    at once if it is already over.
+    """
+
+    __slots__ = ("_callbacks", "_error", "_fn", "_lock", "_state", "_value", "interruptible", "token")
+
+    def __init__(self, fn: Callable[[CancelToken], T], interruptible: bool) -> None:
+        self._fn = fn
+        self.interruptible = interruptible
+        self.token = CancelToken()
+        self._lock = threading.Lock()
+        self._state = _PENDING
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Job[T]], Any]] = []
+
+    # -- the outcome ----------------------------------------------------------------------
+
+    def done(self) -> bool:
+        return self._state in (_DONE, _CANCELLED)
+
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def result(self) -> T:
+        """The value, or the exception the job raised (:class:`Cancelled` if it was cancelled)."""
+        if self._state == _CANCELLED:
+            raise Cancelled
+        if self._state != _DONE:
+            raise RuntimeError("the job is not done")
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[no-any-return]
+
+    def add_done_callback(self, callback: Callable[[Job[T]], Any]) -> None:
+        with self._lock:
+            if self._state not in (_DONE, _CANCELLED):
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def cancel(self) -> bool:
+        """Cancel the job if it has not started, or if it runs and may be interrupted."""
+        with self._lock:
+            if self._state == _CANCELLED:
+                return True
+            if self._state == _DONE or (self._state == _RUNNING and not self.interruptible):
+                return False
+            self._state = _CANCELLED
+            self.token.cancelled = True
+        self._finish()
+        return True
+
+    # -- on the worker --------------------------------------------------------------------
+
+    def run(self) -> None:
+        with self._lock:
+            if self._state != _PENDING:
+                return
+            self._state = _RUNNING
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = self._fn(self.token)
+        except BaseException as exc:  # handed to whoever waits for the job
+            error = exc
+        with self._lock:
+            if self._state == _CANCELLED:  # answered already; the outcome goes nowhere
+                return
+            self._state = _DONE
+            self._value, self._error = value, error
+        self._finish()
+
+    def _finish(self) -> None:
+        with self._lock:
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:  # a failing callback must not take the worker down
+                logger.exception("a job's callback failed")
+
+
+def on_loop(job: Job[T], loop: asyncio.AbstractEventLoop) -> asyncio.Future[T]:
+    """An asyncio future of ``job`` for a coroutine to await; cancelling it cancels the job."""
+    future: asyncio.Future[T] = loop.create_future()
+
+    def copy(finished: Job[T]) -> None:
+        if future.done():
+            return
+        if finished.cancelled():
+            future.cancel()
+            return
+        try:
+            future.set_result(finished.result())
+        except BaseException as error:
+            future.set_exception(error)
+
+    def settle(finished: Job[T]) -> None:
+        loop.call_soon_threadsafe(copy, finished)
+
+    def cancel_job(done: asyncio.Future[T]) -> None:
+        if done.cancelled():
+            job.cancel()
+
+    job.add_done_callback(settle)
+    future.add_done_callback(cancel_job)
+    return future
+
+
+class SerialQueue:
+    """Jobs that run one after another, in the order they were submitted (from any thread)."""
+
+    def __init__(self, pool: WorkerPool, name: str) -> None:
+        self.name = name
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._jobs: deque[Job[Any]] = deque()
+        self._scheduled = False  # waiting for a thread or being drained by one
+
+    def submit(self, fn: Callable[[CancelToken], T], *, interruptible: bool = True) -> Job[T]:
+        job: Job[T] = Job(fn, interruptible)
+        with self._lock:
+            self._jobs.append(job)
+            if self._scheduled:
+                return job
+            self._scheduled = True
+        self._pool.schedule(self)
+        return job
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing running."""
+        return not self._scheduled
+
+    def drain(self) -> None:
+        """Run the queued jobs until none is left (on a pool thread)."""
+        while True:
+            with self._lock:
+                if not self._jobs:
+                    self._scheduled = False
+                    return
+                job = self._jobs.popleft()
+            job.run()
+
+
+# glibc's M_MMAP_THRESHOLD (mallopt), and the value it starts with
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD = 128 * 1024
+
+
+def keep_big_blocks_out_of_the_heap() -> bool:
+    """Have glibc give every block of 128 KiB or more its own mapping, returned to the system when
+    freed. By default glibc raises that threshold each time such a block is freed, up to 32 MiB,
+    after which big blocks come from the heap of the thread that asks: a worker thread's arena
+    then keeps the memory of a 10 MB line it read, or of a 20 MB reply it wrote, long after. False
+    where this is not glibc (nothing to do)."""
+    name = ctypes.util.find_library("c")
+    if name is None or not hasattr(ctypes, "CDLL"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD))
+
+
+class WorkerPool:
+    """Daemon threads that drain the queues given to :meth:`schedule`, up to ``max_threads`` at once."""
+
+    def __init__(self, max_threads: int = MAX_THREADS, name: str = "pi-worker") -> None:
+        self._max_threads = max_threads
+        self._name = name
+        self._cond = threading.Condition()
+        self._ready: deque[SerialQueue] = deque()
+        self._threads = 0
+        self._idle = 0
+
+    def queue(self, name: str) -> SerialQueue:
+        return SerialQueue(self, name)
+
+    def schedule(self, queue: SerialQueue) -> None:
+        with self._cond:
+            self._ready.append(queue)
+            if self._idle > len(self._ready) - 1:
+                self._cond.notify()
+                return
+            if self._threads >= self._max_threads:
+                return  # every thread is busy: the queue waits for the first one free
+            self._threads += 1
+            number = self._threads
+        threading.Thread(target=self._work, name=f"{self._name}-{number}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._ready:
+                    self._idle += 1
+                    woken = self._cond.wait(IDLE_EXIT)
+                    self._idle -= 1
+                    if not woken and not self._ready:
+                        self._threads -= 1
+                        return
+                queue = self._ready.popleft()
+            queue.drain()

@@ -1,0 +1,105 @@
+"""A lone carriage return, seen by a client that follows the LSP (issue 20, finding 14).
+
+The rule (server/lone_cr.py): positions on the wire follow the LSP, for which "\\n", "\\r\\n" and a
+lone "\\r" all end a line; the analysis keeps pi's lines (split on "\\n" only). A session line with
+a "\\r" between its JSON tokens (white space to pi) is two lines to such a client: everything the
+server says about later lines must name them as the client numbers them, and positions the client
+sends inside or after that line must reach the right place.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from language_support import Editor, client_fixture, codes_by_line, editor_fixture  # noqa: F401  (fixtures)
+from lsprotocol import types
+
+from pi_session_server.analysis import samples as S
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def spec_lines(text: str) -> list[str]:
+    """The lines an LSP client sees: "\\r\\n", "\\r" and "\\n" end a line."""
+    return re.split("\r\n|\r|\n", text)
+
+
+def spec_position(text: str, needle: str, encoding: str) -> types.Position:
+    for number, line in enumerate(spec_lines(text)):
+        at = line.find(needle)
+        if at >= 0:
+            prefix = line[:at]
+            if encoding == "utf-16":
+                return types.Position(number, len(prefix.encode("utf-16-le")) // 2)
+            if encoding == "utf-8":
+                return types.Position(number, len(prefix.encode()))
+            return types.Position(number, len(prefix))
+    raise AssertionError(f"{needle!r} not in the text")
+
+
+def with_lone_cr(line: str, before: str) -> str:
+    """``line`` with a "\\r" (JSON white space) before the member ``before``."""
+    return line.replace(f'"{before}"', f'\r"{before}"', 1)
+
+
+async def change(editor: Editor, uri: str, start: types.Position, end: types.Position, text: str) -> None:
+    editor.versions[uri] += 1
+    editor.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
+            content_changes=[
+                types.TextDocumentContentChangePartial(range=types.Range(start, end), text=text)
+            ],
+        )
+    )
+
+
+async def test_positions_after_a_lone_carriage_return_are_the_clients(editor: Editor) -> None:
+    uri = editor.fresh_uri("cr")
+    # pi's line 1 holds a lone "\r": the client's lines 1 and 2; pi's line 2 is the client's line 3
+    text = "".join(
+        line + "\n"
+        for line in (
+            S.header(),
+            with_lone_cr(S.user("a", None, text="first"), "id"),
+            S.user("b", "gone", text="second"),
+        )
+    )
+    assert len(spec_lines(text)) == 5 and len(text.split("\n")) == 4
+    assert codes_by_line(await editor.open(uri, text)) == [(3, "PI031")]  # the client's line 3
+
+    # a hover on the client's line 2 (the part after the "\r") is about entry a
+    position = spec_position(text, '"id":"a"', editor.encoding)
+    assert position.line == 2
+    hover = await editor.client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), position)
+    )
+    assert hover is not None and "first" in str(hover.contents)
+
+    # an edit the client places on its line 3 reaches pi's line 2: the dangling parent is fixed
+    start = spec_position(text, "gone", editor.encoding)
+    end = types.Position(start.line, start.character + len("gone"))
+    text = text.replace('"parentId":"gone"', '"parentId":"a"')
+    editor.texts[uri] = text
+    await change(editor, uri, start, end, "a")
+    assert codes_by_line(await editor.diagnostics_for(uri)) == []
+
+    # an edit inside the client's line 2 (after the "\r"): entry a is renamed, b dangles again
+    start = spec_position(text, '"a","parentId":null', editor.encoding)
+    start = types.Position(start.line, start.character + 1)
+    text = text.replace('"id":"a","parentId":null', '"id":"c","parentId":null')
+    editor.texts[uri] = text
+    await change(editor, uri, start, types.Position(start.line, start.character + 1), "c")
+    assert codes_by_line(await editor.diagnostics_for(uri)) == [(3, "PI031")]
+
+    # the outline names each entry on the client's lines
+    symbols = await editor.client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(types.TextDocumentIdentifier(uri))
+    )
+
+    def flat(found: list) -> list:
+        return [item for symbol in found for item in [symbol, *flat(symbol.children or [])]]
+
+    found = {s.name: s.selection_range.start.line for s in flat(list(symbols or []))}
+    assert found["user: first"] == 2 and found["user: second"] == 3  # c's id is after the "\r"

@@ -1,0 +1,211 @@
+"""The server's one seam to pygls (server/jsonrpc.py) and its framing codec (server/framing.py),
+tested against the pygls version pyproject.toml pins.
+
+The codec: frames cut alike whatever the chunks, a header line without end costs nothing. The seam:
+pygls is used through its public API only, and the server runs in-process here so that one test
+can look at what pygls keeps per request (a private table, read on purpose: pygls 2.1 leaves an
+entry in it for every notification it runs as a generator or coroutine, and for every coroutine
+a generator handler waits for; the seam must leave none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import itertools
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_session_server.server import create_server
+from pi_session_server.server.framing import (
+    MAX_HEADER_LINE,
+    FrameDecoder,
+    FramingError,
+    encode_frame,
+    read_frames,
+)
+from pi_session_server.server.jsonrpc import Connection
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "pi_session_server" / "examples" / "example-session.jsonl"
+
+
+# -- the codec -------------------------------------------------------------------------------------
+
+
+def _bodies(items: list[bytes | FramingError]) -> list[bytes]:
+    return [item for item in items if isinstance(item, bytes)]
+
+
+def test_frames_are_cut_alike_whatever_the_chunks() -> None:
+    bodies = [b'{"a":1}', b"", b"x" * 5000, "é😀".encode()]
+    stream = b"".join(encode_frame(b) for b in bodies)
+    stream += b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: 2\r\n\r\n{}"
+    stream += b"content-length: 3\n\n[1]"  # bare LF, lower case
+    expected = [*bodies, b"{}", b"[1]"]
+    for size in (1, 2, 3, 7, 64, 4999, len(stream)):
+        decoder = FrameDecoder()
+        got: list[bytes] = []
+        for start in range(0, len(stream), size):
+            got += _bodies(decoder.feed(stream[start : start + size]))
+        assert got == expected, size
+        assert decoder.missing == 0
+
+
+def test_missing_tells_how_much_of_a_body_is_still_to_come() -> None:
+    decoder = FrameDecoder()
+    assert decoder.feed(b"Content-Length: 10\r\n\r\nabc") == []
+    assert decoder.missing == 7
+    assert decoder.feed(b"defghij" + encode_frame(b"k")) == [b"abcdefghij", b"k"]
+
+
+def test_broken_headers_frame_nothing_and_the_next_frame_still_arrives() -> None:
+    decoder = FrameDecoder()
+    garbage = b"Content-Length: abc\r\n\r\nContent-Length: -5\r\n\r\nX-Other: 1\r\n\r\n\r\n\r\n"
+    assert decoder.feed(garbage + encode_frame(b"ok")) == [b"ok"]
+
+
+def test_a_header_line_without_end_is_reported_once_and_skipped_without_being_kept() -> None:
+    decoder = FrameDecoder()
+    chunk = b"X" * (1 << 20)
+    started = time.perf_counter()
+    reported = []
+    for _ in range(200):  # 200 MB of one header line
+        reported += decoder.feed(chunk)
+    assert time.perf_counter() - started < 10  # linear: about 0.1 s (quadratic took minutes)
+    assert len(reported) == 1 and isinstance(reported[0], FramingError)
+    assert str(MAX_HEADER_LINE) in str(reported[0])
+    assert len(decoder._header) == 0  # nothing of it is kept
+    assert decoder.feed(b"tail of the line\r\n" + encode_frame(b"next")) == [b"next"]
+
+
+def test_read_frames_from_a_blocking_stream() -> None:
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as reader, os.fdopen(write_end, "wb") as writer:
+
+        def write() -> None:
+            writer.write(encode_frame(b"1") + encode_frame(b"x" * 200_000))
+            writer.close()
+
+        threading.Thread(target=write, daemon=True).start()
+        assert list(read_frames(reader)) == [b"1", b"x" * 200_000]
+
+
+# -- the seam against the pinned pygls ------------------------------------------------------------
+
+
+def test_pygls_is_the_pinned_version() -> None:
+    major, minor = (int(part) for part in importlib.metadata.version("pygls").split(".")[:2])
+    assert (major, minor) >= (2, 1) and major == 2, "pyproject.toml pins pygls~=2.1; test the seam first"
+
+
+class InProcess:
+    """The real server on a pair of pipes, its event loop on a thread of this process."""
+
+    def __init__(self) -> None:
+        self.server = create_server()
+        self.connection: Connection = self.server.connection
+        to_server = os.pipe()
+        from_server = os.pipe()
+        self._server_in = os.fdopen(to_server[0], "rb", buffering=0)
+        self._server_out = os.fdopen(from_server[1], "wb")
+        self._client_out = os.fdopen(to_server[1], "wb")
+        self._client_in = os.fdopen(from_server[0], "rb")
+        self._ids = itertools.count(1)
+        self.replies: dict[Any, Any] = {}
+        self.notifications: list[tuple[str, Any]] = []
+        self._cond = threading.Condition()
+        self._loop_thread = threading.Thread(target=self._serve, daemon=True)
+        self._loop_thread.start()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(SystemExit):  # pygls ends the process on "exit"
+            asyncio.run(self.connection.serve(self._server_in, self._server_out, self.server.poller.start))
+
+    def _read(self) -> None:
+        for body in read_frames(self._client_in):
+            assert isinstance(body, bytes)
+            message = json.loads(body)
+            with self._cond:
+                if "id" in message and "method" not in message:
+                    self.replies[message["id"]] = message
+                elif "method" in message:
+                    self.notifications.append((message["method"], message.get("params")))
+                self._cond.notify_all()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._client_out.write(encode_frame(json.dumps(message).encode()))
+        self._client_out.flush()
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any, timeout: float = 30) -> Any:
+        msg_id = next(self._ids)
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while msg_id not in self.replies:
+                assert time.monotonic() < deadline, f"no reply to {method}"
+                self._cond.wait(0.1)
+            return self.replies.pop(msg_id)
+
+    def close(self) -> None:
+        self._client_out.close()
+        self._loop_thread.join(10)
+
+
+@pytest.fixture
+def in_process() -> Iterator[InProcess]:
+    running = InProcess()
+    yield running
+    running.close()
+
+
+def test_pygls_keeps_nothing_for_the_requests_and_notifications_it_did_not_answer(
+    in_process: InProcess, tmp_path: Path
+) -> None:
+    server = in_process
+    result = server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    assert result["result"]["capabilities"]["hoverProvider"] is True
+    server.notify("initialized", {})
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes())
+    uri = path.as_uri()
+    handle = server.request("pi/open", {"path": str(path)})["result"]["session"]
+    text = EXAMPLE.read_text()
+    for round_ in range(20):
+        server.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": text}},
+        )
+        end = {"line": text.count("\n"), "character": 0}
+        server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [{"range": {"start": end, "end": end}, "text": ""}],
+            },
+        )
+        hover = server.request(
+            "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 3}}
+        )
+        assert "result" in hover
+        assert "result" in server.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+        assert "result" in server.request("pi/getLeaf", {"session": handle})
+        server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        server.notify("$/setTrace", {"value": "off"} if round_ else {"value": "messages"})
+    assert "result" in server.request("shutdown", None)
+    # pygls' table of pending requests (private, looked at on purpose: see the module docstring)
+    assert in_process.server.protocol._request_futures == {}
+    assert in_process.server.protocol.trace == "off"
+    assert in_process.connection._pending == {}
+    server.notify("exit", None)

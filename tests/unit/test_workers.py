@@ -1,0 +1,131 @@
+"""server/workers.py: serial queues on a bounded pool of daemon threads, and cancellable jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from pi_session_server.server.workers import Cancelled, CancelToken, WorkerPool, on_loop
+
+
+def test_one_queue_runs_its_jobs_one_at_a_time_in_order() -> None:
+    pool = WorkerPool()
+    queue = pool.queue("q")
+    seen: list[int] = []
+    running = threading.Lock()
+
+    def job(n: int) -> object:
+        def run(token: CancelToken) -> int:
+            assert running.acquire(blocking=False), "two jobs of one queue ran at once"
+            time.sleep(0.001)
+            seen.append(n)
+            running.release()
+            return n
+
+        return run
+
+    jobs = [queue.submit(job(n)) for n in range(50)]
+    deadline = time.monotonic() + 20
+    while not all(j.done() for j in jobs):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert seen == list(range(50)) and [j.result() for j in jobs] == list(range(50))
+
+
+def test_a_stuck_queue_delays_no_other() -> None:
+    pool = WorkerPool()
+    release = threading.Event()
+    stuck = pool.queue("stuck").submit(lambda token: release.wait(30), interruptible=False)
+    other = pool.queue("other").submit(lambda token: "answered")
+    deadline = time.monotonic() + 10
+    while not other.done():
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    assert other.result() == "answered" and not stuck.done()
+    release.set()
+
+
+def test_past_the_bound_queues_wait_for_a_thread() -> None:
+    pool = WorkerPool(max_threads=2)
+    release = threading.Event()
+    stuck = [pool.queue(f"s{i}").submit(lambda token: release.wait(30)) for i in range(2)]
+    waiting = pool.queue("third").submit(lambda token: "late")
+    time.sleep(0.2)
+    assert not waiting.done()
+    release.set()
+    deadline = time.monotonic() + 10
+    while not waiting.done():
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    assert waiting.result() == "late" and all(s.done() for s in stuck)
+
+
+def test_cancelling_a_queued_job_a_running_read_and_a_running_write() -> None:
+    pool = WorkerPool()
+    queue = pool.queue("q")
+    started = threading.Event()
+    release = threading.Event()
+
+    def read(token: CancelToken) -> str:
+        started.set()
+        while not release.is_set():
+            token.check()  # stops at the next check once cancelled
+            time.sleep(0.005)
+        return "read"
+
+    running = queue.submit(read)
+    queued = queue.submit(lambda token: "never")
+    started.wait(10)
+    assert queued.cancel() and queued.cancelled()
+    assert running.cancel() and running.cancelled()
+    with pytest.raises(Cancelled):
+        running.result()
+
+    write_started = threading.Event()
+
+    def write(token: CancelToken) -> str:
+        write_started.set()
+        release.wait(10)
+        return "written"
+
+    writing = queue.submit(write, interruptible=False)
+    write_started.wait(10)
+    assert not writing.cancel()  # a write that started finishes
+    release.set()
+    deadline = time.monotonic() + 10
+    while not writing.done():
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    assert writing.result() == "written"
+
+
+def test_callbacks_run_once_even_when_added_late() -> None:
+    pool = WorkerPool()
+    job = pool.queue("q").submit(lambda token: 5)
+    while not job.done():
+        time.sleep(0.001)
+    seen: list[int] = []
+    job.add_done_callback(lambda j: seen.append(j.result()))
+    assert seen == [5]
+
+
+def test_an_asyncio_future_of_a_job_cancels_it() -> None:
+    pool = WorkerPool()
+    queue = pool.queue("q")
+    release = threading.Event()
+
+    async def main() -> None:
+        blocker = queue.submit(lambda token: release.wait(10), interruptible=False)
+        waiting = queue.submit(lambda token: "x")
+        future = on_loop(waiting, asyncio.get_running_loop())
+        future.cancel()
+        await asyncio.sleep(0.01)
+        assert waiting.cancelled()
+        release.set()
+        assert await on_loop(blocker, asyncio.get_running_loop()) is True
+        assert await on_loop(queue.submit(lambda token: 7), asyncio.get_running_loop()) == 7
+
+    asyncio.run(main())
