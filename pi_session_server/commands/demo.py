@@ -2,8 +2,9 @@
 
 Starts ``python -m pi_session_server serve`` as a subprocess, talks JSON-RPC to it over stdio exactly
 as an editor would (initialize, pi/getInfo, pi/getTree, pi/buildSessionContext, shutdown), and prints the
-session's tree (drawn, with labels, branch points and the leaf) and its LLM context. Without FILE it
-shows the bundled example session.
+session's tree (drawn, with labels, branch points and the leaf) and its LLM context as pi release
+``--pi`` builds it (sent as ``initializationOptions.piVersion``). Without FILE it shows the bundled
+example session.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.commands._common import model_text, path_problem
+from pi_session_server.commands._common import add_pi_argument, model_text, path_problem
 from pi_session_server.server.errors import MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
@@ -36,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leaf", metavar="ID", help="show the context at this entry instead of the leaf")
     parser.add_argument("--width", type=int, default=0, help="line width (default: the terminal's)")
     parser.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
+    add_pi_argument(parser)
 
 
 def example_path() -> Path:
@@ -170,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
         glyphs = ASCII
     command, env = server_command()
     with SidecarClient(command, env=env) as client:
-        client.initialize({"window": {"workDoneProgress": False}})
+        # the release goes where an editor puts it: initializationOptions.piVersion
+        client.initialize({"window": {"workDoneProgress": False}}, {"piVersion": args.pi})
         try:
             # by uri: a view that writes nothing, even where pi's open would (a v1 file's
             # migration, a missing final newline); pi/open by path writes as pi does

@@ -12,7 +12,8 @@ way is left alone. What is written is repaired again, in rounds, for as long as 
 to ``MAX_ROUNDS``; output to stdout is one round. Directories are searched for ``*.jsonl`` files,
 as by ``pi-session check``; a file that cannot be repaired is reported and the others still are
 (exit status 2). Each file is read in chunks and its lines kept as facts and places, so a session
-of any size is repaired in little memory.
+of any size is repaired in little memory. ``--pi VERSION``: the files are analysed as that pi
+release reads them (what is a problem, and so what is repaired, follows it; default: the newest).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, sp
 from ..analysis.diagnostics import count_by_severity, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..errors import PiSessionError, StaleFileError
+from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, LockedFile
+from ._common import add_pi_argument
 from .check import _summary_text, session_files
 
 
@@ -51,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="make every repair a text edit can make")
     parser.add_argument("--no-backup", action="store_true", help="with --in-place: keep no FILE.bak")
     parser.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    add_pi_argument(parser)
 
 
 def _chosen_codes(args: argparse.Namespace) -> frozenset[str] | str:
@@ -123,7 +127,8 @@ def _repair(
     args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str], quiet: bool
 ) -> tuple[int, int]:
     before = FileState.of(fd)  # what is analysed; compared with the file again right before the rename
-    doc = SessionDocument.from_file(_readable_name(path, fd))
+    pi = profile_for(args.pi)
+    doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi)
     plan = plan_repairs(doc, chosen, path)
     report = sys.stdout if args.output != "-" else sys.stderr
     if args.in_place or args.output not in (None, "-"):
@@ -162,7 +167,7 @@ def _repair(
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
-    after, total, finished, kept = _more_rounds(written, chosen, count, kept, report)
+    after, total, finished, kept = _more_rounds(written, chosen, count, kept, report, pi)
     left = _summary_text(count_by_severity(document_diagnostics(after)))
     rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
     stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
@@ -178,7 +183,7 @@ def _readable_name(path: str, fd: int) -> str:
 
 
 def _more_rounds(
-    written: str, chosen: frozenset[str], count: int, kept: int, report: TextIO
+    written: str, chosen: frozenset[str], count: int, kept: int, report: TextIO, pi: Profile
 ) -> tuple[SessionDocument, int, bool, int]:
     """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
     that finds repairs to make. Returns its final analysis, the repairs made in all, whether the
@@ -187,7 +192,7 @@ def _more_rounds(
         fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             now = FileState.of(fd)
-            after = SessionDocument.from_file(_readable_name(written, fd))
+            after = SessionDocument.from_file(_readable_name(written, fd), pi=pi)
             plan = plan_repairs(after, chosen, written)
             if not plan.applied:
                 return after, count, True, kept
@@ -198,7 +203,7 @@ def _more_rounds(
         finally:
             os.close(fd)
         count += len(plan.applied)
-    after = SessionDocument.from_file(written)
+    after = SessionDocument.from_file(written, pi=pi)
     return after, count, not plan_repairs(after, chosen, written).applied, kept
 
 

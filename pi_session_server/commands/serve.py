@@ -6,6 +6,8 @@ import argparse
 import logging
 import sys
 
+from ._common import add_pi_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -26,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="like pi, keep an entry in memory when writing it failed (default: the session stays as it was)",
     )
+    add_pi_argument(parser)
     parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     parser.add_argument("--test-hooks", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -33,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pi_session_server.server import ServerOptions, create_server
+    from pi_session_server.session.profiles import profile_for
 
     handler: logging.Handler = (
         logging.FileHandler(args.log_file, encoding="utf-8")
@@ -45,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         watch_interval=max(0.01, args.watch_interval),
         test_hooks=args.test_hooks,
         rollback_failed_writes=not args.keep_failed_appends,
+        pi=profile_for(args.pi),
     )
     create_server(options).serve_stdio()
     return 0

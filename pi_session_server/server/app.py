@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import msgspec
@@ -25,11 +25,12 @@ from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.uris import from_fs_path
 
 from pi_session_server import __version__
-from pi_session_server.errors import PiSessionError
-from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.errors import PiSessionError, PiVersionError
+from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import SessionManager
 from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
 from pi_session_server.session.migrate import needs_migration
+from pi_session_server.session.profiles import DEFAULT_PI, Profile, profile_for
 
 from . import errors as rpc_errors
 from .jsonrpc import Connection, run_stdio
@@ -57,6 +58,9 @@ class ServerOptions:
     test_hooks: bool = False  # register $/pi/setEnvironment (conformance runs through the wire)
     # a failed write leaves the session as it was (the reference keeps a failed entry in memory)
     rollback_failed_writes: bool = True
+    # the pi release every session and document behaves like, unless a request asks for another
+    # (``serve --pi``, ``initializationOptions.piVersion``; the one place the server chooses it)
+    pi: Profile = field(default_factory=lambda: profile_for(DEFAULT_PI))
 
 
 class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
@@ -65,6 +69,7 @@ class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
     fsync: bool | UnsetType = UNSET
     watch_interval: Annotated[float, msgspec.Meta(ge=0.01, le=10)] | UnsetType = UNSET
     rollback_failed_writes: bool | UnsetType = UNSET
+    pi_version: str | UnsetType = UNSET
 
 
 class PiSessionServer(LanguageServer):
@@ -91,8 +96,9 @@ class PiSessionServer(LanguageServer):
             self.apply_initialization_options(params.initialization_options)
 
     def apply_initialization_options(self, options: Any) -> None:
-        """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites": bool}``.
-        Options that do not fit are reported in the log and the defaults stay."""
+        """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites":
+        bool, "piVersion": "1.6.0" | "0.86.1"}``. Options that do not fit are reported in the log
+        (an unknown pi version to the user too) and the defaults stay."""
         if options is None:
             return
         try:
@@ -106,6 +112,21 @@ class PiSessionServer(LanguageServer):
             self.options.watch_interval = given.watch_interval
         if given.rollback_failed_writes is not UNSET:
             self.options.rollback_failed_writes = given.rollback_failed_writes
+        if given.pi_version is not UNSET:
+            self._choose_pi(given.pi_version)
+
+    def _choose_pi(self, version: str) -> None:
+        try:
+            self.options.pi = profile_for(version)
+        except PiVersionError as error:
+            text = (
+                f"initializationOptions.piVersion: {error}; the server follows pi {self.options.pi.version}"
+            )
+            logger.warning("%s", text)
+            self.connection.notify(
+                types.WINDOW_SHOW_MESSAGE,
+                {"type": types.MessageType.Warning.value, "message": f"pi-session: {text}"},
+            )
 
     def serve_stdio(self) -> None:
         run_stdio(self, self.connection, self.poller.start)
@@ -179,11 +200,12 @@ class PiSessionServer(LanguageServer):
     def _open_for_uri(self, slot: Slot, path: str) -> None:
         """The first job of an implicit slot: the file, opened to look at (nothing written)."""
         try:
+            pi = self.options.pi
             if require_regular_file(path):
-                manager = SessionManager.open(path, read_only=True)
+                manager = SessionManager.open(path, read_only=True, pi=pi)
                 slot.read_only = True
             else:  # nothing there: a new session at that path, written by the first write
-                manager = SessionManager.open(path)
+                manager = SessionManager.open(path, pi=pi)
         except rpc_errors.PiRpcError as error:
             slot.failure = error
         except (PiSessionError, OSError) as error:
@@ -223,9 +245,22 @@ class PiSessionServer(LanguageServer):
             except (PiSessionError, OSError) as error:
                 raise rpc_errors.from_job_failure(error) from error
             finally:
-                slot.note_file()
+                self.note_slot(slot)
 
         return slot.queue.submit(work, interruptible=not write)
+
+    def note_slot(self, slot: Slot) -> None:
+        """After a job on ``slot`` (on its worker): remember where its file and leaf are; when the
+        leaf moved, an editor showing the file redraws what follows it (the leaf's code lens)."""
+        before = slot.branched_leaf
+        slot.note_file()
+        after = slot.branched_leaf
+        if before is after or (before is not ABSENT and after is not ABSENT and strict_equal(before, after)):
+            return
+        features = self.language_features
+        paths = {path for path in (slot.path, slot.real_path) if path is not None}
+        if features is not None and paths:
+            self.loop_call(lambda: features.held_leaf_moved(paths))
 
     def _write(self, slot: Slot, job: Callable[[SessionManager], Any], append: bool) -> Any:
         manager = self.writable(slot)
@@ -261,7 +296,7 @@ class PiSessionServer(LanguageServer):
                 {"path": path, "version": version},
             )
         require_regular_file(path)
-        fresh = SessionManager.open(path, fsync=self.options.fsync)
+        fresh = SessionManager.open(path, fsync=self.options.fsync, pi=manager.profile)
         leaf = manager.get_leaf_id()
         if leaf is None:
             fresh.reset_leaf()
@@ -294,6 +329,7 @@ class PiSessionServer(LanguageServer):
                 "entryCount": m.entry_count(),
                 "sessionName": m.get_session_name(),
                 "readOnly": slot.read_only,
+                "piVersion": m.profile.version,
             }
         )
         # pi reads a damaged file without a word; a front end should be able to say what is missing

@@ -12,6 +12,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException
 
 from pi_session_server import errors as lib_errors
+from pi_session_server.session.profiles import PROFILES
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -27,6 +28,8 @@ SESSION_ERROR = -32008
 PATH_REFUSED = -32010
 TOO_LARGE = -32011
 READ_ONLY = -32012
+PI_VERSION = -32013
+CONTEXT_EDIT_REFUSED = -32014
 REQUEST_CANCELLED = -32800
 
 # The most nodes one pi/getTree reply holds. A reply costs about 1 KB of memory per node while it is
@@ -68,6 +71,17 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
         "or 2 session is converted to version 3 with new ids when pi opens it for writing. data.version is "
         "the file's version; open it with pi/open (which converts it, as pi does) to write to it",
     ),
+    PI_VERSION: (
+        "PiVersion",
+        "the pi release the session follows does not have this call (pi/appendContextEdit under pi 0.86.1), or "
+        "`pi` names a release the server does not know; data.supported lists the releases it knows",
+    ),
+    CONTEXT_EDIT_REFUSED: (
+        "ContextEditRefused",
+        "pi 1.6.0's appendContextEdit refused the edit, with pi's message: a replacement that is not null or "
+        "an object with string or array `content`, a target that is not on the active branch, or one that "
+        "contributes no editable content (an unknown target is EntryNotFound, -32002)",
+    ),
     REQUEST_CANCELLED: (
         "RequestCancelled",
         "cancelled by `$/cancelRequest`: a queued request never runs; a running read stops; a write "
@@ -98,6 +112,8 @@ def path_refused(message: str, path: str, kind: str | None = None) -> PiRpcError
 
 _CLASS_CODES: list[tuple[type[BaseException], int]] = [
     (lib_errors.EntryNotFoundError, ENTRY_NOT_FOUND),
+    (lib_errors.PiVersionError, PI_VERSION),
+    (lib_errors.ContextEditError, CONTEXT_EDIT_REFUSED),
     (lib_errors.InvalidSessionFileError, INVALID_SESSION_FILE),
     (lib_errors.InvalidSessionIdError, INVALID_SESSION_ID),
     (lib_errors.FsError, FS_ERROR),
@@ -122,6 +138,8 @@ def from_library_error(error: lib_errors.PiSessionError) -> PiRpcError:
     path = getattr(error, "path", None)
     if path is not None:
         data["path"] = path
+    if code == PI_VERSION:
+        data["supported"] = list(PROFILES)
     return PiRpcError(code, error.message, data)
 
 

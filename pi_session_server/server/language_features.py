@@ -51,6 +51,7 @@ from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
+from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
 from .locations import MAX_URI_CHARS, require_regular_file, uri_to_path
@@ -224,7 +225,8 @@ class LanguageFeatures:
         if not self.accepts(item.uri, item.language_id):
             return
         text = item.text
-        self._open(item.uri, item.version, len(text), lambda quick: SessionDocument(text, quick=quick))
+        pi = self.server.options.pi
+        self._open(item.uri, item.version, len(text), lambda quick: SessionDocument(text, quick=quick, pi=pi))
 
     def did_open_raw(self, body: bytes) -> bool:
         """``didOpen`` with the text still a JSON string token: decoding a 100 MB ``didOpen`` the
@@ -242,7 +244,8 @@ class LanguageFeatures:
         if bytes(memoryview(token)[:1]) != b'"':
             return False  # not a JSON string: the usual path reports it
         size = len(memoryview(token))
-        self._open(document.uri, document.version, size, lambda quick: _document_of_token(token, quick))
+        pi = self.server.options.pi
+        self._open(document.uri, document.version, size, lambda quick: _document_of_token(token, quick, pi))
         return True
 
     def _open(
@@ -329,6 +332,8 @@ class LanguageFeatures:
             self._refresh_from_disk(state)
         if state.doc.provisional:
             state.doc.finish()
+        if state.path is not None:  # where the session held on this file continues (pi/branch)
+            state.doc.set_leaf(self.server.registry.held_leaf(state.path))
         result = answer(state)
         return self.encoded(result) if encode and result is not None else result
 
@@ -338,6 +343,22 @@ class LanguageFeatures:
         if state is None:
             return None
         return state.queue.submit(lambda token: self._answer(state, answer, encode))
+
+    def held_leaf_moved(self, paths: set[str]) -> None:
+        """On the loop: the leaf of a session held on one of ``paths`` moved (pi/branch, pi/resetLeaf,
+        appends): a client showing the file asks for its code lenses and inlay hints again."""
+        if not any(state.path in paths and not state.from_disk for state in self.docs.values()):
+            return
+        try:
+            workspace = self.server.client_capabilities.workspace
+        except AttributeError:  # not initialized
+            return
+        if workspace is None:
+            return
+        if workspace.code_lens is not None and workspace.code_lens.refresh_support:
+            self.server.workspace_code_lens_refresh(None)
+        if workspace.inlay_hint is not None and workspace.inlay_hint.refresh_support:
+            self.server.workspace_inlay_hint_refresh(None)
 
     # ------------------------------------------------------------------ files the editor did not send
 
@@ -366,7 +387,7 @@ class LanguageFeatures:
         if not exists:
             self.server.loop_call(lambda: self._forget(state))
             return
-        doc = SessionDocument()
+        doc = SessionDocument(pi=self.server.options.pi)
         try:
             st = os.stat(path)
             # lines keep their place in the file, not their bytes: a GB session the editor did
@@ -803,17 +824,17 @@ def json_string_bytes(token: Any) -> bytes | None:
     return codecs.escape_decode(raw[1:-1])[0]  # type: ignore[attr-defined,no-any-return]
 
 
-def _document_of_token(token: Any, quick: bool) -> SessionDocument:
+def _document_of_token(token: Any, quick: bool, pi: Profile) -> SessionDocument:
     data = json_string_bytes(token)
     if data is not None:
         # None for invalid UTF-8: decoding the message would have replaced those bytes
-        doc = SessionDocument.from_editor_bytes(data, quick=quick)
+        doc = SessionDocument.from_editor_bytes(data, quick=quick, pi=pi)
         if doc is not None:
             return doc
     text = parse_bytes(memoryview(token))
     if not isinstance(text, str):
         raise ValueError("the document text is not a JSON string")
-    return SessionDocument(text, quick=quick)
+    return SessionDocument(text, quick=quick, pi=pi)
 
 
 def _fill_caches(doc: SessionDocument) -> None:

@@ -107,11 +107,12 @@ def register(server: PiSessionServer) -> None:
     @route("pi/list")
     def pi_list(params: Any) -> Any:
         p = P.parse(params, P.ListParams)
+        pi = P.profile_of(p, server.options.pi)
         return listing(
             p,
             "Listing sessions",
             lambda progress, signal, text: list_sessions(
-                p.cwd, P.opt(p.session_dir), progress, signal, text=text
+                p.cwd, P.opt(p.session_dir), progress, signal, text=text, pi=pi
             ),
         )
 
@@ -129,9 +130,10 @@ def register(server: PiSessionServer) -> None:
     @route("pi/findById")
     def pi_find_by_id(params: Any) -> Any:
         p = P.parse(params, P.FindByIdParams)
+        pi = P.profile_of(p, server.options.pi)
 
         def job(token: CancelToken) -> Any:
-            found = SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir))
+            found = SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir), pi=pi)
             return None if found is ABSENT else found
 
         return server.run("pi/findById", job)

@@ -12,6 +12,7 @@ import msgspec
 
 from pi_session_server.session import SessionManager
 from pi_session_server.session.paths import resolve_path
+from pi_session_server.session.profiles import Profile
 
 from . import params as P
 from .locations import require_regular_file
@@ -53,14 +54,18 @@ def register(server: PiSessionServer) -> None:
 
         return server.run(title, job)
 
+    def pi_of(p: P.OpeningParams) -> Profile:
+        return P.profile_of(p, server.options.pi)
+
     @route("pi/open")
     def pi_open(params: Any) -> Any:
         p = P.parse(params, P.OpenParams)
+        pi = pi_of(p)
 
         def make(on_progress: Callable[[int, int], None] | None) -> SessionManager:
             require_regular_file(resolve_path(p.path))
             return SessionManager.open(
-                p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress
+                p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress, pi=pi
             )
 
         return opening(p, f"Opening {os.path.basename(p.path)}", make)
@@ -68,38 +73,44 @@ def register(server: PiSessionServer) -> None:
     @route("pi/create")
     def pi_create(params: Any) -> Any:
         p = P.parse(params, P.CreateParams)
+        pi = pi_of(p)
         return opening(
             p,
             "Creating a session",
-            lambda _: SessionManager.create(p.cwd, P.opt(p.session_dir), P.options_dict(p.options)),
+            lambda _: SessionManager.create(p.cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi),
         )
 
     @route("pi/continueRecent")
     def pi_continue_recent(params: Any) -> Any:
         p = P.parse(params, P.ContinueRecentParams)
+        pi = pi_of(p)
         return opening(
             p,
             "Opening the most recent session",
-            lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir)),
+            lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir), pi=pi),
         )
 
     @route("pi/inMemory")
     def pi_in_memory(params: Any) -> Any:
         p = P.parse(params, P.InMemoryParams)
+        pi = pi_of(p)
         return opening(
             p,
             "Creating an in-memory session",
-            lambda _: SessionManager.in_memory(P.opt(p.cwd), P.options_dict(p.options), P.opt(p.entries)),
+            lambda _: SessionManager.in_memory(
+                P.opt(p.cwd), P.options_dict(p.options), P.opt(p.entries), pi=pi
+            ),
         )
 
     @route("pi/forkFrom")
     def pi_fork_from(params: Any) -> Any:
         p = P.parse(params, P.ForkFromParams)
+        pi = pi_of(p)
 
         def make(_: Any) -> SessionManager:
             require_regular_file(resolve_path(p.source_path))
             return SessionManager.fork_from(
-                p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options)
+                p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi
             )
 
         return opening(p, f"Forking {os.path.basename(p.source_path)}", make)

@@ -1,5 +1,6 @@
 """pi/getTree, pi/getBranch, pi/getChildren, pi/getEntry, pi/getEntries, pi/getLeaf, pi/getLabel,
-pi/getSessionName, pi/getHeader, pi/getInfo, pi/buildContextEntries, pi/buildSessionContext."""
+pi/getSessionName, pi/getHeader, pi/getInfo, pi/getEntryCount, pi/buildContextEntries,
+pi/buildSessionContext, pi/buildSessionProjection."""
 
 from __future__ import annotations
 
@@ -212,6 +213,12 @@ def _context(manager: Any, leaf_id: Any) -> Any:
     return manager.build_session_context_at(leaf_id)
 
 
+def _projection(manager: Any, leaf_id: Any) -> Any:
+    if leaf_id is UNSET:
+        return manager.build_session_projection()
+    return manager.build_session_projection_at(leaf_id)
+
+
 def register(server: PiSessionServer) -> None:
     def read(name: str, struct: type[Any], job: Any) -> None:
         def handler(params: Any) -> Any:
@@ -239,6 +246,8 @@ def register(server: PiSessionServer) -> None:
     read("pi/getHeader", P.SessionParams, lambda m, p: m.get_header())
     read("pi/buildContextEntries", P.ContextParams, lambda m, p: _context_entries(m, p.leaf_id))
     read("pi/buildSessionContext", P.ContextParams, lambda m, p: _context(m, p.leaf_id))
+    read("pi/buildSessionProjection", P.ContextParams, lambda m, p: _projection(m, p.leaf_id))
+    read("pi/getEntryCount", P.SessionParams, lambda m, p: m.get_entry_count())
 
     @server.connection.route("pi/getInfo")
     def pi_get_info(params: Any) -> Any:

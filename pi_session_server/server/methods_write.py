@@ -1,4 +1,4 @@
-"""pi/append (every appender), pi/branch, pi/resetLeaf, pi/branchWithSummary, pi/createBranchedSession,
+"""pi/append (every appender), pi/appendContextEdit, pi/branch, pi/resetLeaf, pi/branchWithSummary, pi/createBranchedSession,
 pi/newSession, pi/setSessionFile: the methods that move the leaf or write."""
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ def _append(manager: SessionManager, p: P.AppendParams) -> Any:
         return manager.append_session_info(P.opt(p.name))
     if isinstance(p, P.AppendLabel):
         return manager.append_label_change(P.opt(p.target_id), P.opt(p.label))
+    if isinstance(p, P.AppendContextEdit):
+        return manager.append_context_edit(P.opt(p.target_id), P.opt(p.replacement))
     raise AssertionError(f"unhandled append kind {type(p).__name__}")
 
 
@@ -68,6 +70,17 @@ def register(server: PiSessionServer) -> None:
         p = P.parse_append(params)
         convert = _new_usage_entry if isinstance(p, P.AppendUsage) else _new_entry
         return server.session_call(p, lambda m: _append(m, p), write=True, convert=convert, append=True)
+
+    @route("pi/appendContextEdit")
+    def pi_append_context_edit(params: Any) -> Any:
+        p = P.parse(params, P.AppendContextEditParams)
+        return server.session_call(
+            p,
+            lambda m: m.append_context_edit(P.opt(p.target_id), P.opt(p.replacement)),
+            write=True,
+            convert=_new_entry,
+            append=True,
+        )
 
     @route("pi/branch")
     def pi_branch(params: Any) -> Any:

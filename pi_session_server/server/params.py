@@ -19,7 +19,9 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from pi_session_server.errors import PiVersionError
 from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session.profiles import PROFILES, Profile, profile_for
 
 from .errors import invalid_params
 from .locations import MAX_PATH_CHARS, MAX_URI_CHARS, fs_path
@@ -37,6 +39,8 @@ Count = Annotated[int, msgspec.Meta(ge=0)]
 PageSize = Annotated[int, msgspec.Meta(ge=1)]
 SearchText = Annotated[str, msgspec.Meta(max_length=MAX_SEARCH_CHARS)]
 ProgressToken = int | str
+#: a pi release the library has a profile for (checked by :func:`profile_of`, which names them)
+PiVersionName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(PROFILES)})]
 
 
 class Params(msgspec.Struct, rename="camel", kw_only=True):
@@ -60,30 +64,37 @@ class SessionOptions(msgspec.Struct, rename="camel", kw_only=True):
 # --- opening -------------------------------------------------------------------------------
 
 
-class OpenParams(Params, kw_only=True):
+class OpeningParams(Params, kw_only=True):
+    """A method that makes a new session (or reads session files): ``pi`` chooses the pi release it
+    behaves like, for as long as the session is held (default: the server's)."""
+
+    pi: PiVersionName | UnsetType = UNSET
+
+
+class OpenParams(OpeningParams, kw_only=True):
     path: Path
     session_dir: Path | UnsetType = UNSET
     cwd_override: Path | UnsetType = UNSET
 
 
-class CreateParams(Params, kw_only=True):
+class CreateParams(OpeningParams, kw_only=True):
     cwd: Path
     session_dir: Path | UnsetType = UNSET
     options: SessionOptions | UnsetType = UNSET
 
 
-class ContinueRecentParams(Params, kw_only=True):
+class ContinueRecentParams(OpeningParams, kw_only=True):
     cwd: Path
     session_dir: Path | UnsetType = UNSET
 
 
-class InMemoryParams(Params, kw_only=True):
+class InMemoryParams(OpeningParams, kw_only=True):
     cwd: Path | UnsetType = UNSET
     options: SessionOptions | UnsetType = UNSET
     entries: list[Any] | UnsetType = UNSET
 
 
-class ForkFromParams(Params, kw_only=True):
+class ForkFromParams(OpeningParams, kw_only=True):
     source_path: Path
     target_cwd: Path
     session_dir: Path | UnsetType = UNSET
@@ -116,13 +127,14 @@ class ListingParams(Params, kw_only=True):
 
 class ListParams(ListingParams, kw_only=True):
     cwd: Path
+    pi: PiVersionName | UnsetType = UNSET
 
 
 class ListAllParams(ListingParams, kw_only=True):
     pass
 
 
-class FindByIdParams(Params, kw_only=True):
+class FindByIdParams(OpeningParams, kw_only=True):
     cwd: Path
     id: str
     session_dir: Path | UnsetType = UNSET
@@ -146,6 +158,7 @@ AppendKind = Literal[
     "custom_message",
     "session_info",
     "label",
+    "context_edit",
 ]
 
 
@@ -200,6 +213,18 @@ class AppendLabel(SessionParams, tag="label", tag_field="kind", kw_only=True):
     label: Any = UNSET
 
 
+class AppendContextEdit(SessionParams, tag="context_edit", tag_field="kind", kw_only=True):
+    target_id: Id = UNSET
+    replacement: Any = UNSET
+
+
+class AppendContextEditParams(SessionParams, kw_only=True):
+    """pi/appendContextEdit: pi 1.6.0's ``appendContextEdit(targetId, replacement)``."""
+
+    target_id: Id = UNSET
+    replacement: Any = UNSET
+
+
 AppendParams = (
     AppendMessage
     | AppendThinkingLevelChange
@@ -210,6 +235,7 @@ AppendParams = (
     | AppendCustomMessage
     | AppendSessionInfo
     | AppendLabel
+    | AppendContextEdit
 )
 
 
@@ -340,6 +366,7 @@ APPEND_KINDS: dict[str, type[Any]] = {
         AppendCustomMessage,
         AppendSessionInfo,
         AppendLabel,
+        AppendContextEdit,
     )
 }
 
@@ -357,6 +384,18 @@ def parse_append(params: Any) -> AppendParams:
             )
         return parse(params, struct)  # type: ignore[no-any-return]
     return parse(params, AppendMessage)
+
+
+def profile_of(p: Any, default: Profile) -> Profile:
+    """The pi release a request asks for (its ``pi``), or ``default``; -32602 naming the releases
+    the server knows for any other."""
+    pi = getattr(p, "pi", UNSET)
+    if pi is UNSET:
+        return default
+    try:
+        return profile_for(pi)
+    except PiVersionError as error:
+        raise invalid_params(f"Invalid params: {error} - at `$.pi`") from None
 
 
 def opt(value: Any) -> Any:

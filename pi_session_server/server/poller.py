@@ -109,7 +109,7 @@ class FilePoller:
         except Exception:
             logger.exception("following %s failed", slot.path)
             return
-        slot.note_file()
+        self.server.note_slot(slot)
         if change.kind == "unchanged":
             return
         params: dict[str, Any] = {

@@ -86,6 +86,11 @@ SCHEMAS: dict[str, Any] = {
                 "description": "true for a file opened through `uri` that needs a write when opened "
                 "(migration, newline repair): it is held in memory until the first writing method.",
             },
+            "piVersion": {
+                "type": "string",
+                "description": "The pi release this session behaves like (the opening method's `pi`, else "
+                "the server's: `serve --pi`, initializationOptions.piVersion; default 1.6.0).",
+            },
             "skippedLines": {
                 "type": "integer",
                 "minimum": 0,
@@ -112,6 +117,7 @@ SCHEMAS: dict[str, Any] = {
             "header",
             "entryCount",
             "readOnly",
+            "piVersion",
             "skippedLines",
         ],
     },
@@ -213,6 +219,36 @@ SCHEMAS: dict[str, Any] = {
             },
         },
         "required": ["messages", "model"],
+    },
+    "Projection": {
+        "type": "object",
+        "description": (
+            "pi 1.6.0's buildSessionProjection(): the context's messages, and per context entry the "
+            "messages it contributes (the latest valid context_edit of the entry applied: none when it "
+            "omits the entry). Under pi 0.86.1 the same shape shows 0.86.1's context (no edits)."
+        ),
+        "properties": {
+            "entries": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "sourceEntry": {**ref("Entry"), "description": "the context entry, as stored"},
+                        "messages": {"type": "array", "items": ANY},
+                    },
+                    "required": ["sourceEntry", "messages"],
+                },
+            },
+            "messages": {"type": "array", "items": ANY},
+            "thinkingLevel": ANY,
+            "model": {
+                "anyOf": [
+                    {"type": "null"},
+                    {"type": "object", "properties": {"provider": ANY, "modelId": ANY}},
+                ]
+            },
+        },
+        "required": ["entries", "messages", "model"],
     },
     "TreeNode": {
         "type": "object",
@@ -370,7 +406,15 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "session": {"type": "string"},
             "uri": {"type": ["string", "null"]},
-            "kind": {"enum": ["appended", "reloaded", "deleted"]},
+            "kind": {
+                "enum": ["appended", "reloaded", "rewriting", "deleted"],
+                "description": "appended: new lines at the end (newEntryIds); reloaded: the file was "
+                "truncated, replaced or rewritten (also in place, keeping its size) and read again; "
+                "rewriting: another program is writing the file again (it is empty or has no header "
+                "yet): the session stays as it was, nothing is lost or an error, and a later "
+                "pi/didChange (reloaded) follows once the file is whole; read it again then; deleted: "
+                "the file is gone (the session stays in memory)",
+            },
             "newEntryIds": {"type": "array", "description": "ids of the entries that are new (file order)"},
             "leafId": {"description": "The leaf after the change (absent when undefined)."},
         },
@@ -556,10 +600,25 @@ METHODS: list[Method] = [
         "Every appender, chosen by `kind` (the entry type it writes): message -> appendMessage, "
         "thinking_level_change, model_change, usage (`usageKind` is appendUsage's `kind`), compaction, custom "
         "(appendCustomEntry), custom_message (appendCustomMessageEntry), session_info, label "
-        "(appendLabelChange). A failed append leaves the session as it was.",
+        "(appendLabelChange), context_edit (pi 1.6.0's appendContextEdit, as pi/appendContextEdit). A failed "
+        "append leaves the session as it was.",
         P.AppendParams,
         ref("AppendResult"),
-        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND],
+        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND, E.CONTEXT_EDIT_REFUSED, E.PI_VERSION],
+    ),
+    Method(
+        "pi/appendContextEdit",
+        "pi 1.6.0's appendContextEdit(targetId, replacement): a context_edit entry that omits (`replacement` "
+        "null) or replaces the content of an earlier entry on the active branch (a user, assistant or "
+        "toolResult message, or a custom_message; a string replaces an assistant's or tool result's "
+        "content with one text block). Refused as pi refuses it, in this order, nothing written: a "
+        "replacement that is not null or {content: string | array} (ContextEditRefused), an unknown "
+        "target (EntryNotFound), a target off the active branch or without editable content "
+        "(ContextEditRefused). A session that follows pi 0.86.1, which has no such call: PiVersion (-32013).",
+        P.AppendContextEditParams,
+        ref("AppendResult"),
+        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND, E.CONTEXT_EDIT_REFUSED, E.PI_VERSION],
+        "appendContextEdit",
     ),
     Method(
         "pi/branch",
@@ -737,6 +796,25 @@ METHODS: list[Method] = [
         SESSION_ERRORS,
         "buildSessionContext",
     ),
+    Method(
+        "pi/buildSessionProjection",
+        "pi 1.6.0's buildSessionProjection() (with `leafId`: at that entry): the context, and what each "
+        "context entry contributes to it once context edits apply. Also answered for a session that "
+        "follows pi 0.86.1, whose context has no edits.",
+        P.ContextParams,
+        ref("Projection"),
+        SESSION_ERRORS,
+        "buildSessionProjection",
+    ),
+    Method(
+        "pi/getEntryCount",
+        "pi 1.6.0's getEntryCount(): the number of distinct entry ids (entryCount of pi/getInfo counts "
+        "lines, which differs when ids repeat or are missing). Also answered under pi 0.86.1.",
+        P.SessionParams,
+        {"type": "integer", "minimum": 0},
+        SESSION_ERRORS,
+        "getEntryCount",
+    ),
 ]
 
 NOTIFICATIONS = [
@@ -816,6 +894,16 @@ FIELD_DOCS = {
         "points); `textTruncated: true` marks a session whose text was cut. Only the kept text is held."
     ),
     "permanent": "true deletes the file instead of moving it to the trash.",
+    "pi": (
+        "The pi release the new session behaves like for as long as it is held (the listing: how it "
+        "compares directories), one of the releases the server knows; default: the server's (`serve "
+        "--pi`, initializationOptions.piVersion). Another value is InvalidParams (-32602), naming them."
+    ),
+    "targetId": "pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about.",
+    "replacement": (
+        "pi/appendContextEdit, pi/append (context_edit): null omits the target's messages from the "
+        "context; {content} replaces their content (a string or an array of content blocks)."
+    ),
     "usageKind": "appendUsage's `kind` (e.g. cache_warm).",
 }
 
@@ -907,11 +995,14 @@ def openrpc() -> dict[str, Any]:
             "version": __version__,
             "description": (
                 "JSON-RPC 2.0 over LSP base framing (Content-Length headers) on the stdio of `pi-session serve`. "
-                "Every SessionManager operation of pi 0.86.1 as a pi/* method; results are the reference's values "
+                "Every SessionManager operation of pi 1.6.0 (and 0.86.1) as a pi/* method; results are the reference's values "
                 "in JSON (camelCase keys as pi writes them, JS key order). A session is addressed by a handle "
                 "(`session`) or by the file's `uri`. Requests on one session run in arrival order. The same "
                 "process answers LSP (initialize, textDocument/*): initialize is optional for pi/* clients; "
-                "initializationOptions: {fsync?: boolean, watchInterval?: seconds, rollbackFailedWrites?: boolean}. "
+                "initializationOptions: {fsync?: boolean, watchInterval?: seconds, rollbackFailedWrites?: boolean, "
+                'piVersion?: the pi release every session and document behaves like ("1.6.0", the default, or '
+                '"0.86.1"; `serve --pi` sets it for clients that send no initialize; an unknown one is logged '
+                "and shown to the user, and the default stays)}. "
                 "Parameters that the reference takes as plain values (ids, message, data, ...) accept any JSON "
                 "value and may be left out, which means JS undefined (not null). Paths (`path`, `cwd`, "
                 f"`sessionDir`, ...) hold at most {MAX_PATH_CHARS} characters and a `uri` {MAX_URI_CHARS} (longer: "

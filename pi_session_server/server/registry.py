@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import SessionManager
 
 from .errors import PiRpcError, unknown_session
@@ -38,6 +39,9 @@ class Slot:
     closed: bool = False  # closed by pi/close (set in order, by a job on the queue)
     last_stat: Any = None  # the file poller's last look at the file
     refreshing: bool = False  # a refresh job is queued (the poller queues one at a time)
+    # the session's leaf where it is not the file's own (its last entry, as pi has it on opening):
+    # an id after pi/branch, None after pi/resetLeaf; ABSENT otherwise. An editor's lenses follow it.
+    branched_leaf: Any = ABSENT
 
     def opened(self) -> SessionManager:
         """The manager, for a job on this slot's queue (the open ran before it)."""
@@ -48,15 +52,25 @@ class Slot:
         return self.manager
 
     def note_file(self) -> None:
-        """Remember where the manager's file is now (on the worker, after a job)."""
+        """Remember where the manager's file is now and where its leaf is (on the worker, after a job)."""
         manager = self.manager
         if manager is None:
             return
+        self.branched_leaf = _branched_leaf(manager)
         session_file = manager.get_session_file() if manager.is_persisted() else None
         path = session_file if isinstance(session_file, str) and session_file else None
         if path != self.path or (path is not None and self.real_path is None):
             self.path = path
             self.real_path = os.path.realpath(path) if path is not None else None
+
+
+def _branched_leaf(manager: SessionManager) -> Any:
+    leaf = manager.get_leaf_id()
+    count = manager.entry_count()
+    last = manager.entries_slice(count - 1, count) if count else []
+    if leaf is ABSENT or (last and strict_equal(last[0].id, leaf)):
+        return ABSENT
+    return leaf
 
 
 class Registry:
@@ -112,6 +126,12 @@ class Registry:
             if slot.failure is None and path in (slot.path, slot.real_path):
                 return slot
         return None
+
+    def held_leaf(self, path: str) -> Any:
+        """Where the newest session held on ``path`` continues if that is not the file's last entry
+        (``Slot.branched_leaf``), else ABSENT. No I/O: for any thread."""
+        slot = self.find_by_path(path)
+        return ABSENT if slot is None else slot.branched_leaf
 
     def slots_for_path(self, path: str) -> list[Slot]:
         return [slot for slot in self.slots() if path in (slot.path, slot.real_path)]

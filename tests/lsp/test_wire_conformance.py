@@ -4,11 +4,12 @@ Every scenario of ``tests/conformance/vectors`` runs through one sidecar process
 maps each SessionManager op to its ``pi/*`` request) and must produce the expected document byte for
 byte, as the library does in-process.
 
-The sidecar follows the library's default pi release (1.6.0), so the expected documents are that
-release's (``X.expected.pi-1.6.0.json``). Scenarios that use an operation the sidecar has no request
-for yet are skipped, naming it.
+Every scenario runs under both pi releases, each through a sidecar started with ``--pi`` that release
+(the server's one choice of release), against that release's expected document
+(``X.expected.pi-1.6.0.json``, ``X.expected.json`` for 0.86.1). A scenario that used an operation the
+sidecar had no request for would be skipped, naming it; there is none.
 
-One documented difference (pi 0.86.1 only): by default a write that fails (EEXIST/ENOENT) leaves the
+One documented difference (pi 0.86.1 only; pi 1.6.0 takes a failed entry back itself): by default a write that fails (EEXIST/ENOENT) leaves the
 session as it was, where pi 0.86.1 keeps the failed entry in memory. Scenarios that exercise such a failure must agree up
 to and including the failing op, and agree completely with a sidecar started with
 ``--keep-failed-appends`` (pi's behaviour).
@@ -17,7 +18,7 @@ to and including the failing op, and agree completely with a sidecar started wit
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from wire_adapter import ROOT, Wire, WireApi, WireManager, runner
 
 VECTORS = ROOT / "tests" / "conformance" / "vectors"
 SCENARIOS = runner.find_scenarios(VECTORS)
-PI = runner.DEFAULT_PI  # the release the sidecar follows
+CASES = [(scenario, pi) for pi in runner.PI_VERSIONS for scenario in SCENARIOS]
 WRITE_OPS = {
     "appendMessage",
     "appendThinkingLevelChange",
@@ -63,35 +64,49 @@ def first_failed_write(expected: dict[str, Any]) -> int | None:
     return None
 
 
-def _id(path: Path) -> str:
-    return str(path.relative_to(VECTORS)).removesuffix(".scenario.json")
+def _id(case: Any) -> str:
+    if isinstance(case, Path):
+        return str(case.relative_to(VECTORS)).removesuffix(".scenario.json")
+    return f"pi-{case}"
+
+
+WireFor = Callable[..., WireApi]
 
 
 @pytest.fixture(scope="module")
-def wire() -> Iterator[WireApi]:
-    connection = Wire()
-    yield WireApi(connection)
-    connection.close()
+def wire_for() -> Iterator[WireFor]:
+    """``wire_for(pi, *extra_args)``: the module's sidecar started with ``--pi pi`` and those
+    arguments (started on first use, kept for the module)."""
+    started: dict[tuple[str, ...], tuple[Wire, WireApi]] = {}
 
+    def wire(pi: str, *extra_args: str) -> WireApi:
+        key = (pi, *extra_args)
+        if key not in started:
+            connection = Wire("--pi", pi, *extra_args)
+            started[key] = (connection, WireApi(connection, pi))
+        return started[key][1]
 
-@pytest.fixture(scope="module")
-def reference_wire() -> Iterator[WireApi]:
-    connection = Wire("--keep-failed-appends")
-    yield WireApi(connection)
-    connection.close()
+    yield wire
+    for connection, _ in started.values():
+        connection.close()
 
 
 def test_scenarios_were_found() -> None:
     assert len(SCENARIOS) > 700
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)
-def test_scenario_through_the_wire(scenario: Path, wire: WireApi, reference_wire: WireApi) -> None:
+def test_the_adapter_sends_every_operation() -> None:
+    """No scenario is left out: the sidecar has a request for every operation of both releases."""
+    assert {str(s): ops_without_request(s) for s in SCENARIOS if ops_without_request(s)} == {}
+
+
+@pytest.mark.parametrize(("scenario", "pi"), CASES, ids=_id)
+def test_scenario_through_the_wire(scenario: Path, pi: str, wire_for: WireFor) -> None:
     missing = ops_without_request(scenario)
     if missing:
         pytest.skip(f"the sidecar has no request for {', '.join(missing)} yet")
-    expected_text = runner.expected_path(scenario, PI).read_text(encoding="utf-8")
-    report = runner.run_scenario_report(scenario, wire)
+    expected_text = runner.expected_path(scenario, pi).read_text(encoding="utf-8")
+    report = runner.run_scenario_report(scenario, wire_for(pi))
     if report.text == expected_text:
         return
     expected = json.loads(expected_text)
@@ -104,5 +119,5 @@ def test_scenario_through_the_wire(scenario: Path, wire: WireApi, reference_wire
     assert actual.get("start") == expected.get("start")
     assert actual["ops"][: failed + 1] == expected["ops"][: failed + 1]
     # ... and pi's behaviour exactly when asked for
-    again = runner.run_scenario_report(scenario, reference_wire)
+    again = runner.run_scenario_report(scenario, wire_for(pi, "--keep-failed-appends"))
     assert again.text == expected_text, runner.compare_texts(expected_text, again.text)

@@ -7,6 +7,7 @@ The thin mapping, per reference name:
 * statics (``create``, ``open``, ``continueRecent``, ``inMemory``, ``forkFrom``, ``list``,
   ``listAll``, ``findById``) -> ``pi/<name>``; a manager is a handle;
 * appenders -> ``pi/append`` with ``kind`` = the entry type they write;
+* ``appendContextEdit`` -> ``pi/appendContextEdit`` (pi 1.6.0);
 * everything else -> the ``pi/*`` method of the same name (getLeafId/getLeafEntry -> ``pi/getLeaf``;
   getTree -> ``pi/getTree`` with ``form: "reference"``; the accessors -> ``pi/getInfo``);
 * ``undefined`` results: the wire answers ``null`` (or leaves a key out) where the reference returns
@@ -202,6 +203,9 @@ class WireManager:
     def append_label_change(self, target_id: Any, label: Any = ABSENT) -> Any:
         return self._append("label", targetId=target_id, label=label)
 
+    def append_context_edit(self, target_id: Any, replacement: Any) -> Any:
+        return self._call("pi/appendContextEdit", targetId=target_id, replacement=replacement)["id"]
+
     # -- moving the leaf, switching sessions -----------------------------------------------------
 
     def branch(self, branch_from_id: Any) -> None:
@@ -274,6 +278,12 @@ class WireManager:
     def build_session_context(self) -> Any:
         return self._call("pi/buildSessionContext")
 
+    def build_session_projection(self) -> Any:
+        return self._call("pi/buildSessionProjection")
+
+    def get_entry_count(self) -> Any:
+        return self._call("pi/getEntryCount")
+
     def is_persisted(self) -> Any:
         return self._info()["isPersisted"]
 
@@ -294,16 +304,18 @@ class WireManager:
 
 
 class WireApi(runner.Api):
-    """``runner.Api`` whose SessionManager is :class:`WireManager` (the exports stay in-process)."""
+    """``runner.Api`` whose SessionManager is :class:`WireManager` (the exports stay in-process),
+    following pi release ``pi``: the sidecar must have been started with ``--pi`` that release
+    (its sessions follow it), and the runner asks the profile which reference names exist."""
 
-    def __init__(self, wire: Wire) -> None:
-        library = runner.Api.load().module
+    def __init__(self, wire: Wire, pi: str = runner.DEFAULT_PI) -> None:
+        library = runner.Api.load(pi).module
         manager_class = type("BoundWireManager", (WireManager,), {"wire": wire})
         module = SimpleNamespace(
             **{name: getattr(library, name) for name in dir(library) if not name.startswith("_")}
         )
         module.SessionManager = manager_class
-        super().__init__(module)
+        super().__init__(module, pi)
 
     def manager_info(self, sm: Any) -> dict[str, Any]:
         info = sm._info()
