@@ -176,6 +176,9 @@ class SessionManager:
         self._line_count = 0
         self._identity: storage.FileIdentity | None = None
         self._marker = b""
+        # (mtime, ctime) of the file when it last was as we know it (_known_end bytes, as we left
+        # them): a rewrite in place that keeps the size and the last bytes changes them
+        self._stamp: tuple[int, int] | None = None
         self._events: builtins.list[ForeignWrite] = []
         self.problems: builtins.list[LineProblem] = []
         self._appender: storage.Appender | None = None
@@ -695,6 +698,11 @@ class SessionManager:
         # what refresh_from_disk expects to find just before _known_end: the end of our own line
         # (after a foreign write it is not looked at: _out_of_sync reloads, which takes a new one)
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
+        # our write changed the file's times: they are ours, not another program's rewrite
+        try:
+            self._stamp = _times_of(os.fstat(appender.fd))
+        except OSError:
+            self._stamp = None
 
     def _rewrite(self, chunks: Any) -> None:
         """Write the whole session file: a new one, or the header of an empty one. Under the file's
@@ -721,6 +729,7 @@ class SessionManager:
             self._identity = None
             return
         self._identity = storage.FileIdentity.of(st)
+        self._stamp = _times_of(st)
         self._known_end = st.st_size if end is None else min(end, st.st_size)
         self._line_count = line_count
         self._out_of_sync = False
@@ -1172,7 +1181,11 @@ class SessionManager:
         Appended complete lines become entries (the leaf moves to the last one, as reopening
         would); a file that was truncated, replaced or rewritten is reloaded (read as it is, never
         written: see :meth:`_reload`); a deleted file is reported and the session stays as it is in
-        memory, and so does one that is being written again ("rewriting").
+        memory, and so does one that is being written again ("rewriting"). A rewrite in place that
+        keeps the file's size and last bytes (an editor's quick fix that swaps one id for another of
+        the same length) is told by the file's modification or change time, which our own writes
+        do not leave behind; a rewrite within the file system's timestamp granularity of our last
+        look at the file goes unnoticed.
         """
         path = self._session_file
         if not self._persist or not truthy(path) or not self._flushed or self._identity is None:
@@ -1190,10 +1203,13 @@ class SessionManager:
         ):
             return self._reload(path)
         if st.st_size == self._known_end:
+            if self._stamp is not None and _times_of(st) != self._stamp:
+                return self._reload(path)  # rewritten in place, keeping the size and the last bytes
             return FileChange("unchanged", [], self._leaf_id)
-        return self._ingest_appended(path, st.st_size)
+        return self._ingest_appended(path, st)
 
-    def _ingest_appended(self, path: str, size: int) -> FileChange:
+    def _ingest_appended(self, path: str, st: os.stat_result) -> FileChange:
+        size = st.st_size
         fd = open_for_reading(path)
         try:
             source = self._source or FileLineSource(path, os.dup(fd))
@@ -1220,6 +1236,7 @@ class SessionManager:
         self._line_count += result.lines
         self._known_end = result.end
         self._marker = self._read_marker(path, self._known_end)
+        self._stamp = _times_of(st)  # as it was when read (a line still being written reads later)
         if not new_ids and not result.problems:
             return FileChange("unchanged", [], self._leaf_id)
         return FileChange("appended", new_ids, self._leaf_id)
@@ -1334,6 +1351,11 @@ class SessionManager:
 
 class ReadOnlySessionError(PiSessionError):
     """A write method was called on a manager opened with ``read_only=True``."""
+
+
+def _times_of(st: os.stat_result) -> tuple[int, int]:
+    """A file's modification and change times (what a rewrite in place always changes)."""
+    return st.st_mtime_ns, st.st_ctime_ns
 
 
 def _drop_absent(value: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from pathlib import Path
 
 import pytest
 
@@ -173,6 +175,28 @@ def test_refresh_reloads_a_rewritten_file(tmp_path):
     change = sm.refresh_from_disk()
     assert change.kind == "reloaded"
     assert [e.id for e in sm.get_entries()] == ["z"]
+
+
+def test_refresh_reloads_a_file_rewritten_in_place_with_its_size_and_tail(tmp_path):
+    # an editor's quick fix: the orphan "c" re-parented from "gone0001" to "a" + 7 characters (the
+    # same length), saved in place: same inode, same size, same last 64 bytes
+    path = _write(
+        tmp_path / "s.jsonl",
+        [HEADER, _msg("a0000001", None), _msg("c0000003", "gone0001"), _msg("d0000004", "c0000003")],
+    )
+    an_hour_ago = time.time() - 3600
+    os.utime(path, (an_hour_ago, an_hour_ago))  # its times tell the rewrite apart, however fast
+    sm = SessionManager.open(path, read_only=True)
+    before = os.stat(path)
+    data = Path(path).read_bytes()
+    with open(path, "r+b") as f:
+        f.write(data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"'))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size) == (before.st_ino, before.st_size)
+    assert sm.refresh_from_disk().kind == "reloaded"
+    assert [r.entry.id for r in sm.get_tree()] == ["a0000001"]  # one root: the orphan is gone
+    assert sm.refresh_from_disk().kind == "unchanged"
+    assert Path(path).read_bytes() == data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"')
 
 
 def test_refresh_reports_deleted_file(tmp_path):
