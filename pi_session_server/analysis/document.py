@@ -110,6 +110,7 @@ class SessionDocument:
         self.edits: set[LineInfo] = set()  # the ``context_edit`` entry lines
         self.version = 0  # bumped on every change (of the text or of the profile)
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
+        self._held_leaf: Any = ABSENT  # see set_leaf
         self._bom_line: LineInfo | None = None
         self._provisional: list[LineInfo] = []
         self._scanned: list[LineInfo] = []
@@ -443,8 +444,24 @@ class SessionDocument:
     def entries(self) -> Iterable[LineInfo]:
         return (i for i in self.lines if i.kind == L.ENTRY)
 
+    def set_leaf(self, leaf_id: Any = ABSENT) -> None:
+        """Where the session held on this file continues: ``leaf_id`` an entry id (``branch`` moved
+        the leaf back to it), None (``resetLeaf``: no leaf, the next entry starts a new root), or
+        ABSENT (the default) for the file's own leaf, its last entry, as pi has it on opening. An id
+        the document does not hold (an entry the editor's text does not have) counts as ABSENT.
+        Hovers, hints and lenses follow it; diagnostics do not depend on it."""
+        self._held_leaf = leaf_id
+
     def leaf(self) -> LineInfo | None:
-        """The entry the reference's leaf is after loading: the last entry in file order."""
+        """The entry the session's leaf is: the last entry in file order (the reference's leaf after
+        loading), unless :meth:`set_leaf` says the session continues elsewhere."""
+        held = self._held_leaf
+        if held is None:
+            return None
+        if held is not ABSENT:
+            found = self.entry_by_id(held)
+            if found is not None:
+                return found
         for i in range(len(self.lines) - 1, -1, -1):
             info = self.lines[i]
             if info.kind == L.ENTRY:

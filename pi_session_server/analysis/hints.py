@@ -3,7 +3,11 @@
 Inlay hints go at the end of each entry line in the requested range (``depth 12 · 3 children ·
 label “x” · leaf``; on a context edit what it does, ``omits line 12``; on an edited entry, ``edited
 by line 14``); code lenses mark what deserves a headline: branch points, labelled entries, entries
-that context edits change, the leaf, and the header (entry count and where the leaf is).
+that context edits change, the leaf, and the header (entry count and where the leaf is). The leaf is
+the document's (:meth:`SessionDocument.leaf`: where the session held on the file continues).
+
+Lens titles carry icons as codicons (``$(git-branch)``), the LSP's convention, which VS Code draws;
+other editors replace them with a glyph or drop them (:data:`ICONS`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,12 @@ class Hint:
 class Lens:
     line: int
     title: str
+
+
+#: the codicons lens titles use, and a plain glyph for each (for editors that draw no codicons)
+BRANCH_ICON = "$(git-branch)"
+LEAF_ICON = "$(target)"
+ICONS = {BRANCH_ICON: "⑂", LEAF_ICON: "●"}
 
 
 def _line_end(info: LineInfo) -> int:
@@ -76,7 +86,10 @@ def code_lenses(doc: SessionDocument) -> list[Lens]:
     leaf = doc.leaf()
     header = doc.valid_header()
     if header is not None:
-        where = f"leaf on line {leaf.line + 1}" if leaf is not None else "no entries"
+        if leaf is not None:
+            where = f"leaf on line {leaf.line + 1}"
+        else:
+            where = "no leaf: the next entry starts a new root" if tree.members else "no entries"
         out.append(Lens(header.line, f"{len(tree.members):,} entries · {where}"))
     labelled = {r.ref for r in _labels(doc)}  # label targets: strings, their own index keys
     edited = {r.ref for r in doc.edits if isinstance(r.ref, str)} if doc.profile.context_edits else set()
@@ -84,7 +97,7 @@ def code_lenses(doc: SessionDocument) -> list[Lens]:
         kids = len(tree.kids(info))
         titles = []
         if kids > 1:
-            titles.append(f"⑂ {kids} branches")
+            titles.append(f"{BRANCH_ICON} {kids} branches")
         if info.key in labelled:  # the index key: an id may be any JSON value (an array: unhashable)
             label = current_label(doc, info)
             if label:
@@ -94,7 +107,7 @@ def code_lenses(doc: SessionDocument) -> list[Lens]:
                 f"edited by line {e.line + 1}: {edit_effect(doc, e).on_target}" for e in edits_of(doc, info)
             )
         if info is leaf:
-            titles.append("● leaf: pi continues here")
+            titles.append(f"{LEAF_ICON} leaf: pi continues here")
         if titles:
             out.append(Lens(info.line, " · ".join(titles)))
     return out

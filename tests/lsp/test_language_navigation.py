@@ -3,7 +3,9 @@ through the real server, for a UTF-16 and a UTF-8 client, on a file with emoji a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,10 +176,57 @@ async def test_inlay_hints_and_code_lenses(editor: Editor, uri: str) -> None:
     titles = {lens.range.start.line: lens.command.title for lens in lenses or [] if lens.command}
     assert titles == {
         0: "7 entries · leaf on line 8",
-        1: "⑂ 2 branches",
+        1: "$(git-branch) 2 branches",
         2: "label “important”",
-        7: "● leaf: pi continues here",
+        7: "$(target) leaf: pi continues here",
     }
+
+
+async def test_the_leaf_lens_follows_the_session_held_on_the_file(editor: Editor, tmp_path: Path) -> None:
+    """pi/branch (the editors' Branch Here) moves the held session's leaf: the lenses and hints of
+    the file's document follow it, and a client that can refresh its lenses is asked to."""
+    session = tmp_path / f"2026-11-30T09-13-48-180Z_leaf-{editor.encoding}.jsonl"
+    text = "\n".join(SESSION) + "\n"
+    session.write_text(text, encoding="utf-8")
+    uri = session.as_uri()
+    refreshes: list[str] = []
+    editor.client.feature(types.WORKSPACE_CODE_LENS_REFRESH)(lambda params: refreshes.append("lens"))
+    editor.client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)(lambda params: refreshes.append("hint"))
+    assert list(await editor.open(uri, text)) == []
+
+    async def lenses() -> dict[int, str]:
+        found = await editor.client.text_document_code_lens_async(types.CodeLensParams(td(uri)))
+        return {lens.range.start.line: lens.command.title for lens in found or [] if lens.command}
+
+    assert (await lenses())[7] == "$(target) leaf: pi continues here"
+    moved = await editor.client.protocol.send_request_async("pi/branch", {"uri": uri, "entryId": "d"})
+    assert moved.leafId == "d"
+    assert await lenses() == {
+        0: "7 entries · leaf on line 5",
+        1: "$(git-branch) 2 branches",
+        2: "label “important”",
+        4: "$(target) leaf: pi continues here",
+    }
+    hints = await editor.client.text_document_inlay_hint_async(
+        types.InlayHintParams(td(uri), types.Range(types.Position(0, 0), types.Position(7, 0)))
+    )
+    by_line = {h.position.line: h.label for h in hints or []}
+    assert (by_line[4], by_line[7]) == ("  depth 3 · leaf", "  depth 2 · no children")
+    await editor.client.protocol.send_request_async("pi/resetLeaf", {"uri": uri})
+    assert (await lenses())[0] == "7 entries · no leaf: the next entry starts a new root"
+    await editor.client.protocol.send_request_async("pi/branch", {"uri": uri, "entryId": "g"})
+    assert (await lenses())[7] == "$(target) leaf: pi continues here"
+    capabilities = editor.client.capabilities.workspace  # type: ignore[attr-defined]
+    wanted = set()
+    if capabilities.code_lens is not None and capabilities.code_lens.refresh_support:
+        wanted.add("lens")
+    if capabilities.inlay_hint is not None and capabilities.inlay_hint.refresh_support:
+        wanted.add("hint")
+    for _ in range(200):
+        if wanted <= set(refreshes):
+            break
+        await asyncio.sleep(0.02)
+    assert set(refreshes) == wanted
 
 
 async def test_selection_ranges_grow_to_the_entry_line(editor: Editor, uri: str) -> None:

@@ -131,9 +131,23 @@ def test_inlay_hints_only_in_range_and_lenses() -> None:
     lenses = {lens.line: lens.title for lens in code_lenses(doc)}
     assert lenses == {
         0: "4 entries · leaf on line 5",
-        1: "⑂ 2 branches · label “start”",
-        4: "● leaf: pi continues here",
+        1: "$(git-branch) 2 branches · label “start”",
+        4: "$(target) leaf: pi continues here",
     }
+    doc.set_leaf("b")  # the session held on the file branched back to b
+    lenses = {lens.line: lens.title for lens in code_lenses(doc)}
+    assert lenses == {
+        0: "4 entries · leaf on line 3",
+        1: "$(git-branch) 2 branches · label “start”",
+        2: "$(target) leaf: pi continues here",
+    }
+    assert [h.label for h in inlay_hints(doc, 2, 2)] == ["  depth 1 · no children · leaf"]
+    doc.set_leaf(None)  # resetLeaf: no leaf
+    assert {lens.line: lens.title for lens in code_lenses(doc)}[0] == (
+        "4 entries · no leaf: the next entry starts a new root"
+    )
+    doc.set_leaf("gone")  # not in the document: the file's own leaf
+    assert {lens.line: lens.title for lens in code_lenses(doc)}[4] == "$(target) leaf: pi continues here"
 
 
 def test_selection_spans_on_a_key_and_on_a_repeated_key() -> None:
