@@ -13,20 +13,15 @@ return {
   end,
   -- session files live outside projects: no root markers, one server for all of them
   filetypes = { 'pi-session' },
+  -- the pi release the server follows: setup{pi_version}, read when the server starts
+  before_init = function(params)
+    params.initializationOptions = vim.tbl_extend('force', params.initializationOptions or {}, {
+      piVersion = require('pi_session.config').pi_version(),
+    })
+  end,
+  -- (Neovim pulls the diagnostics of attached buffers; the server pushes only those of files no
+  -- client opened, so each problem shows once without a filter.)
   handlers = {
-    -- The server pushes diagnostics and also answers pulls, which Neovim 0.11 makes for attached
-    -- buffers: keep the pulled ones only, or every problem shows twice.
-    ['textDocument/publishDiagnostics'] = function(err, result, ctx)
-      local client = vim.lsp.get_client_by_id(ctx.client_id)
-      if client and client.server_capabilities.diagnosticProvider and result and result.uri then
-        local ok, fname = pcall(vim.uri_to_fname, result.uri)
-        local bufnr = ok and vim.fn.bufnr(fname) or -1
-        if bufnr ~= -1 and vim.lsp.buf_is_attached(bufnr, client.id) then
-          return
-        end
-      end
-      return vim.lsp.diagnostic.on_publish_diagnostics(err, result, ctx)
-    end,
     ['pi/didChange'] = function(_, params)
       require('pi_session.tree').on_did_change(params)
     end,

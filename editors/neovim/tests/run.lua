@@ -193,6 +193,10 @@ test('code lens, inlay hints and folding are on in the session buffer', function
   truthy(vim.iter(titles):any(function(t)
     return t:find('leaf', 1, true) ~= nil
   end), 'no leaf lens: ' .. vim.inspect(titles))
+  -- the server's codicons ("$(git-branch) 2 branches") are shown as plain glyphs
+  truthy(vim.tbl_contains(titles, '⑂ 2 branches'), 'no branch lens with its glyph: ' .. vim.inspect(titles))
+  truthy(not table.concat(titles, ' '):find('$(', 1, true), 'a codicon shown as text: ' .. vim.inspect(titles))
+  eq(require('pi_session.config').plain_icons('$(git-branch) 2 branches · $(target) leaf · $(unknown)x'), '⑂ 2 branches · ● leaf · x', 'plain_icons')
   vim.api.nvim_set_current_win(session_win)
   eq(vim.wo.foldmethod, 'expr', 'foldmethod')
   eq(vim.wo.foldexpr, 'v:lua.vim.lsp.foldexpr()', 'foldexpr')
@@ -405,6 +409,16 @@ test(':PiSessionBranch moves the leaf and the tree follows', function()
     return vim.tbl_contains(lines, '├─ * user: Start with the scanner  [scanner-try]')
       and vim.tbl_contains(lines, '│  * assistant: Scanner split into two functions  <- leaf')
   end, 'the tree after the branch')
+  -- the leaf's code lens follows the branch (line 6, a0000002)
+  local moved = vim.wait(TIMEOUT, function()
+    for _, lens in ipairs(vim.lsp.codelens.get(session_buf)) do
+      if lens.range.start.line == 5 and lens.command and lens.command.title:find('leaf', 1, true) then
+        return true
+      end
+    end
+    return false
+  end, 50)
+  truthy(moved, 'the leaf lens did not follow the branch: ' .. vim.inspect(vim.lsp.codelens.get(session_buf)))
 end)
 
 test(':PiSessionLabel labels the entry (the server appends a label line)', function()
@@ -438,6 +452,35 @@ test('the tree follows another program appending to the session (pi/didChange)',
     return tree_text:find('user: A line written by pi itself  <- leaf', 1, true) ~= nil
   end, 50)
   truthy(seen, 'the tree did not follow the outside append:\n' .. tree_text)
+end)
+
+test('pi/didChange "rewriting" is waited out: the tree is not read again, nothing is reported', function()
+  local tree = require('pi_session.tree')
+  local view = require('pi_session.view')
+  local refresh, view_change = tree.refresh, view.on_did_change
+  local calls, notes = 0, {}
+  local notify = vim.notify
+  tree.refresh = function(...)
+    calls = calls + 1
+    return refresh(...)
+  end
+  view.on_did_change = function() end
+  vim.notify = function(message, level)
+    table.insert(notes, { message, level })
+  end
+  local handler = vim.lsp.config.pi_session.handlers['pi/didChange']
+  local uri = vim.uri_from_bufnr(session_buf)
+  handler(nil, { session = 's1', uri = uri, kind = 'rewriting', newEntryIds = {} }, {})
+  vim.wait(200)
+  local during = calls
+  handler(nil, { session = 's1', uri = uri, kind = 'reloaded', newEntryIds = {} }, {})
+  vim.wait(TIMEOUT, function()
+    return calls > during
+  end, 20)
+  tree.refresh, view.on_did_change, vim.notify = refresh, view_change, notify
+  eq(during, 0, 'tree refreshes while the file is being rewritten')
+  truthy(calls >= 1, 'the tree was not refreshed once the file was reloaded')
+  eq(notes, {}, 'messages')
 end)
 
 local view_buf
@@ -600,6 +643,37 @@ test('fix all: lines glued after a crash are split by the documented code_action
   end, 50)
   truthy(split, 'the buffer was not changed: ' .. buffer_text(buf))
   eq(vim.api.nvim_buf_get_lines(buf, 0, 3, false), { header, first, second }, 'the lines after fix all')
+end)
+
+test('pi_version reaches the server as initializationOptions.piVersion; setup with another restarts it', function()
+  local pi = require('pi_session')
+  local function followed()
+    local info, err = pi.request_sync(session_buf, 'pi/getInfo', {}, TIMEOUT)
+    truthy(not err, vim.inspect(err))
+    return info.piVersion
+  end
+  eq(followed(), '1.6.0', 'the default release')
+  local first = pi.client(session_buf)
+  pi.setup({ cmd = cli, pi_version = '0.86.1' })
+  local again = vim.wait(TIMEOUT, function()
+    local now = pi.client(session_buf)
+    return now ~= nil and now.id ~= first.id and now.initialized
+  end, 20)
+  truthy(again, 'no new client after setup{pi_version}')
+  eq(followed(), '0.86.1', 'the release after setup{pi_version = "0.86.1"}')
+  local notes = {}
+  local notify = vim.notify
+  vim.notify = function(message)
+    table.insert(notes, message)
+  end
+  pi.setup({ cmd = cli, pi_version = '0.1' })
+  vim.notify = notify
+  truthy(notes[1] and notes[1]:find('not a pi release the server knows', 1, true), vim.inspect(notes))
+  vim.wait(TIMEOUT, function()
+    local now = pi.client(session_buf)
+    return now ~= nil and now.initialized and select(2, pcall(followed)) == '1.6.0'
+  end, 50)
+  eq(followed(), '1.6.0', 'an unknown release: the default')
 end)
 
 test(':checkhealth pi_session says the server starts, and what is on in session buffers', function()

@@ -10,7 +10,6 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { applyReports, runCheck } from './checkAll';
-import { lensTitle } from './codeLens';
 import { CONTEXT_SCHEME, ContextDocuments, contextDocumentUri } from './contextDocument';
 import { LANGUAGE_ID, registerLanguageDetection } from './detect';
 import { EXTENSION_HOST_LIMIT_MB, opensInViewer } from './largeFiles';
@@ -19,6 +18,7 @@ import {
   FILTER_DESCRIPTIONS,
   FILTER_MODES,
   Methods,
+  PI_VERSIONS,
   type DidChangeParams,
   type FilterMode,
   type ForeignWriterParams,
@@ -156,6 +156,9 @@ class Extension {
       transport: TransportKind.stdio,
       options: { env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
+    // VS Code pulls the diagnostics of open documents, and the server pushes only those of files VS
+    // Code did not open; its code lens titles carry codicons. Nothing to adjust here.
+    const piVersion = piVersionSetting();
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
         { scheme: 'file', language: LANGUAGE_ID },
@@ -163,21 +166,9 @@ class Extension {
       ],
       outputChannel: this.output,
       diagnosticCollectionName: 'pi-session',
-      middleware: {
-        // The server both pushes diagnostics and answers pulls; the client pulls for open documents,
-        // so a push for an open document would list every problem twice.
-        handleDiagnostics: (uri, diagnostics, next) => {
-          const pulls = Boolean(client.initializeResult?.capabilities.diagnosticProvider);
-          if (pulls && vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString())) return;
-          next(uri, diagnostics);
-        },
-        provideCodeLenses: async (document, token, next) => {
-          const lenses = await next(document, token);
-          for (const lens of lenses ?? []) if (lens.command) lens.command.title = lensTitle(lens.command.title);
-          return lenses;
-        },
-      },
+      initializationOptions: { piVersion },
     };
+    this.log(`Following pi ${piVersion} (setting piSession.piVersion).`);
     const client: LanguageClient = new LanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);
     this.client = client;
     this.clientSubscriptions.push(
@@ -345,6 +336,13 @@ class Extension {
 
   private onDidChange(params: DidChangeParams): void {
     const changed = params.uri;
+    if (params.kind === 'rewriting') {
+      // another program is writing the file again: the server keeps the session as it was and
+      // reports the finished file (reloaded) next; re-reading now would only show the old state
+      this.log(`${changed ?? 'a session file'} is being rewritten by another program: waiting for it`);
+      vscode.window.setStatusBarMessage('Pi Session: the session file is being rewritten; waiting for it…', 3000);
+      return;
+    }
     if (!changed) {
       void this.tree.refresh();
       return;
@@ -540,6 +538,12 @@ class Extension {
 
 // ---- helpers ----------------------------------------------------------------------------------
 
+/** The pi release the server follows: setting piSession.piVersion (initializationOptions.piVersion). */
+function piVersionSetting(): string {
+  const value = vscode.workspace.getConfiguration('piSession').get<string>('piVersion', PI_VERSIONS[0]);
+  return typeof value === 'string' && (PI_VERSIONS as readonly string[]).includes(value) ? value : PI_VERSIONS[0];
+}
+
 function sameUri(a: string, b: string): boolean {
   if (a === b) return true;
   try {
@@ -643,7 +647,8 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
     }),
     vscode.workspace.onDidCloseTextDocument((document) => ext.contextDocuments.closed(document)),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration('piSession.server') && ext.started) void ext.restart();
+      // the pi release is an initialization option: the server starts again with the new one
+      if ((event.affectsConfiguration('piSession.server') || event.affectsConfiguration('piSession.piVersion')) && ext.started) void ext.restart();
       if (event.affectsConfiguration('piSession.tree.filter')) {
         void ext.tree.setFilter(vscode.workspace.getConfiguration('piSession').get<FilterMode>('tree.filter', 'default'));
       }

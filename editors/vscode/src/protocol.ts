@@ -3,6 +3,9 @@
 
 // The server also knows "none" (getTree() itself, nothing hidden): used to find the entry on a line.
 export const FILTER_MODES = ['default', 'no-tools', 'user-only', 'labeled-only', 'all'] as const;
+
+/** The pi releases the server follows (`initializationOptions.piVersion`), the default first. */
+export const PI_VERSIONS = ['1.6.0', '0.86.1'] as const;
 export type FilterMode = (typeof FILTER_MODES)[number];
 
 /** What each of pi's /tree filter modes shows (for the filter picker). */
@@ -124,7 +127,8 @@ export interface SessionContextResult {
 export interface DidChangeParams {
   session?: string;
   uri?: string;
-  kind?: 'appended' | 'reloaded' | string;
+  /** rewriting: another program is writing the file again; the session stays as it was until it is whole. */
+  kind?: 'appended' | 'reloaded' | 'rewriting' | 'deleted' | string;
   newEntryIds?: string[];
   leafId?: string | null;
 }

@@ -5,6 +5,27 @@ local M = {}
 
 local group = vim.api.nvim_create_augroup('pi_session_attach', { clear = true })
 
+--- Ask the server for the code lenses of a session buffer and show them. Their titles carry
+--- codicons ("$(git-branch) 2 branches", drawn by VS Code), shown here as plain glyphs
+--- (config.icons); vim.lsp.codelens.refresh() would show them as text.
+---@param bufnr integer
+function M.refresh_lenses(bufnr)
+  local client = require('pi_session').client(bufnr)
+  if not client or not client:supports_method('textDocument/codeLens', bufnr) then
+    return
+  end
+  local plain = require('pi_session.config').plain_icons
+  local params = { textDocument = vim.lsp.util.make_text_document_params(bufnr) }
+  client:request('textDocument/codeLens', params, function(err, result, ctx)
+    for _, lens in ipairs(type(result) == 'table' and result or {}) do
+      if lens.command and type(lens.command.title) == 'string' then
+        lens.command.title = plain(lens.command.title)
+      end
+    end
+    vim.lsp.codelens.on_codelens(err, result, ctx)
+  end, bufnr)
+end
+
 local function fold_by_lsp(win)
   vim.wo[win][0].foldmethod = 'expr'
   vim.wo[win][0].foldexpr = 'v:lua.vim.lsp.foldexpr()'
@@ -19,12 +40,12 @@ function M.on_attach(client, bufnr)
     vim.lsp.inlay_hint.enable(true, { bufnr = bufnr })
   end
   if options.codelens ~= false and client:supports_method('textDocument/codeLens', bufnr) then
-    vim.lsp.codelens.refresh({ bufnr = bufnr })
+    M.refresh_lenses(bufnr)
     vim.api.nvim_create_autocmd({ 'BufEnter', 'InsertLeave', 'TextChanged' }, {
       group = group,
       buffer = bufnr,
       callback = function()
-        vim.lsp.codelens.refresh({ bufnr = bufnr })
+        M.refresh_lenses(bufnr)
       end,
     })
   end

@@ -6,6 +6,10 @@ M.defaults = {
   -- E.g. { '/home/me/.venv/bin/python', '-m', 'pi_session_server' }.
   -- nil = `pi-session` on PATH.
   cmd = nil,
+  -- The pi release whose semantics the server follows for every session ('1.6.0' or '0.86.1'):
+  -- the LLM context, the problems reported, the tree. Sent as initializationOptions.piVersion;
+  -- setup{pi_version} with another release restarts a running server.
+  pi_version = '1.6.0',
   -- Initial filter of :PiSessionTree (pi's /tree modes).
   tree_filter = 'default',
   -- Show Context as 'markdown' or 'json'.
@@ -23,6 +27,9 @@ M.defaults = {
 }
 
 M.options = vim.deepcopy(M.defaults)
+
+--- The pi releases the server follows, the default first.
+M.pi_versions = { '1.6.0', '0.86.1' }
 
 M.filters = { 'default', 'no-tools', 'user-only', 'labeled-only', 'all' }
 
@@ -48,6 +55,27 @@ end
 
 --- How to install the server (it is on no package index): from a clone, or the wheel built from one.
 M.INSTALL_HINT = 'pip install /path/to/pi-session-server (a clone of the repository; `pip install -e .` inside it, or `pip install` the wheel built from it)'
+
+--- The pi release for initializationOptions.piVersion: setup{pi_version} if it is one the server
+--- knows, else the default.
+---@return string
+function M.pi_version()
+  local wanted = M.options.pi_version
+  return vim.tbl_contains(M.pi_versions, wanted) and wanted or M.defaults.pi_version
+end
+
+--- Glyphs for the codicons in the server's code lens titles (others are dropped).
+M.icons = { ['git-branch'] = '⑂', target = '●' }
+
+--- A code lens title with its codicons ("$(git-branch)") as plain glyphs.
+---@param title string
+---@return string
+function M.plain_icons(title)
+  return (title:gsub('%$%(([%w-]+)%)(%s?)', function(name, space)
+    local glyph = M.icons[name]
+    return glyph and (glyph .. space) or ''
+  end))
+end
 
 --- The command that starts the language server.
 ---@return string[]

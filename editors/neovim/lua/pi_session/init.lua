@@ -4,9 +4,52 @@ local config = require('pi_session.config')
 
 local M = {}
 
----@param opts? {cmd?: string|string[], tree_filter?: string, context_format?: 'markdown'|'json', tree_page_size?: integer, codelens?: boolean, inlay_hints?: boolean, folding?: boolean}
+---@param opts? {cmd?: string|string[], pi_version?: '1.6.0'|'0.86.1', tree_filter?: string, context_format?: 'markdown'|'json', tree_page_size?: integer, codelens?: boolean, inlay_hints?: boolean, folding?: boolean}
 function M.setup(opts)
+  local before = config.pi_version()
   config.options = vim.tbl_deep_extend('force', vim.deepcopy(config.defaults), opts or {})
+  if config.options.pi_version ~= config.pi_version() then
+    vim.notify(
+      ('pi-session: pi_version %s is not a pi release the server knows (%s): it follows pi %s'):format(
+        vim.inspect(config.options.pi_version),
+        table.concat(config.pi_versions, ', '),
+        config.pi_version()
+      ),
+      vim.log.levels.ERROR
+    )
+  end
+  if config.pi_version() ~= before then
+    M.restart()
+  end
+end
+
+--- Start the running pi-session servers again (they read setup's options as they start), and
+--- attach the new one to the session buffers.
+function M.restart()
+  local clients = vim.lsp.get_clients({ name = 'pi_session' })
+  if #clients == 0 then
+    return
+  end
+  for _, client in ipairs(clients) do
+    client:stop()
+  end
+  local function again()
+    for _, client in ipairs(clients) do
+      if not client:is_stopped() then
+        return vim.defer_fn(again, 20)
+      end
+    end
+    if not vim.lsp.is_enabled('pi_session') then
+      return
+    end
+    -- what vim.lsp.enable does for the buffers open before it: their FileType once more
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].filetype == M.FILETYPE then
+        pcall(vim.api.nvim_exec_autocmds, 'FileType', { group = 'nvim.lsp.enable', buffer = buf, modeline = false })
+      end
+    end
+  end
+  again()
 end
 
 M.FILETYPE = 'pi-session'
@@ -141,7 +184,7 @@ function M.branch()
   require('pi_session.view').refresh_for(bufnr)
   -- the leaf's code lens moves with it
   if config.options.codelens ~= false then
-    pcall(vim.lsp.codelens.refresh, { bufnr = bufnr })
+    require('pi_session.attach').refresh_lenses(bufnr)
   end
 end
 

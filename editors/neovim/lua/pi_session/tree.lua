@@ -310,6 +310,11 @@ function M.on_did_change(params)
   if type(params) ~= 'table' then
     return
   end
+  if params.kind == 'rewriting' then
+    -- another program is writing the file again: the server keeps the session as it was and
+    -- reports the finished file (reloaded) next; re-reading now would only show the old state
+    return
+  end
   vim.schedule(function()
     for buf, state in pairs(trees) do
       if vim.api.nvim_buf_is_valid(state.source) and (params.uri == nil or same_file(vim.uri_from_bufnr(state.source), params.uri)) then

@@ -284,6 +284,20 @@ test('pi/didChange for the shown session refreshes the tree; for another file it
   assert.ok(count() > before);
 });
 
+test('pi/didChange "rewriting" waits for the file: no re-read, no error; the reload after it refreshes', async (t) => {
+  const { client, state, restore } = await activated();
+  t.after(restore);
+  const count = () => client.requests.filter((r) => r.method === 'pi/getTree').length;
+  const before = count();
+  client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'rewriting', newEntryIds: [] });
+  await flush();
+  assert.equal(count(), before);
+  assert.deepEqual(state.messages.error, []);
+  client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'reloaded', newEntryIds: [], leafId: 'a3' });
+  await flush();
+  assert.ok(count() > before);
+});
+
 test('Show Context at the cursor asks for that entry and opens a read-only Markdown document', async (t) => {
   const { client, state, restore } = await activated({ cursorLine: 2 });
   t.after(restore);
@@ -342,15 +356,25 @@ test('an entry named by {uri, entryId} is looked up alone (one node of pi/getTre
   assert.deepEqual(client.requests.find((r) => r.method === 'pi/branch').params, { uri: SESSION_URI, entryId: 'u2' });
 });
 
-test('code lens titles from the server get codicons', async (t) => {
-  const { client, restore } = await activated();
+test('the pi release setting goes to the server as initializationOptions.piVersion; a change restarts it', async (t) => {
+  const { state, client, restore } = await activated({ config: { 'piSession.piVersion': '0.86.1' } });
   t.after(restore);
-  const lenses = await client.clientOptions.middleware.provideCodeLenses({}, {}, async () => [
-    { command: { title: '⑂ 2 branches' } },
-    { command: { title: '● leaf: pi continues here' } },
-    {},
-  ]);
-  assert.deepEqual(lenses.map((l) => l.command?.title), ['$(git-branch) 2 branches', '$(target) leaf: pi continues here', undefined]);
+  assert.deepEqual(client.clientOptions.initializationOptions, { piVersion: '0.86.1' });
+  state.config['piSession.piVersion'] = '1.6.0';
+  state.emitters.config.fire({ affectsConfiguration: (section) => section === 'piSession.piVersion' });
+  await flush();
+  assert.equal(state.clients.length, 2);
+  assert.equal(state.clients[0].isRunning(), false);
+  assert.deepEqual(state.clients[1].clientOptions.initializationOptions, { piVersion: '1.6.0' });
+  state.emitters.config.fire({ affectsConfiguration: (section) => section === 'piSession.tree.filter' });
+  await flush();
+  assert.equal(state.clients.length, 2); // other settings do not restart it
+});
+
+test('an unknown piVersion setting falls back to the default release', async (t) => {
+  const { client, restore } = await activated({ config: { 'piSession.piVersion': '9.9' } });
+  t.after(restore);
+  assert.deepEqual(client.clientOptions.initializationOptions, { piVersion: '1.6.0' });
 });
 
 test('Branch Here on the header line is an error, and nothing is sent', async (t) => {
@@ -457,18 +481,12 @@ test('deactivate stops the server', async (t) => {
   assert.equal(client.isRunning(), false);
 });
 
-test('pushed diagnostics for an open document are dropped when the server answers pulls (no duplicates)', async (t) => {
-  const { client, doc, restore } = await activated();
+test('no middleware: pushed diagnostics and code lenses reach VS Code as the server sends them', async (t) => {
+  // the server pushes only diagnostics of files VS Code did not open (it pulls the others), and its
+  // lens titles carry codicons: nothing to filter or rewrite
+  const { client, restore } = await activated();
   t.after(restore);
-  const handle = client.clientOptions.middleware.handleDiagnostics;
-  const forwarded = [];
-  const next = (uri, diagnostics) => forwarded.push([uri.toString(), diagnostics.length]);
-  client.initializeResult = { capabilities: {} };
-  handle(doc.uri, [{}], next);
-  client.initializeResult = { capabilities: { diagnosticProvider: { interFileDependencies: false } } };
-  handle(doc.uri, [{}], next);
-  handle(Uri.parse('file:///not/open.jsonl'), [{}, {}], next);
-  assert.deepEqual(forwarded, [[SESSION_URI, 1], ['file:///not/open.jsonl', 2]]);
+  assert.equal(client.clientOptions.middleware, undefined);
 });
 
 test('the tree follows the active editor when first-line detection turns it into a session', async (t) => {

@@ -16,7 +16,6 @@ const { parseCheckOutput } = require(path.join(out, 'checkReport.js'));
 const { renderContextMarkdown } = require(path.join(out, 'contextMarkdown.js'));
 const { isSessionHeaderLine, isEntryLine, looksLikeSession } = require(path.join(out, 'detect.js'));
 const render = require(path.join(out, 'viewer', 'render.js'));
-const { lensTitle } = require(path.join(out, 'codeLens.js'));
 const { makeTreeServer, chainEntries } = require('./fakeTree');
 loaded.restore();
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
@@ -297,11 +296,6 @@ test('iconFor: a codicon per role and entry type', () => {
   assert.equal(icon('model_change'), 'chip');
   assert.equal(icon('future_entry'), 'circle-outline');
   assert.equal(icon('message', 'madeUp'), 'comment-discussion');
-});
-
-test('code lens titles: the server glyphs become codicons', () => {
-  assert.equal(lensTitle('⑂ 2 branches · ● leaf: pi continues here'), '$(git-branch) 2 branches · $(target) leaf: pi continues here');
-  assert.equal(lensTitle('12 entries · leaf on line 9'), '12 entries · leaf on line 9');
 });
 
 // ---- the viewer's HTML ------------------------------------------------------------------------------
