@@ -7,7 +7,8 @@ The filter modes follow pi's TUI tree selector (``modes/interactive/components/t
 of 0.86.1, ``applyFilter``): in every mode but ``none``, ``usage`` entries are hidden, and so are
 assistant messages without text that did not end in an error or abort (unless they are the leaf).
 Then ``default`` hides settings entries (label, custom, model_change, thinking_level_change,
-session_info); ``no-tools`` also hides tool results; ``user-only`` keeps user messages only;
+session_info, and pi 1.6.0's context_edit, labelled ``[context omit|replace: <targetId>]`` where it
+shows); ``no-tools`` also hides tool results; ``user-only`` keeps user messages only;
 ``labeled-only`` keeps labelled entries only; ``all`` keeps the rest. A hidden entry's visible
 descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the default of
 ``pi/getTree``) is ``getTree()`` itself, nothing hidden.
@@ -37,7 +38,9 @@ from pi_session_server.session.fields import field, id_of, parent_of, role_of, t
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
-_SETTINGS_TYPES = frozenset({"label", "custom", "model_change", "thinking_level_change", "session_info"})
+_SETTINGS_TYPES = frozenset(
+    {"label", "custom", "model_change", "thinking_level_change", "session_info", "context_edit"}
+)
 
 
 # --- text helpers (JS semantics) -----------------------------------------------------------

@@ -289,3 +289,18 @@ def test_a_missing_path_is_reported_and_the_others_are_still_repaired(glued: Pat
     done = cli(glued.parent / "nope.jsonl", glued, "--in-place")
     assert done.returncode == 2 and "nope.jsonl: no such file or directory" in done.stderr
     assert glued.read_bytes() == SPLIT
+
+
+@pytest.mark.parametrize(
+    ("pi", "left"), [("1.6.0", "problems left: ok"), ("0.86.1", "problems left: 1 info")]
+)
+def test_the_analysis_follows_pi(tmp_path: Path, pi: str, left: str) -> None:
+    # a context edit is pi 1.6.0's; pi 0.86.1 reads it as an entry type it does not know (PI020)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(
+        b"\xef\xbb\xbf" + lines(HEADER, A, B, S.context_edit("eeee0005", "bbbb0002", "aaaa0001"))
+    )
+    done = cli(path, "--in-place", "--no-backup", "--pi", pi)
+    assert done.returncode == 0, done.stderr
+    assert f"1 repair made in {path}; {left}" in done.stdout
+    assert not path.read_bytes().startswith(b"\xef\xbb\xbf")
