@@ -20,8 +20,11 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..errors import StaleFileError
+from ..session.profiles import DEFAULT_PI, PiVersion
+from ..session.rewrites import FileState, replace_in_place
 from . import codes
-from .document import SessionDocument
+from .document import BOM_BYTES, SessionDocument
 from .repairs import Repair, TextEdit, repairs
 
 #: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen
@@ -62,6 +65,9 @@ class Plan:
     applied: list[Planned] = field(default_factory=list)
     # repairs that would touch bytes an applied one changes: for another round, on the repaired file
     deferred: list[Repair] = field(default_factory=list)
+    # repairs of what the file holds and the text does not (Repair.on_disk): made to the file by
+    # repair_file, where they are ordinary repairs of its bytes
+    on_disk: list[Repair] = field(default_factory=list)
 
     def splices(self) -> list[Splice]:
         return sorted(s for p in self.applied for s in p.splices)
@@ -82,6 +88,9 @@ def plan_repairs(doc: SessionDocument, chosen: Iterable[str], path: str | None =
     taken: list[tuple[int, int]] = []  # byte ranges of the splices planned so far
     seen: set[tuple[Splice, ...]] = set()
     for repair in chosen_ones:
+        if repair.on_disk:
+            plan.on_disk.append(repair)
+            continue
         splices = tuple(sorted(_splice(e, starts) for e in repair.edits()))
         if not splices or splices in seen:
             continue
@@ -143,4 +152,63 @@ def _copy(fd: int, start: int, end: int) -> Iterator[bytes]:
         start += len(chunk)
 
 
-__all__ = ["FIXABLE_CODES", "SAFE_CODES", "Plan", "Planned", "Splice", "plan_repairs", "spliced"]
+@dataclass(frozen=True, slots=True)
+class FileRepair:
+    """What :func:`repair_file` did."""
+
+    repairs: int  # the repairs made
+    kept: int  # bytes others appended meanwhile, kept after the repaired content
+
+
+def repair_file(
+    path: str, chosen: Iterable[str], pi: PiVersion = DEFAULT_PI, *, text: bytes | None = None
+) -> FileRepair:
+    """Make the repairs of ``chosen`` codes to the file at ``path`` (one round: what ``pi-session
+    repair --in-place`` does first), read as pi release ``pi`` reads it. The file is replaced
+    atomically under its lock, checked right before the rename; lines others append meanwhile are
+    kept after the repaired content, any other change leaves the file alone (StaleFileError).
+
+    ``text``: the file as an editor shows it (its bytes, without a byte order mark the editor
+    hides). The file is repaired only if that is what it holds, so that an editor reloading the
+    repaired file loses nothing; else StaleFileError and nothing is written. Raises OSError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        before = FileState.of(fd)
+        if text is not None and _without_bom(_read_all(fd, before.size)) != text:
+            raise StaleFileError(
+                f"{path} differs from the text the editor shows: save it first (nothing was written)"
+            )
+        doc = SessionDocument.from_file(_name_of(path, fd), pi=pi)
+        plan = plan_repairs(doc, chosen, path)
+        if not plan.applied:
+            return FileRepair(0, 0)
+        kept = replace_in_place(path, before, spliced(fd, before.size, plan.splices()))
+        return FileRepair(len(plan.applied), kept)
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    return b"".join(_copy(fd, 0, size))
+
+
+def _without_bom(data: bytes) -> bytes:
+    return data[len(BOM_BYTES) :] if data.startswith(BOM_BYTES) else data
+
+
+def _name_of(path: str, fd: int) -> str:
+    """A name for the file open as ``fd`` (the very file, even if ``path`` is replaced meanwhile)."""
+    return f"/proc/self/fd/{fd}" if os.path.exists("/proc/self/fd") else path
+
+
+__all__ = [
+    "FIXABLE_CODES",
+    "SAFE_CODES",
+    "FileRepair",
+    "Plan",
+    "Planned",
+    "Splice",
+    "plan_repairs",
+    "repair_file",
+    "spliced",
+]

@@ -78,6 +78,14 @@ def _whole_line(raw: bytes) -> tuple[int, int]:
     return (start, end) if end > start else (0, len(raw))
 
 
+def _first_char_end(raw: bytes) -> int:
+    """Where the first character of a line ends (0 for an empty line)."""
+    end = min(1, len(raw))
+    while end < len(raw) and (raw[end] & 0xC0) == 0x80:
+        end += 1
+    return end
+
+
 def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
     if p.span is not None:
         return p.span
@@ -115,6 +123,18 @@ def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                 CODES[codes.BOM].severity,
                 codes.BOM,
                 "the file starts with a byte order mark: pi cannot parse the header and refuses the file",
+            )
+        )
+    elif doc.disk_bom:  # the editor's text lacks it: the first character stands for it
+        out.append(
+            Diagnostic(
+                0,
+                0,
+                _first_char_end(lines[0].raw if lines else b""),
+                CODES[codes.BOM].severity,
+                codes.BOM,
+                "the file on disk starts with a byte order mark, which the editor does not show: pi "
+                "cannot parse the header and refuses the file",
             )
         )
     first = doc.first_kept()

@@ -111,6 +111,8 @@ class SessionDocument:
         self.version = 0  # bumped on every change (of the text or of the profile)
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
         self._held_leaf: Any = ABSENT  # see set_leaf
+        #: the file on disk starts with a byte order mark that the text lacks (see set_disk_bom)
+        self.disk_bom = False
         self._bom_line: LineInfo | None = None
         self._provisional: list[LineInfo] = []
         self._scanned: list[LineInfo] = []
@@ -434,7 +436,24 @@ class SessionDocument:
         return v is not None and v < 2
 
     def has_bom(self) -> bool:
+        """The text starts with a byte order mark."""
         return bool(self.lines) and self.lines[0].raw.startswith(BOM_BYTES)
+
+    def set_disk_bom(self, on_disk: bool) -> bool:
+        """Whether the file this text is of starts with a byte order mark that the text does not
+        have: editors hide the mark (it is the file's encoding to them) and send the text without
+        it, but pi reads the file's bytes and refuses it. Diagnostics (PI014) and repairs (made to
+        the file, :attr:`Repair.on_disk`) then look at the file, not only at the text. Returns
+        whether that changed (a new :attr:`version`)."""
+        if on_disk == self.disk_bom:
+            return False
+        self.disk_bom = on_disk
+        self.version += 1
+        return True
+
+    def bom_in_file(self) -> bool:
+        """The file starts with a byte order mark: in the text, or on disk before it."""
+        return self.has_bom() or self.disk_bom
 
     def ends_without_newline(self) -> bool:
         return bool(self.lines) and self.lines[-1].raw != b""

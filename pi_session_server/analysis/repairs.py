@@ -5,7 +5,9 @@ Each :class:`Repair` belongs to one diagnostic code and line. Its edits are comp
 (``edits()``), because some are expensive (migrating a whole file) and editors ask for code
 actions at every cursor move. Moving a huge image out of the file needs a binary file written
 next to the session, which a text edit cannot do: that repair carries an :class:`ImageExtraction`
-plan that the server executes (write the file, then apply the placeholder edit).
+plan that the server executes (write the file, then apply the placeholder edit). A byte order mark
+that only the file on disk has (editors hide it) is not in the text at all: that repair is made to
+the file (:attr:`Repair.on_disk`), as ``pi-session repair --in-place`` makes it.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ class Repair:
     preferred: bool = False
     image: Callable[[], ImageExtraction | None] | None = field(default=None, repr=False)
     key: tuple[Any, ...] = ()  # identifies the repair again at resolve time
+    # made to the file on disk, not to the text (no edits): what the text does not hold, a byte
+    # order mark the editor hides (SessionDocument.disk_bom)
+    on_disk: bool = False
 
     def edits(self) -> list[TextEdit]:
         return self.make_edits()
@@ -161,7 +166,7 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
                 key=(d.code, n),
             )
         ]
-    if d.code == codes.BOM:
+    if d.code == codes.BOM and doc.has_bom():
         return [
             Repair(
                 "Remove the byte order mark",
@@ -170,6 +175,18 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
                 lambda: [TextEdit(0, 0, 0, len(BOM_BYTES), "")],
                 preferred=True,
                 key=(d.code,),
+            )
+        ]
+    if d.code == codes.BOM:
+        return [
+            Repair(
+                "Remove the byte order mark from the file (saved as UTF-8 without BOM)",
+                d.code,
+                0,
+                lambda: [],
+                preferred=True,
+                key=(d.code, "file"),
+                on_disk=True,
             )
         ]
     if d.code == codes.OLD_VERSION:

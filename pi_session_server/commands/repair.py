@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from typing import TextIO
@@ -29,9 +28,9 @@ from typing import TextIO
 from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, spliced
 from ..analysis.diagnostics import count_by_severity, document_diagnostics
 from ..analysis.document import SessionDocument
-from ..errors import PiSessionError, StaleFileError
+from ..errors import PiSessionError
 from ..session.profiles import Profile, profile_for
-from ..session.rewrites import FileState, LockedFile
+from ..session.rewrites import FileState, replace_in_place, same_file
 from ._common import add_pi_argument
 from .check import _summary_text, session_files
 
@@ -145,7 +144,7 @@ def _repair(
         elif not quiet:
             print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
         return (1 if count else 0), count
-    if args.output not in (None, "-") and _same_file(args.output, before):
+    if args.output not in (None, "-") and same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
     chunks = spliced(fd, before.size, plan.splices())
@@ -155,7 +154,7 @@ def _repair(
             if not quiet:
                 print(f"{path}: nothing to repair; the file is unchanged", file=report)
             return 0, 0
-        kept = _write_in_place(path, fd, before, chunks, backup=not args.no_backup)
+        kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
         written = path
     elif args.output == "-":
         out = sys.stdout.buffer
@@ -199,7 +198,7 @@ def _more_rounds(
             print(f"round {round_number}, on the file as repaired so far:", file=report)
             _list(written, plan, report, _NEXT_ROUND)
             chunks = spliced(fd, now.size, plan.splices())
-            kept += _write_in_place(written, fd, now, chunks, backup=False)  # a backup keeps the original
+            kept += replace_in_place(written, now, chunks)  # a backup keeps the original
         finally:
             os.close(fd)
         count += len(plan.applied)
@@ -224,14 +223,6 @@ _WHEN_WRITTEN = "in a second round, when written with --in-place or --output OUT
 _RUN_AGAIN = "not in this run: run again on the output"
 
 
-def _same_file(other: str, state: FileState) -> bool:
-    try:
-        found = os.stat(other)
-    except OSError:
-        return False
-    return (found.st_ino, found.st_dev) == (state.ino, state.dev)
-
-
 def _repairs(count: int) -> str:
     return f"{count} repair{'' if count == 1 else 's'}"
 
@@ -248,40 +239,3 @@ def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:
         with contextlib.suppress(OSError):
             os.unlink(out_path)
         raise
-
-
-def _write_in_place(path: str, fd: int, before: FileState, chunks: Iterator[bytes], *, backup: bool) -> int:
-    """Replace ``path`` atomically with ``chunks``, the repair of the file as ``before`` describes it.
-
-    The file's lock is held from here until after the rename (our appenders wait, then follow the
-    path to the new file). pi takes no lock: right before the rename (after the ``fsync``) the file
-    is compared with what was analysed, and the lines it appended meanwhile are written after the
-    repaired content, also those that reach the old file in the instant of the rename. Any other
-    change leaves the file alone (StaleFileError). Returns the bytes of others' lines kept."""
-    with LockedFile(path) as locked:
-        if locked.fd < 0 or not _same_file(path, before):
-            raise StaleFileError("the file was replaced or deleted while it was being repaired")
-        backup_path = _keep_backup(path, locked.fd) if backup else None
-        try:
-            return locked.replace(chunks, before, keep_appended=True).kept
-        except BaseException:
-            # nothing repaired: a backup that is a second name of the file as it still is goes
-            with contextlib.suppress(OSError):
-                if backup_path is not None and os.path.samefile(backup_path, path):
-                    os.unlink(backup_path)
-            raise
-
-
-def _keep_backup(path: str, fd: int) -> str:
-    """``path.bak``: a second name for the original bytes (a copy where hard links are refused)."""
-    backup = path + ".bak"
-    if os.path.lexists(backup):
-        raise FileExistsError(0, f"{backup} exists (move it away, or use --no-backup)")
-    try:
-        os.link(path, backup, follow_symlinks=True)
-    except OSError:
-        with open(backup, "xb") as out:
-            os.lseek(fd, 0, os.SEEK_SET)
-            with open(os.dup(fd), "rb") as source:
-                shutil.copyfileobj(source, out)
-    return backup

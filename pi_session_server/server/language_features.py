@@ -31,6 +31,7 @@ import gc
 import logging
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,12 +44,13 @@ from pygls.exceptions import JsonRpcException
 from pi_session_server.analysis import autofix, navigation, repairs
 from pi_session_server.analysis import hints as hints_mod
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
-from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.document import BOM_BYTES, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
+from pi_session_server.errors import StaleFileError
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.session.profiles import Profile
@@ -67,6 +69,8 @@ logger = logging.getLogger(__name__)
 LANGUAGE_IDS = frozenset({"pi-session", "jsonl", "json"})
 LARGE_FILE = "pi/largeFile"
 EXTRACT_IMAGE = "pi.session.extractImage"
+#: repairs made to the file on disk (a byte order mark the editor hides), as `repair --in-place`
+REPAIR_FILE = "pi.session.repairFile"
 SOURCE = "pi-session"
 
 #: seconds between two diagnostics publications of one document (the first one goes out at once)
@@ -264,6 +268,13 @@ class LanguageFeatures:
         version = params.text_document.version
         state.queue.submit(lambda token: self._apply_changes(state, changes, version), interruptible=False)
 
+    def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
+        """The editor wrote the document: the file's bytes may have changed under the text (a byte
+        order mark written or dropped with the encoding)."""
+        state = self.docs.get(params.text_document.uri)
+        if state is not None and not state.from_disk:
+            state.queue.submit(lambda token: self._file_changed(state), interruptible=False)
+
     def did_close(self, params: types.DidCloseTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
         if state is not None and not state.from_disk:
@@ -286,6 +297,7 @@ class LanguageFeatures:
     def _opened(self, state: DocState, doc: SessionDocument) -> None:
         state.doc = doc
         state.lone_cr = LoneCarriageReturns()
+        self._look_at_file(state)
         if doc.provisional:
             # the envelope problems at once; the complete list once the rest of each line is read
             self.publish(state, first_pass=True)
@@ -298,6 +310,35 @@ class LanguageFeatures:
             # its objects hold no cycles: out of every future collection, which would otherwise
             # walk them all, holding the interpreter (and so every thread) for up to a second
             gc.freeze()
+
+    def _look_at_file(self, state: DocState) -> bool:
+        """On the worker: give the analysis the file's first bytes on disk, which editors do not
+        send (a byte order mark is the file's encoding to them). Whether that changed anything."""
+        doc = state.doc
+        if doc is None or state.from_disk or state.path is None:
+            return False
+        return doc.set_disk_bom(_starts_with_bom(state.path) and not doc.has_bom())
+
+    def _file_changed(self, state: DocState) -> None:
+        """On the worker: the file under an editor's document changed (saved, or repaired on disk)."""
+        if state.closed or state.doc is None or not self._look_at_file(state):
+            return
+        if self.pushes(state):
+            self.schedule_publish(state)
+        else:  # the client pulls: tell it to ask again
+            self.server.loop_call(self._refresh_pulled_diagnostics)
+
+    def _refresh_pulled_diagnostics(self) -> None:
+        try:
+            workspace = self.server.client_capabilities.workspace
+        except AttributeError:
+            return
+        if (
+            workspace is not None
+            and workspace.diagnostics is not None
+            and workspace.diagnostics.refresh_support
+        ):
+            self.server.workspace_diagnostic_refresh(None)
 
     def _apply_changes(self, state: DocState, changes: list[Any], version: int) -> None:
         if state.closed or state.doc is None:
@@ -679,7 +720,8 @@ class LanguageFeatures:
         only = params.context.only
         out = []
         if only is not None and _asks_for(only, FIX_ALL):
-            fix_all = self._fix_all_action(state)
+            automatic = params.context.trigger_kind == types.CodeActionTriggerKind.Automatic
+            fix_all = self._fix_all_action(state, on_disk=not automatic)
             if fix_all is not None:
                 out.append(fix_all)
         if only is not None and not _asks_for(only, types.CodeActionKind.QuickFix):
@@ -699,29 +741,56 @@ class LanguageFeatures:
                 ],
                 is_preferred=repair.preferred,
             )
-            if resolve:  # the edit (or the image command) is computed when the user picks the action
+            if resolve:  # the edit (or the command) is computed when the user picks the action
                 action.data = {"uri": state.uri, "version": doc.version, "key": list(repair.key)}
-            elif repair.image is not None:
-                action.command = self._image_command(state, repair)
             else:
-                action.edit = self.workspace_edit(state, repair.edits())
+                self._complete(state, action, repair)
             out.append(action)
         return out
 
-    def _fix_all_action(self, state: DocState) -> types.CodeAction | None:
+    def _complete(self, state: DocState, action: types.CodeAction, repair: repairs.Repair) -> None:
+        """What picking a repair does: a text edit, or a command for what a text edit cannot do."""
+        if repair.image is not None:
+            action.command = self._image_command(state, repair)
+        elif repair.on_disk:
+            action.command = self._file_command(state, repair.title, list(repair.key))
+        else:
+            action.edit = self.workspace_edit(state, repair.edits())
+
+    @staticmethod
+    def _file_command(state: DocState, title: str, key: list[Any]) -> types.Command:
+        return types.Command(
+            as_displayed(title), REPAIR_FILE, arguments=[state.uri, state.opened().version, key]
+        )
+
+    def _fix_all_action(self, state: DocState, on_disk: bool = True) -> types.CodeAction | None:
         """Every repair that loses nothing (``pi-session repair``'s default), as one action: what
         "Fix All" and ``"editor.codeActionsOnSave": {"source.fixAll": ...}`` run. Only offered when
-        the client asks for source actions (planning reads the whole document)."""
+        the client asks for source actions (planning reads the whole document).
+
+        When the file on disk needs a repair the text cannot hold (a byte order mark the editor
+        hides), an explicit Fix All (``on_disk``) repairs the file itself, all of it, as ``pi-session
+        repair --in-place`` does, and the editor reloads it; run automatically (on save: the editor
+        writes its text right after) it makes the text's repairs only."""
         plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path)
-        if not plan.applied:
+        to_file = on_disk and bool(plan.on_disk)
+        count = len(plan.applied) + (len(plan.on_disk) if to_file else 0)
+        if not count:
             return None
-        count = len(plan.applied)
+        where = ", in the file on disk" if to_file else ""
         action = types.CodeAction(
-            title=f"Fix all problems pi-session can repair without loss ({count} repair{'s' if count > 1 else ''})",
+            title=f"Fix all problems pi-session can repair without loss ({count} repair{'s' if count > 1 else ''}{where})",
             kind=FIX_ALL,
         )
         if self._resolve_support():
-            action.data = {"uri": state.uri, "version": state.opened().version, "key": [FIX_ALL]}
+            action.data = {
+                "uri": state.uri,
+                "version": state.opened().version,
+                "key": [FIX_ALL],
+                "onDisk": to_file,
+            }
+        elif to_file:
+            action.command = self._file_command(state, action.title, [FIX_ALL])
         else:
             action.edit = self.workspace_edit(state, _plan_edits(plan))
         return action
@@ -742,16 +811,17 @@ class LanguageFeatures:
     def resolve_code_action(self, state: DocState, action: types.CodeAction) -> types.CodeAction:
         data = action.data if isinstance(action.data, dict) else {}
         if data.get("key") == [FIX_ALL]:
-            if state.opened().version == data.get("version"):
+            if state.opened().version != data.get("version"):
+                return action
+            if data.get("onDisk") is True:
+                action.command = self._file_command(state, action.title, [FIX_ALL])
+            else:
                 plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path)
                 action.edit = self.workspace_edit(state, _plan_edits(plan))
             return action
         repair = self._find_repair(state, data.get("version"), data.get("key") or [])
         if repair is not None:
-            if repair.image is not None:
-                action.command = self._image_command(state, repair)
-            else:
-                action.edit = self.workspace_edit(state, repair.edits())
+            self._complete(state, action, repair)
         return action
 
     @staticmethod
@@ -760,6 +830,40 @@ class LanguageFeatures:
         return types.Command(
             as_displayed(repair.title), EXTRACT_IMAGE, arguments=[state.uri, doc.version, list(repair.key)]
         )
+
+    def repair_file(self, state: DocState, version: Any, key: list[Any]) -> Any:
+        """On the worker: make a repair (``key``: a repair's, or ``[FIX_ALL]`` for every repair
+        that loses nothing) to the file on disk under its lock, as ``pi-session repair --in-place``
+        does, if the editor's text is what the file holds (without the byte order mark the editor
+        hides). The editor then reloads the file; its problems are published again."""
+        doc = state.opened()
+        changed = "the document changed; ask for the code action again"
+        if state.path is None or doc.version != version:
+            return self._not_applied(changed)
+        if key == [FIX_ALL]:
+            chosen = autofix.SAFE_CODES
+        else:
+            repair = self._find_repair(state, version, key)
+            if repair is None or not repair.on_disk:
+                return self._not_applied(changed)
+            chosen = frozenset({repair.code})
+        try:
+            done = autofix.repair_file(state.path, chosen, doc.profile, text=doc.data())
+        except StaleFileError as error:
+            return self._not_applied(str(error))
+        except OSError as error:
+            return self._not_applied(f"{state.path}: {error.strerror or error}")
+        self._file_changed(state)
+        return {"applied": True, "file": state.path, "repairs": done.repairs, "kept": done.kept}
+
+    def _not_applied(self, reason: str) -> dict[str, Any]:
+        """A repair command that did nothing: the reply says why, and so does the editor (a client
+        does not show what a command answers)."""
+        self.server.notify(
+            types.WINDOW_SHOW_MESSAGE,
+            {"type": types.MessageType.Warning.value, "message": f"pi-session: nothing repaired: {reason}"},
+        )
+        return {"applied": False, "reason": reason}
 
     def extract_image(self, state: DocState, version: Any, key: list[Any]) -> Any:
         """On the worker: write the image next to the session; the edit that replaces the block
@@ -874,6 +978,23 @@ def _same_tail(f: Any, tail: bytes, size: int) -> bool:
     return f.read(n) == tail[len(tail) - n :] if n else True
 
 
+def _starts_with_bom(path: str) -> bool:
+    """The file at ``path`` starts with a UTF-8 byte order mark (False for anything but a regular
+    file, which is never opened: a FIFO would wait for a writer)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return False
+    try:
+        return os.pread(fd, len(BOM_BYTES), 0) == BOM_BYTES
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def _free_name(path: str) -> str:
     if not os.path.exists(path):
         return path
@@ -896,6 +1017,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
     route(server, types.TEXT_DOCUMENT_DID_OPEN)(lf.did_open)
     route(server, types.TEXT_DOCUMENT_DID_CHANGE)(lf.did_change)
     route(server, types.TEXT_DOCUMENT_DID_CLOSE)(lf.did_close)
+    route(server, types.TEXT_DOCUMENT_DID_SAVE)(lf.did_save)
     connection.raw_route(types.TEXT_DOCUMENT_DID_OPEN, lf.did_open_raw)
 
     def about_document(
@@ -947,9 +1069,15 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         )
         return job if job is not None else lf.encoded(params)
 
+    @connection.command(server, REPAIR_FILE)
+    def repair_file(arguments: list[Any]) -> Any:
+        uri, version, key = _command_arguments(REPAIR_FILE, arguments)
+        job = lf.ask(uri, lambda state: lf.repair_file(state, version, key), encode=False)
+        return {"applied": False, "reason": "not a session document"} if job is None else job
+
     @connection.command(server, EXTRACT_IMAGE)
     def extract_image(arguments: list[Any]) -> Any:
-        uri, version, key = _image_arguments(arguments)
+        uri, version, key = _command_arguments(EXTRACT_IMAGE, arguments)
         job = lf.ask(uri, lambda state: lf.extract_image(state, version, key), encode=False)
         if job is None:
             return {"applied": False, "reason": "not a session document"}
@@ -968,8 +1096,8 @@ async def _apply_image_edit(server: PiSessionServer, job: Job[Any]) -> Any:
     return {"applied": bool(result.applied), "file": target}
 
 
-def _image_arguments(arguments: list[Any]) -> tuple[str, int, list[Any]]:
-    """``[uri, version, key]`` of the extract-image command; -32602 for anything else."""
+def _command_arguments(command: str, arguments: list[Any]) -> tuple[str, int, list[Any]]:
+    """``[uri, version, key]`` of a repair command; -32602 for anything else."""
     if (
         len(arguments) != 3
         or not isinstance(arguments[0], str)
@@ -979,6 +1107,6 @@ def _image_arguments(arguments: list[Any]) -> tuple[str, int, list[Any]]:
     ):
         raise JsonRpcException(
             code=INVALID_PARAMS,
-            message="Invalid params: pi.session.extractImage takes [uri: string, version: integer, key: array]",
+            message=f"Invalid params: {command} takes [uri: string, version: integer, key: array]",
         )
     return arguments[0], arguments[1], arguments[2]

@@ -38,6 +38,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterable
@@ -46,7 +47,15 @@ from dataclasses import dataclass
 from ..errors import StaleFileError, fs_error_from_oserror
 from .storage import MAX_REOPENS, lock, names, tail_marker
 
-__all__ = ["FileState", "LockedFile", "Replaced", "rewrite_file", "rewritten_after"]
+__all__ = [
+    "FileState",
+    "LockedFile",
+    "Replaced",
+    "replace_in_place",
+    "rewrite_file",
+    "rewritten_after",
+    "same_file",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +356,54 @@ class LockedFile:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
             os.close(fd)
+
+
+def same_file(path: str, state: FileState) -> bool:
+    """Does ``path`` name the file ``state`` describes (its device and inode)?"""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return False
+    return (found.st_ino, found.st_dev) == (state.ino, state.dev)
+
+
+def replace_in_place(path: str, before: FileState, chunks: Iterable[bytes], *, backup: bool = False) -> int:
+    """Replace ``path`` atomically with ``chunks``, new content computed from the file as ``before``
+    describes it (a repair of it), keeping what others append meanwhile.
+
+    The file's lock is held from here until after the rename (our appenders wait, then follow the
+    path to the new file). pi takes no lock: right before the rename (after the ``fsync``) the file
+    is compared with what was analysed, and the lines it appended meanwhile are written after the
+    new content, also those that reach the old file in the instant of the rename. Any other change
+    leaves the file alone (StaleFileError). ``backup``: keep the original as ``path.bak`` (a second
+    name for its bytes). Returns the bytes of others' lines kept."""
+    with LockedFile(path) as locked:
+        if locked.fd < 0 or not same_file(path, before):
+            raise StaleFileError("the file was replaced or deleted while it was being repaired")
+        backup_path = _keep_backup(path, locked.fd) if backup else None
+        try:
+            return locked.replace(chunks, before, keep_appended=True).kept
+        except BaseException:
+            # nothing replaced: a backup that is a second name of the file as it still is goes
+            with contextlib.suppress(OSError):
+                if backup_path is not None and os.path.samefile(backup_path, path):
+                    os.unlink(backup_path)
+            raise
+
+
+def _keep_backup(path: str, fd: int) -> str:
+    """``path.bak``: a second name for the original bytes (a copy where hard links are refused)."""
+    backup = path + ".bak"
+    if os.path.lexists(backup):
+        raise FileExistsError(0, f"{backup} exists (move it away, or use --no-backup)")
+    try:
+        os.link(path, backup, follow_symlinks=True)
+    except OSError:
+        with open(backup, "xb") as out:
+            os.lseek(fd, 0, os.SEEK_SET)
+            with open(os.dup(fd), "rb") as source:
+                shutil.copyfileobj(source, out)
+    return backup
 
 
 def rewrite_file(path: str, chunks: Iterable[bytes], *, fsync: bool = True) -> int:

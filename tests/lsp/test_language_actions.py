@@ -236,3 +236,144 @@ async def test_move_huge_image_out_of_the_file(editor: Editor, tmp_path: Path) -
     assert codes_by_line(await editor.apply(uri, edits)) == []
     block = json.loads(editor.texts[uri].split("\n")[3])["message"]["content"][1]
     assert block["type"] == "text" and written.name in block["text"] and "image/png" in block["text"]
+
+
+# -- a byte order mark only the file on disk has (editors strip it from the text they send) ---------
+
+
+async def code_actions(
+    editor: Editor, uri: str, only: list[str] | None = None, automatic: bool = False
+) -> list[types.CodeAction]:
+    kind = types.CodeActionTriggerKind.Automatic if automatic else types.CodeActionTriggerKind.Invoked
+    found = await editor.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+            context=types.CodeActionContext(diagnostics=[], only=only, trigger_kind=kind),
+        )
+    )
+    return [a for a in found or [] if isinstance(a, types.CodeAction)]
+
+
+async def run_command(editor: Editor, action: types.CodeAction) -> dict:
+    if action.command is None and action.edit is None:
+        action = await editor.client.code_action_resolve_async(action)
+    assert action.command is not None and action.edit is None, action
+    result = await editor.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(action.command.command, action.command.arguments)
+    )
+    assert isinstance(result, dict)
+    return result
+
+
+async def reload(editor: Editor, uri: str, text: str) -> list[types.Diagnostic]:
+    """What an editor does when the file changes on disk under a saved document: take its text."""
+    mark = editor.mark(uri)
+    editor.texts[uri] = text
+    editor.versions[uri] += 1
+    editor.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    return list(await editor.diagnostics_for(uri, after=mark))
+
+
+def bom_session(tmp_path: Path, name: str, text: str) -> tuple[Path, str]:
+    path = tmp_path / f"2026-11-30T09-13-48-180Z_{name}.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    return path, path.as_uri()
+
+
+async def test_a_byte_order_mark_on_disk_is_reported_and_removed_from_the_file(
+    editor: Editor, tmp_path: Path
+) -> None:
+    text = doc(S.header(), S.user("a", None, "😀 first"), S.assistant("b", "a"))
+    path, uri = bom_session(tmp_path, f"bom-{editor.encoding}", text)
+    (bom,) = await editor.open(uri, text)  # the editor's text: without the mark
+    assert (bom.range.start.line, bom.code) == (0, "PI014") and "on disk" in bom.message
+    (action,) = [
+        a for a in await actions_on(editor, uri, 0) if a.title.startswith("Remove the byte order mark")
+    ]
+    assert action.title == "Remove the byte order mark from the file (saved as UTF-8 without BOM)"
+    result = await run_command(editor, action)
+    assert result["applied"] is True and result["repairs"] == 1
+    assert path.read_bytes() == text.encode("utf-8")  # the mark, and nothing else, is gone
+    assert list(await editor.diagnostics_for(uri)) == []  # the file was looked at again
+
+
+async def test_fix_all_repairs_a_file_whose_mark_is_on_disk_in_the_file_and_only_when_asked(
+    editor: Editor, tmp_path: Path
+) -> None:
+    a, b, c = S.user("a", None), S.assistant("b", "a"), S.user("c", "b")
+    text = doc(S.header(), a, b[:50] + b, c)  # and two lines glued after a crash
+    path, uri = bom_session(tmp_path, f"bom-fix-all-{editor.encoding}", text)
+    assert codes_by_line(await editor.open(uri, text)) == [(0, "PI014"), (2, "PI006"), (3, "PI031")]
+    # on save (automatic), the editor writes its text right after: only the text's repairs
+    (on_save,) = await code_actions(editor, uri, ["source.fixAll"], automatic=True)
+    assert on_save.title.endswith("(1 repair)")
+    (action,) = await code_actions(editor, uri, ["source.fixAll"])
+    assert action.title.endswith("(2 repairs, in the file on disk)")
+    # unsaved changes in the editor: the file is left alone
+    await editor.edit(uri, editor.pos(uri, 3, 0), editor.pos(uri, 3, 0), " ")
+    (dirty,) = await code_actions(editor, uri, ["source.fixAll"])
+    refused = await run_command(editor, dirty)
+    assert refused["applied"] is False and "save it first" in refused["reason"]
+    assert path.read_bytes() == b"\xef\xbb\xbf" + text.encode()
+    await editor.edit(uri, editor.pos(uri, 3, 0), editor.pos(uri, 3, 1), "")  # back as saved
+    (action,) = await code_actions(editor, uri, ["source.fixAll"])
+    result = await run_command(editor, action)
+    assert result == {"applied": True, "file": str(path), "repairs": 2, "kept": 0}
+    repaired = doc(S.header(), a, b[:50], b, c)
+    assert path.read_bytes() == repaired.encode()
+    # the editor reloads the file it shows: nothing left but the cut-off line pi skips
+    assert codes_by_line(await reload(editor, uri, repaired)) == [(2, "PI001")]
+
+
+async def test_a_save_that_drops_the_mark_clears_the_problem(editor: Editor, tmp_path: Path) -> None:
+    text = doc(S.header(), S.user("a", None))
+    path, uri = bom_session(tmp_path, f"bom-save-{editor.encoding}", text)
+    assert codes_by_line(await editor.open(uri, text)) == [(0, "PI014")]
+    path.write_bytes(text.encode())  # "Save with Encoding: UTF-8"
+    mark = editor.mark(uri)
+    editor.client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    assert list(await editor.diagnostics_for(uri, after=mark)) == []
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "editors" / "fixtures"
+
+
+@pytest.mark.parametrize(
+    ("name", "language", "code", "line", "title"),
+    [
+        ("headerless-session.jsonl", "pi-session", "PI010", 0, "Insert a session header"),
+        ("headerless-session.jsonl", "jsonl", "PI010", 0, "Insert a session header"),
+        ("header-second.jsonl", "pi-session", "PI012", 1, "Move the session header to the first line"),
+        ("header-second.jsonl", "jsonl", "PI012", 1, "Move the session header to the first line"),
+    ],
+)
+async def test_the_editors_damaged_header_fixtures_are_reported_and_repaired(
+    editor: Editor, tmp_path: Path, name: str, language: str, code: str, line: int, title: str
+) -> None:
+    """What the clients open as sessions from their first lines (the header missing or not first):
+    its problem and repair reach the editor, whichever language the document has yet."""
+    path = tmp_path / name
+    path.write_bytes((FIXTURES / name).read_bytes())
+    uri = path.as_uri()
+    assert codes_by_line(await editor.open(uri, path.read_text(encoding="utf-8"), language)) == [(line, code)]
+    assert await apply_action(editor, uri, line, title) == []
+    assert json.loads(editor.texts[uri].split("\n")[0])["type"] == "session"
+
+
+async def test_the_editors_bom_fixture_as_the_editor_sends_it(editor: Editor, tmp_path: Path) -> None:
+    path = tmp_path / "bom-session.jsonl"
+    data = (FIXTURES / "bom-session.jsonl").read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    path.write_bytes(data)
+    text = data[3:].decode("utf-8")  # what VS Code and Neovim send: the text without the mark
+    assert codes_by_line(await editor.open(path.as_uri(), text)) == [(0, "PI014")]
+    (fix_all,) = await code_actions(editor, path.as_uri(), ["source.fixAll"])
+    assert (await run_command(editor, fix_all))["applied"] is True
+    assert path.read_bytes() == data[3:]
+    assert list(await editor.diagnostics_for(path.as_uri())) == []

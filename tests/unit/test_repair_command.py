@@ -19,7 +19,7 @@ from pi_session_server.analysis.autofix import plan_repairs, spliced
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.commands import repair as repair_command
 from pi_session_server.errors import StaleFileError
-from pi_session_server.session.rewrites import FileState
+from pi_session_server.session.rewrites import FileState, replace_in_place
 
 HEADER = S.header()
 A = S.user("aaaa0001", None, "first")
@@ -127,7 +127,7 @@ def _repair_racing(glued: Path, meanwhile: Callable[[], None]) -> int:
             yield from spliced(fd, before.size, plan.splices())
             meanwhile()
 
-        return repair_command._write_in_place(str(glued), fd, before, racing_writer(), backup=False)
+        return replace_in_place(str(glued), before, racing_writer())
     finally:
         os.close(fd)
 
@@ -220,7 +220,14 @@ def test_rounds_stop_after_a_bound(
     path.write_bytes(GLUED)
     monkeypatch.setattr(repair_command, "MAX_ROUNDS", 1)
     args = repair_command.argparse.Namespace(
-        paths=[str(path)], output=None, in_place=True, codes=None, all=False, no_backup=True, force=False
+        paths=[str(path)],
+        output=None,
+        in_place=True,
+        codes=None,
+        all=False,
+        no_backup=True,
+        force=False,
+        pi="1.6.0",
     )
     real_plan = repair_command.plan_repairs
     calls: list[int] = []

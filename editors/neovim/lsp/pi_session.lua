@@ -21,6 +21,26 @@ return {
   end,
   -- (Neovim pulls the diagnostics of attached buffers; the server pushes only those of files no
   -- client opened, so each problem shows once without a filter.)
+  commands = {
+    -- a repair the server makes to the file on disk (a byte order mark Neovim hides in 'bomb'): the
+    -- server does it, then the buffer, which has no unsaved change (else the server refuses), is
+    -- read again from the file (the server says why when it did nothing)
+    ['pi.session.repairFile'] = function(command, ctx)
+      local client = vim.lsp.get_client_by_id(ctx.client_id)
+      if not client then
+        return
+      end
+      local params = { command = command.command, arguments = command.arguments }
+      client:request('workspace/executeCommand', params, function(err, result)
+        if err then
+          return vim.notify('pi-session: ' .. tostring(err.message), vim.log.levels.ERROR)
+        end
+        if type(result) == 'table' and result.applied and vim.api.nvim_buf_is_valid(ctx.bufnr) then
+          vim.cmd.checktime(ctx.bufnr)
+        end
+      end, ctx.bufnr)
+    end,
+  },
   handlers = {
     ['pi/didChange'] = function(_, params)
       require('pi_session.tree').on_did_change(params)

@@ -676,6 +676,71 @@ test('pi_version reaches the server as initializationOptions.piVersion; setup wi
   eq(followed(), '1.6.0', 'an unknown release: the default')
 end)
 
+--- Open a copy of a fixture and wait for a diagnostic with `code`; returns the buffer.
+local function open_damaged(name, code)
+  local path = copy(fixtures .. '/' .. name, work .. '/repairs/' .. name)
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  eq(vim.bo[buf].filetype, 'pi-session', name .. ' filetype')
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for ' .. name)
+  local found = vim.wait(TIMEOUT, function()
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if d.code == code then
+        return true
+      end
+    end
+    return false
+  end, 50)
+  truthy(found, ('no %s in %s: %s'):format(code, name, vim.inspect(vim.diagnostic.get(buf))))
+  return buf, path
+end
+
+test('damaged headers are reported and repaired: missing, not first, and a byte order mark Neovim hides', function()
+  local buf = open_damaged('headerless-session.jsonl', 'PI010')
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  vim.lsp.buf.code_action({
+    filter = function(action)
+      return action.title == 'Insert a session header'
+    end,
+    apply = true,
+  })
+  truthy(vim.wait(TIMEOUT, function()
+    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]:find('"type":"session"', 1, true) ~= nil
+  end, 50), 'no header inserted: ' .. buffer_text(buf))
+
+  buf = open_damaged('header-second.jsonl', 'PI012')
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  vim.lsp.buf.code_action({
+    filter = function(action)
+      return action.title == 'Move the session header to the first line'
+    end,
+    apply = true,
+  })
+  truthy(vim.wait(TIMEOUT, function()
+    return vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]:find('"type":"session"', 1, true) ~= nil
+  end, 50), 'the header was not moved: ' .. buffer_text(buf))
+
+  local path
+  buf, path = open_damaged('bom-session.jsonl', 'PI014')
+  truthy(vim.bo[buf].bomb, "Neovim keeps the mark in 'bomb', not in the text")
+  vim.lsp.buf.code_action({ context = { only = { 'source.fixAll' } }, apply = true })
+  local removed = vim.wait(TIMEOUT, function()
+    local bytes = vim.fn.readblob(path)
+    return bytes:sub(1, 3) ~= '\239\187\191' and not vim.bo[buf].bomb
+  end, 50)
+  truthy(removed, 'the mark is still in the file or in the buffer')
+  local gone = vim.wait(TIMEOUT, function()
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if d.code == 'PI014' then
+        return false
+      end
+    end
+    return true
+  end, 50)
+  truthy(gone, 'PI014 is still reported: ' .. vim.inspect(vim.diagnostic.get(buf)))
+  truthy(vim.fn.readblob(path):sub(1, 16) == '{"type":"session', 'the file: ' .. vim.fn.readblob(path):sub(1, 40))
+end)
+
 test(':checkhealth pi_session says the server starts, and what is on in session buffers', function()
   vim.cmd('checkhealth pi_session')
   local text = buffer_text(vim.api.nvim_get_current_buf())
