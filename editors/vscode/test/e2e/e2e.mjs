@@ -302,8 +302,29 @@ try {
   const noticeGone = await tree.getByText('pi skips').first().waitFor({ state: 'hidden', timeout: 20_000 }).then(() => true, () => false);
   check('the notice of skipped lines goes once the file is repaired', gluedNoticeShown && split && noticeGone);
 
-  // 11. an orphan (its parent line is gone) is a second root; the quick fix re-parents it, and once
-  // saved the tree has one root again
+  // 10b. a byte order mark: VS Code keeps it out of the text it sends, the server reads the file's
+  // first bytes and reports it; Fix All removes it from the file itself, and VS Code reloads it
+  const bomPath = path.join(FOLDER, 'bom-session.jsonl');
+  await openByName(page, 'bom-session.jsonl');
+  const bomProblem = page.locator('.markers-panel .monaco-list-row', { hasText: 'byte order mark' });
+  check('a byte order mark only the file has is reported', await visible(bomProblem, 60_000));
+  await page.locator('.tab[aria-label*="bom-session.jsonl"]').first().click();
+  await page.waitForTimeout(1000);
+  let bomGone = false;
+  for (let attempt = 0; attempt < 3 && !bomGone; attempt++) {
+    await runCommand(page, 'Fix All');
+    for (let i = 0; i < 20 && !bomGone; i++) {
+      await page.waitForTimeout(500);
+      bomGone = fs.readFileSync(bomPath)[0] === 0x7b; // '{'
+    }
+  }
+  const bomRowGone = bomGone && (await bomProblem.first().waitFor({ state: 'hidden', timeout: 20_000 }).then(() => true, () => false));
+  check('Fix All removes the mark from the file, and the problem goes', bomGone && bomRowGone,
+    `first bytes ${fs.readFileSync(bomPath).subarray(0, 3).toString('hex')}`);
+
+  // 11. an orphan (its parent line is gone) is a second root; the quick fix re-parents it (an id of
+  // the same length: the file keeps its size and its last bytes), and once saved the tree has one
+  // root again
   await openByName(page, 'orphan-session.jsonl');
   const orphanRow = tree.locator('.monaco-list-row', { hasText: 'A question whose parent line is gone' });
   await visible(orphanRow, 30_000);
