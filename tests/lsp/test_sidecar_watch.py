@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,46 @@ async def test_a_rewritten_file_is_reloaded(sidecar, tmp_path):
     assert change["kind"] == "reloaded" and change["leafId"] == json.loads(kept[-1])["id"]
     info = await sidecar.request("pi/getInfo", {"session": session})
     assert info["entryCount"] == 4
+
+
+async def test_a_file_rewritten_in_place_with_a_pause_is_rewriting_then_reloaded(sidecar, tmp_path):
+    """Another program truncates the file and writes it again a moment later (``cat backup >
+    FILE`` with a pause): the client is told ``rewriting`` (the session stays as it was) and then
+    ``reloaded``; both as protocol/ documents them."""
+    session, path = await sidecar.open_example(tmp_path)
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("\n".join(path.read_text().splitlines()[:5]) + "\n")
+    writer = subprocess.Popen(["sh", "-c", 'exec 3>"$0"; sleep 1; cat "$1" >&3', str(path), str(backup)])
+    rewriting = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "rewriting")
+    assert rewriting["newEntryIds"] == [] and rewriting["session"] == session
+    assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 36  # as it was
+    reloaded = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "reloaded")
+    assert writer.wait() == 0
+    assert reloaded["newEntryIds"] == [] and path.read_bytes() == backup.read_bytes()
+    assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 4
+
+
+async def test_a_rewrite_in_place_that_keeps_size_and_tail_is_reloaded(sidecar, tmp_path):
+    """An editor's quick fix swaps one id for another of the same length and saves in place."""
+    path = tmp_path / "example.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes())
+    an_hour_ago = time.time() - 3600
+    os.utime(path, (an_hour_ago, an_hour_ago))  # the rewrite's times differ, however fast it comes
+    session = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    lines = path.read_text().splitlines()
+    second, third = json.loads(lines[2]), json.loads(lines[3])
+    assert third["parentId"] == second["id"]
+    first_id = json.loads(lines[1])["id"]
+    assert len(first_id) == len(second["id"])
+    lines[3] = lines[3].replace(f'"parentId":"{second["id"]}"', f'"parentId":"{first_id}"')
+    before = path.stat()
+    with open(path, "r+", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    assert (path.stat().st_ino, path.stat().st_size) == (before.st_ino, before.st_size)
+    change = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "reloaded")
+    assert change["session"] == session
+    moved = await sidecar.request("pi/getEntry", {"session": session, "id": third["id"]})
+    assert moved["parentId"] == first_id
 
 
 async def test_a_deleted_file_is_reported(sidecar, tmp_path):
