@@ -42,6 +42,7 @@ class Slot:
     # the session's leaf where it is not the file's own (its last entry, as pi has it on opening):
     # an id after pi/branch, None after pi/resetLeaf; ABSENT otherwise. An editor's lenses follow it.
     branched_leaf: Any = ABSENT
+    noted_leaf: Any = ABSENT  # the leaf branched_leaf was found for (it is found again when that moves)
 
     def opened(self) -> SessionManager:
         """The manager, for a job on this slot's queue (the open ran before it)."""
@@ -56,7 +57,10 @@ class Slot:
         manager = self.manager
         if manager is None:
             return
-        self.branched_leaf = _branched_leaf(manager)
+        leaf = manager.get_leaf_id()
+        if leaf is not self.noted_leaf:  # a moved leaf is another object (ids are strings from JSON)
+            self.noted_leaf = leaf
+            self.branched_leaf = _branched_leaf(manager, leaf)
         session_file = manager.get_session_file() if manager.is_persisted() else None
         path = session_file if isinstance(session_file, str) and session_file else None
         if path != self.path or (path is not None and self.real_path is None):
@@ -64,8 +68,7 @@ class Slot:
             self.real_path = os.path.realpath(path) if path is not None else None
 
 
-def _branched_leaf(manager: SessionManager) -> Any:
-    leaf = manager.get_leaf_id()
+def _branched_leaf(manager: SessionManager, leaf: Any) -> Any:
     count = manager.entry_count()
     last = manager.entries_slice(count - 1, count) if count else []
     if leaf is ABSENT or (last and strict_equal(last[0].id, leaf)):
