@@ -169,7 +169,7 @@ class Server:
         while True:
             end = self.buffer.find(b"\r\n\r\n")
             if end >= 0:
-                length = int(bytes(self.buffer[:end]).split(b":")[1])
+                length = _content_length(bytes(self.buffer[:end]))
                 start = end + 4
                 while len(self.buffer) < start + length:
                     chunk = self.proc.stdout.read1(max(1 << 20, start + length - len(self.buffer)))
@@ -218,6 +218,15 @@ class Server:
             self.proc.kill()
         self.proc.wait(60)
         return peak
+
+
+def _content_length(headers: bytes) -> int:
+    """The Content-Length of a frame's headers (pygls adds a Content-Type)."""
+    for line in headers.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    raise ConnectionError(f"a frame without Content-Length: {headers[:200]!r}")
 
 
 FIRST_PAGE = 100

@@ -1,4 +1,5 @@
-"""The sidecar server: one pygls ``LanguageServer`` answering ``pi/*`` requests (and ``textDocument/*``).
+"""The sidecar server: ``pi/*`` requests, and the language features of session documents
+(``textDocument/*``) on a pygls ``LanguageServer`` made when a client first speaks LSP to it.
 
 The event loop only parses, routes and answers: every request on a session becomes a job on the
 session's serial queue (:mod:`workers`), which runs it on a worker thread, encodes the result there
@@ -11,6 +12,7 @@ lock another process holds delays nobody else. Handlers stay thin: they validate
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 from collections.abc import Callable
@@ -18,10 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import msgspec
-from lsprotocol import types
 from msgspec import UNSET, UnsetType
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.uris import from_fs_path
 
 from pi_session_server import __version__
@@ -33,7 +32,7 @@ from pi_session_server.session.migrate import needs_migration
 from pi_session_server.session.profiles import DEFAULT_PI, Profile, profile_for
 
 from . import errors as rpc_errors
-from .jsonrpc import Connection, run_stdio
+from .jsonrpc import Connection, LanguageServerPart, run_stdio
 from .locations import require_regular_file, uri_to_path
 from .params import SessionParams
 from .poller import FilePoller
@@ -72,28 +71,49 @@ class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
     pi_version: str | UnsetType = UNSET
 
 
-class PiSessionServer(LanguageServer):
+class PiSessionServer:
     """The sidecar. ``registry`` holds the open sessions, ``pool`` runs their jobs, ``connection``
-    talks to the client."""
+    talks to the client; ``lsp`` is pygls' ``LanguageServer`` (lifecycle, workspace, the
+    capabilities announced), None until a client speaks LSP (see :class:`_LanguageServer`). The
+    members of it the language features use are reached through this object."""
 
     def __init__(self, options: ServerOptions | None = None) -> None:
-        super().__init__(
-            "pi-session-server",
-            __version__,
-            protocol_cls=LanguageServerProtocol,
-            converter_factory=default_converter,
-        )
         self.options = options or ServerOptions()
         keep_big_blocks_out_of_the_heap()
         self.pool = WorkerPool()
         self.registry = Registry(self.pool)
-        self.connection = Connection(cast(LanguageServerProtocol, self.protocol))
+        self.lsp: Any = None
+        self.connection = Connection(_LanguageServer(self))
         self.poller = FilePoller(self)
         self.language_features: LanguageFeatures | None = None
 
-        @self.feature(types.INITIALIZE)
-        def initialize(params: types.InitializeParams) -> None:
-            self.apply_initialization_options(params.initialization_options)
+    # ------------------------------------------------------------------ pygls' part
+
+    def _language_server(self) -> Any:
+        if self.lsp is None:
+            raise RuntimeError("the language server is made when a client first speaks LSP")
+        return self.lsp
+
+    @property
+    def protocol(self) -> Any:
+        return self._language_server().protocol
+
+    @property
+    def workspace(self) -> Any:
+        return self._language_server().workspace
+
+    @property
+    def client_capabilities(self) -> Any:
+        return self._language_server().client_capabilities
+
+    def feature(self, method: str, options: Any = None) -> Callable[[Callable[..., Any]], Any]:
+        return cast(Callable[[Callable[..., Any]], Any], self._language_server().feature(method, options))
+
+    def command(self, name: str) -> Callable[[Callable[..., Any]], Any]:
+        return cast(Callable[[Callable[..., Any]], Any], self._language_server().command(name))
+
+    async def workspace_apply_edit_async(self, params: Any) -> Any:
+        return await self._language_server().workspace_apply_edit_async(params)
 
     def apply_initialization_options(self, options: Any) -> None:
         """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites":
@@ -133,7 +153,8 @@ class PiSessionServer(LanguageServer):
 
     def shutdown(self) -> None:
         self.poller.stop()
-        super().shutdown()
+        if self.lsp is not None:
+            self.lsp.shutdown()
 
     # ------------------------------------------------------------------ notifications
 
@@ -353,10 +374,45 @@ def _file_version(path: str) -> Any:
     return 1 if version is None else version
 
 
+class _LanguageServer(LanguageServerPart):
+    """pygls' part of the server, made on demand (see jsonrpc.LanguageServerPart): the
+    ``LanguageServer`` with its ``initialize`` options and the language features."""
+
+    def __init__(self, server: PiSessionServer) -> None:
+        self.server = server
+
+    def prepare(self) -> None:
+        for module in ("pygls.lsp.server", "pygls.protocol", f"{__package__}.language_features"):
+            importlib.import_module(module)
+
+    def create(self) -> Any:
+        from lsprotocol import types
+        from pygls.lsp.server import LanguageServer
+        from pygls.protocol import LanguageServerProtocol, default_converter
+
+        from .language_features import register_language_features
+
+        server = self.server
+        lsp = LanguageServer(
+            "pi-session-server",
+            __version__,
+            protocol_cls=LanguageServerProtocol,
+            converter_factory=default_converter,
+        )
+
+        @lsp.feature(types.INITIALIZE)
+        def initialize(params: types.InitializeParams) -> None:
+            server.apply_initialization_options(params.initialization_options)
+
+        server.lsp = lsp
+        server.language_features = register_language_features(server)
+        return lsp.protocol
+
+
 def create_server(options: ServerOptions | None = None) -> PiSessionServer:
-    """A fresh server with every ``pi/*`` method and the language features."""
+    """A fresh server with every ``pi/*`` method (the language features come with pygls' part)."""
     server = PiSessionServer(options)
-    from . import language_features, methods_files, methods_open, methods_read, methods_write
+    from . import methods_files, methods_open, methods_read, methods_write
 
     for module in (methods_open, methods_files, methods_write, methods_read):
         module.register(server)
@@ -364,5 +420,4 @@ def create_server(options: ServerOptions | None = None) -> PiSessionServer:
         from . import test_hooks
 
         test_hooks.register(server)
-    server.language_features = language_features.register_language_features(server)
     return server

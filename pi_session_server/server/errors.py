@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pygls.exceptions import JsonRpcException
-
 from pi_session_server import errors as lib_errors
 from pi_session_server.session.profiles import PROFILES
 
@@ -90,11 +88,18 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
 }
 
 
-class PiRpcError(JsonRpcException):
-    """An error reply with one of the codes above."""
+class RpcError(Exception):
+    """An error reply: ``code``, ``message`` and optional ``data`` (raised by a handler)."""
 
-    def __init__(self, code: int, message: str, data: Any = None):
-        super().__init__(message=message, code=code, data=data)
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class PiRpcError(RpcError):
+    """An error reply with one of the codes above."""
 
 
 def invalid_params(message: str) -> PiRpcError:

@@ -25,6 +25,10 @@ keeps pygls for what it does well, through its public API only (tested against t
 * **writing**: :class:`FrameWriter`, safe from any thread: the loop's frames leave together at the
   end of its iteration, a worker's at once (a reply does not wait for the loop).
 * **cancelling**: ``$/cancelRequest`` for one of our requests cancels its job; others go to pygls.
+* **starting**: pygls and lsprotocol take most of a second to import, which a client of the ``pi/*``
+  methods alone (a tree view, a script) never needs: pygls is made when the first message for it
+  comes (:class:`LanguageServerPart`), its imports on a thread of their own; ``pi/*`` requests are
+  answered meanwhile, and what came for pygls waits for it, in order.
 """
 
 from __future__ import annotations
@@ -41,16 +45,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-import cattrs
 import msgspec
-from lsprotocol import converters, types
-from pygls.exceptions import JsonRpcException
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 
-from .errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_CANCELLED
+from .errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_CANCELLED, RpcError
 from .framing import FrameDecoder, FramingError
 from .workers import Cancelled, Job
 
@@ -58,6 +57,16 @@ logger = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+
+# the LSP methods the connection looks at itself (lsprotocol's names, without importing it)
+INITIALIZED = "initialized"
+SET_TRACE = "$/setTrace"
+SHUTDOWN = "shutdown"
+EXIT = "exit"
+CANCEL_REQUEST = "$/cancelRequest"
+WORKSPACE_EXECUTE_COMMAND = "workspace/executeCommand"
+_TRACE_VALUES = frozenset({"off", "messages", "verbose"})
 
 #: bodies at least this big are offered to a raw route before they are parsed
 BIG_BODY = 1_000_000
@@ -173,14 +182,33 @@ def _scalar_id(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float)) else None
 
 
-class Connection:
-    """One client on stdio: reads and routes messages, writes replies and notifications."""
+class LanguageServerPart:
+    """How the connection gets pygls when a message needs it: :meth:`prepare` imports what it takes
+    (on a thread of its own: importing lsprotocol is the longest part of the server's start),
+    :meth:`create` makes the language server on the event loop's thread and returns its protocol."""
 
-    def __init__(self, protocol: LanguageServerProtocol) -> None:
-        self.protocol = protocol
+    def prepare(self) -> None:
+        raise NotImplementedError
+
+    def create(self) -> Any:
+        raise NotImplementedError
+
+
+class Connection:
+    """One client on stdio: reads and routes messages, writes replies and notifications.
+
+    pygls is made on demand (``lsp``): the ``pi/*`` methods never wait for it. The first message
+    routed to pygls (``initialize``, as a rule) starts it; messages for it that arrive while it is
+    being made wait, in order, and go to it once it is there."""
+
+    def __init__(self, lsp: LanguageServerPart | None = None) -> None:
+        self.protocol: Any = None  # pygls' LanguageServerProtocol, once made
+        self._lsp = lsp
+        self._for_lsp: list[dict[str, Any]] | None = None  # waiting while pygls is made
+        self._trace: str | None = None  # a $/setTrace before pygls was made
         self.routes: dict[str, Handler] = {}
         self._params_types: dict[str, type] = {}
-        self._converter = converters.get_converter()
+        self._converter: Any = None  # lsprotocol's, made with the first typed route
         self._raw_routes: dict[str, Callable[[bytes], bool]] = {}
         self._commands: dict[str, Handler] = {}
         self._pending: dict[tuple[bool, Any], Job[Any] | asyncio.Future[Any]] = {}
@@ -189,13 +217,21 @@ class Connection:
         self.shutting_down = False
         # two notifications pygls handles as generators, each leaving an entry behind in its table
         # of pending requests: what they do is done here
-        self.routes[types.INITIALIZED] = lambda params: None
-        self.routes[types.SET_TRACE] = self._set_trace
+        self.routes[INITIALIZED] = lambda params: None
+        self.routes[SET_TRACE] = self._set_trace
 
     def _set_trace(self, params: Any) -> None:
         value = params.get("value") if isinstance(params, dict) else None
-        if value in {trace.value for trace in types.TraceValue}:
-            self.protocol.trace = types.TraceValue(value)
+        if value in _TRACE_VALUES:
+            if self.protocol is None:
+                self._trace = value
+            else:
+                self._apply_trace(value)
+
+    def _apply_trace(self, value: str) -> None:
+        from lsprotocol import types
+
+        self.protocol.trace = types.TraceValue(value)
 
     # -- registering --------------------------------------------------------------------------
 
@@ -203,7 +239,7 @@ class Connection:
         """Register the handler of one of our methods: ``handler(params)`` gets the params as plain
         JSON and returns the result (``msgspec.Raw`` for JSON encoded already, or a JSON value), a
         :class:`~pi_session_server.server.workers.Job` or an awaitable that gives it. A
-        ``JsonRpcException`` it raises is the error reply."""
+        :class:`RpcError` (or pygls' ``JsonRpcException``) it raises is the error reply."""
 
         def register(handler: Handler) -> Handler:
             self.routes[method] = handler
@@ -211,13 +247,16 @@ class Connection:
 
         return register
 
-    def lsp_route(
-        self, server: LanguageServer, method: str, options: Any = None
-    ) -> Callable[[Handler], Handler]:
+    def lsp_route(self, server: Any, method: str, options: Any = None) -> Callable[[Handler], Handler]:
         """Register the handler of an LSP method the server answers itself: it gets the params typed
         (lsprotocol; -32602 when they do not fit) and returns what :meth:`route` handlers return.
-        pygls is told about the method too, so that ``initialize`` announces it (with ``options``),
-        but never runs it: the connection routes the method before pygls sees it."""
+        ``server`` (pygls' ``LanguageServer``) is told about the method too, so that ``initialize``
+        announces it (with ``options``), but never runs it: the connection routes the method
+        before pygls sees it. (Registered while pygls is made: see :class:`LanguageServerPart`.)"""
+        from lsprotocol import converters, types
+
+        if self._converter is None:
+            self._converter = converters.get_converter()
 
         def register(handler: Handler) -> Handler:
             self.routes[method] = handler
@@ -229,44 +268,40 @@ class Connection:
 
         return register
 
-    def command(self, server: LanguageServer, name: str) -> Callable[[Handler], Handler]:
+    def command(self, server: Any, name: str) -> Callable[[Handler], Handler]:
         """Register a ``workspace/executeCommand`` command: ``handler(arguments)`` (the arguments as
-        plain JSON). Announced by pygls, run by the connection."""
+        plain JSON). Announced by pygls (``server``), run by the connection."""
 
         def register(handler: Handler) -> Handler:
             self._commands[name] = handler
             server.command(name)(_routed_by_the_connection)
-            if types.WORKSPACE_EXECUTE_COMMAND not in self.routes:
-                self.routes[types.WORKSPACE_EXECUTE_COMMAND] = self._execute_command
+            if WORKSPACE_EXECUTE_COMMAND not in self.routes:
+                self.routes[WORKSPACE_EXECUTE_COMMAND] = self._execute_command
             return handler
 
         return register
 
     def _execute_command(self, params: Any) -> Any:
         if not isinstance(params, dict) or not isinstance(params.get("command"), str):
-            raise JsonRpcException(code=INVALID_PARAMS, message="Invalid params: `command` must be a string")
+            raise RpcError(INVALID_PARAMS, "Invalid params: `command` must be a string")
         handler = self._commands.get(params["command"])
         if handler is None:
-            raise JsonRpcException(
-                code=INVALID_PARAMS, message=f"Invalid params: no command {params['command']!r}"
-            )
+            raise RpcError(INVALID_PARAMS, f"Invalid params: no command {params['command']!r}")
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, list):
-            raise JsonRpcException(
-                code=INVALID_PARAMS, message="Invalid params: `arguments` must be an array"
-            )
+            raise RpcError(INVALID_PARAMS, "Invalid params: `arguments` must be an array")
         return handler(arguments or [])
 
     def _typed(self, method: str, params: Any) -> Any:
         params_type = self._params_types.get(method)
         if params_type is None:
             return params
+        import cattrs
+
         try:
             return self._converter.structure(params, params_type)
         except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as error:
-            raise JsonRpcException(
-                code=INVALID_PARAMS, message=f"Invalid params: {_first_line(error)}"
-            ) from None
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {_first_line(error)}") from None
 
     def raw_route(self, method: str, take: Callable[[bytes], bool]) -> None:
         """Offer big bodies naming ``method`` to ``take(body)`` before parsing them; it returns
@@ -312,8 +347,8 @@ class Connection:
         """The error reply for what a handler raised (never a traceback: those go to the log)."""
         if isinstance(error, (Cancelled, asyncio.CancelledError)):
             self.send_error(message_id, REQUEST_CANCELLED, f"Request {message_id!r} was cancelled")
-        elif isinstance(error, JsonRpcException):
-            self.send_error(message_id, error.code, error.message, error.data)
+        elif isinstance(error, RpcError) or _is_pygls_error(error):
+            self.send_error(message_id, error.code, error.message, error.data)  # type: ignore[attr-defined]
         else:
             logger.error("internal error answering %r", message_id, exc_info=error)
             self.send_error(message_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
@@ -327,7 +362,8 @@ class Connection:
         loop = self.loop = asyncio.get_running_loop()
         widen_pipe(stdin)  # the reading side only: replies leave in one write each anyway
         self.writer = FrameWriter(stdout, loop)
-        self.protocol.set_writer(self.writer, include_headers=True)
+        if self.protocol is not None:
+            self.protocol.set_writer(self.writer, include_headers=True)
         reader = asyncio.StreamReader(limit=_READ_SIZE)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
         if on_start is not None:
@@ -342,7 +378,7 @@ class Connection:
         """Wait until every request we were sent is answered (or ``timeout`` seconds: a job stuck
         on another process's lock does not keep the process forever)."""
         deadline = asyncio.get_running_loop().time() + timeout
-        while self._pending and asyncio.get_running_loop().time() < deadline:
+        while (self._pending or self._for_lsp is not None) and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.01)
 
     async def read_messages(self, reader: asyncio.StreamReader) -> None:
@@ -383,10 +419,10 @@ class Connection:
             return
         method = message.get("method")
         is_request = "id" in message
-        if is_request and method is not None and self.shutting_down and method != types.EXIT:
+        if is_request and method is not None and self.shutting_down and method != EXIT:
             self.send_error(message["id"], INVALID_REQUEST, "Invalid Request: the server is shutting down")
             return
-        if is_request and method == types.SHUTDOWN:
+        if is_request and method == SHUTDOWN:
             # pygls answers it once the requests sent before it are answered
             self.shutting_down = True
             asyncio.ensure_future(self._shut_down_after(message)).add_done_callback(_log_failure)
@@ -397,7 +433,7 @@ class Connection:
                 self._start(message["id"], method, handler, message.get("params"))
             else:
                 self._start_notification(method, handler, message.get("params"))
-        elif not (method == types.CANCEL_REQUEST and self._cancel(message.get("params"))):
+        elif not (method == CANCEL_REQUEST and self._cancel(message.get("params"))):
             self._to_pygls(message)
 
     def _take_raw(self, body: bytes) -> bool:
@@ -414,6 +450,20 @@ class Connection:
         self._to_pygls(message)
 
     def _to_pygls(self, message: dict[str, Any]) -> None:
+        if self.protocol is None:
+            if self._for_lsp is not None:  # being made
+                self._for_lsp.append(message)
+                return
+            if self._lsp is None:
+                logger.warning("no language server: %s dropped", message.get("method", "a reply"))
+                if "id" in message and "method" in message:
+                    self.send_error(message["id"], METHOD_NOT_FOUND, f"Method not found: {message['method']}")
+                return
+            self._for_lsp = [message]
+            self._start_lsp(self._lsp)
+            return
+        from pygls.exceptions import JsonRpcException
+
         try:
             structured = self.protocol.structure_message(message)
         except JsonRpcException as error:
@@ -423,6 +473,58 @@ class Connection:
                 logger.warning("dropping a malformed %s message", message.get("method", "reply"))
             return
         self.protocol.handle_message(structured)
+
+    def _start_lsp(self, lsp: LanguageServerPart) -> None:
+        """Import pygls on a thread, then make it on the loop and hand it what waited for it."""
+        loop = asyncio.get_running_loop()
+
+        def prepare() -> None:
+            try:
+                lsp.prepare()
+            except BaseException as error:  # reported on the loop, to those waiting
+                loop.call_soon_threadsafe(self._lsp_ready, lsp, error)
+            else:
+                loop.call_soon_threadsafe(self._lsp_ready, lsp, None)
+
+        threading.Thread(target=prepare, name="pi-lsp-import", daemon=True).start()
+
+    def _lsp_ready(self, lsp: LanguageServerPart, failure: BaseException | None) -> None:
+        waiting, self._for_lsp = self._for_lsp or [], None
+        if failure is None:
+            try:
+                protocol = lsp.create()
+            except Exception as error:
+                failure = error
+            else:
+                self.protocol = protocol
+                if self.writer is not None:
+                    protocol.set_writer(self.writer, include_headers=True)
+                if self._trace is not None:
+                    self._apply_trace(self._trace)
+        if failure is not None:
+            logger.error("the language server could not start", exc_info=failure)
+            self._lsp = None  # what comes for it from now on is refused at once
+            for message in waiting:
+                if "id" in message and "method" in message:
+                    self.send_error(
+                        message["id"], INTERNAL_ERROR, f"Internal error: no language server: {failure}"
+                    )
+            return
+        for message in waiting:  # in the order they came; the features have their routes now
+            try:
+                self._dispatch_waiting(message)
+            except Exception:
+                logger.exception("failed to dispatch a message")
+
+    def _dispatch_waiting(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        handler = self.routes.get(method) if method is not None else None
+        if handler is None:
+            self._to_pygls(message)
+        elif "id" in message:
+            self._start(message["id"], method, handler, message.get("params"))  # type: ignore[arg-type]
+        else:
+            self._start_notification(method, handler, message.get("params"))  # type: ignore[arg-type]
 
     # -- our own requests ---------------------------------------------------------------------
 
@@ -471,11 +573,14 @@ class Connection:
     def _start_notification(self, method: str, handler: Handler, params: Any) -> None:
         try:
             outcome = handler(self._typed(method, params))
-        except JsonRpcException as error:
+        except RpcError as error:
             logger.warning("dropping %s: %s", method, error.message)
             return
-        except Exception:
-            logger.exception("the handler of %s failed", method)
+        except Exception as error:
+            if _is_pygls_error(error):
+                logger.warning("dropping %s: %s", method, error.message)  # type: ignore[attr-defined]
+            else:
+                logger.exception("the handler of %s failed", method)
             return
         if inspect.isawaitable(outcome):
             asyncio.ensure_future(outcome).add_done_callback(_log_failure)
@@ -506,16 +611,21 @@ def _envelope_problem(message: Any) -> str | None:
 
 def _routed_by_the_connection(*_: Any) -> Any:
     """What pygls holds for the methods the connection answers (it never calls it)."""
-    raise JsonRpcException(
-        code=INTERNAL_ERROR, message="Internal error: this method is routed by the connection"
-    )
+    raise RpcError(INTERNAL_ERROR, "Internal error: this method is routed by the connection")
+
+
+def _is_pygls_error(error: BaseException) -> bool:
+    """Is ``error`` pygls' ``JsonRpcException`` (raised by the language features; pygls is then
+    imported already)?"""
+    exceptions = sys.modules.get("pygls.exceptions")
+    return exceptions is not None and isinstance(error, exceptions.JsonRpcException)
 
 
 def _first_line(error: BaseException) -> str:
     text = str(error) or type(error).__name__
-    if isinstance(error, cattrs.BaseValidationError):
-        leaves = [str(e) for e in error.exceptions]
-        text = f"{text}: {'; '.join(leaves[:3])}" if leaves else text
+    leaves = getattr(error, "exceptions", None)  # cattrs' validation errors: their causes
+    if isinstance(leaves, (list, tuple)) and leaves:
+        text = f"{text}: {'; '.join(str(e) for e in leaves[:3])}"
     return text.splitlines()[0][:500]
 
 

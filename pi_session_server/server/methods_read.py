@@ -29,6 +29,8 @@ from .tree_view import (
     TreeWindow,
     encode_flat_page,
     encode_flat_tree_view,
+    encode_tree_levels,
+    tree_levels,
     tree_shape,
     tree_view,
     window_tree,
@@ -36,6 +38,10 @@ from .tree_view import (
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
+
+
+# rows per level of a pi/getTree `levels` reply without `limit`
+DEFAULT_LEVEL_ROWS = 50
 
 
 def _or_null(value: Any) -> Any:
@@ -57,6 +63,8 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
             "previews": p.previews,
         }
         try:
+            if p.levels:
+                return msgspec.Raw(_levels(manager, view, window))
             if p.form == "flat" and window.paged:
                 return msgspec.Raw(_flat_page(manager, view, window))
             roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
@@ -70,6 +78,26 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
             raise PiRpcError(ENTRY_NOT_FOUND, str(error), {error.param: error.root_id}) from None
 
 
+def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
+    """The shape of the tree for ``view``, kept for the windows of one view of it."""
+
+    def shape() -> Any:
+        roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
+        return tree_shape(
+            roots, leaf_id, manager.by_id, cache=preview_cache(manager), calls_on_demand=on_demand, **view
+        )
+
+    return _tree_shapes.tree(manager, (*view.values(), on_demand), shape)
+
+
+def _levels(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
+    """pi/getTree ``levels``: every level of the layout down to ``aroundId``, in one reply."""
+    shape = _kept_shape(manager, view, True)
+    levels, complete = tree_levels(shape, window.around_id, MAX_TREE_NODES // 2)
+    limit = DEFAULT_LEVEL_ROWS if window.limit is None else window.limit
+    return encode_tree_levels(shape, levels, complete, limit, MAX_TREE_NODES)
+
+
 def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     """A page of the flat form, cut from the walk kept for the pages of the same request; the walks
     of one view of the tree (a tree view opening level after level) share one kept shape."""
@@ -78,14 +106,8 @@ def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     # pages of the whole tree keep the whole session's calls, as pi's tree selector does
     on_demand = window.chain or window.root_id is not ABSENT or window.around_id is not ABSENT
 
-    def shape() -> Any:
-        roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
-        return tree_shape(
-            roots, leaf_id, manager.by_id, cache=preview_cache(manager), calls_on_demand=on_demand, **view
-        )
-
     def walk() -> FlatTree:
-        return window_tree(_tree_shapes.tree(manager, (*view.values(), on_demand), shape), window)
+        return window_tree(_kept_shape(manager, view, on_demand), window)
 
     try:
         encoded, more = encode_flat_page(_tree_pages.tree(manager, key, walk), window, MAX_TREE_NODES)
@@ -104,6 +126,18 @@ def _typed(value: Any) -> tuple[type, str]:
 
 def _tree_window(p: P.GetTreeParams) -> TreeWindow:
     """The part of the tree the params ask for; -32602 for a form that cannot give it."""
+    if p.levels and (
+        p.form != "flat"
+        or p.around_id is UNSET
+        or p.root_id is not UNSET
+        or p.depth is not UNSET
+        or p.offset is not UNSET
+        or p.chain
+    ):
+        raise invalid_params(
+            "Invalid params: `levels` takes `aroundId` (and `limit`, rows per level), in the flat form, "
+            "without `rootId`, `depth`, `offset` or `chain`"
+        )
     if p.form == "reference" and (p.root_id is not UNSET or p.depth is not UNSET or p.paged or p.chain):
         raise invalid_params(
             "Invalid params: `rootId`, `depth`, `offset`, `limit`, `chain` and `aroundId` need form flat or nested"

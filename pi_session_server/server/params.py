@@ -280,6 +280,7 @@ class GetTreeParams(SessionParams, kw_only=True):
     limit: PageSize | UnsetType = UNSET
     chain: bool = False
     around_id: Id = UNSET
+    levels: bool = False
 
     @property
     def paged(self) -> bool:

@@ -336,6 +336,41 @@ SCHEMAS: dict[str, Any] = {
         },
         "required": ["leafId", "nodes"],
     },
+    "TreeLevels": {
+        "type": "object",
+        "description": "pi/getTree with `levels`: the lists of pi's /tree layout from the top down to "
+        "`aroundId`, each the reply of its window with `aroundId`.",
+        "properties": {
+            "leafId": ANY,
+            "levels": {"type": "array", "items": ref("TreeLevel")},
+            "complete": {
+                "type": "boolean",
+                "description": "false when the levels stop short of the entry: there were more than one "
+                f"reply holds ({E.MAX_TREE_NODES // 2:,}); ask on with `rootId` windows from the last one",
+            },
+        },
+        "required": ["leafId", "levels", "complete"],
+    },
+    "TreeLevel": {
+        "type": "object",
+        "description": "One list of the layout: `top` (the window {chain}: the root's chain, or the roots "
+        "when there are several), `branches` ({rootId: a branch point, depth: 1}: its own row first, then "
+        "its branches) or `chain` ({rootId: a branch's second entry, chain}); the list under the path's "
+        "row of the level above. Its rows are the page around the path's row.",
+        "properties": {
+            "kind": {"enum": ["top", "branches", "chain"]},
+            "rootId": ANY,
+            "chain": {"const": True},
+            "depth": {"const": 1},
+            "nodes": {"type": "array", "items": ref("TreeNode")},
+            "total": {"type": "integer", "minimum": 0},
+            "hasMore": {"type": "boolean"},
+            "nextOffset": {"type": "integer", "minimum": 0},
+            "offset": {"type": "integer", "minimum": 0},
+            "aroundIndex": {"type": ["integer", "null"], "minimum": 0},
+        },
+        "required": ["kind", "nodes", "total", "hasMore", "offset", "aroundIndex"],
+    },
     "PathItem": {
         "type": "object",
         "description": "One entry of pi/getPath: the entry and what a branch switcher needs.",
@@ -440,8 +475,9 @@ LISTING_RESULT = {
 }
 
 SESSION_TREE_RESULT = {
-    "description": "form flat/nested: a TreeView; form reference: getTree() itself (array of ReferenceTreeNode).",
-    "anyOf": [ref("TreeView"), {"type": "array", "items": ref("ReferenceTreeNode")}],
+    "description": "form flat/nested: a TreeView (with `levels`: TreeLevels); form reference: getTree() itself "
+    "(array of ReferenceTreeNode).",
+    "anyOf": [ref("TreeView"), ref("TreeLevels"), {"type": "array", "items": ref("ReferenceTreeNode")}],
 }
 
 # --- methods -----------------------------------------------------------------------------------
@@ -675,7 +711,9 @@ METHODS: list[Method] = [
         "childIds, safe for any depth; nested: children inline; reference: the reference's getTree() value "
         "({entry, children, label?, labelTimestamp?}). filter none (default) shows every entry; default, "
         "no-tools, user-only, labeled-only, all are the TUI's modes. `rootId` and `depth` (flat, nested) "
-        f"ask for a subtree, `offset` and `limit` (flat) for a page of the preorder. One reply holds at most "
+        f"ask for a subtree, `offset` and `limit` (flat) for a page of the preorder, `chain` for one list of "
+        f"the /tree layout, `aroundId` for the page around an entry, `levels` for every list down to it. One "
+        f"reply holds at most "
         f"{E.MAX_TREE_NODES:,} nodes: a bigger result without `limit` is refused with TooLarge (-32011), "
         "and a larger `limit` gives pages of that size. The pages of one tree are cut from one walk of it, "
         "which the server keeps while the session and the other params stay the same (it lets it go after "
@@ -882,6 +920,13 @@ FIELD_DOCS = {
         "deepest shown ancestor's), wherever `offset` points; the reply adds `offset` and `aroundIndex`. "
         "EntryNotFound (-32002) if there is no such entry."
     ),
+    "levels": (
+        "pi/getTree (flat, with `aroundId`): every level of pi's /tree layout from the top down to that entry "
+        "in one reply (TreeLevels): the top list, then under each branch point on the path its branches and "
+        "under each branch its chain, each the page around the path's row (what a tree view asks level by "
+        "level to open down to an entry). `limit`: rows per level (default 50; fewer when the levels are "
+        "many). No `rootId`, `depth`, `offset` or `chain`."
+    ),
     "entryId": "pi/getPath: the entry the path leads to (default: the leaf); pi/branch: the new leaf.",
     "descend": "pi/getPath: continue the path below the entry down to a leaf.",
     "text": (
@@ -922,8 +967,15 @@ def _form_refuses(form: str, names: list[str]) -> dict[str, Any]:
 
 # pages are of the flat form; the reference form is getTree() itself, whole
 _TREE_WINDOW_RULES = [
-    _form_refuses("nested", ["offset", "limit", "chain", "aroundId"]),
-    _form_refuses("reference", ["rootId", "depth", "offset", "limit", "chain", "aroundId"]),
+    _form_refuses("nested", ["offset", "limit", "chain", "aroundId", "levels"]),
+    _form_refuses("reference", ["rootId", "depth", "offset", "limit", "chain", "aroundId", "levels"]),
+    {
+        "if": {"properties": {"levels": {"const": True}}, "required": ["levels"]},
+        "then": {
+            "required": ["aroundId"],
+            "not": {"anyOf": [{"required": [name]} for name in ("rootId", "depth", "offset", "chain")]},
+        },
+    },
 ]
 
 

@@ -793,8 +793,14 @@ _ENCODED_TOGETHER = 512  # nodes encoded in one call (one each cost a call per n
 
 
 def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
-    window = page.window
-    parts = [b'{"leafId":', encode_rows(_wire_id(leaf_id)), b',"nodes":[']
+    members, more = _encoded_page(page)
+    return b'{"leafId":' + encode_rows(_wire_id(leaf_id)) + b"," + members + b"}", more
+
+
+def _encoded_page(page: _FlatPage) -> tuple[bytes, bool]:
+    """The members of a flat result after ``leafId`` (``"nodes":[...]`` and the paging fields), and
+    whether pages follow."""
+    parts = [b'"nodes":[']
     returned = 0
     items = page.nodes()
     while batch := list(islice(items, _ENCODED_TOGETHER)):
@@ -803,10 +809,105 @@ def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
     page.check_size(returned)
     parts.append(b"]")
     fields = page.paging_fields(returned)
-    if window.paged:
+    if page.window.paged:
         parts.append(b"," + encode_rows(fields)[1:-1])
-    parts.append(b"}")
     return b"".join(parts), fields["hasMore"]
+
+
+# --- the levels of the layout down to an entry ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLevel:
+    """One list of pi's ``/tree`` layout on the way down to an entry, as a tree view nests them:
+
+    * ``top``: the window ``{chain}``: the root's chain, or the roots when there are several (each
+      the head of a branch);
+    * ``branches``: ``{rootId: a branch point, depth: 1}``: the branch point's row, then its shown
+      children, each the head of a branch;
+    * ``chain``: ``{rootId, chain}``: a branch's continuation, the chain from its head's only child.
+
+    ``rows`` are the window's; ``around_index`` is where the row on the path is (None: none is)."""
+
+    kind: str
+    window: TreeWindow
+    rows: list[Row]
+    around_index: int | None
+
+
+def tree_levels(
+    shape: _TreeShape, around_id: Any, max_levels: int | None = None
+) -> tuple[list[TreeLevel], bool]:
+    """(the levels from the top down to the row of ``around_id``, or of its deepest shown ancestor,
+    whether they reach it). Each level is what a tree view gets for the window of the list under
+    the path's row one level up: a branch point's branches, a head's chain (a head: a row of a
+    ``branches`` level, or of a ``top`` level of several roots). At most ``max_levels``.
+    Raises :class:`RootNotFoundError` when no entry has that id."""
+    levels: list[TreeLevel] = []
+    kind, window = "top", TreeWindow(chain=True, around_id=around_id, paged=True)
+    wanted = index_key(around_id)
+    while True:
+        if max_levels is not None and len(levels) >= max_levels:
+            return levels, False
+        rows = list(shape.rows(_tops(shape.roots, shape, window), window))
+        index = _index_on_path(shape, rows, around_id)
+        levels.append(TreeLevel(kind, window, rows, index))
+        if index is None or (kind == "branches" and index == 0):  # nothing of the path below
+            return levels, True
+        node = rows[index][0]
+        entry_id = _envelope(node.entry)[0]
+        if truthy(entry_id) and index_key(entry_id) == wanted:
+            return levels, True
+        head = kind == "branches" or (kind == "top" and len(rows) > 1 and rows[1][2] == 0)
+        children = shape.shown_children(node)
+        if len(children) > 1:
+            kind = "branches"
+            window = TreeWindow(root_id=_node_id(node), depth=1, around_id=around_id, paged=True)
+        elif head and len(children) == 1:
+            kind = "chain"
+            window = TreeWindow(root_id=_node_id(children[0]), chain=True, around_id=around_id, paged=True)
+        else:
+            return levels, True
+
+
+def encode_tree_levels(
+    shape: _TreeShape, levels: list[TreeLevel], complete: bool, limit: int, max_nodes: int
+) -> bytes:
+    """``{"leafId", "levels": [...], "complete"}``: each level the result of its window (as pi/getTree
+    answers it with ``aroundId``) with its ``kind``, ``rootId``, ``chain`` or ``depth``. A level
+    holds ``limit`` rows around the path's row (a ``branches`` level one more: the branch point's
+    own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes."""
+    branch_points = sum(1 for level in levels if level.kind == "branches")
+    per_level = min(limit, max(1, (max_nodes - branch_points) // max(1, len(levels))))
+    parts = []
+    for level in levels:
+        extra = 1 if level.kind == "branches" else 0
+        window = TreeWindow(
+            root_id=level.window.root_id,
+            depth=level.window.depth,
+            limit=per_level + extra,
+            paged=True,
+            chain=level.window.chain,
+            around_id=level.window.around_id,
+        )
+        head: dict[str, Any] = {"kind": level.kind}
+        if window.root_id is not ABSENT:
+            head["rootId"] = _wire_id(window.root_id)
+        if window.chain:
+            head["chain"] = True
+        if window.depth is not None:
+            head["depth"] = window.depth
+        members, _more = _encoded_page(_FlatPage(shape, level.rows, window, None))
+        parts.append(encode_rows(head)[:-1] + b"," + members + b"}")
+    return (
+        b'{"leafId":'
+        + encode_rows(_wire_id(shape.leaf_id))
+        + b',"levels":['
+        + b",".join(parts)
+        + b'],"complete":'
+        + (b"true" if complete else b"false")
+        + b"}"
+    )
 
 
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:

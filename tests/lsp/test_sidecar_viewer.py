@@ -86,3 +86,33 @@ async def test_tree_chains_and_the_page_around_the_leaf(sidecar, tmp_path):
         with pytest.raises(RpcFailure) as failure:
             await sidecar.request("pi/getTree", {"session": session, **params})
         assert failure.value.code == code, params
+
+
+async def test_tree_levels_down_to_the_leaf_in_one_reply(sidecar, tmp_path):
+    session, _ = await sidecar.open_example(tmp_path)
+    base = {"session": session, "filter": "default", "activeBranchFirst": True}
+    got = await sidecar.request("pi/getTree", {**base, "levels": True, "aroundId": "e2f3a4b5", "limit": 2})
+    assert got["complete"] and got["leafId"] == "e2f3a4b5"
+    assert [level["kind"] for level in got["levels"]][:2] == ["top", "branches"]
+    for level in got["levels"]:  # each level is the reply of its own window
+        window = {k: level[k] for k in ("rootId", "chain", "depth") if k in level}
+        limit = 3 if level["kind"] == "branches" else 2
+        alone = await sidecar.request(
+            "pi/getTree", {**base, **window, "aroundId": "e2f3a4b5", "limit": limit}
+        )
+        assert {k: v for k, v in level.items() if k not in ("kind", "rootId", "chain", "depth")} == {
+            k: v for k, v in alone.items() if k != "leafId"
+        }
+    last = got["levels"][-1]
+    assert last["nodes"][last["aroundIndex"] - last["offset"]]["id"] == "e2f3a4b5"
+    for params, code in [
+        ({"levels": True}, -32602),
+        ({"levels": True, "aroundId": "e2f3a4b5", "chain": True}, -32602),
+        ({"levels": True, "aroundId": "e2f3a4b5", "form": "nested"}, -32602),
+        ({"levels": True, "aroundId": "e2f3a4b5", "offset": 3}, -32602),
+        ({"levels": True, "aroundId": "nope"}, -32002),
+        ({"levels": "yes", "aroundId": "e2f3a4b5"}, -32602),
+    ]:
+        with pytest.raises(RpcFailure) as failure:
+            await sidecar.request("pi/getTree", {"session": session, **params})
+        assert failure.value.code == code, params

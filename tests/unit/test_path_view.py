@@ -446,3 +446,93 @@ def test_a_tool_result_whose_call_is_not_above_it_still_names_it(tmp_path: Path)
     window = TreeWindow(root_id="r1", chain=True, limit=10, paged=True)
     got = json.loads(tv.encode_flat_page(tv.window_tree(shape, window), window)[0])
     assert got["nodes"][0]["preview"] == whole["r1"] and "x.py" in whole["r1"] and shape.calls_complete
+
+
+# --- pi/getTree: levels --------------------------------------------------------------------------
+
+
+def levels_reply(m: SessionManager, mode: str, around: Any, limit: int, max_nodes: int = 50_000) -> dict:
+    from pi_session_server.server import tree_view as tv
+
+    shape = tv.tree_shape(m.get_tree(), m.get_leaf_id(), m.by_id, mode=mode, active_branch_first=True,
+                          previews=False, calls_on_demand=True)  # fmt: skip
+    levels, complete = tv.tree_levels(shape, around, max_nodes // 2)
+    return json.loads(tv.encode_tree_levels(shape, levels, complete, limit, max_nodes))
+
+
+def client_levels(m: SessionManager, mode: str, around: Any, limit: int) -> list[dict[str, Any]]:
+    """What a tree view gets asking level after level (lazyTree.ts's locate): each level's window
+    around the entry, then the list under the path's row (its branches, or a head's chain)."""
+    out = []
+    kind, window = "top", {"chain": True}
+    while True:
+        extra = 1 if kind == "branches" else 0
+        python_window = {{"rootId": "root_id"}.get(k, k): v for k, v in window.items()}
+        got = view(m, mode, paged=True, around_id=around, limit=limit + extra, **python_window)
+        del got["leafId"]
+        out.append({"kind": kind, **{k: v for k, v in window.items()}, **got})
+        index = got["aroundIndex"]
+        if index is None or index < extra:
+            return out
+        row = got["nodes"][index - got["offset"]]
+        if row["id"] == around:
+            return out
+        tops = view(m, mode, chain=True)["nodes"]  # several roots: the top's rows are heads
+        head = kind == "branches" or (kind == "top" and len(tops) > 1 and tops[1]["depth"] == 0)
+        if row["isBranchPoint"]:
+            kind, window = "branches", {"rootId": row["id"], "depth": 1}
+        elif head and len(row["childIds"]) == 1:
+            kind, window = "chain", {"rootId": row["childIds"][0], "chain": True}
+        else:
+            return out
+
+
+@pytest.mark.parametrize("mode", ["none", "default", "user-only", "no-tools"])
+def test_levels_are_the_windows_a_tree_view_asks_for_level_by_level(tmp_path: Path, mode: str):
+    rng = random.Random(11)
+    sessions = []
+    for i in range(6):
+        path = tmp_path / f"r{i}.jsonl"
+        random_session(rng, path)
+        sessions.append(SessionManager.open(str(path)))
+    sessions.append(SessionManager.open(str(EXAMPLE)))
+    for m in sessions:
+        for entry in m.get_entries():
+            for limit in (1, 3, 50):
+                got = levels_reply(m, mode, entry.id, limit)
+                assert got["complete"] is True and got["leafId"] == m.get_leaf_id()
+                assert got["levels"] == client_levels(m, mode, entry.id, limit), (mode, entry.id, limit)
+            last = got["levels"][-1]
+            if last["aroundIndex"] is not None and any(n["id"] == entry.id for n in view(m, mode)["nodes"]):
+                assert last["nodes"][last["aroundIndex"] - last["offset"]]["id"] == entry.id
+
+
+def test_many_levels_share_the_reply_and_too_many_stop_short(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    m = SessionManager.open(str(path))
+    m.append_message({"role": "user", "content": "start", "timestamp": 1})
+    for i in range(40):  # a branch point at every step: 40 of them on the path to the leaf
+        parent = m.get_leaf_id()
+        m.append_message({"role": "user", "content": f"side {i}", "timestamp": 1})
+        m.branch(parent)
+        m.append_message({"role": "user", "content": f"main {i}", "timestamp": 1})
+        m.append_message({"role": "user", "content": f"more {i}", "timestamp": 1})
+    leaf = m.get_leaf_id()
+    whole = levels_reply(m, "none", leaf, 50)
+    assert whole["complete"] and len(whole["levels"]) == 1 + 2 * 40
+    assert whole["levels"] == client_levels(m, "none", leaf, 50)
+    small = levels_reply(m, "none", leaf, 50, max_nodes=200)  # 81 levels in 200 nodes: 1 row a level
+    assert small["complete"] and sum(len(level["nodes"]) for level in small["levels"]) <= 200
+    for level, full in zip(small["levels"], whole["levels"], strict=True):
+        assert (level["kind"], level.get("rootId"), level["total"]) == (
+            full["kind"],
+            full.get("rootId"),
+            full["total"],
+        )
+        index = level["aroundIndex"] - level["offset"]
+        assert level["nodes"][index] == full["nodes"][full["aroundIndex"] - full["offset"]]
+    short = levels_reply(m, "none", leaf, 50, max_nodes=40)  # at most 20 levels
+    assert not short["complete"] and len(short["levels"]) == 20
+    assert [lv.get("rootId") for lv in short["levels"]] == [lv.get("rootId") for lv in whole["levels"][:20]]
+    with pytest.raises(RootNotFoundError):
+        levels_reply(m, "none", "no such entry", 5)

@@ -16,6 +16,8 @@ import importlib.metadata
 import itertools
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -209,3 +211,80 @@ def test_pygls_keeps_nothing_for_the_requests_and_notifications_it_did_not_answe
     assert in_process.server.protocol.trace == "off"
     assert in_process.connection._pending == {}
     server.notify("exit", None)
+
+
+# -- pygls made on demand ------------------------------------------------------------------------
+
+
+def test_messages_for_pygls_wait_for_it_in_order_while_pi_methods_are_answered(
+    in_process: InProcess, tmp_path: Path
+) -> None:
+    server = in_process
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes())
+    uri = path.as_uri()
+    assert in_process.server.lsp is None
+    handle = server.request("pi/open", {"path": str(path)})["result"]["session"]
+    assert in_process.server.lsp is None  # the pi/* methods never need it
+    # sent at once, without waiting for a reply: initialize starts pygls, the rest waits for it
+    server.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"capabilities": {}}})
+    server.notify("initialized", {})
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": EXAMPLE.read_text()}},
+    )
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "hover",
+            "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 3}},
+        }
+    )
+    assert "result" in server.request("pi/getLeaf", {"session": handle})
+    deadline = time.monotonic() + 60
+    with server._cond:
+        while not {"init", "hover"} <= server.replies.keys():
+            assert time.monotonic() < deadline, "no reply to initialize or hover"
+            server._cond.wait(0.1)
+    assert server.replies["init"]["result"]["capabilities"]["hoverProvider"] is True
+    assert server.replies["hover"]["result"] is not None  # the document was open when it was asked
+    assert "result" in server.request("shutdown", None)
+    server.notify("exit", None)
+
+
+SIDECAR_ALONE = """
+import asyncio, json, os, sys, threading
+from pi_session_server.server import create_server
+from pi_session_server.server.framing import encode_frame, read_frames
+
+server = create_server()
+to_server, from_server = os.pipe(), os.pipe()
+server_in = os.fdopen(to_server[0], "rb", buffering=0)
+server_out = os.fdopen(from_server[1], "wb")
+client_out = os.fdopen(to_server[1], "wb")
+client_in = os.fdopen(from_server[0], "rb")
+threading.Thread(target=lambda: asyncio.run(server.connection.serve(server_in, server_out)), daemon=True).start()
+replies = read_frames(client_in)
+for number, (method, params) in enumerate(
+    [("pi/open", {"path": sys.argv[1]}), ("pi/getTree", {"uri": "file://" + sys.argv[1], "chain": True})]
+):
+    client_out.write(encode_frame(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}).encode()))
+    client_out.flush()
+    assert "result" in json.loads(next(replies)), method
+print(json.dumps(sorted(name for name in sys.modules if name.split(".")[0] in ("pygls", "lsprotocol", "cattrs") and name != "pygls.uris" and name != "pygls")))
+"""
+
+
+def test_a_client_of_the_pi_methods_alone_never_waits_for_pygls_to_be_imported(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes())
+    done = subprocess.run(
+        [sys.executable, "-c", SIDECAR_ALONE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []

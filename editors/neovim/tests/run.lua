@@ -332,9 +332,9 @@ test('a 3,000-entry session: the tree opens on the rows around the leaf, and ear
   eq(lines[4], '… 2950 earlier entries (<CR> to load)', 'the line above the page around the leaf')
   eq(#lines, 3 + 1 + 50, 'header, placeholder and one page')
   eq(vim.api.nvim_win_get_cursor(0)[1], #lines, 'the cursor on the leaf')
-  eq(#requests, 2, 'pi/getTree requests: the first page, then the page around the leaf')
+  eq(#requests, 2, 'pi/getTree requests: the first page, then the levels down to the leaf')
   for _, params in ipairs(requests) do
-    truthy(params.limit <= 50 and params.chain == true, vim.inspect(params))
+    truthy(params.limit <= 50 and (params.chain == true or params.levels == true), vim.inspect(params))
   end
   -- scrolling up to the placeholder loads the page before (CursorMoved)
   vim.cmd('normal! gg')
@@ -347,6 +347,53 @@ test('a 3,000-entry session: the tree opens on the rows around the leaf, and ear
   options.tree_page_size = 200
   vim.api.nvim_buf_delete(buf, { force = true })
   vim.api.nvim_win_close(long_win, true)
+end)
+
+--- A session whose path to the leaf passes `n` branch points (a side entry off every third entry).
+local function branchy_session(path, n)
+  local lines = { '{"type":"session","version":3,"id":"0199e2e0-aaaa-7bbb-8ccc-000000000098","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}' }
+  local parent = 'null'
+  for i = 0, 3 * n - 1 do
+    local id = ('m%05d'):format(i)
+    local line = '{"type":"message","id":"%s","parentId":%s,"timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"step %d"}}'
+    table.insert(lines, line:format(id, parent, i))
+    if i % 3 == 2 and i < 3 * n - 1 then
+      table.insert(lines, line:format(('s%05d'):format(i), ('"%s"'):format(id), i))
+    end
+    parent = ('"%s"'):format(id)
+  end
+  vim.fn.writefile(lines, path)
+  return path
+end
+
+test('a session with 40 branch points on the path: the tree opens down to the leaf in two requests', function()
+  local path = branchy_session(work .. '/elsewhere/branchy-session.jsonl', 41)
+  vim.api.nvim_set_current_win(session_win)
+  vim.cmd('split')
+  local win = vim.api.nvim_get_current_win()
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for the branchy session')
+  local requests = {}
+  local request = client.request
+  client.request = function(self, method, params, ...)
+    if method == 'pi/getTree' then
+      table.insert(requests, params)
+    end
+    return request(self, method, params, ...)
+  end
+  vim.cmd('PiSessionTree')
+  local tree = vim.api.nvim_get_current_buf()
+  local lines = wait_lines(tree, function(_, text)
+    return text:find('user: step 122  <- leaf', 1, true) ~= nil
+  end, 'the leaf of the branchy session')
+  client.request = request
+  eq(#requests, 2, 'pi/getTree requests: the first page, then every level down to the leaf')
+  eq(requests[2].levels, true, 'the second is the levels request')
+  eq(vim.api.nvim_get_current_line():find('<- leaf', 1, true) ~= nil, true, 'the cursor on the leaf')
+  truthy(#lines > 80, 'every level down to the leaf is drawn')
+  vim.api.nvim_buf_delete(tree, { force = true })
+  vim.api.nvim_win_close(win, true)
 end)
 
 test('the entry under the cursor is asked for by line (no tree); an unknown method is an error, not a fallback', function()

@@ -27,6 +27,7 @@ import {
   type LineEntry,
   type SessionContextResult,
   type SkippedLines,
+  type TreeLevelsResult,
   type TreeNode,
 } from './protocol';
 import { pythonExtensionInterpreter } from './pythonExtension';
@@ -83,6 +84,8 @@ class Extension {
       {
         window: (uri, mode, params) =>
           this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...params }),
+        levels: (uri, mode, params) =>
+          this.request<TreeLevelsResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...params }),
         info: (uri) => this.request<SkippedLines & { entryCount?: number }>(Methods.getInfo, { uri: this.wireUri(uri) }),
       },
       filter,

@@ -9,12 +9,15 @@
 //   branches  the branches of a branch point (`rootId` = the branch point, `depth: 1`, its own row
 //             skipped), each the head of a branch
 // A container holds one window [start, start + rows.length) of its rows; "load more" items extend it.
-import type { GetTreeResult, TreeNode, TreeWindowParams } from './protocol';
+import type { GetTreeResult, TreeLevel, TreeLevelsParams, TreeLevelsResult, TreeNode, TreeWindowParams } from './protocol';
 
 /** Rows asked for per page. */
 export const TREE_PAGE = 200;
 
 export type WindowRequest = (params: TreeWindowParams) => Promise<GetTreeResult>;
+
+/** pi/getTree `levels`: every level down to an entry in one request (see LazyTree.locate). */
+export type LevelsRequest = (params: TreeLevelsParams) => Promise<TreeLevelsResult>;
 
 export type ContainerKind = 'top' | 'chain' | 'branches';
 
@@ -102,6 +105,7 @@ export class LazyTree {
   constructor(
     private readonly request: WindowRequest,
     readonly pageSize = TREE_PAGE,
+    private readonly levels?: LevelsRequest,
   ) {}
 
   reset(): void {
@@ -148,19 +152,28 @@ export class LazyTree {
       if (options.aroundId !== undefined) params.aroundId = options.aroundId;
       const result = await this.request(params);
       if (container === this.top) this.leafId = result.leafId ?? null;
-      const nodes = Array.isArray(result.nodes) ? result.nodes : [];
-      let first = typeof result.offset === 'number' ? result.offset : (params.offset ?? 0);
-      let pageNodes = nodes;
-      if (first < skip) {
-        pageNodes = nodes.slice(skip - first);
-        first = skip;
-      }
-      const start = first - skip;
-      const total = Math.max(0, (typeof result.total === 'number' ? result.total : nodes.length) - skip);
-      if (typeof result.aroundIndex === 'number' && result.aroundIndex >= skip) aroundIndex = result.aroundIndex - skip;
-      this.merge(container, start, pageNodes, total);
+      aroundIndex = this.apply(container, params.offset ?? 0, result);
     });
     return aroundIndex;
+  }
+
+  /**
+   * Take the server's reply for a window of `container` (asked from `offset`, the skipped rows
+   * included) into it; the index (in the container) of the row on the path to `aroundId`, if any.
+   */
+  private apply(container: Container, offset: number, result: Pick<GetTreeResult, 'nodes' | 'total' | 'offset' | 'aroundIndex'>): number | undefined {
+    const skip = LazyTree.skipped(container);
+    const nodes = Array.isArray(result.nodes) ? result.nodes : [];
+    let first = typeof result.offset === 'number' ? result.offset : offset;
+    let pageNodes = nodes;
+    if (first < skip) {
+      pageNodes = nodes.slice(skip - first);
+      first = skip;
+    }
+    const start = first - skip;
+    const total = Math.max(0, (typeof result.total === 'number' ? result.total : nodes.length) - skip);
+    this.merge(container, start, pageNodes, total);
+    return typeof result.aroundIndex === 'number' && result.aroundIndex >= skip ? result.aroundIndex - skip : undefined;
   }
 
   private merge(container: Container, start: number, nodes: TreeNode[], total: number): void {
@@ -214,11 +227,52 @@ export class LazyTree {
 
   /**
    * Load the containers down the path to `entryId` (around it at each level) and return its row, or
-   * the deepest shown row on its path when the filter hides it. Undefined when no row is on it.
+   * the deepest shown row on its path when the filter hides it. Undefined when no row is on it. With
+   * a `levels` request every level comes in one reply (a session with thousands of branch points on
+   * the path opened in thousands of requests otherwise); what it leaves out is asked level by level.
    */
   async locate(entryId: unknown): Promise<Row | undefined> {
+    if (this.levels) {
+      const reply = await this.levels({ levels: true, aroundId: entryId, limit: this.pageSize });
+      const step = await this.takeLevels(entryId, reply);
+      if (step.done) return step.found;
+      return this.descend(step.next, entryId, step.found);
+    }
+    return this.descend(this.top, entryId, undefined);
+  }
+
+  /** Each level of a `levels` reply into its container, down the path; where it stopped. */
+  private async takeLevels(
+    entryId: unknown,
+    reply: TreeLevelsResult,
+  ): Promise<{ done: true; found: Row | undefined } | { done: false; found: Row | undefined; next: Container | undefined }> {
+    this.leafId = reply.leafId ?? null;
     let container: Container | undefined = this.top;
     let found: Row | undefined;
+    for (const level of Array.isArray(reply.levels) ? reply.levels : []) {
+      const into: Container | undefined = container;
+      if (!into || !LazyTree.isWindowOf(into, level)) return { done: false, found, next: into }; // ask level by level
+      let index: number | undefined;
+      await into.exclusive(async () => {
+        index = this.apply(into, level.offset, level);
+      });
+      const row: Row | undefined = index === undefined ? undefined : into.rows.find((r) => r.index === index);
+      if (!row) return { done: true, found };
+      found = row;
+      if (sameId(row.node.id, entryId)) return { done: true, found };
+      container = this.childContainer(row);
+    }
+    if (reply.complete || !container) return { done: true, found };
+    return { done: false, found, next: container };
+  }
+
+  /** Is `level` the server's window of `container`? (The same layout on both sides.) */
+  private static isWindowOf(container: Container, level: TreeLevel): boolean {
+    return level.kind === container.kind && (container.kind === 'top' || sameId(level.rootId, container.rootId));
+  }
+
+  /** Load the containers from `container` down the path to `entryId`, a request per level. */
+  private async descend(container: Container | undefined, entryId: unknown, found: Row | undefined): Promise<Row | undefined> {
     for (let level = 0; container && level < 10_000; level++) {
       const index = await this.load(container, { aroundId: entryId });
       const row: Row | undefined = index === undefined ? undefined : container.rows.find((r) => r.index === index);

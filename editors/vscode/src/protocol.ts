@@ -57,6 +57,35 @@ export interface TreeWindowParams {
   limit: number;
 }
 
+/** pi/getTree `levels`: every list of the /tree layout from the top down to `aroundId`, in one reply. */
+export interface TreeLevelsParams {
+  levels: true;
+  aroundId: unknown;
+  /** Rows per level (fewer when the levels are many). */
+  limit: number;
+}
+
+/** One list of the layout: the reply of its window (`chain`, or `rootId` with `chain` or `depth: 1`). */
+export interface TreeLevel {
+  kind: 'top' | 'chain' | 'branches';
+  rootId?: unknown;
+  chain?: true;
+  depth?: number;
+  nodes: TreeNode[];
+  total: number;
+  hasMore: boolean;
+  nextOffset?: number;
+  offset: number;
+  aroundIndex: number | null;
+}
+
+export interface TreeLevelsResult {
+  leafId: string | null;
+  levels: TreeLevel[];
+  /** false: the levels stop short of the entry (too many for one reply); ask on level by level. */
+  complete: boolean;
+}
+
 /** pi/getPath: one entry of the path, with what a branch switcher needs. */
 export interface PathItem {
   entry: Record<string, unknown>;

@@ -2,13 +2,23 @@
 // expand, a page on "load more"; see lazyTree.ts), with an icon per role and entry type, labels, branch
 // points, and the leaf selected on load.
 import * as vscode from 'vscode';
-import { LazyTree, hasChildContainer, type Container, type Row, type TreeItemData, type WindowRequest } from './lazyTree';
-import { FILTER_MODES, type FilterMode, type GetTreeResult, type SkippedLines, type TreeWindowParams } from './protocol';
+import { LazyTree, hasChildContainer, type Container, type LevelsRequest, type Row, type TreeItemData, type WindowRequest } from './lazyTree';
+import {
+  FILTER_MODES,
+  type FilterMode,
+  type GetTreeResult,
+  type SkippedLines,
+  type TreeLevelsParams,
+  type TreeLevelsResult,
+  type TreeWindowParams,
+} from './protocol';
 import { entryLabel, iconFor, idText, skippedNotice } from './treeModel';
 
 /** What the view reads from the server. */
 export interface TreeSource {
   window(uri: vscode.Uri, filter: FilterMode, params: TreeWindowParams): Promise<GetTreeResult>;
+  /** pi/getTree `levels`: every level down to an entry in one reply (else one request per level). */
+  levels?(uri: vscode.Uri, filter: FilterMode, params: TreeLevelsParams): Promise<TreeLevelsResult>;
   /** pi/getInfo: the lines pi skips and how many entries the session has. */
   info(uri: vscode.Uri): Promise<(SkippedLines & { entryCount?: number }) | undefined>;
 }
@@ -68,7 +78,9 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     let expandAll = false;
     if (uri) {
       const request: WindowRequest = (params) => this.source.window(uri, filter, params);
-      tree = new LazyTree(request, this.pageSize);
+      const source = this.source;
+      const levels: LevelsRequest | undefined = source.levels ? (params) => source.levels!(uri, filter, params) : undefined;
+      tree = new LazyTree(request, this.pageSize, levels);
       try {
         const [info] = await Promise.all([this.source.info(uri).catch(() => undefined), tree.load(tree.top)]);
         skipped = skippedNotice(info);

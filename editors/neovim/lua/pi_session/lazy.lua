@@ -127,6 +127,25 @@ local function merge(c, start, nodes, total)
   c.loaded = true
 end
 
+--- Take the server's reply for a window of `c` (asked from `offset`, the skipped rows included);
+--- the index (in the container) of the row on the path to the window's aroundId, if any.
+local function apply(c, offset, result)
+  local skip = c.kind == 'branches' and 1 or 0
+  local nodes = type(result.nodes) == 'table' and result.nodes or {}
+  local first = is_number(result.offset) and result.offset or offset
+  if first < skip then
+    nodes = vim.list_slice(nodes, skip - first + 1)
+    first = skip
+  end
+  local total = math.max(0, (is_number(result.total) and result.total or #nodes) - skip)
+  local around = nil
+  if is_number(result.aroundIndex) and result.aroundIndex >= skip then
+    around = result.aroundIndex - skip
+  end
+  merge(c, first - skip, nodes, total)
+  return around
+end
+
 --- Load a page of `c`: at opts.offset, or around the row on the path to opts.around_id.
 --- callback(err, around_index): the index (in the container) of the row on that path, if any.
 function Tree:load(c, opts, callback)
@@ -145,19 +164,7 @@ function Tree:load(c, opts, callback)
     if c == self.top then
       self.leaf_id = result.leafId
     end
-    local nodes = type(result.nodes) == 'table' and result.nodes or {}
-    local first = is_number(result.offset) and result.offset or params.offset
-    if first < skip then
-      nodes = vim.list_slice(nodes, skip - first + 1)
-      first = skip
-    end
-    local total = math.max(0, (is_number(result.total) and result.total or #nodes) - skip)
-    local around = nil
-    if is_number(result.aroundIndex) and result.aroundIndex >= skip then
-      around = result.aroundIndex - skip
-    end
-    merge(c, first - skip, nodes, total)
-    callback(nil, around)
+    callback(nil, apply(c, params.offset, result))
   end)
 end
 
@@ -177,24 +184,66 @@ function Tree:ensure_loaded(c, callback)
   self:load(c, { offset = 0 }, callback)
 end
 
+local function row_at(c, index)
+  if index == nil then
+    return nil
+  end
+  for _, r in ipairs(c.rows) do
+    if r.index == index then
+      return r
+    end
+  end
+  return nil
+end
+
+--- Is `level` (of a `levels` reply) the server's window of `c`? (The same layout on both sides.)
+local function is_window_of(c, level)
+  return level.kind == c.kind and (c.kind == 'top' or M.same_id(level.rootId, c.root_id))
+end
+
 --- Load the lists down the path to an entry (around it at each level); callback(err, row): its
---- row, or the deepest shown row on its path when the filter hides it.
+--- row, or the deepest shown row on its path when the filter hides it. Every level comes in one
+--- `levels` reply (a session with thousands of branch points on the path took thousands of
+--- requests); what it leaves out (or a server that does not know `levels`) is asked level by level.
 function Tree:locate(entry_id, callback)
-  local found
-  local function step(c, level)
-    if not c or level > 10000 then
+  self.request({ levels = true, aroundId = entry_id, limit = self.page_size }, function(err, reply)
+    if err or type(reply) ~= 'table' or type(reply.levels) ~= 'table' then
+      return self:descend(self.top, entry_id, nil, callback)
+    end
+    self.leaf_id = reply.leafId
+    local c, found = self.top, nil
+    for _, level in ipairs(reply.levels) do
+      if not c or not is_window_of(c, level) then
+        return self:descend(c, entry_id, found, callback)
+      end
+      local row = row_at(c, apply(c, level.offset, level))
+      if not row then
+        return callback(nil, found)
+      end
+      found = row
+      if M.same_id(row.node.id, entry_id) then
+        return callback(nil, row)
+      end
+      c = self:child(row)
+    end
+    if reply.complete == true or not c then
       return callback(nil, found)
     end
-    self:load(c, { around_id = entry_id }, function(err, index)
+    self:descend(c, entry_id, found, callback)
+  end)
+end
+
+--- Load the lists from `c` down the path to an entry, a request per level.
+function Tree:descend(c, entry_id, found, callback)
+  local function step(container, level)
+    if not container or level > 10000 then
+      return callback(nil, found)
+    end
+    self:load(container, { around_id = entry_id }, function(err, index)
       if err then
         return callback(err, found)
       end
-      local row
-      for _, r in ipairs(c.rows) do
-        if r.index == index then
-          row = r
-        end
-      end
+      local row = row_at(container, index)
       if not row then
         return callback(nil, found)
       end
@@ -205,7 +254,7 @@ function Tree:locate(entry_id, callback)
       step(self:child(row), level + 1)
     end)
   end
-  step(self.top, 0)
+  step(c, 0)
 end
 
 --- Load every list that is not loaded yet (a small session shows all its branches, as pi does);

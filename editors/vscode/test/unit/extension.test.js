@@ -62,7 +62,10 @@ async function activated(options = {}) {
   state.activeTextEditor = { document: doc, selection: { active: { line: options.cursorLine ?? 0, character: 0 } } };
   const server = options.server ?? makeTreeServer(ENTRIES, 'a3');
   state.responder = (method, params) => {
-    if (method === 'pi/getTree') return options.getTree ? options.getTree(params) : server.getTree(params);
+    if (method === 'pi/getTree') {
+      if (options.getTree) return options.getTree(params);
+      return params.levels ? server.getLevels(params) : server.getTree(params);
+    }
     if (method === 'pi/getEntryAtLine') return (options.getEntryAtLine ?? entryAtLineOf(TREE))(params);
     if (method === 'pi/buildSessionContext') return CONTEXT;
     if (method === 'pi/getInfo') return options.getInfo ? options.getInfo(params) : { skippedLines: 0, entryCount: ENTRIES.length };
@@ -131,16 +134,14 @@ test('a start failure is reported with the command that was tried', async (t) =>
 const children = (api, element) => api.tree.getChildren(element);
 const ids = (items) => items.map((i) => (i.kind === 'row' ? i.node.id : `more:${i.direction}:${i.count}`));
 
-test('the tree view loads the top level around the leaf (chain windows), then each level down to it', async (t) => {
+test('the tree view loads the top level, then every level down to the leaf in one request (levels)', async (t) => {
   const { client, state, api, restore } = await activated();
   t.after(restore);
   const trees = client.requests.filter((r) => r.method === 'pi/getTree').map((r) => r.params);
   const base = { uri: SESSION_URI, filter: 'default', form: 'flat', activeBranchFirst: true };
   assert.deepEqual(trees[0], { ...base, chain: true, offset: 0, limit: 200 });
-  assert.deepEqual(trees[1], { ...base, chain: true, offset: 0, limit: 200, aroundId: 'a3' });
-  assert.deepEqual(trees[2], { ...base, rootId: 'a1', depth: 1, offset: 1, limit: 201, aroundId: 'a3' });
-  assert.deepEqual(trees[3], { ...base, rootId: 'a3', chain: true, offset: 0, limit: 200, aroundId: 'a3' });
-  assert.equal(trees.length, 4);
+  assert.deepEqual(trees[1], { ...base, levels: true, aroundId: 'a3', limit: 200 });
+  assert.equal(trees.length, 2);
   assert.equal(state.treeViews[0].id, 'piSession.tree');
   const roots = await children(api);
   assert.deepEqual(ids(roots), ['u1', 'a1']);
@@ -173,7 +174,7 @@ test('a 100,001-entry session: the view loads pages around the leaf, never the w
   t.after(restore);
   const requests = client.requests.filter((r) => r.method === 'pi/getTree');
   assert.equal(requests.length, 2);
-  assert.ok(requests.every((r) => r.params.limit <= 200 && r.params.chain === true));
+  assert.ok(requests.every((r) => r.params.limit <= 200 && (r.params.chain === true || r.params.levels === true)));
   const top = await children(api);
   assert.equal(top[0].kind, 'more');
   assert.equal(top[0].count, 100_001 - 200);

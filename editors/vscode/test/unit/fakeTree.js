@@ -61,6 +61,10 @@ function makeTreeServer(entries, leafId) {
 
   function getTree(params) {
     log.push(params);
+    return windowOf(params);
+  }
+
+  function windowOf(params) {
     const rows = rowsOf(params);
     const limit = params.limit ?? rows.length;
     let offset = params.offset ?? 0;
@@ -85,7 +89,35 @@ function makeTreeServer(entries, leafId) {
     return result;
   }
 
-  return { getTree, log, nodes };
+  /** pi/getTree `levels`: the windows a tree view asks level by level, in one reply (at most maxLevels). */
+  function getLevels(params, maxLevels = Infinity) {
+    log.push(params);
+    const levels = [];
+    const several = ordered(roots).length > 1;
+    let kind = 'top';
+    let window = { chain: true };
+    for (;;) {
+      if (levels.length >= maxLevels) return { leafId, levels, complete: false };
+      const extra = kind === 'branches' ? 1 : 0;
+      const { leafId: _leaf, ...result } = windowOf({ ...window, aroundId: params.aroundId, limit: params.limit + extra });
+      levels.push({ kind, ...window, ...result });
+      const index = result.aroundIndex;
+      if (index === null || index < extra) break;
+      const row = result.nodes[index - result.offset];
+      if (row.id === params.aroundId) break;
+      const head = kind === 'branches' || (kind === 'top' && several);
+      if (row.isBranchPoint) {
+        kind = 'branches';
+        window = { rootId: row.id, depth: 1 };
+      } else if (head && row.childIds.length === 1) {
+        kind = 'chain';
+        window = { rootId: row.childIds[0], chain: true };
+      } else break;
+    }
+    return { leafId, levels, complete: true };
+  }
+
+  return { getTree, getLevels, log, nodes };
 }
 
 /** A chain of `n` entries (u0, a1, u2, ...), then the branches given as { at, ids } off it. */

@@ -387,3 +387,66 @@ test('renderStats: counts, tokens, cost and models of the whole session', () => 
   assert.match(html, /\$12\.35/);
   assert.match(html, /anthropic\/&#60;b&#62;m&#60;\/b&#62; \(20 turns, \$12\.35\)/);
 });
+
+/** A chain with a branch point every `step` entries down to the leaf: u0 .. and a side entry s<i> at each. */
+function branchyEntries(branchPoints, step) {
+  const entries = [];
+  let parent = null;
+  for (let i = 0; i < branchPoints * step; i++) {
+    const id = `m${i}`;
+    entries.push({ id, parent, role: i % 2 ? 'assistant' : 'user' });
+    if (i % step === step - 1) entries.push({ id: `s${i}`, parent: id });
+    parent = id;
+  }
+  return entries;
+}
+
+test('LazyTree: with levels the way down to the leaf is one request, the same rows as level by level', async () => {
+  const entries = branchyEntries(40, 3);
+  const leaf = entries[entries.length - 1].id;
+  const byLevel = makeTreeServer(entries, leaf);
+  const oneByOne = new LazyTree(async (p) => byLevel.getTree(p), 5);
+  const server = makeTreeServer(entries, leaf);
+  const tree = new LazyTree(async (p) => server.getTree(p), 5, async (p) => server.getLevels(p));
+  const found = await tree.locate(leaf);
+  const expected = await oneByOne.locate(leaf);
+  assert.equal(found.node.id, leaf);
+  assert.equal(server.log.length, 1); // one request
+  assert.ok(byLevel.log.length > 70); // a request per level: the top, then branches and a chain per branch point
+  const shape = (t) => t.loadedRows().map((r) => [r.key, r.node.id, r.index, r.container.kind, r.container.start, r.container.total]);
+  assert.deepEqual(shape(tree), shape(oneByOne));
+  assert.equal(tree.leafId, leaf);
+  let row = found;
+  let depth = 0;
+  while (row.container.owner) {
+    row = row.container.owner;
+    depth++;
+  }
+  assert.equal(row.container, tree.top);
+  assert.ok(depth >= 70);
+});
+
+test('LazyTree: levels that stop short, or another layout, are finished level by level', async () => {
+  const entries = branchyEntries(10, 2);
+  const leaf = entries[entries.length - 1].id;
+  const server = makeTreeServer(entries, leaf);
+  const short = new LazyTree(async (p) => server.getTree(p), 5, async (p) => server.getLevels(p, 4));
+  const found = await short.locate(leaf);
+  assert.equal(found.node.id, leaf);
+  const asked = server.log.filter((p) => !p.levels).length;
+  assert.ok(asked > 0 && asked < 20 - 4 + 2); // the levels after the 4th, one request each
+  const reference = makeTreeServer(entries, leaf);
+  const plain = new LazyTree(async (p) => reference.getTree(p), 5);
+  await plain.locate(leaf);
+  const ids = (t) => t.loadedRows().map((r) => [r.key, r.node.id]);
+  assert.deepEqual(ids(short), ids(plain));
+  // a reply whose levels are not this tree's windows (another server's layout): asked level by level
+  const odd = makeTreeServer(entries, leaf);
+  const other = new LazyTree(async (p) => odd.getTree(p), 5, async (p) => {
+    const reply = odd.getLevels(p);
+    reply.levels[1] = { ...reply.levels[1], kind: 'chain' };
+    return reply;
+  });
+  assert.equal((await other.locate(leaf)).node.id, leaf);
+  assert.deepEqual(ids(other), ids(plain));
+});
