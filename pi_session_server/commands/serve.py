@@ -27,7 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="like pi, keep an entry in memory when writing it failed (default: the session stays as it was)",
     )
     parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
-    parser.add_argument("--test-hooks", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -43,7 +42,6 @@ def run(args: argparse.Namespace) -> int:
     options = ServerOptions(
         fsync=args.fsync,
         watch_interval=max(0.01, args.watch_interval),
-        test_hooks=args.test_hooks,
         rollback_failed_writes=not args.keep_failed_appends,
     )
     create_server(options).serve_stdio()

@@ -28,13 +28,14 @@ from pi_session_server import __version__
 from pi_session_server.errors import PiSessionError
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
+from pi_session_server.session.environment import Environment
 from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
 from pi_session_server.session.migrate import needs_migration
 
 from . import errors as rpc_errors
 from .jsonrpc import Connection, run_stdio
 from .locations import require_regular_file, uri_to_path
-from .params import SessionParams
+from .params import EnvironmentOptions, LocatedParams, SessionParams
 from .poller import FilePoller
 from .registry import Registry, Slot
 from .wire import encode_result
@@ -54,9 +55,10 @@ SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: th
 class ServerOptions:
     fsync: bool = False  # fsync every append (durability) instead of leaving it to the OS
     watch_interval: float = 0.15  # seconds between two looks at every followed file
-    test_hooks: bool = False  # register $/pi/setEnvironment (conformance runs through the wire)
     # a failed write leaves the session as it was (the reference keeps a failed entry in memory)
     rollback_failed_writes: bool = True
+    # the working directory and variables sessions are opened in (None: the process's at start)
+    environment: Environment | None = None
 
 
 class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
@@ -65,6 +67,7 @@ class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
     fsync: bool | UnsetType = UNSET
     watch_interval: Annotated[float, msgspec.Meta(ge=0.01, le=10)] | UnsetType = UNSET
     rollback_failed_writes: bool | UnsetType = UNSET
+    environment: EnvironmentOptions | UnsetType = UNSET
 
 
 class PiSessionServer(LanguageServer):
@@ -79,6 +82,9 @@ class PiSessionServer(LanguageServer):
             converter_factory=default_converter,
         )
         self.options = options or ServerOptions()
+        #: what pi would read from its process, for the sessions requests open (see
+        #: session/environment.py); a request may give its own (``environment``)
+        self.environment = self.options.environment or Environment.from_process()
         keep_big_blocks_out_of_the_heap()
         self.pool = WorkerPool()
         self.registry = Registry(self.pool)
@@ -91,8 +97,9 @@ class PiSessionServer(LanguageServer):
             self.apply_initialization_options(params.initialization_options)
 
     def apply_initialization_options(self, options: Any) -> None:
-        """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites": bool}``.
-        Options that do not fit are reported in the log and the defaults stay."""
+        """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites":
+        bool, "environment": {"cwd", "home", "agentDir"}}``. Options that do not fit are reported in
+        the log and the defaults stay."""
         if options is None:
             return
         try:
@@ -106,6 +113,12 @@ class PiSessionServer(LanguageServer):
             self.options.watch_interval = given.watch_interval
         if given.rollback_failed_writes is not UNSET:
             self.options.rollback_failed_writes = given.rollback_failed_writes
+        if given.environment is not UNSET:
+            self.environment = given.environment.applied_to(self.environment)
+
+    def environment_for(self, p: LocatedParams) -> Environment:
+        """The environment a request finds its files in: its own ``environment`` over the server's."""
+        return p.environment_in(self.environment)
 
     def serve_stdio(self) -> None:
         run_stdio(self, self.connection, self.poller.start)
@@ -140,7 +153,7 @@ class PiSessionServer(LanguageServer):
                 FOREIGN_WRITER,
                 {
                     "session": slot.handle,
-                    "uri": self.uri_of(path),
+                    "uri": self.uri_of(manager.environment.on_disk(path)),
                     "path": path,
                     "message": event.message,
                     "expectedSize": event.expected_size,
@@ -180,10 +193,10 @@ class PiSessionServer(LanguageServer):
         """The first job of an implicit slot: the file, opened to look at (nothing written)."""
         try:
             if require_regular_file(path):
-                manager = SessionManager.open(path, read_only=True)
+                manager = SessionManager.open(path, read_only=True, env=self.environment)
                 slot.read_only = True
             else:  # nothing there: a new session at that path, written by the first write
-                manager = SessionManager.open(path)
+                manager = SessionManager.open(path, env=self.environment)
         except rpc_errors.PiRpcError as error:
             slot.failure = error
         except (PiSessionError, OSError) as error:
@@ -261,7 +274,7 @@ class PiSessionServer(LanguageServer):
                 {"path": path, "version": version},
             )
         require_regular_file(path)
-        fresh = SessionManager.open(path, fsync=self.options.fsync)
+        fresh = SessionManager.open(path, fsync=self.options.fsync, env=manager.environment)
         leaf = manager.get_leaf_id()
         if leaf is None:
             fresh.reset_leaf()
@@ -324,9 +337,5 @@ def create_server(options: ServerOptions | None = None) -> PiSessionServer:
 
     for module in (methods_open, methods_files, methods_write, methods_read):
         module.register(server)
-    if server.options.test_hooks:
-        from . import test_hooks
-
-        test_hooks.register(server)
     server.language_features = language_features.register_language_features(server)
     return server

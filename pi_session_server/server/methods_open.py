@@ -56,11 +56,12 @@ def register(server: PiSessionServer) -> None:
     @route("pi/open")
     def pi_open(params: Any) -> Any:
         p = P.parse(params, P.OpenParams)
+        env = server.environment_for(p)
 
         def make(on_progress: Callable[[int, int], None] | None) -> SessionManager:
-            require_regular_file(resolve_path(p.path))
+            require_regular_file(resolve_path(p.path, env=env))
             return SessionManager.open(
-                p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress
+                p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress, env=env
             )
 
         return opening(p, f"Opening {os.path.basename(p.path)}", make)
@@ -68,38 +69,44 @@ def register(server: PiSessionServer) -> None:
     @route("pi/create")
     def pi_create(params: Any) -> Any:
         p = P.parse(params, P.CreateParams)
+        env = server.environment_for(p)
         return opening(
             p,
             "Creating a session",
-            lambda _: SessionManager.create(p.cwd, P.opt(p.session_dir), P.options_dict(p.options)),
+            lambda _: SessionManager.create(p.cwd, P.opt(p.session_dir), P.options_dict(p.options), env=env),
         )
 
     @route("pi/continueRecent")
     def pi_continue_recent(params: Any) -> Any:
         p = P.parse(params, P.ContinueRecentParams)
+        env = server.environment_for(p)
         return opening(
             p,
             "Opening the most recent session",
-            lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir)),
+            lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir), env=env),
         )
 
     @route("pi/inMemory")
     def pi_in_memory(params: Any) -> Any:
         p = P.parse(params, P.InMemoryParams)
+        env = server.environment_for(p)
         return opening(
             p,
             "Creating an in-memory session",
-            lambda _: SessionManager.in_memory(P.opt(p.cwd), P.options_dict(p.options), P.opt(p.entries)),
+            lambda _: SessionManager.in_memory(
+                P.opt(p.cwd), P.options_dict(p.options), P.opt(p.entries), env=env
+            ),
         )
 
     @route("pi/forkFrom")
     def pi_fork_from(params: Any) -> Any:
         p = P.parse(params, P.ForkFromParams)
+        env = server.environment_for(p)
 
         def make(_: Any) -> SessionManager:
-            require_regular_file(resolve_path(p.source_path))
+            require_regular_file(resolve_path(p.source_path, env=env))
             return SessionManager.fork_from(
-                p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options)
+                p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options), env=env
             )
 
         return opening(p, f"Forking {os.path.basename(p.source_path)}", make)

@@ -764,6 +764,12 @@ FIELD_DOCS = {
         "refused (PathRefused, -32010) without being opened."
     ),
     "workDoneToken": "LSP work-done progress token: the server reports $/progress for long operations.",
+    "environment": (
+        "The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this "
+        "request: relative paths, `~`, the default cwd and the default session directories. Members left "
+        "out are the server's (its own process's at start, or initializationOptions.environment). A "
+        "session opened with one keeps it for its later requests."
+    ),
     "kind": "Which appender: the type of the entry it writes.",
     "filter": "none (every entry) or one of pi's /tree modes.",
     "form": "flat, nested or reference.",

@@ -53,7 +53,12 @@ class Slot:
         if manager is None:
             return
         session_file = manager.get_session_file() if manager.is_persisted() else None
-        path = session_file if isinstance(session_file, str) and session_file else None
+        # the file itself (pi's path may be relative to the session's working directory)
+        path = (
+            manager.environment.on_disk(session_file)
+            if isinstance(session_file, str) and session_file
+            else None
+        )
         if path != self.path or (path is not None and self.real_path is None):
             self.path = path
             self.real_path = os.path.realpath(path) if path is not None else None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from ..format.jsjson import dumps
 from ..format.jstext import as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from . import preview_store
+from .environment import Environment, process_home
 from .fields import field, role_of, type_of
 from .preview_pass import MIN_BATCH, preview_values
 
@@ -120,9 +120,10 @@ def _stringify(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def home_directory() -> str:
-    """What pi shortens to ``~`` in the paths of tool calls."""
-    return os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+def home_directory(env: Environment | None = None) -> str:
+    """What pi's tree selector shortens to ``~`` in the paths of tool calls: ``$HOME`` of ``env``
+    (pi: ``HOME || USERPROFILE || ""``; USERPROFILE is Windows')."""
+    return (env.home if env is not None else process_home()) or ""
 
 
 def _shorten_path(path: str, home: str) -> str:
@@ -254,9 +255,11 @@ class PreviewCache:
     need is read in one pass over their file (see preview_pass), not entry by entry.
     """
 
-    __slots__ = ("parts", "calls", "_walked", "_misses", "_stored", "_cursor", "_made")
+    __slots__ = ("parts", "calls", "home", "_walked", "_misses", "_stored", "_cursor", "_made")
 
-    def __init__(self) -> None:
+    def __init__(self, home: str | None = None) -> None:
+        #: what tool-call paths are shortened against (None: :func:`home_directory` at each walk)
+        self.home = home
         self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
         self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         self._walked: list[Any] = []  # the entries of the last walk (see previews)
@@ -348,7 +351,7 @@ class PreviewCache:
         self.parts = kept
         self._misses = 0
         self._cursor = 0
-        home = home_directory()
+        home = home_directory() if self.home is None else self.home
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             key = id(entry)
