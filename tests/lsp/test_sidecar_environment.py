@@ -8,12 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import assistant_message, user_message
 from sidecar_support import expect_error, server_env, sidecar_fixture  # noqa: F401  (fixture)
 
 from pi_session_server.server.stdio_client import RpcError, SidecarClient, default_command
 
-USER = {"role": "user", "content": "hello", "timestamp": 1}
-ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "timestamp": 2}
+USER = user_message("hello", 1)
+ASSISTANT = assistant_message("hi", 2)
 
 
 def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:

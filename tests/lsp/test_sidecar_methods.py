@@ -6,30 +6,14 @@ import json
 import os
 from pathlib import Path
 
+import builders as S
 import pytest
+from builders import assistant_message, user_message
 from pygls.exceptions import JsonRpcException
 from sidecar_support import EXAMPLE, expect_error, sidecar_fixture  # noqa: F401  (fixture)
 
-from pi_session_server.analysis import samples as S
-
-USER = {"role": "user", "content": "hello", "timestamp": 1}
-ASSISTANT = {
-    "role": "assistant",
-    "content": [{"type": "text", "text": "hi"}],
-    "api": "anthropic-messages",
-    "provider": "anthropic",
-    "model": "claude-test",
-    "usage": {
-        "input": 1,
-        "output": 1,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 2,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-    },
-    "stopReason": "stop",
-    "timestamp": 2,
-}
+USER = user_message("hello", 1)
+ASSISTANT = assistant_message("hi", 2, model="claude-test")
 
 
 def lines(path: Path) -> list[dict]:

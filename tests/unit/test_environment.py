@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from builders import assistant_message, user_message
 
 from pi_session_server.errors import FsError
 from pi_session_server.session import SessionManager, load_entries_from_file, storage
@@ -18,8 +19,8 @@ from pi_session_server.session.environment import Environment
 from pi_session_server.session.listing import list_all_sessions
 from pi_session_server.session.paths import get_agent_dir, get_default_session_dir, resolve_path
 
-USER = {"role": "user", "content": "hello", "timestamp": 1}
-ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "timestamp": 2}
+USER = user_message("hello", 1)
+ASSISTANT = assistant_message("hi", 2)
 
 
 @pytest.fixture

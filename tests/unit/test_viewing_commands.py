@@ -12,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import builders as S
 import pytest
 
-from pi_session_server.analysis import samples as S
 from pi_session_server.cli import EXIT_BROKEN_PIPE
 
 V1_LINES = [
