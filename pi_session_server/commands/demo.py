@@ -16,7 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.commands._common import model_text, path_problem
+from pi_session_server.commands._common import path_problem
+from pi_session_server.render.context_markdown import model_text
 from pi_session_server.server.errors import MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 

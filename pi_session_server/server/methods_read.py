@@ -3,6 +3,7 @@ pi/getSessionName, pi/getHeader, pi/getInfo, pi/buildContextEntries, pi/buildSes
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,9 @@ from msgspec import UNSET
 
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.render.context_markdown import context_markdown, context_title
 from pi_session_server.session.context import build_context_entries
+from pi_session_server.session.describe import home_directory
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
@@ -155,7 +158,7 @@ def preview_cache(manager: Any) -> PreviewCache | None:
         try:
             cache = _preview_caches.get(manager)
             if cache is None:
-                cache = _preview_caches[manager] = PreviewCache()
+                cache = _preview_caches[manager] = PreviewCache(home_directory(manager.environment))
         except TypeError:  # not weakly referenceable
             return None
         return cache
@@ -206,10 +209,16 @@ def _context_entries(manager: Any, leaf_id: Any) -> Any:
     return build_context_entries(manager.get_entries(), leaf_id, manager.by_id)
 
 
-def _context(manager: Any, leaf_id: Any) -> Any:
-    if leaf_id is UNSET:
-        return manager.build_session_context()
-    return manager.build_session_context_at(leaf_id)
+def _context(manager: Any, p: P.SessionContextParams) -> Any:
+    if p.leaf_id is UNSET:
+        context = manager.build_session_context()
+    else:
+        context = manager.build_session_context_at(p.leaf_id)
+    if p.format == "json":
+        return context
+    file = manager.get_session_file() if manager.is_persisted() else None
+    title = context_title(os.path.basename(file) if isinstance(file, str) else None, P.opt(p.leaf_id))
+    return {"markdown": context_markdown(context, title)}
 
 
 def register(server: PiSessionServer) -> None:
@@ -238,7 +247,7 @@ def register(server: PiSessionServer) -> None:
     read("pi/getSessionName", P.SessionParams, lambda m, p: _or_null(m.get_session_name()))
     read("pi/getHeader", P.SessionParams, lambda m, p: m.get_header())
     read("pi/buildContextEntries", P.ContextParams, lambda m, p: _context_entries(m, p.leaf_id))
-    read("pi/buildSessionContext", P.ContextParams, lambda m, p: _context(m, p.leaf_id))
+    read("pi/buildSessionContext", P.SessionContextParams, _context)
 
     @server.connection.route("pi/getInfo")
     def pi_get_info(params: Any) -> Any:

@@ -324,6 +324,10 @@ class ContextParams(SessionParams, kw_only=True):
     leaf_id: Id = UNSET
 
 
+class SessionContextParams(ContextParams, kw_only=True):
+    format: Literal["json", "markdown"] = "json"
+
+
 # members that name files: a lone surrogate in them reaches the file system as U+FFFD (Node's way)
 _PATH_MEMBERS = ("path", "cwd", "sessionDir", "cwdOverride", "sourcePath", "targetCwd")
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..format.entry import Entry
-from ..format.jsjson import dumps
 from ..format.jstext import as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from . import preview_store
@@ -23,29 +22,6 @@ from .fields import field, role_of, type_of
 from .preview_pass import MIN_BATCH, preview_values
 
 PREVIEW_LIMIT = 200
-
-
-def content_text(content: Any, joiner: str = "") -> str:
-    """The text of a string content or of the ``text`` blocks of a block list (full, for display)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text":
-                text = block.get("text", "")
-                parts.append(text if isinstance(text, str) else js_string_of(text))
-        return joiner.join(parts)
-    return ""
-
-
-def tool_call_text(name: Any, arguments: Any) -> str:
-    """``name(args)`` with the arguments compacted (the CLI's context view shows whole calls)."""
-    try:
-        args = dumps(arguments)  # iterative, unlike json.dumps: arguments may nest any depth
-    except (TypeError, ValueError):
-        args = ""
-    return f"{js_string_of(name)}({args})"
 
 
 def utf16_slice(text: str, limit: int) -> str:
