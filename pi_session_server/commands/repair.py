@@ -150,7 +150,7 @@ def _repair(
             if not quiet:
                 print(f"{path}: nothing to repair; the file is unchanged", file=report)
             return 0, 0
-        kept = _write_in_place(path, fd, before, chunks, backup=not args.no_backup)
+        kept = _write_in_place(path, before, chunks, backup=not args.no_backup)
         written = path
     elif args.output == "-":
         out = sys.stdout.buffer
@@ -194,7 +194,7 @@ def _more_rounds(
             print(f"round {round_number}, on the file as repaired so far:", file=report)
             _list(written, plan, report, _NEXT_ROUND)
             chunks = spliced(fd, now.size, plan.splices())
-            kept += _write_in_place(written, fd, now, chunks, backup=False)  # a backup keeps the original
+            kept += _write_in_place(written, now, chunks, backup=False)  # a backup keeps the original
         finally:
             os.close(fd)
         count += len(plan.applied)
@@ -245,7 +245,7 @@ def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:
         raise
 
 
-def _write_in_place(path: str, fd: int, before: FileState, chunks: Iterator[bytes], *, backup: bool) -> int:
+def _write_in_place(path: str, before: FileState, chunks: Iterator[bytes], *, backup: bool) -> int:
     """Replace ``path`` atomically with ``chunks``, the repair of the file as ``before`` describes it.
 
     The file's lock is held from here until after the rename (our appenders wait, then follow the

@@ -186,7 +186,7 @@ class PiSessionServer(LanguageServer):
         if slot is None:
             slot = self.registry.add(None, implicit=True, path=path)
             opening = slot
-            slot.queue.submit(lambda token: self._open_for_uri(opening, path), interruptible=False)
+            slot.queue.submit(lambda _token: self._open_for_uri(opening, path), interruptible=False)
         return slot
 
     def _open_for_uri(self, slot: Slot, path: str) -> None:
@@ -227,7 +227,7 @@ class PiSessionServer(LanguageServer):
         """
         slot = self.resolve(p)
 
-        def work(token: CancelToken) -> Any:
+        def work(_token: CancelToken) -> Any:
             try:
                 value = self._write(slot, job, append) if write else job(slot.opened())
                 if convert is not None:

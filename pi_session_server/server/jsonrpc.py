@@ -189,7 +189,7 @@ class Connection:
         self.shutting_down = False
         # two notifications pygls handles as generators, each leaving an entry behind in its table
         # of pending requests: what they do is done here
-        self.routes[types.INITIALIZED] = lambda params: None
+        self.routes[types.INITIALIZED] = lambda _params: None
         self.routes[types.SET_TRACE] = self._set_trace
 
     def _set_trace(self, params: Any) -> None:

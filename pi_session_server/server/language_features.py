@@ -251,7 +251,7 @@ class LanguageFeatures:
         state = self._new_state(uri)
         state.version = version
         quick = size >= self.quick_open
-        state.queue.submit(lambda token: self._opened(state, build(quick)), interruptible=False)
+        state.queue.submit(lambda _token: self._opened(state, build(quick)), interruptible=False)
 
     def did_change(self, params: types.DidChangeTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
@@ -259,7 +259,7 @@ class LanguageFeatures:
             return
         changes = list(params.content_changes)
         version = params.text_document.version
-        state.queue.submit(lambda token: self._apply_changes(state, changes, version), interruptible=False)
+        state.queue.submit(lambda _token: self._apply_changes(state, changes, version), interruptible=False)
 
     def did_close(self, params: types.DidCloseTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
@@ -270,7 +270,7 @@ class LanguageFeatures:
     def _drop(self, state: DocState, publish_empty: bool = False) -> None:
         """Forget a document once the jobs queued for it are done."""
 
-        def close(token: CancelToken) -> None:
+        def close(_token: CancelToken) -> None:
             state.closed = True
             if publish_empty and not self.client_pulls():
                 self._send(state, [])
@@ -337,7 +337,7 @@ class LanguageFeatures:
         state = self.docs.get(uri) or self._from_disk(uri)
         if state is None:
             return None
-        return state.queue.submit(lambda token: self._answer(state, answer, encode))
+        return state.queue.submit(lambda _token: self._answer(state, answer, encode))
 
     # ------------------------------------------------------------------ files the editor did not send
 
@@ -350,7 +350,7 @@ class LanguageFeatures:
             return None
         state = self._new_state(uri, from_disk=True)
         state.path = path
-        state.queue.submit(lambda token: self._load_from_disk(state), interruptible=False)
+        state.queue.submit(lambda _token: self._load_from_disk(state), interruptible=False)
         self._forget_idle_later()
         return state
 
@@ -398,7 +398,7 @@ class LanguageFeatures:
         """The poller saw the file change (on its thread)."""
         if not state.refreshing and not state.closed:
             state.refreshing = True
-            state.queue.submit(lambda token: self._refresh_from_disk(state), interruptible=False)
+            state.queue.submit(lambda _token: self._refresh_from_disk(state), interruptible=False)
 
     def _refresh_from_disk(self, state: DocState) -> bool:
         """Catch up with the file: an append is applied as an edit at the end; anything else reloads."""
@@ -533,7 +533,7 @@ class LanguageFeatures:
             return
         state.publish_pending = True
 
-        def publish_job(token: CancelToken) -> None:
+        def publish_job(_token: CancelToken) -> None:
             state.publish_pending = False
             if not state.closed and state.doc is not None and state.published != state.doc.version:
                 self.publish(state)
@@ -576,7 +576,7 @@ class LanguageFeatures:
         found = navigation.references(state.opened(), line, offset, params.context.include_declaration)
         return [self.location(state, t) for t in found]
 
-    def document_symbols(self, state: DocState, params: Any) -> list[types.DocumentSymbol]:
+    def document_symbols(self, state: DocState, _params: Any) -> list[types.DocumentSymbol]:
         def convert(sym: Symbol) -> types.DocumentSymbol:
             return types.DocumentSymbol(
                 name=as_displayed(sym.name or "(entry)"),
@@ -589,7 +589,7 @@ class LanguageFeatures:
 
         return [convert(s) for s in document_symbols(state.opened())]
 
-    def folding(self, state: DocState, params: Any) -> list[types.FoldingRange]:
+    def folding(self, state: DocState, _params: Any) -> list[types.FoldingRange]:
         out = []
         for a, b in folding_ranges(state.opened()):
             start = self.position(state, a, 0).line
@@ -610,7 +610,7 @@ class LanguageFeatures:
             for h in hints_mod.inlay_hints(state.opened(), first, last)
         ]
 
-    def code_lenses(self, state: DocState, params: Any) -> list[types.CodeLens]:
+    def code_lenses(self, state: DocState, _params: Any) -> list[types.CodeLens]:
         return [
             types.CodeLens(
                 self.range(state, lens.line, 0, 0), command=types.Command(as_displayed(lens.title), "")

@@ -38,7 +38,7 @@ def _progress_callback(progress: Progress) -> Any:
     if not progress.active:
         return None
 
-    def on_progress(loaded: int, total: int, partial: Any = ABSENT) -> None:
+    def on_progress(loaded: int, total: int, _partial: Any = ABSENT) -> None:
         progress.report(loaded, total, f"{loaded}/{total} session files", force=loaded == total)
 
     return on_progress
@@ -135,7 +135,7 @@ def register(server: PiSessionServer) -> None:
         p = P.parse(params, P.FindByIdParams)
         env = server.environment_for(p)
 
-        def job(token: CancelToken) -> Any:
+        def job(_token: CancelToken) -> Any:
             found = SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir), env=env)
             return None if found is ABSENT else found
 
@@ -152,7 +152,7 @@ def register(server: PiSessionServer) -> None:
             raise invalid_params("Invalid params: one of `path` or `uri` is required")
         env = server.environment_for(p)
 
-        def job(token: CancelToken) -> Any:
+        def job(_token: CancelToken) -> Any:
             path = resolve_path(given, env=env)
             if not os.path.lexists(path):
                 raise fs_error_from_oserror(FileNotFoundError(2, "No such file"), "stat", path)

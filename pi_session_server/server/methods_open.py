@@ -132,4 +132,4 @@ def register(server: PiSessionServer) -> None:
 
 
 def _describer(server: PiSessionServer, slot: Slot) -> Callable[[CancelToken], dict[str, Any]]:
-    return lambda token: server.slot_info(slot)
+    return lambda _token: server.slot_info(slot)

@@ -233,7 +233,7 @@ def register(server: PiSessionServer) -> None:
     read("pi/getTree", P.GetTreeParams, _tree)
     read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
     read("pi/getPath", P.GetPathParams, _path)
-    read("pi/getStats", P.SessionParams, lambda m, p: session_stats(m))
+    read("pi/getStats", P.SessionParams, lambda m, _p: session_stats(m))
     read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)))
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page)
@@ -241,15 +241,15 @@ def register(server: PiSessionServer) -> None:
     read(
         "pi/getLeaf",
         P.SessionParams,
-        lambda m, p: {"leafId": m.get_leaf_id(), "entry": _or_null(m.get_leaf_entry())},
+        lambda m, _p: {"leafId": m.get_leaf_id(), "entry": _or_null(m.get_leaf_entry())},
     )
     read("pi/getLabel", P.GetLabelParams, lambda m, p: _or_null(m.get_label(P.opt(p.id))))
-    read("pi/getSessionName", P.SessionParams, lambda m, p: _or_null(m.get_session_name()))
-    read("pi/getHeader", P.SessionParams, lambda m, p: m.get_header())
+    read("pi/getSessionName", P.SessionParams, lambda m, _p: _or_null(m.get_session_name()))
+    read("pi/getHeader", P.SessionParams, lambda m, _p: m.get_header())
     read("pi/buildContextEntries", P.ContextParams, lambda m, p: _context_entries(m, p.leaf_id))
     read("pi/buildSessionContext", P.SessionContextParams, _context)
 
     @server.connection.route("pi/getInfo")
     def pi_get_info(params: Any) -> Any:
         p = P.parse(params, P.SessionParams)
-        return server.session_call(p, lambda m: None, convert=lambda _, slot: server.slot_info(slot))
+        return server.session_call(p, lambda _m: None, convert=lambda _, slot: server.slot_info(slot))

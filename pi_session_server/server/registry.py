@@ -100,7 +100,7 @@ class Registry:
         before this are done."""
         self.discard(slot)
 
-        def close(token: CancelToken) -> None:
+        def close(_token: CancelToken) -> None:
             slot.closed = True
             if slot.manager is not None:
                 slot.manager.close()

@@ -20,7 +20,7 @@ from .environment import Environment
 from .paths import paths_equal
 
 
-def _given_first_kept(first_kept_entry_id: Any, own_id: str) -> Any:
+def _given_first_kept(first_kept_entry_id: Any, _own_id: str) -> Any:
     """pi 0.86.1: ``firstKeptEntryId`` is written as given (``null`` stays, not given: no key)."""
     return first_kept_entry_id
 

@@ -127,7 +127,7 @@ def _repair_racing(glued: Path, meanwhile: Callable[[], None]) -> int:
             yield from spliced(fd, before.size, plan.splices())
             meanwhile()
 
-        return repair_command._write_in_place(str(glued), fd, before, racing_writer(), backup=False)
+        return repair_command._write_in_place(str(glued), before, racing_writer(), backup=False)
     finally:
         os.close(fd)
 
