@@ -30,9 +30,9 @@ class Environment:
 
     ``cwd``: an absolute path, or ``""`` when it could not be read (the process's was removed):
     resolving a relative path then fails as ``process.cwd()`` does, and the system is given
-    relative paths as they are. ``home``: ``$HOME`` (None: not set; then the
-    home directory is the user's entry in the password database, as ``os.homedir()`` finds it).
-    ``agent_dir``: ``$PI_CODING_AGENT_DIR`` as set (None or empty: ``<home>/.pi/agent``).
+    relative paths as they are. ``home``: ``$HOME`` (None: not set; then the home directory is the
+    user's entry in the password database, as ``os.homedir()`` finds it). ``agent_dir``:
+    ``$PI_CODING_AGENT_DIR`` as set (None or empty: ``<home>/.pi/agent``).
     """
 
     cwd: str
