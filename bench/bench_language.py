@@ -37,8 +37,10 @@ import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the session builders of the tests (tests/builders.py)
 
-from pi_session_server.analysis import samples as S  # noqa: E402
+import builders as S  # noqa: E402
+
 from pi_session_server.analysis.diagnostics import document_diagnostics, first_pass_diagnostics  # noqa: E402
 from pi_session_server.analysis.document import SessionDocument  # noqa: E402
 from pi_session_server.server.language_features import QUICK_OPEN_CHARS, json_string_bytes  # noqa: E402

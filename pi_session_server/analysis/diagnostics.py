@@ -341,7 +341,7 @@ def is_forked(doc: SessionDocument) -> bool:
     return isinstance(parent, str) and bool(parent)
 
 
-def _unknown_edit_type(info: LineInfo, version: str) -> Problem:
+def _unknown_edit_type(version: str) -> Problem:
     return Problem(
         codes.UNKNOWN_ENTRY_TYPE,
         f"unknown entry type `context_edit` for pi {version} (pi 1.6.0 writes it): pi keeps it as a "
@@ -373,7 +373,7 @@ def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
             out.append(_diagnostic(info, p))
     for info in doc.edits:
         if not edits_known:
-            out.append(_diagnostic(info, _unknown_edit_type(info, doc.profile.version)))
+            out.append(_diagnostic(info, _unknown_edit_type(doc.profile.version)))
         elif not (v1 or first_pass or is_malformed(info)):
             problem = target_problem(doc, info)
             if problem is not None:

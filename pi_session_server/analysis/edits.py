@@ -73,7 +73,7 @@ def named_target(doc: SessionDocument, edit: LineInfo) -> Named:
     return Named(above[-1] if above else None, below, candidates[-1] if candidates else None)
 
 
-def describe_entry(doc: SessionDocument, info: LineInfo) -> str:
+def describe_entry(info: LineInfo) -> str:
     """``line 12 (toolResult message)``, ``line 3 (label)``."""
     kind = (
         f"{info.role} message"
@@ -129,7 +129,7 @@ def target_problem(doc: SessionDocument, edit: LineInfo) -> Problem | None:
         )
         return Problem(
             codes.CONTEXT_EDIT_TARGET,
-            f"context edit target `{shown}` ({describe_entry(doc, below or named)}) is not above this edit "
+            f"context edit target `{shown}` ({describe_entry(below or named)}) is not above this edit "
             f"on its branch: {consequence}",
             path=("targetId",),
             related=((below or named, "the entry it names"),),
@@ -147,7 +147,7 @@ def target_problem(doc: SessionDocument, edit: LineInfo) -> Problem | None:
     )
     return Problem(
         codes.CONTEXT_EDIT_TARGET,
-        f"`appendContextEdit` refuses this target ({describe_entry(doc, above)}): only user, assistant and "
+        f"`appendContextEdit` refuses this target ({describe_entry(above)}): only user, assistant and "
         f"tool result messages and custom messages can be edited; pi never writes such an edit, and this one "
         f"{consequence}",
         path=("targetId",),
@@ -259,14 +259,14 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
     if target is None:
         target = next((c for c in reversed(found.below) if c is tip or doc.tree.is_ancestor(c, tip)), None)
     if target is None:
-        what_named = describe_entry(doc, found.below[-1] if found.below else found.named)
+        what_named = describe_entry(found.below[-1] if found.below else found.named)
         return _no_effect(
             f"the entry it names ({what_named}) is not on the path {where}",
             "target off the branch",
             found.named,
         )
     omits = _replacement(doc, edit) is None
-    what = describe_entry(doc, target)
+    what = describe_entry(target)
     if not _contributes(doc, target):
         return _no_effect(
             f"{what} adds no message to the context", f"line {target.line + 1} adds no message", target

@@ -203,15 +203,6 @@ def key_span(raw: bytes, path: Path) -> tuple[int, int] | None:
     return None
 
 
-def member_span(raw: bytes, path: Path) -> tuple[int, int] | None:
-    """From the key to the end of the value of the member at ``path`` (for whole-member edits)."""
-    key = key_span(raw, path)
-    value = value_span(raw, path)
-    if key is None or value is None:
-        return value
-    return key[0], value[1]
-
-
 def scalar_at(raw: bytes, offset: int) -> Located | None:
     """The key or scalar value (string, number, literal) under byte ``offset``.
 

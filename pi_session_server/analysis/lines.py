@@ -108,10 +108,6 @@ class LineInfo:
         return f"<LineInfo {self.line}: kind={self.kind} type={self.etype!r} id={self.id!r}>"
 
     @property
-    def is_entry(self) -> bool:
-        return self.kind == ENTRY
-
-    @property
     def byte_length(self) -> int:
         """``len(raw)`` (a line of a file on disk answers without reading its bytes again)."""
         return len(self.raw)

@@ -64,7 +64,3 @@ def _utf16_index(text: str, units: int) -> int:
             return i
         count += 2 if ord(ch) > 0xFFFF else 1
     return len(text)
-
-
-def line_length(raw: bytes, encoding: str, errors: str = "surrogatepass") -> int:
-    return to_column(raw, len(raw), encoding, errors)

@@ -109,7 +109,7 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
                 else:
                     out.append(_reparent_orphan(doc, info))
             elif p.code == codes.PARENT_CYCLE:
-                out.append(_make_root(doc, info))
+                out.append(_make_root(info))
             elif p.code == codes.ORPHAN_TOOL_RESULT:
                 out.extend(_orphan_result_repairs(doc, info))
             elif p.code == codes.HUGE_IMAGE and p.path is not None:
@@ -495,7 +495,7 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
     return out
 
 
-def _make_root(doc: SessionDocument, info: LineInfo) -> Repair:
+def _make_root(info: LineInfo) -> Repair:
     return Repair(
         "Break the cycle here: make this entry a root (parentId null)",
         codes.PARENT_CYCLE,

@@ -6,9 +6,7 @@ import argparse
 import os
 import sys
 from importlib import resources
-from typing import Any
 
-from ..format.jsvalue import ABSENT, js_string_of
 from ..session import DEFAULT_PI, PROFILES, SessionManager
 
 
@@ -94,14 +92,3 @@ def example_session_path() -> str:
 
 def session_path(arg: str | None) -> str:
     return os.path.abspath(arg) if arg else example_session_path()
-
-
-def model_text(model: Any) -> str:
-    """``provider/modelId`` of a context's model: "none" without a model, "unknown" when the
-    message it comes from names neither (old sessions), "?" for the part it does not name."""
-    if not isinstance(model, dict):
-        return "none"
-    parts = [model.get(key) for key in ("provider", "modelId")]
-    if all(part is None or part is ABSENT for part in parts):
-        return "unknown"
-    return "/".join("?" if part is None or part is ABSENT else js_string_of(part) for part in parts)

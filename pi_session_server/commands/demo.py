@@ -17,7 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.commands._common import add_pi_argument, model_text, path_problem
+from pi_session_server.commands._common import add_pi_argument, path_problem
+from pi_session_server.render.context_markdown import model_text
 from pi_session_server.server.errors import MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 

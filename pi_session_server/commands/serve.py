@@ -30,7 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_pi_argument(parser)
     parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
-    parser.add_argument("--test-hooks", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -47,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
     options = ServerOptions(
         fsync=args.fsync,
         watch_interval=max(0.01, args.watch_interval),
-        test_hooks=args.test_hooks,
         rollback_failed_writes=not args.keep_failed_appends,
         pi=profile_for(args.pi),
     )

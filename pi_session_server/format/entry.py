@@ -378,15 +378,3 @@ def decode_open_envelope(data: Any) -> Entry:
         found.targetId,
         found.label,
     )
-
-
-def wrap(value: Any) -> Entry:
-    """An Entry holding ``value`` (an in-memory entry)."""
-    if isinstance(value, Entry):
-        return value
-    return Entry.of(value)
-
-
-def unwrap(value: Any) -> Any:
-    """The JSON value of an Entry, or the value itself."""
-    return value.value if isinstance(value, Entry) else value

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring as _encode_basestring
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -31,6 +31,7 @@ __all__ = [
     "dumps_pretty",
     "encode_value",
     "is_array_index_key",
+    "js_key_order",
     "js_number",
     "parse",
     "parse_bytes",
@@ -449,26 +450,36 @@ def is_array_index_key(key: str) -> bool:
     return int(key) <= _MAX_ARRAY_INDEX
 
 
+_V = TypeVar("_V")
+
+
+def js_key_order(members: Iterable[tuple[str, _V]]) -> list[tuple[str, _V]]:
+    """An object's members in JavaScript's enumeration order, from ``(key, value)`` pairs in
+    insertion order: array-index keys (:func:`is_array_index_key`) first, ascending, then the other
+    keys as inserted. The library's one rule for key order (JSON output, merged objects)."""
+    indexes: list[tuple[str, _V]] = []
+    others: list[tuple[str, _V]] = []
+    for member in members:
+        (indexes if is_array_index_key(member[0]) else others).append(member)
+    if not indexes:
+        return others
+    indexes.sort(key=lambda member: int(member[0]))
+    return indexes + others
+
+
 def _ordered_items(obj: Mapping[str, Any], displayed: bool = False) -> list[tuple[str, Any]]:
     """Members in JS enumeration order, ABSENT-valued ones dropped (``displayed``: keys with lone
     surrogates shown as U+FFFD)."""
-    index_keys: list[tuple[int, str, Any]] = []
-    others: list[tuple[str, Any]] = []
+    return js_key_order(_present_members(obj, displayed))
+
+
+def _present_members(obj: Mapping[str, Any], displayed: bool) -> Iterable[tuple[str, Any]]:
     for k, v in obj.items():
         if v is ABSENT:
             continue
         if type(k) is not str:
             raise TypeError(f"object keys must be strings, got {type(k).__name__}")
-        if displayed:
-            k = as_displayed(k)
-        if is_array_index_key(k):
-            index_keys.append((int(k), k, v))
-        else:
-            others.append((k, v))
-    if not index_keys:
-        return others
-    index_keys.sort(key=lambda t: t[0])
-    return [(k, v) for _, k, v in index_keys] + others
+        yield (as_displayed(k) if displayed else k), v
 
 
 _SURROGATE_RE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")

@@ -27,14 +27,15 @@ from pi_session_server import __version__
 from pi_session_server.errors import PiSessionError, PiVersionError
 from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import SessionManager
+from pi_session_server.session.environment import Environment
 from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
 from pi_session_server.session.migrate import needs_migration
 from pi_session_server.session.profiles import DEFAULT_PI, Profile, profile_for
 
 from . import errors as rpc_errors
-from .jsonrpc import Connection, LanguageServerPart, run_stdio
+from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
 from .locations import require_regular_file, uri_to_path
-from .params import SessionParams
+from .params import EnvironmentOptions, LocatedParams, SessionParams
 from .poller import FilePoller
 from .registry import Registry, Slot
 from .wire import encode_result
@@ -54,12 +55,13 @@ SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: th
 class ServerOptions:
     fsync: bool = False  # fsync every append (durability) instead of leaving it to the OS
     watch_interval: float = 0.15  # seconds between two looks at every followed file
-    test_hooks: bool = False  # register $/pi/setEnvironment (conformance runs through the wire)
     # a failed write leaves the session as it was (the reference keeps a failed entry in memory)
     rollback_failed_writes: bool = True
     # the pi release every session and document behaves like, unless a request asks for another
     # (``serve --pi``, ``initializationOptions.piVersion``; the one place the server chooses it)
     pi: Profile = field(default_factory=lambda: profile_for(DEFAULT_PI))
+    # the working directory and variables sessions are opened in (None: the process's at start)
+    environment: Environment | None = None
 
 
 class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
@@ -69,6 +71,7 @@ class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
     watch_interval: Annotated[float, msgspec.Meta(ge=0.01, le=10)] | UnsetType = UNSET
     rollback_failed_writes: bool | UnsetType = UNSET
     pi_version: str | UnsetType = UNSET
+    environment: EnvironmentOptions | UnsetType = UNSET
 
 
 class PiSessionServer:
@@ -79,6 +82,9 @@ class PiSessionServer:
 
     def __init__(self, options: ServerOptions | None = None) -> None:
         self.options = options or ServerOptions()
+        #: what pi would read from its process, for the sessions requests open (see
+        #: session/environment.py); a request may give its own (``environment``)
+        self.environment = self.options.environment or Environment.from_process()
         keep_big_blocks_out_of_the_heap()
         self.pool = WorkerPool()
         self.registry = Registry(self.pool)
@@ -117,8 +123,9 @@ class PiSessionServer:
 
     def apply_initialization_options(self, options: Any) -> None:
         """``initializationOptions``: ``{"fsync": bool, "watchInterval": seconds, "rollbackFailedWrites":
-        bool, "piVersion": "1.6.0" | "0.86.1"}``. Options that do not fit are reported in the log
-        (an unknown pi version to the user too) and the defaults stay."""
+        bool, "piVersion": "1.6.0" | "0.86.1", "environment": {"cwd", "home", "agentDir"}}``. Options
+        that do not fit are reported in the log (an unknown pi version to the user too) and the
+        defaults stay."""
         if options is None:
             return
         try:
@@ -134,6 +141,12 @@ class PiSessionServer:
             self.options.rollback_failed_writes = given.rollback_failed_writes
         if given.pi_version is not UNSET:
             self._choose_pi(given.pi_version)
+        if given.environment is not UNSET:
+            self.environment = given.environment.applied_to(self.environment)
+
+    def environment_for(self, p: LocatedParams) -> Environment:
+        """The environment a request finds its files in: its own ``environment`` over the server's."""
+        return p.environment_in(self.environment)
 
     def _choose_pi(self, version: str) -> None:
         try:
@@ -144,8 +157,8 @@ class PiSessionServer:
             )
             logger.warning("%s", text)
             self.connection.notify(
-                types.WINDOW_SHOW_MESSAGE,
-                {"type": types.MessageType.Warning.value, "message": f"pi-session: {text}"},
+                WINDOW_SHOW_MESSAGE,
+                {"type": MESSAGE_TYPE_WARNING, "message": f"pi-session: {text}"},
             )
 
     def serve_stdio(self) -> None:
@@ -182,7 +195,7 @@ class PiSessionServer:
                 FOREIGN_WRITER,
                 {
                     "session": slot.handle,
-                    "uri": self.uri_of(path),
+                    "uri": self.uri_of(manager.environment.on_disk(path)),
                     "path": path,
                     "message": event.message,
                     "expectedSize": event.expected_size,
@@ -215,7 +228,7 @@ class PiSessionServer:
         if slot is None:
             slot = self.registry.add(None, implicit=True, path=path)
             opening = slot
-            slot.queue.submit(lambda token: self._open_for_uri(opening, path), interruptible=False)
+            slot.queue.submit(lambda _token: self._open_for_uri(opening, path), interruptible=False)
         return slot
 
     def _open_for_uri(self, slot: Slot, path: str) -> None:
@@ -223,10 +236,10 @@ class PiSessionServer:
         try:
             pi = self.options.pi
             if require_regular_file(path):
-                manager = SessionManager.open(path, read_only=True, pi=pi)
+                manager = SessionManager.open(path, read_only=True, pi=pi, env=self.environment)
                 slot.read_only = True
             else:  # nothing there: a new session at that path, written by the first write
-                manager = SessionManager.open(path, pi=pi)
+                manager = SessionManager.open(path, pi=pi, env=self.environment)
         except rpc_errors.PiRpcError as error:
             slot.failure = error
         except (PiSessionError, OSError) as error:
@@ -257,7 +270,7 @@ class PiSessionServer:
         """
         slot = self.resolve(p)
 
-        def work(token: CancelToken) -> Any:
+        def work(_token: CancelToken) -> Any:
             try:
                 value = self._write(slot, job, append) if write else job(slot.opened())
                 if convert is not None:
@@ -317,7 +330,9 @@ class PiSessionServer:
                 {"path": path, "version": version},
             )
         require_regular_file(path)
-        fresh = SessionManager.open(path, fsync=self.options.fsync, pi=manager.profile)
+        fresh = SessionManager.open(
+            path, fsync=self.options.fsync, pi=manager.profile, env=manager.environment
+        )
         leaf = manager.get_leaf_id()
         if leaf is None:
             fresh.reset_leaf()
@@ -416,8 +431,4 @@ def create_server(options: ServerOptions | None = None) -> PiSessionServer:
 
     for module in (methods_open, methods_files, methods_write, methods_read):
         module.register(server)
-    if server.options.test_hooks:
-        from . import test_hooks
-
-        test_hooks.register(server)
     return server

@@ -66,6 +66,8 @@ SHUTDOWN = "shutdown"
 EXIT = "exit"
 CANCEL_REQUEST = "$/cancelRequest"
 WORKSPACE_EXECUTE_COMMAND = "workspace/executeCommand"
+WINDOW_SHOW_MESSAGE = "window/showMessage"
+MESSAGE_TYPE_WARNING = 2  # lsprotocol MessageType.Warning
 _TRACE_VALUES = frozenset({"off", "messages", "verbose"})
 
 #: bodies at least this big are offered to a raw route before they are parsed
@@ -217,7 +219,7 @@ class Connection:
         self.shutting_down = False
         # two notifications pygls handles as generators, each leaving an entry behind in its table
         # of pending requests: what they do is done here
-        self.routes[INITIALIZED] = lambda params: None
+        self.routes[INITIALIZED] = lambda _params: None
         self.routes[SET_TRACE] = self._set_trace
 
     def _set_trace(self, params: Any) -> None:

@@ -258,7 +258,7 @@ class LanguageFeatures:
         state = self._new_state(uri)
         state.version = version
         quick = size >= self.quick_open
-        state.queue.submit(lambda token: self._opened(state, build(quick)), interruptible=False)
+        state.queue.submit(lambda _token: self._opened(state, build(quick)), interruptible=False)
 
     def did_change(self, params: types.DidChangeTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
@@ -266,7 +266,7 @@ class LanguageFeatures:
             return
         changes = list(params.content_changes)
         version = params.text_document.version
-        state.queue.submit(lambda token: self._apply_changes(state, changes, version), interruptible=False)
+        state.queue.submit(lambda _token: self._apply_changes(state, changes, version), interruptible=False)
 
     def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
         """The editor wrote the document: the file's bytes may have changed under the text (a byte
@@ -284,7 +284,7 @@ class LanguageFeatures:
     def _drop(self, state: DocState, publish_empty: bool = False) -> None:
         """Forget a document once the jobs queued for it are done."""
 
-        def close(token: CancelToken) -> None:
+        def close(_token: CancelToken) -> None:
             state.closed = True
             if publish_empty and not self.client_pulls():
                 self._send(state, [])
@@ -338,7 +338,7 @@ class LanguageFeatures:
             and workspace.diagnostics is not None
             and workspace.diagnostics.refresh_support
         ):
-            self.server.workspace_diagnostic_refresh(None)
+            self.server.lsp.workspace_diagnostic_refresh(None)
 
     def _apply_changes(self, state: DocState, changes: list[Any], version: int) -> None:
         if state.closed or state.doc is None:
@@ -383,7 +383,7 @@ class LanguageFeatures:
         state = self.docs.get(uri) or self._from_disk(uri)
         if state is None:
             return None
-        return state.queue.submit(lambda token: self._answer(state, answer, encode))
+        return state.queue.submit(lambda _token: self._answer(state, answer, encode))
 
     def held_leaf_moved(self, paths: set[str]) -> None:
         """On the loop: the leaf of a session held on one of ``paths`` moved (pi/branch, pi/resetLeaf,
@@ -397,9 +397,9 @@ class LanguageFeatures:
         if workspace is None:
             return
         if workspace.code_lens is not None and workspace.code_lens.refresh_support:
-            self.server.workspace_code_lens_refresh(None)
+            self.server.lsp.workspace_code_lens_refresh(None)
         if workspace.inlay_hint is not None and workspace.inlay_hint.refresh_support:
-            self.server.workspace_inlay_hint_refresh(None)
+            self.server.lsp.workspace_inlay_hint_refresh(None)
 
     # ------------------------------------------------------------------ files the editor did not send
 
@@ -412,7 +412,7 @@ class LanguageFeatures:
             return None
         state = self._new_state(uri, from_disk=True)
         state.path = path
-        state.queue.submit(lambda token: self._load_from_disk(state), interruptible=False)
+        state.queue.submit(lambda _token: self._load_from_disk(state), interruptible=False)
         self._forget_idle_later()
         return state
 
@@ -460,7 +460,7 @@ class LanguageFeatures:
         """The poller saw the file change (on its thread)."""
         if not state.refreshing and not state.closed:
             state.refreshing = True
-            state.queue.submit(lambda token: self._refresh_from_disk(state), interruptible=False)
+            state.queue.submit(lambda _token: self._refresh_from_disk(state), interruptible=False)
 
     def _refresh_from_disk(self, state: DocState) -> bool:
         """Catch up with the file: an append is applied as an edit at the end; anything else reloads."""
@@ -595,7 +595,7 @@ class LanguageFeatures:
             return
         state.publish_pending = True
 
-        def publish_job(token: CancelToken) -> None:
+        def publish_job(_token: CancelToken) -> None:
             state.publish_pending = False
             if not state.closed and state.doc is not None and state.published != state.doc.version:
                 self.publish(state)
@@ -638,7 +638,7 @@ class LanguageFeatures:
         found = navigation.references(state.opened(), line, offset, params.context.include_declaration)
         return [self.location(state, t) for t in found]
 
-    def document_symbols(self, state: DocState, params: Any) -> list[types.DocumentSymbol]:
+    def document_symbols(self, state: DocState, _params: Any) -> list[types.DocumentSymbol]:
         def convert(sym: Symbol) -> types.DocumentSymbol:
             return types.DocumentSymbol(
                 name=as_displayed(sym.name or "(entry)"),
@@ -651,7 +651,7 @@ class LanguageFeatures:
 
         return [convert(s) for s in document_symbols(state.opened())]
 
-    def folding(self, state: DocState, params: Any) -> list[types.FoldingRange]:
+    def folding(self, state: DocState, _params: Any) -> list[types.FoldingRange]:
         out = []
         for a, b in folding_ranges(state.opened()):
             start = self.position(state, a, 0).line
@@ -672,7 +672,7 @@ class LanguageFeatures:
             for h in hints_mod.inlay_hints(state.opened(), first, last)
         ]
 
-    def code_lenses(self, state: DocState, params: Any) -> list[types.CodeLens]:
+    def code_lenses(self, state: DocState, _params: Any) -> list[types.CodeLens]:
         return [
             types.CodeLens(
                 self.range(state, lens.line, 0, 0), command=types.Command(as_displayed(lens.title), "")

@@ -12,6 +12,7 @@ from send2trash import send2trash
 from pi_session_server.errors import fs_error_from_oserror
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
+from pi_session_server.session.environment import Environment
 from pi_session_server.session.listing import (
     AbortSignal,
     SessionInfo,
@@ -37,7 +38,7 @@ def _progress_callback(progress: Progress) -> Any:
     if not progress.active:
         return None
 
-    def on_progress(loaded: int, total: int, partial: Any = ABSENT) -> None:
+    def on_progress(loaded: int, total: int, _partial: Any = ABSENT) -> None:
         progress.report(loaded, total, f"{loaded}/{total} session files", force=loaded == total)
 
     return on_progress
@@ -74,9 +75,11 @@ def page_of(sessions: list[Any], p: P.ListingParams) -> Any:
     return page
 
 
-def _with_text(infos: list[SessionInfo], text: TextOptions, signal: Any) -> list[SessionInfo]:
+def _with_text(
+    infos: list[SessionInfo], text: TextOptions, signal: Any, env: Environment
+) -> list[SessionInfo]:
     """``infos`` read again with ``text`` (an info whose file went away stays as it was)."""
-    return [session_info(info.path, signal=signal, text=text) or info for info in infos]
+    return [session_info(info.path, signal=signal, text=text, env=env) or info for info in infos]
 
 
 def register(server: PiSessionServer) -> None:
@@ -90,14 +93,15 @@ def register(server: PiSessionServer) -> None:
         later = p.paged and (text.first_message or text.all_messages_text)
         first = replace(text, first_message=False, all_messages_text=False) if later else text
         progress = Progress(server, p.work_done_token)
+        env = server.environment_for(p)
 
         def job(token: CancelToken) -> Any:
             signal = _CancelSignal(token)
             progress.begin(title)
             try:
-                page = page_of(call(_progress_callback(progress), signal, first), p)
+                page = page_of(call(_progress_callback(progress), signal, first, env), p)
                 if later:
-                    page["sessions"] = _with_text(page["sessions"], text, signal)
+                    page["sessions"] = _with_text(page["sessions"], text, signal, env)
             finally:
                 progress.end()
             return page
@@ -111,8 +115,8 @@ def register(server: PiSessionServer) -> None:
         return listing(
             p,
             "Listing sessions",
-            lambda progress, signal, text: list_sessions(
-                p.cwd, P.opt(p.session_dir), progress, signal, text=text, pi=pi
+            lambda progress, signal, text, env: list_sessions(
+                p.cwd, P.opt(p.session_dir), progress, signal, text=text, pi=pi, env=env
             ),
         )
 
@@ -122,8 +126,8 @@ def register(server: PiSessionServer) -> None:
         return listing(
             p,
             "Listing all sessions",
-            lambda progress, signal, text: list_all_sessions(
-                P.opt(p.session_dir), progress, signal, text=text
+            lambda progress, signal, text, env: list_all_sessions(
+                P.opt(p.session_dir), progress, signal, text=text, env=env
             ),
         )
 
@@ -131,9 +135,10 @@ def register(server: PiSessionServer) -> None:
     def pi_find_by_id(params: Any) -> Any:
         p = P.parse(params, P.FindByIdParams)
         pi = P.profile_of(p, server.options.pi)
+        env = server.environment_for(p)
 
-        def job(token: CancelToken) -> Any:
-            found = SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir), pi=pi)
+        def job(_token: CancelToken) -> Any:
+            found = SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir), pi=pi, env=env)
             return None if found is ABSENT else found
 
         return server.run("pi/findById", job)
@@ -147,9 +152,10 @@ def register(server: PiSessionServer) -> None:
             given = uri_to_path(p.uri)
         else:
             raise invalid_params("Invalid params: one of `path` or `uri` is required")
+        env = server.environment_for(p)
 
-        def job(token: CancelToken) -> Any:
-            path = resolve_path(given)
+        def job(_token: CancelToken) -> Any:
+            path = resolve_path(given, env=env)
             if not os.path.lexists(path):
                 raise fs_error_from_oserror(FileNotFoundError(2, "No such file"), "stat", path)
             if os.path.isdir(path) or not require_regular_file(path) or not is_session_file(path):

@@ -61,11 +61,12 @@ def register(server: PiSessionServer) -> None:
     def pi_open(params: Any) -> Any:
         p = P.parse(params, P.OpenParams)
         pi = pi_of(p)
+        env = server.environment_for(p)
 
         def make(on_progress: Callable[[int, int], None] | None) -> SessionManager:
-            require_regular_file(resolve_path(p.path))
+            require_regular_file(resolve_path(p.path, env=env))
             return SessionManager.open(
-                p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress, pi=pi
+                p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress, pi=pi, env=env
             )
 
         return opening(p, f"Opening {os.path.basename(p.path)}", make)
@@ -74,31 +75,36 @@ def register(server: PiSessionServer) -> None:
     def pi_create(params: Any) -> Any:
         p = P.parse(params, P.CreateParams)
         pi = pi_of(p)
+        env = server.environment_for(p)
         return opening(
             p,
             "Creating a session",
-            lambda _: SessionManager.create(p.cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi),
+            lambda _: SessionManager.create(
+                p.cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi, env=env
+            ),
         )
 
     @route("pi/continueRecent")
     def pi_continue_recent(params: Any) -> Any:
         p = P.parse(params, P.ContinueRecentParams)
         pi = pi_of(p)
+        env = server.environment_for(p)
         return opening(
             p,
             "Opening the most recent session",
-            lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir), pi=pi),
+            lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir), pi=pi, env=env),
         )
 
     @route("pi/inMemory")
     def pi_in_memory(params: Any) -> Any:
         p = P.parse(params, P.InMemoryParams)
         pi = pi_of(p)
+        env = server.environment_for(p)
         return opening(
             p,
             "Creating an in-memory session",
             lambda _: SessionManager.in_memory(
-                P.opt(p.cwd), P.options_dict(p.options), P.opt(p.entries), pi=pi
+                P.opt(p.cwd), P.options_dict(p.options), P.opt(p.entries), pi=pi, env=env
             ),
         )
 
@@ -106,11 +112,12 @@ def register(server: PiSessionServer) -> None:
     def pi_fork_from(params: Any) -> Any:
         p = P.parse(params, P.ForkFromParams)
         pi = pi_of(p)
+        env = server.environment_for(p)
 
         def make(_: Any) -> SessionManager:
-            require_regular_file(resolve_path(p.source_path))
+            require_regular_file(resolve_path(p.source_path, env=env))
             return SessionManager.fork_from(
-                p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi
+                p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi, env=env
             )
 
         return opening(p, f"Forking {os.path.basename(p.source_path)}", make)
@@ -136,4 +143,4 @@ def register(server: PiSessionServer) -> None:
 
 
 def _describer(server: PiSessionServer, slot: Slot) -> Callable[[CancelToken], dict[str, Any]]:
-    return lambda token: server.slot_info(slot)
+    return lambda _token: server.slot_info(slot)

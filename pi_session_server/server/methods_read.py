@@ -4,6 +4,7 @@ pi/buildSessionContext, pi/buildSessionProjection."""
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,9 @@ from msgspec import UNSET
 
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.render.context_markdown import context_markdown, context_title
 from pi_session_server.session.context import build_context_entries
+from pi_session_server.session.describe import home_directory
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
@@ -190,7 +193,7 @@ def preview_cache(manager: Any) -> PreviewCache | None:
         try:
             cache = _preview_caches.get(manager)
             if cache is None:
-                cache = _preview_caches[manager] = PreviewCache()
+                cache = _preview_caches[manager] = PreviewCache(home_directory(manager.environment))
         except TypeError:  # not weakly referenceable
             return None
         return cache
@@ -241,10 +244,16 @@ def _context_entries(manager: Any, leaf_id: Any) -> Any:
     return build_context_entries(manager.get_entries(), leaf_id, manager.by_id)
 
 
-def _context(manager: Any, leaf_id: Any) -> Any:
-    if leaf_id is UNSET:
-        return manager.build_session_context()
-    return manager.build_session_context_at(leaf_id)
+def _context(manager: Any, p: P.SessionContextParams) -> Any:
+    if p.leaf_id is UNSET:
+        context = manager.build_session_context()
+    else:
+        context = manager.build_session_context_at(p.leaf_id)
+    if p.format == "json":
+        return context
+    file = manager.get_session_file() if manager.is_persisted() else None
+    title = context_title(os.path.basename(file) if isinstance(file, str) else None, P.opt(p.leaf_id))
+    return {"markdown": context_markdown(context, title)}
 
 
 def _projection(manager: Any, leaf_id: Any) -> Any:
@@ -265,7 +274,7 @@ def register(server: PiSessionServer) -> None:
     read("pi/getTree", P.GetTreeParams, _tree)
     read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
     read("pi/getPath", P.GetPathParams, _path)
-    read("pi/getStats", P.SessionParams, lambda m, p: session_stats(m))
+    read("pi/getStats", P.SessionParams, lambda m, _p: session_stats(m))
     read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)))
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page)
@@ -273,17 +282,17 @@ def register(server: PiSessionServer) -> None:
     read(
         "pi/getLeaf",
         P.SessionParams,
-        lambda m, p: {"leafId": m.get_leaf_id(), "entry": _or_null(m.get_leaf_entry())},
+        lambda m, _p: {"leafId": m.get_leaf_id(), "entry": _or_null(m.get_leaf_entry())},
     )
     read("pi/getLabel", P.GetLabelParams, lambda m, p: _or_null(m.get_label(P.opt(p.id))))
-    read("pi/getSessionName", P.SessionParams, lambda m, p: _or_null(m.get_session_name()))
-    read("pi/getHeader", P.SessionParams, lambda m, p: m.get_header())
+    read("pi/getSessionName", P.SessionParams, lambda m, _p: _or_null(m.get_session_name()))
+    read("pi/getHeader", P.SessionParams, lambda m, _p: m.get_header())
     read("pi/buildContextEntries", P.ContextParams, lambda m, p: _context_entries(m, p.leaf_id))
-    read("pi/buildSessionContext", P.ContextParams, lambda m, p: _context(m, p.leaf_id))
+    read("pi/buildSessionContext", P.SessionContextParams, _context)
     read("pi/buildSessionProjection", P.ContextParams, lambda m, p: _projection(m, p.leaf_id))
-    read("pi/getEntryCount", P.SessionParams, lambda m, p: m.get_entry_count())
+    read("pi/getEntryCount", P.SessionParams, lambda m, _p: m.get_entry_count())
 
     @server.connection.route("pi/getInfo")
     def pi_get_info(params: Any) -> Any:
         p = P.parse(params, P.SessionParams)
-        return server.session_call(p, lambda m: None, convert=lambda _, slot: server.slot_info(slot))
+        return server.session_call(p, lambda _m: None, convert=lambda _, slot: server.slot_info(slot))

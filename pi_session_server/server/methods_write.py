@@ -142,7 +142,7 @@ def register(server: PiSessionServer) -> None:
         p = P.parse(params, P.SetSessionFileParams)
 
         def job(manager: SessionManager) -> Any:
-            require_regular_file(resolve_path(p.path))
+            require_regular_file(resolve_path(p.path, env=manager.environment))
             return manager.set_session_file(p.path)
 
         return server.session_call(p, job, write=True, convert=switched)

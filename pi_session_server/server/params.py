@@ -14,6 +14,7 @@ The same structures generate the params schemas of ``protocol/`` (see ``protocol
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
@@ -21,6 +22,7 @@ from msgspec import UNSET, UnsetType
 
 from pi_session_server.errors import PiVersionError
 from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session.environment import Environment
 from pi_session_server.session.profiles import PROFILES, Profile, profile_for
 
 from .errors import invalid_params
@@ -34,6 +36,7 @@ MAX_SEARCH_WORDS = 32
 
 Id = Any  # looked up by strict equality; any JSON value has a defined answer
 Path = Annotated[str, msgspec.Meta(max_length=MAX_PATH_CHARS)]
+AbsolutePath = Annotated[str, msgspec.Meta(pattern="^/", max_length=MAX_PATH_CHARS)]
 FileUri = Annotated[str, msgspec.Meta(pattern="^file:", max_length=MAX_URI_CHARS)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 PageSize = Annotated[int, msgspec.Meta(ge=1)]
@@ -61,10 +64,35 @@ class SessionOptions(msgspec.Struct, rename="camel", kw_only=True):
     parent_session: Any = UNSET
 
 
+class EnvironmentOptions(msgspec.Struct, rename="camel", kw_only=True):
+    """What pi reads from its process: the working directory (absolute; relative paths and the
+    default cwd), HOME (where ~ leads) and PI_CODING_AGENT_DIR (the default session directories). A
+    member given replaces the server's own; null for home or agentDir means not set."""
+
+    cwd: AbsolutePath | UnsetType = UNSET
+    home: Path | None | UnsetType = UNSET
+    agent_dir: Path | None | UnsetType = UNSET
+
+    def applied_to(self, base: Environment) -> Environment:
+        given = {name: getattr(self, name) for name in ("cwd", "home", "agent_dir")}
+        return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not UNSET})
+
+
+class LocatedParams(Params, kw_only=True):
+    """A method that finds files by path: relative paths, ``~`` and the default directories are
+    those of ``environment`` (the server's own for what it leaves out). A session opened this way
+    keeps it for its later requests."""
+
+    environment: EnvironmentOptions | UnsetType = UNSET
+
+    def environment_in(self, base: Environment) -> Environment:
+        return base if self.environment is UNSET else self.environment.applied_to(base)
+
+
 # --- opening -------------------------------------------------------------------------------
 
 
-class OpeningParams(Params, kw_only=True):
+class OpeningParams(LocatedParams, kw_only=True):
     """A method that makes a new session (or reads session files): ``pi`` chooses the pi release it
     behaves like, for as long as the session is held (default: the server's)."""
 
@@ -111,7 +139,7 @@ class CloseParams(Params, kw_only=True):
 ListText = Literal["all", "first", "none"]
 
 
-class ListingParams(Params, kw_only=True):
+class ListingParams(LocatedParams, kw_only=True):
     """What pi/list and pi/listAll add to the reference: how much text, and which page."""
 
     session_dir: Path | UnsetType = UNSET
@@ -140,7 +168,7 @@ class FindByIdParams(OpeningParams, kw_only=True):
     session_dir: Path | UnsetType = UNSET
 
 
-class DeleteParams(Params, kw_only=True):
+class DeleteParams(LocatedParams, kw_only=True):
     path: Path | UnsetType = UNSET
     uri: FileUri | UnsetType = UNSET
     permanent: bool = False
@@ -321,6 +349,10 @@ class GetLabelParams(SessionParams, kw_only=True):
 
 class ContextParams(SessionParams, kw_only=True):
     leaf_id: Id = UNSET
+
+
+class SessionContextParams(ContextParams, kw_only=True):
+    format: Literal["json", "markdown"] = "json"
 
 
 # members that name files: a lone surrogate in them reaches the file system as U+FFFD (Node's way)

@@ -72,7 +72,7 @@ class FilePoller:
             self._queue.submit(self._look)
         self._schedule(loop)
 
-    def _look(self, token: CancelToken) -> None:
+    def _look(self, _token: CancelToken) -> None:
         try:
             for slot in self.server.registry.slots():
                 self._look_at_slot(slot)
@@ -96,7 +96,7 @@ class FilePoller:
         # the first look at a new slot refreshes too: bytes appended between the open and now count
         slot.last_stat = signature
         slot.refreshing = True
-        slot.queue.submit(lambda token: self._refresh(slot), interruptible=False)
+        slot.queue.submit(lambda _token: self._refresh(slot), interruptible=False)
 
     def _refresh(self, slot: Slot) -> None:
         """On the slot's queue: take in the file's change and tell the client."""

@@ -250,6 +250,14 @@ SCHEMAS: dict[str, Any] = {
         },
         "required": ["entries", "messages", "model"],
     },
+    "ContextMarkdown": {
+        "type": "object",
+        "description": 'pi/buildSessionContext with `format: "markdown"`: the context as a Markdown document '
+        "to show as it is (the one the CLI's `pi-session context` prints): a title naming the file and the "
+        "entry, the model, thinking level and message count, then a section per message.",
+        "properties": {"markdown": {"type": "string"}},
+        "required": ["markdown"],
+    },
     "TreeNode": {
         "type": "object",
         "description": "One node of pi/getTree's flat or nested form.",
@@ -828,9 +836,10 @@ METHODS: list[Method] = [
     ),
     Method(
         "pi/buildSessionContext",
-        "buildSessionContext() (with `leafId`: the context at that entry).",
-        P.ContextParams,
-        ref("Context"),
+        'buildSessionContext() (with `leafId`: the context at that entry; with `format: "markdown"`: the '
+        "context rendered for display).",
+        P.SessionContextParams,
+        {"anyOf": [ref("Context"), ref("ContextMarkdown")]},
         SESSION_ERRORS,
         "buildSessionContext",
     ),
@@ -880,9 +889,19 @@ FIELD_DOCS = {
         "refused (PathRefused, -32010) without being opened."
     ),
     "workDoneToken": "LSP work-done progress token: the server reports $/progress for long operations.",
+    "environment": (
+        "The working directory, HOME and PI_CODING_AGENT_DIR pi would read from its process, for this "
+        "request: relative paths, `~`, the default cwd and the default session directories. Members left "
+        "out are the server's (its own process's at start, or initializationOptions.environment). A "
+        "session opened with one keeps it for its later requests."
+    ),
     "kind": "Which appender: the type of the entry it writes.",
     "filter": "none (every entry) or one of pi's /tree modes.",
     "form": "flat, nested or reference.",
+    "format": (
+        'pi/buildSessionContext: "json" (the default) answers pi\'s value, "markdown" `{markdown}`, the '
+        "context as a document to show (what `pi-session context` prints)."
+    ),
     "previews": "false skips the preview texts (faster on huge sessions).",
     "activeBranchFirst": "order children as pi's TUI does: the branch holding the leaf first.",
     "search": (

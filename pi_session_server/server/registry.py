@@ -62,7 +62,12 @@ class Slot:
             self.noted_leaf = leaf
             self.branched_leaf = _branched_leaf(manager, leaf)
         session_file = manager.get_session_file() if manager.is_persisted() else None
-        path = session_file if isinstance(session_file, str) and session_file else None
+        # the file itself (pi's path may be relative to the session's working directory)
+        path = (
+            manager.environment.on_disk(session_file)
+            if isinstance(session_file, str) and session_file
+            else None
+        )
         if path != self.path or (path is not None and self.real_path is None):
             self.path = path
             self.real_path = os.path.realpath(path) if path is not None else None
@@ -112,7 +117,7 @@ class Registry:
         before this are done."""
         self.discard(slot)
 
-        def close(token: CancelToken) -> None:
+        def close(_token: CancelToken) -> None:
             slot.closed = True
             if slot.manager is not None:
                 slot.manager.close()

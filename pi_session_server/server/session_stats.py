@@ -231,7 +231,10 @@ class StatsCache:
         )
         totals = kept if grown and kept is not None else SessionTotals()
         # read every new message before counting any: a read that fails leaves the totals as they were
-        new = list(_messages(manager.get_session_file(), manager.entries_slice(totals.count, count)))
+        session_file = manager.get_session_file()
+        if isinstance(session_file, str):
+            session_file = manager.environment.on_disk(session_file)
+        new = list(_messages(session_file, manager.entries_slice(totals.count, count)))
         for entry, message in new:
             totals.add(entry, message)
         totals.count, totals.last = count, last

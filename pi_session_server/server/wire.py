@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from pi_session_server.format.entry import Entry
-from pi_session_server.format.jsjson import encode_value, parse_bytes
+from pi_session_server.format.jsjson import encode_value, is_array_index_key, parse_bytes
 from pi_session_server.session.tree import TreeNode
 
 
@@ -78,7 +78,7 @@ def _small_and_plain(value: Any) -> bool:
         type(value) is dict
         and len(value) <= 8
         and all(type(v) is str or v is None or type(v) is bool for v in value.values())
-        and not any(k[:1].isdigit() for k in value)
+        and not any(is_array_index_key(k) for k in value)
     )
 
 

@@ -6,6 +6,7 @@ Python names of the reference API are listed in ``docs/API.md`` §10. Every entr
 
 from ..format.ids import assert_valid_session_id
 from .context import build_context_entries, get_latest_compaction_entry, session_entry_to_context_messages
+from .environment import Environment
 from .files import load_entries_from_file, parse_session_entries
 from .listing import find_most_recent_session
 from .manager import FileChange, ForeignWrite, ReadOnlySessionError, SessionManager
@@ -19,6 +20,7 @@ __all__ = [
     "CURRENT_SESSION_VERSION",
     "DEFAULT_PI",
     "PROFILES",
+    "Environment",
     "FileChange",
     "ForeignWrite",
     "Profile",

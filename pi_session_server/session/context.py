@@ -15,7 +15,7 @@ from typing import Any
 
 from ..format.dates import ms
 from ..format.entry import Entry
-from ..format.jsjson import is_array_index_key
+from ..format.jsjson import js_key_order
 from ..format.jsvalue import ABSENT, get, index_key, is_object, js_string_of, strict_equal, truthy
 from .chains import path_by_chains
 from .fields import build_index, field, id_of, model_ref_of, parent_of, role_of, type_of, value_of
@@ -341,8 +341,7 @@ def current_system_message(messages: list[Any]) -> dict[str, Any] | None:
             content.append(text)
         raw_sections = get(message, "sections")
         if is_object(raw_sections):
-            for name in _js_key_order(list(raw_sections)):
-                section_value = raw_sections[name]
+            for name, section_value in js_key_order(raw_sections.items()):
                 if section_value is None:
                     sections.pop(name, None)
                 else:
@@ -379,11 +378,6 @@ def _system_content_text(content: Any) -> str:
             text = get(block, "text")
             parts.append("" if text is ABSENT or text is None else js_string_of(text))
     return "\n".join(parts)
-
-
-def _js_key_order(keys: list[str]) -> list[str]:
-    indexes = sorted((k for k in keys if is_array_index_key(k)), key=int)
-    return indexes + [k for k in keys if not is_array_index_key(k)]
 
 
 def _object(**members: Any) -> dict[str, Any]:

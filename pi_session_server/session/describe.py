@@ -10,42 +10,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..format.entry import Entry
-from ..format.jsjson import dumps
 from ..format.jstext import as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from . import preview_store
+from .environment import Environment, process_home
 from .fields import field, role_of, type_of
 from .preview_pass import MIN_BATCH, preview_values
 
 PREVIEW_LIMIT = 200
-
-
-def content_text(content: Any, joiner: str = "") -> str:
-    """The text of a string content or of the ``text`` blocks of a block list (full, for display)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text":
-                text = block.get("text", "")
-                parts.append(text if isinstance(text, str) else js_string_of(text))
-        return joiner.join(parts)
-    return ""
-
-
-def tool_call_text(name: Any, arguments: Any) -> str:
-    """``name(args)`` with the arguments compacted (the CLI's context view shows whole calls)."""
-    try:
-        args = dumps(arguments)  # iterative, unlike json.dumps: arguments may nest any depth
-    except (TypeError, ValueError):
-        args = ""
-    return f"{js_string_of(name)}({args})"
 
 
 def utf16_slice(text: str, limit: int) -> str:
@@ -120,9 +96,10 @@ def _stringify(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def home_directory() -> str:
-    """What pi shortens to ``~`` in the paths of tool calls."""
-    return os.environ.get("HOME") or os.environ.get("USERPROFILE") or ""
+def home_directory(env: Environment | None = None) -> str:
+    """What pi's tree selector shortens to ``~`` in the paths of tool calls: ``$HOME`` of ``env``
+    (pi: ``HOME || USERPROFILE || ""``; USERPROFILE is Windows')."""
+    return (env.home if env is not None else process_home()) or ""
 
 
 def _shorten_path(path: str, home: str) -> str:
@@ -254,9 +231,11 @@ class PreviewCache:
     need is read in one pass over their file (see preview_pass), not entry by entry.
     """
 
-    __slots__ = ("parts", "calls", "_walked", "_misses", "_stored", "_cursor", "_made")
+    __slots__ = ("parts", "calls", "home", "_walked", "_misses", "_stored", "_cursor", "_made")
 
-    def __init__(self) -> None:
+    def __init__(self, home: str | None = None) -> None:
+        #: what tool-call paths are shortened against (None: :func:`home_directory` at each walk)
+        self.home = home
         self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
         self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         self._walked: list[Any] = []  # the entries of the last walk (see previews)
@@ -348,7 +327,7 @@ class PreviewCache:
         self.parts = kept
         self._misses = 0
         self._cursor = 0
-        home = home_directory()
+        home = home_directory() if self.home is None else self.home
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             key = id(entry)

@@ -15,6 +15,7 @@ from typing import Any, Final
 from ..errors import PiSessionError, fs_error_from_oserror
 from ..format.jsjson import JsonSyntaxError, parse_bytes
 from ..format.jsvalue import ABSENT, get, strict_equal, truthy
+from .environment import Environment, current, on_disk
 from .paths import default_session_dir_path, get_default_session_dir, node_join, normalize_path, resolve_path
 from .profiles import DEFAULT_PI, PiVersion, profile_for
 
@@ -67,15 +68,15 @@ def _header_candidate(line: bytes) -> Any:
     return value
 
 
-def _open_nonblocking(path: str) -> int:
+def _open_nonblocking(path: str, env: Environment | None) -> int:
     # O_NONBLOCK: opening a FIFO must not wait for a writer (reads then see EOF or EAGAIN).
     try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        return os.open(on_disk(path, env), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as err:
         raise fs_error_from_oserror(err, "open", path) from err
 
 
-def discover_header(path: str) -> dict[str, Any] | None:
+def discover_header(path: str, env: Environment | None = None) -> dict[str, Any] | None:
     """The header of a session file from its first MiB (``readSessionHeader``, §10.2).
 
     Physical lines are split on ``"\\n"`` only; blank, unparsable and falsy lines are skipped and
@@ -83,9 +84,10 @@ def discover_header(path: str) -> dict[str, Any] | None:
     string ``id``, else ``None`` (not a session; also for an empty file). Raises
     :class:`SessionHeaderScanLimitError` when the first MiB held no decision and the file goes on,
     and :class:`~pi_session_server.errors.FsError` when the file cannot be opened or read (a
-    directory gives ``EISDIR: illegal operation on a directory, read``, as in the reference).
+    directory gives ``EISDIR: illegal operation on a directory, read``, as in the reference). A
+    relative ``path`` is found in the working directory of ``env``.
     """
-    fd = _open_nonblocking(path)
+    fd = _open_nonblocking(path, env)
     try:
         pending = bytearray()
         scanned = 0
@@ -122,10 +124,10 @@ def _final_line(pending: bytearray) -> dict[str, Any] | None:
     return None if decided is _UNDECIDED else decided  # type: ignore[no-any-return]
 
 
-def discover_header_quietly(path: str) -> dict[str, Any] | None:
+def discover_header_quietly(path: str, env: Environment | None = None) -> dict[str, Any] | None:
     """``readSessionHeaderForDiscovery``: every failure (too large, unreadable) is "not a session"."""
     try:
-        return discover_header(path)
+        return discover_header(path, env)
     except Exception:
         return None
 
@@ -145,22 +147,26 @@ def header_cwd(header: Any) -> Any:
     return cwd if type(cwd) is str else ABSENT
 
 
-def cwd_matches(cwd: Any, resolved_cwd: str) -> bool:
-    """``sessionCwdMatches``: a non-empty string that resolves to ``resolved_cwd``.
+def cwd_matches(cwd: Any, resolved_cwd: str, env: Environment | None = None) -> bool:
+    """``sessionCwdMatches``: a non-empty string that resolves (in ``env``) to ``resolved_cwd``.
 
     Like the reference, a cwd that cannot be resolved (a ``file://`` URL with a foreign host) raises.
     """
-    return cwd is not ABSENT and cwd != "" and resolve_path(cwd) == resolved_cwd
+    return cwd is not ABSENT and cwd != "" and resolve_path(cwd, env=env) == resolved_cwd
 
 
-def session_dir_for(cwd: Any, session_dir: Any, pi: PiVersion = DEFAULT_PI) -> tuple[str, bool]:
+def session_dir_for(
+    cwd: Any, session_dir: Any, pi: PiVersion = DEFAULT_PI, env: Environment | None = None
+) -> tuple[str, bool]:
     """The directory and the "filter by cwd" decision of ``list``/``findById``/``continueRecent``
     (§13.4 steps 1-2): ``normalizePath(sessionDir)`` if truthy, else the default directory for
     ``cwd`` (created); filter iff ``sessionDir`` was passed (not ABSENT) and the directory is not
     the default directory path (pi 0.86.1 compares the strings, pi 1.6.0 the resolved paths)."""
-    directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(cwd)
+    directory = (
+        normalize_path(session_dir, env) if truthy(session_dir) else get_default_session_dir(cwd, env=env)
+    )
     filter_cwd = session_dir is not ABSENT and not profile_for(pi).same_directory(
-        directory, default_session_dir_path(cwd)
+        directory, default_session_dir_path(cwd, env=env), env
     )
     return directory, filter_cwd
 
@@ -182,47 +188,62 @@ def js_round(x: float) -> int | float:
 # ---- lookups -------------------------------------------------------------------------------------
 
 
-def find_most_recent_session(session_dir: Any, cwd: Any = ABSENT) -> str | None:
+def find_most_recent_session(
+    session_dir: Any, cwd: Any = ABSENT, env: Environment | None = None
+) -> str | None:
     """``findMostRecentSession(sessionDir, cwd?)`` (§18.1): the newest ``*.jsonl`` file (by mtime;
     ties in directory order) whose header discovery succeeds and, when ``cwd`` is truthy, whose
     header ``cwd`` resolves to the same path. ``None`` if there is none or the directory cannot be
-    read or a file cannot be stat-ed."""
-    directory = normalize_path(session_dir)
-    resolved_cwd = resolve_path(cwd) if truthy(cwd) else None
+    read or a file cannot be stat-ed. Relative paths are the working directory's of ``env``."""
+    env = current(env)
+    directory = normalize_path(session_dir, env)
+    resolved_cwd = resolve_path(cwd, env=env) if truthy(cwd) else None
     try:
         files = []
-        for name in readdir(directory):
+        for name in readdir(env.on_disk(directory)):
             if name.endswith(".jsonl"):
                 path = node_join(directory, name)
-                files.append((path, mtime_ms(os.stat(path))))
+                files.append((path, mtime_ms(os.stat(env.on_disk(path)))))
         files.sort(key=lambda f: f[1], reverse=True)  # stable: ties keep directory order
         for path, _ in files:
-            header = discover_header_quietly(path)
-            if header is not None and (resolved_cwd is None or cwd_matches(header_cwd(header), resolved_cwd)):
+            header = discover_header_quietly(path, env)
+            if header is not None and (
+                resolved_cwd is None or cwd_matches(header_cwd(header), resolved_cwd, env)
+            ):
                 return path
         return None
     except Exception:
         return None
 
 
-def most_recent_candidate(directory: str, filter_cwd: Any = ABSENT) -> str | None:
+def most_recent_candidate(
+    directory: str, filter_cwd: Any = ABSENT, env: Environment | None = None
+) -> str | None:
     """The file ``continueRecent`` resumes (§13.4 step 3) in an already chosen ``directory``:
     ``filter_cwd`` is the caller's cwd when filtering applies, else ABSENT/None."""
-    return find_most_recent_session(directory, filter_cwd if truthy(filter_cwd) else ABSENT)
+    return find_most_recent_session(directory, filter_cwd if truthy(filter_cwd) else ABSENT, env)
 
 
-def find_by_id(cwd: Any, session_id: Any, session_dir: Any = ABSENT, *, pi: PiVersion = DEFAULT_PI) -> Any:
+def find_by_id(
+    cwd: Any,
+    session_id: Any,
+    session_dir: Any = ABSENT,
+    *,
+    pi: PiVersion = DEFAULT_PI,
+    env: Environment | None = None,
+) -> Any:
     """``findById(cwd, id, sessionDir?)`` (§18.2): the first ``*.jsonl`` file in directory listing
     order whose discovered header ``id`` is strictly equal to ``session_id`` (and, when filtering,
     whose header ``cwd`` matches); ABSENT when there is none or on any error."""
-    directory, filter_cwd = session_dir_for(cwd, session_dir, pi)
-    resolved_cwd = resolve_path(cwd)
+    env = current(env)
+    directory, filter_cwd = session_dir_for(cwd, session_dir, pi, env)
+    resolved_cwd = resolve_path(cwd, env=env)
     try:
-        for name in readdir(directory):
+        for name in readdir(env.on_disk(directory)):
             if not name.endswith(".jsonl"):
                 continue
             path = node_join(directory, name)
-            header = discover_header_quietly(path)
+            header = discover_header_quietly(path, env)
             # ``header?.id !== id``: a file that is not a session has id undefined, so it matches an
             # ABSENT id; with filtering, reading its cwd then throws and ends the search (reference).
             if not strict_equal(get(header, "id") if header is not None else ABSENT, session_id):
@@ -230,7 +251,7 @@ def find_by_id(cwd: Any, session_id: Any, session_dir: Any = ABSENT, *, pi: PiVe
             if filter_cwd:
                 if header is None:
                     return ABSENT
-                if not cwd_matches(header_cwd(header), resolved_cwd):
+                if not cwd_matches(header_cwd(header), resolved_cwd, env):
                     continue
             return path
     except Exception:

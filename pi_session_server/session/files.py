@@ -8,19 +8,22 @@ from typing import Any
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import is_js_blank, js_trim
 from . import storage
+from .environment import Environment, current
 from .loader import is_valid_header, load_exact, open_for_reading
 from .paths import normalize_path
 
 
-def load_entries_from_file(path: Any) -> list[Any]:
+def load_entries_from_file(path: Any, env: Environment | None = None) -> list[Any]:
     """Every kept value of the file, header first (D3: non-objects after it dropped); [] if invalid.
 
-    Like the reference, appends the missing final newline to a valid file.
+    Like the reference, appends the missing final newline to a valid file. ``~`` and a relative
+    ``path`` are ``env``'s home and working directory.
     """
-    resolved = normalize_path(path)
-    if not os.path.exists(resolved):
+    env = current(env)
+    resolved = normalize_path(path, env)
+    if not os.path.exists(env.on_disk(resolved)):
         return []
-    fd = open_for_reading(resolved)
+    fd = open_for_reading(resolved, env)
     try:
         exact = load_exact(fd)
     finally:
@@ -28,7 +31,7 @@ def load_entries_from_file(path: Any) -> list[Any]:
     if not exact.values or not is_valid_header(exact.values[0]):
         return []
     if exact.needs_newline:
-        storage.repair_trailing_newline(resolved)
+        storage.repair_trailing_newline(resolved, env)
     header, rest = exact.values[0], exact.values[1:]
     return [header, *(v for v in rest if isinstance(v, dict))]
 

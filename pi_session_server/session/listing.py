@@ -48,6 +48,7 @@ from .discovery import (
     readdir,
     session_dir_for,
 )
+from .environment import Environment, current, on_disk
 from .paths import get_sessions_root, node_join, normalize_path, resolve_path
 from .profiles import DEFAULT_PI, PiVersion
 
@@ -429,24 +430,30 @@ def session_info(
     signal: Any = None,
     stat_result: os.stat_result | None = None,
     text: TextOptions = ALL_TEXT,
+    env: Environment | None = None,
 ) -> SessionInfo | None:
     """The ``SessionInfo`` of the file at ``path`` (``buildSessionInfo``, §18.5), or ``None`` when it
-    is not a listable session or cannot be read. ``path`` is reported as given. ``stat_result``, if
-    given, supplies the mtime fallback (``listAll`` stats its candidates first). ``text``: how much
-    message text to keep (all of it by default, as the reference). Raises only
-    :class:`~pi_session_server.errors.AbortError` (when ``signal`` is aborted)."""
+    is not a listable session or cannot be read. ``path`` is reported as given (a relative one is
+    read from the working directory of ``env``). ``stat_result``, if given, supplies the mtime
+    fallback (``listAll`` stats its candidates first). ``text``: how much message text to keep (all
+    of it by default, as the reference). Raises only :class:`~pi_session_server.errors.AbortError`
+    (when ``signal`` is aborted)."""
     try:
-        return _read_session_info(path, signal, stat_result, text)
+        return _read_session_info(path, signal, stat_result, text, env)
     except Exception:
         throw_if_aborted(signal)
         return None
 
 
 def _read_session_info(
-    path: str, signal: Any, stat_result: os.stat_result | None, text_options: TextOptions
+    path: str,
+    signal: Any,
+    stat_result: os.stat_result | None,
+    text_options: TextOptions,
+    env: Environment | None,
 ) -> SessionInfo | None:
     # O_NONBLOCK so that a FIFO cannot block the open; non-regular files are refused below.
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    fd = os.open(on_disk(path, env), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -608,12 +615,15 @@ def _build_infos(
     signal: Any,
     on_loaded: Callable[[SessionInfo | None, int], None],
     text: TextOptions,
+    env: Environment,
 ) -> list[SessionInfo]:
     """``buildSessionInfosWithConcurrency``, sequentially: infos in candidate order, failures dropped."""
     infos: list[SessionInfo] = []
     for index, candidate in enumerate(candidates):
         throw_if_aborted(signal)
-        info = session_info(candidate.path, signal=signal, stat_result=candidate.stat_result, text=text)
+        info = session_info(
+            candidate.path, signal=signal, stat_result=candidate.stat_result, text=text, env=env
+        )
         on_loaded(info, index)
         if info is not None:
             infos.append(info)
@@ -625,16 +635,17 @@ def _list_directory(
     on_progress: Any,
     signal: Any,
     text: TextOptions,
+    env: Environment,
     include: Callable[[SessionInfo], bool] | None = None,
 ) -> list[SessionInfo]:
     """``listSessionsFromDir``: infos of the ``*.jsonl`` names directly in ``directory``, in
     name-descending (``localeCompare``) order. Any error other than an abort gives ``[]``.
     ``include``: the filter of the partial lists given to ``on_progress`` (not of the result)."""
     throw_if_aborted(signal)
-    if not os.path.exists(directory):
-        return []
     try:
-        names = [name for name in readdir(directory) if name.endswith(".jsonl")]
+        if not os.path.exists(env.on_disk(directory)):
+            return []
+        names = [name for name in readdir(env.on_disk(directory)) if name.endswith(".jsonl")]
         names.sort(key=collation_key, reverse=True)  # reverse keeps equal-collating names in order
         candidates = [_Candidate(node_join(directory, name)) for name in names]
         total = len(candidates)
@@ -651,7 +662,7 @@ def _list_directory(
             publish = loaded == 1 or loaded % _CURRENT_PUBLISH_INTERVAL == 0 or loaded == total
             on_progress(loaded, total, partial.snapshot() if publish else None)
 
-        return _build_infos(candidates, signal, on_loaded, text)
+        return _build_infos(candidates, signal, on_loaded, text, env)
     except Exception:
         throw_if_aborted(signal)
         return []
@@ -665,6 +676,7 @@ def list_sessions(
     *,
     text: TextOptions = ALL_TEXT,
     pi: PiVersion = DEFAULT_PI,
+    env: Environment | None = None,
 ) -> list[SessionInfo]:
     """``SessionManager.list(cwd, sessionDir?, onProgress?, signal?)`` (§18.3).
 
@@ -675,19 +687,26 @@ def list_sessions(
     far, sorted and filtered) is given when ``loaded`` is 1, a multiple of 10 or ``total``, else None.
     Raises :class:`~pi_session_server.errors.AbortError` when ``signal`` is (or becomes) aborted.
     ``text`` (beyond the reference): how much message text each info keeps, all of it by default.
+    ``env``: the working directory and variables the reference reads from its process.
     """
-    directory, filter_cwd = session_dir_for(cwd, session_dir, pi)
-    resolved_cwd = resolve_path(cwd)
+    env = current(env)
+    directory, filter_cwd = session_dir_for(cwd, session_dir, pi, env)
+    resolved_cwd = resolve_path(cwd, env=env)
 
     def include(info: SessionInfo) -> bool:
-        return not filter_cwd or cwd_matches(info.cwd, resolved_cwd)
+        return not filter_cwd or cwd_matches(info.cwd, resolved_cwd, env)
 
-    infos = _list_directory(directory, on_progress, signal, text, include if filter_cwd else None)
+    infos = _list_directory(directory, on_progress, signal, text, env, include if filter_cwd else None)
     return sort_by_modified([info for info in infos if include(info)])
 
 
 def list_all_sessions(
-    session_dir: Any = ABSENT, on_progress: Any = None, signal: Any = None, *, text: TextOptions = ALL_TEXT
+    session_dir: Any = ABSENT,
+    on_progress: Any = None,
+    signal: Any = None,
+    *,
+    text: TextOptions = ALL_TEXT,
+    env: Environment | None = None,
 ) -> list[SessionInfo]:
     """``SessionManager.listAll(sessionDir?, onProgress?, signal?)`` and ``listAll(onProgress?,
     signal?)`` (§18.4), with the reference's overload resolution: a string first argument is a
@@ -701,8 +720,10 @@ def list_all_sessions(
     by mtime descending (unstat-able last), ties by base name descending; partial results are passed
     to ``on_progress`` once the first candidate is done, then at every 100th file and at the end.
     ``text`` (beyond the reference): how much message text each info keeps, all of it by default.
+    ``env``: the working directory and variables the reference reads from its process.
     """
-    custom_dir = normalize_path(session_dir) if type(session_dir) is str else None
+    env = current(env)
+    custom_dir = normalize_path(session_dir, env) if type(session_dir) is str else None
     arg2_is_callback = callable(on_progress)
     progress = session_dir if callable(session_dir) else (on_progress if arg2_is_callback else None)
     if type(session_dir) is str or arg2_is_callback:
@@ -711,9 +732,9 @@ def list_all_sessions(
         abort_signal = signal if on_progress is None or on_progress is ABSENT else on_progress
     throw_if_aborted(abort_signal)
     if custom_dir:
-        return sort_by_modified(_list_directory(custom_dir, progress, abort_signal, text))
+        return sort_by_modified(_list_directory(custom_dir, progress, abort_signal, text, env))
     try:
-        return _list_sessions_root(get_sessions_root(), progress, abort_signal, text)
+        return _list_sessions_root(get_sessions_root(env), progress, abort_signal, text, env)
     except Exception:
         throw_if_aborted(abort_signal)
         return []
@@ -742,10 +763,12 @@ def _sort_candidates(candidates: list[_Candidate]) -> None:
     candidates[:] = result
 
 
-def _list_sessions_root(root: str, progress: Any, signal: Any, text: TextOptions) -> list[SessionInfo]:
-    if not os.path.exists(root):
+def _list_sessions_root(
+    root: str, progress: Any, signal: Any, text: TextOptions, env: Environment
+) -> list[SessionInfo]:
+    if not os.path.exists(env.on_disk(root)):
         return []
-    with os.scandir(root) as scan:
+    with os.scandir(env.on_disk(root)) as scan:
         entries = sorted(scan, key=lambda entry: os.fsencode(entry.name))  # Node's readdir order
     directories = [
         node_join(root, entry.name)
@@ -756,7 +779,7 @@ def _list_sessions_root(root: str, progress: Any, signal: Any, text: TextOptions
     for directory in directories:
         throw_if_aborted(signal)
         try:
-            names = [name for name in readdir(directory) if name.endswith(".jsonl")]
+            names = [name for name in readdir(env.on_disk(directory)) if name.endswith(".jsonl")]
         except OSError:
             continue  # an unreadable directory (or a link to a file) contributes nothing
         paths.extend(node_join(directory, name) for name in names)
@@ -764,7 +787,7 @@ def _list_sessions_root(root: str, progress: Any, signal: Any, text: TextOptions
     for path in paths:
         throw_if_aborted(signal)
         try:
-            candidates.append(_Candidate(path, os.stat(path)))
+            candidates.append(_Candidate(path, os.stat(env.on_disk(path))))
         except OSError:
             candidates.append(_Candidate(path))
     _sort_candidates(candidates)
@@ -785,4 +808,4 @@ def _list_sessions_root(root: str, progress: Any, signal: Any, text: TextOptions
         publish = first_loaded and (index == 0 or loaded % _ALL_PUBLISH_INTERVAL == 0 or loaded == total)
         progress(loaded, total, partial.snapshot() if publish else None)
 
-    return sort_by_modified(_build_infos(candidates, signal, on_loaded, text))
+    return sort_by_modified(_build_infos(candidates, signal, on_loaded, text, env))

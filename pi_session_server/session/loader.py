@@ -25,6 +25,7 @@ from ..format.scan import (
     iter_physical_lines,
     problem_for,
 )
+from .environment import Environment, on_disk
 from .scan_index import IndexSettings, scan_with_index
 
 
@@ -43,9 +44,11 @@ class HeaderPeek:
     problems: list[LineProblem] = field(default_factory=list)
 
 
-def open_for_reading(path: str) -> int:
+def open_for_reading(path: str, env: Environment | None = None) -> int:
+    """A descriptor on ``path`` (relative: in ``env``'s working directory); Node's error naming
+    ``path`` as given otherwise."""
     try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return os.open(on_disk(path, env), os.O_RDONLY | os.O_CLOEXEC)
     except OSError as err:
         raise fs_error_from_oserror(err, "open", path) from err
 

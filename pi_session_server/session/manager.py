@@ -37,6 +37,7 @@ from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
 from . import listing, storage
 from .chains import Positions, entry_on_line
 from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
+from .environment import Environment, current
 from .fields import field as entry_field
 from .loader import (
     ExactLoad,
@@ -135,11 +136,14 @@ class SessionManager:
         on_progress: Callable[[int, int], Any] | None = None,
         pi: PiVersion = DEFAULT_PI,
         index: bool | str | os.PathLike[str] = True,
+        env: Environment | None = None,
     ) -> None:
         #: the pi release this manager behaves like (see profiles.py)
         self.profile: Profile = profile_for(pi)
-        self._cwd = resolve_path(cwd)
-        self._session_dir = normalize_path(session_dir)
+        # the working directory and variables pi would read from its process (see environment.py)
+        self._env = current(env)
+        self._cwd = resolve_path(cwd, env=self._env)
+        self._session_dir = normalize_path(session_dir, self._env)
         self._persist = persist
         self.fsync = fsync
         # read_only: load without the reference's load-time writes (newline repair, migration
@@ -186,8 +190,8 @@ class SessionManager:
         # the file ended inside a line we took in as an entry (read-only, no newline repair): what is
         # appended next finishes or changes that line, so a growing file is reloaded
         self._open_tail = False
-        if persist and self._session_dir and not os.path.exists(self._session_dir):
-            make_dirs(self._session_dir)
+        if persist and self._session_dir and not os.path.exists(self._disk(self._session_dir)):
+            make_dirs(self._disk(self._session_dir))
         if truthy(session_file):
             self._set_session_file(session_file)
         elif isinstance(preloaded_entries, list) and preloaded_entries:
@@ -206,9 +210,13 @@ class SessionManager:
         *,
         fsync: bool = False,
         pi: PiVersion = DEFAULT_PI,
+        env: Environment | None = None,
     ) -> SessionManager:
-        directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(cwd)
-        return cls(cwd, directory, ABSENT, True, options, fsync=fsync, pi=pi)
+        env = current(env)
+        directory = (
+            normalize_path(session_dir, env) if truthy(session_dir) else get_default_session_dir(cwd, env=env)
+        )
+        return cls(cwd, directory, ABSENT, True, options, fsync=fsync, pi=pi, env=env)
 
     @classmethod
     def open(
@@ -222,12 +230,14 @@ class SessionManager:
         on_progress: Callable[[int, int], Any] | None = None,
         pi: PiVersion = DEFAULT_PI,
         index: bool | str | os.PathLike[str] = True,
+        env: Environment | None = None,
     ) -> SessionManager:
         """Open a session file. ``read_only`` loads it without writing anything (see __init__);
         ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned; ``index``:
         where the file's persistent index is kept (True: the cache directory, see
         ``scan_index.default_index_directory``; False: no index; else the directory to use)."""
-        resolved = resolve_path(path)
+        env = current(env)
+        resolved = resolve_path(path, env=env)
         header: Any = None
         if cwd_override is ABSENT and os.path.exists(resolved):
             fd = open_for_reading(resolved)
@@ -239,8 +249,12 @@ class SessionManager:
         header_cwd = (
             header.get("cwd") if header is not None and isinstance(header.get("cwd"), str) else ABSENT
         )
-        cwd = coalesce(cwd_override, coalesce(header_cwd, os.getcwd()))
-        directory = normalize_path(session_dir) if truthy(session_dir) else os.path.dirname(resolved) or "/"
+        cwd = coalesce(cwd_override, header_cwd)
+        if cwd is ABSENT:
+            cwd = env.working_directory()
+        directory = (
+            normalize_path(session_dir, env) if truthy(session_dir) else os.path.dirname(resolved) or "/"
+        )
         profile = profile_for(pi)  # an unknown version fails before anything is read
         return cls(
             cwd,
@@ -252,27 +266,46 @@ class SessionManager:
             on_progress=on_progress,
             pi=profile,
             index=index,
+            env=env,
         )
 
     @classmethod
     def continue_recent(
-        cls, cwd: Any, session_dir: Any = ABSENT, *, fsync: bool = False, pi: PiVersion = DEFAULT_PI
+        cls,
+        cwd: Any,
+        session_dir: Any = ABSENT,
+        *,
+        fsync: bool = False,
+        pi: PiVersion = DEFAULT_PI,
+        env: Environment | None = None,
     ) -> SessionManager:
         profile = profile_for(pi)
-        directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(cwd)
-        filter_cwd = session_dir is not ABSENT and not profile.same_directory(
-            directory, default_session_dir_path(cwd)
+        env = current(env)
+        directory = (
+            normalize_path(session_dir, env) if truthy(session_dir) else get_default_session_dir(cwd, env=env)
         )
-        most_recent = listing.find_most_recent_session(directory, cwd if filter_cwd else ABSENT)
+        filter_cwd = session_dir is not ABSENT and not profile.same_directory(
+            directory, default_session_dir_path(cwd, env=env), env
+        )
+        most_recent = listing.find_most_recent_session(directory, cwd if filter_cwd else ABSENT, env)
         if most_recent:
-            return cls(cwd, directory, most_recent, True, fsync=fsync, pi=profile)
-        return cls(cwd, directory, ABSENT, True, fsync=fsync, pi=profile)
+            return cls(cwd, directory, most_recent, True, fsync=fsync, pi=profile, env=env)
+        return cls(cwd, directory, ABSENT, True, fsync=fsync, pi=profile, env=env)
 
     @classmethod
     def in_memory(
-        cls, cwd: Any = ABSENT, options: Any = ABSENT, entries: Any = ABSENT, *, pi: PiVersion = DEFAULT_PI
+        cls,
+        cwd: Any = ABSENT,
+        options: Any = ABSENT,
+        entries: Any = ABSENT,
+        *,
+        pi: PiVersion = DEFAULT_PI,
+        env: Environment | None = None,
     ) -> SessionManager:
-        return cls(os.getcwd() if cwd is ABSENT else cwd, "", ABSENT, False, options, entries, pi=pi)
+        env = current(env)
+        if cwd is ABSENT:
+            cwd = env.working_directory()
+        return cls(cwd, "", ABSENT, False, options, entries, pi=pi, env=env)
 
     @classmethod
     def fork_from(
@@ -284,16 +317,22 @@ class SessionManager:
         *,
         fsync: bool = False,
         pi: PiVersion = DEFAULT_PI,
+        env: Environment | None = None,
     ) -> SessionManager:
         profile = profile_for(pi)  # an unknown version fails before anything is written
-        source = resolve_path(source_path)
-        target = resolve_path(target_cwd)
+        env = current(env)
+        source = resolve_path(source_path, env=env)
+        target = resolve_path(target_cwd, env=env)
         values = _load_fork_source(source)
         if not values:
             raise ForkError(f"Cannot fork: source session file is empty or invalid: {source}")
-        directory = normalize_path(session_dir) if truthy(session_dir) else get_default_session_dir(target)
-        if not os.path.exists(directory):
-            make_dirs(directory)
+        directory = (
+            normalize_path(session_dir, env)
+            if truthy(session_dir)
+            else get_default_session_dir(target, env=env)
+        )
+        if not os.path.exists(env.on_disk(directory)):
+            make_dirs(env.on_disk(directory))
         new_id = get(options, "id")
         if new_id is not ABSENT:
             assert_valid_session_id(new_id)
@@ -308,7 +347,7 @@ class SessionManager:
             "cwd": target,
             "parentSession": source,
         }
-        storage.create_exclusive(new_file, _line_bytes(header))
+        storage.create_exclusive(new_file, _line_bytes(header), env=env)
         batch: builtins.list[bytes] = []
         size = 0
         for value in values:
@@ -318,11 +357,11 @@ class SessionManager:
             batch.append(line)
             size += len(line)
             if size >= 4 * 1024 * 1024:
-                storage.append_lines(new_file, b"".join(batch))
+                storage.append_lines(new_file, b"".join(batch), env=env)
                 batch, size = [], 0
         if batch:
-            storage.append_lines(new_file, b"".join(batch))
-        return cls(target, directory, new_file, True, fsync=fsync, pi=profile)
+            storage.append_lines(new_file, b"".join(batch), env=env)
+        return cls(target, directory, new_file, True, fsync=fsync, pi=profile, env=env)
 
     # ------------------------------------------------------------------ listing statics
 
@@ -335,20 +374,32 @@ class SessionManager:
         signal: Any = None,
         *,
         pi: PiVersion = DEFAULT_PI,
+        env: Environment | None = None,
     ) -> builtins.list[Any]:
-        return listing.list_sessions(cwd, session_dir, on_progress, signal, pi=pi)
+        return listing.list_sessions(cwd, session_dir, on_progress, signal, pi=pi, env=env)
 
     @classmethod
     def list_all(
-        cls, session_dir: Any = ABSENT, on_progress: Any = None, signal: Any = None
+        cls,
+        session_dir: Any = ABSENT,
+        on_progress: Any = None,
+        signal: Any = None,
+        *,
+        env: Environment | None = None,
     ) -> builtins.list[Any]:
-        return listing.list_all_sessions(session_dir, on_progress, signal)
+        return listing.list_all_sessions(session_dir, on_progress, signal, env=env)
 
     @classmethod
     def find_by_id(
-        cls, cwd: Any, session_id: Any, session_dir: Any = ABSENT, *, pi: PiVersion = DEFAULT_PI
+        cls,
+        cwd: Any,
+        session_id: Any,
+        session_dir: Any = ABSENT,
+        *,
+        pi: PiVersion = DEFAULT_PI,
+        env: Environment | None = None,
     ) -> Any:
-        return listing.find_by_id(cwd, session_id, session_dir, pi=pi)
+        return listing.find_by_id(cwd, session_id, session_dir, pi=pi, env=env)
 
     # ------------------------------------------------------------------ switching sessions
 
@@ -405,7 +456,7 @@ class SessionManager:
             raise
 
     def _set_session_file(self, path: Any) -> None:
-        resolved = resolve_path(path)
+        resolved = resolve_path(path, env=self._env)
         if not os.path.exists(resolved):
             self.new_session()
             self._session_file = resolved
@@ -435,7 +486,11 @@ class SessionManager:
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
         # the reference's load-time repair (§10.1); a newline right at our end finishes our last line
-        if loaded.needs_newline and not self.read_only and storage.repair_trailing_newline(path) == end:
+        if (
+            loaded.needs_newline
+            and not self.read_only
+            and storage.repair_trailing_newline(path, self._env) == end
+        ):
             end += 1
             open_tail = False
         self._release_source()
@@ -457,7 +512,7 @@ class SessionManager:
         rewrite = not self.read_only and self._persist
         for _ in range(_MIGRATION_ATTEMPTS):
             began = time.monotonic()
-            locked = LockedFile(path) if rewrite else None
+            locked = LockedFile(path, self._env) if rewrite else None
             replaced = None
             try:
                 if locked is not None:
@@ -480,7 +535,7 @@ class SessionManager:
                     locked.close()
             if replaced is not None and replaced.state is not None:
                 grace = min(max(2 * (time.monotonic() - began), _MIGRATION_GRACE[0]), _MIGRATION_GRACE[1])
-                if rewritten_after(path, replaced.state, grace):
+                if rewritten_after(self._disk(path), replaced.state, grace):
                     continue  # rewritten right after us (pi's own migration): read its version
             self._session_file = path
             entries = _entries_with_lines(exact, rewrite)
@@ -667,7 +722,7 @@ class SessionManager:
         if not self._any_conversation():
             return  # the entry waits in memory for the first message that makes the file appear
         lines = [_line_bytes(e.value) for e in self._file_entries]
-        storage.create_exclusive(self._session_file, b"".join(lines), fsync=self.fsync)
+        storage.create_exclusive(self._session_file, b"".join(lines), fsync=self.fsync, env=self._env)
         for i, e in enumerate(self._file_entries):
             e.line = i
         self._flushed = True
@@ -679,7 +734,7 @@ class SessionManager:
         if appender is None or appender.path != self._session_file:
             if appender is not None:
                 appender.close()
-            appender = self._appender = storage.Appender(self._session_file)
+            appender = self._appender = storage.Appender(self._session_file, self._env)
         tracked = self._identity is not None
         outcome = appender.append(data, fsync=self.fsync, lines_since=self._known_end if tracked else -1)
         if tracked and (outcome.size_before != self._known_end or outcome.interleaved):
@@ -711,7 +766,7 @@ class SessionManager:
         then written again) keeps what it writes, which a rename would send to a file nobody sees."""
         if not self._persist or not truthy(self._session_file) or self.read_only:
             return
-        with LockedFile(self._session_file) as locked:
+        with LockedFile(self._session_file, self._env) as locked:
             state = locked.state()
             if state is not None and state.size == 0:
                 locked.fill_empty(b"".join(chunks), fsync=True)
@@ -724,7 +779,7 @@ class SessionManager:
         """Remember the file as we leave it (``end``: how far we read it; default: all of it), to
         notice later what others did to it."""
         try:
-            st = os.stat(path)
+            st = os.stat(self._disk(path))
         except OSError:
             self._identity = None
             return
@@ -736,10 +791,9 @@ class SessionManager:
         self._open_tail = open_tail
         self._marker = self._read_marker(path, self._known_end)
 
-    @staticmethod
-    def _read_marker(path: str, end: int) -> bytes:
+    def _read_marker(self, path: str, end: int) -> bytes:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self._disk(path), os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return b""
         try:
@@ -1160,13 +1214,27 @@ class SessionManager:
         return self._session_dir
 
     def uses_default_session_dir(self) -> bool:
-        return self.profile.same_directory(self._session_dir, default_session_dir_path(self._cwd))
+        env = self._env
+        return self.profile.same_directory(
+            self._session_dir, default_session_dir_path(self._cwd, env=env), env
+        )
 
     def get_session_id(self) -> Any:
         return self._session_id
 
     def get_session_file(self) -> Any:
         return self._session_file
+
+    @property
+    def environment(self) -> Environment:
+        """The working directory and variables the manager reads where pi reads its process's
+        (``env=`` of the constructor)."""
+        return self._env
+
+    def _disk(self, path: str) -> str:
+        """Where the system finds ``path`` (a relative path is in the environment's working
+        directory)."""
+        return self._env.on_disk(path)
 
     @property
     def by_id(self) -> dict[Any, Entry]:
@@ -1191,7 +1259,7 @@ class SessionManager:
         if not self._persist or not truthy(path) or not self._flushed or self._identity is None:
             return FileChange("unchanged", [], self._leaf_id)
         try:
-            st = os.stat(path)
+            st = os.stat(self._disk(path))
         except FileNotFoundError:
             return FileChange("deleted", [], self._leaf_id)
         if (
@@ -1210,7 +1278,7 @@ class SessionManager:
 
     def _ingest_appended(self, path: str, st: os.stat_result) -> FileChange:
         size = st.st_size
-        fd = open_for_reading(path)
+        fd = open_for_reading(path, self._env)
         try:
             source = self._source or FileLineSource(path, os.dup(fd))
             if self._source is None:
@@ -1249,7 +1317,7 @@ class SessionManager:
         (``cat backup > FILE``, an editor saving in place: truncate, then write): it is given a
         moment, then read again. While it is still empty or has no header, the session stays as it
         was and "rewriting" is reported; the next refresh looks again."""
-        if storage.settle_after_shrink(path, self._identity, self._known_end) is None:
+        if storage.settle_after_shrink(self._disk(path), self._identity, self._known_end) is None:
             return FileChange("deleted", [], self._leaf_id)
         before = {index_key(e.id) for e in self._file_entries}
         read_only = self.read_only
@@ -1269,7 +1337,7 @@ class SessionManager:
 
     def _load_if_session(self, path: str) -> bool:
         """Load ``path`` if it starts with a session header (False, nothing changed, if not)."""
-        fd = open_for_reading(path)
+        fd = open_for_reading(path, self._env)
         try:
             peek = peek_header(fd)
             if not is_valid_header(peek.value):

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..errors import InvalidArgValueError
 from ..format.jsvalue import ABSENT
+from .environment import Environment, current
 
 __all__ = [
-    "AGENT_DIR_ENV",
     "default_session_dir_path",
     "encode_cwd",
     "file_url_to_path",
@@ -34,20 +34,12 @@ __all__ = [
     "resolve_path",
 ]
 
-#: ``<APP_NAME upper-case>_CODING_AGENT_DIR`` with APP_NAME "pi".
-AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 _CONFIG_DIR_NAME = ".pi"
 
 
-def home_dir() -> str:
-    """Node's ``os.homedir()``: ``$HOME`` when set (even empty, as libuv does), else the passwd
-    entry."""
-    home = os.environ.get("HOME")
-    if home is not None:
-        return home
-    import pwd
-
-    return pwd.getpwuid(os.getuid()).pw_dir
+def home_dir(env: Environment | None = None) -> str:
+    """Node's ``os.homedir()`` in ``env`` (see :meth:`Environment.home_dir`)."""
+    return current(env).home_dir()
 
 
 # ---- Node's path module (POSIX) ----------------------------------------------------------------
@@ -74,13 +66,14 @@ def _normalize_string(path: str, allow_above_root: bool) -> str:
     return "/".join(kept)
 
 
-def node_resolve(*paths: str) -> str:
-    """Node's POSIX ``path.resolve(...paths)`` (against ``os.getcwd()``)."""
+def node_resolve(*paths: str, env: Environment | None = None) -> str:
+    """Node's POSIX ``path.resolve(...paths)``, against the working directory of ``env`` (read only
+    when no path is absolute)."""
     resolved = ""
     absolute = False
     for p in (*reversed(paths), None):
         if p is None:
-            p = os.getcwd()
+            p = current(env).working_directory()
         if not p:
             continue
         resolved = f"{p}/{resolved}"
@@ -262,35 +255,39 @@ def reject_null_bytes(path: str) -> str:
     )
 
 
-def normalize_path(p: str) -> str:
-    """pi's ``normalizePath``: ``~`` and ``~/...`` expand to the home directory, ``file://`` URLs
-    become paths; anything else is returned unchanged (not made absolute, '..' kept).
+def normalize_path(p: str, env: Environment | None = None) -> str:
+    """pi's ``normalizePath``: ``~`` and ``~/...`` expand to the home directory (of ``env``),
+    ``file://`` URLs become paths; anything else is returned unchanged (not made absolute, '..'
+    kept).
 
     A result holding a NUL byte (given, or decoded from ``%00``) raises
     :class:`~pi_session_server.errors.InvalidArgValueError` (see :func:`reject_null_bytes`).
     """
     if p == "~":
-        return home_dir()
+        return home_dir(env)
     if p.startswith("~/"):
-        return reject_null_bytes(node_join(home_dir(), p[2:]))
+        return reject_null_bytes(node_join(home_dir(env), p[2:]))
     if p.startswith("file://"):
         return reject_null_bytes(file_url_to_path(p))
     return reject_null_bytes(p)
 
 
-def resolve_path(p: str, base: str | None = None) -> str:
-    """pi's ``resolvePath(p, base = process.cwd())``: normalize, then Node ``path.resolve``."""
-    normalized = normalize_path(p)
+def resolve_path(p: str, base: str | None = None, env: Environment | None = None) -> str:
+    """pi's ``resolvePath(p, base = process.cwd())``: normalize, then Node ``path.resolve`` (the
+    working directory and home directory those read are ``env``'s)."""
+    normalized = normalize_path(p, env)
     if normalized.startswith("/"):
         return node_resolve(normalized)
-    return node_resolve(normalize_path(base) if base is not None else os.getcwd(), normalized)
+    if base is not None:
+        return node_resolve(normalize_path(base, env), normalized, env=env)
+    return node_resolve(normalized, env=env)
 
 
-def paths_equal(left: str, right: str) -> bool:
-    """pi 1.6.0's ``pathsEqual`` on POSIX: both resolved (Node ``path.resolve``, against the process
-    cwd) and compared; a trailing slash, ``./`` or ``..`` segments or a relative spelling of the same
-    directory compare equal. (pi case-folds on Windows only.)"""
-    return left == right or node_resolve(left) == node_resolve(right)
+def paths_equal(left: str, right: str, env: Environment | None = None) -> bool:
+    """pi 1.6.0's ``pathsEqual`` on POSIX: both resolved (Node ``path.resolve``, against the working
+    directory of ``env``) and compared; a trailing slash, ``./`` or ``..`` segments or a relative
+    spelling of the same directory compare equal. (pi case-folds on Windows only.)"""
+    return left == right or node_resolve(left, env=env) == node_resolve(right, env=env)
 
 
 # ---- pi's directories ------------------------------------------------------------------------------
@@ -303,37 +300,38 @@ def encode_cwd(resolved_cwd: str) -> str:
     return s.replace("/", "-").replace("\\", "-").replace(":", "-")
 
 
-def get_agent_dir() -> str:
-    """``$PI_CODING_AGENT_DIR`` (normalized, not made absolute) or ``<home>/.pi/agent``."""
-    env = os.environ.get(AGENT_DIR_ENV)
-    if env:
-        return normalize_path(env)
-    return node_join(home_dir(), _CONFIG_DIR_NAME, "agent")
+def get_agent_dir(env: Environment | None = None) -> str:
+    """``$PI_CODING_AGENT_DIR`` (normalized, not made absolute) or ``<home>/.pi/agent``, in ``env``."""
+    env = current(env)
+    if env.agent_dir:
+        return normalize_path(env.agent_dir, env)
+    return node_join(env.home_dir(), _CONFIG_DIR_NAME, "agent")
 
 
-def get_sessions_root() -> str:
+def get_sessions_root(env: Environment | None = None) -> str:
     """``<agent dir>/sessions`` (joined, not made absolute)."""
-    return node_join(get_agent_dir(), "sessions")
+    return node_join(get_agent_dir(env), "sessions")
 
 
-def default_session_dir_path(cwd: str, agent_dir: Any = ABSENT) -> str:
+def default_session_dir_path(cwd: str, agent_dir: Any = ABSENT, env: Environment | None = None) -> str:
     """``<resolved agent dir>/sessions/--<encoded resolved cwd>--``, without creating it.
 
     ``agent_dir`` ABSENT (JS ``undefined``) means the default agent directory; any string (even
-    empty, which resolves to the process cwd) is resolved like the reference does.
+    empty, which resolves to the working directory) is resolved like the reference does.
     """
+    env = current(env)
     if agent_dir is ABSENT:
-        agent_dir = get_agent_dir()
+        agent_dir = get_agent_dir(env)
     elif not isinstance(agent_dir, str):
         raise TypeError(f"agentDir must be a string, got {type(agent_dir).__name__}")
-    resolved_cwd = resolve_path(cwd)
-    resolved_agent_dir = resolve_path(agent_dir)
+    resolved_cwd = resolve_path(cwd, env=env)
+    resolved_agent_dir = resolve_path(agent_dir, env=env)
     return node_join(resolved_agent_dir, "sessions", f"--{encode_cwd(resolved_cwd)}--")
 
 
-def get_default_session_dir(cwd: str, agent_dir: Any = ABSENT) -> str:
+def get_default_session_dir(cwd: str, agent_dir: Any = ABSENT, env: Environment | None = None) -> str:
     """``getDefaultSessionDir(cwd, agentDir?)``: the default directory, created if missing."""
-    path = default_session_dir_path(cwd, agent_dir)
+    path = default_session_dir_path(cwd, agent_dir, env)
     if not os.path.exists(path):
         make_dirs(path)
     return path

@@ -16,10 +16,11 @@ from typing import Any
 
 from ..errors import PiVersionError
 from ..format.jsvalue import coalesce
+from .environment import Environment
 from .paths import paths_equal
 
 
-def _given_first_kept(first_kept_entry_id: Any, own_id: str) -> Any:
+def _given_first_kept(first_kept_entry_id: Any, _own_id: str) -> Any:
     """pi 0.86.1: ``firstKeptEntryId`` is written as given (``null`` stays, not given: no key)."""
     return first_kept_entry_id
 
@@ -27,11 +28,6 @@ def _given_first_kept(first_kept_entry_id: Any, own_id: str) -> Any:
 def _own_id_keeps_nothing(first_kept_entry_id: Any, own_id: str) -> Any:
     """pi 1.6.0: ``firstKeptEntryId ?? id``, "keep nothing" written as the compaction's own id."""
     return coalesce(first_kept_entry_id, own_id)
-
-
-def _same_string(left: str, right: str) -> bool:
-    """pi 0.86.1 compares session directories as strings."""
-    return left == right
 
 
 @dataclass(frozen=True)
@@ -53,9 +49,17 @@ class Profile:
     kept_compactions_speak: bool
     #: ``firstKeptEntryId`` as ``appendCompaction`` writes it, from the argument and the new id.
     first_kept_entry_id: Callable[[Any, str], Any]
-    #: Do two session-directory spellings name the default directory? (``usesDefaultSessionDir``
-    #: and the "filter by cwd" decision of ``list``, ``findById``, ``continueRecent``.)
-    same_directory: Callable[[str, str], bool]
+    #: Two session-directory spellings name the same directory when they resolve to the same path
+    #: (pi 1.6.0's ``pathsEqual``); pi 0.86.1 compares the strings. See :meth:`same_directory`.
+    compares_resolved_directories: bool
+
+    def same_directory(self, left: str, right: str, env: Environment | None = None) -> bool:
+        """Do two session-directory spellings name the same directory (the default one, in
+        ``usesDefaultSessionDir`` and the "filter by cwd" decision of ``list``, ``findById``,
+        ``continueRecent``)? Relative spellings resolve against ``env``'s working directory."""
+        if self.compares_resolved_directories:
+            return paths_equal(left, right, env)
+        return left == right
 
     def is_conversation(self, role: Any) -> bool:
         """Is ``role`` (any JSON value) one of :attr:`conversation_roles`?"""
@@ -74,7 +78,7 @@ PI_0_86_1 = Profile(
     context_edits=False,
     kept_compactions_speak=True,
     first_kept_entry_id=_given_first_kept,
-    same_directory=_same_string,
+    compares_resolved_directories=False,
 )
 
 PI_1_6_0 = Profile(
@@ -93,7 +97,7 @@ PI_1_6_0 = Profile(
     context_edits=True,
     kept_compactions_speak=False,
     first_kept_entry_id=_own_id_keeps_nothing,
-    same_directory=paths_equal,
+    compares_resolved_directories=True,
 )
 
 #: Every supported release, oldest first.

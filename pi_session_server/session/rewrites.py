@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import StaleFileError, fs_error_from_oserror
+from .environment import Environment, on_disk
 from .storage import MAX_REOPENS, lock, names, tail_marker
 
 __all__ = [
@@ -105,9 +106,9 @@ class LockedFile:
     is -1 and :meth:`replace` creates the path only if nobody else did meanwhile.
     """
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.target = os.path.realpath(path)
+    def __init__(self, path: str, env: Environment | None = None) -> None:
+        self.path = path  # as the caller spells it (relative: in ``env``'s working directory), for errors
+        self.target = os.path.realpath(on_disk(path, env))
         self.fd = -1
         for _ in range(MAX_REOPENS):
             try:

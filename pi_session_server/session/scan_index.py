@@ -270,7 +270,7 @@ def _enc_hook(value: Any) -> Any:
     raise NotImplementedError(f"{type(value).__name__} is not kept in an index")
 
 
-def _ext_hook(code: int, data: memoryview) -> Any:
+def _ext_hook(code: int, _data: memoryview) -> Any:
     if code == _ABSENT_EXT:
         return ABSENT
     raise ValueError(f"unknown extension {code}")

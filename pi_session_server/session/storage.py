@@ -15,6 +15,9 @@ Guarantees (beyond the reference, which just calls ``appendFileSync``):
   on a line of its own, so it exists exactly once as a valid line (finding #3).
 
 Whole-file rewrites (temporary file, checks under the lock, rename) are in :mod:`.rewrites`.
+
+Paths are the reference's strings: a relative one names a file in the working directory of the
+``env`` given (see :mod:`.environment`), and errors name it as given, as Node's do.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from ..errors import FsError, StaleFileError, fs_error_from_oserror
+from .environment import Environment, on_disk
 
 
 @dataclass(slots=True)
@@ -126,9 +130,11 @@ def count_newlines(fd: int, start: int, end: int) -> int:
     return count
 
 
-def append_lines(path: str, data: bytes, *, fsync: bool = False) -> WriteOutcome:
+def append_lines(
+    path: str, data: bytes, *, fsync: bool = False, env: Environment | None = None
+) -> WriteOutcome:
     """Append whole lines (``data`` ends with ``"\\n"``) to ``path`` (created if missing, like Node's 'a')."""
-    with Appender(path) as appender:
+    with Appender(path, env) as appender:
         return appender.append(data, fsync=fsync)
 
 
@@ -142,8 +148,9 @@ class Appender:
     wrote in between do more syscalls follow.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, env: Environment | None = None) -> None:
         self.path = path
+        self.disk_path = on_disk(path, env)
         self.fd = -1
         self.identity: tuple[int, int] | None = None
         self.expected_end = -1  # where our last write ended (its last byte is "\n")
@@ -160,7 +167,7 @@ class Appender:
             fd = self.fd
             locked = lock(fd)
             try:
-                st = os.stat(self.path)
+                st = os.stat(self.disk_path)
                 if (st.st_dev, st.st_ino) == self.identity:
                     return fd, locked
             except FileNotFoundError:
@@ -177,7 +184,7 @@ class Appender:
     def _open(self) -> None:
         self.close()
         try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self.fd = os.open(self.disk_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as err:
             raise _fs_error(err, "open", self.path) from err
         st = os.fstat(self.fd)
@@ -264,7 +271,7 @@ class Appender:
         then written again, on a line of its own. O_APPEND ignores pwrite()'s offset on Linux, so
         this goes through a second descriptor, and only while the path still names our file.
         """
-        fd = os.open(self.path, os.O_WRONLY | os.O_CLOEXEC)
+        fd = os.open(self.disk_path, os.O_WRONLY | os.O_CLOEXEC)
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) == self.identity and st.st_size >= offset + length:
@@ -288,10 +295,10 @@ class Appender:
         self.close()
 
 
-def create_exclusive(path: str, data: bytes, *, fsync: bool = False) -> None:
+def create_exclusive(path: str, data: bytes, *, fsync: bool = False, env: Environment | None = None) -> None:
     """Create ``path`` with ``data``; EEXIST if it exists (Node's ``"wx"`` flag)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = os.open(on_disk(path, env), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     except OSError as err:
         raise _fs_error(err, "open", path) from err
     try:
@@ -305,18 +312,19 @@ def create_exclusive(path: str, data: bytes, *, fsync: bool = False) -> None:
         os.close(fd)
 
 
-def repair_trailing_newline(path: str) -> int:
+def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
     """The reference's load-time repair: append ``"\\n"`` to a file that does not end with one.
     Returns the offset the newline was written at (-1 when none was needed). Like an append, it
     writes only into the file the path names once the lock is held."""
+    disk_path = on_disk(path, env)
     for _ in range(MAX_REOPENS):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            fd = os.open(disk_path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
         except OSError as err:
             raise _fs_error(err, "open", path) from err
         try:
             with _locked(fd):
-                if not names(path, fd):
+                if not names(disk_path, fd):
                     continue  # replaced while we waited for the lock: look at the new file
                 size = os.fstat(fd).st_size
                 if size > 0 and os.pread(fd, 1, size - 1) != b"\n":

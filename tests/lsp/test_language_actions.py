@@ -8,11 +8,10 @@ import json
 import os
 from pathlib import Path
 
+import builders as S
 import pytest
 from language_support import Editor, client_fixture, codes_by_line, editor_fixture  # noqa: F401  (fixtures)
 from lsprotocol import types
-
-from pi_session_server.analysis import samples as S
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -8,12 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 import pytest_asyncio
 from language_support import Editor, client_fixture, editor_fixture  # noqa: F401  (fixtures)
 from lsprotocol import types
-
-from pi_session_server.analysis import samples as S
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 from language_support import Editor, client_fixture, codes_by_line, editor_fixture  # noqa: F401  (fixtures)
 from lsprotocol import types
-
-from pi_session_server.analysis import samples as S
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

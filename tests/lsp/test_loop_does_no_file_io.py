@@ -126,7 +126,14 @@ def test_the_loop_opens_lists_renames_and_removes_no_file(tmp_path: Path) -> Non
         for path, content in ((bom, text), (pictured, pictured_text)):
             client.notify(
                 "textDocument/didOpen",
-                {"textDocument": {"uri": path.as_uri(), "languageId": "pi-session", "version": 1, "text": content}},
+                {
+                    "textDocument": {
+                        "uri": path.as_uri(),
+                        "languageId": "pi-session",
+                        "version": 1,
+                        "text": content,
+                    }
+                },
             )
             notifications(client, "textDocument/publishDiagnostics", path.as_uri())
         where = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
@@ -156,7 +163,9 @@ def test_the_loop_opens_lists_renames_and_removes_no_file(tmp_path: Path) -> Non
         )
         assert hover is not None
         opened = client.request("pi/open", {"path": str(unsent)})
-        client.request("pi/append", {"session": opened["session"], "kind": "label", "targetId": "a", "label": "x"})
+        client.request(
+            "pi/append", {"session": opened["session"], "kind": "label", "targetId": "a", "label": "x"}
+        )
         client.request("pi/getTree", {"uri": doomed.as_uri(), "filter": "default"})
         client.request("pi/list", {"cwd": str(work), "sessionDir": str(sessions), "limit": 2})
         client.request("pi/listAll", {"sessionDir": str(sessions)})

@@ -6,30 +6,16 @@ import json
 import os
 from pathlib import Path
 
+import builders as S
 import pytest
+from builders import assistant_message, user_message
 from pygls.exceptions import JsonRpcException
 from sidecar_support import EXAMPLE, expect_error, sidecar_fixture  # noqa: F401  (fixture)
 
-from pi_session_server.analysis import samples as S
+from pi_session_server.render.context_markdown import context_markdown
 
-USER = {"role": "user", "content": "hello", "timestamp": 1}
-ASSISTANT = {
-    "role": "assistant",
-    "content": [{"type": "text", "text": "hi"}],
-    "api": "anthropic-messages",
-    "provider": "anthropic",
-    "model": "claude-test",
-    "usage": {
-        "input": 1,
-        "output": 1,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 2,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-    },
-    "stopReason": "stop",
-    "timestamp": 2,
-}
+USER = user_message("hello", 1)
+ASSISTANT = assistant_message("hi", 2, model="claude-test")
 
 
 def lines(path: Path) -> list[dict]:
@@ -134,6 +120,24 @@ async def test_context_at_leaf_and_at_an_entry(sidecar, tmp_path):
     assert entries[0]["type"] == "compaction" and entries[1]["id"] == "e0f1a2b3"
     # the leaf did not move
     assert (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"] == "e2f3a4b5"
+
+
+async def test_context_as_markdown_is_the_documents_the_cli_prints(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    shown = await sidecar.request("pi/buildSessionContext", {"session": session, "format": "markdown"})
+    context = await sidecar.request("pi/buildSessionContext", {"session": session})
+    assert shown == {"markdown": context_markdown(context, "Context of example.jsonl at the leaf")}
+    assert shown["markdown"].startswith("# Context of example.jsonl at the leaf\n\n- model: anthropic/")
+    at = await sidecar.request(
+        "pi/buildSessionContext", {"uri": path.as_uri(), "leafId": "1e2f3a4b", "format": "markdown"}
+    )
+    assert at["markdown"].startswith("# Context of example.jsonl at entry 1e2f3a4b\n")
+    assert "## 2. user\n" in at["markdown"]
+    memory = (await sidecar.request("pi/inMemory", {}))["session"]
+    empty = await sidecar.request("pi/buildSessionContext", {"session": memory, "format": "markdown"})
+    assert empty["markdown"].startswith("# Context of an in-memory session at the leaf\n\n- model: none\n")
+    with expect_error(-32602):
+        await sidecar.request("pi/buildSessionContext", {"session": session, "format": "html"})
 
 
 async def test_append_every_kind_to_a_persisted_session(sidecar, tmp_path):

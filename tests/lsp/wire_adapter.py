@@ -16,6 +16,12 @@ The thin mapping, per reference name:
 The ``fn.*`` exports are not session operations: they run in-process on values that came over the
 wire (``$entries``, ``$byId``). An already-aborted ``signal`` for list/listAll cannot travel: the
 adapter raises the library's AbortError itself, as the reference does before any work.
+
+The runner gives every scenario its own working directory, ``HOME`` and ``PI_CODING_AGENT_DIR`` (in
+this process). The sidecar keeps its own: each request that opens or lists sessions carries the
+scenario's as its ``environment`` (a session keeps it for its later requests), and the sessions of a
+scenario are closed when the next one starts. The runner's time zone (UTC) is the sidecar's from its
+start.
 """
 
 from __future__ import annotations
@@ -35,7 +41,19 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 
 import runner  # noqa: E402
 
-ENV_KEYS = ("HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "TZ")
+# the methods that find files by path: they carry the scenario's environment
+LOCATED = frozenset(
+    {
+        "pi/create",
+        "pi/open",
+        "pi/continueRecent",
+        "pi/inMemory",
+        "pi/forkFrom",
+        "pi/list",
+        "pi/listAll",
+        "pi/findById",
+    }
+)
 
 
 def _drop_absent(params: dict[str, Any]) -> dict[str, Any]:
@@ -47,31 +65,40 @@ def _null_to_absent(value: Any) -> Any:
 
 
 class Wire:
-    """One sidecar process, kept in step with the runner's per-scenario working directory."""
+    """One sidecar process; its requests find files in the runner's per-scenario environment."""
 
     def __init__(self, *extra_args: str) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env["TZ"] = "UTC"  # the runner's (date-times without an offset are local time)
         command = [
             sys.executable,
             "-m",
             "pi_session_server",
             "serve",
-            "--test-hooks",
             "--watch-interval",
             "3600",
             *extra_args,
         ]
         self.client = SidecarClient(command, env=env)
-        self.cwd: str | None = None
+        self.environment: dict[str, Any] | None = None
 
     def call(self, method: str, params: dict[str, Any]) -> Any:
-        cwd = os.getcwd()
-        if cwd != self.cwd:  # a new scenario: same directory and environment as the runner's
-            env = {k: os.environ.get(k) for k in ENV_KEYS}
-            self.client.request("$/pi/setEnvironment", {"cwd": cwd, "env": env})
-            self.cwd = cwd
+        environment = {
+            "cwd": os.getcwd(),
+            "home": os.environ.get("HOME"),
+            "agentDir": os.environ.get("PI_CODING_AGENT_DIR"),
+        }
+        if environment != self.environment:  # a new scenario: the last one's sessions are done
+            self._close_sessions()
+            self.environment = environment
+        if method in LOCATED:
+            params = {**params, "environment": environment}
         return self.client.request(method, _drop_absent(params))
+
+    def _close_sessions(self) -> None:
+        for info in self.client.request("pi/sessions", {}):
+            self.client.request("pi/close", {"session": info["session"]})
 
     def close(self) -> None:
         self.client.close()

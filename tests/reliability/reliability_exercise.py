@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from builders import assistant_message, user_message
+
 from pi_session_server.analysis import (
     SessionDocument,
     document_diagnostics,
@@ -36,17 +38,14 @@ from pi_session_server.session import (
 from pi_session_server.session.loader import is_valid_header, load_exact, open_for_reading, peek_header
 from pi_session_server.session.migrate import needs_migration
 
-USER = {"role": "user", "content": "probe", "timestamp": 1}
-ASSISTANT = {
-    "role": "assistant",
-    "content": [{"type": "text", "text": "probe"}],
-    "api": "anthropic-messages",
-    "provider": "p",
-    "model": "m",
-    "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0},
-    "stopReason": "stop",
-    "timestamp": 2,
-}
+USER = user_message("probe", 1)
+ASSISTANT = assistant_message(
+    "probe",
+    2,
+    provider="p",
+    model="m",
+    usage={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0},
+)
 
 
 def _sample(items: list[Any], limit: int) -> list[Any]:

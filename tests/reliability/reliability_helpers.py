@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import builders
+from builders import user_message
+
 from pi_session_server.analysis import SessionDocument, document_diagnostics
 from pi_session_server.format.jsjson import parse_bytes
 from pi_session_server.session import SessionManager
@@ -23,16 +26,7 @@ HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]
 CHILDREN = HERE / "children"
 
-USER = {"role": "user", "content": "hello", "timestamp": 1}
-USAGE = {
-    "input": 1,
-    "output": 1,
-    "cacheRead": 0,
-    "cacheWrite": 0,
-    "totalTokens": 2,
-    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-}
-
+USER = user_message("hello", 1)
 
 # The start of an entry as pi and we write it (type, id, parentId first). A bare b'{"type":' would
 # also match content blocks ({"type":"text",...}): a line cut by a kill right after its first
@@ -42,16 +36,7 @@ ENTRY_START = re.compile(rb'\{"type":"[A-Za-z_]+","id":(?:"[^"]*"|null|[0-9.eE+-
 
 def assistant_message(text: str = "hi", timestamp: int = 2) -> dict[str, Any]:
     """A complete assistant message (no field diagnostics), so broken lines are the only problems."""
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "p",
-        "model": "m",
-        "usage": USAGE,
-        "stopReason": "stop",
-        "timestamp": timestamp,
-    }
+    return builders.assistant_message(text, timestamp, provider="p", model="m")
 
 
 ASSISTANT = assistant_message()

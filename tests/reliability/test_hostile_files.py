@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import generate_session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_exercise import exercise_file, known_finding
 from reliability_helpers import run_bounded
 
-from pi_session_server.analysis.samples import generate_session
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
 

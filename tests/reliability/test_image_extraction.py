@@ -13,11 +13,11 @@ import os
 import time
 from pathlib import Path
 
+import builders as S
 import pytest
 from reliability_rpc import RawServer, file_uri
 
 from pi_session_server.analysis import SessionDocument
-from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.repairs import image_plan, repairs
 
 pytestmark = pytest.mark.timeout(120)

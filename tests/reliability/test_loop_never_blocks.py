@@ -204,8 +204,7 @@ def test_requests_during_the_analysis_of_a_big_document_leave_nothing_behind(tmp
     stays); the next ten must not grow the server by as much as the leak did. One malloc arena: the
     figure is then the server's own growth, not how glibc spreads blocks over its threads."""
     import psutil
-
-    from pi_session_server.analysis.samples import generate_session
+    from builders import generate_session
 
     text = generate_session(2_400_000, seed=5).decode()
     uri = "file:///tmp/pi-leak-check/2026-11-30T09-13-48-180Z_big.jsonl"

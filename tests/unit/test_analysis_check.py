@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import builders as S
 import pytest
 
-from pi_session_server.analysis import samples as S
 from pi_session_server.cli import main
 
 GOOD = S.header() + "\n" + S.user("a", None) + "\n"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import builders as S
+
 from pi_session_server.analysis import codes
-from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.codes import CODES, Severity, markdown_table
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument

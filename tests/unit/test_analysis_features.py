@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pi_session_server.analysis import samples as S
+import builders as S
+
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hints import code_lenses, inlay_hints

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import builders as S
 import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,7 +13,6 @@ from test_analysis_incremental import LINE_POOL, _related_set, snapshot
 
 from pi_session_server.analysis import codes
 from pi_session_server.analysis import lines as L
-from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.diagnostics import (
     Diagnostic,
     document_diagnostics,

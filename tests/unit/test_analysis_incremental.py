@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import builders as S
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.analysis import samples as S
 from pi_session_server.analysis import tree as tree_module
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
+import builders as S
 import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.analysis import lines as L
-from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.fields import NOT_NEEDED, check_fields, render_path
 from pi_session_server.analysis.lines import scan_line
 from pi_session_server.format import records as R

@@ -9,10 +9,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
+from builders import assistant_message, tool_result_message, user_message
 
 from pi_session_server.analysis import codes
-from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.codes import Severity
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
 from pi_session_server.analysis.document import SessionDocument
@@ -53,33 +54,17 @@ def serious(diagnostics: list[Diagnostic]) -> list[tuple[int, str, str]]:
 
 
 def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": TS}
+    return user_message([{"type": "text", "text": text}], TS)
 
 
 def assistant(text: str, calls: tuple[str, ...] = (), stop: str | None = None) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    content += [{"type": "toolCall", "id": c, "name": "bash", "arguments": {"command": "ls"}} for c in calls]
-    return {
-        "role": "assistant",
-        "content": content,
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-sonnet-4-5",
-        "usage": S.USAGE,
-        "stopReason": stop or ("toolUse" if calls else "stop"),
-        "timestamp": TS,
-    }
+    return assistant_message(
+        text, TS, calls=calls, model="claude-sonnet-4-5", usage=S.USAGE, stop_reason=stop
+    )
 
 
 def tool_result(call_id: str, text: str, error: bool = False) -> dict[str, Any]:
-    return {
-        "role": "toolResult",
-        "toolCallId": call_id,
-        "toolName": "bash",
-        "content": [{"type": "text", "text": text}],
-        "isError": error,
-        "timestamp": TS,
-    }
+    return tool_result_message(call_id, text, error=error, timestamp=TS)
 
 
 @pytest.fixture

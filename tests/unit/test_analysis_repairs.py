@@ -6,7 +6,8 @@ import base64
 import json
 import re
 
-from pi_session_server.analysis import samples as S
+import builders as S
+
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.repairs import (

@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.analysis import samples as S
 from pi_session_server.format.entry import LineBytes
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager, preview_pass, preview_store, scan_index

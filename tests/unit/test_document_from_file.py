@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from builders import generate_session
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import FileLineInfo, SessionDocument
-from pi_session_server.analysis.samples import generate_session
 from pi_session_server.commands.check import _columns
 from pi_session_server.format.scan import CHUNK_SIZE
 

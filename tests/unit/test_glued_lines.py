@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import builders as S
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.hover import hover

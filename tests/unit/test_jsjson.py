@@ -21,6 +21,7 @@ from pi_session_server.format.jsjson import (
     dumps_bytes,
     dumps_pretty,
     is_array_index_key,
+    js_key_order,
     js_number,
     parse,
     parse_bytes,
@@ -226,6 +227,13 @@ def test_string_escaping_matches_node_on_corpus() -> None:
 def test_key_order_puts_array_indices_first() -> None:
     value = {"b": 1, "2": 2, "a": 3, "1": 4, "-1": 5, "01": 6, "4294967295": 7, "4294967294": 8}
     assert dumps(value) == '{"1":4,"2":2,"4294967294":8,"b":1,"a":3,"-1":5,"01":6,"4294967295":7}'
+
+
+def test_the_key_order_rule_is_the_encoders() -> None:
+    members = [("b", 1), ("10", 2), ("a", 3), ("9", 4), ("01", 5)]
+    assert js_key_order(members) == [("9", 4), ("10", 2), ("b", 1), ("a", 3), ("01", 5)]
+    assert dumps(dict(members)) == "{" + ",".join(f'"{k}":{v}' for k, v in js_key_order(members)) + "}"
+    assert js_key_order([("x", 1)]) == [("x", 1)]
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import assistant_message, message_entry, user_message
 
 from pi_session_server.errors import InvalidSessionFileError
 from pi_session_server.format.jsvalue import ABSENT
@@ -18,10 +19,13 @@ HEADER = {"type": "session", "version": 3, "id": "sess", "timestamp": "2025-01-0
 
 
 def _msg(eid, parent, role="user", text="t", ts="2025-01-01T00:00:01.000Z"):
-    message = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1}
-    if role == "assistant":
-        message.update(provider="prov", model="mod")
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": ts, "message": message}
+    content = [{"type": "text", "text": text}]
+    message = (
+        user_message(content, 1)
+        if role == "user"
+        else assistant_message(text, 1, provider="prov", model="mod")
+    )
+    return message_entry(eid, parent, message, ts)
 
 
 def _write(path, values):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pi_session_server.analysis import samples as S
+import builders as S
+
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.repairs import Repair, repairs

@@ -7,35 +7,16 @@ is ``build_session_context(entries, leaf_id=ABSENT)``.
 
 from __future__ import annotations
 
+from builders import assistant_message, message_entry, user_message
+
 from pi_session_server.session import build_session_context
 
 TS = "2025-01-01T00:00:00Z"
 
 
 def msg(entry_id, parent_id, role, text):
-    base = {"type": "message", "id": entry_id, "parentId": parent_id, "timestamp": TS}
-    if role == "user":
-        return {**base, "message": {"role": role, "content": text, "timestamp": 1}}
-    return {
-        **base,
-        "message": {
-            "role": role,
-            "content": [{"type": "text", "text": text}],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "claude-test",
-            "usage": {
-                "input": 1,
-                "output": 1,
-                "cacheRead": 0,
-                "cacheWrite": 0,
-                "totalTokens": 2,
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-            },
-            "stopReason": "stop",
-            "timestamp": 1,
-        },
-    }
+    message = user_message(text, 1) if role == "user" else assistant_message(text, 1, model="claude-test")
+    return message_entry(entry_id, parent_id, message, TS)
 
 
 def compaction(entry_id, parent_id, summary, first_kept_entry_id):

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import assistant_message, user_message
 
 from pi_session_server.session import build_session_context, migrate_session_entries, parse_session_entries
 
@@ -40,21 +41,11 @@ def create_mock_usage(inp, out, cache_read=0, cache_write=0):
     }
 
 
-def create_user_message(text):
-    return {"role": "user", "content": text, "timestamp": int(time.time() * 1000)}
+create_user_message = user_message
 
 
 def create_assistant_message(text, usage=None):
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "usage": usage or create_mock_usage(100, 50),
-        "stopReason": "stop",
-        "timestamp": int(time.time() * 1000),
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "claude-sonnet-4-5",
-    }
+    return assistant_message(text, usage=usage or create_mock_usage(100, 50), model="claude-sonnet-4-5")
 
 
 class _Chain:

@@ -16,6 +16,7 @@ import os
 import time
 
 import pytest
+from builders import assistant_message as assistant
 
 from pi_session_server.errors import InvalidSessionFileError
 from pi_session_server.session import SessionManager, find_most_recent_session, load_entries_from_file
@@ -35,19 +36,6 @@ USAGE_ZERO = {
 }
 # Node's buffer.constants.MAX_STRING_LENGTH on 64-bit (V8): the largest string a file can be read into
 NODE_MAX_STRING_LENGTH = 2**29 - 24
-
-
-def assistant(text, timestamp):
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "test",
-        "usage": {**USAGE_ZERO, "input": 1, "output": 1, "totalTokens": 2},
-        "stopReason": "stop",
-        "timestamp": timestamp,
-    }
 
 
 def _info_path(info):

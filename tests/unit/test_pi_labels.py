@@ -10,40 +10,20 @@ from __future__ import annotations
 
 import copy
 import os
+from functools import partial
 from pathlib import Path
 
 import pytest
+from builders import assistant_message
+from builders import user_message as user
 
 from pi_session_server.errors import EntryNotFoundError
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
 from pi_session_server.session import manager as manager_module
 
-ASSISTANT = {
-    "role": "assistant",
-    "content": [{"type": "text", "text": "hi"}],
-    "api": "anthropic-messages",
-    "provider": "anthropic",
-    "model": "test",
-    "usage": {
-        "input": 1,
-        "output": 1,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 2,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-    },
-    "stopReason": "stop",
-    "timestamp": 2,
-}
-
-
-def user(text, timestamp):
-    return {"role": "user", "content": text, "timestamp": timestamp}
-
-
-def faux_assistant_message(text):
-    return {**ASSISTANT, "content": [{"type": "text", "text": text}]}
+ASSISTANT = assistant_message("hi", 2)
+faux_assistant_message = partial(assistant_message, timestamp=2)
 
 
 def find_node(nodes, entry_id):

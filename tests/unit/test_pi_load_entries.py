@@ -7,7 +7,8 @@ with entries taken from another manager (no header among them, spec §13.5 third
 from __future__ import annotations
 
 import re
-import time
+
+import builders
 
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
@@ -16,7 +17,7 @@ UUID_V7_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3
 
 
 def user_message(text):
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
+    return builders.user_message([{"type": "text", "text": text}])
 
 
 def stored_entries(build):

@@ -11,35 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
+from builders import assistant_message as assistant_msg
+from builders import user_message as user_msg
 
 from pi_session_server.session import SessionManager
-
-
-def user_msg(text):
-    return {"role": "user", "content": text, "timestamp": int(time.time() * 1000)}
-
-
-def assistant_msg(text):
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "test",
-        "usage": {
-            "input": 1,
-            "output": 1,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": 2,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-        },
-        "stopReason": "stop",
-        "timestamp": int(time.time() * 1000),
-    }
 
 
 def is_in_dir(file_path, directory):

@@ -13,29 +13,10 @@ import os
 import shutil
 
 import pytest
+from builders import assistant_message
 
 from pi_session_server.errors import FsError
 from pi_session_server.session import SessionManager
-
-
-def assistant_message(text, timestamp):
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "test",
-        "usage": {
-            "input": 1,
-            "output": 1,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": 2,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-        },
-        "stopReason": "stop",
-        "timestamp": timestamp,
-    }
 
 
 @pytest.fixture

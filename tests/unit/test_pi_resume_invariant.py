@@ -9,35 +9,16 @@ the upstream scenario and assert 0.86.1; the third (the fallback) agrees with up
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from builders import assistant_message, user_message
 
 from pi_session_server.session import SessionManager, get_default_session_dir
 
 
 def create_persisted_session_in_dir(directory, cwd):
     session = SessionManager.create(cwd, directory)
-    session.append_message({"role": "user", "content": f"from {cwd}", "timestamp": int(time.time() * 1000)})
-    session.append_message(
-        {
-            "role": "assistant",
-            "content": [{"type": "text", "text": f"reply from {cwd}"}],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "test",
-            "usage": {
-                "input": 1,
-                "output": 1,
-                "cacheRead": 0,
-                "cacheWrite": 0,
-                "totalTokens": 2,
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-            },
-            "stopReason": "stop",
-            "timestamp": int(time.time() * 1000),
-        }
-    )
+    session.append_message(user_message(f"from {cwd}"))
+    session.append_message(assistant_message(f"reply from {cwd}"))
     session_file = session.get_session_file()
     assert isinstance(session_file, str)
     return session_file

@@ -4,17 +4,12 @@ directly, no RPC). Source: badlogic/pi-mono (as indexed; found via the code sear
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from builders import user_message as user_msg
 
 from pi_session_server.errors import EntryNotFoundError
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
-
-
-def user_msg(text):
-    return {"role": "user", "content": text, "timestamp": int(time.time() * 1000)}
 
 
 def test_rpc_set_label__set_a_label_on_an_entry():

@@ -7,34 +7,11 @@ cases rely on from ``SessionManager.getTree()``/``getLeafId()``: the raw tree th
 
 from __future__ import annotations
 
-import time
+from builders import assistant_message as assistant_msg
+from builders import user_message as user_msg
 
 from pi_session_server.session import SessionManager, tree_to_json
 from pi_session_server.session.tree import preorder
-
-
-def user_msg(text):
-    return {"role": "user", "content": text, "timestamp": int(time.time() * 1000)}
-
-
-def assistant_msg(text):
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "test",
-        "usage": {
-            "input": 1,
-            "output": 1,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": 2,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-        },
-        "stopReason": "stop",
-        "timestamp": int(time.time() * 1000),
-    }
 
 
 def test_rpc_tree_projection__raw_tree_carries_resolved_labels_and_label_entries_as_nodes():

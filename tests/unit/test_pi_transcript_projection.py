@@ -7,33 +7,14 @@ after two compactions, while the full branch stays available through ``getBranch
 
 from __future__ import annotations
 
+from functools import partial
+
+from builders import assistant_message, user_message
+
 from pi_session_server.session import SessionManager
 
-USAGE = {
-    "input": 1,
-    "output": 1,
-    "cacheRead": 0,
-    "cacheWrite": 0,
-    "totalTokens": 2,
-    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-}
-
-
-def user(text):
-    return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(text):
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "test-model",
-        "usage": USAGE,
-        "stopReason": "stop",
-        "timestamp": 1,
-    }
+user = partial(user_message, timestamp=1)
+assistant = partial(assistant_message, timestamp=1, model="test-model")
 
 
 def test_transcript_projection__repeated_compaction_narrows_model_context_but_keeps_the_full_branch():

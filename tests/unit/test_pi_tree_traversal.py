@@ -12,6 +12,8 @@ import os
 import time
 
 import pytest
+from builders import assistant_message as assistant_msg
+from builders import user_message as user_msg
 
 from pi_session_server.errors import EntryNotFoundError
 from pi_session_server.format.jsvalue import ABSENT
@@ -25,30 +27,6 @@ USAGE = {
     "totalTokens": 100,
     "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.3, "cacheWrite": 0.4, "total": 1},
 }
-
-
-def user_msg(text):
-    return {"role": "user", "content": text, "timestamp": int(time.time() * 1000)}
-
-
-def assistant_msg(text):
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "anthropic-messages",
-        "provider": "anthropic",
-        "model": "test",
-        "usage": {
-            "input": 1,
-            "output": 1,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": 2,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-        },
-        "stopReason": "stop",
-        "timestamp": int(time.time() * 1000),
-    }
 
 
 def _records(path):

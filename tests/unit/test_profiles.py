@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import assistant_message, user_message
 
 from pi_session_server.errors import ContextEditError, FsError, PiSessionError, PiVersionError
 from pi_session_server.format.jsvalue import ABSENT
@@ -33,18 +34,11 @@ RELEASES = ["0.86.1", "1.6.0"]
 
 
 def user(text: str, ts: int = 1700000000000) -> dict[str, Any]:
-    return {"role": "user", "content": text, "timestamp": ts}
+    return user_message(text, ts)
 
 
 def assistant(text: str, ts: int = 1700000000001) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "provider": "p",
-        "model": "m",
-        "stopReason": "stop",
-        "timestamp": ts,
-    }
+    return assistant_message(text, ts, provider="p", model="m")
 
 
 @pytest.fixture

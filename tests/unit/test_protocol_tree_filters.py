@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import TEST_USAGE
 
 from pi_session_server.server.tree_view import FILTERS, tree_view
 from pi_session_server.session import SessionManager
@@ -35,17 +36,6 @@ needs_reference = pytest.mark.skipif(
 )
 
 WORDS = ["fix", "the", "cache", "test", "parser", "", "  ", "read", "file"]
-
-
-def _usage() -> dict[str, Any]:
-    return {
-        "input": 1,
-        "output": 1,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 2,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-    }
 
 
 def _text(rng: random.Random) -> str:
@@ -75,7 +65,7 @@ def _assistant(rng: random.Random, calls: list[str]) -> dict[str, Any]:
         "api": "a",
         "provider": "p",
         "model": "m",
-        "usage": _usage(),
+        "usage": TEST_USAGE,
         "stopReason": stop,
         "timestamp": 1,
     }
@@ -147,7 +137,7 @@ def random_session(rng: random.Random, path: Path) -> None:
         elif r < 0.8:
             m.append_session_info(_text(rng))
         elif r < 0.83:
-            m.append_usage("cache_warm", "p", "m", _usage())
+            m.append_usage("cache_warm", "p", "m", TEST_USAGE)
         elif r < 0.86 and ids:
             m.append_compaction("summary", rng.choice(ids), rng.randint(0, 90000))
         elif r < 0.92 and ids:

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import builders as S
 import pytest
 
 from pi_session_server.analysis import autofix
-from pi_session_server.analysis import samples as S
 from pi_session_server.analysis.autofix import plan_repairs, spliced
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.commands import repair as repair_command

@@ -12,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import builders as S
 import pytest
 
-from pi_session_server.analysis import samples as S
 from pi_session_server.cli import EXIT_BROKEN_PIPE
 
 V1_LINES = [
@@ -74,7 +74,8 @@ def test_showing_a_session_leaves_its_file_as_it_was(
 
 def test_a_context_without_a_named_model_says_so(file_pi_would_rewrite: Path) -> None:
     done = _cli("context", str(file_pi_would_rewrite), cwd=file_pi_would_rewrite.parent)
-    assert done.stdout.startswith("model: unknown ")  # the messages name no provider or model
+    # the messages name no provider or model
+    assert done.stdout.startswith("# Context of session.jsonl at the leaf\n\n- model: unknown\n")
 
 
 def test_output_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -> None:

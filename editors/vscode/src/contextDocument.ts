@@ -1,9 +1,8 @@
 // Read-only "context" documents: the pi/buildSessionContext result for a session (at its leaf or at
-// an entry), served under the pi-session-context: scheme as Markdown or JSON.
+// an entry), served under the pi-session-context: scheme as Markdown (rendered by the server) or JSON.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { renderContextMarkdown } from './contextMarkdown';
-import type { SessionContextResult } from './protocol';
+import type { ContextParams, SessionContextMarkdown, SessionContextResult } from './protocol';
 
 export const CONTEXT_SCHEME = 'pi-session-context';
 
@@ -11,7 +10,7 @@ export interface ContextQuery {
   uri: string; // the session, as the server knows it
   leafId?: string; // absent = the session's leaf (the document then follows the session)
   format: 'markdown' | 'json';
-  name: string; // the session file's name, for the title
+  name: string; // the session file's name, for the document's own name
 }
 
 export function contextDocumentUri(session: vscode.Uri, query: Omit<ContextQuery, 'name'>): vscode.Uri {
@@ -30,7 +29,7 @@ export function parseContextQuery(uri: vscode.Uri): ContextQuery | undefined {
   }
 }
 
-export type BuildContext = (params: { uri: string; leafId?: string }) => Promise<SessionContextResult>;
+export type BuildContext = (params: ContextParams) => Promise<SessionContextResult | SessionContextMarkdown>;
 
 export class ContextDocuments implements vscode.TextDocumentContentProvider {
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
@@ -44,10 +43,10 @@ export class ContextDocuments implements vscode.TextDocumentContentProvider {
     if (!query) return 'Invalid context document address.';
     this.open.add(docUri.toString());
     try {
-      const result = await this.build(query.leafId ? { uri: query.uri, leafId: query.leafId } : { uri: query.uri });
-      if (query.format === 'json') return `${JSON.stringify(result, null, 2)}\n`;
-      const where = query.leafId ? `entry ${query.leafId}` : 'the leaf';
-      return renderContextMarkdown(result, `Context of ${query.name} at ${where}`);
+      const params: ContextParams = query.leafId ? { uri: query.uri, leafId: query.leafId } : { uri: query.uri };
+      if (query.format === 'json') return `${JSON.stringify(await this.build(params), null, 2)}\n`;
+      const result = (await this.build({ ...params, format: 'markdown' })) as SessionContextMarkdown;
+      return result.markdown;
     } catch (error) {
       return `# Could not build the context\n\n${error instanceof Error ? error.message : String(error)}\n`;
     }

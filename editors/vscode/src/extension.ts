@@ -25,6 +25,7 @@ import {
   type GetTreeResult,
   type LargeFileParams,
   type LineEntry,
+  type SessionContextMarkdown,
   type SessionContextResult,
   type SkippedLines,
   type TreeLevelsResult,
@@ -75,7 +76,7 @@ class Extension {
   /** Files the user asked to see as text: a big one is then not sent to the viewer again. */
   readonly textWanted = new Set<string>();
   readonly contextDocuments = new ContextDocuments((params) =>
-    this.request<SessionContextResult>(Methods.buildSessionContext, params),
+    this.request<SessionContextResult | SessionContextMarkdown>(Methods.buildSessionContext, params),
   );
 
   constructor(context: vscode.ExtensionContext) {

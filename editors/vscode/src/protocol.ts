@@ -153,6 +153,18 @@ export interface SessionContextResult {
   model?: { provider?: string; modelId?: string } | null;
 }
 
+/** pi/buildSessionContext params: `format: 'markdown'` answers a SessionContextMarkdown. */
+export interface ContextParams {
+  uri: string;
+  leafId?: string;
+  format?: 'json' | 'markdown';
+}
+
+/** The context as a Markdown document the server rendered, to show as it is. */
+export interface SessionContextMarkdown {
+  markdown: string;
+}
+
 export interface DidChangeParams {
   session?: string;
   uri?: string;

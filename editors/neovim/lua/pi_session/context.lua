@@ -1,126 +1,8 @@
 -- :PiSessionContext: the LLM context (pi/buildSessionContext) at the leaf or at the entry under the
--- cursor, in a read-only Markdown (or JSON) scratch buffer.
+-- cursor, in a read-only Markdown (or JSON) scratch buffer. The server renders the Markdown.
 local config = require('pi_session.config')
 
 local M = {}
-
-local function fence(text, lang)
-  local longest = 2
-  for ticks in text:gmatch('`+') do
-    longest = math.max(longest, #ticks)
-  end
-  local f = string.rep('`', longest + 1)
-  return f .. (lang or '') .. '\n' .. text .. '\n' .. f
-end
-
-local function is_table(v)
-  return type(v) == 'table'
-end
-
-local function json(v)
-  local ok, text = pcall(vim.json.encode, v)
-  return ok and text or vim.inspect(v)
-end
-
-local function str(v)
-  if v == nil or v == vim.NIL then
-    return ''
-  end
-  return tostring(v)
-end
-
-local function block_text(block)
-  if type(block) == 'string' then
-    return block
-  end
-  if not is_table(block) then
-    return fence(json(block), 'json')
-  end
-  if block.type == 'text' then
-    return str(block.text)
-  elseif block.type == 'thinking' then
-    return '> *thinking:* ' .. str(block.thinking):gsub('\n', '\n> ')
-  elseif block.type == 'toolCall' then
-    return ('**tool call** `%s` (%s)\n\n%s'):format(str(block.name), str(block.id), fence(json(block.arguments or vim.empty_dict()), 'json'))
-  elseif block.type == 'image' then
-    return ('*[image %s]*'):format(str(block.mimeType))
-  end
-  return fence(json(block), 'json')
-end
-
-local function content_text(content)
-  if type(content) == 'string' then
-    return content
-  end
-  if vim.islist(content) then
-    local parts = {}
-    for _, block in ipairs(content) do
-      table.insert(parts, block_text(block))
-    end
-    return table.concat(parts, '\n\n')
-  end
-  if content == nil or content == vim.NIL then
-    return ''
-  end
-  return fence(json(content), 'json')
-end
-
-local function heading(message, index)
-  local role = str(message.role)
-  local extra = {}
-  if role == 'assistant' and message.model then
-    table.insert(extra, str(message.model))
-  elseif role == 'toolResult' then
-    table.insert(extra, message.toolName and str(message.toolName) or 'tool')
-    if message.isError == true then
-      table.insert(extra, 'error')
-    end
-  elseif role == 'custom' and message.customType then
-    table.insert(extra, str(message.customType))
-  end
-  return ('## %d. %s%s'):format(index, role, #extra > 0 and (' (' .. table.concat(extra, ', ') .. ')') or '')
-end
-
-local function body(message)
-  local role = message.role
-  if role == 'bashExecution' then
-    return fence('$ ' .. str(message.command) .. '\n' .. str(message.output), 'console') .. '\nexit code: ' .. str(message.exitCode)
-  elseif role == 'compactionSummary' or role == 'branchSummary' then
-    return str(message.summary)
-  elseif role == 'assistant' and message.errorMessage and message.errorMessage ~= vim.NIL then
-    return content_text(message.content) .. '\n\n**error:** ' .. str(message.errorMessage)
-  end
-  return content_text(message.content)
-end
-
---- Markdown for a pi/buildSessionContext result.
----@return string[] lines
-function M.render_markdown(result, title)
-  local out = { '# ' .. title, '' }
-  local model = 'none'
-  if is_table(result.model) then
-    model = (result.model.provider and str(result.model.provider) or '?') .. '/' .. (result.model.modelId and str(result.model.modelId) or '?')
-  end
-  local messages = vim.islist(result.messages) and result.messages or {}
-  table.insert(out, '- model: ' .. model)
-  table.insert(out, '- thinking level: ' .. (result.thinkingLevel and str(result.thinkingLevel) or 'off'))
-  table.insert(out, '- messages: ' .. #messages)
-  table.insert(out, '')
-  for i, message in ipairs(messages) do
-    if is_table(message) then
-      table.insert(out, heading(message, i))
-      table.insert(out, '')
-      local text = vim.trim(body(message))
-      table.insert(out, text ~= '' and text or '*(empty)*')
-    else
-      table.insert(out, ('## %d. ?'):format(i))
-      table.insert(out, '')
-      table.insert(out, fence(json(message), 'json'))
-    end
-    table.insert(out, '')
-  end
-  return vim.split(table.concat(out, '\n'), '\n', { plain = true })
-end
 
 --- Open (or replace) the context buffer.
 local function show_buffer(name, lines, filetype)
@@ -170,12 +52,13 @@ function M.show(opts)
   if format == 'json' then
     return M.show_json(bufnr, params.leafId, ('pi-session-context://%s@%s.json'):format(file, where))
   end
+  params.format = 'markdown' -- rendered by the server (the document `pi-session context` prints)
   local result, err = session.request_sync(bufnr, 'pi/buildSessionContext', params)
-  if err or not result then
+  if err or type(result) ~= 'table' or type(result.markdown) ~= 'string' then
     return vim.notify('pi-session: context failed: ' .. tostring(err and err.message or 'no result'), vim.log.levels.ERROR)
   end
-  local title = ('Context of %s at %s'):format(file, where == 'leaf' and 'the leaf' or ('entry ' .. where))
-  return show_buffer(('pi-session-context://%s@%s.md'):format(file, where), M.render_markdown(result, title), 'markdown')
+  local lines = vim.split(result.markdown, '\n', { plain = true })
+  return show_buffer(('pi-session-context://%s@%s.md'):format(file, where), lines, 'markdown')
 end
 
 --- The JSON context keeps pi's key order (`role` before `content`): a table decoded by vim.json has

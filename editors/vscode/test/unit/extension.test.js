@@ -33,6 +33,9 @@ const CONTEXT = {
   model: { provider: 'anthropic', modelId: 'm1' },
 };
 
+/** What the server answers with `format: "markdown"` (it renders the context; the client shows it). */
+const markdownOf = (params) => `# Context of a.jsonl at ${params.leafId ? `entry ${params.leafId}` : 'the leaf'}\n\n- messages: 2\n`;
+
 const flush = () => new Promise((resolve) => setTimeout(resolve, 5));
 
 /** A session document is open (the server starts with the first one). */
@@ -67,7 +70,7 @@ async function activated(options = {}) {
       return params.levels ? server.getLevels(params) : server.getTree(params);
     }
     if (method === 'pi/getEntryAtLine') return (options.getEntryAtLine ?? entryAtLineOf(TREE))(params);
-    if (method === 'pi/buildSessionContext') return CONTEXT;
+    if (method === 'pi/buildSessionContext') return params.format === 'markdown' ? { markdown: markdownOf(params) } : CONTEXT;
     if (method === 'pi/getInfo') return options.getInfo ? options.getInfo(params) : { skippedLines: 0, entryCount: ENTRIES.length };
     if (options.other) return options.other(method, params);
     if (method === 'pi/branch') return { leafId: params.entryId };
@@ -304,14 +307,11 @@ test('Show Context at the cursor asks for that entry and opens a read-only Markd
   t.after(restore);
   await state.commands.get('piSession.showContext')();
   const request = client.requests.find((r) => r.method === 'pi/buildSessionContext');
-  assert.deepEqual(request.params, { uri: SESSION_URI, leafId: 'a1' });
+  assert.deepEqual(request.params, { uri: SESSION_URI, leafId: 'a1', format: 'markdown' });
   const shown = state.shownDocuments.pop();
   assert.equal(shown.document.uri.scheme, 'pi-session-context');
   assert.match(shown.document.uri.path, /\.md$/);
-  const text = shown.document.getText();
-  assert.match(text, /# Context of a\.jsonl at entry a1/);
-  assert.match(text, /## 2\. assistant \(m1\)/);
-  assert.match(text, /tool call\*\* `read`/);
+  assert.equal(shown.document.getText(), markdownOf({ leafId: 'a1' })); // the server's document, as it is
 });
 
 test('Show Context on the header line, and Show Context at Leaf, ask for the leaf (no leafId)', async (t) => {
@@ -320,7 +320,7 @@ test('Show Context on the header line, and Show Context at Leaf, ask for the lea
   await state.commands.get('piSession.showContext')();
   await state.commands.get('piSession.showLeafContext')();
   const requests = client.requests.filter((r) => r.method === 'pi/buildSessionContext');
-  assert.deepEqual(requests.map((r) => r.params), [{ uri: SESSION_URI }, { uri: SESSION_URI }]);
+  assert.deepEqual(requests.map((r) => r.params), [{ uri: SESSION_URI, format: 'markdown' }, { uri: SESSION_URI, format: 'markdown' }]);
 });
 
 test('Show Context in JSON format shows the raw result', async (t) => {

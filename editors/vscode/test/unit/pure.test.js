@@ -13,7 +13,6 @@ const treeModel = require(path.join(out, 'treeModel.js'));
 const { LazyTree, hasChildContainer } = require(path.join(out, 'lazyTree.js'));
 const serverCommand = require(path.join(out, 'serverCommand.js'));
 const { parseCheckOutput } = require(path.join(out, 'checkReport.js'));
-const { renderContextMarkdown } = require(path.join(out, 'contextMarkdown.js'));
 const { isSessionHeaderLine, isEntryLine, looksLikeSession } = require(path.join(out, 'detect.js'));
 const render = require(path.join(out, 'viewer', 'render.js'));
 const { makeTreeServer, chainEntries } = require('./fakeTree');
@@ -134,27 +133,6 @@ test('parseCheckOutput also takes LSP ranges, a bare array and JSON Lines', () =
   assert.equal(parsed[0].diagnostics[0].severity, 3);
   assert.equal(parsed[0].diagnostics[0].range.start.line, 3);
   assert.deepEqual(parseCheckOutput(''), []);
-});
-
-test('renderContextMarkdown: headings per message, tool calls, summaries, bash and errors', () => {
-  const md = renderContextMarkdown({
-    messages: [
-      { role: 'user', content: [{ type: 'text', text: 'q' }, { type: 'image', mimeType: 'image/png', data: '' }] },
-      { role: 'assistant', content: [], model: 'm', errorMessage: 'boom' },
-      { role: 'toolResult', toolName: 'bash', isError: true, content: [{ type: 'text', text: 'r```x' }] },
-      { role: 'compactionSummary', summary: 'S', tokensBefore: 1 },
-      { role: 'bashExecution', command: 'ls', output: 'a', exitCode: 0 },
-    ],
-    thinkingLevel: 'high',
-    model: { provider: 'p', modelId: 'm' },
-  }, 'T');
-  assert.match(md, /^# T\n/);
-  assert.match(md, /- model: p\/m\n- thinking level: high\n- messages: 5/);
-  assert.match(md, /## 1\. user\n\nq\n\n\*\[image image\/png\]\*/);
-  assert.match(md, /## 2\. assistant \(m\)\n\n\*\*error:\*\* boom/);
-  assert.match(md, /## 3\. toolResult \(bash, error\)/);
-  assert.match(md, /## 4\. compactionSummary\n\nS/);
-  assert.match(md, /\$ ls\na/);
 });
 
 test('the language contribution: file pattern for ~/.pi/agent/sessions and a first-line rule for headers', () => {

@@ -1,17 +1,99 @@
-"""Builders of well-formed session lines, for tests, benchmarks and examples.
+"""Builders of session values for tests and benchmarks (imported as ``builders``: ``tests/`` is on
+the path of every test, and bench adds it).
 
-Each builder returns one JSON line (no newline) in pi's key order, written the way pi writes it.
-:func:`generate_session` produces a realistic session of a given size (turns of user prompt,
-assistant thinking + text + tool calls, tool results) for the scale benchmarks.
+Messages and entries as dicts, for the library's API: :func:`user_message`, :func:`assistant_message`
+(pi's own tests' "faux" assistant message by default), :func:`tool_result_message`,
+:func:`message_entry`. Lines as pi writes them, JSON text in pi's key order: :func:`header`,
+:func:`user`, :func:`assistant`, :func:`tool_result` and the other entry types, and
+:func:`generate_session`, a realistic session of a given size.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
-from ..format.jsjson import dumps
-from ..format.jsvalue import ABSENT
+from pi_session_server.format.jsjson import dumps
+from pi_session_server.format.jsvalue import ABSENT
+
+# ---- messages and entries (dicts) ------------------------------------------------------------
+
+#: the usage of pi's tests' assistant messages
+TEST_USAGE: dict[str, Any] = {
+    "input": 1,
+    "output": 1,
+    "cacheRead": 0,
+    "cacheWrite": 0,
+    "totalTokens": 2,
+    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+}
+
+
+def now_ms() -> int:
+    """``Date.now()``, the timestamp pi's tests give their messages."""
+    return int(time.time() * 1000)
+
+
+def user_message(text: Any = "hello", timestamp: Any = None) -> dict[str, Any]:
+    """``{role: "user", content: text, timestamp}`` (``timestamp`` None: now)."""
+    return {"role": "user", "content": text, "timestamp": now_ms() if timestamp is None else timestamp}
+
+
+def assistant_message(
+    text: str = "hi",
+    timestamp: Any = None,
+    *,
+    calls: tuple[str, ...] = (),
+    model: str = "test",
+    provider: str = "anthropic",
+    usage: Any = TEST_USAGE,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
+    """An assistant message with one text block (none for ``text=""``) and a ``bash`` tool call per
+    id in ``calls``; ``stopReason`` "toolUse" when it calls, else "stop" (``timestamp`` None: now)."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    content += [{"type": "toolCall", "id": c, "name": "bash", "arguments": {"command": "ls"}} for c in calls]
+    return {
+        "role": "assistant",
+        "content": content,
+        "api": "anthropic-messages",
+        "provider": provider,
+        "model": model,
+        "usage": usage,
+        "stopReason": stop_reason or ("toolUse" if calls else "stop"),
+        "timestamp": now_ms() if timestamp is None else timestamp,
+    }
+
+
+def tool_result_message(
+    call_id: str, text: str = "done", *, name: str = "bash", error: bool = False, timestamp: Any = None
+) -> dict[str, Any]:
+    """The result of tool call ``call_id`` (``timestamp`` None: now)."""
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": text}],
+        "isError": error,
+        "timestamp": now_ms() if timestamp is None else timestamp,
+    }
+
+
+def message_entry(
+    entry_id: Any, parent_id: Any, message: Any, timestamp: str = "2025-01-01T00:00:00Z"
+) -> dict[str, Any]:
+    """A ``message`` entry holding ``message``."""
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent_id,
+        "timestamp": timestamp,
+        "message": message,
+    }
+
+
+# ---- lines (JSON text as pi writes it) ----------------------------------------------------------
 
 USAGE: dict[str, Any] = {
     "input": 1200,

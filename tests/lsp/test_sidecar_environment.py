@@ -1,0 +1,101 @@
+"""The sidecar's environment: a request may give the working directory, HOME and agent directory
+pi would read from its process (``environment``), the client may set them for the whole server
+(``initializationOptions.environment``), and the server's own are its process's at start. The server
+never changes its own working directory or variables for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import assistant_message, user_message
+from sidecar_support import expect_error, server_env, sidecar_fixture  # noqa: F401  (fixture)
+
+from pi_session_server.server.stdio_client import RpcError, SidecarClient, default_command
+
+USER = user_message("hello", 1)
+ASSISTANT = assistant_message("hi", 2)
+
+
+def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    work = tmp_path / "project"
+    (work / "home").mkdir(parents=True)
+    return work, {"cwd": str(work), "home": str(work / "home")}
+
+
+async def test_a_request_finds_its_files_in_its_environment(sidecar, tmp_path):
+    work, environment = project(tmp_path)
+    created = await sidecar.request(
+        "pi/create", {"cwd": "app", "sessionDir": "sessions", "environment": environment}
+    )
+    session = created["session"]
+    assert created["cwd"] == str(work / "app") and created["sessionDir"] == "sessions"
+    for message in (USER, ASSISTANT):
+        await sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})
+    info = await sidecar.request("pi/getInfo", {"session": session})
+    relative = info["sessionFile"]
+    assert relative.startswith("sessions/")  # as pi reports it
+    assert info["uri"] == (work / relative).as_uri()  # the file itself
+    assert (work / relative).exists()
+    assert not (tmp_path / "sessions").exists()  # the server's own directory is untouched
+    listed = await sidecar.request(
+        "pi/list", {"cwd": "app", "sessionDir": "sessions", "environment": environment}
+    )
+    assert [s["path"] for s in listed] == [relative]
+    found = await sidecar.request(
+        "pi/findById",
+        {"cwd": "app", "id": info["sessionId"], "sessionDir": "sessions", "environment": environment},
+    )
+    assert found == relative
+    opened = await sidecar.request("pi/open", {"path": relative, "environment": environment})
+    assert opened["sessionFile"] == str(work / relative) and opened["entryCount"] == 2
+    # a session keeps its environment: a relative path of a later request is found there too
+    switched = await sidecar.request("pi/setSessionFile", {"session": opened["session"], "path": relative})
+    assert switched["sessionFile"] == str(work / relative)
+
+
+async def test_home_and_agent_directory_of_a_request(sidecar, tmp_path):
+    work, environment = project(tmp_path)
+    at_home = await sidecar.request(
+        "pi/create", {"cwd": "/p", "sessionDir": "~/s", "environment": environment}
+    )
+    assert at_home["sessionDir"] == str(work / "home" / "s")
+    default = await sidecar.request(
+        "pi/create", {"cwd": "/p", "environment": {**environment, "agentDir": "agent"}}
+    )
+    assert default["sessionDir"] == str(work / "agent" / "sessions" / "--p--")
+    assert default["usesDefaultSessionDir"] is True
+    memory = await sidecar.request("pi/inMemory", {"environment": environment})
+    assert memory["cwd"] == str(work)
+    # left out: the server's own (its process's: started in tmp_path, HOME tmp_path/home)
+    own = await sidecar.request("pi/create", {"cwd": "/p"})
+    assert own["sessionDir"] == str(tmp_path / "agent" / "sessions" / "--p--")
+    assert (await sidecar.request("pi/inMemory", {}))["cwd"] == str(tmp_path)
+
+
+async def test_an_environment_must_have_an_absolute_working_directory(sidecar, tmp_path):
+    with expect_error(-32602) as failure:
+        await sidecar.request("pi/inMemory", {"environment": {"cwd": "relative"}})
+    assert "environment.cwd" in failure.value.message
+    with expect_error(-32602):
+        await sidecar.request("pi/list", {"cwd": "/p", "environment": {"home": 5}})
+
+
+def test_initialization_options_set_the_servers_environment(tmp_path: Path) -> None:
+    work, _ = project(tmp_path)
+    with SidecarClient(default_command(), env=server_env(tmp_path), cwd=str(tmp_path)) as client:
+        client.initialize(options={"environment": {"cwd": str(work), "agentDir": "agent"}})
+        created = client.request("pi/create", {"cwd": "app"})
+        assert created["cwd"] == str(work / "app")
+        assert created["sessionDir"] == str(
+            work / "agent" / "sessions" / f"--{str(work)[1:].replace('/', '-')}-app--"
+        )
+        # a request's own environment still comes first
+        memory = client.request("pi/inMemory", {"environment": {"cwd": str(tmp_path)}})
+        assert memory["cwd"] == str(tmp_path)
+    with SidecarClient(default_command(), env=server_env(tmp_path), cwd=str(tmp_path)) as client:
+        client.initialize(options={"environment": {"cwd": "not absolute"}})  # logged, defaults stay
+        assert client.request("pi/inMemory", {})["cwd"] == str(tmp_path)
+        with pytest.raises(RpcError) as failure:
+            client.request("pi/inMemory", {"environment": {"cwd": "x"}})
+        assert failure.value.rpc_code == -32602
