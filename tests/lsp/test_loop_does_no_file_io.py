@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.analysis import samples as S
+import builders as S
+
 from pi_session_server.server.stdio_client import SidecarClient
 
 ROOT = Path(__file__).resolve().parents[2]

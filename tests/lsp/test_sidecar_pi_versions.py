@@ -10,11 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 from lsprotocol import types
 from sidecar_support import expect_error, sidecar_fixture, start_sidecar, stop_sidecar  # noqa: F401
-
-from pi_session_server.analysis import samples as S
 
 PI_VERSION = -32013
 CONTEXT_EDIT_REFUSED = -32014
