@@ -471,6 +471,11 @@ class Connection:
         except JsonRpcException as error:
             if "id" in message and "method" in message:
                 self.send_error(message["id"], error.code, f"Invalid params: {error.message}", error.data)
+            elif "id" in message:
+                # a reply we cannot read still ends the request it answers: its waiter gets an error
+                # instead of waiting forever (and keeping shutdown waiting for it)
+                logger.warning("a malformed reply to request %r: %s", message["id"], error.message)
+                self._to_pygls(_error_reply(message["id"], error))
             else:
                 logger.warning("dropping a malformed %s message", message.get("method", "reply"))
             return
@@ -647,3 +652,12 @@ def run_stdio(server: Any, connection: Connection, on_start: Callable[[], Any] |
         pass
     finally:
         server.shutdown()
+
+
+def _error_reply(message_id: Any, error: Any) -> dict[str, Any]:
+    """The error reply that stands for a client's reply the server could not read."""
+    return {
+        "jsonrpc": "2.0",
+        "id": message_id,
+        "error": {"code": error.code, "message": f"the client's reply was malformed: {error.message}"},
+    }

@@ -1092,7 +1092,10 @@ async def _apply_image_edit(server: PiSessionServer, job: Job[Any]) -> Any:
     if not isinstance(done, tuple):
         return done
     edit, target = done
-    result = await server.workspace_apply_edit_async(edit)
+    try:
+        result = await server.workspace_apply_edit_async(edit)
+    except JsonRpcException as error:  # the editor refused the request or answered nonsense
+        return {"applied": False, "file": target, "reason": error.message}
     return {"applied": bool(result.applied), "file": target}
 
 

@@ -89,7 +89,7 @@ def test_the_server_writes_a_hostile_sessions_image_only_next_to_it(tmp_path: Pa
     assert commands, f"no image command among the code actions: {actions}"
     command = commands[0]
     # the image is written first, then the edit goes to the client (which this one does not apply)
-    server.send_request(
+    command_id = server.send_request(
         "workspace/executeCommand", {"command": command["command"], "arguments": command["arguments"]}
     )
     deadline = time.monotonic() + 60
@@ -102,3 +102,8 @@ def test_the_server_writes_a_hostile_sessions_image_only_next_to_it(tmp_path: Pa
         "the image was written outside the session's directory"
     )
     assert [p.parent for p in written] == [sessions]
+    # this client answers workspace/applyEdit with a null result, which is no ApplyWorkspaceEditResult:
+    # the command still ends (the edit counts as not applied) instead of waiting for a reply forever
+    reply = server.wait_reply(command_id, timeout=60)
+    assert reply.get("result", {}).get("applied") is False, reply
+    assert reply["result"]["file"] == str(written[0])
