@@ -6,7 +6,7 @@ Generates realistic sessions (bench/gen_session.py; the 300 MB one with base64 i
 ``--work`` (default /var/tmp/pi-session-bench), then runs each implementation in a fresh process per
 measurement (so peak RSS is per run) and prints wall-time ratios and peak RSS side by side, measured
 in the same run because these machines are noisy. The reference is pi 0.86.1's session-manager.js
-from an oracle checkout with node_modules (``npm ci`` in a copy of ../shared/oracle); without it the
+from the oracle copy with node_modules (``--oracle``, default: tests/reference_locations.py); without it the
 reference columns are skipped with a message. Ours runs on a first open (the file scanned: no
 index, ``PI_SESSION_NO_INDEX=1``) and on a reopen (its index, written by a run before, see
 session/scan_index.py), both in the same run. ``--huge-gb`` also opens a multi-GB session (ours must
@@ -28,7 +28,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests"))  # reference_locations: where the oracle copy is
 
+import reference_locations  # noqa: E402
 from gen_session import generate  # noqa: E402
 
 OURS = textwrap.dedent(
@@ -109,18 +111,9 @@ REFERENCE = textwrap.dedent(
 
 
 def find_reference(oracle: str | None) -> Path | None:
-    candidates = (
-        [oracle]
-        if oracle
-        else [os.environ.get("PI_ORACLE_DIR"), "/var/tmp/oracle", str(ROOT.parent / "shared" / "oracle")]
-    )
-    for c in candidates:
-        if not c:
-            continue
-        module = Path(c) / "node_modules/@earendil-works/pi-coding-agent/dist/core/session-manager.js"
-        if module.exists():
-            return module
-    return None
+    """pi 0.86.1's session-manager.js in ``oracle`` (default: the oracle copy), or None."""
+    module = reference_locations.session_manager_module(Path(oracle) if oracle else None)
+    return module if module.exists() else None
 
 
 def run_ours(path: Path, mode: str, timeout: float = 600, *, index: str | None = None) -> dict:
@@ -213,14 +206,17 @@ def main() -> int:
     )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", default="/var/tmp/pi-session-bench")
-    parser.add_argument("--oracle", help="oracle directory with node_modules (default: search)")
+    parser.add_argument(
+        "--oracle", help=f"oracle directory with node_modules (default: {reference_locations.oracle_dir()})"
+    )
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     module = find_reference(args.oracle)
     if module is None:
         print(
-            "reference not found (run `npm ci` in a copy of ../shared/oracle and pass --oracle): "
+            f"reference not found (no {reference_locations.SESSION_MANAGER_MODULE.name} in the oracle copy; "
+            f"set {reference_locations.ORACLE_DIR_ENV} or pass --oracle): "
             "reference columns skipped",
             file=sys.stderr,
         )

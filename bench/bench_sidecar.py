@@ -35,9 +35,12 @@ import msgspec
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # reference_locations: where the oracle copy is
+import reference_locations  # noqa: E402
+
 from pi_session_server.server.framing import FrameDecoder, encode_frame  # noqa: E402
 
-DEFAULT_ORACLE = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
+DEFAULT_ORACLE = reference_locations.oracle_dir()
 
 REFERENCE_SCRIPT = r"""
 import path from "node:path";
@@ -362,7 +365,7 @@ def reference_figures(oracle: Path, path: Path, appends: int, runs: int) -> dict
     if shutil.which("node") is None:
         print("reference comparison skipped: node is not installed")
         return None
-    if not (oracle / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir():
+    if not reference_locations.pi_086_package(oracle).is_dir():
         print(f"reference comparison skipped: no pi 0.86.1 under {oracle} (set PI_ORACLE_DIR or --oracle)")
         return None
     with tempfile.TemporaryDirectory(prefix="pi-bench-ref-") as scratch:

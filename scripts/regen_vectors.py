@@ -31,6 +31,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # reference_locations: where the oracle copy and the kit are
+import reference_locations  # noqa: E402
+
 VECTORS = REPO / "tests" / "conformance" / "vectors"
 MAKE_EXTRA = REPO / "tests" / "conformance" / "make_extra.py"
 
@@ -119,8 +122,16 @@ def run_oracle(oracle: Path, check: bool, versions: tuple[str, ...]) -> int:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shared", default="/work/shared/conformance", help="the shared conformance kit")
-    ap.add_argument("--oracle", default="/var/tmp/oracle", help="oracle copy with node_modules")
+    ap.add_argument(
+        "--shared",
+        default=str(reference_locations.conformance_kit()),
+        help=f"the shared conformance kit (default: ${reference_locations.CONFORMANCE_KIT_ENV} or %(default)s)",
+    )
+    ap.add_argument(
+        "--oracle",
+        default=str(reference_locations.oracle_dir()),
+        help=f"oracle copy with node_modules (default: ${reference_locations.ORACLE_DIR_ENV} or %(default)s)",
+    )
     ap.add_argument("--copy-shared", action="store_true", help="(re)copy the shared kit's vectors first")
     ap.add_argument("--check", action="store_true", help="only check the expected files against the oracle")
     ap.add_argument("--no-generate", action="store_true", help="skip gen.py and make_extra.py")

@@ -5,7 +5,7 @@ They probe edge cases the shared kit's scenarios leave out. Expected outputs com
 oracle, never from this script:
 
     python3 tests/conformance/make_extra.py [--out DIR]
-    cd /var/tmp/oracle && node run.mjs --batch <repo>/tests/conformance/vectors/extra --rules ours
+    cd "$(python3 tests/reference_locations.py oracle)" && node run.mjs --batch <repo>/tests/conformance/vectors/extra --rules ours
 
 (scripts/regen_vectors.py does both.) Stdlib only; deterministic.
 """

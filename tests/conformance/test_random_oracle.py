@@ -6,9 +6,8 @@ compactions, ...) writes a few scenarios, the oracle (``node run.mjs --batch DIR
 VERSION``) writes their expected documents for both releases, and the library must reproduce each
 byte for byte. The seed is printed on failure; ``PI_RANDOM_SEED=N`` replays it.
 
-Skipped without node, the oracle copy with its ``node_modules`` (``PI_ORACLE_DIR``, default
-/var/tmp/oracle, with pi 1.6.0 installed) or the conformance kit (``PI_CONFORMANCE_KIT``, default
-``../shared/conformance`` beside the repository, where CI has it).
+Skipped without node, the oracle copy with pi 0.86.1 and 1.6.0 installed, or the conformance kit
+(their locations: ``tests/reference_locations.py``).
 """
 
 from __future__ import annotations
@@ -21,20 +20,21 @@ import sys
 from pathlib import Path
 
 import pytest
+import reference_locations
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import runner  # noqa: E402
 
-ORACLE = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
-KIT = Path(os.environ.get("PI_CONFORMANCE_KIT") or HERE.parents[2] / "shared" / "conformance")
+ORACLE = reference_locations.oracle_dir()
+KIT = reference_locations.conformance_kit()
 COUNT = 6
 
 pytestmark = pytest.mark.skipif(
     shutil.which("node") is None
     or not (ORACLE / "run.mjs").is_file()
-    or not (ORACLE / "node_modules" / "pi-1.6.0").is_dir()
+    or not reference_locations.has_pi_160(ORACLE)
     or not (KIT / "gen.py").is_file(),
     reason="needs node, the oracle with pi 0.86.1 and 1.6.0 installed, and the shared kit's gen.py",
 )

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+import reference_locations
 from sidecar_support import EXAMPLE, ROOT, sidecar_fixture, start_sidecar, stop_sidecar  # noqa: F401  (fixture)
 
-ORACLE = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
+ORACLE = reference_locations.oracle_dir()
 ORACLE_APPEND = ROOT / "tests" / "node_client" / "oracle_append.mjs"
 
 APPEND_SCRIPT = r"""
@@ -141,8 +142,7 @@ async def test_a_deleted_file_is_reported(sidecar, tmp_path):
 
 
 @pytest.mark.skipif(
-    shutil.which("node") is None
-    or not (ORACLE / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir(),
+    shutil.which("node") is None or not reference_locations.pi_086_package(ORACLE).is_dir(),
     reason="pi 0.86.1 (the oracle copy) is not installed",
 )
 async def test_pi_itself_appending_is_seen(sidecar, tmp_path):

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import reference_locations
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # reliability_rpc, reliability_helpers
@@ -21,8 +22,7 @@ sys.path.insert(0, str(HERE))  # reliability_rpc, reliability_helpers
 from reliability_rpc import RawServer  # noqa: E402
 
 DATA = HERE / "data"
-ORACLE_DIR = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
-ORACLE_MODULE = ORACLE_DIR / "node_modules/@earendil-works/pi-coding-agent/dist/core/session-manager.js"
+ORACLE_MODULE = reference_locations.session_manager_module()
 
 
 def pytest_configure(config: pytest.Config) -> None:

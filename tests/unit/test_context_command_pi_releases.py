@@ -11,12 +11,12 @@ are still what pi prints.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import reference_locations
 
 from pi_session_server import cli
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "conformance" / "vectors" / "fixtures" / "real-1.6.0"
 DATA = Path(__file__).parent / "data" / "pi160_contexts"
 PROBE = ROOT / "tests" / "node_client" / "context_probe.mjs"
-ORACLE = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
+ORACLE = reference_locations.oracle_dir()
 RELEASES = ["1.6.0", "0.86.1"]
 FILES = sorted(p.name for p in FIXTURES.glob("*.jsonl"))
 
@@ -66,7 +66,7 @@ def test_the_default_release_is_1_6_0(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 @pytest.mark.skipif(
-    shutil.which("node") is None or not (ORACLE / "node_modules" / "pi-1.6.0").is_dir(),
+    shutil.which("node") is None or not reference_locations.has_pi_160(ORACLE),
     reason="needs node and the oracle copy with pi 0.86.1 and 1.6.0 installed",
 )
 @pytest.mark.parametrize("pi", RELEASES)

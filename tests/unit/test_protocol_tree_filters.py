@@ -10,7 +10,6 @@ reference package is not installed (CI without the oracle copy).
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -18,20 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import reference_locations
 from builders import TEST_USAGE
 
 from pi_session_server.server.tree_view import FILTERS, tree_view
 from pi_session_server.session import SessionManager
 
 ROOT = Path(__file__).resolve().parents[2]
-ORACLE = Path(os.environ.get("PI_ORACLE_DIR", "/var/tmp/oracle"))
+ORACLE = reference_locations.oracle_dir()
 PROBE = ROOT / "tests" / "node_client" / "tui_tree_probe.mjs"
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
 MODES = [m for m in FILTERS if m != "none"]
 
 needs_reference = pytest.mark.skipif(
-    shutil.which("node") is None
-    or not (ORACLE / "node_modules" / "@earendil-works" / "pi-coding-agent").is_dir(),
+    shutil.which("node") is None or not reference_locations.pi_086_package(ORACLE).is_dir(),
     reason="pi 0.86.1 (the oracle copy) is not installed",
 )
 

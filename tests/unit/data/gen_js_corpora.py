@@ -13,11 +13,15 @@ import os
 import random
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).parent
-PI_PATHS = "/var/tmp/oracle/node_modules/@earendil-works/pi-coding-agent/dist/utils/paths.js"
+sys.path.insert(0, str(HERE.parents[1]))  # tests/: reference_locations
+import reference_locations  # noqa: E402
+
+PI_PATHS = str(reference_locations.pi_086_package() / "dist/utils/paths.js")
 
 NODE_SCRIPT = r"""
 import fs from 'node:fs';
