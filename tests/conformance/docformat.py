@@ -86,7 +86,7 @@ _ANY_TOKEN = re.compile(
 
 
 class Normalizer(piconf.Normalizer):
-    def str(self, s: str) -> str:  # noqa: A003 - piconf's method name
+    def str(self, s: str) -> str:
         if (self.W and self.Wenc and (self.W in s or self.Wenc in s)) or _ANY_TOKEN.search(s):
             return super().str(s)
         return s

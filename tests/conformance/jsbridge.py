@@ -271,7 +271,7 @@ def to_jsonable(value: Any) -> Any:
     """
     if value is None or value is True or value is False or isinstance(value, str):
         return value
-    if value is ABSENT or callable(value) and not hasattr(value, "to_json"):
+    if value is ABSENT or (callable(value) and not hasattr(value, "to_json")):
         return ABSENT
     if isinstance(value, int):
         return value if abs(value) <= MAX_SAFE else float(value)

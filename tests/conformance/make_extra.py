@@ -1072,7 +1072,7 @@ def branched_session_labels_other_branches() -> None:
         "branches for path entries, in label-map order (cleared and re-set moves to the end), with the original "
         "label timestamps; labels of off-path entries dropped; the old file untouched.",
         persisted(),
-        ops + [op("readFile", parsed=False), op("reopen", pick=["entryCount", "leafId"])],
+        [*ops, op("readFile", parsed=False), op("reopen", pick=["entryCount", "leafId"])],
     )
     add(
         "x-15-branched-session-in-memory-no-assistant",

@@ -727,7 +727,7 @@ class _Execution:
                 rec["result"] = shown
         except _Deadline:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any error of the library is the op's recorded result
             raw = ABSENT
             rec.update(_error_fields(exc))
             if not _is_expected_error(exc):
@@ -741,7 +741,7 @@ class _Execution:
                 encoded = to_jsonable(rec)
         except _Deadline:
             raise
-        except Exception as exc:  # JSON.stringify failed on the result
+        except Exception as exc:  # noqa: BLE001 - JSON.stringify failed on the result: recorded
             message = str(exc) if isinstance(exc, NotSerializable) else _error_fields(exc)["error"]
             encoded = {
                 "i": index,
@@ -784,7 +784,7 @@ class _Execution:
                 final["snapshot"] = self.snapshot()
             except _Deadline:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a snapshot that fails is recorded as its error
                 final["snapshot"] = {"error": _error_fields(exc)["error"]}
         with _recursion_limit(20000):
             encoded = to_jsonable(final)
@@ -801,7 +801,7 @@ class _Execution:
             self.run()
         except _Deadline:
             pass
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the worker thread reports whatever ended it
             self.progress.fatal = traceback.format_exc()
         finally:
             self.progress.done.set()
@@ -906,7 +906,7 @@ def execute(scenario: Any, base_dir: str, api: Api | None = None, pi: str | None
         if api is None:
             try:
                 api = default_api(pi)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the library does not import: reported per op
                 api = None  # each op that needs the library reports the import error
         t0 = _now_ms()
         work_dir = os.path.realpath(tempfile.mkdtemp(prefix="pi-conf-"))

@@ -45,8 +45,18 @@ def random_vectors(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]
     seed = int(os.environ.get("PI_RANDOM_SEED") or random.randrange(10_000, 2**31))
     out = tmp_path_factory.mktemp("random-1.6.0")
     subprocess.run(
-        [sys.executable, str(KIT / "gen.py"), "--pi", "1.6.0", "--seed", str(seed), "--count", str(COUNT)]
-        + ["--out", str(out)],
+        [
+            sys.executable,
+            str(KIT / "gen.py"),
+            "--pi",
+            "1.6.0",
+            "--seed",
+            str(seed),
+            "--count",
+            str(COUNT),
+            "--out",
+            str(out),
+        ],
         check=True,
         capture_output=True,
     )

@@ -12,7 +12,7 @@ import os
 import sys
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -73,7 +73,7 @@ class FakeContext:
 
 
 class FakeManager:
-    calls: list[tuple[str, tuple[Any, ...]]] = []
+    calls: ClassVar[list[tuple[str, tuple[Any, ...]]]] = []  # every instance's, reset by each test
 
     def __init__(self, cwd: Any):
         self.cwd = cwd
@@ -803,14 +803,14 @@ def test_functions_without_a_pi_parameter_are_called_without_it() -> None:
 
 
 def test_an_api_and_a_different_release_do_not_mix() -> None:
-    with pytest.raises(ValueError, match="follows pi 1.6.0"):
+    with pytest.raises(ValueError, match=r"follows pi 1\.6\.0"):
         runner.execute(mem(), str(HERE), runner.Api(_fake_module(), "1.6.0"), "0.86.1")
 
 
 def test_unknown_release_is_refused() -> None:
     from pi_session_server.errors import PiVersionError
 
-    with pytest.raises(PiVersionError, match="unknown pi version '0.9'"):
+    with pytest.raises(PiVersionError, match=r"unknown pi version '0\.9'"):
         runner.Api(_fake_module(), "0.9")
 
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest.fixture
-def URI(editor: Editor) -> str:  # noqa: N802 - reads like the constant it replaces
+def URI(editor: Editor) -> str:
     return editor.fresh_uri()
 
 

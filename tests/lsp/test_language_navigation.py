@@ -4,6 +4,7 @@ through the real server, for a UTF-16 and a UTF-8 client, on a file with emoji a
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -246,7 +247,5 @@ async def test_selection_ranges_grow_to_the_entry_line(editor: Editor, uri: str)
     start = line.index(content)
     assert chain[0] == (1, *editor.span(uri, 1, content)[:1], 1, editor.span(uri, 1, content)[1])
     assert chain[-1] == (1, 0, 1, editor.pos(uri, 1, len(line)).character)
-    assert len(chain) >= 4 and all(
-        a[1] >= b[1] and a[3] <= b[3] for a, b in zip(chain, chain[1:], strict=False)
-    )
+    assert len(chain) >= 4 and all(a[1] >= b[1] and a[3] <= b[3] for a, b in itertools.pairwise(chain))
     assert start > 0

@@ -73,7 +73,7 @@ async def test_home_and_agent_directory_of_a_request(sidecar, tmp_path):
     assert (await sidecar.request("pi/inMemory", {}))["cwd"] == str(tmp_path)
 
 
-async def test_an_environment_must_have_an_absolute_working_directory(sidecar, tmp_path):
+async def test_an_environment_must_have_an_absolute_working_directory(sidecar):
     with expect_error(-32602) as failure:
         await sidecar.request("pi/inMemory", {"environment": {"cwd": "relative"}})
     assert "environment.cwd" in failure.value.message

@@ -37,7 +37,7 @@ async def test_the_path_in_pages_and_through_another_branch(sidecar, tmp_path):
 
 
 async def test_the_stats_follow_an_append(sidecar, tmp_path):
-    session, path = await sidecar.open_example(tmp_path)
+    session, _path = await sidecar.open_example(tmp_path)
     stats = await sidecar.request("pi/getStats", {"session": session})
     assert stats["entryCount"] == 36 and stats["roles"]["assistant"] == 12 and stats["branchPoints"] == 2
     assert stats["tokens"]["totalTokens"] == 58281 and abs(stats["cost"] - 0.073896) < 1e-9

@@ -63,7 +63,7 @@ async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path
 
 
 async def test_a_partial_line_waits_until_it_is_complete(sidecar, tmp_path):
-    session, path = await sidecar.open_example(tmp_path)
+    _session, path = await sidecar.open_example(tmp_path)
     line = json.dumps(
         {
             "type": "custom",
@@ -180,7 +180,7 @@ async def test_foreign_writes_between_ours_are_reported(tmp_path):
         assert "another process appended" in warning["message"]
         # both lines are intact in the file
         lines = [json.loads(x) for x in path.read_text().splitlines()]
-        assert [x["id"] for x in lines[-2:]][0] == "ext00001"
+        assert next(x["id"] for x in lines[-2:]) == "ext00001"
     finally:
         await stop_sidecar(side)
 

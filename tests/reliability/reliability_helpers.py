@@ -132,7 +132,7 @@ class ForkedChild:
                 with os.fdopen(write_end, "w", buffering=1, encoding="utf-8") as out:
                     target(out, *args)
                 status = 0
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - the forked child prints whatever ended it, then exits
                 traceback.print_exc()
             finally:
                 os._exit(status)
@@ -261,7 +261,7 @@ def run_bounded(seconds: float, target: Callable[..., Any], *args: Any) -> Bound
             sys.settrace(None)  # no coverage or hypothesis tracer in the child: only the work
             threading.settrace(None)  # type: ignore[arg-type]
             target(*args)
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the forked child reports whatever ended it to the parent
             status = 1
             text = traceback.format_exc()
             if len(text) > 12000:  # deep recursions: keep where it started and where it ended

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -341,6 +342,26 @@ def _validator(method: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator({**METHODS[method]["x-paramsSchema"], "components": COMPONENTS})
 
 
+def _wrong_variants(base: dict[str, Any]) -> list[dict[str, Any]]:
+    """``base`` without each key, with each key set to each candidate, and with an unexpected key."""
+    variants: list[dict[str, Any]] = []
+    for key in base:
+        variants.append({k: v for k, v in base.items() if k != key})
+        variants.extend({**base, key: candidate} for candidate in CANDIDATES)
+    variants.append({**base, "unexpectedExtra": {"x": [1, 2]}})
+    return variants
+
+
+def _reply_problem(reply: dict[str, Any], valid: bool, documented: set[int]) -> str | None:
+    """What is wrong with the reply to params that are ``valid`` or not (None: nothing)."""
+    code = _error_code(reply)
+    if not valid:
+        return None if code == INVALID_PARAMS else f"expected -32602, got {reply}"
+    if code is not None and (code == INTERNAL_ERROR or code not in documented):
+        return f"undocumented error {reply}"
+    return None
+
+
 def test_wrong_types_in_every_param_of_every_method(live: RawServer, world: World, figures):
     handle = live.call("pi/open", {"path": world.session_file})["session"]
     spare = live.call("pi/open", {"path": world.session_file})["session"]
@@ -355,25 +376,16 @@ def test_wrong_types_in_every_param_of_every_method(live: RawServer, world: Worl
         documented = {e["code"] for e in METHODS[method].get("errors", [])} | {INVALID_PARAMS}
         for base in params_list:
             assert validator.is_valid(base), (method, base, next(validator.iter_errors(base)).message)
-            variants: list[dict[str, Any]] = []
-            for key in base:
-                without = {k: v for k, v in base.items() if k != key}
-                variants.append(without)
-                variants.extend({**base, key: candidate} for candidate in CANDIDATES)
-            variants.append({**base, "unexpectedExtra": {"x": [1, 2]}})
-            for params in variants:
+            for params in _wrong_variants(base):
                 valid = validator.is_valid(params)
                 if valid and method not in READ_ONLY:
                     continue  # a valid call of a writing method may write: not this test's business
                 reply = live.request(method, params, timeout=30)
                 sent += 1
-                code = _error_code(reply)
-                if not valid:
-                    refused += 1
-                    if code != INVALID_PARAMS:
-                        problems.append(f"{method} {params}: expected -32602, got {reply}")
-                elif code is not None and (code == INTERNAL_ERROR or code not in documented):
-                    problems.append(f"{method} {params}: undocumented error {reply}")
+                refused += not valid
+                problem = _reply_problem(reply, valid, documented)
+                if problem:
+                    problems.append(f"{method} {params}: {problem}")
                 if not live.alive():
                     pytest.fail(f"the server died on {method} {params}:\n{live.stderr_text()[-3000:]}")
     for extra in live.call("pi/sessions", {}):
@@ -581,7 +593,7 @@ def test_a_client_that_disappears(tmp_path: Path, how: str):
         server.process.stdout.close()  # nobody reads the replies any more: writes fail with EPIPE
     try:
         server.process.wait(30)
-    except Exception:
+    except subprocess.TimeoutExpired:
         os.kill(server.process.pid, signal.SIGKILL)
         pytest.fail(f"the server did not exit after its client disappeared ({how})")
     finally:

@@ -184,7 +184,7 @@ def test_listing_thousands_of_sessions(tmp_path: Path, srv, long_run: bool, figu
     assert len(reply["result"]) == count
     reply_bytes = len(json.dumps(reply["result"]))
     assert peak < 32 * MB + 16 * 1024 * count, f"listing {count} sessions peaked at +{peak // MB} MB"
-    reply, list_peak = _measure(server, memory, "pi/list", {"cwd": "/proj", "sessionDir": str(many)})
+    reply, _list_peak = _measure(server, memory, "pi/list", {"cwd": "/proj", "sessionDir": str(many)})
     assert len(reply["result"]) == count
     figures[f"memory: pi/listAll of {count} small sessions: peak / reply size"] = (
         f"+{peak // MB} MB / {reply_bytes // 1024} KB"
@@ -252,8 +252,17 @@ def _check_peak_rss(*paths: Path, command: tuple[str, ...] = ("check", "-q")) ->
     """(peak RSS of a `pi-session check` (or other ``command``) process, its output)."""
     with tempfile.NamedTemporaryFile("r") as peak:
         done = subprocess.run(
-            [sys.executable, "-c", _PEAK_OF_CHILD, peak.name]
-            + [sys.executable, "-m", "pi_session_server", *command, *map(str, paths)],
+            [
+                sys.executable,
+                "-c",
+                _PEAK_OF_CHILD,
+                peak.name,
+                sys.executable,
+                "-m",
+                "pi_session_server",
+                *command,
+                *map(str, paths),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             timeout=600,

@@ -245,7 +245,7 @@ def test_shell_redirects_over_a_held_session_lose_nothing(tmp_path: Path):
         try:
             while not stop.is_set():
                 manager.refresh_from_disk()
-        except BaseException as err:
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
             errors.append(err)
 
     follower = threading.Thread(target=follow)

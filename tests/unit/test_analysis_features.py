@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import builders as S
 
 from pi_session_server.analysis.document import SessionDocument
@@ -170,7 +172,7 @@ def test_selection_spans_of_a_deep_line_stop_at_the_nearest_levels() -> None:
     assert spans[0] == (raw.index(b"1}"), raw.index(b"1}") + 1)
     assert spans[-1] == (0, len(raw))
     assert len(spans) <= 2 * SELECTION_LEVELS + 3
-    assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(spans))
 
 
 def test_selection_spans_nest() -> None:
@@ -180,4 +182,4 @@ def test_selection_spans_nest() -> None:
     assert raw[slice(*spans[0])] == '"hello 😀"'.encode()
     assert raw[slice(*spans[1])] == '"content":"hello 😀"'.encode()
     assert spans[-1] == (0, len(raw))
-    assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(spans))

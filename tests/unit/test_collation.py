@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def test_pairwise_signs_match_node() -> None:
     ],
 )  # fmt: skip
 def test_documented_order(ascending: list[str]) -> None:
-    for a, b in zip(ascending, ascending[1:], strict=False):
+    for a, b in itertools.pairwise(ascending):
         assert locale_compare(a, b) == -1, (a, b)
         assert locale_compare(b, a) == 1, (b, a)
 

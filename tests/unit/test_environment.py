@@ -155,7 +155,7 @@ def test_sessions_of_two_environments_at_once(elsewhere: Path, tmp_path: Path) -
                 sm.append_message(USER)
                 sm.append_message(ASSISTANT)
                 assert sm.get_cwd() == str(root)
-        except BaseException as error:  # reported by the main thread
+        except BaseException as error:  # noqa: BLE001 - reported by the main thread
             failures.append(error)
 
     threads = [threading.Thread(target=work, args=(root,)) for root in roots]

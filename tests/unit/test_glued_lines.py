@@ -3,6 +3,7 @@ split back into lines pi reads again (the entries after them get their parent ba
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import builders as S
@@ -295,7 +296,7 @@ def test_a_real_line_cut_anywhere_with_a_real_line_glued_after_it(
     assert pieces is not None
     assert pieces[-1].whole and (pieces[-1].start, pieces[-1].end) == (len(cut), len(raw))
     assert pieces[0].start == 0
-    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:], strict=False))
+    assert all(a.end == b.start for a, b in itertools.pairwise(pieces))
     if whole_first:
         assert [p.whole for p in pieces] == [True, True]
     # the split gives the lines back: the cut-off part (or the first line) and the glued one

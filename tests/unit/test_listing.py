@@ -503,7 +503,7 @@ def test_aborted_signal_raises(work: Path) -> None:
     signal = AbortSignal()
     signal.abort()
     write(work / "s" / "a.jsonl", header("a"))
-    with pytest.raises(AbortError, match="^This operation was aborted$"):
+    with pytest.raises(AbortError, match=r"^This operation was aborted$"):
         list_sessions("/proj", str(work / "s"), None, signal)
     with pytest.raises(AbortError):
         list_all_sessions(ABSENT, signal)  # listAll(undefined, signal)

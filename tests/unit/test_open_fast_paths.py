@@ -16,6 +16,7 @@ same index, leaf, labels, entries, path, context and tree either way.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -109,7 +110,7 @@ def write(tmp_path: Path, lines: list[str]) -> str:
 def general_state(manager: SessionManager) -> tuple[Any, ...]:
     """Index, leaf, labels and entries as the general loop computes them."""
     manager._build_index()
-    return state(manager) + (list(e for e in manager._file_entries if e.type != "session"),)
+    return (*state(manager), list(e for e in manager._file_entries if e.type != "session"))
 
 
 def state(manager: SessionManager) -> tuple[Any, ...]:
@@ -196,7 +197,7 @@ def test_parent_ids_share_the_string_of_the_line_before(tmp_path: Path):
         lines.append(json.dumps(value))
     manager = SessionManager.open(write(tmp_path, lines), read_only=True)
     entries = manager.get_entries()
-    assert all(child.parent_id is parent.id for parent, child in zip(entries, entries[1:], strict=False))
+    assert all(child.parent_id is parent.id for parent, child in itertools.pairwise(entries))
     # one chain: the walk to the root is one slice
     assert manager._chain_starts == [0]
     path = path_by_chains(entries[-1], entries, manager._chain_starts, manager._by_id)

@@ -5,6 +5,7 @@ pi/getStats (server/session_stats.py) and pi/getTree's ``chain`` and ``aroundId`
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import random
 import shutil
@@ -102,8 +103,8 @@ def test_a_path_to_an_entry_and_through_a_branch_with_descend(example: SessionMa
         for n in reply(tree_view(example.get_tree(), example.get_leaf_id(), example.by_id))["nodes"]
     }
     walked = ids(other["items"])
-    assert walked[:15] == ids(to_entry["items"])[:14] + ["b1c2d3e4"]
-    for parent, child in zip(walked[14:], walked[15:], strict=False):
+    assert walked[:15] == [*ids(to_entry["items"])[:14], "b1c2d3e4"]
+    for parent, child in itertools.pairwise(walked[14:]):
         assert child == tree[parent]["childIds"][-1]  # oldest first: the newest is the last
     assert tree[walked[-1]]["childIds"] == [] and other["endId"] == walked[-1]
     # descend from an entry on the leaf's path follows the leaf's path, down to the leaf
@@ -111,7 +112,7 @@ def test_a_path_to_an_entry_and_through_a_branch_with_descend(example: SessionMa
     assert ids(page(example, ABSENT, descend=True)["items"]) == ids(page(example)["items"])
 
 
-def test_an_unknown_entry_is_refused_and_an_empty_session_has_an_empty_path(tmp_path: Path):
+def test_an_unknown_entry_is_refused_and_an_empty_session_has_an_empty_path():
     m = SessionManager.open(str(EXAMPLE), read_only=True)
     with pytest.raises(RootNotFoundError) as error:
         path_view.get_path(m, "nope", False, 0, 10, keep=False)

@@ -130,7 +130,7 @@ def test_default_dir_uses_resolved_agent_dir(env: tuple[str, str], monkeypatch: 
 
 
 def test_get_default_session_dir_creates_it(env: tuple[str, str]) -> None:
-    cwd, home = env
+    _cwd, home = env
     path = get_default_session_dir("/some/proj")
     assert path == f"{home}/.pi/agent/sessions/--some-proj--"
     assert os.path.isdir(path)

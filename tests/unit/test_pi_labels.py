@@ -221,5 +221,5 @@ def test_labels__labels_are_not_included_in_buildSessionContext():
 
 def test_labels__throws_when_labeling_non_existent_entry():
     session = SessionManager.in_memory()
-    with pytest.raises(EntryNotFoundError, match="^Entry non-existent not found$"):
+    with pytest.raises(EntryNotFoundError, match=r"^Entry non-existent not found$"):
         session.append_label_change("non-existent", "label")

@@ -41,6 +41,6 @@ def test_rpc_set_label__clear_a_label_by_passing_empty_string():
 
 def test_rpc_set_label__throws_on_non_existent_entry():
     sm = SessionManager.in_memory()
-    with pytest.raises(EntryNotFoundError, match="^Entry nonexistent not found$"):
+    with pytest.raises(EntryNotFoundError, match=r"^Entry nonexistent not found$"):
         sm.append_label_change("nonexistent", "test")
     assert sm.get_entries() == []

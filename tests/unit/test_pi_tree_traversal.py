@@ -308,7 +308,7 @@ def test_tree_traversal__branch_moves_leaf_pointer_to_specified_entry():
 def test_tree_traversal__branch_throws_for_non_existent_entry():
     session = SessionManager.in_memory()
     session.append_message(user_msg("hello"))
-    with pytest.raises(EntryNotFoundError, match="^Entry nonexistent not found$"):
+    with pytest.raises(EntryNotFoundError, match=r"^Entry nonexistent not found$"):
         session.branch("nonexistent")
 
 
@@ -342,7 +342,7 @@ def test_tree_traversal__branchWithSummary_inserts_branch_summary_and_advances_l
 def test_tree_traversal__branchWithSummary_throws_for_non_existent_entry():
     session = SessionManager.in_memory()
     session.append_message(user_msg("hello"))
-    with pytest.raises(EntryNotFoundError, match="^Entry nonexistent not found$"):
+    with pytest.raises(EntryNotFoundError, match=r"^Entry nonexistent not found$"):
         session.branch_with_summary("nonexistent", "summary")
 
 
@@ -398,7 +398,7 @@ def test_tree_traversal__buildSessionContext_returns_messages_from_current_branc
 def test_tree_traversal__createBranchedSession_throws_for_non_existent_entry():
     session = SessionManager.in_memory()
     session.append_message(user_msg("hello"))
-    with pytest.raises(EntryNotFoundError, match="^Entry nonexistent not found$"):
+    with pytest.raises(EntryNotFoundError, match=r"^Entry nonexistent not found$"):
         session.create_branched_session("nonexistent")
 
 

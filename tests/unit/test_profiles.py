@@ -67,7 +67,7 @@ def test_profiles_are_frozen_and_passed_through() -> None:
 
 @pytest.mark.parametrize("bad", ["0.9", "1.6", "", None, 1.6])
 def test_unknown_versions_are_refused_clearly(bad: Any) -> None:
-    with pytest.raises(PiVersionError, match="supported versions are 0.86.1, 1.6.0") as err:
+    with pytest.raises(PiVersionError, match=r"supported versions are 0\.86\.1, 1\.6\.0") as err:
         profile_for(bad)
     assert isinstance(err.value, PiSessionError)
 

@@ -86,6 +86,66 @@ def calls_of(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any
     return calls
 
 
+def _random_message(rng: random.Random, r: float, calls: list[str]) -> dict[str, Any]:
+    """A user, assistant, tool result or bash message (``r`` below 0.55 picks which)."""
+    if r < 0.2:
+        content: Any = _text(rng) if rng.random() < 0.5 else [{"type": "text", "text": _text(rng)}]
+        return {"role": "user", "content": content, "timestamp": 1}
+    if r < 0.4:
+        return _assistant(rng, calls)
+    if r < 0.5:
+        call = rng.choice(calls) if calls and rng.random() < 0.8 else "unknown"
+        return {
+            "role": "toolResult",
+            "toolCallId": call,
+            "toolName": "read",
+            "content": [{"type": "text", "text": "ok"}],
+            "isError": False,
+            "timestamp": 1,
+        }
+    return {
+        "role": "bashExecution",
+        "command": "ls -la\n",
+        "output": "",
+        "exitCode": 0,
+        "cancelled": False,
+        "truncated": False,
+        "timestamp": 1,
+    }
+
+
+def _append_random_entry(m: SessionManager, rng: random.Random, r: float, ids: list[Any]) -> bool:
+    """Another kind of entry (``r`` from 0.55 picks which); False when it only moved the leaf back."""
+    if r < 0.6:
+        m.append_custom_message_entry("note", _text(rng), rng.random() < 0.5)
+    elif r < 0.65:
+        m.append_model_change("p", "m2")
+    elif r < 0.68:
+        m.append_thinking_level_change("high")
+    elif r < 0.72:
+        m.append_custom_entry("ext", {"x": 1})
+    elif r < 0.78 and ids:
+        m.append_label_change(rng.choice(ids), rng.choice(["keep", "cache point", "", None]))
+    elif r < 0.8:
+        m.append_session_info(_text(rng))
+    elif r < 0.83:
+        m.append_usage("cache_warm", "p", "m", TEST_USAGE)
+    elif r < 0.86 and ids:
+        m.append_compaction("summary", rng.choice(ids), rng.randint(0, 90000))
+    elif ids:
+        return _go_back(m, rng, r, ids)
+    return True
+
+
+def _go_back(m: SessionManager, rng: random.Random, r: float, ids: list[Any]) -> bool:
+    """Back to an earlier entry (``r`` from 0.86): plainly (False: no entry written) or with a summary."""
+    if r < 0.92:
+        m.branch(rng.choice(ids))
+        return False
+    m.branch_with_summary(rng.choice(ids), "went back: " + _text(rng))
+    return True
+
+
 def random_session(rng: random.Random, path: Path) -> None:
     m = SessionManager.open(str(path))
     calls: list[str] = []
@@ -94,56 +154,10 @@ def random_session(rng: random.Random, path: Path) -> None:
     ids.append(m.get_leaf_id())
     for _ in range(rng.randint(5, 45)):
         r = rng.random()
-        if r < 0.2:
-            content: Any = _text(rng) if rng.random() < 0.5 else [{"type": "text", "text": _text(rng)}]
-            m.append_message({"role": "user", "content": content, "timestamp": 1})
-        elif r < 0.4:
-            m.append_message(_assistant(rng, calls))
-        elif r < 0.5:
-            call = rng.choice(calls) if calls and rng.random() < 0.8 else "unknown"
-            m.append_message(
-                {
-                    "role": "toolResult",
-                    "toolCallId": call,
-                    "toolName": "read",
-                    "content": [{"type": "text", "text": "ok"}],
-                    "isError": False,
-                    "timestamp": 1,
-                }
-            )
-        elif r < 0.55:
-            m.append_message(
-                {
-                    "role": "bashExecution",
-                    "command": "ls -la\n",
-                    "output": "",
-                    "exitCode": 0,
-                    "cancelled": False,
-                    "truncated": False,
-                    "timestamp": 1,
-                }
-            )
-        elif r < 0.6:
-            m.append_custom_message_entry("note", _text(rng), rng.random() < 0.5)
-        elif r < 0.65:
-            m.append_model_change("p", "m2")
-        elif r < 0.68:
-            m.append_thinking_level_change("high")
-        elif r < 0.72:
-            m.append_custom_entry("ext", {"x": 1})
-        elif r < 0.78 and ids:
-            m.append_label_change(rng.choice(ids), rng.choice(["keep", "cache point", "", None]))
-        elif r < 0.8:
-            m.append_session_info(_text(rng))
-        elif r < 0.83:
-            m.append_usage("cache_warm", "p", "m", TEST_USAGE)
-        elif r < 0.86 and ids:
-            m.append_compaction("summary", rng.choice(ids), rng.randint(0, 90000))
-        elif r < 0.92 and ids:
-            m.branch(rng.choice(ids))
+        if r < 0.55:
+            m.append_message(_random_message(rng, r, calls))
+        elif not _append_random_entry(m, rng, r, ids):
             continue
-        elif ids:
-            m.branch_with_summary(rng.choice(ids), "went back: " + _text(rng))
         ids.append(m.get_leaf_id())
 
 
@@ -183,7 +197,7 @@ def test_filter_modes_match_pi_tree_selector(tmp_path: Path) -> None:
         assert ours(path) == expected, path.name
 
 
-def test_none_shows_every_entry_in_get_tree_order(tmp_path: Path) -> None:
+def test_none_shows_every_entry_in_get_tree_order() -> None:
     m = SessionManager.open(str(EXAMPLE))
     view = tree_view(m.get_tree(), m.get_leaf_id(), m.by_id)
     assert sorted(n["id"] for n in view["nodes"]) == sorted(e.id for e in m.get_entries())

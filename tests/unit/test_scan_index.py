@@ -342,7 +342,7 @@ def test_a_file_renamed_over_is_scanned_again(tmp_path: Path, index_dir: Path):
     assert _facts(result, path) == _fresh(path)
 
 
-def _settled(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let the file's last change be old enough for its index to hold its size (see RACY_NS)."""
     monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
     time.sleep(0.1)
@@ -361,7 +361,7 @@ def test_a_file_rewritten_in_place_with_its_size_and_mtime_is_scanned_again(
     tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
 ):
     path = _session(tmp_path / "s.jsonl", final_newline=True)
-    _settled(path, monkeypatch)
+    _settled(monkeypatch)
     _open_scan(path, index_dir)
     assert scan_index.last_outcome.written
     data = path.read_bytes()
@@ -374,7 +374,7 @@ def test_a_file_rewritten_in_place_with_its_size_and_mtime_is_scanned_again(
 
 def test_an_unchanged_file_keeps_using_its_index(tmp_path: Path, index_dir: Path, monkeypatch: Any):
     path = _session(tmp_path / "s.jsonl", final_newline=True)
-    _settled(path, monkeypatch)
+    _settled(monkeypatch)
     _open_scan(path, index_dir)
     for _ in range(3):
         _open_scan(path, index_dir)
@@ -506,7 +506,7 @@ def _open_many_times(path: str, directory: str, rounds: int, out: Any) -> None:
         for _ in range(rounds):
             result = _open_scan(Path(path), Path(directory))
             out.put([(e.id, e.line, e.offset) for e in result.entries])
-    except BaseException as err:  # reported to the test
+    except BaseException as err:  # noqa: BLE001 - reported to the test
         out.put(repr(err))
 
 
@@ -639,7 +639,7 @@ def test_a_stale_index_is_removed_even_when_no_new_one_can_be_written(
     """Rewritten in place, then appended to: the index of the lines before the rewrite must not
     come back when the file has grown past it (its CRCs would match again)."""
     path = _session(tmp_path / "s.jsonl", final_newline=True)
-    _settled(path, monkeypatch)
+    _settled(monkeypatch)
     _open_scan(path, index_dir)
     data = path.read_bytes()
     time.sleep(0.05)

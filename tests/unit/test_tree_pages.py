@@ -155,7 +155,7 @@ def test_an_idle_walk_is_let_go(session: SessionManager) -> None:
     assert pages.kept(session) is None
 
 
-def test_a_walk_goes_with_its_session(tmp_path: Path) -> None:
+def test_a_walk_goes_with_its_session() -> None:
     pages = tree_pages.FlatTreePages()
     m = SessionManager.open(str(EXAMPLE), read_only=True)
     walked = _walk(m)

@@ -120,7 +120,7 @@ HAND_JSON = [
 ATOMS = ["0", "-0", "1", "-1", "01", "1.5", "1.", ".5", "1e5", "1E+5", "1e-5", "1e", "-", "12345678901234567890",
          "9007199254740993", "1e400", '"a"', '""', '"\\n"', '"\\u00e9"', '"\\ud800"', '"\\u12"', '"\\x"', '"é😀"',
          "true", "false", "null", "tru", "nul", "NaN", "Infinity", '"\x01"', '"\u2028"']
-PUNCT = list('{}[],:" \t\r\n\\-+.eE0123456789aftnu') + ["\u00a0", "\ufeff", "😀", "\x00", "\x7f", "é"]
+PUNCT = [*list('{}[],:" \t\r\n\\-+.eE0123456789aftnu'), "\xa0", "\ufeff", "😀", "\x00", "\x7f", "é"]
 KEYS = ['"a"', '"b"', '"1"', '"0"', '"01"', '"-1"', '"4294967295"', '"4294967294"', '""', '"a"', '"10"', '"2"']
 # fmt: on
 
@@ -129,8 +129,8 @@ def _value(rng: random.Random, d: int = 0) -> str:
     r = rng.random()
     if d > 4 or r < 0.4:
         return rng.choice(
-            ATOMS[:10]
-            + [
+            [
+                *ATOMS[:10],
                 '"a"',
                 '""',
                 '"\\n"',
@@ -274,44 +274,50 @@ LEGACY_DATES = ["2025/01/01", "Jan 1 2025", "2025-1-1", "12", "2025-01-01 ", " 2
 # fmt: on
 
 
+def _strict_date(rng: random.Random) -> str:
+    """A strict ECMAScript form (V8's ISO parser) with values around every boundary."""
+    y = rng.choice([f"{rng.randint(0, 9999):04d}", f"{rng.choice('+-')}{rng.randint(0, 280000):06d}"])
+    s = y
+    if rng.random() < 0.9:
+        s += f"-{rng.randint(0, 13):02d}"
+        if rng.random() < 0.9:
+            s += f"-{rng.randint(0, 32):02d}"
+    if rng.random() < 0.8:
+        s += f"T{rng.randint(0, 25):02d}:{rng.randint(0, 60):02d}"
+        if rng.random() < 0.7:
+            s += f":{rng.randint(0, 60):02d}"
+            if rng.random() < 0.6:
+                s += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 7)))
+        if rng.random() < 0.7:
+            s += rng.choice(["Z", f"{rng.choice('+-')}{rng.randint(0, 24):02d}:{rng.randint(0, 60):02d}"])
+    return s
+
+
+def _extended_date(rng: random.Random) -> str:
+    """One of the V8 extensions of D9 (through V8's legacy parser): full valid dates and times only."""
+    s = f"{rng.randint(1970, 2999):04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    s += rng.choice("Tt ") + f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}"
+    if rng.random() < 0.7:
+        s += f":{rng.randint(0, 59):02d}"
+        if rng.random() < 0.6:
+            s += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 3)))
+    if rng.random() < 0.8:
+        s += rng.choice(
+            [
+                "Z",
+                "z",
+                f"{rng.choice('+-')}{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}",
+                f"{rng.choice('+-')}{rng.randint(0, 23):02d}{rng.randint(0, 59):02d}",
+            ]
+        )
+    return s
+
+
 def text_inputs() -> dict:
     rng = random.Random(7)
     dates = list(HAND_DATES)
-    for _ in range(500):
-        # Strict ECMAScript forms (V8's ISO parser) with values around every boundary.
-        y = rng.choice([f"{rng.randint(0, 9999):04d}", f"{rng.choice('+-')}{rng.randint(0, 280000):06d}"])
-        s = y
-        if rng.random() < 0.9:
-            s += f"-{rng.randint(0, 13):02d}"
-            if rng.random() < 0.9:
-                s += f"-{rng.randint(0, 32):02d}"
-        if rng.random() < 0.8:
-            s += f"T{rng.randint(0, 25):02d}:{rng.randint(0, 60):02d}"
-            if rng.random() < 0.7:
-                s += f":{rng.randint(0, 60):02d}"
-                if rng.random() < 0.6:
-                    s += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 7)))
-            if rng.random() < 0.7:
-                s += rng.choice(["Z", f"{rng.choice('+-')}{rng.randint(0, 24):02d}:{rng.randint(0, 60):02d}"])
-        dates.append(s)
-    for _ in range(300):
-        # The V8 extensions of D9 (go through V8's legacy parser): full valid dates and times only.
-        s = f"{rng.randint(1970, 2999):04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-        s += rng.choice("Tt ") + f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}"
-        if rng.random() < 0.7:
-            s += f":{rng.randint(0, 59):02d}"
-            if rng.random() < 0.6:
-                s += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 3)))
-        if rng.random() < 0.8:
-            s += rng.choice(
-                [
-                    "Z",
-                    "z",
-                    f"{rng.choice('+-')}{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}",
-                    f"{rng.choice('+-')}{rng.randint(0, 23):02d}{rng.randint(0, 59):02d}",
-                ]
-            )
-        dates.append(s)
+    dates += [_strict_date(rng) for _ in range(500)]
+    dates += [_extended_date(rng) for _ in range(300)]
     iso = [
         0,
         -1,
@@ -355,7 +361,7 @@ def text_inputs() -> dict:
         for _ in range(200)
     ]
     alphabet = [chr(c) for c in range(0x20, 0x7F)]
-    common = list("aAbBzZ09_-. ") + ["x1", "x10", "x9"]
+    common = [*list("aAbBzZ09_-. "), "x1", "x10", "x9"]
     names: set[str] = set(alphabet)
     while len(names) < 1500:
         k = rng.randint(1, 6)
