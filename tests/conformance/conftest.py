@@ -2,8 +2,9 @@
 of its session files (session/scan_index.py) on, for files of any size. The vectors' files are small
 and most are opened once, so each load of a file is made twice: the first writes its index, the
 second, whose result the scenario gets, reads it. A test fails if a load that wrote an index did not
-then read it, and the run fails if no load at all was read from an index. Without the option the
-vectors' files are below the index's threshold: read by scanning alone."""
+then read it, and a module of vectors fails if no load of it at all was read from an index (checked
+per module that loads files, so that it holds in each pytest-xdist worker too). Without the option the vectors' files
+are below the index's threshold: read by scanning alone."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ from typing import Any
 import pytest
 from pi_session_server.session import manager, scan_index
 
-_read_from_index = [0]
+_read_from_index = [0]  # loads read from their index, in this process
+_module_loads = [0, 0]  # loads in the current module, and those of them read from their index
+
+
+@pytest.fixture(scope="module", autouse=True)
+def some_load_read_from_its_index(request: pytest.FixtureRequest) -> Iterator[None]:
+    _module_loads[:] = [0, 0]
+    yield
+    if _module_loads[0] and not _module_loads[1]:
+        pytest.fail(f"--session-index: no session file of {request.module.__name__} was read from its index")
 
 
 @pytest.fixture(autouse=True)
@@ -31,8 +41,10 @@ def through_the_index(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         source.close()
         wrote = scan_index.last_outcome.written
         result = real_load(fd, path, *args, **kwargs)
+        _module_loads[0] += 1
         if scan_index.last_outcome.read in ("used", "grown"):
             _read_from_index[0] += 1
+            _module_loads[1] += 1
         elif wrote:
             unread.append(f"{path}: {scan_index.last_outcome}")
         return result
@@ -42,13 +54,6 @@ def through_the_index(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     assert not unread, f"indexes written but not read back: {unread}"
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    if config.getoption("--session-index"):
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if config.getoption("--session-index") and _read_from_index[0]:  # not the xdist controller's
         terminalreporter.write_line(f"session index: {_read_from_index[0]} loads read from their index")
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    ran = session.testscollected and not session.config.getoption("collectonly")
-    if session.config.getoption("--session-index") and ran and _read_from_index[0] == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        print("\n--session-index: no session file was read from its index", flush=True)

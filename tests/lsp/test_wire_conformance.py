@@ -9,6 +9,13 @@ Every scenario runs under both pi releases, each through a sidecar started with 
 (``X.expected.pi-1.6.0.json``, ``X.expected.json`` for 0.86.1). A scenario that used an operation the
 sidecar had no request for would be skipped, naming it; there is none.
 
+The wire adds the adapter's mapping and the transport to what the in-process run checks (every
+scenario, both releases, in ``tests/conformance``), so the fast run (``-m "not slow"``) sends a
+representative subset: the hand-written scenarios (the kit's, at the top level, and ``extra/``),
+which together use every operation any scenario uses (checked below), and every
+``SAMPLE_EVERY``-th generated or damaged one, in name order. The others are marked ``slow``; CI runs
+them too.
+
 One documented difference (pi 0.86.1 only; pi 1.6.0 takes a failed entry back itself): by default a write that fails (EEXIST/ENOENT) leaves the
 session as it was, where pi 0.86.1 keeps the failed entry in memory. Scenarios that exercise such a failure must agree up
 to and including the failing op, and agree completely with a sidecar started with
@@ -27,7 +34,10 @@ from wire_adapter import ROOT, Wire, WireApi, WireManager, runner
 
 VECTORS = ROOT / "tests" / "conformance" / "vectors"
 SCENARIOS = runner.find_scenarios(VECTORS)
-CASES = [(scenario, pi) for pi in runner.PI_VERSIONS for scenario in SCENARIOS]
+HAND_WRITTEN = {VECTORS, VECTORS / "extra"}
+SAMPLE_EVERY = 20
+DRAWN = sorted(s for s in SCENARIOS if s.parent not in HAND_WRITTEN)
+REPRESENTATIVE = {s for s in SCENARIOS if s.parent in HAND_WRITTEN} | set(DRAWN[::SAMPLE_EVERY])
 WRITE_OPS = {
     "appendMessage",
     "appendThinkingLevelChange",
@@ -43,17 +53,19 @@ WRITE_OPS = {
 }
 
 
-def ops_without_request(scenario: Path) -> list[str]:
-    """Reference names the scenario calls that the wire adapter cannot send (no ``pi/*`` request)."""
+def operations(scenario: Path) -> set[str]:
+    """The reference names the scenario calls."""
     document = json.loads(scenario.read_text(encoding="utf-8"))
     calls = [document.get("start", {}), *document.get("ops", [])]
-    names = {op.get("op") for op in calls if isinstance(op, dict)}
+    return {op["op"] for op in calls if isinstance(op, dict) and isinstance(op.get("op"), str)}
+
+
+def ops_without_request(scenario: Path) -> list[str]:
+    """Reference names the scenario calls that the wire adapter cannot send (no ``pi/*`` request)."""
     return sorted(
         name
-        for name in names
-        if isinstance(name, str)
-        and name in runner.INSTANCE_METHODS
-        and not hasattr(WireManager, runner.API_NAMES[name])
+        for name in operations(scenario)
+        if name in runner.INSTANCE_METHODS and not hasattr(WireManager, runner.API_NAMES[name])
     )
 
 
@@ -62,6 +74,14 @@ def first_failed_write(expected: dict[str, Any]) -> int | None:
         if record.get("op") in WRITE_OPS and record.get("errorCode") in ("EEXIST", "ENOENT"):
             return int(record["i"])
     return None
+
+
+def _case(scenario: Path, pi: str) -> Any:
+    marks = () if scenario in REPRESENTATIVE else (pytest.mark.slow,)
+    return pytest.param(scenario, pi, marks=marks)
+
+
+CASES = [_case(scenario, pi) for pi in runner.PI_VERSIONS for scenario in SCENARIOS]
 
 
 def _id(case: Any) -> str:
@@ -98,6 +118,13 @@ def test_scenarios_were_found() -> None:
 def test_the_adapter_sends_every_operation() -> None:
     """No scenario is left out: the sidecar has a request for every operation of both releases."""
     assert {str(s): ops_without_request(s) for s in SCENARIOS if ops_without_request(s)} == {}
+
+
+def test_the_fast_subset_sends_every_operation() -> None:
+    every = set().union(*map(operations, SCENARIOS))
+    assert every == set().union(*map(operations, REPRESENTATIVE))
+    assert len(every) > 60
+    assert len(SCENARIOS) // 10 < len(REPRESENTATIVE) < len(SCENARIOS) // 4
 
 
 @pytest.mark.parametrize(("scenario", "pi"), CASES, ids=_id)

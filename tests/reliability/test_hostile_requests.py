@@ -253,7 +253,7 @@ READ_ONLY = {
     "pi/sessions", "pi/getInfo", "pi/list", "pi/listAll", "pi/findById", "pi/getTree", "pi/getBranch",
     "pi/getChildren", "pi/getEntry", "pi/getEntries", "pi/getEntryAtLine", "pi/getLeaf", "pi/getLabel", "pi/getSessionName",
     "pi/getHeader", "pi/buildContextEntries", "pi/buildSessionContext", "pi/open", "pi/inMemory",
-    "pi/create", "pi/continueRecent", "pi/branch", "pi/resetLeaf",
+    "pi/create", "pi/continueRecent", "pi/branch", "pi/resetLeaf", "pi/buildSessionProjection", "pi/getEntryCount",
 }  # fmt: skip
 APPEND_BASES = {
     "message": {"message": USER},
@@ -331,6 +331,9 @@ def base_params(world: World, handle: str, spare: str, entry_id: str) -> dict[st
         "pi/getHeader": [on],
         "pi/buildContextEntries": [{**on, "leafId": entry_id}],
         "pi/buildSessionContext": [{**on, "leafId": entry_id}],
+        "pi/buildSessionProjection": [{**on, "leafId": entry_id}],
+        "pi/getEntryCount": [on],
+        "pi/appendContextEdit": [{**on, "targetId": entry_id, "replacement": "edited"}],
     }
     for params_list in out.values():
         for params in params_list:
