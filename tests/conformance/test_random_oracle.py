@@ -31,13 +31,16 @@ ORACLE = reference_locations.oracle_dir()
 KIT = reference_locations.conformance_kit()
 COUNT = 6
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None
-    or not (ORACLE / "run.mjs").is_file()
-    or not reference_locations.has_pi_160(ORACLE)
-    or not (KIT / "gen.py").is_file(),
-    reason="needs node, the oracle with pi 0.86.1 and 1.6.0 installed, and the shared kit's gen.py",
-)
+pytestmark = [
+    pytest.mark.slow,  # the reference runs in node on each fresh draw
+    pytest.mark.skipif(
+        shutil.which("node") is None
+        or not (ORACLE / "run.mjs").is_file()
+        or not reference_locations.has_pi_160(ORACLE)
+        or not (KIT / "gen.py").is_file(),
+        reason="needs node, the oracle with pi 0.86.1 and 1.6.0 installed, and the shared kit's gen.py",
+    ),
+]
 
 
 @pytest.fixture(scope="module")

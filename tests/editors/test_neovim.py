@@ -45,6 +45,7 @@ def nvim() -> str:
     return found
 
 
+@pytest.mark.slow
 def test_neovim_plugin_headless(nvim: str, tmp_path) -> None:
     env = {
         **os.environ,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import builders as S
+import pytest
 
 from pi_session_server.server.stdio_client import SidecarClient
 
@@ -79,6 +80,7 @@ def notifications(client: SidecarClient, method: str, uri: str, timeout: float =
     raise TimeoutError(f"no {method} for {uri}")
 
 
+@pytest.mark.slow
 def test_the_loop_opens_lists_renames_and_removes_no_file(tmp_path: Path) -> None:
     hooks = tmp_path / "hooks"
     hooks.mkdir()

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sidecar_support import EXAMPLE, server_env
 
 
@@ -62,6 +63,7 @@ def test_demo_of_a_damaged_file_names_the_lines_pi_skips(tmp_path):
     assert crashed.read_text() == "\n".join(damaged) + "\n"
 
 
+@pytest.mark.slow
 def test_demo_reports_errors(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a session\n")
@@ -82,6 +84,7 @@ def test_demo_reports_errors(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_demo_of_a_session_bigger_than_one_tree_reply(tmp_path):
     # 50,001 entries with the "all" filter: more nodes than one pi/getTree reply may hold (the server
     # refuses that with TooLarge); the demo reads the tree in pages, as the editors do

@@ -67,6 +67,7 @@ async def test_filters_and_search(sidecar, tmp_path):
     assert all("preview" not in n for n in plain["nodes"])
 
 
+@pytest.mark.slow
 async def test_a_200000_entry_linear_session(sidecar, tmp_path):
     path = tmp_path / "long.jsonl"
     header = {

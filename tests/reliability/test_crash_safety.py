@@ -47,6 +47,7 @@ def _assert_connected(path: str) -> None:
         manager.close()
 
 
+@pytest.mark.slow
 def test_sigkilled_library_appender_loses_no_acknowledged_entry(tmp_path: Path, long_run: bool, figures):
     kills = 300 if long_run else 30
     rng = random.Random(_seed())
@@ -118,6 +119,7 @@ def test_partial_last_line_is_reported_and_next_append_lands_on_its_own_line(tmp
     assert b'"id":"' + new_id.encode() + b'"' in lines[lines_before + 1]
 
 
+@pytest.mark.slow
 def test_kill_between_the_halves_of_a_foreign_line(tmp_path: Path, long_run: bool, figures):
     """A writer that writes a line in two pieces is killed between them; the library appends after."""
     path = new_session_file(tmp_path)
@@ -163,6 +165,7 @@ def _pump_appends(srv: RawServer, handle: str, stop: threading.Event, big: bool,
         pass  # the server was killed
 
 
+@pytest.mark.slow
 def test_sigkilled_server_loses_no_acknowledged_append(tmp_path: Path, long_run: bool, figures):
     kills = 60 if long_run else 6
     rng = random.Random(_seed() + 2)
@@ -222,6 +225,7 @@ def _time_to_open(directory: Path, data: bytes) -> float:
     return elapsed
 
 
+@pytest.mark.slow
 def test_kill_during_a_migration_rewrite_leaves_the_old_or_the_new_file(
     tmp_path: Path, long_run: bool, figures
 ):
@@ -261,6 +265,7 @@ def test_kill_during_a_migration_rewrite_leaves_the_old_or_the_new_file(
     )
 
 
+@pytest.mark.slow
 def test_kill_during_a_rewrite_leaves_no_temporary_file_behind(tmp_path: Path):
     """A rewrite killed before its rename must not leave its temporary file behind for good (#18)."""
     source = Path(__file__).resolve().parent / "data" / "large-session.jsonl"

@@ -222,6 +222,7 @@ def check_bytes(content: bytes) -> None:
     assert not result.error, result.error
 
 
+@pytest.mark.slow
 def test_mutated_real_sessions(long_run: bool):
     @settings(
         max_examples=2000 if long_run else 120,
@@ -312,6 +313,7 @@ HEADER = st.fixed_dictionaries(
 ).map(lambda v: json.dumps(v).encode())
 
 
+@pytest.mark.slow
 def test_generated_files(long_run: bool):
     @settings(
         max_examples=2000 if long_run else 120,

@@ -18,7 +18,7 @@ from pi_session_server.analysis import SessionDocument, document_diagnostics, ho
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager, tree_to_json
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]  # every input here is huge
 
 
 def _assert_ok(result, what: str) -> None:

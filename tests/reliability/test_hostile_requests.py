@@ -413,6 +413,7 @@ def test_params_that_are_not_objects(live: RawServer):
 # -- huge params ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_huge_params(tmp_path: Path, figures):
     world = make_world(tmp_path)
     server = RawServer(world.root)

@@ -186,6 +186,7 @@ def _calls(job: Callable[[], Any], budget: int | None = None) -> int:
     return count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["list with a cwd filter", "listAll of a directory"])
 def test_listing_10k_sessions_with_progress_is_linear(many_sessions: Path, which: str):
     reports: list[tuple[int, int, Any]] = []

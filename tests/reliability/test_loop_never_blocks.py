@@ -143,6 +143,7 @@ def _big_session(path: Path, size_mb: int) -> int:
     return generate_session(path, size_mb)
 
 
+@pytest.mark.slow
 def test_a_200_mb_open_and_a_big_search_delay_no_other_session(server: RawServer, tmp_path: Path, figures):
     idle = _idle_session(server, tmp_path)
     big = tmp_path / "big.jsonl"
@@ -164,6 +165,7 @@ def test_a_200_mb_open_and_a_big_search_delay_no_other_session(server: RawServer
     )
 
 
+@pytest.mark.slow
 def test_a_big_file_the_editor_did_not_send_delays_no_other_session(server: RawServer, tmp_path: Path):
     idle = _idle_session(server, tmp_path)
     big = tmp_path / "2026-11-30T09-13-48-180Z_unsent.jsonl"
@@ -196,6 +198,7 @@ def test_search_words_are_bounded(server: RawServer, tmp_path: Path):
     assert found["nodes"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's memory from /proc")
 def test_requests_during_the_analysis_of_a_big_document_leave_nothing_behind(tmp_path: Path):
     """Requests about a document sent while it is analysed (2M characters and more) wait in its

@@ -133,6 +133,7 @@ def test_a_200k_entry_session_opens_and_pages_in_bounded_memory(big_chain, srv, 
     ] = f"+{held // MB} MB ({held // n} B per entry) / +{worst // MB} MB"
 
 
+@pytest.mark.slow
 def test_a_huge_tree_request_is_bounded_or_refused(big_chain, srv, figures):
     server, memory = srv
     path, n = big_chain
@@ -290,6 +291,7 @@ def test_checking_a_big_session_holds_its_line_facts_not_its_bytes(tmp_path: Pat
     )
 
 
+@pytest.mark.slow
 def test_repairing_a_big_session_streams_it(tmp_path: Path, figures):
     # 12 lines of 10 MB with two lines glued together in the middle: repaired into a new file
     path = bodies_file(tmp_path / "bodies.jsonl", 12, 10 * MB)

@@ -324,6 +324,7 @@ def test_repair_in_place_keeps_an_append_that_waited_for_its_lock(tmp_path: Path
     check_session_file(path, acknowledged)
 
 
+@pytest.mark.slow
 def test_repair_in_place_keeps_what_pi_appends_meanwhile(tmp_path: Path, pi_on_cue: Any):
     """pi takes no lock: its appends land in the file at any moment of the repair (here: from the
     moment the repair holds the lock, at delays spread over its writing, fsync and rename). Each is
@@ -394,6 +395,7 @@ def test_two_library_processes_migrating_one_file_keep_every_entry(tmp_path: Pat
         _parents_all_exist(path)
 
 
+@pytest.mark.slow
 def test_the_sidecar_and_pi_migrating_one_file_keep_every_entry(
     tmp_path: Path, server: RawServer, pi_on_cue: Any
 ):

@@ -310,6 +310,7 @@ def _tree(path: Path, env: dict[str, str], *extra: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_the_tree_is_the_same_from_the_file_from_its_index_and_from_kept_previews(tmp_path: Path):
     path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=150)
     index_dir = tmp_path / "index"

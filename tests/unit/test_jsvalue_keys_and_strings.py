@@ -48,7 +48,7 @@ def test_js_string_of_scalars_that_json_cannot_hold():
     assert js_string_of(2**60) == "1152921504606847000"
 
 
-@pytest.mark.parametrize("depth", [1_000, 100_000])
+@pytest.mark.parametrize("depth", [1_000, pytest.param(100_000, marks=pytest.mark.slow)])
 def test_js_string_of_deeply_nested_arrays_does_not_recurse(depth):
     assert js_string_of(parse_bytes(b"[" * depth + b"]" * depth)) == ""
     assert js_string_of(parse_bytes(b"[" * depth + b"7" + b"]" * depth)) == "7"

@@ -125,6 +125,7 @@ def test_context_decodes_only_returned_messages(tmp_path):
     assert entry_a.offset not in reads
 
 
+@pytest.mark.slow
 def test_long_linear_chain_everywhere(tmp_path):
     n = 200_000
     path = tmp_path / "chain.jsonl"

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -128,6 +129,7 @@ def shape(roots: list[Any]) -> list[tuple[int, int, Any]]:
     return [(depth, id(node.entry), node.label) for depth, node in preorder(roots)]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(session_lines())
 def test_the_open_shortcuts_agree_with_the_general_rules(tmp_path: Path, lines: list[str]):

@@ -126,6 +126,7 @@ def test_file_operations__persists_and_reloads_final_answer_assistant_content(te
     assert message["content"] == content
 
 
+@pytest.mark.slow
 def test_file_operations__opens_session_files_larger_than_nodes_max_string_length(temp_dir):
     path = temp_dir / "large.jsonl"
     path.write_text(

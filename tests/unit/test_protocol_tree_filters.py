@@ -235,6 +235,7 @@ def test_previews_are_what_pi_shows() -> None:
     assert preview["d9e0f1a2"].startswith("[branch summary]: Tried a file-based response cache")
 
 
+@pytest.mark.slow
 def test_flat_form_of_a_200000_entry_chain() -> None:
     m = SessionManager.in_memory("/w")
     for i in range(200_000):

@@ -172,6 +172,7 @@ def test_unknown_codes_are_refused(glued: Path) -> None:
     assert done.returncode == 2 and "no repair for PI040" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_migration_waits_for_a_round_without_other_repairs(tmp_path: Path) -> None:
     header = json.loads(HEADER)
     header["version"] = 2

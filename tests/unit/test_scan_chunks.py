@@ -65,6 +65,7 @@ LINES = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(LINES, max_size=30), st.booleans(), st.sampled_from([1, 5, 33, 257]))
 def test_random_lines_scan_the_same_in_any_chunking(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,7 @@ def shape(roots: list[Any]) -> list[tuple[int, int]]:
     return [(depth, id(node.entry)) for depth, node in preorder(roots)]
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(entry_lists())
 def test_build_tree_matches_the_two_pass_algorithm(entries: list[Entry]):
@@ -61,6 +63,7 @@ def test_a_linear_file_takes_the_one_pass_path_and_sorts_branch_points():
     assert roots[0].children[1].label == "L"
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(entry_lists(), st.data())
 def test_walk_to_root_matches_the_remembering_walk(entries: list[Entry], data: Any):

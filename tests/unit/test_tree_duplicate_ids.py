@@ -46,6 +46,7 @@ def shape(entries: list[dict[str, Any]], walk_always: bool, monkeypatch: pytest.
     return [position[id(r.entry)] for r in roots], order
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(entry_values, min_size=1, max_size=14))
 def test_trees_with_duplicate_ids_equal_those_of_always_walking(entries: list[dict[str, Any]]) -> None:
