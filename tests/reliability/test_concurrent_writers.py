@@ -100,6 +100,7 @@ def test_library_and_plain_foreign_writer(tmp_path: Path):
     manager.close()
 
 
+@pytest.mark.slow
 def test_library_and_careless_split_line_writer(tmp_path: Path):
     """A writer that writes each line in two write() calls (pi does not: one appendFileSync per
     line) may break its own lines; ours must survive even when they land between its halves."""
@@ -190,6 +191,7 @@ def _pi_writer(
     return process, LineCollector(process.stdout)
 
 
+@pytest.mark.slow
 def test_library_and_pi_itself(tmp_path: Path, oracle_module: Path):
     path = new_session_file(tmp_path)
     manager = SessionManager.open(path)
@@ -297,6 +299,7 @@ def server_race(
         server.close()
 
 
+@pytest.mark.slow
 def test_server_race_loses_and_glues_nothing(server_race: ServerRace):
     race = server_race
     assert len(race.theirs) in (200, 300)

@@ -304,6 +304,7 @@ def test_managers_nobody_closed_do_not_keep_their_files_open(tmp_path):
     import gc
 
     path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None), _msg("b", "a", role="assistant")])
+    gc.collect()  # files an earlier test left to the collector (in this process) are closed first
     before = _open_descriptors()
     for _ in range(50):
         reader = SessionManager.open(path, read_only=True)
