@@ -6,7 +6,7 @@ replaces just the lines it touches. Positions inside a line are **byte offsets**
 ``analysis``; :mod:`analysis.positions` converts them to an editor's UTF-16/UTF-8/UTF-32 columns.
 
 Lines are never split on U+2028/U+2029/U+0085 or a lone "\\r" (which pygls' own ``TextDocument``
-and ``str.splitlines`` would do), exactly like pi's loader (spec §1.4).
+and ``str.splitlines`` would do), exactly like pi's loader (docs/FORMAT.md §2.4).
 
 A document reads the file as one pi release does (``pi=``, the library's default release unless
 told otherwise; :attr:`SessionDocument.profile`): diagnostics, hovers and hints follow it. Line

@@ -1,4 +1,4 @@
-"""``getTree``: entries arranged by parentId, children sorted by timestamp (§15.8, D2).
+"""``getTree``: entries arranged by parentId, children sorted by timestamp (docs/API.md §6.8, D2).
 
 Everything is iterative: a 200,000-entry chain is 200,000 levels deep.
 """
