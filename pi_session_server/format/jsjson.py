@@ -613,7 +613,7 @@ def _fast_path_ok(value: Any) -> bool:
     """True when msgspec encodes ``value`` exactly like JSON.stringify (lone surrogates aside,
     which make it raise): only dict/list/str/bool/None, safe ints, floats whose shortest spelling
     is the JS one, no ABSENT, no key that JS would move to the front. (A plain loop: per-container
-    ``set(map(type, ...))`` passes measured slower on session-sized values.)"""
+    ``set(map(type, ...))`` passes are slower on session-sized values.)"""
     stack = [value]
     pop, extend = stack.pop, stack.extend
     while stack:
