@@ -272,8 +272,8 @@ def main() -> int:
             )
         )
         if ref:
-            # The host's speed changes from one moment to the next (the same pure-Python loop takes
-            # 11 or 19 ms): a short run is all fast or all slow, a longer one averages. Both views:
+            # The host's speed changes from one moment to the next (bench/RESULTS.md): a short run
+            # is all fast or all slow, a longer one averages. Both views:
             best, ref_best = min(ours["all_seconds"]), min(ref["all_seconds"])
             mean = sum(ours["all_seconds"]) / len(ours["all_seconds"])
             ref_mean = sum(ref["all_seconds"]) / len(ref["all_seconds"])

@@ -2,7 +2,7 @@
 context pi builds, and why one does nothing.
 
 pi 1.6.0 applies, per target, the latest edit among the context entries of the path it builds the
-context for (``buildSessionProjection``, ``session-manager.md`` §24.2): ``null`` leaves out the
+context for (``buildSessionProjection``, docs/API.md §7.6): ``null`` leaves out the
 target's messages, ``{content}`` replaces the content of its user, assistant, tool result and custom
 messages. An edit therefore does nothing when its target is missing or not above it on its branch,
 when a later edit of the same target on the path replaces it, when the newest compaction summarizes

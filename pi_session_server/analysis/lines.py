@@ -88,7 +88,7 @@ class LineInfo:
         self.raw = raw  # the line's bytes, without "\n"
         self.line = -1
         self.kind = BLANK
-        self.kept = False  # a kept value of the file (§0): parses and is truthy
+        self.kept = False  # a kept value of the file (docs/FORMAT.md §1.1): parses and is truthy
         self.etype: Any = ABSENT  # "type" of an object line
         self.id: Any = ABSENT
         self.key: Any = ABSENT  # index key of id (JS Map semantics)

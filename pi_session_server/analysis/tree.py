@@ -1,7 +1,7 @@
 """The tree facts of a document, maintained incrementally as lines come and go.
 
-Entries are linked by ``parentId`` exactly as the reference resolves it (session-manager.md
-§15.6): the parent of an entry is the **last** entry carrying that id (JS Map semantics), and a
+Entries are linked by ``parentId`` exactly as the reference resolves it (docs/API.md §6.6):
+the parent of an entry is the **last** entry carrying that id (JS Map semantics), and a
 falsy ``parentId`` ends the path. Cycles end a walk before revisiting an entry (D1).
 
 :meth:`TreeIndex.update` takes the entries that left and arrived and recomputes the cross-line

@@ -1,4 +1,4 @@
-"""Times the JavaScript way (spec §1.5, D9): ``new Date(x).getTime()`` and ``toISOString()``.
+"""Times the JavaScript way (docs/FORMAT.md §2.5, D9): ``new Date(x).getTime()`` and ``toISOString()``.
 
 ``ms(x)`` accepts the ECMAScript date-time string format (``YYYY``/``±YYYYYY``, optional ``-MM``,
 ``-DD``, ``THH:mm``, ``:ss``, ``.fraction``, ``Z``/``±HH:mm``) plus the V8 extensions that occur in

@@ -1,4 +1,4 @@
-"""JSON exactly as JavaScript's ``JSON.parse`` / ``JSON.stringify`` do it (spec §1.2, §1.3).
+"""JSON exactly as JavaScript's ``JSON.parse`` / ``JSON.stringify`` do it (docs/FORMAT.md §2.2, §2.3).
 
 Both directions have a fast path built on C code (``json``, ``msgspec``) used only where it provably
 gives the JavaScript result, and an exact pure-Python path that is iterative, so values of any
@@ -372,7 +372,7 @@ _fast_encode: Callable[[Any], bytes] = msgspec.json.Encoder().encode
 
 
 def js_number(x: int | float) -> str:
-    """``Number.prototype.toString()`` of a JS number (spec §1.3 rule 3).
+    """``Number.prototype.toString()`` of a JS number (docs/FORMAT.md §2.3 rule 3).
 
     Non-finite values give "NaN"/"Infinity"/"-Infinity" (JSON.stringify writes those as null).
     Python ints beyond 2**53 are first rounded to the nearest double, as JS would hold them.
@@ -613,7 +613,7 @@ def _fast_path_ok(value: Any) -> bool:
     """True when msgspec encodes ``value`` exactly like JSON.stringify (lone surrogates aside,
     which make it raise): only dict/list/str/bool/None, safe ints, floats whose shortest spelling
     is the JS one, no ABSENT, no key that JS would move to the front. (A plain loop: per-container
-    ``set(map(type, ...))`` passes measured slower on session-sized values.)"""
+    ``set(map(type, ...))`` passes are slower on session-sized values.)"""
     stack = [value]
     pop, extend = stack.pop, stack.extend
     while stack:

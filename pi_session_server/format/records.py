@@ -1,7 +1,7 @@
-"""Typed records of a session line: the header, every entry type and every message (spec §4-§7).
+"""Typed records of a session line: the header, every entry type and every message (docs/FORMAT.md §4-§7).
 
 These Structs describe what pi *writes* (0.86.1's entries, and the ``context_edit`` entry of pi 1.6.0,
-session-format.md §23.1, which 0.86.1 reads as an unknown type). The reference itself validates nothing (it works on
+docs/FORMAT.md §6.11, which 0.86.1 reads as an unknown type). The reference itself validates nothing (it works on
 whatever ``JSON.parse`` produced, see :mod:`jsvalue`), so the records serve two other purposes:
 
 - typed validation: a line that decodes as :data:`SessionLine` has every required field with the
@@ -67,7 +67,7 @@ class _Record(Struct, rename="camel", kw_only=True, omit_defaults=True):
 
 
 # --------------------------------------------------------------------------------------------
-# Content blocks and shared types (§7.1)
+# Content blocks and shared types (docs/FORMAT.md §7.1)
 # --------------------------------------------------------------------------------------------
 
 
@@ -158,7 +158,7 @@ class Deferred(_Record, kw_only=True):
 
 
 # --------------------------------------------------------------------------------------------
-# Messages (§7.2), tagged by ``role``
+# Messages (docs/FORMAT.md §7.2), tagged by ``role``
 # --------------------------------------------------------------------------------------------
 
 
@@ -171,7 +171,7 @@ class SystemMessage(_Message, tag="system", kw_only=True):
     sections: dict[str, str | None] | UnsetType = UNSET
     tools_added: list[Tool] | UnsetType = UNSET
     tools_removed: list[ToolRef] | UnsetType = UNSET
-    timestamp: float | None  # null in a compaction checkpoint whose time was unknown (§16.6)
+    timestamp: float | None  # null in a compaction checkpoint whose time was unknown (docs/API.md §7.7)
 
 
 class UserMessage(_Message, tag="user", kw_only=True):
@@ -228,7 +228,7 @@ class CustomMessage(_Message, tag="custom", kw_only=True):
 
 
 class HookMessage(_Message, tag="hookMessage", kw_only=True):
-    """The v1/v2 name of :class:`CustomMessage` (renamed by the v2 -> v3 migration, §8.3)."""
+    """The v1/v2 name of :class:`CustomMessage` (renamed by the v2 -> v3 migration, docs/FORMAT.md §8.3)."""
 
     custom_type: str
     content: str | list[UserContent]
@@ -273,7 +273,7 @@ class UnknownMessage(_Record, kw_only=True):
 
 
 # --------------------------------------------------------------------------------------------
-# The header (§4) and entries (§5, §6), tagged by ``type``
+# The header (docs/FORMAT.md §4) and entries (§5, §6), tagged by ``type``
 # --------------------------------------------------------------------------------------------
 
 
@@ -369,7 +369,7 @@ class SessionInfoEntry(_Entry, tag="session_info", kw_only=True):
 
 
 class UnknownEntry(_Record, kw_only=True):
-    """An entry of a type this version does not know (§6.11): kept, indexed, a tree node."""
+    """An entry of a type this version does not know (docs/FORMAT.md §6.12): kept, indexed, a tree node."""
 
     type: str
     id: str

@@ -693,7 +693,7 @@ def encode_flat_tree_view(
     """The JSON of ``tree_view(..., form="flat")``, encoded one node at a time.
 
     A node is a dict only while it is encoded, so a result costs its JSON bytes, not a dict per
-    node (about four times as much).
+    node (several times as much).
     """
     shape, tops = _shape_and_tops(
         roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
@@ -704,11 +704,11 @@ def encode_flat_tree_view(
 class FlatTree:
     """The rows of one window of the flat form, walked once and paged many times.
 
-    A front end reads a big tree in pages (at most ``MAX_TREE_NODES`` per reply). Walking the whole
-    tree for every page (to count it and to reach the page), with the filter, the leaf's path and
-    the tool calls made anew each time, was most of a page's cost: a 200,000-entry session took 2 s
-    a page. The rows (``_TreeShape.walk`` of the window's top nodes) depend on the session and on
-    the filter, search, order, previews, ``rootId`` and ``depth``, not on ``offset`` or ``limit``.
+    A front end reads a big tree in pages (at most ``MAX_TREE_NODES`` per reply). Walking the whole tree
+    for every page (to count it and to reach the page), with the filter, the leaf's path and the tool
+    calls made anew each time, was most of a page's cost. The rows (``_TreeShape.walk`` of the window's
+    top nodes) depend on the session and on the filter, search, order, previews, ``rootId`` and
+    ``depth``, not on ``offset`` or ``limit``.
     """
 
     __slots__ = ("shape", "leaf_id", "rows")

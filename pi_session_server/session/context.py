@@ -1,4 +1,5 @@
-"""Context building: the path to a leaf, compaction-aware entry selection, entries -> messages (§16).
+"""Context building (docs/API.md §7): the path to a leaf, compaction-aware entry selection, entries ->
+messages.
 
 These are the same in every pi release; :mod:`.projection` puts them together as the chosen release
 does (``buildSessionContext``, pi 1.6.0's ``buildSessionProjection``).
@@ -29,7 +30,7 @@ def build_session_path(
     plain_index: bool | None = None,
     chain_starts: list[int] | None = None,
 ) -> list[Any]:
-    """The path from the root to the leaf (§16.1), with D1: a parent cycle ends the walk.
+    """The path from the root to the leaf (docs/API.md §7.1), with D1: a parent cycle ends the walk.
 
     ``plain_index``: what :func:`is_plain_index` says of ``by_id``, when the caller knows it;
     ``chain_starts``: where chains start in ``entries`` (see :mod:`.chains`), when known.
@@ -147,7 +148,7 @@ def _walk_to_root_remembering(start: Any, index: dict[Any, Any]) -> list[Any]:
 
 
 def context_settings(path: list[Any]) -> tuple[Any, Any]:
-    """(thinkingLevel, model) over the whole path (§16.4): the last setting of each wins, so the
+    """(thinkingLevel, model) over the whole path (docs/API.md §7.4): the last setting of each wins, so the
     path is read from its end and the walk stops once both are known (a long chat has an assistant
     message near its end)."""
     unknown = _UNKNOWN
@@ -224,7 +225,7 @@ def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:
 
 
 def select_context_entries(path: list[Any]) -> list[Any]:
-    """§16.2 on a path computed by :func:`build_session_path`.
+    """``buildContextEntries`` (docs/API.md §7.2) on a path computed by :func:`build_session_path`.
 
     Every element of such a path except the last (the start) was fetched from the id index, so their
     ids are pairwise distinct: the first element carrying the compaction's id is the compaction
@@ -266,7 +267,7 @@ def build_context_entries(
 
 
 def session_entry_to_context_messages(entry: Any) -> list[Any]:
-    """§16.3 (with D6: a null/missing message produces nothing)."""
+    """Entry to messages, docs/API.md §7.3 (with D6: a null/missing message produces nothing)."""
     etype = type_of(entry)
     if etype == "message":
         message = field(entry, "message")
@@ -328,7 +329,7 @@ def get_latest_compaction_entry(entries: list[Any]) -> Any:
 
 
 def current_system_message(messages: list[Any]) -> dict[str, Any] | None:
-    """pi-ai's ``getCurrentSystemMessage`` with D6 tolerance (§16.6)."""
+    """pi-ai's ``getCurrentSystemMessage`` with D6 tolerance (docs/API.md §7.7)."""
     content: list[str] = []
     sections: dict[str, Any] = {}
     timestamp: Any = ABSENT

@@ -1,4 +1,4 @@
-"""Listing sessions: ``SessionInfo`` of a file (spec §18.5), ``list``/``listAll`` (§18.3-§18.7).
+"""Listing sessions: ``SessionInfo`` of a file (docs/API.md §9.5), ``list``/``listAll`` (§9.3-§9.7).
 
 A listing reads every line of every session, so this is built for directories of thousands of files
 and files of gigabytes: each file is streamed in chunks (memory is bounded by the chunk size and the
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: ``on_progress(loaded, total, partial)``; ``partial`` is ``None`` where the reference passes
-#: ``undefined`` (§18.6).
+#: ``undefined`` (docs/API.md §9.6).
 ProgressCallback = Callable[[int, int, "list[SessionInfo] | None"], Any]
 
 _CHUNK_SIZE: Final = 1024 * 1024
@@ -208,7 +208,7 @@ def _kept_first_message(first_message: str, options: TextOptions) -> tuple[Any, 
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """What ``list``/``listAll`` report for one file (§18.5).
+    """What ``list``/``listAll`` report for one file (docs/API.md §9.5).
 
     ``id`` and ``parent_session_path`` are the header's values as stored (any JSON value, ABSENT when
     missing); ``name`` is a string or ABSENT; ``created``/``modified`` are epoch milliseconds
@@ -432,9 +432,9 @@ def session_info(
     text: TextOptions = ALL_TEXT,
     env: Environment | None = None,
 ) -> SessionInfo | None:
-    """The ``SessionInfo`` of the file at ``path`` (``buildSessionInfo``, §18.5), or ``None`` when it
-    is not a listable session or cannot be read. ``path`` is reported as given (a relative one is
-    read from the working directory of ``env``). ``stat_result``, if given, supplies the mtime
+    """The ``SessionInfo`` of the file at ``path`` (``buildSessionInfo``, docs/API.md §9.5), or
+    ``None`` when it is not a listable session or cannot be read. ``path`` is reported as given (a
+    relative one is read from the working directory of ``env``). ``stat_result``, if given, supplies the mtime
     fallback (``listAll`` stats its candidates first). ``text``: how much message text to keep (all
     of it by default, as the reference). Raises only :class:`~pi_session_server.errors.AbortError`
     (when ``signal`` is aborted)."""
@@ -678,7 +678,7 @@ def list_sessions(
     pi: PiVersion = DEFAULT_PI,
     env: Environment | None = None,
 ) -> list[SessionInfo]:
-    """``SessionManager.list(cwd, sessionDir?, onProgress?, signal?)`` (§18.3).
+    """``SessionManager.list(cwd, sessionDir?, onProgress?, signal?)`` (docs/API.md §9.3).
 
     The directory is ``normalizePath(session_dir)`` if truthy, else the default directory for ``cwd``
     (created). Sessions are filtered by header cwd only when ``session_dir`` was given and is not the
@@ -709,7 +709,7 @@ def list_all_sessions(
     env: Environment | None = None,
 ) -> list[SessionInfo]:
     """``SessionManager.listAll(sessionDir?, onProgress?, signal?)`` and ``listAll(onProgress?,
-    signal?)`` (§18.4), with the reference's overload resolution: a string first argument is a
+    signal?)`` (docs/API.md §9.4), with the reference's overload resolution: a string first argument is a
     directory whose ``*.jsonl`` files are listed (no cwd filter, no subdirectories); a callable first
     argument is the progress callback (then the second argument is the signal); anything else first
     (an AbortSignal included) is ignored and the second argument is the callback if callable, else

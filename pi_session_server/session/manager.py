@@ -1,6 +1,6 @@
 """``SessionManager``: pi's session API over a JSONL file (or in memory), like the reference.
 
-State and every operation follow ``session-manager.md`` for the pi release of the manager's
+State and every operation follow ``docs/API.md`` for the pi release of the manager's
 :attr:`SessionManager.profile` (``pi=`` on every constructor, pi 1.6.0 by default; see
 :mod:`.profiles`); the deliberate differences are listed in ``docs/DEVIATIONS.md``. Beyond the reference, a persisted manager can follow a file that
 another process appends to (:meth:`SessionManager.refresh_from_disk`) and reports writes by others
@@ -485,7 +485,8 @@ class SessionManager:
         loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index)
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
-        # the reference's load-time repair (§10.1); a newline right at our end finishes our last line
+        # the reference's load-time repair (docs/FORMAT.md §9.1 step 5); a newline right at our end
+        # finishes our last line
         if (
             loaded.needs_newline
             and not self.read_only

@@ -1,4 +1,4 @@
-"""Where session files live (spec §2): Node path semantics, pi's agent and session directories.
+"""Where session files live (docs/FORMAT.md §3): Node path semantics, pi's agent and session directories.
 
 These are ports of Node's POSIX ``path.resolve``/``path.join``, ``url.fileURLToPath`` and pi's
 ``normalizePath``/``resolvePath``/``getDefaultSessionDir``; Python's ``os.path`` differs in corner

@@ -1,4 +1,4 @@
-"""``getTree``: entries arranged by parentId, children sorted by timestamp (§15.8, D2).
+"""``getTree``: entries arranged by parentId, children sorted by timestamp (docs/API.md §6.8, D2).
 
 Everything is iterative: a 200,000-entry chain is 200,000 levels deep.
 """
@@ -104,7 +104,7 @@ def _build_parents_first(entries: list[Any]) -> _Built | None:
     lookup = nodes.get
     previous_id: Any = ABSENT
     previous: Any = None
-    for e in entries:  # the id/key lines repeat _build_any_order's: a helper call per entry costs ~10 %
+    for e in entries:  # the id/key lines repeat _build_any_order's: no helper call in a loop run per entry
         if type(e) is Entry:
             entry_id, parent_id = e.id, e.parent_id
         else:
