@@ -447,7 +447,7 @@ def decode_line(data: str | bytes) -> SessionLine | UnknownEntry | MessageEntry:
 def _unknown_entry_schema(known: frozenset[str]) -> dict[str, Any]:
     return {
         "title": "UnknownEntry",
-        "description": "An entry of a type this version does not know: kept as-is, a tree node (spec §6.11).",
+        "description": "An entry of a type this version does not know: kept as-is, a tree node (docs/FORMAT.md §6.12).",
         "type": "object",
         "properties": {
             "type": {"type": "string", "not": {"enum": sorted(known | {"session"})}},
