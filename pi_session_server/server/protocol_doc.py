@@ -567,9 +567,11 @@ _PARAMS_STRUCTS = {
 
 
 def _open_objects(components: dict[str, Any]) -> None:
-    """Mark the values that are pi's own (entries, the header) as open: they hold any member."""
-    for cls in (R.Entry, R.Header):
-        components[cls.__name__]["additionalProperties"] = True
+    """Mark pi's own objects (entries, the header) as open: they hold any member."""
+    for name, body in components.items():
+        struct = getattr(R, name, None)
+        if isinstance(struct, type) and issubclass(struct, R.PiObject):
+            body["additionalProperties"] = True
 
 
 def _unwrap_descriptions(schema: Any) -> None:

@@ -33,6 +33,11 @@ class Result(msgspec.Struct, rename="camel", kw_only=True):
     """Base of the result structures: camelCase members, as pi writes them."""
 
 
+class PiObject(Result, kw_only=True):
+    """Base of pi's own JSON objects (entries, the header): the members named are those readers rely
+    on, and the object holds any other (the document says so: ``additionalProperties``)."""
+
+
 @dataclass(frozen=True)
 class OneOf:
     """A result that is one of several structures without a member telling which (msgspec has no
@@ -45,7 +50,7 @@ class OneOf:
 # --- sessions ------------------------------------------------------------------------------
 
 
-class Entry(Result, kw_only=True):
+class Entry(PiObject, kw_only=True):
     """A session entry exactly as stored in the file (one JSON line), keys in the file's order
     (integer-like keys first, as JavaScript orders them). pi never validates what it reads, so any
     field may have any type; session-line.schema.json describes what pi writes."""
@@ -56,7 +61,7 @@ class Entry(Result, kw_only=True):
     timestamp: Any = UNSET
 
 
-class Header(Result, kw_only=True):
+class Header(PiObject, kw_only=True):
     """The session header line (type "session"), every key it has."""
 
     type: Literal["session"]
