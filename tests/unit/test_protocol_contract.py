@@ -11,6 +11,7 @@ import pytest
 
 from pi_session_server.server import create_server
 from pi_session_server.server import errors as E
+from pi_session_server.server.language_features import LARGE_FILE
 from pi_session_server.server.protocol_doc import (
     METHODS,
     NOTIFICATIONS,
@@ -50,7 +51,7 @@ def test_every_registered_method_is_documented_and_vice_versa() -> None:
 
 def test_notifications_and_error_codes_are_documented() -> None:
     document = json.loads(DOCUMENT.read_text())
-    notifications = ["pi/didChange", "pi/foreignWriter", "pi/largeFile"]
+    notifications = ["pi/didChange", "pi/foreignWriter", LARGE_FILE]
     assert [n["name"] for n in document["x-notifications"]] == notifications
     assert {e["code"] for e in document["components"]["errors"].values()} == set(E.ERROR_CODES)
     for method in document["methods"]:
