@@ -394,7 +394,7 @@ METHODS: list[Method] = [
         "pi 1.6.0's getEntryCount(): the number of distinct entry ids (entryCount of pi/getInfo counts "
         "lines, which differs when ids repeat or are missing). Also answered under pi 0.86.1.",
         P.SessionParams,
-        R.Count,
+        P.Count,
         SESSION_ERRORS,
         "getEntryCount",
     ),

@@ -19,9 +19,8 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from . import errors as E
+from .params import Count
 
-#: a non-negative count or index
-Count = Annotated[int, Meta(ge=0)]
 #: an entry's place in the file
 Line = Annotated[int, Meta(ge=0, description="0-based line of the entry in the file")]
 EntryId = Annotated[Any, Meta(description="The entry's id (null when the entry has none).")]
