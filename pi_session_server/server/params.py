@@ -9,7 +9,8 @@ left out, because the reference gives each a defined answer (``branch(5)`` fails
 found``, ``branch()`` with ``Entry undefined not found``, ``getEntry()`` finds an entry without id).
 A field that is left out is JS ``undefined`` (``ABSENT``), which is not the same as ``null``.
 
-The same structures generate the params schemas of ``protocol/`` (see ``protocol_doc.py``).
+The same structures generate the params schemas of ``protocol/`` and of the VS Code client's
+``protocol.ts`` (see ``protocol_doc.py``).
 """
 
 from __future__ import annotations
