@@ -64,11 +64,14 @@ class FileLineInfo(LineInfo):
 
     __slots__ = ()
 
-    @property  # type: ignore[override]
+    @property
     def raw(self) -> bytes:
         stored = _RAW_SLOT.__get__(self, LineInfo)
         if type(stored) is bytes:
             return stored
+        source: _FileBytes
+        offset: int
+        length: int
         source, offset, length = stored
         return source.read(offset, length)
 

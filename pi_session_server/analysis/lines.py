@@ -115,7 +115,7 @@ class LineInfo:
 
 _decoder = msgspec.json.Decoder(rec.SessionLine)
 _TAG_OF: dict[type, str] = {}
-for _cls in (*rec.SessionLine.__args__, *rec.Message.__args__):  # type: ignore[attr-defined]
+for _cls in (*rec.SessionLine.__args__, *rec.Message.__args__):
     _TAG_OF[_cls] = _cls.__struct_config__.tag
 _IMAGE_CONTENT_ROLES = (rec.UserMessage, rec.ToolResultMessage, rec.CustomMessage, rec.HookMessage)
 #: the field by which an entry of each type names another entry (``LineInfo.ref``)
@@ -176,11 +176,7 @@ class _Envelope(msgspec.Struct):
 
 
 _decode_envelope = msgspec.json.Decoder(_Envelope).decode
-_ENTRY_TYPES: Final = frozenset(
-    _TAG_OF[c]
-    for c in rec.SessionLine.__args__
-    if c is not rec.SessionHeader  # type: ignore[attr-defined]
-)
+_ENTRY_TYPES: Final = frozenset(_TAG_OF[c] for c in rec.SessionLine.__args__ if c is not rec.SessionHeader)
 #: the entry types read by their envelope alone; a ``context_edit`` is always scanned in full (its
 #: ``replacement`` decides whether it is an edit at all, and edits are few)
 _ENVELOPE_TYPES: Final = _ENTRY_TYPES - {"context_edit"}

@@ -530,7 +530,7 @@ def image_plan(
     value = full_value(info, doc.errors)
     block: Any = value
     for part in block_path:
-        block = block[part] if _has(block, part) else None  # type: ignore[index]
+        block = block[part] if _has(block, part) else None
     data = get(block, "data")
     mime = get(block, "mimeType")
     if not isinstance(data, str):

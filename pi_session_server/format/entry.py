@@ -283,7 +283,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
         return len(value) if isinstance(value, dict) else 0
 
     def __contains__(self, key: object) -> bool:
-        if key in _ENVELOPE_KEYS and self.get(key, ABSENT) is not ABSENT:  # type: ignore[arg-type]
+        if key in _ENVELOPE_KEYS and self.get(key, ABSENT) is not ABSENT:
             return True
         value = self.value
         return isinstance(value, dict) and key in value

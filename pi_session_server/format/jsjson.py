@@ -15,7 +15,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
+from json.decoder import scanstring as _untyped_scanstring  # type: ignore[attr-defined]  # C function typeshed omits
 from json.encoder import encode_basestring as _encode_basestring
 from typing import Any, TypeVar
 
@@ -36,6 +36,8 @@ __all__ = [
     "parse",
     "parse_bytes",
 ]
+
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = _untyped_scanstring
 
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 4294967294

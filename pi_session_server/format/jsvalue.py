@@ -83,7 +83,7 @@ def strict_equal(a: Any, b: Any) -> bool:
     if ta is bool or tb is bool:
         return False
     if ta in (int, float) and tb in (int, float):
-        return a == b
+        return bool(a == b)
     return False
 
 

@@ -121,7 +121,7 @@ def _read(fd: int, size: int) -> bytes:
 
 def _final_line(pending: bytearray) -> dict[str, Any] | None:
     decided = _header_candidate(bytes(pending))
-    return None if decided is _UNDECIDED else decided  # type: ignore[no-any-return]
+    return None if decided is _UNDECIDED else decided
 
 
 def discover_header_quietly(path: str, env: Environment | None = None) -> dict[str, Any] | None:

@@ -260,7 +260,7 @@ def _shared_nodes_in_a_cycle(
     def first_shared_above(start: TreeNode | None) -> TreeNode | None:
         climbed: list[int] = []
         node = start
-        found: Any = None
+        found: TreeNode | None = None
         while node is not None:
             key = id(node)
             if key in shared:
