@@ -40,7 +40,7 @@ class Located:
 class Frame:
     """An open container: where it starts and, for an object, where its current member's key is."""
 
-    __slots__ = ("is_object", "index", "expect_key", "start", "key_start")
+    __slots__ = ("expect_key", "index", "is_object", "key_start", "start")
 
     def __init__(self, is_object: bool, start: int):
         self.is_object = is_object
@@ -72,7 +72,7 @@ class Walk:
     (``matched``) are updated in O(1) per token.
     """
 
-    __slots__ = ("raw", "frames", "keys", "unkeyed", "wanted", "matched")
+    __slots__ = ("frames", "keys", "matched", "raw", "unkeyed", "wanted")
 
     def __init__(self, raw: bytes, wanted: Path = ()):
         self.raw = raw

@@ -64,24 +64,24 @@ class LineInfo:
     """The facts of one physical line; the document keeps one per line, renumbered on edits."""
 
     __slots__ = (
-        "raw",
-        "line",
-        "kind",
-        "kept",
+        "bom",
+        "call_blocks",
+        "call_ids",
         "etype",
         "id",
+        "kept",
         "key",
+        "kind",
+        "line",
         "parent_id",
         "pkey",
-        "timestamp",
-        "role",
-        "call_ids",
-        "call_blocks",
-        "result_call_id",
-        "ref",
-        "version",
-        "bom",
         "problems",
+        "raw",
+        "ref",
+        "result_call_id",
+        "role",
+        "timestamp",
+        "version",
     )
 
     def __init__(self, raw: bytes):
@@ -168,11 +168,11 @@ class _Envelope(msgspec.Struct):
 
     type: Any = msgspec.UNSET
     id: Any = msgspec.UNSET
-    parentId: Any = msgspec.UNSET  # noqa: N815 - the JSON key
+    parentId: Any = msgspec.UNSET  # the JSON key
     timestamp: Any = msgspec.UNSET
-    targetId: Any = msgspec.UNSET  # noqa: N815
-    firstKeptEntryId: Any = msgspec.UNSET  # noqa: N815
-    fromId: Any = msgspec.UNSET  # noqa: N815
+    targetId: Any = msgspec.UNSET
+    firstKeptEntryId: Any = msgspec.UNSET
+    fromId: Any = msgspec.UNSET
 
 
 _decode_envelope = msgspec.json.Decoder(_Envelope).decode

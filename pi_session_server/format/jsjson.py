@@ -134,7 +134,7 @@ _EXPONENT_MISSING = "Exponent part is missing a number"
 class _ObjectFrame:
     """An object being parsed and the key whose value comes next."""
 
-    __slots__ = ("obj", "key")
+    __slots__ = ("key", "obj")
 
     def __init__(self, obj: dict[str, Any], key: str):
         self.obj = obj
@@ -144,7 +144,7 @@ class _ObjectFrame:
 class _Parser:
     """An iterative port of V8's JsonParser: same values, same error kinds and positions."""
 
-    __slots__ = ("text", "end")
+    __slots__ = ("end", "text")
 
     def __init__(self, text: str):
         self.text = text

@@ -273,7 +273,7 @@ class LanguageFeatures:
         order mark written or dropped with the encoding)."""
         state = self.docs.get(params.text_document.uri)
         if state is not None and not state.from_disk:
-            state.queue.submit(lambda token: self._file_changed(state), interruptible=False)
+            state.queue.submit(lambda _token: self._file_changed(state), interruptible=False)
 
     def did_close(self, params: types.DidCloseTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
@@ -896,13 +896,13 @@ class LanguageFeatures:
 
 class _OpenedDocument(msgspec.Struct):
     uri: str
-    languageId: str  # noqa: N815 - the LSP field name
+    languageId: str  # the LSP field name
     version: int
     text: msgspec.Raw
 
 
 class _OpenParams(msgspec.Struct):
-    textDocument: _OpenedDocument  # noqa: N815 - the LSP field name
+    textDocument: _OpenedDocument  # the LSP field name
 
 
 class _OpenNotification(msgspec.Struct):

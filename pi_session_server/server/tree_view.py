@@ -711,7 +711,7 @@ class FlatTree:
     the filter, search, order, previews, ``rootId`` and ``depth``, not on ``offset`` or ``limit``.
     """
 
-    __slots__ = ("shape", "leaf_id", "rows")
+    __slots__ = ("leaf_id", "rows", "shape")
 
     def __init__(self, shape: _TreeShape, leaf_id: Any, rows: list[Row]) -> None:
         self.shape = shape

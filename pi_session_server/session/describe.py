@@ -231,7 +231,7 @@ class PreviewCache:
     need is read in one pass over their file (see preview_pass), not entry by entry.
     """
 
-    __slots__ = ("parts", "calls", "home", "_walked", "_misses", "_stored", "_cursor", "_made")
+    __slots__ = ("_cursor", "_made", "_misses", "_stored", "_walked", "calls", "home", "parts")
 
     def __init__(self, home: str | None = None) -> None:
         #: what tool-call paths are shortened against (None: :func:`home_directory` at each walk)
@@ -372,7 +372,7 @@ def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
 class _ToolResult:
     """The part of a tool result's preview that needs the tool calls (and ``HOME``): done per call."""
 
-    __slots__ = ("call_id", "name", "memo")
+    __slots__ = ("call_id", "memo", "name")
 
     def __init__(self, call_id: Any, name: Any) -> None:
         self.call_id = call_id

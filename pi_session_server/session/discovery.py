@@ -29,8 +29,8 @@ __all__ = [
     "find_most_recent_session",
     "header_cwd",
     "js_round",
-    "mtime_ms",
     "most_recent_candidate",
+    "mtime_ms",
     "readdir",
     "session_dir_for",
 ]

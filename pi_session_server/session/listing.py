@@ -139,7 +139,7 @@ ALL_TEXT: Final = TextOptions()
 class _AllTexts:
     """Every text, as the reference keeps them."""
 
-    __slots__ = ("parts", "append")
+    __slots__ = ("append", "parts")
     truncated = False
 
     def __init__(self) -> None:
@@ -164,7 +164,7 @@ class _CappedTexts:
     ``" ".join(parts)`` is exactly the first ``max_chars`` code points of the whole joined text, and
     the whole text is never built."""
 
-    __slots__ = ("parts", "length", "max_chars", "truncated")
+    __slots__ = ("length", "max_chars", "parts", "truncated")
 
     def __init__(self, max_chars: int) -> None:
         self.parts: list[str] = []
@@ -321,7 +321,7 @@ def _find_header(lines: Iterator[_Buffer]) -> Any:
 
 class _Block(msgspec.Struct):
     type: Any = msgspec.UNSET
-    text: str | None | msgspec.UnsetType = msgspec.UNSET
+    text: str | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _Message(msgspec.Struct):
@@ -334,7 +334,7 @@ class _Line(msgspec.Struct):
     type: Any = msgspec.UNSET
     timestamp: Any = msgspec.UNSET
     name: Any = msgspec.UNSET
-    message: _Message | None | msgspec.UnsetType = msgspec.UNSET
+    message: _Message | msgspec.UnsetType | None = msgspec.UNSET
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -565,7 +565,7 @@ class _SortedPartial:
     at the next report, which is where the reference's filter of the partial list raises it.
     """
 
-    __slots__ = ("_infos", "_keys", "_arrived", "_has_nan", "_include", "_error")
+    __slots__ = ("_arrived", "_error", "_has_nan", "_include", "_infos", "_keys")
 
     def __init__(self, include: Callable[[SessionInfo], bool] | None = None) -> None:
         self._infos: list[SessionInfo] = []

@@ -161,7 +161,7 @@ def _build_by_chains(
         chain_starts = [first for first in chain_starts if first < count]
     nodes = list(map(TreeNode, entries))
     link = deque[Any](maxlen=0).extend
-    ends = chain_starts[1:] + [count]
+    ends = [*chain_starts[1:], count]
     for first, end in zip(chain_starts, ends, strict=True):
         if end - first > 1:
             link(map(list.append, map(_CHILDREN, nodes[first : end - 1]), nodes[first + 1 : end]))
