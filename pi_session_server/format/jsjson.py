@@ -105,7 +105,7 @@ def parse_bytes(data: bytes | bytearray | memoryview) -> Any:
     """
     try:
         return msgspec.json.decode(data)
-    except Exception:  # msgspec.DecodeError, RecursionError for deep values, ...
+    except (msgspec.DecodeError, RecursionError):  # not what msgspec accepts, or too deep for it
         return parse(bytes(data).decode("utf-8", "replace"))
 
 
@@ -646,8 +646,8 @@ def dumps_bytes(value: Any) -> bytes:
     if _fast_path_ok(value):
         try:
             return _fast_encode(value)
-        except Exception:  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
-            pass
+        except (msgspec.EncodeError, TypeError, ValueError, RecursionError):
+            pass  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
     return _encode_exact(value).encode("utf-8")
 
 
@@ -656,8 +656,8 @@ def dumps(value: Any) -> str:
     if _fast_path_ok(value):
         try:
             return _fast_encode(value).decode("utf-8")
-        except Exception:  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
-            pass
+        except (msgspec.EncodeError, TypeError, ValueError, RecursionError):
+            pass  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
     return _encode_exact(value)
 
 

@@ -411,7 +411,7 @@ class Connection:
             return
         try:
             message = parse_bytes(body)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - the wire boundary: any unreadable body is answered -32700
             self.send_error(None, PARSE_ERROR, f"Parse error: {error}")
             return
         problem = _envelope_problem(message)
@@ -483,7 +483,7 @@ class Connection:
         def prepare() -> None:
             try:
                 lsp.prepare()
-            except BaseException as error:  # reported on the loop, to those waiting
+            except BaseException as error:  # noqa: BLE001 - reported on the loop, to those waiting
                 loop.call_soon_threadsafe(self._lsp_ready, lsp, error)
             else:
                 loop.call_soon_threadsafe(self._lsp_ready, lsp, None)
@@ -495,7 +495,7 @@ class Connection:
         if failure is None:
             try:
                 protocol = lsp.create()
-            except Exception as error:
+            except Exception as error:  # noqa: BLE001 - answered to every request waiting for the LSP
                 failure = error
             else:
                 self.protocol = protocol
@@ -555,7 +555,7 @@ class Connection:
             del self._pending[key]
         try:
             result = job.result()
-        except BaseException as error:
+        except BaseException as error:  # noqa: BLE001 - the request boundary: every failure is answered
             self.send_exception(message_id, error)
             return
         self.send_result(message_id, result)

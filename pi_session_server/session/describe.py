@@ -92,7 +92,7 @@ def _stringify(value: Any) -> str:
         from pi_session_server.format.jsjson import dumps
 
         return dumps(value)
-    except Exception:
+    except (TypeError, ValueError, RecursionError):  # not a JSON value: shown as Python sees it
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 

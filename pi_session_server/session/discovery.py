@@ -128,7 +128,7 @@ def discover_header_quietly(path: str, env: Environment | None = None) -> dict[s
     """``readSessionHeaderForDiscovery``: every failure (too large, unreadable) is "not a session"."""
     try:
         return discover_header(path, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure is "not a session"
         return None
 
 
@@ -212,7 +212,7 @@ def find_most_recent_session(
             ):
                 return path
         return None
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure finds nothing
         return None
 
 
@@ -254,6 +254,6 @@ def find_by_id(
                 if not cwd_matches(header_cwd(header), resolved_cwd, env):
                     continue
             return path
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure ends the search
         pass
     return ABSENT

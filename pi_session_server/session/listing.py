@@ -440,7 +440,7 @@ def session_info(
     (when ``signal`` is aborted)."""
     try:
         return _read_session_info(path, signal, stat_result, text, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: an unreadable file is no session
         throw_if_aborted(signal)
         return None
 
@@ -500,7 +500,7 @@ def _read_session_info(
                         timestamp = message.timestamp
                         activity = timestamp if _is_number(timestamp) else _entry_time(entry.timestamp)
                         is_user = role == "user"
-            except Exception as err:  # msgspec.DecodeError/ValidationError, RecursionError (deep values), ...
+            except Exception as err:  # noqa: BLE001 - msgspec.DecodeError/ValidationError, RecursionError (deep values), ...: the exact reading decides
                 effect = _effect_exact(line, isinstance(err, msgspec.ValidationError))
                 if effect is None or effect is _SKIPPED:
                     continue
@@ -580,7 +580,7 @@ class _SortedPartial:
             try:
                 if not self._include(info):
                     return
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - the caller's filter failed: raised again to the caller
                 self._error = err
                 return
         self._arrived.append(info)
@@ -663,7 +663,7 @@ def _list_directory(
             on_progress(loaded, total, partial.snapshot() if publish else None)
 
         return _build_infos(candidates, signal, on_loaded, text, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: an unreadable directory lists nothing
         throw_if_aborted(signal)
         return []
 
@@ -735,7 +735,7 @@ def list_all_sessions(
         return sort_by_modified(_list_directory(custom_dir, progress, abort_signal, text, env))
     try:
         return _list_sessions_root(get_sessions_root(env), progress, abort_signal, text, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: an unreadable root lists nothing
         throw_if_aborted(abort_signal)
         return []
 

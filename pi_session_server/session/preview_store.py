@@ -197,7 +197,7 @@ def save(
         os.replace(temporary, path)
         temporary = None
         return True
-    except Exception:  # previews that cannot be kept (read-only, full, odd values) are no error
+    except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
         return False
     finally:
         if temporary is not None:

@@ -609,7 +609,7 @@ def _write_index(
         temporary = None
         _prune(directory)
         return True
-    except Exception:  # a cache that cannot be written (read-only, full, odd values) is no error
+    except Exception:  # noqa: BLE001 - best effort: a cache that cannot be written (read-only, full, odd values) is no error
         return False
     finally:
         if temporary is not None:
