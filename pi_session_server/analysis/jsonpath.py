@@ -99,13 +99,7 @@ class Walk:
                     frames[-1].expect_key = False
             elif c == _COMMA:
                 if frames:
-                    top = frames[-1]
-                    if top.is_object:
-                        top.expect_key = True
-                        self._set_key(None)
-                    else:
-                        top.index += 1
-                        self._set_key(top.index)
+                    self._next_member(frames[-1])
             elif frames and frames[-1].expect_key:  # (only an object expects a key)
                 token = m.group()
                 frames[-1].key_start = start
@@ -123,6 +117,15 @@ class Walk:
         if frame.is_object and self.unkeyed < 0:
             self.unkeyed = i
         self._extend_match(i)
+
+    def _next_member(self, top: Frame) -> None:
+        """After a comma in ``top``: an object expects its next key, an array counts on."""
+        if top.is_object:
+            top.expect_key = True
+            self._set_key(None)
+        else:
+            top.index += 1
+            self._set_key(top.index)
 
     def _close(self) -> Frame:
         self.keys.pop()

@@ -301,7 +301,7 @@ _UNSET = msgspec.UNSET
 _time_ok = _CANONICAL_TIME.fullmatch
 
 
-def _from_record(info: LineInfo, record: Any) -> None:
+def _from_record(info: LineInfo, record: Any) -> None:  # noqa: C901 - the hot loop, one call per line
     """The facts of a line msgspec decoded as a record (the hot loop: kept lean on purpose)."""
     info.kept = True
     cls = type(record)
@@ -508,32 +508,37 @@ def _scan_value(info: LineInfo, value: Any) -> None:
     if isinstance(ts, str) and not _CANONICAL_TIME.fullmatch(ts):
         _check_timestamp(ts, problems)
     if etype == "message":
-        message = get(value, "message")
-        role = get(message, "role")
-        info.role = role
-        content = get(message, "content")
-        if role == "assistant":
-            if isinstance(content, list):
-                calls = [
-                    (i, b["id"])
-                    for i, b in enumerate(content)
-                    if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str)
-                ]
-                if calls:
-                    info.call_blocks = tuple(i for i, _ in calls)
-                    info.call_ids = tuple(c for _, c in calls)
-            stop = get(message, "stopReason")
-            if isinstance(stop, str) and stop not in rec.STOP_REASONS:
-                problems.append(_stop_reason_problem(stop))
-        else:
-            if role == "toolResult" and isinstance(get(message, "toolCallId"), str):
-                info.result_call_id = message["toolCallId"]
-            _plain_images(content, ("message", "content"), problems)
+        _scan_message(info, value, problems)
     elif isinstance(etype, str) and etype in REF_FIELD:
         info.ref = get(value, REF_FIELD[etype])
     elif etype == "custom_message":
         _plain_images(get(value, "content"), ("content",), problems)
     info.problems = tuple(problems)
+
+
+def _scan_message(info: LineInfo, value: Any, problems: list[Problem]) -> None:
+    """The facts of a message entry: its role, tool calls, tool result and oversized images."""
+    message = get(value, "message")
+    role = get(message, "role")
+    info.role = role
+    content = get(message, "content")
+    if role == "assistant":
+        if isinstance(content, list):
+            calls = [
+                (i, b["id"])
+                for i, b in enumerate(content)
+                if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str)
+            ]
+            if calls:
+                info.call_blocks = tuple(i for i, _ in calls)
+                info.call_ids = tuple(c for _, c in calls)
+        stop = get(message, "stopReason")
+        if isinstance(stop, str) and stop not in rec.STOP_REASONS:
+            problems.append(_stop_reason_problem(stop))
+    else:
+        if role == "toolResult" and isinstance(get(message, "toolCallId"), str):
+            info.result_call_id = message["toolCallId"]
+        _plain_images(content, ("message", "content"), problems)
 
 
 def _plain_images(content: Any, path: Path, problems: list[Problem]) -> None:
