@@ -210,7 +210,10 @@ class _Parser:
         try:
             return _scanstring(self.text, pos + 1, True)
         except ValueError:
-            pass
+            return self._refused_string(pos)
+
+    def _refused_string(self, pos: int) -> tuple[str, int]:
+        """The string literal at ``pos`` that scanstring refused, scanned again to raise V8's error."""
         text, end = self.text, self.end
         i = pos + 1
         while True:
@@ -223,22 +226,25 @@ class _Parser:
                 return _scanstring(text, pos + 1, True)
             if c != "\\":
                 raise self._fail(i, _BAD_CONTROL)
-            i += 1
-            if i >= end:
-                raise self._unexpected(end)
-            e = text[i]
-            if e > "\xff":
-                raise self._unexpected(i)
-            if e in '"\\/bfnrt':
+            i = self._after_escape(i + 1)
+
+    def _after_escape(self, i: int) -> int:
+        """Where the escape whose letter is at ``i`` (after a backslash) ends."""
+        text, end = self.text, self.end
+        if i >= end:
+            raise self._unexpected(end)
+        e = text[i]
+        if e > "\xff":
+            raise self._unexpected(i)
+        if e in '"\\/bfnrt':
+            return i + 1
+        if e == "u":
+            for _ in range(4):
                 i += 1
-            elif e == "u":
-                for _ in range(4):
-                    i += 1
-                    if i >= end or text[i] not in _HEX:
-                        raise self._fail(i, _BAD_UNICODE)
-                i += 1
-            else:
-                raise self._fail(i, _BAD_ESCAPE)
+                if i >= end or text[i] not in _HEX:
+                    raise self._fail(i, _BAD_UNICODE)
+            return i + 1
+        raise self._fail(i, _BAD_ESCAPE)
 
     def _number(self, pos: int) -> tuple[int | float, int]:
         text = self.text
@@ -276,7 +282,7 @@ class _Parser:
 
     # ---- the value loop (V8's ParseJsonValue) ------------------------------------------------
 
-    def parse(self) -> Any:
+    def parse(self) -> Any:  # noqa: C901 - V8's value loop, one state machine over every token
         text, end = self.text, self.end
         # Frames: a list for an open array; an _ObjectFrame for an open object.
         stack: list[Any] = []
@@ -393,6 +399,11 @@ def js_number(x: int | float) -> str:
         raise TypeError(f"not a JS number: {type(x).__name__}")
     else:  # int/float subclasses
         return js_number(int(x) if isinstance(x, int) else float(x))
+    return _double_text(f)
+
+
+def _double_text(f: float) -> str:
+    """``Number.prototype.toString()`` of a double."""
     if f != f:
         return "NaN"
     if f == math.inf:
@@ -509,7 +520,9 @@ def _encode_string(s: str) -> str:
     return out
 
 
-def _scalar(v: Any, default: Callable[[Any], Any] | None = None, displayed: bool = False) -> str | None:
+def _scalar(  # noqa: C901 - a dispatch on the value's type, exact types first (the fast cases)
+    v: Any, default: Callable[[Any], Any] | None = None, displayed: bool = False
+) -> str | None:
     """The JSON text of a non-container value, or None for a container (``default`` turns other
     objects into JSON values; ``displayed``: lone surrogates become U+FFFD, see ``encode_value``)."""
     t = type(v)
@@ -540,7 +553,7 @@ def _scalar(v: Any, default: Callable[[Any], Any] | None = None, displayed: bool
     raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
 
 
-def _encode_exact(
+def _encode_exact(  # noqa: C901 - the iterative encoder: one loop over every value at any depth
     value: Any, indent: str = "", default: Callable[[Any], Any] | None = None, displayed: bool = False
 ) -> str:
     """JSON.stringify(value, null, indent) exactly, iteratively (any depth). ``default`` turns
@@ -611,7 +624,7 @@ def _encode_exact(
 _DIGIT_STARTS = frozenset("0123456789")
 
 
-def _fast_path_ok(value: Any) -> bool:
+def _fast_path_ok(value: Any) -> bool:  # noqa: C901 - one loop over every value, kept inline on purpose
     """True when msgspec encodes ``value`` exactly like JSON.stringify (lone surrogates aside,
     which make it raise): only dict/list/str/bool/None, safe ints, floats whose shortest spelling
     is the JS one, no ABSENT, no key that JS would move to the front. (A plain loop: per-container
