@@ -493,16 +493,7 @@ class Connection:
     def _lsp_ready(self, lsp: LanguageServerPart, failure: BaseException | None) -> None:
         waiting, self._for_lsp = self._for_lsp or [], None
         if failure is None:
-            try:
-                protocol = lsp.create()
-            except Exception as error:  # noqa: BLE001 - answered to every request waiting for the LSP
-                failure = error
-            else:
-                self.protocol = protocol
-                if self.writer is not None:
-                    protocol.set_writer(self.writer, include_headers=True)
-                if self._trace is not None:
-                    self._apply_trace(self._trace)
+            failure = self._install_lsp(lsp)
         if failure is not None:
             logger.error("the language server could not start", exc_info=failure)
             self._lsp = None  # what comes for it from now on is refused at once
@@ -517,6 +508,19 @@ class Connection:
                 self._dispatch_waiting(message)
             except Exception:
                 logger.exception("failed to dispatch a message")
+
+    def _install_lsp(self, lsp: LanguageServerPart) -> Exception | None:
+        """Make the language server's protocol and plug it in; returns why it could not be made."""
+        try:
+            protocol = lsp.create()
+        except Exception as error:  # noqa: BLE001 - answered to every request waiting for the LSP
+            return error
+        self.protocol = protocol
+        if self.writer is not None:
+            protocol.set_writer(self.writer, include_headers=True)
+        if self._trace is not None:
+            self._apply_trace(self._trace)
+        return None
 
     def _dispatch_waiting(self, message: dict[str, Any]) -> None:
         method = message.get("method")

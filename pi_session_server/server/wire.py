@@ -92,31 +92,35 @@ def _unwrapped(value: Any, depth: int) -> Any:
     if t in _PLAIN:
         return value
     if t is dict:
-        if depth == 0:
-            return value
-        copy = None
-        for key, item in value.items():
-            if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
-                continue
-            new = _unwrapped(item, depth - 1)
-            if new is not item:
-                if copy is None:
-                    copy = dict(value)
-                copy[key] = new
-        return value if copy is None else copy
+        return _unwrapped_dict(value, depth) if depth else value
     if t is list or t is tuple:
-        if depth == 0:
-            return value
-        items = None
-        for index, item in enumerate(value):
-            if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
-                continue
-            new = _unwrapped(item, depth - 1)
-            if new is not item:
-                if items is None:
-                    items = list(value)
-                items[index] = new
-        return value if items is None else items
+        return _unwrapped_items(value, depth) if depth else value
     if isinstance(value, (Entry, TreeNode)) or callable(getattr(value, "to_json", None)):
         return value.to_json()
     return value
+
+
+def _unwrapped_dict(value: dict[Any, Any], depth: int) -> dict[Any, Any]:
+    copy = None
+    for key, item in value.items():
+        if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
+            continue
+        new = _unwrapped(item, depth - 1)
+        if new is not item:
+            if copy is None:
+                copy = dict(value)
+            copy[key] = new
+    return value if copy is None else copy
+
+
+def _unwrapped_items(value: list[Any] | tuple[Any, ...], depth: int) -> list[Any] | tuple[Any, ...]:
+    items = None
+    for index, item in enumerate(value):
+        if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
+            continue
+        new = _unwrapped(item, depth - 1)
+        if new is not item:
+            if items is None:
+                items = list(value)
+            items[index] = new
+    return value if items is None else items
