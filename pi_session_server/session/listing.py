@@ -255,7 +255,7 @@ class SessionInfo:
 # ---- reading lines -------------------------------------------------------------------------------
 
 
-def _listing_lines(fd: int, size: int, signal: Any) -> Iterator[_Buffer]:
+def _listing_lines(fd: int, size: int, signal: Any) -> Iterator[_Buffer]:  # noqa: C901 - the chunked line scanner
     """The non-empty physical lines of a file as ``readline`` splits them, read in chunks of at most
     ``_CHUNK_SIZE`` (the first read is sized to the file, which keeps small files cheap).
 
@@ -445,7 +445,7 @@ def session_info(
         return None
 
 
-def _read_session_info(
+def _read_session_info(  # noqa: C901 - the per-line loop of a listing, its fast path inline
     path: str,
     signal: Any,
     stat_result: os.stat_result | None,
