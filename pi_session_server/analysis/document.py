@@ -64,11 +64,14 @@ class FileLineInfo(LineInfo):
 
     __slots__ = ()
 
-    @property  # type: ignore[override]
+    @property
     def raw(self) -> bytes:
         stored = _RAW_SLOT.__get__(self, LineInfo)
         if type(stored) is bytes:
             return stored
+        source: _FileBytes
+        offset: int
+        length: int
         source, offset, length = stored
         return source.read(offset, length)
 
@@ -321,13 +324,9 @@ class SessionDocument:
             text = text.encode("utf-8", "surrogatepass")
         self.finish()
         self._scanned = []
-        last = len(self.lines) - 1
-        if start_line > last:
-            start_line, start_col = last, len(self.lines[last].raw)
-        if end_line > last:
-            end_line, end_col = last, len(self.lines[last].raw)
-        if (end_line, end_col) < (start_line, start_col):
-            start_line, start_col, end_line, end_col = end_line, end_col, start_line, start_col
+        start_line, start_col, end_line, end_col = self._clamped_range(
+            start_line, start_col, end_line, end_col
+        )
         first_raw = self.lines[start_line].raw
         last_raw = self.lines[end_line].raw
         start_col = _char_boundary(first_raw, start_col)  # never split a UTF-8 sequence
@@ -359,6 +358,19 @@ class SessionDocument:
         self._account(removed, added)
         self._rescan_first_line()
         self.version += 1
+
+    def _clamped_range(
+        self, start_line: int, start_col: int, end_line: int, end_col: int
+    ) -> tuple[int, int, int, int]:
+        """The range with positions past the end moved to the end, start first."""
+        last = len(self.lines) - 1
+        if start_line > last:
+            start_line, start_col = last, len(self.lines[last].raw)
+        if end_line > last:
+            end_line, end_col = last, len(self.lines[last].raw)
+        if (end_line, end_col) < (start_line, start_col):
+            start_line, start_col, end_line, end_col = end_line, end_col, start_line, start_col
+        return start_line, start_col, end_line, end_col
 
     def _rescan_first_line(self) -> None:
         """Only the file's first line looks through a byte order mark: keep that true after edits."""

@@ -211,7 +211,7 @@ class ToolResultMessage(_Message, tag="toolResult", kw_only=True):
 class BashExecutionMessage(_Message, tag="bashExecution", kw_only=True):
     command: str
     output: str
-    exit_code: float | None | UnsetType = UNSET  # number | undefined
+    exit_code: float | UnsetType | None = UNSET  # number | undefined
     cancelled: bool
     truncated: bool
     full_output_path: str | UnsetType = UNSET
@@ -321,8 +321,8 @@ class CompactionEntry(_Entry, tag="compaction", kw_only=True):
     first_kept_entry_id: str
     tokens_before: float
     details: Any = UNSET
-    usage: Usage | None | UnsetType = UNSET
-    from_hook: bool | None | UnsetType = UNSET
+    usage: Usage | UnsetType | None = UNSET
+    from_hook: bool | UnsetType | None = UNSET
     system_message: SystemMessage | UnsetType = UNSET
 
 
@@ -330,8 +330,8 @@ class BranchSummaryEntry(_Entry, tag="branch_summary", kw_only=True):
     from_id: str  # the abandoned leaf, or the literal "root"
     summary: str
     details: Any = UNSET
-    usage: Usage | None | UnsetType = UNSET
-    from_hook: bool | None | UnsetType = UNSET
+    usage: Usage | UnsetType | None = UNSET
+    from_hook: bool | UnsetType | None = UNSET
 
 
 class CustomEntry(_Entry, tag="custom", kw_only=True):
@@ -361,11 +361,11 @@ class ContextEditEntry(_Entry, tag="context_edit", kw_only=True):
 
 class LabelEntry(_Entry, tag="label", kw_only=True):
     target_id: str
-    label: str | None | UnsetType = UNSET  # any falsy value clears the target's label
+    label: str | UnsetType | None = UNSET  # any falsy value clears the target's label
 
 
 class SessionInfoEntry(_Entry, tag="session_info", kw_only=True):
-    name: str | None | UnsetType = UNSET
+    name: str | UnsetType | None = UNSET
 
 
 class UnknownEntry(_Record, kw_only=True):

@@ -71,8 +71,8 @@ class EnvironmentOptions(msgspec.Struct, rename="camel", kw_only=True):
     member given replaces the server's own; null for home or agentDir means not set."""
 
     cwd: AbsolutePath | UnsetType = UNSET
-    home: Path | None | UnsetType = UNSET
-    agent_dir: Path | None | UnsetType = UNSET
+    home: Path | UnsetType | None = UNSET
+    agent_dir: Path | UnsetType | None = UNSET
 
     def applied_to(self, base: Environment) -> Environment:
         given = {name: getattr(self, name) for name in ("cwd", "home", "agent_dir")}

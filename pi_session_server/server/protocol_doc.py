@@ -602,7 +602,7 @@ def _descriptors(struct: Any, components: dict[str, Any]) -> list[dict[str, Any]
             if name in seen:
                 continue
             descriptor: dict[str, Any] = {"name": name, "schema": schema}
-            if len(members) == 1 and name in required or name == "kind":
+            if (len(members) == 1 and name in required) or name == "kind":
                 descriptor["required"] = True
             if name in FIELD_DOCS:
                 descriptor["description"] = FIELD_DOCS[name]

@@ -516,7 +516,7 @@ class DidChangeParams(Result, kw_only=True):
 
 class ForeignWriterParams(Result, kw_only=True):
     session: str
-    uri: str | None | UnsetType = UNSET
+    uri: str | UnsetType | None = UNSET
     path: str
     message: str
     expected_size: Annotated[int | None, Meta(description="where our last write ended")] | UnsetType = UNSET

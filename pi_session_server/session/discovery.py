@@ -29,8 +29,8 @@ __all__ = [
     "find_most_recent_session",
     "header_cwd",
     "js_round",
-    "mtime_ms",
     "most_recent_candidate",
+    "mtime_ms",
     "readdir",
     "session_dir_for",
 ]
@@ -121,14 +121,14 @@ def _read(fd: int, size: int) -> bytes:
 
 def _final_line(pending: bytearray) -> dict[str, Any] | None:
     decided = _header_candidate(bytes(pending))
-    return None if decided is _UNDECIDED else decided  # type: ignore[no-any-return]
+    return None if decided is _UNDECIDED else decided
 
 
 def discover_header_quietly(path: str, env: Environment | None = None) -> dict[str, Any] | None:
     """``readSessionHeaderForDiscovery``: every failure (too large, unreadable) is "not a session"."""
     try:
         return discover_header(path, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure is "not a session"
         return None
 
 
@@ -212,7 +212,7 @@ def find_most_recent_session(
             ):
                 return path
         return None
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure finds nothing
         return None
 
 
@@ -254,6 +254,6 @@ def find_by_id(
                 if not cwd_matches(header_cwd(header), resolved_cwd, env):
                     continue
             return path
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure ends the search
         pass
     return ABSENT

@@ -1035,27 +1035,7 @@ class SessionManager:
         path = self.get_branch(leaf_id)
         if not path:
             raise EntryNotFoundError(f"Entry {js_string_of(leaf_id)} not found")
-        kept: builtins.list[dict[str, Any]] = []
-        replacement: dict[Any, Any] = {}
-        pending: builtins.list[Any] = []
-        parent: Any = None
-        for e in path:
-            if e.type == "label":
-                pending.append(e.id)
-                continue
-            for label_id in pending:
-                replacement[index_key(label_id)] = e.id
-            pending.clear()
-            body = e.value
-            copy = dict(body) if isinstance(body, dict) else {}
-            copy["parentId"] = parent
-            if e.type == "compaction":
-                first_kept = copy.get("firstKeptEntryId", ABSENT)
-                mapped = replacement.get(index_key(first_kept), ABSENT)
-                copy["firstKeptEntryId"] = coalesce(mapped, first_kept)
-                copy = _drop_absent(copy)
-            kept.append(copy)
-            parent = e.id
+        kept = _branch_copies(path)
         new_id = uuid7()
         timestamp = _now()
         new_file = node_join(self._session_dir, f"{file_timestamp(timestamp)}_{new_id}.jsonl")
@@ -1425,6 +1405,33 @@ class ReadOnlySessionError(PiSessionError):
 def _times_of(st: os.stat_result) -> tuple[int, int]:
     """A file's modification and change times (what a rewrite in place always changes)."""
     return st.st_mtime_ns, st.st_ctime_ns
+
+
+def _branch_copies(path: list[Entry]) -> list[dict[str, Any]]:
+    """The bodies of the entries of ``path`` but its labels, each linked to the one before; a
+    compaction's ``firstKeptEntryId`` naming a label names the entry that followed it."""
+    kept: list[dict[str, Any]] = []
+    replacement: dict[Any, Any] = {}
+    pending: list[Any] = []
+    parent: Any = None
+    for e in path:
+        if e.type == "label":
+            pending.append(e.id)
+            continue
+        for label_id in pending:
+            replacement[index_key(label_id)] = e.id
+        pending.clear()
+        body = e.value
+        copy = dict(body) if isinstance(body, dict) else {}
+        copy["parentId"] = parent
+        if e.type == "compaction":
+            first_kept = copy.get("firstKeptEntryId", ABSENT)
+            mapped = replacement.get(index_key(first_kept), ABSENT)
+            copy["firstKeptEntryId"] = coalesce(mapped, first_kept)
+            copy = _drop_absent(copy)
+        kept.append(copy)
+        parent = e.id
+    return kept
 
 
 def _drop_absent(value: dict[str, Any]) -> dict[str, Any]:
