@@ -189,7 +189,7 @@ def median_runs(fns: list, repeat: int) -> list[dict]:
     return medians
 
 
-def main() -> int:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -209,7 +209,115 @@ def main() -> int:
     parser.add_argument(
         "--oracle", help=f"oracle directory with node_modules (default: {reference_locations.oracle_dir()})"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _bench_size(work: Path, module: Path | None, i: int, size: int, repeat: int) -> None:
+    images = i > 0
+    path = work / f"session-{size}mb{'-images' if images else ''}.jsonl"
+    if not path.exists():
+        generate(path, size, images=images, seed=size)
+    index = index_directory(work, path)
+    runs = [
+        lambda p=path: run_ours(p, "full"),
+        lambda p=path: run_floor(p),
+        lambda p=path, i=index: run_ours(p, "full", index=i),
+    ]
+    if module:
+        runs.append(lambda p=path: run_reference(module, p, "full"))
+    ours, floor, reopen, *rest = median_runs(runs, repeat)
+    ref = rest[0] if rest else None
+    _print_size_report(path, images, ours, floor, reopen, ref)
+
+
+def _print_size_report(
+    path: Path, images: bool, ours: dict, floor: dict, reopen: dict, ref: dict | None
+) -> None:
+    label = f"{path.stat().st_size / 1e6:.0f} MB" + (" img" if images else "")
+    if ref:
+        assert ours["messages"] == ref["messages"] and ours["entries"] == ref["entries"], (ours, ref)
+        print(
+            f"{label:>14} {ours['seconds']:8.3f} {ref['seconds']:8.3f} {ref['seconds'] / ours['seconds']:7.1f}x "
+            f"{ours['rss'] / 1e6:8.0f}M {ref['rss'] / 1e6:8.0f}M {ours['rss'] / ref['rss']:8.2f}"
+        )
+    else:
+        print(f"{label:>14} {ours['seconds']:8.3f} {'-':>8} {'-':>8} {ours['rss'] / 1e6:8.0f}M")
+    print(
+        f"{'':>14} ours (first open): open {ours['open']:.3f} s, context {ours['context']:.3f} s, "
+        f"tree {ours['tree']:.3f} s; runs {ours['all_seconds']}"
+        + (f"; reference runs {ref['all_seconds']}" if ref else "")
+    )
+    print(
+        f"{'':>14} reopen (the index): {reopen['seconds']:.3f} s (open {reopen['open']:.3f} s)"
+        + (f", {ref['seconds'] / reopen['seconds']:.1f}x" if ref else "")
+        + f", RSS {reopen['rss'] / 1e6:.0f} MB; runs {reopen['all_seconds']}"
+    )
+    print(
+        f"{'':>14} floor (read and validate every line on one core, keep nothing) "
+        f"{floor['seconds']:.3f} s: ours on a first open takes {ours['seconds'] / floor['seconds']:.2f}x "
+        f"the floor, its open {ours['open'] / floor['seconds']:.2f}x"
+        + (
+            f"; the most a Python reader can show here on a first open is {ref['seconds'] / floor['seconds']:.1f}x"
+            if ref
+            else ""
+        )
+    )
+    if ref:
+        # The host's speed changes from one moment to the next (bench/RESULTS.md): a short run
+        # is all fast or all slow, a longer one averages. Both views:
+        best, ref_best = min(ours["all_seconds"]), min(ref["all_seconds"])
+        mean = sum(ours["all_seconds"]) / len(ours["all_seconds"])
+        ref_mean = sum(ref["all_seconds"]) / len(ref["all_seconds"])
+        # Each run of ours is followed by one of the reference: the ratio within such a pair
+        # compares the two sides at the same moment of the host.
+        pairs = sorted(r / o for o, r in zip(ours["all_seconds"], ref["all_seconds"], strict=True))
+        quarter = len(pairs) // 4
+        print(
+            f"{'':>14} best runs {best:.3f} s / {ref_best:.3f} s ({ref_best / best:.1f}x); "
+            f"means {mean:.3f} s / {ref_mean:.3f} s ({ref_mean / mean:.1f}x); "
+            f"pairs: median {pairs[len(pairs) // 2]:.1f}x, middle half "
+            f"{pairs[quarter]:.1f}-{pairs[len(pairs) - 1 - quarter]:.1f}x"
+        )
+
+
+def _bench_huge(work: Path, module: Path | None, kind: str, args: argparse.Namespace) -> None:
+    images = kind == "images"
+    path = work / f"session-{args.huge_gb:g}gb{'' if images else '-text'}.jsonl"
+    if not path.exists():
+        generate(path, args.huge_gb * 1024, images=images, seed=7 if images else 11)
+    index = index_directory(work, path)
+    ours, full, floor, reopen = median_runs(
+        [
+            lambda p=path: run_ours(p, "open"),
+            lambda p=path: run_ours(p, "full"),
+            lambda p=path: run_floor(p),
+            lambda p=path, i=index: run_ours(p, "open", index=i),
+        ],
+        args.repeat,
+    )
+    print(
+        f"{path.stat().st_size / 1e9:.2f} GB ({kind}): ours opens + builds the context in "
+        f"{ours['seconds']:.2f} s (open {ours['open']:.2f} s) with peak RSS {ours['rss'] / 1e6:.0f} MB "
+        f"({ours['entries']} entries, {ours['messages']} context messages); with getTree too "
+        f"{full['seconds']:.2f} s, peak RSS {full['rss'] / 1e6:.0f} MB; reopened (the index) "
+        f"{reopen['seconds']:.2f} s (open {reopen['open']:.2f} s), {reopen['rss'] / 1e6:.0f} MB; "
+        f"the floor (read and validate every line on one core, keep nothing) {floor['seconds']:.2f} s"
+    )
+    if module:
+        for heap, how in ((None, "node's default heap, as pi runs"), (8192, "with an 8 GB heap")):
+            try:
+                ref = run_reference(module, path, "open", timeout=300, heap_mb=heap)
+                print(f"reference ({how}): {ref['seconds']:.2f} s, peak RSS {ref['rss'] / 1e6:.0f} MB")
+            except subprocess.CalledProcessError as err:
+                lines = (err.stderr or "").strip().splitlines()
+                fatal = [line for line in lines if "FATAL" in line or "heap" in line.lower()] or lines[-1:]
+                print(f"reference ({how}): failed: {(fatal or ['(no output)'])[0][:160]}")
+            except subprocess.TimeoutExpired:
+                print(f"reference ({how}): did not finish within 300 s")
+
+
+def main() -> int:
+    args = _arguments()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     module = find_reference(args.oracle)
@@ -224,102 +332,10 @@ def main() -> int:
         f"{'session':>14} {'ours s':>8} {'ref s':>8} {'speedup':>8} {'ours RSS':>9} {'ref RSS':>9} {'RSS ratio':>9}"
     )
     for i, size in enumerate(int(s) for s in args.sizes.split(",")):
-        images = i > 0
-        path = work / f"session-{size}mb{'-images' if images else ''}.jsonl"
-        if not path.exists():
-            generate(path, size, images=images, seed=size)
-        index = index_directory(work, path)
-        runs = [
-            lambda p=path: run_ours(p, "full"),
-            lambda p=path: run_floor(p),
-            lambda p=path, i=index: run_ours(p, "full", index=i),
-        ]
-        if module:
-            runs.append(lambda p=path: run_reference(module, p, "full"))
-        ours, floor, reopen, *rest = median_runs(runs, args.repeat)
-        ref = rest[0] if rest else None
-        label = f"{path.stat().st_size / 1e6:.0f} MB" + (" img" if images else "")
-        if ref:
-            assert ours["messages"] == ref["messages"] and ours["entries"] == ref["entries"], (ours, ref)
-            print(
-                f"{label:>14} {ours['seconds']:8.3f} {ref['seconds']:8.3f} {ref['seconds'] / ours['seconds']:7.1f}x "
-                f"{ours['rss'] / 1e6:8.0f}M {ref['rss'] / 1e6:8.0f}M {ours['rss'] / ref['rss']:8.2f}"
-            )
-        else:
-            print(f"{label:>14} {ours['seconds']:8.3f} {'-':>8} {'-':>8} {ours['rss'] / 1e6:8.0f}M")
-        print(
-            f"{'':>14} ours (first open): open {ours['open']:.3f} s, context {ours['context']:.3f} s, "
-            f"tree {ours['tree']:.3f} s; runs {ours['all_seconds']}"
-            + (f"; reference runs {ref['all_seconds']}" if ref else "")
-        )
-        print(
-            f"{'':>14} reopen (the index): {reopen['seconds']:.3f} s (open {reopen['open']:.3f} s)"
-            + (f", {ref['seconds'] / reopen['seconds']:.1f}x" if ref else "")
-            + f", RSS {reopen['rss'] / 1e6:.0f} MB; runs {reopen['all_seconds']}"
-        )
-        print(
-            f"{'':>14} floor (read and validate every line on one core, keep nothing) "
-            f"{floor['seconds']:.3f} s: ours on a first open takes {ours['seconds'] / floor['seconds']:.2f}x "
-            f"the floor, its open {ours['open'] / floor['seconds']:.2f}x"
-            + (
-                f"; the most a Python reader can show here on a first open is {ref['seconds'] / floor['seconds']:.1f}x"
-                if ref
-                else ""
-            )
-        )
-        if ref:
-            # The host's speed changes from one moment to the next (the same pure-Python loop takes
-            # 11 or 19 ms): a short run is all fast or all slow, a longer one averages. Both views:
-            best, ref_best = min(ours["all_seconds"]), min(ref["all_seconds"])
-            mean = sum(ours["all_seconds"]) / len(ours["all_seconds"])
-            ref_mean = sum(ref["all_seconds"]) / len(ref["all_seconds"])
-            # Each run of ours is followed by one of the reference: the ratio within such a pair
-            # compares the two sides at the same moment of the host.
-            pairs = sorted(r / o for o, r in zip(ours["all_seconds"], ref["all_seconds"], strict=True))
-            quarter = len(pairs) // 4
-            print(
-                f"{'':>14} best runs {best:.3f} s / {ref_best:.3f} s ({ref_best / best:.1f}x); "
-                f"means {mean:.3f} s / {ref_mean:.3f} s ({ref_mean / mean:.1f}x); "
-                f"pairs: median {pairs[len(pairs) // 2]:.1f}x, middle half "
-                f"{pairs[quarter]:.1f}-{pairs[len(pairs) - 1 - quarter]:.1f}x"
-            )
+        _bench_size(work, module, i, size, args.repeat)
     kinds = {"images": ["images"], "text": ["text"], "both": ["images", "text"]}[args.huge_kind]
     for kind in kinds if args.huge_gb else []:
-        images = kind == "images"
-        path = work / f"session-{args.huge_gb:g}gb{'' if images else '-text'}.jsonl"
-        if not path.exists():
-            generate(path, args.huge_gb * 1024, images=images, seed=7 if images else 11)
-        index = index_directory(work, path)
-        ours, full, floor, reopen = median_runs(
-            [
-                lambda p=path: run_ours(p, "open"),
-                lambda p=path: run_ours(p, "full"),
-                lambda p=path: run_floor(p),
-                lambda p=path, i=index: run_ours(p, "open", index=i),
-            ],
-            args.repeat,
-        )
-        print(
-            f"{path.stat().st_size / 1e9:.2f} GB ({kind}): ours opens + builds the context in "
-            f"{ours['seconds']:.2f} s (open {ours['open']:.2f} s) with peak RSS {ours['rss'] / 1e6:.0f} MB "
-            f"({ours['entries']} entries, {ours['messages']} context messages); with getTree too "
-            f"{full['seconds']:.2f} s, peak RSS {full['rss'] / 1e6:.0f} MB; reopened (the index) "
-            f"{reopen['seconds']:.2f} s (open {reopen['open']:.2f} s), {reopen['rss'] / 1e6:.0f} MB; "
-            f"the floor (read and validate every line on one core, keep nothing) {floor['seconds']:.2f} s"
-        )
-        if module:
-            for heap, how in ((None, "node's default heap, as pi runs"), (8192, "with an 8 GB heap")):
-                try:
-                    ref = run_reference(module, path, "open", timeout=300, heap_mb=heap)
-                    print(f"reference ({how}): {ref['seconds']:.2f} s, peak RSS {ref['rss'] / 1e6:.0f} MB")
-                except subprocess.CalledProcessError as err:
-                    lines = (err.stderr or "").strip().splitlines()
-                    fatal = [line for line in lines if "FATAL" in line or "heap" in line.lower()] or lines[
-                        -1:
-                    ]
-                    print(f"reference ({how}): failed: {(fatal or ['(no output)'])[0][:160]}")
-                except subprocess.TimeoutExpired:
-                    print(f"reference ({how}): did not finish within 300 s")
+        _bench_huge(work, module, kind, args)
     return 0
 
 

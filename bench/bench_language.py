@@ -129,7 +129,7 @@ class RawClient:
             self.request("shutdown", None)
             self.send_frame(self.notification_frame("exit", None))
             self.proc.wait(timeout=10)
-        except Exception:
+        except Exception:  # noqa: BLE001 - teardown: whatever failed, the child is killed
             self.proc.kill()
 
 
@@ -256,7 +256,7 @@ def appends(client: RawClient, uri: str, lines: list[str], count: int) -> list[f
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def ms(x: float) -> str:

@@ -71,7 +71,7 @@ def kept_pages(m: SessionManager, view: dict[str, Any], size: int) -> list[float
         p = P.parse(
             {"session": "s", **view, "form": "flat", "offset": offset, "limit": size}, P.GetTreeParams
         )
-        page = json.loads(bytes(methods_read._tree(m, p).value))
+        page = json.loads(bytes(methods_read._tree(m, p)))
         times.append(time.perf_counter() - start)
         offset = page.get("nextOffset")
     return times

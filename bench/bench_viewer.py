@@ -10,8 +10,9 @@ and tree view ask, in the order they ask it, addressing the file by ``uri`` as t
 - the open (``pi/getInfo``), the viewer's first page of the path (``pi/getPath``), its totals
   (``pi/getStats``, then again: kept), a page from the middle and the last page (as scrolling and
   "End" ask for them);
-- the tree view: the top level, the page around the leaf, then every level down to the leaf
-  (``pi/getTree`` with ``chain``/``aroundId``, a window per level), as the view opens on the leaf;
+- the tree view: the top level, then every level down to the leaf in one ``pi/getTree`` ``levels``
+  request, as the views open on the leaf; then the same levels asked one window per level
+  (``chain``/``aroundId``), as clients without ``levels`` do;
 - a branch switch at the last branch point on the path (``pi/getPath`` with ``descend``).
 
 Prints seconds per step and the sidecar's peak RSS (``VmHWM``). ``--generate N`` makes an N MB
@@ -82,6 +83,12 @@ def run(path: Path) -> list[tuple[str, float, str]]:
 
         top = step("tree: top level", "pi/getTree", {**base, "chain": True, "offset": 0, "limit": TREE_PAGE})
         leaf = top["leafId"]
+        step(
+            "tree: down to the leaf, one levels request",
+            "pi/getTree",
+            {**base, "levels": True, "aroundId": leaf, "limit": TREE_PAGE},
+            lambda r: f"{len(r['levels']):,} levels",
+        )
         params = {**base, "chain": True, "offset": 0, "limit": TREE_PAGE}
         started, levels, last_fork = time.perf_counter(), 0, None
         while True:
@@ -107,7 +114,7 @@ def run(path: Path) -> list[tuple[str, float, str]]:
             else:
                 break
         rows.append(
-            ("tree: every level down to the leaf", time.perf_counter() - started, f"{levels} windows")
+            ("tree: down to the leaf, a window per level", time.perf_counter() - started, f"{levels} windows")
         )
 
         if last_fork is not None:

@@ -22,13 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pi_session_server.format.jsjson import dumps  # noqa: E402
+from pi_session_server.format.jsjson import dumps
 
-WORDS = (  # noqa: SIM905 - prose is easier to edit as one string
+PROSE = (  # prose is easier to edit as one string
     "the function returns a list of entries and the test checks that the parser keeps the order of keys "
     "when it rewrites a file so we need to look at the session manager and the migration code again "
     "because the tree view shows the wrong branch after a compaction happened in the middle of a turn"
-).split()
+)
+WORDS = PROSE.split()
 
 CODE = (
     "def build_index(entries):\n    index = {}\n    for entry in entries:\n        index[entry['id']] = entry\n"

@@ -1,4 +1,4 @@
-"""Errors the library raises, mirroring the reference's messages (spec §20).
+"""Errors the library raises, mirroring the reference's messages (docs/API.md §11).
 
 ``name`` is the JS error name (``Error`` unless stated) and ``code`` the Node fs error code, so the
 conformance runner and the JSON-RPC layer can report them exactly as pi would.

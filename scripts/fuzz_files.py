@@ -108,6 +108,22 @@ def damage(rng: random.Random, lines: list[str]) -> tuple[list[str], dict]:
         ]
     )  # fmt: skip
     at = rng.randrange(n) if n else 0
+    if kind in _WRITE_DAMAGE:
+        _damage_write(rng, kind, write)
+    elif kind in _MOVE_DAMAGE:
+        _move_lines(rng, kind, lines, at)
+    else:
+        _corrupt_lines(rng, kind, lines, at)
+    return lines, write
+
+
+_WRITE_DAMAGE = frozenset({"crlf", "bom", "no_newline", "cut_file"})
+_MOVE_DAMAGE = frozenset({"drop", "double", "swap", "reorder", "glue", "header_twice", "header_gone"})
+
+
+def _move_lines(rng: random.Random, kind: str, lines: list[str], at: int) -> None:
+    """Lines dropped, doubled, swapped, shuffled or glued together."""
+    n = len(lines)
     if kind == "drop" and n > 1:
         del lines[rng.randrange(1, n)]
     elif kind == "double" and n:
@@ -122,7 +138,16 @@ def damage(rng: random.Random, lines: list[str]) -> tuple[list[str], dict]:
     elif kind == "glue" and n > 1:
         a = rng.randrange(n - 1)
         lines[a : a + 2] = [lines[a] + lines[a + 1]]
-    elif kind == "cut_line" and n and lines[at]:
+    elif kind == "header_twice" and n:
+        lines.insert(rng.randrange(1, n + 1), lines[0])
+    elif kind == "header_gone" and n:
+        del lines[0]
+
+
+def _corrupt_lines(rng: random.Random, kind: str, lines: list[str], at: int) -> None:
+    """A line cut, blank, not an object, with a wrong byte, relinked, or a header's version changed."""
+    n = len(lines)
+    if kind == "cut_line" and n and lines[at]:
         lines[at] = lines[at][: rng.randrange(len(lines[at]))]
     elif kind == "blank":
         lines.insert(at, rng.choice(["", "   ", "\t", "\u00a0", "\ufeff", "\r"]))
@@ -137,23 +162,27 @@ def damage(rng: random.Random, lines: list[str]) -> tuple[list[str], dict]:
         )
     elif kind.startswith("relink_"):
         _relink(rng, lines, kind.removeprefix("relink_"))
-    elif kind == "header_twice" and n:
-        lines.insert(rng.randrange(1, n + 1), lines[0])
-    elif kind == "header_gone" and n:
-        del lines[0]
     elif kind == "version" and n:
-        try:
-            header = json.loads(lines[0])
-        except ValueError:
-            header = None
-        if isinstance(header, dict):
-            version = rng.choice([None, 1, 2, 3, 4, "3", 0])
-            if version is None:
-                header.pop("version", None)
-            else:
-                header["version"] = version
-            lines[0] = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
-    elif kind == "crlf":
+        _change_version(rng, lines)
+
+
+def _change_version(rng: random.Random, lines: list[str]) -> None:
+    try:
+        header = json.loads(lines[0])
+    except ValueError:
+        header = None
+    if isinstance(header, dict):
+        version = rng.choice([None, 1, 2, 3, 4, "3", 0])
+        if version is None:
+            header.pop("version", None)
+        else:
+            header["version"] = version
+        lines[0] = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
+
+
+def _damage_write(rng: random.Random, kind: str, write: dict) -> None:
+    """How the file is written: CRLF, a BOM, no final newline, or cut short."""
+    if kind == "crlf":
         write["eol"] = "\r\n"
     elif kind == "bom":
         write["bom"] = True
@@ -161,7 +190,6 @@ def damage(rng: random.Random, lines: list[str]) -> tuple[list[str], dict]:
         write["trailingNewline"] = False
     elif kind == "cut_file":
         write["cut"] = rng.random()
-    return lines, write
 
 
 def file_bytes(lines: list[str], write: dict) -> bytes:

@@ -98,7 +98,7 @@ def generate(shared: Path) -> None:
     out16.mkdir(parents=True, exist_ok=True)
     for seed, count in GEN16_BATCHES:
         cmd = [sys.executable, str(shared / "gen.py"), "--pi", "1.6.0", "--seed", str(seed)]
-        subprocess.run(cmd + ["--count", str(count), "--out", str(out16)], check=True)
+        subprocess.run([*cmd, "--count", str(count), "--out", str(out16)], check=True)
     subprocess.run([sys.executable, str(MAKE_EXTRA), "--out", str(VECTORS / "extra")], check=True)
     for seed, count in FUZZ_BATCHES:  # after gen.py: its files are among the sources
         cmd = [sys.executable, str(FUZZ_FILES), "--seed", str(seed), "--count", str(count)]

@@ -12,6 +12,7 @@ entry type (PI020) under one without.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..format.glued import Piece, lost_ids
@@ -112,6 +113,10 @@ def _at(info: LineInfo, code: str, message: str, path: tuple[str, ...] | None = 
 
 
 def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
+    return [*_bom_diagnostics(doc), *_header_diagnostics(doc), *_end_diagnostics(doc)]
+
+
+def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     lines = doc.lines
     if doc.has_bom():
@@ -137,6 +142,13 @@ def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                 "cannot parse the header and refuses the file",
             )
         )
+    return out
+
+
+def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
+    """A missing, invalid, misplaced or repeated header."""
+    out: list[Diagnostic] = []
+    lines = doc.lines
     first = doc.first_kept()
     headers = doc.headers
     if first is None:
@@ -200,6 +212,13 @@ def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                     ),
                 )
             )
+    return out
+
+
+def _end_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
+    """A truncated last line, or no newline at the end."""
+    out: list[Diagnostic] = []
+    lines = doc.lines
     if doc.ends_without_newline():
         last = lines[-1]
         if last.kind == L.MALFORMED and L.glued_problem(last) is None:
@@ -352,12 +371,22 @@ def _unknown_edit_type(version: str) -> Problem:
 
 def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
     out = file_diagnostics(doc)
+    v1 = doc.is_v1()
+    out.extend(_line_diagnostics(doc, first_pass, v1))
+    out.extend(_edit_diagnostics(doc, first_pass, v1))
+    if not v1:
+        out.extend(_tree_diagnostics(doc, first_pass))
+    out.sort(key=lambda d: (d.line, d.start, d.code))
+    return out
+
+
+def _line_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Iterator[Diagnostic]:
+    """The problems found on each line by itself."""
     lines = doc.lines
     last = lines[-1] if lines else None
     truncated_last = (
         last is not None and last.raw != b"" and last.kind == L.MALFORMED and L.glued_problem(last) is None
     )
-    v1 = doc.is_v1()
     edits_known = doc.profile.context_edits
     for info in doc.problem_lines:
         if info is last and (last.raw == b"" or truncated_last):
@@ -370,36 +399,42 @@ def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
                 continue
             if unknown_type and L.is_edit_field_problem(p):
                 continue  # what makes the line an edit means nothing to this release
-            out.append(_diagnostic(info, p))
+            yield _diagnostic(info, p)
+
+
+def _edit_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Iterator[Diagnostic]:
+    """Context edits of a release without them, and edits whose target is wrong."""
+    edits_known = doc.profile.context_edits
     for info in doc.edits:
         if not edits_known:
-            out.append(_diagnostic(info, _unknown_edit_type(doc.profile.version)))
+            yield _diagnostic(info, _unknown_edit_type(doc.profile.version))
         elif not (v1 or first_pass or is_malformed(info)):
             problem = target_problem(doc, info)
             if problem is not None:
-                out.append(_diagnostic(info, problem))
-    if not v1:
-        glued = glued_entries(doc)
-        forked: bool | None = None  # asked only when a fromId names nothing
-        for info, problems in doc.tree.cross.items():
-            for p in problems:
-                if first_pass and not is_first_pass(p):
-                    continue
-                if p.code == codes.FROM_ID_UNKNOWN:
-                    if forked is None:
-                        forked = is_forked(doc)
-                    if forked:
-                        continue  # the abandoned leaf stayed in the session this one was forked from
-                if (
-                    glued
-                    and p.code == codes.DANGLING_PARENT
-                    and type(info.parent_id) is str
-                    and info.parent_id in glued
-                ):
-                    p = _parent_in_glued_line(p, glued[info.parent_id][0])
-                out.append(_diagnostic(info, p))
-    out.sort(key=lambda d: (d.line, d.start, d.code))
-    return out
+                yield _diagnostic(info, problem)
+
+
+def _tree_diagnostics(doc: SessionDocument, first_pass: bool) -> Iterator[Diagnostic]:
+    """The cross-line problems of the tree."""
+    glued = glued_entries(doc)
+    forked: bool | None = None  # asked only when a fromId names nothing
+    for info, problems in doc.tree.cross.items():
+        for p in problems:
+            if first_pass and not is_first_pass(p):
+                continue
+            if p.code == codes.FROM_ID_UNKNOWN:
+                if forked is None:
+                    forked = is_forked(doc)
+                if forked:
+                    continue  # the abandoned leaf stayed in the session this one was forked from
+            if (
+                glued
+                and p.code == codes.DANGLING_PARENT
+                and type(info.parent_id) is str
+                and info.parent_id in glued
+            ):
+                p = _parent_in_glued_line(p, glued[info.parent_id][0])
+            yield _diagnostic(info, p)
 
 
 def count_by_severity(diagnostics: list[Diagnostic]) -> dict[str, int]:

@@ -1,12 +1,12 @@
 """A session file as an editor sees it: physical lines (split on "\\n" only) and their facts.
 
-The text is held as one ``bytes`` object per line (UTF-8, the file's own encoding), so a 100 MB
-document costs about 100 MB, a line is decoded only when a feature needs its text, and an edit
-replaces just the lines it touches. Positions inside a line are **byte offsets** everywhere in
-``analysis``; :mod:`analysis.positions` converts them to an editor's UTF-16/UTF-8/UTF-32 columns.
+The text is held as one ``bytes`` object per line (UTF-8, the file's own encoding), so a document costs
+about its own size in memory, a line is decoded only when a feature needs its text, and an edit replaces
+just the lines it touches. Positions inside a line are **byte offsets** everywhere in ``analysis``;
+:mod:`analysis.positions` converts them to an editor's UTF-16/UTF-8/UTF-32 columns.
 
 Lines are never split on U+2028/U+2029/U+0085 or a lone "\\r" (which pygls' own ``TextDocument``
-and ``str.splitlines`` would do), exactly like pi's loader (spec §1.4).
+and ``str.splitlines`` would do), exactly like pi's loader (docs/FORMAT.md §2.4).
 
 A document reads the file as one pi release does (``pi=``, the library's default release unless
 told otherwise; :attr:`SessionDocument.profile`): diagnostics, hovers and hints follow it. Line
@@ -64,11 +64,14 @@ class FileLineInfo(LineInfo):
 
     __slots__ = ()
 
-    @property  # type: ignore[override]
+    @property
     def raw(self) -> bytes:
         stored = _RAW_SLOT.__get__(self, LineInfo)
         if type(stored) is bytes:
             return stored
+        source: _FileBytes
+        offset: int
+        length: int
         source, offset, length = stored
         return source.read(offset, length)
 
@@ -93,11 +96,11 @@ class SessionDocument:
         quick: bool = False,
         pi: PiVersion = DEFAULT_PI,
     ):
-        """``quick``: read only the envelope of ordinary entry lines now (about three times
-        faster); the document is then :attr:`provisional` until :meth:`finish` (which every edit
-        calls first) completes it. Until then only :data:`lines.ENVELOPE_CODES` problems are exact
-        (see :func:`diagnostics.first_pass_diagnostics`). ``pi``: the pi release whose reading of
-        the file the analysis follows (a version string or a Profile; PiVersionError if unknown)."""
+        """``quick``: read only the envelope of ordinary entry lines now, so that the first diagnostics
+        come sooner; the document is then :attr:`provisional` until :meth:`finish` (which every edit
+        calls first) completes it. Until then only :data:`lines.ENVELOPE_CODES` problems are exact (see
+        :func:`diagnostics.first_pass_diagnostics`). ``pi``: the pi release whose reading of the file the
+        analysis follows (a version string or a Profile; PiVersionError if unknown)."""
         self.profile: Profile = profile_for(pi)
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
@@ -252,8 +255,8 @@ class SessionDocument:
         gives for ``text = data.decode("utf-8", "replace")`` (how a JSON message's invalid bytes
         decode), or None when a line read in full is not valid UTF-8 (then decode it that way).
 
-        Validating 100 MB of UTF-8 costs more than the whole first pass, so the provisional lines
-        of a ``quick`` load (whose envelope msgspec checked, not the fields it skipped) are checked
+        Validating a large text's UTF-8 up front costs more than the whole first pass, so the provisional
+        lines of a ``quick`` load (whose envelope msgspec checked, not the fields it skipped) are checked
         when the document is finished, and an invalid one replaced by its repaired bytes then.
         """
         doc = cls(data, quick=quick, pi=pi)
@@ -321,13 +324,9 @@ class SessionDocument:
             text = text.encode("utf-8", "surrogatepass")
         self.finish()
         self._scanned = []
-        last = len(self.lines) - 1
-        if start_line > last:
-            start_line, start_col = last, len(self.lines[last].raw)
-        if end_line > last:
-            end_line, end_col = last, len(self.lines[last].raw)
-        if (end_line, end_col) < (start_line, start_col):
-            start_line, start_col, end_line, end_col = end_line, end_col, start_line, start_col
+        start_line, start_col, end_line, end_col = self._clamped_range(
+            start_line, start_col, end_line, end_col
+        )
         first_raw = self.lines[start_line].raw
         last_raw = self.lines[end_line].raw
         start_col = _char_boundary(first_raw, start_col)  # never split a UTF-8 sequence
@@ -359,6 +358,19 @@ class SessionDocument:
         self._account(removed, added)
         self._rescan_first_line()
         self.version += 1
+
+    def _clamped_range(
+        self, start_line: int, start_col: int, end_line: int, end_col: int
+    ) -> tuple[int, int, int, int]:
+        """The range with positions past the end moved to the end, start first."""
+        last = len(self.lines) - 1
+        if start_line > last:
+            start_line, start_col = last, len(self.lines[last].raw)
+        if end_line > last:
+            end_line, end_col = last, len(self.lines[last].raw)
+        if (end_line, end_col) < (start_line, start_col):
+            start_line, start_col, end_line, end_col = end_line, end_col, start_line, start_col
+        return start_line, start_col, end_line, end_col
 
     def _rescan_first_line(self) -> None:
         """Only the file's first line looks through a byte order mark: keep that true after edits."""

@@ -2,7 +2,7 @@
 context pi builds, and why one does nothing.
 
 pi 1.6.0 applies, per target, the latest edit among the context entries of the path it builds the
-context for (``buildSessionProjection``, ``session-manager.md`` §24.2): ``null`` leaves out the
+context for (``buildSessionProjection``, docs/API.md §7.6): ``null`` leaves out the
 target's messages, ``{content}`` replaces the content of its user, assistant, tool result and custom
 messages. An edit therefore does nothing when its target is missing or not above it on its branch,
 when a later edit of the same target on the path replaces it, when the newest compaction summarizes
@@ -232,22 +232,9 @@ def _no_effect(why: str, short: str, target: LineInfo | None = None) -> EditEffe
 
 def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
     """What ``edit`` (a ``context_edit`` line) does to the context, under the document's profile."""
-    profile = doc.profile
-    if not profile.context_edits:
-        return _no_effect(
-            f"pi {profile.version} does not know `context_edit` entries; it keeps the line as a tree node",
-            f"pi {profile.version} ignores context edits",
-        )
-    if is_malformed(edit):
-        problem = next(p for p in edit.problems if p.code == codes.MALFORMED_CONTEXT_EDIT)
-        return _no_effect(f"not an edit (D10): {problem.message}", "malformed (D10)")
-    if doc.is_v1():
-        return _no_effect(
-            "a version 1 file: pi's migration gives every entry a new id, so `targetId` names none",
-            "version 1 file",
-        )
-    if not isinstance(edit.ref, str):
-        return _no_effect("`targetId` is not a string id", "no target id")
+    unusable = _unusable(doc, edit)
+    if unusable is not None:
+        return unusable
     found = named_target(doc, edit)
     if found.named is None:
         return _no_effect("no entry has the id `targetId` names", "target not found")
@@ -277,23 +264,9 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
             f"line {target.line + 1} has no editable content",
             target,
         )
-    window = _window(doc, tip)
-    if window.compaction is not None:
-        by = f"the compaction on line {window.compaction.line + 1}"
-        if not _in_context(doc, window, edit):
-            return _no_effect(f"{by} summarizes this edit ({where})", "summarized", target)
-        if not _in_context(doc, window, target):
-            return _no_effect(f"{by} summarizes its target, {what} ({where})", "target summarized", target)
-        if (
-            target.etype == "compaction"
-            and target is not window.compaction
-            and not profile.kept_compactions_speak
-        ):
-            return _no_effect(
-                f"{what} lies inside the kept range of {by} and adds nothing to the context ({where})",
-                "target adds nothing",
-                target,
-            )
+    summarized = _summarized(doc, _window(doc, tip), edit, target, what, where)
+    if summarized is not None:
+        return summarized
     later = _replaced_by(doc, edit, tip)
     if later is not None:
         return _no_effect(
@@ -317,6 +290,52 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
         target,
         f"content replaced {where}",
     )
+
+
+def _unusable(doc: SessionDocument, edit: LineInfo) -> EditEffect | None:
+    """Why ``edit`` cannot work whatever it names: a release without edits, a malformed edit, a
+    version 1 file, a target id that is no string; None when none of these holds."""
+    profile = doc.profile
+    if not profile.context_edits:
+        return _no_effect(
+            f"pi {profile.version} does not know `context_edit` entries; it keeps the line as a tree node",
+            f"pi {profile.version} ignores context edits",
+        )
+    if is_malformed(edit):
+        problem = next(p for p in edit.problems if p.code == codes.MALFORMED_CONTEXT_EDIT)
+        return _no_effect(f"not an edit (D10): {problem.message}", "malformed (D10)")
+    if doc.is_v1():
+        return _no_effect(
+            "a version 1 file: pi's migration gives every entry a new id, so `targetId` names none",
+            "version 1 file",
+        )
+    if not isinstance(edit.ref, str):
+        return _no_effect("`targetId` is not a string id", "no target id")
+    return None
+
+
+def _summarized(
+    doc: SessionDocument, window: _Window, edit: LineInfo, target: LineInfo, what: str, where: str
+) -> EditEffect | None:
+    """How the compaction of ``window`` hides the edit or its target (``what``), if it does."""
+    if window.compaction is None:
+        return None
+    by = f"the compaction on line {window.compaction.line + 1}"
+    if not _in_context(doc, window, edit):
+        return _no_effect(f"{by} summarizes this edit ({where})", "summarized", target)
+    if not _in_context(doc, window, target):
+        return _no_effect(f"{by} summarizes its target, {what} ({where})", "target summarized", target)
+    if (
+        target.etype == "compaction"
+        and target is not window.compaction
+        and not doc.profile.kept_compactions_speak
+    ):
+        return _no_effect(
+            f"{what} lies inside the kept range of {by} and adds nothing to the context ({where})",
+            "target adds nothing",
+            target,
+        )
+    return None
 
 
 def _replaced_by(doc: SessionDocument, edit: LineInfo, tip: LineInfo) -> LineInfo | None:

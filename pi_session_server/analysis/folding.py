@@ -7,6 +7,8 @@ the preamble.
 
 from __future__ import annotations
 
+import itertools
+
 from . import lines as L
 from .document import SessionDocument
 
@@ -21,7 +23,7 @@ def folding_ranges(doc: SessionDocument) -> list[tuple[int, int]]:
     if starts and starts[0] > 1:
         out.append((0, starts[0] - 1))
     bounds = [*starts, last_content + 1]
-    for begin, nxt in zip(bounds, bounds[1:], strict=False):
+    for begin, nxt in itertools.pairwise(bounds):
         end = nxt - 1
         if end > begin:
             out.append((begin, end))

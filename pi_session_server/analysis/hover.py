@@ -180,37 +180,9 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
 def _body_facts(info: LineInfo, value: Any) -> list[str]:
     out: list[str] = []
     if info.etype == "message":
-        message = get(value, "message")
-        if info.role == "assistant":
-            model = f"{js_string_of(get(message, 'provider'))} / {js_string_of(get(message, 'model'))}"
-            out.append(f"**model** {_code(model)} · stop {_code(get(message, 'stopReason'))}")
-            out.extend(_usage(get(message, "usage")))
-            error = get(message, "errorMessage")
-            if isinstance(error, str) and error:
-                out.append(f"**error** {one_line(error, 200)}")
-        elif info.role == "toolResult":
-            flag = " · **error**" if get(message, "isError") is True else ""
-            out.append(
-                f"**tool** {_code(get(message, 'toolName'))} · call {_code(get(message, 'toolCallId'))}{flag}"
-            )
-        elif info.role == "bashExecution":
-            out.append(f"**exit code** {_code(get(message, 'exitCode'))}")
+        out.extend(_message_facts(info, value))
     elif info.etype in ("usage", "compaction", "branch_summary"):
-        if info.etype == "usage":
-            out.append(
-                f"**{js_string_of(get(value, 'kind'))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
-            )
-        if info.etype == "compaction":
-            first_kept = get(value, "firstKeptEntryId")
-            kept = (
-                "keeps nothing from before it"
-                if first_kept is None or first_kept is ABSENT or first_kept == info.id
-                else f"first kept {_code(first_kept)}"
-            )
-            out.append(f"**tokens before** {_num(get(value, 'tokensBefore'))} · {kept}")
-        if info.etype == "branch_summary":
-            out.append(f"**from** {_code(get(value, 'fromId'))}")
-        out.extend(_usage(get(value, "usage")))
+        out.extend(_summary_facts(info, value))
     elif info.etype == "model_change":
         out.append(f"**model** {_code(get(value, 'provider'))} / {_code(get(value, 'modelId'))}")
     elif info.etype == "thinking_level_change":
@@ -221,6 +193,47 @@ def _body_facts(info: LineInfo, value: Any) -> list[str]:
         replacement = get(value, "replacement")
         kind = "omit" if replacement is None else "replace"
         out.append(f"**context {kind}** of {_code(get(value, 'targetId'))}")
+    return out
+
+
+def _message_facts(info: LineInfo, value: Any) -> list[str]:
+    out: list[str] = []
+    message = get(value, "message")
+    if info.role == "assistant":
+        model = f"{js_string_of(get(message, 'provider'))} / {js_string_of(get(message, 'model'))}"
+        out.append(f"**model** {_code(model)} · stop {_code(get(message, 'stopReason'))}")
+        out.extend(_usage(get(message, "usage")))
+        error = get(message, "errorMessage")
+        if isinstance(error, str) and error:
+            out.append(f"**error** {one_line(error, 200)}")
+    elif info.role == "toolResult":
+        flag = " · **error**" if get(message, "isError") is True else ""
+        out.append(
+            f"**tool** {_code(get(message, 'toolName'))} · call {_code(get(message, 'toolCallId'))}{flag}"
+        )
+    elif info.role == "bashExecution":
+        out.append(f"**exit code** {_code(get(message, 'exitCode'))}")
+    return out
+
+
+def _summary_facts(info: LineInfo, value: Any) -> list[str]:
+    """The facts of a usage, compaction or branch summary entry."""
+    out: list[str] = []
+    if info.etype == "usage":
+        out.append(
+            f"**{js_string_of(get(value, 'kind'))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
+        )
+    if info.etype == "compaction":
+        first_kept = get(value, "firstKeptEntryId")
+        kept = (
+            "keeps nothing from before it"
+            if first_kept is None or first_kept is ABSENT or first_kept == info.id
+            else f"first kept {_code(first_kept)}"
+        )
+        out.append(f"**tokens before** {_num(get(value, 'tokensBefore'))} · {kept}")
+    if info.etype == "branch_summary":
+        out.append(f"**from** {_code(get(value, 'fromId'))}")
+    out.extend(_usage(get(value, "usage")))
     return out
 
 

@@ -40,7 +40,7 @@ class Located:
 class Frame:
     """An open container: where it starts and, for an object, where its current member's key is."""
 
-    __slots__ = ("is_object", "index", "expect_key", "start", "key_start")
+    __slots__ = ("expect_key", "index", "is_object", "key_start", "start")
 
     def __init__(self, is_object: bool, start: int):
         self.is_object = is_object
@@ -72,7 +72,7 @@ class Walk:
     (``matched``) are updated in O(1) per token.
     """
 
-    __slots__ = ("raw", "frames", "keys", "unkeyed", "wanted", "matched")
+    __slots__ = ("frames", "keys", "matched", "raw", "unkeyed", "wanted")
 
     def __init__(self, raw: bytes, wanted: Path = ()):
         self.raw = raw
@@ -99,13 +99,7 @@ class Walk:
                     frames[-1].expect_key = False
             elif c == _COMMA:
                 if frames:
-                    top = frames[-1]
-                    if top.is_object:
-                        top.expect_key = True
-                        self._set_key(None)
-                    else:
-                        top.index += 1
-                        self._set_key(top.index)
+                    self._next_member(frames[-1])
             elif frames and frames[-1].expect_key:  # (only an object expects a key)
                 token = m.group()
                 frames[-1].key_start = start
@@ -123,6 +117,15 @@ class Walk:
         if frame.is_object and self.unkeyed < 0:
             self.unkeyed = i
         self._extend_match(i)
+
+    def _next_member(self, top: Frame) -> None:
+        """After a comma in ``top``: an object expects its next key, an array counts on."""
+        if top.is_object:
+            top.expect_key = True
+            self._set_key(None)
+        else:
+            top.index += 1
+            self._set_key(top.index)
 
     def _close(self) -> Frame:
         self.keys.pop()

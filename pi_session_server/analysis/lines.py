@@ -64,31 +64,31 @@ class LineInfo:
     """The facts of one physical line; the document keeps one per line, renumbered on edits."""
 
     __slots__ = (
-        "raw",
-        "line",
-        "kind",
-        "kept",
+        "bom",
+        "call_blocks",
+        "call_ids",
         "etype",
         "id",
+        "kept",
         "key",
+        "kind",
+        "line",
         "parent_id",
         "pkey",
-        "timestamp",
-        "role",
-        "call_ids",
-        "call_blocks",
-        "result_call_id",
-        "ref",
-        "version",
-        "bom",
         "problems",
+        "raw",
+        "ref",
+        "result_call_id",
+        "role",
+        "timestamp",
+        "version",
     )
 
     def __init__(self, raw: bytes):
         self.raw = raw  # the line's bytes, without "\n"
         self.line = -1
         self.kind = BLANK
-        self.kept = False  # a kept value of the file (§0): parses and is truthy
+        self.kept = False  # a kept value of the file (docs/FORMAT.md §1.1): parses and is truthy
         self.etype: Any = ABSENT  # "type" of an object line
         self.id: Any = ABSENT
         self.key: Any = ABSENT  # index key of id (JS Map semantics)
@@ -115,7 +115,7 @@ class LineInfo:
 
 _decoder = msgspec.json.Decoder(rec.SessionLine)
 _TAG_OF: dict[type, str] = {}
-for _cls in (*rec.SessionLine.__args__, *rec.Message.__args__):  # type: ignore[attr-defined]
+for _cls in (*rec.SessionLine.__args__, *rec.Message.__args__):
     _TAG_OF[_cls] = _cls.__struct_config__.tag
 _IMAGE_CONTENT_ROLES = (rec.UserMessage, rec.ToolResultMessage, rec.CustomMessage, rec.HookMessage)
 #: the field by which an entry of each type names another entry (``LineInfo.ref``)
@@ -168,19 +168,15 @@ class _Envelope(msgspec.Struct):
 
     type: Any = msgspec.UNSET
     id: Any = msgspec.UNSET
-    parentId: Any = msgspec.UNSET  # noqa: N815 - the JSON key
+    parentId: Any = msgspec.UNSET  # the JSON key
     timestamp: Any = msgspec.UNSET
-    targetId: Any = msgspec.UNSET  # noqa: N815
-    firstKeptEntryId: Any = msgspec.UNSET  # noqa: N815
-    fromId: Any = msgspec.UNSET  # noqa: N815
+    targetId: Any = msgspec.UNSET
+    firstKeptEntryId: Any = msgspec.UNSET
+    fromId: Any = msgspec.UNSET
 
 
 _decode_envelope = msgspec.json.Decoder(_Envelope).decode
-_ENTRY_TYPES: Final = frozenset(
-    _TAG_OF[c]
-    for c in rec.SessionLine.__args__
-    if c is not rec.SessionHeader  # type: ignore[attr-defined]
-)
+_ENTRY_TYPES: Final = frozenset(_TAG_OF[c] for c in rec.SessionLine.__args__ if c is not rec.SessionHeader)
 #: the entry types read by their envelope alone; a ``context_edit`` is always scanned in full (its
 #: ``replacement`` decides whether it is an edit at all, and edits are few)
 _ENVELOPE_TYPES: Final = _ENTRY_TYPES - {"context_edit"}
@@ -305,7 +301,7 @@ _UNSET = msgspec.UNSET
 _time_ok = _CANONICAL_TIME.fullmatch
 
 
-def _from_record(info: LineInfo, record: Any) -> None:
+def _from_record(info: LineInfo, record: Any) -> None:  # noqa: C901 - the hot loop, one call per line
     """The facts of a line msgspec decoded as a record (the hot loop: kept lean on purpose)."""
     info.kept = True
     cls = type(record)
@@ -512,32 +508,37 @@ def _scan_value(info: LineInfo, value: Any) -> None:
     if isinstance(ts, str) and not _CANONICAL_TIME.fullmatch(ts):
         _check_timestamp(ts, problems)
     if etype == "message":
-        message = get(value, "message")
-        role = get(message, "role")
-        info.role = role
-        content = get(message, "content")
-        if role == "assistant":
-            if isinstance(content, list):
-                calls = [
-                    (i, b["id"])
-                    for i, b in enumerate(content)
-                    if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str)
-                ]
-                if calls:
-                    info.call_blocks = tuple(i for i, _ in calls)
-                    info.call_ids = tuple(c for _, c in calls)
-            stop = get(message, "stopReason")
-            if isinstance(stop, str) and stop not in rec.STOP_REASONS:
-                problems.append(_stop_reason_problem(stop))
-        else:
-            if role == "toolResult" and isinstance(get(message, "toolCallId"), str):
-                info.result_call_id = message["toolCallId"]
-            _plain_images(content, ("message", "content"), problems)
+        _scan_message(info, value, problems)
     elif isinstance(etype, str) and etype in REF_FIELD:
         info.ref = get(value, REF_FIELD[etype])
     elif etype == "custom_message":
         _plain_images(get(value, "content"), ("content",), problems)
     info.problems = tuple(problems)
+
+
+def _scan_message(info: LineInfo, value: Any, problems: list[Problem]) -> None:
+    """The facts of a message entry: its role, tool calls, tool result and oversized images."""
+    message = get(value, "message")
+    role = get(message, "role")
+    info.role = role
+    content = get(message, "content")
+    if role == "assistant":
+        if isinstance(content, list):
+            calls = [
+                (i, b["id"])
+                for i, b in enumerate(content)
+                if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str)
+            ]
+            if calls:
+                info.call_blocks = tuple(i for i, _ in calls)
+                info.call_ids = tuple(c for _, c in calls)
+        stop = get(message, "stopReason")
+        if isinstance(stop, str) and stop not in rec.STOP_REASONS:
+            problems.append(_stop_reason_problem(stop))
+    else:
+        if role == "toolResult" and isinstance(get(message, "toolCallId"), str):
+            info.result_call_id = message["toolCallId"]
+        _plain_images(content, ("message", "content"), problems)
 
 
 def _plain_images(content: Any, path: Path, problems: list[Problem]) -> None:

@@ -73,23 +73,32 @@ def quick_preview(info: LineInfo, limit: int = 80) -> str:
         )
     etype = info.etype
     if etype == "message":
-        role = info.role
-        if role in ("user", "assistant", "custom", "hookMessage", "system"):
-            m = _FIRST_TEXT.search(raw) or (_STRING_CONTENT.search(raw) if role != "assistant" else None)
-            text = one_line(_unescape(m.group(1)), limit) if m else ""
-            if not text and role == "assistant":
-                tools = [_unescape(t.group(1)) for t in _TOOL_NAME.finditer(raw)]
-                text = ", ".join(f"{t}(…)" for t in tools[:4]) if tools else "(no text)"
-            return f"{role}: {text}" if text else f"{role}"
-        if role == "toolResult":
-            name = _field(raw, "toolName") or "tool"
-            m = _FIRST_TEXT.search(raw)
-            return f"[{name}] " + (one_line(_unescape(m.group(1)), limit) if m else "")
-        if role == "bashExecution":
-            return "[bash]: " + one_line(_field(raw, "command") or "", limit)
-        if isinstance(role, str):
-            return f"[{role}]"
-        return "[message]"
+        return _message_preview(info, raw, limit)
+    return _entry_preview(etype, raw, limit)
+
+
+def _message_preview(info: LineInfo, raw: bytes, limit: int) -> str:
+    role = info.role
+    if role in ("user", "assistant", "custom", "hookMessage", "system"):
+        m = _FIRST_TEXT.search(raw) or (_STRING_CONTENT.search(raw) if role != "assistant" else None)
+        text = one_line(_unescape(m.group(1)), limit) if m else ""
+        if not text and role == "assistant":
+            tools = [_unescape(t.group(1)) for t in _TOOL_NAME.finditer(raw)]
+            text = ", ".join(f"{t}(…)" for t in tools[:4]) if tools else "(no text)"
+        return f"{role}: {text}" if text else f"{role}"
+    if role == "toolResult":
+        name = _field(raw, "toolName") or "tool"
+        m = _FIRST_TEXT.search(raw)
+        return f"[{name}] " + (one_line(_unescape(m.group(1)), limit) if m else "")
+    if role == "bashExecution":
+        return "[bash]: " + one_line(_field(raw, "command") or "", limit)
+    if isinstance(role, str):
+        return f"[{role}]"
+    return "[message]"
+
+
+def _entry_preview(etype: Any, raw: bytes, limit: int) -> str:
+    """The preview of an entry that is not a message."""
     if etype == "custom_message":
         m = _FIRST_TEXT.search(raw) or _STRING_CONTENT.search(raw)
         return f"[{_field(raw, 'customType') or 'custom'}]: " + (

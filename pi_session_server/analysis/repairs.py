@@ -88,10 +88,12 @@ def _delete_line(doc: SessionDocument, n: int) -> TextEdit:
 def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | None = None) -> list[Repair]:
     """Repairs for the diagnostics on lines ``first_line..last_line``. ``path``: the file's path
     (used to name a new header after the file and to place extracted images)."""
-    out: list[Repair] = []
-    for d in file_diagnostics(doc):
-        if first_line <= d.line <= last_line:
-            out.extend(_file_repairs(doc, d, path))
+    out = [
+        r
+        for d in file_diagnostics(doc)
+        if first_line <= d.line <= last_line
+        for r in _file_repairs(doc, d, path)
+    ]
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
     for n in range(max(0, first_line), min(last_line, doc.line_count - 1) + 1):
         info = doc.lines[n]
@@ -101,13 +103,7 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
             elif p.code == codes.DANGLING_PARENT:
                 if glued is None:
                     glued = glued_entries(doc)
-                holder = glued.get(info.parent_id) if type(info.parent_id) is str else None
-                if holder is not None:
-                    # the parent is not gone, only unreadable: splitting its line beats re-parenting
-                    out.append(_split_for_orphan(info, *holder))
-                    out.append(replace(_reparent_orphan(doc, info), preferred=False))
-                else:
-                    out.append(_reparent_orphan(doc, info))
+                out.extend(_orphan_repairs(doc, info, glued))
             elif p.code == codes.PARENT_CYCLE:
                 out.append(_make_root(info))
             elif p.code == codes.ORPHAN_TOOL_RESULT:
@@ -115,6 +111,17 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
             elif p.code == codes.HUGE_IMAGE and p.path is not None:
                 out.append(_extract_image(doc, info, p.path, path))
     return out
+
+
+def _orphan_repairs(
+    doc: SessionDocument, info: LineInfo, glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]]
+) -> list[Repair]:
+    """Repairs of an entry whose parent is missing."""
+    holder = glued.get(info.parent_id) if type(info.parent_id) is str else None
+    if holder is not None:
+        # the parent is not gone, only unreadable: splitting its line beats re-parenting
+        return [_split_for_orphan(info, *holder), replace(_reparent_orphan(doc, info), preferred=False)]
+    return [_reparent_orphan(doc, info)]
 
 
 def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list[Repair]:
@@ -530,7 +537,7 @@ def image_plan(
     value = full_value(info, doc.errors)
     block: Any = value
     for part in block_path:
-        block = block[part] if _has(block, part) else None  # type: ignore[index]
+        block = block[part] if _has(block, part) else None
     data = get(block, "data")
     mime = get(block, "mimeType")
     if not isinstance(data, str):

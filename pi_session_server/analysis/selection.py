@@ -45,11 +45,8 @@ def _enclosing_spans(raw: bytes, loc: Located) -> list[tuple[int, int]]:
     """The member ``loc`` is in, then each enclosing container and its member, innermost first."""
     walk = Walk(raw)
     steps = walk.steps()
-    for what, start, _ in steps:
-        if what != CLOSED and start == loc.start:
-            break
-    else:
-        return []
+    if not any(what != CLOSED and start == loc.start for what, start, _ in steps):
+        return []  # (the steps stop right after ``loc``: what follows reads on from there)
     frames = walk.frames
     # where each enclosing container's current member (the one holding ``loc``) starts, -1 for none
     member_starts = [

@@ -1,7 +1,7 @@
 """The tree facts of a document, maintained incrementally as lines come and go.
 
-Entries are linked by ``parentId`` exactly as the reference resolves it (session-manager.md
-§15.6): the parent of an entry is the **last** entry carrying that id (JS Map semantics), and a
+Entries are linked by ``parentId`` exactly as the reference resolves it (docs/API.md §6.6):
+the parent of an entry is the **last** entry carrying that id (JS Map semantics), and a
 falsy ``parentId`` ends the path. Cycles end a walk before revisiting an entry (D1).
 
 :meth:`TreeIndex.update` takes the entries that left and arrived and recomputes the cross-line
@@ -237,6 +237,21 @@ class TreeIndex:
         passes the quick way; suspects get the complete check (``_problems_of``), so the result is
         exactly what checking every entry would give.
         """
+        suspects, backward = self._depths(entries)
+        if backward:
+            self._find_all_cycles()
+            suspects.extend(self.cycles)
+        for key, lst in self.by_id.items():
+            if len(lst) > 1 and key is not ABSENT and key is not None:
+                suspects.extend(lst)
+        for lst in self.referrers.values():
+            suspects.extend(e for e in lst if e.etype in ("label", "compaction", "branch_summary"))
+        suspects.extend(self._unpaired_tools())
+        return suspects
+
+    def _depths(self, entries: list[LineInfo]) -> tuple[list[LineInfo], bool]:
+        """The depths of ``entries`` whose parents come first; returns the entries whose parent is
+        not found, and whether some parent comes at or after its child."""
         by_id_get = self.by_id.get
         depth = self._depth
         suspects: list[LineInfo] = []
@@ -258,14 +273,11 @@ class TreeIndex:
             d = depth.get(p)
             if d is not None:
                 depth[e] = d + 1
-        if backward:
-            self._find_all_cycles()
-            suspects.extend(self.cycles)
-        for key, lst in self.by_id.items():
-            if len(lst) > 1 and key is not ABSENT and key is not None:
-                suspects.extend(lst)
-        for lst in self.referrers.values():
-            suspects.extend(e for e in lst if e.etype in ("label", "compaction", "branch_summary"))
+        return suspects, backward
+
+    def _unpaired_tools(self) -> list[LineInfo]:
+        """The tool calls and results that may lack their other half."""
+        suspects: list[LineInfo] = []
         # Tool calls and results pair by id; an id repeated by many calls (a model that numbers
         # its calls call_0, call_1, ... in every turn) must not make this quadratic: the
         # ancestors near each result are collected once, and calls are looked up in sets.
@@ -328,6 +340,29 @@ class TreeIndex:
         for e in added:
             self._index(e)
 
+        dirty, moved, structural = self._touched(keys, old_last, removed, added)
+        if structural or broken:
+            self.epoch += 1
+            self._depth.clear()
+
+        if structural and len(moved) > _FULL_RECOMPUTE:
+            self._find_all_cycles()
+            dirty = set(self.members)
+        else:
+            self._update_cycles(broken, moved, dirty)
+            if structural:
+                self._dirty_subtrees(moved, dirty)
+        self.recompute(dirty)
+
+    def _touched(
+        self,
+        keys: set[Any],
+        old_last: dict[Any, LineInfo | None],
+        removed: list[LineInfo],
+        added: list[LineInfo],
+    ) -> tuple[set[LineInfo], list[LineInfo], bool]:
+        """After an update: the entries to check again, those whose parent link is new or changed,
+        and whether the tree's shape changed (an id now resolves to another entry)."""
         dirty: set[LineInfo] = set(added)
         moved: list[LineInfo] = list(added)  # entries whose parent link is new or changed
         structural = False
@@ -349,18 +384,7 @@ class TreeIndex:
                 dirty.update(self.calls_by_id.get(e.result_call_id, ()))
             for c in e.call_ids:
                 dirty.update(self.results_by_call.get(c, ()))
-        if structural or broken:
-            self.epoch += 1
-            self._depth.clear()
-
-        if structural and len(moved) > _FULL_RECOMPUTE:
-            self._find_all_cycles()
-            dirty = set(self.members)
-        else:
-            self._update_cycles(broken, moved, dirty)
-            if structural:
-                self._dirty_subtrees(moved, dirty)
-        self.recompute(dirty)
+        return dirty, moved, structural
 
     def recompute(self, entries: Iterable[LineInfo]) -> None:
         members = self.members
@@ -449,6 +473,13 @@ class TreeIndex:
 
     def _problems_of(self, e: LineInfo) -> tuple[Problem, ...]:
         out: list[Problem] = []
+        self._duplicate_id_problems(e, out)
+        self._parent_problems(e, out)
+        self._reference_problems(e, out)
+        self._tool_problems(e, out)
+        return tuple(out)
+
+    def _duplicate_id_problems(self, e: LineInfo, out: list[Problem]) -> None:
         key = e.key
         if key is not ABSENT and key is not None:
             same = self.by_id.get(key)
@@ -467,6 +498,10 @@ class TreeIndex:
                         related=_first_related(same, e, "same id"),
                     )
                 )
+
+    def _parent_problems(self, e: LineInfo, out: list[Problem]) -> None:
+        """Its own parent, a parent that is missing, or a parent cycle."""
+        key = e.key
         if e.pkey is not None:
             if e.pkey == key and strict_equal(e.parent_id, e.id):
                 out.append(
@@ -497,6 +532,9 @@ class TreeIndex:
                         related=_first_related(cycle, e, "in the cycle"),
                     )
                 )
+
+    def _reference_problems(self, e: LineInfo, out: list[Problem]) -> None:
+        """A label, branch summary or compaction naming an entry that is not there."""
         etype = e.etype
         if etype == "label":
             if isinstance(e.ref, str) and e.ref not in self.by_id:
@@ -520,6 +558,9 @@ class TreeIndex:
             problem = self._check_first_kept(e)
             if problem is not None:
                 out.append(problem)
+
+    def _tool_problems(self, e: LineInfo, out: list[Problem]) -> None:
+        """A tool result without its call, a tool call without its result."""
         if e.result_call_id is not None and e.role == "toolResult":
             problem = self._check_result(e)
             if problem is not None:
@@ -535,7 +576,6 @@ class TreeIndex:
                             path=("message", "content", e.call_blocks[i], "id"),
                         )
                     )
-        return tuple(out)
 
     def _check_first_kept(self, c: LineInfo) -> Problem | None:
         target = c.ref

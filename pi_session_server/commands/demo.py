@@ -159,18 +159,24 @@ def whole_tree(client: Any, params: dict[str, Any], page_size: int = MAX_TREE_NO
         offset = following
 
 
+def _glyphs(ascii_only: bool) -> dict[str, str]:
+    """The box-drawing glyphs: ASCII when asked for, or when stdout cannot encode the others."""
+    glyphs = ASCII if ascii_only else UNICODE
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        "".join(UNICODE.values()).encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        glyphs = ASCII
+    return glyphs
+
+
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve() if args.file else example_path()
     if not path.is_file():
         print(f"pi-session demo: {path}: {path_problem(str(path)) or 'no such file'}", file=sys.stderr)
         return 2
     width = args.width or shutil.get_terminal_size((110, 24)).columns
-    glyphs = ASCII if args.ascii else UNICODE
-    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
-    try:
-        "".join(UNICODE.values()).encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        glyphs = ASCII
+    glyphs = _glyphs(args.ascii)
     command, env = server_command()
     with SidecarClient(command, env=env) as client:
         # the release goes where an editor puts it: initializationOptions.piVersion

@@ -122,6 +122,17 @@ def _target(args: argparse.Namespace, path: str) -> str:
 MAX_ROUNDS = 5
 
 
+def _report_only(
+    path: str, count: int, chosen: frozenset[str], quiet: bool, report: TextIO
+) -> tuple[int, int]:
+    """Neither --in-place nor --output: the repairs are listed, nothing is written."""
+    if count:
+        print(f"{path}: {_repairs(count)} to make; write them with --in-place or --output OUT", file=report)
+    elif not quiet:
+        print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
+    return (1 if count else 0), count
+
+
 def _repair(
     args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str], quiet: bool
 ) -> tuple[int, int]:
@@ -137,13 +148,7 @@ def _repair(
     _list(path, plan, report, later)
     count = len(plan.applied)
     if not args.output and not args.in_place:
-        if count:
-            print(
-                f"{path}: {_repairs(count)} to make; write them with --in-place or --output OUT", file=report
-            )
-        elif not quiet:
-            print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
-        return (1 if count else 0), count
+        return _report_only(path, count, chosen, quiet, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0

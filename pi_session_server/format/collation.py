@@ -1,4 +1,4 @@
-"""``String.prototype.localeCompare`` as Node's ICU does it for en-US (spec §18.7, D9).
+"""``String.prototype.localeCompare`` as Node's ICU does it for en-US (docs/API.md §9.7, D9).
 
 Used only to break ties between session file names in listings. For ASCII this reproduces ICU's
 default collation (root/en-US, tertiary strength): characters compare first by a primary weight

@@ -1,4 +1,4 @@
-"""Times the JavaScript way (spec §1.5, D9): ``new Date(x).getTime()`` and ``toISOString()``.
+"""Times the JavaScript way (docs/FORMAT.md §2.5, D9): ``new Date(x).getTime()`` and ``toISOString()``.
 
 ``ms(x)`` accepts the ECMAScript date-time string format (``YYYY``/``±YYYYYY``, optional ``-MM``,
 ``-DD``, ``THH:mm``, ``:ss``, ``.fraction``, ``Z``/``±HH:mm``) plus the V8 extensions that occur in
@@ -89,31 +89,36 @@ def _parse_date_string(s: str) -> int | float:
     day = int(m["day"]) if m["day"] else 1
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return math.nan
-    t = _days_from_civil(year, month, day) * _MS_PER_DAY
-    if m["hour"] is not None:
-        hour, minute = int(m["hour"]), int(m["minute"])
-        second = int(m["second"]) if m["second"] else 0
-        fraction = m["fraction"] or ""
-        millis = int((fraction + "00")[:3]) if fraction else 0
-        if minute > 59 or second > 59:
-            return math.nan
-        if hour > 24 or (hour == 24 and (minute or second or fraction.strip("0"))):
-            return math.nan
-        t += ((hour * 60 + minute) * 60 + second) * 1000 + millis
-        zone = m["zone"]
-        if zone is None:
-            if abs(t) > MAX_TIME_MS + 2 * _MS_PER_DAY:  # far outside the range whatever the zone
-                return math.nan
-            t = _local_to_utc(t)
-        elif zone not in ("Z", "z"):
-            digits = zone[1:].replace(":", "")
-            off_h, off_m = int(digits[:2]), int(digits[2:])
-            if off_h > 23 or off_m > 59:
-                return math.nan
-            off = (off_h * 60 + off_m) * 60_000
-            t = t - off if zone[0] == "+" else t + off
-    if abs(t) > MAX_TIME_MS:
+    midnight = _days_from_civil(year, month, day) * _MS_PER_DAY
+    t = _with_time_of_day(m, midnight) if m["hour"] is not None else midnight
+    if t is None or abs(t) > MAX_TIME_MS:
         return math.nan
+    return t
+
+
+def _with_time_of_day(m: re.Match[str], t: int) -> int | None:
+    """``t`` (the date's midnight) plus the time of day ``m`` gives, in UTC; None when invalid."""
+    hour, minute = int(m["hour"]), int(m["minute"])
+    second = int(m["second"]) if m["second"] else 0
+    fraction = m["fraction"] or ""
+    millis = int((fraction + "00")[:3]) if fraction else 0
+    if minute > 59 or second > 59:
+        return None
+    if hour > 24 or (hour == 24 and (minute or second or fraction.strip("0"))):
+        return None
+    t += ((hour * 60 + minute) * 60 + second) * 1000 + millis
+    zone = m["zone"]
+    if zone is None:
+        if abs(t) > MAX_TIME_MS + 2 * _MS_PER_DAY:  # far outside the range whatever the zone
+            return None
+        return _local_to_utc(t)
+    if zone not in ("Z", "z"):
+        digits = zone[1:].replace(":", "")
+        off_h, off_m = int(digits[:2]), int(digits[2:])
+        if off_h > 23 or off_m > 59:
+            return None
+        off = (off_h * 60 + off_m) * 60_000
+        t = t - off if zone[0] == "+" else t + off
     return t
 
 

@@ -122,7 +122,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     parent_id: Any = ABSENT
     timestamp: Any = ABSENT
     message: MessageHead | None = None
-    targetId: Any = ABSENT  # noqa: N815 - the JSON key; labels are indexed at load time
+    targetId: Any = ABSENT  # the JSON key; labels are indexed at load time
     label: Any = ABSENT
     line: Any = -1
     offset: Any = -1
@@ -283,7 +283,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
         return len(value) if isinstance(value, dict) else 0
 
     def __contains__(self, key: object) -> bool:
-        if key in _ENVELOPE_KEYS and self.get(key, ABSENT) is not ABSENT:  # type: ignore[arg-type]
+        if key in _ENVELOPE_KEYS and self.get(key, ABSENT) is not ABSENT:
             return True
         value = self.value
         return isinstance(value, dict) and key in value
@@ -357,7 +357,7 @@ class _OpenEnvelope(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     parent_id: Any = ABSENT
     timestamp: Any = ABSENT
     message: _OpenMessageHead | None = None
-    targetId: Any = ABSENT  # noqa: N815 - the JSON key
+    targetId: Any = ABSENT  # the JSON key
     label: Any = ABSENT
 
 

@@ -118,7 +118,7 @@ class _Budget:
     of long strings), then, once, the line's own token count a few times over: never more than a
     few passes over the line."""
 
-    __slots__ = ("left", "raw", "extended")
+    __slots__ = ("extended", "left", "raw")
 
     def __init__(self, raw: bytes) -> None:
         self.raw = raw

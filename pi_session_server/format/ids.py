@@ -1,4 +1,4 @@
-"""Session ids (UUIDv7) and entry ids (8 hex digits), spec §5.2 and §5.3."""
+"""Session ids (UUIDv7) and entry ids (8 hex digits), docs/FORMAT.md §5.2 and §5.3."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""JSON exactly as JavaScript's ``JSON.parse`` / ``JSON.stringify`` do it (spec §1.2, §1.3).
+"""JSON exactly as JavaScript's ``JSON.parse`` / ``JSON.stringify`` do it (docs/FORMAT.md §2.2, §2.3).
 
 Both directions have a fast path built on C code (``json``, ``msgspec``) used only where it provably
 gives the JavaScript result, and an exact pure-Python path that is iterative, so values of any
@@ -15,7 +15,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
+from json.decoder import scanstring as _untyped_scanstring  # type: ignore[attr-defined]  # C function typeshed omits
 from json.encoder import encode_basestring as _encode_basestring
 from typing import Any, TypeVar
 
@@ -36,6 +36,8 @@ __all__ = [
     "parse",
     "parse_bytes",
 ]
+
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = _untyped_scanstring
 
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 4294967294
@@ -103,7 +105,7 @@ def parse_bytes(data: bytes | bytearray | memoryview) -> Any:
     """
     try:
         return msgspec.json.decode(data)
-    except Exception:  # msgspec.DecodeError, RecursionError for deep values, ...
+    except (msgspec.DecodeError, RecursionError):  # not what msgspec accepts, or too deep for it
         return parse(bytes(data).decode("utf-8", "replace"))
 
 
@@ -132,7 +134,7 @@ _EXPONENT_MISSING = "Exponent part is missing a number"
 class _ObjectFrame:
     """An object being parsed and the key whose value comes next."""
 
-    __slots__ = ("obj", "key")
+    __slots__ = ("key", "obj")
 
     def __init__(self, obj: dict[str, Any], key: str):
         self.obj = obj
@@ -142,7 +144,7 @@ class _ObjectFrame:
 class _Parser:
     """An iterative port of V8's JsonParser: same values, same error kinds and positions."""
 
-    __slots__ = ("text", "end")
+    __slots__ = ("end", "text")
 
     def __init__(self, text: str):
         self.text = text
@@ -208,7 +210,10 @@ class _Parser:
         try:
             return _scanstring(self.text, pos + 1, True)
         except ValueError:
-            pass
+            return self._refused_string(pos)
+
+    def _refused_string(self, pos: int) -> tuple[str, int]:
+        """The string literal at ``pos`` that scanstring refused, scanned again to raise V8's error."""
         text, end = self.text, self.end
         i = pos + 1
         while True:
@@ -221,22 +226,25 @@ class _Parser:
                 return _scanstring(text, pos + 1, True)
             if c != "\\":
                 raise self._fail(i, _BAD_CONTROL)
-            i += 1
-            if i >= end:
-                raise self._unexpected(end)
-            e = text[i]
-            if e > "\xff":
-                raise self._unexpected(i)
-            if e in '"\\/bfnrt':
+            i = self._after_escape(i + 1)
+
+    def _after_escape(self, i: int) -> int:
+        """Where the escape whose letter is at ``i`` (after a backslash) ends."""
+        text, end = self.text, self.end
+        if i >= end:
+            raise self._unexpected(end)
+        e = text[i]
+        if e > "\xff":
+            raise self._unexpected(i)
+        if e in '"\\/bfnrt':
+            return i + 1
+        if e == "u":
+            for _ in range(4):
                 i += 1
-            elif e == "u":
-                for _ in range(4):
-                    i += 1
-                    if i >= end or text[i] not in _HEX:
-                        raise self._fail(i, _BAD_UNICODE)
-                i += 1
-            else:
-                raise self._fail(i, _BAD_ESCAPE)
+                if i >= end or text[i] not in _HEX:
+                    raise self._fail(i, _BAD_UNICODE)
+            return i + 1
+        raise self._fail(i, _BAD_ESCAPE)
 
     def _number(self, pos: int) -> tuple[int | float, int]:
         text = self.text
@@ -274,7 +282,7 @@ class _Parser:
 
     # ---- the value loop (V8's ParseJsonValue) ------------------------------------------------
 
-    def parse(self) -> Any:
+    def parse(self) -> Any:  # noqa: C901 - V8's value loop, one state machine over every token
         text, end = self.text, self.end
         # Frames: a list for an open array; an _ObjectFrame for an open object.
         stack: list[Any] = []
@@ -372,7 +380,7 @@ _fast_encode: Callable[[Any], bytes] = msgspec.json.Encoder().encode
 
 
 def js_number(x: int | float) -> str:
-    """``Number.prototype.toString()`` of a JS number (spec §1.3 rule 3).
+    """``Number.prototype.toString()`` of a JS number (docs/FORMAT.md §2.3 rule 3).
 
     Non-finite values give "NaN"/"Infinity"/"-Infinity" (JSON.stringify writes those as null).
     Python ints beyond 2**53 are first rounded to the nearest double, as JS would hold them.
@@ -391,6 +399,11 @@ def js_number(x: int | float) -> str:
         raise TypeError(f"not a JS number: {type(x).__name__}")
     else:  # int/float subclasses
         return js_number(int(x) if isinstance(x, int) else float(x))
+    return _double_text(f)
+
+
+def _double_text(f: float) -> str:
+    """``Number.prototype.toString()`` of a double."""
     if f != f:
         return "NaN"
     if f == math.inf:
@@ -507,7 +520,9 @@ def _encode_string(s: str) -> str:
     return out
 
 
-def _scalar(v: Any, default: Callable[[Any], Any] | None = None, displayed: bool = False) -> str | None:
+def _scalar(  # noqa: C901 - a dispatch on the value's type, exact types first (the fast cases)
+    v: Any, default: Callable[[Any], Any] | None = None, displayed: bool = False
+) -> str | None:
     """The JSON text of a non-container value, or None for a container (``default`` turns other
     objects into JSON values; ``displayed``: lone surrogates become U+FFFD, see ``encode_value``)."""
     t = type(v)
@@ -538,7 +553,7 @@ def _scalar(v: Any, default: Callable[[Any], Any] | None = None, displayed: bool
     raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
 
 
-def _encode_exact(
+def _encode_exact(  # noqa: C901 - the iterative encoder: one loop over every value at any depth
     value: Any, indent: str = "", default: Callable[[Any], Any] | None = None, displayed: bool = False
 ) -> str:
     """JSON.stringify(value, null, indent) exactly, iteratively (any depth). ``default`` turns
@@ -609,11 +624,11 @@ def _encode_exact(
 _DIGIT_STARTS = frozenset("0123456789")
 
 
-def _fast_path_ok(value: Any) -> bool:
+def _fast_path_ok(value: Any) -> bool:  # noqa: C901 - one loop over every value, kept inline on purpose
     """True when msgspec encodes ``value`` exactly like JSON.stringify (lone surrogates aside,
     which make it raise): only dict/list/str/bool/None, safe ints, floats whose shortest spelling
     is the JS one, no ABSENT, no key that JS would move to the front. (A plain loop: per-container
-    ``set(map(type, ...))`` passes measured slower on session-sized values.)"""
+    ``set(map(type, ...))`` passes are slower on session-sized values.)"""
     stack = [value]
     pop, extend = stack.pop, stack.extend
     while stack:
@@ -644,8 +659,8 @@ def dumps_bytes(value: Any) -> bytes:
     if _fast_path_ok(value):
         try:
             return _fast_encode(value)
-        except Exception:  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
-            pass
+        except (msgspec.EncodeError, TypeError, ValueError, RecursionError):
+            pass  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
     return _encode_exact(value).encode("utf-8")
 
 
@@ -654,8 +669,8 @@ def dumps(value: Any) -> str:
     if _fast_path_ok(value):
         try:
             return _fast_encode(value).decode("utf-8")
-        except Exception:  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
-            pass
+        except (msgspec.EncodeError, TypeError, ValueError, RecursionError):
+            pass  # lone surrogates (UnicodeEncodeError), nesting too deep for msgspec
     return _encode_exact(value)
 
 

@@ -1,4 +1,4 @@
-"""Text handling the JavaScript way (spec §1.4): the ``trim`` whitespace set and line splitting.
+"""Text handling the JavaScript way (docs/FORMAT.md §2.4): the ``trim`` whitespace set and line splitting.
 
 Python's ``str.strip()`` and ``str.splitlines()`` use different character sets; never use them on
 session text.

@@ -83,7 +83,7 @@ def strict_equal(a: Any, b: Any) -> bool:
     if ta is bool or tb is bool:
         return False
     if ta in (int, float) and tb in (int, float):
-        return a == b
+        return bool(a == b)
     return False
 
 
@@ -203,23 +203,28 @@ def to_number(value: Any) -> float:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
-        s = value.strip(
-            " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-        )
-        if s == "":
-            return 0.0
-        try:
-            if s[:2].lower() in ("0x", "0o", "0b"):
-                return float(int(s, 0))
-            if s in ("Infinity", "+Infinity"):
-                return math.inf
-            if s == "-Infinity":
-                return -math.inf
-            if any(c not in "0123456789+-.eE" for c in s):
-                return math.nan
-            return float(s)
-        except ValueError:
-            return math.nan
+        return _string_to_number(value)
     if isinstance(value, list):  # Number([x]) is Number(String([x])): [null] and [[]] are 0, like []
         return to_number(js_string_of(value))
     return math.nan
+
+
+def _string_to_number(value: str) -> float:
+    """JS ``Number(string)``."""
+    s = value.strip(
+        " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+    )
+    if s == "":
+        return 0.0
+    try:
+        if s[:2].lower() in ("0x", "0o", "0b"):
+            return float(int(s, 0))
+        if s in ("Infinity", "+Infinity"):
+            return math.inf
+        if s == "-Infinity":
+            return -math.inf
+        if any(c not in "0123456789+-.eE" for c in s):
+            return math.nan
+        return float(s)
+    except ValueError:
+        return math.nan

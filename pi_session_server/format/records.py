@@ -1,7 +1,7 @@
-"""Typed records of a session line: the header, every entry type and every message (spec §4-§7).
+"""Typed records of a session line: the header, every entry type and every message (docs/FORMAT.md §4-§7).
 
 These Structs describe what pi *writes* (0.86.1's entries, and the ``context_edit`` entry of pi 1.6.0,
-session-format.md §23.1, which 0.86.1 reads as an unknown type). The reference itself validates nothing (it works on
+docs/FORMAT.md §6.11, which 0.86.1 reads as an unknown type). The reference itself validates nothing (it works on
 whatever ``JSON.parse`` produced, see :mod:`jsvalue`), so the records serve two other purposes:
 
 - typed validation: a line that decodes as :data:`SessionLine` has every required field with the
@@ -67,7 +67,7 @@ class _Record(Struct, rename="camel", kw_only=True, omit_defaults=True):
 
 
 # --------------------------------------------------------------------------------------------
-# Content blocks and shared types (§7.1)
+# Content blocks and shared types (docs/FORMAT.md §7.1)
 # --------------------------------------------------------------------------------------------
 
 
@@ -158,7 +158,7 @@ class Deferred(_Record, kw_only=True):
 
 
 # --------------------------------------------------------------------------------------------
-# Messages (§7.2), tagged by ``role``
+# Messages (docs/FORMAT.md §7.2), tagged by ``role``
 # --------------------------------------------------------------------------------------------
 
 
@@ -171,7 +171,7 @@ class SystemMessage(_Message, tag="system", kw_only=True):
     sections: dict[str, str | None] | UnsetType = UNSET
     tools_added: list[Tool] | UnsetType = UNSET
     tools_removed: list[ToolRef] | UnsetType = UNSET
-    timestamp: float | None  # null in a compaction checkpoint whose time was unknown (§16.6)
+    timestamp: float | None  # null in a compaction checkpoint whose time was unknown (docs/API.md §7.7)
 
 
 class UserMessage(_Message, tag="user", kw_only=True):
@@ -211,7 +211,7 @@ class ToolResultMessage(_Message, tag="toolResult", kw_only=True):
 class BashExecutionMessage(_Message, tag="bashExecution", kw_only=True):
     command: str
     output: str
-    exit_code: float | None | UnsetType = UNSET  # number | undefined
+    exit_code: float | UnsetType | None = UNSET  # number | undefined
     cancelled: bool
     truncated: bool
     full_output_path: str | UnsetType = UNSET
@@ -228,7 +228,7 @@ class CustomMessage(_Message, tag="custom", kw_only=True):
 
 
 class HookMessage(_Message, tag="hookMessage", kw_only=True):
-    """The v1/v2 name of :class:`CustomMessage` (renamed by the v2 -> v3 migration, §8.3)."""
+    """The v1/v2 name of :class:`CustomMessage` (renamed by the v2 -> v3 migration, docs/FORMAT.md §8.3)."""
 
     custom_type: str
     content: str | list[UserContent]
@@ -273,7 +273,7 @@ class UnknownMessage(_Record, kw_only=True):
 
 
 # --------------------------------------------------------------------------------------------
-# The header (§4) and entries (§5, §6), tagged by ``type``
+# The header (docs/FORMAT.md §4) and entries (§5, §6), tagged by ``type``
 # --------------------------------------------------------------------------------------------
 
 
@@ -321,8 +321,8 @@ class CompactionEntry(_Entry, tag="compaction", kw_only=True):
     first_kept_entry_id: str
     tokens_before: float
     details: Any = UNSET
-    usage: Usage | None | UnsetType = UNSET
-    from_hook: bool | None | UnsetType = UNSET
+    usage: Usage | UnsetType | None = UNSET
+    from_hook: bool | UnsetType | None = UNSET
     system_message: SystemMessage | UnsetType = UNSET
 
 
@@ -330,8 +330,8 @@ class BranchSummaryEntry(_Entry, tag="branch_summary", kw_only=True):
     from_id: str  # the abandoned leaf, or the literal "root"
     summary: str
     details: Any = UNSET
-    usage: Usage | None | UnsetType = UNSET
-    from_hook: bool | None | UnsetType = UNSET
+    usage: Usage | UnsetType | None = UNSET
+    from_hook: bool | UnsetType | None = UNSET
 
 
 class CustomEntry(_Entry, tag="custom", kw_only=True):
@@ -361,15 +361,15 @@ class ContextEditEntry(_Entry, tag="context_edit", kw_only=True):
 
 class LabelEntry(_Entry, tag="label", kw_only=True):
     target_id: str
-    label: str | None | UnsetType = UNSET  # any falsy value clears the target's label
+    label: str | UnsetType | None = UNSET  # any falsy value clears the target's label
 
 
 class SessionInfoEntry(_Entry, tag="session_info", kw_only=True):
-    name: str | None | UnsetType = UNSET
+    name: str | UnsetType | None = UNSET
 
 
 class UnknownEntry(_Record, kw_only=True):
-    """An entry of a type this version does not know (§6.11): kept, indexed, a tree node."""
+    """An entry of a type this version does not know (docs/FORMAT.md §6.12): kept, indexed, a tree node."""
 
     type: str
     id: str
@@ -447,7 +447,7 @@ def decode_line(data: str | bytes) -> SessionLine | UnknownEntry | MessageEntry:
 def _unknown_entry_schema(known: frozenset[str]) -> dict[str, Any]:
     return {
         "title": "UnknownEntry",
-        "description": "An entry of a type this version does not know: kept as-is, a tree node (spec §6.11).",
+        "description": "An entry of a type this version does not know: kept as-is, a tree node (docs/FORMAT.md §6.12).",
         "type": "object",
         "properties": {
             "type": {"type": "string", "not": {"enum": sorted(known | {"session"})}},

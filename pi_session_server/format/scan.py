@@ -262,13 +262,7 @@ def scan_entries(
             result.end = offset + len(data) + 1
         length = len(data)
         if need_header:
-            raw = classify_line(line_no, offset, data)
-            if raw.kind == "kept":
-                result.header = raw.value
-                result.header_line = line_no
-                need_header = False
-            elif raw.kind != "blank":
-                result.problems.append(problem_for(raw))
+            need_header = not _took_header(result, line_no, offset, data)
             continue
         entry = _entry_from_line(line_no, offset, data, length, source)
         if isinstance(entry, Entry):
@@ -278,7 +272,20 @@ def scan_entries(
     return result
 
 
-def _scan_entry_lines(
+def _took_header(result: ScanResult, line_no: int, offset: int, data: bytes) -> bool:
+    """A line read while the header is still to come: True when it is the header (the first kept
+    value); any other line but a blank one is a problem."""
+    raw = classify_line(line_no, offset, data)
+    if raw.kind == "kept":
+        result.header = raw.value
+        result.header_line = line_no
+        return True
+    if raw.kind != "blank":
+        result.problems.append(problem_for(raw))
+    return False
+
+
+def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
     fd: int,
     source: Any,
     start: int,

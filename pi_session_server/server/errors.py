@@ -30,9 +30,10 @@ PI_VERSION = -32013
 CONTEXT_EDIT_REFUSED = -32014
 REQUEST_CANCELLED = -32800
 
-# The most nodes one pi/getTree reply holds. A reply costs about 1 KB of memory per node while it is
-# made and sent (the tree, previews, the JSON and its framing): 50,000 nodes stay near 50 MB, and a
-# session of a million entries cannot take the process down. Bigger trees come in pages.
+# The most nodes one pi/getTree reply holds. While a reply is made and sent, each node holds memory
+# (its part of the tree, its preview, its JSON and the framing): this bound keeps a reply to tens of
+# MB (bench/RESULTS.md), so a session of a million entries cannot take the process down. Bigger
+# trees come in pages.
 MAX_TREE_NODES = 50_000
 
 # code -> (name, when) for the protocol document and its consistency test

@@ -411,7 +411,7 @@ class Connection:
             return
         try:
             message = parse_bytes(body)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - the wire boundary: any unreadable body is answered -32700
             self.send_error(None, PARSE_ERROR, f"Parse error: {error}")
             return
         problem = _envelope_problem(message)
@@ -488,7 +488,7 @@ class Connection:
         def prepare() -> None:
             try:
                 lsp.prepare()
-            except BaseException as error:  # reported on the loop, to those waiting
+            except BaseException as error:  # noqa: BLE001 - reported on the loop, to those waiting
                 loop.call_soon_threadsafe(self._lsp_ready, lsp, error)
             else:
                 loop.call_soon_threadsafe(self._lsp_ready, lsp, None)
@@ -498,16 +498,7 @@ class Connection:
     def _lsp_ready(self, lsp: LanguageServerPart, failure: BaseException | None) -> None:
         waiting, self._for_lsp = self._for_lsp or [], None
         if failure is None:
-            try:
-                protocol = lsp.create()
-            except Exception as error:
-                failure = error
-            else:
-                self.protocol = protocol
-                if self.writer is not None:
-                    protocol.set_writer(self.writer, include_headers=True)
-                if self._trace is not None:
-                    self._apply_trace(self._trace)
+            failure = self._install_lsp(lsp)
         if failure is not None:
             logger.error("the language server could not start", exc_info=failure)
             self._lsp = None  # what comes for it from now on is refused at once
@@ -522,6 +513,19 @@ class Connection:
                 self._dispatch_waiting(message)
             except Exception:
                 logger.exception("failed to dispatch a message")
+
+    def _install_lsp(self, lsp: LanguageServerPart) -> Exception | None:
+        """Make the language server's protocol and plug it in; returns why it could not be made."""
+        try:
+            protocol = lsp.create()
+        except Exception as error:  # noqa: BLE001 - answered to every request waiting for the LSP
+            return error
+        self.protocol = protocol
+        if self.writer is not None:
+            protocol.set_writer(self.writer, include_headers=True)
+        if self._trace is not None:
+            self._apply_trace(self._trace)
+        return None
 
     def _dispatch_waiting(self, message: dict[str, Any]) -> None:
         method = message.get("method")
@@ -560,7 +564,7 @@ class Connection:
             del self._pending[key]
         try:
             result = job.result()
-        except BaseException as error:
+        except BaseException as error:  # noqa: BLE001 - the request boundary: every failure is answered
             self.send_exception(message_id, error)
             return
         self.send_result(message_id, result)

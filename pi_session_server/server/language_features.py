@@ -273,7 +273,7 @@ class LanguageFeatures:
         order mark written or dropped with the encoding)."""
         state = self.docs.get(params.text_document.uri)
         if state is not None and not state.from_disk:
-            state.queue.submit(lambda token: self._file_changed(state), interruptible=False)
+            state.queue.submit(lambda _token: self._file_changed(state), interruptible=False)
 
     def did_close(self, params: types.DidCloseTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
@@ -555,7 +555,9 @@ class LanguageFeatures:
         cache = state.lsp_cache
         if cache is not None and cache[0] == doc.version:
             return cache[1]
-        found = self._converter.unstructure([self.lsp_diagnostic(state, d) for d in self.diagnostics(state)])
+        found: list[dict[str, Any]] = self._converter.unstructure(
+            [self.lsp_diagnostic(state, d) for d in self.diagnostics(state)]
+        )
         state.lsp_cache = (doc.version, found)
         return found
 
@@ -894,13 +896,13 @@ class LanguageFeatures:
 
 class _OpenedDocument(msgspec.Struct):
     uri: str
-    languageId: str  # noqa: N815 - the LSP field name
+    languageId: str  # the LSP field name
     version: int
     text: msgspec.Raw
 
 
 class _OpenParams(msgspec.Struct):
-    textDocument: _OpenedDocument  # noqa: N815 - the LSP field name
+    textDocument: _OpenedDocument  # the LSP field name
 
 
 class _OpenNotification(msgspec.Struct):
@@ -925,7 +927,7 @@ def json_string_bytes(token: Any) -> bytes | None:
     raw = memoryview(token).cast("B")  # no copy of a 100 MB token
     if len(raw) < 2 or raw[0] != 0x22 or raw[-1] != 0x22 or _SPECIAL_ESCAPE.search(raw) is not None:
         return None
-    return codecs.escape_decode(raw[1:-1])[0]  # type: ignore[attr-defined,no-any-return]
+    return codecs.escape_decode(raw[1:-1])[0]
 
 
 def _document_of_token(token: Any, quick: bool, pi: Profile) -> SessionDocument:

@@ -83,6 +83,12 @@ def _with_text(
 
 
 def register(server: PiSessionServer) -> None:
+    _register_listings(server)
+    _register_session_files(server)
+
+
+def _register_listings(server: PiSessionServer) -> None:
+    """pi/list and pi/listAll."""
     route = server.connection.route
 
     def listing(p: P.ListingParams, title: str, call: Any) -> Any:
@@ -131,6 +137,11 @@ def register(server: PiSessionServer) -> None:
             ),
         )
 
+
+def _register_session_files(server: PiSessionServer) -> None:
+    """pi/findById and pi/delete."""
+    route = server.connection.route
+
     @route("pi/findById")
     def pi_find_by_id(params: Any) -> Any:
         p = P.parse(params, P.FindByIdParams)
@@ -155,27 +166,31 @@ def register(server: PiSessionServer) -> None:
         env = server.environment_for(p)
 
         def job(_token: CancelToken) -> Any:
-            path = resolve_path(given, env=env)
-            if not os.path.lexists(path):
-                raise fs_error_from_oserror(FileNotFoundError(2, "No such file"), "stat", path)
-            if os.path.isdir(path) or not require_regular_file(path) or not is_session_file(path):
-                raise path_refused(f"Not a pi session file: {path}", path)
-            closed = []
-            for slot in server.registry.slots_for_path(path):
-                server.registry.close(slot)
-                closed.append(slot.handle)
-            try:
-                if p.permanent:
-                    os.unlink(path)
-                else:
-                    send2trash(path)
-            except OSError as error:
-                raise fs_error_from_oserror(error, "unlink", path) from error
-            except Exception as error:  # send2trash.TrashPermissionError and friends
-                raise path_refused(f"Cannot move {path} to the trash: {error}", path) from error
-            return {"path": path, "trashed": not p.permanent, "closedSessions": closed}
+            return _delete_session_file(server, resolve_path(given, env=env), p.permanent)
 
         return server.run("pi/delete", job)
+
+
+def _delete_session_file(server: PiSessionServer, path: str, permanent: bool) -> dict[str, Any]:
+    """Close the sessions open on ``path``, then delete it or move it to the trash (on a worker)."""
+    if not os.path.lexists(path):
+        raise fs_error_from_oserror(FileNotFoundError(2, "No such file"), "stat", path)
+    if os.path.isdir(path) or not require_regular_file(path) or not is_session_file(path):
+        raise path_refused(f"Not a pi session file: {path}", path)
+    closed = []
+    for slot in server.registry.slots_for_path(path):
+        server.registry.close(slot)
+        closed.append(slot.handle)
+    try:
+        if permanent:
+            os.unlink(path)
+        else:
+            send2trash(path)
+    except OSError as error:
+        raise fs_error_from_oserror(error, "unlink", path) from error
+    except Exception as error:  # send2trash.TrashPermissionError and friends
+        raise path_refused(f"Cannot move {path} to the trash: {error}", path) from error
+    return {"path": path, "trashed": not permanent, "closedSessions": closed}
 
 
 class _CancelSignal(AbortSignal):

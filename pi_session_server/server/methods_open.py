@@ -29,30 +29,13 @@ Make = Callable[[Callable[[int, int], None] | None], SessionManager]
 
 
 def register(server: PiSessionServer) -> None:
+    _register_opening(server)
+    _register_held(server)
+
+
+def _register_opening(server: PiSessionServer) -> None:
+    """The requests that open or create a session and hold it."""
     route = server.connection.route
-
-    def opening(p: P.Params, title: str, make: Make) -> Job[Any]:
-        """Open on a worker (a queue of its own), then hold the session and answer who it is."""
-        progress = Progress(server, p.work_done_token)
-
-        def job(token: CancelToken) -> Any:
-            def on_progress(done: int, total: int) -> None:
-                token.check()  # a cancelled open of a big file stops here
-                progress.report(done, total)
-
-            progress.begin(title)
-            try:
-                manager = make(on_progress)
-            finally:
-                progress.end()
-            if token.cancelled:
-                manager.close()
-                token.check()
-            if server.options.fsync:
-                manager.fsync = True
-            return server.slot_info(server.registry.add(manager))
-
-        return server.run(title, job)
 
     def pi_of(p: P.OpeningParams) -> Profile:
         return P.profile_of(p, server.options.pi)
@@ -69,14 +52,15 @@ def register(server: PiSessionServer) -> None:
                 p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress, pi=pi, env=env
             )
 
-        return opening(p, f"Opening {os.path.basename(p.path)}", make)
+        return _opening(server, p, f"Opening {os.path.basename(p.path)}", make)
 
     @route("pi/create")
     def pi_create(params: Any) -> Any:
         p = P.parse(params, P.CreateParams)
         pi = pi_of(p)
         env = server.environment_for(p)
-        return opening(
+        return _opening(
+            server,
             p,
             "Creating a session",
             lambda _: SessionManager.create(
@@ -89,7 +73,8 @@ def register(server: PiSessionServer) -> None:
         p = P.parse(params, P.ContinueRecentParams)
         pi = pi_of(p)
         env = server.environment_for(p)
-        return opening(
+        return _opening(
+            server,
             p,
             "Opening the most recent session",
             lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir), pi=pi, env=env),
@@ -100,7 +85,8 @@ def register(server: PiSessionServer) -> None:
         p = P.parse(params, P.InMemoryParams)
         pi = pi_of(p)
         env = server.environment_for(p)
-        return opening(
+        return _opening(
+            server,
             p,
             "Creating an in-memory session",
             lambda _: SessionManager.in_memory(
@@ -120,7 +106,12 @@ def register(server: PiSessionServer) -> None:
                 p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi, env=env
             )
 
-        return opening(p, f"Forking {os.path.basename(p.source_path)}", make)
+        return _opening(server, p, f"Forking {os.path.basename(p.source_path)}", make)
+
+
+def _register_held(server: PiSessionServer) -> None:
+    """pi/close and pi/sessions: the sessions held."""
+    route = server.connection.route
 
     @route("pi/close")
     def pi_close(params: Any) -> Any:
@@ -140,6 +131,30 @@ def register(server: PiSessionServer) -> None:
         infos = await asyncio.gather(*(on_loop(job, loop) for job in jobs), return_exceptions=True)
         described = [info for info in infos if isinstance(info, dict)]
         return msgspec.Raw(encode_result(described))
+
+
+def _opening(server: PiSessionServer, p: P.Params, title: str, make: Make) -> Job[Any]:
+    """Open on a worker (a queue of its own), then hold the session and answer who it is."""
+    progress = Progress(server, p.work_done_token)
+
+    def job(token: CancelToken) -> Any:
+        def on_progress(done: int, total: int) -> None:
+            token.check()  # a cancelled open of a big file stops here
+            progress.report(done, total)
+
+        progress.begin(title)
+        try:
+            manager = make(on_progress)
+        finally:
+            progress.end()
+        if token.cancelled:
+            manager.close()
+            token.check()
+        if server.options.fsync:
+            manager.fsync = True
+        return server.slot_info(server.registry.add(manager))
+
+    return server.run(title, job)
 
 
 def _describer(server: PiSessionServer, slot: Slot) -> Callable[[CancelToken], dict[str, Any]]:

@@ -16,7 +16,7 @@ from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.render.context_markdown import context_markdown, context_title
 from pi_session_server.session.context import build_context_entries
-from pi_session_server.session.describe import home_directory
+from pi_session_server.session.describe import PreviewCache, home_directory
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
@@ -26,7 +26,6 @@ from .session_stats import session_stats
 from .tree_pages import FlatTreePages
 from .tree_view import (
     FlatTree,
-    PreviewCache,
     RootNotFoundError,
     TreeTooLargeError,
     TreeWindow,

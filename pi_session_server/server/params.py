@@ -9,7 +9,8 @@ left out, because the reference gives each a defined answer (``branch(5)`` fails
 found``, ``branch()`` with ``Entry undefined not found``, ``getEntry()`` finds an entry without id).
 A field that is left out is JS ``undefined`` (``ABSENT``), which is not the same as ``null``.
 
-The same structures generate the params schemas of ``protocol/`` (see ``protocol_doc.py``).
+The same structures generate the params schemas of ``protocol/`` and of the VS Code client's
+``protocol.ts`` (see ``protocol_doc.py``).
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class EnvironmentOptions(msgspec.Struct, rename="camel", kw_only=True):
     member given replaces the server's own; null for home or agentDir means not set."""
 
     cwd: AbsolutePath | UnsetType = UNSET
-    home: Path | None | UnsetType = UNSET
-    agent_dir: Path | None | UnsetType = UNSET
+    home: Path | UnsetType | None = UNSET
+    agent_dir: Path | UnsetType | None = UNSET
 
     def applied_to(self, base: Environment) -> Environment:
         given = {name: getattr(self, name) for name in ("cwd", "home", "agent_dir")}

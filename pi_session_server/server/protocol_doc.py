@@ -1,23 +1,24 @@
 """The wire contract in ``protocol/``, generated from the code that implements it.
 
 ``python -m pi_session_server.server.protocol_doc protocol/`` writes ``pi-session.openrpc.json``
-(every method: params, result, errors; every notification; the error codes). Params schemas come from
-the msgspec structures the server validates with (``params.py``); result schemas are written here, next
-to the list of methods. ``tests/unit/test_protocol_contract.py`` fails when the committed files and this
-generator disagree, or when the server registers a method that is not documented (or the reverse), and
-the end-to-end tests validate every reply against these schemas.
+(every method: params, result, errors; every notification; the error codes) and, next to the VS Code
+client, ``editors/vscode/src/protocol.ts`` (the same types in TypeScript, see ``protocol_ts.py``).
+Every schema comes from msgspec structures: params from those the server validates with
+(``params.py``), results and notifications from ``results.py``; this module lists the methods and
+adds what msgspec cannot say. ``tests/unit/test_protocol_contract.py`` fails when the committed files
+and this generator disagree, or when the server registers a method that is not documented (or the
+reverse), and the end-to-end tests validate every reply against these schemas.
 
 ``protocol/session-line.schema.json`` (the JSON Schema of session lines) is written by hand.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -25,468 +26,14 @@ from pi_session_server import __version__
 
 from . import errors as E
 from . import params as P
+from . import results as R
 from .locations import MAX_PATH_CHARS, MAX_URI_CHARS
+from .protocol_ts import typescript
 
 REF = "#/components/schemas/"
+#: where the VS Code client's copy of the types lives, from the directory that holds ``protocol/``
+TYPESCRIPT_PATH = Path("editors", "vscode", "src", "protocol.ts")
 
-
-def ref(name: str) -> dict[str, str]:
-    return {"$ref": REF + name}
-
-
-ANY: dict[str, Any] = {}
-NULLABLE_ENTRY = {"anyOf": [ref("Entry"), {"type": "null"}]}
-
-# --- result schemas --------------------------------------------------------------------------
-
-SCHEMAS: dict[str, Any] = {
-    "JsonValue": {"description": "Any JSON value (the reference stores such fields as given)."},
-    "Entry": {
-        "type": "object",
-        "description": (
-            "A session entry exactly as stored in the file (one JSON line), keys in the file's order "
-            "(integer-like keys first, as JavaScript orders them). pi never validates what it reads, so "
-            "any field may have any type; session-line.schema.json describes what pi writes."
-        ),
-        "properties": {"type": ANY, "id": ANY, "parentId": ANY, "timestamp": ANY},
-    },
-    "Header": {
-        "type": "object",
-        "description": 'The session header line (type "session"), every key it has.',
-        "properties": {
-            "type": {"const": "session"},
-            "version": ANY,
-            "id": ANY,
-            "timestamp": ANY,
-            "cwd": ANY,
-            "parentSession": ANY,
-        },
-        "required": ["type"],
-    },
-    "SessionHandleInfo": {
-        "type": "object",
-        "description": "What the opening methods return: the handle and the session it holds.",
-        "properties": {
-            "session": {"type": "string", "description": "The handle for later requests."},
-            "uri": {"type": "string", "description": "file: URI of the session file, when there is one."},
-            "sessionId": {"description": "getSessionId() (a string for everything pi writes)."},
-            "sessionFile": {"type": "string", "description": "getSessionFile(); absent in memory."},
-            "sessionDir": {"type": "string"},
-            "cwd": {"type": "string"},
-            "isPersisted": {"type": "boolean"},
-            "usesDefaultSessionDir": {"type": "boolean"},
-            "leafId": {
-                "description": "getLeafId(): an id, null (before the first entry / after resetLeaf), or absent."
-            },
-            "header": {"anyOf": [ref("Header"), {"type": "null"}]},
-            "entryCount": {"type": "integer", "minimum": 0, "description": "getEntries().length"},
-            "sessionName": {"type": "string"},
-            "readOnly": {
-                "type": "boolean",
-                "description": "true for a file opened through `uri` that needs a write when opened "
-                "(migration, newline repair): it is held in memory until the first writing method.",
-            },
-            "piVersion": {
-                "type": "string",
-                "description": "The pi release this session behaves like (the opening method's `pi`, else "
-                "the server's: `serve --pi`, initializationOptions.piVersion; default 1.6.0).",
-            },
-            "skippedLines": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "Lines of the file pi skips as it reads it (invalid JSON, lines glued together by a "
-                "crash, values that are not objects): their entries are not in the session. Not pi's: pi "
-                "skips them silently.",
-            },
-            "skipped": {
-                "type": "array",
-                "maxItems": 20,
-                "items": ref("SkippedLine"),
-                "description": "The first of those lines (absent when there are none); the language server's "
-                "diagnostics and `pi-session check` give all of them.",
-            },
-            "result": {"description": "createBranchedSession/newSession: the method's own return value."},
-        },
-        "required": [
-            "session",
-            "sessionId",
-            "sessionDir",
-            "cwd",
-            "isPersisted",
-            "usesDefaultSessionDir",
-            "header",
-            "entryCount",
-            "readOnly",
-            "piVersion",
-            "skippedLines",
-        ],
-    },
-    "SkippedLine": {
-        "type": "object",
-        "description": "A line pi skips when it reads the file.",
-        "properties": {
-            "line": {"type": "integer", "minimum": 0, "description": "0-based line in the file"},
-            "column": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "0-based character where it goes wrong",
-            },
-            "kind": {"enum": ["malformed", "glued", "falsy", "non_object"]},
-            "message": {
-                "type": "string",
-                "description": "why, in words (for lines glued together: the entries lost)",
-            },
-        },
-        "required": ["line", "column", "kind", "message"],
-    },
-    "ListedSession": {
-        "type": "object",
-        "description": "SessionInfo of list/listAll, as JSON.stringify shows it (dates as ISO strings, null when invalid).",
-        "properties": {
-            "path": {"type": "string"},
-            "id": ANY,
-            "cwd": {"type": "string"},
-            "name": {"type": "string"},
-            "parentSessionPath": ANY,
-            "created": {"type": ["string", "null"]},
-            "modified": {"type": ["string", "null"]},
-            "messageCount": {"type": "integer"},
-            "firstMessage": {"type": "string", "description": 'absent with `text: "none"`'},
-            "allMessagesText": {"type": "string", "description": 'absent with `text: "first"` or `"none"`'},
-            "textTruncated": {
-                "const": True,
-                "description": "present when `maxTextChars` cut firstMessage or allMessagesText",
-            },
-        },
-        "required": ["path", "cwd", "created", "modified", "messageCount"],
-    },
-    "SessionsPage": {
-        "type": "object",
-        "description": "pi/list, pi/listAll with `offset` or `limit`: one page of the newest-first list.",
-        "properties": {
-            "sessions": {"type": "array", "items": ref("ListedSession")},
-            "total": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "how many sessions the whole list holds",
-            },
-            "hasMore": {"type": "boolean", "description": "true when sessions follow this page"},
-            "nextOffset": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "`offset` of the next page (when hasMore)",
-            },
-        },
-        "required": ["sessions", "total", "hasMore"],
-    },
-    "AppendResult": {
-        "type": "object",
-        "properties": {
-            "id": {"description": "The new entry's id (what the reference's appender returns)."},
-            "leafId": {"description": "The leaf after the append (the new entry)."},
-            "entry": {**ref("Entry"), "description": 'kind "usage" only: appendUsage returns the entry.'},
-        },
-        "required": ["id"],
-    },
-    "LeafResult": {
-        "type": "object",
-        "properties": {
-            "leafId": {"description": "getLeafId(); absent when the leaf is undefined."},
-            "entry": NULLABLE_ENTRY,
-        },
-        "required": ["entry"],
-    },
-    "EntriesPage": {
-        "type": "object",
-        "properties": {
-            "entries": {"type": "array", "items": ref("Entry")},
-            "total": {"type": "integer", "description": "getEntries().length"},
-            "hasMore": {"type": "boolean", "description": "true when `limit` cut the page short"},
-        },
-        "required": ["entries", "total", "hasMore"],
-    },
-    "Context": {
-        "type": "object",
-        "description": "buildSessionContext(): {messages, thinkingLevel, model}.",
-        "properties": {
-            "messages": {"type": "array", "items": ANY},
-            "thinkingLevel": ANY,
-            "model": {
-                "anyOf": [
-                    {"type": "null"},
-                    {"type": "object", "properties": {"provider": ANY, "modelId": ANY}},
-                ]
-            },
-        },
-        "required": ["messages", "model"],
-    },
-    "Projection": {
-        "type": "object",
-        "description": (
-            "pi 1.6.0's buildSessionProjection(): the context's messages, and per context entry the "
-            "messages it contributes (the latest valid context_edit of the entry applied: none when it "
-            "omits the entry). Under pi 0.86.1 the same shape shows 0.86.1's context (no edits)."
-        ),
-        "properties": {
-            "entries": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "sourceEntry": {**ref("Entry"), "description": "the context entry, as stored"},
-                        "messages": {"type": "array", "items": ANY},
-                    },
-                    "required": ["sourceEntry", "messages"],
-                },
-            },
-            "messages": {"type": "array", "items": ANY},
-            "thinkingLevel": ANY,
-            "model": {
-                "anyOf": [
-                    {"type": "null"},
-                    {"type": "object", "properties": {"provider": ANY, "modelId": ANY}},
-                ]
-            },
-        },
-        "required": ["entries", "messages", "model"],
-    },
-    "ContextMarkdown": {
-        "type": "object",
-        "description": 'pi/buildSessionContext with `format: "markdown"`: the context as a Markdown document '
-        "to show as it is (the one the CLI's `pi-session context` prints): a title naming the file and the "
-        "entry, the model, thinking level and message count, then a section per message.",
-        "properties": {"markdown": {"type": "string"}},
-        "required": ["markdown"],
-    },
-    "TreeNode": {
-        "type": "object",
-        "description": "One node of pi/getTree's flat or nested form.",
-        "properties": {
-            "id": {"description": "The entry's id (null when the entry has none)."},
-            "parentId": {"description": "The entry's own parentId (absent when the line has none)."},
-            "visibleParentId": {
-                "description": "Id of the nearest ancestor shown in this result (null for roots)."
-            },
-            "childIds": {
-                "type": "array",
-                "description": "flat form: ids of the node's shown children (also those on other pages or "
-                "below `depth`: ask for them with `offset` or `rootId`)",
-            },
-            "children": {"type": "array", "items": ref("TreeNode"), "description": "nested form"},
-            "type": ANY,
-            "role": ANY,
-            "label": ANY,
-            "labelTimestamp": ANY,
-            "preview": {
-                "type": "string",
-                "description": "What pi's /tree shows for the entry (no colours; half of a surrogate pair cut by its 200-unit limit, or a lone surrogate in the data, is U+FFFD, as pi's terminal prints it).",
-            },
-            "timestamp": ANY,
-            "line": {"type": "integer", "minimum": 0, "description": "0-based line of the entry in the file"},
-            "depth": {"type": "integer", "minimum": 0},
-            "isLeaf": {"type": "boolean"},
-            "onLeafPath": {"type": "boolean"},
-            "isBranchPoint": {"type": "boolean", "description": "more than one child shown"},
-            "childrenOmitted": {
-                "const": True,
-                "description": "nested form with `depth`: the node has shown children below the depth, left out",
-            },
-        },
-        "required": ["id", "visibleParentId", "depth", "isLeaf", "onLeafPath", "isBranchPoint"],
-    },
-    "LineEntry": {
-        "type": "object",
-        "description": "The entry on a line of the file, as a node of pi/getTree shows it (without "
-        "the filter's fields and the preview): no message body is read or sent.",
-        "properties": {
-            "id": {"description": "The entry's id (null when the entry has none)."},
-            "parentId": {"description": "The entry's own parentId (absent when the line has none)."},
-            "type": ANY,
-            "role": ANY,
-            "label": ANY,
-            "labelTimestamp": ANY,
-            "timestamp": ANY,
-            "line": {"type": "integer", "minimum": 0, "description": "0-based line of the entry in the file"},
-            "isLeaf": {"type": "boolean"},
-        },
-        "required": ["id", "line", "isLeaf"],
-    },
-    "TreeView": {
-        "type": "object",
-        "properties": {
-            "leafId": ANY,
-            "nodes": {"type": "array", "items": ref("TreeNode")},
-            "total": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "with `offset`/`limit`: how many nodes the whole (filtered) result holds",
-            },
-            "hasMore": {
-                "type": "boolean",
-                "description": "with `offset`/`limit`: true when nodes follow this page",
-            },
-            "nextOffset": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "with `offset`/`limit`: `offset` of the next page (when hasMore)",
-            },
-            "offset": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "with `aroundId`: where this page starts in the whole (filtered) result",
-            },
-            "aroundIndex": {
-                "type": ["integer", "null"],
-                "minimum": 0,
-                "description": "with `aroundId`: where the row on the path to that entry is in the whole "
-                "result (the entry's own row, or its deepest shown ancestor's); null when no row is on it",
-            },
-        },
-        "required": ["leafId", "nodes"],
-    },
-    "TreeLevels": {
-        "type": "object",
-        "description": "pi/getTree with `levels`: the lists of pi's /tree layout from the top down to "
-        "`aroundId`, each the reply of its window with `aroundId`.",
-        "properties": {
-            "leafId": ANY,
-            "levels": {"type": "array", "items": ref("TreeLevel")},
-            "complete": {
-                "type": "boolean",
-                "description": "false when the levels stop short of the entry: there were more than one "
-                f"reply holds ({E.MAX_TREE_NODES // 2:,}); ask on with `rootId` windows from the last one",
-            },
-        },
-        "required": ["leafId", "levels", "complete"],
-    },
-    "TreeLevel": {
-        "type": "object",
-        "description": "One list of the layout: `top` (the window {chain}: the root's chain, or the roots "
-        "when there are several), `branches` ({rootId: a branch point, depth: 1}: its own row first, then "
-        "its branches) or `chain` ({rootId: a branch's second entry, chain}); the list under the path's "
-        "row of the level above. Its rows are the page around the path's row.",
-        "properties": {
-            "kind": {"enum": ["top", "branches", "chain"]},
-            "rootId": ANY,
-            "chain": {"const": True},
-            "depth": {"const": 1},
-            "nodes": {"type": "array", "items": ref("TreeNode")},
-            "total": {"type": "integer", "minimum": 0},
-            "hasMore": {"type": "boolean"},
-            "nextOffset": {"type": "integer", "minimum": 0},
-            "offset": {"type": "integer", "minimum": 0},
-            "aroundIndex": {"type": ["integer", "null"], "minimum": 0},
-        },
-        "required": ["kind", "nodes", "total", "hasMore", "offset", "aroundIndex"],
-    },
-    "PathItem": {
-        "type": "object",
-        "description": "One entry of pi/getPath: the entry and what a branch switcher needs.",
-        "properties": {
-            "entry": ref("Entry"),
-            "childIds": {"type": "array", "description": "ids of the entry's children, oldest first"},
-            "siblingIds": {
-                "type": "array",
-                "description": "ids of its parent's children (the roots for the first entry), oldest first; "
-                "only where there are several",
-            },
-            "label": ANY,
-            "labelTimestamp": ANY,
-            "line": {"type": "integer", "minimum": 0, "description": "0-based line of the entry in the file"},
-        },
-        "required": ["entry", "childIds"],
-    },
-    "PathPage": {
-        "type": "object",
-        "properties": {
-            "leafId": {"description": "The session's leaf (null when it has none)."},
-            "endId": {"description": "Id of the path's last entry (null for an empty path)."},
-            "total": {"type": "integer", "minimum": 0, "description": "entries on the whole path"},
-            "offset": {"type": "integer", "minimum": 0, "description": "where this page starts"},
-            "hasMore": {"type": "boolean"},
-            "nextOffset": {"type": "integer", "minimum": 0, "description": "when hasMore"},
-            "items": {"type": "array", "items": ref("PathItem"), "description": "root first"},
-        },
-        "required": ["leafId", "endId", "total", "offset", "hasMore", "items"],
-    },
-    "SessionStats": {
-        "type": "object",
-        "description": "Totals of the whole session (every branch).",
-        "properties": {
-            "entryCount": {"type": "integer", "minimum": 0},
-            "types": {"type": "object", "description": "entries by type"},
-            "roles": {"type": "object", "description": "message entries by role"},
-            "branchPoints": {"type": "integer", "minimum": 0, "description": "entries with several children"},
-            "leaves": {"type": "integer", "minimum": 0, "description": "entries without children"},
-            "tokens": {
-                "type": "object",
-                "description": "sums of the assistant messages' usage: input, output, cacheRead, cacheWrite, "
-                "totalTokens",
-            },
-            "cost": {"type": "number", "description": "sum of usage.cost.total"},
-            "models": {
-                "type": "object",
-                "description": "per provider/model: {turns, totalTokens, cost}",
-            },
-            "firstTimestamp": {"type": "string"},
-            "lastTimestamp": {"type": "string"},
-        },
-        "required": ["entryCount", "types", "roles", "branchPoints", "leaves", "tokens", "cost", "models"],
-    },
-    "ReferenceTreeNode": {
-        "type": "object",
-        "description": "getTree() of the reference: {entry, children, label?, labelTimestamp?}.",
-        "properties": {
-            "entry": ref("Entry"),
-            "children": {"type": "array", "items": ref("ReferenceTreeNode")},
-            "label": ANY,
-            "labelTimestamp": ANY,
-        },
-        "required": ["entry", "children"],
-    },
-    "DidChangeParams": {
-        "type": "object",
-        "properties": {
-            "session": {"type": "string"},
-            "uri": {"type": ["string", "null"]},
-            "kind": {
-                "enum": ["appended", "reloaded", "rewriting", "deleted"],
-                "description": "appended: new lines at the end (newEntryIds); reloaded: the file was "
-                "truncated, replaced or rewritten (also in place, keeping its size) and read again; "
-                "rewriting: another program is writing the file again (it is empty or has no header "
-                "yet): the session stays as it was, nothing is lost or an error, and a later "
-                "pi/didChange (reloaded) follows once the file is whole; read it again then; deleted: "
-                "the file is gone (the session stays in memory)",
-            },
-            "newEntryIds": {"type": "array", "description": "ids of the entries that are new (file order)"},
-            "leafId": {"description": "The leaf after the change (absent when undefined)."},
-        },
-        "required": ["session", "uri", "kind", "newEntryIds"],
-    },
-    "ForeignWriterParams": {
-        "type": "object",
-        "properties": {
-            "session": {"type": "string"},
-            "uri": {"type": ["string", "null"]},
-            "path": {"type": "string"},
-            "message": {"type": "string"},
-            "expectedSize": {"type": ["integer", "null"], "description": "where our last write ended"},
-            "foundSize": {"type": ["integer", "null"], "description": "the size we found before writing"},
-        },
-        "required": ["session", "path", "message"],
-    },
-}
-
-LISTING_RESULT = {
-    "description": "The reference's array, newest first; with `offset` or `limit` a SessionsPage.",
-    "anyOf": [{"type": "array", "items": ref("ListedSession")}, ref("SessionsPage")],
-}
-
-SESSION_TREE_RESULT = {
-    "description": "form flat/nested: a TreeView (with `levels`: TreeLevels); form reference: getTree() itself "
-    "(array of ReferenceTreeNode).",
-    "anyOf": [ref("TreeView"), ref("TreeLevels"), {"type": "array", "items": ref("ReferenceTreeNode")}],
-}
 
 # --- methods -----------------------------------------------------------------------------------
 
@@ -516,13 +63,14 @@ class Method:
     name: str
     summary: str
     params: Any  # a params struct, or a union of them (pi/append)
-    result: dict[str, Any]
+    result: Any  # the type of the result (structs of results.py, builtins, unions of them)
     errors: list[int] = field(default_factory=list)
     reference: str = ""
 
 
-def _entries(description: str) -> dict[str, Any]:
-    return {"type": "array", "items": ref("Entry"), "description": description}
+def _entries(description: str) -> Any:
+    """A list of entries, described."""
+    return Annotated[list[R.Entry], msgspec.Meta(description=description)]
 
 
 METHODS: list[Method] = [
@@ -531,7 +79,7 @@ METHODS: list[Method] = [
         "SessionManager.open(path, sessionDir?, cwdOverride?): load a session file (or bind a new "
         "session to a missing path).",
         P.OpenParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         OPEN_ERRORS,
         "open",
     ),
@@ -540,7 +88,7 @@ METHODS: list[Method] = [
         "SessionManager.create(cwd, sessionDir?, options?): a new persisted session (written with "
         "the first assistant message).",
         P.CreateParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         OPEN_ERRORS,
         "create",
     ),
@@ -549,7 +97,7 @@ METHODS: list[Method] = [
         "SessionManager.continueRecent(cwd, sessionDir?): the most recent session of the "
         "directory, or a new one.",
         P.ContinueRecentParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         OPEN_ERRORS,
         "continueRecent",
     ),
@@ -557,7 +105,7 @@ METHODS: list[Method] = [
         "pi/inMemory",
         "SessionManager.inMemory(cwd?, options?, entries?): a session that never touches the disk.",
         P.InMemoryParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         OPEN_ERRORS,
         "inMemory",
     ),
@@ -566,7 +114,7 @@ METHODS: list[Method] = [
         "SessionManager.forkFrom(sourcePath, targetCwd, sessionDir?, options?): copy a session "
         "into a new file.",
         P.ForkFromParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         [*OPEN_ERRORS, E.FORK_ERROR],
         "forkFrom",
     ),
@@ -574,25 +122,21 @@ METHODS: list[Method] = [
         "pi/close",
         "Forget a handle (the file is left as it is).",
         P.CloseParams,
-        {
-            "type": "object",
-            "properties": {"session": {"type": "string"}, "closed": {"const": True}},
-            "required": ["session", "closed"],
-        },
+        R.CloseResult,
         [E.UNKNOWN_SESSION],
     ),
     Method(
         "pi/sessions",
         "The sessions this sidecar holds (handle info of each).",
         P.Params,
-        {"type": "array", "items": ref("SessionHandleInfo")},
+        list[R.SessionHandleInfo],
         [E.REQUEST_CANCELLED],
     ),
     Method(
         "pi/getInfo",
         "Handle info of one session (ids, file, leaf, header, entry count, name).",
         P.SessionParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         SESSION_ERRORS,
     ),
     Method(
@@ -601,7 +145,7 @@ METHODS: list[Method] = [
         "work-done progress. Every file is read; `text`/`maxTextChars` bound the text held and sent, "
         "`offset`/`limit` page the reply.",
         P.ListParams,
-        LISTING_RESULT,
+        R.Listing,
         [E.ABORTED, E.SESSION_ERROR, E.REQUEST_CANCELLED],
         "list",
     ),
@@ -611,7 +155,7 @@ METHODS: list[Method] = [
         "newest first. Reports work-done progress. `text`/`maxTextChars` bound the text held and sent, "
         "`offset`/`limit` page the reply.",
         P.ListAllParams,
-        LISTING_RESULT,
+        R.Listing,
         [E.ABORTED, E.SESSION_ERROR, E.REQUEST_CANCELLED],
         "listAll",
     ),
@@ -619,7 +163,7 @@ METHODS: list[Method] = [
         "pi/findById",
         "SessionManager.findById(cwd, id, sessionDir?): the path of the session file with that id, or null.",
         P.FindByIdParams,
-        {"type": ["string", "null"]},
+        str | None,
         [E.SESSION_ERROR, E.REQUEST_CANCELLED],
         "findById",
     ),
@@ -628,15 +172,7 @@ METHODS: list[Method] = [
         "Delete a session file as pi's /resume does: to the trash (permanent only with "
         "`permanent: true`); refuses files that are not pi sessions; closes handles on the file.",
         P.DeleteParams,
-        {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "trashed": {"type": "boolean"},
-                "closedSessions": {"type": "array", "items": {"type": "string"}},
-            },
-            "required": ["path", "trashed", "closedSessions"],
-        },
+        R.DeleteResult,
         [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],
     ),
     Method(
@@ -647,7 +183,7 @@ METHODS: list[Method] = [
         "(appendLabelChange), context_edit (pi 1.6.0's appendContextEdit, as pi/appendContextEdit). A failed "
         "append leaves the session as it was.",
         P.AppendParams,
-        ref("AppendResult"),
+        R.AppendResult,
         [*WRITE_ERRORS, E.ENTRY_NOT_FOUND, E.CONTEXT_EDIT_REFUSED, E.PI_VERSION],
     ),
     Method(
@@ -660,7 +196,7 @@ METHODS: list[Method] = [
         "target (EntryNotFound), a target off the active branch or without editable content "
         "(ContextEditRefused). A session that follows pi 0.86.1, which has no such call: PiVersion (-32013).",
         P.AppendContextEditParams,
-        ref("AppendResult"),
+        R.AppendResult,
         [*WRITE_ERRORS, E.ENTRY_NOT_FOUND, E.CONTEXT_EDIT_REFUSED, E.PI_VERSION],
         "appendContextEdit",
     ),
@@ -668,7 +204,7 @@ METHODS: list[Method] = [
         "pi/branch",
         "branch(entryId): move the leaf (nothing is written).",
         P.BranchParams,
-        {"type": "object", "properties": {"leafId": ANY}},
+        R.BranchResult,
         [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
         "branch",
     ),
@@ -676,7 +212,7 @@ METHODS: list[Method] = [
         "pi/resetLeaf",
         "resetLeaf(): the next append starts a new root.",
         P.SessionParams,
-        {"type": "object", "properties": {"leafId": {"type": "null"}}, "required": ["leafId"]},
+        R.ResetLeafResult,
         SESSION_ERRORS,
         "resetLeaf",
     ),
@@ -684,7 +220,7 @@ METHODS: list[Method] = [
         "pi/branchWithSummary",
         "branchWithSummary(branchFromId | null, summary, details?, fromHook?, usage?).",
         P.BranchWithSummaryParams,
-        ref("AppendResult"),
+        R.AppendResult,
         [*WRITE_ERRORS, E.ENTRY_NOT_FOUND],
         "branchWithSummary",
     ),
@@ -693,7 +229,7 @@ METHODS: list[Method] = [
         "createBranchedSession(leafId): the path to leafId becomes a new session "
         "(the handle now holds it; `result` is the new file path).",
         P.CreateBranchedSessionParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         [*WRITE_ERRORS, E.ENTRY_NOT_FOUND],
         "createBranchedSession",
     ),
@@ -701,7 +237,7 @@ METHODS: list[Method] = [
         "pi/newSession",
         "newSession(options?): the handle starts a new session (`result` is the new file path).",
         P.NewSessionParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         [*WRITE_ERRORS, E.INVALID_SESSION_ID],
         "newSession",
     ),
@@ -709,7 +245,7 @@ METHODS: list[Method] = [
         "pi/setSessionFile",
         "setSessionFile(path): the handle switches to another file (unchanged on failure).",
         P.SetSessionFileParams,
-        ref("SessionHandleInfo"),
+        R.SessionHandleInfo,
         WRITE_ERRORS,
         "setSessionFile",
     ),
@@ -727,7 +263,7 @@ METHODS: list[Method] = [
         "which the server keeps while the session and the other params stay the same (it lets it go after "
         "the last page, or after 60 s without a page): ask for them one after another.",
         P.GetTreeParams,
-        SESSION_TREE_RESULT,
+        R.SessionTree,
         [*SESSION_ERRORS, E.ENTRY_NOT_FOUND, E.TOO_LARGE],
         "getTree",
     ),
@@ -748,7 +284,7 @@ METHODS: list[Method] = [
         "to the session's leaf, else the newest one): the path through another branch. The path is kept "
         "while the session stays the same, so the pages of one path are cut from one walk.",
         P.GetPathParams,
-        ref("PathPage"),
+        R.PathPage,
         [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
     ),
     Method(
@@ -757,7 +293,7 @@ METHODS: list[Method] = [
         "assistant messages' tokens and cost (by model), first and last timestamps. Kept per session: "
         "after an append only the new entries are read.",
         P.SessionParams,
-        ref("SessionStats"),
+        R.SessionStats,
         SESSION_ERRORS,
     ),
     Method(
@@ -772,7 +308,7 @@ METHODS: list[Method] = [
         "pi/getEntry",
         "getEntry(id): the entry, or null.",
         P.GetEntryParams,
-        NULLABLE_ENTRY,
+        R.Entry | None,
         SESSION_ERRORS,
         "getEntry",
     ),
@@ -782,7 +318,7 @@ METHODS: list[Method] = [
         "shows it, or null: the header, a blank or broken line, no such line, or an entry not written "
         "yet. What an editor needs for the entry under the cursor, without reading the tree.",
         P.GetEntryAtLineParams,
-        {"anyOf": [ref("LineEntry"), {"type": "null"}]},
+        R.LineEntry | None,
         SESSION_ERRORS,
     ),
     Method(
@@ -790,7 +326,7 @@ METHODS: list[Method] = [
         "getEntries() in file order; `since` (an entry id: entries after its last occurrence) "
         "and `limit` page through them.",
         P.GetEntriesParams,
-        ref("EntriesPage"),
+        R.EntriesPage,
         [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
         "getEntries",
     ),
@@ -798,7 +334,7 @@ METHODS: list[Method] = [
         "pi/getLeaf",
         "getLeafId() and getLeafEntry().",
         P.SessionParams,
-        ref("LeafResult"),
+        R.LeafResult,
         SESSION_ERRORS,
         "getLeafId",
     ),
@@ -806,7 +342,7 @@ METHODS: list[Method] = [
         "pi/getLabel",
         "getLabel(id): the label, or null.",
         P.GetLabelParams,
-        {"type": ["string", "null"]},
+        str | None,
         SESSION_ERRORS,
         "getLabel",
     ),
@@ -814,7 +350,7 @@ METHODS: list[Method] = [
         "pi/getSessionName",
         "getSessionName(): the name, or null.",
         P.SessionParams,
-        {"type": ["string", "null"]},
+        str | None,
         SESSION_ERRORS,
         "getSessionName",
     ),
@@ -822,7 +358,7 @@ METHODS: list[Method] = [
         "pi/getHeader",
         "getHeader(): the header line, or null.",
         P.SessionParams,
-        {"anyOf": [ref("Header"), {"type": "null"}]},
+        R.Header | None,
         SESSION_ERRORS,
         "getHeader",
     ),
@@ -839,7 +375,7 @@ METHODS: list[Method] = [
         'buildSessionContext() (with `leafId`: the context at that entry; with `format: "markdown"`: the '
         "context rendered for display).",
         P.SessionContextParams,
-        {"anyOf": [ref("Context"), ref("ContextMarkdown")]},
+        R.SessionContext,
         SESSION_ERRORS,
         "buildSessionContext",
     ),
@@ -849,7 +385,7 @@ METHODS: list[Method] = [
         "context entry contributes to it once context edits apply. Also answered for a session that "
         "follows pi 0.86.1, whose context has no edits.",
         P.ContextParams,
-        ref("Projection"),
+        R.Projection,
         SESSION_ERRORS,
         "buildSessionProjection",
     ),
@@ -858,24 +394,38 @@ METHODS: list[Method] = [
         "pi 1.6.0's getEntryCount(): the number of distinct entry ids (entryCount of pi/getInfo counts "
         "lines, which differs when ids repeat or are missing). Also answered under pi 0.86.1.",
         P.SessionParams,
-        {"type": "integer", "minimum": 0},
+        P.Count,
         SESSION_ERRORS,
         "getEntryCount",
     ),
 ]
 
+
+@dataclass
+class Notification:
+    name: str
+    summary: str
+    params: type[msgspec.Struct]
+
+
 NOTIFICATIONS = [
-    (
+    Notification(
         "pi/didChange",
         "server -> client: another process appended to (or rewrote, or deleted) a held session "
         "file; the session already took the change in.",
-        "DidChangeParams",
+        R.DidChangeParams,
     ),
-    (
+    Notification(
         "pi/foreignWriter",
         "server -> client: while appending, the server found bytes it did not write since its "
         "last append (pi or another tool writes the same file).",
-        "ForeignWriterParams",
+        R.ForeignWriterParams,
+    ),
+    Notification(
+        "pi/largeFile",
+        "server -> client: the editor did not send an opened document (too large for it); the language "
+        "features read and follow the file on disk.",
+        R.LargeFileParams,
     ),
 ]
 
@@ -998,38 +548,61 @@ _TREE_WINDOW_RULES = [
 ]
 
 
-def _params_schema(struct: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(schema of the params object, definitions it needs) with refs into components.
-
-    What msgspec cannot express is added: a session method needs ``session`` or ``uri``; pi/delete
-    needs ``path`` or ``uri``."""
-    schema = msgspec.json.schema(struct)
-    defs = schema.pop("$defs", {})
-    for name, body in defs.items():
+def _params_rules(components: dict[str, Any]) -> None:
+    """Add to the params schemas what msgspec cannot express: a session method needs ``session`` or
+    ``uri``; pi/delete needs ``path`` or ``uri``; pi/getTree's forms refuse some windows."""
+    for name, body in components.items():
         props = body.get("properties", {})
-        if "session" in props and "uri" in props:
+        if name in _PARAMS_STRUCTS and "session" in props and "uri" in props:
             body.update(_one_of_required(["session", "uri"]))
         elif name == "DeleteParams":
             body.update(_one_of_required(["path", "uri"]))
         if name == "GetTreeParams":
             body["allOf"] = _TREE_WINDOW_RULES
-    text = json.dumps(schema).replace('"#/$defs/', '"' + REF)
-    defs_text = json.dumps(defs).replace('"#/$defs/', '"' + REF)
-    return json.loads(text), json.loads(defs_text)
 
 
-def _descriptors(struct: Any, defs: dict[str, Any]) -> list[dict[str, Any]]:
+_PARAMS_STRUCTS = {
+    name for name, value in vars(P).items() if isinstance(value, type) and issubclass(value, msgspec.Struct)
+}
+
+
+def _open_objects(components: dict[str, Any]) -> None:
+    """Mark pi's own objects (entries, the header) as open: they hold any member."""
+    for name, body in components.items():
+        struct = getattr(R, name, None)
+        if isinstance(struct, type) and issubclass(struct, R.PiObject):
+            body["additionalProperties"] = True
+
+
+def _unwrap_descriptions(schema: Any) -> None:
+    """Docstrings are wrapped to the width of the code; a description is one line per paragraph."""
+    if isinstance(schema, dict):
+        text = schema.get("description")
+        if isinstance(text, str):
+            schema["description"] = "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+        for value in schema.values():
+            _unwrap_descriptions(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _unwrap_descriptions(value)
+
+
+def _union_members(struct: Any) -> list[Any]:
+    return [struct] if not hasattr(struct, "__args__") else list(struct.__args__)
+
+
+def _descriptors(struct: Any, components: dict[str, Any]) -> list[dict[str, Any]]:
     """OpenRPC content descriptors (by-name params) of a params struct or a union of structs."""
-    members = [struct] if not hasattr(struct, "__args__") else list(struct.__args__)
+    members = _union_members(struct)
     seen: dict[str, dict[str, Any]] = {}
     for member in members:
-        body = defs[member.__name__]
+        body = components[member.__name__]
         required = set(body.get("required", []))
         for name, schema in body["properties"].items():
             if name in seen:
                 continue
             descriptor: dict[str, Any] = {"name": name, "schema": schema}
-            if len(members) == 1 and name in required or name == "kind":
+            if (len(members) == 1 and name in required) or name == "kind":
                 descriptor["required"] = True
             if name in FIELD_DOCS:
                 descriptor["description"] = FIELD_DOCS[name]
@@ -1037,19 +610,42 @@ def _descriptors(struct: Any, defs: dict[str, Any]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def _schemas() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """(params schema of each method, result schema of each method, params schema of each
+    notification, the components they refer to), from the structures."""
+    results = [m.result.types if isinstance(m.result, R.OneOf) else (m.result,) for m in METHODS]
+    types = (
+        [m.params for m in METHODS] + [n.params for n in NOTIFICATIONS] + [t for ts in results for t in ts]
+    )
+    schemas, components = msgspec.json.schema_components(types, ref_template=REF + "{name}")
+    _params_rules(components)
+    _open_objects(components)
+    _unwrap_descriptions(components)
+    given = iter(schemas)
+    params = [next(given) for _ in METHODS]
+    notifications = [next(given) for _ in NOTIFICATIONS]
+    result_schemas = []
+    for method, types_of_result in zip(METHODS, results, strict=True):
+        if isinstance(method.result, R.OneOf):
+            one_of = {"anyOf": [next(given) for _ in types_of_result]}
+            result_schemas.append(
+                {"description": method.result.description, **one_of} if method.result.description else one_of
+            )
+        else:
+            result_schemas.append(next(given))
+    return params, result_schemas, notifications, components
+
+
 def openrpc() -> dict[str, Any]:
-    components: dict[str, Any] = copy.deepcopy(SCHEMAS)
+    params_schemas, result_schemas, notification_schemas, components = _schemas()
     methods = []
-    for m in METHODS:
-        params_schema, defs = _params_schema(m.params)
-        for name, body in defs.items():
-            components.setdefault(name, body)
+    for m, params_schema, result_schema in zip(METHODS, params_schemas, result_schemas, strict=True):
         entry: dict[str, Any] = {
             "name": m.name,
             "summary": m.summary,
             "paramStructure": "by-name",
-            "params": _descriptors(m.params, defs),
-            "result": {"name": "result", "schema": m.result},
+            "params": _descriptors(m.params, components),
+            "result": {"name": "result", "schema": result_schema},
             "x-paramsSchema": params_schema,
         }
         if m.reference:
@@ -1093,8 +689,8 @@ def openrpc() -> dict[str, Any]:
             },
         },
         "x-notifications": [
-            {"name": name, "summary": summary, "params": {"name": "params", "schema": ref(schema)}}
-            for name, summary, schema in NOTIFICATIONS
+            {"name": n.name, "summary": n.summary, "params": {"name": "params", "schema": schema}}
+            for n, schema in zip(NOTIFICATIONS, notification_schemas, strict=True)
         ],
         "x-errorData": (
             "Application errors (-32001..-32012) carry the reference's message verbatim in `message`; `data.name` is "
@@ -1110,14 +706,23 @@ def render() -> str:
     return json.dumps(openrpc(), indent=2, ensure_ascii=False) + "\n"
 
 
+def render_typescript() -> str:
+    return typescript(openrpc())
+
+
 def documented_methods() -> set[str]:
     return {m.name for m in METHODS}
 
 
 def main(argv: list[str]) -> int:
+    """Write ``protocol/`` (the directory given, default ``protocol``) and, when the directory that
+    holds it has the VS Code client, that client's ``protocol.ts``."""
     target = Path(argv[0] if argv else "protocol")
     target.mkdir(parents=True, exist_ok=True)
     (target / "pi-session.openrpc.json").write_text(render(), encoding="utf-8")
+    typescript_file = target.resolve().parent / TYPESCRIPT_PATH
+    if typescript_file.parent.is_dir():
+        typescript_file.write_text(render_typescript(), encoding="utf-8")
     return 0
 
 

@@ -155,7 +155,7 @@ def _tree_counts(roots: list[Any]) -> tuple[int, int]:
 
 
 def _is_assistant(entry: Any) -> bool:
-    return type_of(entry) == "message" and role_of(entry) == "assistant"
+    return bool(type_of(entry) == "message" and role_of(entry) == "assistant")
 
 
 def _messages(path: Any, entries: list[Any]) -> Iterator[tuple[Any, Any]]:

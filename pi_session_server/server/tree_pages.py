@@ -1,10 +1,10 @@
 """pi/getTree pages from one walk of the tree: the walk is kept while a front end pages through it.
 
-Both editor clients read a tree in pages of 50,000 nodes, one request after another. Each page
-used to make the library's tree, the filter, the leaf's path and the tool calls anew and walk the
-whole tree again (to count it and to reach the page): a 200,000-entry session took 2 s a page
-and 8 s for the four pages. Now the first page walks once (``tree_view.FlatTree``) and the pages
-after it are slices of that walk.
+Both editor clients read a tree in pages of 50,000 nodes, one request after another. Each page used to
+make the library's tree, the filter, the leaf's path and the tool calls anew and walk the whole tree
+again (to count it and to reach the page), so every page cost as much as the first
+(``bench/bench_tree_pages.py``; figures in ``bench/RESULTS.md``). Now the first page walks once
+(``tree_view.FlatTree``) and the pages after it are slices of that walk.
 
 What is kept is one walk per session, and only while it can be asked for again: it is dropped
 once the last page was served, when another window or filter is asked for, when the session has

@@ -54,36 +54,44 @@ def searchable_text(node: Any) -> str:
         parts.append(_js_str(node.label))
     etype = type_of(entry)
     if etype == "message":
-        message = field(entry, "message")
-        msg = message if isinstance(message, dict) else {}
-        parts.append(_js_str(msg.get("role", ABSENT)))
-        content = msg.get("content", ABSENT)
-        if truthy(content):
-            parts.append(extract_content(content))
-        if msg.get("role", ABSENT) == "bashExecution" and truthy(msg.get("command", ABSENT)):
-            parts.append(_js_str(msg.get("command")))
+        _message_text(entry, parts)
     elif etype == "custom_message":
         parts.append(_js_str(field(entry, "customType")))
         content = field(entry, "content")
         parts.append(content if isinstance(content, str) else extract_content(content))
     elif etype == "compaction":
         parts.append("compaction")
-    elif etype == "branch_summary":
-        parts.extend(["branch summary", _js_str(field(entry, "summary"))])
+    elif isinstance(etype, str) and etype in _WORD_AND_FIELD:
+        word, key = _WORD_AND_FIELD[etype]
+        parts.extend([word, _js_str(field(entry, key))])
     elif etype == "session_info":
         parts.append("title")
         if truthy(field(entry, "name")):
             parts.append(_js_str(field(entry, "name")))
-    elif etype == "model_change":
-        parts.extend(["model", _js_str(field(entry, "modelId"))])
-    elif etype == "thinking_level_change":
-        parts.extend(["thinking", _js_str(field(entry, "thinkingLevel"))])
-    elif etype == "custom":
-        parts.extend(["custom", _js_str(field(entry, "customType"))])
     elif etype == "label":
         label = field(entry, "label")
         parts.extend(["label", "" if label is ABSENT or label is None else _js_str(label)])
     return " ".join(parts)
+
+
+#: the entry types whose searchable text is a word and one field
+_WORD_AND_FIELD: Final = {
+    "branch_summary": ("branch summary", "summary"),
+    "model_change": ("model", "modelId"),
+    "thinking_level_change": ("thinking", "thinkingLevel"),
+    "custom": ("custom", "customType"),
+}
+
+
+def _message_text(entry: Any, parts: list[str]) -> None:
+    message = field(entry, "message")
+    msg = message if isinstance(message, dict) else {}
+    parts.append(_js_str(msg.get("role", ABSENT)))
+    content = msg.get("content", ABSENT)
+    if truthy(content):
+        parts.append(extract_content(content))
+    if msg.get("role", ABSENT) == "bashExecution" and truthy(msg.get("command", ABSENT)):
+        parts.append(_js_str(msg.get("command")))
 
 
 # --- filtering -----------------------------------------------------------------------------
@@ -115,17 +123,7 @@ def node_filter(
                 and silent_turn(entry)
             ):
                 return False
-            if mode == "user-only":
-                ok = etype == "message" and role == "user"
-            elif mode == "no-tools":
-                ok = etype not in _SETTINGS_TYPES and not (etype == "message" and role == "toolResult")
-            elif mode == "labeled-only":
-                ok = node.label is not ABSENT
-            elif mode == "all":
-                ok = True
-            else:
-                ok = etype not in _SETTINGS_TYPES
-            if not ok:
+            if not _mode_shows(mode, etype, role, node):
                 return False
         if tokens:
             text = searchable_text(node).lower()
@@ -133,6 +131,19 @@ def node_filter(
         return True
 
     return visible
+
+
+def _mode_shows(mode: str, etype: Any, role: Any, node: Any) -> bool:
+    """Whether filter ``mode`` shows the node of an entry of type ``etype`` (``role``: its message's)."""
+    if mode == "user-only":
+        return bool(etype == "message" and role == "user")
+    if mode == "no-tools":
+        return etype not in _SETTINGS_TYPES and not (etype == "message" and role == "toolResult")
+    if mode == "labeled-only":
+        return node.label is not ABSENT
+    if mode == "all":
+        return True
+    return etype not in _SETTINGS_TYPES
 
 
 # --- the flat and nested forms -------------------------------------------------------------
@@ -693,7 +704,7 @@ def encode_flat_tree_view(
     """The JSON of ``tree_view(..., form="flat")``, encoded one node at a time.
 
     A node is a dict only while it is encoded, so a result costs its JSON bytes, not a dict per
-    node (about four times as much).
+    node (several times as much).
     """
     shape, tops = _shape_and_tops(
         roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
@@ -704,14 +715,14 @@ def encode_flat_tree_view(
 class FlatTree:
     """The rows of one window of the flat form, walked once and paged many times.
 
-    A front end reads a big tree in pages (at most ``MAX_TREE_NODES`` per reply). Walking the whole
-    tree for every page (to count it and to reach the page), with the filter, the leaf's path and
-    the tool calls made anew each time, was most of a page's cost: a 200,000-entry session took 2 s
-    a page. The rows (``_TreeShape.walk`` of the window's top nodes) depend on the session and on
-    the filter, search, order, previews, ``rootId`` and ``depth``, not on ``offset`` or ``limit``.
+    A front end reads a big tree in pages (at most ``MAX_TREE_NODES`` per reply). Walking the whole tree
+    for every page (to count it and to reach the page), with the filter, the leaf's path and the tool
+    calls made anew each time, was most of a page's cost. The rows (``_TreeShape.walk`` of the window's
+    top nodes) depend on the session and on the filter, search, order, previews, ``rootId`` and
+    ``depth``, not on ``offset`` or ``limit``.
     """
 
-    __slots__ = ("shape", "leaf_id", "rows")
+    __slots__ = ("leaf_id", "rows", "shape")
 
     def __init__(self, shape: _TreeShape, leaf_id: Any, rows: list[Row]) -> None:
         self.shape = shape

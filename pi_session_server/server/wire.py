@@ -9,7 +9,7 @@ integer-like keys first, any depth), given the hook that turns library objects i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -91,32 +91,23 @@ def _unwrapped(value: Any, depth: int) -> Any:
     t = type(value)
     if t in _PLAIN:
         return value
-    if t is dict:
-        if depth == 0:
-            return value
-        copy = None
-        for key, item in value.items():
-            if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
-                continue
-            new = _unwrapped(item, depth - 1)
-            if new is not item:
-                if copy is None:
-                    copy = dict(value)
-                copy[key] = new
-        return value if copy is None else copy
-    if t is list or t is tuple:
-        if depth == 0:
-            return value
-        items = None
-        for index, item in enumerate(value):
-            if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
-                continue
-            new = _unwrapped(item, depth - 1)
-            if new is not item:
-                if items is None:
-                    items = list(value)
-                items[index] = new
-        return value if items is None else items
+    if t in _CONTAINERS:
+        return _unwrapped_members(value, depth) if depth else value
     if isinstance(value, (Entry, TreeNode)) or callable(getattr(value, "to_json", None)):
         return value.to_json()
     return value
+
+
+def _unwrapped_members(value: dict[Any, Any] | list[Any] | tuple[Any, ...], depth: int) -> Any:
+    """A container's members unwrapped (``_unwrapped``); the container is copied only if needed."""
+    members: Iterable[tuple[Any, Any]] = value.items() if isinstance(value, dict) else enumerate(value)
+    copy: Any = None
+    for key, item in members:
+        if type(item) in _PLAIN or (depth == 1 and type(item) in _CONTAINERS):
+            continue
+        new = _unwrapped(item, depth - 1)
+        if new is not item:
+            if copy is None:
+                copy = dict(value) if isinstance(value, dict) else list(value)
+            copy[key] = new
+    return value if copy is None else copy

@@ -120,7 +120,7 @@ class Job(Generic[T]):
         error: BaseException | None = None
         try:
             value = self._fn(self.token)
-        except BaseException as exc:  # handed to whoever waits for the job
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
             error = exc
         with self._lock:
             if self._state == _CANCELLED:  # answered already; the outcome goes nowhere
@@ -151,7 +151,7 @@ def on_loop(job: Job[T], loop: asyncio.AbstractEventLoop) -> asyncio.Future[T]:
             return
         try:
             future.set_result(finished.result())
-        except BaseException as error:
+        except BaseException as error:  # noqa: BLE001 - the job's failure, handed on to the awaiting future
             future.set_exception(error)
 
     def settle(finished: Job[T]) -> None:

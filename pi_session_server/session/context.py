@@ -1,4 +1,5 @@
-"""Context building: the path to a leaf, compaction-aware entry selection, entries -> messages (§16).
+"""Context building (docs/API.md §7): the path to a leaf, compaction-aware entry selection, entries ->
+messages.
 
 These are the same in every pi release; :mod:`.projection` puts them together as the chosen release
 does (``buildSessionContext``, pi 1.6.0's ``buildSessionProjection``).
@@ -29,7 +30,7 @@ def build_session_path(
     plain_index: bool | None = None,
     chain_starts: list[int] | None = None,
 ) -> list[Any]:
-    """The path from the root to the leaf (§16.1), with D1: a parent cycle ends the walk.
+    """The path from the root to the leaf (docs/API.md §7.1), with D1: a parent cycle ends the walk.
 
     ``plain_index``: what :func:`is_plain_index` says of ``by_id``, when the caller knows it;
     ``chain_starts``: where chains start in ``entries`` (see :mod:`.chains`), when known.
@@ -73,13 +74,9 @@ def walk_to_root(
     ``index`` holds and where chains start in them) it goes a chain at a time.
     """
     if type(start) is Entry and (plain_index if plain_index is not None else is_plain_index(index)):
-        path = None
-        if chains is not None and chains[1] is not None:
-            path = path_by_chains(start, chains[0], chains[1], index)
-        if path is None:
-            path = _walk_plain(start, index)
-        if path is not None:
-            return path
+        found = _walk_entries(start, index, chains)
+        if found is not None:
+            return found
     path = [start]
     append = path.append
     current = start
@@ -102,6 +99,19 @@ def walk_to_root(
         if len(path) > len(index):  # more steps than entries: a cycle
             return _walk_to_root_remembering(start, index)
     path.reverse()
+    return path
+
+
+def _walk_entries(
+    start: Entry, index: dict[Any, Any], chains: tuple[list[Any], list[int] | None] | None
+) -> list[Any] | None:
+    """walk_to_root over a plain index: a chain at a time when ``chains`` knows where they start,
+    else one lookup a step; None when neither can answer (the general walk then decides)."""
+    path = None
+    if chains is not None and chains[1] is not None:
+        path = path_by_chains(start, chains[0], chains[1], index)
+    if path is None:
+        path = _walk_plain(start, index)
     return path
 
 
@@ -146,8 +156,8 @@ def _walk_to_root_remembering(start: Any, index: dict[Any, Any]) -> list[Any]:
     return path
 
 
-def context_settings(path: list[Any]) -> tuple[Any, Any]:
-    """(thinkingLevel, model) over the whole path (§16.4): the last setting of each wins, so the
+def context_settings(path: list[Any]) -> tuple[Any, Any]:  # noqa: C901 - one backward pass, Entry fast path inline
+    """(thinkingLevel, model) over the whole path (docs/API.md §7.4): the last setting of each wins, so the
     path is read from its end and the walk stops once both are known (a long chat has an assistant
     message near its end)."""
     unknown = _UNKNOWN
@@ -224,7 +234,7 @@ def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:
 
 
 def select_context_entries(path: list[Any]) -> list[Any]:
-    """§16.2 on a path computed by :func:`build_session_path`.
+    """``buildContextEntries`` (docs/API.md §7.2) on a path computed by :func:`build_session_path`.
 
     Every element of such a path except the last (the start) was fetched from the id index, so their
     ids are pairwise distinct: the first element carrying the compaction's id is the compaction
@@ -266,21 +276,10 @@ def build_context_entries(
 
 
 def session_entry_to_context_messages(entry: Any) -> list[Any]:
-    """§16.3 (with D6: a null/missing message produces nothing)."""
+    """Entry to messages, docs/API.md §7.3 (with D6: a null/missing message produces nothing)."""
     etype = type_of(entry)
     if etype == "message":
-        message = field(entry, "message")
-        if message is None or message is ABSENT:
-            return []
-        if isinstance(message, dict):
-            role = message.get("role", ABSENT)
-            content = message.get("content", ABSENT)
-            if content is None or content is ABSENT:
-                if role == "system":
-                    return [{**message, "content": ""}]
-                if role in ("user", "assistant", "toolResult"):
-                    return [{**message, "content": []}]
-        return [message]
+        return _message_of_entry(entry)
     if etype == "custom_message":
         value = value_of(entry)
         content = get(value, "content")
@@ -320,6 +319,22 @@ def session_entry_to_context_messages(entry: Any) -> list[Any]:
     return []
 
 
+def _message_of_entry(entry: Any) -> list[Any]:
+    """The message of a message entry (none when it is null or missing; content an empty one)."""
+    message = field(entry, "message")
+    if message is None or message is ABSENT:
+        return []
+    if isinstance(message, dict):
+        role = message.get("role", ABSENT)
+        content = message.get("content", ABSENT)
+        if content is None or content is ABSENT:
+            if role == "system":
+                return [{**message, "content": ""}]
+            if role in ("user", "assistant", "toolResult"):
+                return [{**message, "content": []}]
+    return [message]
+
+
 def get_latest_compaction_entry(entries: list[Any]) -> Any:
     for e in reversed(entries):
         if type_of(e) == "compaction":
@@ -328,11 +343,27 @@ def get_latest_compaction_entry(entries: list[Any]) -> Any:
 
 
 def current_system_message(messages: list[Any]) -> dict[str, Any] | None:
-    """pi-ai's ``getCurrentSystemMessage`` with D6 tolerance (§16.6)."""
+    """pi-ai's ``getCurrentSystemMessage`` with D6 tolerance (docs/API.md §7.7)."""
+    systems = [m for m in messages if get(m, "role") == "system"]
+    content, sections, timestamp = _system_texts(systems)
+    tools = _system_tools(systems)
+    if timestamp is ABSENT and not tools:
+        return None
+    result: dict[str, Any] = {"role": "system", "content": "\n\n".join(content)}
+    if sections:
+        result["sections"] = sections
+    if tools:
+        result["toolsAdded"] = list(tools.values())
+    result["timestamp"] = 0 if timestamp is ABSENT or timestamp is None else timestamp
+    return result
+
+
+def _system_texts(systems: list[Any]) -> tuple[list[str], dict[str, Any], Any]:
+    """The texts of the system messages, their sections (a later one wins, null removes), and the
+    first timestamp that is not null."""
     content: list[str] = []
     sections: dict[str, Any] = {}
     timestamp: Any = ABSENT
-    systems = [m for m in messages if get(m, "role") == "system"]
     for message in systems:
         if timestamp is ABSENT or timestamp is None:
             timestamp = get(message, "timestamp")
@@ -346,6 +377,11 @@ def current_system_message(messages: list[Any]) -> dict[str, Any] | None:
                     sections.pop(name, None)
                 else:
                     sections[name] = section_value
+    return content, sections, timestamp
+
+
+def _system_tools(systems: list[Any]) -> dict[Any, Any]:
+    """The tools the system messages leave added, by name."""
     tools: dict[Any, Any] = {}
     for message in systems:
         removed = get(message, "toolsRemoved")
@@ -356,15 +392,7 @@ def current_system_message(messages: list[Any]) -> dict[str, Any] | None:
         for tool in added if isinstance(added, list) else []:
             if is_object(tool):
                 tools[index_key(get(tool, "name"))] = tool
-    if timestamp is ABSENT and not tools:
-        return None
-    result: dict[str, Any] = {"role": "system", "content": "\n\n".join(content)}
-    if sections:
-        result["sections"] = sections
-    if tools:
-        result["toolsAdded"] = list(tools.values())
-    result["timestamp"] = 0 if timestamp is ABSENT or timestamp is None else timestamp
-    return result
+    return tools
 
 
 def _system_content_text(content: Any) -> str:

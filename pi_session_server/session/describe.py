@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from ..format.entry import Entry
 from ..format.jstext import as_displayed, js_trim
@@ -92,7 +92,7 @@ def _stringify(value: Any) -> str:
         from pi_session_server.format.jsjson import dumps
 
         return dumps(value)
-    except Exception:
+    except (TypeError, ValueError, RecursionError):  # not a JSON value: shown as Python sees it
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
@@ -231,7 +231,7 @@ class PreviewCache:
     need is read in one pass over their file (see preview_pass), not entry by entry.
     """
 
-    __slots__ = ("parts", "calls", "home", "_walked", "_misses", "_stored", "_cursor", "_made")
+    __slots__ = ("_cursor", "_made", "_misses", "_stored", "_walked", "calls", "home", "parts")
 
     def __init__(self, home: str | None = None) -> None:
         #: what tool-call paths are shortened against (None: :func:`home_directory` at each walk)
@@ -372,7 +372,7 @@ def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
 class _ToolResult:
     """The part of a tool result's preview that needs the tool calls (and ``HOME``): done per call."""
 
-    __slots__ = ("call_id", "name", "memo")
+    __slots__ = ("call_id", "memo", "name")
 
     def __init__(self, call_id: Any, name: Any) -> None:
         self.call_id = call_id
@@ -417,26 +417,7 @@ def _entry_part(etype: Any, value: dict[str, Any]) -> str | _ToolResult:
     """:func:`preview_part` as pi's selector computes it, from the entry's type and value."""
     if etype == "message":
         message = value.get("message", ABSENT)
-        msg = message if isinstance(message, dict) else {}
-        role = msg.get("role", ABSENT)
-        if role == "user":
-            return "user: " + _normalize(extract_content(msg.get("content", ABSENT)))
-        if role == "assistant":
-            text = _normalize(extract_content(msg.get("content", ABSENT)))
-            if text:
-                return "assistant: " + text
-            if msg.get("stopReason", ABSENT) == "aborted":
-                return "assistant: (aborted)"
-            error = msg.get("errorMessage", ABSENT)
-            if truthy(error):
-                return "assistant: " + utf16_slice(_normalize(_js_str(error)), 80)
-            return "assistant: (no content)"
-        if role == "toolResult":
-            return _ToolResult(msg.get("toolCallId", ABSENT), msg.get("toolName", ABSENT))
-        if role == "bashExecution":
-            command = msg.get("command", ABSENT)
-            return "[bash]: " + _normalize("" if command is ABSENT or command is None else _js_str(command))
-        return f"[{_js_str(role)}]"
+        return _message_part(message if isinstance(message, dict) else {})
     if etype == "custom_message":
         content = value.get("content", ABSENT)
         text = content if isinstance(content, str) else extract_full_content(content)
@@ -445,12 +426,9 @@ def _entry_part(etype: Any, value: dict[str, Any]) -> str | _ToolResult:
         return f"[compaction: {_js_round(value.get('tokensBefore', ABSENT))}k tokens]"
     if etype == "branch_summary":
         return "[branch summary]: " + _normalize(_js_str(value.get("summary", ABSENT)))
-    if etype == "model_change":
-        return f"[model: {_js_str(value.get('modelId', ABSENT))}]"
-    if etype == "thinking_level_change":
-        return f"[thinking: {_js_str(value.get('thinkingLevel', ABSENT))}]"
-    if etype == "custom":
-        return f"[custom: {_js_str(value.get('customType', ABSENT))}]"
+    if isinstance(etype, str) and etype in _WORD_AND_FIELD:
+        word, key = _WORD_AND_FIELD[etype]
+        return f"[{word}: {_js_str(value.get(key, ABSENT))}]"
     if etype == "context_edit":  # pi 1.6.0's selector (0.86.1 shows nothing for a type it does not know)
         kind = "omit" if value.get("replacement", ABSENT) is None else "replace"
         return f"[context {kind}: {_js_str(value.get('targetId', ABSENT))}]"
@@ -461,3 +439,37 @@ def _entry_part(etype: Any, value: dict[str, Any]) -> str | _ToolResult:
         name = value.get("name", ABSENT)
         return f"[title: {_js_str(name)}]" if truthy(name) else "[title: empty]"
     return ""
+
+
+#: the entry types shown as ``[word: field]``
+_WORD_AND_FIELD: Final = {
+    "model_change": ("model", "modelId"),
+    "thinking_level_change": ("thinking", "thinkingLevel"),
+    "custom": ("custom", "customType"),
+}
+
+
+def _message_part(msg: dict[str, Any]) -> str | _ToolResult:
+    role = msg.get("role", ABSENT)
+    if role == "user":
+        return "user: " + _normalize(extract_content(msg.get("content", ABSENT)))
+    if role == "assistant":
+        return _assistant_part(msg)
+    if role == "toolResult":
+        return _ToolResult(msg.get("toolCallId", ABSENT), msg.get("toolName", ABSENT))
+    if role == "bashExecution":
+        command = msg.get("command", ABSENT)
+        return "[bash]: " + _normalize("" if command is ABSENT or command is None else _js_str(command))
+    return f"[{_js_str(role)}]"
+
+
+def _assistant_part(msg: dict[str, Any]) -> str:
+    text = _normalize(extract_content(msg.get("content", ABSENT)))
+    if text:
+        return "assistant: " + text
+    if msg.get("stopReason", ABSENT) == "aborted":
+        return "assistant: (aborted)"
+    error = msg.get("errorMessage", ABSENT)
+    if truthy(error):
+        return "assistant: " + utf16_slice(_normalize(_js_str(error)), 80)
+    return "assistant: (no content)"

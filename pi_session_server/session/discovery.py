@@ -1,8 +1,8 @@
-"""Finding sessions by their header: discovery (spec §10.2) and the lookups built on it.
+"""Finding sessions by their header: discovery (docs/FORMAT.md §9.2) and the lookups built on it.
 
 Header discovery reads at most the first MiB of a file, so ``continueRecent``, ``findById`` and
 ``findMostRecentSession`` stay cheap in directories of thousands of large sessions. The lookups
-(§13.4, §18.1, §18.2) are best-effort like the reference's: a file whose header cannot be found
+(docs/API.md §3.4, §9.1, §9.2) are best-effort like the reference's: a file whose header cannot be found
 (too large, unreadable, a directory) is simply not a session, and an error while listing or
 stat-ing the directory means "nothing found".
 """
@@ -29,8 +29,8 @@ __all__ = [
     "find_most_recent_session",
     "header_cwd",
     "js_round",
-    "mtime_ms",
     "most_recent_candidate",
+    "mtime_ms",
     "readdir",
     "session_dir_for",
 ]
@@ -77,7 +77,7 @@ def _open_nonblocking(path: str, env: Environment | None) -> int:
 
 
 def discover_header(path: str, env: Environment | None = None) -> dict[str, Any] | None:
-    """The header of a session file from its first MiB (``readSessionHeader``, §10.2).
+    """The header of a session file from its first MiB (``readSessionHeader``, docs/FORMAT.md §9.2).
 
     Physical lines are split on ``"\\n"`` only; blank, unparsable and falsy lines are skipped and
     the first kept value decides: the header if it is an object with ``type`` "session" and a
@@ -121,14 +121,14 @@ def _read(fd: int, size: int) -> bytes:
 
 def _final_line(pending: bytearray) -> dict[str, Any] | None:
     decided = _header_candidate(bytes(pending))
-    return None if decided is _UNDECIDED else decided  # type: ignore[no-any-return]
+    return None if decided is _UNDECIDED else decided
 
 
 def discover_header_quietly(path: str, env: Environment | None = None) -> dict[str, Any] | None:
     """``readSessionHeaderForDiscovery``: every failure (too large, unreadable) is "not a session"."""
     try:
         return discover_header(path, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure is "not a session"
         return None
 
 
@@ -159,7 +159,7 @@ def session_dir_for(
     cwd: Any, session_dir: Any, pi: PiVersion = DEFAULT_PI, env: Environment | None = None
 ) -> tuple[str, bool]:
     """The directory and the "filter by cwd" decision of ``list``/``findById``/``continueRecent``
-    (§13.4 steps 1-2): ``normalizePath(sessionDir)`` if truthy, else the default directory for
+    (docs/API.md §3.4 steps 1-2): ``normalizePath(sessionDir)`` if truthy, else the default directory for
     ``cwd`` (created); filter iff ``sessionDir`` was passed (not ABSENT) and the directory is not
     the default directory path (pi 0.86.1 compares the strings, pi 1.6.0 the resolved paths)."""
     directory = (
@@ -191,7 +191,7 @@ def js_round(x: float) -> int | float:
 def find_most_recent_session(
     session_dir: Any, cwd: Any = ABSENT, env: Environment | None = None
 ) -> str | None:
-    """``findMostRecentSession(sessionDir, cwd?)`` (§18.1): the newest ``*.jsonl`` file (by mtime;
+    """``findMostRecentSession(sessionDir, cwd?)`` (docs/API.md §9.1): the newest ``*.jsonl`` file (by mtime;
     ties in directory order) whose header discovery succeeds and, when ``cwd`` is truthy, whose
     header ``cwd`` resolves to the same path. ``None`` if there is none or the directory cannot be
     read or a file cannot be stat-ed. Relative paths are the working directory's of ``env``."""
@@ -212,14 +212,14 @@ def find_most_recent_session(
             ):
                 return path
         return None
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure finds nothing
         return None
 
 
 def most_recent_candidate(
     directory: str, filter_cwd: Any = ABSENT, env: Environment | None = None
 ) -> str | None:
-    """The file ``continueRecent`` resumes (§13.4 step 3) in an already chosen ``directory``:
+    """The file ``continueRecent`` resumes (docs/API.md §3.4 step 3) in an already chosen ``directory``:
     ``filter_cwd`` is the caller's cwd when filtering applies, else ABSENT/None."""
     return find_most_recent_session(directory, filter_cwd if truthy(filter_cwd) else ABSENT, env)
 
@@ -232,7 +232,7 @@ def find_by_id(
     pi: PiVersion = DEFAULT_PI,
     env: Environment | None = None,
 ) -> Any:
-    """``findById(cwd, id, sessionDir?)`` (§18.2): the first ``*.jsonl`` file in directory listing
+    """``findById(cwd, id, sessionDir?)`` (docs/API.md §9.2): the first ``*.jsonl`` file in directory listing
     order whose discovered header ``id`` is strictly equal to ``session_id`` (and, when filtering,
     whose header ``cwd`` matches); ABSENT when there is none or on any error."""
     env = current(env)
@@ -254,6 +254,6 @@ def find_by_id(
                 if not cwd_matches(header_cwd(header), resolved_cwd, env):
                     continue
             return path
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: any failure ends the search
         pass
     return ABSENT

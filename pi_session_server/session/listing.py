@@ -1,4 +1,4 @@
-"""Listing sessions: ``SessionInfo`` of a file (spec §18.5), ``list``/``listAll`` (§18.3-§18.7).
+"""Listing sessions: ``SessionInfo`` of a file (docs/API.md §9.5), ``list``/``listAll`` (§9.3-§9.7).
 
 A listing reads every line of every session, so this is built for directories of thousands of files
 and files of gigabytes: each file is streamed in chunks (memory is bounded by the chunk size and the
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: ``on_progress(loaded, total, partial)``; ``partial`` is ``None`` where the reference passes
-#: ``undefined`` (§18.6).
+#: ``undefined`` (docs/API.md §9.6).
 ProgressCallback = Callable[[int, int, "list[SessionInfo] | None"], Any]
 
 _CHUNK_SIZE: Final = 1024 * 1024
@@ -139,7 +139,7 @@ ALL_TEXT: Final = TextOptions()
 class _AllTexts:
     """Every text, as the reference keeps them."""
 
-    __slots__ = ("parts", "append")
+    __slots__ = ("append", "parts")
     truncated = False
 
     def __init__(self) -> None:
@@ -164,7 +164,7 @@ class _CappedTexts:
     ``" ".join(parts)`` is exactly the first ``max_chars`` code points of the whole joined text, and
     the whole text is never built."""
 
-    __slots__ = ("parts", "length", "max_chars", "truncated")
+    __slots__ = ("length", "max_chars", "parts", "truncated")
 
     def __init__(self, max_chars: int) -> None:
         self.parts: list[str] = []
@@ -208,7 +208,7 @@ def _kept_first_message(first_message: str, options: TextOptions) -> tuple[Any, 
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """What ``list``/``listAll`` report for one file (§18.5).
+    """What ``list``/``listAll`` report for one file (docs/API.md §9.5).
 
     ``id`` and ``parent_session_path`` are the header's values as stored (any JSON value, ABSENT when
     missing); ``name`` is a string or ABSENT; ``created``/``modified`` are epoch milliseconds
@@ -255,7 +255,7 @@ class SessionInfo:
 # ---- reading lines -------------------------------------------------------------------------------
 
 
-def _listing_lines(fd: int, size: int, signal: Any) -> Iterator[_Buffer]:
+def _listing_lines(fd: int, size: int, signal: Any) -> Iterator[_Buffer]:  # noqa: C901 - the chunked line scanner
     """The non-empty physical lines of a file as ``readline`` splits them, read in chunks of at most
     ``_CHUNK_SIZE`` (the first read is sized to the file, which keeps small files cheap).
 
@@ -321,7 +321,7 @@ def _find_header(lines: Iterator[_Buffer]) -> Any:
 
 class _Block(msgspec.Struct):
     type: Any = msgspec.UNSET
-    text: str | None | msgspec.UnsetType = msgspec.UNSET
+    text: str | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class _Message(msgspec.Struct):
@@ -334,7 +334,7 @@ class _Line(msgspec.Struct):
     type: Any = msgspec.UNSET
     timestamp: Any = msgspec.UNSET
     name: Any = msgspec.UNSET
-    message: _Message | None | msgspec.UnsetType = msgspec.UNSET
+    message: _Message | msgspec.UnsetType | None = msgspec.UNSET
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -432,20 +432,20 @@ def session_info(
     text: TextOptions = ALL_TEXT,
     env: Environment | None = None,
 ) -> SessionInfo | None:
-    """The ``SessionInfo`` of the file at ``path`` (``buildSessionInfo``, §18.5), or ``None`` when it
-    is not a listable session or cannot be read. ``path`` is reported as given (a relative one is
-    read from the working directory of ``env``). ``stat_result``, if given, supplies the mtime
+    """The ``SessionInfo`` of the file at ``path`` (``buildSessionInfo``, docs/API.md §9.5), or
+    ``None`` when it is not a listable session or cannot be read. ``path`` is reported as given (a
+    relative one is read from the working directory of ``env``). ``stat_result``, if given, supplies the mtime
     fallback (``listAll`` stats its candidates first). ``text``: how much message text to keep (all
     of it by default, as the reference). Raises only :class:`~pi_session_server.errors.AbortError`
     (when ``signal`` is aborted)."""
     try:
         return _read_session_info(path, signal, stat_result, text, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: an unreadable file is no session
         throw_if_aborted(signal)
         return None
 
 
-def _read_session_info(
+def _read_session_info(  # noqa: C901 - the per-line loop of a listing, its fast path inline
     path: str,
     signal: Any,
     stat_result: os.stat_result | None,
@@ -500,7 +500,7 @@ def _read_session_info(
                         timestamp = message.timestamp
                         activity = timestamp if _is_number(timestamp) else _entry_time(entry.timestamp)
                         is_user = role == "user"
-            except Exception as err:  # msgspec.DecodeError/ValidationError, RecursionError (deep values), ...
+            except Exception as err:  # noqa: BLE001 - msgspec.DecodeError/ValidationError, RecursionError (deep values), ...: the exact reading decides
                 effect = _effect_exact(line, isinstance(err, msgspec.ValidationError))
                 if effect is None or effect is _SKIPPED:
                     continue
@@ -565,7 +565,7 @@ class _SortedPartial:
     at the next report, which is where the reference's filter of the partial list raises it.
     """
 
-    __slots__ = ("_infos", "_keys", "_arrived", "_has_nan", "_include", "_error")
+    __slots__ = ("_arrived", "_error", "_has_nan", "_include", "_infos", "_keys")
 
     def __init__(self, include: Callable[[SessionInfo], bool] | None = None) -> None:
         self._infos: list[SessionInfo] = []
@@ -580,7 +580,7 @@ class _SortedPartial:
             try:
                 if not self._include(info):
                     return
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - the caller's filter failed: raised again to the caller
                 self._error = err
                 return
         self._arrived.append(info)
@@ -663,7 +663,7 @@ def _list_directory(
             on_progress(loaded, total, partial.snapshot() if publish else None)
 
         return _build_infos(candidates, signal, on_loaded, text, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: an unreadable directory lists nothing
         throw_if_aborted(signal)
         return []
 
@@ -678,7 +678,7 @@ def list_sessions(
     pi: PiVersion = DEFAULT_PI,
     env: Environment | None = None,
 ) -> list[SessionInfo]:
-    """``SessionManager.list(cwd, sessionDir?, onProgress?, signal?)`` (§18.3).
+    """``SessionManager.list(cwd, sessionDir?, onProgress?, signal?)`` (docs/API.md §9.3).
 
     The directory is ``normalizePath(session_dir)`` if truthy, else the default directory for ``cwd``
     (created). Sessions are filtered by header cwd only when ``session_dir`` was given and is not the
@@ -709,7 +709,7 @@ def list_all_sessions(
     env: Environment | None = None,
 ) -> list[SessionInfo]:
     """``SessionManager.listAll(sessionDir?, onProgress?, signal?)`` and ``listAll(onProgress?,
-    signal?)`` (§18.4), with the reference's overload resolution: a string first argument is a
+    signal?)`` (docs/API.md §9.4), with the reference's overload resolution: a string first argument is a
     directory whose ``*.jsonl`` files are listed (no cwd filter, no subdirectories); a callable first
     argument is the progress callback (then the second argument is the signal); anything else first
     (an AbortSignal included) is ignored and the second argument is the callback if callable, else
@@ -735,7 +735,7 @@ def list_all_sessions(
         return sort_by_modified(_list_directory(custom_dir, progress, abort_signal, text, env))
     try:
         return _list_sessions_root(get_sessions_root(env), progress, abort_signal, text, env)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the reference's catch-all: an unreadable root lists nothing
         throw_if_aborted(abort_signal)
         return []
 

@@ -1,8 +1,8 @@
 """Loading a session file into entries: the lazy path for current files, the exact path for migrations.
 
-Both follow ``loadEntriesFromFile`` (§10.1): blank, malformed and falsy lines are skipped; the first
-kept value must be a header (object, ``type`` "session", string ``id``) or the file is invalid; values
-after the header that are not objects are skipped too (D3).
+Both follow ``loadEntriesFromFile`` (docs/FORMAT.md §9.1): blank, malformed and falsy lines are
+skipped; the first kept value must be a header (object, ``type`` "session", string ``id``) or the
+file is invalid; values after the header that are not objects are skipped too (D3).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``SessionManager``: pi's session API over a JSONL file (or in memory), like the reference.
 
-State and every operation follow ``session-manager.md`` for the pi release of the manager's
+State and every operation follow ``docs/API.md`` for the pi release of the manager's
 :attr:`SessionManager.profile` (``pi=`` on every constructor, pi 1.6.0 by default; see
 :mod:`.profiles`); the deliberate differences are listed in ``docs/DEVIATIONS.md``. Beyond the reference, a persisted manager can follow a file that
 another process appends to (:meth:`SessionManager.refresh_from_disk`) and reports writes by others
@@ -485,7 +485,8 @@ class SessionManager:
         loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index)
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
-        # the reference's load-time repair (§10.1); a newline right at our end finishes our last line
+        # the reference's load-time repair (docs/FORMAT.md §9.1 step 5); a newline right at our end
+        # finishes our last line
         if (
             loaded.needs_newline
             and not self.read_only
@@ -1034,27 +1035,7 @@ class SessionManager:
         path = self.get_branch(leaf_id)
         if not path:
             raise EntryNotFoundError(f"Entry {js_string_of(leaf_id)} not found")
-        kept: builtins.list[dict[str, Any]] = []
-        replacement: dict[Any, Any] = {}
-        pending: builtins.list[Any] = []
-        parent: Any = None
-        for e in path:
-            if e.type == "label":
-                pending.append(e.id)
-                continue
-            for label_id in pending:
-                replacement[index_key(label_id)] = e.id
-            pending.clear()
-            body = e.value
-            copy = dict(body) if isinstance(body, dict) else {}
-            copy["parentId"] = parent
-            if e.type == "compaction":
-                first_kept = copy.get("firstKeptEntryId", ABSENT)
-                mapped = replacement.get(index_key(first_kept), ABSENT)
-                copy["firstKeptEntryId"] = coalesce(mapped, first_kept)
-                copy = _drop_absent(copy)
-            kept.append(copy)
-            parent = e.id
+        kept = _branch_copies(path)
         new_id = uuid7()
         timestamp = _now()
         new_file = node_join(self._session_dir, f"{file_timestamp(timestamp)}_{new_id}.jsonl")
@@ -1424,6 +1405,33 @@ class ReadOnlySessionError(PiSessionError):
 def _times_of(st: os.stat_result) -> tuple[int, int]:
     """A file's modification and change times (what a rewrite in place always changes)."""
     return st.st_mtime_ns, st.st_ctime_ns
+
+
+def _branch_copies(path: list[Entry]) -> list[dict[str, Any]]:
+    """The bodies of the entries of ``path`` but its labels, each linked to the one before; a
+    compaction's ``firstKeptEntryId`` naming a label names the entry that followed it."""
+    kept: list[dict[str, Any]] = []
+    replacement: dict[Any, Any] = {}
+    pending: list[Any] = []
+    parent: Any = None
+    for e in path:
+        if e.type == "label":
+            pending.append(e.id)
+            continue
+        for label_id in pending:
+            replacement[index_key(label_id)] = e.id
+        pending.clear()
+        body = e.value
+        copy = dict(body) if isinstance(body, dict) else {}
+        copy["parentId"] = parent
+        if e.type == "compaction":
+            first_kept = copy.get("firstKeptEntryId", ABSENT)
+            mapped = replacement.get(index_key(first_kept), ABSENT)
+            copy["firstKeptEntryId"] = coalesce(mapped, first_kept)
+            copy = _drop_absent(copy)
+        kept.append(copy)
+        parent = e.id
+    return kept
 
 
 def _drop_absent(value: dict[str, Any]) -> dict[str, Any]:

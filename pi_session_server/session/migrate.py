@@ -1,4 +1,4 @@
-"""Version migration v1 -> v2 -> v3, as the reference does it (spec §8).
+"""Version migration v1 -> v2 -> v3, as the reference does it (docs/FORMAT.md §8).
 
 Works in place on raw JSON values (dicts), like the reference. Keys that already exist keep their
 position; new keys are appended (a Python dict behaves like a JS object here).

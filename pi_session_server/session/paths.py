@@ -1,4 +1,4 @@
-"""Where session files live (spec §2): Node path semantics, pi's agent and session directories.
+"""Where session files live (docs/FORMAT.md §3): Node path semantics, pi's agent and session directories.
 
 These are ports of Node's POSIX ``path.resolve``/``path.join``, ``url.fileURLToPath`` and pi's
 ``normalizePath``/``resolvePath``/``getDefaultSessionDir``; Python's ``os.path`` differs in corner
@@ -168,15 +168,31 @@ def file_url_to_path(url: str) -> str:
     if _DRIVE_LETTER_RE.fullmatch(host):  # "file://C:/x": the drive letter belongs to the path
         path, host = "/" + host + path, ""
     if host:
-        try:
-            decoded_host = _decode_uri_component(host) if "%" in host else host
-        except _UriError:
-            raise ValueError("Invalid URL") from None
-        is_ipv6 = decoded_host.startswith("[") and decoded_host.endswith("]")
-        if not is_ipv6 and _FORBIDDEN_HOST_RE.search(decoded_host):
-            raise ValueError("Invalid URL")
-        if decoded_host.lower() != "localhost":
-            raise ValueError('File URL host must be "localhost" or empty on linux')
+        _check_file_host(host)
+    pathname = "/" + "/".join(_path_segments(path))
+    if re.search(r"%2[fF]", pathname):
+        raise ValueError("File URL path must not include encoded / characters")
+    try:
+        return _decode_uri_component(pathname)
+    except _UriError as err:
+        raise ValueError(str(err)) from None
+
+
+def _check_file_host(host: str) -> None:
+    """Raise Node's error unless a file URL's ``host`` is ``localhost`` (it is not empty)."""
+    try:
+        decoded_host = _decode_uri_component(host) if "%" in host else host
+    except _UriError:
+        raise ValueError("Invalid URL") from None
+    is_ipv6 = decoded_host.startswith("[") and decoded_host.endswith("]")
+    if not is_ipv6 and _FORBIDDEN_HOST_RE.search(decoded_host):
+        raise ValueError("Invalid URL")
+    if decoded_host.lower() != "localhost":
+        raise ValueError('File URL host must be "localhost" or empty on linux')
+
+
+def _path_segments(path: str) -> list[str]:
+    """The segments of a file URL's path with dot segments resolved (a drive letter stays)."""
     segments: list[str] = []
     raw_segments = re.split(r"[/\\]", path)[1:] if path else [""]
     for i, seg in enumerate(raw_segments):
@@ -193,13 +209,7 @@ def file_url_to_path(url: str) -> str:
             if not segments and _DRIVE_LETTER_RE.fullmatch(seg):
                 seg = seg[0] + ":"
             segments.append(seg)
-    pathname = "/" + "/".join(segments)
-    if re.search(r"%2[fF]", pathname):
-        raise ValueError("File URL path must not include encoded / characters")
-    try:
-        return _decode_uri_component(pathname)
-    except _UriError as err:
-        raise ValueError(str(err)) from None
+    return segments
 
 
 # ---- NUL bytes ---------------------------------------------------------------------------------------

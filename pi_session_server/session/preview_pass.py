@@ -52,10 +52,10 @@ class PreviewBlock(msgspec.Struct, gc=False):
 class PreviewMessage(msgspec.Struct, gc=False):
     role: Any = UNSET
     content: msgspec.Raw | Unset = UNSET  # decoded for the roles whose preview shows it
-    stopReason: Any = UNSET  # noqa: N815 - the JSON keys
-    errorMessage: Any = UNSET  # noqa: N815
-    toolCallId: Any = UNSET  # noqa: N815
-    toolName: Any = UNSET  # noqa: N815
+    stopReason: Any = UNSET  # the JSON keys
+    errorMessage: Any = UNSET
+    toolCallId: Any = UNSET
+    toolName: Any = UNSET
     command: Any = UNSET
 
 
@@ -68,13 +68,13 @@ class PreviewLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     id: Any = UNSET
     parent_id: Any = UNSET
     timestamp: Any = UNSET
-    message: PreviewMessage | None | Unset = UNSET
+    message: PreviewMessage | Unset | None = UNSET
     content: msgspec.Raw | Unset = UNSET
-    customType: Any = UNSET  # noqa: N815
-    tokensBefore: Any = UNSET  # noqa: N815
+    customType: Any = UNSET
+    tokensBefore: Any = UNSET
     summary: msgspec.Raw | Unset = UNSET
-    modelId: Any = UNSET  # noqa: N815
-    thinkingLevel: Any = UNSET  # noqa: N815
+    modelId: Any = UNSET
+    thinkingLevel: Any = UNSET
     label: Any = UNSET
     name: Any = UNSET
 

@@ -31,7 +31,7 @@ from typing import Any, Final
 import msgspec
 
 from ..format.entry import Entry
-from ..format.scan import FileLineSource
+from ..format.scan import FileLineSource, line_at
 from . import scan_index
 
 FORMAT_VERSION: Final = 1
@@ -197,7 +197,7 @@ def save(
         os.replace(temporary, path)
         temporary = None
         return True
-    except Exception:  # previews that cannot be kept (read-only, full, odd values) are no error
+    except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
         return False
     finally:
         if temporary is not None:
@@ -206,12 +206,13 @@ def save(
 
 
 def _offset(entry: Entry) -> int:
-    return entry.offset
+    offset: int = entry.offset
+    return offset
 
 
 def _last_complete_end(fd: int, last: Entry) -> int:
     """Where the line of ``last`` ends, newline included, or its offset when it has none yet (a line
     still being written: its entry is left out)."""
-    line = scan_index.line_at(fd, last.offset, 0)
-    after = last.offset + len(line)
-    return after + 1 if os.pread(fd, 1, after) == b"\n" else last.offset
+    offset: int = last.offset
+    after = offset + len(line_at(fd, offset, 0))
+    return after + 1 if os.pread(fd, 1, after) == b"\n" else offset

@@ -5,7 +5,7 @@ by whatever pi the user runs now; so every entry point takes ``pi=`` (a version 
 Profile), the newest release by default, and hands the Profile down. Everything that differs
 between releases is a field here, as data or as a small function; the manager, the context code and
 listing read those fields and never compare version strings. A newer pi release is one more entry in
-:data:`PROFILES` (``session-format.md`` §23 and ``session-manager.md`` §24 list what 1.6.0 changed).
+:data:`PROFILES` (docs/FORMAT.md §10 lists what 1.6.0 changed).
 """
 
 from __future__ import annotations

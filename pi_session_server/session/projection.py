@@ -1,7 +1,7 @@
 """The context as the chosen pi release builds it: per context entry, the messages it contributes.
 
-pi 1.6.0 calls this the session projection (``buildSessionProjection``, ``session-manager.md``
-§24.2): the compaction-aware context entries of :mod:`.context`, each projected into its messages,
+pi 1.6.0 calls this the session projection (``buildSessionProjection``, docs/API.md §7.6): the
+compaction-aware context entries of :mod:`.context`, each projected into its messages,
 with the latest valid ``context_edit`` of each target applied (``null`` omits the target's messages,
 otherwise only their ``content`` is replaced) and an older compaction inside the newest one's kept
 range contributing nothing. What differs between releases comes from the :class:`~.profiles.Profile`:
@@ -197,7 +197,7 @@ def _context_entries(
     plain_index: bool | None,
     chain_starts: list[int] | None,
 ) -> tuple[list[Any], Any, Any]:
-    """(the compaction-aware context entries, thinkingLevel, model) at ``leaf_id`` (§16.1-16.4)."""
+    """(compaction-aware context entries, thinkingLevel, model) at ``leaf_id`` (docs/API.md §7.1-§7.4)."""
     path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
     thinking_level, model = context_settings(path)
     return select_context_entries(path), thinking_level, model

@@ -189,10 +189,7 @@ class LockedFile:
         """
         directory, name = os.path.split(self.target)
         directory = directory or "."
-        mode = 0o644
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                mode = os.fstat(self.fd).st_mode & 0o777
+        mode = self._target_mode()
         fd, tmp = self._temporary(directory, name)
         try:
             outcome = Replaced(_write_chunks(fd, chunks))
@@ -225,6 +222,14 @@ class LockedFile:
             raise
         finally:
             os.close(fd)  # releases the new file's lock, after the rename
+
+    def _target_mode(self) -> int:
+        """The permissions the new file gets: the old file's, else 0o644."""
+        mode = 0o644
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                mode = os.fstat(self.fd).st_mode & 0o777
+        return mode
 
     def _refusal(self, what: str) -> str:
         return f"{self.path} {what} while it was being rewritten: nothing was written"

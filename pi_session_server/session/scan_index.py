@@ -609,7 +609,7 @@ def _write_index(
         temporary = None
         _prune(directory)
         return True
-    except Exception:  # a cache that cannot be written (read-only, full, odd values) is no error
+    except Exception:  # noqa: BLE001 - best effort: a cache that cannot be written (read-only, full, odd values) is no error
         return False
     finally:
         if temporary is not None:
@@ -643,6 +643,41 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
+class _ColumnMaker:
+    """Makes the columns of the index of ``entries``: a value a column cannot hold gets a stand-in
+    there, and its position goes to ``rescanned`` (read again from its line)."""
+
+    __slots__ = ("chain_starts", "entries", "rescanned")
+
+    def __init__(self, entries: list[Entry], chain_starts: list[int], rescanned: set[int]) -> None:
+        self.entries = entries
+        self.chain_starts = chain_starts
+        self.rescanned = rescanned
+
+    def column(self, name: str, allowed: frozenset[type], stand_in: Any) -> list[Any]:
+        values = list(map(attrgetter(name), self.entries))
+        rescanned = self.rescanned
+        for position in self.chain_starts:
+            if type(values[position]) not in allowed:
+                values[position] = stand_in
+                rescanned.add(position)
+        return values
+
+    def text(self, values: list[Any]) -> Iterator[bytes]:
+        """The column as text joined by NUL, in pieces (a value holding a NUL gets a stand-in)."""
+        rescanned = self.rescanned
+        for at in range(0, len(self.entries), _TEXT_PIECE):
+            piece = values[at : at + _TEXT_PIECE]
+            joined = "\x00".join(piece)
+            if joined.count("\x00") > len(piece) - 1:  # a NUL inside a value
+                for i, value in enumerate(piece):
+                    if "\x00" in value:
+                        values[at + i] = ""
+                        rescanned.add(at + i)
+                joined = "\x00".join(values[at : at + _TEXT_PIECE])
+            yield (("\x00" if at else "") + joined).encode("utf-8", "surrogatepass")
+
+
 def _encoded(
     result: ScanResult, fd: int, st: os.stat_result, start: int, first_line: int, sections: _SectionWriter
 ) -> IndexHeader:
@@ -665,28 +700,8 @@ def _encoded(
     if n and (not chain_starts or chain_starts[0] != 0):  # not a scan's: look at every entry
         chain_starts = list(range(n))
     rescanned: set[int] = set()
-
-    def column(name: str, allowed: frozenset[type], stand_in: Any) -> list[Any]:
-        values = list(map(attrgetter(name), entries))
-        for position in chain_starts:
-            if type(values[position]) not in allowed:
-                values[position] = stand_in
-                rescanned.add(position)
-        return values
-
-    def text(values: list[Any]) -> Iterator[bytes]:
-        """The column as text joined by NUL, in pieces (a value holding a NUL gets a stand-in)."""
-        for at in range(0, n, _TEXT_PIECE):
-            piece = values[at : at + _TEXT_PIECE]
-            joined = "\x00".join(piece)
-            if joined.count("\x00") > len(piece) - 1:  # a NUL inside a value
-                for i, value in enumerate(piece):
-                    if "\x00" in value:
-                        values[at + i] = ""
-                        rescanned.add(at + i)
-                joined = "\x00".join(values[at : at + _TEXT_PIECE])
-            yield (("\x00" if at else "") + joined).encode("utf-8", "surrogatepass")
-
+    maker = _ColumnMaker(entries, chain_starts, rescanned)
+    column, text = maker.column, maker.text
     ids = column("id", _PLAIN_TEXT, "")
     for _ in text(ids):  # stand-ins first: a parentId equal to the id before is not kept
         pass

@@ -1,4 +1,4 @@
-"""``getTree``: entries arranged by parentId, children sorted by timestamp (§15.8, D2).
+"""``getTree``: entries arranged by parentId, children sorted by timestamp (docs/API.md §6.8, D2).
 
 Everything is iterative: a 200,000-entry chain is 200,000 levels deep.
 """
@@ -104,7 +104,7 @@ def _build_parents_first(entries: list[Any]) -> _Built | None:
     lookup = nodes.get
     previous_id: Any = ABSENT
     previous: Any = None
-    for e in entries:  # the id/key lines repeat _build_any_order's: a helper call per entry costs ~10 %
+    for e in entries:  # the id/key lines repeat _build_any_order's: no helper call in a loop run per entry
         if type(e) is Entry:
             entry_id, parent_id = e.id, e.parent_id
         else:
@@ -150,18 +150,12 @@ def _build_by_chains(
     count = len(entries)
     if count == 0:
         return [], {}.get, []
+    chain_starts = _usable_chain_starts(entries, chain_starts)
     if chain_starts is None:
-        chain_starts = [
-            0,
-            *compress(range(1, count), map(is_not, map(_PARENT, entries[1:]), map(_ID, entries))),
-        ]
-    elif not chain_starts or chain_starts[0] != 0:
         return None
-    elif chain_starts[-1] >= count:  # some left by appends taken back after a failed write
-        chain_starts = [first for first in chain_starts if first < count]
     nodes = list(map(TreeNode, entries))
     link = deque[Any](maxlen=0).extend
-    ends = chain_starts[1:] + [count]
+    ends = [*chain_starts[1:], count]
     for first, end in zip(chain_starts, ends, strict=True):
         if end - first > 1:
             link(map(list.append, map(_CHILDREN, nodes[first : end - 1]), nodes[first + 1 : end]))
@@ -188,6 +182,22 @@ def _build_by_chains(
         return nodes[at] if at >= 0 else None
 
     return roots, node_of, branch_points
+
+
+def _usable_chain_starts(entries: list[Entry], chain_starts: list[int] | None) -> list[int] | None:
+    """Where the chains of ``entries`` start: found here when not given; None when those given
+    cannot be (the first entry does not start one)."""
+    count = len(entries)
+    if chain_starts is None:
+        return [
+            0,
+            *compress(range(1, count), map(is_not, map(_PARENT, entries[1:]), map(_ID, entries))),
+        ]
+    if not chain_starts or chain_starts[0] != 0:
+        return None
+    if chain_starts[-1] >= count:  # some left by appends taken back after a failed write
+        return [first for first in chain_starts if first < count]
+    return chain_starts
 
 
 _ID = attrgetter("id")
@@ -253,6 +263,13 @@ def _shared_nodes_in_a_cycle(
     on the way remember what they lead to, so each is climbed once), and the small graph of shared
     nodes is searched for a cycle. A 2 GB session with a few duplicated ids would otherwise be
     walked node by node for nothing (seconds)."""
+    return _has_cycle(_shared_below(nodes, parents_of_shared))
+
+
+def _shared_below(
+    nodes: dict[Any, TreeNode], parents_of_shared: dict[Any, list[TreeNode | None]]
+) -> dict[int, list[int]]:
+    """The graph of the shared nodes: each one's id -> the ids of the shared nodes right under it."""
     shared = {id(nodes[key]) for key in parents_of_shared}
     lookup = nodes.get
     above: dict[int, Any] = {}  # id(node) -> the first shared node above it, or None
@@ -260,7 +277,7 @@ def _shared_nodes_in_a_cycle(
     def first_shared_above(start: TreeNode | None) -> TreeNode | None:
         climbed: list[int] = []
         node = start
-        found: Any = None
+        found: TreeNode | None = None
         while node is not None:
             key = id(node)
             if key in shared:
@@ -286,6 +303,11 @@ def _shared_nodes_in_a_cycle(
             top = first_shared_above(parent)
             if top is not None:
                 below.setdefault(id(top), []).append(id(nodes[key]))
+    return below
+
+
+def _has_cycle(below: dict[int, list[int]]) -> bool:
+    """Whether the graph ``below`` (node -> the nodes right under it) has a cycle."""
     state: dict[int, int] = {}  # 1: on the current path, 2: done
     for start in below:
         if start in state:

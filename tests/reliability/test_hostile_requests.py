@@ -265,6 +265,7 @@ APPEND_BASES = {
     "custom_message": {"customType": "t", "content": "c", "display": True},
     "session_info": {"name": "n"},
     "label": {"targetId": None, "label": "l"},
+    "context_edit": {"targetId": None, "replacement": None},
 }
 
 
@@ -330,10 +331,10 @@ def base_params(world: World, handle: str, spare: str, entry_id: str) -> dict[st
         "pi/getSessionName": [on],
         "pi/getHeader": [on],
         "pi/buildContextEntries": [{**on, "leafId": entry_id}],
-        "pi/buildSessionContext": [{**on, "leafId": entry_id}],
+        "pi/buildSessionContext": [{**on, "leafId": entry_id, "format": "json"}],
         "pi/buildSessionProjection": [{**on, "leafId": entry_id}],
         "pi/getEntryCount": [on],
-        "pi/appendContextEdit": [{**on, "targetId": entry_id, "replacement": "edited"}],
+        "pi/appendContextEdit": [{**on, "targetId": entry_id, "replacement": None}],
     }
     for params_list in out.values():
         for params in params_list:

@@ -11,19 +11,34 @@ import pytest
 
 from pi_session_server.server import create_server
 from pi_session_server.server import errors as E
-from pi_session_server.server.protocol_doc import METHODS, NOTIFICATIONS, render
+from pi_session_server.server.language_features import LARGE_FILE
+from pi_session_server.server.protocol_doc import (
+    METHODS,
+    NOTIFICATIONS,
+    TYPESCRIPT_PATH,
+    render,
+    render_typescript,
+)
+from pi_session_server.server.protocol_ts import ts_type
 from pi_session_server.session import SessionManager
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = ROOT / "protocol"
 DOCUMENT = PROTOCOL / "pi-session.openrpc.json"
 LINE_SCHEMA = PROTOCOL / "session-line.schema.json"
+TYPESCRIPT = ROOT / TYPESCRIPT_PATH
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
 
 
 def test_the_committed_document_is_the_generated_one() -> None:
     assert DOCUMENT.read_text(encoding="utf-8") == render(), (
         "protocol/ is stale: run `python -m pi_session_server.server.protocol_doc protocol`"
+    )
+
+
+def test_the_committed_typescript_is_the_generated_one() -> None:
+    assert TYPESCRIPT.read_text(encoding="utf-8") == render_typescript(), (
+        f"{TYPESCRIPT_PATH} is stale: run `python -m pi_session_server.server.protocol_doc protocol`"
     )
 
 
@@ -36,12 +51,13 @@ def test_every_registered_method_is_documented_and_vice_versa() -> None:
 
 def test_notifications_and_error_codes_are_documented() -> None:
     document = json.loads(DOCUMENT.read_text())
-    assert {n["name"] for n in document["x-notifications"]} == {"pi/didChange", "pi/foreignWriter"}
+    notifications = ["pi/didChange", "pi/foreignWriter", LARGE_FILE]
+    assert [n["name"] for n in document["x-notifications"]] == notifications
     assert {e["code"] for e in document["components"]["errors"].values()} == set(E.ERROR_CODES)
     for method in document["methods"]:
         for error in method["errors"]:
             assert error["code"] in E.ERROR_CODES
-    assert [name for name, _, _ in NOTIFICATIONS] == ["pi/didChange", "pi/foreignWriter"]
+    assert [n.name for n in NOTIFICATIONS] == notifications
 
 
 @pytest.mark.parametrize("method", [m.name for m in METHODS])
@@ -119,3 +135,48 @@ def test_the_line_schema_rejects_what_pi_does_not_write() -> None:
     ]
     for value in bad:
         assert list(validator.iter_errors(value)), value
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        ({}, "unknown"),
+        ({"description": "any value"}, "unknown"),
+        ({"$ref": "#/components/schemas/Entry"}, "Entry"),
+        ({"anyOf": [{"$ref": "#/components/schemas/Entry"}, {"type": "null"}]}, "Entry | null"),
+        ({"anyOf": [{"type": "string"}, {}]}, "unknown"),
+        ({"type": ["integer", "null"]}, "number | null"),
+        ({"enum": ["a", "it's"]}, "'a' | 'it\\'s'"),
+        ({"const": True}, "true"),
+        ({"enum": [1]}, "1"),
+        ({"type": "array"}, "unknown[]"),
+        ({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}}, "(string | null)[]"),
+        ({"type": "object", "additionalProperties": {"type": "integer"}}, "Record<string, number>"),
+        ({"type": "object"}, "Record<string, unknown>"),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}, "b-c": {}}, "required": ["a"]},
+            "{ a: string; 'b-c'?: unknown }",
+        ),
+    ],
+)
+def test_json_schemas_become_typescript_types(schema: dict[str, object], expected: str) -> None:
+    assert ts_type(schema) == expected
+
+
+def test_structures_become_interfaces_open_only_where_the_document_says_so() -> None:
+    source = render_typescript()
+    entry = source[source.index("export interface Entry {") :]
+    assert "[member: string]: unknown;" in entry[: entry.index("\n}")]
+    node = source[source.index("export interface TreeNode {") :]
+    node = node[: node.index("\n}")]
+    assert "[member: string]" not in node
+    assert "  isLeaf: boolean;" in node and "  childIds?: unknown[];" in node
+    assert "'pi/getTree': TreeView | TreeLevels | ReferenceTreeNode[];" in source
+    assert "  getTree: 'pi/getTree'," in source and "  didChange: 'pi/didChange'," in source
+    assert f"  UnknownSession: {E.UNKNOWN_SESSION}," in source
+    # a param's documentation (a content descriptor of the document) reaches its member
+    params = source[source.index("export interface GetEntriesParams {") :]
+    assert (
+        "/** An entry id: return the entries after its last occurrence in file order. */\n  since?: string;"
+        in params
+    )

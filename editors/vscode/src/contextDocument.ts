@@ -2,7 +2,7 @@
 // an entry), served under the pi-session-context: scheme as Markdown (rendered by the server) or JSON.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ContextParams, SessionContextMarkdown, SessionContextResult } from './protocol';
+import type { Context, ContextMarkdown, SessionContextParams } from './protocol';
 
 export const CONTEXT_SCHEME = 'pi-session-context';
 
@@ -29,7 +29,7 @@ export function parseContextQuery(uri: vscode.Uri): ContextQuery | undefined {
   }
 }
 
-export type BuildContext = (params: ContextParams) => Promise<SessionContextResult | SessionContextMarkdown>;
+export type BuildContext = (params: SessionContextParams) => Promise<Context | ContextMarkdown>;
 
 export class ContextDocuments implements vscode.TextDocumentContentProvider {
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
@@ -43,9 +43,9 @@ export class ContextDocuments implements vscode.TextDocumentContentProvider {
     if (!query) return 'Invalid context document address.';
     this.open.add(docUri.toString());
     try {
-      const params: ContextParams = query.leafId ? { uri: query.uri, leafId: query.leafId } : { uri: query.uri };
+      const params: SessionContextParams = query.leafId ? { uri: query.uri, leafId: query.leafId } : { uri: query.uri };
       if (query.format === 'json') return `${JSON.stringify(await this.build(params), null, 2)}\n`;
-      const result = (await this.build({ ...params, format: 'markdown' })) as SessionContextMarkdown;
+      const result = (await this.build({ ...params, format: 'markdown' })) as ContextMarkdown;
       return result.markdown;
     } catch (error) {
       return `# Could not build the context\n\n${error instanceof Error ? error.message : String(error)}\n`;

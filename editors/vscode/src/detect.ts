@@ -35,7 +35,10 @@ function parseObject(line: string): Record<string, unknown> | undefined {
   }
 }
 
-/** A pi session header: a JSON object with type "session" and a string id (the spec's "valid header"). */
+/**
+ * A pi session header: a JSON object with type "session" and a string id (the "valid header" of
+ * docs/FORMAT.md §1.1).
+ */
 export function isSessionHeaderLine(line: string): boolean {
   const header = parseObject(line);
   return header !== undefined && header.type === 'session' && typeof header.id === 'string';

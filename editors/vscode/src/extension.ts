@@ -15,25 +15,21 @@ import { LANGUAGE_ID, registerLanguageDetection } from './detect';
 import { EXTENSION_HOST_LIMIT_MB, opensInViewer } from './largeFiles';
 import type { Row, TreeItemData } from './lazyTree';
 import {
-  FILTER_DESCRIPTIONS,
-  FILTER_MODES,
   Methods,
-  PI_VERSIONS,
+  type Context,
+  type ContextMarkdown,
   type DidChangeParams,
-  type FilterMode,
   type ForeignWriterParams,
-  type GetTreeResult,
   type LargeFileParams,
   type LineEntry,
-  type SessionContextMarkdown,
-  type SessionContextResult,
-  type SkippedLines,
-  type TreeLevelsResult,
+  type TreeLevels,
   type TreeNode,
+  type TreeView,
 } from './protocol';
 import { pythonExtensionInterpreter } from './pythonExtension';
 import * as serverCommand from './serverCommand';
-import { idText } from './treeModel';
+import { FILTER_DESCRIPTIONS, FILTER_MODES, PI_VERSIONS, type FilterMode } from './settings';
+import { idText, type SkippedLines } from './treeModel';
 import { SessionTreeProvider } from './treeView';
 import { SessionViewerProvider, VIEW_TYPE } from './viewer/sessionViewer';
 
@@ -76,7 +72,7 @@ class Extension {
   /** Files the user asked to see as text: a big one is then not sent to the viewer again. */
   readonly textWanted = new Set<string>();
   readonly contextDocuments = new ContextDocuments((params) =>
-    this.request<SessionContextResult | SessionContextMarkdown>(Methods.buildSessionContext, params),
+    this.request<Context | ContextMarkdown>(Methods.buildSessionContext, params),
   );
 
   constructor(context: vscode.ExtensionContext) {
@@ -84,9 +80,9 @@ class Extension {
     this.tree = new SessionTreeProvider(
       {
         window: (uri, mode, params) =>
-          this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...params }),
+          this.request<TreeView>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...params }),
         levels: (uri, mode, params) =>
-          this.request<TreeLevelsResult>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...params }),
+          this.request<TreeLevels>(Methods.getTree, { uri: this.wireUri(uri), filter: mode, form: 'flat', activeBranchFirst: true, ...params }),
         info: (uri) => this.request<SkippedLines & { entryCount?: number }>(Methods.getInfo, { uri: this.wireUri(uri) }),
       },
       filter,
@@ -382,7 +378,7 @@ class Extension {
     if (isRecord(arg) && typeof arg.uri === 'string') {
       const uri = vscode.Uri.parse(arg.uri);
       if (!('entryId' in arg) || arg.entryId === undefined) return { uri };
-      const result = await this.request<GetTreeResult>(Methods.getTree, { uri: this.wireUri(uri), rootId: arg.entryId, depth: 0, previews: false }).catch(
+      const result = await this.request<TreeView>(Methods.getTree, { uri: this.wireUri(uri), rootId: arg.entryId, depth: 0, previews: false }).catch(
         (error: unknown) => {
           if (required) throw error;
           return undefined;
@@ -443,7 +439,7 @@ class Extension {
       (await vscode.window.showInputBox({
         title: `Label entry ${entryId}`,
         prompt: 'An empty label clears the current one.',
-        value: target.node.label ?? '',
+        value: typeof target.node.label === 'string' ? target.node.label : '',
       }));
     if (label === undefined) return; // cancelled
     const params: Record<string, unknown> = { uri: this.wireUri(target.uri), kind: 'label', targetId: target.node.id };

@@ -9,15 +9,21 @@
 //   branches  the branches of a branch point (`rootId` = the branch point, `depth: 1`, its own row
 //             skipped), each the head of a branch
 // A container holds one window [start, start + rows.length) of its rows; "load more" items extend it.
-import type { GetTreeResult, TreeLevel, TreeLevelsParams, TreeLevelsResult, TreeNode, TreeWindowParams } from './protocol';
+import type { GetTreeParams, TreeLevel, TreeLevels, TreeNode, TreeView } from './protocol';
+
+/** pi/getTree params of one window of the tree (flat form, paged). */
+export type TreeWindowParams = Pick<GetTreeParams, 'rootId' | 'depth' | 'chain' | 'aroundId' | 'offset'> & { limit: number };
+
+/** pi/getTree `levels`: every list of the /tree layout from the top down to `aroundId`, in one reply (`limit`: rows per level). */
+export type TreeLevelsParams = Required<Pick<GetTreeParams, 'aroundId' | 'limit'>> & { levels: true };
 
 /** Rows asked for per page. */
 export const TREE_PAGE = 200;
 
-export type WindowRequest = (params: TreeWindowParams) => Promise<GetTreeResult>;
+export type WindowRequest = (params: TreeWindowParams) => Promise<TreeView>;
 
 /** pi/getTree `levels`: every level down to an entry in one request (see LazyTree.locate). */
-export type LevelsRequest = (params: TreeLevelsParams) => Promise<TreeLevelsResult>;
+export type LevelsRequest = (params: TreeLevelsParams) => Promise<TreeLevels>;
 
 export type ContainerKind = 'top' | 'chain' | 'branches';
 
@@ -161,7 +167,7 @@ export class LazyTree {
    * Take the server's reply for a window of `container` (asked from `offset`, the skipped rows
    * included) into it; the index (in the container) of the row on the path to `aroundId`, if any.
    */
-  private apply(container: Container, offset: number, result: Pick<GetTreeResult, 'nodes' | 'total' | 'offset' | 'aroundIndex'>): number | undefined {
+  private apply(container: Container, offset: number, result: Pick<TreeView, 'nodes' | 'total' | 'offset' | 'aroundIndex'>): number | undefined {
     const skip = LazyTree.skipped(container);
     const nodes = Array.isArray(result.nodes) ? result.nodes : [];
     let first = typeof result.offset === 'number' ? result.offset : offset;
@@ -244,7 +250,7 @@ export class LazyTree {
   /** Each level of a `levels` reply into its container, down the path; where it stopped. */
   private async takeLevels(
     entryId: unknown,
-    reply: TreeLevelsResult,
+    reply: TreeLevels,
   ): Promise<{ done: true; found: Row | undefined } | { done: false; found: Row | undefined; next: Container | undefined }> {
     this.leafId = reply.leafId ?? null;
     let container: Container | undefined = this.top;

@@ -1,5 +1,8 @@
 // Pure helpers over pi/getTree's nodes: labels, icons, notices. No vscode import: unit-tested directly.
-import type { SkippedLines, TreeNode } from './protocol';
+import type { SessionHandleInfo, TreeNode } from './protocol';
+
+/** The part of pi/getInfo the tree view shows: the lines pi skips, so their entries are missing. */
+export type SkippedLines = Partial<Pick<SessionHandleInfo, 'skippedLines' | 'skipped'>>;
 
 /** One line of text: newlines and tabs become spaces, long text is cut with an ellipsis. */
 export function oneLine(text: string, max = 120): string {

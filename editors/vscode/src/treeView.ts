@@ -2,23 +2,26 @@
 // expand, a page on "load more"; see lazyTree.ts), with an icon per role and entry type, labels, branch
 // points, and the leaf selected on load.
 import * as vscode from 'vscode';
-import { LazyTree, hasChildContainer, type Container, type LevelsRequest, type Row, type TreeItemData, type WindowRequest } from './lazyTree';
 import {
-  FILTER_MODES,
-  type FilterMode,
-  type GetTreeResult,
-  type SkippedLines,
+  LazyTree,
+  hasChildContainer,
+  type Container,
+  type LevelsRequest,
+  type Row,
+  type TreeItemData,
   type TreeLevelsParams,
-  type TreeLevelsResult,
   type TreeWindowParams,
-} from './protocol';
-import { entryLabel, iconFor, idText, skippedNotice } from './treeModel';
+  type WindowRequest,
+} from './lazyTree';
+import type { TreeLevels, TreeView } from './protocol';
+import { FILTER_MODES, type FilterMode } from './settings';
+import { entryLabel, iconFor, idText, skippedNotice, type SkippedLines } from './treeModel';
 
 /** What the view reads from the server. */
 export interface TreeSource {
-  window(uri: vscode.Uri, filter: FilterMode, params: TreeWindowParams): Promise<GetTreeResult>;
+  window(uri: vscode.Uri, filter: FilterMode, params: TreeWindowParams): Promise<TreeView>;
   /** pi/getTree `levels`: every level down to an entry in one reply (else one request per level). */
-  levels?(uri: vscode.Uri, filter: FilterMode, params: TreeLevelsParams): Promise<TreeLevelsResult>;
+  levels?(uri: vscode.Uri, filter: FilterMode, params: TreeLevelsParams): Promise<TreeLevels>;
   /** pi/getInfo: the lines pi skips and how many entries the session has. */
   info(uri: vscode.Uri): Promise<(SkippedLines & { entryCount?: number }) | undefined>;
 }

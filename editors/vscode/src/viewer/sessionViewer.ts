@@ -6,7 +6,7 @@
 import * as crypto from 'node:crypto';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { Methods, type GetTreeResult, type PathPage, type SessionStats } from '../protocol';
+import { Methods, type PathPage, type SessionStats, type TreeView } from '../protocol';
 import { entryLabel } from '../treeModel';
 import { escapeHtml, renderItem, renderStats } from './render';
 
@@ -254,7 +254,7 @@ export class ViewerPanel implements vscode.Disposable {
     const params: Record<string, unknown> = { uri: this.host.wireUri(this.uri), filter: 'none', limit: 500 };
     if (parentId === null || parentId === undefined) params.depth = 0;
     else Object.assign(params, { rootId: parentId, depth: 1 });
-    const result = await this.host.request<GetTreeResult>(Methods.getTree, params);
+    const result = await this.host.request<TreeView>(Methods.getTree, params);
     const nodes = parentId === null || parentId === undefined ? result.nodes : result.nodes.slice(1);
     const items = nodes.map((node) => ({
       id: JSON.stringify(node.id ?? null),
