@@ -35,6 +35,7 @@ def test_demo_draws_the_bundled_example(tmp_path):
     assert "2 compactionSummary" in out
 
 
+@pytest.mark.slow
 def test_demo_of_a_file_with_options(tmp_path):
     path = tmp_path / "mine.jsonl"
     path.write_bytes(EXAMPLE.read_bytes())
@@ -46,6 +47,7 @@ def test_demo_of_a_file_with_options(tmp_path):
     assert path.read_bytes() == EXAMPLE.read_bytes()
 
 
+@pytest.mark.slow
 def test_demo_of_a_damaged_file_names_the_lines_pi_skips(tmp_path):
     lines = EXAMPLE.read_text().splitlines()
     crashed = tmp_path / "crashed.jsonl"

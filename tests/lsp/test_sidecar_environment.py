@@ -81,6 +81,7 @@ async def test_an_environment_must_have_an_absolute_working_directory(sidecar):
         await sidecar.request("pi/list", {"cwd": "/p", "environment": {"home": 5}})
 
 
+@pytest.mark.slow
 def test_initialization_options_set_the_servers_environment(tmp_path: Path) -> None:
     work, _ = project(tmp_path)
     with SidecarClient(default_command(), env=server_env(tmp_path), cwd=str(tmp_path)) as client:

@@ -199,6 +199,7 @@ async def test_initialization_options_pi_version_reaches_sessions_and_documents(
         await stop_sidecar(side)
 
 
+@pytest.mark.slow
 async def test_an_unknown_pi_version_in_initialization_options_is_said_and_the_default_stays(tmp_path):
     path = write(tmp_path / "edited.jsonl", EDITED)
     side = await start_with_options(tmp_path, {"piVersion": "2.0.0", "watchInterval": 0.5})
@@ -216,6 +217,7 @@ async def test_an_unknown_pi_version_in_initialization_options_is_said_and_the_d
         await stop_sidecar(side)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pi", ["0.86.1", "1.6.0"])
 def test_demo_follows_pi(pi: str, tmp_path: Path) -> None:
     import subprocess

@@ -84,6 +84,7 @@ def bodies_file(path: Path, count: int, size: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_large_bodies_are_not_held_in_memory(tmp_path: Path, srv, figures):
     server, memory = srv
     path = bodies_file(tmp_path / "bodies.jsonl", 20, 10 * MB)

@@ -43,6 +43,7 @@ print(json.dumps({"code": code, "heavy": heavy, "server": server}), file=sys.std
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [("tree",), ("context",), ("context", "--json"), ("check",), ("--help",), ("tree", "--help")],

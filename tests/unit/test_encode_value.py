@@ -69,6 +69,7 @@ def test_the_default_hook_turns_objects_into_json_values() -> None:
         encode_value([Point(1.0)])
 
 
+@pytest.mark.slow
 def test_numbers_agree_with_the_exact_path_on_random_doubles() -> None:
     rnd = random.Random(11)
     for _ in range(20_000):

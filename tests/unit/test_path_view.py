@@ -488,6 +488,7 @@ def client_levels(m: SessionManager, mode: str, around: Any, limit: int) -> list
             return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["none", "default", "user-only", "no-tools"])
 def test_levels_are_the_windows_a_tree_view_asks_for_level_by_level(tmp_path: Path, mode: str):
     rng = random.Random(11)

@@ -57,6 +57,7 @@ def file_pi_would_rewrite(request: pytest.FixtureRequest, tmp_path: Path) -> Pat
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "shown"),
     [("tree", "assistant: hi there"), ("context", "hi there"), ("demo", "assistant          hi there")],
