@@ -7,8 +7,9 @@ import argparse
 import os
 import sys
 
+from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, js_string_of
-from ..render.tree_text import TextNode, render_tree
+from ..render.tree_text import render_tree
 from ..session import SessionManager
 from ..session.describe import PreviewCache
 from ..session.tree import TreeNode
@@ -24,28 +25,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_index_argument(parser)
 
 
-def text_nodes(manager: SessionManager, roots: list[TreeNode], width: int) -> list[TextNode]:
-    """Convert the library's tree into text nodes (iteratively: trees can be 200,000 levels deep).
-    The previews are read in one pass over the file."""
+def tree_lines(manager: SessionManager, width: int) -> list[str]:
+    """The drawn tree's lines. The previews are read in one pass over the file (or from those kept
+    with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
     cache = PreviewCache()
     cache.prefetch(entries)  # every line read once, for the previews and the tool calls
     tool_calls = cache.collect_tool_calls(entries)
     preview_of = cache.previews()
-    out: list[TextNode] = []
-    stack: list[tuple[TreeNode, list[TextNode]]] = [(r, out) for r in reversed(roots)]
-    while stack:
-        node, into = stack.pop()
+    cut = width - 1
+
+    def row(node: TreeNode) -> tuple[str, str]:
+        entry = node.entry
         # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
-        text = preview_of(node.entry, tool_calls) or f"[{js_string_of(node.entry.type)}]"
+        text = preview_of(entry, tool_calls) or f"[{js_string_of(entry.type)}]"
         if len(text) > width:
-            text = text[: width - 1] + "…"
-        label = js_string_of(node.label) if node.label is not ABSENT else None
-        text_node = TextNode(js_string_of(node.entry.id), text, label)
-        into.append(text_node)
-        for child in reversed(node.children):
-            stack.append((child, text_node.children))
-    return out
+            text = text[:cut] + "…"
+        label = node.label
+        if label is not ABSENT:
+            label = js_string_of(label)
+            if label:
+                text = f"{text}  [{label}]"
+        return js_string_of(entry.id), text
+
+    leaf = js_string_of(manager.get_leaf_id())
+    on_path = [js_string_of(e.id) for e in manager.get_branch()]
+    return render_tree(manager.get_tree(), row, leaf, on_path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,14 +61,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{path}\nempty file: no session in it yet")
         return 0
     report_skipped_lines("tree", path, manager)
-    leaf = manager.get_leaf_id()
-    on_path = [js_string_of(e.id) for e in manager.get_branch()]
     name = manager.get_session_name()
     header = manager.get_header() or {}
     title = f"{path}\nsession {header.get('id')}" + (f'  "{name}"' if name is not ABSENT else "")
     print(title)
-    print(f"{len(manager.get_entries())} entries, leaf {js_string_of(leaf)}\n")
-    lines = render_tree(text_nodes(manager, manager.get_tree(), args.width), js_string_of(leaf), on_path)
+    print(f"{len(manager.get_entries())} entries, leaf {js_string_of(manager.get_leaf_id())}\n")
+    with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
+        lines = tree_lines(manager, args.width)
     sys.stdout.write("\n".join(lines) + "\n" if lines else "")
     sys.stdout.flush()
     return 0
