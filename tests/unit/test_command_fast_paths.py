@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from pi_session_server.format.entry import LineBytes
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, preview_pass, preview_store, scan_index
+from pi_session_server.session import SessionManager, describe, preview_pass, preview_store, scan_index
 from pi_session_server.session.describe import PreviewCache, collect_tool_calls, preview_of
 
 DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
@@ -366,7 +366,7 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
         preview_store, "load", lambda entries: loaded.append(real_load(entries)) or loaded[-1]
     )
     assert _previews(path, index_dir) == first
-    assert len(loaded[-1]) == len(first)  # every preview came from the kept ones
+    assert len(loaded[-1][1]) == len(first)  # every preview came from the kept ones
     for damaged in (
         b"",
         stored[:-3],
@@ -375,7 +375,7 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
     ):
         kept.write_bytes(damaged)
         assert _previews(path, index_dir) == first
-        assert loaded[-1] == {}
+        assert loaded[-1] == (None, [])
     kept.write_bytes(stored)
     time.sleep(0.06)  # past the clock's tick: the rewrite gets another ctime
     with open(path, "r+b") as f:  # the same size, other text in the middle
@@ -384,4 +384,54 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
         f.seek(at)
         f.write(b"FIRST")
     assert _previews(path, index_dir)[0] == first[0].replace("first", "FIRST")
-    assert loaded[-1] == {}
+    assert loaded[-1] == (None, [])
+
+
+def _uncached_previews(path: Path) -> list[str]:
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        entries = sm.get_entries()
+        calls = collect_tool_calls(entries)
+        return [preview_of(e, calls) for e in entries]
+
+
+def test_kept_tool_call_texts_hold_for_their_home_and_their_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A tool result's kept text is that of the call it was made from, with the home directory it
+    was made with: another home, or a call appended later with the same id, renders it again."""
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setenv("HOME", "/home/me")
+    lines, parent = [S.header()], None
+    for n in range(12):
+        lines.append(S.assistant(f"a{n}", parent, "", calls=((f"c{n}", "read", {"path": f"/home/me/f{n}"}),)))
+        lines.append(S.tool_result(f"t{n}", f"a{n}", f"c{n}"))
+        parent = f"t{n}"
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index_dir = str(tmp_path / "index")
+    time.sleep(0.1)
+    first = _previews(path, index_dir)
+    assert first == _uncached_previews(path)
+    assert "~/f0" in first[1]
+    assert list(Path(index_dir).glob("*.pi-previews"))
+    rendered: list[Any] = []
+    real_format = describe.format_tool_call
+    monkeypatch.setattr(
+        describe, "format_tool_call", lambda *args: rendered.append(args) or real_format(*args)
+    )
+    assert _previews(path, index_dir) == first
+    assert rendered == []  # every tool result's text was kept
+    monkeypatch.setenv("HOME", "/elsewhere")
+    elsewhere = _previews(path, index_dir)
+    assert len(rendered) == 12
+    assert elsewhere == _uncached_previews(path)
+    assert "/home/me/f0" in elsewhere[1]
+    monkeypatch.setenv("HOME", "/home/me")
+    with open(path, "a", encoding="utf-8") as f:  # a later call with the id of the first
+        f.write(S.assistant("late", parent, "", calls=(("c0", "read", {"path": "/home/me/other"}),)) + "\n")
+    later = _previews(path, index_dir)
+    assert later == _uncached_previews(path)
+    assert "~/other" in later[1]
+    assert later[3:24] == first[3:24]
