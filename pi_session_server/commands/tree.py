@@ -10,8 +10,8 @@ import sys
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, js_string_of
 from ..render.tree_text import render_tree
-from ..session import SessionManager
-from ..session.describe import PreviewCache
+from ..session import SessionManager, view_store
+from ..session.describe import PreviewCache, home_directory
 from ..session.tree import TreeNode
 from ._common import add_index_argument, add_pi_argument, open_to_look, report_skipped_lines, session_path
 
@@ -55,6 +55,7 @@ def tree_lines(manager: SessionManager, width: int) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
+    before = view_store.identity_before_open(path) if args.index else None
     manager = open_to_look(path, args.pi, index=args.index)
     if manager.get_entries() == [] and os.path.getsize(path) == 0:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
@@ -66,8 +67,15 @@ def run(args: argparse.Namespace) -> int:
     title = f"{path}\nsession {header.get('id')}" + (f'  "{name}"' if name is not ABSENT else "")
     print(title)
     print(f"{len(manager.get_entries())} entries, leaf {js_string_of(manager.get_leaf_id())}\n")
-    with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
-        lines = tree_lines(manager, args.width)
-    sys.stdout.write("\n".join(lines) + "\n" if lines else "")
+    entries = manager.get_entries()
+    # the same file drawn the same way before: its text was kept (see session/view_store.py)
+    key = (args.pi, args.width, home_directory())
+    text = view_store.load(entries, before, key)
+    if text is None:
+        with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
+            lines = tree_lines(manager, args.width)
+        text = "\n".join(lines) + "\n" if lines else ""
+        view_store.save(entries, before, key, text)
+    sys.stdout.write(text)
     sys.stdout.flush()
     return 0

@@ -66,9 +66,10 @@ _encode = msgspec.msgpack.Encoder(enc_hook=scan_index._enc_hook).encode
 _decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index._ext_hook).decode
 
 
-def _store_of(entries: list[Entry]) -> tuple[FileLineSource, str] | None:
-    """The file all ``entries`` are read from and the path of its previews, when it has an index
-    directory (None if the entries come from several files or none)."""
+def _store_of(entries: list[Entry], suffix: str = ".pi-previews") -> tuple[FileLineSource, str] | None:
+    """The file all ``entries`` are read from and the path of what is kept of it with the name
+    ``suffix`` (its previews by default), when it has an index directory (None if the entries come
+    from several files or none)."""
     if not entries:
         return None
     source = entries[0]._source
@@ -80,7 +81,7 @@ def _store_of(entries: list[Entry]) -> tuple[FileLineSource, str] | None:
         st = os.fstat(source.fd)
     except OSError:
         return None
-    return source, scan_index.index_path(source.index_dir, st).removesuffix(".pi-index") + ".pi-previews"
+    return source, scan_index.index_path(source.index_dir, st).removesuffix(".pi-index") + suffix
 
 
 Stored = tuple[Entry, Any, "list[tuple[Any, Any, Any]] | None", bool]
@@ -178,7 +179,6 @@ def save(
     if found is None:
         return False
     source, path = found
-    temporary = None
     try:
         st = os.fstat(source.fd)
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < scan_index.RACY_NS:
@@ -222,23 +222,29 @@ def save(
                 assistants,
             )
         )
-        directory = os.path.dirname(path)
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".pi-previews", dir=directory)
+        write_beside(path, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)), body)
+        return True
+    except Exception:  # previews that cannot be kept (read-only, full, odd values) are no error
+        return False
+
+
+def write_beside(path: str, prefix: bytes, body: bytes) -> None:
+    """Write ``prefix`` and ``body`` to ``path`` in the index directory, whole or not at all (a
+    temporary file renamed over it: readers see the old file or the new one). Raises OSError."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.splitext(path)[1], dir=directory)
+    try:
         try:
-            scan_index._write_all(out, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)))
+            scan_index._write_all(out, prefix)
             scan_index._write_all(out, body)
         finally:
             os.close(out)
         os.replace(temporary, path)
-        temporary = None
-        return True
-    except Exception:  # previews that cannot be kept (read-only, full, odd values) are no error
-        return False
-    finally:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _offset(entry: Entry) -> int:

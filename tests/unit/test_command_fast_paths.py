@@ -319,7 +319,7 @@ def test_the_tree_is_the_same_from_the_file_from_its_index_and_from_kept_preview
     time.sleep(scan_index.RACY_NS / 1e9 + 0.1)  # previews are kept for a file settled (RACY_NS)
     assert _tree(path, env) == expected  # writes the index and the previews
     kept = sorted(p.suffix for p in index_dir.iterdir())
-    assert kept == [".pi-index", ".pi-previews"]
+    assert kept == [".pi-index", ".pi-previews", ".pi-view"]
     assert _tree(path, env) == expected  # reads both
     data = path.read_bytes()  # the same size, other text in the middle: neither is used
     middle = data.index(b"breaks", len(data) // 2)
@@ -435,3 +435,68 @@ def test_kept_tool_call_texts_hold_for_their_home_and_their_call(
     assert later == _uncached_previews(path)
     assert "~/other" in later[1]
     assert later[3:24] == first[3:24]
+
+
+# ---------------------------------------------------------------------- the tree command, kept views
+
+
+def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """``tree`` of a file unchanged since it was drawn the same way prints the text kept with its
+    index (session/view_store.py); another width, release or home, a line appended, a rewrite in
+    place, a kept view damaged, a file changed just before: drawn again, the same as without any."""
+    from pi_session_server.cli import main
+    from pi_session_server.commands import tree as tree_command
+    from pi_session_server.session import view_store
+
+    monkeypatch.setenv(scan_index.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    drawn: list[int] = []
+    real_lines = tree_command.tree_lines
+    monkeypatch.setattr(tree_command, "tree_lines", lambda *args: drawn.append(1) or real_lines(*args))
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
+
+    def tree(*extra: str) -> tuple[str, int]:
+        before = len(drawn)
+        assert main(["tree", *extra, str(path)]) == 0
+        out = capsys.readouterr().out
+        assert main(["tree", "--no-index", *extra, str(path)]) == 0
+        assert capsys.readouterr().out == out  # the same as drawn without anything kept
+        return out, len(drawn) - before - 1
+
+    time.sleep(0.1)
+    first, draws = tree()
+    assert draws == 1
+    (kept,) = (tmp_path / "index").glob("*" + view_store.SUFFIX)
+    assert tree() == (first, 0)  # the kept view
+    assert tree("--width", "30")[1] == 1  # another width: drawn, and kept in its place
+    assert tree("--width", "30")[1] == 0
+    assert tree("--pi", "0.86.1", "--width", "30")[1] == 1
+    monkeypatch.setenv("HOME", "/elsewhere")
+    assert tree()[1] == 1
+    assert tree()[1] == 0
+    for damaged in (b"", kept.read_bytes()[:-3], b"PIVIEW\x00\x00" + os.urandom(100)):
+        kept.write_bytes(damaged)
+        assert tree()[1] == 1
+    with open(path, "a", encoding="utf-8") as f:  # appended: the leaf moved
+        f.write(S.user("late1", "i33", "appended later") + "\n")
+    out, draws = tree()
+    assert "appended later" in out and draws == 1
+    time.sleep(0.1)
+    tree()
+    assert tree()[1] == 0
+    monkeypatch.setattr(scan_index, "RACY_NS", 10**18)  # every file changed just before: none kept
+    assert tree()[1] == 1
+    assert tree()[1] == 1
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    with open(path, "r+b") as f:  # the same size, other text in the middle
+        data = f.read()
+        at = data.index(b"appended later")
+        f.seek(at)
+        f.write(b"APPENDED")
+    time.sleep(0.1)
+    out, draws = tree()
+    assert "APPENDED later" in out and draws == 1

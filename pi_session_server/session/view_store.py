@@ -1,0 +1,145 @@
+"""A view of a session file drawn as text (``pi-session tree``), kept next to its index.
+
+Drawing a big session's tree makes one row per entry; a file that did not change since it was last
+drawn, the same way, draws the same text. That text is kept in the cache directory of the file's
+index (see scan_index), in a file named like the index, with what it was drawn from: the file's
+device, inode, size, mtime and ctime, CRC-32s of its first and last bytes (see scan_index._edges),
+how many entries the session had, and the view's key (how it was drawn: the release read as, the
+width, the home directory, the package's version). It is used only when all of them match.
+
+The file must stay the same from before it is opened until the view is kept: the caller takes its
+identity (:func:`identity_before_open`) before opening it, and a view is kept only when the file
+still has that identity, which was taken when the file had not changed for a while
+(scan_index.RACY_NS: a change within the same tick of the file system's clock could keep its mtime
+and ctime). Unlike previews, which hold for the lines they describe in a file that grew, a view
+holds for the whole file: one appended line moves the leaf. What cannot be read, or written, is
+no error: the view is drawn from the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import time
+import zlib
+from typing import Any, Final
+
+import msgspec
+
+from .. import __version__
+from ..format.entry import Entry
+from . import preview_store, scan_index
+
+FORMAT_VERSION: Final = 1
+MAGIC: Final = b"PIVIEW\x00\x00"
+SUFFIX: Final = ".pi-view"
+_PREFIX = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
+
+Identity = tuple[int, int, int, int, int]  # device, inode, size, mtime, ctime (ns)
+
+
+class StoredView(msgspec.Struct, array_like=True):
+    identity: Identity
+    head_crc: int
+    tail_crc: int
+    entries: int
+    key: list[Any]
+    text: bytes
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(StoredView).decode
+
+
+def _identity_of(st: os.stat_result) -> Identity:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def identity_before_open(path: str) -> Identity | None:
+    """The identity of the file at ``path`` now, if it has not changed for a while (else None: a
+    view of it is neither used nor kept)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < scan_index.RACY_NS:
+        return None
+    return _identity_of(st)
+
+
+def _place(entries: list[Entry], before: Identity | None) -> tuple[int, str, Identity] | None:
+    """The open file the entries come from, the path of its kept view and its identity, when it
+    has an index directory and is the file identified ``before`` it was opened."""
+    if before is None or len(entries) < preview_store.MIN_STORED:
+        return None
+    found = preview_store._store_of(entries, SUFFIX)
+    if found is None:
+        return None
+    source, path = found
+    try:
+        now = _identity_of(os.fstat(source.fd))
+    except OSError:
+        return None
+    return (source.fd, path, now) if now == before else None
+
+
+def _view_key(key: tuple[Any, ...]) -> list[Any]:
+    return [FORMAT_VERSION, __version__, *key]
+
+
+def load(entries: list[Entry], before: Identity | None, key: tuple[Any, ...]) -> str | None:
+    """The text kept for the session of ``entries`` drawn as ``key`` (str, int and None values),
+    when the file is the one it was drawn from; else None."""
+    place = _place(entries, before)
+    if place is None:
+        return None
+    fd, path, identity = place
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    try:
+        magic, version, crc = _PREFIX.unpack_from(data)
+        body = memoryview(data)[_PREFIX.size :]
+        if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
+            return None
+        stored = _decode(body)
+        if tuple(stored.identity) != identity or stored.entries != len(entries):
+            return None
+        if stored.key != _view_key(key):
+            return None  # drawn another way: left for the next save to replace
+        if scan_index._edges(fd, identity[2]) != (stored.head_crc, stored.tail_crc):
+            return None
+        return stored.text.decode("utf-8", "surrogatepass")
+    except (struct.error, ValueError, TypeError, OSError, msgspec.DecodeError, scan_index._NotUsable):
+        return None
+
+
+def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], text: str) -> bool:
+    """Keep ``text``, the session of ``entries`` drawn as ``key``, when the file is still the one
+    identified ``before`` it was opened. False when nothing was written."""
+    place = _place(entries, before)
+    if place is None:
+        return False
+    fd, path, identity = place
+    try:
+        head_crc, tail_crc = scan_index._edges(fd, identity[2])
+        body = _encode(
+            StoredView(
+                identity,
+                head_crc,
+                tail_crc,
+                len(entries),
+                _view_key(key),
+                text.encode("utf-8", "surrogatepass"),
+            )
+        )
+        with contextlib.suppress(OSError):
+            if _identity_of(os.fstat(fd)) != identity:
+                return False  # changed while it was drawn
+        preview_store.write_beside(path, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)), body)
+        return True
+    except Exception:  # a view that cannot be kept (read-only, full, odd values) is no error
+        return False
