@@ -68,14 +68,27 @@ def run(args: argparse.Namespace) -> int:
     print(title)
     print(f"{len(manager.get_entries())} entries, leaf {js_string_of(manager.get_leaf_id())}\n")
     entries = manager.get_entries()
+    out = sys.stdout
+    encoding, errors = getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
     # the same file drawn the same way before: its text was kept (see session/view_store.py)
-    key = (args.pi, args.width, home_directory())
-    text = view_store.load(entries, before, key)
-    if text is None:
+    key = (args.pi, args.width, home_directory(), encoding, errors)
+    data = view_store.load(entries, before, key)
+    if data is None:
         with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
             lines = tree_lines(manager, args.width)
-        text = "\n".join(lines) + "\n" if lines else ""
-        view_store.save(entries, before, key, text)
-    sys.stdout.write(text)
-    sys.stdout.flush()
+        data = ("\n".join(lines) + "\n" if lines else "").encode(encoding, errors)
+        view_store.save(entries, before, key, data)
+    _write_encoded(data, encoding)
     return 0
+
+
+def _write_encoded(data: bytes, encoding: str) -> None:
+    """Write ``data`` (text encoded as stdout encodes it) to stdout's bytes in one write."""
+    out = sys.stdout
+    out.flush()  # what was printed before goes first
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or os.linesep != "\n":  # the text layer translates line ends
+        out.write(data.decode(encoding, "surrogateescape"))
+    else:
+        buffer.write(data)
+    out.flush()

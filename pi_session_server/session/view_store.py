@@ -5,7 +5,7 @@ drawn, the same way, draws the same text. That text is kept in the cache directo
 index (see scan_index), in a file named like the index, with what it was drawn from: the file's
 device, inode, size, mtime and ctime, CRC-32s of its first and last bytes (see scan_index._edges),
 how many entries the session had, and the view's key (how it was drawn: the release read as, the
-width, the home directory, the package's version). It is used only when all of them match.
+width, the home directory, the output's encoding, the package's version). It is used only when all of them match.
 
 The file must stay the same from before it is opened until the view is kept: the caller takes its
 identity (:func:`identity_before_open`) before opening it, and a view is kept only when the file
@@ -45,7 +45,7 @@ class StoredView(msgspec.Struct, array_like=True):
     tail_crc: int
     entries: int
     key: list[Any]
-    text: bytes
+    data: bytes  # the view as written out (encoded as the key says)
 
 
 _encode = msgspec.msgpack.Encoder().encode
@@ -88,8 +88,8 @@ def _view_key(key: tuple[Any, ...]) -> list[Any]:
     return [FORMAT_VERSION, __version__, *key]
 
 
-def load(entries: list[Entry], before: Identity | None, key: tuple[Any, ...]) -> str | None:
-    """The text kept for the session of ``entries`` drawn as ``key`` (str, int and None values),
+def load(entries: list[Entry], before: Identity | None, key: tuple[Any, ...]) -> bytes | None:
+    """The view kept for the session of ``entries`` drawn as ``key`` (str, int and None values),
     when the file is the one it was drawn from; else None."""
     place = _place(entries, before)
     if place is None:
@@ -112,13 +112,13 @@ def load(entries: list[Entry], before: Identity | None, key: tuple[Any, ...]) ->
             return None  # drawn another way: left for the next save to replace
         if scan_index._edges(fd, identity[2]) != (stored.head_crc, stored.tail_crc):
             return None
-        return stored.text.decode("utf-8", "surrogatepass")
+        return stored.data
     except (struct.error, ValueError, TypeError, OSError, msgspec.DecodeError, scan_index._NotUsable):
         return None
 
 
-def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], text: str) -> bool:
-    """Keep ``text``, the session of ``entries`` drawn as ``key``, when the file is still the one
+def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], data: bytes) -> bool:
+    """Keep ``data``, the session of ``entries`` drawn as ``key``, when the file is still the one
     identified ``before`` it was opened. False when nothing was written."""
     place = _place(entries, before)
     if place is None:
@@ -133,7 +133,7 @@ def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], te
                 tail_crc,
                 len(entries),
                 _view_key(key),
-                text.encode("utf-8", "surrogatepass"),
+                data,
             )
         )
         with contextlib.suppress(OSError):
