@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib import resources
 
 from ..session import DEFAULT_PI, PROFILES, SessionManager
 
@@ -87,6 +86,8 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> No
 
 def example_session_path() -> str:
     """The bundled example session (used when a command is given no file)."""
+    from importlib import resources  # here: every command pays for its import otherwise
+
     return str(resources.files("pi_session_server").joinpath("examples", "example-session.jsonl"))
 
 
