@@ -55,29 +55,36 @@ def tree_lines(manager: SessionManager, width: int) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
+    out = sys.stdout
+    encoding, errors = getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
+    # the same file drawn the same way before: what was printed is kept (see session/view_store.py)
     before = view_store.identity_before_open(path) if args.index else None
+    key = (args.pi, args.width, home_directory(), encoding, errors)
+    kept = view_store.load(path, before, key, args.index)
+    if kept is not None:
+        out.write(path + kept.head)
+        _write_encoded(kept.data, encoding)
+        return 0
     manager = open_to_look(path, args.pi, index=args.index)
     if manager.get_entries() == [] and os.path.getsize(path) == 0:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
         print(f"{path}\nempty file: no session in it yet")
         return 0
-    report_skipped_lines("tree", path, manager)
+    skipped = report_skipped_lines("tree", path, manager)
     name = manager.get_session_name()
     header = manager.get_header() or {}
-    title = f"{path}\nsession {header.get('id')}" + (f'  "{name}"' if name is not ABSENT else "")
-    print(title)
-    print(f"{len(manager.get_entries())} entries, leaf {js_string_of(manager.get_leaf_id())}\n")
     entries = manager.get_entries()
-    out = sys.stdout
-    encoding, errors = getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
-    # the same file drawn the same way before: its text was kept (see session/view_store.py)
-    key = (args.pi, args.width, home_directory(), encoding, errors)
-    data = view_store.load(entries, before, key)
-    if data is None:
-        with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
-            lines = tree_lines(manager, args.width)
-        data = ("\n".join(lines) + "\n" if lines else "").encode(encoding, errors)
-        view_store.save(entries, before, key, data)
+    head = (
+        f"\nsession {header.get('id')}"
+        + (f'  "{name}"' if name is not ABSENT else "")
+        + f"\n{len(entries)} entries, leaf {js_string_of(manager.get_leaf_id())}\n\n"
+    )
+    out.write(path + head)
+    with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
+        lines = tree_lines(manager, args.width)
+    data = ("\n".join(lines) + "\n" if lines else "").encode(encoding, errors)
+    if not skipped:  # (what is kept is printed without reading the file: no lines to report)
+        view_store.save(entries, before, key, head, data)
     _write_encoded(data, encoding)
     return 0
 

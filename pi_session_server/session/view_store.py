@@ -4,8 +4,9 @@ Drawing a big session's tree makes one row per entry; a file that did not change
 drawn, the same way, draws the same text. That text is kept in the cache directory of the file's
 index (see scan_index), in a file named like the index, with what it was drawn from: the file's
 device, inode, size, mtime and ctime, CRC-32s of its first and last bytes (see scan_index._edges),
-how many entries the session had, and the view's key (how it was drawn: the release read as, the
-width, the home directory, the output's encoding, the package's version). It is used only when all of them match.
+what is printed before the view (the session's id and name, its entries and leaf), and the view's
+key (how it was drawn: the release read as, the
+width, the home directory, the output's encoding, the package's version). It is used only when all of them match, without reading the session again.
 
 The file must stay the same from before it is opened until the view is kept: the caller takes its
 identity (:func:`identity_before_open`) before opening it, and a view is kept only when the file
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import struct
 import time
 import zlib
@@ -43,8 +45,8 @@ class StoredView(msgspec.Struct, array_like=True):
     identity: Identity
     head_crc: int
     tail_crc: int
-    entries: int
     key: list[Any]
+    head: str  # what is printed between the file's path and the view (the session, its leaf)
     data: bytes  # the view as written out (encoded as the key says)
 
 
@@ -57,11 +59,13 @@ def _identity_of(st: os.stat_result) -> Identity:
 
 
 def identity_before_open(path: str) -> Identity | None:
-    """The identity of the file at ``path`` now, if it has not changed for a while (else None: a
-    view of it is neither used nor kept)."""
+    """The identity of the regular file at ``path`` now, if it has not changed for a while (else
+    None: a view of it is neither used nor kept)."""
     try:
         st = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
         return None
     if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < scan_index.RACY_NS:
         return None
@@ -88,38 +92,47 @@ def _view_key(key: tuple[Any, ...]) -> list[Any]:
     return [FORMAT_VERSION, __version__, *key]
 
 
-def load(entries: list[Entry], before: Identity | None, key: tuple[Any, ...]) -> bytes | None:
-    """The view kept for the session of ``entries`` drawn as ``key`` (str, int and None values),
-    when the file is the one it was drawn from; else None."""
-    place = _place(entries, before)
-    if place is None:
+def load(
+    path: str, before: Identity | None, key: tuple[Any, ...], index: bool | str = True
+) -> StoredView | None:
+    """The view kept for the file at ``path`` drawn as ``key`` (str, int and None values), when
+    the file is the one it was drawn from and has been since ``before`` (see
+    :func:`identity_before_open`); else None. ``index``: as SessionManager.open takes it. The
+    session itself is not read."""
+    settings = scan_index.index_settings(index)
+    if before is None or settings is None or not settings.wanted(before[2]):
         return None
-    fd, path, identity = place
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if _identity_of(st) != before:
+            return None
+        kept = scan_index.index_path(settings.directory, st).removesuffix(".pi-index") + SUFFIX
+        with open(kept, "rb") as f:
             data = f.read()
-    except OSError:
-        return None
-    try:
         magic, version, crc = _PREFIX.unpack_from(data)
         body = memoryview(data)[_PREFIX.size :]
         if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
             return None
         stored = _decode(body)
-        if tuple(stored.identity) != identity or stored.entries != len(entries):
+        if tuple(stored.identity) != before or stored.key != _view_key(key):
+            return None  # another file, or drawn another way: left for the next save to replace
+        if scan_index._edges(fd, before[2]) != (stored.head_crc, stored.tail_crc):
             return None
-        if stored.key != _view_key(key):
-            return None  # drawn another way: left for the next save to replace
-        if scan_index._edges(fd, identity[2]) != (stored.head_crc, stored.tail_crc):
-            return None
-        return stored.data
+        return stored
     except (struct.error, ValueError, TypeError, OSError, msgspec.DecodeError, scan_index._NotUsable):
         return None
+    finally:
+        os.close(fd)
 
 
-def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], data: bytes) -> bool:
-    """Keep ``data``, the session of ``entries`` drawn as ``key``, when the file is still the one
-    identified ``before`` it was opened. False when nothing was written."""
+def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], head: str, data: bytes) -> bool:
+    """Keep ``data``, the session of ``entries`` drawn as ``key``, and ``head`` (printed before it,
+    after the file's path), when the file is still the one identified ``before`` it was opened.
+    False when nothing was written."""
     place = _place(entries, before)
     if place is None:
         return False
@@ -131,8 +144,8 @@ def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], da
                 identity,
                 head_crc,
                 tail_crc,
-                len(entries),
                 _view_key(key),
+                head,
                 data,
             )
         )

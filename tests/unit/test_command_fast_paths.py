@@ -457,15 +457,25 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     drawn: list[int] = []
     real_lines = tree_command.tree_lines
     monkeypatch.setattr(tree_command, "tree_lines", lambda *args: drawn.append(1) or real_lines(*args))
+    opened: list[int] = []
+    real_open = tree_command.open_to_look
+    monkeypatch.setattr(
+        tree_command, "open_to_look", lambda *args, **kw: opened.append(1) or real_open(*args, **kw)
+    )
     path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
 
+    errors: list[str] = []
+
     def tree(*extra: str) -> tuple[str, int]:
-        before = len(drawn)
+        before, opens = len(drawn), len(opened)
         assert main(["tree", *extra, str(path)]) == 0
-        out = capsys.readouterr().out
+        out, err = capsys.readouterr()
+        draws = len(drawn) - before
+        assert len(opened) - opens == draws  # a kept view is printed without reading the session
         assert main(["tree", "--no-index", *extra, str(path)]) == 0
-        assert capsys.readouterr().out == out  # the same as drawn without anything kept
-        return out, len(drawn) - before - 1
+        assert capsys.readouterr() == (out, err)  # the same as drawn without anything kept
+        errors[:] = [err]
+        return out, draws
 
     time.sleep(0.1)
     first, draws = tree()
@@ -500,3 +510,10 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     time.sleep(0.1)
     out, draws = tree()
     assert "APPENDED later" in out and draws == 1
+    assert tree()[1] == 0
+    with open(path, "a", encoding="utf-8") as f:  # a line pi skips: reported each time, never kept
+        f.write("not json\n")
+    time.sleep(0.1)
+    for _ in range(2):
+        assert tree()[1] == 1
+        assert "1 line skipped" in errors[0]
