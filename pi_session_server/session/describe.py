@@ -328,7 +328,7 @@ class PreviewCache:
         at_end = len(parts) >= len(walked) or (bool(entries) and entries[-1] is walked[-1])
         complete = self._made >= preview_store.MIN_STORED and at_end
         home = home_directory() if self.home is None else self.home
-        if complete and preview_store.save(walked, parts, calls, partial(_tool_call_text, home=home), home):
+        if complete and preview_store.save(walked, parts, calls, partial(_call_text, home=home), home):
             self._made = 0
 
     def _walk_from(self, entry: Any, count: int) -> list[Any]:
@@ -397,9 +397,15 @@ def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
     return finish_preview(preview_part(entry), tool_calls)
 
 
-def _tool_call_text(call: tuple[Any, Any], home: str) -> str:
-    """The preview of a tool result showing ``call`` (as :func:`finish_preview` makes it)."""
-    return as_displayed(format_tool_call(call[0], call[1], home))
+def _call_text(part: _ToolResult, call: tuple[Any, Any], home: str) -> str:
+    """The preview of the tool result ``part`` showing ``call``, made once for that call object and
+    home (the call tuples of a cached session are the same objects from one walk to the next)."""
+    memo = part.memo
+    if memo is not None and memo[0] is call and memo[1] == home:
+        return memo[2]
+    text = as_displayed(format_tool_call(call[0], call[1], home))
+    part.memo = (call, home, text)
+    return text
 
 
 class _ToolResult:
@@ -421,14 +427,7 @@ def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls, home: str | N
     call = tool_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
     if call is not None:
         # the call tuples of a cached session are the same objects from one walk to the next
-        if home is None:
-            home = home_directory()
-        memo = part.memo
-        if memo is not None and memo[0] is call and memo[1] == home:
-            return memo[2]
-        text = _tool_call_text(call, home)
-        part.memo = (call, home, text)
-        return text
+        return _call_text(part, call, home_directory() if home is None else home)
     name = part.name
     return as_displayed(f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]")
 

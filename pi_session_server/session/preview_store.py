@@ -164,13 +164,13 @@ def save(
     entries: Iterable[Entry],
     facts: dict[int, tuple[Any, Any]],
     calls: dict[int, tuple[Any, list[Any], bool]],
-    tool_call_text: Callable[[Any], str],
+    tool_call_text: Callable[[Any, Any], str],
     home: str,
 ) -> bool:
     """Keep the previews of ``entries``: ``facts`` (``id(entry)`` -> (entry, part)) and ``calls``
     (``id(entry)`` -> (entry, tool calls, silent)) as PreviewCache holds them;
-    ``tool_call_text(call)``: the preview of a tool result showing ``call`` (a name and its
-    arguments) made with the home directory ``home``. Only entries with a part in ``facts``, and
+    ``tool_call_text(part, call)``: the preview of the tool result ``part`` showing ``call`` (a
+    name and its arguments) made with the home directory ``home``. Only entries with a part in ``facts``, and
     whose line ends before the file's last newline, are kept. False when nothing was written."""
     listed = sorted((e for e in entries if type(e) is Entry and e.offset >= 0), key=_offset)
     if len(listed) < MIN_STORED:
@@ -208,7 +208,7 @@ def save(
         for position, part in enumerate(parts):
             if type(part) is not str:
                 shown = kept_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
-                text, shown_at = (None, -1) if shown is None else (tool_call_text(shown[0]), shown[1])
+                text, shown_at = (None, -1) if shown is None else (tool_call_text(part, shown[0]), shown[1])
                 parts[position] = [part.call_id, part.name, text, shown_at]
         head_crc, tail_crc = scan_index._edges(source.fd, end)
         body = _encode(
