@@ -306,9 +306,9 @@ class PreviewCache:
 
     def prefetch(self, entries: Iterable[Any]) -> None:
         """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
-        needs of the assistant messages among them), their lines read in one pass. Once the walk
-        was read to its end, and many previews were made, they are kept with the file's index for
-        the next time (see preview_store)."""
+        needs of the assistant messages among them), their lines read in one pass. Once every
+        entry of the walk has its preview, and many were made, they are kept with the file's index
+        for the next time (see preview_store)."""
         entries = list(entries)
         self._load_stored(entries)
         parts = self.parts
@@ -323,27 +323,20 @@ class PreviewCache:
                 parts[id(entry)] = (entry, preview_part(entry))
         self._made += len(unknown)
         walked = self._walked if len(self._walked) >= len(entries) else entries
-        # kept once the walk was read to its end: every preview it showed is known then (the
-        # entries a filter hides from it have none, and are left out)
-        at_end = len(parts) >= len(walked) or (bool(entries) and entries[-1] is walked[-1])
-        complete = self._made >= preview_store.MIN_STORED and at_end
+        complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
         home = home_directory() if self.home is None else self.home
         if complete and preview_store.save(walked, parts, calls, partial(_call_text, home=home), home):
             self._made = 0
 
     def _walk_from(self, entry: Any, count: int) -> list[Any]:
-        """``count`` entries of the walk from ``entry`` on, or all of them when fewer than twice as
-        many are left (a page's nodes come in the walk's order, so the search goes on from where
-        the last one ended)."""
+        """``count`` entries of the walk from ``entry`` on (a page's nodes come in the walk's
+        order, so the search goes on from where the last one ended)."""
         walked = self._walked
         for start in (self._cursor, 0):
             for at in range(start, len(walked)):
                 if walked[at] is entry:
                     self._cursor = at
-                    end = at + count
-                    if len(walked) - end < count:  # a short rest goes too: the walk's end is read
-                        end = len(walked)  # (and its previews kept, see prefetch)
-                    return walked[at:end]
+                    return walked[at : at + count]
         return []
 
     def previews(self) -> Callable[[Any, ToolCalls], str]:

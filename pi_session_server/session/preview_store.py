@@ -170,8 +170,8 @@ def save(
     """Keep the previews of ``entries``: ``facts`` (``id(entry)`` -> (entry, part)) and ``calls``
     (``id(entry)`` -> (entry, tool calls, silent)) as PreviewCache holds them;
     ``tool_call_text(part, call)``: the preview of the tool result ``part`` showing ``call`` (a
-    name and its arguments) made with the home directory ``home``. Only entries with a part in ``facts``, and
-    whose line ends before the file's last newline, are kept. False when nothing was written."""
+    name and its arguments) made with the home directory ``home``. Only entries whose line ends
+    before the file's last newline are kept. False when nothing was written."""
     listed = sorted((e for e in entries if type(e) is Entry and e.offset >= 0), key=_offset)
     if len(listed) < MIN_STORED:
         return False
@@ -190,16 +190,11 @@ def save(
         # per call id, the call a tool result with it shows and where its assistant message is: the
         # last of the id in the file, as a walk of the file's entries finds it
         kept_calls: dict[Any, tuple[Any, int]] = {}
-        described = []
-        for entry in listed:  # (an entry without a preview, hidden from the walk, is left out)
-            part = facts.get(id(entry))
-            if part is not None and part[0] is entry:
-                described.append(entry)
-                parts.append(part[1])
-        if len(described) < MIN_STORED:
-            return False
-        listed = described
         for position, entry in enumerate(listed):
+            part = facts.get(id(entry))
+            if part is None or part[0] is not entry:
+                return False
+            parts.append(part[1])
             call = calls.get(id(entry))
             if call is not None and call[0] is entry:
                 assistants.append((position, call[2], [(c[0], c[1][0], c[1][1]) for c in call[1]]))

@@ -517,38 +517,3 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     for _ in range(2):
         assert tree()[1] == 1
         assert "1 line skipped" in errors[0]
-
-
-def test_previews_of_a_walk_that_hides_entries_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A tree view's walk previews only the entries its filter shows: once it was read to its end,
-    those previews are kept (the hidden entries left out), and a reopen shows the same from them."""
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
-    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
-    monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 4)
-    monkeypatch.setattr(describe, "PREFETCH_BATCH", 16)
-    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=8)
-    index_dir = str(tmp_path / "index")
-    time.sleep(0.1)
-
-    def shown_previews() -> list[str]:
-        with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
-            entries = sm.get_entries()
-            cache = PreviewCache()
-            calls = cache.collect_tool_calls(entries)  # the walk: every entry
-            preview = cache.previews()
-            return [preview(e, calls) for i, e in enumerate(entries) if i % 3]  # a third hidden
-
-    first = shown_previews()
-    assert first == [p for i, p in enumerate(_uncached_previews(path)) if i % 3]
-    (kept,) = Path(index_dir).glob("*.pi-previews")
-    loaded: list[Any] = []
-    real_load = preview_store.load
-    monkeypatch.setattr(
-        preview_store, "load", lambda entries: loaded.append(real_load(entries)) or loaded[-1]
-    )
-    assert shown_previews() == first
-    kept_at = {item[0].offset for item in loaded[-1][1]}
-    with SessionManager.open(str(path), read_only=True, index=False) as sm:
-        shown_at = {e.offset for i, e in enumerate(sm.get_entries()) if i % 3}
-    assert shown_at <= kept_at  # every preview shown was kept (a batch reads hidden ones too)
