@@ -263,7 +263,8 @@ def lsp_first_diagnostics(path: Path, work: Path) -> Callable[[], dict]:
 
     def run() -> dict:
         server = Server(environment(work / "lsp-index"))
-        caps = {"general": {"positionEncodings": ["utf-16"]}, "textDocument": {"diagnostic": {}}}
+        # no textDocument.diagnostic: a client that pulls diagnostics is sent none (it asks)
+        caps = {"general": {"positionEncodings": ["utf-16"]}}
         server.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": caps})
         server.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         body = server.encode(

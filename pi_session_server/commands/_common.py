@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib import resources
 
 from ..session import DEFAULT_PI, PROFILES, SessionManager
 
@@ -62,12 +61,12 @@ _SKIPPED_SHOWN = 3
 _MESSAGE_WIDTH = 240
 
 
-def report_skipped_lines(command: str, path: str, manager: SessionManager) -> None:
+def report_skipped_lines(command: str, path: str, manager: SessionManager) -> int:
     """Say on stderr which lines of ``path`` pi skips, so that nobody takes what a command shows
-    for the whole file (stdout stays the command's own output, for pipes)."""
+    for the whole file (stdout stays the command's own output, for pipes); how many there are."""
     skipped = [p for p in manager.problems if p.skipped]
     if not skipped:
-        return
+        return 0
     count = len(skipped)
     out = [
         f"pi-session {command}: {path}: {count} line{'' if count == 1 else 's'} skipped, as pi skips them:"
@@ -83,10 +82,13 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> No
         f"  (`pi-session check {path}` lists every problem; `pi-session repair {path}` mends what it can)"
     )
     print("\n".join(out), file=sys.stderr, flush=True)
+    return count
 
 
 def example_session_path() -> str:
     """The bundled example session (used when a command is given no file)."""
+    from importlib import resources  # here: every command pays for its import otherwise
+
     return str(resources.files("pi_session_server").joinpath("examples", "example-session.jsonl"))
 
 

@@ -7,10 +7,11 @@ import argparse
 import os
 import sys
 
+from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, js_string_of
-from ..render.tree_text import TextNode, render_tree
-from ..session import SessionManager
-from ..session.describe import PreviewCache
+from ..render.tree_text import render_tree
+from ..session import SessionManager, view_store
+from ..session.describe import PreviewCache, home_directory
 from ..session.tree import TreeNode
 from ._common import add_index_argument, add_pi_argument, open_to_look, report_skipped_lines, session_path
 
@@ -24,46 +25,77 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_index_argument(parser)
 
 
-def text_nodes(manager: SessionManager, roots: list[TreeNode], width: int) -> list[TextNode]:
-    """Convert the library's tree into text nodes (iteratively: trees can be 200,000 levels deep).
-    The previews are read in one pass over the file."""
+def tree_lines(manager: SessionManager, width: int) -> list[str]:
+    """The drawn tree's lines. The previews are read in one pass over the file (or from those kept
+    with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
     cache = PreviewCache()
     cache.prefetch(entries)  # every line read once, for the previews and the tool calls
     tool_calls = cache.collect_tool_calls(entries)
     preview_of = cache.previews()
-    out: list[TextNode] = []
-    stack: list[tuple[TreeNode, list[TextNode]]] = [(r, out) for r in reversed(roots)]
-    while stack:
-        node, into = stack.pop()
+    cut = width - 1
+
+    def row(node: TreeNode) -> tuple[str, str]:
+        entry = node.entry
         # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
-        text = preview_of(node.entry, tool_calls) or f"[{js_string_of(node.entry.type)}]"
+        text = preview_of(entry, tool_calls) or f"[{js_string_of(entry.type)}]"
         if len(text) > width:
-            text = text[: width - 1] + "…"
-        label = js_string_of(node.label) if node.label is not ABSENT else None
-        text_node = TextNode(js_string_of(node.entry.id), text, label)
-        into.append(text_node)
-        for child in reversed(node.children):
-            stack.append((child, text_node.children))
-    return out
+            text = text[:cut] + "…"
+        label = node.label
+        if label is not ABSENT:
+            label = js_string_of(label)
+            if label:
+                text = f"{text}  [{label}]"
+        return js_string_of(entry.id), text
+
+    leaf = js_string_of(manager.get_leaf_id())
+    on_path = [js_string_of(e.id) for e in manager.get_branch()]
+    return render_tree(manager.get_tree(), row, leaf, on_path)
 
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
+    out = sys.stdout
+    encoding, errors = getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
+    # the same file drawn the same way before: what was printed is kept (see session/view_store.py)
+    before = view_store.identity_before_open(path) if args.index else None
+    key = (args.pi, args.width, home_directory(), encoding, errors)
+    kept = view_store.load(path, before, key, args.index)
+    if kept is not None:
+        out.write(path + kept.head)
+        _write_encoded(kept.data, encoding)
+        return 0
     manager = open_to_look(path, args.pi, index=args.index)
     if manager.get_entries() == [] and os.path.getsize(path) == 0:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
         print(f"{path}\nempty file: no session in it yet")
         return 0
-    report_skipped_lines("tree", path, manager)
-    leaf = manager.get_leaf_id()
-    on_path = [js_string_of(e.id) for e in manager.get_branch()]
+    skipped = report_skipped_lines("tree", path, manager)
     name = manager.get_session_name()
     header = manager.get_header() or {}
-    title = f"{path}\nsession {header.get('id')}" + (f'  "{name}"' if name is not ABSENT else "")
-    print(title)
-    print(f"{len(manager.get_entries())} entries, leaf {js_string_of(leaf)}\n")
-    lines = render_tree(text_nodes(manager, manager.get_tree(), args.width), js_string_of(leaf), on_path)
-    sys.stdout.write("\n".join(lines) + "\n" if lines else "")
-    sys.stdout.flush()
+    entries = manager.get_entries()
+    head = (
+        f"\nsession {header.get('id')}"
+        + (f'  "{name}"' if name is not ABSENT else "")
+        + f"\n{len(entries)} entries, leaf {js_string_of(manager.get_leaf_id())}\n\n"
+    )
+    out.write(path + head)
+    with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
+        lines = tree_lines(manager, args.width)
+    data = ("\n".join(lines) + "\n" if lines else "").encode(encoding, errors)
+    if not skipped:  # (what is kept is printed without reading the file: no lines to report)
+        view_store.save(entries, before, key, head, data)
+    _write_encoded(data, encoding)
     return 0
+
+
+def _write_encoded(data: bytes, encoding: str) -> None:
+    """Write ``data`` (text encoded as stdout encodes it) to stdout's bytes in one write."""
+    out = sys.stdout
+    out.flush()  # what was printed before goes first
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or os.linesep != "\n":  # the text layer translates line ends
+        out.write(data.decode(encoding, "surrogateescape"))
+    else:
+        buffer.write(data)
+    out.flush()

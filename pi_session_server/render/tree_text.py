@@ -1,79 +1,71 @@
 """Draw a session tree as indented text: branch points fan out, single-child chains stay flat.
 
-Works on a neutral node shape so that the CLI (library objects) and the demo (wire results) share
-it: ``TextNode(id, text, label, children)``.
+Works on any node with a ``children`` list; ``row(node)`` gives a node's id and the text of its
+line (a preview, its label), so that the CLI draws the library's own tree nodes without copying
+them into another shape first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 
-@dataclass
-class TextNode:
-    id: str
-    text: str
-    label: str | None = None
-    children: list[TextNode] = field(default_factory=list)
+class DrawnNode(Protocol):
+    @property
+    def children(self) -> Sequence[Any]: ...
 
 
-def render_tree(roots: list[TextNode], leaf_id: Any = None, on_leaf_path: Iterable[str] = ()) -> list[str]:
-    """Lines of the drawn tree; ``*`` marks the path to the leaf, ``<- leaf`` the leaf itself."""
+_LAST, _MIDDLE = "└─ ", "├─ "
+_UNDER_LAST, _UNDER_MIDDLE = "   ", "│  "
+
+
+def render_tree(
+    roots: Sequence[DrawnNode],
+    row: Callable[[Any], tuple[str, str]],
+    leaf_id: Any = None,
+    on_leaf_path: Iterable[str] = (),
+) -> list[str]:
+    """Lines of the drawn tree; ``*`` marks the path to the leaf, ``<- leaf`` the leaf itself.
+    Iterative (trees can be hundreds of thousands of levels deep); a chain of single children keeps
+    its prefix, so most rows cost a lookup, a concatenation and an append."""
     path = set(on_leaf_path)
     lines: list[str] = []
-    # (node, prefix for this line, prefix for its children, is branch child)
-    stack: list[tuple[TextNode, str, str]] = []
-    for i in range(len(roots) - 1, -1, -1):
-        last = i == len(roots) - 1
-        if len(roots) > 1:
-            stack.append((roots[i], "└─ " if last else "├─ ", "   " if last else "│  "))
-        else:
-            stack.append((roots[i], "", ""))
+    append = lines.append
+    # (node, prefix of its line and marker's place, prefix for its children)
+    stack: list[tuple[Any, str, str]] = []
+    push, pop = stack.append, stack.pop
+    _fan_out(roots, "", push, top=True)
     while stack:
-        node, prefix, child_prefix = stack.pop()
-        marker = "*" if node.id in path else " "
-        parts = [f"{prefix}{marker} {node.text}"]
-        if node.label:
-            parts.append(f"  [{node.label}]")
-        if len(node.children) > 1:
-            parts.append(f"  ({len(node.children)} branches)")
-        if node.id == leaf_id:
-            parts.append("  <- leaf")
-        lines.append("".join(parts))
+        node, prefix, child_prefix = pop()
+        node_id, text = row(node)
+        line = (prefix + "* " if node_id in path else prefix + "  ") + text
         children = node.children
-        if len(children) == 1:
-            stack.append((children[0], child_prefix, child_prefix))
-            continue
-        for i in range(len(children) - 1, -1, -1):
-            last = i == len(children) - 1
-            stack.append(
-                (
-                    children[i],
-                    child_prefix + ("└─ " if last else "├─ "),
-                    child_prefix + ("   " if last else "│  "),
-                )
-            )
+        count = len(children)
+        if count > 1:
+            line += f"  ({count} branches)"
+        if node_id == leaf_id:
+            line += "  <- leaf"
+        append(line)
+        if count == 1:
+            push((children[0], child_prefix, child_prefix))
+        elif count:
+            _fan_out(children, child_prefix, push, top=False)
     return lines
 
 
-def build_text_nodes(
-    items: Iterable[Any],
-    key: Callable[[Any], str],
-    parent_key: Callable[[Any], str | None],
-    text: Callable[[Any], str],
-    label: Callable[[Any], str | None],
-) -> list[TextNode]:
-    """Text nodes from a flat preorder list of items (each with an id and its parent's id)."""
-    nodes: dict[str, TextNode] = {}
-    roots: list[TextNode] = []
-    for item in items:
-        node = TextNode(key(item), text(item), label(item))
-        parent = parent_key(item)
-        if parent is not None and parent in nodes:
-            nodes[parent].children.append(node)
-        else:
-            roots.append(node)
-        nodes.setdefault(node.id, node)
-    return roots
+def _fan_out(
+    nodes: Sequence[Any], prefix: str, push: Callable[[tuple[Any, str, str]], None], *, top: bool
+) -> None:
+    """Push ``nodes`` (the last first: the stack pops them in order) with their branch prefixes. A
+    lone root is drawn without any."""
+    if not nodes:
+        return
+    if top and len(nodes) == 1:
+        push((nodes[0], "", ""))
+        return
+    last = len(nodes) - 1
+    push((nodes[last], prefix + _LAST, prefix + _UNDER_LAST))
+    middle, under = prefix + _MIDDLE, prefix + _UNDER_MIDDLE
+    for i in range(last - 1, -1, -1):
+        push((nodes[i], middle, under))

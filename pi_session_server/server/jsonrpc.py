@@ -74,7 +74,6 @@ _TRACE_VALUES = frozenset({"off", "messages", "verbose"})
 BIG_BODY = 1_000_000
 #: seconds ``shutdown`` (or the end of the input) waits for the requests sent before it
 DRAIN_SECONDS = 30.0
-_READ_SIZE = 1 << 20
 
 Handler = Callable[[Any], Any]
 
@@ -366,12 +365,12 @@ class Connection:
         self.writer = FrameWriter(stdout, loop)
         if self.protocol is not None:
             self.protocol.set_writer(self.writer, include_headers=True)
-        reader = asyncio.StreamReader(limit=_READ_SIZE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        closed: asyncio.Future[None] = loop.create_future()
+        await loop.connect_read_pipe(lambda: _FrameProtocol(self.dispatch_frames, closed), stdin)
         if on_start is not None:
             on_start()
         try:
-            await self.read_messages(reader)
+            await closed
             await self.drain()  # the client closed its end: the requests it sent still get done
         finally:
             self.writer.flush()
@@ -383,27 +382,16 @@ class Connection:
         while (self._pending or self._for_lsp is not None) and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.01)
 
-    async def read_messages(self, reader: asyncio.StreamReader) -> None:
-        decoder = FrameDecoder()
-        while True:
-            missing = decoder.missing
+    def dispatch_frames(self, frames: list[bytes | FramingError]) -> None:
+        """Dispatch the messages the framing completed, in order."""
+        for item in frames:
+            if isinstance(item, FramingError):
+                self.send_error(None, PARSE_ERROR, f"Parse error: {item}")
+                continue
             try:
-                # the rest of a big body in one read: no regrowing buffer chunk by chunk
-                data = await (
-                    reader.readexactly(missing) if missing > _READ_SIZE else reader.read(_READ_SIZE)
-                )
-            except asyncio.IncompleteReadError:
-                return
-            if not data:
-                return
-            for item in decoder.feed(data):
-                if isinstance(item, FramingError):
-                    self.send_error(None, PARSE_ERROR, f"Parse error: {item}")
-                    continue
-                try:
-                    self.dispatch_body(item)
-                except Exception:  # no single message may end the loop
-                    logger.exception("failed to dispatch a message")
+                self.dispatch_body(item)
+            except Exception:  # no single message may end the loop
+                logger.exception("failed to dispatch a message")
 
     def dispatch_body(self, body: bytes) -> None:
         """Parse and dispatch one message: to its route, else to pygls."""
@@ -643,6 +631,33 @@ def _first_line(error: BaseException) -> str:
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.error("notification handler failed", exc_info=task.exception())
+
+
+class _FrameProtocol(asyncio.Protocol):
+    """The reading end of the pipe: each chunk the loop reads goes straight to the framing (a
+    stream reader would copy a big body again as it grows, and wake its reader for each chunk);
+    ``closed`` is set when the client closes its end."""
+
+    def __init__(self, dispatch: Callable[[list[bytes | FramingError]], None], closed: asyncio.Future[None]):
+        self._decoder = FrameDecoder()
+        self._dispatch = dispatch
+        self._closed = closed
+
+    def data_received(self, data: bytes) -> None:
+        frames = self._decoder.feed(data)
+        if frames:
+            self._dispatch(frames)
+
+    def eof_received(self) -> bool:
+        self._close()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002 - asyncio.Protocol signature
+        self._close()
+
+    def _close(self) -> None:
+        if not self._closed.done():
+            self._closed.set_result(None)
 
 
 def run_stdio(server: Any, connection: Connection, on_start: Callable[[], Any] | None = None) -> None:

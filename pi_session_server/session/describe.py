@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any, Final
 
 from ..format.entry import Entry
@@ -245,15 +246,34 @@ class PreviewCache:
         self._stored = False  # the previews kept with the file's index were looked for
 
     def _load_stored(self, entries: list[Any]) -> None:
-        """Take what the file's stored previews hold (see preview_store), once."""
+        """Take what the file's stored previews hold (see preview_store), once. A tool result's
+        stored text is its rendering (``_ToolResult.memo``) for the very call object made here from
+        the assistant message it was made from, and for the same home directory: a walk that finds
+        another call for its id, or another home, renders it again."""
         if self._stored:
             return
         self._stored = True
+        home, items = preview_store.load(entries)
         parts, calls = self.parts, self.calls
-        for key, (entry, part, entry_calls, silent) in preview_store.load(entries).items():
-            parts[key] = (entry, part if type(part) is str else _ToolResult(part[0], part[1]))
+        call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
+        for entry, _part, entry_calls, silent in items:
             if entry_calls is not None:
-                calls[key] = (entry, [(index_key(c[0]), (c[1], c[2])) for c in entry_calls], silent)
+                listed = [(index_key(c[0]), (c[1], c[2])) for c in entry_calls]
+                calls[id(entry)] = (entry, listed, silent)
+                offset = entry.offset
+                for key, call in listed:
+                    call_at[offset, key] = call
+        for entry, part, _calls, _silent in items:
+            if type(part) is str:
+                parts[id(entry)] = (entry, part)
+                continue
+            result = _ToolResult(part[0], part[1])
+            text, source = part[2], part[3]
+            if text is not None and home is not None:
+                shown = call_at.get((source, index_key(part[0])))
+                if shown is not None:
+                    result.memo = (shown, home, text)
+            parts[id(entry)] = (entry, result)
 
     def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
         walked = self._walked = list(entries)
@@ -304,7 +324,8 @@ class PreviewCache:
         self._made += len(unknown)
         walked = self._walked if len(self._walked) >= len(entries) else entries
         complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
-        if complete and preview_store.save(walked, parts, calls):
+        home = home_directory() if self.home is None else self.home
+        if complete and preview_store.save(walked, parts, calls, partial(_call_text, home=home), home):
             self._made = 0
 
     def _walk_from(self, entry: Any, count: int) -> list[Any]:
@@ -369,6 +390,17 @@ def preview_of(entry: Any, tool_calls: ToolCalls) -> str:
     return finish_preview(preview_part(entry), tool_calls)
 
 
+def _call_text(part: _ToolResult, call: tuple[Any, Any], home: str) -> str:
+    """The preview of the tool result ``part`` showing ``call``, made once for that call object and
+    home (the call tuples of a cached session are the same objects from one walk to the next)."""
+    memo = part.memo
+    if memo is not None and memo[0] is call and memo[1] == home:
+        return memo[2]
+    text = as_displayed(format_tool_call(call[0], call[1], home))
+    part.memo = (call, home, text)
+    return text
+
+
 class _ToolResult:
     """The part of a tool result's preview that needs the tool calls (and ``HOME``): done per call."""
 
@@ -388,14 +420,7 @@ def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls, home: str | N
     call = tool_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
     if call is not None:
         # the call tuples of a cached session are the same objects from one walk to the next
-        if home is None:
-            home = home_directory()
-        memo = part.memo
-        if memo is not None and memo[0] is call and memo[1] == home:
-            return memo[2]
-        text = as_displayed(format_tool_call(call[0], call[1], home))
-        part.memo = (call, home, text)
-        return text
+        return _call_text(part, call, home_directory() if home is None else home)
     name = part.name
     return as_displayed(f"[{'tool' if name is ABSENT or name is None else _js_str(name)}]")
 

@@ -25,16 +25,17 @@ import tempfile
 import time
 import zlib
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import msgspec
 
 from ..format.entry import Entry
+from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
 from . import scan_index
 
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 MAGIC: Final = b"PIPREVW\x00"
 _PREFIX = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
 # Fewer entries than this are previewed about as fast as their previews are read and written.
@@ -51,7 +52,11 @@ class StoredPreviews(msgspec.Struct, array_like=True):
     head_crc: int
     tail_crc: int
     offsets: bytes  # array("q"): the offset of each entry described, in file order
-    # per entry: its preview part (str), or [toolCallId, toolName] of a tool result
+    # what tool-call paths were shortened against in the texts of the tool results
+    home: str
+    # per entry: its preview part (str), or [toolCallId, toolName, text, offset] of a tool result: its
+    # preview showing the call of the assistant message at that offset (the last with the id among
+    # the entries described), or None and -1 when none has it
     parts: list[Any]
     # (position, silent turn, its tool calls [(id, name, arguments)]) of each assistant message
     assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]]
@@ -61,9 +66,10 @@ _encode = msgspec.msgpack.Encoder(enc_hook=scan_index._enc_hook).encode
 _decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index._ext_hook).decode
 
 
-def _store_of(entries: list[Entry]) -> tuple[FileLineSource, str] | None:
-    """The file all ``entries`` are read from and the path of its previews, when it has an index
-    directory (None if the entries come from several files or none)."""
+def _store_of(entries: list[Entry], suffix: str = ".pi-previews") -> tuple[FileLineSource, str] | None:
+    """The file all ``entries`` are read from and the path of what is kept of it with the name
+    ``suffix`` (its previews by default), when it has an index directory (None if the entries come
+    from several files or none)."""
     if not entries:
         return None
     source = entries[0]._source
@@ -75,21 +81,60 @@ def _store_of(entries: list[Entry]) -> tuple[FileLineSource, str] | None:
         st = os.fstat(source.fd)
     except OSError:
         return None
-    return source, scan_index.index_path(source.index_dir, st).removesuffix(".pi-index") + ".pi-previews"
+    return source, scan_index.index_path(source.index_dir, st).removesuffix(".pi-index") + suffix
 
 
-def load(entries: list[Entry]) -> dict[int, tuple[Any, Any, list[tuple[Any, Any, Any]] | None, bool]]:
-    """``id(entry)`` -> (entry, its part as stored, its tool calls and silence if it is an assistant
-    message's) for the ``entries`` the stored previews describe; {} when there are none."""
+Stored = tuple[Entry, Any, "list[tuple[Any, Any, Any]] | None", bool]
+
+
+def load(entries: list[Entry]) -> tuple[str | None, list[Stored]]:
+    """The home directory the stored tool-call texts were made with, and (entry, its part as stored,
+    its tool calls and silence if it is an assistant message's) for each of ``entries`` the stored
+    previews describe, in the order of ``entries``; (None, []) when there are none."""
+    stored = _stored_for(entries)
+    if stored is None:
+        return None, []
+    offsets = array("q")
+    offsets.frombytes(stored.offsets)
+    count = len(offsets)
+    if count != len(stored.parts):
+        return None, []
+    parts = stored.parts
+    items: list[Stored]
+    described = entries[:count]
+    if array("q", map(_offset, described)) == offsets:
+        # the entries of the lines described, in file order (a reopen): no lookups
+        items = [(entry, part, None, False) for entry, part in zip(described, parts, strict=True)]
+        for at, silent, kept in stored.assistants:
+            items[at] = (items[at][0], parts[at], kept, silent)
+        return stored.home, items
+    position_of = dict(zip(offsets.tolist(), range(count), strict=True))
+    facts: dict[int, tuple[list[tuple[Any, Any, Any]] | None, bool]] = {
+        position: (calls, silent) for position, silent, calls in stored.assistants
+    }
+    items = []
+    for entry in entries:
+        if entry.offset >= stored.end:
+            continue
+        position = position_of.get(entry.offset)
+        if position is None:
+            continue
+        entry_calls, silent = facts.get(position, (None, False))
+        items.append((entry, parts[position], entry_calls, silent))
+    return stored.home, items
+
+
+def _stored_for(entries: list[Entry]) -> StoredPreviews | None:
+    """The previews kept for the file of ``entries`` if they still describe it (else they go)."""
     found = _store_of(entries)
     if found is None:
-        return {}
+        return None
     source, path = found
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
-        return {}
+        return None
     try:
         stored = _checked(data, source.fd)
     except (OSError, ValueError, TypeError, msgspec.DecodeError):
@@ -98,25 +143,7 @@ def load(entries: list[Entry]) -> dict[int, tuple[Any, Any, list[tuple[Any, Any,
         # gone: the file may later grow past the lines these previews described, and match again
         with contextlib.suppress(OSError):
             os.unlink(path)
-        return {}
-    offsets = array("q")
-    offsets.frombytes(stored.offsets)
-    if len(offsets) != len(stored.parts):
-        return {}
-    position_of = dict(zip(offsets.tolist(), range(len(offsets)), strict=True))
-    facts: dict[int, tuple[list[tuple[Any, Any, Any]], bool]] = {
-        position: (calls, silent) for position, silent, calls in stored.assistants
-    }
-    out: dict[int, tuple[Any, Any, list[tuple[Any, Any, Any]] | None, bool]] = {}
-    for entry in entries:
-        if entry.offset >= stored.end:
-            continue
-        position = position_of.get(entry.offset)
-        if position is None:
-            continue
-        calls, silent = facts.get(position, (None, False))
-        out[id(entry)] = (entry, stored.parts[position], calls, silent)
-    return out
+    return stored
 
 
 def _checked(data: bytes, fd: int) -> StoredPreviews | None:
@@ -141,11 +168,17 @@ def _checked(data: bytes, fd: int) -> StoredPreviews | None:
 
 
 def save(
-    entries: Iterable[Entry], facts: dict[int, tuple[Any, Any]], calls: dict[int, tuple[Any, list[Any], bool]]
+    entries: Iterable[Entry],
+    facts: dict[int, tuple[Any, Any]],
+    calls: dict[int, tuple[Any, list[Any], bool]],
+    tool_call_text: Callable[[Any, Any], str],
+    home: str,
 ) -> bool:
     """Keep the previews of ``entries``: ``facts`` (``id(entry)`` -> (entry, part)) and ``calls``
-    (``id(entry)`` -> (entry, tool calls, silent)) as PreviewCache holds them. Only entries whose
-    line ends before the file's last newline are kept. False when nothing was written."""
+    (``id(entry)`` -> (entry, tool calls, silent)) as PreviewCache holds them;
+    ``tool_call_text(part, call)``: the preview of the tool result ``part`` showing ``call`` (a
+    name and its arguments) made with the home directory ``home``. Only entries whose line ends
+    before the file's last newline are kept. False when nothing was written."""
     listed = sorted((e for e in entries if type(e) is Entry and e.offset >= 0), key=_offset)
     if len(listed) < MIN_STORED:
         return False
@@ -153,23 +186,16 @@ def save(
     if found is None:
         return False
     source, path = found
-    temporary = None
     try:
         st = os.fstat(source.fd)
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < scan_index.RACY_NS:
             return False  # it may change again within its clock's tick, unseen (see scan_index.RACY_NS)
         end = _last_complete_end(source.fd, listed[-1])
         listed = [e for e in listed if e.offset < end]
-        parts: list[Any] = []
-        assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]] = []
-        for position, entry in enumerate(listed):
-            part = facts.get(id(entry))
-            if part is None or part[0] is not entry:
-                return False
-            parts.append(part[1] if type(part[1]) is str else [part[1].call_id, part[1].name])
-            call = calls.get(id(entry))
-            if call is not None and call[0] is entry:
-                assistants.append((position, call[2], [(c[0], c[1][0], c[1][1]) for c in call[1]]))
+        made = _stored_parts(listed, facts, calls, tool_call_text)
+        if made is None:
+            return False
+        parts, assistants = made
         head_crc, tail_crc = scan_index._edges(source.fd, end)
         body = _encode(
             StoredPreviews(
@@ -182,27 +208,65 @@ def save(
                 head_crc,
                 tail_crc,
                 array("q", (e.offset for e in listed)).tobytes(),
+                home,
                 parts,
                 assistants,
             )
         )
-        directory = os.path.dirname(path)
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".pi-previews", dir=directory)
+        write_beside(path, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)), body)
+        return True
+    except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
+        return False
+
+
+def _stored_parts(
+    listed: list[Entry],
+    facts: dict[int, tuple[Any, Any]],
+    calls: dict[int, tuple[Any, list[Any], bool]],
+    tool_call_text: Callable[[Any, Any], str],
+) -> tuple[list[Any], list[tuple[int, bool, list[tuple[Any, Any, Any]]]]] | None:
+    """(the part of each of ``listed`` as stored, the assistant messages' tool calls and silence),
+    or None when an entry has no preview made from it."""
+    parts: list[Any] = []
+    assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]] = []
+    # per call id, the call a tool result with it shows and where its assistant message is: the
+    # last of the id in the file, as a walk of the file's entries finds it
+    kept_calls: dict[Any, tuple[Any, int]] = {}
+    for position, entry in enumerate(listed):
+        part = facts.get(id(entry))
+        if part is None or part[0] is not entry:
+            return None
+        parts.append(part[1])
+        call = calls.get(id(entry))
+        if call is not None and call[0] is entry:
+            assistants.append((position, call[2], [(c[0], c[1][0], c[1][1]) for c in call[1]]))
+            for key, pair in call[1]:
+                kept_calls[key] = (pair, entry.offset)
+    for position, part in enumerate(parts):
+        if type(part) is not str:
+            shown = kept_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
+            text, shown_at = (None, -1) if shown is None else (tool_call_text(part, shown[0]), shown[1])
+            parts[position] = [part.call_id, part.name, text, shown_at]
+    return parts, assistants
+
+
+def write_beside(path: str, prefix: bytes, body: bytes) -> None:
+    """Write ``prefix`` and ``body`` to ``path`` in the index directory, whole or not at all (a
+    temporary file renamed over it: readers see the old file or the new one). Raises OSError."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.splitext(path)[1], dir=directory)
+    try:
         try:
-            scan_index._write_all(out, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)))
+            scan_index._write_all(out, prefix)
             scan_index._write_all(out, body)
         finally:
             os.close(out)
         os.replace(temporary, path)
-        temporary = None
-        return True
-    except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
-        return False
-    finally:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _offset(entry: Entry) -> int:

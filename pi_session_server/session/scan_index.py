@@ -63,8 +63,8 @@ NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
 INDEX_MIN_SIZE_ENV: Final = "PI_SESSION_INDEX_MIN_SIZE"  # bytes: smaller files are just scanned
 # Scanning a file this small takes about as long as finding, reading and checking its index.
 DEFAULT_MIN_SIZE: Final = 1024 * 1024
-# beyond this many files (indexes and the previews kept with them: preview_store), those used least
-# recently are removed
+# beyond this many files (indexes and what is kept with them: preview_store, view_store), those used
+# least recently are removed
 MAX_INDEX_FILES: Final = 1000
 _ABANDONED_AFTER = 3600.0  # seconds: a temporary file older than this was left by a killed writer
 # A file changed this shortly before it was looked at may change again within the same tick of the
@@ -858,7 +858,7 @@ def _prune(directory: str) -> None:
             if now - st.st_mtime > _ABANDONED_AFTER:
                 with contextlib.suppress(OSError):
                     os.unlink(full)
-        elif name.endswith((".pi-index", ".pi-previews")):
+        elif name.endswith((".pi-index", ".pi-previews", ".pi-view")):
             found.append((st.st_mtime, full))
     found.sort()
     for _mtime, full in found[: max(0, len(found) - MAX_INDEX_FILES)]:

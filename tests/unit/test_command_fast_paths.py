@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from pi_session_server.format.entry import LineBytes
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, preview_pass, preview_store, scan_index
+from pi_session_server.session import SessionManager, describe, preview_pass, preview_store, scan_index
 from pi_session_server.session.describe import PreviewCache, collect_tool_calls, preview_of
 
 DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
@@ -321,7 +321,7 @@ def test_the_tree_is_the_same_from_the_file_from_its_index_and_from_kept_preview
     time.sleep(scan_index.RACY_NS / 1e9 + 0.1)  # previews are kept for a file settled (RACY_NS)
     assert _tree(path, env) == expected  # writes the index and the previews
     kept = sorted(p.suffix for p in index_dir.iterdir())
-    assert kept == [".pi-index", ".pi-previews"]
+    assert kept == [".pi-index", ".pi-previews", ".pi-view"]
     assert _tree(path, env) == expected  # reads both
     data = path.read_bytes()  # the same size, other text in the middle: neither is used
     middle = data.index(b"breaks", len(data) // 2)
@@ -368,7 +368,7 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
         preview_store, "load", lambda entries: loaded.append(real_load(entries)) or loaded[-1]
     )
     assert _previews(path, index_dir) == first
-    assert len(loaded[-1]) == len(first)  # every preview came from the kept ones
+    assert len(loaded[-1][1]) == len(first)  # every preview came from the kept ones
     for damaged in (
         b"",
         stored[:-3],
@@ -377,7 +377,7 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
     ):
         kept.write_bytes(damaged)
         assert _previews(path, index_dir) == first
-        assert loaded[-1] == {}
+        assert loaded[-1] == (None, [])
     kept.write_bytes(stored)
     time.sleep(0.06)  # past the clock's tick: the rewrite gets another ctime
     with open(path, "r+b") as f:  # the same size, other text in the middle
@@ -386,4 +386,136 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
         f.seek(at)
         f.write(b"FIRST")
     assert _previews(path, index_dir)[0] == first[0].replace("first", "FIRST")
-    assert loaded[-1] == {}
+    assert loaded[-1] == (None, [])
+
+
+def _uncached_previews(path: Path) -> list[str]:
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        entries = sm.get_entries()
+        calls = collect_tool_calls(entries)
+        return [preview_of(e, calls) for e in entries]
+
+
+def test_kept_tool_call_texts_hold_for_their_home_and_their_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A tool result's kept text is that of the call it was made from, with the home directory it
+    was made with: another home, or a call appended later with the same id, renders it again."""
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setenv("HOME", "/home/me")
+    lines, parent = [S.header()], None
+    for n in range(12):
+        lines.append(S.assistant(f"a{n}", parent, "", calls=((f"c{n}", "read", {"path": f"/home/me/f{n}"}),)))
+        lines.append(S.tool_result(f"t{n}", f"a{n}", f"c{n}"))
+        parent = f"t{n}"
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index_dir = str(tmp_path / "index")
+    time.sleep(0.1)
+    first = _previews(path, index_dir)
+    assert first == _uncached_previews(path)
+    assert "~/f0" in first[1]
+    assert list(Path(index_dir).glob("*.pi-previews"))
+    rendered: list[Any] = []
+    real_format = describe.format_tool_call
+    monkeypatch.setattr(
+        describe, "format_tool_call", lambda *args: rendered.append(args) or real_format(*args)
+    )
+    assert _previews(path, index_dir) == first
+    assert rendered == []  # every tool result's text was kept
+    monkeypatch.setenv("HOME", "/elsewhere")
+    elsewhere = _previews(path, index_dir)
+    assert len(rendered) == 12
+    assert elsewhere == _uncached_previews(path)
+    assert "/home/me/f0" in elsewhere[1]
+    monkeypatch.setenv("HOME", "/home/me")
+    with open(path, "a", encoding="utf-8") as f:  # a later call with the id of the first
+        f.write(S.assistant("late", parent, "", calls=(("c0", "read", {"path": "/home/me/other"}),)) + "\n")
+    later = _previews(path, index_dir)
+    assert later == _uncached_previews(path)
+    assert "~/other" in later[1]
+    assert later[3:24] == first[3:24]
+
+
+# ---------------------------------------------------------------------- the tree command, kept views
+
+
+def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """``tree`` of a file unchanged since it was drawn the same way prints the text kept with its
+    index (session/view_store.py); another width, release or home, a line appended, a rewrite in
+    place, a kept view damaged, a file changed just before: drawn again, the same as without any."""
+    from pi_session_server.cli import main
+    from pi_session_server.commands import tree as tree_command
+    from pi_session_server.session import view_store
+
+    monkeypatch.setenv(scan_index.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    drawn: list[int] = []
+    real_lines = tree_command.tree_lines
+    monkeypatch.setattr(tree_command, "tree_lines", lambda *args: drawn.append(1) or real_lines(*args))
+    opened: list[int] = []
+    real_open = tree_command.open_to_look
+    monkeypatch.setattr(
+        tree_command, "open_to_look", lambda *args, **kw: opened.append(1) or real_open(*args, **kw)
+    )
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
+
+    errors: list[str] = []
+
+    def tree(*extra: str) -> tuple[str, int]:
+        before, opens = len(drawn), len(opened)
+        assert main(["tree", *extra, str(path)]) == 0
+        out, err = capsys.readouterr()
+        draws = len(drawn) - before
+        assert len(opened) - opens == draws  # a kept view is printed without reading the session
+        assert main(["tree", "--no-index", *extra, str(path)]) == 0
+        assert capsys.readouterr() == (out, err)  # the same as drawn without anything kept
+        errors[:] = [err]
+        return out, draws
+
+    time.sleep(0.1)
+    first, draws = tree()
+    assert draws == 1
+    (kept,) = (tmp_path / "index").glob("*" + view_store.SUFFIX)
+    assert tree() == (first, 0)  # the kept view
+    assert tree("--width", "30")[1] == 1  # another width: drawn, and kept in its place
+    assert tree("--width", "30")[1] == 0
+    assert tree("--pi", "0.86.1", "--width", "30")[1] == 1
+    monkeypatch.setenv("HOME", "/elsewhere")
+    assert tree()[1] == 1
+    assert tree()[1] == 0
+    for damaged in (b"", kept.read_bytes()[:-3], b"PIVIEW\x00\x00" + os.urandom(100)):
+        kept.write_bytes(damaged)
+        assert tree()[1] == 1
+    with open(path, "a", encoding="utf-8") as f:  # appended: the leaf moved
+        f.write(S.user("late1", "i33", "appended later") + "\n")
+    out, draws = tree()
+    assert "appended later" in out and draws == 1
+    time.sleep(0.1)
+    tree()
+    assert tree()[1] == 0
+    monkeypatch.setattr(scan_index, "RACY_NS", 10**18)  # every file changed just before: none kept
+    assert tree()[1] == 1
+    assert tree()[1] == 1
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    with open(path, "r+b") as f:  # the same size, other text in the middle
+        data = f.read()
+        at = data.index(b"appended later")
+        f.seek(at)
+        f.write(b"APPENDED")
+    time.sleep(0.1)
+    out, draws = tree()
+    assert "APPENDED later" in out and draws == 1
+    assert tree()[1] == 0
+    with open(path, "a", encoding="utf-8") as f:  # a line pi skips: reported each time, never kept
+        f.write("not json\n")
+    time.sleep(0.1)
+    for _ in range(2):
+        assert tree()[1] == 1
+        assert "1 line skipped" in errors[0]
