@@ -10,7 +10,7 @@ import pytest
 
 from pi_session_server.format import records as R
 
-# the examples of spec §4 and §6, verbatim
+# one line of each type, as pi writes them (docs/FORMAT.md §4, §6)
 SPEC_LINES = {
     "session": '{"type":"session","version":3,"id":"01a22bbb-5993-736f-8ed9-3b7e7d11bef3","timestamp":"2026-11-30T09:13:48.180Z","cwd":"/proj"}',
     "message": '{"type":"message","id":"d58e845e","parentId":"3d60fd9a","timestamp":"2026-11-30T09:13:48.184Z","message":{"role":"user","content":"hi","timestamp":1}}',

@@ -35,7 +35,7 @@ def only(doc: SessionDocument, line: int, path: str | None = None) -> Repair:
     return repair
 
 
-# spec §8.4, verbatim
+# docs/FORMAT.md §8.4, verbatim
 V1_IN = """{"type":"session","id":"v1sess","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/c","provider":"anthropic","modelId":"m","thinkingLevel":"off"}
 {"type":"message","timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}
 {"type":"message","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"hookMessage","customType":"x","content":"h","display":true,"timestamp":3}}

@@ -1,4 +1,4 @@
-"""localeCompare emulation for listing tie-breaks (spec §18.7, D9), checked against Node's ICU."""
+"""localeCompare emulation for listing tie-breaks (docs/API.md §9.7, D9), checked against Node's ICU."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_pairwise_signs_match_node() -> None:
 @pytest.mark.parametrize(
     "ascending",
     [
-        # Node: a proper prefix sorts first, so "a" < "a_x" (spec §18.7's example lists them the other way).
+        # Node: a proper prefix sorts first, so "a" < "a_x" (docs/API.md §9.7).
         ["_", "1", "a", "A", "a_x", "A-x", "b", "B"],
         ["x10", "x9"],
         [" ", "_", "-", ",", ";", ":", "!", "?", ".", "'", '"', "(", ")", "[", "]", "{", "}", "@", "*", "/", "\\",

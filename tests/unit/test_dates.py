@@ -1,4 +1,4 @@
-"""ms(x) and ISO timestamps (spec §1.5, D9), checked against Node (TZ=UTC)."""
+"""ms(x) and ISO timestamps (docs/FORMAT.md §2.5, D9), checked against Node (TZ=UTC)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session and entry ids (spec §5.2, §5.3)."""
+"""Session and entry ids (docs/FORMAT.md §5.2, §5.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""JSON.parse / JSON.stringify compatibility (spec §1.2, §1.3), checked against a Node corpus."""
+"""JSON.parse / JSON.stringify compatibility (docs/FORMAT.md §2.2, §2.3), checked against a Node corpus."""
 
 from __future__ import annotations
 

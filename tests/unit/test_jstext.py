@@ -1,4 +1,4 @@
-"""JS trim set and line splitting (spec §1.4), checked against Node."""
+"""JS trim set and line splitting (docs/FORMAT.md §2.4), checked against Node."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Listing and discovery (spec §10.2, §13.4, §18; checklist items 90-101, D6).
+"""Listing and discovery (docs/FORMAT.md §9.2, docs/API.md §3.4, §9; D6).
 
 Every expectation here was checked against the reference (0.86.1 with our deviations, the oracle's
 ``--rules ours`` module). Files are real files in a temporary directory; HOME, the agent directory

@@ -1,4 +1,4 @@
-"""Paths (spec §2): Node path semantics and pi's directories, checked against Node."""
+"""Paths (docs/FORMAT.md §3): Node path semantics and pi's directories, checked against Node."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_session_dir_encoding_table(env: tuple[str, str], cwd: str, name: str) -
 
 
 def test_session_dir_encoding_table_with_spec_dirs(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The spec's table assumes process cwd /w and HOME /h; only the computation is checked here.
+    # The table of docs/FORMAT.md §3.1 assumes process cwd /w and HOME /h; only the computation is checked here.
     monkeypatch.setattr(os, "getcwd", lambda: "/w")
     monkeypatch.setenv("HOME", "/h")
     assert default_session_dir_path("relative/path", "/a") == "/a/sessions/--w-relative-path--"

@@ -204,8 +204,8 @@ def test_compaction__preserves_kept_messages_across_repeated_compactions_when_th
     text = _text(after)
     assert "user msg 2 - kept by compaction1" in text
     assert "user msg 3 - kept by compaction1" in text
-    # spec §16.2: under pi 0.86.1 the earlier compaction inside the kept range still yields its
-    # summary; pi 1.6.0 (§24.2) lets only the newest compaction speak
+    # docs/API.md §7.2: under pi 0.86.1 the earlier compaction inside the kept range still yields its
+    # summary; pi 1.6.0 (docs/API.md §7.6) lets only the newest compaction speak
     earlier = ["compactionSummary"] if pi == "0.86.1" else []
     assert [m["role"] for m in after] == [
         "compactionSummary",

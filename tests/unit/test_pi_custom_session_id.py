@@ -63,7 +63,7 @@ def test_custom_session_id__rejects_invalid_custom_session_ids(bad_id):
     with pytest.raises(InvalidSessionIdError) as err:
         session.new_session({"id": bad_id})
     assert str(err.value) == ID_ERROR
-    assert session.get_session_id() == before  # nothing changed (spec §13.7)
+    assert session.get_session_id() == before  # nothing changed (docs/API.md §3.7)
 
 
 def test_custom_session_id__generates_a_UUIDv7_id_when_no_id_is_provided():

@@ -302,7 +302,7 @@ def test_file_operations__setSessionFile_subsequent_loads_of_initialized_empty_f
 
 def test_file_operations__setSessionFile_garbage_file_is_not_recovered_spec_differs(temp_dir):
     # badlogic: "subsequent loads of recovered file work correctly" (garbage content was truncated and
-    # given a header). 0.86.1 throws and leaves the file alone (spec §13.8, checklist 43).
+    # given a header). 0.86.1 throws and leaves the file alone (docs/API.md §3.8).
     corrupted = temp_dir / "corrupted.jsonl"
     corrupted.write_text("garbage content\n")
     for _ in range(2):
@@ -350,7 +350,7 @@ def test_file_operations__setSessionFile_rewrites_deferred_pre_assistant_state_w
     assert len([r for r in records if r["type"] == "session"]) == 1
     entry_ids = [r["id"] for r in records if r["type"] != "session" and isinstance(r.get("id"), str)]
     assert len(set(entry_ids)) == len(entry_ids)
-    # a loaded file receives appends in place (spec §12.2)
+    # a loaded file receives appends in place (docs/API.md §4.2)
     assert [r["type"] for r in records] == [
         "session",
         "model_change",
@@ -376,7 +376,7 @@ def _shape(nodes):
 
 def test_file_operations__tree_with_duplicate_entry_ids_from_malformed_files_spec_differs(temp_dir):
     # badlogic: "deduplicates duplicate entry IDs when building tree" expects one root -> child -> leaf.
-    # 0.86.1 places the later duplicate's node once per line carrying its id (spec §15.8), verified
+    # 0.86.1 places the later duplicate's node once per line carrying its id (docs/API.md §6.8), verified
     # against the reference: two root occurrences, each with the child twice.
     path = _write_lines(
         temp_dir / "duplicate-ids.jsonl",
@@ -402,7 +402,7 @@ def test_file_operations__tree_with_duplicate_entry_ids_from_malformed_files_spe
 
 def test_file_operations__tree_with_unreachable_parent_cycle_spec_differs(temp_dir):
     # badlogic: "breaks malformed parent cycles into roots" expects [cycle-a, cycle-b] as roots.
-    # 0.86.1: a cycle not reachable from any root appears nowhere (spec §15.8; D2 keeps that).
+    # 0.86.1: a cycle not reachable from any root appears nowhere (docs/API.md §6.8; D2 keeps that).
     path = _write_lines(
         temp_dir / "parent-cycle.jsonl",
         [

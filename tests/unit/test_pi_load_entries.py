@@ -1,7 +1,7 @@
 """Port of pi's ``packages/coding-agent/test/session-manager/load-entries.test.ts``.
 
 Source: earendil-works/pi (as indexed) @ 60778d2e: ``SessionManager.inMemory(cwd, options, entries)``
-with entries taken from another manager (no header among them, spec §13.5 third bullet).
+with entries taken from another manager (no header among them, docs/API.md §3.5 third bullet).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Port of pi's ``packages/coding-agent/test/session-manager/migration.test.ts``.
 
 Source: badlogic/pi-mono @ b66177e2. Two of its three expectations predate 0.86.1 and contradict
-the spec (§8, verified against the reference): ``migrateSessionEntries`` migrates to version **3**
+docs/FORMAT.md (§8, verified against the reference): ``migrateSessionEntries`` migrates to version **3**
 (upstream expects 2), and a v2 file's id-less entries are **not** repaired (only v2→v3 runs). The
 cases below keep the upstream scenario and assert 0.86.1 behaviour; ``PI_TESTS.md`` lists them.
 """
@@ -38,7 +38,7 @@ def test_migration__should_add_id_parentId_to_v1_entries_spec_differs():
     ]
     assert migrate_session_entries(entries) is None  # in place, returns nothing
 
-    # upstream expects 2 (pre-v3 pi); 0.86.1 runs v1->v2->v3 (spec §8.1)
+    # upstream expects 2 (pre-v3 pi); 0.86.1 runs v1->v2->v3 (docs/FORMAT.md §8.1)
     assert entries[0]["version"] == CURRENT_SESSION_VERSION == 3
     msg1, msg2 = entries[1], entries[2]
     assert ENTRY_ID.match(msg1["id"])
@@ -49,7 +49,7 @@ def test_migration__should_add_id_parentId_to_v1_entries_spec_differs():
 
 def test_migration__should_repair_v2_sessions_that_contain_trailing_entries_without_id_parentId_spec_differs():
     # upstream (a later pi repair) gives the trailing entries ids and chains them. 0.86.1 only renames
-    # hookMessage roles for v2 (spec §8.3): id-less entries stay id-less.
+    # hookMessage roles for v2 (docs/FORMAT.md §8.3): id-less entries stay id-less.
     entries = [
         {"type": "session", "id": "sess-1", "version": 2, "timestamp": "2025-01-01T00:00:00Z", "cwd": "/tmp"},
         {

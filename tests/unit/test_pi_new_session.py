@@ -1,8 +1,8 @@
 """Port of pi's ``packages/coding-agent/test/session-manager/new-session.test.ts``.
 
 Source: badlogic/pi-mono @ c9d1f62c. Its third case expects the file to appear after the first
-*user* message, which is what pi 1.6.0 does (session-manager.md §24.3); 0.86.1 writes nothing until
-the first *assistant* message (spec §12.2, verified against the reference). The case keeps the
+*user* message, which is what pi 1.6.0 does (docs/API.md §4.2); 0.86.1 writes nothing until
+the first *assistant* message (docs/API.md §4.2, verified against the reference). The case keeps the
 scenario, asserts each release, and then continues the upstream intent (no append across
 ``newSession``) with an assistant turn.
 """

@@ -2,8 +2,8 @@
 
 Source: earendil-works/pi (as indexed) @ 8b8e90c1. That later pi recreates a missing session
 directory on write. 0.86.1 throws ``ENOENT: no such file or directory, open '<path>'`` and keeps the
-entry in memory as the new leaf (spec §12.3, §14; verified against the reference); 1.6.0 throws the
-same error, takes the entry back out of memory (§24.3) and writes a new session's file at its first
+entry in memory as the new leaf (docs/API.md §4.3, §5.1; verified against the reference); 1.6.0 throws the
+same error, takes the entry back out of memory (docs/API.md §5.1) and writes a new session's file at its first
 user message. Both cases keep the upstream scenario and assert each release's behaviour.
 """
 
@@ -46,10 +46,10 @@ def test_persist_missing_dir__session_directory_removed_after_construction_throw
     assert err.value.code == "ENOENT"
     assert str(err.value) == f"ENOENT: no such file or directory, open '{session_file}'"
     assert not session_dir.exists()
-    if pi == "0.86.1":  # the entry stays in memory as the new leaf (spec §14)
+    if pi == "0.86.1":  # the entry stays in memory as the new leaf (docs/API.md §5.1)
         assert len(session.get_entries()) == 3
         assert session.get_leaf_entry()["message"]["content"] == "after directory removed"
-    else:  # taken back out (§24.3)
+    else:  # taken back out (docs/API.md §5.1)
         assert len(session.get_entries()) == 2
         assert session.get_leaf_entry()["message"]["role"] == "assistant"
 
@@ -63,7 +63,7 @@ def test_persist_missing_dir__explicit_session_file_in_a_missing_directory_throw
     explicit_file = explicit_dir / "custom-session.jsonl"
 
     session = SessionManager.open(str(explicit_file), str(tracked_session_dir), pi=pi)
-    assert tracked_session_dir.is_dir()  # only the given session directory is created (spec §13.1)
+    assert tracked_session_dir.is_dir()  # only the given session directory is created (docs/API.md §3.1)
     # upstream (later pi): the file's parent directory is created. 0.86.1: the first batch write (at the
     # first assistant message) fails; 1.6.0: the first batch write, at the first user message, fails.
     with pytest.raises(FsError) as err:

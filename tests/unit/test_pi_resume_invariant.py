@@ -2,8 +2,8 @@
 
 Source: earendil-works/pi (as indexed) @ 29912587. That later pi makes ``open(path)`` without a
 session directory prefer the cwd's default directory when it exists. In 0.86.1 the directory is
-always the file's parent (spec §13.3 step 4; verified against the reference), so after resuming a
-session from an aggregate directory ``list`` filters by cwd (§13.4 step 2). The first two cases keep
+always the file's parent (docs/API.md §3.3 step 4; verified against the reference), so after resuming a
+session from an aggregate directory ``list`` filters by cwd (docs/API.md §3.4 step 2). The first two cases keep
 the upstream scenario and assert 0.86.1; the third (the fallback) agrees with upstream.
 """
 

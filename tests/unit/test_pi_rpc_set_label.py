@@ -26,7 +26,7 @@ def test_rpc_set_label__clear_a_label_by_passing_undefined():
     assert sm.get_label(entry_id) == "checkpoint"
     label_id = sm.append_label_change(entry_id)
     assert sm.get_label(entry_id) is ABSENT
-    assert "label" not in sm.get_entry(label_id)  # "not given" writes no key (spec §6.9)
+    assert "label" not in sm.get_entry(label_id)  # "not given" writes no key (docs/FORMAT.md §6.9)
 
 
 def test_rpc_set_label__clear_a_label_by_passing_empty_string():

@@ -2,7 +2,7 @@
 
 Source: earendil-works/pi (as indexed) @ 843d550e. That later pi accepts records (a ``title``
 line) *before* the session header. 0.86.1 does not: the first kept value must be the header or the
-file is invalid (spec §10.1 step 4, §10.2, §18.5; verified against the reference). Every case keeps
+file is invalid (docs/FORMAT.md §9.1 step 4, §9.2, docs/API.md §9.5; verified against the reference). Every case keeps
 the upstream file and asserts 0.86.1 behaviour; only the "no header at all" case agrees upstream.
 """
 

@@ -77,7 +77,7 @@ def test_walk_to_root_matches_the_remembering_walk(entries: list[Entry], data: A
 
 
 def forward_settings(path: list[Entry]) -> tuple[Any, Any]:
-    """§16.4 as the reference writes it: every setting in path order, the last one wins."""
+    """docs/API.md §7.4 as the reference writes it: every setting in path order, the last one wins."""
     thinking_level: Any = "off"
     model: Any = None
     for e in path:
