@@ -668,7 +668,7 @@ def header_size_boundary() -> None:
 def header_only_without_newline() -> None:
     add(
         "x-36-header-only-without-newline",
-        "The load-time newline repair (§10.1 step 5) also applies when the only line is the header: open(), "
+        "The load-time newline repair (docs/FORMAT.md §9.1) also applies when the only line is the header: open(), "
         "setSessionFile() and loadEntriesFromFile() append the missing \\n; list()/findById() never repair.",
         None,
         [
