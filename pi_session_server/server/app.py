@@ -35,7 +35,7 @@ from pi_session_server.session.profiles import DEFAULT_PI, Profile, profile_for
 from . import errors as rpc_errors
 from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
 from .locations import require_regular_file, uri_to_path
-from .params import EnvironmentOptions, LocatedParams, SessionParams
+from .params import EnvironmentOptions, LocatedParams, SessionParams, profile_of
 from .poller import FilePoller
 from .registry import Registry, Slot
 from .wire import encode_result
@@ -147,6 +147,11 @@ class PiSessionServer:
     def environment_for(self, p: LocatedParams) -> Environment:
         """The environment a request finds its files in: its own ``environment`` over the server's."""
         return p.environment_in(self.environment)
+
+    def profile_for(self, p: Any) -> Profile:
+        """The pi release a request behaves like: its own ``pi`` over the server's (-32602 for one
+        the server does not know)."""
+        return profile_of(p, self.options.pi)
 
     def _choose_pi(self, version: str) -> None:
         try:

@@ -117,7 +117,7 @@ def _register_listings(server: PiSessionServer) -> None:
     @route("pi/list")
     def pi_list(params: Any) -> Any:
         p = P.parse(params, P.ListParams)
-        pi = P.profile_of(p, server.options.pi)
+        pi = server.profile_for(p)
         return listing(
             p,
             "Listing sessions",
@@ -145,7 +145,7 @@ def _register_session_files(server: PiSessionServer) -> None:
     @route("pi/findById")
     def pi_find_by_id(params: Any) -> Any:
         p = P.parse(params, P.FindByIdParams)
-        pi = P.profile_of(p, server.options.pi)
+        pi = server.profile_for(p)
         env = server.environment_for(p)
 
         def job(_token: CancelToken) -> Any:

@@ -12,7 +12,6 @@ import msgspec
 
 from pi_session_server.session import SessionManager
 from pi_session_server.session.paths import resolve_path
-from pi_session_server.session.profiles import Profile
 
 from . import params as P
 from .locations import require_regular_file
@@ -37,13 +36,10 @@ def _register_opening(server: PiSessionServer) -> None:
     """The requests that open or create a session and hold it."""
     route = server.connection.route
 
-    def pi_of(p: P.OpeningParams) -> Profile:
-        return P.profile_of(p, server.options.pi)
-
     @route("pi/open")
     def pi_open(params: Any) -> Any:
         p = P.parse(params, P.OpenParams)
-        pi = pi_of(p)
+        pi = server.profile_for(p)
         env = server.environment_for(p)
 
         def make(on_progress: Callable[[int, int], None] | None) -> SessionManager:
@@ -57,7 +53,7 @@ def _register_opening(server: PiSessionServer) -> None:
     @route("pi/create")
     def pi_create(params: Any) -> Any:
         p = P.parse(params, P.CreateParams)
-        pi = pi_of(p)
+        pi = server.profile_for(p)
         env = server.environment_for(p)
         return _opening(
             server,
@@ -71,7 +67,7 @@ def _register_opening(server: PiSessionServer) -> None:
     @route("pi/continueRecent")
     def pi_continue_recent(params: Any) -> Any:
         p = P.parse(params, P.ContinueRecentParams)
-        pi = pi_of(p)
+        pi = server.profile_for(p)
         env = server.environment_for(p)
         return _opening(
             server,
@@ -83,7 +79,7 @@ def _register_opening(server: PiSessionServer) -> None:
     @route("pi/inMemory")
     def pi_in_memory(params: Any) -> Any:
         p = P.parse(params, P.InMemoryParams)
-        pi = pi_of(p)
+        pi = server.profile_for(p)
         env = server.environment_for(p)
         return _opening(
             server,
@@ -97,7 +93,7 @@ def _register_opening(server: PiSessionServer) -> None:
     @route("pi/forkFrom")
     def pi_fork_from(params: Any) -> Any:
         p = P.parse(params, P.ForkFromParams)
-        pi = pi_of(p)
+        pi = server.profile_for(p)
         env = server.environment_for(p)
 
         def make(_: Any) -> SessionManager:
