@@ -34,6 +34,7 @@ from ..format.entry import Entry
 from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
 from . import scan_index
+from .storage import write_all
 
 FORMAT_VERSION: Final = 2
 MAGIC: Final = b"PIPREVW\x00"
@@ -258,8 +259,8 @@ def write_beside(path: str, prefix: bytes, body: bytes) -> None:
     out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.splitext(path)[1], dir=directory)
     try:
         try:
-            scan_index._write_all(out, prefix)
-            scan_index._write_all(out, body)
+            write_all(out, prefix)
+            write_all(out, body)
         finally:
             os.close(out)
         os.replace(temporary, path)

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from ..errors import StaleFileError, fs_error_from_oserror
 from .environment import Environment, on_disk
-from .storage import MAX_REOPENS, lock, names, tail_marker
+from .storage import MAX_REOPENS, lock, names, tail_marker, write_all
 
 __all__ = [
     "FileState",
@@ -158,9 +158,7 @@ class LockedFile:
             st, held = os.fstat(out), os.fstat(self.fd)
             if (st.st_dev, st.st_ino) != (held.st_dev, held.st_ino) or st.st_size:
                 raise StaleFileError(self._refusal("was written by another process"))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(out, view) :]
+            write_all(out, data)
             if fsync:
                 os.fsync(out)
         except OSError as err:
@@ -484,9 +482,7 @@ def _copy_range(source: int, start: int, end: int, out: int) -> int:
         chunk = os.pread(source, min(_COPY_CHUNK, end - start), start)
         if not chunk:
             break
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(out, view) :]
+        write_all(out, chunk)
         copied += len(chunk)
         start += len(chunk)
     return copied
@@ -502,9 +498,7 @@ def _append_to(path: str, fd: int, data: bytes) -> int:
         size = os.fstat(out).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data
-        view = memoryview(data)
-        while view:
-            view = view[os.write(out, view) :]
+        write_all(out, data)
         return len(data)
     finally:
         os.close(out)

@@ -55,6 +55,7 @@ import msgspec
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
 from ..format.scan import IdIndex, LineProblem, ScanResult, _entry_from_line, line_at, scan_entries
+from .storage import write_all
 
 # ---------------------------------------------------------------------- settings
 
@@ -593,13 +594,13 @@ def _write_index(
         os.makedirs(directory, mode=0o700, exist_ok=True)
         out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".pi-index", dir=directory)
         try:
-            _write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
+            write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
             sections = _SectionWriter(out)
             header = _encoded(result, fd, st, start, first_line, sections)
             if seen_at - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
                 header.size = -1  # see RACY_NS
             encoded_header = _encode_header(header)
-            _write_all(out, encoded_header)
+            write_all(out, encoded_header)
             crc = zlib.crc32(encoded_header, sections.crc)
             prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(encoded_header), sections.length, crc)
             os.pwrite(out, prefix, 0)
@@ -629,18 +630,11 @@ class _SectionWriter:
     def add(self, chunks: Iterable[bytes]) -> None:
         length = 0
         for chunk in chunks:
-            _write_all(self.out, chunk)
+            write_all(self.out, chunk)
             self.crc = zlib.crc32(chunk, self.crc)
             length += len(chunk)
         self.lengths.append(length)
         self.length += length
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 class _ColumnMaker:

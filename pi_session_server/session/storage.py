@@ -93,7 +93,8 @@ def names(path: str, fd: int) -> bool:
 MAX_REOPENS = 100
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write less than it was given)."""
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -226,7 +227,7 @@ class Appender:
         payload = data
         if separated or (size > 0 and size != self.expected_end and os.pread(fd, 1, size - 1) != b"\n"):
             payload = b"\n" + data  # D11: never glue onto a partial line left behind
-        _write_all(fd, payload)
+        write_all(fd, payload)
         if fsync:
             os.fsync(fd)
         end = os.lseek(fd, 0, os.SEEK_CUR)
@@ -303,7 +304,7 @@ def create_exclusive(path: str, data: bytes, *, fsync: bool = False, env: Enviro
         raise _fs_error(err, "open", path) from err
     try:
         with _locked(fd):
-            _write_all(fd, data)
+            write_all(fd, data)
             if fsync:
                 os.fsync(fd)
     except OSError as err:
@@ -328,7 +329,7 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
                     continue  # replaced while we waited for the lock: look at the new file
                 size = os.fstat(fd).st_size
                 if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                    _write_all(fd, b"\n")
+                    write_all(fd, b"\n")
                     return size
                 return -1
         except OSError as err:
