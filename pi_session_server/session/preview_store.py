@@ -63,8 +63,8 @@ class StoredPreviews(msgspec.Struct, array_like=True):
     assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]]
 
 
-_encode = msgspec.msgpack.Encoder(enc_hook=scan_index._enc_hook).encode
-_decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index._ext_hook).decode
+_encode = msgspec.msgpack.Encoder(enc_hook=scan_index.enc_hook).encode
+_decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index.ext_hook).decode
 
 
 def _store_of(entries: list[Entry], suffix: str = ".pi-previews") -> tuple[FileLineSource, str] | None:
@@ -161,9 +161,9 @@ def _checked(data: bytes, fd: int) -> StoredPreviews | None:
     if st.st_size == stored.size and (stored.mtime_ns, stored.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
         return None  # rewritten in place
     try:
-        if scan_index._edges(fd, stored.end) != (stored.head_crc, stored.tail_crc):
+        if scan_index.edges(fd, stored.end) != (stored.head_crc, stored.tail_crc):
             return None
-    except scan_index._NotUsable:
+    except scan_index.NotUsable:
         return None
     return stored
 
@@ -197,7 +197,7 @@ def save(
         if made is None:
             return False
         parts, assistants = made
-        head_crc, tail_crc = scan_index._edges(source.fd, end)
+        head_crc, tail_crc = scan_index.edges(source.fd, end)
         body = _encode(
             StoredPreviews(
                 st.st_dev,

@@ -265,23 +265,23 @@ class IndexHeader(msgspec.Struct, array_like=True):
 _ABSENT_EXT = 1
 
 
-def _enc_hook(value: Any) -> Any:
+def enc_hook(value: Any) -> Any:
     if value is ABSENT:
         return msgspec.msgpack.Ext(_ABSENT_EXT, b"")
     raise NotImplementedError(f"{type(value).__name__} is not kept in an index")
 
 
-def _ext_hook(code: int, _data: memoryview) -> Any:
+def ext_hook(code: int, _data: memoryview) -> Any:
     if code == _ABSENT_EXT:
         return ABSENT
     raise ValueError(f"unknown extension {code}")
 
 
-_encode_header = msgspec.msgpack.Encoder(enc_hook=_enc_hook).encode
-_decode_header = msgspec.msgpack.Decoder(IndexHeader, ext_hook=_ext_hook).decode
+_encode_header = msgspec.msgpack.Encoder(enc_hook=enc_hook).encode
+_decode_header = msgspec.msgpack.Decoder(IndexHeader, ext_hook=ext_hook).decode
 
 
-class _NotUsable(Exception):
+class NotUsable(Exception):
     """The index does not describe the file as it is now."""
 
 
@@ -307,7 +307,7 @@ def _read_index(
         header, check = _read_header(index_fd)
         _check_key(header, fd, st, start, first_line)  # before the columns are read
         result = _result_of(header, _read_columns(index_fd, header, check), fd, source, keep_bytes)
-    except (_NotUsable, OSError, ValueError, TypeError, KeyError, IndexError, msgspec.DecodeError):
+    except (NotUsable, OSError, ValueError, TypeError, KeyError, IndexError, msgspec.DecodeError):
         outcome.read = "stale"
         # gone at once, not only replaced when the new index is written (which may fail): the file
         # may later grow past what it described, and then match again where its CRCs look
@@ -334,13 +334,13 @@ class _Check:
 def _read_header(index_fd: int) -> tuple[IndexHeader, _Check]:
     prefix = os.pread(index_fd, _PREFIX.size, 0)
     if len(prefix) < _PREFIX.size:
-        raise _NotUsable("too short")
+        raise NotUsable("too short")
     magic, version, header_length, payload_length, crc = _PREFIX.unpack(prefix)
     if magic != MAGIC or version != FORMAT_VERSION:
-        raise _NotUsable("another format")
+        raise NotUsable("another format")
     header_at = _PREFIX.size + payload_length
     if os.fstat(index_fd).st_size != header_at + header_length:
-        raise _NotUsable("cut short, or more than written")
+        raise NotUsable("cut short, or more than written")
     header_bytes = _read_exactly(index_fd, header_length, header_at)
     # (decoded before the CRC is checked, to see first whether it is this file's; nothing of it is
     # used unless the CRC matches: see _read_columns)
@@ -363,7 +363,7 @@ def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns
     n = header.count
     lengths = header.sections
     if len(lengths) != len(_SECTIONS) or sum(lengths) != check.payload_length or min(lengths) < 0:
-        raise _NotUsable("sections do not add up")
+        raise NotUsable("sections do not add up")
     crc = 0
     at = _PREFIX.size
     decoded: dict[str, Any] = {}
@@ -379,11 +379,11 @@ def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns
             decoded[name] = _integers(data)
         else:
             if len(data) != n:
-                raise _NotUsable("column of another length")
+                raise NotUsable("column of another length")
             decoded[name] = data
         del data
     if zlib.crc32(check.header_bytes, crc) != check.crc:
-        raise _NotUsable("damaged")
+        raise NotUsable("damaged")
     return _Columns(
         decoded["ids"],
         decoded["timestamps"],
@@ -399,7 +399,7 @@ def _read_exactly(fd: int, length: int, offset: int) -> bytes:
     while len(data) < length:
         more = os.pread(fd, length - len(data), offset + len(data))
         if not more:
-            raise _NotUsable("cut short")
+            raise NotUsable("cut short")
         data += more
     return data
 
@@ -414,33 +414,33 @@ def _check_key(header: IndexHeader, fd: int, st: os.stat_result, start: int, fir
         or not start <= header.end <= st.st_size
         or st.st_size < header.size
     ):
-        raise _NotUsable("another file, or truncated")
+        raise NotUsable("another file, or truncated")
     same_size = st.st_size == header.size  # (never for an index whose size is -1: see RACY_NS)
     if same_size and (header.mtime_ns, header.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
-        raise _NotUsable("rewritten in place")
-    head, tail = _edges(fd, header.end)
+        raise NotUsable("rewritten in place")
+    head, tail = edges(fd, header.end)
     if head != header.head_crc or tail != header.tail_crc:
-        raise _NotUsable("other bytes")
+        raise NotUsable("other bytes")
 
 
-def _edges(fd: int, end: int) -> tuple[int, int]:
+def edges(fd: int, end: int) -> tuple[int, int]:
     """CRC-32 of the file's first bytes and of its last bytes before ``end``."""
     head = os.pread(fd, min(end, _HASHED), 0)
     tail_start = max(0, end - _HASHED)
     tail = head[tail_start:end] if end <= _HASHED else os.pread(fd, end - tail_start, tail_start)
     if len(head) != min(end, _HASHED) or len(tail) != end - tail_start:
-        raise _NotUsable("file shorter than indexed")
+        raise NotUsable("file shorter than indexed")
     return zlib.crc32(head), zlib.crc32(tail)
 
 
 def _texts(data: bytes, count: int) -> list[str]:
     if count == 0:
         if len(data):
-            raise _NotUsable("text for no entries")
+            raise NotUsable("text for no entries")
         return []
     texts = str(data, "utf-8", "surrogatepass").split("\x00")
     if len(texts) != count:
-        raise _NotUsable("column of another length")
+        raise NotUsable("column of another length")
     return texts
 
 
@@ -448,7 +448,7 @@ def _integers(data: bytes, count: int | None = None) -> list[int]:
     numbers = array("q")
     numbers.frombytes(data)
     if count is not None and len(numbers) != count:
-        raise _NotUsable("column of another length")
+        raise NotUsable("column of another length")
     return numbers.tolist()
 
 
@@ -464,12 +464,12 @@ def _result_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, kee
         or any(type(value) is not str and value is not ABSENT for value in types)
         or any(type(value) is not str for value in header.roles)
     ):
-        raise _NotUsable("unknown code")
+        raise NotUsable("unknown code")
     lines = _line_numbers(header.line_runs, n)
     parents: list[Any] = [ABSENT, *ids[:-1]] if n else []
     for position, parent in header.parents:
         if not (parent is None or parent is ABSENT or type(parent) is str):
-            raise _NotUsable("parentId of another type")
+            raise NotUsable("parentId of another type")
         parents[position] = parent
     targets: Iterable[Any] = _sparse(n, ABSENT, ((p, target) for p, target, _label in header.targets))
     labels: Iterable[Any] = _sparse(n, ABSENT, ((p, label) for p, _target, label in header.targets))
@@ -539,11 +539,11 @@ def _line_numbers(runs: list[tuple[int, int]], count: int) -> list[int]:
     lines: list[int] = []
     for i, (position, line) in enumerate(runs):
         if position != len(lines):
-            raise _NotUsable("line runs do not follow each other")
+            raise NotUsable("line runs do not follow each other")
         until = runs[i + 1][0] if i + 1 < len(runs) else count
         lines.extend(range(line, line + until - position))
     if len(lines) != count:
-        raise _NotUsable("line runs of another length")
+        raise NotUsable("line runs of another length")
     return lines
 
 
@@ -552,14 +552,14 @@ def _line_bytes(fd: int, offsets: list[int], end: int) -> list[LineBytes]:
     base = offsets[0]
     data = os.pread(fd, end - base, base)
     if len(data) != end - base:
-        raise _NotUsable("file shorter than indexed")
+        raise NotUsable("file shorter than indexed")
     find = data.find
     out = []
     for offset in offsets:
         at = offset - base
         stop = find(b"\n", at)
         if stop < 0:
-            raise _NotUsable("line without its newline")
+            raise NotUsable("line without its newline")
         out.append(LineBytes(data[at:stop]))
     return out
 
@@ -569,7 +569,7 @@ def _rescanned(fd: int, stand_in: Entry, source: Any, keep_bytes: bool) -> Entry
     data = line_at(fd, stand_in.offset, 0)
     found = _entry_from_line(stand_in.line, stand_in.offset, data, len(data), source, keep_bytes)
     if type(found) is not Entry:
-        raise _NotUsable("a line indexed as an entry is not one")
+        raise NotUsable("a line indexed as an entry is not one")
     return found
 
 
@@ -743,7 +743,7 @@ def _encoded(
     steps = map(sub, line_numbers[1:], line_numbers[:-1])
     line_runs.extend((p, line_numbers[p]) for p in compress(range(1, n), map(ne, steps, repeat(1))))
     del line_numbers
-    head_crc, tail_crc = _edges(fd, end)
+    head_crc, tail_crc = edges(fd, end)
     header = IndexHeader(
         byteorder=sys.byteorder,
         dev=st.st_dev,

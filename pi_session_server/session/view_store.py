@@ -3,7 +3,7 @@
 Drawing a big session's tree makes one row per entry; a file that did not change since it was last
 drawn, the same way, draws the same text. That text is kept in the cache directory of the file's
 index (see scan_index), in a file named like the index, with what it was drawn from: the file's
-device, inode, size, mtime and ctime, CRC-32s of its first and last bytes (see scan_index._edges),
+device, inode, size, mtime and ctime, CRC-32s of its first and last bytes (see scan_index.edges),
 what is printed before the view (the session's id and name, its entries and leaf), and the view's
 key (how it was drawn: the release read as, the
 width, the home directory, the output's encoding, the package's version). It is used only when all of them match, without reading the session again.
@@ -120,10 +120,10 @@ def load(
         stored = _decode(body)
         if tuple(stored.identity) != before or stored.key != _view_key(key):
             return None  # another file, or drawn another way: left for the next save to replace
-        if scan_index._edges(fd, before[2]) != (stored.head_crc, stored.tail_crc):
+        if scan_index.edges(fd, before[2]) != (stored.head_crc, stored.tail_crc):
             return None
         return stored
-    except (struct.error, ValueError, TypeError, OSError, msgspec.DecodeError, scan_index._NotUsable):
+    except (struct.error, ValueError, TypeError, OSError, msgspec.DecodeError, scan_index.NotUsable):
         return None
     finally:
         os.close(fd)
@@ -138,7 +138,7 @@ def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], he
         return False
     fd, path, identity = place
     try:
-        head_crc, tail_crc = scan_index._edges(fd, identity[2])
+        head_crc, tail_crc = scan_index.edges(fd, identity[2])
         body = _encode(
             StoredView(
                 identity,
