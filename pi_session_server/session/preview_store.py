@@ -67,7 +67,7 @@ _encode = msgspec.msgpack.Encoder(enc_hook=scan_index.enc_hook).encode
 _decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index.ext_hook).decode
 
 
-def _store_of(entries: list[Entry], suffix: str = ".pi-previews") -> tuple[FileLineSource, str] | None:
+def store_of(entries: list[Entry], suffix: str = ".pi-previews") -> tuple[FileLineSource, str] | None:
     """The file all ``entries`` are read from and the path of what is kept of it with the name
     ``suffix`` (its previews by default), when it has an index directory (None if the entries come
     from several files or none)."""
@@ -127,7 +127,7 @@ def load(entries: list[Entry]) -> tuple[str | None, list[Stored]]:
 
 def _stored_for(entries: list[Entry]) -> StoredPreviews | None:
     """The previews kept for the file of ``entries`` if they still describe it (else they go)."""
-    found = _store_of(entries)
+    found = store_of(entries)
     if found is None:
         return None
     source, path = found
@@ -183,7 +183,7 @@ def save(
     listed = sorted((e for e in entries if type(e) is Entry and e.offset >= 0), key=_offset)
     if len(listed) < MIN_STORED:
         return False
-    found = _store_of(listed)
+    found = store_of(listed)
     if found is None:
         return False
     source, path = found

@@ -77,7 +77,7 @@ def _place(entries: list[Entry], before: Identity | None) -> tuple[int, str, Ide
     has an index directory and is the file identified ``before`` it was opened."""
     if before is None or len(entries) < preview_store.MIN_STORED:
         return None
-    found = preview_store._store_of(entries, SUFFIX)
+    found = preview_store.store_of(entries, SUFFIX)
     if found is None:
         return None
     source, path = found
