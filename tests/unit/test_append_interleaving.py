@@ -1,6 +1,6 @@
 """Appends racing a foreign writer (findings #1 and #3 in CHANGELOG.md).
 
-The race is made deterministic: ``storage._write_all`` is wrapped so that a foreign write lands
+The race is made deterministic: ``storage.write_all`` is wrapped so that a foreign write lands
 right before ours, that is between our look at the file (fstat, pread) and our write(), the window
 a writer without a lock can always hit.
 """
@@ -42,7 +42,7 @@ def session(tmp_path: Path) -> Iterator[SessionManager]:
 
 def _foreign_writes_before_ours(monkeypatch: pytest.MonkeyPatch, path: str, fragments: list[bytes]) -> None:
     """Before each of our next writes, another process appends the next fragment (no lock)."""
-    real_write_all = storage._write_all
+    real_write_all = storage.write_all
     pending = list(fragments)
 
     def write_all(fd: int, data: bytes) -> None:
@@ -54,7 +54,7 @@ def _foreign_writes_before_ours(monkeypatch: pytest.MonkeyPatch, path: str, frag
                 os.close(foreign)
         real_write_all(fd, data)
 
-    monkeypatch.setattr(storage, "_write_all", write_all)
+    monkeypatch.setattr(storage, "write_all", write_all)
 
 
 def _lines(path: str) -> list[bytes]:
