@@ -4,6 +4,7 @@ pi/buildSessionContext, pi/buildSessionProjection."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -37,10 +38,13 @@ from .tree_view import (
     tree_view,
     window_tree,
 )
+from .workers import CancelToken, SerialQueue, after_this_job
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
 
+
+logger = logging.getLogger(__name__)
 
 # rows per level of a pi/getTree `levels` reply without `limit`
 DEFAULT_LEVEL_ROWS = 50
@@ -187,15 +191,50 @@ _preview_caches_lock = threading.Lock()
 
 
 def preview_cache(manager: Any) -> PreviewCache | None:
-    """The preview cache of a session (dropped with its manager); None if the manager cannot be keyed."""
+    """The preview cache of a session (dropped with its manager); None if the manager cannot be keyed.
+
+    Its previews are kept with the file's index after the reply (:func:`keep_previews_later`), not
+    in the walk that made them; a walk that misses many loads those kept (the session's entries)."""
     with _preview_caches_lock:
         try:
             cache = _preview_caches.get(manager)
             if cache is None:
-                cache = _preview_caches[manager] = PreviewCache(home_directory(manager.environment))
+                cache = PreviewCache(
+                    home_directory(manager.environment), entries=manager.get_entries, keep_in_walk=False
+                )
+                _preview_caches[manager] = cache
         except TypeError:  # not weakly referenceable
             return None
         return cache
+
+
+def keep_previews_later(manager: Any, queue: SerialQueue) -> None:
+    """On the session's worker, after a request that made previews: keep them with the file's index
+    (see PreviewCache.keeper) by a job on ``queue``, once the request's reply is written. One job
+    at a time per session; a file that changed meanwhile is not written for."""
+    with _preview_caches_lock:
+        cache = _preview_caches.get(manager)
+    if cache is None or cache.keeping:
+        return
+    keep = cache.keeper(manager.get_entries())
+    if keep is None:
+        return
+    cache.keeping = True
+
+    def run(_token: CancelToken) -> None:
+        try:
+            with gc_paused():  # many small objects, no cycles (see gcpause)
+                keep()
+        except Exception:  # a best-effort cache: the previews are made again next time
+            logger.exception("the previews could not be kept")
+        finally:
+            cache.keeping = False
+
+    def submit() -> None:
+        queue.submit(run, interruptible=False)
+
+    if not after_this_job(submit):
+        submit()
 
 
 def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
@@ -262,6 +301,14 @@ def _projection(manager: Any, leaf_id: Any) -> Any:
 
 
 def register(server: PiSessionServer) -> None:
+    keeping = server.pool.queue("keeping previews")
+
+    def tree_and_keep(manager: Any, p: P.GetTreeParams) -> Any:
+        try:
+            return _tree(manager, p)
+        finally:
+            keep_previews_later(manager, keeping)
+
     def read(name: str, struct: type[Any], job: Any) -> None:
         def handler(params: Any) -> Any:
             p = P.parse(params, struct)
@@ -270,7 +317,7 @@ def register(server: PiSessionServer) -> None:
         handler.__name__ = name.replace("/", "_")
         server.connection.route(name)(handler)
 
-    read("pi/getTree", P.GetTreeParams, _tree)
+    read("pi/getTree", P.GetTreeParams, tree_and_keep)
     read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
     read("pi/getPath", P.GetPathParams, _path)
     read("pi/getStats", P.SessionParams, lambda m, _p: session_stats(m))

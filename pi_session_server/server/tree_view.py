@@ -320,6 +320,7 @@ class _TreeShape:
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
+        self.cache = cache
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
         # on demand: a tool result's preview names its call, found in the assistant messages above it
@@ -342,11 +343,16 @@ class _TreeShape:
             return
         if type_of(entry) != "message" or role_of(entry) != "toolResult":
             return
-        message = field(entry, "message")
-        call_id = message.get("toolCallId", ABSENT) if isinstance(message, dict) else ABSENT
+        cache = self.cache
+        if cache is None:
+            message = field(entry, "message")
+            call_id = message.get("toolCallId", ABSENT) if isinstance(message, dict) else ABSENT
+        else:  # the preview's part holds it: no read of the body (the preview needs the part anyway)
+            call_id = getattr(cache.part_of(entry), "call_id", ABSENT)
         if not truthy(call_id) or index_key(call_id) in self.tool_calls:
             return
         wanted = index_key(call_id)
+        calls_of = tool_calls_of if cache is None else cache.tool_calls_of
         current, seen = entry, {id(entry)}
         for _ in range(_CALL_SEARCH_STEPS):
             parent = parent_of(current)
@@ -356,7 +362,7 @@ class _TreeShape:
             seen.add(id(above))
             current = above
             if type_of(above) == "message" and role_of(above) == "assistant":
-                for key, call in tool_calls_of(above):
+                for key, call in calls_of(above):
                     self.tool_calls.setdefault(key, call)
                 if wanted in self.tool_calls:
                     return
@@ -387,7 +393,9 @@ class _TreeShape:
         """:func:`active_path_ids` of an entry, kept for the next window asked for around it."""
         key = (type(entry_id), repr(entry_id))
         if self._around is None or self._around[0] != key:
-            self._around = (key, active_path_ids(self.entries_by_id, entry_id))
+            same_as_leaf = self.has_leaf and key == (type(self.leaf_id), repr(self.leaf_id))
+            path = self.on_path if same_as_leaf else active_path_ids(self.entries_by_id, entry_id)
+            self._around = (key, path)
         return self._around[1]
 
     def children_in_order(self, node: Any) -> list[Any]:
@@ -513,7 +521,16 @@ class _FlatPage:
     built.
     """
 
-    def __init__(self, shape: _TreeShape, rows: Iterable[Row], window: TreeWindow, max_nodes: int | None):
+    def __init__(
+        self,
+        shape: _TreeShape,
+        rows: Iterable[Row],
+        window: TreeWindow,
+        max_nodes: int | None,
+        around_index: int | None = None,
+    ):
+        """``around_index``: where the row on the path to ``window.around_id`` is in ``rows``, when
+        the caller found it already (else it is looked for)."""
         self.shape = shape
         self.window = window
         self.max_nodes = max_nodes
@@ -521,7 +538,9 @@ class _FlatPage:
         self.around_index: int | None = None
         if window.around_id is not ABSENT:
             rows = rows if isinstance(rows, list) else list(rows)
-            self.around_index = _index_on_path(shape, rows, window.around_id)
+            if around_index is None:
+                around_index = _index_on_path(shape, rows, window.around_id)
+            self.around_index = around_index
             if self.around_index is not None and window.limit is not None:
                 page = window.limit if max_nodes is None else min(window.limit, max_nodes)
                 self.start = max(0, min(self.around_index - page // 2, len(rows) - page))
@@ -908,7 +927,7 @@ def encode_tree_levels(
             head["chain"] = True
         if window.depth is not None:
             head["depth"] = window.depth
-        members, _more = _encoded_page(_FlatPage(shape, level.rows, window, None))
+        members, _more = _encoded_page(_FlatPage(shape, level.rows, window, None, level.around_index))
         parts.append(encode_rows(head)[:-1] + b"," + members + b"}")
     return (
         b'{"leafId":'

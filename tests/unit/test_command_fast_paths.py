@@ -365,7 +365,7 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
     loaded = []
     real_load = preview_store.load
     monkeypatch.setattr(
-        preview_store, "load", lambda entries: loaded.append(real_load(entries)) or loaded[-1]
+        preview_store, "load", lambda entries, fd=None: loaded.append(real_load(entries, fd)) or loaded[-1]
     )
     assert _previews(path, index_dir) == first
     assert len(loaded[-1][1]) == len(first)  # every preview came from the kept ones
