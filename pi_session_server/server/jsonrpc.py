@@ -221,6 +221,11 @@ class Connection:
         self.routes[INITIALIZED] = lambda _params: None
         self.routes[SET_TRACE] = self._set_trace
 
+    @property
+    def busy(self) -> bool:
+        """Whether a request of ours is being answered (from any thread)."""
+        return bool(self._pending)
+
     def _set_trace(self, params: Any) -> None:
         value = params.get("value") if isinstance(params, dict) else None
         if value in _TRACE_VALUES:

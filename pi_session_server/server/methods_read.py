@@ -4,7 +4,6 @@ pi/buildSessionContext, pi/buildSessionProjection."""
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import weakref
@@ -38,13 +37,10 @@ from .tree_view import (
     tree_view,
     window_tree,
 )
-from .workers import CancelToken, SerialQueue, after_this_job
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
 
-
-logger = logging.getLogger(__name__)
 
 # rows per level of a pi/getTree `levels` reply without `limit`
 DEFAULT_LEVEL_ROWS = 50
@@ -208,35 +204,6 @@ def preview_cache(manager: Any) -> PreviewCache | None:
         return cache
 
 
-def keep_previews_later(manager: Any, queue: SerialQueue) -> None:
-    """On the session's worker, after a request that made previews: keep them with the file's index
-    (see PreviewCache.keeper) by a job on ``queue``, once the request's reply is written. One job
-    at a time per session; a file that changed meanwhile is not written for."""
-    with _preview_caches_lock:
-        cache = _preview_caches.get(manager)
-    if cache is None or cache.keeping:
-        return
-    keep = cache.keeper(manager.get_entries())
-    if keep is None:
-        return
-    cache.keeping = True
-
-    def run(_token: CancelToken) -> None:
-        try:
-            with gc_paused():  # many small objects, no cycles (see gcpause)
-                keep()
-        except Exception:  # a best-effort cache: the previews are made again next time
-            logger.exception("the previews could not be kept")
-        finally:
-            cache.keeping = False
-
-    def submit() -> None:
-        queue.submit(run, interruptible=False)
-
-    if not after_this_job(submit):
-        submit()
-
-
 def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
     total = manager.entry_count()
     start = 0
@@ -301,13 +268,14 @@ def _projection(manager: Any, leaf_id: Any) -> Any:
 
 
 def register(server: PiSessionServer) -> None:
-    keeping = server.pool.queue("keeping previews")
-
     def tree_and_keep(manager: Any, p: P.GetTreeParams) -> Any:
         try:
             return _tree(manager, p)
         finally:
-            keep_previews_later(manager, keeping)
+            with _preview_caches_lock:
+                cache = _preview_caches.get(manager)
+            if cache is not None:
+                server.preview_keeper.later(cache, manager.get_entries)
 
     def read(name: str, struct: type[Any], job: Any) -> None:
         def handler(params: Any) -> Any:

@@ -34,7 +34,7 @@ MAX_THREADS = 32
 IDLE_EXIT = 30.0
 
 _PENDING, _RUNNING, _DONE, _CANCELLED = range(4)
-_running = threading.local()  # .job: the job this thread runs (see after_this_job)
+_running = threading.local()  # .job, .queue: the job this thread runs and its queue (see after_this_job)
 
 
 class Cancelled(Exception):
@@ -154,6 +154,11 @@ def after_this_job(callback: Callable[[], Any]) -> bool:
     return True
 
 
+def current_queue() -> SerialQueue | None:
+    """The queue of the job running on this thread (None on a thread that runs no job)."""
+    return getattr(_running, "queue", None)
+
+
 def on_loop(job: Job[T], loop: asyncio.AbstractEventLoop) -> asyncio.Future[T]:
     """An asyncio future of ``job`` for a coroutine to await; cancelling it cancels the job."""
     future: asyncio.Future[T] = loop.create_future()
@@ -214,7 +219,11 @@ class SerialQueue:
                     self._scheduled = False
                     return
                 job = self._jobs.popleft()
-            job.run()
+            _running.queue = self
+            try:
+                job.run()
+            finally:
+                _running.queue = None
 
 
 # glibc's M_MMAP_THRESHOLD (mallopt), and the value it starts with

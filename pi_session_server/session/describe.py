@@ -245,6 +245,7 @@ class PreviewCache:
         "_misses",
         "_previous",
         "_stored",
+        "_walk_positions",
         "_walked",
         "calls",
         "entries",
@@ -270,6 +271,7 @@ class PreviewCache:
         self.keep_in_walk = keep_in_walk
         self.keeping = False  # a job of keeper() is pending (set and cleared by its owner)
         self._walked: list[Any] = []  # the entries of the last walk (see previews)
+        self._walk_positions: dict[int, int] | None = None  # id(entry) -> where in _walked
         self._misses = 0
         self._cursor = 0  # where the last prefetch of the walk started (see _walk_from)
         self._made = 0  # previews made since they were last kept (see prefetch, keeper)
@@ -316,14 +318,18 @@ class PreviewCache:
 
     def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
         walked = self._walked = list(entries)
+        self._walk_positions = None
         self._load_stored(walked)
         old = self.calls
         kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         calls: ToolCalls = {}
         assistants = [e for e in walked if type_of(e) == "message" and role_of(e) == "assistant"]
         unknown = [e for e in assistants if _cached(old, e) is None]
-        for entry, facts in _facts_in_one_pass(unknown, _assistant_facts):
+        parts = self.parts
+        for entry, (part, facts) in _facts_in_one_pass(unknown, _part_and_facts):
             old[id(entry)] = facts
+            if _cached(parts, entry) is None:  # the same read gives the preview the walk shows next
+                parts[id(entry)] = (entry, part)
         self._made += len(unknown)
         for entry in assistants:
             key = id(entry)
@@ -389,13 +395,17 @@ class PreviewCache:
         if complete and preview_store.save(walked, parts, calls, partial(_call_text, home=home), home):
             self._made = 0
 
+    def has_new_previews(self) -> bool:
+        """Whether enough previews were made since they were last kept for :meth:`keeper` to keep."""
+        return self._made >= preview_store.MIN_STORED
+
     def keeper(self, entries: list[Any]) -> Callable[[], bool] | None:
         """A job that keeps what is known now of ``entries`` (the session's, in file order) with the
         file's index, merged with what is kept there already, to be run on another thread: what it
         needs is taken now (the cache goes on changing), and the file is held as it is now (see
         preview_store.hold: a file that changed meanwhile is not written for). None when fewer than
         ``preview_store.MIN_STORED`` previews were made since the last time."""
-        if self._made < preview_store.MIN_STORED:
+        if not self.has_new_previews():
             return None
         held = preview_store.hold(entries)
         if held is None:
@@ -422,15 +432,19 @@ class PreviewCache:
         return keep
 
     def _walk_from(self, entry: Any, count: int) -> list[Any]:
-        """``count`` entries of the walk from ``entry`` on (a page's nodes come in the walk's
-        order, so the search goes on from where the last one ended)."""
+        """``count`` entries of the walk from ``entry`` on (found where the last batch started, as a
+        page's nodes come in the walk's order as a rule, else by its position in the walk)."""
         walked = self._walked
-        for start in (self._cursor, 0):
-            for at in range(start, len(walked)):
-                if walked[at] is entry:
-                    self._cursor = at
-                    return walked[at : at + count]
-        return []
+        cursor = self._cursor
+        if cursor < len(walked) and walked[cursor] is entry:
+            return walked[cursor : cursor + count]
+        if self._walk_positions is None:  # the walk's order and the page's differ: looked up
+            self._walk_positions = {id(e): at for at, e in enumerate(walked)}
+        at = self._walk_positions.get(id(entry), -1)
+        if at < 0 or walked[at] is not entry:
+            return []
+        self._cursor = at
+        return walked[at : at + count]
 
     def previews(self) -> Callable[[Any, ToolCalls], str]:
         """A preview function for one walk; the walk's entries replace the cached set. Once many
