@@ -319,6 +319,7 @@ class _TreeShape:
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
+        self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
         self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
         self.cache = cache
         self.tool_calls: ToolCalls | None = None
@@ -418,9 +419,19 @@ class _TreeShape:
         return shown
 
     def shown_children(self, node: Any) -> list[Any]:
-        """The nodes that hang right under ``node`` in the result (through hidden ones), in order."""
+        """The nodes that hang right under ``node`` in the result (through hidden ones), in order;
+        found once per node (a tree view's levels walk each chain, then send the rows of a page)."""
         if self.visible is None:
             return self.children_in_order(node)
+        known = self._shown_children.get(id(node))
+        if known is None:
+            known = self._shown_children[id(node)] = self._find_shown_children(node)
+        return known
+
+    def _find_shown_children(self, node: Any) -> list[Any]:
+        children = node.children
+        if len(children) == 1 and self.is_shown(children[0]):  # most nodes of a chat
+            return [children[0]]
         shown: list[Any] = []
         stack = list(reversed(self.children_in_order(node)))
         while stack:
@@ -597,12 +608,11 @@ def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | 
     if index_key(around_id) not in shape.entries_by_id:
         raise RootNotFoundError(around_id, "aroundId")
     path = shape.path_keys(around_id)
-    found = None
-    for index, (node, _ancestor, _depth) in enumerate(rows):
-        entry_id = _envelope(node.entry)[0]
+    for index in range(len(rows) - 1, -1, -1):  # the last one on the path: from the end
+        entry_id = _envelope(rows[index][0].entry)[0]
         if truthy(entry_id) and index_key(entry_id) in path:
-            found = index
-    return found
+            return index
+    return None
 
 
 def _node_id(node: Any) -> Any:
