@@ -85,8 +85,15 @@ def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
 
     def shape() -> Any:
         roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
+        unique_ids = manager.get_entry_count() == manager.entry_count()
         return tree_shape(
-            roots, leaf_id, manager.by_id, cache=preview_cache(manager), calls_on_demand=on_demand, **view
+            roots,
+            leaf_id,
+            manager.by_id,
+            cache=preview_cache(manager),
+            calls_on_demand=on_demand,
+            leaf_path=manager.get_branch() if unique_ids else None,
+            **view,
         )
 
     return _tree_shapes.tree(manager, (*view.values(), on_demand), shape)

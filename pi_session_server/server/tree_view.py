@@ -22,7 +22,7 @@ from itertools import islice
 from typing import Any, Final
 
 from pi_session_server.format.entry import Entry
-from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, truthy
+from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, strict_equal, truthy
 from pi_session_server.server.wire import encode_rows, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
@@ -199,6 +199,28 @@ def _order_active_first(roots: list[Any], leaf_id: Any) -> Callable[[list[Any]],
     return ordered
 
 
+def _order_along(path: list[Any]) -> Callable[[list[Any]], list[Any]]:
+    """:func:`_order_active_first` when the entries from the leaf's root down to the leaf are
+    known (``path``) and every id is unique: a node holds the leaf exactly when its entry is one of
+    them, so no walk of the tree is needed."""
+    on_path = set(map(id, path))
+
+    def ordered(nodes: list[Any]) -> list[Any]:
+        if len(nodes) < 2:
+            return nodes
+        return [n for n in nodes if id(n.entry) in on_path] + [n for n in nodes if id(n.entry) not in on_path]
+
+    return ordered
+
+
+def _whole_leaf_path(path: list[Any], leaf_id: Any) -> bool:
+    """Whether ``path`` runs from a root (parentId null) down to the entry ``leaf_id``."""
+    if not path:
+        return False
+    last_id = id_of(path[-1])
+    return parent_of(path[0]) is None and last_id is not ABSENT and strict_equal(last_id, leaf_id)
+
+
 def _wire_id(value: Any) -> Any:
     return None if value is ABSENT else _safe(value)
 
@@ -309,6 +331,7 @@ class _TreeShape:
         previews: bool,
         cache: PreviewCache | None,
         calls_on_demand: bool = False,
+        leaf_path: list[Any] | None = None,
     ) -> None:
         self.roots = roots
         self.leaf_id = leaf_id
@@ -320,7 +343,10 @@ class _TreeShape:
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
-        self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
+        path = leaf_path if leaf_path is not None and _whole_leaf_path(leaf_path, leaf_id) else None
+        self.ordered: Callable[[list[Any]], list[Any]] | None = None
+        if active_branch_first:
+            self.ordered = _order_active_first(roots, leaf_id) if path is None else _order_along(path)
         self.cache = cache
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
@@ -336,7 +362,10 @@ class _TreeShape:
                 self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
             if cache is not None:
                 self.preview = cache.previews()
-        self.on_path = active_path_ids(entries_by_id, leaf_id)
+        if path is None:
+            self.on_path = active_path_ids(entries_by_id, leaf_id)
+        else:
+            self.on_path = {index_key(id_of(entry)) for entry in path}
 
     def _find_call(self, entry: Any) -> None:
         """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
@@ -796,6 +825,7 @@ def tree_shape(
     previews: bool = True,
     cache: PreviewCache | None = None,
     calls_on_demand: bool = False,
+    leaf_path: list[Any] | None = None,
 ) -> _TreeShape:
     """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
     tool calls for previews): made once per session state and kept while a tree view opens level
@@ -805,7 +835,11 @@ def tree_shape(
     when it is made, instead of every call of the session being read up front: a window then reads
     the bodies of what it sends (a tree view's first window of a 2 GB session would otherwise read
     every assistant message). A call id that more than one message holds may then name the nearest
-    one where the whole tree names the last."""
+    one where the whole tree names the last.
+
+    ``leaf_path``: the entries from the leaf's root down to the leaf (``getBranch()``), when every
+    id is unique (these entries, the same objects as the tree's): the leaf's path and the order of
+    ``active_branch_first`` then come from it without a walk of the whole tree."""
     return _TreeShape(
         roots,
         leaf_id,
@@ -816,6 +850,7 @@ def tree_shape(
         previews=previews,
         cache=cache,
         calls_on_demand=calls_on_demand,
+        leaf_path=leaf_path,
     )
 
 

@@ -276,3 +276,38 @@ def test_after_this_job_runs_after_the_callbacks_given_before() -> None:
     assert done.wait(10)
     assert order == ["reply", "after"]
     assert current_queue() is None and not after_this_job(lambda: None)
+
+
+@pytest.mark.parametrize("mode", T.FILTERS)
+def test_the_leafs_path_given_orders_the_tree_as_a_walk_of_it_does(tmp_path: Path, mode: str) -> None:
+    path = _branchy_session(tmp_path / "s.jsonl", turns=60)
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        outputs = []
+        for leaf_path in (None, manager.get_branch()):
+            shape = T.tree_shape(
+                manager.get_tree(),
+                manager.get_leaf_id(),
+                manager.by_id,
+                mode=mode,
+                active_branch_first=True,
+                leaf_path=leaf_path,
+            )
+            whole = T.encode_flat_page(T.window_tree(shape, T.WHOLE_TREE), T.WHOLE_TREE)[0]
+            levels, complete = T.tree_levels(shape, manager.get_leaf_id())
+            outputs.append((whole, T.encode_tree_levels(shape, levels, complete, 5, 50_000)))
+        assert outputs[0] == outputs[1]
+        unordered = T.tree_shape(manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode)
+        if mode in ("none", "default"):  # the leaf is on a later branch: the order differs
+            assert (
+                T.encode_flat_page(T.window_tree(unordered, T.WHOLE_TREE), T.WHOLE_TREE)[0] != outputs[0][0]
+            )
+        # not a whole path (a window's entries): the walk decides
+        shape = T.tree_shape(
+            manager.get_tree(),
+            manager.get_leaf_id(),
+            manager.by_id,
+            mode=mode,
+            active_branch_first=True,
+            leaf_path=manager.get_branch()[1:],
+        )
+        assert T.encode_flat_page(T.window_tree(shape, T.WHOLE_TREE), T.WHOLE_TREE)[0] == outputs[0][0]
