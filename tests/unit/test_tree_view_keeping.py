@@ -120,34 +120,26 @@ def _open(path: Path, index_dir: str) -> SessionManager:
     return SessionManager.open(str(path), read_only=True, index=index_dir)
 
 
-def test_levels_read_each_body_once_at_most_and_match_the_uncached_walk(
+def test_levels_read_each_body_once_at_most_and_serve_the_next_process_without_reading_one(
     kept_setup: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, index_dir = kept_setup
     with _open(path, index_dir) as manager:
         expected = _levels(manager, None)
-    with _open(path, index_dir) as manager:
-        reads = _BodyReads(monkeypatch)
-        assert _levels(manager, _server_cache(manager)) == expected
-        assert 0 < reads.count <= manager.entry_count()
     assert b'"kind":"branches"' in expected and b'"preview":"[read: /p/e' in expected
-
-
-def test_kept_previews_serve_the_next_process_without_reading_a_body(
-    kept_setup: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path, index_dir = kept_setup
+    reads = _BodyReads(monkeypatch)
     with _open(path, index_dir) as manager:
-        expected = _levels(manager, None)
+        reads.count = 0
         cache = _server_cache(manager)
         assert _levels(manager, cache) == expected
+        assert 0 < reads.count <= manager.entry_count()
         keep = cache.keeper(manager.get_entries())
         assert keep is not None and cache.keeper(manager.get_entries()) is None  # nothing new since
     assert not list(Path(index_dir).glob("*.pi-previews"))  # not in the walk: by the job
     assert keep()
     assert len(list(Path(index_dir).glob("*.pi-previews"))) == 1
     with _open(path, index_dir) as manager:
-        reads = _BodyReads(monkeypatch)
+        reads.count = 0
         assert _levels(manager, _server_cache(manager)) == expected
         assert reads.count == 0
 
@@ -278,36 +270,22 @@ def test_after_this_job_runs_after_the_callbacks_given_before() -> None:
     assert current_queue() is None and not after_this_job(lambda: None)
 
 
+def _whole_and_levels(manager: SessionManager, mode: str, **options: Any) -> tuple[bytes, bytes]:
+    """The whole flat tree and the levels down to the leaf, in one shape made with ``options``."""
+    shape = T.tree_shape(manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode, **options)
+    whole = T.encode_flat_page(T.window_tree(shape, T.WHOLE_TREE), T.WHOLE_TREE)[0]
+    levels, complete = T.tree_levels(shape, manager.get_leaf_id())
+    return whole, T.encode_tree_levels(shape, levels, complete, 5, 50_000)
+
+
 @pytest.mark.parametrize("mode", T.FILTERS)
 def test_the_leafs_path_given_orders_the_tree_as_a_walk_of_it_does(tmp_path: Path, mode: str) -> None:
     path = _branchy_session(tmp_path / "s.jsonl", turns=60)
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
-        outputs = []
-        for leaf_path in (None, manager.get_branch()):
-            shape = T.tree_shape(
-                manager.get_tree(),
-                manager.get_leaf_id(),
-                manager.by_id,
-                mode=mode,
-                active_branch_first=True,
-                leaf_path=leaf_path,
-            )
-            whole = T.encode_flat_page(T.window_tree(shape, T.WHOLE_TREE), T.WHOLE_TREE)[0]
-            levels, complete = T.tree_levels(shape, manager.get_leaf_id())
-            outputs.append((whole, T.encode_tree_levels(shape, levels, complete, 5, 50_000)))
-        assert outputs[0] == outputs[1]
-        unordered = T.tree_shape(manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode)
-        if mode in ("none", "default"):  # the leaf is on a later branch: the order differs
-            assert (
-                T.encode_flat_page(T.window_tree(unordered, T.WHOLE_TREE), T.WHOLE_TREE)[0] != outputs[0][0]
-            )
+        walked = _whole_and_levels(manager, mode, active_branch_first=True)
+        branch = manager.get_branch()
+        assert _whole_and_levels(manager, mode, active_branch_first=True, leaf_path=branch) == walked
         # not a whole path (a window's entries): the walk decides
-        shape = T.tree_shape(
-            manager.get_tree(),
-            manager.get_leaf_id(),
-            manager.by_id,
-            mode=mode,
-            active_branch_first=True,
-            leaf_path=manager.get_branch()[1:],
-        )
-        assert T.encode_flat_page(T.window_tree(shape, T.WHOLE_TREE), T.WHOLE_TREE)[0] == outputs[0][0]
+        assert _whole_and_levels(manager, mode, active_branch_first=True, leaf_path=branch[1:]) == walked
+        if mode in ("none", "default"):  # the leaf is on a later branch: the order matters
+            assert _whole_and_levels(manager, mode)[0] != walked[0]
