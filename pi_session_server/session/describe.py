@@ -285,17 +285,17 @@ class PreviewCache:
         if self._stored:
             return
         self._stored = True
-        home, items = preview_store.load(entries, fd)
+        home, described, stored_parts, assistants = preview_store.load(entries, fd)
         parts, calls = self.parts, self.calls
         call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
-        for entry, _part, entry_calls, silent in items:
-            if entry_calls is not None:
-                listed = [(index_key(c[0]), (c[1], c[2])) for c in entry_calls]
-                calls[id(entry)] = (entry, listed, silent)
-                offset = entry.offset
-                for key, call in listed:
-                    call_at[offset, key] = call
-        for entry, part, _calls, _silent in items:
+        for at, silent, entry_calls in assistants:
+            entry = described[at]
+            listed = [(index_key(c[0]), (c[1], c[2])) for c in entry_calls]
+            calls[id(entry)] = (entry, listed, silent)
+            offset = entry.offset
+            for key, call in listed:
+                call_at[offset, key] = call
+        for entry, part in zip(described, stored_parts, strict=True):
             if type(part) is str:
                 parts[id(entry)] = (entry, part)
                 continue

@@ -26,7 +26,7 @@ import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -87,45 +87,50 @@ def store_of(
     return source, scan_index.index_path(source.index_dir, st).removesuffix(".pi-index") + suffix
 
 
-Stored = tuple[Entry, Any, "list[tuple[Any, Any, Any]] | None", bool]
+class Loaded(NamedTuple):
+    """What :func:`load` found: the entries the stored previews describe, their parts as stored
+    (a str, or a tool result's list: see :class:`StoredPreviews`) and, for the assistant messages
+    among them, (index in ``entries``, silent turn, tool calls [(id, name, arguments)])."""
+
+    home: str | None  # what the tool results' texts were made with
+    entries: list[Entry]
+    parts: list[Any]
+    assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]]
 
 
-def load(entries: list[Entry], fd: int | None = None) -> tuple[str | None, list[Stored]]:
-    """The home directory the stored tool-call texts were made with, and (entry, its part as stored,
-    its tool calls and silence if it is an assistant message's) for each of ``entries`` the stored
-    previews describe, in the order of ``entries``; (None, []) when there are none. ``fd``: see
-    :func:`store_of`."""
+NOTHING_LOADED: Final = Loaded(None, [], [], [])
+
+
+def load(entries: list[Entry], fd: int | None = None) -> Loaded:
+    """What the stored previews hold of ``entries``, in the order of ``entries``
+    (:data:`NOTHING_LOADED` when there are none). ``fd``: see :func:`store_of`."""
     stored = _stored_for(entries, fd)
     if stored is None:
-        return None, []
+        return NOTHING_LOADED
     offsets = array("q")
     offsets.frombytes(stored.offsets)
     count = len(offsets)
     if count != len(stored.parts):
-        return None, []
-    parts = stored.parts
-    items: list[Stored]
+        return NOTHING_LOADED
     described = entries[:count]
     if array("q", map(_offset, described)) == offsets:
-        # the entries of the lines described, in file order (a reopen): no lookups
-        items = [(entry, part, None, False) for entry, part in zip(described, parts, strict=True)]
-        for at, silent, kept in stored.assistants:
-            items[at] = (items[at][0], parts[at], kept, silent)
-        return stored.home, items
+        # the entries of the lines described, in file order (a reopen): taken as they are
+        return Loaded(stored.home, described, stored.parts, stored.assistants)
     position_of = dict(zip(offsets.tolist(), range(count), strict=True))
-    facts: dict[int, tuple[list[tuple[Any, Any, Any]] | None, bool]] = {
-        position: (calls, silent) for position, silent, calls in stored.assistants
-    }
-    items = []
+    found: list[Entry] = []
+    positions: list[int] = []
     for entry in entries:
-        if entry.offset >= stored.end:
-            continue
-        position = position_of.get(entry.offset)
-        if position is None:
-            continue
-        entry_calls, silent = facts.get(position, (None, False))
-        items.append((entry, parts[position], entry_calls, silent))
-    return stored.home, items
+        position = position_of.get(entry.offset) if entry.offset < stored.end else None
+        if position is not None:
+            found.append(entry)
+            positions.append(position)
+    index_of = {position: at for at, position in enumerate(positions)}
+    assistants = [
+        (index_of[position], silent, calls)
+        for position, silent, calls in stored.assistants
+        if position in index_of
+    ]
+    return Loaded(stored.home, found, [stored.parts[p] for p in positions], assistants)
 
 
 def _stored_for(entries: list[Entry], fd: int | None) -> StoredPreviews | None:

@@ -158,7 +158,7 @@ def test_keeping_merges_with_what_was_kept_before(kept_setup: tuple[Path, str]) 
         cache._made = preview_store.MIN_STORED  # as if it had made many
         keep = cache.keeper(manager.get_entries())
         assert keep is not None and keep()
-        assert len(preview_store.load(manager.get_entries())[1]) == count
+        assert len(preview_store.load(manager.get_entries()).entries) == count
         assert _whole_flat(manager, _server_cache(manager)) == whole
 
 
@@ -186,7 +186,7 @@ def test_a_session_closed_before_its_previews_are_kept_still_gets_them(kept_setu
     assert keep is not None and keep()  # its own descriptor of the file
     with _open(path, index_dir) as manager:
         assert _levels(manager, _server_cache(manager)) == expected
-        assert preview_store.load(manager.get_entries())[1]
+        assert preview_store.load(manager.get_entries()).entries
 
 
 # -- the job that keeps them --------------------------------------------------------------------
