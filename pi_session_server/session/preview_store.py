@@ -253,6 +253,10 @@ class HeldFile:
                 os.close(self.fd)
             self.fd = -1
 
+    def __del__(self) -> None:
+        # a save given up before it ran (its job dropped) must not keep the file open
+        self.close()
+
 
 def hold(entries: list[Entry]) -> HeldFile | None:
     """The file of ``entries`` held as it is now, for :func:`save` on another thread; None when
