@@ -338,6 +338,7 @@ class _TreeShape:
         self.entries_by_id = entries_by_id
         self._unique_ids = False
         self._node_index: dict[Any, Any] | None = None  # see find
+        self._path_nodes: dict[Any, Any] | None = None  # the leaf path's nodes by key (see find)
         self._around: tuple[Any, set[Any]] | None = None  # (key of an aroundId, its path's keys)
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
@@ -347,6 +348,7 @@ class _TreeShape:
         self.ordered: Callable[[list[Any]], list[Any]] | None = None
         if active_branch_first:
             self.ordered = _order_active_first(roots, leaf_id) if path is None else _order_along(path)
+        self.leaf_path = path
         self.cache = cache
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
@@ -401,7 +403,13 @@ class _TreeShape:
 
     def find(self, wanted_id: Any) -> Any:
         """:func:`find_node` without walking the tree each time: a tree view asks for a node at
-        every level it opens. The index is made on first use (ids that repeat: no index)."""
+        every level it opens. The index is made on first use (ids that repeat: no index); the nodes
+        of a known leaf path (every id unique), where a tree view's levels start, are found first
+        without it."""
+        if self.leaf_path is not None:
+            found = self._node_on_leaf_path(wanted_id)
+            if found is not None:
+                return found
         if self._node_index is None:
             index: dict[Any, Any] = {}
             for node in _walk_nodes(self.roots):
@@ -418,6 +426,24 @@ class _TreeShape:
         if not self._unique_ids:
             return find_node(self.roots, wanted_id)
         return self._node_index.get(index_key(wanted_id))
+
+    def _node_on_leaf_path(self, wanted_id: Any) -> Any:
+        """The node of ``wanted_id`` if its entry is on :attr:`leaf_path`, else None (found by
+        following the path down from the roots, once)."""
+        if self._path_nodes is None:
+            nodes: dict[Any, Any] = {}
+            level = self.roots
+            for entry in self.leaf_path or ():
+                if len(level) == 1:  # most nodes of a chat
+                    node = level[0] if level[0].entry is entry else None
+                else:
+                    node = next((n for n in level if n.entry is entry), None)
+                if node is None:
+                    break
+                nodes[index_key(id_of(entry))] = node
+                level = node.children
+            self._path_nodes = nodes
+        return self._path_nodes.get(index_key(wanted_id))
 
     def path_keys(self, entry_id: Any) -> set[Any]:
         """:func:`active_path_ids` of an entry, kept for the next window asked for around it."""
