@@ -37,6 +37,7 @@ from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, Lang
 from .locations import require_regular_file, uri_to_path
 from .params import EnvironmentOptions, LocatedParams, SessionParams, profile_of
 from .poller import FilePoller
+from .preview_keeping import PreviewKeeper
 from .registry import Registry, Slot
 from .wire import encode_result
 from .workers import CancelToken, Job, WorkerPool, keep_big_blocks_out_of_the_heap
@@ -90,6 +91,7 @@ class PiSessionServer:
         self.registry = Registry(self.pool)
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
+        self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)
         self.poller = FilePoller(self)
         self.language_features: LanguageFeatures | None = None
 
@@ -173,6 +175,7 @@ class PiSessionServer:
         self.poller.stop()
         if self.lsp is not None:
             self.lsp.shutdown()
+        self.preview_keeper.finish()
 
     # ------------------------------------------------------------------ notifications
 

@@ -221,6 +221,11 @@ class Connection:
         self.routes[INITIALIZED] = lambda _params: None
         self.routes[SET_TRACE] = self._set_trace
 
+    @property
+    def busy(self) -> bool:
+        """Whether a request of ours is being answered (from any thread)."""
+        return bool(self._pending)
+
     def _set_trace(self, params: Any) -> None:
         value = params.get("value") if isinstance(params, dict) else None
         if value in _TRACE_VALUES:
@@ -413,10 +418,12 @@ class Connection:
             self.send_error(message["id"], INVALID_REQUEST, "Invalid Request: the server is shutting down")
             return
         if is_request and method == SHUTDOWN:
-            # pygls answers it once the requests sent before it are answered
+            # answered once the requests sent before it are answered
             self.shutting_down = True
             asyncio.ensure_future(self._shut_down_after(message)).add_done_callback(_log_failure)
             return
+        if method == EXIT and not is_request and self._without_lsp():
+            self._exit()
         handler = self.routes.get(method) if method is not None else None
         if handler is not None:
             if is_request:
@@ -436,8 +443,24 @@ class Connection:
         return False
 
     async def _shut_down_after(self, message: dict[str, Any]) -> None:
+        """Answer ``shutdown`` once the requests before it are: by pygls when it runs; when it never
+        started (a client of the ``pi/*`` methods alone), here, without importing it to say null."""
         await self.drain()
+        if self._without_lsp():
+            self.send_result(message["id"], None)
+            return
         self._to_pygls(message)
+
+    def _without_lsp(self) -> bool:
+        """pygls was never made, nor is being made (it never will be once this is true at
+        ``shutdown``: the messages that follow are refused or end the process)."""
+        return self.protocol is None and self._for_lsp is None
+
+    def _exit(self) -> None:
+        """``exit`` without pygls, as pygls ends the process: status 0 once ``shutdown`` came, else 1."""
+        if self.writer is not None:
+            self.writer.close()
+        sys.exit(0 if self.shutting_down else 1)
 
     def _to_pygls(self, message: dict[str, Any]) -> None:
         if self.protocol is None:

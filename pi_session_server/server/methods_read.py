@@ -85,8 +85,15 @@ def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
 
     def shape() -> Any:
         roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
+        unique_ids = manager.get_entry_count() == manager.entry_count()
         return tree_shape(
-            roots, leaf_id, manager.by_id, cache=preview_cache(manager), calls_on_demand=on_demand, **view
+            roots,
+            leaf_id,
+            manager.by_id,
+            cache=preview_cache(manager),
+            calls_on_demand=on_demand,
+            leaf_path=manager.get_branch() if unique_ids else None,
+            **view,
         )
 
     return _tree_shapes.tree(manager, (*view.values(), on_demand), shape)
@@ -187,12 +194,18 @@ _preview_caches_lock = threading.Lock()
 
 
 def preview_cache(manager: Any) -> PreviewCache | None:
-    """The preview cache of a session (dropped with its manager); None if the manager cannot be keyed."""
+    """The preview cache of a session (dropped with its manager); None if the manager cannot be keyed.
+
+    Its previews are kept with the file's index after the reply (:func:`keep_previews_later`), not
+    in the walk that made them; a walk that misses many loads those kept (the session's entries)."""
     with _preview_caches_lock:
         try:
             cache = _preview_caches.get(manager)
             if cache is None:
-                cache = _preview_caches[manager] = PreviewCache(home_directory(manager.environment))
+                cache = PreviewCache(
+                    home_directory(manager.environment), entries=manager.get_entries, keep_in_walk=False
+                )
+                _preview_caches[manager] = cache
         except TypeError:  # not weakly referenceable
             return None
         return cache
@@ -262,6 +275,15 @@ def _projection(manager: Any, leaf_id: Any) -> Any:
 
 
 def register(server: PiSessionServer) -> None:
+    def tree_and_keep(manager: Any, p: P.GetTreeParams) -> Any:
+        try:
+            return _tree(manager, p)
+        finally:
+            with _preview_caches_lock:
+                cache = _preview_caches.get(manager)
+            if cache is not None:
+                server.preview_keeper.later(cache, manager.get_entries)
+
     def read(name: str, struct: type[Any], job: Any) -> None:
         def handler(params: Any) -> Any:
             p = P.parse(params, struct)
@@ -270,7 +292,7 @@ def register(server: PiSessionServer) -> None:
         handler.__name__ = name.replace("/", "_")
         server.connection.route(name)(handler)
 
-    read("pi/getTree", P.GetTreeParams, _tree)
+    read("pi/getTree", P.GetTreeParams, tree_and_keep)
     read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
     read("pi/getPath", P.GetPathParams, _path)
     read("pi/getStats", P.SessionParams, lambda m, _p: session_stats(m))

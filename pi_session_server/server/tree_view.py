@@ -22,7 +22,7 @@ from itertools import islice
 from typing import Any, Final
 
 from pi_session_server.format.entry import Entry
-from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, truthy
+from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, strict_equal, truthy
 from pi_session_server.server.wire import encode_rows, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
@@ -199,6 +199,28 @@ def _order_active_first(roots: list[Any], leaf_id: Any) -> Callable[[list[Any]],
     return ordered
 
 
+def _order_along(path: list[Any]) -> Callable[[list[Any]], list[Any]]:
+    """:func:`_order_active_first` when the entries from the leaf's root down to the leaf are
+    known (``path``) and every id is unique: a node holds the leaf exactly when its entry is one of
+    them, so no walk of the tree is needed."""
+    on_path = set(map(id, path))
+
+    def ordered(nodes: list[Any]) -> list[Any]:
+        if len(nodes) < 2:
+            return nodes
+        return [n for n in nodes if id(n.entry) in on_path] + [n for n in nodes if id(n.entry) not in on_path]
+
+    return ordered
+
+
+def _whole_leaf_path(path: list[Any], leaf_id: Any) -> bool:
+    """Whether ``path`` runs from a root (parentId null) down to the entry ``leaf_id``."""
+    if not path:
+        return False
+    last_id = id_of(path[-1])
+    return parent_of(path[0]) is None and last_id is not ABSENT and strict_equal(last_id, leaf_id)
+
+
 def _wire_id(value: Any) -> Any:
     return None if value is ABSENT else _safe(value)
 
@@ -309,17 +331,25 @@ class _TreeShape:
         previews: bool,
         cache: PreviewCache | None,
         calls_on_demand: bool = False,
+        leaf_path: list[Any] | None = None,
     ) -> None:
         self.roots = roots
         self.leaf_id = leaf_id
         self.entries_by_id = entries_by_id
         self._unique_ids = False
         self._node_index: dict[Any, Any] | None = None  # see find
+        self._path_nodes: dict[Any, Any] | None = None  # the leaf path's nodes by key (see find)
         self._around: tuple[Any, set[Any]] | None = None  # (key of an aroundId, its path's keys)
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
-        self.ordered = _order_active_first(roots, leaf_id) if active_branch_first else None
+        self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
+        path = leaf_path if leaf_path is not None and _whole_leaf_path(leaf_path, leaf_id) else None
+        self.ordered: Callable[[list[Any]], list[Any]] | None = None
+        if active_branch_first:
+            self.ordered = _order_active_first(roots, leaf_id) if path is None else _order_along(path)
+        self.leaf_path = path
+        self.cache = cache
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
         # on demand: a tool result's preview names its call, found in the assistant messages above it
@@ -334,7 +364,10 @@ class _TreeShape:
                 self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
             if cache is not None:
                 self.preview = cache.previews()
-        self.on_path = active_path_ids(entries_by_id, leaf_id)
+        if path is None:
+            self.on_path = active_path_ids(entries_by_id, leaf_id)
+        else:
+            self.on_path = {index_key(id_of(entry)) for entry in path}
 
     def _find_call(self, entry: Any) -> None:
         """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
@@ -342,11 +375,16 @@ class _TreeShape:
             return
         if type_of(entry) != "message" or role_of(entry) != "toolResult":
             return
-        message = field(entry, "message")
-        call_id = message.get("toolCallId", ABSENT) if isinstance(message, dict) else ABSENT
+        cache = self.cache
+        if cache is None:
+            message = field(entry, "message")
+            call_id = message.get("toolCallId", ABSENT) if isinstance(message, dict) else ABSENT
+        else:  # the preview's part holds it: no read of the body (the preview needs the part anyway)
+            call_id = getattr(cache.part_of(entry), "call_id", ABSENT)
         if not truthy(call_id) or index_key(call_id) in self.tool_calls:
             return
         wanted = index_key(call_id)
+        calls_of = tool_calls_of if cache is None else cache.tool_calls_of
         current, seen = entry, {id(entry)}
         for _ in range(_CALL_SEARCH_STEPS):
             parent = parent_of(current)
@@ -356,7 +394,7 @@ class _TreeShape:
             seen.add(id(above))
             current = above
             if type_of(above) == "message" and role_of(above) == "assistant":
-                for key, call in tool_calls_of(above):
+                for key, call in calls_of(above):
                     self.tool_calls.setdefault(key, call)
                 if wanted in self.tool_calls:
                     return
@@ -365,7 +403,13 @@ class _TreeShape:
 
     def find(self, wanted_id: Any) -> Any:
         """:func:`find_node` without walking the tree each time: a tree view asks for a node at
-        every level it opens. The index is made on first use (ids that repeat: no index)."""
+        every level it opens. The index is made on first use (ids that repeat: no index); the nodes
+        of a known leaf path (every id unique), where a tree view's levels start, are found first
+        without it."""
+        if self.leaf_path is not None:
+            found = self._node_on_leaf_path(wanted_id)
+            if found is not None:
+                return found
         if self._node_index is None:
             index: dict[Any, Any] = {}
             for node in _walk_nodes(self.roots):
@@ -383,11 +427,31 @@ class _TreeShape:
             return find_node(self.roots, wanted_id)
         return self._node_index.get(index_key(wanted_id))
 
+    def _node_on_leaf_path(self, wanted_id: Any) -> Any:
+        """The node of ``wanted_id`` if its entry is on :attr:`leaf_path`, else None (found by
+        following the path down from the roots, once)."""
+        if self._path_nodes is None:
+            nodes: dict[Any, Any] = {}
+            level = self.roots
+            for entry in self.leaf_path or ():
+                if len(level) == 1:  # most nodes of a chat
+                    node = level[0] if level[0].entry is entry else None
+                else:
+                    node = next((n for n in level if n.entry is entry), None)
+                if node is None:
+                    break
+                nodes[index_key(id_of(entry))] = node
+                level = node.children
+            self._path_nodes = nodes
+        return self._path_nodes.get(index_key(wanted_id))
+
     def path_keys(self, entry_id: Any) -> set[Any]:
         """:func:`active_path_ids` of an entry, kept for the next window asked for around it."""
         key = (type(entry_id), repr(entry_id))
         if self._around is None or self._around[0] != key:
-            self._around = (key, active_path_ids(self.entries_by_id, entry_id))
+            same_as_leaf = self.has_leaf and key == (type(self.leaf_id), repr(self.leaf_id))
+            path = self.on_path if same_as_leaf else active_path_ids(self.entries_by_id, entry_id)
+            self._around = (key, path)
         return self._around[1]
 
     def children_in_order(self, node: Any) -> list[Any]:
@@ -410,9 +474,19 @@ class _TreeShape:
         return shown
 
     def shown_children(self, node: Any) -> list[Any]:
-        """The nodes that hang right under ``node`` in the result (through hidden ones), in order."""
+        """The nodes that hang right under ``node`` in the result (through hidden ones), in order;
+        found once per node (a tree view's levels walk each chain, then send the rows of a page)."""
         if self.visible is None:
             return self.children_in_order(node)
+        known = self._shown_children.get(id(node))
+        if known is None:
+            known = self._shown_children[id(node)] = self._find_shown_children(node)
+        return known
+
+    def _find_shown_children(self, node: Any) -> list[Any]:
+        children = node.children
+        if len(children) == 1 and self.is_shown(children[0]):  # most nodes of a chat
+            return [children[0]]
         shown: list[Any] = []
         stack = list(reversed(self.children_in_order(node)))
         while stack:
@@ -513,7 +587,16 @@ class _FlatPage:
     built.
     """
 
-    def __init__(self, shape: _TreeShape, rows: Iterable[Row], window: TreeWindow, max_nodes: int | None):
+    def __init__(
+        self,
+        shape: _TreeShape,
+        rows: Iterable[Row],
+        window: TreeWindow,
+        max_nodes: int | None,
+        around_index: int | None = None,
+    ):
+        """``around_index``: where the row on the path to ``window.around_id`` is in ``rows``, when
+        the caller found it already (else it is looked for)."""
         self.shape = shape
         self.window = window
         self.max_nodes = max_nodes
@@ -521,7 +604,9 @@ class _FlatPage:
         self.around_index: int | None = None
         if window.around_id is not ABSENT:
             rows = rows if isinstance(rows, list) else list(rows)
-            self.around_index = _index_on_path(shape, rows, window.around_id)
+            if around_index is None:
+                around_index = _index_on_path(shape, rows, window.around_id)
+            self.around_index = around_index
             if self.around_index is not None and window.limit is not None:
                 page = window.limit if max_nodes is None else min(window.limit, max_nodes)
                 self.start = max(0, min(self.around_index - page // 2, len(rows) - page))
@@ -578,12 +663,11 @@ def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | 
     if index_key(around_id) not in shape.entries_by_id:
         raise RootNotFoundError(around_id, "aroundId")
     path = shape.path_keys(around_id)
-    found = None
-    for index, (node, _ancestor, _depth) in enumerate(rows):
-        entry_id = _envelope(node.entry)[0]
+    for index in range(len(rows) - 1, -1, -1):  # the last one on the path: from the end
+        entry_id = _envelope(rows[index][0].entry)[0]
         if truthy(entry_id) and index_key(entry_id) in path:
-            found = index
-    return found
+            return index
+    return None
 
 
 def _node_id(node: Any) -> Any:
@@ -767,6 +851,7 @@ def tree_shape(
     previews: bool = True,
     cache: PreviewCache | None = None,
     calls_on_demand: bool = False,
+    leaf_path: list[Any] | None = None,
 ) -> _TreeShape:
     """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
     tool calls for previews): made once per session state and kept while a tree view opens level
@@ -776,7 +861,11 @@ def tree_shape(
     when it is made, instead of every call of the session being read up front: a window then reads
     the bodies of what it sends (a tree view's first window of a 2 GB session would otherwise read
     every assistant message). A call id that more than one message holds may then name the nearest
-    one where the whole tree names the last."""
+    one where the whole tree names the last.
+
+    ``leaf_path``: the entries from the leaf's root down to the leaf (``getBranch()``), when every
+    id is unique (these entries, the same objects as the tree's): the leaf's path and the order of
+    ``active_branch_first`` then come from it without a walk of the whole tree."""
     return _TreeShape(
         roots,
         leaf_id,
@@ -787,6 +876,7 @@ def tree_shape(
         previews=previews,
         cache=cache,
         calls_on_demand=calls_on_demand,
+        leaf_path=leaf_path,
     )
 
 
@@ -908,7 +998,7 @@ def encode_tree_levels(
             head["chain"] = True
         if window.depth is not None:
             head["depth"] = window.depth
-        members, _more = _encoded_page(_FlatPage(shape, level.rows, window, None))
+        members, _more = _encoded_page(_FlatPage(shape, level.rows, window, None, level.around_index))
         parts.append(encode_rows(head)[:-1] + b"," + members + b"}")
     return (
         b'{"leafId":'

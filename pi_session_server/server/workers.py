@@ -34,6 +34,7 @@ MAX_THREADS = 32
 IDLE_EXIT = 30.0
 
 _PENDING, _RUNNING, _DONE, _CANCELLED = range(4)
+_running = threading.local()  # .job, .queue: the job this thread runs and its queue (see after_this_job)
 
 
 class Cancelled(Exception):
@@ -118,10 +119,13 @@ class Job(Generic[T]):
             self._state = _RUNNING
         value: Any = None
         error: BaseException | None = None
+        _running.job = self
         try:
             value = self._fn(self.token)
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
             error = exc
+        finally:
+            _running.job = None
         with self._lock:
             if self._state == _CANCELLED:  # answered already; the outcome goes nowhere
                 return
@@ -137,6 +141,22 @@ class Job(Generic[T]):
                 callback(self)
             except Exception:  # a failing callback must not take the worker down
                 logger.exception("a job's callback failed")
+
+
+def after_this_job(callback: Callable[[], Any]) -> bool:
+    """Call ``callback()`` once the job running on this thread is over, after the callbacks given to
+    it before (the connection's, which writes the job's reply): work that must not delay a reply.
+    False (nothing done) on a thread that runs no job."""
+    job = getattr(_running, "job", None)
+    if job is None:
+        return False
+    job.add_done_callback(lambda _job: callback())
+    return True
+
+
+def current_queue() -> SerialQueue | None:
+    """The queue of the job running on this thread (None on a thread that runs no job)."""
+    return getattr(_running, "queue", None)
 
 
 def on_loop(job: Job[T], loop: asyncio.AbstractEventLoop) -> asyncio.Future[T]:
@@ -199,7 +219,11 @@ class SerialQueue:
                     self._scheduled = False
                     return
                 job = self._jobs.popleft()
-            job.run()
+            _running.queue = self
+            try:
+                job.run()
+            finally:
+                _running.queue = None
 
 
 # glibc's M_MMAP_THRESHOLD (mallopt), and the value it starts with

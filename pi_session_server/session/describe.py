@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..format.entry import Entry
 from ..format.jstext import as_displayed, js_trim
@@ -229,23 +229,55 @@ class PreviewCache:
     body again each time was most of such a walk); items are keyed by the entry object (``id()``,
     checked with ``is``: the cache holds the entry, so the id cannot be reused). Each tree walk keeps
     only the entries it met, so entries the session dropped do not accumulate. What many entries
-    need is read in one pass over their file (see preview_pass), not entry by entry.
+    need is read in one pass over their file (see preview_pass), not entry by entry; an assistant
+    message read for its facts gives its preview part from the same read.
+
+    What was made is kept with the file's index (see preview_store) for the next process: by
+    :meth:`prefetch` once a walk has every preview (``keep_in_walk``, the CLI's whole tree), or by
+    the job :meth:`keeper` returns, which a server runs after its reply. Stored previews are read
+    by the walks that list the file's entries, and, given ``entries`` (the session's entries in file
+    order), by any walk once it missed many (a tree view's windows).
     """
 
-    __slots__ = ("_cursor", "_made", "_misses", "_stored", "_walked", "calls", "home", "parts")
+    __slots__ = (
+        "_cursor",
+        "_made",
+        "_misses",
+        "_previous",
+        "_stored",
+        "_walk_positions",
+        "_walked",
+        "calls",
+        "entries",
+        "home",
+        "keep_in_walk",
+        "keeping",
+        "parts",
+    )
 
-    def __init__(self, home: str | None = None) -> None:
+    def __init__(
+        self,
+        home: str | None = None,
+        *,
+        entries: Callable[[], list[Any]] | None = None,
+        keep_in_walk: bool = True,
+    ) -> None:
         #: what tool-call paths are shortened against (None: :func:`home_directory` at each walk)
         self.home = home
-        self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}
+        self.parts: dict[int, tuple[Any, str | _ToolResult]] = {}  # this walk's (see previews)
+        self._previous: dict[int, tuple[Any, str | _ToolResult]] = {}  # the walk's before
         self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
+        self.entries = entries
+        self.keep_in_walk = keep_in_walk
+        self.keeping = False  # a job of keeper() is pending (set and cleared by its owner)
         self._walked: list[Any] = []  # the entries of the last walk (see previews)
+        self._walk_positions: dict[int, int] | None = None  # id(entry) -> where in _walked
         self._misses = 0
         self._cursor = 0  # where the last prefetch of the walk started (see _walk_from)
-        self._made = 0  # previews made since they were last kept (see prefetch)
+        self._made = 0  # previews made since they were last kept (see prefetch, keeper)
         self._stored = False  # the previews kept with the file's index were looked for
 
-    def _load_stored(self, entries: list[Any]) -> None:
+    def _load_stored(self, entries: list[Any], fd: int | None = None) -> None:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
         stored text is its rendering (``_ToolResult.memo``) for the very call object made here from
         the assistant message it was made from, and for the same home directory: a walk that finds
@@ -253,17 +285,17 @@ class PreviewCache:
         if self._stored:
             return
         self._stored = True
-        home, items = preview_store.load(entries)
+        home, described, stored_parts, assistants = preview_store.load(entries, fd)
         parts, calls = self.parts, self.calls
         call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
-        for entry, _part, entry_calls, silent in items:
-            if entry_calls is not None:
-                listed = [(index_key(c[0]), (c[1], c[2])) for c in entry_calls]
-                calls[id(entry)] = (entry, listed, silent)
-                offset = entry.offset
-                for key, call in listed:
-                    call_at[offset, key] = call
-        for entry, part, _calls, _silent in items:
+        for at, silent, entry_calls in assistants:
+            entry = described[at]
+            listed = [(index_key(c[0]), (c[1], c[2])) for c in entry_calls]
+            calls[id(entry)] = (entry, listed, silent)
+            offset = entry.offset
+            for key, call in listed:
+                call_at[offset, key] = call
+        for entry, part in zip(described, stored_parts, strict=True):
             if type(part) is str:
                 parts[id(entry)] = (entry, part)
                 continue
@@ -275,16 +307,30 @@ class PreviewCache:
                     result.memo = (shown, home, text)
             parts[id(entry)] = (entry, result)
 
+    def _load_stored_after_misses(self) -> bool:
+        """Once a walk missed many previews or facts: load the stored ones of the session's entries
+        (``entries``), if not done yet. Whether they were loaded now."""
+        self._misses += 1
+        if self._misses < PREFETCH_AFTER_MISSES or self._stored or self.entries is None:
+            return False
+        self._load_stored(self.entries())
+        return True
+
     def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
         walked = self._walked = list(entries)
+        self._walk_positions = None
         self._load_stored(walked)
         old = self.calls
         kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         calls: ToolCalls = {}
         assistants = [e for e in walked if type_of(e) == "message" and role_of(e) == "assistant"]
         unknown = [e for e in assistants if _cached(old, e) is None]
-        for entry, facts in _facts_in_one_pass(unknown, _assistant_facts):
+        parts = self.parts
+        for entry, (part, facts) in _facts_in_one_pass(unknown, _part_and_facts):
             old[id(entry)] = facts
+            if _cached(parts, entry) is None:  # the same read gives the preview the walk shows next
+                parts[id(entry)] = (entry, part)
+        self._made += len(unknown)
         for entry in assistants:
             key = id(entry)
             found = old.get(key)
@@ -296,19 +342,38 @@ class PreviewCache:
         self.calls = kept
         return calls
 
-    def silent_turn(self, entry: Any) -> bool:
-        """``is_silent_turn`` of an assistant entry's message, read once per entry."""
+    def _facts(self, entry: Any) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
+        """(entry, its tool calls, whether it is a silent turn) of an assistant entry, read once per
+        entry; the same read makes its preview part."""
         key = id(entry)
         found = self.calls.get(key)
-        if found is None or found[0] is not entry:
-            found = self.calls[key] = _assistant_facts(entry)
-        return found[2]
+        if found is not None and found[0] is entry:
+            return found
+        if self._load_stored_after_misses():
+            found = _cached(self.calls, entry)
+            if found is not None:
+                return found
+        value = _value_of(entry)
+        found = self.calls[key] = _assistant_facts(entry, value)
+        if _cached(self.parts, entry) is None:
+            self.parts[key] = _cached(self._previous, entry) or (entry, preview_part(entry, value))
+        self._made += 1
+        return found
+
+    def silent_turn(self, entry: Any) -> bool:
+        """``is_silent_turn`` of an assistant entry's message, read once per entry."""
+        return self._facts(entry)[2]
+
+    def tool_calls_of(self, entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
+        """``tool_calls_of`` an assistant entry, read once per entry (the same call objects each
+        time, so that a tool result's rendering made for one is found again)."""
+        return self._facts(entry)[1]
 
     def prefetch(self, entries: Iterable[Any]) -> None:
         """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
-        needs of the assistant messages among them), their lines read in one pass. Once every
-        entry of the walk has its preview, and many were made, they are kept with the file's index
-        for the next time (see preview_store)."""
+        needs of the assistant messages among them), their lines read in one pass. With
+        ``keep_in_walk``, once every entry of the walk has its preview, and many were made, they
+        are kept with the file's index for the next time (see preview_store)."""
         entries = list(entries)
         self._load_stored(entries)
         parts = self.parts
@@ -322,64 +387,128 @@ class PreviewCache:
             if _cached(parts, entry) is None:  # not read in the pass
                 parts[id(entry)] = (entry, preview_part(entry))
         self._made += len(unknown)
+        if not self.keep_in_walk:
+            return
         walked = self._walked if len(self._walked) >= len(entries) else entries
         complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
         home = home_directory() if self.home is None else self.home
         if complete and preview_store.save(walked, parts, calls, partial(_call_text, home=home), home):
             self._made = 0
 
+    def has_new_previews(self) -> bool:
+        """Whether enough previews were made since they were last kept for :meth:`keeper` to keep."""
+        return self._made >= preview_store.MIN_STORED
+
+    def keeper(self, entries: list[Any]) -> Callable[[], bool] | None:
+        """A job that keeps what is known now of ``entries`` (the session's, in file order) with the
+        file's index, merged with what is kept there already, to be run on another thread: what it
+        needs is taken now (the cache goes on changing), and the file is held as it is now (see
+        preview_store.hold: a file that changed meanwhile is not written for). None when fewer than
+        ``preview_store.MIN_STORED`` previews were made since the last time."""
+        if not self.has_new_previews():
+            return None
+        held = preview_store.hold(entries)
+        if held is None:
+            return None
+        self._made = 0
+        parts = {**self._previous, **self.parts}
+        calls = dict(self.calls)
+        home = home_directory() if self.home is None else self.home
+
+        def keep() -> bool:
+            try:
+                merged = PreviewCache(home)
+                merged._load_stored(entries, held.fd)
+                for key, item in parts.items():  # the same text as a stored one: either stands
+                    merged.parts.setdefault(key, item)
+                for key, facts in calls.items():
+                    merged.calls.setdefault(key, facts)
+                listed = [e for e in entries if _cached(merged.parts, e) is not None]
+                text = partial(_call_text, home=home)
+                return preview_store.save(listed, merged.parts, merged.calls, text, home, held)
+            finally:
+                held.close()
+
+        return keep
+
     def _walk_from(self, entry: Any, count: int) -> list[Any]:
-        """``count`` entries of the walk from ``entry`` on (a page's nodes come in the walk's
-        order, so the search goes on from where the last one ended)."""
+        """``count`` entries of the walk from ``entry`` on (found where the last batch started, as a
+        page's nodes come in the walk's order as a rule, else by its position in the walk)."""
         walked = self._walked
-        for start in (self._cursor, 0):
-            for at in range(start, len(walked)):
-                if walked[at] is entry:
-                    self._cursor = at
-                    return walked[at : at + count]
-        return []
+        cursor = self._cursor
+        if cursor < len(walked) and walked[cursor] is entry:
+            return walked[cursor : cursor + count]
+        if self._walk_positions is None:  # the walk's order and the page's differ: looked up
+            self._walk_positions = {id(e): at for at, e in enumerate(walked)}
+        at = self._walk_positions.get(id(entry), -1)
+        if at < 0 or walked[at] is not entry:
+            return []
+        self._cursor = at
+        return walked[at : at + count]
 
     def previews(self) -> Callable[[Any, ToolCalls], str]:
         """A preview function for one walk; the walk's entries replace the cached set. Once many
         previews of the walk were not known, those of the entries that come next in the walk (the
         entries given to :meth:`collect_tool_calls`) are read in one pass, a batch at a time."""
-        old = self.parts
-        kept: dict[int, tuple[Any, str | _ToolResult]] = {}
-        self.parts = kept
+        self._previous = self.parts
+        self.parts = {}
         self._misses = 0
         self._cursor = 0
         home = home_directory() if self.home is None else self.home
+        part_of = self.part_of
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
-            key = id(entry)
-            found = kept.get(key)  # this walk's (a page asked for again), then the walk's before
-            if found is None or found[0] is not entry:
-                found = old.get(key)
-                if found is None or found[0] is not entry:
-                    self._misses += 1
-                    if self._misses >= PREFETCH_AFTER_MISSES and self._walked:
-                        batch = self._walk_from(entry, PREFETCH_BATCH)
-                        for walked in batch:  # the walk's previews known before, kept
-                            known = _cached(old, walked)
-                            if known is not None:
-                                kept[id(walked)] = known
-                        self.prefetch(batch)
-                        found = _cached(kept, entry)
-                    if found is None:
-                        found = (entry, preview_part(entry))
-                kept[key] = found
-            return finish_preview(found[1], tool_calls, home)
+            return finish_preview(part_of(entry), tool_calls, home)
 
         return preview
 
+    def part_of(self, entry: Any) -> str | _ToolResult:
+        """The preview part of ``entry`` (see :func:`preview_part`) for the walk of the last
+        :meth:`previews`: known, stored, or made."""
+        key = id(entry)
+        kept = self.parts
+        found = kept.get(key)  # this walk's (a page asked for again), then the walk's before
+        if found is not None and found[0] is entry:
+            return found[1]
+        found = _cached(self._previous, entry)
+        if found is None:
+            found = self._missed(entry)
+        kept[key] = found
+        return found[1]
+
+    def _missed(self, entry: Any) -> tuple[Any, str | _ToolResult]:
+        """The part of an entry this walk and the one before did not have."""
+        if self._load_stored_after_misses():
+            found = _cached(self.parts, entry)
+            if found is not None:
+                return found
+        if self._misses >= PREFETCH_AFTER_MISSES and self._walked:
+            batch = self._walk_from(entry, PREFETCH_BATCH)
+            kept = self.parts
+            for walked in batch:  # the walk's previews known before, kept
+                known = _cached(self._previous, walked)
+                if known is not None:
+                    kept[id(walked)] = known
+            self.prefetch(batch)
+            found = _cached(kept, entry)
+            if found is not None:
+                return found
+        self._made += 1
+        return (entry, preview_part(entry))
+
 
 # A walk that needed this many previews not known yet is likely to need many more (a whole tree, a
-# big page): those of the entries next in the walk are read in one pass, so many at a time.
+# big page): those of the entries next in the walk are read in one pass, so many at a time; and
+# those stored with the file's index are loaded, if not yet.
 PREFETCH_AFTER_MISSES = 256
 PREFETCH_BATCH = 4096
 
 
-def _cached(items: dict[int, Any], entry: Any) -> Any:
+_Item = TypeVar("_Item", bound=tuple[Any, ...])  # (entry, what is known of it, ...)
+
+
+def _cached(items: dict[int, _Item], entry: Any) -> _Item | None:
+    """What ``items`` hold for ``entry`` itself (not for an object that had its id before)."""
     found = items.get(id(entry))
     return found if found is not None and found[0] is entry else None
 

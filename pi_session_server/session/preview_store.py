@@ -26,7 +26,7 @@ import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -67,10 +67,12 @@ _encode = msgspec.msgpack.Encoder(enc_hook=scan_index.enc_hook).encode
 _decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index.ext_hook).decode
 
 
-def store_of(entries: list[Entry], suffix: str = ".pi-previews") -> tuple[FileLineSource, str] | None:
+def store_of(
+    entries: list[Entry], suffix: str = ".pi-previews", fd: int | None = None
+) -> tuple[FileLineSource, str] | None:
     """The file all ``entries`` are read from and the path of what is kept of it with the name
     ``suffix`` (its previews by default), when it has an index directory (None if the entries come
-    from several files or none)."""
+    from several files or none). ``fd``: a descriptor of that file to use instead of its own."""
     if not entries:
         return None
     source = entries[0]._source
@@ -79,55 +81,61 @@ def store_of(entries: list[Entry], suffix: str = ".pi-previews") -> tuple[FileLi
     if any(e._source is not source for e in entries):
         return None
     try:
-        st = os.fstat(source.fd)
+        st = os.fstat(source.fd if fd is None else fd)
     except OSError:
         return None
     return source, scan_index.index_path(source.index_dir, st).removesuffix(".pi-index") + suffix
 
 
-Stored = tuple[Entry, Any, "list[tuple[Any, Any, Any]] | None", bool]
+class Loaded(NamedTuple):
+    """What :func:`load` found: the entries the stored previews describe, their parts as stored
+    (a str, or a tool result's list: see :class:`StoredPreviews`) and, for the assistant messages
+    among them, (index in ``entries``, silent turn, tool calls [(id, name, arguments)])."""
+
+    home: str | None  # what the tool results' texts were made with
+    entries: list[Entry]
+    parts: list[Any]
+    assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]]
 
 
-def load(entries: list[Entry]) -> tuple[str | None, list[Stored]]:
-    """The home directory the stored tool-call texts were made with, and (entry, its part as stored,
-    its tool calls and silence if it is an assistant message's) for each of ``entries`` the stored
-    previews describe, in the order of ``entries``; (None, []) when there are none."""
-    stored = _stored_for(entries)
+NOTHING_LOADED: Final = Loaded(None, [], [], [])
+
+
+def load(entries: list[Entry], fd: int | None = None) -> Loaded:
+    """What the stored previews hold of ``entries``, in the order of ``entries``
+    (:data:`NOTHING_LOADED` when there are none). ``fd``: see :func:`store_of`."""
+    stored = _stored_for(entries, fd)
     if stored is None:
-        return None, []
+        return NOTHING_LOADED
     offsets = array("q")
     offsets.frombytes(stored.offsets)
     count = len(offsets)
     if count != len(stored.parts):
-        return None, []
-    parts = stored.parts
-    items: list[Stored]
+        return NOTHING_LOADED
     described = entries[:count]
     if array("q", map(_offset, described)) == offsets:
-        # the entries of the lines described, in file order (a reopen): no lookups
-        items = [(entry, part, None, False) for entry, part in zip(described, parts, strict=True)]
-        for at, silent, kept in stored.assistants:
-            items[at] = (items[at][0], parts[at], kept, silent)
-        return stored.home, items
+        # the entries of the lines described, in file order (a reopen): taken as they are
+        return Loaded(stored.home, described, stored.parts, stored.assistants)
     position_of = dict(zip(offsets.tolist(), range(count), strict=True))
-    facts: dict[int, tuple[list[tuple[Any, Any, Any]] | None, bool]] = {
-        position: (calls, silent) for position, silent, calls in stored.assistants
-    }
-    items = []
+    found: list[Entry] = []
+    positions: list[int] = []
     for entry in entries:
-        if entry.offset >= stored.end:
-            continue
-        position = position_of.get(entry.offset)
-        if position is None:
-            continue
-        entry_calls, silent = facts.get(position, (None, False))
-        items.append((entry, parts[position], entry_calls, silent))
-    return stored.home, items
+        position = position_of.get(entry.offset) if entry.offset < stored.end else None
+        if position is not None:
+            found.append(entry)
+            positions.append(position)
+    index_of = {position: at for at, position in enumerate(positions)}
+    assistants = [
+        (index_of[position], silent, calls)
+        for position, silent, calls in stored.assistants
+        if position in index_of
+    ]
+    return Loaded(stored.home, found, [stored.parts[p] for p in positions], assistants)
 
 
-def _stored_for(entries: list[Entry]) -> StoredPreviews | None:
+def _stored_for(entries: list[Entry], fd: int | None) -> StoredPreviews | None:
     """The previews kept for the file of ``entries`` if they still describe it (else they go)."""
-    found = store_of(entries)
+    found = store_of(entries, fd=fd)
     if found is None:
         return None
     source, path = found
@@ -137,7 +145,7 @@ def _stored_for(entries: list[Entry]) -> StoredPreviews | None:
     except OSError:
         return None
     try:
-        stored = _checked(data, source.fd)
+        stored = _checked(data, source.fd if fd is None else fd)
     except (OSError, ValueError, TypeError, msgspec.DecodeError):
         stored = None
     if stored is None:
@@ -174,30 +182,38 @@ def save(
     calls: dict[int, tuple[Any, list[Any], bool]],
     tool_call_text: Callable[[Any, Any], str],
     home: str,
+    held: HeldFile | None = None,
 ) -> bool:
     """Keep the previews of ``entries``: ``facts`` (``id(entry)`` -> (entry, part)) and ``calls``
     (``id(entry)`` -> (entry, tool calls, silent)) as PreviewCache holds them;
     ``tool_call_text(part, call)``: the preview of the tool result ``part`` showing ``call`` (a
     name and its arguments) made with the home directory ``home``. Only entries whose line ends
-    before the file's last newline are kept. False when nothing was written."""
+    before the file's last newline are kept. ``held``: the file as it was when the previews were
+    taken (see :func:`hold`); nothing is written if it changed since. False when nothing was
+    written."""
     listed = sorted((e for e in entries if type(e) is Entry and e.offset >= 0), key=_offset)
     if len(listed) < MIN_STORED:
         return False
-    found = store_of(listed)
+    fd = None if held is None else held.fd
+    found = store_of(listed, fd=fd)
     if found is None:
         return False
     source, path = found
+    if fd is None:
+        fd = source.fd
     try:
-        st = os.fstat(source.fd)
+        st = os.fstat(fd)
+        if held is not None and _identity(st) != held.identity:
+            return False  # changed since the previews were taken: they may not describe it
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < scan_index.RACY_NS:
             return False  # it may change again within its clock's tick, unseen (see scan_index.RACY_NS)
-        end = _last_complete_end(source.fd, listed[-1])
+        end = _last_complete_end(fd, listed[-1])
         listed = [e for e in listed if e.offset < end]
         made = _stored_parts(listed, facts, calls, tool_call_text)
         if made is None:
             return False
         parts, assistants = made
-        head_crc, tail_crc = scan_index.edges(source.fd, end)
+        head_crc, tail_crc = scan_index.edges(fd, end)
         body = _encode(
             StoredPreviews(
                 st.st_dev,
@@ -218,6 +234,49 @@ def save(
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
         return False
+
+
+class HeldFile:
+    """A session file held for a save on another thread (:func:`hold`): a descriptor of its own
+    (the session may close its own meanwhile, and the number be given to another file) and the
+    file's identity when the previews were taken."""
+
+    __slots__ = ("fd", "identity")
+
+    def __init__(self, fd: int, identity: tuple[int, int, int, int, int]) -> None:
+        self.fd = fd
+        self.identity = identity
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        # a save given up before it ran (its job dropped) must not keep the file open
+        self.close()
+
+
+def hold(entries: list[Entry]) -> HeldFile | None:
+    """The file of ``entries`` held as it is now, for :func:`save` on another thread; None when
+    nothing can be kept of it (see :func:`store_of`). The caller closes it."""
+    found = store_of(entries)
+    if found is None:
+        return None
+    try:
+        fd = os.dup(found[0].fd)
+    except OSError:
+        return None
+    try:
+        return HeldFile(fd, _identity(os.fstat(fd)))
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _stored_parts(

@@ -365,10 +365,10 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
     loaded = []
     real_load = preview_store.load
     monkeypatch.setattr(
-        preview_store, "load", lambda entries: loaded.append(real_load(entries)) or loaded[-1]
+        preview_store, "load", lambda entries, fd=None: loaded.append(real_load(entries, fd)) or loaded[-1]
     )
     assert _previews(path, index_dir) == first
-    assert len(loaded[-1][1]) == len(first)  # every preview came from the kept ones
+    assert len(loaded[-1].entries) == len(first)  # every preview came from the kept ones
     for damaged in (
         b"",
         stored[:-3],
@@ -377,7 +377,7 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
     ):
         kept.write_bytes(damaged)
         assert _previews(path, index_dir) == first
-        assert loaded[-1] == (None, [])
+        assert loaded[-1] == preview_store.NOTHING_LOADED
     kept.write_bytes(stored)
     time.sleep(0.06)  # past the clock's tick: the rewrite gets another ctime
     with open(path, "r+b") as f:  # the same size, other text in the middle
@@ -386,7 +386,7 @@ def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch
         f.seek(at)
         f.write(b"FIRST")
     assert _previews(path, index_dir)[0] == first[0].replace("first", "FIRST")
-    assert loaded[-1] == (None, [])
+    assert loaded[-1] == preview_store.NOTHING_LOADED
 
 
 def _uncached_previews(path: Path) -> list[str]:

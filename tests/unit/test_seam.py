@@ -288,3 +288,78 @@ def test_a_client_of_the_pi_methods_alone_never_waits_for_pygls_to_be_imported(t
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+SHUT_DOWN_ALONE = """
+import json, sys
+from pi_session_server.server import create_server
+from pi_session_server.server.jsonrpc import run_stdio
+
+server = create_server()
+try:
+    run_stdio(server, server.connection, server.poller.start)
+except SystemExit as done:
+    code = done.code
+else:
+    code = None
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pygls", "lsprotocol", "cattrs") and m not in ("pygls", "pygls.uris"))
+print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+def _lifecycle(messages: list[dict[str, Any]]) -> tuple[dict[Any, dict[str, Any]], dict[str, Any]]:
+    """The replies (by id) of a server in a process of its own to ``messages``, each request's
+    reply read before the next message is sent (as a client does before ``exit``), and how the
+    process ended."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", SHUT_DOWN_ALONE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    frames = read_frames(process.stdout)
+    replies: dict[Any, dict[str, Any]] = {}
+    try:
+        for message in messages:
+            process.stdin.write(encode_frame(json.dumps(message).encode()))
+            process.stdin.flush()
+            while "id" in message and message["id"] not in replies:
+                reply = json.loads(next(frames))
+                replies[reply.get("id")] = reply
+        process.stdin.close()
+        replies.update((reply.get("id"), reply) for reply in map(json.loads, frames))
+        ended = json.loads(process.stderr.read().decode().strip().splitlines()[-1])
+        process.wait(60)
+    finally:
+        process.kill()
+    return replies, ended
+
+
+def test_shutdown_and_exit_without_the_language_server_never_import_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes())
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "pi/open", "params": {"path": str(path)}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
+        {"jsonrpc": "2.0", "id": 3, "method": "pi/sessions", "params": {}},
+    ]
+    by_id, ended = _lifecycle([*requests, {"jsonrpc": "2.0", "method": "exit"}])
+    assert "result" in by_id[1]
+    assert by_id[2] == {"jsonrpc": "2.0", "id": 2, "result": None}  # after the requests before it
+    assert by_id[3]["error"]["code"] == -32600  # shutting down
+    assert ended == {"code": 0, "heavy": []}
+    _replies, ended = _lifecycle([requests[0], {"jsonrpc": "2.0", "method": "exit"}])
+    assert ended == {"code": 1, "heavy": []}  # exit without shutdown: status 1, as pygls ends it
+
+
+def test_shutdown_after_the_language_server_started_is_still_its_own() -> None:
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    by_id, ended = _lifecycle(messages)
+    assert by_id[1]["result"]["capabilities"]["hoverProvider"] is True
+    assert by_id[2]["result"] is None
+    assert ended["code"] == 0 and "pygls.server" in ended["heavy"]

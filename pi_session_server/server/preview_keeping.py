@@ -1,0 +1,102 @@
+"""Keeping the tree's previews with a session file's index, off the path of every reply.
+
+A tree view of a big session makes thousands of previews (each entry's body read and decoded);
+kept with the file's index (session/preview_store.py), the next process that shows the same file
+loads them instead. Writing them takes a while too, so it is done by a job of its own on the
+worker pool, never in a request and never on the event loop:
+
+* it is started after the reply of a request that made many previews (``workers.after_this_job``),
+  one per session at a time;
+* it waits until no request is in flight (:data:`QUIET_SECONDS` without one), so it does not take
+  the CPU from a reply a user waits for; at shutdown it goes at once, and the process waits for it
+  (at most :data:`FINISH_SECONDS`);
+* what it keeps is taken from the session's cache on the session's own queue, between its requests
+  (the cache is the session's alone); the file is held as it is then, and nothing is written if it
+  changed before the write (``preview_store.hold``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pi_session_server.format.gcpause import gc_paused
+from pi_session_server.session.describe import PreviewCache
+
+from .workers import SerialQueue, WorkerPool, after_this_job, current_queue
+
+logger = logging.getLogger(__name__)
+
+#: seconds without a request in flight before previews are written
+QUIET_SECONDS = 0.5
+#: the longest shutdown waits for previews being written
+FINISH_SECONDS = 5.0
+#: the longest a job waits for a session's queue to take what to keep (a job stuck there, on
+#: another process's lock say, must not hold the other sessions' previews for good)
+TAKE_SECONDS = 60.0
+
+
+class PreviewKeeper:
+    """Keeps the previews of the sessions' caches; ``busy()``: whether a request is in flight."""
+
+    def __init__(self, pool: WorkerPool, busy: Callable[[], bool]) -> None:
+        self._queue = pool.queue("keeping previews")
+        self._busy = busy
+        self._hurry = threading.Event()
+
+    def later(self, cache: PreviewCache, entries: Callable[[], list[Any]]) -> None:
+        """From a job on a session's queue whose request may have made previews: keep them once it
+        is answered and the server is quiet (``entries``: the session's entries in file order)."""
+        session_queue = current_queue()
+        if session_queue is None or cache.keeping or not cache.has_new_previews():
+            return
+        cache.keeping = True
+
+        def start() -> None:
+            self._queue.submit(lambda _token: self._keep(cache, entries, session_queue), interruptible=False)
+
+        if not after_this_job(start):
+            start()
+
+    def _keep(
+        self, cache: PreviewCache, entries: Callable[[], list[Any]], session_queue: SerialQueue
+    ) -> None:
+        try:
+            while not self._hurry.wait(QUIET_SECONDS) and self._busy():
+                pass
+            keep = self._on_queue(session_queue, lambda: cache.keeper(entries()))
+            if keep is not None:
+                with gc_paused():  # many small objects, no cycles (see gcpause)
+                    keep()
+        except Exception:  # a best-effort cache: the previews are made again next time
+            logger.exception("the previews could not be kept")
+        finally:
+            cache.keeping = False
+
+    def _on_queue(self, queue: SerialQueue, work: Callable[[], Any]) -> Any:
+        """``work()`` run on ``queue`` (after what is queued there), waited for; None if it took
+        too long (:data:`TAKE_SECONDS`, :data:`FINISH_SECONDS` at shutdown)."""
+        done = threading.Event()
+        job = queue.submit(lambda _token: work(), interruptible=False)
+        job.add_done_callback(lambda _job: done.set())
+        started = time.monotonic()
+        while not done.wait(0.05):
+            waited = time.monotonic() - started
+            if waited >= TAKE_SECONDS or (self._hurry.is_set() and waited >= FINISH_SECONDS):
+                job.cancel()  # not started yet: it never runs
+                return None
+        return job.result()
+
+    def finish(self, timeout: float = FINISH_SECONDS) -> bool:
+        """At shutdown: what waits for quiet goes now; wait for it (at most ``timeout`` seconds).
+        Whether it is all done."""
+        self._hurry.set()
+        deadline = time.monotonic() + timeout
+        while not self._queue.idle:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True

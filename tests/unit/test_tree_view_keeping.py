@@ -1,0 +1,291 @@
+"""A tree view of a big session: what its windows need is read once, and kept for the next process.
+
+* The levels down to an entry (``pi/getTree`` ``levels``) read an entry's body once at most: an
+  assistant message read by the filter gives its preview too, and a tool result's call is found
+  through what the cache knows of the messages above it. The result is the same as without a cache.
+* The server keeps the previews a window made with the file's index, by a job after the reply
+  (PreviewCache.keeper, server/preview_keeping.py), merged with what was kept before; a walk of
+  the next process that misses many loads them, and reads no body at all.
+* Nothing is written for a file that changed after the previews were taken.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import builders as S
+import pytest
+
+from pi_session_server.format.entry import Entry
+from pi_session_server.server import tree_view as T
+from pi_session_server.server.preview_keeping import PreviewKeeper
+from pi_session_server.server.workers import CancelToken, WorkerPool, after_this_job, current_queue
+from pi_session_server.session import SessionManager, describe, preview_store, scan_index
+from pi_session_server.session.describe import PreviewCache
+
+
+def _branchy_session(path: Path, turns: int = 120) -> Path:
+    """Turns of a user message, assistant calls (some without text: silent turns) and their
+    results; every seventh turn branches off an earlier user message; call ids repeat across
+    branches; a label here and there."""
+    lines = [S.header()]
+    users: list[str] = []
+    parent: str | None = None
+    n = 0
+
+    def next_id() -> str:
+        nonlocal n
+        n += 1
+        return f"e{n:05d}"
+
+    for turn in range(turns):
+        if turn % 7 == 6 and users:
+            parent = users[turn // 3 % len(users)]
+        uid = next_id()
+        lines.append(S.user(uid, parent, f"question {turn}"))
+        users.append(uid)
+        parent = uid
+        for step in range(turn % 3 + 1):
+            aid = next_id()
+            call = f"call{turn % 11}_{step}"  # the same id in other branches
+            text = "" if step % 2 else f"looking {turn}.{step}"
+            lines.append(S.assistant(aid, parent, text, calls=((call, "read", {"path": f"/p/{aid}.py"}),)))
+            rid = next_id()
+            lines.append(S.tool_result(rid, aid, call, f"contents {rid}"))
+            parent = rid
+        aid = next_id()
+        lines.append(S.assistant(aid, parent, f"answer {turn}"))
+        parent = aid
+        if turn % 9 == 4:
+            lines.append(S.label(next_id(), parent, uid, f"mark {turn}"))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _levels(manager: SessionManager, cache: PreviewCache | None, limit: int = 5) -> bytes:
+    shape = T.tree_shape(
+        manager.get_tree(),
+        manager.get_leaf_id(),
+        manager.by_id,
+        mode="default",
+        active_branch_first=True,
+        cache=cache,
+        calls_on_demand=True,
+    )
+    levels, complete = T.tree_levels(shape, manager.get_leaf_id())
+    return T.encode_tree_levels(shape, levels, complete, limit, 50_000)
+
+
+def _whole_flat(manager: SessionManager, cache: PreviewCache | None) -> bytes:
+    return T.encode_flat_tree_view(
+        manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode="none", cache=cache
+    )
+
+
+def _server_cache(manager: SessionManager) -> PreviewCache:
+    return PreviewCache("/home/u", entries=manager.get_entries, keep_in_walk=False)
+
+
+class _BodyReads:
+    """Counts the bodies of entries read (``Entry.value``: from the file, or from the line bytes
+    held since the load)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = Entry.value
+
+        def counted(entry: Entry) -> Any:
+            self.count += 1
+            return real.fget(entry)  # type: ignore[attr-defined]
+
+        monkeypatch.setattr(Entry, "value", property(counted))
+
+
+@pytest.fixture
+def kept_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setenv("HOME", "/home/u")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 1)
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    path = _branchy_session(tmp_path / "s.jsonl")
+    time.sleep(0.1)  # past the racy window: previews of it may be kept
+    return path, str(tmp_path / "index")
+
+
+def _open(path: Path, index_dir: str) -> SessionManager:
+    return SessionManager.open(str(path), read_only=True, index=index_dir)
+
+
+def test_levels_read_each_body_once_at_most_and_serve_the_next_process_without_reading_one(
+    kept_setup: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, index_dir = kept_setup
+    with _open(path, index_dir) as manager:
+        expected = _levels(manager, None)
+    assert b'"kind":"branches"' in expected and b'"preview":"[read: /p/e' in expected
+    reads = _BodyReads(monkeypatch)
+    with _open(path, index_dir) as manager:
+        reads.count = 0
+        cache = _server_cache(manager)
+        assert _levels(manager, cache) == expected
+        assert 0 < reads.count <= manager.entry_count()
+        keep = cache.keeper(manager.get_entries())
+        assert keep is not None and cache.keeper(manager.get_entries()) is None  # nothing new since
+    assert not list(Path(index_dir).glob("*.pi-previews"))  # not in the walk: by the job
+    assert keep()
+    assert len(list(Path(index_dir).glob("*.pi-previews"))) == 1
+    with _open(path, index_dir) as manager:
+        reads.count = 0
+        assert _levels(manager, _server_cache(manager)) == expected
+        assert reads.count == 0
+
+
+def test_keeping_merges_with_what_was_kept_before(kept_setup: tuple[Path, str]) -> None:
+    path, index_dir = kept_setup
+    with _open(path, index_dir) as manager:  # every entry's preview
+        cache = _server_cache(manager)
+        whole = _whole_flat(manager, cache)
+        keep = cache.keeper(manager.get_entries())
+        assert keep is not None and keep()
+        count = manager.entry_count()
+    with _open(path, index_dir) as manager:  # a window's: loaded, and kept again with the rest
+        cache = _server_cache(manager)
+        _levels(manager, cache)
+        cache._made = preview_store.MIN_STORED  # as if it had made many
+        keep = cache.keeper(manager.get_entries())
+        assert keep is not None and keep()
+        assert len(preview_store.load(manager.get_entries()).entries) == count
+        assert _whole_flat(manager, _server_cache(manager)) == whole
+
+
+def test_nothing_is_kept_for_a_file_that_changed_after_the_previews_were_taken(
+    kept_setup: tuple[Path, str],
+) -> None:
+    path, index_dir = kept_setup
+    with _open(path, index_dir) as manager:
+        cache = _server_cache(manager)
+        _levels(manager, cache)
+        keep = cache.keeper(manager.get_entries())
+        assert keep is not None
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(S.user("late", None, "appended") + "\n")
+        assert keep() is False
+    assert not list(Path(index_dir).glob("*.pi-previews"))
+
+
+def test_a_session_closed_before_its_previews_are_kept_still_gets_them(kept_setup: tuple[Path, str]) -> None:
+    path, index_dir = kept_setup
+    with _open(path, index_dir) as manager:
+        cache = _server_cache(manager)
+        expected = _levels(manager, cache)
+        keep = cache.keeper(manager.get_entries())
+    assert keep is not None and keep()  # its own descriptor of the file
+    with _open(path, index_dir) as manager:
+        assert _levels(manager, _server_cache(manager)) == expected
+        assert preview_store.load(manager.get_entries()).entries
+
+
+# -- the job that keeps them --------------------------------------------------------------------
+
+
+class _FakeCache:
+    def __init__(self) -> None:
+        self.keeping = False
+        self.kept = threading.Event()
+        self.taken_on: Any = None
+
+    def has_new_previews(self) -> bool:
+        return True
+
+    def keeper(self, _entries: list[Any]) -> Any:
+        self.taken_on = current_queue()
+        return self.kept.set
+
+
+def _keep_from_a_job(keeper: PreviewKeeper, pool: WorkerPool, cache: _FakeCache) -> Any:
+    session = pool.queue("session")
+    job = session.submit(lambda _token: keeper.later(cache, list))  # type: ignore[arg-type]
+    return session, job
+
+
+def test_previews_are_kept_once_no_request_is_in_flight() -> None:
+    pool = WorkerPool()
+    busy = threading.Event()
+    busy.set()
+    keeper = PreviewKeeper(pool, busy.is_set)
+    cache = _FakeCache()
+    session, _job = _keep_from_a_job(keeper, pool, cache)
+    assert not cache.kept.wait(1.5)  # a request is in flight all along
+    assert cache.keeping
+    busy.clear()
+    assert cache.kept.wait(10)
+    assert cache.taken_on is session  # taken between the session's own jobs
+    deadline = time.monotonic() + 10
+    while cache.keeping:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_shutdown_keeps_them_at_once_and_waits() -> None:
+    pool = WorkerPool()
+    keeper = PreviewKeeper(pool, lambda: True)  # never quiet
+    cache = _FakeCache()
+    _keep_from_a_job(keeper, pool, cache)
+    time.sleep(0.2)
+    assert keeper.finish(10)
+    assert cache.kept.is_set()
+
+
+def test_one_keeping_at_a_time_per_session() -> None:
+    pool = WorkerPool()
+    keeper = PreviewKeeper(pool, lambda: True)
+    cache = _FakeCache()
+    cache.keeping = True
+    _session, job = _keep_from_a_job(keeper, pool, cache)
+    assert keeper.finish(10)
+    assert job.done() and not cache.kept.is_set()
+
+
+def test_after_this_job_runs_after_the_callbacks_given_before() -> None:
+    pool = WorkerPool()
+    queue = pool.queue("q")
+    order: list[str] = []
+    done = threading.Event()
+    gate = threading.Event()
+
+    def work(_token: CancelToken) -> None:
+        gate.wait(10)
+        assert current_queue() is queue
+        assert after_this_job(lambda: (order.append("after"), done.set()))
+
+    job = queue.submit(work)
+    job.add_done_callback(lambda _job: order.append("reply"))
+    gate.set()
+    assert done.wait(10)
+    assert order == ["reply", "after"]
+    assert current_queue() is None and not after_this_job(lambda: None)
+
+
+def _whole_and_levels(manager: SessionManager, mode: str, **options: Any) -> tuple[bytes, bytes]:
+    """The whole flat tree and the levels down to the leaf, in one shape made with ``options``."""
+    shape = T.tree_shape(manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode, **options)
+    whole = T.encode_flat_page(T.window_tree(shape, T.WHOLE_TREE), T.WHOLE_TREE)[0]
+    levels, complete = T.tree_levels(shape, manager.get_leaf_id())
+    return whole, T.encode_tree_levels(shape, levels, complete, 5, 50_000)
+
+
+@pytest.mark.parametrize("mode", T.FILTERS)
+def test_the_leafs_path_given_orders_the_tree_as_a_walk_of_it_does(tmp_path: Path, mode: str) -> None:
+    path = _branchy_session(tmp_path / "s.jsonl", turns=60)
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        walked = _whole_and_levels(manager, mode, active_branch_first=True)
+        branch = manager.get_branch()
+        assert _whole_and_levels(manager, mode, active_branch_first=True, leaf_path=branch) == walked
+        # not a whole path (a window's entries): the walk decides
+        assert _whole_and_levels(manager, mode, active_branch_first=True, leaf_path=branch[1:]) == walked
+        if mode in ("none", "default"):  # the leaf is on a later branch: the order matters
+            assert _whole_and_levels(manager, mode)[0] != walked[0]
