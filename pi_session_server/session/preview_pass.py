@@ -7,12 +7,15 @@ each entry's body on its own costs a random read and a full decode of its line, 
 outputs included. :func:`preview_values` reads the lines of many entries in file order, in large
 sequential reads, and decodes only those fields (:class:`PreviewLine`, msgspec skipping the rest),
 giving for each entry a value that holds them: ``describe`` computes the same previews from it as
-from the entry's whole value.
+from the entry's whole value. A message with one of the roles most entries have (user, assistant,
+tool result) is given as its decoded fields (:class:`MessageFields`), which ``describe`` reads
+without building a dict per entry; any other entry as a dict holding the fields its preview reads.
 
-Values are made one at a time, as the caller asks for them. A line msgspec will not decode into these fields as ``JSON.parse`` would read them (lone
-surrogates, invalid UTF-8, content that is neither text nor a list of objects) is left out: its
-entry is read the usual way (``Entry.value``). As with ``Entry.value``, a line that no longer
-carries the envelope loaded for its entry raises ``StaleFileError``.
+Values are made one at a time, as the caller asks for them. A line msgspec will not decode into
+these fields as ``JSON.parse`` would read them (lone surrogates, invalid UTF-8, content that is
+neither text nor a list of objects) is left out: its entry is read the usual way (``Entry.value``).
+As with ``Entry.value``, a line that no longer carries the envelope loaded for its entry raises
+``StaleFileError``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import os
 from collections.abc import Iterable, Iterator
 from itertools import groupby
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -42,21 +45,21 @@ MIN_BATCH = 64
 class PreviewBlock(msgspec.Struct, gc=False):
     """A content block: text, or a tool call (image data, thinking and the like are skipped)."""
 
-    type: Any = UNSET
-    text: Any = UNSET
-    id: Any = UNSET
-    name: Any = UNSET
+    type: Any = ABSENT
+    text: Any = ABSENT
+    id: Any = ABSENT
+    name: Any = ABSENT
     arguments: msgspec.Raw | Unset = UNSET  # decoded as far as the tool's rendering needs
 
 
 class PreviewMessage(msgspec.Struct, gc=False):
-    role: Any = UNSET
+    role: Any = ABSENT
     content: msgspec.Raw | Unset = UNSET  # decoded for the roles whose preview shows it
-    stopReason: Any = UNSET  # the JSON keys
-    errorMessage: Any = UNSET
-    toolCallId: Any = UNSET
-    toolName: Any = UNSET
-    command: Any = UNSET
+    stopReason: Any = ABSENT  # the JSON keys
+    errorMessage: Any = ABSENT
+    toolCallId: Any = ABSENT
+    toolName: Any = ABSENT
+    command: Any = ABSENT
 
 
 class PreviewLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
@@ -64,30 +67,32 @@ class PreviewLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     envelope (to check that the line is still the entry's). Fields whose value only some entries'
     previews show are kept as raw JSON and decoded for those."""
 
-    type: Any = UNSET
-    id: Any = UNSET
-    parent_id: Any = UNSET
-    timestamp: Any = UNSET
+    type: Any = ABSENT
+    id: Any = ABSENT
+    parent_id: Any = ABSENT
+    timestamp: Any = ABSENT
     message: PreviewMessage | Unset | None = UNSET
     content: msgspec.Raw | Unset = UNSET
-    customType: Any = UNSET
-    tokensBefore: Any = UNSET
+    customType: Any = ABSENT
+    tokensBefore: Any = ABSENT
     summary: msgspec.Raw | Unset = UNSET
-    modelId: Any = UNSET
-    thinkingLevel: Any = UNSET
-    label: Any = UNSET
-    name: Any = UNSET
+    modelId: Any = ABSENT
+    thinkingLevel: Any = ABSENT
+    label: Any = ABSENT
+    name: Any = ABSENT
+    targetId: Any = ABSENT
+    replacement: msgspec.Raw | Unset = UNSET
 
 
 class ToolArguments(msgspec.Struct, gc=False):
     """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call)."""
 
-    path: Any = UNSET
-    file_path: Any = UNSET
-    offset: Any = UNSET
-    limit: Any = UNSET
-    command: Any = UNSET
-    pattern: Any = UNSET
+    path: Any = ABSENT
+    file_path: Any = ABSENT
+    offset: Any = ABSENT
+    limit: Any = ABSENT
+    command: Any = ABSENT
+    pattern: Any = ABSENT
 
 
 # pi's tools, whose calls are rendered from ToolArguments (any other tool's from all its arguments)
@@ -101,7 +106,25 @@ _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 _SHOWN_CONTENT = frozenset({"user", "assistant"})  # the roles whose preview reads message.content
 
 
-def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+class MessageFields(NamedTuple):
+    """The preview fields of a message whose role most entries have (user, assistant, toolResult):
+    the message as decoded, its content decoded where the preview shows it (ABSENT: the message
+    has none, or its role's preview does not show it), and the arguments of the content's
+    ``toolCall`` blocks, in their order (ABSENT for a block without any)."""
+
+    message: PreviewMessage
+    content: Any
+    arguments: list[Any]
+
+
+# What a pass gives for an entry: a message's fields as decoded, or (any other entry) a value that
+# holds the entry's preview fields, its other fields left out.
+PreviewValue = MessageFields | dict[str, Any]
+
+_NO_ARGUMENTS: list[Any] = []
+
+
+def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
     """(entry, a value holding the entry's preview fields, its other fields left out) for the
     entries whose lines are read from their file (not those holding their value or bytes, which are
     at hand anyway), in file order, each read as it is needed: a caller that keeps what it makes of
@@ -118,7 +141,7 @@ def _by_source_and_offset(entry: Entry) -> tuple[int, int]:
     return id(entry._source), entry.offset
 
 
-def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
     fd = source.fd
     window = b""
     window_start = 0
@@ -143,27 +166,76 @@ def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[
         if length and stop > len(window):
             raise _stale(source, entry)
         try:
-            value = _value_of(_decode(memoryview(window)[at:stop]))
+            line = _decode(memoryview(window)[at:stop])
+            fields = _message_fields(line) if line.type == "message" else None
+            value: PreviewValue = _value_of(line) if fields is None else fields
         except _DECODE_ERRORS:
             continue  # read the usual way
-        if not entry._same_envelope(value):
+        if not _same_envelope(entry, line):
             raise _stale(source, entry)
         yield entry, value
 
 
+def _same_envelope(entry: Entry, line: PreviewLine) -> bool:
+    """Does the line still carry the envelope loaded for ``entry``? (``Entry._same_envelope``; for
+    the envelopes pi writes, string fields and a null parentId, plain equality says the same: no
+    other JSON value equals a string, nor null.)"""
+    entry_type, entry_id, parent, timestamp = entry.type, entry.id, entry.parent_id, entry.timestamp
+    if (
+        type(entry_type) is str
+        and type(entry_id) is str
+        and type(timestamp) is str
+        and (type(parent) is str or parent is None)
+    ):
+        return (
+            line.id == entry_id
+            and line.parent_id == parent
+            and line.type == entry_type
+            and line.timestamp == timestamp
+        )
+    envelope = {"type": line.type, "id": line.id, "parentId": line.parent_id, "timestamp": line.timestamp}
+    return entry._same_envelope({key: field for key, field in envelope.items() if field is not ABSENT})
+
+
+def _message_fields(line: PreviewLine) -> MessageFields | None:
+    """The fields of a message entry with one of the common roles (None: any other line)."""
+    message = line.message
+    if type(message) is not PreviewMessage:
+        return None
+    role = message.role
+    if role == "toolResult":
+        return MessageFields(message, ABSENT, _NO_ARGUMENTS)
+    if role != "user" and role != "assistant":
+        return None
+    raw = message.content
+    if raw is UNSET:
+        return MessageFields(message, ABSENT, _NO_ARGUMENTS)
+    content = _decode_content(raw)
+    if type(content) is not list:
+        return MessageFields(message, content, _NO_ARGUMENTS)
+    arguments = [
+        ABSENT if block.arguments is UNSET else _arguments(block.name, block.arguments)
+        for block in content
+        if block.type == "toolCall"
+    ]
+    return MessageFields(message, content, arguments)
+
+
 def _value_of(line: PreviewLine) -> dict[str, Any]:
-    """The entry's value as far as its preview goes: the fields set in the line (UNSET: the line
+    """The entry's value as far as its preview goes: the fields set in the line (ABSENT: the line
     has no such member), content decoded where the preview shows it."""
     value = {
-        name: field for name, field in zip(_LINE_NAMES, _line_fields(line), strict=True) if field is not UNSET
+        name: field
+        for name, field in zip(_LINE_NAMES, _line_fields(line), strict=True)
+        if field is not ABSENT
     }
     etype = line.type
     message = line.message
     if type(message) is PreviewMessage:
         fields = {
             name: field
-            for name, field in zip(_MESSAGE_NAMES, _message_fields(message), strict=True)
-            if field is not UNSET
+            for name, field in zip(_MESSAGE_NAMES, _message_field_values(message), strict=True)
+            if field is not ABSENT
         }
         content = message.content
         if content is not UNSET:
@@ -174,17 +246,21 @@ def _value_of(line: PreviewLine) -> dict[str, Any]:
         value["content"] = _content(line.content) if etype == "custom_message" else None
     if line.summary is not UNSET:
         value["summary"] = _decode_any(line.summary) if etype == "branch_summary" else None
+    if line.replacement is not UNSET:
+        value["replacement"] = _decode_any(line.replacement) if etype == "context_edit" else None
     return value
 
 
-# the fields taken as they are, by their JSON names (message, content and summary: see _value_of)
+# the fields taken as they are, by their JSON names (see _value_of for the others)
 _LINE_FIELDS = [
-    f for f in msgspec.structs.fields(PreviewLine) if f.name not in ("message", "content", "summary")
+    f
+    for f in msgspec.structs.fields(PreviewLine)
+    if f.name not in ("message", "content", "summary", "replacement")
 ]
 _LINE_NAMES = tuple(f.encode_name for f in _LINE_FIELDS)
 _line_fields = attrgetter(*(f.name for f in _LINE_FIELDS))
 _MESSAGE_NAMES = ("role", "stopReason", "errorMessage", "toolCallId", "toolName", "command")
-_message_fields = attrgetter(*_MESSAGE_NAMES)
+_message_field_values = attrgetter(*_MESSAGE_NAMES)
 
 
 def _content(raw: msgspec.Raw) -> Any:
@@ -197,12 +273,12 @@ def _content(raw: msgspec.Raw) -> Any:
 def _block(block: PreviewBlock) -> dict[str, Any]:
     """A block as far as previews go: a text block's text, a tool call's id, name and arguments."""
     btype = block.type
-    fields: dict[str, Any] = {} if btype is UNSET else {"type": btype}
-    if block.text is not UNSET:
+    fields: dict[str, Any] = {} if btype is ABSENT else {"type": btype}
+    if block.text is not ABSENT:
         fields["text"] = block.text
     if btype == "toolCall":
         for name, field in zip(_CALL_NAMES, _call_fields(block), strict=True):
-            if field is not UNSET:
+            if field is not ABSENT:
                 fields[name] = field
         arguments = block.arguments
         if arguments is not UNSET:
@@ -223,7 +299,7 @@ def _arguments(name: Any, raw: msgspec.Raw) -> Any:
         return {
             key: field
             for key, field in zip(_ARGUMENT_NAMES, _argument_fields(arguments), strict=True)
-            if field is not UNSET
+            if field is not ABSENT
         }
     return _decode_any(raw)
 

@@ -206,6 +206,26 @@ ODD = [
     lambda n, p: S.label(f"l{n}", p, p, None),
     lambda n, p: S.session_info(f"i{n}", p, ""),
     lambda n, p: json.dumps({"type": "future", "id": f"f{n}", "parentId": p, "timestamp": "t"}),
+    lambda n, p: json.dumps(
+        {
+            "type": "context_edit",
+            "id": f"e{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "targetId": p,
+            "replacement": None,
+        }
+    ),
+    lambda n, p: json.dumps(
+        {
+            "type": "context_edit",
+            "id": f"e{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "targetId": 4,
+            "replacement": {"x": 1},
+        }
+    ),
 ]
 
 
