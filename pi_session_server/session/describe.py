@@ -70,18 +70,6 @@ def _text_of_blocks(content: Any) -> str:
     return "".join([_js_str(block.text) for block in content if block.type == "text"])
 
 
-def _has_text_in_blocks(content: Any) -> bool:
-    """:func:`has_text_content` of content as a pass decoded it (a list of PreviewBlock)."""
-    if type(content) is not list:
-        return has_text_content(content)
-    for block in content:
-        if block.type == "text":
-            text = block.text
-            if type(text) is str and js_trim(text) != "":
-                return True
-    return False
-
-
 def has_text_content(content: Any) -> bool:
     if isinstance(content, str):
         return js_trim(content) != ""
@@ -225,14 +213,21 @@ def _silent(has_text: bool, stop: Any) -> bool:
 
 def _part_and_facts(entry: Any, value: PreviewValue) -> tuple[str | _ToolResult, Any]:
     """An entry's preview part, and an assistant message's facts (else None)."""
-    facts = (
-        _assistant_facts(entry, value)
-        if type(entry) is Entry and entry.type == "message" and entry.role == "assistant"
-        else None
-    )
+    assistant = type(entry) is Entry and entry.type == "message" and entry.role == "assistant"
     if isinstance(value, MessageFields):
-        return _message_fields_part(value), facts
-    return preview_part(entry, value), facts
+        message = value.message
+        role = message.role
+        if role == "toolResult":
+            part: str | _ToolResult = _ToolResult(message.toolCallId, message.toolName)
+        else:
+            text = _normalize(utf16_slice(_text_of_blocks(value.content), PREVIEW_LIMIT))
+            part = as_displayed(
+                "user: " + text
+                if role == "user"
+                else _assistant_part(text, message.stopReason, message.errorMessage)
+            )
+        return part, _assistant_facts(entry, value) if assistant else None
+    return preview_part(entry, value), _assistant_facts(entry, value) if assistant else None
 
 
 def _assistant_facts(
@@ -242,15 +237,20 @@ def _assistant_facts(
     (``value``: the entry's preview fields, when a pass read them)."""
     if isinstance(value, MessageFields):
         content = value.content
+        if type(content) is not list:
+            return entry, [], _silent(has_text_content(content), value.message.stopReason)
         calls = []
-        if type(content) is list:
-            arguments = iter(value.arguments)
-            calls = [
-                (index_key(block.id), (block.name, next(arguments)))
-                for block in content
-                if block.type == "toolCall"
-            ]
-        return entry, calls, _silent(_has_text_in_blocks(content), value.message.stopReason)
+        has_text = False
+        arguments = iter(value.arguments)
+        for block in content:
+            btype = block.type
+            if btype == "text":
+                if not has_text:
+                    text = block.text
+                    has_text = type(text) is str and js_trim(text) != ""
+            elif btype == "toolCall":
+                calls.append((index_key(block.id), (block.name, next(arguments))))
+        return entry, calls, _silent(has_text, value.message.stopReason)
     message = field(entry, "message") if value is None else value.get("message", ABSENT)
     return entry, _tool_calls_in(message), is_silent_turn(message)
 
@@ -515,7 +515,7 @@ def _message_part(msg: dict[str, Any]) -> str | _ToolResult:
         return "user: " + _normalize(extract_content(msg.get("content", ABSENT)))
     if role == "assistant":
         return _assistant_part(
-            extract_content(msg.get("content", ABSENT)),
+            _normalize(extract_content(msg.get("content", ABSENT))),
             msg.get("stopReason", ABSENT),
             msg.get("errorMessage", ABSENT),
         )
@@ -527,22 +527,9 @@ def _message_part(msg: dict[str, Any]) -> str | _ToolResult:
     return f"[{_js_str(role)}]"
 
 
-def _message_fields_part(fields: MessageFields) -> str | _ToolResult:
-    """:func:`preview_part` of a message from the fields a pass decoded (see preview_pass)."""
-    message = fields.message
-    role = message.role
-    if role == "toolResult":
-        return _ToolResult(message.toolCallId, message.toolName)
-    text = utf16_slice(_text_of_blocks(fields.content), PREVIEW_LIMIT)
-    if role == "user":
-        return as_displayed("user: " + _normalize(text))
-    return as_displayed(_assistant_part(text, message.stopReason, message.errorMessage))
-
-
-def _assistant_part(content_text: str, stop: Any, error: Any) -> str:
-    """The preview of an assistant message whose content's text (cut as :func:`extract_content`
-    cuts it) is ``content_text``."""
-    text = _normalize(content_text)
+def _assistant_part(text: str, stop: Any, error: Any) -> str:
+    """The preview of an assistant message whose content's text, cut as :func:`extract_content`
+    cuts it and normalized, is ``text``."""
     if text:
         return "assistant: " + text
     if stop == "aborted":
