@@ -20,7 +20,7 @@ from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from . import preview_store
 from .environment import Environment, process_home
 from .fields import field, role_of, type_of
-from .preview_pass import MIN_BATCH, MessageFields, PreviewValue, preview_values
+from .preview_pass import MIN_BATCH, MessageFields, PreviewValue, ToolResultMessage, preview_values
 
 PREVIEW_LIMIT = 200
 
@@ -216,14 +216,13 @@ def _part_and_facts(entry: Any, value: PreviewValue) -> tuple[str | _ToolResult,
     assistant = type(entry) is Entry and entry.type == "message" and entry.role == "assistant"
     if isinstance(value, MessageFields):
         message = value.message
-        role = message.role
-        if role == "toolResult":
+        if type(message) is ToolResultMessage:
             part: str | _ToolResult = _ToolResult(message.toolCallId, message.toolName)
         else:
             text = _normalize(utf16_slice(_text_of_blocks(value.content), PREVIEW_LIMIT))
             part = as_displayed(
                 "user: " + text
-                if role == "user"
+                if message.role == "user"
                 else _assistant_part(text, message.stopReason, message.errorMessage)
             )
         return part, _assistant_facts(entry, value) if assistant else None

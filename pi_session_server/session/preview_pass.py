@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Iterator
 from itertools import groupby
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import msgspec
 
@@ -84,6 +84,36 @@ class PreviewLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     replacement: msgspec.Raw | Unset = UNSET
 
 
+class TextMessage(msgspec.Struct, gc=False, tag_field="role", tag="user"):
+    """A message of a role most entries have, its content decoded with the line: a user message
+    (its subclasses: an assistant message, a tool result). The fields are those the message's
+    preview, tool calls and silence read; tool results' content (their output) is skipped."""
+
+    role: ClassVar[str] = "user"
+    content: str | list[PreviewBlock] | None = ABSENT
+    stopReason: Any = ABSENT  # the JSON keys
+    errorMessage: Any = ABSENT
+
+
+class AssistantMessage(TextMessage, tag="assistant"):
+    role: ClassVar[str] = "assistant"
+
+
+class ToolResultMessage(msgspec.Struct, gc=False, tag_field="role", tag="toolResult"):
+    role: ClassVar[str] = "toolResult"
+    stopReason: Any = ABSENT
+    errorMessage: Any = ABSENT
+    toolCallId: Any = ABSENT
+    toolName: Any = ABSENT
+
+
+class CommonLine(PreviewLine):
+    """:class:`PreviewLine` of a message with one of the common roles: a line whose message has
+    another role, or none, does not decode as this."""
+
+    message: TextMessage | AssistantMessage | ToolResultMessage | Unset | None = UNSET  # type: ignore[assignment]
+
+
 class ToolArguments(msgspec.Struct, gc=False):
     """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call)."""
 
@@ -99,6 +129,7 @@ class ToolArguments(msgspec.Struct, gc=False):
 OWN_TOOLS = frozenset({"read", "write", "edit", "bash", "grep", "find", "ls"})
 
 _decode = msgspec.json.Decoder(PreviewLine).decode
+_decode_common = msgspec.json.Decoder(CommonLine).decode
 _decode_content = msgspec.json.Decoder(str | list[PreviewBlock] | None).decode
 _decode_arguments = msgspec.json.Decoder(ToolArguments).decode
 _decode_any = msgspec.json.decode
@@ -108,11 +139,11 @@ _SHOWN_CONTENT = frozenset({"user", "assistant"})  # the roles whose preview rea
 
 class MessageFields(NamedTuple):
     """The preview fields of a message whose role most entries have (user, assistant, toolResult):
-    the message as decoded, its content decoded where the preview shows it (ABSENT: the message
-    has none, or its role's preview does not show it), and the arguments of the content's
-    ``toolCall`` blocks, in their order (ABSENT for a block without any)."""
+    the message as decoded, its content (ABSENT: the message has none, or its role's preview does
+    not show it), and the arguments of the content's ``toolCall`` blocks, in their order (ABSENT
+    for a block without any)."""
 
-    message: PreviewMessage
+    message: TextMessage | ToolResultMessage
     content: Any
     arguments: list[Any]
 
@@ -122,6 +153,7 @@ class MessageFields(NamedTuple):
 PreviewValue = MessageFields | dict[str, Any]
 
 _NO_ARGUMENTS: list[Any] = []
+_COMMON_MESSAGES = frozenset({TextMessage, AssistantMessage, ToolResultMessage})
 
 
 def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
@@ -144,6 +176,7 @@ def _by_source_and_offset(entry: Entry) -> tuple[int, int]:
 def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
     fd = source.fd
     window = b""
+    view = memoryview(window)
     window_start = 0
     for entry in entries:
         offset = entry.offset
@@ -153,6 +186,7 @@ def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[
         if at < 0 or (length and at + length > len(window)) or (not length and end < 0):
             # the line is not (all) in the window: the next window starts with it
             window = os.pread(fd, max(WINDOW, length), offset)
+            view = memoryview(window)
             window_start, at = offset, 0
             if not length:
                 end = window.find(b"\n")
@@ -161,19 +195,34 @@ def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[
                     if not more:
                         break
                     window += more
+                    view = memoryview(window)
                     end = window.find(b"\n", len(window) - len(more))
         stop = at + length if length else (end if end >= 0 else len(window))
         if length and stop > len(window):
             raise _stale(source, entry)
         try:
-            line = _decode(memoryview(window)[at:stop])
-            fields = _message_fields(line) if line.type == "message" else None
-            value: PreviewValue = _value_of(line) if fields is None else fields
+            line, value = _decoded(view[at:stop])
         except _DECODE_ERRORS:
             continue  # read the usual way
         if not _same_envelope(entry, line):
             raise _stale(source, entry)
         yield entry, value
+
+
+def _decoded(data: memoryview) -> tuple[PreviewLine, PreviewValue]:
+    """A line's preview fields, and the value describe reads them from. Raises msgspec's errors."""
+    try:
+        common = _decode_common(data)
+    except msgspec.ValidationError:  # a message of another role, or without one
+        line = _decode(data)
+        return line, _value_of(line)
+    message = common.message
+    if type(message) not in _COMMON_MESSAGES:  # no message, or null
+        return common, _value_of(common)
+    if common.type == "message":
+        return common, _message_fields(message)  # type: ignore[arg-type]
+    line = _decode(data)  # a member named message where no preview reads it: as any other line
+    return line, _value_of(line)
 
 
 def _same_envelope(entry: Entry, line: PreviewLine) -> bool:
@@ -197,20 +246,12 @@ def _same_envelope(entry: Entry, line: PreviewLine) -> bool:
     return entry._same_envelope({key: field for key, field in envelope.items() if field is not ABSENT})
 
 
-def _message_fields(line: PreviewLine) -> MessageFields | None:
-    """The fields of a message entry with one of the common roles (None: any other line)."""
-    message = line.message
-    if type(message) is not PreviewMessage:
-        return None
-    role = message.role
-    if role == "toolResult":
+def _message_fields(message: TextMessage | ToolResultMessage) -> MessageFields:
+    """The fields of a message with one of the common roles, its tool calls' arguments decoded."""
+    if type(message) is ToolResultMessage:
         return MessageFields(message, ABSENT, _NO_ARGUMENTS)
-    if role != "user" and role != "assistant":
-        return None
-    raw = message.content
-    if raw is UNSET:
-        return MessageFields(message, ABSENT, _NO_ARGUMENTS)
-    content = _decode_content(raw)
+    assert isinstance(message, TextMessage)
+    content = message.content
     if type(content) is not list:
         return MessageFields(message, content, _NO_ARGUMENTS)
     arguments = [

@@ -163,6 +163,48 @@ ODD = [
     lambda n, p: json.dumps(
         {"type": "message", "id": f"y{n}", "parentId": p, "timestamp": "t", "message": {"role": "narrator"}}
     ),
+    # messages the pass decodes with their content in one go only for the common roles: the others
+    # take the general way, with the same previews
+    lambda n, p: json.dumps(
+        {"type": "message", "id": f"y{n}", "parentId": p, "timestamp": "t", "message": {"content": "no role"}}
+    ),
+    lambda n, p: json.dumps(
+        {
+            "type": "message",
+            "id": f"y{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "message": {"role": 5, "content": "x"},
+        }
+    ),
+    lambda n, p: (
+        '{"type":"message","id":"a' + str(n) + '","parentId":"' + p + '","timestamp":"t",'
+        '"message":{"role":"user","role":"assistant","content":"","stopReason":"error"}}'
+    ),  # JSON.parse: the last role
+    lambda n, p: json.dumps(
+        {
+            "type": "custom",
+            "id": f"q{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "customType": "c",
+            "message": {"role": "user", "content": "not shown"},
+        }
+    ),
+    lambda n, p: json.dumps(
+        {
+            "type": "message",
+            "id": f"r{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": f"c{n - 1}",
+                "content": [{"type": "text", "text": "out"}, {"type": "image", "data": "AAAA"}],
+                "stopReason": "error",
+            },
+        }
+    ),
     lambda n, p: json.dumps(
         {
             "type": "custom_message",
