@@ -163,6 +163,20 @@ ODD = [
     lambda n, p: json.dumps(
         {"type": "message", "id": f"y{n}", "parentId": p, "timestamp": "t", "message": {"role": "narrator"}}
     ),
+    # envelopes that are not strings: checked against the loaded ones the general way
+    lambda n, p: json.dumps(
+        {
+            "type": "message",
+            "id": f"x{n}",
+            "parentId": n,
+            "timestamp": 1.5e12,
+            "message": {"role": "user", "content": "numbers"},
+        }
+    ),
+    lambda n, p: (
+        '{"type":"message","id":"u' + str(n) + '","parentId":"' + p + '","timestamp":12345678901234567890123,'
+        '"message":{"role":"user","content":"big timestamp"}}'
+    ),
     # messages the pass decodes with their content in one go only for the common roles: the others
     # take the general way, with the same previews
     lambda n, p: json.dumps(
