@@ -8,8 +8,10 @@ outputs included. :func:`preview_values` reads the lines of many entries in file
 sequential reads, and decodes only those fields (:class:`PreviewLine`, msgspec skipping the rest),
 giving for each entry a value that holds them: ``describe`` computes the same previews from it as
 from the entry's whole value. A message with one of the roles most entries have (user, assistant,
-tool result) is given as its decoded fields (:class:`MessageFields`), which ``describe`` reads
-without building a dict per entry; any other entry as a dict holding the fields its preview reads.
+tool result) is decoded with its content in one go (:class:`CommonLine`, a union tagged by the
+role) and given as its decoded fields (:class:`MessageFields`), which ``describe`` reads without
+building a dict per entry; any other line is decoded as :class:`PreviewLine` and given as a dict
+holding the fields its preview reads.
 
 Values are made one at a time, as the caller asks for them. A line msgspec will not decode into
 these fields as ``JSON.parse`` would read them (lone surrogates, invalid UTF-8, content that is
@@ -85,9 +87,8 @@ class PreviewLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
 
 
 class TextMessage(msgspec.Struct, gc=False, tag_field="role", tag="user"):
-    """A message of a role most entries have, its content decoded with the line: a user message
-    (its subclasses: an assistant message, a tool result). The fields are those the message's
-    preview, tool calls and silence read; tool results' content (their output) is skipped."""
+    """A user message (and, as AssistantMessage, an assistant message), its content decoded with
+    the line: the fields its preview, tool calls and silence read."""
 
     role: ClassVar[str] = "user"
     content: str | list[PreviewBlock] | None = ABSENT
@@ -100,6 +101,9 @@ class AssistantMessage(TextMessage, tag="assistant"):
 
 
 class ToolResultMessage(msgspec.Struct, gc=False, tag_field="role", tag="toolResult"):
+    """A tool result: the fields its preview and silence read (its content, the tool's output, is
+    skipped)."""
+
     role: ClassVar[str] = "toolResult"
     stopReason: Any = ABSENT
     errorMessage: Any = ABSENT
