@@ -31,7 +31,7 @@ from typing import Any, ClassVar, NamedTuple
 import msgspec
 
 from ..errors import StaleFileError
-from ..format.entry import Entry
+from ..format.entry import Entry, LineBytes
 from ..format.jsvalue import ABSENT
 from ..format.scan import FileLineSource
 
@@ -162,11 +162,24 @@ _COMMON_MESSAGES = frozenset({TextMessage, AssistantMessage, ToolResultMessage})
 
 def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
     """(entry, a value holding the entry's preview fields, its other fields left out) for the
-    entries whose lines are read from their file (not those holding their value or bytes, which are
-    at hand anyway), in file order, each read as it is needed: a caller that keeps what it makes of
-    a value, not the value, holds one at a time. An entry whose line does not decode as
-    :class:`PreviewLine` is left out. Raises StaleFileError as ``Entry.value``."""
-    lazy = [e for e in entries if e._body is ABSENT and type(e._source) is FileLineSource]
+    entries whose lines are read from their file, in file order, and for those holding their
+    line's bytes (a small file's: decoding only these fields costs less than their whole value),
+    each made as it is needed: a caller that keeps what it makes of a value, not the value, holds
+    one at a time. Entries holding their value are left out (it is at hand), and so is an entry
+    whose line does not decode as :class:`PreviewLine`. Raises StaleFileError as ``Entry.value``."""
+    lazy: list[Entry] = []
+    for entry in entries:
+        body = entry._body
+        if type(body) is LineBytes:
+            try:
+                line, value = _decoded(body)
+            except _DECODE_ERRORS:
+                continue  # read the usual way
+            if not _same_envelope(entry, line):
+                raise _stale(entry)
+            yield entry, value
+        elif body is ABSENT and type(entry._source) is FileLineSource:
+            lazy.append(entry)
     one_file = len(set(map(attrgetter("_source"), lazy))) <= 1
     lazy.sort(key=attrgetter("offset") if one_file else _by_source_and_offset)
     for source, group in groupby(lazy, key=attrgetter("_source")):
@@ -203,17 +216,17 @@ def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[
                     end = window.find(b"\n", len(window) - len(more))
         stop = at + length if length else (end if end >= 0 else len(window))
         if length and stop > len(window):
-            raise _stale(source, entry)
+            raise _stale(entry)
         try:
             line, value = _decoded(view[at:stop])
         except _DECODE_ERRORS:
             continue  # read the usual way
         if not _same_envelope(entry, line):
-            raise _stale(source, entry)
+            raise _stale(entry)
         yield entry, value
 
 
-def _decoded(data: memoryview) -> tuple[PreviewLine, PreviewValue]:
+def _decoded(data: bytes | memoryview) -> tuple[PreviewLine, PreviewValue]:
     """A line's preview fields, and the value describe reads them from. Raises msgspec's errors."""
     try:
         common = _decode_common(data)
@@ -353,7 +366,9 @@ _ARGUMENT_NAMES = ("path", "file_path", "offset", "limit", "command", "pattern")
 _argument_fields = attrgetter(*_ARGUMENT_NAMES)
 
 
-def _stale(source: FileLineSource, entry: Entry) -> StaleFileError:
+def _stale(entry: Entry) -> StaleFileError:
+    source = entry._source
+    where = f" ({source.path})" if type(source) is FileLineSource else ""
     return StaleFileError(
-        f"session file changed underneath: line {entry.line + 1} is not the entry read at load ({source.path})"
+        f"session file changed underneath: line {entry.line + 1} is not the entry read at load{where}"
     )
