@@ -23,7 +23,7 @@ As with ``Entry.value``, a line that no longer carries the envelope loaded for i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import attrgetter
 from typing import Any, ClassVar, NamedTuple
@@ -149,14 +149,14 @@ class MessageFields(NamedTuple):
 
     message: TextMessage | ToolResultMessage
     content: Any
-    arguments: list[Any]
+    arguments: Sequence[Any]
 
 
 # What a pass gives for an entry: a message's fields as decoded, or (any other entry) a value that
 # holds the entry's preview fields, its other fields left out.
 PreviewValue = MessageFields | dict[str, Any]
 
-_NO_ARGUMENTS: list[Any] = []
+_NO_ARGUMENTS: tuple[Any, ...] = ()
 _COMMON_MESSAGES = frozenset({TextMessage, AssistantMessage, ToolResultMessage})
 
 
