@@ -82,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     out.write(path + head)
     with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
         lines = tree_lines(manager, args.width)
-    data = ("\n".join(lines) + "\n" if lines else "").encode(encoding, errors)
+    if lines:
+        lines.append("")  # the last line's newline: the text joined once
+    data = "\n".join(lines).encode(encoding, errors)
     if not skipped:  # (what is kept is printed without reading the file: no lines to report)
         view_store.save(entries, before, key, head, data)
     _write_encoded(data, encoding)

@@ -38,18 +38,24 @@ def render_tree(
     _fan_out(roots, "", push, top=True)
     while stack:
         node, prefix, child_prefix = pop()
-        node_id, text = row(node)
-        line = (prefix + "* " if node_id in path else prefix + "  ") + text
-        children = node.children
-        count = len(children)
-        if count > 1:
-            line += f"  ({count} branches)"
-        if node_id == leaf_id:
-            line += "  <- leaf"
-        append(line)
-        if count == 1:
-            push((children[0], child_prefix, child_prefix))
-        elif count:
+        on_path, off_path = prefix + "* ", prefix + "  "
+        while True:  # down a chain of single children, which share their prefixes
+            node_id, text = row(node)
+            line = (on_path if node_id in path else off_path) + text
+            children = node.children
+            count = len(children)
+            if count > 1:
+                line += f"  ({count} branches)"
+            if node_id == leaf_id:
+                line += "  <- leaf"
+            append(line)
+            if count != 1:
+                break
+            node = children[0]
+            if prefix != child_prefix:
+                prefix = child_prefix
+                on_path, off_path = prefix + "* ", prefix + "  "
+        if count:
             _fan_out(children, child_prefix, push, top=False)
     return lines
 

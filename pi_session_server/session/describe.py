@@ -20,7 +20,7 @@ from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from . import preview_store
 from .environment import Environment, process_home
 from .fields import field, role_of, type_of
-from .preview_pass import MIN_BATCH, preview_values
+from .preview_pass import MIN_BATCH, MessageFields, PreviewValue, ToolResultMessage, preview_values
 
 PREVIEW_LIMIT = 200
 
@@ -61,6 +61,13 @@ def extract_full_content(content: Any) -> str:
 
 def extract_content(content: Any) -> str:
     return utf16_slice(extract_full_content(content), PREVIEW_LIMIT)
+
+
+def _text_of_blocks(content: Any) -> str:
+    """:func:`extract_full_content` of content as a pass decoded it (a list of PreviewBlock)."""
+    if type(content) is not list:
+        return extract_full_content(content)
+    return "".join([_js_str(block.text) for block in content if block.type == "text"])
 
 
 def has_text_content(content: Any) -> bool:
@@ -165,7 +172,7 @@ def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
 
 
 def _facts_in_one_pass(
-    entries: list[Any], facts_of: Callable[[Any, dict[str, Any]], Any]
+    entries: list[Any], facts_of: Callable[[Any, PreviewValue], Any]
 ) -> Iterator[tuple[Any, Any]]:
     """(entry, ``facts_of(entry, its preview fields)``) for the entries whose lines are read from
     their file, read in one pass (see preview_pass) when they are many; the others are left for
@@ -196,26 +203,53 @@ def is_silent_turn(message: Any) -> bool:
     """An assistant message pi's tree selector hides: no text, and it did not end in an error or
     an abort (its tool calls show through their results)."""
     msg = message if isinstance(message, dict) else {}
-    stop = msg.get("stopReason", ABSENT)
+    return _silent(has_text_content(msg.get("content", ABSENT)), msg.get("stopReason", ABSENT))
+
+
+def _silent(has_text: bool, stop: Any) -> bool:
     failed = truthy(stop) and stop != "stop" and stop != "toolUse"
-    return not has_text_content(msg.get("content", ABSENT)) and not failed
+    return not has_text and not failed
 
 
-def _part_and_facts(entry: Any, value: dict[str, Any]) -> tuple[str | _ToolResult, Any]:
+def _part_and_facts(entry: Any, value: PreviewValue) -> tuple[str | _ToolResult, Any]:
     """An entry's preview part, and an assistant message's facts (else None)."""
-    facts = (
-        _assistant_facts(entry, value)
-        if type_of(entry) == "message" and role_of(entry) == "assistant"
-        else None
-    )
-    return preview_part(entry, value), facts
+    assistant = type(entry) is Entry and entry.type == "message" and entry.role == "assistant"
+    if isinstance(value, MessageFields):
+        message = value.message
+        if type(message) is ToolResultMessage:
+            part: str | _ToolResult = _ToolResult(message.toolCallId, message.toolName)
+        else:
+            text = _normalize(utf16_slice(_text_of_blocks(value.content), PREVIEW_LIMIT))
+            part = as_displayed(
+                "user: " + text
+                if message.role == "user"
+                else _assistant_part(text, message.stopReason, message.errorMessage)
+            )
+        return part, _assistant_facts(entry, value) if assistant else None
+    return preview_part(entry, value), _assistant_facts(entry, value) if assistant else None
 
 
 def _assistant_facts(
-    entry: Any, value: dict[str, Any] | None = None
+    entry: Any, value: PreviewValue | None = None
 ) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
     """(entry, its tool calls, whether it is a silent turn): one read of the body for both
     (``value``: the entry's preview fields, when a pass read them)."""
+    if isinstance(value, MessageFields):
+        content = value.content
+        if type(content) is not list:
+            return entry, [], _silent(has_text_content(content), value.message.stopReason)
+        calls = []
+        has_text = False
+        arguments = iter(value.arguments)
+        for block in content:
+            btype = block.type
+            if btype == "text":
+                if not has_text:
+                    text = block.text
+                    has_text = type(text) is str and js_trim(text) != ""
+            elif btype == "toolCall":
+                calls.append((index_key(block.id), (block.name, next(arguments))))
+        return entry, calls, _silent(has_text, value.message.stopReason)
     message = field(entry, "message") if value is None else value.get("message", ABSENT)
     return entry, _tool_calls_in(message), is_silent_turn(message)
 
@@ -608,7 +642,11 @@ def _message_part(msg: dict[str, Any]) -> str | _ToolResult:
     if role == "user":
         return "user: " + _normalize(extract_content(msg.get("content", ABSENT)))
     if role == "assistant":
-        return _assistant_part(msg)
+        return _assistant_part(
+            _normalize(extract_content(msg.get("content", ABSENT))),
+            msg.get("stopReason", ABSENT),
+            msg.get("errorMessage", ABSENT),
+        )
     if role == "toolResult":
         return _ToolResult(msg.get("toolCallId", ABSENT), msg.get("toolName", ABSENT))
     if role == "bashExecution":
@@ -617,13 +655,13 @@ def _message_part(msg: dict[str, Any]) -> str | _ToolResult:
     return f"[{_js_str(role)}]"
 
 
-def _assistant_part(msg: dict[str, Any]) -> str:
-    text = _normalize(extract_content(msg.get("content", ABSENT)))
+def _assistant_part(text: str, stop: Any, error: Any) -> str:
+    """The preview of an assistant message whose content's text, cut as :func:`extract_content`
+    cuts it and normalized, is ``text``."""
     if text:
         return "assistant: " + text
-    if msg.get("stopReason", ABSENT) == "aborted":
+    if stop == "aborted":
         return "assistant: (aborted)"
-    error = msg.get("errorMessage", ABSENT)
     if truthy(error):
         return "assistant: " + utf16_slice(_normalize(_js_str(error)), 80)
     return "assistant: (no content)"

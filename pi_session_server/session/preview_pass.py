@@ -7,26 +7,31 @@ each entry's body on its own costs a random read and a full decode of its line, 
 outputs included. :func:`preview_values` reads the lines of many entries in file order, in large
 sequential reads, and decodes only those fields (:class:`PreviewLine`, msgspec skipping the rest),
 giving for each entry a value that holds them: ``describe`` computes the same previews from it as
-from the entry's whole value.
+from the entry's whole value. A message with one of the roles most entries have (user, assistant,
+tool result) is decoded with its content in one go (:class:`CommonLine`, a union tagged by the
+role) and given as its decoded fields (:class:`MessageFields`), which ``describe`` reads without
+building a dict per entry; any other line is decoded as :class:`PreviewLine` and given as a dict
+holding the fields its preview reads.
 
-Values are made one at a time, as the caller asks for them. A line msgspec will not decode into these fields as ``JSON.parse`` would read them (lone
-surrogates, invalid UTF-8, content that is neither text nor a list of objects) is left out: its
-entry is read the usual way (``Entry.value``). As with ``Entry.value``, a line that no longer
-carries the envelope loaded for its entry raises ``StaleFileError``.
+Values are made one at a time, as the caller asks for them. A line msgspec will not decode into
+these fields as ``JSON.parse`` would read them (lone surrogates, invalid UTF-8, content that is
+neither text nor a list of objects) is left out: its entry is read the usual way (``Entry.value``).
+As with ``Entry.value``, a line that no longer carries the envelope loaded for its entry raises
+``StaleFileError``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import attrgetter
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 import msgspec
 
 from ..errors import StaleFileError
-from ..format.entry import Entry
+from ..format.entry import Entry, LineBytes
 from ..format.jsvalue import ABSENT
 from ..format.scan import FileLineSource
 
@@ -42,21 +47,21 @@ MIN_BATCH = 64
 class PreviewBlock(msgspec.Struct, gc=False):
     """A content block: text, or a tool call (image data, thinking and the like are skipped)."""
 
-    type: Any = UNSET
-    text: Any = UNSET
-    id: Any = UNSET
-    name: Any = UNSET
+    type: Any = ABSENT
+    text: Any = ABSENT
+    id: Any = ABSENT
+    name: Any = ABSENT
     arguments: msgspec.Raw | Unset = UNSET  # decoded as far as the tool's rendering needs
 
 
 class PreviewMessage(msgspec.Struct, gc=False):
-    role: Any = UNSET
+    role: Any = ABSENT
     content: msgspec.Raw | Unset = UNSET  # decoded for the roles whose preview shows it
-    stopReason: Any = UNSET  # the JSON keys
-    errorMessage: Any = UNSET
-    toolCallId: Any = UNSET
-    toolName: Any = UNSET
-    command: Any = UNSET
+    stopReason: Any = ABSENT  # the JSON keys
+    errorMessage: Any = ABSENT
+    toolCallId: Any = ABSENT
+    toolName: Any = ABSENT
+    command: Any = ABSENT
 
 
 class PreviewLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
@@ -64,36 +69,71 @@ class PreviewLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     envelope (to check that the line is still the entry's). Fields whose value only some entries'
     previews show are kept as raw JSON and decoded for those."""
 
-    type: Any = UNSET
-    id: Any = UNSET
-    parent_id: Any = UNSET
-    timestamp: Any = UNSET
+    type: Any = ABSENT
+    id: Any = ABSENT
+    parent_id: Any = ABSENT
+    timestamp: Any = ABSENT
     message: PreviewMessage | Unset | None = UNSET
     content: msgspec.Raw | Unset = UNSET
-    customType: Any = UNSET
-    tokensBefore: Any = UNSET
+    customType: Any = ABSENT
+    tokensBefore: Any = ABSENT
     summary: msgspec.Raw | Unset = UNSET
-    modelId: Any = UNSET
-    thinkingLevel: Any = UNSET
-    label: Any = UNSET
-    name: Any = UNSET
+    modelId: Any = ABSENT
+    thinkingLevel: Any = ABSENT
+    label: Any = ABSENT
+    name: Any = ABSENT
+    targetId: Any = ABSENT
+    replacement: msgspec.Raw | Unset = UNSET
+
+
+class TextMessage(msgspec.Struct, gc=False, tag_field="role", tag="user"):
+    """A user message (and, as AssistantMessage, an assistant message), its content decoded with
+    the line: the fields its preview, tool calls and silence read."""
+
+    role: ClassVar[str] = "user"
+    content: str | list[PreviewBlock] | None = ABSENT
+    stopReason: Any = ABSENT  # the JSON keys
+    errorMessage: Any = ABSENT
+
+
+class AssistantMessage(TextMessage, tag="assistant"):
+    role: ClassVar[str] = "assistant"
+
+
+class ToolResultMessage(msgspec.Struct, gc=False, tag_field="role", tag="toolResult"):
+    """A tool result: the fields its preview and silence read (its content, the tool's output, is
+    skipped)."""
+
+    role: ClassVar[str] = "toolResult"
+    stopReason: Any = ABSENT
+    errorMessage: Any = ABSENT
+    toolCallId: Any = ABSENT
+    toolName: Any = ABSENT
+
+
+class CommonLine(PreviewLine):
+    """:class:`PreviewLine` of a message with one of the common roles: a line whose message has
+    another role, or none, does not decode as this."""
+
+    message: TextMessage | AssistantMessage | ToolResultMessage | Unset | None = UNSET  # type: ignore[assignment]
 
 
 class ToolArguments(msgspec.Struct, gc=False):
     """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call)."""
 
-    path: Any = UNSET
-    file_path: Any = UNSET
-    offset: Any = UNSET
-    limit: Any = UNSET
-    command: Any = UNSET
-    pattern: Any = UNSET
+    path: Any = ABSENT
+    file_path: Any = ABSENT
+    offset: Any = ABSENT
+    limit: Any = ABSENT
+    command: Any = ABSENT
+    pattern: Any = ABSENT
 
 
 # pi's tools, whose calls are rendered from ToolArguments (any other tool's from all its arguments)
 OWN_TOOLS = frozenset({"read", "write", "edit", "bash", "grep", "find", "ls"})
 
 _decode = msgspec.json.Decoder(PreviewLine).decode
+_decode_common = msgspec.json.Decoder(CommonLine).decode
 _decode_content = msgspec.json.Decoder(str | list[PreviewBlock] | None).decode
 _decode_arguments = msgspec.json.Decoder(ToolArguments).decode
 _decode_any = msgspec.json.decode
@@ -101,13 +141,45 @@ _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 _SHOWN_CONTENT = frozenset({"user", "assistant"})  # the roles whose preview reads message.content
 
 
-def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+class MessageFields(NamedTuple):
+    """The preview fields of a message whose role most entries have (user, assistant, toolResult):
+    the message as decoded, its content (ABSENT: the message has none, or its role's preview does
+    not show it), and the arguments of the content's ``toolCall`` blocks, in their order (ABSENT
+    for a block without any)."""
+
+    message: TextMessage | ToolResultMessage
+    content: Any
+    arguments: Sequence[Any]
+
+
+# What a pass gives for an entry: a message's fields as decoded, or (any other entry) a value that
+# holds the entry's preview fields, its other fields left out.
+PreviewValue = MessageFields | dict[str, Any]
+
+_NO_ARGUMENTS: tuple[Any, ...] = ()
+_COMMON_MESSAGES = frozenset({TextMessage, AssistantMessage, ToolResultMessage})
+
+
+def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
     """(entry, a value holding the entry's preview fields, its other fields left out) for the
-    entries whose lines are read from their file (not those holding their value or bytes, which are
-    at hand anyway), in file order, each read as it is needed: a caller that keeps what it makes of
-    a value, not the value, holds one at a time. An entry whose line does not decode as
-    :class:`PreviewLine` is left out. Raises StaleFileError as ``Entry.value``."""
-    lazy = [e for e in entries if e._body is ABSENT and type(e._source) is FileLineSource]
+    entries whose lines are read from their file, in file order, and for those holding their
+    line's bytes (a small file's: decoding only these fields costs less than their whole value),
+    each made as it is needed: a caller that keeps what it makes of a value, not the value, holds
+    one at a time. Entries holding their value are left out (it is at hand), and so is an entry
+    whose line does not decode as :class:`PreviewLine`. Raises StaleFileError as ``Entry.value``."""
+    lazy: list[Entry] = []
+    for entry in entries:
+        body = entry._body
+        if type(body) is LineBytes:
+            try:
+                line, value = _decoded(body)
+            except _DECODE_ERRORS:
+                continue  # read the usual way
+            if not _same_envelope(entry, line):
+                raise _stale(entry)
+            yield entry, value
+        elif body is ABSENT and type(entry._source) is FileLineSource:
+            lazy.append(entry)
     one_file = len(set(map(attrgetter("_source"), lazy))) <= 1
     lazy.sort(key=attrgetter("offset") if one_file else _by_source_and_offset)
     for source, group in groupby(lazy, key=attrgetter("_source")):
@@ -118,9 +190,10 @@ def _by_source_and_offset(entry: Entry) -> tuple[int, int]:
     return id(entry._source), entry.offset
 
 
-def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
     fd = source.fd
     window = b""
+    view = memoryview(window)
     window_start = 0
     for entry in entries:
         offset = entry.offset
@@ -130,6 +203,7 @@ def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[
         if at < 0 or (length and at + length > len(window)) or (not length and end < 0):
             # the line is not (all) in the window: the next window starts with it
             window = os.pread(fd, max(WINDOW, length), offset)
+            view = memoryview(window)
             window_start, at = offset, 0
             if not length:
                 end = window.find(b"\n")
@@ -138,32 +212,88 @@ def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[
                     if not more:
                         break
                     window += more
+                    view = memoryview(window)
                     end = window.find(b"\n", len(window) - len(more))
         stop = at + length if length else (end if end >= 0 else len(window))
         if length and stop > len(window):
-            raise _stale(source, entry)
+            raise _stale(entry)
         try:
-            value = _value_of(_decode(memoryview(window)[at:stop]))
+            line, value = _decoded(view[at:stop])
         except _DECODE_ERRORS:
             continue  # read the usual way
-        if not entry._same_envelope(value):
-            raise _stale(source, entry)
+        if not _same_envelope(entry, line):
+            raise _stale(entry)
         yield entry, value
 
 
+def _decoded(data: bytes | memoryview) -> tuple[PreviewLine, PreviewValue]:
+    """A line's preview fields, and the value describe reads them from. Raises msgspec's errors."""
+    try:
+        common = _decode_common(data)
+    except msgspec.ValidationError:  # a message of another role, or without one
+        line = _decode(data)
+        return line, _value_of(line)
+    message = common.message
+    if type(message) not in _COMMON_MESSAGES:  # no message, or null
+        return common, _value_of(common)
+    if common.type == "message":
+        return common, _message_fields(message)  # type: ignore[arg-type]
+    line = _decode(data)  # a member named message where no preview reads it: as any other line
+    return line, _value_of(line)
+
+
+def _same_envelope(entry: Entry, line: PreviewLine) -> bool:
+    """Does the line still carry the envelope loaded for ``entry``? (``Entry._same_envelope``; for
+    the envelopes pi writes, string fields and a null parentId, plain equality says the same: no
+    other JSON value equals a string, nor null.)"""
+    entry_type, entry_id, parent, timestamp = entry.type, entry.id, entry.parent_id, entry.timestamp
+    if (
+        type(entry_type) is str
+        and type(entry_id) is str
+        and type(timestamp) is str
+        and (type(parent) is str or parent is None)
+    ):
+        return (
+            line.id == entry_id
+            and line.parent_id == parent
+            and line.type == entry_type
+            and line.timestamp == timestamp
+        )
+    envelope = {"type": line.type, "id": line.id, "parentId": line.parent_id, "timestamp": line.timestamp}
+    return entry._same_envelope({key: field for key, field in envelope.items() if field is not ABSENT})
+
+
+def _message_fields(message: TextMessage | ToolResultMessage) -> MessageFields:
+    """The fields of a message with one of the common roles, its tool calls' arguments decoded."""
+    if type(message) is ToolResultMessage:
+        return MessageFields(message, ABSENT, _NO_ARGUMENTS)
+    assert isinstance(message, TextMessage)
+    content = message.content
+    if type(content) is not list:
+        return MessageFields(message, content, _NO_ARGUMENTS)
+    arguments = [
+        ABSENT if block.arguments is UNSET else _arguments(block.name, block.arguments)
+        for block in content
+        if block.type == "toolCall"
+    ]
+    return MessageFields(message, content, arguments)
+
+
 def _value_of(line: PreviewLine) -> dict[str, Any]:
-    """The entry's value as far as its preview goes: the fields set in the line (UNSET: the line
+    """The entry's value as far as its preview goes: the fields set in the line (ABSENT: the line
     has no such member), content decoded where the preview shows it."""
     value = {
-        name: field for name, field in zip(_LINE_NAMES, _line_fields(line), strict=True) if field is not UNSET
+        name: field
+        for name, field in zip(_LINE_NAMES, _line_fields(line), strict=True)
+        if field is not ABSENT
     }
     etype = line.type
     message = line.message
     if type(message) is PreviewMessage:
         fields = {
             name: field
-            for name, field in zip(_MESSAGE_NAMES, _message_fields(message), strict=True)
-            if field is not UNSET
+            for name, field in zip(_MESSAGE_NAMES, _message_field_values(message), strict=True)
+            if field is not ABSENT
         }
         content = message.content
         if content is not UNSET:
@@ -174,17 +304,21 @@ def _value_of(line: PreviewLine) -> dict[str, Any]:
         value["content"] = _content(line.content) if etype == "custom_message" else None
     if line.summary is not UNSET:
         value["summary"] = _decode_any(line.summary) if etype == "branch_summary" else None
+    if line.replacement is not UNSET:
+        value["replacement"] = _decode_any(line.replacement) if etype == "context_edit" else None
     return value
 
 
-# the fields taken as they are, by their JSON names (message, content and summary: see _value_of)
+# the fields taken as they are, by their JSON names (see _value_of for the others)
 _LINE_FIELDS = [
-    f for f in msgspec.structs.fields(PreviewLine) if f.name not in ("message", "content", "summary")
+    f
+    for f in msgspec.structs.fields(PreviewLine)
+    if f.name not in ("message", "content", "summary", "replacement")
 ]
 _LINE_NAMES = tuple(f.encode_name for f in _LINE_FIELDS)
 _line_fields = attrgetter(*(f.name for f in _LINE_FIELDS))
 _MESSAGE_NAMES = ("role", "stopReason", "errorMessage", "toolCallId", "toolName", "command")
-_message_fields = attrgetter(*_MESSAGE_NAMES)
+_message_field_values = attrgetter(*_MESSAGE_NAMES)
 
 
 def _content(raw: msgspec.Raw) -> Any:
@@ -197,12 +331,12 @@ def _content(raw: msgspec.Raw) -> Any:
 def _block(block: PreviewBlock) -> dict[str, Any]:
     """A block as far as previews go: a text block's text, a tool call's id, name and arguments."""
     btype = block.type
-    fields: dict[str, Any] = {} if btype is UNSET else {"type": btype}
-    if block.text is not UNSET:
+    fields: dict[str, Any] = {} if btype is ABSENT else {"type": btype}
+    if block.text is not ABSENT:
         fields["text"] = block.text
     if btype == "toolCall":
         for name, field in zip(_CALL_NAMES, _call_fields(block), strict=True):
-            if field is not UNSET:
+            if field is not ABSENT:
                 fields[name] = field
         arguments = block.arguments
         if arguments is not UNSET:
@@ -223,7 +357,7 @@ def _arguments(name: Any, raw: msgspec.Raw) -> Any:
         return {
             key: field
             for key, field in zip(_ARGUMENT_NAMES, _argument_fields(arguments), strict=True)
-            if field is not UNSET
+            if field is not ABSENT
         }
     return _decode_any(raw)
 
@@ -232,7 +366,9 @@ _ARGUMENT_NAMES = ("path", "file_path", "offset", "limit", "command", "pattern")
 _argument_fields = attrgetter(*_ARGUMENT_NAMES)
 
 
-def _stale(source: FileLineSource, entry: Entry) -> StaleFileError:
+def _stale(entry: Entry) -> StaleFileError:
+    source = entry._source
+    where = f" ({source.path})" if type(source) is FileLineSource else ""
     return StaleFileError(
-        f"session file changed underneath: line {entry.line + 1} is not the entry read at load ({source.path})"
+        f"session file changed underneath: line {entry.line + 1} is not the entry read at load{where}"
     )

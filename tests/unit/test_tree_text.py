@@ -1,0 +1,88 @@
+"""render_tree draws any tree as its layout says: the loop that follows chains of single children
+gives the lines a plain recursive drawing gives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_session_server.render.tree_text import render_tree
+
+
+@dataclass
+class Node:
+    name: str
+    children: list[Node] = field(default_factory=list)
+
+
+def _drawn(roots: list[Node], path: set[str], leaf: str | None) -> list[str]:
+    """The layout, recursively: a lone root and an only child keep their parent's prefix; the
+    children of a branch point hang from ├─ and └─."""
+    lines: list[str] = []
+
+    def draw(node: Node, prefix: str, child_prefix: str) -> None:
+        line = prefix + ("* " if node.name in path else "  ") + f"text of {node.name}"
+        if len(node.children) > 1:
+            line += f"  ({len(node.children)} branches)"
+        if node.name == leaf:
+            line += "  <- leaf"
+        lines.append(line)
+        fan_out(node.children, child_prefix, lone=True)
+
+    def fan_out(nodes: list[Node], prefix: str, *, lone: bool) -> None:
+        if len(nodes) == 1 and lone:
+            draw(nodes[0], prefix, prefix)
+            return
+        for i, node in enumerate(nodes):
+            last = i == len(nodes) - 1
+            draw(node, prefix + ("└─ " if last else "├─ "), prefix + ("   " if last else "│  "))
+
+    fan_out(roots, "", lone=True)
+    return lines
+
+
+@st.composite
+def forests(draw: Any) -> tuple[list[Node], list[Node]]:
+    """Trees of up to 60 nodes, each node's parent one of the nodes before it (or none: a root)."""
+    count = draw(st.integers(1, 60))
+    nodes = [Node(f"n{i}") for i in range(count)]
+    roots: list[Node] = []
+    for i, node in enumerate(nodes):
+        parent = draw(st.integers(-1, i - 1))
+        if parent < 0:
+            roots.append(node)
+        else:
+            nodes[parent].children.append(node)
+    return roots, nodes
+
+
+@settings(max_examples=200, deadline=None)
+@given(forest=forests(), data=st.data())
+def test_render_tree_draws_the_layout(forest: tuple[list[Node], list[Node]], data: st.DataObject):
+    roots, nodes = forest
+    leaf = data.draw(st.sampled_from([n.name for n in nodes] + [None]))
+    path = set(data.draw(st.lists(st.sampled_from([n.name for n in nodes]), max_size=10)))
+    drawn = render_tree(roots, lambda node: (node.name, f"text of {node.name}"), leaf, path)
+    assert drawn == _drawn(roots, path, leaf)
+
+
+def test_a_long_chain_below_branches_keeps_its_prefix():
+    chain = [Node(f"c{i}") for i in range(5)]
+    for parent, child in pairwise(chain):
+        parent.children.append(child)
+    side = Node("side")
+    root = Node("root", [side, chain[0]])
+    drawn = render_tree([root], lambda node: (node.name, node.name), "c4", ["root", "c0", "c4"])
+    assert drawn == [
+        "* root  (2 branches)",
+        "├─   side",
+        "└─ * c0",
+        "     c1",
+        "     c2",
+        "     c3",
+        "   * c4  <- leaf",
+    ]
