@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from itertools import islice
 
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, js_string_of
-from ..render.tree_text import render_tree
+from ..render.tree_text import tree_text_lines
 from ..session import SessionManager, view_store
 from ..session.describe import PreviewCache, home_directory
 from ..session.tree import TreeNode
@@ -25,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_index_argument(parser)
 
 
-def tree_lines(manager: SessionManager, width: int) -> list[str]:
-    """The drawn tree's lines. The previews are read in one pass over the file (or from those kept
+def tree_lines(manager: SessionManager, width: int) -> Iterator[str]:
+    """The drawn tree's lines, one at a time. The previews are read in one pass over the file (or from those kept
     with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
     cache = PreviewCache()
@@ -50,7 +52,7 @@ def tree_lines(manager: SessionManager, width: int) -> list[str]:
 
     leaf = js_string_of(manager.get_leaf_id())
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
-    return render_tree(manager.get_tree(), row, leaf, on_path)
+    return tree_text_lines(manager.get_tree(), row, leaf, on_path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     kept = view_store.load(path, before, key, args.index)
     if kept is not None:
         out.write(path + kept.head)
+        out.flush()  # what was printed before goes first
         _write_encoded(kept.data, encoding)
         return 0
     manager = open_to_look(path, args.pi, index=args.index)
@@ -80,21 +83,36 @@ def run(args: argparse.Namespace) -> int:
         + f"\n{len(entries)} entries, leaf {js_string_of(manager.get_leaf_id())}\n\n"
     )
     out.write(path + head)
+    out.flush()  # what was printed before goes first
+    # the kept view is the whole text, gathered while it stays small enough to keep
+    kept_parts: list[bytes] | None = None if skipped else []
+    kept_size = 0
     with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
         lines = tree_lines(manager, args.width)
-    if lines:
-        lines.append("")  # the last line's newline: the text joined once
-    data = "\n".join(lines).encode(encoding, errors)
-    if not skipped:  # (what is kept is printed without reading the file: no lines to report)
-        view_store.save(entries, before, key, head, data)
-    _write_encoded(data, encoding)
+        # written a batch of lines at a time: a deep tree's text can be far larger than the session
+        while batch := list(islice(lines, _BATCH_LINES)):
+            batch.append("")  # the batch's last newline: the text joined once
+            data = "\n".join(batch).encode(encoding, errors)
+            _write_encoded(data, encoding)
+            if kept_parts is not None:
+                kept_size += len(data)
+                if kept_size > view_store.MAX_VIEW_BYTES:
+                    kept_parts = None  # too big to keep: drawn again next time
+                else:
+                    kept_parts.append(data)
+    if kept_parts is not None:  # (what is kept is printed without reading the file: no lines to report)
+        view_store.save(entries, before, key, head, b"".join(kept_parts))
     return 0
 
 
+# Lines drawn, encoded and written at a time.
+_BATCH_LINES = 16384
+
+
 def _write_encoded(data: bytes, encoding: str) -> None:
-    """Write ``data`` (text encoded as stdout encodes it) to stdout's bytes in one write."""
+    """Write ``data`` (text encoded as stdout encodes it) to stdout's bytes, after what was
+    printed to its text layer (flushed first)."""
     out = sys.stdout
-    out.flush()  # what was printed before goes first
     buffer = getattr(out, "buffer", None)
     if buffer is None or os.linesep != "\n":  # the text layer translates line ends
         out.write(data.decode(encoding, "surrogateescape"))

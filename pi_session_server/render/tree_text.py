@@ -7,7 +7,7 @@ them into another shape first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 
@@ -20,18 +20,19 @@ _LAST, _MIDDLE = "└─ ", "├─ "
 _UNDER_LAST, _UNDER_MIDDLE = "   ", "│  "
 
 
-def render_tree(
+def tree_text_lines(
     roots: Sequence[DrawnNode],
     row: Callable[[Any], tuple[str, str]],
     leaf_id: Any = None,
     on_leaf_path: Iterable[str] = (),
-) -> list[str]:
-    """Lines of the drawn tree; ``*`` marks the path to the leaf, ``<- leaf`` the leaf itself.
-    Iterative (trees can be hundreds of thousands of levels deep); a chain of single children keeps
-    its prefix, so most rows cost a lookup, a concatenation and an append."""
+) -> Iterator[str]:
+    """Lines of the drawn tree, one at a time; ``*`` marks the path to the leaf, ``<- leaf`` the
+    leaf itself. A generator: every branch point indents what follows it, so the text of a session
+    with thousands of branch points on a path grows with the square of its depth (gigabytes for a
+    deep one), more than a caller should hold at once. Iterative (trees can be hundreds of
+    thousands of levels deep); a chain of single children keeps its prefix, so most rows cost a
+    lookup and a concatenation."""
     path = set(on_leaf_path)
-    lines: list[str] = []
-    append = lines.append
     # (node, prefix of its line and marker's place, prefix for its children)
     stack: list[tuple[Any, str, str]] = []
     push, pop = stack.append, stack.pop
@@ -48,7 +49,7 @@ def render_tree(
                 line += f"  ({count} branches)"
             if node_id == leaf_id:
                 line += "  <- leaf"
-            append(line)
+            yield line
             if count != 1:
                 break
             node = children[0]
@@ -57,7 +58,6 @@ def render_tree(
                 on_path, off_path = prefix + "* ", prefix + "  "
         if count:
             _fan_out(children, child_prefix, push, top=False)
-    return lines
 
 
 def _fan_out(

@@ -37,6 +37,9 @@ FORMAT_VERSION: Final = 1
 MAGIC: Final = b"PIVIEW\x00\x00"
 SUFFIX: Final = ".pi-view"
 _PREFIX = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
+# The largest view kept: every branch point indents what follows it, so a deep tree's text can be
+# many times its session's size; such a view is drawn again rather than held and written out.
+MAX_VIEW_BYTES: Final = 64 * 1024 * 1024
 
 Identity = tuple[int, int, int, int, int]  # device, inode, size, mtime, ctime (ns)
 
@@ -132,7 +135,9 @@ def load(
 def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], head: str, data: bytes) -> bool:
     """Keep ``data``, the session of ``entries`` drawn as ``key``, and ``head`` (printed before it,
     after the file's path), when the file is still the one identified ``before`` it was opened.
-    False when nothing was written."""
+    False when nothing was written (``data`` over :data:`MAX_VIEW_BYTES` is never kept)."""
+    if len(data) > MAX_VIEW_BYTES:
+        return False
     place = _place(entries, before)
     if place is None:
         return False

@@ -619,3 +619,59 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     for _ in range(2):
         assert tree()[1] == 1
         assert "1 line skipped" in errors[0]
+
+
+def _comb_session(path: Path, depth: int) -> Path:
+    """A session whose every entry on its main line is a branch point (a side reply hangs off each):
+    each branch point indents what follows it, so its drawn text grows with the square of ``depth``."""
+    lines = [S.header()]
+    parent = None
+    for n in range(depth):
+        lines.append(S.user(f"m{n}", parent, f"main line {n}"))
+        lines.append(S.user(f"s{n}", f"m{n}", f"side reply {n}"))
+        parent = f"m{n}"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_deep_tree_is_written_as_it_is_drawn_and_a_view_too_big_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """``tree`` writes its text a batch of lines at a time (a deep tree's text can be many times
+    its session's size: never held whole), the same text as drawn at once; a view over
+    view_store.MAX_VIEW_BYTES is not kept (drawn again next time), a smaller one is."""
+    from pi_session_server.cli import main
+    from pi_session_server.commands import tree as tree_command
+    from pi_session_server.session import view_store
+
+    monkeypatch.setenv(scan_index.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    path = _comb_session(tmp_path / "comb.jsonl", 300)
+    time.sleep(0.1)
+    writes: list[int] = []
+    real_write = tree_command._write_encoded
+    monkeypatch.setattr(
+        tree_command, "_write_encoded", lambda data, enc: writes.append(len(data)) or real_write(data, enc)
+    )
+    monkeypatch.setattr(tree_command, "_BATCH_LINES", 64)
+
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        whole = "\n".join(tree_command.tree_lines(sm, 100)) + "\n"
+    assert whole.count("\n") == 600 and len(whole) > 300 * 300  # the square of the depth
+    monkeypatch.setattr(view_store, "MAX_VIEW_BYTES", len(whole.encode()) - 1)
+    assert main(["tree", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith(whole) and len(writes) == 10  # 600 lines, 64 at a time
+    assert list((tmp_path / "index").glob("*" + view_store.SUFFIX)) == []  # too big to keep
+    writes.clear()
+    assert main(["tree", str(path)]) == 0
+    assert capsys.readouterr().out == out and len(writes) == 10  # drawn again
+    monkeypatch.setattr(view_store, "MAX_VIEW_BYTES", len(whole.encode()))
+    assert main(["tree", str(path)]) == 0
+    assert capsys.readouterr().out == out
+    assert len(list((tmp_path / "index").glob("*" + view_store.SUFFIX))) == 1  # small enough: kept
+    writes.clear()
+    assert main(["tree", str(path)]) == 0
+    assert capsys.readouterr().out == out and len(writes) == 1  # printed from the kept view

@@ -1,4 +1,4 @@
-"""render_tree draws any tree as its layout says: the loop that follows chains of single children
+"""tree_text_lines draws any tree as its layout says: the loop that follows chains of single children
 gives the lines a plain recursive drawing gives."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.render.tree_text import render_tree
+from pi_session_server.render.tree_text import tree_text_lines
 
 
 @dataclass
@@ -66,7 +66,7 @@ def test_render_tree_draws_the_layout(forest: tuple[list[Node], list[Node]], dat
     roots, nodes = forest
     leaf = data.draw(st.sampled_from([n.name for n in nodes] + [None]))
     path = set(data.draw(st.lists(st.sampled_from([n.name for n in nodes]), max_size=10)))
-    drawn = render_tree(roots, lambda node: (node.name, f"text of {node.name}"), leaf, path)
+    drawn = list(tree_text_lines(roots, lambda node: (node.name, f"text of {node.name}"), leaf, path))
     assert drawn == _drawn(roots, path, leaf)
 
 
@@ -76,7 +76,7 @@ def test_a_long_chain_below_branches_keeps_its_prefix():
         parent.children.append(child)
     side = Node("side")
     root = Node("root", [side, chain[0]])
-    drawn = render_tree([root], lambda node: (node.name, node.name), "c4", ["root", "c0", "c4"])
+    drawn = list(tree_text_lines([root], lambda node: (node.name, node.name), "c4", ["root", "c0", "c4"]))
     assert drawn == [
         "* root  (2 branches)",
         "├─   side",
