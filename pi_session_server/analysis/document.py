@@ -234,7 +234,7 @@ class SessionDocument:
         else:
             infos = scanned = [scan_line(raw, errors) for raw in data.split(b"\n")]
         if infos[0].raw.startswith(BOM_BYTES):
-            infos[0] = scan_line(infos[0].raw, errors, first=True)
+            infos[0] = scanned[0] = scan_line(infos[0].raw, errors, first=True)
         self._install(infos, scanned, provisional)
 
     def _install(self, infos: list[LineInfo], scanned: list[LineInfo], provisional: list[LineInfo]) -> None:
@@ -245,9 +245,10 @@ class SessionDocument:
         for i, info in enumerate(infos):
             info.line = i
         self.lines = infos
-        self.problem_lines = {i for i in infos if i.problems}
-        self.headers = [i for i in infos if i.kind == L.HEADER]
-        self.edits = {i for i in infos if i.etype == "context_edit" and i.kind == L.ENTRY}
+        # a provisional line is an ordinary entry without problems (yet): only those scanned count
+        self.problem_lines = {i for i in scanned if i.problems}
+        self.headers = [i for i in scanned if i.kind == L.HEADER]
+        self.edits = {i for i in scanned if i.etype == "context_edit" and i.kind == L.ENTRY}
         self.tree = TreeIndex()
         self.tree.update((), [i for i in infos if i.kind == L.ENTRY])
         self.version += 1

@@ -207,31 +207,35 @@ class TreeIndex:
     def build(self, entries: list[LineInfo]) -> None:
         """Index a whole document's entries (in file order) and compute every problem."""
         self.__init__()  # type: ignore[misc]
-        members = self.members
+        self.members = set(entries)
         by_id = self.by_id
+        by_id_get = by_id.get
         children = self.children
+        children_get = children.get
         referrers = self.referrers
         results = self.results_by_call
         calls = self.calls_by_id
         for e in entries:
-            members.add(e)
-            lst = by_id.get(e.key)
+            key = e.key
+            lst = by_id_get(key)
             if lst is None:
-                by_id[e.key] = [e]
+                by_id[key] = [e]
             else:
                 lst.append(e)
-            if e.pkey is not None:
-                lst = children.get(e.pkey)
+            pk = e.pkey
+            if pk is not None:
+                lst = children_get(pk)
                 if lst is None:
-                    children[e.pkey] = [e]
+                    children[pk] = [e]
                 else:
                     lst.append(e)
             if e.ref.__class__ is str:
                 referrers.setdefault(e.ref, []).append(e)
             if e.result_call_id is not None:
                 results.setdefault(e.result_call_id, []).append(e)
-            for c in e.call_ids:
-                calls.setdefault(c, []).append(e)
+            if e.call_ids:
+                for c in e.call_ids:
+                    calls.setdefault(c, []).append(e)
         self.recompute(self._build_pass(entries))
 
     def _build_pass(self, entries: list[LineInfo]) -> list[LineInfo]:
