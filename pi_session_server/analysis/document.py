@@ -38,6 +38,18 @@ def _char_boundary(raw: bytes, offset: int) -> int:
     return offset
 
 
+class _TextBytes:
+    """Copies lines out of the text a ``quick`` load read (until :meth:`SessionDocument.finish`)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self, offset: int, length: int) -> bytes:
+        return self.data[offset : offset + length]
+
+
 class _FileBytes:
     """Reads lines of one open file again by offset (the descriptor stays on the inode analysed)."""
 
@@ -58,9 +70,11 @@ _RAW_SLOT: Any = LineInfo.__dict__["raw"]
 
 
 class FileLineInfo(LineInfo):
-    """A line of a file on disk that keeps where it is in place of its bytes: ``raw`` reads them
-    again (only diagnostics' ranges and columns ask, for the lines they are on). What lets
-    ``pi-session check`` analyse a multi-GB session in the memory of its line facts."""
+    """A line that keeps where it is in place of its bytes: ``raw`` reads them again (only
+    diagnostics' ranges and columns ask, for the lines they are on). A line of a file on disk is
+    what lets ``pi-session check`` analyse a multi-GB session in the memory of its line facts; a
+    provisional line of a ``quick`` load keeps its place in the text read, so that the first pass
+    copies no line (:meth:`SessionDocument.finish` gives each line its own bytes)."""
 
     __slots__ = ()
 
@@ -69,7 +83,7 @@ class FileLineInfo(LineInfo):
         stored = _RAW_SLOT.__get__(self, LineInfo)
         if type(stored) is bytes:
             return stored
-        source: _FileBytes
+        source: _FileBytes | _TextBytes
         offset: int
         length: int
         source, offset, length = stored
@@ -83,6 +97,43 @@ class FileLineInfo(LineInfo):
     def byte_length(self) -> int:
         stored = _RAW_SLOT.__get__(self, LineInfo)
         return len(stored) if type(stored) is bytes else stored[2]
+
+
+def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInfo], list[LineInfo]]:
+    """The lines of ``data`` (split on "\\n"), every line after the first read by its envelope when
+    :func:`scan_envelope` can, in full otherwise: all lines, the lines read in full, the provisional
+    lines. A provisional line is decoded where it lies in ``data`` and keeps its place there, not a
+    copy of its bytes."""
+    first_end = data.find(b"\n")
+    if first_end < 0:
+        infos = [scan_line(data, errors)]
+        return infos, infos[:], []
+    infos = [scan_line(data[:first_end], errors)]
+    scanned = infos[:]
+    provisional: list[LineInfo] = []
+    append = infos.append
+    keep = provisional.append
+    source = _TextBytes(data)
+    view = memoryview(data)
+    find = data.find
+    size = len(data)
+    start = first_end + 1
+    while True:
+        end = find(b"\n", start)
+        if end < 0:
+            end = size
+        info = scan_envelope(view[start:end])
+        if info is None:
+            info = scan_line(data[start:end], errors)
+            scanned.append(info)
+        else:
+            info.__class__ = FileLineInfo
+            _RAW_SLOT.__set__(info, (source, start, end - start))
+            keep(info)
+        append(info)
+        if end == size:
+            return infos, scanned, provisional
+        start = end + 1
 
 
 class SessionDocument:
@@ -177,25 +228,13 @@ class SessionDocument:
 
     def _load_lines(self, data: bytes, quick: bool = False) -> None:
         errors = self.errors
-        raws = data.split(b"\n")
         provisional: list[LineInfo] = []
         if quick:
-            infos = [scan_line(raws[0], errors)]
-            scanned = infos[:]
-            append = infos.append
-            keep = provisional.append
-            for raw in raws[1:]:
-                info = scan_envelope(raw)
-                if info is None:
-                    info = scan_line(raw, errors)
-                    scanned.append(info)
-                else:
-                    keep(info)
-                append(info)
+            infos, scanned, provisional = _quick_lines(data, errors)
         else:
-            infos = scanned = [scan_line(raw, errors) for raw in raws]
+            infos = scanned = [scan_line(raw, errors) for raw in data.split(b"\n")]
         if infos[0].raw.startswith(BOM_BYTES):
-            infos[0] = scan_line(infos[0].raw, errors, first=True)
+            infos[0] = scanned[0] = scan_line(infos[0].raw, errors, first=True)
         self._install(infos, scanned, provisional)
 
     def _install(self, infos: list[LineInfo], scanned: list[LineInfo], provisional: list[LineInfo]) -> None:
@@ -206,9 +245,10 @@ class SessionDocument:
         for i, info in enumerate(infos):
             info.line = i
         self.lines = infos
-        self.problem_lines = {i for i in infos if i.problems}
-        self.headers = [i for i in infos if i.kind == L.HEADER]
-        self.edits = {i for i in infos if i.etype == "context_edit" and i.kind == L.ENTRY}
+        # a provisional line is an ordinary entry without problems (yet): only those scanned count
+        self.problem_lines = {i for i in scanned if i.problems}
+        self.headers = [i for i in scanned if i.kind == L.HEADER]
+        self.edits = {i for i in scanned if i.etype == "context_edit" and i.kind == L.ENTRY}
         self.tree = TreeIndex()
         self.tree.update((), [i for i in infos if i.kind == L.ENTRY])
         self.version += 1

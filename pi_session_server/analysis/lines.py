@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 
@@ -192,10 +192,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def scan_envelope(raw: bytes) -> LineInfo | None:
+def scan_envelope(raw: bytes | memoryview) -> LineInfo | None:
     """The envelope facts of an ordinary entry line, without checking the rest of it, or None when
     the line needs :func:`scan_line` (anything else: not JSON, not an entry, a header, an unknown
-    type, an envelope field missing, mistyped or a timestamp not in canonical form).
+    type, an envelope field missing, mistyped or a timestamp not in canonical form). ``raw``: the
+    line's bytes, or a view of them (which the line's ``raw`` then is, for the caller to replace).
 
     A line returned here is *provisional*: its kind, id, parent, timestamp and reference are exact,
     its ``problems`` are empty although the full scan may find some below the envelope (field
@@ -219,7 +220,7 @@ def scan_envelope(raw: bytes) -> LineInfo | None:
         or _time_ok(ts) is None
     ):
         return None
-    info = LineInfo(raw)
+    info = LineInfo(cast(bytes, raw))
     info.kept = True
     info.kind = ENTRY
     info.etype = etype

@@ -163,9 +163,15 @@ class TreeIndex:
         steps = self.depth(e) - self.depth(a)
         if steps <= 0:
             return False
-        node: LineInfo | None = e
+        # ``steps`` parents up from ``e`` (without cycles every entry deeper than a root has one)
+        by_id_get = self.by_id.get
+        node = e
         for _ in range(steps):
-            node = self.parent(node) if node is not None else None
+            pk = node.pkey
+            lst = by_id_get(pk) if pk is not None else None
+            if not lst:
+                return False
+            node = lst[-1]
         return node is a
 
     # -- indexing -----------------------------------------------------------------------------
@@ -201,31 +207,35 @@ class TreeIndex:
     def build(self, entries: list[LineInfo]) -> None:
         """Index a whole document's entries (in file order) and compute every problem."""
         self.__init__()  # type: ignore[misc]
-        members = self.members
+        self.members = set(entries)
         by_id = self.by_id
+        by_id_get = by_id.get
         children = self.children
+        children_get = children.get
         referrers = self.referrers
         results = self.results_by_call
         calls = self.calls_by_id
         for e in entries:
-            members.add(e)
-            lst = by_id.get(e.key)
+            key = e.key
+            lst = by_id_get(key)
             if lst is None:
-                by_id[e.key] = [e]
+                by_id[key] = [e]
             else:
                 lst.append(e)
-            if e.pkey is not None:
-                lst = children.get(e.pkey)
+            pk = e.pkey
+            if pk is not None:
+                lst = children_get(pk)
                 if lst is None:
-                    children[e.pkey] = [e]
+                    children[pk] = [e]
                 else:
                     lst.append(e)
             if e.ref.__class__ is str:
                 referrers.setdefault(e.ref, []).append(e)
             if e.result_call_id is not None:
                 results.setdefault(e.result_call_id, []).append(e)
-            for c in e.call_ids:
-                calls.setdefault(c, []).append(e)
+            if e.call_ids:
+                for c in e.call_ids:
+                    calls.setdefault(c, []).append(e)
         self.recompute(self._build_pass(entries))
 
     def _build_pass(self, entries: list[LineInfo]) -> list[LineInfo]:
@@ -581,12 +591,13 @@ class TreeIndex:
         target = c.ref
         if strict_equal(target, c.id):
             return None  # "keep nothing", as pi 1.6.0 writes it (FORMAT.md §6.5)
-        for x in self.walk_up(self.parent(c)):
-            if x is c:
-                break
-            if strict_equal(x.id, target):
-                return None
+        # Is an entry with id ``target`` on the compaction's path (walked up from its parent,
+        # stopping before an entry walked already, D1)? Every entry on a path is the one its id
+        # resolves to, and only a string id is a string key: the only candidate is the entry
+        # ``target`` resolves to, and is_ancestor answers without walking the whole path.
         where = self.resolve(target)
+        if where is not None and self.is_ancestor(where, c):
+            return None
         if where is None:
             msg = f"firstKeptEntryId `{_short(target)}` names no entry: the context after this compaction keeps nothing before it"
             return Problem(codes.FIRST_KEPT_NOT_ON_PATH, msg, path=("firstKeptEntryId",))

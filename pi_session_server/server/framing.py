@@ -15,6 +15,7 @@ neither memory nor time.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -40,7 +41,9 @@ class FrameDecoder:
         self._header = b""  # an unfinished header line
         self._length = -1  # the Content-Length of the frame whose headers are being read
         self._missing = 0  # bytes of the current body still to come
-        self._parts: list[bytes] = []  # the current body so far
+        # the current body so far, when it comes in more than one piece: copied in as each piece
+        # arrives (while the next is on its way), and handed out without a copy at the end
+        self._body: io.BytesIO | None = None
         self._skipping = False  # inside a header line too long to keep
 
     @property
@@ -68,11 +71,17 @@ class FrameDecoder:
 
     def _take_body(self, data: bytes, pos: int, out: list[bytes | FramingError]) -> int:
         take = min(self._missing, len(data) - pos)
-        self._parts.append(data if pos == 0 and take == len(data) else data[pos : pos + take])
         self._missing -= take
+        body = self._body
+        if body is None:
+            if not self._missing:  # the whole body in one piece
+                out.append(data if pos == 0 and take == len(data) else data[pos : pos + take])
+                return pos + take
+            body = self._body = io.BytesIO()
+        body.write(memoryview(data)[pos : pos + take])
         if not self._missing:
-            parts, self._parts = self._parts, []
-            out.append(parts[0] if len(parts) == 1 else b"".join(parts))
+            self._body = None
+            out.append(body.getvalue())  # CPython hands over its buffer: no copy of a big body
         return pos + take
 
     def _take_header_line(self, data: bytes, pos: int, out: list[bytes | FramingError]) -> int:

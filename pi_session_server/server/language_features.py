@@ -51,6 +51,7 @@ from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, 
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.errors import StaleFileError
+from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.session.profiles import Profile
@@ -258,7 +259,15 @@ class LanguageFeatures:
         state = self._new_state(uri)
         state.version = version
         quick = size >= self.quick_open
-        state.queue.submit(lambda _token: self._opened(state, build(quick)), interruptible=False)
+
+        def open_job(_token: CancelToken) -> None:
+            # One pause of the collector for the whole open: a pause that ended between the first
+            # pass and the rest would have it walk every line's facts at once, before the first
+            # diagnostics go out; a big document's are frozen before it ends (see _opened).
+            with gc_paused():
+                self._opened(state, build(quick))
+
+        state.queue.submit(open_job, interruptible=False)
 
     def did_change(self, params: types.DidChangeTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)

@@ -198,3 +198,24 @@ def test_replacing_an_unfinished_editor_document() -> None:
     assert not doc.provisional and doc.errors == "surrogatepass"
     assert doc.text() == text
     assert _related_set(snapshot(doc)) == _related_set(snapshot(SessionDocument(text)))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(POOL), max_size=10))
+def test_first_pass_is_exact_after_a_byte_order_mark(lines: list[str]) -> None:
+    """The first line read past a mark is the one the problems, headers and tree are taken from."""
+    check_two_steps(b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+
+
+def test_provisional_lines_keep_their_place_in_the_text_not_a_copy() -> None:
+    lines = [S.header(), S.user("a", None), S.user("b", "a"), "{bad", S.user("c", "b")]
+    data = ("\n".join(lines) + "\n").encode()
+    doc = SessionDocument.from_editor_bytes(data, quick=True)
+    assert doc is not None and doc.provisional
+    stored = [L.LineInfo.__dict__["raw"].__get__(info, L.LineInfo) for info in doc.lines]
+    assert [type(s) is tuple for s in stored] == [False, True, True, False, True, False]
+    assert [info.raw for info in doc.lines] == data.split(b"\n")
+    assert [info.byte_length for info in doc.lines] == [len(r) for r in data.split(b"\n")]
+    doc.finish()
+    assert all(type(info.raw) is bytes for info in doc.lines)
+    assert doc.data() == data

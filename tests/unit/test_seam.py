@@ -58,6 +58,7 @@ def test_frames_are_cut_alike_whatever_the_chunks() -> None:
         for start in range(0, len(stream), size):
             got += _bodies(decoder.feed(stream[start : start + size]))
         assert got == expected, size
+        assert all(type(body) is bytes for body in got)  # a body in many pieces too
         assert decoder.missing == 0
 
 
