@@ -19,6 +19,12 @@ export type TreeLevelsParams = Required<Pick<GetTreeParams, 'aroundId' | 'limit'
 
 /** Rows asked for per page. */
 export const TREE_PAGE = 200;
+/**
+ * Rows of each level when the view opens down to an entry (`locate`): the levels of a long session
+ * (hundreds) come at once, each with the rows around its row on the path; scrolling loads the rest
+ * a page at a time.
+ */
+export const LEVEL_PAGE = 50;
 
 export type WindowRequest = (params: TreeWindowParams) => Promise<TreeView>;
 
@@ -112,6 +118,7 @@ export class LazyTree {
     private readonly request: WindowRequest,
     readonly pageSize = TREE_PAGE,
     private readonly levels?: LevelsRequest,
+    readonly levelSize = Math.min(pageSize, LEVEL_PAGE),
   ) {}
 
   reset(): void {
@@ -239,7 +246,7 @@ export class LazyTree {
    */
   async locate(entryId: unknown): Promise<Row | undefined> {
     if (this.levels) {
-      const reply = await this.levels({ levels: true, aroundId: entryId, limit: this.pageSize });
+      const reply = await this.levels({ levels: true, aroundId: entryId, limit: this.levelSize });
       const step = await this.takeLevels(entryId, reply);
       if (step.done) return step.found;
       return this.descend(step.next, entryId, step.found);
@@ -280,7 +287,7 @@ export class LazyTree {
   /** Load the containers from `container` down the path to `entryId`, a request per level. */
   private async descend(container: Container | undefined, entryId: unknown, found: Row | undefined): Promise<Row | undefined> {
     for (let level = 0; container && level < 10_000; level++) {
-      const index = await this.load(container, { aroundId: entryId });
+      const index = await this.load(container, { aroundId: entryId, limit: this.levelSize });
       const row: Row | undefined = index === undefined ? undefined : container.rows.find((r) => r.index === index);
       if (!row) break;
       found = row;

@@ -11,6 +11,9 @@
 local M = {}
 
 M.PAGE = 200
+--- Rows of each level when the view opens down to an entry (`locate`): the levels of a long session
+--- (hundreds) come at once, each with the rows around its row on the path; the rest load on demand.
+M.LEVEL_PAGE = 50
 
 local function is_number(v)
   return type(v) == 'number'
@@ -43,7 +46,14 @@ Tree.__index = Tree
 
 --- request(params, callback(err, result)) sends one pi/getTree window request.
 function M.new(request, page_size)
-  return setmetatable({ request = request, page_size = page_size or M.PAGE, top = M.container('top'), leaf_id = nil }, Tree)
+  page_size = page_size or M.PAGE
+  return setmetatable({
+    request = request,
+    page_size = page_size,
+    level_size = math.min(page_size, M.LEVEL_PAGE),
+    top = M.container('top'),
+    leaf_id = nil,
+  }, Tree)
 end
 
 --- The list under a row, made on first use (nil: the row has none).
@@ -206,7 +216,7 @@ end
 --- `levels` reply (a session with thousands of branch points on the path took thousands of
 --- requests); what it leaves out (or a server that does not know `levels`) is asked level by level.
 function Tree:locate(entry_id, callback)
-  self.request({ levels = true, aroundId = entry_id, limit = self.page_size }, function(err, reply)
+  self.request({ levels = true, aroundId = entry_id, limit = self.level_size }, function(err, reply)
     if err or type(reply) ~= 'table' or type(reply.levels) ~= 'table' then
       return self:descend(self.top, entry_id, nil, callback)
     end
@@ -239,7 +249,7 @@ function Tree:descend(c, entry_id, found, callback)
     if not container or level > 10000 then
       return callback(nil, found)
     end
-    self:load(container, { around_id = entry_id }, function(err, index)
+    self:load(container, { around_id = entry_id, limit = self.level_size }, function(err, index)
       if err then
         return callback(err, found)
       end

@@ -143,7 +143,7 @@ test('the tree view loads the top level, then every level down to the leaf in on
   const trees = client.requests.filter((r) => r.method === 'pi/getTree').map((r) => r.params);
   const base = { uri: SESSION_URI, filter: 'default', form: 'flat', activeBranchFirst: true };
   assert.deepEqual(trees[0], { ...base, chain: true, offset: 0, limit: 200 });
-  assert.deepEqual(trees[1], { ...base, levels: true, aroundId: 'a3', limit: 200 });
+  assert.deepEqual(trees[1], { ...base, levels: true, aroundId: 'a3', limit: 50 });
   assert.equal(trees.length, 2);
   assert.equal(state.treeViews[0].id, 'piSession.tree');
   const roots = await children(api);
@@ -180,18 +180,18 @@ test('a 100,001-entry session: the view loads pages around the leaf, never the w
   assert.ok(requests.every((r) => r.params.limit <= 200 && (r.params.chain === true || r.params.levels === true)));
   const top = await children(api);
   assert.equal(top[0].kind, 'more');
-  assert.equal(top[0].count, 100_001 - 200);
-  assert.equal(top.length, 201); // "load earlier" and the 200 rows ending with the leaf
-  assert.match(api.tree.getTreeItem(top[200]).description, /◀ leaf/);
-  assert.equal(state.treeViews[0].revealed[0].element, top[200]);
+  assert.equal(top[0].count, 100_001 - 50);
+  assert.equal(top.length, 51); // "load earlier" and the 50 rows ending with the leaf (LEVEL_PAGE)
+  assert.match(api.tree.getTreeItem(top[50]).description, /◀ leaf/);
+  assert.equal(state.treeViews[0].revealed[0].element, top[50]);
   const more = api.tree.getTreeItem(top[0]);
-  assert.match(more.label, /^Load 200 earlier \(of 99,801\)…$/);
+  assert.match(more.label, /^Load 200 earlier \(of 99,951\)…$/);
   assert.equal(more.command.command, 'piSession.tree.loadMore');
   await state.commands.get('piSession.tree.loadMore')(...more.command.arguments);
   const after = await children(api);
-  assert.equal(after.length, 401);
+  assert.equal(after.length, 251);
   assert.equal(after[201], top[1]); // rows shown before keep their objects (the view keeps its state)
-  assert.equal(after[400], top[200]);
+  assert.equal(after[250], top[50]);
 });
 
 test('the tree view says when pi skips lines of the file (pi/getInfo)', async (t) => {
