@@ -13,7 +13,8 @@ the costs per entry dominate), it times, each in fresh processes and with its pe
 * the sidecar as the editors' tree view uses it: spawn ``python -m pi_session_server serve``,
   ``pi/open`` and the view's first window (``pi/getTree`` flat, filter ``default``, the active
   branch first, the top chain, 200 rows: what ``editors/vscode/src/lazyTree.ts`` asks for first),
-  timed from the spawn; then the ``levels`` request that opens the view down to the leaf, and the
+  timed from the spawn; then the ``levels`` request that opens the view down to the leaf (50 rows
+  of each level, as the editors ask), and the
   full flat tree in pages of 50,000, each timed on its own. Its reopen uses an index directory only
   the sidecar wrote to (what an editor user who never ran ``pi-session tree`` has);
 * the language server: ``textDocument/didOpen`` with the file's text -> the first
@@ -233,6 +234,7 @@ def _content_length(headers: bytes) -> int:
 
 
 TREE_VIEW_PAGE = 200  # lazyTree.ts TREE_PAGE
+LEVEL_PAGE = 50  # lazyTree.ts LEVEL_PAGE: rows of each level on the way down to the leaf
 PAGE = 50_000
 
 
@@ -247,7 +249,7 @@ def sidecar(side: Side, path: Path) -> Callable[[], dict]:
         assert page["nodes"], "an empty first page"
         started = time.perf_counter()
         reply = server.request(
-            "pi/getTree", {**view, "levels": True, "aroundId": page["leafId"], "limit": TREE_VIEW_PAGE}
+            "pi/getTree", {**view, "levels": True, "aroundId": page["leafId"], "limit": LEVEL_PAGE}
         )
         to_leaf = time.perf_counter() - started
         assert reply["levels"], "no levels down to the leaf"
