@@ -14,9 +14,9 @@ the costs per entry dominate), it times, each in fresh processes and with its pe
   ``pi/open`` and the view's first window (``pi/getTree`` flat, filter ``default``, the active
   branch first, the top chain, 200 rows: what ``editors/vscode/src/lazyTree.ts`` asks for first),
   timed from the spawn; then the ``levels`` request that opens the view down to the leaf (50 rows
-  of each level, as the editors ask), and the
-  full flat tree in pages of 50,000, each timed on its own. Its reopen uses an index directory only
-  the sidecar wrote to (what an editor user who never ran ``pi-session tree`` has);
+  of each level, as the editors ask), and the full flat tree in pages of 50,000, each timed on its
+  own. Its reopen uses an index directory only the sidecar wrote to (what an editor user who never
+  ran ``pi-session tree`` has);
 * the language server: ``textDocument/didOpen`` with the file's text -> the first
   ``publishDiagnostics``, timed from the first byte of the notification (after ``initialize``);
 * for the library's commands and the sidecar, a first open (an empty index directory) and a reopen
