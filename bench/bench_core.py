@@ -39,7 +39,7 @@ OURS = textwrap.dedent(
     t0 = time.perf_counter()
     from pi_session_server.session import SessionManager
     t1 = time.perf_counter()
-    sm = SessionManager.open(sys.argv[1], read_only=True)
+    sm = SessionManager.open(sys.argv[1], read_only=True, pi="0.86.1")  # the reference's release
     t2 = time.perf_counter()
     ctx = sm.build_session_context()
     t3 = time.perf_counter()
