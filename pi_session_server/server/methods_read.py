@@ -196,7 +196,7 @@ _preview_caches_lock = threading.Lock()
 def preview_cache(manager: Any) -> PreviewCache | None:
     """The preview cache of a session (dropped with its manager); None if the manager cannot be keyed.
 
-    Its previews are kept with the file's index after the reply (:func:`keep_previews_later`), not
+    Its previews are kept with the file's index after the reply (``PreviewKeeper.later``), not
     in the walk that made them; a walk that misses many loads those kept (the session's entries)."""
     with _preview_caches_lock:
         try:

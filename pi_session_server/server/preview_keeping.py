@@ -5,7 +5,7 @@ kept with the file's index (session/preview_store.py), the next process that sho
 loads them instead. Writing them takes a while too, so it is done by a job of its own on the
 worker pool, never in a request and never on the event loop:
 
-* it is started after the reply of a request that made many previews (``workers.after_this_job``),
+* it is started once a request that made many previews is over (``workers.after_this_job``),
   one per session at a time;
 * it waits until no request is in flight (:data:`QUIET_SECONDS` without one), so it does not take
   the CPU from a reply a user waits for; at shutdown it goes at once, and the process waits for it

@@ -145,8 +145,10 @@ class Job(Generic[T]):
 
 def after_this_job(callback: Callable[[], Any]) -> bool:
     """Call ``callback()`` once the job running on this thread is over, after the callbacks given to
-    it before (the connection's, which writes the job's reply): work that must not delay a reply.
-    False (nothing done) on a thread that runs no job."""
+    it before: work that must not delay its reply. (The connection gives the callback that writes
+    the reply once the handler returns the job, which may be after the job ran: ``callback`` must
+    not count on coming after the reply, only on the job being over.) False (nothing done) on a
+    thread that runs no job."""
     job = getattr(_running, "job", None)
     if job is None:
         return False

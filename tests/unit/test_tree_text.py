@@ -62,7 +62,7 @@ def forests(draw: Any) -> tuple[list[Node], list[Node]]:
 
 @settings(max_examples=200, deadline=None)
 @given(forest=forests(), data=st.data())
-def test_render_tree_draws_the_layout(forest: tuple[list[Node], list[Node]], data: st.DataObject):
+def test_tree_text_lines_draw_the_layout(forest: tuple[list[Node], list[Node]], data: st.DataObject):
     roots, nodes = forest
     leaf = data.draw(st.sampled_from([n.name for n in nodes] + [None]))
     path = set(data.draw(st.lists(st.sampled_from([n.name for n in nodes]), max_size=10)))
