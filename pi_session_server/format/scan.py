@@ -220,6 +220,9 @@ class ScanResult:
     tail: bytes = b""  # an unterminated final line (not yet an entry when scanning incrementally)
     size: int = 0  # bytes read in total
     index: IdIndex = field(default_factory=IdIndex)  # of ``entries`` (scans after the header only)
+    # the entries as the rows of a persistent index, made on demand (session.index_rows), when
+    # ``entries`` is empty for that reason (session.scan_index.scan_with_index with ``lazy``)
+    rows: Any = None
 
 
 def scan_entries(

@@ -10,6 +10,7 @@ the model and thinking level come from envelopes and small held entries.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from itertools import islice, repeat
 from operator import attrgetter, indexOf
 from typing import Any
@@ -20,6 +21,7 @@ from ..format.jsjson import js_key_order
 from ..format.jsvalue import ABSENT, get, index_key, is_object, js_string_of, strict_equal, truthy
 from .chains import path_by_chains
 from .fields import build_index, field, id_of, model_ref_of, parent_of, role_of, type_of, value_of
+from .index_rows import RowPath
 
 
 def build_session_path(
@@ -156,14 +158,18 @@ def _walk_to_root_remembering(start: Any, index: dict[Any, Any]) -> list[Any]:
     return path
 
 
-def context_settings(path: list[Any]) -> tuple[Any, Any]:  # noqa: C901 - one backward pass, Entry fast path inline
+def context_settings(path: Sequence[Any]) -> tuple[Any, Any]:  # noqa: C901 - one backward pass, Entry fast path inline
     """(thinkingLevel, model) over the whole path (docs/API.md §7.4): the last setting of each wins, so the
     path is read from its end and the walk stops once both are known (a long chat has an assistant
-    message near its end)."""
+    message near its end). Of a path of the index's rows only the entries that may set either are
+    looked at (found in its code columns)."""
     unknown = _UNKNOWN
     thinking_level: Any = unknown
     model: Any = unknown
-    for i in range(len(path) - 1, -1, -1):
+    indexes: Iterable[int] = range(len(path) - 1, -1, -1)
+    if type(path) is RowPath:
+        indexes = path.backward(len(path), _SETTING_TYPES, assistant=True)
+    for i in indexes:
         e = path[i]
         if type(e) is Entry:
             etype = e.type
@@ -199,13 +205,17 @@ def context_settings(path: list[Any]) -> tuple[Any, Any]:  # noqa: C901 - one ba
 
 _UNKNOWN = object()  # not yet seen while reading a path backwards
 _TYPE = attrgetter("type")
+_SETTING_TYPES = frozenset({"thinking_level_change", "model_change"})
 
 
-def _last_thinking_level(path: list[Any], stop: int) -> Any:
+def _last_thinking_level(path: Sequence[Any], stop: int) -> Any:
     """``thinkingLevel`` of the last thinking_level_change in ``path[:stop]``, or ``_UNKNOWN``.
 
     Searched in C (a long chat has one such entry near its start and tens of thousands of
     messages after it); a path that is not all :class:`Entry` objects takes the plain loop."""
+    if type(path) is RowPath:
+        at = next(path.backward(stop, frozenset({"thinking_level_change"})), -1)
+        return _UNKNOWN if at < 0 else field(path[at], "thinkingLevel")
     before = islice(reversed(path), len(path) - stop, None)  # path[stop - 1], path[stop - 2], ...
     try:
         back = indexOf(map(_TYPE, before), "thinking_level_change")
@@ -233,7 +243,7 @@ def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:
     return -1
 
 
-def select_context_entries(path: list[Any]) -> list[Any]:
+def select_context_entries(path: Sequence[Any]) -> list[Any]:
     """``buildContextEntries`` (docs/API.md §7.2) on a path computed by :func:`build_session_path`.
 
     Every element of such a path except the last (the start) was fetched from the id index, so their
@@ -241,6 +251,9 @@ def select_context_entries(path: list[Any]) -> list[Any]:
     itself unless it is the start, and at most one element before it carries firstKeptEntryId. That
     lets both searches run from the compaction backwards instead of over the whole path.
     """
+    if type(path) is RowPath:
+        return _select_row_entries(path)
+    assert isinstance(path, list)
     compaction: Any = None
     position = -1
     for i in range(len(path) - 1, -1, -1):
@@ -253,13 +266,36 @@ def select_context_entries(path: list[Any]) -> list[Any]:
     compaction_index = position
     if position == len(path) - 1:  # the start may share its id with an earlier element
         compaction_index = _first_index_with_id(path, id_of(compaction), len(path))
-    result = [compaction]
     first_kept = field(compaction, "firstKeptEntryId")
     first = -1
     for i in range(compaction_index - 1, -1, -1):
         if strict_equal(id_of(path[i]), first_kept):
             first = i
             break
+    return _selected(path, compaction, compaction_index, first)
+
+
+def _select_row_entries(path: RowPath) -> list[Any]:
+    """select_context_entries of a path of the index's rows: the compaction found in the type
+    column, the kept entry by the ids column (every id on it is a distinct string)."""
+    compaction_index = next(path.backward(len(path), frozenset({"compaction"})), -1)
+    if compaction_index < 0:
+        return list(path)
+    compaction = path[compaction_index]
+    first_kept = field(compaction, "firstKeptEntryId")
+    first = -1
+    if type(first_kept) is str:  # (no id is anything else)
+        for i in range(compaction_index - 1, -1, -1):
+            if path.id_at(i) == first_kept:
+                first = i
+                break
+    return _selected(path, compaction, compaction_index, first)
+
+
+def _selected(path: Sequence[Any], compaction: Any, compaction_index: int, first: int) -> list[Any]:
+    """The compaction, the entries kept from ``first`` on (system messages left out), and the
+    entries after it."""
+    result = [compaction]
     if first >= 0:
         for e in path[first:compaction_index]:
             if not (type_of(e) == "message" and role_of(e) == "system"):

@@ -26,6 +26,7 @@ from ..format.scan import (
     problem_for,
 )
 from .environment import Environment, on_disk
+from .index_rows import IndexedRows
 from .scan_index import IndexSettings, scan_with_index
 
 
@@ -87,6 +88,9 @@ class LazyLoad:
     end: int  # bytes consumed
     needs_newline: bool
     index: IdIndex | None = None  # the scan's index of entries[1:] (the header is entries[0])
+    # the entries after the header, made on demand, when ``entries`` holds only the header (see
+    # scan_index.scan_with_index's ``lazy``)
+    rows: IndexedRows | None = None
 
 
 # Files up to this size keep every line's bytes in memory (bodies are decoded from them on demand),
@@ -101,15 +105,24 @@ def load_lazy(
     peek: HeaderPeek,
     on_progress: Callable[[int, int], Any] | None = None,
     index: IndexSettings | None = None,
+    lazy: bool = False,
 ) -> tuple[LazyLoad, FileLineSource]:
     """The entries of a current-version file after its header (``peek``), from its persistent
-    index where ``index`` allows one and it matches the file (see scan_index), else scanned."""
+    index where ``index`` allows one and it matches the file (see scan_index), else scanned.
+    ``lazy``: the index's rows may come as :class:`.index_rows.IndexedRows` (``LazyLoad.rows``)."""
     source = FileLineSource(path, os.dup(fd))
     keep_bytes = peek.size <= KEEP_BYTES_LIMIT
     if index is not None:
         source.index_dir = index.directory
     result = scan_with_index(
-        fd, source, peek.next_offset, peek.line + 1, index, keep_bytes=keep_bytes, on_progress=on_progress
+        fd,
+        source,
+        peek.next_offset,
+        peek.line + 1,
+        index,
+        keep_bytes=keep_bytes,
+        on_progress=on_progress,
+        lazy=lazy,
     )
     entries = result.entries
     entries.insert(0, Entry.of(peek.value, line=peek.line))  # in place: no second list of every entry
@@ -123,6 +136,7 @@ def load_lazy(
             result.end if not result.tail else result.end + len(result.tail),
             ends_without_newline(fd, peek.size),
             result.index,
+            result.rows,
         ),
         source,
     )

@@ -14,7 +14,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from .chains import Positions, entry_on_line
 from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
 from .environment import Environment, current
 from .fields import field as entry_field
+from .index_rows import IndexedRows, RowPath
 from .loader import (
     ExactLoad,
     is_valid_header,
@@ -58,9 +59,13 @@ from .paths import (
     resolve_path,
 )
 from .profiles import DEFAULT_PI, PiVersion, Profile, profile_for, require_api
-from .projection import build_session_context as _build_session_context
-from .projection import build_session_projection as _build_session_projection
-from .projection import edit_target_role, is_edit_replacement, text_blocks
+from .projection import (
+    edit_target_role,
+    is_edit_replacement,
+    session_context_of_path,
+    session_projection_of_path,
+    text_blocks,
+)
 from .rewrites import LockedFile, rewritten_after
 from .scan_index import index_settings
 from .tree import TreeNode, build_tree
@@ -159,8 +164,13 @@ class SessionManager:
         self._index = index_settings(index)
         self._session_id: Any = ""
         self._session_file: Any = ABSENT
-        self._file_entries: builtins.list[Entry] = []
-        self._by_id: dict[Any, Entry] = {}
+        # The file entries and the id index. After a load from the persistent index they are made
+        # when first asked for (_every_entry): until then _rows holds the entries after the header
+        # (_rows_header) as the index's rows, and the context is read from the leaf's path of rows.
+        self._rows: IndexedRows | None = None
+        self._rows_header: Entry | None = None
+        self._entry_list: builtins.list[Entry] | None = []
+        self._id_map: dict[Any, Entry] | None = {}
         self._labels: dict[Any, tuple[Any, Any]] = {}  # key(targetId) -> (targetId, label)
         self._label_timestamps: dict[Any, Any] = {}
         self._leaf_id: Any = None
@@ -482,7 +492,7 @@ class SessionManager:
             os.close(fd)
 
     def _load_current(self, fd: int, path: str, peek: Any) -> None:
-        loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index)
+        loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index, lazy=True)
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
         # the reference's load-time repair (docs/FORMAT.md §9.1 step 5); a newline right at our end
@@ -497,7 +507,7 @@ class SessionManager:
         self._release_source()
         self._source = source
         self._session_file = path
-        self._set_file_entries(loaded.entries, loaded.index)
+        self._set_file_entries(loaded.entries, loaded.index, loaded.rows)
         self._session_id = loaded.header["id"]
         self.problems = loaded.problems
         self._track_file(path, loaded.lines, end, open_tail)
@@ -565,13 +575,64 @@ class SessionManager:
 
     # ------------------------------------------------------------------ index
 
-    def _set_file_entries(self, entries: builtins.list[Entry], scanned: IdIndex | None = None) -> None:
-        """``scanned``: the scanner's index of ``entries[1:]`` when ``entries[0]`` is the header."""
+    @property
+    def _file_entries(self) -> builtins.list[Entry]:
+        entries = self._entry_list
+        return entries if entries is not None else self._every_entry()[0]
+
+    @_file_entries.setter
+    def _file_entries(self, entries: builtins.list[Entry]) -> None:
+        self._entry_list = entries
+        self._rows = self._rows_header = None
+
+    @property
+    def _by_id(self) -> dict[Any, Entry]:
+        by_id = self._id_map
+        return by_id if by_id is not None else self._every_entry()[1]
+
+    @_by_id.setter
+    def _by_id(self, by_id: dict[Any, Entry]) -> None:
+        self._id_map = by_id
+
+    def _every_entry(self) -> tuple[builtins.list[Entry], dict[Any, Entry]]:
+        """The file entries and the id index of a load from the index's rows, made now (the
+        entries made before among them)."""
+        rows, header = self._rows, self._rows_header
+        assert rows is not None and header is not None
+        entries, ids = rows.every_entry()
+        by_id = dict(zip(ids, entries, strict=True))
+        entries.insert(0, header)  # in place: no second list of every entry
+        self._entry_list, self._id_map = entries, by_id
+        self._rows = self._rows_header = None
+        return entries, by_id
+
+    def _set_file_entries(
+        self,
+        entries: builtins.list[Entry],
+        scanned: IdIndex | None = None,
+        rows: IndexedRows | None = None,
+    ) -> None:
+        """``scanned``: the scanner's index of ``entries[1:]`` when ``entries[0]`` is the header;
+        ``rows``: the entries after it as the index's rows (``entries`` is then the header alone)."""
         self._file_entries = entries
         self._has_conversation = None  # counted when first asked
+        if rows is not None:
+            self._adopt_rows(entries[0], rows)
+            return
         if scanned is not None and scanned.complete and self._adopt_index(scanned):
             return
         self._build_index()
+
+    def _adopt_rows(self, header: Entry, rows: IndexedRows) -> None:
+        """A load from the index's rows (every id a distinct non-empty string, one header on top:
+        see scan_index._lazy_allowed); only the label entries are made now."""
+        self._entry_list = self._id_map = None
+        self._rows, self._rows_header = rows, header
+        self._plain_index = True
+        self._header_only_first = True
+        self._chain_starts = list(rows.columns.chain_starts)
+        self._leaf_id = rows.id_at(rows.count - 1) if rows.count else None
+        self._index_labels(map(rows.entry, rows.rows_of_type("label")))
 
     def _adopt_index(self, scanned: IdIndex) -> bool:
         """Take the index the scan built while reading (pi's files: string ids, one header on top).
@@ -618,7 +679,7 @@ class SessionManager:
         self._leaf_id = leaf
         self._index_labels(others)
 
-    def _index_labels(self, others: builtins.list[Entry]) -> None:
+    def _index_labels(self, others: Iterable[Entry]) -> None:
         """Labels from the non-message entries, in file order (labels only interact with each other)."""
         self._labels = {}
         self._label_timestamps = {}
@@ -955,7 +1016,14 @@ class SessionManager:
     def get_leaf_entry(self) -> Any:
         if not truthy(self._leaf_id):
             return ABSENT
+        if self._rows is not None and self._leaf_id == self._leaf_row_id():
+            return self._rows.entry(self._rows.count - 1)
         return self._by_id.get(index_key(self._leaf_id), ABSENT)
+
+    def _leaf_row_id(self) -> Any:
+        """The id of the last of the index's rows (ABSENT: none, or no rows)."""
+        rows = self._rows
+        return rows.id_at(rows.count - 1) if rows is not None and rows.count else ABSENT
 
     def get_entry(self, entry_id: Any) -> Any:
         return self._by_id.get(index_key(entry_id), ABSENT)
@@ -1091,30 +1159,38 @@ class SessionManager:
     # ------------------------------------------------------------------ context
 
     def build_context_entries(self) -> builtins.list[Any]:
-        return select_context_entries(
-            build_session_path(*self._path_inputs(self._leaf_id), **self._path_hints())
-        )
+        return select_context_entries(self._session_path(self._leaf_id))
 
     def build_session_context(self) -> dict[str, Any]:
-        return _build_session_context(
-            *self._path_inputs(self._leaf_id), **self._path_hints(), pi=self.profile
-        )
+        return session_context_of_path(self._session_path(self._leaf_id), pi=self.profile)
 
     def build_session_context_at(self, leaf_id: Any) -> dict[str, Any]:
         """The context as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
-        return _build_session_context(*self._path_inputs(leaf_id), **self._path_hints(), pi=self.profile)
+        return session_context_of_path(self._session_path(leaf_id), pi=self.profile)
 
     def build_session_projection(self) -> dict[str, Any]:
         """pi 1.6.0's ``buildSessionProjection()``: ``{entries: [{sourceEntry, messages}], messages,
         thinkingLevel, model}``, what each context entry contributes (under 0.86.1's profile, as
         0.86.1 builds its context)."""
-        return _build_session_projection(
-            *self._path_inputs(self._leaf_id), **self._path_hints(), pi=self.profile
-        )
+        return session_projection_of_path(self._session_path(self._leaf_id), pi=self.profile)
 
     def build_session_projection_at(self, leaf_id: Any) -> dict[str, Any]:
         """The projection as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
-        return _build_session_projection(*self._path_inputs(leaf_id), **self._path_hints(), pi=self.profile)
+        return session_projection_of_path(self._session_path(leaf_id), pi=self.profile)
+
+    def _session_path(self, leaf_id: Any) -> builtins.list[Any] | RowPath:
+        """``build_session_path`` at ``leaf_id``: walked over the index's rows while the entries are
+        not made (the leaf the last row, as after a load), else over the entries."""
+        rows = self._rows
+        # (in build_session_path, a leaf_id that is not truthy, or not found, means the last entry)
+        last = leaf_id is not None and (
+            not truthy(leaf_id) or (type(leaf_id) is str and leaf_id == self._leaf_row_id())
+        )
+        if rows is not None and rows.count and last:
+            path = rows.path_to_root(rows.count - 1)
+            if path is not None:
+                return path
+        return build_session_path(*self._path_inputs(leaf_id), **self._path_hints())
 
     def _path_inputs(self, leaf_id: Any) -> tuple[builtins.list[Entry], Any, dict[Any, Entry]]:
         return self.get_entries(), leaf_id, self._by_id
@@ -1126,6 +1202,8 @@ class SessionManager:
     # ------------------------------------------------------------------ accessors
 
     def get_header(self) -> Any:
+        if self._rows_header is not None:
+            return self._rows_header.value
         for e in self._file_entries:
             if e.type == "session":
                 return e.value
@@ -1139,10 +1217,14 @@ class SessionManager:
     def get_entry_count(self) -> int:
         """pi 1.6.0's ``getEntryCount()``: the size of the id index, i.e. the number of distinct ids
         among the entries (smaller than :meth:`entry_count` when ids repeat or are missing)."""
+        if self._rows is not None:
+            return self._rows.count  # (every id a distinct string: see _adopt_rows)
         return len(self._by_id)
 
     def entry_count(self) -> int:
         """``len(get_entries())`` without building the list."""
+        if self._rows is not None:
+            return self._rows.count
         if self._header_only_first:
             return len(self._file_entries) - 1
         return sum(1 for _ in self.iter_entries())
@@ -1176,7 +1258,10 @@ class SessionManager:
         return (e for e in self._file_entries if e.type != "session")
 
     def get_session_name(self) -> Any:
-        for e in reversed(self._file_entries):
+        found: Iterable[Entry] = reversed(self._file_entries) if self._rows is None else ()
+        if self._rows is not None and (row := self._rows.last_of_type("session_info")) >= 0:
+            found = (self._rows.entry(row),)
+        for e in found:
             if e.type == "session_info":
                 name = entry_field(e, "name")
                 if isinstance(name, str):
@@ -1351,15 +1436,15 @@ class SessionManager:
         reference keeps an entry whose write failed in memory; this is the opt-out). Lines that did
         reach the file stay there; the next ``refresh_from_disk()`` reads them as any other writer's.
         """
+        entries, count = self._file_entries, len(self._file_entries)  # (made now: restored below)
         saved = dict(self.__dict__)
-        entries, count = self._file_entries, len(self._file_entries)
         labels, stamps = dict(self._labels), dict(self._label_timestamps)
         try:
             yield self
         except BaseException:
             appended = entries[count:]
             del entries[count:]
-            by_id = saved["_by_id"]
+            by_id = saved["_id_map"]
             for entry in reversed(appended):
                 key = index_key(entry.id)
                 if by_id.get(key) is entry:

@@ -14,7 +14,7 @@ and then throws or strips the content.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
 from typing import Any
@@ -158,9 +158,14 @@ def build_session_projection(
     """The exported ``buildSessionProjection(entries, leafId?, byId?)``: ``{entries: [{sourceEntry,
     messages}], messages, thinkingLevel, model}`` (``plain_index``/``chain_starts``: see
     :func:`.context.build_session_path`)."""
-    context_entries, thinking_level, model = _context_entries(
-        entries, leaf_id, by_id, plain_index, chain_starts
-    )
+    path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
+    return session_projection_of_path(path, pi=pi)
+
+
+def session_projection_of_path(path: Sequence[Any], *, pi: PiVersion = DEFAULT_PI) -> dict[str, Any]:
+    """:func:`build_session_projection` of the path it walks (a list, or the index's rows:
+    :class:`.index_rows.RowPath`)."""
+    context_entries, thinking_level, model = _context_entries(path)
     with gc_paused():  # an object and a list per entry, none of them in a cycle
         projected = [
             {"sourceEntry": e, "messages": contributed}
@@ -183,22 +188,19 @@ def build_session_context(
 ) -> dict[str, Any]:
     """The exported ``buildSessionContext(entries, leafId?, byId?)``: ``{messages, thinkingLevel,
     model}`` of the projection."""
-    context_entries, thinking_level, model = _context_entries(
-        entries, leaf_id, by_id, plain_index, chain_starts
-    )
+    path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
+    return session_context_of_path(path, pi=pi)
+
+
+def session_context_of_path(path: Sequence[Any], *, pi: PiVersion = DEFAULT_PI) -> dict[str, Any]:
+    """:func:`build_session_context` of the path it walks (see :func:`session_projection_of_path`)."""
+    context_entries, thinking_level, model = _context_entries(path)
     messages = list(chain.from_iterable(messages_per_entry(context_entries, profile_for(pi))))
     return _object(messages=messages, thinkingLevel=thinking_level, model=model)
 
 
-def _context_entries(
-    entries: list[Any],
-    leaf_id: Any,
-    by_id: dict[Any, Any] | None,
-    plain_index: bool | None,
-    chain_starts: list[int] | None,
-) -> tuple[list[Any], Any, Any]:
-    """(compaction-aware context entries, thinkingLevel, model) at ``leaf_id`` (docs/API.md §7.1-§7.4)."""
-    path = build_session_path(entries, leaf_id, by_id, plain_index=plain_index, chain_starts=chain_starts)
+def _context_entries(path: Sequence[Any]) -> tuple[list[Any], Any, Any]:
+    """(compaction-aware context entries, thinkingLevel, model) of a path (docs/API.md §7.1-§7.4)."""
     thinking_level, model = context_settings(path)
     return select_context_entries(path), thinking_level, model
 

@@ -25,8 +25,12 @@ envelope the index gave (``Entry.value``), so a file changed behind the index's 
 
 The file: ``MAGIC``, the format version, the lengths of the header and the payload and a CRC-32 of
 both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
-timestamps as text joined by NUL, type and role codes one byte each, offsets as 64-bit integers,
-chain starts), then the header (msgpack, :class:`IndexHeader`: the key, the tables, what is sparse).
+timestamps as text joined by NUL, each followed by where every value of it ends as 32-bit integers,
+type and role codes one byte each, offsets as 64-bit integers, chain starts), then the header
+(msgpack, :class:`IndexHeader`: the key, the tables, what is sparse, and where every id is a
+distinct string, the position of each chain's parent). With the ends, one entry can be made from
+the columns without the others, and with the parents' positions the leaf's path is walked without
+an id map: a reopen makes only the entries it is asked for (:mod:`.index_rows`).
 Entries whose envelope does not fit the columns (a number for an id, a held body: lines msgspec
 rejected) are listed by position and scanned again from the file when the index is read. Writes go
 to a temporary file in the cache directory, renamed over the index: concurrent processes each
@@ -44,10 +48,10 @@ import time
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import attrgetter, is_not, ne, sub
+from itertools import accumulate, compress, repeat
+from operator import add, attrgetter, is_not, ne, sub
 from typing import Any, Final
 
 import msgspec
@@ -55,6 +59,8 @@ import msgspec
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
 from ..format.scan import IdIndex, LineProblem, ScanResult, _entry_from_line, line_at, scan_entries
+from .chains import Positions
+from .index_rows import IndexedRows, RowColumns
 from .storage import write_all
 
 # ---------------------------------------------------------------------- settings
@@ -139,10 +145,15 @@ def scan_with_index(
     *,
     keep_bytes: bool,
     on_progress: Callable[[int, int], Any] | None = None,
+    lazy: bool = False,
 ) -> ScanResult:
     """What ``scan_entries(fd, source, start=start, first_line=first_line, have_header=True)`` finds
     (``start``: where the line after the header starts), read from the file's index where it has one
-    that matches, and the index written for the next time (``settings`` None: scanned, no index)."""
+    that matches, and the index written for the next time (``settings`` None: scanned, no index).
+
+    ``lazy``: an index that allows it (see ``_lazy_allowed``) of a file that did not grow gives its
+    entries as :class:`.index_rows.IndexedRows` in ``result.rows`` (``result.entries`` is then
+    empty and ``result.index`` holds only the chain starts)."""
     global last_outcome
     outcome = last_outcome = IndexOutcome()
     try:
@@ -153,7 +164,7 @@ def scan_with_index(
     if settings is None or st is None or not settings.wanted(st.st_size):
         return _scan(fd, source, start, first_line, keep_bytes, on_progress)
     path = index_path(settings.directory, st)
-    cached = _read_index(path, fd, st, start, first_line, source, keep_bytes, outcome)
+    cached = _read_index(path, fd, st, start, first_line, source, keep_bytes, outcome, lazy)
     if cached is None:
         result = _scan(fd, source, start, first_line, keep_bytes, on_progress)
         indexed = start
@@ -164,9 +175,14 @@ def scan_with_index(
         rest = _scan(fd, source, indexed, first_line + cached.lines, keep_bytes, on_progress)
         if rest.end > indexed:
             outcome.read = "grown"
+        if cached.rows is not None and rest.entries:
+            # the new entries' ids may be any of the rows': every entry, indexed as one scan would
+            every_entry(cached, cached.rows)
         result = _joined(cached, rest)
     grown = _complete_end(result) - indexed
     if cached is None or grown >= max(settings.min_size, (indexed - start) // 64, 1):
+        if result.rows is not None:
+            every_entry(result, result.rows)
         outcome.written = _write_index(settings.directory, path, fd, st, seen_at, start, first_line, result)
     return result
 
@@ -220,7 +236,7 @@ def index_path(directory: str, st: os.stat_result) -> str:
 # ---------------------------------------------------------------------- the file format
 
 MAGIC: Final = b"PISESIDX"
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 # magic, format version, header length, payload length, CRC-32 of the payload and the header (which
 # follows the payload: it is known once the payload was written)
 _PREFIX = struct.Struct("<8sIIQI")
@@ -231,7 +247,7 @@ _NO_ROLE = 1  # a message head without a role
 _ROLE_BASE = 2
 _MAX_CODES = 256
 _TEXT_PIECE = 65536  # values joined and encoded at a time when a text column is written
-_SECTIONS = ("ids", "timestamps", "types", "roles", "offsets", "chain_starts")
+_SECTIONS = ("ids", "id_ends", "timestamps", "timestamp_ends", "types", "roles", "offsets", "chain_starts")
 
 
 class IndexHeader(msgspec.Struct, array_like=True):
@@ -259,6 +275,8 @@ class IndexHeader(msgspec.Struct, array_like=True):
     rescanned: list[int]  # positions of entries read again from the file
     problems: list[tuple[int, int, str, str, int, int]]  # LineProblem fields
     complete: bool  # the id index holds every entry (IdIndex.complete)
+    unique: bool  # every id a distinct non-empty string (then an id names one entry)
+    parent_rows: list[int]  # when unique: the position of each of ``parents``' parent (-1: none)
     sections: list[int]  # byte length of each payload section, in _SECTIONS order
 
 
@@ -297,6 +315,7 @@ def _read_index(
     source: Any,
     keep_bytes: bool,
     outcome: IndexOutcome,
+    lazy: bool = False,
 ) -> ScanResult | None:
     try:
         index_fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -306,7 +325,8 @@ def _read_index(
     try:
         header, check = _read_header(index_fd)
         _check_key(header, fd, st, start, first_line)  # before the columns are read
-        result = _result_of(header, _read_columns(index_fd, header, check), fd, source, keep_bytes)
+        rows = _rows_of(header, _read_columns(index_fd, header, check), fd, source, keep_bytes)
+        result = _result_of(header, rows, fd, source, keep_bytes, lazy)
     except (NotUsable, OSError, ValueError, TypeError, KeyError, IndexError, msgspec.DecodeError):
         outcome.read = "stale"
         # gone at once, not only replaced when the new index is written (which may fail): the file
@@ -349,17 +369,19 @@ def _read_header(index_fd: int) -> tuple[IndexHeader, _Check]:
 
 @dataclass(slots=True)
 class _Columns:
-    ids: list[str]
-    timestamps: list[str]
-    offsets: list[int]
+    ids: bytes
+    id_ends: array[int]
+    timestamps: bytes
+    timestamp_ends: array[int]
+    offsets: array[int]
     chain_starts: list[int]
     type_codes: bytes
     role_codes: bytes
 
 
 def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns:
-    """The payload's columns, read a section at a time (the bytes of one are let go of before the
-    next is read); none is used before the CRC of all is checked."""
+    """The payload's columns, read a section at a time; none is used before the CRC of all is
+    checked."""
     n = header.count
     lengths = header.sections
     if len(lengths) != len(_SECTIONS) or sum(lengths) != check.payload_length or min(lengths) < 0:
@@ -371,22 +393,26 @@ def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns
         data = _read_exactly(index_fd, length, at)
         at += length
         crc = zlib.crc32(data, crc)
-        if name in ("ids", "timestamps"):
-            decoded[name] = _texts(data, n)
+        if name in ("id_ends", "timestamp_ends"):
+            decoded[name] = _integers(data, "I", n)
         elif name == "offsets":
-            decoded[name] = _integers(data, n)
+            decoded[name] = _integers(data, "q", n)
         elif name == "chain_starts":
-            decoded[name] = _integers(data)
+            decoded[name] = _integers(data, "q").tolist()
+        elif name in ("types", "roles") and len(data) != n:
+            raise NotUsable("column of another length")
         else:
-            if len(data) != n:
-                raise NotUsable("column of another length")
             decoded[name] = data
-        del data
     if zlib.crc32(check.header_bytes, crc) != check.crc:
         raise NotUsable("damaged")
+    for text, ends in (("ids", "id_ends"), ("timestamps", "timestamp_ends")):
+        if n and decoded[ends][-1] != len(decoded[text]):
+            raise NotUsable("text of another length")
     return _Columns(
         decoded["ids"],
+        decoded["id_ends"],
         decoded["timestamps"],
+        decoded["timestamp_ends"],
         decoded["offsets"],
         decoded["chain_starts"],
         decoded["types"],
@@ -433,68 +459,110 @@ def edges(fd: int, end: int) -> tuple[int, int]:
     return zlib.crc32(head), zlib.crc32(tail)
 
 
-def _texts(data: bytes, count: int) -> list[str]:
-    if count == 0:
-        if len(data):
-            raise NotUsable("text for no entries")
-        return []
-    texts = str(data, "utf-8", "surrogatepass").split("\x00")
-    if len(texts) != count:
+def _integers(data: bytes, typecode: str, count: int | None = None) -> array[int]:
+    numbers = array(typecode)
+    if len(data) % numbers.itemsize:
         raise NotUsable("column of another length")
-    return texts
-
-
-def _integers(data: bytes, count: int | None = None) -> list[int]:
-    numbers = array("q")
     numbers.frombytes(data)
     if count is not None and len(numbers) != count:
         raise NotUsable("column of another length")
-    return numbers.tolist()
+    return numbers
 
 
-def _result_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, keep_bytes: bool) -> ScanResult:
-    """The scan result the index holds (entries pointing to ``source``)."""
+def _rows_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, keep_bytes: bool) -> IndexedRows:
+    """The rows the index holds (their entries pointing to ``source``), checked against the header."""
     n = header.count
-    ids, timestamps, offsets = columns.ids, columns.timestamps, columns.offsets
-    type_codes, role_codes = columns.type_codes, columns.role_codes
     types = header.types
     heads: list[Any] = [None, head_for(ABSENT), *(head_for(role) for role in header.roles)]
     if (
-        (n and (max(type_codes) >= len(types) or max(role_codes) >= len(heads)))
+        (n and (max(columns.type_codes) >= len(types) or max(columns.role_codes) >= len(heads)))
         or any(type(value) is not str and value is not ABSENT for value in types)
         or any(type(value) is not str for value in header.roles)
     ):
         raise NotUsable("unknown code")
-    lines = _line_numbers(header.line_runs, n)
-    parents: list[Any] = [ABSENT, *ids[:-1]] if n else []
+    _check_runs(header.line_runs, n)
+    parents: dict[int, Any] = {}
     for position, parent in header.parents:
-        if not (parent is None or parent is ABSENT or type(parent) is str):
+        if not (parent is None or parent is ABSENT or type(parent) is str) or not 0 <= position < n:
             raise NotUsable("parentId of another type")
         parents[position] = parent
-    targets: Iterable[Any] = _sparse(n, ABSENT, ((p, target) for p, target, _label in header.targets))
-    labels: Iterable[Any] = _sparse(n, ABSENT, ((p, label) for p, _target, label in header.targets))
-    lengths: Iterable[Any] = _sparse(n, 0, header.lengths)
-    bodies: Iterable[Any] = repeat(ABSENT)
+    parent_rows: dict[int, int] = {}
+    if header.parent_rows:
+        if len(header.parent_rows) != len(header.parents) or not all(-1 <= r < n for r in header.parent_rows):
+            raise NotUsable("parent rows of another length")
+        parent_rows = dict(zip(parents, header.parent_rows, strict=True))
+    starts = columns.chain_starts
+    if n and (not starts or starts[0] != 0 or starts[-1] >= n):
+        raise NotUsable("chain starts out of place")
+    lines_data = None
     if keep_bytes and n:
-        bodies = _line_bytes(fd, offsets, header.end)
-    entries = list(
-        map(
-            Entry,
-            map(types.__getitem__, type_codes),
-            ids,
-            parents,
-            timestamps,
-            map(heads.__getitem__, role_codes),
-            targets,
-            labels,
-            lines,
-            offsets,
-            lengths,
-            bodies,
-            repeat(source),
+        base = columns.offsets[0]
+        lines_data = os.pread(fd, header.end - base, base)
+        if len(lines_data) != header.end - base or not lines_data.endswith(b"\n"):
+            raise NotUsable("file shorter than indexed")
+    return IndexedRows(
+        RowColumns(
+            count=n,
+            ids=columns.ids,
+            id_ends=columns.id_ends,
+            timestamps=columns.timestamps,
+            timestamp_ends=columns.timestamp_ends,
+            type_codes=columns.type_codes,
+            role_codes=columns.role_codes,
+            offsets=columns.offsets,
+            types=types,
+            heads=heads,
+            line_runs=[tuple(run) for run in header.line_runs],  # type: ignore[misc]
+            parents=parents,
+            parent_rows=parent_rows,
+            targets={p: (target, label) for p, target, label in header.targets},
+            lengths=dict(header.lengths),
+            chain_starts=starts,
+            source=source,
+            lines_data=lines_data,
         )
     )
-    for position in header.rescanned:
+
+
+def _lazy_allowed(header: IndexHeader) -> bool:
+    """Can the rows be walked by row numbers and made on demand (see index_rows)? Every id a
+    distinct non-empty string, none read again from its line, no second header among them."""
+    return (
+        header.unique
+        and header.complete
+        and not header.rescanned
+        and len(header.parent_rows) == len(header.parents)
+        and "session" not in header.types
+    )
+
+
+def _result_of(
+    header: IndexHeader, rows: IndexedRows, fd: int, source: Any, keep_bytes: bool, lazy: bool
+) -> ScanResult:
+    """The scan result the index holds: its rows (``lazy``, where the index allows), else every entry."""
+    problems = [LineProblem(*fields) for fields in header.problems]
+    result = ScanResult(problems=problems, lines=header.lines, end=header.end, size=header.end - header.start)
+    if lazy and _lazy_allowed(header):
+        result.rows = rows
+        result.index = IdIndex(chain_starts=rows.columns.chain_starts, complete=True)
+        return result
+    every_entry(result, rows, header, fd, source, keep_bytes)
+    return result
+
+
+def every_entry(
+    result: ScanResult,
+    rows: IndexedRows,
+    header: IndexHeader | None = None,
+    fd: int = -1,
+    source: Any = None,
+    keep_bytes: bool = False,
+) -> None:
+    """Put every entry of ``rows`` into ``result`` (entries and the id index), and the lines the
+    index did not hold (``header.rescanned``) read again from the file."""
+    entries, ids = rows.every_entry()
+    n = len(entries)
+    for position in header.rescanned if header is not None else ():
         entry = entries[position] = _rescanned(fd, entries[position], source, keep_bytes)
         ids[position] = entry.id
         after = position + 1
@@ -502,32 +570,19 @@ def _result_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, kee
             # the entry after it names it as its parent: the very same string, as the scan makes it
             # (a chain goes on through an entry read again; see IdIndex.chain_starts)
             entries[after].parent_id = entry.id
-    index = IdIndex(chain_starts=columns.chain_starts, complete=header.complete)
-    if header.complete:
+    complete = header.complete if header is not None else True
+    index = IdIndex(chain_starts=rows.columns.chain_starts, complete=complete)
+    if complete:
         index.by_id = dict(zip(ids, entries, strict=True))
-    if header.rescanned:  # their type code is a stand-in's
+    if header is not None and header.rescanned:  # their type code is a stand-in's
         index.non_messages = [entry for entry in entries if entry.type != "message"]
     else:
-        index.non_messages = list(compress(entries, type_codes.translate(_non_message_table(types))))
-    problems = [LineProblem(*fields) for fields in header.problems]
-    return ScanResult(
-        entries=entries,
-        problems=problems,
-        lines=header.lines,
-        end=header.end,
-        size=header.end - header.start,
-        index=index,
-    )
-
-
-def _sparse(n: int, default: Any, values: Iterable[tuple[int, Any]]) -> Iterable[Any]:
-    """A column of ``n`` values that are ``default`` but for the (position, value) pairs given."""
-    column: list[Any] | None = None
-    for position, value in values:
-        if column is None:
-            column = [default] * n
-        column[position] = value
-    return repeat(default) if column is None else column
+        index.non_messages = list(
+            compress(entries, rows.columns.type_codes.translate(_non_message_table(rows.columns.types)))
+        )
+    result.entries = entries
+    result.index = index
+    result.rows = None
 
 
 def _non_message_table(types: list[str]) -> bytes:
@@ -535,33 +590,17 @@ def _non_message_table(types: list[str]) -> bytes:
     return bytes(0 if i < len(types) and types[i] == "message" else 1 for i in range(256))
 
 
-def _line_numbers(runs: list[tuple[int, int]], count: int) -> list[int]:
-    lines: list[int] = []
-    for i, (position, line) in enumerate(runs):
-        if position != len(lines):
+def _check_runs(runs: list[tuple[int, int]], count: int) -> None:
+    """Line runs that cover ``count`` entries, each after the one before."""
+    previous = -1
+    for position, _line in runs:
+        if position <= previous or position >= count:
             raise NotUsable("line runs do not follow each other")
-        until = runs[i + 1][0] if i + 1 < len(runs) else count
-        lines.extend(range(line, line + until - position))
-    if len(lines) != count:
+        previous = position
+    if count and (not runs or runs[0][0] != 0):
         raise NotUsable("line runs of another length")
-    return lines
-
-
-def _line_bytes(fd: int, offsets: list[int], end: int) -> list[LineBytes]:
-    """Every entry's line, for a file small enough to keep them (see loader.KEEP_BYTES_LIMIT)."""
-    base = offsets[0]
-    data = os.pread(fd, end - base, base)
-    if len(data) != end - base:
-        raise NotUsable("file shorter than indexed")
-    find = data.find
-    out = []
-    for offset in offsets:
-        at = offset - base
-        stop = find(b"\n", at)
-        if stop < 0:
-            raise NotUsable("line without its newline")
-        out.append(LineBytes(data[at:stop]))
-    return out
+    if not count and runs:
+        raise NotUsable("line runs of another length")
 
 
 def _rescanned(fd: int, stand_in: Entry, source: Any, keep_bytes: bool) -> Entry:
@@ -627,7 +666,7 @@ class _SectionWriter:
         self.length = 0
         self.lengths: list[int] = []
 
-    def add(self, chunks: Iterable[bytes]) -> None:
+    def add(self, chunks: Iterable[bytes | memoryview]) -> None:
         length = 0
         for chunk in chunks:
             write_all(self.out, chunk)
@@ -657,9 +696,11 @@ class _ColumnMaker:
                 rescanned.add(position)
         return values
 
-    def text(self, values: list[Any]) -> Iterator[bytes]:
-        """The column as text joined by NUL, in pieces (a value holding a NUL gets a stand-in)."""
+    def text(self, values: list[Any], ends: list[Sequence[int]] | None = None) -> Iterator[bytes]:
+        """The column as text joined by NUL, in pieces (a value holding a NUL gets a stand-in);
+        where each value ends in it goes to ``ends``, a piece at a time (see _ends_of)."""
         rescanned = self.rescanned
+        written = -1  # bytes of the text so far, but for the NUL before the next value
         for at in range(0, len(self.entries), _TEXT_PIECE):
             piece = values[at : at + _TEXT_PIECE]
             joined = "\x00".join(piece)
@@ -668,8 +709,37 @@ class _ColumnMaker:
                     if "\x00" in value:
                         values[at + i] = ""
                         rescanned.add(at + i)
-                joined = "\x00".join(values[at : at + _TEXT_PIECE])
+                piece = values[at : at + _TEXT_PIECE]
+                joined = "\x00".join(piece)
+            if ends is not None:
+                ends.append(_ends_of(piece, joined.isascii(), written))
+                written = ends[-1][-1]
             yield (("\x00" if at else "") + joined).encode("utf-8", "surrogatepass")
+
+
+def _ends_of(values: list[str], ascii: bool, written: int) -> Sequence[int]:
+    """Where each of ``values`` (not empty) ends in their text column, ``written`` where the one
+    before them ends: a range when they are all as long (pi's ids, its timestamps), which holds no
+    number until it is written."""
+    widths = set(map(len, values)) if ascii else ()
+    if len(widths) == 1:
+        step = widths.pop() + 1
+        first = written + step
+        return range(first, first + step * len(values), step)
+    sizes: Iterable[int] = map(len, values)
+    if not ascii:
+        sizes = (len(value.encode("utf-8", "surrogatepass")) for value in values)
+    running = accumulate(map(add, sizes, repeat(1)), initial=written)
+    next(running)  # (the initial value)
+    return array("I", running)  # (past 4 GB of text: OverflowError, and no index is written)
+
+
+def _ends_section(pieces: list[Sequence[int]]) -> Iterator[memoryview]:
+    """The ends of a text column as 32-bit integers, a piece at a time (past 4 GB of text:
+    OverflowError, and no index is written)."""
+    while pieces:
+        piece = pieces.pop(0)
+        yield memoryview(piece if isinstance(piece, array) else array("I", piece)).cast("B")
 
 
 def _encoded(
@@ -700,16 +770,26 @@ def _encoded(
     for _ in text(ids):  # stand-ins first: a parentId equal to the id before is not kept
         pass
     parents = column("parent_id", _PLAIN_OPTIONAL, None)
-    sections.add(text(ids))
+    ends: list[Sequence[int]] = []
+    sections.add(text(ids, ends))
+    sections.add(_ends_section(ends))
     explicit_parents = [
         (p, parents[p]) for p in compress(range(n), map(is_not, parents, [ABSENT, *ids[:-1]]))
     ]
+    by_id = result.index.by_id
+    unique = (
+        result.index.complete
+        and "" not in by_id
+        and (len(by_id) == len(result.entries) or len(set(ids)) == n)
+    )
     del ids, parents
     for i, (position, parent) in enumerate(explicit_parents):
         if not _encodable(parent):  # (the header is msgpack: no lone surrogates)
             explicit_parents[i] = (position, None)
             rescanned.add(position)
-    sections.add(text(column("timestamp", _PLAIN_TEXT, "")))
+    parent_rows = _parent_rows(entries, explicit_parents, by_id) if unique else []
+    sections.add(text(column("timestamp", _PLAIN_TEXT, ""), ends))
+    sections.add(_ends_section(ends))
     type_table, codes = _coded(column("type", _PLAIN_TYPES, "message"), rescanned, "message", {})
     sections.add([codes])
     heads = list(map(attrgetter("message"), entries))
@@ -771,9 +851,22 @@ def _encoded(
             if p.offset < end
         ],
         complete=result.index.complete,
+        unique=unique,
+        parent_rows=parent_rows,
         sections=sections.lengths,
     )
     return header
+
+
+def _parent_rows(entries: list[Entry], parents: list[tuple[int, Any]], by_id: dict[str, Entry]) -> list[int]:
+    """The position in ``entries`` of each parent (-1: none there), found by id as a walk to the
+    root finds it."""
+    positions = Positions(entries)
+    rows = []
+    for _position, parent in parents:
+        found = by_id.get(parent) if type(parent) is str else None
+        rows.append(-1 if found is None else positions.of(found, len(entries)))
+    return rows
 
 
 _PLAIN_TEXT: frozenset[type] = frozenset({str})

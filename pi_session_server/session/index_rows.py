@@ -1,0 +1,313 @@
+"""The entries of a session read from its persistent index, made when they are asked for.
+
+Reopening a long session from its index (:mod:`.scan_index`) gives its entries as columns: ids and
+timestamps as text, type and role codes, offsets, where chains start. Making an :class:`Entry` of
+every row, and the id map of all of them, is most of what such a reopen would cost, while the
+context needs only the rows on the leaf's path, and of those only the ones after the last
+compaction. :class:`IndexedRows` keeps the columns and makes an entry when a row is asked for (the
+same object every time it is asked); :meth:`IndexedRows.every_entry` makes them all, with the ones
+already made in their places, for whatever needs every entry.
+
+The leaf's path is walked by row numbers: inside a chain (``IdIndex.chain_starts``) each row's
+parent is the row before it, and the index keeps the row of each chain start's parent (the index
+is only used this way when every id is a distinct non-empty string, so an id names one row).
+:class:`RowPath` is that path as runs of rows; the context reads its types and roles from the
+code columns and makes entries only where it looks.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, overload
+
+from ..format.entry import Entry, LineBytes, MessageHead
+from ..format.jsvalue import ABSENT
+
+
+@dataclass(slots=True)
+class RowColumns:
+    """What the index holds of every row (see scan_index.IndexHeader for the sparse parts)."""
+
+    count: int
+    ids: bytes  # the ids, UTF-8 (surrogates passed), joined by NUL
+    id_ends: array[int]  # where each id ends in ``ids``
+    timestamps: bytes
+    timestamp_ends: array[int]
+    type_codes: bytes
+    role_codes: bytes
+    offsets: array[int]  # of each row's line in the file
+    types: list[Any]  # type code -> type
+    heads: list[MessageHead | None]  # role code -> message head
+    line_runs: list[tuple[int, int]]  # (row, line): rows from this one on are on consecutive lines
+    parents: dict[int, Any]  # row -> parentId where it is not the id of the row before
+    parent_rows: dict[int, int]  # row -> the row of its parent (-1: none) for the rows in ``parents``
+    targets: dict[int, tuple[Any, Any]]  # row -> (targetId, label) where either is present
+    lengths: dict[int, int]  # row -> Entry.length where it is not 0
+    chain_starts: list[int]
+    source: Any  # the entries' LineSource
+    lines_data: bytes | None = None  # the bytes of every row's line from offsets[0] on (small files)
+
+
+def _text(data: bytes, ends: array[int], row: int) -> str:
+    start = ends[row - 1] + 1 if row else 0
+    return str(data[start : ends[row]], "utf-8", "surrogatepass")
+
+
+class IndexedRows:
+    """The rows of an index, each made into its :class:`Entry` when first asked for."""
+
+    __slots__ = ("_made", "_run_rows", "columns")
+
+    def __init__(self, columns: RowColumns) -> None:
+        self.columns = columns
+        self._made: dict[int, Entry] = {}
+        self._run_rows = [row for row, _line in columns.line_runs]
+
+    @property
+    def count(self) -> int:
+        return self.columns.count
+
+    def id_at(self, row: int) -> str:
+        columns = self.columns
+        return _text(columns.ids, columns.id_ends, row)
+
+    def entry(self, row: int) -> Entry:
+        """The entry of ``row`` (``0 <= row < count``), the same object each time."""
+        made = self._made.get(row)
+        if made is not None:
+            return made
+        columns = self.columns
+        if not 0 <= row < columns.count:
+            raise IndexError(row)
+        parent = columns.parents.get(row, ABSENT)
+        if parent is ABSENT and row not in columns.parents and row:
+            parent = self.id_at(row - 1)
+        target, label = columns.targets.get(row, (ABSENT, ABSENT))
+        run = bisect_right(self._run_rows, row) - 1
+        first_row, first_line = columns.line_runs[run]
+        entry = Entry(
+            columns.types[columns.type_codes[row]],
+            self.id_at(row),
+            parent,
+            _text(columns.timestamps, columns.timestamp_ends, row),
+            columns.heads[columns.role_codes[row]],
+            target,
+            label,
+            first_line + row - first_row,
+            columns.offsets[row],
+            columns.lengths.get(row, 0),
+            self._body(row),
+            columns.source,
+        )
+        self._made[row] = entry
+        return entry
+
+    def _body(self, row: int) -> Any:
+        data = self.columns.lines_data
+        if data is None:
+            return ABSENT
+        at = self.columns.offsets[row] - self.columns.offsets[0]
+        return LineBytes(data[at : data.find(b"\n", at)])
+
+    def _with_made(self, every: list[Entry]) -> list[Entry]:
+        """``every``, the list of all rows' entries made at once (as scan_index makes them), with
+        the entries already made put in their places: each row has one entry, whenever asked."""
+        made = self._made
+        for row in sorted(made):
+            entry = every[row] = made[row]
+            # one string object for an id and the parentId of the row after (as the scan has it)
+            if row and row not in self.columns.parents:
+                entry.parent_id = every[row - 1].id
+            if row + 1 < len(every) and row + 1 not in self.columns.parents:
+                every[row + 1].parent_id = entry.id
+        return every
+
+    def every_entry(self) -> tuple[list[Entry], list[str]]:
+        """The entries of all rows (those made before among them) and the ids column."""
+        columns = self.columns
+        n = columns.count
+        ids = _texts(columns.ids, n)
+        parents: list[Any] = [ABSENT, *ids[:-1]] if n else []
+        for row, parent in columns.parents.items():
+            parents[row] = parent
+        targets: Iterable[Any] = _sparse(n, ABSENT, ((row, pair[0]) for row, pair in columns.targets.items()))
+        labels: Iterable[Any] = _sparse(n, ABSENT, ((row, pair[1]) for row, pair in columns.targets.items()))
+        bodies: Iterable[Any] = repeat(ABSENT)
+        if columns.lines_data is not None and n:
+            bodies = _line_bytes(columns.lines_data, columns.offsets)
+        every = list(
+            map(
+                Entry,
+                map(columns.types.__getitem__, columns.type_codes),
+                ids,
+                parents,
+                _texts(columns.timestamps, n),
+                map(columns.heads.__getitem__, columns.role_codes),
+                targets,
+                labels,
+                _line_numbers(columns.line_runs, n),
+                columns.offsets,
+                _sparse(n, 0, columns.lengths.items()),
+                bodies,
+                repeat(columns.source),
+            )
+        )
+        return self._with_made(every), ids
+
+    def rows_of_type(self, entry_type: str) -> Iterator[int]:
+        """The rows whose type is ``entry_type``, in file order."""
+        codes = self.columns.type_codes
+        for code, value in enumerate(self.columns.types):
+            if value == entry_type and type(value) is str:
+                wanted = bytes((code,))
+                at = codes.find(wanted)
+                while at >= 0:
+                    yield at
+                    at = codes.find(wanted, at + 1)
+                return
+
+    def last_of_type(self, entry_type: str) -> int:
+        """The last row whose type is ``entry_type``, or -1."""
+        for code, value in enumerate(self.columns.types):
+            if value == entry_type and type(value) is str:
+                return self.columns.type_codes.rfind(bytes((code,)))
+        return -1
+
+    def path_to_root(self, row: int) -> RowPath | None:
+        """The path from the root to ``row`` (``walk_to_root``), or None when it meets a row twice
+        (a cycle: the caller walks it remembering what it met)."""
+        columns = self.columns
+        starts = columns.chain_starts
+        parent_rows = columns.parent_rows
+        runs: list[tuple[int, int]] = []  # (first, end) rows, from the leaf backwards
+        walked = 0
+        at = row
+        while at >= 0:
+            first = starts[bisect_right(starts, at) - 1] if starts and starts[0] <= at else 0
+            runs.append((first, at + 1))
+            walked += at + 1 - first
+            if walked > columns.count:
+                return None
+            at = parent_rows.get(first, first - 1)
+        runs.reverse()
+        return RowPath(self, runs)
+
+
+def _texts(data: bytes, count: int) -> list[str]:
+    return str(data, "utf-8", "surrogatepass").split("\x00") if count else []
+
+
+def _sparse(n: int, default: Any, values: Iterable[tuple[int, Any]]) -> Iterable[Any]:
+    """A column of ``n`` values that are ``default`` but for the (position, value) pairs given."""
+    column: list[Any] | None = None
+    for position, value in values:
+        if column is None:
+            column = [default] * n
+        column[position] = value
+    return repeat(default) if column is None else column
+
+
+def _line_numbers(runs: list[tuple[int, int]], count: int) -> list[int]:
+    lines: list[int] = []
+    for i, (position, line) in enumerate(runs):
+        until = runs[i + 1][0] if i + 1 < len(runs) else count
+        lines.extend(range(line, line + until - position))
+    return lines
+
+
+def _line_bytes(data: bytes, offsets: array[int]) -> list[LineBytes]:
+    """Every row's line, from the bytes of all of them (see loader.KEEP_BYTES_LIMIT)."""
+    base = offsets[0]
+    find = data.find
+    out = []
+    for offset in offsets:
+        at = offset - base
+        out.append(LineBytes(data[at : find(b"\n", at)]))
+    return out
+
+
+class RowPath(Sequence[Entry]):
+    """A path of rows (runs of consecutive rows, root-most first), read as a sequence of entries
+    that are made as they are looked at."""
+
+    __slots__ = ("_begins", "_runs", "length", "rows")
+
+    def __init__(self, rows: IndexedRows, runs: list[tuple[int, int]]) -> None:
+        self.rows = rows
+        self._runs = runs
+        self._begins: list[int] = []  # where each run begins in the path
+        length = 0
+        for first, end in runs:
+            self._begins.append(length)
+            length += end - first
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def row_of(self, index: int) -> int:
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError(index)
+        run = bisect_right(self._begins, index) - 1
+        return self._runs[run][0] + index - self._begins[run]
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Entry]: ...
+
+    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
+        if isinstance(index, slice):
+            return [self.rows.entry(self.row_of(i)) for i in range(*index.indices(self.length))]
+        return self.rows.entry(self.row_of(index))
+
+    def __iter__(self) -> Iterator[Entry]:
+        entry = self.rows.entry
+        for first, end in self._runs:
+            yield from map(entry, range(first, end))
+
+    def id_at(self, index: int) -> str:
+        return self.rows.id_at(self.row_of(index))
+
+    def backward(self, stop: int, types: frozenset[str], assistant: bool = False) -> Iterator[int]:
+        """The indexes below ``stop``, last first, whose entry has one of ``types``, or (with
+        ``assistant``) is a message whose head's role is "assistant": found in the code columns."""
+        columns = self.rows.columns
+        type_codes, role_codes = columns.type_codes, columns.role_codes
+        wanted = [
+            bytes((code,))
+            for code, value in enumerate(columns.types)
+            if type(value) is str and value in types
+        ]
+        message_codes = {
+            code for code, value in enumerate(columns.types) if value == "message" and type(value) is str
+        }
+        assistant_codes = [
+            bytes((code,))
+            for code, head in enumerate(columns.heads)
+            if assistant and head is not None and head.role == "assistant"
+        ]
+        for run in range(len(self._runs) - 1, -1, -1):
+            first, end = self._runs[run]
+            begin = self._begins[run]
+            end = min(end, first + stop - begin)
+            while end > first:
+                found = -1
+                for code in wanted:
+                    found = max(found, type_codes.rfind(code, first, end))
+                for code in assistant_codes:
+                    at = role_codes.rfind(code, first, end)
+                    while at > found and type_codes[at] not in message_codes:
+                        at = role_codes.rfind(code, first, at)
+                    found = max(found, at)
+                if found < 0:
+                    break
+                yield begin + found - first
+                end = found

@@ -1,0 +1,353 @@
+"""A session reopened from its persistent index makes its entries on demand (session/index_rows.py):
+every answer is the one of the same file scanned, whichever is asked first, and the entries made
+on demand are the very objects every entry's list later holds."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session import SessionManager, scan_index
+from pi_session_server.session.index_rows import RowPath
+from pi_session_server.session.loader import open_for_reading, peek_header
+from pi_session_server.session.migrate import needs_migration
+
+DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
+HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"}
+
+
+@pytest.fixture(autouse=True)
+def _every_size_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.delenv(scan_index.NO_INDEX_ENV, raising=False)
+
+
+def _answers(sm: SessionManager) -> dict[str, Any]:
+    """What a reader asks of a reopened session, before anything else (the context first)."""
+    leaf = sm.get_leaf_entry()
+    return {
+        "context": sm.build_session_context(),
+        "projection": _projection(sm.build_session_projection()),
+        "context entries": [(e.id, e.line) for e in sm.build_context_entries()],
+        "context at leaf": sm.build_session_context_at(sm.get_leaf_id()),
+        "context at none": sm.build_session_context_at(ABSENT),
+        "leaf": sm.get_leaf_id(),
+        "leaf entry": leaf if leaf is ABSENT else (leaf.id, leaf.line, leaf.value),
+        "name": sm.get_session_name(),
+        "header": sm.get_header(),
+        "count": sm.entry_count(),
+        "distinct ids": sm.get_entry_count(),
+        "labels": {k: (sm.get_label(k), sm.get_label_timestamp(k)) for k in ("m1", "m2", "a", "b", "x")},
+    }
+
+
+def _projection(projection: dict[str, Any]) -> Any:
+    entries = [(p["sourceEntry"].id, p["sourceEntry"].line, p["messages"]) for p in projection["entries"]]
+    return {**projection, "entries": entries}
+
+
+def _everything(sm: SessionManager) -> Any:
+    entries = sm.get_entries()
+    return (
+        [(e.id, e.parent_id, e.type, e.timestamp, e.role, e.line, e.offset, e.aux) for e in entries],
+        [e.value for e in entries],
+        [e.id for e in sm.get_branch()],
+        [(n.entry.id, n.label, len(n.children)) for n in _walk(sm.get_tree())],
+        [(p.line, p.kind, p.message) for p in sm.problems],
+    )
+
+
+def _walk(roots: list[Any]) -> Iterator[Any]:
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))
+
+
+def assert_reopened_alike(path: Path, index_dir: Path, *, lazy: bool | None = True) -> None:
+    """Opened without an index, then twice with one (the second from the index): the same answers,
+    asked first and after every entry is made; ``lazy``: whether the reopen makes entries on demand
+    (None: either)."""
+    with contextlib.ExitStack() as stack:
+        plain = stack.enter_context(SessionManager.open(str(path), read_only=True, index=False))
+        expected = _answers(plain), _everything(plain)
+        stack.enter_context(SessionManager.open(str(path), read_only=True, index=str(index_dir)))
+        again = stack.enter_context(SessionManager.open(str(path), read_only=True, index=str(index_dir)))
+        assert scan_index.last_outcome.read == "used"
+        if lazy is not None:
+            assert (again._rows is not None) == lazy
+        first = _answers(again)
+        made = again.build_session_projection()["entries"]
+        assert (first, _everything(again)) == expected
+        entries = {id(e) for e in again.get_entries()}
+        assert all(id(p["sourceEntry"]) in entries for p in made)  # the very objects
+
+
+def _line(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _write(path: Path, values: list[dict[str, Any]]) -> Path:
+    path.write_text("\n".join(map(_line, [HEADER, *values])) + "\n", encoding="utf-8")
+    return path
+
+
+def _chat(ids: list[str], *, compaction_at: int | None = None) -> list[dict[str, Any]]:
+    values: list[dict[str, Any]] = [
+        {
+            "type": "thinking_level_change",
+            "id": "t0",
+            "parentId": None,
+            "timestamp": "t",
+            "thinkingLevel": "low",
+        },
+        {
+            "type": "model_change",
+            "id": "mc",
+            "parentId": "t0",
+            "timestamp": "t",
+            "provider": "p",
+            "modelId": "m",
+        },
+    ]
+    parent = "mc"
+    for n, entry_id in enumerate(ids):
+        role = "assistant" if n % 2 else "user"
+        message: dict[str, Any] = {"role": role, "content": f"say {n}"}
+        if role == "assistant":
+            message.update(provider="prov", model=f"model-{n}")
+        values.append(
+            {"type": "message", "id": entry_id, "parentId": parent, "timestamp": f"ts{n}", "message": message}
+        )
+        parent = entry_id
+        if n == compaction_at:
+            values.append(
+                {
+                    "type": "compaction",
+                    "id": "c",
+                    "parentId": parent,
+                    "timestamp": "t",
+                    "summary": "so far",
+                    "firstKeptEntryId": ids[n - 2],
+                    "tokensBefore": 5,
+                }
+            )
+            parent = "c"
+    return values
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
+def test_real_sessions_reopened_from_their_index_answer_alike(name: str, tmp_path: Path):
+    path = tmp_path / name
+    path.write_bytes((DATA / name).read_bytes())
+    fd = open_for_reading(str(path))
+    header = peek_header(fd).value
+    os.close(fd)
+    if needs_migration([header]):
+        pytest.skip("an old version: read exactly and migrated in memory, never indexed")
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        if plain.get_header() is None or not plain.entry_count():
+            pytest.skip("no entries: nothing is read from an index")
+    assert_reopened_alike(path, tmp_path / "index", lazy=None)
+
+
+def test_a_chat_with_a_compaction_branches_labels_and_a_name(tmp_path: Path):
+    values = _chat([f"m{n}" for n in range(40)], compaction_at=30)
+    values += [
+        {
+            "type": "label",
+            "id": "l1",
+            "parentId": "m39",
+            "timestamp": "lt",
+            "targetId": "m2",
+            "label": "here",
+        },
+        {"type": "session_info", "id": "i", "parentId": "l1", "timestamp": "t", "name": "  named  "},
+        {
+            "type": "branch_summary",
+            "id": "b",
+            "parentId": "m10",
+            "timestamp": "t",
+            "fromId": "m39",
+            "summary": "s",
+        },
+        {
+            "type": "message",
+            "id": "a",
+            "parentId": "b",
+            "timestamp": "t",
+            "message": {"role": "user", "content": "x"},
+        },
+    ]
+    path = _write(tmp_path / "s.jsonl", values)
+    assert_reopened_alike(path, tmp_path / "index")
+    with SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")) as sm:
+        assert sm._rows is not None
+        path_of_rows = sm._session_path(sm.get_leaf_id())
+        assert type(path_of_rows) is RowPath
+        assert [e.id for e in path_of_rows] == [e.id for e in sm.get_branch()]
+
+
+def test_non_ascii_ids_and_timestamps(tmp_path: Path):
+    ids = ["m\u00e9" + str(n) for n in range(8)] + ["\U0001f600", "\u2028x", "plain"]
+    values = _chat(ids, compaction_at=6)
+    values[3]["timestamp"] = "\u00fc\U0001f600"
+    assert_reopened_alike(_write(tmp_path / "s.jsonl", values), tmp_path / "index")
+
+
+def test_the_leaf_is_a_compaction(tmp_path: Path):
+    values = _chat([f"m{n}" for n in range(6)], compaction_at=5)
+    assert_reopened_alike(_write(tmp_path / "s.jsonl", values), tmp_path / "index")
+
+
+def test_repeated_ids_make_every_entry_at_once(tmp_path: Path):
+    values = _chat([f"m{n}" for n in range(6)] + ["m2", "m7"])
+    assert_reopened_alike(_write(tmp_path / "s.jsonl", values), tmp_path / "index", lazy=False)
+
+
+def test_a_parent_cycle_is_walked_as_the_scan_walks_it(tmp_path: Path):
+    values = _chat([f"m{n}" for n in range(6)])
+    values[0]["parentId"] = "m5"  # t0 -> m5 -> ... -> t0
+    values.append({"type": "custom", "id": "x", "parentId": "m3", "timestamp": "t", "customType": "c"})
+    assert_reopened_alike(_write(tmp_path / "s.jsonl", values), tmp_path / "index")
+
+
+def test_a_grown_file_makes_every_entry_and_reads_its_new_lines(tmp_path: Path):
+    path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(30)], compaction_at=20))
+    index_dir = tmp_path / "index"
+    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(
+            _line(
+                {
+                    "type": "label",
+                    "id": "x",
+                    "parentId": "m29",
+                    "timestamp": "t",
+                    "targetId": "m1",
+                    "label": "L",
+                }
+            )
+            + "\n"
+        )
+    with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
+        assert scan_index.last_outcome.read == "grown" and sm._rows is None
+        with SessionManager.open(str(path), read_only=True, index=False) as plain:
+            assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+
+
+def test_a_manager_on_rows_follows_appends_and_takes_back_a_failed_transaction(tmp_path: Path):
+    path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(10)], compaction_at=8))
+    index_dir = tmp_path / "index"
+    SessionManager.open(str(path), index=str(index_dir)).close()
+    with (
+        SessionManager.open(str(path), index=str(index_dir)) as sm,
+        SessionManager.open(str(path), index=False) as plain,
+    ):
+        assert sm._rows is not None
+        with pytest.raises(RuntimeError), sm.transaction():
+            sm.append_message({"role": "user", "content": "taken back"})
+            raise RuntimeError
+        assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+    path = _write(tmp_path / "t.jsonl", _chat([f"m{n}" for n in range(10)], compaction_at=8))
+    SessionManager.open(str(path), index=str(index_dir)).close()
+    with SessionManager.open(str(path), index=str(index_dir)) as sm:
+        assert sm._rows is not None
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(
+                _line(
+                    {
+                        "type": "message",
+                        "id": "n",
+                        "parentId": "m9",
+                        "timestamp": "t",
+                        "message": {"role": "user"},
+                    }
+                )
+                + "\n"
+            )
+        change = sm.refresh_from_disk()
+        assert change.kind == "appended" and change.new_entry_ids == ["n"]
+        sm.append_label_change("m1", "one")
+        with SessionManager.open(str(path), index=False) as plain:
+            assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+
+
+@pytest.mark.parametrize("version", [scan_index.FORMAT_VERSION - 1, scan_index.FORMAT_VERSION + 1])
+def test_an_index_of_another_format_version_is_rebuilt(tmp_path: Path, version: int):
+    path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(10)]))
+    index_dir = tmp_path / "index"
+    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
+    (index,) = index_dir.glob("*.pi-index")
+    data = bytearray(index.read_bytes())
+    struct.pack_into("<I", data, 8, version)
+    index.write_bytes(bytes(data))
+    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
+    assert scan_index.last_outcome.read == "stale" and scan_index.last_outcome.written
+    assert_reopened_alike(path, index_dir)
+
+
+_IDS = st.sampled_from(["m0", "m1", "m2", "m3", "a", "b", "\u00e9", "x y"])
+
+
+@st.composite
+def _sessions(draw: st.DrawFn) -> list[dict[str, Any]]:
+    values: list[dict[str, Any]] = []
+    for n in range(draw(st.integers(1, 30))):
+        entry_id = draw(st.one_of(st.just(f"e{n}"), _IDS))
+        parent = draw(
+            st.one_of(st.just(values[-1]["id"] if values else None), st.none(), _IDS, st.just("nowhere"))
+        )
+        kind = draw(
+            st.sampled_from(["user", "assistant", "compaction", "thinking", "model", "label", "info"])
+        )
+        value: dict[str, Any] = {"id": entry_id, "parentId": parent, "timestamp": f"t{n}"}
+        if kind in ("user", "assistant"):
+            value.update(
+                type="message", message={"role": kind, "content": f"c{n}", "provider": "p", "model": f"m{n}"}
+            )
+        elif kind == "compaction":
+            value.update(type="compaction", summary="s", firstKeptEntryId=draw(_IDS), tokensBefore=1)
+        elif kind == "thinking":
+            value.update(type="thinking_level_change", thinkingLevel=f"level{n}")
+        elif kind == "model":
+            value.update(type="model_change", provider="p", modelId=f"mc{n}")
+        elif kind == "label":
+            value.update(type="label", targetId=draw(_IDS), label=draw(st.sampled_from(["L", "", None])))
+        else:
+            value.update(type="session_info", name=f" n{n} ")
+        values.append(value)
+    return values
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=_sessions())
+def test_any_session_reopened_from_its_index_answers_alike(
+    tmp_path_factory: pytest.TempPathFactory, values: list[dict[str, Any]]
+):
+    directory = tmp_path_factory.mktemp("rows")
+    assert_reopened_alike(_write(directory / "s.jsonl", values), directory / "index", lazy=None)
+
+
+@pytest.mark.parametrize("piece", [1, 3, 4])
+def test_text_columns_written_in_many_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, piece: int):
+    """The ends of ids and timestamps across the pieces a text column is written in, of one width
+    or of many, ASCII or not."""
+    monkeypatch.setattr(scan_index, "_TEXT_PIECE", piece)
+    ids = ["a0", "a1", "a2", "a3", "b", "ccc", "\u00e9\u00e9", "d5", "", "e7", "f8"]
+    values = _chat(ids, compaction_at=9)
+    for n, value in enumerate(values):
+        value["timestamp"] = "" if n == 4 else ("t\u00fc" if n % 5 == 0 else "t1")
+    values[10]["id"] = "x"  # no empty id (with one, every entry is made at once)
+    assert_reopened_alike(_write(tmp_path / "s.jsonl", values), tmp_path / "index")
