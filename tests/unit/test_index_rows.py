@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, scan_index
+from pi_session_server.session import SessionManager, cache_dir, scan_index
 from pi_session_server.session.index_rows import RowPath
 from pi_session_server.session.loader import open_for_reading, peek_header
 from pi_session_server.session.migrate import needs_migration
@@ -28,8 +28,8 @@ HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "
 
 @pytest.fixture(autouse=True)
 def _every_size_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.delenv(scan_index.NO_INDEX_ENV, raising=False)
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.delenv(cache_dir.NO_INDEX_ENV, raising=False)
 
 
 def _answers(sm: SessionManager) -> dict[str, Any]:
