@@ -195,7 +195,16 @@ _NO_ROLE = 1  # a message head without a role
 _ROLE_BASE = 2
 _MAX_CODES = 256
 _TEXT_PIECE = 65536  # values joined and encoded at a time when a text column is written
-_SECTIONS = ("ids", "id_ends", "timestamps", "timestamp_ends", "types", "roles", "offsets", "chain_starts")
+_SECTIONS = (
+    "ids",
+    "id_ends",
+    "timestamps",
+    "timestamp_ends",
+    "type_codes",
+    "role_codes",
+    "offsets",
+    "chain_starts",
+)
 
 
 class IndexHeader(msgspec.Struct, array_like=True):
@@ -311,21 +320,9 @@ def _read_header(index_fd: int) -> tuple[IndexHeader, _Check]:
     return _decode_header(header_bytes), _Check(header_bytes, payload_length, crc)
 
 
-@dataclass(slots=True)
-class _Columns:
-    ids: bytes
-    id_ends: array[int]
-    timestamps: bytes
-    timestamp_ends: array[int]
-    offsets: array[int]
-    chain_starts: list[int]
-    type_codes: bytes
-    role_codes: bytes
-
-
-def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns:
-    """The payload's columns, read a section at a time; none is used before the CRC of all is
-    checked."""
+def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> dict[str, Any]:
+    """The payload's columns by name (as the fields of RowColumns), read a section at a time; none
+    is used before the CRC of all is checked."""
     n = header.count
     lengths = header.sections
     if len(lengths) != len(_SECTIONS) or sum(lengths) != check.payload_length or min(lengths) < 0:
@@ -343,7 +340,7 @@ def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns
             decoded[name] = _integers(data, "q", n)
         elif name == "chain_starts":
             decoded[name] = _integers(data, "q").tolist()
-        elif name in ("types", "roles") and len(data) != n:
+        elif name in ("type_codes", "role_codes") and len(data) != n:
             raise NotUsable("column of another length")
         else:
             decoded[name] = data
@@ -352,16 +349,7 @@ def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> _Columns
     for text, ends in (("ids", "id_ends"), ("timestamps", "timestamp_ends")):
         if n and decoded[ends][-1] != len(decoded[text]):
             raise NotUsable("text of another length")
-    return _Columns(
-        decoded["ids"],
-        decoded["id_ends"],
-        decoded["timestamps"],
-        decoded["timestamp_ends"],
-        decoded["offsets"],
-        decoded["chain_starts"],
-        decoded["types"],
-        decoded["roles"],
-    )
+    return decoded
 
 
 def _read_exactly(fd: int, length: int, offset: int) -> bytes:
@@ -403,13 +391,15 @@ def _integers(data: bytes, typecode: str, count: int | None = None) -> array[int
     return numbers
 
 
-def _rows_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, keep_bytes: bool) -> IndexedRows:
+def _rows_of(
+    header: IndexHeader, columns: dict[str, Any], fd: int, source: Any, keep_bytes: bool
+) -> IndexedRows:
     """The rows the index holds (their entries pointing to ``source``), checked against the header."""
     n = header.count
     types = header.types
     heads: list[Any] = [None, head_for(ABSENT), *(head_for(role) for role in header.roles)]
     if (
-        (n and (max(columns.type_codes) >= len(types) or max(columns.role_codes) >= len(heads)))
+        (n and (max(columns["type_codes"]) >= len(types) or max(columns["role_codes"]) >= len(heads)))
         or any(type(value) is not str and value is not ABSENT for value in types)
         or any(type(value) is not str for value in header.roles)
     ):
@@ -425,25 +415,18 @@ def _rows_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, keep_
         if len(header.parent_rows) != len(header.parents) or not all(-1 <= r < n for r in header.parent_rows):
             raise NotUsable("parent rows of another length")
         parent_rows = dict(zip(parents, header.parent_rows, strict=True))
-    starts = columns.chain_starts
+    starts = columns["chain_starts"]
     if n and (not starts or starts[0] != 0 or starts[-1] >= n):
         raise NotUsable("chain starts out of place")
     lines_data = None
     if keep_bytes and n:
-        base = columns.offsets[0]
+        base = columns["offsets"][0]
         lines_data = os.pread(fd, header.end - base, base)
         if len(lines_data) != header.end - base or not lines_data.endswith(b"\n"):
             raise NotUsable("file shorter than indexed")
     return IndexedRows(
         RowColumns(
             count=n,
-            ids=columns.ids,
-            id_ends=columns.id_ends,
-            timestamps=columns.timestamps,
-            timestamp_ends=columns.timestamp_ends,
-            type_codes=columns.type_codes,
-            role_codes=columns.role_codes,
-            offsets=columns.offsets,
             types=types,
             heads=heads,
             line_runs=[tuple(run) for run in header.line_runs],  # type: ignore[misc]
@@ -451,9 +434,9 @@ def _rows_of(header: IndexHeader, columns: _Columns, fd: int, source: Any, keep_
             parent_rows=parent_rows,
             targets={p: (target, label) for p, target, label in header.targets},
             lengths=dict(header.lengths),
-            chain_starts=starts,
             source=source,
             lines_data=lines_data,
+            **columns,
         )
     )
 
