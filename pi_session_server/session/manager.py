@@ -1182,6 +1182,8 @@ class SessionManager:
         """``build_session_path`` at ``leaf_id``: walked over the index's rows while the entries are
         not made (the leaf the last row, as after a load), else over the entries."""
         rows = self._rows
+        if leaf_id is None and rows is not None:
+            return []  # (build_session_path's answer for no leaf)
         # (in build_session_path, a leaf_id that is not truthy, or not found, means the last entry)
         last = leaf_id is not None and (
             not truthy(leaf_id) or (type(leaf_id) is str and leaf_id == self._leaf_row_id())

@@ -336,3 +336,22 @@ def test_text_columns_written_in_many_pieces(tmp_path: Path, monkeypatch: pytest
         value["timestamp"] = "" if n == 4 else ("t\u00fc" if n % 5 == 0 else "t1")
     values[10]["id"] = "x"  # no empty id (with one, every entry is made at once)
     assert_reopened_alike(_write(tmp_path / "s.jsonl", values), tmp_path / "index")
+
+
+def test_a_leaf_reset_or_moved_before_the_context(tmp_path: Path):
+    path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(12)], compaction_at=9))
+    index_dir = tmp_path / "index"
+    SessionManager.open(str(path), index=str(index_dir)).close()
+    with (
+        SessionManager.open(str(path), index=str(index_dir)) as sm,
+        SessionManager.open(str(path), index=False) as plain,
+    ):
+        assert sm._rows is not None
+        sm.reset_leaf()
+        plain.reset_leaf()
+        assert (_answers(sm), sm.build_context_entries()) == (_answers(plain), plain.build_context_entries())
+        assert sm._rows is not None  # (every entry was not needed)
+        assert sm.build_session_context_at("m4") == plain.build_session_context_at("m4")
+        sm.branch("m5")
+        plain.branch("m5")
+        assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
