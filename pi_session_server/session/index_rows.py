@@ -60,20 +60,42 @@ def _text(data: bytes, ends: array[int], row: int) -> str:
 class IndexedRows:
     """The rows of an index, each made into its :class:`Entry` when first asked for."""
 
-    __slots__ = ("_made", "_run_rows", "columns")
+    __slots__ = ("_made", "_run_rows", "_split", "columns")
 
     def __init__(self, columns: RowColumns) -> None:
         self.columns = columns
         self._made: dict[int, Entry] = {}
         self._run_rows = [row for row, _line in columns.line_runs]
+        # the ids and timestamps, once every entry was made (the text columns are let go of then)
+        self._split: tuple[list[str], list[str]] | None = None
 
     @property
     def count(self) -> int:
         return self.columns.count
 
     def id_at(self, row: int) -> str:
+        if self._split is not None:
+            return self._split[0][row]
         columns = self.columns
         return _text(columns.ids, columns.id_ends, row)
+
+    def _timestamp_at(self, row: int) -> str:
+        if self._split is not None:
+            return self._split[1][row]
+        columns = self.columns
+        return _text(columns.timestamps, columns.timestamp_ends, row)
+
+    def _texts(self) -> tuple[list[str], list[str]]:
+        """The ids and the timestamps of every row, each column's text let go of once it is split
+        (making every entry needs no more room than with lists from the start)."""
+        if self._split is None:
+            columns = self.columns
+            ids = _texts(columns.ids, columns.count)
+            columns.ids = b""
+            timestamps = _texts(columns.timestamps, columns.count)
+            columns.timestamps = b""
+            self._split = ids, timestamps
+        return self._split
 
     def entry(self, row: int) -> Entry:
         """The entry of ``row`` (``0 <= row < count``), the same object each time."""
@@ -93,7 +115,7 @@ class IndexedRows:
             columns.types[columns.type_codes[row]],
             self.id_at(row),
             parent,
-            _text(columns.timestamps, columns.timestamp_ends, row),
+            self._timestamp_at(row),
             columns.heads[columns.role_codes[row]],
             target,
             label,
@@ -130,7 +152,7 @@ class IndexedRows:
         """The entries of all rows (those made before among them) and the ids column."""
         columns = self.columns
         n = columns.count
-        ids = _texts(columns.ids, n)
+        ids, timestamps = self._texts()
         parents: list[Any] = [ABSENT, *ids[:-1]] if n else []
         for row, parent in columns.parents.items():
             parents[row] = parent
@@ -145,7 +167,7 @@ class IndexedRows:
                 map(columns.types.__getitem__, columns.type_codes),
                 ids,
                 parents,
-                _texts(columns.timestamps, n),
+                timestamps,
                 map(columns.heads.__getitem__, columns.role_codes),
                 targets,
                 labels,
