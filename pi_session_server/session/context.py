@@ -229,7 +229,7 @@ def _last_thinking_level(path: Sequence[Any], stop: int) -> Any:
     return field(path[stop - 1 - back], "thinkingLevel")
 
 
-def _first_index_with_id(path: list[Any], wanted: Any, stop: int) -> int:
+def _first_index_with_id(path: Sequence[Any], wanted: Any, stop: int) -> int:
     """Index of the first element of ``path[:stop]`` whose id is strictly equal to ``wanted``, or -1."""
     if type(wanted) is str:  # str == anything-else is False, so == is strict here
         for i in range(stop):
@@ -253,7 +253,6 @@ def select_context_entries(path: Sequence[Any]) -> list[Any]:
     """
     if type(path) is RowPath:
         return _select_row_entries(path)
-    assert isinstance(path, list)
     compaction: Any = None
     position = -1
     for i in range(len(path) - 1, -1, -1):
@@ -262,7 +261,7 @@ def select_context_entries(path: Sequence[Any]) -> list[Any]:
             compaction, position = e, i
             break
     if compaction is None:
-        return path
+        return path if isinstance(path, list) else list(path)
     compaction_index = position
     if position == len(path) - 1:  # the start may share its id with an earlier element
         compaction_index = _first_index_with_id(path, id_of(compaction), len(path))
