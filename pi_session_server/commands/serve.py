@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import_asyncio_without_tls()
     from pi_session_server.server import ServerOptions, create_server
     from pi_session_server.session.profiles import profile_for
 
@@ -51,3 +52,18 @@ def run(args: argparse.Namespace) -> int:
     )
     create_server(options).serve_stdio()
     return 0
+
+
+def import_asyncio_without_tls() -> None:
+    """Import asyncio as on a Python built without ``ssl``, which asyncio supports (it imports
+    ``ssl`` only for its TLS transports). A server on stdio opens no TLS connection, and importing
+    ``ssl`` (OpenSSL loaded, its constants made into enums) is a large part of the server's start,
+    which an editor waits for before its first request is read. ``ssl`` stays importable: only
+    asyncio, in this process, goes without it. Nothing happens if asyncio or ssl is imported already."""
+    if "asyncio" in sys.modules or "ssl" in sys.modules:
+        return
+    sys.modules["ssl"] = None  # type: ignore[assignment]  # `import ssl` raises ImportError meanwhile
+    try:
+        import asyncio  # noqa: F401
+    finally:
+        del sys.modules["ssl"]

@@ -1,0 +1,169 @@
+"""The sidecar's start: an editor's tree view waits for ``serve`` to start, open its session and
+send the first window, so the process imports only what those requests use.
+
+* Modules that only other requests use (statistics, the context's Markdown, the trash) are
+  imported by those requests, and pygls/lsprotocol only when a client speaks LSP.
+* asyncio is imported without ``ssl`` (a server on stdio opens no TLS connection); ``ssl`` itself
+  stays importable, and asyncio works without it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pi_session_server.commands.serve import import_asyncio_without_tls
+from pi_session_server.server.framing import encode_frame, read_frames
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
+
+# what the first requests of a tree view never use
+NOT_AT_START = (
+    "ssl",
+    "send2trash",
+    "pi_session_server.server.session_stats",
+    "pi_session_server.render.context_markdown",
+    "lsprotocol",
+    "cattrs",
+    "attrs",
+    "pygls.lsp",
+    "pygls.protocol",
+    "pygls.server",
+)
+
+# `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
+SERVE = f"""
+import json, sys
+from pi_session_server.cli import main
+try:
+    code = main(["serve"])
+except SystemExit as done:
+    code = done.code
+unwanted = {NOT_AT_START!r}
+imported = sorted(m for m in sys.modules if any(m == u or m.startswith(u + ".") for u in unwanted))
+print(json.dumps({{"code": code, "imported": imported}}), file=sys.stderr)
+"""
+
+
+Message = dict[str, Any] | Callable[[dict[Any, dict[str, Any]]], dict[str, Any]]
+
+
+def _serve(messages: list[Message]) -> tuple[dict[Any, dict[str, Any]], dict[str, Any]]:
+    """The replies (by id) of ``pi-session serve`` to ``messages`` (each request's reply read before
+    the next message is sent; a message may be made from the replies so far), and what the process
+    said when it ended."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    frames = read_frames(process.stdout)
+    replies: dict[Any, dict[str, Any]] = {}
+    try:
+        for item in messages:
+            message = item(replies) if callable(item) else item
+            process.stdin.write(encode_frame(json.dumps(message).encode()))
+            process.stdin.flush()
+            while "id" in message and message["id"] not in replies:
+                reply = json.loads(next(frames))
+                replies[reply.get("id")] = reply
+        process.stdin.close()
+        ended = json.loads(process.stderr.read().decode().strip().splitlines()[-1])
+        process.wait(60)
+    finally:
+        process.kill()
+    return replies, ended
+
+
+def _request(number: int, method: str, params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+
+
+def test_a_tree_views_first_requests_import_only_what_they_use(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes())
+
+    def first_window(replies: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+        window = {"filter": "default", "form": "flat", "activeBranchFirst": True, "chain": True}
+        session = replies[1]["result"]["session"]
+        return _request(2, "pi/getTree", {"session": session, **window, "offset": 0, "limit": 200})
+
+    replies, ended = _serve(
+        [
+            _request(1, "pi/open", {"path": str(path)}),
+            first_window,
+            _request(3, "shutdown", None),
+            {"jsonrpc": "2.0", "method": "exit"},
+        ]
+    )
+    assert replies[2]["result"]["nodes"], replies[2]
+    assert replies[3]["result"] is None
+    assert ended == {"code": 0, "imported": []}
+
+
+def test_the_other_requests_import_what_they_use_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes())
+    replies, ended = _serve(
+        [
+            _request(1, "pi/open", {"path": str(path)}),
+            _request(2, "pi/getStats", {"uri": path.as_uri()}),
+            _request(3, "pi/buildSessionContext", {"uri": path.as_uri(), "format": "markdown"}),
+            _request(4, "shutdown", None),
+            {"jsonrpc": "2.0", "method": "exit"},
+        ]
+    )
+    assert "result" in replies[2] and "result" in replies[3], replies
+    assert "markdown" in replies[3]["result"]
+    assert ended["code"] == 0
+    assert ended["imported"] == [
+        "pi_session_server.render.context_markdown",
+        "pi_session_server.server.session_stats",
+    ]
+
+
+ASYNCIO_WITHOUT_TLS = """
+import json, sys
+from pi_session_server.commands.serve import import_asyncio_without_tls
+import_asyncio_without_tls()
+without_ssl = "ssl" not in sys.modules
+import asyncio
+
+async def echo():
+    reader, writer = await asyncio.open_connection(sock=right)
+    writer.write(b"ping")
+    await writer.drain()
+    return await reader.read(4)
+
+import socket
+left, right = socket.socketpair()
+left.sendall(b"pong")
+answer = asyncio.run(echo())
+import ssl  # still there for whoever wants it
+print(json.dumps({"without_ssl": without_ssl, "answer": answer.decode(), "sent": left.recv(4).decode(),
+                  "ssl": bool(ssl.OPENSSL_VERSION)}))
+"""
+
+
+def test_asyncio_without_tls_still_runs_and_ssl_stays_importable() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", ASYNCIO_WITHOUT_TLS], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"without_ssl": True, "answer": "pong", "sent": "ping", "ssl": True}
+
+
+def test_asyncio_imported_already_is_left_alone() -> None:
+    import asyncio  # noqa: F401 - the test process has it
+
+    had_ssl = sys.modules.get("ssl")
+    import_asyncio_without_tls()
+    assert sys.modules.get("ssl") is had_ssl
