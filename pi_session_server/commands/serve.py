@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from ..startup import imported_for_good
 from ._common import add_pi_argument
 
 
@@ -34,9 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import_asyncio_without_tls()
-    from pi_session_server.server import ServerOptions, create_server
-    from pi_session_server.session.profiles import profile_for
+    with imported_for_good():
+        import_asyncio_without_tls()
+        from pi_session_server.server import ServerOptions, create_server
+        from pi_session_server.session.profiles import profile_for
 
     handler: logging.Handler = (
         logging.FileHandler(args.log_file, encoding="utf-8")

@@ -5,6 +5,7 @@ send the first window, so the process imports only what those requests use.
   imported by those requests, and pygls/lsprotocol only when a client speaks LSP.
 * asyncio is imported without ``ssl`` (a server on stdio opens no TLS connection); ``ssl`` itself
   stays importable, and asyncio works without it.
+* What the imports make is left out of the cyclic collector's walks (startup.py).
 """
 
 from __future__ import annotations
@@ -167,3 +168,24 @@ def test_asyncio_imported_already_is_left_alone() -> None:
     had_ssl = sys.modules.get("ssl")
     import_asyncio_without_tls()
     assert sys.modules.get("ssl") is had_ssl
+
+
+def test_what_the_imports_made_is_left_out_of_collections() -> None:
+    import gc
+
+    from pi_session_server.startup import imported_for_good
+
+    frozen = gc.get_freeze_count()
+    try:
+        with imported_for_good():
+            assert not gc.isenabled()
+            made = [{"table": n} for n in range(1000)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= frozen + len(made)
+        gc.disable()
+        with imported_for_good():
+            pass
+        assert not gc.isenabled()  # a collector that was off stays off
+    finally:
+        gc.enable()
+        gc.unfreeze()  # the test process goes on collecting as before
