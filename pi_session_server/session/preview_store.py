@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import tempfile
 import time
 import zlib
 from array import array
@@ -313,6 +312,8 @@ def _stored_parts(
 def write_beside(path: str, prefix: bytes, body: bytes) -> None:
     """Write ``prefix`` and ``body`` to ``path`` in the index directory, whole or not at all (a
     temporary file renamed over it: readers see the old file or the new one). Raises OSError."""
+    import tempfile  # here: a reopen reads what was kept and writes nothing (see rewrites.py)
+
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.splitext(path)[1], dir=directory)
