@@ -11,6 +11,7 @@ send the first window, so the process imports only what those requests use.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -23,9 +24,11 @@ from pi_session_server.server.framing import encode_frame, read_frames
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
 
-# what the first requests of a tree view never use
+# what the first requests of a tree view on a session indexed before never use
 NOT_AT_START = (
     "ssl",
+    "hashlib",
+    "tempfile",
     "send2trash",
     "pi_session_server.server.session_stats",
     "pi_session_server.render.context_markdown",
@@ -54,16 +57,24 @@ print(json.dumps({{"code": code, "imported": imported}}), file=sys.stderr)
 Message = dict[str, Any] | Callable[[dict[Any, dict[str, Any]]], dict[str, Any]]
 
 
-def _serve(messages: list[Message]) -> tuple[dict[Any, dict[str, Any]], dict[str, Any]]:
+def _serve(
+    messages: list[Message], index: Path | None = None
+) -> tuple[dict[Any, dict[str, Any]], dict[str, Any]]:
     """The replies (by id) of ``pi-session serve`` to ``messages`` (each request's reply read before
     the next message is sent; a message may be made from the replies so far), and what the process
-    said when it ended."""
+    said when it ended. ``index``: the index directory (every file indexed), else none."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_SESSION_")}
+    if index is None:
+        env["PI_SESSION_NO_INDEX"] = "1"
+    else:
+        env.update(PI_SESSION_INDEX_DIR=str(index), PI_SESSION_INDEX_MIN_SIZE="0")
     process = subprocess.Popen(
         [sys.executable, "-c", SERVE],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
+        env=env,
     )
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     frames = read_frames(process.stdout)
@@ -97,17 +108,18 @@ def test_a_tree_views_first_requests_import_only_what_they_use(tmp_path: Path) -
         session = replies[1]["result"]["session"]
         return _request(2, "pi/getTree", {"session": session, **window, "offset": 0, "limit": 200})
 
-    replies, ended = _serve(
-        [
-            _request(1, "pi/open", {"path": str(path)}),
-            first_window,
-            _request(3, "shutdown", None),
-            {"jsonrpc": "2.0", "method": "exit"},
-        ]
-    )
-    assert replies[2]["result"]["nodes"], replies[2]
+    tree_view = [
+        _request(1, "pi/open", {"path": str(path)}),
+        first_window,
+        _request(3, "shutdown", None),
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    first, _ended = _serve(tree_view, tmp_path / "index")  # the index and the previews kept
+    replies, ended = _serve(tree_view, tmp_path / "index")
+    assert replies[2]["result"]["nodes"] == first[2]["result"]["nodes"] != []
     assert replies[3]["result"] is None
     assert ended == {"code": 0, "imported": []}
+    assert list((tmp_path / "index").iterdir())  # the second read it
 
 
 def test_the_other_requests_import_what_they_use_when_asked(tmp_path: Path) -> None:
