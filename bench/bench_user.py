@@ -10,7 +10,7 @@ the costs per entry dominate), it times, each in fresh processes and with its pe
   pi's open + ``buildSessionContext()`` (its JSON printed) and open + ``getTree()``, whole node
   processes (from an oracle checkout with node_modules, see bench_core.py);
 * ``pi-session check FILE`` (pi has no checker);
-* the sidecar as the editors' tree view uses it: spawn ``python -m pi_session_server serve``,
+* the sidecar as the editors' tree view uses it: spawn ``pi-session serve``,
   ``pi/open`` and the view's first window (``pi/getTree`` flat, filter ``default``, the active
   branch first, the top chain, 200 rows: what ``editors/vscode/src/lazyTree.ts`` asks for first),
   timed from the spawn; then the ``levels`` request that opens the view down to the leaf (50 rows
@@ -130,8 +130,17 @@ class Side:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+def ours(*args: str) -> list[str]:
+    """Our command line as users run it: the ``pi-session`` script installed beside this
+    interpreter (it imports the package from PYTHONPATH first), else ``python -m``."""
+    script = Path(sys.executable).with_name("pi-session")
+    if script.exists():
+        return [str(script), *args]
+    return [sys.executable, "-m", "pi_session_server.cli", *args]
+
+
 def ours_cli(side: Side, *args: str) -> Callable[[], dict]:
-    return lambda: timed_process([sys.executable, "-m", "pi_session_server.cli", *args], side.env())
+    return lambda: timed_process(ours(*args), side.env())
 
 
 def reference(module: Path, path: Path, mode: str) -> Callable[[], dict]:
@@ -152,7 +161,7 @@ class Server:
         self.encode = msgspec.json.encode
         self.decode = msgspec.json.decode
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pi_session_server", "serve"],
+            ours("serve"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -380,7 +389,7 @@ def bench_size(
         # warm up: bytecode compiled, the file in the page cache, and on the reopen side what a
         # first open keeps (the index, the tree's previews)
         for args in (("context", "--json"), ("tree",)):
-            timed_process([sys.executable, "-m", "pi_session_server.cli", *args, str(path)], again.env())
+            timed_process(ours(*args, str(path)), again.env())
         sidecar(editor_only, path)()
         for what, args, mode in (
             ("context --json", ("context", "--json"), "context"),

@@ -26,13 +26,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser of ``pi-session``. Only the module of the command named in ``argv`` is imported
     (to add its options): ``tree`` must not pay for the language server's imports, which ``demo``
     and ``serve`` bring in. Without a command (``--help``), every command is listed by its help
-    text alone. ``argv`` None: no command's module is imported."""
+    text alone; with a command, only that command's parser is made. ``argv`` None: no command's
+    module is imported."""
     parser = argparse.ArgumentParser(
         prog="pi-session", description="Tools for pi coding-agent session files."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _command_in(argv or [])
     for name, (module_name, help_text) in COMMANDS.items():
+        if chosen is not None and name != chosen:
+            continue  # a parser per command costs more than a kept view takes to print
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name != chosen:
             continue

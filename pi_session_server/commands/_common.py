@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from ..session import DEFAULT_PI, PROFILES, SessionManager
+from ..session.releases import DEFAULT_PI, RELEASES
+
+if TYPE_CHECKING:
+    from ..session.manager import SessionManager
 
 
 class CommandError(Exception):
@@ -27,10 +31,10 @@ def add_pi_argument(parser: argparse.ArgumentParser) -> None:
     say which pi wrote it; the one the user runs now decides what it means)."""
     parser.add_argument(
         "--pi",
-        choices=list(PROFILES),
+        choices=RELEASES,
         default=DEFAULT_PI,
         metavar="VERSION",
-        help=f"behave like this pi release: {', '.join(PROFILES)} (default {DEFAULT_PI})",
+        help=f"behave like this pi release: {', '.join(RELEASES)} (default {DEFAULT_PI})",
     )
 
 
@@ -51,6 +55,8 @@ def open_to_look(path: str, pi: str = DEFAULT_PI, *, index: bool = True) -> Sess
 
     pi's ``open`` of a missing file starts a new session there; a command that shows a file
     reports it missing instead. An empty file reads as a session without entries."""
+    from ..session.manager import SessionManager  # the library: not for a command that prints a kept view
+
     problem = path_problem(path)
     if problem is not None:
         raise CommandError(f"{path}: {problem}")
@@ -94,3 +100,22 @@ def example_session_path() -> str:
 
 def session_path(arg: str | None) -> str:
     return os.path.abspath(arg) if arg else example_session_path()
+
+
+def output_encoding() -> tuple[str, str]:
+    """How stdout encodes text: its encoding and error handler."""
+    out = sys.stdout
+    return getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
+
+
+def write_encoded(data: bytes | memoryview, encoding: str) -> None:
+    """Write ``data`` (text encoded as stdout encodes it) to stdout's bytes, after what was
+    printed to its text layer (flushed first)."""
+    out = sys.stdout
+    out.flush()  # what was printed before goes first
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or os.linesep != "\n":  # the text layer translates line ends
+        out.write(str(data, encoding, "surrogateescape"))
+    else:
+        buffer.write(data)
+    out.flush()

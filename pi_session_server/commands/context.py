@@ -1,7 +1,10 @@
 """``pi-session context [FILE] [--leaf ID] [--json] [--pi VERSION]``: what the LLM would be sent at the
 leaf (or at ID), as pi release VERSION builds it (1.6.0 by default: context edits applied, older
 compactions in the kept range silent): as Markdown (``render/context_markdown.py``, the document the
-editors show) or, with ``--json``, as pi's value."""
+editors show) or, with ``--json``, as pi's value.
+
+A file unchanged since its context was last printed the same way is printed from what was kept
+then (session/view_store.py), before the library is imported."""
 
 from __future__ import annotations
 
@@ -9,10 +12,8 @@ import argparse
 import os
 import sys
 
-from ..format.jsjson import dumps_pretty
-from ..format.jsvalue import ABSENT
-from ..render.context_markdown import context_markdown, context_title
-from ._common import add_index_argument, add_pi_argument, open_to_look, report_skipped_lines, session_path
+from ..session import view_store
+from ._common import add_index_argument, add_pi_argument, output_encoding, session_path, write_encoded
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,18 +26,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
+    encoding, errors = output_encoding()
+    # the Markdown's title names the file as given
+    title_name = None if args.json else os.path.basename(path)
+    key = (args.pi, args.leaf, args.json, title_name, encoding, errors)
+    before = view_store.identity_before_open(path) if args.index else None
+    kept = view_store.load(path, before, view_store.CONTEXT, key, args.index)
+    if kept is not None:
+        write_encoded(kept.data, encoding)
+        return 0
+    made = _context_text(path, args)
+    if made is None:
+        return 1
+    text, skipped = made
+    data = (text + "\n").encode(encoding, errors)
+    write_encoded(data, encoding)
+    if not skipped:  # (what is kept is printed without reading the file: no lines to report)
+        view_store.save(path, before, view_store.CONTEXT, key, "", data, args.index)
+    return 0
+
+
+def _context_text(path: str, args: argparse.Namespace) -> tuple[str, int] | None:
+    """The context to print and how many lines pi skips (said on stderr), or None when ``--leaf``
+    names no entry (said on stderr). The library is imported here, once no kept view was found."""
+    from ..format.jsjson import dumps_pretty
+    from ..format.jsvalue import ABSENT
+    from ..render.context_markdown import context_markdown, context_title
+    from ._common import open_to_look, report_skipped_lines
+
     manager = open_to_look(path, args.pi, index=args.index)
-    report_skipped_lines("context", path, manager)
+    skipped = report_skipped_lines("context", path, manager)
     if args.leaf is not None:
         if manager.get_entry(args.leaf) is ABSENT:
             print(f"pi-session context: Entry {args.leaf} not found", file=sys.stderr)
-            return 1
+            return None
         context = manager.build_session_context_at(args.leaf)
     else:
         context = manager.build_session_context()
     if args.json:
-        print(dumps_pretty(context))
-        return 0
-    leaf = ABSENT if args.leaf is None else args.leaf
-    print(context_markdown(context, context_title(os.path.basename(path), leaf)))
-    return 0
+        text = dumps_pretty(context)
+    else:
+        leaf = ABSENT if args.leaf is None else args.leaf
+        text = context_markdown(context, context_title(os.path.basename(path), leaf))
+    return text, skipped

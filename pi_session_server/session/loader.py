@@ -25,8 +25,9 @@ from ..format.scan import (
     iter_physical_lines,
     problem_for,
 )
+from .cache_dir import IndexSettings
 from .environment import Environment, on_disk
-from .scan_index import IndexSettings, scan_with_index
+from .scan_index import scan_with_index
 
 
 def is_valid_header(value: Any) -> bool:

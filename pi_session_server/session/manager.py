@@ -35,6 +35,7 @@ from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, strict_equal, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
 from . import listing, storage
+from .cache_dir import index_settings
 from .chains import Positions, entry_on_line
 from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
 from .environment import Environment, current
@@ -62,7 +63,6 @@ from .projection import build_session_context as _build_session_context
 from .projection import build_session_projection as _build_session_projection
 from .projection import edit_target_role, is_edit_replacement, text_blocks
 from .rewrites import LockedFile, rewritten_after
-from .scan_index import index_settings
 from .tree import TreeNode, build_tree
 
 
@@ -235,7 +235,7 @@ class SessionManager:
         """Open a session file. ``read_only`` loads it without writing anything (see __init__);
         ``on_progress(bytes_read, total_bytes)`` is called while a large file is scanned; ``index``:
         where the file's persistent index is kept (True: the cache directory, see
-        ``scan_index.default_index_directory``; False: no index; else the directory to use)."""
+        ``cache_dir.default_index_directory``; False: no index; else the directory to use)."""
         env = current(env)
         resolved = resolve_path(path, env=env)
         header: Any = None

@@ -11,7 +11,7 @@ mtime and ctime, the offset of each entry they describe, where the last of those
 (``end``), and CRC-32s of the file's first bytes and of its bytes before ``end``. They are used for
 the same file unchanged, or longer (appended to: session files are append-only) with the same bytes
 at both places, for the entries at the offsets they describe. Previews of a file that changed just
-before (see scan_index.RACY_NS) are not kept: unlike an entry's body, which is checked against its
+before (see cache_dir.RACY_NS) are not kept: unlike an entry's body, which is checked against its
 envelope when read, a preview shown is not checked again. What cannot be read, or written, is no
 error: the previews are made from the file.
 """
@@ -32,8 +32,7 @@ import msgspec
 from ..format.entry import Entry
 from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
-from . import scan_index
-from .storage import write_all
+from . import cache_dir, scan_index
 
 FORMAT_VERSION: Final = 2
 MAGIC: Final = b"PIPREVW\x00"
@@ -83,7 +82,7 @@ def store_of(
         st = os.fstat(source.fd if fd is None else fd)
     except OSError:
         return None
-    return source, scan_index.index_path(source.index_dir, st).removesuffix(".pi-index") + suffix
+    return source, cache_dir.kept_path(source.index_dir, st, suffix)
 
 
 class Loaded(NamedTuple):
@@ -168,9 +167,9 @@ def _checked(data: bytes, fd: int) -> StoredPreviews | None:
     if st.st_size == stored.size and (stored.mtime_ns, stored.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
         return None  # rewritten in place
     try:
-        if scan_index.edges(fd, stored.end) != (stored.head_crc, stored.tail_crc):
+        if cache_dir.edges(fd, stored.end) != (stored.head_crc, stored.tail_crc):
             return None
-    except scan_index.NotUsable:
+    except cache_dir.NotUsable:
         return None
     return stored
 
@@ -204,15 +203,15 @@ def save(
         st = os.fstat(fd)
         if held is not None and _identity(st) != held.identity:
             return False  # changed since the previews were taken: they may not describe it
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < scan_index.RACY_NS:
-            return False  # it may change again within its clock's tick, unseen (see scan_index.RACY_NS)
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < cache_dir.RACY_NS:
+            return False  # it may change again within its clock's tick, unseen (see cache_dir.RACY_NS)
         end = _last_complete_end(fd, listed[-1])
         listed = [e for e in listed if e.offset < end]
         made = _stored_parts(listed, facts, calls, tool_call_text)
         if made is None:
             return False
         parts, assistants = made
-        head_crc, tail_crc = scan_index.edges(fd, end)
+        head_crc, tail_crc = cache_dir.edges(fd, end)
         body = _encode(
             StoredPreviews(
                 st.st_dev,
@@ -229,7 +228,7 @@ def save(
                 assistants,
             )
         )
-        write_beside(path, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)), body)
+        cache_dir.write_whole(path, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)), body)
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
         return False
@@ -307,27 +306,6 @@ def _stored_parts(
             text, shown_at = (None, -1) if shown is None else (tool_call_text(part, shown[0]), shown[1])
             parts[position] = [part.call_id, part.name, text, shown_at]
     return parts, assistants
-
-
-def write_beside(path: str, prefix: bytes, body: bytes) -> None:
-    """Write ``prefix`` and ``body`` to ``path`` in the index directory, whole or not at all (a
-    temporary file renamed over it: readers see the old file or the new one). Raises OSError."""
-    import tempfile  # here: a reopen reads what was kept and writes nothing (see rewrites.py)
-
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.splitext(path)[1], dir=directory)
-    try:
-        try:
-            write_all(out, prefix)
-            write_all(out, body)
-        finally:
-            os.close(out)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def _offset(entry: Entry) -> int:

@@ -5,7 +5,7 @@ by whatever pi the user runs now; so every entry point takes ``pi=`` (a version 
 Profile), the newest release by default, and hands the Profile down. Everything that differs
 between releases is a field here, as data or as a small function; the manager, the context code and
 listing read those fields and never compare version strings. A newer pi release is one more entry in
-:data:`PROFILES` (docs/FORMAT.md §10 lists what 1.6.0 changed).
+:data:`PROFILES` and its version in releases.RELEASES (docs/FORMAT.md §10 lists what 1.6.0 changed).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from ..errors import PiVersionError
 from ..format.jsvalue import coalesce
 from .environment import Environment
 from .paths import paths_equal
+from .releases import DEFAULT_PI as DEFAULT_PI  # (re-exported: where the library finds it)
+from .releases import RELEASES
 
 
 def _given_first_kept(first_kept_entry_id: Any, _own_id: str) -> Any:
@@ -100,11 +102,10 @@ PI_1_6_0 = Profile(
     compares_resolved_directories=True,
 )
 
-#: Every supported release, oldest first.
+#: Every supported release (releases.RELEASES), oldest first.
 PROFILES: dict[str, Profile] = {p.version: p for p in (PI_0_86_1, PI_1_6_0)}
-
-#: The release the library follows unless told otherwise: the newest one.
-DEFAULT_PI = "1.6.0"
+if tuple(PROFILES) != RELEASES:
+    raise ImportError(f"releases.RELEASES {RELEASES} does not list the profiles {tuple(PROFILES)}")
 
 #: Reference names that some supported release has and pi 0.86.1 does not.
 NEWER_API: frozenset[str] = frozenset().union(*(p.added_api for p in PROFILES.values()))

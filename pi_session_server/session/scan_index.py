@@ -54,63 +54,16 @@ import msgspec
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
 from ..format.scan import IdIndex, LineProblem, ScanResult, _entry_from_line, line_at, scan_entries
+from . import cache_dir
+from .cache_dir import IndexSettings, NotUsable, edges, index_path
 from .storage import write_all
 
 # ---------------------------------------------------------------------- settings
 
-INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
-NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
-INDEX_MIN_SIZE_ENV: Final = "PI_SESSION_INDEX_MIN_SIZE"  # bytes: smaller files are just scanned
-# Scanning a file this small takes about as long as finding, reading and checking its index.
-DEFAULT_MIN_SIZE: Final = 1024 * 1024
 # beyond this many files (indexes and what is kept with them: preview_store, view_store), those used
 # least recently are removed
 MAX_INDEX_FILES: Final = 1000
 _ABANDONED_AFTER = 3600.0  # seconds: a temporary file older than this was left by a killed writer
-# A file changed this shortly before it was looked at may change again within the same tick of the
-# file system's clock (a second on some), keeping its mtime and ctime: its index does not hold its
-# size, so it is trusted as far as the CRCs of its head and end go, like that of a file appended to.
-RACY_NS = 2_000_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class IndexSettings:
-    """Where indexes are kept, and from which file size they are used."""
-
-    directory: str
-    min_size: int = DEFAULT_MIN_SIZE
-
-    def wanted(self, size: int) -> bool:
-        return size >= self.min_size
-
-
-def default_index_directory() -> str | None:
-    """``$PI_SESSION_INDEX_DIR``, else ``$XDG_CACHE_HOME/pi-session``, else ``~/.cache/pi-session``
-    (None when there is no home directory to put it in)."""
-    configured = os.environ.get(INDEX_DIR_ENV)
-    if configured:
-        return os.path.abspath(os.path.expanduser(configured))
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg):  # the XDG spec: a relative path is to be ignored
-        return os.path.join(xdg, "pi-session")
-    home = os.path.expanduser("~")
-    if home == "~" or not os.path.isabs(home):
-        return None
-    return os.path.join(home, ".cache", "pi-session")
-
-
-def index_settings(index: bool | str | os.PathLike[str] = True) -> IndexSettings | None:
-    """The settings for a library argument ``index``: True for the default directory, False for
-    no index, or the directory to use. ``$PI_SESSION_NO_INDEX=1`` turns every index off."""
-    if index is False or os.environ.get(NO_INDEX_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
-        return None
-    directory = default_index_directory() if index is True else os.path.abspath(os.fspath(index))
-    if directory is None:
-        return None
-    min_size = DEFAULT_MIN_SIZE
-    with contextlib.suppress(ValueError):
-        min_size = max(0, int(os.environ.get(INDEX_MIN_SIZE_ENV, DEFAULT_MIN_SIZE)))
-    return IndexSettings(directory, min_size)
 
 
 # ---------------------------------------------------------------------- the scan, with an index
@@ -212,10 +165,6 @@ def _complete_end(result: ScanResult) -> int:
     return result.end
 
 
-def index_path(directory: str, st: os.stat_result) -> str:
-    return os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.pi-index")
-
-
 # ---------------------------------------------------------------------- the file format
 
 MAGIC: Final = b"PISESIDX"
@@ -223,7 +172,6 @@ FORMAT_VERSION: Final = 1
 # magic, format version, header length, payload length, CRC-32 of the payload and the header (which
 # follows the payload: it is known once the payload was written)
 _PREFIX = struct.Struct("<8sIIQI")
-_HASHED = 4096  # bytes of the file's head, and before the end indexed, whose CRC the index holds
 # codes of the role column below the role table
 _NO_MESSAGE = 0  # entry.message is None
 _NO_ROLE = 1  # a message head without a role
@@ -239,15 +187,15 @@ class IndexHeader(msgspec.Struct, array_like=True):
     byteorder: str
     dev: int
     ino: int
-    size: int  # -1: not known (see RACY_NS)
+    size: int  # -1: not known (see cache_dir.RACY_NS)
     mtime_ns: int
     ctime_ns: int
     start: int  # where the line after the header starts
     first_line: int  # its line number
     end: int  # just after the last line indexed
     lines: int  # physical lines in [start, end)
-    head_crc: int  # of the file's bytes [0, min(end, _HASHED))
-    tail_crc: int  # of the file's bytes [max(0, end - _HASHED), end)
+    head_crc: int  # of the file's first bytes (see cache_dir.edges)
+    tail_crc: int  # of its last bytes before end
     count: int  # entries
     types: list[Any]  # type code -> type (a string, or ABSENT for a line without one)
     roles: list[str]  # role code - _ROLE_BASE -> role
@@ -278,10 +226,6 @@ def ext_hook(code: int, _data: memoryview) -> Any:
 
 _encode_header = msgspec.msgpack.Encoder(enc_hook=enc_hook).encode
 _decode_header = msgspec.msgpack.Decoder(IndexHeader, ext_hook=ext_hook).decode
-
-
-class NotUsable(Exception):
-    """The index does not describe the file as it is now."""
 
 
 # ---------------------------------------------------------------------- reading
@@ -414,22 +358,12 @@ def _check_key(header: IndexHeader, fd: int, st: os.stat_result, start: int, fir
         or st.st_size < header.size
     ):
         raise NotUsable("another file, or truncated")
-    same_size = st.st_size == header.size  # (never for an index whose size is -1: see RACY_NS)
+    same_size = st.st_size == header.size  # (never for an index whose size is -1: see cache_dir.RACY_NS)
     if same_size and (header.mtime_ns, header.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
         raise NotUsable("rewritten in place")
     head, tail = edges(fd, header.end)
     if head != header.head_crc or tail != header.tail_crc:
         raise NotUsable("other bytes")
-
-
-def edges(fd: int, end: int) -> tuple[int, int]:
-    """CRC-32 of the file's first bytes and of its last bytes before ``end``."""
-    head = os.pread(fd, min(end, _HASHED), 0)
-    tail_start = max(0, end - _HASHED)
-    tail = head[tail_start:end] if end <= _HASHED else os.pread(fd, end - tail_start, tail_start)
-    if len(head) != min(end, _HASHED) or len(tail) != end - tail_start:
-        raise NotUsable("file shorter than indexed")
-    return zlib.crc32(head), zlib.crc32(tail)
 
 
 def _texts(data: bytes, count: int) -> list[str]:
@@ -598,8 +532,8 @@ def _write_index(
             write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
             sections = _SectionWriter(out)
             header = _encoded(result, fd, st, start, first_line, sections)
-            if seen_at - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
-                header.size = -1  # see RACY_NS
+            if seen_at - max(st.st_mtime_ns, st.st_ctime_ns) < cache_dir.RACY_NS:
+                header.size = -1  # see cache_dir.RACY_NS
             encoded_header = _encode_header(header)
             write_all(out, encoded_header)
             crc = zlib.crc32(encoded_header, sections.crc)

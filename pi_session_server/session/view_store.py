@@ -1,60 +1,63 @@
-"""A view of a session file drawn as text (``pi-session tree``), kept next to its index.
+"""What a command printed for a session file (``pi-session tree``'s drawing, ``pi-session context``'s
+messages), kept next to the file's index.
 
-Drawing a big session's tree makes one row per entry; a file that did not change since it was last
-drawn, the same way, draws the same text. That text is kept in the cache directory of the file's
-index (see scan_index), in a file named like the index, with what it was drawn from: the file's
-device, inode, size, mtime and ctime, CRC-32s of its first and last bytes (see scan_index.edges),
-what is printed before the view (the session's id and name, its entries and leaf), and the view's
-key (how it was drawn: the release read as, the
-width, the home directory, the output's encoding, the package's version). It is used only when all of them match, without reading the session again.
+Drawing a big session's tree, or building its context, reads the session; a file that did not change
+since, shown the same way, shows the same text. That text is kept in the cache directory of the
+file's index (see scan_index), in a file named like the index with the command's kind, with what it
+was made from: the file's device, inode, size, mtime and ctime, CRC-32s of its first and last bytes
+(see cache_dir.edges), what is printed before the text (``tree``: the session's id and name, its
+entries and leaf), and the view's key (how it was made: the command, the release read as, its
+options, the home directory, the output's encoding, the package's version). It is used only when all
+of them match, without reading the session again, and without importing the rest of the library:
+this module needs only cache_dir.
 
 The file must stay the same from before it is opened until the view is kept: the caller takes its
 identity (:func:`identity_before_open`) before opening it, and a view is kept only when the file
 still has that identity, which was taken when the file had not changed for a while
-(scan_index.RACY_NS: a change within the same tick of the file system's clock could keep its mtime
+(cache_dir.RACY_NS: a change within the same tick of the file system's clock could keep its mtime
 and ctime). Unlike previews, which hold for the lines they describe in a file that grew, a view
 holds for the whole file: one appended line moves the leaf. What cannot be read, or written, is
-no error: the view is drawn from the file.
+no error: the view is made from the file.
+
+The file: ``_PREFIX`` (magic, format version, the length of the metadata, a CRC-32 of the rest),
+the metadata (JSON: identity, CRCs, key, head), then the view's bytes.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
 import stat
 import struct
 import time
 import zlib
-from typing import Any, Final
-
-import msgspec
+from typing import Any, Final, NamedTuple
 
 from .. import __version__
-from ..format.entry import Entry
-from . import preview_store, scan_index
+from . import cache_dir
 
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 MAGIC: Final = b"PIVIEW\x00\x00"
-SUFFIX: Final = ".pi-view"
-_PREFIX = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
+_PREFIX = struct.Struct("<8sIII")  # magic, format version, metadata length, CRC-32 of the rest
 # The largest view kept: every branch point indents what follows it, so a deep tree's text can be
-# many times its session's size; such a view is drawn again rather than held and written out.
+# many times its session's size; such a view is made again rather than held and written out.
 MAX_VIEW_BYTES: Final = 64 * 1024 * 1024
+
+# the kinds of view, one kept per file and kind
+TREE: Final = "tree"
+CONTEXT: Final = "context"
 
 Identity = tuple[int, int, int, int, int]  # device, inode, size, mtime, ctime (ns)
 
 
-class StoredView(msgspec.Struct, array_like=True):
-    identity: Identity
-    head_crc: int
-    tail_crc: int
-    key: list[Any]
-    head: str  # what is printed between the file's path and the view (the session, its leaf)
-    data: bytes  # the view as written out (encoded as the key says)
+class KeptView(NamedTuple):
+    head: str  # what is printed between the file's path and the view (tree: the session, its leaf)
+    data: memoryview  # the view as written out (encoded as the key says)
 
 
-_encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder(StoredView).decode
+def suffix(kind: str) -> str:
+    """The name under which a view of ``kind`` is kept beside the index."""
+    return f".pi-view-{kind}"
 
 
 def _identity_of(st: os.stat_result) -> Identity:
@@ -70,94 +73,106 @@ def identity_before_open(path: str) -> Identity | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < scan_index.RACY_NS:
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < cache_dir.RACY_NS:
         return None
     return _identity_of(st)
 
 
-def _place(entries: list[Entry], before: Identity | None) -> tuple[int, str, Identity] | None:
-    """The open file the entries come from, the path of its kept view and its identity, when it
-    has an index directory and is the file identified ``before`` it was opened."""
-    if before is None or len(entries) < preview_store.MIN_STORED:
+def _view_key(kind: str, key: tuple[Any, ...]) -> list[Any]:
+    return [FORMAT_VERSION, __version__, kind, *key]
+
+
+def _kept_path(path: str, before: Identity | None, kind: str, index: bool | str) -> tuple[int, str] | None:
+    """The file at ``path`` opened (its descriptor: the caller closes it) and where its view of
+    ``kind`` is kept, when views are kept for it and it is the file identified ``before``."""
+    settings = cache_dir.index_settings(index)
+    if before is None or settings is None or not settings.wanted(before[2]):
         return None
-    found = preview_store.store_of(entries, SUFFIX)
-    if found is None:
-        return None
-    source, path = found
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        now = _identity_of(os.fstat(source.fd))
-    except OSError:
-        return None
-    return (source.fd, path, now) if now == before else None
-
-
-def _view_key(key: tuple[Any, ...]) -> list[Any]:
-    return [FORMAT_VERSION, __version__, *key]
+        st = os.fstat(fd)
+        if _identity_of(st) == before:
+            return fd, cache_dir.kept_path(settings.directory, st, suffix(kind))
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return None
 
 
 def load(
-    path: str, before: Identity | None, key: tuple[Any, ...], index: bool | str = True
-) -> StoredView | None:
-    """The view kept for the file at ``path`` drawn as ``key`` (str, int and None values), when
-    the file is the one it was drawn from and has been since ``before`` (see
+    path: str, before: Identity | None, kind: str, key: tuple[Any, ...], index: bool | str = True
+) -> KeptView | None:
+    """The view of ``kind`` kept for the file at ``path`` made as ``key`` (str, int, bool and None
+    values), when the file is the one it was made from and has been since ``before`` (see
     :func:`identity_before_open`); else None. ``index``: as SessionManager.open takes it. The
     session itself is not read."""
-    settings = scan_index.index_settings(index)
-    if before is None or settings is None or not settings.wanted(before[2]):
-        return None
     try:
-        fd = os.open(path, os.O_RDONLY)
+        place = _kept_path(path, before, kind, index)
     except (OSError, ValueError):
         return None
+    if place is None:
+        return None
+    fd, kept = place
     try:
-        st = os.fstat(fd)
-        if _identity_of(st) != before:
-            return None
-        kept = scan_index.index_path(settings.directory, st).removesuffix(".pi-index") + SUFFIX
         with open(kept, "rb") as f:
             data = f.read()
-        magic, version, crc = _PREFIX.unpack_from(data)
+        magic, version, meta_length, crc = _PREFIX.unpack_from(data)
         body = memoryview(data)[_PREFIX.size :]
         if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
             return None
-        stored = _decode(body)
-        if tuple(stored.identity) != before or stored.key != _view_key(key):
-            return None  # another file, or drawn another way: left for the next save to replace
-        if scan_index.edges(fd, before[2]) != (stored.head_crc, stored.tail_crc):
+        meta = json.loads(bytes(body[:meta_length]))
+        if meta["identity"] != list(before or ()) or meta["key"] != _view_key(kind, key):
+            return None  # another file, or made another way: left for the next save to replace
+        if cache_dir.edges(fd, meta["identity"][2]) != (meta["head_crc"], meta["tail_crc"]):
             return None
-        return stored
-    except (struct.error, ValueError, TypeError, OSError, msgspec.DecodeError, scan_index.NotUsable):
+        head = meta["head"]
+        if type(head) is not str:
+            return None
+        return KeptView(head, body[meta_length:])
+    except (struct.error, ValueError, TypeError, KeyError, IndexError, OSError, cache_dir.NotUsable):
         return None
     finally:
         os.close(fd)
 
 
-def save(entries: list[Entry], before: Identity | None, key: tuple[Any, ...], head: str, data: bytes) -> bool:
-    """Keep ``data``, the session of ``entries`` drawn as ``key``, and ``head`` (printed before it,
-    after the file's path), when the file is still the one identified ``before`` it was opened.
-    False when nothing was written (``data`` over :data:`MAX_VIEW_BYTES` is never kept)."""
-    if len(data) > MAX_VIEW_BYTES:
+def save(
+    path: str,
+    before: Identity | None,
+    kind: str,
+    key: tuple[Any, ...],
+    head: str,
+    data: bytes,
+    index: bool | str = True,
+) -> bool:
+    """Keep ``data``, the session file at ``path`` shown as the view ``kind`` made as ``key``, and
+    ``head`` (printed before it, after the file's path), when the file is still the one identified
+    ``before`` it was opened. False when nothing was written (``data`` over :data:`MAX_VIEW_BYTES`
+    is never kept)."""
+    if len(data) > MAX_VIEW_BYTES or before is None:
         return False
-    place = _place(entries, before)
-    if place is None:
-        return False
-    fd, path, identity = place
     try:
-        head_crc, tail_crc = scan_index.edges(fd, identity[2])
-        body = _encode(
-            StoredView(
-                identity,
-                head_crc,
-                tail_crc,
-                _view_key(key),
-                head,
-                data,
-            )
-        )
-        with contextlib.suppress(OSError):
-            if _identity_of(os.fstat(fd)) != identity:
-                return False  # changed while it was drawn
-        preview_store.write_beside(path, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)), body)
-        return True
+        place = _kept_path(path, before, kind, index)
+        if place is None:
+            return False  # no views kept, or another file now, or changed since it was read
+        fd, kept = place
+        try:
+            head_crc, tail_crc = cache_dir.edges(fd, before[2])
+            meta = json.dumps(
+                {
+                    "identity": list(before),
+                    "head_crc": head_crc,
+                    "tail_crc": tail_crc,
+                    "key": _view_key(kind, key),
+                    "head": head,
+                }
+            ).encode()
+            if _identity_of(os.fstat(fd)) != before:
+                return False  # changed while its CRCs were taken
+            crc = zlib.crc32(data, zlib.crc32(meta))
+            cache_dir.write_whole(kept, _PREFIX.pack(MAGIC, FORMAT_VERSION, len(meta), crc), meta, data)
+            return True
+        finally:
+            os.close(fd)
     except Exception:  # noqa: BLE001 - a best-effort cache: a view that cannot be kept (read-only, full, odd values) is no error
         return False

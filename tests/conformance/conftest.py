@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pi_session_server.session import manager, scan_index
+from pi_session_server.session import cache_dir, manager, scan_index
 
 _read_from_index = [0]  # loads read from their index, in this process
 _module_loads = [0, 0]  # loads in the current module, and those of them read from their index
@@ -31,8 +31,8 @@ def through_the_index(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     if not request.config.getoption("--session-index"):
         yield
         return
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.delenv(scan_index.NO_INDEX_ENV, raising=False)
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.delenv(cache_dir.NO_INDEX_ENV, raising=False)
     real_load = manager.load_lazy
     unread: list[str] = []
 

@@ -25,7 +25,13 @@ from hypothesis import strategies as st
 
 from pi_session_server.format.entry import LineBytes
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, describe, preview_pass, preview_store, scan_index
+from pi_session_server.session import (
+    SessionManager,
+    cache_dir,
+    describe,
+    preview_pass,
+    preview_store,
+)
 from pi_session_server.session.describe import PreviewCache, collect_tool_calls, preview_of
 
 DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
@@ -418,10 +424,10 @@ def test_the_tree_is_the_same_from_the_file_from_its_index_and_from_kept_preview
     env = dict(os.environ, PI_SESSION_INDEX_DIR=str(index_dir), PI_SESSION_INDEX_MIN_SIZE="0")
     expected = _tree(path, env, "--no-index")
     assert not index_dir.exists()
-    time.sleep(scan_index.RACY_NS / 1e9 + 0.1)  # previews are kept for a file settled (RACY_NS)
+    time.sleep(cache_dir.RACY_NS / 1e9 + 0.1)  # previews are kept for a file settled (RACY_NS)
     assert _tree(path, env) == expected  # writes the index and the previews
     kept = sorted(p.suffix for p in index_dir.iterdir())
-    assert kept == [".pi-index", ".pi-previews", ".pi-view"]
+    assert kept == [".pi-index", ".pi-previews", ".pi-view-tree"]
     assert _tree(path, env) == expected  # reads both
     data = path.read_bytes()  # the same size, other text in the middle: neither is used
     middle = data.index(b"breaks", len(data) // 2)
@@ -452,9 +458,9 @@ def _previews(path: Path, index_dir: str) -> list[str]:
 
 
 def test_kept_previews_describe_only_their_own_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
-    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     path = _write_session(tmp_path / "s.jsonl", [0, 11, 13, 7], repeat=20)
     index_dir = str(tmp_path / "index")
     time.sleep(0.1)
@@ -501,9 +507,9 @@ def test_kept_tool_call_texts_hold_for_their_home_and_their_call(
 ):
     """A tool result's kept text is that of the call it was made from, with the home directory it
     was made with: another home, or a call appended later with the same id, renders it again."""
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
-    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     monkeypatch.setenv("HOME", "/home/me")
     lines, parent = [S.header()], None
     for n in range(12):
@@ -549,13 +555,13 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     index (session/view_store.py); another width, release or home, a line appended, a rewrite in
     place, a kept view damaged, a file changed just before: drawn again, the same as without any."""
     from pi_session_server.cli import main
-    from pi_session_server.commands import tree as tree_command
+    from pi_session_server.commands import tree_draw as tree_command
     from pi_session_server.session import view_store
 
-    monkeypatch.setenv(scan_index.INDEX_DIR_ENV, str(tmp_path / "index"))
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
-    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     drawn: list[int] = []
     real_lines = tree_command.tree_lines
     monkeypatch.setattr(tree_command, "tree_lines", lambda *args: drawn.append(1) or real_lines(*args))
@@ -582,7 +588,7 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     time.sleep(0.1)
     first, draws = tree()
     assert draws == 1
-    (kept,) = (tmp_path / "index").glob("*" + view_store.SUFFIX)
+    (kept,) = (tmp_path / "index").glob("*" + view_store.suffix(view_store.TREE))
     assert tree() == (first, 0)  # the kept view
     assert tree("--width", "30")[1] == 1  # another width: drawn, and kept in its place
     assert tree("--width", "30")[1] == 0
@@ -600,10 +606,10 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     time.sleep(0.1)
     tree()
     assert tree()[1] == 0
-    monkeypatch.setattr(scan_index, "RACY_NS", 10**18)  # every file changed just before: none kept
+    monkeypatch.setattr(cache_dir, "RACY_NS", 10**18)  # every file changed just before: none kept
     assert tree()[1] == 1
     assert tree()[1] == 1
-    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     with open(path, "r+b") as f:  # the same size, other text in the middle
         data = f.read()
         at = data.index(b"appended later")
@@ -641,21 +647,24 @@ def test_a_deep_tree_is_written_as_it_is_drawn_and_a_view_too_big_is_not_kept(
     its session's size: never held whole), the same text as drawn at once; a view over
     view_store.MAX_VIEW_BYTES is not kept (drawn again next time), a smaller one is."""
     from pi_session_server.cli import main
-    from pi_session_server.commands import tree as tree_command
+    from pi_session_server.commands import tree_draw as tree_command
     from pi_session_server.session import view_store
 
-    monkeypatch.setenv(scan_index.INDEX_DIR_ENV, str(tmp_path / "index"))
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
     path = _comb_session(tmp_path / "comb.jsonl", 300)
     time.sleep(0.1)
     writes: list[int] = []
-    real_write = tree_command._write_encoded
-    monkeypatch.setattr(
-        tree_command, "_write_encoded", lambda data, enc: writes.append(len(data)) or real_write(data, enc)
-    )
-    monkeypatch.setattr(tree_command, "_BATCH_LINES", 64)
+    from pi_session_server.commands import tree as tree_printing
+
+    real_write = tree_command.write_encoded
+    for module in (tree_command, tree_printing):  # drawn, or printed from the kept view
+        monkeypatch.setattr(
+            module, "write_encoded", lambda data, enc: writes.append(len(data)) or real_write(data, enc)
+        )
+    monkeypatch.setattr(tree_command, "BATCH_LINES", 64)
 
     with SessionManager.open(str(path), read_only=True, index=False) as sm:
         whole = "\n".join(tree_command.tree_lines(sm, 100)) + "\n"
@@ -664,14 +673,142 @@ def test_a_deep_tree_is_written_as_it_is_drawn_and_a_view_too_big_is_not_kept(
     assert main(["tree", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.endswith(whole) and len(writes) == 10  # 600 lines, 64 at a time
-    assert list((tmp_path / "index").glob("*" + view_store.SUFFIX)) == []  # too big to keep
+    assert list((tmp_path / "index").glob("*" + view_store.suffix(view_store.TREE))) == []  # too big to keep
     writes.clear()
     assert main(["tree", str(path)]) == 0
     assert capsys.readouterr().out == out and len(writes) == 10  # drawn again
     monkeypatch.setattr(view_store, "MAX_VIEW_BYTES", len(whole.encode()))
     assert main(["tree", str(path)]) == 0
     assert capsys.readouterr().out == out
-    assert len(list((tmp_path / "index").glob("*" + view_store.SUFFIX))) == 1  # small enough: kept
+    assert (
+        len(list((tmp_path / "index").glob("*" + view_store.suffix(view_store.TREE)))) == 1
+    )  # small enough: kept
     writes.clear()
     assert main(["tree", str(path)]) == 0
     assert capsys.readouterr().out == out and len(writes) == 1  # printed from the kept view
+
+
+# ---------------------------------------------------------------------- the context command, kept views
+
+
+def test_a_kept_context_is_built_again_whenever_anything_it_was_built_from_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """``context`` of a file unchanged since it was printed the same way prints the text kept with
+    its index (session/view_store.py), without opening the session; another release, leaf, form
+    (JSON or Markdown) or file name, a line appended, a rewrite in place, a kept view damaged: built
+    again, each time the same as without anything kept. A leaf not found, or lines pi skips, are
+    reported each time and never kept."""
+    from pi_session_server.cli import main
+    from pi_session_server.commands import _common
+    from pi_session_server.session import view_store
+
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    opened: list[int] = []
+    real_open = _common.open_to_look
+    monkeypatch.setattr(
+        _common, "open_to_look", lambda *args, **kw: opened.append(1) or real_open(*args, **kw)
+    )
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
+    errors: list[str] = []
+
+    def context(*extra: str, file: Path = path, code: int = 0) -> tuple[str, int]:
+        opens = len(opened)
+        assert main(["context", *extra, str(file)]) == code
+        out, err = capsys.readouterr()
+        built = len(opened) - opens
+        assert main(["context", "--no-index", *extra, str(file)]) == code
+        assert capsys.readouterr() == (out, err)  # the same as built without anything kept
+        errors[:] = [err]
+        return out, built
+
+    time.sleep(0.1)
+    first, built = context("--json")
+    assert built == 1 and json.loads(first)["messages"]
+    (kept,) = (tmp_path / "index").glob("*" + view_store.suffix(view_store.CONTEXT))
+    assert context("--json") == (first, 0)  # the kept view, the session not opened
+    markdown, built = context()
+    assert built == 1 and markdown != first  # another form: built, and kept in its place
+    assert context() == (markdown, 0)
+    assert context("--pi", "0.86.1")[1] == 1
+    assert context("--pi", "0.86.1")[1] == 0
+    middle = json.loads(path.read_text(encoding="utf-8", errors="surrogatepass").splitlines()[5])["id"]
+    at_middle, built = context("--json", "--leaf", middle)
+    assert built == 1 and at_middle != first
+    assert context("--json", "--leaf", middle) == (at_middle, 0)
+    assert context("--json", "--leaf", "nowhere", code=1)[1] == 1  # not found: said, nothing kept
+    assert "Entry nowhere not found" in errors[0]
+    assert context("--json", "--leaf", "nowhere", code=1)[1] == 1
+    linked = tmp_path / "other-name.jsonl"
+    os.link(path, linked)  # the same file under another name: the Markdown's title names it
+    time.sleep(0.1)  # (a link changes the file's ctime)
+    renamed, built = context(file=linked)
+    assert built == 1 and "other-name.jsonl" in renamed
+    assert context(file=linked) == (renamed, 0)
+    for damaged in (b"", kept.read_bytes()[:-3], b"PIVIEW\x00\x00" + os.urandom(100)):
+        kept.write_bytes(damaged)
+        assert context(file=linked)[1] == 1
+    with open(path, "a", encoding="utf-8") as f:  # appended: the leaf moved
+        f.write(S.user("late1", "i33", "appended later") + "\n")
+    out, built = context("--json")
+    assert "appended later" in out and built == 1
+    time.sleep(0.1)
+    context("--json")
+    assert context("--json")[1] == 0
+    with open(path, "r+b") as f:  # the same size, other text in the middle
+        data = f.read()
+        f.seek(data.index(b"appended later"))
+        f.write(b"APPENDED")
+    time.sleep(0.1)
+    out, built = context("--json")
+    assert "APPENDED later" in out and built == 1
+    assert context("--json")[1] == 0
+    with open(path, "a", encoding="utf-8") as f:  # a line pi skips: reported each time, never kept
+        f.write("not json\n")
+    time.sleep(0.1)
+    for _ in range(2):
+        assert context("--json")[1] == 1
+        assert "1 line skipped" in errors[0]
+
+
+KEPT_VIEW_PROBE = """
+import json, sys
+from pi_session_server.cli import main
+code = main(sys.argv[1:])
+ours = sorted(m for m in sys.modules if m.startswith("pi_session_server."))
+print(json.dumps({"code": code, "ours": ours, "msgspec": "msgspec" in sys.modules}), file=sys.stderr)
+"""
+
+
+@pytest.mark.slow
+def test_a_kept_view_is_printed_without_importing_the_library(tmp_path: Path):
+    """What makes a reopen cheap: printing a kept view imports the command, the view store and the
+    cache directory's rules, not the session library (nor msgspec); the output is the same."""
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(S.generate_session(50_000, seed=5))
+    time.sleep(cache_dir.RACY_NS / 1e9 + 0.1)  # views are kept of a file settled (RACY_NS)
+    env = dict(os.environ, PI_SESSION_INDEX_DIR=str(tmp_path / "index"), PI_SESSION_INDEX_MIN_SIZE="0")
+    env.pop("PI_SESSION_NO_INDEX", None)
+    for command in (["tree"], ["context"], ["context", "--json"]):
+        runs = [
+            subprocess.run(
+                [sys.executable, "-c", KEPT_VIEW_PROBE, *command, str(session)],
+                capture_output=True,
+                timeout=120,
+                cwd=ROOT,
+                env=env,
+            )
+            for _ in range(2)
+        ]
+        first, again = (json.loads(run.stderr.decode().strip().splitlines()[-1]) for run in runs)
+        assert first["code"] == again["code"] == 0
+        assert runs[1].stdout == runs[0].stdout and runs[0].stdout
+        assert "pi_session_server.session.manager" in first["ours"]  # the first run built it
+        assert again["msgspec"] is False, command
+        assert [m for m in again["ours"] if m.startswith("pi_session_server.session.")] == [
+            "pi_session_server.session.cache_dir",
+            "pi_session_server.session.releases",
+            "pi_session_server.session.view_store",
+        ]

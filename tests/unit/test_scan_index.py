@@ -23,10 +23,10 @@ from pi_session_server.errors import StaleFileError
 from pi_session_server.format import scan
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, loader, scan_index
+from pi_session_server.session import SessionManager, cache_dir, loader, scan_index
+from pi_session_server.session.cache_dir import IndexSettings
 from pi_session_server.session.loader import open_for_reading, peek_header
 from pi_session_server.session.migrate import needs_migration
-from pi_session_server.session.scan_index import IndexSettings
 
 DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
 SOURCE = object()  # stands for the file's line source: every entry must point to it
@@ -344,7 +344,7 @@ def test_a_file_renamed_over_is_scanned_again(tmp_path: Path, index_dir: Path):
 
 def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let the file's last change be old enough for its index to hold its size (see RACY_NS)."""
-    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     time.sleep(0.1)
 
 
@@ -402,7 +402,7 @@ def test_a_body_read_after_the_file_changed_behind_the_index_is_refused(
 ):
     """What the CRCs cannot see (a line in the middle rewritten within the same clock tick) still
     never yields another entry's body: the line read must carry the envelope indexed."""
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 1_000_000)
     path = _session(tmp_path / "s.jsonl", count=count, final_newline=True)
     with SessionManager.open(str(path), read_only=True, index=str(index_dir)):
@@ -550,28 +550,28 @@ def _newest(directory: Path) -> Path:
 
 
 def test_settings_from_the_argument_and_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    for name in (scan_index.INDEX_DIR_ENV, scan_index.NO_INDEX_ENV, scan_index.INDEX_MIN_SIZE_ENV):
+    for name in (cache_dir.INDEX_DIR_ENV, cache_dir.NO_INDEX_ENV, cache_dir.INDEX_MIN_SIZE_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    assert scan_index.index_settings() == IndexSettings(
-        str(tmp_path / "home" / ".cache" / "pi-session"), scan_index.DEFAULT_MIN_SIZE
+    assert cache_dir.index_settings() == IndexSettings(
+        str(tmp_path / "home" / ".cache" / "pi-session"), cache_dir.DEFAULT_MIN_SIZE
     )
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
-    assert scan_index.index_settings().directory == str(tmp_path / "home" / ".cache" / "pi-session")  # type: ignore[union-attr]
+    assert cache_dir.index_settings().directory == str(tmp_path / "home" / ".cache" / "pi-session")  # type: ignore[union-attr]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert scan_index.index_settings().directory == str(tmp_path / "xdg" / "pi-session")  # type: ignore[union-attr]
-    monkeypatch.setenv(scan_index.INDEX_DIR_ENV, str(tmp_path / "env"))
-    assert scan_index.index_settings().directory == str(tmp_path / "env")  # type: ignore[union-attr]
-    assert scan_index.index_settings(str(tmp_path / "arg")).directory == str(tmp_path / "arg")  # type: ignore[union-attr]
-    assert scan_index.index_settings(False) is None
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
-    assert scan_index.index_settings().min_size == 0  # type: ignore[union-attr]
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "lots")
-    assert scan_index.index_settings().min_size == scan_index.DEFAULT_MIN_SIZE  # type: ignore[union-attr]
-    monkeypatch.setenv(scan_index.NO_INDEX_ENV, "1")
-    assert scan_index.index_settings() is None
-    assert scan_index.index_settings(str(tmp_path / "arg")) is None
+    assert cache_dir.index_settings().directory == str(tmp_path / "xdg" / "pi-session")  # type: ignore[union-attr]
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "env"))
+    assert cache_dir.index_settings().directory == str(tmp_path / "env")  # type: ignore[union-attr]
+    assert cache_dir.index_settings(str(tmp_path / "arg")).directory == str(tmp_path / "arg")  # type: ignore[union-attr]
+    assert cache_dir.index_settings(False) is None
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    assert cache_dir.index_settings().min_size == 0  # type: ignore[union-attr]
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "lots")
+    assert cache_dir.index_settings().min_size == cache_dir.DEFAULT_MIN_SIZE  # type: ignore[union-attr]
+    monkeypatch.setenv(cache_dir.NO_INDEX_ENV, "1")
+    assert cache_dir.index_settings() is None
+    assert cache_dir.index_settings(str(tmp_path / "arg")) is None
 
 
 def test_files_smaller_than_the_threshold_are_only_scanned(tmp_path: Path, index_dir: Path):
@@ -613,7 +613,7 @@ def _walk(roots: list[Any]) -> Iterator[Any]:
 def test_the_manager_answers_the_same_with_and_without_its_index(
     name: str, tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     path = tmp_path / name
     path.write_bytes((DATA / name).read_bytes())
     fd = open_for_reading(str(path))

@@ -23,7 +23,7 @@ from pi_session_server.format.entry import Entry
 from pi_session_server.server import tree_view as T
 from pi_session_server.server.preview_keeping import PreviewKeeper
 from pi_session_server.server.workers import CancelToken, WorkerPool, after_this_job, current_queue
-from pi_session_server.session import SessionManager, describe, preview_store, scan_index
+from pi_session_server.session import SessionManager, cache_dir, describe, preview_store
 from pi_session_server.session.describe import PreviewCache
 
 
@@ -106,11 +106,11 @@ class _BodyReads:
 
 @pytest.fixture
 def kept_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
-    monkeypatch.setenv(scan_index.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setenv("HOME", "/home/u")
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
     monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 1)
-    monkeypatch.setattr(scan_index, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     path = _branchy_session(tmp_path / "s.jsonl")
     time.sleep(0.1)  # past the racy window: previews of it may be kept
     return path, str(tmp_path / "index")

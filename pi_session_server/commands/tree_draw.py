@@ -1,0 +1,91 @@
+"""``pi-session tree``'s drawing: the session opened, its tree drawn row by row and written out a
+batch of lines at a time, and what was printed kept for the next run (session/view_store.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from itertools import islice
+from typing import Any
+
+from ..format.gcpause import gc_paused
+from ..format.jsvalue import ABSENT, js_string_of
+from ..render.tree_text import tree_text_lines
+from ..session import SessionManager, view_store
+from ..session.describe import PreviewCache
+from ..session.tree import TreeNode
+from ._common import open_to_look, output_encoding, report_skipped_lines, write_encoded
+
+# Lines drawn, encoded and written at a time.
+BATCH_LINES = 16384
+
+
+def tree_lines(manager: SessionManager, width: int) -> Iterator[str]:
+    """The drawn tree's lines, one at a time. The previews are read in one pass over the file (or from those kept
+    with its index); rows are drawn straight from the library's tree nodes."""
+    entries = manager.get_entries()
+    cache = PreviewCache()
+    cache.prefetch(entries)  # every line read once, for the previews and the tool calls
+    tool_calls = cache.collect_tool_calls(entries)
+    preview_of = cache.previews()
+    cut = width - 1
+
+    def row(node: TreeNode) -> tuple[str, str]:
+        entry = node.entry
+        # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
+        text = preview_of(entry, tool_calls) or f"[{js_string_of(entry.type)}]"
+        if len(text) > width:
+            text = text[:cut] + "…"
+        label = node.label
+        if label is not ABSENT:
+            label = js_string_of(label)
+            if label:
+                text = f"{text}  [{label}]"
+        return js_string_of(entry.id), text
+
+    leaf = js_string_of(manager.get_leaf_id())
+    on_path = [js_string_of(e.id) for e in manager.get_branch()]
+    return tree_text_lines(manager.get_tree(), row, leaf, on_path)
+
+
+def draw(
+    path: str, args: argparse.Namespace, before: view_store.Identity | None, key: tuple[Any, ...]
+) -> int:
+    """Draw the tree of the session at ``path`` to stdout and keep it as the view ``key`` of the
+    file identified ``before`` it was opened."""
+    encoding, errors = output_encoding()
+    manager = open_to_look(path, args.pi, index=args.index)
+    if manager.get_entries() == [] and os.path.getsize(path) == 0:
+        # the header shown would be one made up in memory (pi writes it when it opens the file)
+        print(f"{path}\nempty file: no session in it yet")
+        return 0
+    skipped = report_skipped_lines("tree", path, manager)
+    name = manager.get_session_name()
+    header = manager.get_header() or {}
+    head = (
+        f"\nsession {header.get('id')}"
+        + (f'  "{name}"' if name is not ABSENT else "")
+        + f"\n{len(manager.get_entries())} entries, leaf {js_string_of(manager.get_leaf_id())}\n\n"
+    )
+    sys.stdout.write(path + head)
+    # the kept view is the whole text, gathered while it stays small enough to keep
+    kept_parts: list[bytes] | None = None if skipped else []
+    kept_size = 0
+    with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
+        lines = tree_lines(manager, args.width)
+        # written a batch of lines at a time: a deep tree's text can be far larger than the session
+        while batch := list(islice(lines, BATCH_LINES)):
+            batch.append("")  # the batch's last newline: the text joined once
+            data = "\n".join(batch).encode(encoding, errors)
+            write_encoded(data, encoding)
+            if kept_parts is not None:
+                kept_size += len(data)
+                if kept_size > view_store.MAX_VIEW_BYTES:
+                    kept_parts = None  # too big to keep: drawn again next time
+                else:
+                    kept_parts.append(data)
+    if kept_parts is not None:  # (what is kept is printed without reading the file: no lines to report)
+        view_store.save(path, before, view_store.TREE, key, head, b"".join(kept_parts), args.index)
+    return 0

@@ -1,0 +1,114 @@
+"""The cache directory that holds what is kept of session files (their index, see scan_index; the
+previews, see preview_store; the views drawn, see view_store), and whether what is kept still
+describes the file.
+
+Small on purpose: a command that prints what it kept from its last run of an unchanged file
+imports this module and no more of the library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import zlib
+from typing import Final, NamedTuple
+
+INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
+NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
+INDEX_MIN_SIZE_ENV: Final = "PI_SESSION_INDEX_MIN_SIZE"  # bytes: smaller files are just scanned
+# Scanning a file this small takes about as long as finding, reading and checking its index.
+DEFAULT_MIN_SIZE: Final = 1024 * 1024
+# A file changed this shortly before it was looked at may change again within the same tick of the
+# file system's clock (a second on some), keeping its mtime and ctime: its index does not hold its
+# size, so it is trusted as far as the CRCs of its head and end go, like that of a file appended to.
+RACY_NS = 2_000_000_000
+_HASHED = 4096  # bytes of the file's head, and before the end indexed, whose CRC is kept
+
+
+class NotUsable(Exception):
+    """What is kept does not describe the file as it is now."""
+
+
+class IndexSettings(NamedTuple):
+    """Where indexes are kept, and from which file size they are used."""
+
+    directory: str
+    min_size: int = DEFAULT_MIN_SIZE
+
+    def wanted(self, size: int) -> bool:
+        return size >= self.min_size
+
+
+def default_index_directory() -> str | None:
+    """``$PI_SESSION_INDEX_DIR``, else ``$XDG_CACHE_HOME/pi-session``, else ``~/.cache/pi-session``
+    (None when there is no home directory to put it in)."""
+    configured = os.environ.get(INDEX_DIR_ENV)
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec: a relative path is to be ignored
+        return os.path.join(xdg, "pi-session")
+    home = os.path.expanduser("~")
+    if home == "~" or not os.path.isabs(home):
+        return None
+    return os.path.join(home, ".cache", "pi-session")
+
+
+def index_settings(index: bool | str | os.PathLike[str] = True) -> IndexSettings | None:
+    """The settings for a library argument ``index``: True for the default directory, False for
+    no index, or the directory to use. ``$PI_SESSION_NO_INDEX=1`` turns every index off."""
+    if index is False or os.environ.get(NO_INDEX_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return None
+    directory = default_index_directory() if index is True else os.path.abspath(os.fspath(index))
+    if directory is None:
+        return None
+    min_size = DEFAULT_MIN_SIZE
+    with contextlib.suppress(ValueError):
+        min_size = max(0, int(os.environ.get(INDEX_MIN_SIZE_ENV, DEFAULT_MIN_SIZE)))
+    return IndexSettings(directory, min_size)
+
+
+def index_path(directory: str, st: os.stat_result) -> str:
+    """The index of the file ``st`` describes, in ``directory`` (named by its device and inode)."""
+    return os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.pi-index")
+
+
+def kept_path(directory: str, st: os.stat_result, suffix: str) -> str:
+    """What is kept with the index of the file ``st`` describes under the name ``suffix``."""
+    return index_path(directory, st).removesuffix(".pi-index") + suffix
+
+
+def edges(fd: int, end: int) -> tuple[int, int]:
+    """CRC-32 of the file's first bytes and of its last bytes before ``end``."""
+    head = os.pread(fd, min(end, _HASHED), 0)
+    tail_start = max(0, end - _HASHED)
+    tail = head[tail_start:end] if end <= _HASHED else os.pread(fd, end - tail_start, tail_start)
+    if len(head) != min(end, _HASHED) or len(tail) != end - tail_start:
+        raise NotUsable("file shorter than indexed")
+    return zlib.crc32(head), zlib.crc32(tail)
+
+
+def write_whole(path: str, *parts: bytes | memoryview) -> None:
+    """Write ``parts`` to ``path`` in the cache directory, whole or not at all (a temporary file
+    renamed over it: readers see the old file or the new one; concurrent writers each write a whole
+    file). Raises OSError."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    # named as scan_index's pruning expects of a temporary file (".tmp-" first)
+    temporary = os.path.join(
+        directory, f".tmp-{os.getpid()}-{os.urandom(6).hex()}{os.path.splitext(path)[1]}"
+    )
+    out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            for part in parts:
+                view = memoryview(part)
+                while view:
+                    view = view[os.write(out, view) :]
+        finally:
+            os.close(out)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
