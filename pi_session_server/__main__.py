@@ -2,10 +2,7 @@
 
 import sys
 
-from pi_session_server.startup import imported_for_good
-
-with imported_for_good():
-    from pi_session_server.cli import main
+from pi_session_server.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:] or ["serve"]))

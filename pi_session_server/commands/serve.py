@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from ..startup import imported_for_good
 from ._common import add_pi_argument
 
 
@@ -69,3 +71,20 @@ def import_asyncio_without_tls() -> None:
         import asyncio  # noqa: F401
     finally:
         del sys.modules["ssl"]
+
+
+@contextmanager
+def imported_for_good() -> Iterator[None]:
+    """Import, in the ``with`` block, modules that stay for the life of the process. What they make
+    (functions, classes, tables) lives as long as they do, yet the cyclic collector would walk it
+    again and again while it piles up, and at every full collection after: a good part of the time
+    an editor waits for the sidecar to start. The collector is off meanwhile, and what exists at the
+    end is left out of its walks from then on (``gc.freeze``: it is not freed, as a module is not)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()

@@ -5,7 +5,7 @@ send the first window, so the process imports only what those requests use.
   imported by those requests, and pygls/lsprotocol only when a client speaks LSP.
 * asyncio is imported without ``ssl`` (a server on stdio opens no TLS connection); ``ssl`` itself
   stays importable, and asyncio works without it.
-* What the imports make is left out of the cyclic collector's walks (startup.py).
+* What the imports make is left out of the cyclic collector's walks.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.commands.serve import import_asyncio_without_tls
+from pi_session_server.commands.serve import import_asyncio_without_tls, imported_for_good
 from pi_session_server.server.framing import encode_frame, read_frames
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,8 +184,6 @@ def test_asyncio_imported_already_is_left_alone() -> None:
 
 def test_what_the_imports_made_is_left_out_of_collections() -> None:
     import gc
-
-    from pi_session_server.startup import imported_for_good
 
     frozen = gc.get_freeze_count()
     try:
