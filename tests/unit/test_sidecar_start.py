@@ -14,12 +14,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from server_process import Message, Replies, talk
+
 from pi_session_server.commands.serve import import_asyncio_without_tls, imported_for_good
-from pi_session_server.server.framing import encode_frame, read_frames
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
@@ -54,44 +54,15 @@ print(json.dumps({{"code": code, "imported": imported}}), file=sys.stderr)
 """
 
 
-Message = dict[str, Any] | Callable[[dict[Any, dict[str, Any]]], dict[str, Any]]
-
-
-def _serve(
-    messages: list[Message], index: Path | None = None
-) -> tuple[dict[Any, dict[str, Any]], dict[str, Any]]:
-    """The replies (by id) of ``pi-session serve`` to ``messages`` (each request's reply read before
-    the next message is sent; a message may be made from the replies so far), and what the process
-    said when it ended. ``index``: the index directory (every file indexed), else none."""
+def _serve(messages: list[Message], index: Path | None = None) -> tuple[Replies, dict[str, Any]]:
+    """The replies (by id) of ``pi-session serve`` to ``messages`` and what it imported
+    (:func:`server_process.talk`). ``index``: the index directory (every file indexed), else none."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_SESSION_")}
     if index is None:
         env["PI_SESSION_NO_INDEX"] = "1"
     else:
         env.update(PI_SESSION_INDEX_DIR=str(index), PI_SESSION_INDEX_MIN_SIZE="0")
-    process = subprocess.Popen(
-        [sys.executable, "-c", SERVE],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=env,
-    )
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    frames = read_frames(process.stdout)
-    replies: dict[Any, dict[str, Any]] = {}
-    try:
-        for item in messages:
-            message = item(replies) if callable(item) else item
-            process.stdin.write(encode_frame(json.dumps(message).encode()))
-            process.stdin.flush()
-            while "id" in message and message["id"] not in replies:
-                reply = json.loads(next(frames))
-                replies[reply.get("id")] = reply
-        process.stdin.close()
-        ended = json.loads(process.stderr.read().decode().strip().splitlines()[-1])
-        process.wait(60)
-    finally:
-        process.kill()
+    replies, ended = talk(SERVE, messages, env=env, cwd=ROOT)
     return replies, ended
 
 
@@ -103,7 +74,7 @@ def test_a_tree_views_first_requests_import_only_what_they_use(tmp_path: Path) -
     path = tmp_path / "s.jsonl"
     path.write_bytes(EXAMPLE.read_bytes())
 
-    def first_window(replies: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    def first_window(replies: Replies) -> dict[str, Any]:
         window = {"filter": "default", "form": "flat", "activeBranchFirst": True, "chain": True}
         session = replies[1]["result"]["session"]
         return _request(2, "pi/getTree", {"session": session, **window, "offset": 0, "limit": 200})
