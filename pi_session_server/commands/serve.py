@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ._common import add_pi_argument
 
@@ -34,8 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pi_session_server.server import ServerOptions, create_server
-    from pi_session_server.session.profiles import profile_for
+    with imported_for_good():
+        import_asyncio_without_tls()
+        from pi_session_server.server import ServerOptions, create_server
+        from pi_session_server.session.profiles import profile_for
 
     handler: logging.Handler = (
         logging.FileHandler(args.log_file, encoding="utf-8")
@@ -51,3 +56,35 @@ def run(args: argparse.Namespace) -> int:
     )
     create_server(options).serve_stdio()
     return 0
+
+
+def import_asyncio_without_tls() -> None:
+    """Import asyncio as on a Python built without ``ssl``, which asyncio supports (it imports
+    ``ssl`` only for its TLS transports). A server on stdio opens no TLS connection, and importing
+    ``ssl`` (OpenSSL loaded, its constants made into enums) is a large part of the server's start,
+    which an editor waits for before its first request is read. ``ssl`` stays importable: only
+    asyncio, in this process, goes without it. Nothing happens if asyncio or ssl is imported already."""
+    if "asyncio" in sys.modules or "ssl" in sys.modules:
+        return
+    sys.modules["ssl"] = None  # type: ignore[assignment]  # `import ssl` raises ImportError meanwhile
+    try:
+        import asyncio  # noqa: F401
+    finally:
+        del sys.modules["ssl"]
+
+
+@contextmanager
+def imported_for_good() -> Iterator[None]:
+    """Import, in the ``with`` block, modules that stay for the life of the process. What they make
+    (functions, classes, tables) lives as long as they do, yet the cyclic collector would walk it
+    again and again while it piles up, and at every full collection after: a good part of the time
+    an editor waits for the sidecar to start. The collector is off meanwhile, and what exists at the
+    end is left out of its walks from then on (``gc.freeze``: it is not freed, as a module is not)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()

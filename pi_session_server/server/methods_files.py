@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
-from send2trash import send2trash
 
 from pi_session_server.errors import fs_error_from_oserror
 from pi_session_server.format.jsvalue import ABSENT
@@ -185,6 +184,8 @@ def _delete_session_file(server: PiSessionServer, path: str, permanent: bool) ->
         if permanent:
             os.unlink(path)
         else:
+            from send2trash import send2trash  # here: the server's start does not wait for it
+
             send2trash(path)
     except OSError as error:
         raise fs_error_from_oserror(error, "unlink", path) from error

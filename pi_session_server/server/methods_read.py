@@ -14,7 +14,6 @@ from msgspec import UNSET
 
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.render.context_markdown import context_markdown, context_title
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.describe import PreviewCache, home_directory
 from pi_session_server.session.tree import tree_to_json
@@ -22,7 +21,6 @@ from pi_session_server.session.tree import tree_to_json
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, PiRpcError, invalid_params
 from .path_view import get_path
-from .session_stats import session_stats
 from .tree_pages import FlatTreePages
 from .tree_view import (
     FlatTree,
@@ -263,9 +261,19 @@ def _context(manager: Any, p: P.SessionContextParams) -> Any:
         context = manager.build_session_context_at(p.leaf_id)
     if p.format == "json":
         return context
+    # imported here (as the statistics are, _stats): the server's start imports only what an
+    # editor's first requests use, which it waits for from the spawn
+    from pi_session_server.render.context_markdown import context_markdown, context_title
+
     file = manager.get_session_file() if manager.is_persisted() else None
     title = context_title(os.path.basename(file) if isinstance(file, str) else None, P.opt(p.leaf_id))
     return {"markdown": context_markdown(context, title)}
+
+
+def _stats(manager: Any) -> Any:
+    from .session_stats import session_stats  # here: see _context
+
+    return session_stats(manager)
 
 
 def _projection(manager: Any, leaf_id: Any) -> Any:
@@ -295,7 +303,7 @@ def register(server: PiSessionServer) -> None:
     read("pi/getTree", P.GetTreeParams, tree_and_keep)
     read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
     read("pi/getPath", P.GetPathParams, _path)
-    read("pi/getStats", P.SessionParams, lambda m, _p: session_stats(m))
+    read("pi/getStats", P.SessionParams, lambda m, _p: _stats(m))
     read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)))
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page)

@@ -199,11 +199,10 @@ def _order_active_first(roots: list[Any], leaf_id: Any) -> Callable[[list[Any]],
     return ordered
 
 
-def _order_along(path: list[Any]) -> Callable[[list[Any]], list[Any]]:
+def _order_along(on_path: set[int]) -> Callable[[list[Any]], list[Any]]:
     """:func:`_order_active_first` when the entries from the leaf's root down to the leaf are
-    known (``path``) and every id is unique: a node holds the leaf exactly when its entry is one of
-    them, so no walk of the tree is needed."""
-    on_path = set(map(id, path))
+    known (``on_path``: their ``id()``) and every id is unique: a node holds the leaf exactly when
+    its entry is one of them, so no walk of the tree is needed."""
 
     def ordered(nodes: list[Any]) -> list[Any]:
         if len(nodes) < 2:
@@ -345,9 +344,13 @@ class _TreeShape:
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
         path = leaf_path if leaf_path is not None and _whole_leaf_path(leaf_path, leaf_id) else None
+        # a known leaf path's entries by identity (every id unique): whether a node is on it, for
+        # the order and each node's onLeafPath, without the key of every entry of a long path
+        self._path_entries = None if path is None else set(map(id, path))
         self.ordered: Callable[[list[Any]], list[Any]] | None = None
         if active_branch_first:
-            self.ordered = _order_active_first(roots, leaf_id) if path is None else _order_along(path)
+            on_path = self._path_entries
+            self.ordered = _order_active_first(roots, leaf_id) if on_path is None else _order_along(on_path)
         self.leaf_path = path
         self.cache = cache
         self.tool_calls: ToolCalls | None = None
@@ -364,10 +367,22 @@ class _TreeShape:
                 self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
             if cache is not None:
                 self.preview = cache.previews()
-        if path is None:
-            self.on_path = active_path_ids(entries_by_id, leaf_id)
-        else:
-            self.on_path = {index_key(id_of(entry)) for entry in path}
+        # the keys of the leaf path's entries; of a known path, made when first asked for (on_path)
+        self._on_path = active_path_ids(entries_by_id, leaf_id) if path is None else None
+
+    @property
+    def on_path(self) -> set[Any]:
+        """The keys (``index_key``) of the ids of the entries on the leaf's path."""
+        if self._on_path is None:
+            self._on_path = {index_key(id_of(entry)) for entry in self.leaf_path or ()}
+        return self._on_path
+
+    def is_on_leaf_path(self, entry: Any, entry_id: Any) -> bool:
+        """Whether ``entry`` (whose id is ``entry_id``) is on the leaf's path."""
+        if not truthy(entry_id):
+            return False
+        path_entries = self._path_entries
+        return id(entry) in path_entries if path_entries is not None else index_key(entry_id) in self.on_path
 
     def _find_call(self, entry: Any) -> None:
         """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
@@ -561,7 +576,7 @@ class _TreeShape:
             item["line"] = line
         item["depth"] = depth
         item["isLeaf"] = self.has_leaf and entry_id == self.leaf_id
-        item["onLeafPath"] = truthy(entry_id) and index_key(entry_id) in self.on_path
+        item["onLeafPath"] = self.is_on_leaf_path(entry, entry_id)
         return item
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import logging
 import threading
 from collections import deque
@@ -238,13 +237,14 @@ def keep_big_blocks_out_of_the_heap() -> bool:
     freed. By default glibc raises that threshold each time such a block is freed, up to 32 MiB,
     after which big blocks come from the heap of the thread that asks: a worker thread's arena
     then keeps the memory of a 10 MB line it read, or of a 20 MB reply it wrote, long after. False
-    where this is not glibc (nothing to do)."""
-    name = ctypes.util.find_library("c")
-    if name is None or not hasattr(ctypes, "CDLL"):
-        return False
+    where this is not glibc (nothing to do).
+
+    ``mallopt`` is looked up among the symbols the process has loaded already (the C library's
+    among them), not found with ``ctypes.util.find_library``, which runs ``ldconfig`` in a
+    subprocess while the server starts."""
     try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):  # no such symbol (not glibc), or no dlopen(NULL)
         return False
     return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD))
 

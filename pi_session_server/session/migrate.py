@@ -13,7 +13,6 @@ changed under it) changes no id. Like pi's they are 8 hex digits.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
@@ -80,6 +79,8 @@ class _MigrationIds:
         self._taken = {e.get("id") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
 
     def at(self, position: int) -> str:
+        import hashlib  # here: only an old file's conversion needs it (importing it loads OpenSSL)
+
         attempt = 0
         while True:
             key = self._seed + f"{position}.{attempt}".encode()

@@ -38,8 +38,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -406,6 +404,8 @@ def _keep_backup(path: str, fd: int) -> str:
         with open(backup, "xb") as out:
             os.lseek(fd, 0, os.SEEK_SET)
             with open(os.dup(fd), "rb") as source:
+                import shutil  # here, as tempfile below: opening a session never needs it
+
                 shutil.copyfileobj(source, out)
     return backup
 
@@ -563,6 +563,8 @@ def _create_temporary(directory: str, target_name: str) -> tuple[int, str | None
     if _can_write_unnamed(directory):
         # read back too: its last byte, and what a rewrite that lost a race puts back from it
         return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600), None
+    import tempfile  # here: importing it (shutil, random, bz2, lzma) is a part of a server's start
+
     return tempfile.mkstemp(prefix=_temporary_prefix(target_name), suffix=_REWRITE_SUFFIX, dir=directory)
 
 

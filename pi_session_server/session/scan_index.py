@@ -43,7 +43,6 @@ import contextlib
 import os
 import struct
 import sys
-import tempfile
 import time
 import zlib
 from array import array
@@ -545,6 +544,8 @@ def _write_index(
     """Write the index of ``result`` (as the file was when ``st`` was taken); False when it cannot
     be written or the result does not fit the format (the file is just scanned next time). The
     columns are written as they are made, one at a time."""
+    import tempfile  # here: a reopen reads the index and never writes one (see rewrites.py)
+
     temporary = None
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)

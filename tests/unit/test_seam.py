@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_process import talk
 
 from pi_session_server.server import create_server
 from pi_session_server.server.framing import (
@@ -312,29 +313,7 @@ def _lifecycle(messages: list[dict[str, Any]]) -> tuple[dict[Any, dict[str, Any]
     """The replies (by id) of a server in a process of its own to ``messages``, each request's
     reply read before the next message is sent (as a client does before ``exit``), and how the
     process ended."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", SHUT_DOWN_ALONE],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    frames = read_frames(process.stdout)
-    replies: dict[Any, dict[str, Any]] = {}
-    try:
-        for message in messages:
-            process.stdin.write(encode_frame(json.dumps(message).encode()))
-            process.stdin.flush()
-            while "id" in message and message["id"] not in replies:
-                reply = json.loads(next(frames))
-                replies[reply.get("id")] = reply
-        process.stdin.close()
-        replies.update((reply.get("id"), reply) for reply in map(json.loads, frames))
-        ended = json.loads(process.stderr.read().decode().strip().splitlines()[-1])
-        process.wait(60)
-    finally:
-        process.kill()
-    return replies, ended
+    return talk(SHUT_DOWN_ALONE, list(messages))
 
 
 def test_shutdown_and_exit_without_the_language_server_never_import_it(tmp_path: Path) -> None:

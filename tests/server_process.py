@@ -1,0 +1,50 @@
+"""A server in a process of its own, talked to in turn (imported as ``server_process``: ``tests/``
+is on the path of every test)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pi_session_server.server.framing import encode_frame, read_frames
+
+Replies = dict[Any, dict[str, Any]]
+#: a message, or what makes one from the replies so far
+Message = dict[str, Any] | Callable[[Replies], dict[str, Any]]
+
+
+def talk(
+    script: str, messages: list[Message], *, env: dict[str, str] | None = None, cwd: Any = None
+) -> tuple[Replies, Any]:
+    """The replies (by id) of ``python -c script`` to ``messages``, each request's reply read before
+    the next message is sent (as a client does before ``exit``), and the JSON value the script wrote
+    last on stderr as it ended."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    frames = read_frames(process.stdout)
+    replies: Replies = {}
+    try:
+        for item in messages:
+            message = item(replies) if callable(item) else item
+            process.stdin.write(encode_frame(json.dumps(message).encode()))
+            process.stdin.flush()
+            while "id" in message and message["id"] not in replies:
+                reply = json.loads(next(frames))
+                replies[reply.get("id")] = reply
+        process.stdin.close()
+        replies.update((reply.get("id"), reply) for reply in map(json.loads, frames))
+        ended = json.loads(process.stderr.read().decode().strip().splitlines()[-1])
+        process.wait(60)
+    finally:
+        process.kill()
+    return replies, ended
