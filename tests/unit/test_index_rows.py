@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -232,41 +233,37 @@ def test_a_grown_file_makes_every_entry_and_reads_its_new_lines(tmp_path: Path):
             assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
 
 
-def test_a_manager_on_rows_follows_appends_and_takes_back_a_failed_transaction(tmp_path: Path):
-    path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(10)], compaction_at=8))
-    index_dir = tmp_path / "index"
+@contextlib.contextmanager
+def _on_rows_and_scanned(path: Path, index_dir: Path) -> Iterator[tuple[SessionManager, SessionManager]]:
+    """A writable manager reopened from the index of ``path`` (its entries not made yet), and one
+    of the file scanned."""
     SessionManager.open(str(path), index=str(index_dir)).close()
     with (
         SessionManager.open(str(path), index=str(index_dir)) as sm,
         SessionManager.open(str(path), index=False) as plain,
     ):
         assert sm._rows is not None
+        yield sm, plain
+
+
+def test_a_manager_on_rows_follows_appends_and_takes_back_a_failed_transaction(tmp_path: Path):
+    path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(10)], compaction_at=8))
+    index_dir = tmp_path / "index"
+    with _on_rows_and_scanned(path, index_dir) as (sm, plain):
         with pytest.raises(RuntimeError), sm.transaction():
             sm.append_message({"role": "user", "content": "taken back"})
             raise RuntimeError
         assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
     path = _write(tmp_path / "t.jsonl", _chat([f"m{n}" for n in range(10)], compaction_at=8))
-    SessionManager.open(str(path), index=str(index_dir)).close()
-    with SessionManager.open(str(path), index=str(index_dir)) as sm:
-        assert sm._rows is not None
+    appended = {"type": "message", "id": "n", "parentId": "m9", "timestamp": "t", "message": {"role": "user"}}
+    with _on_rows_and_scanned(path, index_dir) as (sm, plain):
         with open(path, "a", encoding="utf-8") as f:
-            f.write(
-                _line(
-                    {
-                        "type": "message",
-                        "id": "n",
-                        "parentId": "m9",
-                        "timestamp": "t",
-                        "message": {"role": "user"},
-                    }
-                )
-                + "\n"
-            )
+            f.write(_line(appended) + "\n")
         change = sm.refresh_from_disk()
         assert change.kind == "appended" and change.new_entry_ids == ["n"]
         sm.append_label_change("m1", "one")
-        with SessionManager.open(str(path), index=False) as plain:
-            assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+        assert plain.refresh_from_disk().new_entry_ids == ["n", sm.get_leaf_id()]
+        assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
 
 
 @pytest.mark.parametrize("version", [scan_index.FORMAT_VERSION - 1, scan_index.FORMAT_VERSION + 1])
@@ -340,13 +337,7 @@ def test_text_columns_written_in_many_pieces(tmp_path: Path, monkeypatch: pytest
 
 def test_a_leaf_reset_or_moved_before_the_context(tmp_path: Path):
     path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(12)], compaction_at=9))
-    index_dir = tmp_path / "index"
-    SessionManager.open(str(path), index=str(index_dir)).close()
-    with (
-        SessionManager.open(str(path), index=str(index_dir)) as sm,
-        SessionManager.open(str(path), index=False) as plain,
-    ):
-        assert sm._rows is not None
+    with _on_rows_and_scanned(path, tmp_path / "index") as (sm, plain):
         sm.reset_leaf()
         plain.reset_leaf()
         assert (_answers(sm), sm.build_context_entries()) == (_answers(plain), plain.build_context_entries())
