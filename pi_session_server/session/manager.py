@@ -1232,7 +1232,11 @@ class SessionManager:
         return sum(1 for _ in self.iter_entries())
 
     def entries_slice(self, start: int, end: int) -> builtins.list[Entry]:
-        """``get_entries()[start:end]`` (``0 <= start <= end``) without a list of every entry."""
+        """``get_entries()[start:end]`` (``0 <= start <= end``) without a list of every entry (nor,
+        after a reopen from the index, making every entry)."""
+        rows = self._rows
+        if rows is not None:
+            return [rows.entry(row) for row in range(start, min(end, rows.count))]
         if self._header_only_first:
             return self._file_entries[1 + start : 1 + end]
         return self.get_entries()[start:end]

@@ -346,3 +346,20 @@ def test_a_leaf_reset_or_moved_before_the_context(tmp_path: Path):
         sm.branch("m5")
         plain.branch("m5")
         assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+
+
+def test_a_slice_of_the_entries_is_made_alone_and_is_the_same_objects_later(tmp_path: Path):
+    """``entries_slice`` (what the sidecar asks of every session it holds: its last entry) makes
+    only the entries asked for; they are the very objects ``get_entries()`` later returns."""
+    path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(12)], compaction_at=9))
+    with _on_rows_and_scanned(path, tmp_path / "index") as (sm, plain):
+        count = sm.entry_count()
+        last = sm.entries_slice(count - 1, count)
+        middle = sm.entries_slice(3, 7)
+        past_the_end = sm.entries_slice(count - 2, count + 5)
+        assert sm._rows is not None  # (every entry was not made)
+        assert [e.id for e in middle] == [e.id for e in plain.entries_slice(3, 7)]
+        assert [e.id for e in past_the_end] == [e.id for e in plain.get_entries()[count - 2 :]]
+        assert sm.entries_slice(4, 4) == []
+        entries = sm.get_entries()
+        assert [id(e) for e in last + middle] == [id(e) for e in entries[count - 1 :] + entries[3:7]]
