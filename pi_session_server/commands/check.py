@@ -122,7 +122,7 @@ def _columns(doc: SessionDocument, d: Diagnostic) -> tuple[int, int]:
     return to_column(raw, d.start, UTF32, doc.errors) + 1, to_column(raw, d.end, UTF32, doc.errors) + 1
 
 
-def _summary_text(counts: dict[str, int]) -> str:
+def summary_text(counts: dict[str, int]) -> str:
     parts = [
         f"{counts[name]} {label}{'' if counts[name] == 1 else 's'}"
         for name, label in (
@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         checked = totals["files"]
         print(
             f"{checked} file{'' if checked == 1 else 's'} checked: "
-            + _summary_text({k: totals[k] for k in ("error", "warning", "information", "hint")}),
+            + summary_text({k: totals[k] for k in ("error", "warning", "information", "hint")}),
             file=out,
         )
     out.flush()
@@ -241,7 +241,7 @@ def _print_file(
         line, col = d.line + 1, _columns(doc, d)[0]
         print(f"{path}:{line}:{col}: {_NAMES[d.severity]} {d.code} {d.message}", file=out)
     if diagnostics or not quiet:
-        print(f"{path}: {_summary_text(counts)}", file=out)
+        print(f"{path}: {summary_text(counts)}", file=out)
 
 
 def _file_json(

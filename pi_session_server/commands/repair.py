@@ -32,7 +32,7 @@ from ..errors import PiSessionError
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, replace_in_place, same_file
 from ._common import add_pi_argument
-from .check import _summary_text, session_files
+from .check import session_files, summary_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -172,7 +172,7 @@ def _repair(
         _write_new(args.output, chunks, force=args.force)
         written = args.output
     after, total, finished, kept = _more_rounds(written, chosen, count, kept, report, pi)
-    left = _summary_text(count_by_severity(document_diagnostics(after)))
+    left = summary_text(count_by_severity(document_diagnostics(after)))
     rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
     stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
     print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)

@@ -217,13 +217,13 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
             value = _parse_line(value)
         else:
             return value
-        if not self._same_envelope(value):
+        if not self.same_envelope(value):
             raise StaleFileError(
                 f"session file changed underneath: line {self.line + 1} is not the entry read at load"
             )
         return value
 
-    def _same_envelope(self, value: Any) -> bool:
+    def same_envelope(self, value: Any) -> bool:
         """Does a re-read value still carry the envelope we loaded? (Never return another entry's body.)"""
         if not isinstance(value, dict):
             return False

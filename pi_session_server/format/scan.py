@@ -267,7 +267,7 @@ def scan_entries(
         if need_header:
             need_header = not _took_header(result, line_no, offset, data)
             continue
-        entry = _entry_from_line(line_no, offset, data, length, source)
+        entry = entry_from_line(line_no, offset, data, length, source)
         if isinstance(entry, Entry):
             result.entries.append(entry)
         elif entry is not None:
@@ -432,7 +432,7 @@ def _add_line(
     result: ScanResult, line: memoryview, line_no: int, offset: int, source: Any, keep_bytes: bool
 ) -> None:
     """A line read outside the hot loop (the final line, when it has no newline)."""
-    found = _entry_from_line(line_no, offset, line, len(line), source, keep_bytes)
+    found = entry_from_line(line_no, offset, line, len(line), source, keep_bytes)
     if type(found) is Entry:
         result.entries.append(found)
         result.index.add(found, len(result.entries) - 1)
@@ -440,7 +440,7 @@ def _add_line(
         result.problems.append(found)  # type: ignore[arg-type]
 
 
-def _entry_from_line(
+def entry_from_line(
     line_no: int, offset: int, data: bytes | memoryview, length: int, source: Any, keep_bytes: bool = False
 ) -> Entry | LineProblem | None:
     """The lazy entry of one line: its envelope decoded (bodies skipped), or why it is not an entry."""

@@ -221,9 +221,7 @@ def _part_and_facts(entry: Any, value: PreviewValue) -> tuple[str | _ToolResult,
         else:
             text = _normalize(utf16_slice(_text_of_blocks(value.content), PREVIEW_LIMIT))
             part = as_displayed(
-                "user: " + text
-                if message.role == "user"
-                else _assistant_part(text, message.stopReason, message.errorMessage)
+                _conversation_part(message.role, text, message.stopReason, message.errorMessage)
             )
         return part, _assistant_facts(entry, value) if assistant else None
     return preview_part(entry, value), _assistant_facts(entry, value) if assistant else None
@@ -639,10 +637,9 @@ _WORD_AND_FIELD: Final = {
 
 def _message_part(msg: dict[str, Any]) -> str | _ToolResult:
     role = msg.get("role", ABSENT)
-    if role == "user":
-        return "user: " + _normalize(extract_content(msg.get("content", ABSENT)))
-    if role == "assistant":
-        return _assistant_part(
+    if role == "user" or role == "assistant":
+        return _conversation_part(
+            role,
             _normalize(extract_content(msg.get("content", ABSENT))),
             msg.get("stopReason", ABSENT),
             msg.get("errorMessage", ABSENT),
@@ -653,6 +650,12 @@ def _message_part(msg: dict[str, Any]) -> str | _ToolResult:
         command = msg.get("command", ABSENT)
         return "[bash]: " + _normalize("" if command is ABSENT or command is None else _js_str(command))
     return f"[{_js_str(role)}]"
+
+
+def _conversation_part(role: str, text: str, stop: Any, error: Any) -> str:
+    """The preview of a user or an assistant message whose content's text, cut as
+    :func:`extract_content` cuts it and normalized, is ``text``."""
+    return "user: " + text if role == "user" else _assistant_part(text, stop, error)
 
 
 def _assistant_part(text: str, stop: Any, error: Any) -> str:

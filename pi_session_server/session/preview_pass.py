@@ -243,7 +243,7 @@ def _decoded(data: bytes | memoryview) -> tuple[PreviewLine, PreviewValue]:
 
 
 def _same_envelope(entry: Entry, line: PreviewLine) -> bool:
-    """Does the line still carry the envelope loaded for ``entry``? (``Entry._same_envelope``; for
+    """Does the line still carry the envelope loaded for ``entry``? (``Entry.same_envelope``; for
     the envelopes pi writes, string fields and a null parentId, plain equality says the same: no
     other JSON value equals a string, nor null.)"""
     entry_type, entry_id, parent, timestamp = entry.type, entry.id, entry.parent_id, entry.timestamp
@@ -260,7 +260,7 @@ def _same_envelope(entry: Entry, line: PreviewLine) -> bool:
             and line.timestamp == timestamp
         )
     envelope = {"type": line.type, "id": line.id, "parentId": line.parent_id, "timestamp": line.timestamp}
-    return entry._same_envelope({key: field for key, field in envelope.items() if field is not ABSENT})
+    return entry.same_envelope({key: field for key, field in envelope.items() if field is not ABSENT})
 
 
 def _message_fields(message: TextMessage | ToolResultMessage) -> MessageFields:

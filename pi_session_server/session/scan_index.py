@@ -57,7 +57,7 @@ import msgspec
 
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
-from ..format.scan import IdIndex, LineProblem, ScanResult, _entry_from_line, line_at, scan_entries
+from ..format.scan import IdIndex, LineProblem, ScanResult, entry_from_line, line_at, scan_entries
 from . import cache_dir
 from .cache_dir import IndexSettings, NotUsable, edges, index_path
 from .chains import Positions
@@ -522,7 +522,7 @@ def _check_runs(runs: list[tuple[int, int]], count: int) -> None:
 def _rescanned(fd: int, stand_in: Entry, source: Any, keep_bytes: bool) -> Entry:
     """The entry of a line whose envelope the columns do not hold, read again from the file."""
     data = line_at(fd, stand_in.offset, 0)
-    found = _entry_from_line(stand_in.line, stand_in.offset, data, len(data), source, keep_bytes)
+    found = entry_from_line(stand_in.line, stand_in.offset, data, len(data), source, keep_bytes)
     if type(found) is not Entry:
         raise NotUsable("a line indexed as an entry is not one")
     return found
