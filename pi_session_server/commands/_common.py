@@ -7,6 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from ..output import flush_fully, write_fully
 from ..session.releases import DEFAULT_PI, RELEASES
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ def write_encoded(data: bytes | memoryview, encoding: str) -> None:
     buffer = getattr(out, "buffer", None)
     if buffer is None or os.linesep != "\n":  # the text layer translates line ends
         out.write(str(data, encoding, "surrogateescape"))
+        out.flush()
     else:
-        buffer.write(data)
-    out.flush()
+        write_fully(buffer, data)  # (under PYTHONUNBUFFERED, the raw file: one write() may take less)
+        flush_fully(buffer)

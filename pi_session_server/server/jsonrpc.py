@@ -48,6 +48,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from pi_session_server.format.jsjson import encode_value, parse_bytes
+from pi_session_server.output import flush_fully, write_fully
 
 from .errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_CANCELLED, RpcError
 from .framing import FrameDecoder, FramingError
@@ -122,8 +123,8 @@ class FrameWriter:
                 return
             try:
                 for part in parts:  # small parts fill the stream's buffer; big ones go straight out
-                    self._stream.write(part)
-                self._stream.flush()
+                    write_fully(self._stream, part)  # (a raw stdout takes what one write() takes)
+                flush_fully(self._stream)
             except (BrokenPipeError, ValueError, OSError):  # the client went away
                 self._broken = True
                 logger.warning("the client closed its input: replies are dropped")
