@@ -14,6 +14,7 @@ from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, js_string_of
 from ..render.tree_text import tree_text_lines
 from ..session import SessionManager, view_store
+from ..session.cache_dir import Identity
 from ..session.describe import PreviewCache
 from ..session.tree import TreeNode
 from ._common import open_to_look, output_encoding, report_skipped_lines, write_encoded
@@ -50,9 +51,7 @@ def tree_lines(manager: SessionManager, width: int) -> Iterator[str]:
     return tree_text_lines(manager.get_tree(), row, leaf, on_path)
 
 
-def draw(
-    path: str, args: argparse.Namespace, before: view_store.Identity | None, key: tuple[Any, ...]
-) -> int:
+def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
     """Draw the tree of the session at ``path`` to stdout and keep it as the view ``key`` of the
     file identified ``before`` it was opened."""
     encoding, errors = output_encoding()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import zlib
 from typing import Final, NamedTuple
 
@@ -23,6 +24,21 @@ DEFAULT_MIN_SIZE: Final = 1024 * 1024
 # size, so it is trusted as far as the CRCs of its head and end go, like that of a file appended to.
 RACY_NS = 2_000_000_000
 _HASHED = 4096  # bytes of the file's head, and before the end indexed, whose CRC is kept
+
+
+Identity = tuple[int, int, int, int, int]  # device, inode, size, mtime, ctime (ns)
+
+
+def identity(st: os.stat_result) -> Identity:
+    """What tells a file unchanged: the same device, inode, size, mtime and ctime."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def changed_lately(st: os.stat_result, now_ns: int | None = None) -> bool:
+    """Did the file change less than :data:`RACY_NS` before ``now_ns`` (default: now)? It may then
+    change again unseen, keeping its mtime and ctime."""
+    now = time.time_ns() if now_ns is None else now_ns
+    return now - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
 
 
 class NotUsable(Exception):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterable
@@ -201,9 +200,9 @@ def save(
         fd = source.fd
     try:
         st = os.fstat(fd)
-        if held is not None and _identity(st) != held.identity:
+        if held is not None and cache_dir.identity(st) != held.identity:
             return False  # changed since the previews were taken: they may not describe it
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < cache_dir.RACY_NS:
+        if cache_dir.changed_lately(st):
             return False  # it may change again within its clock's tick, unseen (see cache_dir.RACY_NS)
         end = _last_complete_end(fd, listed[-1])
         listed = [e for e in listed if e.offset < end]
@@ -241,7 +240,7 @@ class HeldFile:
 
     __slots__ = ("fd", "identity")
 
-    def __init__(self, fd: int, identity: tuple[int, int, int, int, int]) -> None:
+    def __init__(self, fd: int, identity: cache_dir.Identity) -> None:
         self.fd = fd
         self.identity = identity
 
@@ -267,14 +266,10 @@ def hold(entries: list[Entry]) -> HeldFile | None:
     except OSError:
         return None
     try:
-        return HeldFile(fd, _identity(os.fstat(fd)))
+        return HeldFile(fd, cache_dir.identity(os.fstat(fd)))
     except OSError:
         os.close(fd)
         return None
-
-
-def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _stored_parts(

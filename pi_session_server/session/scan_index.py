@@ -554,7 +554,7 @@ def _write_index(
             write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
             sections = _SectionWriter(out)
             header = _encoded(result, fd, st, start, first_line, sections)
-            if seen_at - max(st.st_mtime_ns, st.st_ctime_ns) < cache_dir.RACY_NS:
+            if cache_dir.changed_lately(st, seen_at):
                 header.size = -1  # see cache_dir.RACY_NS
             encoded_header = _encode_header(header)
             write_all(out, encoded_header)

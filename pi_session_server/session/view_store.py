@@ -29,12 +29,12 @@ import json
 import os
 import stat
 import struct
-import time
 import zlib
 from typing import Any, Final, NamedTuple
 
 from .. import __version__
 from . import cache_dir
+from .cache_dir import Identity
 
 FORMAT_VERSION: Final = 2
 MAGIC: Final = b"PIVIEW\x00\x00"
@@ -47,8 +47,6 @@ MAX_VIEW_BYTES: Final = 64 * 1024 * 1024
 TREE: Final = "tree"
 CONTEXT: Final = "context"
 
-Identity = tuple[int, int, int, int, int]  # device, inode, size, mtime, ctime (ns)
-
 
 class KeptView(NamedTuple):
     head: str  # what is printed between the file's path and the view (tree: the session, its leaf)
@@ -60,10 +58,6 @@ def suffix(kind: str) -> str:
     return f".pi-view-{kind}"
 
 
-def _identity_of(st: os.stat_result) -> Identity:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def identity_before_open(path: str) -> Identity | None:
     """The identity of the regular file at ``path`` now, if it has not changed for a while (else
     None: a view of it is neither used nor kept)."""
@@ -73,9 +67,9 @@ def identity_before_open(path: str) -> Identity | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < cache_dir.RACY_NS:
+    if cache_dir.changed_lately(st):
         return None
-    return _identity_of(st)
+    return cache_dir.identity(st)
 
 
 def _view_key(kind: str, key: tuple[Any, ...]) -> list[Any]:
@@ -91,7 +85,7 @@ def _kept_path(path: str, before: Identity | None, kind: str, index: bool | str)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        if _identity_of(st) == before:
+        if cache_dir.identity(st) == before:
             return fd, cache_dir.kept_path(settings.directory, st, suffix(kind))
     except BaseException:
         os.close(fd)
@@ -167,7 +161,7 @@ def save(
                     "head": head,
                 }
             ).encode()
-            if _identity_of(os.fstat(fd)) != before:
+            if cache_dir.identity(os.fstat(fd)) != before:
                 return False  # changed while its CRCs were taken
             crc = zlib.crc32(data, zlib.crc32(meta))
             cache_dir.write_whole(kept, _PREFIX.pack(MAGIC, FORMAT_VERSION, len(meta), crc), meta, data)
