@@ -13,7 +13,15 @@ import os
 import sys
 
 from ..session import view_store
-from ._common import add_index_argument, add_pi_argument, output_encoding, session_path, write_encoded
+from ._common import (
+    add_index_argument,
+    add_pi_argument,
+    open_to_look,
+    output_encoding,
+    report_skipped_lines,
+    session_path,
+    write_encoded,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +60,6 @@ def _context_text(path: str, args: argparse.Namespace) -> tuple[str, int] | None
     from ..format.jsjson import dumps_pretty
     from ..format.jsvalue import ABSENT
     from ..render.context_markdown import context_markdown, context_title
-    from ._common import open_to_look, report_skipped_lines
 
     manager = open_to_look(path, args.pi, index=args.index)
     skipped = report_skipped_lines("context", path, manager)

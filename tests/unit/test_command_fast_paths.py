@@ -700,16 +700,16 @@ def test_a_kept_context_is_built_again_whenever_anything_it_was_built_from_chang
     again, each time the same as without anything kept. A leaf not found, or lines pi skips, are
     reported each time and never kept."""
     from pi_session_server.cli import main
-    from pi_session_server.commands import _common
+    from pi_session_server.commands import context as context_command
     from pi_session_server.session import view_store
 
     monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     opened: list[int] = []
-    real_open = _common.open_to_look
+    real_open = context_command.open_to_look
     monkeypatch.setattr(
-        _common, "open_to_look", lambda *args, **kw: opened.append(1) or real_open(*args, **kw)
+        context_command, "open_to_look", lambda *args, **kw: opened.append(1) or real_open(*args, **kw)
     )
     path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
     errors: list[str] = []
