@@ -72,14 +72,21 @@ def _text_of_blocks(content: Any) -> str:
 
 def has_text_content(content: Any) -> bool:
     if isinstance(content, str):
-        return js_trim(content) != ""
+        return _shows_text(content)
     if isinstance(content, list):
         for block in content:
-            if isinstance(block, dict) and block.get("type", ABSENT) == "text":
-                text = block.get("text", ABSENT)
-                if truthy(text) and isinstance(text, str) and js_trim(text) != "":
-                    return True
+            if (
+                isinstance(block, dict)
+                and block.get("type", ABSENT) == "text"
+                and _shows_text(block.get("text", ABSENT))
+            ):
+                return True
     return False
+
+
+def _shows_text(text: Any) -> bool:
+    """Is ``text`` (content, or a text block's) a string with more than blanks?"""
+    return isinstance(text, str) and js_trim(text) != ""
 
 
 def _js_round(x: Any) -> str:
@@ -242,9 +249,7 @@ def _assistant_facts(
         for block in content:
             btype = block.type
             if btype == "text":
-                if not has_text:
-                    text = block.text
-                    has_text = type(text) is str and js_trim(text) != ""
+                has_text = has_text or _shows_text(block.text)
             elif btype == "toolCall":
                 calls.append((index_key(block.id), (block.name, next(arguments))))
         return entry, calls, _silent(has_text, value.message.stopReason)
