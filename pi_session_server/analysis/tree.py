@@ -164,14 +164,12 @@ class TreeIndex:
         if steps <= 0:
             return False
         # ``steps`` parents up from ``e`` (without cycles every entry deeper than a root has one)
-        by_id_get = self.by_id.get
         node = e
         for _ in range(steps):
-            pk = node.pkey
-            lst = by_id_get(pk) if pk is not None else None
-            if not lst:
+            parent = self.parent(node)
+            if parent is None:
                 return False
-            node = lst[-1]
+            node = parent
         return node is a
 
     # -- indexing -----------------------------------------------------------------------------
