@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..format.gcpause import gc_paused
 from ._common import add_pi_argument
 
 
@@ -80,11 +81,8 @@ def imported_for_good() -> Iterator[None]:
     again and again while it piles up, and at every full collection after: a good part of the time
     an editor waits for the sidecar to start. The collector is off meanwhile, and what exists at the
     end is left out of its walks from then on (``gc.freeze``: it is not freed, as a module is not)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
+    with gc_paused():
+        try:
+            yield
+        finally:
+            gc.freeze()

@@ -21,7 +21,7 @@ _was_enabled = False
 
 
 def _fresh_lock_in_child() -> None:
-    """A process forked while another thread held the lock (the scan's helper) gets one free."""
+    """A process forked while another thread held the lock gets one free."""
     global _lock
     _lock = threading.Lock()
 
