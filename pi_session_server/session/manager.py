@@ -1264,17 +1264,17 @@ class SessionManager:
         return (e for e in self._file_entries if e.type != "session")
 
     def get_session_name(self) -> Any:
-        found: Iterable[Entry] = reversed(self._file_entries) if self._rows is None else ()
-        if self._rows is not None and (row := self._rows.last_of_type("session_info")) >= 0:
-            found = (self._rows.entry(row),)
-        for e in found:
-            if e.type == "session_info":
-                name = entry_field(e, "name")
-                if isinstance(name, str):
-                    trimmed = js_trim(name)
-                    return trimmed if trimmed else ABSENT
-                return ABSENT
-        return ABSENT
+        rows = self._rows
+        if rows is not None:  # found in the type column, without making every entry
+            row = rows.last_of_type("session_info")
+            last = rows.entry(row) if row >= 0 else None
+        else:
+            last = next((e for e in reversed(self._file_entries) if e.type == "session_info"), None)
+        name = ABSENT if last is None else entry_field(last, "name")
+        if not isinstance(name, str):
+            return ABSENT
+        trimmed = js_trim(name)
+        return trimmed if trimmed else ABSENT
 
     def is_persisted(self) -> bool:
         return self._persist
