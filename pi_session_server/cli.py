@@ -10,6 +10,7 @@ import sys
 
 from .commands._common import CommandError
 from .errors import PiSessionError
+from .output import buffer_raw_std_streams
 
 # subcommand name -> module under pi_session_server.commands exposing add_arguments(parser) and run(args)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -83,6 +84,7 @@ def _printable_output() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    buffer_raw_std_streams()
     _printable_output()
     if argv is None:
         argv = sys.argv[1:]

@@ -145,3 +145,36 @@ def _wait_until_writing_to_a_full_pipe(pid: int) -> None:
                 return
         time.sleep(0.01)
     pytest.fail("the server never blocked writing its reply")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the command blocked")
+def test_a_command_stopped_and_continued_mid_print_writes_everything(tmp_path: Path):
+    """``pi-session repair FILE -o -`` under PYTHONUNBUFFERED=1 prints the session through the text
+    layer's raw file; stopped while a write waits on a full pipe and continued, that write returns
+    short. The command's streams are buffered at its start (``buffer_raw_std_streams``), so the
+    rest still follows; before, the rest of that chunk was lost."""
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(S.generate_session(3_000_000, seed=11))
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PI_SESSION_NO_INDEX="1")
+    command = subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", "repair", str(session), "-o", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
+    assert command.stdout is not None
+    got = bytearray()
+    try:
+        for _ in range(3):
+            _wait_until_writing_to_a_full_pipe(command.pid)
+            os.kill(command.pid, signal.SIGSTOP)
+            time.sleep(0.1)
+            os.kill(command.pid, signal.SIGCONT)
+            got += command.stdout.read(70_000)  # room for one more write, which blocks again
+        got += command.stdout.read()
+    finally:
+        command.kill()
+        command.wait(30)
+    assert command.returncode == 0
+    assert bytes(got) == session.read_bytes()
