@@ -9,6 +9,9 @@ the costs per entry dominate), it times, each in fresh processes and with its pe
 * ``pi-session context FILE --json > /dev/null`` and ``pi-session tree FILE > /dev/null``, against
   pi's open + ``buildSessionContext()`` (its JSON printed) and open + ``getTree()``, whole node
   processes (from an oracle checkout with node_modules, see bench_core.py);
+* the floor of a first open in Python: a process that reads every line and checks it is a JSON
+  object with msgspec and does nothing else, against pi's open + ``getTree()`` (what a command
+  that must read the whole file can at best reach);
 * ``pi-session check FILE`` (pi has no checker);
 * the sidecar as the editors' tree view uses it: spawn ``pi-session serve``,
   ``pi/open`` and the view's first window (``pi/getTree`` flat, filter ``default``, the active
@@ -48,7 +51,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from bench_core import find_reference  # noqa: E402
+from bench_core import FLOOR, find_reference  # noqa: E402
 from gen_session import generate  # noqa: E402
 
 REFERENCE = textwrap.dedent(
@@ -141,6 +144,13 @@ def ours(*args: str) -> list[str]:
 
 def ours_cli(side: Side, *args: str) -> Callable[[], dict]:
     return lambda: timed_process(ours(*args), side.env())
+
+
+def floor(path: Path) -> Callable[[], dict]:
+    """A Python process that only reads every line of ``path`` and checks it is a JSON object
+    (msgspec, as bench_core's floor): the least any first open in Python pays, before it keeps,
+    draws or prints anything."""
+    return lambda: timed_process([sys.executable, "-c", FLOOR, str(path)])
 
 
 def reference(module: Path, path: Path, mode: str) -> Callable[[], dict]:
@@ -415,6 +425,19 @@ def bench_size(
                 ratio(pi, ours_first),
                 ratio(pi, ours_again),
                 goal("3x first, 8x reopen", met) if goals else "",
+            )
+        if module is not None:
+            # how far a first open in Python can go at all: the floor against pi's open + getTree
+            floor_run, pi_tree = median_runs([floor(path), reference(module, path, "tree")], repeat)
+            table.add(
+                label,
+                "floor: a Python process reading and checking every line (msgspec), nothing else",
+                figure(floor_run),
+                "-",
+                figure(pi_tree) + " (open + getTree)",
+                ratio(pi_tree, floor_run),
+                "-",
+                "",
             )
         (check,) = median_runs([ours_cli(first, "check", str(path))], repeat)
         table.add(
