@@ -18,14 +18,20 @@ code columns and makes entries only where it looks.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, overload
 
-from ..format.entry import Entry, LineBytes, MessageHead
+from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
+
+# Codes are bytes: a type or role table holds at most this many values.
+_MAX_CODES = 256
+# Up to this many ids are looked for in the ids column one by one; more, in a map of the column.
+_FEW_IDS = 64
+_PLAIN_OPTIONAL = (str, type(None), type(ABSENT))
 
 
 @dataclass(slots=True)
@@ -180,6 +186,58 @@ class IndexedRows:
         )
         return self._with_made(every), ids
 
+    def append_scanned(self, entries: Sequence[Entry]) -> bool:
+        """Add ``entries``, scanned from the lines after the rows' (the file grew: pi appended),
+        as rows of their own, the very objects given: a reopen of a grown file then still makes
+        entries on demand. Taken only when the rows keep their rules (see
+        ``scan_index._lazy_allowed``): each entry with a distinct non-empty string id that no
+        row has, a string timestamp, a string type that is not a second header, a plain message
+        head, parentId, targetId and label. Otherwise False, and nothing changed; also when
+        entries were made or the ids split already, or the rows hold their lines' bytes (a small
+        file, whose entries cost little to make)."""
+        if not entries:
+            return True
+        columns = self.columns
+        if self._made or self._split is not None or columns.lines_data is not None or not columns.count:
+            return False
+        tail = _tail_columns(columns, entries)
+        if tail is None:
+            return False
+        base = columns.count
+        ids, id_ends, timestamps, timestamp_ends, type_codes, role_codes = tail
+        columns.ids += ids
+        columns.id_ends.extend(id_ends)
+        columns.timestamps += timestamps
+        columns.timestamp_ends.extend(timestamp_ends)
+        columns.type_codes += type_codes
+        columns.role_codes += role_codes
+        previous_id, previous_line = self.id_at(base - 1), _line_of(columns.line_runs, base - 1)
+        new_ids = {entry.id: row for row, entry in enumerate(entries, base)}
+        parents = {}
+        for row, entry in enumerate(entries, base):
+            columns.offsets.append(entry.offset)
+            if entry.line != previous_line + 1:
+                columns.line_runs.append((row, entry.line))
+            parent = entry.parent_id
+            if parent != previous_id or type(parent) is not str:
+                parents[row] = parent
+                columns.chain_starts.append(row)
+            if entry.targetId is not ABSENT or entry.label is not ABSENT:
+                columns.targets[row] = (entry.targetId, entry.label)
+            if entry.length:
+                columns.lengths[row] = entry.length
+            self._made[row] = entry
+            previous_id, previous_line = entry.id, entry.line
+        wanted = {parent for parent in parents.values() if type(parent) is str and parent not in new_ids}
+        found = _rows_with_ids(columns, wanted, base)
+        for row, parent in parents.items():
+            columns.parents[row] = parent
+            at = new_ids.get(parent, found.get(parent, -1)) if type(parent) is str else -1
+            columns.parent_rows[row] = at
+        columns.count = base + len(entries)
+        self._run_rows = [row for row, _line in columns.line_runs]
+        return True
+
     def rows_of_type(self, entry_type: str) -> Iterator[int]:
         """The rows whose type is ``entry_type``, in file order."""
         codes = self.columns.type_codes
@@ -217,6 +275,90 @@ class IndexedRows:
             at = parent_rows.get(first, first - 1)
         runs.reverse()
         return RowPath(self, runs)
+
+
+def _tail_columns(
+    columns: RowColumns, entries: Sequence[Entry]
+) -> tuple[bytes, list[int], bytes, list[int], bytes, bytes] | None:
+    """The text and code columns of ``entries`` as rows after ``columns``' (ids, their ends,
+    timestamps, their ends, type codes, role codes), the tables of ``columns`` grown by the types
+    and roles they add; None if an entry does not keep the rows' rules (``append_scanned``)."""
+    types = {value: code for code, value in enumerate(columns.types) if type(value) is str}
+    roles: dict[Any, int] = {None: 0}  # (None: no message; the head tables' first two codes)
+    roles.update((head.role, code) for code, head in enumerate(columns.heads) if head is not None)
+    new_types: list[str] = []
+    new_heads: list[MessageHead] = []
+    type_codes = bytearray()
+    role_codes = bytearray()
+    for entry in entries:
+        entry_type, head, entry_id = entry.type, entry.message, entry.id
+        if (
+            type(entry_type) is not str
+            or entry_type == "session"
+            or type(entry_id) is not str
+            or not entry_id
+            or "\x00" in entry_id
+            or type(entry.timestamp) is not str
+            or "\x00" in entry.timestamp
+            or type(entry.parent_id) not in _PLAIN_OPTIONAL
+            or type(entry.targetId) not in _PLAIN_OPTIONAL
+            or type(entry.label) not in _PLAIN_OPTIONAL
+            or entry._body is not ABSENT
+            or not (head is None or (type(head) is MessageHead and type(head.role) in (str, type(ABSENT))))
+        ):
+            return None
+        code = types.get(entry_type)
+        if code is None:
+            code = types[entry_type] = len(columns.types) + len(new_types)
+            new_types.append(entry_type)
+        type_codes.append(code)
+        role = None if head is None else head.role
+        code = roles.get(role)
+        if code is None:
+            code = roles[role] = len(columns.heads) + len(new_heads)
+            new_heads.append(head_for(role))
+        role_codes.append(code)
+    if len(columns.types) + len(new_types) > _MAX_CODES or len(columns.heads) + len(new_heads) > _MAX_CODES:
+        return None
+    ids = [entry.id for entry in entries]
+    if len(set(ids)) != len(ids) or _rows_with_ids(columns, set(ids), columns.count):
+        return None  # an id twice: the rows would no longer name one entry by an id
+    columns.types.extend(new_types)
+    columns.heads.extend(new_heads)
+    id_data, id_ends = _joined_after(columns.ids, ids)
+    stamp_data, stamp_ends = _joined_after(columns.timestamps, [entry.timestamp for entry in entries])
+    return id_data, id_ends, stamp_data, stamp_ends, bytes(type_codes), bytes(role_codes)
+
+
+def _joined_after(column: bytes, texts: list[str]) -> tuple[bytes, list[int]]:
+    """``texts`` as they continue a text column (its separator first), and where each ends."""
+    ends = []
+    at = len(column)
+    for text in texts:
+        at += 1 + len(text.encode("utf-8", "surrogatepass"))
+        ends.append(at)
+    return ("\x00" + "\x00".join(texts)).encode("utf-8", "surrogatepass"), ends
+
+
+def _rows_with_ids(columns: RowColumns, wanted: set[str], count: int) -> dict[str, int]:
+    """The row among the first ``count`` whose id is each of ``wanted`` that one has."""
+    if not wanted:
+        return {}
+    data = columns.ids[: columns.id_ends[count - 1]]
+    if len(wanted) > _FEW_IDS:
+        return {entry_id: row for row, entry_id in enumerate(_texts(data, count)) if entry_id in wanted}
+    framed = b"\x00" + data + b"\x00"
+    found = {}
+    for entry_id in wanted:
+        at = framed.find(b"\x00" + entry_id.encode("utf-8", "surrogatepass") + b"\x00")
+        if at >= 0:  # the id starts at ``at`` in the column: its row is the first to end after
+            found[entry_id] = bisect_left(columns.id_ends, at, 0, count)
+    return found
+
+
+def _line_of(runs: list[tuple[int, int]], row: int) -> int:
+    first_row, first_line = runs[bisect_right(runs, (row, float("inf"))) - 1]
+    return first_line + row - first_row
 
 
 def _texts(data: bytes, count: int) -> list[str]:

@@ -103,9 +103,10 @@ def scan_with_index(
     (``start``: where the line after the header starts), read from the file's index where it has one
     that matches, and the index written for the next time (``settings`` None: scanned, no index).
 
-    ``lazy``: an index that allows it (see ``_lazy_allowed``) of a file that did not grow gives its
-    entries as :class:`.index_rows.IndexedRows` in ``result.rows`` (``result.entries`` is then
-    empty and ``result.index`` holds only the chain starts)."""
+    ``lazy``: an index that allows it (see ``_lazy_allowed``) gives its entries as
+    :class:`.index_rows.IndexedRows` in ``result.rows``, with those of the lines a file grew by
+    where they keep the rows' rules (``IndexedRows.append_scanned``); ``result.entries`` is then
+    empty and ``result.index`` holds only the chain starts."""
     global last_outcome
     outcome = last_outcome = IndexOutcome()
     try:
@@ -127,8 +128,9 @@ def scan_with_index(
         rest = _scan(fd, source, indexed, first_line + cached.lines, keep_bytes, on_progress)
         if rest.end > indexed:
             outcome.read = "grown"
-        if cached.rows is not None and rest.entries:
-            # the new entries' ids may be any of the rows': every entry, indexed as one scan would
+        if cached.rows is not None and not cached.rows.append_scanned(rest.entries):
+            # the new entries break the rows' rules (an id twice, ...): every entry, indexed as one
+            # scan would index them
             every_entry(cached, cached.rows)
         result = _joined(cached, rest)
     grown = _complete_end(result) - indexed
@@ -159,15 +161,17 @@ def _scan(
 
 
 def _joined(front: ScanResult, back: ScanResult) -> ScanResult:
-    """The result of one scan of both parts (``back`` starts where ``front`` ends)."""
-    shift = len(front.entries)
-    front.entries.extend(back.entries)
+    """The result of one scan of both parts (``back`` starts where ``front`` ends; when ``front``
+    holds rows, ``back``'s entries are among them already: IndexedRows.append_scanned)."""
     front.problems.extend(back.problems)
-    index, more = front.index, back.index
-    index.by_id.update(more.by_id)
-    index.non_messages.extend(more.non_messages)
-    index.complete = index.complete and more.complete
-    index.chain_starts.extend(s + shift for s in more.chain_starts)
+    if front.rows is None:
+        shift = len(front.entries)
+        front.entries.extend(back.entries)
+        index, more = front.index, back.index
+        index.by_id.update(more.by_id)
+        index.non_messages.extend(more.non_messages)
+        index.complete = index.complete and more.complete
+        index.chain_starts.extend(s + shift for s in more.chain_starts)
     front.lines += back.lines
     front.end = back.end
     front.tail = back.tail

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, cache_dir, scan_index
+from pi_session_server.session import SessionManager, cache_dir, index_rows, loader, scan_index
 from pi_session_server.session.index_rows import RowPath
 from pi_session_server.session.tree import preorder
 
@@ -209,23 +209,104 @@ def test_a_parent_cycle_is_walked_as_the_scan_walks_it(tmp_path: Path):
     assert_reopened_alike(_write(tmp_path / "s.jsonl", values), tmp_path / "index")
 
 
-def test_a_grown_file_makes_every_entry_and_reads_its_new_lines(tmp_path: Path):
+_GROWN_MIN_SIZE = 16384  # indexed from this size; a file that grew by less keeps its index
+_PADDED_HEADER = {**HEADER, "cwd": "/" + "p" * _GROWN_MIN_SIZE}  # every file big enough to index
+
+
+def _grow(path: Path, index_dir: Path, before: list[dict[str, Any]], appended: list[dict[str, Any]]) -> bool:
+    """``before`` written and indexed, then ``appended`` added as pi appends (the index kept: the
+    file grew by less than the index is rewritten for); whether the first reopen was lazy."""
+    path.write_text("\n".join(map(_line, [_PADDED_HEADER, *before])) + "\n", encoding="utf-8")
+    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
+    with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
+        lazy = sm._rows is not None
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines(_line(value) + "\n" for value in appended)
+    return lazy
+
+
+@pytest.fixture
+def _grown_files_keep_their_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, str(_GROWN_MIN_SIZE))
+    # files this small keep their lines' bytes, and their entries are all made when they grew
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+
+
+def _reopened_grown(path: Path, index_dir: Path) -> SessionManager:
+    sm = SessionManager.open(str(path), read_only=True, index=str(index_dir))
+    assert scan_index.last_outcome.read == "grown" and not scan_index.last_outcome.written
+    return sm
+
+
+@pytest.mark.usefixtures("_grown_files_keep_their_index")
+@pytest.mark.parametrize("few_ids", [0, 64])  # the new ids and parents looked for in a map, or one by one
+def test_a_grown_file_reads_its_new_lines_and_still_makes_entries_on_demand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, few_ids: int
+):
+    """pi appended a turn, a label of an old entry and a branch from an old entry since the index
+    was written: only the new lines are read, the new entries join the rows, and every answer is
+    the scanned file's; entries asked for (the context's) are the ones every entry's list holds."""
+    monkeypatch.setattr(index_rows, "_FEW_IDS", few_ids)
+    path, index_dir = tmp_path / "s.jsonl", tmp_path / "index"
+    appended = [
+        {"type": "message", "id": "n1", "parentId": "m29", "timestamp": "t", "message": {"role": "user"}},
+        {"type": "label", "id": "x", "parentId": "n1", "timestamp": "t", "targetId": "m1", "label": "L"},
+        {"type": "custom_message", "id": "n2", "parentId": "m12", "timestamp": "t", "content": "c"},
+        {
+            "type": "message",
+            "id": "n3",
+            "parentId": "n2",
+            "timestamp": "t",
+            "message": {"role": "bashExecution"},
+        },
+    ]
+    assert _grow(path, index_dir, _chat([f"m{n}" for n in range(30)], compaction_at=20), appended)
+    with (
+        _reopened_grown(path, index_dir) as sm,
+        SessionManager.open(str(path), read_only=True, index=False) as plain,
+    ):
+        assert sm._rows is not None and sm._rows.count == plain.entry_count()
+        assert _answers(sm) == _answers(plain)
+        made = [id(p["sourceEntry"]) for p in sm.build_session_projection()["entries"]]
+        assert sm._rows is not None  # (every entry was not needed)
+        assert [e.id for e in sm.get_branch()] == ["t0", "mc", *(f"m{n}" for n in range(13)), "n2", "n3"]
+        assert _everything(sm) == _everything(plain)
+        assert set(made) <= {id(e) for e in sm.get_entries()}  # the very objects
+
+
+@pytest.mark.usefixtures("_grown_files_keep_their_index")
+@pytest.mark.parametrize(
+    "appended",
+    [
+        {"type": "message", "id": "m3", "parentId": "m29", "timestamp": "t"},  # an id the rows have
+        {"type": "message", "id": "", "parentId": "m29", "timestamp": "t"},
+        {"type": "message", "id": 7, "parentId": "m29", "timestamp": "t"},
+        {"type": "session", "id": "h2", "version": 3, "timestamp": "t", "cwd": "/"},
+        {"type": "message", "id": "n", "parentId": "m29", "timestamp": 5},
+        {"type": "label", "id": "n", "parentId": "m29", "timestamp": "t", "targetId": ["m1"], "label": "L"},
+    ],
+)
+def test_a_grown_file_whose_new_lines_break_the_rows_rules_makes_every_entry(
+    tmp_path: Path, appended: dict[str, Any]
+):
+    path, index_dir = tmp_path / "s.jsonl", tmp_path / "index"
+    assert _grow(path, index_dir, _chat([f"m{n}" for n in range(30)]), [appended])
+    with (
+        _reopened_grown(path, index_dir) as sm,
+        SessionManager.open(str(path), read_only=True, index=False) as plain,
+    ):
+        assert sm._rows is None
+        assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+
+
+def test_a_small_grown_file_makes_every_entry(tmp_path: Path):
+    """A file small enough to keep its lines' bytes makes every entry when it grew (cheap)."""
     path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(30)], compaction_at=20))
     index_dir = tmp_path / "index"
     SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
     with open(path, "a", encoding="utf-8") as f:
         f.write(
-            _line(
-                {
-                    "type": "label",
-                    "id": "x",
-                    "parentId": "m29",
-                    "timestamp": "t",
-                    "targetId": "m1",
-                    "label": "L",
-                }
-            )
-            + "\n"
+            _line({"type": "label", "id": "x", "parentId": "m29", "timestamp": "t", "targetId": "m1"}) + "\n"
         )
     with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
         assert scan_index.last_outcome.read == "grown" and sm._rows is None
@@ -320,6 +401,59 @@ def test_any_session_reopened_from_its_index_answers_alike(
 ):
     directory = tmp_path_factory.mktemp("rows")
     assert_reopened_alike(_write(directory / "s.jsonl", values), directory / "index", lazy=None)
+
+
+def _renamed(values: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """``values`` with every id made distinct (``prefix`` and its place), and the references to it
+    (to the last entry that had it) made the same."""
+    names = {value["id"]: f"{prefix}{n}" for n, value in enumerate(values)}
+    for n, value in enumerate(values):
+        value["id"] = f"{prefix}{n}"
+        for key in ("parentId", "targetId", "firstKeptEntryId"):
+            if value.get(key) in names:
+                value[key] = names[value[key]]
+    return values
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    before=_sessions(),
+    appended=_sessions(),
+    attached=st.booleans(),
+    distinct=st.sampled_from(["none", "before", "both"]),
+)
+def test_any_grown_session_reopened_from_its_index_answers_alike(
+    tmp_path_factory: pytest.TempPathFactory,
+    before: list[dict[str, Any]],
+    appended: list[dict[str, Any]],
+    attached: bool,
+    distinct: str,
+):
+    """Any session, indexed, then any lines appended (their ids new or the rows', parents anywhere):
+    the answers of the scanned file; the new entries join the rows where the rows' ids were distinct
+    and the new ids are distinct and new."""
+    if distinct != "none":
+        _renamed(before, "b")
+    if distinct == "both":
+        _renamed(appended, "n")
+    if attached:  # pi's append: the first new entry answers the last one
+        appended[0]["parentId"] = before[-1]["id"]
+    directory = tmp_path_factory.mktemp("grown")
+    path, index_dir = directory / "s.jsonl", directory / "index"
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, str(_GROWN_MIN_SIZE))
+        monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+        lazy_before = _grow(path, index_dir, before, appended)
+        with (
+            _reopened_grown(path, index_dir) as sm,
+            SessionManager.open(str(path), read_only=True, index=False) as plain,
+        ):
+            lazy = sm._rows is not None
+            event(f"the new entries joined the rows: {lazy}")
+            assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+    new_ids = [value["id"] for value in appended]
+    fresh = len(set(new_ids)) == len(new_ids) and not set(new_ids) & {value["id"] for value in before}
+    assert lazy == (lazy_before and fresh)
 
 
 @pytest.mark.parametrize("piece", [1, 3, 4])
