@@ -200,7 +200,7 @@ class IndexedRows:
         columns = self.columns
         if self._made or self._split is not None or columns.lines_data is not None or not columns.count:
             return False
-        tail = _tail_columns(columns, entries)
+        tail = _tail_columns(self, entries)
         if tail is None:
             return False
         base = columns.count
@@ -229,7 +229,7 @@ class IndexedRows:
             self._made[row] = entry
             previous_id, previous_line = entry.id, entry.line
         wanted = {parent for parent in parents.values() if type(parent) is str and parent not in new_ids}
-        found = _rows_with_ids(columns, wanted, base)
+        found = _rows_with_ids(self, wanted, base)
         for row, parent in parents.items():
             columns.parents[row] = parent
             at = new_ids.get(parent, found.get(parent, -1)) if type(parent) is str else -1
@@ -257,6 +257,27 @@ class IndexedRows:
                 return self.columns.type_codes.rfind(bytes((code,)))
         return -1
 
+    def row_of_id(self, entry_id: str) -> int:
+        """The row whose id is ``entry_id``, or -1: searched in the ids column, for the few ids a
+        window looks up (ids are distinct where rows are used: see scan_index._lazy_allowed)."""
+        if self._split is not None:
+            try:
+                return self._split[0].index(entry_id)
+            except ValueError:
+                return -1
+        columns = self.columns
+        data, ends = columns.ids, columns.id_ends
+        wanted = entry_id.encode("utf-8", "surrogatepass")
+        if not wanted or b"\x00" in wanted:
+            return -1
+        at = data.find(wanted)
+        while at >= 0:
+            end = at + len(wanted)
+            if (at == 0 or data[at - 1] == 0) and (end == len(data) or data[end] == 0):
+                return bisect_left(ends, end)
+            at = data.find(wanted, at + 1)
+        return -1
+
     def path_to_root(self, row: int) -> RowPath | None:
         """The path from the root to ``row`` (``walk_to_root``), or None when it meets a row twice
         (a cycle: the caller walks it remembering what it met)."""
@@ -278,11 +299,12 @@ class IndexedRows:
 
 
 def _tail_columns(
-    columns: RowColumns, entries: Sequence[Entry]
+    rows: IndexedRows, entries: Sequence[Entry]
 ) -> tuple[bytes, list[int], bytes, list[int], bytes, bytes] | None:
     """The text and code columns of ``entries`` as rows after ``columns``' (ids, their ends,
     timestamps, their ends, type codes, role codes), the tables of ``columns`` grown by the types
     and roles they add; None if an entry does not keep the rows' rules (``append_scanned``)."""
+    columns = rows.columns
     types = {value: code for code, value in enumerate(columns.types) if type(value) is str}
     roles: dict[Any, int] = {None: 0}  # (None: no message; the head tables' first two codes)
     roles.update((head.role, code) for code, head in enumerate(columns.heads) if head is not None)
@@ -321,7 +343,7 @@ def _tail_columns(
     if len(columns.types) + len(new_types) > _MAX_CODES or len(columns.heads) + len(new_heads) > _MAX_CODES:
         return None
     ids = [entry.id for entry in entries]
-    if len(set(ids)) != len(ids) or _rows_with_ids(columns, set(ids), columns.count):
+    if len(set(ids)) != len(ids) or _rows_with_ids(rows, set(ids), columns.count):
         return None  # an id twice: the rows would no longer name one entry by an id
     columns.types.extend(new_types)
     columns.heads.extend(new_heads)
@@ -340,20 +362,13 @@ def _joined_after(column: bytes, texts: list[str]) -> tuple[bytes, list[int]]:
     return ("\x00" + "\x00".join(texts)).encode("utf-8", "surrogatepass"), ends
 
 
-def _rows_with_ids(columns: RowColumns, wanted: set[str], count: int) -> dict[str, int]:
+def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str, int]:
     """The row among the first ``count`` whose id is each of ``wanted`` that one has."""
-    if not wanted:
-        return {}
-    data = columns.ids[: columns.id_ends[count - 1]]
-    if len(wanted) > _FEW_IDS:
-        return {entry_id: row for row, entry_id in enumerate(_texts(data, count)) if entry_id in wanted}
-    framed = b"\x00" + data + b"\x00"
-    found = {}
-    for entry_id in wanted:
-        at = framed.find(b"\x00" + entry_id.encode("utf-8", "surrogatepass") + b"\x00")
-        if at >= 0:  # the id starts at ``at`` in the column: its row is the first to end after
-            found[entry_id] = bisect_left(columns.id_ends, at, 0, count)
-    return found
+    if len(wanted) <= _FEW_IDS:
+        found = {entry_id: rows.row_of_id(entry_id) for entry_id in wanted}
+        return {entry_id: row for entry_id, row in found.items() if 0 <= row < count}
+    ids = _texts(rows.columns.ids, rows.columns.count)
+    return {entry_id: row for row, entry_id in enumerate(ids[:count]) if entry_id in wanted}
 
 
 def _line_of(runs: list[tuple[int, int]], row: int) -> int:

@@ -1026,6 +1026,10 @@ class SessionManager:
         return rows.id_at(rows.count - 1) if rows is not None and rows.count else ABSENT
 
     def get_entry(self, entry_id: Any) -> Any:
+        rows = self._rows
+        if rows is not None:  # (every id a distinct string: see _adopt_rows)
+            row = rows.row_of_id(entry_id) if type(entry_id) is str else -1
+            return rows.entry(row) if row >= 0 else ABSENT
         return self._by_id.get(index_key(entry_id), ABSENT)
 
     def get_children(self, parent_id: Any) -> builtins.list[Entry]:
@@ -1180,16 +1184,14 @@ class SessionManager:
 
     def _session_path(self, leaf_id: Any) -> builtins.list[Any] | RowPath:
         """``build_session_path`` at ``leaf_id``: walked over the index's rows while the entries are
-        not made (the leaf the last row, as after a load), else over the entries."""
+        not made (from the row with that id, else the last row), else over the entries."""
         rows = self._rows
         if leaf_id is None and rows is not None:
             return []  # (build_session_path's answer for no leaf)
-        # (in build_session_path, a leaf_id that is not truthy, or not found, means the last entry)
-        last = leaf_id is not None and (
-            not truthy(leaf_id) or (type(leaf_id) is str and leaf_id == self._leaf_row_id())
-        )
-        if rows is not None and rows.count and last:
-            path = rows.path_to_root(rows.count - 1)
+        if rows is not None and rows.count:
+            # (in build_session_path, a leaf_id that is not truthy, or not found, means the last entry)
+            row = rows.row_of_id(leaf_id) if truthy(leaf_id) and type(leaf_id) is str else -1
+            path = rows.path_to_root(row if row >= 0 else rows.count - 1)
             if path is not None:
                 return path
         return build_session_path(*self._path_inputs(leaf_id), **self._path_hints())

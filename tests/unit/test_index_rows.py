@@ -482,6 +482,29 @@ def test_a_leaf_reset_or_moved_before_the_context(tmp_path: Path):
         assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
 
 
+def test_entries_and_contexts_at_any_id_are_found_without_making_every_entry(tmp_path: Path):
+    """``get_entry`` and the context at an entry (``pi-session context --leaf ID``) look the id up
+    in the rows' ids column; an id no row has (or not a string) is not found, and its context is
+    the last entry's, as pi's."""
+    values = _chat([f"m{n}" for n in range(12)], compaction_at=9)
+    values.append(
+        {"type": "custom", "id": "\u00e9t\u00e9", "parentId": "m4", "timestamp": "t", "customType": "c"}
+    )
+    path = _write(tmp_path / "s.jsonl", values)
+    with _on_rows_and_scanned(path, tmp_path / "index") as (sm, plain):
+        for entry_id in ["m4", "t0", "c", "m11", "\u00e9t\u00e9", "m", "4", "m1x", "", 4, None, ["m4"]]:
+            found = sm.get_entry(entry_id)
+            expected = plain.get_entry(entry_id)
+            assert (found if found is ABSENT else (found.id, found.line)) == (
+                expected if expected is ABSENT else (expected.id, expected.line)
+            )
+            assert sm.build_session_context_at(entry_id) == plain.build_session_context_at(entry_id)
+            projection = _projection(sm.build_session_projection_at(entry_id))
+            assert projection == _projection(plain.build_session_projection_at(entry_id))
+        assert sm._rows is not None  # (every entry was not made)
+        assert sm.get_entry("m4") is sm.get_entries()[sm.get_entry("m4").line - 1]
+
+
 def test_a_slice_of_the_entries_is_made_alone_and_is_the_same_objects_later(tmp_path: Path):
     """``entries_slice`` (what the sidecar asks of every session it holds: its last entry) makes
     only the entries asked for; they are the very objects ``get_entries()`` later returns."""
