@@ -29,11 +29,23 @@ _UNKNOWN_ESCAPE_WARNING = "invalid escape sequence"
 _MAYBE_UNKNOWN_ESCAPE = re.compile(rb"\\[u/]")
 
 
+#: the filter as ``warnings.filterwarnings`` below puts it in ``warnings.filters``
+_FILTER = (
+    "error",
+    re.compile(_UNKNOWN_ESCAPE_WARNING, re.I),
+    DeprecationWarning,
+    re.compile(re.escape(__name__)),
+    0,
+)
+
+
 def _raise_unknown_escapes() -> None:
-    """Make the warning an error for this module's calls. Again before each use, which moves the
-    filter to the front: a filter added since (``simplefilter("ignore")``, a test's own) would
-    otherwise decide first and let a kept escape through."""
-    warnings.filterwarnings("error", _UNKNOWN_ESCAPE_WARNING, DeprecationWarning, re.escape(__name__))
+    """Make the warning an error for this module's calls, the filter first: a filter added since
+    (``simplefilter("ignore")``, a test's own) would otherwise decide first and let a kept escape
+    through. Added again only when it is not first: adding one makes every module forget the
+    warnings it showed already."""
+    if warnings.filters[:1] != [_FILTER]:
+        warnings.filterwarnings("error", _UNKNOWN_ESCAPE_WARNING, DeprecationWarning, re.escape(__name__))
 
 
 def _unescaped(data: Any) -> bytes | None:

@@ -92,3 +92,17 @@ def test_this_python_warns_of_the_escapes_it_keeps() -> None:
 def test_not_a_string() -> None:
     assert json_string_bytes(_token('{"text": 12}')) is None
     assert json_string_bytes(_token('{"text": ""}')) == b""
+
+
+def test_the_filter_is_added_only_when_it_is_not_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    token = _token('{"text": "ab"}')
+    json_string_bytes(token)
+    added: list[object] = []
+    real = warnings.filterwarnings
+    monkeypatch.setattr(warnings, "filterwarnings", lambda *a, **k: (added.append(a), real(*a, **k)))
+    assert json_string_bytes(token) == b"ab"
+    assert added == []  # first already: the warnings shown so far are not forgotten
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert json_string_bytes(_token('{"text": "\\/"}')) is None
+        assert len(added) == 1
