@@ -26,11 +26,9 @@ diagnostics pushed, and the client is told (``pi/largeFile``). A path that is no
 from __future__ import annotations
 
 import asyncio
-import codecs
 import gc
 import logging
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Sequence
@@ -57,6 +55,7 @@ from pi_session_server.format.jstext import as_displayed
 from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
+from .json_string import json_string_bytes
 from .locations import MAX_URI_CHARS, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
 from .poller import stat_signature
@@ -921,22 +920,6 @@ class _OpenNotification(msgspec.Struct):
 
 
 _decode_open = msgspec.json.Decoder(_OpenNotification).decode
-
-_SPECIAL_ESCAPE = re.compile(rb"\\[u/]")
-
-
-def json_string_bytes(token: Any) -> bytes | None:
-    """The UTF-8 bytes of the value of a JSON string token (``"..."``, as ``msgspec.Raw`` holds it),
-    or None when the quick way does not apply (a ``\\u`` or ``\\/`` escape: decode it as JSON).
-
-    In valid JSON the only other escapes are ``\\" \\\\ \\b \\f \\n \\r \\t``, which Python's
-    ``escape_decode`` unescapes the same way, in C, without building a ``str``. The bytes are not
-    checked to be valid UTF-8 (see ``SessionDocument.valid_utf8``).
-    """
-    raw = memoryview(token).cast("B")  # no copy of a 100 MB token
-    if len(raw) < 2 or raw[0] != 0x22 or raw[-1] != 0x22 or _SPECIAL_ESCAPE.search(raw) is not None:
-        return None
-    return codecs.escape_decode(raw[1:-1])[0]
 
 
 def _document_of_token(token: Any, quick: bool, pi: Profile) -> SessionDocument:

@@ -3,10 +3,7 @@ and finishing it gives exactly the document analysed in one step."""
 
 from __future__ import annotations
 
-import json
-
 import builders as S
-import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_analysis_incremental import LINE_POOL, _related_set, snapshot
@@ -20,7 +17,6 @@ from pi_session_server.analysis.diagnostics import (
 )
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.positions import UTF16, to_column
-from pi_session_server.server.language_features import json_string_bytes
 
 _TS = "2026-11-30T09:13:48.180Z"
 
@@ -137,23 +133,6 @@ def test_an_edit_finishes_a_provisional_document_first() -> None:
 
 
 # ---------------------------------------------------------------------- an editor's text as bytes
-
-
-class Item(msgspec.Struct):
-    text: msgspec.Raw
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(st.characters(blacklist_categories=["Cs"])), st.booleans())
-def test_json_string_bytes_is_the_utf8_of_the_decoded_string(text: str, ensure_ascii: bool) -> None:
-    token = msgspec.json.decode(json.dumps({"text": text}, ensure_ascii=ensure_ascii), type=Item).text
-    found = json_string_bytes(token)
-    if found is None:
-        assert "\\u" in bytes(token).decode() or "\\/" in bytes(token).decode()
-    else:
-        assert found == text.encode("utf-8")
-    if not ensure_ascii and "/" not in text and all(c in "\b\f\n\r\t" or c >= " " for c in text):
-        assert found is not None
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
