@@ -36,8 +36,10 @@ ENTRY: Final = 4  # any other object
 #: base64 characters from which an inline image is reported (about 750 KB of image data)
 HUGE_IMAGE_CHARS: int = 1_000_000
 
+# (ASCII: ``\d`` would take any script's digits, which JavaScript's Date does not read)
 _CANONICAL_TIME = re.compile(
-    r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
+    r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)",
+    re.ASCII,
 )
 
 

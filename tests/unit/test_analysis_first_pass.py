@@ -198,3 +198,18 @@ def test_provisional_lines_keep_their_place_in_the_text_not_a_copy() -> None:
     doc.finish()
     assert all(type(info.raw) is bytes for info in doc.lines)
     assert doc.data() == data
+
+
+def test_a_timestamp_in_another_scripts_digits_is_one_pi_cannot_read() -> None:
+    """Arabic-Indic or full-width digits look like a canonical timestamp to a Unicode ``\\d``, but
+    JavaScript's Date reads none of them: reported in the first pass and after it."""
+    lines = [
+        S.header(),
+        S.user("a", None, timestamp="\u0662\u0660\u0662\u0666-11-30T09:13:48.180Z"),
+        S.user("b", "a", timestamp="\uff12\uff10\uff12\uff16-11-30T09:13:48.180Z"),
+        S.user("c", "b", timestamp=_TS),
+    ]
+    doc = SessionDocument("\n".join(lines) + "\n", quick=True)
+    first = [(d.line, d.code) for d in first_pass_diagnostics(doc) if d.code == codes.BAD_TIMESTAMP]
+    full = [(d.line, d.code) for d in document_diagnostics(doc) if d.code == codes.BAD_TIMESTAMP]
+    assert first == full == [(1, codes.BAD_TIMESTAMP), (2, codes.BAD_TIMESTAMP)]
