@@ -82,19 +82,40 @@ def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
     """The shape of the tree for ``view``, kept for the windows of one view of it."""
 
     def shape() -> Any:
-        roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
         unique_ids = manager.get_entry_count() == manager.entry_count()
-        return tree_shape(
-            roots,
-            leaf_id,
-            manager.by_id,
-            cache=preview_cache(manager),
-            calls_on_demand=on_demand,
-            leaf_path=manager.get_branch() if unique_ids else None,
-            **view,
-        )
+        leaf_path = manager.get_branch() if unique_ids else None
+        return _shape(manager, view, on_demand, manager.get_tree(), manager.by_id, leaf_path)
 
     return _tree_shapes.tree(manager, (*view.values(), on_demand), shape)
+
+
+def _shape(
+    manager: Any, view: dict[str, Any], on_demand: bool, roots: Any, by_id: Any, leaf_path: Any
+) -> Any:
+    return tree_shape(
+        roots,
+        manager.get_leaf_id(),
+        by_id,
+        cache=preview_cache(manager),
+        calls_on_demand=on_demand,
+        leaf_path=leaf_path,
+        **view,
+    )
+
+
+def _window_shape(manager: Any, view: dict[str, Any], window: TreeWindow, on_demand: bool) -> Any:
+    """The shape a window is cut from: the view's kept one (:func:`_kept_shape`). The top chain of
+    a session reopened from its index (a tree view's first window), while no shape is kept, comes
+    from the tree of the index's rows (``manager.row_tree``), whose nodes and entries are made as
+    the window reaches them: not every entry and node of the session for the few hundred rows a
+    view opens on. That shape is not kept: the view's next windows (the levels down to the leaf,
+    the whole tree) walk most of the tree, which the whole tree built at once serves faster."""
+    top_chain = window.chain and window.root_id is ABSENT and window.around_id is ABSENT
+    if top_chain and _tree_shapes.kept_for(manager, (*view.values(), on_demand)) is None:
+        rows = manager.row_tree()
+        if rows is not None:
+            return _shape(manager, view, on_demand, rows.roots, rows.by_id, rows.leaf_path)
+    return _kept_shape(manager, view, on_demand)
 
 
 def _levels(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
@@ -114,7 +135,7 @@ def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     on_demand = window.chain or window.root_id is not ABSENT or window.around_id is not ABSENT
 
     def walk() -> FlatTree:
-        return window_tree(_kept_shape(manager, view, on_demand), window)
+        return window_tree(_window_shape(manager, view, window, on_demand), window)
 
     try:
         encoded, more = encode_flat_page(_tree_pages.tree(manager, key, walk), window, MAX_TREE_NODES)

@@ -16,7 +16,7 @@ descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final
@@ -35,6 +35,7 @@ from pi_session_server.session.describe import (
     tool_calls_of,
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
+from pi_session_server.session.index_rows import RowPath
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
@@ -149,7 +150,7 @@ def _mode_shows(mode: str, etype: Any, role: Any, node: Any) -> bool:
 # --- the flat and nested forms -------------------------------------------------------------
 
 
-def active_path_ids(entries_by_id: dict[Any, Any], leaf_id: Any) -> set[Any]:
+def active_path_ids(entries_by_id: Mapping[Any, Any], leaf_id: Any) -> set[Any]:
     """Index keys of the ids from the leaf up to its root (cycle-safe)."""
     ids: set[Any] = set()
     current = leaf_id
@@ -199,20 +200,27 @@ def _order_active_first(roots: list[Any], leaf_id: Any) -> Callable[[list[Any]],
     return ordered
 
 
-def _order_along(on_path: set[int]) -> Callable[[list[Any]], list[Any]]:
+def _order_along(on_path: Container[Any]) -> Callable[[list[Any]], list[Any]]:
     """:func:`_order_active_first` when the entries from the leaf's root down to the leaf are
-    known (``on_path``: their ``id()``) and every id is unique: a node holds the leaf exactly when
-    its entry is one of them, so no walk of the tree is needed."""
+    known (``on_path``: them, see :func:`_entries_on`) and every id is unique: a node holds the
+    leaf exactly when its entry is one of them, so no walk of the tree is needed."""
 
     def ordered(nodes: list[Any]) -> list[Any]:
         if len(nodes) < 2:
             return nodes
-        return [n for n in nodes if id(n.entry) in on_path] + [n for n in nodes if id(n.entry) not in on_path]
+        return [n for n in nodes if n.entry in on_path] + [n for n in nodes if n.entry not in on_path]
 
     return ordered
 
 
-def _whole_leaf_path(path: list[Any], leaf_id: Any) -> bool:
+def _entries_on(path: Sequence[Any]) -> Container[Any]:
+    """The entries of a leaf's path, for ``in`` by identity: a path of the index's rows finds an
+    entry by its row (its entries are not all made), a list is made a set (entries hash by
+    identity)."""
+    return path if isinstance(path, RowPath) else set(path)
+
+
+def _whole_leaf_path(path: Sequence[Any], leaf_id: Any) -> bool:
     """Whether ``path`` runs from a root (parentId null) down to the entry ``leaf_id``."""
     if not path:
         return False
@@ -322,7 +330,7 @@ class _TreeShape:
         self,
         roots: list[Any],
         leaf_id: Any,
-        entries_by_id: dict[Any, Any],
+        entries_by_id: Mapping[Any, Any],
         *,
         mode: str,
         search: str | None,
@@ -330,7 +338,7 @@ class _TreeShape:
         previews: bool,
         cache: PreviewCache | None,
         calls_on_demand: bool = False,
-        leaf_path: list[Any] | None = None,
+        leaf_path: Sequence[Any] | None = None,
     ) -> None:
         self.roots = roots
         self.leaf_id = leaf_id
@@ -346,7 +354,7 @@ class _TreeShape:
         path = leaf_path if leaf_path is not None and _whole_leaf_path(leaf_path, leaf_id) else None
         # a known leaf path's entries by identity (every id unique): whether a node is on it, for
         # the order and each node's onLeafPath, without the key of every entry of a long path
-        self._path_entries = None if path is None else set(map(id, path))
+        self._path_entries = None if path is None else _entries_on(path)
         self.ordered: Callable[[list[Any]], list[Any]] | None = None
         if active_branch_first:
             on_path = self._path_entries
@@ -382,7 +390,7 @@ class _TreeShape:
         if not truthy(entry_id):
             return False
         path_entries = self._path_entries
-        return id(entry) in path_entries if path_entries is not None else index_key(entry_id) in self.on_path
+        return entry in path_entries if path_entries is not None else index_key(entry_id) in self.on_path
 
     def _find_call(self, entry: Any) -> None:
         """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
@@ -858,7 +866,7 @@ def flat_tree(
 def tree_shape(
     roots: list[Any],
     leaf_id: Any,
-    entries_by_id: dict[Any, Any],
+    entries_by_id: Mapping[Any, Any],
     *,
     mode: str = "none",
     search: str | None = None,
@@ -866,7 +874,7 @@ def tree_shape(
     previews: bool = True,
     cache: PreviewCache | None = None,
     calls_on_demand: bool = False,
-    leaf_path: list[Any] | None = None,
+    leaf_path: Sequence[Any] | None = None,
 ) -> _TreeShape:
     """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
     tool calls for previews): made once per session state and kept while a tree view opens level
