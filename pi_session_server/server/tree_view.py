@@ -39,6 +39,8 @@ from pi_session_server.session.index_rows import RowPath
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
+# the filters that show most entries of a chat (the others a few: all previews made up front is waste)
+_MOSTLY_SHOWN = frozenset({"none", "default", "no-tools", "all"})
 _SETTINGS_TYPES = frozenset(
     {"label", "custom", "model_change", "thinking_level_change", "session_info", "context_edit"}
 )
@@ -372,7 +374,8 @@ class _TreeShape:
             elif cache is None:
                 self.tool_calls = collect_tool_calls(_walk_entries(roots))
             else:
-                self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
+                shows_most = mode in _MOSTLY_SHOWN and not search
+                self.tool_calls = cache.collect_tool_calls(_walk_entries(roots), with_previews=shows_most)
             if cache is not None:
                 self.preview = cache.previews()
         # the keys of the leaf path's entries; of a known path, made when first asked for (on_path)
@@ -562,24 +565,26 @@ class _TreeShape:
         """One node of the result; ``children`` goes under ``key`` (childIds or children)."""
         entry = node.entry
         entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
-        item: dict[str, Any] = {"id": _wire_id(entry_id)}
+        # made for every row of a whole tree: the strings most fields are pass without a call
+        item: dict[str, Any] = {"id": entry_id if type(entry_id) is str else _wire_id(entry_id)}
         if parent_id is not ABSENT:
-            item["parentId"] = _safe(parent_id)
+            item["parentId"] = parent_id if type(parent_id) is str else _safe(parent_id)
         item["visibleParentId"] = visible_parent_id
         item[key] = children
         if etype is not ABSENT:
-            item["type"] = _safe(etype)
+            item["type"] = etype if type(etype) is str else _safe(etype)
         if role is not ABSENT:
-            item["role"] = _safe(role)
+            item["role"] = role if type(role) is str else _safe(role)
         if node.label is not ABSENT:
             item["label"] = _safe(node.label)
         if node.label_timestamp is not ABSENT:
             item["labelTimestamp"] = _safe(node.label_timestamp)
         if self.tool_calls is not None:
-            self._find_call(entry)
+            if not self.calls_complete:
+                self._find_call(entry)
             item["preview"] = self.preview(entry, self.tool_calls)
         if timestamp is not ABSENT:
-            item["timestamp"] = _safe(timestamp)
+            item["timestamp"] = timestamp if type(timestamp) is str else _safe(timestamp)
         if line >= 0:
             item["line"] = line
         item["depth"] = depth
