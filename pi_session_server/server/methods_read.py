@@ -16,6 +16,7 @@ from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.describe import PreviewCache, home_directory
+from pi_session_server.session.row_tree import RowTreeOutgrown
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
@@ -103,19 +104,25 @@ def _shape(
     )
 
 
-def _window_shape(manager: Any, view: dict[str, Any], window: TreeWindow, on_demand: bool) -> Any:
-    """The shape a window is cut from: the view's kept one (:func:`_kept_shape`). The top chain of
-    a session reopened from its index (a tree view's first window), while no shape is kept, comes
-    from the tree of the index's rows (``manager.row_tree``), whose nodes and entries are made as
-    the window reaches them: not every entry and node of the session for the few hundred rows a
-    view opens on. That shape is not kept: the view's next windows (the levels down to the leaf,
-    the whole tree) walk most of the tree, which the whole tree built at once serves faster."""
+def _window_tree(manager: Any, view: dict[str, Any], window: TreeWindow, on_demand: bool) -> FlatTree:
+    """The rows of a window, cut from the view's kept shape (:func:`_kept_shape`). The top chain of
+    a session reopened from its index (a tree view's first window), while no shape is kept, is cut
+    from the tree of the index's rows (``manager.row_tree``) instead, whose nodes and entries are
+    made as the window reaches them: not every entry and node of the session for the few hundred
+    rows a view opens on. That shape is not kept (the view's next windows, the levels down to the
+    leaf and the whole tree, walk most of the tree, which the tree built at once serves faster),
+    and a chain that goes on too far for it (a session without branches) is cut from the kept one."""
     top_chain = window.chain and window.root_id is ABSENT and window.around_id is ABSENT
     if top_chain and _tree_shapes.kept_for(manager, (*view.values(), on_demand)) is None:
-        rows = manager.row_tree()
-        if rows is not None:
-            return _shape(manager, view, on_demand, rows.roots, rows.by_id, rows.leaf_path)
-    return _kept_shape(manager, view, on_demand)
+        try:
+            rows = manager.row_tree()
+            if rows is not None:
+                return window_tree(
+                    _shape(manager, view, on_demand, rows.roots, rows.by_id, rows.leaf_path), window
+                )
+        except RowTreeOutgrown:
+            pass
+    return window_tree(_kept_shape(manager, view, on_demand), window)
 
 
 def _levels(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
@@ -135,7 +142,7 @@ def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     on_demand = window.chain or window.root_id is not ABSENT or window.around_id is not ABSENT
 
     def walk() -> FlatTree:
-        return window_tree(_window_shape(manager, view, window, on_demand), window)
+        return _window_tree(manager, view, window, on_demand)
 
     try:
         encoded, more = encode_flat_page(_tree_pages.tree(manager, key, walk), window, MAX_TREE_NODES)

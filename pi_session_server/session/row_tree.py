@@ -21,6 +21,16 @@ from .fields import timestamp_of
 from .index_rows import IndexedRows, RowPath
 from .tree import sort_siblings
 
+# A node made on its own costs several times one of getTree's, made with all the others: a row tree
+# makes at most this share of the rows' nodes (and a few hundred in any case) before it gives up.
+NODES_SHARE = 8
+MIN_NODES = 256
+
+
+class RowTreeOutgrown(Exception):
+    """A walk of a :class:`RowTree` reached more nodes than the tree makes (see NODES_SHARE): a
+    walk that goes that far costs less over the tree built at once."""
+
 
 class RowNode:
     """A node of :class:`RowTree`: ``TreeNode``'s members, found when read."""
@@ -57,9 +67,11 @@ class RowNode:
 
 class RowTree:
     """The tree of an index's rows: ``roots``, the entries by id (:attr:`by_id`) and the leaf's
-    path (:attr:`leaf_path`, the last row's), each node made once, when first reached."""
+    path (:attr:`leaf_path`, the last row's), each node made once, when first reached. Making more
+    nodes than a share of the rows raises :class:`RowTreeOutgrown`."""
 
     __slots__ = (
+        "_max_nodes",
         "_nodes",
         "_starts",
         "_starts_under",
@@ -84,6 +96,7 @@ class RowTree:
         self._starts = frozenset(rows.columns.chain_starts)
         self._starts_under = starts_under  # row -> the chain starts whose parent it is
         self._nodes: dict[int, RowNode] = {}
+        self._max_nodes = max(MIN_NODES, rows.count // NODES_SHARE)
         self.labels = labels
         self.label_timestamps = label_timestamps
         self.leaf_path = leaf_path
@@ -94,6 +107,8 @@ class RowTree:
         """The node of ``row``, the same object each time."""
         node = self._nodes.get(row)
         if node is None:
+            if len(self._nodes) >= self._max_nodes:
+                raise RowTreeOutgrown
             node = self._nodes[row] = RowNode(self, row)
         return node
 

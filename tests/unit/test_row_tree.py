@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from pi_session_server.server import methods_read as R
 from pi_session_server.server import params as P
-from pi_session_server.session import SessionManager, cache_dir, scan_index
+from pi_session_server.session import SessionManager, cache_dir, row_tree, scan_index
 from pi_session_server.session.tree import preorder
 
 
@@ -154,3 +154,24 @@ def test_a_tree_views_first_window_from_rows_is_the_whole_trees(
         assert manager._rows is not None  # the window made no entry but those it looked at
         assert [first, *replies(manager)[1:]] == expected
     assert expected[0]["nodes"]
+
+
+def test_a_first_window_that_goes_on_too_far_for_the_rows_is_cut_from_the_whole_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A session without branches: its top chain is the whole session."""
+    monkeypatch.setenv("HOME", "/home/u")
+    lines = [S.header(), S.user("u0", None, "first")]
+    _turns(lines, "u0", 0, 2 * row_tree.MIN_NODES)
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = P.parse({"session": "s", "filter": "default", "chain": True, "limit": 9}, P.GetTreeParams)
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = bytes(R._tree(plain, page))
+    with _reopened(path, tmp_path / "index") as manager:
+        tree = manager.row_tree()
+        assert tree is not None
+        with pytest.raises(row_tree.RowTreeOutgrown):
+            preorder(tree.roots)
+        assert bytes(R._tree(manager, page)) == expected
+        assert manager._rows is None  # every entry made, for the whole tree
