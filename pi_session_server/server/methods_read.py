@@ -16,6 +16,7 @@ from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.describe import PreviewCache, home_directory
+from pi_session_server.session.row_tree import RowTreeOutgrown
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
@@ -82,19 +83,46 @@ def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
     """The shape of the tree for ``view``, kept for the windows of one view of it."""
 
     def shape() -> Any:
-        roots, leaf_id = manager.get_tree(), manager.get_leaf_id()
         unique_ids = manager.get_entry_count() == manager.entry_count()
-        return tree_shape(
-            roots,
-            leaf_id,
-            manager.by_id,
-            cache=preview_cache(manager),
-            calls_on_demand=on_demand,
-            leaf_path=manager.get_branch() if unique_ids else None,
-            **view,
-        )
+        leaf_path = manager.get_branch() if unique_ids else None
+        return _shape(manager, view, on_demand, manager.get_tree(), manager.by_id, leaf_path)
 
     return _tree_shapes.tree(manager, (*view.values(), on_demand), shape)
+
+
+def _shape(
+    manager: Any, view: dict[str, Any], on_demand: bool, roots: Any, by_id: Any, leaf_path: Any
+) -> Any:
+    return tree_shape(
+        roots,
+        manager.get_leaf_id(),
+        by_id,
+        cache=preview_cache(manager),
+        calls_on_demand=on_demand,
+        leaf_path=leaf_path,
+        **view,
+    )
+
+
+def _window_tree(manager: Any, view: dict[str, Any], window: TreeWindow, on_demand: bool) -> FlatTree:
+    """The rows of a window, cut from the view's kept shape (:func:`_kept_shape`). The top chain of
+    a session reopened from its index (a tree view's first window), while no shape is kept, is cut
+    from the tree of the index's rows (``manager.row_tree``) instead, whose nodes and entries are
+    made as the window reaches them: not every entry and node of the session for the few hundred
+    rows a view opens on. That shape is not kept (the view's next windows, the levels down to the
+    leaf and the whole tree, walk most of the tree, which the tree built at once serves faster),
+    and a chain that goes on too far for it (a session without branches) is cut from the kept one."""
+    top_chain = window.chain and window.root_id is ABSENT and window.around_id is ABSENT
+    if top_chain and _tree_shapes.kept_for(manager, (*view.values(), on_demand)) is None:
+        try:
+            rows = manager.row_tree()
+            if rows is not None:
+                return window_tree(
+                    _shape(manager, view, on_demand, rows.roots, rows.by_id, rows.leaf_path), window
+                )
+        except RowTreeOutgrown:
+            pass
+    return window_tree(_kept_shape(manager, view, on_demand), window)
 
 
 def _levels(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
@@ -114,7 +142,7 @@ def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     on_demand = window.chain or window.root_id is not ABSENT or window.around_id is not ABSENT
 
     def walk() -> FlatTree:
-        return window_tree(_kept_shape(manager, view, on_demand), window)
+        return _window_tree(manager, view, window, on_demand)
 
     try:
         encoded, more = encode_flat_page(_tree_pages.tree(manager, key, walk), window, MAX_TREE_NODES)

@@ -83,6 +83,18 @@ class FlatTreePages(Generic[Walk]):
         self._expire_later(manager_ref, kept, self.idle_seconds)
         return tree
 
+    def kept_for(self, manager: Any, options: tuple[Any, ...]) -> Walk | None:
+        """The walk :meth:`tree` would give for ``options`` without building one, if kept."""
+        try:
+            state = session_state(manager)
+            with self._lock:
+                kept = self._kept.get(manager)
+        except TypeError:  # never kept (no weak reference)
+            return None
+        if kept is None or kept.options != options or not _same_state(kept.state, state):
+            return None
+        return kept.tree
+
     def forget(self, manager: Any) -> None:
         """Drop the session's walk (its last page was served)."""
         with self._lock, contextlib.suppress(TypeError):  # TypeError: never kept (no weak reference)

@@ -16,7 +16,7 @@ descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final
@@ -35,9 +35,12 @@ from pi_session_server.session.describe import (
     tool_calls_of,
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
+from pi_session_server.session.index_rows import RowPath
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
+# the filters that show most entries of a chat (the others a few: all previews made up front is waste)
+_MOSTLY_SHOWN = frozenset({"none", "default", "no-tools", "all"})
 _SETTINGS_TYPES = frozenset(
     {"label", "custom", "model_change", "thinking_level_change", "session_info", "context_edit"}
 )
@@ -149,7 +152,7 @@ def _mode_shows(mode: str, etype: Any, role: Any, node: Any) -> bool:
 # --- the flat and nested forms -------------------------------------------------------------
 
 
-def active_path_ids(entries_by_id: dict[Any, Any], leaf_id: Any) -> set[Any]:
+def active_path_ids(entries_by_id: Mapping[Any, Any], leaf_id: Any) -> set[Any]:
     """Index keys of the ids from the leaf up to its root (cycle-safe)."""
     ids: set[Any] = set()
     current = leaf_id
@@ -199,20 +202,27 @@ def _order_active_first(roots: list[Any], leaf_id: Any) -> Callable[[list[Any]],
     return ordered
 
 
-def _order_along(on_path: set[int]) -> Callable[[list[Any]], list[Any]]:
+def _order_along(on_path: Container[Any]) -> Callable[[list[Any]], list[Any]]:
     """:func:`_order_active_first` when the entries from the leaf's root down to the leaf are
-    known (``on_path``: their ``id()``) and every id is unique: a node holds the leaf exactly when
-    its entry is one of them, so no walk of the tree is needed."""
+    known (``on_path``: them, see :func:`_entries_on`) and every id is unique: a node holds the
+    leaf exactly when its entry is one of them, so no walk of the tree is needed."""
 
     def ordered(nodes: list[Any]) -> list[Any]:
         if len(nodes) < 2:
             return nodes
-        return [n for n in nodes if id(n.entry) in on_path] + [n for n in nodes if id(n.entry) not in on_path]
+        return [n for n in nodes if n.entry in on_path] + [n for n in nodes if n.entry not in on_path]
 
     return ordered
 
 
-def _whole_leaf_path(path: list[Any], leaf_id: Any) -> bool:
+def _entries_on(path: Sequence[Any]) -> Container[Any]:
+    """The entries of a leaf's path, for ``in`` by identity: a path of the index's rows finds an
+    entry by its row (its entries are not all made), a list is made a set (entries hash by
+    identity)."""
+    return path if isinstance(path, RowPath) else set(path)
+
+
+def _whole_leaf_path(path: Sequence[Any], leaf_id: Any) -> bool:
     """Whether ``path`` runs from a root (parentId null) down to the entry ``leaf_id``."""
     if not path:
         return False
@@ -322,7 +332,7 @@ class _TreeShape:
         self,
         roots: list[Any],
         leaf_id: Any,
-        entries_by_id: dict[Any, Any],
+        entries_by_id: Mapping[Any, Any],
         *,
         mode: str,
         search: str | None,
@@ -330,7 +340,7 @@ class _TreeShape:
         previews: bool,
         cache: PreviewCache | None,
         calls_on_demand: bool = False,
-        leaf_path: list[Any] | None = None,
+        leaf_path: Sequence[Any] | None = None,
     ) -> None:
         self.roots = roots
         self.leaf_id = leaf_id
@@ -346,7 +356,7 @@ class _TreeShape:
         path = leaf_path if leaf_path is not None and _whole_leaf_path(leaf_path, leaf_id) else None
         # a known leaf path's entries by identity (every id unique): whether a node is on it, for
         # the order and each node's onLeafPath, without the key of every entry of a long path
-        self._path_entries = None if path is None else set(map(id, path))
+        self._path_entries = None if path is None else _entries_on(path)
         self.ordered: Callable[[list[Any]], list[Any]] | None = None
         if active_branch_first:
             on_path = self._path_entries
@@ -364,7 +374,8 @@ class _TreeShape:
             elif cache is None:
                 self.tool_calls = collect_tool_calls(_walk_entries(roots))
             else:
-                self.tool_calls = cache.collect_tool_calls(_walk_entries(roots))
+                shows_most = mode in _MOSTLY_SHOWN and not search
+                self.tool_calls = cache.collect_tool_calls(_walk_entries(roots), with_previews=shows_most)
             if cache is not None:
                 self.preview = cache.previews()
         # the keys of the leaf path's entries; of a known path, made when first asked for (on_path)
@@ -382,7 +393,7 @@ class _TreeShape:
         if not truthy(entry_id):
             return False
         path_entries = self._path_entries
-        return id(entry) in path_entries if path_entries is not None else index_key(entry_id) in self.on_path
+        return entry in path_entries if path_entries is not None else index_key(entry_id) in self.on_path
 
     def _find_call(self, entry: Any) -> None:
         """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
@@ -554,24 +565,26 @@ class _TreeShape:
         """One node of the result; ``children`` goes under ``key`` (childIds or children)."""
         entry = node.entry
         entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
-        item: dict[str, Any] = {"id": _wire_id(entry_id)}
+        # made for every row of a whole tree: the strings most fields are pass without a call
+        item: dict[str, Any] = {"id": entry_id if type(entry_id) is str else _wire_id(entry_id)}
         if parent_id is not ABSENT:
-            item["parentId"] = _safe(parent_id)
+            item["parentId"] = parent_id if type(parent_id) is str else _safe(parent_id)
         item["visibleParentId"] = visible_parent_id
         item[key] = children
         if etype is not ABSENT:
-            item["type"] = _safe(etype)
+            item["type"] = etype if type(etype) is str else _safe(etype)
         if role is not ABSENT:
-            item["role"] = _safe(role)
+            item["role"] = role if type(role) is str else _safe(role)
         if node.label is not ABSENT:
             item["label"] = _safe(node.label)
         if node.label_timestamp is not ABSENT:
             item["labelTimestamp"] = _safe(node.label_timestamp)
         if self.tool_calls is not None:
-            self._find_call(entry)
+            if not self.calls_complete:
+                self._find_call(entry)
             item["preview"] = self.preview(entry, self.tool_calls)
         if timestamp is not ABSENT:
-            item["timestamp"] = _safe(timestamp)
+            item["timestamp"] = timestamp if type(timestamp) is str else _safe(timestamp)
         if line >= 0:
             item["line"] = line
         item["depth"] = depth
@@ -858,7 +871,7 @@ def flat_tree(
 def tree_shape(
     roots: list[Any],
     leaf_id: Any,
-    entries_by_id: dict[Any, Any],
+    entries_by_id: Mapping[Any, Any],
     *,
     mode: str = "none",
     search: str | None = None,
@@ -866,7 +879,7 @@ def tree_shape(
     previews: bool = True,
     cache: PreviewCache | None = None,
     calls_on_demand: bool = False,
-    leaf_path: list[Any] | None = None,
+    leaf_path: Sequence[Any] | None = None,
 ) -> _TreeShape:
     """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
     tool calls for previews): made once per session state and kept while a tree view opens level

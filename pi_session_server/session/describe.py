@@ -353,7 +353,11 @@ class PreviewCache:
         self._load_stored(self.entries())
         return True
 
-    def collect_tool_calls(self, entries: Iterable[Any]) -> ToolCalls:
+    def collect_tool_calls(self, entries: Iterable[Any], *, with_previews: bool = False) -> ToolCalls:
+        """The tool calls of the assistant messages among ``entries`` (a walk's, in its order).
+        ``with_previews``: the walk shows most of its entries; the previews it did not have
+        before are made in the same pass over the file (its rows would miss them one after the
+        other, and read them a batch at a time)."""
         walked = self._walked = list(entries)
         self._walk_positions = None
         self._load_stored(walked)
@@ -362,9 +366,17 @@ class PreviewCache:
         calls: ToolCalls = {}
         assistants = [e for e in walked if type_of(e) == "message" and role_of(e) == "assistant"]
         unknown = [e for e in assistants if _cached(old, e) is None]
-        parts = self.parts
+        parts, previous = self.parts, self._previous
+        if with_previews:
+            listed = set(map(id, unknown))
+            unknown += [
+                e
+                for e in walked
+                if id(e) not in listed and _cached(parts, e) is None and _cached(previous, e) is None
+            ]
         for entry, (part, facts) in _facts_in_one_pass(unknown, _part_and_facts):
-            old[id(entry)] = facts
+            if facts is not None and _cached(old, entry) is None:
+                old[id(entry)] = facts
             if _cached(parts, entry) is None:  # the same read gives the preview the walk shows next
                 parts[id(entry)] = (entry, part)
         self._made += len(unknown)
@@ -495,7 +507,8 @@ class PreviewCache:
         part_of = self.part_of
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
-            return finish_preview(part_of(entry), tool_calls, home)
+            part = part_of(entry)  # most parts are the preview: no call for them (one per row)
+            return part if type(part) is str else finish_preview(part, tool_calls, home)
 
         return preview
 

@@ -278,6 +278,12 @@ class IndexedRows:
             at = data.find(wanted, at + 1)
         return -1
 
+    def row_of_entry(self, entry: Entry) -> int:
+        """The row whose entry (made by :meth:`entry`) is ``entry``, or -1."""
+        offsets = self.columns.offsets
+        row = bisect_left(offsets, entry.offset)
+        return row if row < len(offsets) and self._made.get(row) is entry else -1
+
     def path_to_root(self, row: int) -> RowPath | None:
         """The path from the root to ``row`` (``walk_to_root``), or None when it meets a row twice
         (a cycle: the caller walks it remembering what it met)."""
@@ -413,7 +419,7 @@ class RowPath(Sequence[Entry]):
     """A path of rows (runs of consecutive rows, root-most first), read as a sequence of entries
     that are made as they are looked at."""
 
-    __slots__ = ("_begins", "_runs", "length", "rows")
+    __slots__ = ("_begins", "_by_first", "_runs", "length", "rows")
 
     def __init__(self, rows: IndexedRows, runs: list[tuple[int, int]]) -> None:
         self.rows = rows
@@ -424,6 +430,20 @@ class RowPath(Sequence[Entry]):
             self._begins.append(length)
             length += end - first
         self.length = length
+        self._by_first: list[tuple[int, int]] | None = None  # the runs by first row (see __contains__)
+
+    def __contains__(self, entry: object) -> bool:
+        """Whether ``entry`` itself (one made by the rows) is on the path, found by its row."""
+        if type(entry) is not Entry:
+            return False
+        row = self.rows.row_of_entry(entry)
+        if row < 0:
+            return False
+        if self._by_first is None:
+            self._by_first = sorted(self._runs)
+        runs = self._by_first
+        run = bisect_right(runs, (row, self.rows.count)) - 1
+        return run >= 0 and runs[run][0] <= row < runs[run][1]
 
     def __len__(self) -> int:
         return self.length

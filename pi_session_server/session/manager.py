@@ -68,6 +68,7 @@ from .projection import (
     text_blocks,
 )
 from .rewrites import LockedFile, rewritten_after
+from .row_tree import RowTree, row_tree
 from .tree import TreeNode, build_tree
 
 
@@ -1070,6 +1071,16 @@ class SessionManager:
                 by_id=self._by_id,
                 chain_starts=self._chain_starts,
             )
+
+    def row_tree(self) -> RowTree | None:
+        """:meth:`get_tree` as nodes made when reached, with the entries by id and the leaf's
+        path (``by_id``, ``get_branch()``) as they are found, while the entries of a load from the
+        index are not made (None otherwise, or when the rows do not give it: see row_tree)."""
+        rows = self._rows
+        if rows is None or not truthy(self._leaf_id) or self._leaf_id != self._leaf_row_id():
+            return None
+        labels = {key: label for key, (_target, label) in self._labels.items()}
+        return row_tree(rows, labels, dict(self._label_timestamps))
 
     def branch(self, branch_from_id: Any) -> None:
         if index_key(branch_from_id) not in self._by_id:

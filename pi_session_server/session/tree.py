@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from functools import cmp_to_key
 from itertools import compress
 from operator import attrgetter, is_not, itemgetter
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -74,7 +74,7 @@ def build_tree(
     if built is not None:
         roots, node_of, branch_points = built
         for node in branch_points:
-            _sort_siblings(node.children)
+            sort_siblings(node.children)
     else:
         roots, nodes = _build_any_order(entries)
         node_of = nodes.get
@@ -234,7 +234,7 @@ def _build_any_order(entries: list[Any]) -> tuple[list[TreeNode], dict[Any, Tree
             parents_of_shared[key].append(parent)
     for node in nodes.values():  # every node once; what no root reaches is cut below anyway
         if len(node.children) > 1:
-            _sort_siblings(node.children)
+            sort_siblings(node.children)
     # Without duplicate ids every node has at most one parent, so no cycle is reachable from a
     # root and the D2 walk would change nothing; with them it only can if one goes through them.
     if duplicated and _shared_nodes_in_a_cycle(nodes, parents_of_shared):
@@ -344,14 +344,22 @@ def _cut_unreachable(roots: list[TreeNode], nodes: dict[Any, TreeNode]) -> None:
                 node.children.clear()
 
 
-def _by_time(a: tuple[float, TreeNode], b: tuple[float, TreeNode]) -> float:
+def _by_time(a: tuple[float, Any], b: tuple[float, Any]) -> float:
     return a[0] - b[0]
 
 
 _BY_TIME_KEY = cmp_to_key(_by_time)  # type: ignore[arg-type]  # NaN results are the point
 
 
-def _sort_siblings(children: list[TreeNode]) -> None:
+class _Timed(Protocol):
+    @property
+    def time_ms(self) -> float: ...
+
+
+_T = TypeVar("_T", bound=_Timed)  # a tree's node: TreeNode, or row_tree's
+
+
+def sort_siblings(children: list[_T]) -> None:
     """Sort in place by time, as V8's stable sort does with the reference's NaN-yielding comparator.
 
     When every timestamp parses, any stable sort by time agrees; with unparsable ones the comparator

@@ -144,6 +144,37 @@ def test_levels_read_each_body_once_at_most_and_serve_the_next_process_without_r
         assert reads.count == 0
 
 
+@pytest.mark.parametrize("mode", ["default", "none", "no-tools", "all"])
+def test_a_whole_tree_of_a_filter_that_shows_most_rows_reads_their_previews_in_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Not a batch at a time as its rows miss them, after reading the first misses one by one."""
+    monkeypatch.setenv("HOME", "/home/u")
+    path = _branchy_session(tmp_path / "s.jsonl", turns=200)  # rows beyond a batch's misses
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        expected = T.encode_flat_tree_view(
+            manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode
+        )
+    passes: list[int] = []
+    real = describe.preview_values
+
+    def counted(entries: Any) -> Any:
+        passes.append(1)
+        return real(entries)
+
+    monkeypatch.setattr(describe, "preview_values", counted)
+    reads = _BodyReads(monkeypatch)
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        assert manager.entry_count() > 2 * describe.PREFETCH_AFTER_MISSES
+        reads.count = 0  # (the header's, at the open)
+        cache = _server_cache(manager)
+        whole = T.encode_flat_tree_view(
+            manager.get_tree(), manager.get_leaf_id(), manager.by_id, mode=mode, cache=cache
+        )
+    assert whole == expected
+    assert (len(passes), reads.count) == (1, 0)
+
+
 def test_keeping_merges_with_what_was_kept_before(kept_setup: tuple[Path, str]) -> None:
     path, index_dir = kept_setup
     with _open(path, index_dir) as manager:  # every entry's preview

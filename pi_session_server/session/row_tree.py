@@ -1,0 +1,172 @@
+"""``getTree`` over the index's rows, each node made when a walk reaches it.
+
+A reopen from the file's index holds rows (:mod:`.index_rows`), not entries. ``getTree`` makes every
+entry and every node, while a tree view's first window shows a few hundred rows from the top: a
+:class:`RowTree` gives the same tree, a node (and its entry) made only when asked for. The shape is
+:func:`.tree.build_tree`'s for the manager's own entries (every id a distinct string; the entry
+after an entry in its chain is its child, in file order before any other child; a chain start hangs
+under the row its parent is, which comes before it; siblings sorted by time): when a row does not
+fit that (a parent missing or further down), there is no row tree and the caller builds the tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..format.dates import ms
+from ..format.entry import Entry
+from ..format.jsvalue import ABSENT
+from .fields import timestamp_of
+from .index_rows import IndexedRows, RowPath
+from .tree import sort_siblings
+
+# A node made on its own costs several times one of getTree's, made with all the others: a row tree
+# makes at most this share of the rows' nodes (and a few hundred in any case) before it gives up.
+NODES_SHARE = 8
+MIN_NODES = 256
+
+
+class RowTreeOutgrown(Exception):
+    """A walk of a :class:`RowTree` reached more nodes than the tree makes (see NODES_SHARE): a
+    walk that goes that far costs less over the tree built at once."""
+
+
+class RowNode:
+    """A node of :class:`RowTree`: ``TreeNode``'s members, found when read."""
+
+    __slots__ = ("_children", "_tree", "row")
+
+    def __init__(self, tree: RowTree, row: int) -> None:
+        self._tree = tree
+        self.row = row
+        self._children: list[RowNode] | None = None
+
+    @property
+    def entry(self) -> Entry:
+        return self._tree.rows.entry(self.row)
+
+    @property
+    def children(self) -> list[RowNode]:
+        if self._children is None:
+            self._children = self._tree.children_of(self.row)
+        return self._children
+
+    @property
+    def label(self) -> Any:
+        return self._tree.labels.get(self._tree.rows.id_at(self.row), ABSENT)
+
+    @property
+    def label_timestamp(self) -> Any:
+        return self._tree.label_timestamps.get(self._tree.rows.id_at(self.row), ABSENT)
+
+    @property
+    def time_ms(self) -> float:
+        return ms(timestamp_of(self.entry))
+
+
+class RowTree:
+    """The tree of an index's rows: ``roots``, the entries by id (:attr:`by_id`) and the leaf's
+    path (:attr:`leaf_path`, the last row's), each node made once, when first reached. Making more
+    nodes than a share of the rows raises :class:`RowTreeOutgrown`."""
+
+    __slots__ = (
+        "_max_nodes",
+        "_nodes",
+        "_starts",
+        "_starts_under",
+        "by_id",
+        "label_timestamps",
+        "labels",
+        "leaf_path",
+        "roots",
+        "rows",
+    )
+
+    def __init__(
+        self,
+        rows: IndexedRows,
+        roots: list[int],
+        starts_under: dict[int, list[int]],
+        leaf_path: RowPath,
+        labels: dict[Any, Any],
+        label_timestamps: dict[Any, Any],
+    ) -> None:
+        self.rows = rows
+        self._starts = frozenset(rows.columns.chain_starts)
+        self._starts_under = starts_under  # row -> the chain starts whose parent it is
+        self._nodes: dict[int, RowNode] = {}
+        self._max_nodes = max(MIN_NODES, rows.count // NODES_SHARE)
+        self.labels = labels
+        self.label_timestamps = label_timestamps
+        self.leaf_path = leaf_path
+        self.by_id = RowEntries(rows)
+        self.roots = [self.node(row) for row in roots]
+
+    def node(self, row: int) -> RowNode:
+        """The node of ``row``, the same object each time."""
+        node = self._nodes.get(row)
+        if node is None:
+            if len(self._nodes) >= self._max_nodes:
+                raise RowTreeOutgrown
+            node = self._nodes[row] = RowNode(self, row)
+        return node
+
+    def children_of(self, row: int) -> list[RowNode]:
+        """The children of ``row`` in ``build_tree``'s order: the next row when it goes on the
+        chain, then the chain starts under ``row`` in file order, sorted by time when several."""
+        following = row + 1
+        children = [] if following >= self.rows.count or following in self._starts else [following]
+        children.extend(self._starts_under.get(row, ()))
+        nodes = [self.node(child) for child in children]
+        if len(nodes) > 1:
+            sort_siblings(nodes)
+        return nodes
+
+
+def row_tree(rows: IndexedRows, labels: dict[Any, Any], label_timestamps: dict[Any, Any]) -> RowTree | None:
+    """The tree of ``rows`` (every id a distinct string: see scan_index._lazy_allowed), or None when
+    a chain start's parent is not a row before it (``build_tree`` builds that tree another way)."""
+    columns = rows.columns
+    roots: list[int] = []
+    starts_under: dict[int, list[int]] = {}
+    for start in columns.chain_starts:
+        parent = columns.parents.get(start, ABSENT)
+        if start not in columns.parents:
+            if not start:
+                return None  # the first row without parentId
+            above = start - 1
+        elif parent is None:
+            roots.append(start)
+            continue
+        else:
+            above = columns.parent_rows.get(start, -1)
+            if type(parent) is not str or not 0 <= above < start:
+                return None
+        starts_under.setdefault(above, []).append(start)
+    path = rows.path_to_root(rows.count - 1) if rows.count else None
+    if path is None:
+        return None
+    return RowTree(rows, roots, starts_under, path, labels, label_timestamps)
+
+
+class RowEntries(Mapping[Any, Entry]):
+    """The entries of rows by id, each looked up in the ids column: for the few entries a window
+    looks up (a tool result's call above it), not for a walk of every entry."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: IndexedRows) -> None:
+        self.rows = rows
+
+    def __getitem__(self, key: Any) -> Entry:
+        row = self.rows.row_of_id(key) if type(key) is str else -1
+        if row < 0:
+            raise KeyError(key)
+        return self.rows.entry(row)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.rows.id_at, range(self.rows.count))
+
+    def __len__(self) -> int:
+        return self.rows.count

@@ -1,0 +1,177 @@
+"""The tree of a session reopened from its index, made as it is walked (session/row_tree.py): the
+nodes, their order, labels and the leaf's path are getTree's and getBranch's; a tree view's first
+window cut from it is the very reply the whole tree gives, and makes no entry it does not show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import builders as S
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_session_server.server import methods_read as R
+from pi_session_server.server import params as P
+from pi_session_server.session import SessionManager, cache_dir, row_tree, scan_index
+from pi_session_server.session.tree import preorder
+
+
+@pytest.fixture(autouse=True)
+def _every_size_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.delenv(cache_dir.NO_INDEX_ENV, raising=False)
+
+
+def _reopened(path: Path, index_dir: Path) -> SessionManager:
+    """``path`` opened from the index an open before wrote (its entries not made)."""
+    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
+    manager = SessionManager.open(str(path), read_only=True, index=str(index_dir))
+    assert scan_index.last_outcome.read == "used"
+    return manager
+
+
+def _shape(roots: list[Any]) -> list[tuple[int, Any, Any, Any, int]]:
+    return [
+        (depth, node.entry.id, node.label, node.label_timestamp, len(node.children))
+        for depth, node in preorder(roots)
+    ]
+
+
+_TIMES = st.sampled_from([f"2024-01-01T00:00:0{n}Z" for n in range(4)] + ["not a time", ""])
+
+
+@st.composite
+def _sessions(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Distinct ids; parents earlier, later, missing or null; times out of order, alike or
+    unparsable (siblings sorted by them); labels set and cleared."""
+    values: list[dict[str, Any]] = []
+    count = draw(st.integers(1, 25))
+    kinds = ["before", "before", "earlier", "earlier", "null"]
+    if draw(st.booleans()):  # parents getTree finds another way (there is no tree of rows then)
+        kinds += ["missing", "later"]
+    for n in range(count):
+        earlier = [v["id"] for v in values]
+        # mostly what pi writes (the entry before, or a branch off an earlier one), at times not
+        kind = draw(st.sampled_from(kinds))
+        parent: Any = None
+        if kind == "before" and earlier:
+            parent = earlier[-1]
+        elif kind == "earlier" and earlier:
+            parent = draw(st.sampled_from(earlier))
+        elif kind == "missing":
+            parent = "nowhere"
+        elif kind == "later":
+            parent = f"e{min(n + 2, count - 1)}"  # one further down (or itself)
+        value: dict[str, Any] = {"id": f"e{n}", "parentId": parent, "timestamp": draw(_TIMES)}
+        if earlier and draw(st.booleans()) and n % 3 == 0:
+            value.update(
+                type="label", targetId=draw(st.sampled_from(earlier)), label=draw(st.sampled_from(["L", ""]))
+            )
+        else:
+            value.update(type="message", message={"role": "user", "content": f"c{n}"})
+        values.append(value)
+    return values
+
+
+def _write(path: Path, values: list[dict[str, Any]]) -> Path:
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"}
+    path.write_text("\n".join(json.dumps(v) for v in [header, *values]) + "\n", encoding="utf-8")
+    return path
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=_sessions())
+def test_the_tree_of_rows_is_get_tree_and_its_path_get_branch(
+    tmp_path_factory: pytest.TempPathFactory, values: list[dict[str, Any]]
+):
+    directory = tmp_path_factory.mktemp("rows")
+    path = _write(directory / "s.jsonl", values)
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = _shape(plain.get_tree()), [e.id for e in plain.get_branch()]
+        ids = [e.id for e in plain.get_entries()[1:]]
+    with _reopened(path, directory / "index") as manager:
+        tree = manager.row_tree()
+        if tree is None:  # not from rows, or a parent getTree finds another way
+            return
+        assert (_shape(tree.roots), [e.id for e in tree.leaf_path]) == expected
+        assert manager._rows is not None  # none of it made every entry
+        for entry_id in ids:
+            assert tree.by_id[entry_id].id == entry_id
+        assert tree.by_id.get("e99") is None
+        on_path = set(expected[1])
+        for depth_node in preorder(tree.roots):
+            entry = depth_node[1].entry
+            assert (entry in tree.leaf_path) == (entry.id in on_path)
+
+
+def _turns(lines: list[str], parent: str, first: int, count: int) -> str:
+    """Assistant calls (every third with text, the others silent turns) and their results."""
+    for n in range(first, first + count):
+        aid, rid, call = f"a{n}", f"r{n}", f"c{n}"
+        text = "" if n % 3 else f"step {n}"
+        lines.append(S.assistant(aid, parent, text, calls=((call, "bash", {"command": f"ls {n}"}),)))
+        lines.append(S.tool_result(rid, aid, call, f"out {n}"))
+        parent = rid
+    return parent
+
+
+def _branchy(path: Path) -> Path:
+    """A chain of turns from the top, then a branch point (its branches out of time order, the
+    leaf's the later one), labels, and more turns on the leaf's branch."""
+    lines = [S.header(), S.user("u0", None, "first", timestamp="2024-01-01T00:00:00Z")]
+    parent = _turns(lines, "u0", 0, 12)
+    lines.append(S.user("late", parent, "a later branch", timestamp="2024-01-01T00:09:00Z"))
+    lines.append(S.user("early", parent, "an earlier branch", timestamp="2024-01-01T00:01:00Z"))
+    lines.append(S.label("l0", "early", "r3", "the result"))
+    parent = _turns(lines, "late", 12, 8)
+    lines.append(S.label("l1", parent, "a4", "marked"))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("mode", ["default", "none", "no-tools", "user-only", "all"])
+@pytest.mark.parametrize("active_branch_first", [True, False])
+def test_a_tree_views_first_window_from_rows_is_the_whole_trees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, active_branch_first: bool
+):
+    monkeypatch.setenv("HOME", "/home/u")
+    path = _branchy(tmp_path / "s.jsonl")
+    view = {"session": "s", "filter": mode, "form": "flat", "activeBranchFirst": active_branch_first}
+    pages = [{**view, "chain": True, "offset": offset, "limit": 7} for offset in (0, 7, 14, 70)]
+
+    def replies(manager: SessionManager) -> list[Any]:
+        return [msgspec.json.decode(R._tree(manager, P.parse(p, P.GetTreeParams))) for p in pages]
+
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = replies(plain)
+    with _reopened(path, tmp_path / "index") as manager:
+        assert manager.row_tree() is not None
+        first = msgspec.json.decode(R._tree(manager, P.parse(pages[0], P.GetTreeParams)))
+        assert manager._rows is not None  # the window made no entry but those it looked at
+        assert [first, *replies(manager)[1:]] == expected
+    assert expected[0]["nodes"]
+
+
+def test_a_first_window_that_goes_on_too_far_for_the_rows_is_cut_from_the_whole_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A session without branches: its top chain is the whole session."""
+    monkeypatch.setenv("HOME", "/home/u")
+    lines = [S.header(), S.user("u0", None, "first")]
+    _turns(lines, "u0", 0, 2 * row_tree.MIN_NODES)
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    page = P.parse({"session": "s", "filter": "default", "chain": True, "limit": 9}, P.GetTreeParams)
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = bytes(R._tree(plain, page))
+    with _reopened(path, tmp_path / "index") as manager:
+        tree = manager.row_tree()
+        assert tree is not None
+        with pytest.raises(row_tree.RowTreeOutgrown):
+            preorder(tree.roots)
+        assert bytes(R._tree(manager, page)) == expected
+        assert manager._rows is None  # every entry made, for the whole tree
