@@ -54,13 +54,17 @@ def _projection(projection: dict[str, Any]) -> Any:
     return {**projection, "entries": entries}
 
 
+def _tree_shape(roots: list[Any]) -> list[tuple[int, Any, Any, int]]:
+    return [(depth, n.entry.id, n.label, len(n.children)) for depth, n in preorder(roots)]
+
+
 def _everything(sm: SessionManager) -> Any:
     entries = sm.get_entries()
     return (
         [(e.id, e.parent_id, e.type, e.timestamp, e.role, e.line, e.offset, e.aux) for e in entries],
         [e.value for e in entries],
         [e.id for e in sm.get_branch()],
-        [(depth, n.entry.id, n.label, len(n.children)) for depth, n in preorder(sm.get_tree())],
+        _tree_shape(sm.get_tree()),
         [(p.line, p.kind, p.message) for p in sm.problems],
     )
 
@@ -450,6 +454,10 @@ def test_any_grown_session_reopened_from_its_index_answers_alike(
         ):
             lazy = sm._rows is not None
             event(f"the new entries joined the rows: {lazy}")
+            tree = sm.row_tree() if lazy else None  # (the sidecar's first window)
+            if tree is not None:
+                assert _tree_shape(tree.roots) == _tree_shape(plain.get_tree())
+                assert [e.id for e in tree.leaf_path] == [e.id for e in plain.get_branch()]
             assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
     new_ids = [value["id"] for value in appended]
     fresh = len(set(new_ids)) == len(new_ids) and not set(new_ids) & {value["id"] for value in before}
