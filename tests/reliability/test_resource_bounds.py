@@ -307,7 +307,8 @@ def test_repairing_a_big_session_streams_it(tmp_path: Path, figures):
             f.write(line)
     whole.unlink()
     small = bodies_file(tmp_path / "small.jsonl", 1, 1000)
-    baseline, _ = _check_peak_rss(small)
+    # the baseline is the same command on a tiny file: what it imports is not what the file costs
+    baseline, _ = _check_peak_rss(small, "-o", str(tmp_path / "small-fixed.jsonl"), command=("repair",))
     out = tmp_path / "fixed.jsonl"
     peak, output = _check_peak_rss(path, "-o", str(out), command=("repair",))
     size = path.stat().st_size
@@ -316,10 +317,12 @@ def test_repairing_a_big_session_streams_it(tmp_path: Path, figures):
     with open(out, "rb") as f:
         f.seek(middle)
         assert f.read(len(glued) + 1) == glued + b"\n"
-    assert peak - baseline < size // 3, (
-        f"repairing a {size // MB} MB session peaked {(peak - baseline) // MB} MB above checking a tiny one"
+    # a few times the longest line (10 MB), a figure that moves from one environment to the next;
+    # holding the file would add all of it
+    assert peak - baseline < size // 2, (
+        f"repairing a {size // MB} MB session peaked {(peak - baseline) // MB} MB above repairing a tiny one"
     )
-    figures["memory: pi-session repair -o of a 120 MB session: peak RSS above checking a tiny file"] = (
+    figures["memory: pi-session repair -o of a 120 MB session: peak RSS above repairing a tiny file"] = (
         f"+{(peak - baseline) // MB} MB (peak {peak // MB} MB)"
     )
 
