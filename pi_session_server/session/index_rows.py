@@ -21,17 +21,19 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any, overload
 
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
 
 # Codes are bytes: a type or role table holds at most this many values.
-_MAX_CODES = 256
+MAX_CODES = 256
+# What a parentId, targetId or label a row holds may be (another value is read again from its line).
+PLAIN_OPTIONAL: frozenset[type] = frozenset({str, type(None), type(ABSENT)})
 # Up to this many ids are looked for in the ids column one by one; more, in a map of the column.
 _FEW_IDS = 64
-_PLAIN_OPTIONAL = (str, type(None), type(ABSENT))
 
 
 @dataclass(slots=True)
@@ -306,7 +308,7 @@ class IndexedRows:
 
 def _tail_columns(
     rows: IndexedRows, entries: Sequence[Entry]
-) -> tuple[bytes, list[int], bytes, list[int], bytes, bytes] | None:
+) -> tuple[bytes, Sequence[int], bytes, Sequence[int], bytes, bytes] | None:
     """The text and code columns of ``entries`` as rows after ``columns``' (ids, their ends,
     timestamps, their ends, type codes, role codes), the tables of ``columns`` grown by the types
     and roles they add; None if an entry does not keep the rows' rules (``append_scanned``)."""
@@ -328,9 +330,9 @@ def _tail_columns(
             or "\x00" in entry_id
             or type(entry.timestamp) is not str
             or "\x00" in entry.timestamp
-            or type(entry.parent_id) not in _PLAIN_OPTIONAL
-            or type(entry.targetId) not in _PLAIN_OPTIONAL
-            or type(entry.label) not in _PLAIN_OPTIONAL
+            or type(entry.parent_id) not in PLAIN_OPTIONAL
+            or type(entry.targetId) not in PLAIN_OPTIONAL
+            or type(entry.label) not in PLAIN_OPTIONAL
             or entry._body is not ABSENT
             or not (head is None or (type(head) is MessageHead and type(head.role) in (str, type(ABSENT))))
         ):
@@ -346,7 +348,7 @@ def _tail_columns(
             code = roles[role] = len(columns.heads) + len(new_heads)
             new_heads.append(head_for(role))
         role_codes.append(code)
-    if len(columns.types) + len(new_types) > _MAX_CODES or len(columns.heads) + len(new_heads) > _MAX_CODES:
+    if len(columns.types) + len(new_types) > MAX_CODES or len(columns.heads) + len(new_heads) > MAX_CODES:
         return None
     ids = [entry.id for entry in entries]
     if len(set(ids)) != len(ids) or _rows_with_ids(rows, set(ids), columns.count):
@@ -358,14 +360,27 @@ def _tail_columns(
     return id_data, id_ends, stamp_data, stamp_ends, bytes(type_codes), bytes(role_codes)
 
 
-def _joined_after(column: bytes, texts: list[str]) -> tuple[bytes, list[int]]:
+def _joined_after(column: bytes, texts: list[str]) -> tuple[bytes, Sequence[int]]:
     """``texts`` as they continue a text column (its separator first), and where each ends."""
-    ends = []
-    at = len(column)
-    for text in texts:
-        at += 1 + len(text.encode("utf-8", "surrogatepass"))
-        ends.append(at)
-    return ("\x00" + "\x00".join(texts)).encode("utf-8", "surrogatepass"), ends
+    joined = "\x00".join(texts)
+    return ("\x00" + joined).encode("utf-8", "surrogatepass"), ends_of(texts, joined.isascii(), len(column))
+
+
+def ends_of(values: list[str], ascii: bool, written: int) -> Sequence[int]:
+    """Where each of ``values`` (not empty) ends in their text column, ``written`` where the one
+    before them ends: a range when they are all as long (pi's ids, its timestamps), which holds no
+    number until it is written."""
+    widths = set(map(len, values)) if ascii else ()
+    if len(widths) == 1:
+        step = widths.pop() + 1
+        first = written + step
+        return range(first, first + step * len(values), step)
+    sizes: Iterable[int] = map(len, values)
+    if not ascii:
+        sizes = (len(value.encode("utf-8", "surrogatepass")) for value in values)
+    running = accumulate(map(add, sizes, repeat(1)), initial=written)
+    next(running)  # (the initial value)
+    return array("I", running)  # (past 4 GB of text: OverflowError, and no index is written)
 
 
 def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str, int]:

@@ -49,8 +49,8 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, compress, repeat
-from operator import add, attrgetter, is_not, ne, sub
+from itertools import compress, repeat
+from operator import attrgetter, is_not, ne, sub
 from typing import Any, Final
 
 import msgspec
@@ -61,7 +61,7 @@ from ..format.scan import IdIndex, LineProblem, ScanResult, entry_from_line, lin
 from . import cache_dir
 from .cache_dir import IndexSettings, NotUsable, edges, index_path
 from .chains import Positions
-from .index_rows import IndexedRows, RowColumns
+from .index_rows import MAX_CODES, PLAIN_OPTIONAL, IndexedRows, RowColumns, ends_of
 from .storage import write_all
 
 # ---------------------------------------------------------------------- settings
@@ -196,7 +196,6 @@ _PREFIX = struct.Struct("<8sIIQI")
 _NO_MESSAGE = 0  # entry.message is None
 _NO_ROLE = 1  # a message head without a role
 _ROLE_BASE = 2
-_MAX_CODES = 256
 _TEXT_PIECE = 65536  # values joined and encoded at a time when a text column is written
 _SECTIONS = (
     "ids",
@@ -620,7 +619,7 @@ class _ColumnMaker:
 
     def text(self, values: list[Any], ends: list[Sequence[int]] | None = None) -> Iterator[bytes]:
         """The column as text joined by NUL, in pieces (a value holding a NUL gets a stand-in);
-        where each value ends in it goes to ``ends``, a piece at a time (see _ends_of)."""
+        where each value ends in it goes to ``ends``, a piece at a time (see index_rows.ends_of)."""
         rescanned = self.rescanned
         written = -1  # bytes of the text so far, but for the NUL before the next value
         for at in range(0, len(self.entries), _TEXT_PIECE):
@@ -634,26 +633,9 @@ class _ColumnMaker:
                 piece = values[at : at + _TEXT_PIECE]
                 joined = "\x00".join(piece)
             if ends is not None:
-                ends.append(_ends_of(piece, joined.isascii(), written))
+                ends.append(ends_of(piece, joined.isascii(), written))
                 written = ends[-1][-1]
             yield (("\x00" if at else "") + joined).encode("utf-8", "surrogatepass")
-
-
-def _ends_of(values: list[str], ascii: bool, written: int) -> Sequence[int]:
-    """Where each of ``values`` (not empty) ends in their text column, ``written`` where the one
-    before them ends: a range when they are all as long (pi's ids, its timestamps), which holds no
-    number until it is written."""
-    widths = set(map(len, values)) if ascii else ()
-    if len(widths) == 1:
-        step = widths.pop() + 1
-        first = written + step
-        return range(first, first + step * len(values), step)
-    sizes: Iterable[int] = map(len, values)
-    if not ascii:
-        sizes = (len(value.encode("utf-8", "surrogatepass")) for value in values)
-    running = accumulate(map(add, sizes, repeat(1)), initial=written)
-    next(running)  # (the initial value)
-    return array("I", running)  # (past 4 GB of text: OverflowError, and no index is written)
 
 
 def _ends_section(pieces: list[Sequence[int]]) -> Iterator[memoryview]:
@@ -691,7 +673,7 @@ def _encoded(
     ids = column("id", _PLAIN_TEXT, "")
     for _ in text(ids):  # stand-ins first: a parentId equal to the id before is not kept
         pass
-    parents = column("parent_id", _PLAIN_OPTIONAL, None)
+    parents = column("parent_id", PLAIN_OPTIONAL, None)
     ends: list[Sequence[int]] = []
     sections.add(text(ids, ends))
     sections.add(_ends_section(ends))
@@ -734,7 +716,7 @@ def _encoded(
     explicit_targets = []
     for position in sorted(with_label):
         target, label = targets[position], labels[position]
-        plain = type(target) in _PLAIN_OPTIONAL and type(label) in _PLAIN_OPTIONAL
+        plain = type(target) in PLAIN_OPTIONAL and type(label) in PLAIN_OPTIONAL
         if not (plain and _encodable(target) and _encodable(label)):
             target = label = ABSENT
             rescanned.add(position)
@@ -792,7 +774,6 @@ def _parent_rows(entries: list[Entry], parents: list[tuple[int, Any]], by_id: di
 
 
 _PLAIN_TEXT: frozenset[type] = frozenset({str})
-_PLAIN_OPTIONAL: frozenset[type] = frozenset({str, type(None), type(ABSENT)})
 _PLAIN_BODIES: frozenset[type] = frozenset({type(ABSENT), LineBytes})
 
 
@@ -822,7 +803,7 @@ def _coded(
 ) -> tuple[list[Any], bytes]:
     """(the table, one byte per value: ``reserved`` codes, then the table's from len(reserved) on).
     Values beyond the table's room get the stand-in's code, and their entries are read again."""
-    room = _MAX_CODES - len(reserved) - 1  # (one code kept for the stand-in)
+    room = MAX_CODES - len(reserved) - 1  # (one code kept for the stand-in)
     table = [value for value in _table(values) if value not in reserved]
     if len(table) > room:
         kept = set(table[:room])
