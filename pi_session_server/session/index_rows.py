@@ -117,8 +117,6 @@ class IndexedRows:
         if parent is ABSENT and row not in columns.parents and row:
             parent = self.id_at(row - 1)
         target, label = columns.targets.get(row, (ABSENT, ABSENT))
-        run = bisect_right(self._run_rows, row) - 1
-        first_row, first_line = columns.line_runs[run]
         entry = Entry(
             columns.types[columns.type_codes[row]],
             self.id_at(row),
@@ -127,7 +125,7 @@ class IndexedRows:
             columns.heads[columns.role_codes[row]],
             target,
             label,
-            first_line + row - first_row,
+            self._line_at(row),
             columns.offsets[row],
             columns.lengths.get(row, 0),
             self._body(row),
@@ -135,6 +133,11 @@ class IndexedRows:
         )
         self._made[row] = entry
         return entry
+
+    def _line_at(self, row: int) -> int:
+        """The line ``row`` is on, found in the line runs."""
+        first_row, first_line = self.columns.line_runs[bisect_right(self._run_rows, row) - 1]
+        return first_line + row - first_row
 
     def _body(self, row: int) -> Any:
         data = self.columns.lines_data
@@ -213,7 +216,7 @@ class IndexedRows:
         columns.timestamp_ends.extend(timestamp_ends)
         columns.type_codes += type_codes
         columns.role_codes += role_codes
-        previous_id, previous_line = self.id_at(base - 1), _line_of(columns.line_runs, base - 1)
+        previous_id, previous_line = self.id_at(base - 1), self._line_at(base - 1)
         new_ids = {entry.id: row for row, entry in enumerate(entries, base)}
         parents = {}
         for row, entry in enumerate(entries, base):
@@ -390,11 +393,6 @@ def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str,
         return {entry_id: row for entry_id, row in found.items() if 0 <= row < count}
     ids = _texts(rows.columns.ids, rows.columns.count)
     return {entry_id: row for row, entry_id in enumerate(ids[:count]) if entry_id in wanted}
-
-
-def _line_of(runs: list[tuple[int, int]], row: int) -> int:
-    first_row, first_line = runs[bisect_right(runs, (row, float("inf"))) - 1]
-    return first_line + row - first_row
 
 
 def _texts(data: bytes, count: int) -> list[str]:
