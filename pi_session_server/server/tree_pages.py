@@ -50,6 +50,10 @@ class _Kept(Generic[Walk]):
     tree: Walk
     used: float
 
+    def fits(self, options: tuple[Any, ...], state: tuple[int, Any, Any]) -> bool:
+        """Whether this walk is the one for ``options`` of the session in ``state``."""
+        return self.options == options and _same_state(self.state, state)
+
 
 class FlatTreePages(Generic[Walk]):
     """The kept walks, one per session (manager), shared by the thread pool's requests.
@@ -72,7 +76,7 @@ class FlatTreePages(Generic[Walk]):
         state = session_state(manager)
         with self._lock:
             kept = self._kept.get(manager)
-            if kept is not None and kept.options == options and _same_state(kept.state, state):
+            if kept is not None and kept.fits(options, state):
                 kept.used = self._clock()
                 return kept.tree
             self._kept.pop(manager, None)  # not needed any more: do not hold two while building
@@ -91,7 +95,7 @@ class FlatTreePages(Generic[Walk]):
                 kept = self._kept.get(manager)
         except TypeError:  # never kept (no weak reference)
             return None
-        if kept is None or kept.options != options or not _same_state(kept.state, state):
+        if kept is None or not kept.fits(options, state):
             return None
         return kept.tree
 
