@@ -4,7 +4,6 @@ window cut from it is the very reply the whole tree gives, and makes no entry it
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_index_rows import _write
 
 from pi_session_server.server import methods_read as R
 from pi_session_server.server import params as P
@@ -75,12 +75,6 @@ def _sessions(draw: st.DrawFn) -> list[dict[str, Any]]:
             value.update(type="message", message={"role": "user", "content": f"c{n}"})
         values.append(value)
     return values
-
-
-def _write(path: Path, values: list[dict[str, Any]]) -> Path:
-    header = {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"}
-    path.write_text("\n".join(json.dumps(v) for v in [header, *values]) + "\n", encoding="utf-8")
-    return path
 
 
 @settings(max_examples=80, deadline=None)
