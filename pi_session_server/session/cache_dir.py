@@ -17,12 +17,19 @@ from typing import Final, NamedTuple
 INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
 NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
 INDEX_MIN_SIZE_ENV: Final = "PI_SESSION_INDEX_MIN_SIZE"  # bytes: smaller files are just scanned
+INDEX_MAX_BYTES_ENV: Final = "PI_SESSION_INDEX_MAX_BYTES"  # bytes the cache directory may hold
 # Scanning a file this small takes about as long as finding, reading and checking its index.
 DEFAULT_MIN_SIZE: Final = 1024 * 1024
 # A file changed this shortly before it was looked at may change again within the same tick of the
 # file system's clock (a second on some), keeping its mtime and ctime: its index does not hold its
 # size, so it is trusted as far as the CRCs of its head and end go, like that of a file appended to.
 RACY_NS = 2_000_000_000
+# What the directory may hold: the files kept for the sessions used last, within both limits (the
+# session used last is kept whatever its size).
+MAX_KEPT_FILES: Final = 1000
+DEFAULT_MAX_BYTES: Final = 2 * 1024 * 1024 * 1024
+KEPT_SUFFIXES: Final = (".pi-index", ".pi-previews", ".pi-view-")
+ABANDONED_AFTER: Final = 3600.0  # seconds: a temporary file older than this was left by a killed writer
 _HASHED = 4096  # bytes of the file's head, and before the end indexed, whose CRC is kept
 
 
@@ -128,3 +135,51 @@ def write_whole(path: str, *parts: bytes | memoryview) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def max_bytes() -> int:
+    """How many bytes the cache directory may hold (``$PI_SESSION_INDEX_MAX_BYTES``, 2 GiB by
+    default)."""
+    with contextlib.suppress(ValueError):
+        return max(0, int(os.environ.get(INDEX_MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
+    return DEFAULT_MAX_BYTES
+
+
+def prune(directory: str) -> None:
+    """Keep what is kept for the sessions used last, within :data:`MAX_KEPT_FILES` files and
+    :func:`max_bytes` bytes, and remove temporary files that writers killed before their rename left
+    behind. A session's files (its index, previews and views, named by its device and inode) go
+    together; a session was used when the newest of them was written or used (readers touch them).
+    Best effort: nothing here is ever an error."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    now = time.time()
+    sessions: dict[str, list[tuple[str, os.stat_result]]] = {}
+    for name in names:
+        full = os.path.join(directory, name)
+        try:
+            st = os.stat(full)
+        except OSError:
+            continue
+        if name.startswith(".tmp-"):
+            if now - st.st_mtime > ABANDONED_AFTER:
+                with contextlib.suppress(OSError):
+                    os.unlink(full)
+        elif any(kept in name for kept in KEPT_SUFFIXES):
+            sessions.setdefault(name.partition(".")[0], []).append((full, st))
+    newest_first = sorted(
+        sessions.values(), key=lambda files: max(st.st_mtime_ns for _, st in files), reverse=True
+    )
+    budget, room = max_bytes(), MAX_KEPT_FILES
+    keeping = True  # until a session does not fit: it and every session used before it go
+    for n, files in enumerate(newest_first):
+        size = sum(st.st_size for _, st in files)
+        keeping = keeping and (n == 0 or (size <= budget and len(files) <= room))
+        if keeping:
+            budget, room = max(0, budget - size), room - len(files)
+            continue
+        for full, _ in files:
+            with contextlib.suppress(OSError):
+                os.unlink(full)

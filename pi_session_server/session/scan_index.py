@@ -68,8 +68,6 @@ from .storage import write_all
 
 # beyond this many files (indexes and what is kept with them: preview_store, view_store), those used
 # least recently are removed
-MAX_INDEX_FILES: Final = 1000
-_ABANDONED_AFTER = 3600.0  # seconds: a temporary file older than this was left by a killed writer
 
 
 # ---------------------------------------------------------------------- the scan, with an index
@@ -568,7 +566,7 @@ def _write_index(
             os.close(out)
         os.replace(temporary, path)
         temporary = None
-        _prune(directory)
+        cache_dir.prune(directory)
         return True
     except Exception:  # noqa: BLE001 - best effort: a cache that cannot be written (read-only, full, odd values) is no error
         return False
@@ -825,32 +823,3 @@ def _table(values: Iterable[Any]) -> list[Any]:
 
 def _joined_text(texts: list[Any]) -> bytes:
     return "\x00".join(texts).encode("utf-8", "surrogatepass")
-
-
-def _prune(directory: str) -> None:
-    """Keep at most MAX_INDEX_FILES indexes (the ones used last), and remove temporary files that
-    writers killed before their rename left behind."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    if len(names) <= MAX_INDEX_FILES:
-        return
-    now = time.time()
-    found = []
-    for name in names:
-        full = os.path.join(directory, name)
-        try:
-            st = os.stat(full)
-        except OSError:
-            continue
-        if name.startswith(".tmp-"):
-            if now - st.st_mtime > _ABANDONED_AFTER:
-                with contextlib.suppress(OSError):
-                    os.unlink(full)
-        elif name.endswith((".pi-index", ".pi-previews", ".pi-view")):
-            found.append((st.st_mtime, full))
-    found.sort()
-    for _mtime, full in found[: max(0, len(found) - MAX_INDEX_FILES)]:
-        with contextlib.suppress(OSError):
-            os.unlink(full)

@@ -25,6 +25,7 @@ the metadata (JSON: identity, CRCs, key, head), then the view's bytes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -123,6 +124,8 @@ def load(
         head = meta["head"]
         if type(head) is not str:
             return None
+        with contextlib.suppress(OSError):
+            os.utime(kept)  # used now: the cache keeps the sessions used last (cache_dir.prune)
         return KeptView(head, body[meta_length:])
     except (struct.error, ValueError, TypeError, KeyError, IndexError, OSError, cache_dir.NotUsable):
         return None

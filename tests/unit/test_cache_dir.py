@@ -67,3 +67,67 @@ def test_a_write_lands_whole_or_leaves_the_old_file_and_no_temporary_one(
     monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data)[:2]))  # short writes
     cache_dir.write_whole(str(target), b"four", b"five")
     assert target.read_bytes() == b"fourfive"
+
+
+# ---------------------------------------------------------------------- pruning
+
+
+def _kept_files(
+    directory: Path, session: int, used: int, sizes: tuple[int, ...] = (10, 20, 30)
+) -> list[Path]:
+    """A session's index, previews and tree view, each of the given size, last used at ``used``."""
+    files = []
+    for suffix, size in zip((".pi-index", ".pi-previews", ".pi-view-tree"), sizes, strict=False):
+        path = directory / f"fe00-{session:x}{suffix}"
+        path.write_bytes(b"x" * size)
+        os.utime(path, (used, used))
+        files.append(path)
+    return files
+
+
+def _names(directory: Path) -> set[str]:
+    return {p.name for p in directory.iterdir()}
+
+
+def test_pruning_keeps_the_sessions_used_last_within_the_file_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(cache_dir, "MAX_KEPT_FILES", 7)
+    sessions = {n: _kept_files(tmp_path, n, used=1000 + n) for n in range(5)}
+    cache_dir.prune(str(tmp_path))
+    # the two used last fit (6 files); the third would make 9: it and every older one go, views too
+    assert _names(tmp_path) == {p.name for n in (3, 4) for p in sessions[n]}
+
+
+def test_pruning_keeps_the_directory_within_its_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(cache_dir.INDEX_MAX_BYTES_ENV, "130")
+    sessions = {n: _kept_files(tmp_path, n, used=1000 + n) for n in range(4)}  # 60 bytes each
+    cache_dir.prune(str(tmp_path))
+    assert _names(tmp_path) == {p.name for n in (2, 3) for p in sessions[n]}
+    monkeypatch.setenv(cache_dir.INDEX_MAX_BYTES_ENV, "1")
+    cache_dir.prune(str(tmp_path))  # the session used last stays whatever its size
+    assert _names(tmp_path) == {p.name for p in sessions[3]}
+
+
+def test_a_session_was_used_when_any_of_its_files_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(cache_dir, "MAX_KEPT_FILES", 3)
+    old = _kept_files(tmp_path, 1, used=1000)
+    new = _kept_files(tmp_path, 2, used=2000)
+    os.utime(old[2], (3000, 3000))  # its view was shown last (view_store.load touches it)
+    cache_dir.prune(str(tmp_path))
+    assert _names(tmp_path) == {p.name for p in old}
+    assert not any(p.exists() for p in new)
+
+
+def test_pruning_removes_abandoned_temporaries_and_leaves_other_files(tmp_path: Path):
+    _kept_files(tmp_path, 1, used=2000)
+    abandoned = tmp_path / ".tmp-123-abc.pi-index"
+    abandoned.write_bytes(b"half")
+    os.utime(abandoned, (1000, 1000))
+    writing = tmp_path / ".tmp-456-def.pi-view-tree"
+    writing.write_bytes(b"being written")
+    other = tmp_path / "notes.txt"
+    other.write_text("not ours")
+    cache_dir.prune(str(tmp_path))
+    assert writing.exists() and other.exists() and not abandoned.exists()
+    cache_dir.prune(str(tmp_path / "missing"))  # no directory: nothing to do, no error

@@ -590,6 +590,9 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     assert draws == 1
     (kept,) = (tmp_path / "index").glob("*" + view_store.suffix(view_store.TREE))
     assert tree() == (first, 0)  # the kept view
+    os.utime(kept, (1000, 1000))
+    assert tree() == (first, 0)
+    assert kept.stat().st_mtime > 1000  # shown: used now, so pruning keeps it (cache_dir.prune)
     assert tree("--width", "30")[1] == 1  # another width: drawn, and kept in its place
     assert tree("--width", "30")[1] == 0
     assert tree("--pi", "0.86.1", "--width", "30")[1] == 1

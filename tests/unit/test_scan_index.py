@@ -530,7 +530,7 @@ def test_processes_writing_and_reading_one_index_at_once_all_read_the_same(tmp_p
 
 
 def test_old_indexes_are_pruned(tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(scan_index, "MAX_INDEX_FILES", 3)
+    monkeypatch.setattr(cache_dir, "MAX_KEPT_FILES", 3)
     paths = [_session(tmp_path / f"s{n}.jsonl", count=20, final_newline=True) for n in range(5)]
     for n, path in enumerate(paths):
         _open_scan(path, index_dir)
