@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
-from pygls.uris import from_fs_path
 
 from pi_session_server import __version__
 from pi_session_server.errors import PiSessionError, PiVersionError
@@ -33,6 +32,7 @@ from pi_session_server.session.migrate import needs_migration
 from pi_session_server.session.profiles import DEFAULT_PI, Profile, profile_for
 
 from . import errors as rpc_errors
+from .file_uri import from_fs_path
 from .index_keeping import IndexKeeper
 from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
 from .locations import require_regular_file, uri_to_path

@@ -2,7 +2,8 @@
 send the first window, so the process imports only what those requests use.
 
 * Modules that only other requests use (statistics, the context's Markdown, the trash) are
-  imported by those requests, and pygls/lsprotocol only when a client speaks LSP.
+  imported by those requests, and pygls/lsprotocol only when a client speaks LSP (the replies'
+  ``file:`` URIs are made without pygls or urllib: server/file_uri.py).
 * asyncio is imported without ``ssl`` (a server on stdio opens no TLS connection); ``ssl`` itself
   stays importable, and asyncio works without it.
 * msgspec is imported without ``typing_extensions``, and finds the same type hints (typing's);
@@ -30,6 +31,8 @@ EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
 NOT_AT_START = (
     "ssl",
     "typing_extensions",
+    "urllib",
+    "pygls",
     "hashlib",
     "tempfile",
     "send2trash",
@@ -38,9 +41,6 @@ NOT_AT_START = (
     "lsprotocol",
     "cattrs",
     "attrs",
-    "pygls.lsp",
-    "pygls.protocol",
-    "pygls.server",
 )
 
 # `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
