@@ -157,11 +157,11 @@ def scan_with_index(
     if cached is None or grown >= max(settings.min_size, (indexed - start) // 64, 1):
         if result.rows is not None:
             every_entry(result, result.rows)
-        _index_written(outcome, settings.directory, path, fd, st, seen_at, start, first_line, result)
+        _write_index_or_defer(outcome, settings.directory, path, fd, st, seen_at, start, first_line, result)
     return result
 
 
-def _index_written(
+def _write_index_or_defer(
     outcome: IndexOutcome,
     directory: str,
     path: str,
