@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import logging
 import sys
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with imported_for_good():
         import_asyncio_without_tls()
+        import_msgspec_without_typing_extensions()
         from pi_session_server.server import ServerOptions, create_server
         from pi_session_server.session.profiles import profile_for
 
@@ -63,15 +65,30 @@ def import_asyncio_without_tls() -> None:
     """Import asyncio as on a Python built without ``ssl``, which asyncio supports (it imports
     ``ssl`` only for its TLS transports). A server on stdio opens no TLS connection, and importing
     ``ssl`` (OpenSSL loaded, its constants made into enums) is a large part of the server's start,
-    which an editor waits for before its first request is read. ``ssl`` stays importable: only
-    asyncio, in this process, goes without it. Nothing happens if asyncio or ssl is imported already."""
-    if "asyncio" in sys.modules or "ssl" in sys.modules:
+    which an editor waits for before its first request is read."""
+    import_without("asyncio", "ssl")
+
+
+def import_msgspec_without_typing_extensions() -> None:
+    """Import msgspec as where ``typing_extensions`` is not installed, which msgspec supports: it
+    then takes ``get_type_hints``, ``Required`` and ``NotRequired`` from ``typing``. On the Pythons
+    this package runs on (3.11 and later) those of typing_extensions are typing's (its
+    ``get_type_hints`` with the extras, which msgspec asks for, is typing's), so msgspec does the
+    same either way; typing_extensions is a big module to import for that, at the server's start."""
+    import_without("msgspec", "typing_extensions")
+
+
+def import_without(module: str, unused: str) -> None:
+    """Import ``module`` while ``import unused`` fails (ImportError), where ``module`` does without
+    it. ``unused`` stays importable: only ``module``, in this process, goes without it. Nothing
+    happens if either is imported already."""
+    if module in sys.modules or unused in sys.modules:
         return
-    sys.modules["ssl"] = None  # type: ignore[assignment]  # `import ssl` raises ImportError meanwhile
+    sys.modules[unused] = None  # type: ignore[assignment]  # `import unused` raises ImportError meanwhile
     try:
-        import asyncio  # noqa: F401
+        importlib.import_module(module)
     finally:
-        del sys.modules["ssl"]
+        del sys.modules[unused]
 
 
 @contextmanager

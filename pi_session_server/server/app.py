@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
-from pygls.uris import from_fs_path
 
 from pi_session_server import __version__
 from pi_session_server.errors import PiSessionError, PiVersionError
@@ -33,6 +32,8 @@ from pi_session_server.session.migrate import needs_migration
 from pi_session_server.session.profiles import DEFAULT_PI, Profile, profile_for
 
 from . import errors as rpc_errors
+from .file_uri import from_fs_path
+from .index_keeping import IndexKeeper
 from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
 from .locations import require_regular_file, uri_to_path
 from .params import EnvironmentOptions, LocatedParams, SessionParams, profile_of
@@ -92,6 +93,7 @@ class PiSessionServer:
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)
+        self.index_keeper = IndexKeeper(self.pool, lambda: self.connection.busy)
         self.poller = FilePoller(self)
         self.language_features: LanguageFeatures | None = None
 
@@ -175,7 +177,9 @@ class PiSessionServer:
         self.poller.stop()
         if self.lsp is not None:
             self.lsp.shutdown()
+        self.index_keeper.hurry()  # (written while the previews are)
         self.preview_keeper.finish()
+        self.index_keeper.finish()
 
     # ------------------------------------------------------------------ notifications
 
@@ -244,7 +248,8 @@ class PiSessionServer:
         try:
             pi = self.options.pi
             if require_regular_file(path):
-                manager = SessionManager.open(path, read_only=True, pi=pi, env=self.environment)
+                with self.index_keeper.after_reply():
+                    manager = SessionManager.open(path, read_only=True, pi=pi, env=self.environment)
                 slot.read_only = True
             else:  # nothing there: a new session at that path, written by the first write
                 manager = SessionManager.open(path, pi=pi, env=self.environment)

@@ -140,7 +140,8 @@ def _opening(server: PiSessionServer, p: P.Params, title: str, make: Make) -> Jo
 
         progress.begin(title)
         try:
-            manager = make(on_progress)
+            with server.index_keeper.after_reply():
+                manager = make(on_progress)
         finally:
             progress.end()
         if token.cancelled:

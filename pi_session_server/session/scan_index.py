@@ -43,6 +43,7 @@ import contextlib
 import os
 import struct
 import sys
+import threading
 import time
 import zlib
 from array import array
@@ -84,6 +85,25 @@ class IndexOutcome:
 
 
 last_outcome = IndexOutcome()
+
+# the writes an open on this thread hands back instead of making them (see index_writes_deferred)
+_deferring = threading.local()
+
+
+@contextlib.contextmanager
+def index_writes_deferred() -> Iterator[list[Callable[[], bool]]]:
+    """Opens on this thread in the block do not write the index they made: each write is added to
+    the list yielded, as a call that makes it (True: written), from any thread, at any time after.
+    It holds what it writes, taken when the file was scanned, not the session's state, which goes
+    on changing. The index serves the next process that opens the file, not this one: the server
+    answers an open first and writes its index when it is quiet (server/index_keeping.py)."""
+    writes: list[Callable[[], bool]] = []
+    outer = getattr(_deferring, "writes", None)
+    _deferring.writes = writes
+    try:
+        yield writes
+    finally:
+        _deferring.writes = outer
 
 
 def scan_with_index(
@@ -135,8 +155,55 @@ def scan_with_index(
     if cached is None or grown >= max(settings.min_size, (indexed - start) // 64, 1):
         if result.rows is not None:
             every_entry(result, result.rows)
-        outcome.written = _write_index(settings.directory, path, fd, st, seen_at, start, first_line, result)
+        _write_index_or_defer(outcome, settings.directory, path, fd, st, seen_at, start, first_line, result)
     return result
+
+
+def _write_index_or_defer(
+    outcome: IndexOutcome,
+    directory: str,
+    path: str,
+    fd: int,
+    st: os.stat_result,
+    seen_at: int,
+    start: int,
+    first_line: int,
+    result: ScanResult,
+) -> None:
+    """Write the index of ``result`` now, or hand the write to the caller that defers it (see
+    index_writes_deferred); ``outcome.written`` says whether it was written, once it was tried."""
+    try:
+        crcs = edges(fd, result.end)  # now: the descriptor is closed by the time a deferred write runs
+    except (NotUsable, OSError):
+        return  # the file is no longer what was scanned: no index
+
+    def write(scanned: ScanResult) -> bool:
+        outcome.written = _write_index(directory, path, st, seen_at, start, first_line, scanned, crcs)
+        return outcome.written
+
+    deferred = getattr(_deferring, "writes", None)
+    if deferred is None:
+        write(result)
+    else:
+        scanned = _as_scanned(result)
+        deferred.append(lambda: write(scanned))
+
+
+def _as_scanned(result: ScanResult) -> ScanResult:
+    """What the index of ``result`` is made from (see _encoded), as it is now: the session goes on
+    with the same lists and id map (its header is put first among the entries, what it appends is
+    added), and the index must describe the lines scanned."""
+    index = result.index
+    return ScanResult(
+        entries=list(result.entries),
+        problems=list(result.problems),
+        lines=result.lines,
+        end=result.end,
+        tail=result.tail,
+        index=IdIndex(
+            by_id=dict(index.by_id), complete=index.complete, chain_starts=list(index.chain_starts)
+        ),
+    )
 
 
 def _scan(
@@ -535,16 +602,16 @@ def _rescanned(fd: int, stand_in: Entry, source: Any, keep_bytes: bool) -> Entry
 def _write_index(
     directory: str,
     path: str,
-    fd: int,
     st: os.stat_result,
     seen_at: int,
     start: int,
     first_line: int,
     result: ScanResult,
+    crcs: tuple[int, int],
 ) -> bool:
-    """Write the index of ``result`` (as the file was when ``st`` was taken); False when it cannot
-    be written or the result does not fit the format (the file is just scanned next time). The
-    columns are written as they are made, one at a time."""
+    """Write the index of ``result`` (as the file was when ``st`` was taken, ``crcs`` its edges: see
+    cache_dir.edges); False when it cannot be written or the result does not fit the format (the
+    file is just scanned next time). The columns are written as they are made, one at a time."""
     import tempfile  # here: a reopen reads the index and never writes one (see rewrites.py)
 
     temporary = None
@@ -554,7 +621,7 @@ def _write_index(
         try:
             write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
             sections = _SectionWriter(out)
-            header = _encoded(result, fd, st, start, first_line, sections)
+            header = _encoded(result, st, start, first_line, crcs, sections)
             if cache_dir.changed_lately(st, seen_at):
                 header.size = -1  # see cache_dir.RACY_NS
             encoded_header = _encode_header(header)
@@ -645,7 +712,12 @@ def _ends_section(pieces: list[Sequence[int]]) -> Iterator[memoryview]:
 
 
 def _encoded(
-    result: ScanResult, fd: int, st: os.stat_result, start: int, first_line: int, sections: _SectionWriter
+    result: ScanResult,
+    st: os.stat_result,
+    start: int,
+    first_line: int,
+    crcs: tuple[int, int],
+    sections: _SectionWriter,
 ) -> IndexHeader:
     """The index of ``result``'s complete lines. Each column is made once and encoded before the
     next is made (a list of a million entries' ids is 8 MB, plus its strings). An entry with a value
@@ -725,7 +797,7 @@ def _encoded(
     steps = map(sub, line_numbers[1:], line_numbers[:-1])
     line_runs.extend((p, line_numbers[p]) for p in compress(range(1, n), map(ne, steps, repeat(1))))
     del line_numbers
-    head_crc, tail_crc = edges(fd, end)
+    head_crc, tail_crc = crcs
     header = IndexHeader(
         byteorder=sys.byteorder,
         dev=st.st_dev,

@@ -2,9 +2,12 @@
 send the first window, so the process imports only what those requests use.
 
 * Modules that only other requests use (statistics, the context's Markdown, the trash) are
-  imported by those requests, and pygls/lsprotocol only when a client speaks LSP.
+  imported by those requests, and pygls/lsprotocol only when a client speaks LSP (the replies'
+  ``file:`` URIs are made without pygls or urllib: server/file_uri.py).
 * asyncio is imported without ``ssl`` (a server on stdio opens no TLS connection); ``ssl`` itself
   stays importable, and asyncio works without it.
+* msgspec is imported without ``typing_extensions``, and finds the same type hints (typing's);
+  ``typing_extensions`` stays importable.
 * What the imports make is left out of the cyclic collector's walks.
 """
 
@@ -19,7 +22,7 @@ from typing import Any
 
 from server_process import Message, Replies, talk
 
-from pi_session_server.commands.serve import import_asyncio_without_tls, imported_for_good
+from pi_session_server.commands.serve import import_asyncio_without_tls, import_without, imported_for_good
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
@@ -27,6 +30,9 @@ EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
 # what the first requests of a tree view on a session indexed before never use
 NOT_AT_START = (
     "ssl",
+    "typing_extensions",
+    "urllib",
+    "pygls",
     "hashlib",
     "tempfile",
     "send2trash",
@@ -35,9 +41,6 @@ NOT_AT_START = (
     "lsprotocol",
     "cattrs",
     "attrs",
-    "pygls.lsp",
-    "pygls.protocol",
-    "pygls.server",
 )
 
 # `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
@@ -151,6 +154,73 @@ def test_asyncio_imported_already_is_left_alone() -> None:
     had_ssl = sys.modules.get("ssl")
     import_asyncio_without_tls()
     assert sys.modules.get("ssl") is had_ssl
+
+
+MSGSPEC_WITHOUT_TYPING_EXTENSIONS = """
+import json, sys, typing
+from typing import Annotated, NotRequired, Required, TypedDict
+from pi_session_server.commands.serve import import_msgspec_without_typing_extensions
+import_msgspec_without_typing_extensions()
+without = "typing_extensions" not in sys.modules
+import msgspec
+from msgspec import _utils
+
+class Options(TypedDict, total=False):
+    name: Required[Annotated[str, msgspec.Meta(min_length=1)]]
+    size: NotRequired[int]
+
+class Point(msgspec.Struct):
+    x: Annotated[int, msgspec.Meta(ge=0)]
+    options: Options | None = None
+
+decode = msgspec.json.Decoder(Point).decode
+point = decode(b'{"x": 1, "options": {"name": "a"}}')
+errors = []
+for bad in (b'{"x": -1}', b'{"x": 1, "options": {"size": 2}}', b'{"x": 1, "options": {"name": ""}}'):
+    try:
+        decode(bad)
+    except msgspec.ValidationError as error:
+        errors.append(str(error))
+import typing_extensions  # still there for whoever wants it
+print(json.dumps({
+    "without": without,
+    "typing's": _utils._get_type_hints is typing.get_type_hints and _utils.Required is typing.Required
+        and _utils.NotRequired is typing.NotRequired,
+    "point": msgspec.to_builtins(point),
+    "errors": errors,
+    "importable": bool(typing_extensions.__name__),
+}))
+"""
+
+
+def test_msgspec_without_typing_extensions_finds_the_same_hints() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", MSGSPEC_WITHOUT_TYPING_EXTENSIONS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "without": True,
+        "typing's": True,
+        "point": {"x": 1, "options": {"name": "a"}},
+        "errors": [
+            "Expected `int` >= 0 - at `$.x`",
+            "Object missing required field `name` - at `$.options`",
+            "Expected `str` of length >= 1 - at `$.options.name`",
+        ],
+        "importable": True,
+    }
+
+
+def test_a_module_imported_already_is_left_alone() -> None:
+    import msgspec  # noqa: F401 - the test process has it
+
+    had = sys.modules.get("typing_extensions")
+    import_without("msgspec", "typing_extensions")
+    assert sys.modules.get("typing_extensions") is had
 
 
 def test_what_the_imports_made_is_left_out_of_collections() -> None:
