@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final
 
+import msgspec
+from msgspec import UNSET
+
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, strict_equal, truthy
 from pi_session_server.server.wire import encode_rows, to_wire
@@ -559,38 +562,78 @@ class _TreeShape:
         """The shown rows of ``window`` in order: its chain, or the walk of its subtree."""
         return self.walk_chain(tops, window.depth) if window.chain else self.walk(tops, window.depth)
 
-    def node(
-        self, node: Any, visible_parent_id: Any, depth: int, children: list[Any], key: str
-    ) -> dict[str, Any]:
-        """One node of the result; ``children`` goes under ``key`` (childIds or children)."""
+    def node(self, node: Any, visible_parent_id: Any, depth: int, children: list[Any]) -> FlatRow:
+        """One node of the result, ``children`` its shown children's ids (or nodes: the nested form);
+        ``isBranchPoint`` is left to the caller (see :class:`FlatRow`)."""
         entry = node.entry
-        entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
-        # made for every row of a whole tree: the strings most fields are pass without a call
-        item: dict[str, Any] = {"id": entry_id if type(entry_id) is str else _wire_id(entry_id)}
-        if parent_id is not ABSENT:
-            item["parentId"] = parent_id if type(parent_id) is str else _safe(parent_id)
-        item["visibleParentId"] = visible_parent_id
-        item[key] = children
-        if etype is not ABSENT:
-            item["type"] = etype if type(etype) is str else _safe(etype)
-        if role is not ABSENT:
-            item["role"] = role if type(role) is str else _safe(role)
-        if node.label is not ABSENT:
-            item["label"] = _safe(node.label)
-        if node.label_timestamp is not ABSENT:
-            item["labelTimestamp"] = _safe(node.label_timestamp)
+        if type(entry) is Entry:  # (most nodes: no tuple for the envelope)
+            entry_id, parent_id, etype = entry.id, entry.parent_id, entry.type
+            role, timestamp, line = entry.role, entry.timestamp, entry.line
+        else:
+            entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
+        preview: Any = UNSET
         if self.tool_calls is not None:
             if not self.calls_complete:
                 self._find_call(entry)
-            item["preview"] = self.preview(entry, self.tool_calls)
-        if timestamp is not ABSENT:
-            item["timestamp"] = timestamp if type(timestamp) is str else _safe(timestamp)
-        if line >= 0:
-            item["line"] = line
-        item["depth"] = depth
-        item["isLeaf"] = self.has_leaf and entry_id == self.leaf_id
-        item["onLeafPath"] = self.is_on_leaf_path(entry, entry_id)
-        return item
+            preview = self.preview(entry, self.tool_calls)
+        label, label_timestamp = node.label, node.label_timestamp
+        # made for every row of a whole tree: the strings most fields are pass without a call
+        return FlatRow(
+            entry_id if type(entry_id) is str else _wire_id(entry_id),
+            parent_id if type(parent_id) is str else _member(parent_id),
+            visible_parent_id,
+            children,
+            etype if type(etype) is str else _member(etype),
+            role if type(role) is str else _member(role),
+            UNSET if label is ABSENT else _safe(label),
+            UNSET if label_timestamp is ABSENT else _safe(label_timestamp),
+            preview,
+            timestamp if type(timestamp) is str else _member(timestamp),
+            line if line >= 0 else UNSET,
+            depth,
+            self.has_leaf and entry_id == self.leaf_id,
+            self.is_on_leaf_path(entry, entry_id),
+        )
+
+
+class FlatRow(msgspec.Struct, gc=False):
+    """One node of a result as it goes on the wire, its members in the order the result lists them
+    (an UNSET one is left out). A Struct: made in one call and encoded by msgspec without a dict per
+    row, which a whole tree makes tens of thousands of. ``childIds`` holds the shown children's ids
+    (the nested form: their nodes, under ``children``, see :meth:`to_json`)."""
+
+    id: Any
+    parentId: Any
+    visibleParentId: Any
+    childIds: Any
+    type: Any
+    role: Any
+    label: Any
+    labelTimestamp: Any
+    preview: Any
+    timestamp: Any
+    line: Any
+    depth: int
+    isLeaf: bool
+    onLeafPath: bool
+    isBranchPoint: Any = UNSET
+
+    def to_json(self, children_key: str = "childIds") -> dict[str, Any]:
+        """The node as a dict (what the exact encoder writes when msgspec refuses a row: a lone
+        surrogate), its children under ``children_key``."""
+        return {
+            children_key if name == "childIds" else name: value
+            for name, value in zip(_ROW_MEMBERS, msgspec.structs.astuple(self), strict=True)
+            if value is not UNSET
+        }
+
+
+_ROW_MEMBERS: Final = FlatRow.__struct_fields__
+
+
+def _member(value: Any) -> Any:
+    """A member of the envelope on the wire: UNSET (left out) when the entry has none."""
+    return UNSET if value is ABSENT else _safe(value)
 
 
 def _tops(roots: list[Any], shape: _TreeShape, window: TreeWindow) -> list[Any]:
@@ -646,7 +689,7 @@ class _FlatPage:
         self.end = None if size is None else self.start + size
         self.total = 0
 
-    def nodes(self) -> Iterator[dict[str, Any]]:
+    def nodes(self) -> Iterator[FlatRow]:
         rows, start, end = self.rows, self.start, self.end
         if isinstance(rows, list):
             self.total = len(rows)
@@ -660,11 +703,11 @@ class _FlatPage:
             yield self._item(*row)
         self.total = index + 1
 
-    def _item(self, node: Any, visible_parent_id: Any, depth: int) -> dict[str, Any]:
+    def _item(self, node: Any, visible_parent_id: Any, depth: int) -> FlatRow:
         # all shown children, also those beyond `depth`: the client can ask for them by rootId
         children = self.shape.shown_children(node)
-        item = self.shape.node(node, visible_parent_id, depth, [_node_id(c) for c in children], "childIds")
-        item["isBranchPoint"] = len(children) > 1
+        item = self.shape.node(node, visible_parent_id, depth, [_node_id(c) for c in children])
+        item.isBranchPoint = len(children) > 1
         return item
 
     def check_size(self, returned: int) -> None:
@@ -718,7 +761,7 @@ def _nested_nodes(
     for node, visible_parent_id, depth in shape.walk(tops, window.depth):
         if max_nodes is not None and len(made) >= max_nodes:
             raise TreeTooLargeError(sum(1 for _ in shape.walk(tops, window.depth)), max_nodes)
-        item = shape.node(node, visible_parent_id, depth, [], "children")
+        item = shape.node(node, visible_parent_id, depth, []).to_json("children")
         while path and path[-1][0] >= depth:
             path.pop()
         if path:
@@ -767,7 +810,7 @@ def tree_view(
     if form == "nested":
         return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
     page = _FlatPage(shape, shape.rows(tops, window), window, max_nodes)
-    nodes = list(page.nodes())
+    nodes = [row.to_json() for row in page.nodes()]
     page.check_size(len(nodes))
     result: dict[str, Any] = {"leafId": _wire_id(leaf_id), "nodes": nodes}
     if window.paged:
