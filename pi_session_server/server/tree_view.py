@@ -393,7 +393,7 @@ class _TreeShape:
 
     def is_on_leaf_path(self, entry: Any, entry_id: Any) -> bool:
         """Whether ``entry`` (whose id is ``entry_id``) is on the leaf's path."""
-        if not truthy(entry_id):
+        if not (entry_id if type(entry_id) is str else truthy(entry_id)):  # (most ids: no call)
             return False
         path_entries = self._path_entries
         return entry in path_entries if path_entries is not None else index_key(entry_id) in self.on_path
@@ -562,9 +562,11 @@ class _TreeShape:
         """The shown rows of ``window`` in order: its chain, or the walk of its subtree."""
         return self.walk_chain(tops, window.depth) if window.chain else self.walk(tops, window.depth)
 
-    def node(self, node: Any, visible_parent_id: Any, depth: int, children: list[Any]) -> FlatRow:
+    def node(
+        self, node: Any, visible_parent_id: Any, depth: int, children: list[Any], branch_point: Any = UNSET
+    ) -> FlatRow:
         """One node of the result, ``children`` its shown children's ids (or nodes: the nested form);
-        ``isBranchPoint`` is left to the caller (see :class:`FlatRow`)."""
+        ``branch_point``: its ``isBranchPoint`` (UNSET: set later, see :class:`FlatRow`)."""
         entry = node.entry
         if type(entry) is Entry:  # (most nodes: no tuple for the envelope)
             entry_id, parent_id, etype = entry.id, entry.parent_id, entry.type
@@ -593,6 +595,7 @@ class _TreeShape:
             depth,
             self.has_leaf and entry_id == self.leaf_id,
             self.is_on_leaf_path(entry, entry_id),
+            branch_point,
         )
 
 
@@ -693,22 +696,22 @@ class _FlatPage:
         rows, start, end = self.rows, self.start, self.end
         if isinstance(rows, list):
             self.total = len(rows)
-            for row in rows[start:end]:
-                yield self._item(*row)
+            yield from map(self._item, rows[start:end])
             return
         index = -1
         for index, row in enumerate(rows):
             if index < start or (end is not None and index >= end):
                 continue  # outside the page: counted, not built
-            yield self._item(*row)
+            yield self._item(row)
         self.total = index + 1
 
-    def _item(self, node: Any, visible_parent_id: Any, depth: int) -> FlatRow:
+    def _item(self, row: Row) -> FlatRow:
+        node = row[0]
         # all shown children, also those beyond `depth`: the client can ask for them by rootId
         children = self.shape.shown_children(node)
-        item = self.shape.node(node, visible_parent_id, depth, [_node_id(c) for c in children])
-        item.isBranchPoint = len(children) > 1
-        return item
+        if len(children) == 1:  # most nodes of a chat
+            return self.shape.node(node, row[1], row[2], [_node_id(children[0])], False)
+        return self.shape.node(node, row[1], row[2], [_node_id(c) for c in children], len(children) > 1)
 
     def check_size(self, returned: int) -> None:
         """Raise :class:`TreeTooLargeError` when a result without ``limit`` outgrew the maximum."""

@@ -520,8 +520,8 @@ class PreviewCache:
         found = kept.get(key)  # this walk's (a page asked for again), then the walk's before
         if found is not None and found[0] is entry:
             return found[1]
-        found = _cached(self._previous, entry)
-        if found is None:
+        found = self._previous.get(key)  # (_cached, without a call: asked for every row)
+        if found is None or found[0] is not entry:
             found = self._missed(entry)
         kept[key] = found
         return found[1]
