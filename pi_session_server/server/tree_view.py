@@ -530,16 +530,22 @@ class _TreeShape:
         """(node, id of its nearest shown ancestor or None, depth) of every shown node, in preorder,
         down to ``max_depth``. Iterative: a 200,000-entry chain is 200,000 levels deep."""
         stack: list[tuple[Any, Any, int]] = [(top, None, -1) for top in reversed(tops)]
+        is_shown, push = self.is_shown, stack.append
         while stack:
             node, ancestor_id, ancestor_depth = stack.pop()
-            if self.is_shown(node):
-                depth = ancestor_depth + 1
-                yield node, ancestor_id, depth
-                if max_depth is not None and depth >= max_depth:
-                    continue
-                ancestor_id, ancestor_depth = _node_id(node), depth
-            for child in reversed(self.children_in_order(node)):
-                stack.append((child, ancestor_id, ancestor_depth))
+            while True:  # down a chain of single children without the stack (most nodes of a chat)
+                if is_shown(node):
+                    depth = ancestor_depth + 1
+                    yield node, ancestor_id, depth
+                    if max_depth is not None and depth >= max_depth:
+                        break
+                    ancestor_id, ancestor_depth = _node_id(node), depth
+                children = node.children
+                if len(children) != 1:
+                    for child in reversed(self.children_in_order(node)):
+                        push((child, ancestor_id, ancestor_depth))
+                    break
+                node = children[0]
 
     def walk_chain(self, tops: list[Any], max_depth: int | None) -> Iterator[tuple[Any, Any, int]]:
         """The rows of :attr:`TreeWindow.chain`: the shown top and its descendants while each has
