@@ -503,19 +503,22 @@ class _TreeShape:
         return shown
 
     def shown_children(self, node: Any) -> list[Any]:
-        """The nodes that hang right under ``node`` in the result (through hidden ones), in order;
-        found once per node (a tree view's levels walk each chain, then send the rows of a page)."""
+        """The nodes that hang right under ``node`` in the result (through hidden ones), in order
+        (not to be changed: it may be the node's own list); found once per node (a tree view's levels
+        walk each chain, then send the rows of a page). A node whose only child is shown (most nodes
+        of a chat) gives its own list: no list, nor an item of the cache, for every row of a tree,
+        which the collector would walk after the request."""
         if self.visible is None:
             return self.children_in_order(node)
+        children: list[Any] = node.children
+        if len(children) == 1 and self.is_shown(children[0]):
+            return children
         known = self._shown_children.get(id(node))
         if known is None:
             known = self._shown_children[id(node)] = self._find_shown_children(node)
         return known
 
     def _find_shown_children(self, node: Any) -> list[Any]:
-        children = node.children
-        if len(children) == 1 and self.is_shown(children[0]):  # most nodes of a chat
-            return [children[0]]
         shown: list[Any] = []
         stack = list(reversed(self.children_in_order(node)))
         while stack:

@@ -29,8 +29,9 @@ def utf16_slice(text: str, limit: int) -> str:
     """``text.slice(0, limit)`` counting UTF-16 code units, as JS does."""
     if len(text) <= limit // 2 or (len(text) <= limit and text.isascii()):
         return text[:limit]
-    units = text.encode("utf-16-le", "surrogatepass")
-    if len(units) <= 2 * limit:
+    # the first `limit` characters hold at least `limit` units: the rest of a long text is not encoded
+    units = text[:limit].encode("utf-16-le", "surrogatepass")
+    if len(text) <= limit and len(units) <= 2 * limit:
         return text
     return units[: 2 * limit].decode("utf-16-le", "surrogatepass")
 
