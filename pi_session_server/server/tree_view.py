@@ -324,6 +324,17 @@ def find_node(roots: list[Any], wanted_id: Any) -> Any:
 # --- the walk: shown nodes in preorder ------------------------------------------------------
 
 
+class Row(msgspec.Struct, gc=False):
+    """A shown node of a walk (see :meth:`_TreeShape.walk`): the node, the id of its nearest shown
+    ancestor (None: a top of the window) and its depth. Not tracked by the collector: a whole tree's
+    walk is kept while its pages are asked for, a row per shown node, which the collection after
+    each request would otherwise go through (a row holds a node and an id: no cycles)."""
+
+    node: Any
+    parent_id: Any
+    depth: int
+
+
 class _TreeShape:
     """What every node of one result needs: visibility, order, leaf path, previews.
 
@@ -529,7 +540,7 @@ class _TreeShape:
                 stack.extend(reversed(self.children_in_order(child)))
         return shown
 
-    def walk(self, tops: list[Any], max_depth: int | None) -> Iterator[tuple[Any, Any, int]]:
+    def walk(self, tops: list[Any], max_depth: int | None) -> Iterator[Row]:
         """(node, id of its nearest shown ancestor or None, depth) of every shown node, in preorder,
         down to ``max_depth``. Iterative: a 200,000-entry chain is 200,000 levels deep."""
         stack: list[tuple[Any, Any, int]] = [(top, None, -1) for top in reversed(tops)]
@@ -539,7 +550,7 @@ class _TreeShape:
             while True:  # down a chain of single children without the stack (most nodes of a chat)
                 if is_shown(node):
                     depth = ancestor_depth + 1
-                    yield node, ancestor_id, depth
+                    yield Row(node, ancestor_id, depth)
                     if max_depth is not None and depth >= max_depth:
                         break
                     ancestor_id, ancestor_depth = _node_id(node), depth
@@ -550,24 +561,24 @@ class _TreeShape:
                     break
                 node = children[0]
 
-    def walk_chain(self, tops: list[Any], max_depth: int | None) -> Iterator[tuple[Any, Any, int]]:
+    def walk_chain(self, tops: list[Any], max_depth: int | None) -> Iterator[Row]:
         """The rows of :attr:`TreeWindow.chain`: the shown top and its descendants while each has
         exactly one shown child (down to ``max_depth``); several shown tops: the tops alone."""
         level: list[Any] = []
         for top in tops:
             level.extend([top] if self.is_shown(top) else self.shown_children(top))
         if len(level) != 1:
-            yield from ((top, None, 0) for top in level)
+            yield from (Row(top, None, 0) for top in level)
             return
         node, ancestor_id, depth = level[0], None, 0
         while True:
-            yield node, ancestor_id, depth
+            yield Row(node, ancestor_id, depth)
             children = self.shown_children(node)
             if len(children) != 1 or (max_depth is not None and depth >= max_depth):
                 return
             node, ancestor_id, depth = children[0], _node_id(node), depth + 1
 
-    def rows(self, tops: list[Any], window: TreeWindow) -> Iterator[tuple[Any, Any, int]]:
+    def rows(self, tops: list[Any], window: TreeWindow) -> Iterator[Row]:
         """The shown rows of ``window`` in order: its chain, or the walk of its subtree."""
         return self.walk_chain(tops, window.depth) if window.chain else self.walk(tops, window.depth)
 
@@ -657,9 +668,6 @@ def _tops(roots: list[Any], shape: _TreeShape, window: TreeWindow) -> list[Any]:
     return [top]
 
 
-Row = tuple[Any, Any, int]  # (node, id of its nearest shown ancestor or None, depth): see _TreeShape.walk
-
-
 class _FlatPage:
     """The flat form of one window, made one node at a time; ``total`` is known once exhausted.
 
@@ -715,12 +723,13 @@ class _FlatPage:
         self.total = index + 1
 
     def _item(self, row: Row) -> FlatRow:
-        node = row[0]
+        node = row.node
         # all shown children, also those beyond `depth`: the client can ask for them by rootId
         children = self.shape.shown_children(node)
         if len(children) == 1:  # most nodes of a chat
-            return self.shape.node(node, row[1], row[2], [_node_id(children[0])], False)
-        return self.shape.node(node, row[1], row[2], [_node_id(c) for c in children], len(children) > 1)
+            return self.shape.node(node, row.parent_id, row.depth, [_node_id(children[0])], False)
+        ids = [_node_id(c) for c in children]
+        return self.shape.node(node, row.parent_id, row.depth, ids, len(children) > 1)
 
     def check_size(self, returned: int) -> None:
         """Raise :class:`TreeTooLargeError` when a result without ``limit`` outgrew the maximum."""
@@ -747,7 +756,7 @@ def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | 
         raise RootNotFoundError(around_id, "aroundId")
     path = shape.path_keys(around_id)
     for index in range(len(rows) - 1, -1, -1):  # the last one on the path: from the end
-        entry_id = _envelope(rows[index][0].entry)[0]
+        entry_id = _envelope(rows[index].node.entry)[0]
         if truthy(entry_id) and index_key(entry_id) in path:
             return index
     return None
@@ -770,7 +779,8 @@ def _nested_nodes(
     made: list[dict[str, Any]] = []
     tops_out: list[dict[str, Any]] = []
     path: list[tuple[int, dict[str, Any]]] = []  # (depth, node) from a top down to the last node made
-    for node, visible_parent_id, depth in shape.walk(tops, window.depth):
+    for row in shape.walk(tops, window.depth):
+        node, visible_parent_id, depth = row.node, row.parent_id, row.depth
         if max_nodes is not None and len(made) >= max_nodes:
             raise TreeTooLargeError(sum(1 for _ in shape.walk(tops, window.depth)), max_nodes)
         item = shape.node(node, visible_parent_id, depth, []).to_json("children")
@@ -1038,11 +1048,11 @@ def tree_levels(
         levels.append(TreeLevel(kind, window, rows, index))
         if index is None or (kind == "branches" and index == 0):  # nothing of the path below
             return levels, True
-        node = rows[index][0]
+        node = rows[index].node
         entry_id = _envelope(node.entry)[0]
         if truthy(entry_id) and index_key(entry_id) == wanted:
             return levels, True
-        head = kind == "branches" or (kind == "top" and len(rows) > 1 and rows[1][2] == 0)
+        head = kind == "branches" or (kind == "top" and len(rows) > 1 and rows[1].depth == 0)
         children = shape.shown_children(node)
         if len(children) > 1:
             kind = "branches"
