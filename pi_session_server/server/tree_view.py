@@ -26,7 +26,7 @@ from msgspec import UNSET
 
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, strict_equal, truthy
-from pi_session_server.server.wire import encode_rows, to_wire
+from pi_session_server.server.wire import encode_rows, encode_rows_into, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
     ToolCalls,
@@ -987,25 +987,37 @@ _ENCODED_TOGETHER = 512  # nodes encoded in one call (one each cost a call per n
 
 
 def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
-    members, more = _encoded_page(page)
-    return b'{"leafId":' + encode_rows(_wire_id(leaf_id)) + b"," + members + b"}", more
+    out = bytearray(b'{"leafId":' + encode_rows(_wire_id(leaf_id)) + b",")
+    more = _encode_page_into(page, out)
+    out += b"}"
+    return bytes(out), more
 
 
-def _encoded_page(page: _FlatPage) -> tuple[bytes, bool]:
-    """The members of a flat result after ``leafId`` (``"nodes":[...]`` and the paging fields), and
-    whether pages follow."""
-    parts = [b'"nodes":[']
+def _encode_page_into(page: _FlatPage, out: bytearray) -> bool:
+    """Append the members of a flat result after ``leafId`` (``"nodes":[...]`` and the paging
+    fields) to ``out``; whether pages follow. The nodes' array is written a batch at a time into
+    ``out`` itself: each batch's array starts over the ``]`` of the one before, which becomes a
+    comma (a whole tree's JSON is copied once, not per batch and again per join)."""
+    out += b'"nodes":'
     returned = 0
     items = page.nodes()
     while batch := list(islice(items, _ENCODED_TOGETHER)):
-        parts.append((b"," if returned else b"") + encode_rows(batch)[1:-1])
+        at = len(out) - 1 if returned else len(out)
+        encode_rows_into(batch, out, at)
+        if returned:
+            out[at] = _COMMA
         returned += len(batch)
+    if not returned:
+        out += b"[]"
     page.check_size(returned)
-    parts.append(b"]")
     fields = page.paging_fields(returned)
     if page.window.paged:
-        parts.append(b"," + encode_rows(fields)[1:-1])
-    return b"".join(parts), fields["hasMore"]
+        out += b"," + encode_rows(fields)[1:-1]
+    more: bool = fields["hasMore"]
+    return more
+
+
+_COMMA: Final = ord(",")
 
 
 # --- the levels of the layout down to an entry ------------------------------------------------
@@ -1073,8 +1085,8 @@ def encode_tree_levels(
     own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes."""
     branch_points = sum(1 for level in levels if level.kind == "branches")
     per_level = min(limit, max(1, (max_nodes - branch_points) // max(1, len(levels))))
-    parts = []
-    for level in levels:
+    out = bytearray(b'{"leafId":' + encode_rows(_wire_id(shape.leaf_id)) + b',"levels":[')
+    for at, level in enumerate(levels):
         extra = 1 if level.kind == "branches" else 0
         window = TreeWindow(
             root_id=level.window.root_id,
@@ -1091,17 +1103,11 @@ def encode_tree_levels(
             head["chain"] = True
         if window.depth is not None:
             head["depth"] = window.depth
-        members, _more = _encoded_page(_FlatPage(shape, level.rows, window, None, level.around_index))
-        parts.append(encode_rows(head)[:-1] + b"," + members + b"}")
-    return (
-        b'{"leafId":'
-        + encode_rows(_wire_id(shape.leaf_id))
-        + b',"levels":['
-        + b",".join(parts)
-        + b'],"complete":'
-        + (b"true" if complete else b"false")
-        + b"}"
-    )
+        out += (b"," if at else b"") + encode_rows(head)[:-1] + b","
+        _encode_page_into(_FlatPage(shape, level.rows, window, None, level.around_index), out)
+        out += b"}"
+    out += b'],"complete":' + (b"true" if complete else b"false") + b"}"
+    return bytes(out)
 
 
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:

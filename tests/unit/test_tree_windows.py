@@ -142,10 +142,15 @@ def test_a_hidden_root_shows_its_shown_descendants_as_tops() -> None:
     assert tops == view(m, mode="user-only")["nodes"]
 
 
-def test_rows_msgspec_refuses_are_written_as_the_whole_result_writes_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch", [1, 2, 512])
+def test_rows_msgspec_refuses_are_written_as_the_whole_result_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
     """A row with a lone surrogate (an id, a label: msgspec refuses them) or envelope members that
     are not strings goes through the exact encoder: the same bytes as the dict form, members in the
-    same order, the missing ones left out."""
+    same order, the missing ones left out; in a batch of rows of its own or with others, first or
+    after others (``batch``: rows encoded at a time)."""
+    monkeypatch.setattr("pi_session_server.server.tree_view._ENCODED_TOGETHER", batch)
     lines = [
         S.header(),
         S.user("a\ud800", None, "first"),
