@@ -541,8 +541,8 @@ class _TreeShape:
         return shown
 
     def walk(self, tops: list[Any], max_depth: int | None) -> Iterator[Row]:
-        """(node, id of its nearest shown ancestor or None, depth) of every shown node, in preorder,
-        down to ``max_depth``. Iterative: a 200,000-entry chain is 200,000 levels deep."""
+        """The :class:`Row` of every shown node, in preorder, down to ``max_depth``. Iterative: a
+        200,000-entry chain is 200,000 levels deep."""
         stack: list[tuple[Any, Any, int]] = [(top, None, -1) for top in reversed(tops)]
         is_shown, push = self.is_shown, stack.append
         while stack:
