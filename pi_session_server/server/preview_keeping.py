@@ -7,9 +7,12 @@ worker pool, never in a request and never on the event loop:
 
 * it is started once a request that made many previews is over (``workers.after_this_job``),
   one per session at a time;
-* it waits until no request is in flight (:data:`QUIET_SECONDS` without one), so it does not take
-  the CPU from a reply a user waits for; at shutdown it goes at once, and the process waits for it
-  (at most :data:`FINISH_SECONDS`);
+* it waits until no request was in flight for :data:`QUIET_SECONDS` on end, so it does not take
+  the CPU from a reply a user waits for: a request leaves the in-flight set before its reply is
+  written, and a big reply (a whole tree) written while this job holds the interpreter's lock went
+  out a pipe's buffer at a time, each waiting for the lock; a client paging through a tree sends its
+  next request within that time. At shutdown it goes at once, and the process waits for it (at
+  most :data:`FINISH_SECONDS`);
 * what it keeps is taken from the session's cache on the session's own queue, between its requests
   (the cache is the session's alone); the file is held as it is then, and nothing is written if it
   changed before the write (``preview_store.hold``).
@@ -30,8 +33,10 @@ from .workers import SerialQueue, WorkerPool, after_this_job, current_queue
 
 logger = logging.getLogger(__name__)
 
-#: seconds without a request in flight before previews are written
+#: seconds without a request in flight, on end, before previews are written
 QUIET_SECONDS = 0.5
+#: how often the job looks whether a request is in flight while it waits for quiet
+POLL_SECONDS = 0.05
 #: the longest shutdown waits for previews being written
 FINISH_SECONDS = 5.0
 #: the longest a job waits for a session's queue to take what to keep (a job stuck there, on
@@ -65,8 +70,7 @@ class PreviewKeeper:
         self, cache: PreviewCache, entries: Callable[[], list[Any]], session_queue: SerialQueue
     ) -> None:
         try:
-            while not self._hurry.wait(QUIET_SECONDS) and self._busy():
-                pass
+            self._wait_for_quiet()
             keep = self._on_queue(session_queue, lambda: cache.keeper(entries()))
             if keep is not None:
                 with gc_paused():  # many small objects, no cycles (see gcpause)
@@ -75,6 +79,16 @@ class PreviewKeeper:
             logger.exception("the previews could not be kept")
         finally:
             cache.keeping = False
+
+    def _wait_for_quiet(self) -> None:
+        """Until no request was seen in flight for :data:`QUIET_SECONDS`, or shutdown hurries."""
+        quiet_since = time.monotonic()
+        while not self._hurry.wait(POLL_SECONDS):
+            now = time.monotonic()
+            if self._busy():
+                quiet_since = now
+            elif now - quiet_since >= QUIET_SECONDS:
+                return
 
     def _on_queue(self, queue: SerialQueue, work: Callable[[], Any]) -> Any:
         """``work()`` run on ``queue`` (after what is queued there), waited for; None if it took

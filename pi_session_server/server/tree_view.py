@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final
 
+import msgspec
+from msgspec import UNSET
+
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, strict_equal, truthy
-from pi_session_server.server.wire import encode_rows, to_wire
+from pi_session_server.server.wire import encode_rows, encode_rows_into, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
     ToolCalls,
@@ -321,6 +324,17 @@ def find_node(roots: list[Any], wanted_id: Any) -> Any:
 # --- the walk: shown nodes in preorder ------------------------------------------------------
 
 
+class Row(msgspec.Struct, gc=False):
+    """A shown node of a walk (see :meth:`_TreeShape.walk`): the node, the id of its nearest shown
+    ancestor (None: a top of the window) and its depth. Not tracked by the collector: a whole tree's
+    walk is kept while its pages are asked for, a row per shown node, which the collection after
+    each request would otherwise go through (a row holds a node and an id: no cycles)."""
+
+    node: Any
+    parent_id: Any
+    depth: int
+
+
 class _TreeShape:
     """What every node of one result needs: visibility, order, leaf path, previews.
 
@@ -390,7 +404,7 @@ class _TreeShape:
 
     def is_on_leaf_path(self, entry: Any, entry_id: Any) -> bool:
         """Whether ``entry`` (whose id is ``entry_id``) is on the leaf's path."""
-        if not truthy(entry_id):
+        if not (entry_id if type(entry_id) is str else truthy(entry_id)):  # (most ids: no call)
             return False
         path_entries = self._path_entries
         return entry in path_entries if path_entries is not None else index_key(entry_id) in self.on_path
@@ -500,19 +514,22 @@ class _TreeShape:
         return shown
 
     def shown_children(self, node: Any) -> list[Any]:
-        """The nodes that hang right under ``node`` in the result (through hidden ones), in order;
-        found once per node (a tree view's levels walk each chain, then send the rows of a page)."""
+        """The nodes that hang right under ``node`` in the result (through hidden ones), in order
+        (not to be changed: it may be the node's own list); found once per node (a tree view's levels
+        walk each chain, then send the rows of a page). A node whose only child is shown (most nodes
+        of a chat) gives its own list: no list, nor an item of the cache, for every row of a tree,
+        which the collector would walk after the request."""
         if self.visible is None:
             return self.children_in_order(node)
+        children: list[Any] = node.children
+        if len(children) == 1 and self.is_shown(children[0]):
+            return children
         known = self._shown_children.get(id(node))
         if known is None:
             known = self._shown_children[id(node)] = self._find_shown_children(node)
         return known
 
     def _find_shown_children(self, node: Any) -> list[Any]:
-        children = node.children
-        if len(children) == 1 and self.is_shown(children[0]):  # most nodes of a chat
-            return [children[0]]
         shown: list[Any] = []
         stack = list(reversed(self.children_in_order(node)))
         while stack:
@@ -523,74 +540,123 @@ class _TreeShape:
                 stack.extend(reversed(self.children_in_order(child)))
         return shown
 
-    def walk(self, tops: list[Any], max_depth: int | None) -> Iterator[tuple[Any, Any, int]]:
-        """(node, id of its nearest shown ancestor or None, depth) of every shown node, in preorder,
-        down to ``max_depth``. Iterative: a 200,000-entry chain is 200,000 levels deep."""
+    def walk(self, tops: list[Any], max_depth: int | None) -> Iterator[Row]:
+        """The :class:`Row` of every shown node, in preorder, down to ``max_depth``. Iterative: a
+        200,000-entry chain is 200,000 levels deep."""
         stack: list[tuple[Any, Any, int]] = [(top, None, -1) for top in reversed(tops)]
+        is_shown, push = self.is_shown, stack.append
         while stack:
             node, ancestor_id, ancestor_depth = stack.pop()
-            if self.is_shown(node):
-                depth = ancestor_depth + 1
-                yield node, ancestor_id, depth
-                if max_depth is not None and depth >= max_depth:
-                    continue
-                ancestor_id, ancestor_depth = _node_id(node), depth
-            for child in reversed(self.children_in_order(node)):
-                stack.append((child, ancestor_id, ancestor_depth))
+            while True:  # down a chain of single children without the stack (most nodes of a chat)
+                if is_shown(node):
+                    depth = ancestor_depth + 1
+                    yield Row(node, ancestor_id, depth)
+                    if max_depth is not None and depth >= max_depth:
+                        break
+                    ancestor_id, ancestor_depth = _node_id(node), depth
+                children = node.children
+                if len(children) != 1:
+                    for child in reversed(self.children_in_order(node)):
+                        push((child, ancestor_id, ancestor_depth))
+                    break
+                node = children[0]
 
-    def walk_chain(self, tops: list[Any], max_depth: int | None) -> Iterator[tuple[Any, Any, int]]:
+    def walk_chain(self, tops: list[Any], max_depth: int | None) -> Iterator[Row]:
         """The rows of :attr:`TreeWindow.chain`: the shown top and its descendants while each has
         exactly one shown child (down to ``max_depth``); several shown tops: the tops alone."""
         level: list[Any] = []
         for top in tops:
             level.extend([top] if self.is_shown(top) else self.shown_children(top))
         if len(level) != 1:
-            yield from ((top, None, 0) for top in level)
+            yield from (Row(top, None, 0) for top in level)
             return
         node, ancestor_id, depth = level[0], None, 0
         while True:
-            yield node, ancestor_id, depth
+            yield Row(node, ancestor_id, depth)
             children = self.shown_children(node)
             if len(children) != 1 or (max_depth is not None and depth >= max_depth):
                 return
             node, ancestor_id, depth = children[0], _node_id(node), depth + 1
 
-    def rows(self, tops: list[Any], window: TreeWindow) -> Iterator[tuple[Any, Any, int]]:
+    def rows(self, tops: list[Any], window: TreeWindow) -> Iterator[Row]:
         """The shown rows of ``window`` in order: its chain, or the walk of its subtree."""
         return self.walk_chain(tops, window.depth) if window.chain else self.walk(tops, window.depth)
 
     def node(
-        self, node: Any, visible_parent_id: Any, depth: int, children: list[Any], key: str
-    ) -> dict[str, Any]:
-        """One node of the result; ``children`` goes under ``key`` (childIds or children)."""
+        self, node: Any, visible_parent_id: Any, depth: int, children: list[Any], branch_point: Any = UNSET
+    ) -> FlatRow:
+        """One node of the result, ``children`` its shown children's ids (or nodes: the nested form);
+        ``branch_point``: its ``isBranchPoint`` (UNSET: set later, see :class:`FlatRow`)."""
         entry = node.entry
-        entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
-        # made for every row of a whole tree: the strings most fields are pass without a call
-        item: dict[str, Any] = {"id": entry_id if type(entry_id) is str else _wire_id(entry_id)}
-        if parent_id is not ABSENT:
-            item["parentId"] = parent_id if type(parent_id) is str else _safe(parent_id)
-        item["visibleParentId"] = visible_parent_id
-        item[key] = children
-        if etype is not ABSENT:
-            item["type"] = etype if type(etype) is str else _safe(etype)
-        if role is not ABSENT:
-            item["role"] = role if type(role) is str else _safe(role)
-        if node.label is not ABSENT:
-            item["label"] = _safe(node.label)
-        if node.label_timestamp is not ABSENT:
-            item["labelTimestamp"] = _safe(node.label_timestamp)
+        if type(entry) is Entry:  # (most nodes: no tuple for the envelope)
+            entry_id, parent_id, etype = entry.id, entry.parent_id, entry.type
+            role, timestamp, line = entry.role, entry.timestamp, entry.line
+        else:
+            entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
+        preview: Any = UNSET
         if self.tool_calls is not None:
             if not self.calls_complete:
                 self._find_call(entry)
-            item["preview"] = self.preview(entry, self.tool_calls)
-        if timestamp is not ABSENT:
-            item["timestamp"] = timestamp if type(timestamp) is str else _safe(timestamp)
-        if line >= 0:
-            item["line"] = line
-        item["depth"] = depth
-        item["isLeaf"] = self.has_leaf and entry_id == self.leaf_id
-        item["onLeafPath"] = self.is_on_leaf_path(entry, entry_id)
-        return item
+            preview = self.preview(entry, self.tool_calls)
+        label, label_timestamp = node.label, node.label_timestamp
+        # made for every row of a whole tree: the strings most fields are pass without a call
+        return FlatRow(
+            entry_id if type(entry_id) is str else _wire_id(entry_id),
+            parent_id if type(parent_id) is str else _member(parent_id),
+            visible_parent_id,
+            children,
+            etype if type(etype) is str else _member(etype),
+            role if type(role) is str else _member(role),
+            UNSET if label is ABSENT else _safe(label),
+            UNSET if label_timestamp is ABSENT else _safe(label_timestamp),
+            preview,
+            timestamp if type(timestamp) is str else _member(timestamp),
+            line if line >= 0 else UNSET,
+            depth,
+            self.has_leaf and entry_id == self.leaf_id,
+            self.is_on_leaf_path(entry, entry_id),
+            branch_point,
+        )
+
+
+class FlatRow(msgspec.Struct, gc=False):
+    """One node of a result as it goes on the wire, its members in the order the result lists them
+    (an UNSET one is left out). A Struct: made in one call and encoded by msgspec without a dict per
+    row, which a whole tree makes tens of thousands of. ``childIds`` holds the shown children's ids
+    (the nested form: their nodes, under ``children``, see :meth:`to_json`)."""
+
+    id: Any
+    parentId: Any
+    visibleParentId: Any
+    childIds: Any
+    type: Any
+    role: Any
+    label: Any
+    labelTimestamp: Any
+    preview: Any
+    timestamp: Any
+    line: Any
+    depth: int
+    isLeaf: bool
+    onLeafPath: bool
+    isBranchPoint: Any = UNSET
+
+    def to_json(self, children_key: str = "childIds") -> dict[str, Any]:
+        """The node as a dict (what the exact encoder writes when msgspec refuses a row: a lone
+        surrogate), its children under ``children_key``."""
+        return {
+            children_key if name == "childIds" else name: value
+            for name, value in zip(_ROW_MEMBERS, msgspec.structs.astuple(self), strict=True)
+            if value is not UNSET
+        }
+
+
+_ROW_MEMBERS: Final = FlatRow.__struct_fields__
+
+
+def _member(value: Any) -> Any:
+    """A member of the envelope on the wire: UNSET (left out) when the entry has none."""
+    return UNSET if value is ABSENT else _safe(value)
 
 
 def _tops(roots: list[Any], shape: _TreeShape, window: TreeWindow) -> list[Any]:
@@ -600,9 +666,6 @@ def _tops(roots: list[Any], shape: _TreeShape, window: TreeWindow) -> list[Any]:
     if top is None:
         raise RootNotFoundError(window.root_id)
     return [top]
-
-
-Row = tuple[Any, Any, int]  # (node, id of its nearest shown ancestor or None, depth): see _TreeShape.walk
 
 
 class _FlatPage:
@@ -646,26 +709,27 @@ class _FlatPage:
         self.end = None if size is None else self.start + size
         self.total = 0
 
-    def nodes(self) -> Iterator[dict[str, Any]]:
+    def nodes(self) -> Iterator[FlatRow]:
         rows, start, end = self.rows, self.start, self.end
         if isinstance(rows, list):
             self.total = len(rows)
-            for row in rows[start:end]:
-                yield self._item(*row)
+            yield from map(self._item, rows[start:end])
             return
         index = -1
         for index, row in enumerate(rows):
             if index < start or (end is not None and index >= end):
                 continue  # outside the page: counted, not built
-            yield self._item(*row)
+            yield self._item(row)
         self.total = index + 1
 
-    def _item(self, node: Any, visible_parent_id: Any, depth: int) -> dict[str, Any]:
+    def _item(self, row: Row) -> FlatRow:
+        node = row.node
         # all shown children, also those beyond `depth`: the client can ask for them by rootId
         children = self.shape.shown_children(node)
-        item = self.shape.node(node, visible_parent_id, depth, [_node_id(c) for c in children], "childIds")
-        item["isBranchPoint"] = len(children) > 1
-        return item
+        if len(children) == 1:  # most nodes of a chat
+            return self.shape.node(node, row.parent_id, row.depth, [_node_id(children[0])], False)
+        ids = [_node_id(c) for c in children]
+        return self.shape.node(node, row.parent_id, row.depth, ids, len(children) > 1)
 
     def check_size(self, returned: int) -> None:
         """Raise :class:`TreeTooLargeError` when a result without ``limit`` outgrew the maximum."""
@@ -692,7 +756,7 @@ def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | 
         raise RootNotFoundError(around_id, "aroundId")
     path = shape.path_keys(around_id)
     for index in range(len(rows) - 1, -1, -1):  # the last one on the path: from the end
-        entry_id = _envelope(rows[index][0].entry)[0]
+        entry_id = _envelope(rows[index].node.entry)[0]
         if truthy(entry_id) and index_key(entry_id) in path:
             return index
     return None
@@ -715,10 +779,11 @@ def _nested_nodes(
     made: list[dict[str, Any]] = []
     tops_out: list[dict[str, Any]] = []
     path: list[tuple[int, dict[str, Any]]] = []  # (depth, node) from a top down to the last node made
-    for node, visible_parent_id, depth in shape.walk(tops, window.depth):
+    for row in shape.walk(tops, window.depth):
+        node, visible_parent_id, depth = row.node, row.parent_id, row.depth
         if max_nodes is not None and len(made) >= max_nodes:
             raise TreeTooLargeError(sum(1 for _ in shape.walk(tops, window.depth)), max_nodes)
-        item = shape.node(node, visible_parent_id, depth, [], "children")
+        item = shape.node(node, visible_parent_id, depth, []).to_json("children")
         while path and path[-1][0] >= depth:
             path.pop()
         if path:
@@ -767,7 +832,7 @@ def tree_view(
     if form == "nested":
         return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
     page = _FlatPage(shape, shape.rows(tops, window), window, max_nodes)
-    nodes = list(page.nodes())
+    nodes = [row.to_json() for row in page.nodes()]
     page.check_size(len(nodes))
     result: dict[str, Any] = {"leafId": _wire_id(leaf_id), "nodes": nodes}
     if window.paged:
@@ -922,25 +987,37 @@ _ENCODED_TOGETHER = 512  # nodes encoded in one call (one each cost a call per n
 
 
 def _encode_flat(leaf_id: Any, page: _FlatPage) -> tuple[bytes, bool]:
-    members, more = _encoded_page(page)
-    return b'{"leafId":' + encode_rows(_wire_id(leaf_id)) + b"," + members + b"}", more
+    out = bytearray(b'{"leafId":' + encode_rows(_wire_id(leaf_id)) + b",")
+    more = _encode_page_into(page, out)
+    out += b"}"
+    return bytes(out), more
 
 
-def _encoded_page(page: _FlatPage) -> tuple[bytes, bool]:
-    """The members of a flat result after ``leafId`` (``"nodes":[...]`` and the paging fields), and
-    whether pages follow."""
-    parts = [b'"nodes":[']
+def _encode_page_into(page: _FlatPage, out: bytearray) -> bool:
+    """Append the members of a flat result after ``leafId`` (``"nodes":[...]`` and the paging
+    fields) to ``out``; whether pages follow. The nodes' array is written a batch at a time into
+    ``out`` itself: each batch's array starts over the ``]`` of the one before, which becomes a
+    comma (a whole tree's JSON is copied once, not per batch and again per join)."""
+    out += b'"nodes":'
     returned = 0
     items = page.nodes()
     while batch := list(islice(items, _ENCODED_TOGETHER)):
-        parts.append((b"," if returned else b"") + encode_rows(batch)[1:-1])
+        at = len(out) - 1 if returned else len(out)
+        encode_rows_into(batch, out, at)
+        if returned:
+            out[at] = _COMMA
         returned += len(batch)
+    if not returned:
+        out += b"[]"
     page.check_size(returned)
-    parts.append(b"]")
     fields = page.paging_fields(returned)
     if page.window.paged:
-        parts.append(b"," + encode_rows(fields)[1:-1])
-    return b"".join(parts), fields["hasMore"]
+        out += b"," + encode_rows(fields)[1:-1]
+    more: bool = fields["hasMore"]
+    return more
+
+
+_COMMA: Final = ord(",")
 
 
 # --- the levels of the layout down to an entry ------------------------------------------------
@@ -983,11 +1060,11 @@ def tree_levels(
         levels.append(TreeLevel(kind, window, rows, index))
         if index is None or (kind == "branches" and index == 0):  # nothing of the path below
             return levels, True
-        node = rows[index][0]
+        node = rows[index].node
         entry_id = _envelope(node.entry)[0]
         if truthy(entry_id) and index_key(entry_id) == wanted:
             return levels, True
-        head = kind == "branches" or (kind == "top" and len(rows) > 1 and rows[1][2] == 0)
+        head = kind == "branches" or (kind == "top" and len(rows) > 1 and rows[1].depth == 0)
         children = shape.shown_children(node)
         if len(children) > 1:
             kind = "branches"
@@ -1008,8 +1085,8 @@ def encode_tree_levels(
     own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes."""
     branch_points = sum(1 for level in levels if level.kind == "branches")
     per_level = min(limit, max(1, (max_nodes - branch_points) // max(1, len(levels))))
-    parts = []
-    for level in levels:
+    out = bytearray(b'{"leafId":' + encode_rows(_wire_id(shape.leaf_id)) + b',"levels":[')
+    for at, level in enumerate(levels):
         extra = 1 if level.kind == "branches" else 0
         window = TreeWindow(
             root_id=level.window.root_id,
@@ -1026,17 +1103,11 @@ def encode_tree_levels(
             head["chain"] = True
         if window.depth is not None:
             head["depth"] = window.depth
-        members, _more = _encoded_page(_FlatPage(shape, level.rows, window, None, level.around_index))
-        parts.append(encode_rows(head)[:-1] + b"," + members + b"}")
-    return (
-        b'{"leafId":'
-        + encode_rows(_wire_id(shape.leaf_id))
-        + b',"levels":['
-        + b",".join(parts)
-        + b'],"complete":'
-        + (b"true" if complete else b"false")
-        + b"}"
-    )
+        out += (b"," if at else b"") + encode_rows(head)[:-1] + b","
+        _encode_page_into(_FlatPage(shape, level.rows, window, None, level.around_index), out)
+        out += b"}"
+    out += b'],"complete":' + (b"true" if complete else b"false") + b"}"
+    return bytes(out)
 
 
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:

@@ -42,6 +42,19 @@ def encode_rows(value: Any) -> bytes:
     return encode_value(value, default=library_json, checked=False)
 
 
+def encode_rows_into(value: Any, buffer: bytearray, offset: int) -> None:
+    """:func:`encode_rows` of ``value`` written into ``buffer`` from ``offset`` on (what followed is
+    replaced), without a bytes object of its own: a whole tree's rows, encoded a batch at a time,
+    go into one buffer (not a copy per batch, then per join)."""
+    try:
+        _encode_into(value, buffer, offset)  # rows are JSON builtins and Structs: no hook needed
+    except (TypeError, ValueError, RecursionError, OverflowError, msgspec.EncodeError):
+        buffer[offset:] = encode_rows(value)  # what msgspec refuses: the way encode_rows takes
+
+
+_encode_into = msgspec.json.Encoder().encode_into
+
+
 def encode_result(value: Any) -> bytes:
     """The JSON of a pi/* result. msgspec encodes Structs and dataclasses (entries, tree nodes,
     session infos) field by field without asking the hook, so library objects at the top and up to

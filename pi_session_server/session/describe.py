@@ -29,8 +29,9 @@ def utf16_slice(text: str, limit: int) -> str:
     """``text.slice(0, limit)`` counting UTF-16 code units, as JS does."""
     if len(text) <= limit // 2 or (len(text) <= limit and text.isascii()):
         return text[:limit]
-    units = text.encode("utf-16-le", "surrogatepass")
-    if len(units) <= 2 * limit:
+    # the first `limit` characters hold at least `limit` units: the rest of a long text is not encoded
+    units = text[:limit].encode("utf-16-le", "surrogatepass")
+    if len(text) <= limit and len(units) <= 2 * limit:
         return text
     return units[: 2 * limit].decode("utf-16-le", "surrogatepass")
 
@@ -520,8 +521,8 @@ class PreviewCache:
         found = kept.get(key)  # this walk's (a page asked for again), then the walk's before
         if found is not None and found[0] is entry:
             return found[1]
-        found = _cached(self._previous, entry)
-        if found is None:
+        found = self._previous.get(key)  # (_cached, without a call: asked for every row)
+        if found is None or found[0] is not entry:
             found = self._missed(entry)
         kept[key] = found
         return found[1]

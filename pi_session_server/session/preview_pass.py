@@ -119,14 +119,15 @@ class CommonLine(PreviewLine):
 
 
 class ToolArguments(msgspec.Struct, gc=False):
-    """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call)."""
+    """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call).
+    UNSET: the call has no such argument (``msgspec.to_builtins`` leaves it out of the dict)."""
 
-    path: Any = ABSENT
-    file_path: Any = ABSENT
-    offset: Any = ABSENT
-    limit: Any = ABSENT
-    command: Any = ABSENT
-    pattern: Any = ABSENT
+    path: Any = UNSET
+    file_path: Any = UNSET
+    offset: Any = UNSET
+    limit: Any = UNSET
+    command: Any = UNSET
+    pattern: Any = UNSET
 
 
 # pi's tools, whose calls are rendered from ToolArguments (any other tool's from all its arguments)
@@ -354,16 +355,9 @@ def _arguments(name: Any, raw: msgspec.Raw) -> Any:
             arguments = _decode_arguments(raw)
         except _DECODE_ERRORS:  # not an object: shown as {} (see format_tool_call)
             return _decode_any(raw)
-        return {
-            key: field
-            for key, field in zip(_ARGUMENT_NAMES, _argument_fields(arguments), strict=True)
-            if field is not ABSENT
-        }
+        # the arguments the call has, in the order of ToolArguments (one C call: once per call of a file)
+        return msgspec.to_builtins(arguments)
     return _decode_any(raw)
-
-
-_ARGUMENT_NAMES = ("path", "file_path", "offset", "limit", "command", "pattern")
-_argument_fields = attrgetter(*_ARGUMENT_NAMES)
 
 
 def _stale(entry: Entry) -> StaleFileError:

@@ -281,25 +281,31 @@ def _stored_parts(
     """(the part of each of ``listed`` as stored, the assistant messages' tool calls and silence),
     or None when an entry has no preview made from it."""
     parts: list[Any] = []
+    results: list[int] = []  # where the tool results' parts are (made once every call is known)
     assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]] = []
     # per call id, the call a tool result with it shows and where its assistant message is: the
     # last of the id in the file, as a walk of the file's entries finds it
     kept_calls: dict[Any, tuple[Any, int]] = {}
+    part_of, calls_of = facts.get, calls.get  # (once per entry of a big file)
     for position, entry in enumerate(listed):
-        part = facts.get(id(entry))
+        key = id(entry)
+        part = part_of(key)
         if part is None or part[0] is not entry:
             return None
+        if type(part[1]) is not str:
+            results.append(position)
         parts.append(part[1])
-        call = calls.get(id(entry))
+        call = calls_of(key)
         if call is not None and call[0] is entry:
-            assistants.append((position, call[2], [(c[0], c[1][0], c[1][1]) for c in call[1]]))
-            for key, pair in call[1]:
-                kept_calls[key] = (pair, entry.offset)
-    for position, part in enumerate(parts):
-        if type(part) is not str:
-            shown = kept_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
-            text, shown_at = (None, -1) if shown is None else (tool_call_text(part, shown[0]), shown[1])
-            parts[position] = [part.call_id, part.name, text, shown_at]
+            entry_calls, offset = call[1], entry.offset
+            assistants.append((position, call[2], [(c[0], c[1][0], c[1][1]) for c in entry_calls]))
+            for call_key, pair in entry_calls:
+                kept_calls[call_key] = (pair, offset)
+    for position in results:
+        result = parts[position]
+        shown = kept_calls.get(index_key(result.call_id)) if truthy(result.call_id) else None
+        text, shown_at = (None, -1) if shown is None else (tool_call_text(result, shown[0]), shown[1])
+        parts[position] = [result.call_id, result.name, text, shown_at]
     return parts, assistants
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import builders as S
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -371,6 +372,26 @@ def test_previews_of_any_lines_from_one_pass(
 def test_previews_of_real_sessions_from_one_pass(name: str, held: bool, every_batch: None):
     whole, passed = _previews_two_ways(DATA / name, held)
     assert passed == whole
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"path": "/home/u/f", "offset": 5, "limit": None, "extra": {"deep": [1, {"x": 2}]}},
+        {"pattern": ["a", {"b": None}], "path": 1.5, "command": "ls -la", "file_path": "", "limit": 2**70},
+        {"content": "x" * 1000},
+        {},
+    ],
+)
+def test_the_arguments_of_a_call_to_pis_own_tool_are_those_of_the_whole_value(arguments: dict[str, Any]):
+    """The pass keeps the arguments pi's rendering reads, as the whole value holds them, in its order."""
+    raw = msgspec.Raw(msgspec.json.encode(arguments))
+    kept = preview_pass._arguments("read", raw)
+    assert kept == {name: value for name, value in arguments.items() if name in OWN_ARGUMENTS}
+    assert list(kept) == [name for name in OWN_ARGUMENTS if name in arguments]
+
+
+OWN_ARGUMENTS = ("path", "file_path", "offset", "limit", "command", "pattern")
 
 
 def test_held_bytes_of_another_line_are_refused(tmp_path: Path):

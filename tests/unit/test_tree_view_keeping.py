@@ -261,6 +261,26 @@ def test_previews_are_kept_once_no_request_is_in_flight() -> None:
         time.sleep(0.01)
 
 
+def test_previews_wait_for_quiet_on_end_not_a_moment_between_requests() -> None:
+    """Requests one after another (a client paging through a tree) with short gaps between them:
+    the keeping waits for a whole quiet period, not the first moment no request is in flight (a
+    reply is written after its request left the in-flight set)."""
+    pool = WorkerPool()
+    busy = threading.Event()
+    busy.set()
+    keeper = PreviewKeeper(pool, busy.is_set)
+    cache = _FakeCache()
+    _keep_from_a_job(keeper, pool, cache)
+    for _ in range(12):  # busy 0.2 s, then a gap of 0.1 s: never QUIET_SECONDS on end
+        time.sleep(0.2)
+        busy.clear()
+        time.sleep(0.1)
+        assert not cache.kept.is_set()
+        busy.set()
+    busy.clear()
+    assert cache.kept.wait(10)
+
+
 def test_shutdown_keeps_them_at_once_and_waits() -> None:
     pool = WorkerPool()
     keeper = PreviewKeeper(pool, lambda: True)  # never quiet

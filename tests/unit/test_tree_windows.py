@@ -5,9 +5,12 @@ encoded one node at a time is the JSON of the whole result, and results past the
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 from test_protocol_tree_filters import EXAMPLE, random_session
 
@@ -137,3 +140,36 @@ def test_a_hidden_root_shows_its_shown_descendants_as_tops() -> None:
     model_change = whole[0]["id"]  # hidden in the user-only mode
     tops = view(m, mode="user-only", window=TreeWindow(root_id=model_change))["nodes"]
     assert tops == view(m, mode="user-only")["nodes"]
+
+
+@pytest.mark.parametrize("batch", [1, 2, 512])
+def test_rows_msgspec_refuses_are_written_as_the_whole_result_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """A row with a lone surrogate (an id, a label: msgspec refuses them) or envelope members that
+    are not strings goes through the exact encoder: the same bytes as the dict form, members in the
+    same order, the missing ones left out; in a batch of rows of its own or with others, first or
+    after others (``batch``: rows encoded at a time)."""
+    monkeypatch.setattr("pi_session_server.server.tree_view._ENCODED_TOGETHER", batch)
+    lines = [
+        S.header(),
+        S.user("a\ud800", None, "first"),
+        '{"type":"message","id":"b","parentId":"a\\ud800","timestamp":7,"message":{"role":3,"content":"x"}}',
+        S.label("c", "b", "b", "mark \udc00"),
+        '{"type":"custom","id":"d","parentId":"c"}',
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    m = SessionManager.open(str(path), read_only=True)
+    for options in ({"mode": "none"}, {"mode": "all", "active_branch_first": True}):
+        for window in (TreeWindow(), TreeWindow(offset=1, limit=2, paged=True)):
+            expected = tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, window=window, **options)
+            encoded = encode_flat_tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, window=window, **options)
+            assert encoded == encode_json(expected)
+    nodes = json.loads(encode_flat_tree_view(m.get_tree(), m.get_leaf_id(), m.by_id))["nodes"]
+    head = ["id", "parentId", "visibleParentId", "childIds", "type", "role"]
+    tail = ["preview", "timestamp", "line", "depth", "isLeaf", "onLeafPath", "isBranchPoint"]
+    assert [list(node) for node in nodes[:2]] == [[*head, *tail], [*head, "label", "labelTimestamp", *tail]]
+    assert nodes[0]["id"] == "a\ud800" and nodes[1]["label"] == "mark \udc00"
+    assert nodes[1]["role"] == 3 and nodes[1]["timestamp"] == 7
+    assert "type" in nodes[3] and "role" not in nodes[3] and "label" not in nodes[3]
