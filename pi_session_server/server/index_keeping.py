@@ -5,22 +5,20 @@ what it found. Making the index (a column from every entry) and writing it is a 
 first open, which an editor waits for with its first tree window still to come. So the sidecar's
 opens hand their writes over (``scan_index.index_writes_deferred``, taken from the file as it was
 scanned), and a job of their own on the worker pool makes them, as the previews are kept (see
-preview_keeping): once no request is in flight (:data:`QUIET_SECONDS` without one), at once at
-shutdown, which waits for them. A write that fails is no error: the file is scanned next time.
+preview_keeping): once the server is quiet (see quiet_jobs), at once at shutdown, which waits
+for them. A write that fails is no error: the file is scanned next time.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.session.scan_index import index_writes_deferred
 
-from .preview_keeping import FINISH_SECONDS, QUIET_SECONDS
+from .quiet_jobs import FINISH_SECONDS, QuietJobs
 from .workers import CancelToken, WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -31,9 +29,7 @@ class IndexKeeper:
     in flight."""
 
     def __init__(self, pool: WorkerPool, busy: Callable[[], bool]) -> None:
-        self._queue = pool.queue("keeping indexes")
-        self._busy = busy
-        self._hurry = threading.Event()
+        self._jobs = QuietJobs(pool, "keeping indexes", busy)
 
     @contextmanager
     def after_reply(self) -> Iterator[None]:
@@ -44,15 +40,14 @@ class IndexKeeper:
                 yield
             finally:
                 for write in writes:
-                    self._queue.submit(self._writer(write), interruptible=False)
+                    self._jobs.queue.submit(self._writer(write), interruptible=False)
 
     def _writer(self, write: Callable[[], bool]) -> Callable[[CancelToken], None]:
         return lambda _token: self._write(write)
 
     def _write(self, write: Callable[[], bool]) -> None:
         try:
-            while not self._hurry.wait(QUIET_SECONDS) and self._busy():
-                pass
+            self._jobs.wait_for_quiet()
             with gc_paused():  # many small objects, no cycles (see gcpause)
                 write()
         except Exception:  # a best-effort cache: the file is scanned again next time
@@ -60,15 +55,8 @@ class IndexKeeper:
 
     def hurry(self) -> None:
         """At shutdown: what waits for quiet goes now."""
-        self._hurry.set()
+        self._jobs.hurry()
 
     def finish(self, timeout: float = FINISH_SECONDS) -> bool:
-        """At shutdown: what waits goes now; wait for it (at most ``timeout`` seconds). Whether it
-        is all done."""
-        self.hurry()
-        deadline = time.monotonic() + timeout
-        while not self._queue.idle:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        """At shutdown: see QuietJobs.finish."""
+        return self._jobs.finish(timeout)

@@ -7,12 +7,7 @@ worker pool, never in a request and never on the event loop:
 
 * it is started once a request that made many previews is over (``workers.after_this_job``),
   one per session at a time;
-* it waits until no request was in flight for :data:`QUIET_SECONDS` on end, so it does not take
-  the CPU from a reply a user waits for: a request leaves the in-flight set before its reply is
-  written, and a big reply (a whole tree) written while this job holds the interpreter's lock went
-  out a pipe's buffer at a time, each waiting for the lock; a client paging through a tree sends its
-  next request within that time. At shutdown it goes at once, and the process waits for it (at
-  most :data:`FINISH_SECONDS`);
+* it waits until the server is quiet (see quiet_jobs), and goes at once at shutdown;
 * what it keeps is taken from the session's cache on the session's own queue, between its requests
   (the cache is the session's alone); the file is held as it is then, and nothing is written if it
   changed before the write (``preview_store.hold``).
@@ -29,16 +24,11 @@ from typing import Any
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.session.describe import PreviewCache
 
+from .quiet_jobs import FINISH_SECONDS, QuietJobs
 from .workers import SerialQueue, WorkerPool, after_this_job, current_queue
 
 logger = logging.getLogger(__name__)
 
-#: seconds without a request in flight, on end, before previews are written
-QUIET_SECONDS = 0.5
-#: how often the job looks whether a request is in flight while it waits for quiet
-POLL_SECONDS = 0.05
-#: the longest shutdown waits for previews being written
-FINISH_SECONDS = 5.0
 #: the longest a job waits for a session's queue to take what to keep (a job stuck there, on
 #: another process's lock say, must not hold the other sessions' previews for good)
 TAKE_SECONDS = 60.0
@@ -48,9 +38,7 @@ class PreviewKeeper:
     """Keeps the previews of the sessions' caches; ``busy()``: whether a request is in flight."""
 
     def __init__(self, pool: WorkerPool, busy: Callable[[], bool]) -> None:
-        self._queue = pool.queue("keeping previews")
-        self._busy = busy
-        self._hurry = threading.Event()
+        self._jobs = QuietJobs(pool, "keeping previews", busy)
 
     def later(self, cache: PreviewCache, entries: Callable[[], list[Any]]) -> None:
         """From a job on a session's queue whose request may have made previews: keep them once it
@@ -61,7 +49,9 @@ class PreviewKeeper:
         cache.keeping = True
 
         def start() -> None:
-            self._queue.submit(lambda _token: self._keep(cache, entries, session_queue), interruptible=False)
+            self._jobs.queue.submit(
+                lambda _token: self._keep(cache, entries, session_queue), interruptible=False
+            )
 
         if not after_this_job(start):
             start()
@@ -70,7 +60,7 @@ class PreviewKeeper:
         self, cache: PreviewCache, entries: Callable[[], list[Any]], session_queue: SerialQueue
     ) -> None:
         try:
-            self._wait_for_quiet()
+            self._jobs.wait_for_quiet()
             keep = self._on_queue(session_queue, lambda: cache.keeper(entries()))
             if keep is not None:
                 with gc_paused():  # many small objects, no cycles (see gcpause)
@@ -79,16 +69,6 @@ class PreviewKeeper:
             logger.exception("the previews could not be kept")
         finally:
             cache.keeping = False
-
-    def _wait_for_quiet(self) -> None:
-        """Until no request was seen in flight for :data:`QUIET_SECONDS`, or shutdown hurries."""
-        quiet_since = time.monotonic()
-        while not self._hurry.wait(POLL_SECONDS):
-            now = time.monotonic()
-            if self._busy():
-                quiet_since = now
-            elif now - quiet_since >= QUIET_SECONDS:
-                return
 
     def _on_queue(self, queue: SerialQueue, work: Callable[[], Any]) -> Any:
         """``work()`` run on ``queue`` (after what is queued there), waited for; None if it took
@@ -99,18 +79,11 @@ class PreviewKeeper:
         started = time.monotonic()
         while not done.wait(0.05):
             waited = time.monotonic() - started
-            if waited >= TAKE_SECONDS or (self._hurry.is_set() and waited >= FINISH_SECONDS):
+            if waited >= TAKE_SECONDS or (self._jobs.hurried and waited >= FINISH_SECONDS):
                 job.cancel()  # not started yet: it never runs
                 return None
         return job.result()
 
     def finish(self, timeout: float = FINISH_SECONDS) -> bool:
-        """At shutdown: what waits for quiet goes now; wait for it (at most ``timeout`` seconds).
-        Whether it is all done."""
-        self._hurry.set()
-        deadline = time.monotonic() + timeout
-        while not self._queue.idle:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        """At shutdown: see QuietJobs.finish."""
+        return self._jobs.finish(timeout)

@@ -22,7 +22,7 @@ import builders as S
 import pytest
 from server_process import Replies, talk
 
-from pi_session_server.server import index_keeping
+from pi_session_server.server import quiet_jobs
 from pi_session_server.server.index_keeping import IndexKeeper
 from pi_session_server.server.workers import WorkerPool
 from pi_session_server.session import SessionManager, cache_dir, scan_index
@@ -95,7 +95,7 @@ def test_a_deferred_write_that_cannot_be_made_is_no_error(tmp_path: Path) -> Non
 def test_the_keeper_writes_once_no_request_is_in_flight(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index_keeping, "QUIET_SECONDS", 0.02)
+    monkeypatch.setattr(quiet_jobs, "QUIET_SECONDS", 0.02)
     path, index_dir = _session(tmp_path / "s.jsonl"), tmp_path / "index"
     busy = threading.Event()
     busy.set()
