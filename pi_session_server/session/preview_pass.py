@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import attrgetter
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -142,11 +142,12 @@ _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 _SHOWN_CONTENT = frozenset({"user", "assistant"})  # the roles whose preview reads message.content
 
 
-class MessageFields(NamedTuple):
+class MessageFields(msgspec.Struct, gc=False):
     """The preview fields of a message whose role most entries have (user, assistant, toolResult):
     the message as decoded, its content (ABSENT: the message has none, or its role's preview does
     not show it), and the arguments of the content's ``toolCall`` blocks, in their order (ABSENT
-    for a block without any)."""
+    for a block without any). (A Struct: made once per message of a pass, in C, where a
+    NamedTuple's constructor runs Python code.)"""
 
     message: TextMessage | ToolResultMessage
     content: Any
