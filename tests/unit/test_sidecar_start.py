@@ -1,9 +1,9 @@
 """The sidecar's start: an editor's tree view waits for ``serve`` to start, open its session and
 send the first window, so the process imports only what those requests use.
 
-* Modules that only other requests use (statistics, the context's Markdown, the trash) are
-  imported by those requests, and pygls/lsprotocol only when a client speaks LSP (the replies'
-  ``file:`` URIs are made without pygls or urllib: server/file_uri.py).
+* Modules that only other requests use (statistics, the context's Markdown, the trash, the
+  listings) are imported by those requests, and pygls/lsprotocol only when a client speaks LSP
+  (the replies' ``file:`` URIs are made without pygls or urllib: server/file_uri.py).
 * asyncio is imported without ``ssl`` (a server on stdio opens no TLS connection); ``ssl`` itself
   stays importable, and asyncio works without it.
 * msgspec is imported without ``typing_extensions``, and finds the same type hints (typing's);
@@ -41,6 +41,9 @@ NOT_AT_START = (
     "lsprotocol",
     "cattrs",
     "attrs",
+    "pi_session_server.session.listing",
+    "pi_session_server.session.discovery",
+    "pi_session_server.format.collation",
 )
 
 # `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
