@@ -44,6 +44,7 @@ NOT_AT_START = (
     "pi_session_server.session.listing",
     "pi_session_server.session.discovery",
     "pi_session_server.format.collation",
+    "pi_session_server.format.glued",
 )
 
 # `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
