@@ -108,16 +108,21 @@ def test_the_other_requests_import_what_they_use_when_asked(tmp_path: Path) -> N
             _request(1, "pi/open", {"path": str(path)}),
             _request(2, "pi/getStats", {"uri": path.as_uri()}),
             _request(3, "pi/buildSessionContext", {"uri": path.as_uri(), "format": "markdown"}),
-            _request(4, "shutdown", None),
+            _request(4, "pi/listAll", {"sessionDir": str(tmp_path), "text": "none"}),
+            _request(5, "shutdown", None),
             {"jsonrpc": "2.0", "method": "exit"},
         ]
     )
     assert "result" in replies[2] and "result" in replies[3], replies
     assert "markdown" in replies[3]["result"]
+    assert [info["path"] for info in replies[4]["result"]] == [str(path)]
     assert ended["code"] == 0
     assert ended["imported"] == [
+        "pi_session_server.format.collation",
         "pi_session_server.render.context_markdown",
         "pi_session_server.server.session_stats",
+        "pi_session_server.session.discovery",
+        "pi_session_server.session.listing",
     ]
 
 
