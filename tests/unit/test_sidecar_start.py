@@ -45,6 +45,7 @@ NOT_AT_START = (
     "pi_session_server.session.discovery",
     "pi_session_server.format.collation",
     "pi_session_server.format.glued",
+    "unicodedata",
 )
 
 # `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
@@ -123,6 +124,7 @@ def test_the_other_requests_import_what_they_use_when_asked(tmp_path: Path) -> N
         "pi_session_server.server.session_stats",
         "pi_session_server.session.discovery",
         "pi_session_server.session.listing",
+        "unicodedata",
     ]
 
 
