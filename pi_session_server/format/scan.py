@@ -22,7 +22,6 @@ import msgspec
 
 from ..errors import StaleFileError
 from .entry import ENVELOPE_DECODER, Entry, LineBytes, decode_open_envelope
-from .glued import describe, glued_pieces, lost_ids
 from .jsjson import JsonSyntaxError, parse, parse_bytes
 from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
@@ -159,6 +158,9 @@ def _truthy_json(value: Any) -> bool:
 def problem_for(raw: RawLine) -> LineProblem:
     """The diagnostic fact for a line that is not an entry."""
     if raw.kind == "malformed":
+        # imported here: reading a file with no malformed line (the sidecar's start) does without it
+        from .glued import describe, glued_pieces, lost_ids
+
         err = raw.error
         column = err.pos if err is not None else 0
         text = as_displayed(err.msg) if err is not None else "invalid JSON"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
@@ -12,14 +14,6 @@ from pi_session_server.errors import fs_error_from_oserror
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
 from pi_session_server.session.environment import Environment
-from pi_session_server.session.listing import (
-    AbortSignal,
-    SessionInfo,
-    TextOptions,
-    list_all_sessions,
-    list_sessions,
-    session_info,
-)
 from pi_session_server.session.loader import is_valid_header, open_for_reading, peek_header
 from pi_session_server.session.paths import resolve_path
 
@@ -30,6 +24,8 @@ from .progress import Progress
 from .workers import CancelToken
 
 if TYPE_CHECKING:
+    from pi_session_server.session.listing import AbortSignal, SessionInfo, TextOptions
+
     from .app import PiSessionServer
 
 
@@ -54,6 +50,8 @@ def is_session_file(path: str) -> bool:
 
 def text_options(p: P.ListingParams) -> TextOptions:
     """How much text each listed session carries (``text: "all"``, the default, is the reference's)."""
+    from pi_session_server.session.listing import TextOptions
+
     return TextOptions(
         first_message=p.text != "none",
         all_messages_text=p.text == "all",
@@ -78,6 +76,8 @@ def _with_text(
     infos: list[SessionInfo], text: TextOptions, signal: Any, env: Environment
 ) -> list[SessionInfo]:
     """``infos`` read again with ``text`` (an info whose file went away stays as it was)."""
+    from pi_session_server.session.listing import session_info
+
     return [session_info(info.path, signal=signal, text=text, env=env) or info for info in infos]
 
 
@@ -87,7 +87,8 @@ def register(server: PiSessionServer) -> None:
 
 
 def _register_listings(server: PiSessionServer) -> None:
-    """pi/list and pi/listAll."""
+    """pi/list and pi/listAll. The listing module is imported by their first request: the sidecar's
+    start (an editor's tree view waiting for its first window) does not wait for it."""
     route = server.connection.route
 
     def listing(p: P.ListingParams, title: str, call: Any) -> Any:
@@ -101,7 +102,7 @@ def _register_listings(server: PiSessionServer) -> None:
         env = server.environment_for(p)
 
         def job(token: CancelToken) -> Any:
-            signal = _CancelSignal(token)
+            signal = _cancel_signal(token)
             progress.begin(title)
             try:
                 page = page_of(call(_progress_callback(progress), signal, first, env), p)
@@ -115,6 +116,8 @@ def _register_listings(server: PiSessionServer) -> None:
 
     @route("pi/list")
     def pi_list(params: Any) -> Any:
+        from pi_session_server.session.listing import list_sessions
+
         p = P.parse(params, P.ListParams)
         pi = server.profile_for(p)
         return listing(
@@ -127,6 +130,8 @@ def _register_listings(server: PiSessionServer) -> None:
 
     @route("pi/listAll")
     def pi_list_all(params: Any) -> Any:
+        from pi_session_server.session.listing import list_all_sessions
+
         p = P.parse(params, P.ListAllParams)
         return listing(
             p,
@@ -194,15 +199,25 @@ def _delete_session_file(server: PiSessionServer, path: str, permanent: bool) ->
     return {"path": path, "trashed": not permanent, "closedSessions": closed}
 
 
-class _CancelSignal(AbortSignal):
-    """The listing's abort signal: aborted once the request is cancelled."""
+def _cancel_signal(token: CancelToken) -> AbortSignal:
+    """The listing's abort signal for a request: aborted once the request is cancelled."""
+    return _cancel_signal_class()(token)
 
-    __slots__ = ("_token",)
 
-    def __init__(self, token: CancelToken) -> None:
-        super().__init__()
-        self._token = token
+@cache
+def _cancel_signal_class() -> Callable[[CancelToken], AbortSignal]:
+    """The class of :func:`_cancel_signal`, made on first use (its base is the listing's)."""
+    from pi_session_server.session.listing import AbortSignal
 
-    @property
-    def aborted(self) -> bool:
-        return self._token.cancelled or self._aborted
+    class CancelSignal(AbortSignal):
+        __slots__ = ("_token",)
+
+        def __init__(self, token: CancelToken) -> None:
+            super().__init__()
+            self._token = token
+
+        @property
+        def aborted(self) -> bool:
+            return self._token.cancelled or self._aborted
+
+    return CancelSignal

@@ -34,7 +34,7 @@ from ..format.jsjson import dumps
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, strict_equal, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
-from . import listing, storage
+from . import storage
 from .cache_dir import index_settings
 from .chains import Positions, entry_on_line
 from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
@@ -298,6 +298,8 @@ class SessionManager:
         filter_cwd = session_dir is not ABSENT and not profile.same_directory(
             directory, default_session_dir_path(cwd, env=env), env
         )
+        from . import listing  # imported when used: opening a session (the sidecar's start) lists none
+
         most_recent = listing.find_most_recent_session(directory, cwd if filter_cwd else ABSENT, env)
         if most_recent:
             return cls(cwd, directory, most_recent, True, fsync=fsync, pi=profile, env=env)
@@ -387,6 +389,8 @@ class SessionManager:
         pi: PiVersion = DEFAULT_PI,
         env: Environment | None = None,
     ) -> builtins.list[Any]:
+        from . import listing
+
         return listing.list_sessions(cwd, session_dir, on_progress, signal, pi=pi, env=env)
 
     @classmethod
@@ -398,6 +402,8 @@ class SessionManager:
         *,
         env: Environment | None = None,
     ) -> builtins.list[Any]:
+        from . import listing
+
         return listing.list_all_sessions(session_dir, on_progress, signal, env=env)
 
     @classmethod
@@ -410,6 +416,8 @@ class SessionManager:
         pi: PiVersion = DEFAULT_PI,
         env: Environment | None = None,
     ) -> Any:
+        from . import listing
+
         return listing.find_by_id(cwd, session_id, session_dir, pi=pi, env=env)
 
     # ------------------------------------------------------------------ switching sessions

@@ -1,9 +1,9 @@
 """The sidecar's start: an editor's tree view waits for ``serve`` to start, open its session and
 send the first window, so the process imports only what those requests use.
 
-* Modules that only other requests use (statistics, the context's Markdown, the trash) are
-  imported by those requests, and pygls/lsprotocol only when a client speaks LSP (the replies'
-  ``file:`` URIs are made without pygls or urllib: server/file_uri.py).
+* Modules that only other requests use (statistics, the context's Markdown, the trash, the
+  listings) are imported by those requests, and pygls/lsprotocol only when a client speaks LSP
+  (the replies' ``file:`` URIs are made without pygls or urllib: server/file_uri.py).
 * asyncio is imported without ``ssl`` (a server on stdio opens no TLS connection); ``ssl`` itself
   stays importable, and asyncio works without it.
 * msgspec is imported without ``typing_extensions``, and finds the same type hints (typing's);
@@ -41,6 +41,11 @@ NOT_AT_START = (
     "lsprotocol",
     "cattrs",
     "attrs",
+    "pi_session_server.session.listing",
+    "pi_session_server.session.discovery",
+    "pi_session_server.format.collation",
+    "pi_session_server.format.glued",
+    "unicodedata",
 )
 
 # `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
@@ -104,16 +109,22 @@ def test_the_other_requests_import_what_they_use_when_asked(tmp_path: Path) -> N
             _request(1, "pi/open", {"path": str(path)}),
             _request(2, "pi/getStats", {"uri": path.as_uri()}),
             _request(3, "pi/buildSessionContext", {"uri": path.as_uri(), "format": "markdown"}),
-            _request(4, "shutdown", None),
+            _request(4, "pi/listAll", {"sessionDir": str(tmp_path), "text": "none"}),
+            _request(5, "shutdown", None),
             {"jsonrpc": "2.0", "method": "exit"},
         ]
     )
     assert "result" in replies[2] and "result" in replies[3], replies
     assert "markdown" in replies[3]["result"]
+    assert [info["path"] for info in replies[4]["result"]] == [str(path)]
     assert ended["code"] == 0
     assert ended["imported"] == [
+        "pi_session_server.format.collation",
         "pi_session_server.render.context_markdown",
         "pi_session_server.server.session_stats",
+        "pi_session_server.session.discovery",
+        "pi_session_server.session.listing",
+        "unicodedata",
     ]
 
 
