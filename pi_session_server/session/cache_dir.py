@@ -28,7 +28,13 @@ RACY_NS = 2_000_000_000
 # session used last is kept whatever its size).
 MAX_KEPT_FILES: Final = 1000
 DEFAULT_MAX_BYTES: Final = 2 * 1024 * 1024 * 1024
-KEPT_SUFFIXES: Final = (".pi-index", ".pi-previews", ".pi-view-")
+# The names of what is kept: a session's files are "<device>-<inode>" and one of these suffixes (a
+# view's is followed by its kind); a file being written starts with the temporary prefix.
+INDEX_SUFFIX: Final = ".pi-index"
+PREVIEWS_SUFFIX: Final = ".pi-previews"
+VIEW_SUFFIX: Final = ".pi-view-"
+KEPT_SUFFIXES: Final = (INDEX_SUFFIX, PREVIEWS_SUFFIX, VIEW_SUFFIX)
+TEMPORARY_PREFIX: Final = ".tmp-"
 ABANDONED_AFTER: Final = 3600.0  # seconds: a temporary file older than this was left by a killed writer
 _HASHED = 4096  # bytes of the file's head, and before the end indexed, whose CRC is kept
 
@@ -93,12 +99,12 @@ def index_settings(index: bool | str | os.PathLike[str] = True) -> IndexSettings
 
 def index_path(directory: str, st: os.stat_result) -> str:
     """The index of the file ``st`` describes, in ``directory`` (named by its device and inode)."""
-    return os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}.pi-index")
+    return os.path.join(directory, f"{st.st_dev:x}-{st.st_ino:x}{INDEX_SUFFIX}")
 
 
 def kept_path(directory: str, st: os.stat_result, suffix: str) -> str:
     """What is kept with the index of the file ``st`` describes under the name ``suffix``."""
-    return index_path(directory, st).removesuffix(".pi-index") + suffix
+    return index_path(directory, st).removesuffix(INDEX_SUFFIX) + suffix
 
 
 def edges(fd: int, end: int) -> tuple[int, int]:
@@ -117,9 +123,9 @@ def write_whole(path: str, *parts: bytes | memoryview) -> None:
     file). Raises OSError."""
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    # named as scan_index's pruning expects of a temporary file (".tmp-" first)
+    # named as pruning expects of a temporary file (see prune)
     temporary = os.path.join(
-        directory, f".tmp-{os.getpid()}-{os.urandom(6).hex()}{os.path.splitext(path)[1]}"
+        directory, f"{TEMPORARY_PREFIX}{os.getpid()}-{os.urandom(6).hex()}{os.path.splitext(path)[1]}"
     )
     out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
@@ -163,12 +169,12 @@ def prune(directory: str) -> None:
             st = os.stat(full)
         except OSError:
             continue
-        if name.startswith(".tmp-"):
+        if name.startswith(TEMPORARY_PREFIX):
             if now - st.st_mtime > ABANDONED_AFTER:
                 with contextlib.suppress(OSError):
                     os.unlink(full)
         elif any(kept in name for kept in KEPT_SUFFIXES):
-            sessions.setdefault(name.partition(".")[0], []).append((full, st))
+            sessions.setdefault(name.partition(".")[0], []).append((full, st))  # by "<device>-<inode>"
     newest_first = sorted(
         sessions.values(), key=lambda files: max(st.st_mtime_ns for _, st in files), reverse=True
     )

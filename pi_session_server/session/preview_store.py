@@ -65,7 +65,7 @@ _decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index.ext_hook).
 
 
 def store_of(
-    entries: list[Entry], suffix: str = ".pi-previews", fd: int | None = None
+    entries: list[Entry], suffix: str = cache_dir.PREVIEWS_SUFFIX, fd: int | None = None
 ) -> tuple[FileLineSource, str] | None:
     """The file all ``entries`` are read from and the path of what is kept of it with the name
     ``suffix`` (its previews by default), when it has an index directory (None if the entries come

@@ -65,12 +65,6 @@ from .chains import Positions
 from .index_rows import MAX_CODES, PLAIN_OPTIONAL, IndexedRows, RowColumns, ends_of
 from .storage import write_all
 
-# ---------------------------------------------------------------------- settings
-
-# beyond this many files (indexes and what is kept with them: preview_store, view_store), those used
-# least recently are removed
-
-
 # ---------------------------------------------------------------------- the scan, with an index
 
 
@@ -617,7 +611,9 @@ def _write_index(
     temporary = None
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        out, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".pi-index", dir=directory)
+        out, temporary = tempfile.mkstemp(
+            prefix=cache_dir.TEMPORARY_PREFIX, suffix=cache_dir.INDEX_SUFFIX, dir=directory
+        )
         try:
             write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
             sections = _SectionWriter(out)

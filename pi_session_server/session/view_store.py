@@ -56,7 +56,7 @@ class KeptView(NamedTuple):
 
 def suffix(kind: str) -> str:
     """The name under which a view of ``kind`` is kept beside the index."""
-    return f".pi-view-{kind}"
+    return cache_dir.VIEW_SUFFIX + kind
 
 
 def identity_before_open(path: str) -> Identity | None:
