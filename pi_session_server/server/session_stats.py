@@ -4,11 +4,14 @@ Entries by type and message role, branch points and leaves, the assistant turns'
 (their ``usage``) by model, and the first and last timestamps. The sums are kept per session and,
 when the file only grew (pi appends), only the new entries are added.
 
-The usage needs the assistant messages' bodies: they are read from the file in one pass in file
-order (a big buffer, a small decoder that skips the content), not line by line as the library reads
-an entry's body (the whole JSON, a read each). Branch points and leaves are counted as entries come
-(children per parent): the tree is made only for a file whose entries are not in the usual order
-(a parent after its children, an id twice), where counting could disagree with ``getTree``.
+Everything but the usage comes from the entries' envelopes, taken as columns
+(``SessionManager.envelopes``: after a reopen from the index, straight from its columns, no entry
+made) and counted a column at a time. The usage needs the assistant messages' bodies: they are read
+from the file in one pass in file order (a big buffer, a small decoder that skips the content), not
+line by line as the library reads an entry's body (the whole JSON, a read each). Branch points and
+leaves are counted as entries come (children per parent): the tree is made only for a file whose
+entries are not in the usual order (a parent after its children, an id twice), where counting could
+disagree with ``getTree``.
 """
 
 from __future__ import annotations
@@ -17,15 +20,16 @@ import contextlib
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from pi_session_server.format.entry import Entry
+from pi_session_server.format.entry import Entry, MessageHead
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
-from pi_session_server.session.fields import id_of, parent_of, role_of, type_of
+from pi_session_server.session.envelopes import Envelopes
 
 from .tree_pages import session_state
 
@@ -33,21 +37,55 @@ USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 _CHUNK = 8 * 1024 * 1024  # bytes read at once for the pass over the assistant messages
 
 
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0
-    return value if value == value and abs(value) != float("inf") else 0  # NaN and infinities: 0
+def _sum_onto(total: float, values: Iterable[Any]) -> float:
+    """``total`` plus the values that are finite numbers, added one after the other (a JSON value
+    that is not a number, a boolean, NaN or an infinity counts 0)."""
+    for value in values:
+        kind = value.__class__
+        if kind is int or (kind is float and value - value == 0):  # (inf - inf and NaN - NaN: NaN)
+            total += value
+    return total
 
 
-class _Message(msgspec.Struct):
+def _model_names(providers: Sequence[Any], models: Sequence[Any]) -> list[str]:
+    """The name each turn's usage is summed under: "provider/model" (the parts that are strings),
+    else "(unknown)"."""
+    known: dict[tuple[str, str], str] = {}
+    names = []
+    for provider, model in zip(providers, models, strict=True):
+        if provider.__class__ is str and model.__class__ is str:
+            name = known.get((provider, model))
+            if name is None:
+                name = known[provider, model] = f"{provider}/{model}"
+        else:
+            name = "/".join(part for part in (provider, model) if isinstance(part, str)) or "(unknown)"
+        names.append(name)
+    return names
+
+
+class _Cost(msgspec.Struct, gc=False):
+    total: Any = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input: Any = None  # the JSON keys (USAGE_KEYS)
+    output: Any = None
+    cacheRead: Any = None
+    cacheWrite: Any = None
+    totalTokens: Any = None
+    cost: _Cost | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
     role: Any = None
     provider: Any = None
     model: Any = None
-    usage: Any = None
+    usage: _Usage | None = None
 
 
-class _AssistantLine(msgspec.Struct):
-    """What the totals read of an assistant message's line (the rest is skipped, not built)."""
+class _AssistantLine(msgspec.Struct, gc=False):
+    """What the totals read of an assistant message's line (the rest is skipped, not built). A
+    usage or cost that is not an object does not decode: that line is read the library's way."""
 
     type: Any = None
     id: Any = None
@@ -55,6 +93,32 @@ class _AssistantLine(msgspec.Struct):
 
 
 _decode_line = msgspec.json.Decoder(_AssistantLine).decode
+
+
+#: What the totals add of an assistant message: (provider, model, then its usage's values in the
+#: order of USAGE_KEYS, then its cost's total), the values as found (what is not a finite number
+#: counts 0). A tuple: one is made per assistant message, and the totals add them column by column.
+Turn = tuple[Any, Any, Any, Any, Any, Any, Any, Any]
+
+
+def turn_of_message(message: Any) -> Turn | None:
+    """The turn of a message value (as ``Entry.get("message")`` gives it); None for a value that
+    is not an object (it adds nothing)."""
+    if not isinstance(message, dict):
+        return None
+    usage = message.get("usage")
+    get = usage.get if isinstance(usage, dict) else {}.get
+    cost = get("cost")
+    return (
+        message.get("provider"),
+        message.get("model"),
+        get("input"),  # USAGE_KEYS
+        get("output"),
+        get("cacheRead"),
+        get("cacheWrite"),
+        get("totalTokens"),
+        cost.get("total") if isinstance(cost, dict) else None,
+    )
 
 
 @dataclass
@@ -80,63 +144,94 @@ class SessionTotals:
     leaves: int = 0
     irregular: bool = False
 
-    def add(self, entry: Any, message: Any) -> None:
-        """Count an entry; ``message``: its message when it is an assistant message, else None."""
-        etype = type_of(entry)
-        type_name = etype if isinstance(etype, str) else "(other)"
-        self.types[type_name] = self.types.get(type_name, 0) + 1
-        timestamp = entry.timestamp if type(entry) is Entry else entry.get("timestamp", ABSENT)
-        if isinstance(timestamp, str):
+    def add(self, entries: Envelopes, turns: Sequence[Turn]) -> None:
+        """Count ``entries`` (in order); ``turns``: what the assistant messages among them add, in
+        their order."""
+        _count_into(self.types, entries.types)
+        _count_into(
+            self.roles, [head.role if head is not None else ABSENT for head in _message_heads(entries)]
+        )
+        timestamps = entries.timestamps
+        first = next((t for t in timestamps if isinstance(t, str)), ABSENT)
+        if first is not ABSENT:
             if self.first_timestamp is ABSENT:
-                self.first_timestamp = timestamp
-            self.last_timestamp = timestamp
-        self._add_to_tree(entry)
-        if etype != "message":
-            return
-        role = role_of(entry)
-        role_name = role if isinstance(role, str) else "(other)"
-        self.roles[role_name] = self.roles.get(role_name, 0) + 1
-        if isinstance(message, dict):
-            self._add_usage(message)
+                self.first_timestamp = first
+            self.last_timestamp = next(t for t in reversed(timestamps) if isinstance(t, str))
+        self._add_to_tree(entries.ids, entries.parents)
+        if turns:
+            self._add_turns(turns)
 
-    def _add_usage(self, message: dict[str, Any]) -> None:
-        usage = message.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
-        for key in USAGE_KEYS:
-            self.tokens[key] += _number(usage.get(key))
-        cost_value = usage.get("cost")
-        cost = _number(cost_value.get("total")) if isinstance(cost_value, dict) else 0
-        self.cost += cost
-        provider, model = message.get("provider"), message.get("model")
-        name = "/".join(str(part) for part in (provider, model) if isinstance(part, str)) or "(unknown)"
-        per_model = self.models.setdefault(name, {"turns": 0, "totalTokens": 0, "cost": 0})
-        per_model["turns"] += 1
-        per_model["totalTokens"] += _number(usage.get("totalTokens"))
-        per_model["cost"] += cost
+    def _add_turns(self, turns: Sequence[Turn]) -> None:
+        """Add the turns' usage. Column by column, each sum growing value by value in the turns'
+        order: the same sums, float for float, as adding turn after turn."""
+        providers, models, *token_columns, costs = zip(*turns, strict=True)
+        tokens = self.tokens
+        for key, values in zip(USAGE_KEYS, token_columns, strict=True):
+            tokens[key] = _sum_onto(tokens[key], values)
+        self.cost = _sum_onto(self.cost, costs)
+        names = _model_names(providers, models)
+        total_tokens = token_columns[-1]
+        for name in dict.fromkeys(names):
+            mine = [i for i, other in enumerate(names) if other == name]
+            per_model = self.models.setdefault(name, {"turns": 0, "totalTokens": 0, "cost": 0})
+            per_model["turns"] += len(mine)
+            per_model["totalTokens"] = _sum_onto(per_model["totalTokens"], [total_tokens[i] for i in mine])
+            per_model["cost"] = _sum_onto(per_model["cost"], [costs[i] for i in mine])
 
-    def _add_to_tree(self, entry: Any) -> None:
-        entry_id = id_of(entry)
-        key = index_key(entry_id) if truthy(entry_id) else None
-        if key is None or key in self.seen or key in self.forward:
-            self.irregular = True
-        else:
-            self.seen.add(key)
-            self.leaves += 1
-        parent = parent_of(entry)
-        if not truthy(parent):
-            return
-        parent_key = index_key(parent)
-        if parent_key == key:
-            self.irregular = True
-            return
-        count = self.children.get(parent_key, 0) + 1
-        self.children[parent_key] = count
-        if parent_key not in self.seen:
-            self.forward.add(parent_key)  # an orphan, or a parent written later
-        elif count == 1:
-            self.leaves -= 1
-        elif count == 2:
-            self.branch_points += 1
+    def _add_to_tree(self, ids: Sequence[Any], parents: Sequence[Any]) -> None:  # noqa: C901 - the loop over every entry
+        children, seen, forward = self.children, self.seen, self.forward
+        leaves, branch_points, irregular = self.leaves, self.branch_points, self.irregular
+        key: Any
+        for entry_id, parent in zip(ids, parents, strict=True):
+            if entry_id.__class__ is str and entry_id:  # the usual id: its own key
+                key = entry_id
+            else:
+                key = index_key(entry_id) if truthy(entry_id) else None
+            if key is None or key in seen or key in forward:
+                irregular = True
+            else:
+                seen.add(key)
+                leaves += 1
+            if parent.__class__ is str:
+                if not parent:
+                    continue
+                parent_key = parent
+            elif truthy(parent):
+                parent_key = index_key(parent)
+            else:
+                continue
+            if parent_key == key:
+                irregular = True
+                continue
+            count = children.get(parent_key, 0) + 1
+            children[parent_key] = count
+            if parent_key not in seen:
+                forward.add(parent_key)  # an orphan, or a parent written later
+            elif count == 1:
+                leaves -= 1
+            elif count == 2:
+                branch_points += 1
+        self.leaves, self.branch_points, self.irregular = leaves, branch_points, irregular
+
+
+def _message_heads(entries: Envelopes) -> list[MessageHead | None]:
+    """The message heads of the message entries among ``entries``, in order (None: a message
+    without one)."""
+    return [
+        head for entry_type, head in zip(entries.types, entries.heads, strict=True) if entry_type == "message"
+    ]
+
+
+def _count_into(counts: dict[str, int], values: Sequence[Any]) -> None:
+    """Add how often each value comes to ``counts`` (a value that is not a string counts as
+    "(other)"), new names in the order they first come."""
+    try:
+        found = Counter(values)
+    except TypeError:  # an array or object among them
+        found = Counter(value if isinstance(value, str) else "(other)" for value in values)
+    for value, n in found.items():
+        name = value if isinstance(value, str) else "(other)"
+        counts[name] = counts.get(name, 0) + n
 
 
 def _tree_counts(roots: list[Any]) -> tuple[int, int]:
@@ -154,30 +249,36 @@ def _tree_counts(roots: list[Any]) -> tuple[int, int]:
     return branch_points, leaves
 
 
-def _is_assistant(entry: Any) -> bool:
-    return bool(type_of(entry) == "message" and role_of(entry) == "assistant")
+def _assistant_positions(entries: Envelopes) -> list[int]:
+    return [
+        position
+        for position, (entry_type, head) in enumerate(zip(entries.types, entries.heads, strict=True))
+        if entry_type == "message" and head is not None and head.role == "assistant"
+    ]
 
 
-def _messages(path: Any, entries: list[Any]) -> Iterator[tuple[Any, Any]]:
-    """(entry, its message for an assistant message else None), the messages read in one pass over
-    the file in file order. A line that is not what its entry says (the file changed, an odd value)
-    is read as the library reads it."""
+def _turns(path: Any, entries: Envelopes, entry_at: Callable[[int], Entry]) -> list[Turn]:
+    """What the assistant messages among ``entries`` add, in order: their lines read in one pass
+    over the file in file order. A line that is not what its entry says (the file changed, an odd
+    value) is read as the library reads it (``entry_at(position)``)."""
+    positions = _assistant_positions(entries)
+    offsets, ids = entries.offsets, entries.ids
+    turns: list[Turn] = []
     fd = -1
-    if isinstance(path, str) and any(type(e) is Entry and e.offset >= 0 for e in entries):
+    if isinstance(path, str) and any(offsets[p] >= 0 for p in positions):
         with contextlib.suppress(OSError):
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     buffer, start = b"", 0
+    view = memoryview(buffer)
     try:
-        for entry in entries:
-            if not _is_assistant(entry):
-                yield entry, None
-                continue
-            message: Any = ABSENT
-            offset = entry.offset if type(entry) is Entry else -1
-            if fd >= 0 and isinstance(offset, int) and offset >= 0:
+        for position in positions:
+            offset = offsets[position]
+            turn = None
+            if fd >= 0 and offset >= 0:
                 at = offset - start
                 end = buffer.find(b"\n", at) if 0 <= at < len(buffer) else -1
                 if end < 0:  # the line is not (all) in the buffer: read from it on
+                    view.release()
                     buffer, start = os.pread(fd, _CHUNK, offset), offset
                     while (end := buffer.find(b"\n")) < 0:
                         more = os.pread(fd, _CHUNK, offset + len(buffer))
@@ -186,26 +287,45 @@ def _messages(path: Any, entries: list[Any]) -> Iterator[tuple[Any, Any]]:
                             break
                         buffer += more
                     at = 0
-                message = _message_of(buffer[at:end], entry)
-            yield entry, entry.get("message") if message is ABSENT else message
+                    view = memoryview(buffer)
+                turn = _turn_of(view[at:end], ids[position])
+            if turn is None:
+                turn = turn_of_message(entry_at(position).get("message"))
+            if turn is not None:
+                turns.append(turn)
     finally:
+        view.release()
         if fd >= 0:
             os.close(fd)
+    return turns
 
 
-def _message_of(line: bytes, entry: Any) -> Any:
-    """The fields the totals read of an assistant message's line, or ABSENT when the line does not
-    decode to this entry (then the entry's own reading, with its checks, is used)."""
+def _turn_of(line: Any, entry_id: Any) -> Turn | None:
+    """The turn an assistant message's line adds, or None when the line does not decode to the
+    entry with ``entry_id`` (then the entry's own reading, with its checks, is used)."""
     try:
         decoded = _decode_line(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return ABSENT
+        return None
     message = decoded.message
     if decoded.type != "message" or message is None or message.role != "assistant":
-        return ABSENT
-    if type(decoded.id) is not str or decoded.id != id_of(entry):
-        return ABSENT
-    return {"provider": message.provider, "model": message.model, "usage": message.usage}
+        return None
+    if decoded.id.__class__ is not str or decoded.id != entry_id:
+        return None
+    usage = message.usage
+    if usage is None:
+        return (message.provider, message.model, None, None, None, None, None, None)
+    cost = usage.cost
+    return (
+        message.provider,
+        message.model,
+        usage.input,
+        usage.output,
+        usage.cacheRead,
+        usage.cacheWrite,
+        usage.totalTokens,
+        cost.total if cost is not None else None,
+    )
 
 
 class StatsCache:
@@ -234,9 +354,13 @@ class StatsCache:
         session_file = manager.get_session_file()
         if isinstance(session_file, str):
             session_file = manager.environment.on_disk(session_file)
-        new = list(_messages(session_file, manager.entries_slice(totals.count, count)))
-        for entry, message in new:
-            totals.add(entry, message)
+        new = manager.envelopes(totals.count, count)
+        turns = _turns(
+            session_file,
+            new,
+            lambda position: manager.entries_slice(new.start + position, new.start + position + 1)[0],
+        )
+        totals.add(new, turns)
         totals.count, totals.last = count, last
         with self._lock, contextlib.suppress(TypeError):
             self._kept[manager] = totals

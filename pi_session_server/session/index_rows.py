@@ -23,10 +23,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from operator import add
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
+
+if TYPE_CHECKING:
+    from .envelopes import Envelopes
 
 # Codes are bytes: a type or role table holds at most this many values.
 MAX_CODES = 256
@@ -190,6 +193,33 @@ class IndexedRows:
             )
         )
         return self._with_made(every), ids
+
+    def envelopes(self, start: int, end: int) -> Envelopes:
+        """The envelopes of rows ``start`` to ``end`` (``0 <= start <= end``) from the columns,
+        making no entry: the same values each row's entry holds."""
+        from .envelopes import Envelopes  # (only the totals ask: not on a reopen's path)
+
+        columns = self.columns
+        end = min(end, columns.count)
+        start = min(start, end)
+        if self._split is not None:
+            ids, timestamps = (column[start:end] for column in self._split)
+        else:
+            ids = _texts_between(columns.ids, columns.id_ends, start, end)
+            timestamps = _texts_between(columns.timestamps, columns.timestamp_ends, start, end)
+        parents: list[Any] = [self.id_at(start - 1) if start else ABSENT, *ids[:-1]] if ids else []
+        for row, parent in columns.parents.items():
+            if start <= row < end:
+                parents[row - start] = parent
+        return Envelopes(
+            start,
+            list(map(columns.types.__getitem__, columns.type_codes[start:end])),
+            ids,
+            parents,
+            timestamps,
+            list(map(columns.heads.__getitem__, columns.role_codes[start:end])),
+            columns.offsets[start:end],
+        )
 
     def append_scanned(self, entries: Sequence[Entry]) -> bool:
         """Add ``entries``, scanned from the lines after the rows' (the file grew: pi appended),
@@ -397,6 +427,14 @@ def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str,
 
 def _texts(data: bytes, count: int) -> list[str]:
     return str(data, "utf-8", "surrogatepass").split("\x00") if count else []
+
+
+def _texts_between(data: bytes, ends: array[int], start: int, end: int) -> list[str]:
+    """The values of rows ``start`` to ``end`` of a text column."""
+    if start >= end:
+        return []
+    first = ends[start - 1] + 1 if start else 0
+    return str(memoryview(data)[first : ends[end - 1]], "utf-8", "surrogatepass").split("\x00")
 
 
 def _sparse(n: int, default: Any, values: Iterable[tuple[int, Any]]) -> Iterable[Any]:

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     ContextEditError,
@@ -70,6 +70,9 @@ from .projection import (
 from .rewrites import LockedFile, rewritten_after
 from .row_tree import RowTree, row_tree
 from .tree import TreeNode, build_tree
+
+if TYPE_CHECKING:
+    from .envelopes import Envelopes
 
 
 @dataclass
@@ -1261,6 +1264,16 @@ class SessionManager:
         if self._header_only_first:
             return self._file_entries[1 + start : 1 + end]
         return self.get_entries()[start:end]
+
+    def envelopes(self, start: int, end: int) -> Envelopes:
+        """The envelopes of ``get_entries()[start:end]`` (``0 <= start <= end``) as columns, for a
+        pass over every entry (after a reopen from the index: from its columns, making no entry)."""
+        from .envelopes import Envelopes
+
+        rows = self._rows
+        if rows is not None:
+            return rows.envelopes(start, end)
+        return Envelopes.of_entries(self.entries_slice(start, end), start)
 
     def position_of(self, entry_id: Any) -> int:
         """Where in ``get_entries()`` the last entry with this id is, or -1 (what a search from the

@@ -46,7 +46,27 @@ def _answers(sm: SessionManager) -> dict[str, Any]:
         "count": sm.entry_count(),
         "distinct ids": sm.get_entry_count(),
         "labels": {k: (sm.get_label(k), sm.get_label_timestamp(k)) for k in ("m1", "m2", "a", "b", "x")},
+        "envelopes": _envelopes(sm),
     }
+
+
+def _envelopes(sm: SessionManager) -> list[Any]:
+    """The envelope columns of every entry, of the second half and of one entry in the middle."""
+    n = sm.entry_count()
+    spans = [(0, n), (n // 2, n + 5), (n // 2, n // 2 + 1), (n, n)]
+    columns = [sm.envelopes(start, end) for start, end in spans]
+    return [
+        (
+            c.start,
+            list(c.types),
+            list(c.ids),
+            list(c.parents),
+            list(c.timestamps),
+            list(c.heads),
+            list(c.offsets),
+        )
+        for c in columns
+    ]
 
 
 def _projection(projection: dict[str, Any]) -> Any:

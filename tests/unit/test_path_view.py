@@ -20,7 +20,8 @@ from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import path_view, session_stats
 from pi_session_server.server.tree_view import FILTERS, RootNotFoundError, TreeWindow, tree_view
 from pi_session_server.server.wire import encode_result
-from pi_session_server.session import SessionManager
+from pi_session_server.session import SessionManager, cache_dir, loader
+from pi_session_server.session.envelopes import Envelopes
 
 
 def reply(value: Any) -> Any:
@@ -171,6 +172,12 @@ def expected_stats(path: str) -> dict[str, Any]:
     return {"tokens": tokens, "cost": cost, "turns": turns, "types": types}
 
 
+def add_as_the_library_reads(totals: session_stats.SessionTotals, entries: list[Entry]) -> None:
+    """Count ``entries`` into ``totals`` with each assistant message as ``Entry.get`` reads it."""
+    turns = [session_stats.turn_of_message(e.get("message")) for e in entries if e.role == "assistant"]
+    totals.add(Envelopes.of_entries(entries), [turn for turn in turns if turn is not None])
+
+
 def test_stats_sum_the_whole_session(example: SessionManager):
     stats = reply(session_stats.session_stats(example, session_stats.StatsCache()))
     expected = expected_stats(example.get_session_file())
@@ -196,7 +203,9 @@ def test_stats_after_an_append_read_only_the_new_entries(
     added: list[Any] = []
     original = session_stats.SessionTotals.add
     monkeypatch.setattr(
-        session_stats.SessionTotals, "add", lambda self, e, m: (added.append(e), original(self, e, m))
+        session_stats.SessionTotals,
+        "add",
+        lambda self, entries, turns: (added.extend(entries.ids), original(self, entries, turns)),
     )
     example.append_message(
         {"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 2,
@@ -231,8 +240,7 @@ def test_stats_read_in_one_pass_and_count_the_tree_as_get_tree_does(
         branch_points, leaves = session_stats._tree_counts(m.get_tree())
         assert (stats["branchPoints"], stats["leaves"]) == (branch_points, leaves), path
         fresh = session_stats.SessionTotals()
-        for entry in m.get_entries():
-            fresh.add(entry, entry.get("message") if entry.role == "assistant" else None)
+        add_as_the_library_reads(fresh, m.get_entries())
         assert (
             stats["tokens"] == fresh.tokens
             and stats["cost"] == fresh.cost
@@ -248,6 +256,38 @@ def test_stats_read_in_one_pass_and_count_the_tree_as_get_tree_does(
     assert lazy
     monkeypatch.setattr(Entry, "get", lambda self, *a: pytest.fail("an entry body was read"))
     session_stats.session_stats(m, session_stats.StatsCache())
+
+
+def test_stats_of_a_session_reopened_from_its_index_are_those_of_a_plain_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Reopened from its index, a session's entries are columns (no entry made): the totals read
+    from them, and brought up to date after pi appends, are those of the file opened plainly."""
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)  # entries read from the file, as a big one's are
+    on_rows = 0
+    for seed in range(8):
+        path, index = tmp_path / f"s{seed}.jsonl", tmp_path / f"index{seed}"
+        random_session(random.Random(40 + seed), path)
+        SessionManager.open(str(path), read_only=True, index=str(index)).close()
+        with SessionManager.open(str(path), read_only=True, index=str(index)) as again:
+            on_rows += again._rows is not None
+            cache = session_stats.StatsCache()
+            stats = session_stats.session_stats(again, cache)
+            with SessionManager.open(str(path), read_only=True, index=False) as plain:
+                assert stats == session_stats.session_stats(plain, session_stats.StatsCache()), path
+            with open(path, "a", encoding="utf-8") as f:  # pi appends an assistant turn
+                line = {"type": "message", "id": f"new{seed}", "parentId": again.get_leaf_id(),
+                        "timestamp": "2026-01-01T00:00:00.000Z",
+                        "message": {"role": "assistant", "content": [], "provider": "p", "model": "m",
+                                    "usage": {"input": 2, "totalTokens": 2, "cost": {"total": 0.5}}}}  # fmt: skip
+                f.write(json.dumps(line) + "\n")
+            assert again.refresh_from_disk().kind == "appended"
+            grown = session_stats.session_stats(again, cache)
+            with SessionManager.open(str(path), read_only=True, index=False) as plain:
+                assert grown == session_stats.session_stats(plain, session_stats.StatsCache()), path
+            assert grown["models"]["p/m"]["turns"] == stats["models"].get("p/m", {"turns": 0})["turns"] + 1
+    assert on_rows >= 6  # (a random session may repeat an id: then every entry is made)
 
 
 def test_stats_after_an_append_leave_the_session_readable(tmp_path: Path):
@@ -283,8 +323,7 @@ def test_stats_ignore_usage_that_is_not_numbers():
     m = SessionManager.in_memory("/tmp")
     m.append_message({"role": "assistant", "content": [], "usage": odd, "timestamp": 1})
     m.append_message({"role": "assistant", "content": [], "usage": [1, 2], "timestamp": 2})
-    for entry in m.get_entries():
-        totals.add(entry, entry.get("message"))
+    add_as_the_library_reads(totals, m.get_entries())
     assert totals.tokens == dict.fromkeys(session_stats.USAGE_KEYS, 0) and totals.cost == 0
     assert totals.models == {"(unknown)": {"turns": 2, "totalTokens": 0, "cost": 0}}
 
