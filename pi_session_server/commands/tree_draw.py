@@ -30,7 +30,7 @@ def tree_lines(manager: SessionManager, width: int) -> Iterator[str]:
     cache = PreviewCache()
     cache.prefetch(entries)  # every line read once, for the previews and the tool calls
     tool_calls = cache.collect_tool_calls(entries)
-    preview_of = cache.previews()
+    preview_of = cache.previews(keep_all=True)  # one walk: every preview is known
     cut = width - 1
 
     def row(node: TreeNode) -> tuple[str, str]:

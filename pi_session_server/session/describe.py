@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, Final, TypeVar
 
 from ..format.entry import Entry
-from ..format.jstext import as_displayed, js_trim
+from ..format.jstext import JS_WHITESPACE, as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from . import preview_store
 from .environment import Environment, process_home
@@ -29,6 +29,9 @@ def utf16_slice(text: str, limit: int) -> str:
     """``text.slice(0, limit)`` counting UTF-16 code units, as JS does."""
     if len(text) <= limit // 2 or (len(text) <= limit and text.isascii()):
         return text[:limit]
+    head = text[:limit]
+    if head.isascii():  # one unit per character: the first `limit` units
+        return head
     # the first `limit` characters hold at least `limit` units: the rest of a long text is not encoded
     units = text[:limit].encode("utf-16-le", "surrogatepass")
     if len(text) <= limit and len(units) <= 2 * limit:
@@ -87,7 +90,10 @@ def has_text_content(content: Any) -> bool:
 
 def _shows_text(text: Any) -> bool:
     """Is ``text`` (content, or a text block's) a string with more than blanks?"""
-    return isinstance(text, str) and js_trim(text) != ""
+    if not isinstance(text, str):
+        return False
+    # (a text's first character is not a blank, as a rule: the text is not trimmed for it)
+    return text[:1] not in JS_WHITESPACE or js_trim(text) != ""
 
 
 def _js_round(x: Any) -> str:
@@ -169,8 +175,8 @@ ToolCalls = dict[Any, tuple[Any, Any]]
 
 def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
     """toolCallId -> (name, arguments) from every assistant message (the TUI's toolCallMap)."""
-    assistants = [e for e in entries if type_of(e) == "message" and role_of(e) == "assistant"]
-    found = {id(entry): facts for entry, facts in _facts_in_one_pass(assistants, _assistant_facts)}
+    assistants = _assistants_among(entries)
+    found = {id(entry): _assistant_facts(entry, value) for entry, value in _in_one_pass(assistants)}
     calls: ToolCalls = {}
     for entry in assistants:  # in the order given: a later call with the same id wins
         facts = found.get(id(entry))
@@ -179,16 +185,22 @@ def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
     return calls
 
 
-def _facts_in_one_pass(
-    entries: list[Any], facts_of: Callable[[Any, PreviewValue], Any]
-) -> Iterator[tuple[Any, Any]]:
-    """(entry, ``facts_of(entry, its preview fields)``) for the entries whose lines are read from
-    their file, read in one pass (see preview_pass) when they are many; the others are left for
-    the caller to read on their own."""
+def _assistants_among(entries: Iterable[Any]) -> list[Any]:
+    """The assistant messages among ``entries``, in their order."""
+    return [
+        e
+        for e in entries
+        if (_is_assistant(e) if type(e) is Entry else type_of(e) == "message" and role_of(e) == "assistant")
+    ]
+
+
+def _in_one_pass(entries: list[Any]) -> Iterable[tuple[Entry, PreviewValue]]:
+    """(entry, its preview fields) for the entries whose lines are read from their file, read in
+    one pass (see preview_pass) when they are many; the others are left for the caller to read on
+    their own."""
     if len(entries) < MIN_BATCH:
-        return
-    for entry, value in preview_values(e for e in entries if type(e) is Entry):
-        yield entry, facts_of(entry, value)
+        return ()
+    return preview_values([e for e in entries if type(e) is Entry])
 
 
 def tool_calls_of(entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
@@ -215,17 +227,20 @@ def is_silent_turn(message: Any) -> bool:
 
 
 def _silent(has_text: bool, stop: Any) -> bool:
-    failed = truthy(stop) and stop != "stop" and stop != "toolUse"
+    failed = stop != "stop" and stop != "toolUse" and truthy(stop)
     return not has_text and not failed
 
 
 def _part_and_facts(entry: Any, value: PreviewValue) -> tuple[str | _ToolResult, Any]:
     """An entry's preview part, and an assistant message's facts (else None)."""
-    assistant = type(entry) is Entry and entry.type == "message" and entry.role == "assistant"
+    head = entry.message if type(entry) is Entry else None  # (_is_assistant inline: once per entry)
+    assistant = head is not None and head.role == "assistant" and entry.type == "message"
     if isinstance(value, MessageFields):
         message = value.message
         if type(message) is ToolResultMessage:
             part: str | _ToolResult = _ToolResult(message.toolCallId, message.toolName)
+        elif assistant and type(value.content) is list:
+            return _assistant_part_and_facts(entry, value)
         else:
             text = _normalize(utf16_slice(_text_of_blocks(value.content), PREVIEW_LIMIT))
             part = as_displayed(
@@ -233,6 +248,36 @@ def _part_and_facts(entry: Any, value: PreviewValue) -> tuple[str | _ToolResult,
             )
         return part, _assistant_facts(entry, value) if assistant else None
     return preview_part(entry, value), _assistant_facts(entry, value) if assistant else None
+
+
+def _is_assistant(entry: Entry) -> bool:
+    """``type_of(entry) == "message" and role_of(entry) == "assistant"``, for an Entry (no other
+    JSON value than the string equals the string: the role's head is compared as it is)."""
+    head = entry.message
+    return head is not None and head.role == "assistant" and entry.type == "message"
+
+
+def _assistant_part_and_facts(
+    entry: Any, value: MessageFields
+) -> tuple[str, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]]:
+    """:func:`_part_and_facts` of an assistant message whose content is a list of blocks as a pass
+    decoded them: its text, tool calls and silence from one walk of its blocks."""
+    message = value.message
+    texts: list[str] = []
+    calls = []
+    has_text = False
+    arguments = iter(value.arguments)
+    for block in value.content:
+        btype = block.type
+        if btype == "text":
+            text = block.text
+            texts.append(text if type(text) is str else _js_str(text))
+            has_text = has_text or _shows_text(text)
+        elif btype == "toolCall":
+            calls.append((_key_of(block.id), (block.name, next(arguments))))
+    shown = _normalize(utf16_slice("".join(texts), PREVIEW_LIMIT))
+    part = as_displayed(_conversation_part(message.role, shown, message.stopReason, message.errorMessage))
+    return part, (entry, calls, _silent(has_text, message.stopReason))
 
 
 def _assistant_facts(
@@ -365,21 +410,33 @@ class PreviewCache:
         old = self.calls
         kept: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         calls: ToolCalls = {}
-        assistants = [e for e in walked if type_of(e) == "message" and role_of(e) == "assistant"]
-        unknown = [e for e in assistants if _cached(old, e) is None]
+        assistants = _assistants_among(walked)
         parts, previous = self.parts, self._previous
-        if with_previews:
-            listed = set(map(id, unknown))
-            unknown += [
-                e
-                for e in walked
-                if id(e) not in listed and _cached(parts, e) is None and _cached(previous, e) is None
-            ]
-        for entry, (part, facts) in _facts_in_one_pass(unknown, _part_and_facts):
-            if facts is not None and _cached(old, entry) is None:
-                old[id(entry)] = facts
-            if _cached(parts, entry) is None:  # the same read gives the preview the walk shows next
-                parts[id(entry)] = (entry, part)
+        if with_previews and not (old or parts or previous):
+            unknown = walked[:]  # nothing known yet: the assistant messages and all the others
+        else:
+            unknown = [e for e in assistants if _cached(old, e) is None]
+            if with_previews:
+                listed = set(map(id, unknown))
+                known, known_before = parts.get, previous.get  # (_cached inline: once per entry)
+                unknown += [
+                    e
+                    for e in walked
+                    if ((now := known(e_key := id(e))) is None or now[0] is not e)
+                    and ((before := known_before(e_key)) is None or before[0] is not e)
+                    and e_key not in listed
+                ]
+        for entry, value in _in_one_pass(unknown):
+            part, facts = _part_and_facts(entry, value)
+            key = id(entry)
+            if facts is not None:
+                found = old.get(key)
+                if found is None or found[0] is not entry:
+                    old[key] = facts
+            # the same read gives the preview the walk shows next
+            found_part = parts.get(key)
+            if found_part is None or found_part[0] is not entry:
+                parts[key] = (entry, part)
         self._made += len(unknown)
         for entry in assistants:
             key = id(entry)
@@ -427,22 +484,39 @@ class PreviewCache:
         entries = list(entries)
         self._load_stored(entries)
         parts = self.parts
-        unknown = [e for e in entries if _cached(parts, e) is None]
+        unknown = [e for e in entries if _cached(parts, e) is None] if parts else entries
         calls = self.calls
-        for entry, (part, facts) in _facts_in_one_pass(unknown, _part_and_facts):
-            parts[id(entry)] = (entry, part)
-            if facts is not None and _cached(calls, entry) is None:  # read anyway: kept too
-                calls[id(entry)] = facts
-        for entry in unknown:
-            if _cached(parts, entry) is None:  # not read in the pass
-                parts[id(entry)] = (entry, preview_part(entry))
+        # what the pass makes, as it comes, when it is all there is to keep (see preview_store.Made)
+        made = preview_store.Made() if self.keep_in_walk and not parts else None
+        made_entries, made_parts, made_assistants = (
+            ([], [], []) if made is None else (made.entries, made.parts, made.assistants)
+        )
+        read = 0
+        for entry, value in _in_one_pass(unknown):
+            part, facts = _part_and_facts(entry, value)
+            key = id(entry)
+            parts[key] = (entry, part)
+            if facts is not None:  # read anyway: kept too
+                found = calls.get(key)
+                if found is None or found[0] is not entry:
+                    calls[key] = found = facts
+                made_assistants.append((read, found))
+            made_entries.append(entry)
+            made_parts.append(part)
+            read += 1
+        if read < len(unknown):  # (the pass gives each entry of the list once at most)
+            made = None
+            for entry in unknown:
+                if _cached(parts, entry) is None:  # not read in the pass
+                    parts[id(entry)] = (entry, preview_part(entry))
         self._made += len(unknown)
         if not self.keep_in_walk:
             return
         walked = self._walked if len(self._walked) >= len(entries) else entries
         complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
         home = home_directory() if self.home is None else self.home
-        if complete and preview_store.save(walked, parts, calls, partial(_call_text, home=home), home):
+        text = partial(_call_text, home=home)
+        if complete and preview_store.save(walked, parts, calls, text, home, made=made):
             self._made = 0
 
     def has_new_previews(self) -> bool:
@@ -496,22 +570,31 @@ class PreviewCache:
         self._cursor = at
         return walked[at : at + count]
 
-    def previews(self) -> Callable[[Any, ToolCalls], str]:
-        """A preview function for one walk; the walk's entries replace the cached set. Once many
-        previews of the walk were not known, those of the entries that come next in the walk (the
-        entries given to :meth:`collect_tool_calls`) are read in one pass, a batch at a time."""
-        self._previous = self.parts
-        self.parts = {}
+    def previews(self, *, keep_all: bool = False) -> Callable[[Any, ToolCalls], str]:
+        """A preview function for one walk; the walk's entries replace the cached set (``keep_all``:
+        the set is kept whole, a process's that walks its session once: a row finds its part
+        where it is, without moving it into a set of the walk's). Once many previews of the walk
+        were not known, those of the entries that come next in the walk (the entries given to
+        :meth:`collect_tool_calls`) are read in one pass, a batch at a time."""
+        if not keep_all:
+            self._previous = self.parts
+            self.parts = {}
         self._misses = 0
         self._cursor = 0
         home = home_directory() if self.home is None else self.home
         part_of = self.part_of
+        known = self.parts.get
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             part = part_of(entry)  # most parts are the preview: no call for them (one per row)
             return part if type(part) is str else finish_preview(part, tool_calls, home)
 
-        return preview
+        def preview_known(entry: Any, tool_calls: ToolCalls) -> str:
+            found = known(id(entry))  # (part_of's first look, inline)
+            part = found[1] if found is not None and found[0] is entry else part_of(entry)
+            return part if type(part) is str else finish_preview(part, tool_calls, home)
+
+        return preview_known if keep_all else preview
 
     def part_of(self, entry: Any) -> str | _ToolResult:
         """The preview part of ``entry`` (see :func:`preview_part`) for the walk of the last
@@ -556,6 +639,11 @@ PREFETCH_BATCH = 4096
 
 
 _Item = TypeVar("_Item", bound=tuple[Any, ...])  # (entry, what is known of it, ...)
+
+
+def _key_of(call_id: Any) -> Any:
+    """``index_key(call_id)``, a string's without a call (the key of most calls)."""
+    return call_id if type(call_id) is str else index_key(call_id)
 
 
 def _cached(items: dict[int, _Item], entry: Any) -> _Item | None:

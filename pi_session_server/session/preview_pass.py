@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import groupby
+from itertools import chain, groupby
 from operator import attrgetter
 from typing import Any, ClassVar
 
@@ -168,64 +168,116 @@ def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, PreviewVal
     line's bytes (a small file's: decoding only these fields costs less than their whole value),
     each made as it is needed: a caller that keeps what it makes of a value, not the value, holds
     one at a time. Entries holding their value are left out (it is at hand), and so is an entry
-    whose line does not decode as :class:`PreviewLine`. Raises StaleFileError as ``Entry.value``."""
+    whose line does not decode as :class:`PreviewLine`. Raises StaleFileError as ``Entry.value``.
+    (The entries are sorted out at the call; the values come straight from the generators that
+    make them, without a generator of this function's in between.)"""
+    held: list[Entry] = []
     lazy: list[Entry] = []
     for entry in entries:
         body = entry._body
         if type(body) is LineBytes:
-            try:
-                line, value = _decoded(body)
-            except _DECODE_ERRORS:
-                continue  # read the usual way
-            if not _same_envelope(entry, line):
-                raise _stale(entry)
-            yield entry, value
+            held.append(entry)
         elif body is ABSENT and type(entry._source) is FileLineSource:
             lazy.append(entry)
     one_file = len(set(map(attrgetter("_source"), lazy))) <= 1
     lazy.sort(key=attrgetter("offset") if one_file else _by_source_and_offset)
-    for source, group in groupby(lazy, key=attrgetter("_source")):
-        yield from _read_lines(source, list(group))
+    groups = [_read_lines(source, list(group)) for source, group in groupby(lazy, key=attrgetter("_source"))]
+    return chain(_held_values(held), *groups) if held else chain(*groups)
+
+
+def _held_values(entries: list[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
+    """:func:`preview_values` of entries holding their line's bytes."""
+    for entry in entries:
+        try:
+            line, value = _decoded(entry._body)
+        except _DECODE_ERRORS:
+            continue  # read the usual way
+        if not _same_envelope(entry, line):
+            raise _stale(entry)
+        yield entry, value
 
 
 def _by_source_and_offset(entry: Entry) -> tuple[int, int]:
     return id(entry._source), entry.offset
 
 
-def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
+def _read_lines(  # noqa: C901 - one loop over every line of a pass, its common case kept inline
+    source: FileLineSource, entries: list[Entry]
+) -> Iterator[tuple[Entry, PreviewValue]]:
+    """(entry, its preview value) for ``entries`` (in file order), their lines read a window at a
+    time. (Run once per entry of a big file: what most lines need, a message of a common role with
+    a plain envelope, is done inline.)"""
     fd = source.fd
     window = b""
     view = memoryview(window)
-    window_start = 0
+    find = window.find
+    window_start = window_end = 0
     for entry in entries:
         offset = entry.offset
         at = offset - window_start
         length = entry.length
-        end = window.find(b"\n", at) if length == 0 and 0 <= at < len(window) else -1
-        if at < 0 or (length and at + length > len(window)) or (not length and end < 0):
-            # the line is not (all) in the window: the next window starts with it
-            window = os.pread(fd, max(WINDOW, length), offset)
-            view = memoryview(window)
-            window_start, at = offset, 0
-            if not length:
-                end = window.find(b"\n")
-                while end < 0 and len(window) >= WINDOW:  # a long line whose length was not kept
-                    more = os.pread(fd, len(window), offset + len(window))
-                    if not more:
-                        break
-                    window += more
-                    view = memoryview(window)
-                    end = window.find(b"\n", len(window) - len(more))
-        stop = at + length if length else (end if end >= 0 else len(window))
-        if length and stop > len(window):
-            raise _stale(entry)
-        try:
-            line, value = _decoded(view[at:stop])
+        if length:
+            stop = at + length
+            if at < 0 or stop > window_end:  # not all in the window: the next window starts with it
+                window = os.pread(fd, max(WINDOW, length), offset)
+                view, find, window_end = memoryview(window), window.find, len(window)
+                window_start, at, stop = offset, 0, length
+                if stop > window_end:
+                    raise _stale(entry)
+        else:
+            stop = find(b"\n", at) if 0 <= at < window_end else -1
+            if stop < 0:
+                window = _window_with_line(fd, offset)
+                view, find, window_end = memoryview(window), window.find, len(window)
+                window_start, at = offset, 0
+                stop = find(b"\n")
+                if stop < 0:
+                    stop = window_end
+        data = view[at:stop]
+        try:  # (_decoded, inline)
+            common: CommonLine | None = _decode_common(data)
+        except msgspec.ValidationError:  # a message of another role, or without one
+            common = None
         except _DECODE_ERRORS:
             continue  # read the usual way
-        if not _same_envelope(entry, line):
+        try:
+            if common is None:
+                line: PreviewLine = _decode(data)
+                value: PreviewValue = _value_of(line)
+            elif type(common.message) in _COMMON_MESSAGES and common.type == "message":
+                line, value = common, _message_fields(common.message)  # type: ignore[arg-type]
+            else:
+                line, value = _other_line(common, data)
+        except _DECODE_ERRORS:
+            continue  # read the usual way
+        envelope = _envelope(entry)
+        plain_and_same = _envelope(line) == envelope and tuple(map(type, envelope)) in _PLAIN
+        if not plain_and_same and not _same_envelope(entry, line):  # (its common case inline)
             raise _stale(entry)
         yield entry, value
+
+
+def _window_with_line(fd: int, offset: int) -> bytes:
+    """A window of the file from ``offset`` holding the whole line there (up to the end of the
+    file), when its length was not kept."""
+    window = os.pread(fd, WINDOW, offset)
+    end = window.find(b"\n")
+    while end < 0 and len(window) >= WINDOW:  # a long line
+        more = os.pread(fd, len(window), offset + len(window))
+        if not more:
+            break
+        window += more
+        end = window.find(b"\n", len(window) - len(more))
+    return window
+
+
+# (type, id, parentId, timestamp) of an Entry or a PreviewLine
+_envelope = attrgetter("type", "id", "parent_id", "timestamp")
+
+
+# The types of an envelope as pi writes it (string fields, a null parentId at the root): one that
+# equals another only if it is the same JSON (no other JSON value equals a string, nor null).
+_PLAIN = frozenset({(str, str, str, str), (str, str, type(None), str)})
 
 
 def _decoded(data: bytes | memoryview) -> tuple[PreviewLine, PreviewValue]:
@@ -236,33 +288,28 @@ def _decoded(data: bytes | memoryview) -> tuple[PreviewLine, PreviewValue]:
         line = _decode(data)
         return line, _value_of(line)
     message = common.message
-    if type(message) not in _COMMON_MESSAGES:  # no message, or null
-        return common, _value_of(common)
-    if common.type == "message":
+    if type(message) in _COMMON_MESSAGES and common.type == "message":
         return common, _message_fields(message)  # type: ignore[arg-type]
+    return _other_line(common, data)
+
+
+def _other_line(common: CommonLine, data: bytes | memoryview) -> tuple[PreviewLine, dict[str, Any]]:
+    """The preview fields of a line that decoded as :class:`CommonLine` but is no message of a
+    common role."""
+    if type(common.message) not in _COMMON_MESSAGES:  # no message, or null
+        return common, _value_of(common)
     line = _decode(data)  # a member named message where no preview reads it: as any other line
     return line, _value_of(line)
 
 
 def _same_envelope(entry: Entry, line: PreviewLine) -> bool:
     """Does the line still carry the envelope loaded for ``entry``? (``Entry.same_envelope``; for
-    the envelopes pi writes, string fields and a null parentId, plain equality says the same: no
-    other JSON value equals a string, nor null.)"""
-    entry_type, entry_id, parent, timestamp = entry.type, entry.id, entry.parent_id, entry.timestamp
-    if (
-        type(entry_type) is str
-        and type(entry_id) is str
-        and type(timestamp) is str
-        and (type(parent) is str or parent is None)
-    ):
-        return (
-            line.id == entry_id
-            and line.parent_id == parent
-            and line.type == entry_type
-            and line.timestamp == timestamp
-        )
-    envelope = {"type": line.type, "id": line.id, "parentId": line.parent_id, "timestamp": line.timestamp}
-    return entry.same_envelope({key: field for key, field in envelope.items() if field is not ABSENT})
+    the envelopes pi writes, plain equality says the same: see :data:`_PLAIN`.)"""
+    envelope = _envelope(entry)
+    if tuple(map(type, envelope)) in _PLAIN:
+        return _envelope(line) == envelope
+    fields = {"type": line.type, "id": line.id, "parentId": line.parent_id, "timestamp": line.timestamp}
+    return entry.same_envelope({key: field for key, field in fields.items() if field is not ABSENT})
 
 
 def _message_fields(message: TextMessage | ToolResultMessage) -> MessageFields:

@@ -23,7 +23,9 @@ import os
 import struct
 import zlib
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
+from operator import attrgetter, is_, itemgetter
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -180,15 +182,16 @@ def save(
     tool_call_text: Callable[[Any, Any], str],
     home: str,
     held: HeldFile | None = None,
+    made: Made | None = None,
 ) -> bool:
     """Keep the previews of ``entries``: ``facts`` (``id(entry)`` -> (entry, part)) and ``calls``
     (``id(entry)`` -> (entry, tool calls, silent)) as PreviewCache holds them;
     ``tool_call_text(part, call)``: the preview of the tool result ``part`` showing ``call`` (a
     name and its arguments) made with the home directory ``home``. Only entries whose line ends
     before the file's last newline are kept. ``held``: the file as it was when the previews were
-    taken (see :func:`hold`); nothing is written if it changed since. False when nothing was
-    written."""
-    listed = sorted((e for e in entries if type(e) is Entry and e.offset >= 0), key=_offset)
+    taken (see :func:`hold`); nothing is written if it changed since. ``made``: what a pass made,
+    if it holds every entry kept (see :class:`Made`). False when nothing was written."""
+    listed = [e for e in entries if type(e) is Entry and e.offset >= 0]
     if len(listed) < MIN_STORED:
         return False
     fd = None if held is None else held.fd
@@ -198,6 +201,7 @@ def save(
     source, path = found
     if fd is None:
         fd = source.fd
+    listed.sort(key=_offset)
     try:
         st = os.fstat(fd)
         if held is not None and cache_dir.identity(st) != held.identity:
@@ -205,11 +209,11 @@ def save(
         if cache_dir.changed_lately(st):
             return False  # it may change again within its clock's tick, unseen (see cache_dir.RACY_NS)
         end = _last_complete_end(fd, listed[-1])
-        listed = [e for e in listed if e.offset < end]
-        made = _stored_parts(listed, facts, calls, tool_call_text)
-        if made is None:
+        del listed[bisect_left(listed, end, key=_offset) :]
+        stored = _stored_parts(listed, facts, calls, tool_call_text, made)
+        if stored is None:
             return False
-        parts, assistants = made
+        parts, assistants = stored
         head_crc, tail_crc = cache_dir.edges(fd, end)
         body = _encode(
             StoredPreviews(
@@ -221,7 +225,7 @@ def save(
                 end,
                 head_crc,
                 tail_crc,
-                array("q", (e.offset for e in listed)).tobytes(),
+                array("q", map(_offset, listed)).tobytes(),
                 home,
                 parts,
                 assistants,
@@ -272,46 +276,72 @@ def hold(entries: list[Entry]) -> HeldFile | None:
         return None
 
 
+class Made:
+    """Previews as one pass made them (``PreviewCache.prefetch``): its ``entries`` in file order,
+    the part of each (as :func:`save`'s ``facts`` hold it) and, for the assistant messages among
+    them, (position in ``entries``, (entry, tool calls, silent) as ``calls`` hold it). Kept as they
+    come, while they are at hand: what :func:`save` stores is then made without looking each entry
+    up again."""
+
+    __slots__ = ("assistants", "entries", "parts")
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.parts: list[Any] = []
+        self.assistants: list[tuple[int, tuple[Any, list[Any], bool]]] = []
+
+
 def _stored_parts(
     listed: list[Entry],
     facts: dict[int, tuple[Any, Any]],
     calls: dict[int, tuple[Any, list[Any], bool]],
     tool_call_text: Callable[[Any, Any], str],
+    made: Made | None = None,
 ) -> tuple[list[Any], list[tuple[int, bool, list[tuple[Any, Any, Any]]]]] | None:
     """(the part of each of ``listed`` as stored, the assistant messages' tool calls and silence),
-    or None when an entry has no preview made from it."""
-    parts: list[Any] = []
-    results: list[int] = []  # where the tool results' parts are (made once every call is known)
+    or None when an entry has no preview made from it: from ``made`` when it holds ``listed``,
+    else looked up in ``facts`` and ``calls``. (Run for every entry of a big file: the per-entry
+    steps are C calls mapped over the list.)"""
+    if made is None or len(made.entries) != len(listed) or not all(map(is_, made.entries, listed)):
+        keys = list(map(id, listed))
+        found: list[Any] = list(map(facts.get, keys))
+        if None in found or not all(map(is_, map(_FIRST, found), listed)):
+            return None  # (``None in``: no (entry, part) pair equals None)
+        made = Made()
+        made.parts = list(map(_SECOND, found))
+        made.assistants = [
+            (position, call)
+            for position, call in enumerate(map(calls.get, keys))
+            if call is not None and call[0] is listed[position]
+        ]
+    parts = made.parts[:]
     assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]] = []
     # per call id, the call a tool result with it shows and where its assistant message is: the
     # last of the id in the file, as a walk of the file's entries finds it
     kept_calls: dict[Any, tuple[Any, int]] = {}
-    part_of, calls_of = facts.get, calls.get  # (once per entry of a big file)
-    for position, entry in enumerate(listed):
-        key = id(entry)
-        part = part_of(key)
-        if part is None or part[0] is not entry:
-            return None
-        if type(part[1]) is not str:
-            results.append(position)
-        parts.append(part[1])
-        call = calls_of(key)
-        if call is not None and call[0] is entry:
-            entry_calls, offset = call[1], entry.offset
-            assistants.append((position, call[2], [(c[0], c[1][0], c[1][1]) for c in entry_calls]))
+    for position, (entry, entry_calls, silent) in made.assistants:
+        if entry_calls:
+            offset = entry.offset
+            assistants.append((position, silent, [(c[0], c[1][0], c[1][1]) for c in entry_calls]))
             for call_key, pair in entry_calls:
                 kept_calls[call_key] = (pair, offset)
-    for position in results:
+        else:
+            assistants.append((position, silent, []))
+    for position in [at for at, part in enumerate(parts) if type(part) is not str]:
         result = parts[position]
-        shown = kept_calls.get(index_key(result.call_id)) if truthy(result.call_id) else None
+        call_id = result.call_id
+        if type(call_id) is str:
+            shown = kept_calls.get(call_id) if call_id else None
+        else:
+            shown = kept_calls.get(index_key(call_id)) if truthy(call_id) else None
         text, shown_at = (None, -1) if shown is None else (tool_call_text(result, shown[0]), shown[1])
-        parts[position] = [result.call_id, result.name, text, shown_at]
+        parts[position] = [call_id, result.name, text, shown_at]
     return parts, assistants
 
 
-def _offset(entry: Entry) -> int:
-    offset: int = entry.offset
-    return offset
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_offset = attrgetter("offset")
 
 
 def _last_complete_end(fd: int, last: Entry) -> int:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -836,3 +837,106 @@ def test_a_kept_view_is_printed_without_importing_the_library(tmp_path: Path):
             "pi_session_server.session.releases",
             "pi_session_server.session.view_store",
         ]
+
+
+# ---------------------------------------------------------------------- previews kept as a pass made them
+
+
+def _kept_after_a_first_walk(
+    path: Path, index_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[bytes, bool]:
+    """(the previews file a fresh cache's prefetch writes, as the tree command's does; whether it
+    was made from what the pass made, without looking the entries up)."""
+    from_the_pass: list[bool] = []
+    real = preview_store._stored_parts
+
+    def spied(listed: Any, facts: Any, calls: Any, text: Any, made: Any = None) -> Any:
+        from_the_pass.append(made is not None and made.entries == listed)
+        return real(listed, facts, calls, text, made)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(preview_store, "_stored_parts", spied)
+        with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
+            entries = sm.get_entries()
+            _read_from_the_file(entries)
+            PreviewCache("/home/u").prefetch(entries)
+    (kept,) = Path(index_dir).glob("*.pi-previews")
+    return kept.read_bytes(), from_the_pass == [True]
+
+
+@pytest.mark.parametrize("picks", [[0, 1, 11, 7, 12, 13], list(range(len(ODD)))], ids=["common", "odd"])
+def test_previews_kept_as_a_pass_made_them_are_those_kept_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, picks: list[int]
+):
+    """The tree command's first walk keeps what its pass made as it came (preview_store.Made): the
+    same file as one made by looking every entry up in the cache (a server's keeper). A walk with
+    lines read the usual way (odd ones) looks them up."""
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    path = _write_session(tmp_path / "s.jsonl", picks, repeat=80 // len(picks) + 1)
+    time.sleep(0.1)
+    made, from_the_pass = _kept_after_a_first_walk(path, str(tmp_path / "first"), monkeypatch)
+    assert from_the_pass == (picks != list(range(len(ODD))))
+    index_dir = str(tmp_path / "looked-up")
+    with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
+        entries = sm.get_entries()
+        _read_from_the_file(entries)
+        cache = PreviewCache("/home/u", keep_in_walk=False)
+        cache.prefetch(entries)
+        keep = cache.keeper(entries)
+        assert keep is not None and keep()
+    (looked_up,) = Path(index_dir).glob("*.pi-previews")
+    assert made == looked_up.read_bytes()
+
+
+def test_what_a_pass_made_for_other_entries_is_not_kept_for_these(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 7], repeat=20)
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        entries = sm.get_entries()
+        cache = PreviewCache("/home/u", keep_in_walk=False)
+        cache.prefetch(entries)
+        text = partial(describe._call_text, home="/home/u")
+        whole = preview_store._stored_parts(entries, cache.parts, cache.calls, text)
+        made = preview_store.Made()
+        made.entries, made.parts = entries[1:], ["not these"] * (len(entries) - 1)
+        assert preview_store._stored_parts(entries, cache.parts, cache.calls, text, made) == whole
+        made.entries, made.parts = entries[::-1], ["not these"] * len(entries)
+        assert preview_store._stored_parts(entries, cache.parts, cache.calls, text, made) == whole
+        assert whole is not None and "not these" not in whole[0]
+
+
+def test_held_and_read_lines_in_one_pass(tmp_path: Path):
+    """A pass over entries some of which hold their line's bytes and some not gives each once."""
+    path = _write_session(tmp_path / "s.jsonl", [0, 11, 13, 7], repeat=10)
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        entries = sm.get_entries()
+        held = {id(e): value for e, value in preview_pass.preview_values(entries)}
+        _read_from_the_file(entries[::2])
+        mixed = list(preview_pass.preview_values(entries))
+    assert sorted(map(id, (e for e, _ in mixed))) == sorted(held)
+    assert all(held[id(e)] == value for e, value in mixed)
+
+
+def test_a_whole_walk_finds_the_previews_where_they_are(tmp_path: Path, every_batch: None):
+    """``previews(keep_all=True)`` (the tree command's one walk) gives the previews ``previews()``
+    gives, and leaves the cache's previews in place."""
+    path = _write_session(tmp_path / "s.jsonl", list(range(len(ODD))), repeat=2)
+    with SessionManager.open(str(path), read_only=True, index=False) as sm:
+        entries = sm.get_entries()
+        _read_from_the_file(entries)
+        expected_cache = PreviewCache("/home/u")
+        calls = expected_cache.collect_tool_calls(entries)
+        preview = expected_cache.previews()
+        expected = [preview(e, calls) for e in entries]
+        cache = PreviewCache("/home/u")
+        cache.prefetch(entries)
+        known = dict(cache.parts)
+        calls = cache.collect_tool_calls(entries)
+        preview = cache.previews(keep_all=True)
+        assert [preview(e, calls) for e in entries] == expected
+        assert all(cache.parts[key] is item for key, item in known.items())

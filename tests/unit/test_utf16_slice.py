@@ -30,3 +30,13 @@ def test_a_cut_through_an_astral_character_keeps_its_first_half() -> None:
     text = "x" * 199 + "\U0001f600" + "y" * 1000
     assert utf16_slice(text, 200) == "x" * 199 + "\ud83d"
     assert utf16_slice("\U0001f600" * 300, 200) == "\U0001f600" * 100
+
+
+def test_a_long_text_with_a_plain_head_is_cut_as_javascript_cuts_it() -> None:
+    """A text whose first ``limit`` characters are ASCII (one unit each) is cut there, whatever
+    follows."""
+    for tail in ("", "é", "\U0001f600", "\ud800", "中" * 300, "x" * 1000):
+        for head in ("a" * 200, "a" * 199, "a" * 201, " " * 250):
+            text = head + tail
+            for limit in (1, 50, 200):
+                assert utf16_slice(text, limit) == js_slice(text, limit), (text, limit)
