@@ -7,6 +7,7 @@ import codecs
 import importlib
 import os
 import sys
+from typing import Any
 
 from .commands._common import CommandError
 from .errors import PiSessionError
@@ -23,6 +24,37 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, which asks the terminal for its width only when it lays text out.
+    argparse makes a formatter for every ``add_argument`` (to check the metavar), and the width is
+    ``shutil.get_terminal_size()``: importing shutil imports zlib, bz2 and lzma, which the sidecar's
+    start would pay for without printing a line. The width and the help position are those
+    argparse's own ``__init__`` computes, computed at their first use."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+        **more: Any,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, 0 if width is None else width, **more)
+        if width is None:
+            del self._width, self._max_help_position  # found by __getattr__ when first read
+            self._asked_help_position = max_help_position
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in ("_width", "_max_help_position"):
+            raise AttributeError(name)
+        import shutil
+
+        width = shutil.get_terminal_size().columns - 2
+        self._width = width
+        self._max_help_position = min(self._asked_help_position, max(width - 20, self._indent_increment * 2))
+        return getattr(self, name)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser of ``pi-session``. Only the module of the command named in ``argv`` is imported
     (to add its options): ``tree`` must not pay for the language server's imports, which ``demo``
@@ -30,14 +62,18 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     text alone; with a command, only that command's parser is made. ``argv`` None: no command's
     module is imported."""
     parser = argparse.ArgumentParser(
-        prog="pi-session", description="Tools for pi coding-agent session files."
+        prog="pi-session",
+        description="Tools for pi coding-agent session files.",
+        formatter_class=HelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _command_in(argv or [])
     for name, (module_name, help_text) in COMMANDS.items():
         if chosen is not None and name != chosen:
             continue  # a parser per command costs more than a kept view takes to print
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser = sub.add_parser(
+            name, help=help_text, description=help_text, formatter_class=HelpFormatter
+        )
         if name != chosen:
             continue
         module = importlib.import_module(f"pi_session_server.commands.{module_name}")

@@ -49,7 +49,6 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not, ne, sub
 from typing import Any, Final
@@ -68,8 +67,7 @@ from .storage import write_all
 # ---------------------------------------------------------------------- the scan, with an index
 
 
-@dataclass(slots=True)
-class IndexOutcome:
+class IndexOutcome(msgspec.Struct):
     """What the last open did with the index (for tests and benchmarks)."""
 
     read: str = (
@@ -356,8 +354,7 @@ def _read_index(
     return result
 
 
-@dataclass(slots=True)
-class _Check:
+class _Check(msgspec.Struct):
     """Where the payload is, and what the CRC-32 of the payload and the header must be."""
 
     header_bytes: bytes
