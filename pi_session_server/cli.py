@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import importlib
 import os
 import sys
-from typing import Any
+import types
+from typing import TYPE_CHECKING, Any
 
 from .commands._common import CommandError
 from .errors import PiSessionError
 from .output import buffer_raw_std_streams
+
+if TYPE_CHECKING:
+    import argparse
 
 # subcommand name -> module under pi_session_server.commands exposing add_arguments(parser) and run(args)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,43 +27,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """argparse's help formatter, which asks the terminal for its width only when it lays text out.
-    argparse makes a formatter for every ``add_argument`` (to check the metavar), and the width is
-    ``shutil.get_terminal_size()``: importing shutil imports zlib, bz2 and lzma, which the sidecar's
-    start would pay for without printing a line. The width and the help position are those
-    argparse's own ``__init__`` computes, computed at their first use."""
-
-    def __init__(
-        self,
-        prog: str,
-        indent_increment: int = 2,
-        max_help_position: int = 24,
-        width: int | None = None,
-        **more: Any,
-    ) -> None:
-        super().__init__(prog, indent_increment, max_help_position, 0 if width is None else width, **more)
-        if width is None:
-            del self._width, self._max_help_position  # found by __getattr__ when first read
-            self._asked_help_position = max_help_position
-
-    def __getattr__(self, name: str) -> Any:
-        if name not in ("_width", "_max_help_position"):
-            raise AttributeError(name)
-        import shutil
-
-        width = shutil.get_terminal_size().columns - 2
-        self._width = width
-        self._max_help_position = min(self._asked_help_position, max(width - 20, self._indent_increment * 2))
-        return getattr(self, name)
-
-
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser of ``pi-session``. Only the module of the command named in ``argv`` is imported
     (to add its options): ``tree`` must not pay for the language server's imports, which ``demo``
     and ``serve`` bring in. Without a command (``--help``), every command is listed by its help
     text alone; with a command, only that command's parser is made. ``argv`` None: no command's
     module is imported."""
+    import argparse  # not for `pi-session serve` as editors run it (see main)
+
+    from .commands._help import HelpFormatter
+
     parser = argparse.ArgumentParser(
         prog="pi-session",
         description="Tools for pi coding-agent session files.",
@@ -119,16 +95,32 @@ def _printable_output() -> None:
             reconfigure(errors=PRINTABLE)
 
 
+# The command line editors start the sidecar with: every option of ``serve`` takes its default.
+EDITORS_SERVE = ["serve"]
+
+
+def _serve_with_defaults() -> types.SimpleNamespace:
+    """What the parser makes of :data:`EDITORS_SERVE`, made without it: argparse (its import, and a
+    gettext lookup for each text of a parser) is a part of the time an editor waits for the
+    sidecar to start."""
+    from .commands import serve
+
+    return types.SimpleNamespace(command="serve", **serve.DEFAULTS, _run=serve.run)
+
+
 def main(argv: list[str] | None = None) -> int:
     buffer_raw_std_streams()
     _printable_output()
     if argv is None:
         argv = sys.argv[1:]
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
-        parser.print_help(sys.stderr)
-        return 2
+    if argv == EDITORS_SERVE:
+        args: Any = _serve_with_defaults()
+    else:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+        if not getattr(args, "_run", None):
+            parser.print_help(sys.stderr)
+            return 2
     try:
         return int(args._run(args) or 0)
     except BrokenPipeError:

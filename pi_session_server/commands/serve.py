@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import logging
@@ -11,12 +10,30 @@ import sys
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from ..format.gcpause import gc_paused
+from ..session.releases import DEFAULT_PI
 from ._common import add_pi_argument
+
+if TYPE_CHECKING:
+    import argparse
+
+# every option's value when none is given (``pi-session serve`` as editors run it takes these
+# without making a parser: see cli.main)
+DEFAULTS: dict[str, Any] = {
+    "stdio": False,
+    "fsync": False,
+    "watch_interval": 0.15,
+    "keep_failed_appends": False,
+    "pi": DEFAULT_PI,
+    "log_file": None,
+    "log_level": "WARNING",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(**DEFAULTS)
     parser.add_argument(
         "--stdio", action="store_true", help="serve on stdin/stdout (the default; for editors that pass it)"
     )
@@ -26,7 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--watch-interval",
         type=float,
-        default=0.15,
         metavar="SECONDS",
         help="how often held session files are checked for changes by other processes (default 0.15)",
     )
@@ -37,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_pi_argument(parser)
     parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
-    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,8 +10,10 @@ send the first window, so the process imports only what those requests use.
   ``typing_extensions`` stays importable.
 * uuid (which msgspec imports) is imported with a stand-in for ``platform``, which tells it the
   same system name; ``platform`` stays importable.
-* The command line's parser asks the terminal for its width (importing shutil, and zlib, bz2 and
-  lzma with it) only to print help, which is laid out as argparse's own formatter lays it out.
+* ``pi-session serve`` as editors run it makes no parser (argparse, gettext's lookups): its
+  options take the defaults the parser gives them. Other command lines are parsed; the parser asks
+  the terminal for its width (importing shutil, and zlib, bz2 and lzma with it) only to print
+  help, which is laid out as argparse's own formatter lays it out.
 * The records the start's modules define are msgspec Structs: a dataclass costs many times more
   to define (its methods are made from source, compiled when its module is imported).
 * What the imports make is left out of the cyclic collector's walks.
@@ -30,7 +32,8 @@ from typing import Any
 import pytest
 from server_process import Message, Replies, talk
 
-from pi_session_server.cli import HelpFormatter, build_parser
+from pi_session_server.cli import EDITORS_SERVE, _serve_with_defaults, build_parser
+from pi_session_server.commands._help import HelpFormatter
 from pi_session_server.commands.serve import (
     import_asyncio_without_tls,
     import_uuid_without_platform,
@@ -64,6 +67,8 @@ NOT_AT_START = (
     "shutil",
     "bz2",
     "lzma",
+    "argparse",
+    "gettext",
 )
 
 # the dataclasses the start may still define (in modules this change left to others); any other
@@ -373,3 +378,22 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser
         if isinstance(action, argparse._SubParsersAction)
         for sub in action.choices.values()
     ]
+
+
+def test_the_sidecar_as_editors_start_it_has_the_parsers_defaults() -> None:
+    assert EDITORS_SERVE == ["serve"]
+    parsed = build_parser(EDITORS_SERVE).parse_args(EDITORS_SERVE)
+    assert vars(_serve_with_defaults()) == vars(parsed)
+    assert vars(parsed)["watch_interval"] == 0.15 and vars(parsed)["log_level"] == "WARNING"
+
+
+@pytest.mark.parametrize(
+    ("argv", "changed"),
+    [
+        (["serve", "--stdio"], {"stdio": True}),
+        (["serve", "--watch-interval", "1"], {"watch_interval": 1.0}),
+        (["serve", "--log-level", "INFO", "--pi", "0.86.1"], {"log_level": "INFO", "pi": "0.86.1"}),
+    ],
+)
+def test_other_serve_command_lines_are_parsed(argv: list[str], changed: dict[str, object]) -> None:
+    assert vars(build_parser(argv).parse_args(argv)) == {**vars(_serve_with_defaults()), **changed}
