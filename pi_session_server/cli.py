@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import importlib
 import os
 import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 from .commands._common import CommandError
 from .errors import PiSessionError
 from .output import buffer_raw_std_streams
+
+if TYPE_CHECKING:
+    import argparse
 
 # subcommand name -> module under pi_session_server.commands exposing add_arguments(parser) and run(args)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -29,15 +33,23 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     and ``serve`` bring in. Without a command (``--help``), every command is listed by its help
     text alone; with a command, only that command's parser is made. ``argv`` None: no command's
     module is imported."""
+    import argparse  # not for `pi-session serve` as editors run it (see main)
+
+    from .commands._help import HelpFormatter
+
     parser = argparse.ArgumentParser(
-        prog="pi-session", description="Tools for pi coding-agent session files."
+        prog="pi-session",
+        description="Tools for pi coding-agent session files.",
+        formatter_class=HelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _command_in(argv or [])
     for name, (module_name, help_text) in COMMANDS.items():
         if chosen is not None and name != chosen:
             continue  # a parser per command costs more than a kept view takes to print
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser = sub.add_parser(
+            name, help=help_text, description=help_text, formatter_class=HelpFormatter
+        )
         if name != chosen:
             continue
         module = importlib.import_module(f"pi_session_server.commands.{module_name}")
@@ -83,16 +95,32 @@ def _printable_output() -> None:
             reconfigure(errors=PRINTABLE)
 
 
+# The command line editors start the sidecar with: every option of ``serve`` takes its default.
+EDITORS_SERVE = ["serve"]
+
+
+def _serve_with_defaults() -> types.SimpleNamespace:
+    """What the parser makes of :data:`EDITORS_SERVE`, made without it: argparse (its import, and a
+    gettext lookup for each text of a parser) is a part of the time an editor waits for the
+    sidecar to start."""
+    from .commands import serve
+
+    return types.SimpleNamespace(command="serve", **serve.DEFAULTS, _run=serve.run)
+
+
 def main(argv: list[str] | None = None) -> int:
     buffer_raw_std_streams()
     _printable_output()
     if argv is None:
         argv = sys.argv[1:]
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
-        parser.print_help(sys.stderr)
-        return 2
+    if argv == EDITORS_SERVE:
+        args: Any = _serve_with_defaults()
+    else:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+        if not getattr(args, "_run", None):
+            parser.print_help(sys.stderr)
+            return 2
     try:
         return int(args._run(args) or 0)
     except BrokenPipeError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -11,6 +10,8 @@ from ..output import flush_fully, write_fully
 from ..session.releases import DEFAULT_PI, RELEASES
 
 if TYPE_CHECKING:
+    import argparse
+
     from ..session.manager import SessionManager
 
 

@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import logging
+import os
 import sys
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from ..format.gcpause import gc_paused
+from ..session.releases import DEFAULT_PI
 from ._common import add_pi_argument
+
+if TYPE_CHECKING:
+    import argparse
+
+# every option's value when none is given (``pi-session serve`` as editors run it takes these
+# without making a parser: see cli.main)
+DEFAULTS: dict[str, Any] = {
+    "stdio": False,
+    "fsync": False,
+    "watch_interval": 0.15,
+    "keep_failed_appends": False,
+    "pi": DEFAULT_PI,
+    "log_file": None,
+    "log_level": "WARNING",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(**DEFAULTS)
     parser.add_argument(
         "--stdio", action="store_true", help="serve on stdin/stdout (the default; for editors that pass it)"
     )
@@ -24,7 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--watch-interval",
         type=float,
-        default=0.15,
         metavar="SECONDS",
         help="how often held session files are checked for changes by other processes (default 0.15)",
     )
@@ -35,12 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_pi_argument(parser)
     parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
-    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
 def run(args: argparse.Namespace) -> int:
     with imported_for_good():
         import_asyncio_without_tls()
+        import_uuid_without_platform()
         import_msgspec_without_typing_extensions()
         from pi_session_server.server import ServerOptions, create_server
         from pi_session_server.session.profiles import profile_for
@@ -76,6 +95,27 @@ def import_msgspec_without_typing_extensions() -> None:
     ``get_type_hints`` with the extras, which msgspec asks for, is typing's), so msgspec does the
     same either way; typing_extensions is a big module to import for that, at the server's start."""
     import_without("msgspec", "typing_extensions")
+
+
+def import_uuid_without_platform() -> None:
+    """Import uuid (msgspec imports it, to encode UUIDs) with a stand-in for ``platform``. Where
+    uuid imports ``platform`` (neither Windows nor macOS), it asks it one thing, once: the system's
+    name (``platform.system()``, to know how to find a MAC address for ``uuid1``), which on those
+    systems is ``os.uname().sysname`` (``platform.uname`` changes it only on Windows), so the
+    stand-in answers that; the server's start does not pay for ``platform``'s module body (a dozen
+    regular expressions compiled). ``platform`` stays importable. A uuid that asks the stand-in for
+    more is imported again, with ``platform``."""
+    if "uuid" in sys.modules or "platform" in sys.modules:
+        return
+    stand_in = types.ModuleType("platform")
+    stand_in.system = lambda: os.uname().sysname  # type: ignore[attr-defined]
+    sys.modules["platform"] = stand_in
+    try:
+        importlib.import_module("uuid")
+    except AttributeError:
+        sys.modules.pop("uuid", None)  # another uuid than the one this stand-in was made for
+    finally:
+        del sys.modules["platform"]
 
 
 def import_without(module: str, unused: str) -> None:

@@ -495,7 +495,8 @@ def _present_members(obj: Mapping[str, Any], displayed: bool) -> Iterable[tuple[
         yield (as_displayed(k) if displayed else k), v
 
 
-_SURROGATE_RE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+# (compiled by its first use, through re's cache: few strings hold surrogates)
+_SURROGATE = "[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
 
 
 def _fix_surrogate(m: re.Match[str]) -> str:
@@ -516,7 +517,7 @@ def _encode_string(s: str) -> str:
         try:
             s.encode("utf-8")
         except UnicodeEncodeError:
-            out = _SURROGATE_RE.sub(_fix_surrogate, out)
+            out = re.sub(_SURROGATE, _fix_surrogate, out)
     return out
 
 

@@ -24,7 +24,8 @@ JS_WHITESPACE: Final[str] = (
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 
-_NOT_BLANK = re.compile(f"[^{re.escape(JS_WHITESPACE)}]")
+# (compiled by its first use, through re's cache: most text is ASCII, which never needs it)
+_NOT_BLANK = f"[^{re.escape(JS_WHITESPACE)}]"
 
 
 def as_displayed(text: str) -> str:
@@ -49,7 +50,7 @@ def js_trim(s: str) -> str:
 
 def is_js_blank(s: str) -> bool:
     """``!s.trim()``: empty or made only of JS whitespace."""
-    return _NOT_BLANK.search(s) is None
+    return re.search(_NOT_BLANK, s) is None
 
 
 def split_load_lines(text: str) -> list[str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -47,8 +46,7 @@ _decode_envelope = ENVELOPE_DECODER.decode
 _NO_ID = object()  # "no entry just before" (no parentId is this object)
 
 
-@dataclass(slots=True)
-class LineProblem:
+class LineProblem(msgspec.Struct):
     """A physical line that is not an entry, or another problem found while reading."""
 
     line: int  # 0-based physical line number
@@ -72,8 +70,7 @@ class LineProblem:
 SKIPPED_KINDS = frozenset({"malformed", "glued", "falsy", "non_object"})
 
 
-@dataclass(slots=True)
-class RawLine:
+class RawLine(msgspec.Struct):
     """A physical line as the reference's loader classifies it."""
 
     line: int
@@ -182,21 +179,20 @@ def problem_for(raw: RawLine) -> LineProblem:
     )
 
 
-@dataclass(slots=True)
-class IdIndex:
+class IdIndex(msgspec.Struct):
     """What a scan notes for the session's id index while each entry is in hand (a second pass
     over tens of thousands of entries costs more than a dict store per line): entries by id, a
     later line replacing an earlier one with the same id, and the entries that are not messages,
     in file order. ``complete`` is False once some entry's id was not a string: the caller then
     indexes the entries itself."""
 
-    by_id: dict[str, Entry] = field(default_factory=dict)
-    non_messages: list[Entry] = field(default_factory=list)
+    by_id: dict[str, Entry] = msgspec.field(default_factory=dict)
+    non_messages: list[Entry] = msgspec.field(default_factory=list)
     complete: bool = True
     # Positions in ``entries`` where a chain begins. Any other entry's parentId is the id of the
     # entry just before it, the very same string object; a listed one may or may not be (listing
     # too many is safe). Walks to the root then go a chain at a time (session.chains).
-    chain_starts: list[int] = field(default_factory=list)
+    chain_starts: list[int] = msgspec.field(default_factory=list)
 
     def add(self, entry: Entry, position: int) -> None:
         """An entry read outside the scanner's hot loop, at ``position`` in ``entries``."""
@@ -209,19 +205,18 @@ class IdIndex:
         self.chain_starts.append(position)
 
 
-@dataclass
-class ScanResult:
+class ScanResult(msgspec.Struct):
     """What a lazy scan of (part of) a file found."""
 
     header: Any = ABSENT  # the first kept value (the header if valid)
     header_line: int = -1
-    entries: list[Entry] = field(default_factory=list)
-    problems: list[LineProblem] = field(default_factory=list)
+    entries: list[Entry] = msgspec.field(default_factory=list)
+    problems: list[LineProblem] = msgspec.field(default_factory=list)
     lines: int = 0  # physical lines seen (a final unterminated line counts)
     end: int = 0  # byte offset just after the last complete ("\n"-terminated) line
     tail: bytes = b""  # an unterminated final line (not yet an entry when scanning incrementally)
     size: int = 0  # bytes read in total
-    index: IdIndex = field(default_factory=IdIndex)  # of ``entries`` (scans after the header only)
+    index: IdIndex = msgspec.field(default_factory=IdIndex)  # of ``entries`` (scans after the header only)
     # the entries as the rows of a persistent index, made on demand (session.index_rows), when
     # ``entries`` is empty for that reason (session.scan_index.scan_with_index with ``lazy``)
     rows: Any = None

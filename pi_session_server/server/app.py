@@ -16,7 +16,6 @@ import importlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import msgspec
@@ -53,15 +52,14 @@ FOREIGN_WRITER = "pi/foreignWriter"
 SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: the diagnostics)
 
 
-@dataclass
-class ServerOptions:
+class ServerOptions(msgspec.Struct):
     fsync: bool = False  # fsync every append (durability) instead of leaving it to the OS
     watch_interval: float = 0.15  # seconds between two looks at every followed file
     # a failed write leaves the session as it was (the reference keeps a failed entry in memory)
     rollback_failed_writes: bool = True
     # the pi release every session and document behaves like, unless a request asks for another
     # (``serve --pi``, ``initializationOptions.piVersion``; the one place the server chooses it)
-    pi: Profile = field(default_factory=lambda: profile_for(DEFAULT_PI))
+    pi: Profile = msgspec.field(default_factory=lambda: profile_for(DEFAULT_PI))
     # the working directory and variables sessions are opened in (None: the process's at start)
     environment: Environment | None = None
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import SessionManager
@@ -26,8 +27,7 @@ from .errors import PiRpcError, unknown_session
 from .workers import CancelToken, Job, SerialQueue, WorkerPool
 
 
-@dataclass(eq=False)
-class Slot:
+class Slot(msgspec.Struct, eq=False):
     handle: str
     queue: SerialQueue
     manager: SessionManager | None = None  # None until the open of an implicit slot ran

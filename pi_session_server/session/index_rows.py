@@ -20,10 +20,11 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import accumulate, repeat
 from operator import add
 from typing import TYPE_CHECKING, Any, overload
+
+import msgspec
 
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
@@ -39,8 +40,7 @@ PLAIN_OPTIONAL: frozenset[type] = frozenset({str, type(None), type(ABSENT)})
 _FEW_IDS = 64
 
 
-@dataclass(slots=True)
-class RowColumns:
+class RowColumns(msgspec.Struct):
     """What the index holds of every row (see scan_index.IndexHeader for the sparse parts)."""
 
     count: int

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from ..errors import fs_error_from_oserror
 from ..format.entry import Entry
@@ -35,15 +36,14 @@ def is_valid_header(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
 
 
-@dataclass
-class HeaderPeek:
+class HeaderPeek(msgspec.Struct):
     """The first kept value of a file and where its line ends."""
 
     value: Any = ABSENT
     line: int = -1
     next_offset: int = 0  # offset of the line after the header line
     size: int = 0
-    problems: list[LineProblem] = field(default_factory=list)
+    problems: list[LineProblem] = msgspec.field(default_factory=list)
 
 
 def open_for_reading(path: str, env: Environment | None = None) -> int:
@@ -78,8 +78,7 @@ def ends_without_newline(fd: int, size: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
-@dataclass
-class LazyLoad:
+class LazyLoad(msgspec.Struct):
     """A current-version file: header value plus lazy entries."""
 
     header: Any
@@ -143,8 +142,7 @@ def load_lazy(
     )
 
 
-@dataclass
-class ExactLoad:
+class ExactLoad(msgspec.Struct):
     """Every physical line classified, as the reference's loader keeps them (for migration rewrites)."""
 
     values: list[Any]  # every kept value (non-objects included: v1 positions count them)

@@ -15,8 +15,9 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ..errors import (
     ContextEditError,
@@ -75,14 +76,13 @@ if TYPE_CHECKING:
     from .envelopes import Envelopes
 
 
-@dataclass
-class FileChange:
+class FileChange(msgspec.Struct):
     """What :meth:`SessionManager.refresh_from_disk` found."""
 
     # "unchanged" | "appended" | "reloaded" | "deleted" | "rewriting": the file is empty or has no
     # header yet, another program is writing it again in place; the session stays as it was
     kind: str
-    new_entry_ids: list[Any] = field(default_factory=list)
+    new_entry_ids: list[Any] = msgspec.field(default_factory=list)
     leaf_id: Any = ABSENT
 
     def to_json(self) -> dict[str, Any]:
@@ -92,8 +92,7 @@ class FileChange:
         return out
 
 
-@dataclass
-class ForeignWrite:
+class ForeignWrite(msgspec.Struct):
     """Another process changed the file between two of our writes."""
 
     path: str

@@ -216,7 +216,8 @@ def _path_segments(path: str) -> list[str]:
 
 # Node's util.inspect escapes for a string: C0 controls, DEL and C1 controls as \xHH, a few by name
 _INSPECT_NAMED = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", "\\": "\\\\"}
-_INSPECT_ESCAPED_RE = re.compile(r"[\x00-\x1f\\\x7f-\x9f\ud800-\udfff]")
+# (compiled by its first use, through re's cache: error messages are rare, the sidecar's start is not)
+_INSPECT_ESCAPED = r"[\x00-\x1f\\\x7f-\x9f\ud800-\udfff]"
 _INSPECT_MAX_CHARS = 128  # ERR_INVALID_ARG_VALUE cuts the inspected value there and adds "..."
 
 
@@ -242,7 +243,7 @@ def _inspect_string(text: str) -> str:
         return f"\\u{code:x}" if code >= 0xD800 else f"\\x{code:02X}"
 
     # only the start is shown (cut at _INSPECT_MAX_CHARS below): escaping the rest is wasted work
-    body = _INSPECT_ESCAPED_RE.sub(escape, text[:_INSPECT_MAX_CHARS])
+    body = re.sub(_INSPECT_ESCAPED, escape, text[:_INSPECT_MAX_CHARS])
     if quote == "'":
         body = body.replace("'", "\\'")
     return quote + body + quote

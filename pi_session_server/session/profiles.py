@@ -11,8 +11,9 @@ listing read those fields and never compare version strings. A newer pi release 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..errors import PiVersionError
 from ..format.jsvalue import coalesce
@@ -32,8 +33,7 @@ def _own_id_keeps_nothing(first_kept_entry_id: Any, own_id: str) -> Any:
     return coalesce(first_kept_entry_id, own_id)
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True):
     """How one pi release behaves where releases differ."""
 
     version: str

@@ -40,7 +40,8 @@ import fcntl
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from ..errors import StaleFileError, fs_error_from_oserror
 from .environment import Environment, on_disk
@@ -57,8 +58,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class FileState:
+class FileState(msgspec.Struct, frozen=True):
     """What new content was computed from: which file (device, inode), its size, when it last
     changed and its last bytes. A writer that touched the file since changed one of them."""
 
@@ -77,8 +77,7 @@ class FileState:
         return self.size == 0 or self.tail.endswith(b"\n")
 
 
-@dataclass(slots=True)
-class Replaced:
+class Replaced(msgspec.Struct):
     """What a rewrite wrote: the new content, then what others appended to the file meanwhile."""
 
     written: int  # bytes of the new content

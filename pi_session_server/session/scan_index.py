@@ -49,7 +49,6 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not, ne, sub
 from typing import Any, Final
@@ -68,8 +67,7 @@ from .storage import write_all
 # ---------------------------------------------------------------------- the scan, with an index
 
 
-@dataclass(slots=True)
-class IndexOutcome:
+class IndexOutcome(msgspec.Struct):
     """What the last open did with the index (for tests and benchmarks)."""
 
     read: str = (
@@ -356,8 +354,7 @@ def _read_index(
     return result
 
 
-@dataclass(slots=True)
-class _Check:
+class _Check(msgspec.Struct):
     """Where the payload is, and what the CRC-32 of the payload and the header must be."""
 
     header_bytes: bytes
@@ -452,6 +449,12 @@ def _integers(data: bytes, typecode: str, count: int | None = None) -> array[int
     return numbers
 
 
+def _codes_below(codes: bytes, limit: int) -> bool:
+    """Every byte of ``codes`` is below ``limit``: those bytes deleted, none is left (``max`` would
+    make an int of every byte, a row at a time, on every open from the index)."""
+    return limit > 0xFF or not codes.translate(None, bytes(range(limit)))
+
+
 def _rows_of(
     header: IndexHeader, columns: dict[str, Any], fd: int, source: Any, keep_bytes: bool
 ) -> IndexedRows:
@@ -460,7 +463,10 @@ def _rows_of(
     types = header.types
     heads: list[Any] = [None, head_for(ABSENT), *(head_for(role) for role in header.roles)]
     if (
-        (n and (max(columns["type_codes"]) >= len(types) or max(columns["role_codes"]) >= len(heads)))
+        not (
+            _codes_below(columns["type_codes"], len(types))
+            and _codes_below(columns["role_codes"], len(heads))
+        )
         or any(type(value) is not str and value is not ABSENT for value in types)
         or any(type(value) is not str for value in header.roles)
     ):

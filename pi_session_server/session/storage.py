@@ -27,14 +27,14 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+
+import msgspec
 
 from ..errors import FsError, StaleFileError, fs_error_from_oserror
 from .environment import Environment, on_disk
 
 
-@dataclass(slots=True)
-class WriteOutcome:
+class WriteOutcome(msgspec.Struct):
     """Where an append landed and what we found in the file before writing."""
 
     start: int  # byte offset where our bytes begin (after any separator; the copy that is valid)
@@ -262,7 +262,11 @@ class Appender:
                 break
             self._blank_out(landing.start, len(data) - 1)
             landing = self._write_line(fd, data, fsync, separated=attempt > 0)
-        return first if landing is first else replace(first, start=landing.start, end=landing.end)
+        return (
+            first
+            if landing is first
+            else msgspec.structs.replace(first, start=landing.start, end=landing.end)
+        )
 
     def _blank_out(self, offset: int, length: int) -> None:
         """Overwrite a glued copy of our line with spaces (its "\\n" stays).
@@ -339,8 +343,7 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
     raise StaleFileError(f"{path} is replaced again and again by another process")
 
 
-@dataclass(frozen=True)
-class FileIdentity:
+class FileIdentity(msgspec.Struct, frozen=True):
     """What we remember about a file to notice changes made by others."""
 
     dev: int

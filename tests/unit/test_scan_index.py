@@ -662,3 +662,15 @@ def test_a_line_without_a_type_in_the_middle_of_a_chain(tmp_path: Path, index_di
     path.write_bytes(b"\n".join(lines) + b"\n")
     assert_index_gives_the_scan(path, index_dir)
     assert _open_scan(path, index_dir).entries[1].type is ABSENT
+
+
+@given(st.binary(max_size=300), st.integers(min_value=0, max_value=300))
+def test_a_column_of_codes_is_checked_as_max_checks_it(codes: bytes, limit: int) -> None:
+    # an index whose rows name a type or role it does not list is not used (NotUsable)
+    assert scan_index._codes_below(codes, limit) == (not codes or max(codes) < limit)
+
+
+def test_a_column_of_codes_reaching_the_limit_is_refused() -> None:
+    assert scan_index._codes_below(bytes([0, 1, 2]), 3)
+    assert not scan_index._codes_below(bytes([0, 3, 1]), 3)
+    assert not scan_index._codes_below(bytes([255]), 255) and scan_index._codes_below(bytes([255]), 256)

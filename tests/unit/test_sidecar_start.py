@@ -8,11 +8,20 @@ send the first window, so the process imports only what those requests use.
   stays importable, and asyncio works without it.
 * msgspec is imported without ``typing_extensions``, and finds the same type hints (typing's);
   ``typing_extensions`` stays importable.
+* uuid (which msgspec imports) is imported with a stand-in for ``platform``, which tells it the
+  same system name; ``platform`` stays importable.
+* ``pi-session serve`` as editors run it makes no parser (argparse, gettext's lookups): its
+  options take the defaults the parser gives them. Other command lines are parsed; the parser asks
+  the terminal for its width (importing shutil, and zlib, bz2 and lzma with it) only to print
+  help, which is laid out as argparse's own formatter lays it out.
+* The records the start's modules define are msgspec Structs: a dataclass costs many times more
+  to define (its methods are made from source, compiled when its module is imported).
 * What the imports make is left out of the cyclic collector's walks.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -20,9 +29,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from server_process import Message, Replies, talk
 
-from pi_session_server.commands.serve import import_asyncio_without_tls, import_without, imported_for_good
+from pi_session_server.cli import EDITORS_SERVE, _serve_with_defaults, build_parser
+from pi_session_server.commands._help import HelpFormatter
+from pi_session_server.commands.serve import (
+    import_asyncio_without_tls,
+    import_uuid_without_platform,
+    import_without,
+    imported_for_good,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
@@ -46,7 +63,22 @@ NOT_AT_START = (
     "pi_session_server.format.collation",
     "pi_session_server.format.glued",
     "unicodedata",
+    "platform",
+    "shutil",
+    "bz2",
+    "lzma",
+    "argparse",
+    "gettext",
 )
+
+# the dataclasses the start may still define (in modules this change left to others); any other
+# record a module on the start's path defines is a msgspec Struct
+DATACLASSES_AT_START = {
+    "pi_session_server.session.environment.Environment",
+    "pi_session_server.server.tree_pages._Kept",
+    "pi_session_server.server.tree_view.TreeLevel",
+    "pi_session_server.server.tree_view.TreeWindow",
+}
 
 # `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
 SERVE = f"""
@@ -58,7 +90,13 @@ except SystemExit as done:
     code = done.code
 unwanted = {NOT_AT_START!r}
 imported = sorted(m for m in sys.modules if any(m == u or m.startswith(u + ".") for u in unwanted))
-print(json.dumps({{"code": code, "imported": imported}}), file=sys.stderr)
+dataclasses = sorted(
+    f"{{name}}.{{value.__qualname__}}"
+    for name, module in list(sys.modules.items()) if name.startswith("pi_session_server")
+    for value in vars(module).values()
+    if isinstance(value, type) and value.__module__ == name and "__dataclass_fields__" in vars(value)
+)
+print(json.dumps({{"code": code, "imported": imported, "dataclasses": dataclasses}}), file=sys.stderr)
 """
 
 
@@ -97,7 +135,9 @@ def test_a_tree_views_first_requests_import_only_what_they_use(tmp_path: Path) -
     replies, ended = _serve(tree_view, tmp_path / "index")
     assert replies[2]["result"]["nodes"] == first[2]["result"]["nodes"] != []
     assert replies[3]["result"] is None
-    assert ended == {"code": 0, "imported": []}
+    assert ended["code"] == 0
+    assert ended["imported"] == []
+    assert set(ended["dataclasses"]) <= DATACLASSES_AT_START, ended["dataclasses"]
     assert list((tmp_path / "index").iterdir())  # the second read it
 
 
@@ -251,3 +291,109 @@ def test_what_the_imports_made_is_left_out_of_collections() -> None:
     finally:
         gc.enable()
         gc.unfreeze()  # the test process goes on collecting as before
+
+
+UUID_WITHOUT_PLATFORM = """
+import json, sys
+from pi_session_server.commands.serve import import_uuid_without_platform
+import_uuid_without_platform()
+without = "platform" not in sys.modules
+import uuid
+import platform  # still there for whoever wants it, and the real one
+print(json.dumps({
+    "without": without,
+    "system": uuid._platform_system == platform.system(),
+    "linux": uuid._LINUX == (platform.system() == "Linux"),
+    "aix": uuid._AIX == (platform.system() == "AIX"),
+    "real": callable(platform.uname) and platform.uname().system == platform.system(),
+    "uuid4": uuid.UUID(str(uuid.uuid4())).version,
+}))
+"""
+
+
+@pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="uuid imports platform elsewhere only")
+def test_uuid_without_platform_knows_the_same_system() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", UUID_WITHOUT_PLATFORM], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "without": True,
+        "system": True,
+        "linux": True,
+        "aix": True,
+        "real": True,
+        "uuid4": 4,
+    }
+
+
+def test_uuid_imported_already_is_left_alone() -> None:
+    import uuid
+
+    had_platform = sys.modules.get("platform")
+    import_uuid_without_platform()
+    assert sys.modules.get("uuid") is uuid
+    assert sys.modules.get("platform") is had_platform
+
+
+PARSER_WITHOUT_SHUTIL = """
+import json, sys
+from pi_session_server.cli import build_parser
+parser = build_parser(["serve", "--fsync"])
+args = parser.parse_args(["serve", "--fsync"])
+print(json.dumps({"fsync": args.fsync, "shutil": "shutil" in sys.modules}))
+"""
+
+
+def test_building_the_parser_asks_no_terminal_width() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PARSER_WITHOUT_SHUTIL], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"fsync": True, "shutil": False}
+
+
+@pytest.mark.parametrize("columns", ["10", "44", "80", "200"])
+@pytest.mark.parametrize("argv", [[], ["serve"], ["tree"], ["context"]])
+def test_help_is_laid_out_as_argparses_formatter_lays_it_out(
+    columns: str, argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+
+    def text(formatter: type[argparse.HelpFormatter]) -> tuple[str, str]:
+        parser = build_parser(argv)
+        for action in [parser, *_subparsers(parser)]:
+            action.formatter_class = formatter
+        chosen = parser if not argv else _subparsers(parser)[0]
+        return chosen.format_help(), chosen.format_usage()
+
+    assert text(HelpFormatter) == text(argparse.HelpFormatter)
+    assert len(text(HelpFormatter)[0].splitlines()) > 2
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [
+        sub
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for sub in action.choices.values()
+    ]
+
+
+def test_the_sidecar_as_editors_start_it_has_the_parsers_defaults() -> None:
+    assert EDITORS_SERVE == ["serve"]
+    parsed = build_parser(EDITORS_SERVE).parse_args(EDITORS_SERVE)
+    assert vars(_serve_with_defaults()) == vars(parsed)
+    assert vars(parsed)["watch_interval"] == 0.15 and vars(parsed)["log_level"] == "WARNING"
+
+
+@pytest.mark.parametrize(
+    ("argv", "changed"),
+    [
+        (["serve", "--stdio"], {"stdio": True}),
+        (["serve", "--watch-interval", "1"], {"watch_interval": 1.0}),
+        (["serve", "--log-level", "INFO", "--pi", "0.86.1"], {"log_level": "INFO", "pi": "0.86.1"}),
+    ],
+)
+def test_other_serve_command_lines_are_parsed(argv: list[str], changed: dict[str, object]) -> None:
+    assert vars(build_parser(argv).parse_args(argv)) == {**vars(_serve_with_defaults()), **changed}
