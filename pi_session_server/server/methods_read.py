@@ -229,7 +229,10 @@ def preview_cache(manager: Any) -> PreviewCache | None:
             cache = _preview_caches.get(manager)
             if cache is None:
                 cache = PreviewCache(
-                    home_directory(manager.environment), entries=manager.get_entries, keep_in_walk=False
+                    home_directory(manager.environment),
+                    entries=manager.get_entries,
+                    entry_count=manager.entry_count,
+                    keep_in_walk=False,
                 )
                 _preview_caches[manager] = cache
         except TypeError:  # not weakly referenceable

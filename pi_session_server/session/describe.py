@@ -324,14 +324,17 @@ class PreviewCache:
 
     __slots__ = (
         "_cursor",
+        "_load_after",
         "_made",
         "_misses",
+        "_misses_in_all",
         "_previous",
         "_stored",
         "_walk_positions",
         "_walked",
         "calls",
         "entries",
+        "entry_count",
         "home",
         "keep_in_walk",
         "keeping",
@@ -343,6 +346,7 @@ class PreviewCache:
         home: str | None = None,
         *,
         entries: Callable[[], list[Any]] | None = None,
+        entry_count: Callable[[], int] | None = None,
         keep_in_walk: bool = True,
     ) -> None:
         #: what tool-call paths are shortened against (None: :func:`home_directory` at each walk)
@@ -351,11 +355,14 @@ class PreviewCache:
         self._previous: dict[int, tuple[Any, str | _ToolResult]] = {}  # the walk's before
         self.calls: dict[int, tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]] = {}
         self.entries = entries
+        self.entry_count = entry_count  # len(entries()) without making the list
         self.keep_in_walk = keep_in_walk
         self.keeping = False  # a job of keeper() is pending (set and cleared by its owner)
         self._walked: list[Any] = []  # the entries of the last walk (see previews)
         self._walk_positions: dict[int, int] | None = None  # id(entry) -> where in _walked
-        self._misses = 0
+        self._misses = 0  # this walk's
+        self._misses_in_all = 0  # every walk's (see _load_stored_after_misses)
+        self._load_after: int | None = None
         self._cursor = 0  # where the last prefetch of the walk started (see _walk_from)
         self._made = 0  # previews made since they were last kept (see prefetch, keeper)
         self._stored = False  # the previews kept with the file's index were looked for
@@ -391,10 +398,21 @@ class PreviewCache:
             parts[id(entry)] = (entry, result)
 
     def _load_stored_after_misses(self) -> bool:
-        """Once a walk missed many previews or facts: load the stored ones of the session's entries
-        (``entries``), if not done yet. Whether they were loaded now."""
+        """Once the walks missed many previews or facts: load the stored ones of the session's
+        entries (``entries``), if not done yet. Whether they were loaded now.
+
+        Loading costs a little for every entry of the session (its entry made, its stored part
+        decoded), a miss reads one body: the walks load them once they missed as many as
+        loading costs (:data:`STORED_LOAD_SHARE`), so that a tree view's first window of a huge
+        session reads its few bodies, and its every level, which misses most, loads them."""
         self._misses += 1
-        if self._misses < PREFETCH_AFTER_MISSES or self._stored or self.entries is None:
+        self._misses_in_all += 1
+        if self._stored or self.entries is None or self._misses_in_all < PREFETCH_AFTER_MISSES:
+            return False
+        if self._load_after is None:
+            count = 0 if self.entry_count is None else self.entry_count()
+            self._load_after = max(PREFETCH_AFTER_MISSES, count // STORED_LOAD_SHARE)
+        if self._misses_in_all < self._load_after:
             return False
         self._load_stored(self.entries())
         return True
@@ -635,6 +653,10 @@ class PreviewCache:
 # big page): those of the entries next in the walk are read in one pass, so many at a time; and
 # those stored with the file's index are loaded, if not yet.
 PREFETCH_AFTER_MISSES = 256
+# The stored previews of a session are loaded once its walks missed this fraction of its entries
+# (see PreviewCache._load_stored_after_misses): loading costs an entry far less than a miss, a body
+# read, costs; figures in bench/RESULTS.md.
+STORED_LOAD_SHARE = 32
 PREFETCH_BATCH = 4096
 
 

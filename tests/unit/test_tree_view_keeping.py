@@ -5,7 +5,8 @@
   through what the cache knows of the messages above it. The result is the same as without a cache.
 * The server keeps the previews a window made with the file's index, by a job after the reply
   (PreviewCache.keeper, server/preview_keeping.py), merged with what was kept before; a walk of
-  the next process that misses many loads them, and reads no body at all.
+  the next process that misses many loads them, and reads no body at all; one that misses few
+  (a window of a huge session) reads their bodies instead of loading every preview kept.
 * Nothing is written for a file that changed after the previews were taken.
 """
 
@@ -86,7 +87,9 @@ def _whole_flat(manager: SessionManager, cache: PreviewCache | None) -> bytes:
 
 
 def _server_cache(manager: SessionManager) -> PreviewCache:
-    return PreviewCache("/home/u", entries=manager.get_entries, keep_in_walk=False)
+    return PreviewCache(
+        "/home/u", entries=manager.get_entries, entry_count=manager.entry_count, keep_in_walk=False
+    )
 
 
 class _BodyReads:
@@ -110,6 +113,7 @@ def kept_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, s
     monkeypatch.setenv("HOME", "/home/u")
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
     monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 1)
+    monkeypatch.setattr(describe, "STORED_LOAD_SHARE", 1 << 40)  # loaded at the first miss
     monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     path = _branchy_session(tmp_path / "s.jsonl")
     time.sleep(0.1)  # past the racy window: previews of it may be kept
@@ -173,6 +177,48 @@ def test_a_whole_tree_of_a_filter_that_shows_most_rows_reads_their_previews_in_o
         )
     assert whole == expected
     assert (len(passes), reads.count) == (1, 0)
+
+
+def test_the_previews_kept_are_loaded_once_the_walks_missed_a_share_of_the_session(
+    kept_setup: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading what was kept costs something for every entry of the session: walks that miss few
+    previews (a huge session's first window) read those bodies, and the walks load everything kept
+    once they missed, together, a share of the session's entries."""
+    path, index_dir = kept_setup
+    with _open(path, index_dir) as manager:
+        cache = _server_cache(manager)
+        expected = _whole_flat(manager, cache)
+        keep = cache.keeper(manager.get_entries())
+        assert keep is not None and keep()
+    monkeypatch.setattr(describe, "STORED_LOAD_SHARE", 4)
+    loads: list[int] = []
+    real_load = preview_store.load
+
+    def counted_load(entries: list[Entry], fd: int | None = None) -> preview_store.Loaded:
+        loaded = real_load(entries, fd)
+        loads.append(len(loaded.entries))
+        return loaded
+
+    monkeypatch.setattr(preview_store, "load", counted_load)
+    reads = _BodyReads(monkeypatch)
+    with _open(path, index_dir) as manager:
+        share = manager.entry_count() // 4
+        entries = manager.get_entries()
+        reads.count = 0
+        cache = _server_cache(manager)
+        for first, last in ((0, share // 2), (share // 2, share - 1)):  # two walks of few rows each
+            preview = cache.previews()
+            for entry in entries[first:last]:
+                preview(entry, {})
+            assert loads == []
+        assert reads.count == share - 1
+        preview = cache.previews()
+        preview(entries[share - 1], {})  # the share's last miss: everything kept is loaded
+        assert loads == [len(entries)]
+        reads.count = 0
+        assert _whole_flat(manager, cache) == expected
+        assert reads.count == 0 and loads == [len(entries)]
 
 
 def test_keeping_merges_with_what_was_kept_before(kept_setup: tuple[Path, str]) -> None:
