@@ -367,16 +367,18 @@ class PreviewCache:
         self._made = 0  # previews made since they were last kept (see prefetch, keeper)
         self._stored = False  # the previews kept with the file's index were looked for
 
-    def _load_stored(self, entries: list[Any], fd: int | None = None) -> None:
+    def _load_stored(self, entries: list[Any], fd: int | None = None) -> int:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
         stored text is its rendering (``_ToolResult.memo``) for the very call object made here from
         the assistant message it was made from, and for the same home directory: a walk that finds
-        another call for its id, or another home, renders it again."""
+        another call for its id, or another home, renders it again. How many previews made here
+        before (those of this walk and the one before) they do not describe."""
         if self._stored:
-            return
+            return 0
         self._stored = True
         home, described, stored_parts, assistants = preview_store.load(entries, fd)
-        parts, calls = self.parts, self.calls
+        parts, calls, previous = self.parts, self.calls, self._previous
+        held_before = len(parts.keys() | previous.keys()) if previous else len(parts)
         call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
         for at, silent, entry_calls in assistants:
             entry = described[at]
@@ -385,9 +387,13 @@ class PreviewCache:
             offset = entry.offset
             for key, call in listed:
                 call_at[offset, key] = call
+        described_before = 0  # (an entry in the cache is alive: no other entry has its id)
         for entry, part in zip(described, stored_parts, strict=True):
+            key = id(entry)
+            if key in parts or key in previous:
+                described_before += 1
             if type(part) is str:
-                parts[id(entry)] = (entry, part)
+                parts[key] = (entry, part)
                 continue
             result = _ToolResult(part[0], part[1])
             text, source = part[2], part[3]
@@ -395,7 +401,8 @@ class PreviewCache:
                 shown = call_at.get((source, index_key(part[0])))
                 if shown is not None:
                     result.memo = (shown, home, text)
-            parts[id(entry)] = (entry, result)
+            parts[key] = (entry, result)
+        return held_before - described_before
 
     def _load_stored_after_misses(self) -> bool:
         """Once the walks missed many previews or facts: load the stored ones of the session's
@@ -414,7 +421,7 @@ class PreviewCache:
             self._load_after = max(PREFETCH_AFTER_MISSES, count // STORED_LOAD_SHARE)
         if self._misses_in_all < self._load_after:
             return False
-        self._load_stored(self.entries())
+        self._made = self._load_stored(self.entries())  # what is new to keep (dropped: not kept)
         return True
 
     def collect_tool_calls(self, entries: Iterable[Any], *, with_previews: bool = False) -> ToolCalls:

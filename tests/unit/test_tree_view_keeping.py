@@ -216,6 +216,7 @@ def test_the_previews_kept_are_loaded_once_the_walks_missed_a_share_of_the_sessi
         preview = cache.previews()
         preview(entries[share - 1], {})  # the share's last miss: everything kept is loaded
         assert loads == [len(entries)]
+        assert not cache.has_new_previews()  # those read before the load were kept already
         reads.count = 0
         assert _whole_flat(manager, cache) == expected
         assert reads.count == 0 and loads == [len(entries)]
