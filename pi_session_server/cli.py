@@ -35,21 +35,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     module is imported."""
     import argparse  # not for `pi-session serve` as editors run it (see main)
 
-    from .commands._help import HelpFormatter
-
     parser = argparse.ArgumentParser(
-        prog="pi-session",
-        description="Tools for pi coding-agent session files.",
-        formatter_class=HelpFormatter,
+        prog="pi-session", description="Tools for pi coding-agent session files."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _command_in(argv or [])
     for name, (module_name, help_text) in COMMANDS.items():
         if chosen is not None and name != chosen:
             continue  # a parser per command costs more than a kept view takes to print
-        command_parser = sub.add_parser(
-            name, help=help_text, description=help_text, formatter_class=HelpFormatter
-        )
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name != chosen:
             continue
         module = importlib.import_module(f"pi_session_server.commands.{module_name}")
@@ -95,17 +89,20 @@ def _printable_output() -> None:
             reconfigure(errors=PRINTABLE)
 
 
-# The command line editors start the sidecar with: every option of ``serve`` takes its default.
-EDITORS_SERVE = ["serve"]
+# The command lines editors start the sidecar with: Neovim's, and VS Code's (its language client
+# adds ``--stdio`` to a server started on stdio). Every other option of ``serve`` takes its default.
+EDITORS_SERVE = (["serve"], ["serve", "--stdio"])
 
 
-def _serve_with_defaults() -> types.SimpleNamespace:
-    """What the parser makes of :data:`EDITORS_SERVE`, made without it: argparse (its import, and a
-    gettext lookup for each text of a parser) is a part of the time an editor waits for the
-    sidecar to start."""
+def _serve_with_defaults(argv: list[str]) -> types.SimpleNamespace:
+    """What the parser makes of one of :data:`EDITORS_SERVE`, made without it: argparse (its
+    import, a gettext lookup for each text of a parser, and the terminal's width asked through
+    shutil, which imports zlib, bz2 and lzma) is a part of the time an editor waits for the sidecar
+    to start."""
     from .commands import serve
 
-    return types.SimpleNamespace(command="serve", **serve.DEFAULTS, _run=serve.run)
+    options = {**serve.DEFAULTS, "stdio": "--stdio" in argv}
+    return types.SimpleNamespace(command="serve", **options, _run=serve.run)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     _printable_output()
     if argv is None:
         argv = sys.argv[1:]
-    if argv == EDITORS_SERVE:
-        args: Any = _serve_with_defaults()
+    if argv in EDITORS_SERVE:
+        args: Any = _serve_with_defaults(argv)
     else:
         parser = build_parser(argv)
         args = parser.parse_args(argv)

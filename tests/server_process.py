@@ -17,13 +17,18 @@ Message = dict[str, Any] | Callable[[Replies], dict[str, Any]]
 
 
 def talk(
-    script: str, messages: list[Message], *, env: dict[str, str] | None = None, cwd: Any = None
+    script: str,
+    messages: list[Message],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Any = None,
+    args: list[str] | None = None,
 ) -> tuple[Replies, Any]:
-    """The replies (by id) of ``python -c script`` to ``messages``, each request's reply read before
-    the next message is sent (as a client does before ``exit``), and the JSON value the script wrote
-    last on stderr as it ended."""
+    """The replies (by id) of ``python -c script`` (``args``: its ``sys.argv[1:]``) to ``messages``,
+    each request's reply read before the next message is sent (as a client does before ``exit``),
+    and the JSON value the script wrote last on stderr as it ended."""
     process = subprocess.Popen(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", script, *(args or [])],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

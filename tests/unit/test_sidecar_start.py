@@ -10,10 +10,9 @@ send the first window, so the process imports only what those requests use.
   ``typing_extensions`` stays importable.
 * uuid (which msgspec imports) is imported with a stand-in for ``platform``, which tells it the
   same system name; ``platform`` stays importable.
-* ``pi-session serve`` as editors run it makes no parser (argparse, gettext's lookups): its
-  options take the defaults the parser gives them. Other command lines are parsed; the parser asks
-  the terminal for its width (importing shutil, and zlib, bz2 and lzma with it) only to print
-  help, which is laid out as argparse's own formatter lays it out.
+* ``pi-session serve`` as editors run it (``serve``, and ``serve --stdio`` as VS Code's language
+  client runs it) makes no parser (argparse, gettext's lookups, shutil for the terminal's width):
+  its options take the values the parser gives them. Other command lines are parsed.
 * The records the start's modules define are msgspec Structs: a dataclass costs many times more
   to define (its methods are made from source, compiled when its module is imported).
 * What the imports make is left out of the cyclic collector's walks.
@@ -21,7 +20,6 @@ send the first window, so the process imports only what those requests use.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -33,7 +31,6 @@ import pytest
 from server_process import Message, Replies, talk
 
 from pi_session_server.cli import EDITORS_SERVE, _serve_with_defaults, build_parser
-from pi_session_server.commands._help import HelpFormatter
 from pi_session_server.commands.serve import (
     import_asyncio_without_tls,
     import_uuid_without_platform,
@@ -80,12 +77,13 @@ DATACLASSES_AT_START = {
     "pi_session_server.server.tree_view.TreeWindow",
 }
 
-# `pi-session serve` as an editor runs it; what it imported, written to stderr when it ends
+# `pi-session serve` as an editor runs it (its arguments in argv); what it imported, written to
+# stderr when it ends
 SERVE = f"""
 import json, sys
 from pi_session_server.cli import main
 try:
-    code = main(["serve"])
+    code = main(sys.argv[1:])
 except SystemExit as done:
     code = done.code
 unwanted = {NOT_AT_START!r}
@@ -100,15 +98,17 @@ print(json.dumps({{"code": code, "imported": imported, "dataclasses": dataclasse
 """
 
 
-def _serve(messages: list[Message], index: Path | None = None) -> tuple[Replies, dict[str, Any]]:
-    """The replies (by id) of ``pi-session serve`` to ``messages`` and what it imported
+def _serve(
+    messages: list[Message], index: Path | None = None, argv: list[str] = EDITORS_SERVE[0]
+) -> tuple[Replies, dict[str, Any]]:
+    """The replies (by id) of ``pi-session `` + ``argv`` to ``messages`` and what it imported
     (:func:`server_process.talk`). ``index``: the index directory (every file indexed), else none."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_SESSION_")}
     if index is None:
         env["PI_SESSION_NO_INDEX"] = "1"
     else:
         env.update(PI_SESSION_INDEX_DIR=str(index), PI_SESSION_INDEX_MIN_SIZE="0")
-    replies, ended = talk(SERVE, messages, env=env, cwd=ROOT)
+    replies, ended = talk(SERVE, messages, env=env, cwd=ROOT, args=argv)
     return replies, ended
 
 
@@ -116,7 +116,8 @@ def _request(number: int, method: str, params: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
 
 
-def test_a_tree_views_first_requests_import_only_what_they_use(tmp_path: Path) -> None:
+@pytest.mark.parametrize("argv", EDITORS_SERVE)
+def test_a_tree_views_first_requests_import_only_what_they_use(tmp_path: Path, argv: list[str]) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(EXAMPLE.read_bytes())
 
@@ -131,8 +132,8 @@ def test_a_tree_views_first_requests_import_only_what_they_use(tmp_path: Path) -
         _request(3, "shutdown", None),
         {"jsonrpc": "2.0", "method": "exit"},
     ]
-    first, _ended = _serve(tree_view, tmp_path / "index")  # the index and the previews kept
-    replies, ended = _serve(tree_view, tmp_path / "index")
+    first, _ended = _serve(tree_view, tmp_path / "index", argv)  # the index and the previews kept
+    replies, ended = _serve(tree_view, tmp_path / "index", argv)
     assert replies[2]["result"]["nodes"] == first[2]["result"]["nodes"] != []
     assert replies[3]["result"] is None
     assert ended["code"] == 0
@@ -336,64 +337,29 @@ def test_uuid_imported_already_is_left_alone() -> None:
     assert sys.modules.get("platform") is had_platform
 
 
-PARSER_WITHOUT_SHUTIL = """
-import json, sys
-from pi_session_server.cli import build_parser
-parser = build_parser(["serve", "--fsync"])
-args = parser.parse_args(["serve", "--fsync"])
-print(json.dumps({"fsync": args.fsync, "shutil": "shutil" in sys.modules}))
-"""
-
-
-def test_building_the_parser_asks_no_terminal_width() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PARSER_WITHOUT_SHUTIL], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"fsync": True, "shutil": False}
-
-
-@pytest.mark.parametrize("columns", ["10", "44", "80", "200"])
-@pytest.mark.parametrize("argv", [[], ["serve"], ["tree"], ["context"]])
-def test_help_is_laid_out_as_argparses_formatter_lays_it_out(
-    columns: str, argv: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("COLUMNS", columns)
-
-    def text(formatter: type[argparse.HelpFormatter]) -> tuple[str, str]:
-        parser = build_parser(argv)
-        for action in [parser, *_subparsers(parser)]:
-            action.formatter_class = formatter
-        chosen = parser if not argv else _subparsers(parser)[0]
-        return chosen.format_help(), chosen.format_usage()
-
-    assert text(HelpFormatter) == text(argparse.HelpFormatter)
-    assert len(text(HelpFormatter)[0].splitlines()) > 2
-
-
-def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
-    return [
-        sub
-        for action in parser._actions
-        if isinstance(action, argparse._SubParsersAction)
-        for sub in action.choices.values()
-    ]
-
-
-def test_the_sidecar_as_editors_start_it_has_the_parsers_defaults() -> None:
-    assert EDITORS_SERVE == ["serve"]
-    parsed = build_parser(EDITORS_SERVE).parse_args(EDITORS_SERVE)
-    assert vars(_serve_with_defaults()) == vars(parsed)
+@pytest.mark.parametrize("argv", EDITORS_SERVE)
+def test_the_sidecar_as_editors_start_it_has_what_the_parser_gives(argv: list[str]) -> None:
+    parsed = build_parser(argv).parse_args(argv)
+    assert vars(_serve_with_defaults(argv)) == vars(parsed)
     assert vars(parsed)["watch_interval"] == 0.15 and vars(parsed)["log_level"] == "WARNING"
+    assert vars(parsed)["stdio"] is ("--stdio" in argv)
+
+
+def test_vs_codes_language_client_starts_the_sidecar_with_stdio() -> None:
+    """VS Code's client adds ``--stdio`` to a server it starts on stdio: an editors' command line."""
+    extension = (ROOT / "editors" / "vscode" / "src" / "extension.ts").read_text(encoding="utf-8")
+    assert "withSubcommand(cli, 'serve')" in extension and "transport: TransportKind.stdio" in extension
+    assert ["serve", "--stdio"] in EDITORS_SERVE
 
 
 @pytest.mark.parametrize(
     ("argv", "changed"),
     [
-        (["serve", "--stdio"], {"stdio": True}),
+        (["serve", "--stdio", "--fsync"], {"stdio": True, "fsync": True}),
         (["serve", "--watch-interval", "1"], {"watch_interval": 1.0}),
         (["serve", "--log-level", "INFO", "--pi", "0.86.1"], {"log_level": "INFO", "pi": "0.86.1"}),
     ],
 )
 def test_other_serve_command_lines_are_parsed(argv: list[str], changed: dict[str, object]) -> None:
-    assert vars(build_parser(argv).parse_args(argv)) == {**vars(_serve_with_defaults()), **changed}
+    defaults = vars(_serve_with_defaults(EDITORS_SERVE[0]))
+    assert vars(build_parser(argv).parse_args(argv)) == {**defaults, **changed}
