@@ -169,10 +169,11 @@ class SessionTotals:
         for key, values in zip(USAGE_KEYS, token_columns, strict=True):
             tokens[key] = _sum_onto(tokens[key], values)
         self.cost = _sum_onto(self.cost, costs)
-        names = _model_names(providers, models)
         total_tokens = token_columns[-1]
-        for name in dict.fromkeys(names):
-            mine = [i for i, other in enumerate(names) if other == name]
+        turns_of: dict[str, list[int]] = {}  # model name -> its turns' positions, names as they come
+        for position, name in enumerate(_model_names(providers, models)):
+            turns_of.setdefault(name, []).append(position)
+        for name, mine in turns_of.items():
             per_model = self.models.setdefault(name, {"turns": 0, "totalTokens": 0, "cost": 0})
             per_model["turns"] += len(mine)
             per_model["totalTokens"] = _sum_onto(per_model["totalTokens"], [total_tokens[i] for i in mine])
