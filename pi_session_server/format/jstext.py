@@ -24,7 +24,7 @@ JS_WHITESPACE: Final[str] = (
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 
-# (compiled by its first use, through re's cache: most text is ASCII, which never needs it)
+# (compiled by its first use, through re's cache: the scan decides blank ASCII lines without it)
 _NOT_BLANK = f"[^{re.escape(JS_WHITESPACE)}]"
 
 

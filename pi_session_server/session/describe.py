@@ -409,9 +409,10 @@ class PreviewCache:
         entries (``entries``), if not done yet. Whether they were loaded now.
 
         Loading costs a little for every entry of the session (its entry made, its stored part
-        decoded), a miss reads one body: the walks load them once they missed as many as
-        loading costs (:data:`STORED_LOAD_SHARE`), so that a tree view's first window of a huge
-        session reads its few bodies, and its every level, which misses most, loads them."""
+        decoded), a miss reads one body: the walks load them once they missed, together, a share
+        of the session's entries (:data:`STORED_LOAD_SHARE`), so that a tree view's first window
+        of a huge session reads its few bodies, and its every level, which misses most, loads
+        them."""
         self._misses += 1
         self._misses_in_all += 1
         if self._stored or self.entries is None or self._misses_in_all < PREFETCH_AFTER_MISSES:
@@ -657,12 +658,13 @@ class PreviewCache:
 
 
 # A walk that needed this many previews not known yet is likely to need many more (a whole tree, a
-# big page): those of the entries next in the walk are read in one pass, so many at a time; and
-# those stored with the file's index are loaded, if not yet.
+# big page): those of the entries next in the walk are read in one pass, so many at a time. Those
+# stored with the file's index are loaded after this many misses at the least.
 PREFETCH_AFTER_MISSES = 256
 # The stored previews of a session are loaded once its walks missed this fraction of its entries
-# (see PreviewCache._load_stored_after_misses): loading costs an entry far less than a miss, a body
-# read, costs; figures in bench/RESULTS.md.
+# (see PreviewCache._load_stored_after_misses). Loading costs an entry far less than a miss (a body
+# read) costs, and pays for itself only after a larger share is missed: a smaller one is taken, so
+# that the walks that miss most (a tree view's levels) load sooner; figures in bench/RESULTS.md.
 STORED_LOAD_SHARE = 32
 PREFETCH_BATCH = 4096
 
