@@ -25,6 +25,7 @@ import msgspec
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 
+from .library_tree import library_tree
 from .tree_pages import FlatTreePages
 from .tree_view import RootNotFoundError, active_path_ids
 from .wire import encode_result
@@ -51,20 +52,30 @@ def path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes:
     if entry_id is not ABSENT and manager.get_entry(entry_id) is ABSENT:
         raise RootNotFoundError(entry_id, "entryId")
     end = manager.get_leaf_id() if entry_id is ABSENT else entry_id
-    roots = manager.get_tree()
+    roots = library_tree(manager)
     nodes: list[Any] = []
     level = roots
     for entry in manager.get_branch(end) if truthy(end) else []:
-        node = next((n for n in level if n.entry is entry), None)
+        # most levels hold one node: no search (a path can be the whole of a huge session)
+        if len(level) == 1:
+            node = level[0] if level[0].entry is entry else None
+        else:
+            node = next((n for n in level if n.entry is entry), None)
         if node is None:  # duplicate ids can make the walk up and the tree disagree: stop there
             break
         nodes.append(node)
         level = node.children
     if descend:
-        on_leaf_path = active_path_ids(manager.by_id, manager.get_leaf_id())
+        # the leaf's path decides only between siblings: found at the first branch point, if any
+        on_leaf_path: set[Any] | None = None
         level = nodes[-1].children if nodes else roots
         while level:
-            node = next((n for n in level if _key(n.entry) in on_leaf_path), level[-1])
+            if len(level) == 1:
+                node = level[0]
+            else:
+                if on_leaf_path is None:
+                    on_leaf_path = active_path_ids(manager.by_id, manager.get_leaf_id())
+                node = next((n for n in level if _key(n.entry) in on_leaf_path), level[-1])
             nodes.append(node)
             level = node.children
     return PathNodes(nodes, roots)

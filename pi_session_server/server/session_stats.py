@@ -31,6 +31,7 @@ from pi_session_server.format.entry import Entry, MessageHead
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 from pi_session_server.session.envelopes import Envelopes
 
+from .library_tree import library_tree
 from .tree_pages import session_state
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
@@ -375,7 +376,7 @@ def session_stats(manager: Any, cache: StatsCache = _stats) -> dict[str, Any]:
     """pi/getStats of a session."""
     totals = cache.totals(manager)
     if totals.irregular:
-        branch_points, leaves = _tree_counts(manager.get_tree())
+        branch_points, leaves = _tree_counts(library_tree(manager))
     else:
         branch_points, leaves = totals.branch_points, totals.leaves
     result: dict[str, Any] = {

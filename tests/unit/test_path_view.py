@@ -141,6 +141,46 @@ def test_the_kept_path_is_reused_while_the_session_stays_and_remade_after_an_app
     assert after["total"] == 29 and after["items"][0]["entry"]["message"]["content"] == "one more"
 
 
+def test_the_views_share_one_library_tree_per_state_of_the_session(
+    example: SessionManager, monkeypatch: pytest.MonkeyPatch
+):
+    from pi_session_server.server import library_tree, methods_read, tree_pages
+    from pi_session_server.server import params as P
+
+    monkeypatch.setattr(library_tree, "_trees", tree_pages.FlatTreePages())
+    monkeypatch.setattr(path_view, "_kept_paths", tree_pages.FlatTreePages())
+    monkeypatch.setattr(methods_read, "_tree_shapes", tree_pages.FlatTreePages())
+    built: list[Any] = []
+    get_tree = example.get_tree
+    monkeypatch.setattr(example, "get_tree", lambda: built.append(1) or get_tree())
+
+    def window(**params: Any) -> dict[str, Any]:
+        p = P.parse({"session": "s", "filter": "default", **params}, P.GetTreeParams)
+        return json.loads(bytes(methods_read._tree(example, p)))
+
+    path_view.get_path(example, ABSENT, False, 0, 5)  # the conversation view
+    window(rootId="9d0e1f2a", depth=1, offset=0, limit=10)  # the tree view's kept shape
+    path_view.get_path(example, "b1c2d3e4", True, 0, 5)  # a branch switch: another path
+    assert len(built) == 1
+    roots = library_tree.library_tree(example)
+    assert path_view._kept_paths.kept(example).roots is roots
+    example.append_label_change("9d0e1f2a", "shared")  # a label is an entry: a new state, a new tree
+    window(rootId="9d0e1f2a", depth=1, offset=0, limit=10)
+    assert len(built) == 2 and library_tree.library_tree(example) is not roots
+    assert get_tree() is not get_tree()  # the library's own getTree still makes a tree per call
+
+
+def test_descend_finds_the_leaf_path_only_at_a_branch_point(
+    example: SessionManager, monkeypatch: pytest.MonkeyPatch
+):
+    asked: list[Any] = []
+    original = path_view.active_path_ids
+    monkeypatch.setattr(path_view, "active_path_ids", lambda *a: asked.append(1) or original(*a))
+    down = page(example, "d9e0f1a2", descend=True)  # on the leaf's path, no branch point below
+    assert down["endId"] == "e2f3a4b5" and asked == []
+    assert page(example, "1e2f3a4b", descend=True)["endId"] == "e2f3a4b5" and asked == [1]
+
+
 def test_random_sessions_paths_match_get_branch(tmp_path: Path):
     rng = random.Random(11)
     for i in range(6):

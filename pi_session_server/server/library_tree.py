@@ -1,0 +1,24 @@
+"""The library's tree of a session (``manager.get_tree()``), made once per state of the session and
+shared by the sidecar's views of it.
+
+The tree view's kept shape, its pages and the conversation view's path each walk the whole tree of
+a session; each used to make its own. On a big session that is one node and one children list per
+entry, made again for every view (a branch switch in the conversation view built the whole tree
+anew while the tree view held its own) and held once per view. The views only read the nodes, so
+one tree serves them all while the session stays as it was (:func:`.tree_pages.session_state`: an
+append, a reload or a label makes a new one), and it is let go after the same idle time as the
+views' walks, or with the session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .tree_pages import FlatTreePages
+
+_trees: FlatTreePages[list[Any]] = FlatTreePages()
+
+
+def library_tree(manager: Any) -> list[Any]:
+    """``manager.get_tree()`` as the session is now, shared: the caller must not change the nodes."""
+    return _trees.tree(manager, (), manager.get_tree)
