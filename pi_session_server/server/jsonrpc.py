@@ -39,6 +39,7 @@ import fcntl
 import inspect
 import logging
 import os
+import selectors
 import stat
 import sys
 import threading
@@ -140,6 +141,8 @@ class FrameWriter:
 # (/proc/sys/fs/pipe-max-size); bench/RESULTS.md has the effect on a big didOpen. Editors that
 # spawn us through libuv (VS Code, Neovim) hand us socket pairs, which this leaves alone.
 PIPE_SIZE = 1 << 20
+# what one read of a stdin the loop cannot watch (a file) asks for
+READ_CHUNK = 1 << 20
 
 
 def widen_pipe(stream: Any, size: int = PIPE_SIZE) -> int | None:
@@ -372,7 +375,11 @@ class Connection:
         if self.protocol is not None:
             self.protocol.set_writer(self.writer, include_headers=True)
         closed: asyncio.Future[None] = loop.create_future()
-        await loop.connect_read_pipe(lambda: _FrameProtocol(self.dispatch_frames, closed), stdin)
+        protocol = _FrameProtocol(self.dispatch_frames, closed)
+        if loop_can_watch(stdin.fileno()):
+            await loop.connect_read_pipe(lambda: protocol, stdin)
+        else:  # a file or /dev/null (`serve < requests`): read on a thread, to its end
+            read_on_thread(stdin.fileno(), protocol, loop)
         if on_start is not None:
             on_start()
         try:
@@ -682,6 +689,38 @@ class _FrameProtocol(asyncio.Protocol):
     def _close(self) -> None:
         if not self._closed.done():
             self._closed.set_result(None)
+
+
+def loop_can_watch(fd: int) -> bool:
+    """Whether the event loop can wait for ``fd`` to be readable: a pipe, a socket or a terminal,
+    not a regular file nor ``/dev/null``, which epoll refuses (the loop would log the refusal and
+    wait for ever)."""
+    try:
+        with selectors.DefaultSelector() as probe:
+            probe.register(fd, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def read_on_thread(fd: int, protocol: asyncio.Protocol, loop: asyncio.AbstractEventLoop) -> threading.Thread:
+    """Read ``fd`` to its end on a thread of its own, handing each chunk to ``protocol`` on the
+    loop's thread, then its end (``connection_lost``), as the loop's pipe transport would."""
+
+    def read() -> None:
+        error: OSError | None = None
+        try:
+            while chunk := os.read(fd, READ_CHUNK):
+                loop.call_soon_threadsafe(protocol.data_received, chunk)
+        except OSError as err:
+            error = err
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(protocol.connection_lost, error)
+
+    reader = threading.Thread(target=read, name="pi-stdin", daemon=True)
+    reader.start()
+    return reader
 
 
 def run_stdio(server: Any, connection: Connection, on_start: Callable[[], Any] | None = None) -> None:
