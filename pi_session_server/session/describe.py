@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -17,6 +18,7 @@ from typing import Any, Final, TypeVar
 from ..format.entry import Entry
 from ..format.jstext import JS_WHITESPACE, as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
+from ..format.scan import FileLineSource
 from . import preview_store
 from .environment import Environment, process_home
 from .fields import field, role_of, type_of
@@ -324,11 +326,11 @@ class PreviewCache:
 
     __slots__ = (
         "_cursor",
-        "_load_after",
         "_made",
         "_misses",
         "_misses_in_all",
         "_previous",
+        "_silent",
         "_stored",
         "_walk_positions",
         "_walked",
@@ -362,10 +364,11 @@ class PreviewCache:
         self._walk_positions: dict[int, int] | None = None  # id(entry) -> where in _walked
         self._misses = 0  # this walk's
         self._misses_in_all = 0  # every walk's (see _load_stored_after_misses)
-        self._load_after: int | None = None
         self._cursor = 0  # where the last prefetch of the walk started (see _walk_from)
         self._made = 0  # previews made since they were last kept (see prefetch, keeper)
         self._stored = False  # the previews kept with the file's index were looked for
+        # (the file's source, {offset: silent turn}) of the silent turns kept with its index
+        self._silent: tuple[weakref.ref[Any], dict[int, bool]] | None = None
 
     def _load_stored(self, entries: list[Any], fd: int | None = None) -> int:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
@@ -411,19 +414,22 @@ class PreviewCache:
         Loading costs a little for every entry of the session (its entry made, its stored part
         decoded), a miss reads one body: the walks load them once they missed, together, a share
         of the session's entries (:data:`STORED_LOAD_SHARE`), so that a tree view's first window
-        of a huge session reads its few bodies, and its every level, which misses most, loads
-        them."""
+        of a huge session reads its few bodies, and a walk that shows most rows loads them."""
         self._misses += 1
         self._misses_in_all += 1
-        if self._stored or self.entries is None or self._misses_in_all < PREFETCH_AFTER_MISSES:
-            return False
-        if self._load_after is None:
-            count = 0 if self.entry_count is None else self.entry_count()
-            self._load_after = max(PREFETCH_AFTER_MISSES, count // STORED_LOAD_SHARE)
-        if self._misses_in_all < self._load_after:
+        if self._stored or self.entries is None or not self._missed_share(STORED_LOAD_SHARE):
             return False
         self._made = self._load_stored(self.entries())  # what is new to keep (dropped: not kept)
         return True
+
+    def _missed_share(self, share: int) -> bool:
+        """Whether the walks together missed a ``share``-th of the session's entries (and
+        :data:`PREFETCH_AFTER_MISSES` at least): what pays for reading what is kept of them all
+        instead of more misses (the first walks of a huge session show a few hundred rows)."""
+        if self._misses_in_all < PREFETCH_AFTER_MISSES:
+            return False
+        count = 0 if self.entry_count is None else self.entry_count()
+        return self._misses_in_all >= count // share
 
     def collect_tool_calls(self, entries: Iterable[Any], *, with_previews: bool = False) -> ToolCalls:
         """The tool calls of the assistant messages among ``entries`` (a walk's, in its order).
@@ -494,8 +500,30 @@ class PreviewCache:
         return found
 
     def silent_turn(self, entry: Any) -> bool:
-        """``is_silent_turn`` of an assistant entry's message, read once per entry."""
-        return self._facts(entry)[2]
+        """``is_silent_turn`` of an assistant entry's message, read once per entry, or found among
+        the silent turns kept with the file's index (see :meth:`_kept_silence`)."""
+        found = self.calls.get(id(entry))
+        if found is not None and found[0] is entry:
+            return found[2]
+        kept = self._kept_silence(entry)
+        return self._facts(entry)[2] if kept is None else kept
+
+    def _kept_silence(self, entry: Any) -> bool | None:
+        """Whether ``entry`` is a silent turn by what its file's stored previews say of the
+        assistant message at its offset (None: they say nothing of it), while they are not loaded
+        whole: read once per file the entries are read from, without the previews (the filters
+        ask it of every assistant message a walk passes, where the walk shows a few rows of each
+        chain, as a tree view's levels do), so that those walks do not miss their way to loading
+        every stored preview."""
+        if self._stored or type(entry) is not Entry or not self._missed_share(SILENT_LOAD_SHARE):
+            return None  # (a walk that shows a few hundred rows reads their bodies)
+        source = entry._source
+        kept = self._silent
+        if kept is None or kept[0]() is not source:
+            if type(source) is not FileLineSource:
+                return None
+            kept = self._silent = (weakref.ref(source), preview_store.silent_turns([entry]))
+        return kept[1].get(entry.offset)
 
     def tool_calls_of(self, entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
         """``tool_calls_of`` an assistant entry, read once per entry (the same call objects each
@@ -662,10 +690,12 @@ class PreviewCache:
 # stored with the file's index are loaded after this many misses at the least.
 PREFETCH_AFTER_MISSES = 256
 # The stored previews of a session are loaded once its walks missed this fraction of its entries
-# (see PreviewCache._load_stored_after_misses). Loading costs an entry far less than a miss (a body
-# read) costs, and pays for itself only after a larger share is missed: a smaller one is taken, so
-# that the walks that miss most (a tree view's levels) load sooner; figures in bench/RESULTS.md.
-STORED_LOAD_SHARE = 32
+# (see PreviewCache._missed_share): loading them costs about what reading that many bodies one by
+# one does, so a walk that needs fewer never pays more than twice what it needed; figures in
+# bench/RESULTS.md. The silent turns alone (what the filters ask of every assistant message, see
+# PreviewCache._kept_silence) cost a fraction of that to read, hence their own smaller share.
+STORED_LOAD_SHARE = 8
+SILENT_LOAD_SHARE = 64
 PREFETCH_BATCH = 4096
 
 

@@ -26,7 +26,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from operator import attrgetter, is_, itemgetter
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 
@@ -35,14 +35,17 @@ from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
 from . import cache_dir, scan_index
 
-FORMAT_VERSION: Final = 2
+FORMAT_VERSION: Final = 3
 MAGIC: Final = b"PIPREVW\x00"
 _PREFIX = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
 # Fewer entries than this are previewed about as fast as their previews are read and written.
 MIN_STORED = 1000
 
 
-class StoredPreviews(msgspec.Struct, array_like=True):
+class _StoredHead(msgspec.Struct, array_like=True):
+    """What the previews were kept for, and which entries are silent turns: the fields before the
+    previews themselves, read alone by :func:`silent_turns` (the rest is skipped, not decoded)."""
+
     dev: int
     ino: int
     size: int  # the file's size, mtime and ctime when the previews were kept
@@ -52,18 +55,27 @@ class StoredPreviews(msgspec.Struct, array_like=True):
     head_crc: int
     tail_crc: int
     offsets: bytes  # array("q"): the offset of each entry described, in file order
+    # the assistant messages among them: their positions in ``offsets`` (array("q")), and for each
+    # one byte, 1 when it is a silent turn (what the tree's filters hide)
+    assistant_positions: bytes
+    silent: bytes
+
+
+class StoredPreviews(_StoredHead, array_like=True):
     # what tool-call paths were shortened against in the texts of the tool results
     home: str
     # per entry: its preview part (str), or [toolCallId, toolName, text, offset] of a tool result: its
     # preview showing the call of the assistant message at that offset (the last with the id among
     # the entries described), or None and -1 when none has it
     parts: list[Any]
-    # (position, silent turn, its tool calls [(id, name, arguments)]) of each assistant message
-    assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]]
+    # the tool calls [(id, name, arguments)] of each assistant message, in the order of its position
+    assistant_calls: list[list[tuple[Any, Any, Any]]]
 
 
+_Stored = TypeVar("_Stored", bound=_StoredHead)
 _encode = msgspec.msgpack.Encoder(enc_hook=scan_index.enc_hook).encode
 _decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index.ext_hook).decode
+_decode_head = msgspec.msgpack.Decoder(_StoredHead, ext_hook=scan_index.ext_hook).decode
 
 
 def store_of(
@@ -103,18 +115,21 @@ NOTHING_LOADED: Final = Loaded(None, [], [], [])
 def load(entries: list[Entry], fd: int | None = None) -> Loaded:
     """What the stored previews hold of ``entries``, in the order of ``entries``
     (:data:`NOTHING_LOADED` when there are none). ``fd``: see :func:`store_of`."""
-    stored = _stored_for(entries, fd)
+    stored = _stored_for(entries, fd, _decode)
     if stored is None:
         return NOTHING_LOADED
-    offsets = array("q")
-    offsets.frombytes(stored.offsets)
+    offsets = _array(stored.offsets)
     count = len(offsets)
-    if count != len(stored.parts):
+    assistant_at = _array(stored.assistant_positions)
+    if count != len(stored.parts) or not len(assistant_at) == len(stored.silent) == len(
+        stored.assistant_calls
+    ):
         return NOTHING_LOADED
+    stored_assistants = list(zip(assistant_at, map(bool, stored.silent), stored.assistant_calls, strict=True))
     described = entries[:count]
     if array("q", map(_offset, described)) == offsets:
         # the entries of the lines described, in file order (a reopen): taken as they are
-        return Loaded(stored.home, described, stored.parts, stored.assistants)
+        return Loaded(stored.home, described, stored.parts, stored_assistants)
     position_of = dict(zip(offsets.tolist(), range(count), strict=True))
     found: list[Entry] = []
     positions: list[int] = []
@@ -126,14 +141,36 @@ def load(entries: list[Entry], fd: int | None = None) -> Loaded:
     index_of = {position: at for at, position in enumerate(positions)}
     assistants = [
         (index_of[position], silent, calls)
-        for position, silent, calls in stored.assistants
+        for position, silent, calls in stored_assistants
         if position in index_of
     ]
     return Loaded(stored.home, found, [stored.parts[p] for p in positions], assistants)
 
 
-def _stored_for(entries: list[Entry], fd: int | None) -> StoredPreviews | None:
-    """The previews kept for the file of ``entries`` if they still describe it (else they go)."""
+def silent_turns(entries: list[Entry]) -> dict[int, bool]:
+    """Whether each assistant message the stored previews of the file of ``entries`` describe is a
+    silent turn, by the offset of its line (empty when none are kept): what the tree's filters ask
+    of every assistant message, without decoding the previews (a tree view's levels ask it of
+    every entry on the path, and show a few of them)."""
+    stored = _stored_for(entries, None, _decode_head)
+    if stored is None:
+        return {}
+    offsets = _array(stored.offsets)
+    positions = _array(stored.assistant_positions)
+    if len(positions) != len(stored.silent) or (positions and not 0 <= max(positions) < len(offsets)):
+        return {}
+    return dict(zip(map(offsets.__getitem__, positions), map(bool, stored.silent), strict=True))
+
+
+def _array(data: bytes) -> array[int]:
+    values = array("q")
+    values.frombytes(data)
+    return values
+
+
+def _stored_for(entries: list[Entry], fd: int | None, decode: Callable[[Any], _Stored]) -> _Stored | None:
+    """What is kept of the previews of the file of ``entries`` (``decode``: all of it, or its head)
+    if it still describes the file (else it goes)."""
     found = store_of(entries, fd=fd)
     if found is None:
         return None
@@ -144,7 +181,7 @@ def _stored_for(entries: list[Entry], fd: int | None) -> StoredPreviews | None:
     except OSError:
         return None
     try:
-        stored = _checked(data, source.fd if fd is None else fd)
+        stored = _checked(data, source.fd if fd is None else fd, decode)
     except (OSError, ValueError, TypeError, msgspec.DecodeError):
         stored = None
     if stored is None:
@@ -154,14 +191,16 @@ def _stored_for(entries: list[Entry], fd: int | None) -> StoredPreviews | None:
     return stored
 
 
-def _checked(data: bytes, fd: int) -> StoredPreviews | None:
+def _checked(data: bytes, fd: int, decode: Callable[[Any], _Stored]) -> _Stored | None:
     if len(data) < _PREFIX.size:
         return None
     magic, version, crc = _PREFIX.unpack_from(data)
     body = memoryview(data)[_PREFIX.size :]
     if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
         return None
-    stored = _decode(body)
+    stored = decode(body)
+    if len(stored.offsets) % 8 or len(stored.assistant_positions) % 8:
+        return None  # not arrays of offsets and positions
     st = os.fstat(fd)
     if (stored.dev, stored.ino) != (st.st_dev, st.st_ino) or st.st_size < stored.size:
         return None
@@ -213,7 +252,7 @@ def save(
         stored = _stored_parts(listed, facts, calls, tool_call_text, made)
         if stored is None:
             return False
-        parts, assistants = stored
+        parts, (assistant_positions, silent, assistant_calls) = stored
         head_crc, tail_crc = cache_dir.edges(fd, end)
         body = _encode(
             StoredPreviews(
@@ -226,9 +265,11 @@ def save(
                 head_crc,
                 tail_crc,
                 array("q", map(_offset, listed)).tobytes(),
+                assistant_positions.tobytes(),
+                bytes(silent),
                 home,
                 parts,
-                assistants,
+                assistant_calls,
             )
         )
         cache_dir.write_whole(path, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)), body)
@@ -297,8 +338,9 @@ def _stored_parts(
     calls: dict[int, tuple[Any, list[Any], bool]],
     tool_call_text: Callable[[Any, Any], str],
     made: Made | None = None,
-) -> tuple[list[Any], list[tuple[int, bool, list[tuple[Any, Any, Any]]]]] | None:
-    """(the part of each of ``listed`` as stored, the assistant messages' tool calls and silence),
+) -> tuple[list[Any], tuple[array[int], list[bool], list[list[tuple[Any, Any, Any]]]]] | None:
+    """(the part of each of ``listed`` as stored, and of the assistant messages among them their
+    positions, silence and tool calls),
     or None when an entry has no preview made from it: from ``made`` when it holds ``listed``,
     else looked up in ``facts`` and ``calls``. (Run for every entry of a big file: the per-entry
     steps are C calls mapped over the list.)"""
@@ -315,18 +357,22 @@ def _stored_parts(
             if call is not None and call[0] is listed[position]
         ]
     parts = made.parts[:]
-    assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]] = []
+    positions = array("q")
+    silent: list[bool] = []
+    assistant_calls: list[list[tuple[Any, Any, Any]]] = []
     # per call id, the call a tool result with it shows and where its assistant message is: the
     # last of the id in the file, as a walk of the file's entries finds it
     kept_calls: dict[Any, tuple[Any, int]] = {}
-    for position, (entry, entry_calls, silent) in made.assistants:
+    for position, (entry, entry_calls, is_silent) in made.assistants:
+        positions.append(position)
+        silent.append(is_silent)
         if entry_calls:
             offset = entry.offset
-            assistants.append((position, silent, [(c[0], c[1][0], c[1][1]) for c in entry_calls]))
+            assistant_calls.append([(c[0], c[1][0], c[1][1]) for c in entry_calls])
             for call_key, pair in entry_calls:
                 kept_calls[call_key] = (pair, offset)
         else:
-            assistants.append((position, silent, []))
+            assistant_calls.append([])
     for position in [at for at, part in enumerate(parts) if type(part) is not str]:
         result = parts[position]
         call_id = result.call_id
@@ -336,7 +382,7 @@ def _stored_parts(
             shown = kept_calls.get(index_key(call_id)) if truthy(call_id) else None
         text, shown_at = (None, -1) if shown is None else (tool_call_text(result, shown[0]), shown[1])
         parts[position] = [call_id, result.name, text, shown_at]
-    return parts, assistants
+    return parts, (positions, silent, assistant_calls)
 
 
 _FIRST = itemgetter(0)

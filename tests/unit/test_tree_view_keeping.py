@@ -387,3 +387,58 @@ def test_the_leafs_path_given_orders_the_tree_as_a_walk_of_it_does(tmp_path: Pat
         assert _whole_and_levels(manager, mode, active_branch_first=True, leaf_path=branch[1:]) == walked
         if mode in ("none", "default"):  # the leaf is on a later branch: the order matters
             assert _whole_and_levels(manager, mode)[0] != walked[0]
+
+
+def _keep_everything(path: Path, index_dir: str) -> None:
+    with _open(path, index_dir) as manager:
+        cache = _server_cache(manager)
+        _whole_flat(manager, cache)
+        keep = cache.keeper(manager.get_entries())
+        assert keep is not None and keep()
+
+
+def test_the_silent_turns_kept_are_those_the_library_finds(kept_setup: tuple[Path, str]) -> None:
+    path, index_dir = kept_setup
+    with _open(path, index_dir) as manager:
+        assert preview_store.silent_turns(manager.get_entries()) == {}  # nothing kept yet
+    _keep_everything(path, index_dir)
+    with _open(path, index_dir) as manager:
+        assistants = [e for e in manager.get_entries() if e.role == "assistant"]
+        silent = preview_store.silent_turns(manager.get_entries())
+        assert silent == {e.offset: describe.is_silent_turn(e.get("message")) for e in assistants}
+        assert any(silent.values()) and not all(silent.values())
+    kept = next(Path(index_dir).glob("*.pi-previews"))
+    data = bytearray(kept.read_bytes())
+    data[-1] ^= 0xFF  # a stored file that is not what was written: nothing said, and it goes
+    kept.write_bytes(bytes(data))
+    with _open(path, index_dir) as manager:
+        assert preview_store.silent_turns(manager.get_entries()) == {}
+    assert not kept.exists()
+
+
+def test_levels_take_the_silent_turns_kept_and_read_only_the_rows_they_show(
+    kept_setup: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The filters ask every assistant message on the path whether it is a silent turn: once the
+    walks missed a share of the session, that is read from what was kept (not every preview
+    kept), and the bodies read are those of the rows shown (and of the calls they name)."""
+    path, index_dir = kept_setup
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        expected = _levels(manager, None, limit=2)
+        shown = expected.count(b'"id":')
+    _keep_everything(path, index_dir)
+    monkeypatch.setattr(describe, "STORED_LOAD_SHARE", 1)  # every preview missed, first
+    monkeypatch.setattr(describe, "SILENT_LOAD_SHARE", 1 << 40)  # at the first miss
+    loads: list[str] = []
+    for name in ("load", "silent_turns"):
+        real = getattr(preview_store, name)
+        monkeypatch.setattr(
+            preview_store, name, lambda *a, _real=real, _name=name: loads.append(_name) or _real(*a)
+        )
+    reads = _BodyReads(monkeypatch)
+    with _open(path, index_dir) as manager:
+        reads.count = 0
+        assistants = sum(e.role == "assistant" for e in manager.get_entries())
+        assert _levels(manager, _server_cache(manager), limit=2) == expected
+        assert loads == ["silent_turns"]
+        assert 0 < reads.count <= 2 * shown < assistants  # not every assistant message's body
