@@ -409,6 +409,12 @@ class _TreeShape:
         path_entries = self._path_entries
         return entry in path_entries if path_entries is not None else index_key(entry_id) in self.on_path
 
+    def read_ahead(self, rows: list[Row]) -> None:
+        """Make the previews of the rows a reply shows before it is encoded, those not known yet
+        together (see ``PreviewCache.read_ahead``)."""
+        if self.cache is not None and self.tool_calls is not None and rows:
+            self.cache.read_ahead([row.node.entry for row in rows])
+
     def _find_call(self, entry: Any) -> None:
         """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
         if self.calls_complete or self.tool_calls is None:
@@ -709,6 +715,11 @@ class _FlatPage:
         self.end = None if size is None else self.start + size
         self.total = 0
 
+    def shown_rows(self) -> list[Row]:
+        """The rows of the page, when the window's rows are a list (else they are walked as the
+        page is made)."""
+        return self.rows[self.start : self.end] if isinstance(self.rows, list) else []
+
     def nodes(self) -> Iterator[FlatRow]:
         rows, start, end = self.rows, self.start, self.end
         if isinstance(rows, list):
@@ -980,7 +991,9 @@ def window_tree(shape: _TreeShape, window: TreeWindow) -> FlatTree:
 
 def encode_flat_page(tree: FlatTree, window: TreeWindow, max_nodes: int | None = None) -> tuple[bytes, bool]:
     """(the JSON ``encode_flat_tree_view`` gives for ``window``, whether pages follow this one)."""
-    return _encode_flat(tree.leaf_id, _FlatPage(tree.shape, tree.rows, window, max_nodes))
+    page = _FlatPage(tree.shape, tree.rows, window, max_nodes)
+    tree.shape.read_ahead(page.shown_rows())
+    return _encode_flat(tree.leaf_id, page)
 
 
 _ENCODED_TOGETHER = 512  # nodes encoded in one call (one each cost a call per node; all: their memory)
@@ -1085,8 +1098,8 @@ def encode_tree_levels(
     own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes."""
     branch_points = sum(1 for level in levels if level.kind == "branches")
     per_level = min(limit, max(1, (max_nodes - branch_points) // max(1, len(levels))))
-    out = bytearray(b'{"leafId":' + encode_rows(_wire_id(shape.leaf_id)) + b',"levels":[')
-    for at, level in enumerate(levels):
+    pages = []
+    for level in levels:
         extra = 1 if level.kind == "branches" else 0
         window = TreeWindow(
             root_id=level.window.root_id,
@@ -1096,6 +1109,11 @@ def encode_tree_levels(
             chain=level.window.chain,
             around_id=level.window.around_id,
         )
+        pages.append((level, window, _FlatPage(shape, level.rows, window, None, level.around_index)))
+    # the rows of every level together: how many previews the reply needs is known before any
+    shape.read_ahead([row for _level, _window, page in pages for row in page.shown_rows()])
+    out = bytearray(b'{"leafId":' + encode_rows(_wire_id(shape.leaf_id)) + b',"levels":[')
+    for at, (level, window, page) in enumerate(pages):
         head: dict[str, Any] = {"kind": level.kind}
         if window.root_id is not ABSENT:
             head["rootId"] = _wire_id(window.root_id)
@@ -1104,7 +1122,7 @@ def encode_tree_levels(
         if window.depth is not None:
             head["depth"] = window.depth
         out += (b"," if at else b"") + encode_rows(head)[:-1] + b","
-        _encode_page_into(_FlatPage(shape, level.rows, window, None, level.around_index), out)
+        _encode_page_into(page, out)
         out += b"}"
     out += b'],"complete":' + (b"true" if complete else b"false") + b"}"
     return bytes(out)

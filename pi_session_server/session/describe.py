@@ -515,12 +515,13 @@ class PreviewCache:
         ask it of every assistant message a walk passes, where the walk shows a few rows of each
         chain, as a tree view's levels do), so that those walks do not miss their way to loading
         every stored preview."""
-        if self._stored or type(entry) is not Entry or not self._missed_share(SILENT_LOAD_SHARE):
-            return None  # (a walk that shows a few hundred rows reads their bodies)
+        if type(entry) is not Entry or self._stored:
+            return None
         source = entry._source
         kept = self._silent
         if kept is None or kept[0]() is not source:
-            if type(source) is not FileLineSource:
+            # (a walk that shows a few hundred rows reads their bodies)
+            if type(source) is not FileLineSource or not self._missed_share(SILENT_LOAD_SHARE):
                 return None
             kept = self._silent = (weakref.ref(source), preview_store.silent_turns([entry]))
         return kept[1].get(entry.offset)
@@ -572,6 +573,31 @@ class PreviewCache:
         text = partial(_call_text, home=home)
         if complete and preview_store.save(walked, parts, calls, text, home, made=made):
             self._made = 0
+
+    def read_ahead(self, entries: list[Any]) -> None:
+        """Make the previews (and an assistant message's facts) of ``entries`` not known yet,
+        before they are asked for: the rows a reply is about to show, which would otherwise miss
+        one by one (a body read and parsed whole each). They count as misses, and once the walks
+        missed enough, what is kept with the file's index is loaded instead (see
+        :meth:`_missed_share`), now rather than after paying for the misses; else they are read
+        in one pass over the file."""
+        parts, previous = self.parts, self._previous
+        unknown = [e for e in entries if _cached(parts, e) is None and _cached(previous, e) is None]
+        if len(unknown) < MIN_BATCH:
+            return  # (read one by one as the rows miss)
+        self._misses += len(unknown)
+        self._misses_in_all += len(unknown)
+        if not self._stored and self.entries is not None and self._missed_share(STORED_LOAD_SHARE):
+            self._made = self._load_stored(self.entries())
+            unknown = [e for e in unknown if _cached(parts, e) is None]
+        calls = self.calls
+        for entry, value in _in_one_pass(unknown):
+            part, facts = _part_and_facts(entry, value)
+            key = id(entry)
+            parts[key] = (entry, part)
+            if facts is not None and _cached(calls, entry) is None:
+                calls[key] = facts
+            self._made += 1
 
     def has_new_previews(self) -> bool:
         """Whether enough previews were made since they were last kept for :meth:`keeper` to keep."""

@@ -40,6 +40,8 @@ Unset = msgspec.UnsetType
 
 # Lines are read in windows of at least this many bytes (a longer line gets a window of its own).
 WINDOW = 1024 * 1024
+# A line whose length was not kept, far from the next one wanted, is read this much at first.
+LINE_GUESS = 64 * 1024
 # Below this many entries to read, reading each one on its own costs less than a pass.
 MIN_BATCH = 64
 
@@ -212,14 +214,16 @@ def _read_lines(  # noqa: C901 - one loop over every line of a pass, its common 
     view = memoryview(window)
     find = window.find
     window_start = window_end = 0
-    for entry in entries:
+    last = len(entries) - 1
+    for index, entry in enumerate(entries):
         offset = entry.offset
         at = offset - window_start
         length = entry.length
         if length:
             stop = at + length
             if at < 0 or stop > window_end:  # not all in the window: the next window starts with it
-                window = os.pread(fd, max(WINDOW, length), offset)
+                size = _window_size(offset, length, entries[index + 1].offset if index < last else None)
+                window = os.pread(fd, size, offset)
                 view, find, window_end = memoryview(window), window.find, len(window)
                 window_start, at, stop = offset, 0, length
                 if stop > window_end:
@@ -227,7 +231,8 @@ def _read_lines(  # noqa: C901 - one loop over every line of a pass, its common 
         else:
             stop = find(b"\n", at) if 0 <= at < window_end else -1
             if stop < 0:
-                window = _window_with_line(fd, offset)
+                size = _window_size(offset, 0, entries[index + 1].offset if index < last else None)
+                window = _window_with_line(fd, offset, size)
                 view, find, window_end = memoryview(window), window.find, len(window)
                 window_start, at = offset, 0
                 stop = find(b"\n")
@@ -257,12 +262,22 @@ def _read_lines(  # noqa: C901 - one loop over every line of a pass, its common 
         yield entry, value
 
 
-def _window_with_line(fd: int, offset: int) -> bytes:
-    """A window of the file from ``offset`` holding the whole line there (up to the end of the
-    file), when its length was not kept."""
-    window = os.pread(fd, WINDOW, offset)
+def _window_size(offset: int, length: int, following: int | None) -> int:
+    """How much to read at ``offset`` for a line of ``length`` bytes (0: its length was not kept):
+    a window, when the next entry wanted starts within one (lines near one another are read
+    together), else the line alone, or a first guess at it (the rows of a reply can be few
+    lines each far from the next: a window each would read megabytes to use a few kilobytes)."""
+    if following is not None and following - offset < WINDOW:
+        return max(WINDOW, length)
+    return length or LINE_GUESS
+
+
+def _window_with_line(fd: int, offset: int, size: int = WINDOW) -> bytes:
+    """A window of the file from ``offset`` of ``size`` bytes at least, holding the whole line
+    there (up to the end of the file), when its length was not kept."""
+    window = os.pread(fd, size, offset)
     end = window.find(b"\n")
-    while end < 0 and len(window) >= WINDOW:  # a long line
+    while end < 0 and len(window) >= size:  # a long line
         more = os.pread(fd, len(window), offset + len(window))
         if not more:
             break

@@ -356,6 +356,43 @@ def test_previews_from_one_pass_are_those_of_the_whole_values(tmp_path: Path, ev
     assert 0 < len(values) < len(entries)  # most lines read in the pass, the odd ones the usual way
 
 
+@pytest.mark.parametrize("index", [False, True], ids=["plain", "from the index"])
+def test_lines_far_apart_are_read_alone_not_a_window_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_batch: None, index: bool
+) -> None:
+    """The rows of a reply can be a few lines each far from the next (a tree view's levels): each
+    is read alone, not with a window of the file after it; lines close together share a window."""
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    lines, parent = [S.header()], None
+    for n in range(60):  # a user message, then a big tool result
+        lines.append(S.user(f"u{n}", parent, f"question {n}"))
+        lines.append(S.tool_result(f"r{n}", f"u{n}", f"c{n}", "x" * 300_000))
+        parent = f"r{n}"
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index_dir = str(tmp_path / "index") if index else False
+    SessionManager.open(str(path), read_only=True, index=index_dir).close()
+    with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
+        entries = sm.get_entries()
+        _read_from_the_file(entries)
+        far = [e for e in entries if e.type == "message" and e.role == "user"][::4]  # 1.2 MB apart
+        close = entries[10:16]
+        reads: list[int] = []
+        real_pread = os.pread
+        monkeypatch.setattr(
+            preview_pass.os, "pread", lambda fd, n, at: reads.append(n) or real_pread(fd, n, at)
+        )
+        far_values = dict(preview_pass.preview_values(far))
+        assert len(reads) == len(far) and sum(reads) <= len(far) * preview_pass.LINE_GUESS
+        reads.clear()
+        close_values = dict(preview_pass.preview_values(close))
+        assert len(reads) == 1  # one window for lines next to one another
+        shown = partial(describe.finish_preview, tool_calls={}, home="/home/u")
+        whole = {e: shown(describe.preview_part(e)) for e in far + close}
+        passed = {**far_values, **close_values}
+        assert {e: shown(describe._part_and_facts(e, v)[0]) for e, v in passed.items()} == whole
+
+
 @settings(max_examples=40, deadline=None)
 @given(picks=st.lists(st.integers(0, len(ODD) - 1), min_size=1, max_size=40), held=st.booleans())
 def test_previews_of_any_lines_from_one_pass(

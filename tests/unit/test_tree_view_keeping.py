@@ -20,7 +20,7 @@ from typing import Any
 import builders as S
 import pytest
 
-from pi_session_server.format.entry import Entry
+from pi_session_server.format.entry import Entry, LineBytes
 from pi_session_server.server import tree_view as T
 from pi_session_server.server.preview_keeping import PreviewKeeper
 from pi_session_server.server.workers import CancelToken, WorkerPool, after_this_job, current_queue
@@ -442,3 +442,26 @@ def test_levels_take_the_silent_turns_kept_and_read_only_the_rows_they_show(
         assert _levels(manager, _server_cache(manager), limit=2) == expected
         assert loads == ["silent_turns"]
         assert 0 < reads.count <= 2 * shown < assistants  # not every assistant message's body
+
+
+def test_the_rows_a_reply_shows_are_read_together_before_it_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A levels reply (and a window) knows its rows before it encodes them: those not known are
+    read in one pass, not missed and read one by one; the reply is the same."""
+    monkeypatch.setenv("HOME", "/home/u")
+    monkeypatch.setattr(describe, "MIN_BATCH", 1)
+    path = _branchy_session(tmp_path / "s.jsonl")
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        expected = _levels(manager, None)
+    missed: list[Any] = []
+    real = PreviewCache._missed
+    monkeypatch.setattr(
+        PreviewCache, "_missed", lambda self, entry: missed.append(entry) or real(self, entry)
+    )
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        for entry in manager.get_entries():
+            if type(entry._body) is LineBytes:
+                entry._body = describe.ABSENT  # read from the file, as a big session's are
+        assert _levels(manager, _server_cache(manager)) == expected
+    assert missed == []
