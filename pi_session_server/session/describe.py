@@ -326,11 +326,11 @@ class PreviewCache:
 
     __slots__ = (
         "_cursor",
+        "_head",
         "_made",
         "_misses",
         "_misses_in_all",
         "_previous",
-        "_silent",
         "_stored",
         "_walk_positions",
         "_walked",
@@ -367,8 +367,8 @@ class PreviewCache:
         self._cursor = 0  # where the last prefetch of the walk started (see _walk_from)
         self._made = 0  # previews made since they were last kept (see prefetch, keeper)
         self._stored = False  # the previews kept with the file's index were looked for
-        # (the file's source, {offset: silent turn}) of the silent turns kept with its index
-        self._silent: tuple[weakref.ref[Any], dict[int, bool]] | None = None
+        # (the file's source, what its stored previews say without the previews; see _kept_head)
+        self._head: tuple[weakref.ref[Any], preview_store.KeptHead | None] | None = None
 
     def _load_stored(self, entries: list[Any], fd: int | None = None) -> int:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
@@ -496,35 +496,44 @@ class PreviewCache:
         found = self.calls[key] = _assistant_facts(entry, value)
         if _cached(self.parts, entry) is None:
             self.parts[key] = _cached(self._previous, entry) or (entry, preview_part(entry, value))
-        self._made += 1
+        self._count_made(entry)
         return found
 
     def silent_turn(self, entry: Any) -> bool:
         """``is_silent_turn`` of an assistant entry's message, read once per entry, or found among
-        the silent turns kept with the file's index (see :meth:`_kept_silence`)."""
+        the silent turns kept with the file's index (see :meth:`_kept_head`)."""
         found = self.calls.get(id(entry))
         if found is not None and found[0] is entry:
             return found[2]
-        kept = self._kept_silence(entry)
+        head = self._kept_head(entry)
+        kept = None if head is None else head.silent.get(entry.offset)
         return self._facts(entry)[2] if kept is None else kept
 
-    def _kept_silence(self, entry: Any) -> bool | None:
-        """Whether ``entry`` is a silent turn by what its file's stored previews say of the
-        assistant message at its offset (None: they say nothing of it), while they are not loaded
-        whole: read once per file the entries are read from, without the previews (the filters
-        ask it of every assistant message a walk passes, where the walk shows a few rows of each
-        chain, as a tree view's levels do), so that those walks do not miss their way to loading
-        every stored preview."""
+    def _kept_head(self, entry: Any) -> preview_store.KeptHead | None:
+        """What the stored previews of the file of ``entry`` say without the previews (which lines
+        they describe, which assistant messages are silent turns), while they are not loaded
+        whole: read once per file the entries come from, once the walks missed a share of the
+        session (:data:`SILENT_LOAD_SHARE`). The filters ask every assistant message a walk passes
+        whether it is a silent turn, where the walk may show a few rows of each chain (a tree
+        view's levels): those walks then do not miss their way to loading every stored preview;
+        and previews made again of lines they describe are not new to keep."""
         if type(entry) is not Entry or self._stored:
             return None
         source = entry._source
-        kept = self._silent
+        kept = self._head
         if kept is None or kept[0]() is not source:
             # (a walk that shows a few hundred rows reads their bodies)
             if type(source) is not FileLineSource or not self._missed_share(SILENT_LOAD_SHARE):
                 return None
-            kept = self._silent = (weakref.ref(source), preview_store.silent_turns([entry]))
-        return kept[1].get(entry.offset)
+            kept = self._head = (weakref.ref(source), preview_store.kept_head([entry]))
+        return kept[1]
+
+    def _count_made(self, entry: Any) -> None:
+        """Count a preview made from ``entry``'s line as new to keep, unless the stored previews
+        describe that line already (a walk that read it rather than load them all)."""
+        head = self._kept_head(entry)
+        if head is None or not head.describes(entry.offset):
+            self._made += 1
 
     def tool_calls_of(self, entry: Any) -> list[tuple[Any, tuple[Any, Any]]]:
         """``tool_calls_of`` an assistant entry, read once per entry (the same call objects each
@@ -597,7 +606,7 @@ class PreviewCache:
             parts[key] = (entry, part)
             if facts is not None and _cached(calls, entry) is None:
                 calls[key] = facts
-            self._made += 1
+            self._count_made(entry)
 
     def has_new_previews(self) -> bool:
         """Whether enough previews were made since they were last kept for :meth:`keeper` to keep."""
@@ -707,7 +716,7 @@ class PreviewCache:
             found = _cached(kept, entry)
             if found is not None:
                 return found
-        self._made += 1
+        self._count_made(entry)
         return (entry, preview_part(entry))
 
 

@@ -44,7 +44,7 @@ MIN_STORED = 1000
 
 class _StoredHead(msgspec.Struct, array_like=True):
     """What the previews were kept for, and which entries are silent turns: the fields before the
-    previews themselves, read alone by :func:`silent_turns` (the rest is skipped, not decoded)."""
+    previews themselves, read alone by :func:`kept_head` (the rest is skipped, not decoded)."""
 
     dev: int
     ino: int
@@ -147,19 +147,36 @@ def load(entries: list[Entry], fd: int | None = None) -> Loaded:
     return Loaded(stored.home, found, [stored.parts[p] for p in positions], assistants)
 
 
-def silent_turns(entries: list[Entry]) -> dict[int, bool]:
-    """Whether each assistant message the stored previews of the file of ``entries`` describe is a
-    silent turn, by the offset of its line (empty when none are kept): what the tree's filters ask
-    of every assistant message, without decoding the previews (a tree view's levels ask it of
-    every entry on the path, and show a few of them)."""
+class KeptHead:
+    """What the stored previews of a file say without the previews themselves: which lines they
+    describe, and whether each assistant message among them is a silent turn."""
+
+    __slots__ = ("offsets", "silent")
+
+    def __init__(self, offsets: array[int], silent: dict[int, bool]) -> None:
+        self.offsets = offsets  # the lines described, in file order
+        self.silent = silent  # the assistant messages' offset -> whether a silent turn
+
+    def describes(self, offset: int) -> bool:
+        """Whether the previews describe the line at ``offset`` (their previews are kept)."""
+        at = bisect_left(self.offsets, offset)
+        return at < len(self.offsets) and self.offsets[at] == offset
+
+
+def kept_head(entries: list[Entry]) -> KeptHead | None:
+    """The :class:`KeptHead` of the stored previews of the file of ``entries`` (None when none are
+    kept, or they no longer describe it): what the tree's filters ask of every assistant message,
+    read without decoding the previews (a tree view's levels ask it of every entry on the path,
+    and show a few of them)."""
     stored = _stored_for(entries, None, _decode_head)
     if stored is None:
-        return {}
+        return None
     offsets = _array(stored.offsets)
     positions = _array(stored.assistant_positions)
     if len(positions) != len(stored.silent) or (positions and not 0 <= max(positions) < len(offsets)):
-        return {}
-    return dict(zip(map(offsets.__getitem__, positions), map(bool, stored.silent), strict=True))
+        return None
+    at = map(offsets.__getitem__, positions)
+    return KeptHead(offsets, dict(zip(at, map(bool, stored.silent), strict=True)))
 
 
 def _array(data: bytes) -> array[int]:

@@ -397,22 +397,28 @@ def _keep_everything(path: Path, index_dir: str) -> None:
         assert keep is not None and keep()
 
 
-def test_the_silent_turns_kept_are_those_the_library_finds(kept_setup: tuple[Path, str]) -> None:
+def test_the_kept_head_says_which_lines_are_described_and_which_turns_are_silent(
+    kept_setup: tuple[Path, str],
+) -> None:
     path, index_dir = kept_setup
     with _open(path, index_dir) as manager:
-        assert preview_store.silent_turns(manager.get_entries()) == {}  # nothing kept yet
+        assert preview_store.kept_head(manager.get_entries()) is None  # nothing kept yet
     _keep_everything(path, index_dir)
     with _open(path, index_dir) as manager:
-        assistants = [e for e in manager.get_entries() if e.role == "assistant"]
-        silent = preview_store.silent_turns(manager.get_entries())
-        assert silent == {e.offset: describe.is_silent_turn(e.get("message")) for e in assistants}
-        assert any(silent.values()) and not all(silent.values())
+        entries = manager.get_entries()
+        assistants = [e for e in entries if e.role == "assistant"]
+        head = preview_store.kept_head(entries)
+        assert head is not None
+        assert head.silent == {e.offset: describe.is_silent_turn(e.get("message")) for e in assistants}
+        assert any(head.silent.values()) and not all(head.silent.values())
+        assert all(head.describes(e.offset) for e in entries)
+        assert not head.describes(entries[3].offset + 1) and not head.describes(-1)
     kept = next(Path(index_dir).glob("*.pi-previews"))
     data = bytearray(kept.read_bytes())
     data[-1] ^= 0xFF  # a stored file that is not what was written: nothing said, and it goes
     kept.write_bytes(bytes(data))
     with _open(path, index_dir) as manager:
-        assert preview_store.silent_turns(manager.get_entries()) == {}
+        assert preview_store.kept_head(manager.get_entries()) is None
     assert not kept.exists()
 
 
@@ -430,7 +436,7 @@ def test_levels_take_the_silent_turns_kept_and_read_only_the_rows_they_show(
     monkeypatch.setattr(describe, "STORED_LOAD_SHARE", 1)  # every preview missed, first
     monkeypatch.setattr(describe, "SILENT_LOAD_SHARE", 1 << 40)  # at the first miss
     loads: list[str] = []
-    for name in ("load", "silent_turns"):
+    for name in ("load", "kept_head"):
         real = getattr(preview_store, name)
         monkeypatch.setattr(
             preview_store, name, lambda *a, _real=real, _name=name: loads.append(_name) or _real(*a)
@@ -439,8 +445,10 @@ def test_levels_take_the_silent_turns_kept_and_read_only_the_rows_they_show(
     with _open(path, index_dir) as manager:
         reads.count = 0
         assistants = sum(e.role == "assistant" for e in manager.get_entries())
-        assert _levels(manager, _server_cache(manager), limit=2) == expected
-        assert loads == ["silent_turns"]
+        cache = _server_cache(manager)
+        assert _levels(manager, cache, limit=2) == expected
+        assert loads == ["kept_head"]
+        assert not cache.has_new_previews()  # made again of lines kept: nothing new to keep
         assert 0 < reads.count <= 2 * shown < assistants  # not every assistant message's body
 
 
