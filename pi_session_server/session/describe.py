@@ -728,7 +728,7 @@ PREFETCH_AFTER_MISSES = 256
 # (see PreviewCache._missed_share): loading them costs about what reading that many bodies one by
 # one does, so a walk that needs fewer never pays more than twice what it needed; figures in
 # bench/RESULTS.md. The silent turns alone (what the filters ask of every assistant message, see
-# PreviewCache._kept_silence) cost a fraction of that to read, hence their own smaller share.
+# PreviewCache._kept_head) cost a fraction of that to read, hence their own smaller share.
 STORED_LOAD_SHARE = 8
 SILENT_LOAD_SHARE = 64
 PREFETCH_BATCH = 4096

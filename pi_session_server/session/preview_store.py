@@ -44,7 +44,8 @@ MIN_STORED = 1000
 
 class _StoredHead(msgspec.Struct, array_like=True):
     """What the previews were kept for, and which entries are silent turns: the fields before the
-    previews themselves, read alone by :func:`kept_head` (the rest is skipped, not decoded)."""
+    previews themselves, read alone by :func:`kept_head` (the rest is skipped, not decoded: msgspec
+    ignores the trailing items of an array-like struct's array, by its rules of schema evolution)."""
 
     dev: int
     ino: int
