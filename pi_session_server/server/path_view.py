@@ -27,7 +27,7 @@ from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 
 from .library_tree import library_tree
 from .tree_pages import FlatTreePages
-from .tree_view import RootNotFoundError, active_path_ids
+from .tree_view import RootNotFoundError, active_path_ids, nodes_along
 from .wire import encode_result
 
 MAX_PATH_ITEMS = 1_000
@@ -53,18 +53,7 @@ def path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes:
         raise RootNotFoundError(entry_id, "entryId")
     end = manager.get_leaf_id() if entry_id is ABSENT else entry_id
     roots = library_tree(manager)
-    nodes: list[Any] = []
-    level = roots
-    for entry in manager.get_branch(end) if truthy(end) else []:
-        # most levels hold one node: no search (a path can be the whole of a huge session)
-        if len(level) == 1:
-            node = level[0] if level[0].entry is entry else None
-        else:
-            node = next((n for n in level if n.entry is entry), None)
-        if node is None:  # duplicate ids can make the walk up and the tree disagree: stop there
-            break
-        nodes.append(node)
-        level = node.children
+    nodes = list(nodes_along(roots, manager.get_branch(end) if truthy(end) else ()))
     if descend:
         # the leaf's path decides only between siblings: found at the first branch point, if any
         on_leaf_path: set[Any] | None = None

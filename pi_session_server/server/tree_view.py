@@ -321,6 +321,22 @@ def find_node(roots: list[Any], wanted_id: Any) -> Any:
     return None
 
 
+def nodes_along(roots: list[Any], path: Iterable[Any]) -> Iterator[Any]:
+    """The tree nodes of ``path``'s entries (root first), down from ``roots``; stops where the
+    tree and the path disagree (duplicate ids can make the walk up and the tree differ)."""
+    level = roots
+    for entry in path:
+        # most levels hold one node: no search (a path can be the whole of a huge session)
+        if len(level) == 1:
+            node = level[0] if level[0].entry is entry else None
+        else:
+            node = next((n for n in level if n.entry is entry), None)
+        if node is None:
+            return
+        yield node
+        level = node.children
+
+
 # --- the walk: shown nodes in preorder ------------------------------------------------------
 
 
@@ -477,18 +493,9 @@ class _TreeShape:
         """The node of ``wanted_id`` if its entry is on :attr:`leaf_path`, else None (found by
         following the path down from the roots, once)."""
         if self._path_nodes is None:
-            nodes: dict[Any, Any] = {}
-            level = self.roots
-            for entry in self.leaf_path or ():
-                if len(level) == 1:  # most nodes of a chat
-                    node = level[0] if level[0].entry is entry else None
-                else:
-                    node = next((n for n in level if n.entry is entry), None)
-                if node is None:
-                    break
-                nodes[index_key(id_of(entry))] = node
-                level = node.children
-            self._path_nodes = nodes
+            self._path_nodes = {
+                index_key(id_of(node.entry)): node for node in nodes_along(self.roots, self.leaf_path or ())
+            }
         return self._path_nodes.get(index_key(wanted_id))
 
     def path_keys(self, entry_id: Any) -> set[Any]:
