@@ -71,11 +71,14 @@ def _text(data: bytes, ends: array[int], row: int) -> str:
 class IndexedRows:
     """The rows of an index, each made into its :class:`Entry` when first asked for."""
 
-    __slots__ = ("_made", "_run_rows", "_split", "columns")
+    __slots__ = ("_every", "_made", "_run_rows", "_split", "columns")
 
     def __init__(self, columns: RowColumns) -> None:
         self.columns = columns
         self._made: dict[int, Entry] = {}
+        # every row's entry, once every_entry made them: what a path or a node read from the rows
+        # before then gives from then on (the same objects as the manager's entry list)
+        self._every: list[Entry] | None = None
         self._run_rows = [row for row, _line in columns.line_runs]
         # the ids and timestamps, once every entry was made (the text columns are let go of then)
         self._split: tuple[list[str], list[str]] | None = None
@@ -110,12 +113,12 @@ class IndexedRows:
 
     def entry(self, row: int) -> Entry:
         """The entry of ``row`` (``0 <= row < count``), the same object each time."""
-        made = self._made.get(row)
-        if made is not None:
-            return made
         columns = self.columns
         if not 0 <= row < columns.count:
             raise IndexError(row)
+        made = self._made_at(row)
+        if made is not None:
+            return made
         parent = columns.parents.get(row, ABSENT)
         if parent is ABSENT and row not in columns.parents and row:
             parent = self.id_at(row - 1)
@@ -136,6 +139,10 @@ class IndexedRows:
         )
         self._made[row] = entry
         return entry
+
+    def _made_at(self, row: int) -> Entry | None:
+        """The entry of ``row`` (``0 <= row < count``) if made."""
+        return self._made.get(row) if self._every is None else self._every[row]
 
     def _line_at(self, row: int) -> int:
         """The line ``row`` is on, found in the line runs."""
@@ -192,7 +199,9 @@ class IndexedRows:
                 repeat(columns.source),
             )
         )
-        return self._with_made(every), ids
+        every = self._with_made(every)
+        self._every, self._made = every[:], {}  # a copy: the caller's list is theirs to change
+        return every, ids
 
     def envelopes(self, start: int, end: int) -> Envelopes:
         """The envelopes of rows ``start`` to ``end`` (``0 <= start <= end``) from the columns,
@@ -317,7 +326,7 @@ class IndexedRows:
         """The row whose entry (made by :meth:`entry`) is ``entry``, or -1."""
         offsets = self.columns.offsets
         row = bisect_left(offsets, entry.offset)
-        return row if row < len(offsets) and self._made.get(row) is entry else -1
+        return row if row < len(offsets) and self._made_at(row) is entry else -1
 
     def path_to_root(self, row: int) -> RowPath | None:
         """The path from the root to ``row`` (``walk_to_root``), or None when it meets a row twice

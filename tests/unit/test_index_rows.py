@@ -209,6 +209,37 @@ def test_a_chat_with_a_compaction_branches_labels_and_a_name(tmp_path: Path):
         assert [e.id for e in path_of_rows] == [e.id for e in sm.get_branch()]
 
 
+def test_a_path_read_from_the_rows_gives_the_managers_entries_after_every_entry_is_made(tmp_path: Path):
+    """A viewer's path is read from the rows, then the whole tree is built: the path's entries are
+    then the entry list's own objects (found on the path by identity, not made twice)."""
+    values = _chat([f"m{n}" for n in range(40)])
+    values.append(
+        {
+            "type": "message",
+            "id": "x",
+            "parentId": "m10",
+            "timestamp": "t",
+            "message": {"role": "user", "content": "b"},
+        }
+    )
+    path = _write(tmp_path / "s.jsonl", values)
+    SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")).close()
+    with SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")) as sm:
+        rows = sm._rows
+        assert rows is not None
+        leaf_path = sm._session_path(sm.get_leaf_id())
+        made_before = leaf_path[3]
+        assert type(leaf_path) is RowPath and made_before in leaf_path
+        entries = sm.get_entries()  # every entry made
+        assert sm._rows is None
+        by_id = {e.id: e for e in entries}
+        assert [id(e) for e in leaf_path] == [id(by_id[e.id]) for e in leaf_path]
+        assert leaf_path[3] is made_before and rows.entry(4) is by_id[rows.id_at(4)]
+        on_path = {e.id for e in leaf_path}
+        assert on_path == {"t0", "mc", *(f"m{n}" for n in range(11)), "x"}
+        assert [e.id for e in entries[1:] if e in leaf_path] == [e.id for e in entries[1:] if e.id in on_path]
+
+
 def test_non_ascii_ids_and_timestamps(tmp_path: Path):
     ids = ["m\u00e9" + str(n) for n in range(8)] + ["\U0001f600", "\u2028x", "plain"]
     values = _chat(ids, compaction_at=6)
