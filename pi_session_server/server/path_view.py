@@ -12,18 +12,21 @@ session's leaf when there is one, else through the newest child. Switching to an
 asking for the path through one of the siblings with ``descend``.
 
 The path is a list of the library's tree nodes, made once and kept (``tree_pages.FlatTreePages``)
-while the viewer pages through it and the session stays the same.
+while the viewer pages through it and the session stays the same. A session reopened from its index
+has no entries made: its path is the rows' (``session.row_tree``), whose nodes are made as the pages
+reach them, so that opening a viewer on a huge session does not build its whole tree for one page.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
+from pi_session_server.session.row_tree import RowTreeOutgrown
 
 from .library_tree import library_tree
 from .tree_pages import FlatTreePages
@@ -40,17 +43,37 @@ class PathNodes:
 
     __slots__ = ("nodes", "roots")
 
-    def __init__(self, nodes: list[Any], roots: list[Any]) -> None:
+    def __init__(self, nodes: Sequence[Any], roots: list[Any]) -> None:
         self.nodes = nodes
         self.roots = roots
 
 
 def path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes:
-    """The path to ``entry_id`` (ABSENT: the leaf), and below it with ``descend``.
+    """The path to ``entry_id`` (ABSENT: the leaf), and below it with ``descend``: over the tree
+    of the index's rows while the session is a reopen whose entries are not made (its nodes made
+    as the pages reach them, see :func:`get_path`), else over the library's tree.
 
     Raises :class:`RootNotFoundError` when ``entry_id`` names no entry."""
     if entry_id is not ABSENT and manager.get_entry(entry_id) is ABSENT:
         raise RootNotFoundError(entry_id, "entryId")
+    try:
+        path = _row_path_nodes(manager, entry_id, descend)
+    except RowTreeOutgrown:
+        path = None
+    return path if path is not None else _library_path_nodes(manager, entry_id, descend)
+
+
+def _row_path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes | None:
+    tree = manager.row_tree()
+    if tree is None:
+        return None
+    path = tree.leaf_path if entry_id is ABSENT else tree.path_to(entry_id)
+    if path is None or not len(path):
+        return None
+    return PathNodes(tree.nodes_on(tree.path_down(path) if descend else path), tree.roots)
+
+
+def _library_path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes:
     end = manager.get_leaf_id() if entry_id is ABSENT else entry_id
     roots = library_tree(manager)
     nodes = list(nodes_along(roots, manager.get_branch(end) if truthy(end) else ()))
@@ -130,6 +153,15 @@ def get_path(
 ) -> msgspec.Raw:
     """pi/getPath: a page of the path, cut from the path kept while the session stays the same."""
     key = ((type(entry_id), repr(entry_id)), descend)
-    build: Callable[[], PathNodes] = lambda: path_nodes(manager, entry_id, descend)  # noqa: E731
-    path = _kept_paths.tree(manager, key, build) if keep else build()
-    return path_page(path, manager.get_leaf_id(), offset, min(limit, MAX_PATH_ITEMS))
+
+    def page(build: Callable[[], PathNodes]) -> msgspec.Raw:
+        path = _kept_paths.tree(manager, key, build) if keep else build()
+        return path_page(path, manager.get_leaf_id(), offset, min(limit, MAX_PATH_ITEMS))
+
+    try:
+        return page(lambda: path_nodes(manager, entry_id, descend))
+    except RowTreeOutgrown:
+        # the pages read so far made more of the rows' nodes than a tree of them is worth: the
+        # rest are served from the library's tree, built at once
+        _kept_paths.forget(manager)
+        return page(lambda: _library_path_nodes(manager, entry_id, descend))

@@ -492,11 +492,19 @@ class RowPath(Sequence[Entry]):
         self.length = length
         self._by_first: list[tuple[int, int]] | None = None  # the runs by first row (see __contains__)
 
+    @property
+    def runs(self) -> list[tuple[int, int]]:
+        """The path's runs of rows, ``(first, end)``, root-most first."""
+        return list(self._runs)
+
     def __contains__(self, entry: object) -> bool:
         """Whether ``entry`` itself (one made by the rows) is on the path, found by its row."""
         if type(entry) is not Entry:
             return False
-        row = self.rows.row_of_entry(entry)
+        return self.has_row(self.rows.row_of_entry(entry))
+
+    def has_row(self, row: int) -> bool:
+        """Whether ``row`` is on the path."""
         if row < 0:
             return False
         if self._by_first is None:

@@ -11,8 +11,9 @@ fit that (a parent missing or further down), there is no row tree and the caller
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
 
 from ..format.dates import ms
 from ..format.entry import Entry
@@ -71,6 +72,7 @@ class RowTree:
     nodes than a share of the rows raises :class:`RowTreeOutgrown`."""
 
     __slots__ = (
+        "_branch_rows",
         "_max_nodes",
         "_nodes",
         "_starts",
@@ -95,6 +97,7 @@ class RowTree:
         self.rows = rows
         self._starts = frozenset(rows.columns.chain_starts)
         self._starts_under = starts_under  # row -> the chain starts whose parent it is
+        self._branch_rows: list[int] | None = None  # the keys of _starts_under, sorted
         self._nodes: dict[int, RowNode] = {}
         self._max_nodes = max(MIN_NODES, rows.count // NODES_SHARE)
         self.labels = labels
@@ -122,6 +125,71 @@ class RowTree:
         if len(nodes) > 1:
             sort_siblings(nodes)
         return nodes
+
+    def path_to(self, entry_id: Any) -> RowPath | None:
+        """``getBranch(entry_id)`` as rows, or None when no row has that id."""
+        row = self.rows.row_of_id(entry_id) if type(entry_id) is str else -1
+        return self.rows.path_to_root(row) if row >= 0 else None
+
+    def path_down(self, path: RowPath) -> RowPath:
+        """``path`` (not empty) continued below its last row down to a leaf: at a branch point
+        through the child on :attr:`leaf_path`, else through the last child in ``build_tree``'s
+        order (the newest). Rows are followed a stretch at a time: within a chain, every row up to
+        the next one with a chain start under it has the next row as its only child."""
+        rows = self.rows
+        starts = rows.columns.chain_starts
+        if self._branch_rows is None:
+            self._branch_rows = sorted(self._starts_under)
+        branch_rows = self._branch_rows
+        runs = path.runs
+        at = path.row_of(-1)
+        while True:
+            if at in self._starts_under:
+                children = self.children_of(at)
+                row = next((c.row for c in children if self.leaf_path.has_row(c.row)), children[-1].row)
+                stop = row
+            else:
+                row = at + 1
+                if row >= rows.count or row in self._starts:
+                    break
+                chain_end = starts[bisect_right(starts, at)] if starts and starts[-1] > at else rows.count
+                branch = bisect_left(branch_rows, row)
+                stop = min(chain_end - 1, branch_rows[branch] if branch < len(branch_rows) else rows.count)
+            if runs[-1][1] == row:  # rows go forward: a child is always below its parent
+                runs[-1] = (runs[-1][0], stop + 1)
+            else:
+                runs.append((row, stop + 1))
+            at = stop
+        return RowPath(rows, runs)
+
+    def nodes_on(self, path: RowPath) -> NodesOnPath:
+        """The nodes of ``path``'s rows, each made when looked at."""
+        return NodesOnPath(self, path)
+
+
+class NodesOnPath(Sequence[RowNode]):
+    """The nodes of a path of a :class:`RowTree`, made as they are looked at (a viewer shows a page
+    of a path that can be most of the session)."""
+
+    __slots__ = ("path", "tree")
+
+    def __init__(self, tree: RowTree, path: RowPath) -> None:
+        self.tree = tree
+        self.path = path
+
+    def __len__(self) -> int:
+        return len(self.path)
+
+    @overload
+    def __getitem__(self, index: int) -> RowNode: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[RowNode]: ...
+
+    def __getitem__(self, index: int | slice) -> RowNode | list[RowNode]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self.tree.node(self.path.row_of(index))
 
 
 def row_tree(rows: IndexedRows, labels: dict[Any, Any], label_timestamps: dict[Any, Any]) -> RowTree | None:

@@ -14,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index_rows import _write
 
+from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import methods_read as R
 from pi_session_server.server import params as P
+from pi_session_server.server import path_view
 from pi_session_server.session import SessionManager, cache_dir, row_tree, scan_index
 from pi_session_server.session.tree import preorder
 
@@ -169,3 +171,67 @@ def test_a_first_window_that_goes_on_too_far_for_the_rows_is_cut_from_the_whole_
             preorder(tree.roots)
         assert bytes(R._tree(manager, page)) == expected
         assert manager._rows is None  # every entry made, for the whole tree
+
+
+# --- pi/getPath over the rows ---------------------------------------------------------------
+
+
+def _path_pages(manager: SessionManager, entry_id: Any, descend: bool, limit: int = 7) -> list[Any]:
+    """Every page of the path, as a viewer scrolling through it asks for them."""
+    pages, offset = [], 0
+    while True:
+        reply = msgspec.json.decode(path_view.get_path(manager, entry_id, descend, offset, limit))
+        pages.append(reply)
+        if not reply["hasMore"]:
+            return pages
+        offset = reply["nextOffset"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=_sessions())
+def test_a_path_from_the_rows_is_the_one_the_whole_tree_gives(
+    tmp_path_factory: pytest.TempPathFactory, values: list[dict[str, Any]]
+):
+    directory = tmp_path_factory.mktemp("rows")
+    path = _write(directory / "s.jsonl", values)
+    asked = [(ABSENT, False), (ABSENT, True)] + [(v["id"], d) for v in values for d in (False, True)]
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = [_path_pages(plain, entry_id, descend, limit=3) for entry_id, descend in asked]
+    with _reopened(path, directory / "index") as manager:
+        from_rows = manager.row_tree() is not None
+        assert [_path_pages(manager, entry_id, descend, limit=3) for entry_id, descend in asked] == expected
+        if from_rows:
+            assert manager._rows is not None  # no page made every entry
+
+
+def test_a_viewers_pages_and_branch_switches_from_rows_make_only_the_entries_they_show(tmp_path: Path):
+    path = _branchy(tmp_path / "s.jsonl")
+    asked = [(ABSENT, False), ("early", True), ("late", True), ("r3", True), ("u0", True), ("a2", False)]
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = [_path_pages(plain, entry_id, descend) for entry_id, descend in asked]
+    with _reopened(path, tmp_path / "index") as manager:
+        assert manager.row_tree() is not None
+        assert [_path_pages(manager, entry_id, descend) for entry_id, descend in asked] == expected
+        assert manager._rows is not None
+    # through "early", the branch off the leaf's path, down to its end (its label); from the top,
+    # through "late", the branch the leaf is on, down to the leaf
+    assert {page["endId"] for page in expected[1]} == {"l0"}
+    down = [item["entry"]["id"] for page in expected[4] for item in page["items"]]
+    assert "late" in down and "early" not in down and down[-1] == "l1" == expected[4][0]["leafId"]
+
+
+def test_a_path_that_outgrows_the_rows_is_served_on_from_the_whole_tree(tmp_path: Path):
+    """A session without branches: paging through its path reaches more nodes than the rows make."""
+    lines = [S.header(), S.user("u0", None, "first")]
+    _turns(lines, "u0", 0, 2 * row_tree.MIN_NODES)
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = _path_pages(plain, ABSENT, False, limit=100), _path_pages(plain, "a5", True, limit=100)
+    with _reopened(path, tmp_path / "index") as manager:
+        first = msgspec.json.decode(path_view.get_path(manager, ABSENT, False, 0, 100))
+        assert manager._rows is not None  # the first page from the rows
+        assert first == expected[0][0]
+        assert _path_pages(manager, ABSENT, False, limit=100) == expected[0]
+        assert manager._rows is None  # every entry made, for the whole tree
+        assert _path_pages(manager, "a5", True, limit=100) == expected[1]
