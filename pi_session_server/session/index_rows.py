@@ -211,6 +211,10 @@ class IndexedRows:
         columns = self.columns
         end = min(end, columns.count)
         start = min(start, end)
+        if self._split is None and 2 * (end - start) > columns.count:
+            # most rows (the totals of a session): split the columns as every_entry does, so that
+            # the entries made later share these strings with what the caller keeps of them
+            self._texts()
         if self._split is not None:
             ids, timestamps = (column[start:end] for column in self._split)
         else:

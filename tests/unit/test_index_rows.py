@@ -240,6 +240,25 @@ def test_a_path_read_from_the_rows_gives_the_managers_entries_after_every_entry_
         assert [e.id for e in entries[1:] if e in leaf_path] == [e.id for e in entries[1:] if e.id in on_path]
 
 
+def test_the_envelopes_of_most_rows_share_their_strings_with_the_entries_made_later(tmp_path: Path):
+    """The totals keep every id they counted: the entries made after them hold the same strings,
+    not a second copy of each; the envelopes of a few rows split nothing."""
+    path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(40)]))
+    SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")).close()
+    with SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")) as sm:
+        rows = sm._rows
+        assert rows is not None
+        few = rows.envelopes(3, 8)
+        assert rows._split is None and few.ids == [rows.id_at(row) for row in range(3, 8)]
+        counted = rows.envelopes(0, rows.count)
+        entries = sm.get_entries()  # (the header left out)
+        assert [e.id for e in entries] == counted.ids
+        assert all(
+            e.id is i and e.timestamp is t
+            for e, i, t in zip(entries, counted.ids, counted.timestamps, strict=True)
+        )
+
+
 def test_non_ascii_ids_and_timestamps(tmp_path: Path):
     ids = ["m\u00e9" + str(n) for n in range(8)] + ["\U0001f600", "\u2028x", "plain"]
     values = _chat(ids, compaction_at=6)
