@@ -415,7 +415,11 @@ class _TreeShape:
     def on_path(self) -> set[Any]:
         """The keys (``index_key``) of the ids of the entries on the leaf's path."""
         if self._on_path is None:
-            self._on_path = {index_key(id_of(entry)) for entry in self.leaf_path or ()}
+            path = self.leaf_path
+            if isinstance(path, RowPath):  # every id a distinct string (its own key): no entry made
+                self._on_path = set(path.ids())
+            else:
+                self._on_path = {index_key(id_of(entry)) for entry in path or ()}
         return self._on_path
 
     def is_on_leaf_path(self, entry: Any, entry_id: Any) -> bool:

@@ -547,6 +547,12 @@ class RowPath(Sequence[Entry]):
     def id_at(self, index: int) -> str:
         return self.rows.id_at(self.row_of(index))
 
+    def ids(self) -> Iterator[str]:
+        """The ids on the path, root first, read from the rows (no entry made)."""
+        id_at = self.rows.id_at
+        for first, end in self._runs:
+            yield from map(id_at, range(first, end))
+
     def backward(self, stop: int, types: frozenset[str], assistant: bool = False) -> Iterator[int]:
         """The indexes below ``stop``, last first, whose entry has one of ``types``, or (with
         ``assistant``) is a message whose head's role is "assistant": found in the code columns."""

@@ -152,6 +152,28 @@ def test_a_tree_views_first_window_from_rows_is_the_whole_trees(
     assert expected[0]["nodes"]
 
 
+def test_the_window_around_the_leaf_after_a_first_window_from_rows_makes_no_entry_of_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A client asking for the page around the leaf on the first window's walk (the same view):
+    the leaf's path is known by its rows' ids, not by making its entries."""
+    monkeypatch.setenv("HOME", "/home/u")
+    path = _branchy(tmp_path / "s.jsonl")
+    view = {"session": "s", "filter": "all", "form": "flat", "chain": True, "limit": 5}
+    first = P.parse(view, P.GetTreeParams)
+    around = P.parse({**view, "aroundId": "l1"}, P.GetTreeParams)
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = msgspec.json.decode(R._tree(plain, around))
+    with _reopened(path, tmp_path / "index") as manager:
+        R._tree(manager, first)
+        rows = manager._rows
+        assert rows is not None
+        made = len(rows._made)
+        assert msgspec.json.decode(R._tree(manager, around)) == expected
+        assert manager._rows is rows and len(rows._made) <= made + 5  # the page's rows; the path has 45
+    assert expected["nodes"]
+
+
 def test_a_first_window_that_goes_on_too_far_for_the_rows_is_cut_from_the_whole_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
