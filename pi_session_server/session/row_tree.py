@@ -7,6 +7,10 @@ entry and every node, while a tree view's first window shows a few hundred rows 
 after an entry in its chain is its child, in file order before any other child; a chain start hangs
 under the row its parent is, which comes before it; siblings sorted by time): when a row does not
 fit that (a parent missing or further down), there is no row tree and the caller builds the tree.
+
+The conversation view reads a path of it the same way (:meth:`RowTree.path_to`,
+:meth:`RowTree.path_down`, :meth:`RowTree.nodes_on`): the rows of a path are runs, and a page of
+it makes the nodes it shows.
 """
 
 from __future__ import annotations
