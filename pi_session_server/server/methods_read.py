@@ -335,7 +335,12 @@ def register(server: PiSessionServer) -> None:
     read("pi/getTree", P.GetTreeParams, tree_and_keep)
     read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
     read("pi/getPath", P.GetPathParams, _path)
-    read("pi/getStats", P.SessionParams, lambda m, _p: _stats(m))
+
+    def stats_and_keep(manager: Any, _p: P.SessionParams) -> Any:
+        with server.index_keeper.after_reply():  # the turns read are kept once the server is quiet
+            return _stats(manager)
+
+    read("pi/getStats", P.SessionParams, stats_and_keep)
     read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)))
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page)

@@ -8,18 +8,21 @@ Everything but the usage comes from the entries' envelopes, taken as columns
 (``SessionManager.envelopes``: after a reopen from the index, straight from its columns, no entry
 made) and counted a column at a time. The usage needs the assistant messages' bodies: they are read
 from the file in one pass in file order (a big buffer, a small decoder that skips the content), not
-line by line as the library reads an entry's body (the whole JSON, a read each). Branch points and
-leaves are counted as entries come (children per parent): the tree is made only for a file whose
-entries are not in the usual order (a parent after its children, an id twice), where counting could
-disagree with ``getTree``.
+line by line as the library reads an entry's body (the whole JSON, a read each), and kept with the
+file's index (session/turn_store.py): the next totals of the same lines, in this process or
+another, read only the lines added since. Branch points and leaves are counted as entries come
+(children per parent): the tree is made only for a file whose entries are not in the usual order
+(a parent after its children, an id twice), where counting could disagree with ``getTree``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import weakref
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +32,7 @@ import msgspec
 
 from pi_session_server.format.entry import Entry, MessageHead
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
+from pi_session_server.session import preview_store, scan_index, turn_store
 from pi_session_server.session.envelopes import Envelopes
 
 from .library_tree import library_tree
@@ -148,6 +152,10 @@ class SessionTotals:
     def add(self, entries: Envelopes, turns: Sequence[Turn]) -> None:
         """Count ``entries`` (in order); ``turns``: what the assistant messages among them add, in
         their order."""
+        self.add_columns(entries, list(zip(*turns, strict=True)))
+
+    def add_columns(self, entries: Envelopes, columns: Sequence[Sequence[Any]]) -> None:
+        """:meth:`add`, the turns given column by column (empty: none)."""
         _count_into(self.types, entries.types)
         _count_into(
             self.roles, [head.role if head is not None else ABSENT for head in _message_heads(entries)]
@@ -159,13 +167,13 @@ class SessionTotals:
                 self.first_timestamp = first
             self.last_timestamp = next(t for t in reversed(timestamps) if isinstance(t, str))
         self._add_to_tree(entries.ids, entries.parents)
-        if turns:
-            self._add_turns(turns)
+        if columns and columns[0]:
+            self._add_turns(columns)
 
-    def _add_turns(self, turns: Sequence[Turn]) -> None:
+    def _add_turns(self, columns: Sequence[Sequence[Any]]) -> None:
         """Add the turns' usage. Column by column, each sum growing value by value in the turns'
         order: the same sums, float for float, as adding turn after turn."""
-        providers, models, *token_columns, costs = zip(*turns, strict=True)
+        providers, models, *token_columns, costs = columns
         tokens = self.tokens
         for key, values in zip(USAGE_KEYS, token_columns, strict=True):
             tokens[key] = _sum_onto(tokens[key], values)
@@ -259,47 +267,86 @@ def _assistant_positions(entries: Envelopes) -> list[int]:
     ]
 
 
-def _turns(path: Any, entries: Envelopes, entry_at: Callable[[int], Entry]) -> list[Turn]:
-    """What the assistant messages among ``entries`` add, in order: their lines read in one pass
-    over the file in file order. A line that is not what its entry says (the file changed, an odd
-    value) is read as the library reads it (``entry_at(position)``)."""
-    positions = _assistant_positions(entries)
+class _FileLines:
+    """The lines of a file read in file order in one pass: a big buffer, read again from a line on
+    when it does not hold all of it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer, self.start = b"", 0
+        self.view = memoryview(self.buffer)
+
+    def line_at(self, offset: int) -> tuple[memoryview, int]:
+        """The line at ``offset`` (without its newline) and where it ends in the file with its
+        newline (-1: the file ends first)."""
+        at = offset - self.start
+        end = self.buffer.find(b"\n", at) if 0 <= at < len(self.buffer) else -1
+        if end < 0:  # the line is not (all) in the buffer: read from it on
+            self.view.release()
+            buffer = os.pread(self.fd, _CHUNK, offset)
+            while (end := buffer.find(b"\n")) < 0:
+                more = os.pread(self.fd, _CHUNK, offset + len(buffer))
+                if not more:
+                    self.buffer, self.start, self.view = buffer, offset, memoryview(buffer)
+                    return self.view, -1
+                buffer += more
+            self.buffer, self.start, self.view = buffer, offset, memoryview(buffer)
+            at = 0
+        return self.view[at:end], self.start + end + 1
+
+    def close(self) -> None:
+        self.view.release()
+        os.close(self.fd)
+
+
+def _turns(
+    path: Any,
+    entries: Envelopes,
+    positions: list[int],
+    entry_at: Callable[[int], Entry],
+    kept: Callable[[int], Turn | None],
+    read: list[tuple[int, int, Turn]] | None = None,
+    file_id: tuple[int, int] | None = None,
+) -> list[Turn]:
+    """What the assistant messages at ``positions`` among ``entries`` add, in order: what is kept
+    of their line (``kept(offset)``), else their lines read in one pass over the file in file
+    order. A line that is not what its entry says (the file changed, an odd value) is read as the
+    library reads it (``entry_at(position)``). ``read``: where the turns read from whole lines go,
+    each (offset, end of the line with its newline, turn), when the file at ``path`` is the one
+    ``file_id`` (device, inode) names."""
     offsets, ids = entries.offsets, entries.ids
     turns: list[Turn] = []
-    fd = -1
-    if isinstance(path, str) and any(offsets[p] >= 0 for p in positions):
+    lines = None
+    if isinstance(path, str) and any(offsets[p] >= 0 and kept(offsets[p]) is None for p in positions):
         with contextlib.suppress(OSError):
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    buffer, start = b"", 0
-    view = memoryview(buffer)
+            lines = _FileLines(os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
+    if read is not None and (lines is None or _file_id(lines.fd) != file_id):
+        read = None  # lines of another file than the one kept turns describe
     try:
         for position in positions:
             offset = offsets[position]
-            turn = None
-            if fd >= 0 and offset >= 0:
-                at = offset - start
-                end = buffer.find(b"\n", at) if 0 <= at < len(buffer) else -1
-                if end < 0:  # the line is not (all) in the buffer: read from it on
-                    view.release()
-                    buffer, start = os.pread(fd, _CHUNK, offset), offset
-                    while (end := buffer.find(b"\n")) < 0:
-                        more = os.pread(fd, _CHUNK, offset + len(buffer))
-                        if not more:
-                            end = len(buffer)
-                            break
-                        buffer += more
-                    at = 0
-                    view = memoryview(buffer)
-                turn = _turn_of(view[at:end], ids[position])
+            turn = kept(offset)
+            if turn is None and lines is not None and offset >= 0:
+                line, end = lines.line_at(offset)
+                turn = _turn_of(line, ids[position])
+                if turn is not None and end >= 0 and read is not None:
+                    read.append((offset, end, turn))
             if turn is None:
                 turn = turn_of_message(entry_at(position).get("message"))
             if turn is not None:
                 turns.append(turn)
     finally:
-        view.release()
-        if fd >= 0:
-            os.close(fd)
+        if lines is not None:
+            lines.close()
     return turns
+
+
+def _file_id(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _turn_of(line: Any, entry_id: Any) -> Turn | None:
@@ -357,12 +404,31 @@ class StatsCache:
         if isinstance(session_file, str):
             session_file = manager.environment.on_disk(session_file)
         new = manager.envelopes(totals.count, count)
-        turns = _turns(
-            session_file,
-            new,
-            lambda position: manager.entries_slice(new.start + position, new.start + position + 1)[0],
-        )
-        totals.add(new, turns)
+        positions = _assistant_positions(new)
+
+        def entry_at(position: int) -> Any:
+            return manager.entries_slice(new.start + position, new.start + position + 1)[0]
+
+        kept_turns, held = turn_store.NOTHING_KEPT, None
+        read: list[tuple[int, int, Turn]] | None = None
+        if len(positions) >= turn_store.MIN_STORED:  # worth loading what is kept, and keeping
+            first = entry_at(positions[0])
+            held = preview_store.hold([first])
+            if held is not None:
+                kept_turns, read = turn_store.load(held, first), []
+        offsets = array("q", [new.offsets[position] for position in positions])
+        if kept_turns.columns and offsets == kept_turns.offsets:  # every turn kept (a reopen)
+            columns = kept_turns.columns
+        else:
+            file_id = held.identity[:2] if held is not None else None
+            turns = _turns(session_file, new, positions, entry_at, kept_turns.turn_at, read, file_id)
+            columns = [list(column) for column in zip(*turns, strict=True)]
+        if held is not None and read is not None and len(read) >= turn_store.MIN_STORED:
+            keep = functools.partial(turn_store.save, held, first, kept_turns, read)
+            scan_index.write_later_or_now(keep)
+        elif held is not None:
+            held.close()
+        totals.add_columns(new, columns)
         totals.count, totals.last = count, last
         with self._lock, contextlib.suppress(TypeError):
             self._kept[manager] = totals

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import time
 import zlib
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
 NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
@@ -32,8 +33,9 @@ DEFAULT_MAX_BYTES: Final = 2 * 1024 * 1024 * 1024
 # view's is followed by its kind); a file being written starts with the temporary prefix.
 INDEX_SUFFIX: Final = ".pi-index"
 PREVIEWS_SUFFIX: Final = ".pi-previews"
+TURNS_SUFFIX: Final = ".pi-turns"
 VIEW_SUFFIX: Final = ".pi-view-"
-KEPT_SUFFIXES: Final = (INDEX_SUFFIX, PREVIEWS_SUFFIX, VIEW_SUFFIX)
+KEPT_SUFFIXES: Final = (INDEX_SUFFIX, PREVIEWS_SUFFIX, TURNS_SUFFIX, VIEW_SUFFIX)
 TEMPORARY_PREFIX: Final = ".tmp-"
 ABANDONED_AFTER: Final = 3600.0  # seconds: a temporary file older than this was left by a killed writer
 _HASHED = 4096  # bytes of the file's head, and before the end indexed, whose CRC is kept
@@ -115,6 +117,64 @@ def edges(fd: int, end: int) -> tuple[int, int]:
     if len(head) != min(end, _HASHED) or len(tail) != end - tail_start:
         raise NotUsable("file shorter than indexed")
     return zlib.crc32(head), zlib.crc32(tail)
+
+
+class LinesStamp(NamedTuple):
+    """What tells whether what was kept of a file's lines up to ``end`` still describes it: the
+    file's device, inode, size, mtime and ctime then, and :func:`edges` at ``end``."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    end: int
+    head_crc: int
+    tail_crc: int
+
+
+def stamp_lines(fd: int, end: int, st: os.stat_result) -> LinesStamp:
+    """The :class:`LinesStamp` of the file open at ``fd``, its lines up to ``end``, whose status
+    was ``st`` (taken before: a change since shows as another mtime). Raises OSError, NotUsable."""
+    head_crc, tail_crc = edges(fd, end)
+    return LinesStamp(
+        st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, end, head_crc, tail_crc
+    )
+
+
+def still_describes(stamp: Any, fd: int) -> bool:
+    """Whether lines kept with ``stamp`` (a :class:`LinesStamp`, or anything with its fields) are
+    still the lines of the file open at ``fd``: the same file, unchanged or longer (session files
+    are appended to), with the same bytes at its head and before ``stamp.end``. Raises OSError."""
+    st = os.fstat(fd)
+    if (stamp.dev, stamp.ino) != (st.st_dev, st.st_ino) or st.st_size < stamp.size:
+        return False
+    if st.st_size == stamp.size and (stamp.mtime_ns, stamp.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
+        return False  # rewritten in place
+    try:
+        return edges(fd, stamp.end) == (stamp.head_crc, stamp.tail_crc)
+    except NotUsable:
+        return False
+
+
+_FRAME = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
+
+
+def framed(magic: bytes, version: int, body: bytes) -> tuple[bytes, bytes]:
+    """``body`` with what :func:`unframed` checks before it (for :func:`write_whole`)."""
+    return _FRAME.pack(magic, version, zlib.crc32(body)), body
+
+
+def unframed(data: bytes, magic: bytes, version: int) -> memoryview | None:
+    """The body :func:`framed` wrapped in ``data``, or None when ``data`` is of another kind or
+    version, or damaged."""
+    if len(data) < _FRAME.size:
+        return None
+    found_magic, found_version, crc = _FRAME.unpack_from(data)
+    body = memoryview(data)[_FRAME.size :]
+    if found_magic != magic or found_version != version or zlib.crc32(body) != crc:
+        return None
+    return body
 
 
 def write_whole(path: str, *parts: bytes | memoryview) -> None:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
-import zlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
@@ -37,7 +35,6 @@ from . import cache_dir, scan_index
 
 FORMAT_VERSION: Final = 3
 MAGIC: Final = b"PIPREVW\x00"
-_PREFIX = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
 # Fewer entries than this are previewed about as fast as their previews are read and written.
 MIN_STORED = 1000
 
@@ -210,26 +207,13 @@ def _stored_for(entries: list[Entry], fd: int | None, decode: Callable[[Any], _S
 
 
 def _checked(data: bytes, fd: int, decode: Callable[[Any], _Stored]) -> _Stored | None:
-    if len(data) < _PREFIX.size:
-        return None
-    magic, version, crc = _PREFIX.unpack_from(data)
-    body = memoryview(data)[_PREFIX.size :]
-    if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
+    body = cache_dir.unframed(data, MAGIC, FORMAT_VERSION)
+    if body is None:
         return None
     stored = decode(body)
     if len(stored.offsets) % 8 or len(stored.assistant_positions) % 8:
         return None  # not arrays of offsets and positions
-    st = os.fstat(fd)
-    if (stored.dev, stored.ino) != (st.st_dev, st.st_ino) or st.st_size < stored.size:
-        return None
-    if st.st_size == stored.size and (stored.mtime_ns, stored.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
-        return None  # rewritten in place
-    try:
-        if cache_dir.edges(fd, stored.end) != (stored.head_crc, stored.tail_crc):
-            return None
-    except cache_dir.NotUsable:
-        return None
-    return stored
+    return stored if cache_dir.still_describes(stored, fd) else None
 
 
 def save(
@@ -271,17 +255,9 @@ def save(
         if stored is None:
             return False
         parts, (assistant_positions, silent, assistant_calls) = stored
-        head_crc, tail_crc = cache_dir.edges(fd, end)
         body = _encode(
             StoredPreviews(
-                st.st_dev,
-                st.st_ino,
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                end,
-                head_crc,
-                tail_crc,
+                *cache_dir.stamp_lines(fd, end, st),
                 array("q", map(_offset, listed)).tobytes(),
                 assistant_positions.tobytes(),
                 bytes(silent),
@@ -290,7 +266,7 @@ def save(
                 assistant_calls,
             )
         )
-        cache_dir.write_whole(path, _PREFIX.pack(MAGIC, FORMAT_VERSION, zlib.crc32(body)), body)
+        cache_dir.write_whole(path, *cache_dir.framed(MAGIC, FORMAT_VERSION, body))
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
         return False

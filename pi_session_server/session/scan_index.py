@@ -173,12 +173,18 @@ def _write_index_or_defer(
         outcome.written = _write_index(directory, path, st, seen_at, start, first_line, scanned, crcs)
         return outcome.written
 
+    scanned = _as_scanned(result) if getattr(_deferring, "writes", None) is not None else result
+    write_later_or_now(lambda: write(scanned))
+
+
+def write_later_or_now(write: Callable[[], bool]) -> None:
+    """``write()`` (something kept with an index) now, or handed to the block of
+    :func:`index_writes_deferred` this thread is in: it then holds what it writes."""
     deferred = getattr(_deferring, "writes", None)
     if deferred is None:
-        write(result)
+        write()
     else:
-        scanned = _as_scanned(result)
-        deferred.append(lambda: write(scanned))
+        deferred.append(write)
 
 
 def _as_scanned(result: ScanResult) -> ScanResult:

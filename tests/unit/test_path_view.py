@@ -241,11 +241,11 @@ def test_stats_after_an_append_read_only_the_new_entries(
     cache = session_stats.StatsCache()
     session_stats.session_stats(example, cache)
     added: list[Any] = []
-    original = session_stats.SessionTotals.add
+    original = session_stats.SessionTotals.add_columns
     monkeypatch.setattr(
         session_stats.SessionTotals,
-        "add",
-        lambda self, entries, turns: (added.extend(entries.ids), original(self, entries, turns)),
+        "add_columns",
+        lambda self, entries, columns: (added.extend(entries.ids), original(self, entries, columns)),
     )
     example.append_message(
         {"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 2,

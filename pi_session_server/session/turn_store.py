@@ -1,0 +1,139 @@
+"""The assistant turns' usage of a session file (what ``pi/getStats`` sums), kept next to its index.
+
+A session's totals need one thing the index does not hold: the usage of every assistant message
+(tokens, cost, provider and model), so reading them means reading every assistant line of the file,
+most of what the totals of a big session cost. What a line adds never changes while the line does
+not, so the turns read are kept in the cache directory of the file's index (see scan_index), in a
+file named like the index, and read back for the same lines: the rules of the kept previews
+(preview_store), the file unchanged or longer (session files are appended to) with the same bytes at
+its head and before the last line described (``cache_dir.still_describes``). Only turns read from
+a whole line, as that line says them, are kept. What cannot be read, or written, is no error: the
+turns are read from the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from array import array
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from ..format.entry import Entry
+from . import cache_dir, preview_store, scan_index
+
+FORMAT_VERSION: Final = 1
+MAGIC: Final = b"PITURNS\x00"
+# Fewer turns than this are read about as fast as they are loaded: not kept, not loaded.
+MIN_STORED: Final = 1000
+
+
+class StoredTurns(msgspec.Struct, array_like=True):
+    dev: int
+    ino: int
+    size: int  # the file's size, mtime and ctime when the turns were kept
+    mtime_ns: int
+    ctime_ns: int
+    end: int  # just after the last line described
+    head_crc: int
+    tail_crc: int
+    offsets: bytes  # array("q"): the offset of each assistant message's line described, in file order
+    # what those lines add, column by column (the values of a session_stats.Turn): a column is a
+    # list of plain values, decoded at once, where a list per turn would be an object each
+    columns: list[list[Any]]
+
+
+_encode = msgspec.msgpack.Encoder(enc_hook=scan_index.enc_hook).encode
+_decode = msgspec.msgpack.Decoder(StoredTurns, ext_hook=scan_index.ext_hook).decode
+
+
+class KeptTurns:
+    """The turns kept for a file (:func:`load`): the offsets of their lines in file order, their
+    values column by column, and where the last line they describe ends."""
+
+    __slots__ = ("_row_of", "columns", "end", "offsets")
+
+    def __init__(self, offsets: array[int], columns: list[list[Any]], end: int) -> None:
+        self.offsets = offsets
+        self.columns = columns
+        self.end = end
+        self._row_of: dict[int, int] | None = None
+
+    def turn_at(self, offset: int) -> tuple[Any, ...] | None:
+        """The turn of the line at ``offset``, if kept."""
+        if self._row_of is None:
+            self._row_of = {offset: row for row, offset in enumerate(self.offsets)}
+        row = self._row_of.get(offset)
+        return None if row is None else tuple(column[row] for column in self.columns)
+
+
+NOTHING_KEPT: Final = KeptTurns(array("q"), [], 0)
+
+
+def load(held: preview_store.HeldFile, entry: Entry) -> KeptTurns:
+    """The turns kept for the file ``entry`` was read from, held as ``held`` (see
+    ``preview_store.hold``): :data:`NOTHING_KEPT` when none are, or they no longer describe the
+    file (they go then: the file may later match again)."""
+    found = preview_store.store_of([entry], cache_dir.TURNS_SUFFIX, held.fd)
+    if found is None:
+        return NOTHING_KEPT
+    path = found[1]
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return NOTHING_KEPT
+    kept = None
+    with contextlib.suppress(OSError, ValueError, TypeError, msgspec.DecodeError):
+        body = cache_dir.unframed(data, MAGIC, FORMAT_VERSION)
+        stored = _decode(body) if body is not None else None
+        if stored is not None and not len(stored.offsets) % 8 and cache_dir.still_describes(stored, held.fd):
+            offsets = array("q")
+            offsets.frombytes(stored.offsets)
+            if all(len(column) == len(offsets) for column in stored.columns):
+                kept = KeptTurns(offsets, stored.columns, stored.end)
+    if kept is None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return NOTHING_KEPT
+    return kept
+
+
+def save(
+    held: preview_store.HeldFile,
+    entry: Entry,
+    kept: KeptTurns,
+    read: Sequence[tuple[int, int, tuple[Any, ...]]],
+) -> bool:
+    """Keep ``kept`` and the turns ``read`` since, each (offset of its line, where the line ends
+    with its newline, turn), for the file ``entry`` was read from, held as ``held`` when they were
+    read: nothing is written if it changed since. False when nothing was written."""
+    found = preview_store.store_of([entry], cache_dir.TURNS_SUFFIX, held.fd)
+    if found is None:
+        return False
+    try:
+        st = os.fstat(held.fd)
+        if cache_dir.identity(st) != held.identity:
+            return False  # changed since the turns were read: they may not describe it
+        if cache_dir.changed_lately(st):
+            return False  # it may change again within its clock's tick, unseen (see cache_dir.RACY_NS)
+        by_offset: dict[int, Sequence[Any]] = dict(
+            zip(kept.offsets, zip(*kept.columns, strict=True), strict=True)
+        )
+        end = kept.end
+        for offset, line_end, turn in read:
+            by_offset[offset] = turn
+            end = max(end, line_end)
+        offsets = sorted(by_offset)
+        columns = [list(column) for column in zip(*map(by_offset.__getitem__, offsets), strict=True)]
+        body = _encode(
+            StoredTurns(*cache_dir.stamp_lines(held.fd, end, st), array("q", offsets).tobytes(), columns)
+        )
+        cache_dir.write_whole(found[1], *cache_dir.framed(MAGIC, FORMAT_VERSION, body))
+        return True
+    except Exception:  # noqa: BLE001 - a best-effort cache: turns that cannot be kept (read-only, full, odd values) are no error
+        return False
+    finally:
+        held.close()
