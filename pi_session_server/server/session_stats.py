@@ -24,7 +24,7 @@ import threading
 import weakref
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,20 +304,20 @@ def _turns(
     entries: Envelopes,
     positions: list[int],
     entry_at: Callable[[int], Entry],
-    kept: Callable[[int], Turn | None],
+    kept: Mapping[int, Turn],
     read: list[tuple[int, int, Turn]] | None = None,
     file_id: tuple[int, int] | None = None,
 ) -> list[Turn]:
-    """What the assistant messages at ``positions`` among ``entries`` add, in order: what is kept
-    of their line (``kept(offset)``), else their lines read in one pass over the file in file
-    order. A line that is not what its entry says (the file changed, an odd value) is read as the
-    library reads it (``entry_at(position)``). ``read``: where the turns read from whole lines go,
-    each (offset, end of the line with its newline, turn), when the file at ``path`` is the one
+    """What the assistant messages at ``positions`` among ``entries`` add, in order: what is
+    ``kept`` of their line (by its offset), else their lines read in one pass over the file in
+    file order. A line that is not what its entry says (the file changed, an odd value) is read as
+    the library reads it (``entry_at(position)``). ``read``: where the turns read from whole lines
+    go, each (offset, end of the line with its newline, turn), when the file at ``path`` is the one
     ``file_id`` (device, inode) names."""
     offsets, ids = entries.offsets, entries.ids
     turns: list[Turn] = []
     lines = None
-    if isinstance(path, str) and any(offsets[p] >= 0 and kept(offsets[p]) is None for p in positions):
+    if isinstance(path, str) and any(offsets[p] >= 0 and offsets[p] not in kept for p in positions):
         with contextlib.suppress(OSError):
             lines = _FileLines(os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
     if read is not None and (lines is None or _file_id(lines.fd) != file_id):
@@ -325,7 +325,7 @@ def _turns(
     try:
         for position in positions:
             offset = offsets[position]
-            turn = kept(offset)
+            turn = kept.get(offset)
             if turn is None and lines is not None and offset >= 0:
                 line, end = lines.line_at(offset)
                 turn = _turn_of(line, ids[position])
@@ -421,7 +421,7 @@ class StatsCache:
             columns = kept_turns.columns
         else:
             file_id = held.identity[:2] if held is not None else None
-            turns = _turns(session_file, new, positions, entry_at, kept_turns.turn_at, read, file_id)
+            turns = _turns(session_file, new, positions, entry_at, kept_turns.by_offset(), read, file_id)
             columns = [list(column) for column in zip(*turns, strict=True)]
         if held is not None and read is not None and len(read) >= turn_store.MIN_STORED:
             keep = functools.partial(turn_store.save, held, first, kept_turns, read)

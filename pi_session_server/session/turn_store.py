@@ -53,20 +53,18 @@ class KeptTurns:
     """The turns kept for a file (:func:`load`): the offsets of their lines in file order, their
     values column by column, and where the last line they describe ends."""
 
-    __slots__ = ("_row_of", "columns", "end", "offsets")
+    __slots__ = ("columns", "end", "offsets")
 
     def __init__(self, offsets: array[int], columns: list[list[Any]], end: int) -> None:
         self.offsets = offsets
         self.columns = columns
         self.end = end
-        self._row_of: dict[int, int] | None = None
 
-    def turn_at(self, offset: int) -> tuple[Any, ...] | None:
-        """The turn of the line at ``offset``, if kept."""
-        if self._row_of is None:
-            self._row_of = {offset: row for row, offset in enumerate(self.offsets)}
-        row = self._row_of.get(offset)
-        return None if row is None else tuple(column[row] for column in self.columns)
+    def by_offset(self) -> dict[int, tuple[Any, ...]]:
+        """The turns by the offset of their line."""
+        if not self.offsets:
+            return {}
+        return dict(zip(self.offsets, zip(*self.columns, strict=True), strict=True))
 
 
 NOTHING_KEPT: Final = KeptTurns(array("q"), [], 0)
@@ -119,15 +117,17 @@ def save(
             return False  # changed since the turns were read: they may not describe it
         if cache_dir.changed_lately(st):
             return False  # it may change again within its clock's tick, unseen (see cache_dir.RACY_NS)
-        by_offset: dict[int, Sequence[Any]] = dict(
-            zip(kept.offsets, zip(*kept.columns, strict=True), strict=True)
-        )
-        end = kept.end
-        for offset, line_end, turn in read:
-            by_offset[offset] = turn
-            end = max(end, line_end)
-        offsets = sorted(by_offset)
-        columns = [list(column) for column in zip(*map(by_offset.__getitem__, offsets), strict=True)]
+        turns: Sequence[Sequence[Any]]
+        if kept.offsets:  # the turns kept and those read since, in file order
+            by_offset: dict[int, Sequence[Any]] = dict(kept.by_offset())
+            by_offset.update((offset, turn) for offset, _end, turn in read)
+            offsets = sorted(by_offset)
+            turns = list(map(by_offset.__getitem__, offsets))
+        else:  # read in file order
+            offsets = [offset for offset, _end, _turn in read]
+            turns = [turn for _offset, _end, turn in read]
+        end = max([kept.end, *(line_end for _offset, line_end, _turn in read)])
+        columns = [list(column) for column in zip(*turns, strict=True)]
         body = _encode(
             StoredTurns(*cache_dir.stamp_lines(held.fd, end, st), array("q", offsets).tobytes(), columns)
         )
