@@ -299,21 +299,43 @@ class _FileLines:
         os.close(self.fd)
 
 
+class _ReadLines:
+    """The turns read from whole lines: where each is among the turns, the offset of its line, and
+    where the last of those lines ends."""
+
+    __slots__ = ("end", "indexes", "offsets")
+
+    def __init__(self) -> None:
+        self.indexes = array("q")
+        self.offsets = array("q")
+        self.end = 0
+
+    def note(self, index: int, offset: int, end: int) -> None:
+        self.indexes.append(index)
+        self.offsets.append(offset)
+        self.end = max(self.end, end)
+
+    def kept(self, columns: list[list[Any]]) -> turn_store.KeptTurns:
+        """These turns, taken from the ``columns`` of all the turns, to keep."""
+        if len(self.indexes) != len(columns[0]):
+            columns = [[column[index] for index in self.indexes] for column in columns]
+        return turn_store.KeptTurns(self.offsets, columns, self.end)
+
+
 def _turns(
     path: Any,
     entries: Envelopes,
     positions: list[int],
     entry_at: Callable[[int], Entry],
     kept: Mapping[int, Turn],
-    read: list[tuple[int, int, Turn]] | None = None,
+    read: _ReadLines | None = None,
     file_id: tuple[int, int] | None = None,
 ) -> list[Turn]:
     """What the assistant messages at ``positions`` among ``entries`` add, in order: what is
     ``kept`` of their line (by its offset), else their lines read in one pass over the file in
     file order. A line that is not what its entry says (the file changed, an odd value) is read as
     the library reads it (``entry_at(position)``). ``read``: where the turns read from whole lines
-    go, each (offset, end of the line with its newline, turn), when the file at ``path`` is the one
-    ``file_id`` (device, inode) names."""
+    are noted, when the file at ``path`` is the one ``file_id`` (device, inode) names."""
     offsets, ids = entries.offsets, entries.ids
     turns: list[Turn] = []
     lines = None
@@ -330,7 +352,7 @@ def _turns(
                 line, end = lines.line_at(offset)
                 turn = _turn_of(line, ids[position])
                 if turn is not None and end >= 0 and read is not None:
-                    read.append((offset, end, turn))
+                    read.note(len(turns), offset, end)
             if turn is None:
                 turn = turn_of_message(entry_at(position).get("message"))
             if turn is not None:
@@ -410,12 +432,12 @@ class StatsCache:
             return manager.entries_slice(new.start + position, new.start + position + 1)[0]
 
         kept_turns, held = turn_store.NOTHING_KEPT, None
-        read: list[tuple[int, int, Turn]] | None = None
+        read: _ReadLines | None = None
         if len(positions) >= turn_store.MIN_STORED:  # worth loading what is kept, and keeping
             first = entry_at(positions[0])
             held = preview_store.hold([first])
             if held is not None:
-                kept_turns, read = turn_store.load(held, first), []
+                kept_turns, read = turn_store.load(held, first), _ReadLines()
         offsets = array("q", [new.offsets[position] for position in positions])
         if kept_turns.columns and offsets == kept_turns.offsets:  # every turn kept (a reopen)
             columns = kept_turns.columns
@@ -423,8 +445,8 @@ class StatsCache:
             file_id = held.identity[:2] if held is not None else None
             turns = _turns(session_file, new, positions, entry_at, kept_turns.by_offset(), read, file_id)
             columns = [list(column) for column in zip(*turns, strict=True)]
-        if held is not None and read is not None and len(read) >= turn_store.MIN_STORED:
-            keep = functools.partial(turn_store.save, held, first, kept_turns, read)
+        if held is not None and read is not None and len(read.indexes) >= turn_store.MIN_STORED:
+            keep = functools.partial(turn_store.save, held, first, kept_turns, read.kept(columns))
             scan_index.write_later_or_now(keep)
         elif held is not None:
             held.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 from array import array
-from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
@@ -99,15 +98,10 @@ def load(held: preview_store.HeldFile, entry: Entry) -> KeptTurns:
     return kept
 
 
-def save(
-    held: preview_store.HeldFile,
-    entry: Entry,
-    kept: KeptTurns,
-    read: Sequence[tuple[int, int, tuple[Any, ...]]],
-) -> bool:
-    """Keep ``kept`` and the turns ``read`` since, each (offset of its line, where the line ends
-    with its newline, turn), for the file ``entry`` was read from, held as ``held`` when they were
-    read: nothing is written if it changed since. False when nothing was written."""
+def save(held: preview_store.HeldFile, entry: Entry, kept: KeptTurns, read: KeptTurns) -> bool:
+    """Keep ``kept`` and the turns ``read`` since (their lines in file order, ``read.end`` just after
+    the last) for the file ``entry`` was read from, held as ``held`` when they were read: nothing is
+    written if it changed since. False when nothing was written."""
     found = preview_store.store_of([entry], cache_dir.TURNS_SUFFIX, held.fd)
     if found is None:
         return False
@@ -117,20 +111,14 @@ def save(
             return False  # changed since the turns were read: they may not describe it
         if cache_dir.changed_lately(st):
             return False  # it may change again within its clock's tick, unseen (see cache_dir.RACY_NS)
-        turns: Sequence[Sequence[Any]]
+        offsets, columns = read.offsets, read.columns
         if kept.offsets:  # the turns kept and those read since, in file order
-            by_offset: dict[int, Sequence[Any]] = dict(kept.by_offset())
-            by_offset.update((offset, turn) for offset, _end, turn in read)
-            offsets = sorted(by_offset)
-            turns = list(map(by_offset.__getitem__, offsets))
-        else:  # read in file order
-            offsets = [offset for offset, _end, _turn in read]
-            turns = [turn for _offset, _end, turn in read]
-        end = max([kept.end, *(line_end for _offset, line_end, _turn in read)])
-        columns = [list(column) for column in zip(*turns, strict=True)]
-        body = _encode(
-            StoredTurns(*cache_dir.stamp_lines(held.fd, end, st), array("q", offsets).tobytes(), columns)
-        )
+            by_offset = kept.by_offset()
+            by_offset.update(read.by_offset())
+            offsets = array("q", sorted(by_offset))
+            columns = [list(column) for column in zip(*map(by_offset.__getitem__, offsets), strict=True)]
+        end = max(kept.end, read.end)
+        body = _encode(StoredTurns(*cache_dir.stamp_lines(held.fd, end, st), offsets.tobytes(), columns))
         cache_dir.write_whole(found[1], *cache_dir.framed(MAGIC, FORMAT_VERSION, body))
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: turns that cannot be kept (read-only, full, odd values) are no error
