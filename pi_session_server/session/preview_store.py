@@ -39,19 +39,25 @@ MAGIC: Final = b"PIPREVW\x00"
 MIN_STORED = 1000
 
 
-class _StoredHead(msgspec.Struct, array_like=True):
-    """What the previews were kept for, and which entries are silent turns: the fields before the
-    previews themselves, read alone by :func:`kept_head` (the rest is skipped, not decoded: msgspec
-    ignores the trailing items of an array-like struct's array, by its rules of schema evolution)."""
+class StampedLines(msgspec.Struct, array_like=True):
+    """What is kept of a file's lines starts with the file as it was then (``cache_dir.LinesStamp``,
+    checked by ``cache_dir.still_describes``)."""
 
     dev: int
     ino: int
-    size: int  # the file's size, mtime and ctime when the previews were kept
+    size: int  # the file's size, mtime and ctime when they were kept
     mtime_ns: int
     ctime_ns: int
     end: int  # just after the last line described
     head_crc: int
     tail_crc: int
+
+
+class _StoredHead(StampedLines, array_like=True):
+    """What the previews were kept for, and which entries are silent turns: the fields before the
+    previews themselves, read alone by :func:`kept_head` (the rest is skipped, not decoded: msgspec
+    ignores the trailing items of an array-like struct's array, by its rules of schema evolution)."""
+
     offsets: bytes  # array("q"): the offset of each entry described, in file order
     # the assistant messages among them: their positions in ``offsets`` (array("q")), and for each
     # one byte, 1 when it is a silent turn (what the tree's filters hide)

@@ -29,15 +29,7 @@ MAGIC: Final = b"PITURNS\x00"
 MIN_STORED: Final = 1000
 
 
-class StoredTurns(msgspec.Struct, array_like=True):
-    dev: int
-    ino: int
-    size: int  # the file's size, mtime and ctime when the turns were kept
-    mtime_ns: int
-    ctime_ns: int
-    end: int  # just after the last line described
-    head_crc: int
-    tail_crc: int
+class StoredTurns(preview_store.StampedLines, array_like=True):
     offsets: bytes  # array("q"): the offset of each assistant message's line described, in file order
     # what those lines add, column by column (the values of a session_stats.Turn): a column is a
     # list of plain values, decoded at once, where a list per turn would be an object each
