@@ -287,3 +287,17 @@ def test_pi_session_serve_keeps_the_turns_of_its_totals_for_the_next_process(tmp
     again, _ended = talk(serve, messages, env=env, cwd=ROOT)
     assert again[2]["result"] == first[2]["result"] == json.loads(encode_result(_plain(path)))
     assert kept.stat().st_ino == written.st_ino and log.read_text() == ""
+
+
+def test_turns_read_from_a_file_that_changed_before_their_write_are_not_kept(tmp_path: Path):
+    """pi appended while the write waited for a quiet moment: the turns read may no longer describe
+    the file as it is (it could as well have been rewritten), so nothing is written."""
+    path, index = tmp_path / "s.jsonl", tmp_path / "index"
+    _write(path, 12)
+    SessionManager.open(str(path), read_only=True, index=str(index)).close()  # the index, written
+    with scan_index.index_writes_deferred() as writes:
+        _kept(path, index)
+    (keep_turns,) = writes
+    _write(path, 1, first=12, parent="a11")
+    assert keep_turns() is False and _store(index) == []
+    assert _kept(path, index) == _plain(path)
