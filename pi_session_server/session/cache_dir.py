@@ -13,6 +13,7 @@ import os
 import struct
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
@@ -155,6 +156,40 @@ def still_describes(stamp: Any, fd: int) -> bool:
         return edges(fd, stamp.end) == (stamp.head_crc, stamp.tail_crc)
     except NotUsable:
         return False
+
+
+def settled_status(fd: int, expected: Identity | None = None) -> os.stat_result | None:
+    """The status of the file open at ``fd`` for keeping what was read of it: None when its
+    :func:`identity` is no longer ``expected`` (if given: what was read may not describe it) or it
+    changed lately (it may change again within its clock's tick, unseen: see :data:`RACY_NS`).
+    Raises OSError."""
+    st = os.fstat(fd)
+    if expected is not None and identity(st) != expected:
+        return None
+    return None if changed_lately(st) else st
+
+
+def read_kept(path: str, fd: int, magic: bytes, version: int, decode: Callable[[memoryview], Any]) -> Any:
+    """What is kept at ``path`` (written :func:`framed` with ``magic`` and ``version``; ``decode``:
+    its body, or None when the body is not what it should be) if it still describes the lines of
+    the file open at ``fd`` (:func:`still_describes`). Else None, and it goes: the file may later
+    grow past the lines it described, and match again. None, and it stays, when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    try:
+        body = unframed(data, magic, version)
+        stored = decode(body) if body is not None else None
+        if stored is not None and not still_describes(stored, fd):
+            stored = None
+    except (OSError, ValueError, TypeError):  # (a decoder's errors are ValueErrors)
+        stored = None
+    if stored is None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    return stored
 
 
 _FRAME = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest

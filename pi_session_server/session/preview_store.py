@@ -191,35 +191,22 @@ def _array(data: bytes) -> array[int]:
 
 def _stored_for(entries: list[Entry], fd: int | None, decode: Callable[[Any], _Stored]) -> _Stored | None:
     """What is kept of the previews of the file of ``entries`` (``decode``: all of it, or its head)
-    if it still describes the file (else it goes)."""
+    if it still describes the file (else it goes: see ``cache_dir.read_kept``)."""
     found = store_of(entries, fd=fd)
     if found is None:
         return None
     source, path = found
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    try:
-        stored = _checked(data, source.fd if fd is None else fd, decode)
-    except (OSError, ValueError, TypeError, msgspec.DecodeError):
-        stored = None
-    if stored is None:
-        # gone: the file may later grow past the lines these previews described, and match again
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+
+    def whole(body: memoryview) -> _Stored | None:
+        stored = decode(body)
+        if len(stored.offsets) % 8 or len(stored.assistant_positions) % 8:
+            return None  # not arrays of offsets and positions
+        return stored
+
+    stored: _Stored | None = cache_dir.read_kept(
+        path, source.fd if fd is None else fd, MAGIC, FORMAT_VERSION, whole
+    )
     return stored
-
-
-def _checked(data: bytes, fd: int, decode: Callable[[Any], _Stored]) -> _Stored | None:
-    body = cache_dir.unframed(data, MAGIC, FORMAT_VERSION)
-    if body is None:
-        return None
-    stored = decode(body)
-    if len(stored.offsets) % 8 or len(stored.assistant_positions) % 8:
-        return None  # not arrays of offsets and positions
-    return stored if cache_dir.still_describes(stored, fd) else None
 
 
 def save(
@@ -250,11 +237,9 @@ def save(
         fd = source.fd
     listed.sort(key=_offset)
     try:
-        st = os.fstat(fd)
-        if held is not None and cache_dir.identity(st) != held.identity:
-            return False  # changed since the previews were taken: they may not describe it
-        if cache_dir.changed_lately(st):
-            return False  # it may change again within its clock's tick, unseen (see cache_dir.RACY_NS)
+        st = cache_dir.settled_status(fd, None if held is None else held.identity)
+        if st is None:
+            return False
         end = _last_complete_end(fd, listed[-1])
         del listed[bisect_left(listed, end, key=_offset) :]
         stored = _stored_parts(listed, facts, calls, tool_call_text, made)

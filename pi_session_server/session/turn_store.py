@@ -13,8 +13,6 @@ turns are read from the file.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from array import array
 from typing import Any, Final
 
@@ -64,30 +62,24 @@ NOTHING_KEPT: Final = KeptTurns(array("q"), [], 0)
 def load(held: preview_store.HeldFile, entry: Entry) -> KeptTurns:
     """The turns kept for the file ``entry`` was read from, held as ``held`` (see
     ``preview_store.hold``): :data:`NOTHING_KEPT` when none are, or they no longer describe the
-    file (they go then: the file may later match again)."""
+    file (they go then: see ``cache_dir.read_kept``)."""
     found = preview_store.store_of([entry], cache_dir.TURNS_SUFFIX, held.fd)
     if found is None:
         return NOTHING_KEPT
-    path = found[1]
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+    stored: StoredTurns | None = cache_dir.read_kept(found[1], held.fd, MAGIC, FORMAT_VERSION, _whole)
+    if stored is None:
         return NOTHING_KEPT
-    kept = None
-    with contextlib.suppress(OSError, ValueError, TypeError, msgspec.DecodeError):
-        body = cache_dir.unframed(data, MAGIC, FORMAT_VERSION)
-        stored = _decode(body) if body is not None else None
-        if stored is not None and not len(stored.offsets) % 8 and cache_dir.still_describes(stored, held.fd):
-            offsets = array("q")
-            offsets.frombytes(stored.offsets)
-            if all(len(column) == len(offsets) for column in stored.columns):
-                kept = KeptTurns(offsets, stored.columns, stored.end)
-    if kept is None:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        return NOTHING_KEPT
-    return kept
+    offsets = array("q")
+    offsets.frombytes(stored.offsets)
+    return KeptTurns(offsets, stored.columns, stored.end)
+
+
+def _whole(body: memoryview) -> StoredTurns | None:
+    stored = _decode(body)
+    count, rest = divmod(len(stored.offsets), 8)
+    if rest or any(len(column) != count for column in stored.columns):
+        return None  # not an array of offsets, or columns of another length
+    return stored
 
 
 def save(held: preview_store.HeldFile, entry: Entry, kept: KeptTurns, read: KeptTurns) -> bool:
@@ -98,11 +90,9 @@ def save(held: preview_store.HeldFile, entry: Entry, kept: KeptTurns, read: Kept
     if found is None:
         return False
     try:
-        st = os.fstat(held.fd)
-        if cache_dir.identity(st) != held.identity:
-            return False  # changed since the turns were read: they may not describe it
-        if cache_dir.changed_lately(st):
-            return False  # it may change again within its clock's tick, unseen (see cache_dir.RACY_NS)
+        st = cache_dir.settled_status(held.fd, held.identity)
+        if st is None:
+            return False
         offsets, columns = read.offsets, read.columns
         if kept.offsets:  # the turns kept and those read since, in file order
             by_offset = kept.by_offset()
