@@ -438,8 +438,8 @@ class StatsCache:
             held = preview_store.hold([first])
             if held is not None:
                 kept_turns, read = turn_store.load(held, first), _ReadLines()
-        offsets = array("q", [new.offsets[position] for position in positions])
-        if kept_turns.columns and offsets == kept_turns.offsets:  # every turn kept (a reopen)
+        if kept_turns.columns and kept_turns.offsets == array("q", map(new.offsets.__getitem__, positions)):
+            # every turn kept (a reopen)
             columns = kept_turns.columns
         else:
             file_id = held.identity[:2] if held is not None else None
