@@ -53,13 +53,11 @@ def path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes:
     of the index's rows while the session is a reopen whose entries are not made (its nodes made
     as the pages reach them, see :func:`get_path`), else over the library's tree.
 
-    Raises :class:`RootNotFoundError` when ``entry_id`` names no entry."""
+    Raises :class:`RootNotFoundError` when ``entry_id`` names no entry, RowTreeOutgrown when the
+    walk down reaches more of the rows' nodes than a tree of them is worth."""
     if entry_id is not ABSENT and manager.get_entry(entry_id) is ABSENT:
         raise RootNotFoundError(entry_id, "entryId")
-    try:
-        path = _row_path_nodes(manager, entry_id, descend)
-    except RowTreeOutgrown:
-        path = None
+    path = _row_path_nodes(manager, entry_id, descend)
     return path if path is not None else _library_path_nodes(manager, entry_id, descend)
 
 
@@ -161,7 +159,7 @@ def get_path(
     try:
         return page(lambda: path_nodes(manager, entry_id, descend))
     except RowTreeOutgrown:
-        # the pages read so far made more of the rows' nodes than a tree of them is worth: the
-        # rest are served from the library's tree, built at once
+        # the walk down, or the pages read so far, made more of the rows' nodes than a tree of
+        # them is worth: the path is served from the library's tree, built at once
         _kept_paths.forget(manager)
         return page(lambda: _library_path_nodes(manager, entry_id, descend))
