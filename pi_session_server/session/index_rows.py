@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, overload
 import msgspec
 
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
-from ..format.jsvalue import ABSENT
+from ..format.jsvalue import ABSENT, strict_equal
 
 if TYPE_CHECKING:
     from .envelopes import Envelopes
@@ -305,9 +305,15 @@ class IndexedRows:
                 return self.columns.type_codes.rfind(bytes((code,)))
         return -1
 
-    def row_of_id(self, entry_id: str) -> int:
-        """The row whose id is ``entry_id``, or -1: searched in the ids column, for the few ids a
-        window looks up (ids are distinct where rows are used: see scan_index._lazy_allowed)."""
+    def row_of_id(self, entry_id: Any) -> int:
+        """The row whose id is ``entry_id`` (any value: only a string is a row's), or -1: searched
+        in the ids column, for the few ids a window looks up (ids are distinct where rows are used:
+        see scan_index._lazy_allowed)."""
+        if type(entry_id) is not str:
+            return -1
+        last = self.columns.count - 1
+        if last >= 0 and self.id_at(last) == entry_id:  # the leaf, most often: no search
+            return last
         if self._split is not None:
             try:
                 return self._split[0].index(entry_id)
@@ -325,6 +331,16 @@ class IndexedRows:
                 return bisect_left(ends, end)
             at = data.find(wanted, at + 1)
         return -1
+
+    def rows_under(self, parent_id: Any) -> list[int]:
+        """The rows whose parentId is ``parent_id`` (``===``), in file order: the row after the one
+        with that id, when it goes on its chain, and the rows that name it otherwise."""
+        columns = self.columns
+        found = [row for row, parent in columns.parents.items() if strict_equal(parent, parent_id)]
+        following = self.row_of_id(parent_id) + 1
+        if following and following < columns.count and following not in columns.parents:
+            found.append(following)
+        return sorted(found)
 
     def row_of_entry(self, entry: Entry) -> int:
         """The row whose entry (made by :meth:`entry`) is ``entry``, or -1."""

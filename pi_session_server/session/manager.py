@@ -1027,25 +1027,28 @@ class SessionManager:
     def get_leaf_entry(self) -> Any:
         if not truthy(self._leaf_id):
             return ABSENT
-        if self._rows is not None and self._leaf_id == self._leaf_row_id():
-            return self._rows.entry(self._rows.count - 1)
-        return self._by_id.get(index_key(self._leaf_id), ABSENT)
-
-    def _leaf_row_id(self) -> Any:
-        """The id of the last of the index's rows (ABSENT: none, or no rows)."""
-        rows = self._rows
-        return rows.id_at(rows.count - 1) if rows is not None and rows.count else ABSENT
+        return self.get_entry(self._leaf_id)
 
     def get_entry(self, entry_id: Any) -> Any:
         rows = self._rows
-        if rows is not None:  # (every id a distinct string: see _adopt_rows)
-            row = rows.row_of_id(entry_id) if type(entry_id) is str else -1
+        if rows is not None:
+            row = rows.row_of_id(entry_id)
             return rows.entry(row) if row >= 0 else ABSENT
         return self._by_id.get(index_key(entry_id), ABSENT)
+
+    def _has_entry(self, entry_id: Any) -> bool:
+        """Whether an entry has ``entry_id`` (over the index's rows: no entry made)."""
+        rows = self._rows
+        if rows is not None:
+            return rows.row_of_id(entry_id) >= 0
+        return index_key(entry_id) in self._by_id
 
     def get_children(self, parent_id: Any) -> builtins.list[Entry]:
         from ..format.jsvalue import strict_equal
 
+        rows = self._rows
+        if rows is not None:
+            return [rows.entry(row) for row in rows.rows_under(parent_id)]
         return [e for e in self._by_id.values() if strict_equal(e.parent_id, parent_id)]
 
     def get_label(self, entry_id: Any) -> Any:
@@ -1087,13 +1090,14 @@ class SessionManager:
         path (``by_id``, ``get_branch()``) as they are found, while the entries of a load from the
         index are not made (None otherwise, or when the rows do not give it: see row_tree)."""
         rows = self._rows
-        if rows is None or not truthy(self._leaf_id) or self._leaf_id != self._leaf_row_id():
+        leaf = rows.row_of_id(self._leaf_id) if rows is not None else -1
+        if rows is None or leaf < 0:
             return None
         labels = {key: label for key, (_target, label) in self._labels.items()}
-        return row_tree(rows, labels, dict(self._label_timestamps))
+        return row_tree(rows, labels, dict(self._label_timestamps), leaf)
 
     def branch(self, branch_from_id: Any) -> None:
-        if index_key(branch_from_id) not in self._by_id:
+        if not self._has_entry(branch_from_id):
             raise EntryNotFoundError(f"Entry {js_string_of(branch_from_id)} not found")
         self._leaf_id = branch_from_id
 
@@ -1108,7 +1112,7 @@ class SessionManager:
         from_hook: Any = ABSENT,
         usage: Any = ABSENT,
     ) -> Any:
-        if branch_from_id is not None and index_key(branch_from_id) not in self._by_id:
+        if branch_from_id is not None and not self._has_entry(branch_from_id):
             raise EntryNotFoundError(f"Entry {js_string_of(branch_from_id)} not found")
         from_id = coalesce(self._leaf_id, "root")
         self._leaf_id = branch_from_id
@@ -1211,7 +1215,7 @@ class SessionManager:
             return []  # (build_session_path's answer for no leaf)
         if rows is not None and rows.count:
             # (in build_session_path, a leaf_id that is not truthy, or not found, means the last entry)
-            row = rows.row_of_id(leaf_id) if truthy(leaf_id) and type(leaf_id) is str else -1
+            row = rows.row_of_id(leaf_id)
             path = rows.path_to_root(row if row >= 0 else rows.count - 1)
             if path is not None:
                 return path

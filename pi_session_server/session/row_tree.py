@@ -72,7 +72,7 @@ class RowNode:
 
 class RowTree:
     """The tree of an index's rows: ``roots``, the entries by id (:attr:`by_id`) and the leaf's
-    path (:attr:`leaf_path`, the last row's), each node made once, when first reached. Making more
+    path (:attr:`leaf_path`), each node made once, when first reached. Making more
     nodes than a share of the rows raises :class:`RowTreeOutgrown`."""
 
     __slots__ = (
@@ -132,7 +132,7 @@ class RowTree:
 
     def path_to(self, entry_id: Any) -> RowPath | None:
         """``getBranch(entry_id)`` as rows, or None when no row has that id."""
-        row = self.rows.row_of_id(entry_id) if type(entry_id) is str else -1
+        row = self.rows.row_of_id(entry_id)
         return self.rows.path_to_root(row) if row >= 0 else None
 
     def path_down(self, path: RowPath) -> RowPath:
@@ -196,9 +196,12 @@ class NodesOnPath(Sequence[RowNode]):
         return self.tree.node(self.path.row_of(index))
 
 
-def row_tree(rows: IndexedRows, labels: dict[Any, Any], label_timestamps: dict[Any, Any]) -> RowTree | None:
-    """The tree of ``rows`` (every id a distinct string: see scan_index._lazy_allowed), or None when
-    a chain start's parent is not a row before it (``build_tree`` builds that tree another way)."""
+def row_tree(
+    rows: IndexedRows, labels: dict[Any, Any], label_timestamps: dict[Any, Any], leaf: int
+) -> RowTree | None:
+    """The tree of ``rows`` (every id a distinct string: see scan_index._lazy_allowed) whose leaf is
+    row ``leaf``, or None when a chain start's parent is not a row before it (``build_tree`` builds
+    that tree another way)."""
     columns = rows.columns
     roots: list[int] = []
     starts_under: dict[int, list[int]] = {}
@@ -216,7 +219,7 @@ def row_tree(rows: IndexedRows, labels: dict[Any, Any], label_timestamps: dict[A
             if type(parent) is not str or not 0 <= above < start:
                 return None
         starts_under.setdefault(above, []).append(start)
-    path = rows.path_to_root(rows.count - 1) if rows.count else None
+    path = rows.path_to_root(leaf) if 0 <= leaf < rows.count else None
     if path is None:
         return None
     return RowTree(rows, roots, starts_under, path, labels, label_timestamps)
@@ -232,7 +235,7 @@ class RowEntries(Mapping[Any, Entry]):
         self.rows = rows
 
     def __getitem__(self, key: Any) -> Entry:
-        row = self.rows.row_of_id(key) if type(key) is str else -1
+        row = self.rows.row_of_id(key)
         if row < 0:
             raise KeyError(key)
         return self.rows.entry(row)

@@ -104,6 +104,44 @@ def test_the_tree_of_rows_is_get_tree_and_its_path_get_branch(
             assert (entry in tree.leaf_path) == (entry.id in on_path)
 
 
+@settings(max_examples=60, deadline=None)
+@given(values=_sessions(), data=st.data())
+def test_a_branch_and_children_on_rows_are_the_whole_sessions_without_making_every_entry(
+    tmp_path_factory: pytest.TempPathFactory, values: list[dict[str, Any]], data: st.DataObject
+):
+    """``branch`` to any entry (or to one that is not there) of a session reopened from its index:
+    the leaf, its entry, the tree's leaf path, each entry's children and the context are those of
+    the session read whole, and the rows stay rows."""
+    directory = tmp_path_factory.mktemp("rows")
+    path = _write(directory / "s.jsonl", values)
+    target = data.draw(st.sampled_from([v["id"] for v in values] + ["nowhere", 7]))
+
+    def branched(manager: SessionManager) -> Any:
+        try:
+            manager.branch(target)
+        except Exception as error:  # noqa: BLE001 (the same refusal is expected of both)
+            return type(error).__name__, str(error)
+        return manager.get_leaf_id(), manager.get_leaf_entry().id
+
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = branched(plain), _shape(plain.get_tree()), [e.id for e in plain.get_branch()]
+        context = plain.build_session_context()
+        parents = [v["id"] for v in values] + [None, "nowhere", ABSENT, 0]
+        children = [[e.id for e in plain.get_children(p)] for p in parents]
+    with _reopened(path, directory / "index") as manager:
+        got = branched(manager)
+        assert manager._rows is not None  # the branch looked the id up in the ids column
+        tree = manager.row_tree()
+        if tree is not None:  # (None: a parent getTree finds another way)
+            assert (got, _shape(tree.roots), [e.id for e in tree.leaf_path]) == expected
+            assert manager._rows is not None
+        assert got == expected[0]
+        assert [[e.id for e in manager.get_children(p)] for p in parents] == children
+        assert manager._rows is not None or tree is None
+        assert manager.build_session_context() == context
+        assert [e.id for e in manager.get_branch()] == expected[2]
+
+
 def _turns(lines: list[str], parent: str, first: int, count: int) -> str:
     """Assistant calls (every third with text, the others silent turns) and their results."""
     for n in range(first, first + count):
@@ -131,9 +169,11 @@ def _branchy(path: Path) -> Path:
 
 @pytest.mark.parametrize("mode", ["default", "none", "no-tools", "user-only", "all"])
 @pytest.mark.parametrize("active_branch_first", [True, False])
+@pytest.mark.parametrize("leaf", [None, "early", "a3"])
 def test_a_tree_views_first_window_from_rows_is_the_whole_trees(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, active_branch_first: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, active_branch_first: bool, leaf: str | None
 ):
+    """Also after a branch to another leaf (``leaf``: off the path to the last entry, or on it)."""
     monkeypatch.setenv("HOME", "/home/u")
     path = _branchy(tmp_path / "s.jsonl")
     view = {"session": "s", "filter": mode, "form": "flat", "activeBranchFirst": active_branch_first}
@@ -143,8 +183,12 @@ def test_a_tree_views_first_window_from_rows_is_the_whole_trees(
         return [msgspec.json.decode(R._tree(manager, P.parse(p, P.GetTreeParams))) for p in pages]
 
     with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        if leaf is not None:
+            plain.branch(leaf)
         expected = replies(plain)
     with _reopened(path, tmp_path / "index") as manager:
+        if leaf is not None:
+            manager.branch(leaf)
         assert manager.row_tree() is not None
         first = msgspec.json.decode(R._tree(manager, P.parse(pages[0], P.GetTreeParams)))
         assert manager._rows is not None  # the window made no entry but those it looked at
