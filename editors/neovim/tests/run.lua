@@ -501,6 +501,47 @@ test('the tree follows another program appending to the session (pi/didChange)',
   truthy(seen, 'the tree did not follow the outside append:\n' .. tree_text)
 end)
 
+test('refreshes asked for while the tree loads share one load after it (pi appending turn after turn)', function()
+  local tree = require('pi_session.tree')
+  local session = require('pi_session')
+  local request = session.request
+  local loads = 0
+  session.request = function(buf, method, ...)
+    if method == 'pi/getInfo' then
+      loads = loads + 1
+    end
+    return request(buf, method, ...)
+  end
+  local state = tree.state(tree_buf)
+  local ok, err = pcall(function()
+    tree.refresh(tree_buf)
+    tree.refresh(tree_buf)
+    tree.refresh(tree_buf)
+    tree.refresh(tree_buf)
+    eq(loads, 1, 'loads started while the first runs')
+    local settled = vim.wait(TIMEOUT, function()
+      return not state.loading and not state.load_again
+    end, 20)
+    truthy(settled, 'the loads did not end')
+    eq(loads, 2, 'the three refreshes during the first load shared one')
+    truthy(buffer_text(tree_buf):find('user: A line written by pi itself  <- leaf', 1, true), buffer_text(tree_buf))
+    -- another filter while a load runs: loaded at once (the running load is not shown)
+    local filter = state.filter
+    tree.refresh(tree_buf)
+    state.filter = 'all'
+    tree.refresh(tree_buf)
+    eq(loads, 4, 'a load for the new filter started at once')
+    state.filter = filter
+    tree.refresh(tree_buf)
+    vim.wait(TIMEOUT, function()
+      return not state.loading and not state.load_again
+    end, 20)
+    eq(loads, 5, 'back to the first filter: one more load')
+  end)
+  session.request = request
+  assert(ok, err)
+end)
+
 test('pi/didChange "rewriting" is waited out: the tree is not read again, nothing is reported', function()
   local tree = require('pi_session.tree')
   local view = require('pi_session.view')
@@ -556,6 +597,52 @@ test(':PiSessionView shows the path to the leaf as a conversation, with the tota
   wait_lines(view_buf, function(_, t)
     return t:find('Seen by the view as pi writes it', 1, true) ~= nil
   end, 'the appended entry')
+end)
+
+test(':PiSessionView follows changes that come while a page is on its way; the totals one request at a time', function()
+  local view = require('pi_session.view')
+  local session = require('pi_session')
+  local request = session.request
+  local asked = { ['pi/getPath'] = 0, ['pi/getStats'] = 0 }
+  session.request = function(buf, method, ...)
+    if asked[method] then
+      asked[method] = asked[method] + 1
+    end
+    return request(buf, method, ...)
+  end
+  local state = view.state(view_buf)
+  local on_did_change = view.on_did_change
+  local noticed = false
+  view.on_did_change = function() -- the server's own pi/didChange for the line: the test sends its own
+    noticed = true
+  end
+  local ok, err = pcall(function()
+    local uri = vim.uri_from_bufnr(session_buf)
+    local file = assert(io.open(session_path, 'a'))
+    file:write(vim.json.encode({
+      type = 'message', id = 'u0000011', parentId = 'u0000010', timestamp = '2026-01-05T10:00:41.000Z',
+      message = { role = 'user', content = 'Appended while a page was on its way', timestamp = 1767607241000 },
+    }), '\n')
+    file:close()
+    truthy(vim.wait(TIMEOUT, function()
+      return noticed
+    end, 20), 'the server did not notice the append')
+    -- three changes at once (as the server reports appends turn after turn): the first asks for
+    -- the new entries and the totals; the others come while those are on their way
+    for _ = 1, 3 do
+      on_did_change({ uri = uri, kind = 'appended', newEntryIds = { 'u0000011' } })
+    end
+    eq(asked, { ['pi/getPath'] = 1, ['pi/getStats'] = 1 }, 'requests while the first ones are on their way')
+    wait_lines(view_buf, function(_, t)
+      return t:find('Appended while a page was on its way', 1, true) ~= nil
+    end, 'the appended entry')
+    vim.wait(TIMEOUT, function()
+      return not state.loading and not state.missed_change and not state.stats_loading and not state.stats_again
+    end, 20)
+    eq(asked, { ['pi/getPath'] = 2, ['pi/getStats'] = 2 }, 'the changes during the first requests shared one more each')
+  end)
+  session.request, view.on_did_change = request, on_did_change
+  assert(ok, err)
 end)
 
 test(':PiSessionView switches branches at a branch point with ]b and shows it', function()

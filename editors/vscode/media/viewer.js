@@ -12,7 +12,7 @@
   const MAX_ITEMS = 500;
   const MARGIN = 1500; // px from an end of the page where the next page is asked for
 
-  const state = { start: 0, end: 0, total: 0, following: true, loading: false, stale: false, lastId: null };
+  const state = { start: 0, end: 0, total: 0, following: true, loading: false, stale: false, lastId: null, changedWhileLoading: false };
 
   function post(message) {
     vscode.postMessage(message);
@@ -151,6 +151,7 @@
         state.following = message.following;
         pathBox.innerHTML = message.path; // made by the extension: fixed text and escaped ids
         reset(message.page, message.focus);
+        takeInMissedChange();
         break;
       case 'page':
         state.loading = false;
@@ -158,7 +159,7 @@
         else if (message.purpose === 'prepend') prepend(message.page);
         else if (message.purpose === 'follow') follow(message.page);
         else if (message.purpose === 'replace') reset(message.page, undefined);
-        maybeLoad();
+        if (!takeInMissedChange()) maybeLoad();
         break;
       case 'stats':
         statsBox.innerHTML = message.html; // made by the extension from escaped text
@@ -167,16 +168,33 @@
         showBranches(message.index, message.items);
         break;
       case 'changed':
-        // pi appended: when the end of the path is on the page, take the new entries in
-        if (state.following && state.end >= state.total) load(Math.max(0, state.end - 1), PAGE, 'follow');
-        else if (state.following) state.stale = true; // the next page asked for brings the new total
+        changed();
         break;
       case 'error':
         state.loading = false;
         setStatus(`Error: ${message.message}`);
+        takeInMissedChange(); // tried once more: the file changed after the failed request was sent
         break;
     }
   });
+
+  /** pi appended: when the end of the path is on the page, take the new entries in. */
+  function changed() {
+    if (state.loading) {
+      state.changedWhileLoading = true; // taken in once the page on its way is shown
+      return;
+    }
+    if (state.following && state.end >= state.total) load(Math.max(0, state.end - 1), PAGE, 'follow');
+    else if (state.following) state.stale = true; // the next page asked for brings the new total
+  }
+
+  /** After a load: what pi appended while it was on its way (a change then waits, see changed). */
+  function takeInMissedChange() {
+    if (!state.changedWhileLoading) return false;
+    state.changedWhileLoading = false;
+    changed();
+    return true;
+  }
 
   function follow(page) {
     const first = page.items[0];

@@ -33,7 +33,11 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   private readonly changed = new vscode.EventEmitter<TreeItemData | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
 
+  /** Bumped when the document or the filter changes: a load begun before is not shown. */
   private generation = 0;
+  /** The load running (one at a time), and the one load asked for while it runs. */
+  private loading: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
   private expandAll = false;
   tree: LazyTree | undefined;
   /** The row with the leaf marker: the leaf, or its deepest shown ancestor when the filter hides it. */
@@ -61,17 +65,54 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   async setDocument(uri: vscode.Uri | undefined): Promise<void> {
     if (uri?.toString() === this.uri?.toString()) return;
     this.uri = uri;
-    await this.refresh();
+    await this.reload();
   }
 
   async setFilter(filter: FilterMode): Promise<void> {
     this.filter = filter;
-    await this.refresh();
+    await this.reload();
   }
 
-  /** Load the tree anew: the top level around the leaf, and each level down to it. */
-  async refresh(): Promise<void> {
-    const generation = ++this.generation; // a slower, older load must not overwrite a newer one
+  /**
+   * Load the tree anew: the top level around the leaf, and each level down to it. One load runs at a
+   * time: every refresh asked for while it runs (pi appending turn after turn, each a pi/didChange)
+   * shares one more load after it. A session that changes faster than it loads is then still shown,
+   * each load a little behind the file, where loads that each dropped the one before showed nothing
+   * and kept the server computing trees no one would see.
+   */
+  refresh(): Promise<void> {
+    if (!this.loading) return this.startLoad();
+    if (!this.queued) {
+      const queued: Promise<void> = this.loading.then(() => {
+        if (this.queued !== queued) return this.loading; // a reload started meanwhile: that is the one
+        this.queued = undefined;
+        return this.startLoad();
+      });
+      this.queued = queued;
+    }
+    return this.queued;
+  }
+
+  /** Another document or filter: load it now (a load running for the old one is not shown). */
+  private reload(): Promise<void> {
+    this.generation++;
+    this.queued = undefined;
+    return this.startLoad();
+  }
+
+  private startLoad(): Promise<void> {
+    const load = this.load();
+    this.loading = load;
+    // (runs before a queued load's start: both wait on this load, and this one was added first)
+    void load.then(() => {
+      if (this.loading === load) this.loading = undefined;
+    });
+    return load;
+  }
+
+  /** One load, shown when it ends unless the document or the filter changed meanwhile. Never rejects. */
+  private async load(): Promise<void> {
+    const generation = this.generation;
     const uri = this.uri;
     const filter = this.filter;
     let tree: LazyTree | undefined;
@@ -107,9 +148,8 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   async locate(entryId: unknown): Promise<Row | undefined> {
     const tree = this.tree;
     if (!tree) return undefined;
-    const generation = this.generation;
     const row = await tree.locate(entryId);
-    if (generation !== this.generation) return undefined;
+    if (tree !== this.tree) return undefined; // loaded anew meanwhile: the row is of the old tree
     this.changed.fire(undefined);
     return row;
   }

@@ -226,14 +226,23 @@ local function tree_request(state)
 end
 
 --- Reload a tree buffer, asynchronously: the top level around the leaf and each level down to it
---- (a small session: every level). An older load that ends after a newer one is dropped.
+--- (a small session: every level). One load runs at a time: the refreshes asked for while it runs
+--- (pi appending turn after turn, each a pi/didChange) share one more load after it, so a session
+--- that changes faster than it loads is still shown, each load a little behind the file. A load for
+--- another filter starts at once, and the one running is dropped.
 function M.refresh(buf)
   local state = trees[buf]
   if not state then
     return
   end
+  if state.loading and state.loading_filter == state.filter then
+    state.load_again = true
+    return
+  end
   local session = require('pi_session')
   state.generation = (state.generation or 0) + 1
+  state.load_again = false
+  state.loading_filter = state.filter
   local generation = state.generation
   local tree = lazy.new(tree_request(state), config.options.tree_page_size)
   local current = function()
@@ -249,6 +258,9 @@ function M.refresh(buf)
     state.marker = marker
     render(buf, state.focus_leaf and marker or nil)
     state.focus_leaf = false
+    if state.load_again then
+      M.refresh(buf)
+    end
   end
   state.loading = true
   session.request(state.source, 'pi/getInfo', {}, function(info_err, info)

@@ -381,6 +381,8 @@ local function path_params(state, offset, limit)
   return params
 end
 
+local follow, follow_missed
+
 --- Ask for a page of the path; how: 'replace' (show it alone), 'append', 'prepend', 'follow'.
 local function load(buf, offset, how, focus, limit)
   local state = views[buf]
@@ -398,7 +400,8 @@ local function load(buf, offset, how, focus, limit)
       state.loading = false
       if err or type(page) ~= 'table' then
         state.error = err and (err.message or vim.inspect(err)) or 'no answer'
-        return render(buf)
+        render(buf)
+        return follow_missed(buf)
       end
       state.error = nil
       local items = type(page.items) == 'table' and page.items or {}
@@ -426,22 +429,65 @@ local function load(buf, offset, how, focus, limit)
         state.items, state.start = items, page.offset
       end
       render(buf, focus)
+      follow_missed(buf)
     end)
   end)
 end
 
+--- After a load: what pi appended while it was on its way (a change then waits, see follow).
+function follow_missed(buf)
+  local state = views[buf]
+  local missed = state and state.missed_change
+  if missed then
+    state.missed_change = nil
+    follow(buf, missed)
+  end
+end
+
+--- pi appended ``appended`` entries: when the view shows the end of the path to the leaf, take them
+--- in; while a page is on its way, once it is shown.
+function follow(buf, appended)
+  local state = views[buf]
+  if not state or state.entry_id ~= nil then
+    return
+  end
+  if state.loading then
+    state.missed_change = (state.missed_change or 0) + appended
+    return
+  end
+  local finish = state.start + #state.items
+  if finish >= state.total then
+    load(buf, math.max(0, finish - 1), 'follow')
+  else
+    state.total = state.total + appended
+    render(buf)
+  end
+end
+
+--- The totals (pi/getStats), one request at a time: the changes while one is on its way (pi
+--- appending turn after turn; on a big session the totals take a while) share one more after it.
 local function load_stats(buf)
   local state = views[buf]
   if not state then
     return
   end
+  if state.stats_loading then
+    state.stats_again = true
+    return
+  end
+  state.stats_loading = true
   require('pi_session').request(state.source, 'pi/getStats', {}, function(err, stats)
     vim.schedule(function()
       if views[buf] ~= state then
         return
       end
+      state.stats_loading = false
       state.stats_line = err and ('totals: ' .. tostring(err.message or err)) or M.stats_line(stats)
       render(buf)
+      if state.stats_again then
+        state.stats_again = false
+        load_stats(buf)
+      end
     end)
   end)
 end
@@ -621,15 +667,7 @@ function M.on_did_change(params)
   for buf, state in pairs(views) do
     if vim.api.nvim_buf_is_valid(state.source) and (params.uri == nil or require('pi_session.tree').same_file(vim.uri_from_bufnr(state.source), params.uri)) then
       load_stats(buf)
-      if state.entry_id == nil then
-        local finish = state.start + #state.items
-        if finish >= state.total then
-          load(buf, math.max(0, finish - 1), 'follow')
-        else
-          state.total = state.total + #(params.newEntryIds or {})
-          render(buf)
-        end
-      end
+      follow(buf, #(params.newEntryIds or {}))
     end
   end
 end

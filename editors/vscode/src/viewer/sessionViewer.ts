@@ -61,6 +61,9 @@ export class ViewerPanel implements vscode.Disposable {
   private toolNames = new Map<string, string>();
   private ready = false;
   private pending: Array<() => void> = [];
+  /** The totals' request on its way, and whether the file changed since it was sent. */
+  private statsRequest: Promise<void> | undefined;
+  private statsAgain = false;
   /** Messages posted to the webview, for tests. */
   readonly posted: unknown[] = [];
 
@@ -176,7 +179,27 @@ export class ViewerPanel implements vscode.Disposable {
     }
   }
 
-  async showStats(): Promise<void> {
+  /**
+   * The totals (pi/getStats), one request at a time: the changes while one is on its way (pi appending
+   * turn after turn; on a big session the totals take a while) share one more request after it.
+   */
+  showStats(): Promise<void> {
+    if (this.statsRequest) {
+      this.statsAgain = true;
+      return this.statsRequest;
+    }
+    const request = this.requestStats().finally(() => {
+      this.statsRequest = undefined;
+      if (this.statsAgain) {
+        this.statsAgain = false;
+        void this.showStats();
+      }
+    });
+    this.statsRequest = request;
+    return request;
+  }
+
+  private async requestStats(): Promise<void> {
     try {
       const stats = await this.host.request<SessionStats>(Methods.getStats, { uri: this.host.wireUri(this.uri) });
       this.post({ type: 'stats', html: renderStats(stats) });

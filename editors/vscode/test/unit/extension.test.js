@@ -630,7 +630,7 @@ async function openViewer(options = {}) {
         paths.push(params);
         return params.offset >= PATH_PAGE.total ? { ...PATH_PAGE, offset: PATH_PAGE.total, items: [] } : PATH_PAGE;
       }
-      if (method === 'pi/getStats') return STATS;
+      if (method === 'pi/getStats') return options.stats ? Promise.resolve(options.stats()).then(() => STATS) : STATS;
       return null;
     },
   });
@@ -714,6 +714,27 @@ test('the viewer loads further pages, switches branches, lists them, and follows
   panel.send({ type: 'toLeaf' });
   await flush();
   assert.equal(paths.pop().entryId, undefined);
+});
+
+test('the viewer asks for the totals one request at a time: changes meanwhile share one more', async (t) => {
+  let gate = null; // while set, the totals wait until the test lets them through
+  const { client, restore } = await openViewer({ stats: () => gate });
+  t.after(restore);
+  const asked = () => client.requests.filter((r) => r.method === 'pi/getStats').length;
+  const before = asked();
+  let open;
+  gate = new Promise((resolve) => { open = resolve; });
+  for (const id of ['x', 'y', 'z']) client.notify('pi/didChange', { uri: SESSION_URI, kind: 'appended', newEntryIds: [id], leafId: id });
+  await flush();
+  assert.equal(asked(), before + 1, 'one request on its way');
+  const first = open;
+  gate = new Promise((resolve) => { open = resolve; });
+  first();
+  await flush();
+  assert.equal(asked(), before + 2, 'the changes during it shared one more');
+  open();
+  await flush();
+  assert.equal(asked(), before + 2, 'and no more');
 });
 
 test('the viewer\'s buttons: open as text, the tree at an entry, the context at an entry, a line', async (t) => {

@@ -1,0 +1,132 @@
+// The session tree's loads (src/treeView.ts): one at a time, the changes during one sharing the next,
+// each shown unless the document or the filter changed meanwhile.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { loadExtension, Uri } = require('./stubs');
+const { makeTreeServer, chainEntries } = require('./fakeTree');
+
+const loaded = loadExtension(); // treeView.js imports vscode: the stub must be in place
+const { SessionTreeProvider } = require(path.join(__dirname, '..', '..', 'out', 'src', 'treeView.js'));
+loaded.restore();
+
+const flush = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+/**
+ * A tree source whose replies wait until the test lets them through (`release`), as a server busy
+ * with a big session would. `loads` counts loads (each asks pi/getInfo once), per document.
+ */
+function gatedSource(serverFor) {
+  let gate;
+  let open;
+  const close = () => { gate = new Promise((resolve) => { open = resolve; }); };
+  close();
+  const source = {
+    loads: [],
+    waiting: 0,
+    async info(uri) {
+      source.loads.push(uri.toString());
+      return { entryCount: 5000 };
+    },
+    async window(uri, _filter, params) {
+      source.waiting++;
+      await gate;
+      source.waiting--;
+      return serverFor(uri.toString()).getTree(params);
+    },
+    release() { open(); close(); },
+  };
+  return source;
+}
+
+/** Let requests through until `promise` settles (a load asks several windows, one after another). */
+async function drive(promise, source) {
+  let done = false;
+  void promise.then(() => { done = true; });
+  for (let i = 0; i < 50 && !done; i++) {
+    source.release();
+    await flush();
+  }
+  assert.ok(done, 'the load did not end');
+}
+
+/** Let every request through until the provider has no load running or queued. */
+async function settle(provider, source) {
+  for (let i = 0; i < 50; i++) {
+    await flush();
+    if (source.waiting === 0 && !provider.loading && !provider.queued) return;
+    source.release();
+  }
+  assert.fail('the loads did not end');
+}
+
+const A = Uri.parse('file:///w/a.jsonl');
+const B = Uri.parse('file:///w/b.jsonl');
+
+test('changes during a load share one load after it, and the load they waited for is shown', async () => {
+  let leaf = 'a5';
+  const source = gatedSource(() => makeTreeServer(chainEntries(12), leaf));
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  const shown = [];
+  provider.onDidLoad = () => shown.push(provider.tree.leafId);
+
+  const first = provider.setDocument(A);
+  await flush();
+  assert.equal(source.loads.length, 1);
+  leaf = 'a7'; // pi appends, three times, while the first load waits on the server
+  const refreshes = [provider.refresh(), provider.refresh(), provider.refresh()];
+  assert.equal(refreshes[0], refreshes[1]);
+  assert.equal(refreshes[1], refreshes[2]);
+  await flush();
+  assert.equal(source.loads.length, 1, 'no second load while the first runs');
+
+  await drive(first, source);
+  assert.equal(shown.length, 1, 'the first load is shown: only the file changed since it began');
+  await settle(provider, source);
+  await Promise.all(refreshes);
+  assert.equal(source.loads.length, 2, 'the three changes shared one load');
+  assert.equal(shown.length, 2);
+  assert.equal(provider.tree.leafId, 'a7');
+});
+
+test('a change after the queued load began queues one more; none is lost', async () => {
+  let leaf = 'a3';
+  const source = gatedSource(() => makeTreeServer(chainEntries(12), leaf));
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  void provider.setDocument(A);
+  await flush();
+  leaf = 'a5';
+  const second = provider.refresh();
+  for (let i = 0; i < 50 && source.loads.length < 2; i++) {
+    source.release();
+    await flush();
+  }
+  assert.equal(source.loads.length, 2, 'the queued load started once the first ended');
+  leaf = 'a9';
+  const third = provider.refresh();
+  assert.notEqual(third, second);
+  await settle(provider, source);
+  await Promise.all([second, third]);
+  assert.equal(source.loads.length, 3);
+  assert.equal(provider.tree.leafId, 'a9');
+});
+
+test('another document during a load is loaded at once; the old load is not shown', async () => {
+  const servers = { [A.toString()]: makeTreeServer(chainEntries(6, 'x'), 'xa5'), [B.toString()]: makeTreeServer(chainEntries(6, 'y'), 'ya5') };
+  const source = gatedSource((uri) => servers[uri]);
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  const shown = [];
+  provider.onDidLoad = () => shown.push(provider.tree.leafId);
+  void provider.setDocument(A);
+  await flush();
+  const switched = provider.setDocument(B);
+  void provider.refresh(); // a change of B while both loads wait: after B's load, not after A's
+  await flush();
+  assert.deepEqual(source.loads, [A.toString(), B.toString()], 'B did not wait for A');
+  await settle(provider, source);
+  await switched;
+  assert.ok(shown.length >= 1 && shown.every((leaf) => leaf === 'ya5'), JSON.stringify(shown));
+  assert.equal(provider.uri, B);
+  assert.equal(provider.tree.leafId, 'ya5');
+});
