@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the session viewer and the lazy tree views ask of the sidecar, timed on a big session.
 
-    .venv/bin/python bench/bench_viewer.py SESSION.jsonl
+    .venv/bin/python bench/bench_viewer.py SESSION.jsonl [--appends N]
     .venv/bin/python bench/bench_viewer.py --generate 2048 [--keep /var/tmp/viewer-2g.jsonl]
 
 Spawns the sidecar (``python -m pi_session_server serve``) and asks what VS Code's session viewer
@@ -13,7 +13,11 @@ and tree view ask, in the order they ask it, addressing the file by ``uri`` as t
 - the tree view: the top level, then every level down to the leaf in one ``pi/getTree`` ``levels``
   request, as the views open on the leaf; then the same levels asked one window per level
   (``chain``/``aroundId``), as clients without ``levels`` do;
-- a branch switch at the last branch point on the path (``pi/getPath`` with ``descend``).
+- a branch switch at the last branch point on the path (``pi/getPath`` with ``descend``);
+- before the totals, VS Code's "Branch Here" on a row of the tree's top level (``pi/branch``), the
+  tree's top level and the viewer's first page after it, and "Branch Here" back on the leaf;
+- with ``--appends N`` (it writes to SESSION: give it a copy), last, pi appending N turns, each
+  followed by the tree view's reload (the top level, the levels down to the new leaf).
 
 Prints seconds per step and the sidecar's peak RSS (``VmHWM``). ``--generate N`` makes an N MB
 session with ``bench/gen_session.py`` first (2 GB takes some minutes and the disk space).
@@ -23,6 +27,7 @@ Not part of CI.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -48,7 +53,7 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def run(path: Path) -> list[tuple[str, float, str]]:
+def run(path: Path, appends: int = 0) -> list[tuple[str, float, str]]:
     uri = path.resolve().as_uri()
     rows: list[tuple[str, float, str]] = []
     base = {"uri": uri, "filter": "default", "form": "flat", "activeBranchFirst": True}
@@ -69,6 +74,24 @@ def run(path: Path) -> list[tuple[str, float, str]]:
             lambda r: f"path of {r['total']:,}",
         )
         total = first["total"]
+        # VS Code's "Branch Here" on a row of the tree's top level, then the views of the new leaf;
+        # and back (so the steps below see the session's own leaf)
+        top = client.request(
+            "pi/getTree", {**base, "chain": True, "offset": 0, "limit": TREE_PAGE}, timeout=3600
+        )
+        leaf = top["leafId"]
+        step(
+            "tree: Branch Here (pi/branch)",
+            "pi/branch",
+            {"uri": uri, "entryId": top["nodes"][len(top["nodes"]) // 2]["id"]},
+        )
+        step(
+            "  tree: top level after it",
+            "pi/getTree",
+            {**base, "chain": True, "offset": 0, "limit": TREE_PAGE},
+        )
+        step("  viewer: first page after it", "pi/getPath", {"uri": uri, "limit": PAGE})
+        step("  tree: Branch Here back on the leaf", "pi/branch", {"uri": uri, "entryId": leaf})
         step(
             "viewer: totals",
             "pi/getStats",
@@ -131,9 +154,49 @@ def run(path: Path) -> list[tuple[str, float, str]]:
                 },
                 lambda r: f"path of {r['total']:,}",
             )
+        follow_appends(client, step, base, path, appends)
         rows.append(("sidecar peak RSS (MB)", peak_rss_mb(client.process.pid), ""))
         del info
     return rows
+
+
+def follow_appends(client: SidecarClient, step: Any, base: dict[str, Any], path: Path, appends: int) -> None:
+    """pi appends a turn, ``appends`` times; each time the server reports it (pi/didChange) and the
+    tree view loads anew: the top level, then every level down to the new leaf."""
+    uri = base["uri"]
+    for n in range(appends):
+        new_id = pi_appends(path, n)
+        started = time.perf_counter()
+        while time.perf_counter() - started < 60:  # until the server has taken the line in
+            if client.request("pi/getInfo", {"uri": uri}, timeout=3600).get("leafId") == new_id:
+                break
+            time.sleep(0.05)
+        params = {**base, "chain": True, "offset": 0, "limit": TREE_PAGE}
+        step(f"pi appends turn {n + 1}: tree top level", "pi/getTree", params)
+        levels = {**base, "levels": True, "aroundId": new_id, "limit": TREE_PAGE}
+        step(f"pi appends turn {n + 1}: levels down to it", "pi/getTree", levels)
+
+
+def pi_appends(path: Path, n: int) -> str:
+    """Append a user message below the file's last entry, as pi writes one; its id."""
+    with path.open("rb") as file:
+        file.seek(max(0, path.stat().st_size - (1 << 20)))
+        last = file.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    new_id = f"bench{n:03d}{int(time.time() * 1000) % 100000:05d}"
+    line = {
+        "type": "message",
+        "id": new_id,
+        "parentId": json.loads(last)["id"],
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "message": {
+            "role": "user",
+            "content": f"appended by bench_viewer {n + 1}",
+            "timestamp": int(time.time() * 1000),
+        },
+    }
+    with path.open("a", encoding="utf-8") as file:
+        file.write(json.dumps(line) + "\n")
+    return new_id
 
 
 def main() -> int:
@@ -143,6 +206,14 @@ def main() -> int:
     parser.add_argument("session", nargs="?", help="a session file")
     parser.add_argument("--generate", type=float, metavar="MB", help="generate a session of this size first")
     parser.add_argument("--keep", help="where the generated session goes (default: a temporary file)")
+    parser.add_argument(
+        "--appends",
+        type=int,
+        default=0,
+        metavar="N",
+        help="then append N turns to SESSION as pi does (it is written to: use a copy), each followed by "
+        "the tree view's reload",
+    )
     args = parser.parse_args()
     if args.session:
         path = Path(args.session)
@@ -158,7 +229,7 @@ def main() -> int:
         parser.error("give a session file or --generate MB")
     size = path.stat().st_size / 1e6
     print(f"{path} ({size:,.0f} MB)")
-    for name, value, note in run(path):
+    for name, value, note in run(path, args.appends):
         unit = "" if "RSS" in name else " s"
         print(f"  {name:<40} {value:>9.2f}{unit}  {note}")
     return 0
