@@ -537,6 +537,14 @@ test('refreshes asked for while the tree loads share one load after it (pi appen
       return not state.loading and not state.load_again
     end, 20)
     eq(loads, 5, 'back to the first filter: one more load')
+    -- `r` while a load runs: a load at once
+    tree.refresh(tree_buf)
+    tree.refresh(tree_buf, true)
+    eq(loads, 7, 'the user\'s refresh did not wait')
+    vim.wait(TIMEOUT, function()
+      return not state.loading and not state.load_again
+    end, 20)
+    eq(loads, 7, 'and nothing after it')
   end)
   session.request = request
   assert(ok, err)

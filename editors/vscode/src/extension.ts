@@ -284,7 +284,7 @@ class Extension {
 
   async refreshTree(): Promise<void> {
     if (!this.tree.uri) await this.followActiveEditor();
-    else await this.tree.refresh();
+    else await this.tree.reload();
   }
 
   private describeTree(): void {

@@ -93,8 +93,11 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     return this.queued;
   }
 
-  /** Another document or filter: load it now (a load running for the old one is not shown). */
-  private reload(): Promise<void> {
+  /**
+   * Load now, without waiting for the load running (which is not shown): another document or filter,
+   * or the user's Refresh.
+   */
+  reload(): Promise<void> {
     this.generation++;
     this.queued = undefined;
     return this.startLoad();

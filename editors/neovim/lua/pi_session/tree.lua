@@ -229,13 +229,14 @@ end
 --- (a small session: every level). One load runs at a time: the refreshes asked for while it runs
 --- (pi appending turn after turn, each a pi/didChange) share one more load after it, so a session
 --- that changes faster than it loads is still shown, each load a little behind the file. A load for
---- another filter starts at once, and the one running is dropped.
-function M.refresh(buf)
+--- another filter, or one asked for by the user (``now``: `r`, the command again), starts at once,
+--- and the one running is dropped.
+function M.refresh(buf, now)
   local state = trees[buf]
   if not state then
     return
   end
-  if state.loading and state.loading_filter == state.filter then
+  if state.loading and not now and state.loading_filter == state.filter then
     state.load_again = true
     return
   end
@@ -431,7 +432,7 @@ local function map_keys(buf)
     {
       'r',
       function()
-        M.refresh(buf)
+        M.refresh(buf, true)
       end,
       'Refresh',
     },
@@ -484,7 +485,7 @@ function M.open(filter)
       end
       scratch.show(buf, 'botright vsplit')
       state.focus_leaf = true
-      M.refresh(buf)
+      M.refresh(buf, true)
       return buf
     end
   end

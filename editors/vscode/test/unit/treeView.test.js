@@ -130,3 +130,20 @@ test('another document during a load is loaded at once; the old load is not show
   assert.equal(provider.uri, B);
   assert.equal(provider.tree.leafId, 'ya5');
 });
+
+test('the user\'s Refresh loads at once, without waiting for the load running (which is not shown)', async () => {
+  let leaf = 'a3';
+  const source = gatedSource(() => makeTreeServer(chainEntries(12), leaf));
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  const shown = [];
+  provider.onDidLoad = () => shown.push(provider.tree.leafId);
+  void provider.setDocument(A);
+  await flush();
+  leaf = 'a5';
+  const refreshed = provider.reload();
+  await flush();
+  assert.equal(source.loads.length, 2, 'the second load did not wait');
+  await settle(provider, source);
+  await refreshed;
+  assert.deepEqual(shown, ['a5'], 'only the load asked for last is shown');
+});
