@@ -383,6 +383,19 @@ try {
     message: { role: 'user', content: 'Appended while the viewer was open', timestamp: 1767607240000 },
   })}\n`);
   check('the viewer follows pi appending to the session', await visible(frame.locator('.item', { hasText: 'Appended while the viewer was open' }), 30_000));
+  // pi writes turn after turn, each a change of its own while the viewer's pages for the ones
+  // before are on their way: every turn shows up, the last one too
+  for (let n = 10, parent = 'h0000009'; n < 14; parent = `h00000${n}`, n++) {
+    fs.appendFileSync(path.join(FOLDER, 'hostile-session.jsonl'), `${JSON.stringify({
+      type: 'message', id: `h00000${n}`, parentId: parent, timestamp: `2026-01-05T10:00:${n + 40}.000Z`,
+      message: { role: 'user', content: `Turn ${n} in a burst`, timestamp: 1767607240000 + n },
+    })}\n`);
+    await page.waitForTimeout(200); // past the server's poll: a pi/didChange each
+  }
+  const lastTurn = await visible(frame.locator('.item', { hasText: 'Turn 13 in a burst' }), 30_000);
+  const turns = [];
+  for (let n = 10; n < 14; n++) if ((await frame.locator('.item', { hasText: `Turn ${n} in a burst` }).count()) === 1) turns.push(n);
+  check('the viewer follows a burst of turns, each once, the last one too', lastTurn && turns.length === 4, `shown: ${turns.join(', ')}`);
 
   // 14. a 100 MB session (over what VS Code hands to extensions) opens from the Explorer in the viewer
   await runCommand(page, 'View: Close All Editors');
