@@ -40,6 +40,7 @@ write a whole index, and a reader sees one whole index or none.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import struct
 import sys
@@ -173,18 +174,20 @@ def _write_index_or_defer(
         outcome.written = _write_index(directory, path, st, seen_at, start, first_line, scanned, crcs)
         return outcome.written
 
-    scanned = _as_scanned(result) if getattr(_deferring, "writes", None) is not None else result
-    write_later_or_now(lambda: write(scanned))
+    write_later_or_now(lambda: write(result), held=lambda: functools.partial(write, _as_scanned(result)))
 
 
-def write_later_or_now(write: Callable[[], bool]) -> None:
+def write_later_or_now(
+    write: Callable[[], bool], held: Callable[[], Callable[[], bool]] | None = None
+) -> None:
     """``write()`` (something kept with an index) now, or handed to the block of
-    :func:`index_writes_deferred` this thread is in: it then holds what it writes."""
+    :func:`index_writes_deferred` this thread is in: it then holds what it writes (``held()``: the
+    write of a copy taken now, when what ``write`` reads goes on changing)."""
     deferred = getattr(_deferring, "writes", None)
     if deferred is None:
         write()
     else:
-        deferred.append(write)
+        deferred.append(write if held is None else held())
 
 
 def _as_scanned(result: ScanResult) -> ScanResult:
