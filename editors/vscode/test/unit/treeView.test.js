@@ -40,6 +40,15 @@ function gatedSource(serverFor) {
   return source;
 }
 
+/** A tree view over a gated source; `shown`: the leaf of each load it showed, in order. */
+function gatedTree(serverFor) {
+  const source = gatedSource(serverFor);
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  const shown = [];
+  provider.onDidLoad = () => shown.push(provider.tree.leafId);
+  return { source, provider, shown };
+}
+
 /** Let requests through until `promise` settles (a load asks several windows, one after another). */
 async function drive(promise, source) {
   let done = false;
@@ -66,10 +75,7 @@ const B = Uri.parse('file:///w/b.jsonl');
 
 test('changes during a load share one load after it, and the load they waited for is shown', async () => {
   let leaf = 'a5';
-  const source = gatedSource(() => makeTreeServer(chainEntries(12), leaf));
-  const provider = new SessionTreeProvider(source, 'default', 10);
-  const shown = [];
-  provider.onDidLoad = () => shown.push(provider.tree.leafId);
+  const { source, provider, shown } = gatedTree(() => makeTreeServer(chainEntries(12), leaf));
 
   const first = provider.setDocument(A);
   await flush();
@@ -92,8 +98,7 @@ test('changes during a load share one load after it, and the load they waited fo
 
 test('a change after the queued load began queues one more; none is lost', async () => {
   let leaf = 'a3';
-  const source = gatedSource(() => makeTreeServer(chainEntries(12), leaf));
-  const provider = new SessionTreeProvider(source, 'default', 10);
+  const { source, provider } = gatedTree(() => makeTreeServer(chainEntries(12), leaf));
   void provider.setDocument(A);
   await flush();
   leaf = 'a5';
@@ -114,10 +119,7 @@ test('a change after the queued load began queues one more; none is lost', async
 
 test('another document during a load is loaded at once; the old load is not shown', async () => {
   const servers = { [A.toString()]: makeTreeServer(chainEntries(6, 'x'), 'xa5'), [B.toString()]: makeTreeServer(chainEntries(6, 'y'), 'ya5') };
-  const source = gatedSource((uri) => servers[uri]);
-  const provider = new SessionTreeProvider(source, 'default', 10);
-  const shown = [];
-  provider.onDidLoad = () => shown.push(provider.tree.leafId);
+  const { source, provider, shown } = gatedTree((uri) => servers[uri]);
   void provider.setDocument(A);
   await flush();
   const switched = provider.setDocument(B);
@@ -133,10 +135,7 @@ test('another document during a load is loaded at once; the old load is not show
 
 test('the user\'s Refresh loads at once, without waiting for the load running (which is not shown)', async () => {
   let leaf = 'a3';
-  const source = gatedSource(() => makeTreeServer(chainEntries(12), leaf));
-  const provider = new SessionTreeProvider(source, 'default', 10);
-  const shown = [];
-  provider.onDidLoad = () => shown.push(provider.tree.leafId);
+  const { source, provider, shown } = gatedTree(() => makeTreeServer(chainEntries(12), leaf));
   void provider.setDocument(A);
   await flush();
   leaf = 'a5';
