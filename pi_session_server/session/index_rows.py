@@ -17,12 +17,13 @@ code columns and makes entries only where it looks.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, repeat
 from operator import add
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
 
@@ -332,6 +333,11 @@ class IndexedRows:
             at = data.find(wanted, at + 1)
         return -1
 
+    def entry_of_id(self, entry_id: Any) -> Entry | None:
+        """The entry of the row whose id is ``entry_id`` (:meth:`row_of_id`), or None."""
+        row = self.row_of_id(entry_id)
+        return self.entry(row) if row >= 0 else None
+
     def rows_under(self, parent_id: Any) -> list[int]:
         """The rows whose parentId is ``parent_id`` (``===``), in file order: the row after the one
         with that id, when it goes on its chain, and the rows that name it otherwise."""
@@ -495,7 +501,34 @@ def _line_bytes(data: bytes, offsets: array[int]) -> list[LineBytes]:
     return out
 
 
-class RowPath(Sequence[Entry]):
+_Made = TypeVar("_Made")
+
+
+class MadeByRow(Sequence[_Made]):
+    """A sequence of what is made of each row of a path, made when looked at: a subclass says
+    which row each index is (:meth:`row_of`) and what a row makes (:meth:`made`)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def row_of(self, index: int) -> int: ...
+
+    @abstractmethod
+    def made(self, row: int) -> _Made: ...
+
+    @overload
+    def __getitem__(self, index: int) -> _Made: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[_Made]: ...
+
+    def __getitem__(self, index: int | slice) -> _Made | list[_Made]:
+        if isinstance(index, slice):
+            return [self.made(self.row_of(i)) for i in range(*index.indices(len(self)))]
+        return self.made(self.row_of(index))
+
+
+class RowPath(MadeByRow[Entry]):
     """A path of rows (runs of consecutive rows, root-most first), read as a sequence of entries
     that are made as they are looked at."""
 
@@ -544,16 +577,8 @@ class RowPath(Sequence[Entry]):
         run = bisect_right(self._begins, index) - 1
         return self._runs[run][0] + index - self._begins[run]
 
-    @overload
-    def __getitem__(self, index: int) -> Entry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Entry]: ...
-
-    def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
-        if isinstance(index, slice):
-            return [self.rows.entry(self.row_of(i)) for i in range(*index.indices(self.length))]
-        return self.rows.entry(self.row_of(index))
+    def made(self, row: int) -> Entry:
+        return self.rows.entry(row)
 
     def __iter__(self) -> Iterator[Entry]:
         entry = self.rows.entry

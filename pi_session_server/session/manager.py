@@ -1032,8 +1032,8 @@ class SessionManager:
     def get_entry(self, entry_id: Any) -> Any:
         rows = self._rows
         if rows is not None:
-            row = rows.row_of_id(entry_id)
-            return rows.entry(row) if row >= 0 else ABSENT
+            entry = rows.entry_of_id(entry_id)
+            return ABSENT if entry is None else entry
         return self._by_id.get(index_key(entry_id), ABSENT)
 
     def _has_entry(self, entry_id: Any) -> bool:

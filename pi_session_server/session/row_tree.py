@@ -16,14 +16,14 @@ it makes the nodes it shows.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, overload
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..format.dates import ms
 from ..format.entry import Entry
 from ..format.jsvalue import ABSENT
 from .fields import timestamp_of
-from .index_rows import IndexedRows, RowPath
+from .index_rows import IndexedRows, MadeByRow, RowPath
 from .tree import sort_siblings
 
 # A node made on its own costs several times one of getTree's, made with all the others: a row tree
@@ -171,7 +171,7 @@ class RowTree:
         return NodesOnPath(self, path)
 
 
-class NodesOnPath(Sequence[RowNode]):
+class NodesOnPath(MadeByRow[RowNode]):
     """The nodes of a path of a :class:`RowTree`, made as they are looked at (a viewer shows a page
     of a path that can be most of the session)."""
 
@@ -184,16 +184,11 @@ class NodesOnPath(Sequence[RowNode]):
     def __len__(self) -> int:
         return len(self.path)
 
-    @overload
-    def __getitem__(self, index: int) -> RowNode: ...
+    def row_of(self, index: int) -> int:
+        return self.path.row_of(index)
 
-    @overload
-    def __getitem__(self, index: slice) -> list[RowNode]: ...
-
-    def __getitem__(self, index: int | slice) -> RowNode | list[RowNode]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return self.tree.node(self.path.row_of(index))
+    def made(self, row: int) -> RowNode:
+        return self.tree.node(row)
 
 
 def row_tree(
@@ -235,10 +230,10 @@ class RowEntries(Mapping[Any, Entry]):
         self.rows = rows
 
     def __getitem__(self, key: Any) -> Entry:
-        row = self.rows.row_of_id(key)
-        if row < 0:
+        entry = self.rows.entry_of_id(key)
+        if entry is None:
             raise KeyError(key)
-        return self.rows.entry(row)
+        return entry
 
     def __iter__(self) -> Iterator[Any]:
         return map(self.rows.id_at, range(self.rows.count))

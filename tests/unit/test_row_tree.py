@@ -102,6 +102,18 @@ def test_the_tree_of_rows_is_get_tree_and_its_path_get_branch(
         for depth_node in preorder(tree.roots):
             entry = depth_node[1].entry
             assert (entry in tree.leaf_path) == (entry.id in on_path)
+        # the path and its nodes read as sequences: by index from either end, and by slice
+        branch, nodes = expected[1], tree.nodes_on(tree.leaf_path)
+        for at in range(-len(branch), len(branch)):
+            assert tree.leaf_path[at].id == nodes[at].entry.id == branch[at]
+        for window in (slice(None), slice(1, None, 2), slice(None, None, -1), slice(-3, -1), slice(5, 2)):
+            assert [e.id for e in tree.leaf_path[window]] == branch[window]
+            assert [node.entry.id for node in nodes[window]] == branch[window]
+        for beyond in (len(branch), -len(branch) - 1):
+            with pytest.raises(IndexError):
+                tree.leaf_path[beyond]
+            with pytest.raises(IndexError):
+                nodes[beyond]
 
 
 @settings(max_examples=60, deadline=None)
