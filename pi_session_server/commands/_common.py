@@ -40,13 +40,16 @@ def add_pi_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_index_argument(parser: argparse.ArgumentParser) -> None:
+def add_index_argument(
+    parser: argparse.ArgumentParser,
+    what: str = "neither read nor write the session's index in the cache directory",
+) -> None:
+    """``--no-index`` (``args.index``): ``what`` the command then does not do."""
     parser.add_argument(
         "--no-index",
         dest="index",
         action="store_false",
-        help="neither read nor write the session's index in the cache directory "
-        "($PI_SESSION_INDEX_DIR, else $XDG_CACHE_HOME/pi-session; PI_SESSION_NO_INDEX=1 does the same)",
+        help=f"{what} ($PI_SESSION_INDEX_DIR, else $XDG_CACHE_HOME/pi-session; PI_SESSION_NO_INDEX=1 does the same)",
     )
 
 

@@ -5,9 +5,11 @@ Each problem is printed as ``file:line:column: severity code message`` (1-based;
 characters), followed by a summary per file and a total. ``--json`` prints one JSON document
 instead (written as it goes). The exit status is 1 when any file has an error, 2 when a path does
 not exist. Directories are searched for ``*.jsonl`` files recursively; with no path, pi's session
-directory is checked. Files are analysed one at a time, each line read once and kept as its facts
-and its place in the file (bytes are read again for the lines a problem is on), so memory stays
-small whatever the size or number of files; a progress line is shown on stderr when it is a terminal.
+directory is checked. Files are analysed one at a time (commands/check_analysis.py), each line read
+once and kept as its facts and its place in the file (bytes are read again for the lines a problem
+is on), so memory stays small whatever the size or number of files; the problems of a file
+unchanged since it was last checked are printed from what was kept then (commands/check_report.py).
+A progress line is shown on stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -20,25 +22,11 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from ..analysis.codes import Severity
-from ..analysis.diagnostics import Diagnostic, count_by_severity, document_diagnostics
-from ..analysis.document import SessionDocument
-from ..analysis.positions import UTF32, to_column
-from ..session import DEFAULT_PI
-from ._common import add_pi_argument
+from ._common import add_index_argument, add_pi_argument
+from .check_report import SEVERITIES, FileReport, Finding, report
 
-_LEVELS = {
-    "error": Severity.ERROR,
-    "warning": Severity.WARNING,
-    "information": Severity.INFORMATION,
-    "hint": Severity.HINT,
-}
-_NAMES = {
-    Severity.ERROR: "error",
-    Severity.WARNING: "warning",
-    Severity.INFORMATION: "info",
-    Severity.HINT: "hint",
-}
+#: how a problem's severity is printed in the text form
+_SHORT_NAMES = {"information": "info"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.add_argument(
         "--min-severity",
-        choices=list(_LEVELS),
+        choices=SEVERITIES,
         default="hint",
         help="report only problems at least this severe (default: hint, i.e. everything)",
     )
@@ -68,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
     add_pi_argument(parser)
+    add_index_argument(
+        parser,
+        "neither read nor keep the problems of an unchanged file in the cache directory",
+    )
 
 
 # ---------------------------------------------------------------------- finding files
@@ -104,22 +96,11 @@ def default_paths() -> list[str]:
 # ---------------------------------------------------------------------- one file
 
 
-def check_file(
-    path: str, pi: str = DEFAULT_PI
-) -> tuple[SessionDocument | None, list[Diagnostic], str | None]:
-    """The analysed document and its diagnostics as pi release ``pi`` reads the file, or the reason
-    the file could not be read."""
-    try:
-        # lines keep where they are, not their bytes: a multi-GB session in the memory of its facts
-        doc = SessionDocument.from_file(path, pi=pi)
-        return doc, document_diagnostics(doc), None
-    except OSError as err:
-        return None, [], err.strerror or str(err)
-
-
-def _columns(doc: SessionDocument, d: Diagnostic) -> tuple[int, int]:
-    raw = doc.lines[d.line].raw
-    return to_column(raw, d.start, UTF32, doc.errors) + 1, to_column(raw, d.end, UTF32, doc.errors) + 1
+def count_by_severity(findings: list[Finding]) -> dict[str, int]:
+    counts = dict.fromkeys(SEVERITIES, 0)
+    for finding in findings:
+        counts[finding.severity] += 1
+    return counts
 
 
 def summary_text(counts: dict[str, int]) -> str:
@@ -180,18 +161,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"pi-session check: {path}: no such file or directory", file=sys.stderr)
     if missing and args.paths:
         return 2
-    minimum = _LEVELS[args.min_severity]
+    reported = SEVERITIES[: SEVERITIES.index(args.min_severity) + 1]
     progress = Progress(len(files), sys.stderr.isatty() if args.progress is None else args.progress)
     out = sys.stdout
-    totals = {"files": 0, "filesWithErrors": 0, **{s.name.lower(): 0 for s in Severity}}
+    totals = {"files": 0, "filesWithErrors": 0, **dict.fromkeys(SEVERITIES, 0)}
     if args.json:
         out.write('{"files":[')
     for index, path in enumerate(files):
         progress.show(index, path)
-        doc, diagnostics, failure = check_file(path, args.pi)
-        diagnostics = [d for d in diagnostics if d.severity <= minimum]
-        counts = count_by_severity(diagnostics)
-        if failure is not None:
+        found = report(path, args.pi, args.index)
+        findings = [f for f in found.findings if f.severity in reported]
+        counts = count_by_severity(findings)
+        if found.failure is not None:
             counts["error"] += 1
         totals["files"] += 1
         totals["filesWithErrors"] += 1 if counts["error"] else 0
@@ -202,14 +183,13 @@ def run(args: argparse.Namespace) -> int:
             out.write(
                 ("," if index else "")
                 + json.dumps(
-                    _file_json(path, doc, diagnostics, counts, failure),
+                    _file_json(path, FileReport(findings, found.failure), counts),
                     ensure_ascii=False,
                     separators=(",", ":"),
                 )
             )
         else:
-            _print_file(out, path, doc, diagnostics, counts, failure, args.quiet)
-        del doc
+            _print_file(out, path, FileReport(findings, found.failure), counts, args.quiet)
     progress.clear()
     if args.json:
         out.write('],"totals":' + json.dumps(totals, separators=(",", ":")) + "}\n")
@@ -217,55 +197,37 @@ def run(args: argparse.Namespace) -> int:
         checked = totals["files"]
         print(
             f"{checked} file{'' if checked == 1 else 's'} checked: "
-            + summary_text({k: totals[k] for k in ("error", "warning", "information", "hint")}),
+            + summary_text({k: totals[k] for k in SEVERITIES}),
             file=out,
         )
     out.flush()
     return 1 if totals["error"] else 0
 
 
-def _print_file(
-    out: TextIO,
-    path: str,
-    doc: SessionDocument | None,
-    diagnostics: list[Diagnostic],
-    counts: dict[str, int],
-    failure: str | None,
-    quiet: bool,
-) -> None:
-    if failure is not None:
-        print(f"{path}: error: cannot read the file: {failure}", file=out)
+def _print_file(out: TextIO, path: str, found: FileReport, counts: dict[str, int], quiet: bool) -> None:
+    if found.failure is not None:
+        print(f"{path}: error: cannot read the file: {found.failure}", file=out)
         return
-    assert doc is not None
-    for d in diagnostics:
-        line, col = d.line + 1, _columns(doc, d)[0]
-        print(f"{path}:{line}:{col}: {_NAMES[d.severity]} {d.code} {d.message}", file=out)
-    if diagnostics or not quiet:
+    for f in found.findings:
+        severity = _SHORT_NAMES.get(f.severity, f.severity)
+        print(f"{path}:{f.line}:{f.column}: {severity} {f.code} {f.message}", file=out)
+    if found.findings or not quiet:
         print(f"{path}: {summary_text(counts)}", file=out)
 
 
-def _file_json(
-    path: str,
-    doc: SessionDocument | None,
-    diagnostics: list[Diagnostic],
-    counts: dict[str, int],
-    failure: str | None,
-) -> dict[str, Any]:
-    items = []
-    for d in diagnostics:
-        assert doc is not None
-        start, end = _columns(doc, d)
-        items.append(
-            {
-                "line": d.line + 1,
-                "column": start,
-                "endColumn": end,
-                "severity": d.severity.name.lower(),
-                "code": d.code,
-                "message": d.message,
-            }
-        )
+def _file_json(path: str, found: FileReport, counts: dict[str, int]) -> dict[str, Any]:
+    items = [
+        {
+            "line": f.line,
+            "column": f.column,
+            "endColumn": f.end_column,
+            "severity": f.severity,
+            "code": f.code,
+            "message": f.message,
+        }
+        for f in found.findings
+    ]
     result: dict[str, Any] = {"path": path, "summary": counts, "diagnostics": items}
-    if failure is not None:
-        result["error"] = failure
+    if found.failure is not None:
+        result["error"] = found.failure
     return result

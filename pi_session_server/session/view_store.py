@@ -47,6 +47,7 @@ MAX_VIEW_BYTES: Final = 64 * 1024 * 1024
 # the kinds of view, one kept per file and kind
 TREE: Final = "tree"
 CONTEXT: Final = "context"
+CHECK: Final = "check"  # pi-session check's problems of the file (commands/check_report.py)
 
 
 class KeptView(NamedTuple):

@@ -22,7 +22,7 @@ from pi_session_server.analysis.hints import code_lenses, inlay_hints
 from pi_session_server.analysis.hover import hover
 from pi_session_server.analysis.navigation import definition, references
 from pi_session_server.analysis.symbols import Symbol, document_symbols
-from pi_session_server.commands.check import check_file
+from pi_session_server.commands.check_analysis import check_file
 from pi_session_server.errors import PiVersionError
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager, build_session_context

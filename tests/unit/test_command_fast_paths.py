@@ -835,6 +835,95 @@ def test_a_kept_context_is_built_again_whenever_anything_it_was_built_from_chang
         assert "1 line skipped" in errors[0]
 
 
+# ---------------------------------------------------------------------- the check command, kept problems
+
+
+def test_kept_problems_are_found_again_whenever_anything_they_were_found_in_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """``check`` of a file unchanged since it was checked the same way prints the problems kept
+    with its index (commands/check_report.py), without analysing it; another release, a line
+    appended, a rewrite in place, a kept view damaged or holding what check does not write, a file
+    changed just before: analysed again, each time printing what an analysis without anything kept
+    prints, in both forms and at every severity."""
+    from pi_session_server.cli import main
+    from pi_session_server.commands import check_analysis
+    from pi_session_server.session import view_store
+
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    analysed: list[str] = []
+    real_report = check_analysis.report_file
+    monkeypatch.setattr(
+        check_analysis, "report_file", lambda path, pi: analysed.append(pi) or real_report(path, pi)
+    )
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("\n".join([S.header(), S.user("a", None, "first"), S.user("b", "a", "then")]) + "\n")
+    with open(path, "a", encoding="utf-8") as f:  # problems: a line cut off, an orphan tool result
+        f.write('{"type":"message","id":"cut"\n')
+        f.write(S.tool_result("orphan", "i33", "no-such-call") + "\n")
+
+    def check(*extra: str) -> tuple[str, int]:
+        """(what ``check`` prints of both files, how many files it analysed)."""
+        outputs, analyses = [], 0
+        for form in ((), ("--json",), ("--min-severity", "error", "-q")):
+            before = len(analysed)
+            code = main(["check", "--no-progress", *form, *extra, str(path), str(clean)])
+            out, err = capsys.readouterr()
+            analyses = max(analyses, len(analysed) - before)
+            assert (
+                main(["check", "--no-progress", "--no-index", *form, *extra, str(path), str(clean)]) == code
+            )
+            assert capsys.readouterr() == (out, err)  # the same as analysed without anything kept
+            assert code == 1 and not err
+            outputs.append(out)
+        return "\n".join(outputs), analyses
+
+    time.sleep(0.1)
+    first, analyses = check()
+    assert analyses == 2 and "PI036" in first and "PI001" in first and "clean.jsonl: ok" in first
+    kept = sorted((tmp_path / "index").glob("*" + view_store.suffix(view_store.CHECK)))
+    assert len(kept) == 2
+    assert check() == (first, 0)  # the kept problems: neither file analysed
+    old, analyses = check("--pi", "0.86.1")
+    assert analyses == 2 and analysed[-1] == "0.86.1"
+    assert check("--pi", "0.86.1") == (old, 0)
+    assert check() == (first, 2)  # one release kept at a time
+    for damaged in (
+        b"",
+        kept[0].read_bytes()[:-3],
+        b"PIVIEW\x00\x00" + os.urandom(100),
+    ):
+        for one in kept:
+            one.write_bytes(damaged)
+        assert check() == (first, 2)
+    for odd in (b"{}", b"[[1,2,3]]", b'[[1,1,2,"fatal","PI001","m"]]', b'[[1,1,2,"error",1,"m"]]', b"\xff"):
+        for one in (path, clean):  # a view check did not write, kept as check would keep one
+            before = view_store.identity_before_open(str(one))
+            assert view_store.save(str(one), before, view_store.CHECK, ("1.6.0",), "", odd)
+        assert check() == (first, 2)
+    with open(clean, "a", encoding="utf-8") as f:  # appended: a problem more
+        f.write("not json\n")
+    out, analyses = check()
+    assert analyses == 1 and out != first and out.count("PI001") == first.count("PI001") + 3
+    time.sleep(0.1)
+    assert check() == (out, 1)  # (changed just before it was analysed: not kept then)
+    assert check() == (out, 0)
+    with open(clean, "r+b") as f:  # the same size, other text in the middle
+        data = f.read()
+        f.seek(data.index(b"not json"))
+        f.write(b"{} json")
+    time.sleep(0.1)
+    rewritten, analyses = check()
+    assert analyses == 1 and rewritten != out
+    assert check() == (rewritten, 0)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 10**18)  # every file changed just before: none used or kept
+    assert check() == (rewritten, 2)
+    assert check() == (rewritten, 2)
+
+
 KEPT_VIEW_PROBE = """
 import json, sys
 from pi_session_server.cli import main
@@ -846,14 +935,16 @@ print(json.dumps({"code": code, "ours": ours, "msgspec": "msgspec" in sys.module
 
 @pytest.mark.slow
 def test_a_kept_view_is_printed_without_importing_the_library(tmp_path: Path):
-    """What makes a reopen cheap: printing a kept view imports the command, the view store and the
-    cache directory's rules, not the session library (nor msgspec); the output is the same."""
+    """What makes a reopen cheap: printing a kept view (a tree, a context, the problems check found)
+    imports the command, the view store and the cache directory's rules, not the session library
+    nor the analysis (nor msgspec); the output is the same."""
     session = tmp_path / "s.jsonl"
     session.write_bytes(S.generate_session(50_000, seed=5))
     time.sleep(cache_dir.RACY_NS / 1e9 + 0.1)  # views are kept of a file settled (RACY_NS)
     env = dict(os.environ, PI_SESSION_INDEX_DIR=str(tmp_path / "index"), PI_SESSION_INDEX_MIN_SIZE="0")
     env.pop("PI_SESSION_NO_INDEX", None)
-    for command in (["tree"], ["context"], ["context", "--json"]):
+    builders = {"tree": "session.manager", "context": "session.manager", "check": "analysis.document"}
+    for command in (["tree"], ["context"], ["context", "--json"], ["check"], ["check", "--json"]):
         runs = [
             subprocess.run(
                 [sys.executable, "-c", KEPT_VIEW_PROBE, *command, str(session)],
@@ -867,7 +958,9 @@ def test_a_kept_view_is_printed_without_importing_the_library(tmp_path: Path):
         first, again = (json.loads(run.stderr.decode().strip().splitlines()[-1]) for run in runs)
         assert first["code"] == again["code"] == 0
         assert runs[1].stdout == runs[0].stdout and runs[0].stdout
-        assert "pi_session_server.session.manager" in first["ours"]  # the first run built it
+        # the first run made it; check keeps its problems, whichever form printed them
+        made = f"pi_session_server.{builders[command[0]]}" in first["ours"]
+        assert made == (command != ["check", "--json"])
         assert again["msgspec"] is False, command
         assert [m for m in again["ours"] if m.startswith("pi_session_server.session.")] == [
             "pi_session_server.session.cache_dir",

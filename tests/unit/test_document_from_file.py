@@ -12,7 +12,7 @@ from builders import generate_session
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import FileLineInfo, SessionDocument
-from pi_session_server.commands.check import _columns
+from pi_session_server.commands.check_analysis import _columns
 from pi_session_server.format.scan import CHUNK_SIZE
 
 ROOT = Path(__file__).resolve().parents[2]

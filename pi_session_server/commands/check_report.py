@@ -1,0 +1,79 @@
+"""What ``pi-session check`` reports of one file, and its results kept for a file unchanged since.
+
+Analysing a big session reads and checks every line; a file that did not change since it was
+checked the same way has the same problems. They are kept as a view of the file
+(session/view_store.py, the kind ``check``), keyed by the pi release read as (and, as every view,
+the package's version), and printed from there without importing the analysis: checking pi's
+session directory again analyses only the sessions that changed. Small files (under the index's
+minimum size) are analysed each time, which costs about what reading their results would.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final, NamedTuple
+
+from ..session import view_store
+
+#: the severities, most severe first (LSP's DiagnosticSeverity order), as --json names them
+SEVERITIES: Final = ("error", "warning", "information", "hint")
+
+
+class Finding(NamedTuple):
+    """One problem as printed: 1-based line and columns (in characters)."""
+
+    line: int
+    column: int
+    end_column: int
+    severity: str  # one of SEVERITIES
+    code: str
+    message: str
+
+
+_SHAPE: Final = (int, int, int, str, str, str)  # the types of Finding's fields, as JSON decodes them
+
+
+class FileReport(NamedTuple):
+    findings: list[Finding]
+    failure: str | None  # why the file could not be read (then no findings)
+
+
+def report(path: str, pi: str, index: bool) -> FileReport:
+    """The problems of the file at ``path`` read as pi release ``pi``: those kept when it was
+    checked before and has not changed since, else found now (and kept, unless ``index`` is
+    False or the file changed while it was read)."""
+    key = (pi,)
+    before = view_store.identity_before_open(path) if index else None
+    kept = view_store.load(path, before, view_store.CHECK, key, index)
+    if kept is not None:
+        findings = _decoded(kept.data)
+        if findings is not None:
+            return FileReport(findings, None)
+    from .check_analysis import report_file  # the analysis: imported only when a file is analysed
+
+    found = report_file(path, pi)
+    if found.failure is None:
+        view_store.save(path, before, view_store.CHECK, key, "", _encoded(found.findings), index)
+    return found
+
+
+def _encoded(findings: list[Finding]) -> bytes:
+    return json.dumps(findings, separators=(",", ":")).encode("ascii")  # (a lone surrogate: escaped)
+
+
+def _decoded(data: memoryview) -> list[Finding] | None:
+    """The findings :func:`_encoded` wrote, or None when ``data`` is not such a list."""
+    try:
+        items = json.loads(bytes(data))
+    except ValueError:
+        return None
+    if type(items) is not list:
+        return None
+    findings = []
+    for item in items:
+        if type(item) is not list or len(item) != len(_SHAPE) or item[3] not in SEVERITIES:
+            return None
+        if any(type(value) is not shape for value, shape in zip(item, _SHAPE, strict=True)):
+            return None
+        findings.append(Finding(*item))
+    return findings
