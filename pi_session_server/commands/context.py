@@ -1,7 +1,8 @@
 """``pi-session context [FILE] [--leaf ID] [--json] [--pi VERSION]``: what the LLM would be sent at the
 leaf (or at ID), as pi release VERSION builds it (1.6.0 by default: context edits applied, older
 compactions in the kept range silent): as Markdown (``render/context_markdown.py``, the document the
-editors show) or, with ``--json``, as pi's value.
+editors show) or, with ``--json``, as pi's value (laid out as ``JSON.stringify(value, null, 2)``
+down to ``READABLE_DEPTH`` levels, deeper containers on one line).
 
 A file unchanged since its context was last printed the same way is printed from what was kept
 then (session/view_store.py), before the library is imported."""
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 def _context_text(path: str, args: argparse.Namespace) -> tuple[str, int] | None:
     """The context to print and how many lines pi skips (said on stderr), or None when ``--leaf``
     names no entry (said on stderr). The library is imported here, once no kept view was found."""
-    from ..format.jsjson import dumps_pretty
+    from ..format.jsjson import READABLE_DEPTH, dumps_pretty
     from ..format.jsvalue import ABSENT
     from ..render.context_markdown import context_markdown, context_title
 
@@ -71,7 +72,7 @@ def _context_text(path: str, args: argparse.Namespace) -> tuple[str, int] | None
     else:
         context = manager.build_session_context()
     if args.json:
-        text = dumps_pretty(context)
+        text = dumps_pretty(context, indented_depth=READABLE_DEPTH)
     else:
         leaf = ABSENT if args.leaf is None else args.leaf
         text = context_markdown(context, context_title(os.path.basename(path), leaf))

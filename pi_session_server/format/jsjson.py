@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from json.decoder import scanstring as _untyped_scanstring  # type: ignore[attr-defined]  # C function typeshed omits
 from json.encoder import encode_basestring as _encode_basestring
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -25,6 +25,7 @@ from .jstext import as_displayed
 from .jsvalue import ABSENT
 
 __all__ = [
+    "READABLE_DEPTH",
     "JsonSyntaxError",
     "dumps",
     "dumps_bytes",
@@ -555,16 +556,21 @@ def _scalar(  # noqa: C901 - a dispatch on the value's type, exact types first (
 
 
 def _encode_exact(  # noqa: C901 - the iterative encoder: one loop over every value at any depth
-    value: Any, indent: str = "", default: Callable[[Any], Any] | None = None, displayed: bool = False
+    value: Any,
+    indent: str = "",
+    default: Callable[[Any], Any] | None = None,
+    displayed: bool = False,
+    indented_depth: int | None = None,
 ) -> str:
     """JSON.stringify(value, null, indent) exactly, iteratively (any depth). ``default`` turns
-    objects that are not JSON values into JSON values (containers included)."""
+    objects that are not JSON values into JSON values (containers included). ``indented_depth``:
+    the members of containers nested deeper are written without line breaks (see dumps_pretty)."""
     if value is ABSENT:
         raise TypeError("JSON.stringify(undefined) produces no text")
     out: list[str] = []
     append = out.append
-    pretty = indent != ""
-    colon = ": " if pretty else ":"
+    # the deepest container whose members go on lines of their own (-1: none, compact)
+    deepest = -1 if indent == "" else (1 << 62) if indented_depth is None else indented_depth
     # Frames: [items, next index, is_object]; items are (key, value) pairs for objects.
     stack: list[list[Any]] = []
 
@@ -595,21 +601,22 @@ def _encode_exact(  # noqa: C901 - the iterative encoder: one loop over every va
         frame = stack[-1]
         items, i, is_object = frame
         depth = len(stack)
+        laid_out = depth <= deepest
         if i == len(items):
             stack.pop()
-            if pretty:
+            if laid_out:
                 append("\n" + indent * (depth - 1))
             append("}" if is_object else "]")
             continue
         frame[1] = i + 1
         if i:
             append(",")
-        if pretty:
+        if laid_out:
             append("\n" + indent * depth)
         if is_object:
             k, v = items[i]
             append(_encode_string(k))
-            append(colon)
+            append(": " if laid_out else ":")
         else:
             v = items[i]
             if v is ABSENT:
@@ -675,9 +682,17 @@ def dumps(value: Any) -> str:
     return _encode_exact(value)
 
 
-def dumps_pretty(value: Any, indent: int = 2) -> str:
-    """``JSON.stringify(value, null, indent)`` (no trailing newline)."""
-    return _encode_exact(value, " " * min(max(indent, 0), 10))
+def dumps_pretty(value: Any, indent: int = 2, indented_depth: int | None = None) -> str:
+    """``JSON.stringify(value, null, indent)`` (no trailing newline). ``indented_depth``: the
+    members of containers nested deeper than that are written on one line, as ``JSON.stringify``
+    without ``indent`` writes them. Text for people takes it: indentation makes the laid-out text
+    grow with the square of the nesting depth (a line of a few hundred KB of nested arrays would be
+    gigabytes), while no value worth reading nests that deep."""
+    return _encode_exact(value, " " * min(max(indent, 0), 10), indented_depth=indented_depth)
+
+
+#: what text for people lays out of a JSON value (see dumps_pretty's ``indented_depth``)
+READABLE_DEPTH: Final = 32
 
 
 # What msgspec writes differently from JSON.stringify, found in its output by searches that start

@@ -6,7 +6,8 @@ The document: a title, the model, thinking level and message count, then one sec
 (``## 3. toolResult (bash, error)``) holding its text, thinking as a quote, tool calls with their
 arguments as JSON, images as a placeholder, bash executions as a console block. Text from the session
 is put in fences longer than any backtick run it holds, so it cannot close them. Lone surrogates are
-shown as U+FFFD (the document is for display).
+shown as U+FFFD (the document is for display). JSON is laid out down to ``READABLE_DEPTH`` levels and
+written on one line below: the document stays about the size of the context whatever it nests.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..format.jsjson import dumps, dumps_pretty
+from ..format.jsjson import READABLE_DEPTH, dumps, dumps_pretty
 from ..format.jstext import as_displayed
 from ..format.jsvalue import ABSENT, js_string_of
 
@@ -154,6 +155,6 @@ def _json(value: Any) -> str:
 
 def _pretty(value: Any) -> str:
     try:
-        return dumps_pretty(value)
+        return dumps_pretty(value, indented_depth=READABLE_DEPTH)
     except (TypeError, ValueError):
         return js_string_of(value)

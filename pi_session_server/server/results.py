@@ -258,7 +258,8 @@ class Projection(Result, kw_only=True):
 class ContextMarkdown(Result, kw_only=True):
     """pi/buildSessionContext with `format: "markdown"`: the context as a Markdown document to show
     as it is (the one the CLI's `pi-session context` prints): a title naming the file and the entry,
-    the model, thinking level and message count, then a section per message."""
+    the model, thinking level and message count, then a section per message (JSON in it laid out
+    down to 32 levels, deeper containers on one line)."""
 
     markdown: str
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from builders import assistant_message, tool_result_message, user_message
 
 from pi_session_server import cli
+from pi_session_server.format.jsjson import READABLE_DEPTH, dumps, parse
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.render.context_markdown import context_markdown, context_title, model_text
 from pi_session_server.session import SessionManager
@@ -90,3 +91,21 @@ def test_the_cli_prints_the_same_document(tmp_path: Path, capsys) -> None:
     )
     assert capsys.readouterr().out == at_first + "\n"
     assert "## 2. assistant (test)" in expected and "## 3. toolResult (bash)\n\nlisting" in expected
+
+
+def test_a_deeply_nested_value_is_printed_in_about_its_own_size(tmp_path: Path, capsys) -> None:
+    """Indentation grows with the square of the nesting depth: a message of 100,000 nested arrays
+    (200 KB) would be gigabytes laid out in full. Both forms lay out READABLE_DEPTH levels and
+    write the rest on one line: the same value, in about its own size."""
+    depth = 100_000
+    manager = SessionManager.create(str(tmp_path), str(tmp_path))
+    manager.append_message(user_message("question", 1))
+    manager.append_message({"role": "user", "content": parse("[" * depth + "]" * depth), "timestamp": 2})
+    path = manager.get_session_file()
+    for form in ([], ["--json"]):
+        assert cli.main(["context", *form, path]) == 0
+        out = capsys.readouterr().out
+        assert "[" * (depth - READABLE_DEPTH - 1) in out and len(out) < 4 * depth
+        if form:
+            context = parse(out)
+            assert dumps(context["messages"][1]["content"]) == "[" * depth + "]" * depth

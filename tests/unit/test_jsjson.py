@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.format.jsjson import (
+    READABLE_DEPTH,
     JsonSyntaxError,
     _encode_exact,
     _Parser,
@@ -370,6 +371,39 @@ def test_round_trip(value: Any) -> None:
         assert _js_equivalent(parsed) == _js_equivalent(value)
         assert dumps(parsed) == text
     assert parse(dumps_pretty(value)) == parse(text)
+
+
+def _depth(value: Any) -> int:
+    """How many containers deep ``value`` nests (a scalar: 0)."""
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values, st.integers(0, 4))
+def test_text_for_people_lays_out_values_down_to_a_depth(value: Any, depth: int) -> None:
+    """``indented_depth``: JSON.stringify's layout down to that depth, the containers below it on
+    one line; the same value either way."""
+    text = dumps_pretty(value, indented_depth=depth)
+    assert parse(text) == parse(dumps(value))
+    if _depth(value) <= depth:
+        assert text == dumps_pretty(value)
+    if depth == 0:
+        assert text == dumps(value)
+    for line in text.split("\n"):
+        assert len(line) - len(line.lstrip(" ")) <= 2 * depth
+
+
+def test_text_for_people_grows_with_a_value_not_with_the_square_of_its_depth() -> None:
+    """A few hundred KB of nested arrays laid out by JSON.stringify would be gigabytes."""
+    depth = 100_000
+    value = parse("[" * depth + "1" + "]" * depth)
+    text = dumps_pretty({"m": value}, indented_depth=READABLE_DEPTH)
+    assert len(text) < 3 * depth + READABLE_DEPTH**2
+    assert dumps(parse(text)) == dumps({"m": value})  # (a comparison of the values would recurse)
 
 
 @settings(max_examples=200, deadline=None)
