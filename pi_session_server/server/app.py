@@ -217,10 +217,15 @@ class PiSessionServer:
 
     def run(self, name: str, job: Callable[[CancelToken], Any]) -> Job[Any]:
         """Work on no session (a listing, an open): a queue of its own, the result as a reply."""
+        return self.run_step(name, lambda token: msgspec.Raw(encode_result(job(token))))
+
+    def run_step(self, name: str, job: Callable[[CancelToken], Any]) -> Job[Any]:
+        """:meth:`run`'s job whose value goes to the handler awaiting it, not into the reply (a
+        step of a request); a library failure is the error the request answers."""
 
         def work(token: CancelToken) -> Any:
             try:
-                return msgspec.Raw(encode_result(job(token)))
+                return job(token)
             except (PiSessionError, OSError) as error:
                 raise rpc_errors.from_job_failure(error) from error
 

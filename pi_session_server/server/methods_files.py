@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -21,7 +22,7 @@ from . import params as P
 from .errors import invalid_params, path_refused
 from .locations import require_regular_file, uri_to_path
 from .progress import Progress
-from .workers import CancelToken
+from .workers import CancelToken, on_loop
 
 if TYPE_CHECKING:
     from pi_session_server.session.listing import AbortSignal, SessionInfo, TextOptions
@@ -159,7 +160,10 @@ def _register_session_files(server: PiSessionServer) -> None:
         return server.run("pi/findById", job)
 
     @route("pi/delete")
-    def pi_delete(params: Any) -> Any:
+    async def pi_delete(params: Any) -> Any:
+        """The file checked (a worker), the sessions open on it closed once the requests sent
+        before this one are done (their queues), then the file deleted (a worker): a write sent
+        before the delete cannot bring the file back after it."""
         p = P.parse(params, P.DeleteParams)
         if p.path is not UNSET:
             given = p.path
@@ -168,23 +172,32 @@ def _register_session_files(server: PiSessionServer) -> None:
         else:
             raise invalid_params("Invalid params: one of `path` or `uri` is required")
         env = server.environment_for(p)
+        loop = asyncio.get_running_loop()
+        checking = server.run_step(
+            "pi/delete", lambda _token: _session_file_to_delete(resolve_path(given, env=env))
+        )
+        path = await on_loop(checking, loop)
+        slots = server.registry.slots_for_path(path)
+        closing = [server.registry.close(slot) for slot in slots]  # (each after its queued requests)
+        # shielded: a delete cancelled while it waits leaves the sessions closing, not half closed
+        await asyncio.gather(*(asyncio.shield(on_loop(job, loop)) for job in closing), return_exceptions=True)
+        closed = [slot.handle for slot in slots]
+        deleting = server.run("pi/delete", lambda _token: _delete_session_file(path, p.permanent, closed))
+        return await on_loop(deleting, loop)
 
-        def job(_token: CancelToken) -> Any:
-            return _delete_session_file(server, resolve_path(given, env=env), p.permanent)
 
-        return server.run("pi/delete", job)
-
-
-def _delete_session_file(server: PiSessionServer, path: str, permanent: bool) -> dict[str, Any]:
-    """Close the sessions open on ``path``, then delete it or move it to the trash (on a worker)."""
+def _session_file_to_delete(path: str) -> str:
+    """``path`` if it is a pi session file; else the error pi/delete answers (on a worker)."""
     if not os.path.lexists(path):
         raise fs_error_from_oserror(FileNotFoundError(2, "No such file"), "stat", path)
     if os.path.isdir(path) or not require_regular_file(path) or not is_session_file(path):
         raise path_refused(f"Not a pi session file: {path}", path)
-    closed = []
-    for slot in server.registry.slots_for_path(path):
-        server.registry.close(slot)
-        closed.append(slot.handle)
+    return path
+
+
+def _delete_session_file(path: str, permanent: bool, closed: list[str]) -> dict[str, Any]:
+    """Delete the session file at ``path`` or move it to the trash (on a worker), once the sessions
+    ``closed`` (their handles) that were open on it are."""
     try:
         if permanent:
             os.unlink(path)

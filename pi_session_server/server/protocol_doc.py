@@ -170,7 +170,8 @@ METHODS: list[Method] = [
     Method(
         "pi/delete",
         "Delete a session file as pi's /resume does: to the trash (permanent only with "
-        "`permanent: true`); refuses files that are not pi sessions; closes handles on the file.",
+        "`permanent: true`); refuses files that are not pi sessions; closes handles on the file, each once "
+        "the requests sent on it before the delete are done, and deletes the file after them.",
         P.DeleteParams,
         R.DeleteResult,
         [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],

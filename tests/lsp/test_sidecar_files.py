@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+from builders import generate_session
 from lsprotocol import types
 from sidecar_support import EXAMPLE, expect_error, sidecar_fixture  # noqa: F401  (fixture)
 
@@ -30,6 +32,24 @@ async def test_delete_permanently_only_when_asked(sidecar, tmp_path):
     path.write_bytes(EXAMPLE.read_bytes())
     result = await sidecar.request("pi/delete", {"uri": path.as_uri(), "permanent": True})
     assert result["trashed"] is False and not path.exists() and trash_files(tmp_path) == []
+
+
+async def test_a_delete_waits_for_the_requests_sent_before_it_on_the_sessions_it_closes(sidecar, tmp_path):
+    """An append sent before the delete, queued behind a slow read of the same session, is written
+    before the file goes: it cannot come back after the delete as a line without a header."""
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(generate_session(20_000_000, seed=4))
+    session = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    message = {"role": "user", "content": "sent before the delete", "timestamp": 1}
+    slow = asyncio.ensure_future(sidecar.request("pi/getBranch", {"session": session}))
+    append = asyncio.ensure_future(
+        sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})
+    )
+    delete = asyncio.ensure_future(sidecar.request("pi/delete", {"path": str(path), "permanent": True}))
+    appended, deleted = await append, await delete
+    assert appended["id"] and deleted == {"path": str(path), "trashed": False, "closedSessions": [session]}
+    assert not path.exists()
+    await asyncio.wait([slow])
 
 
 async def test_delete_refuses_files_that_are_not_sessions(sidecar, tmp_path):
