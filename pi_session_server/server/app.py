@@ -336,6 +336,7 @@ class PiSessionServer:
             return manager
         path = slot.path
         assert path is not None  # an implicit slot is bound to its file
+        require_regular_file(path)  # before anything opens it: another program may have put a FIFO there
         version = _file_version(path)
         if version is not None:
             raise rpc_errors.PiRpcError(
@@ -345,7 +346,6 @@ class PiSessionServer:
                 "converts it, as pi does), then write.",
                 {"path": path, "version": version},
             )
-        require_regular_file(path)
         fresh = SessionManager.open(
             path, fsync=self.options.fsync, pi=manager.profile, env=manager.environment
         )

@@ -13,6 +13,7 @@ import builtins
 import contextlib
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -1370,6 +1371,10 @@ class SessionManager:
         try:
             st = os.stat(self._disk(path))
         except FileNotFoundError:
+            return FileChange("deleted", [], self._leaf_id)
+        if not stat.S_ISREG(st.st_mode):
+            # replaced by a FIFO, a device or a directory: no session file there any more (and a
+            # FIFO's open would wait for a writer)
             return FileChange("deleted", [], self._leaf_id)
         if (
             self._out_of_sync

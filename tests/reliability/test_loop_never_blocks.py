@@ -134,6 +134,29 @@ def test_fifos_and_devices_are_refused_without_being_opened(server: RawServer, t
     assert _leaf_time(server, idle) < BOUND
 
 
+def test_a_held_file_replaced_by_a_fifo_is_gone_not_waited_on(server: RawServer, tmp_path: Path):
+    """Another program renames a FIFO over the file of a held session (and of one addressed by
+    uri): the watcher reports the file deleted without opening the FIFO, the session still answers
+    from memory, and a write by uri is refused before anything opens it."""
+    held = Path(new_session_file(tmp_path / "held", cwd=str(tmp_path)))
+    by_uri = Path(new_session_file(tmp_path / "by-uri", cwd=str(tmp_path)))
+    handle = server.call("pi/open", {"path": str(held)})["session"]
+    leaf = server.call("pi/getLeaf", {"uri": file_uri(by_uri)})["leafId"]
+    for path in (held, by_uri):
+        fifo = path.with_suffix(".fifo")
+        os.mkfifo(fifo)
+        os.replace(fifo, path)
+    changed = server.wait_notification("pi/didChange", lambda p: p.get("session") == handle, timeout=15)
+    assert changed["kind"] == "deleted"
+    assert _leaf_time(server, handle) < BOUND
+    started = time.monotonic()
+    message = {"role": "user", "content": "hi", "timestamp": 1}
+    reply = server.request("pi/append", {"uri": file_uri(by_uri), "kind": "message", "message": message})
+    assert time.monotonic() - started < 5 and reply["error"]["code"] == PATH_REFUSED, reply
+    assert server.call("pi/getLeaf", {"uri": file_uri(by_uri)})["leafId"] == leaf
+    assert _never_opened(held) and _never_opened(by_uri)
+
+
 def _big_session(path: Path, size_mb: int) -> int:
     sys.path.insert(0, str(ROOT / "bench"))
     try:
