@@ -35,7 +35,14 @@ from .file_uri import from_fs_path
 from .index_keeping import IndexKeeper
 from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
 from .locations import require_regular_file, uri_to_path
-from .params import EnvironmentOptions, LocatedParams, SessionParams, profile_of
+from .params import (
+    EnvironmentOptions,
+    LocatedParams,
+    SessionParams,
+    convert,
+    profile_of,
+    with_paths_as_the_file_system_has_them,
+)
 from .poller import FilePoller
 from .preview_keeping import PreviewKeeper
 from .registry import Registry, Slot
@@ -97,6 +104,11 @@ class PiSessionServer:
 
     # ------------------------------------------------------------------ pygls' part
 
+    @property
+    def speaks_lsp(self) -> bool:
+        """Whether the client spoke LSP (initialize): its capabilities are known."""
+        return self.lsp is not None
+
     def _language_server(self) -> Any:
         if self.lsp is None:
             raise RuntimeError("the language server is made when a client first speaks LSP")
@@ -131,9 +143,11 @@ class PiSessionServer:
         if options is None:
             return
         try:
-            given = msgspec.convert(options, InitializationOptions)
-        except msgspec.ValidationError as error:
-            logger.warning("initializationOptions ignored (the defaults stay): %s", error)
+            if isinstance(options, dict):
+                options = with_paths_as_the_file_system_has_them(options)
+            given = convert(options, InitializationOptions)
+        except rpc_errors.PiRpcError as error:
+            logger.warning("initializationOptions ignored (the defaults stay): %s", error.message)
             return
         if given.fsync is not UNSET:
             self.options.fsync = given.fsync

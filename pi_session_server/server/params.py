@@ -358,6 +358,7 @@ class SessionContextParams(ContextParams, kw_only=True):
 
 # members that name files: a lone surrogate in them reaches the file system as U+FFFD (Node's way)
 _PATH_MEMBERS = ("path", "cwd", "sessionDir", "cwdOverride", "sourcePath", "targetCwd")
+_ENVIRONMENT_PATH_MEMBERS = ("cwd", "home", "agentDir")
 
 
 def parse(params: Any, struct: type[T]) -> T:
@@ -366,14 +367,75 @@ def parse(params: Any, struct: type[T]) -> T:
         params = {}
     if not isinstance(params, dict):
         raise invalid_params("Invalid params: expected an object")
-    for name in _PATH_MEMBERS:
-        value = params.get(name)
+    return convert(with_paths_as_the_file_system_has_them(params), struct)
+
+
+def with_paths_as_the_file_system_has_them(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` whose paths (and the ``environment``'s) have their lone surrogates as U+FFFD,
+    as Node's file system functions take them (:func:`.locations.fs_path`)."""
+    changed = _paths_of(params, _PATH_MEMBERS)
+    environment = params.get("environment")
+    if isinstance(environment, dict):
+        fixed = _paths_of(environment, _ENVIRONMENT_PATH_MEMBERS)
+        if fixed is not environment:
+            changed = {**changed, "environment": fixed}
+    return changed
+
+
+def _paths_of(members: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    for name in names:
+        value = members.get(name)
         if type(value) is str and not value.isascii():
-            params = {**params, name: fs_path(value)}
+            members = {**members, name: fs_path(value)}
+    return members
+
+
+def convert(params: Any, struct: type[T]) -> T:
+    """``msgspec.convert``; a failure is a -32602 error that names the member."""
     try:
         return msgspec.convert(params, struct)
     except msgspec.ValidationError as error:
         raise invalid_params(f"Invalid params: {error}") from None
+    except UnicodeEncodeError:  # msgspec takes no string with a lone surrogate, whatever the type
+        raise invalid_params(f"Invalid params: {_lone_surrogate_problem(params, struct)}") from None
+
+
+def _lone_surrogate_problem(params: Any, struct: type[Any]) -> str:
+    """Why ``params`` holding a lone surrogate do not convert: the type error of the member that
+    holds it, if it has the wrong type anyway; else that its string cannot hold one."""
+    try:
+        msgspec.convert(_displayed(params), struct)
+    except msgspec.ValidationError as error:
+        return str(error)
+    return f"a lone surrogate (an unpaired UTF-16 code unit) in a string that cannot hold one - at `{_surrogate_at(params)}`"
+
+
+def _displayed(value: Any) -> Any:
+    """``value`` with every string's lone surrogates as U+FFFD (keys too)."""
+    if type(value) is str:
+        return fs_path(value)
+    if isinstance(value, dict):
+        return {_displayed(k): _displayed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_displayed(v) for v in value]
+    return value
+
+
+def _surrogate_at(value: Any, at: str = "$") -> str:
+    """Where the first string holding a lone surrogate is in ``value`` (msgspec's path notation)."""
+    pending: list[tuple[Any, str]] = [(value, at)]
+    while pending:
+        item, where = pending.pop(0)
+        if type(item) is str and fs_path(item) != item:
+            return where
+        if isinstance(item, dict):
+            for key, member in item.items():
+                if type(key) is str and fs_path(key) != key:
+                    return where
+                pending.append((member, f"{where}.{key}"))
+        elif isinstance(item, list):
+            pending.extend((member, f"{where}[{i}]") for i, member in enumerate(item))
+    return at
 
 
 def search_words(search: str) -> list[str]:

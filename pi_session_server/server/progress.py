@@ -16,10 +16,9 @@ PROGRESS = "$/progress"
 
 
 def client_supports_progress(server: Any) -> bool:
-    try:
-        window = server.client_capabilities.window
-    except AttributeError:  # not initialized: a plain JSON-RPC client
+    if not server.speaks_lsp:  # a plain JSON-RPC client, which never sent initialize
         return False
+    window = getattr(server.client_capabilities, "window", None)
     return bool(window is not None and window.work_done_progress)
 
 

@@ -81,6 +81,22 @@ async def test_an_environment_must_have_an_absolute_working_directory(sidecar):
         await sidecar.request("pi/list", {"cwd": "/p", "environment": {"home": 5}})
 
 
+async def test_paths_of_an_environment_with_lone_surrogates_are_the_file_systems(sidecar, tmp_path):
+    """As every path of a request: a lone surrogate is U+FFFD, as Node gives it to the file system."""
+    work, environment = project(tmp_path)
+    odd = {**environment, "cwd": str(work) + "/\ud800", "home": str(work) + "/\udfff"}
+    created = await sidecar.request("pi/create", {"cwd": "app", "sessionDir": "~/s", "environment": odd})
+    assert created["cwd"] == str(work / "\ufffd" / "app")
+    assert created["sessionDir"] == str(work / "\ufffd" / "s")
+    listed = await sidecar.request(
+        "pi/list", {"cwd": "/p", "environment": {"agentDir": str(work) + "/\ud800"}}
+    )
+    assert listed == []
+    with expect_error(-32602) as failure:  # a member of another type: its type error, named
+        await sidecar.request("pi/getTree", {"uri": (tmp_path / "x.jsonl").as_uri(), "filter": "\ud800"})
+    assert "$.filter" in failure.value.message
+
+
 @pytest.mark.slow
 def test_initialization_options_set_the_servers_environment(tmp_path: Path) -> None:
     work, _ = project(tmp_path)
@@ -96,6 +112,9 @@ def test_initialization_options_set_the_servers_environment(tmp_path: Path) -> N
         assert memory["cwd"] == str(tmp_path)
     with SidecarClient(default_command(), env=server_env(tmp_path), cwd=str(tmp_path)) as client:
         client.initialize(options={"environment": {"cwd": "not absolute"}})  # logged, defaults stay
+        assert client.request("pi/inMemory", {})["cwd"] == str(tmp_path)
+    with SidecarClient(default_command(), env=server_env(tmp_path), cwd=str(tmp_path)) as client:
+        client.initialize(options={"watchInterval": "\ud800"})  # logged, defaults stay
         assert client.request("pi/inMemory", {})["cwd"] == str(tmp_path)
         with pytest.raises(RpcError) as failure:
             client.request("pi/inMemory", {"environment": {"cwd": "x"}})

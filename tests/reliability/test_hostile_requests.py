@@ -248,7 +248,22 @@ def test_unknown_handles_uris_and_ids(live: RawServer, world: World):
 # -- wrong types in every param of every method --------------------------------------------------
 
 # (NUL bytes in paths: test_path_safety.py, finding #10)
-CANDIDATES: list[Any] = [None, True, 0, -1, 1.5, 1e308, "", "x", "../../../etc/passwd", [], [1], {}, {"a": 1}]
+CANDIDATES: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    1.5,
+    1e308,
+    "",
+    "x",
+    "\ud800",
+    "../../../etc/passwd",
+    [],
+    [1],
+    {},
+    {"a": 1},
+]
 READ_ONLY = {
     "pi/sessions", "pi/getInfo", "pi/list", "pi/listAll", "pi/findById", "pi/getTree", "pi/getBranch",
     "pi/getChildren", "pi/getEntry", "pi/getEntries", "pi/getEntryAtLine", "pi/getLeaf", "pi/getLabel", "pi/getSessionName",
@@ -401,6 +416,30 @@ def test_wrong_types_in_every_param_of_every_method(live: RawServer, world: Worl
         f"{sent} / {refused}"
     )
     assert not problems, "\n".join(problems[:20]) + f"\n({len(problems)} problems)"
+
+
+def test_a_client_that_never_initializes_may_ask_for_progress(tmp_path: Path):
+    """``initialize`` is optional for pi/* clients: a ``workDoneToken`` from one that never sent
+    it is ignored (no progress without the client's capabilities), not an internal error."""
+    world = make_world(tmp_path)
+    server = RawServer(world.root)
+    try:
+        handle = server.call("pi/open", {"path": world.session_file})["session"]
+        spare = server.call("pi/open", {"path": world.session_file})["session"]
+        entry_id = SessionManager.open(world.session_file, read_only=True).get_entries()[0].id
+        problems = []
+        for method, params_list in base_params(world, handle, spare, entry_id).items():
+            if method not in READ_ONLY:
+                continue
+            for params in params_list:
+                reply = server.request(method, {**params, "workDoneToken": "tok"}, timeout=30)
+                if "error" in reply:
+                    problems.append(f"{method}: {reply['error']}")
+        assert not problems, "\n".join(problems)
+        assert not [name for name, _ in server.notifications if name == "$/progress"]
+        assert server.garbage == []
+    finally:
+        server.close()
 
 
 def test_params_that_are_not_objects(live: RawServer):
