@@ -1,5 +1,5 @@
 """The ``file:`` URI of a path, as pygls makes it (``pygls.uris.from_fs_path``, on POSIX), without
-importing ``urllib.parse``.
+importing ``urllib.parse``; and of the paths pygls cannot encode (a lone surrogate: see :func:`quote`).
 
 Every ``pi/open`` reply names its file by URI, and ``urllib.parse`` (which imports ``ipaddress``)
 is a good part of what the sidecar imports before that reply: the few rules pygls takes from it
@@ -17,9 +17,19 @@ _DRIVE_LETTER_PATH = re.compile(r"^\/[a-zA-Z]:")
 
 
 def quote(text: str) -> str:
-    """``urllib.parse.quote(text)``: its UTF-8 bytes (a lone surrogate raises UnicodeEncodeError),
-    each percent-encoded but the unreserved ones and "/"."""
-    return "".join(map(_QUOTED.__getitem__, text.encode("utf-8")))
+    """``urllib.parse.quote(text)``: its UTF-8 bytes, each percent-encoded but the unreserved ones
+    and "/". Where that raises (a lone surrogate), a name the file system gave that is not UTF-8
+    (``os.fsdecode``'s escapes) is its own bytes, and any other lone surrogate U+FFFD (what Node
+    gives the file system for it): a URI for every path a session can be on."""
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = _NOT_AN_ESCAPE.sub("\ufffd", text).encode("utf-8", "surrogateescape")
+    return "".join(map(_QUOTED.__getitem__, data))
+
+
+# a lone surrogate that is not one of os.fsdecode's escapes of a byte (U+DC80 to U+DCFF)
+_NOT_AN_ESCAPE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 def from_fs_path(path: str) -> str:

@@ -149,7 +149,12 @@ def _opening(server: PiSessionServer, p: P.Params, title: str, make: Make) -> Jo
             token.check()
         if server.options.fsync:
             manager.fsync = True
-        return server.slot_info(server.registry.add(manager))
+        slot = server.registry.add(manager)
+        try:
+            return server.slot_info(slot)
+        except BaseException:  # no reply names the handle: nobody could use or close it
+            server.registry.close(slot)
+            raise
 
     return server.run(title, job)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from pathlib import Path
 
 from builders import generate_session
@@ -50,6 +52,22 @@ async def test_a_delete_waits_for_the_requests_sent_before_it_on_the_sessions_it
     assert appended["id"] and deleted == {"path": str(path), "trashed": False, "closedSessions": [session]}
     assert not path.exists()
     await asyncio.wait([slow])
+
+
+async def test_a_session_file_whose_name_is_not_utf8_is_held_and_named(sidecar, tmp_path):
+    """continueRecent picks the newest file, whatever its name's bytes: the reply names it (its URI
+    percent-encodes the bytes), and pi/sessions lists it."""
+    directory = tmp_path / "odd"
+    directory.mkdir()
+    odd = os.fsencode(directory) + b"/\xff\xfe-odd.jsonl"
+    with open(odd, "wb") as f:
+        f.write(EXAMPLE.read_bytes())
+    cwd = json.loads(EXAMPLE.read_text().splitlines()[0])["cwd"]
+    held = await sidecar.request("pi/continueRecent", {"cwd": cwd, "sessionDir": str(directory)})
+    assert held["uri"] == directory.as_uri() + "/%FF%FE-odd.jsonl"
+    assert held["sessionFile"] == os.fsdecode(odd)
+    listed = await sidecar.request("pi/sessions", {})
+    assert [info["session"] for info in listed] == [held["session"]]
 
 
 async def test_delete_refuses_files_that_are_not_sessions(sidecar, tmp_path):
