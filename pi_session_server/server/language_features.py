@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import logging
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -138,6 +140,9 @@ class DocState:
     diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
     lsp_cache: tuple[int, list[dict[str, Any]]] | None = None
     last_access: float = field(default_factory=time.monotonic)
+    # which opening of a document this is, in the process: a pull's resultId holds it, as every
+    # opening's versions start again (an object's id() is used again once it is freed)
+    opening: int = field(default_factory=itertools.count().__next__)
 
     def opened(self) -> SessionDocument:
         if self.failure is not None:
@@ -150,6 +155,10 @@ class LanguageFeatures:
     def __init__(self, server: PiSessionServer) -> None:
         self.server = server
         self.docs: dict[str, DocState] = {}
+        # the queue of each document's jobs, the same for every opening of one URI while one of
+        # them has jobs to run: a close's last publication goes out before the next open's first
+        self._queues: dict[str, SerialQueue] = {}
+        self._queues_lock = threading.Lock()
         self.debounce = DEBOUNCE
         self.quick_open = QUICK_OPEN_CHARS
         self._converter = converters.get_converter()
@@ -220,8 +229,12 @@ class LanguageFeatures:
         if previous is not None:
             self._drop(previous)
         path = _path_of(uri)
-        state = DocState(uri, path, self.server.pool.queue(f"document {uri}"), from_disk=from_disk)
-        self.docs[uri] = state
+        with self._queues_lock:
+            queue = self._queues.get(uri)
+            if queue is None:
+                queue = self._queues[uri] = self.server.pool.queue(f"document {uri}")
+            state = DocState(uri, path, queue, from_disk=from_disk)
+            self.docs[uri] = state
         return state
 
     def did_open(self, params: types.DidOpenTextDocumentParams) -> None:
@@ -296,6 +309,9 @@ class LanguageFeatures:
             state.closed = True
             if publish_empty and not self.client_pulls():
                 self._send(state, [])
+            with self._queues_lock:
+                if self.docs.get(state.uri) is None:  # not opened again meanwhile (on its queue)
+                    self._queues.pop(state.uri, None)
 
         self.server.poller.unfollow(state.uri)
         state.queue.submit(close, interruptible=False)
@@ -618,7 +634,7 @@ class LanguageFeatures:
 
     def pull(self, state: DocState, params: types.DocumentDiagnosticParams) -> Any:
         doc = state.opened()
-        result_id = f"{id(state)}:{doc.version}"
+        result_id = f"{state.opening}:{doc.version}"
         if params.previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
         return {"kind": "full", "resultId": result_id, "items": self.lsp_diagnostics(state)}

@@ -209,6 +209,53 @@ async def test_pull_diagnostics_match_push_and_report_unchanged(editor: Editor, 
     assert isinstance(again, types.RelatedUnchangedDocumentDiagnosticReport)
 
 
+async def test_a_document_closed_and_opened_again_ends_with_its_own_diagnostics(editor: Editor) -> None:
+    """Editors close and open a document again (a change of language mode, a revert): the empty
+    publication of the close goes out before the diagnostics of the open, never after them."""
+    if editor.pulls:
+        pytest.skip("a client that pulls diagnostics is not sent them")
+    text = doc(S.user("a", None), S.user("b", "a"))  # no header: an error
+    for _ in range(20):
+        uri = editor.fresh_uri("reopened")
+        item = types.TextDocumentItem(uri=uri, language_id="pi-session", version=1, text=text)
+        editor.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+        editor.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri))
+        )
+        editor.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+        for _ in range(500):  # the publications of both opens and of the close
+            if len(editor.published.get(uri, [])) >= 3:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # (nothing comes later)
+        assert [bool(p.diagnostics) for p in editor.published[uri]] == [True, False, True]
+
+
+async def test_a_document_opened_again_with_other_text_is_never_unchanged(editor: Editor) -> None:
+    """A pull's resultId names the opening of the document, not only its version (every opening
+    starts at version 1): the old one never makes the new text's report "unchanged"."""
+    if not editor.pulls:
+        pytest.skip("a client that is sent diagnostics does not pull them")
+    uri = editor.fresh_uri("pulled")
+    texts = [doc(S.header(), S.user("a", None)), doc(S.header(), S.user("a", None), S.user("b", "gone"))]
+    previous = None
+    result_ids = set()
+    for round_number in range(20):
+        text = texts[round_number % 2]
+        await editor.open(uri, text)
+        report = await editor.client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(types.TextDocumentIdentifier(uri), previous_result_id=previous)
+        )
+        assert isinstance(report, types.RelatedFullDocumentDiagnosticReport), round_number
+        assert codes_by_line(report.items) == ([] if round_number % 2 == 0 else [(2, "PI031")])
+        previous = report.result_id
+        result_ids.add(previous)
+        editor.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri))
+        )
+    assert len(result_ids) == 20  # each opening's own
+
+
 async def test_big_document_publishes_envelope_problems_first_then_everything(
     editor: Editor, URI: str
 ) -> None:
