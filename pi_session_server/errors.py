@@ -71,14 +71,24 @@ class FsError(PiSessionError):
         self.path = path
 
 
+# libuv's uv_strerror texts, which Node's fs errors hold
 _NODE_DESCRIPTIONS = {
     "EEXIST": "file already exists",
     "ENOENT": "no such file or directory",
     "EISDIR": "illegal operation on a directory",
     "EACCES": "permission denied",
+    "EPERM": "operation not permitted",
     "ENOTDIR": "not a directory",
+    "ENOTEMPTY": "directory not empty",
     "ENOSPC": "no space left on device",
     "EROFS": "read-only file system",
+    "ENAMETOOLONG": "name too long",
+    "ELOOP": "too many symbolic links encountered",
+    "EINVAL": "invalid argument",
+    "EMFILE": "too many open files",
+    "EBUSY": "resource busy or locked",
+    "EXDEV": "cross-device link not permitted",
+    "EIO": "i/o error",
 }
 
 

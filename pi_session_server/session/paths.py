@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any
 
-from ..errors import InvalidArgValueError
+from ..errors import InvalidArgValueError, fs_error_from_oserror
 from ..format.jsvalue import ABSENT
 from .environment import Environment, current
 
@@ -354,9 +354,17 @@ _PATH_MAX = 4096
 
 def make_dirs(path: str) -> None:
     """``mkdirSync(path, {recursive: true})``: ``path`` and its missing parents (an existing
-    directory is fine). ``os.makedirs`` recurses once per missing level, so a path of a few thousand
-    levels raised RecursionError; this loops, and a path longer than the system takes fails at once
-    with ENAMETOOLONG instead of being walked level by level."""
+    directory is fine); a failure is Node's error for ``mkdir`` of ``path`` (FsError).
+    ``os.makedirs`` recurses once per missing level, so a path of a few thousand levels raised
+    RecursionError; this loops, and a path longer than the system takes fails at once with
+    ENAMETOOLONG instead of being walked level by level."""
+    try:
+        _make_dirs(path)
+    except OSError as error:
+        raise fs_error_from_oserror(error, "mkdir", path) from error
+
+
+def _make_dirs(path: str) -> None:
     if len(os.fsencode(path)) >= _PATH_MAX:
         raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), path)
     levels: list[tuple[str, str]] = []  # (directory, its last part), deepest first

@@ -201,3 +201,22 @@ def test_nul_bytes_decoded_from_a_file_url_are_refused_too() -> None:
 
     with pytest.raises(InvalidArgValueError, match=r"Received '/a\\x00b'"):
         normalize_path("file:///a%00b")
+
+
+def test_a_directory_that_cannot_be_made_is_nodes_mkdir_error(tmp_path) -> None:
+    """``mkdirSync(path, {recursive: true})``'s error: the code, libuv's text, ``mkdir`` and the
+    path asked for (not Python's strerror, nor the ``open`` a library failure used to be named)."""
+    from pi_session_server.errors import FsError
+    from pi_session_server.session.paths import make_dirs
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    wanted = str(blocker / "sub" / "deeper")
+    with pytest.raises(FsError) as failure:
+        make_dirs(wanted)
+    assert str(failure.value) == f"ENOTDIR: not a directory, mkdir '{wanted}'"
+    assert (failure.value.code, failure.value.syscall, failure.value.path) == ("ENOTDIR", "mkdir", wanted)
+    too_long = str(tmp_path / ("a" * 300))
+    with pytest.raises(FsError) as failure:
+        make_dirs(too_long)
+    assert str(failure.value) == f"ENAMETOOLONG: name too long, mkdir '{too_long}'"
