@@ -24,6 +24,7 @@ from .document import BOM_BYTES, SessionDocument
 from .edits import is_malformed, target_problem
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
+from .positions import char_end
 from .preview import full_value
 
 
@@ -79,14 +80,6 @@ def _whole_line(raw: bytes) -> tuple[int, int]:
     return (start, end) if end > start else (0, len(raw))
 
 
-def _first_char_end(raw: bytes) -> int:
-    """Where the first character of a line ends (0 for an empty line)."""
-    end = min(1, len(raw))
-    while end < len(raw) and (raw[end] & 0xC0) == 0x80:
-        end += 1
-    return end
-
-
 def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
     if p.span is not None:
         return p.span
@@ -135,7 +128,7 @@ def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
             Diagnostic(
                 0,
                 0,
-                _first_char_end(lines[0].raw if lines else b""),
+                char_end(lines[0].raw if lines else b"", 0),
                 CODES[codes.BOM].severity,
                 codes.BOM,
                 "the file on disk starts with a byte order mark, which the editor does not show: pi "

@@ -127,6 +127,14 @@ def test_reported_instead_of_invalid_json_at_the_glue() -> None:
     assert "entry `cccc0003` (message)" in glued.message and "pi skips the whole line" in glued.message
 
 
+@pytest.mark.parametrize("first", ["é", "数", "😀"])
+def test_the_range_at_the_glue_is_the_whole_first_character_of_the_piece(first: str) -> None:
+    cut = first + '","timestamp":1}}'  # the end of a line cut inside a string, after a whole entry
+    d = doc(HEADER, A, B + cut + C, D)
+    glued = the(d, "PI006")
+    assert (glued.start, glued.end) == (len(B), len(B) + len(first.encode()))
+
+
 def test_the_entry_after_a_glued_parent_is_told_where_its_parent_is() -> None:
     d = doc(HEADER, A, B[:57] + C, D)
     orphan = the(d, "PI031")
