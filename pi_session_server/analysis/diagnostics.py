@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..format.glued import Piece, lost_ids
+from ..format.glued import Piece, holds_header, lost_ids
 from ..format.jsvalue import ABSENT, get, js_string_of, to_number
 from . import codes
 from . import lines as L
@@ -145,7 +145,7 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     first = doc.first_kept()
     headers = doc.headers
     if first is None:
-        if doc.byte_size() > 0:
+        if doc.byte_size() > 0 and not _has_glued_header(doc):
             out.append(
                 Diagnostic(
                     0,
@@ -184,7 +184,7 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                 ),
             )
         )
-    else:
+    elif not _has_glued_header(doc):
         out.append(
             _at(
                 first,
@@ -315,6 +315,17 @@ def is_first_pass(p: Problem) -> bool:
     if code == codes.FIELD_MISSING and p.path == ():
         return p.missing in ENVELOPE_FIELDS
     return p.path in ENVELOPE_PATHS
+
+
+def _has_glued_header(doc: SessionDocument) -> bool:
+    """A session header is a whole piece of lines glued together (PI006): the header is not missing,
+    pi skips it with the line, and splitting the line gives it back (as the first line pi reads, or
+    as a header that is not first, PI012, when something comes before it)."""
+    for info in doc.problem_lines:
+        p = L.glued_problem(info)
+        if p is not None and p.pieces is not None and holds_header(p.pieces):
+            return True
+    return False
 
 
 def glued_entries(doc: SessionDocument) -> dict[str, tuple[LineInfo, tuple[Piece, ...]]]:

@@ -18,7 +18,7 @@ import msgspec
 
 from ..format import records as rec
 from ..format.dates import ms
-from ..format.glued import Piece, describe, glued_pieces
+from ..format.glued import Piece, describe, glued_pieces, holds_header
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
@@ -467,7 +467,7 @@ def glued_problem(info: LineInfo) -> Problem | None:
 def _glued_problem(raw: bytes, pieces: tuple[Piece, ...]) -> Problem:
     entries = sum(1 for p in pieces if p.whole and p.type != "session")
     lost = [] if not entries else ["that entry" if entries == 1 else f"those {entries} entries"]
-    if any(p.whole and p.type == "session" for p in pieces):
+    if holds_header(pieces):
         lost.insert(0, "the session header")
     where = pieces[1].start
     return Problem(

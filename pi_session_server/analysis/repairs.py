@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..format.dates import now_iso
-from ..format.glued import Piece
+from ..format.glued import Piece, holds_header
 from ..format.ids import uuid7
 from ..format.jsjson import JsonSyntaxError, dumps, parse
 from ..format.jstext import is_js_blank
@@ -66,6 +66,9 @@ class Repair:
     # made to the file on disk, not to the text (no edits): what the text does not hold, a byte
     # order mark the editor hides (SessionDocument.disk_bom)
     on_disk: bool = False
+    # its edits give the file a session header line it lacked: one pi skipped inside lines glued
+    # together, or one moved to the first line (a header made up beside it would take its place)
+    restores_header: bool = False
 
     def edits(self) -> list[TextEdit]:
         return self.make_edits()
@@ -159,6 +162,7 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
                 lambda: _move_header(doc, n),
                 preferred=True,
                 key=(d.code, n),
+                restores_header=True,
             )
         ]
     if d.code == codes.DUPLICATE_HEADER:
@@ -399,6 +403,7 @@ def _split_edits(info: LineInfo, pieces: tuple[Piece, ...], keep_cut_off: bool) 
 def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
     n = info.line
     count = len(pieces)
+    header = holds_header(pieces)
     out = [
         Repair(
             f"Split the glued line into its {count} lines",
@@ -407,6 +412,7 @@ def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
             lambda: _split_edits(info, pieces, keep_cut_off=True),
             preferred=True,
             key=(codes.GLUED_LINES, n, "split"),
+            restores_header=header,
         )
     ]
     cut_off = sum(1 for p in pieces if not p.whole)
@@ -419,6 +425,7 @@ def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
                 n,
                 lambda: _split_edits(info, pieces, keep_cut_off=False),
                 key=(codes.GLUED_LINES, n, "split-drop"),
+                restores_header=header,
             )
         )
     return out
@@ -433,6 +440,7 @@ def _split_for_orphan(orphan: LineInfo, holder: LineInfo, pieces: tuple[Piece, .
         lambda: _split_edits(holder, pieces, keep_cut_off=True),
         preferred=True,
         key=(codes.DANGLING_PARENT, orphan.line, "split-glued"),
+        restores_header=holds_header(pieces),
     )
 
 

@@ -236,12 +236,25 @@ def test_the_loader_says_a_line_is_lines_glued_together(tmp_path: Path) -> None:
 
 def test_a_header_glued_to_the_first_entry() -> None:
     d = doc(HEADER + A, B)
-    assert found(d) == [(0, "PI006"), (1, "PI010"), (1, "PI031")]  # B is the first line pi reads
+    assert found(d) == [(0, "PI006"), (1, "PI031")]  # not PI010: the split gives the header back
     glued = the(d, "PI006")
     assert "the session header, then entry `aaaa0001`" in glued.message
     assert "with it the session header and that entry" in glued.message
     text = repaired(d, titled(d, 0, "Split the glued line"))
     assert text == "\n".join([HEADER, A, B]) + "\n" and found(SessionDocument(text)) == []
+
+
+@pytest.mark.parametrize("before", ["\n\ufeff", '{"type":"mess', B[:57]])  # a BOM on line 2, cut-off lines
+def test_a_header_glued_behind_something_is_not_missing(before: str) -> None:
+    d = SessionDocument(before + "\n".join([HEADER, A, B]) + "\n")
+    assert "PI010" not in [code for _, code in found(d)]
+    assert "with it the session header" in the(d, "PI006").message
+    assert [r.code for r in repairs(d, 0, d.line_count - 1)] == ["PI006"] * 2  # splits, no header made up
+
+
+def test_a_file_of_glued_lines_only_has_its_header_in_them() -> None:
+    d = doc(HEADER + A + B[:57])
+    assert found(d) == [(0, "PI006")]
 
 
 def test_hover_names_the_glued_lines() -> None:
