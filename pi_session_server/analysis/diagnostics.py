@@ -386,24 +386,32 @@ def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
 
 def _line_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Iterator[Diagnostic]:
     """The problems found on each line by itself."""
-    lines = doc.lines
-    last = lines[-1] if lines else None
-    truncated_last = (
-        last is not None and last.raw != b"" and last.kind == L.MALFORMED and L.glued_problem(last) is None
-    )
-    edits_known = doc.profile.context_edits
+    unreported = _unreported_last(doc)
     for info in doc.problem_lines:
-        if info is last and (last.raw == b"" or truncated_last):
-            continue  # the empty text after the final newline; or reported as PI002
-        unknown_type = not edits_known and info in doc.edits
-        for p in info.problems:
-            if v1 and p.v1_expected:
-                continue
-            if first_pass and not is_first_pass(p):
-                continue
-            if unknown_type and L.is_edit_field_problem(p):
-                continue  # what makes the line an edit means nothing to this release
-            yield _diagnostic(info, p)
+        if info is not unreported:
+            for p in _line_problems(doc, info, first_pass, v1):
+                yield _diagnostic(info, p)
+
+
+def _unreported_last(doc: SessionDocument) -> LineInfo | None:
+    """The last line when its own problems are not reported: the empty text after the final
+    newline, or a truncated line (reported as PI002)."""
+    last = doc.lines[-1] if doc.lines else None
+    if last is not None and (last.raw == b"" or (last.kind == L.MALFORMED and L.glued_problem(last) is None)):
+        return last
+    return None
+
+
+def _line_problems(doc: SessionDocument, info: LineInfo, first_pass: bool, v1: bool) -> Iterator[Problem]:
+    unknown_type = not doc.profile.context_edits and info in doc.edits
+    for p in info.problems:
+        if v1 and p.v1_expected:
+            continue
+        if first_pass and not is_first_pass(p):
+            continue
+        if unknown_type and L.is_edit_field_problem(p):
+            continue  # what makes the line an edit means nothing to this release
+        yield p
 
 
 def _edit_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Iterator[Diagnostic]:
@@ -421,16 +429,11 @@ def _edit_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Itera
 def _tree_diagnostics(doc: SessionDocument, first_pass: bool) -> Iterator[Diagnostic]:
     """The cross-line problems of the tree."""
     glued = glued_entries(doc)
-    forked: bool | None = None  # asked only when a fromId names nothing
+    forked = _Forked(doc)
     for info, problems in doc.tree.cross.items():
         for p in problems:
-            if first_pass and not is_first_pass(p):
+            if not _tree_problem_reported(p, first_pass, forked):
                 continue
-            if p.code == codes.FROM_ID_UNKNOWN:
-                if forked is None:
-                    forked = is_forked(doc)
-                if forked:
-                    continue  # the abandoned leaf stayed in the session this one was forked from
             if (
                 glued
                 and p.code == codes.DANGLING_PARENT
@@ -439,6 +442,48 @@ def _tree_diagnostics(doc: SessionDocument, first_pass: bool) -> Iterator[Diagno
             ):
                 p = _parent_in_glued_line(p, glued[info.parent_id][0])
             yield _diagnostic(info, p)
+
+
+class _Forked:
+    """Whether the session was forked (:func:`is_forked`), asked only when a fromId names nothing."""
+
+    __slots__ = ("doc", "known")
+
+    def __init__(self, doc: SessionDocument) -> None:
+        self.doc = doc
+        self.known: bool | None = None
+
+    def __bool__(self) -> bool:
+        if self.known is None:
+            self.known = is_forked(self.doc)
+        return self.known
+
+
+def _tree_problem_reported(p: Problem, first_pass: bool, forked: _Forked) -> bool:
+    if first_pass and not is_first_pass(p):
+        return False
+    # a fromId naming an abandoned leaf that stayed in the session this one was forked from
+    return not (p.code == codes.FROM_ID_UNKNOWN and forked)
+
+
+def reported_problems(
+    doc: SessionDocument, first_line: int, last_line: int
+) -> Iterator[tuple[LineInfo, Problem]]:
+    """The problems of lines ``first_line..last_line`` that :func:`document_diagnostics` reports,
+    with their lines (the tree's as found, before a message is reworded): what repairs are for."""
+    v1 = doc.is_v1()
+    unreported = _unreported_last(doc)
+    forked = _Forked(doc)
+    cross = doc.tree.cross
+    for n in range(max(0, first_line), min(last_line, doc.line_count - 1) + 1):
+        info = doc.lines[n]
+        if info.problems and info is not unreported:
+            for p in _line_problems(doc, info, False, v1):
+                yield info, p
+        if not v1:
+            for p in cross.get(info, ()):
+                if _tree_problem_reported(p, False, forked):
+                    yield info, p
 
 
 def count_by_severity(diagnostics: list[Diagnostic]) -> dict[str, int]:
@@ -460,4 +505,5 @@ __all__ = [
     "is_first_pass",
     "is_forked",
     "problem_span",
+    "reported_problems",
 ]

@@ -29,7 +29,7 @@ from ..format.jsvalue import get
 from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
-from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span
+from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span, reported_problems
 from .document import BOM_BYTES, SessionDocument
 from .fields import Path
 from .jsonpath import value_span
@@ -98,21 +98,19 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
         for r in _file_repairs(doc, d, path)
     ]
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
-    for n in range(max(0, first_line), min(last_line, doc.line_count - 1) + 1):
-        info = doc.lines[n]
-        for p in (*info.problems, *doc.tree.cross.get(info, ())):
-            if p.code == codes.GLUED_LINES and p.pieces is not None:
-                out.extend(_split_glued(info, p.pieces))
-            elif p.code == codes.DANGLING_PARENT:
-                if glued is None:
-                    glued = glued_entries(doc)
-                out.extend(_orphan_repairs(doc, info, glued))
-            elif p.code == codes.PARENT_CYCLE:
-                out.append(_make_root(info))
-            elif p.code == codes.ORPHAN_TOOL_RESULT:
-                out.extend(_orphan_result_repairs(doc, info))
-            elif p.code == codes.HUGE_IMAGE and p.path is not None:
-                out.append(_extract_image(doc, info, p.path, path))
+    for info, p in reported_problems(doc, first_line, last_line):  # none for what is not reported
+        if p.code == codes.GLUED_LINES and p.pieces is not None:
+            out.extend(_split_glued(info, p.pieces))
+        elif p.code == codes.DANGLING_PARENT:
+            if glued is None:
+                glued = glued_entries(doc)
+            out.extend(_orphan_repairs(doc, info, glued))
+        elif p.code == codes.PARENT_CYCLE:
+            out.append(_make_root(info))
+        elif p.code == codes.ORPHAN_TOOL_RESULT:
+            out.extend(_orphan_result_repairs(doc, info))
+        elif p.code == codes.HUGE_IMAGE and p.path is not None:
+            out.append(_extract_image(doc, info, p.path, path))
     return out
 
 

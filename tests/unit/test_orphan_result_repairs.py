@@ -136,3 +136,29 @@ def test_every_repair_offered_on_the_sample_files_changes_something() -> None:
             checked += 1
             assert repair.image is not None or repair.edits(), (path.name, repair.line, repair.title)
     assert checked > 20  # juicetin-session-multi.jsonl alone offers 22
+
+
+def _without_ids(line: str) -> str:
+    value = json.loads(line)
+    value.pop("id", None)
+    value.pop("parentId", None)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def test_a_version_1_session_gets_no_tree_repair_where_nothing_is_reported() -> None:
+    # pi reads a version 1 file in order and gives it ids when it migrates it: its tree checks are
+    # not reported (PI015 only), so nothing may offer to remove or move its tool result
+    d = doc(
+        S.header(version=None),
+        *map(
+            _without_ids,
+            [
+                S.user("u1", None),
+                S.assistant("a1", "u1", calls=CALLS[:1]),
+                S.tool_result("r1", "a1", "t1"),
+                S.assistant("a2", "r1"),
+            ],
+        ),
+    )
+    assert found(d) == [(0, "PI015")]
+    assert [(r.code, r.line) for r in repairs(d, 0, d.line_count - 1)] == [("PI015", 0)]
