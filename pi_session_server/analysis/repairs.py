@@ -25,7 +25,7 @@ from ..format.glued import Piece, holds_header
 from ..format.ids import uuid7
 from ..format.jsjson import JsonSyntaxError, dumps, parse
 from ..format.jstext import is_js_blank
-from ..format.jsvalue import get
+from ..format.jsvalue import get, strict_equal
 from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
@@ -475,7 +475,12 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
     if callers:
         caller = callers[-1]
         target = results_end(doc, caller)
-        if isinstance(target.id, str) and not tree.is_ancestor(result, target):
+        if (
+            isinstance(target.id, str)
+            and tree.resolve(target.key) is target  # else its id names another entry (a duplicate)
+            and not strict_equal(result.parent_id, target.id)  # else the move changes nothing
+            and not tree.is_ancestor(result, target)
+        ):
             where = "" if target is caller else f", after its other results (line {target.line + 1})"
             out.append(
                 Repair(
@@ -487,13 +492,18 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
                     key=(codes.ORPHAN_TOOL_RESULT, result.line, "move"),
                 )
             )
-    children = list(tree.kids(result))
-    parent = tree.parent(result)
+    children = [k for k in tree.kids(result) if k is not result]  # (its own parent: a cycle)
+    parent = _parent_without(doc, result)
     new_parent = parent.id if parent is not None and isinstance(parent.id, str) else None
     moved = f"; its {len(children)} child entries move up to its parent" if children else ""
 
     def remove() -> list[TextEdit]:
-        edits = [e for child in children for e in _replace_value(child, ("parentId",), new_parent)]
+        edits = [
+            e
+            for child in children
+            if not strict_equal(child.parent_id, new_parent)  # already named, as a duplicate id
+            for e in _replace_value(child, ("parentId",), new_parent)
+        ]
         return [*edits, _delete_line(doc, result.line)]
 
     out.append(
@@ -506,6 +516,18 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
         )
     )
     return out
+
+
+def _parent_without(doc: SessionDocument, e: LineInfo) -> LineInfo | None:
+    """The parent of ``e`` once its line is gone: what its ``parentId`` names then (another entry
+    with the same id, when it names its own), unless that descends from ``e`` (a cycle through
+    ``e``, which its children would close again)."""
+    tree = doc.tree
+    if e.pkey is None:
+        return None
+    same = [x for x in tree.by_id.get(e.pkey, ()) if x is not e]
+    parent = same[-1] if same else None
+    return None if parent is None or tree.is_ancestor(e, parent) else parent
 
 
 def _make_root(info: LineInfo) -> Repair:
