@@ -24,7 +24,7 @@ from .document import BOM_BYTES, SessionDocument
 from .edits import is_malformed, target_problem
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
-from .positions import char_end
+from .positions import char_end, text_end
 from .preview import full_value
 
 
@@ -77,7 +77,7 @@ def _whole_line(raw: bytes) -> tuple[int, int]:
     while end > 0 and raw[end - 1 : end] in (b"\r", b" ", b"\t"):
         end -= 1
     start = 3 if raw.startswith(BOM_BYTES) else 0
-    return (start, end) if end > start else (0, len(raw))
+    return (start, end) if end > start else (0, text_end(raw))
 
 
 def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
@@ -150,7 +150,7 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                 Diagnostic(
                     0,
                     0,
-                    len(lines[0].raw),
+                    text_end(lines[0].raw),
                     CODES[codes.MISSING_HEADER].severity,
                     codes.MISSING_HEADER,
                     "no session header (and no other JSON line): pi refuses this file",

@@ -25,7 +25,7 @@ from ..format.jsvalue import ABSENT, get, index_key, truthy
 from ..session.projection import is_edit_replacement
 from . import codes
 from .fields import Path, check_fields, json_kind
-from .positions import char_end
+from .positions import char_end, text_end
 
 # line kinds
 BLANK: Final = 0  # empty or JS whitespace only
@@ -475,7 +475,8 @@ def _glued_problem(raw: bytes, pieces: tuple[Piece, ...]) -> Problem:
         f"{len(pieces)} lines glued together: {describe(pieces, columns=False)}. pi skips the whole line, and with it {' and '.join(lost)}",
         span=(where, char_end(raw, where)),  # the second piece's first character
         pieces=pieces,
-        notes=tuple((p.start, p.end, describe((p,), columns=False)) for p in pieces),  # where each is
+        # where each is (the last one without the \r of a \r\n line break)
+        notes=tuple((p.start, min(p.end, text_end(raw)), describe((p,), columns=False)) for p in pieces),
     )
 
 

@@ -33,6 +33,12 @@ def char_end(raw: bytes, offset: int) -> int:
     return end
 
 
+def text_end(raw: bytes) -> int:
+    """Where the text of line ``raw`` ends: before the ``\r`` of a ``\r\n`` line break, which an
+    editor counts as part of the break, not of the line (a range past it ends on the next line)."""
+    return len(raw) - 1 if raw.endswith(b"\r") else len(raw)
+
+
 def _utf8_boundary(raw: bytes, offset: int) -> int:
     """Move ``offset`` back to the start of the UTF-8 sequence it falls into."""
     offset = max(0, min(offset, len(raw)))
