@@ -34,6 +34,7 @@ from .document import BOM_BYTES, SessionDocument
 from .fields import Path
 from .jsonpath import value_span
 from .lines import LineInfo, human_size
+from .positions import text_end
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +245,7 @@ def header_for(doc: SessionDocument, path: str | None) -> dict[str, Any]:
 
 def _header_insert(doc: SessionDocument, path: str | None) -> TextEdit:
     start = len(BOM_BYTES) if doc.has_bom() else 0
-    return TextEdit(0, start, 0, start, dumps(header_for(doc, path)) + "\n")
+    return TextEdit(0, start, 0, start, dumps(header_for(doc, path)) + _line_break(doc.lines[0]))
 
 
 def _move_header(doc: SessionDocument, n: int) -> list[TextEdit]:
@@ -382,20 +383,28 @@ def _reparent_orphan(doc: SessionDocument, info: LineInfo) -> Repair:
 def _split_edits(info: LineInfo, pieces: tuple[Piece, ...], keep_cut_off: bool) -> list[TextEdit]:
     """Each kept piece on a line of its own. A newline goes before every kept piece that follows
     another kept one; a dropped cut-off piece is replaced by the newline its neighbours need (a
-    cut-off piece is always followed by a whole one or the end of the line), so no two edits touch."""
+    cut-off piece is always followed by a whole one or the end of the line), so no two edits touch.
+    The newline is the line's own (``\r\n`` in a file of them), and a dropped last piece leaves it."""
     n = info.line
+    newline = _line_break(info)
+    end = text_end(info.raw)
     edits: list[TextEdit] = []
     kept_before = False
     for i, piece in enumerate(pieces):
         if piece.whole or keep_cut_off:
             after_dropped = i > 0 and not (pieces[i - 1].whole or keep_cut_off)
             if kept_before and not after_dropped:
-                edits.append(TextEdit(n, piece.start, n, piece.start, "\n"))
+                edits.append(TextEdit(n, piece.start, n, piece.start, newline))
             kept_before = True
         else:
             between = kept_before and i + 1 < len(pieces)
-            edits.append(TextEdit(n, piece.start, n, piece.end, "\n" if between else ""))
+            edits.append(TextEdit(n, piece.start, n, min(piece.end, end), newline if between else ""))
     return edits
+
+
+def _line_break(info: LineInfo) -> str:
+    """The line break that ends ``info``'s line (a ``\r\n`` line holds the ``\r``)."""
+    return "\r\n" if info.raw.endswith(b"\r") else "\n"
 
 
 def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:

@@ -193,9 +193,19 @@ def test_split_and_drop_in_a_crlf_file() -> None:
     text = "\r\n".join([HEADER, A, B + C[:40], D]) + "\r\n"
     d = SessionDocument(text)
     fixed = repaired(d, titled(d, 2, "Split the glued line and remove"))
-    # the cut-off part took the line's "\r" with it; JSON.parse does not mind either ending
-    assert fixed == "\r\n".join([HEADER, A, B]) + "\n" + D + "\r\n"
+    # the cut-off part goes, the line's "\r" stays: the file keeps one kind of line break
+    assert fixed == "\r\n".join([HEADER, A, B, D]) + "\r\n"
     assert found(SessionDocument(fixed)) == [(3, "PI031")]  # D's parent C was the cut-off line
+
+
+def test_split_in_a_crlf_file_breaks_lines_as_the_file_does() -> None:
+    text = "\r\n".join([HEADER, A, B[:57] + C + D]) + "\r\n"
+    d = SessionDocument(text)
+    fixed = repaired(d, titled(d, 2, "Split the glued line into"))
+    assert fixed == "\r\n".join([HEADER, A, B[:57], C, D]) + "\r\n"
+    d = SessionDocument("\r\n".join([A, B]) + "\r\n")
+    fixed = repaired(d, titled(d, 0, "Insert a session header"))
+    assert fixed.endswith("\r\n".join(["", A, B, ""])) and fixed.count("\r\n") == 3 == fixed.count("\n")
 
 
 def test_the_orphan_offers_to_split_the_line_holding_its_parent_first() -> None:
