@@ -11,7 +11,9 @@ All repairs are planned on the file as it is; one whose bytes overlap a repair p
 left for a second round, planned on the repaired file (the report says so), rather than guessed
 at. The migration to version 3 touches every line, so it is planned last and waits for a round
 with nothing else to repair. Repairs that produce identical splices (every sibling of one missing
-parent offers the same re-parenting) are applied once.
+parent offers the same re-parenting) are applied once. A header is never made up (PI010) beside a
+repair that gives the file its own back (a split of lines glued together holding it): the made-up
+one would take the session's id.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ def plan_repairs(doc: SessionDocument, chosen: Iterable[str], path: str | None =
     # The migration rewrites every line: it goes last, so that it waits for a second round whenever
     # something else is repaired (and then migrates the repaired lines too).
     chosen_ones = sorted(_one_per_problem(doc, wanted, path), key=lambda r: r.code == codes.OLD_VERSION)
+    if any(r.restores_header for r in chosen_ones):
+        chosen_ones = [r for r in chosen_ones if r.code != codes.MISSING_HEADER]
     if not chosen_ones:
         return plan
     starts = doc.line_starts()

@@ -115,7 +115,7 @@ CODES: dict[str, Code] = {
             MISSING_HEADER,
             E,
             "Missing session header",
-            'The first JSON line is not a session header (`{"type":"session",...}`), and there is none later either. pi refuses the file: *not a valid pi session*.',
+            'The first JSON line is not a session header (`{"type":"session",...}`), and there is none later either. pi refuses the file: *not a valid pi session*. A header inside lines glued together is not missing: PI006 reports it, and splitting that line gives it back.',
             "Code action *Insert a session header* (id and time are taken from the file name when it has pi's naming).",
         ),
         Code(

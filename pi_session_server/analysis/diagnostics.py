@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..format.glued import Piece, lost_ids
+from ..format.glued import Piece, holds_header, lost_ids
 from ..format.jsvalue import ABSENT, get, js_string_of, to_number
 from . import codes
 from . import lines as L
@@ -24,6 +24,7 @@ from .document import BOM_BYTES, SessionDocument
 from .edits import is_malformed, target_problem
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
+from .positions import char_end, text_end
 from .preview import full_value
 
 
@@ -76,15 +77,7 @@ def _whole_line(raw: bytes) -> tuple[int, int]:
     while end > 0 and raw[end - 1 : end] in (b"\r", b" ", b"\t"):
         end -= 1
     start = 3 if raw.startswith(BOM_BYTES) else 0
-    return (start, end) if end > start else (0, len(raw))
-
-
-def _first_char_end(raw: bytes) -> int:
-    """Where the first character of a line ends (0 for an empty line)."""
-    end = min(1, len(raw))
-    while end < len(raw) and (raw[end] & 0xC0) == 0x80:
-        end += 1
-    return end
+    return (start, end) if end > start else (0, text_end(raw))
 
 
 def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
@@ -135,7 +128,7 @@ def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
             Diagnostic(
                 0,
                 0,
-                _first_char_end(lines[0].raw if lines else b""),
+                char_end(lines[0].raw if lines else b"", 0),
                 CODES[codes.BOM].severity,
                 codes.BOM,
                 "the file on disk starts with a byte order mark, which the editor does not show: pi "
@@ -152,12 +145,12 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     first = doc.first_kept()
     headers = doc.headers
     if first is None:
-        if doc.byte_size() > 0:
+        if doc.byte_size() > 0 and not _has_glued_header(doc):
             out.append(
                 Diagnostic(
                     0,
                     0,
-                    len(lines[0].raw),
+                    text_end(lines[0].raw),
                     CODES[codes.MISSING_HEADER].severity,
                     codes.MISSING_HEADER,
                     "no session header (and no other JSON line): pi refuses this file",
@@ -191,7 +184,7 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                 ),
             )
         )
-    else:
+    elif not _has_glued_header(doc):
         out.append(
             _at(
                 first,
@@ -324,6 +317,17 @@ def is_first_pass(p: Problem) -> bool:
     return p.path in ENVELOPE_PATHS
 
 
+def _has_glued_header(doc: SessionDocument) -> bool:
+    """A session header is a whole piece of lines glued together (PI006): the header is not missing,
+    pi skips it with the line, and splitting the line gives it back (as the first line pi reads, or
+    as a header that is not first, PI012, when something comes before it)."""
+    for info in doc.problem_lines:
+        p = L.glued_problem(info)
+        if p is not None and p.pieces is not None and holds_header(p.pieces):
+            return True
+    return False
+
+
 def glued_entries(doc: SessionDocument) -> dict[str, tuple[LineInfo, tuple[Piece, ...]]]:
     """The lines glued together (PI006), with their pieces, by the string ids of the whole entries
     in them (the last such line for an id, as pi's index would keep the last entry once the lines
@@ -382,24 +386,32 @@ def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
 
 def _line_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Iterator[Diagnostic]:
     """The problems found on each line by itself."""
-    lines = doc.lines
-    last = lines[-1] if lines else None
-    truncated_last = (
-        last is not None and last.raw != b"" and last.kind == L.MALFORMED and L.glued_problem(last) is None
-    )
-    edits_known = doc.profile.context_edits
+    unreported = _unreported_last(doc)
     for info in doc.problem_lines:
-        if info is last and (last.raw == b"" or truncated_last):
-            continue  # the empty text after the final newline; or reported as PI002
-        unknown_type = not edits_known and info in doc.edits
-        for p in info.problems:
-            if v1 and p.v1_expected:
-                continue
-            if first_pass and not is_first_pass(p):
-                continue
-            if unknown_type and L.is_edit_field_problem(p):
-                continue  # what makes the line an edit means nothing to this release
-            yield _diagnostic(info, p)
+        if info is not unreported:
+            for p in _line_problems(doc, info, first_pass, v1):
+                yield _diagnostic(info, p)
+
+
+def _unreported_last(doc: SessionDocument) -> LineInfo | None:
+    """The last line when its own problems are not reported: the empty text after the final
+    newline, or a truncated line (reported as PI002)."""
+    last = doc.lines[-1] if doc.lines else None
+    if last is not None and (last.raw == b"" or (last.kind == L.MALFORMED and L.glued_problem(last) is None)):
+        return last
+    return None
+
+
+def _line_problems(doc: SessionDocument, info: LineInfo, first_pass: bool, v1: bool) -> Iterator[Problem]:
+    unknown_type = not doc.profile.context_edits and info in doc.edits
+    for p in info.problems:
+        if v1 and p.v1_expected:
+            continue
+        if first_pass and not is_first_pass(p):
+            continue
+        if unknown_type and L.is_edit_field_problem(p):
+            continue  # what makes the line an edit means nothing to this release
+        yield p
 
 
 def _edit_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Iterator[Diagnostic]:
@@ -417,16 +429,11 @@ def _edit_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Itera
 def _tree_diagnostics(doc: SessionDocument, first_pass: bool) -> Iterator[Diagnostic]:
     """The cross-line problems of the tree."""
     glued = glued_entries(doc)
-    forked: bool | None = None  # asked only when a fromId names nothing
+    forked = _Forked(doc)
     for info, problems in doc.tree.cross.items():
         for p in problems:
-            if first_pass and not is_first_pass(p):
+            if not _tree_problem_reported(p, first_pass, forked):
                 continue
-            if p.code == codes.FROM_ID_UNKNOWN:
-                if forked is None:
-                    forked = is_forked(doc)
-                if forked:
-                    continue  # the abandoned leaf stayed in the session this one was forked from
             if (
                 glued
                 and p.code == codes.DANGLING_PARENT
@@ -435,6 +442,48 @@ def _tree_diagnostics(doc: SessionDocument, first_pass: bool) -> Iterator[Diagno
             ):
                 p = _parent_in_glued_line(p, glued[info.parent_id][0])
             yield _diagnostic(info, p)
+
+
+class _Forked:
+    """Whether the session was forked (:func:`is_forked`), asked only when a fromId names nothing."""
+
+    __slots__ = ("doc", "known")
+
+    def __init__(self, doc: SessionDocument) -> None:
+        self.doc = doc
+        self.known: bool | None = None
+
+    def __bool__(self) -> bool:
+        if self.known is None:
+            self.known = is_forked(self.doc)
+        return self.known
+
+
+def _tree_problem_reported(p: Problem, first_pass: bool, forked: _Forked) -> bool:
+    if first_pass and not is_first_pass(p):
+        return False
+    # a fromId naming an abandoned leaf that stayed in the session this one was forked from
+    return not (p.code == codes.FROM_ID_UNKNOWN and forked)
+
+
+def reported_problems(
+    doc: SessionDocument, first_line: int, last_line: int
+) -> Iterator[tuple[LineInfo, Problem]]:
+    """The problems of lines ``first_line..last_line`` that :func:`document_diagnostics` reports,
+    with their lines (the tree's as found, before a message is reworded): what repairs are for."""
+    v1 = doc.is_v1()
+    unreported = _unreported_last(doc)
+    forked = _Forked(doc)
+    cross = doc.tree.cross
+    for n in range(max(0, first_line), min(last_line, doc.line_count - 1) + 1):
+        info = doc.lines[n]
+        if info.problems and info is not unreported:
+            for p in _line_problems(doc, info, False, v1):
+                yield info, p
+        if not v1:
+            for p in cross.get(info, ()):
+                if _tree_problem_reported(p, False, forked):
+                    yield info, p
 
 
 def count_by_severity(diagnostics: list[Diagnostic]) -> dict[str, int]:
@@ -456,4 +505,5 @@ __all__ = [
     "is_first_pass",
     "is_forked",
     "problem_span",
+    "reported_problems",
 ]

@@ -18,13 +18,14 @@ import msgspec
 
 from ..format import records as rec
 from ..format.dates import ms
-from ..format.glued import Piece, describe, glued_pieces
+from ..format.glued import Piece, describe, glued_pieces, holds_header
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
 from ..session.projection import is_edit_replacement
 from . import codes
 from .fields import Path, check_fields, json_kind
+from .positions import char_end, text_end
 
 # line kinds
 BLANK: Final = 0  # empty or JS whitespace only
@@ -397,7 +398,7 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     info.kind = MALFORMED
     pieces = glued_pieces(info.raw)
     if pieces is not None:
-        info.problems = (_glued_problem(pieces),)
+        info.problems = (_glued_problem(info.raw, pieces),)
         return
     pos = err.pos
     start = len(text[:pos].encode("utf-8", "surrogatepass"))
@@ -463,18 +464,19 @@ def glued_problem(info: LineInfo) -> Problem | None:
     return None
 
 
-def _glued_problem(pieces: tuple[Piece, ...]) -> Problem:
+def _glued_problem(raw: bytes, pieces: tuple[Piece, ...]) -> Problem:
     entries = sum(1 for p in pieces if p.whole and p.type != "session")
     lost = [] if not entries else ["that entry" if entries == 1 else f"those {entries} entries"]
-    if any(p.whole and p.type == "session" for p in pieces):
+    if holds_header(pieces):
         lost.insert(0, "the session header")
     where = pieces[1].start
     return Problem(
         codes.GLUED_LINES,
         f"{len(pieces)} lines glued together: {describe(pieces, columns=False)}. pi skips the whole line, and with it {' and '.join(lost)}",
-        span=(where, where + 1),
+        span=(where, char_end(raw, where)),  # the second piece's first character
         pieces=pieces,
-        notes=tuple((p.start, p.end, describe((p,), columns=False)) for p in pieces),  # where each is
+        # where each is (the last one without the \r of a \r\n line break)
+        notes=tuple((p.start, min(p.end, text_end(raw)), describe((p,), columns=False)) for p in pieces),
     )
 
 

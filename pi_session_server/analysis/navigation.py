@@ -16,6 +16,7 @@ from . import lines as L
 from .document import SessionDocument
 from .jsonpath import Located, scalar_at, value_span
 from .lines import LineInfo
+from .positions import text_end
 
 ENTRY_REF_FIELDS = {"parentId", "targetId", "firstKeptEntryId", "fromId"}
 
@@ -53,7 +54,7 @@ class Reference:
 
 
 def id_target(info: LineInfo) -> Target:
-    span = value_span(info.raw, ("id",)) or (0, len(info.raw))
+    span = value_span(info.raw, ("id",)) or (0, text_end(info.raw))
     return Target(info, *span)
 
 
@@ -68,7 +69,7 @@ def call_targets(doc: SessionDocument, result: LineInfo, call_id: Any) -> list[T
 
 def call_block_target(assistant: LineInfo, call_id: str) -> Target:
     index = assistant.call_blocks[assistant.call_ids.index(call_id)]
-    span = value_span(assistant.raw, ("message", "content", index, "id")) or (0, len(assistant.raw))
+    span = value_span(assistant.raw, ("message", "content", index, "id")) or (0, text_end(assistant.raw))
     return Target(assistant, *span)
 
 

@@ -3,11 +3,13 @@
 LSP counts a column in the negotiated position encoding: UTF-16 code units (VS Code, the default),
 UTF-8 bytes (Neovim offers it first) or UTF-32 code points. Lines are a document's ``bytes``.
 Fast paths: UTF-8 is the identity; an ASCII line is the identity in every encoding; a line
-without astral characters has as many UTF-16 units as code points.
+without astral characters has as many UTF-16 units as code points. An offset inside a character
+stands for that character's start, both ways.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Final
 
@@ -16,6 +18,25 @@ UTF16: Final = "utf-16"
 UTF32: Final = "utf-32"
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")
+
+
+def _is_continuation(raw: bytes, offset: int) -> bool:
+    return offset < len(raw) and (raw[offset] & 0xC0) == 0x80
+
+
+def char_end(raw: bytes, offset: int) -> int:
+    """Where the character starting at byte ``offset`` of ``raw`` ends (``offset`` at the end)."""
+    end = min(offset + 1, len(raw))
+    while _is_continuation(raw, end):
+        end += 1
+    return end
+
+
+def text_end(raw: bytes) -> int:
+    """Where the text of line ``raw`` ends: before the ``\r`` of a ``\r\n`` line break, which an
+    editor counts as part of the break, not of the line (a range past it ends on the next line)."""
+    return len(raw) - 1 if raw.endswith(b"\r") else len(raw)
 
 
 def _utf8_boundary(raw: bytes, offset: int) -> int:
@@ -29,12 +50,21 @@ def _utf8_boundary(raw: bytes, offset: int) -> int:
 def to_column(raw: bytes, offset: int, encoding: str, errors: str = "surrogatepass") -> int:
     """Byte ``offset`` in line ``raw`` as a column in ``encoding``."""
     offset = max(0, min(offset, len(raw)))
-    if encoding == UTF8:
+    inside = _is_continuation(raw, offset)
+    if encoding == UTF8 and not inside:
         return offset
     prefix = raw[:offset]
     if prefix.isascii():
         return offset
-    text = prefix.decode("utf-8", errors)
+    if inside:
+        # The decoder holds back the bytes of a character cut at the prefix's end, and only them
+        # (invalid bytes are decoded as ``errors`` says, as in the whole line).
+        decoder = _UTF8_DECODER(errors)
+        text = decoder.decode(prefix)
+        if encoding == UTF8:
+            return offset - len(decoder.getstate()[0])
+    else:
+        text = prefix.decode("utf-8", errors)
     if encoding == UTF32 or _ASTRAL.search(text) is None:
         return len(text)
     return len(text) + len(_ASTRAL.findall(text))

@@ -21,19 +21,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..format.dates import now_iso
-from ..format.glued import Piece
+from ..format.glued import Piece, holds_header
 from ..format.ids import uuid7
 from ..format.jsjson import JsonSyntaxError, dumps, parse
 from ..format.jstext import is_js_blank
-from ..format.jsvalue import get
+from ..format.jsvalue import get, strict_equal
 from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
-from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span
+from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span, reported_problems
 from .document import BOM_BYTES, SessionDocument
 from .fields import Path
 from .jsonpath import value_span
 from .lines import LineInfo, human_size
+from .positions import text_end
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,9 @@ class Repair:
     # made to the file on disk, not to the text (no edits): what the text does not hold, a byte
     # order mark the editor hides (SessionDocument.disk_bom)
     on_disk: bool = False
+    # its edits give the file a session header line it lacked: one pi skipped inside lines glued
+    # together, or one moved to the first line (a header made up beside it would take its place)
+    restores_header: bool = False
 
     def edits(self) -> list[TextEdit]:
         return self.make_edits()
@@ -95,21 +99,19 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
         for r in _file_repairs(doc, d, path)
     ]
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
-    for n in range(max(0, first_line), min(last_line, doc.line_count - 1) + 1):
-        info = doc.lines[n]
-        for p in (*info.problems, *doc.tree.cross.get(info, ())):
-            if p.code == codes.GLUED_LINES and p.pieces is not None:
-                out.extend(_split_glued(info, p.pieces))
-            elif p.code == codes.DANGLING_PARENT:
-                if glued is None:
-                    glued = glued_entries(doc)
-                out.extend(_orphan_repairs(doc, info, glued))
-            elif p.code == codes.PARENT_CYCLE:
-                out.append(_make_root(info))
-            elif p.code == codes.ORPHAN_TOOL_RESULT:
-                out.extend(_orphan_result_repairs(doc, info))
-            elif p.code == codes.HUGE_IMAGE and p.path is not None:
-                out.append(_extract_image(doc, info, p.path, path))
+    for info, p in reported_problems(doc, first_line, last_line):  # none for what is not reported
+        if p.code == codes.GLUED_LINES and p.pieces is not None:
+            out.extend(_split_glued(info, p.pieces))
+        elif p.code == codes.DANGLING_PARENT:
+            if glued is None:
+                glued = glued_entries(doc)
+            out.extend(_orphan_repairs(doc, info, glued))
+        elif p.code == codes.PARENT_CYCLE:
+            out.append(_make_root(info))
+        elif p.code == codes.ORPHAN_TOOL_RESULT:
+            out.extend(_orphan_result_repairs(doc, info))
+        elif p.code == codes.HUGE_IMAGE and p.path is not None:
+            out.append(_extract_image(doc, info, p.path, path))
     return out
 
 
@@ -159,6 +161,7 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
                 lambda: _move_header(doc, n),
                 preferred=True,
                 key=(d.code, n),
+                restores_header=True,
             )
         ]
     if d.code == codes.DUPLICATE_HEADER:
@@ -242,7 +245,7 @@ def header_for(doc: SessionDocument, path: str | None) -> dict[str, Any]:
 
 def _header_insert(doc: SessionDocument, path: str | None) -> TextEdit:
     start = len(BOM_BYTES) if doc.has_bom() else 0
-    return TextEdit(0, start, 0, start, dumps(header_for(doc, path)) + "\n")
+    return TextEdit(0, start, 0, start, dumps(header_for(doc, path)) + _line_break(doc.lines[0]))
 
 
 def _move_header(doc: SessionDocument, n: int) -> list[TextEdit]:
@@ -380,25 +383,34 @@ def _reparent_orphan(doc: SessionDocument, info: LineInfo) -> Repair:
 def _split_edits(info: LineInfo, pieces: tuple[Piece, ...], keep_cut_off: bool) -> list[TextEdit]:
     """Each kept piece on a line of its own. A newline goes before every kept piece that follows
     another kept one; a dropped cut-off piece is replaced by the newline its neighbours need (a
-    cut-off piece is always followed by a whole one or the end of the line), so no two edits touch."""
+    cut-off piece is always followed by a whole one or the end of the line), so no two edits touch.
+    The newline is the line's own (``\r\n`` in a file of them), and a dropped last piece leaves it."""
     n = info.line
+    newline = _line_break(info)
+    end = text_end(info.raw)
     edits: list[TextEdit] = []
     kept_before = False
     for i, piece in enumerate(pieces):
         if piece.whole or keep_cut_off:
             after_dropped = i > 0 and not (pieces[i - 1].whole or keep_cut_off)
             if kept_before and not after_dropped:
-                edits.append(TextEdit(n, piece.start, n, piece.start, "\n"))
+                edits.append(TextEdit(n, piece.start, n, piece.start, newline))
             kept_before = True
         else:
             between = kept_before and i + 1 < len(pieces)
-            edits.append(TextEdit(n, piece.start, n, piece.end, "\n" if between else ""))
+            edits.append(TextEdit(n, piece.start, n, min(piece.end, end), newline if between else ""))
     return edits
+
+
+def _line_break(info: LineInfo) -> str:
+    """The line break that ends ``info``'s line (a ``\r\n`` line holds the ``\r``)."""
+    return "\r\n" if info.raw.endswith(b"\r") else "\n"
 
 
 def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
     n = info.line
     count = len(pieces)
+    header = holds_header(pieces)
     out = [
         Repair(
             f"Split the glued line into its {count} lines",
@@ -407,6 +419,7 @@ def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
             lambda: _split_edits(info, pieces, keep_cut_off=True),
             preferred=True,
             key=(codes.GLUED_LINES, n, "split"),
+            restores_header=header,
         )
     ]
     cut_off = sum(1 for p in pieces if not p.whole)
@@ -419,6 +432,7 @@ def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
                 n,
                 lambda: _split_edits(info, pieces, keep_cut_off=False),
                 key=(codes.GLUED_LINES, n, "split-drop"),
+                restores_header=header,
             )
         )
     return out
@@ -433,6 +447,7 @@ def _split_for_orphan(orphan: LineInfo, holder: LineInfo, pieces: tuple[Piece, .
         lambda: _split_edits(holder, pieces, keep_cut_off=True),
         preferred=True,
         key=(codes.DANGLING_PARENT, orphan.line, "split-glued"),
+        restores_header=holds_header(pieces),
     )
 
 
@@ -469,7 +484,12 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
     if callers:
         caller = callers[-1]
         target = results_end(doc, caller)
-        if isinstance(target.id, str) and not tree.is_ancestor(result, target):
+        if (
+            isinstance(target.id, str)
+            and tree.resolve(target.key) is target  # else its id names another entry (a duplicate)
+            and not strict_equal(result.parent_id, target.id)  # else the move changes nothing
+            and not tree.is_ancestor(result, target)
+        ):
             where = "" if target is caller else f", after its other results (line {target.line + 1})"
             out.append(
                 Repair(
@@ -481,13 +501,18 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
                     key=(codes.ORPHAN_TOOL_RESULT, result.line, "move"),
                 )
             )
-    children = list(tree.kids(result))
-    parent = tree.parent(result)
+    children = [k for k in tree.kids(result) if k is not result]  # (its own parent: a cycle)
+    parent = _parent_without(doc, result)
     new_parent = parent.id if parent is not None and isinstance(parent.id, str) else None
     moved = f"; its {len(children)} child entries move up to its parent" if children else ""
 
     def remove() -> list[TextEdit]:
-        edits = [e for child in children for e in _replace_value(child, ("parentId",), new_parent)]
+        edits = [
+            e
+            for child in children
+            if not strict_equal(child.parent_id, new_parent)  # already named, as a duplicate id
+            for e in _replace_value(child, ("parentId",), new_parent)
+        ]
         return [*edits, _delete_line(doc, result.line)]
 
     out.append(
@@ -500,6 +525,18 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
         )
     )
     return out
+
+
+def _parent_without(doc: SessionDocument, e: LineInfo) -> LineInfo | None:
+    """The parent of ``e`` once its line is gone: what its ``parentId`` names then (another entry
+    with the same id, when it names its own), unless that descends from ``e`` (a cycle through
+    ``e``, which its children would close again)."""
+    tree = doc.tree
+    if e.pkey is None:
+        return None
+    same = [x for x in tree.by_id.get(e.pkey, ()) if x is not e]
+    parent = same[-1] if same else None
+    return None if parent is None or tree.is_ancestor(e, parent) else parent
 
 
 def _make_root(info: LineInfo) -> Repair:

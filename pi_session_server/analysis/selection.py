@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .document import SessionDocument
 from .jsonpath import CLOSED, KEY, Located, Walk, scalar_at, value_span
+from .positions import text_end
 
 #: enclosing containers reported around the cursor (each with its member); outer ones are skipped
 SELECTION_LEVELS = 100
@@ -33,7 +34,7 @@ def selection_spans(doc: SessionDocument, line: int, offset: int) -> list[tuple[
     whole = value_span(raw, ())
     if whole is not None:
         spans.append(whole)
-    spans.append((0, len(raw)))
+    spans.append((0, text_end(raw)))
     out: list[tuple[int, int]] = []
     for span in spans:  # strictly growing, each containing the previous
         if not out or (span[0] <= out[-1][0] and span[1] >= out[-1][1] and span != out[-1]):

@@ -18,6 +18,7 @@ from . import links
 from .document import SessionDocument
 from .jsonpath import value_span
 from .lines import LineInfo
+from .positions import text_end
 from .preview import full_value, quick_preview
 
 #: branch nesting beyond this depth continues flat (editors and JSON encoders have limits)
@@ -60,7 +61,7 @@ def _symbol(doc: SessionDocument, info: LineInfo, branch_children: int = 0) -> S
         detail += f" · {branch_children} branches"
     if info is doc.leaf():
         detail += " · leaf"
-    return Symbol(symbol_name(doc, info), detail, symbol_kind(info), info.line, len(info.raw), sel)
+    return Symbol(symbol_name(doc, info), detail, symbol_kind(info), info.line, text_end(info.raw), sel)
 
 
 def document_symbols(doc: SessionDocument) -> list[Symbol]:
@@ -74,7 +75,7 @@ def document_symbols(doc: SessionDocument) -> list[Symbol]:
                 "header",
                 "session",
                 header.line,
-                len(header.raw),
+                text_end(header.raw),
                 value_span(header.raw, ("id",)) or (0, 1),
             )
         )

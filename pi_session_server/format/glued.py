@@ -240,4 +240,9 @@ def lost_ids(pieces: tuple[Piece, ...]) -> list[str]:
     return [p.id for p in pieces if p.whole and p.type != "session" and isinstance(p.id, str)]
 
 
-__all__ = ["Piece", "describe", "glued_pieces", "lost_ids"]
+def holds_header(pieces: tuple[Piece, ...]) -> bool:
+    """A session header is one of the whole ``pieces``."""
+    return any(p.whole and p.type == "session" for p in pieces)
+
+
+__all__ = ["Piece", "describe", "glued_pieces", "holds_header", "lost_ids"]

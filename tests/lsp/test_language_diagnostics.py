@@ -328,3 +328,22 @@ async def test_a_big_document_analysed_in_the_background_keeps_requests_and_chan
             break
     else:
         pytest.fail("the change made during the analysis was never published")
+
+
+async def test_a_glued_line_whose_second_piece_starts_with_a_non_ascii_character(
+    editor: Editor, URI: str
+) -> None:
+    # the range at the glue was one byte of "é": in UTF-16 every diagnostics and code action
+    # request on the document failed; in UTF-8 the range split the character
+    cut = 'é","timestamp":1}}'
+    text = doc(S.header(), S.user("a", None), S.assistant("b", "a") + cut + S.user("c", "b"))
+    (glued,) = [d for d in await editor.open(URI, text) if d.code == "PI006"]
+    assert glued.range == types.Range(editor.pos_of(URI, 2, "é"), editor.pos_of(URI, 2, "é", after=True))
+    actions = await editor.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(URI),
+            range=types.Range(types.Position(2, 0), types.Position(2, 0)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert any(a.title.startswith("Split the glued line") for a in actions or [])

@@ -6,11 +6,12 @@ import itertools
 
 import builders as S
 
+from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hints import code_lenses, inlay_hints
 from pi_session_server.analysis.hover import hover
-from pi_session_server.analysis.navigation import definition, reference_at, references
+from pi_session_server.analysis.navigation import definition, id_target, reference_at, references
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import MAX_NESTING, Symbol, document_symbols
 
@@ -183,3 +184,26 @@ def test_selection_spans_nest() -> None:
     assert raw[slice(*spans[1])] == '"content":"hello 😀"'.encode()
     assert spans[-1] == (0, len(raw))
     assert all(a[0] >= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(spans))
+
+
+def test_ranges_of_a_crlf_line_end_before_its_carriage_return() -> None:
+    # an editor counts the "\r" of "\r\n" in the line break: a range past it would end on the next line
+    lines = [S.header(), "", S.user("a", None) + S.user("b", "a"), S.user("c", "a"), '{"type":"message"}']
+    doc = SessionDocument("\r\n".join(lines) + "\r\n")
+
+    def text_end(line: int) -> int:
+        assert doc.lines[line].raw.endswith(b"\r")
+        return len(doc.lines[line].raw) - 1
+
+    def symbols(found: list[Symbol]) -> list[Symbol]:
+        return [x for s in found for x in (s, *symbols(s.children))]
+
+    assert [(s.line, s.end) for s in symbols(document_symbols(doc))] == [(n, text_end(n)) for n in (0, 3, 4)]
+    assert selection_spans(doc, 0, 3)[-1] == (0, text_end(0))
+    by_code = {d.code: d for d in document_diagnostics(doc)}
+    assert (by_code["PI004"].line, by_code["PI004"].end) == (1, 0)  # the blank line holds only "\r"
+    assert by_code["PI006"].related[-1].end == text_end(2)  # the second piece
+    assert id_target(doc.lines[4]).end == text_end(4)  # an entry without an id: the whole line
+    headerless = SessionDocument("{oops\r\n")
+    (missing,) = [d for d in document_diagnostics(headerless) if d.code == "PI010"]
+    assert (missing.start, missing.end) == (0, len("{oops"))

@@ -36,6 +36,25 @@ def test_columns_inside_a_character_and_past_the_end() -> None:
     assert to_offset(b"abc", 99, UTF8) == 3
 
 
+def test_an_offset_inside_a_character_is_the_column_of_its_start() -> None:
+    emoji_start = 2
+    for inside in (3, 4, 5):
+        assert to_column(RAW, emoji_start + inside - 2, UTF8) == emoji_start
+        assert to_column(RAW, emoji_start + inside - 2, UTF16) == 2
+        assert to_column(RAW, emoji_start + inside - 2, UTF32) == 2
+    e_acute = len(RAW) - 1  # its second byte
+    assert to_column(RAW, e_acute, UTF16) == to_column(RAW, e_acute - 1, UTF16)
+    assert to_column(RAW, e_acute, UTF8) == e_acute - 1
+    surrogate = "a\ud800b".encode("utf-8", "surrogatepass")
+    assert to_column(surrogate, 2, UTF16) == to_column(surrogate, 3, UTF32) == 1
+
+
+def test_invalid_bytes_are_characters_of_their_own_in_a_file_read_with_replacement() -> None:
+    raw = b"a\x80\x80\xc3\xa9\xc3b"  # two stray continuation bytes, an e-acute, a cut sequence
+    assert [to_column(raw, i, UTF16, "replace") for i in range(len(raw) + 1)] == [0, 1, 2, 3, 3, 4, 5, 6]
+    assert [to_column(raw, i, UTF8, "replace") for i in range(len(raw) + 1)] == [0, 1, 2, 3, 3, 5, 6, 7]
+
+
 def test_lone_surrogates_from_an_editor() -> None:
     text = "a\ud800b"
     raw = text.encode("utf-8", "surrogatepass")
@@ -52,3 +71,12 @@ def test_round_trip_any_text(text: str, data: st.DataObject) -> None:
     assert to_column(raw, offset, UTF32) == i
     for enc in (UTF8, UTF16, UTF32):
         assert to_offset(raw, to_column(raw, offset, enc), enc) == offset
+
+
+@given(st.text(), st.data())
+def test_any_byte_offset_is_the_column_of_the_character_it_falls_in(text: str, data: st.DataObject) -> None:
+    raw = text.encode("utf-8", "surrogatepass")
+    offset = data.draw(st.integers(0, len(raw)))
+    start = to_offset(raw, offset, UTF8)  # the start of the character it falls in
+    for enc in (UTF8, UTF16, UTF32):
+        assert to_column(raw, offset, enc) == to_column(raw, start, enc)

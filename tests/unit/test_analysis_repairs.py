@@ -122,6 +122,23 @@ def test_move_header_first() -> None:
     assert apply(doc, only(doc, 1)).text() == make(S.header(), S.user("a", None)).text()
 
 
+def test_repairs_are_offered_for_the_problems_reported_only() -> None:
+    tree_problems = [
+        S.user("a", "b"),  # a cycle
+        S.user("b", "a"),
+        S.user("c", "gone"),  # a missing parent
+        S.tool_result("r", "c", "t9"),  # a result without its call
+    ]
+    offered: dict[str, set[tuple[str, int]]] = {}
+    for version in (3, None):
+        doc = make(S.header(version=version), *tree_problems)
+        reported = {(d.code, d.line) for d in document_diagnostics(doc)}
+        offered[str(version)] = {(r.code, r.line) for r in repairs(doc, 0, doc.line_count - 1)}
+        assert offered[str(version)] <= reported
+    assert {"PI031", "PI032", "PI036"} <= {code for code, _ in offered["3"]}
+    assert offered["None"] == {("PI015", 0)}  # version 1: tree checks are not reported, nor repaired
+
+
 def test_nearest_surviving_ancestor_skips_descendants() -> None:
     doc = make(S.header(), S.user("a", None), S.user("x", "a"), S.user("c", "gone"), S.user("d", "c"))
     assert nearest_surviving_ancestor(doc, doc.lines[3]).id == "x"  # type: ignore[union-attr]

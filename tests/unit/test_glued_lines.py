@@ -127,6 +127,14 @@ def test_reported_instead_of_invalid_json_at_the_glue() -> None:
     assert "entry `cccc0003` (message)" in glued.message and "pi skips the whole line" in glued.message
 
 
+@pytest.mark.parametrize("first", ["é", "数", "😀"])
+def test_the_range_at_the_glue_is_the_whole_first_character_of_the_piece(first: str) -> None:
+    cut = first + '","timestamp":1}}'  # the end of a line cut inside a string, after a whole entry
+    d = doc(HEADER, A, B + cut + C, D)
+    glued = the(d, "PI006")
+    assert (glued.start, glued.end) == (len(B), len(B) + len(first.encode()))
+
+
 def test_the_entry_after_a_glued_parent_is_told_where_its_parent_is() -> None:
     d = doc(HEADER, A, B[:57] + C, D)
     orphan = the(d, "PI031")
@@ -185,9 +193,19 @@ def test_split_and_drop_in_a_crlf_file() -> None:
     text = "\r\n".join([HEADER, A, B + C[:40], D]) + "\r\n"
     d = SessionDocument(text)
     fixed = repaired(d, titled(d, 2, "Split the glued line and remove"))
-    # the cut-off part took the line's "\r" with it; JSON.parse does not mind either ending
-    assert fixed == "\r\n".join([HEADER, A, B]) + "\n" + D + "\r\n"
+    # the cut-off part goes, the line's "\r" stays: the file keeps one kind of line break
+    assert fixed == "\r\n".join([HEADER, A, B, D]) + "\r\n"
     assert found(SessionDocument(fixed)) == [(3, "PI031")]  # D's parent C was the cut-off line
+
+
+def test_split_in_a_crlf_file_breaks_lines_as_the_file_does() -> None:
+    text = "\r\n".join([HEADER, A, B[:57] + C + D]) + "\r\n"
+    d = SessionDocument(text)
+    fixed = repaired(d, titled(d, 2, "Split the glued line into"))
+    assert fixed == "\r\n".join([HEADER, A, B[:57], C, D]) + "\r\n"
+    d = SessionDocument("\r\n".join([A, B]) + "\r\n")
+    fixed = repaired(d, titled(d, 0, "Insert a session header"))
+    assert fixed.endswith("\r\n".join(["", A, B, ""])) and fixed.count("\r\n") == 3 == fixed.count("\n")
 
 
 def test_the_orphan_offers_to_split_the_line_holding_its_parent_first() -> None:
@@ -228,12 +246,25 @@ def test_the_loader_says_a_line_is_lines_glued_together(tmp_path: Path) -> None:
 
 def test_a_header_glued_to_the_first_entry() -> None:
     d = doc(HEADER + A, B)
-    assert found(d) == [(0, "PI006"), (1, "PI010"), (1, "PI031")]  # B is the first line pi reads
+    assert found(d) == [(0, "PI006"), (1, "PI031")]  # not PI010: the split gives the header back
     glued = the(d, "PI006")
     assert "the session header, then entry `aaaa0001`" in glued.message
     assert "with it the session header and that entry" in glued.message
     text = repaired(d, titled(d, 0, "Split the glued line"))
     assert text == "\n".join([HEADER, A, B]) + "\n" and found(SessionDocument(text)) == []
+
+
+@pytest.mark.parametrize("before", ["\n\ufeff", '{"type":"mess', B[:57]])  # a BOM on line 2, cut-off lines
+def test_a_header_glued_behind_something_is_not_missing(before: str) -> None:
+    d = SessionDocument(before + "\n".join([HEADER, A, B]) + "\n")
+    assert "PI010" not in [code for _, code in found(d)]
+    assert "with it the session header" in the(d, "PI006").message
+    assert [r.code for r in repairs(d, 0, d.line_count - 1)] == ["PI006"] * 2  # splits, no header made up
+
+
+def test_a_file_of_glued_lines_only_has_its_header_in_them() -> None:
+    d = doc(HEADER + A + B[:57])
+    assert found(d) == [(0, "PI006")]
 
 
 def test_hover_names_the_glued_lines() -> None:

@@ -4,6 +4,7 @@ moving up; either way the context no longer holds a result providers reject."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -136,3 +137,75 @@ def test_every_repair_offered_on_the_sample_files_changes_something() -> None:
             checked += 1
             assert repair.image is not None or repair.edits(), (path.name, repair.line, repair.title)
     assert checked > 20  # juicetin-session-multi.jsonl alone offers 22
+
+
+def _without_ids(line: str) -> str:
+    value = json.loads(line)
+    value.pop("id", None)
+    value.pop("parentId", None)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def test_a_version_1_session_gets_no_tree_repair_where_nothing_is_reported() -> None:
+    # pi reads a version 1 file in order and gives it ids when it migrates it: its tree checks are
+    # not reported (PI015 only), so nothing may offer to remove or move its tool result
+    d = doc(
+        S.header(version=None),
+        *map(
+            _without_ids,
+            [
+                S.user("u1", None),
+                S.assistant("a1", "u1", calls=CALLS[:1]),
+                S.tool_result("r1", "a1", "t1"),
+                S.assistant("a2", "r1"),
+            ],
+        ),
+    )
+    assert found(d) == [(0, "PI015")]
+    assert [(r.code, r.line) for r in repairs(d, 0, d.line_count - 1)] == [("PI015", 0)]
+
+
+def _disjoint(repair: Repair) -> bool:
+    spans = sorted(((e.start_line, e.start), (e.end_line, e.end)) for e in repair.edits())
+    return all(end <= nxt_start for (_, end), (nxt_start, _) in itertools.pairwise(spans))
+
+
+def test_a_result_that_reuses_its_assistants_id_is_its_own_parent() -> None:
+    # the result's parentId names its assistant, whose id it repeats: pi's index keeps the result,
+    # so the parentId resolves to the result itself, and so does the next message's
+    d = doc(
+        S.header(),
+        S.user("u1", None),
+        S.assistant("a1", "u1", calls=CALLS[:1]),
+        S.tool_result("a1", "a1", "t1"),
+        S.assistant("a2", "a1"),
+    )
+    assert {(3, "PI032"), (3, "PI036")} <= set(found(d))
+    # moving it under "a1" changes nothing: that id names the result itself
+    assert [title for title, _ in offered(d, 3) if title.startswith(("Move", "Remove"))] == [
+        "Remove this tool result; its 1 child entries move up to its parent"
+    ]
+    remove = pick(d, 3, "Remove")
+    assert _disjoint(remove)  # it was counted as its own child: an edit inside the deleted line
+    text = apply(d, remove)
+    # once it is gone "a1" names the assistant again: the next message needs no edit
+    assert (
+        text
+        == "\n".join(
+            [
+                S.header(),
+                S.user("u1", None),
+                S.assistant("a1", "u1", calls=CALLS[:1]),
+                S.assistant("a2", "a1"),
+            ]
+        )
+        + "\n"
+    )
+    assert not {"PI030", "PI032", "PI036"} & {code for _, code in found(SessionDocument(text))}
+
+
+def test_removing_a_result_in_a_cycle_does_not_close_another() -> None:
+    d = doc(S.header(), S.tool_result("r9", "u2", "gone"), S.user("u2", "r9"))
+    assert (1, "PI036") in found(d)
+    text = apply(d, pick(d, 1, "Remove"))
+    assert text == "\n".join([S.header(), S.user("u2", None)]) + "\n"  # not its own parent

@@ -257,6 +257,31 @@ def test_identical_repairs_are_made_once() -> None:
     assert plan.deferred == []
 
 
+@pytest.mark.parametrize("before", ["\n\ufeff", '{"type":"mess'])
+def test_a_header_glued_behind_a_cut_off_line_is_split_out_not_made_up(tmp_path: Path, before: str) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(before.encode() + lines(HEADER, A, B))
+    done = cli(path, "--in-place", "--no-backup")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(" PI0") == 1 and " PI006 Split the glued line" in done.stdout
+    assert path.read_bytes() == before.encode() + b"\n" + lines(HEADER, A, B)  # the split alone
+    assert SessionDocument(path.read_bytes()).valid_header() is not None
+
+
+def test_no_header_is_made_up_beside_a_repair_that_gives_the_file_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc = SessionDocument(lines(A, B))  # PI010: a header to insert
+    (insert,) = autofix.repairs(doc, 0, doc.line_count - 1)
+    assert insert.code == "PI010"
+    newline = autofix.TextEdit(1, 0, 1, 0, "\n")
+    split = autofix.Repair("Split", "PI006", 1, lambda: [newline], preferred=True, restores_header=True)
+    monkeypatch.setattr(autofix, "repairs", lambda *_: [insert, split])
+    assert [p.repair.code for p in plan_repairs(doc, autofix.SAFE_CODES).applied] == ["PI006"]
+    monkeypatch.setattr(autofix, "repairs", lambda *_: [insert])
+    assert [p.repair.code for p in plan_repairs(doc, autofix.SAFE_CODES).applied] == ["PI010"]
+
+
 def test_streaming_copies_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(autofix, "_COPY_CHUNK", 7)
     body = [S.user(f"{i:08x}", None if i == 0 else f"{i - 1:08x}", "x" * (i % 50)) for i in range(300)]
