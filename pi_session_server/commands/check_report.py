@@ -4,8 +4,8 @@ Analysing a big session reads and checks every line; a file that did not change 
 checked the same way has the same problems. They are kept as a view of the file
 (session/view_store.py, the kind ``check``), keyed by the pi release read as (and, as every view,
 the package's version), and printed from there without importing the analysis: checking pi's
-session directory again analyses only the sessions that changed. Small files (under the index's
-minimum size) are analysed each time, which costs about what reading their results would.
+session directory again analyses only the sessions that changed. Most of pi's sessions are smaller
+than the files the index is kept for: the problems are kept from a smaller size (``KEPT_MIN_SIZE``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from ..session import view_store
 
 #: the severities, most severe first (LSP's DiagnosticSeverity order), as --json names them
 SEVERITIES: Final = ("error", "warning", "information", "hint")
+# Analysing a file this small costs about what finding and reading its kept problems does; bigger
+# ones cost many times more, and a directory of them multiplies it.
+KEPT_MIN_SIZE: Final = 64 * 1024
 
 
 class Finding(NamedTuple):
@@ -44,7 +47,7 @@ def report(path: str, pi: str, index: bool) -> FileReport:
     False or the file changed while it was read)."""
     key = (pi,)
     before = view_store.identity_before_open(path) if index else None
-    kept = view_store.load(path, before, view_store.CHECK, key, index)
+    kept = view_store.load(path, before, view_store.CHECK, key, index, KEPT_MIN_SIZE)
     if kept is not None:
         findings = _decoded(kept.data)
         if findings is not None:
@@ -53,7 +56,9 @@ def report(path: str, pi: str, index: bool) -> FileReport:
 
     found = report_file(path, pi)
     if found.failure is None:
-        view_store.save(path, before, view_store.CHECK, key, "", _encoded(found.findings), index)
+        view_store.save(
+            path, before, view_store.CHECK, key, "", _encoded(found.findings), index, KEPT_MIN_SIZE
+        )
     return found
 
 

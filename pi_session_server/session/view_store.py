@@ -78,11 +78,16 @@ def _view_key(kind: str, key: tuple[Any, ...]) -> list[Any]:
     return [FORMAT_VERSION, __version__, kind, *key]
 
 
-def _kept_path(path: str, before: Identity | None, kind: str, index: bool | str) -> tuple[int, str] | None:
+def _kept_path(
+    path: str, before: Identity | None, kind: str, index: bool | str, min_size: int | None = None
+) -> tuple[int, str] | None:
     """The file at ``path`` opened (its descriptor: the caller closes it) and where its view of
-    ``kind`` is kept, when views are kept for it and it is the file identified ``before``."""
+    ``kind`` is kept, when views are kept for it (of its size: ``min_size`` or more, when given
+    and lower than the index's) and it is the file identified ``before``."""
     settings = cache_dir.index_settings(index)
-    if before is None or settings is None or not settings.wanted(before[2]):
+    if before is None or settings is None:
+        return None
+    if before[2] < (settings.min_size if min_size is None else min(min_size, settings.min_size)):
         return None
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -97,14 +102,19 @@ def _kept_path(path: str, before: Identity | None, kind: str, index: bool | str)
 
 
 def load(
-    path: str, before: Identity | None, kind: str, key: tuple[Any, ...], index: bool | str = True
+    path: str,
+    before: Identity | None,
+    kind: str,
+    key: tuple[Any, ...],
+    index: bool | str = True,
+    min_size: int | None = None,
 ) -> KeptView | None:
     """The view of ``kind`` kept for the file at ``path`` made as ``key`` (str, int, bool and None
     values), when the file is the one it was made from and has been since ``before`` (see
     :func:`identity_before_open`); else None. ``index``: as SessionManager.open takes it. The
     session itself is not read."""
     try:
-        place = _kept_path(path, before, kind, index)
+        place = _kept_path(path, before, kind, index, min_size)
     except (OSError, ValueError):
         return None
     if place is None:
@@ -142,6 +152,7 @@ def save(
     head: str,
     data: bytes,
     index: bool | str = True,
+    min_size: int | None = None,
 ) -> bool:
     """Keep ``data``, the session file at ``path`` shown as the view ``kind`` made as ``key``, and
     ``head`` (printed before it, after the file's path), when the file is still the one identified
@@ -150,7 +161,7 @@ def save(
     if len(data) > MAX_VIEW_BYTES or before is None:
         return False
     try:
-        place = _kept_path(path, before, kind, index)
+        place = _kept_path(path, before, kind, index, min_size)
         if place is None:
             return False  # no views kept, or another file now, or changed since it was read
         fd, kept = place

@@ -924,6 +924,36 @@ def test_kept_problems_are_found_again_whenever_anything_they_were_found_in_chan
     assert check() == (rewritten, 2)
 
 
+def test_problems_are_kept_of_files_smaller_than_an_index_is_kept_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """Most sessions are smaller than the files whose index is kept (1 MB by default); their
+    problems are kept from check_report.KEPT_MIN_SIZE: a directory of them is not analysed again."""
+    from pi_session_server.cli import main
+    from pi_session_server.commands import check_analysis, check_report
+
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.delenv(cache_dir.INDEX_MIN_SIZE_ENV, raising=False)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    analysed: list[str] = []
+    real_report = check_analysis.report_file
+    monkeypatch.setattr(
+        check_analysis, "report_file", lambda path, pi: analysed.append(path) or real_report(path, pi)
+    )
+    small, tiny = tmp_path / "small.jsonl", tmp_path / "tiny.jsonl"
+    small.write_bytes(S.generate_session(4 * check_report.KEPT_MIN_SIZE, seed=2))
+    tiny.write_bytes(S.generate_session(check_report.KEPT_MIN_SIZE // 4, seed=2))
+    assert small.stat().st_size < cache_dir.DEFAULT_MIN_SIZE
+    time.sleep(0.1)
+    outputs = []
+    for _ in range(2):
+        analysed.clear()
+        main(["check", "--no-progress", str(small), str(tiny)])
+        outputs.append(capsys.readouterr().out)
+    assert analysed == [str(tiny)] and outputs[0] == outputs[1]
+    assert list((tmp_path / "index").glob("*.pi-index")) == []  # (no index of either)
+
+
 KEPT_VIEW_PROBE = """
 import json, sys
 from pi_session_server.cli import main
