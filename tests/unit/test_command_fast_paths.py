@@ -607,6 +607,14 @@ def test_kept_tool_call_texts_hold_for_their_home_and_their_call(
 # ---------------------------------------------------------------------- the tree command, kept views
 
 
+def _keep_views_of_every_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Views kept in ``tmp_path / "index"`` for files of any size, and of a file that settled for
+    a tenth of a second (the tests wait that long after a change)."""
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+
+
 def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
@@ -617,10 +625,8 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     from pi_session_server.commands import tree_draw as tree_command
     from pi_session_server.session import view_store
 
-    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
-    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    _keep_views_of_every_file(tmp_path, monkeypatch)
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
-    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     drawn: list[int] = []
     real_lines = tree_command.tree_lines
     monkeypatch.setattr(tree_command, "tree_lines", lambda *args: drawn.append(1) or real_lines(*args))
@@ -712,9 +718,7 @@ def test_a_deep_tree_is_written_as_it_is_drawn_and_a_view_too_big_is_not_kept(
     from pi_session_server.commands import tree_draw as tree_command
     from pi_session_server.session import view_store
 
-    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
-    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    _keep_views_of_every_file(tmp_path, monkeypatch)
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
     path = _comb_session(tmp_path / "comb.jsonl", 300)
     time.sleep(0.1)
@@ -765,9 +769,7 @@ def test_a_kept_context_is_built_again_whenever_anything_it_was_built_from_chang
     from pi_session_server.commands import context as context_command
     from pi_session_server.session import view_store
 
-    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
-    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    _keep_views_of_every_file(tmp_path, monkeypatch)
     opened: list[int] = []
     real_open = context_command.open_to_look
     monkeypatch.setattr(
@@ -850,9 +852,7 @@ def test_kept_problems_are_found_again_whenever_anything_they_were_found_in_chan
     from pi_session_server.commands import check_analysis
     from pi_session_server.session import view_store
 
-    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
-    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    _keep_views_of_every_file(tmp_path, monkeypatch)
     analysed: list[str] = []
     real_report = check_analysis.report_file
     monkeypatch.setattr(
