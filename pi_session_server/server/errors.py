@@ -83,8 +83,9 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
     ),
     REQUEST_CANCELLED: (
         "RequestCancelled",
-        "cancelled by `$/cancelRequest`: a queued request never runs; a running read stops; a write "
-        "that started is never cancelled (it finishes and answers)",
+        "cancelled by `$/cancelRequest`: a queued request never runs; a running read is answered at once "
+        "and its work stops at its next check (the scan of a file, a listing); a write that started is "
+        "never cancelled (it finishes and answers)",
     ),
 }
 

@@ -678,7 +678,8 @@ def openrpc() -> dict[str, Any]:
                 "Every request runs as a job on a worker: one per session (requests on a session are answered in "
                 "arrival order, and a session stuck on another process's lock delays no other). `$/cancelRequest` "
                 "answers a queued request RequestCancelled (-32800) at once, and a running read too (its work "
-                "stops at the next check: the scan of a file, a listing); a write that started finishes."
+                "stops at the next check: the scan of a file, a listing; a walk of a tree or a path in memory "
+                "runs to its end before the session's next request); a write that started finishes."
             ),
         },
         "methods": methods,

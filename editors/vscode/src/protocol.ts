@@ -1408,8 +1408,9 @@ export const Methods = {
 /** The error codes the server answers, by name. */
 export const ErrorCodes = {
   /**
-   * cancelled by `$/cancelRequest`: a queued request never runs; a running read stops; a write that
-   * started is never cancelled (it finishes and answers)
+   * cancelled by `$/cancelRequest`: a queued request never runs; a running read is answered at once
+   * and its work stops at its next check (the scan of a file, a listing); a write that started is
+   * never cancelled (it finishes and answers)
    */
   RequestCancelled: -32800,
   /** a bug in the server; the session is unchanged */
