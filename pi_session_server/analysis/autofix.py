@@ -136,8 +136,11 @@ def _overlaps(s: Splice, taken: tuple[int, int]) -> bool:
 
 
 def spliced(fd: int, size: int, splices: list[Splice]) -> Iterator[bytes]:
-    """The bytes of the file open at ``fd`` (``size`` bytes) with ``splices`` (sorted, disjoint)
-    applied, in chunks of at most a MB (plus a splice's own data)."""
+    """The bytes of the file open at ``fd`` (``size`` bytes) with ``splices`` (sorted, disjoint,
+    within those bytes) applied, in chunks of at most a MB (plus a splice's own data). Raises
+    StaleFileError when the file ends before ``size`` (another process truncated or rewrote it)."""
+    if splices and splices[-1].end > size:
+        raise ValueError(f"a splice ends at byte {splices[-1].end}, past the {size} bytes copied")
     position = 0
     for s in splices:
         yield from _copy(fd, position, s.start)
@@ -151,7 +154,10 @@ def _copy(fd: int, start: int, end: int) -> Iterator[bytes]:
     while start < end:
         chunk = os.pread(fd, min(_COPY_CHUNK, end - start), start)
         if not chunk:
-            raise OSError(f"the file ended at byte {start} of {end} while it was copied")
+            raise StaleFileError(
+                f"the file ended at byte {start} of {end} while it was copied: another process truncated "
+                "or rewrote it"
+            )
         yield chunk
         start += len(chunk)
 

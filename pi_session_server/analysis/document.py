@@ -189,20 +189,22 @@ class SessionDocument:
             self.version += 1
 
     @classmethod
-    def from_file(cls, path: str, *, pi: PiVersion = DEFAULT_PI) -> SessionDocument:
+    def from_file(cls, path: str, *, pi: PiVersion = DEFAULT_PI, end: int | None = None) -> SessionDocument:
         """The document of a file on disk whose lines keep their place in it, not their bytes
         (:meth:`load_file`), read as pi release ``pi`` reads it. Raises OSError."""
         doc = cls(pi=pi)
-        doc.load_file(path)
+        doc.load_file(path, end)
         return doc
 
-    def load_file(self, path: str) -> int:
+    def load_file(self, path: str, end: int | None = None) -> int:
         """Replace the document with the file at ``path``, read in chunks; each line keeps its facts
         and its place in the file instead of its bytes (:class:`FileLineInfo`): the memory of the
         line facts only, for a session of any size (``pi-session check``, files an editor does not
         send). Lines written later by edits hold bytes as usual. If another process rewrites the
         file in place, lines read what it holds then (the language server reloads such a file).
-        Returns the number of bytes read. Raises OSError."""
+        ``end``: read the file as if it ended there (what a repair plans for: the bytes another
+        process appends meanwhile are copied as they are). Returns the number of bytes read.
+        Raises OSError."""
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         source = _FileBytes(fd)  # closes the descriptor when the last line lets go of it
         with gc_paused():
@@ -211,7 +213,7 @@ class SessionDocument:
             append = infos.append
             size = 0
             ends_with_newline = True  # an empty file too: it is one empty line
-            for line_no, offset, data, terminated in iter_physical_lines(fd):
+            for line_no, offset, data, terminated in iter_physical_lines(fd, end=end):
                 ends_with_newline = terminated
                 size = offset + len(data) + terminated
                 if line_no == 0:

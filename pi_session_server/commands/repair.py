@@ -138,7 +138,8 @@ def _repair(
 ) -> tuple[int, int]:
     before = FileState.of(fd)  # what is analysed; compared with the file again right before the rename
     pi = profile_for(args.pi)
-    doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi)
+    # the lines up to where the file ended then: those appended later are copied as they come
+    doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi, end=before.size)
     plan = plan_repairs(doc, chosen, path)
     report = sys.stdout if args.output != "-" else sys.stderr
     if args.in_place or args.output not in (None, "-"):
@@ -196,7 +197,7 @@ def _more_rounds(
         fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             now = FileState.of(fd)
-            after = SessionDocument.from_file(_readable_name(written, fd), pi=pi)
+            after = SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
             plan = plan_repairs(after, chosen, written)
             if not plan.applied:
                 return after, count, True, kept

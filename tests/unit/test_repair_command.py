@@ -144,6 +144,32 @@ def test_in_place_keeps_the_lines_appended_meanwhile(glued: Path) -> None:
     assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"]  # no temporary file left
 
 
+def test_lines_appended_before_the_analysis_are_copied_not_repaired_twice(
+    glued: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pi appends (two entries glued together) after the repair took the file's size and before
+    its analysis read the lines: the repair plans for the lines up to that size, and the appended
+    bytes are copied once, as they are (the next round splits them)."""
+    from pi_session_server.cli import main
+
+    fifth, sixth = S.user("eeee0005", "dddd0004", "fifth"), S.user("ffff0006", "eeee0005", "sixth")
+    appended = lines(fifth + sixth)
+    real_from_file = SessionDocument.from_file
+
+    def pi_appends_first(path: str, **options: object) -> SessionDocument:
+        if not pi_appends_first.done:  # type: ignore[attr-defined]
+            pi_appends_first.done = True  # type: ignore[attr-defined]
+            with open(glued, "ab") as f:
+                f.write(appended)
+        return real_from_file(path, **options)  # type: ignore[arg-type]
+
+    pi_appends_first.done = False  # type: ignore[attr-defined]
+    monkeypatch.setattr(repair_command.SessionDocument, "from_file", pi_appends_first)
+    assert main(["repair", "--in-place", "--no-backup", str(glued)]) == 0
+    assert glued.read_bytes() == SPLIT + lines(fifth, sixth)  # copied once, split in the next round
+    assert f"kept {len(appended)} bytes that another process appended meanwhile" in capsys.readouterr().out
+
+
 def test_in_place_leaves_a_file_alone_that_was_rewritten_meanwhile(glued: Path) -> None:
     rewritten = lines(HEADER, A)
 
@@ -294,6 +320,22 @@ def test_streaming_copies_across_chunk_boundaries(tmp_path: Path, monkeypatch: p
     with open(path, "rb") as f:
         out = b"".join(spliced(f.fileno(), len(data), plan.splices()))
     assert out == lines(HEADER, *body[:150], body[150][:33], body[151], *body[152:], body[10], body[11])
+
+
+def test_a_file_truncated_while_it_is_copied_is_said_so_and_left_alone(glued: Path) -> None:
+    """Another process truncates the file while the repaired copy is made: the command says the
+    file was truncated or rewritten meanwhile (not an I/O error) and writes nothing."""
+    doc = SessionDocument.from_file(str(glued))
+    plan = plan_repairs(doc, autofix.SAFE_CODES)
+    with open(glued, "rb") as f:
+        copied = spliced(f.fileno(), len(GLUED), plan.splices())
+        first = next(copied)
+        os.truncate(glued, 10)
+        with pytest.raises(StaleFileError, match="truncated or rewrote it"):
+            list(copied)
+        assert first
+        with pytest.raises(ValueError, match="past the"):  # a plan for more than the bytes copied
+            next(spliced(f.fileno(), 10, plan.splices()))
 
 
 def test_a_directory_of_sessions_is_repaired_file_by_file(tmp_path: Path) -> None:
