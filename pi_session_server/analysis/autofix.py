@@ -26,6 +26,7 @@ from ..errors import StaleFileError
 from ..session.profiles import DEFAULT_PI, PiVersion
 from ..session.rewrites import FileState, replace_in_place
 from . import codes
+from .diagnostics import TREE_CODES
 from .document import BOM_BYTES, SessionDocument
 from .repairs import Repair, TextEdit, repairs
 
@@ -86,6 +87,11 @@ def plan_repairs(doc: SessionDocument, chosen: Iterable[str], path: str | None =
     chosen_ones = sorted(_one_per_problem(doc, wanted, path), key=lambda r: r.code == codes.OLD_VERSION)
     if any(r.restores_header for r in chosen_ones):
         chosen_ones = [r for r in chosen_ones if r.code != codes.MISSING_HEADER]
+    if any(r.restores_entries for r in chosen_ones):
+        # the tree's problems are those of the file before the split gives its entries back (a
+        # tool result "without its call" finds it again): they wait for the next round
+        plan.deferred.extend(r for r in chosen_ones if r.code in TREE_CODES and not r.restores_entries)
+        chosen_ones = [r for r in chosen_ones if r.code not in TREE_CODES or r.restores_entries]
     if not chosen_ones:
         return plan
     starts = doc.line_starts()

@@ -70,6 +70,9 @@ class Repair:
     # its edits give the file a session header line it lacked: one pi skipped inside lines glued
     # together, or one moved to the first line (a header made up beside it would take its place)
     restores_header: bool = False
+    # its edits give back entries pi skipped inside lines glued together: the tree changes, and
+    # with it the problems of other entries (a parent found, a tool call on the path again)
+    restores_entries: bool = False
 
     def edits(self) -> list[TextEdit]:
         return self.make_edits()
@@ -420,6 +423,7 @@ def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
             preferred=True,
             key=(codes.GLUED_LINES, n, "split"),
             restores_header=header,
+            restores_entries=True,
         )
     ]
     cut_off = sum(1 for p in pieces if not p.whole)
@@ -433,6 +437,7 @@ def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:
                 lambda: _split_edits(info, pieces, keep_cut_off=False),
                 key=(codes.GLUED_LINES, n, "split-drop"),
                 restores_header=header,
+                restores_entries=True,
             )
         )
     return out
@@ -448,6 +453,7 @@ def _split_for_orphan(orphan: LineInfo, holder: LineInfo, pieces: tuple[Piece, .
         preferred=True,
         key=(codes.DANGLING_PARENT, orphan.line, "split-glued"),
         restores_header=holds_header(pieces),
+        restores_entries=True,
     )
 
 

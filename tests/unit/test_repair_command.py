@@ -338,6 +338,29 @@ def test_a_file_truncated_while_it_is_copied_is_said_so_and_left_alone(glued: Pa
             next(spliced(f.fileno(), 10, plan.splices()))
 
 
+def test_tree_repairs_wait_for_the_round_after_a_split_gives_entries_back(tmp_path: Path) -> None:
+    """An assistant turn glued to the line before it: its tool result has no call on its path, and
+    no parent (PI036, PI031). Splitting the line gives both back; the tree's repairs planned on the
+    file before the split wait for the next round, where nothing is left to repair: every entry
+    stays (--all used to remove the tool result and make its child a root)."""
+    call = (("call1", "read", {"path": "/x"}),)
+    entries = [
+        S.user("aaaa0001", None, "first"),
+        S.assistant("bbbb0002", "aaaa0001", "reading", calls=call),
+        S.tool_result("cccc0003", "bbbb0002", "call1"),
+        S.user("dddd0004", "cccc0003", "thanks"),
+    ]
+    path, out = tmp_path / "s.jsonl", tmp_path / "out.jsonl"
+    path.write_bytes(lines(HEADER, entries[0] + entries[1], *entries[2:]))
+    plan = plan_repairs(SessionDocument.from_file(str(path)), autofix.FIXABLE_CODES)
+    assert [p.repair.code for p in plan.applied] == ["PI006"]
+    assert {r.code for r in plan.deferred} >= {"PI036"}
+    done = cli(path, "--all", "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == lines(HEADER, *entries)
+    assert "problems left: ok" in done.stdout
+
+
 def test_a_directory_of_sessions_is_repaired_file_by_file(tmp_path: Path) -> None:
     folder = tmp_path / "sessions"
     (folder / "--work-a--").mkdir(parents=True)
