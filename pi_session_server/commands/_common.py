@@ -20,12 +20,19 @@ class CommandError(Exception):
 
 
 def path_problem(path: str) -> str | None:
-    """Why ``path`` cannot be shown as a session before reading it: missing, or a directory."""
+    """Why ``path`` cannot be shown as a session before reading it: missing, a directory, or a
+    FIFO or a device (never opened: reading one waits for a writer, or never ends)."""
+    from ..session.paths import special_file_kind
+
     if not os.path.lexists(path):
         return "no such file"
     if os.path.isdir(path):
         return "is a directory (give a session file)"
-    return None
+    try:
+        kind = special_file_kind(os.stat(path).st_mode)
+    except OSError:
+        return None  # (reading it says why)
+    return None if kind is None else f"is a {kind}, not a session file"
 
 
 def add_pi_argument(parser: argparse.ArgumentParser) -> None:

@@ -4,10 +4,13 @@ what it kept of a file unchanged since without it)."""
 
 from __future__ import annotations
 
+import os
+
 from ..analysis.diagnostics import Diagnostic, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..analysis.positions import UTF32, to_column
 from ..session.releases import DEFAULT_PI
+from ._common import path_problem
 from .check_report import FileReport, Finding
 
 
@@ -16,6 +19,9 @@ def check_file(
 ) -> tuple[SessionDocument | None, list[Diagnostic], str | None]:
     """The analysed document and its diagnostics as pi release ``pi`` reads the file, or the reason
     the file could not be read."""
+    problem = path_problem(path)
+    if problem is not None and os.path.lexists(path):  # a FIFO or a device: never opened
+        return None, [], problem
     try:
         # lines keep where they are, not their bytes: a multi-GB session in the memory of its facts
         doc = SessionDocument.from_file(path, pi=pi)

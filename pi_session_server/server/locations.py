@@ -12,11 +12,10 @@ system, and the refusal of anything that is not a regular file.
 from __future__ import annotations
 
 import os
-import stat
 
 from pi_session_server.errors import PiSessionError
 from pi_session_server.format.jstext import as_displayed
-from pi_session_server.session.paths import file_url_to_path, reject_null_bytes
+from pi_session_server.session.paths import file_url_to_path, reject_null_bytes, special_file_kind
 
 from .errors import from_library_error, invalid_params, path_refused
 
@@ -24,13 +23,6 @@ from .errors import from_library_error, invalid_params, path_refused
 MAX_PATH_CHARS = 4096
 #: the longest ``file:`` URI (every byte of a longest path percent-encoded)
 MAX_URI_CHARS = 3 * 4 * MAX_PATH_CHARS
-
-_KINDS = {
-    stat.S_IFIFO: "FIFO",
-    stat.S_IFCHR: "character device",
-    stat.S_IFBLK: "block device",
-    stat.S_IFSOCK: "socket",
-}
 
 
 def fs_path(path: str) -> str:
@@ -53,14 +45,6 @@ def uri_to_path(uri: str) -> str:
         raise from_library_error(error) from None
 
 
-def kind_of(mode: int) -> str | None:
-    """What a file that cannot be read to its end at once is ("FIFO", "character device", ...);
-    None for a regular file or a directory (which the reference reports itself: EISDIR)."""
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    return _KINDS.get(stat.S_IFMT(mode), "special file")
-
-
 def require_regular_file(path: str) -> bool:
     """True if something is at ``path`` (symlinks followed), False if nothing is; refuses (-32010,
     ``data.kind``) a FIFO, a device or a socket, which is never opened: reading a FIFO waits for a
@@ -71,7 +55,7 @@ def require_regular_file(path: str) -> bool:
         return False
     except (OSError, ValueError):
         return True  # the open that follows reports it as the reference does
-    kind = kind_of(mode)
+    kind = special_file_kind(mode)
     if kind is not None:
         raise path_refused(f"Not a regular file: {path} is a {kind}", path, kind)
     return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 from typing import Any
 
 from ..errors import InvalidArgValueError, fs_error_from_oserror
@@ -346,6 +347,23 @@ def get_default_session_dir(cwd: str, agent_dir: Any = ABSENT, env: Environment 
     if not os.path.exists(path):
         make_dirs(path)
     return path
+
+
+_SPECIAL_KINDS = {
+    stat.S_IFIFO: "FIFO",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFSOCK: "socket",
+}
+
+
+def special_file_kind(mode: int) -> str | None:
+    """What a file that cannot be read to its end at once is ("FIFO", "character device", ...):
+    reading a FIFO waits for a writer, a device may never end. None for a regular file or a
+    directory (which the reference reports itself: EISDIR)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return _SPECIAL_KINDS.get(stat.S_IFMT(mode), "special file")
 
 
 # The longest path the system takes (PATH_MAX); longer ones fail with ENAMETOOLONG anyway.

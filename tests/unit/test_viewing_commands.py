@@ -8,6 +8,7 @@ missing final newline is added); a command that only looks must not (the user di
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,12 +33,12 @@ V1_LINES = [
 ]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pi_session_server", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         cwd=str(cwd),
     )
 
@@ -126,6 +127,24 @@ def test_a_file_that_cannot_be_shown_is_one_line_on_stderr(tmp_path: Path, comma
         assert (done.returncode, done.stdout, done.stderr) == (2, "", f"pi-session {command}: {message}\n")
     assert not (tmp_path / "missing.jsonl").exists()  # pi's open would start a session there
     assert not_a_session.read_text() == "shopping list\n"
+
+
+def test_a_fifo_is_refused_without_being_opened_by_every_command(tmp_path: Path) -> None:
+    """Reading a FIFO waits for a writer: every command refuses one at once (a directory that
+    check walks reports it among the others), and nothing ever opens it."""
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    (tmp_path / "good.jsonl").write_text(S.header() + "\n" + S.user("a", None) + "\n")
+    refused = f"{fifo}: is a FIFO, not a session file"
+    for args in (["tree"], ["context"], ["repair"], ["repair", "--in-place"], ["demo"]):
+        done = _cli(*args, str(fifo), cwd=tmp_path, timeout=30)
+        assert done.returncode == 2 and refused in done.stderr, (args, done.stderr)
+    done = _cli("check", str(tmp_path), cwd=tmp_path, timeout=30)
+    assert done.returncode == 1
+    assert f"{fifo}: error: cannot read the file: is a FIFO, not a session file" in done.stdout
+    assert f"{tmp_path / 'good.jsonl'}: ok" in done.stdout
+    with pytest.raises(OSError):  # no reader ever opened it
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
 
 
 def test_an_empty_file_is_shown_as_empty(tmp_path: Path) -> None:
