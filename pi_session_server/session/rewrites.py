@@ -398,7 +398,11 @@ def _keep_backup(path: str, fd: int) -> str:
     if os.path.lexists(backup):
         raise FileExistsError(0, f"{backup} exists (move it away, or use --no-backup)")
     try:
-        os.link(path, backup, follow_symlinks=True)
+        # the file a symlink names (link() would name the symlink: a "backup" of the new bytes)
+        os.link(os.path.realpath(path), backup)
+        if not os.path.samestat(os.lstat(backup), os.fstat(fd)):  # another file there meanwhile
+            os.unlink(backup)
+            raise FileExistsError(0, "not the file being repaired")
     except OSError:
         with open(backup, "xb") as out:
             os.lseek(fd, 0, os.SEEK_SET)

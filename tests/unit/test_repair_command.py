@@ -106,6 +106,18 @@ def test_in_place_keeps_the_original_as_a_backup(glued: Path) -> None:
     assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl", "s.jsonl.bak"]
 
 
+def test_in_place_through_a_symlink_keeps_the_original_bytes_as_the_backup(glued: Path) -> None:
+    """The file a symlink names is repaired, and FILE.bak (beside the link) holds its original
+    bytes: not a second name of the link, which would show the repaired file."""
+    link = glued.parent / "link.jsonl"
+    link.symlink_to(glued.name)
+    done = cli(link, "--in-place")
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and glued.read_bytes() == SPLIT
+    backup = glued.parent / "link.jsonl.bak"
+    assert not backup.is_symlink() and backup.read_bytes() == GLUED
+
+
 def test_in_place_refuses_to_replace_an_existing_backup(glued: Path) -> None:
     backup = glued.parent / "s.jsonl.bak"
     backup.write_bytes(b"older backup")
