@@ -25,7 +25,7 @@ from ..format.glued import Piece, holds_header
 from ..format.ids import uuid7
 from ..format.jsjson import JsonSyntaxError, dumps, parse
 from ..format.jstext import is_js_blank
-from ..format.jsvalue import get, strict_equal
+from ..format.jsvalue import ABSENT, get, strict_equal
 from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
@@ -224,11 +224,14 @@ _FILE_NAME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)_(.+)\.jsonl")
 
 def header_for(doc: SessionDocument, path: str | None) -> dict[str, Any]:
     """The header pi would have written: id and time from pi's file name when it has that form,
-    else a fresh UUIDv7 and the first entry's time; cwd from the session directory's name."""
+    else a fresh UUIDv7 and the first entry's time; cwd from the session directory's name (else
+    the directory the file is in). Version 3, unless no entry has an id: then the version 1 header
+    pi wrote before ids, so that pi's migration gives the entries their ids and chain."""
     session_id = uuid7()
     timestamp = None
     cwd = ""
     if path:
+        path = os.path.abspath(path)
         name = os.path.basename(path)
         m = _FILE_NAME.fullmatch(name)
         if m:
@@ -243,6 +246,9 @@ def header_for(doc: SessionDocument, path: str | None) -> dict[str, Any]:
     if timestamp is None:
         first = next((e for e in doc.entries() if isinstance(e.timestamp, str)), None)
         timestamp = first.timestamp if first is not None else now_iso()
+    entries = list(doc.entries())
+    if entries and all(e.id is ABSENT for e in entries):  # version 1 entries: no version written
+        return {"type": "session", "id": session_id, "timestamp": timestamp, "cwd": cwd}
     return {"type": "session", "version": 3, "id": session_id, "timestamp": timestamp, "cwd": cwd}
 
 

@@ -117,6 +117,26 @@ def test_insert_header_from_pi_file_name() -> None:
     assert document_diagnostics(apply(doc, only(doc, 0, "/tmp/notes.jsonl"))) == []
 
 
+def test_the_header_inserted_before_version_1_entries_is_version_1_and_its_cwd_absolute(
+    tmp_path, monkeypatch
+) -> None:
+    """Entries without ids were written before pi had them: a version 3 header would make pi read
+    them as they are (every entry a root without an id); without a version pi migrates them. The
+    cwd of a file named relative to the working directory is that directory, absolute."""
+    v1 = make(
+        '{"type":"message","timestamp":"2025-05-05T05:05:05.005Z","message":{"role":"user","content":"hi"}}'
+    )
+    header = header_for(v1, "/tmp/old.jsonl")
+    assert "version" not in header and header["cwd"] == "/tmp"
+    assert header_for(make(S.user("a", None)), "/tmp/new.jsonl")["version"] == 3
+    monkeypatch.chdir(tmp_path)
+    assert header_for(v1, "old.jsonl")["cwd"] == str(tmp_path)
+    pi_dir = tmp_path / "--home-me-proj--"
+    pi_dir.mkdir()
+    monkeypatch.chdir(pi_dir)
+    assert header_for(v1, "old.jsonl")["cwd"] == "/home/me/proj"
+
+
 def test_move_header_first() -> None:
     doc = make(S.user("a", None), S.header())
     assert apply(doc, only(doc, 1)).text() == make(S.header(), S.user("a", None)).text()
