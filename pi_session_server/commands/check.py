@@ -4,7 +4,7 @@ the files read as pi release VERSION reads them (the library's default release u
 Each problem is printed as ``file:line:column: severity code message`` (1-based; columns count
 characters), followed by a summary per file and a total. ``--json`` prints one JSON document
 instead (written as it goes). The exit status is 1 when any file has an error, 2 when a path does
-not exist. Directories are searched for ``*.jsonl`` files recursively; with no path, pi's session
+not exist (the others are checked all the same). Directories are searched for ``*.jsonl`` files recursively; with no path, pi's session
 directory is checked. Files are analysed one at a time (commands/check_analysis.py), each line read
 once and kept as its facts and its place in the file (bytes are read again for the lines a problem
 is on), so memory stays small whatever the size or number of files; the problems of a file
@@ -159,8 +159,6 @@ def run(args: argparse.Namespace) -> int:
     for path in missing:
         if args.paths:
             print(f"pi-session check: {path}: no such file or directory", file=sys.stderr)
-    if missing and args.paths:
-        return 2
     reported = SEVERITIES[: SEVERITIES.index(args.min_severity) + 1]
     progress = Progress(len(files), sys.stderr.isatty() if args.progress is None else args.progress)
     out = sys.stdout
@@ -201,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
             file=out,
         )
     out.flush()
+    if missing and args.paths:
+        return 2  # (the files there were checked all the same)
     return 1 if totals["error"] else 0
 
 

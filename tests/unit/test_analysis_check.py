@@ -86,6 +86,11 @@ def test_missing_path_and_default_directory(
 ) -> None:
     assert main(["check", str(tmp_path / "nope.jsonl")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+    bad = write(tmp_path / "bad.jsonl", BAD)  # a missing path among others: those are checked
+    assert main(["check", "--json", str(bad), str(tmp_path / "nope.jsonl")]) == 2
+    captured = capsys.readouterr()
+    assert "nope.jsonl: no such file or directory" in captured.err
+    assert [f["path"] for f in json.loads(captured.out)["files"]] == [str(bad)]
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     session = write(tmp_path / "agent" / "sessions" / "--proj--" / "2026-11-30T09-13-48-180Z_x.jsonl", BAD)
     assert main(["check"]) == 1
