@@ -26,6 +26,7 @@ from ..format.ids import uuid7
 from ..format.jsjson import JsonSyntaxError, dumps, parse
 from ..format.jstext import is_js_blank
 from ..format.jsvalue import ABSENT, get, strict_equal
+from ..format.records import ENTRY_TYPES
 from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
@@ -144,6 +145,8 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
             )
         ]
     if d.code == codes.MISSING_HEADER:
+        if not any(type(info.etype) is str and info.etype in ENTRY_TYPES for info in doc.lines):
+            return []  # no line of a pi entry: a JSONL file of something else, not a session to mend
         return [
             Repair(
                 "Insert a session header",

@@ -137,6 +137,18 @@ def test_the_header_inserted_before_version_1_entries_is_version_1_and_its_cwd_a
     assert header_for(v1, "old.jsonl")["cwd"] == "/home/me/proj"
 
 
+def test_no_header_is_offered_for_a_jsonl_file_of_something_else() -> None:
+    """A JSONL file none of whose lines is a pi entry is not a session that lost its header: PI010
+    says pi refuses it, and no repair makes it a session (`repair DIR` would have, by default)."""
+    data = make('{"name":"alice","age":3}', '{"type":"click","at":1}')
+    assert [d.code for d in document_diagnostics(data)][:1] == ["PI010"]
+    assert [r for r in repairs(data, 0, data.line_count - 1, "/tmp/data.jsonl") if r.code == "PI010"] == []
+    session = make(S.user("a", None))
+    assert [r.title for r in repairs(session, 0, 0, "/tmp/s.jsonl") if r.code == "PI010"] == [
+        "Insert a session header"
+    ]
+
+
 def test_move_header_first() -> None:
     doc = make(S.user("a", None), S.header())
     assert apply(doc, only(doc, 1)).text() == make(S.header(), S.user("a", None)).text()
