@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from ..render.terminal_text import one_terminal_line
 from ._common import add_index_argument, add_pi_argument
 from .check_report import SEVERITIES, FileReport, Finding, report
 
@@ -210,7 +211,7 @@ def _print_file(out: TextIO, path: str, found: FileReport, counts: dict[str, int
         return
     for f in found.findings:
         severity = _SHORT_NAMES.get(f.severity, f.severity)
-        print(f"{path}:{f.line}:{f.column}: {severity} {f.code} {f.message}", file=out)
+        print(f"{path}:{f.line}:{f.column}: {severity} {f.code} {one_terminal_line(f.message)}", file=out)
     if found.findings or not quiet:
         print(f"{path}: {summary_text(counts)}", file=out)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, js_string_of
+from ..render.terminal_text import one_terminal_line
 from ..render.tree_text import tree_text_lines
 from ..session import SessionManager, view_store
 from ..session.cache_dir import Identity
@@ -44,7 +45,7 @@ def tree_lines(manager: SessionManager, width: int) -> Iterator[str]:
             label = js_string_of(label)
             if label:
                 text = f"{text}  [{label}]"
-        return js_string_of(entry.id), text
+        return one_terminal_line(js_string_of(entry.id)), one_terminal_line(text)
 
     leaf = js_string_of(manager.get_leaf_id())
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
@@ -64,9 +65,9 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
     name = manager.get_session_name()
     header = manager.get_header() or {}
     head = (
-        f"\nsession {header.get('id')}"
-        + (f'  "{name}"' if name is not ABSENT else "")
-        + f"\n{len(manager.get_entries())} entries, leaf {js_string_of(manager.get_leaf_id())}\n\n"
+        f"\nsession {one_terminal_line(str(header.get('id')))}"
+        + (f'  "{one_terminal_line(js_string_of(name))}"' if name is not ABSENT else "")
+        + f"\n{len(manager.get_entries())} entries, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
     )
     sys.stdout.write(path + head)
     # the kept view is the whole text, gathered while it stays small enough to keep

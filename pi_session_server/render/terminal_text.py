@@ -1,0 +1,23 @@
+"""Text from a session on one line of a terminal: its control characters written as escapes.
+
+A session holds what a model, a tool or a user wrote, control characters included: printed raw,
+an ESC sequence in a message or a label sets the title, the colours or the cursor of the terminal
+of whoever draws the session's tree or checks it, and a line break breaks the drawing. The C0 and
+C1 control characters, DEL and the JSON-legal line and paragraph separators are written as their
+escapes (``\\x1b``, ``\\u2028``) instead.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+_ESCAPES: Final = {
+    **{code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))},
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def one_terminal_line(text: str) -> str:
+    """``text`` with every control character as its escape."""
+    return text.translate(_ESCAPES)
