@@ -17,10 +17,21 @@ from ._common import add_index_argument, add_pi_argument, output_encoding, sessi
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="session file (default: the bundled example session)")
     parser.add_argument(
-        "--width", type=int, default=100, help="cut entry previews to about this many characters"
+        "--width",
+        type=width,
+        default=100,
+        help="cut entry previews to about this many characters (at least 1)",
     )
     add_pi_argument(parser)
     add_index_argument(parser)
+
+
+def width(text: str) -> int:
+    """A --width: a whole number, at least 1 (argparse names it "width" when it is no number)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

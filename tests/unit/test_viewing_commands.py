@@ -168,6 +168,15 @@ def test_control_characters_of_a_session_reach_the_terminal_as_escapes(tmp_path:
     assert "name\\x1b]0;PWNED" in tree and "[lab\\x1b" in tree  # the name and the label too
 
 
+def test_a_width_below_one_is_refused(tmp_path: Path) -> None:
+    """A width of 0 or less cut nothing (a negative slice keeps almost the whole preview)."""
+    for width in ("0", "-5"):
+        done = _cli("tree", "--width", width, cwd=tmp_path)
+        assert done.returncode == 2 and f"must be at least 1, not {width}" in done.stderr
+    shown = _cli("tree", "--width", "1", "--no-index", cwd=tmp_path)
+    assert shown.returncode == 0 and all(len(line) < 40 for line in shown.stdout.splitlines()[4:])
+
+
 def test_an_empty_file_is_shown_as_empty(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
