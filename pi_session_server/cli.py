@@ -127,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         where = f"{error.filename}: " if isinstance(error, OSError) and error.filename else ""
         print(f"pi-session {args.command}: {where}{text}", file=sys.stderr)
+        try:
+            sys.stdout.flush()
+        except OSError:  # the output itself failed (a full disk): said once above, not again at exit
+            _stdout_to_devnull()
         return 2
 
 
@@ -136,12 +140,17 @@ EXIT_BROKEN_PIPE = 128 + 13
 
 
 def _reader_gone() -> int:
-    """Stop quietly: the output is not wanted any more. Python would still try to flush stdout at
-    exit and print a second error, so stdout now points at /dev/null."""
+    """Stop quietly: the output is not wanted any more."""
+    _stdout_to_devnull()
+    return EXIT_BROKEN_PIPE
+
+
+def _stdout_to_devnull() -> None:
+    """Python tries to flush stdout at exit, and prints a second error when it cannot: what is
+    left of the output goes to /dev/null instead."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

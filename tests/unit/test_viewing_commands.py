@@ -177,6 +177,21 @@ def test_a_width_below_one_is_refused(tmp_path: Path) -> None:
     assert shown.returncode == 0 and all(len(line) < 40 for line in shown.stdout.splitlines()[4:])
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["tree", "context", "check"])
+def test_output_to_a_full_disk_is_one_line_on_stderr(tmp_path: Path, command: str) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "pi_session_server", command, "--no-index"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=str(tmp_path),
+        )
+    assert (done.returncode, done.stderr) == (2, f"pi-session {command}: No space left on device\n")
+
+
 def test_an_empty_file_is_shown_as_empty(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
