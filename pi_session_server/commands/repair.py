@@ -109,9 +109,13 @@ def _repair_path(
         return _repair(args, path, fd, chosen, quiet)
     except (OSError, PiSessionError) as err:
         message = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        # the file the system refused (the output, its directory), else the one being repaired
+        where = err.filename if isinstance(err, OSError) and err.filename else path
         target = _target(args, path)
-        written = f"; nothing was written to {target}" if target else ""
-        print(f"pi-session repair: {path}: {message}{written}", file=sys.stderr)
+        written = (
+            f"; nothing was written to {target}" if target and "nothing was written" not in message else ""
+        )
+        print(f"pi-session repair: {where}: {message}{written}", file=sys.stderr)
         return 2, 0
     finally:
         os.close(fd)
@@ -240,7 +244,10 @@ def _repairs(count: int) -> str:
 def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:
     """Write ``out_path`` (only a new file unless ``force``); a failed write leaves no part of it."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
-    out_fd = os.open(out_path, flags, 0o644)
+    try:
+        out_fd = os.open(out_path, flags, 0o644)
+    except FileExistsError as exists:
+        raise FileExistsError(exists.errno, "it exists (--force overwrites it)", out_path) from None
     try:
         with open(out_fd, "wb") as out:
             for chunk in chunks:

@@ -212,8 +212,8 @@ class LockedFile:
                     os.unlink(tmp)
             if isinstance(err, FileExistsError) and expected is None:
                 raise StaleFileError(self._refusal("was created by another process")) from err
-            if isinstance(err, OSError):
-                raise fs_error_from_oserror(err, "open", self.path) from err
+            if isinstance(err, OSError):  # (naming the file refused: the temporary one in the directory)
+                raise fs_error_from_oserror(err, "open", err.filename or self.path) from err
             raise
         finally:
             os.close(fd)  # releases the new file's lock, after the rename

@@ -75,7 +75,11 @@ def test_an_existing_output_is_not_overwritten_unless_forced(glued: Path) -> Non
     out = glued.parent / "fixed.jsonl"
     out.write_bytes(b"keep me")
     done = cli(glued, "-o", out)
-    assert done.returncode == 2 and "nothing was written" in done.stderr
+    assert done.returncode == 2
+    assert (
+        done.stderr
+        == f"pi-session repair: {out}: it exists (--force overwrites it); nothing was written to {out}\n"
+    )
     assert out.read_bytes() == b"keep me"
     assert cli(glued, "-o", out, "--force").returncode == 0 and out.read_bytes() == SPLIT
 
