@@ -62,6 +62,8 @@ def _chosen_codes(args: argparse.Namespace) -> frozenset[str] | str:
     if not args.codes:
         return SAFE_CODES
     chosen = frozenset(c.strip().upper() for c in args.codes.split(",") if c.strip())
+    if not chosen:
+        return f"--codes names no code (possible: {', '.join(sorted(FIXABLE_CODES))})"
     unknown = sorted(chosen - FIXABLE_CODES)
     if unknown:
         return f"no repair for {', '.join(unknown)} (possible: {', '.join(sorted(FIXABLE_CODES))})"

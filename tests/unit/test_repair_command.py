@@ -212,6 +212,10 @@ def test_the_safe_default_does_not_make_repairs_that_lose_or_guess(tmp_path: Pat
 def test_unknown_codes_are_refused(glued: Path) -> None:
     done = cli(glued, "--codes", "PI040")
     assert done.returncode == 2 and "no repair for PI040" in done.stderr
+    for nothing in (",", " , "):  # a list of no code chooses nothing: said, not "nothing to repair"
+        done = cli(glued, "--codes", nothing, "--in-place")
+        assert done.returncode == 2 and "--codes names no code" in done.stderr
+    assert glued.read_bytes() == GLUED
 
 
 @pytest.mark.slow
