@@ -16,6 +16,7 @@ The same structures generate the params schemas of ``protocol/`` and of the VS C
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
@@ -411,21 +412,31 @@ def _lone_surrogate_problem(params: Any, struct: type[Any]) -> str:
 
 
 def _displayed(value: Any) -> Any:
-    """``value`` with every string's lone surrogates as U+FFFD (keys too)."""
-    if type(value) is str:
-        return fs_path(value)
-    if isinstance(value, dict):
-        return {_displayed(k): _displayed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_displayed(v) for v in value]
-    return value
+    """``value`` with every string's lone surrogates as U+FFFD (keys too). Iterative, in one pass
+    over the value: params are parsed on the event loop, and a message can nest at any depth."""
+    root = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        holder, key = stack.pop()
+        item = holder[key]
+        if type(item) is str:
+            holder[key] = fs_path(item)
+        elif isinstance(item, dict):
+            copy = {fs_path(k) if type(k) is str else k: v for k, v in item.items()}
+            holder[key] = copy
+            stack.extend((copy, k) for k in copy)
+        elif isinstance(item, list):
+            holder[key] = copy_list = list(item)
+            stack.extend((copy_list, i) for i in range(len(copy_list)))
+    return root[0]
 
 
 def _surrogate_at(value: Any, at: str = "$") -> str:
-    """Where the first string holding a lone surrogate is in ``value`` (msgspec's path notation)."""
-    pending: list[tuple[Any, str]] = [(value, at)]
+    """Where the first string holding a lone surrogate is in ``value`` (msgspec's path notation),
+    found breadth first in one pass."""
+    pending: deque[tuple[Any, str]] = deque([(value, at)])
     while pending:
-        item, where = pending.pop(0)
+        item, where = pending.popleft()
         if type(item) is str and fs_path(item) != item:
             return where
         if isinstance(item, dict):
