@@ -21,17 +21,23 @@ class CommandError(Exception):
 
 def path_problem(path: str) -> str | None:
     """Why ``path`` cannot be shown as a session before reading it: missing, a directory, or a
-    FIFO or a device (never opened: reading one waits for a writer, or never ends)."""
-    from ..session.paths import special_file_kind
-
+    FIFO or a device (:func:`special_file_problem`)."""
     if not os.path.lexists(path):
         return "no such file"
     if os.path.isdir(path):
         return "is a directory (give a session file)"
+    return special_file_problem(path)
+
+
+def special_file_problem(path: str) -> str | None:
+    """Why ``path`` is not read at all when it is a FIFO or a device (never opened: reading one
+    waits for a writer, or never ends); None for anything else (reading it says what is wrong)."""
+    from ..session.paths import special_file_kind
+
     try:
         kind = special_file_kind(os.stat(path).st_mode)
-    except OSError:
-        return None  # (reading it says why)
+    except (OSError, ValueError):
+        return None
     return None if kind is None else f"is a {kind}, not a session file"
 
 

@@ -4,13 +4,11 @@ what it kept of a file unchanged since without it)."""
 
 from __future__ import annotations
 
-import os
-
 from ..analysis.diagnostics import Diagnostic, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..analysis.positions import UTF32, to_column
 from ..session.releases import DEFAULT_PI
-from ._common import path_problem
+from ._common import special_file_problem
 from .check_report import FileReport, Finding
 
 
@@ -19,8 +17,8 @@ def check_file(
 ) -> tuple[SessionDocument | None, list[Diagnostic], str | None]:
     """The analysed document and its diagnostics as pi release ``pi`` reads the file, or the reason
     the file could not be read."""
-    problem = path_problem(path)
-    if problem is not None and os.path.lexists(path):  # a FIFO or a device: never opened
+    problem = special_file_problem(path)
+    if problem is not None:
         return None, [], problem
     try:
         # lines keep where they are, not their bytes: a multi-GB session in the memory of its facts

@@ -31,7 +31,7 @@ from ..analysis.document import SessionDocument
 from ..errors import PiSessionError
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, replace_in_place, same_file
-from ._common import add_pi_argument, path_problem
+from ._common import add_pi_argument, special_file_problem
 from .check import session_files, summary_text
 
 
@@ -98,8 +98,8 @@ def _repair_path(
     args: argparse.Namespace, path: str, chosen: frozenset[str], *, quiet: bool
 ) -> tuple[int, int]:
     """(exit status, repairs) for one file: 0 done or nothing to do, 1 repairs listed, 2 failed."""
-    problem = path_problem(path)
-    if problem is not None and os.path.lexists(path):  # (a missing file: the open below says so)
+    problem = special_file_problem(path)
+    if problem is not None:
         print(f"pi-session repair: {path}: {problem}", file=sys.stderr)
         return 2, 0
     try:
