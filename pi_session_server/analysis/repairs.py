@@ -246,10 +246,10 @@ def header_for(doc: SessionDocument, path: str | None) -> dict[str, Any]:
             cwd = "/" + folder[2:-2].replace("-", "/")  # lossy: '-' in names cannot be told apart
         else:
             cwd = os.path.dirname(path)
-    if timestamp is None:
-        first = next((e for e in doc.entries() if isinstance(e.timestamp, str)), None)
-        timestamp = first.timestamp if first is not None else now_iso()
     entries = list(doc.entries())
+    if timestamp is None:
+        first = next((e for e in entries if isinstance(e.timestamp, str)), None)
+        timestamp = first.timestamp if first is not None else now_iso()
     if entries and all(e.id is ABSENT for e in entries):  # version 1 entries: no version written
         return {"type": "session", "id": session_id, "timestamp": timestamp, "cwd": cwd}
     return {"type": "session", "version": 3, "id": session_id, "timestamp": timestamp, "cwd": cwd}
