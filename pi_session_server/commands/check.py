@@ -4,12 +4,13 @@ the files read as pi release VERSION reads them (the library's default release u
 Each problem is printed as ``file:line:column: severity code message`` (1-based; columns count
 characters), followed by a summary per file and a total. ``--json`` prints one JSON document
 instead (written as it goes). The exit status is 1 when any file has an error, 2 when a path does
-not exist (the others are checked all the same). Directories are searched for ``*.jsonl`` files recursively; with no path, pi's session
-directory is checked. Files are analysed one at a time (commands/check_analysis.py), each line read
-once and kept as its facts and its place in the file (bytes are read again for the lines a problem
-is on), so memory stays small whatever the size or number of files; the problems of a file
-unchanged since it was last checked are printed from what was kept then (commands/check_report.py).
-A progress line is shown on stderr when it is a terminal.
+not exist (the others are checked all the same). Directories are searched for ``*.jsonl`` files
+recursively; with no path, pi's session directory is checked. Files are analysed one at a time
+(commands/check_analysis.py), each line read once and kept as its facts and its place in the file
+(bytes are read again for the lines a problem is on), so memory stays small whatever the size or
+number of files; the problems of a file unchanged since it was last checked are printed from what
+was kept then (commands/check_report.py). A progress line is shown on stderr when it is a
+terminal.
 """
 
 from __future__ import annotations
