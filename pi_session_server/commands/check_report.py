@@ -3,7 +3,7 @@
 Analysing a big session reads and checks every line; a file that did not change since it was
 checked the same way has the same problems. They are kept as a view of the file
 (session/view_store.py, the kind ``check``), keyed by the pi release read as (and, as every view,
-the package's version), and printed from there without importing the analysis: checking pi's
+the package's code), and printed from there without importing the analysis: checking pi's
 session directory again analyses only the sessions that changed. Most of pi's sessions are smaller
 than the files the index is kept for: the problems are kept from a smaller size (``KEPT_MIN_SIZE``).
 """

@@ -9,6 +9,7 @@ imports this module and no more of the library.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import struct
 import time
@@ -55,6 +56,33 @@ def changed_lately(st: os.stat_result, now_ns: int | None = None) -> bool:
     change again unseen, keeping its mtime and ctime."""
     now = time.time_ns() if now_ns is None else now_ns
     return now - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
+
+
+def stamp_of_code(root: str) -> int:
+    """A CRC-32 of the relative name, size and mtime of each Python file under ``root``."""
+    described: list[str] = []
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as found:
+                for item in found:
+                    if item.is_dir(follow_symlinks=False) and item.name != "__pycache__":
+                        pending.append(item.path)
+                    elif item.name.endswith(".py"):
+                        st = item.stat()
+                        described.append(f"{item.path[len(root) :]}\0{st.st_size}\0{st.st_mtime_ns}")
+        except OSError:
+            described.append(f"{directory[len(root) :]}\0unreadable")
+    return zlib.crc32("\n".join(sorted(described)).encode("utf-8", "surrogateescape"))
+
+
+@functools.cache
+def code_stamp() -> int:
+    """What tells this package's code from another's (:func:`stamp_of_code` of the package). What
+    is kept was made by code, and code changes without its version (an editable install updated by
+    ``git pull``, the same version installed again): what other code kept is not used."""
+    return stamp_of_code(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class NotUsable(Exception):
@@ -192,22 +220,22 @@ def read_kept(path: str, fd: int, magic: bytes, version: int, decode: Callable[[
     return stored
 
 
-_FRAME = struct.Struct("<8sII")  # magic, format version, CRC-32 of the rest
+_FRAME = struct.Struct("<8sIII")  # magic, format version, code_stamp(), CRC-32 of the rest
 
 
 def framed(magic: bytes, version: int, body: bytes) -> tuple[bytes, bytes]:
     """``body`` with what :func:`unframed` checks before it (for :func:`write_whole`)."""
-    return _FRAME.pack(magic, version, zlib.crc32(body)), body
+    return _FRAME.pack(magic, version, code_stamp(), zlib.crc32(body)), body
 
 
 def unframed(data: bytes, magic: bytes, version: int) -> memoryview | None:
     """The body :func:`framed` wrapped in ``data``, or None when ``data`` is of another kind or
-    version, or damaged."""
+    version, was made by other code (see :func:`code_stamp`), or is damaged."""
     if len(data) < _FRAME.size:
         return None
-    found_magic, found_version, crc = _FRAME.unpack_from(data)
+    found_magic, found_version, found_code, crc = _FRAME.unpack_from(data)
     body = memoryview(data)[_FRAME.size :]
-    if found_magic != magic or found_version != version or zlib.crc32(body) != crc:
+    if (found_magic, found_version, found_code) != (magic, version, code_stamp()) or zlib.crc32(body) != crc:
         return None
     return body
 

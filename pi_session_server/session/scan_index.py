@@ -23,8 +23,8 @@ An entry keeps its place in the file, and reading its body checks that the line 
 envelope the index gave (``Entry.value``), so a file changed behind the index's back yields a
 ``StaleFileError``, not another entry's body.
 
-The file: ``MAGIC``, the format version, the lengths of the header and the payload and a CRC-32 of
-both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
+The file: ``MAGIC``, the format version, the code that wrote it (``cache_dir.code_stamp``), the
+lengths of the header and the payload and a CRC-32 of both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
 timestamps as text joined by NUL, each followed by where every value of it ends as 32-bit integers,
 type and role codes one byte each, offsets as 64-bit integers, chain starts), then the header
 (msgpack, :class:`IndexHeader`: the key, the tables, what is sparse, and where every id is a
@@ -254,10 +254,10 @@ def _complete_end(result: ScanResult) -> int:
 # ---------------------------------------------------------------------- the file format
 
 MAGIC: Final = b"PISESIDX"
-FORMAT_VERSION: Final = 2
-# magic, format version, header length, payload length, CRC-32 of the payload and the header (which
-# follows the payload: it is known once the payload was written)
-_PREFIX = struct.Struct("<8sIIQI")
+FORMAT_VERSION: Final = 3
+# magic, format version, code stamp, header length, payload length, CRC-32 of the payload and the
+# header (which follows the payload: it is known once the payload was written)
+_PREFIX = struct.Struct("<8sIIIQI")
 # codes of the role column below the role table
 _NO_MESSAGE = 0  # entry.message is None
 _NO_ROLE = 1  # a message head without a role
@@ -375,9 +375,11 @@ def _read_header(index_fd: int) -> tuple[IndexHeader, _Check]:
     prefix = os.pread(index_fd, _PREFIX.size, 0)
     if len(prefix) < _PREFIX.size:
         raise NotUsable("too short")
-    magic, version, header_length, payload_length, crc = _PREFIX.unpack(prefix)
+    magic, version, code, header_length, payload_length, crc = _PREFIX.unpack(prefix)
     if magic != MAGIC or version != FORMAT_VERSION:
         raise NotUsable("another format")
+    if code != cache_dir.code_stamp():
+        raise NotUsable("written by other code")
     header_at = _PREFIX.size + payload_length
     if os.fstat(index_fd).st_size != header_at + header_length:
         raise NotUsable("cut short, or more than written")
@@ -638,7 +640,9 @@ def _write_index(
             encoded_header = _encode_header(header)
             write_all(out, encoded_header)
             crc = zlib.crc32(encoded_header, sections.crc)
-            prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(encoded_header), sections.length, crc)
+            prefix = _PREFIX.pack(
+                MAGIC, FORMAT_VERSION, cache_dir.code_stamp(), len(encoded_header), sections.length, crc
+            )
             os.pwrite(out, prefix, 0)
         finally:
             os.close(out)

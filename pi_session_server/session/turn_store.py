@@ -21,7 +21,7 @@ import msgspec
 from ..format.entry import Entry
 from . import cache_dir, preview_store, scan_index
 
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 MAGIC: Final = b"PITURNS\x00"
 # Fewer turns than this are read about as fast as they are loaded: not kept, not loaded.
 MIN_STORED: Final = 1000

@@ -7,7 +7,7 @@ file's index (see scan_index), in a file named like the index with the command's
 was made from: the file's device, inode, size, mtime and ctime, CRC-32s of its first and last bytes
 (see cache_dir.edges), what is printed before the text (``tree``: the session's id and name, its
 entries and leaf), and the view's key (how it was made: the command, the release read as, its
-options, the home directory, the output's encoding, the package's version). It is used only when all
+options, the home directory, the output's encoding, the package's code: see cache_dir.code_stamp). It is used only when all
 of them match, without reading the session again, and without importing the rest of the library:
 this module needs only cache_dir.
 
@@ -33,7 +33,6 @@ import struct
 import zlib
 from typing import Any, Final, NamedTuple
 
-from .. import __version__
 from . import cache_dir
 from .cache_dir import Identity
 
@@ -75,7 +74,7 @@ def identity_before_open(path: str) -> Identity | None:
 
 
 def _view_key(kind: str, key: tuple[Any, ...]) -> list[Any]:
-    return [FORMAT_VERSION, __version__, kind, *key]
+    return [FORMAT_VERSION, cache_dir.code_stamp(), kind, *key]
 
 
 def _kept_path(

@@ -664,6 +664,12 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
     monkeypatch.setenv("HOME", "/elsewhere")
     assert tree()[1] == 1
     assert tree()[1] == 0
+    real_stamp = cache_dir.code_stamp()
+    monkeypatch.setattr(cache_dir, "code_stamp", lambda: real_stamp ^ 1)  # the package's code changed
+    assert tree()[1] == 1
+    assert tree()[1] == 0
+    monkeypatch.setattr(cache_dir, "code_stamp", lambda: real_stamp)
+    assert tree()[1] == 1
     for damaged in (b"", kept.read_bytes()[:-3], b"PIVIEW\x00\x00" + os.urandom(100)):
         kept.write_bytes(damaged)
         assert tree()[1] == 1

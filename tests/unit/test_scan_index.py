@@ -457,6 +457,50 @@ def test_an_index_of_another_format_version_is_ignored(tmp_path: Path, index_dir
     _assert_rebuilt(path, index_dir)
 
 
+def test_an_index_written_by_other_code_is_ignored(tmp_path: Path, index_dir: Path):
+    """The package changed without a new version (an editable install updated): its index is not
+    used, whatever the code that wrote it would have put there."""
+    path = _session(tmp_path / "s.jsonl", final_newline=True)
+    _open_scan(path, index_dir)
+    index = _index_file(index_dir)
+    data = bytearray(index.read_bytes())
+    struct.pack_into("<I", data, 12, cache_dir.code_stamp() ^ 1)
+    index.write_bytes(bytes(data))
+    _assert_rebuilt(path, index_dir)
+
+
+def test_the_code_stamp_tells_any_change_of_a_python_file(tmp_path: Path):
+    package = tmp_path / "package"
+    (package / "sub").mkdir(parents=True)
+    (package / "a.py").write_text("A = 1\n")
+    (package / "sub" / "b.py").write_text("B = 2\n")
+    stamps = [cache_dir.stamp_of_code(str(package))]
+
+    def changed() -> bool:
+        stamps.append(cache_dir.stamp_of_code(str(package)))
+        return stamps[-1] != stamps[-2]
+
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "a.cpython.pyc").write_bytes(b"compiled")
+    (package / "notes.txt").write_text("not code")
+    assert not changed()
+    os.utime(package / "sub" / "b.py", ns=(1, 10**18))
+    assert changed()
+    (package / "sub" / "b.py").write_text("B = 3\n")  # and its mtime, restored
+    os.utime(package / "sub" / "b.py", ns=(1, 10**18))
+    assert not changed()  # (what a size and an mtime cannot tell)
+    (package / "sub" / "b.py").write_text("B = 22\n")
+    os.utime(package / "sub" / "b.py", ns=(1, 10**18))
+    assert changed()
+    (package / "sub" / "c.py").write_text("")
+    assert changed()
+    (package / "sub" / "c.py").rename(package / "c.py")
+    assert changed()
+    assert cache_dir.code_stamp() == cache_dir.stamp_of_code(
+        os.path.dirname(os.path.dirname(cache_dir.__file__))
+    )
+
+
 def test_an_index_that_cannot_be_written_is_no_error(tmp_path: Path):
     path = _session(tmp_path / "s.jsonl", final_newline=True)
     blocker = tmp_path / "a-file"

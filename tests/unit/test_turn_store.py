@@ -201,6 +201,12 @@ def _other_version(store: Path) -> None:
     store.write_bytes(bytes(data))
 
 
+def _other_code(store: Path) -> None:
+    data = bytearray(store.read_bytes())
+    data[12] ^= 0xFF  # the code stamp, after the format version (cache_dir.code_stamp)
+    store.write_bytes(bytes(data))
+
+
 def _cut(store: Path) -> None:
     store.write_bytes(store.read_bytes()[:40])
 
@@ -218,7 +224,7 @@ def _other_file(store: Path) -> None:
     store.write_bytes(kept.read_bytes())
 
 
-@pytest.mark.parametrize("spoil", [_damage, _other_version, _cut, _garbage, _other_file])
+@pytest.mark.parametrize("spoil", [_damage, _other_version, _other_code, _cut, _garbage, _other_file])
 def test_what_is_kept_that_does_not_describe_the_file_is_not_used(
     tmp_path: Path, lines_read: list[Any], spoil: Any
 ):
