@@ -21,7 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from ..render.terminal_text import one_terminal_line
 from ._common import add_index_argument, add_pi_argument
@@ -67,18 +67,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------------- finding files
 
 
-def session_files(paths: list[str]) -> tuple[list[str], list[str]]:
-    """(files to check in a stable order, paths that do not exist)."""
-    files: list[str] = []
-    missing: list[str] = []
+class FoundFiles(NamedTuple):
+    files: list[str]  # to check, in a stable order
+    missing: list[str]  # paths that do not exist
+    empty: list[str]  # directories without a session file
+
+
+def session_files(paths: list[str]) -> FoundFiles:
+    """The session files at ``paths`` (files, and the ``*.jsonl`` files under directories)."""
+    found = FoundFiles([], [], [])
     for path in paths:
         if os.path.isdir(path):
-            files.extend(_walk(path))
+            before = len(found.files)
+            found.files.extend(_walk(path))
+            if len(found.files) == before:
+                found.empty.append(path)
         elif os.path.exists(path):
-            files.append(path)
+            found.files.append(path)
         else:
-            missing.append(path)
-    return files, missing
+            found.missing.append(path)
+    return found
+
+
+def say_what_was_not_found(command: str, found: FoundFiles, given: bool) -> None:
+    """Name on stderr the paths given that do not exist, and the directories with no session file
+    (a summary of "0 files" alone reads as if they had been checked)."""
+    for path in found.missing:
+        if given:
+            print(f"pi-session {command}: {path}: no such file or directory", file=sys.stderr)
+        else:
+            print(
+                f"pi-session {command}: {path}: no such directory (where pi keeps its sessions)",
+                file=sys.stderr,
+            )
+    for path in found.empty:
+        print(f"pi-session {command}: {path}: no session file (*.jsonl) in it", file=sys.stderr)
 
 
 def _walk(root: str) -> Iterator[str]:
@@ -157,10 +180,8 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     paths = list(args.paths) or default_paths()
-    files, missing = session_files(paths)
-    for path in missing:
-        if args.paths:
-            print(f"pi-session check: {path}: no such file or directory", file=sys.stderr)
+    files, missing, _empty = located = session_files(paths)
+    say_what_was_not_found("check", located, given=bool(args.paths))
     reported = SEVERITIES[: SEVERITIES.index(args.min_severity) + 1]
     progress = Progress(len(files), sys.stderr.isatty() if args.progress is None else args.progress)
     out = sys.stdout

@@ -32,7 +32,7 @@ from ..errors import PiSessionError
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, replace_in_place, same_file
 from ._common import add_pi_argument, special_file_problem
-from .check import session_files, summary_text
+from .check import say_what_was_not_found, session_files, summary_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,9 +75,8 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(chosen, str):
         print(f"pi-session repair: {chosen}", file=sys.stderr)
         return 2
-    files, missing = session_files(args.paths)
-    for path in missing:
-        print(f"pi-session repair: {path}: no such file or directory", file=sys.stderr)
+    files, missing, _empty = located = session_files(args.paths)
+    say_what_was_not_found("repair", located, given=True)
     if args.output and len(files) + len(missing) != 1:
         print("pi-session repair: --output takes one session file", file=sys.stderr)
         return 2

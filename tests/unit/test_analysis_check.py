@@ -97,6 +97,30 @@ def test_missing_path_and_default_directory(
     assert f"{session}: 1 error, 1 warning" in capsys.readouterr().out
 
 
+def test_directories_without_a_session_file_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A summary of "0 files checked: ok" alone reads as if what was asked had been checked."""
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    (tmp_path / "empty" / "notes.txt").write_text("no session")
+    bad = write(tmp_path / "full" / "bad.jsonl", BAD)
+    assert main(["check", str(tmp_path / "empty"), str(tmp_path / "full")]) == 1
+    out, err = capsys.readouterr()
+    assert err == f"pi-session check: {tmp_path / 'empty'}: no session file (*.jsonl) in it\n"
+    assert f"{bad}: 1 error" in out and out.endswith("1 file checked: 1 error, 1 warning\n")
+    assert main(["check", "--json", str(tmp_path / "empty")]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["totals"]["files"] == 0 and "no session file (*.jsonl) in it" in err
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))  # pi saved no session yet
+    assert main(["check"]) == 0
+    out, err = capsys.readouterr()
+    sessions = tmp_path / "agent" / "sessions"
+    assert (out, err) == (
+        "0 files checked: ok\n",
+        f"pi-session check: {sessions}: no such directory (where pi keeps its sessions)\n",
+    )
+
+
 def test_progress_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for i in range(3):
         write(tmp_path / f"s{i}.jsonl", GOOD)

@@ -409,6 +409,13 @@ def test_a_missing_path_is_reported_and_the_others_are_still_repaired(glued: Pat
     assert glued.read_bytes() == SPLIT
 
 
+def test_a_directory_without_a_session_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = cli(tmp_path / "empty", "--in-place")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == f"pi-session repair: {tmp_path / 'empty'}: no session file (*.jsonl) in it\n"
+
+
 @pytest.mark.parametrize(
     ("pi", "left"), [("1.6.0", "problems left: ok"), ("0.86.1", "problems left: 1 info")]
 )
