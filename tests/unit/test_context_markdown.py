@@ -109,3 +109,9 @@ def test_a_deeply_nested_value_is_printed_in_about_its_own_size(tmp_path: Path, 
         if form:
             context = parse(out)
             assert dumps(context["messages"][1]["content"]) == "[" * depth + "]" * depth
+
+
+def test_the_protocol_says_how_deep_json_is_laid_out() -> None:
+    from pi_session_server.server.results import ContextMarkdown
+
+    assert f"down to {READABLE_DEPTH} levels" in " ".join((ContextMarkdown.__doc__ or "").split())
