@@ -486,18 +486,10 @@ def reported_problems(
                     yield info, p
 
 
-def count_by_severity(diagnostics: list[Diagnostic]) -> dict[str, int]:
-    counts = {s.name.lower(): 0 for s in Severity}
-    for d in diagnostics:
-        counts[d.severity.name.lower()] += 1
-    return counts
-
-
 __all__ = [
     "TREE_CODES",
     "Diagnostic",
     "Related",
-    "count_by_severity",
     "document_diagnostics",
     "file_diagnostics",
     "first_pass_diagnostics",

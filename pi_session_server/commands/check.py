@@ -20,12 +20,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 from ..render.terminal_text import one_terminal_line
 from ._common import add_index_argument, add_pi_argument
-from .check_report import SEVERITIES, FileReport, Finding, report
+from .check_report import SEVERITIES, FileReport, report
 
 #: how a problem's severity is printed in the text form
 _SHORT_NAMES = {"information": "info"}
@@ -121,10 +121,11 @@ def default_paths() -> list[str]:
 # ---------------------------------------------------------------------- one file
 
 
-def count_by_severity(findings: list[Finding]) -> dict[str, int]:
+def count_by_severity(severities: Iterable[str]) -> dict[str, int]:
+    """How many of ``severities`` (names: "error", "warning", ...) are of each."""
     counts = dict.fromkeys(SEVERITIES, 0)
-    for finding in findings:
-        counts[finding.severity] += 1
+    for severity in severities:
+        counts[severity] += 1
     return counts
 
 
@@ -192,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         progress.show(index, path)
         found = report(path, args.pi, args.index)
         findings = [f for f in found.findings if f.severity in reported]
-        counts = count_by_severity(findings)
+        counts = count_by_severity(f.severity for f in findings)
         if found.failure is not None:
             counts["error"] += 1
         totals["files"] += 1

@@ -26,13 +26,13 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, spliced
-from ..analysis.diagnostics import count_by_severity, document_diagnostics
+from ..analysis.diagnostics import document_diagnostics
 from ..analysis.document import SessionDocument
 from ..errors import PiSessionError
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, replace_in_place, same_file
 from ._common import add_pi_argument, special_file_problem
-from .check import say_what_was_not_found, session_files, summary_text
+from .check import count_by_severity, say_what_was_not_found, session_files, summary_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -182,7 +182,7 @@ def _repair(
         _write_new(args.output, chunks, force=args.force)
         written = args.output
     after, total, finished, kept = _more_rounds(written, chosen, count, kept, report, pi)
-    left = summary_text(count_by_severity(document_diagnostics(after)))
+    left = summary_text(count_by_severity(d.severity.name.lower() for d in document_diagnostics(after)))
     rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
     stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
     print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)
