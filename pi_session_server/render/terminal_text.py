@@ -9,6 +9,7 @@ escapes (``\\x1b``, ``\\u2028``) instead.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 _ESCAPES: Final = {
@@ -16,8 +17,11 @@ _ESCAPES: Final = {
     0x2028: "\\u2028",
     0x2029: "\\u2029",
 }
+# Searched first: translating walks every character through the table, which costs as much in a
+# line without any control character (nearly all of them) as in one full of them.
+_ANY_ESCAPED: Final = re.compile("[" + "".join(re.escape(chr(code)) for code in _ESCAPES) + "]")
 
 
 def one_terminal_line(text: str) -> str:
     """``text`` with every control character as its escape."""
-    return text.translate(_ESCAPES)
+    return text.translate(_ESCAPES) if _ANY_ESCAPED.search(text) else text

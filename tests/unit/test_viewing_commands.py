@@ -180,6 +180,9 @@ def test_a_width_below_one_is_refused(tmp_path: Path) -> None:
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("command", ["tree", "context", "check"])
 def test_output_to_a_full_disk_is_one_line_on_stderr(tmp_path: Path, command: str) -> None:
+    sessions = tmp_path / "agent" / "sessions" / "--work--"
+    sessions.mkdir(parents=True)
+    (sessions / "s.jsonl").write_text(S.header() + "\n" + S.user("a1", None, "hi") + "\n")
     with open("/dev/full", "w") as full:
         done = subprocess.run(
             [sys.executable, "-m", "pi_session_server", command, "--no-index"],
@@ -188,6 +191,7 @@ def test_output_to_a_full_disk_is_one_line_on_stderr(tmp_path: Path, command: st
             text=True,
             timeout=120,
             cwd=str(tmp_path),
+            env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")},  # check's default
         )
     assert (done.returncode, done.stderr) == (2, f"pi-session {command}: No space left on device\n")
 
