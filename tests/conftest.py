@@ -23,6 +23,17 @@ if "PI_SESSION_INDEX_DIR" not in os.environ:
     atexit.register(shutil.rmtree, _INDEX_DIR, True)
 
 
+@pytest.fixture
+def files_settle_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files a test writes and opens at once are taken as settled. An index written less than
+    cache_dir.RACY_NS after its file changed is "racy" (the file may change again keeping its
+    times) and serves only once the file grew: a test that reopens the file it just wrote would
+    scan it again instead of reading its index."""
+    from pi_session_server.session import cache_dir
+
+    monkeypatch.setattr(cache_dir, "RACY_NS", 0)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--long",

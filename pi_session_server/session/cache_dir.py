@@ -9,9 +9,11 @@ imports this module and no more of the library.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import os
 import struct
+import sys
 import time
 import zlib
 from collections.abc import Callable
@@ -49,6 +51,24 @@ Identity = tuple[int, int, int, int, int]  # device, inode, size, mtime, ctime (
 def identity(st: os.stat_result) -> Identity:
     """What tells a file unchanged: the same device, inode, size, mtime and ctime."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+_FS_IOC_GETVERSION: Final = 0x80087601  # Linux's _IOR('v', 1, long)
+
+
+def generation(fd: int) -> int:
+    """The generation of the inode of the file open at ``fd``, where the file system keeps one (0
+    elsewhere). A file system may give a freed inode number to the next file made (ext4 does, at
+    once): a file saved by renaming a new one over it can get the number of the one it replaced,
+    with the same head and more bytes, and look like it grew. The generation tells them apart."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    number = bytearray(8)
+    try:
+        fcntl.ioctl(fd, _FS_IOC_GETVERSION, number)
+    except OSError:  # (tmpfs and others keep none, and do not hand a freed number out again at once)
+        return 0
+    return int.from_bytes(number, sys.byteorder)
 
 
 def changed_lately(st: os.stat_result, now_ns: int | None = None) -> bool:
@@ -150,7 +170,8 @@ def edges(fd: int, end: int) -> tuple[int, int]:
 
 class LinesStamp(NamedTuple):
     """What tells whether what was kept of a file's lines up to ``end`` still describes it: the
-    file's device, inode, size, mtime and ctime then, and :func:`edges` at ``end``."""
+    file's device, inode, size, mtime and ctime then, :func:`edges` at ``end``, and the inode's
+    :func:`generation`."""
 
     dev: int
     ino: int
@@ -160,6 +181,7 @@ class LinesStamp(NamedTuple):
     end: int
     head_crc: int
     tail_crc: int
+    generation: int
 
 
 def stamp_lines(fd: int, end: int, st: os.stat_result) -> LinesStamp:
@@ -167,7 +189,15 @@ def stamp_lines(fd: int, end: int, st: os.stat_result) -> LinesStamp:
     was ``st`` (taken before: a change since shows as another mtime). Raises OSError, NotUsable."""
     head_crc, tail_crc = edges(fd, end)
     return LinesStamp(
-        st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, end, head_crc, tail_crc
+        st.st_dev,
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        end,
+        head_crc,
+        tail_crc,
+        generation(fd),
     )
 
 
@@ -178,6 +208,8 @@ def still_describes(stamp: Any, fd: int) -> bool:
     st = os.fstat(fd)
     if (stamp.dev, stamp.ino) != (st.st_dev, st.st_ino) or st.st_size < stamp.size:
         return False
+    if stamp.generation != generation(fd):
+        return False  # another file, under the number of the one described
     if st.st_size == stamp.size and (stamp.mtime_ns, stamp.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
         return False  # rewritten in place
     try:

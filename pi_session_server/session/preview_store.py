@@ -51,6 +51,7 @@ class StampedLines(msgspec.Struct, array_like=True):
     end: int  # just after the last line described
     head_crc: int
     tail_crc: int
+    generation: int  # of the file's inode (cache_dir.generation)
 
 
 class _StoredHead(StampedLines, array_like=True):

@@ -8,16 +8,20 @@ grew, only its new lines are scanned, and the index is written again once they a
 does not match is ignored and rebuilt; an index that cannot be written is no error.
 
 Which index belongs to a file: the index file is named by the session file's device and inode,
-and holds the file's size, mtime and ctime when it was indexed, the offset just after the last
-line indexed (``end``), and a CRC-32 of the file's first and of its last bytes before ``end``.
-It is used when
+and holds the file's size, mtime and ctime once its lines were scanned, the generation of its
+inode, the offset just after the last line indexed (``end``), and a CRC-32 of the file's first and
+of its last bytes before ``end``. It is used when
 
-* device, inode, where the header ends and both CRCs match, the file is at least ``end`` bytes
-  long and
+* device, inode, generation, where the header ends and both CRCs match, the file is at least
+  ``end`` bytes long and
 * the file has the same size, mtime and ctime as when it was indexed (unchanged), or is longer
   (appended to: the lines after ``end`` are scanned). A file rewritten in place with the same size
   has a new ctime (``os.utime`` cannot set it back); a truncated one is shorter; one renamed over
-  the path has another inode.
+  the path has another inode, or the number of the one it replaced with another generation
+  (cache_dir.generation). A file that changed while it was scanned, or just before
+  (cache_dir.RACY_NS), could change again within its clock's tick keeping its times: its index
+  ("racy") serves only once the file grew; unchanged, the file is scanned again (and indexed as
+  it is then).
 
 An entry keeps its place in the file, and reading its body checks that the line read carries the
 envelope the index gave (``Entry.value``), so a file changed behind the index's back yields a
@@ -52,7 +56,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, is_not, ne, sub
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -165,13 +169,20 @@ def _write_index_or_defer(
 ) -> None:
     """Write the index of ``result`` now, or hand the write to the caller that defers it (see
     index_writes_deferred); ``outcome.written`` says whether it was written, once it was tried."""
-    try:
-        crcs = edges(fd, result.end)  # now: the descriptor is closed by the time a deferred write runs
+    try:  # now: the descriptor is closed by the time a deferred write runs
+        crcs = edges(fd, result.end)
+        scanned_st = os.fstat(fd)
+        stamp = _FileStamp(
+            scanned_st,
+            # appended to while it was scanned, or changed just before
+            cache_dir.identity(scanned_st) != cache_dir.identity(st) or cache_dir.changed_lately(st, seen_at),
+            cache_dir.generation(fd),
+        )
     except (NotUsable, OSError):
         return  # the file is no longer what was scanned: no index
 
     def write(scanned: ScanResult) -> bool:
-        outcome.written = _write_index(directory, path, st, seen_at, start, first_line, scanned, crcs)
+        outcome.written = _write_index(directory, path, stamp, start, first_line, scanned, crcs)
         return outcome.written
 
     write_later_or_now(lambda: write(result), held=lambda: functools.partial(write, _as_scanned(result)))
@@ -281,9 +292,13 @@ class IndexHeader(msgspec.Struct, array_like=True):
     byteorder: str
     dev: int
     ino: int
-    size: int  # -1: not known (see cache_dir.RACY_NS)
+    size: int  # the file's size, mtime and ctime once its lines were scanned
     mtime_ns: int
     ctime_ns: int
+    # the file changed while it was scanned or just before (cache_dir.RACY_NS): it may change
+    # again keeping its size, mtime and ctime
+    racy: bool
+    generation: int  # of the file's inode (cache_dir.generation)
     start: int  # where the line after the header starts
     first_line: int  # its line number
     end: int  # just after the last line indexed
@@ -442,9 +457,13 @@ def _check_key(header: IndexHeader, fd: int, st: os.stat_result, start: int, fir
         or st.st_size < header.size
     ):
         raise NotUsable("another file, or truncated")
-    same_size = st.st_size == header.size  # (never for an index whose size is -1: see cache_dir.RACY_NS)
-    if same_size and (header.mtime_ns, header.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
-        raise NotUsable("rewritten in place")
+    if header.generation != cache_dir.generation(fd):
+        raise NotUsable("another file, under the inode number of the one indexed")
+    if st.st_size == header.size:
+        if (header.mtime_ns, header.ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
+            raise NotUsable("rewritten in place")
+        if header.racy:
+            raise NotUsable("indexed while it changed: a change since may have kept its times")
     head, tail = edges(fd, header.end)
     if head != header.head_crc or tail != header.tail_crc:
         raise NotUsable("other bytes")
@@ -610,17 +629,24 @@ def _rescanned(fd: int, stand_in: Entry, source: Any, keep_bytes: bool) -> Entry
 # ---------------------------------------------------------------------- writing
 
 
+class _FileStamp(NamedTuple):
+    """The file as it was once its lines were scanned."""
+
+    st: os.stat_result
+    racy: bool  # see IndexHeader.racy
+    generation: int
+
+
 def _write_index(
     directory: str,
     path: str,
-    st: os.stat_result,
-    seen_at: int,
+    stamp: _FileStamp,
     start: int,
     first_line: int,
     result: ScanResult,
     crcs: tuple[int, int],
 ) -> bool:
-    """Write the index of ``result`` (as the file was when ``st`` was taken, ``crcs`` its edges: see
+    """Write the index of ``result`` (the file as ``stamp`` describes it, ``crcs`` its edges: see
     cache_dir.edges); False when it cannot be written or the result does not fit the format (the
     file is just scanned next time). The columns are written as they are made, one at a time."""
     import tempfile  # here: a reopen reads the index and never writes one (see rewrites.py)
@@ -634,9 +660,7 @@ def _write_index(
         try:
             write_all(out, bytes(_PREFIX.size))  # the prefix, once the lengths and the CRC are known
             sections = _SectionWriter(out)
-            header = _encoded(result, st, start, first_line, crcs, sections)
-            if cache_dir.changed_lately(st, seen_at):
-                header.size = -1  # see cache_dir.RACY_NS
+            header = _encoded(result, stamp, start, first_line, crcs, sections)
             encoded_header = _encode_header(header)
             write_all(out, encoded_header)
             crc = zlib.crc32(encoded_header, sections.crc)
@@ -728,7 +752,7 @@ def _ends_section(pieces: list[Sequence[int]]) -> Iterator[memoryview]:
 
 def _encoded(
     result: ScanResult,
-    st: os.stat_result,
+    stamp: _FileStamp,
     start: int,
     first_line: int,
     crcs: tuple[int, int],
@@ -815,11 +839,13 @@ def _encoded(
     head_crc, tail_crc = crcs
     header = IndexHeader(
         byteorder=sys.byteorder,
-        dev=st.st_dev,
-        ino=st.st_ino,
-        size=st.st_size,
-        mtime_ns=st.st_mtime_ns,
-        ctime_ns=st.st_ctime_ns,
+        dev=stamp.st.st_dev,
+        ino=stamp.st.st_ino,
+        size=stamp.st.st_size,
+        mtime_ns=stamp.st.st_mtime_ns,
+        ctime_ns=stamp.st.st_ctime_ns,
+        racy=stamp.racy,
+        generation=stamp.generation,
         start=start,
         first_line=first_line,
         end=end,

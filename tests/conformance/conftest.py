@@ -33,6 +33,9 @@ def through_the_index(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         return
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.delenv(cache_dir.NO_INDEX_ENV, raising=False)
+    # written just before they are read: their indexes would be racy (cache_dir.RACY_NS), and a
+    # racy index serves only a file that grew since
+    monkeypatch.setattr(cache_dir, "RACY_NS", 0)
     real_load = manager.load_lazy
     unread: list[str] = []
 

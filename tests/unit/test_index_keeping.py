@@ -27,6 +27,8 @@ from pi_session_server.server.index_keeping import IndexKeeper
 from pi_session_server.server.workers import WorkerPool
 from pi_session_server.session import SessionManager, cache_dir, scan_index
 
+pytestmark = pytest.mark.usefixtures("files_settle_at_once")
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
 
@@ -170,6 +172,7 @@ def _index_files(index: Path) -> list[os.stat_result]:
 def test_the_first_opens_index_is_written_before_the_process_ends(tmp_path: Path, shutdown: bool) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(EXAMPLE.read_bytes())
+    time.sleep(cache_dir.RACY_NS / 1e9 + 0.1)  # settled: its index serves the next open unchanged
     index, log = tmp_path / "index", tmp_path / "log"
     first, ended = _serve(_tree_view(path, shutdown=shutdown), index, log)
     assert ended == {"code": 0}

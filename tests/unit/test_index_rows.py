@@ -20,6 +20,8 @@ from pi_session_server.session import SessionManager, cache_dir, index_rows, loa
 from pi_session_server.session.index_rows import RowPath
 from pi_session_server.session.tree import preorder
 
+pytestmark = pytest.mark.usefixtures("files_settle_at_once")
+
 DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"}
 

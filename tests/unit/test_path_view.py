@@ -298,6 +298,7 @@ def test_stats_read_in_one_pass_and_count_the_tree_as_get_tree_does(
     session_stats.session_stats(m, session_stats.StatsCache())
 
 
+@pytest.mark.usefixtures("files_settle_at_once")
 def test_stats_of_a_session_reopened_from_its_index_are_those_of_a_plain_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

@@ -21,6 +21,8 @@ from pi_session_server.server import path_view
 from pi_session_server.session import SessionManager, cache_dir, row_tree, scan_index
 from pi_session_server.session.tree import preorder
 
+pytestmark = pytest.mark.usefixtures("files_settle_at_once")
+
 
 @pytest.fixture(autouse=True)
 def _every_size_indexed(monkeypatch: pytest.MonkeyPatch) -> None:

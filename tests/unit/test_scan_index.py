@@ -28,6 +28,9 @@ from pi_session_server.session.cache_dir import IndexSettings
 from pi_session_server.session.loader import open_for_reading, peek_header
 from pi_session_server.session.migrate import needs_migration
 
+# (the racy indexes of files written just before they are read: see their own tests below)
+pytestmark = pytest.mark.usefixtures("files_settle_at_once")
+
 DATA = Path(__file__).resolve().parents[1] / "reliability" / "data"
 SOURCE = object()  # stands for the file's line source: every entry must point to it
 
@@ -368,6 +371,7 @@ def test_a_file_rewritten_in_place_with_its_size_and_mtime_is_scanned_again(
     middle = data.index(b'"id":"m200"')
     time.sleep(0.05)  # past the file system clock's tick: the rewrite gets another ctime
     _rewrite_keeping_size_and_mtime(path, middle, b'"id":"X200"')  # head and end unchanged
+    time.sleep(0.1)  # (settled again: the index rebuilt is not racy)
     _assert_rebuilt(path, index_dir)
     assert any(e.id == "X200" for e in _open_scan(path, index_dir).entries)
 
@@ -381,26 +385,110 @@ def test_an_unchanged_file_keeps_using_its_index(tmp_path: Path, index_dir: Path
         assert scan_index.last_outcome.read == "used" and not scan_index.last_outcome.written
 
 
-def test_a_changed_head_or_end_is_noticed_even_for_a_file_changed_just_before(
-    tmp_path: Path, index_dir: Path
+def _changed_lately(monkeypatch: pytest.MonkeyPatch, lately: bool) -> None:
+    """Every file changed just before it is read (a racy index: see RACY_NS), or none did."""
+    monkeypatch.setattr(cache_dir, "RACY_NS", 10**18 if lately else 0)
+
+
+def test_an_index_made_just_after_its_file_changed_serves_only_once_the_file_grew(
+    tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """A file indexed right after it changed is trusted as far as the CRCs go (see RACY_NS): a
-    change to its first or its last bytes is noticed."""
+    """A file indexed right after it changed may change again within its clock's tick keeping its
+    size, mtime and ctime (RACY_NS): its index is trusted for the lines appended to it, and the
+    file unchanged is scanned again, and indexed as it then is. An edit in place made any time
+    later, keeping the size, is noticed (it used to be trusted on the CRCs for good)."""
+    path = _session(tmp_path / "s.jsonl", final_newline=True)
+    _changed_lately(monkeypatch, True)
+    _open_scan(path, index_dir)
+    assert scan_index.last_outcome.written
+    _open_scan(path, index_dir)
+    assert scan_index.last_outcome.read == "stale" and scan_index.last_outcome.written
+    _changed_lately(monkeypatch, False)  # later: the file settled, and is edited in place
+    data = path.read_bytes()
+    _rewrite_keeping_size_and_mtime(path, data.index(b'"id":"m200"'), b'"id":"X200"')
+    _assert_rebuilt(path, index_dir)
+    assert any(e.id == "X200" for e in _open_scan(path, index_dir).entries)
+    _changed_lately(monkeypatch, True)
+    _open_scan(path, index_dir)  # (a racy index again)
+    with open(path, "ab") as f:
+        f.write(_message(900, 399) + b"\n")
+    _open_scan(path, index_dir)
+    assert scan_index.last_outcome.read == "grown"
+    data = path.read_bytes()  # the head or the end indexed changed: noticed whenever it was
+    for at in (data.index(b'"id":"s"'), data.rindex(b'"id":"m399"')):
+        _rewrite_keeping_size_and_mtime(path, at, b'"id":"Z')
+        _assert_rebuilt_while_racy(path, index_dir)
+
+
+def _assert_rebuilt_while_racy(path: Path, index_dir: Path) -> None:
+    result = _open_scan(path, index_dir)
+    assert scan_index.last_outcome.read == "stale" and _facts(result, path) == _fresh(path)
+
+
+def test_a_line_appended_while_the_file_is_scanned_makes_a_racy_index(
+    tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """pi appends to the session while it is scanned (a big file takes seconds): the index must
+    not take the file's times from before the scan for those after it, or a later edit in place
+    keeping the size would look like the lines appended since the index."""
+    path = _session(tmp_path / "s.jsonl", final_newline=True)
+    real_scan = scan_index._scan
+
+    def scan_while_pi_appends(*args: Any) -> Any:
+        with open(path, "ab") as f:
+            f.write(_message(900, 399) + b"\n")
+        return real_scan(*args)
+
+    monkeypatch.setattr(scan_index, "_scan", scan_while_pi_appends)
+    _open_scan(path, index_dir)
+    monkeypatch.setattr(scan_index, "_scan", real_scan)
+    assert scan_index.last_outcome.written
+    time.sleep(0.05)  # past the file system clock's tick: the edit gets another ctime
+    data = path.read_bytes()
+    _rewrite_keeping_size_and_mtime(path, data.index(b'"id":"m200"'), b'"id":"X200"')
+    _assert_rebuilt(path, index_dir)
+
+
+def test_a_file_under_the_inode_number_of_the_one_indexed_is_another_file(
+    tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A file saved by renaming a new one over it may get the inode number of the one it replaced
+    (ext4 gives a freed number out again at once), with the same head and more bytes: it looked
+    appended to. The inode's generation tells them apart."""
     path = _session(tmp_path / "s.jsonl", final_newline=True)
     _open_scan(path, index_dir)
+    real_generation = cache_dir.generation
+    monkeypatch.setattr(cache_dir, "generation", lambda fd: real_generation(fd) ^ 1)
     data = path.read_bytes()
-    _rewrite_keeping_size_and_mtime(path, data.index(b'"id":"s"'), b'"id":"S"')
+    at = data.index(b'"id":"m200"')
+    path.write_bytes(data[:at] + b'"id":"X200"' + data[at + 11 :] + _message(900, 399) + b"\n")
     _assert_rebuilt(path, index_dir)
-    data = path.read_bytes()
-    _rewrite_keeping_size_and_mtime(path, data.rindex(b'"id":"m399"'), b'"id":"Z399"')
-    _assert_rebuilt(path, index_dir)
+
+
+def test_the_generation_of_a_reused_inode_number_differs_where_the_file_system_keeps_one(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"first")
+    with open(path, "rb") as f:
+        first = (os.fstat(f.fileno()).st_ino, cache_dir.generation(f.fileno()))
+    for _ in range(20):  # (the number is usually given out again at once, not always)
+        path.unlink()
+        path.write_bytes(b"second")
+        with open(path, "rb") as f:
+            again = (os.fstat(f.fileno()).st_ino, cache_dir.generation(f.fileno()))
+        if again[0] == first[0]:
+            break
+    else:
+        pytest.skip("this file system did not give the inode number out again")
+    if first[1] == again[1] == 0:
+        pytest.skip("this file system keeps no generation")
+    assert first[1] != again[1]
 
 
 @pytest.mark.parametrize("count", [2000, 100_000])  # its lines' bytes kept (small), or read again
 def test_a_body_read_after_the_file_changed_behind_the_index_is_refused(
     tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch, count: int
 ):
-    """What the CRCs cannot see (a line in the middle rewritten within the same clock tick) still
+    """What the CRCs cannot see (a line in the middle rewritten, and the file appended to) still
     never yields another entry's body: the line read must carry the envelope indexed."""
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 1_000_000)
@@ -409,8 +497,10 @@ def test_a_body_read_after_the_file_changed_behind_the_index_is_refused(
         pass
     data = path.read_bytes()
     _rewrite_keeping_size_and_mtime(path, data.index(b'"id":"m1000"'), b'"id":"m1001"')
+    with open(path, "ab") as f:
+        f.write(_message(count, count - 1) + b"\n")
     with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
-        assert scan_index.last_outcome.read == "used"  # within RACY_NS: only the CRCs are checked
+        assert scan_index.last_outcome.read == "grown"  # appended to: only the CRCs are checked
         entry = sm.get_entry("m1000")
         assert entry._body is not ABSENT if count == 2000 else entry._body is ABSENT
         with pytest.raises(StaleFileError, match="changed underneath"):

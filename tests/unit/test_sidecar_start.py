@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from pi_session_server.commands.serve import (
     import_without,
     imported_for_good,
 )
+from pi_session_server.session import cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
@@ -120,6 +122,7 @@ def _request(number: int, method: str, params: Any) -> dict[str, Any]:
 def test_a_tree_views_first_requests_import_only_what_they_use(tmp_path: Path, argv: list[str]) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(EXAMPLE.read_bytes())
+    time.sleep(cache_dir.RACY_NS / 1e9 + 0.1)  # settled: its index serves the next open unchanged
 
     def first_window(replies: Replies) -> dict[str, Any]:
         window = {"filter": "default", "form": "flat", "activeBranchFirst": True, "chain": True}

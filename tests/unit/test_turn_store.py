@@ -142,6 +142,21 @@ def test_after_pi_appends_only_the_new_lines_are_read_and_kept(tmp_path: Path, l
     assert _kept(path, index) == expected and lines_read == []
 
 
+def test_turns_kept_for_another_file_under_the_same_inode_number_are_not_used(
+    tmp_path: Path, lines_read: list[Any], monkeypatch: pytest.MonkeyPatch
+):
+    """A file saved by renaming a new one over it can get the inode number of the one it replaced
+    (see cache_dir.generation)."""
+    path, index = tmp_path / "s.jsonl", tmp_path / "index"
+    _write(path, 12)
+    expected = _kept(path, index)
+    real_generation = cache_dir.generation
+    monkeypatch.setattr(cache_dir, "generation", lambda fd: real_generation(fd) ^ 1)
+    lines_read.clear()
+    assert _kept(path, index) == expected
+    assert len(lines_read) == 12
+
+
 def test_a_line_still_being_written_is_counted_and_not_kept(tmp_path: Path, lines_read: list[Any]):
     path, index = tmp_path / "s.jsonl", tmp_path / "index"
     _write(path, 12)
