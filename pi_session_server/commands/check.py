@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, TextIO
 
 from ..render.terminal_text import one_terminal_line
 from ._common import add_index_argument, add_pi_argument
-from .check_report import SEVERITIES, FileReport, report
+from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
 
 #: how a problem's severity is printed in the text form
 _SHORT_NAMES = {"information": "info"}
@@ -213,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             _print_file(out, path, FileReport(findings, found.failure), counts, args.quiet)
     progress.clear()
+    keep_the_cache_within_its_limits(args.index)
     if args.json:
         out.write('],"totals":' + json.dumps(totals, separators=(",", ":")) + "}\n")
     else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Final, NamedTuple
 
-from ..session import view_store
+from ..session import cache_dir, view_store
 
 #: the severities, most severe first (LSP's DiagnosticSeverity order), as --json names them
 SEVERITIES: Final = ("error", "warning", "information", "hint")
@@ -39,6 +39,14 @@ _SHAPE: Final = (int, int, int, str, str, str)  # the types of Finding's fields,
 class FileReport(NamedTuple):
     findings: list[Finding]
     failure: str | None  # why the file could not be read (then no findings)
+
+
+def keep_the_cache_within_its_limits(index: bool) -> None:
+    """Prune the cache directory (cache_dir.prune) once a run of check kept what it found: check
+    keeps views of many files, never an index, whose write is what prunes otherwise."""
+    settings = cache_dir.index_settings(index)
+    if settings is not None:
+        cache_dir.prune(settings.directory)
 
 
 def report(path: str, pi: str, index: bool) -> FileReport:

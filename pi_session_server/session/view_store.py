@@ -7,9 +7,9 @@ file's index (see scan_index), in a file named like the index with the command's
 was made from: the file's device, inode, size, mtime and ctime, CRC-32s of its first and last bytes
 (see cache_dir.edges), what is printed before the text (``tree``: the session's id and name, its
 entries and leaf), and the view's key (how it was made: the command, the release read as, its
-options, the home directory, the output's encoding, the package's code: see cache_dir.code_stamp). It is used only when all
-of them match, without reading the session again, and without importing the rest of the library:
-this module needs only cache_dir.
+options, the home directory, the output's encoding, the local time zone, the package's code: see
+cache_dir.code_stamp). It is used only when all of them match, without reading the session again,
+and without importing the rest of the library: this module needs only cache_dir.
 
 The file must stay the same from before it is opened until the view is kept: the caller takes its
 identity (:func:`identity_before_open`) before opening it, and a view is kept only when the file
@@ -30,6 +30,7 @@ import json
 import os
 import stat
 import struct
+import time
 import zlib
 from typing import Any, Final, NamedTuple
 
@@ -73,8 +74,14 @@ def identity_before_open(path: str) -> Identity | None:
     return cache_dir.identity(st)
 
 
+def _local_time_zone() -> list[Any]:
+    """The time zone of this process: times without an offset in a session are local times (the
+    tree's order of siblings, the context's timestamps depend on it)."""
+    return [os.environ.get("TZ"), *time.tzname, time.timezone, time.altzone, time.daylight]
+
+
 def _view_key(kind: str, key: tuple[Any, ...]) -> list[Any]:
-    return [FORMAT_VERSION, cache_dir.code_stamp(), kind, *key]
+    return [FORMAT_VERSION, cache_dir.code_stamp(), _local_time_zone(), kind, *key]
 
 
 def _kept_path(

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from pi_session_server.session import (
     describe,
     preview_pass,
     preview_store,
+    view_store,
 )
 from pi_session_server.session.describe import PreviewCache, collect_tool_calls, preview_of
 
@@ -701,6 +703,60 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
         assert "1 line skipped" in errors[0]
 
 
+@pytest.fixture
+def time_zone() -> Iterator[Callable[[str], None]]:
+    """Set this process's time zone (``TZ``); the one before is back after the test."""
+    before = os.environ.get("TZ")
+
+    def set_zone(zone: str) -> None:
+        os.environ["TZ"] = zone
+        time.tzset()
+
+    yield set_zone
+    if before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+def test_a_kept_view_holds_for_the_time_zone_it_was_made_in(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    time_zone: Callable[[str], None],
+):
+    """A time without an offset is a local time: the order of siblings in the tree, and the
+    context's timestamps, change with the time zone (a view kept in another printed the old)."""
+    from pi_session_server.cli import main
+
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    path = tmp_path / "s.jsonl"
+    lines = [
+        S.header(),
+        S.user("root", None, "root"),
+        S.user("local", "root", "LOCAL-TIME reply", timestamp="2026-03-14T09:12:07"),
+        S.user("utc", "root", "UTC reply", timestamp="2026-03-14T05:00:00.000Z"),
+        json.dumps(  # (its timestamp is the context message's)
+            {"type": "branch_summary", "id": "sum", "parentId": "local", "timestamp": "2026-03-14T10:00:00",
+             "fromId": "local", "summary": "left"}
+        ),
+    ]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    time.sleep(0.1)
+    shown: dict[tuple[str, str], str] = {}
+    for zone in ("UTC", "Asia/Tokyo", "UTC"):
+        time_zone(zone)
+        for command in (["tree"], ["context", "--json", "--leaf", "sum"]):
+            assert main([*command, str(path)]) == 0
+            kept_or_made = capsys.readouterr().out
+            assert main([*command, "--no-index", str(path)]) == 0
+            assert kept_or_made == capsys.readouterr().out
+            shown.setdefault((zone, command[0]), kept_or_made)
+    assert shown["UTC", "tree"] != shown["Asia/Tokyo", "tree"]  # the siblings swapped
+    assert shown["UTC", "context"] != shown["Asia/Tokyo", "context"]
+
+
 def _comb_session(path: Path, depth: int) -> Path:
     """A session whose every entry on its main line is a branch point (a side reply hangs off each):
     each branch point indents what follows it, so its drawn text grows with the square of ``depth``."""
@@ -958,6 +1014,28 @@ def test_problems_are_kept_of_files_smaller_than_an_index_is_kept_for(
         outputs.append(capsys.readouterr().out)
     assert analysed == [str(tiny)] and outputs[0] == outputs[1]
     assert list((tmp_path / "index").glob("*.pi-index")) == []  # (no index of either)
+
+
+def test_what_check_keeps_stays_within_the_cache_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """check keeps the problems of many files and writes no index (whose write prunes the cache):
+    it prunes the cache itself, which keeps what was used last within its limits."""
+    from pi_session_server.cli import main
+    from pi_session_server.commands import check_report
+
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MAX_BYTES_ENV, "1")
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for n in range(5):
+        (sessions / f"s{n}.jsonl").write_bytes(S.generate_session(2 * check_report.KEPT_MIN_SIZE, seed=n))
+    time.sleep(0.1)
+    main(["check", "--no-progress", str(sessions)])
+    capsys.readouterr()
+    kept = [p.name for p in (tmp_path / "index").iterdir()]
+    assert len(kept) == 1 and kept[0].endswith(view_store.suffix(view_store.CHECK))  # the last used
 
 
 KEPT_VIEW_PROBE = """
