@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..output import flush_fully, write_fully
@@ -39,6 +41,26 @@ def special_file_problem(path: str) -> str | None:
     except (OSError, ValueError):
         return None
     return None if kind is None else f"is a {kind}, not a session file"
+
+
+@contextlib.contextmanager
+def kept_files_dropped_when_stale(path: str, index: bool) -> Iterator[None]:
+    """What the block reads of the session at ``path``; when a line read is not the entry its
+    index gave (StaleFileError: the file changed in a way its index could not tell, like an edit in
+    the middle of a file also appended to), what is kept of the file goes, so that the next run
+    reads it anew, and the error says so."""
+    from ..errors import StaleFileError
+    from ..session import cache_dir
+
+    try:
+        yield
+    except StaleFileError as error:
+        settings = cache_dir.index_settings(index)
+        if settings is None:
+            raise
+        with contextlib.suppress(OSError, ValueError):
+            cache_dir.forget(settings.directory, os.stat(path))
+        raise StaleFileError(f"{error} (what was kept of it is dropped: run the command again)") from error
 
 
 def add_pi_argument(parser: argparse.ArgumentParser) -> None:

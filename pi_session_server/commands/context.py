@@ -17,6 +17,7 @@ from ..session import view_store
 from ._common import (
     add_index_argument,
     add_pi_argument,
+    kept_files_dropped_when_stale,
     open_to_look,
     output_encoding,
     report_skipped_lines,
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if kept is not None:
         write_encoded(kept.data, encoding)
         return 0
-    made = _context_text(path, args)
+    with kept_files_dropped_when_stale(path, args.index):
+        made = _context_text(path, args)
     if made is None:
         return 1
     text, skipped = made

@@ -11,7 +11,14 @@ import os
 import sys
 
 from ..session import view_store
-from ._common import add_index_argument, add_pi_argument, output_encoding, session_path, write_encoded
+from ._common import (
+    add_index_argument,
+    add_pi_argument,
+    kept_files_dropped_when_stale,
+    output_encoding,
+    session_path,
+    write_encoded,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,4 +55,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from . import tree_draw  # the library: imported only when the tree is drawn
 
-    return tree_draw.draw(path, args, before, key)
+    with kept_files_dropped_when_stale(path, args.index):
+        return tree_draw.draw(path, args, before, key)

@@ -298,6 +298,17 @@ def write_whole(path: str, *parts: bytes | memoryview) -> None:
         raise
 
 
+def forget(directory: str, st: os.stat_result) -> None:
+    """Remove what is kept of the file ``st`` describes (its index, previews, turns and views), as
+    far as it can be: what was read through it did not match the file."""
+    own = os.path.basename(index_path(directory, st)).removesuffix(INDEX_SUFFIX)
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            if name.startswith(own) and name[len(own) :].startswith(KEPT_SUFFIXES):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(directory, name))
+
+
 def max_bytes() -> int:
     """How many bytes the cache directory may hold (``$PI_SESSION_INDEX_MAX_BYTES``, 2 GiB by
     default)."""

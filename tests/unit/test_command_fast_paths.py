@@ -1038,6 +1038,38 @@ def test_what_check_keeps_stays_within_the_cache_limits(
     assert len(kept) == 1 and kept[0].endswith(view_store.suffix(view_store.CHECK))  # the last used
 
 
+@pytest.mark.parametrize("command", [["tree"], ["context", "--json"]])
+def test_what_is_kept_of_a_file_changed_past_what_it_can_tell_goes_and_the_next_run_is_right(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+):
+    """Session files are trusted to be append-only: a line edited in the middle of a file that was
+    also appended to is seen only when its line is read (StaleFileError). What is kept of the file
+    then goes, and the next run reads it anew."""
+    from pi_session_server.cli import main
+
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    path = tmp_path / "s.jsonl"
+    lines = [
+        S.header(),
+        *(S.user(f"u{n:03d}", f"u{n - 1:03d}" if n else None, f"turn {n}") for n in range(200)),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    time.sleep(0.1)
+    assert main([*command, str(path)]) == 0
+    data = path.read_bytes()
+    edited, moved = S.user("u100", "u099", "turn 100"), S.user("u100", "u098", "turn 100")  # its parent
+    at = data.index(edited.encode())
+    late = S.user("late", "u199", "late") + "\n"
+    path.write_bytes(data[:at] + moved.encode() + data[at + len(edited) :] + late.encode())
+    time.sleep(0.1)
+    assert main([*command, str(path)]) == 2
+    assert "run the command again" in capsys.readouterr().err
+    assert main([*command, str(path)]) == 0
+    again = capsys.readouterr().out
+    assert main([*command, "--no-index", str(path)]) == 0
+    assert again == capsys.readouterr().out
+
+
 KEPT_VIEW_PROBE = """
 import json, sys
 from pi_session_server.cli import main
