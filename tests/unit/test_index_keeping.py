@@ -28,6 +28,9 @@ from pi_session_server.server.workers import WorkerPool
 from pi_session_server.session import SessionManager, cache_dir, scan_index
 
 pytestmark = pytest.mark.usefixtures("files_settle_at_once")
+# how long a file the server opens must be left alone for its index not to be racy (the server
+# process's rule, whatever a test patches in this one)
+SETTLED_AFTER = cache_dir.RACY_NS / 1e9 + 0.1
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "pi_session_server" / "examples" / "example-session.jsonl"
@@ -172,7 +175,7 @@ def _index_files(index: Path) -> list[os.stat_result]:
 def test_the_first_opens_index_is_written_before_the_process_ends(tmp_path: Path, shutdown: bool) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(EXAMPLE.read_bytes())
-    time.sleep(cache_dir.RACY_NS / 1e9 + 0.1)  # settled: its index serves the next open unchanged
+    time.sleep(SETTLED_AFTER)  # settled: its index serves the next open unchanged
     index, log = tmp_path / "index", tmp_path / "log"
     first, ended = _serve(_tree_view(path, shutdown=shutdown), index, log)
     assert ended == {"code": 0}
