@@ -47,6 +47,12 @@ class StaleFileError(PiSessionError):
     """An entry body read on demand is no longer in the file (rewritten or truncated by another process)."""
 
 
+class ValueTypeError(PiSessionError):
+    """The ``TypeError`` pi throws when a value given to it is not of the type it uses it as."""
+
+    name = "TypeError"
+
+
 class InvalidArgValueError(PiSessionError):
     """Node's ``TypeError [ERR_INVALID_ARG_VALUE]``, raised for a path that holds a NUL byte."""
 

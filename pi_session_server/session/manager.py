@@ -27,6 +27,7 @@ from ..errors import (
     InvalidSessionFileError,
     PiSessionError,
     StaleFileError,
+    ValueTypeError,
 )
 from ..format.dates import file_timestamp, ms, now_iso
 from ..format.entry import Entry
@@ -955,8 +956,11 @@ class SessionManager:
         return self._finish(value)
 
     def append_session_info(self, name: Any) -> Any:
-        if not isinstance(name, str):
-            raise _type_error("name.replace is not a function")
+        if not isinstance(name, str):  # (pi calls name.replace)
+            if name is None or name is ABSENT:
+                nothing = "null" if name is None else "undefined"
+                raise ValueTypeError(f"Cannot read properties of {nothing} (reading 'replace')")
+            raise ValueTypeError("name.replace is not a function")
         value = self._base("session_info")
         value["name"] = js_trim(_CR_LF_RUNS.sub(" ", name))
         return self._finish(value)
@@ -1568,15 +1572,12 @@ def _branch_copies(path: list[Entry]) -> list[dict[str, Any]]:
 
 
 def _drop_absent(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` without its ABSENT members, but ``parentId``: pi's entry holds ``parentId:
+    undefined`` where there was no leaf, and a branched copy that sets it (``{...entry, parentId}``)
+    keeps the key where it was, after the id (ABSENT is left out when the entry is written)."""
     if any(v is ABSENT for v in value.values()):
-        return {k: v for k, v in value.items() if v is not ABSENT}
+        return {k: v for k, v in value.items() if v is not ABSENT or k == "parentId"}
     return value
-
-
-def _type_error(message: str) -> PiSessionError:
-    err = PiSessionError(message)
-    err.name = "TypeError"
-    return err
 
 
 def _entries_with_lines(exact: ExactLoad, rewritten: bool) -> list[Entry]:

@@ -1130,6 +1130,50 @@ def branched_session_from_compaction_path() -> None:
     )
 
 
+def branched_from_an_absent_leaf() -> None:
+    add(
+        "x-39-branched-from-an-absent-leaf",
+        "The file's last entry has no id, so there is no leaf after open(): the entries appended then hold "
+        "parentId undefined, and createBranchedSession() writes the re-rooted first one with parentId null in "
+        "that key's place, after the id (pi spreads the entry); in memory too.",
+        op("open", path("s/a.jsonl")),
+        [
+            op("getLeafId"),
+            op("appendMessage", user("new", 3), as_="n"),
+            op("appendMessage", asst("reply"), as_="r"),
+            op("createBranchedSession", ref("r")),
+            op("readFile", parsed=False),
+            op("getEntries"),
+        ],
+        files={
+            "s/a.jsonl": lines(
+                header("absent-leaf"),
+                e_msg("u1", None, user("hi", 1), ts(1)),
+                {"type": "custom", "customType": "hand-edited, no id", "parentId": "u1", "timestamp": ts(2)},
+            )
+        },
+    )
+
+
+def session_names_not_strings() -> None:
+    add(
+        "x-40-session-names-not-strings",
+        "appendSessionInfo() with a name that is no string: pi calls name.replace, so null and undefined are "
+        "'Cannot read properties of ...' and the rest 'name.replace is not a function', TypeErrors all; "
+        "nothing is appended.",
+        mem(),
+        [
+            op("appendSessionInfo", "kept"),
+            *(
+                step
+                for name in (5, None, UNDEF, ["a"], {"a": 1}, True)
+                for step in (op("appendSessionInfo", name), op("getSessionName"))
+            ),
+            op("getEntries", view="types"),
+        ],
+    )
+
+
 # ===========================================================================
 # Listing
 # ===========================================================================
@@ -1855,6 +1899,8 @@ BUILDERS = [
     header_only_without_newline,
     date_grammar,
     invalid_utf8_in_strings,
+    branched_from_an_absent_leaf,
+    session_names_not_strings,
 ]
 
 
