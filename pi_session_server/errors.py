@@ -53,6 +53,11 @@ class ValueTypeError(PiSessionError):
     name = "TypeError"
 
 
+def cannot_read_property(nothing: str, key: str) -> ValueTypeError:
+    """pi's TypeError for reading ``key`` of ``nothing`` ("null" or "undefined")."""
+    return ValueTypeError(f"Cannot read properties of {nothing} (reading '{key}')")
+
+
 class InvalidArgValueError(PiSessionError):
     """Node's ``TypeError [ERR_INVALID_ARG_VALUE]``, raised for a path that holds a NUL byte."""
 

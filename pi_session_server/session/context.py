@@ -15,6 +15,7 @@ from itertools import islice, repeat
 from operator import attrgetter, indexOf
 from typing import Any
 
+from ..errors import cannot_read_property
 from ..format.dates import ms
 from ..format.entry import Entry
 from ..format.jsjson import js_key_order
@@ -372,6 +373,8 @@ def _message_of_entry(entry: Any) -> list[Any]:
 
 def get_latest_compaction_entry(entries: list[Any]) -> Any:
     for e in reversed(entries):
+        if e is None or e is ABSENT:  # (pi reads the type of each, from the last)
+            raise cannot_read_property("null" if e is None else "undefined", "type")
         if type_of(e) == "compaction":
             return e
     return None

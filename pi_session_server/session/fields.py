@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import cannot_read_property
 from ..format.entry import Entry, message_head
 from ..format.jsvalue import ABSENT, index_key
 
@@ -71,5 +72,7 @@ def build_index(entries: list[Any]) -> dict[Any, Any]:
     """id -> entry with JS Map semantics (later duplicates win, the key keeps its first position)."""
     index: dict[Any, Any] = {}
     for e in entries:
+        if e is None or e is ABSENT:  # (values handed to pi's functions: it reads every id)
+            raise cannot_read_property("null" if e is None else "undefined", "id")
         index[index_key(id_of(e))] = e
     return index

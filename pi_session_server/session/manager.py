@@ -28,6 +28,7 @@ from ..errors import (
     PiSessionError,
     StaleFileError,
     ValueTypeError,
+    cannot_read_property,
 )
 from ..format.dates import file_timestamp, ms, now_iso
 from ..format.entry import Entry
@@ -53,7 +54,7 @@ from .loader import (
     peek_header,
     rewrite_chunks,
 )
-from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration
+from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration, not_an_entry
 from .paths import (
     default_session_dir_path,
     get_default_session_dir,
@@ -576,6 +577,9 @@ class SessionManager:
 
     def _load_values(self, values: builtins.list[Any], options: Any) -> None:
         """``inMemory(cwd, options, entries)`` (and the reference's preloaded entries)."""
+        for value in values:
+            if value is None or value is ABSENT:  # (pi reads every entry's type)
+                raise not_an_entry(value, "id")
         has_header = any(get(v, "type") == "session" for v in values)
         if has_header:
             migrate_to_current_version(values)
@@ -958,8 +962,7 @@ class SessionManager:
     def append_session_info(self, name: Any) -> Any:
         if not isinstance(name, str):  # (pi calls name.replace)
             if name is None or name is ABSENT:
-                nothing = "null" if name is None else "undefined"
-                raise ValueTypeError(f"Cannot read properties of {nothing} (reading 'replace')")
+                raise cannot_read_property("null" if name is None else "undefined", "replace")
             raise ValueTypeError("name.replace is not a function")
         value = self._base("session_info")
         value["name"] = js_trim(_CR_LF_RUNS.sub(" ", name))

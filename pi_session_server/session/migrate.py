@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..errors import ValueTypeError, cannot_read_property
 from ..format.jsvalue import ABSENT, js_string_of, to_number
 
 CURRENT_SESSION_VERSION = 3
@@ -96,11 +97,11 @@ def _migrate_v1_to_v2(entries: list[Any], file_values: bool) -> None:
     prev_id: Any = None
     for position, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            if file_values:
-                continue  # D3: a file's non-object line is not an entry
-            # the reference assigns properties to arrays/objects only; primitives would throw,
-            # but non-object values are never handed to migration by our loaders
-            continue
+            if file_values or isinstance(entry, list):
+                # D3: a file's non-object line is not an entry; an array handed to inMemory gets
+                # an id in pi, which a list cannot hold: it is left as it is
+                continue
+            raise not_an_entry(entry, "id")
         if entry.get("type", ABSENT) == "session":
             _set_key(entry, "version", 2)
             continue
@@ -119,6 +120,15 @@ def _migrate_v1_to_v2(entries: list[Any], file_values: bool) -> None:
                     else:
                         _set_key(entry, "firstKeptEntryId", target_id)
                 del entry["firstKeptEntryIndex"]
+
+
+def not_an_entry(value: Any, assigned: str) -> ValueTypeError:
+    """pi's TypeError for a value handed to it as an entry that cannot be one: reading its type
+    (null, undefined), or setting a property on a primitive (strict mode)."""
+    if value is None or value is ABSENT:
+        return cannot_read_property("null" if value is None else "undefined", "type")
+    kind = "boolean" if isinstance(value, bool) else "string" if isinstance(value, str) else "number"
+    return ValueTypeError(f"Cannot create property '{assigned}' on {kind} '{js_string_of(value)}'")
 
 
 def _at(entries: list[Any], index: float) -> Any:

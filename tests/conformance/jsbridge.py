@@ -281,6 +281,8 @@ def to_jsonable(value: Any) -> Any:
         if value == 0:
             return 0
         return int(value) if value.is_integer() and abs(value) <= MAX_SAFE else value
+    if hasattr(value, "to_json"):  # (before Mapping: an entry is one, and holds any value)
+        return to_jsonable(value.to_json())
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
@@ -295,8 +297,6 @@ def to_jsonable(value: Any) -> Any:
         return [None if x is ABSENT else x for x in items]
     if isinstance(value, datetime.datetime):
         return date_to_iso(value)
-    if hasattr(value, "to_json"):
-        return to_jsonable(value.to_json())
     raise NotSerializable(f"cannot encode a {type(value).__name__}")
 
 

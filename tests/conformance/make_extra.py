@@ -1174,6 +1174,37 @@ def session_names_not_strings() -> None:
     )
 
 
+def values_that_are_not_entries() -> None:
+    v3, v1 = header("notobj", version=3), header("notobj-v1", version=None)
+    first = e_msg("u1", None, user("hi", 1), ts(1))
+    add(
+        "x-41-values-that-are-not-entries",
+        "Values that are no object handed to inMemory(), migrateSessionEntries() and the context functions: "
+        "kept as they are where pi does not touch them (a v3 list), pi's TypeErrors where it reads null's type "
+        "or id or sets an id on a primitive (a v1 list).",
+        mem(),
+        [
+            op("inMemory", "/proj", UNDEF, [v3, first, 123, "str", True, 0, False], pick=["entryCount"]),
+            op("getEntries"),
+            op("inMemory", "/proj", UNDEF, [v3, first, None]),
+            op("inMemory", "/proj", UNDEF, [first, None]),
+            op(
+                "inMemory",
+                "/proj",
+                UNDEF,
+                [v1, {"type": "message", "timestamp": ts(1), "message": user("m", 1)}, 5],
+            ),
+            op("inMemory", "/proj", UNDEF, [v1, "text"]),
+            op("inMemory", "/proj", UNDEF, [v1, True]),
+            op("fn.migrateSessionEntries", [{"type": "message", "message": user("m", 1)}, 7]),
+            op("fn.buildSessionContext", [v3, first, None], view="roles"),
+            op("fn.buildContextEntries", [v3, first, None], view="ids"),
+            op("fn.getLatestCompactionEntry", [v3, first, None]),
+            op("fn.getLatestCompactionEntry", [None, {"type": "compaction", "id": "c"}]),
+        ],
+    )
+
+
 # ===========================================================================
 # Listing
 # ===========================================================================
@@ -1901,6 +1932,7 @@ BUILDERS = [
     invalid_utf8_in_strings,
     branched_from_an_absent_leaf,
     session_names_not_strings,
+    values_that_are_not_entries,
 ]
 
 

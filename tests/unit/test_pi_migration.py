@@ -103,3 +103,29 @@ def test_migration__should_be_idempotent_skip_already_migrated():
     snapshot = [dict(e) for e in entries]
     migrate_session_entries(entries)
     assert entries == snapshot
+
+
+def test_an_array_among_v1_values_handed_in_is_left_as_it_is_d22():
+    """pi gives an array handed to it as a v1 entry an id (an array is an object in JS) and links
+    it into the chain; a Python list cannot hold an id: it is left as it is, and a compaction's
+    firstKeptEntryIndex pointing at it names no entry (docs/DEVIATIONS.md D22)."""
+    entries = [
+        {"type": "session", "id": "v1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
+        {
+            "type": "message",
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": "x"},
+        },
+        [1],
+        {
+            "type": "compaction",
+            "summary": "s",
+            "firstKeptEntryIndex": 2,
+            "timestamp": "2025-01-01T00:00:02.000Z",
+        },
+    ]
+    migrate_session_entries(entries)
+    message, array, compaction = entries[1:]
+    assert array == [1]
+    assert compaction["parentId"] == message["id"] and "firstKeptEntryId" not in compaction
+    assert "firstKeptEntryIndex" not in compaction
