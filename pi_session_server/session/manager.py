@@ -1446,6 +1446,8 @@ class SessionManager:
             return FileChange("reloaded", [], self._leaf_id)
         if not loaded:
             return FileChange("rewriting", [], self._leaf_id)
+        if self._appender is not None:
+            self._appender.forget_end()  # rewritten by another program: its end is not ours
         new_ids = [e.id for e in self.get_entries() if index_key(e.id) not in before]
         return FileChange("reloaded", new_ids, self._leaf_id)
 

@@ -43,6 +43,9 @@ class WriteOutcome(msgspec.Struct):
     repaired_newline: bool  # we wrote a "\n" first because the file ended mid-line
     written_at: int = -1  # where our first write landed: size_before unless others wrote in between
     newlines_before: int = 0  # "\n" bytes in [lines_since, start) (see Appender.append)
+    # (mtime, ctime) of the file under the lock before our write, and after it (see _times)
+    times_before: tuple[int, int] = (0, 0)
+    times_after: tuple[int, int] = (0, 0)
 
     @property
     def interleaved(self) -> bool:
@@ -52,6 +55,11 @@ class WriteOutcome(msgspec.Struct):
 
 def _fs_error(err: OSError, syscall: str, path: str) -> FsError:
     return fs_error_from_oserror(err, syscall, path)
+
+
+def _times(st: os.stat_result) -> tuple[int, int]:
+    """A file's modification and change times: every write changes them, a rewrite in place too."""
+    return st.st_mtime_ns, st.st_ctime_ns
 
 
 def lock(fd: int) -> bool:
@@ -145,8 +153,12 @@ class Appender:
     Each append takes the lock, then stats the path: if it now names another file (replaced, or
     deleted and created again) or nothing, the lock is let go and the descriptor reopened, so we
     never write into a file nobody can see any more. Each append: flock, stat, fstat, (pread of the
-    last byte when the size is not where we left it), one write(), lseek, unlock. Only when others
-    wrote in between do more syscalls follow.
+    last byte when the file is not as our last write left it), one write(), lseek, fstat, unlock.
+    Only when others wrote in between do more syscalls follow.
+
+    "As our last write left it" is its size *and* its modification and change times: an editor that
+    saves the file in place keeping its size may have dropped the final newline our line ended
+    with, and only the times tell that save (finding 4).
     """
 
     def __init__(self, path: str, env: Environment | None = None) -> None:
@@ -155,6 +167,9 @@ class Appender:
         self.fd = -1
         self.identity: tuple[int, int] | None = None
         self.expected_end = -1  # where our last write ended (its last byte is "\n")
+        # (size, mtime, ctime) just after our last write when the file then ended with it: while
+        # the file is found so, it ends with our "\n" and its last byte need not be read
+        self.left_as: tuple[int, int, int] | None = None
 
     def _lock_current(self) -> tuple[int, bool]:
         """Our descriptor, locked, on the file the path names now (reopened when it names another).
@@ -190,7 +205,13 @@ class Appender:
             raise _fs_error(err, "open", self.path) from err
         st = os.fstat(self.fd)
         self.identity = (st.st_dev, st.st_ino)
+        self.forget_end()
+
+    def forget_end(self) -> None:
+        """Read the last byte before the next append (the file was read again: it may have been
+        rewritten within the times' granularity of our last write)."""
         self.expected_end = -1
+        self.left_as = None
 
     def append(self, data: bytes, *, fsync: bool = False, lines_since: int = -1) -> WriteOutcome:
         """Append whole lines (``data`` ends with ``"\\n"``), landing as one valid copy.
@@ -213,6 +234,10 @@ class Appender:
                     outcome = self._reland_if_glued(fd, data, outcome, fsync)
             if 0 <= lines_since < outcome.start:
                 outcome.newlines_before = count_newlines(fd, lines_since, outcome.start)
+            after = os.fstat(fd)
+            outcome.times_after = _times(after)
+            ours_last = after.st_size == self.expected_end
+            self.left_as = (after.st_size, *outcome.times_after) if ours_last else None
         except OSError as err:
             raise _fs_error(err, "write", self.path) from err
         finally:
@@ -223,16 +248,20 @@ class Appender:
     def _write_line(self, fd: int, data: bytes, fsync: bool, separated: bool = False) -> WriteOutcome:
         """One write() of ``data`` at the end of the file, after a "\\n" if the file ends mid-line
         (or always, when ``separated``: then nobody can glue it, at worst it follows a blank line)."""
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size, times = st.st_size, _times(st)
+        as_we_left_it = self.left_as == (size, *times)
         payload = data
-        if separated or (size > 0 and size != self.expected_end and os.pread(fd, 1, size - 1) != b"\n"):
+        if separated or (size > 0 and not as_we_left_it and os.pread(fd, 1, size - 1) != b"\n"):
             payload = b"\n" + data  # D11: never glue onto a partial line left behind
         write_all(fd, payload)
         if fsync:
             os.fsync(fd)
         end = os.lseek(fd, 0, os.SEEK_CUR)
         self.expected_end = end
-        return WriteOutcome(end - len(data), end, size, payload is not data, end - len(payload))
+        return WriteOutcome(
+            end - len(data), end, size, payload is not data, end - len(payload), times_before=times
+        )
 
     def _drop_needless_separator(self, fd: int, outcome: WriteOutcome) -> None:
         """We put a "\\n" before our line because the file seemed to end mid-line, and others wrote
