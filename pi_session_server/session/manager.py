@@ -816,6 +816,11 @@ class SessionManager:
             # next refresh_from_disk() reload the file (our view then equals a fresh open).
             self._events.append(ForeignWrite(self._session_file, self._known_end, outcome.written_at))
             self._out_of_sync = True
+        elif tracked and self._stamp is not None and outcome.times_before != self._stamp:
+            # Rewritten in place keeping the size since we last looked (an editor's save): what
+            # refresh_from_disk() would have reloaded. Our line is in the file now; the next refresh
+            # reloads it with the rewrite (our stamp below would hide the rewrite from it).
+            self._out_of_sync = True
         # Number our line at once (#1): lines written by others and a separator "\n" we added come
         # before it. outcome.start is that of the valid copy when ours had to be written again (#3).
         before = outcome.newlines_before if tracked else int(outcome.repaired_newline)
@@ -828,10 +833,7 @@ class SessionManager:
         # (after a foreign write it is not looked at: _out_of_sync reloads, which takes a new one)
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
         # our write changed the file's times: they are ours, not another program's rewrite
-        try:
-            self._stamp = _times_of(os.fstat(appender.fd))
-        except OSError:
-            self._stamp = None
+        self._stamp = outcome.times_after
 
     def _rewrite(self, chunks: Any) -> None:
         """Write the whole session file: a new one, or the header of an empty one. Under the file's

@@ -204,6 +204,28 @@ def test_refresh_reloads_a_file_rewritten_in_place_with_its_size_and_tail(tmp_pa
     assert Path(path).read_bytes() == data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"')
 
 
+def test_a_rewrite_in_place_keeping_the_size_is_reloaded_after_our_own_append(tmp_path):
+    # the same quick fix, but we append before the next look: our append must not take the
+    # rewrite's times for ours (finding 1); the next refresh reloads, keeping our line
+    path = _write(
+        tmp_path / "s.jsonl",
+        [HEADER, _msg("a0000001", None), _msg("c0000003", "gone0001"), _msg("d0000004", "c0000003")],
+    )
+    an_hour_ago = time.time() - 3600
+    os.utime(path, (an_hour_ago, an_hour_ago))  # its times tell the rewrite apart, however fast
+    sm = SessionManager.open(path)
+    data = Path(path).read_bytes()
+    with open(path, "r+b") as f:
+        f.write(data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"'))
+    ours = sm.append_message({"role": "user", "content": "mine", "timestamp": 1})
+    assert sm.refresh_from_disk().kind == "reloaded"
+    fresh = SessionManager.open(path, read_only=True)
+    assert [r.entry.id for r in sm.get_tree()] == [r.entry.id for r in fresh.get_tree()] == ["a0000001"]
+    assert [e.id for e in sm.get_entries()] == [e.id for e in fresh.get_entries()]
+    assert sm.get_entries()[-1].id == ours
+    assert sm.refresh_from_disk().kind == "unchanged"
+
+
 def test_refresh_reports_deleted_file(tmp_path):
     path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None)])
     sm = SessionManager.open(path)
