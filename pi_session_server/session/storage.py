@@ -30,8 +30,9 @@ from collections.abc import Iterator
 
 import msgspec
 
-from ..errors import FsError, StaleFileError, fs_error_from_oserror
+from ..errors import FsError, NotRegularFileError, StaleFileError, fs_error_from_oserror
 from .environment import Environment, on_disk
+from .paths import special_file_kind
 
 
 class WriteOutcome(msgspec.Struct):
@@ -198,14 +199,34 @@ class Appender:
         raise StaleFileError(f"{self.path} is replaced again and again by another process")
 
     def _open(self) -> None:
+        """Open the file the path names (created if missing). Another program may have put a FIFO
+        or a device there (renamed over our file): it is refused (NotRegularFileError) without a
+        byte written, as a write to a FIFO waits for a reader for good. It is looked at before the
+        open, and the file opened is checked again (without waiting: O_NONBLOCK) in case it was
+        swapped in between."""
         self.close()
+        with contextlib.suppress(OSError):
+            self._refuse_special(os.stat(self.disk_path))  # nothing there (yet): the open reports it
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
         try:
-            self.fd = os.open(self.disk_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.disk_path, flags, 0o644)
         except OSError as err:
             raise _fs_error(err, "open", self.path) from err
-        st = os.fstat(self.fd)
+        try:
+            st = os.fstat(fd)
+            self._refuse_special(st)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
         self.identity = (st.st_dev, st.st_ino)
         self.forget_end()
+
+    def _refuse_special(self, st: os.stat_result) -> None:
+        kind = special_file_kind(st.st_mode)
+        if kind is not None:
+            raise NotRegularFileError(self.path, kind)
 
     def forget_end(self) -> None:
         """Read the last byte before the next append (the file was read again: it may have been
@@ -305,7 +326,8 @@ class Appender:
         then written again, on a line of its own. O_APPEND ignores pwrite()'s offset on Linux, so
         this goes through a second descriptor, and only while the path still names our file.
         """
-        fd = os.open(self.disk_path, os.O_WRONLY | os.O_CLOEXEC)
+        # (O_NONBLOCK: a FIFO renamed over the path meanwhile fails at once instead of waiting)
+        fd = os.open(self.disk_path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) == self.identity and st.st_size >= offset + length:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_session_server.errors import FsError
+from pi_session_server.errors import FsError, NotRegularFileError
 from pi_session_server.session import SessionManager, rewrites, storage
 
 USER = {"role": "user", "content": "hi", "timestamp": 1}
@@ -76,6 +76,24 @@ def test_append_after_reloaded_same_size_save_without_final_newline_is_not_glued
     fresh = SessionManager.open(path, read_only=True)
     assert fresh.problems == []
     assert [entry.id for entry in fresh.get_entries()][-2:] == [first, second]
+
+
+def test_an_append_to_a_path_a_fifo_was_renamed_over_is_refused_unwritten(tmp_path):
+    """Writing to a FIFO waits for a reader (for good, with a line bigger than the pipe): the
+    appender refuses it without writing (finding 3)."""
+    path = tmp_path / "f.jsonl"
+    with storage.Appender(str(path)) as appender:
+        appender.append(b'{"a":1}\n')
+        fifo = tmp_path / "f.fifo"
+        os.mkfifo(fifo)
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            os.replace(fifo, path)
+            with pytest.raises(NotRegularFileError, match="is a FIFO"):
+                appender.append(b'{"b":2}\n')
+            assert os.read(reader, 100) == b""  # nothing went into the pipe, nobody holds it open
+        finally:
+            os.close(reader)
 
 
 def test_foreign_append_is_reported(tmp_path):
