@@ -811,7 +811,15 @@ class SessionManager:
             appender = self._appender = storage.Appender(self._session_file, self._env)
         tracked = self._identity is not None
         outcome = appender.append(data, fsync=self.fsync, lines_since=self._known_end if tracked else -1)
-        if tracked and (outcome.size_before != self._known_end or outcome.interleaved):
+        if tracked and self._recreated_by(appender, outcome):
+            # The file was deleted (or moved away) and our append made it again, as pi's
+            # appendFileSync does: it holds our line alone, written by nobody else. It is followed
+            # from now on, not reported as another process's nor reloaded (it has no header).
+            assert appender.identity is not None
+            self._identity = storage.FileIdentity(*appender.identity)
+            self._marker = b""
+            self._release_source()  # lines others append next are read from the new file
+        elif tracked and (outcome.size_before != self._known_end or outcome.interleaved):
             # Another process wrote since we last looked (or while we wrote): report it, and let the
             # next refresh_from_disk() reload the file (our view then equals a fresh open).
             self._events.append(ForeignWrite(self._session_file, self._known_end, outcome.written_at))
@@ -834,6 +842,17 @@ class SessionManager:
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
         # our write changed the file's times: they are ours, not another program's rewrite
         self._stamp = outcome.times_after
+
+    def _recreated_by(self, appender: storage.Appender, outcome: storage.WriteOutcome) -> bool:
+        """Did this append land alone in a new file at our path (not the one we know)?"""
+        identity = self._identity
+        return (
+            identity is not None
+            and outcome.size_before == 0
+            and not outcome.interleaved
+            and appender.identity is not None
+            and appender.identity != (identity.dev, identity.ino)
+        )
 
     def _rewrite(self, chunks: Any) -> None:
         """Write the whole session file: a new one, or the header of an empty one. Under the file's

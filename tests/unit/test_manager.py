@@ -234,6 +234,24 @@ def test_refresh_reports_deleted_file(tmp_path):
     assert [e.id for e in sm.get_entries()] == ["a"]
 
 
+def test_a_deleted_file_our_append_makes_again_is_ours_not_another_process(tmp_path):
+    # pi's appendFileSync makes the file again, headerless, and so do we: no foreign write, no
+    # reload of a file without a header; lines others append to it later are read from it
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a0000001", None, text="old")])
+    sm = SessionManager.open(path)
+    os.unlink(path)
+    assert sm.refresh_from_disk().kind == "deleted"
+    ours = sm.append_message({"role": "user", "content": "mine", "timestamp": 1})
+    assert sm.drain_events() == []
+    assert sm.refresh_from_disk().kind == "unchanged"
+    with open(path, "a") as f:
+        f.write(json.dumps(_msg("b0000002", ours, text="theirs " * 20), separators=(",", ":")) + "\n")
+    change = sm.refresh_from_disk()
+    assert (change.kind, change.new_entry_ids) == ("appended", ["b0000002"])
+    texts = [sm.get_entry(i)["message"]["content"] for i in ("a0000001", ours, "b0000002")]
+    assert texts == [[{"type": "text", "text": "old"}], "mine", [{"type": "text", "text": "theirs " * 20}]]
+
+
 def test_free_function_accepts_plain_values():
     entries = [_msg("a", None), _msg("b", "a", role="assistant")]
     context = build_session_context(entries)
