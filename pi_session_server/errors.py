@@ -58,6 +58,16 @@ def cannot_read_property(nothing: str, key: str) -> ValueTypeError:
     return ValueTypeError(f"Cannot read properties of {nothing} (reading '{key}')")
 
 
+class NotRegularFileError(PiSessionError):
+    """``path`` names a FIFO, a device or a socket, which is refused without being written: writing
+    to a FIFO waits for a reader (beyond the reference, which would block)."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(f"Not a regular file: {path} is a {kind}")
+        self.path = path
+        self.kind = kind
+
+
 class InvalidArgValueError(PiSessionError):
     """Node's ``TypeError [ERR_INVALID_ARG_VALUE]``, raised for a path that holds a NUL byte."""
 

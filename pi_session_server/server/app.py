@@ -35,6 +35,7 @@ from .file_uri import from_fs_path
 from .index_keeping import IndexKeeper
 from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
 from .locations import require_regular_file, uri_to_path
+from .own_writes import OwnWrites
 from .params import (
     EnvironmentOptions,
     LocatedParams,
@@ -95,6 +96,7 @@ class PiSessionServer:
         keep_big_blocks_out_of_the_heap()
         self.pool = WorkerPool()
         self.registry = Registry(self.pool)
+        self.own_writes = OwnWrites()  # what our sessions wrote, not to be blamed on another process
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)
@@ -208,12 +210,16 @@ class PiSessionServer:
     def uri_of(self, path: str | None) -> str | None:
         return from_fs_path(path) if path else None
 
-    def report_foreign_writes(self, slot: Slot) -> None:
-        """Tell the client what other processes wrote while this session appended (on the worker)."""
+    def report_foreign_writes(self, slot: Slot, before: os.stat_result | None = None) -> None:
+        """Tell the client what other processes wrote while this session appended (on the worker).
+        Bytes another handle of this server wrote are not another process's (``before``: the
+        file as :meth:`OwnWrites.before` found it before this write)."""
         manager = slot.manager
         if manager is None:
             return
         for event in manager.drain_events():
+            if slot.real_path is not None and self.own_writes.wrote(slot.real_path, before, event):
+                continue
             path = str(event.path)
             self.notify(
                 FOREIGN_WRITER,
@@ -332,15 +338,20 @@ class PiSessionServer:
             manager.fsync = True
         undo = self.options.rollback_failed_writes
         manager.rollback_failed_appends = undo
-        lock = self.registry.file_lock(slot.real_path) if slot.real_path else contextlib.nullcontext()
+        real_path = slot.real_path
+        lock = self.registry.file_lock(real_path) if real_path else contextlib.nullcontext()
         with lock:
+            shared = real_path is not None and len(self.registry.slots_for_path(real_path)) > 1
+            before = self.own_writes.before(real_path, shared) if real_path is not None else None
             try:
                 if append or not undo:
                     return job(manager)
                 with manager.transaction():
                     return job(manager)
             finally:
-                self.report_foreign_writes(slot)
+                self.report_foreign_writes(slot, before)
+                if real_path is not None:
+                    self.own_writes.after(real_path, before)
 
     def writable(self, slot: Slot) -> SessionManager:
         """The manager of ``slot``, reopened for writing if it was opened to look at. A version 1 or

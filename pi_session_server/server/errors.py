@@ -131,6 +131,8 @@ _CLASS_CODES: list[tuple[type[BaseException], int]] = [
 
 def from_library_error(error: lib_errors.PiSessionError) -> PiRpcError:
     """The reply for an error the library raised (the reference's message, verbatim)."""
+    if isinstance(error, lib_errors.NotRegularFileError):
+        return path_refused(error.message, error.path, error.kind)
     code = SESSION_ERROR
     for cls, cls_code in _CLASS_CODES:
         if isinstance(error, cls):

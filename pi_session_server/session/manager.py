@@ -816,10 +816,23 @@ class SessionManager:
             appender = self._appender = storage.Appender(self._session_file, self._env)
         tracked = self._identity is not None
         outcome = appender.append(data, fsync=self.fsync, lines_since=self._known_end if tracked else -1)
-        if tracked and (outcome.size_before != self._known_end or outcome.interleaved):
+        if tracked and self._recreated_by(appender, outcome):
+            # The file was deleted (or moved away) and our append made it again, as pi's
+            # appendFileSync does: it holds our line alone, written by nobody else. It is followed
+            # from now on, not reported as another process's nor reloaded (it has no header).
+            assert appender.identity is not None
+            self._identity = storage.FileIdentity(*appender.identity)
+            self._marker = b""
+            self._release_source()  # lines others append next are read from the new file
+        elif tracked and (outcome.size_before != self._known_end or outcome.interleaved):
             # Another process wrote since we last looked (or while we wrote): report it, and let the
             # next refresh_from_disk() reload the file (our view then equals a fresh open).
             self._events.append(ForeignWrite(self._session_file, self._known_end, outcome.written_at))
+            self._out_of_sync = True
+        elif tracked and self._stamp is not None and outcome.times_before != self._stamp:
+            # Rewritten in place keeping the size since we last looked (an editor's save): what
+            # refresh_from_disk() would have reloaded. Our line is in the file now; the next refresh
+            # reloads it with the rewrite (our stamp below would hide the rewrite from it).
             self._out_of_sync = True
         # Number our line at once (#1): lines written by others and a separator "\n" we added come
         # before it. outcome.start is that of the valid copy when ours had to be written again (#3).
@@ -833,10 +846,18 @@ class SessionManager:
         # (after a foreign write it is not looked at: _out_of_sync reloads, which takes a new one)
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
         # our write changed the file's times: they are ours, not another program's rewrite
-        try:
-            self._stamp = _times_of(os.fstat(appender.fd))
-        except OSError:
-            self._stamp = None
+        self._stamp = outcome.times_after
+
+    def _recreated_by(self, appender: storage.Appender, outcome: storage.WriteOutcome) -> bool:
+        """Did this append land alone in a new file at our path (not the one we know)?"""
+        identity = self._identity
+        return (
+            identity is not None
+            and outcome.size_before == 0
+            and not outcome.interleaved
+            and appender.identity is not None
+            and appender.identity != (identity.dev, identity.ino)
+        )
 
     def _rewrite(self, chunks: Any) -> None:
         """Write the whole session file: a new one, or the header of an empty one. Under the file's
@@ -1453,6 +1474,8 @@ class SessionManager:
             return FileChange("reloaded", [], self._leaf_id)
         if not loaded:
             return FileChange("rewriting", [], self._leaf_id)
+        if self._appender is not None:
+            self._appender.forget_end()  # rewritten by another program: its end is not ours
         new_ids = [e.id for e in self.get_entries() if index_key(e.id) not in before]
         return FileChange("reloaded", new_ids, self._leaf_id)
 

@@ -30,8 +30,9 @@ from collections.abc import Iterator
 
 import msgspec
 
-from ..errors import FsError, StaleFileError, fs_error_from_oserror
+from ..errors import FsError, NotRegularFileError, StaleFileError, fs_error_from_oserror
 from .environment import Environment, on_disk
+from .paths import special_file_kind
 
 
 class WriteOutcome(msgspec.Struct):
@@ -43,6 +44,9 @@ class WriteOutcome(msgspec.Struct):
     repaired_newline: bool  # we wrote a "\n" first because the file ended mid-line
     written_at: int = -1  # where our first write landed: size_before unless others wrote in between
     newlines_before: int = 0  # "\n" bytes in [lines_since, start) (see Appender.append)
+    # (mtime, ctime) of the file under the lock before our write, and after it (see _times)
+    times_before: tuple[int, int] = (0, 0)
+    times_after: tuple[int, int] = (0, 0)
 
     @property
     def interleaved(self) -> bool:
@@ -52,6 +56,11 @@ class WriteOutcome(msgspec.Struct):
 
 def _fs_error(err: OSError, syscall: str, path: str) -> FsError:
     return fs_error_from_oserror(err, syscall, path)
+
+
+def _times(st: os.stat_result) -> tuple[int, int]:
+    """A file's modification and change times: every write changes them, a rewrite in place too."""
+    return st.st_mtime_ns, st.st_ctime_ns
 
 
 def lock(fd: int) -> bool:
@@ -145,8 +154,12 @@ class Appender:
     Each append takes the lock, then stats the path: if it now names another file (replaced, or
     deleted and created again) or nothing, the lock is let go and the descriptor reopened, so we
     never write into a file nobody can see any more. Each append: flock, stat, fstat, (pread of the
-    last byte when the size is not where we left it), one write(), lseek, unlock. Only when others
-    wrote in between do more syscalls follow.
+    last byte when the file is not as our last write left it), one write(), lseek, fstat, unlock.
+    Only when others wrote in between do more syscalls follow.
+
+    "As our last write left it" is its size *and* its modification and change times: an editor that
+    saves the file in place keeping its size may have dropped the final newline our line ended
+    with, and only the times tell that save (finding 4).
     """
 
     def __init__(self, path: str, env: Environment | None = None) -> None:
@@ -155,6 +168,9 @@ class Appender:
         self.fd = -1
         self.identity: tuple[int, int] | None = None
         self.expected_end = -1  # where our last write ended (its last byte is "\n")
+        # (size, mtime, ctime) just after our last write when the file then ended with it: while
+        # the file is found so, it ends with our "\n" and its last byte need not be read
+        self.left_as: tuple[int, int, int] | None = None
 
     def _lock_current(self) -> tuple[int, bool]:
         """Our descriptor, locked, on the file the path names now (reopened when it names another).
@@ -183,14 +199,40 @@ class Appender:
         raise StaleFileError(f"{self.path} is replaced again and again by another process")
 
     def _open(self) -> None:
+        """Open the file the path names (created if missing). Another program may have put a FIFO
+        or a device there (renamed over our file): it is refused (NotRegularFileError) without a
+        byte written, as a write to a FIFO waits for a reader for good. It is looked at before the
+        open, and the file opened is checked again (without waiting: O_NONBLOCK) in case it was
+        swapped in between."""
         self.close()
+        with contextlib.suppress(OSError):
+            self._refuse_special(os.stat(self.disk_path))  # nothing there (yet): the open reports it
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
         try:
-            self.fd = os.open(self.disk_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.disk_path, flags, 0o644)
         except OSError as err:
             raise _fs_error(err, "open", self.path) from err
-        st = os.fstat(self.fd)
+        try:
+            st = os.fstat(fd)
+            self._refuse_special(st)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
         self.identity = (st.st_dev, st.st_ino)
+        self.forget_end()
+
+    def _refuse_special(self, st: os.stat_result) -> None:
+        kind = special_file_kind(st.st_mode)
+        if kind is not None:
+            raise NotRegularFileError(self.path, kind)
+
+    def forget_end(self) -> None:
+        """Read the last byte before the next append (the file was read again: it may have been
+        rewritten within the times' granularity of our last write)."""
         self.expected_end = -1
+        self.left_as = None
 
     def append(self, data: bytes, *, fsync: bool = False, lines_since: int = -1) -> WriteOutcome:
         """Append whole lines (``data`` ends with ``"\\n"``), landing as one valid copy.
@@ -213,6 +255,10 @@ class Appender:
                     outcome = self._reland_if_glued(fd, data, outcome, fsync)
             if 0 <= lines_since < outcome.start:
                 outcome.newlines_before = count_newlines(fd, lines_since, outcome.start)
+            after = os.fstat(fd)
+            outcome.times_after = _times(after)
+            ours_last = after.st_size == self.expected_end
+            self.left_as = (after.st_size, *outcome.times_after) if ours_last else None
         except OSError as err:
             raise _fs_error(err, "write", self.path) from err
         finally:
@@ -223,16 +269,20 @@ class Appender:
     def _write_line(self, fd: int, data: bytes, fsync: bool, separated: bool = False) -> WriteOutcome:
         """One write() of ``data`` at the end of the file, after a "\\n" if the file ends mid-line
         (or always, when ``separated``: then nobody can glue it, at worst it follows a blank line)."""
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size, times = st.st_size, _times(st)
+        as_we_left_it = self.left_as == (size, *times)
         payload = data
-        if separated or (size > 0 and size != self.expected_end and os.pread(fd, 1, size - 1) != b"\n"):
+        if separated or (size > 0 and not as_we_left_it and os.pread(fd, 1, size - 1) != b"\n"):
             payload = b"\n" + data  # D11: never glue onto a partial line left behind
         write_all(fd, payload)
         if fsync:
             os.fsync(fd)
         end = os.lseek(fd, 0, os.SEEK_CUR)
         self.expected_end = end
-        return WriteOutcome(end - len(data), end, size, payload is not data, end - len(payload))
+        return WriteOutcome(
+            end - len(data), end, size, payload is not data, end - len(payload), times_before=times
+        )
 
     def _drop_needless_separator(self, fd: int, outcome: WriteOutcome) -> None:
         """We put a "\\n" before our line because the file seemed to end mid-line, and others wrote
@@ -276,7 +326,8 @@ class Appender:
         then written again, on a line of its own. O_APPEND ignores pwrite()'s offset on Linux, so
         this goes through a second descriptor, and only while the path still names our file.
         """
-        fd = os.open(self.disk_path, os.O_WRONLY | os.O_CLOEXEC)
+        # (O_NONBLOCK: a FIFO renamed over the path meanwhile fails at once instead of waiting)
+        fd = os.open(self.disk_path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) == self.identity and st.st_size >= offset + length:

@@ -185,6 +185,24 @@ async def test_foreign_writes_between_ours_are_reported(tmp_path):
         await stop_sidecar(side)
 
 
+async def test_an_append_through_another_handle_is_not_blamed_on_another_process(tmp_path):
+    # a slow watcher, so the second handle has not seen the first one's line when it appends
+    side = await start_sidecar(tmp_path, "--watch-interval", "30")
+    try:
+        first, path = await side.open_example(tmp_path)
+        second = (await side.request("pi/open", {"path": str(path)}))["session"]
+        message = {"role": "user", "content": "mine", "timestamp": 1}
+        for session in (first, second):
+            await side.request("pi/append", {"session": session, "kind": "message", "message": message})
+        append_elsewhere(path, "e2f3a4b5", "ext00001")  # a real other writer is still reported
+        await side.request("pi/append", {"session": first, "kind": "message", "message": message})
+        warning = await side.wait_for("pi/foreignWriter")
+        assert warning["session"] == first and "another process appended" in warning["message"]
+        assert [w["session"] for w in side.notifications["pi/foreignWriter"]] == [first]
+    finally:
+        await stop_sidecar(side)
+
+
 async def test_two_handles_on_one_file_see_each_other(sidecar, tmp_path):
     first, path = await sidecar.open_example(tmp_path)
     second = (await sidecar.request("pi/open", {"path": str(path)}))["session"]

@@ -157,6 +157,32 @@ def test_a_held_file_replaced_by_a_fifo_is_gone_not_waited_on(server: RawServer,
     assert _never_opened(held) and _never_opened(by_uri)
 
 
+def test_an_append_by_handle_to_a_file_a_fifo_replaced_is_refused_unwritten(
+    server: RawServer, tmp_path: Path
+):
+    """The appender of a held session reopens the path that now names a FIFO: it is refused
+    (-32010) before a byte is written, where a line bigger than the pipe waited for a reader for
+    good, holding the file's lock (a small one went into the pipe and answered ESPIPE). The
+    session still answers, and the file put back and opened again takes appends."""
+    held = Path(new_session_file(tmp_path / "held", cwd=str(tmp_path)))
+    original = held.read_bytes()
+    handle = server.call("pi/open", {"path": str(held)})["session"]
+    fifo = held.with_suffix(".fifo")
+    os.mkfifo(fifo)
+    os.replace(fifo, held)
+    big = {"role": "user", "content": "x" * 100_000, "timestamp": 1}  # more than a pipe holds
+    reply = server.request("pi/append", {"session": handle, "kind": "message", "message": big}, timeout=10)
+    assert reply["error"]["code"] == PATH_REFUSED and reply["error"]["data"]["kind"] == "FIFO", reply
+    assert _never_opened(held)
+    assert _leaf_time(server, handle) < BOUND
+    held.unlink()
+    held.write_bytes(original)
+    again = server.call("pi/open", {"path": str(held)})["session"]
+    small = {"role": "user", "content": "back", "timestamp": 1}
+    added = server.call("pi/append", {"session": again, "kind": "message", "message": small}, timeout=10)
+    assert held.read_bytes().startswith(original) and added["id"].encode() in held.read_bytes()
+
+
 def _big_session(path: Path, size_mb: int) -> int:
     sys.path.insert(0, str(ROOT / "bench"))
     try:

@@ -204,12 +204,52 @@ def test_refresh_reloads_a_file_rewritten_in_place_with_its_size_and_tail(tmp_pa
     assert Path(path).read_bytes() == data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"')
 
 
+def test_a_rewrite_in_place_keeping_the_size_is_reloaded_after_our_own_append(tmp_path):
+    # the same quick fix, but we append before the next look: our append must not take the
+    # rewrite's times for ours (finding 1); the next refresh reloads, keeping our line
+    path = _write(
+        tmp_path / "s.jsonl",
+        [HEADER, _msg("a0000001", None), _msg("c0000003", "gone0001"), _msg("d0000004", "c0000003")],
+    )
+    an_hour_ago = time.time() - 3600
+    os.utime(path, (an_hour_ago, an_hour_ago))  # its times tell the rewrite apart, however fast
+    sm = SessionManager.open(path)
+    data = Path(path).read_bytes()
+    with open(path, "r+b") as f:
+        f.write(data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"'))
+    ours = sm.append_message({"role": "user", "content": "mine", "timestamp": 1})
+    assert sm.refresh_from_disk().kind == "reloaded"
+    fresh = SessionManager.open(path, read_only=True)
+    assert [r.entry.id for r in sm.get_tree()] == [r.entry.id for r in fresh.get_tree()] == ["a0000001"]
+    assert [e.id for e in sm.get_entries()] == [e.id for e in fresh.get_entries()]
+    assert sm.get_entries()[-1].id == ours
+    assert sm.refresh_from_disk().kind == "unchanged"
+
+
 def test_refresh_reports_deleted_file(tmp_path):
     path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None)])
     sm = SessionManager.open(path)
     os.unlink(path)
     assert sm.refresh_from_disk().kind == "deleted"
     assert [e.id for e in sm.get_entries()] == ["a"]
+
+
+def test_a_deleted_file_our_append_makes_again_is_ours_not_another_process(tmp_path):
+    # pi's appendFileSync makes the file again, headerless, and so do we: no foreign write, no
+    # reload of a file without a header; lines others append to it later are read from it
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a0000001", None, text="old")])
+    sm = SessionManager.open(path)
+    os.unlink(path)
+    assert sm.refresh_from_disk().kind == "deleted"
+    ours = sm.append_message({"role": "user", "content": "mine", "timestamp": 1})
+    assert sm.drain_events() == []
+    assert sm.refresh_from_disk().kind == "unchanged"
+    with open(path, "a") as f:
+        f.write(json.dumps(_msg("b0000002", ours, text="theirs " * 20), separators=(",", ":")) + "\n")
+    change = sm.refresh_from_disk()
+    assert (change.kind, change.new_entry_ids) == ("appended", ["b0000002"])
+    texts = [sm.get_entry(i)["message"]["content"] for i in ("a0000001", ours, "b0000002")]
+    assert texts == [[{"type": "text", "text": "old"}], "mine", [{"type": "text", "text": "theirs " * 20}]]
 
 
 def test_free_function_accepts_plain_values():

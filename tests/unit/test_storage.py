@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from pi_session_server.errors import FsError
+from pi_session_server.errors import FsError, NotRegularFileError
 from pi_session_server.session import SessionManager, rewrites, storage
 
 USER = {"role": "user", "content": "hi", "timestamp": 1}
@@ -47,6 +48,52 @@ def test_append_after_partial_line_lands_on_its_own_line(tmp_path):
     assert lines[-3] == b'{"type":"message","id":"half'
     reopened = SessionManager.open(path)
     assert reopened.get_leaf_id() == new_id
+
+
+def test_append_after_same_size_save_without_final_newline_lands_on_its_own_line(tmp_path):
+    """An editor saved the file in place, keeping its size but not the final newline our last line
+    ended with: the size alone says "as we left it", the times tell the save (finding 4)."""
+    path = str(tmp_path / "f.jsonl")
+    with storage.Appender(path) as appender:
+        appender.append(b'{"a":1}\n')
+        time.sleep(0.05)  # the save comes later than our write (beyond the times' granularity)
+        with open(path, "r+b") as f:
+            f.write(b'{"a":12}')
+        appender.append(b'{"b":2}\n')
+    assert Path(path).read_bytes() == b'{"a":12}\n{"b":2}\n'
+
+
+def test_append_after_reloaded_same_size_save_without_final_newline_is_not_glued(tmp_path):
+    sm = _persisted(tmp_path)
+    path = sm.get_session_file()
+    first = sm.append_message(USER)
+    edited = Path(path).read_bytes().replace(b'"yo"', b'"yo!"')[:-1]
+    time.sleep(0.05)
+    with open(path, "r+b") as f:
+        f.write(edited)
+    assert sm.refresh_from_disk().kind == "reloaded"
+    second = sm.append_message(USER)
+    fresh = SessionManager.open(path, read_only=True)
+    assert fresh.problems == []
+    assert [entry.id for entry in fresh.get_entries()][-2:] == [first, second]
+
+
+def test_an_append_to_a_path_a_fifo_was_renamed_over_is_refused_unwritten(tmp_path):
+    """Writing to a FIFO waits for a reader (for good, with a line bigger than the pipe): the
+    appender refuses it without writing (finding 3)."""
+    path = tmp_path / "f.jsonl"
+    with storage.Appender(str(path)) as appender:
+        appender.append(b'{"a":1}\n')
+        fifo = tmp_path / "f.fifo"
+        os.mkfifo(fifo)
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            os.replace(fifo, path)
+            with pytest.raises(NotRegularFileError, match="is a FIFO"):
+                appender.append(b'{"b":2}\n')
+            assert os.read(reader, 100) == b""  # nothing went into the pipe, nobody holds it open
+        finally:
+            os.close(reader)
 
 
 def test_foreign_append_is_reported(tmp_path):
