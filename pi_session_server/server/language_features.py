@@ -48,6 +48,7 @@ from pi_session_server.analysis.document import BOM_BYTES, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
+from pi_session_server.analysis.regular_file import open_regular
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.errors import StaleFileError
@@ -493,15 +494,22 @@ class LanguageFeatures:
         if doc is None or state.closed or state.path is None:
             return False
         try:
-            st = os.stat(state.path)
+            # a path that no longer names a regular file (a FIFO or a device renamed over it) is
+            # gone, as a deleted file is: never read (the document keeps what it had)
+            fd = open_regular(state.path)
         except OSError:
             return False
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            st = None
+        key = None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
         old = state.disk_key
-        if key == old:
+        if st is None or not stat.S_ISREG(st.st_mode) or key == old:  # (a directory: nothing to read)
+            os.close(fd)
             return False
         try:
-            with open(state.path, "rb") as f:
+            with open(fd, "rb") as f:
                 appended = (
                     old is not None
                     and old[0] == st.st_ino
