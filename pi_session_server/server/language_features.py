@@ -26,6 +26,8 @@ diagnostics pushed, and the client is told (``pi/largeFile``). A path that is no
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import gc
 import itertools
 import logging
@@ -908,9 +910,11 @@ class LanguageFeatures:
         plan = repair.image()
         if plan is None:
             return {"applied": False, "reason": "the image data is not valid base64"}
-        target = _free_name(os.path.join(os.path.dirname(state.path), plan.file_name))
-        with open(target, "xb") as f:
-            f.write(plan.data)
+        try:
+            target = _write_new_file(os.path.join(os.path.dirname(state.path), plan.file_name), plan.data)
+        except OSError as error:
+            where = error.filename if isinstance(error.filename, str) else plan.file_name
+            return self._not_applied(f"the image could not be written to {where}: {error.strerror or error}")
         edit = plan.edit
         if os.path.basename(target) != plan.file_name:
             edit = repairs.TextEdit(
@@ -1014,13 +1018,40 @@ def _starts_with_bom(path: str) -> bool:
 
 
 def _free_name(path: str) -> str:
-    if not os.path.exists(path):
+    """``path``, or ``<stem>-<n><ext>`` with the first n that names nothing (a dangling symlink
+    takes its name too: creating the file would fail)."""
+    if not os.path.lexists(path):
         return path
     stem, ext = os.path.splitext(path)
     n = 2
-    while os.path.exists(f"{stem}-{n}{ext}"):
+    while os.path.lexists(f"{stem}-{n}{ext}"):
         n += 1
     return f"{stem}-{n}{ext}"
+
+
+_NAME_TRIES = 8  # names tried when another program takes each free name first
+
+
+def _write_new_file(path: str, data: bytes) -> str:
+    """Write ``data`` to a new file at ``path`` or the next free name (:func:`_free_name`; another
+    program, such as a second editor window moving the same image, may take it between the look
+    and the creation: the next one is tried); the path written. A write that fails removes the
+    file it made. Raises OSError."""
+    for _ in range(_NAME_TRIES):
+        target = _free_name(path)
+        try:
+            f = open(target, "xb")  # noqa: SIM115 - closed below, removed if the write fails
+        except FileExistsError:
+            continue
+        try:
+            with f:
+                f.write(data)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+            raise
+        return target
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
 
 
 # ---------------------------------------------------------------------- registration
