@@ -23,12 +23,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import StaleFileError
+from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion
 from ..session.rewrites import FileState, replace_in_place
 from . import codes
 from .diagnostics import TREE_CODES
 from .document import BOM_BYTES, SessionDocument
-from .regular_file import open_regular
 from .repairs import Repair, TextEdit, repairs
 
 #: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen

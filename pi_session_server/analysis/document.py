@@ -23,10 +23,10 @@ from typing import Any
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, to_number
 from ..format.scan import iter_physical_lines
+from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion, Profile, profile_for
 from . import lines as L
 from .lines import LineInfo, scan_envelope, scan_line
-from .regular_file import open_regular
 from .tree import TreeIndex
 
 BOM_BYTES = b"\xef\xbb\xbf"

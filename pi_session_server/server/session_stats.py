@@ -30,9 +30,9 @@ from typing import Any
 
 import msgspec
 
-from pi_session_server.analysis.regular_file import open_regular
 from pi_session_server.format.entry import Entry, MessageHead
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
+from pi_session_server.regular_file import open_regular
 from pi_session_server.session import preview_store, scan_index, turn_store
 from pi_session_server.session.envelopes import Envelopes
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from ..session.paths import special_file_kind
+from .session.paths import special_file_kind
 
 
 class NotRegularFile(OSError):
