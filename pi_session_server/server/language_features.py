@@ -20,7 +20,8 @@ two steps: its envelope problems at once, then the complete list.
 Files the editor does not send (VS Code skips files over 50 MB) are analysed from disk when a
 request names them, followed on disk while they grow (the server's one file poller), their
 diagnostics pushed, and the client is told (``pi/largeFile``). A path that is not a regular file
-(a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened.
+(a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened; a followed file
+that becomes one (renamed over it) is gone, as a deleted file is, and is not read either.
 """
 
 from __future__ import annotations
