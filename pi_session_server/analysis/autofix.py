@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import StaleFileError
+from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion
 from ..session.rewrites import FileState, replace_in_place
 from . import codes
@@ -186,8 +187,9 @@ def repair_file(
 
     ``text``: the file as an editor shows it (its bytes, without a byte order mark the editor
     hides). The file is repaired only if that is what it holds, so that an editor reloading the
-    repaired file loses nothing; else StaleFileError and nothing is written. Raises OSError."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    repaired file loses nothing; else StaleFileError and nothing is written. Raises OSError
+    (NotRegularFile for a FIFO or a device: nothing is opened that could wait)."""
+    fd = open_regular(path)  # a FIFO renamed over the file is refused, not waited on
     try:
         before = FileState.of(fd)
         if text is not None and _without_bom(_read_all(fd, before.size)) != text:

@@ -23,6 +23,7 @@ from typing import Any
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, to_number
 from ..format.scan import iter_physical_lines
+from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion, Profile, profile_for
 from . import lines as L
 from .lines import LineInfo, scan_envelope, scan_line
@@ -204,8 +205,8 @@ class SessionDocument:
         file in place, lines read what it holds then (the language server reloads such a file).
         ``end``: read the file as if it ended there (what a repair plans for: the bytes another
         process appends meanwhile are copied as they are). Returns the number of bytes read.
-        Raises OSError."""
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        Raises OSError (NotRegularFile for a FIFO or a device, which is not read)."""
+        fd = open_regular(path)
         source = _FileBytes(fd)  # closes the descriptor when the last line lets go of it
         with gc_paused():
             errors = self.errors

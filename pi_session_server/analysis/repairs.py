@@ -625,10 +625,23 @@ def _name_part(text: str) -> str:
     return _UNSAFE_NAME_CHARS.sub("_", text[: _NAME_PART_CHARS * 4])[:_NAME_PART_CHARS] or "_"
 
 
+# The longest file name the system takes (NAME_MAX, in bytes), and what a name cut to fit keeps
+# free for the "-<n>" a taken name gets.
+_NAME_MAX = 255
+_CUT_NAME_BYTES = _NAME_MAX - 8
+
+
 def _image_file_name(stem: str, entry_id: str, place: Any, ext: str) -> str:
     """``<session name>.<entry id>.<block index>.<ext>``: a plain name, no directory, whatever the
-    file holds. The session's own name is the user's (only a '/' could not be in it anyway)."""
-    return f"{stem}.{_name_part(entry_id)}.{_name_part(str(place))}.{ext}"
+    file holds. The session's own name is the user's (only a '/' could not be in it anyway); a
+    name longer than the system takes has the session's name cut (its end dropped) to fit."""
+    rest = f".{_name_part(entry_id)}.{_name_part(str(place))}.{ext}"
+    name = stem + rest
+    if len(name.encode("utf-8", "surrogateescape")) <= _NAME_MAX:
+        return name
+    room = max(_CUT_NAME_BYTES - len(rest.encode()), 1)
+    cut = stem.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore") or "session"
+    return cut + rest
 
 
 def _has(container: Any, part: Any) -> bool:

@@ -32,6 +32,7 @@ from pi_session_server.session.profiles import DEFAULT_PI, Profile, profile_for
 
 from . import errors as rpc_errors
 from .file_uri import from_fs_path
+from .idle_slots import IdleSlots
 from .index_keeping import IndexKeeper
 from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
 from .locations import require_regular_file, uri_to_path
@@ -97,6 +98,7 @@ class PiSessionServer:
         self.pool = WorkerPool()
         self.registry = Registry(self.pool)
         self.own_writes = OwnWrites()  # what our sessions wrote, not to be blamed on another process
+        self.idle_slots = IdleSlots(self.registry, self._shown_in_editor)
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)
@@ -255,16 +257,28 @@ class PiSessionServer:
         """The slot a request addresses: ``session`` handle, or ``uri`` (opened on demand: the
         open is the first job of the new slot, so the request waits for it in the queue)."""
         if p.session is not UNSET:
-            return self.registry.get(p.session)
-        if p.uri is UNSET:
+            slot = self.registry.get(p.session)
+        elif p.uri is UNSET:
             raise rpc_errors.invalid_params("Invalid params: one of `session` or `uri` is required")
-        path = uri_to_path(p.uri)
-        slot = self.registry.find_by_path(path)
-        if slot is None:
-            slot = self.registry.add(None, implicit=True, path=path)
-            opening = slot
-            slot.queue.submit(lambda _token: self._open_for_uri(opening, path), interruptible=False)
+        else:
+            path = uri_to_path(p.uri)
+            found = self.registry.find_by_path(path)
+            if found is None:
+                slot = self.registry.add(None, implicit=True, path=path)
+                opening = slot
+                slot.queue.submit(lambda _token: self._open_for_uri(opening, path), interruptible=False)
+            else:
+                slot = found
+        self.idle_slots.used(slot)
         return slot
+
+    def _shown_in_editor(self, slot: Slot) -> bool:
+        """An editor has the file of ``slot`` open (a document it sent; on the loop)."""
+        features = self.language_features
+        paths = {slot.path, slot.real_path} - {None}
+        return features is not None and any(
+            not state.from_disk and state.path in paths for state in features.docs.values()
+        )
 
     def _open_for_uri(self, slot: Slot, path: str) -> None:
         """The first job of an implicit slot: the file, opened to look at (nothing written)."""

@@ -20,12 +20,15 @@ two steps: its envelope problems at once, then the complete list.
 Files the editor does not send (VS Code skips files over 50 MB) are analysed from disk when a
 request names them, followed on disk while they grow (the server's one file poller), their
 diagnostics pushed, and the client is told (``pi/largeFile``). A path that is not a regular file
-(a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened.
+(a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened; a followed file
+that becomes one (renamed over it) is gone, as a deleted file is, and is not read either.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import gc
 import itertools
 import logging
@@ -54,6 +57,7 @@ from pi_session_server.errors import StaleFileError
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
+from pi_session_server.regular_file import open_regular
 from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
@@ -493,15 +497,22 @@ class LanguageFeatures:
         if doc is None or state.closed or state.path is None:
             return False
         try:
-            st = os.stat(state.path)
+            # a path that no longer names a regular file (a FIFO or a device renamed over it) is
+            # gone, as a deleted file is: never read (the document keeps what it had)
+            fd = open_regular(state.path)
         except OSError:
             return False
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            st = None
+        key = None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
         old = state.disk_key
-        if key == old:
+        if st is None or not stat.S_ISREG(st.st_mode) or key == old:  # (a directory: nothing to read)
+            os.close(fd)
             return False
         try:
-            with open(state.path, "rb") as f:
+            with open(fd, "rb") as f:
                 appended = (
                     old is not None
                     and old[0] == st.st_ino
@@ -900,9 +911,11 @@ class LanguageFeatures:
         plan = repair.image()
         if plan is None:
             return {"applied": False, "reason": "the image data is not valid base64"}
-        target = _free_name(os.path.join(os.path.dirname(state.path), plan.file_name))
-        with open(target, "xb") as f:
-            f.write(plan.data)
+        try:
+            target = _write_new_file(os.path.join(os.path.dirname(state.path), plan.file_name), plan.data)
+        except OSError as error:
+            where = error.filename if isinstance(error.filename, str) else plan.file_name
+            return self._not_applied(f"the image could not be written to {where}: {error.strerror or error}")
         edit = plan.edit
         if os.path.basename(target) != plan.file_name:
             edit = repairs.TextEdit(
@@ -1006,13 +1019,40 @@ def _starts_with_bom(path: str) -> bool:
 
 
 def _free_name(path: str) -> str:
-    if not os.path.exists(path):
+    """``path``, or ``<stem>-<n><ext>`` with the first n that names nothing (a dangling symlink
+    takes its name too: creating the file would fail)."""
+    if not os.path.lexists(path):
         return path
     stem, ext = os.path.splitext(path)
     n = 2
-    while os.path.exists(f"{stem}-{n}{ext}"):
+    while os.path.lexists(f"{stem}-{n}{ext}"):
         n += 1
     return f"{stem}-{n}{ext}"
+
+
+_NAME_TRIES = 8  # names tried when another program takes each free name first
+
+
+def _write_new_file(path: str, data: bytes) -> str:
+    """Write ``data`` to a new file at ``path`` or the next free name (:func:`_free_name`; another
+    program, such as a second editor window moving the same image, may take it between the look
+    and the creation: the next one is tried); the path written. A write that fails removes the
+    file it made. Raises OSError."""
+    for _ in range(_NAME_TRIES):
+        target = _free_name(path)
+        try:
+            f = open(target, "xb")  # noqa: SIM115 - closed below, removed if the write fails
+        except FileExistsError:
+            continue
+        try:
+            with f:
+                f.write(data)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+            raise
+        return target
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
 
 
 # ---------------------------------------------------------------------- registration

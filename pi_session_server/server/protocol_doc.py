@@ -437,7 +437,10 @@ FIELD_DOCS = {
         "instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion, no newline "
         "repair), and line numbers, problems and ids are the file's. A writing method reopens it for writing, "
         "except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO or device is "
-        "refused (PathRefused, -32010) without being opened."
+        "refused (PathRefused, -32010) without being opened. Held until no request has addressed it for 15 "
+        "minutes, then closed (pi/sessions no longer lists its handle, its pi/didChange notifications stop), "
+        "unless it was written to or branched or an editor has its file open; the next request by `uri` opens "
+        "it again. Hold a session with pi/open to keep it."
     ),
     "workDoneToken": "LSP work-done progress token: the server reports $/progress for long operations.",
     "environment": (

@@ -43,6 +43,7 @@ class Slot(msgspec.Struct, eq=False):
     # an id after pi/branch, None after pi/resetLeaf; ABSENT otherwise. An editor's lenses follow it.
     branched_leaf: Any = ABSENT
     noted_leaf: Any = ABSENT  # the leaf branched_leaf was found for (it is found again when that moves)
+    last_used: float = 0.0  # time.monotonic() of the last request addressing it (see idle_slots)
 
     def opened(self) -> SessionManager:
         """The manager, for a job on this slot's queue (the open ran before it)."""

@@ -32,6 +32,7 @@ import msgspec
 
 from pi_session_server.format.entry import Entry, MessageHead
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
+from pi_session_server.regular_file import open_regular
 from pi_session_server.session import preview_store, scan_index, turn_store
 from pi_session_server.session.envelopes import Envelopes
 
@@ -340,8 +341,10 @@ def _turns(
     turns: list[Turn] = []
     lines = None
     if isinstance(path, str) and any(offsets[p] >= 0 and offsets[p] not in kept for p in positions):
+        # a FIFO or a device renamed over the file is not opened (the entries are then read from
+        # what the session holds, as for a file that is gone)
         with contextlib.suppress(OSError):
-            lines = _FileLines(os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
+            lines = _FileLines(open_regular(path))
     if read is not None and (lines is None or _file_id(lines.fd) != file_id):
         read = None  # lines of another file than the one kept turns describe
     try:

@@ -31,8 +31,8 @@ from collections.abc import Iterator
 import msgspec
 
 from ..errors import FsError, NotRegularFileError, StaleFileError, fs_error_from_oserror
+from ..regular_file import NotRegularFile, open_regular
 from .environment import Environment, on_disk
-from .paths import special_file_kind
 
 
 class WriteOutcome(msgspec.Struct):
@@ -205,28 +205,20 @@ class Appender:
         open, and the file opened is checked again (without waiting: O_NONBLOCK) in case it was
         swapped in between."""
         self.close()
-        with contextlib.suppress(OSError):
-            self._refuse_special(os.stat(self.disk_path))  # nothing there (yet): the open reports it
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
         try:
-            fd = os.open(self.disk_path, flags, 0o644)
+            fd = open_regular(self.disk_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except NotRegularFile as err:
+            raise NotRegularFileError(self.path, err.kind) from err
         except OSError as err:
             raise _fs_error(err, "open", self.path) from err
         try:
             st = os.fstat(fd)
-            self._refuse_special(st)
-            os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)
             raise
         self.fd = fd
         self.identity = (st.st_dev, st.st_ino)
         self.forget_end()
-
-    def _refuse_special(self, st: os.stat_result) -> None:
-        kind = special_file_kind(st.st_mode)
-        if kind is not None:
-            raise NotRegularFileError(self.path, kind)
 
     def forget_end(self) -> None:
         """Read the last byte before the next append (the file was read again: it may have been

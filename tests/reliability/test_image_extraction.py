@@ -12,6 +12,7 @@ import base64
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import builders as S
 import pytest
@@ -107,3 +108,66 @@ def test_the_server_writes_a_hostile_sessions_image_only_next_to_it(tmp_path: Pa
     reply = server.wait_reply(command_id, timeout=60)
     assert reply.get("result", {}).get("applied") is False, reply
     assert reply["result"]["file"] == str(written[0])
+
+
+def _image_command(server: RawServer, path: Path) -> dict[str, Any]:
+    uri = file_uri(path)
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": path.read_text()}},
+    )
+    actions = server.call(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": uri},
+            "range": {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 0}},
+            "context": {"diagnostics": []},
+        },
+        timeout=60,
+    )
+    commands = [a["command"] for a in actions or [] if a.get("command")]
+    assert commands, f"no image command among the code actions: {actions}"
+    return commands[0]
+
+
+@pytest.mark.parametrize("case", ["dangling symlink", "long session name", "directory gone"])
+def test_an_image_file_that_cannot_be_made_as_named_is_never_an_internal_error(
+    tmp_path: Path, server: RawServer, case: str
+):
+    """The image's name taken by a dangling symlink: the next free name (the symlink is left
+    alone). A session name so long that the image's name would pass the system's limit: the
+    session's part is cut. Any other failure (here the directory is gone): `{applied: false,
+    reason}` and a message to the user, never -32603."""
+    directory = tmp_path / "sessions"
+    directory.mkdir()
+    path = hostile_session(directory, "e1")
+    if case == "long session name":
+        path = path.rename(directory / ("n" * 249 + ".jsonl"))
+    command = _image_command(server, path)
+    if case == "dangling symlink":
+        (directory / "s.e1.1.png").symlink_to(tmp_path / "nowhere")
+    elif case == "directory gone":
+        path.unlink()
+        directory.rmdir()
+    reply = server.request(
+        "workspace/executeCommand",
+        {"command": command["command"], "arguments": command["arguments"]},
+        timeout=60,
+    )
+    assert "result" in reply, reply
+    result = reply["result"]
+    assert result["applied"] is False  # (this client does not apply the edit)
+    if case == "directory gone":
+        assert "could not be written" in result["reason"] and "file" not in result, result
+        shown = server.wait_notification(
+            "window/showMessage", lambda p: "could not be written" in p["message"]
+        )
+        assert str(directory) in shown["message"]
+        return
+    written = Path(result["file"])
+    assert written.parent == directory and written.read_bytes() == base64.b64decode(IMAGE)
+    if case == "dangling symlink":
+        assert written.name == "s.e1.1-2.png"
+        assert os.readlink(directory / "s.e1.1.png") == str(tmp_path / "nowhere")
+    else:
+        assert len(written.name.encode()) <= 255 and written.name.endswith(".e1.1.png")

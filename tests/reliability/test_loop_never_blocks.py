@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reliability_helpers import check_session_file, new_session_file
@@ -181,6 +182,104 @@ def test_an_append_by_handle_to_a_file_a_fifo_replaced_is_refused_unwritten(
     small = {"role": "user", "content": "back", "timestamp": 1}
     added = server.call("pi/append", {"session": again, "kind": "message", "message": small}, timeout=10)
     assert held.read_bytes().startswith(original) and added["id"].encode() in held.read_bytes()
+
+
+def _rename_fifo_over(path: Path) -> None:
+    fifo = path.with_suffix(".fifo")
+    os.mkfifo(fifo)
+    os.replace(fifo, path)
+
+
+def test_get_stats_of_a_held_session_whose_file_became_a_fifo_answers_from_memory(
+    server: RawServer, tmp_path: Path
+):
+    """pi/getStats reads the assistant turns' usage from the file: a FIFO renamed over it is not
+    opened (it waited for a writer, and every later request on the session behind it)."""
+    held = Path(new_session_file(tmp_path / "held", cwd=str(tmp_path)))
+    handle = server.call("pi/open", {"path": str(held)})["session"]
+    _rename_fifo_over(held)
+    changed = server.wait_notification("pi/didChange", lambda p: p.get("session") == handle, timeout=15)
+    assert changed["kind"] == "deleted"
+    stats = server.request("pi/getStats", {"session": handle}, timeout=5)
+    assert stats["result"]["roles"] == {"user": 1, "assistant": 1}, stats
+    assert _leaf_time(server, handle) < BOUND
+    assert _never_opened(held)
+
+
+def _bom_document(server: RawServer, path: Path) -> tuple[str, dict[str, Any]]:
+    """``path`` (a session with a byte order mark) open in the editor, and its Fix All command
+    (pi.session.repairFile: the mark is repaired in the file on disk)."""
+    data = Path(new_session_file(path.parent / "source", cwd=str(path.parent))).read_bytes()
+    path.write_bytes(b"\xef\xbb\xbf" + data)
+    uri = path.as_uri()
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": data.decode()}},
+    )
+    actions = server.call(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": uri},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": [], "only": ["source.fixAll.pi-session"], "triggerKind": 1},
+        },
+    )
+    commands = [
+        a["command"] for a in actions if a.get("command", {}).get("command") == "pi.session.repairFile"
+    ]
+    assert commands, actions
+    return uri, commands[0]
+
+
+def test_the_repair_of_a_document_whose_file_became_a_fifo_is_refused(server: RawServer, tmp_path: Path):
+    path = tmp_path / "2026-11-30T09-13-48-180Z_bom.jsonl"
+    uri, command = _bom_document(server, path)
+    _rename_fifo_over(path)
+    reply = server.request(
+        "workspace/executeCommand",
+        {"command": command["command"], "arguments": command["arguments"]},
+        timeout=5,
+    )
+    result = reply["result"]
+    assert result["applied"] is False and "FIFO" in result["reason"], reply
+    shown = server.wait_notification("window/showMessage", lambda p: "FIFO" in p["message"], timeout=5)
+    assert "nothing repaired" in shown["message"]
+    hover = server.request(
+        "textDocument/hover",
+        {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 3}},
+        timeout=5,
+    )
+    assert hover["result"] is not None
+    assert _never_opened(path)
+
+
+@pytest.mark.parametrize("replacement", ["FIFO", "/dev/zero"])
+def test_a_followed_file_replaced_by_a_fifo_or_a_device_is_gone_not_read(
+    server: RawServer, tmp_path: Path, replacement: str
+):
+    """A file the editor did not send is read from disk and followed as it changes: replaced by a
+    FIFO (its read waited for a writer, for good) or a symlink to /dev/zero (read until memory ran
+    out), it is gone, as a deleted file is; the document keeps answering from what it had."""
+    import psutil
+
+    path = Path(new_session_file(tmp_path / "followed", cwd=str(tmp_path)))
+    uri = path.as_uri()
+    hover = {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 3}}
+    before = server.call("textDocument/hover", hover)
+    assert before is not None
+    if replacement == "FIFO":
+        _rename_fifo_over(path)
+    else:
+        link = path.with_suffix(".link")
+        link.symlink_to(replacement)
+        os.replace(link, path)
+    time.sleep(1)  # the poller looks every 0.15 s
+    assert server.request("textDocument/hover", hover, timeout=5)["result"] == before
+    symbols = server.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}}, timeout=5)
+    assert symbols["result"], symbols
+    assert psutil.Process(server.process.pid).memory_info().rss < 500 << 20
+    if replacement == "FIFO":
+        assert _never_opened(path)
 
 
 def _big_session(path: Path, size_mb: int) -> int:

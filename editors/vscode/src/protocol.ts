@@ -147,7 +147,10 @@ export interface SessionParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
 }
@@ -272,7 +275,10 @@ export interface DeleteParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** true deletes the file instead of moving it to the trash. */
@@ -291,7 +297,10 @@ export interface AppendMessage {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   message?: unknown;
@@ -309,7 +318,10 @@ export interface AppendThinkingLevelChange {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   thinkingLevel?: unknown;
@@ -327,7 +339,10 @@ export interface AppendModelChange {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   provider?: unknown;
@@ -346,7 +361,10 @@ export interface AppendUsage {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** appendUsage's `kind` (e.g. cache_warm). */
@@ -369,7 +387,10 @@ export interface AppendCompaction {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   summary?: unknown;
@@ -392,7 +413,10 @@ export interface AppendCustom {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   customType?: unknown;
@@ -411,7 +435,10 @@ export interface AppendCustomMessage {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   customType?: unknown;
@@ -432,7 +459,10 @@ export interface AppendSessionInfo {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   name: string;
@@ -450,7 +480,10 @@ export interface AppendLabel {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -470,7 +503,10 @@ export interface AppendContextEdit {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -493,7 +529,10 @@ export interface AppendContextEditParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -515,7 +554,10 @@ export interface BranchParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/getPath: the entry the path leads to (default: the leaf); pi/branch: the new leaf. */
@@ -532,7 +574,10 @@ export interface BranchWithSummaryParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   branchFromId?: unknown;
@@ -552,7 +597,10 @@ export interface CreateBranchedSessionParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
@@ -568,7 +616,10 @@ export interface NewSessionParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   options?: SessionOptions;
@@ -584,7 +635,10 @@ export interface SetSessionFileParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   path: string;
@@ -600,7 +654,10 @@ export interface GetTreeParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** none (every entry) or one of pi's /tree modes. */
@@ -675,7 +732,10 @@ export interface GetBranchParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   fromId?: unknown;
@@ -691,7 +751,10 @@ export interface GetPathParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/getPath: the entry the path leads to (default: the leaf); pi/branch: the new leaf. */
@@ -724,7 +787,10 @@ export interface GetChildrenParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   parentId?: unknown;
@@ -740,7 +806,10 @@ export interface GetEntryParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   id?: unknown;
@@ -756,7 +825,10 @@ export interface GetEntryAtLineParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   line: number;
@@ -772,7 +844,10 @@ export interface GetEntriesParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** An entry id: return the entries after its last occurrence in file order. */
@@ -796,7 +871,10 @@ export interface GetLabelParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   id?: unknown;
@@ -812,7 +890,10 @@ export interface ContextParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
@@ -828,7 +909,10 @@ export interface SessionContextParams {
    * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
    * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
    * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened.
+   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
