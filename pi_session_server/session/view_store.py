@@ -95,7 +95,9 @@ def _kept_path(
         return None
     if before[2] < (settings.min_size if min_size is None else min(min_size, settings.min_size)):
         return None
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    # (O_NONBLOCK: a FIFO renamed over the file since ``before`` is not waited on; its identity
+    # is another, and a regular file reads as without it)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if cache_dir.identity(st) == before:

@@ -1216,3 +1216,31 @@ def test_a_whole_walk_finds_the_previews_where_they_are(tmp_path: Path, every_ba
         preview = cache.previews(keep_all=True)
         assert [preview(e, calls) for e in entries] == expected
         assert all(cache.parts[key] is item for key, item in known.items())
+
+
+def test_a_fifo_renamed_over_the_file_after_its_identity_was_taken_is_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The view's file is opened after its identity was taken by a stat: a FIFO renamed over it in
+    between would wait for a writer for good."""
+    import threading
+
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 2])
+    time.sleep(0.1)
+    before = view_store.identity_before_open(str(path))
+    assert before is not None
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    os.replace(fifo, path)
+    found: list[Any] = []
+    looking = threading.Thread(
+        target=lambda: found.append(view_store.load(str(path), before, view_store.TREE, ("key",))),
+        daemon=True,
+    )
+    looking.start()
+    looking.join(10)
+    if looking.is_alive():  # (let the stuck open go before failing)
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("the open of the FIFO waited for a writer")
+    assert found == [None]
