@@ -1473,6 +1473,9 @@ class SessionManager:
         except PiSessionError:
             return FileChange("reloaded", [], self._leaf_id)
         if not loaded:
+            # what the file holds next is another file's: read it whole then, never as lines
+            # appended to the one held (a rewrite that ends longer keeps the old bytes' place)
+            self._out_of_sync = True
             return FileChange("rewriting", [], self._leaf_id)
         if self._appender is not None:
             self._appender.forget_end()  # rewritten by another program: its end is not ours

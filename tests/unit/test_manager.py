@@ -204,6 +204,24 @@ def test_refresh_reloads_a_file_rewritten_in_place_with_its_size_and_tail(tmp_pa
     assert Path(path).read_bytes() == data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"')
 
 
+def test_a_rewrite_caught_while_the_file_was_empty_is_read_whole_when_it_ends_longer(tmp_path):
+    """``cat edited > FILE``: a look while the file is empty reports "rewriting"; the file then
+    holds an edited copy that ends longer, with the session's last bytes where they were. It is
+    read whole ("reloaded"), not taken as the old lines with new ones appended."""
+    lines = [HEADER, _msg("a0000001", None), _msg("b0000002", "a0000001")]
+    path = _write(tmp_path / "s.jsonl", lines)
+    sm = SessionManager.open(path, read_only=True)
+    with open(path, "r+b") as f:
+        f.truncate(0)
+    assert sm.refresh_from_disk().kind == "rewriting"
+    edited = [HEADER, _msg("a0000001", None, text="T"), lines[2], _msg("c0000003", "b0000002")]
+    with open(path, "r+b") as f:
+        f.write("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in edited).encode())
+    change = sm.refresh_from_disk()
+    assert (change.kind, change.new_entry_ids) == ("reloaded", ["c0000003"])
+    assert sm.get_entry("a0000001").value == edited[1]
+
+
 def test_a_rewrite_in_place_keeping_the_size_is_reloaded_after_our_own_append(tmp_path):
     # the same quick fix, but we append before the next look: our append must not take the
     # rewrite's times for ours (finding 1); the next refresh reloads, keeping our line
