@@ -174,9 +174,19 @@ def _tree_window(p: P.GetTreeParams) -> TreeWindow:
             "Invalid params: `levels` takes `aroundId` (and `limit`, rows per level), in the flat form, "
             "without `rootId`, `depth`, `offset` or `chain`"
         )
-    if p.form == "reference" and (p.root_id is not UNSET or p.depth is not UNSET or p.paged or p.chain):
+    if p.form == "reference" and (
+        p.root_id is not UNSET
+        or p.depth is not UNSET
+        or p.paged
+        or p.chain
+        or p.filter != "none"
+        or p.search is not UNSET
+        or p.active_branch_first
+    ):
         raise invalid_params(
-            "Invalid params: `rootId`, `depth`, `offset`, `limit`, `chain` and `aroundId` need form flat or nested"
+            "Invalid params: `rootId`, `depth`, `offset`, `limit`, `chain`, `aroundId`, `filter`, "
+            "`search` and `activeBranchFirst` need form flat or nested (the reference form is pi's "
+            "getTree(), whole)"
         )
     if p.form == "nested" and (p.paged or p.chain):
         raise invalid_params(

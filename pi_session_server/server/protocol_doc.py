@@ -530,18 +530,23 @@ def _one_of_required(names: list[str]) -> dict[str, Any]:
     return {"anyOf": [{"required": [name]} for name in names]}
 
 
-def _form_refuses(form: str, names: list[str]) -> dict[str, Any]:
-    """pi/getTree with ``form`` must not carry any of ``names`` (-32602)."""
-    return {
-        "if": {"properties": {"form": {"const": form}}, "required": ["form"]},
-        "then": {"not": {"anyOf": [{"required": [name]} for name in names]}},
-    }
+def _form_refuses(form: str, names: list[str], only: dict[str, Any] | None = None) -> dict[str, Any]:
+    """pi/getTree with ``form`` must not carry any of ``names``, and those of ``only`` only with
+    the value given (-32602)."""
+    then: dict[str, Any] = {"not": {"anyOf": [{"required": [name]} for name in names]}}
+    if only:
+        then["properties"] = {name: {"const": value} for name, value in only.items()}
+    return {"if": {"properties": {"form": {"const": form}}, "required": ["form"]}, "then": then}
 
 
-# pages are of the flat form; the reference form is getTree() itself, whole
+# pages are of the flat form; the reference form is getTree() itself, whole and unfiltered
 _TREE_WINDOW_RULES = [
     _form_refuses("nested", ["offset", "limit", "chain", "aroundId", "levels"]),
-    _form_refuses("reference", ["rootId", "depth", "offset", "limit", "chain", "aroundId", "levels"]),
+    _form_refuses(
+        "reference",
+        ["rootId", "depth", "offset", "limit", "chain", "aroundId", "levels", "search"],
+        {"filter": "none", "activeBranchFirst": False},
+    ),
     {
         "if": {"properties": {"levels": {"const": True}}, "required": ["levels"]},
         "then": {

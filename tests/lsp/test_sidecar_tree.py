@@ -216,6 +216,10 @@ async def test_tree_windows_that_cannot_be_given_are_refused(sidecar, tmp_path):
         ({"rootId": "nope"}, -32002),
         ({"form": "nested", "limit": 5}, -32602),
         ({"form": "reference", "depth": 1}, -32602),
+        # the reference form is pi's getTree(), whole: a filter or a search it would ignore
+        ({"form": "reference", "filter": "user-only"}, -32602),
+        ({"form": "reference", "search": "zzzz"}, -32602),
+        ({"form": "reference", "activeBranchFirst": True}, -32602),
         ({"limit": 0}, -32602),
         ({"offset": -1}, -32602),
         ({"depth": -1}, -32602),
@@ -223,3 +227,4 @@ async def test_tree_windows_that_cannot_be_given_are_refused(sidecar, tmp_path):
         with pytest.raises(RpcFailure) as failure:
             await sidecar.request("pi/getTree", {"session": session, **params})
         assert failure.value.code == code, params
+    assert await sidecar.request("pi/getTree", {"session": session, "form": "reference", "filter": "none"})
