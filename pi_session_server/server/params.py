@@ -39,7 +39,7 @@ MAX_SEARCH_WORDS = 32
 Id = Any  # looked up by strict equality; any JSON value has a defined answer
 Path = Annotated[str, msgspec.Meta(max_length=MAX_PATH_CHARS)]
 AbsolutePath = Annotated[str, msgspec.Meta(pattern="^/", max_length=MAX_PATH_CHARS)]
-FileUri = Annotated[str, msgspec.Meta(pattern="^file:", max_length=MAX_URI_CHARS)]
+FileUri = Annotated[str, msgspec.Meta(pattern="^file://", max_length=MAX_URI_CHARS)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 PageSize = Annotated[int, msgspec.Meta(ge=1)]
 SearchText = Annotated[str, msgspec.Meta(max_length=MAX_SEARCH_CHARS)]
@@ -235,7 +235,7 @@ class AppendCustomMessage(SessionParams, tag="custom_message", tag_field="kind",
 
 
 class AppendSessionInfo(SessionParams, tag="session_info", tag_field="kind", kw_only=True):
-    name: str
+    name: Any = UNSET
 
 
 class AppendLabel(SessionParams, tag="label", tag_field="kind", kw_only=True):

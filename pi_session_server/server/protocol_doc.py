@@ -433,7 +433,8 @@ NOTIFICATIONS = [
 FIELD_DOCS = {
     "session": "A handle returned by an opening method.",
     "uri": (
-        "file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x). Use "
+        "file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads it "
+        "(file://localhost/x is /x). Use "
         "instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion, no newline "
         "repair), and line numbers, problems and ids are the file's. A writing method reopens it for writing, "
         "except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO or device is "

@@ -13,6 +13,7 @@ from pygls.exceptions import JsonRpcException
 from sidecar_support import EXAMPLE, expect_error, sidecar_fixture  # noqa: F401  (fixture)
 
 from pi_session_server.render.context_markdown import context_markdown
+from pi_session_server.server.errors import SESSION_ERROR
 
 USER = user_message("hello", 1)
 ASSISTANT = assistant_message("hi", 2, model="claude-test")
@@ -295,15 +296,14 @@ async def test_invalid_params_name_the_field(sidecar, tmp_path):
     cases = [
         ("pi/open", {}, "`path`"),
         ("pi/setSessionFile", {"session": s}, "`path`"),
-        ("pi/append", {"session": s, "kind": "session_info"}, "`name`"),
         ("pi/open", {"path": 5}, "`$.path`"),
         ("pi/append", {"session": s}, "`kind`"),
         ("pi/append", {"session": s, "kind": "bogus"}, "`$.kind`"),
-        ("pi/append", {"session": s, "kind": "session_info", "name": 7}, "`$.name`"),
         ("pi/getTree", {"session": s, "filter": "everything"}, "`$.filter`"),
         ("pi/getEntries", {"session": s, "limit": "ten"}, "`$.limit`"),
         ("pi/getLeaf", {}, "`session` or `uri`"),
         ("pi/getLeaf", {"uri": "http://example.com/x"}, "`$.uri`"),
+        ("pi/getLeaf", {"uri": "file:relative.jsonl"}, "`$.uri`"),  # (file:// and a path)
         ("pi/create", {"cwd": "/x", "options": []}, "`$.options`"),
     ]
     for method, params, needle in cases:
@@ -314,6 +314,15 @@ async def test_invalid_params_name_the_field(sidecar, tmp_path):
     with expect_error(-32002) as failure:
         await sidecar.request("pi/branch", {"session": s})
     assert failure.value.message == "Entry undefined not found"
+    # (a session's name is one of them: pi calls name.replace, a TypeError for anything but a string)
+    typed = {"session": s, "kind": "session_info"}
+    for params, text in [
+        (typed, "Cannot read properties of undefined (reading 'replace')"),
+        ({**typed, "name": 7}, "name.replace is not a function"),
+    ]:
+        with expect_error(SESSION_ERROR) as failure:
+            await sidecar.request("pi/append", params)
+        assert (failure.value.message, failure.value.data["name"]) == (text, "TypeError")
     with pytest.raises(JsonRpcException) as unknown:
         await sidecar.client.protocol.send_request_async("pi/noSuchMethod", {})
     assert unknown.value.code == -32601

@@ -143,14 +143,15 @@ export interface SessionParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
 }
@@ -271,14 +272,15 @@ export interface DeleteParams {
   environment?: EnvironmentOptions;
   path?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** true deletes the file instead of moving it to the trash. */
@@ -293,14 +295,15 @@ export interface AppendMessage {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   message?: unknown;
@@ -314,14 +317,15 @@ export interface AppendThinkingLevelChange {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   thinkingLevel?: unknown;
@@ -335,14 +339,15 @@ export interface AppendModelChange {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   provider?: unknown;
@@ -357,14 +362,15 @@ export interface AppendUsage {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** appendUsage's `kind` (e.g. cache_warm). */
@@ -383,14 +389,15 @@ export interface AppendCompaction {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   summary?: unknown;
@@ -409,14 +416,15 @@ export interface AppendCustom {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   customType?: unknown;
@@ -431,14 +439,15 @@ export interface AppendCustomMessage {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   customType?: unknown;
@@ -455,17 +464,18 @@ export interface AppendSessionInfo {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
-  name: string;
+  name?: unknown;
 }
 
 export interface AppendLabel {
@@ -476,14 +486,15 @@ export interface AppendLabel {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -499,14 +510,15 @@ export interface AppendContextEdit {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -525,14 +537,15 @@ export interface AppendContextEditParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -550,14 +563,15 @@ export interface BranchParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** pi/getPath: the entry the path leads to (default: the leaf); pi/branch: the new leaf. */
@@ -570,14 +584,15 @@ export interface BranchWithSummaryParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   branchFromId?: unknown;
@@ -593,14 +608,15 @@ export interface CreateBranchedSessionParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
@@ -612,14 +628,15 @@ export interface NewSessionParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   options?: SessionOptions;
@@ -631,14 +648,15 @@ export interface SetSessionFileParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   path: string;
@@ -650,14 +668,15 @@ export interface GetTreeParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** none (every entry) or one of pi's /tree modes. */
@@ -728,14 +747,15 @@ export interface GetBranchParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   fromId?: unknown;
@@ -747,14 +767,15 @@ export interface GetPathParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** pi/getPath: the entry the path leads to (default: the leaf); pi/branch: the new leaf. */
@@ -783,14 +804,15 @@ export interface GetChildrenParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   parentId?: unknown;
@@ -802,14 +824,15 @@ export interface GetEntryParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   id?: unknown;
@@ -821,14 +844,15 @@ export interface GetEntryAtLineParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   line: number;
@@ -840,14 +864,15 @@ export interface GetEntriesParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   /** An entry id: return the entries after its last occurrence in file order. */
@@ -867,14 +892,15 @@ export interface GetLabelParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   id?: unknown;
@@ -886,14 +912,15 @@ export interface ContextParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
@@ -905,14 +932,15 @@ export interface SessionContextParams {
   /** A handle returned by an opening method. */
   session?: string;
   /**
-   * file: URI of a session file, read as Node's fileURLToPath reads it (file://localhost/x is /x).
-   * Use instead of `session`. Opened on demand to look at: nothing is written (no v1/v2 conversion,
-   * no newline repair), and line numbers, problems and ids are the file's. A writing method reopens
-   * it for writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A
-   * FIFO or device is refused (PathRefused, -32010) without being opened. Held until no request has
-   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
-   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
-   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
+   * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
+   * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
+   * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
+   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
+   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
+   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
+   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
+   * session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
