@@ -17,7 +17,7 @@ from ..render.tree_text import tree_text_lines
 from ..session import SessionManager, view_store
 from ..session.cache_dir import Identity
 from ..session.describe import PreviewCache
-from ..session.tree import TreeNode
+from ..session.tree import TreeNode, expanded_once
 from ._common import open_to_look, output_encoding, report_skipped_lines, write_encoded
 
 # Lines drawn, encoded and written at a time.
@@ -49,7 +49,7 @@ def tree_lines(manager: SessionManager, width: int) -> Iterator[str]:
 
     leaf = js_string_of(manager.get_leaf_id())
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
-    return tree_text_lines(manager.get_tree(), row, leaf, on_path)
+    return tree_text_lines(expanded_once(manager.get_tree()), row, leaf, on_path)
 
 
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:

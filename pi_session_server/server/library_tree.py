@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_session_server.session.tree import expanded_once
+
 from .tree_pages import FlatTreePages
 
 _trees: FlatTreePages[list[Any]] = FlatTreePages()
 
 
 def library_tree(manager: Any) -> list[Any]:
-    """``manager.get_tree()`` as the session is now, shared: the caller must not change the nodes."""
-    return _trees.tree(manager, (), manager.get_tree)
+    """``manager.get_tree()`` as the session is now, each node's subtree in one place
+    (session.tree.expanded_once), shared: the caller must not change the nodes."""
+    return _trees.tree(manager, (), lambda: expanded_once(manager.get_tree()))

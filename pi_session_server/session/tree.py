@@ -423,6 +423,29 @@ def tree_to_json(roots: list[TreeNode]) -> list[dict[str, Any]]:
     return out
 
 
+def expanded_once(roots: list[TreeNode]) -> list[TreeNode]:
+    """``roots`` with each node's subtree in one place only, for what walks a tree to show it.
+
+    pi's getTree links the node of an id once per entry with that id: with duplicate ids a node
+    hangs in several places, each with the whole subtree below it, and a walk that goes down every
+    place goes down 2^k times through k nested duplicates (a block of lines copied twice: pi's own
+    tree selector never ends; docs/DEVIATIONS.md D23). The first place found, level by level,
+    keeps the subtree; the others get a copy of the node without children. The lists are changed
+    in place (a tree from get_tree() is its caller's); nothing is copied when no node is shared."""
+    seen: set[int] = set()
+    pending = [roots]
+    while pending:
+        siblings = pending.pop()
+        for at, node in enumerate(siblings):
+            if id(node) in seen:
+                siblings[at] = TreeNode(node.entry, [], node.label, node.label_timestamp)
+                continue
+            seen.add(id(node))
+            if node.children:
+                pending.append(node.children)
+    return roots
+
+
 def preorder(roots: list[TreeNode]) -> list[tuple[int, TreeNode]]:
     """(depth, node) in preorder: roots in order, each node then its children in order."""
     result: list[tuple[int, TreeNode]] = []

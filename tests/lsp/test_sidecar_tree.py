@@ -228,3 +228,28 @@ async def test_tree_windows_that_cannot_be_given_are_refused(sidecar, tmp_path):
             await sidecar.request("pi/getTree", {"session": session, **params})
         assert failure.value.code == code, params
     assert await sidecar.request("pi/getTree", {"session": session, "form": "reference", "filter": "none"})
+
+
+async def test_nested_duplicate_ids_cost_what_the_file_holds_not_2_to_the_k(sidecar, tmp_path):
+    """A block of lines copied twice: each level's two entries share one id, and pi's tree hangs
+    that id's node twice under the level above, so a walk down every place doubles per level (a
+    7 KB file made getStats count 4 million branch points). Each node's subtree is walked in one
+    place (D23): the stats and the views grow with the file."""
+    levels = 40
+    time = "2026-01-01T00:00:00.000Z"
+    lines = [{"type": "session", "version": 3, "id": "twins", "timestamp": time, "cwd": str(tmp_path)}]
+    lines.append({"type": "message", "id": "r", "parentId": None, "timestamp": time,
+                  "message": {"role": "user", "content": "root", "timestamp": 1}})  # fmt: skip
+    for level in range(levels):
+        for twin in "ab":
+            lines.append({"type": "message", "id": f"d{level}", "parentId": f"d{level - 1}" if level else "r",
+                          "timestamp": time, "message": {"role": "user", "content": f"{level}{twin}", "timestamp": 1}})  # fmt: skip
+    path = tmp_path / "twins.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    session = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    stats = await sidecar.request("pi/getStats", {"session": session})
+    assert (stats["branchPoints"], stats["leaves"]) == (levels, levels + 1)
+    whole = await sidecar.request("pi/getTree", {"session": session, "limit": 1000})
+    assert whole["total"] == 1 + 2 * levels
+    nested = await sidecar.request("pi/getTree", {"session": session, "form": "nested"})
+    assert len(nested["nodes"]) == 1

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.session import tree as tree_module
-from pi_session_server.session.tree import build_tree, preorder
+from pi_session_server.session.tree import build_tree, expanded_once, preorder
 
 IDS = ["a", "b", "c", "d", "e", "f", "g", "h"]
 TIMES = ["2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.000Z", "not a time"]
@@ -69,3 +69,41 @@ def test_the_walk_is_skipped_without_a_cycle_and_made_with_one(monkeypatch: pyte
     roots = build_tree([*chain, _entry("n10", "n20")], {}, {})  # under n20, below itself: a cycle
     assert walks == [1]
     assert [depth for depth, node in preorder(roots) if node.entry["id"] == "n10"] == [11]
+
+
+def _nested_twins(levels: int) -> list[dict[str, Any]]:
+    """A root, then at each level two entries with one id whose parent is the level above's id (a
+    block of lines copied twice): pi's tree hangs each level's node twice under the one above."""
+    entries: list[dict[str, Any]] = [{"type": "custom", "id": "r", "parentId": None, "timestamp": TIMES[0]}]
+    for level in range(levels):
+        parent = f"d{level - 1}" if level else "r"
+        entries += [{"type": "custom", "id": f"d{level}", "parentId": parent, "timestamp": TIMES[0]}] * 2
+    return entries
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(entry_values, max_size=14))
+def test_a_tree_expanded_once_holds_each_node_s_subtree_in_one_place(entries: list[dict[str, Any]]) -> None:
+    """expanded_once: the same nodes, each in its places, but with its children (the same, in the
+    same order) under one of them only: a walk visits each node's subtree once."""
+
+    def children_by_entry(roots: list[Any]) -> dict[int, list[list[int]]]:
+        places: dict[int, list[list[int]]] = {}
+        for _depth, node in preorder(roots):
+            places.setdefault(id(node.entry), []).append([id(c.entry) for c in node.children])
+        return places
+
+    pis = children_by_entry(build_tree(entries, {}, {}))
+    expanded = expanded_once(build_tree(entries, {}, {}))
+    ours = children_by_entry(expanded)
+    assert ours.keys() == pis.keys()
+    for entry, places in ours.items():
+        full = [children for children in places if children]
+        assert len(full) <= 1 and (full[0] if full else []) == pis[entry][0]
+    nodes = [node for _depth, node in preorder(expanded)]
+    assert len({id(n) for n in nodes}) == len(nodes)  # no node reached twice
+
+
+def test_nested_twins_are_drawn_once_each_not_2_to_the_k_times() -> None:
+    roots = expanded_once(build_tree(_nested_twins(30), {}, {}))
+    assert len(preorder(roots)) == 1 + 2 * 30  # pi's tree: 2^31 - 1 places

@@ -253,3 +253,17 @@ def test_context_at_an_unknown_entry_says_so(tmp_path: Path):
         "",
         "pi-session context: Entry nope not found\n",
     )
+
+
+def test_nested_duplicate_ids_draw_each_subtree_once(tmp_path: Path) -> None:
+    """Each level's two entries share one id: pi's tree hangs the node twice under the level above
+    and a drawing of every place doubles per level (40 levels: a trillion rows). Each node's
+    subtree is drawn in one place (docs/DEVIATIONS.md D23)."""
+    lines = [S.header(), S.user("r", None, "root")]
+    for level in range(40):
+        lines += [S.user(f"d{level}", f"d{level - 1}" if level else "r", f"level {level}")] * 2
+    path = tmp_path / "twins.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    done = _cli("tree", "--no-index", str(path), cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 4 + 1 + 2 * 40  # the head, then a row per place
