@@ -704,9 +704,10 @@ def openrpc() -> dict[str, Any]:
             for n, schema in zip(NOTIFICATIONS, notification_schemas, strict=True)
         ],
         "x-errorData": (
-            "Application errors (-32001..-32012) carry the reference's message verbatim in `message`; `data.name` is "
-            "the JS error name (Error, AbortError, TypeError), `data.code` the Node fs code (EEXIST, ENOENT, EISDIR) "
-            "for -32005. After a failed request the session is as it was: unlike pi, an entry whose write failed "
+            "Application errors (-32001..-32014) carry the reference's message verbatim in `message`; for an error "
+            "the reference throws, `data.name` is its JS error name (Error, AbortError, TypeError) and `data.code` "
+            "the Node fs code (EEXIST, ENOENT, EISDIR) for -32005; an error of the server's own (an unknown handle, "
+            "a `rootId`, `entryId` or `since` not found) names the member in `data` instead. After a failed request the session is as it was: unlike pi, an entry whose write failed "
             "(EEXIST/ENOENT) is not kept in memory; initializationOptions.rollbackFailedWrites=false (or "
             "`serve --keep-failed-appends`) gives pi's behaviour."
         ),
