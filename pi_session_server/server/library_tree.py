@@ -14,14 +14,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_session_server.session.tree import expanded_once
+from pi_session_server.session.tree import expanded_once, shares_nodes
 
 from .tree_pages import FlatTreePages
 
 _trees: FlatTreePages[list[Any]] = FlatTreePages()
+_shown_trees: FlatTreePages[list[Any]] = FlatTreePages()
 
 
 def library_tree(manager: Any) -> list[Any]:
-    """``manager.get_tree()`` as the session is now, each node's subtree in one place
-    (session.tree.expanded_once), shared: the caller must not change the nodes."""
-    return _trees.tree(manager, (), lambda: expanded_once(manager.get_tree()))
+    """``manager.get_tree()`` as the session is now (pi's structure), shared: the caller must not
+    change the nodes."""
+    return _trees.tree(manager, (), manager.get_tree)
+
+
+def shown_tree(manager: Any) -> list[Any]:
+    """:func:`library_tree` with each node's subtree in one place (session.tree.expanded_once), for
+    what walks the whole tree: the same nodes when none is shared (ids are unique), shared alike."""
+    return _shown_trees.tree(manager, (), lambda: _once_each(manager))
+
+
+def _once_each(manager: Any) -> list[Any]:
+    roots = library_tree(manager)
+    return expanded_once(manager.get_tree()) if shares_nodes(roots) else roots

@@ -21,7 +21,7 @@ from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, PiRpcError, invalid_params
-from .library_tree import library_tree
+from .library_tree import library_tree, shown_tree
 from .path_view import get_path
 from .tree_pages import FlatTreePages
 from .tree_view import (
@@ -69,7 +69,7 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
                 return msgspec.Raw(_levels(manager, view, window))
             if p.form == "flat" and window.paged:
                 return msgspec.Raw(_flat_page(manager, view, window))
-            roots, leaf_id = library_tree(manager), manager.get_leaf_id()
+            roots, leaf_id = shown_tree(manager), manager.get_leaf_id()
             options = {**view, "cache": preview_cache(manager), "window": window, "max_nodes": MAX_TREE_NODES}
             if p.form == "nested":
                 return tree_view(roots, leaf_id, manager.by_id, form="nested", **options)
@@ -86,7 +86,7 @@ def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
     def shape() -> Any:
         unique_ids = manager.get_entry_count() == manager.entry_count()
         leaf_path = manager.get_branch() if unique_ids else None
-        return _shape(manager, view, on_demand, library_tree(manager), manager.by_id, leaf_path)
+        return _shape(manager, view, on_demand, shown_tree(manager), manager.by_id, leaf_path)
 
     return _tree_shapes.tree(manager, (*view.values(), on_demand), shape)
 

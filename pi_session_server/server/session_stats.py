@@ -36,7 +36,7 @@ from pi_session_server.regular_file import open_regular
 from pi_session_server.session import preview_store, scan_index, turn_store
 from pi_session_server.session.envelopes import Envelopes
 
-from .library_tree import library_tree
+from .library_tree import shown_tree
 from .tree_pages import session_state
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
@@ -467,7 +467,7 @@ def session_stats(manager: Any, cache: StatsCache = _stats) -> dict[str, Any]:
     """pi/getStats of a session."""
     totals = cache.totals(manager)
     if totals.irregular:
-        branch_points, leaves = _tree_counts(library_tree(manager))
+        branch_points, leaves = _tree_counts(shown_tree(manager))
     else:
         branch_points, leaves = totals.branch_points, totals.leaves
     result: dict[str, Any] = {

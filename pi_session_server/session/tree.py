@@ -423,6 +423,21 @@ def tree_to_json(roots: list[TreeNode]) -> list[dict[str, Any]]:
     return out
 
 
+def shares_nodes(roots: list[TreeNode]) -> bool:
+    """Whether a node of the tree hangs in more than one place (duplicate ids: see
+    :func:`expanded_once`)."""
+    seen: set[int] = set()
+    pending = [roots]
+    while pending:
+        for node in pending.pop():
+            if id(node) in seen:
+                return True
+            seen.add(id(node))
+            if node.children:
+                pending.append(node.children)
+    return False
+
+
 def expanded_once(roots: list[TreeNode]) -> list[TreeNode]:
     """``roots`` with each node's subtree in one place only, for what walks a tree to show it.
 
