@@ -14,6 +14,8 @@ import atexit
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -32,6 +34,23 @@ def files_settle_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from pi_session_server.session import cache_dir
 
     monkeypatch.setattr(cache_dir, "RACY_NS", 0)
+
+
+@pytest.fixture
+def tz() -> Iterator[Callable[[str], None]]:
+    """Set this process's time zone (``TZ``, POSIX tzset); the one before is back after the test."""
+    before = os.environ.get("TZ")
+
+    def set_zone(zone: str) -> None:
+        os.environ["TZ"] = zone
+        time.tzset()
+
+    yield set_zone
+    if before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -72,23 +72,7 @@ def test_the_server_writes_a_hostile_sessions_image_only_next_to_it(tmp_path: Pa
     (sessions / "s.x").mkdir()  # shipped with the hostile file: the first step of its path
     (tmp_path / "outside").mkdir()
     path = hostile_session(sessions, "x/../../../outside/planted")
-    uri = file_uri(path)
-    server.notify(
-        "textDocument/didOpen",
-        {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": path.read_text()}},
-    )
-    actions = server.call(
-        "textDocument/codeAction",
-        {
-            "textDocument": {"uri": uri},
-            "range": {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 0}},
-            "context": {"diagnostics": []},
-        },
-        timeout=60,
-    )
-    commands = [a["command"] for a in actions or [] if a.get("command")]
-    assert commands, f"no image command among the code actions: {actions}"
-    command = commands[0]
+    command = _image_command(server, path)
     # the image is written first, then the edit goes to the client (which this one does not apply)
     command_id = server.send_request(
         "workspace/executeCommand", {"command": command["command"], "arguments": command["arguments"]}

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -703,28 +703,11 @@ def test_a_kept_view_is_drawn_again_whenever_anything_it_was_drawn_from_changed(
         assert "1 line skipped" in errors[0]
 
 
-@pytest.fixture
-def time_zone() -> Iterator[Callable[[str], None]]:
-    """Set this process's time zone (``TZ``); the one before is back after the test."""
-    before = os.environ.get("TZ")
-
-    def set_zone(zone: str) -> None:
-        os.environ["TZ"] = zone
-        time.tzset()
-
-    yield set_zone
-    if before is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
-
-
 def test_a_kept_view_holds_for_the_time_zone_it_was_made_in(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    time_zone: Callable[[str], None],
+    tz: Callable[[str], None],
 ):
     """A time without an offset is a local time: the order of siblings in the tree, and the
     context's timestamps, change with the time zone (a view kept in another printed the old)."""
@@ -746,7 +729,7 @@ def test_a_kept_view_holds_for_the_time_zone_it_was_made_in(
     time.sleep(0.1)
     shown: dict[tuple[str, str], str] = {}
     for zone in ("UTC", "Asia/Tokyo", "UTC"):
-        time_zone(zone)
+        tz(zone)
         for command in (["tree"], ["context", "--json", "--leaf", "sum"]):
             assert main([*command, str(path)]) == 0
             kept_or_made = capsys.readouterr().out

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +15,6 @@ from pi_session_server.format.dates import file_timestamp, iso_from_ms, ms, now_
 from pi_session_server.format.jsvalue import ABSENT
 
 CORPUS = json.loads((Path(__file__).parent / "data" / "js_text_corpus.json").read_text())
-
-
-@pytest.fixture
-def tz() -> Iterator[Any]:
-    """Switch the process time zone for a test (POSIX tzset), restoring it afterwards."""
-    old = os.environ.get("TZ")
-
-    def set_tz(name: str) -> None:
-        os.environ["TZ"] = name
-        time.tzset()
-
-    yield set_tz
-    if old is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = old
-    time.tzset()
 
 
 def _nan_to_none(x: int | float) -> int | float | None:
