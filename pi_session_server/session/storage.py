@@ -159,7 +159,7 @@ class Appender:
 
     "As our last write left it" is its size *and* its modification and change times: an editor that
     saves the file in place keeping its size may have dropped the final newline our line ended
-    with, and only the times tell that save (finding 4).
+    with, and only the times tell that save.
     """
 
     def __init__(self, path: str, env: Environment | None = None) -> None:

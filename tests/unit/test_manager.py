@@ -224,7 +224,7 @@ def test_a_rewrite_caught_while_the_file_was_empty_is_read_whole_when_it_ends_lo
 
 def test_a_rewrite_in_place_keeping_the_size_is_reloaded_after_our_own_append(tmp_path):
     # the same quick fix, but we append before the next look: our append must not take the
-    # rewrite's times for ours (finding 1); the next refresh reloads, keeping our line
+    # rewrite's times for ours; the next refresh reloads, keeping our line
     path = _write(
         tmp_path / "s.jsonl",
         [HEADER, _msg("a0000001", None), _msg("c0000003", "gone0001"), _msg("d0000004", "c0000003")],

@@ -52,7 +52,7 @@ def test_append_after_partial_line_lands_on_its_own_line(tmp_path):
 
 def test_append_after_same_size_save_without_final_newline_lands_on_its_own_line(tmp_path):
     """An editor saved the file in place, keeping its size but not the final newline our last line
-    ended with: the size alone says "as we left it", the times tell the save (finding 4)."""
+    ended with: the size alone says "as we left it", the times tell the save."""
     path = str(tmp_path / "f.jsonl")
     with storage.Appender(path) as appender:
         appender.append(b'{"a":1}\n')
@@ -80,7 +80,7 @@ def test_append_after_reloaded_same_size_save_without_final_newline_is_not_glued
 
 def test_an_append_to_a_path_a_fifo_was_renamed_over_is_refused_unwritten(tmp_path):
     """Writing to a FIFO waits for a reader (for good, with a line bigger than the pipe): the
-    appender refuses it without writing (finding 3)."""
+    appender refuses it without writing."""
     path = tmp_path / "f.jsonl"
     with storage.Appender(str(path)) as appender:
         appender.append(b'{"a":1}\n')
