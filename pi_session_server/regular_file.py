@@ -34,16 +34,22 @@ def open_regular(path: str, flags: int = os.O_RDONLY, mode: int = 0o666) -> int:
     """A descriptor (close-on-exec, blocking) of the file at ``path``, opened with ``flags`` (read
     only by default; with O_CREAT a missing file is made with ``mode``). Raises NotRegularFile for
     a FIFO, a device or a socket, and the OSError of the open."""
+    return open_regular_status(path, flags, mode)[0]
+
+
+def open_regular_status(path: str, flags: int = os.O_RDONLY, mode: int = 0o666) -> tuple[int, os.stat_result]:
+    """:func:`open_regular`, and the status of the file opened (its fstat)."""
     with contextlib.suppress(FileNotFoundError):  # (nothing there yet: the open says so, or makes it)
         _refuse(path, os.stat(path).st_mode)
     fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0), mode)
     try:
-        _refuse(path, os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        _refuse(path, st.st_mode)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st
 
 
-__all__ = ["NotRegularFile", "open_regular"]
+__all__ = ["NotRegularFile", "open_regular", "open_regular_status"]

@@ -57,7 +57,7 @@ from pi_session_server.errors import StaleFileError
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
-from pi_session_server.regular_file import open_regular
+from pi_session_server.regular_file import open_regular_status
 from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
@@ -496,19 +496,21 @@ class LanguageFeatures:
         doc = state.doc
         if doc is None or state.closed or state.path is None:
             return False
+        old = state.disk_key
+        try:
+            st = os.stat(state.path)
+        except OSError:
+            return False
+        if (st.st_ino, st.st_size, st.st_mtime_ns) == old:
+            return False  # unchanged: nothing opened (the poller asks again and again)
         try:
             # a path that no longer names a regular file (a FIFO or a device renamed over it) is
             # gone, as a deleted file is: never read (the document keeps what it had)
-            fd = open_regular(state.path)
+            fd, st = open_regular_status(state.path)
         except OSError:
             return False
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            st = None
-        key = None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
-        old = state.disk_key
-        if st is None or not stat.S_ISREG(st.st_mode) or key == old:  # (a directory: nothing to read)
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if not stat.S_ISREG(st.st_mode) or key == old:  # (a directory: nothing to read)
             os.close(fd)
             return False
         try:

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 import msgspec
 
 from ..errors import FsError, NotRegularFileError, StaleFileError, fs_error_from_oserror
-from ..regular_file import NotRegularFile, open_regular
+from ..regular_file import NotRegularFile, open_regular_status
 from .environment import Environment, on_disk
 
 
@@ -206,16 +206,11 @@ class Appender:
         swapped in between."""
         self.close()
         try:
-            fd = open_regular(self.disk_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd, st = open_regular_status(self.disk_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except NotRegularFile as err:
             raise NotRegularFileError(self.path, err.kind) from err
         except OSError as err:
             raise _fs_error(err, "open", self.path) from err
-        try:
-            st = os.fstat(fd)
-        except BaseException:
-            os.close(fd)
-            raise
         self.fd = fd
         self.identity = (st.st_dev, st.st_ino)
         self.forget_end()
