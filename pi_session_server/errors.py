@@ -6,6 +6,8 @@ conformance runner and the JSON-RPC layer can report them exactly as pi would.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PiSessionError(Exception):
     """Base class. ``str(err)`` is the reference's message, verbatim."""
@@ -53,9 +55,11 @@ class ValueTypeError(PiSessionError):
     name = "TypeError"
 
 
-def cannot_read_property(nothing: str, key: str) -> ValueTypeError:
-    """pi's TypeError for reading ``key`` of ``nothing`` ("null" or "undefined")."""
-    return ValueTypeError(f"Cannot read properties of {nothing} (reading '{key}')")
+def cannot_read_property(nothing: Any, key: str) -> ValueTypeError:
+    """pi's TypeError for reading ``key`` of ``nothing``: None (null) or ABSENT (undefined)."""
+    return ValueTypeError(
+        f"Cannot read properties of {'null' if nothing is None else 'undefined'} (reading '{key}')"
+    )
 
 
 class NotRegularFileError(PiSessionError):

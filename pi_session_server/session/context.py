@@ -374,7 +374,7 @@ def _message_of_entry(entry: Any) -> list[Any]:
 def get_latest_compaction_entry(entries: list[Any]) -> Any:
     for e in reversed(entries):
         if e is None or e is ABSENT:  # (pi reads the type of each, from the last)
-            raise cannot_read_property("null" if e is None else "undefined", "type")
+            raise cannot_read_property(e, "type")
         if type_of(e) == "compaction":
             return e
     return None

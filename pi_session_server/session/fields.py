@@ -73,6 +73,6 @@ def build_index(entries: list[Any]) -> dict[Any, Any]:
     index: dict[Any, Any] = {}
     for e in entries:
         if e is None or e is ABSENT:  # (values handed to pi's functions: it reads every id)
-            raise cannot_read_property("null" if e is None else "undefined", "id")
+            raise cannot_read_property(e, "id")
         index[index_key(id_of(e))] = e
     return index

@@ -983,7 +983,7 @@ class SessionManager:
     def append_session_info(self, name: Any) -> Any:
         if not isinstance(name, str):  # (pi calls name.replace)
             if name is None or name is ABSENT:
-                raise cannot_read_property("null" if name is None else "undefined", "replace")
+                raise cannot_read_property(name, "replace")
             raise ValueTypeError("name.replace is not a function")
         value = self._base("session_info")
         value["name"] = js_trim(_CR_LF_RUNS.sub(" ", name))

@@ -126,7 +126,7 @@ def not_an_entry(value: Any, assigned: str) -> ValueTypeError:
     """pi's TypeError for a value handed to it as an entry that cannot be one: reading its type
     (null, undefined), or setting a property on a primitive (strict mode)."""
     if value is None or value is ABSENT:
-        return cannot_read_property("null" if value is None else "undefined", "type")
+        return cannot_read_property(value, "type")
     kind = "boolean" if isinstance(value, bool) else "string" if isinstance(value, str) else "number"
     return ValueTypeError(f"Cannot create property '{assigned}' on {kind} '{js_string_of(value)}'")
 
