@@ -182,20 +182,33 @@ def test_refresh_reloads_a_rewritten_file(tmp_path):
     assert [e.id for e in sm.get_entries()] == ["z"]
 
 
-def test_refresh_reloads_a_file_rewritten_in_place_with_its_size_and_tail(tmp_path):
-    # an editor's quick fix: the orphan "c" re-parented from "gone0001" to "a" + 7 characters (the
-    # same length), saved in place: same inode, same size, same last 64 bytes
-    path = _write(
-        tmp_path / "s.jsonl",
-        [HEADER, _msg("a0000001", None), _msg("c0000003", "gone0001"), _msg("d0000004", "c0000003")],
+def _with_an_orphan(path: Path) -> str:
+    """A session whose "c0000003" hangs off a missing parent, its times an hour back (an edit of
+    it in place then has other times, however fast it comes)."""
+    written = _write(
+        path, [HEADER, _msg("a0000001", None), _msg("c0000003", "gone0001"), _msg("d0000004", "c0000003")]
     )
     an_hour_ago = time.time() - 3600
-    os.utime(path, (an_hour_ago, an_hour_ago))  # its times tell the rewrite apart, however fast
-    sm = SessionManager.open(path, read_only=True)
-    before = os.stat(path)
+    os.utime(written, (an_hour_ago, an_hour_ago))
+    return written
+
+
+def _quick_fix_in_place(path: str) -> bytes:
+    """An editor's quick fix of the orphan, saved in place: "gone0001" becomes "a0000001" (the same
+    length: same inode, same size, same last bytes). Returns the file as it was."""
     data = Path(path).read_bytes()
     with open(path, "r+b") as f:
         f.write(data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"'))
+    return data
+
+
+def test_refresh_reloads_a_file_rewritten_in_place_with_its_size_and_tail(tmp_path):
+    # an editor's quick fix: the orphan "c" re-parented from "gone0001" to "a" + 7 characters (the
+    # same length), saved in place: same inode, same size, same last 64 bytes
+    path = _with_an_orphan(tmp_path / "s.jsonl")
+    sm = SessionManager.open(path, read_only=True)
+    before = os.stat(path)
+    data = _quick_fix_in_place(path)
     after = os.stat(path)
     assert (after.st_ino, after.st_size) == (before.st_ino, before.st_size)
     assert sm.refresh_from_disk().kind == "reloaded"
@@ -225,16 +238,9 @@ def test_a_rewrite_caught_while_the_file_was_empty_is_read_whole_when_it_ends_lo
 def test_a_rewrite_in_place_keeping_the_size_is_reloaded_after_our_own_append(tmp_path):
     # the same quick fix, but we append before the next look: our append must not take the
     # rewrite's times for ours; the next refresh reloads, keeping our line
-    path = _write(
-        tmp_path / "s.jsonl",
-        [HEADER, _msg("a0000001", None), _msg("c0000003", "gone0001"), _msg("d0000004", "c0000003")],
-    )
-    an_hour_ago = time.time() - 3600
-    os.utime(path, (an_hour_ago, an_hour_ago))  # its times tell the rewrite apart, however fast
+    path = _with_an_orphan(tmp_path / "s.jsonl")
     sm = SessionManager.open(path)
-    data = Path(path).read_bytes()
-    with open(path, "r+b") as f:
-        f.write(data.replace(b'"parentId":"gone0001"', b'"parentId":"a0000001"'))
+    _quick_fix_in_place(path)
     ours = sm.append_message({"role": "user", "content": "mine", "timestamp": 1})
     assert sm.refresh_from_disk().kind == "reloaded"
     fresh = SessionManager.open(path, read_only=True)
