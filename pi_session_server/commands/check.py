@@ -181,8 +181,9 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     paths = list(args.paths) or default_paths()
-    files, missing, _empty = located = session_files(paths)
-    say_what_was_not_found("check", located, given=bool(args.paths))
+    found_files = session_files(paths)
+    say_what_was_not_found("check", found_files, given=bool(args.paths))
+    files = found_files.files
     reported = SEVERITIES[: SEVERITIES.index(args.min_severity) + 1]
     progress = Progress(len(files), sys.stderr.isatty() if args.progress is None else args.progress)
     out = sys.stdout
@@ -224,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
             file=out,
         )
     out.flush()
-    if missing and args.paths:
+    if found_files.missing and args.paths:
         return 2  # (the files there were checked all the same)
     return 1 if totals["error"] else 0
 

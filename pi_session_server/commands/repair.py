@@ -75,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(chosen, str):
         print(f"pi-session repair: {chosen}", file=sys.stderr)
         return 2
-    files, missing, _empty = located = session_files(args.paths)
-    say_what_was_not_found("repair", located, given=True)
+    found_files = session_files(args.paths)
+    say_what_was_not_found("repair", found_files, given=True)
+    files, missing = found_files.files, found_files.missing
     if args.output and len(files) + len(missing) != 1:
         print("pi-session repair: --output takes one session file", file=sys.stderr)
         return 2
