@@ -42,6 +42,7 @@ DUPLICATE_HEADER = "PI013"
 BOM = "PI014"
 OLD_VERSION = "PI015"
 UNKNOWN_VERSION = "PI016"
+NOT_UTF8 = "PI017"
 # fields
 UNKNOWN_ENTRY_TYPE = "PI020"
 FIELD_MISSING = "PI021"
@@ -159,6 +160,16 @@ CODES: dict[str, Code] = {
             "Unknown format version",
             "The header's `version` is not a number this tool knows (not numeric, or newer than 3). A non-numeric version makes pi rewrite the file unchanged; a newer one may hold entries this version misreads.",
             "Set `version` to 3 if the file was written by pi 0.86 or earlier.",
+        ),
+        Code(
+            NOT_UTF8,
+            E,
+            "Not UTF-8",
+            "The file starts with a UTF-16 or UTF-32 byte order mark (Windows PowerShell's `>` and "
+            "`Out-File` write UTF-16). An editor decodes it and shows the session, but pi reads every "
+            "file as UTF-8: it cannot parse a line and refuses the file.",
+            "Save the file as UTF-8 (VS Code: *Save with Encoding*, UTF-8; Neovim: "
+            "`:set fileencoding=utf-8 nobomb`, then `:w`).",
         ),
         Code(
             UNKNOWN_ENTRY_TYPE,

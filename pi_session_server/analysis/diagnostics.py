@@ -20,7 +20,7 @@ from ..format.jsvalue import ABSENT, get, js_string_of, to_number
 from . import codes
 from . import lines as L
 from .codes import CODES, Severity
-from .document import BOM_BYTES, SessionDocument
+from .document import BOM_BYTES, BOM_PREFIX_SIZE, SessionDocument, other_bom
 from .edits import is_malformed, target_problem
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
@@ -112,6 +112,22 @@ def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
 def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     lines = doc.lines
+    encoding = doc.encoding_not_utf8()
+    if encoding is not None:
+        first = lines[0].raw if lines else b""
+        mark = other_bom(first[:BOM_PREFIX_SIZE])
+        out.append(
+            Diagnostic(
+                0,
+                0,
+                len(mark[0]) if mark else char_end(first, 0),  # the mark, or the character for it
+                CODES[codes.NOT_UTF8].severity,
+                codes.NOT_UTF8,
+                f"the file {'' if mark else 'on disk '}is {encoding} (it starts with that byte order mark"
+                f"{'' if mark else ', which the editor does not show'}): pi reads files as UTF-8, cannot "
+                "parse a line of it and refuses the file; save it as UTF-8",
+            )
+        )
     if doc.has_bom():
         out.append(
             Diagnostic(

@@ -30,6 +30,24 @@ from .lines import LineInfo, scan_envelope, scan_line
 from .tree import TreeIndex
 
 BOM_BYTES = b"\xef\xbb\xbf"
+# the byte order marks of the encodings pi cannot read, longest first (UTF-32LE's starts as UTF-16LE's)
+_OTHER_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32LE"),
+    (b"\x00\x00\xfe\xff", "UTF-32BE"),
+    (b"\xff\xfe", "UTF-16LE"),
+    (b"\xfe\xff", "UTF-16BE"),
+)
+#: bytes of a file's start that tell its byte order mark (:func:`other_bom`)
+BOM_PREFIX_SIZE = 4
+
+
+def other_bom(data: bytes) -> tuple[bytes, str] | None:
+    """The byte order mark ``data`` starts with and the encoding other than UTF-8 it names (UTF-16
+    or UTF-32, either order), or None."""
+    for mark, encoding in _OTHER_BOMS:
+        if data.startswith(mark):
+            return mark, encoding
+    return None
 
 
 def _char_boundary(raw: bytes, offset: int) -> int:
@@ -166,8 +184,11 @@ class SessionDocument:
         self.version = 0  # bumped on every change (of the text or of the profile)
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
         self._held_leaf: Any = ABSENT  # see set_leaf
-        #: the file on disk starts with a byte order mark that the text lacks (see set_disk_bom)
+        #: the file on disk starts with a byte order mark that the text lacks (see set_disk_start)
         self.disk_bom = False
+        #: the encoding other than UTF-8 the byte order mark of the file on disk names, which an
+        #: editor decoded the text from (see set_disk_start)
+        self.disk_encoding: str | None = None
         self._bom_line: LineInfo | None = None
         self._provisional: list[LineInfo] = []
         self._scanned: list[LineInfo] = []
@@ -494,17 +515,29 @@ class SessionDocument:
         """The text starts with a byte order mark."""
         return bool(self.lines) and self.lines[0].raw.startswith(BOM_BYTES)
 
-    def set_disk_bom(self, on_disk: bool) -> bool:
-        """Whether the file this text is of starts with a byte order mark that the text does not
-        have: editors hide the mark (it is the file's encoding to them) and send the text without
-        it, but pi reads the file's bytes and refuses it. Diagnostics (PI014) and repairs (made to
-        the file, :attr:`Repair.on_disk`) then look at the file, not only at the text. Returns
-        whether that changed (a new :attr:`version`)."""
-        if on_disk == self.disk_bom:
+    def set_disk_start(self, start: bytes) -> bool:
+        """Tell the analysis how the file this text is of starts (its first
+        :data:`BOM_PREFIX_SIZE` bytes). Editors hide a byte order mark (to them it is the file's
+        encoding) and send the text without it, decoded, but pi reads the file's bytes: a UTF-8 mark
+        makes it refuse the file (:attr:`disk_bom`, PI014: diagnostics and repairs, made to the file,
+        :attr:`Repair.on_disk`, look at the file then, not only at the text), and so does a file in
+        UTF-16 or UTF-32 (:attr:`disk_encoding`, PI017). Returns whether that changed (a new
+        :attr:`version`)."""
+        first = self.lines[0].raw if self.lines else b""
+        bom = start.startswith(BOM_BYTES) and not first.startswith(BOM_BYTES)
+        found = other_bom(start)
+        encoding = found[1] if found else None
+        if bom == self.disk_bom and encoding == self.disk_encoding:
             return False
-        self.disk_bom = on_disk
+        self.disk_bom, self.disk_encoding = bom, encoding
         self.version += 1
         return True
+
+    def encoding_not_utf8(self) -> str | None:
+        """The encoding (UTF-16 or UTF-32) the byte order mark of the file names: the text's own
+        first bytes (read from disk), or the file on disk under an editor's decoded text."""
+        in_text = other_bom(self.lines[0].raw[:BOM_PREFIX_SIZE]) if self.lines else None
+        return in_text[1] if in_text else self.disk_encoding
 
     def bom_in_file(self) -> bool:
         """The file starts with a byte order mark: in the text, or on disk before it."""

@@ -47,7 +47,7 @@ from pygls.exceptions import JsonRpcException
 from pi_session_server.analysis import autofix, navigation, repairs
 from pi_session_server.analysis import hints as hints_mod
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
-from pi_session_server.analysis.document import BOM_BYTES, SessionDocument
+from pi_session_server.analysis.document import BOM_PREFIX_SIZE, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
@@ -57,7 +57,7 @@ from pi_session_server.errors import StaleFileError
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
-from pi_session_server.regular_file import open_regular_status
+from pi_session_server.regular_file import open_regular, open_regular_status
 from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
@@ -326,12 +326,12 @@ class LanguageFeatures:
         state.doc = doc
         state.lone_cr = LoneCarriageReturns()
         self._look_at_file(state)
+        self._scan_lone_crs(state, doc)  # before any publication: the editor's lines are placed by it
         if doc.provisional:
             # the envelope problems at once; the complete list once the rest of each line is read
             self.publish(state, first_pass=True)
             doc.finish()
-        if not state.from_disk and any(b"\r" in line.raw for line in doc.lines):
-            state.lone_cr.scan(doc.lines)
+            self._scan_lone_crs(state, doc)  # (finishing may replace invalid UTF-8: new offsets)
         self.publish(state)
         _fill_caches(doc)
         if doc.line_count > BIG_DOCUMENT_LINES:
@@ -339,13 +339,19 @@ class LanguageFeatures:
             # walk them all, holding the interpreter (and so every thread) for up to a second
             gc.freeze()
 
+    @staticmethod
+    def _scan_lone_crs(state: DocState, doc: SessionDocument) -> None:
+        """Where the editor's lines break inside the document's (a lone CR ends a line to LSP)."""
+        if not state.from_disk and any(b"\r" in line.raw for line in doc.lines):
+            state.lone_cr.scan(doc.lines)
+
     def _look_at_file(self, state: DocState) -> bool:
         """On the worker: give the analysis the file's first bytes on disk, which editors do not
         send (a byte order mark is the file's encoding to them). Whether that changed anything."""
         doc = state.doc
         if doc is None or state.from_disk or state.path is None:
             return False
-        return doc.set_disk_bom(_starts_with_bom(state.path) and not doc.has_bom())
+        return doc.set_disk_start(_file_start(state.path))
 
     def _file_changed(self, state: DocState) -> None:
         """On the worker: the file under an editor's document changed (saved, or repaired on disk)."""
@@ -1003,19 +1009,17 @@ def _same_tail(f: Any, tail: bytes, size: int) -> bool:
     return f.read(n) == tail[len(tail) - n :] if n else True
 
 
-def _starts_with_bom(path: str) -> bool:
-    """The file at ``path`` starts with a UTF-8 byte order mark (False for anything but a regular
-    file, which is never opened: a FIFO would wait for a writer)."""
+def _file_start(path: str) -> bytes:
+    """The first bytes of the file at ``path`` that tell its byte order mark (none for a file that
+    cannot be read, or is not a regular file: a FIFO would wait for a writer)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular(path)
     except (OSError, ValueError):
-        return False
+        return b""
     try:
-        return os.pread(fd, len(BOM_BYTES), 0) == BOM_BYTES
+        return os.pread(fd, BOM_PREFIX_SIZE, 0)
     except OSError:
-        return False
+        return b""
     finally:
         os.close(fd)
 

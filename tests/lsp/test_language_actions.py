@@ -302,6 +302,25 @@ async def test_a_byte_order_mark_on_disk_is_reported_and_removed_from_the_file(
     assert list(await editor.diagnostics_for(uri)) == []  # the file was looked at again
 
 
+async def test_a_utf16_file_on_disk_is_reported_under_its_decoded_text_until_saved_as_utf8(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Windows PowerShell's `>` writes UTF-16: the editor decodes it and sends a healthy session,
+    but pi reads the bytes and refuses the file; nothing to repair in the text, save it as UTF-8."""
+    text = doc(S.header(), S.user("a", None, "😀 first"), S.assistant("b", "a"))
+    path = tmp_path / f"utf16-{editor.encoding}.jsonl"
+    path.write_bytes("\ufeff".encode("utf-16-le") + text.encode("utf-16-le"))
+    (not_utf8,) = await editor.open(path.as_uri(), text)
+    assert (not_utf8.range.start.line, not_utf8.code) == (0, "PI017") and "UTF-16LE" in not_utf8.message
+    assert await code_actions(editor, path.as_uri(), ["source.fixAll"]) == []
+    path.write_bytes(text.encode("utf-8"))  # saved as UTF-8
+    mark = editor.mark(path.as_uri())
+    editor.client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+    )
+    assert list(await editor.diagnostics_for(path.as_uri(), after=mark)) == []
+
+
 async def test_fix_all_repairs_a_file_whose_mark_is_on_disk_in_the_file_and_only_when_asked(
     editor: Editor, tmp_path: Path
 ) -> None:

@@ -259,20 +259,22 @@ async def test_a_document_opened_again_with_other_text_is_never_unchanged(editor
 async def test_big_document_publishes_envelope_problems_first_then_everything(
     editor: Editor, URI: str
 ) -> None:
-    """A document over ``QUICK_OPEN_CHARS`` gets two pushes: the envelope problems, then the full list."""
+    """A document over ``QUICK_OPEN_CHARS`` gets two pushes: the envelope problems, then the full list,
+    both on the editor's lines (a lone CR in an early line is a line break to it, white space to pi)."""
     if editor.pulls:
         pytest.skip("a client that pulls diagnostics is not sent them")
     from pi_session_server.server.language_features import QUICK_OPEN_CHARS
 
     body = S.generate_session(QUICK_OPEN_CHARS + 200_000, seed=3).decode("utf-8")
     lines = body.rstrip("\n").split("\n")
+    lines[1] = lines[1].replace('"id"', '\r"id"', 1)
     last_id = json.loads(lines[-1])["id"]
     lines += [
         S.assistant("q1", last_id, text="é 😀", calls=CALL),  # unanswered call: needs the full scan
         S.user("q2", "gone"),  # dangling parent: an envelope problem
         S.user("q3", "q2", text=[{"type": "video"}]),  # block type: needs the full scan
     ]
-    n = len(lines)
+    n = len(lines) + 1  # the editor's line count
     text = doc(*lines)
     first = await editor.open(URI, text)
     assert codes_by_line(first) == [(n - 2, "PI031")]

@@ -54,6 +54,34 @@ def test_bom_is_reported_once_and_the_header_still_read() -> None:
     assert (d.start, d.end, d.severity) == (0, 3, Severity.ERROR)
 
 
+def test_a_file_in_utf16_or_utf32_is_not_utf8_and_says_so_once_at_its_mark() -> None:
+    text = "\n".join((S.header(), S.user("a", None))) + "\n"
+    named = {
+        "utf-16-le": "UTF-16LE",
+        "utf-16-be": "UTF-16BE",
+        "utf-32-le": "UTF-32LE",
+        "utf-32-be": "UTF-32BE",
+    }
+    for encoding, name in named.items():
+        doc = SessionDocument("\ufeff".encode(encoding) + text.encode(encoding))  # read from disk
+        (not_utf8,) = [d for d in document_diagnostics(doc) if d.code == codes.NOT_UTF8]
+        assert (not_utf8.line, not_utf8.start, not_utf8.end) == (0, 0, len("\ufeff".encode(encoding)))
+        assert f"the file is {name} " in not_utf8.message
+
+
+def test_an_editors_decoded_text_of_a_utf16_file_on_disk_is_not_utf8() -> None:
+    doc = SessionDocument(S.header() + "\n")  # what an editor sends: the text, decoded
+    assert doc.set_disk_start(b"\xff\xfe{\x00") is True
+    (d,) = document_diagnostics(doc)
+    assert (d.line, d.code, d.start, d.end) == (0, codes.NOT_UTF8, 0, 1)
+    assert "UTF-16LE" in d.message and "on disk" in d.message
+    assert doc.set_disk_start(b"\xff\xfe{\x00") is False  # the same start: nothing new
+    assert doc.set_disk_start(b'{"ty') is True  # saved as UTF-8
+    assert document_diagnostics(doc) == []
+    assert doc.set_disk_start(b"\xef\xbb\xbf{") is True  # a UTF-8 mark: PI014, not PI017
+    assert [d.code for d in document_diagnostics(doc)] == [codes.BOM]
+
+
 def test_versions() -> None:
     assert diags(S.header(version=None), S.user("a", None)) == [(0, "PI015")]
     assert diags(S.header(version=2), S.user("a", None)) == [(0, "PI015")]
