@@ -80,11 +80,14 @@ class Repair:
 
 
 def _delete_line(doc: SessionDocument, n: int) -> TextEdit:
-    """Delete line ``n`` with its newline (or, for the unterminated last line, the newline before it)."""
+    """Delete line ``n`` with its newline (or, for the unterminated last line, the newline before it,
+    a CRLF whole: an edit that starts between its CR and LF is past the line's end to an editor)."""
     if n + 1 < doc.line_count:
         return TextEdit(n, 0, n + 1, 0, "")
     if n > 0:
-        return TextEdit(n - 1, len(doc.lines[n - 1].raw), n, len(doc.lines[n].raw), "")
+        before = doc.lines[n - 1].raw
+        start = len(before) - 1 if before.endswith(b"\r") else len(before)
+        return TextEdit(n - 1, start, n, len(doc.lines[n].raw), "")
     return TextEdit(n, 0, n, len(doc.lines[n].raw), "")
 
 

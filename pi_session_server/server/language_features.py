@@ -193,6 +193,8 @@ class LanguageFeatures:
             line = doc.line_count - 1
             offset = len(doc.lines[line].raw)
         raw = doc.lines[line].raw
+        if offset >= len(raw) and raw.endswith(b"\r") and line + 1 < doc.line_count:
+            offset = len(raw) - 1  # the CR of a CRLF ends the line to the editor: not a place in it
         lsp_line, start = state.lone_cr.to_lsp(line, offset)
         column = to_column(raw[start:] if start else raw, offset - start, self.encoding, doc.errors)
         return types.Position(lsp_line, column)

@@ -102,3 +102,16 @@ async def test_positions_after_a_lone_carriage_return_are_the_clients(editor: Ed
 
     found = {s.name: s.selection_range.start.line for s in flat(list(symbols or []))}
     assert found["user: first"] == 2 and found["user: second"] == 3  # c's id is after the "\r"
+
+
+async def test_no_range_ends_between_the_cr_and_lf_of_a_crlf_line(editor: Editor) -> None:
+    """pi's JSON.parse fails at the CR of a line cut inside a string ("Bad control character"): the
+    problem is placed at the end of the editor's line, not past it (where an editor clamps it)."""
+    uri = editor.fresh_uri("crlf-cut")
+    cut = S.user("b", "a", text="cut off here")[:-12]
+    text = "\r\n".join((S.header(), S.user("a", None), cut, S.user("c", "a"))) + "\r\n"
+    (invalid,) = [d for d in await editor.open(uri, text) if d.code == "PI001"]
+    line = spec_lines(text)[invalid.range.start.line]
+    assert line == cut
+    width = len(line.encode("utf-16-le")) // 2 if editor.encoding == "utf-16" else len(line)
+    assert invalid.range.start.character <= width and invalid.range.end.character <= width

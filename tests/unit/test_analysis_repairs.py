@@ -201,3 +201,13 @@ def test_image_plan_decodes_and_replaces_the_block() -> None:
         "type": "text",
         "text": "[image moved out of the session: 2026_x.c.1.png (image/png, 9 bytes)]",
     }
+
+
+def test_removing_the_unterminated_last_line_of_a_crlf_file_takes_the_whole_crlf_before_it() -> None:
+    """The edit starts before the CR: one between CR and LF is past the line's end to an editor,
+    which would clamp it (and remove the CRLF) where a byte splice leaves a lone CR."""
+    lines = (S.header(), S.user("a", None), S.header())  # a second header, last, unterminated
+    doc = SessionDocument("\r\n".join(lines).encode())
+    (edit,) = only(doc, 2).edits()
+    assert (edit.start_line, edit.start) == (1, len(lines[1].encode()))  # before the CR
+    assert apply(doc, only(doc, 2)).data() == "\r\n".join(lines[:2]).encode()
