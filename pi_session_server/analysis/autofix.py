@@ -28,11 +28,13 @@ from ..session.profiles import DEFAULT_PI, PiVersion
 from ..session.rewrites import FileState, replace_in_place
 from . import codes
 from .diagnostics import TREE_CODES
-from .document import BOM_BYTES, SessionDocument
+from .document import BOM_BYTES, SessionDocument, utf8_of_marked
 from .repairs import Repair, TextEdit, repairs
 
 #: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen
-SAFE_CODES = frozenset({codes.GLUED_LINES, codes.MISSING_HEADER, codes.HEADER_NOT_FIRST, codes.BOM})
+SAFE_CODES = frozenset(
+    {codes.GLUED_LINES, codes.MISSING_HEADER, codes.HEADER_NOT_FIRST, codes.BOM, codes.NOT_UTF8}
+)
 #: every code with a repair that text edits can make (moving an image out writes a second file:
 #: that one stays in the editor)
 FIXABLE_CODES = SAFE_CODES | frozenset(
@@ -185,14 +187,14 @@ def repair_file(
     atomically under its lock, checked right before the rename; lines others append meanwhile are
     kept after the repaired content, any other change leaves the file alone (StaleFileError).
 
-    ``text``: the file as an editor shows it (its bytes, without a byte order mark the editor
-    hides). The file is repaired only if that is what it holds, so that an editor reloading the
+    ``text``: the file as an editor shows it (its bytes in UTF-8, without a byte order mark the
+    editor hides). The file is repaired only if that is what it holds, so that an editor reloading the
     repaired file loses nothing; else StaleFileError and nothing is written. Raises OSError
     (NotRegularFile for a FIFO or a device: nothing is opened that could wait)."""
     fd = open_regular(path)  # a FIFO renamed over the file is refused, not waited on
     try:
         before = FileState.of(fd)
-        if text is not None and _without_bom(_read_all(fd, before.size)) != text:
+        if text is not None and _as_an_editor_reads(_read_all(fd, before.size)) != text:
             raise StaleFileError(
                 f"{path} differs from the text the editor shows: save it first (nothing was written)"
             )
@@ -210,7 +212,12 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(_copy(fd, 0, size))
 
 
-def _without_bom(data: bytes) -> bytes:
+def _as_an_editor_reads(data: bytes) -> bytes:
+    """The UTF-8 text an editor shows of a file: without a UTF-8 byte order mark, decoded from the
+    UTF-16 or UTF-32 another mark names."""
+    utf8 = utf8_of_marked(data)
+    if utf8 is not None:
+        return utf8
     return data[len(BOM_BYTES) :] if data.startswith(BOM_BYTES) else data
 
 

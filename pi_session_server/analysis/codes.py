@@ -168,8 +168,9 @@ CODES: dict[str, Code] = {
             "The file starts with a UTF-16 or UTF-32 byte order mark (Windows PowerShell's `>` and "
             "`Out-File` write UTF-16). An editor decodes it and shows the session, but pi reads every "
             "file as UTF-8: it cannot parse a line and refuses the file.",
-            "Save the file as UTF-8 (VS Code: *Save with Encoding*, UTF-8; Neovim: "
-            "`:set fileencoding=utf-8 nobomb`, then `:w`).",
+            "Code action *Save the file as UTF-8* (in the editor), *Re-encode the file as UTF-8* "
+            "(`pi-session repair`); or save it as UTF-8 yourself (VS Code: *Save with Encoding*; "
+            "Neovim: `:set fileencoding=utf-8 nobomb`, then `:w`).",
         ),
         Code(
             UNKNOWN_ENTRY_TYPE,

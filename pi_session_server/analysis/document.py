@@ -50,6 +50,19 @@ def other_bom(data: bytes) -> tuple[bytes, str] | None:
     return None
 
 
+def utf8_of_marked(data: bytes) -> bytes | None:
+    """The UTF-8 of a file whose byte order mark names UTF-16 or UTF-32 (:func:`other_bom`), without
+    the mark; None when it has no such mark or does not decode in that encoding, every byte of it."""
+    found = other_bom(data[:BOM_PREFIX_SIZE])
+    if found is None:
+        return None
+    mark, encoding = found
+    try:
+        return data[len(mark) :].decode(encoding).encode("utf-8")
+    except (UnicodeDecodeError, UnicodeEncodeError):  # (a lone surrogate cannot be UTF-8)
+        return None
+
+
 def _char_boundary(raw: bytes, offset: int) -> int:
     offset = max(0, min(offset, len(raw)))
     while 0 < offset < len(raw) and (raw[offset] & 0xC0) == 0x80:

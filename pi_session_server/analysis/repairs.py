@@ -31,7 +31,7 @@ from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
 from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span, reported_problems
-from .document import BOM_BYTES, SessionDocument
+from .document import BOM_BYTES, BOM_PREFIX_SIZE, SessionDocument, other_bom, utf8_of_marked
 from .fields import Path
 from .jsonpath import value_span
 from .lines import LineInfo, human_size
@@ -99,6 +99,9 @@ def _delete_line(doc: SessionDocument, n: int) -> TextEdit:
 def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | None = None) -> list[Repair]:
     """Repairs for the diagnostics on lines ``first_line..last_line``. ``path``: the file's path
     (used to name a new header after the file and to place extracted images)."""
+    if other_bom(doc.lines[0].raw[:BOM_PREFIX_SIZE] if doc.lines else b"") is not None:
+        # bytes of another encoding, read from disk: their lines are no lines of pi's to mend
+        return _reencoding(doc) if first_line <= 0 <= last_line else []
     out = [
         r
         for d in file_diagnostics(doc)
@@ -120,6 +123,26 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
         elif p.code == codes.HUGE_IMAGE and p.path is not None:
             out.append(_extract_image(doc, info, p.path, path))
     return out
+
+
+def _reencoding(doc: SessionDocument) -> list[Repair]:
+    """The file in UTF-8, for a file read from disk in the UTF-16 or UTF-32 its mark names (none
+    when it does not decode whole: nothing is guessed)."""
+    utf8 = utf8_of_marked(doc.data())
+    if utf8 is None:
+        return []
+    last = doc.line_count - 1
+    text = utf8.decode("utf-8")
+    return [
+        Repair(
+            "Re-encode the file as UTF-8",
+            codes.NOT_UTF8,
+            0,
+            lambda: [TextEdit(0, 0, last, len(doc.lines[last].raw), text)],
+            preferred=True,
+            key=(codes.NOT_UTF8,),
+        )
+    ]
 
 
 def _orphan_repairs(
@@ -183,6 +206,18 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
                 lambda: [_delete_line(doc, n)],
                 preferred=True,
                 key=(d.code, n),
+            )
+        ]
+    if d.code == codes.NOT_UTF8:  # (an editor's decoded text: the file's bytes are read for it)
+        return [
+            Repair(
+                "Save the file as UTF-8",
+                d.code,
+                0,
+                lambda: [],
+                preferred=True,
+                key=(d.code, "file"),
+                on_disk=True,
             )
         ]
     if d.code == codes.BOM and doc.has_bom():

@@ -312,13 +312,27 @@ async def test_a_utf16_file_on_disk_is_reported_under_its_decoded_text_until_sav
     path.write_bytes("\ufeff".encode("utf-16-le") + text.encode("utf-16-le"))
     (not_utf8,) = await editor.open(path.as_uri(), text)
     assert (not_utf8.range.start.line, not_utf8.code) == (0, "PI017") and "UTF-16LE" in not_utf8.message
-    assert await code_actions(editor, path.as_uri(), ["source.fixAll"]) == []
-    path.write_bytes(text.encode("utf-8"))  # saved as UTF-8
+    path.write_bytes(text.encode("utf-8"))  # saved as UTF-8 by the editor
     mark = editor.mark(path.as_uri())
     editor.client.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
     )
     assert list(await editor.diagnostics_for(path.as_uri(), after=mark)) == []
+
+
+async def test_a_utf16_file_on_disk_is_saved_as_utf8_by_its_quick_fix(editor: Editor, tmp_path: Path) -> None:
+    text = doc(S.header(), S.user("a", None, "😀 first"), S.assistant("b", "a"))
+    path = tmp_path / f"utf16-fix-{editor.encoding}.jsonl"
+    path.write_bytes("\ufeff".encode("utf-16-le") + text.encode("utf-16-le"))
+    uri = path.as_uri()
+    assert codes_by_line(await editor.open(uri, text)) == [(0, "PI017")]
+    (fix_all,) = await code_actions(editor, uri, ["source.fixAll"])
+    assert fix_all.title.endswith("(1 repair, in the file on disk)")
+    (action,) = [a for a in await actions_on(editor, uri, 0) if a.title == "Save the file as UTF-8"]
+    result = await run_command(editor, action)
+    assert result["applied"] is True and result["repairs"] == 1
+    assert path.read_bytes() == text.encode("utf-8")
+    assert list(await editor.diagnostics_for(uri)) == []  # the file was looked at again
 
 
 async def test_fix_all_repairs_a_file_whose_mark_is_on_disk_in_the_file_and_only_when_asked(

@@ -429,3 +429,28 @@ def test_the_analysis_follows_pi(tmp_path: Path, pi: str, left: str) -> None:
     assert done.returncode == 0, done.stderr
     assert f"1 repair made in {path}; {left}" in done.stdout
     assert not path.read_bytes().startswith(b"\xef\xbb\xbf")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_utf16_or_utf32_file_is_re_encoded_as_utf8_by_default_and_then_repaired(
+    tmp_path: Path, encoding: str
+) -> None:
+    """Windows PowerShell's `>` writes a session as UTF-16: pi refuses it; decoded whole, the file
+    loses nothing in UTF-8 (a glued line in it is split in the next round)."""
+    first = S.user("aaaa0001", None, "first 😀")
+    text = lines(HEADER, first, B[:57] + C, D).decode()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes("\ufeff".encode(encoding) + text.encode(encoding))
+    done = cli("--in-place", path)
+    assert done.returncode == 0, done.stderr
+    assert f"{path}:1: PI017 Re-encode the file as UTF-8" in done.stdout
+    assert path.read_bytes() == lines(HEADER, first, B[:57], C, D)
+    assert (tmp_path / "s.jsonl.bak").read_bytes().startswith("\ufeff".encode(encoding))
+
+
+def test_a_utf16_file_that_does_not_decode_whole_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    data = "\ufeff".encode("utf-16-le") + lines(HEADER, A).decode().encode("utf-16-le") + b"\x00\xd8x\x00"
+    path.write_bytes(data)  # a lone surrogate: no UTF-8 holds it, nothing is guessed
+    done = cli("--in-place", path)
+    assert "PI017" not in done.stdout and path.read_bytes() == data

@@ -22,9 +22,11 @@ return {
   -- (Neovim pulls the diagnostics of attached buffers; the server pushes only those of files no
   -- client opened, so each problem shows once without a filter.)
   commands = {
-    -- a repair the server makes to the file on disk (a byte order mark Neovim hides in 'bomb'): the
-    -- server does it, then the buffer, which has no unsaved change (else the server refuses), is
-    -- read again from the file (the server says why when it did nothing)
+    -- a repair the server makes to the file on disk (a byte order mark Neovim hides in 'bomb', a
+    -- file in UTF-16 Neovim decoded): the server does it, then the buffer, which has no unsaved
+    -- change (else the server refuses), is read again from the file, which is UTF-8 now (a reload
+    -- as :checktime makes keeps the 'fileencoding' the buffer had), or the server says why it did
+    -- nothing
     ['pi.session.repairFile'] = function(command, ctx)
       local client = vim.lsp.get_client_by_id(ctx.client_id)
       if not client then
@@ -36,7 +38,9 @@ return {
           return vim.notify('pi-session: ' .. tostring(err.message), vim.log.levels.ERROR)
         end
         if type(result) == 'table' and result.applied and vim.api.nvim_buf_is_valid(ctx.bufnr) then
-          vim.cmd.checktime(ctx.bufnr)
+          vim.api.nvim_buf_call(ctx.bufnr, function()
+            pcall(vim.cmd, 'silent edit ++enc=utf-8')
+          end)
         end
       end, ctx.bufnr)
     end,

@@ -883,6 +883,21 @@ test('damaged headers are reported and repaired: missing, not first, and a byte 
   truthy(vim.fn.readblob(path):sub(1, 16) == '{"type":"session', 'the file: ' .. vim.fn.readblob(path):sub(1, 40))
 end)
 
+test('a session in UTF-16, which Neovim decodes and pi cannot read, is written as UTF-8 by its repair', function()
+  local buf, path = open_damaged('utf16-session.jsonl', 'PI017')
+  eq(vim.bo[buf].fileencoding, 'utf-16le', 'Neovim decodes the file')
+  vim.lsp.buf.code_action({ context = { only = { 'source.fixAll' } }, apply = true })
+  local written = vim.wait(TIMEOUT, function()
+    return vim.fn.readblob(path):sub(1, 16) == '{"type":"session' and vim.bo[buf].fileencoding == 'utf-8'
+  end, 50)
+  truthy(written, 'the file: ' .. vim.fn.readblob(path):sub(1, 40) .. ', fileencoding ' .. vim.bo[buf].fileencoding)
+  eq(vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]:sub(1, 16), '{"type":"session', 'the buffer read again')
+  local gone = vim.wait(TIMEOUT, function()
+    return #vim.diagnostic.get(buf) == 0
+  end, 50)
+  truthy(gone, 'still reported: ' .. vim.inspect(vim.diagnostic.get(buf)))
+end)
+
 test(':checkhealth pi_session says the server starts, and what is on in session buffers', function()
   vim.cmd('checkhealth pi_session')
   local text = buffer_text(vim.api.nvim_get_current_buf())

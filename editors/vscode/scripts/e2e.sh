@@ -81,7 +81,7 @@ RUN=$E2E/run; rm -rf "$RUN"; mkdir -p "$RUN/ud/User" "$RUN/exts" "$RUN/ws"
 VSCE="$TOOLS/node_modules/.bin/vsce" bash "$HERE/scripts/package.sh" "$RUN/pi-session.vsix" >/dev/null
 COMMON=(--config "$RUN/config.yaml" --user-data-dir "$RUN/ud" --extensions-dir "$RUN/exts")
 timeout 120 "$CS" "${COMMON[@]}" --install-extension "$RUN/pi-session.vsix" >/dev/null
-for f in broken-session ordinary glued-session hostile-session orphan-session bom-session header-second; do
+for f in broken-session ordinary glued-session hostile-session orphan-session bom-session header-second utf16-session; do
   cp "$FIXTURES/$f.jsonl" "$RUN/ws/"
 done
 # a session without a header outside pi's folder: known by its first lines (not line 1 alone)

@@ -322,6 +322,29 @@ try {
   check('Fix All removes the mark from the file, and the problem goes', bomGone && bomRowGone,
     `first bytes ${fs.readFileSync(bomPath).subarray(0, 3).toString('hex')}`);
 
+  // 10c. a session in UTF-16 (Windows PowerShell's >): VS Code decodes it, pi cannot read it; the
+  // server reads the file's first bytes and reports it; Fix All writes the file as UTF-8, and VS Code
+  // reads it again as UTF-8
+  const utf16Path = path.join(FOLDER, 'utf16-session.jsonl');
+  await openByName(page, 'utf16-session.jsonl');
+  const utf16Problem = page.locator('.markers-panel .monaco-list-row', { hasText: 'UTF-16LE' });
+  check('a session file in UTF-16 is reported', await visible(utf16Problem, 60_000));
+  await page.locator('.tab[aria-label*="utf16-session.jsonl"]').first().click();
+  await page.waitForTimeout(1000);
+  let utf8 = false;
+  for (let attempt = 0; attempt < 3 && !utf8; attempt++) {
+    await runCommand(page, 'Fix All');
+    for (let i = 0; i < 20 && !utf8; i++) {
+      await page.waitForTimeout(500);
+      utf8 = fs.readFileSync(utf16Path).subarray(0, 2).toString('latin1') === '{"';
+    }
+  }
+  const utf16RowGone = utf8 && (await utf16Problem.first().waitFor({ state: 'hidden', timeout: 20_000 }).then(() => true, () => false));
+  const encoding = page.locator('#status\\.editor\\.encoding');
+  const readAsUtf8 = utf8 && (await visible(encoding.filter({ hasText: 'UTF-8' }), 20_000));
+  check('Fix All writes the file as UTF-8, the problem goes, and VS Code reads it as UTF-8', utf8 && utf16RowGone && readAsUtf8,
+    `first bytes ${fs.readFileSync(utf16Path).subarray(0, 4).toString('hex')}, status bar ${squash(await encoding.first().innerText().catch(() => '?'))}`);
+
   // 11. an orphan (its parent line is gone) is a second root; the quick fix re-parents it (an id of
   // the same length: the file keeps its size and its last bytes), and once saved the tree has one
   // root again
