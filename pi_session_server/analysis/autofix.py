@@ -194,10 +194,10 @@ def repair_file(
     fd = open_regular(path)  # a FIFO renamed over the file is refused, not waited on
     try:
         before = FileState.of(fd)
-        if text is not None and _as_an_editor_reads(_read_all(fd, before.size)) != text:
-            raise StaleFileError(
-                f"{path} differs from the text the editor shows: save it first (nothing was written)"
-            )
+        if text is not None:
+            shown = _as_an_editor_reads(_read_all(fd, before.size))
+            if shown != text:
+                raise StaleFileError(_differs(path, shown, text))
         doc = SessionDocument.from_file(_name_of(path, fd), pi=pi)
         plan = plan_repairs(doc, chosen, path)
         if not plan.applied:
@@ -206,6 +206,16 @@ def repair_file(
         return FileRepair(len(plan.applied), kept)
     finally:
         os.close(fd)
+
+
+def _differs(path: str, on_disk: bytes, text: bytes) -> str:
+    """Why a file is not repaired for an editor whose text is not what it holds, and what to do."""
+    if len(on_disk) > len(text) and on_disk.startswith(text):
+        return (
+            f"{path} has lines the editor does not show yet (another program, pi, appended to it): "
+            "let the editor read it again, then repair (nothing was written)"
+        )
+    return f"{path} differs from the text the editor shows: save it first (nothing was written)"
 
 
 def _read_all(fd: int, size: int) -> bytes:

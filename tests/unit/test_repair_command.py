@@ -454,3 +454,20 @@ def test_a_utf16_file_that_does_not_decode_whole_is_left_alone(tmp_path: Path) -
     path.write_bytes(data)  # a lone surrogate: no UTF-8 holds it, nothing is guessed
     done = cli("--in-place", path)
     assert "PI017" not in done.stdout and path.read_bytes() == data
+
+
+def test_a_repair_for_an_editor_is_refused_with_the_advice_that_fits_what_changed(tmp_path: Path) -> None:
+    """The file is repaired for an editor only if it holds the editor's text: lines pi appended
+    since call for a reload, other differences for a save; nothing is written either way."""
+    path = tmp_path / "s.jsonl"
+    shown = b"\xef\xbb\xbf" + GLUED  # a mark the editor hides: the repair is made to the file
+    path.write_bytes(shown + lines(S.user("eeee0005", "dddd0004")))
+    with pytest.raises(StaleFileError, match="appended to it\\): let the editor read it again"):
+        autofix.repair_file(str(path), autofix.SAFE_CODES, text=GLUED)
+    path.write_bytes(shown.replace(b"first", b"FIRST"))
+    with pytest.raises(StaleFileError, match="differs from the text the editor shows: save it first"):
+        autofix.repair_file(str(path), autofix.SAFE_CODES, text=GLUED)
+    assert path.read_bytes() == shown.replace(b"first", b"FIRST")
+    path.write_bytes(shown)
+    assert autofix.repair_file(str(path), autofix.SAFE_CODES, text=GLUED).repairs == 2
+    assert path.read_bytes() == SPLIT
