@@ -31,7 +31,7 @@ from collections.abc import Iterator
 import msgspec
 
 from ..errors import FsError, NotRegularFileError, StaleFileError, fs_error_from_oserror
-from ..regular_file import NotRegularFile, open_regular_status
+from ..regular_file import NotRegularFile, open_regular, open_regular_status
 from .environment import Environment, on_disk
 
 
@@ -362,7 +362,9 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
     disk_path = on_disk(path, env)
     for _ in range(MAX_REOPENS):
         try:
-            fd = os.open(disk_path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            fd = open_regular(disk_path, os.O_RDWR | os.O_APPEND)
+        except NotRegularFile as err:
+            raise NotRegularFileError(path, err.kind) from err
         except OSError as err:
             raise _fs_error(err, "open", path) from err
         try:
