@@ -83,7 +83,10 @@ class FileChange(msgspec.Struct):
     """What :meth:`SessionManager.refresh_from_disk` found."""
 
     # "unchanged" | "appended" | "reloaded" | "deleted" | "rewriting": the file is empty or has no
-    # header yet, another program is writing it again in place; the session stays as it was
+    # header yet, another program is writing it again in place (told once, when a look first finds
+    # it so) | "unreadable": it has held still without a header for storage.UNREADABLE_AFTER seconds (a
+    # shell's `>` left other text, an editor saved it with a byte order mark): it is not a session
+    # now. The session stays as it was in memory through both; "reloaded" follows a header's return
     kind: str
     new_entry_ids: list[Any] = msgspec.field(default_factory=list)
     leaf_id: Any = ABSENT
@@ -128,6 +131,18 @@ _MIGRATION_ATTEMPTS = 5
 # How long (seconds, at least and at most) a migration watches its file for a pi that read it just
 # before the rename: twice as long as the migration itself took, within these bounds.
 _MIGRATION_GRACE = (0.1, 2.0)
+
+
+class _Headerless(msgspec.Struct):
+    """The followed file as a look last found it without a session header."""
+
+    signature: tuple[int, int, int, int, int]  # inode, size, mtime, ctime and device when looked at
+    since: float  # time.monotonic() when the file was first found so (restarts when it changes)
+    told: bool = False  # "unreadable" was reported (until the file changes again)
+
+
+def _signature_of(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev
 
 
 class SessionManager:
@@ -203,6 +218,10 @@ class SessionManager:
         self.problems: builtins.list[LineProblem] = []
         self._appender: storage.Appender | None = None
         self._out_of_sync = False  # a foreign write was seen while appending: reload on next refresh
+        self._headerless: _Headerless | None = None  # the file as last found without a header
+        # our appends go only into a file that starts with a session header, but for the one our
+        # append made again after it was deleted (headerless, as pi's appendFileSync makes it)
+        self._needs_header = True
         # the file ended inside a line we took in as an entry (read-only, no newline repair): what is
         # appended next finishes or changes that line, so a growing file is reloaded
         self._open_tail = False
@@ -815,7 +834,12 @@ class SessionManager:
                 appender.close()
             appender = self._appender = storage.Appender(self._session_file, self._env)
         tracked = self._identity is not None
-        outcome = appender.append(data, fsync=self.fsync, lines_since=self._known_end if tracked else -1)
+        outcome = appender.append(
+            data,
+            fsync=self.fsync,
+            lines_since=self._known_end if tracked else -1,
+            check=self._require_header if tracked and self._needs_header else None,
+        )
         if tracked and self._recreated_by(appender, outcome):
             # The file was deleted (or moved away) and our append made it again, as pi's
             # appendFileSync does: it holds our line alone, written by nobody else. It is followed
@@ -823,6 +847,7 @@ class SessionManager:
             assert appender.identity is not None
             self._identity = storage.FileIdentity(*appender.identity)
             self._marker = b""
+            self._needs_header = False
             self._release_source()  # lines others append next are read from the new file
         elif tracked and (outcome.size_before != self._known_end or outcome.interleaved):
             # Another process wrote since we last looked (or while we wrote): report it, and let the
@@ -847,6 +872,16 @@ class SessionManager:
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
         # our write changed the file's times: they are ours, not another program's rewrite
         self._stamp = outcome.times_after
+
+    def _require_header(self, fd: int) -> None:
+        """Refuse an append to our file when another program left something else there: text
+        without a session header (a shell's ``>``, an editor's save with a byte order mark, which
+        pi cannot read either). Our entry glued onto it would be in no session; nothing is written."""
+        if not is_valid_header(peek_header(fd).value):
+            raise StaleFileError(
+                f"{self._session_file} is not a session file now (it does not start with a session "
+                "header: another program wrote something else there); nothing was appended"
+            )
 
     def _recreated_by(self, appender: storage.Appender, outcome: storage.WriteOutcome) -> bool:
         """Did this append land alone in a new file at our path (not the one we know)?"""
@@ -888,6 +923,8 @@ class SessionManager:
         self._known_end = st.st_size if end is None else min(end, st.st_size)
         self._line_count = line_count
         self._out_of_sync = False
+        self._headerless = None
+        self._needs_header = True
         self._open_tail = open_tail
         self._marker = self._read_marker(path, self._known_end)
 
@@ -1404,6 +1441,9 @@ class SessionManager:
             # replaced by a FIFO, a device or a directory: no session file there any more (and a
             # FIFO's open would wait for a writer)
             return FileChange("deleted", [], self._leaf_id)
+        headerless = self._headerless
+        if headerless is not None and headerless.signature == _signature_of(st):
+            return self._still_headerless(headerless)
         if (
             self._out_of_sync
             or (self._open_tail and st.st_size > self._known_end)
@@ -1458,8 +1498,11 @@ class SessionManager:
         A file that is empty or shrank in place is being written again by another program
         (``cat backup > FILE``, an editor saving in place: truncate, then write): it is given a
         moment, then read again. While it is still empty or has no header, the session stays as it
-        was and "rewriting" is reported; the next refresh looks again."""
-        if storage.settle_after_shrink(self._disk(path), self._identity, self._known_end) is None:
+        was and "rewriting" is reported once (a file that goes on changing without a header is
+        still being written: nothing more to tell); the next refresh looks again, and one that finds
+        it unchanged :data:`.storage.UNREADABLE_AFTER` seconds on reports it "unreadable"."""
+        found = storage.settle_after_shrink(self._disk(path), self._identity, self._known_end)
+        if found is None:
             return FileChange("deleted", [], self._leaf_id)
         before = {index_key(e.id) for e in self._file_entries}
         read_only = self.read_only
@@ -1476,11 +1519,34 @@ class SessionManager:
             # what the file holds next is another file's: read it whole then, never as lines
             # appended to the one held (a rewrite that ends longer keeps the old bytes' place)
             self._out_of_sync = True
-            return FileChange("rewriting", [], self._leaf_id)
+            return self._found_headerless(found)
         if self._appender is not None:
             self._appender.forget_end()  # rewritten by another program: its end is not ours
         new_ids = [e.id for e in self.get_entries() if index_key(e.id) not in before]
         return FileChange("reloaded", new_ids, self._leaf_id)
+
+    def _found_headerless(self, st: os.stat_result) -> FileChange:
+        """A look found the file without a session header (``st``: its status before the look, so
+        that a header written since changes it). "rewriting" when the file was whole before or had
+        been reported unreadable; a rewrite already reported is waited for anew."""
+        previous = self._headerless
+        self._headerless = _Headerless(_signature_of(st), time.monotonic())
+        kind = "rewriting" if previous is None or previous.told else "unchanged"
+        return FileChange(kind, [], self._leaf_id)
+
+    def _still_headerless(self, headerless: _Headerless) -> FileChange:
+        """The file is as a look left it, without a header: "unreadable" once it has held still for
+        :data:`.storage.UNREADABLE_AFTER` seconds (nothing is read)."""
+        if headerless.told or time.monotonic() - headerless.since < storage.UNREADABLE_AFTER:
+            return FileChange("unchanged", [], self._leaf_id)
+        headerless.told = True
+        return FileChange("unreadable", [], self._leaf_id)
+
+    @property
+    def awaiting_header(self) -> bool:
+        """The file was last found without a session header and not reported "unreadable" yet: a
+        follower refreshes again even when the file does not change, to learn that it held still."""
+        return self._headerless is not None and not self._headerless.told
 
     def _load_if_session(self, path: str) -> bool:
         """Load ``path`` if it starts with a session header (False, nothing changed, if not)."""
