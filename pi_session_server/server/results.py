@@ -513,8 +513,8 @@ class DidChangeParams(Result, kw_only=True):
             "reloaded follows once the file has a header again (read it again then), or unreadable; "
             f"unreadable: the file has held still for {UNREADABLE_AFTER:g} seconds without a session header (empty, other "
             "text, a header behind a byte order mark: pi cannot read it either): it is not a session now; "
-            "the session stays as it was in memory, an append to other text is refused (-32008, nothing "
-            "written), and reloaded follows if a header comes back; a change that still leaves no "
+            "the session stays as it was in memory (an append goes on a line of its own after the other "
+            "text, as pi's would, and is reported as pi/foreignWriter), and reloaded follows if a header comes back; a change that still leaves no "
             "header is told as rewriting again; deleted: the file is gone (the session stays in memory)"
         ),
     ]

@@ -219,9 +219,6 @@ class SessionManager:
         self._appender: storage.Appender | None = None
         self._out_of_sync = False  # a foreign write was seen while appending: reload on next refresh
         self._headerless: _Headerless | None = None  # the file as last found without a header
-        # our appends go only into a file that starts with a session header, but for the one our
-        # append made again after it was deleted (headerless, as pi's appendFileSync makes it)
-        self._needs_header = True
         # the file ended inside a line we took in as an entry (read-only, no newline repair): what is
         # appended next finishes or changes that line, so a growing file is reloaded
         self._open_tail = False
@@ -834,12 +831,7 @@ class SessionManager:
                 appender.close()
             appender = self._appender = storage.Appender(self._session_file, self._env)
         tracked = self._identity is not None
-        outcome = appender.append(
-            data,
-            fsync=self.fsync,
-            lines_since=self._known_end if tracked else -1,
-            check=self._require_header if tracked and self._needs_header else None,
-        )
+        outcome = appender.append(data, fsync=self.fsync, lines_since=self._known_end if tracked else -1)
         if tracked and self._recreated_by(appender, outcome):
             # The file was deleted (or moved away) and our append made it again, as pi's
             # appendFileSync does: it holds our line alone, written by nobody else. It is followed
@@ -847,7 +839,6 @@ class SessionManager:
             assert appender.identity is not None
             self._identity = storage.FileIdentity(*appender.identity)
             self._marker = b""
-            self._needs_header = False
             self._release_source()  # lines others append next are read from the new file
         elif tracked and (outcome.size_before != self._known_end or outcome.interleaved):
             # Another process wrote since we last looked (or while we wrote): report it, and let the
@@ -872,16 +863,6 @@ class SessionManager:
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
         # our write changed the file's times: they are ours, not another program's rewrite
         self._stamp = outcome.times_after
-
-    def _require_header(self, fd: int) -> None:
-        """Refuse an append to our file when another program left something else there: text
-        without a session header (a shell's ``>``, an editor's save with a byte order mark, which
-        pi cannot read either). Our entry glued onto it would be in no session; nothing is written."""
-        if not is_valid_header(peek_header(fd).value):
-            raise StaleFileError(
-                f"{self._session_file} is not a session file now (it does not start with a session "
-                "header: another program wrote something else there); nothing was appended"
-            )
 
     def _recreated_by(self, appender: storage.Appender, outcome: storage.WriteOutcome) -> bool:
         """Did this append land alone in a new file at our path (not the one we know)?"""
@@ -924,7 +905,6 @@ class SessionManager:
         self._line_count = line_count
         self._out_of_sync = False
         self._headerless = None
-        self._needs_header = True
         self._open_tail = open_tail
         self._marker = self._read_marker(path, self._known_end)
 
@@ -1436,11 +1416,11 @@ class SessionManager:
         try:
             st = os.stat(self._disk(path))
         except FileNotFoundError:
-            return FileChange("deleted", [], self._leaf_id)
+            return self._gone()
         if not stat.S_ISREG(st.st_mode):
             # replaced by a FIFO, a device or a directory: no session file there any more (and a
             # FIFO's open would wait for a writer)
-            return FileChange("deleted", [], self._leaf_id)
+            return self._gone()
         headerless = self._headerless
         if headerless is not None and headerless.signature == _signature_of(st):
             return self._still_headerless(headerless)
@@ -1503,7 +1483,7 @@ class SessionManager:
         it unchanged :data:`.storage.UNREADABLE_AFTER` seconds on reports it "unreadable"."""
         found = storage.settle_after_shrink(self._disk(path), self._identity, self._known_end)
         if found is None:
-            return FileChange("deleted", [], self._leaf_id)
+            return self._gone()
         before = {index_key(e.id) for e in self._file_entries}
         read_only = self.read_only
         try:
@@ -1514,6 +1494,7 @@ class SessionManager:
                 finally:
                     self.read_only = read_only
         except PiSessionError:
+            self._headerless = None  # (a file that cannot be read at all is not waited for)
             return FileChange("reloaded", [], self._leaf_id)
         if not loaded:
             # what the file holds next is another file's: read it whole then, never as lines
@@ -1524,6 +1505,11 @@ class SessionManager:
             self._appender.forget_end()  # rewritten by another program: its end is not ours
         new_ids = [e.id for e in self.get_entries() if index_key(e.id) not in before]
         return FileChange("reloaded", new_ids, self._leaf_id)
+
+    def _gone(self) -> FileChange:
+        """No file at our path (or no regular one): a headerless one it replaced is not waited for."""
+        self._headerless = None
+        return FileChange("deleted", [], self._leaf_id)
 
     def _found_headerless(self, st: os.stat_result) -> FileChange:
         """A look found the file without a session header (``st``: its status before the look, so

@@ -26,7 +26,7 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import msgspec
 
@@ -221,19 +221,8 @@ class Appender:
         self.expected_end = -1
         self.left_as = None
 
-    def append(
-        self,
-        data: bytes,
-        *,
-        fsync: bool = False,
-        lines_since: int = -1,
-        check: Callable[[int], None] | None = None,
-    ) -> WriteOutcome:
+    def append(self, data: bytes, *, fsync: bool = False, lines_since: int = -1) -> WriteOutcome:
         """Append whole lines (``data`` ends with ``"\\n"``), landing as one valid copy.
-
-        ``check(fd)``: called under the lock, before anything is written, when the file holds
-        bytes that are not as our last write left them (someone else wrote it); it raises to
-        refuse the append (the manager's: the file must still start with a session header).
 
         ``lines_since``: an offset at or before the end of the file as the caller last knew it. The
         outcome's ``newlines_before`` then counts the "\\n" bytes between it and our line (lines
@@ -245,7 +234,7 @@ class Appender:
         except OSError as err:
             raise _fs_error(err, "open", self.path) from err
         try:
-            outcome = self._write_line(fd, data, fsync, check=check)
+            outcome = self._write_line(fd, data, fsync)
             if outcome.written_at != outcome.size_before:  # others wrote between fstat and write
                 if outcome.repaired_newline:
                     self._drop_needless_separator(fd, outcome)
@@ -264,21 +253,12 @@ class Appender:
                 unlock(fd)
         return outcome
 
-    def _write_line(
-        self,
-        fd: int,
-        data: bytes,
-        fsync: bool,
-        separated: bool = False,
-        check: Callable[[int], None] | None = None,
-    ) -> WriteOutcome:
+    def _write_line(self, fd: int, data: bytes, fsync: bool, separated: bool = False) -> WriteOutcome:
         """One write() of ``data`` at the end of the file, after a "\\n" if the file ends mid-line
         (or always, when ``separated``: then nobody can glue it, at worst it follows a blank line)."""
         st = os.fstat(fd)
         size, times = st.st_size, _times(st)
         as_we_left_it = self.left_as == (size, *times)
-        if check is not None and size > 0 and not as_we_left_it:
-            check(fd)
         payload = data
         if separated or (size > 0 and not as_we_left_it and os.pread(fd, 1, size - 1) != b"\n"):
             payload = b"\n" + data  # D11: never glue onto a partial line left behind
@@ -422,11 +402,11 @@ def tail_marker(fd: int, end: int, size: int = 64) -> bytes:
 
 # How long a file that shrank in place is given to be written again before it is taken as it is.
 REWRITE_WAIT = 0.1
+REWRITE_POLL = 0.01
 # How long (seconds) a followed file without a session header must hold still before it is taken
 # for what it is ("unreadable": not a session now) rather than a rewrite still under way
 # ("rewriting"): longer than an editor's or a shell's rewrite takes, short enough to say so soon.
 UNREADABLE_AFTER = 2.0
-REWRITE_POLL = 0.01
 
 
 def settle_after_shrink(path: str, identity: FileIdentity | None, known_end: int) -> os.stat_result | None:

@@ -345,12 +345,12 @@ class Extension {
     }
     if (params.kind === 'unreadable') {
       // the file held still without a session header (other text, a byte order mark): the server
-      // keeps the session as it was and refuses appends; a reload follows if a header comes back
+      // keeps the session as it was; a reload follows if a header comes back
       const name = changed ? path.basename(vscode.Uri.parse(changed).fsPath) : 'The session file';
       this.log(`${changed ?? 'a session file'} has no session header any more: showing the session as it was`);
       void vscode.window.showWarningMessage(
         `Pi Session: ${name} is not a session file now (it has no session header; pi cannot read it either). ` +
-          'The session is shown as it was; appends are refused until the header is back.',
+          'The session is shown as it was until the header is back.',
       );
       return;
     }

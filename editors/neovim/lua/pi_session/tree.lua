@@ -330,11 +330,11 @@ function M.on_did_change(params)
   end
   if params.kind == 'unreadable' then
     -- the file held still without a session header (other text, a byte order mark): the server
-    -- keeps the session as it was and refuses appends; a reload follows if a header comes back
+    -- keeps the session as it was; a reload follows if a header comes back
     vim.schedule(function()
       vim.notify(
         'pi-session: ' .. tostring(params.uri or 'the session file')
-          .. ' is not a session file now (no session header; pi cannot read it either): the session is shown as it was, appends are refused until the header is back',
+          .. ' is not a session file now (no session header; pi cannot read it either): the session is shown as it was until the header is back',
         vim.log.levels.WARN
       )
     end)
