@@ -472,11 +472,11 @@ def _glued_problem(raw: bytes, pieces: tuple[Piece, ...]) -> Problem:
     where = pieces[1].start
     return Problem(
         codes.GLUED_LINES,
-        f"{len(pieces)} lines glued together: {describe(pieces, columns=False)}. pi skips the whole line, and with it {' and '.join(lost)}",
+        f"{len(pieces)} lines glued together: {describe(pieces)}. pi skips the whole line, and with it {' and '.join(lost)}",
         span=(where, char_end(raw, where)),  # the second piece's first character
         pieces=pieces,
         # where each is (the last one without the \r of a \r\n line break)
-        notes=tuple((p.start, min(p.end, text_end(raw)), describe((p,), columns=False)) for p in pieces),
+        notes=tuple((p.start, min(p.end, text_end(raw)), describe((p,))) for p in pieces),
     )
 
 

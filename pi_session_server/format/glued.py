@@ -211,19 +211,18 @@ def _head(raw: bytes, start: int, end: int) -> _Head | None:
     return _Head(value.get("type", ABSENT), value.get("id", ABSENT), value.get("timestamp", ABSENT))
 
 
-def describe(pieces: tuple[Piece, ...], columns: bool = True) -> str:
-    """``pieces`` in words, e.g. "a cut-off line, then entry `1e2f3a4b` (message) from column 655"
-    (``columns``: with the character column where each piece after the first starts)."""
+def describe(pieces: tuple[Piece, ...]) -> str:
+    """``pieces`` in words, e.g. "a cut-off line, then entry `1e2f3a4b` (message)". No columns: a
+    problem's place is its structured position (0-based in the library and on the wire, 1-based in
+    ``pi-session check``), which a number in its words would contradict in one of them."""
     parts = []
-    for i, piece in enumerate(pieces):
+    for piece in pieces:
         if piece.whole and piece.type == "session":
-            what = "the session header"
+            parts.append("the session header")
         elif piece.whole:
-            what = f"entry {_name(piece)}"
+            parts.append(f"entry {_name(piece)}")
         else:
-            what = "a cut-off line"
-        where = "" if i == 0 or not columns else f" from column {piece.column + 1}"
-        parts.append(what + where)
+            parts.append("a cut-off line")
     return ", then ".join(parts)
 
 

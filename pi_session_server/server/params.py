@@ -16,6 +16,7 @@ The same structures generate the params schemas of ``protocol/`` and of the VS C
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import deque
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -393,12 +394,55 @@ def _paths_of(members: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]
 
 def convert(params: Any, struct: type[T]) -> T:
     """``msgspec.convert``; a failure is a -32602 error that names the member."""
+    taken = 0
+    while True:
+        try:
+            return msgspec.convert(params, struct)
+        except msgspec.ValidationError as error:
+            whole = _with_whole_number_as_int(params, str(error)) if taken < _WHOLE_NUMBERS_TAKEN else None
+            if whole is None:
+                raise invalid_params(f"Invalid params: {error}") from None
+            params, taken = whole, taken + 1
+        except UnicodeEncodeError:  # msgspec takes no string with a lone surrogate, whatever the type
+            raise invalid_params(f"Invalid params: {_lone_surrogate_problem(params, struct)}") from None
+
+
+# msgspec's refusal of a float where the schema says integer, and the member's path in the params;
+# a request may write this many of its integers as whole floats (each costs one more conversion)
+_WHOLE_NUMBERS_TAKEN = 8
+_FLOAT_FOR_INT = re.compile(r"Expected `int`, got `float` - at `\$((?:\.[A-Za-z_]\w*|\[\d+\])*)`")
+_PATH_STEP = re.compile(r"\.([A-Za-z_]\w*)|\[(\d+)\]")
+
+
+def _with_whole_number_as_int(params: Any, refusal: str) -> Any:
+    """``params`` with the whole number msgspec refused as a float (``refusal``) as an int, or None
+    when the refusal is another. JSON has one number type and JSON Schema's integer is any whole
+    number: ``1e21``, the way JavaScript writes every number from 1e21 on, or ``4.0``. Only the
+    member the schema types as an integer changes (a member of any type keeps its float), and only
+    on this path: a request whose integers are written as such is converted once."""
+    found = _FLOAT_FOR_INT.fullmatch(refusal)
+    if found is None:
+        return None
+    steps = [name if name else int(index) for name, index in _PATH_STEP.findall(found.group(1))]
+    if not steps:
+        return None
+    copy = root = _shallow_copy(params)
     try:
-        return msgspec.convert(params, struct)
-    except msgspec.ValidationError as error:
-        raise invalid_params(f"Invalid params: {error}") from None
-    except UnicodeEncodeError:  # msgspec takes no string with a lone surrogate, whatever the type
-        raise invalid_params(f"Invalid params: {_lone_surrogate_problem(params, struct)}") from None
+        for step in steps[:-1]:
+            child = _shallow_copy(copy[step])
+            copy[step] = child
+            copy = child
+        value = copy[steps[-1]]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if type(value) is not float or not value.is_integer():
+        return None
+    copy[steps[-1]] = int(value)
+    return root
+
+
+def _shallow_copy(value: Any) -> Any:
+    return dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
 
 
 def _lone_surrogate_problem(params: Any, struct: type[Any]) -> str:

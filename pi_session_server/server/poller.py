@@ -6,7 +6,10 @@ poller's own queue looks at each followed file (``stat``: inode, size, mtime). A
 is handed to its owner's queue: a session takes the change in with ``refresh_from_disk()`` (only
 the new bytes are read; a truncated or replaced file is reloaded) and the client gets
 ``pi/didChange``. Our own appends change the file too; the refresh then finds nothing new and
-nothing is sent. The event loop only sets the timer: no ``stat`` ever runs on it.
+nothing is sent. A file found without a session header is told once as ``rewriting``, and looked at
+on every tick until it either gets a header (``reloaded``) or holds still long enough to be told
+``unreadable`` (see ``SessionManager.refresh_from_disk``); nothing more is sent while it stays so.
+The event loop only sets the timer: no ``stat`` ever runs on it.
 """
 
 from __future__ import annotations
@@ -110,6 +113,10 @@ class FilePoller:
             logger.exception("following %s failed", slot.path)
             return
         self.server.note_slot(slot)
+        if manager.awaiting_header:
+            # the file was found without a session header and not yet held still long enough to be
+            # told "unreadable": the next tick looks again, changed or not (an unchanged look is a stat)
+            slot.last_stat = None
         if change.kind == "unchanged":
             return
         params: dict[str, Any] = {

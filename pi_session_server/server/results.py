@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from pi_session_server.session.storage import UNREADABLE_AFTER
+
 from . import errors as E
 from .params import Count
 
@@ -502,13 +504,18 @@ class DidChangeParams(Result, kw_only=True):
     session: str
     uri: str | None
     kind: Annotated[
-        Literal["appended", "reloaded", "rewriting", "deleted"],
+        Literal["appended", "reloaded", "rewriting", "unreadable", "deleted"],
         Meta(
             description="appended: new lines at the end (newEntryIds); reloaded: the file was truncated, "
             "replaced or rewritten (also in place, keeping its size) and read again; rewriting: another "
-            "program is writing the file again (it is empty or has no header yet): the session stays as it "
-            "was, nothing is lost or an error, and a later pi/didChange (reloaded) follows once the file is "
-            "whole; read it again then; deleted: the file is gone (the session stays in memory)"
+            "program is writing the file again (it is empty or has no header yet), told once when the "
+            "server first finds it so: the session stays as it was, nothing is lost or an error; "
+            "reloaded follows once the file has a header again (read it again then), or unreadable; "
+            f"unreadable: the file has held still for {UNREADABLE_AFTER:g} seconds without a session header (empty, other "
+            "text, a header behind a byte order mark: pi cannot read it either): it is not a session now; "
+            "the session stays as it was in memory (an append goes on a line of its own after the other "
+            "text, as pi's would, and is reported as pi/foreignWriter), and reloaded follows if a header comes back; a change that still leaves no "
+            "header is told as rewriting again; deleted: the file is gone (the session stays in memory)"
         ),
     ]
     new_entry_ids: Annotated[list[Any], Meta(description="ids of the entries that are new (file order)")]

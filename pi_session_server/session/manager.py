@@ -83,7 +83,10 @@ class FileChange(msgspec.Struct):
     """What :meth:`SessionManager.refresh_from_disk` found."""
 
     # "unchanged" | "appended" | "reloaded" | "deleted" | "rewriting": the file is empty or has no
-    # header yet, another program is writing it again in place; the session stays as it was
+    # header yet, another program is writing it again in place (told once, when a look first finds
+    # it so) | "unreadable": it has held still without a header for storage.UNREADABLE_AFTER seconds (a
+    # shell's `>` left other text, an editor saved it with a byte order mark): it is not a session
+    # now. The session stays as it was in memory through both; "reloaded" follows a header's return
     kind: str
     new_entry_ids: list[Any] = msgspec.field(default_factory=list)
     leaf_id: Any = ABSENT
@@ -128,6 +131,18 @@ _MIGRATION_ATTEMPTS = 5
 # How long (seconds, at least and at most) a migration watches its file for a pi that read it just
 # before the rename: twice as long as the migration itself took, within these bounds.
 _MIGRATION_GRACE = (0.1, 2.0)
+
+
+class _Headerless(msgspec.Struct):
+    """The followed file as a look last found it without a session header."""
+
+    signature: tuple[int, int, int, int, int]  # inode, size, mtime, ctime and device when looked at
+    since: float  # time.monotonic() when the file was first found so (restarts when it changes)
+    told: bool = False  # "unreadable" was reported (until the file changes again)
+
+
+def _signature_of(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev
 
 
 class SessionManager:
@@ -203,6 +218,7 @@ class SessionManager:
         self.problems: builtins.list[LineProblem] = []
         self._appender: storage.Appender | None = None
         self._out_of_sync = False  # a foreign write was seen while appending: reload on next refresh
+        self._headerless: _Headerless | None = None  # the file as last found without a header
         # the file ended inside a line we took in as an entry (read-only, no newline repair): what is
         # appended next finishes or changes that line, so a growing file is reloaded
         self._open_tail = False
@@ -888,6 +904,7 @@ class SessionManager:
         self._known_end = st.st_size if end is None else min(end, st.st_size)
         self._line_count = line_count
         self._out_of_sync = False
+        self._headerless = None
         self._open_tail = open_tail
         self._marker = self._read_marker(path, self._known_end)
 
@@ -1399,11 +1416,14 @@ class SessionManager:
         try:
             st = os.stat(self._disk(path))
         except FileNotFoundError:
-            return FileChange("deleted", [], self._leaf_id)
+            return self._gone()
         if not stat.S_ISREG(st.st_mode):
             # replaced by a FIFO, a device or a directory: no session file there any more (and a
             # FIFO's open would wait for a writer)
-            return FileChange("deleted", [], self._leaf_id)
+            return self._gone()
+        headerless = self._headerless
+        if headerless is not None and headerless.signature == _signature_of(st):
+            return self._still_headerless(headerless)
         if (
             self._out_of_sync
             or (self._open_tail and st.st_size > self._known_end)
@@ -1458,9 +1478,12 @@ class SessionManager:
         A file that is empty or shrank in place is being written again by another program
         (``cat backup > FILE``, an editor saving in place: truncate, then write): it is given a
         moment, then read again. While it is still empty or has no header, the session stays as it
-        was and "rewriting" is reported; the next refresh looks again."""
-        if storage.settle_after_shrink(self._disk(path), self._identity, self._known_end) is None:
-            return FileChange("deleted", [], self._leaf_id)
+        was and "rewriting" is reported once (a file that goes on changing without a header is
+        still being written: nothing more to tell); the next refresh looks again, and one that finds
+        it unchanged :data:`.storage.UNREADABLE_AFTER` seconds on reports it "unreadable"."""
+        found = storage.settle_after_shrink(self._disk(path), self._identity, self._known_end)
+        if found is None:
+            return self._gone()
         before = {index_key(e.id) for e in self._file_entries}
         read_only = self.read_only
         try:
@@ -1471,16 +1494,45 @@ class SessionManager:
                 finally:
                     self.read_only = read_only
         except PiSessionError:
+            self._headerless = None  # (a file that cannot be read at all is not waited for)
             return FileChange("reloaded", [], self._leaf_id)
         if not loaded:
             # what the file holds next is another file's: read it whole then, never as lines
             # appended to the one held (a rewrite that ends longer keeps the old bytes' place)
             self._out_of_sync = True
-            return FileChange("rewriting", [], self._leaf_id)
+            return self._found_headerless(found)
         if self._appender is not None:
             self._appender.forget_end()  # rewritten by another program: its end is not ours
         new_ids = [e.id for e in self.get_entries() if index_key(e.id) not in before]
         return FileChange("reloaded", new_ids, self._leaf_id)
+
+    def _gone(self) -> FileChange:
+        """No file at our path (or no regular one): a headerless one it replaced is not waited for."""
+        self._headerless = None
+        return FileChange("deleted", [], self._leaf_id)
+
+    def _found_headerless(self, st: os.stat_result) -> FileChange:
+        """A look found the file without a session header (``st``: its status before the look, so
+        that a header written since changes it). "rewriting" when the file was whole before or had
+        been reported unreadable; a rewrite already reported is waited for anew."""
+        previous = self._headerless
+        self._headerless = _Headerless(_signature_of(st), time.monotonic())
+        kind = "rewriting" if previous is None or previous.told else "unchanged"
+        return FileChange(kind, [], self._leaf_id)
+
+    def _still_headerless(self, headerless: _Headerless) -> FileChange:
+        """The file is as a look left it, without a header: "unreadable" once it has held still for
+        :data:`.storage.UNREADABLE_AFTER` seconds (nothing is read)."""
+        if headerless.told or time.monotonic() - headerless.since < storage.UNREADABLE_AFTER:
+            return FileChange("unchanged", [], self._leaf_id)
+        headerless.told = True
+        return FileChange("unreadable", [], self._leaf_id)
+
+    @property
+    def awaiting_header(self) -> bool:
+        """The file was last found without a session header and not reported "unreadable" yet: a
+        follower refreshes again even when the file does not change, to learn that it held still."""
+        return self._headerless is not None and not self._headerless.told
 
     def _load_if_session(self, path: str) -> bool:
         """Load ``path`` if it starts with a session header (False, nothing changed, if not)."""

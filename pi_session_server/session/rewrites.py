@@ -43,7 +43,8 @@ from collections.abc import Iterable
 
 import msgspec
 
-from ..errors import StaleFileError, fs_error_from_oserror
+from ..errors import NotRegularFileError, StaleFileError, fs_error_from_oserror
+from ..regular_file import NotRegularFile, open_regular
 from .environment import Environment, on_disk
 from .storage import MAX_REOPENS, lock, names, tail_marker, write_all
 
@@ -109,9 +110,12 @@ class LockedFile:
         self.fd = -1
         for _ in range(MAX_REOPENS):
             try:
-                fd = os.open(self.target, os.O_RDONLY | os.O_CLOEXEC)
+                # a FIFO or a device renamed over the session file is refused, never waited on
+                fd = open_regular(self.target)
             except FileNotFoundError:
                 return
+            except NotRegularFile as err:
+                raise NotRegularFileError(path, err.kind) from err
             except OSError as err:
                 raise fs_error_from_oserror(err, "open", path) from err
             lock(fd)
@@ -148,7 +152,9 @@ class LockedFile:
         if self.fd < 0:
             raise StaleFileError(self._refusal("was deleted"))
         try:
-            out = os.open(self.target, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            out = open_regular(self.target, os.O_WRONLY | os.O_APPEND)
+        except NotRegularFile as err:
+            raise NotRegularFileError(self.path, err.kind) from err
         except OSError as err:
             raise fs_error_from_oserror(err, "open", self.path) from err
         try:
@@ -441,8 +447,8 @@ def rewritten_after(path: str, state: FileState, seconds: float) -> bool:
             state.size,
             state.mtime_ns,
         ):
-            with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            with contextlib.suppress(OSError):  # (NotRegularFile too: a FIFO is not waited on)
+                fd = open_regular(path)
                 try:
                     _wait_until_still(fd)
                 finally:
@@ -494,7 +500,10 @@ def _copy_range(source: int, start: int, end: int, out: int) -> int:
 def _append_to(path: str, fd: int, data: bytes) -> int:
     """Append ``data`` to the file open as ``fd`` through ``path`` (O_APPEND: pi may append by
     path at the same time), on a line of its own. We hold that file's lock already (``fd``)."""
-    out = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    try:
+        out = open_regular(path, os.O_WRONLY | os.O_APPEND)
+    except NotRegularFile as err:
+        raise NotRegularFileError(path, err.kind) from err
     try:
         if not names(path, fd):
             raise StaleFileError(f"{path} was replaced by another process while it was being rewritten")

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 import msgspec
 
 from ..errors import FsError, NotRegularFileError, StaleFileError, fs_error_from_oserror
-from ..regular_file import NotRegularFile, open_regular_status
+from ..regular_file import NotRegularFile, open_regular, open_regular_status
 from .environment import Environment, on_disk
 
 
@@ -362,7 +362,9 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
     disk_path = on_disk(path, env)
     for _ in range(MAX_REOPENS):
         try:
-            fd = os.open(disk_path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            fd = open_regular(disk_path, os.O_RDWR | os.O_APPEND)
+        except NotRegularFile as err:
+            raise NotRegularFileError(path, err.kind) from err
         except OSError as err:
             raise _fs_error(err, "open", path) from err
         try:
@@ -401,6 +403,10 @@ def tail_marker(fd: int, end: int, size: int = 64) -> bytes:
 # How long a file that shrank in place is given to be written again before it is taken as it is.
 REWRITE_WAIT = 0.1
 REWRITE_POLL = 0.01
+# How long (seconds) a followed file without a session header must hold still before it is taken
+# for what it is ("unreadable": not a session now) rather than a rewrite still under way
+# ("rewriting"): longer than an editor's or a shell's rewrite takes, short enough to say so soon.
+UNREADABLE_AFTER = 2.0
 
 
 def settle_after_shrink(path: str, identity: FileIdentity | None, known_end: int) -> os.stat_result | None:

@@ -56,7 +56,7 @@ async def test_a_damaged_file_says_which_lines_pi_skips(sidecar, tmp_path):
             "line": 2,
             "column": 57,
             "kind": "glued",
-            "message": "2 lines glued together (a cut-off line, then entry `cccc0003` (message) from column 58): "
+            "message": "2 lines glued together (a cut-off line, then entry `cccc0003` (message)): "
             "pi skips the whole line, and with it entry cccc0003",
         }
         assert (falsy["line"], falsy["kind"]) == (3, "falsy")

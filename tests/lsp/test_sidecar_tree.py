@@ -187,6 +187,29 @@ async def test_the_entry_on_a_line_without_the_tree(sidecar, tmp_path):
         assert failure.value.code == -32602
 
 
+async def test_a_line_written_as_a_whole_float_is_a_line(sidecar, tmp_path):
+    """JSON has one number type: ``1e21`` (as JavaScript writes every number from 1e21 on) or
+    ``4.0`` is the whole number protocol/'s integer allows, and answers as that integer does (past
+    the end: null); a fraction or a negative line is refused, naming the member."""
+    session, _ = await sidecar.open_example(tmp_path)
+
+    async def at(line):
+        return await sidecar.request("pi/getEntryAtLine", {"session": session, "line": line})
+
+    assert await at(4.0) == await at(4) and (await at(4))["id"] == "1e2f3a4b"
+    for past_the_end in (1e21, 10**23, 1e300, 2.0**64):
+        assert await at(past_the_end) is None, past_the_end
+    for bad, message in ((4.5, "Expected `int`, got `float`"), (-1.0, "Expected `int` >= 0")):
+        with pytest.raises(RpcFailure) as failure:
+            await at(bad)
+        assert (failure.value.code, failure.value.message) == (
+            -32602,
+            f"Invalid params: {message} - at `$.line`",
+        )
+    page = await sidecar.request("pi/getPath", {"session": session, "offset": 1.0, "limit": 2.0})
+    assert page == await sidecar.request("pi/getPath", {"session": session, "offset": 1, "limit": 2})
+
+
 async def test_subtrees_by_root_id_and_depth(sidecar, tmp_path):
     session, _ = await sidecar.open_example(tmp_path)
     whole = {n["id"]: n for n in (await sidecar.request("pi/getTree", {"session": session}))["nodes"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -12,7 +13,13 @@ from pathlib import Path
 
 import pytest
 import reference_locations
-from sidecar_support import EXAMPLE, ROOT, sidecar_fixture, start_sidecar, stop_sidecar  # noqa: F401  (fixture)
+from sidecar_support import (  # noqa: F401  (fixture)
+    EXAMPLE,
+    ROOT,
+    sidecar_fixture,
+    start_sidecar,
+    stop_sidecar,
+)
 
 ORACLE = reference_locations.oracle_dir()
 ORACLE_APPEND = ROOT / "tests" / "node_client" / "oracle_append.mjs"
@@ -108,6 +115,44 @@ async def test_a_file_rewritten_in_place_with_a_pause_is_rewriting_then_reloaded
     assert writer.wait() == 0
     assert reloaded["newEntryIds"] == [] and path.read_bytes() == backup.read_bytes()
     assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 4
+
+
+async def test_a_file_left_without_a_header_is_told_rewriting_then_unreadable_once_each(sidecar, tmp_path):
+    """A shell's ``>`` leaves other text in the held session's file, then an editor saves it with a
+    byte order mark, then properly. Each headerless state is told once as ``rewriting`` and, once
+    the file holds still, once as ``unreadable`` (no notification per poll); the session stays as
+    it was; the header's return is ``reloaded``."""
+    session, path = await sidecar.open_example(tmp_path)
+    whole = path.read_bytes()
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(whole)
+
+    def kinds() -> list[str]:
+        return [p["kind"] for p in sidecar.notifications.get("pi/didChange", []) if p["session"] == session]
+
+    async def told_unreadable(count: int) -> None:
+        await sidecar.wait_for("pi/didChange", lambda p: kinds().count("unreadable") == count)
+        await asyncio.sleep(1)  # a few more polls: nothing more is said of a file that holds still
+
+    subprocess.run(["sh", "-c", 'echo "notes, not a session" > "$0"', str(path)], check=True)
+    await told_unreadable(1)
+    assert kinds() == ["rewriting", "unreadable"]
+    assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 36  # as it was
+
+    subprocess.run(
+        ["sh", "-c", 'printf "\\357\\273\\277" > "$0" && cat "$1" >> "$0"', str(path), str(copy)], check=True
+    )
+    await told_unreadable(2)
+    assert kinds() == ["rewriting", "unreadable"] * 2
+
+    subprocess.run(["sh", "-c", 'cat "$1" > "$0"', str(path), str(copy)], check=True)
+    await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "reloaded")
+    # (a look may catch the file empty in between: a change after "unreadable" is "rewriting")
+    assert kinds()[4:] in (["reloaded"], ["rewriting", "reloaded"])
+    await sidecar.request(
+        "pi/append", {"session": session, "kind": "label", "targetId": "1e2f3a4b", "label": "x"}
+    )
+    assert path.read_bytes().startswith(whole)
 
 
 async def test_a_rewrite_in_place_that_keeps_size_and_tail_is_reloaded(sidecar, tmp_path):

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.hover import hover
+from pi_session_server.analysis.positions import UTF32, to_column
 from pi_session_server.analysis.repairs import Repair, repairs
+from pi_session_server.commands.check_analysis import report_file
 from pi_session_server.format import glued
 from pi_session_server.format.glued import glued_pieces
 from pi_session_server.format.jsvalue import ABSENT
@@ -238,10 +240,29 @@ def test_the_loader_says_a_line_is_lines_glued_together(tmp_path: Path) -> None:
     problems = SessionManager.open(str(glued_file), read_only=True).problems
     assert [(p.line, p.column, p.kind) for p in problems] == [(2, 57, "glued"), (3, 1, "malformed")]
     assert problems[0].message == (
-        "2 lines glued together (a cut-off line, then entry `cccc0003` (message) from column 58): "
+        "2 lines glued together (a cut-off line, then entry `cccc0003` (message)): "
         "pi skips the whole line, and with it entry cccc0003"
     )
     assert problems[1].message.startswith("invalid JSON: ")
+
+
+def test_a_glued_line_is_placed_alike_by_the_loader_check_and_the_language_server(tmp_path: Path) -> None:
+    """The loader's column is 0-based like its line (as on the wire: SkippedLine), ``pi-session
+    check`` prints the same place 1-based, the language server's range starts there, and no
+    message carries a column number of its own that one of them would contradict. The line is cut
+    inside a character (a crash mid-write), after one outside the BMP."""
+    cut = A.encode()[:-20] + "😀".encode() + "😀".encode()[:3]
+    path = tmp_path / "glued.jsonl"
+    path.write_bytes(HEADER.encode() + b"\n" + cut + C.encode() + b"\n")
+    column = len(cut.decode("utf-8", "replace"))  # characters before the glued-on line
+    (problem,) = SessionManager.open(str(path), read_only=True).problems
+    assert (problem.line, problem.column, problem.kind) == (1, column, "glued")
+    (finding,) = report_file(str(path)).findings
+    assert (finding.code, finding.line, finding.column) == ("PI006", 2, column + 1)
+    diagnostic = the(SessionDocument(path.read_bytes()), "PI006")
+    raw = path.read_bytes().split(b"\n")[1]
+    assert to_column(raw, diagnostic.start, UTF32, "replace") == column
+    assert "column" not in problem.message and "column" not in finding.message
 
 
 def test_a_header_glued_to_the_first_entry() -> None:

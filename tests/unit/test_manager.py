@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from builders import assistant_message, message_entry, user_message
 
 from pi_session_server.errors import InvalidSessionFileError
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.session import SessionManager, build_session_context
+from pi_session_server.session import SessionManager, build_session_context, storage
 from pi_session_server.session.tree import preorder
 
 HEADER = {"type": "session", "version": 3, "id": "sess", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
@@ -233,6 +234,77 @@ def test_a_rewrite_caught_while_the_file_was_empty_is_read_whole_when_it_ends_lo
     change = sm.refresh_from_disk()
     assert (change.kind, change.new_entry_ids) == ("reloaded", ["c0000003"])
     assert sm.get_entry("a0000001").value == edited[1]
+
+
+def _shell(command: str, *args: str) -> None:
+    """Another program writes the file: ``sh -c command FILE ...`` (FILE is ``$0``)."""
+    subprocess.run(["sh", "-c", command, *args], check=True)
+
+
+def test_a_file_left_without_a_header_is_rewriting_once_then_unreadable_then_reloaded(tmp_path, monkeypatch):
+    """A shell's ``>`` leaves other text, then an editor saves the session with a byte order mark
+    (pi cannot read either), then a proper save brings the header back. Each change without a
+    header is told once ("rewriting"), the file holding still so is "unreadable" once, and nothing
+    more is said while it stays so; the session stays as it was; the header's return is
+    "reloaded"."""
+    monkeypatch.setattr(storage, "UNREADABLE_AFTER", 0.2)
+    lines = [HEADER, _msg("a0000001", None), _msg("b0000002", "a0000001")]
+    path = _write(tmp_path / "s.jsonl", lines)
+    whole = Path(path).read_bytes()
+    copy = str(tmp_path / "copy.jsonl")
+    Path(copy).write_bytes(whole)
+    sm = SessionManager.open(path)
+
+    def looks() -> list[str]:
+        kinds = [sm.refresh_from_disk().kind, sm.refresh_from_disk().kind]
+        time.sleep(0.3)
+        return [*kinds, sm.refresh_from_disk().kind, sm.refresh_from_disk().kind]
+
+    _shell('echo "notes, not a session" > "$0"', path)
+    assert looks() == ["rewriting", "unchanged", "unreadable", "unchanged"]
+    assert [e.id for e in sm.get_entries()] == ["a0000001", "b0000002"]  # as it was
+
+    _shell('printf "\\357\\273\\277" > "$0" && cat "$1" >> "$0"', path, copy)
+    assert Path(path).read_bytes().startswith(b"\xef\xbb\xbf{")
+    assert looks() == ["rewriting", "unchanged", "unreadable", "unchanged"]
+
+    _shell('cat "$1" > "$0"', path, copy)
+    change = sm.refresh_from_disk()
+    assert (change.kind, change.new_entry_ids) == ("reloaded", [])
+    ours = sm.append_message({"role": "user", "content": "mine", "timestamp": 1})
+    assert sm.refresh_from_disk().kind == "unchanged"
+    assert Path(path).read_bytes().startswith(whole)
+    assert [e.id for e in SessionManager.open(path, read_only=True).get_entries()][-1] == ours
+
+
+def test_a_headerless_file_that_is_deleted_is_no_longer_waited_for(tmp_path):
+    """A follower looks at a headerless file on every tick until it is told apart: once the file is
+    gone that stops (a "deleted" at each look would be told at each tick); a session written there
+    again is "reloaded"."""
+    lines = [HEADER, _msg("a0000001", None)]
+    path = _write(tmp_path / "s.jsonl", lines)
+    sm = SessionManager.open(path)
+    assert not sm.awaiting_header
+    _shell('echo "notes" > "$0"', path)
+    assert sm.refresh_from_disk().kind == "rewriting" and sm.awaiting_header
+    os.unlink(path)
+    assert sm.refresh_from_disk().kind == "deleted" and not sm.awaiting_header
+    _write(tmp_path / "s.jsonl", lines)
+    assert sm.refresh_from_disk().kind == "reloaded" and not sm.awaiting_header
+
+
+def test_an_append_to_a_file_another_program_filled_with_other_text_is_told_not_glued(tmp_path):
+    """As pi's: our line goes after the other text, on a line of its own, and the foreign write
+    is reported (pi/foreignWriter on the wire); the file is still no session ("rewriting")."""
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a0000001", None)])
+    sm = SessionManager.open(path)
+    sm.append_message({"role": "user", "content": "first", "timestamp": 1})
+    _shell('printf "a shopping list" > "$0"', path)
+    ours = sm.append_message({"role": "user", "content": "second", "timestamp": 1})
+    text, line = Path(path).read_bytes().split(b"\n")[:2]
+    assert text == b"a shopping list" and json.loads(line)["id"] == ours
+    assert [e.message for e in sm.drain_events()] == [f"{path} was truncated or rewritten by another process"]
+    assert sm.refresh_from_disk().kind == "rewriting"
 
 
 def test_a_rewrite_in_place_keeping_the_size_is_reloaded_after_our_own_append(tmp_path):

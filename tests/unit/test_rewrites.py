@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_session_server.errors import StaleFileError
+from pi_session_server.errors import NotRegularFileError, PiSessionError, StaleFileError
 from pi_session_server.session import rewrites, storage
 from pi_session_server.session.rewrites import FileState, LockedFile
 
@@ -172,3 +172,47 @@ def test_an_untouched_file_is_not_waited_for(tmp_path: Path):
     started = time.monotonic()
     assert storage.settle_after_shrink(str(path), identity, len(LINE_A)) is not None
     assert time.monotonic() - started < storage.REWRITE_WAIT
+
+
+def _fails_at_once(action) -> PiSessionError | OSError | None:
+    """Run ``action`` in a thread: the exception it raised, within a few seconds (a hang fails)."""
+    raised: list[PiSessionError | OSError | None] = []
+
+    def run() -> None:
+        try:
+            action()
+            raised.append(None)
+        except (PiSessionError, OSError) as err:
+            raised.append(err)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(5)
+    assert raised, "waited on the FIFO"
+    return raised[0]
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda path: LockedFile(path).close(),
+        lambda path: rewrites.rewrite_file(path, [LINE_A]),
+        lambda path: storage.repair_trailing_newline(path),
+    ],
+    ids=["LockedFile", "rewrite_file", "repair_trailing_newline"],
+)
+def test_a_fifo_renamed_over_the_session_file_is_refused_at_once(tmp_path: Path, operation):
+    """A FIFO renamed over the file is refused as the appender refuses it (NotRegularFileError,
+    -32010 on the wire), without waiting for a writer or reading it, and nothing goes into it."""
+    path = tmp_path / "s.jsonl"
+    fifo = tmp_path / "s.fifo"
+    os.mkfifo(fifo)
+    os.replace(fifo, path)
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a writer's open would not wait then
+    try:
+        error = _fails_at_once(lambda: operation(str(path)))
+        assert isinstance(error, NotRegularFileError), error
+        assert str(error) == f"Not a regular file: {path} is a FIFO"
+        assert os.read(reader, 100) == b""
+    finally:
+        os.close(reader)

@@ -579,6 +579,34 @@ test('pi/didChange "rewriting" is waited out: the tree is not read again, nothin
   eq(notes, {}, 'messages')
 end)
 
+test('pi/didChange "unreadable" warns that the file is not a session now, without reading the tree again', function()
+  local tree = require('pi_session.tree')
+  local view = require('pi_session.view')
+  local refresh, view_change = tree.refresh, view.on_did_change
+  local calls, notes = 0, {}
+  local notify = vim.notify
+  tree.refresh = function(...)
+    calls = calls + 1
+    return refresh(...)
+  end
+  view.on_did_change = function() end
+  vim.notify = function(message, level)
+    table.insert(notes, { message, level })
+  end
+  local handler = vim.lsp.config.pi_session.handlers['pi/didChange']
+  local uri = vim.uri_from_bufnr(session_buf)
+  handler(nil, { session = 's1', uri = uri, kind = 'unreadable', newEntryIds = {} }, {})
+  vim.wait(TIMEOUT, function()
+    return #notes > 0
+  end, 20)
+  vim.wait(200)
+  tree.refresh, view.on_did_change, vim.notify = refresh, view_change, notify
+  eq(calls, 0, 'tree refreshes of a file that is not a session now')
+  eq(#notes, 1, 'messages')
+  eq(notes[1][2], vim.log.levels.WARN, 'the message level')
+  truthy(notes[1][1]:find('is not a session file now', 1, true), 'the message says why: ' .. notes[1][1])
+end)
+
 local view_buf
 test(':PiSessionView shows the path to the leaf as a conversation, with the totals, and follows pi appending', function()
   vim.api.nvim_set_current_win(session_win)

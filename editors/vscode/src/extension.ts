@@ -343,6 +343,17 @@ class Extension {
       vscode.window.setStatusBarMessage('Pi Session: the session file is being rewritten; waiting for it…', 3000);
       return;
     }
+    if (params.kind === 'unreadable') {
+      // the file held still without a session header (other text, a byte order mark): the server
+      // keeps the session as it was; a reload follows if a header comes back
+      const name = changed ? path.basename(vscode.Uri.parse(changed).fsPath) : 'The session file';
+      this.log(`${changed ?? 'a session file'} has no session header any more: showing the session as it was`);
+      void vscode.window.showWarningMessage(
+        `Pi Session: ${name} is not a session file now (it has no session header; pi cannot read it either). ` +
+          'The session is shown as it was until the header is back.',
+      );
+      return;
+    }
     if (!changed) {
       void this.tree.refresh();
       return;

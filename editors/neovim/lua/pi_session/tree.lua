@@ -328,6 +328,18 @@ function M.on_did_change(params)
     -- reports the finished file (reloaded) next; re-reading now would only show the old state
     return
   end
+  if params.kind == 'unreadable' then
+    -- the file held still without a session header (other text, a byte order mark): the server
+    -- keeps the session as it was; a reload follows if a header comes back
+    vim.schedule(function()
+      vim.notify(
+        'pi-session: ' .. tostring(params.uri or 'the session file')
+          .. ' is not a session file now (no session header; pi cannot read it either): the session is shown as it was until the header is back',
+        vim.log.levels.WARN
+      )
+    end)
+    return
+  end
   vim.schedule(function()
     for buf, state in pairs(trees) do
       if vim.api.nvim_buf_is_valid(state.source) and (params.uri == nil or same_file(vim.uri_from_bufnr(state.source), params.uri)) then

@@ -302,6 +302,24 @@ test('pi/didChange "rewriting" waits for the file: no re-read, no error; the rel
   assert.ok(count() > before);
 });
 
+test('pi/didChange "unreadable" warns once that the file is not a session now, without re-reading it', async (t) => {
+  const { client, state, restore } = await activated();
+  t.after(restore);
+  const count = () => client.requests.filter((r) => r.method === 'pi/getTree').length;
+  const before = count();
+  client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'rewriting', newEntryIds: [] });
+  client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'unreadable', newEntryIds: [] });
+  await flush();
+  assert.equal(count(), before);
+  assert.deepEqual(state.messages.error, []);
+  assert.equal(state.messages.warning.length, 1);
+  assert.match(state.messages.warning[0], /^Pi Session: a\.jsonl is not a session file now \(it has no session header/);
+  client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'reloaded', newEntryIds: [], leafId: 'a3' });
+  await flush();
+  assert.ok(count() > before);
+  assert.equal(state.messages.warning.length, 1);
+});
+
 test('Show Context at the cursor asks for that entry and opens a read-only Markdown document', async (t) => {
   const { client, state, restore } = await activated({ cursorLine: 2 });
   t.after(restore);
