@@ -38,6 +38,7 @@ _BUDGET_BASE = 100_000
 _PASSES = 4
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _QUOTE = ord('"')
+_JSON_SPACE = b" \t\r"  # (a line holds no "\n")
 _BRACE = ord("{")
 
 
@@ -154,6 +155,13 @@ def _entry_at(raw: bytes, p: int, budget: _Budget) -> tuple[int, _Head] | None:
     head = _head(raw, start, end)
     if head is None or not isinstance(head.type, str) or head.timestamp is ABSENT:
         return None
+    # JSON white space after it up to the next piece's "{" stays with it: no piece of its own (a
+    # split would leave a blank line of it, and the line would count one glued line too many)
+    after = end
+    while after < len(raw) and raw[after] in _JSON_SPACE:
+        after += 1
+    if after < len(raw) and raw[after] == _BRACE:
+        return after, head
     # (a piece glued after it starts with "{": the rest of the line is not copied to learn that)
     if end < len(raw) and raw[end] != _BRACE and is_js_blank(raw[end:].decode("utf-8", "replace")):
         end = len(raw)

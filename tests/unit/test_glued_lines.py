@@ -87,6 +87,15 @@ def test_interleaved_writes_cut_a_line_in_two_around_another() -> None:
     ]
 
 
+@pytest.mark.parametrize("space", [" ", "\t", "\r", "  \r "])
+def test_json_white_space_between_glued_entries_is_no_line_of_its_own(space: str) -> None:
+    d = doc(HEADER, A + space + B, C)
+    assert the(d, "PI006").message.startswith("2 lines glued together: entry `aaaa0001`")
+    text = repaired(d, titled(d, 1, "Split the glued line into its 2 lines"))
+    assert text == "\n".join([HEADER, A + space, B, C]) + "\n"  # no blank line left (PI004)
+    assert found(SessionDocument(text)) == []
+
+
 def test_content_blocks_inside_a_cut_off_line_are_not_entries() -> None:
     # cut right after a content block: the block is an object starting with {"type": too
     message = S.tool_result("eeee0005", "bbbb0002", "t1")
