@@ -36,6 +36,13 @@ REQUEST_CANCELLED = -32800
 # trees come in pages.
 MAX_TREE_NODES = 50_000
 
+# The most bytes of whole entries one reply holds (pi/getBranch, pi/getEntries, the context, ...:
+# replies the request does not bound), told from the entries' envelopes before anything is encoded
+# (reply_bytes.py). A reply peaks at several times its size while it is made and sent (the values,
+# their JSON, the frame). This lets the whole path of a session of a few hundred MB through (one
+# with screenshots) and refuses that of a GB session, which comes in pages (pi/getPath).
+MAX_REPLY_BYTES = 512 * 1024 * 1024
+
 # code -> (name, when) for the protocol document and its consistency test
 ERROR_CODES: dict[int, tuple[str, str]] = {
     INVALID_PARAMS: ("InvalidParams", "a parameter is missing or has the wrong type; the message names it"),
@@ -60,9 +67,15 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
     ),
     TOO_LARGE: (
         "TooLarge",
-        f"the reply would be larger than the server sends at once (pi/getTree: more than {MAX_TREE_NODES:,} nodes); "
-        "data.total is the size, data.max the maximum: ask for pages (`limit`, `offset`) or a subtree "
-        "(`rootId`, `depth`)",
+        f"the reply would be larger than the server sends at once. pi/getTree: more than {MAX_TREE_NODES:,} "
+        "nodes; data.total is the size, data.max the maximum: ask for pages (`limit`, `offset`) or a subtree "
+        "(`rootId`, `depth`). Replies of whole entries that the request does not bound (pi/getBranch, "
+        "pi/getEntries, pi/getChildren, pi/buildContextEntries, pi/buildSessionContext, "
+        f"pi/buildSessionProjection, pi/getTree's reference form): more than {MAX_REPLY_BYTES:,} bytes "
+        f"({MAX_REPLY_BYTES / 2**20:g} MiB), "
+        "estimated from the entries' lines before anything is sent; data.bytes is the estimate, data.max the "
+        "maximum, and the message says what to ask instead (pi/getPath with `offset` and `limit` for a path, "
+        "pi/getEntries with `limit` and `offset`)",
     ),
     READ_ONLY: (
         "ReadOnly",

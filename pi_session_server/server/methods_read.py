@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -23,6 +24,7 @@ from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, PiRpcError, invalid_params
 from .library_tree import library_tree, shown_tree
 from .path_view import get_path
+from .reply_bytes import entries_bytes, refuse_past_max
 from .tree_pages import FlatTreePages
 from .tree_view import (
     FlatTree,
@@ -57,6 +59,11 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
         if p.form == "reference":
             roots = library_tree(manager)
             _refuse_if_more_nodes(roots, MAX_TREE_NODES)
+            refuse_past_max(
+                entries_bytes(node.entry for node in _nodes(roots)),
+                "ask for form flat (nodes without bodies) with `limit` and `offset`, then pi/getPath or "
+                "pi/getEntry for the entries wanted",
+            )
             return tree_to_json(roots)
         view: dict[str, Any] = {  # what to show: the same for every page of one tree
             "mode": p.filter,
@@ -208,14 +215,18 @@ def _too_large(message: str, total: int) -> PiRpcError:
     return PiRpcError(TOO_LARGE, message, {"total": total, "max": MAX_TREE_NODES})
 
 
-def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
-    """The reference form has no pages: refuse it past ``max_nodes`` (counted without building any)."""
-    total = 0
+def _nodes(roots: list[Any]) -> Iterator[Any]:
+    """Every node of a tree (in no particular order)."""
     stack = list(roots)
     while stack:
         node = stack.pop()
-        total += 1
+        yield node
         stack.extend(node.children)
+
+
+def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
+    """The reference form has no pages: refuse it past ``max_nodes`` (counted without building any)."""
+    total = sum(1 for _ in _nodes(roots))
     if total > max_nodes:
         raise _too_large(
             f"The tree has {total} nodes, more than the {max_nodes} one reply may hold: ask for form flat "
@@ -252,15 +263,24 @@ def preview_cache(manager: Any) -> PreviewCache | None:
 
 
 def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
+    if p.since is not UNSET and p.offset is not UNSET:
+        raise invalid_params("Invalid params: `since` and `offset` both say where the page starts: give one")
     total = manager.entry_count()
     start = 0
-    if p.since is not UNSET:
+    if p.offset is not UNSET:
+        start = min(p.offset, total)
+    elif p.since is not UNSET:
         position = manager.position_of(p.since)
         if position < 0:
             raise PiRpcError(ENTRY_NOT_FOUND, f"Entry {p.since} not found", {"since": p.since})
         start = position + 1
     end = total if p.limit is UNSET else min(total, start + p.limit)  # limit >= 1: pages always advance
-    return {"entries": manager.entries_slice(start, end), "total": total, "hasMore": end < total}
+    entries = manager.entries_slice(start, end)
+    refuse_past_max(
+        entries_bytes(entries),
+        "ask for pages: pi/getEntries with `limit` (a smaller one), then `offset` for the next pages",
+    )
+    return {"entries": entries, "total": total, "hasMore": end < total}
 
 
 def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
@@ -290,13 +310,47 @@ def _path(manager: Any, p: P.GetPathParams) -> Any:
         raise PiRpcError(ENTRY_NOT_FOUND, str(error), {error.param: error.root_id}) from None
 
 
+# what to ask for instead of a path, or of what is built from one, that is too large for one reply
+_PATH_IN_PAGES = "ask for the path in pages: pi/getPath with `offset` and `limit` (and `entryId`)"
+
+
+def _branch(manager: Any, p: P.GetBranchParams) -> Any:
+    branch = manager.get_branch(P.opt(p.from_id))
+    refuse_past_max(entries_bytes(branch), _PATH_IN_PAGES)
+    return branch
+
+
+def _children(manager: Any, p: P.GetChildrenParams) -> Any:
+    children = manager.get_children(P.opt(p.parent_id))
+    refuse_past_max(
+        entries_bytes(children),
+        "ask for the children as tree nodes (no bodies): pi/getTree with `rootId` and `depth`, then "
+        "pi/getEntry for the entries wanted",
+    )
+    return children
+
+
 def _context_entries(manager: Any, leaf_id: Any) -> Any:
     if leaf_id is UNSET:
-        return manager.build_context_entries()
-    return build_context_entries(manager.get_entries(), leaf_id, manager.by_id)
+        entries = manager.build_context_entries()
+    else:
+        entries = build_context_entries(manager.get_entries(), leaf_id, manager.by_id)
+    refuse_past_max(entries_bytes(entries), _PATH_IN_PAGES)
+    return entries
+
+
+def _refuse_large_context(manager: Any, leaf_id: Any, copies: int) -> None:
+    """TooLarge before a context is built whose messages (``copies`` times over) would be more
+    than a reply holds: the messages are those of the context entries, a part of each entry."""
+    if leaf_id is UNSET:
+        entries = manager.build_context_entries()
+    else:
+        entries = manager.build_context_entries_at(leaf_id)
+    refuse_past_max(copies * entries_bytes(entries), _PATH_IN_PAGES)
 
 
 def _context(manager: Any, p: P.SessionContextParams) -> Any:
+    _refuse_large_context(manager, p.leaf_id, 1)
     if p.leaf_id is UNSET:
         context = manager.build_session_context()
     else:
@@ -319,6 +373,8 @@ def _stats(manager: Any) -> Any:
 
 
 def _projection(manager: Any, leaf_id: Any) -> Any:
+    # each message twice (per entry, then all of them), and each entry as it is stored
+    _refuse_large_context(manager, leaf_id, 3)
     if leaf_id is UNSET:
         return manager.build_session_projection()
     return manager.build_session_projection_at(leaf_id)
@@ -343,7 +399,7 @@ def register(server: PiSessionServer) -> None:
         server.connection.route(name)(handler)
 
     read("pi/getTree", P.GetTreeParams, tree_and_keep)
-    read("pi/getBranch", P.GetBranchParams, lambda m, p: m.get_branch(P.opt(p.from_id)))
+    read("pi/getBranch", P.GetBranchParams, _branch)
     read("pi/getPath", P.GetPathParams, _path)
 
     def stats_and_keep(manager: Any, _p: P.SessionParams) -> Any:
@@ -351,7 +407,7 @@ def register(server: PiSessionServer) -> None:
             return _stats(manager)
 
     read("pi/getStats", P.SessionParams, stats_and_keep)
-    read("pi/getChildren", P.GetChildrenParams, lambda m, p: m.get_children(P.opt(p.parent_id)))
+    read("pi/getChildren", P.GetChildrenParams, _children)
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
     read("pi/getEntries", P.GetEntriesParams, _entries_page)
     read("pi/getEntryAtLine", P.GetEntryAtLineParams, lambda m, p: _entry_at_line(m, p.line))

@@ -343,6 +343,7 @@ class GetEntryAtLineParams(SessionParams, kw_only=True):
 
 class GetEntriesParams(SessionParams, kw_only=True):
     since: str | UnsetType = UNSET
+    offset: Count | UnsetType = UNSET
     limit: PageSize | UnsetType = UNSET
 
 

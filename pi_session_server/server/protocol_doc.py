@@ -68,6 +68,14 @@ class Method:
     reference: str = ""
 
 
+# the methods that answer whole entries the request does not bound
+_REPLY_BOUND = (
+    f"A reply that would hold more than {E.MAX_REPLY_BYTES / 2**20:g} MiB of entries (estimated from their lines "
+    "before anything is sent) is refused with TooLarge (-32011, data {bytes, max}); the message says what "
+    "to ask instead (the path in pages: pi/getPath with `offset` and `limit`)."
+)
+
+
 def _entries(description: str) -> Any:
     """A list of entries, described."""
     return Annotated[list[R.Entry], msgspec.Meta(description=description)]
@@ -260,7 +268,9 @@ METHODS: list[Method] = [
         f"the /tree layout, `aroundId` for the page around an entry, `levels` for every list down to it. One "
         f"reply holds at most "
         f"{E.MAX_TREE_NODES:,} nodes: a bigger result without `limit` is refused with TooLarge (-32011), "
-        "and a larger `limit` gives pages of that size. The pages of one tree are cut from one walk of it, "
+        "and a larger `limit` gives pages of that size. The reference form, whose nodes hold whole entries, "
+        f"is also refused past {E.MAX_REPLY_BYTES / 2**20:g} MiB of entries (data {{bytes, max}}). The pages of one "
+        "tree are cut from one walk of it, "
         "which the server keeps while the session and the other params stay the same (it lets it go after "
         "the last page, or after 60 s without a page): ask for them one after another.",
         P.GetTreeParams,
@@ -270,10 +280,10 @@ METHODS: list[Method] = [
     ),
     Method(
         "pi/getBranch",
-        "getBranch(fromId?): the path from the root to fromId (default: the leaf).",
+        "getBranch(fromId?): the path from the root to fromId (default: the leaf). " + _REPLY_BOUND,
         P.GetBranchParams,
         _entries("root first"),
-        SESSION_ERRORS,
+        [*SESSION_ERRORS, E.TOO_LARGE],
         "getBranch",
     ),
     Method(
@@ -299,10 +309,10 @@ METHODS: list[Method] = [
     ),
     Method(
         "pi/getChildren",
-        "getChildren(parentId): entries whose parentId is parentId (null: the roots).",
+        "getChildren(parentId): entries whose parentId is parentId (null: the roots). " + _REPLY_BOUND,
         P.GetChildrenParams,
         _entries("index order"),
-        SESSION_ERRORS,
+        [*SESSION_ERRORS, E.TOO_LARGE],
         "getChildren",
     ),
     Method(
@@ -324,11 +334,12 @@ METHODS: list[Method] = [
     ),
     Method(
         "pi/getEntries",
-        "getEntries() in file order; `since` (an entry id: entries after its last occurrence) "
-        "and `limit` page through them.",
+        "getEntries() in file order; `offset` (entries to skip) and `limit` page through them (`since`, an "
+        "entry id: the entries after its last occurrence, skips entries when ids repeat, as in a damaged "
+        "file; not with `offset`). " + _REPLY_BOUND,
         P.GetEntriesParams,
         R.EntriesPage,
-        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND],
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND, E.TOO_LARGE],
         "getEntries",
     ),
     Method(
@@ -365,29 +376,29 @@ METHODS: list[Method] = [
     ),
     Method(
         "pi/buildContextEntries",
-        "buildContextEntries() (with `leafId`: as if the leaf were there; null gives []).",
+        "buildContextEntries() (with `leafId`: as if the leaf were there; null gives []). " + _REPLY_BOUND,
         P.ContextParams,
         _entries("the entries the context is built from"),
-        SESSION_ERRORS,
+        [*SESSION_ERRORS, E.TOO_LARGE],
         "buildContextEntries",
     ),
     Method(
         "pi/buildSessionContext",
         'buildSessionContext() (with `leafId`: the context at that entry; with `format: "markdown"`: the '
-        "context rendered for display).",
+        "context rendered for display). " + _REPLY_BOUND,
         P.SessionContextParams,
         R.SessionContext,
-        SESSION_ERRORS,
+        [*SESSION_ERRORS, E.TOO_LARGE],
         "buildSessionContext",
     ),
     Method(
         "pi/buildSessionProjection",
         "pi 1.6.0's buildSessionProjection() (with `leafId`: at that entry): the context, and what each "
         "context entry contributes to it once context edits apply. Also answered for a session that "
-        "follows pi 0.86.1, whose context has no edits.",
+        "follows pi 0.86.1, whose context has no edits. " + _REPLY_BOUND,
         P.ContextParams,
         R.Projection,
-        SESSION_ERRORS,
+        [*SESSION_ERRORS, E.TOO_LARGE],
         "buildSessionProjection",
     ),
     Method(
@@ -464,7 +475,10 @@ FIELD_DOCS = {
         f"{P.MAX_SEARCH_CHARS} characters and {P.MAX_SEARCH_WORDS} distinct words (a word given twice counts "
         "once); more is InvalidParams (-32602)."
     ),
-    "since": "An entry id: return the entries after its last occurrence in file order.",
+    "since": (
+        "An entry id: return the entries after its last occurrence in file order. Where ids repeat (a "
+        "damaged file) that skips entries: page with `offset` instead (not both)."
+    ),
     "limit": (
         "At most this many items in the reply (at least 1): entries (pi/getEntries; pi/getPath, default 100), nodes of the flat form (pi/getTree; "
         f"at most {E.MAX_TREE_NODES:,}, a larger limit gives pages of {E.MAX_TREE_NODES:,}) or sessions "
@@ -472,7 +486,8 @@ FIELD_DOCS = {
         "and `nextOffset`."
     ),
     "offset": (
-        "Skip this many items first: entries of the path (pi/getPath), nodes of the flat form's preorder (pi/getTree) or sessions of the "
+        "Skip this many items first: entries in file order (pi/getEntries; not with `since`), entries of the "
+        "path (pi/getPath), nodes of the flat form's preorder (pi/getTree) or sessions of the "
         "newest-first list (pi/list, pi/listAll). Pass the previous page's `nextOffset`; pages concatenate "
         "to the whole result (if the session or directory did not change in between)."
     ),
@@ -569,6 +584,8 @@ def _params_rules(components: dict[str, Any]) -> None:
             body.update(_one_of_required(["path", "uri"]))
         if name == "GetTreeParams":
             body["allOf"] = _TREE_WINDOW_RULES
+        elif name == "GetEntriesParams":
+            body["not"] = {"required": ["since", "offset"]}
 
 
 _PARAMS_STRUCTS = {

@@ -370,6 +370,7 @@ class _TreeShape:
         previews: bool,
         cache: PreviewCache | None,
         calls_on_demand: bool = False,
+        calls_when_needed: bool = False,
         leaf_path: Sequence[Any] | None = None,
     ) -> None:
         self.roots = roots
@@ -396,10 +397,12 @@ class _TreeShape:
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
         # on demand: a tool result's preview names its call, found in the assistant messages above it
-        # (every call of the session only when it is not there); else every call, up front
-        self.calls_complete = not calls_on_demand
+        # (every call of the session only when it is not there); when needed: every call, read for
+        # the first tool result; else every call, up front
+        self.calls_complete = not (calls_on_demand or calls_when_needed)
+        self._every_call_when_needed = calls_when_needed and not calls_on_demand
         if previews:
-            if calls_on_demand:
+            if calls_on_demand or calls_when_needed:
                 self.tool_calls = {}
             elif cache is None:
                 self.tool_calls = collect_tool_calls(_walk_entries(roots))
@@ -436,36 +439,49 @@ class _TreeShape:
             self.cache.read_ahead([row.node.entry for row in rows])
 
     def _find_call(self, entry: Any) -> None:
-        """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``)."""
+        """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``,
+        ``calls_when_needed``)."""
         if self.calls_complete or self.tool_calls is None:
             return
-        if type_of(entry) != "message" or role_of(entry) != "toolResult":
+        call_id = self._call_id_of(entry)
+        if not truthy(call_id):
+            return  # not a tool result, or one whose preview names no call
+        wanted = index_key(call_id)
+        calls = self.tool_calls
+        if not self._every_call_when_needed and (wanted in calls or self._found_above(entry, wanted, calls)):
             return
+        self.tool_calls = collect_tool_calls(_walk_entries(self.roots))  # elsewhere, or nowhere
+        self.calls_complete = True
+
+    def _call_id_of(self, entry: Any) -> Any:
+        """The call id a tool result names (ABSENT for any other entry)."""
+        if type_of(entry) != "message" or role_of(entry) != "toolResult":
+            return ABSENT
         cache = self.cache
         if cache is None:
             message = field(entry, "message")
-            call_id = message.get("toolCallId", ABSENT) if isinstance(message, dict) else ABSENT
-        else:  # the preview's part holds it: no read of the body (the preview needs the part anyway)
-            call_id = getattr(cache.part_of(entry), "call_id", ABSENT)
-        if not truthy(call_id) or index_key(call_id) in self.tool_calls:
-            return
-        wanted = index_key(call_id)
-        calls_of = tool_calls_of if cache is None else cache.tool_calls_of
+            return message.get("toolCallId", ABSENT) if isinstance(message, dict) else ABSENT
+        # the preview's part holds it: no read of the body (the preview needs the part anyway)
+        return getattr(cache.part_of(entry), "call_id", ABSENT)
+
+    def _found_above(self, entry: Any, wanted: Any, calls: ToolCalls) -> bool:
+        """Whether the call ``wanted`` is in an assistant message a few entries above ``entry``
+        (the calls of those read on the way are kept in ``calls``)."""
+        calls_of = tool_calls_of if self.cache is None else self.cache.tool_calls_of
         current, seen = entry, {id(entry)}
         for _ in range(_CALL_SEARCH_STEPS):
             parent = parent_of(current)
             above = self.entries_by_id.get(index_key(parent)) if truthy(parent) else None
             if above is None or id(above) in seen:
-                break
+                return False
             seen.add(id(above))
             current = above
             if type_of(above) == "message" and role_of(above) == "assistant":
                 for key, call in calls_of(above):
-                    self.tool_calls.setdefault(key, call)
-                if wanted in self.tool_calls:
-                    return
-        self.tool_calls = collect_tool_calls(_walk_entries(self.roots))  # elsewhere, or nowhere
-        self.calls_complete = True
+                    calls.setdefault(key, call)
+                if wanted in calls:
+                    return True
+        return False
 
     def find(self, wanted_id: Any) -> Any:
         """:func:`find_node` without walking the tree each time: a tree view asks for a node at
@@ -873,7 +889,9 @@ def _shape_and_tops(
     previews: bool,
     cache: PreviewCache | None,
 ) -> tuple[_TreeShape, list[Any]]:
-    """What both result forms start from: the shape of the tree and the nodes the window starts at."""
+    """What both result forms start from: the shape of the tree and the nodes the window starts at.
+    A subtree (``rootId``) reads the session's tool calls only once it shows a tool result: a few
+    rows of a big session would otherwise read every assistant message first."""
     shape = tree_shape(
         roots,
         leaf_id,
@@ -883,6 +901,7 @@ def _shape_and_tops(
         active_branch_first=active_branch_first,
         previews=previews,
         cache=cache,
+        calls_when_needed=window.root_id is not ABSENT,
     )
     return shape, _tops(roots, shape, window)
 
@@ -966,6 +985,7 @@ def tree_shape(
     previews: bool = True,
     cache: PreviewCache | None = None,
     calls_on_demand: bool = False,
+    calls_when_needed: bool = False,
     leaf_path: Sequence[Any] | None = None,
 ) -> _TreeShape:
     """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
@@ -977,6 +997,9 @@ def tree_shape(
     the bodies of what it sends (a tree view's first window of a 2 GB session would otherwise read
     every assistant message). A call id that more than one message holds may then name the nearest
     one where the whole tree names the last.
+
+    ``calls_when_needed``: every call of the session is read (the whole tree's), but only when the
+    first tool result's preview is made: a window without one reads no assistant message.
 
     ``leaf_path``: the entries from the leaf's root down to the leaf (``getBranch()``), when every
     id is unique (these entries, the same objects as the tree's): the leaf's path and the order of
@@ -991,6 +1014,7 @@ def tree_shape(
         previews=previews,
         cache=cache,
         calls_on_demand=calls_on_demand,
+        calls_when_needed=calls_when_needed,
         leaf_path=leaf_path,
     )
 

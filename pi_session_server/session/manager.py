@@ -1236,6 +1236,11 @@ class SessionManager:
     def build_context_entries(self) -> builtins.list[Any]:
         return select_context_entries(self._session_path(self._leaf_id))
 
+    def build_context_entries_at(self, leaf_id: Any) -> builtins.list[Any]:
+        """The context entries as if the leaf were ``leaf_id`` (those :meth:`build_session_context_at`
+        takes its messages from)."""
+        return select_context_entries(self._session_path(leaf_id))
+
     def build_session_context(self) -> dict[str, Any]:
         return session_context_of_path(self._session_path(self._leaf_id), pi=self.profile)
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,12 +169,14 @@ def server_env(home: Path) -> dict[str, str]:
     return env
 
 
-async def start_sidecar(tmp_path: Path, *extra_args: str, capabilities: Any = None) -> Sidecar:
+async def start_sidecar(
+    tmp_path: Path, *extra_args: str, capabilities: Any = None, command: Sequence[str] = SERVER_COMMAND
+) -> Sidecar:
     client = make_client()
     sidecar = Sidecar(client, tmp_path)
     for method in ("pi/didChange", "pi/foreignWriter"):
         client.feature(method)(lambda params, m=method: sidecar.record(m, params))
-    await client.start_io(*SERVER_COMMAND, *extra_args, env=server_env(tmp_path), cwd=str(tmp_path))
+    await client.start_io(*command, *extra_args, env=server_env(tmp_path), cwd=str(tmp_path))
     caps = capabilities or types.ClientCapabilities(
         window=types.WindowClientCapabilities(work_done_progress=True)
     )

@@ -177,6 +177,6 @@ def test_structures_become_interfaces_open_only_where_the_document_says_so() -> 
     # a param's documentation (a content descriptor of the document) reaches its member
     params = source[source.index("export interface GetEntriesParams {") :]
     assert (
-        "/** An entry id: return the entries after its last occurrence in file order. */\n  since?: string;"
+        "   * damaged file) that skips entries: page with `offset` instead (not both).\n   */\n  since?: string;"
         in params
     )

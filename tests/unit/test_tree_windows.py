@@ -173,3 +173,74 @@ def test_rows_msgspec_refuses_are_written_as_the_whole_result_writes_them(
     assert nodes[0]["id"] == "a\ud800" and nodes[1]["label"] == "mark \udc00"
     assert nodes[1]["role"] == 3 and nodes[1]["timestamp"] == 7
     assert "type" in nodes[3] and "role" not in nodes[3] and "label" not in nodes[3]
+
+
+# --- a subtree reads the session's tool calls only for a tool result ---------------------------
+
+
+def _duplicate_calls(path: Path) -> SessionManager:
+    """Two assistant messages with the same call id, a tool result of it under the second: the call
+    found above it is not the one the whole tree names (the first)."""
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "s",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": "/p",
+    }
+
+    def message(entry_id: str, parent: Any, body: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
+                "message": body}  # fmt: skip
+
+    def call(path_read: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": [{"type": "toolCall", "id": "t1", "name": "read",
+                                                  "arguments": {"path": path_read}}]}  # fmt: skip
+
+    lines = [
+        header,
+        message("u0", None, {"role": "user", "content": "go", "timestamp": 1}),
+        message("a1", "u0", call("first.py")),
+        message("a2", "u0", call("second.py")),
+        message("r1", "a2", {"role": "toolResult", "toolCallId": "t1", "toolName": "read", "content": "ok"}),
+        message("u1", "r1", {"role": "user", "content": "again", "timestamp": 2}),
+    ]
+    path.write_text("".join(json.dumps(v) + "\n" for v in lines))
+    return SessionManager.open(str(path))
+
+
+def test_a_subtree_reads_the_calls_when_it_shows_a_tool_result_and_answers_as_before(
+    sessions: list[SessionManager], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from pi_session_server.server import methods_read
+    from pi_session_server.server import params as P
+    from pi_session_server.server import tree_view as tv
+    from pi_session_server.server.wire import encode_result
+
+    eager_shape = tv.tree_shape
+    collected: list[int] = []
+    collect = tv.collect_tool_calls
+    monkeypatch.setattr(tv, "collect_tool_calls", lambda entries: collected.append(1) or collect(entries))
+    duplicate = _duplicate_calls(tmp_path / "duplicate.jsonl")
+    for m in [duplicate, *sessions[:6]]:
+        ids = [e.id for e in m.get_entries()]
+        for root, form, depth, mode in zip(ids, ["flat", "nested"] * len(ids), [0, 1, None] * len(ids),
+                                           FILTERS * len(ids), strict=False):  # fmt: skip
+            window = {"form": form, "rootId": root, "filter": mode}
+            params = P.parse(window if depth is None else {**window, "depth": depth}, P.GetTreeParams)
+            collected.clear()
+            lazy = encode_result(methods_read._tree(m, params))
+            reads = len(collected)
+            with monkeypatch.context() as eager:  # every call read up front, as before
+                eager.setattr(tv, "tree_shape", lambda *a, calls_when_needed=False, **k: eager_shape(*a, **k))
+                assert encode_result(methods_read._tree(m, params)) == lazy
+            shown, nodes = [], list(json.loads(lazy)["nodes"])
+            while nodes:  # (nested: children inline)
+                shown.append(nodes.pop())
+                nodes.extend(shown[-1].get("children", []))
+            if not any(n.get("role") == "toolResult" for n in shown):
+                assert reads == 0, (root, form, depth)
+    whole = json.loads(encode_result(methods_read._tree(duplicate, P.parse({}, P.GetTreeParams))))["nodes"]
+    window = P.parse({"rootId": "r1", "depth": 0}, P.GetTreeParams)
+    r1 = json.loads(encode_result(methods_read._tree(duplicate, window)))["nodes"][0]
+    assert r1["preview"] == next(n["preview"] for n in whole if n["id"] == "r1") == "[read: first.py]"

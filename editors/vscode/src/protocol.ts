@@ -179,10 +179,10 @@ export interface ListParams {
    */
   maxTextChars?: number;
   /**
-   * Skip this many items first: entries of the path (pi/getPath), nodes of the flat form's preorder
-   * (pi/getTree) or sessions of the newest-first list (pi/list, pi/listAll). Pass the previous
-   * page's `nextOffset`; pages concatenate to the whole result (if the session or directory did not
-   * change in between).
+   * Skip this many items first: entries in file order (pi/getEntries; not with `since`), entries of
+   * the path (pi/getPath), nodes of the flat form's preorder (pi/getTree) or sessions of the
+   * newest-first list (pi/list, pi/listAll). Pass the previous page's `nextOffset`; pages
+   * concatenate to the whole result (if the session or directory did not change in between).
    */
   offset?: number;
   /**
@@ -224,10 +224,10 @@ export interface ListAllParams {
    */
   maxTextChars?: number;
   /**
-   * Skip this many items first: entries of the path (pi/getPath), nodes of the flat form's preorder
-   * (pi/getTree) or sessions of the newest-first list (pi/list, pi/listAll). Pass the previous
-   * page's `nextOffset`; pages concatenate to the whole result (if the session or directory did not
-   * change in between).
+   * Skip this many items first: entries in file order (pi/getEntries; not with `since`), entries of
+   * the path (pi/getPath), nodes of the flat form's preorder (pi/getTree) or sessions of the
+   * newest-first list (pi/list, pi/listAll). Pass the previous page's `nextOffset`; pages
+   * concatenate to the whole result (if the session or directory did not change in between).
    */
   offset?: number;
   /**
@@ -706,10 +706,10 @@ export interface GetTreeParams {
    */
   depth?: number;
   /**
-   * Skip this many items first: entries of the path (pi/getPath), nodes of the flat form's preorder
-   * (pi/getTree) or sessions of the newest-first list (pi/list, pi/listAll). Pass the previous
-   * page's `nextOffset`; pages concatenate to the whole result (if the session or directory did not
-   * change in between).
+   * Skip this many items first: entries in file order (pi/getEntries; not with `since`), entries of
+   * the path (pi/getPath), nodes of the flat form's preorder (pi/getTree) or sessions of the
+   * newest-first list (pi/list, pi/listAll). Pass the previous page's `nextOffset`; pages
+   * concatenate to the whole result (if the session or directory did not change in between).
    */
   offset?: number;
   /**
@@ -783,10 +783,10 @@ export interface GetPathParams {
   /** pi/getPath: continue the path below the entry down to a leaf. */
   descend?: boolean;
   /**
-   * Skip this many items first: entries of the path (pi/getPath), nodes of the flat form's preorder
-   * (pi/getTree) or sessions of the newest-first list (pi/list, pi/listAll). Pass the previous
-   * page's `nextOffset`; pages concatenate to the whole result (if the session or directory did not
-   * change in between).
+   * Skip this many items first: entries in file order (pi/getEntries; not with `since`), entries of
+   * the path (pi/getPath), nodes of the flat form's preorder (pi/getTree) or sessions of the
+   * newest-first list (pi/list, pi/listAll). Pass the previous page's `nextOffset`; pages
+   * concatenate to the whole result (if the session or directory did not change in between).
    */
   offset?: number;
   /**
@@ -875,8 +875,18 @@ export interface GetEntriesParams {
    * session with pi/open to keep it.
    */
   uri?: string;
-  /** An entry id: return the entries after its last occurrence in file order. */
+  /**
+   * An entry id: return the entries after its last occurrence in file order. Where ids repeat (a
+   * damaged file) that skips entries: page with `offset` instead (not both).
+   */
   since?: string;
+  /**
+   * Skip this many items first: entries in file order (pi/getEntries; not with `since`), entries of
+   * the path (pi/getPath), nodes of the flat form's preorder (pi/getTree) or sessions of the
+   * newest-first list (pi/list, pi/listAll). Pass the previous page's `nextOffset`; pages
+   * concatenate to the whole result (if the session or directory did not change in between).
+   */
+  offset?: number;
   /**
    * At most this many items in the reply (at least 1): entries (pi/getEntries; pi/getPath, default
    * 100), nodes of the flat form (pi/getTree; at most 50,000, a larger limit gives pages of 50,000)
@@ -1554,9 +1564,14 @@ export const ErrorCodes = {
    */
   ReadOnly: -32012,
   /**
-   * the reply would be larger than the server sends at once (pi/getTree: more than 50,000 nodes);
+   * the reply would be larger than the server sends at once. pi/getTree: more than 50,000 nodes;
    * data.total is the size, data.max the maximum: ask for pages (`limit`, `offset`) or a subtree
-   * (`rootId`, `depth`)
+   * (`rootId`, `depth`). Replies of whole entries that the request does not bound (pi/getBranch,
+   * pi/getEntries, pi/getChildren, pi/buildContextEntries, pi/buildSessionContext,
+   * pi/buildSessionProjection, pi/getTree's reference form): more than 536,870,912 bytes (512 MiB),
+   * estimated from the entries' lines before anything is sent; data.bytes is the estimate, data.max
+   * the maximum, and the message says what to ask instead (pi/getPath with `offset` and `limit` for
+   * a path, pi/getEntries with `limit` and `offset`)
    */
   TooLarge: -32011,
   /**
