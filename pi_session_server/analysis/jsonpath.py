@@ -174,6 +174,12 @@ class Walk:
             and self.keys[-1] == self.wanted[-1]
         )
 
+    def key_on_wanted_path(self) -> bool:
+        """The key just read is one of the wanted path's, in the object where the path goes on
+        (written again there, it replaces the member read before)."""
+        depth = self._key_depth()
+        return depth < len(self.wanted) and self.matched >= depth and self.keys[-1] == self.wanted[depth]
+
     def path(self, what: int) -> Path:
         """The path of the current step (built on request: O(depth)); it holds no None (the path
         is cut before the first keyless container, and the key just read is a string)."""
@@ -183,27 +189,57 @@ class Walk:
 
 
 def value_span(raw: bytes, path: Path) -> tuple[int, int] | None:
-    """Byte span of the value at ``path`` (``()`` is the whole line's value), or None."""
+    """Byte span of the value at ``path`` (``()`` is the whole line's value), or None. A key
+    written twice in an object is read as JSON.parse reads it: its last value counts."""
     if not path:
         stripped = raw.rstrip(b" \t\r")
         lead = len(raw) - len(raw.lstrip(b" \t\r"))
         return (lead, len(stripped)) if stripped else None
-    walk = Walk(raw, path)
-    for what, start, end in walk.steps():
-        if what != KEY and walk.value_is_wanted():
-            return start, end
-    return None
+    return _last_span(raw, path, on_key=False)
 
 
 def key_span(raw: bytes, path: Path) -> tuple[int, int] | None:
-    """Byte span of the key token of the member at ``path`` (a path ending in a key)."""
+    """Byte span of the key token of the member at ``path`` (a path ending in a key): of its last
+    occurrence, the one JSON.parse keeps."""
     if not path or not isinstance(path[-1], str):
         return None
+    return _last_span(raw, path, on_key=True)
+
+
+def _last_span(raw: bytes, path: Path, on_key: bool) -> tuple[int, int] | None:
+    """The span of the key (``on_key``) or value at ``path`` where JSON.parse takes it from: a key
+    of the path met again in the same object replaces what was found under the first one. The walk
+    stops at the first one found when nothing after it can be such a key (no key of the path
+    written again, no escape that could spell one)."""
     walk = Walk(raw, path)
+    found: tuple[int, int] | None = None
     for what, start, end in walk.steps():
-        if what == KEY and walk.key_is_wanted():
-            return start, end
-    return None
+        if what == KEY:
+            if walk.key_on_wanted_path():
+                found = (start, end) if on_key and walk.key_is_wanted() else None
+        elif not on_key and walk.value_is_wanted():
+            found = (start, end)
+        else:
+            continue
+        if found is not None and not _may_repeat(raw, path, found[1]):
+            return found
+    return found
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_$]+")
+
+
+def _may_repeat(raw: bytes, path: Path, after: int) -> bool:
+    """Whether a key of ``path`` may be written again after byte ``after``: its quoted text is
+    there, or an escape that could spell it (a key that is not plain letters and digits: always)."""
+    if raw.find(b"\\u", after) >= 0:
+        return True
+    for key in path:
+        if isinstance(key, str) and (
+            not _PLAIN_KEY.fullmatch(key) or raw.find(b'"' + key.encode() + b'"', after) >= 0
+        ):
+            return True
+    return False
 
 
 def scalar_at(raw: bytes, offset: int) -> Located | None:
