@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
+import msgspec
+
 from .fields import Path
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}\[\]:,]|[^\s{}\[\]:,"]+')
@@ -227,19 +229,41 @@ def _last_span(raw: bytes, path: Path, on_key: bool) -> tuple[int, int] | None:
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_$]+")
+# an escape that spells a letter, a digit, '_' or '$' (JSON.stringify writes none; control
+# characters, which it writes as \u00XX, are below these)
+_ESCAPED_KEY_CHARACTER = re.compile(rb"\\u00[2-7][0-9A-Fa-f]")
 
 
 def _may_repeat(raw: bytes, path: Path, after: int) -> bool:
     """Whether a key of ``path`` may be written again after byte ``after``: its quoted text is
-    there, or an escape that could spell it (a key that is not plain letters and digits: always)."""
-    if raw.find(b"\\u", after) >= 0:
+    there, or an escape that could spell it (a key that is not plain letters and digits: always).
+    A key of the line's object that is also written inside values (a tool call's "id" below an
+    entry's) is counted, not walked to."""
+    if _ESCAPED_KEY_CHARACTER.search(raw):
         return True
     for key in path:
-        if isinstance(key, str) and (
-            not _PLAIN_KEY.fullmatch(key) or raw.find(b'"' + key.encode() + b'"', after) >= 0
-        ):
+        if not isinstance(key, str):
+            continue
+        if not _PLAIN_KEY.fullmatch(key):
+            return True
+        quoted = b'"' + key.encode() + b'"'
+        if raw.find(quoted, after) >= 0 and (len(path) > 1 or not _once_in_the_object(raw, quoted)):
             return True
     return False
+
+
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def _once_in_the_object(raw: bytes, quoted: bytes) -> bool:
+    """Whether the line's object has the member whose key is ``quoted`` once: every other
+    occurrence of that text is inside the values JSON.parse keeps (the value of a member written
+    twice is not, so its key is then counted twice). Read at C speed, values not decoded."""
+    try:
+        members = _MEMBERS.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return raw.count(quoted) - sum(bytes(v).count(quoted) for v in members.values()) == 1
 
 
 def scalar_at(raw: bytes, offset: int) -> Located | None:

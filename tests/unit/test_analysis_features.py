@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 
 import builders as S
+import pytest
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hints import code_lenses, inlay_hints
 from pi_session_server.analysis.hover import hover
+from pi_session_server.analysis.jsonpath import key_span, value_span
 from pi_session_server.analysis.navigation import definition, id_target, reference_at, references
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import MAX_NESTING, Symbol, document_symbols
@@ -273,3 +275,28 @@ def test_labels_and_names_are_cut_in_hints_lenses_and_hovers() -> None:
         assert found is not None and len(found[0]) < 5_000
     on_parent = hover(doc, 4, at(doc, 4, '"n"'))  # a preview of the session_info entry
     assert on_parent is not None and len(on_parent[0]) < 1_000
+
+
+@pytest.mark.parametrize(
+    ("raw", "path", "expected"),
+    [
+        (b'{"parentId":"a","parentId":"z","x":1}', ("parentId",), b'"z"'),
+        (b'{"a":{"b":1,"b":2},"a":{"c":3}}', ("a", "b"), None),  # the "a" pi keeps has no "b"
+        (b'{"a":{"b":1,"b":2},"z":{"c":3}}', ("a", "b"), b"2"),
+        (b'{"id":"x","m":[{"id":"y"}]}', ("id",), b'"x"'),  # an "id" inside a value is not the entry's
+        (b'{"id":"x","m":[{"id":"y"}],"id":"z"}', ("id",), b'"z"'),
+        (b'{"id":"x","m":[{"id":"y"}],"\\u0069d":"z"}', ("id",), b'"z"'),  # the same key, escaped
+        (b'{"\\u0069d":"x","m":[{"id":"y"}],"id":"z"}', ("id",), b'"z"'),
+        (b'{"id":"x","m":[{"id":"y"}], "id" :"z"', ("id",), b'"z"'),  # cut off: walked
+        (b'{"id":"x","m":"\\"id\\""}', ("id",), b'"x"'),
+    ],
+)
+def test_the_value_of_a_key_written_twice_is_the_last_one(
+    raw: bytes, path: tuple, expected: bytes | None
+) -> None:
+    span = value_span(raw, path)
+    assert (None if span is None else raw[span[0] : span[1]]) == expected
+    key = key_span(raw, path)
+    assert (key is None) == (expected is None)
+    if key is not None and span is not None:
+        assert key[1] < span[0] and raw.rfind(b'"', 0, span[0]) > key[0]  # the key of that value
