@@ -214,17 +214,22 @@ def _last_span(raw: bytes, path: Path, on_key: bool) -> tuple[int, int] | None:
     stops at the first one found when nothing after it can be such a key (no key of the path
     written again, no escape that could spell one)."""
     walk = Walk(raw, path)
+    keys = {key for key in path if isinstance(key, str)}
     found: tuple[int, int] | None = None
+    checked = False  # whether the walk must go on to the end whatever it meets
     for what, start, end in walk.steps():
         if what == KEY:
-            if walk.key_on_wanted_path():
-                found = (start, end) if on_key and walk.key_is_wanted() else None
-        elif not on_key and walk.value_is_wanted():
-            found = (start, end)
-        else:
+            if walk.keys[-1] not in keys or not walk.key_on_wanted_path():
+                continue
+            found = (start, end) if on_key and walk.key_is_wanted() else None
+        elif on_key or not walk.value_is_wanted():
             continue
-        if found is not None and not _may_repeat(raw, path, found[1]):
-            return found
+        else:
+            found = (start, end)
+        if found is not None and not checked:
+            if not _may_repeat(raw, path, found[1]):
+                return found
+            checked = True
     return found
 
 
@@ -239,17 +244,24 @@ def _may_repeat(raw: bytes, path: Path, after: int) -> bool:
     there, or an escape that could spell it (a key that is not plain letters and digits: always).
     A key of the line's object that is also written inside values (a tool call's "id" below an
     entry's) is counted, not walked to."""
-    if _ESCAPED_KEY_CHARACTER.search(raw):
-        return True
+    written_again: list[bytes] = []
     for key in path:
         if not isinstance(key, str):
             continue
         if not _PLAIN_KEY.fullmatch(key):
             return True
         quoted = b'"' + key.encode() + b'"'
-        if raw.find(quoted, after) >= 0 and (len(path) > 1 or not _once_in_the_object(raw, quoted)):
-            return True
-    return False
+        if raw.find(quoted, after) >= 0:
+            written_again.append(quoted)
+    if not written_again:
+        return _escapes_a_key_character(raw, after)
+    if len(path) > 1 or _escapes_a_key_character(raw, 0):
+        return True
+    return not _once_in_the_object(raw, written_again[0])
+
+
+def _escapes_a_key_character(raw: bytes, start: int) -> bool:
+    return raw.find(b"\\u00", start) >= 0 and _ESCAPED_KEY_CHARACTER.search(raw, start) is not None
 
 
 _MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
