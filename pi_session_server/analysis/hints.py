@@ -20,6 +20,7 @@ from .document import SessionDocument
 from .edits import edit_effect, edits_of
 from .hover import current_label
 from .lines import LineInfo
+from .preview import cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,9 @@ class Lens:
     line: int
     title: str
 
+
+#: a label in a hint or a lens title is cut like an entry's preview
+LABEL_LIMIT = 80
 
 #: the codicons lens titles use, and a plain glyph for each (for editors that draw no codicons)
 BRANCH_ICON = "$(git-branch)"
@@ -65,7 +69,7 @@ def inlay_hints(doc: SessionDocument, first_line: int = 0, last_line: int | None
             parts.append("no children" if kids == 0 else f"{kids} children")
         label = current_label(doc, info)
         if label:
-            parts.append(f"label “{label}”")
+            parts.append(f"label “{cut(label, LABEL_LIMIT)}”")
         if info.etype == "context_edit":
             parts.append(edit_effect(doc, info).short)
         edits = edits_of(doc, info)
@@ -101,7 +105,7 @@ def code_lenses(doc: SessionDocument) -> list[Lens]:
         if info.key in labelled:  # the index key: an id may be any JSON value (an array: unhashable)
             label = current_label(doc, info)
             if label:
-                titles.append(f"label “{label}”")
+                titles.append(f"label “{cut(label, LABEL_LIMIT)}”")
         if info.key in edited:
             titles.extend(
                 f"edited by line {e.line + 1}: {edit_effect(doc, e).on_target}" for e in edits_of(doc, info)

@@ -11,10 +11,12 @@ on an edited entry, which lines edit it), and a preview of the content. Tree fac
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..format.dates import ms
-from ..format.jsvalue import ABSENT, get, js_string_of
+from ..format.jsjson import READABLE_DEPTH, dumps_pretty
+from ..format.jsvalue import ABSENT, get, js_string_of, truthy
 from . import lines as L
 from . import links
 from .diagnostics import is_forked
@@ -22,7 +24,7 @@ from .document import SessionDocument
 from .edits import edit_effect, edits_of
 from .lines import LineInfo, human_size
 from .navigation import Reference, reference_at
-from .preview import full_value, one_line, quick_preview
+from .preview import cut, full_value, one_line, quick_preview
 
 TEXT_LIMIT = 600
 ARGS_LIMIT = 300
@@ -56,9 +58,20 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
 
 
 def _code(value: Any) -> str:
-    text = value if isinstance(value, str) else js_string_of(value)
-    text = text.replace("`", "'")
+    """A value of the file in code (cut like message text): nothing in it reads as markdown."""
+    text = cut(js_string_of(value, TEXT_LIMIT + 1), TEXT_LIMIT).replace("`", "'")
     return f"`{text}`"
+
+
+# What makes markdown of a line of text: emphasis, code, links and images, html, entities,
+# strikethrough, tables; and the "://" of a web address, which clients make a link of.
+_MARKDOWN = re.compile(r"[\\`*_\[\]<>!&~|#]|:(?=//)")
+
+
+def _plain(text: str) -> str:
+    """Session text shown as it is in a line of markdown: an image it names is not fetched, a link
+    is not followed, and no emphasis or code passes for the hover's own."""
+    return _MARKDOWN.sub(lambda m: "\\" + m.group(0), text)
 
 
 def _num(x: Any) -> str:
@@ -82,8 +95,9 @@ def _time(ts: Any) -> str | None:
 
 def _title(info: LineInfo, bold_role: bool = True) -> str:
     if info.etype == "message" and isinstance(info.role, str):
-        return f"`message` · **{info.role}**" if bold_role else f"`message` · {info.role}"
-    return f"`{js_string_of(info.etype)}`"
+        role = _plain(cut(info.role))
+        return f"`message` · **{role}**" if bold_role else f"`message` · {role}"
+    return _code(info.etype)
 
 
 def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
@@ -173,7 +187,7 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
     if parent is not ABSENT:
         out.append(f"**forked from** {_code(parent)}")
     if leaf is not None:
-        out.append(f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {quick_preview(leaf)}")
+        out.append(f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {_plain(quick_preview(leaf))}")
     return "\n\n".join(out)
 
 
@@ -205,7 +219,7 @@ def _message_facts(info: LineInfo, value: Any) -> list[str]:
         out.extend(_usage(get(message, "usage")))
         error = get(message, "errorMessage")
         if isinstance(error, str) and error:
-            out.append(f"**error** {one_line(error, 200)}")
+            out.append(f"**error** {_plain(one_line(error, 200))}")
     elif info.role == "toolResult":
         flag = " · **error**" if get(message, "isError") is True else ""
         out.append(
@@ -221,7 +235,7 @@ def _summary_facts(info: LineInfo, value: Any) -> list[str]:
     out: list[str] = []
     if info.etype == "usage":
         out.append(
-            f"**{js_string_of(get(value, 'kind'))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
+            f"**{_plain(js_string_of(get(value, 'kind'), 80))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
         )
     if info.etype == "compaction":
         first_kept = get(value, "firstKeptEntryId")
@@ -280,25 +294,32 @@ def _blocks_markdown(content: Any) -> list[str]:
         elif btype == "thinking":
             text = get(block, "thinking")
             redacted = get(block, "redacted") is True
-            body = "(redacted)" if redacted else one_line(text if isinstance(text, str) else "", 400)
+            body = "(redacted)" if redacted else _plain(one_line(text if isinstance(text, str) else "", 400))
             out.append(f"> *thinking:* {body}")
         elif btype == "toolCall":
-            args = get(block, "arguments")
-            try:
-                args_text = json.dumps(args, ensure_ascii=False, indent=2) if args is not ABSENT else ""
-            except (TypeError, ValueError):
-                args_text = ""
             out.append(
                 f"**tool call** {_code(get(block, 'name'))} {_code(get(block, 'id'))}\n\n"
-                + _fence(_cut(args_text, ARGS_LIMIT))
+                + _fence(_cut(_arguments_text(get(block, "arguments")), ARGS_LIMIT))
             )
         elif btype == "image":
             data = get(block, "data")
             size = human_size(len(data) * 3 // 4) if isinstance(data, str) else "?"
             out.append(f"**image** {_code(get(block, 'mimeType'))}, {size}")
         else:
-            out.append(f"*{js_string_of(btype)} block*")
+            out.append(f"*{_plain(js_string_of(btype, 80))} block*")
     return out
+
+
+def _arguments_text(args: Any) -> str:
+    """A tool call's arguments laid out as JSON."""
+    if args is ABSENT:
+        return ""
+    try:
+        return json.dumps(args, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return ""
+    except RecursionError:  # nested deeper than json's encoder goes: the iterative one
+        return dumps_pretty(args, 2, READABLE_DEPTH)
 
 
 def _preview(info: LineInfo, value: Any) -> str:
@@ -327,7 +348,7 @@ def summary_markdown(doc: SessionDocument, target: LineInfo) -> str:
     out = [
         f"**→ {_title(target)}** {_entry_name(doc, target)} · line {target.line + 1}"
         + (f" · {when}" if when else ""),
-        quick_preview(target, 160),
+        _plain(quick_preview(target, 160)),
     ]
     label = current_label(doc, target)
     if label:
@@ -351,5 +372,10 @@ def _reference_hover(doc: SessionDocument, ref: Reference) -> str:
                 f"`fromId` {_code(ref.value)}: no entry in this file has this id: the session was forked "
                 "from another one, and the branch left here stayed there"
             )
+        if ref.field == "parentId" and not truthy(ref.value):
+            return f"`parentId` {_code(ref.value)}: **no parent**: this entry is a root, where a conversation starts"
+        if ref.field == "firstKeptEntryId" and ref.value is None:
+            # pi 0.86.1's "keep nothing" (docs/DIAGNOSTICS.md, PI034)
+            return "`firstKeptEntryId` `null`: the compaction **keeps nothing** from before it"
         return f"{_code(ref.field)} {_code(ref.value)}: **no entry has this id**"
     return "\n\n---\n\n".join(summary_markdown(doc, t.info) for t in targets[:5])

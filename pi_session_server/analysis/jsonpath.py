@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
+import msgspec
+
 from .fields import Path
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}\[\]:,]|[^\s{}\[\]:,"]+')
@@ -174,6 +176,12 @@ class Walk:
             and self.keys[-1] == self.wanted[-1]
         )
 
+    def key_on_wanted_path(self) -> bool:
+        """The key just read is one of the wanted path's, in the object where the path goes on
+        (written again there, it replaces the member read before)."""
+        depth = self._key_depth()
+        return depth < len(self.wanted) and self.matched >= depth and self.keys[-1] == self.wanted[depth]
+
     def path(self, what: int) -> Path:
         """The path of the current step (built on request: O(depth)); it holds no None (the path
         is cut before the first keyless container, and the key just read is a string)."""
@@ -183,27 +191,91 @@ class Walk:
 
 
 def value_span(raw: bytes, path: Path) -> tuple[int, int] | None:
-    """Byte span of the value at ``path`` (``()`` is the whole line's value), or None."""
+    """Byte span of the value at ``path`` (``()`` is the whole line's value), or None. A key
+    written twice in an object is read as JSON.parse reads it: its last value counts."""
     if not path:
         stripped = raw.rstrip(b" \t\r")
         lead = len(raw) - len(raw.lstrip(b" \t\r"))
         return (lead, len(stripped)) if stripped else None
-    walk = Walk(raw, path)
-    for what, start, end in walk.steps():
-        if what != KEY and walk.value_is_wanted():
-            return start, end
-    return None
+    return _last_span(raw, path, on_key=False)
 
 
 def key_span(raw: bytes, path: Path) -> tuple[int, int] | None:
-    """Byte span of the key token of the member at ``path`` (a path ending in a key)."""
+    """Byte span of the key token of the member at ``path`` (a path ending in a key): of its last
+    occurrence, the one JSON.parse keeps."""
     if not path or not isinstance(path[-1], str):
         return None
+    return _last_span(raw, path, on_key=True)
+
+
+def _last_span(raw: bytes, path: Path, on_key: bool) -> tuple[int, int] | None:
+    """The span of the key (``on_key``) or value at ``path`` where JSON.parse takes it from: a key
+    of the path met again in the same object replaces what was found under the first one. The walk
+    stops at the first one found when nothing after it can be such a key (no key of the path
+    written again, no escape that could spell one)."""
     walk = Walk(raw, path)
+    keys = {key for key in path if isinstance(key, str)}
+    found: tuple[int, int] | None = None
+    checked = False  # whether the walk must go on to the end whatever it meets
     for what, start, end in walk.steps():
-        if what == KEY and walk.key_is_wanted():
-            return start, end
-    return None
+        if what == KEY:
+            if walk.keys[-1] not in keys or not walk.key_on_wanted_path():
+                continue
+            found = (start, end) if on_key and walk.key_is_wanted() else None
+        elif on_key or not walk.value_is_wanted():
+            continue
+        else:
+            found = (start, end)
+        if found is not None and not checked:
+            if not _may_repeat(raw, path, found[1]):
+                return found
+            checked = True
+    return found
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_$]+")
+# an escape that spells a letter, a digit, '_' or '$' (JSON.stringify writes none; control
+# characters, which it writes as \u00XX, are below these)
+_ESCAPED_KEY_CHARACTER = re.compile(rb"\\u00[2-7][0-9A-Fa-f]")
+
+
+def _may_repeat(raw: bytes, path: Path, after: int) -> bool:
+    """Whether a key of ``path`` may be written again after byte ``after``: its quoted text is
+    there, or an escape that could spell it (a key that is not plain letters and digits: always).
+    A key of the line's object that is also written inside values (a tool call's "id" below an
+    entry's) is counted, not walked to."""
+    written_again: list[bytes] = []
+    for key in path:
+        if not isinstance(key, str):
+            continue
+        if not _PLAIN_KEY.fullmatch(key):
+            return True
+        quoted = b'"' + key.encode() + b'"'
+        if raw.find(quoted, after) >= 0:
+            written_again.append(quoted)
+    if not written_again:
+        return _escapes_a_key_character(raw, after)
+    if len(path) > 1 or _escapes_a_key_character(raw, 0):
+        return True
+    return not _once_in_the_object(raw, written_again[0])
+
+
+def _escapes_a_key_character(raw: bytes, start: int) -> bool:
+    return raw.find(b"\\u00", start) >= 0 and _ESCAPED_KEY_CHARACTER.search(raw, start) is not None
+
+
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def _once_in_the_object(raw: bytes, quoted: bytes) -> bool:
+    """Whether the line's object has the member whose key is ``quoted`` once: every other
+    occurrence of that text is inside the values JSON.parse keeps (the value of a member written
+    twice is not, so its key is then counted twice). Read at C speed, values not decoded."""
+    try:
+        members = _MEMBERS.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return raw.count(quoted) - sum(bytes(v).count(quoted) for v in members.values()) == 1
 
 
 def scalar_at(raw: bytes, offset: int) -> Located | None:

@@ -52,9 +52,13 @@ def _unescape(fragment: bytes) -> str:
     return fragment.decode("utf-8", "replace")
 
 
-def one_line(text: str, limit: int = 80) -> str:
-    text = js_trim(_WS.sub(" ", text))
+def cut(text: str, limit: int = 80) -> str:
+    """``text``, or its start and "…" when it is longer than ``limit`` characters."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str, limit: int = 80) -> str:
+    return cut(js_trim(_WS.sub(" ", text)), limit)
 
 
 def _field(raw: bytes, name: str) -> str | None:
@@ -116,9 +120,9 @@ def _entry_preview(etype: Any, raw: bytes, limit: int) -> str:
         return f"[custom: {_field(raw, 'customType') or '?'}]"
     if etype == "label":
         label = _field(raw, "label")
-        return f"[label: {label}]" if label else "[label cleared]"
+        return f"[label: {cut(label, limit)}]" if label else "[label cleared]"
     if etype == "session_info":
-        return f"[name: {_field(raw, 'name') or ''}]"
+        return f"[name: {cut(_field(raw, 'name') or '', limit)}]"
     if etype == "usage":
         return f"[usage: {_field(raw, 'kind') or '?'}]"
     return f"[{js_string_of(etype)}]"

@@ -632,9 +632,8 @@ def image_plan(
     mime = get(block, "mimeType")
     if not isinstance(data, str):
         return None
-    try:
-        decoded = base64.b64decode(data, validate=False)
-    except (binascii.Error, ValueError):
+    decoded = _strict_base64(data)
+    if decoded is None:
         return None
     span = value_span(info.raw, block_path)
     if span is None:
@@ -649,6 +648,18 @@ def image_plan(
     }
     edit = TextEdit(info.line, span[0], info.line, span[1], dumps(placeholder))
     return ImageExtraction(file_name, decoded, edit)
+
+
+def _strict_base64(data: str) -> bytes | None:
+    """The bytes ``data`` encodes, or None unless it is one plain base64 string that encodes them
+    exactly: the placeholder replaces the whole string, so the file must hold every byte of it. A
+    lenient decode drops characters outside the alphabet (base64url's '-' and '_') and stops at
+    the first padding (two strings written one after the other): the rest would be lost."""
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return decoded if base64.b64encode(decoded) == data.encode("ascii") else None
 
 
 # What a part of an image's file name may hold: the id and the block's place come from the file's

@@ -18,6 +18,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..format.jsjson import dumps_short
 from ..format.jsvalue import ABSENT, strict_equal
 from . import codes
 from .lines import LineInfo, Problem
@@ -64,8 +65,11 @@ def _first_related(group: Iterable[LineInfo], e: LineInfo, why: str) -> tuple[tu
 
 
 def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
+    """An id quoted in a message: a string as it is, anything else as its JSON text (what the user
+    sees in the file), cut short; any size or depth of value costs the same."""
+    if isinstance(value, str):
+        return value if len(value) <= 40 else value[:39] + "…"
+    return dumps_short(value, 40)
 
 
 class TreeIndex:

@@ -30,6 +30,7 @@ __all__ = [
     "dumps",
     "dumps_bytes",
     "dumps_pretty",
+    "dumps_short",
     "encode_value",
     "is_array_index_key",
     "js_key_order",
@@ -689,6 +690,61 @@ def dumps_pretty(value: Any, indent: int = 2, indented_depth: int | None = None)
     grow with the square of the nesting depth (a line of a few hundred KB of nested arrays would be
     gigabytes), while no value worth reading nests that deep."""
     return _encode_exact(value, " " * min(max(indent, 0), 10), indented_depth=indented_depth)
+
+
+def dumps_short(value: Any, limit: int) -> str:
+    """``JSON.stringify(value)`` cut to ``limit`` characters ("…" last when cut), for a value quoted
+    in a message: the work stops once ``limit`` characters are written, whatever the value's size
+    or depth, and lone surrogates show as U+FFFD."""
+    out: list[str] = []
+    size = 0
+    # Frames: [iterator over the members, is_object, a member written]
+    stack: list[list[Any]] = []
+    v = value
+    while size <= limit:
+        t = type(v)
+        if t is str:
+            text: str | None = _encode_string(as_displayed(v[: limit + 1]))
+        else:
+            try:
+                text = _scalar(v, displayed=True)
+            except TypeError:
+                text = "null"  # not a JSON value (undefined in an array is written null)
+        if text is not None:
+            out.append(text)
+            size += len(text)
+        elif isinstance(v, Mapping):
+            out.append("{")
+            size += 1
+            stack.append([iter(_ordered_items(v, displayed=True)), True, False])
+        else:
+            out.append("[")
+            size += 1
+            stack.append([iter(v), False, False])
+        while stack:  # the next value to write, closing the containers that have no more
+            frame = stack[-1]
+            member = next(frame[0], ABSENT)
+            if member is ABSENT:
+                stack.pop()
+                out.append("}" if frame[1] else "]")
+                size += 1
+                continue
+            if frame[2]:
+                out.append(",")
+                size += 1
+            frame[2] = True
+            if frame[1]:
+                key = _encode_string(as_displayed(member[0][: limit + 1])) + ":"
+                out.append(key)
+                size += len(key)
+                v = member[1]
+            else:
+                v = member
+            break
+        else:
+            break
+    text = "".join(out)
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
 #: what text for people lays out of a JSON value (see dumps_pretty's ``indented_depth``)

@@ -65,7 +65,7 @@ from .json_string import json_string_bytes
 from .locations import MAX_URI_CHARS, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
 from .poller import stat_signature
-from .workers import CancelToken, Job, SerialQueue, on_loop
+from .workers import CancelToken, Job, SerialQueue, log_failure, on_loop
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -285,7 +285,7 @@ class LanguageFeatures:
             with gc_paused():
                 self._opened(state, build(quick))
 
-        state.queue.submit(open_job, interruptible=False)
+        log_failure(state.queue.submit(open_job, interruptible=False), f"opening {uri}")
 
     def did_change(self, params: types.DidChangeTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
@@ -448,7 +448,10 @@ class LanguageFeatures:
             return None
         state = self._new_state(uri, from_disk=True)
         state.path = path
-        state.queue.submit(lambda _token: self._load_from_disk(state), interruptible=False)
+        log_failure(
+            state.queue.submit(lambda _token: self._load_from_disk(state), interruptible=False),
+            f"reading {path}",
+        )
         self._forget_idle_later()
         return state
 

@@ -142,6 +142,23 @@ class Job(Generic[T]):
                 logger.exception("a job's callback failed")
 
 
+def log_failure(job: Job[Any], what: str) -> Job[Any]:
+    """Have the failure of a job nobody waits for written to the log (``what`` says which job):
+    its exception would otherwise be kept for no one, and the work it stopped would go silently
+    undone."""
+
+    def report(finished: Job[Any]) -> None:
+        try:
+            finished.result()
+        except Cancelled:
+            pass
+        except BaseException:
+            logger.exception("%s failed", what)
+
+    job.add_done_callback(report)
+    return job
+
+
 def after_this_job(callback: Callable[[], Any]) -> bool:
     """Call ``callback()`` once the job running on this thread is over, after the callbacks given to
     it before: work that must not delay its reply. (The connection gives the callback that writes

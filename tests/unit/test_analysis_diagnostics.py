@@ -157,6 +157,17 @@ def test_positions_of_tree_diagnostics_are_the_values() -> None:
     assert raw[d.start : d.end] == '"zz😀"'.encode()
 
 
+def test_a_parent_that_is_not_a_string_is_quoted_as_short_json_at_any_depth() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    lines = [S.header(), S.user("a", None)]
+    for n, parent in enumerate(('{"a":true,"b":null}', deep)):
+        lines.append(S.user(f"b{n}", "p").replace('"parentId":"p"', f'"parentId":{parent}'))
+    doc = SessionDocument("\n".join(lines) + "\n")
+    messages = [d.message for d in document_diagnostics(doc) if d.code == "PI031"]
+    assert messages[0].startswith('parentId `{"a":true,"b":null}` names no entry')
+    assert messages[1].startswith("parentId `" + "[" * 39 + "…` names no entry")
+
+
 def test_codes_have_a_documented_row_each() -> None:
     doc = Path(__file__).resolve().parents[2] / "docs" / "DIAGNOSTICS.md"
     assert markdown_table() in doc.read_text(encoding="utf-8")

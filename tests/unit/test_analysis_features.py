@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 
 import builders as S
+import pytest
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hints import code_lenses, inlay_hints
 from pi_session_server.analysis.hover import hover
+from pi_session_server.analysis.jsonpath import key_span, value_span
 from pi_session_server.analysis.navigation import definition, id_target, reference_at, references
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import MAX_NESTING, Symbol, document_symbols
@@ -207,3 +209,94 @@ def test_ranges_of_a_crlf_line_end_before_its_carriage_return() -> None:
     headerless = SessionDocument("{oops\r\n")
     (missing,) = [d for d in document_diagnostics(headerless) if d.code == "PI010"]
     assert (missing.start, missing.end) == (0, len("{oops"))
+
+
+def test_a_key_written_twice_is_found_where_json_parse_takes_it() -> None:
+    # JSON.parse (pi) keeps the last value: the problem, the definition and the hover are there
+    doc = make(
+        S.header(),
+        S.user("a", None).replace('"id":"a"', '"id":"old","id":"a"'),
+        S.user("b", "a").replace('"parentId":"a"', '"parentId":"a","parentId":"gone"'),
+    )
+    (problem,) = document_diagnostics(doc)
+    raw = doc.lines[2].raw
+    assert problem.code == "PI031" and raw[problem.start : problem.end] == b'"gone"'
+    target = definition(doc, 2, at(doc, 2, '"a"'))
+    assert [(t.line, doc.lines[1].raw[t.start : t.end]) for t in target] == [(1, b'"a"')]
+
+
+def test_hover_on_a_root_parent_and_a_compaction_that_keeps_nothing() -> None:
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.compaction("k", "a", "x").replace('"firstKeptEntryId":"x"', '"firstKeptEntryId":null'),
+    )
+    root = hover(doc, 1, at(doc, 1, '"parentId":null') + len('"parentId":'))
+    kept = hover(doc, 2, at(doc, 2, '"firstKeptEntryId":null') + len('"firstKeptEntryId":'))
+    assert root is not None and "root" in root[0] and "no entry has this id" not in root[0]
+    assert kept is not None and "keeps nothing" in kept[0] and "no entry has this id" not in kept[0]
+
+
+def test_session_text_in_hover_previews_is_not_markdown() -> None:
+    text = "# Big ![x](https://example.com/t.png) [click](https://example.com/p) **leaf** `x`"
+    doc = make(S.header(), S.user("a", None, text), S.user("b", "a"))
+    found = hover(doc, 2, at(doc, 2, '"a"'))  # on the parentId: a preview of the user message
+    header = hover(doc, 0, 1)  # the leaf's preview
+    lenient = hover(make(S.header(), S.user("a", None), S.user("b", "a", text)), 0, 1)
+    assert found is not None and header is not None and lenient is not None
+    for markdown in (found[0], lenient[0]):
+        assert "![x](" not in markdown and "[click](" not in markdown and "**leaf** `x`" not in markdown
+        assert "https://" not in markdown
+        assert r"\!\[x\]" in markdown and r"\*\*leaf\*\*" in markdown
+
+
+def test_hover_on_tool_call_arguments_nested_deeper_than_the_encoder_goes() -> None:
+    deep: list = []
+    for _ in range(3000):
+        deep = [deep]
+    doc = make(S.header(), S.user("a", None), S.assistant("b", "a", calls=(("t", "read", {"k": deep}),)))
+    found = hover(doc, 2, 1)
+    assert found is not None and "**tool call** `read`" in found[0] and '"k": [' in found[0]
+
+
+def test_labels_and_names_are_cut_in_hints_lenses_and_hovers() -> None:
+    long = "L" * 200_000
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.label("l", "a", "a", long),
+        S.session_info("n", "l", long),
+        S.user("b", "n"),
+    )
+    assert all(len(h.label) < 200 for h in inlay_hints(doc))
+    assert all(len(lens.title) < 200 for lens in code_lenses(doc))
+    for line in (1, 2, 3):
+        found = hover(doc, line, 1)
+        assert found is not None and len(found[0]) < 5_000
+    on_parent = hover(doc, 4, at(doc, 4, '"n"'))  # a preview of the session_info entry
+    assert on_parent is not None and len(on_parent[0]) < 1_000
+
+
+@pytest.mark.parametrize(
+    ("raw", "path", "expected"),
+    [
+        (b'{"parentId":"a","parentId":"z","x":1}', ("parentId",), b'"z"'),
+        (b'{"a":{"b":1,"b":2},"a":{"c":3}}', ("a", "b"), None),  # the "a" pi keeps has no "b"
+        (b'{"a":{"b":1,"b":2},"z":{"c":3}}', ("a", "b"), b"2"),
+        (b'{"id":"x","m":[{"id":"y"}]}', ("id",), b'"x"'),  # an "id" inside a value is not the entry's
+        (b'{"id":"x","m":[{"id":"y"}],"id":"z"}', ("id",), b'"z"'),
+        (b'{"id":"x","m":[{"id":"y"}],"\\u0069d":"z"}', ("id",), b'"z"'),  # the same key, escaped
+        (b'{"\\u0069d":"x","m":[{"id":"y"}],"id":"z"}', ("id",), b'"z"'),
+        (b'{"id":"x","m":[{"id":"y"}], "id" :"z"', ("id",), b'"z"'),  # cut off: walked
+        (b'{"id":"x","m":"\\"id\\""}', ("id",), b'"x"'),
+    ],
+)
+def test_the_value_of_a_key_written_twice_is_the_last_one(
+    raw: bytes, path: tuple, expected: bytes | None
+) -> None:
+    span = value_span(raw, path)
+    assert (None if span is None else raw[span[0] : span[1]]) == expected
+    key = key_span(raw, path)
+    assert (key is None) == (expected is None)
+    if key is not None and span is not None:
+        assert key[1] < span[0] and raw.rfind(b'"', 0, span[0]) > key[0]  # the key of that value

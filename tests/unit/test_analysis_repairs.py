@@ -7,6 +7,7 @@ import json
 import re
 
 import builders as S
+import pytest
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
@@ -180,6 +181,41 @@ def test_nearest_surviving_ancestor_skips_descendants() -> None:
     repair = only(doc, 2)
     assert repair.title.startswith("Make this entry a root")
     assert document_diagnostics(apply(doc, repair)) == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # two base64 strings written one after the other: a lenient decode stops at the padding
+        base64.b64encode(b"\x89PNG one") + base64.b64encode(b"two"),
+        # base64url: a lenient decode drops '-' and '_' and returns other bytes
+        base64.urlsafe_b64encode(b"\x89PN\xfb\xef\xfe"),
+        base64.b64encode(b"\x89PNG wrapped") + b"\n",
+        b"QR==",  # non-zero bits after the data: it would not come back the same
+    ],
+    ids=["concatenated", "base64url", "whitespace", "non-canonical"],
+)
+def test_image_plan_refuses_data_that_is_not_one_strict_base64_string(data: bytes) -> None:
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t", "r", {}),)),
+        S.tool_result("c", "b", "t", images=((data.decode(), "image/png"),)),
+    )
+    assert image_plan(doc, doc.lines[3], ("message", "content", 1), "/s/x.jsonl") is None
+
+
+def test_a_repair_of_a_key_written_twice_changes_the_value_pi_reads() -> None:
+    # JSON.parse keeps the last "parentId": the first one is left as it is, the last one repaired
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.user("b", "a").replace('"parentId":"a"', '"parentId":"a","parentId":"gone"'),
+    )
+    repair = only(doc, 2)
+    assert repair.title.startswith("Re-parent to `a`")
+    assert '"parentId":"a","parentId":"a"' in apply(doc, repair).line_text(2)
+    assert document_diagnostics(doc) == []
 
 
 def test_image_plan_decodes_and_replaces_the_block() -> None:

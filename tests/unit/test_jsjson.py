@@ -21,6 +21,7 @@ from pi_session_server.format.jsjson import (
     dumps,
     dumps_bytes,
     dumps_pretty,
+    dumps_short,
     is_array_index_key,
     js_key_order,
     js_number,
@@ -453,3 +454,26 @@ def test_long_strings_escape_like_short_ones(value: str, expected: str) -> None:
     assert dumps(value) == expected
     assert _encode_exact({"k": value}) == '{"k":' + expected + "}"
     assert dumps_bytes([value]) == ("[" + expected + "]").encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("value", "limit", "expected"),
+    [
+        ({"a": True, "b": None}, 40, '{"a":true,"b":null}'),
+        ([1.0, [2, []], {}, "x"], 40, '[1,[2,[]],{},"x"]'),
+        ({"1": 1, "a": 2}, 40, '{"1":1,"a":2}'),
+        ("\ud800", 40, '"\ufffd"'),
+        ("x" * 100, 10, '"xxxxxxxx…'),
+        ({"a": "b" * 50}, 20, '{"a":"bbbbbbbbbbbbb…'),
+    ],
+)
+def test_dumps_short_is_json_stringify_cut_short(value: Any, limit: int, expected: str) -> None:
+    assert dumps_short(value, limit) == expected
+
+
+def test_dumps_short_stops_after_limit_whatever_the_depth_or_size() -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert dumps_short(deep, 40) == "[" * 39 + "…"
+    assert dumps_short([0] * 1_000_000, 12) == "[0,0,0,0,0,…"

@@ -52,6 +52,17 @@ def glued(tmp_path: Path) -> Path:
     return path
 
 
+def test_a_key_written_twice_is_repaired_once_where_pi_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "dup.jsonl"
+    child = S.user("b", "a").replace('"parentId":"a"', '"parentId":"a","parentId":"gone"')
+    path.write_bytes(lines(S.header(), S.user("a", None), child))
+    out = tmp_path / "out.jsonl"
+    done = cli("--all", "-o", out, path)
+    assert done.returncode == 0, done.stderr
+    assert "1 repair made" in done.stdout and "rounds" not in done.stdout
+    assert out.read_bytes() == lines(S.header(), S.user("a", None), child.replace('"gone"', '"a"'))
+
+
 def test_without_a_target_it_only_lists_the_repairs(glued: Path) -> None:
     before = glued.stat()
     done = cli(glued)

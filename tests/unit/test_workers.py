@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pi_session_server.server.workers import Cancelled, CancelToken, WorkerPool, on_loop
+from pi_session_server.server.workers import Cancelled, CancelToken, WorkerPool, log_failure, on_loop
 
 
 def test_one_queue_runs_its_jobs_one_at_a_time_in_order() -> None:
@@ -129,3 +129,21 @@ def test_an_asyncio_future_of_a_job_cancels_it() -> None:
         assert await on_loop(queue.submit(lambda token: 7), asyncio.get_running_loop()) == 7
 
     asyncio.run(main())
+
+
+def test_the_failure_of_a_job_nobody_awaits_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    pool = WorkerPool()
+    queue = pool.queue("q")
+
+    def fail(_token: CancelToken) -> None:
+        raise RecursionError("too deep")
+
+    with caplog.at_level("ERROR", logger="pi_session_server.server.workers"):
+        failed = log_failure(queue.submit(fail), "opening file:///s.jsonl")
+        fine = log_failure(queue.submit(lambda _token: 1), "opening file:///t.jsonl")
+        over = threading.Event()
+        fine.add_done_callback(lambda _job: over.set())  # after the logging callbacks of both
+        assert over.wait(10) and failed.done()
+    (record,) = caplog.records
+    assert record.getMessage() == "opening file:///s.jsonl failed"
+    assert record.exc_info is not None and isinstance(record.exc_info[1], RecursionError)
