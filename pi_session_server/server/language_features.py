@@ -920,10 +920,10 @@ class LanguageFeatures:
         (or why nothing was done)."""
         repair = self._find_repair(state, version, key)
         if repair is None or repair.image is None or state.path is None:
-            return {"applied": False, "reason": "the document changed; ask for the code action again"}
+            return self._not_applied("the document changed; ask for the code action again")
         plan = repair.image()
-        if plan is None:
-            return {"applied": False, "reason": "the image data is not valid base64"}
+        if plan is None:  # (not one strict base64 string: nothing is taken out that a file would not hold)
+            return self._not_applied("the image data is not valid base64: it stays in the session")
         try:
             target = _write_new_file(os.path.join(os.path.dirname(state.path), plan.file_name), plan.data)
         except OSError as error:

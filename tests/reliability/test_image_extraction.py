@@ -38,13 +38,13 @@ HOSTILE_IDS = [
 ]
 
 
-def hostile_session(directory: Path, entry_id: str) -> Path:
+def hostile_session(directory: Path, entry_id: str, image: str = IMAGE) -> Path:
     path = directory / "s.jsonl"
     lines = [
         S.header(),
         S.user("u1", None, "look"),
         S.assistant("a1", "u1", "reading", calls=(("call1", "read", {"path": "x.png"}),)),
-        S.tool_result(entry_id, "a1", "call1", images=((IMAGE, "image/png"),)),
+        S.tool_result(entry_id, "a1", "call1", images=((image, "image/png"),)),
     ]
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -155,3 +155,23 @@ def test_an_image_file_that_cannot_be_made_as_named_is_never_an_internal_error(
         assert os.readlink(directory / "s.e1.1.png") == str(tmp_path / "nowhere")
     else:
         assert len(written.name.encode()) <= 255 and written.name.endswith(".e1.1.png")
+
+
+def test_image_data_that_is_not_one_strict_base64_string_stays_and_the_user_is_told(
+    tmp_path: Path, server: RawServer
+):
+    """Two base64 strings one after the other (padding inside): a lenient decode writes half the
+    image and the edit would remove the whole data. Nothing is written or removed; the editor is
+    told why."""
+    half = base64.b64encode(b"\x89PNG half " * 40_001).decode()
+    assert half.endswith("=")
+    path = hostile_session(tmp_path, "e1", image=half + half)
+    command = _image_command(server, path)
+    reply = server.request(
+        "workspace/executeCommand",
+        {"command": command["command"], "arguments": command["arguments"]},
+        timeout=60,
+    )
+    assert reply["result"]["applied"] is False and "not valid base64" in reply["result"]["reason"], reply
+    server.wait_notification("window/showMessage", lambda p: "not valid base64" in p["message"])
+    assert list(tmp_path.glob("*.png")) == []
