@@ -24,7 +24,7 @@ from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, PiRpcError, invalid_params
 from .library_tree import library_tree, shown_tree
 from .path_view import get_path
-from .reply_bytes import entries_bytes, refuse_past_max
+from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
 from .tree_pages import FlatTreePages
 from .tree_view import (
     FlatTree,
@@ -277,7 +277,7 @@ def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
     end = total if p.limit is UNSET else min(total, start + p.limit)  # limit >= 1: pages always advance
     entries = manager.entries_slice(start, end)
     refuse_past_max(
-        entries_bytes(entries),
+        reply_bytes(manager, entries),
         "ask for pages: pi/getEntries with `limit` (a smaller one), then `offset` for the next pages",
     )
     return {"entries": entries, "total": total, "hasMore": end < total}
@@ -316,14 +316,14 @@ _PATH_IN_PAGES = "ask for the path in pages: pi/getPath with `offset` and `limit
 
 def _branch(manager: Any, p: P.GetBranchParams) -> Any:
     branch = manager.get_branch(P.opt(p.from_id))
-    refuse_past_max(entries_bytes(branch), _PATH_IN_PAGES)
+    refuse_past_max(reply_bytes(manager, branch), _PATH_IN_PAGES)
     return branch
 
 
 def _children(manager: Any, p: P.GetChildrenParams) -> Any:
     children = manager.get_children(P.opt(p.parent_id))
     refuse_past_max(
-        entries_bytes(children),
+        reply_bytes(manager, children),
         "ask for the children as tree nodes (no bodies): pi/getTree with `rootId` and `depth`, then "
         "pi/getEntry for the entries wanted",
     )
@@ -335,7 +335,7 @@ def _context_entries(manager: Any, leaf_id: Any) -> Any:
         entries = manager.build_context_entries()
     else:
         entries = build_context_entries(manager.get_entries(), leaf_id, manager.by_id)
-    refuse_past_max(entries_bytes(entries), _PATH_IN_PAGES)
+    refuse_past_max(reply_bytes(manager, entries), _PATH_IN_PAGES)
     return entries
 
 
@@ -346,7 +346,7 @@ def _refuse_large_context(manager: Any, leaf_id: Any, copies: int) -> None:
         entries = manager.build_context_entries()
     else:
         entries = manager.build_context_entries_at(leaf_id)
-    refuse_past_max(copies * entries_bytes(entries), _PATH_IN_PAGES)
+    refuse_past_max(reply_bytes(manager, entries, copies), _PATH_IN_PAGES)
 
 
 def _context(manager: Any, p: P.SessionContextParams) -> Any:

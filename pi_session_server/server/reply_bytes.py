@@ -11,12 +11,16 @@ spaces and escapes the file may have). A long line's length is kept with its ent
 entries sorted by offset, each is counted as the distance to the next one's line (at most
 ``SHORT_LINE``), which is its own length when the reply holds the lines that follow it (a path, the
 entries in file order). The last of them, and an entry not read from a file (created in memory),
-are encoded: such entries are small.
+are encoded: such entries are small. Where the reply skips lines of the file (a path past other
+branches), that distance holds them too: an estimate past the bound is made again with the
+distance to the file's next entry (:func:`reply_bytes`), so that no reply is refused for lines it
+does not hold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pi_session_server.format.entry import Entry
@@ -26,8 +30,21 @@ from . import errors
 from .wire import encode_result
 
 
-def entries_bytes(entries: Iterable[Any]) -> int:
-    """About the bytes of the JSON of ``entries`` (no more than their lines hold; see the module)."""
+def reply_bytes(manager: Any, entries: Sequence[Any], copies: int = 1) -> int:
+    """:func:`entries_bytes` of the entries of ``manager`` a reply holds (``copies`` times over);
+    past the bound, measured again by where the file's next entry starts (the lines between are
+    then not counted)."""
+    estimate = copies * entries_bytes(entries)
+    if estimate <= errors.MAX_REPLY_BYTES:
+        return estimate
+    offsets = [at for at in manager.envelopes(0, manager.entry_count()).offsets if at >= 0]
+    return copies * entries_bytes(entries, offsets)
+
+
+def entries_bytes(entries: Iterable[Any], file_offsets: Sequence[int] | None = None) -> int:
+    """About the bytes of the JSON of ``entries`` (no more than their lines hold; see the module).
+    ``file_offsets``: where each entry of the file starts, in file order (a short line is then
+    counted to the next entry of the file, not to the next one of ``entries``)."""
     total = 0
     lines: list[Entry] = []  # the entries read from the file
     for entry in entries:
@@ -40,11 +57,19 @@ def entries_bytes(entries: Iterable[Any]) -> int:
     for i, entry in enumerate(lines):
         if entry.length:
             total += entry.length
+        elif file_offsets is not None and (after := _next_start(file_offsets, entry.offset)) >= 0:
+            total += max(0, min(SHORT_LINE, after - entry.offset - 1))
         elif i < last:
             total += max(0, min(SHORT_LINE, lines[i + 1].offset - entry.offset - 1))
         else:
             total += len(encode_result(entry))  # nothing in the reply follows it: read (it is short)
     return total
+
+
+def _next_start(file_offsets: Sequence[int], offset: int) -> int:
+    """Where the file's entry after the one at ``offset`` starts (-1 for the last)."""
+    at = bisect_right(file_offsets, offset)
+    return file_offsets[at] if at < len(file_offsets) else -1
 
 
 def _offset(entry: Entry) -> int:

@@ -17,7 +17,7 @@ from pi_session_server.format.scan import SHORT_LINE
 from pi_session_server.server import errors, methods_read
 from pi_session_server.server import params as P
 from pi_session_server.server.errors import PiRpcError
-from pi_session_server.server.reply_bytes import entries_bytes
+from pi_session_server.server.reply_bytes import entries_bytes, reply_bytes
 from pi_session_server.server.wire import encode_result
 from pi_session_server.session import SessionManager
 
@@ -211,3 +211,30 @@ def test_since_and_offset_together_are_invalid_params(example: SessionManager):
     with pytest.raises(PiRpcError) as failure:
         methods_read._entries_page(example, P.GetEntriesParams(since="0a9b8c7d", offset=1))
     assert failure.value.code == -32602 and "`since` and `offset`" in failure.value.message
+
+
+def test_a_path_past_other_branches_lines_is_measured_again_not_refused_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A path's entries lie apart in the file (other branches between them): each is counted to the
+    next line of the path, other branches' lines with it. Past the bound the estimate is made again
+    to the file's next entry: the path is answered, as small as it is."""
+    entries, parent = [], None
+    for i in range(10):
+        entries.append(message(f"p{i}", parent, f"on the path {i}"))
+        entries.append(message(f"b{i}", f"p{i}", "z" * (SHORT_LINE // 2)))  # another branch, a short line
+        parent = f"p{i}"
+    manager = write_session(tmp_path / "branches.jsonl", entries)
+    branch = manager.get_branch("p9")
+    assert [e.id for e in branch] == [f"p{i}" for i in range(10)]
+    size = entries_json(branch)
+    assert entries_bytes(branch) > 10 * size  # (the branches' lines counted in)
+    monkeypatch.setattr(errors, "MAX_REPLY_BYTES", 2 * size)
+    assert reply_bytes(manager, branch) == size
+    params = P.parse({"fromId": "p9"}, P.GetBranchParams)
+    assert methods_read._branch(manager, params) == branch
+    monkeypatch.setattr(errors, "MAX_REPLY_BYTES", size - 1)
+    assert refused(lambda: methods_read._branch(manager, params)).data == {
+        "bytes": size,
+        "max": size - 1,
+    }
