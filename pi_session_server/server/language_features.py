@@ -282,8 +282,19 @@ class LanguageFeatures:
             # One pause of the collector for the whole open: a pause that ended between the first
             # pass and the rest would have it walk every line's facts at once, before the first
             # diagnostics go out; a big document's are frozen before it ends (see _opened).
-            with gc_paused():
-                self._opened(state, build(quick))
+            try:
+                with gc_paused():
+                    self._opened(state, build(quick))
+            except Exception as error:  # a bug of ours: the user learns the document has no analysis
+                self.server.notify(
+                    types.WINDOW_SHOW_MESSAGE,
+                    {
+                        "type": types.MessageType.Error.value,
+                        "message": f"pi-session could not analyse {uri}: {type(error).__name__}: {error} "
+                        "(the server's log has the details)",
+                    },
+                )
+                raise
 
         log_failure(state.queue.submit(open_job, interruptible=False), f"opening {uri}")
 
