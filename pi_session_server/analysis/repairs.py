@@ -125,6 +125,12 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
     return out
 
 
+def _made_to_the_file(title: str, code: str) -> Repair:
+    """A repair of what the editor's text does not hold (a byte order mark, the file's encoding):
+    made to the file itself (:attr:`Repair.on_disk`), no text edit."""
+    return Repair(title, code, 0, lambda: [], preferred=True, key=(code, "file"), on_disk=True)
+
+
 def _reencoding(doc: SessionDocument) -> list[Repair]:
     """The file in UTF-8, for a file read from disk in the UTF-16 or UTF-32 its mark names (none
     when it does not decode whole: nothing is guessed)."""
@@ -209,17 +215,7 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
             )
         ]
     if d.code == codes.NOT_UTF8:  # (an editor's decoded text: the file's bytes are read for it)
-        return [
-            Repair(
-                "Save the file as UTF-8",
-                d.code,
-                0,
-                lambda: [],
-                preferred=True,
-                key=(d.code, "file"),
-                on_disk=True,
-            )
-        ]
+        return [_made_to_the_file("Save the file as UTF-8", d.code)]
     if d.code == codes.BOM and doc.has_bom():
         return [
             Repair(
@@ -233,15 +229,7 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
         ]
     if d.code == codes.BOM:
         return [
-            Repair(
-                "Remove the byte order mark from the file (saved as UTF-8 without BOM)",
-                d.code,
-                0,
-                lambda: [],
-                preferred=True,
-                key=(d.code, "file"),
-                on_disk=True,
-            )
+            _made_to_the_file("Remove the byte order mark from the file (saved as UTF-8 without BOM)", d.code)
         ]
     if d.code == codes.OLD_VERSION:
         return [

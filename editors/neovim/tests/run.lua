@@ -550,58 +550,57 @@ test('refreshes asked for while the tree loads share one load after it (pi appen
   assert(ok, err)
 end)
 
-test('pi/didChange "rewriting" is waited out: the tree is not read again, nothing is reported', function()
+-- pi/didChange as the server sends it, with the tree's refreshes counted and the messages kept
+-- (the viewer's own following is left out); restore() puts the plugin back as it was
+local function did_change_watched()
   local tree = require('pi_session.tree')
   local view = require('pi_session.view')
-  local refresh, view_change = tree.refresh, view.on_did_change
-  local calls, notes = 0, {}
-  local notify = vim.notify
+  local refresh, view_change, notify = tree.refresh, view.on_did_change, vim.notify
+  local watched = { calls = 0, notes = {} }
   tree.refresh = function(...)
-    calls = calls + 1
+    watched.calls = watched.calls + 1
     return refresh(...)
   end
   view.on_did_change = function() end
   vim.notify = function(message, level)
-    table.insert(notes, { message, level })
+    table.insert(watched.notes, { message, level })
   end
   local handler = vim.lsp.config.pi_session.handlers['pi/didChange']
   local uri = vim.uri_from_bufnr(session_buf)
-  handler(nil, { session = 's1', uri = uri, kind = 'rewriting', newEntryIds = {} }, {})
+  function watched.send(kind)
+    handler(nil, { session = 's1', uri = uri, kind = kind, newEntryIds = {} }, {})
+  end
+  function watched.restore()
+    tree.refresh, view.on_did_change, vim.notify = refresh, view_change, notify
+  end
+  return watched
+end
+
+test('pi/didChange "rewriting" is waited out: the tree is not read again, nothing is reported', function()
+  local watched = did_change_watched()
+  watched.send('rewriting')
   vim.wait(200)
-  local during = calls
-  handler(nil, { session = 's1', uri = uri, kind = 'reloaded', newEntryIds = {} }, {})
+  local during = watched.calls
+  watched.send('reloaded')
   vim.wait(TIMEOUT, function()
-    return calls > during
+    return watched.calls > during
   end, 20)
-  tree.refresh, view.on_did_change, vim.notify = refresh, view_change, notify
+  watched.restore()
   eq(during, 0, 'tree refreshes while the file is being rewritten')
-  truthy(calls >= 1, 'the tree was not refreshed once the file was reloaded')
-  eq(notes, {}, 'messages')
+  truthy(watched.calls >= 1, 'the tree was not refreshed once the file was reloaded')
+  eq(watched.notes, {}, 'messages')
 end)
 
 test('pi/didChange "unreadable" warns that the file is not a session now, without reading the tree again', function()
-  local tree = require('pi_session.tree')
-  local view = require('pi_session.view')
-  local refresh, view_change = tree.refresh, view.on_did_change
-  local calls, notes = 0, {}
-  local notify = vim.notify
-  tree.refresh = function(...)
-    calls = calls + 1
-    return refresh(...)
-  end
-  view.on_did_change = function() end
-  vim.notify = function(message, level)
-    table.insert(notes, { message, level })
-  end
-  local handler = vim.lsp.config.pi_session.handlers['pi/didChange']
-  local uri = vim.uri_from_bufnr(session_buf)
-  handler(nil, { session = 's1', uri = uri, kind = 'unreadable', newEntryIds = {} }, {})
+  local watched = did_change_watched()
+  watched.send('unreadable')
   vim.wait(TIMEOUT, function()
-    return #notes > 0
+    return #watched.notes > 0
   end, 20)
   vim.wait(200)
-  tree.refresh, view.on_did_change, vim.notify = refresh, view_change, notify
-  eq(calls, 0, 'tree refreshes of a file that is not a session now')
+  watched.restore()
+  local notes = watched.notes
+  eq(watched.calls, 0, 'tree refreshes of a file that is not a session now')
   eq(#notes, 1, 'messages')
   eq(notes[1][2], vim.log.levels.WARN, 'the message level')
   truthy(notes[1][1]:find('is not a session file now', 1, true), 'the message says why: ' .. notes[1][1])
