@@ -59,6 +59,21 @@ async function openByName(page, file) {
   await page.locator(`.tab[aria-label*="${path.basename(file)}"]`).first().waitFor({ timeout: 30_000 });
 }
 
+// Fix All on the file's tab (a repair made to the file on disk), up to three times, until done() says
+// the file shows it (the command may come before the server has the document's problems)
+async function fixAllUntil(page, file, done) {
+  await page.locator(`.tab[aria-label*="${file}"]`).first().click();
+  await page.waitForTimeout(1000);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    await runCommand(page, 'Fix All');
+    for (let i = 0; i < 20; i++) {
+      await page.waitForTimeout(500);
+      if (done()) return true;
+    }
+  }
+  return false;
+}
+
 async function goToLine(page, line) {
   await page.keyboard.press('Control+G');
   const input = page.locator('.quick-input-widget input');
@@ -308,16 +323,7 @@ try {
   await openByName(page, 'bom-session.jsonl');
   const bomProblem = page.locator('.markers-panel .monaco-list-row', { hasText: 'byte order mark' });
   check('a byte order mark only the file has is reported', await visible(bomProblem, 60_000));
-  await page.locator('.tab[aria-label*="bom-session.jsonl"]').first().click();
-  await page.waitForTimeout(1000);
-  let bomGone = false;
-  for (let attempt = 0; attempt < 3 && !bomGone; attempt++) {
-    await runCommand(page, 'Fix All');
-    for (let i = 0; i < 20 && !bomGone; i++) {
-      await page.waitForTimeout(500);
-      bomGone = fs.readFileSync(bomPath)[0] === 0x7b; // '{'
-    }
-  }
+  const bomGone = await fixAllUntil(page, 'bom-session.jsonl', () => fs.readFileSync(bomPath)[0] === 0x7b); // '{'
   const bomRowGone = bomGone && (await bomProblem.first().waitFor({ state: 'hidden', timeout: 20_000 }).then(() => true, () => false));
   check('Fix All removes the mark from the file, and the problem goes', bomGone && bomRowGone,
     `first bytes ${fs.readFileSync(bomPath).subarray(0, 3).toString('hex')}`);
@@ -329,16 +335,7 @@ try {
   await openByName(page, 'utf16-session.jsonl');
   const utf16Problem = page.locator('.markers-panel .monaco-list-row', { hasText: 'UTF-16LE' });
   check('a session file in UTF-16 is reported', await visible(utf16Problem, 60_000));
-  await page.locator('.tab[aria-label*="utf16-session.jsonl"]').first().click();
-  await page.waitForTimeout(1000);
-  let utf8 = false;
-  for (let attempt = 0; attempt < 3 && !utf8; attempt++) {
-    await runCommand(page, 'Fix All');
-    for (let i = 0; i < 20 && !utf8; i++) {
-      await page.waitForTimeout(500);
-      utf8 = fs.readFileSync(utf16Path).subarray(0, 2).toString('latin1') === '{"';
-    }
-  }
+  const utf8 = await fixAllUntil(page, 'utf16-session.jsonl', () => fs.readFileSync(utf16Path).subarray(0, 2).toString('latin1') === '{"');
   const utf16RowGone = utf8 && (await utf16Problem.first().waitFor({ state: 'hidden', timeout: 20_000 }).then(() => true, () => false));
   const encoding = page.locator('#status\\.editor\\.encoding');
   const readAsUtf8 = utf8 && (await visible(encoding.filter({ hasText: 'UTF-8' }), 20_000));
