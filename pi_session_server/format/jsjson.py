@@ -692,6 +692,9 @@ def dumps_pretty(value: Any, indent: int = 2, indented_depth: int | None = None)
     return _encode_exact(value, " " * min(max(indent, 0), 10), indented_depth=indented_depth)
 
 
+_NO_MORE = object()
+
+
 def dumps_short(value: Any, limit: int) -> str:
     """``JSON.stringify(value)`` cut to ``limit`` characters ("…" last when cut), for a value quoted
     in a message: the work stops once ``limit`` characters are written, whatever the value's size
@@ -723,8 +726,8 @@ def dumps_short(value: Any, limit: int) -> str:
             stack.append([iter(v), False, False])
         while stack:  # the next value to write, closing the containers that have no more
             frame = stack[-1]
-            member = next(frame[0], ABSENT)
-            if member is ABSENT:
+            member: Any = next(frame[0], _NO_MORE)
+            if member is _NO_MORE:  # (not ABSENT: an array may hold undefined, written null)
                 stack.pop()
                 out.append("}" if frame[1] else "]")
                 size += 1

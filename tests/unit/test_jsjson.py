@@ -465,6 +465,7 @@ def test_long_strings_escape_like_short_ones(value: str, expected: str) -> None:
         ("\ud800", 40, '"\ufffd"'),
         ("x" * 100, 10, '"xxxxxxxx…'),
         ({"a": "b" * 50}, 20, '{"a":"bbbbbbbbbbbbb…'),
+        ([1, ABSENT, 2], 40, "[1,null,2]"),  # undefined in an array: null, and the array goes on
     ],
 )
 def test_dumps_short_is_json_stringify_cut_short(value: Any, limit: int, expected: str) -> None:
