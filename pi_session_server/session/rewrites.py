@@ -43,10 +43,10 @@ from collections.abc import Iterable
 
 import msgspec
 
-from ..errors import NotRegularFileError, StaleFileError, fs_error_from_oserror
-from ..regular_file import NotRegularFile, open_regular
+from ..errors import StaleFileError, fs_error_from_oserror
+from ..regular_file import open_regular
 from .environment import Environment, on_disk
-from .storage import MAX_REOPENS, lock, names, tail_marker, write_all
+from .storage import MAX_REOPENS, lock, names, open_session_file, tail_marker, write_all
 
 __all__ = [
     "FileState",
@@ -111,11 +111,9 @@ class LockedFile:
         for _ in range(MAX_REOPENS):
             try:
                 # a FIFO or a device renamed over the session file is refused, never waited on
-                fd = open_regular(self.target)
+                fd = open_session_file(self.target, path)[0]
             except FileNotFoundError:
                 return
-            except NotRegularFile as err:
-                raise NotRegularFileError(path, err.kind) from err
             except OSError as err:
                 raise fs_error_from_oserror(err, "open", path) from err
             lock(fd)
@@ -152,9 +150,7 @@ class LockedFile:
         if self.fd < 0:
             raise StaleFileError(self._refusal("was deleted"))
         try:
-            out = open_regular(self.target, os.O_WRONLY | os.O_APPEND)
-        except NotRegularFile as err:
-            raise NotRegularFileError(self.path, err.kind) from err
+            out = open_session_file(self.target, self.path, os.O_WRONLY | os.O_APPEND)[0]
         except OSError as err:
             raise fs_error_from_oserror(err, "open", self.path) from err
         try:
@@ -500,10 +496,7 @@ def _copy_range(source: int, start: int, end: int, out: int) -> int:
 def _append_to(path: str, fd: int, data: bytes) -> int:
     """Append ``data`` to the file open as ``fd`` through ``path`` (O_APPEND: pi may append by
     path at the same time), on a line of its own. We hold that file's lock already (``fd``)."""
-    try:
-        out = open_regular(path, os.O_WRONLY | os.O_APPEND)
-    except NotRegularFile as err:
-        raise NotRegularFileError(path, err.kind) from err
+    out = open_session_file(path, path, os.O_WRONLY | os.O_APPEND)[0]
     try:
         if not names(path, fd):
             raise StaleFileError(f"{path} was replaced by another process while it was being rewritten")

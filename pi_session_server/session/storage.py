@@ -31,7 +31,7 @@ from collections.abc import Iterator
 import msgspec
 
 from ..errors import FsError, NotRegularFileError, StaleFileError, fs_error_from_oserror
-from ..regular_file import NotRegularFile, open_regular, open_regular_status
+from ..regular_file import NotRegularFile, open_regular_status
 from .environment import Environment, on_disk
 
 
@@ -52,6 +52,18 @@ class WriteOutcome(msgspec.Struct):
     def interleaved(self) -> bool:
         """Another process wrote between our look at the file and our write."""
         return self.written_at != self.size_before
+
+
+def open_session_file(
+    disk_path: str, path: str, flags: int = os.O_RDONLY, mode: int = 0o666
+) -> tuple[int, os.stat_result]:
+    """:func:`.regular_file.open_regular_status` of a session file (``path`` as the caller named
+    it, ``disk_path`` where it is): a FIFO, a device or a socket there is NotRegularFileError, the
+    library's refusal (-32010 on the wire); any other failure is the open's OSError."""
+    try:
+        return open_regular_status(disk_path, flags, mode)
+    except NotRegularFile as err:
+        raise NotRegularFileError(path, err.kind) from err
 
 
 def _fs_error(err: OSError, syscall: str, path: str) -> FsError:
@@ -206,9 +218,7 @@ class Appender:
         swapped in between."""
         self.close()
         try:
-            fd, st = open_regular_status(self.disk_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        except NotRegularFile as err:
-            raise NotRegularFileError(self.path, err.kind) from err
+            fd, st = open_session_file(self.disk_path, self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as err:
             raise _fs_error(err, "open", self.path) from err
         self.fd = fd
@@ -362,9 +372,7 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
     disk_path = on_disk(path, env)
     for _ in range(MAX_REOPENS):
         try:
-            fd = open_regular(disk_path, os.O_RDWR | os.O_APPEND)
-        except NotRegularFile as err:
-            raise NotRegularFileError(path, err.kind) from err
+            fd = open_session_file(disk_path, path, os.O_RDWR | os.O_APPEND)[0]
         except OSError as err:
             raise _fs_error(err, "open", path) from err
         try:
