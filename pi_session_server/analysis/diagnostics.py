@@ -20,7 +20,7 @@ from ..format.jsvalue import ABSENT, get, js_string_of, to_number
 from . import codes
 from . import lines as L
 from .codes import CODES, Severity
-from .document import BOM_BYTES, BOM_PREFIX_SIZE, SessionDocument, other_bom
+from .document import BOM_BYTES, SessionDocument
 from .edits import is_malformed, target_problem
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
@@ -115,7 +115,7 @@ def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     encoding = doc.encoding_not_utf8()
     if encoding is not None:
         first = lines[0].raw if lines else b""
-        mark = other_bom(first[:BOM_PREFIX_SIZE])
+        mark = doc.other_bom_in_text()
         out.append(
             Diagnostic(
                 0,

@@ -536,8 +536,7 @@ class SessionDocument:
         :attr:`Repair.on_disk`, look at the file then, not only at the text), and so does a file in
         UTF-16 or UTF-32 (:attr:`disk_encoding`, PI017). Returns whether that changed (a new
         :attr:`version`)."""
-        first = self.lines[0].raw if self.lines else b""
-        bom = start.startswith(BOM_BYTES) and not first.startswith(BOM_BYTES)
+        bom = start.startswith(BOM_BYTES) and not self.has_bom()
         found = other_bom(start)
         encoding = found[1] if found else None
         if bom == self.disk_bom and encoding == self.disk_encoding:
@@ -546,10 +545,15 @@ class SessionDocument:
         self.version += 1
         return True
 
+    def other_bom_in_text(self) -> tuple[bytes, str] | None:
+        """The UTF-16 or UTF-32 byte order mark the text itself starts with (bytes read from disk,
+        which no editor sends) and the encoding it names (:func:`other_bom`)."""
+        return other_bom(self.lines[0].raw[:BOM_PREFIX_SIZE]) if self.lines else None
+
     def encoding_not_utf8(self) -> str | None:
         """The encoding (UTF-16 or UTF-32) the byte order mark of the file names: the text's own
         first bytes (read from disk), or the file on disk under an editor's decoded text."""
-        in_text = other_bom(self.lines[0].raw[:BOM_PREFIX_SIZE]) if self.lines else None
+        in_text = self.other_bom_in_text()
         return in_text[1] if in_text else self.disk_encoding
 
     def bom_in_file(self) -> bool:

@@ -31,7 +31,7 @@ from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
 from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_span, reported_problems
-from .document import BOM_BYTES, BOM_PREFIX_SIZE, SessionDocument, other_bom, utf8_of_marked
+from .document import BOM_BYTES, SessionDocument, utf8_of_marked
 from .fields import Path
 from .jsonpath import value_span
 from .lines import LineInfo, human_size
@@ -99,7 +99,7 @@ def _delete_line(doc: SessionDocument, n: int) -> TextEdit:
 def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | None = None) -> list[Repair]:
     """Repairs for the diagnostics on lines ``first_line..last_line``. ``path``: the file's path
     (used to name a new header after the file and to place extracted images)."""
-    if other_bom(doc.lines[0].raw[:BOM_PREFIX_SIZE] if doc.lines else b"") is not None:
+    if doc.other_bom_in_text() is not None:
         # bytes of another encoding, read from disk: their lines are no lines of pi's to mend
         return _reencoding(doc) if first_line <= 0 <= last_line else []
     out = [
