@@ -36,6 +36,6 @@ def shown_tree(manager: Any) -> list[Any]:
 
 def _once_each(manager: Any) -> list[Any]:
     roots = library_tree(manager)
-    if manager.get_entry_count() == manager.entry_count():
-        return roots  # every entry has an id of its own: no node hangs in two places (no walk to tell)
+    if manager.has_unique_ids():
+        return roots  # no node hangs in two places (no walk to tell)
     return expanded_once(manager.get_tree()) if shares_nodes(roots) else roots

@@ -91,8 +91,7 @@ def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
     """The shape of the tree for ``view``, kept for the windows of one view of it."""
 
     def shape() -> Any:
-        unique_ids = manager.get_entry_count() == manager.entry_count()
-        leaf_path = manager.get_branch() if unique_ids else None
+        leaf_path = manager.get_branch() if manager.has_unique_ids() else None
         return _shape(manager, view, on_demand, shown_tree(manager), manager.by_id, leaf_path)
 
     return _tree_shapes.tree(manager, (*view.values(), on_demand), shape)

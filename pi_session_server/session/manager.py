@@ -1301,6 +1301,11 @@ class SessionManager:
             return self._rows.count  # (every id a distinct string: see _adopt_rows)
         return len(self._by_id)
 
+    def has_unique_ids(self) -> bool:
+        """Every entry has an id no other entry has: the tree then hangs each node in one place,
+        and the leaf's path is :meth:`get_branch`."""
+        return self.get_entry_count() == self.entry_count()
+
     def entry_count(self) -> int:
         """``len(get_entries())`` without building the list."""
         if self._rows is not None:
