@@ -341,6 +341,8 @@ def _from_record(info: LineInfo, record: Any, keep_timestamp: bool) -> None:  # 
     problems: list[Problem] | None = None
     if keep_timestamp:
         info.timestamp = ts
+    else:
+        del info.timestamp  # (LineInfo sets one)
     if _time_ok(ts) is None:
         info.timestamp = ts
         problems = []
