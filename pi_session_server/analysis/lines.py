@@ -179,8 +179,12 @@ def scan_line(
 
 def timestamp_of(raw: bytes | memoryview) -> Any:
     """The ``timestamp`` of a line msgspec decodes as a record, read again from its bytes (see
-    ``keep_timestamp`` of :func:`scan_line`)."""
-    return _decode_envelope(raw).timestamp
+    ``keep_timestamp`` of :func:`scan_line`); ABSENT when they are no longer such a line (another
+    process rewrote the file in place since it was read)."""
+    try:
+        return _plain(_decode_envelope(raw).timestamp)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return ABSENT
 
 
 class _Envelope(msgspec.Struct):

@@ -63,10 +63,6 @@ class Groups(Mapping[Any, Sequence[LineInfo]]):
         group = self._map.get(key)
         return group[-1] if group.__class__ is list else group
 
-    def size(self, key: Any) -> int:
-        group = self._map.get(key)
-        return 0 if group is None else len(group) if group.__class__ is list else 1
-
     def append(self, key: Any, e: LineInfo) -> None:
         """Add ``e`` after every entry of its group (a bulk load in file order)."""
         group = self._map.get(key)
