@@ -211,9 +211,10 @@ class TreeIndex:
     def depth(self, e: LineInfo) -> int:
         """Length of the path from ``e`` to its root, minus one (D1 for cycles).
 
-        Only every :data:`_DEPTH_STEP`-th depth of a path is kept (and those of cycle members): a
-        depth per entry would cost more than the entry's facts, and an entry's depth is then
-        found fewer than that many steps up."""
+        Kept: the depth of each entry asked (asking every entry in file order then costs a step
+        each), of cycle members, and of every :data:`_DEPTH_STEP`-th entry of the path walked up
+        (not all of it: checking a file asks a few entries of a long path, whose every depth
+        would cost more than the entries' facts), which the next walk then stops at."""
         known = self._depth
         d = known.get(e)
         if d is not None:
@@ -240,7 +241,8 @@ class TreeIndex:
         # chain[i] is at depth base + len(chain) - i
         for i in range((base + len(chain)) % _DEPTH_STEP, len(chain), _DEPTH_STEP):
             known[chain[i]] = base + len(chain) - i
-        return base + len(chain)
+        d = known[e] = base + len(chain)
+        return d
 
     def is_ancestor(self, a: LineInfo, e: LineInfo) -> bool:
         """``a`` is on ``e``'s path, strictly above it."""

@@ -60,7 +60,16 @@ def test_depths_are_the_length_of_the_walk_in_any_order_of_asking(seed: int) -> 
     entries = list(doc.entries())
     random.Random(seed).shuffle(entries)
     assert [doc.tree.depth(e) for e in entries] == [_walked_depth(doc, e) for e in entries]
-    assert len(doc.tree._depth) < len(entries) // 4  # a few kept, not one per entry
+
+
+def test_the_depth_of_a_far_entry_keeps_a_few_depths_not_one_per_entry_above_it() -> None:
+    lines = [S.header(), S.user("e0", None)] + [S.user(f"e{i}", f"e{i - 1}") for i in range(1, 1000)]
+    doc = SessionDocument("\n".join(lines) + "\n")
+    last = doc.lines[1000]
+    assert doc.tree.depth(last) == 999
+    assert len(doc.tree._depth) < 100
+    assert doc.tree.depth(doc.lines[500]) == 499  # found a few steps up
+    assert doc.tree.is_ancestor(doc.lines[3], last) and not doc.tree.is_ancestor(last, doc.lines[3])
 
 
 def test_depths_follow_a_subtree_moved_by_an_edit() -> None:
