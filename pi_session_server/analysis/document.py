@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, to_number
@@ -26,7 +26,7 @@ from ..format.scan import iter_physical_lines
 from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion, Profile, profile_for
 from . import lines as L
-from .lines import LineInfo, scan_envelope, scan_line
+from .lines import LineInfo, scan_envelope, scan_line, timestamp_of
 from .tree import TreeIndex
 
 BOM_BYTES = b"\xef\xbb\xbf"
@@ -99,6 +99,11 @@ class _FileBytes:
 
 
 _RAW_SLOT: Any = LineInfo.__dict__["raw"]
+_TIMESTAMP_SLOT: Any = LineInfo.__dict__["timestamp"]
+#: a line's place in its source is one int: its offset above these bits, its length in them (one
+#: int per line costs a third of an (offset, length) pair)
+_LENGTH_BITS = 48
+_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
 
 
 class FileLineInfo(LineInfo):
@@ -106,20 +111,24 @@ class FileLineInfo(LineInfo):
     diagnostics' ranges and columns ask, for the lines they are on). A line of a file on disk is
     what lets ``pi-session check`` analyse a multi-GB session in the memory of its line facts; a
     provisional line of a ``quick`` load keeps its place in the text read, so that the first pass
-    copies no line (:meth:`SessionDocument.finish` gives each line its own bytes)."""
+    copies no line (:meth:`SessionDocument.finish` gives each line its own bytes). A line of a
+    file also reads its timestamp again when it did not keep it (``keep_timestamp`` of
+    :func:`lines.scan_line`)."""
 
     __slots__ = ()
+
+    def keep_place(self, source: _FileBytes | _TextBytes, offset: int, length: int) -> None:
+        """Read the line's bytes from ``source`` at ``offset`` from now on."""
+        self.source = source
+        _RAW_SLOT.__set__(self, offset << _LENGTH_BITS | length)
 
     @property
     def raw(self) -> bytes:
         stored = _RAW_SLOT.__get__(self, LineInfo)
         if type(stored) is bytes:
             return stored
-        source: _FileBytes | _TextBytes
-        offset: int
-        length: int
-        source, offset, length = stored
-        return source.read(offset, length)
+        source: _FileBytes | _TextBytes = self.source
+        return source.read(stored >> _LENGTH_BITS, stored & _LENGTH_MASK)
 
     @raw.setter
     def raw(self, value: Any) -> None:
@@ -128,7 +137,18 @@ class FileLineInfo(LineInfo):
     @property
     def byte_length(self) -> int:
         stored = _RAW_SLOT.__get__(self, LineInfo)
-        return len(stored) if type(stored) is bytes else stored[2]
+        return len(stored) if type(stored) is bytes else stored & _LENGTH_MASK
+
+    @property
+    def timestamp(self) -> Any:
+        try:
+            return _TIMESTAMP_SLOT.__get__(self, LineInfo)
+        except AttributeError:
+            return timestamp_of(self.raw)
+
+    @timestamp.setter
+    def timestamp(self, value: Any) -> None:
+        _TIMESTAMP_SLOT.__set__(self, value)
 
 
 def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInfo], list[LineInfo]]:
@@ -160,7 +180,7 @@ def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInf
             scanned.append(info)
         else:
             info.__class__ = FileLineInfo
-            _RAW_SLOT.__set__(info, (source, start, end - start))
+            cast(FileLineInfo, info).keep_place(source, start, end - start)
             keep(info)
         append(info)
         if end == size:
@@ -254,9 +274,9 @@ class SessionDocument:
                 if line_no == 0:
                     append(scan_line(data, errors, first=data.startswith(BOM_BYTES)))
                     continue  # the first line keeps its bytes (a header, or why there is none)
-                info = scan_line(data, errors)
+                info = scan_line(data, errors, keep_timestamp=False)
                 info.__class__ = FileLineInfo
-                _RAW_SLOT.__set__(info, (source, offset, len(data)))  # its place, not its bytes
+                cast(FileLineInfo, info).keep_place(source, offset, len(data))  # not its bytes
                 append(info)
             if ends_with_newline:  # "a\n".split("\n") ends with an empty line
                 append(scan_line(b"", errors))

@@ -83,6 +83,7 @@ class LineInfo:
         "ref",
         "result_call_id",
         "role",
+        "source",
         "timestamp",
         "version",
     )
@@ -106,6 +107,9 @@ class LineInfo:
         self.version: Any = ABSENT  # header version
         self.bom = False  # the file's first line, read past its byte order mark
         self.problems: tuple[Problem, ...] = ()
+
+    #: where a line that reads its bytes again reads them (set on analysis.document.FileLineInfo only)
+    source: Any
 
     def __repr__(self) -> str:
         return f"<LineInfo {self.line}: kind={self.kind} type={self.etype!r} id={self.id!r}>"
@@ -140,12 +144,19 @@ _BLANK_PROBLEM = Problem(codes.BLANK_LINE, "blank line: pi never writes one and 
 _BOM = b"\xef\xbb\xbf"
 
 
-def scan_line(raw: bytes, errors: str = "replace", first: bool = False) -> LineInfo:
+def scan_line(
+    raw: bytes, errors: str = "replace", first: bool = False, keep_timestamp: bool = True
+) -> LineInfo:
     """Analyse one physical line (bytes without its "\\n"). ``errors``: how invalid UTF-8 decodes
     (``replace`` for files, as Node does; ``surrogatepass`` for text that came from an editor).
 
     ``first``: the file's first line, where a byte order mark is looked through (the document
     reports it once, PI014) instead of making the line invalid JSON.
+
+    ``keep_timestamp``: False leaves the ``timestamp`` of an entry msgspec decodes (without a
+    problem about it) unset, for a line that reads it again from its bytes when asked
+    (:func:`timestamp_of`): a string per entry is much of what a large file's facts cost, and only
+    hovers and repairs read it.
     """
     if first and raw.startswith(_BOM):
         info = scan_line(raw[3:], errors)
@@ -162,8 +173,18 @@ def scan_line(raw: bytes, errors: str = "replace", first: bool = False) -> LineI
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         _scan_slow(info, raw.decode("utf-8", errors))
         return info
-    _from_record(info, record)
+    _from_record(info, record, keep_timestamp)
     return info
+
+
+def timestamp_of(raw: bytes | memoryview) -> Any:
+    """The ``timestamp`` of a line msgspec decodes as a record, read again from its bytes (see
+    ``keep_timestamp`` of :func:`scan_line`); ABSENT when they are no longer such a line (another
+    process rewrote the file in place since it was read)."""
+    try:
+        return _plain(_decode_envelope(raw).timestamp)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return ABSENT
 
 
 class _Envelope(msgspec.Struct):
@@ -305,7 +326,7 @@ _UNSET = msgspec.UNSET
 _time_ok = _CANONICAL_TIME.fullmatch
 
 
-def _from_record(info: LineInfo, record: Any) -> None:  # noqa: C901 - the hot loop, one call per line
+def _from_record(info: LineInfo, record: Any, keep_timestamp: bool) -> None:  # noqa: C901 - the hot loop
     """The facts of a line msgspec decoded as a record (the hot loop: kept lean on purpose)."""
     info.kept = True
     cls = type(record)
@@ -320,9 +341,14 @@ def _from_record(info: LineInfo, record: Any) -> None:  # noqa: C901 - the hot l
     info.id = info.key = record.id
     parent = info.parent_id = record.parent_id
     info.pkey = parent or None
-    ts = info.timestamp = record.timestamp
+    ts = record.timestamp
     problems: list[Problem] | None = None
+    if keep_timestamp:
+        info.timestamp = ts
+    else:
+        del info.timestamp  # (LineInfo sets one)
     if _time_ok(ts) is None:
+        info.timestamp = ts
         problems = []
         _check_timestamp(ts, problems)
     if etype == "message":
@@ -339,7 +365,7 @@ def _from_record(info: LineInfo, record: Any) -> None:  # noqa: C901 - the hot l
                     blocks.append(i)
                     ids.append(b.id)
             if blocks is not None:
-                info.call_blocks = tuple(blocks)
+                info.call_blocks = _shared_blocks(tuple(blocks))
                 info.call_ids = tuple(ids)
             if message.stop_reason not in _STOP_REASONS:
                 problems = problems if problems is not None else []
@@ -365,6 +391,20 @@ def _from_record(info: LineInfo, record: Any) -> None:  # noqa: C901 - the hot l
         _typed_images(record.content, ("content",), problems)
     if problems:
         info.problems = tuple(problems)
+
+
+#: the ``call_blocks`` tuples seen, each kept once: most messages place their calls alike
+_BLOCKS_SEEN: dict[tuple[int, ...], tuple[int, ...]] = {}
+_BLOCKS_KEPT = 1024
+
+
+def _shared_blocks(blocks: tuple[int, ...]) -> tuple[int, ...]:
+    seen = _BLOCKS_SEEN.get(blocks)
+    if seen is not None:
+        return seen
+    if len(_BLOCKS_SEEN) < _BLOCKS_KEPT:
+        _BLOCKS_SEEN[blocks] = blocks
+    return blocks
 
 
 def _int_if_integral(x: float) -> int | float:

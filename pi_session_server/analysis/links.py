@@ -10,6 +10,7 @@ here instead of the tree index, so that both kinds of file read the way pi reads
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 
 from ..format.jsvalue import ABSENT, js_string_of
 from .document import SessionDocument
@@ -46,7 +47,7 @@ def parent(doc: SessionDocument, info: LineInfo) -> LineInfo | None:
     return entries[i - 1] if i else None
 
 
-def children(doc: SessionDocument, info: LineInfo) -> list[LineInfo]:
+def children(doc: SessionDocument, info: LineInfo) -> Sequence[LineInfo]:
     """The entries that continue from ``info``, in file order."""
     chain = migration_chain(doc)
     if chain is None:

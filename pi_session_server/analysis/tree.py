@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..format.jsjson import dumps_short
@@ -27,25 +27,86 @@ from .lines import LineInfo, Problem
 _FULL_RECOMPUTE = 256
 #: ancestors looked at directly before an ancestry test falls back to depths
 _NEAR = 16
+#: the depths kept: of the entries whose depth is a multiple of this (TreeIndex.depth)
+_DEPTH_STEP = 16
 
 
-def _insert_ordered(lst: list[LineInfo], e: LineInfo) -> None:
-    if not lst or lst[-1].line < e.line:
-        lst.append(e)
-    else:
-        bisect.insort(lst, e, key=lambda x: x.line)
+class Groups(Mapping[Any, Sequence[LineInfo]]):
+    """Entries grouped by a key, each group in file order: a read-only mapping of key -> sequence.
 
+    Nearly every group holds one entry (an id, the child of a parent in a linear session, a tool
+    call's result), so a group of one is kept as the entry itself rather than a list of it: a list
+    per entry would cost more than the entry's own facts.
+    """
 
-def _remove(index: dict[Any, list[LineInfo]], key: Any, e: LineInfo) -> None:
-    lst = index.get(key)
-    if lst is None:
-        return
-    for i in range(len(lst) - 1, -1, -1):
-        if lst[i] is e:
-            del lst[i]
-            break
-    if not lst:
-        del index[key]
+    __slots__ = ("_map",)
+
+    def __init__(self) -> None:
+        # key -> the LineInfo of a group of one, or the list of a group of two or more
+        self._map: dict[Any, Any] = {}
+
+    def __getitem__(self, key: Any) -> Sequence[LineInfo]:
+        group = self._map[key]
+        return group if group.__class__ is list else (group,)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._map
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._map)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def last(self, key: Any) -> LineInfo | None:
+        """The group's last entry (the one an id resolves to), or None."""
+        group = self._map.get(key)
+        return group[-1] if group.__class__ is list else group
+
+    def append(self, key: Any, e: LineInfo) -> None:
+        """Add ``e`` after every entry of its group (a bulk load in file order)."""
+        group = self._map.get(key)
+        if group is None:
+            self._map[key] = e
+        elif group.__class__ is list:
+            group.append(e)
+        else:
+            self._map[key] = [group, e]
+
+    def insert(self, key: Any, e: LineInfo) -> None:
+        """Add ``e`` at its place in file order."""
+        group = self._map.get(key)
+        if group is None:
+            self._map[key] = e
+            return
+        if group.__class__ is not list:
+            group = self._map[key] = [group]
+        if group[-1].line < e.line:
+            group.append(e)
+        else:
+            bisect.insort(group, e, key=lambda x: x.line)
+
+    def remove(self, key: Any, e: LineInfo) -> None:
+        """Take ``e`` out of its group (nothing if it is not in it)."""
+        group = self._map.get(key)
+        if group is None:
+            return
+        if group.__class__ is not list:
+            if group is e:
+                del self._map[key]
+            return
+        for i in range(len(group) - 1, -1, -1):
+            if group[i] is e:
+                del group[i]
+                break
+        if len(group) == 1:
+            self._map[key] = group[0]
+
+    def shared(self) -> Iterator[tuple[Any, list[LineInfo]]]:
+        """The groups of more than one entry, with their key."""
+        for key, group in self._map.items():
+            if group.__class__ is list:
+                yield key, group
 
 
 def _normalized(cycle: tuple[LineInfo, ...]) -> tuple[LineInfo, ...]:
@@ -74,35 +135,61 @@ def _short(value: Any) -> str:
 
 class TreeIndex:
     def __init__(self) -> None:
-        self.members: set[LineInfo] = set()
-        self.by_id: dict[Any, list[LineInfo]] = {}  # id key -> entries in file order
-        self.children: dict[Any, list[LineInfo]] = {}  # key of a truthy parentId -> entries
-        self.referrers: dict[Any, list[LineInfo]] = {}  # targetId/firstKeptEntryId/fromId -> entries
-        self.results_by_call: dict[str, list[LineInfo]] = {}
-        self.calls_by_id: dict[str, list[LineInfo]] = {}
+        self._members: set[LineInfo] | None = None  # see members
+        self._size = 0  # how many entries are indexed
+        self.by_id = Groups()  # id key -> entries
+        self._children: Groups | None = None  # see children
+        self.referrers = Groups()  # targetId/firstKeptEntryId/fromId -> entries
+        self.results_by_call = Groups()  # toolCallId -> tool results
+        self.calls_by_id = Groups()  # toolCall id -> assistant messages
         self.cycles: dict[LineInfo, tuple[LineInfo, ...]] = {}  # member -> its cycle
         self.cross: dict[LineInfo, tuple[Problem, ...]] = {}  # entry -> its cross-line problems
         self._depth: dict[LineInfo, int] = {}
         self.epoch = 0  # bumped whenever a parent link of an entry with descendants changes
 
+    @property
+    def members(self) -> set[LineInfo]:
+        """The entries indexed. Built when first asked, as :attr:`children` is."""
+        if self._members is None:
+            self._members = set(self._indexed())
+        return self._members
+
+    def _indexed(self) -> Iterator[LineInfo]:
+        for group in self.by_id._map.values():
+            if group.__class__ is list:
+                yield from group
+            else:
+                yield group
+
+    @property
+    def children(self) -> Groups:
+        """Key of a truthy parentId -> the entries with it. Built when first asked: checking a
+        whole file never asks (an index of every entry's parent costs as much as the id index)."""
+        if self._children is None:
+            children = Groups()
+            for e in self._indexed():
+                if e.pkey is not None:
+                    children.insert(e.pkey, e)
+            self._children = children
+        return self._children
+
     # -- resolution ---------------------------------------------------------------------------
 
     def resolve(self, key: Any) -> LineInfo | None:
-        lst = self.by_id.get(key)
-        return lst[-1] if lst else None
+        return self.by_id.last(key)
 
     def parent(self, e: LineInfo) -> LineInfo | None:
         pk = e.pkey
         if pk is None:
             return None
-        lst = self.by_id.get(pk)
-        return lst[-1] if lst else None
+        group = self.by_id._map.get(pk)
+        return group[-1] if group.__class__ is list else group
 
-    def kids(self, e: LineInfo) -> list[LineInfo]:
+    def kids(self, e: LineInfo) -> Sequence[LineInfo]:
         """Entries whose parent resolves to ``e`` (file order); none for a shadowed duplicate."""
         if e.key is ABSENT or self.resolve(e.key) is not e:
-            return []
-        return self.children.get(e.key, [])
+            return ()
+        return self.children.get(e.key, ())
 
     def walk_up(self, e: LineInfo | None) -> Iterator[LineInfo]:
         """``e``, its parent, ... to the root, stopping before an entry already walked (D1)."""
@@ -122,16 +209,22 @@ class TreeIndex:
             cur = self.parent(cur)
 
     def depth(self, e: LineInfo) -> int:
-        """Length of the path from ``e`` to its root, minus one (D1 for cycles)."""
-        d = self._depth.get(e)
+        """Length of the path from ``e`` to its root, minus one (D1 for cycles).
+
+        Kept: the depth of each entry asked (asking every entry in file order then costs a step
+        each), of cycle members, and of every :data:`_DEPTH_STEP`-th entry of the path walked up
+        (not all of it: checking a file asks a few entries of a long path, whose every depth
+        would cost more than the entries' facts), which the next walk then stops at."""
+        known = self._depth
+        d = known.get(e)
         if d is not None:
             return d
         chain: list[LineInfo] = []
         cur: LineInfo | None = e
         base = -1
-        limit = len(self.members) + 1
+        limit = self._size + 1
         while cur is not None:
-            cached = self._depth.get(cur)
+            cached = known.get(cur)
             if cached is not None:
                 base = cached
                 break
@@ -139,16 +232,17 @@ class TreeIndex:
             if cycle is not None:
                 base = len(cycle) - 1
                 for m in cycle:
-                    self._depth[m] = base
+                    known[m] = base
                 break
             chain.append(cur)
             if len(chain) > limit:  # defensive: an unflagged cycle
                 break
             cur = self.parent(cur)
-        for x in reversed(chain):
-            base += 1
-            self._depth[x] = base
-        return self._depth.get(e, 0)
+        # chain[i] is at depth base + len(chain) - i
+        for i in range((base + len(chain)) % _DEPTH_STEP, len(chain), _DEPTH_STEP):
+            known[chain[i]] = base + len(chain) - i
+        d = known[e] = base + len(chain)
+        return d
 
     def is_ancestor(self, a: LineInfo, e: LineInfo) -> bool:
         """``a`` is on ``e``'s path, strictly above it."""
@@ -179,112 +273,115 @@ class TreeIndex:
     # -- indexing -----------------------------------------------------------------------------
 
     def _index(self, e: LineInfo) -> None:
-        self.members.add(e)
-        _insert_ordered(self.by_id.setdefault(e.key, []), e)
-        if e.pkey is not None:
-            _insert_ordered(self.children.setdefault(e.pkey, []), e)
+        self._size += 1
+        if self._members is not None:
+            self._members.add(e)
+        self.by_id.insert(e.key, e)
+        if e.pkey is not None and self._children is not None:
+            self._children.insert(e.pkey, e)
         if isinstance(e.ref, str):
-            _insert_ordered(self.referrers.setdefault(e.ref, []), e)
+            self.referrers.insert(e.ref, e)
         if e.result_call_id is not None:
-            _insert_ordered(self.results_by_call.setdefault(e.result_call_id, []), e)
+            self.results_by_call.insert(e.result_call_id, e)
         for c in e.call_ids:
-            _insert_ordered(self.calls_by_id.setdefault(c, []), e)
+            self.calls_by_id.insert(c, e)
 
     def _unindex(self, e: LineInfo) -> None:
-        self.members.discard(e)
-        _remove(self.by_id, e.key, e)
-        if e.pkey is not None:
-            _remove(self.children, e.pkey, e)
+        self._size -= 1
+        if self._members is not None:
+            self._members.discard(e)
+        self.by_id.remove(e.key, e)
+        if e.pkey is not None and self._children is not None:
+            self._children.remove(e.pkey, e)
         if isinstance(e.ref, str):
-            _remove(self.referrers, e.ref, e)
+            self.referrers.remove(e.ref, e)
         if e.result_call_id is not None:
-            _remove(self.results_by_call, e.result_call_id, e)
+            self.results_by_call.remove(e.result_call_id, e)
         for c in e.call_ids:
-            _remove(self.calls_by_id, c, e)
+            self.calls_by_id.remove(c, e)
         self.cross.pop(e, None)
         self._depth.pop(e, None)
 
     # -- updates ------------------------------------------------------------------------------
 
-    def build(self, entries: list[LineInfo]) -> None:
+    def build(self, entries: list[LineInfo]) -> None:  # noqa: C901 - one pass, kept inline on purpose
         """Index a whole document's entries (in file order) and compute every problem."""
         self.__init__()  # type: ignore[misc]
-        self.members = set(entries)
-        by_id = self.by_id
+        self._size = len(entries)
+        by_id = self.by_id._map
         by_id_get = by_id.get
-        children = self.children
-        children_get = children.get
         referrers = self.referrers
         results = self.results_by_call
         calls = self.calls_by_id
+        calls_get = calls._map.get
         for e in entries:
             key = e.key
-            lst = by_id_get(key)
-            if lst is None:
-                by_id[key] = [e]
+            group = by_id_get(key)
+            if group is None:
+                by_id[key] = e
+            elif group.__class__ is list:
+                group.append(e)
             else:
-                lst.append(e)
+                by_id[key] = [group, e]
             pk = e.pkey
-            if pk is not None:
-                lst = children_get(pk)
-                if lst is None:
-                    children[pk] = [e]
-                else:
-                    lst.append(e)
+            if pk.__class__ is str and e.parent_id is pk:
+                # one string for an id and every parentId naming it (each line decodes its own)
+                group = by_id_get(pk)
+                if group is not None:
+                    e.pkey = e.parent_id = (group[0] if group.__class__ is list else group).key
             if e.ref.__class__ is str:
-                referrers.setdefault(e.ref, []).append(e)
-            if e.result_call_id is not None:
-                results.setdefault(e.result_call_id, []).append(e)
+                referrers.append(e.ref, e)
             if e.call_ids:
                 for c in e.call_ids:
-                    calls.setdefault(c, []).append(e)
-        self.recompute(self._build_pass(entries))
+                    calls.append(c, e)
+            call = e.result_call_id
+            if call is not None:
+                callers = calls_get(call)
+                if callers is not None:
+                    # one string for a tool call's id and the toolCallId of its results
+                    for c in (callers[0] if callers.__class__ is list else callers).call_ids:
+                        if c == call:
+                            call = e.result_call_id = c
+                            break
+                results.append(call, e)
+        self._check(self._build_pass(entries))
 
     def _build_pass(self, entries: list[LineInfo]) -> list[LineInfo]:
-        """Depths, cycles, and the entries that may have a cross-line problem, in one forward pass.
+        """Cycles, and the entries that may have a cross-line problem.
 
-        In a file pi wrote every parent comes before its children, so depths follow in file order
-        and no cycle is possible; only a parent at or after its child (a hand edit, a duplicate id)
-        calls for the full cycle search. An entry is a suspect unless every check it is subject to
-        passes the quick way; suspects get the complete check (``_problems_of``), so the result is
-        exactly what checking every entry would give.
+        In a file pi wrote every parent comes before its children, so no cycle is possible; only a
+        parent at or after its child (a hand edit, a duplicate id) calls for the full cycle search.
+        An entry is a suspect unless every check it is subject to passes the quick way; suspects
+        get the complete check (``_problems_of``), so the result is exactly what checking every
+        entry would give.
         """
-        suspects, backward = self._depths(entries)
+        suspects, backward = self._parents_found(entries)
         if backward:
             self._find_all_cycles()
             suspects.extend(self.cycles)
-        for key, lst in self.by_id.items():
-            if len(lst) > 1 and key is not ABSENT and key is not None:
-                suspects.extend(lst)
-        for lst in self.referrers.values():
-            suspects.extend(e for e in lst if e.etype in ("label", "compaction", "branch_summary"))
+        for key, same_id in self.by_id.shared():
+            if key is not ABSENT and key is not None:
+                suspects.extend(same_id)
+        for referring in self.referrers.values():
+            suspects.extend(e for e in referring if e.etype in ("label", "compaction", "branch_summary"))
         suspects.extend(self._unpaired_tools())
         return suspects
 
-    def _depths(self, entries: list[LineInfo]) -> tuple[list[LineInfo], bool]:
-        """The depths of ``entries`` whose parents come first; returns the entries whose parent is
-        not found, and whether some parent comes at or after its child."""
-        by_id_get = self.by_id.get
-        depth = self._depth
+    def _parents_found(self, entries: list[LineInfo]) -> tuple[list[LineInfo], bool]:
+        """The entries whose parent is not found, and whether some parent comes at or after its
+        child."""
+        by_id_get = self.by_id._map.get
         suspects: list[LineInfo] = []
         backward = False
         for e in entries:
             pk = e.pkey
             if pk is None:
-                depth[e] = 0
                 continue
-            lst = by_id_get(pk)
-            if lst is None:
-                suspects.append(e)  # parent not found
-                depth[e] = 0
-                continue
-            p = lst[-1]
-            if p.line >= e.line:
+            group = by_id_get(pk)
+            if group is None:
+                suspects.append(e)
+            elif (group[-1] if group.__class__ is list else group).line >= e.line:
                 backward = True
-                continue
-            d = depth.get(p)
-            if d is not None:
-                depth[e] = d + 1
         return suspects, backward
 
     def _unpaired_tools(self) -> list[LineInfo]:
@@ -293,33 +390,39 @@ class TreeIndex:
         # Tool calls and results pair by id; an id repeated by many calls (a model that numbers
         # its calls call_0, call_1, ... in every turn) must not make this quadratic: the
         # ancestors near each result are collected once, and calls are looked up in sets.
-        calls_get = self.calls_by_id.get
-        answered: dict[str, set[LineInfo]] = {}  # call id -> the calls a result with it is close below
-        for c, results in self.results_by_call.items():
-            calls_of_c = set(calls_get(c) or ())
-            for r in results:
-                near = self._near_calls(r, calls_of_c) if calls_of_c else ()
+        calls = self.calls_by_id._map
+        results_of = self.results_by_call._map
+        for c, group in results_of.items():
+            callers = calls.get(c)
+            if callers is None:
+                suspects.extend(group if group.__class__ is list else (group,))
+                continue
+            calls_of_c = set(callers) if callers.__class__ is list else {callers}
+            answered: set[LineInfo] = set()  # the calls a result with their id is close below
+            for r in group if group.__class__ is list else (group,):
+                near = self._near_calls(r, calls_of_c)
                 if not near:
                     suspects.append(r)
                 else:
-                    answered.setdefault(c, set()).update(near)
-        for c, callers in self.calls_by_id.items():
-            answered_c = answered.get(c, ())
-            suspects.extend(a for a in callers if a not in answered_c)
+                    answered.update(near)
+            suspects.extend(a for a in calls_of_c if a not in answered)
+        for c, callers in calls.items():
+            if c not in results_of:
+                suspects.extend(callers if callers.__class__ is list else (callers,))
         return suspects
 
     def _near_calls(self, r: LineInfo, calls: set[LineInfo]) -> list[LineInfo]:
         """The members of ``calls`` among the few nearest ancestors of ``r`` (the walk stops once
         it met them all: as a rule, at the parent)."""
         found = []
-        by_id_get = self.by_id.get
+        by_id_get = self.by_id._map.get
         cur = r
         for _ in range(_NEAR):
             pk = cur.pkey
-            lst = by_id_get(pk) if pk is not None else None
-            if not lst:
+            group = by_id_get(pk) if pk is not None else None
+            if group is None:
                 break
-            cur = lst[-1]
+            cur = group[-1] if group.__class__ is list else group
             if cur in calls:
                 found.append(cur)
                 if len(found) == len(calls):
@@ -341,7 +444,7 @@ class TreeIndex:
         added = list(added)
         if not removed and not added:
             return
-        if not self.members and not removed:
+        if not self._size and not removed:
             self.build(added)
             return
         keys = {e.key for e in removed} | {e.key for e in added}
@@ -400,10 +503,12 @@ class TreeIndex:
 
     def recompute(self, entries: Iterable[LineInfo]) -> None:
         members = self.members
+        self._check(e for e in entries if e in members)
+
+    def _check(self, entries: Iterable[LineInfo]) -> None:
+        """Compute the cross-line problems of ``entries`` (all indexed)."""
         cross = self.cross
         for e in entries:
-            if e not in members:
-                continue
             problems = self._problems_of(e)
             if problems:
                 cross[e] = problems
@@ -466,7 +571,7 @@ class TreeIndex:
     def _find_all_cycles(self) -> None:
         self.cycles.clear()
         mark: dict[LineInfo, int] = {}
-        for walk_no, e in enumerate(self.members, 1):
+        for walk_no, e in enumerate(self._indexed(), 1):
             if e in mark:
                 continue
             walk: list[LineInfo] = []

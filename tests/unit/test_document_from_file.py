@@ -12,7 +12,9 @@ from builders import generate_session
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import FileLineInfo, SessionDocument
+from pi_session_server.analysis.lines import LineInfo
 from pi_session_server.commands.check_analysis import _columns
+from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.format.scan import CHUNK_SIZE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,6 +98,38 @@ def test_lines_hold_their_place_not_their_bytes(tmp_path: Path) -> None:
     assert not isinstance(stored, bytes)  # a place in the file
     assert entry.raw == big  # read again when asked
     assert last.raw == b""
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_line_of_a_file_reads_its_timestamp_again(tmp_path: Path, name: str) -> None:
+    data = CASES[name]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    found = SessionDocument.from_file(str(path))
+    assert [info.timestamp for info in found.lines] == [i.timestamp for i in SessionDocument(data).lines]
+
+
+def test_a_line_of_a_file_does_not_keep_a_timestamp_it_can_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    bad_time = ENTRY.replace(b"2025-01-01T00:00:01.000Z", b"yesterday")
+    path.write_bytes(HEADER + b"\n" + ENTRY % b"x" + b"\n" + bad_time % b"y" + b"\n")
+    _, entry, unreadable, _ = SessionDocument.from_file(str(path)).lines
+    slot = LineInfo.__dict__["timestamp"]
+    with pytest.raises(AttributeError):
+        slot.__get__(entry, LineInfo)  # not kept ...
+    assert entry.timestamp == "2025-01-01T00:00:01.000Z"  # ... read again
+    assert slot.__get__(unreadable, LineInfo) == "yesterday"  # a line with a problem about it keeps it
+    assert unreadable.problems
+
+
+def test_a_timestamp_read_again_from_a_file_rewritten_since_is_absent(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(HEADER + b"\n" + ENTRY % b"x" + b"\n")
+    entry = SessionDocument.from_file(str(path)).lines[1]
+    with path.open("r+b") as f:  # in place, the same size: the line's bytes are no longer JSON
+        f.seek(len(HEADER) + 1)
+        f.write(b"#" * len(ENTRY % b"x"))
+    assert entry.timestamp is ABSENT
 
 
 def test_a_missing_file_raises_oserror(tmp_path: Path) -> None:

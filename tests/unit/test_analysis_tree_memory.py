@@ -1,0 +1,135 @@
+"""The tree index keeps little per entry (a group of one is the entry itself, children and members are
+built when asked, a depth is kept every few steps, a parentId shares the string of the id it names)
+and answers exactly what a full index would."""
+
+from __future__ import annotations
+
+import random
+
+import builders as S
+import pytest
+
+from pi_session_server.analysis import lines as L
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.lines import LineInfo, scan_line
+from pi_session_server.analysis.tree import Groups
+
+
+def _entry(line: int) -> LineInfo:
+    info = scan_line(S.user(f"u{line}", None).encode())
+    info.line = line
+    return info
+
+
+def test_a_group_of_one_is_its_entry_and_a_group_keeps_file_order() -> None:
+    a, b, c = _entry(1), _entry(2), _entry(3)
+    groups = Groups()
+    groups.insert("k", b)
+    assert groups["k"] == (b,) and groups.last("k") is b
+    groups.insert("k", c)
+    groups.insert("k", a)  # arrives last, comes first
+    assert list(groups["k"]) == [a, b, c] and groups.last("k") is c
+    assert [key for key, _ in groups.shared()] == ["k"]
+    groups.remove("k", c)
+    groups.remove("k", a)
+    assert groups["k"] == (b,) and groups.last("k") is b
+    assert list(groups.shared()) == []  # one left: the entry again, not a list of one
+    groups.remove("k", a)  # not in it: nothing happens
+    assert groups.get("k") == (b,)
+    groups.remove("k", b)
+    assert "k" not in groups and groups.get("k", ()) == () and groups.last("k") is None and not groups
+
+
+def _branchy(n: int, seed: int) -> list[str]:
+    """A long path with branches anywhere along it, parents always above their children."""
+    rnd = random.Random(seed)
+    out = [S.header(), S.user("e0", None)]
+    for i in range(1, n):
+        parent = f"e{i - 1}" if rnd.random() < 0.8 else f"e{rnd.randrange(i)}"
+        out.append(S.user(f"e{i}", parent))
+    return out
+
+
+def _walked_depth(doc: SessionDocument, e: LineInfo) -> int:
+    return len(list(doc.tree.walk_up(e))) - 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_depths_are_the_length_of_the_walk_in_any_order_of_asking(seed: int) -> None:
+    doc = SessionDocument("\n".join(_branchy(300, seed)) + "\n")
+    entries = list(doc.entries())
+    random.Random(seed).shuffle(entries)
+    assert [doc.tree.depth(e) for e in entries] == [_walked_depth(doc, e) for e in entries]
+
+
+def test_the_depth_of_a_far_entry_keeps_a_few_depths_not_one_per_entry_above_it() -> None:
+    lines = [S.header(), S.user("e0", None)] + [S.user(f"e{i}", f"e{i - 1}") for i in range(1, 1000)]
+    doc = SessionDocument("\n".join(lines) + "\n")
+    last = doc.lines[1000]
+    assert doc.tree.depth(last) == 999
+    assert len(doc.tree._depth) < 100
+    assert doc.tree.depth(doc.lines[500]) == 499  # found a few steps up
+    assert doc.tree.is_ancestor(doc.lines[3], last) and not doc.tree.is_ancestor(last, doc.lines[3])
+
+
+def test_depths_follow_a_subtree_moved_by_an_edit() -> None:
+    lines = _branchy(200, 7)
+    doc = SessionDocument("\n".join(lines) + "\n")
+    entries = list(doc.entries())
+    assert [doc.tree.depth(e) for e in entries] == [_walked_depth(doc, e) for e in entries]
+    # e150 now hangs below e3: its subtree is much higher up
+    moved = lines.index(next(x for x in lines if '"id":"e150"' in x))
+    doc.apply_edit(moved, 0, moved, len(lines[moved].encode()), S.user("e150", "e3"))
+    entries = list(doc.entries())
+    assert [doc.tree.depth(e) for e in entries] == [_walked_depth(doc, e) for e in entries]
+
+
+def _children_by_hand(doc: SessionDocument) -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for e in doc.entries():
+        parent = doc.tree.parent(e)
+        if parent is not None:
+            kids.setdefault(parent.line, []).append(e.line)
+    return kids
+
+
+@pytest.mark.parametrize("asked_first", [False, True])
+def test_children_and_members_built_when_asked_are_those_kept_under_edits(asked_first: bool) -> None:
+    lines = [
+        S.header(),
+        S.user("a", None),
+        S.user("b", "a"),
+        S.user("c", "a"),
+        S.user("b", "c"),  # a duplicate id: its children go to the last one
+        S.user("d", "b"),
+        S.user("e", "zz"),
+    ]
+    doc = SessionDocument("\n".join(lines) + "\n")
+    tree = doc.tree
+    if asked_first:
+        assert len(tree.members) == 6 and len(tree.children) == 4
+    doc.apply_edit(2, 0, 2, 0, S.user("f", "d") + "\n")  # a line in, everything below moves down
+    doc.apply_edit(7, 0, 8, 0, "")  # e gone
+    assert doc.tree.members == set(doc.entries())
+    found = {e.line: [k.line for k in doc.tree.kids(e)] for e in doc.entries() if doc.tree.kids(e)}
+    assert found == _children_by_hand(doc)
+    fresh = SessionDocument(doc.text())
+    assert {e.line: [k.line for k in fresh.tree.kids(e)] for e in fresh.entries()} == {
+        e.line: [k.line for k in doc.tree.kids(e)] for e in doc.entries()
+    }
+
+
+def test_a_parent_id_and_a_tool_call_id_share_the_string_they_name() -> None:
+    # each line decodes strings of its own: equal, not the same object, until the index is built
+    lines = [
+        S.header(),
+        S.user("u1", None),
+        S.assistant("a1", "u1", calls=(("call-1", "read", {}),)),
+        S.tool_result("r1", "a1", "call-1"),
+    ]
+    doc = SessionDocument("\n".join(lines) + "\n")
+    user, call, result = (doc.lines[n] for n in (1, 2, 3))
+    assert call.parent_id is user.id and result.parent_id is call.id
+    assert call.pkey is user.id
+    assert result.result_call_id is call.call_ids[0]
+    assert result.kind == L.ENTRY and not doc.tree.cross  # and nothing reported
