@@ -140,7 +140,9 @@ class DocState:
     lone_cr: LoneCarriageReturns = field(default_factory=LoneCarriageReturns)
     last_publish: float = 0.0
     publish_pending: bool = False  # a debounced publication is on its way
-    published: int = -1  # doc.version last published
+    # (doc.version, version) last published: a change that leaves the text as it was still needs
+    # a publication naming its version
+    published: tuple[int, int | None] = (-1, None)
     diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
     lsp_cache: tuple[int, list[dict[str, Any]]] | None = None
     last_access: float = field(default_factory=time.monotonic)
@@ -630,7 +632,7 @@ class LanguageFeatures:
         provisional document stays provisional; its complete list follows)."""
         doc = state.opened()
         state.last_publish = time.monotonic()
-        state.published = doc.version
+        state.published = (doc.version, state.version)
         if not self.pushes(state):
             return
         if first_pass:
@@ -658,7 +660,11 @@ class LanguageFeatures:
 
         def publish_job(_token: CancelToken) -> None:
             state.publish_pending = False
-            if not state.closed and state.doc is not None and state.published != state.doc.version:
+            if (
+                not state.closed
+                and state.doc is not None
+                and state.published != (state.doc.version, state.version)
+            ):
                 self.publish(state)
 
         self.server.loop_call(
