@@ -181,6 +181,21 @@ class LanguageFeatures:
         text = getattr(value, "value", value)
         return text if text in (UTF8, UTF16, UTF32) else UTF16
 
+    def workspace_cwd(self) -> str | None:
+        """The directory a document without a file (an untitled one) is taken to belong to, as pi
+        writes its working directory in a session's header: the client's first workspace folder,
+        else its root; None without either (the analysis then takes this process's)."""
+        try:
+            workspace = self.server.workspace
+        except RuntimeError:  # not initialized
+            return None
+        for folder in list(workspace.folders.values()):
+            path = _path_of(folder.uri)
+            if path:
+                return path
+        root = workspace.root_uri
+        return (_path_of(root) if root else None) or workspace.root_path or None
+
     def client_pulls(self) -> bool:
         """The client asks for diagnostics (``textDocument/diagnostic``) and so is not sent them."""
         try:
@@ -797,7 +812,7 @@ class LanguageFeatures:
         last = max(first, self.line_of(state, params.range.end.line))
         resolve = self._resolve_support()
         diags = [d for d in self.diagnostics(state) if first <= d.line <= last]
-        for repair in repairs.repairs(doc, first, last, state.path):
+        for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
             action = types.CodeAction(
                 title=as_displayed(repair.title),
                 kind=types.CodeActionKind.QuickFix,
@@ -839,7 +854,7 @@ class LanguageFeatures:
         hides), an explicit Fix All (``on_disk``) repairs the file itself, all of it, as ``pi-session
         repair --in-place`` does, and the editor reloads it; run automatically (on save: the editor
         writes its text right after) it makes the text's repairs only."""
-        plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path)
+        plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path, self.workspace_cwd())
         to_file = on_disk and bool(plan.on_disk)
         count = len(plan.applied) + (len(plan.on_disk) if to_file else 0)
         if not count:
@@ -870,7 +885,7 @@ class LanguageFeatures:
             first = last = key[1]
         else:
             first, last = 0, doc.line_count - 1
-        for repair in repairs.repairs(doc, first, last, state.path):
+        for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
             if list(repair.key) == key:
                 return repair
         return None
@@ -883,7 +898,9 @@ class LanguageFeatures:
             if data.get("onDisk") is True:
                 action.command = self._file_command(state, action.title, [FIX_ALL])
             else:
-                plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path)
+                plan = autofix.plan_repairs(
+                    state.opened(), autofix.SAFE_CODES, state.path, self.workspace_cwd()
+                )
                 action.edit = self.workspace_edit(state, _plan_edits(plan))
             return action
         repair = self._find_repair(state, data.get("version"), data.get("key") or [])

@@ -131,6 +131,19 @@ async def test_insert_missing_header_named_after_the_file(editor: Editor) -> Non
     assert header["timestamp"] == "2026-11-30T09:13:48.180Z"
 
 
+async def test_the_header_inserted_in_an_untitled_document_names_the_servers_working_directory(
+    editor: Editor,
+) -> None:
+    # no file, and a client that gave no workspace: pi writes its process's working directory
+    uri = f"untitled:Untitled-{editor.opened}"
+    editor.opened += 1
+    text = doc(S.user("a", None), S.user("b", "a"))
+    assert codes_by_line(await editor.open(uri, text)) == [(0, "PI010")]
+    assert await apply_action(editor, uri, 0, "Insert a session header") == []
+    header = json.loads(editor.texts[uri].split("\n")[0])
+    assert header["type"] == "session" and header["cwd"] == os.getcwd()
+
+
 async def test_move_header_to_first_line(editor: Editor) -> None:
     uri = editor.fresh_uri()
     text = doc(S.user("a", None), S.user("b", "a"), S.header())
