@@ -22,6 +22,7 @@ from . import links
 from .diagnostics import is_forked
 from .document import SessionDocument
 from .edits import edit_effect, edits_of
+from .jsonpath import key_span, scalar_at, value_span
 from .lines import LineInfo, human_size
 from .navigation import Reference, reference_at
 from .preview import cut, full_value, one_line, quick_preview
@@ -35,6 +36,9 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if not 0 <= line < doc.line_count:
         return None
     info = doc.lines[line]
+    ignored = _ignored_member(info, offset)
+    if ignored is not None:
+        return ignored
     ref = reference_at(doc, line, offset)
     if ref is not None and ref.kind != "self":
         return _reference_hover(doc, ref), (ref.start, ref.end)
@@ -50,6 +54,63 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if info.kind == L.NON_OBJECT:
         return "**not an entry**: valid JSON, but not an object; pi skips this line", None
     return None
+
+
+def _ignored_member(info: LineInfo, offset: int) -> tuple[str, tuple[int, int]] | None:
+    """On a key or value that JSON.parse drops (its key, or one on its path, is written again
+    later in the same object: the last one counts): what pi reads instead, and the span of what
+    is under the cursor. None anywhere pi reads what is there."""
+    if info.kind not in (L.ENTRY, L.HEADER):
+        return None
+    raw = info.raw
+    loc = scalar_at(raw, offset)
+    if loc is None or not loc.path:  # (not in the line's object: a byte order mark before it)
+        return None
+    path = loc.path
+    here = (loc.start, loc.end)
+    if (key_span(raw, path) if loc.is_key else value_span(raw, path)) == here:
+        return None
+    depth = _written_again(raw, path, loc.start)
+    member = path[depth - 1]
+    if depth > 1:
+        where = f"`{_path_text(path[: depth - 1])}`"
+    else:
+        where = "this entry" if info.kind == L.ENTRY else "the header"
+    kept = value_span(raw, path[:depth])
+    later = f", {_json_code(raw[kept[0] : kept[1]])}" if kept is not None else ""
+    if not loc.is_key:
+        what = "this value"
+    else:
+        what = "this key or its value" if depth == len(path) else "this key"
+    return (
+        f"**ignored by pi**: {_code(member)} is written again later in {where}, and JSON.parse "
+        f"keeps the last value{later}: pi never reads {what}",
+        here,
+    )
+
+
+def _written_again(raw: bytes, path: tuple[Any, ...], at: int) -> int:
+    """How long the shortest beginning of ``path`` is whose value JSON.parse takes from elsewhere
+    than the member at byte ``at`` (the path's own key when no container around it is): a binary
+    search, as every longer beginning lies inside that dropped value too."""
+    low, high = 1, len(path)  # the answer is in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        span = value_span(raw, path[:middle])
+        if span is not None and span[0] <= at < span[1]:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in path).replace("`", "'")
+
+
+def _json_code(text: bytes) -> str:
+    """A value's JSON text, in code and cut (a dropped image is megabytes)."""
+    return _code(text[: TEXT_LIMIT * 4].decode("utf-8", "replace"))
 
 
 # --------------------------------------------------------------------------------------------
