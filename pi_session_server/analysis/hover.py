@@ -22,9 +22,9 @@ from . import links
 from .diagnostics import is_forked
 from .document import SessionDocument
 from .edits import edit_effect, edits_of
-from .jsonpath import key_span, scalar_at, value_span
+from .jsonpath import Located, is_kept, scalar_at, value_span
 from .lines import LineInfo, human_size
-from .navigation import Reference, reference_at
+from .navigation import Reference, reference_of
 from .preview import cut, full_value, one_line, quick_preview
 
 TEXT_LIMIT = 600
@@ -36,10 +36,13 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if not 0 <= line < doc.line_count:
         return None
     info = doc.lines[line]
-    ignored = _ignored_member(info, offset)
-    if ignored is not None:
-        return ignored
-    ref = reference_at(doc, line, offset)
+    # what is under the cursor is found once for every question below: on a line of megabytes
+    # each look reads them; a key or value of the object has a path (a byte order mark has none)
+    raw = info.raw
+    loc = scalar_at(raw, offset) if info.kind in (L.ENTRY, L.HEADER) else None
+    if loc is not None and loc.path and not is_kept(raw, loc):
+        return _ignored_markdown(info, loc), (loc.start, loc.end)
+    ref = reference_of(info, loc) if loc is not None else None
     if ref is not None and ref.kind != "self":
         return _reference_hover(doc, ref), (ref.start, ref.end)
     if info.kind == L.ENTRY:
@@ -56,20 +59,11 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     return None
 
 
-def _ignored_member(info: LineInfo, offset: int) -> tuple[str, tuple[int, int]] | None:
+def _ignored_markdown(info: LineInfo, loc: Located) -> str:
     """On a key or value that JSON.parse drops (its key, or one on its path, is written again
-    later in the same object: the last one counts): what pi reads instead, and the span of what
-    is under the cursor. None anywhere pi reads what is there."""
-    if info.kind not in (L.ENTRY, L.HEADER):
-        return None
+    later in the same object: the last one counts): that pi ignores it, and what pi reads."""
     raw = info.raw
-    loc = scalar_at(raw, offset)
-    if loc is None or not loc.path:  # (not in the line's object: a byte order mark before it)
-        return None
     path = loc.path
-    here = (loc.start, loc.end)
-    if (key_span(raw, path) if loc.is_key else value_span(raw, path)) == here:
-        return None
     depth = _written_again(raw, path, loc.start)
     member = path[depth - 1]
     if depth > 1:
@@ -84,8 +78,7 @@ def _ignored_member(info: LineInfo, offset: int) -> tuple[str, tuple[int, int]] 
         what = "this key or its value" if depth == len(path) else "this key"
     return (
         f"**ignored by pi**: {_code(member)} is written again later in {where}, and JSON.parse "
-        f"keeps the last value{later}: pi never reads {what}",
-        here,
+        f"keeps the last value{later}: pi never reads {what}"
     )
 
 

@@ -233,6 +233,16 @@ def _last_span(raw: bytes, path: Path, on_key: bool) -> tuple[int, int] | None:
     return found
 
 
+def is_kept(raw: bytes, loc: Located) -> bool:
+    """Whether the key or value at ``loc`` is where JSON.parse takes it from: no key of its path
+    is written again after it (a look at the rest of the line, without a walk), or the walk finds
+    it there."""
+    if not _may_repeat(raw, loc.path, loc.end):
+        return True
+    kept = key_span(raw, loc.path) if loc.is_key else value_span(raw, loc.path)
+    return kept == (loc.start, loc.end)
+
+
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_$]+")
 # an escape that spells a letter, a digit, '_' or '$' (JSON.stringify writes none; control
 # characters, which it writes as \u00XX, are below these)
