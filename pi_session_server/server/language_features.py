@@ -50,6 +50,7 @@ from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnost
 from pi_session_server.analysis.document import BOM_PREFIX_SIZE, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hover import hover as hover_markdown
+from pi_session_server.analysis.lines import LineInfo
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
@@ -145,6 +146,10 @@ class DocState:
     published: tuple[int, int | None] = (-1, None)
     diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
     lsp_cache: tuple[int, list[dict[str, Any]]] | None = None
+    # {repair key: (the line it was decided on, whether its image can be moved out)}: code actions
+    # are asked at every cursor move, and the answer reads megabytes of base64; it holds while the
+    # line is the same (an edit gives a changed line new facts)
+    image_verdicts: dict[tuple[Any, ...], tuple[LineInfo, bool]] = field(default_factory=dict)
     last_access: float = field(default_factory=time.monotonic)
     # which opening of a document this is, in the process: a pull's resultId holds it, as every
     # opening's versions start again (an object's id() is used again once it is freed)
@@ -813,6 +818,8 @@ class LanguageFeatures:
         resolve = self._resolve_support()
         diags = [d for d in self.diagnostics(state) if first <= d.line <= last]
         for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
+            if repair.image is not None and not self._image_movable(state, repair):
+                continue
             action = types.CodeAction(
                 title=as_displayed(repair.title),
                 kind=types.CodeActionKind.QuickFix,
@@ -829,6 +836,26 @@ class LanguageFeatures:
                 self._complete(state, action, repair)
             out.append(action)
         return out
+
+    @staticmethod
+    def _image_movable(state: DocState, repair: repairs.Repair) -> bool:
+        """Whether moving the image out of the file can succeed: the session has a file to write
+        it next to, and its data is one strict base64 string (what :meth:`extract_image` checks
+        again when it runs: the text may change meanwhile). Decided once for each text of the
+        image's line."""
+        if state.path is None or repair.image is None:
+            return False
+        lines = state.opened().lines
+        info = lines[repair.line]
+        known = state.image_verdicts.get(repair.key)
+        if known is not None and known[0] is info:
+            return known[1]
+        verdict = repair.image() is not None
+        # (the verdicts of lines edited or moved since go: they would keep old lines alive)
+        kept = {key: v for key, v in state.image_verdicts.items() if _still_at(lines, key[1], v[0])}
+        kept[repair.key] = (info, verdict)
+        state.image_verdicts = kept
+        return verdict
 
     def _complete(self, state: DocState, action: types.CodeAction, repair: repairs.Repair) -> None:
         """What picking a repair does: a text edit, or a command for what a text edit cannot do."""
@@ -952,8 +979,10 @@ class LanguageFeatures:
     def extract_image(self, state: DocState, version: Any, key: list[Any]) -> Any:
         """On the worker: write the image next to the session; the edit that replaces the block
         (or why nothing was done)."""
+        if state.path is None:
+            return self._not_applied("the document has no file to write the image next to: save it first")
         repair = self._find_repair(state, version, key)
-        if repair is None or repair.image is None or state.path is None:
+        if repair is None or repair.image is None:
             return self._not_applied("the document changed; ask for the code action again")
         plan = repair.image()
         if plan is None:  # (not one strict base64 string: nothing is taken out that a file would not hold)
@@ -1017,6 +1046,10 @@ def _fill_caches(doc: SessionDocument) -> None:
     for e in doc.entries():
         tree.depth(e)
     doc.leaf_path()
+
+
+def _still_at(lines: Sequence[LineInfo], line: int, info: LineInfo) -> bool:
+    return line < len(lines) and lines[line] is info
 
 
 def _path_of(uri: str) -> str | None:
