@@ -36,12 +36,15 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if not 0 <= line < doc.line_count:
         return None
     info = doc.lines[line]
-    # what is under the cursor is found once for every question below: on a line of megabytes
-    # each look reads them; a key or value of the object has a path (a byte order mark has none)
-    raw = info.raw
-    loc = scalar_at(raw, offset) if info.kind in (L.ENTRY, L.HEADER) else None
-    if loc is not None and loc.path and not is_kept(raw, loc):
-        return _ignored_markdown(info, loc), (loc.start, loc.end)
+    loc = None
+    if info.kind in (L.ENTRY, L.HEADER):
+        # what is under the cursor is found once for every question below: on a line of
+        # megabytes each look reads them; a key or value of the object has a path (a byte order
+        # mark before it has none)
+        raw = info.raw
+        loc = scalar_at(raw, offset)
+        if loc is not None and loc.path and not is_kept(raw, loc):
+            return _ignored_markdown(info, raw, loc), (loc.start, loc.end)
     ref = reference_of(info, loc) if loc is not None else None
     if ref is not None and ref.kind != "self":
         return _reference_hover(doc, ref), (ref.start, ref.end)
@@ -59,10 +62,10 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     return None
 
 
-def _ignored_markdown(info: LineInfo, loc: Located) -> str:
-    """On a key or value that JSON.parse drops (its key, or one on its path, is written again
-    later in the same object: the last one counts): that pi ignores it, and what pi reads."""
-    raw = info.raw
+def _ignored_markdown(info: LineInfo, raw: bytes, loc: Located) -> str:
+    """On a key or value of ``info``'s line (``raw``) that JSON.parse drops (its key, or one on
+    its path, is written again later in the same object: the last one counts): that pi ignores
+    it, and what pi reads."""
     path = loc.path
     depth = _written_again(raw, path, loc.start)
     member = path[depth - 1]

@@ -851,8 +851,8 @@ class LanguageFeatures:
         if known is not None and known[0] is info:
             return known[1]
         verdict = repair.image() is not None
-        # (the verdicts of lines edited or moved since go: they would keep old lines alive)
-        kept = {key: v for key, v in state.image_verdicts.items() if _still_at(lines, key[1], v[0])}
+        # (the verdicts of lines edited or removed since go: they would keep old lines alive)
+        kept = {key: v for key, v in state.image_verdicts.items() if _in_document(lines, v[0])}
         kept[repair.key] = (info, verdict)
         state.image_verdicts = kept
         return verdict
@@ -1048,8 +1048,10 @@ def _fill_caches(doc: SessionDocument) -> None:
     doc.leaf_path()
 
 
-def _still_at(lines: Sequence[LineInfo], line: int, info: LineInfo) -> bool:
-    return line < len(lines) and lines[line] is info
+def _in_document(lines: Sequence[LineInfo], info: LineInfo) -> bool:
+    """``info`` is still one of ``lines`` (an edit gives the lines it changes new facts and
+    renumbers the others)."""
+    return info.line < len(lines) and lines[info.line] is info
 
 
 def _path_of(uri: str) -> str | None:
