@@ -79,15 +79,18 @@ class Plan:
         return sorted(s for p in self.applied for s in p.splices)
 
 
-def plan_repairs(doc: SessionDocument, chosen: Iterable[str], path: str | None = None) -> Plan:
-    """The preferred repair of every problem whose code is in ``chosen``, in line order."""
+def plan_repairs(
+    doc: SessionDocument, chosen: Iterable[str], path: str | None = None, cwd: str | None = None
+) -> Plan:
+    """The preferred repair of every problem whose code is in ``chosen``, in line order (``path``
+    and ``cwd`` as for :func:`repairs`)."""
     wanted = frozenset(chosen) & FIXABLE_CODES
     plan = Plan()
     if not wanted or doc.line_count == 0:
         return plan
     # The migration rewrites every line: it goes last, so that it waits for a second round whenever
     # something else is repaired (and then migrates the repaired lines too).
-    chosen_ones = sorted(_one_per_problem(doc, wanted, path), key=lambda r: r.code == codes.OLD_VERSION)
+    chosen_ones = sorted(_one_per_problem(doc, wanted, path, cwd), key=lambda r: r.code == codes.OLD_VERSION)
     if any(r.restores_header for r in chosen_ones):
         chosen_ones = [r for r in chosen_ones if r.code != codes.MISSING_HEADER]
     if any(r.restores_entries for r in chosen_ones):
@@ -116,10 +119,12 @@ def plan_repairs(doc: SessionDocument, chosen: Iterable[str], path: str | None =
     return plan
 
 
-def _one_per_problem(doc: SessionDocument, wanted: frozenset[str], path: str | None) -> list[Repair]:
+def _one_per_problem(
+    doc: SessionDocument, wanted: frozenset[str], path: str | None, cwd: str | None
+) -> list[Repair]:
     """For each problem (code and line) with repairs: the preferred one, else the only or first."""
     by_problem: dict[tuple[str, int], Repair] = {}
-    for repair in repairs(doc, 0, doc.line_count - 1, path):
+    for repair in repairs(doc, 0, doc.line_count - 1, path, cwd):
         if repair.code not in wanted or repair.image is not None:
             continue
         problem = (repair.code, repair.line)

@@ -22,8 +22,9 @@ from . import links
 from .diagnostics import is_forked
 from .document import SessionDocument
 from .edits import edit_effect, edits_of
+from .jsonpath import Located, is_kept, scalar_at, value_span
 from .lines import LineInfo, human_size
-from .navigation import Reference, reference_at
+from .navigation import Reference, reference_of
 from .preview import cut, full_value, one_line, quick_preview
 
 TEXT_LIMIT = 600
@@ -35,7 +36,16 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if not 0 <= line < doc.line_count:
         return None
     info = doc.lines[line]
-    ref = reference_at(doc, line, offset)
+    loc = None
+    if info.kind in (L.ENTRY, L.HEADER):
+        # what is under the cursor is found once for every question below: on a line of
+        # megabytes each look reads them; a key or value of the object has a path (a byte order
+        # mark before it has none)
+        raw = info.raw
+        loc = scalar_at(raw, offset)
+        if loc is not None and loc.path and not is_kept(raw, loc):
+            return _ignored_markdown(info, raw, loc), (loc.start, loc.end)
+    ref = reference_of(info, loc) if loc is not None else None
     if ref is not None and ref.kind != "self":
         return _reference_hover(doc, ref), (ref.start, ref.end)
     if info.kind == L.ENTRY:
@@ -50,6 +60,53 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if info.kind == L.NON_OBJECT:
         return "**not an entry**: valid JSON, but not an object; pi skips this line", None
     return None
+
+
+def _ignored_markdown(info: LineInfo, raw: bytes, loc: Located) -> str:
+    """On a key or value of ``info``'s line (``raw``) that JSON.parse drops (its key, or one on
+    its path, is written again later in the same object: the last one counts): that pi ignores
+    it, and what pi reads."""
+    path = loc.path
+    depth = _written_again(raw, path, loc.start)
+    member = path[depth - 1]
+    if depth > 1:
+        where = f"`{_path_text(path[: depth - 1])}`"
+    else:
+        where = "this entry" if info.kind == L.ENTRY else "the header"
+    kept = value_span(raw, path[:depth])
+    later = f", {_json_code(raw[kept[0] : kept[1]])}" if kept is not None else ""
+    if not loc.is_key:
+        what = "this value"
+    else:
+        what = "this key or its value" if depth == len(path) else "this key"
+    return (
+        f"**ignored by pi**: {_code(member)} is written again later in {where}, and JSON.parse "
+        f"keeps the last value{later}: pi never reads {what}"
+    )
+
+
+def _written_again(raw: bytes, path: tuple[Any, ...], at: int) -> int:
+    """How long the shortest beginning of ``path`` is whose value JSON.parse takes from elsewhere
+    than the member at byte ``at`` (the path's own key when no container around it is): a binary
+    search, as every longer beginning lies inside that dropped value too."""
+    low, high = 1, len(path)  # the answer is in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        span = value_span(raw, path[:middle])
+        if span is not None and span[0] <= at < span[1]:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in path).replace("`", "'")
+
+
+def _json_code(text: bytes) -> str:
+    """A value's JSON text, in code and cut (a dropped image is megabytes)."""
+    return _code(text[: TEXT_LIMIT * 4].decode("utf-8", "replace"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -233,6 +233,16 @@ def _last_span(raw: bytes, path: Path, on_key: bool) -> tuple[int, int] | None:
     return found
 
 
+def is_kept(raw: bytes, loc: Located) -> bool:
+    """Whether the key or value at ``loc`` is where JSON.parse takes it from: no key of its path
+    is written again after it (a look at the rest of the line, without a walk), or the walk finds
+    it there."""
+    if not _may_repeat(raw, loc.path, loc.end):
+        return True
+    kept = key_span(raw, loc.path) if loc.is_key else value_span(raw, loc.path)
+    return kept == (loc.start, loc.end)
+
+
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_$]+")
 # an escape that spells a letter, a digit, '_' or '$' (JSON.stringify writes none; control
 # characters, which it writes as \u00XX, are below these)
@@ -244,20 +254,21 @@ def _may_repeat(raw: bytes, path: Path, after: int) -> bool:
     there, or an escape that could spell it (a key that is not plain letters and digits: always).
     A key of the line's object that is also written inside values (a tool call's "id" below an
     entry's) is counted, not walked to."""
-    written_again: list[bytes] = []
-    for key in path:
-        if not isinstance(key, str):
-            continue
+    written_again: bytes | None = None
+    # each key looked for once: a path nested thousands deep repeats the same few
+    for key in dict.fromkeys(k for k in path if isinstance(k, str)):
         if not _PLAIN_KEY.fullmatch(key):
             return True
         quoted = b'"' + key.encode() + b'"'
         if raw.find(quoted, after) >= 0:
-            written_again.append(quoted)
-    if not written_again:
+            if len(path) > 1:
+                return True
+            written_again = quoted
+    if written_again is None:
         return _escapes_a_key_character(raw, after)
-    if len(path) > 1 or _escapes_a_key_character(raw, 0):
+    if _escapes_a_key_character(raw, 0):
         return True
-    return not _once_in_the_object(raw, written_again[0])
+    return not _once_in_the_object(raw, written_again)
 
 
 def _escapes_a_key_character(raw: bytes, start: int) -> bool:

@@ -91,7 +91,14 @@ def reference_at(doc: SessionDocument, line: int, offset: int) -> Reference | No
     if info.kind != L.ENTRY:
         return None
     loc = scalar_at(info.raw, offset)
-    if loc is None:
+    return reference_of(info, loc) if loc is not None else None
+
+
+def reference_of(info: LineInfo, loc: Located) -> Reference | None:
+    """The id reference that the key or value ``loc`` of ``info``'s line is, if any (for a
+    caller that has found what is under the cursor already: on a line of megabytes, each look
+    reads them)."""
+    if info.kind != L.ENTRY:
         return None
     path = loc.path
     span = value_span(info.raw, path) if loc.is_key else (loc.start, loc.end)

@@ -96,9 +96,12 @@ def _delete_line(doc: SessionDocument, n: int) -> TextEdit:
 # --------------------------------------------------------------------------------------------
 
 
-def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | None = None) -> list[Repair]:
+def repairs(
+    doc: SessionDocument, first_line: int, last_line: int, path: str | None = None, cwd: str | None = None
+) -> list[Repair]:
     """Repairs for the diagnostics on lines ``first_line..last_line``. ``path``: the file's path
-    (used to name a new header after the file and to place extracted images)."""
+    (used to name a new header after the file and to place extracted images). ``cwd``: for a
+    document that has no file yet, the directory its session belongs to (:func:`header_for`)."""
     if doc.other_bom_in_text() is not None:
         # bytes of another encoding, read from disk: their lines are no lines of pi's to mend
         return _reencoding(doc) if first_line <= 0 <= last_line else []
@@ -106,7 +109,7 @@ def repairs(doc: SessionDocument, first_line: int, last_line: int, path: str | N
         r
         for d in file_diagnostics(doc)
         if first_line <= d.line <= last_line
-        for r in _file_repairs(doc, d, path)
+        for r in _file_repairs(doc, d, path, cwd)
     ]
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
     for info, p in reported_problems(doc, first_line, last_line):  # none for what is not reported
@@ -162,7 +165,7 @@ def _orphan_repairs(
     return [_reparent_orphan(doc, info)]
 
 
-def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list[Repair]:
+def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None, cwd: str | None) -> list[Repair]:
     line = d.line
     if d.code == codes.TRUNCATED_LAST_LINE:
         n = line
@@ -184,7 +187,7 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
                 "Insert a session header",
                 d.code,
                 line,
-                lambda: [_header_insert(doc, path)],
+                lambda: [_header_insert(doc, path, cwd)],
                 preferred=True,
                 key=(d.code,),
             )
@@ -251,15 +254,18 @@ def _file_repairs(doc: SessionDocument, d: Diagnostic, path: str | None) -> list
 _FILE_NAME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)_(.+)\.jsonl")
 
 
-def header_for(doc: SessionDocument, path: str | None) -> dict[str, Any]:
+def header_for(doc: SessionDocument, path: str | None, cwd: str | None = None) -> dict[str, Any]:
     """The header pi would have written: id and time from pi's file name when it has that form,
     else a fresh UUIDv7 and the first entry's time; cwd from the session directory's name (else
-    the directory the file is in). Version 3, unless no entry has an id: then the version 1 header
-    pi wrote before ids, so that pi's migration gives the entries their ids and chain."""
+    the directory the file is in). Without a file (an editor's untitled document), the cwd is
+    ``cwd`` (an editor's workspace folder) or, without one, this process's working directory, as
+    pi writes its own. Version 3, unless no entry has an id: then the version 1 header pi wrote
+    before ids, so that pi's migration gives the entries their ids and chain."""
     session_id = uuid7()
     timestamp = None
-    cwd = ""
-    if path:
+    if not path:
+        cwd = cwd or _working_directory()
+    else:
         path = os.path.abspath(path)
         name = os.path.basename(path)
         m = _FILE_NAME.fullmatch(name)
@@ -281,9 +287,17 @@ def header_for(doc: SessionDocument, path: str | None) -> dict[str, Any]:
     return {"type": "session", "version": 3, "id": session_id, "timestamp": timestamp, "cwd": cwd}
 
 
-def _header_insert(doc: SessionDocument, path: str | None) -> TextEdit:
+def _working_directory() -> str:
+    """This process's working directory ("" when it was removed: there is none to name)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return ""
+
+
+def _header_insert(doc: SessionDocument, path: str | None, cwd: str | None) -> TextEdit:
     start = len(BOM_BYTES) if doc.has_bom() else 0
-    return TextEdit(0, start, 0, start, dumps(header_for(doc, path)) + _line_break(doc.lines[0]))
+    return TextEdit(0, start, 0, start, dumps(header_for(doc, path, cwd)) + _line_break(doc.lines[0]))
 
 
 def _move_header(doc: SessionDocument, n: int) -> list[TextEdit]:

@@ -50,6 +50,7 @@ from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnost
 from pi_session_server.analysis.document import BOM_PREFIX_SIZE, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hover import hover as hover_markdown
+from pi_session_server.analysis.lines import LineInfo
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
@@ -140,9 +141,15 @@ class DocState:
     lone_cr: LoneCarriageReturns = field(default_factory=LoneCarriageReturns)
     last_publish: float = 0.0
     publish_pending: bool = False  # a debounced publication is on its way
-    published: int = -1  # doc.version last published
+    # (doc.version, version) last published: a change that leaves the text as it was still needs
+    # a publication naming its version
+    published: tuple[int, int | None] = (-1, None)
     diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
     lsp_cache: tuple[int, list[dict[str, Any]]] | None = None
+    # {repair key: (the line it was decided on, whether its image can be moved out)}: code actions
+    # are asked at every cursor move, and the answer reads megabytes of base64; it holds while the
+    # line is the same (an edit gives a changed line new facts)
+    image_verdicts: dict[tuple[Any, ...], tuple[LineInfo, bool]] = field(default_factory=dict)
     last_access: float = field(default_factory=time.monotonic)
     # which opening of a document this is, in the process: a pull's resultId holds it, as every
     # opening's versions start again (an object's id() is used again once it is freed)
@@ -178,6 +185,21 @@ class LanguageFeatures:
             return UTF16
         text = getattr(value, "value", value)
         return text if text in (UTF8, UTF16, UTF32) else UTF16
+
+    def workspace_cwd(self) -> str | None:
+        """The directory a document without a file (an untitled one) is taken to belong to, as pi
+        writes its working directory in a session's header: the client's first workspace folder,
+        else its root; None without either (the analysis then takes this process's)."""
+        try:
+            workspace = self.server.workspace
+        except RuntimeError:  # not initialized
+            return None
+        for folder in list(workspace.folders.values()):
+            path = _path_of(folder.uri)
+            if path:
+                return path
+        root = workspace.root_uri
+        return (_path_of(root) if root else None) or workspace.root_path or None
 
     def client_pulls(self) -> bool:
         """The client asks for diagnostics (``textDocument/diagnostic``) and so is not sent them."""
@@ -630,7 +652,7 @@ class LanguageFeatures:
         provisional document stays provisional; its complete list follows)."""
         doc = state.opened()
         state.last_publish = time.monotonic()
-        state.published = doc.version
+        state.published = (doc.version, state.version)
         if not self.pushes(state):
             return
         if first_pass:
@@ -658,7 +680,11 @@ class LanguageFeatures:
 
         def publish_job(_token: CancelToken) -> None:
             state.publish_pending = False
-            if not state.closed and state.doc is not None and state.published != state.doc.version:
+            if (
+                not state.closed
+                and state.doc is not None
+                and state.published != (state.doc.version, state.version)
+            ):
                 self.publish(state)
 
         self.server.loop_call(
@@ -791,7 +817,9 @@ class LanguageFeatures:
         last = max(first, self.line_of(state, params.range.end.line))
         resolve = self._resolve_support()
         diags = [d for d in self.diagnostics(state) if first <= d.line <= last]
-        for repair in repairs.repairs(doc, first, last, state.path):
+        for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
+            if repair.image is not None and not self._image_movable(state, repair):
+                continue
             action = types.CodeAction(
                 title=as_displayed(repair.title),
                 kind=types.CodeActionKind.QuickFix,
@@ -808,6 +836,26 @@ class LanguageFeatures:
                 self._complete(state, action, repair)
             out.append(action)
         return out
+
+    @staticmethod
+    def _image_movable(state: DocState, repair: repairs.Repair) -> bool:
+        """Whether moving the image out of the file can succeed: the session has a file to write
+        it next to, and its data is one strict base64 string (what :meth:`extract_image` checks
+        again when it runs: the text may change meanwhile). Decided once for each text of the
+        image's line."""
+        if state.path is None or repair.image is None:
+            return False
+        lines = state.opened().lines
+        info = lines[repair.line]
+        known = state.image_verdicts.get(repair.key)
+        if known is not None and known[0] is info:
+            return known[1]
+        verdict = repair.image() is not None
+        # (the verdicts of lines edited or removed since go: they would keep old lines alive)
+        kept = {key: v for key, v in state.image_verdicts.items() if _in_document(lines, v[0])}
+        kept[repair.key] = (info, verdict)
+        state.image_verdicts = kept
+        return verdict
 
     def _complete(self, state: DocState, action: types.CodeAction, repair: repairs.Repair) -> None:
         """What picking a repair does: a text edit, or a command for what a text edit cannot do."""
@@ -833,7 +881,7 @@ class LanguageFeatures:
         hides), an explicit Fix All (``on_disk``) repairs the file itself, all of it, as ``pi-session
         repair --in-place`` does, and the editor reloads it; run automatically (on save: the editor
         writes its text right after) it makes the text's repairs only."""
-        plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path)
+        plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path, self.workspace_cwd())
         to_file = on_disk and bool(plan.on_disk)
         count = len(plan.applied) + (len(plan.on_disk) if to_file else 0)
         if not count:
@@ -864,7 +912,7 @@ class LanguageFeatures:
             first = last = key[1]
         else:
             first, last = 0, doc.line_count - 1
-        for repair in repairs.repairs(doc, first, last, state.path):
+        for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
             if list(repair.key) == key:
                 return repair
         return None
@@ -877,7 +925,9 @@ class LanguageFeatures:
             if data.get("onDisk") is True:
                 action.command = self._file_command(state, action.title, [FIX_ALL])
             else:
-                plan = autofix.plan_repairs(state.opened(), autofix.SAFE_CODES, state.path)
+                plan = autofix.plan_repairs(
+                    state.opened(), autofix.SAFE_CODES, state.path, self.workspace_cwd()
+                )
                 action.edit = self.workspace_edit(state, _plan_edits(plan))
             return action
         repair = self._find_repair(state, data.get("version"), data.get("key") or [])
@@ -929,8 +979,10 @@ class LanguageFeatures:
     def extract_image(self, state: DocState, version: Any, key: list[Any]) -> Any:
         """On the worker: write the image next to the session; the edit that replaces the block
         (or why nothing was done)."""
+        if state.path is None:
+            return self._not_applied("the document has no file to write the image next to: save it first")
         repair = self._find_repair(state, version, key)
-        if repair is None or repair.image is None or state.path is None:
+        if repair is None or repair.image is None:
             return self._not_applied("the document changed; ask for the code action again")
         plan = repair.image()
         if plan is None:  # (not one strict base64 string: nothing is taken out that a file would not hold)
@@ -994,6 +1046,12 @@ def _fill_caches(doc: SessionDocument) -> None:
     for e in doc.entries():
         tree.depth(e)
     doc.leaf_path()
+
+
+def _in_document(lines: Sequence[LineInfo], info: LineInfo) -> bool:
+    """``info`` is still one of ``lines`` (an edit gives the lines it changes new facts and
+    renumbers the others)."""
+    return info.line < len(lines) and lines[info.line] is info
 
 
 def _path_of(uri: str) -> str | None:

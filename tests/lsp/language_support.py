@@ -169,9 +169,25 @@ def _index(lines: list[str], pos: types.Position, encoding: str) -> int:
     return offset + len(prefix)
 
 
-async def start_editor(lsp_client: LanguageClient, client_name: str) -> Editor:
+async def start_editor(
+    lsp_client: LanguageClient,
+    client_name: str,
+    workspace_folders: Sequence[str] | None = None,
+    root_uri: str | None = None,
+) -> Editor:
+    """Initialize as ``client_name`` would, with the workspace folders (URIs) and root it names."""
     capabilities = client_capabilities(client_name)
-    result = await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    result = await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities,
+            root_uri=root_uri,
+            workspace_folders=[
+                types.WorkspaceFolder(uri, uri.rsplit("/", 1)[-1]) for uri in workspace_folders
+            ]
+            if workspace_folders is not None
+            else None,
+        )
+    )
     encoding = str(
         getattr(
             result.capabilities.position_encoding, "value", result.capabilities.position_encoding or "utf-16"

@@ -131,6 +131,19 @@ async def test_insert_missing_header_named_after_the_file(editor: Editor) -> Non
     assert header["timestamp"] == "2026-11-30T09:13:48.180Z"
 
 
+async def test_the_header_inserted_in_an_untitled_document_names_the_servers_working_directory(
+    editor: Editor,
+) -> None:
+    # no file, and a client that gave no workspace: pi writes its process's working directory
+    uri = f"untitled:Untitled-{editor.opened}"
+    editor.opened += 1
+    text = doc(S.user("a", None), S.user("b", "a"))
+    assert codes_by_line(await editor.open(uri, text)) == [(0, "PI010")]
+    assert await apply_action(editor, uri, 0, "Insert a session header") == []
+    header = json.loads(editor.texts[uri].split("\n")[0])
+    assert header["type"] == "session" and header["cwd"] == os.getcwd()
+
+
 async def test_move_header_to_first_line(editor: Editor) -> None:
     uri = editor.fresh_uri()
     text = doc(S.user("a", None), S.user("b", "a"), S.header())
@@ -235,6 +248,57 @@ async def test_move_huge_image_out_of_the_file(editor: Editor, tmp_path: Path) -
     assert codes_by_line(await editor.apply(uri, edits)) == []
     block = json.loads(editor.texts[uri].split("\n")[3])["message"]["content"][1]
     assert block["type"] == "text" and written.name in block["text"] and "image/png" in block["text"]
+
+
+async def test_moving_an_image_out_is_offered_only_where_it_can_succeed(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # Data that is not one strict base64 string (two strings one after the other: padding
+    # inside) cannot be written out whole, and an untitled document has no place to write it:
+    # the action would only refuse, so it is not offered (PI040 is still reported).
+    half = base64.b64encode(b"\x89PNG half " * 80_002).decode()  # (each string a PI040 on its own)
+    assert half.endswith("=")
+    good = base64.b64encode(os.urandom(800_000)).decode()
+    text = doc(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {}), ("t2", "read", {}))),
+        S.tool_result("c", "b", "t1", "two strings", images=((half + half, "image/png"),)),
+        S.tool_result("d", "c", "t2", "one string", images=((good, "image/png"),)),
+    )
+    session = tmp_path / "2026-11-30T09-13-48-180Z_halves.jsonl"
+    session.write_text(text, encoding="utf-8")
+    uri = session.as_uri()
+    reported = [(3, "PI040"), (4, "PI040")]
+    found = await editor.open(uri, text)
+    while codes_by_line(found) != reported:  # (a big document: its envelope problems come first)
+        found = await editor.diagnostics_for(uri)
+
+    def moves(actions: list[types.CodeAction]) -> list[str]:
+        return [a.title for a in actions if a.title.startswith("Move the image")]
+
+    for _ in range(2):  # (asked again: the same answer)
+        assert moves(await actions_on(editor, uri, 3)) == []
+        assert len(moves(await actions_on(editor, uri, 4))) == 1
+    # an edit elsewhere changes nothing; the second string removed, the data is one string
+    await editor.edit(uri, editor.pos_of(uri, 1, "hello"), editor.pos_of(uri, 1, "hello"), "oh ")
+    assert moves(await actions_on(editor, uri, 3)) == []
+    start = editor.pos_of(uri, 3, half + half, after=True)
+    start = types.Position(start.line, start.character - len(half))
+    await editor.edit(uri, start, editor.pos_of(uri, 3, half + half, after=True), "")
+    assert len(moves(await actions_on(editor, uri, 3))) == 1
+    untitled = f"untitled:Untitled-{editor.opened}"
+    editor.opened += 1
+    found = await editor.open(untitled, text)
+    while codes_by_line(found) != reported:
+        found = await editor.diagnostics_for(untitled)
+    assert moves(await actions_on(editor, untitled, 4)) == []
+    sent_anyway = await editor.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            "pi.session.extractImage", [untitled, 1, ["PI040", 4, "message", "content", 1]]
+        )
+    )
+    assert sent_anyway["applied"] is False and "save it first" in sent_anyway["reason"]
 
 
 # -- a byte order mark only the file on disk has (editors strip it from the text they send) ---------

@@ -103,6 +103,34 @@ async def test_hover_on_the_header(editor: Editor, uri: str) -> None:
     assert "7 entries" in text and "**leaf** `g` (line 8)" in text
 
 
+async def test_hover_on_a_value_written_over_in_its_line_says_pi_ignores_it(editor: Editor) -> None:
+    # JSON.parse keeps the last of a key written twice: the first parentId ("a") is not the
+    # entry's parent, and a message written twice leaves the first one unread
+    uri = editor.fresh_uri()
+    twice = S.user("c", "b").replace('"parentId":"b"', '"parentId":"a","parentId":"b"')
+    first_message = '"message":{"role":"user","content":"never read","timestamp":1},'
+    shadowed = S.user("d", "c").replace('"message":', first_message + '"message":', 1)
+    await editor.open(
+        uri, "\n".join([S.header(), S.user("a", None), S.user("b", "a"), twice, shadowed]) + "\n"
+    )
+    result = await editor.client.text_document_hover_async(
+        types.HoverParams(text_document=td(uri), position=editor.pos_of(uri, 3, '"a"'))
+    )
+    assert result is not None and isinstance(result.contents, types.MarkupContent)
+    text = result.contents.value
+    assert "ignored" in text and "`parentId`" in text and '`"b"`' in text
+    assert "→" not in text and "### " not in text  # not the parent, not the entry
+    assert result.range is not None
+    assert (result.range.start.character, result.range.end.character) == editor.span(uri, 3, '"a"')
+    on_key = await hover_text(editor, uri, editor.pos_of(uri, 3, '"parentId"', occurrence=0))
+    assert "ignored" in on_key and "`parentId`" in on_key
+    # the value pi keeps is described as before
+    kept = await hover_text(editor, uri, editor.pos_of(uri, 3, '"b"'))
+    assert "→" in kept and "ignored" not in kept
+    inside = await hover_text(editor, uri, editor.pos_of(uri, 4, "never read"))
+    assert "ignored" in inside and "`message`" in inside and "### " not in inside
+
+
 async def test_definition_jumps_to_the_referenced_line(editor: Editor, uri: str) -> None:
     async def target(line: int, needle: str, occurrence: int = 0) -> list[tuple[int, int, int]]:
         pos = editor.pos_of(uri, line, needle, occurrence)

@@ -4,6 +4,7 @@ and files the editor never sends (followed on disk, ``pi/largeFile``)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,50 @@ async def test_burst_of_changes_is_published_fewer_times(editor: Editor) -> None
         assert publications[-1].version == editor.versions[uri]
     finally:
         features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = original
+
+
+async def test_last_publication_carries_the_last_version_when_the_last_change_changed_nothing(
+    editor: Editor,
+) -> None:
+    # A change is published at once; the next ones of the burst leave the text as it was (an
+    # editor replacing a character with itself, a change of nothing): the diagnostics stay, but
+    # the last publication must name the latest version, or the editor takes them for an older
+    # text's.
+    if editor.pulls:
+        pytest.skip("a client that pulls diagnostics is not sent them")
+    uri = editor.fresh_uri()
+    await editor.open(uri, doc(S.header(), S.user("a", None), S.user("b", "gone")))
+    await asyncio.sleep(0.2)  # past the debounce: the next change is published at once
+    inside = editor.pos_of(uri, 1, '"a"', after=True)
+    inside = types.Position(inside.line, inside.character - 1)  # the id "a" becomes "ax"
+    same = editor.pos_of(uri, 2, "gone")
+    same_end = types.Position(same.line, same.character + 1)
+    changes: list[list[types.TextDocumentContentChangeEvent]] = [
+        [types.TextDocumentContentChangePartial(range=types.Range(inside, inside), text="x")],
+        [types.TextDocumentContentChangePartial(range=types.Range(same, same_end), text="g")],
+        [],
+    ]
+    mark = editor.mark(uri)
+    for content_changes in changes:
+        editor.versions[uri] += 1
+        editor.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
+                content_changes=content_changes,
+            )
+        )
+    last = editor.versions[uri]
+    deadline = asyncio.get_running_loop().time() + 5
+    while asyncio.get_running_loop().time() < deadline:
+        published = editor.published.get(uri, [])[mark:]
+        if published and published[-1].version == last:
+            break
+        await asyncio.sleep(0.02)
+    published = editor.published.get(uri, [])[mark:]
+    assert published, "no publication after the changes"
+    assert [p.version for p in published][-1] == last
+    assert codes_by_line(published[-1].diagnostics) == [(2, "PI031")]
+    editor.given[uri] = len(editor.published[uri])
 
 
 async def test_file_the_editor_does_not_send_is_read_and_followed_on_disk(

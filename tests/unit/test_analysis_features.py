@@ -225,6 +225,39 @@ def test_a_key_written_twice_is_found_where_json_parse_takes_it() -> None:
     assert [(t.line, doc.lines[1].raw[t.start : t.end]) for t in target] == [(1, b'"a"')]
 
 
+def test_hover_on_what_a_key_written_again_leaves_unread_says_pi_ignores_it() -> None:
+    deep = "[" * 3000 + '"far down"' + "]" * 3000
+    doc = make(
+        S.header().replace('"cwd":"/proj"', '"cwd":"/old","cwd":"/proj"'),
+        S.user("a", None),
+        S.user("b", "a").replace('"parentId":"a"', '"parentId":"gone","parentId":"a"'),
+        S.user("c", "b").replace('"message":', '"message":{"role":"user","content":"unread"},"message":', 1),
+        S.user("d", "c").replace('"id":"d"', f'"id":"d","deep":{deep},"deep":1'),
+    )
+    ignored = hover(doc, 2, at(doc, 2, '"gone"'))
+    assert ignored is not None
+    text, span = ignored
+    assert "**ignored by pi**: `parentId`" in text and '`"a"`' in text and "no entry has this id" not in text
+    assert doc.lines[2].raw[span[0] : span[1]] == b'"gone"'
+    on_key = hover(doc, 2, at(doc, 2, '"parentId"'))
+    assert on_key is not None and "**ignored by pi**" in on_key[0] and "this key" in on_key[0]
+    assert "**ignored by pi**" not in hover(doc, 2, at(doc, 2, '"parentId"', occurrence=1))[0]  # type: ignore[index]
+    kept = hover(doc, 2, at(doc, 2, '"a"'))
+    assert kept is not None and "→" in kept[0] and "ignored" not in kept[0]
+    nested = hover(doc, 3, at(doc, 3, "unread"))
+    assert (
+        nested is not None
+        and "**ignored by pi**: `message`" in nested[0]
+        and '"content":"hello"' in nested[0]
+    )
+    header = hover(doc, 0, at(doc, 0, "/old"))
+    assert header is not None and "`cwd`" in header[0] and '`"/proj"`' in header[0]
+    inside_deep = hover(doc, 4, at(doc, 4, "far down"))
+    assert inside_deep is not None and "`deep`" in inside_deep[0] and "`1`" in inside_deep[0]
+    on_the_mark = hover(make("\ufeff" + S.header(), S.user("a", None)), 0, 1)  # before the object
+    assert on_the_mark is not None and on_the_mark[0].startswith("### session")
+
+
 def test_hover_on_a_root_parent_and_a_compaction_that_keeps_nothing() -> None:
     doc = make(
         S.header(),

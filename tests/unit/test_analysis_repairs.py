@@ -118,6 +118,19 @@ def test_insert_header_from_pi_file_name() -> None:
     assert document_diagnostics(apply(doc, only(doc, 0, "/tmp/notes.jsonl"))) == []
 
 
+def test_the_header_of_a_document_without_a_file_names_the_directory_given_else_the_working_one(
+    tmp_path, monkeypatch
+) -> None:
+    """pi writes its working directory in a header: a document that has no file (an editor's
+    untitled one) has no session directory to read it from."""
+    doc = make(S.user("a", None))
+    assert header_for(doc, None, "/home/me/proj")["cwd"] == "/home/me/proj"
+    monkeypatch.chdir(tmp_path)
+    assert header_for(doc, None)["cwd"] == str(tmp_path)
+    # a file's own place wins over the directory given
+    assert header_for(doc, "/tmp/notes.jsonl", "/home/me/proj")["cwd"] == "/tmp"
+
+
 def test_the_header_inserted_before_version_1_entries_is_version_1_and_its_cwd_absolute(
     tmp_path, monkeypatch
 ) -> None:
