@@ -36,9 +36,9 @@ REQUEST_CANCELLED = -32800
 # trees come in pages.
 MAX_TREE_NODES = 50_000
 
-# The most bytes of whole entries one reply holds (pi/getBranch, pi/getEntries, the context, ...:
-# replies the request does not bound), told from the entries' envelopes before anything is encoded
-# (reply_bytes.py). A reply peaks at several times its size while it is made and sent (the values,
+# The most bytes of whole entries one reply holds (pi/getBranch, pi/getEntries, the context, a listing
+# with all its text, ...: replies the request does not bound), told from the entries' envelopes (a
+# listing: its strings' lengths) before anything is encoded (reply_bytes.py). A reply peaks at several times its size while it is made and sent (the values,
 # their JSON, the frame). This lets the whole path of a session of a few hundred MB through (one
 # with screenshots) and refuses that of a GB session, which comes in pages (pi/getPath).
 MAX_REPLY_BYTES = 512 * 1024 * 1024
@@ -75,7 +75,8 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
         f"({MAX_REPLY_BYTES / 2**20:g} MiB), "
         "estimated from the entries' lines before anything is sent; data.bytes is the estimate, data.max the "
         "maximum, and the message says what to ask instead (pi/getPath with `offset` and `limit` for a path, "
-        "pi/getEntries with `limit` and `offset`)",
+        "pi/getEntries with `limit` and `offset`). pi/list and pi/listAll: the same bound, estimated from the "
+        "length of the text the sessions carry; ask for `text` first or none, `maxTextChars`, or pages",
     ),
     READ_ONLY: (
         "ReadOnly",

@@ -22,6 +22,7 @@ from . import params as P
 from .errors import invalid_params, path_refused
 from .locations import require_regular_file, uri_to_path
 from .progress import Progress
+from .reply_bytes import listing_bytes, refuse_past_max
 from .workers import CancelToken, on_loop
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ def _register_listings(server: PiSessionServer) -> None:
                     page["sessions"] = _with_text(page["sessions"], text, signal, env)
             finally:
                 progress.end()
+            refuse_past_max(listing_bytes(page["sessions"] if p.paged else page), _LISTING_IN_PARTS)
             return page
 
         return server.run(title, job)
@@ -141,6 +143,13 @@ def _register_listings(server: PiSessionServer) -> None:
                 P.opt(p.session_dir), progress, signal, text=text, env=env
             ),
         )
+
+
+# what to ask for instead of a listing too large for one reply
+_LISTING_IN_PARTS = (
+    'ask for less text: `text` "first" or "none", or `maxTextChars` (characters per session), or for '
+    "pages: `offset` and `limit`"
+)
 
 
 def _register_session_files(server: PiSessionServer) -> None:

@@ -76,6 +76,14 @@ _REPLY_BOUND = (
 )
 
 
+# the listings, whose text the request bounds only when it asks to
+_LISTING_BOUND = (
+    f" A reply that would hold more than {E.MAX_REPLY_BYTES / 2**20:g} MiB (estimated from the length of the "
+    "text held) is refused with TooLarge (-32011, data {bytes, max}); the message says what to ask instead "
+    "(`text`, `maxTextChars`, or pages)."
+)
+
+
 def _entries(description: str) -> Any:
     """A list of entries, described."""
     return Annotated[list[R.Entry], msgspec.Meta(description=description)]
@@ -151,20 +159,20 @@ METHODS: list[Method] = [
         "pi/list",
         "SessionManager.list(cwd, sessionDir?): sessions of one project, newest first. Reports "
         "work-done progress. Every file is read; `text`/`maxTextChars` bound the text held and sent, "
-        "`offset`/`limit` page the reply.",
+        "`offset`/`limit` page the reply." + _LISTING_BOUND,
         P.ListParams,
         R.Listing,
-        [E.ABORTED, E.SESSION_ERROR, E.REQUEST_CANCELLED],
+        [E.ABORTED, E.SESSION_ERROR, E.TOO_LARGE, E.REQUEST_CANCELLED],
         "list",
     ),
     Method(
         "pi/listAll",
         "SessionManager.listAll(sessionDir?): sessions of every project (or of one directory), "
         "newest first. Reports work-done progress. `text`/`maxTextChars` bound the text held and sent, "
-        "`offset`/`limit` page the reply.",
+        "`offset`/`limit` page the reply." + _LISTING_BOUND,
         P.ListAllParams,
         R.Listing,
-        [E.ABORTED, E.SESSION_ERROR, E.REQUEST_CANCELLED],
+        [E.ABORTED, E.SESSION_ERROR, E.TOO_LARGE, E.REQUEST_CANCELLED],
         "listAll",
     ),
     Method(

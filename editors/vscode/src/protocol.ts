@@ -1571,7 +1571,9 @@ export const ErrorCodes = {
    * pi/buildSessionProjection, pi/getTree's reference form): more than 536,870,912 bytes (512 MiB),
    * estimated from the entries' lines before anything is sent; data.bytes is the estimate, data.max
    * the maximum, and the message says what to ask instead (pi/getPath with `offset` and `limit` for
-   * a path, pi/getEntries with `limit` and `offset`)
+   * a path, pi/getEntries with `limit` and `offset`). pi/list and pi/listAll: the same bound,
+   * estimated from the length of the text the sessions carry; ask for `text` first or none,
+   * `maxTextChars`, or pages
    */
   TooLarge: -32011,
   /**
