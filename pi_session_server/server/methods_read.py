@@ -338,22 +338,17 @@ def _context_entries(manager: Any, leaf_id: Any) -> Any:
     return entries
 
 
-def _refuse_large_context(manager: Any, leaf_id: Any, copies: int) -> None:
-    """TooLarge before a context is built whose messages (``copies`` times over) would be more
+def _context_within_bounds(manager: Any, leaf_id: Any, copies: int) -> Any:
+    """The path to the leaf (``leaf_id``: that one) and its context entries, from which the context
+    is built; TooLarge, before it is built, when its messages (``copies`` times over) would be more
     than a reply holds: the messages are those of the context entries, a part of each entry."""
-    if leaf_id is UNSET:
-        entries = manager.build_context_entries()
-    else:
-        entries = manager.build_context_entries_at(leaf_id)
-    refuse_past_max(reply_bytes(manager, entries, copies), _PATH_IN_PAGES)
+    selection = manager.context_selection(P.opt(leaf_id))
+    refuse_past_max(reply_bytes(manager, selection.entries, copies), _PATH_IN_PAGES)
+    return selection
 
 
 def _context(manager: Any, p: P.SessionContextParams) -> Any:
-    _refuse_large_context(manager, p.leaf_id, 1)
-    if p.leaf_id is UNSET:
-        context = manager.build_session_context()
-    else:
-        context = manager.build_session_context_at(p.leaf_id)
+    context = manager.build_session_context_of(_context_within_bounds(manager, p.leaf_id, 1))
     if p.format == "json":
         return context
     # imported here (as the statistics are, _stats): the server's start imports only what an
@@ -373,10 +368,7 @@ def _stats(manager: Any) -> Any:
 
 def _projection(manager: Any, leaf_id: Any) -> Any:
     # each message twice (per entry, then all of them), and each entry as it is stored
-    _refuse_large_context(manager, leaf_id, 3)
-    if leaf_id is UNSET:
-        return manager.build_session_projection()
-    return manager.build_session_projection_at(leaf_id)
+    return manager.build_session_projection_of(_context_within_bounds(manager, leaf_id, 3))
 
 
 def register(server: PiSessionServer) -> None:
