@@ -47,7 +47,10 @@ MAX_REPLY_BYTES = 512 * 1024 * 1024
 ERROR_CODES: dict[int, tuple[str, str]] = {
     INVALID_PARAMS: ("InvalidParams", "a parameter is missing or has the wrong type; the message names it"),
     INTERNAL_ERROR: ("InternalError", "a bug in the server; the session is unchanged"),
-    UNKNOWN_SESSION: ("UnknownSession", "the session handle is not open (never opened, or closed)"),
+    UNKNOWN_SESSION: (
+        "UnknownSession",
+        "the session handle is not open (never opened, or closed: pi/close, pi/delete of its file)",
+    ),
     ENTRY_NOT_FOUND: ("EntryNotFound", "`Entry <id> not found` (branch, label, createBranchedSession, ...)"),
     INVALID_SESSION_FILE: ("InvalidSessionFile", "`Session file is not a valid pi session: <path>`"),
     INVALID_SESSION_ID: ("InvalidSessionId", "the session id option failed the reference's id rule"),

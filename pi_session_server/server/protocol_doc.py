@@ -186,8 +186,10 @@ METHODS: list[Method] = [
     Method(
         "pi/delete",
         "Delete a session file as pi's /resume does: to the trash (permanent only with "
-        "`permanent: true`); refuses files that are not pi sessions; closes handles on the file, each once "
-        "the requests sent on it before the delete are done, and deletes the file after them.",
+        "`permanent: true`); refuses files that are not pi sessions (then no handle is closed); closes handles "
+        "on the file, each once the requests sent on it before the delete are done, and deletes the file "
+        "after them. Requests sent after the delete on those handles (or by the file's `uri` before the "
+        "reply) write nothing: they answer UnknownSession (-32001).",
         P.DeleteParams,
         R.DeleteResult,
         [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],

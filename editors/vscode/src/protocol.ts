@@ -1599,6 +1599,6 @@ export const ErrorCodes = {
   InvalidSessionFile: -32003,
   /** `Entry <id> not found` (branch, label, createBranchedSession, ...) */
   EntryNotFound: -32002,
-  /** the session handle is not open (never opened, or closed) */
+  /** the session handle is not open (never opened, or closed: pi/close, pi/delete of its file) */
   UnknownSession: -32001,
 } as const;
