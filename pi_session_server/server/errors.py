@@ -28,6 +28,7 @@ TOO_LARGE = -32011
 READ_ONLY = -32012
 PI_VERSION = -32013
 CONTEXT_EDIT_REFUSED = -32014
+TREE_CHANGED = -32015
 REQUEST_CANCELLED = -32800
 
 # The most nodes one pi/getTree reply holds. While a reply is made and sent, each node holds memory
@@ -97,6 +98,12 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
         "pi 1.6.0's appendContextEdit refused the edit, with pi's message: a replacement that is not null or "
         "an object with string or array `content`, a target that is not on the active branch, or one that "
         "contributes no editable content (an unknown target is EntryNotFound, -32002)",
+    ),
+    TREE_CHANGED: (
+        "TreeChanged",
+        "pi/getTree with `revision`: the session changed since the page that gave that revision (an append, "
+        "a reload, another leaf), so this page would be of another tree; data.revision is the current one. "
+        "Ask for the tree again from its first page",
     ),
     REQUEST_CANCELLED: (
         "RequestCancelled",

@@ -739,6 +739,14 @@ export interface GetTreeParams {
    * the levels are many). No `rootId`, `depth`, `offset` or `chain`.
    */
   levels?: boolean;
+  /**
+   * pi/getTree (flat, with `offset`, `limit`, `aroundId` or `levels`): the `revision` a reply
+   * before this one gave. If the session changed since (an append, a reload, another leaf), this
+   * page would be of another tree: it is refused with TreeChanged (-32015, data.revision the
+   * current one), and the client asks for the tree again from its first page. Left out, the page is
+   * of the tree as it is now.
+   */
+  revision?: string;
 }
 
 export interface GetBranchParams {
@@ -1168,6 +1176,12 @@ export interface TreeView {
    * own row, or its deepest shown ancestor's); null when no row is on it
    */
   aroundIndex?: number | null;
+  /**
+   * with `offset`/`limit`, `aroundId` or `levels`: the session's revision this reply was cut from
+   * (an opaque token): send it with the next pages of the tree (`revision`), so that a page of a
+   * session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing two trees
+   */
+  revision?: string;
 }
 
 /** One node of pi/getTree's flat or nested form. */
@@ -1218,6 +1232,12 @@ export interface TreeLevels {
    * ask on with `rootId` windows from the last one
    */
   complete: boolean;
+  /**
+   * with `offset`/`limit`, `aroundId` or `levels`: the session's revision this reply was cut from
+   * (an opaque token): send it with the next pages of the tree (`revision`), so that a page of a
+   * session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing two trees
+   */
+  revision?: string;
 }
 
 /**
@@ -1544,6 +1564,12 @@ export const ErrorCodes = {
   InternalError: -32603,
   /** a parameter is missing or has the wrong type; the message names it */
   InvalidParams: -32602,
+  /**
+   * pi/getTree with `revision`: the session changed since the page that gave that revision (an
+   * append, a reload, another leaf), so this page would be of another tree; data.revision is the
+   * current one. Ask for the tree again from its first page
+   */
+  TreeChanged: -32015,
   /**
    * pi 1.6.0's appendContextEdit refused the edit, with pi's message: a replacement that is not
    * null or an object with string or array `content`, a target that is not on the active branch, or
