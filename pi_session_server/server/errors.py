@@ -28,6 +28,7 @@ TOO_LARGE = -32011
 READ_ONLY = -32012
 PI_VERSION = -32013
 CONTEXT_EDIT_REFUSED = -32014
+TREE_CHANGED = -32015
 REQUEST_CANCELLED = -32800
 
 # The most nodes one pi/getTree reply holds. While a reply is made and sent, each node holds memory
@@ -36,9 +37,9 @@ REQUEST_CANCELLED = -32800
 # trees come in pages.
 MAX_TREE_NODES = 50_000
 
-# The most bytes of whole entries one reply holds (pi/getBranch, pi/getEntries, the context, ...:
-# replies the request does not bound), told from the entries' envelopes before anything is encoded
-# (reply_bytes.py). A reply peaks at several times its size while it is made and sent (the values,
+# The most bytes of whole entries one reply holds (pi/getBranch, pi/getEntries, the context, a listing
+# with all its text, ...: replies the request does not bound), told from the entries' envelopes (a
+# listing: its strings' lengths) before anything is encoded (reply_bytes.py). A reply peaks at several times its size while it is made and sent (the values,
 # their JSON, the frame). This lets the whole path of a session of a few hundred MB through (one
 # with screenshots) and refuses that of a GB session, which comes in pages (pi/getPath).
 MAX_REPLY_BYTES = 512 * 1024 * 1024
@@ -47,7 +48,10 @@ MAX_REPLY_BYTES = 512 * 1024 * 1024
 ERROR_CODES: dict[int, tuple[str, str]] = {
     INVALID_PARAMS: ("InvalidParams", "a parameter is missing or has the wrong type; the message names it"),
     INTERNAL_ERROR: ("InternalError", "a bug in the server; the session is unchanged"),
-    UNKNOWN_SESSION: ("UnknownSession", "the session handle is not open (never opened, or closed)"),
+    UNKNOWN_SESSION: (
+        "UnknownSession",
+        "the session handle is not open (never opened, or closed: pi/close, pi/delete of its file)",
+    ),
     ENTRY_NOT_FOUND: ("EntryNotFound", "`Entry <id> not found` (branch, label, createBranchedSession, ...)"),
     INVALID_SESSION_FILE: ("InvalidSessionFile", "`Session file is not a valid pi session: <path>`"),
     INVALID_SESSION_ID: ("InvalidSessionId", "the session id option failed the reference's id rule"),
@@ -75,7 +79,8 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
         f"({MAX_REPLY_BYTES / 2**20:g} MiB), "
         "estimated from the entries' lines before anything is sent; data.bytes is the estimate, data.max the "
         "maximum, and the message says what to ask instead (pi/getPath with `offset` and `limit` for a path, "
-        "pi/getEntries with `limit` and `offset`)",
+        "pi/getEntries with `limit` and `offset`). pi/list and pi/listAll: the same bound, estimated from the "
+        "length of the text the sessions carry; ask for `text` first or none, `maxTextChars`, or pages",
     ),
     READ_ONLY: (
         "ReadOnly",
@@ -93,6 +98,12 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
         "pi 1.6.0's appendContextEdit refused the edit, with pi's message: a replacement that is not null or "
         "an object with string or array `content`, a target that is not on the active branch, or one that "
         "contributes no editable content (an unknown target is EntryNotFound, -32002)",
+    ),
+    TREE_CHANGED: (
+        "TreeChanged",
+        "pi/getTree with `revision`: the session changed since the page that gave that revision (an append, "
+        "a reload, another leaf), so this page would be of another tree; data.revision is the current one. "
+        "Ask for the tree again from its first page",
     ),
     REQUEST_CANCELLED: (
         "RequestCancelled",

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import replace
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
 
-from pi_session_server.errors import fs_error_from_oserror
+from pi_session_server.errors import PiSessionError, fs_error_from_oserror
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import SessionManager
 from pi_session_server.session.environment import Environment
@@ -19,15 +20,17 @@ from pi_session_server.session.loader import is_valid_header, open_for_reading, 
 from pi_session_server.session.paths import resolve_path
 
 from . import params as P
-from .errors import invalid_params, path_refused
+from .errors import PiRpcError, from_job_failure, invalid_params, path_refused
 from .locations import require_regular_file, uri_to_path
 from .progress import Progress
-from .workers import CancelToken, on_loop
+from .reply_bytes import listing_bytes, refuse_past_max
+from .workers import CancelToken, Job, on_loop
 
 if TYPE_CHECKING:
     from pi_session_server.session.listing import AbortSignal, SessionInfo, TextOptions
 
     from .app import PiSessionServer
+    from .registry import Slot
 
 
 def _progress_callback(progress: Progress) -> Any:
@@ -111,6 +114,7 @@ def _register_listings(server: PiSessionServer) -> None:
                     page["sessions"] = _with_text(page["sessions"], text, signal, env)
             finally:
                 progress.end()
+            refuse_past_max(listing_bytes(page["sessions"] if p.paged else page), _LISTING_IN_PARTS)
             return page
 
         return server.run(title, job)
@@ -143,6 +147,13 @@ def _register_listings(server: PiSessionServer) -> None:
         )
 
 
+# what to ask for instead of a listing too large for one reply
+_LISTING_IN_PARTS = (
+    'ask for less text: `text` "first" or "none", or `maxTextChars` (characters per session), or for '
+    "pages: `offset` and `limit`"
+)
+
+
 def _register_session_files(server: PiSessionServer) -> None:
     """pi/findById and pi/delete."""
     route = server.connection.route
@@ -160,10 +171,14 @@ def _register_session_files(server: PiSessionServer) -> None:
         return server.run("pi/findById", job)
 
     @route("pi/delete")
-    async def pi_delete(params: Any) -> Any:
-        """The file checked (a worker), the sessions open on it closed once the requests sent
-        before this one are done (their queues), then the file deleted (a worker): a write sent
-        before the delete cannot bring the file back after it."""
+    def pi_delete(params: Any) -> Any:
+        """The sessions open on the file closed, then the file deleted (a worker). Each session's
+        close is queued here, as the request arrives (not in a coroutine, which would run after
+        the requests read with this one): after the requests sent on it before this one (a write
+        sent before the delete cannot bring the file back after it) and before those sent after it
+        (they find the session closed: none writes to the file being deleted). The first close to
+        run checks that the file is a pi session (else none closes, and the refusal is the reply);
+        with no session open on it, a worker of its own checks it."""
         p = P.parse(params, P.DeleteParams)
         if p.path is not UNSET:
             given = p.path
@@ -172,18 +187,73 @@ def _register_session_files(server: PiSessionServer) -> None:
         else:
             raise invalid_params("Invalid params: one of `path` or `uri` is required")
         env = server.environment_for(p)
-        loop = asyncio.get_running_loop()
-        checking = server.run_step(
-            "pi/delete", lambda _token: _session_file_to_delete(resolve_path(given, env=env))
-        )
-        path = await on_loop(checking, loop)
+        try:
+            path = resolve_path(given, env=env)  # (no I/O: the sessions on it are found on the loop)
+        except (PiSessionError, OSError) as error:  # a NUL byte; a relative path without a working directory
+            raise from_job_failure(error) from error
+        check = _CheckedOnce(path)
         slots = server.registry.slots_for_path(path)
-        closing = [server.registry.close(slot) for slot in slots]  # (each after its queued requests)
-        # shielded: a delete cancelled while it waits leaves the sessions closing, not half closed
-        await asyncio.gather(*(asyncio.shield(on_loop(job, loop)) for job in closing), return_exceptions=True)
+        closing = [server.registry.close_if(slot, check) for slot in slots]
+        return _delete_after_closing(server, path, p.permanent, slots, closing, check)
+
+
+async def _delete_after_closing(
+    server: PiSessionServer,
+    path: str,
+    permanent: bool,
+    slots: list[Slot],
+    closing: list[Job[str]],
+    check: _CheckedOnce,
+) -> Any:
+    """pi/delete once its closes are queued: the file deleted after them, if it is a pi session."""
+    loop = asyncio.get_running_loop()
+    try:
+        if closing:
+            # shielded: a delete cancelled while it waits leaves the sessions closing, not half closed
+            outcomes = await asyncio.gather(
+                *(asyncio.shield(on_loop(job, loop)) for job in closing), return_exceptions=True
+            )
+            refusal = next((o for o in outcomes if isinstance(o, BaseException)), None)
+            if refusal is not None:
+                raise refusal
+        else:
+            await on_loop(server.run_step("pi/delete", lambda _token: check()), loop)
         closed = [slot.handle for slot in slots]
-        deleting = server.run("pi/delete", lambda _token: _delete_session_file(path, p.permanent, closed))
+        deleting = server.run("pi/delete", lambda _token: _delete_session_file(path, permanent, closed))
         return await on_loop(deleting, loop)
+    finally:  # the closed sessions are found (closed) until now: a `uri` did not open the file again
+        for slot, job in zip(slots, closing, strict=True):
+            job.add_done_callback(partial(_discard_if_closed, server, slot))
+
+
+def _discard_if_closed(server: PiSessionServer, slot: Slot, _close: Job[Any]) -> None:
+    if slot.closed:
+        server.registry.discard(slot)
+
+
+class _CheckedOnce:
+    """:func:`_session_file_to_delete` of ``path``, run by the first caller (on a worker) and
+    answered to every caller: the sessions a delete closes all go by one look at the file."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._outcome: tuple[str | None, PiRpcError | None] | None = None
+
+    def __call__(self) -> str:
+        with self._lock:
+            if self._outcome is None:
+                try:
+                    self._outcome = (_session_file_to_delete(self._path), None)
+                except (PiSessionError, OSError) as error:
+                    self._outcome = (None, from_job_failure(error))
+                except PiRpcError as error:
+                    self._outcome = (None, error)
+            path, refusal = self._outcome
+        if refusal is not None:
+            raise refusal
+        assert path is not None
+        return path
 
 
 def _session_file_to_delete(path: str) -> str:

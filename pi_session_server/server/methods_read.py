@@ -21,11 +21,11 @@ from pi_session_server.session.row_tree import RowTreeOutgrown
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
-from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, PiRpcError, invalid_params
+from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, TREE_CHANGED, PiRpcError, invalid_params
 from .library_tree import library_tree, shown_tree
 from .path_view import get_path
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
-from .tree_pages import FlatTreePages
+from .tree_pages import FlatTreePages, Revisions
 from .tree_view import (
     FlatTree,
     RootNotFoundError,
@@ -39,6 +39,7 @@ from .tree_view import (
     tree_view,
     window_tree,
 )
+from .wire import encode_result
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -85,6 +86,35 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
             raise _too_large(str(error), error.total) from None
         except RootNotFoundError as error:
             raise PiRpcError(ENTRY_NOT_FOUND, str(error), {error.param: error.root_id}) from None
+
+
+def _tree_reply(manager: Any, p: P.GetTreeParams) -> Any:
+    """pi/getTree's reply: :func:`_tree`, and for a window of the flat form (a page, the levels)
+    the session's revision it was cut from, after the one the request names is checked."""
+    window = _tree_window(p)  # (params that cannot be given are refused before the revision is)
+    if not (p.levels or (p.form == "flat" and window.paged)):
+        return _tree(manager, p)
+    revision = _revision(manager, p)
+    return msgspec.Raw(_with_revision(_tree(manager, p), revision))
+
+
+def _revision(manager: Any, p: P.GetTreeParams) -> str:
+    """The session's revision, for a window of its tree; TreeChanged when the request was made for
+    another one (the pages before it are of another tree)."""
+    revision = _revisions.current(manager)
+    if p.revision is not UNSET and p.revision != revision:
+        raise PiRpcError(
+            TREE_CHANGED,
+            f"The session changed since revision {p.revision} of its tree (now {revision}): ask for the "
+            "tree again from its first page",
+            {"revision": revision},
+        )
+    return revision
+
+
+def _with_revision(encoded: Any, revision: str) -> bytes:
+    """A window's JSON object with its ``revision`` member last."""
+    return b"".join((memoryview(encoded)[:-1], b',"revision":', encode_result(revision), b"}"))
 
 
 def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
@@ -194,6 +224,11 @@ def _tree_window(p: P.GetTreeParams) -> TreeWindow:
             "`search` and `activeBranchFirst` need form flat or nested (the reference form is pi's "
             "getTree(), whole)"
         )
+    if p.revision is not UNSET and (p.form != "flat" or not (p.paged or p.levels)):
+        raise invalid_params(
+            "Invalid params: `revision` is of a window of the flat form (`offset`, `limit`, `aroundId` or "
+            "`levels`): the revision a reply before it gave"
+        )
     if p.form == "nested" and (p.paged or p.chain):
         raise invalid_params(
             "Invalid params: `offset`, `limit`, `chain` and `aroundId` are of the flat form; nested: use "
@@ -237,6 +272,7 @@ def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
 _preview_caches: weakref.WeakKeyDictionary[Any, PreviewCache] = weakref.WeakKeyDictionary()
 _tree_pages: FlatTreePages[FlatTree] = FlatTreePages()
 _tree_shapes: FlatTreePages[Any] = FlatTreePages()
+_revisions = Revisions()
 _preview_caches_lock = threading.Lock()
 
 
@@ -338,22 +374,17 @@ def _context_entries(manager: Any, leaf_id: Any) -> Any:
     return entries
 
 
-def _refuse_large_context(manager: Any, leaf_id: Any, copies: int) -> None:
-    """TooLarge before a context is built whose messages (``copies`` times over) would be more
+def _context_within_bounds(manager: Any, leaf_id: Any, copies: int) -> Any:
+    """The path to the leaf (``leaf_id``: that one) and its context entries, from which the context
+    is built; TooLarge, before it is built, when its messages (``copies`` times over) would be more
     than a reply holds: the messages are those of the context entries, a part of each entry."""
-    if leaf_id is UNSET:
-        entries = manager.build_context_entries()
-    else:
-        entries = manager.build_context_entries_at(leaf_id)
-    refuse_past_max(reply_bytes(manager, entries, copies), _PATH_IN_PAGES)
+    selection = manager.context_selection(P.opt(leaf_id))
+    refuse_past_max(reply_bytes(manager, selection.entries, copies), _PATH_IN_PAGES)
+    return selection
 
 
 def _context(manager: Any, p: P.SessionContextParams) -> Any:
-    _refuse_large_context(manager, p.leaf_id, 1)
-    if p.leaf_id is UNSET:
-        context = manager.build_session_context()
-    else:
-        context = manager.build_session_context_at(p.leaf_id)
+    context = manager.build_session_context_of(_context_within_bounds(manager, p.leaf_id, 1))
     if p.format == "json":
         return context
     # imported here (as the statistics are, _stats): the server's start imports only what an
@@ -373,16 +404,13 @@ def _stats(manager: Any) -> Any:
 
 def _projection(manager: Any, leaf_id: Any) -> Any:
     # each message twice (per entry, then all of them), and each entry as it is stored
-    _refuse_large_context(manager, leaf_id, 3)
-    if leaf_id is UNSET:
-        return manager.build_session_projection()
-    return manager.build_session_projection_at(leaf_id)
+    return manager.build_session_projection_of(_context_within_bounds(manager, leaf_id, 3))
 
 
 def register(server: PiSessionServer) -> None:
     def tree_and_keep(manager: Any, p: P.GetTreeParams) -> Any:
         try:
-            return _tree(manager, p)
+            return _tree_reply(manager, p)
         finally:
             with _preview_caches_lock:
                 cache = _preview_caches.get(manager)

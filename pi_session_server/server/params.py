@@ -44,6 +44,7 @@ FileUri = Annotated[str, msgspec.Meta(pattern="^file://", max_length=MAX_URI_CHA
 Count = Annotated[int, msgspec.Meta(ge=0)]
 PageSize = Annotated[int, msgspec.Meta(ge=1)]
 SearchText = Annotated[str, msgspec.Meta(max_length=MAX_SEARCH_CHARS)]
+Revision = Annotated[str, msgspec.Meta(max_length=64)]  # (the server's tokens are a few digits)
 ProgressToken = int | str
 #: a pi release the library has a profile for (checked by :func:`profile_of`, which names them)
 PiVersionName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(PROFILES)})]
@@ -312,6 +313,7 @@ class GetTreeParams(SessionParams, kw_only=True):
     chain: bool = False
     around_id: Id = UNSET
     levels: bool = False
+    revision: Revision | UnsetType = UNSET
 
     @property
     def paged(self) -> bool:

@@ -76,6 +76,14 @@ _REPLY_BOUND = (
 )
 
 
+# the listings, whose text the request bounds only when it asks to
+_LISTING_BOUND = (
+    f" A reply that would hold more than {E.MAX_REPLY_BYTES / 2**20:g} MiB (estimated from the length of the "
+    "text held) is refused with TooLarge (-32011, data {bytes, max}); the message says what to ask instead "
+    "(`text`, `maxTextChars`, or pages)."
+)
+
+
 def _entries(description: str) -> Any:
     """A list of entries, described."""
     return Annotated[list[R.Entry], msgspec.Meta(description=description)]
@@ -151,20 +159,20 @@ METHODS: list[Method] = [
         "pi/list",
         "SessionManager.list(cwd, sessionDir?): sessions of one project, newest first. Reports "
         "work-done progress. Every file is read; `text`/`maxTextChars` bound the text held and sent, "
-        "`offset`/`limit` page the reply.",
+        "`offset`/`limit` page the reply." + _LISTING_BOUND,
         P.ListParams,
         R.Listing,
-        [E.ABORTED, E.SESSION_ERROR, E.REQUEST_CANCELLED],
+        [E.ABORTED, E.SESSION_ERROR, E.TOO_LARGE, E.REQUEST_CANCELLED],
         "list",
     ),
     Method(
         "pi/listAll",
         "SessionManager.listAll(sessionDir?): sessions of every project (or of one directory), "
         "newest first. Reports work-done progress. `text`/`maxTextChars` bound the text held and sent, "
-        "`offset`/`limit` page the reply.",
+        "`offset`/`limit` page the reply." + _LISTING_BOUND,
         P.ListAllParams,
         R.Listing,
-        [E.ABORTED, E.SESSION_ERROR, E.REQUEST_CANCELLED],
+        [E.ABORTED, E.SESSION_ERROR, E.TOO_LARGE, E.REQUEST_CANCELLED],
         "listAll",
     ),
     Method(
@@ -178,8 +186,10 @@ METHODS: list[Method] = [
     Method(
         "pi/delete",
         "Delete a session file as pi's /resume does: to the trash (permanent only with "
-        "`permanent: true`); refuses files that are not pi sessions; closes handles on the file, each once "
-        "the requests sent on it before the delete are done, and deletes the file after them.",
+        "`permanent: true`); refuses files that are not pi sessions (then no handle is closed); closes handles "
+        "on the file, each once the requests sent on it before the delete are done, and deletes the file "
+        "after them. Requests sent after the delete on those handles (or by the file's `uri` before the "
+        "reply) write nothing: they answer UnknownSession (-32001).",
         P.DeleteParams,
         R.DeleteResult,
         [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],
@@ -272,10 +282,12 @@ METHODS: list[Method] = [
         f"is also refused past {E.MAX_REPLY_BYTES / 2**20:g} MiB of entries (data {{bytes, max}}). The pages of one "
         "tree are cut from one walk of it, "
         "which the server keeps while the session and the other params stay the same (it lets it go after "
-        "the last page, or after 60 s without a page): ask for them one after another.",
+        "the last page, or after 60 s without a page): ask for them one after another. A window's reply gives "
+        "the session's `revision`; the next pages sent with it are refused with TreeChanged (-32015) once the "
+        "session changed, instead of joining pages of two trees.",
         P.GetTreeParams,
         R.SessionTree,
-        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND, E.TOO_LARGE],
+        [*SESSION_ERRORS, E.ENTRY_NOT_FOUND, E.TOO_LARGE, E.TREE_CHANGED],
         "getTree",
     ),
     Method(
@@ -509,6 +521,12 @@ FIELD_DOCS = {
         "deepest shown ancestor's), wherever `offset` points; the reply adds `offset` and `aroundIndex`. "
         "EntryNotFound (-32002) if there is no such entry."
     ),
+    "revision": (
+        "pi/getTree (flat, with `offset`, `limit`, `aroundId` or `levels`): the `revision` a reply before this "
+        "one gave. If the session changed since (an append, a reload, another leaf), this page would be of "
+        "another tree: it is refused with TreeChanged (-32015, data.revision the current one), and the client "
+        "asks for the tree again from its first page. Left out, the page is of the tree as it is now."
+    ),
     "levels": (
         "pi/getTree (flat, with `aroundId`): every level of pi's /tree layout from the top down to that entry "
         "in one reply (TreeLevels): the top list, then under each branch point on the path its branches and "
@@ -557,10 +575,10 @@ def _form_refuses(form: str, names: list[str], only: dict[str, Any] | None = Non
 
 # pages are of the flat form; the reference form is getTree() itself, whole and unfiltered
 _TREE_WINDOW_RULES = [
-    _form_refuses("nested", ["offset", "limit", "chain", "aroundId", "levels"]),
+    _form_refuses("nested", ["offset", "limit", "chain", "aroundId", "levels", "revision"]),
     _form_refuses(
         "reference",
-        ["rootId", "depth", "offset", "limit", "chain", "aroundId", "levels", "search"],
+        ["rootId", "depth", "offset", "limit", "chain", "aroundId", "levels", "search", "revision"],
         {"filter": "none", "activeBranchFirst": False},
     ),
     {
@@ -568,6 +586,15 @@ _TREE_WINDOW_RULES = [
         "then": {
             "required": ["aroundId"],
             "not": {"anyOf": [{"required": [name]} for name in ("rootId", "depth", "offset", "chain")]},
+        },
+    },
+    {  # a revision is of a window: the pages of one tree
+        "if": {"required": ["revision"]},
+        "then": {
+            "anyOf": [
+                *({"required": [name]} for name in ("offset", "limit", "aroundId")),
+                {"properties": {"levels": {"const": True}}, "required": ["levels"]},
+            ]
         },
     },
 ]

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -25,6 +26,8 @@ from pi_session_server.session import SessionManager
 
 from .errors import PiRpcError, unknown_session
 from .workers import CancelToken, Job, SerialQueue, WorkerPool
+
+T = TypeVar("T")
 
 
 class Slot(msgspec.Struct, eq=False):
@@ -74,6 +77,13 @@ class Slot(msgspec.Struct, eq=False):
             self.real_path = os.path.realpath(path) if path is not None else None
 
 
+def _close(slot: Slot) -> None:
+    """Close the manager of ``slot`` (a job on its queue): the jobs after this one find it closed."""
+    slot.closed = True
+    if slot.manager is not None:
+        slot.manager.close()
+
+
 def _branched_leaf(manager: SessionManager, leaf: Any) -> Any:
     count = manager.entry_count()
     last = manager.entries_slice(count - 1, count) if count else []
@@ -119,9 +129,21 @@ class Registry:
         self.discard(slot)
 
         def close(_token: CancelToken) -> None:
-            slot.closed = True
-            if slot.manager is not None:
-                slot.manager.close()
+            _close(slot)
+
+        return slot.queue.submit(close, interruptible=False)
+
+    def close_if(self, slot: Slot, check: Callable[[], T]) -> Job[T]:
+        """Close ``slot`` once the jobs queued before this are done, if ``check()`` (run then, on
+        the worker) raises nothing; the job's value is what it returned, or its failure what it
+        raised (the slot then stays open). The jobs queued after this one run on a closed slot:
+        they answer that the session is unknown. A slot closed so stays found (requests by ``uri``
+        meet it closed, instead of opening the file again) until :meth:`discard`."""
+
+        def close(_token: CancelToken) -> T:
+            value = check()
+            _close(slot)
+            return value
 
         return slot.queue.submit(close, interruptible=False)
 

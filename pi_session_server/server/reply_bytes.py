@@ -15,6 +15,10 @@ are encoded: such entries are small. Where the reply skips lines of the file (a 
 branches), that distance holds them too: an estimate past the bound is made again with the
 distance to the file's next entry (:func:`reply_bytes`), so that no reply is refused for lines it
 does not hold.
+
+A listing (pi/list, pi/listAll) holds the text of every session when the request asks for all of it
+(pi's default): it is counted from the lengths of the strings the listing holds already
+(:func:`listing_bytes`).
 """
 
 from __future__ import annotations
@@ -63,6 +67,21 @@ def entries_bytes(entries: Iterable[Any], file_offsets: Sequence[int] | None = N
             total += max(0, min(SHORT_LINE, lines[i + 1].offset - entry.offset - 1))
         else:
             total += len(encode_result(entry))  # nothing in the reply follows it: read (it is short)
+    return total
+
+
+# About the JSON of a session's info besides its strings: the keys, two dates, the message count.
+LISTED_SESSION_BYTES = 200
+
+
+def listing_bytes(infos: Iterable[Any]) -> int:
+    """About the bytes of the JSON of a listing's ``SessionInfo`` values: the length of each string
+    they hold (a character for a byte: their text is mostly ASCII) and the rest of each object."""
+    total = 0
+    for info in infos:
+        total += LISTED_SESSION_BYTES + len(info.path) + len(info.cwd)
+        texts = (info.id, info.name, info.parent_session_path, info.first_message, info.all_messages_text)
+        total += sum(len(text) for text in texts if type(text) is str)
     return total
 
 

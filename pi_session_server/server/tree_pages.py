@@ -12,11 +12,16 @@ changed (an append, a reload, a branch: anything that changes the entry list or 
 or a name is an appended entry too), after :data:`IDLE_SECONDS` without a request for it, and with
 the session. A walk holds the library's tree of the session plus a row per shown node (about what
 one request of the whole tree peaked at before).
+
+A page also tells the client which state of the session it was cut from (:class:`Revisions`): a
+client that pages on with that revision is refused once the session changed, instead of joining
+pages of two trees.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 import weakref
@@ -41,6 +46,36 @@ def session_state(manager: Any) -> tuple[int, Any, tuple[type, str]]:
 
 def _same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
     return a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
+
+
+class Revisions:
+    """A token per state of a session (:func:`session_state`): what a page of its tree was cut
+    from. A client paging through the tree sends back the first page's token; a page asked with a
+    token that is no longer the session's would be of another tree (pi appended meanwhile).
+
+    Tokens are never given twice in a process: a session closed and opened again starts anew,
+    and a state the session comes back to (a failed write taken back) keeps its token."""
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count(1)
+        self._kept: weakref.WeakKeyDictionary[Any, tuple[tuple[int, Any, Any], str]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+
+    def current(self, manager: Any) -> str:
+        """The token of the session as it is now."""
+        state = session_state(manager)
+        with self._lock:
+            try:
+                kept = self._kept.get(manager)
+            except TypeError:  # a manager that cannot be weakly referenced: a token of its state's values
+                return f"{state[0]}:{state[2][1]}"
+            if kept is not None and _same_state(kept[0], state):
+                return kept[1]
+            token = str(next(self._numbers))
+            self._kept[manager] = (state, token)
+            return token
 
 
 @dataclass

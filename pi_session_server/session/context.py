@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import islice, repeat
 from operator import attrgetter, indexOf
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import cannot_read_property
 from ..format.dates import ms
@@ -273,6 +273,20 @@ def select_context_entries(path: Sequence[Any]) -> list[Any]:
             first = i
             break
     return _selected(path, compaction, compaction_index, first)
+
+
+class ContextSelection(NamedTuple):
+    """A path to a leaf (:func:`build_session_path`) and its context entries
+    (:func:`select_context_entries`): what a context is built from, walked and selected once for a
+    caller that also measures it."""
+
+    path: Sequence[Any]
+    entries: list[Any]
+
+
+def select_context(path: Sequence[Any]) -> ContextSelection:
+    """``path`` with its context entries."""
+    return ContextSelection(path, select_context_entries(path))
 
 
 def _select_row_entries(path: RowPath) -> list[Any]:

@@ -41,7 +41,14 @@ from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
 from . import storage
 from .cache_dir import index_settings
 from .chains import Positions, entry_on_line
-from .context import build_session_path, current_system_message, select_context_entries, walk_to_root
+from .context import (
+    ContextSelection,
+    build_session_path,
+    current_system_message,
+    select_context,
+    select_context_entries,
+    walk_to_root,
+)
 from .environment import Environment, current
 from .fields import field as entry_field
 from .index_rows import IndexedRows, RowPath
@@ -67,8 +74,8 @@ from .profiles import DEFAULT_PI, PiVersion, Profile, profile_for, require_api
 from .projection import (
     edit_target_role,
     is_edit_replacement,
-    session_context_of_path,
-    session_projection_of_path,
+    session_context_of,
+    session_projection_of,
     text_blocks,
 )
 from .rewrites import LockedFile, rewritten_after
@@ -1241,22 +1248,36 @@ class SessionManager:
         takes its messages from)."""
         return select_context_entries(self._session_path(leaf_id))
 
+    def context_selection(self, leaf_id: Any = ABSENT) -> ContextSelection:
+        """The path to the leaf (``leaf_id``: as if the leaf were that one) and its context entries,
+        for a caller that looks at the entries before it builds the context or the projection of
+        them (:meth:`build_session_context_of`, :meth:`build_session_projection_of`): one walk for both."""
+        return select_context(self._session_path(self._leaf_id if leaf_id is ABSENT else leaf_id))
+
     def build_session_context(self) -> dict[str, Any]:
-        return session_context_of_path(self._session_path(self._leaf_id), pi=self.profile)
+        return self.build_session_context_of(self.context_selection())
 
     def build_session_context_at(self, leaf_id: Any) -> dict[str, Any]:
         """The context as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
-        return session_context_of_path(self._session_path(leaf_id), pi=self.profile)
+        return self.build_session_context_of(select_context(self._session_path(leaf_id)))
+
+    def build_session_context_of(self, selection: ContextSelection) -> dict[str, Any]:
+        """The context built from a :meth:`context_selection` of this session."""
+        return session_context_of(selection, pi=self.profile)
 
     def build_session_projection(self) -> dict[str, Any]:
         """pi 1.6.0's ``buildSessionProjection()``: ``{entries: [{sourceEntry, messages}], messages,
         thinkingLevel, model}``, what each context entry contributes (under 0.86.1's profile, as
         0.86.1 builds its context)."""
-        return session_projection_of_path(self._session_path(self._leaf_id), pi=self.profile)
+        return self.build_session_projection_of(self.context_selection())
 
     def build_session_projection_at(self, leaf_id: Any) -> dict[str, Any]:
         """The projection as if the leaf were ``leaf_id`` (the leaf itself does not move)."""
-        return session_projection_of_path(self._session_path(leaf_id), pi=self.profile)
+        return self.build_session_projection_of(select_context(self._session_path(leaf_id)))
+
+    def build_session_projection_of(self, selection: ContextSelection) -> dict[str, Any]:
+        """The projection built from a :meth:`context_selection` of this session."""
+        return session_projection_of(selection, pi=self.profile)
 
     def _session_path(self, leaf_id: Any) -> builtins.list[Any] | RowPath:
         """``build_session_path`` at ``leaf_id``: walked over the index's rows while the entries are

@@ -23,9 +23,10 @@ from ..format.entry import Entry
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, get, index_key, truthy
 from .context import (
+    ContextSelection,
     build_session_path,
     context_settings,
-    select_context_entries,
+    select_context,
     session_entry_to_context_messages,
 )
 from .fields import field, id_of, type_of
@@ -165,7 +166,12 @@ def build_session_projection(
 def session_projection_of_path(path: Sequence[Any], *, pi: PiVersion = DEFAULT_PI) -> dict[str, Any]:
     """:func:`build_session_projection` of the path it walks (a list, or the index's rows:
     :class:`.index_rows.RowPath`)."""
-    context_entries, thinking_level, model = _context_entries(path)
+    return session_projection_of(select_context(path), pi=pi)
+
+
+def session_projection_of(selection: ContextSelection, *, pi: PiVersion = DEFAULT_PI) -> dict[str, Any]:
+    """:func:`session_projection_of_path` of a path whose context entries are selected already."""
+    context_entries, thinking_level, model = _context_entries(selection)
     with gc_paused():  # an object and a list per entry, none of them in a cycle
         projected = [
             {"sourceEntry": e, "messages": contributed}
@@ -194,15 +200,20 @@ def build_session_context(
 
 def session_context_of_path(path: Sequence[Any], *, pi: PiVersion = DEFAULT_PI) -> dict[str, Any]:
     """:func:`build_session_context` of the path it walks (see :func:`session_projection_of_path`)."""
-    context_entries, thinking_level, model = _context_entries(path)
+    return session_context_of(select_context(path), pi=pi)
+
+
+def session_context_of(selection: ContextSelection, *, pi: PiVersion = DEFAULT_PI) -> dict[str, Any]:
+    """:func:`session_context_of_path` of a path whose context entries are selected already."""
+    context_entries, thinking_level, model = _context_entries(selection)
     messages = list(chain.from_iterable(messages_per_entry(context_entries, profile_for(pi))))
     return _object(messages=messages, thinkingLevel=thinking_level, model=model)
 
 
-def _context_entries(path: Sequence[Any]) -> tuple[list[Any], Any, Any]:
+def _context_entries(selection: ContextSelection) -> tuple[list[Any], Any, Any]:
     """(compaction-aware context entries, thinkingLevel, model) of a path (docs/API.md §7.1-§7.4)."""
-    thinking_level, model = context_settings(path)
-    return select_context_entries(path), thinking_level, model
+    thinking_level, model = context_settings(selection.path)
+    return selection.entries, thinking_level, model
 
 
 def _object(**members: Any) -> dict[str, Any]:

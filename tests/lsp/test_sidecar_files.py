@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from builders import generate_session
 from lsprotocol import types
 from sidecar_support import EXAMPLE, expect_error, sidecar_fixture  # noqa: F401  (fixture)
@@ -52,6 +53,43 @@ async def test_a_delete_waits_for_the_requests_sent_before_it_on_the_sessions_it
     assert appended["id"] and deleted == {"path": str(path), "trashed": False, "closedSessions": [session]}
     assert not path.exists()
     await asyncio.wait([slow])
+
+
+@pytest.mark.parametrize("address", ["session", "uri"])
+async def test_requests_sent_after_a_delete_find_the_session_closed_and_write_nothing(
+    sidecar, tmp_path, address
+):
+    """Sent right behind the delete, without waiting for its reply (the delete waits for a slow
+    read sent before it): the append must not write to the file the delete removes (and be told it
+    succeeded), nor bring it back."""
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(generate_session(5_000_000, seed=5))
+    session = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    target = {"session": session} if address == "session" else {"uri": path.as_uri()}
+    message = {"role": "user", "content": "sent after the delete", "timestamp": 1}
+    slow = asyncio.ensure_future(sidecar.request("pi/getBranch", {"session": session}))
+    delete = asyncio.ensure_future(sidecar.request("pi/delete", {"path": str(path), "permanent": True}))
+    append = asyncio.ensure_future(
+        sidecar.request("pi/append", {**target, "kind": "message", "message": message})
+    )
+    read = asyncio.ensure_future(sidecar.request("pi/getEntryCount", target))
+    assert await delete == {"path": str(path), "trashed": False, "closedSessions": [session]}
+    for after in (append, read):
+        with expect_error(-32001):
+            await after
+    assert not path.exists()
+    await asyncio.wait([slow])
+    # once the delete answered, the file's uri is a new session (pi's open of a missing path)
+    assert await sidecar.request("pi/getEntryCount", {"uri": path.as_uri()}) == 0 and not path.exists()
+
+
+async def test_a_refused_delete_closes_no_session(sidecar, tmp_path):
+    session, path = await sidecar.open_example(tmp_path)
+    path.write_text('{"type":"note"}\n')  # another program put other text there
+    with expect_error(-32010):
+        await sidecar.request("pi/delete", {"path": str(path)})
+    assert (await sidecar.request("pi/getInfo", {"session": session}))["session"] == session
+    assert path.exists()
 
 
 async def test_a_session_file_whose_name_is_not_utf8_is_held_and_named(sidecar, tmp_path):

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from sidecar_support import RpcFailure, expect_error, sidecar_fixture, start_sidecar, stop_sidecar  # noqa: F401
 
 MAX = 3000
+CWD = "/home/dev/projects/weather-cli"  # the example session's
 SMALL_REPLIES = [
     sys.executable,
     "-c",
@@ -91,3 +93,30 @@ async def test_get_entries_pages_by_offset_where_ids_repeat(sidecar, tmp_path):
     assert [e["id"] for e in last["entries"]] == ["d", "e"] and last["hasMore"] is False
     with expect_error(-32602):
         await sidecar.request("pi/getEntries", {"session": session, "since": "a", "offset": 1})
+
+
+@pytest.mark.parametrize("method", ["pi/list", "pi/listAll"])
+async def test_a_listing_with_all_its_text_is_bounded_as_other_replies_are(tmp_path, method):
+    """pi's listing carries every session's whole text: past the most one reply holds it is refused,
+    and what the refusal says to ask for instead (less text, pages) is answered."""
+    directory = tmp_path / "sessions"
+    directory.mkdir()
+    example = Path(__file__).resolve().parents[2] / "pi_session_server" / "examples" / "example-session.jsonl"
+    for i in range(3):
+        (directory / f"s{i}.jsonl").write_bytes(example.read_bytes())
+    side = await start_sidecar(tmp_path, command=SMALL_REPLIES)
+    try:
+        params = {"sessionDir": str(directory), **({"cwd": CWD} if method == "pi/list" else {})}
+        for asked in ({}, {"text": "all"}, {"offset": 0, "limit": 3}):
+            with expect_error(-32011) as failure:
+                await side.request(method, {**params, **asked})
+            assert set(failure.value.data) == {"bytes", "max"} and failure.value.data["max"] == MAX
+            assert failure.value.data["bytes"] > MAX
+            assert "`text`" in failure.value.message and "`maxTextChars`" in failure.value.message
+        assert len(await side.request(method, {**params, "text": "none"})) == 3
+        cut = await side.request(method, {**params, "maxTextChars": 100})
+        assert len(cut) == 3 and all(len(s["allMessagesText"]) == 100 for s in cut)
+        page = await side.request(method, {**params, "offset": 0, "limit": 1})
+        assert len(page["sessions"]) == 1 and page["total"] == 3
+    finally:
+        await stop_sidecar(side)

@@ -233,6 +233,49 @@ async def test_subtrees_by_root_id_and_depth(sidecar, tmp_path):
     assert [n["id"] for n in tops["nodes"]] == ["a3f1c2d4"]
 
 
+async def test_pages_asked_with_a_revision_the_session_left_are_refused(sidecar, tmp_path):
+    """A client paging through the tree while pi appends must not join pages of two trees: the
+    pages carry the session's revision, and one asked with a revision that is no longer current is
+    refused (TreeChanged) with the current one, from which the client starts again."""
+    session, _ = await sidecar.open_example(tmp_path)
+    first = await sidecar.request("pi/getTree", {"session": session, "offset": 0, "limit": 10})
+    revision = first["revision"]
+    assert isinstance(revision, str) and first["total"] == 36
+    second = await sidecar.request(
+        "pi/getTree", {"session": session, "offset": 10, "limit": 10, "revision": revision}
+    )
+    assert second["revision"] == revision and second["nodes"][0]["id"] != first["nodes"][-1]["id"]
+    around = await sidecar.request("pi/getTree", {"session": session, "aroundId": "1e2f3a4b", "limit": 5})
+    levels = await sidecar.request("pi/getTree", {"session": session, "levels": True, "aroundId": "1e2f3a4b"})
+    assert around["revision"] == levels["revision"] == revision
+    message = {"role": "user", "content": "pi appended", "timestamp": 1}
+    await sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})
+    for window in (
+        {"offset": 20, "limit": 10},
+        {"aroundId": "1e2f3a4b"},
+        {"levels": True, "aroundId": "1e2f3a4b"},
+    ):
+        with pytest.raises(RpcFailure) as failure:
+            await sidecar.request("pi/getTree", {"session": session, **window, "revision": revision})
+        assert failure.value.code == -32015, window
+        assert failure.value.data["revision"] != revision and revision in failure.value.message
+    current = failure.value.data["revision"]
+    again = await sidecar.request(
+        "pi/getTree", {"session": session, "offset": 0, "limit": 10, "revision": current}
+    )
+    assert again["revision"] == current and again["total"] == 37
+    await sidecar.request("pi/branch", {"session": session, "entryId": "1e2f3a4b"})  # the leaf moves
+    with pytest.raises(RpcFailure) as failure:
+        await sidecar.request(
+            "pi/getTree", {"session": session, "offset": 10, "limit": 10, "revision": current}
+        )
+    assert failure.value.code == -32015 and failure.value.data["revision"] not in (revision, current)
+    # without a revision a page is of the tree as it is now, as before
+    assert (await sidecar.request("pi/getTree", {"session": session, "offset": 10, "limit": 10}))[
+        "total"
+    ] == 37
+
+
 async def test_tree_windows_that_cannot_be_given_are_refused(sidecar, tmp_path):
     session, _ = await sidecar.open_example(tmp_path)
     for params, code in [
@@ -246,6 +289,11 @@ async def test_tree_windows_that_cannot_be_given_are_refused(sidecar, tmp_path):
         ({"limit": 0}, -32602),
         ({"offset": -1}, -32602),
         ({"depth": -1}, -32602),
+        # a revision is of the pages of one tree
+        ({"revision": "1"}, -32602),
+        ({"form": "nested", "revision": "1"}, -32602),
+        ({"form": "reference", "revision": "1"}, -32602),
+        ({"offset": 0, "revision": 1}, -32602),
     ]:
         with pytest.raises(RpcFailure) as failure:
             await sidecar.request("pi/getTree", {"session": session, **params})

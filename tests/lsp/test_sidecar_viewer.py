@@ -101,8 +101,11 @@ async def test_tree_levels_down_to_the_leaf_in_one_reply(sidecar, tmp_path):
             "pi/getTree", {**base, **window, "aroundId": "e2f3a4b5", "limit": limit}
         )
         assert {k: v for k, v in level.items() if k not in ("kind", "rootId", "chain", "depth")} == {
-            k: v for k, v in alone.items() if k != "leafId"
+            k: v
+            for k, v in alone.items()
+            if k not in ("leafId", "revision")  # (the reply's, not the level's)
         }
+        assert alone["revision"] == got["revision"]
     last = got["levels"][-1]
     assert last["nodes"][last["aroundIndex"] - last["offset"]]["id"] == "e2f3a4b5"
     for params, code in [

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from test_protocol_tree_filters import EXAMPLE
 
+from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.format.scan import SHORT_LINE
 from pi_session_server.server import errors, methods_read
 from pi_session_server.server import params as P
@@ -155,10 +156,35 @@ def test_the_context_is_refused_before_it_is_built(example: SessionManager, monk
     def no_context(*_args: Any) -> Any:
         raise AssertionError("the context was built")
 
-    monkeypatch.setattr(example, "build_session_context", no_context)
-    monkeypatch.setattr(example, "build_session_projection", no_context)
+    monkeypatch.setattr(example, "build_session_context_of", no_context)
+    monkeypatch.setattr(example, "build_session_projection_of", no_context)
     refused(lambda: methods_read._context(example, P.SessionContextParams()))
     refused(lambda: methods_read._projection(example, P.ContextParams().leaf_id))
+
+
+@pytest.mark.parametrize("leaf", [{}, {"leafId": "0a9b8c7d"}, {"leafId": None}])
+def test_the_estimate_and_the_context_share_one_walk_to_the_leaf(
+    leaf: dict[str, Any], example: SessionManager, monkeypatch: pytest.MonkeyPatch
+):
+    """The context and the projection are measured before they are built, from the path to the
+    leaf and its context entries that they are then built from: the path is walked once."""
+    leaf_id = leaf.get("leafId", ABSENT)
+    expected_context = example.build_session_context_at(leaf_id) if leaf else example.build_session_context()
+    expected_projection = (
+        example.build_session_projection_at(leaf_id) if leaf else example.build_session_projection()
+    )
+    walks = []
+    walk = example._session_path
+
+    def counted(at: Any) -> Any:
+        walks.append(at)
+        return walk(at)
+
+    monkeypatch.setattr(example, "_session_path", counted)
+    context = methods_read._context(example, P.parse(leaf, P.SessionContextParams))
+    assert encode_result(context) == encode_result(expected_context) and len(walks) == 1
+    projection = methods_read._projection(example, P.parse(leaf, P.ContextParams).leaf_id)
+    assert encode_result(projection) == encode_result(expected_projection) and len(walks) == 2
 
 
 def test_the_projection_counts_each_message_three_times(

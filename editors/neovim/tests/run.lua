@@ -349,6 +349,75 @@ test('a 3,000-entry session: the tree opens on the rows around the leaf, and ear
   vim.api.nvim_win_close(long_win, true)
 end)
 
+test('lazy tree: every window after the first is asked with its revision; a TreeChanged refusal is handed back', function()
+  local lazy = require('pi_session.lazy')
+  local asked, revision = {}, '7'
+  local function request(params, callback)
+    table.insert(asked, vim.deepcopy(params))
+    if params.revision ~= nil and params.revision ~= revision then
+      return callback({ code = lazy.TREE_CHANGED, message = 'The session changed', data = { revision = revision } })
+    end
+    if params.levels then
+      return callback(nil, { leafId = 'x', levels = {}, complete = true, revision = revision })
+    end
+    callback(nil, { leafId = 'x', nodes = {}, total = 0, hasMore = false, revision = revision })
+  end
+  local tree = lazy.new(request, 10)
+  local failure
+  tree:load(tree.top, { offset = 0 }, function(err)
+    failure = err
+  end)
+  eq(failure, nil, 'the first window')
+  eq(asked[1].revision, nil, 'the first window is asked without a revision')
+  eq(tree.revision, '7', 'its reply gives the revision')
+  tree:locate('x', function(err)
+    failure = err
+  end)
+  eq(asked[2].levels, true, 'the levels')
+  eq(asked[2].revision, '7', 'the levels are asked with it')
+  revision = '8' -- pi appended: the next window is of another tree
+  tree:locate('x', function(err)
+    failure = err
+  end)
+  truthy(lazy.is_tree_changed(failure), vim.inspect(failure))
+  eq(#asked, 3, 'a TreeChanged refusal of the levels is handed back, not asked again level by level')
+  truthy(not lazy.is_tree_changed({ code = -32002 }) and not lazy.is_tree_changed(nil), 'other errors')
+end)
+
+test('a tree whose session changed while it loaded is loaded anew (TreeChanged), never drawn from two trees', function()
+  local path = work .. '/elsewhere/long-session.jsonl' -- the 3,000-entry chain of the test before
+  vim.api.nvim_set_current_win(session_win)
+  vim.cmd('split')
+  local win = vim.api.nvim_get_current_win()
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local session = vim.api.nvim_get_current_buf()
+  truthy(require('pi_session').wait_client(session, TIMEOUT), 'no client for the long session')
+  local requests, staled = {}, false
+  local request = client.request
+  client.request = function(self, method, params, ...)
+    if method == 'pi/getTree' then
+      if params.revision ~= nil and not staled then
+        staled = true -- as if pi appended after the first page: a revision the session has left
+        params = vim.tbl_extend('force', params, { revision = 'left-behind' })
+      end
+      table.insert(requests, params)
+    end
+    return request(self, method, params, ...)
+  end
+  vim.cmd('PiSessionTree')
+  local buf = vim.api.nvim_get_current_buf()
+  local lines = wait_lines(buf, function(_, text)
+    return text:find('answer 2999  <- leaf', 1, true) ~= nil
+  end, 'the leaf of the long session, loaded anew')
+  client.request = request
+  truthy(not table.concat(lines, '\n'):find('error', 1, true), table.concat(lines, '\n'))
+  eq(#requests, 4, 'pi/getTree requests: the first page and the levels (refused), then both again')
+  eq({ requests[1].revision, requests[2].revision, requests[3].revision }, { nil, 'left-behind', nil }, 'revisions')
+  truthy(type(requests[4].revision) == 'string' and requests[4].revision ~= 'left-behind', vim.inspect(requests[4]))
+  vim.api.nvim_buf_delete(buf, { force = true })
+  vim.api.nvim_win_close(win, true)
+end)
+
 --- A session whose path to the leaf passes `n` branch points (a side entry off every third entry).
 local function branchy_session(path, n)
   local lines = { '{"type":"session","version":3,"id":"0199e2e0-aaaa-7bbb-8ccc-000000000098","timestamp":"2026-01-05T10:00:00.000Z","cwd":"/work/demo"}' }

@@ -9,13 +9,13 @@
 //   branches  the branches of a branch point (`rootId` = the branch point, `depth: 1`, its own row
 //             skipped), each the head of a branch
 // A container holds one window [start, start + rows.length) of its rows; "load more" items extend it.
-import type { GetTreeParams, TreeLevel, TreeLevels, TreeNode, TreeView } from './protocol';
+import { ErrorCodes, type GetTreeParams, type TreeLevel, type TreeLevels, type TreeNode, type TreeView } from './protocol';
 
 /** pi/getTree params of one window of the tree (flat form, paged). */
-export type TreeWindowParams = Pick<GetTreeParams, 'rootId' | 'depth' | 'chain' | 'aroundId' | 'offset'> & { limit: number };
+export type TreeWindowParams = Pick<GetTreeParams, 'rootId' | 'depth' | 'chain' | 'aroundId' | 'offset' | 'revision'> & { limit: number };
 
 /** pi/getTree `levels`: every list of the /tree layout from the top down to `aroundId`, in one reply (`limit`: rows per level). */
-export type TreeLevelsParams = Required<Pick<GetTreeParams, 'aroundId' | 'limit'>> & { levels: true };
+export type TreeLevelsParams = Required<Pick<GetTreeParams, 'aroundId' | 'limit'>> & Pick<GetTreeParams, 'revision'> & { levels: true };
 
 /** Rows asked for per page. */
 export const TREE_PAGE = 200;
@@ -99,6 +99,14 @@ export class Container {
   }
 }
 
+/**
+ * Did the server refuse a window because the session changed since the tree's first window
+ * (TreeChanged)? Its rows would be of another tree than the rows loaded: the tree is loaded anew.
+ */
+export function isTreeChanged(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === ErrorCodes.TreeChanged;
+}
+
 /** Does the node hang its own list under it in the view? */
 export function hasChildContainer(row: Pick<Row, 'node' | 'head'>): boolean {
   const childIds = Array.isArray(row.node.childIds) ? row.node.childIds : [];
@@ -113,6 +121,12 @@ export function sameId(a: unknown, b: unknown): boolean {
 export class LazyTree {
   top: Container = new Container('top', undefined, undefined);
   leafId: unknown = null;
+  /**
+   * The session's revision the loaded rows were cut from (the first reply's). Every window after it
+   * is asked with it: one of a session that changed meanwhile is refused (see isTreeChanged)
+   * instead of joining another tree's rows to these.
+   */
+  revision: string | undefined;
 
   constructor(
     private readonly request: WindowRequest,
@@ -124,6 +138,12 @@ export class LazyTree {
   reset(): void {
     this.top = new Container('top', undefined, undefined);
     this.leafId = null;
+    this.revision = undefined;
+  }
+
+  /** The revision of the first reply that gives one (a server that gives none is asked without). */
+  private noteRevision(revision: unknown): void {
+    if (this.revision === undefined && typeof revision === 'string') this.revision = revision;
   }
 
   /** The list under a row, made on first use (undefined: the row has none). */
@@ -163,7 +183,9 @@ export class LazyTree {
       const limit = Math.max(1, options.limit ?? this.pageSize);
       const params: TreeWindowParams = { ...this.windowParams(container), offset: (options.offset ?? 0) + skip, limit: limit + skip };
       if (options.aroundId !== undefined) params.aroundId = options.aroundId;
+      if (this.revision !== undefined) params.revision = this.revision;
       const result = await this.request(params);
+      this.noteRevision(result.revision);
       if (container === this.top) this.leafId = result.leafId ?? null;
       aroundIndex = this.apply(container, params.offset ?? 0, result);
     });
@@ -246,7 +268,9 @@ export class LazyTree {
    */
   async locate(entryId: unknown): Promise<Row | undefined> {
     if (this.levels) {
-      const reply = await this.levels({ levels: true, aroundId: entryId, limit: this.levelSize });
+      const params: TreeLevelsParams = { levels: true, aroundId: entryId, limit: this.levelSize };
+      if (this.revision !== undefined) params.revision = this.revision;
+      const reply = await this.levels(params);
       const step = await this.takeLevels(entryId, reply);
       if (step.done) return step.found;
       return this.descend(step.next, entryId, step.found);
@@ -260,6 +284,7 @@ export class LazyTree {
     reply: TreeLevels,
   ): Promise<{ done: true; found: Row | undefined } | { done: false; found: Row | undefined; next: Container | undefined }> {
     this.leafId = reply.leafId ?? null;
+    this.noteRevision(reply.revision);
     let container: Container | undefined = this.top;
     let found: Row | undefined;
     for (const level of Array.isArray(reply.levels) ? reply.levels : []) {

@@ -739,6 +739,14 @@ export interface GetTreeParams {
    * the levels are many). No `rootId`, `depth`, `offset` or `chain`.
    */
   levels?: boolean;
+  /**
+   * pi/getTree (flat, with `offset`, `limit`, `aroundId` or `levels`): the `revision` a reply
+   * before this one gave. If the session changed since (an append, a reload, another leaf), this
+   * page would be of another tree: it is refused with TreeChanged (-32015, data.revision the
+   * current one), and the client asks for the tree again from its first page. Left out, the page is
+   * of the tree as it is now.
+   */
+  revision?: string;
 }
 
 export interface GetBranchParams {
@@ -1168,6 +1176,12 @@ export interface TreeView {
    * own row, or its deepest shown ancestor's); null when no row is on it
    */
   aroundIndex?: number | null;
+  /**
+   * with `offset`/`limit`, `aroundId` or `levels`: the session's revision this reply was cut from
+   * (an opaque token): send it with the next pages of the tree (`revision`), so that a page of a
+   * session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing two trees
+   */
+  revision?: string;
 }
 
 /** One node of pi/getTree's flat or nested form. */
@@ -1218,6 +1232,12 @@ export interface TreeLevels {
    * ask on with `rootId` windows from the last one
    */
   complete: boolean;
+  /**
+   * with `offset`/`limit`, `aroundId` or `levels`: the session's revision this reply was cut from
+   * (an opaque token): send it with the next pages of the tree (`revision`), so that a page of a
+   * session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing two trees
+   */
+  revision?: string;
 }
 
 /**
@@ -1545,6 +1565,12 @@ export const ErrorCodes = {
   /** a parameter is missing or has the wrong type; the message names it */
   InvalidParams: -32602,
   /**
+   * pi/getTree with `revision`: the session changed since the page that gave that revision (an
+   * append, a reload, another leaf), so this page would be of another tree; data.revision is the
+   * current one. Ask for the tree again from its first page
+   */
+  TreeChanged: -32015,
+  /**
    * pi 1.6.0's appendContextEdit refused the edit, with pi's message: a replacement that is not
    * null or an object with string or array `content`, a target that is not on the active branch, or
    * one that contributes no editable content (an unknown target is EntryNotFound, -32002)
@@ -1571,7 +1597,9 @@ export const ErrorCodes = {
    * pi/buildSessionProjection, pi/getTree's reference form): more than 536,870,912 bytes (512 MiB),
    * estimated from the entries' lines before anything is sent; data.bytes is the estimate, data.max
    * the maximum, and the message says what to ask instead (pi/getPath with `offset` and `limit` for
-   * a path, pi/getEntries with `limit` and `offset`)
+   * a path, pi/getEntries with `limit` and `offset`). pi/list and pi/listAll: the same bound,
+   * estimated from the length of the text the sessions carry; ask for `text` first or none,
+   * `maxTextChars`, or pages
    */
   TooLarge: -32011,
   /**
@@ -1597,6 +1625,6 @@ export const ErrorCodes = {
   InvalidSessionFile: -32003,
   /** `Entry <id> not found` (branch, label, createBranchedSession, ...) */
   EntryNotFound: -32002,
-  /** the session handle is not open (never opened, or closed) */
+  /** the session handle is not open (never opened, or closed: pi/close, pi/delete of its file) */
   UnknownSession: -32001,
 } as const;

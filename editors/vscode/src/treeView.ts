@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import {
   LazyTree,
   hasChildContainer,
+  isTreeChanged,
   type Container,
   type LevelsRequest,
   type Row,
@@ -25,6 +26,12 @@ export interface TreeSource {
   /** pi/getInfo: the lines pi skips and how many entries the session has. */
   info(uri: vscode.Uri): Promise<(SkippedLines & { entryCount?: number }) | undefined>;
 }
+
+/**
+ * Loads begun anew, one after another, when the session changes while one loads (its windows would
+ * be of two trees); past that the error is shown, and the session's next change loads it again.
+ */
+export const RELOADS_ON_CHANGE = 5;
 
 /** Sessions with at most this many entries open with every branch expanded (as pi's /tree shows them). */
 export const EXPAND_ALL_UP_TO = 2_000;
@@ -127,14 +134,20 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
       const request: WindowRequest = (params) => this.source.window(uri, filter, params);
       const source = this.source;
       const levels: LevelsRequest | undefined = source.levels ? (params) => source.levels!(uri, filter, params) : undefined;
-      tree = new LazyTree(request, this.pageSize, levels);
-      try {
-        const [info] = await Promise.all([this.source.info(uri).catch(() => undefined), tree.load(tree.top)]);
-        skipped = skippedNotice(info);
-        expandAll = typeof info?.entryCount === 'number' && info.entryCount <= EXPAND_ALL_UP_TO;
-        if (tree.leafId !== null && tree.leafId !== undefined) marker = await tree.locate(tree.leafId);
-      } catch (e) {
-        error = e instanceof Error ? e.message : String(e);
+      for (let reloads = 0; ; reloads++) {
+        tree = new LazyTree(request, this.pageSize, levels);
+        marker = undefined;
+        error = undefined;
+        try {
+          const [info] = await Promise.all([this.source.info(uri).catch(() => undefined), tree.load(tree.top)]);
+          skipped = skippedNotice(info);
+          expandAll = typeof info?.entryCount === 'number' && info.entryCount <= EXPAND_ALL_UP_TO;
+          if (tree.leafId !== null && tree.leafId !== undefined) marker = await tree.locate(tree.leafId);
+        } catch (e) {
+          error = e instanceof Error ? e.message : String(e);
+          if (isTreeChanged(e) && reloads < RELOADS_ON_CHANGE && generation === this.generation) continue;
+        }
+        break;
       }
     }
     if (generation !== this.generation) return;
@@ -151,7 +164,14 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   async locate(entryId: unknown): Promise<Row | undefined> {
     const tree = this.tree;
     if (!tree) return undefined;
-    const row = await tree.locate(entryId);
+    let row: Row | undefined;
+    try {
+      row = await tree.locate(entryId);
+    } catch (e) {
+      if (!isTreeChanged(e)) throw e;
+      void this.refresh(); // the session changed: its tree is loaded anew
+      return undefined;
+    }
     if (tree !== this.tree) return undefined; // loaded anew meanwhile: the row is of the old tree
     this.changed.fire(undefined);
     return row;
@@ -161,7 +181,13 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   async loadMore(container: Container, direction: 'before' | 'after'): Promise<void> {
     const tree = this.tree;
     if (!tree) return;
-    await tree.loadMore(container, direction);
+    try {
+      await tree.loadMore(container, direction);
+    } catch (e) {
+      if (!isTreeChanged(e)) throw e;
+      void this.refresh(); // the session changed: its tree is loaded anew
+      return;
+    }
     this.changed.fire(container.owner);
   }
 
@@ -173,6 +199,10 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     try {
       await tree.ensureLoaded(container);
     } catch (e) {
+      if (isTreeChanged(e)) {
+        void this.refresh(); // the session changed: its tree is loaded anew (this level with it)
+        return [];
+      }
       this.error = e instanceof Error ? e.message : String(e);
       this.onDidLoad?.();
       return [];

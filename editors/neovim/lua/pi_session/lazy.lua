@@ -15,6 +15,14 @@ M.PAGE = 200
 --- (hundreds) come at once, each with the rows around its row on the path; the rest load on demand.
 M.LEVEL_PAGE = 50
 
+--- The error code of a window refused because the session changed since the tree's first window
+--- (TreeChanged): its rows would be of another tree than those loaded. The tree is loaded anew.
+M.TREE_CHANGED = -32015
+
+function M.is_tree_changed(err)
+  return type(err) == 'table' and err.code == M.TREE_CHANGED
+end
+
 local function is_number(v)
   return type(v) == 'number'
 end
@@ -53,7 +61,18 @@ function M.new(request, page_size)
     level_size = math.min(page_size, M.LEVEL_PAGE),
     top = M.container('top'),
     leaf_id = nil,
+    -- the session's revision the loaded rows were cut from (the first reply's): every window after
+    -- it is asked with it, so that one of a session changed meanwhile is refused (TREE_CHANGED)
+    -- instead of joining another tree's rows to these
+    revision = nil,
   }, Tree)
+end
+
+--- The revision of the first reply that gives one (a server that gives none is asked without).
+function Tree:note_revision(revision)
+  if self.revision == nil and type(revision) == 'string' then
+    self.revision = revision
+  end
 end
 
 --- The list under a row, made on first use (nil: the row has none).
@@ -166,11 +185,13 @@ function Tree:load(c, opts, callback)
   if opts.around_id ~= nil then
     params.aroundId = opts.around_id
   end
+  params.revision = self.revision
   self.request(params, function(err, result)
     if err then
       return callback(err)
     end
     result = type(result) == 'table' and result or {}
+    self:note_revision(result.revision)
     if c == self.top then
       self.leaf_id = result.leafId
     end
@@ -216,11 +237,16 @@ end
 --- `levels` reply (a session with thousands of branch points on the path took thousands of
 --- requests); what it leaves out (or a server that does not know `levels`) is asked level by level.
 function Tree:locate(entry_id, callback)
-  self.request({ levels = true, aroundId = entry_id, limit = self.level_size }, function(err, reply)
+  local params = { levels = true, aroundId = entry_id, limit = self.level_size, revision = self.revision }
+  self.request(params, function(err, reply)
+    if M.is_tree_changed(err) then
+      return callback(err)
+    end
     if err or type(reply) ~= 'table' or type(reply.levels) ~= 'table' then
       return self:descend(self.top, entry_id, nil, callback)
     end
     self.leaf_id = reply.leafId
+    self:note_revision(reply.revision)
     local c, found = self.top, nil
     for _, level in ipairs(reply.levels) do
       if not c or not is_window_of(c, level) then

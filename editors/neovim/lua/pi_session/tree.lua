@@ -225,6 +225,10 @@ local function tree_request(state)
   end
 end
 
+--- Loads begun anew, one after another, when the session changes while one loads; past that the
+--- error is shown, and the session's next change (pi/didChange) loads it again.
+M.RELOADS_ON_CHANGE = 5
+
 --- Reload a tree buffer, asynchronously: the top level around the leaf and each level down to it
 --- (a small session: every level). One load runs at a time: the refreshes asked for while it runs
 --- (pi appending turn after turn, each a pi/didChange) share one more load after it, so a session
@@ -254,6 +258,12 @@ function M.refresh(buf, now)
       return
     end
     state.loading = false
+    if lazy.is_tree_changed(err) and (state.reloads or 0) < M.RELOADS_ON_CHANGE then
+      -- the session changed while it loaded (its windows would be of two trees): load it anew
+      state.reloads = (state.reloads or 0) + 1
+      return M.refresh(buf, true)
+    end
+    state.reloads = 0
     state.error = err and (err.message or vim.inspect(err)) or nil
     state.tree = not err and tree or nil
     state.marker = marker
@@ -369,6 +379,9 @@ local function load_item(buf, item)
   item.busy = true
   local tree = state.tree
   local function done(err)
+    if lazy.is_tree_changed(err) then
+      return M.refresh(buf) -- the session changed: its tree is loaded anew, this page with it
+    end
     if err then
       vim.notify('pi-session: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
     end

@@ -143,7 +143,7 @@ test('the tree view loads the top level, then every level down to the leaf in on
   const trees = client.requests.filter((r) => r.method === 'pi/getTree').map((r) => r.params);
   const base = { uri: SESSION_URI, filter: 'default', form: 'flat', activeBranchFirst: true };
   assert.deepEqual(trees[0], { ...base, chain: true, offset: 0, limit: 200 });
-  assert.deepEqual(trees[1], { ...base, levels: true, aroundId: 'a3', limit: 50 });
+  assert.deepEqual(trees[1], { ...base, levels: true, aroundId: 'a3', limit: 50, revision: '1' }); // the first window's
   assert.equal(trees.length, 2);
   assert.equal(state.treeViews[0].id, 'piSession.tree');
   const roots = await children(api);

@@ -1,6 +1,8 @@
 // A stand-in for the server's pi/getTree windows (flat form, filter "none", activeBranchFirst) over a
 // small tree, as protocol/pi-session.openrpc.json describes them: rootId, depth, chain, aroundId,
-// offset/limit with total, hasMore, nextOffset (and offset, aroundIndex with aroundId).
+// offset/limit with total, hasMore, nextOffset (and offset, aroundIndex with aroundId), the session's
+// revision (`server.revision`: set it to another string for a session that changed; a window asked
+// with another one is refused with TreeChanged).
 'use strict';
 
 /** entries: [{ id, parent, role?, type?, preview?, label? }] in file order; leafId: the leaf. */
@@ -59,9 +61,21 @@ function makeTreeServer(entries, leafId) {
     return out;
   }
 
+  function checkRevision(params) {
+    if (params.revision !== undefined && params.revision !== server.revision) {
+      const message = `The session changed since revision ${params.revision} of its tree (now ${server.revision})`;
+      throw Object.assign(new Error(message), { code: -32015, data: { revision: server.revision } });
+    }
+  }
+
   function getTree(params) {
     log.push(params);
-    return windowOf(params);
+    checkRevision(params);
+    const result = windowOf(params);
+    if (params.offset !== undefined || params.limit !== undefined || params.aroundId !== undefined) {
+      result.revision = server.revision;
+    }
+    return result;
   }
 
   function windowOf(params) {
@@ -92,6 +106,11 @@ function makeTreeServer(entries, leafId) {
   /** pi/getTree `levels`: the windows a tree view asks level by level, in one reply (at most maxLevels). */
   function getLevels(params, maxLevels = Infinity) {
     log.push(params);
+    checkRevision(params);
+    return { ...levelsOf(params, maxLevels), revision: server.revision };
+  }
+
+  function levelsOf(params, maxLevels) {
     const levels = [];
     const several = ordered(roots).length > 1;
     let kind = 'top';
@@ -117,7 +136,8 @@ function makeTreeServer(entries, leafId) {
     return { leafId, levels, complete: true };
   }
 
-  return { getTree, getLevels, log, nodes };
+  const server = { getTree, getLevels, log, nodes, revision: '1' };
+  return server;
 }
 
 /** A chain of `n` entries (u0, a1, u2, ...), then the branches given as { at, ids } off it. */

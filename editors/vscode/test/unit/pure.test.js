@@ -10,7 +10,7 @@ const { loadExtension } = require('./stubs');
 const loaded = loadExtension(); // compiled modules that import vscode need the stub too
 const out = path.join(__dirname, '..', '..', 'out', 'src');
 const treeModel = require(path.join(out, 'treeModel.js'));
-const { LazyTree, hasChildContainer } = require(path.join(out, 'lazyTree.js'));
+const { LazyTree, hasChildContainer, isTreeChanged } = require(path.join(out, 'lazyTree.js'));
 const serverCommand = require(path.join(out, 'serverCommand.js'));
 const { parseCheckOutput } = require(path.join(out, 'checkReport.js'));
 const { isSessionHeaderLine, isEntryLine, looksLikeSession } = require(path.join(out, 'detect.js'));
@@ -199,6 +199,31 @@ test('LazyTree: a 10,000-entry chain opens on the page around the leaf, in two r
   assert.equal(tree.top.total, 10_000);
   assert.ok(tree.top.rows.length <= 100);
   assert.equal(items[items.length - 1], leaf); // nothing after the leaf
+});
+
+test('LazyTree: every window after the first is asked with its revision; one of a changed session is refused', async () => {
+  const { server, tree } = lazyChain(300, 40);
+  await tree.load(tree.top);
+  assert.equal(server.log[0].revision, undefined);
+  assert.equal(tree.revision, '1');
+  await tree.loadMore(tree.top, 'after');
+  await tree.locate('a299');
+  assert.ok(server.log.slice(1).every((p) => p.revision === '1'));
+  server.revision = '2'; // pi appended: the next page is of another tree
+  await assert.rejects(tree.loadMore(tree.top, 'before'), (e) => isTreeChanged(e) && e.data.revision === '2');
+  assert.equal(isTreeChanged(new Error('another failure')), false);
+  tree.reset(); // loaded anew: its first window gives the new revision
+  await tree.load(tree.top);
+  assert.equal(tree.revision, '2');
+
+  const branchy = makeTreeServer([...chainEntries(30), { id: 'b', parent: 'u10' }], 'a29');
+  const levelled = new LazyTree(async (p) => branchy.getTree(p), 5, async (p) => branchy.getLevels(p));
+  await levelled.load(levelled.top);
+  await levelled.locate('a29');
+  assert.equal(branchy.log[1].levels, true);
+  assert.equal(branchy.log[1].revision, '1');
+  branchy.revision = '2';
+  await assert.rejects(levelled.locate('b'), isTreeChanged);
 });
 
 test('LazyTree: "load more" extends the window either way and keeps the rows already shown', async () => {

@@ -8,7 +8,7 @@ const { loadExtension, Uri } = require('./stubs');
 const { makeTreeServer, chainEntries } = require('./fakeTree');
 
 const loaded = loadExtension(); // treeView.js imports vscode: the stub must be in place
-const { SessionTreeProvider } = require(path.join(__dirname, '..', '..', 'out', 'src', 'treeView.js'));
+const { SessionTreeProvider, RELOADS_ON_CHANGE } = require(path.join(__dirname, '..', '..', 'out', 'src', 'treeView.js'));
 loaded.restore();
 
 const flush = () => new Promise((resolve) => setTimeout(resolve, 5));
@@ -145,4 +145,49 @@ test('the user\'s Refresh loads at once, without waiting for the load running (w
   await settle(provider, source);
   await refreshed;
   assert.deepEqual(shown, ['a5'], 'only the load asked for last is shown');
+});
+
+test('a session that changes while its tree loads is loaded anew, never shown with rows of two trees', async () => {
+  const server = makeTreeServer(chainEntries(30), 'a29');
+  let windows = 0;
+  const source = {
+    async info() {
+      return { entryCount: 5000 };
+    },
+    async window(_uri, _filter, params) {
+      windows++;
+      const reply = server.getTree(params);
+      if (windows === 1) server.revision = '2'; // pi appends after the first window
+      return reply;
+    },
+  };
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  const shown = [];
+  provider.onDidLoad = () => shown.push(provider.tree.revision);
+  await provider.setDocument(A);
+  assert.deepEqual(shown, ['2'], 'shown once, the tree of the changed session');
+  assert.equal(provider.error, undefined);
+  assert.equal(provider.marker.node.id, 'a29');
+  assert.ok(server.log.some((p) => p.revision === '1'), 'the window after the change was asked with the first revision');
+  assert.ok(server.log.slice(-2).every((p) => p.revision === undefined || p.revision === '2'));
+});
+
+test('a session that changes on every window is shown as an error after a few loads, not mixed', async () => {
+  const server = makeTreeServer(chainEntries(30), 'a29');
+  let revision = 1;
+  const source = {
+    async info() {
+      return { entryCount: 5000 };
+    },
+    async window(_uri, _filter, params) {
+      const reply = server.getTree(params);
+      server.revision = String(++revision);
+      return reply;
+    },
+  };
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  await provider.setDocument(A);
+  assert.match(provider.error, /changed/);
+  assert.equal(provider.marker, undefined);
+  assert.equal(server.log.filter((p) => p.revision === undefined).length, 1 + RELOADS_ON_CHANGE);
 });
