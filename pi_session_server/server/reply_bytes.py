@@ -75,14 +75,31 @@ LISTED_SESSION_BYTES = 200
 
 
 def listing_bytes(infos: Iterable[Any]) -> int:
-    """About the bytes of the JSON of a listing's ``SessionInfo`` values: the length of each string
-    they hold (a character for a byte: their text is mostly ASCII) and the rest of each object."""
+    """About the bytes of the JSON of a listing's ``SessionInfo`` values: the UTF-8 length of each
+    string they hold and the rest of each object."""
     total = 0
     for info in infos:
-        total += LISTED_SESSION_BYTES + len(info.path) + len(info.cwd)
-        texts = (info.id, info.name, info.parent_session_path, info.first_message, info.all_messages_text)
-        total += sum(len(text) for text in texts if type(text) is str)
+        total += LISTED_SESSION_BYTES
+        texts = (
+            info.path,
+            info.cwd,
+            info.id,
+            info.name,
+            info.parent_session_path,
+            info.first_message,
+            info.all_messages_text,
+        )
+        total += sum(_utf8_length(text) for text in texts if type(text) is str)
     return total
+
+
+def _utf8_length(text: str) -> int:
+    """About the bytes of ``text`` in the reply: one per character when it is all ASCII, which
+    most text is (told at C speed without a copy); else its UTF-8 length (up to four bytes a
+    character; a lone surrogate, which the reply escapes in six, counted as three)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _next_start(file_offsets: Sequence[int], offset: int) -> int:

@@ -264,3 +264,22 @@ def test_a_path_past_other_branches_lines_is_measured_again_not_refused_for_them
         "bytes": size,
         "max": size - 1,
     }
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain words of a prompt", "日本語のプロンプト" * 50, "emoji 🙂 and accents é à" * 20],
+    ids=["ascii", "cjk", "mixed"],
+)
+def test_a_listing_is_counted_in_the_bytes_its_reply_writes(tmp_path: Path, text: str):
+    from pi_session_server.server.reply_bytes import listing_bytes
+    from pi_session_server.session.listing import list_sessions
+
+    manager = SessionManager.create(str(tmp_path), str(tmp_path / "sessions"))
+    manager.append_message({"role": "user", "content": text, "timestamp": 1764500000000})
+    manager.append_message({"role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": 1})
+    infos = list_sessions(str(tmp_path), str(tmp_path / "sessions"))
+    assert len(infos) == 1
+    written = len(encode_result([info.to_json() for info in infos]))
+    # every string at its encoded length, the rest within the allowance for the object's other members
+    assert written <= listing_bytes(infos) <= written + 200
