@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cmp_to_key
 from itertools import compress
 from operator import attrgetter, is_not, itemgetter
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -49,6 +49,22 @@ class TreeNode(msgspec.Struct, eq=False, gc=False):
         return f"TreeNode({self.entry!r}, children={len(self.children)})"
 
 
+_Node = TypeVar("_Node")
+
+
+class TreeRoots(list[_Node], Generic[_Node]):
+    """The roots of a tree, and the node of an entry by the index key of its id (``node_of``)
+    when the builder knows it for every node: every id unique and every node reached from a root
+    (else None). A tree view opens a subtree by the id of its top: found this way, not by a walk
+    of the whole tree or an index of every node made for it."""
+
+    __slots__ = ("node_of",)
+
+    def __init__(self, roots: Iterable[_Node], node_of: Callable[[Any], _Node | None] | None) -> None:
+        super().__init__(roots)
+        self.node_of = node_of
+
+
 def build_tree(
     entries: list[Any],
     labels: dict[Any, Any],
@@ -57,7 +73,7 @@ def build_tree(
     plain_index: bool = False,
     by_id: dict[Any, Any] | None = None,
     chain_starts: list[int] | None = None,
-) -> list[TreeNode]:
+) -> TreeRoots[TreeNode]:
     """The reference's getTree over ``entries`` (the non-header file entries in file order).
 
     ``plain_index``: every entry is an :class:`Entry` whose id is a non-empty string (what the
@@ -71,10 +87,13 @@ def build_tree(
         built = None  # an index of these entries that is smaller than them: duplicate ids
     else:
         built = _build_parents_first(entries)
+    # the one-pass builders reach every node from a root, each id once: their lookup finds nodes
+    found: Callable[[Any], TreeNode | None] | None = None
     if built is not None:
         roots, node_of, branch_points = built
         for node in branch_points:
             sort_siblings(node.children)
+        found = node_of
     else:
         roots, nodes = _build_any_order(entries)
         node_of = nodes.get
@@ -86,7 +105,7 @@ def build_tree(
         labelled = node_of(key)
         if labelled is not None:
             labelled.label_timestamp = timestamp
-    return roots
+    return TreeRoots(roots, found)
 
 
 _Built = tuple[list[TreeNode], Callable[[Any], "TreeNode | None"], list[TreeNode]]
