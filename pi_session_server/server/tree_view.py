@@ -1241,9 +1241,12 @@ def tree_tool_calls(roots: list[Any]) -> ToolCalls:
 
 
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:
-    """Every node's entry, each node once (nodes can be shared with duplicate ids)."""
-    for node in _walk_nodes(roots):
-        yield node.entry
+    """Every node's entry, each node once (nodes can be shared with duplicate ids), in the order of
+    a walk: from the tree's builder when it knows it (``TreeRoots.in_walk_order``)."""
+    in_walk_order = roots.in_walk_order if isinstance(roots, TreeRoots) else None
+    if in_walk_order is not None:
+        return in_walk_order()
+    return (node.entry for node in _walk_nodes(roots))
 
 
 def _walk_nodes(roots: list[Any]) -> Iterable[Any]:

@@ -231,3 +231,18 @@ def test_a_subtree_window_finds_its_top_without_walking_the_tree(
     around = {"rootId": root, "depth": 1, "aroundId": root, "limit": 2, "previews": False}
     assert json.loads(_new(m, around))["aroundIndex"] == 0
     assert walked == []
+
+
+def test_the_entries_in_walk_order_are_those_a_walk_of_the_tree_meets(files: list[Path]) -> None:
+    """TreeRoots.in_walk_order (the order the session's tool calls are read in) is the walk's."""
+    told = 0
+    for path in files:
+        m = SessionManager.open(str(path), read_only=True, index=False)
+        roots = m.get_tree()
+        assert isinstance(roots, TreeRoots)
+        if roots.in_walk_order is not None:
+            walked = [node.entry for node in tv._walk_nodes(roots)]
+            assert [id(e) for e in roots.in_walk_order()] == [id(e) for e in walked], path
+            told += 1
+        m.close()
+    assert told >= len(files) // 2
