@@ -21,6 +21,7 @@ Not part of CI.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -65,6 +66,7 @@ def worker(path: str, params: dict[str, Any]) -> None:
 
     assert Path(methods_read.__file__).is_relative_to(os.environ["PYTHONPATH"]), methods_read.__file__
     manager = SessionManager.open(path, read_only=True)
+    gc.collect()  # what the open left to collect is not the window's
     parsed = P.parse({**VIEW, **params}, P.GetTreeParams)
     out = []
     for _ in range(2):
