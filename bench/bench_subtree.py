@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """pi/getTree windows of a subtree (``rootId``), old code against new, in the same run.
 
-    .venv/bin/python bench/bench_subtree.py SESSION.jsonl --old DIR [--repeat 3] [--wire]
+    .venv/bin/python bench/bench_subtree.py SESSION.jsonl --old DIR [--repeat 3] [--wire | --wire-only]
     .venv/bin/python bench/bench_subtree.py --generate 1000000 --old DIR      (a chain of N entries)
 
 ``DIR`` holds the package of the code to compare against (``git archive REV pi_session_server | tar
@@ -126,6 +126,7 @@ def main() -> int:
     parser.add_argument("--generate", type=int, help="measure a generated chain of this many entries")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--wire", action="store_true", help="also through a sidecar of each side")
+    parser.add_argument("--wire-only", action="store_true", help="only through a sidecar of each side")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         path = args.session
@@ -133,9 +134,9 @@ def main() -> int:
             path = Path(work) / "chain.jsonl"
             generate_chain(path, args.generate)
         sides = {"old": args.old.resolve(), "new": ROOT}
-        ways = [("in process, CPU s", in_process)] + (
-            [("over the wire, wall s", over_the_wire)] if args.wire else []
-        )
+        ways = [] if args.wire_only else [("in process, CPU s", in_process)]
+        if args.wire or args.wire_only:
+            ways.append(("over the wire, wall s", over_the_wire))
         print(f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
         for way, measure in ways:
             print(
