@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_session_server.session.describe import ToolCalls
 from pi_session_server.session.tree import expanded_once, shares_nodes
 
 from .tree_pages import FlatTreePages
+from .tree_view import tree_tool_calls
 
 _trees: FlatTreePages[list[Any]] = FlatTreePages()
 _shown_trees: FlatTreePages[list[Any]] = FlatTreePages()
+_tool_calls: FlatTreePages[ToolCalls] = FlatTreePages()
 
 
 def library_tree(manager: Any) -> list[Any]:
@@ -39,3 +42,11 @@ def _once_each(manager: Any) -> list[Any]:
     if manager.has_unique_ids():
         return roots  # no node hangs in two places (no walk to tell)
     return expanded_once(manager.get_tree()) if shares_nodes(roots) else roots
+
+
+def session_tool_calls(manager: Any) -> ToolCalls:
+    """Every tool call of the session as a walk of :func:`shown_tree` meets them (``tree_tool_calls``),
+    kept like the tree: a tool result's preview in a window of a subtree names the call the whole
+    tree does, and each window of it would otherwise read every assistant message again. The caller
+    must not change it."""
+    return _tool_calls.tree(manager, (), lambda: tree_tool_calls(shown_tree(manager)))

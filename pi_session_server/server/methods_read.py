@@ -4,6 +4,8 @@ pi/buildSessionContext, pi/buildSessionProjection."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import threading
 import weakref
@@ -17,16 +19,17 @@ from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.describe import PreviewCache, home_directory
-from pi_session_server.session.row_tree import RowTreeOutgrown
+from pi_session_server.session.row_tree import RowTree, RowTreeOutgrown
 from pi_session_server.session.tree import tree_to_json
 
 from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, TREE_CHANGED, PiRpcError, invalid_params
-from .library_tree import library_tree, shown_tree
+from .library_tree import library_tree, session_tool_calls, shown_tree
 from .path_view import get_path
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
 from .tree_pages import FlatTreePages, Revisions
 from .tree_view import (
+    CallReading,
     FlatTree,
     RootNotFoundError,
     TreeTooLargeError,
@@ -77,11 +80,8 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
                 return msgspec.Raw(_levels(manager, view, window))
             if p.form == "flat" and window.paged:
                 return msgspec.Raw(_flat_page(manager, view, window))
-            roots, leaf_id = shown_tree(manager), manager.get_leaf_id()
             options = {**view, "cache": preview_cache(manager), "window": window, "max_nodes": MAX_TREE_NODES}
-            if p.form == "nested":
-                return tree_view(roots, leaf_id, manager.by_id, form="nested", **options)
-            return msgspec.Raw(encode_flat_tree_view(roots, leaf_id, manager.by_id, **options))
+            return _unpaged(manager, p.form, window, options)
         except TreeTooLargeError as error:
             raise _too_large(str(error), error.total) from None
         except RootNotFoundError as error:
@@ -117,46 +117,89 @@ def _with_revision(encoded: Any, revision: str) -> bytes:
     return b"".join((memoryview(encoded)[:-1], b',"revision":', encode_result(revision), b"}"))
 
 
+def _unpaged(manager: Any, form: str, window: TreeWindow, options: dict[str, Any]) -> Any:
+    """A window without pages: a subtree of a session reopened from its index is cut from the tree
+    of the index's rows (see :func:`_window_tree`) unless it walks too far for it; else, and any
+    other window, from the library's tree."""
+    calls = functools.partial(session_tool_calls, manager)
+    if window.root_id is not ABSENT:
+        with contextlib.suppress(RowTreeOutgrown):
+            rows = manager.row_tree()
+            if rows is not None:
+                known = {"leaf_path": rows.leaf_path, "branch_of": rows.path_to, "every_call": calls}
+                return _unpaged_of(form, rows.roots, manager.get_leaf_id(), rows.by_id, {**options, **known})
+    known = {"leaf_path": _leaf_path(manager), "branch_of": _branch_of(manager), "every_call": calls}
+    return _unpaged_of(form, shown_tree(manager), manager.get_leaf_id(), manager.by_id, {**options, **known})
+
+
+def _unpaged_of(form: str, roots: Any, leaf_id: Any, by_id: Any, options: dict[str, Any]) -> Any:
+    if form == "nested":
+        return tree_view(roots, leaf_id, by_id, form="nested", **options)
+    return msgspec.Raw(encode_flat_tree_view(roots, leaf_id, by_id, **options))
+
+
 def _kept_shape(manager: Any, view: dict[str, Any], on_demand: bool) -> Any:
     """The shape of the tree for ``view``, kept for the windows of one view of it."""
 
     def shape() -> Any:
-        leaf_path = manager.get_branch() if manager.has_unique_ids() else None
-        return _shape(manager, view, on_demand, shown_tree(manager), manager.by_id, leaf_path)
+        return _shape(manager, view, on_demand, shown_tree(manager), manager.by_id, _leaf_path(manager))
 
     return _tree_shapes.tree(manager, (*view.values(), on_demand), shape)
 
 
+def _leaf_path(manager: Any) -> Any:
+    """The leaf's path for a view of the tree, when it is ``getBranch()`` (every id unique)."""
+    return manager.get_branch() if manager.has_unique_ids() else None
+
+
+def _branch_of(manager: Any) -> Any:
+    """The path to an entry for a view of the tree, when it is ``getBranch(id)`` (every id unique)."""
+    return manager.get_branch if manager.has_unique_ids() else None
+
+
 def _shape(
-    manager: Any, view: dict[str, Any], on_demand: bool, roots: Any, by_id: Any, leaf_path: Any
+    manager: Any,
+    view: dict[str, Any],
+    on_demand: bool,
+    roots: Any,
+    by_id: Any,
+    leaf_path: Any,
+    rows: RowTree | None = None,
 ) -> Any:
+    """The shape of ``view`` over ``roots``: the library's tree, or the tree of the index's rows
+    (``rows``, which finds the path to an entry in its rows). A tool result whose call is read
+    from every assistant message names the one the session's kept calls name."""
     return tree_shape(
         roots,
         manager.get_leaf_id(),
         by_id,
         cache=preview_cache(manager),
-        calls_on_demand=on_demand,
+        calls=CallReading.NEAR_EACH_RESULT if on_demand else CallReading.UP_FRONT,
         leaf_path=leaf_path,
+        branch_of=_branch_of(manager) if rows is None else rows.path_to,
+        every_call=functools.partial(session_tool_calls, manager),
         **view,
     )
 
 
 def _window_tree(manager: Any, view: dict[str, Any], window: TreeWindow, on_demand: bool) -> FlatTree:
     """The rows of a window, cut from the view's kept shape (:func:`_kept_shape`). The top chain of
-    a session reopened from its index (a tree view's first window), while no shape is kept, is cut
-    from the tree of the index's rows (``manager.row_tree``) instead, whose nodes and entries are
-    made as the window reaches them: not every entry and node of the session for the few hundred
-    rows a view opens on. That shape is not kept (the view's next windows, the levels down to the
-    leaf and the whole tree, walk most of the tree, which the tree built at once serves faster),
-    and a chain that goes on too far for it (a session without branches) is cut from the kept one."""
+    a session reopened from its index (a tree view's first window), or a subtree of it (a node a
+    tree view opens), while no shape is kept, is cut from the tree of the index's rows
+    (``manager.row_tree``) instead, whose nodes and entries are made as the window reaches them:
+    not every entry and node of the session for the few hundred rows a view opens on. That shape
+    is not kept (the view's next windows, the levels down to the leaf and the whole tree, walk most
+    of the tree, which the tree built at once serves faster), and a window that goes on too far
+    for it (a chain of a session without branches) is cut from the kept one."""
     top_chain = window.chain and window.root_id is ABSENT and window.around_id is ABSENT
-    if top_chain and _tree_shapes.kept_for(manager, (*view.values(), on_demand)) is None:
+    if (top_chain or window.root_id is not ABSENT) and _tree_shapes.kept_for(
+        manager, (*view.values(), on_demand)
+    ) is None:
         try:
             rows = manager.row_tree()
             if rows is not None:
-                return window_tree(
-                    _shape(manager, view, on_demand, rows.roots, rows.by_id, rows.leaf_path), window
-                )
+                shape = _shape(manager, view, on_demand, rows.roots, rows.by_id, rows.leaf_path, rows)
+                return window_tree(shape, window, children_now=True)
         except RowTreeOutgrown:
             pass
     return window_tree(_kept_shape(manager, view, on_demand), window)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from itertools import islice
+from operator import attrgetter
 from typing import Any, Final
 
 import msgspec
@@ -39,6 +41,7 @@ from pi_session_server.session.describe import (
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 from pi_session_server.session.index_rows import RowPath
+from pi_session_server.session.tree import TreeRoots
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
@@ -225,6 +228,21 @@ def _entries_on(path: Sequence[Any]) -> Container[Any]:
     return path if isinstance(path, RowPath) else set(path)
 
 
+def _keys_on(path: Sequence[Any]) -> set[Any]:
+    """The keys (``index_key``) of the ids of ``path``'s entries: of a path of the index's rows, or
+    of the manager's entries with string ids (their own keys), read without a call per entry."""
+    if isinstance(path, RowPath):  # every id a distinct string: no entry made
+        return set(path.ids())
+    if set(map(type, path)) <= {Entry}:
+        ids = list(map(_ENTRY_ID, path))
+        if set(map(type, ids)) <= {str}:
+            return set(ids)
+    return {index_key(id_of(entry)) for entry in path}
+
+
+_ENTRY_ID: Final = attrgetter("id")
+
+
 def _whole_leaf_path(path: Sequence[Any], leaf_id: Any) -> bool:
     """Whether ``path`` runs from a root (parentId null) down to the entry ``leaf_id``."""
     if not path:
@@ -340,6 +358,26 @@ def nodes_along(roots: list[Any], path: Iterable[Any]) -> Iterator[Any]:
 # --- the walk: shown nodes in preorder ------------------------------------------------------
 
 
+class CallReading(Enum):
+    """How a view reads the tool calls its tool results' previews name (``preview_of``).
+
+    * ``UP_FRONT``: every call of the session, read before the walk (pi's tree selector; what the
+      pages of a whole tree need anyway).
+    * ``AT_FIRST_RESULT``: every call of the session, read when the first tool result's preview
+      is made: a window without one reads no assistant message, and one with one answers as the
+      whole tree does.
+    * ``NEAR_EACH_RESULT``: each tool result's call looked for in the assistant messages above it
+      when its preview is made (every call of the session only when it is not there): a window
+      reads the bodies of what it sends (a tree view's first window of a 2 GB session would
+      otherwise read every assistant message). A call id that more than one message holds may
+      then name the nearest one where the whole tree names the last.
+    """
+
+    UP_FRONT = "up front"
+    AT_FIRST_RESULT = "at the first result"
+    NEAR_EACH_RESULT = "near each result"
+
+
 class Row(msgspec.Struct, gc=False):
     """A shown node of a walk (see :meth:`_TreeShape.walk`): the node, the id of its nearest shown
     ancestor (None: a top of the window) and its depth. Not tracked by the collector: a whole tree's
@@ -369,11 +407,14 @@ class _TreeShape:
         active_branch_first: bool,
         previews: bool,
         cache: PreviewCache | None,
-        calls_on_demand: bool = False,
-        calls_when_needed: bool = False,
+        calls: CallReading = CallReading.UP_FRONT,
         leaf_path: Sequence[Any] | None = None,
+        branch_of: Callable[[Any], Sequence[Any] | None] | None = None,
+        every_call: Callable[[], ToolCalls] | None = None,
     ) -> None:
         self.roots = roots
+        self._branch_of = branch_of
+        self._every_call = every_call
         self.leaf_id = leaf_id
         self.entries_by_id = entries_by_id
         self._unique_ids = False
@@ -396,13 +437,10 @@ class _TreeShape:
         self.cache = cache
         self.tool_calls: ToolCalls | None = None
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
-        # on demand: a tool result's preview names its call, found in the assistant messages above it
-        # (every call of the session only when it is not there); when needed: every call, read for
-        # the first tool result; else every call, up front
-        self.calls_complete = not (calls_on_demand or calls_when_needed)
-        self._every_call_when_needed = calls_when_needed and not calls_on_demand
+        self.calls = calls
+        self.calls_complete = calls is CallReading.UP_FRONT
         if previews:
-            if calls_on_demand or calls_when_needed:
+            if calls is not CallReading.UP_FRONT:
                 self.tool_calls = {}
             elif cache is None:
                 self.tool_calls = collect_tool_calls(_walk_entries(roots))
@@ -418,11 +456,7 @@ class _TreeShape:
     def on_path(self) -> set[Any]:
         """The keys (``index_key``) of the ids of the entries on the leaf's path."""
         if self._on_path is None:
-            path = self.leaf_path
-            if isinstance(path, RowPath):  # every id a distinct string (its own key): no entry made
-                self._on_path = set(path.ids())
-            else:
-                self._on_path = {index_key(id_of(entry)) for entry in path or ()}
+            self._on_path = _keys_on(self.leaf_path or ())
         return self._on_path
 
     def is_on_leaf_path(self, entry: Any, entry_id: Any) -> bool:
@@ -439,8 +473,7 @@ class _TreeShape:
             self.cache.read_ahead([row.node.entry for row in rows])
 
     def _find_call(self, entry: Any) -> None:
-        """Make sure the call of a tool result is in :attr:`tool_calls` (``calls_on_demand``,
-        ``calls_when_needed``)."""
+        """Make sure the call of a tool result is in :attr:`tool_calls` (read as :attr:`calls` says)."""
         if self.calls_complete or self.tool_calls is None:
             return
         call_id = self._call_id_of(entry)
@@ -448,9 +481,13 @@ class _TreeShape:
             return  # not a tool result, or one whose preview names no call
         wanted = index_key(call_id)
         calls = self.tool_calls
-        if not self._every_call_when_needed and (wanted in calls or self._found_above(entry, wanted, calls)):
+        if self.calls is CallReading.NEAR_EACH_RESULT and (
+            wanted in calls or self._found_above(entry, wanted, calls)
+        ):
             return
-        self.tool_calls = collect_tool_calls(_walk_entries(self.roots))  # elsewhere, or nowhere
+        # elsewhere, or nowhere: every call of the session (only read from now on: the calls
+        # every_call gives are shared)
+        self.tool_calls = tree_tool_calls(self.roots) if self._every_call is None else self._every_call()
         self.calls_complete = True
 
     def _call_id_of(self, entry: Any) -> Any:
@@ -485,9 +522,12 @@ class _TreeShape:
 
     def find(self, wanted_id: Any) -> Any:
         """:func:`find_node` without walking the tree each time: a tree view asks for a node at
-        every level it opens. The index is made on first use (ids that repeat: no index); the nodes
-        of a known leaf path (every id unique), where a tree view's levels start, are found first
-        without it."""
+        every level it opens. A tree that knows its nodes by id (:class:`TreeRoots`) is asked;
+        else an index is made on first use (ids that repeat: no index); the nodes of a known leaf
+        path (every id unique), where a tree view's levels start, are found first without it."""
+        node_of = self.roots.node_of if isinstance(self.roots, TreeRoots) else None
+        if node_of is not None:
+            return node_of(index_key(wanted_id))
         if self.leaf_path is not None:
             found = self._node_on_leaf_path(wanted_id)
             if found is not None:
@@ -523,7 +563,12 @@ class _TreeShape:
         key = (type(entry_id), repr(entry_id))
         if self._around is None or self._around[0] != key:
             same_as_leaf = self.has_leaf and key == (type(self.leaf_id), repr(self.leaf_id))
-            path = self.on_path if same_as_leaf else active_path_ids(self.entries_by_id, entry_id)
+            if same_as_leaf:
+                path = self.on_path
+            elif self._branch_of is not None:
+                path = _keys_on(self._branch_of(entry_id) or ())
+            else:
+                path = active_path_ids(self.entries_by_id, entry_id)
             self._around = (key, path)
         return self._around[1]
 
@@ -857,16 +902,22 @@ def tree_view(
     cache: PreviewCache | None = None,
     window: TreeWindow = WHOLE_TREE,
     max_nodes: int | None = None,
+    leaf_path: Sequence[Any] | None = None,
+    branch_of: Callable[[Any], Sequence[Any] | None] | None = None,
+    every_call: Callable[[], ToolCalls] | None = None,
 ) -> dict[str, Any]:
     """``{"leafId", "nodes"}``: flat (preorder list with ``childIds``) or nested (``children``).
 
     ``window`` picks a subtree, a depth and (flat form) a page; a paged result adds ``total``,
     ``hasMore`` and ``nextOffset``. A result that would hold more than ``max_nodes`` nodes without
     a ``limit`` raises :class:`TreeTooLargeError` (so does a nested one in any case).
+    ``leaf_path``, ``branch_of``, ``every_call``: as :func:`tree_shape` takes them.
     """
-    shape, tops = _shape_and_tops(
-        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
-    )
+    shape = _window_shape(
+        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache,
+        leaf_path=leaf_path, branch_of=branch_of, every_call=every_call,
+    )  # fmt: skip
+    tops = _tops(roots, shape, window)
     if form == "nested":
         return {"leafId": _wire_id(leaf_id), "nodes": _nested_nodes(shape, tops, window, max_nodes)}
     page = _FlatPage(shape, shape.rows(tops, window), window, max_nodes)
@@ -878,7 +929,7 @@ def tree_view(
     return result
 
 
-def _shape_and_tops(
+def _window_shape(
     roots: list[Any],
     leaf_id: Any,
     entries_by_id: dict[Any, Any],
@@ -888,11 +939,13 @@ def _shape_and_tops(
     active_branch_first: bool,
     previews: bool,
     cache: PreviewCache | None,
-) -> tuple[_TreeShape, list[Any]]:
-    """What both result forms start from: the shape of the tree and the nodes the window starts at.
-    A subtree (``rootId``) reads the session's tool calls only once it shows a tool result: a few
-    rows of a big session would otherwise read every assistant message first."""
-    shape = tree_shape(
+    **known: Any,
+) -> _TreeShape:
+    """The shape both result forms of one window start from (``known``: what :func:`tree_shape`
+    takes of what the session knows). A subtree (``rootId``) reads the session's tool calls only
+    once it shows a tool result: a few rows of a big session would otherwise read every assistant
+    message first."""
+    return tree_shape(
         roots,
         leaf_id,
         entries_by_id,
@@ -901,9 +954,9 @@ def _shape_and_tops(
         active_branch_first=active_branch_first,
         previews=previews,
         cache=cache,
-        calls_when_needed=window.root_id is not ABSENT,
+        calls=CallReading.AT_FIRST_RESULT if window.root_id is not ABSENT else CallReading.UP_FRONT,
+        **known,
     )
-    return shape, _tops(roots, shape, window)
 
 
 def encode_flat_tree_view(
@@ -918,15 +971,20 @@ def encode_flat_tree_view(
     cache: PreviewCache | None = None,
     window: TreeWindow = WHOLE_TREE,
     max_nodes: int | None = None,
+    leaf_path: Sequence[Any] | None = None,
+    branch_of: Callable[[Any], Sequence[Any] | None] | None = None,
+    every_call: Callable[[], ToolCalls] | None = None,
 ) -> bytes:
     """The JSON of ``tree_view(..., form="flat")``, encoded one node at a time.
 
     A node is a dict only while it is encoded, so a result costs its JSON bytes, not a dict per
     node (several times as much).
     """
-    shape, tops = _shape_and_tops(
-        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache
-    )
+    shape = _window_shape(
+        roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache,
+        leaf_path=leaf_path, branch_of=branch_of, every_call=every_call,
+    )  # fmt: skip
+    tops = _tops(roots, shape, window)
     return _encode_flat(leaf_id, _FlatPage(shape, shape.rows(tops, window), window, max_nodes))[0]
 
 
@@ -984,26 +1042,33 @@ def tree_shape(
     active_branch_first: bool = False,
     previews: bool = True,
     cache: PreviewCache | None = None,
-    calls_on_demand: bool = False,
-    calls_when_needed: bool = False,
+    calls: CallReading = CallReading.UP_FRONT,
     leaf_path: Sequence[Any] | None = None,
+    branch_of: Callable[[Any], Sequence[Any] | None] | None = None,
+    every_call: Callable[[], ToolCalls] | None = None,
 ) -> _TreeShape:
     """What every window of one view of the tree shares (the filter, the order, the leaf's path, the
     tool calls for previews): made once per session state and kept while a tree view opens level
     after level (each level is a window with its own ``rootId``).
 
-    ``calls_on_demand``: a tool result's preview finds its call in the assistant messages above it
-    when it is made, instead of every call of the session being read up front: a window then reads
-    the bodies of what it sends (a tree view's first window of a 2 GB session would otherwise read
-    every assistant message). A call id that more than one message holds may then name the nearest
-    one where the whole tree names the last.
-
-    ``calls_when_needed``: every call of the session is read (the whole tree's), but only when the
-    first tool result's preview is made: a window without one reads no assistant message.
+    ``calls``: how the tool calls the previews of tool results name are read (see
+    :class:`CallReading`).
 
     ``leaf_path``: the entries from the leaf's root down to the leaf (``getBranch()``), when every
     id is unique (these entries, the same objects as the tree's): the leaf's path and the order of
-    ``active_branch_first`` then come from it without a walk of the whole tree."""
+    ``active_branch_first`` then come from it without a walk of the whole tree.
+
+    ``branch_of``: ``getBranch(id)`` (None or empty when no entry has the id), when every id is
+    unique: the path to an ``aroundId`` then comes from it, not from a walk up entry by entry.
+
+    ``every_call``: :func:`tree_tool_calls` of the whole tree, for a tool result whose call is
+    read from every assistant message (see ``calls``): kept with the session (a window of a
+    subtree then reads them once), and over the library's tree when ``roots`` are nodes made as a
+    walk reaches them (the index's rows): a walk of those for them would make every node.
+
+    A tree that knows its nodes by id (:class:`~pi_session_server.session.tree.TreeRoots`) gives
+    a window's top without a walk: with ``leaf_path`` and ``branch_of``, a window of a subtree
+    costs what it shows (and the tool calls, when a tool result's call is not found above it)."""
     return _TreeShape(
         roots,
         leaf_id,
@@ -1013,15 +1078,22 @@ def tree_shape(
         active_branch_first=active_branch_first,
         previews=previews,
         cache=cache,
-        calls_on_demand=calls_on_demand,
-        calls_when_needed=calls_when_needed,
+        calls=calls,
         leaf_path=leaf_path,
+        branch_of=branch_of,
+        every_call=every_call,
     )
 
 
-def window_tree(shape: _TreeShape, window: TreeWindow) -> FlatTree:
-    """:func:`flat_tree` of ``window`` over a kept :func:`tree_shape`."""
-    return FlatTree(shape, shape.leaf_id, list(shape.rows(_tops(shape.roots, shape, window), window)))
+def window_tree(shape: _TreeShape, window: TreeWindow, children_now: bool = False) -> FlatTree:
+    """:func:`flat_tree` of ``window`` over a kept :func:`tree_shape`. ``children_now``: the shown
+    children of every row (which each row of a page lists) are found now: a tree whose nodes are
+    made as a walk reaches them (``RowTree``) gives up here if at all, not while a page is sent."""
+    rows = list(shape.rows(_tops(shape.roots, shape, window), window))
+    if children_now:
+        for row in rows:
+            shape.shown_children(row.node)
+    return FlatTree(shape, shape.leaf_id, rows)
 
 
 def encode_flat_page(tree: FlatTree, window: TreeWindow, max_nodes: int | None = None) -> tuple[bytes, bool]:
@@ -1163,10 +1235,18 @@ def encode_tree_levels(
     return bytes(out)
 
 
+def tree_tool_calls(roots: list[Any]) -> ToolCalls:
+    """Every tool call of the tree, as a walk of it meets them (a later call with an id wins)."""
+    return collect_tool_calls(_walk_entries(roots))
+
+
 def _walk_entries(roots: list[Any]) -> Iterable[Any]:
-    """Every node's entry, each node once (nodes can be shared with duplicate ids)."""
-    for node in _walk_nodes(roots):
-        yield node.entry
+    """Every node's entry, each node once (nodes can be shared with duplicate ids), in the order of
+    a walk: from the tree's builder when it knows it (``TreeRoots.in_walk_order``)."""
+    in_walk_order = roots.in_walk_order if isinstance(roots, TreeRoots) else None
+    if in_walk_order is not None:
+        return in_walk_order()
+    return (node.entry for node in _walk_nodes(roots))
 
 
 def _walk_nodes(roots: list[Any]) -> Iterable[Any]:

@@ -24,7 +24,7 @@ from ..format.entry import Entry
 from ..format.jsvalue import ABSENT
 from .fields import timestamp_of
 from .index_rows import IndexedRows, MadeByRow, RowPath
-from .tree import sort_siblings
+from .tree import TreeRoots, sort_siblings
 
 # A node made on its own costs several times one of getTree's, made with all the others: a row tree
 # makes at most this share of the rows' nodes (and a few hundred in any case) before it gives up.
@@ -108,7 +108,7 @@ class RowTree:
         self.label_timestamps = label_timestamps
         self.leaf_path = leaf_path
         self.by_id = RowEntries(rows)
-        self.roots = [self.node(row) for row in roots]
+        self.roots = TreeRoots([self.node(row) for row in roots], self.node_of)
 
     def node(self, row: int) -> RowNode:
         """The node of ``row``, the same object each time."""
@@ -118,6 +118,12 @@ class RowTree:
                 raise RowTreeOutgrown
             node = self._nodes[row] = RowNode(self, row)
         return node
+
+    def node_of(self, key: Any) -> RowNode | None:
+        """The node of the entry whose id has the index key ``key`` (every id is a distinct string,
+        its own key), or None."""
+        row = self.rows.row_of_id(key) if type(key) is str else -1
+        return self.node(row) if row >= 0 else None
 
     def children_of(self, row: int) -> list[RowNode]:
         """The children of ``row`` in ``build_tree``'s order: the next row when it goes on the

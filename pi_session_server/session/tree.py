@@ -5,13 +5,15 @@ Everything is iterative: a 200,000-entry chain is 200,000 levels deep.
 
 from __future__ import annotations
 
+import functools
 import math
+from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cmp_to_key
 from itertools import compress
 from operator import attrgetter, is_not, itemgetter
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -49,6 +51,32 @@ class TreeNode(msgspec.Struct, eq=False, gc=False):
         return f"TreeNode({self.entry!r}, children={len(self.children)})"
 
 
+_Node = TypeVar("_Node")
+
+
+class TreeRoots(list[_Node], Generic[_Node]):
+    """The roots of a tree, and the node of an entry by the index key of its id (``node_of``)
+    when the builder knows it for every node: every id unique and every node reached from a root
+    (else None). A tree view opens a subtree by the id of its top: found this way, not by a walk
+    of the whole tree or an index of every node made for it.
+
+    ``in_walk_order``: every entry of the tree in the order a walk meets them (each node, then its
+    children, the last one first: a stack), when the builder can tell without the walk (else
+    None): the tool calls of a session are read in that order (a later call with an id wins)."""
+
+    __slots__ = ("in_walk_order", "node_of")
+
+    def __init__(
+        self,
+        roots: Iterable[_Node],
+        node_of: Callable[[Any], _Node | None] | None,
+        in_walk_order: Callable[[], list[Any]] | None = None,
+    ) -> None:
+        super().__init__(roots)
+        self.node_of = node_of
+        self.in_walk_order = in_walk_order
+
+
 def build_tree(
     entries: list[Any],
     labels: dict[Any, Any],
@@ -57,7 +85,7 @@ def build_tree(
     plain_index: bool = False,
     by_id: dict[Any, Any] | None = None,
     chain_starts: list[int] | None = None,
-) -> list[TreeNode]:
+) -> TreeRoots[TreeNode]:
     """The reference's getTree over ``entries`` (the non-header file entries in file order).
 
     ``plain_index``: every entry is an :class:`Entry` whose id is a non-empty string (what the
@@ -71,10 +99,14 @@ def build_tree(
         built = None  # an index of these entries that is smaller than them: duplicate ids
     else:
         built = _build_parents_first(entries)
+    # the one-pass builders reach every node from a root, each id once: their lookup finds nodes
+    found: Callable[[Any], TreeNode | None] | None = None
+    in_walk_order: Callable[[], list[Any]] | None = None
     if built is not None:
-        roots, node_of, branch_points = built
+        roots, node_of, branch_points, in_walk_order = built
         for node in branch_points:
             sort_siblings(node.children)
+        found = node_of
     else:
         roots, nodes = _build_any_order(entries)
         node_of = nodes.get
@@ -86,11 +118,14 @@ def build_tree(
         labelled = node_of(key)
         if labelled is not None:
             labelled.label_timestamp = timestamp
-    return roots
+    return TreeRoots(roots, found, in_walk_order)
 
 
-_Built = tuple[list[TreeNode], Callable[[Any], "TreeNode | None"], list[TreeNode]]
-"""(roots, node of an index key, nodes with several children): what a one-pass builder returns."""
+_Built = tuple[
+    list[TreeNode], Callable[[Any], "TreeNode | None"], list[TreeNode], "Callable[[], list[Any]] | None"
+]
+"""(roots, node of an index key, nodes with several children, the entries in walk order (see
+TreeRoots) if known): what a one-pass builder returns."""
 
 
 def _build_parents_first(entries: list[Any]) -> _Built | None:
@@ -128,7 +163,7 @@ def _build_parents_first(entries: list[Any]) -> _Built | None:
         previous_id, previous = entry_id, node
     if len(nodes) != len(entries):  # a duplicate id: its children may hang under the wrong node
         return None
-    return roots, nodes.get, branch_points
+    return roots, nodes.get, branch_points, None
 
 
 def _build_by_chains(
@@ -149,7 +184,7 @@ def _build_by_chains(
     """
     count = len(entries)
     if count == 0:
-        return [], {}.get, []
+        return [], {}.get, [], list
     chain_starts = _usable_chain_starts(entries, chain_starts)
     if chain_starts is None:
         return None
@@ -162,6 +197,7 @@ def _build_by_chains(
     positions = Positions(entries)
     roots: list[TreeNode] = []
     branch_points: list[TreeNode] = []
+    parents: list[int] = []  # where a chain start hangs, for each one that is not a root
     for first in chain_starts:
         parent_id = entries[first].parent_id
         if parent_id is None:
@@ -173,6 +209,7 @@ def _build_by_chains(
             return None
         siblings = nodes[at].children
         siblings.append(nodes[first])
+        parents.append(at)
         if len(siblings) == 2:
             branch_points.append(nodes[at])
 
@@ -181,7 +218,32 @@ def _build_by_chains(
         at = -1 if entry is None else positions.of(entry, count)
         return nodes[at] if at >= 0 else None
 
-    return roots, node_of, branch_points
+    stops = [end - 1 for end in ends] + parents
+    in_walk_order = functools.partial(_in_walk_order, entries, nodes, roots, chain_starts, stops)
+    return roots, node_of, branch_points, in_walk_order
+
+
+def _in_walk_order(
+    entries: list[Entry],
+    nodes: list[TreeNode],
+    roots: list[TreeNode],
+    chain_starts: list[int],
+    stops: list[int],
+) -> list[Entry]:
+    """The entries of a tree :func:`_build_by_chains` built (``nodes``, one per entry) in the order
+    of a walk (see TreeRoots). Every entry but a ``stop`` (a chain's last entry, or one another
+    chain hangs under) has one child, the next entry: the walk goes down such a run a slice at a
+    time, with a step per chain, not per entry."""
+    start_of = {id(nodes[first]): first for first in chain_starts}
+    ordered_stops = sorted(set(stops))
+    order: list[Entry] = []
+    stack = [start_of[id(root)] for root in roots]
+    while stack:
+        at = stack.pop()
+        stop = ordered_stops[bisect_left(ordered_stops, at)]
+        order += entries[at : stop + 1]
+        stack.extend(start_of.get(id(child), stop + 1) for child in nodes[stop].children)
+    return order
 
 
 def _usable_chain_starts(entries: list[Entry], chain_starts: list[int] | None) -> list[int] | None:

@@ -493,7 +493,11 @@ def test_windows_read_only_the_calls_their_previews_name_and_preview_as_the_whol
     original = tv.collect_tool_calls
     monkeypatch.setattr(tv, "collect_tool_calls", lambda entries: collected.append(1) or original(entries))
     shape = tv.tree_shape(
-        example.get_tree(), example.get_leaf_id(), example.by_id, mode="all", calls_on_demand=True
+        example.get_tree(),
+        example.get_leaf_id(),
+        example.by_id,
+        mode="all",
+        calls=tv.CallReading.NEAR_EACH_RESULT,
     )
     seen = 0
     for root in [ABSENT, *whole]:
@@ -523,7 +527,9 @@ def test_a_tool_result_whose_call_is_not_above_it_still_names_it(tmp_path: Path)
         n["id"]: n["preview"]
         for n in reply(tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, mode="all"))["nodes"]
     }
-    shape = tv.tree_shape(m.get_tree(), m.get_leaf_id(), m.by_id, mode="all", calls_on_demand=True)
+    shape = tv.tree_shape(
+        m.get_tree(), m.get_leaf_id(), m.by_id, mode="all", calls=tv.CallReading.NEAR_EACH_RESULT
+    )
     window = TreeWindow(root_id="r1", chain=True, limit=10, paged=True)
     got = json.loads(tv.encode_flat_page(tv.window_tree(shape, window), window)[0])
     assert got["nodes"][0]["preview"] == whole["r1"] and "x.py" in whole["r1"] and shape.calls_complete
@@ -536,7 +542,7 @@ def levels_reply(m: SessionManager, mode: str, around: Any, limit: int, max_node
     from pi_session_server.server import tree_view as tv
 
     shape = tv.tree_shape(m.get_tree(), m.get_leaf_id(), m.by_id, mode=mode, active_branch_first=True,
-                          previews=False, calls_on_demand=True)  # fmt: skip
+                          previews=False, calls=tv.CallReading.NEAR_EACH_RESULT)  # fmt: skip
     levels, complete = tv.tree_levels(shape, around, max_nodes // 2)
     return json.loads(tv.encode_tree_levels(shape, levels, complete, limit, max_nodes))
 

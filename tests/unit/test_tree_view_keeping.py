@@ -74,7 +74,7 @@ def _levels(manager: SessionManager, cache: PreviewCache | None, limit: int = 5)
         mode="default",
         active_branch_first=True,
         cache=cache,
-        calls_on_demand=True,
+        calls=T.CallReading.NEAR_EACH_RESULT,
     )
     levels, complete = T.tree_levels(shape, manager.get_leaf_id())
     return T.encode_tree_levels(shape, levels, complete, limit, 50_000)

@@ -232,7 +232,7 @@ def test_a_subtree_reads_the_calls_when_it_shows_a_tool_result_and_answers_as_be
             lazy = encode_result(methods_read._tree(m, params))
             reads = len(collected)
             with monkeypatch.context() as eager:  # every call read up front, as before
-                eager.setattr(tv, "tree_shape", lambda *a, calls_when_needed=False, **k: eager_shape(*a, **k))
+                eager.setattr(tv, "tree_shape", lambda *a, calls=None, **k: eager_shape(*a, **k))
                 assert encode_result(methods_read._tree(m, params)) == lazy
             shown, nodes = [], list(json.loads(lazy)["nodes"])
             while nodes:  # (nested: children inline)
