@@ -11,6 +11,7 @@ lock another process holds delays nobody else. Handlers stay thin: they validate
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import logging
@@ -99,6 +100,9 @@ class PiSessionServer:
         self.registry = Registry(self.pool)
         self.own_writes = OwnWrites()  # what our sessions wrote, not to be blamed on another process
         self.idle_slots = IdleSlots(self.registry, self._shown_in_editor)
+        #: the files a pi/delete is deleting (resolved path -> done once it answered; on the loop):
+        #: a pi/open of one sent after the delete waits for it (see methods_open)
+        self.deleting: dict[str, asyncio.Future[None]] = {}
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)

@@ -194,7 +194,8 @@ def _register_session_files(server: PiSessionServer) -> None:
         check = _CheckedOnce(path)
         slots = server.registry.slots_for_path(path)
         closing = [server.registry.close_if(slot, check) for slot in slots]
-        return _delete_after_closing(server, path, p.permanent, slots, closing, check)
+        done = server.deleting[path] = asyncio.get_running_loop().create_future()
+        return _delete_after_closing(server, path, p.permanent, slots, closing, check, done)
 
 
 async def _delete_after_closing(
@@ -204,8 +205,10 @@ async def _delete_after_closing(
     slots: list[Slot],
     closing: list[Job[str]],
     check: _CheckedOnce,
+    done: asyncio.Future[None],
 ) -> Any:
-    """pi/delete once its closes are queued: the file deleted after them, if it is a pi session."""
+    """pi/delete once its closes are queued: the file deleted after them, if it is a pi session;
+    ``done`` once it answered (the opens of the file sent after it wait for it)."""
     loop = asyncio.get_running_loop()
     try:
         if closing:
@@ -224,6 +227,9 @@ async def _delete_after_closing(
     finally:  # the closed sessions are found (closed) until now: a `uri` did not open the file again
         for slot, job in zip(slots, closing, strict=True):
             job.add_done_callback(partial(_discard_if_closed, server, slot))
+        done.set_result(None)
+        if server.deleting.get(path) is done:
+            del server.deleting[path]
 
 
 def _discard_if_closed(server: PiSessionServer, slot: Slot, _close: Job[Any]) -> None:

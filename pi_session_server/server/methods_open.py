@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from pi_session_server.errors import PiSessionError
 from pi_session_server.session import SessionManager
+from pi_session_server.session.environment import Environment
 from pi_session_server.session.paths import resolve_path
 
 from . import params as P
@@ -48,7 +50,11 @@ def _register_opening(server: PiSessionServer) -> None:
                 p.path, P.opt(p.session_dir), P.opt(p.cwd_override), on_progress=on_progress, pi=pi, env=env
             )
 
-        return _opening(server, p, f"Opening {os.path.basename(p.path)}", make)
+        def open_it() -> Job[Any]:
+            return _opening(server, p, f"Opening {os.path.basename(p.path)}", make)
+
+        deleting = server.deleting.get(_resolved(p.path, env)) if server.deleting else None
+        return open_it() if deleting is None else _after(deleting, open_it)
 
     @route("pi/create")
     def pi_create(params: Any) -> Any:
@@ -127,6 +133,24 @@ def _register_held(server: PiSessionServer) -> None:
         infos = await asyncio.gather(*(on_loop(job, loop) for job in jobs), return_exceptions=True)
         described = [info for info in infos if isinstance(info, dict)]
         return msgspec.Raw(encode_result(described))
+
+
+def _resolved(path: str, env: Environment) -> str | None:
+    """``path`` resolved as pi/delete resolves it (on the loop: no I/O), None where it cannot be
+    (the open's job then answers why)."""
+    try:
+        return resolve_path(path, env=env)
+    except (PiSessionError, OSError):
+        return None
+
+
+async def _after(deleting: asyncio.Future[None], start: Callable[[], Job[Any]]) -> Any:
+    """The reply of ``start()``'s job, started once a pi/delete of the same file sent before it
+    answered: the open then finds the file gone (a new session at its path), not the file the
+    delete is about to remove, which would leave the session's next write in a file without its
+    header."""
+    await asyncio.wait([deleting])
+    return await on_loop(start(), asyncio.get_running_loop())
 
 
 def _opening(server: PiSessionServer, p: P.Params, title: str, make: Make) -> Job[Any]:

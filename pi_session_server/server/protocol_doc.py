@@ -189,7 +189,8 @@ METHODS: list[Method] = [
         "`permanent: true`); refuses files that are not pi sessions (then no handle is closed); closes handles "
         "on the file, each once the requests sent on it before the delete are done, and deletes the file "
         "after them. Requests sent after the delete on those handles (or by the file's `uri` before the "
-        "reply) write nothing: they answer UnknownSession (-32001).",
+        "reply) write nothing: they answer UnknownSession (-32001). A `pi/open` of the file sent after the "
+        "delete opens it once the delete answered (the file gone: a new session at that path).",
         P.DeleteParams,
         R.DeleteResult,
         [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],

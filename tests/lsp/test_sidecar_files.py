@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from builders import generate_session
+from builders import assistant_message, generate_session
 from lsprotocol import types
 from sidecar_support import EXAMPLE, expect_error, sidecar_fixture  # noqa: F401  (fixture)
 
@@ -81,6 +81,31 @@ async def test_requests_sent_after_a_delete_find_the_session_closed_and_write_no
     await asyncio.wait([slow])
     # once the delete answered, the file's uri is a new session (pi's open of a missing path)
     assert await sidecar.request("pi/getEntryCount", {"uri": path.as_uri()}) == 0 and not path.exists()
+
+
+async def test_an_open_sent_after_a_delete_opens_the_file_the_delete_left(sidecar, tmp_path):
+    """pi/open of the path sent right behind a pi/delete of it (the delete waits for a slow read
+    sent before it): the open comes after the delete, as pi's open of a missing path, not before
+    it, on the file about to go (the session's next write then landed in a new file without its
+    header, as the continuation of entries no file held)."""
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(generate_session(5_000_000, seed=5))
+    session = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    slow = asyncio.ensure_future(sidecar.request("pi/getBranch", {"session": session}))
+    delete = asyncio.ensure_future(sidecar.request("pi/delete", {"path": str(path), "permanent": True}))
+    opened = asyncio.ensure_future(sidecar.request("pi/open", {"path": str(path)}))
+    assert (await delete)["closedSessions"] == [session]
+    again = (await opened)["session"]
+    assert again != session
+    assert await sidecar.request("pi/getEntryCount", {"session": again}) == 0
+    message = {"role": "user", "content": "after the delete", "timestamp": 1}
+    await sidecar.request("pi/append", {"session": again, "kind": "message", "message": message})
+    assistant = assistant_message("hi", 2)
+    await sidecar.request("pi/append", {"session": again, "kind": "message", "message": assistant})
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["type"] == "session"
+    assert [line["message"]["role"] for line in lines[1:]] == ["user", "assistant"]
+    await asyncio.wait([slow])
 
 
 async def test_a_refused_delete_closes_no_session(sidecar, tmp_path):
