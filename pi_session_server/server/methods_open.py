@@ -53,7 +53,8 @@ def _register_opening(server: PiSessionServer) -> None:
         def open_it() -> Job[Any]:
             return _opening(server, p, f"Opening {os.path.basename(p.path)}", make)
 
-        deleting = server.deleting.get(_resolved(p.path, env)) if server.deleting else None
+        target = _resolved(p.path, env) if server.deleting else None
+        deleting = server.deleting.get(target) if target is not None else None
         return open_it() if deleting is None else _after(deleting, open_it)
 
     @route("pi/create")

@@ -335,6 +335,18 @@ class LineEntry(Result, kw_only=True):
     is_leaf: bool
 
 
+# a window's revision (TreeWindow, TreeLevels)
+TreeRevision = Annotated[
+    str,
+    Meta(
+        description="with `offset`/`limit`, `aroundId` or `levels`: the session's revision this reply was "
+        "cut from (an opaque token): send it with the next pages of the tree (`revision`), so that a "
+        "page of a session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing "
+        "two trees"
+    ),
+]
+
+
 class TreeView(Result, kw_only=True):
     """pi/getTree's flat or nested form: the nodes, and with `offset`/`limit` or `aroundId` the page's place."""
 
@@ -374,18 +386,7 @@ class TreeView(Result, kw_only=True):
         ]
         | UnsetType
     ) = UNSET
-    revision: (
-        Annotated[
-            str,
-            Meta(
-                description="with `offset`/`limit`, `aroundId` or `levels`: the session's revision this reply was "
-                "cut from (an opaque token): send it with the next pages of the tree (`revision`), so that a "
-                "page of a session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing "
-                "two trees"
-            ),
-        ]
-        | UnsetType
-    ) = UNSET
+    revision: TreeRevision | UnsetType = UNSET
 
 
 class TreeLevel(Result, kw_only=True):
@@ -419,18 +420,7 @@ class TreeLevels(Result, kw_only=True):
             f"holds ({E.MAX_TREE_NODES // 2:,}); ask on with `rootId` windows from the last one"
         ),
     ]
-    revision: (
-        Annotated[
-            str,
-            Meta(
-                description="with `offset`/`limit`, `aroundId` or `levels`: the session's revision this reply was "
-                "cut from (an opaque token): send it with the next pages of the tree (`revision`), so that a "
-                "page of a session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing "
-                "two trees"
-            ),
-        ]
-        | UnsetType
-    ) = UNSET
+    revision: TreeRevision | UnsetType = UNSET
 
 
 class ReferenceTreeNode(Result, kw_only=True):
