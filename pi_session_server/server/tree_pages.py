@@ -53,8 +53,10 @@ class Revisions:
     from. A client paging through the tree sends back the first page's token; a page asked with a
     token that is no longer the session's would be of another tree (pi appended meanwhile).
 
-    Tokens are never given twice in a process: a session closed and opened again starts anew,
-    and a state the session comes back to (a failed write taken back) keeps its token."""
+    Tokens are never given twice in a process: a session closed and opened again starts anew. A
+    state the session comes back to (a failed write taken back) keeps its token if no request saw
+    the state in between; else it gets a new one (the client loads its tree again, needlessly but
+    never wrongly)."""
 
     def __init__(self) -> None:
         self._numbers = itertools.count(1)
