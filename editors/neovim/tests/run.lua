@@ -306,6 +306,24 @@ local function chain_session(path, n)
 end
 
 local long_buf
+
+--- Record the pi/getTree requests the client sends (their params, after `rewrite` if given, which
+--- may replace them) until the function it returns gives the client its own request back.
+local function record_tree_requests(rewrite)
+  local requests = {}
+  local request = client.request
+  client.request = function(self, method, params, ...)
+    if method == 'pi/getTree' then
+      params = rewrite and rewrite(params) or params
+      table.insert(requests, params)
+    end
+    return request(self, method, params, ...)
+  end
+  return requests, function()
+    client.request = request
+  end
+end
+
 test('a 3,000-entry session: the tree opens on the rows around the leaf, and earlier pages load as they scroll into view', function()
   local options = require('pi_session.config').options
   options.tree_page_size = 50
@@ -316,14 +334,7 @@ test('a 3,000-entry session: the tree opens on the rows around the leaf, and ear
   vim.cmd.edit(vim.fn.fnameescape(path))
   long_buf = vim.api.nvim_get_current_buf()
   truthy(require('pi_session').wait_client(long_buf, TIMEOUT), 'no client for the long session')
-  local requests = {}
-  local request = client.request
-  client.request = function(self, method, params, ...)
-    if method == 'pi/getTree' then
-      table.insert(requests, params)
-    end
-    return request(self, method, params, ...)
-  end
+  local requests, stop_recording = record_tree_requests()
   vim.cmd('PiSessionTree')
   local buf = vim.api.nvim_get_current_buf()
   local lines = wait_lines(buf, function(_, text)
@@ -343,7 +354,7 @@ test('a 3,000-entry session: the tree opens on the rows around the leaf, and ear
     return got[4] == '… 2900 earlier entries (<CR> to load)'
   end, 'the page before')
   eq(#lines, 3 + 1 + 100, 'two pages now')
-  client.request = request
+  stop_recording()
   options.tree_page_size = 200
   vim.api.nvim_buf_delete(buf, { force = true })
   vim.api.nvim_win_close(long_win, true)
@@ -392,24 +403,19 @@ test('a tree whose session changed while it loaded is loaded anew (TreeChanged),
   vim.cmd.edit(vim.fn.fnameescape(path))
   local session = vim.api.nvim_get_current_buf()
   truthy(require('pi_session').wait_client(session, TIMEOUT), 'no client for the long session')
-  local requests, staled = {}, false
-  local request = client.request
-  client.request = function(self, method, params, ...)
-    if method == 'pi/getTree' then
-      if params.revision ~= nil and not staled then
-        staled = true -- as if pi appended after the first page: a revision the session has left
-        params = vim.tbl_extend('force', params, { revision = 'left-behind' })
-      end
-      table.insert(requests, params)
+  local staled = false
+  local requests, stop_recording = record_tree_requests(function(params)
+    if params.revision ~= nil and not staled then
+      staled = true -- as if pi appended after the first page: a revision the session has left
+      return vim.tbl_extend('force', params, { revision = 'left-behind' })
     end
-    return request(self, method, params, ...)
-  end
+  end)
   vim.cmd('PiSessionTree')
   local buf = vim.api.nvim_get_current_buf()
   local lines = wait_lines(buf, function(_, text)
     return text:find('answer 2999  <- leaf', 1, true) ~= nil
   end, 'the leaf of the long session, loaded anew')
-  client.request = request
+  stop_recording()
   truthy(not table.concat(lines, '\n'):find('error', 1, true), table.concat(lines, '\n'))
   eq(#requests, 4, 'pi/getTree requests: the first page and the levels (refused), then both again')
   eq({ requests[1].revision, requests[2].revision, requests[3].revision }, { nil, 'left-behind', nil }, 'revisions')
@@ -443,20 +449,13 @@ test('a session with 40 branch points on the path: the tree opens down to the le
   vim.cmd.edit(vim.fn.fnameescape(path))
   local buf = vim.api.nvim_get_current_buf()
   truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for the branchy session')
-  local requests = {}
-  local request = client.request
-  client.request = function(self, method, params, ...)
-    if method == 'pi/getTree' then
-      table.insert(requests, params)
-    end
-    return request(self, method, params, ...)
-  end
+  local requests, stop_recording = record_tree_requests()
   vim.cmd('PiSessionTree')
   local tree = vim.api.nvim_get_current_buf()
   local lines = wait_lines(tree, function(_, text)
     return text:find('user: step 122  <- leaf', 1, true) ~= nil
   end, 'the leaf of the branchy session')
-  client.request = request
+  stop_recording()
   eq(#requests, 2, 'pi/getTree requests: the first page, then every level down to the leaf')
   eq(requests[2].levels, true, 'the second is the levels request')
   eq(vim.api.nvim_get_current_line():find('<- leaf', 1, true) ~= nil, true, 'the cursor on the leaf')
