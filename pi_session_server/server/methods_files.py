@@ -195,7 +195,13 @@ def _register_session_files(server: PiSessionServer) -> None:
         slots = server.registry.slots_for_path(path)
         closing = [server.registry.close_if(slot, check) for slot in slots]
         done = server.deleting[path] = asyncio.get_running_loop().create_future()
-        return _delete_after_closing(server, path, p.permanent, slots, closing, check, done)
+        deleting = asyncio.ensure_future(
+            _delete_after_closing(server, path, p.permanent, slots, closing, check)
+        )
+        # (a callback of the task, not a `finally` of its coroutine: a delete cancelled before its
+        # coroutine began, the cancel read with it, never runs the coroutine at all)
+        deleting.add_done_callback(lambda _task: _after_delete(server, path, slots, closing, done))
+        return deleting
 
 
 async def _delete_after_closing(
@@ -205,31 +211,35 @@ async def _delete_after_closing(
     slots: list[Slot],
     closing: list[Job[str]],
     check: _CheckedOnce,
-    done: asyncio.Future[None],
 ) -> Any:
-    """pi/delete once its closes are queued: the file deleted after them, if it is a pi session;
-    ``done`` once it answered (the opens of the file sent after it wait for it)."""
+    """pi/delete once its closes are queued: the file deleted after them, if it is a pi session."""
     loop = asyncio.get_running_loop()
-    try:
-        if closing:
-            # shielded: a delete cancelled while it waits leaves the sessions closing, not half closed
-            outcomes = await asyncio.gather(
-                *(asyncio.shield(on_loop(job, loop)) for job in closing), return_exceptions=True
-            )
-            refusal = next((o for o in outcomes if isinstance(o, BaseException)), None)
-            if refusal is not None:
-                raise refusal
-        else:
-            await on_loop(server.run_step("pi/delete", lambda _token: check()), loop)
-        closed = [slot.handle for slot in slots]
-        deleting = server.run("pi/delete", lambda _token: _delete_session_file(path, permanent, closed))
-        return await on_loop(deleting, loop)
-    finally:  # the closed sessions are found (closed) until now: a `uri` did not open the file again
-        for slot, job in zip(slots, closing, strict=True):
-            job.add_done_callback(partial(_discard_if_closed, server, slot))
-        done.set_result(None)
-        if server.deleting.get(path) is done:
-            del server.deleting[path]
+    if closing:
+        # shielded: a delete cancelled while it waits leaves the sessions closing, not half closed
+        outcomes = await asyncio.gather(
+            *(asyncio.shield(on_loop(job, loop)) for job in closing), return_exceptions=True
+        )
+        refusal = next((o for o in outcomes if isinstance(o, BaseException)), None)
+        if refusal is not None:
+            raise refusal
+    else:
+        await on_loop(server.run_step("pi/delete", lambda _token: check()), loop)
+    closed = [slot.handle for slot in slots]
+    deleting = server.run("pi/delete", lambda _token: _delete_session_file(path, permanent, closed))
+    return await on_loop(deleting, loop)
+
+
+def _after_delete(
+    server: PiSessionServer, path: str, slots: list[Slot], closing: list[Job[str]], done: asyncio.Future[None]
+) -> None:
+    """Once a pi/delete answered (or was cancelled): the sessions it closed, found (closed) until
+    now so that a `uri` did not open the file again, are let go once closed, and the opens of the
+    file sent after it go ahead."""
+    for slot, job in zip(slots, closing, strict=True):
+        job.add_done_callback(partial(_discard_if_closed, server, slot))
+    done.set_result(None)
+    if server.deleting.get(path) is done:
+        del server.deleting[path]
 
 
 def _discard_if_closed(server: PiSessionServer, slot: Slot, _close: Job[Any]) -> None:
