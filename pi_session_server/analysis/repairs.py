@@ -27,6 +27,7 @@ from ..format.jsjson import JsonSyntaxError, dumps, parse
 from ..format.jstext import is_js_blank
 from ..format.jsvalue import ABSENT, get, strict_equal
 from ..format.records import ENTRY_TYPES
+from ..session.environment import current
 from ..session.migrate import migrate_to_current_version
 from . import codes
 from . import lines as L
@@ -264,7 +265,7 @@ def header_for(doc: SessionDocument, path: str | None, cwd: str | None = None) -
     session_id = uuid7()
     timestamp = None
     if not path:
-        cwd = cwd or _working_directory()
+        cwd = cwd or current(None).cwd  # ("" when the process's was removed)
     else:
         path = os.path.abspath(path)
         name = os.path.basename(path)
@@ -285,14 +286,6 @@ def header_for(doc: SessionDocument, path: str | None, cwd: str | None = None) -
     if entries and all(e.id is ABSENT for e in entries):  # version 1 entries: no version written
         return {"type": "session", "id": session_id, "timestamp": timestamp, "cwd": cwd}
     return {"type": "session", "version": 3, "id": session_id, "timestamp": timestamp, "cwd": cwd}
-
-
-def _working_directory() -> str:
-    """This process's working directory ("" when it was removed: there is none to name)."""
-    try:
-        return os.getcwd()
-    except OSError:
-        return ""
 
 
 def _header_insert(doc: SessionDocument, path: str | None, cwd: str | None) -> TextEdit:
