@@ -15,7 +15,13 @@ import os
 
 from pi_session_server.errors import PiSessionError
 from pi_session_server.format.jstext import as_displayed
-from pi_session_server.session.paths import file_url_to_path, reject_null_bytes, special_file_kind
+from pi_session_server.session.environment import Environment
+from pi_session_server.session.paths import (
+    file_url_to_path,
+    reject_null_bytes,
+    resolve_path,
+    special_file_kind,
+)
 
 from .errors import from_library_error, invalid_params, path_refused
 
@@ -43,6 +49,16 @@ def uri_to_path(uri: str) -> str:
         return reject_null_bytes(fs_path(path))
     except PiSessionError as error:
         raise from_library_error(error) from None
+
+
+def resolved_on_the_loop(path: str, env: Environment) -> str | None:
+    """``resolve_path(path)`` where that reads nothing, for a handler that must know the file as
+    the request arrives; None where it would read: ``~`` with ``$HOME`` unset is the home of the
+    user's password entry, a look-up that may not run on the event loop (a worker resolves it).
+    Raises as ``resolve_path`` does."""
+    if env.home is None and (path == "~" or path.startswith("~/")):
+        return None
+    return resolve_path(path, env=env)
 
 
 def require_regular_file(path: str) -> bool:

@@ -21,7 +21,7 @@ from pi_session_server.session.paths import resolve_path
 
 from . import params as P
 from .errors import PiRpcError, from_job_failure, invalid_params, path_refused
-from .locations import require_regular_file, uri_to_path
+from .locations import require_regular_file, resolved_on_the_loop, uri_to_path
 from .progress import Progress
 from .reply_bytes import listing_bytes, refuse_past_max
 from .workers import CancelToken, Job, on_loop
@@ -188,20 +188,35 @@ def _register_session_files(server: PiSessionServer) -> None:
             raise invalid_params("Invalid params: one of `path` or `uri` is required")
         env = server.environment_for(p)
         try:
-            path = resolve_path(given, env=env)  # (no I/O: the sessions on it are found on the loop)
+            path = resolved_on_the_loop(given, env)  # (the sessions on it are found on the loop)
         except (PiSessionError, OSError) as error:  # a NUL byte; a relative path without a working directory
             raise from_job_failure(error) from error
-        check = _CheckedOnce(path)
-        slots = server.registry.slots_for_path(path)
-        closing = [server.registry.close_if(slot, check) for slot in slots]
-        done = server.deleting[path] = asyncio.get_running_loop().create_future()
-        deleting = asyncio.ensure_future(
-            _delete_after_closing(server, path, p.permanent, slots, closing, check)
-        )
-        # (a callback of the task, not a `finally` of its coroutine: a delete cancelled before its
-        # coroutine began, the cancel read with it, never runs the coroutine at all)
-        deleting.add_done_callback(lambda _task: _after_delete(server, path, slots, closing, done))
-        return deleting
+        if path is None:  # resolved on a worker: the requests read with this one may come first
+            return _delete_once_resolved(server, given, env, p.permanent)
+        return _delete(server, path, p.permanent)
+
+
+async def _delete_once_resolved(
+    server: PiSessionServer, given: str, env: Environment, permanent: bool
+) -> Any:
+    """pi/delete of a path resolved on a worker (see :func:`resolved_on_the_loop`)."""
+    loop = asyncio.get_running_loop()
+    path = await on_loop(server.run_step("pi/delete", lambda _token: resolve_path(given, env=env)), loop)
+    return await _delete(server, path, permanent)
+
+
+def _delete(server: PiSessionServer, path: str, permanent: bool) -> asyncio.Future[Any]:
+    """pi/delete of ``path`` (resolved): the closes of the sessions on it queued now, the file
+    deleted after them by a task, which is what answers."""
+    check = _CheckedOnce(path)
+    slots = server.registry.slots_for_path(path)
+    closing = [server.registry.close_if(slot, check) for slot in slots]
+    done = server.deleting[path] = asyncio.get_running_loop().create_future()
+    deleting = asyncio.ensure_future(_delete_after_closing(server, path, permanent, slots, closing, check))
+    # (a callback of the task, not a `finally` of its coroutine: a delete cancelled before its
+    # coroutine began, the cancel read with it, never runs the coroutine at all)
+    deleting.add_done_callback(lambda _task: _after_delete(server, path, slots, closing, done))
+    return deleting
 
 
 async def _delete_after_closing(

@@ -16,7 +16,7 @@ from pi_session_server.session.environment import Environment
 from pi_session_server.session.paths import resolve_path
 
 from . import params as P
-from .locations import require_regular_file
+from .locations import require_regular_file, resolved_on_the_loop
 from .progress import Progress
 from .wire import encode_result
 from .workers import CancelToken, Job, on_loop
@@ -137,10 +137,10 @@ def _register_held(server: PiSessionServer) -> None:
 
 
 def _resolved(path: str, env: Environment) -> str | None:
-    """``path`` resolved as pi/delete resolves it (on the loop: no I/O), None where it cannot be
-    (the open's job then answers why)."""
+    """``path`` resolved as pi/delete resolves it (on the loop: :func:`resolved_on_the_loop`), None
+    where it cannot be (the open's job then answers why)."""
     try:
-        return resolve_path(path, env=env)
+        return resolved_on_the_loop(path, env)
     except (PiSessionError, OSError):
         return None
 

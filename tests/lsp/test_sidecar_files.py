@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pwd
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,16 @@ async def test_an_open_sent_after_a_delete_opens_the_file_the_delete_left(sideca
     assert lines[0]["type"] == "session"
     assert [line["message"]["role"] for line in lines[1:]] == ["user", "assistant"]
     await asyncio.wait([slow])
+
+
+async def test_a_delete_of_a_home_path_without_home_is_resolved_off_the_loop(sidecar, tmp_path):
+    """`~/...` with `$HOME` not set names the user's password entry's home: read on a worker, and
+    the delete answers as for any other path (here: no such file there)."""
+    name = f"no-such-session-{tmp_path.name}.jsonl"
+    with expect_error(-32005) as failure:
+        await sidecar.request("pi/delete", {"path": f"~/{name}", "environment": {"home": None}})
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    assert failure.value.data["path"] == os.path.join(home, name)
 
 
 async def test_a_refused_delete_closes_no_session(sidecar, tmp_path):
