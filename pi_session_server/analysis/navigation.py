@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import lines as L
+from . import links
 from .document import SessionDocument
 from .jsonpath import Located, is_kept, scalar_at, value_span
 from .lines import LineInfo
@@ -185,13 +186,33 @@ def entry_references(
 
 def _call_references(doc: SessionDocument, ref: Reference, include_declaration: bool) -> list[Target]:
     call_id = ref.value
+    out = call_declarations(doc, call_id) if include_declaration else []
+    out.extend(call_readers(doc, call_id))
+    out.sort(key=lambda t: (t.line, t.start))
+    return out
+
+
+def call_declarations(doc: SessionDocument, call_id: str) -> list[Target]:
+    """The ids of the tool call blocks with this id."""
+    return [call_block_target(a, call_id) for a in doc.tree.calls_by_id.get(call_id, ())]
+
+
+def call_readers(doc: SessionDocument, call_id: str) -> list[Target]:
+    """The ``toolCallId`` values of the tool results naming this tool call id."""
     out: list[Target] = []
-    if include_declaration:
-        for a in doc.tree.calls_by_id.get(call_id, ()):
-            out.append(call_block_target(a, call_id))
     for r in doc.tree.results_by_call.get(call_id, ()):
         span = value_span(r.raw, ("message", "toolCallId"))
         if span is not None:
             out.append(Target(r, *span))
-    out.sort(key=lambda t: (t.line, t.start))
     return out
+
+
+def children_targets(doc: SessionDocument, line: int) -> list[Target]:
+    """The ids of the entries that continue from the entry on ``line`` (those whose ``parentId``
+    names it; in a version 1 file, the next entry, as pi's migration links them), in file order."""
+    if not 0 <= line < doc.line_count:
+        return []
+    info = doc.lines[line]
+    if info.kind != L.ENTRY:
+        return []
+    return [id_target(child) for child in links.children(doc, info)]
