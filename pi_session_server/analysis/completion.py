@@ -4,7 +4,7 @@ Inside the value of ``parentId``, ``targetId``, ``firstKeptEntryId`` or ``fromId
 the document's entries, the nearest ones before the line first (what a line usually continues
 from), then those after it, nearest first; inside ``type``: the entry types the chosen pi release
 knows (``session`` too on the first line). Each item replaces the whole content of the string
-(between its quotes, or to the end of an unterminated one).
+between its quotes; in a string not closed yet, what is typed of it, and closes it.
 
 Each request looks at a bounded number of lines around the cursor (:data:`SCAN_LINES`) and
 offers a bounded number of ids (:data:`MAX_IDS`): typing in a 100 MB session costs the same as
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..format.records import ENTRY_TYPES
 from . import lines as L
@@ -67,17 +67,25 @@ def completions(doc: SessionDocument, line: int, offset: int) -> Completions | N
     if loc is None or loc.is_key or len(loc.path) != 1 or raw[loc.start : loc.start + 1] != b'"':
         return None
     start = loc.start + 1
-    end = loc.end - 1 if _TERMINATED.fullmatch(raw, loc.start, loc.end) else loc.end
+    terminated = _TERMINATED.fullmatch(raw, loc.start, loc.end) is not None
+    end = loc.end - 1 if terminated else loc.end
     if not start <= offset <= end:
         return None  # on the opening quote, or after the closing one
     key = loc.path[0]
     if key == "type":
-        return Completions(start, end, _entry_types(doc, line), ENTRY_TYPE, incomplete=False)
-    if key not in ENTRY_NAMING_KEYS:
+        found = Completions(start, end, _entry_types(doc, line), ENTRY_TYPE, incomplete=False)
+    elif key in ENTRY_NAMING_KEYS:
+        typed = raw[start:offset].decode("utf-8", "replace")
+        candidates, incomplete = _entry_ids(doc, line, typed)
+        found = Completions(start, end, candidates, ENTRY_ID, incomplete)
+    else:
         return None
-    typed = raw[start:offset].decode("utf-8", "replace")
-    candidates, incomplete = _entry_ids(doc, line, typed)
-    return Completions(start, end, candidates, ENTRY_ID, incomplete)
+    if terminated:
+        return found
+    # An unterminated string runs to the end of the line, over what was meant to follow it (the
+    # object's closing brace): what is typed is replaced, and the string closed.
+    closed = [replace(c, new_text=c.new_text + '"') for c in found.candidates]
+    return replace(found, end=offset, candidates=closed)
 
 
 def _entry_types(doc: SessionDocument, line: int) -> list[Candidate]:

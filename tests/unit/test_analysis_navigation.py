@@ -173,10 +173,12 @@ def test_completion_is_bounded_on_a_long_session() -> None:
 
 
 def test_completion_inside_an_unterminated_string_and_in_other_keys() -> None:
-    doc = make(S.header(), S.user("a", None), S.label("l", "a", "a"), '{"type":"label","targetId":"')
-    found = completions(doc, 3, len(doc.lines[3].raw))
-    assert found is not None and (found.start, found.end) == (len(doc.lines[3].raw),) * 2
-    assert [c.label for c in found.candidates] == ["l", "a"]
+    doc = make(S.header(), S.user("a", None), S.label("l", "a", "a"), '{"type":"label","targetId":"l}')
+    raw = doc.lines[3].raw
+    found = completions(doc, 3, len(raw) - 1)  # typed "l"; the string runs on over the brace
+    assert found is not None and raw[found.start : found.end] == b"l"  # the brace stays
+    assert [(c.label, c.new_text) for c in found.candidates] == [("l", 'l"')]  # and the string is closed
+    assert found.incomplete  # "a" was left out
     on_target = completions(doc, 2, inside(doc, 2, '"targetId":"'))
     assert on_target is not None and [c.label for c in on_target.candidates] == ["a"]
 
