@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import lines as L
+from . import links
 from .document import SessionDocument
-from .jsonpath import Located, scalar_at, value_span
+from .jsonpath import Located, is_kept, scalar_at, value_span
 from .lines import LineInfo
 from .positions import text_end
 
@@ -73,14 +74,20 @@ def call_block_target(assistant: LineInfo, call_id: str) -> Target:
     return Target(assistant, *span)
 
 
-def _scalar(raw: bytes, loc: Located) -> Any:
-    span = value_span(raw, loc.path) if loc.is_key else (loc.start, loc.end)
-    if span is None:
-        return None
+def _scalar(raw: bytes, span: tuple[int, int]) -> Any:
     try:
         return json.loads(raw[span[0] : span[1]])
     except ValueError:
         return None
+
+
+def read_span(raw: bytes, loc: Located) -> tuple[int, int] | None:
+    """Where pi reads the value of the key or value ``loc``: on a key, its value; on a value that a
+    key written again later in its object replaces (JSON.parse keeps the last), the value that
+    replaces it, which is what pi follows (None when the path has no value pi reads)."""
+    if loc.is_key or not is_kept(raw, loc):
+        return value_span(raw, loc.path)
+    return loc.start, loc.end
 
 
 def reference_at(doc: SessionDocument, line: int, offset: int) -> Reference | None:
@@ -101,15 +108,16 @@ def reference_of(info: LineInfo, loc: Located) -> Reference | None:
     if info.kind != L.ENTRY:
         return None
     path = loc.path
-    span = value_span(info.raw, path) if loc.is_key else (loc.start, loc.end)
+    raw = info.raw
+    span = read_span(raw, loc)
     if span is None:
         return None
     if len(path) == 1 and path[0] in ENTRY_REF_FIELDS:
-        return Reference("entry", str(path[0]), _scalar(info.raw, loc), info, *span)
+        return Reference("entry", str(path[0]), _scalar(raw, span), info, *span)
     if path == ("id",):
-        return Reference("self", "id", _scalar(info.raw, loc), info, *span)
+        return Reference("self", "id", _scalar(raw, span), info, *span)
     if path == ("message", "toolCallId") and info.role == "toolResult":
-        return Reference("toolCallId", "toolCallId", _scalar(info.raw, loc), info, *span)
+        return Reference("toolCallId", "toolCallId", _scalar(raw, span), info, *span)
     if (
         len(path) == 4
         and path[:2] == ("message", "content")
@@ -117,7 +125,7 @@ def reference_of(info: LineInfo, loc: Located) -> Reference | None:
         and info.role == "assistant"
         and path[2] in info.call_blocks
     ):
-        return Reference("toolCall", "id", _scalar(info.raw, loc), info, *span)
+        return Reference("toolCall", "id", _scalar(raw, span), info, *span)
     return None
 
 
@@ -178,13 +186,33 @@ def entry_references(
 
 def _call_references(doc: SessionDocument, ref: Reference, include_declaration: bool) -> list[Target]:
     call_id = ref.value
+    out = call_declarations(doc, call_id) if include_declaration else []
+    out.extend(call_readers(doc, call_id))
+    out.sort(key=lambda t: (t.line, t.start))
+    return out
+
+
+def call_declarations(doc: SessionDocument, call_id: str) -> list[Target]:
+    """The ids of the tool call blocks with this id."""
+    return [call_block_target(a, call_id) for a in doc.tree.calls_by_id.get(call_id, ())]
+
+
+def call_readers(doc: SessionDocument, call_id: str) -> list[Target]:
+    """The ``toolCallId`` values of the tool results naming this tool call id."""
     out: list[Target] = []
-    if include_declaration:
-        for a in doc.tree.calls_by_id.get(call_id, ()):
-            out.append(call_block_target(a, call_id))
     for r in doc.tree.results_by_call.get(call_id, ()):
         span = value_span(r.raw, ("message", "toolCallId"))
         if span is not None:
             out.append(Target(r, *span))
-    out.sort(key=lambda t: (t.line, t.start))
     return out
+
+
+def children_targets(doc: SessionDocument, line: int) -> list[Target]:
+    """The ids of the entries that continue from the entry on ``line`` (those whose ``parentId``
+    names it; in a version 1 file, the next entry, as pi's migration links them), in file order."""
+    if not 0 <= line < doc.line_count:
+        return []
+    info = doc.lines[line]
+    if info.kind != L.ENTRY:
+        return []
+    return [id_target(child) for child in links.children(doc, info)]

@@ -45,10 +45,12 @@ from lsprotocol import converters, types
 from pygls.exceptions import JsonRpcException
 
 from pi_session_server.analysis import autofix, navigation, repairs
+from pi_session_server.analysis import completion as completion_mod
 from pi_session_server.analysis import hints as hints_mod
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
 from pi_session_server.analysis.document import BOM_PREFIX_SIZE, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
+from pi_session_server.analysis.highlights import DECLARATION, highlights
 from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.lines import LineInfo
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
@@ -725,6 +727,54 @@ class LanguageFeatures:
         found = navigation.references(state.opened(), line, offset, params.context.include_declaration)
         return [self.location(state, t) for t in found]
 
+    def document_highlights(
+        self, state: DocState, params: types.DocumentHighlightParams
+    ) -> list[types.DocumentHighlight]:
+        """On an id: the entry's (or tool call's) own id as written, the ids naming it as read."""
+        line, offset = self.offset(state, params.position)
+        return [
+            types.DocumentHighlight(
+                self.range(state, h.target.line, h.target.start, h.target.end),
+                kind=types.DocumentHighlightKind.Write
+                if h.kind == DECLARATION
+                else types.DocumentHighlightKind.Read,
+            )
+            for h in highlights(state.opened(), line, offset)
+        ]
+
+    def implementation(self, state: DocState, params: types.ImplementationParams) -> list[types.Location]:
+        """Go to implementations, shown as go to children: the entries that continue from the entry on
+        the cursor's line."""
+        line, _offset = self.offset(state, params.position)
+        return [self.location(state, t) for t in navigation.children_targets(state.opened(), line)]
+
+    def completion(self, state: DocState, params: types.CompletionParams) -> types.CompletionList | None:
+        """Ids inside a string naming an entry, entry types inside ``type``: each item replaces the
+        string's content."""
+        line, offset = self.offset(state, params.position)
+        found = completion_mod.completions(state.opened(), line, offset)
+        if found is None:
+            return None
+        replaced = self.range(state, line, found.start, found.end)
+        kind = (
+            types.CompletionItemKind.Reference
+            if found.names == completion_mod.ENTRY_ID
+            else types.CompletionItemKind.EnumMember
+        )
+        width = len(str(len(found.candidates)))
+        items = [
+            types.CompletionItem(
+                label=as_displayed(c.label),
+                kind=kind,
+                detail=as_displayed(c.detail),
+                sort_text=str(rank).zfill(width),  # the analysis's order: nearest entries first
+                filter_text=as_displayed(c.label),
+                text_edit=types.TextEdit(replaced, c.new_text),
+            )
+            for rank, c in enumerate(found.candidates)
+        ]
+        return types.CompletionList(is_incomplete=found.incomplete, items=items)
+
     def document_symbols(self, state: DocState, _params: Any) -> list[types.DocumentSymbol]:
         def convert(sym: Symbol) -> types.DocumentSymbol:
             return types.DocumentSymbol(
@@ -1174,6 +1224,14 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
     about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols)
     about_document(types.TEXT_DOCUMENT_DEFINITION, lf.definition)
     about_document(types.TEXT_DOCUMENT_REFERENCES, lf.references)
+    about_document(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, lf.document_highlights)
+    about_document(types.TEXT_DOCUMENT_IMPLEMENTATION, lf.implementation)
+    about_document(
+        types.TEXT_DOCUMENT_COMPLETION,
+        lf.completion,
+        # a string's opening quote: the editor closes it, the cursor is then inside it
+        types.CompletionOptions(trigger_characters=['"'], resolve_provider=False),
+    )
     about_document(types.TEXT_DOCUMENT_FOLDING_RANGE, lf.folding)
     about_document(
         types.TEXT_DOCUMENT_INLAY_HINT, lf.inlay_hints, types.InlayHintOptions(resolve_provider=False)

@@ -48,6 +48,8 @@ class Editor:
     applied_edits: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
     notifications: dict[str, list[Any]] = field(default_factory=dict)
     opened: int = 0
+    # what the server announced at initialize
+    server_capabilities: types.ServerCapabilities | None = None
     # every publishDiagnostics, by uri, and how many of each uri's a test has been given: waiting for
     # "the next one" cannot miss a publication that arrives before the wait begins (a big document
     # is published twice in quick succession)
@@ -194,7 +196,7 @@ async def start_editor(
         )
     )
     pulls = capabilities.text_document is not None and capabilities.text_document.diagnostic is not None
-    editor = Editor(lsp_client, encoding, pulls)
+    editor = Editor(lsp_client, encoding, pulls, server_capabilities=result.capabilities)
     features = lsp_client.protocol.fm.features
     stores = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]  # pytest-lsp's: client.diagnostics
 

@@ -18,7 +18,9 @@ from builders import assistant_message, user_message
 
 from pi_session_server.analysis import (
     SessionDocument,
+    completion,
     document_diagnostics,
+    highlights,
     hints,
     hover,
     navigation,
@@ -154,6 +156,9 @@ def exercise_analysis(data: bytes) -> list[Any]:
             hover.hover(doc, n, offset)
             navigation.definition(doc, n, offset)
             navigation.references(doc, n, offset)
+            navigation.children_targets(doc, n)
+            highlights.highlights(doc, n, offset)
+            completion.completions(doc, n, offset)
             selection.selection_spans(doc, n, offset)
     # edits never crash either: delete a line, insert a newline in the middle of one
     if doc.line_count > 2:

@@ -221,6 +221,11 @@ def test_a_key_written_twice_is_found_where_json_parse_takes_it() -> None:
     (problem,) = document_diagnostics(doc)
     raw = doc.lines[2].raw
     assert problem.code == "PI031" and raw[problem.start : problem.end] == b'"gone"'
+    # the first parentId is not the entry's parent: its definition is where pi's value points
+    # ("gone": nowhere), not at a
+    assert definition(doc, 2, at(doc, 2, '"a"')) == []
+    # the id pi reads is the last one: a reference to "a" goes to it
+    doc = make(doc.lines[0].raw.decode(), doc.lines[1].raw.decode(), S.user("c", "a"))
     target = definition(doc, 2, at(doc, 2, '"a"'))
     assert [(t.line, doc.lines[1].raw[t.start : t.end]) for t in target] == [(1, b'"a"')]
 

@@ -1,0 +1,137 @@
+"""What to offer while the cursor is inside a string value that names an entry or an entry type.
+
+Inside the value of ``parentId``, ``targetId``, ``firstKeptEntryId`` or ``fromId``: the ids of
+the document's entries, the nearest ones before the line first (what a line usually continues
+from), then those after it, nearest first; inside ``type``: the entry types the chosen pi release
+knows (``session`` too on the first line). Each item replaces the whole content of the string
+between its quotes; in a string not closed yet, what is typed of it, and closes it.
+
+Each request looks at a bounded number of lines around the cursor (:data:`SCAN_LINES`) and
+offers a bounded number of ids (:data:`MAX_IDS`): typing in a 100 MB session costs the same as
+in a small one. A cut list, or one filtered by what is typed already, says it is incomplete, so
+that the editor asks again as the user types.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+
+from ..format.records import ENTRY_TYPES
+from . import lines as L
+from .document import SessionDocument
+from .jsonpath import scalar_at
+from .lines import LineInfo
+from .preview import quick_preview
+
+ENTRY_ID = "entry id"
+ENTRY_TYPE = "entry type"
+
+#: the keys whose string value names an entry
+ENTRY_NAMING_KEYS = frozenset({"parentId", "targetId", "firstKeptEntryId", "fromId"})
+#: ids offered at most by one answer
+MAX_IDS = 50
+#: lines looked at, before and after the cursor's, by one answer
+SCAN_LINES = 20_000
+#: characters of an entry's preview in an item's detail
+PREVIEW_CHARS = 60
+
+_TERMINATED = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    label: str  # what is offered (an id, an entry type), as shown
+    detail: str
+    new_text: str  # what replaces the string's content: the label as JSON string content
+
+
+@dataclass(frozen=True, slots=True)
+class Completions:
+    start: int  # byte span of the string's content on the line: what an item replaces
+    end: int
+    candidates: list[Candidate]  # most useful first
+    names: str  # what the candidates are: ENTRY_ID or ENTRY_TYPE
+    incomplete: bool  # cut, or filtered by what is typed: ask again as the user types
+
+
+def completions(doc: SessionDocument, line: int, offset: int) -> Completions | None:
+    """What to offer at (line, byte offset), or None when the cursor is not inside the string
+    value of a key that names an entry or of ``type``. The line need not be valid JSON (it is
+    being typed)."""
+    if not 0 <= line < doc.line_count:
+        return None
+    raw = doc.lines[line].raw
+    loc = scalar_at(raw, offset)
+    if loc is None or loc.is_key or len(loc.path) != 1 or raw[loc.start : loc.start + 1] != b'"':
+        return None
+    start = loc.start + 1
+    terminated = _TERMINATED.fullmatch(raw, loc.start, loc.end) is not None
+    end = loc.end - 1 if terminated else loc.end
+    if not start <= offset <= end:
+        return None  # on the opening quote, or after the closing one
+    key = loc.path[0]
+    if key == "type":
+        found = Completions(start, end, _entry_types(doc, line), ENTRY_TYPE, incomplete=False)
+    elif key in ENTRY_NAMING_KEYS:
+        typed = raw[start:offset].decode("utf-8", "replace")
+        candidates, incomplete = _entry_ids(doc, line, typed)
+        found = Completions(start, end, candidates, ENTRY_ID, incomplete)
+    else:
+        return None
+    if terminated:
+        return found
+    # An unterminated string runs to the end of the line, over what was meant to follow it (the
+    # object's closing brace): what is typed is replaced, and the string closed.
+    closed = [replace(c, new_text=c.new_text + '"') for c in found.candidates]
+    return replace(found, end=offset, candidates=closed)
+
+
+def _entry_types(doc: SessionDocument, line: int) -> list[Candidate]:
+    known = ENTRY_TYPES if doc.profile.context_edits else ENTRY_TYPES - {"context_edit"}
+    found = [Candidate(t, "entry type", t) for t in sorted(known, key=lambda t: (t != "message", t))]
+    if line == 0:
+        found.insert(0, Candidate("session", "the session header (the file's first line)", "session"))
+    return found
+
+
+def _entry_ids(doc: SessionDocument, line: int, typed: str) -> tuple[list[Candidate], bool]:
+    """The ids containing ``typed`` (ignoring case) of the entries around ``line``: those before
+    it, nearest first, then those after it; whether the list is incomplete."""
+    wanted = typed.casefold()
+    seen: set[str] = set()
+    found: list[Candidate] = []
+    filtered = False
+    lines = doc.lines
+    before = range(line - 1, max(line - 1 - SCAN_LINES, -1), -1)
+    after = range(line + 1, min(line + 1 + SCAN_LINES, doc.line_count))
+    for i in (*before, *after):
+        info = lines[i]
+        entry_id = info.id
+        if info.kind != L.ENTRY or type(entry_id) is not str or entry_id in seen:
+            continue
+        seen.add(entry_id)
+        if wanted not in entry_id.casefold():
+            filtered = True
+            continue
+        if len(found) == MAX_IDS:
+            return found, True
+        found.append(Candidate(entry_id, _detail(info, i), _json_content(entry_id)))
+    looked_at_all = line - 1 - SCAN_LINES < 0 and line + 1 + SCAN_LINES >= doc.line_count
+    return found, filtered or not looked_at_all
+
+
+def _detail(info: LineInfo, line: int) -> str:
+    """The entry's type and a short preview of it, with its line."""
+    etype = info.etype if type(info.etype) is str else "entry"
+    return f"{etype} · line {line + 1} · {quick_preview(info, PREVIEW_CHARS)}"
+
+
+def _json_content(text: str) -> str:
+    """``text`` as the content of a JSON string (escaped where JSON needs it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only an escape can write it
+        return json.dumps(text)[1:-1]
+    return json.dumps(text, ensure_ascii=False)[1:-1]

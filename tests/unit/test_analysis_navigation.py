@@ -1,0 +1,212 @@
+"""Navigation between entries in the analysis: definitions on values pi ignores, highlights,
+children ("go to implementation") and completion of ids and entry types."""
+
+from __future__ import annotations
+
+import builders as S
+
+from pi_session_server.analysis.completion import ENTRY_ID, ENTRY_TYPE, MAX_IDS, completions
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.highlights import DECLARATION, REFERENCE, Highlight, highlights
+from pi_session_server.analysis.navigation import children_targets, definition, references
+
+
+def make(*lines: str) -> SessionDocument:
+    return SessionDocument("\n".join(lines) + "\n")
+
+
+def at(doc: SessionDocument, line: int, needle: str, occurrence: int = 0) -> int:
+    """The byte offset just inside the ``occurrence``-th ``needle`` on ``line``."""
+    raw = doc.lines[line].raw
+    i = -1
+    for _ in range(occurrence + 1):
+        i = raw.index(needle.encode(), i + 1)
+    return i + 1
+
+
+def test_definition_on_a_value_pi_ignores_goes_where_pi_s_value_points() -> None:
+    # JSON.parse keeps the last "parentId": the entry's parent is b, not a
+    twice = S.user("c", "b").replace('"parentId":"b"', '"parentId":"a","parentId":"b"')
+    doc = make(S.header(), S.user("a", None), S.user("b", "a"), twice)
+    assert [t.line for t in definition(doc, 3, at(doc, 3, '"a"'))] == [2]
+    assert [t.line for t in definition(doc, 3, at(doc, 3, '"parentId"', 0))] == [2]
+    assert [t.line for t in definition(doc, 3, at(doc, 3, '"b"'))] == [2]
+    # references from the ignored value: the entry pi reads there (b), not a
+    assert [t.line for t in references(doc, 3, at(doc, 3, '"a"'), include_declaration=True)] == [2, 3]
+
+
+def test_definition_on_an_ignored_tool_call_id_goes_to_the_call_pi_reads() -> None:
+    result = S.tool_result("d", "c", "t2").replace('"toolCallId":"t2"', '"toolCallId":"t1","toolCallId":"t2"')
+    doc = make(
+        S.header(),
+        S.assistant("b", None, calls=(("t1", "read", {}),)),
+        S.assistant("c", "b", calls=(("t2", "read", {}),)),
+        result,
+    )
+    assert [t.line for t in definition(doc, 3, at(doc, 3, '"t1"'))] == [2]
+
+
+#   0 header
+#   1 a user                      root
+#   2 b assistant, calls t1        parent a
+#   3 c toolResult t1              parent b
+#   4 l label on b                 parent c
+#   5 k compaction keeping a       parent l
+#   6 s branch summary from b      parent a
+def linked() -> SessionDocument:
+    return make(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {}),)),
+        S.tool_result("c", "b", "t1"),
+        S.label("l", "c", "b"),
+        S.compaction("k", "l", "a"),
+        S.branch_summary("s", "a", "b"),
+    )
+
+
+def marks(doc: SessionDocument, found: list[Highlight]) -> list[tuple[int, str, str]]:
+    return [
+        (h.target.line, doc.lines[h.target.line].raw[h.target.start : h.target.end].decode(), h.kind)
+        for h in found
+    ]
+
+
+def test_highlights_of_an_entry_from_its_id_and_from_every_key_naming_it() -> None:
+    doc = linked()
+    expected = [
+        (2, '"b"', DECLARATION),
+        (3, '"b"', REFERENCE),  # parentId
+        (4, '"b"', REFERENCE),  # targetId
+        (6, '"b"', REFERENCE),  # fromId
+    ]
+    assert marks(doc, highlights(doc, 2, at(doc, 2, '"b"'))) == expected
+    assert marks(doc, highlights(doc, 3, at(doc, 3, '"b"'))) == expected  # on parentId's value
+    assert marks(doc, highlights(doc, 4, at(doc, 4, '"targetId"'))) == expected  # on the key
+    assert marks(doc, highlights(doc, 6, at(doc, 6, '"fromId"'))) == expected
+    on_first_kept = highlights(doc, 5, at(doc, 5, '"firstKeptEntryId"'))
+    assert marks(doc, on_first_kept) == [
+        (1, '"a"', DECLARATION),
+        (2, '"a"', REFERENCE),
+        (5, '"a"', REFERENCE),
+        (6, '"a"', REFERENCE),
+    ]
+
+
+def test_highlights_of_a_tool_call_and_its_result() -> None:
+    doc = linked()
+    expected = [(2, '"t1"', DECLARATION), (3, '"t1"', REFERENCE)]
+    assert marks(doc, highlights(doc, 2, at(doc, 2, '"t1"'))) == expected
+    assert marks(doc, highlights(doc, 3, at(doc, 3, '"t1"'))) == expected
+
+
+def test_no_highlights_away_from_ids_or_on_an_id_naming_nothing() -> None:
+    doc = make(S.header(), S.user("a", None, "some text"), S.user("b", "gone"))
+    assert highlights(doc, 1, at(doc, 1, "some text")) == []
+    assert highlights(doc, 2, at(doc, 2, '"gone"')) == []
+    assert highlights(doc, 0, 1) == []
+
+
+def test_highlights_of_a_shadowed_duplicate_id_stop_at_itself() -> None:
+    # pi's index keeps the later of two entries with one id: the child names the later one
+    doc = make(S.header(), S.user("a", None), S.user("a", None, "again"), S.user("c", "a"))
+    assert marks(doc, highlights(doc, 1, at(doc, 1, '"a"'))) == [(1, '"a"', DECLARATION)]
+    assert marks(doc, highlights(doc, 3, at(doc, 3, '"a"'))) == [
+        (2, '"a"', DECLARATION),
+        (3, '"a"', REFERENCE),
+    ]
+
+
+def test_children_of_an_entry_anywhere_on_its_line() -> None:
+    doc = linked()
+    assert [t.line for t in children_targets(doc, 1)] == [2, 6]
+    assert [doc.lines[t.line].raw[t.start : t.end] for t in children_targets(doc, 1)] == [b'"b"', b'"s"']
+    assert [t.line for t in children_targets(doc, 4)] == [5]
+    assert children_targets(doc, 6) == []  # a leaf
+    assert children_targets(doc, 0) == []  # the header
+    assert children_targets(doc, 99) == []
+
+
+def test_children_in_a_version_1_file_follow_pi_s_migration() -> None:
+    doc = make(
+        '{"type":"session","id":"s","timestamp":"2026-11-30T09:13:48.180Z","cwd":"/w"}',
+        '{"type":"message","timestamp":"2026-11-30T09:13:48.180Z","message":{"role":"user","content":"hi","timestamp":1}}',
+        '{"type":"message","timestamp":"2026-11-30T09:13:48.180Z","message":{"role":"user","content":"yo","timestamp":1}}',
+    )
+    assert doc.is_v1()
+    assert [t.line for t in children_targets(doc, 1)] == [2]
+
+
+def inside(doc: SessionDocument, line: int, needle: str) -> int:
+    """The byte offset right after ``needle`` on ``line`` (a cursor typing there)."""
+    raw = doc.lines[line].raw
+    return raw.index(needle.encode()) + len(needle.encode())
+
+
+def test_completion_of_a_parent_id_offers_the_entries_before_nearest_first() -> None:
+    doc = make(S.header(), S.user("a1", None), S.user("b2", "a1"), S.user("c3", "b2"), S.user("d4", "c3"))
+    raw = doc.lines[3].raw
+    found = completions(doc, 3, inside(doc, 3, '"parentId":"'))
+    assert found is not None and not found.incomplete and found.names == ENTRY_ID
+    # the whole content of the string is replaced
+    assert raw[found.start : found.end] == b"b2"
+    assert [c.label for c in found.candidates] == ["b2", "a1", "d4"]  # before (nearest first), then after
+    assert found.candidates[0].detail == "message · line 3 · user: hello"
+    assert found.candidates[0].new_text == "b2"
+
+
+def test_completion_filters_by_what_is_typed_and_says_the_list_is_incomplete() -> None:
+    doc = make(S.header(), S.user("aa", None), S.user("ab", "aa"), S.user("bb", "ab"), S.user("x", "b"))
+    found = completions(doc, 4, inside(doc, 4, '"parentId":"b'))
+    assert found is not None and found.incomplete  # "aa" and "ab" were left out
+    assert [c.label for c in found.candidates] == ["bb", "ab"]
+    assert doc.lines[4].raw[found.start : found.end] == b"b"
+
+
+def test_completion_is_bounded_on_a_long_session() -> None:
+    lines = [S.header(), S.user("e0", None)] + [S.user(f"e{i}", f"e{i - 1}") for i in range(1, 200)]
+    doc = make(*lines)
+    found = completions(doc, 150, inside(doc, 150, '"parentId":"'))
+    assert found is not None and found.incomplete
+    assert len(found.candidates) == MAX_IDS
+    assert [c.label for c in found.candidates[:3]] == ["e148", "e147", "e146"]
+
+
+def test_completion_inside_an_unterminated_string_and_in_other_keys() -> None:
+    doc = make(S.header(), S.user("a", None), S.label("l", "a", "a"), '{"type":"label","targetId":"l}')
+    raw = doc.lines[3].raw
+    found = completions(doc, 3, len(raw) - 1)  # typed "l"; the string runs on over the brace
+    assert found is not None and raw[found.start : found.end] == b"l"  # the brace stays
+    assert [(c.label, c.new_text) for c in found.candidates] == [("l", 'l"')]  # and the string is closed
+    assert found.incomplete  # "a" was left out
+    on_target = completions(doc, 2, inside(doc, 2, '"targetId":"'))
+    assert on_target is not None and [c.label for c in on_target.candidates] == ["a"]
+
+
+def test_no_completion_outside_such_a_string() -> None:
+    doc = make(S.header(), S.user("a", None, "text"), S.user("b", "a"))
+    assert completions(doc, 2, at(doc, 2, '"parentId"')) is None  # on the key
+    assert completions(doc, 2, inside(doc, 2, '"parentId":')) is None  # before the opening quote
+    assert completions(doc, 2, inside(doc, 2, '"parentId":"a"')) is None  # after the closing quote
+    assert completions(doc, 1, inside(doc, 1, '"te')) is None  # message text
+    assert completions(doc, 1, inside(doc, 1, '"id":"')) is None  # an entry's own id is not a reference
+
+
+def test_completion_of_entry_types_follows_the_pi_release() -> None:
+    newest = make(S.header(), S.user("a", None))
+    found = completions(newest, 1, inside(newest, 1, '"type":"'))
+    assert found is not None and found.names == ENTRY_TYPE and not found.incomplete
+    labels = [c.label for c in found.candidates]
+    assert labels[0] == "message" and "context_edit" in labels and "session" not in labels
+    assert newest.lines[1].raw[found.start : found.end] == b"message"
+    older = SessionDocument("\n".join([S.header(), S.user("a", None)]) + "\n", pi="0.86.1")
+    found = completions(older, 1, inside(older, 1, '"type":"'))
+    assert found is not None and "context_edit" not in [c.label for c in found.candidates]
+    header = completions(newest, 0, inside(newest, 0, '"type":"'))
+    assert header is not None and header.candidates[0].label == "session"
+
+
+def test_completion_writes_an_id_as_json_string_content() -> None:
+    doc = make(S.header(), S.user('q"1', None), S.user("b", "x"))
+    found = completions(doc, 2, inside(doc, 2, '"parentId":"'))
+    assert found is not None and found.candidates[0].new_text == 'q\\"1'
