@@ -211,6 +211,32 @@ test('code lens, inlay hints and folding are on in the session buffer', function
   truthy(folded, 'no folds from the server')
 end)
 
+test('resting on a parentId highlights the id it names and the ids naming it; completion is on as `"` is typed', function()
+  vim.api.nvim_set_current_win(session_win)
+  vim.api.nvim_win_set_cursor(session_win, { 5, 50 }) -- inside "a0000001", the parentId of u0000002
+  vim.api.nvim_exec_autocmds('CursorHold', { buffer = session_buf })
+  local ns = vim.api.nvim_create_namespace('nvim.lsp.references')
+  local marks
+  local shown = vim.wait(TIMEOUT, function()
+    marks = vim.api.nvim_buf_get_extmarks(session_buf, ns, 0, -1, { details = true })
+    return #marks > 0
+  end, 50)
+  truthy(shown, 'no highlights after CursorHold')
+  local lines = vim.tbl_map(function(m)
+    return m[2] + 1
+  end, marks)
+  table.sort(lines)
+  -- a0000001's own id (line 4) and the parentIds naming it (lines 5 and 9)
+  eq(table.concat(lines, ','), '4,5,9', 'highlighted lines')
+  vim.api.nvim_win_set_cursor(session_win, { 5, 10 })
+  vim.api.nvim_exec_autocmds('CursorMoved', { buffer = session_buf })
+  eq(#vim.api.nvim_buf_get_extmarks(session_buf, ns, 0, -1, {}), 0, 'highlights left after the cursor moved')
+  truthy(#vim.api.nvim_get_autocmds({ event = 'InsertCharPre', buffer = session_buf }) > 0,
+    'no completion as you type (vim.lsp.completion autotrigger)')
+  local triggers = vim.tbl_get(client.server_capabilities, 'completionProvider', 'triggerCharacters') or {}
+  truthy(vim.tbl_contains(triggers, '"'), 'the server does not trigger completion on a quote: ' .. vim.inspect(triggers))
+end)
+
 test('a custom request (pi/getTree) answers with the visible tree', function()
   local result, err = require('pi_session').request_sync(session_buf, 'pi/getTree', { filter = 'default', activeBranchFirst = true }, TIMEOUT)
   truthy(not err, vim.inspect(err))

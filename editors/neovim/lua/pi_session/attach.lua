@@ -1,6 +1,8 @@
 -- What the plugin turns on in a session buffer when the pi-session server attaches (setup options
--- `codelens`, `inlay_hints`, `folding`, all on by default): the server's code lenses (entry counts,
--- branch points, the leaf), its inlay hints, and folding by its folding ranges.
+-- `codelens`, `inlay_hints`, `folding`, `highlights`, `completion`, all on by default): the
+-- server's code lenses (entry counts, branch points, the leaf), its inlay hints, folding by its
+-- folding ranges, the highlights of the entry under the cursor and the ids naming it (on
+-- CursorHold), and completion of ids and entry types as `"` is typed (vim.lsp.completion).
 local M = {}
 
 local group = vim.api.nvim_create_augroup('pi_session_attach', { clear = true })
@@ -48,6 +50,21 @@ function M.on_attach(client, bufnr)
         M.refresh_lenses(bufnr)
       end,
     })
+  end
+  if options.highlights ~= false and client:supports_method('textDocument/documentHighlight', bufnr) then
+    vim.api.nvim_create_autocmd({ 'CursorHold', 'CursorHoldI' }, {
+      group = group,
+      buffer = bufnr,
+      callback = vim.lsp.buf.document_highlight,
+    })
+    vim.api.nvim_create_autocmd({ 'CursorMoved', 'CursorMovedI', 'BufLeave' }, {
+      group = group,
+      buffer = bufnr,
+      callback = vim.lsp.buf.clear_references,
+    })
+  end
+  if options.completion ~= false and client:supports_method('textDocument/completion', bufnr) then
+    vim.lsp.completion.enable(true, client.id, bufnr, { autotrigger = true })
   end
   if options.folding ~= false and client:supports_method('textDocument/foldingRange', bufnr) then
     for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do

@@ -20,10 +20,14 @@ M.defaults = {
   -- Entries per pi/getPath request of :PiSessionView.
   view_page_size = 100,
   -- What the plugin turns on in a session buffer when the server attaches: the server's code
-  -- lenses (entries, branch points, the leaf), its inlay hints and its folding ranges.
+  -- lenses (entries, branch points, the leaf), its inlay hints, its folding ranges, the
+  -- highlights of the entry under the cursor and the ids naming it (after 'updatetime' at rest),
+  -- and completion of entry ids and types as `"` is typed.
   codelens = true,
   inlay_hints = true,
   folding = true,
+  highlights = true,
+  completion = true,
 }
 
 M.options = vim.deepcopy(M.defaults)

@@ -97,7 +97,7 @@ function M.check()
 
   local options = config.options
   local features = {}
-  for _, name in ipairs({ 'codelens', 'inlay_hints', 'folding' }) do
+  for _, name in ipairs({ 'codelens', 'inlay_hints', 'folding', 'highlights', 'completion' }) do
     table.insert(features, ('%s %s'):format(name, options[name] == false and 'off' or 'on'))
   end
   health.info('in session buffers: ' .. table.concat(features, ', ') .. " (setup options; see :help pi_session-features)")

@@ -1,10 +1,10 @@
 // Drive code-server (real VS Code) with Debian chromium through playwright-core and check what a
 // user of the Pi Session extension sees: the language of session files (damaged ones too), the
 // diagnostics in the Problems panel, the session tree (its own container, lazy, icons, the leaf
-// selected, following the cursor, cleared on close, following repairs), a hover, the context
-// document, Check All Sessions, Fix All, and the session viewer (a 100 MB session opened from the
-// Explorer, scrolled, a branch switched, a tool call expanded; a session holding HTML and script
-// tags shown as text). Run by scripts/e2e.sh. Prints one line per check and "N passed, M failed".
+// selected, following the cursor, cleared on close, following repairs), a hover, the highlights
+// and completion of ids, the context document, Check All Sessions, Fix All, and the session viewer
+// (a 100 MB session opened from the Explorer, scrolled, a branch switched, a tool call expanded; a
+// session holding HTML and script tags shown as text). Run by scripts/e2e.sh. Prints one line per check and "N passed, M failed".
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -242,6 +242,29 @@ try {
     await shot(page, 'e2e-hover.png');
   }
   check('hovering an entry shows its summary', hoverOk && hoverText.includes('u0000002'), hoverText.slice(0, 200));
+
+  // 6b. on a parentId, the entry it names and the ids naming it are highlighted; typing in the
+  // string offers the entries' ids (the extension turns quick suggestions in strings on)
+  await page.mouse.move(5, 500);
+  await goToLine(page, '5:55'); // at the end of "a0000001", the parentId of u0000002
+  const strong = page.locator(`${sessionEditor} .cdr.wordHighlightStrong`);
+  const read = page.locator(`${sessionEditor} .cdr.wordHighlight`);
+  const highlighted = (await visible(strong, 15_000)) && (await visible(read, 5_000));
+  check('a parentId highlights the id it names and the ids naming it', highlighted,
+    `${await strong.count()} declaration, ${await read.count()} references`);
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type('1');
+  const suggestion = page.locator('.suggest-widget.visible .monaco-list-row', { hasText: 'a0000001' });
+  const suggested = await visible(suggestion, 15_000);
+  check('typing in a parentId offers the ids of the entries', suggested,
+    squash(await page.locator('.suggest-widget').first().innerText().catch(() => '(no suggestions)')).slice(0, 200));
+  await page.keyboard.press('Escape');
+  const dirtyTab = page.locator('.tab.dirty', { hasText: 'broken-session.jsonl' });
+  for (let i = 0; i < 4 && (await dirtyTab.count()) > 0; i++) {
+    await page.keyboard.press('Control+Z');
+    await page.waitForTimeout(300);
+  }
+  check('undoing the typing leaves the session as saved', (await dirtyTab.count()) === 0);
 
   // 7. Show Context at Leaf opens a read-only Markdown document beside the session
   await page.mouse.move(5, 500);
