@@ -131,15 +131,21 @@ def _register_held(server: PiSessionServer) -> None:
         return {"session": p.session, "closed": True}
 
     @route("pi/sessions")
-    async def pi_sessions(params: Any) -> Any:
-        """Every held session, each described by a job on its own queue (in parallel)."""
+    def pi_sessions(params: Any) -> Any:
+        """Every held session, each described by a job on its own queue (in parallel). The jobs are
+        queued as the request arrives (not in a coroutine, which would run after the requests read
+        with this one): each describes its session as the requests sent before this one left it."""
         P.parse(params, P.Params)
-        loop = asyncio.get_running_loop()
-        slots = server.registry.slots()
-        jobs = [slot.queue.submit(_describer(server, slot)) for slot in slots]
-        infos = await asyncio.gather(*(on_loop(job, loop) for job in jobs), return_exceptions=True)
-        described = [info for info in infos if isinstance(info, dict)]
-        return msgspec.Raw(encode_result(described))
+        jobs = [slot.queue.submit(_describer(server, slot)) for slot in server.registry.slots()]
+        return _described(jobs)
+
+
+async def _described(jobs: list[Job[dict[str, Any]]]) -> Any:
+    """The reply of pi/sessions: what its jobs told (a session closed meanwhile left out)."""
+    loop = asyncio.get_running_loop()
+    infos = await asyncio.gather(*(on_loop(job, loop) for job in jobs), return_exceptions=True)
+    described = [info for info in infos if isinstance(info, dict)]
+    return msgspec.Raw(encode_result(described))
 
 
 def _opening(server: PiSessionServer, p: P.Params, title: str, make: Make) -> Job[Any]:

@@ -182,3 +182,21 @@ def test_a_request_on_a_session_sent_after_a_delete_of_its_home_path_finds_it_cl
     assert deleted.get("result", {}).get("closedSessions") == [session], deleted
     assert appended.get("error", {}).get("code") == UNKNOWN_SESSION, appended
     assert not os.path.exists(path) and size > 0
+
+
+# -- pi/sessions ------------------------------------------------------------------------------
+
+
+def test_pi_sessions_describes_what_the_requests_before_it_left(server: RawServer, tmp_path: Path):
+    path = new_session_file(tmp_path / "sessions", cwd=str(tmp_path))
+    opened = server.call("pi/open", {"path": path})
+    session, count = opened["session"], opened["entryCount"]
+    listed, appended, closed = pipelined(
+        server,
+        ("pi/sessions", {}),
+        ("pi/append", {"session": session, "kind": "message", "message": USER}),
+        ("pi/close", {"session": session}),
+    )
+    assert "result" in appended and "result" in closed, (appended, closed)
+    # the session, as it was when pi/sessions was sent: open, without the append sent after it
+    assert [(info["session"], info["entryCount"]) for info in listed["result"]] == [(session, count)]
