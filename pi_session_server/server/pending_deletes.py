@@ -41,7 +41,9 @@ def deleted_as(path: str, env: Environment) -> str | None:
 
 class PendingDeletes:
     def __init__(self) -> None:
-        self._files: dict[str, asyncio.Future[None]] = {}  # resolved path -> done once its delete answered
+        # resolved path -> each delete of it pending, done once it answered (a later one may be
+        # cancelled before an earlier one answers)
+        self._files: dict[str, list[asyncio.Future[None]]] = {}
         self._anywhere: list[asyncio.Future[None]] = []  # deletes of a path not resolved yet
 
     def __bool__(self) -> bool:
@@ -55,8 +57,8 @@ class PendingDeletes:
             return waits
         wanted = list(paths) if paths is not EVERY_FILE else [None]
         if None in wanted:
-            return waits + list(self._files.values())
-        return waits + [self._files[path] for path in wanted if path in self._files]
+            return waits + [done for deletes in self._files.values() for done in deletes]
+        return waits + [done for path in wanted if path is not None for done in self._files.get(path, ())]
 
     def ordered(self, paths: Iterable[str | None] | None, start: Callable[[], Any]) -> Any:
         """``start()`` (what a handler returns) now, or a future of its outcome started once the
@@ -93,15 +95,19 @@ class PendingDeletes:
 
     def begin(self, path: str) -> asyncio.Future[None]:
         """A delete of ``path`` arrived: the future later requests on it wait for (:meth:`end` it)."""
-        done = self._files[path] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._files.setdefault(path, []).append(done)
         return done
 
     def end(self, path: str, done: asyncio.Future[None]) -> None:
         """The delete of :meth:`begin` answered (or was cancelled): those waiting for it go on."""
         if not done.done():
             done.set_result(None)
-        if self._files.get(path) is done:
-            del self._files[path]
+        deletes = self._files.get(path, [])
+        if done in deletes:
+            deletes.remove(done)
+            if not deletes:
+                del self._files[path]
 
     def begin_anywhere(self) -> asyncio.Future[None]:
         """A delete of a path a worker resolves arrived: every request on a file waits for it."""

@@ -200,3 +200,37 @@ def test_pi_sessions_describes_what_the_requests_before_it_left(server: RawServe
     assert "result" in appended and "result" in closed, (appended, closed)
     # the session, as it was when pi/sessions was sent: open, without the append sent after it
     assert [(info["session"], info["entryCount"]) for info in listed["result"]] == [(session, count)]
+
+
+# -- cancelled while waiting ------------------------------------------------------------------
+
+
+def test_a_request_cancelled_while_it_waits_for_a_delete_never_runs(server: RawServer, doomed: str):
+    """Cancelled in the same write as the delete it waits for: answered -32800, and what it waits
+    for holds up nothing after it (a second delete cancelled so leaves no delete pending)."""
+    ids = [server.next_id() for _ in range(4)]
+    for msg_id in ids:
+        server.expect_id(msg_id)
+    delete, count, second, opened = ids
+
+    def request(msg_id: int, method: str, params: dict[str, Any]) -> bytes:
+        return frame(encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
+
+    def cancel(msg_id: int) -> bytes:
+        return frame(encode({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}))
+
+    server.send_bytes(
+        request(delete, "pi/delete", {"path": doomed, "permanent": True})
+        + request(count, "pi/getEntryCount", {"uri": file_uri(doomed)})
+        + cancel(count)
+        + request(second, "pi/delete", {"path": doomed, "permanent": True})
+        + cancel(second)
+        + request(opened, "pi/open", {"path": doomed})
+    )
+    assert "result" in server.wait_reply(delete, timeout=30)
+    for msg_id in (count, second):
+        assert server.wait_reply(msg_id, timeout=30).get("error", {}).get("code") == -32800
+    reply = server.wait_reply(opened, timeout=30)
+    assert reply.get("result", {}).get("entryCount") == 0, reply
+    # nothing pending is left: a request on the file now answers at once
+    assert server.call("pi/getEntryCount", {"uri": file_uri(doomed)}, timeout=10) == 0
