@@ -11,12 +11,12 @@ lock another process holds delays nobody else. Handlers stay thin: they validate
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import msgspec
@@ -46,6 +46,7 @@ from .params import (
     profile_of,
     with_paths_as_the_file_system_has_them,
 )
+from .pending_deletes import PendingDeletes, deleted_as
 from .poller import FilePoller
 from .preview_keeping import PreviewKeeper
 from .registry import Registry, Slot
@@ -100,9 +101,8 @@ class PiSessionServer:
         self.registry = Registry(self.pool)
         self.own_writes = OwnWrites()  # what our sessions wrote, not to be blamed on another process
         self.idle_slots = IdleSlots(self.registry, self._shown_in_editor)
-        #: the files a pi/delete is deleting (resolved path -> done once it answered; on the loop):
-        #: a pi/open of one sent after the delete waits for it (see methods_open)
-        self.deleting: dict[str, asyncio.Future[None]] = {}
+        #: the files pi/delete requests are deleting: the requests on one sent after waits for it
+        self.pending_deletes = PendingDeletes()
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)
@@ -314,14 +314,45 @@ class PiSessionServer:
         write: bool = False,
         append: bool = False,
         convert: Callable[[Any, Slot], Any] | None = None,
-    ) -> Job[Any]:
+        files: Sequence[str | None] = (),
+    ) -> Any:
         """Queue ``job(manager)`` on the addressed session; its result (through ``convert``) is the reply.
 
         ``write``: the job may write the file: it runs under the file's lock, a read-only view is
         reopened for writing first (:meth:`writable`), and a failure leaves the session as it was
         (``manager.transaction()``; ``append``: the job is one appender, which takes its own failure
         back). A write is never cancelled once it runs; a read is.
+
+        ``files``: the other files the job opens (resolved as pi/delete resolves them, None for one
+        that cannot be resolved on the loop). A request on a file a pi/delete sent before it is
+        deleting starts once the delete answered (see :mod:`.pending_deletes`).
         """
+        start = partial(self._session_call, p, job, write=write, append=append, convert=convert)
+        if not self.pending_deletes:
+            return start()
+        return self.pending_deletes.ordered([*files, *self._file_opened_for(p)], start)
+
+    def _file_opened_for(self, p: SessionParams) -> list[str]:
+        """The file a request by ``uri`` opens (resolved as pi/delete resolves it), if no session
+        holds it: one a session holds is not opened again, and a delete closes that session in the
+        order of its queue. (A bad ``uri`` is refused here, as it would be with no delete pending.)"""
+        if p.session is not UNSET or p.uri is UNSET:
+            return []
+        path = uri_to_path(p.uri)
+        if self.registry.find_by_path(path) is not None:
+            return []
+        target = deleted_as(path, self.environment)
+        return [] if target is None else [target]
+
+    def _session_call(
+        self,
+        p: SessionParams,
+        job: Callable[[SessionManager], Any],
+        *,
+        write: bool,
+        append: bool,
+        convert: Callable[[Any, Slot], Any] | None,
+    ) -> Job[Any]:
         slot = self.resolve(p)
 
         def work(_token: CancelToken) -> Any:

@@ -22,6 +22,7 @@ from pi_session_server.session.paths import resolve_path
 from . import params as P
 from .errors import PiRpcError, from_job_failure, invalid_params, path_refused
 from .locations import require_regular_file, resolved_on_the_loop, uri_to_path
+from .pending_deletes import EVERY_FILE
 from .progress import Progress
 from .reply_bytes import listing_bytes, refuse_past_max
 from .workers import CancelToken, Job, on_loop
@@ -117,7 +118,8 @@ def _register_listings(server: PiSessionServer) -> None:
             refuse_past_max(listing_bytes(page["sessions"] if p.paged else page), _LISTING_IN_PARTS)
             return page
 
-        return server.run(title, job)
+        # a listing sent after a delete does not list the file being deleted
+        return server.pending_deletes.ordered(EVERY_FILE, lambda: server.run(title, job))
 
     @route("pi/list")
     def pi_list(params: Any) -> Any:
@@ -168,7 +170,7 @@ def _register_session_files(server: PiSessionServer) -> None:
             found = SessionManager.find_by_id(p.cwd, p.id, P.opt(p.session_dir), pi=pi, env=env)
             return None if found is ABSENT else found
 
-        return server.run("pi/findById", job)
+        return server.pending_deletes.ordered(EVERY_FILE, lambda: server.run("pi/findById", job))
 
     @route("pi/delete")
     def pi_delete(params: Any) -> Any:
@@ -191,27 +193,47 @@ def _register_session_files(server: PiSessionServer) -> None:
             path = resolved_on_the_loop(given, env)  # (the sessions on it are found on the loop)
         except (PiSessionError, OSError) as error:  # a NUL byte; a relative path without a working directory
             raise from_job_failure(error) from error
-        if path is None:  # resolved on a worker: the requests read with this one may come first
-            return _delete_once_resolved(server, given, env, p.permanent)
-        return _delete(server, path, p.permanent)
+        pending = server.pending_deletes
+        if path is None:  # resolved on a worker: it may be any file, so every later request waits
+            waits = pending.blockers(EVERY_FILE)
+            anywhere = pending.begin_anywhere()
+            task = asyncio.ensure_future(_delete_once_resolved(server, given, env, p.permanent, waits))
+            # (a callback: a delete cancelled before its coroutine began never runs the coroutine)
+            task.add_done_callback(lambda _task: pending.end_anywhere(anywhere))
+            return task
+        # a delete of the same file sent before this one goes first: this one then finds it gone
+        waits = pending.blockers([path])
+        done = pending.begin(path)
+        reply = pending.after(waits, lambda: _delete(server, path, p.permanent, done))
+        reply.add_done_callback(lambda _reply: pending.end(path, done))
+        return reply
 
 
 async def _delete_once_resolved(
-    server: PiSessionServer, given: str, env: Environment, permanent: bool
+    server: PiSessionServer,
+    given: str,
+    env: Environment,
+    permanent: bool,
+    waits: list[asyncio.Future[None]],
 ) -> Any:
-    """pi/delete of a path resolved on a worker (see :func:`resolved_on_the_loop`)."""
+    """pi/delete of a path resolved on a worker (see :func:`resolved_on_the_loop`), after the
+    deletes pending as it arrived (``waits``)."""
     loop = asyncio.get_running_loop()
     path = await on_loop(server.run_step("pi/delete", lambda _token: resolve_path(given, env=env)), loop)
-    return await _delete(server, path, permanent)
+    if waits:
+        await asyncio.wait(waits)
+    return await _delete(server, path, permanent, server.pending_deletes.begin(path))
 
 
-def _delete(server: PiSessionServer, path: str, permanent: bool) -> asyncio.Future[Any]:
+def _delete(
+    server: PiSessionServer, path: str, permanent: bool, done: asyncio.Future[None]
+) -> asyncio.Future[Any]:
     """pi/delete of ``path`` (resolved): the closes of the sessions on it queued now, the file
-    deleted after them by a task, which is what answers."""
+    deleted after them by a task, which is what answers; ``done`` (of
+    :meth:`~.pending_deletes.PendingDeletes.begin`) is ended once it answered."""
     check = _CheckedOnce(path)
     slots = server.registry.slots_for_path(path)
     closing = [server.registry.close_if(slot, check) for slot in slots]
-    done = server.deleting[path] = asyncio.get_running_loop().create_future()
     deleting = asyncio.ensure_future(_delete_after_closing(server, path, permanent, slots, closing, check))
     # (a callback of the task, not a `finally` of its coroutine: a delete cancelled before its
     # coroutine began, the cancel read with it, never runs the coroutine at all)
@@ -248,13 +270,11 @@ def _after_delete(
     server: PiSessionServer, path: str, slots: list[Slot], closing: list[Job[str]], done: asyncio.Future[None]
 ) -> None:
     """Once a pi/delete answered (or was cancelled): the sessions it closed, found (closed) until
-    now so that a `uri` did not open the file again, are let go once closed, and the opens of the
-    file sent after it go ahead."""
+    now so that a `uri` did not open the file again, are let go once closed, and the requests on
+    the file sent after it go ahead."""
     for slot, job in zip(slots, closing, strict=True):
         job.add_done_callback(partial(_discard_if_closed, server, slot))
-    done.set_result(None)
-    if server.deleting.get(path) is done:
-        del server.deleting[path]
+    server.pending_deletes.end(path, done)
 
 
 def _discard_if_closed(server: PiSessionServer, slot: Slot, _close: Job[Any]) -> None:

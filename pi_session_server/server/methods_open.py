@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from pi_session_server.errors import PiSessionError
 from pi_session_server.session import SessionManager
-from pi_session_server.session.environment import Environment
 from pi_session_server.session.paths import resolve_path
 
 from . import params as P
-from .locations import require_regular_file, resolved_on_the_loop
+from .locations import require_regular_file
+from .pending_deletes import EVERY_FILE, deleted_as
 from .progress import Progress
 from .wire import encode_result
 from .workers import CancelToken, Job, on_loop
@@ -53,9 +52,10 @@ def _register_opening(server: PiSessionServer) -> None:
         def open_it() -> Job[Any]:
             return _opening(server, p, f"Opening {os.path.basename(p.path)}", make)
 
-        target = _resolved(p.path, env) if server.deleting else None
-        deleting = server.deleting.get(target) if target is not None else None
-        return open_it() if deleting is None else _after(deleting, open_it)
+        # after a pi/delete of the file sent before it: the open then finds the file gone (a new
+        # session at its path), not the file the delete is about to remove, which would leave the
+        # session's next write in a file without its header
+        return server.pending_deletes.ordered([deleted_as(p.path, env)], open_it)
 
     @route("pi/create")
     def pi_create(params: Any) -> Any:
@@ -76,11 +76,14 @@ def _register_opening(server: PiSessionServer) -> None:
         p = P.parse(params, P.ContinueRecentParams)
         pi = server.profile_for(p)
         env = server.environment_for(p)
-        return _opening(
-            server,
-            p,
-            "Opening the most recent session",
-            lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir), pi=pi, env=env),
+        return server.pending_deletes.ordered(
+            EVERY_FILE,
+            lambda: _opening(
+                server,
+                p,
+                "Opening the most recent session",
+                lambda _: SessionManager.continue_recent(p.cwd, P.opt(p.session_dir), pi=pi, env=env),
+            ),
         )
 
     @route("pi/inMemory")
@@ -109,7 +112,10 @@ def _register_opening(server: PiSessionServer) -> None:
                 p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi, env=env
             )
 
-        return _opening(server, p, f"Forking {os.path.basename(p.source_path)}", make)
+        return server.pending_deletes.ordered(
+            [deleted_as(p.source_path, env)],
+            lambda: _opening(server, p, f"Forking {os.path.basename(p.source_path)}", make),
+        )
 
 
 def _register_held(server: PiSessionServer) -> None:
@@ -125,33 +131,21 @@ def _register_held(server: PiSessionServer) -> None:
         return {"session": p.session, "closed": True}
 
     @route("pi/sessions")
-    async def pi_sessions(params: Any) -> Any:
-        """Every held session, each described by a job on its own queue (in parallel)."""
+    def pi_sessions(params: Any) -> Any:
+        """Every held session, each described by a job on its own queue (in parallel). The jobs are
+        queued as the request arrives (not in a coroutine, which would run after the requests read
+        with this one): each describes its session as the requests sent before this one left it."""
         P.parse(params, P.Params)
-        loop = asyncio.get_running_loop()
-        slots = server.registry.slots()
-        jobs = [slot.queue.submit(_describer(server, slot)) for slot in slots]
-        infos = await asyncio.gather(*(on_loop(job, loop) for job in jobs), return_exceptions=True)
-        described = [info for info in infos if isinstance(info, dict)]
-        return msgspec.Raw(encode_result(described))
+        jobs = [slot.queue.submit(_describer(server, slot)) for slot in server.registry.slots()]
+        return _described(jobs)
 
 
-def _resolved(path: str, env: Environment) -> str | None:
-    """``path`` resolved as pi/delete resolves it (on the loop: :func:`resolved_on_the_loop`), None
-    where it cannot be (the open's job then answers why)."""
-    try:
-        return resolved_on_the_loop(path, env)
-    except (PiSessionError, OSError):
-        return None
-
-
-async def _after(deleting: asyncio.Future[None], start: Callable[[], Job[Any]]) -> Any:
-    """The reply of ``start()``'s job, started once a pi/delete of the same file sent before it
-    answered: the open then finds the file gone (a new session at its path), not the file the
-    delete is about to remove, which would leave the session's next write in a file without its
-    header."""
-    await asyncio.wait([deleting])
-    return await on_loop(start(), asyncio.get_running_loop())
+async def _described(jobs: list[Job[dict[str, Any]]]) -> Any:
+    """The reply of pi/sessions: what its jobs told (a session closed meanwhile left out)."""
+    loop = asyncio.get_running_loop()
+    infos = await asyncio.gather(*(on_loop(job, loop) for job in jobs), return_exceptions=True)
+    described = [info for info in infos if isinstance(info, dict)]
+    return msgspec.Raw(encode_result(described))
 
 
 def _opening(server: PiSessionServer, p: P.Params, title: str, make: Make) -> Job[Any]:

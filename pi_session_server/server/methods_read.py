@@ -216,7 +216,7 @@ def _levels(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
 def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     """A page of the flat form, cut from the walk kept for the pages of the same request; the walks
     of one view of the tree (a tree view opening level after level) share one kept shape."""
-    key = (*view.values(), _typed(window.root_id), window.depth, window.chain)
+    key = (*view.values(), P.id_key(window.root_id), window.depth, window.chain)
     # a tree view's windows (a level, the page around an entry) read the calls their previews name;
     # pages of the whole tree keep the whole session's calls, as pi's tree selector does
     on_demand = window.chain or window.root_id is not ABSENT or window.around_id is not ABSENT
@@ -232,11 +232,6 @@ def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     if not more:
         _tree_pages.forget(manager)  # the last page: the client has the whole tree
     return encoded
-
-
-def _typed(value: Any) -> tuple[type, str]:
-    """A JSON value as a key that tells 1, 1.0 and true apart."""
-    return type(value), repr(value)
 
 
 def _tree_window(p: P.GetTreeParams) -> TreeWindow:

@@ -3,6 +3,7 @@ pi/newSession, pi/setSessionFile: the methods that move the leaf or write."""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from pi_session_server.session import SessionManager
@@ -10,6 +11,7 @@ from pi_session_server.session.paths import resolve_path
 
 from . import params as P
 from .locations import require_regular_file
+from .pending_deletes import deleted_as
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -162,4 +164,7 @@ def _register_file_switches(server: PiSessionServer) -> None:
             require_regular_file(resolve_path(p.path, env=manager.environment))
             return manager.set_session_file(p.path)
 
-        return server.session_call(p, job, write=True, convert=switched)
+        # the file is resolved in the session's environment, which a worker knows: a path that is
+        # not absolute waits for every pending delete
+        target = deleted_as(p.path, server.environment) if os.path.isabs(p.path) else None
+        return server.session_call(p, job, write=True, convert=switched, files=[target])

@@ -46,8 +46,10 @@ PageSize = Annotated[int, msgspec.Meta(ge=1)]
 SearchText = Annotated[str, msgspec.Meta(max_length=MAX_SEARCH_CHARS)]
 Revision = Annotated[str, msgspec.Meta(max_length=64)]  # (the server's tokens are a few digits)
 ProgressToken = int | str
+#: a session handle (the server's are "s" and a number): a longer one is refused, not echoed back
+Handle = Annotated[str, msgspec.Meta(max_length=64)]
 #: a pi release the library has a profile for (checked by :func:`profile_of`, which names them)
-PiVersionName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": list(PROFILES)})]
+PiVersionName = Annotated[str, msgspec.Meta(max_length=64, extra_json_schema={"enum": list(PROFILES)})]
 
 
 class Params(msgspec.Struct, rename="camel", kw_only=True):
@@ -59,7 +61,7 @@ class Params(msgspec.Struct, rename="camel", kw_only=True):
 class SessionParams(Params, kw_only=True):
     """A method on one session: ``session`` (a handle) or ``uri`` (a session file)."""
 
-    session: str | UnsetType = UNSET
+    session: Handle | UnsetType = UNSET
     uri: FileUri | UnsetType = UNSET
 
 
@@ -134,7 +136,7 @@ class ForkFromParams(OpeningParams, kw_only=True):
 
 
 class CloseParams(Params, kw_only=True):
-    session: str
+    session: Handle
 
 
 # --- listing -------------------------------------------------------------------------------
@@ -534,10 +536,32 @@ def parse_append(params: Any) -> AppendParams:
         struct = APPEND_KINDS.get(kind) if isinstance(kind, str) else None
         if struct is None:
             raise invalid_params(
-                f"Invalid params: Invalid value {kind!r} - at `$.kind` (expected one of {', '.join(APPEND_KINDS)})"
+                f"Invalid params: Invalid value {_described(kind)} - at `$.kind` "
+                f"(expected one of {', '.join(APPEND_KINDS)})"
             )
         return parse(params, struct)  # type: ignore[no-any-return]
     return parse(params, AppendMessage)
+
+
+def id_key(value: Any) -> tuple[type, str]:
+    """A key for an ``Id`` param (of what is kept for the next request) that tells 1, 1.0 and true
+    apart. An object or an array is no entry's id (ids are compared strictly, and it is a value of
+    this request): they all find the same, nothing, and share one key without being written out
+    (the repr of one nested thousands deep fails)."""
+    if type(value) in (dict, list):
+        return dict, "an object or an array"
+    return type(value), repr(value)
+
+
+def _described(value: Any) -> str:
+    """``value`` as an error message shows it: a string (its start), else its JSON type."""
+    if type(value) is str:
+        return repr(value[:MAX_SHOWN]) + ("..." if len(value) > MAX_SHOWN else "")
+    return f"of JSON type {_JSON_TYPES.get(type(value), 'number')}"
+
+
+MAX_SHOWN = 100  # characters of a string value an error message repeats
+_JSON_TYPES = {dict: "object", list: "array", bool: "boolean", type(None): "null", str: "string"}
 
 
 def profile_of(p: Any, default: Profile) -> Profile:

@@ -29,6 +29,7 @@ from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 from pi_session_server.session.row_tree import RowTreeOutgrown
 
 from .library_tree import library_tree
+from .params import id_key
 from .tree_pages import FlatTreePages
 from .tree_view import RootNotFoundError, active_path_ids, nodes_along
 from .wire import encode_result
@@ -150,7 +151,7 @@ def get_path(
     manager: Any, entry_id: Any, descend: bool, offset: int, limit: int, *, keep: bool = True
 ) -> msgspec.Raw:
     """pi/getPath: a page of the path, cut from the path kept while the session stays the same."""
-    key = ((type(entry_id), repr(entry_id)), descend)
+    key = (id_key(entry_id), descend)
 
     def page(build: Callable[[], PathNodes]) -> msgspec.Raw:
         path = _kept_paths.tree(manager, key, build) if keep else build()

@@ -17,8 +17,8 @@ distance to the file's next entry (:func:`reply_bytes`), so that no reply is ref
 does not hold.
 
 A listing (pi/list, pi/listAll) holds the text of every session when the request asks for all of it
-(pi's default): it is counted from the lengths of the strings the listing holds already
-(:func:`listing_bytes`).
+(pi's default): it is counted from the strings the listing holds already, as the reply writes them
+(:func:`listing_bytes`): text full of newlines and quotes takes more bytes than characters.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import msgspec
 
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.scan import SHORT_LINE
@@ -75,8 +77,8 @@ LISTED_SESSION_BYTES = 200
 
 
 def listing_bytes(infos: Iterable[Any]) -> int:
-    """About the bytes of the JSON of a listing's ``SessionInfo`` values: the UTF-8 length of each
-    string they hold and the rest of each object."""
+    """About the bytes of the JSON of a listing's ``SessionInfo`` values: each string they hold as
+    the reply writes it (escapes and all) and the rest of each object."""
     total = 0
     for info in infos:
         total += LISTED_SESSION_BYTES
@@ -89,17 +91,31 @@ def listing_bytes(infos: Iterable[Any]) -> int:
             info.first_message,
             info.all_messages_text,
         )
-        total += sum(_utf8_length(text) for text in texts if type(text) is str)
+        total += sum(json_string_bytes(text) for text in texts if type(text) is str)
     return total
 
 
-def _utf8_length(text: str) -> int:
-    """About the bytes of ``text`` in the reply: one per character when it is all ASCII, which
-    most text is (told at C speed without a copy); else its UTF-8 length (up to four bytes a
-    character; a lone surrogate, which the reply escapes in six, counted as three)."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-8", "surrogatepass"))
+# characters of a long string encoded at once: the copies measuring makes stay this small
+_MEASURED_AT_ONCE = 1 << 20
+_encode_string = msgspec.json.Encoder().encode
+
+
+def json_string_bytes(text: str) -> int:
+    """The bytes of ``text`` as a reply writes it, without its quotes: its UTF-8, where a quote,
+    a backslash or a control character is written as an escape of two or six bytes, and a lone
+    surrogate as one of six. Measured by encoding it (in C), a slice at a time."""
+    if len(text) <= _MEASURED_AT_ONCE:
+        return _encoded_length(text)
+    return sum(
+        _encoded_length(text[at : at + _MEASURED_AT_ONCE]) for at in range(0, len(text), _MEASURED_AT_ONCE)
+    )
+
+
+def _encoded_length(text: str) -> int:
+    try:
+        return len(_encode_string(text)) - 2
+    except UnicodeEncodeError:  # a lone surrogate, which the reply's own encoder escapes
+        return len(encode_result(text)) - 2
 
 
 def _next_start(file_offsets: Sequence[int], offset: int) -> int:

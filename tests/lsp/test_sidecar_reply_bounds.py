@@ -120,3 +120,33 @@ async def test_a_listing_with_all_its_text_is_bounded_as_other_replies_are(tmp_p
         assert len(page["sessions"]) == 1 and page["total"] == 3
     finally:
         await stop_sidecar(side)
+
+
+@pytest.mark.parametrize("method", ["pi/list", "pi/listAll"])
+async def test_a_listing_past_the_bound_only_by_its_escapes_is_refused(tmp_path, method):
+    """Text of newlines, quotes, backslashes and control characters takes two or six bytes a
+    character in the reply: a listing whose characters fit in the bound but whose JSON does not is
+    refused, as its reply would be larger than one reply may be."""
+    directory = tmp_path / "sessions"
+    directory.mkdir()
+    escaped = '\n"\\\x01' * 150  # 600 characters, 1,500 bytes in the reply
+    header = {"type": "session", "version": 3, "id": "e", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": CWD}
+    message = {
+        "type": "message",
+        "id": "m1",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": escaped, "timestamp": 1},
+    }
+    (directory / "escaped.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(message) + "\n")
+    side = await start_sidecar(tmp_path, command=SMALL_REPLIES)
+    try:
+        params = {"sessionDir": str(directory), **({"cwd": CWD} if method == "pi/list" else {})}
+        # the text twice (first message and all the text): 1,200 characters, 3,000 bytes written
+        short = await side.request(method, {**params, "text": "none"})
+        assert len(short) == 1 and len(json.dumps(short, separators=(",", ":"))) + 2 * 1200 < MAX
+        with expect_error(-32011) as failure:
+            await side.request(method, params)
+        assert failure.value.data["bytes"] > MAX
+    finally:
+        await stop_sidecar(side)

@@ -268,8 +268,14 @@ def test_a_path_past_other_branches_lines_is_measured_again_not_refused_for_them
 
 @pytest.mark.parametrize(
     "text",
-    ["plain words of a prompt", "日本語のプロンプト" * 50, "emoji 🙂 and accents é à" * 20],
-    ids=["ascii", "cjk", "mixed"],
+    [
+        "plain words of a prompt",
+        "日本語のプロンプト" * 50,
+        "emoji 🙂 and accents é à" * 20,
+        'a "quoted" C:\\path\n\ttabbed\r\x01\x1f\b\f' * 40,
+        "lone \ud800 surrogate\n" * 30,
+    ],
+    ids=["ascii", "cjk", "mixed", "escapes", "surrogates"],
 )
 def test_a_listing_is_counted_in_the_bytes_its_reply_writes(tmp_path: Path, text: str):
     from pi_session_server.server.reply_bytes import listing_bytes
