@@ -218,6 +218,18 @@ async def start_editor(
     return editor
 
 
+async def open_clean(editor: Editor, lines: Sequence[str]) -> str:
+    """A new document of ``lines``, opened; asserts that the server reports no problem in it."""
+    uri = editor.fresh_uri()
+    diagnostics = await editor.open(uri, "\n".join(lines) + "\n")
+    assert list(diagnostics) == []
+    return uri
+
+
+def td(uri: str) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri)
+
+
 def codes_by_line(diagnostics: Sequence[types.Diagnostic]) -> list[tuple[int, str]]:
     return sorted((d.range.start.line, str(d.code)) for d in diagnostics)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builders as S
 import pytest
 import pytest_asyncio
-from language_support import Editor, client_fixture, editor_fixture  # noqa: F401  (fixtures)
+from language_support import Editor, client_fixture, editor_fixture, open_clean, td  # noqa: F401  (fixtures)
 from lsprotocol import types
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -38,14 +38,7 @@ SESSION = [
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def uri(editor: Editor) -> str:
-    uri = editor.fresh_uri()
-    diagnostics = await editor.open(uri, "\n".join(SESSION) + "\n")
-    assert list(diagnostics) == []
-    return uri
-
-
-def td(uri: str) -> types.TextDocumentIdentifier:
-    return types.TextDocumentIdentifier(uri)
+    return await open_clean(editor, SESSION)
 
 
 def where(editor: Editor, uri: str, line: int, needle: str, occurrence: int = 0) -> tuple[int, int, int]:

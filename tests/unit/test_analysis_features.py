@@ -6,6 +6,7 @@ import itertools
 
 import builders as S
 import pytest
+from analysis_documents import at, make
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
@@ -16,18 +17,6 @@ from pi_session_server.analysis.jsonpath import key_span, value_span
 from pi_session_server.analysis.navigation import definition, id_target, reference_at, references
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import MAX_NESTING, Symbol, document_symbols
-
-
-def make(*lines: str) -> SessionDocument:
-    return SessionDocument("\n".join(lines) + "\n")
-
-
-def at(doc: SessionDocument, line: int, needle: str, occurrence: int = 0) -> int:
-    raw = doc.lines[line].raw
-    i = -1
-    for _ in range(occurrence + 1):
-        i = raw.index(needle.encode(), i + 1)
-    return i + 1
 
 
 def shape(symbols: list[Symbol]) -> list:

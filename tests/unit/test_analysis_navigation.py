@@ -4,24 +4,12 @@ children ("go to implementation") and completion of ids and entry types."""
 from __future__ import annotations
 
 import builders as S
+from analysis_documents import at, make
 
 from pi_session_server.analysis.completion import ENTRY_ID, ENTRY_TYPE, MAX_IDS, completions
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.highlights import DECLARATION, REFERENCE, Highlight, highlights
 from pi_session_server.analysis.navigation import children_targets, definition, references
-
-
-def make(*lines: str) -> SessionDocument:
-    return SessionDocument("\n".join(lines) + "\n")
-
-
-def at(doc: SessionDocument, line: int, needle: str, occurrence: int = 0) -> int:
-    """The byte offset just inside the ``occurrence``-th ``needle`` on ``line``."""
-    raw = doc.lines[line].raw
-    i = -1
-    for _ in range(occurrence + 1):
-        i = raw.index(needle.encode(), i + 1)
-    return i + 1
 
 
 def test_definition_on_a_value_pi_ignores_goes_where_pi_s_value_points() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import builders as S
 import pytest
+from analysis_documents import at, make
 from builders import assistant_message, tool_result_message, user_message
 
 from pi_session_server.analysis import codes
@@ -32,14 +33,6 @@ VECTORS = Path(__file__).resolve().parents[1] / "conformance" / "vectors"
 REAL_160 = sorted((VECTORS / "fixtures" / "real-1.6.0").glob("*.jsonl"))
 REAL = VECTORS / "fixtures" / "real"
 TS = 1764000000000
-
-
-def make(*lines: str, pi: str = "1.6.0") -> SessionDocument:
-    return SessionDocument("\n".join(lines) + "\n", pi=pi)
-
-
-def at(doc: SessionDocument, line: int, needle: str) -> int:
-    return doc.lines[line].raw.index(needle.encode()) + 1
 
 
 def found(diagnostics: list[Diagnostic], *wanted: str) -> list[tuple[int, str]]:

@@ -8,6 +8,7 @@ import re
 
 import builders as S
 import pytest
+from analysis_documents import make
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
@@ -19,10 +20,6 @@ from pi_session_server.analysis.repairs import (
     nearest_surviving_ancestor,
     repairs,
 )
-
-
-def make(*lines: str, newline: bool = True) -> SessionDocument:
-    return SessionDocument("\n".join(lines) + ("\n" if newline else ""))
 
 
 def apply(doc: SessionDocument, repair: Repair) -> SessionDocument:
