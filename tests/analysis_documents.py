@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builders as S
+
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.session.profiles import DEFAULT_PI, PiVersion
 
@@ -18,3 +20,25 @@ def at(doc: SessionDocument, line: int, needle: str, occurrence: int = 0) -> int
     for _ in range(occurrence + 1):
         i = raw.index(needle.encode(), i + 1)
     return i + 1
+
+
+def linked() -> SessionDocument:
+    """An entry of each kind that names another::
+
+    0 header
+    1 a user                      root
+    2 b assistant, calls t1        parent a
+    3 c toolResult t1              parent b
+    4 l label on b                 parent c
+    5 k compaction keeping a       parent l
+    6 s branch summary from b      parent a
+    """
+    return make(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {}),)),
+        S.tool_result("c", "b", "t1"),
+        S.label("l", "c", "b"),
+        S.compaction("k", "l", "a"),
+        S.branch_summary("s", "a", "b"),
+    )

@@ -6,7 +6,7 @@ import itertools
 
 import builders as S
 import pytest
-from analysis_documents import at, make
+from analysis_documents import at, linked, make
 
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
@@ -69,15 +69,7 @@ def test_deep_branching_does_not_recurse_without_bound() -> None:
 
 
 def test_definition_and_references() -> None:
-    doc = make(
-        S.header(),
-        S.user("a", None),
-        S.assistant("b", "a", calls=(("t1", "read", {}),)),
-        S.tool_result("c", "b", "t1"),
-        S.label("l", "c", "b"),
-        S.compaction("k", "l", "a"),
-        S.branch_summary("s", "a", "b"),
-    )
+    doc = linked()
     ref = reference_at(doc, 3, at(doc, 3, '"t1"'))
     assert ref is not None and ref.kind == "toolCallId" and ref.value == "t1"
     assert [

@@ -4,7 +4,7 @@ children ("go to implementation") and completion of ids and entry types."""
 from __future__ import annotations
 
 import builders as S
-from analysis_documents import at, make
+from analysis_documents import at, linked, make
 
 from pi_session_server.analysis.completion import ENTRY_ID, ENTRY_TYPE, MAX_IDS, completions
 from pi_session_server.analysis.document import SessionDocument
@@ -32,25 +32,6 @@ def test_definition_on_an_ignored_tool_call_id_goes_to_the_call_pi_reads() -> No
         result,
     )
     assert [t.line for t in definition(doc, 3, at(doc, 3, '"t1"'))] == [2]
-
-
-#   0 header
-#   1 a user                      root
-#   2 b assistant, calls t1        parent a
-#   3 c toolResult t1              parent b
-#   4 l label on b                 parent c
-#   5 k compaction keeping a       parent l
-#   6 s branch summary from b      parent a
-def linked() -> SessionDocument:
-    return make(
-        S.header(),
-        S.user("a", None),
-        S.assistant("b", "a", calls=(("t1", "read", {}),)),
-        S.tool_result("c", "b", "t1"),
-        S.label("l", "c", "b"),
-        S.compaction("k", "l", "a"),
-        S.branch_summary("s", "a", "b"),
-    )
 
 
 def marks(doc: SessionDocument, found: list[Highlight]) -> list[tuple[int, str, str]]:
