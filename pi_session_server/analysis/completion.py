@@ -1,9 +1,12 @@
-"""What to offer while the cursor is inside a string value that names an entry or an entry type.
+"""What to offer while the cursor is inside a string value that names an entry, a tool call or an
+entry type.
 
 Inside the value of ``parentId``, ``targetId``, ``firstKeptEntryId`` or ``fromId``: the ids of
 the document's entries, the nearest ones before the line first (what a line usually continues
-from), then those after it, nearest first; inside ``type``: the entry types the chosen pi release
-knows (``session`` too on the first line). Each item replaces the whole content of the string
+from), then those after it, nearest first; inside a tool result's ``message.toolCallId``: the ids
+of the tool calls in the assistant messages, in the same order (a result answers a call made just
+before it); inside ``type``: the entry types the chosen pi release knows (``session`` too on the
+first line). Each item replaces the whole content of the string
 between its quotes; in a string not closed yet, what is typed of it, and closes it.
 
 Each request looks at a bounded number of lines around the cursor (:data:`SCAN_LINES`) and
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..format.records import ENTRY_TYPES
@@ -26,10 +30,13 @@ from .lines import LineInfo
 from .preview import quick_preview
 
 ENTRY_ID = "entry id"
+TOOL_CALL_ID = "tool call id"
 ENTRY_TYPE = "entry type"
 
 #: the keys whose string value names an entry
 ENTRY_NAMING_KEYS = frozenset({"parentId", "targetId", "firstKeptEntryId", "fromId"})
+#: where a tool result names the tool call it answers
+TOOL_CALL_ID_PATH = ("message", "toolCallId")
 #: ids offered at most by one answer
 MAX_IDS = 50
 #: lines looked at, before and after the cursor's, by one answer
@@ -52,32 +59,35 @@ class Completions:
     start: int  # byte span of the string's content on the line: what an item replaces
     end: int
     candidates: list[Candidate]  # most useful first
-    names: str  # what the candidates are: ENTRY_ID or ENTRY_TYPE
+    names: str  # what the candidates are: ENTRY_ID, TOOL_CALL_ID or ENTRY_TYPE
     incomplete: bool  # cut, or filtered by what is typed: ask again as the user types
 
 
 def completions(doc: SessionDocument, line: int, offset: int) -> Completions | None:
     """What to offer at (line, byte offset), or None when the cursor is not inside the string
-    value of a key that names an entry or of ``type``. The line need not be valid JSON (it is
-    being typed)."""
+    value of a key that names an entry or a tool call, or of ``type``. The line need not be valid
+    JSON (it is being typed)."""
     if not 0 <= line < doc.line_count:
         return None
     raw = doc.lines[line].raw
     loc = scalar_at(raw, offset)
-    if loc is None or loc.is_key or len(loc.path) != 1 or raw[loc.start : loc.start + 1] != b'"':
+    if loc is None or loc.is_key or raw[loc.start : loc.start + 1] != b'"':
         return None
     start = loc.start + 1
     terminated = _TERMINATED.fullmatch(raw, loc.start, loc.end) is not None
     end = loc.end - 1 if terminated else loc.end
     if not start <= offset <= end:
         return None  # on the opening quote, or after the closing one
-    key = loc.path[0]
+    key = loc.path[0] if len(loc.path) == 1 else tuple(loc.path)
+    typed = raw[start:offset].decode("utf-8", "replace")
     if key == "type":
         found = Completions(start, end, _entry_types(doc, line), ENTRY_TYPE, incomplete=False)
     elif key in ENTRY_NAMING_KEYS:
-        typed = raw[start:offset].decode("utf-8", "replace")
-        candidates, incomplete = _entry_ids(doc, line, typed)
+        candidates, incomplete = _ids_around(doc, line, typed, _entry_id_of)
         found = Completions(start, end, candidates, ENTRY_ID, incomplete)
+    elif key == TOOL_CALL_ID_PATH:
+        candidates, incomplete = _ids_around(doc, line, typed, _call_ids_of)
+        found = Completions(start, end, candidates, TOOL_CALL_ID, incomplete)
     else:
         return None
     if terminated:
@@ -96,9 +106,21 @@ def _entry_types(doc: SessionDocument, line: int) -> list[Candidate]:
     return found
 
 
-def _entry_ids(doc: SessionDocument, line: int, typed: str) -> tuple[list[Candidate], bool]:
-    """The ids containing ``typed`` (ignoring case) of the entries around ``line``: those before
-    it, nearest first, then those after it; whether the list is incomplete."""
+def _entry_id_of(info: LineInfo) -> tuple[str, ...]:
+    entry_id = info.id
+    return (entry_id,) if info.kind == L.ENTRY and type(entry_id) is str else ()
+
+
+def _call_ids_of(info: LineInfo) -> tuple[str, ...]:
+    return info.call_ids if info.kind == L.ENTRY else ()
+
+
+def _ids_around(
+    doc: SessionDocument, line: int, typed: str, ids_of: Callable[[LineInfo], tuple[str, ...]]
+) -> tuple[list[Candidate], bool]:
+    """The ids (``ids_of`` a line) containing ``typed`` (ignoring case) of the lines around
+    ``line``: those before it, nearest first, then those after it; whether the list is
+    incomplete."""
     wanted = typed.casefold()
     seen: set[str] = set()
     found: list[Candidate] = []
@@ -108,16 +130,16 @@ def _entry_ids(doc: SessionDocument, line: int, typed: str) -> tuple[list[Candid
     after = range(line + 1, min(line + 1 + SCAN_LINES, doc.line_count))
     for i in (*before, *after):
         info = lines[i]
-        entry_id = info.id
-        if info.kind != L.ENTRY or type(entry_id) is not str or entry_id in seen:
-            continue
-        seen.add(entry_id)
-        if wanted not in entry_id.casefold():
-            filtered = True
-            continue
-        if len(found) == MAX_IDS:
-            return found, True
-        found.append(Candidate(entry_id, _detail(info, i), _json_content(entry_id)))
+        for found_id in ids_of(info):
+            if found_id in seen:
+                continue
+            seen.add(found_id)
+            if wanted not in found_id.casefold():
+                filtered = True
+                continue
+            if len(found) == MAX_IDS:
+                return found, True
+            found.append(Candidate(found_id, _detail(info, i), _json_content(found_id)))
     looked_at_all = line - 1 - SCAN_LINES < 0 and line + 1 + SCAN_LINES >= doc.line_count
     return found, filtered or not looked_at_all
 

@@ -749,8 +749,8 @@ class LanguageFeatures:
         return [self.location(state, t) for t in navigation.children_targets(state.opened(), line)]
 
     def completion(self, state: DocState, params: types.CompletionParams) -> types.CompletionList | None:
-        """Ids inside a string naming an entry, entry types inside ``type``: each item replaces the
-        string's content."""
+        """Ids inside a string naming an entry or a tool call, entry types inside ``type``: each
+        item replaces the string's content."""
         line, offset = self.offset(state, params.position)
         found = completion_mod.completions(state.opened(), line, offset)
         if found is None:
@@ -758,7 +758,7 @@ class LanguageFeatures:
         replaced = self.range(state, line, found.start, found.end)
         kind = (
             types.CompletionItemKind.Reference
-            if found.names == completion_mod.ENTRY_ID
+            if found.names in (completion_mod.ENTRY_ID, completion_mod.TOOL_CALL_ID)
             else types.CompletionItemKind.EnumMember
         )
         width = len(str(len(found.candidates)))

@@ -166,6 +166,19 @@ async def test_completion_of_entry_types(editor: Editor, uri: str) -> None:
     assert (edit.range.start.character, edit.range.end.character) == editor.span(uri, 5, "message")
 
 
+async def test_completion_of_a_tool_call_id(editor: Editor, uri: str) -> None:
+    pos = editor.pos_of(uri, 3, '"toolCallId":"', after=True)
+    found = await complete(editor, uri, pos)
+    assert [item.label for item in found.items] == ["🔧1"]
+    item = found.items[0]
+    assert item.kind == types.CompletionItemKind.Reference
+    assert item.detail is not None and item.detail.startswith("message · line 3 · ")
+    assert isinstance(item.text_edit, types.TextEdit)
+    assert (item.text_edit.range.start.character, item.text_edit.range.end.character) == editor.span(
+        uri, 3, "🔧1"
+    )
+
+
 async def test_no_completion_in_message_text(editor: Editor, uri: str) -> None:
     found = await editor.client.text_document_completion_async(
         types.CompletionParams(text_document=td(uri), position=editor.pos_of(uri, 1, "second"))

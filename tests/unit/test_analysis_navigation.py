@@ -6,7 +6,7 @@ from __future__ import annotations
 import builders as S
 from analysis_documents import at, linked, make
 
-from pi_session_server.analysis.completion import ENTRY_ID, ENTRY_TYPE, MAX_IDS, completions
+from pi_session_server.analysis.completion import ENTRY_ID, ENTRY_TYPE, MAX_IDS, TOOL_CALL_ID, completions
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.highlights import DECLARATION, REFERENCE, Highlight, highlights
 from pi_session_server.analysis.navigation import children_targets, definition, references
@@ -150,6 +150,26 @@ def test_completion_inside_an_unterminated_string_and_in_other_keys() -> None:
     assert found.incomplete  # "a" was left out
     on_target = completions(doc, 2, inside(doc, 2, '"targetId":"'))
     assert on_target is not None and [c.label for c in on_target.candidates] == ["a"]
+
+
+def test_completion_of_a_tool_call_id_offers_the_calls_before_nearest_first() -> None:
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {}), ("t2", "bash", {}))),
+        S.tool_result("c", "b", "t1"),
+        S.tool_result("d", "c", "x"),
+        S.assistant("e", "d", calls=(("t3", "read", {}),)),
+    )
+    found = completions(doc, 4, inside(doc, 4, '"toolCallId":"'))
+    assert found is not None and found.names == TOOL_CALL_ID and not found.incomplete
+    assert doc.lines[4].raw[found.start : found.end] == b"x"  # the whole id is replaced
+    assert [c.label for c in found.candidates] == ["t1", "t2", "t3"]
+    assert found.candidates[0].detail.startswith("message · line 3 · ")
+    typed = completions(doc, 3, inside(doc, 3, '"toolCallId":"t'))
+    assert typed is not None and typed.incomplete is False
+    assert [c.label for c in typed.candidates] == ["t1", "t2", "t3"]
+    assert completions(doc, 2, inside(doc, 2, '"id":"t')) is None  # a call's own id names nothing
 
 
 def test_no_completion_outside_such_a_string() -> None:
