@@ -273,6 +273,23 @@ def _envelope(entry: Any) -> tuple[Any, Any, Any, Any, Any, int]:
 # --- which part of the tree a request wants ------------------------------------------------
 
 
+def _appended_below(appended: list[Any], new_leaf: Any, old_leaf: str) -> list[Any] | None:
+    """The entries of ``appended`` from the child of ``old_leaf`` down to ``new_leaf``, when the
+    new leaf's path is the old one's with them below it (else None). The manager's own entries,
+    string ids."""
+    by_id = {entry.id: entry for entry in appended if type(entry) is Entry and type(entry.id) is str}
+    tail: list[Any] = []
+    current = new_leaf
+    while type(current) is str and current in by_id and len(tail) <= len(by_id):
+        entry = by_id[current]
+        tail.append(entry)
+        current = entry.parent_id
+    if not tail or current != old_leaf or type(current) is not str:
+        return None
+    tail.reverse()
+    return tail
+
+
 @dataclass(frozen=True, slots=True)
 class TreeWindow:
     """A part of the tree: the subtree of ``root_id`` (ABSENT: the whole tree), down to ``depth``
@@ -422,6 +439,7 @@ class _TreeShape:
         self._path_nodes: dict[Any, Any] | None = None  # the leaf path's nodes by key (see find)
         self._around: tuple[Any, set[Any]] | None = None  # (key of an aroundId, its path's keys)
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
+        self._mode, self._search = mode, search
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
@@ -451,6 +469,85 @@ class _TreeShape:
                 self.preview = cache.previews()
         # the keys of the leaf path's entries; of a known path, made when first asked for (on_path)
         self._on_path = active_path_ids(entries_by_id, leaf_id) if path is None else None
+
+    def followed(self, manager: Any, appended: list[Any]) -> _TreeShape | None:
+        """This shape made the shape of the session after pi appended ``appended`` below its leaf
+        (the new leaf among them, its path this one's and some of them), as a shape made anew
+        would be, keeping what the new entries do not change: the filter's answers, the shown
+        children, the leaf's path. This shape is that one afterwards (the kept walks of the state
+        before are not asked any more). None (then the caller makes one anew) when it cannot:
+        the library's tree was made anew (not grown), the leaf went elsewhere, ids repeat, the
+        tool calls were all read up front (a new call may name an older result's)."""
+        from .library_tree import shown_tree  # (that module is built on this one)
+
+        path, old_leaf = self.leaf_path, self.leaf_id
+        node_of = self.roots.node_of if isinstance(self.roots, TreeRoots) else None
+        if (
+            type(path) is not list
+            or type(old_leaf) is not str
+            or node_of is None
+            or not self._followable(manager)
+        ):
+            return None
+        tail = _appended_below(appended, manager.get_leaf_id(), old_leaf)
+        roots = shown_tree(manager)
+        if tail is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
+            return None
+        if roots.node_of(old_leaf) is not node_of(old_leaf):
+            return None  # made anew: the nodes this shape knows are not the tree's
+        self._take_in(roots, manager.by_id, tail, appended)
+        return self
+
+    def _take_in(
+        self, roots: TreeRoots[Any], entries_by_id: Mapping[Any, Any], tail: list[Any], appended: list[Any]
+    ) -> None:
+        """:meth:`followed` once it found that it can: ``tail`` the new leaf's path below the old leaf."""
+        node_of = roots.node_of
+        assert node_of is not None  # (checked by followed)
+        path = self.leaf_path
+        assert type(path) is list
+        self.roots, self.entries_by_id = roots, entries_by_id
+        self.leaf_id = tail[-1].id
+        self.leaf_path = [*path, *tail]
+        if self.visible is not None:  # the leaf's own answer depends on the leaf
+            self.visible = node_filter(self._mode, self.leaf_id, self._search, self.cache)
+        if isinstance(self._path_entries, set):  # (a list's path: see _entries_on)
+            self._path_entries.update(tail)
+        if self._on_path is not None:
+            self._on_path.update(entry.id for entry in tail)
+        if self._path_nodes is not None:
+            self._path_nodes.update((entry.id, node_of(entry.id)) for entry in tail)
+        self._around = None
+        if self.tool_calls is not None:
+            # read anew, as a new shape reads them: which of the calls that share an id a tool
+            # result's preview names depends on those read before it
+            self.tool_calls, self.calls_complete = {}, False
+        old_entry = path[-1]
+        self._shown.pop(old_entry, None)
+        self._forget_shown_children(old_entry.parent_id, node_of)  # its parent's shown children
+        new_ids = {entry.id for entry in appended}
+        for entry in appended:  # the older nodes that have new children
+            if entry.parent_id is not None and entry.parent_id not in new_ids:
+                self._forget_shown_children(entry.parent_id, node_of)
+
+    def _followable(self, manager: Any) -> bool:
+        """Whether what this shape kept can serve the session's next state (see :meth:`followed`)."""
+        return (
+            not (self.tool_calls is not None and self.calls is CallReading.UP_FRONT)
+            and manager.has_unique_ids()
+        )
+
+    def _forget_shown_children(self, entry_id: Any, node_of: Callable[[Any], Any]) -> None:
+        """Forget the kept shown children of the node of ``entry_id`` (its children changed, or
+        whether one is shown), and of each ancestor that reaches them through hidden nodes."""
+        while entry_id is not None:
+            node = node_of(entry_id)
+            if node is None:
+                return
+            self._shown_children.pop(id(node), None)
+            if self.is_shown(node):
+                return  # its own shown children are what changed: its parent lists it alone
+            entry_id = node.entry.parent_id
 
     @property
     def on_path(self) -> set[Any]:

@@ -121,6 +121,69 @@ def build_tree(
     return TreeRoots(roots, found, in_walk_order)
 
 
+def grown_tree(
+    roots: TreeRoots[TreeNode], appended: list[Any], label_of: Callable[[Any], tuple[Any, Any]]
+) -> TreeRoots[TreeNode] | None:
+    """The tree of :func:`build_tree` once ``appended`` (entries after those ``roots`` was built
+    from, in file order) are added, made by adding their nodes to ``roots``' (which then serve the
+    new tree only) instead of building every node again; None when that cannot give the same tree
+    (the caller builds it anew): ``roots`` without a lookup of its nodes (ids that repeat), an
+    appended entry that is not one of the manager's own with a string id (the caller makes sure
+    no older entry has it), a label entry (it
+    changes an older node), a parent that is not in the tree, siblings whose times do not all
+    parse (the order of a full sort is then not one more insertion). ``label_of``: the label and
+    label time of an id's key (a label may name an entry before the entry is written)."""
+    base = roots.node_of
+    if base is None or not all(
+        type(e) is Entry and type(e.id) is str and e.type != "label" for e in appended
+    ):
+        return None
+    grown = base if isinstance(base, _GrownLookup) else _GrownLookup(base)
+    new: dict[Any, TreeNode] = {}
+    tops: list[TreeNode] = []
+    sort: list[TreeNode] = []
+    for entry in appended:
+        if entry.id in new:  # (an id of an older entry: the caller tells, by the manager's count of ids)
+            return None
+        node = TreeNode(entry, [])
+        parent_id = entry.parent_id
+        if parent_id is None:
+            tops.append(node)
+        else:
+            parent = new.get(parent_id) if type(parent_id) is str else None
+            if parent is None and type(parent_id) is str:
+                parent = grown(parent_id)
+            if parent is None:
+                return None  # a missing parent, or one of another type: the general builder decides
+            if parent.children:
+                if any(math.isnan(c.time_ms) for c in (node, *parent.children)):
+                    return None
+                sort.append(parent)
+            parent.children.append(node)
+        label, label_timestamp = label_of(entry.id)
+        node.label, node.label_timestamp = label, label_timestamp
+        new[entry.id] = node
+    for parent in sort:
+        sort_siblings(parent.children)
+    grown.added.update(new)
+    return TreeRoots([*roots, *tops], grown, None)
+
+
+class _GrownLookup:
+    """The node of an index key in a tree that :func:`grown_tree` added nodes to: the builder's
+    lookup, then the nodes added since (one dict for every growth, not a lookup per append)."""
+
+    __slots__ = ("added", "built")
+
+    def __init__(self, built: Callable[[Any], TreeNode | None]) -> None:
+        self.built = built
+        self.added: dict[Any, TreeNode] = {}
+
+    def __call__(self, key: Any) -> TreeNode | None:
+        found = self.added.get(key)
+        return found if found is not None else self.built(key)
+
+
 _Built = tuple[
     list[TreeNode], Callable[[Any], "TreeNode | None"], list[TreeNode], "Callable[[], list[Any]] | None"
 ]
