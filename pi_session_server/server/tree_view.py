@@ -17,7 +17,7 @@ descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import islice
 from operator import attrgetter
@@ -469,6 +469,11 @@ class _TreeShape:
                 self.preview = cache.previews()
         # the keys of the leaf path's entries; of a known path, made when first asked for (on_path)
         self._on_path = active_path_ids(entries_by_id, leaf_id) if path is None else None
+        # the levels of the last pi/getTree ``levels`` (see tree_levels): (its key, the levels,
+        # whether complete); and after an append below the leaf, the levels that stay the same
+        # down to the leaf's new levels (see levels_before)
+        self.kept_levels: tuple[Any, list[TreeLevel], bool] | None = None
+        self._levels_before: tuple[Any, list[TreeLevel], TreeLevel] | None = None
 
     def followed(self, manager: Any, appended: list[Any]) -> _TreeShape | None:
         """This shape made the shape of the session after pi appended ``appended`` below its leaf
@@ -506,6 +511,7 @@ class _TreeShape:
         assert node_of is not None  # (checked by followed)
         path = self.leaf_path
         assert type(path) is list
+        self._keep_levels_above(tail, appended)
         self.roots, self.entries_by_id = roots, entries_by_id
         self.leaf_id = tail[-1].id
         self.leaf_path = [*path, *tail]
@@ -529,6 +535,27 @@ class _TreeShape:
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
                 self._forget_shown_children(entry.parent_id, node_of)
+
+    def levels_before(self, key: Any) -> tuple[list[TreeLevel], TreeLevel] | None:
+        """For :func:`tree_levels` of ``key``: the first levels, as they were before the last
+        append, and the level to walk again from (its window) if known."""
+        known = self._levels_before
+        return (known[1], known[2]) if known is not None and known[0] == key else None
+
+    def _keep_levels_above(self, tail: list[Any], appended: list[Any]) -> None:
+        """After an append of only ``tail`` below the old leaf: the levels down to the old leaf are
+        those down to the new one but the last (the old leaf's row is in the last level: its
+        window is walked again, and the levels below it), their windows aimed at the new leaf."""
+        kept, self.kept_levels, self._levels_before = self.kept_levels, None, None
+        old_key = (type(self.leaf_id), repr(self.leaf_id))
+        if kept is None or not kept[2] or kept[0][0] != old_key or len(appended) != len(tail) or not kept[1]:
+            return
+        new_leaf = tail[-1].id
+        aimed = [
+            TreeLevel(level.kind, replace(level.window, around_id=new_leaf), level.rows, level.around_index)
+            for level in kept[1]
+        ]
+        self._levels_before = (((str, repr(new_leaf)), kept[0][1]), aimed[:-1], aimed[-1])
 
     def _followable(self, manager: Any) -> bool:
         """Whether what this shape kept can serve the session's next state (see :meth:`followed`)."""
@@ -1266,8 +1293,27 @@ def tree_levels(
     the path's row one level up: a branch point's branches, a head's chain (a head: a row of a
     ``branches`` level, or of a ``top`` level of several roots). At most ``max_levels``.
     Raises :class:`RootNotFoundError` when no entry has that id."""
+    key = ((type(around_id), repr(around_id)), max_levels)
+    kept = shape.kept_levels
+    if kept is not None and kept[0] == key:
+        return list(kept[1]), kept[2]
+    levels, complete = _levels_from(shape, around_id, max_levels, shape.levels_before(key))
+    shape.kept_levels = (key, levels, complete)
+    return list(levels), complete
+
+
+def _levels_from(
+    shape: _TreeShape,
+    around_id: Any,
+    max_levels: int | None,
+    before: tuple[list[TreeLevel], TreeLevel] | None,
+) -> tuple[list[TreeLevel], bool]:
+    """:func:`tree_levels`, from the window of the last of ``before`` (levels known to be the
+    first ones, then the one whose window to walk again) if given."""
     levels: list[TreeLevel] = []
     kind, window = "top", TreeWindow(chain=True, around_id=around_id, paged=True)
+    if before is not None:
+        levels, kind, window = list(before[0]), before[1].kind, before[1].window
     wanted = index_key(around_id)
     while True:
         if max_levels is not None and len(levels) >= max_levels:

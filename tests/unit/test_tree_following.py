@@ -84,6 +84,8 @@ def _window_answers(
     for root in ids:
         answers.append(_answer(manager, {**base, "rootId": root, "depth": 1, "offset": 0, "limit": 50}))
         answers.append(_answer(manager, {**base, "rootId": root, "chain": True, "offset": 0, "limit": 50}))
+    if leaf is not None:  # last, as a tree view opens on the leaf: what the next state starts from
+        answers.append(_answer(manager, {**base, "levels": True, "aroundId": leaf, "limit": 4}))
     return answers
 
 
