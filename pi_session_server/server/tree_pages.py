@@ -13,6 +13,11 @@ or a name is an appended entry too), after :data:`IDLE_SECONDS` without a reques
 the session. A walk holds the library's tree of the session plus a row per shown node (about what
 one request of the whole tree peaked at before).
 
+A walk that knows how to take in appended entries (the library's tree, a tree view's shape: see
+:meth:`FlatTreePages.tree`) is followed instead of dropped when the session only had entries
+appended since (pi writing it): a tree view that reloads after each turn pi writes does not
+pay for the whole session each time.
+
 A page also tells the client which state of the session it was cut from (:class:`Revisions`): a
 client that pages on with that revision is refused once the session changed, instead of joining
 pages of two trees.
