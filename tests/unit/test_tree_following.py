@@ -315,3 +315,49 @@ def test_an_append_below_the_leaf_grows_the_kept_tree_and_shape(tmp_path: Path) 
     assert grown is not tree and all(a is b for a, b in zip(grown, tree, strict=True))
     assert grown.node_of is not None and grown.node_of("n2").entry.id == "n2"
     assert shape.leaf_id == "n2" and [entry.id for entry in shape.leaf_path[-3:]] == ["t3z", "n1", "n2"]
+
+
+GROWTHS = {
+    # appended lines: whether the kept tree grows by them (else it is left as it was)
+    "a turn below the leaf": ([S.user("n1", "t1z", "a"), S.user("n2", "n1", "b")], True),
+    "a branch at an old entry": ([S.user("n1", "t0a", "a")], True),
+    "two children of a new entry": (
+        [S.user("n1", "t1z", "a"), S.user("n2", "n1", "b"), S.user("n3", "n1", "c")],
+        True,
+    ),
+    "a new root": ([S.user("n1", None, "a")], True),
+    "its own parent": ([S.user("n1", "n1", "a")], False),
+    "a cycle": ([S.user("n1", "n2", "a"), S.user("n2", "n1", "b")], False),
+    "an orphan": ([S.user("n1", "t1z", "a"), S.user("n2", "gone", "b")], False),
+    "a label": ([S.user("n1", "t1z", "a"), S.label("l1", "n1", "t0u")], False),
+    "a sibling without a time": ([S.user("n1", "t0a", "a", timestamp="not a time")], False),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GROWTHS))
+def test_a_grown_tree_is_the_tree_built_anew_or_none_and_the_kept_tree_unchanged(
+    tmp_path: Path, kind: str
+) -> None:
+    from pi_session_server.session.tree import grown_tree, tree_to_json
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(_chat(2)) + "\n", encoding="utf-8")
+    manager = SessionManager.open(str(path))
+    roots = manager.get_tree()
+    before, count = msgspec.json.encode(tree_to_json(roots)), manager.entry_count()
+    lines, grows = GROWTHS[kind]
+    with path.open("a", encoding="utf-8") as file:
+        file.write("\n".join(lines) + "\n")
+    manager.refresh_from_disk()
+    appended = manager.entries_slice(count, manager.entry_count())
+    grown = grown_tree(
+        roots, appended, lambda key: (manager.get_label(key), manager.get_label_timestamp(key))
+    )
+    if grows:
+        assert grown is not None
+        assert msgspec.json.encode(tree_to_json(grown)) == msgspec.json.encode(
+            tree_to_json(manager.get_tree())
+        )
+    else:
+        assert grown is None
+        assert msgspec.json.encode(tree_to_json(roots)) == before
