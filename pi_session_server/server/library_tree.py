@@ -8,6 +8,10 @@ anew while the tree view held its own) and held once per view. The views only re
 one tree serves them all while the session stays as it was (:func:`.tree_pages.session_state`: an
 append, a reload or a label makes a new one), and it is let go after the same idle time as the
 views' walks, or with the session.
+
+A session pi is writing changes with every entry it appends: the tree of the state before is
+then grown by the new entries' nodes (``session.tree.grown_tree``) instead of made anew, where
+that gives the same tree.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from pi_session_server.session.describe import ToolCalls
-from pi_session_server.session.tree import expanded_once, shares_nodes
+from pi_session_server.session.tree import TreeRoots, expanded_once, grown_tree, shares_nodes
 
 from .tree_pages import FlatTreePages
 from .tree_view import tree_tool_calls
@@ -28,7 +32,21 @@ _tool_calls: FlatTreePages[ToolCalls] = FlatTreePages()
 def library_tree(manager: Any) -> list[Any]:
     """``manager.get_tree()`` as the session is now (pi's structure), shared: the caller must not
     change the nodes."""
-    return _trees.tree(manager, (), manager.get_tree)
+    return _trees.tree(
+        manager, (), manager.get_tree, lambda roots, appended: _grown(manager, roots, appended)
+    )
+
+
+def _grown(manager: Any, roots: list[Any], appended: list[Any]) -> list[Any] | None:
+    """The tree of the session now, grown from the kept tree of a state it appended to (None: to
+    be built anew)."""
+    if not isinstance(roots, TreeRoots) or not manager.has_unique_ids():
+        return None
+
+    def label_of(entry_id: Any) -> tuple[Any, Any]:
+        return manager.get_label(entry_id), manager.get_label_timestamp(entry_id)
+
+    return grown_tree(roots, appended, label_of)
 
 
 def shown_tree(manager: Any) -> list[Any]:

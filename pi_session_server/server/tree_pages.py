@@ -13,6 +13,11 @@ or a name is an appended entry too), after :data:`IDLE_SECONDS` without a reques
 the session. A walk holds the library's tree of the session plus a row per shown node (about what
 one request of the whole tree peaked at before).
 
+A walk that knows how to take in appended entries (the library's tree, a tree view's shape: see
+:meth:`FlatTreePages.tree`) is followed instead of dropped when the session only had entries
+appended since (pi writing it): a tree view that reloads after each turn pi writes does not
+pay for the whole session each time.
+
 A page also tells the client which state of the session it was cut from (:class:`Revisions`): a
 client that pages on with that revision is refused once the session changed, instead of joining
 pages of two trees.
@@ -92,6 +97,41 @@ class _Kept(Generic[Walk]):
         return self.options == options and _same_state(self.state, state)
 
 
+def appended_since(manager: Any, before: tuple[int, Any, Any], now: tuple[int, Any, Any]) -> list[Any] | None:
+    """The entries appended to the session between two of its states (:func:`session_state`), when
+    the later state is the earlier one with entries appended (the entry that was last is still
+    there, the very object, followed by more); None otherwise (a reload, a truncation: entries
+    made anew; no entry added)."""
+    count, last = before[0], before[1]
+    if count == 0 or now[0] <= count:
+        return None
+    still = manager.entries_slice(count - 1, count)
+    if not still or still[0] is not last:
+        return None
+    appended: list[Any] = manager.entries_slice(count, now[0])
+    return appended
+
+
+def _followed(
+    manager: Any,
+    kept: _Kept[Walk],
+    state: tuple[int, Any, Any],
+    follow: Callable[[Walk, list[Any]], Walk | None] | None,
+) -> Walk | None:
+    """The kept walk followed to the session's ``state`` (see :meth:`FlatTreePages.tree`), or None."""
+    own = getattr(kept.tree, "followed", None)
+    if follow is None and own is None:
+        return None
+    appended = appended_since(manager, kept.state, state)
+    if appended is None:
+        return None
+    if follow is not None:
+        return follow(kept.tree, appended)
+    assert own is not None
+    followed: Walk | None = own(manager, appended)
+    return followed
+
+
 class FlatTreePages(Generic[Walk]):
     """The kept walks, one per session (manager), shared by the thread pool's requests.
 
@@ -104,37 +144,75 @@ class FlatTreePages(Generic[Walk]):
         self._kept: weakref.WeakKeyDictionary[Any, _Kept[Walk]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def tree(self, manager: Any, options: tuple[Any, ...], build: Callable[[], Walk]) -> Walk:
-        """The walk for ``options`` of the session as it is now: the kept one, or ``build()`` kept."""
+    def tree(
+        self,
+        manager: Any,
+        options: tuple[Any, ...],
+        build: Callable[[], Walk],
+        follow: Callable[[Walk, list[Any]], Walk | None] | None = None,
+    ) -> Walk:
+        """The walk for ``options`` of the session as it is now: the kept one, or ``build()`` kept.
+
+        A walk kept for the same options of an earlier state of the session that only had entries
+        appended since (pi writing it) is followed instead when it can be: ``follow(walk,
+        appended)``, or the walk's own ``followed(manager, appended)``, gives the walk of the new
+        state made from the kept one (which it may change: it is not kept any more), or None (then
+        ``build()``)."""
         try:
             manager_ref = weakref.ref(manager)
         except TypeError:  # a manager that cannot be weakly referenced: nothing kept
             return build()
+        found = self._kept_or_followed(manager, manager_ref, options, follow)
+        if found is not None:
+            return found
+        with self._lock:
+            self._kept.pop(manager, None)  # not needed any more: do not hold two while building
+        tree = build()
+        self._keep(manager, manager_ref, options, session_state(manager), tree)
+        return tree
+
+    def kept_for(self, manager: Any, options: tuple[Any, ...]) -> Walk | None:
+        """The walk :meth:`tree` would give for ``options`` without building one, if kept (or
+        followed from the one kept)."""
+        try:
+            manager_ref = weakref.ref(manager)
+        except TypeError:  # never kept (no weak reference)
+            return None
+        return self._kept_or_followed(manager, manager_ref, options, None)
+
+    def _kept_or_followed(
+        self,
+        manager: Any,
+        manager_ref: weakref.ref[Any],
+        options: tuple[Any, ...],
+        follow: Callable[[Walk, list[Any]], Walk | None] | None,
+    ) -> Walk | None:
         state = session_state(manager)
         with self._lock:
             kept = self._kept.get(manager)
             if kept is not None and kept.fits(options, state):
                 kept.used = self._clock()
                 return kept.tree
-            self._kept.pop(manager, None)  # not needed any more: do not hold two while building
-        tree = build()
+            if kept is None or kept.options != options:
+                return None
+            del self._kept[manager]  # another state's: not kept past this, followed or not
+        tree = _followed(manager, kept, state, follow)
+        if tree is not None:
+            self._keep(manager, manager_ref, options, state, tree)
+        return tree
+
+    def _keep(
+        self,
+        manager: Any,
+        manager_ref: weakref.ref[Any],
+        options: tuple[Any, ...],
+        state: tuple[int, Any, Any],
+        tree: Walk,
+    ) -> None:
         kept = _Kept(options, state, tree, self._clock())
         with self._lock:
             self._kept[manager] = kept
         self._expire_later(manager_ref, kept, self.idle_seconds)
-        return tree
-
-    def kept_for(self, manager: Any, options: tuple[Any, ...]) -> Walk | None:
-        """The walk :meth:`tree` would give for ``options`` without building one, if kept."""
-        try:
-            state = session_state(manager)
-            with self._lock:
-                kept = self._kept.get(manager)
-        except TypeError:  # never kept (no weak reference)
-            return None
-        if kept is None or not kept.fits(options, state):
-            return None
-        return kept.tree
 
     def forget(self, manager: Any) -> None:
         """Drop the session's walk (its last page was served)."""

@@ -17,7 +17,7 @@ descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import islice
 from operator import attrgetter
@@ -273,6 +273,23 @@ def _envelope(entry: Any) -> tuple[Any, Any, Any, Any, Any, int]:
 # --- which part of the tree a request wants ------------------------------------------------
 
 
+def _appended_below(appended: list[Any], new_leaf: Any, old_leaf: str) -> list[Any] | None:
+    """The entries of ``appended`` from the child of ``old_leaf`` down to ``new_leaf``, when the
+    new leaf's path is the old one's with them below it (else None). The manager's own entries,
+    string ids."""
+    by_id = {entry.id: entry for entry in appended if type(entry) is Entry and type(entry.id) is str}
+    tail: list[Any] = []
+    current = new_leaf
+    while type(current) is str and current in by_id and len(tail) <= len(by_id):
+        entry = by_id[current]
+        tail.append(entry)
+        current = entry.parent_id
+    if not tail or current != old_leaf or type(current) is not str:
+        return None
+    tail.reverse()
+    return tail
+
+
 @dataclass(frozen=True, slots=True)
 class TreeWindow:
     """A part of the tree: the subtree of ``root_id`` (ABSENT: the whole tree), down to ``depth``
@@ -422,6 +439,7 @@ class _TreeShape:
         self._path_nodes: dict[Any, Any] | None = None  # the leaf path's nodes by key (see find)
         self._around: tuple[Any, set[Any]] | None = None  # (key of an aroundId, its path's keys)
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
+        self._mode, self._search = mode, search
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
@@ -451,6 +469,112 @@ class _TreeShape:
                 self.preview = cache.previews()
         # the keys of the leaf path's entries; of a known path, made when first asked for (on_path)
         self._on_path = active_path_ids(entries_by_id, leaf_id) if path is None else None
+        # the levels of the last pi/getTree ``levels`` (see tree_levels): (its key, the levels,
+        # whether complete); and after an append below the leaf, the levels that stay the same
+        # down to the leaf's new levels (see levels_before)
+        self.kept_levels: tuple[Any, list[TreeLevel], bool] | None = None
+        self._levels_before: tuple[Any, list[TreeLevel], TreeLevel] | None = None
+
+    def followed(self, manager: Any, appended: list[Any]) -> _TreeShape | None:
+        """This shape made the shape of the session after pi appended ``appended`` below its leaf
+        (the new leaf among them, its path this one's and some of them), as a shape made anew
+        would be, keeping what the new entries do not change: the filter's answers, the shown
+        children, the leaf's path. This shape is that one afterwards (the kept walks of the state
+        before are not asked any more). None (then the caller makes one anew) when it cannot:
+        the library's tree was made anew (not grown), the leaf went elsewhere, ids repeat, the
+        tool calls were all read up front (a new call may name an older result's)."""
+        from .library_tree import shown_tree  # (that module is built on this one)
+
+        path, old_leaf = self.leaf_path, self.leaf_id
+        node_of = self.roots.node_of if isinstance(self.roots, TreeRoots) else None
+        if (
+            type(path) is not list
+            or type(old_leaf) is not str
+            or node_of is None
+            or not self._followable(manager)
+        ):
+            return None
+        tail = _appended_below(appended, manager.get_leaf_id(), old_leaf)
+        roots = shown_tree(manager)
+        if tail is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
+            return None
+        if roots.node_of(old_leaf) is not node_of(old_leaf):
+            return None  # made anew: the nodes this shape knows are not the tree's
+        self._take_in(roots, manager.by_id, tail, appended)
+        return self
+
+    def _take_in(
+        self, roots: TreeRoots[Any], entries_by_id: Mapping[Any, Any], tail: list[Any], appended: list[Any]
+    ) -> None:
+        """:meth:`followed` once it found that it can: ``tail`` the new leaf's path below the old leaf."""
+        node_of = roots.node_of
+        assert node_of is not None  # (checked by followed)
+        path = self.leaf_path
+        assert type(path) is list
+        self._keep_levels_above(tail, appended)
+        self.roots, self.entries_by_id = roots, entries_by_id
+        self.leaf_id = tail[-1].id
+        self.leaf_path = [*path, *tail]
+        if self.visible is not None:  # the leaf's own answer depends on the leaf
+            self.visible = node_filter(self._mode, self.leaf_id, self._search, self.cache)
+        if isinstance(self._path_entries, set):  # (a list's path: see _entries_on)
+            self._path_entries.update(tail)
+        if self._on_path is not None:
+            self._on_path.update(entry.id for entry in tail)
+        if self._path_nodes is not None:
+            self._path_nodes.update((entry.id, node_of(entry.id)) for entry in tail)
+        self._around = None
+        if self.tool_calls is not None:
+            # read anew, as a new shape reads them: which of the calls that share an id a tool
+            # result's preview names depends on those read before it
+            self.tool_calls, self.calls_complete = {}, False
+        old_entry = path[-1]
+        self._shown.pop(old_entry, None)
+        self._forget_shown_children(old_entry.parent_id, node_of)  # its parent's shown children
+        new_ids = {entry.id for entry in appended}
+        for entry in appended:  # the older nodes that have new children
+            if entry.parent_id is not None and entry.parent_id not in new_ids:
+                self._forget_shown_children(entry.parent_id, node_of)
+
+    def levels_before(self, key: Any) -> tuple[list[TreeLevel], TreeLevel] | None:
+        """For :func:`tree_levels` of ``key``: the first levels, as they were before the last
+        append, and the level to walk again from (its window) if known."""
+        known = self._levels_before
+        return (known[1], known[2]) if known is not None and known[0] == key else None
+
+    def _keep_levels_above(self, tail: list[Any], appended: list[Any]) -> None:
+        """After an append of only ``tail`` below the old leaf: the levels down to the old leaf are
+        those down to the new one but the last (the old leaf's row is in the last level: its
+        window is walked again, and the levels below it), their windows aimed at the new leaf."""
+        kept, self.kept_levels, self._levels_before = self.kept_levels, None, None
+        old_key = (type(self.leaf_id), repr(self.leaf_id))
+        if kept is None or not kept[2] or kept[0][0] != old_key or len(appended) != len(tail) or not kept[1]:
+            return
+        new_leaf = tail[-1].id
+        aimed = [
+            TreeLevel(level.kind, replace(level.window, around_id=new_leaf), level.rows, level.around_index)
+            for level in kept[1]
+        ]
+        self._levels_before = (((str, repr(new_leaf)), kept[0][1]), aimed[:-1], aimed[-1])
+
+    def _followable(self, manager: Any) -> bool:
+        """Whether what this shape kept can serve the session's next state (see :meth:`followed`)."""
+        return (
+            not (self.tool_calls is not None and self.calls is CallReading.UP_FRONT)
+            and manager.has_unique_ids()
+        )
+
+    def _forget_shown_children(self, entry_id: Any, node_of: Callable[[Any], Any]) -> None:
+        """Forget the kept shown children of the node of ``entry_id`` (its children changed, or
+        whether one is shown), and of each ancestor that reaches them through hidden nodes."""
+        while entry_id is not None:
+            node = node_of(entry_id)
+            if node is None:
+                return
+            self._shown_children.pop(id(node), None)
+            if self.is_shown(node):
+                return  # its own shown children are what changed: its parent lists it alone
+            entry_id = node.entry.parent_id
 
     @property
     def on_path(self) -> set[Any]:
@@ -1169,8 +1293,27 @@ def tree_levels(
     the path's row one level up: a branch point's branches, a head's chain (a head: a row of a
     ``branches`` level, or of a ``top`` level of several roots). At most ``max_levels``.
     Raises :class:`RootNotFoundError` when no entry has that id."""
+    key = ((type(around_id), repr(around_id)), max_levels)
+    kept = shape.kept_levels
+    if kept is not None and kept[0] == key:
+        return list(kept[1]), kept[2]
+    levels, complete = _levels_from(shape, around_id, max_levels, shape.levels_before(key))
+    shape.kept_levels = (key, levels, complete)
+    return list(levels), complete
+
+
+def _levels_from(
+    shape: _TreeShape,
+    around_id: Any,
+    max_levels: int | None,
+    before: tuple[list[TreeLevel], TreeLevel] | None,
+) -> tuple[list[TreeLevel], bool]:
+    """:func:`tree_levels`, from the window of the last of ``before`` (levels known to be the
+    first ones, then the one whose window to walk again) if given."""
     levels: list[TreeLevel] = []
     kind, window = "top", TreeWindow(chain=True, around_id=around_id, paged=True)
+    if before is not None:
+        levels, kind, window = list(before[0]), before[1].kind, before[1].window
     wanted = index_key(around_id)
     while True:
         if max_levels is not None and len(levels) >= max_levels:

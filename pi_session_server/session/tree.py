@@ -121,6 +121,91 @@ def build_tree(
     return TreeRoots(roots, found, in_walk_order)
 
 
+def grown_tree(
+    roots: TreeRoots[TreeNode], appended: list[Any], label_of: Callable[[Any], tuple[Any, Any]]
+) -> TreeRoots[TreeNode] | None:
+    """The tree of :func:`build_tree` once ``appended`` (entries after those ``roots`` was built
+    from, in file order) are added, made by adding their nodes to ``roots``' (which then serve the
+    new tree only) instead of building every node again; None, with ``roots`` left as it was,
+    when that cannot give the same tree (the caller builds it anew): ``roots`` without a lookup of
+    its nodes (ids that repeat), an appended entry that is not one of the manager's own with a
+    string id (the caller makes sure no older entry has it), a label entry (it changes an older
+    node), a parent that is not an earlier entry of the tree, siblings whose times do not all
+    parse (the order of a full sort is then not one more insertion). ``label_of``: the label and
+    label time of an id's key (a label may name an entry before the entry is written)."""
+    base = roots.node_of
+    if base is None or not all(
+        type(e) is Entry and type(e.id) is str and e.type != "label" for e in appended
+    ):
+        return None
+    grown = base if isinstance(base, _GrownLookup) else _GrownLookup(base)
+    placed = _placed(appended, grown)
+    if placed is None or not all(_sorts_by_one_more(p.children, new) for p, new in placed[2].values()):
+        return None
+    new, tops, under = placed
+    for parent, children in under.values():
+        parent.children += children
+        if len(parent.children) > 1:  # siblings: sorted by time, as the builder does
+            sort_siblings(parent.children)
+    for key, node in new.items():
+        node.label, node.label_timestamp = label_of(key)
+    grown.added.update(new)
+    return TreeRoots([*roots, *tops], grown, None)
+
+
+_Placed = tuple[dict[Any, TreeNode], list[TreeNode], dict[int, tuple[TreeNode, list[TreeNode]]]]
+
+
+def _placed(appended: list[Entry], node_of: Callable[[Any], TreeNode | None]) -> _Placed | None:
+    """(a node for each of ``appended`` by id, those that are roots, the new children of each
+    parent by its identity), nothing linked yet; None when one does not hang under an earlier
+    entry of the tree or of ``appended``, or repeats an id among them."""
+    later = {entry.id for entry in appended}  # not yet made while a parent is looked up
+    new: dict[Any, TreeNode] = {}
+    tops: list[TreeNode] = []
+    under: dict[int, tuple[TreeNode, list[TreeNode]]] = {}
+    for entry in appended:
+        if entry.id in new:  # (an id of an older entry: the caller tells, by the manager's count of ids)
+            return None
+        parent_id = entry.parent_id
+        node = TreeNode(entry, [])
+        if parent_id is None:
+            tops.append(node)
+        elif type(parent_id) is not str or parent_id in later:
+            return None  # itself, a parent below, or an id of another type: the general builder decides
+        else:
+            parent = new[parent_id] if parent_id in new else node_of(parent_id)
+            if parent is None:
+                return None  # an orphan
+            under.setdefault(id(parent), (parent, []))[1].append(node)
+        later.discard(entry.id)
+        new[entry.id] = node
+    return new, tops, under
+
+
+def _sorts_by_one_more(children: list[TreeNode], new: list[TreeNode]) -> bool:
+    """Whether sorting ``children`` (sorted) with ``new`` after them gives the order a sort of them
+    all in file order gives: when every time parses (a stable sort by a total order)."""
+    if not children and len(new) < 2:
+        return True
+    return not any(math.isnan(c.time_ms) for c in (*children, *new))
+
+
+class _GrownLookup:
+    """The node of an index key in a tree that :func:`grown_tree` added nodes to: the builder's
+    lookup, then the nodes added since (one dict for every growth, not a lookup per append)."""
+
+    __slots__ = ("added", "built")
+
+    def __init__(self, built: Callable[[Any], TreeNode | None]) -> None:
+        self.built = built
+        self.added: dict[Any, TreeNode] = {}
+
+    def __call__(self, key: Any) -> TreeNode | None:
+        found = self.added.get(key)
+        return found if found is not None else self.built(key)
+
+
 _Built = tuple[
     list[TreeNode], Callable[[Any], "TreeNode | None"], list[TreeNode], "Callable[[], list[Any]] | None"
 ]

@@ -459,7 +459,11 @@ def test_the_windows_of_one_view_share_one_kept_shape_and_match_fresh_ones(
                                 active_branch_first=True, window=window))  # fmt: skip
         assert got == fresh, params
     assert len(shapes) == 1
-    example.append_message({"role": "user", "content": "more", "timestamp": 1})  # a new state: a new shape
+    # an append below the leaf: a new state, whose shape is the kept one following it
+    example.append_message({"role": "user", "content": "more", "timestamp": 1})
+    assert request(chain=True, limit=3, aroundId="e2f3a4b5")["total"] >= 1 and len(shapes) == 1
+    # a branch elsewhere (no entry appended): a new shape
+    example.branch("b1c2d3e4")
     assert request(chain=True, limit=3, aroundId="e2f3a4b5")["total"] >= 1 and len(shapes) == 2
 
 

@@ -1,0 +1,363 @@
+"""A tree view that follows a session pi is writing answers as a fresh server would.
+
+The server keeps the library's tree of a session and the shape of a tree view's windows (filter
+answers, shown children, the leaf's path) per state of the session; when pi appends entries, the
+kept ones are grown by the new entries instead of made anew where that gives the same tree
+(``session.tree.grown_tree``, ``_TreeShape.followed``), and made anew otherwise (a rewrite, a
+truncation, a branch elsewhere, duplicate ids, a label...).
+
+Every session here is written a turn (a chunk of lines) at a time to a file a manager follows
+(``refresh_from_disk``, as the server's poller does), and after each step every answer of
+pi/getTree (the tree view's windows and levels under each filter, search, ``rootId``,
+``activeBranchFirst``, the pages of the whole tree, the nested form) is compared byte for byte
+with the answers for a manager opened afresh on the same file.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import builders as S
+import msgspec
+import pytest
+from test_protocol_tree_filters import random_session
+from test_tree_view_keeping import _branchy_session
+
+from pi_session_server.server import library_tree, methods_read, tree_pages
+from pi_session_server.server import params as P
+from pi_session_server.server.errors import PiRpcError
+from pi_session_server.session import SessionManager
+
+VECTORS = Path(__file__).resolve().parents[1] / "conformance" / "vectors"
+MAX_STEPS = 10
+# (filter, activeBranchFirst, search): a followed manager each (one view's shape is kept at a time)
+VIEWS = [
+    *((mode, True, None) for mode in ("none", "default", "no-tools", "user-only", "labeled-only", "all")),
+    ("default", False, None),
+    ("no-tools", False, None),
+    ("default", True, "e"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _no_idle_timers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept walks are let go with their managers here: a timer thread for each of the
+    thousands of walks these tests keep would outnumber the threads a process may start."""
+    monkeypatch.setattr(tree_pages.FlatTreePages, "_expire_later", lambda *_args: None)
+
+
+def _answer(manager: SessionManager, params: dict[str, Any]) -> bytes:
+    try:
+        result = methods_read._tree(manager, msgspec.convert(params, P.GetTreeParams))
+    except PiRpcError as error:
+        return f"error {error.code} {error}".encode()
+    if isinstance(result, msgspec.Raw):
+        return bytes(result)
+    return msgspec.json.encode(result)
+
+
+def _window_answers(
+    manager: SessionManager, view: tuple[str, bool, str | None], ids: list[Any]
+) -> list[bytes]:
+    """What a tree view asks (its windows share one kept shape): the top level, the levels down
+    to the leaf and to other entries, a node's branches and chain, a page around an entry."""
+    mode, first, search = view
+    base: dict[str, Any] = {
+        "uri": "file:///followed",
+        "filter": mode,
+        "form": "flat",
+        "activeBranchFirst": first,
+    }
+    if search is not None:
+        base["search"] = search
+    answers = [_answer(manager, {**base, "chain": True, "offset": 0, "limit": 200})]
+    leaf = manager.get_leaf_id()
+    for around in [leaf, *ids]:
+        if around is None:
+            continue
+        answers.append(_answer(manager, {**base, "levels": True, "aroundId": around, "limit": 4}))
+        answers.append(_answer(manager, {**base, "chain": True, "aroundId": around, "offset": 0, "limit": 3}))
+    for root in ids:
+        answers.append(_answer(manager, {**base, "rootId": root, "depth": 1, "offset": 0, "limit": 50}))
+        answers.append(_answer(manager, {**base, "rootId": root, "chain": True, "offset": 0, "limit": 50}))
+    if leaf is not None:  # last, as a tree view opens on the leaf: what the next state starts from
+        answers.append(_answer(manager, {**base, "levels": True, "aroundId": leaf, "limit": 4}))
+    return answers
+
+
+def _whole_answers(manager: SessionManager, view: tuple[str, bool, str | None]) -> list[bytes]:
+    """The whole tree: pages of the flat form, the nested form, a nested subtree."""
+    mode, first, search = view
+    base: dict[str, Any] = {"uri": "file:///followed", "filter": mode, "activeBranchFirst": first}
+    if search is not None:
+        base["search"] = search
+    return [
+        _answer(manager, {**base, "form": "flat", "offset": 0, "limit": 7}),
+        _answer(manager, {**base, "form": "flat"}),
+        _answer(manager, {**base, "form": "nested"}),
+    ]
+
+
+def _ids_of(lines: list[str]) -> list[Any]:
+    ids = []
+    for line in lines:
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):  # a damaged line, a deeply nested one
+            continue
+        if isinstance(value, dict) and value.get("type") != "session" and "id" in value:
+            ids.append(value["id"])
+    return ids
+
+
+def _steps(lines: list[str], rng: random.Random) -> list[list[str]]:
+    """The entry lines in turns (a chunk from each user message to the next), at most
+    :data:`MAX_STEPS` of them (neighbours joined), the first two lines... at once."""
+    chunks: list[list[str]] = []
+    for line in lines:
+        if not chunks or '"role":"user"' in line.replace(" ", ""):
+            chunks.append([])
+        chunks[-1].append(line)
+    while len(chunks) > MAX_STEPS:
+        at = rng.randrange(len(chunks) - 1)
+        chunks[at : at + 2] = [chunks[at] + chunks[at + 1]]
+    return chunks
+
+
+def _follow_and_compare(tmp_path: Path, lines: list[str], seed: int = 0) -> int:
+    """Write ``lines`` (a header, then entries) a turn at a time to a file the managers of every
+    view follow; after each turn compare their answers with a fresh manager's. The number of
+    states compared."""
+    rng = random.Random(seed)
+    header, entries = lines[0], lines[1:]
+    steps = _steps(entries, rng)
+    path = tmp_path / "followed.jsonl"
+    path.write_text(header + "\n" + "\n".join(steps[0]) + "\n", encoding="utf-8")
+    windows = [SessionManager.open(str(path)) for _ in VIEWS]
+    whole = [SessionManager.open(str(path)) for _ in VIEWS]
+    written = list(steps[0])
+    for turn, step in enumerate(steps):
+        if turn:
+            with path.open("a", encoding="utf-8") as file:
+                file.write("\n".join(step) + "\n")
+            written += step
+            for manager in (*windows, *whole):
+                manager.refresh_from_disk()
+        ids = _ids_of(written)
+        picked = rng.sample(ids, min(3, len(ids)))
+        for view, followed, followed_whole in zip(VIEWS, windows, whole, strict=True):
+            fresh = SessionManager.open(str(path))
+            assert followed.get_leaf_id() == fresh.get_leaf_id()
+            expected = _window_answers(fresh, view, picked)
+            assert _window_answers(followed, view, picked) == expected, (turn, view)
+            expected_whole = _whole_answers(fresh, view)
+            assert _whole_answers(followed_whole, view) == expected_whole, (turn, view)
+    return len(steps)
+
+
+def _file_lines(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.strip()]
+
+
+def _vector_sessions() -> list[tuple[str, list[str]]]:
+    """The session files of the conformance vectors (their first 300 lines) and of its scenarios,
+    each with a header first."""
+    found: list[tuple[str, list[str]]] = []
+    for name in sorted(glob.glob(str(VECTORS / "**" / "*.jsonl"), recursive=True)):
+        lines = _file_lines(Path(name).read_text(encoding="utf-8", errors="replace"))[:300]
+        found.append((Path(name).name, lines))
+    for name in sorted(glob.glob(str(VECTORS / "*.scenario.json"))):
+        scenario = json.loads(Path(name).read_text(encoding="utf-8"))
+        for file_name, content in (scenario.get("files") or {}).items():
+            if isinstance(content, dict) and isinstance(content.get("lines"), list):
+                found.append((f"{Path(name).name}:{file_name}", [str(line) for line in content["lines"]]))
+        start = scenario.get("start") or {}
+        args = start.get("args") or []
+        if start.get("op") == "inMemory" and len(args) > 2 and isinstance(args[2], list):
+            found.append((f"{Path(name).name}:inMemory", [json.dumps(value) for value in args[2]]))
+    return [
+        (name, lines)
+        for name, lines in found
+        if len(lines) > 2 and '"type":"session"' in lines[0].replace(" ", "")
+    ]
+
+
+VECTOR_SESSIONS = _vector_sessions()
+
+
+def test_there_are_vector_sessions_to_follow() -> None:
+    assert len(VECTOR_SESSIONS) >= 30
+
+
+@pytest.mark.parametrize("name,lines", VECTOR_SESSIONS, ids=[name for name, _ in VECTOR_SESSIONS])
+def test_a_followed_vector_session_answers_as_a_fresh_one(
+    tmp_path: Path, name: str, lines: list[str]
+) -> None:
+    assert _follow_and_compare(tmp_path, lines) >= 1
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_followed_random_session_answers_as_a_fresh_one(tmp_path: Path, seed: int) -> None:
+    source = tmp_path / "source.jsonl"
+    random_session(random.Random(seed), source)
+    (tmp_path / "followed").mkdir()
+    _follow_and_compare(tmp_path / "followed", _file_lines(source.read_text(encoding="utf-8")), seed)
+
+
+def test_a_followed_branchy_session_answers_as_a_fresh_one(tmp_path: Path) -> None:
+    source = _branchy_session(tmp_path / "source.jsonl", turns=40)
+    (tmp_path / "followed").mkdir()
+    _follow_and_compare(tmp_path / "followed", _file_lines(source.read_text(encoding="utf-8")))
+
+
+def _chat(turns: int) -> list[str]:
+    """A header and ``turns`` turns of a user message, a tool call, its result and an answer."""
+    lines = [S.header()]
+    parent = None
+    for turn in range(turns):
+        ids = [f"t{turn}u", f"t{turn}a", f"t{turn}r", f"t{turn}z"]
+        lines.append(S.user(ids[0], parent, f"question {turn}"))
+        lines.append(S.assistant(ids[1], ids[0], "", calls=((f"call{turn}", "read", {"path": "/p"}),)))
+        lines.append(S.tool_result(ids[2], ids[1], f"call{turn}", "contents"))
+        lines.append(S.assistant(ids[3], ids[2], f"answer {turn}"))
+        parent = ids[3]
+    return lines
+
+
+ODD_APPENDS = {
+    # each: lines appended after a chat of three turns, one turn (a user message) at a time
+    "a duplicate id": [S.user("t0u", "t2z", "again"), S.user("n1", "t0u", "after")],
+    "an orphan": [S.user("n1", "missing", "orphan"), S.user("n2", "n1", "below it")],
+    "a label on an old entry": [S.user("n1", "t2z", "next"), S.label("l1", "n1", "t0a", "old one")],
+    "a label removed": [
+        S.label("l1", "t2z", "t1u", "mark"),
+        S.user("n1", "l1", "x"),
+        S.label("l2", "n1", "t1u", None),
+    ],
+    "a branch summary": [S.branch_summary("b1", "t0z", "t2z"), S.user("n1", "b1", "on the branch")],
+    "a compaction": [S.compaction("c1", "t2z", "t1u"), S.user("n1", "c1", "after it")],
+    "a branch at an old entry": [S.user("n1", "t1a", "other way"), S.user("n2", "n1", "on")],
+    "a new root": [S.user("n1", None, "second root"), S.user("n2", "n1", "below")],
+    "a silent turn then more": [
+        S.user("n1", "t2z", "go"),
+        S.assistant("n2", "n1", "", calls=(("c9", "read", {"path": "/q"}),)),
+        S.user("n3", "n2", "and"),
+    ],
+    "a name": [S.session_info("s1", "t2z", "named"), S.user("n1", "s1", "after")],
+    "a cycle": [S.user("n1", "n2", "a"), S.user("n2", "n1", "b")],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ODD_APPENDS))
+def test_a_followed_session_with_odd_appends_answers_as_a_fresh_one(tmp_path: Path, kind: str) -> None:
+    chat = _chat(3)
+    # the chat whole in the first state, then each appended line a state of its own
+    lines = [chat[0], "\n".join(chat[1:]), *ODD_APPENDS[kind]]
+    path = tmp_path / "followed.jsonl"
+    path.write_text(lines[0] + "\n" + lines[1] + "\n", encoding="utf-8")
+    followed = [SessionManager.open(str(path)) for _ in VIEWS]
+    for view, manager in zip(VIEWS, followed, strict=True):
+        _window_answers(manager, view, ["t1u"])
+    for line in lines[2:]:
+        with path.open("a", encoding="utf-8") as file:
+            file.write(line + "\n")
+        for view, manager in zip(VIEWS, followed, strict=True):
+            manager.refresh_from_disk()
+            ids = ["t0u", "t1a", "t2z", *_ids_of([line])]
+            assert _window_answers(manager, view, ids) == _window_answers(
+                SessionManager.open(str(path)), view, ids
+            )
+
+
+def test_a_rewrite_or_a_truncation_between_two_states_is_not_followed(tmp_path: Path) -> None:
+    chat = _chat(4)
+    path = tmp_path / "followed.jsonl"
+    path.write_text("\n".join(chat[:9]) + "\n", encoding="utf-8")
+    manager = SessionManager.open(str(path))
+    view = ("default", True, None)
+    _window_answers(manager, view, [])
+    # rewritten: an answer's text changes, the file grows (a later turn)
+    rewritten = [line.replace("answer 1", "ANSWER ONE") for line in chat[:13]]
+    path.write_text("\n".join(rewritten) + "\n", encoding="utf-8")
+    assert manager.refresh_from_disk().kind == "reloaded"
+    answers = _window_answers(manager, view, ["t1z"])
+    assert answers == _window_answers(SessionManager.open(str(path)), view, ["t1z"])
+    assert b"ANSWER ONE" in b"".join(answers)
+    # truncated to its first turn, then more written than before
+    path.write_text("\n".join([*chat[:5], S.user("x1", "t0z", "elsewhere")]) + "\n", encoding="utf-8")
+    manager.refresh_from_disk()
+    answers = _window_answers(manager, view, ["t0z"])
+    assert answers == _window_answers(SessionManager.open(str(path)), view, ["t0z"])
+    assert b"elsewhere" in b"".join(answers)
+
+
+def test_an_append_below_the_leaf_grows_the_kept_tree_and_shape(tmp_path: Path) -> None:
+    """What makes following cheap: the nodes and the shape of the state before serve the next."""
+    chat = _chat(4)
+    path = tmp_path / "followed.jsonl"
+    path.write_text("\n".join(chat) + "\n", encoding="utf-8")
+    manager = SessionManager.open(str(path))
+    view = ("default", True, None)
+    _window_answers(manager, view, [])
+    tree = library_tree.library_tree(manager)
+    shape = methods_read._tree_shapes.kept(manager)
+    assert shape is not None
+    with path.open("a", encoding="utf-8") as file:
+        file.write(S.user("n1", "t3z", "more") + "\n" + S.user("n2", "n1", "and more") + "\n")
+    manager.refresh_from_disk()
+    _window_answers(manager, view, [])
+    grown = library_tree.library_tree(manager)
+    assert methods_read._tree_shapes.kept(manager) is shape
+    assert grown is not tree and all(a is b for a, b in zip(grown, tree, strict=True))
+    assert grown.node_of is not None and grown.node_of("n2").entry.id == "n2"
+    assert shape.leaf_id == "n2" and [entry.id for entry in shape.leaf_path[-3:]] == ["t3z", "n1", "n2"]
+
+
+GROWTHS = {
+    # appended lines: whether the kept tree grows by them (else it is left as it was)
+    "a turn below the leaf": ([S.user("n1", "t1z", "a"), S.user("n2", "n1", "b")], True),
+    "a branch at an old entry": ([S.user("n1", "t0a", "a")], True),
+    "two children of a new entry": (
+        [S.user("n1", "t1z", "a"), S.user("n2", "n1", "b"), S.user("n3", "n1", "c")],
+        True,
+    ),
+    "a new root": ([S.user("n1", None, "a")], True),
+    "its own parent": ([S.user("n1", "n1", "a")], False),
+    "a cycle": ([S.user("n1", "n2", "a"), S.user("n2", "n1", "b")], False),
+    "an orphan": ([S.user("n1", "t1z", "a"), S.user("n2", "gone", "b")], False),
+    "a label": ([S.user("n1", "t1z", "a"), S.label("l1", "n1", "t0u")], False),
+    "a sibling without a time": ([S.user("n1", "t0a", "a", timestamp="not a time")], False),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GROWTHS))
+def test_a_grown_tree_is_the_tree_built_anew_or_none_and_the_kept_tree_unchanged(
+    tmp_path: Path, kind: str
+) -> None:
+    from pi_session_server.session.tree import grown_tree, tree_to_json
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(_chat(2)) + "\n", encoding="utf-8")
+    manager = SessionManager.open(str(path))
+    roots = manager.get_tree()
+    before, count = msgspec.json.encode(tree_to_json(roots)), manager.entry_count()
+    lines, grows = GROWTHS[kind]
+    with path.open("a", encoding="utf-8") as file:
+        file.write("\n".join(lines) + "\n")
+    manager.refresh_from_disk()
+    appended = manager.entries_slice(count, manager.entry_count())
+    grown = grown_tree(
+        roots, appended, lambda key: (manager.get_label(key), manager.get_label_timestamp(key))
+    )
+    if grows:
+        assert grown is not None
+        assert msgspec.json.encode(tree_to_json(grown)) == msgspec.json.encode(
+            tree_to_json(manager.get_tree())
+        )
+    else:
+        assert grown is None
+        assert msgspec.json.encode(tree_to_json(roots)) == before
