@@ -49,6 +49,15 @@ def session_state(manager: Any) -> tuple[int, Any, tuple[type, str]]:
     return count, last[0] if last else None, (type(leaf), repr(leaf))
 
 
+def _weakly_referenced(manager: Any) -> bool:
+    """Whether a walk can be kept for ``manager`` (kept by weak reference: it goes with it)."""
+    try:
+        weakref.ref(manager)
+    except TypeError:
+        return False
+    return True
+
+
 def _same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
     return a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
 
@@ -143,6 +152,7 @@ class FlatTreePages(Generic[Walk]):
         self._clock = clock
         self._kept: weakref.WeakKeyDictionary[Any, _Kept[Walk]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        self._sweep_pending = False  # one timer lets go of every idle walk (see _sweep_later)
 
     def tree(
         self,
@@ -158,32 +168,27 @@ class FlatTreePages(Generic[Walk]):
         appended)``, or the walk's own ``followed(manager, appended)``, gives the walk of the new
         state made from the kept one (which it may change: it is not kept any more), or None (then
         ``build()``)."""
-        try:
-            manager_ref = weakref.ref(manager)
-        except TypeError:  # a manager that cannot be weakly referenced: nothing kept
+        if not _weakly_referenced(manager):  # nothing kept
             return build()
-        found = self._kept_or_followed(manager, manager_ref, options, follow)
+        found = self._kept_or_followed(manager, options, follow)
         if found is not None:
             return found
         with self._lock:
             self._kept.pop(manager, None)  # not needed any more: do not hold two while building
         tree = build()
-        self._keep(manager, manager_ref, options, session_state(manager), tree)
+        self._keep(manager, options, session_state(manager), tree)
         return tree
 
     def kept_for(self, manager: Any, options: tuple[Any, ...]) -> Walk | None:
         """The walk :meth:`tree` would give for ``options`` without building one, if kept (or
         followed from the one kept)."""
-        try:
-            manager_ref = weakref.ref(manager)
-        except TypeError:  # never kept (no weak reference)
+        if not _weakly_referenced(manager):  # never kept
             return None
-        return self._kept_or_followed(manager, manager_ref, options, None)
+        return self._kept_or_followed(manager, options, None)
 
     def _kept_or_followed(
         self,
         manager: Any,
-        manager_ref: weakref.ref[Any],
         options: tuple[Any, ...],
         follow: Callable[[Walk, list[Any]], Walk | None] | None,
     ) -> Walk | None:
@@ -198,13 +203,12 @@ class FlatTreePages(Generic[Walk]):
             del self._kept[manager]  # another state's: not kept past this, followed or not
         tree = _followed(manager, kept, state, follow)
         if tree is not None:
-            self._keep(manager, manager_ref, options, state, tree)
+            self._keep(manager, options, state, tree)
         return tree
 
     def _keep(
         self,
         manager: Any,
-        manager_ref: weakref.ref[Any],
         options: tuple[Any, ...],
         state: tuple[int, Any, Any],
         tree: Walk,
@@ -212,7 +216,7 @@ class FlatTreePages(Generic[Walk]):
         kept = _Kept(options, state, tree, self._clock())
         with self._lock:
             self._kept[manager] = kept
-        self._expire_later(manager_ref, kept, self.idle_seconds)
+            self._sweep_later(self.idle_seconds)
 
     def forget(self, manager: Any) -> None:
         """Drop the session's walk (its last page was served)."""
@@ -226,20 +230,30 @@ class FlatTreePages(Generic[Walk]):
             return found.tree if found is not None else None
         return None
 
-    def _expire_later(self, manager_ref: weakref.ref[Any], kept: _Kept[Walk], delay: float) -> None:
-        timer = threading.Timer(delay, self._expire, (manager_ref, kept))
+    def _sweep_later(self, delay: float) -> None:
+        """(Under the lock.) A sweep of the idle walks in ``delay`` seconds, unless one is pending:
+        a walk is kept for as long after its last use as any kept before it, so the pending sweep
+        comes first, and each sweep starts the next one for the walk due first. One timer thread
+        at a time, however many walks a session pi writes to keeps in a minute."""
+        if self._sweep_pending:
+            return
+        timer = threading.Timer(delay, self._sweep)
         timer.daemon = True
         timer.start()
+        self._sweep_pending = True
 
-    def _expire(self, manager_ref: weakref.ref[Any], kept: _Kept[Walk]) -> None:
-        manager = manager_ref()
-        if manager is None:
-            return
+    def _sweep(self) -> None:
+        """Let go of the walks idle for :attr:`idle_seconds`; the next sweep when the first of
+        the others is due."""
         with self._lock:
-            if self._kept.get(manager) is not kept:
-                return  # replaced or dropped since: its own timer (if any) looks after it
-            idle = self._clock() - kept.used
-            if idle >= self.idle_seconds:
-                del self._kept[manager]
-                return
-        self._expire_later(manager_ref, kept, self.idle_seconds - idle)
+            self._sweep_pending = False
+            now = self._clock()
+            first_due: float | None = None
+            for manager, kept in list(self._kept.items()):
+                left = self.idle_seconds - (now - kept.used)
+                if left <= 0:
+                    del self._kept[manager]
+                elif first_due is None or left < first_due:
+                    first_due = left
+            if first_due is not None:
+                self._sweep_later(first_due)

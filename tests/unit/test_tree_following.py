@@ -27,7 +27,7 @@ import pytest
 from test_protocol_tree_filters import random_session
 from test_tree_view_keeping import _branchy_session
 
-from pi_session_server.server import library_tree, methods_read, tree_pages
+from pi_session_server.server import library_tree, methods_read
 from pi_session_server.server import params as P
 from pi_session_server.server.errors import PiRpcError
 from pi_session_server.session import SessionManager
@@ -41,13 +41,6 @@ VIEWS = [
     ("no-tools", False, None),
     ("default", True, "e"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _no_idle_timers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kept walks are let go with their managers here: a timer thread for each of the
-    thousands of walks these tests keep would outnumber the threads a process may start."""
-    monkeypatch.setattr(tree_pages.FlatTreePages, "_expire_later", lambda *_args: None)
 
 
 def _answer(manager: SessionManager, params: dict[str, Any]) -> bytes:

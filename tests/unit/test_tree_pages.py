@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,30 @@ def test_an_idle_walk_is_let_go(session: SessionManager) -> None:
     while pages.kept(session) is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pages.kept(session) is None
+
+
+def test_kept_walks_share_one_timer_thread() -> None:
+    """A session pi writes to keeps a walk per state: thousands in a minute must not each hold a
+    thread until they expire."""
+
+    class Session:  # an empty session, weakly referenced as managers are
+        def entry_count(self) -> int:
+            return 0
+
+        def get_leaf_id(self) -> None:
+            return None
+
+    pages = tree_pages.FlatTreePages(idle_seconds=0.3)
+    sessions = [Session() for _ in range(2_000)]
+    before = threading.active_count()
+    for session in sessions:
+        pages.tree(session, ("options",), lambda: ["walk"])
+    assert threading.active_count() <= before + 1
+    assert all(pages.kept(session) is not None for session in sessions)
+    deadline = time.monotonic() + 5
+    while any(pages.kept(session) is not None for session in sessions) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(pages.kept(session) is None for session in sessions)  # each let go once idle
 
 
 def test_a_walk_goes_with_its_session() -> None:
