@@ -3,12 +3,16 @@
 
     .venv/bin/python bench/bench_subtree.py SESSION.jsonl --old DIR [--repeat 3] [--wire | --wire-only]
     .venv/bin/python bench/bench_subtree.py --generate 1000000 --old DIR      (a chain of N entries)
+    .venv/bin/python bench/bench_subtree.py SESSION.jsonl --old DIR --chain-pages
 
 ``DIR`` holds the package of the code to compare against (``git archive REV pi_session_server | tar
 -x -C DIR``). The windows are those a tree view asks for when it opens a node (filter ``default``,
 active branch first, previews): ``{rootId: a user message, depth: 1, limit: 200}``, ``{rootId: a tool
 result, chain: true, limit: 200}`` and ``{rootId: a user message, depth: 3}`` without pages, near the
-start and near the end of the session.
+start and near the end of the session. ``--chain-pages``: pages of the top chain instead (filters
+``default``, ``no-tools``, ``user-only``; at offset 0, near the start, in the middle, at the end, and
+around the leaf), as a tree view pages through a long chain: "warm" is the page asked again after a
+page of another container of the view (a chain under the second entry) came between.
 
 In process: for each window, each side in turn runs in a process of its own (``PYTHONPATH``: its
 code) that opens the session, asks for the window twice (the first window, then the same again:
@@ -58,6 +62,34 @@ def pick_windows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return windows
 
 
+def pick_chain_pages(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Pages of the top chain (its length taken as the file's entries: a chain of a chat), around
+    the file's last entry."""
+    entries = 0
+    second = last = None
+    with open(path, "rb") as lines:
+        for at, line in enumerate(lines):
+            if at == 2:
+                second = json.loads(line)["id"]
+            entries += 1
+            last = line
+    assert last is not None
+    entries -= 1  # the header
+    leaf = json.loads(last)["id"]
+    windows = []
+    for mode in ("default", "no-tools", "user-only"):
+        between = {"filter": mode, "rootId": second, "chain": True, "offset": 0, "limit": 200}
+        for name, at in (("0", 0), ("200", 200), ("middle", entries // 4), ("end", entries // 2 - 200)):
+            window = {"filter": mode, "chain": True, "offset": at, "limit": 200, BETWEEN: between}
+            windows.append((f"chain {mode}, offset {name}", window))
+        window = {"filter": mode, "chain": True, "aroundId": leaf, "limit": 200, BETWEEN: between}
+        windows.append((f"chain {mode}, around the last entry", window))
+    return windows
+
+
+BETWEEN = "between"  # (a window's key in the bench, not a param): the window asked before the warm one
+
+
 def worker(path: str, params: dict[str, Any]) -> None:
     """(in the side's process) The window twice on a session just opened: CPU seconds and digests."""
     from pi_session_server.server import methods_read
@@ -67,9 +99,12 @@ def worker(path: str, params: dict[str, Any]) -> None:
     assert Path(methods_read.__file__).is_relative_to(os.environ["PYTHONPATH"]), methods_read.__file__
     manager = SessionManager.open(path, read_only=True)
     gc.collect()  # what the open left to collect is not the window's
+    between = params.pop(BETWEEN, None)
     parsed = P.parse({**VIEW, **params}, P.GetTreeParams)
     out = []
-    for _ in range(2):
+    for run in range(2):
+        if run and between is not None:
+            methods_read._tree(manager, P.parse({**VIEW, **between}, P.GetTreeParams))
         started = time.process_time()
         reply = methods_read._tree(manager, parsed)
         seconds = time.process_time() - started
@@ -96,7 +131,10 @@ def over_the_wire(code: Path, path: Path, params: dict[str, Any]) -> list[tuple[
     command = [sys.executable, "-m", "pi_session_server", "serve"]
     with SidecarClient(command, env=env, cwd=tempfile.gettempdir()) as client:  # (not this checkout's code)
         client.request("pi/getInfo", {"uri": uri}, timeout=3600)
-        for _ in range(2):
+        between = params.pop(BETWEEN, None)
+        for run in range(2):
+            if run and between is not None:
+                client.request("pi/getTree", {"uri": uri, **VIEW, **between}, timeout=3600)
             started = time.perf_counter()
             reply = client.request("pi/getTree", {"uri": uri, **VIEW, **params}, timeout=3600)
             seconds = time.perf_counter() - started
@@ -127,6 +165,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--wire", action="store_true", help="also through a sidecar of each side")
     parser.add_argument("--wire-only", action="store_true", help="only through a sidecar of each side")
+    parser.add_argument("--chain-pages", action="store_true", help="pages of the top chain (see above)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         path = args.session
@@ -142,7 +181,7 @@ def main() -> int:
             print(
                 f"\n{way:<40} {'old first':>10} {'new first':>10} {'ratio':>7} {'old warm':>10} {'new warm':>10} {'ratio':>7}"
             )
-            for name, params in pick_windows(path):
+            for name, params in (pick_chain_pages if args.chain_pages else pick_windows)(path):
                 runs: dict[str, list[list[tuple[float, str]]]] = {"old": [], "new": []}
                 for _ in range(args.repeat):  # in turn: this machine's speed drifts
                     for side, code in sides.items():

@@ -34,6 +34,7 @@ from .tree_view import (
     RootNotFoundError,
     TreeTooLargeError,
     TreeWindow,
+    encode_chain_page,
     encode_flat_page,
     encode_flat_tree_view,
     encode_tree_levels,
@@ -221,6 +222,11 @@ def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     # pages of the whole tree keep the whole session's calls, as pi's tree selector does
     on_demand = window.chain or window.root_id is not ABSENT or window.around_id is not ABSENT
 
+    if window.chain and window.limit is not None:
+        chain_page = _chain_page(manager, view, window, key)
+        if chain_page is not None:
+            return chain_page
+
     def walk() -> FlatTree:
         return _window_tree(manager, view, window, on_demand)
 
@@ -232,6 +238,23 @@ def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
     if not more:
         _tree_pages.forget(manager)  # the last page: the client has the whole tree
     return encoded
+
+
+def _chain_page(manager: Any, view: dict[str, Any], window: TreeWindow, key: tuple[Any, ...]) -> bytes | None:
+    """A page of a chain (``chain`` with ``limit``) cut from the view's kept shape, walked as far as
+    the page and counted once for the shape (:func:`encode_chain_page`): a tree view paging
+    through a long chain. None when the page is cut from a walk of the whole window instead: a
+    walk kept for it (the pages before it), the tree of the index's rows while no shape is kept
+    (see :func:`_window_tree`), a window that is not one chain."""
+    if _tree_pages.kept_for(manager, key) is not None:
+        return None
+    on_demand = True  # (as every window of a chain reads its calls: see _flat_page)
+    shapes_key = (*view.values(), on_demand)
+    from_rows = window.root_id is not ABSENT or window.around_id is ABSENT
+    if from_rows and _tree_shapes.kept_for(manager, shapes_key) is None and manager.row_tree() is not None:
+        return None
+    encoded = encode_chain_page(_kept_shape(manager, view, on_demand), window, MAX_TREE_NODES)
+    return None if encoded is None else encoded[0]
 
 
 def _tree_window(p: P.GetTreeParams) -> TreeWindow:

@@ -16,6 +16,7 @@ descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -443,6 +444,8 @@ class _TreeShape:
         self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
+        # the rows of a chain (see chain_length): by id(its top node), the node kept alive with them
+        self._chain_lengths: dict[tuple[int, int | None], tuple[Any, int]] = {}
         path = leaf_path if leaf_path is not None and _whole_leaf_path(leaf_path, leaf_id) else None
         # a known leaf path's entries by identity (every id unique): whether a node is on it, for
         # the order and each node's onLeafPath, without the key of every entry of a long path
@@ -524,6 +527,7 @@ class _TreeShape:
         if self._path_nodes is not None:
             self._path_nodes.update((entry.id, node_of(entry.id)) for entry in tail)
         self._around = None
+        self._chain_lengths.clear()  # an appended entry can make any chain longer (or show a second child)
         if self.tool_calls is not None:
             # read anew, as a new shape reads them: which of the calls that share an id a tool
             # result's preview names depends on those read before it
@@ -780,6 +784,36 @@ class _TreeShape:
                 return
             node, ancestor_id, depth = children[0], _node_id(node), depth + 1
 
+    @property
+    def ids_unique(self) -> bool:
+        """Whether every id of the session is known to be unique (the path to an entry is then
+        ``getBranch(id)``, given as ``branch_of``): a node's ancestors are those of its entry."""
+        return self._branch_of is not None
+
+    def chain_length(self, last: Row, top: Any, max_depth: int | None) -> int:
+        """How many rows :meth:`walk_chain` of the single shown ``top`` gives, ``last`` one of them
+        (the walk goes on from it): counted once per top (and depth), without a row for each.
+        A tree view pages through a long chain a window at a time, each window saying how many
+        rows the chain has."""
+        key = (id(top), max_depth)
+        known = self._chain_lengths.get(key)
+        if known is not None:
+            return known[1]
+        node, depth = last.node, last.depth
+        is_shown, shown_children = self.is_shown, self.shown_children
+        while max_depth is None or depth < max_depth:
+            children = node.children
+            if len(children) == 1 and is_shown(children[0]):  # most nodes of a chat: no list
+                node = children[0]
+            else:
+                shown = shown_children(node)
+                if len(shown) != 1:
+                    break
+                node = shown[0]
+            depth += 1
+        self._chain_lengths[key] = (top, depth + 1)
+        return depth + 1
+
     def rows(self, tops: list[Any], window: TreeWindow) -> Iterator[Row]:
         """The shown rows of ``window`` in order: its chain, or the walk of its subtree."""
         return self.walk_chain(tops, window.depth) if window.chain else self.walk(tops, window.depth)
@@ -887,14 +921,19 @@ class _FlatPage:
         window: TreeWindow,
         max_nodes: int | None,
         around_index: int | None = None,
+        total: int | None = None,
+        first: int = 0,
     ):
         """``around_index``: where the row on the path to ``window.around_id`` is in ``rows``, when
-        the caller found it already (else it is looked for)."""
+        the caller found it already (else it is looked for). ``total``: how many rows the window
+        has, when ``rows`` is a list of the first of them only (at least as far as the page ends)."""
         self.shape = shape
         self.window = window
         self.max_nodes = max_nodes
         self.start = window.offset
         self.around_index: int | None = None
+        self.known_total = total
+        self.first = first
         if window.around_id is not ABSENT:
             rows = rows if isinstance(rows, list) else list(rows)
             if around_index is None:
@@ -902,7 +941,8 @@ class _FlatPage:
             self.around_index = around_index
             if self.around_index is not None and window.limit is not None:
                 page = window.limit if max_nodes is None else min(window.limit, max_nodes)
-                self.start = max(0, min(self.around_index - page // 2, len(rows) - page))
+                every = len(rows) if total is None else total
+                self.start = max(0, min(self.around_index - page // 2, every - page))
         self.rows = rows
         if window.limit is not None:
             size: int | None = window.limit if max_nodes is None else min(window.limit, max_nodes)
@@ -914,13 +954,15 @@ class _FlatPage:
     def shown_rows(self) -> list[Row]:
         """The rows of the page, when the window's rows are a list (else they are walked as the
         page is made)."""
-        return self.rows[self.start : self.end] if isinstance(self.rows, list) else []
+        if not isinstance(self.rows, list):
+            return []
+        return self.rows[self.start - self.first : None if self.end is None else self.end - self.first]
 
     def nodes(self) -> Iterator[FlatRow]:
         rows, start, end = self.rows, self.start, self.end
         if isinstance(rows, list):
-            self.total = len(rows)
-            yield from map(self._item, rows[start:end])
+            self.total = len(rows) if self.known_total is None else self.known_total
+            yield from map(self._item, self.shown_rows())
             return
         index = -1
         for index, row in enumerate(rows):
@@ -1225,6 +1267,71 @@ def encode_flat_page(tree: FlatTree, window: TreeWindow, max_nodes: int | None =
     page = _FlatPage(tree.shape, tree.rows, window, max_nodes)
     tree.shape.read_ahead(page.shown_rows())
     return _encode_flat(tree.leaf_id, page)
+
+
+def encode_chain_page(shape: _TreeShape, window: TreeWindow, max_nodes: int) -> tuple[bytes, bool] | None:
+    """:func:`encode_flat_page` of a paged window of a chain (``window.chain`` with a ``limit``) of
+    one shown top, walked only as far as its page (and the row on the path to ``aroundId``), a row
+    made for the page's nodes only, the chain counted once for the shape
+    (:meth:`_TreeShape.chain_length`): a tree view's windows of a chain of a million entries do
+    not each make a row for every entry. None when the window's top is several rows (the tops
+    alone: short), or its rows on the path to ``aroundId`` cannot be found this way (ids that
+    repeat); the caller walks the whole window then."""
+    assert window.chain and window.limit is not None
+    tops = _tops(shape.roots, shape, window)
+    rows = shape.walk_chain(tops, window.depth)
+    head = list(islice(rows, 2))
+    if not head or (len(head) == 2 and head[1].depth == 0):
+        return None  # no row, or several tops: the tops alone
+    page = min(window.limit, max_nodes)
+    around_index: int | None = None
+    walked: list[Row]
+    if window.around_id is ABSENT:
+        first = window.offset
+        walked = list(islice(itertools.chain(head, rows), first, first + page))
+        last = walked[-1] if walked else None
+    else:
+        if not shape.ids_unique:
+            return None
+        if index_key(window.around_id) not in shape.entries_by_id:
+            raise RootNotFoundError(window.around_id, "aroundId")
+        # each row of a chain is an ancestor of the next: the rows on the path are its first ones,
+        # found a stretch of rows at a time (the last of a stretch on the path: all of it is)
+        path = shape.path_keys(window.around_id)
+        walked, stretch = [], head
+        while stretch:
+            if _on_path(stretch[-1], path):
+                walked = [*walked, *stretch][-page - 1 :]  # the page starts at most a page before
+                stretch = list(islice(rows, _CHAIN_STRETCH))
+                continue
+            walked.extend(stretch)  # the last row on the path is among these
+            break
+        on_path = [row for row in walked if _on_path(row, path)]
+        around_index = on_path[-1].depth if on_path else None
+        if around_index is None:  # no row on the path: the page at `offset`
+            first = window.offset
+            walked = list(islice(shape.walk_chain(tops, window.depth), first, first + page))
+            last = walked[-1] if walked else None
+        else:
+            walked.extend(islice(rows, page))
+            last = walked[-1]
+            first = last.depth + 1 - len(walked)
+    total = shape.chain_length(last if last is not None else head[-1], head[0].node, window.depth)
+    flat = _FlatPage(shape, list(walked), window, max_nodes, around_index, total, first)
+    shape.read_ahead(flat.shown_rows())
+    return _encode_flat(shape.leaf_id, flat)
+
+
+_CHAIN_STRETCH = 4096  # rows of a chain walked together while its rows on a path are looked for
+
+
+def _on_path(row: Row, path: Container[Any]) -> bool:
+    """Whether ``row``'s entry is on ``path`` (the keys of the ids on it)."""
+    entry = row.node.entry
+    if type(entry) is Entry and type(entry.id) is str:  # most ids: their own key
+        return entry.id != "" and entry.id in path
+    entry_id = _envelope(entry)[0]
+    return truthy(entry_id) and index_key(entry_id) in path
 
 
 _ENCODED_TOGETHER = 512  # nodes encoded in one call (one each cost a call per node; all: their memory)

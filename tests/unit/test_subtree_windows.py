@@ -61,7 +61,23 @@ def _windows(ids: list[Any], leaf: Any, rng: random.Random) -> list[dict[str, An
             {"rootId": root, "form": "nested", "depth": 2},
         ]
     windows += [{"rootId": "no such entry", "depth": 1, "limit": 5}, {"rootId": 7, "depth": 1}]
-    return windows
+    return windows + _chain_pages(chosen, leaf, rng)
+
+
+def _chain_pages(chosen: list[Any], leaf: Any, rng: random.Random) -> list[dict[str, Any]]:
+    """Pages of chains (the top one and those under ``chosen``) at many offsets and around
+    entries, as a tree view pages through a long chain: each page counts the whole chain."""
+    pages: list[dict[str, Any]] = []
+    for top in [{}, *({"rootId": root} for root in chosen[:3])]:
+        for offset in (0, 1, 2, 5, 9, 40):
+            pages.append({**top, "chain": True, "offset": offset, "limit": rng.choice((1, 2, 4))})
+        pages += [
+            {**top, "chain": True, "limit": 3, "aroundId": rng.choice(chosen) if chosen else "none"},
+            {**top, "chain": True, "limit": 1, "aroundId": leaf},
+            {**top, "chain": True, "limit": 2, "depth": 1, "offset": 1},
+            {**top, "chain": True, "limit": 4, "depth": 3, "aroundId": leaf},
+        ]
+    return pages
 
 
 def _new(m: SessionManager, params: dict[str, Any]) -> Any:

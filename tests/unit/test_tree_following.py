@@ -68,6 +68,8 @@ def _window_answers(
     if search is not None:
         base["search"] = search
     answers = [_answer(manager, {**base, "chain": True, "offset": 0, "limit": 200})]
+    # pages further down the top chain: each says how long the chain grew
+    answers += [_answer(manager, {**base, "chain": True, "offset": at, "limit": 2}) for at in (1, 4, 9)]
     leaf = manager.get_leaf_id()
     for around in [leaf, *ids]:
         if around is None:
@@ -77,6 +79,7 @@ def _window_answers(
     for root in ids:
         answers.append(_answer(manager, {**base, "rootId": root, "depth": 1, "offset": 0, "limit": 50}))
         answers.append(_answer(manager, {**base, "rootId": root, "chain": True, "offset": 0, "limit": 50}))
+        answers.append(_answer(manager, {**base, "rootId": root, "chain": True, "offset": 3, "limit": 2}))
     if leaf is not None:  # last, as a tree view opens on the leaf: what the next state starts from
         answers.append(_answer(manager, {**base, "levels": True, "aroundId": leaf, "limit": 4}))
     return answers

@@ -1,0 +1,89 @@
+"""Pages of a long chain (``{chain, offset, limit}``, ``{chain, aroundId}``), as a tree view pages
+through one container after another: each page makes rows for what it shows, the chain's
+length counted once for the view, and answers as the walk of the whole chain does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import builders as S
+import pytest
+from test_subtree_windows import _old
+
+from pi_session_server.server import methods_read
+from pi_session_server.server import params as P
+from pi_session_server.server import tree_view as tv
+from pi_session_server.server.wire import encode_result
+from pi_session_server.session import SessionManager
+
+pytestmark = pytest.mark.usefixtures("files_settle_at_once")
+
+TURNS = 2500  # a turn: a user message, a silent tool call, its result, an answer: 10,000 entries
+PAGE = 10
+
+
+def _chat(path: Path) -> Path:
+    lines = [S.header()]
+    parent = None
+    for turn in range(TURNS):
+        ids = [f"t{turn}u", f"t{turn}a", f"t{turn}r", f"t{turn}z"]
+        lines.append(S.user(ids[0], parent, f"question {turn}"))
+        lines.append(S.assistant(ids[1], ids[0], "", calls=((f"call{turn}", "read", {"path": "/p"}),)))
+        lines.append(S.tool_result(ids[2], ids[1], f"call{turn}", "contents"))
+        lines.append(S.assistant(ids[3], ids[2], f"answer {turn}"))
+        parent = ids[3]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("mode", ["default", "no-tools", "user-only", "none"])
+def test_pages_near_the_start_of_long_chains_make_rows_for_their_page_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    path = _chat(tmp_path / "chat.jsonl")
+    view = {"session": "s", "filter": mode, "form": "flat", "activeBranchFirst": True}
+    # two containers of a tree view, asked in turn: the top chain and the chain under an entry
+    tops: list[dict[str, Any]] = [{}, {"rootId": "t1u"}]
+    pages = [{**top, "chain": True, "offset": at, "limit": PAGE} for at in (0, 10, 20, 35) for top in tops]
+    around = [
+        {**top, "chain": True, "aroundId": entry, "limit": PAGE} for entry in ("t3r", "t9z") for top in tops
+    ]
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = [_old(plain, {**view, **params}) for params in (*pages, *around)]
+    made: list[int] = []
+    row = tv.Row
+
+    def counted(*fields: Any) -> Any:
+        made.append(1)
+        return row(*fields)
+
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        methods_read._tree(manager, P.parse({**view, **pages[0]}, P.GetTreeParams))  # the view's first
+        monkeypatch.setattr(tv, "Row", counted)
+        for params, wanted in zip((*pages, *around), expected, strict=True):
+            made.clear()
+            answer = encode_result(methods_read._tree(manager, P.parse({**view, **params}, P.GetTreeParams)))
+            assert answer == wanted, params
+            # the page and the rows above it (around an entry: the stretches walked to find it)
+            bound = params.get("offset", 0) + PAGE + 2 if "offset" in params else tv._CHAIN_STRETCH + PAGE + 2
+            assert len(made) <= bound < 4 * TURNS, params
+
+
+def test_a_chain_s_count_follows_an_append(tmp_path: Path) -> None:
+    """A page of a chain after pi appended to it counts the appended entries (the count kept with
+    the view's shape goes with the state it was made for)."""
+    path = _chat(tmp_path / "chat.jsonl")
+    view = {"session": "s", "filter": "default", "form": "flat", "activeBranchFirst": True}
+    params = P.parse({**view, "chain": True, "offset": 3, "limit": PAGE}, P.GetTreeParams)
+    other = P.parse({**view, "rootId": "t0z", "chain": True, "offset": 3, "limit": PAGE}, P.GetTreeParams)
+    with SessionManager.open(str(path)) as manager:
+        before = encode_result(methods_read._tree(manager, params))
+        methods_read._tree(manager, other)  # another container between: no walk of the first kept
+        with path.open("a", encoding="utf-8") as file:
+            file.write(S.user("more", f"t{TURNS - 1}z", "one more") + "\n")
+        manager.refresh_from_disk()
+        after = encode_result(methods_read._tree(manager, params))
+        with SessionManager.open(str(path)) as fresh:
+            assert after == encode_result(methods_read._tree(fresh, params))
+    assert after != before
