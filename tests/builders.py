@@ -248,6 +248,21 @@ _WORDS = [
 ]
 
 
+def chat(turns: int) -> list[str]:
+    """A header and ``turns`` turns in one chain: a user message, an assistant message holding only
+    a tool call (a silent turn), the call's result and an answer."""
+    lines = [header()]
+    parent = None
+    for turn in range(turns):
+        ids = [f"t{turn}u", f"t{turn}a", f"t{turn}r", f"t{turn}z"]
+        lines.append(user(ids[0], parent, f"question {turn}"))
+        lines.append(assistant(ids[1], ids[0], "", calls=((f"call{turn}", "read", {"path": "/p"}),)))
+        lines.append(tool_result(ids[2], ids[1], f"call{turn}", "contents"))
+        lines.append(assistant(ids[3], ids[2], f"answer {turn}"))
+        parent = ids[3]
+    return lines
+
+
 def _text(rnd: random.Random, words: int) -> str:
     return " ".join(rnd.choice(_WORDS) for _ in range(words))
 

@@ -24,16 +24,7 @@ PAGE = 10
 
 
 def _chat(path: Path) -> Path:
-    lines = [S.header()]
-    parent = None
-    for turn in range(TURNS):
-        ids = [f"t{turn}u", f"t{turn}a", f"t{turn}r", f"t{turn}z"]
-        lines.append(S.user(ids[0], parent, f"question {turn}"))
-        lines.append(S.assistant(ids[1], ids[0], "", calls=((f"call{turn}", "read", {"path": "/p"}),)))
-        lines.append(S.tool_result(ids[2], ids[1], f"call{turn}", "contents"))
-        lines.append(S.assistant(ids[3], ids[2], f"answer {turn}"))
-        parent = ids[3]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(S.chat(TURNS)) + "\n", encoding="utf-8")
     return path
 
 

@@ -210,20 +210,6 @@ def test_a_followed_branchy_session_answers_as_a_fresh_one(tmp_path: Path) -> No
     _follow_and_compare(tmp_path / "followed", _file_lines(source.read_text(encoding="utf-8")))
 
 
-def _chat(turns: int) -> list[str]:
-    """A header and ``turns`` turns of a user message, a tool call, its result and an answer."""
-    lines = [S.header()]
-    parent = None
-    for turn in range(turns):
-        ids = [f"t{turn}u", f"t{turn}a", f"t{turn}r", f"t{turn}z"]
-        lines.append(S.user(ids[0], parent, f"question {turn}"))
-        lines.append(S.assistant(ids[1], ids[0], "", calls=((f"call{turn}", "read", {"path": "/p"}),)))
-        lines.append(S.tool_result(ids[2], ids[1], f"call{turn}", "contents"))
-        lines.append(S.assistant(ids[3], ids[2], f"answer {turn}"))
-        parent = ids[3]
-    return lines
-
-
 ODD_APPENDS = {
     # each: lines appended after a chat of three turns, one turn (a user message) at a time
     "a duplicate id": [S.user("t0u", "t2z", "again"), S.user("n1", "t0u", "after")],
@@ -250,7 +236,7 @@ ODD_APPENDS = {
 
 @pytest.mark.parametrize("kind", sorted(ODD_APPENDS))
 def test_a_followed_session_with_odd_appends_answers_as_a_fresh_one(tmp_path: Path, kind: str) -> None:
-    chat = _chat(3)
+    chat = S.chat(3)
     # the chat whole in the first state, then each appended line a state of its own
     lines = [chat[0], "\n".join(chat[1:]), *ODD_APPENDS[kind]]
     path = tmp_path / "followed.jsonl"
@@ -270,7 +256,7 @@ def test_a_followed_session_with_odd_appends_answers_as_a_fresh_one(tmp_path: Pa
 
 
 def test_a_rewrite_or_a_truncation_between_two_states_is_not_followed(tmp_path: Path) -> None:
-    chat = _chat(4)
+    chat = S.chat(4)
     path = tmp_path / "followed.jsonl"
     path.write_text("\n".join(chat[:9]) + "\n", encoding="utf-8")
     manager = SessionManager.open(str(path))
@@ -293,7 +279,7 @@ def test_a_rewrite_or_a_truncation_between_two_states_is_not_followed(tmp_path: 
 
 def test_an_append_below_the_leaf_grows_the_kept_tree_and_shape(tmp_path: Path) -> None:
     """What makes following cheap: the nodes and the shape of the state before serve the next."""
-    chat = _chat(4)
+    chat = S.chat(4)
     path = tmp_path / "followed.jsonl"
     path.write_text("\n".join(chat) + "\n", encoding="utf-8")
     manager = SessionManager.open(str(path))
@@ -337,7 +323,7 @@ def test_a_grown_tree_is_the_tree_built_anew_or_none_and_the_kept_tree_unchanged
     from pi_session_server.session.tree import grown_tree, tree_to_json
 
     path = tmp_path / "s.jsonl"
-    path.write_text("\n".join(_chat(2)) + "\n", encoding="utf-8")
+    path.write_text("\n".join(S.chat(2)) + "\n", encoding="utf-8")
     manager = SessionManager.open(str(path))
     roots = manager.get_tree()
     before, count = msgspec.json.encode(tree_to_json(roots)), manager.entry_count()
