@@ -350,16 +350,24 @@ local function record_tree_requests(rewrite)
   end
 end
 
+--- Open the session file at `path` in a split above the session window and wait for the client
+--- to attach (`what` names it in the failure); the new window and buffer.
+local function open_beside(path, what)
+  vim.api.nvim_set_current_win(session_win)
+  vim.cmd('split')
+  local win = vim.api.nvim_get_current_win()
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for the ' .. what)
+  return win, buf
+end
+
 test('a 3,000-entry session: the tree opens on the rows around the leaf, and earlier pages load as they scroll into view', function()
   local options = require('pi_session.config').options
   options.tree_page_size = 50
   local path = chain_session(work .. '/elsewhere/long-session.jsonl', 3000)
-  vim.api.nvim_set_current_win(session_win)
-  vim.cmd('split')
-  local long_win = vim.api.nvim_get_current_win()
-  vim.cmd.edit(vim.fn.fnameescape(path))
-  long_buf = vim.api.nvim_get_current_buf()
-  truthy(require('pi_session').wait_client(long_buf, TIMEOUT), 'no client for the long session')
+  local long_win
+  long_win, long_buf = open_beside(path, 'long session')
   local requests, stop_recording = record_tree_requests()
   vim.cmd('PiSessionTree')
   local buf = vim.api.nvim_get_current_buf()
@@ -423,12 +431,7 @@ end)
 
 test('a tree whose session changed while it loaded is loaded anew (TreeChanged), never drawn from two trees', function()
   local path = work .. '/elsewhere/long-session.jsonl' -- the 3,000-entry chain of the test before
-  vim.api.nvim_set_current_win(session_win)
-  vim.cmd('split')
-  local win = vim.api.nvim_get_current_win()
-  vim.cmd.edit(vim.fn.fnameescape(path))
-  local session = vim.api.nvim_get_current_buf()
-  truthy(require('pi_session').wait_client(session, TIMEOUT), 'no client for the long session')
+  local win = open_beside(path, 'long session')
   local staled = false
   local requests, stop_recording = record_tree_requests(function(params)
     if params.revision ~= nil and not staled then
@@ -469,12 +472,7 @@ end
 
 test('a session with 40 branch points on the path: the tree opens down to the leaf in two requests', function()
   local path = branchy_session(work .. '/elsewhere/branchy-session.jsonl', 41)
-  vim.api.nvim_set_current_win(session_win)
-  vim.cmd('split')
-  local win = vim.api.nvim_get_current_win()
-  vim.cmd.edit(vim.fn.fnameescape(path))
-  local buf = vim.api.nvim_get_current_buf()
-  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no client for the branchy session')
+  local win, buf = open_beside(path, 'branchy session')
   local requests, stop_recording = record_tree_requests()
   vim.cmd('PiSessionTree')
   local tree = vim.api.nvim_get_current_buf()
@@ -798,11 +796,7 @@ end)
 
 test(':PiSessionView folds thinking, tool calls and tool results, and shows HTML and script tags as text', function()
   local path = copy(fixtures .. '/hostile-session.jsonl', work .. '/elsewhere/hostile-session.jsonl')
-  vim.api.nvim_set_current_win(session_win)
-  vim.cmd('split')
-  local win = vim.api.nvim_get_current_win()
-  vim.cmd.edit(vim.fn.fnameescape(path))
-  truthy(require('pi_session').wait_client(vim.api.nvim_get_current_buf(), TIMEOUT), 'no client')
+  local win = open_beside(path, 'hostile session')
   vim.cmd('PiSessionView')
   local buf = vim.api.nvim_get_current_buf()
   local lines = wait_lines(buf, function(_, text)
