@@ -91,7 +91,7 @@ def listing_bytes(infos: Iterable[Any]) -> int:
             info.first_message,
             info.all_messages_text,
         )
-        total += sum(json_string_bytes(text) for text in texts if type(text) is str)
+        total += sum(_written_bytes(text) for text in texts if type(text) is str)
     return total
 
 
@@ -100,7 +100,7 @@ _MEASURED_AT_ONCE = 1 << 20
 _encode_string = msgspec.json.Encoder().encode
 
 
-def json_string_bytes(text: str) -> int:
+def _written_bytes(text: str) -> int:
     """The bytes of ``text`` as a reply writes it, without its quotes: its UTF-8, where a quote,
     a backslash or a control character is written as an escape of two or six bytes, and a lone
     surrogate as one of six. Measured by encoding it (in C), a slice at a time."""
