@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from .params import id_key
+
 IDLE_SECONDS = 60.0
 Walk = TypeVar("Walk")
 
@@ -46,7 +48,7 @@ def session_state(manager: Any) -> tuple[int, Any, tuple[type, str]]:
     count = manager.entry_count()
     last = manager.entries_slice(count - 1, count) if count else []
     leaf = manager.get_leaf_id()
-    return count, last[0] if last else None, (type(leaf), repr(leaf))
+    return count, last[0] if last else None, id_key(leaf)
 
 
 def _weakly_referenced(manager: Any) -> bool:

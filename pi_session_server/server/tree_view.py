@@ -29,6 +29,7 @@ from msgspec import UNSET
 
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, strict_equal, truthy
+from pi_session_server.server.params import id_key
 from pi_session_server.server.wire import encode_rows, encode_rows_into, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
@@ -551,7 +552,7 @@ class _TreeShape:
         those down to the new one but the last (the old leaf's row is in the last level: its
         window is walked again, and the levels below it), their windows aimed at the new leaf."""
         kept, self.kept_levels, self._levels_before = self.kept_levels, None, None
-        old_key = (type(self.leaf_id), repr(self.leaf_id))
+        old_key = id_key(self.leaf_id)
         if kept is None or not kept[2] or kept[0][0] != old_key or len(appended) != len(tail) or not kept[1]:
             return
         new_leaf = tail[-1].id
@@ -559,7 +560,7 @@ class _TreeShape:
             TreeLevel(level.kind, replace(level.window, around_id=new_leaf), level.rows, level.around_index)
             for level in kept[1]
         ]
-        self._levels_before = (((str, repr(new_leaf)), kept[0][1]), aimed[:-1], aimed[-1])
+        self._levels_before = ((id_key(new_leaf), kept[0][1]), aimed[:-1], aimed[-1])
 
     def _followable(self, manager: Any) -> bool:
         """Whether what this shape kept can serve the session's next state (see :meth:`followed`)."""
@@ -688,9 +689,9 @@ class _TreeShape:
 
     def path_keys(self, entry_id: Any) -> set[Any]:
         """:func:`active_path_ids` of an entry, kept for the next window asked for around it."""
-        key = (type(entry_id), repr(entry_id))
+        key = id_key(entry_id)
         if self._around is None or self._around[0] != key:
-            same_as_leaf = self.has_leaf and key == (type(self.leaf_id), repr(self.leaf_id))
+            same_as_leaf = self.has_leaf and key == id_key(self.leaf_id)
             if same_as_leaf:
                 path = self.on_path
             elif self._branch_of is not None:
@@ -1400,7 +1401,7 @@ def tree_levels(
     the path's row one level up: a branch point's branches, a head's chain (a head: a row of a
     ``branches`` level, or of a ``top`` level of several roots). At most ``max_levels``.
     Raises :class:`RootNotFoundError` when no entry has that id."""
-    key = ((type(around_id), repr(around_id)), max_levels)
+    key = (id_key(around_id), max_levels)
     kept = shape.kept_levels
     if kept is not None and kept[0] == key:
         return list(kept[1]), kept[2]

@@ -332,7 +332,10 @@ def base_params(world: World, handle: str, spare: str, entry_id: str) -> dict[st
                 "search": "x",
                 "activeBranchFirst": True,
                 "previews": True,
-            }
+            },
+            # a tree view's requests: the levels down to an entry, a page of a chain around it
+            {**on, "form": "flat", "levels": True, "aroundId": entry_id, "limit": 50},
+            {**on, "form": "flat", "chain": True, "aroundId": entry_id, "limit": 10},
         ],
         "pi/getBranch": [{**on, "fromId": entry_id}],
         "pi/getPath": [{**on, "entryId": entry_id, "descend": True, "offset": 0, "limit": 10}],
