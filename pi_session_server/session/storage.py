@@ -140,6 +140,20 @@ def _starts_its_line(fd: int, start: int) -> bool:
     return before.endswith(b"\n") or (not before and lookback == start)
 
 
+def _ends_mid_line(fd: int, size: int) -> bool:
+    """Does a file of ``size`` bytes end inside a line, so that a line appended now would be glued
+    onto it? Not when it ends with "\\n", nor when only JSON whitespace follows its last "\\n" (a
+    separator we blanked out, see :func:`repair_trailing_newline`): a line appended there parses."""
+    if size == 0:
+        return False
+    last = os.pread(fd, 1, size - 1)
+    if last == b"\n":
+        return False
+    if last and last in _JSON_BLANK:
+        return not _starts_its_line(fd, size)
+    return True
+
+
 def count_newlines(fd: int, start: int, end: int) -> int:
     """The ``"\\n"`` bytes in ``[start, end)`` of ``fd`` (read in bounded chunks)."""
     count = 0
@@ -270,7 +284,7 @@ class Appender:
         size, times = st.st_size, _times(st)
         as_we_left_it = self.left_as == (size, *times)
         payload = data
-        if separated or (size > 0 and not as_we_left_it and os.pread(fd, 1, size - 1) != b"\n"):
+        if separated or (not as_we_left_it and _ends_mid_line(fd, size)):
             payload = b"\n" + data  # D11: never glue onto a partial line left behind
         write_all(fd, payload)
         if fsync:
@@ -288,9 +302,8 @@ class Appender:
         the time ours landed, and our separator stands after its "\\n": a blank line (finding 15).
         It is overwritten with a space, which keeps our line valid (JSON.parse skips it) and every
         line where it was."""
-        at = outcome.written_at
-        if at == 0 or os.pread(fd, 1, at - 1) == b"\n":
-            self._blank_out(at, 1)
+        if not _ends_mid_line(fd, outcome.written_at):
+            self._blank_out(outcome.written_at, 1)
             outcome.repaired_newline = False
 
     def _reland_if_glued(self, fd: int, data: bytes, first: WriteOutcome, fsync: bool) -> WriteOutcome:
@@ -316,21 +329,8 @@ class Appender:
         )
 
     def _blank_out(self, offset: int, length: int) -> None:
-        """Overwrite a glued copy of our line with spaces (its "\\n" stays).
-
-        Its line then holds only the other writer's fragment, as if ours had never landed there, and
-        no tool that splits glued lines apart can bring back a second copy of our entry. Our line is
-        then written again, on a line of its own. O_APPEND ignores pwrite()'s offset on Linux, so
-        this goes through a second descriptor, and only while the path still names our file.
-        """
-        # (O_NONBLOCK: a FIFO renamed over the path meanwhile fails at once instead of waiting)
-        fd = os.open(self.disk_path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
-        try:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) == self.identity and st.st_size >= offset + length:
-                os.pwrite(fd, b" " * length, offset)
-        finally:
-            os.close(fd)
+        assert self.identity is not None
+        _blank_out(self.disk_path, self.identity, offset, length)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -346,6 +346,26 @@ class Appender:
 
     def __del__(self) -> None:
         self.close()
+
+
+def _blank_out(disk_path: str, identity: tuple[int, int], offset: int, length: int) -> None:
+    """Overwrite bytes we wrote with spaces: a glued copy of our line (its "\\n" stays) or a
+    needless separator of ours.
+
+    A glued copy's line then holds only the other writer's fragment, as if ours had never landed
+    there, and no tool that splits glued lines apart can bring back a second copy of our entry. A
+    space where a newline stood joins the line after it, which JSON.parse reads as before. O_APPEND
+    ignores pwrite()'s offset on Linux, so this goes through a second descriptor, and only while
+    the path still names the file we wrote (``identity``: device and inode).
+    """
+    # (O_NONBLOCK: a FIFO renamed over the path meanwhile fails at once instead of waiting)
+    fd = os.open(disk_path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == identity and st.st_size >= offset + length:
+            os.pwrite(fd, b" " * length, offset)
+    finally:
+        os.close(fd)
 
 
 def create_exclusive(path: str, data: bytes, *, fsync: bool = False, env: Environment | None = None) -> None:
@@ -368,7 +388,12 @@ def create_exclusive(path: str, data: bytes, *, fsync: bool = False, env: Enviro
 def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
     """The reference's load-time repair: append ``"\\n"`` to a file that does not end with one.
     Returns the offset the newline was written at (-1 when none was needed). Like an append, it
-    writes only into the file the path names once the lock is held."""
+    writes only into the file the path names once the lock is held.
+
+    A file that ended mid-line may only have been caught in the middle of another writer's
+    ``write()`` of a big line (pi appends without a lock). Our newline then lands after that line's
+    own: a blank line. It is overwritten with a space, as an append's needless separator is, and
+    -1 returned (the newline finished nothing)."""
     disk_path = on_disk(path, env)
     for _ in range(MAX_REOPENS):
         try:
@@ -380,10 +405,17 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
                 if not names(disk_path, fd):
                     continue  # replaced while we waited for the lock: look at the new file
                 size = os.fstat(fd).st_size
-                if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                    write_all(fd, b"\n")
+                if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+                    return -1
+                write_all(fd, b"\n")
+                written_at = os.lseek(fd, 0, os.SEEK_CUR) - 1
+                if written_at == size:
                     return size
-                return -1
+                if not _ends_mid_line(fd, written_at):
+                    own = os.fstat(fd)
+                    _blank_out(disk_path, (own.st_dev, own.st_ino), written_at, 1)
+                    return -1
+                return written_at
         except OSError as err:
             raise _fs_error(err, "write", path) from err
         finally:

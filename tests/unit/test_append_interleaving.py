@@ -210,3 +210,60 @@ def test_count_newlines_reads_in_chunks(tmp_path, monkeypatch):
         assert storage.count_newlines(fd, 0, 10_000) == 1000  # the file is shorter: counts what is there
     finally:
         os.close(fd)
+
+
+# -- finding 15: a look that caught pi's line halfway through its write() -------------------------
+# pi appends each line with one write() and no lock; the file grows page by page while a big line
+# is copied in, so a look at its end can see a line that is finished a moment later.
+
+
+def test_a_separator_needless_by_the_time_it_lands_becomes_a_space(tmp_path, monkeypatch):
+    path = str(tmp_path / "f.jsonl")
+    Path(path).write_bytes(b'{"a":1}\n' + HALF)
+    _foreign_writes_before_ours(monkeypatch, path, [FOREIGN[len(HALF) :]])
+    outcome = storage.append_lines(path, b'{"b":2}\n')
+    assert Path(path).read_bytes() == b'{"a":1}\n' + FOREIGN + b' {"b":2}\n'
+    assert not outcome.repaired_newline
+
+
+def test_the_load_time_repair_of_a_line_finished_meanwhile_leaves_no_blank_line(tmp_path, monkeypatch):
+    path = str(tmp_path / "f.jsonl")
+    Path(path).write_bytes(b'{"a":1}\n' + HALF)
+    _foreign_writes_before_ours(monkeypatch, path, [FOREIGN[len(HALF) :]])
+    assert storage.repair_trailing_newline(path) == -1  # the newline finished nothing
+    assert Path(path).read_bytes() == b'{"a":1}\n' + FOREIGN + b" "
+    # the space needs no separator before the next line: ours and pi's (a plain append) parse
+    storage.append_lines(path, b'{"b":2}\n')
+    assert Path(path).read_bytes() == b'{"a":1}\n' + FOREIGN + b' {"b":2}\n'
+
+
+def test_the_load_time_repair_still_finishes_a_line_cut_short(tmp_path, monkeypatch):
+    path = str(tmp_path / "f.jsonl")
+    Path(path).write_bytes(b'{"a":1}\n' + HALF)
+    assert storage.repair_trailing_newline(path) == 8 + len(HALF)
+    assert Path(path).read_bytes() == b'{"a":1}\n' + HALF + b"\n"
+    # a writer that splits its lines wrote more of one meanwhile: our newline ends that line
+    Path(path).write_bytes(b'{"a":1}\n' + HALF)
+    _foreign_writes_before_ours(monkeypatch, path, [b'"more'])
+    assert storage.repair_trailing_newline(path) == 8 + len(HALF) + 5
+    assert Path(path).read_bytes() == b'{"a":1}\n' + HALF + b'"more\n'
+
+
+def test_opening_a_session_while_pi_writes_a_line_leaves_no_blank_line(session, monkeypatch):
+    path = session.get_session_file()
+    with open(path, "ab") as f:
+        f.write(HALF)  # the open reads the file while pi's write() is halfway through
+    _foreign_writes_before_ours(monkeypatch, path, [FOREIGN[len(HALF) :]])
+    opened = SessionManager.open(path)
+    monkeypatch.undo()
+    mine = opened.append_message(USER)
+    assert [n for n, line in enumerate(_lines(path)[:-1]) if not line.strip()] == []
+    opened.refresh_from_disk()
+    fresh = SessionManager.open(path, read_only=True)
+    assert fresh.problems == []
+    assert [(e.id, e.line) for e in opened.get_entries()] == [(e.id, e.line) for e in fresh.get_entries()]
+    ours = _lines(path)[opened.get_entry(mine).line]
+    assert ours.startswith(b' {"type":"message","id":"' + mine.encode())  # after the blanked newline
+    assert "f0000001" in [e.id for e in fresh.get_entries()]
+    opened.close()
+    fresh.close()
