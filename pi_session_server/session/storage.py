@@ -385,15 +385,28 @@ def create_exclusive(path: str, data: bytes, *, fsync: bool = False, env: Enviro
         os.close(fd)
 
 
+# How long a partial last line is watched before it is taken for one its writer left: a write()
+# under way grows the file page by page, many times in this long.
+WRITER_SETTLE = 0.01
+
+
+def _still_growing(fd: int, size: int) -> bool:
+    """Does the file grow past ``size`` within :data:`WRITER_SETTLE` (a writer is writing its line)?"""
+    time.sleep(WRITER_SETTLE)
+    return os.fstat(fd).st_size != size
+
+
 def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
     """The reference's load-time repair: append ``"\\n"`` to a file that does not end with one.
     Returns the offset the newline was written at (-1 when none was needed). Like an append, it
     writes only into the file the path names once the lock is held.
 
-    A file that ended mid-line may only have been caught in the middle of another writer's
-    ``write()`` of a big line (pi appends without a lock). Our newline then lands after that line's
-    own: a blank line. It is overwritten with a space, as an append's needless separator is, and
-    -1 returned (the newline finished nothing)."""
+    A file that ends mid-line may only have been caught in the middle of another writer's
+    ``write()`` of a big line (pi appends without a lock): the file grows page by page while it is
+    copied in. A tail still growing is left to its writer (-1). When the writer finished its line
+    between our look and our write all the same (stalled in its ``write()`` while we looked), our
+    newline lands after that line's own: a blank line. It is overwritten with a space, as an
+    append's needless separator is, and -1 returned (the newline finished nothing)."""
     disk_path = on_disk(path, env)
     for _ in range(MAX_REOPENS):
         try:
@@ -405,7 +418,7 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
                 if not names(disk_path, fd):
                     continue  # replaced while we waited for the lock: look at the new file
                 size = os.fstat(fd).st_size
-                if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+                if size == 0 or os.pread(fd, 1, size - 1) == b"\n" or _still_growing(fd, size):
                     return -1
                 write_all(fd, b"\n")
                 written_at = os.lseek(fd, 0, os.SEEK_CUR) - 1

@@ -267,3 +267,18 @@ def test_opening_a_session_while_pi_writes_a_line_leaves_no_blank_line(session, 
     assert "f0000001" in [e.id for e in fresh.get_entries()]
     opened.close()
     fresh.close()
+
+
+def test_the_load_time_repair_leaves_a_line_still_being_written_to_its_writer(tmp_path, monkeypatch):
+    path = str(tmp_path / "f.jsonl")
+    Path(path).write_bytes(b'{"a":1}\n' + HALF)
+    real_sleep = storage.time.sleep
+
+    def writer_goes_on(seconds: float) -> None:  # the writer copies more of its line meanwhile
+        with open(path, "ab") as f:
+            f.write(b'"more')
+        real_sleep(seconds)
+
+    monkeypatch.setattr(storage.time, "sleep", writer_goes_on)
+    assert storage.repair_trailing_newline(path) == -1
+    assert Path(path).read_bytes() == b'{"a":1}\n' + HALF + b'"more'
