@@ -84,7 +84,7 @@ def add_index_argument(
         "--no-index",
         dest="index",
         action="store_false",
-        help=f"{what} ($PI_SESSION_INDEX_DIR, else $XDG_CACHE_HOME/pi-session; PI_SESSION_NO_INDEX=1 does the same)",
+        help=f"{what} ($PI_SESSION_INDEX_DIR, else $XDG_CACHE_HOME/pi-session, else ~/.cache/pi-session; PI_SESSION_NO_INDEX=1 does the same)",
     )
 
 

@@ -749,7 +749,7 @@ def openrpc() -> dict[str, Any]:
             for n, schema in zip(NOTIFICATIONS, notification_schemas, strict=True)
         ],
         "x-errorData": (
-            "Application errors (-32001..-32014) carry the reference's message verbatim in `message`; for an error "
+            "Application errors (-32001..-32015) carry the reference's message verbatim in `message`; for an error "
             "the reference throws, `data.name` is its JS error name (Error, AbortError, TypeError) and `data.code` "
             "the Node fs code (EEXIST, ENOENT, EISDIR) for -32005; an error of the server's own (an unknown handle, "
             "a `rootId`, `entryId` or `since` not found) names the member in `data` instead. After a failed request the session is as it was: unlike pi, an entry whose write failed "
