@@ -13,6 +13,7 @@ Where pi writes, the reference ``SessionManager`` from the oracle copy runs (ski
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import os
 import queue
@@ -171,10 +172,11 @@ class LibraryOnCue:
         return lines
 
 
-def wait_until_locked_by_another(path: str, timeout: float = 60) -> bool:
-    """Until some other process holds the file's flock (a repair about to replace it)."""
+def _locked_while_running(path: str, process: subprocess.Popen[str], timeout: float = 60) -> bool:
+    """Until ``process`` holds the file's flock (a repair about to replace it); False when it ended
+    first (on a loaded machine it can take, use and let go of the lock between two looks)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while process.poll() is None and time.monotonic() < deadline:
         fd = os.open(path, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -184,6 +186,19 @@ def wait_until_locked_by_another(path: str, timeout: float = 60) -> bool:
             os.close(fd)  # (releases the lock when we got it)
         time.sleep(0.0005)
     return False
+
+
+def repair_seen_holding_the_lock(path: str, glued: Iterator[int], attempts: int = 5) -> subprocess.Popen[str]:
+    """Glue two lines, start ``repair --in-place`` and return once it holds the file's lock. A repair
+    that came and went unseen (it succeeded) is followed by another, on two new glued lines."""
+    for _ in range(attempts):
+        glue_two_lines(path, next(glued))
+        repair = start_repair(path)
+        if _locked_while_running(path, repair):
+            return repair
+        out, err = repair.communicate(timeout=120)
+        assert repair.returncode == 0, out + err
+    raise AssertionError(f"the repair was never seen holding the file's lock ({attempts} repairs)")
 
 
 def glue_two_lines(path: str, n: int) -> None:
@@ -310,10 +325,9 @@ def test_repair_in_place_keeps_an_append_that_waited_for_its_lock(tmp_path: Path
     path = str(chain_session(tmp_path / "s.jsonl", 4000, pad=1000))
     appender = LibraryOnCue(path)
     try:
+        glued = itertools.count()
         for n in range(3):
-            glue_two_lines(path, n)
-            repair = start_repair(path)
-            assert wait_until_locked_by_another(path), "the repair never took the file's lock"
+            repair = repair_seen_holding_the_lock(path, glued)
             appender.cue()
             out, err = repair.communicate(timeout=120)
             assert repair.returncode == 0, out + err
@@ -332,10 +346,9 @@ def test_repair_in_place_keeps_what_pi_appends_meanwhile(tmp_path: Path, pi_on_c
     path = str(chain_session(tmp_path / "s.jsonl", 4000, pad=1000))
     pi = pi_on_cue(path)
     outcomes = []
-    for n, delay in enumerate((0, 0.002, 0.005, 0.008, 0.012, 0.016, 0.02, 0.03)):
-        glue_two_lines(path, n)
-        repair = start_repair(path)
-        assert wait_until_locked_by_another(path), "the repair never took the file's lock"
+    glued = itertools.count()
+    for delay in (0, 0.002, 0.005, 0.008, 0.012, 0.016, 0.02, 0.03):
+        repair = repair_seen_holding_the_lock(path, glued)
         time.sleep(delay)
         acknowledged = pi.append(1)
         out, err = repair.communicate(timeout=120)
