@@ -236,9 +236,10 @@ def test_a_request_cancelled_while_it_waits_for_a_delete_never_runs(server: RawS
     assert server.call("pi/getEntryCount", {"uri": file_uri(doomed)}, timeout=10) == 0
 
 
-def test_a_close_sent_after_a_delete_of_its_home_path_finds_the_session_closed(passwd_home_server: Any):
+def test_a_close_sent_after_a_delete_of_its_home_path_leaves_the_session_to_the_delete(passwd_home_server: Any):
     """pi/close answers at once, unlike a request queued on the session: it too waits for the
-    delete whose path a worker resolves, which closed the session first (as pi would have)."""
+    delete whose path a worker resolves, which closes the session (and names it); the close of a
+    session the delete is closing answers that it is closed."""
     server, home = passwd_home_server
     path = session_with_entries(home / "sessions", 10, str(home))
     session = server.call("pi/open", {"path": path})["session"]
@@ -249,7 +250,7 @@ def test_a_close_sent_after_a_delete_of_its_home_path_finds_the_session_closed(p
         ("pi/close", {"session": session}),
     )
     assert deleted.get("result", {}).get("closedSessions") == [session], deleted
-    assert closed.get("error", {}).get("code") == UNKNOWN_SESSION, closed
+    assert closed.get("result") == {"session": session, "closed": True}, closed
 
 
 def test_pi_sessions_sent_after_a_delete_of_a_home_path_leaves_out_the_session_it_closed(
