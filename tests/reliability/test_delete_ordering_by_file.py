@@ -43,10 +43,15 @@ SPELLINGS = {
 }
 
 
+def spelled_uri(path: str) -> str:
+    """The ``file:`` URI of ``path`` spelled as it is (``file_uri`` resolves symlinks)."""
+    return Path(path).as_uri()
+
+
 def percent_escaped(path: str) -> str:
     """``path`` as a ``file:`` URI with every letter of its name percent-escaped."""
     directory, name = os.path.split(path)
-    return file_uri(directory) + "/" + "".join(f"%{ord(c):02X}" if c.isalpha() else c for c in name)
+    return spelled_uri(directory) + "/" + "".join(f"%{ord(c):02X}" if c.isalpha() else c for c in name)
 
 
 @pytest.mark.parametrize("spelling", sorted(SPELLINGS))
@@ -57,7 +62,7 @@ def test_a_request_by_uri_spelled_otherwise_finds_the_file_gone(
     deleted, count, escaped = pipelined(
         server,
         ("pi/delete", {"path": doomed, "permanent": True}),
-        ("pi/getEntryCount", {"uri": file_uri(other)}),
+        ("pi/getEntryCount", {"uri": spelled_uri(other)}),
         ("pi/getEntryCount", {"uri": percent_escaped(other)}),
     )
     assert "result" in deleted, deleted
@@ -132,3 +137,31 @@ def test_a_delete_of_a_symlink_leaves_the_sessions_on_its_target_open(server: Ra
     assert deleted["closedSessions"] == [], deleted
     assert os.path.exists(path) and not os.path.lexists(link)
     assert isinstance(server.call("pi/getEntryCount", {"session": session}), int)
+
+
+def test_requests_by_uri_on_a_held_file_meet_its_closing_session_or_find_the_file_gone(
+    server: RawServer, tmp_path: Path
+):
+    """What the contract says of pi/delete: by the uri a session holds the file at, a request sent
+    before the delete's reply meets that session closed (-32001, naming it); pi/close of it answers
+    closed; a uri spelling the file otherwise waits for the delete and finds the file gone (a new
+    session, written nowhere until a write), as does the file's uri once the delete answered."""
+    path = session_with_entries(tmp_path / "sessions", 10, str(tmp_path))
+    session = server.call("pi/open", {"path": path})["session"]
+    other = through_symlinked_directory(path, tmp_path)
+    deleted, held, append, other_count, closed = pipelined(
+        server,
+        ("pi/delete", {"path": path, "permanent": True}),
+        ("pi/getEntryCount", {"uri": file_uri(path)}),
+        ("pi/append", {"uri": file_uri(path), "kind": "message", "message": USER}),
+        ("pi/getEntryCount", {"uri": spelled_uri(other)}),
+        ("pi/close", {"session": session}),
+    )
+    assert deleted.get("result", {}).get("closedSessions") == [session], deleted
+    for reply in (held, append):
+        error = reply.get("error", {})
+        assert error.get("code") == UNKNOWN_SESSION and error.get("data") == {"session": session}, reply
+    assert other_count.get("result") == 0, other_count
+    assert closed.get("result") == {"session": session, "closed": True}, closed
+    assert not os.path.lexists(path)
+    assert server.call("pi/getEntryCount", {"uri": file_uri(path)}) == 0 and not os.path.lexists(path)

@@ -42,7 +42,7 @@ def test_a_language_request_by_another_spelling_sent_after_a_delete_finds_the_fi
     deleted, symbols = pipelined(
         server,
         ("pi/delete", {"path": doomed, "permanent": True}),
-        ("textDocument/documentSymbol", {"textDocument": {"uri": file_uri(other)}}),
+        ("textDocument/documentSymbol", {"textDocument": {"uri": Path(other).as_uri()}}),  # (not resolved)
     )
     assert "result" in deleted, deleted
     assert symbols.get("result") is None, str(symbols)[:300]

@@ -236,7 +236,9 @@ def test_a_request_cancelled_while_it_waits_for_a_delete_never_runs(server: RawS
     assert server.call("pi/getEntryCount", {"uri": file_uri(doomed)}, timeout=10) == 0
 
 
-def test_a_close_sent_after_a_delete_of_its_home_path_leaves_the_session_to_the_delete(passwd_home_server: Any):
+def test_a_close_sent_after_a_delete_of_its_home_path_leaves_the_session_to_the_delete(
+    passwd_home_server: Any,
+):
     """pi/close answers at once, unlike a request queued on the session: it too waits for the
     delete whose path a worker resolves, which closes the session (and names it); the close of a
     session the delete is closing answers that it is closed."""
