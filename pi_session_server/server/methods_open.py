@@ -125,8 +125,8 @@ def _register_held(server: PiSessionServer) -> None:
     @route("pi/close")
     def pi_close(params: Any) -> Any:
         """Answered at once: new requests no longer find the handle, and the session is closed
-        (its files released) once the requests sent before this one are done. After a pi/delete
-        sent before it whose path a worker resolves, which may close the session first."""
+        (its files released) once the requests sent before this one are done. Once every
+        pi/delete sent before it knows its file (and has queued the closes of its sessions)."""
         p = P.parse(params, P.CloseParams)
 
         def close() -> dict[str, Any]:
@@ -140,7 +140,7 @@ def _register_held(server: PiSessionServer) -> None:
         """Every held session, each described by a job on its own queue (in parallel). The jobs are
         queued as the request arrives (not in a coroutine, which would run after the requests read
         with this one): each describes its session as the requests sent before this one left it
-        (after a pi/delete whose path a worker resolves: the sessions it closes are left out)."""
+        (once every pi/delete sent before it knows its file: the sessions it closes are left out)."""
         P.parse(params, P.Params)
 
         def describe() -> Any:
