@@ -102,7 +102,7 @@ class PiSessionServer:
         self.own_writes = OwnWrites()  # what our sessions wrote, not to be blamed on another process
         self.idle_slots = IdleSlots(self.registry, self._shown_in_editor)
         #: the files pi/delete requests are deleting: the requests on one sent after waits for it
-        self.pending_deletes = PendingDeletes()
+        self.pending_deletes = PendingDeletes(self.pool.queue("files of pending deletes"))
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)

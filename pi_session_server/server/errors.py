@@ -7,6 +7,7 @@ and, for file-system errors, the Node error code (``code``), as the conformance 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pi_session_server import errors as lib_errors
@@ -114,6 +115,44 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
 }
 
 
+#: characters of a value from a request that an error message repeats (the start of it)
+MAX_SHOWN = 100
+
+
+def shown_start(text: str) -> str:
+    """``text``, a value from a request quoted in an error message: its first :data:`MAX_SHOWN`
+    characters, "..." where more followed."""
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
+
+
+# pi's messages that quote a value of the request whole, by the error pi throws: (the words
+# before, the value, the words after). An id of a megabyte would make a megabyte message.
+_QUOTING: list[tuple[type[lib_errors.PiSessionError], re.Pattern[str]]] = [
+    (
+        lib_errors.EntryNotFoundError,
+        re.compile(r"(Entry )(.*)( not found)", re.DOTALL),
+    ),
+    (
+        lib_errors.ContextEditError,
+        re.compile(
+            r"(Entry )(.*)( is not on the active branch| does not contribute editable model content)",
+            re.DOTALL,
+        ),
+    ),
+    (lib_errors.ValueTypeError, re.compile(r"(Cannot create property '[^']*' on \w+ ')(.*)(')", re.DOTALL)),
+]
+
+
+def _bounded(error: lib_errors.PiSessionError) -> str:
+    """The message of ``error`` with the value of the request it quotes cut to its start."""
+    message = error.message
+    for cls, quoting in _QUOTING:
+        if isinstance(error, cls) and (parts := quoting.fullmatch(message)) is not None:
+            before, value, after = parts.groups()
+            return before + shown_start(value) + after
+    return message
+
+
 class RpcError(Exception):
     """An error reply: ``code``, ``message`` and optional ``data`` (raised by a handler)."""
 
@@ -154,7 +193,8 @@ _CLASS_CODES: list[tuple[type[BaseException], int]] = [
 
 
 def from_library_error(error: lib_errors.PiSessionError) -> PiRpcError:
-    """The reply for an error the library raised (the reference's message, verbatim)."""
+    """The reply for an error the library raised: the reference's message, verbatim but for a
+    long value of the request it quotes, of which it keeps the start (:func:`_bounded`)."""
     if isinstance(error, lib_errors.NotRegularFileError):
         return path_refused(error.message, error.path, error.kind)
     code = SESSION_ERROR
@@ -173,7 +213,7 @@ def from_library_error(error: lib_errors.PiSessionError) -> PiRpcError:
         data["path"] = path
     if code == PI_VERSION:
         data["supported"] = list(PROFILES)
-    return PiRpcError(code, error.message, data)
+    return PiRpcError(code, _bounded(error), data)
 
 
 def from_os_error(error: OSError, syscall: str, path: str | None) -> PiRpcError:

@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import errno
 import gc
+import inspect
 import itertools
 import logging
 import os
@@ -67,6 +68,7 @@ from .errors import INVALID_PARAMS, PiRpcError
 from .json_string import json_string_bytes
 from .locations import MAX_URI_CHARS, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
+from .pending_deletes import deleted_as
 from .poller import stat_signature
 from .workers import CancelToken, Job, SerialQueue, log_failure, on_loop
 
@@ -449,12 +451,25 @@ class LanguageFeatures:
         result = answer(state)
         return self.encoded(result) if encode and result is not None else result
 
-    def ask(self, uri: str, answer: Callable[[DocState], Any], *, encode: bool = True) -> Job[Any] | None:
-        """Queue a request about ``uri`` (read from disk when the editor did not send it)."""
-        state = self.docs.get(uri) or self._from_disk(uri)
-        if state is None:
-            return None
-        return state.queue.submit(lambda _token: self._answer(state, answer, encode))
+    def ask(
+        self, uri: str, answer: Callable[[DocState], Any], *, encode: bool = True, otherwise: Any = None
+    ) -> Any:
+        """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
+        handler returns: the job, or ``otherwise`` for a document that is not a session. A file
+        read from disk is read after the pi/delete of it sent before the request answered (see
+        :mod:`.pending_deletes`): the request finds it gone."""
+
+        def asked() -> Any:
+            state = self.docs.get(uri) or self._from_disk(uri)
+            if state is None:
+                return otherwise
+            return state.queue.submit(lambda _token: self._answer(state, answer, encode))
+
+        state = self.docs.get(uri)
+        path = None if state is not None and not state.from_disk else _disk_path(uri)
+        if path is None:  # the editor's text, or no file of a session
+            return asked()
+        return self.server.pending_deletes.ordered([deleted_as(path, self.server.environment)], asked)
 
     def held_leaf_moved(self, paths: set[str]) -> None:
         """On the loop: the leaf of a session held on one of ``paths`` moved (pi/branch, pi/resetLeaf,
@@ -475,11 +490,8 @@ class LanguageFeatures:
     # ------------------------------------------------------------------ files the editor did not send
 
     def _from_disk(self, uri: str) -> DocState | None:
-        if not uri.startswith("file:") or not uri.endswith(".jsonl") or len(uri) > MAX_URI_CHARS:
-            return None
-        try:
-            path = uri_to_path(uri)
-        except PiRpcError:
+        path = _disk_path(uri)
+        if path is None:
             return None
         state = self._new_state(uri, from_disk=True)
         state.path = path
@@ -1104,6 +1116,13 @@ def _in_document(lines: Sequence[LineInfo], info: LineInfo) -> bool:
     return info.line < len(lines) and lines[info.line] is info
 
 
+def _disk_path(uri: str) -> str | None:
+    """The file of a session the editor did not send that ``uri`` names, or None."""
+    if not uri.startswith("file:") or not uri.endswith(".jsonl") or len(uri) > MAX_URI_CHARS:
+        return None
+    return _path_of(uri)
+
+
 def _path_of(uri: str) -> str | None:
     try:
         return uri_to_path(uri)
@@ -1187,6 +1206,8 @@ def _write_new_file(path: str, data: bytes) -> str:
 
 # ---------------------------------------------------------------------- registration
 
+_NOT_A_SESSION = {"applied": False, "reason": "not a session document"}
+
 
 def register_language_features(server: PiSessionServer) -> LanguageFeatures:
     """Register the ``textDocument/*`` features for session files on ``server``."""
@@ -1207,8 +1228,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         document that is not a session)."""
 
         def handler(params: Any) -> Any:
-            job = lf.ask(params.text_document.uri, lambda state: answer(state, params))
-            return otherwise if job is None else job
+            return lf.ask(params.text_document.uri, lambda state: answer(state, params), otherwise=otherwise)
 
         route(server, method, options)(handler)
 
@@ -1252,31 +1272,35 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
     def resolve_code_action(params: types.CodeAction) -> Any:
         data = params.data if isinstance(params.data, dict) else {}
         uri = data.get("uri")
-        job = (
-            lf.ask(uri, lambda state: lf.resolve_code_action(state, params)) if isinstance(uri, str) else None
-        )
-        return job if job is not None else lf.encoded(params)
+        unresolved = lf.encoded(params)
+        if not isinstance(uri, str):
+            return unresolved
+        return lf.ask(uri, lambda state: lf.resolve_code_action(state, params), otherwise=unresolved)
 
     @connection.command(server, REPAIR_FILE)
     def repair_file(arguments: list[Any]) -> Any:
         uri, version, key = _command_arguments(REPAIR_FILE, arguments)
-        job = lf.ask(uri, lambda state: lf.repair_file(state, version, key), encode=False)
-        return {"applied": False, "reason": "not a session document"} if job is None else job
+        return lf.ask(
+            uri, lambda state: lf.repair_file(state, version, key), encode=False, otherwise=_NOT_A_SESSION
+        )
 
     @connection.command(server, EXTRACT_IMAGE)
     def extract_image(arguments: list[Any]) -> Any:
         uri, version, key = _command_arguments(EXTRACT_IMAGE, arguments)
-        job = lf.ask(uri, lambda state: lf.extract_image(state, version, key), encode=False)
-        if job is None:
-            return {"applied": False, "reason": "not a session document"}
-        return _apply_image_edit(server, job)
+        extracted = lf.ask(
+            uri, lambda state: lf.extract_image(state, version, key), encode=False, otherwise=_NOT_A_SESSION
+        )
+        return _apply_image_edit(server, extracted)
 
     return lf
 
 
-async def _apply_image_edit(server: PiSessionServer, job: Job[Any]) -> Any:
-    """Once the image is written: ask the editor to replace the block with the reference to it."""
-    done = await on_loop(job, asyncio.get_running_loop())
+async def _apply_image_edit(server: PiSessionServer, extracted: Any) -> Any:
+    """Once the image is written (``extracted``: what :meth:`LanguageFeatures.ask` returned): ask
+    the editor to replace the block with the reference to it."""
+    if isinstance(extracted, Job):
+        extracted = on_loop(extracted, asyncio.get_running_loop())
+    done = await extracted if inspect.isawaitable(extracted) else extracted
     if not isinstance(done, tuple):
         return done
     edit, target = done

@@ -20,9 +20,9 @@ from pi_session_server.session.loader import is_valid_header, open_for_reading, 
 from pi_session_server.session.paths import resolve_path
 
 from . import params as P
-from .errors import PiRpcError, from_job_failure, invalid_params, path_refused
-from .locations import require_regular_file, resolved_on_the_loop, uri_to_path
-from .pending_deletes import EVERY_FILE
+from .errors import INTERNAL_ERROR, PiRpcError, from_job_failure, invalid_params, path_refused
+from .locations import require_regular_file, uri_to_path
+from .pending_deletes import EVERY_FILE, FileKeys, directory_entry, file_keys, settle
 from .progress import Progress
 from .reply_bytes import listing_bytes, refuse_past_max
 from .workers import CancelToken, Job, on_loop
@@ -174,13 +174,14 @@ def _register_session_files(server: PiSessionServer) -> None:
 
     @route("pi/delete")
     def pi_delete(params: Any) -> Any:
-        """The sessions open on the file closed, then the file deleted (a worker). Each session's
-        close is queued here, as the request arrives (not in a coroutine, which would run after
-        the requests read with this one): after the requests sent on it before this one (a write
-        sent before the delete cannot bring the file back after it) and before those sent after it
-        (they find the session closed: none writes to the file being deleted). The first close to
-        run checks that the file is a pi session (else none closes, and the refusal is the reply);
-        with no session open on it, a worker of its own checks it."""
+        """The sessions open on the file closed, then the file deleted (a worker). A worker first
+        resolves the path and looks at what the file is (see :mod:`.pending_deletes`; the requests
+        on a file or a session sent meanwhile wait for that). Each session's close is queued then,
+        before any request sent after the delete starts: after the requests sent on it before this
+        one (a write sent before the delete cannot bring the file back after it) and before those
+        sent after it (they find the session closed: none writes to the file being deleted). The
+        first close to run checks that the file is a pi session (else none closes, and the refusal
+        is the reply); with no session open on it, a worker of its own checks it."""
         p = P.parse(params, P.DeleteParams)
         if p.path is not UNSET:
             given = p.path
@@ -188,56 +189,55 @@ def _register_session_files(server: PiSessionServer) -> None:
             given = uri_to_path(p.uri)
         else:
             raise invalid_params("Invalid params: one of `path` or `uri` is required")
-        env = server.environment_for(p)
-        try:
-            path = resolved_on_the_loop(given, env)  # (the sessions on it are found on the loop)
-        except (PiSessionError, OSError) as error:  # a NUL byte; a relative path without a working directory
-            raise from_job_failure(error) from error
-        pending = server.pending_deletes
-        if path is None:  # resolved on a worker: it may be any file, so every later request waits
-            waits = pending.blockers(EVERY_FILE)
-            anywhere = pending.begin_anywhere()
-            task = asyncio.ensure_future(_delete_once_resolved(server, given, env, p.permanent, waits))
-            # (a callback: a delete cancelled before its coroutine began never runs the coroutine)
-            task.add_done_callback(lambda _task: pending.end_anywhere(anywhere))
-            return task
-        # a delete of the same file sent before this one goes first: this one then finds it gone
-        waits = pending.blockers([path])
-        done = pending.begin(path)
-        reply = pending.after(waits, lambda: _delete(server, path, p.permanent, done))
-        reply.add_done_callback(lambda _reply: pending.end(path, done))
-        return reply
+        return _ordered_delete(server, given, server.environment_for(p), p.permanent)
 
 
-async def _delete_once_resolved(
-    server: PiSessionServer,
-    given: str,
-    env: Environment,
-    permanent: bool,
-    waits: list[asyncio.Future[None]],
-) -> Any:
-    """pi/delete of a path resolved on a worker (see :func:`resolved_on_the_loop`), after the
-    deletes pending as it arrived (``waits``)."""
-    loop = asyncio.get_running_loop()
-    path = await on_loop(server.run_step("pi/delete", lambda _token: resolve_path(given, env=env)), loop)
-    if waits:
-        await asyncio.wait(waits)
-    return await _delete(server, path, permanent, server.pending_deletes.begin(path))
-
-
-def _delete(
-    server: PiSessionServer, path: str, permanent: bool, done: asyncio.Future[None]
+def _ordered_delete(
+    server: PiSessionServer, given: str, env: Environment, permanent: bool
 ) -> asyncio.Future[Any]:
-    """pi/delete of ``path`` (resolved): the closes of the sessions on it queued now, the file
-    deleted after them by a task, which is what answers; ``done`` (of
-    :meth:`~.pending_deletes.PendingDeletes.begin`) is ended once it answered."""
+    """pi/delete of ``given``: resolved and looked at by the worker of the looks at files (see
+    :mod:`.pending_deletes`), then :func:`_delete`, after the deletes of the same file sent before."""
+    pending = server.pending_deletes
+    delete = pending.begin()
+    reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    # (a callback of the reply: a delete cancelled before it began never runs what follows)
+    reply.add_done_callback(lambda _reply: pending.end(delete))
+
+    def resolved() -> tuple[str, str, FileKeys] | PiRpcError:
+        try:
+            path = resolve_path(given, env=env)
+            return path, directory_entry(path), file_keys(path)
+        except (PiSessionError, OSError) as error:  # a NUL byte; relative without a working directory
+            return from_job_failure(error)
+
+    def looked(found: tuple[str, str, FileKeys] | PiRpcError | None) -> None:
+        if reply.done():  # cancelled meanwhile
+            return
+        if not isinstance(found, tuple):
+            reply.set_exception(found or PiRpcError(INTERNAL_ERROR, "pi/delete: the file was not looked at"))
+            return
+        path, entry, keys = found
+        # the sessions on the file are found and their closes queued in this callback, before
+        # the requests that waited for the look start; a delete of the same file sent before
+        # this one goes first (this one then finds the file gone)
+        earlier = pending.known(delete, keys)
+        start = partial(_delete, server, path, {path, entry}, permanent)
+        settle(reply, start if not earlier else partial(pending.after, earlier, start))
+
+    pending.look(resolved, looked)
+    return reply
+
+
+def _delete(server: PiSessionServer, path: str, names: set[str], permanent: bool) -> asyncio.Future[Any]:
+    """pi/delete of ``path`` (resolved): the closes of the sessions on it (held by one of its
+    ``names``) queued now, the file deleted after them by a task, which is what answers."""
     check = _CheckedOnce(path)
-    slots = server.registry.slots_for_path(path)
+    slots = server.registry.slots_for_path(*names)
     closing = [server.registry.close_if(slot, check) for slot in slots]
     deleting = asyncio.ensure_future(_delete_after_closing(server, path, permanent, slots, closing, check))
     # (a callback of the task, not a `finally` of its coroutine: a delete cancelled before its
     # coroutine began, the cancel read with it, never runs the coroutine at all)
-    deleting.add_done_callback(lambda _task: _after_delete(server, path, slots, closing, done))
+    deleting.add_done_callback(lambda _task: _after_delete(server, slots, closing))
     return deleting
 
 
@@ -266,15 +266,12 @@ async def _delete_after_closing(
     return await on_loop(deleting, loop)
 
 
-def _after_delete(
-    server: PiSessionServer, path: str, slots: list[Slot], closing: list[Job[str]], done: asyncio.Future[None]
-) -> None:
+def _after_delete(server: PiSessionServer, slots: list[Slot], closing: list[Job[str]]) -> None:
     """Once a pi/delete answered (or was cancelled): the sessions it closed, found (closed) until
-    now so that a `uri` did not open the file again, are let go once closed, and the requests on
-    the file sent after it go ahead."""
+    now so that a `uri` did not open the file again, are let go once closed (before the requests
+    on the file sent after it go ahead)."""
     for slot, job in zip(slots, closing, strict=True):
         job.add_done_callback(partial(_discard_if_closed, server, slot))
-    server.pending_deletes.end(path, done)
 
 
 def _discard_if_closed(server: PiSessionServer, slot: Slot, _close: Job[Any]) -> None:

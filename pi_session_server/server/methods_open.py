@@ -125,19 +125,29 @@ def _register_held(server: PiSessionServer) -> None:
     @route("pi/close")
     def pi_close(params: Any) -> Any:
         """Answered at once: new requests no longer find the handle, and the session is closed
-        (its files released) once the requests sent before this one are done."""
+        (its files released) once the requests sent before this one are done. Once every
+        pi/delete sent before it knows its file (and has queued the closes of its sessions)."""
         p = P.parse(params, P.CloseParams)
-        server.registry.close(server.registry.get(p.session))
-        return {"session": p.session, "closed": True}
+
+        def close() -> dict[str, Any]:
+            server.registry.close(server.registry.get(p.session))
+            return {"session": p.session, "closed": True}
+
+        return server.pending_deletes.ordered([], close)
 
     @route("pi/sessions")
     def pi_sessions(params: Any) -> Any:
         """Every held session, each described by a job on its own queue (in parallel). The jobs are
         queued as the request arrives (not in a coroutine, which would run after the requests read
-        with this one): each describes its session as the requests sent before this one left it."""
+        with this one): each describes its session as the requests sent before this one left it
+        (once every pi/delete sent before it knows its file: the sessions it closes are left out)."""
         P.parse(params, P.Params)
-        jobs = [slot.queue.submit(_describer(server, slot)) for slot in server.registry.slots()]
-        return _described(jobs)
+
+        def describe() -> Any:
+            jobs = [slot.queue.submit(_describer(server, slot)) for slot in server.registry.slots()]
+            return _described(jobs)
+
+        return server.pending_deletes.ordered([], describe)
 
 
 async def _described(jobs: list[Job[dict[str, Any]]]) -> Any:

@@ -28,7 +28,7 @@ from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session.environment import Environment
 from pi_session_server.session.profiles import PROFILES, Profile, profile_for
 
-from .errors import invalid_params
+from .errors import MAX_SHOWN, invalid_params
 from .locations import MAX_PATH_CHARS, MAX_URI_CHARS, fs_path
 
 T = TypeVar("T")
@@ -560,7 +560,6 @@ def _described(value: Any) -> str:
     return f"of JSON type {_JSON_TYPES.get(type(value), 'number')}"
 
 
-MAX_SHOWN = 100  # characters of a string value an error message repeats
 _JSON_TYPES = {dict: "object", list: "array", bool: "boolean", type(None): "null", str: "string"}
 
 

@@ -4,30 +4,44 @@ pi does one thing at a time: a request sent after a delete finds the file gone. 
 requests in parallel, so a request that would open or read a file (by ``uri`` or path), or list the
 files of a directory, and that arrives while a delete of that file is pending, starts once the
 delete answered (:meth:`PendingDeletes.ordered`): it never reads the file being deleted, and answers
-as for a file that is not there. A delete whose path a worker is still resolving (``~`` with
-``$HOME`` unset, see :func:`.locations.resolved_on_the_loop`) may be of any file: every request
-that names a file or a session waits for it.
+as for a file that is not there.
 
-Everything here runs on the event loop. A request waits on the futures of the deletes pending as it
-arrives and starts from their done callbacks, which the loop runs before it reads the next
-requests: the requests sent after the delete's answer never pass those that waited for it.
+A file is known by what it is, not by how a request spells it (a symlink, a symlinked directory,
+``..``): the delete and each request on a file while one is pending have their paths looked at by
+a worker (:func:`file_keys`: the path resolved, with symlinks resolved, the directory entry it
+names, and the device and inode of the file where there is one), one after another in the order
+they arrived, and a request waits for the deletes whose keys it shares. Until a worker has looked
+at what a delete deletes (and resolved its path: ``~`` with ``$HOME`` unset is the home of the
+user's password entry), it may be of any file: every request that names a file or a session waits
+for that look.
+
+Everything else here runs on the event loop. A request waits on the futures of the deletes pending
+as it arrives and starts from their done callbacks, which the loop runs before it reads the next
+requests: the requests sent after the delete's answer never pass those that waited for it. While a
+look is under way, every request on a file takes its turn behind it, so none passes another.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
+
+import msgspec
 
 from pi_session_server.errors import PiSessionError
 from pi_session_server.session.environment import Environment
 
 from .locations import resolved_on_the_loop
-from .workers import Job, on_loop
+from .workers import Job, SerialQueue, on_loop
 
 #: ``paths`` of a request that reads every file of some directories (a listing): it waits for every delete
 EVERY_FILE = None
+
+#: what a file is: paths (str) and its (device, inode)
+FileKeys = frozenset[Any]
 
 
 def deleted_as(path: str, env: Environment) -> str | None:
@@ -39,33 +53,91 @@ def deleted_as(path: str, env: Environment) -> str | None:
         return None
 
 
+def file_keys(path: str) -> FileKeys:
+    """What the file at ``path`` (resolved) is, as a delete and the requests on it compare it (on a
+    worker: it reads the file system). Two spellings of one file share a key: the path with its
+    symlinks resolved, or the directory entry it names (its directory's symlinks resolved: what
+    unlinking it removes, still the same once the file is gone), or the device and inode."""
+    keys: set[Any] = {path}
+    try:
+        keys.add(directory_entry(path))
+        keys.add(os.path.realpath(path))
+        st = os.stat(path)
+        keys.add((st.st_dev, st.st_ino))
+    except (OSError, ValueError):  # nothing there (the names say what it was), or a name too long
+        pass
+    return frozenset(keys)
+
+
+def directory_entry(path: str) -> str:
+    """The directory entry ``path`` names, its directory's symlinks resolved: what deleting it
+    removes (a symlink itself, not the file it points to). Reads the file system."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+class PendingDelete(msgspec.Struct, eq=False):
+    """A pi/delete from its arrival until it answered (:meth:`PendingDeletes.end`)."""
+
+    done: asyncio.Future[None]  # answered or cancelled: those waiting for it go on
+    known: asyncio.Future[None]  # its file looked at (and its sessions' closes queued)
+    keys: FileKeys = msgspec.field(default_factory=frozenset)  # what its file is, once known
+
+
 class PendingDeletes:
-    def __init__(self) -> None:
-        # resolved path -> each delete of it pending, done once it answered (a later one may be
-        # cancelled before an earlier one answers)
-        self._files: dict[str, list[asyncio.Future[None]]] = {}
-        self._anywhere: list[asyncio.Future[None]] = []  # deletes of a path not resolved yet
+    def __init__(self, lookups: SerialQueue) -> None:
+        self._lookups = lookups  # the worker queue of the looks at files, in arrival order
+        self._deletes: list[PendingDelete] = []
+        self._looking = 0  # looks at the files of requests under way
 
     def __bool__(self) -> bool:
-        return bool(self._files or self._anywhere)
-
-    def blockers(self, paths: Iterable[str | None] | None) -> list[asyncio.Future[None]]:
-        """The pending deletes a request on ``paths`` (resolved; None for one that could not be
-        resolved on the loop, which may be any) waits for; ``EVERY_FILE``: all of them."""
-        waits = list(self._anywhere)
-        if not self._files:
-            return waits
-        wanted = list(paths) if paths is not EVERY_FILE else [None]
-        if None in wanted:
-            return waits + [done for deletes in self._files.values() for done in deletes]
-        return waits + [done for path in wanted if path is not None for done in self._files.get(path, ())]
+        return bool(self._deletes or self._looking)
 
     def ordered(self, paths: Iterable[str | None] | None, start: Callable[[], Any]) -> Any:
         """``start()`` (what a handler returns) now, or a future of its outcome started once the
-        deletes of ``paths`` pending now answered (see :meth:`blockers`)."""
+        deletes of the files at ``paths`` (resolved; None for one that could not be resolved on
+        the loop, which may be any file) pending now answered; ``EVERY_FILE``: once all did. A
+        request on no file (``paths`` empty: on a session) waits until every pending delete's
+        file is known, and its sessions closed."""
         if not self:
             return start()
-        return self.after(self.blockers(paths), start)
+        wanted = [None] if paths is EVERY_FILE else list(paths)
+        if None in wanted:
+            return self.after([delete.done for delete in self._deletes], start)
+        if not wanted:
+            return self.after([delete.known for delete in self._deletes], start)
+        resolved = [path for path in wanted if path is not None]
+        reply = asyncio.get_running_loop().create_future()
+        before = list(self._deletes)  # (not those sent after this request)
+
+        def looked(keys: FileKeys | None) -> None:
+            if reply.done():  # cancelled meanwhile
+                return
+            unknown = [delete.known for delete in before if not delete.known.done()]
+            if unknown and keys is not None:  # a delete sent before whose file is not known yet
+                self.after(unknown, lambda: looked(keys))
+                return
+            waits = [delete.done for delete in before if keys is None or keys & delete.keys]
+            settle(reply, lambda: self.after(waits, start))
+
+        self._looking += 1
+        self.look(lambda: frozenset().union(*map(file_keys, resolved)), looked, counted=True)
+        return reply
+
+    def look(
+        self, work: Callable[[], Any], then: Callable[[Any], None], *, counted: bool = False
+    ) -> Job[Any]:
+        """``work()`` on the queue of the looks at files, then ``then(its value)`` on the loop (None
+        for a failure, which the caller's own job meets again), in the order the looks were asked."""
+        loop = asyncio.get_running_loop()
+        job = self._lookups.submit(lambda _token: work(), interruptible=False)
+
+        def finished(future: asyncio.Future[Any]) -> None:
+            if counted:
+                self._looking -= 1
+            then(None if future.cancelled() or future.exception() is not None else future.result())
+
+        on_loop(job, loop).add_done_callback(finished)
+        return job
 
     def after(self, waits: list[asyncio.Future[None]], start: Callable[[], Any]) -> Any:
         """``start()`` now if ``waits`` are done, else a future of its outcome, started once they are
@@ -73,53 +145,53 @@ class PendingDeletes:
         waits = [wait for wait in waits if not wait.done()]
         if not waits:
             return start()
-        loop = asyncio.get_running_loop()
-        reply: asyncio.Future[Any] = loop.create_future()
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         left = len(waits)
 
         def one_done(_wait: asyncio.Future[None]) -> None:
             nonlocal left
             left -= 1
-            if left or reply.done():
-                return
-            try:
-                outcome = start()
-            except Exception as error:  # noqa: BLE001 - the request's failure is its reply
-                reply.set_exception(error)
-                return
-            _forward(outcome, reply, loop)
+            if not left and not reply.done():
+                settle(reply, start)
 
         for wait in waits:
             wait.add_done_callback(one_done)
         return reply
 
-    def begin(self, path: str) -> asyncio.Future[None]:
-        """A delete of ``path`` arrived: the future later requests on it wait for (:meth:`end` it)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._files.setdefault(path, []).append(done)
-        return done
+    def begin(self) -> PendingDelete:
+        """A delete arrived: until :meth:`known`, every request on a file or a session waits for it;
+        :meth:`end` it once it answered."""
+        loop = asyncio.get_running_loop()
+        delete = PendingDelete(loop.create_future(), loop.create_future())
+        self._deletes.append(delete)
+        return delete
 
-    def end(self, path: str, done: asyncio.Future[None]) -> None:
-        """The delete of :meth:`begin` answered (or was cancelled): those waiting for it go on."""
-        if not done.done():
-            done.set_result(None)
-        deletes = self._files.get(path, [])
-        if done in deletes:
-            deletes.remove(done)
-            if not deletes:
-                del self._files[path]
+    def known(self, delete: PendingDelete, keys: FileKeys) -> list[asyncio.Future[None]]:
+        """What the file of ``delete`` is: the requests on other files go on. The deletes of the
+        same file that arrived before it, which it waits for."""
+        delete.keys = keys
+        if not delete.known.done():
+            delete.known.set_result(None)
+        earlier = self._deletes[: self._deletes.index(delete)] if delete in self._deletes else []
+        return [other.done for other in earlier if other.keys & keys or not other.known.done()]
 
-    def begin_anywhere(self) -> asyncio.Future[None]:
-        """A delete of a path a worker resolves arrived: every request on a file waits for it."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._anywhere.append(done)
-        return done
+    def end(self, delete: PendingDelete) -> None:
+        """``delete`` answered (or was cancelled): those waiting for it go on."""
+        for future in (delete.known, delete.done):
+            if not future.done():
+                future.set_result(None)
+        if delete in self._deletes:
+            self._deletes.remove(delete)
 
-    def end_anywhere(self, done: asyncio.Future[None]) -> None:
-        if not done.done():
-            done.set_result(None)
-        if done in self._anywhere:
-            self._anywhere.remove(done)
+
+def settle(reply: asyncio.Future[Any], start: Callable[[], Any]) -> None:
+    """``reply`` settled as what ``start()`` returns settles (its failure: the request's)."""
+    try:
+        outcome = start()
+    except Exception as error:  # noqa: BLE001 - the request's failure is its reply
+        reply.set_exception(error)
+        return
+    _forward(outcome, reply, asyncio.get_running_loop())
 
 
 def _forward(outcome: Any, reply: asyncio.Future[Any], loop: asyncio.AbstractEventLoop) -> None:

@@ -187,10 +187,14 @@ METHODS: list[Method] = [
         "pi/delete",
         "Delete a session file as pi's /resume does: to the trash (permanent only with "
         "`permanent: true`); refuses files that are not pi sessions (then no handle is closed); closes handles "
-        "on the file, each once the requests sent on it before the delete are done, and deletes the file "
-        "after them. Requests sent after the delete on those handles (or by the file's `uri` before the "
-        "reply) write nothing: they answer UnknownSession (-32001). A `pi/open` of the file sent after the "
-        "delete opens it once the delete answered (the file gone: a new session at that path).",
+        "on the file (however the delete spells it), each once the requests sent on it before the delete are "
+        "done, and deletes the file after them (a symlink: the link, and the handles opened through it). "
+        "Requests sent after the delete and before its reply on those handles, or by a `uri` that names the "
+        "file as one of them holds it (its path, or its path with symlinks resolved), write nothing: they "
+        "answer UnknownSession (-32001, `data.session` the handle closed); pi/close of such a handle answers "
+        "`closed`. Every other request on the file sent after the delete (by a `uri` spelling it otherwise, "
+        "or sent after the reply; pi/open, pi/forkFrom, a listing) starts once the delete answered and finds "
+        "the file gone (pi/open: a new session at that path).",
         P.DeleteParams,
         R.DeleteResult,
         [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],

@@ -164,8 +164,9 @@ class Registry:
         slot = self.find_by_path(path)
         return ABSENT if slot is None else slot.branched_leaf
 
-    def slots_for_path(self, path: str) -> list[Slot]:
-        return [slot for slot in self.slots() if path in (slot.path, slot.real_path)]
+    def slots_for_path(self, *paths: str) -> list[Slot]:
+        """The slots bound to one of ``paths`` (absolute; as given or with symlinks resolved)."""
+        return [slot for slot in self.slots() if slot.path in paths or slot.real_path in paths]
 
     def file_lock(self, real_path: str) -> threading.Lock:
         """The in-process write lock of a file (keyed by its path with symlinks resolved)."""

@@ -234,3 +234,40 @@ def test_a_request_cancelled_while_it_waits_for_a_delete_never_runs(server: RawS
     assert reply.get("result", {}).get("entryCount") == 0, reply
     # nothing pending is left: a request on the file now answers at once
     assert server.call("pi/getEntryCount", {"uri": file_uri(doomed)}, timeout=10) == 0
+
+
+def test_a_close_sent_after_a_delete_of_its_home_path_leaves_the_session_to_the_delete(
+    passwd_home_server: Any,
+):
+    """pi/close answers at once, unlike a request queued on the session: it too waits for the
+    delete whose path a worker resolves, which closes the session (and names it); the close of a
+    session the delete is closing answers that it is closed."""
+    server, home = passwd_home_server
+    path = session_with_entries(home / "sessions", 10, str(home))
+    session = server.call("pi/open", {"path": path})["session"]
+    relative = "~/" + os.path.relpath(path, home)
+    deleted, closed = pipelined(
+        server,
+        ("pi/delete", {"path": relative, "permanent": True, "environment": NO_HOME}),
+        ("pi/close", {"session": session}),
+    )
+    assert deleted.get("result", {}).get("closedSessions") == [session], deleted
+    assert closed.get("result") == {"session": session, "closed": True}, closed
+
+
+def test_pi_sessions_sent_after_a_delete_of_a_home_path_leaves_out_the_session_it_closed(
+    passwd_home_server: Any,
+):
+    server, home = passwd_home_server
+    path = session_with_entries(home / "sessions", 10, str(home))
+    kept = session_with_entries(home / "kept", 1, str(home))
+    session = server.call("pi/open", {"path": path})["session"]
+    other = server.call("pi/open", {"path": kept})["session"]
+    relative = "~/" + os.path.relpath(path, home)
+    deleted, listed = pipelined(
+        server,
+        ("pi/delete", {"path": relative, "permanent": True, "environment": NO_HOME}),
+        ("pi/sessions", {}),
+    )
+    assert deleted.get("result", {}).get("closedSessions") == [session], deleted
+    assert [info["session"] for info in listed["result"]] == [other], listed

@@ -1,40 +1,71 @@
-"""server/pending_deletes.py: which pending deletes a request waits for, and that those waiting
-start in the order they arrived, once, and not at all when cancelled first."""
+"""server/pending_deletes.py: which pending deletes a request waits for (by what its file is, however
+spelled), and that those waiting start in the order they arrived, once, and not at all when
+cancelled first."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from typing import Any
 
-from pi_session_server.server.pending_deletes import EVERY_FILE, PendingDeletes
+from pi_session_server.server.pending_deletes import (
+    EVERY_FILE,
+    PendingDelete,
+    PendingDeletes,
+    directory_entry,
+    file_keys,
+)
+from pi_session_server.server.workers import WorkerPool
 
 
 def run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
 
 
+def new_pending() -> PendingDeletes:
+    return PendingDeletes(WorkerPool().queue("files of pending deletes"))
+
+
+def known(pending: PendingDeletes, path: str) -> PendingDelete:
+    """A delete of ``path`` whose file a worker has looked at."""
+    delete = pending.begin()
+    pending.known(delete, file_keys(path))
+    return delete
+
+
+async def settled(*futures: Any, rounds: int = 200) -> None:
+    """Until ``futures`` are done (the looks run on a worker)."""
+    for _ in range(rounds):
+        if all(future.done() for future in futures):
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("not done")
+
+
 def test_with_nothing_pending_a_request_starts_at_once():
     async def scenario() -> Any:
-        return PendingDeletes().ordered(["/a"], lambda: "started")
+        return new_pending().ordered(["/a"], lambda: "started")
 
     assert run(scenario()) == "started"
 
 
-def test_requests_wait_for_the_deletes_of_their_files_and_start_in_arrival_order():
+def test_requests_wait_for_the_deletes_of_their_files_and_start_in_arrival_order(tmp_path: Path):
+    a, b, c = (str(tmp_path / name) for name in "abc")
+
     async def scenario() -> list[str]:
-        pending = PendingDeletes()
+        pending = new_pending()
         started: list[str] = []
-        a, b = pending.begin("/a"), pending.begin("/b")
-        on_a = pending.ordered(["/a"], lambda: started.append("on a") or "a")
-        on_c = pending.ordered(["/c"], lambda: started.append("on c") or "c")
+        on_a_delete, on_b_delete = known(pending, a), known(pending, b)
+        on_a = pending.ordered([a], lambda: started.append("on a") or "a")
+        on_c = pending.ordered([c], lambda: started.append("on c") or "c")
         listing = pending.ordered(EVERY_FILE, lambda: started.append("listing") or "l")
-        also_on_a = pending.ordered(["/a"], lambda: started.append("on a again") or "a2")
-        assert on_c == "c" and started == ["on c"]  # no delete of its file: at once
-        pending.end("/a", a)
-        await asyncio.sleep(0)
-        assert started == ["on c", "on a", "on a again"]  # the listing waits for /b too
-        pending.end("/b", b)
-        await asyncio.sleep(0)
+        also_on_a = pending.ordered([a], lambda: started.append("on a again") or "a2")
+        assert await on_c == "c" and started == ["on c"]  # no delete of its file: once looked at
+        pending.end(on_a_delete)
+        await settled(on_a, also_on_a)
+        assert started == ["on c", "on a", "on a again"]  # the listing waits for b too
+        pending.end(on_b_delete)
         assert [await on_a, await also_on_a, await listing] == ["a", "a2", "l"]
         assert not pending
         return started
@@ -42,52 +73,131 @@ def test_requests_wait_for_the_deletes_of_their_files_and_start_in_arrival_order
     assert run(scenario()) == ["on c", "on a", "on a again", "listing"]
 
 
-def test_a_request_cancelled_while_it_waits_never_starts():
+def test_a_request_spelling_the_file_otherwise_waits_for_its_delete(tmp_path: Path):
+    (tmp_path / "dir").mkdir()
+    doomed = tmp_path / "dir" / "s.jsonl"
+    doomed.write_text("{}\n")
+    (tmp_path / "link.jsonl").symlink_to(doomed)
+    (tmp_path / "linked-dir").symlink_to(tmp_path / "dir")
+    spellings = [str(tmp_path / "link.jsonl"), str(tmp_path / "linked-dir" / "s.jsonl")]
+
+    async def scenario() -> None:
+        pending = new_pending()
+        delete = known(pending, str(doomed))
+        waiting = [pending.ordered([path], lambda path=path: path) for path in spellings]
+        await asyncio.sleep(0.2)
+        assert not any(future.done() for future in waiting)
+        pending.end(delete)
+        assert [await future for future in waiting] == spellings
+
+    run(scenario())
+
+
+def test_the_spellings_of_a_file_share_a_key_before_and_after_it_is_gone(tmp_path: Path):
+    (tmp_path / "dir").mkdir()
+    doomed = tmp_path / "dir" / "s.jsonl"
+    doomed.write_text("{}\n")
+    (tmp_path / "linked-dir").symlink_to(tmp_path / "dir")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(doomed)
+    through_dir = str(tmp_path / "linked-dir" / "s.jsonl")
+    deleting = file_keys(str(doomed))
+    assert file_keys(through_dir) & deleting and file_keys(str(link)) & deleting
+    assert not file_keys(str(tmp_path / "other.jsonl")) & deleting
+    os.unlink(doomed)  # a request looked at once the delete removed the file, before it answered
+    assert file_keys(through_dir) & deleting
+    # a delete of the symlink removes the link: the entry named, not the file it points to
+    assert directory_entry(str(link)) == str(link) and directory_entry(through_dir) == str(doomed)
+
+
+def test_a_request_looked_at_after_another_starts_after_it(tmp_path: Path):
+    """The first request on a file waits for the look at it; the delete answers meanwhile, and a
+    second request on the file arrives: it still starts after the first."""
+    a = str(tmp_path / "a")
+
     async def scenario() -> list[str]:
-        pending = PendingDeletes()
+        pending = new_pending()
         started: list[str] = []
-        done = pending.begin("/a")
-        waiting = pending.ordered(["/a"], lambda: started.append("started"))
+        delete = known(pending, a)
+        first = pending.ordered([a], lambda: started.append("first"))
+        pending.end(delete)
+        second = pending.ordered([a], lambda: started.append("second"))
+        await settled(first, second)
+        assert not pending
+        return started
+
+    assert run(scenario()) == ["first", "second"]
+
+
+def test_a_request_cancelled_while_it_waits_never_starts(tmp_path: Path):
+    a = str(tmp_path / "a")
+
+    async def scenario() -> list[str]:
+        pending = new_pending()
+        started: list[str] = []
+        delete = known(pending, a)
+        waiting = pending.ordered([a], lambda: started.append("started"))
+        looking = pending.ordered([a], lambda: started.append("started too"))
+        looking.cancel()  # (while its file is looked at)
+        await asyncio.sleep(0.1)
         waiting.cancel()
-        pending.end("/a", done)
-        await asyncio.sleep(0)
+        pending.end(delete)
+        await asyncio.sleep(0.05)
         return started
 
     assert run(scenario()) == []
 
 
-def test_a_later_delete_of_the_file_ended_first_leaves_the_earlier_one_waited_for():
+def test_a_later_delete_of_the_file_ended_first_leaves_the_earlier_one_waited_for(tmp_path: Path):
+    a = str(tmp_path / "a")
+
     async def scenario() -> None:
-        pending = PendingDeletes()
-        first, second = pending.begin("/a"), pending.begin("/a")
-        pending.end("/a", second)  # (cancelled while it waited for the first)
-        waiting = pending.ordered(["/a"], lambda: "started")
-        await asyncio.sleep(0)
+        pending = new_pending()
+        first, second = known(pending, a), known(pending, a)
+        pending.end(second)  # (cancelled while it waited for the first)
+        waiting = pending.ordered([a], lambda: "started")
+        await asyncio.sleep(0.1)
         assert not waiting.done()
-        pending.end("/a", first)
+        pending.end(first)
         assert await waiting == "started"
 
     run(scenario())
 
 
-def test_a_delete_of_a_path_not_resolved_yet_holds_every_request_on_a_file_or_session():
+def test_a_second_delete_of_the_file_waits_for_the_first(tmp_path: Path):
+    a = str(tmp_path / "a")
+
     async def scenario() -> None:
-        pending = PendingDeletes()
-        anywhere = pending.begin_anywhere()
-        on_a = pending.ordered(["/a"], lambda: "a")
-        on_session = pending.ordered([], lambda: "session")
-        await asyncio.sleep(0)
-        assert not on_a.done() and not on_session.done()
-        pending.end_anywhere(anywhere)
-        assert [await on_a, await on_session] == ["a", "session"]
+        pending = new_pending()
+        first = known(pending, a)
+        second = pending.begin()
+        assert pending.known(second, file_keys(a)) == [first.done]
+        assert pending.known(pending.begin(), file_keys(str(tmp_path / "b"))) == []
 
     run(scenario())
 
 
-def test_what_a_waiting_request_started_is_its_outcome():
+def test_a_delete_whose_file_is_not_known_yet_holds_every_request_on_a_file_or_session(tmp_path: Path):
     async def scenario() -> None:
-        pending = PendingDeletes()
-        done = pending.begin("/a")
+        pending = new_pending()
+        delete = pending.begin()
+        on_a = pending.ordered([str(tmp_path / "a")], lambda: "a")
+        on_session = pending.ordered([], lambda: "session")
+        await asyncio.sleep(0.1)
+        assert not on_a.done() and not on_session.done()
+        pending.known(delete, file_keys(str(tmp_path / "b")))
+        assert [await on_a, await on_session] == ["a", "session"]
+        pending.end(delete)
+
+    run(scenario())
+
+
+def test_what_a_waiting_request_started_is_its_outcome(tmp_path: Path):
+    a = str(tmp_path / "a")
+
+    async def scenario() -> None:
+        pending = new_pending()
+        delete = known(pending, a)
 
         async def later() -> str:
             return "from a coroutine"
@@ -95,9 +205,10 @@ def test_what_a_waiting_request_started_is_its_outcome():
         def refused() -> Any:
             raise ValueError("refused")
 
-        coroutine = pending.ordered(["/a"], later)
-        failure = pending.ordered(["/a"], refused)
-        pending.end("/a", done)
+        coroutine = pending.ordered([a], later)
+        failure = pending.ordered([a], refused)
+        await asyncio.sleep(0.1)
+        pending.end(delete)
         assert await coroutine == "from a coroutine"
         try:
             await failure

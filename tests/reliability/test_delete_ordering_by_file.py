@@ -1,0 +1,167 @@
+"""Requests sent right behind a pi/delete are ordered after it by what their file is, not by how
+they spell it: through a symlink, a symlinked directory, ``..``, a path relative to a working
+directory reached through a symlink, or a ``file:`` URI with percent escapes. Each finds the file
+gone, as it would from pi, and a delete spelled so closes the sessions held on the file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reliability_helpers import USER
+from reliability_rpc import RawServer, file_uri
+from test_requests_ordered_after_delete import UNKNOWN_SESSION, pipelined, session_with_entries
+
+
+@pytest.fixture
+def doomed(tmp_path: Path) -> str:
+    return session_with_entries(tmp_path / "sessions", 2000, str(tmp_path))
+
+
+def through_symlink(doomed: str, tmp_path: Path) -> str:
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(doomed)
+    return str(link)
+
+
+def through_symlinked_directory(doomed: str, tmp_path: Path) -> str:
+    (tmp_path / "linked-dir").symlink_to(os.path.dirname(doomed))
+    return str(tmp_path / "linked-dir" / os.path.basename(doomed))
+
+
+def with_dot_dots(doomed: str, _tmp_path: Path) -> str:
+    directory, name = os.path.split(doomed)
+    return os.path.join(directory, "..", os.path.basename(directory), ".", name)
+
+
+SPELLINGS = {
+    "symlink": through_symlink,
+    "symlinked directory": through_symlinked_directory,
+    "dot dots": with_dot_dots,
+}
+
+
+def spelled_uri(path: str) -> str:
+    """The ``file:`` URI of ``path`` spelled as it is (``file_uri`` resolves symlinks)."""
+    return Path(path).as_uri()
+
+
+def percent_escaped(path: str) -> str:
+    """``path`` as a ``file:`` URI with every letter of its name percent-escaped."""
+    directory, name = os.path.split(path)
+    return spelled_uri(directory) + "/" + "".join(f"%{ord(c):02X}" if c.isalpha() else c for c in name)
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+def test_a_request_by_uri_spelled_otherwise_finds_the_file_gone(
+    server: RawServer, doomed: str, tmp_path: Path, spelling: str
+):
+    other = SPELLINGS[spelling](doomed, tmp_path)
+    deleted, count, escaped = pipelined(
+        server,
+        ("pi/delete", {"path": doomed, "permanent": True}),
+        ("pi/getEntryCount", {"uri": spelled_uri(other)}),
+        ("pi/getEntryCount", {"uri": percent_escaped(other)}),
+    )
+    assert "result" in deleted, deleted
+    assert count.get("result") == 0, count  # pi's open of a missing path: no entries
+    assert escaped.get("result") == 0, escaped
+    assert not os.path.exists(doomed)
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+def test_an_open_spelled_otherwise_finds_the_file_gone(
+    server: RawServer, doomed: str, tmp_path: Path, spelling: str
+):
+    other = SPELLINGS[spelling](doomed, tmp_path)
+    deleted, opened = pipelined(
+        server,
+        ("pi/delete", {"path": doomed, "permanent": True}),
+        ("pi/open", {"path": other}),
+    )
+    assert "result" in deleted, deleted
+    assert opened.get("result", {}).get("entryCount") == 0, opened
+
+
+def test_an_open_relative_to_a_working_directory_reached_through_a_symlink_finds_the_file_gone(
+    server: RawServer, doomed: str, tmp_path: Path
+):
+    (tmp_path / "linked-cwd").symlink_to(os.path.dirname(doomed))
+    environment = {"cwd": str(tmp_path / "linked-cwd")}
+    deleted, opened = pipelined(
+        server,
+        ("pi/delete", {"path": doomed, "permanent": True}),
+        ("pi/open", {"path": os.path.basename(doomed), "environment": environment}),
+    )
+    assert "result" in deleted, deleted
+    assert opened.get("result", {}).get("entryCount") == 0, opened
+
+
+def test_a_second_delete_spelled_otherwise_finds_the_file_gone(
+    server: RawServer, doomed: str, tmp_path: Path
+):
+    other = through_symlinked_directory(doomed, tmp_path)
+    first, second = pipelined(
+        server,
+        ("pi/delete", {"path": doomed, "permanent": True}),
+        ("pi/delete", {"path": other, "permanent": True}),
+    )
+    assert "result" in first, first
+    assert second.get("error", {}).get("code") == -32005, second  # ENOENT, as for any missing file
+
+
+def test_a_delete_through_a_symlinked_directory_closes_the_sessions_on_the_file(
+    server: RawServer, tmp_path: Path
+):
+    path = session_with_entries(tmp_path / "sessions", 10, str(tmp_path))
+    session = server.call("pi/open", {"path": path})["session"]
+    other = through_symlinked_directory(path, tmp_path)
+    deleted, appended = pipelined(
+        server,
+        ("pi/delete", {"path": other, "permanent": True}),
+        ("pi/append", {"session": session, "kind": "message", "message": USER}),
+    )
+    assert deleted.get("result", {}).get("closedSessions") == [session], deleted
+    assert appended.get("error", {}).get("code") == UNKNOWN_SESSION, appended
+    assert not os.path.exists(path)
+
+
+def test_a_delete_of_a_symlink_leaves_the_sessions_on_its_target_open(server: RawServer, tmp_path: Path):
+    """The delete removes the link, not the file it points to: a session on that file stays."""
+    path = session_with_entries(tmp_path / "sessions", 10, str(tmp_path))
+    session = server.call("pi/open", {"path": path})["session"]
+    link = through_symlink(path, tmp_path)
+    deleted: Any = server.call("pi/delete", {"path": link, "permanent": True})
+    assert deleted["closedSessions"] == [], deleted
+    assert os.path.exists(path) and not os.path.lexists(link)
+    assert isinstance(server.call("pi/getEntryCount", {"session": session}), int)
+
+
+def test_requests_by_uri_on_a_held_file_meet_its_closing_session_or_find_the_file_gone(
+    server: RawServer, tmp_path: Path
+):
+    """What the contract says of pi/delete: by the uri a session holds the file at, a request sent
+    before the delete's reply meets that session closed (-32001, naming it); pi/close of it answers
+    closed; a uri spelling the file otherwise waits for the delete and finds the file gone (a new
+    session, written nowhere until a write), as does the file's uri once the delete answered."""
+    path = session_with_entries(tmp_path / "sessions", 10, str(tmp_path))
+    session = server.call("pi/open", {"path": path})["session"]
+    other = through_symlinked_directory(path, tmp_path)
+    deleted, held, append, other_count, closed = pipelined(
+        server,
+        ("pi/delete", {"path": path, "permanent": True}),
+        ("pi/getEntryCount", {"uri": file_uri(path)}),
+        ("pi/append", {"uri": file_uri(path), "kind": "message", "message": USER}),
+        ("pi/getEntryCount", {"uri": spelled_uri(other)}),
+        ("pi/close", {"session": session}),
+    )
+    assert deleted.get("result", {}).get("closedSessions") == [session], deleted
+    for reply in (held, append):
+        error = reply.get("error", {})
+        assert error.get("code") == UNKNOWN_SESSION and error.get("data") == {"session": session}, reply
+    assert other_count.get("result") == 0, other_count
+    assert closed.get("result") == {"session": session, "closed": True}, closed
+    assert not os.path.lexists(path)
+    assert server.call("pi/getEntryCount", {"uri": file_uri(path)}) == 0 and not os.path.lexists(path)
