@@ -121,7 +121,7 @@ def repairs(
                 glued = glued_entries(doc)
             out.extend(_orphan_repairs(doc, info, glued))
         elif p.code == codes.PARENT_CYCLE:
-            out.append(_make_root(info))
+            out.extend(_cycle_repairs(doc, info))
         elif p.code == codes.ORPHAN_TOOL_RESULT:
             out.extend(_orphan_result_repairs(doc, info))
         elif p.code == codes.HUGE_IMAGE and p.path is not None:
@@ -585,6 +585,47 @@ def _parent_without(doc: SessionDocument, e: LineInfo) -> LineInfo | None:
     same = [x for x in tree.by_id.get(e.pkey, ()) if x is not e]
     parent = same[-1] if same else None
     return None if parent is None or tree.is_ancestor(e, parent) else parent
+
+
+def _cycle_repairs(doc: SessionDocument, info: LineInfo) -> list[Repair]:
+    """Repairs of ``info``, an entry in a parent cycle: the cycle broken at its link pi cannot have
+    written (preferred, the same on every line of the cycle, so that it is made once), and the
+    cycle broken at this entry instead."""
+    cycle = doc.tree.cycles.get(info) or (info,)  # (an entry that is its own parent: a cycle alone)
+    breaker = _cycle_breaker(doc, cycle)
+    out = [] if breaker is None else [_break_cycle_at(doc, breaker, info.line)]
+    if breaker is not info or nearest_surviving_ancestor(doc, info) is not None:
+        out.append(_make_root(info))
+    return out
+
+
+def _cycle_breaker(doc: SessionDocument, cycle: tuple[LineInfo, ...]) -> LineInfo | None:
+    """The entry of ``cycle`` whose parent link points forward in the file (the first one, if
+    several do): pi appends an entry after its parent, so that link was not written by pi."""
+    forward = [m for m in cycle if (parent := doc.tree.parent(m)) is not None and parent.line >= m.line]
+    return min(forward, key=lambda m: m.line, default=None)
+
+
+def _break_cycle_at(doc: SessionDocument, breaker: LineInfo, line: int) -> Repair:
+    """``breaker`` given the entry written before it (where pi would have hung it), or made a root
+    when there is none. Offered on ``line``, one of the cycle's."""
+    target = nearest_surviving_ancestor(doc, breaker)
+    at = f"Break the cycle at line {breaker.line + 1}"
+    if target is None:
+        title = f"{at}: make `{breaker.id}` a root (parentId null), no entry is before it"
+    else:
+        title = (
+            f"{at}: re-parent `{breaker.id}` to `{target.id}` (line {target.line + 1}), the entry before it"
+        )
+    new_parent = None if target is None else target.id
+    return Repair(
+        title,
+        codes.PARENT_CYCLE,
+        line,
+        lambda: _replace_value(breaker, ("parentId",), new_parent),
+        preferred=True,
+        key=(codes.PARENT_CYCLE, line, "break", breaker.line),
+    )
 
 
 def _make_root(info: LineInfo) -> Repair:
