@@ -247,7 +247,7 @@ CODES: dict[str, Code] = {
             E,
             "Parent cycle",
             "Following `parentId` from this entry comes back to it (or it is its own parent). The reference loops forever on such a file.",
-            "Code action *Break the cycle at line N* (preferred, offered on every line of the cycle, made once by `pi-session repair`): the entry whose parent comes later in the file (pi never writes that) gets the entry written before it, or becomes a root; or *Break the cycle here* (makes this entry a root).",
+            "Point one `parentId` of the cycle at an entry outside it, or code action *Break the cycle here* (makes the entry a root).",
         ),
         Code(
             LABEL_TARGET_MISSING,

@@ -230,7 +230,7 @@ def _end_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     lines = doc.lines
     if doc.ends_without_newline():
         last = lines[-1]
-        if last.kind == L.MALFORMED and L.glued_problem(last) is None:
+        if _truncated(last):
             p = last.problems[0]
             start = p.span[0] if p.span else 0
             out.append(
@@ -413,9 +413,15 @@ def _unreported_last(doc: SessionDocument) -> LineInfo | None:
     """The last line when its own problems are not reported: the empty text after the final
     newline, or a truncated line (reported as PI002)."""
     last = doc.lines[-1] if doc.lines else None
-    if last is not None and (last.raw == b"" or (last.kind == L.MALFORMED and L.glued_problem(last) is None)):
+    if last is not None and (last.raw == b"" or _truncated(last)):
         return last
     return None
+
+
+def _truncated(last: L.LineInfo) -> bool:
+    """The last line, without a final newline, is a cut-off line (PI002): not lines glued together,
+    nor the NUL bytes of a zero-filled tail (nothing was cut: they are reported as themselves)."""
+    return last.kind == L.MALFORMED and L.glued_problem(last) is None and not L.only_nul_bytes(last.raw)
 
 
 def _line_problems(doc: SessionDocument, info: LineInfo, first_pass: bool, v1: bool) -> Iterator[Problem]:

@@ -124,9 +124,26 @@ def repairs(
             out.extend(_cycle_repairs(doc, info))
         elif p.code == codes.ORPHAN_TOOL_RESULT:
             out.extend(_orphan_result_repairs(doc, info))
+        elif p.code == codes.INVALID_JSON and L.only_nul_bytes(info.raw):
+            out.append(_remove_nul_bytes(doc, info))
         elif p.code == codes.HUGE_IMAGE and p.path is not None:
             out.append(_extract_image(doc, info, p.path, path))
     return out
+
+
+def _remove_nul_bytes(doc: SessionDocument, info: LineInfo) -> Repair:
+    """A line of NUL bytes (a crash's zero-filled tail) deleted: it holds nothing to lose. Unended,
+    it is the file's last line: the newline before it stays, to end the line before."""
+    n = info.line
+    last = n + 1 == doc.line_count
+    return Repair(
+        "Remove the NUL bytes (they hold nothing)",
+        codes.INVALID_JSON,
+        n,
+        lambda: [TextEdit(n, 0, n, len(info.raw), "") if last else _delete_line(doc, n)],
+        preferred=True,
+        key=(codes.INVALID_JSON, n),
+    )
 
 
 def _made_to_the_file(title: str, code: str) -> Repair:
