@@ -390,6 +390,10 @@ def _unknown_edit_type(version: str) -> Problem:
 
 
 def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
+    if doc.other_bom_in_text() is not None:
+        # bytes of UTF-16 or UTF-32 read from disk: parsed as pi's UTF-8, every line is an error
+        # that the one repair (re-encoding the file) takes away; the one diagnostic says that
+        return _bom_diagnostics(doc)
     out = file_diagnostics(doc)
     v1 = doc.is_v1()
     out.extend(_line_diagnostics(doc, first_pass, v1))
