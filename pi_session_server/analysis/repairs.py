@@ -35,7 +35,7 @@ from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_sp
 from .document import BOM_BYTES, SessionDocument, utf8_of_marked
 from .fields import Path
 from .jsonpath import value_span
-from .lines import LineInfo, human_size
+from .lines import LineInfo, Problem, human_size
 from .positions import text_end
 
 
@@ -114,21 +114,51 @@ def repairs(
     ]
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
     for info, p in reported_problems(doc, first_line, last_line):  # none for what is not reported
-        if p.code == codes.GLUED_LINES and p.pieces is not None:
-            out.extend(_split_glued(info, p.pieces))
-        elif p.code == codes.DANGLING_PARENT:
+        if p.code == codes.DANGLING_PARENT:
             if glued is None:
                 glued = glued_entries(doc)
             out.extend(_orphan_repairs(doc, info, glued))
-        elif p.code == codes.PARENT_CYCLE:
-            out.extend(_cycle_repairs(doc, info))
-        elif p.code == codes.ORPHAN_TOOL_RESULT:
-            out.extend(_orphan_result_repairs(doc, info))
-        elif p.code == codes.INVALID_JSON and L.only_nul_bytes(info.raw):
-            out.append(_remove_nul_bytes(doc, info))
-        elif p.code == codes.HUGE_IMAGE and p.path is not None:
-            out.append(_extract_image(doc, info, p.path, path))
+        else:
+            out.extend(_line_repairs(doc, info, p, path))
     return out
+
+
+def _line_repairs(doc: SessionDocument, info: LineInfo, p: Problem, path: str | None) -> list[Repair]:
+    """The repairs of problem ``p`` of line ``info`` (but a missing parent's)."""
+    if p.code == codes.GLUED_LINES and p.pieces is not None:
+        return _split_glued(info, p.pieces)
+    if p.code == codes.PARENT_CYCLE:
+        return _cycle_repairs(doc, info)
+    if p.code == codes.ORPHAN_TOOL_RESULT:
+        return _orphan_result_repairs(doc, info)
+    if p.code == codes.DUPLICATE_ID:
+        return _remove_repeated_line(doc, info)
+    if p.code == codes.INVALID_JSON and L.only_nul_bytes(info.raw):
+        return [_remove_nul_bytes(doc, info)]
+    if p.code == codes.HUGE_IMAGE and p.path is not None:
+        return [_extract_image(doc, info, p.path, path)]
+    return []
+
+
+def _remove_repeated_line(doc: SessionDocument, info: LineInfo) -> list[Repair]:
+    """An entry whose later copy, byte for byte, pi's index keeps (a write made twice): this line
+    removed, which loses nothing and leaves pi's tree and leaf as they were. None for entries that
+    share an id but differ: which one is right is the user's to say."""
+    same = doc.tree.by_id.get(info.key)
+    kept = same[-1] if same else None
+    if kept is None or kept is info or kept.raw.removesuffix(b"\r") != info.raw.removesuffix(b"\r"):
+        return []
+    n = info.line
+    return [
+        Repair(
+            f"Remove this line: line {kept.line + 1} holds the same entry, byte for byte (the copy pi keeps)",
+            codes.DUPLICATE_ID,
+            n,
+            lambda: [_delete_line(doc, n)],
+            preferred=True,
+            key=(codes.DUPLICATE_ID, n),
+        )
+    ]
 
 
 def _remove_nul_bytes(doc: SessionDocument, info: LineInfo) -> Repair:
