@@ -32,8 +32,18 @@ from .document import BOM_BYTES, SessionDocument, utf8_of_marked
 from .repairs import Repair, TextEdit, repairs
 
 #: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen
+#: (the only repair of invalid JSON removes a line of NUL bytes, which holds nothing; the only one
+#: of a duplicate id removes a line whose later copy, byte for byte, pi keeps)
 SAFE_CODES = frozenset(
-    {codes.GLUED_LINES, codes.MISSING_HEADER, codes.HEADER_NOT_FIRST, codes.BOM, codes.NOT_UTF8}
+    {
+        codes.GLUED_LINES,
+        codes.MISSING_HEADER,
+        codes.HEADER_NOT_FIRST,
+        codes.BOM,
+        codes.NOT_UTF8,
+        codes.INVALID_JSON,
+        codes.DUPLICATE_ID,
+    }
 )
 #: every code with a repair that text edits can make (moving an image out writes a second file:
 #: that one stays in the editor)

@@ -230,7 +230,7 @@ def _end_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     lines = doc.lines
     if doc.ends_without_newline():
         last = lines[-1]
-        if last.kind == L.MALFORMED and L.glued_problem(last) is None:
+        if _truncated(last):
             p = last.problems[0]
             start = p.span[0] if p.span else 0
             out.append(
@@ -390,6 +390,10 @@ def _unknown_edit_type(version: str) -> Problem:
 
 
 def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
+    if doc.other_bom_in_text() is not None:
+        # bytes of UTF-16 or UTF-32 read from disk: parsed as pi's UTF-8, every line is an error
+        # that the one repair (re-encoding the file) takes away; the one diagnostic says that
+        return _bom_diagnostics(doc)
     out = file_diagnostics(doc)
     v1 = doc.is_v1()
     out.extend(_line_diagnostics(doc, first_pass, v1))
@@ -413,9 +417,15 @@ def _unreported_last(doc: SessionDocument) -> LineInfo | None:
     """The last line when its own problems are not reported: the empty text after the final
     newline, or a truncated line (reported as PI002)."""
     last = doc.lines[-1] if doc.lines else None
-    if last is not None and (last.raw == b"" or (last.kind == L.MALFORMED and L.glued_problem(last) is None)):
+    if last is not None and (last.raw == b"" or _truncated(last)):
         return last
     return None
+
+
+def _truncated(last: L.LineInfo) -> bool:
+    """The last line, without a final newline, is a cut-off line (PI002): not lines glued together,
+    nor the NUL bytes of a zero-filled tail (nothing was cut: they are reported as themselves)."""
+    return last.kind == L.MALFORMED and L.glued_problem(last) is None and not L.only_nul_bytes(last.raw)
 
 
 def _line_problems(doc: SessionDocument, info: LineInfo, first_pass: bool, v1: bool) -> Iterator[Problem]:

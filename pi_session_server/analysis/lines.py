@@ -440,6 +440,10 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     if pieces is not None:
         info.problems = (_glued_problem(info.raw, pieces),)
         return
+    nul = _nul_problem(info.raw)
+    if nul is not None:
+        info.problems = (nul,)
+        return
     pos = err.pos
     start = len(text[:pos].encode("utf-8", "surrogatepass"))
     end = start + max(1, len(text[pos : pos + 1].encode("utf-8", "surrogatepass")))
@@ -448,6 +452,36 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     where = " at end of line" if pos >= len(text) else ""
     info.problems = (
         Problem(codes.INVALID_JSON, f"invalid JSON{where}: {as_displayed(err.msg)}", span=(start, end)),
+    )
+
+
+_ZERO_FILLED = "the zero-filled tail a crash leaves (the file grew, its data never reached the disk)"
+
+
+def only_nul_bytes(raw: bytes) -> bool:
+    """The line (without its line break) is NUL bytes and nothing else."""
+    body = raw[:-1] if raw.endswith(b"\r") else raw
+    return bool(body) and not body.strip(b"\0")
+
+
+def _nul_problem(raw: bytes) -> Problem | None:
+    """The problem of a line that is, or ends in, NUL bytes: what a crash leaves, said as such
+    (a parser's "unexpected token" names no cause)."""
+    body = raw[:-1] if raw.endswith(b"\r") else raw
+    text = body.rstrip(b"\0")
+    count = len(body) - len(text)
+    if not count:
+        return None
+    if not text:
+        return Problem(
+            codes.INVALID_JSON,
+            f"{count} NUL bytes and nothing else: {_ZERO_FILLED}; they hold nothing, and pi skips the line",
+            span=(0, len(body)),
+        )
+    return Problem(
+        codes.INVALID_JSON,
+        f"invalid JSON: the line is cut off, then {count} NUL bytes: {_ZERO_FILLED}",
+        span=(len(text), len(body)),
     )
 
 

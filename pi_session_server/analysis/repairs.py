@@ -35,7 +35,7 @@ from .diagnostics import Diagnostic, file_diagnostics, glued_entries, problem_sp
 from .document import BOM_BYTES, SessionDocument, utf8_of_marked
 from .fields import Path
 from .jsonpath import value_span
-from .lines import LineInfo, human_size
+from .lines import LineInfo, Problem, human_size
 from .positions import text_end
 
 
@@ -114,19 +114,66 @@ def repairs(
     ]
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
     for info, p in reported_problems(doc, first_line, last_line):  # none for what is not reported
-        if p.code == codes.GLUED_LINES and p.pieces is not None:
-            out.extend(_split_glued(info, p.pieces))
-        elif p.code == codes.DANGLING_PARENT:
+        if p.code == codes.DANGLING_PARENT:
             if glued is None:
                 glued = glued_entries(doc)
             out.extend(_orphan_repairs(doc, info, glued))
-        elif p.code == codes.PARENT_CYCLE:
-            out.append(_make_root(info))
-        elif p.code == codes.ORPHAN_TOOL_RESULT:
-            out.extend(_orphan_result_repairs(doc, info))
-        elif p.code == codes.HUGE_IMAGE and p.path is not None:
-            out.append(_extract_image(doc, info, p.path, path))
+        else:
+            out.extend(_line_repairs(doc, info, p, path))
     return out
+
+
+def _line_repairs(doc: SessionDocument, info: LineInfo, p: Problem, path: str | None) -> list[Repair]:
+    """The repairs of problem ``p`` of line ``info`` (but a missing parent's)."""
+    if p.code == codes.GLUED_LINES and p.pieces is not None:
+        return _split_glued(info, p.pieces)
+    if p.code == codes.PARENT_CYCLE:
+        return _cycle_repairs(doc, info)
+    if p.code == codes.ORPHAN_TOOL_RESULT:
+        return _orphan_result_repairs(doc, info)
+    if p.code == codes.DUPLICATE_ID:
+        return _remove_repeated_line(doc, info)
+    if p.code == codes.INVALID_JSON and L.only_nul_bytes(info.raw):
+        return [_remove_nul_bytes(doc, info)]
+    if p.code == codes.HUGE_IMAGE and p.path is not None:
+        return [_extract_image(doc, info, p.path, path)]
+    return []
+
+
+def _remove_repeated_line(doc: SessionDocument, info: LineInfo) -> list[Repair]:
+    """An entry whose later copy, byte for byte, pi's index keeps (a write made twice): this line
+    removed, which loses nothing and leaves pi's tree and leaf as they were. None for entries that
+    share an id but differ: which one is right is the user's to say."""
+    same = doc.tree.by_id.get(info.key)
+    kept = same[-1] if same else None
+    if kept is None or kept is info or kept.raw.removesuffix(b"\r") != info.raw.removesuffix(b"\r"):
+        return []
+    n = info.line
+    return [
+        Repair(
+            f"Remove this line: line {kept.line + 1} holds the same entry, byte for byte (the copy pi keeps)",
+            codes.DUPLICATE_ID,
+            n,
+            lambda: [_delete_line(doc, n)],
+            preferred=True,
+            key=(codes.DUPLICATE_ID, n),
+        )
+    ]
+
+
+def _remove_nul_bytes(doc: SessionDocument, info: LineInfo) -> Repair:
+    """A line of NUL bytes (a crash's zero-filled tail) deleted: it holds nothing to lose. Unended,
+    it is the file's last line: the newline before it stays, to end the line before."""
+    n = info.line
+    last = n + 1 == doc.line_count
+    return Repair(
+        "Remove the NUL bytes (they hold nothing)",
+        codes.INVALID_JSON,
+        n,
+        lambda: [TextEdit(n, 0, n, len(info.raw), "") if last else _delete_line(doc, n)],
+        preferred=True,
+        key=(codes.INVALID_JSON, n),
+    )
 
 
 def _made_to_the_file(title: str, code: str) -> Repair:
@@ -585,6 +632,47 @@ def _parent_without(doc: SessionDocument, e: LineInfo) -> LineInfo | None:
     same = [x for x in tree.by_id.get(e.pkey, ()) if x is not e]
     parent = same[-1] if same else None
     return None if parent is None or tree.is_ancestor(e, parent) else parent
+
+
+def _cycle_repairs(doc: SessionDocument, info: LineInfo) -> list[Repair]:
+    """Repairs of ``info``, an entry in a parent cycle: the cycle broken at its link pi cannot have
+    written (preferred, the same on every line of the cycle, so that it is made once), and the
+    cycle broken at this entry instead."""
+    cycle = doc.tree.cycles.get(info) or (info,)  # (an entry that is its own parent: a cycle alone)
+    breaker = _cycle_breaker(doc, cycle)
+    out = [] if breaker is None else [_break_cycle_at(doc, breaker, info.line)]
+    if breaker is not info or nearest_surviving_ancestor(doc, info) is not None:
+        out.append(_make_root(info))
+    return out
+
+
+def _cycle_breaker(doc: SessionDocument, cycle: tuple[LineInfo, ...]) -> LineInfo | None:
+    """The entry of ``cycle`` whose parent link points forward in the file (the first one, if
+    several do): pi appends an entry after its parent, so that link was not written by pi."""
+    forward = [m for m in cycle if (parent := doc.tree.parent(m)) is not None and parent.line >= m.line]
+    return min(forward, key=lambda m: m.line, default=None)
+
+
+def _break_cycle_at(doc: SessionDocument, breaker: LineInfo, line: int) -> Repair:
+    """``breaker`` given the entry written before it (where pi would have hung it), or made a root
+    when there is none. Offered on ``line``, one of the cycle's."""
+    target = nearest_surviving_ancestor(doc, breaker)
+    at = f"Break the cycle at line {breaker.line + 1}"
+    if target is None:
+        title = f"{at}: make `{breaker.id}` a root (parentId null), no entry is before it"
+    else:
+        title = (
+            f"{at}: re-parent `{breaker.id}` to `{target.id}` (line {target.line + 1}), the entry before it"
+        )
+    new_parent = None if target is None else target.id
+    return Repair(
+        title,
+        codes.PARENT_CYCLE,
+        line,
+        lambda: _replace_value(breaker, ("parentId",), new_parent),
+        preferred=True,
+        key=(codes.PARENT_CYCLE, line, "break", breaker.line),
+    )
 
 
 def _make_root(info: LineInfo) -> Repair:

@@ -22,12 +22,14 @@ import argparse
 import contextlib
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from typing import TextIO
 
 from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, spliced
 from ..analysis.diagnostics import document_diagnostics
 from ..analysis.document import SessionDocument
+from ..analysis.repairs import repairs
 from ..errors import PiSessionError
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, replace_in_place, same_file
@@ -183,13 +185,30 @@ def _repair(
         _write_new(args.output, chunks, force=args.force)
         written = args.output
     after, total, finished, kept = _more_rounds(written, chosen, count, kept, report, pi)
+    _say_what_was_made(written, after, total, finished, kept, chosen, report)
+    return 0, total
+
+
+def _say_what_was_made(
+    written: str,
+    after: SessionDocument,
+    total: int,
+    finished: bool,
+    kept: int,
+    chosen: frozenset[str],
+    report: TextIO,
+) -> None:
+    """The last lines of a repair written to ``written``: the repairs made, the problems left, the
+    repairs of other codes left, the bytes another process appended that were kept."""
     left = summary_text(count_by_severity(d.severity.name.lower() for d in document_diagnostics(after)))
     rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
     stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
     print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)
+    other = _other_repairs(after, chosen, written)
+    if other:
+        print(f"{written}: {other}", file=report)
     if kept:
         print(f"{written}: kept {kept} bytes that another process appended meanwhile", file=report)
-    return 0, total
 
 
 def _readable_name(path: str, fd: int) -> str:
@@ -222,9 +241,35 @@ def _more_rounds(
     return after, count, not plan_repairs(after, chosen, written).applied, kept
 
 
+def _other_repairs(after: SessionDocument, chosen: frozenset[str], path: str) -> str:
+    """What the repaired file still has repairs for among the codes not chosen, and how to make
+    them ("" if nothing): a line split apart can give back an entry whose parent was the cut-off
+    line, which pi takes for the start of the conversation until it is re-parented (PI031)."""
+    others = FIXABLE_CODES - chosen
+    if not others or after.line_count == 0:
+        return ""
+    problems = {
+        (r.code, r.line)
+        for r in repairs(after, 0, after.line_count - 1, path)
+        if r.code in others and r.image is None
+    }
+    if not problems:
+        return ""
+    counts = Counter(code for code, _ in problems)
+    names = sorted(counts)
+    count = len(problems)
+    of = "another code" if len(names) == 1 else "other codes"
+    listed = ", ".join(f"{code} ({counts[code]})" for code in names)
+    return (
+        f"{_repairs(count)} of {of} not made: {listed}; --codes {','.join(names)} or --all makes "
+        f"{'it' if count == 1 else 'them'}"
+    )
+
+
 def _list(path: str, plan: Plan, report: TextIO, later: str) -> None:
-    """The repairs of ``plan``, one line each; ``later`` says when those left for later are made."""
-    for planned in plan.applied:
+    """The repairs of ``plan``, one line each, in line order; ``later`` says when those left for
+    later are made."""
+    for planned in sorted(plan.applied, key=lambda p: p.repair.line):
         repair = planned.repair
         print(f"{path}:{repair.line + 1}: {repair.code} {repair.title}", file=report)
     for repair in plan.deferred:

@@ -216,7 +216,17 @@ async def test_break_a_cycle(editor: Editor) -> None:
     uri = editor.fresh_uri()
     text = doc(S.header(), S.user("a", "b"), S.user("b", "a"))
     assert codes_by_line(await editor.open(uri, text)) == [(1, "PI032"), (2, "PI032")]
-    assert await apply_action(editor, uri, 1, "Break the cycle here") == []
+    # offered on every line of the cycle: the break at the link pointing forward in the file
+    assert await apply_action(editor, uri, 2, "Break the cycle at line 2: make `a` a root") == []
+    assert [json.loads(line).get("parentId") for line in editor.texts[uri].split("\n")[1:3]] == [None, "a"]
+
+
+async def test_break_a_cycle_at_another_entry(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    text = doc(S.header(), S.user("a", "b"), S.user("b", "a"))
+    await editor.open(uri, text)
+    assert await apply_action(editor, uri, 2, "Break the cycle here") == []
+    assert [json.loads(line).get("parentId") for line in editor.texts[uri].split("\n")[1:3]] == ["b", None]
 
 
 async def test_move_huge_image_out_of_the_file(editor: Editor, tmp_path: Path) -> None:
