@@ -75,7 +75,7 @@ CODES: dict[str, Code] = {
             E,
             "Invalid JSON",
             "The line is not valid JSON (`JSON.parse` fails at the marked column). pi skips the line on every load.",
-            "Fix the JSON at the marked column, or delete the line if it holds nothing worth keeping.",
+            "Fix the JSON at the marked column, or delete the line if it holds nothing worth keeping. A line of NUL bytes alone (the zero-filled tail a crash leaves) holds nothing: code action *Remove the NUL bytes*.",
         ),
         Code(
             TRUNCATED_LAST_LINE,
@@ -233,7 +233,7 @@ CODES: dict[str, Code] = {
             E,
             "Duplicate id",
             "Two entries share an `id`. pi's index keeps the later one, so the earlier one cannot be found and the tree shows the later entry under each parent.",
-            "Give one of them a fresh 8-hex-digit id (and update the references that meant it).",
+            "Give one of them a fresh 8-hex-digit id (and update the references that meant it). A line that is the same entry as a later line, byte for byte (written twice): code action *Remove this line*, which loses nothing (pi keeps the later copy).",
         ),
         Code(
             DANGLING_PARENT,
@@ -247,7 +247,7 @@ CODES: dict[str, Code] = {
             E,
             "Parent cycle",
             "Following `parentId` from this entry comes back to it (or it is its own parent). The reference loops forever on such a file.",
-            "Point one `parentId` of the cycle at an entry outside it, or code action *Break the cycle here* (makes the entry a root).",
+            "Code action *Break the cycle at line N* (offered on every line of the cycle, made once): the link pi cannot have written, a `parentId` naming an entry later in the file, goes to the entry written before it (or becomes `null`). Or *Break the cycle here* (makes this entry a root), or point one `parentId` of the cycle at an entry outside it.",
         ),
         Code(
             LABEL_TARGET_MISSING,
