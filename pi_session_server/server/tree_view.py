@@ -385,11 +385,15 @@ class CallReading(Enum):
     * ``AT_FIRST_RESULT``: every call of the session, read when the first tool result's preview
       is made: a window without one reads no assistant message, and one with one answers as the
       whole tree does.
-    * ``NEAR_EACH_RESULT``: each tool result's call looked for in the assistant messages above it
-      when its preview is made (every call of the session only when it is not there): a window
-      reads the bodies of what it sends (a tree view's first window of a 2 GB session would
-      otherwise read every assistant message). A call id that more than one message holds may
-      then name the nearest one where the whole tree names the last.
+    * ``NEAR_EACH_RESULT``: each tool result names the call of its id in the nearest assistant
+      message above it (a few entries up: parallel calls' results chain under their message),
+      else the session's (every call of the session, read then): a window reads the bodies of
+      what it sends (a tree view's first window of a 2 GB session would otherwise read every
+      assistant message). Which call a result names depends on the session alone, never on the
+      windows asked for before. By design it differs from ``UP_FRONT`` for a call id that several
+      assistant messages hold: the whole tree names the last one a walk meets for every result
+      of that id, a window the one above each result (telling that the id is held elsewhere too
+      is reading every assistant message).
     """
 
     UP_FRONT = "up front"
@@ -461,6 +465,9 @@ class _TreeShape:
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
         self.calls = calls
         self.calls_complete = calls is CallReading.UP_FRONT
+        # NEAR_EACH_RESULT: each tool result's call found above it (None: not there), by entry
+        self._calls_above: dict[int, tuple[Any, Any]] = {}
+        self._session_calls: ToolCalls | None = None  # every call of the session, once read
         if previews:
             if calls is not CallReading.UP_FRONT:
                 self.tool_calls = {}
@@ -530,9 +537,9 @@ class _TreeShape:
         self._around = None
         self._chain_lengths.clear()  # an appended entry can make any chain longer (or show a second child)
         if self.tool_calls is not None:
-            # read anew, as a new shape reads them: which of the calls that share an id a tool
-            # result's preview names depends on those read before it
-            self.tool_calls, self.calls_complete = {}, False
+            # every call of the session read anew when needed (a new call may name an older
+            # result's id); a result's call above it stays (appends add no entry above it)
+            self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
         old_entry = path[-1]
         self._shown.pop(old_entry, None)
         self._forget_shown_children(old_entry.parent_id, node_of)  # its parent's shown children
@@ -601,23 +608,28 @@ class _TreeShape:
         if self.cache is not None and self.tool_calls is not None and rows:
             self.cache.read_ahead([row.node.entry for row in rows])
 
-    def _find_call(self, entry: Any) -> None:
-        """Make sure the call of a tool result is in :attr:`tool_calls` (read as :attr:`calls` says)."""
-        if self.calls_complete or self.tool_calls is None:
-            return
+    def _calls_for(self, entry: Any) -> ToolCalls:
+        """The tool calls the preview of ``entry`` is made with (read as :attr:`calls` says)."""
+        calls = self.tool_calls
+        assert calls is not None
+        if self.calls_complete:
+            return calls
         call_id = self._call_id_of(entry)
         if not truthy(call_id):
-            return  # not a tool result, or one whose preview names no call
-        wanted = index_key(call_id)
-        calls = self.tool_calls
-        if self.calls is CallReading.NEAR_EACH_RESULT and (
-            wanted in calls or self._found_above(entry, wanted, calls)
-        ):
-            return
-        # elsewhere, or nowhere: every call of the session (only read from now on: the calls
-        # every_call gives are shared)
-        self.tool_calls = tree_tool_calls(self.roots) if self._every_call is None else self._every_call()
-        self.calls_complete = True
+            return calls  # not a tool result, or one whose preview names no call
+        if self.calls is CallReading.NEAR_EACH_RESULT:
+            wanted = index_key(call_id)
+            call = self._call_above(entry, wanted)
+            return {wanted: call} if call is not None else self.session_calls()
+        self.tool_calls, self.calls_complete = self.session_calls(), True
+        return self.tool_calls
+
+    def session_calls(self) -> ToolCalls:
+        """Every tool call of the session (only read: the calls ``every_call`` gives are shared)."""
+        if self._session_calls is None:
+            every_call = self._every_call
+            self._session_calls = tree_tool_calls(self.roots) if every_call is None else every_call()
+        return self._session_calls
 
     def _call_id_of(self, entry: Any) -> Any:
         """The call id a tool result names (ABSENT for any other entry)."""
@@ -630,24 +642,30 @@ class _TreeShape:
         # the preview's part holds it: no read of the body (the preview needs the part anyway)
         return getattr(cache.part_of(entry), "call_id", ABSENT)
 
-    def _found_above(self, entry: Any, wanted: Any, calls: ToolCalls) -> bool:
-        """Whether the call ``wanted`` is in an assistant message a few entries above ``entry``
-        (the calls of those read on the way are kept in ``calls``)."""
+    def _call_above(self, entry: Any, wanted: Any) -> Any:
+        """The call ``wanted`` (an index key) of the nearest assistant message a few entries above
+        the tool result ``entry`` that holds one (its last of that id, as pi's tree selector reads
+        a message), or None; found once per entry."""
+        known = self._calls_above.get(id(entry))
+        if known is not None and known[0] is entry:
+            return known[1]
         calls_of = tool_calls_of if self.cache is None else self.cache.tool_calls_of
-        current, seen = entry, {id(entry)}
+        found, current, seen = None, entry, {id(entry)}
         for _ in range(_CALL_SEARCH_STEPS):
             parent = parent_of(current)
             above = self.entries_by_id.get(index_key(parent)) if truthy(parent) else None
             if above is None or id(above) in seen:
-                return False
+                break
             seen.add(id(above))
             current = above
             if type_of(above) == "message" and role_of(above) == "assistant":
                 for key, call in calls_of(above):
-                    calls.setdefault(key, call)
-                if wanted in calls:
-                    return True
-        return False
+                    if key == wanted:
+                        found = call
+                if found is not None:
+                    break
+        self._calls_above[id(entry)] = (entry, found)
+        return found
 
     def find(self, wanted_id: Any) -> Any:
         """:func:`find_node` without walking the tree each time: a tree view asks for a node at
@@ -832,9 +850,7 @@ class _TreeShape:
             entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
         preview: Any = UNSET
         if self.tool_calls is not None:
-            if not self.calls_complete:
-                self._find_call(entry)
-            preview = self.preview(entry, self.tool_calls)
+            preview = self.preview(entry, self.tool_calls if self.calls_complete else self._calls_for(entry))
         label, label_timestamp = node.label, node.label_timestamp
         # made for every row of a whole tree: the strings most fields are pass without a call
         return FlatRow(
