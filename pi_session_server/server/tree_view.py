@@ -522,7 +522,7 @@ class _TreeShape:
         assert node_of is not None  # (checked by followed)
         path = self.leaf_path
         assert type(path) is list
-        self._keep_levels_above(tail, appended)
+        old_leaf = self.leaf_id
         self.roots, self.entries_by_id = roots, entries_by_id
         self.leaf_id = tail[-1].id
         self.leaf_path = [*path, *tail]
@@ -540,13 +540,21 @@ class _TreeShape:
             # every call of the session read anew when needed (a new call may name an older
             # result's id); a result's call above it stays (appends add no entry above it)
             self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
-        old_entry = path[-1]
-        self._shown.pop(old_entry, None)
-        self._forget_shown_children(old_entry.parent_id, node_of)  # its parent's shown children
+        old_entry, old_node = path[-1], node_of(path[-1].id)
+        was_shown = self._shown.pop(old_entry, None)
+        # the shown nodes whose row may be another now (see _keep_levels_above): the old leaf, and
+        # those whose shown children changed
+        changed: set[int] = set()
+        shown = self.is_shown(old_node)
+        if was_shown is not False or shown:
+            changed.add(id(old_node))
+        if self.visible is not None and was_shown is not shown:  # its parent shows it, or not
+            self._forget_shown_children(old_entry.parent_id, node_of, changed)
         new_ids = {entry.id for entry in appended}
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
-                self._forget_shown_children(entry.parent_id, node_of)
+                self._forget_shown_children(entry.parent_id, node_of, changed)
+        self._keep_levels_above(old_leaf, tail, appended, changed)
 
     def levels_before(self, key: Any) -> tuple[list[TreeLevel], TreeLevel] | None:
         """For :func:`tree_levels` of ``key``: the first levels, as they were before the last
@@ -554,13 +562,23 @@ class _TreeShape:
         known = self._levels_before
         return (known[1], known[2]) if known is not None and known[0] == key else None
 
-    def _keep_levels_above(self, tail: list[Any], appended: list[Any]) -> None:
+    def _keep_levels_above(
+        self, old_leaf: Any, tail: list[Any], appended: list[Any], changed: set[int]
+    ) -> None:
         """After an append of only ``tail`` below the old leaf: the levels down to the old leaf are
         those down to the new one but the last (the old leaf's row is in the last level: its
-        window is walked again, and the levels below it), their windows aimed at the new leaf."""
+        window is walked again, and the levels below it), their windows aimed at the new leaf;
+        unless a row of a level above the last is one of the nodes that ``changed`` (by
+        ``id``): whether a node is shown, or which children it shows, is what a level's rows
+        follow from (the old leaf, a silent turn, hidden now that it is not the leaf)."""
         kept, self.kept_levels, self._levels_before = self.kept_levels, None, None
-        old_key = id_key(self.leaf_id)
+        old_key = id_key(old_leaf)
         if kept is None or not kept[2] or kept[0][0] != old_key or len(appended) != len(tail) or not kept[1]:
+            return
+        last = kept[1][-1]
+        # a row of the last level is in no level above it, but a branch point's (its first row)
+        in_last = {id(row.node) for row in last.rows[1 if last.kind == "branches" else 0 :]}
+        if not changed <= in_last:
             return
         new_leaf = tail[-1].id
         aimed = [
@@ -576,17 +594,25 @@ class _TreeShape:
             and manager.has_unique_ids()
         )
 
-    def _forget_shown_children(self, entry_id: Any, node_of: Callable[[Any], Any]) -> None:
+    def _forget_shown_children(
+        self, entry_id: Any, node_of: Callable[[Any], Any], forgotten: set[int]
+    ) -> None:
         """Forget the kept shown children of the node of ``entry_id`` (its children changed, or
-        whether one is shown), and of each ancestor that reaches them through hidden nodes."""
+        whether one is shown), and of each ancestor that reaches them through hidden nodes; the
+        ``id`` of the shown one they end at is added to ``forgotten`` (of a hidden root when
+        there is none: the tops of the tree show other nodes)."""
+        node = None
         while entry_id is not None:
-            node = node_of(entry_id)
-            if node is None:
-                return
+            above = node_of(entry_id)
+            if above is None:
+                break
+            node = above
             self._shown_children.pop(id(node), None)
             if self.is_shown(node):
-                return  # its own shown children are what changed: its parent lists it alone
+                break  # its own shown children are what changed: its parent lists it alone
             entry_id = node.entry.parent_id
+        if node is not None:
+            forgotten.add(id(node))
 
     @property
     def on_path(self) -> set[Any]:

@@ -230,6 +230,25 @@ ODD_APPENDS = {
         S.user("n3", "n2", "and"),
     ],
     "a name": [S.session_info("s1", "t2z", "named"), S.user("n1", "s1", "after")],
+    # the branch's head's only shown child, a silent turn, is hidden once it is not the leaf
+    "a silent turn heading a branch, then more": [
+        S.assistant("n1", "t1z", ""),
+        S.user("n2", "n1", "below it"),
+        S.user("n3", "n2", "on"),
+    ],
+    "a setting as the leaf, then more": [
+        S.model_change("n1", "t2z"),
+        S.user("n2", "n1", "after"),
+        S.model_change("n3", "n2"),
+        S.model_change("n4", "n3"),
+        S.user("n5", "n4", "on"),
+    ],
+    "a silent turn on a branch, then a setting below it": [
+        S.user("n1", "t1z", "other way"),
+        S.assistant("n2", "n1", ""),
+        S.model_change("n3", "n2"),
+        S.user("n4", "n3", "on"),
+    ],
     "a cycle": [S.user("n1", "n2", "a"), S.user("n2", "n1", "b")],
 }
 
