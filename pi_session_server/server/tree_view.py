@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import islice
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -468,6 +468,11 @@ class _TreeShape:
         # NEAR_EACH_RESULT: each tool result's call found above it (None: not there), by entry
         self._calls_above: dict[int, tuple[Any, Any]] = {}
         self._session_calls: ToolCalls | None = None  # every call of the session, once read
+        # the keys of the calls tool results' previews named from every call of the session (all:
+        # None), which a call appended may change (see _keep_encoded_previews)
+        self._named_from_session: set[Any] | None = set()
+        # the levels of the last levels reply as they were encoded (see encode_tree_levels)
+        self._encoded_levels: dict[tuple[Any, ...], EncodedLevel] = {}
         if previews:
             if calls is not CallReading.UP_FRONT:
                 self.tool_calls = {}
@@ -539,11 +544,22 @@ class _TreeShape:
         if self.tool_calls is not None:
             # every call of the session read anew when needed (a new call may name an older
             # result's id); a result's call above it stays (appends add no entry above it)
+            self._keep_encoded_previews(appended)
             self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
-        old_entry, old_node = path[-1], node_of(path[-1].id)
+        changed = self._forget_changed(path[-1], appended, node_of)
+        self._keep_levels_above(old_leaf, tail, appended, changed)
+        if self._levels_before is None:
+            self._encoded_levels = {}  # (their rows are walked again)
+        if not self._encoded_levels:
+            self._named_from_session = set()
+
+    def _forget_changed(self, old_entry: Any, appended: list[Any], node_of: Callable[[Any], Any]) -> set[int]:
+        """After ``appended`` (below the old leaf ``old_entry``, and elsewhere): forget what is kept
+        of the older nodes that may show otherwise now; the ``id`` of the shown ones among them
+        whose row may be another (see :meth:`_keep_levels_above`): the old leaf, and those whose
+        shown children changed."""
+        old_node = node_of(old_entry.id)
         was_shown = self._shown.pop(old_entry, None)
-        # the shown nodes whose row may be another now (see _keep_levels_above): the old leaf, and
-        # those whose shown children changed
         changed: set[int] = set()
         shown = self.is_shown(old_node)
         if was_shown is not False or shown:
@@ -554,13 +570,43 @@ class _TreeShape:
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
                 self._forget_shown_children(entry.parent_id, node_of, changed)
-        self._keep_levels_above(old_leaf, tail, appended, changed)
+        return changed
 
     def levels_before(self, key: Any) -> tuple[list[TreeLevel], TreeLevel] | None:
         """For :func:`tree_levels` of ``key``: the first levels, as they were before the last
         append, and the level to walk again from (its window) if known."""
         known = self._levels_before
         return (known[1], known[2]) if known is not None and known[0] == key else None
+
+    def encoded_level(self, level: TreeLevel, size: int) -> EncodedLevel | None:
+        """``level`` as the last levels reply encoded it with pages of ``size`` rows, if it did.
+        A level's rows (the list, by identity) are those of one state of the session, or of the
+        levels an append below the leaf kept (see :meth:`_keep_levels_above`): none of their
+        nodes is shown otherwise, shows other children or stopped being the leaf, a row's place,
+        depth and order and whether it is on the leaf's path are as they were (the appended
+        entries are below the old leaf), and so are the previews unless a call appended names a
+        tool result's (see :meth:`_keep_encoded_previews`): the same JSON."""
+        found = self._encoded_levels.get(_level_key(level, size))
+        return found if found is not None and found.rows is level.rows else None
+
+    def keep_encoded_levels(self, encoded: list[tuple[TreeLevel, int, EncodedLevel]]) -> None:
+        """Keep the levels of a levels reply as encoded (those of the reply before let go)."""
+        self._encoded_levels = {_level_key(level, size): known for level, size, known in encoded}
+
+    def _keep_encoded_previews(self, appended: list[Any]) -> None:
+        """After an append: let go of every encoded level when a call appended may be the one a
+        tool result's preview names now (one that named a call of the whole session, of the
+        same id: the last one a walk meets)."""
+        named = self._named_from_session
+        if not self._encoded_levels or named == set():
+            return
+        calls_of = tool_calls_of if self.cache is None else self.cache.tool_calls_of
+        for entry in appended:
+            if not (type_of(entry) == "message" and role_of(entry) == "assistant"):
+                continue
+            if named is None or any(key in named for key, _call in calls_of(entry)):
+                self._encoded_levels = {}
+                return
 
     def _keep_levels_above(
         self, old_leaf: Any, tail: list[Any], appended: list[Any], changed: set[int]
@@ -646,8 +692,13 @@ class _TreeShape:
         if self.calls is CallReading.NEAR_EACH_RESULT:
             wanted = index_key(call_id)
             call = self._call_above(entry, wanted)
-            return {wanted: call} if call is not None else self.session_calls()
+            if call is not None:
+                return {wanted: call}
+            if self._named_from_session is not None:
+                self._named_from_session.add(wanted)
+            return self.session_calls()
         self.tool_calls, self.calls_complete = self.session_calls(), True
+        self._named_from_session = None  # (every result's from now on)
         return self.tool_calls
 
     def session_calls(self) -> ToolCalls:
@@ -1435,6 +1486,22 @@ class TreeLevel:
     around_index: int | None
 
 
+class EncodedLevel(NamedTuple):
+    """A level of a levels reply as it was encoded (see :func:`encode_tree_levels`): the level's
+    rows (its key holds their ``id``: kept alive here), those of its page (a slice of them) and
+    its JSON."""
+
+    rows: list[Row]
+    shown: slice
+    encoded: bytes
+
+
+def _level_key(level: TreeLevel, size: int) -> tuple[Any, ...]:
+    """What a level's encoding in pages of ``size`` rows depends on besides its rows' nodes."""
+    window = level.window
+    return (id(level.rows), level.kind, window.chain, window.depth, level.around_index, size)
+
+
 def tree_levels(
     shape: _TreeShape, around_id: Any, max_levels: int | None = None
 ) -> tuple[list[TreeLevel], bool]:
@@ -1495,37 +1562,63 @@ def encode_tree_levels(
     """``{"leafId", "levels": [...], "complete"}``: each level the result of its window (as pi/getTree
     answers it with ``aroundId``) with its ``kind``, ``rootId``, ``chain`` or ``depth``. A level
     holds ``limit`` rows around the path's row (a ``branches`` level one more: the branch point's
-    own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes."""
+    own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes.
+
+    A level encoded for the shape's last levels reply is not encoded again (see
+    :meth:`_TreeShape.encoded_level`): a tree view that follows a session pi writes to asks for
+    the levels down to each new leaf, and most of them are those down to the leaf before."""
     branch_points = sum(1 for level in levels if level.kind == "branches")
     per_level = min(limit, max(1, (max_nodes - branch_points) // max(1, len(levels))))
-    pages = []
+    pages: list[tuple[TreeLevel, int, _FlatPage | EncodedLevel]] = []
     for level in levels:
-        extra = 1 if level.kind == "branches" else 0
+        size = per_level + (1 if level.kind == "branches" else 0)
+        known = shape.encoded_level(level, size)
+        if known is not None:
+            pages.append((level, size, known))
+            continue
         window = TreeWindow(
             root_id=level.window.root_id,
             depth=level.window.depth,
-            limit=per_level + extra,
+            limit=size,
             paged=True,
             chain=level.window.chain,
             around_id=level.window.around_id,
         )
-        pages.append((level, window, _FlatPage(shape, level.rows, window, None, level.around_index)))
+        pages.append((level, size, _FlatPage(shape, level.rows, window, None, level.around_index)))
     # the rows of every level together: how many previews the reply needs is known before any
-    shape.read_ahead([row for _level, _window, page in pages for row in page.shown_rows()])
+    new_pages = [page for _level, _size, page in pages if isinstance(page, _FlatPage)]
+    shape.read_ahead([row for page in new_pages for row in page.shown_rows()])
     out = bytearray(b'{"leafId":' + encode_rows(_wire_id(shape.leaf_id)) + b',"levels":[')
-    for at, (level, window, page) in enumerate(pages):
-        head: dict[str, Any] = {"kind": level.kind}
-        if window.root_id is not ABSENT:
-            head["rootId"] = _wire_id(window.root_id)
-        if window.chain:
-            head["chain"] = True
-        if window.depth is not None:
-            head["depth"] = window.depth
-        out += (b"," if at else b"") + encode_rows(head)[:-1] + b","
-        _encode_page_into(page, out)
-        out += b"}"
+    encoded: list[tuple[TreeLevel, int, EncodedLevel]] = []
+    for at, (level, size, page) in enumerate(pages):
+        if at:
+            out += b","
+        if isinstance(page, EncodedLevel):
+            out += page.encoded
+            encoded.append((level, size, page))
+            continue
+        begin = len(out)
+        _encode_level_into(level, page, out)
+        shown = slice(page.start, page.end)
+        encoded.append((level, size, EncodedLevel(level.rows, shown, bytes(out[begin:]))))
     out += b'],"complete":' + (b"true" if complete else b"false") + b"}"
+    shape.keep_encoded_levels(encoded)
     return bytes(out)
+
+
+def _encode_level_into(level: TreeLevel, page: _FlatPage, out: bytearray) -> None:
+    """Append one level of a levels reply (its window's head, then its page) to ``out``."""
+    window = page.window
+    head: dict[str, Any] = {"kind": level.kind}
+    if window.root_id is not ABSENT:
+        head["rootId"] = _wire_id(window.root_id)
+    if window.chain:
+        head["chain"] = True
+    if window.depth is not None:
+        head["depth"] = window.depth
+    out += encode_rows(head)[:-1] + b","
+    _encode_page_into(page, out)
+    out += b"}"
 
 
 def tree_tool_calls(roots: list[Any]) -> ToolCalls:

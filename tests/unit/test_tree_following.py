@@ -58,15 +58,7 @@ def _window_answers(
 ) -> list[bytes]:
     """What a tree view asks (its windows share one kept shape): the top level, the levels down
     to the leaf and to other entries, a node's branches and chain, a page around an entry."""
-    mode, first, search = view
-    base: dict[str, Any] = {
-        "uri": "file:///followed",
-        "filter": mode,
-        "form": "flat",
-        "activeBranchFirst": first,
-    }
-    if search is not None:
-        base["search"] = search
+    base = _flat(view)
     answers = [_answer(manager, {**base, "chain": True, "offset": 0, "limit": 200})]
     # pages further down the top chain: each says how long the chain grew
     answers += [_answer(manager, {**base, "chain": True, "offset": at, "limit": 2}) for at in (1, 4, 9)]
@@ -81,8 +73,36 @@ def _window_answers(
         answers.append(_answer(manager, {**base, "rootId": root, "chain": True, "offset": 0, "limit": 50}))
         answers.append(_answer(manager, {**base, "rootId": root, "chain": True, "offset": 3, "limit": 2}))
     if leaf is not None:  # last, as a tree view opens on the leaf: what the next state starts from
-        answers.append(_answer(manager, {**base, "levels": True, "aroundId": leaf, "limit": 4}))
+        # again (the levels kept, as encoded), with other pages, and as before
+        answers += [_answer(manager, _leaf_levels(base, leaf, limit)) for limit in (4, 4, 2, 4)]
     return answers
+
+
+def _flat(view: tuple[str, bool, str | None]) -> dict[str, Any]:
+    """The params of a tree view's windows of ``view``."""
+    mode, first, search = view
+    base: dict[str, Any] = {
+        "uri": "file:///followed",
+        "filter": mode,
+        "form": "flat",
+        "activeBranchFirst": first,
+    }
+    if search is not None:
+        base["search"] = search
+    return base
+
+
+def _leaf_levels(base: dict[str, Any], leaf: Any, limit: int = 4) -> dict[str, Any]:
+    return {**base, "levels": True, "aroundId": leaf, "limit": limit}
+
+
+def _asked_alone(path: Path, params: dict[str, Any]) -> bytes:
+    """The answer of a server that was asked nothing else."""
+    manager = SessionManager.open(str(path))
+    try:
+        return _answer(manager, params)
+    finally:
+        manager.close()
 
 
 def _whole_answers(manager: SessionManager, view: tuple[str, bool, str | None]) -> list[bytes]:
@@ -149,7 +169,11 @@ def _follow_and_compare(tmp_path: Path, lines: list[str], seed: int = 0) -> int:
             fresh = SessionManager.open(str(path))
             assert followed.get_leaf_id() == fresh.get_leaf_id()
             expected = _window_answers(fresh, view, picked)
-            assert _window_answers(followed, view, picked) == expected, (turn, view)
+            answers = _window_answers(followed, view, picked)
+            assert answers == expected, (turn, view)
+            if followed.get_leaf_id() is not None:  # (what a followed view asks after each append)
+                alone = _asked_alone(path, _leaf_levels(_flat(view), followed.get_leaf_id()))
+                assert answers[-1] == alone, (turn, view)
             expected_whole = _whole_answers(fresh, view)
             assert _whole_answers(followed_whole, view) == expected_whole, (turn, view)
     return len(steps)
@@ -230,7 +254,16 @@ ODD_APPENDS = {
         S.user("n3", "n2", "and"),
     ],
     "a name": [S.session_info("s1", "t2z", "named"), S.user("n1", "s1", "after")],
-    # the branch's head's only shown child, a silent turn, is hidden once it is not the leaf
+    # a result whose call is in no message above it names the session's last call of its id
+    "a call of an older result's id": [
+        S.tool_result("n1", "t2z", "c77", "late"),
+        S.user("n2", "n1", "a"),
+        S.user("n3", "n2", "b"),
+        S.user("n4", "n2", "c"),
+        S.user("n5", "n4", "d"),
+        S.assistant("n6", "n5", "", calls=(("c77", "read", {"path": "/late"}),)),
+        S.user("n7", "n6", "e"),
+    ],
     "a silent turn heading a branch, then more": [
         S.assistant("n1", "t1z", ""),
         S.user("n2", "n1", "below it"),
@@ -243,6 +276,7 @@ ODD_APPENDS = {
         S.model_change("n4", "n3"),
         S.user("n5", "n4", "on"),
     ],
+    # the branch's head's only shown child, a silent turn, is hidden once it is not the leaf
     "a silent turn on a branch, then a setting below it": [
         S.user("n1", "t1z", "other way"),
         S.assistant("n2", "n1", ""),
@@ -362,3 +396,29 @@ def test_a_grown_tree_is_the_tree_built_anew_or_none_and_the_kept_tree_unchanged
     else:
         assert grown is None
         assert msgspec.json.encode(tree_to_json(roots)) == before
+
+
+def test_the_levels_above_the_leaf_s_are_not_encoded_again_after_an_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What makes a followed view's levels cheap: the rows of the levels kept are not made again."""
+    from pi_session_server.server import tree_view
+
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(("default", True, None))
+    leaf = manager.get_leaf_id()
+    first = _answer(manager, _leaf_levels(base, leaf, 3))
+    made: list[Any] = []
+    node = tree_view._TreeShape.node
+    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    assert _answer(manager, _leaf_levels(base, leaf, 3)) == first and made == []
+    levels = json.loads(first)["levels"]
+    assert len(levels) >= 8
+    with path.open("a", encoding="utf-8") as file:
+        file.write(S.user("n1", leaf, "more") + "\n" + S.user("n2", "n1", "and more") + "\n")
+    manager.refresh_from_disk()
+    answer = _answer(manager, _leaf_levels(base, "n2", 3))
+    # the last level's page again (it held the old leaf), and the new entries' rows
+    assert 0 < len(made) <= len(levels[-1]["nodes"]) + 2
+    assert answer == _asked_alone(path, _leaf_levels(base, "n2", 3))
