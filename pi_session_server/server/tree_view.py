@@ -43,7 +43,7 @@ from pi_session_server.session.describe import (
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 from pi_session_server.session.index_rows import RowPath
-from pi_session_server.session.tree import TreeRoots
+from pi_session_server.session.tree import TreeRoots, label_target
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
@@ -547,11 +547,45 @@ class _TreeShape:
             self._keep_encoded_previews(appended)
             self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
         changed = self._forget_changed(path[-1], appended, node_of)
+        relabelled = self._forget_relabelled(appended, node_of, changed)
         self._keep_levels_above(old_leaf, tail, appended, changed)
         if self._levels_before is None:
             self._encoded_levels = {}  # (their rows are walked again)
+        elif relabelled:
+            self._forget_encoded_levels(relabelled)
         if not self._encoded_levels:
             self._named_from_session = set()
+
+    def _forget_relabelled(
+        self, appended: list[Any], node_of: Callable[[Any], Any], changed: set[int]
+    ) -> set[int]:
+        """The ``id`` of the older nodes whose label an appended label entry set (their rows show
+        the label); whether each is shown is found again (``labeled-only`` and a search read the
+        label), and when that changed, as for :meth:`_forget_changed` (added to ``changed``)."""
+        new_ids = {entry.id for entry in appended}
+        relabelled: set[int] = set()
+        for entry in appended:
+            if entry.type != "label":
+                continue
+            node = node_of(index_key(label_target(entry)))
+            if node is None or node.entry.id in new_ids:
+                continue  # (a new node's row is new)
+            relabelled.add(id(node))
+            was_shown = self._shown.pop(node.entry, None)
+            shown = self.is_shown(node)
+            if self.visible is not None and was_shown is not shown:
+                if was_shown is not False or shown:
+                    changed.add(id(node))
+                self._forget_shown_children(node.entry.parent_id, node_of, changed)
+        return relabelled
+
+    def _forget_encoded_levels(self, nodes: set[int]) -> None:
+        """Let go of the encoded levels whose page shows one of ``nodes`` (by ``id``)."""
+        self._encoded_levels = {
+            key: known
+            for key, known in self._encoded_levels.items()
+            if not any(id(row.node) in nodes for row in known.rows[known.shown])
+        }
 
     def _forget_changed(self, old_entry: Any, appended: list[Any], node_of: Callable[[Any], Any]) -> set[int]:
         """After ``appended`` (below the old leaf ``old_entry``, and elsewhere): forget what is kept

@@ -4,7 +4,7 @@ The server keeps the library's tree of a session and the shape of a tree view's 
 answers, shown children, the leaf's path) per state of the session; when pi appends entries, the
 kept ones are grown by the new entries instead of made anew where that gives the same tree
 (``session.tree.grown_tree``, ``_TreeShape.followed``), and made anew otherwise (a rewrite, a
-truncation, a branch elsewhere, duplicate ids, a label...).
+truncation, a branch elsewhere, duplicate ids...).
 
 Every session here is written a turn (a chunk of lines) at a time to a file a manager follows
 (``refresh_from_disk``, as the server's poller does), and after each step every answer of
@@ -264,6 +264,15 @@ ODD_APPENDS = {
         S.assistant("n6", "n5", "", calls=(("c77", "read", {"path": "/late"}),)),
         S.user("n7", "n6", "e"),
     ],
+    # the levels above the leaf's are kept: the label shows in one of them
+    "a label on an entry above a branch": [
+        S.user("n1", "t1z", "other way"),
+        S.user("n2", "n1", "on it"),
+        S.label("l1", "n2", "t0u", "early"),
+        S.user("n3", "l1", "more"),
+        S.label("l2", "n3", "t0u", None),
+        S.label("l3", "l2", "t1u", "later"),
+    ],
     "a silent turn heading a branch, then more": [
         S.assistant("n1", "t1z", ""),
         S.user("n2", "n1", "below it"),
@@ -352,6 +361,24 @@ def test_an_append_below_the_leaf_grows_the_kept_tree_and_shape(tmp_path: Path) 
     assert shape.leaf_id == "n2" and [entry.id for entry in shape.leaf_path[-3:]] == ["t3z", "n1", "n2"]
 
 
+def test_a_label_appended_below_the_leaf_is_followed(tmp_path: Path) -> None:
+    """pi's /label: the kept tree and shape serve the next state, the label on the older node."""
+    path = tmp_path / "followed.jsonl"
+    path.write_text("\n".join(S.chat(4)) + "\n", encoding="utf-8")
+    manager = SessionManager.open(str(path))
+    view = ("labeled-only", True, None)
+    _window_answers(manager, view, [])
+    shape = methods_read._tree_shapes.kept(manager)
+    with path.open("a", encoding="utf-8") as file:
+        file.write(S.label("l1", "t3z", "t1u", "mark") + "\n")
+    manager.refresh_from_disk()
+    answers = _window_answers(manager, view, ["t1u"])
+    assert methods_read._tree_shapes.kept(manager) is shape
+    assert library_tree.library_tree(manager).node_of("t1u").label == "mark"
+    assert answers == _window_answers(SessionManager.open(str(path)), view, ["t1u"])
+    assert b'"label":"mark"' in b"".join(answers)
+
+
 GROWTHS = {
     # appended lines: whether the kept tree grows by them (else it is left as it was)
     "a turn below the leaf": ([S.user("n1", "t1z", "a"), S.user("n2", "n1", "b")], True),
@@ -364,7 +391,13 @@ GROWTHS = {
     "its own parent": ([S.user("n1", "n1", "a")], False),
     "a cycle": ([S.user("n1", "n2", "a"), S.user("n2", "n1", "b")], False),
     "an orphan": ([S.user("n1", "t1z", "a"), S.user("n2", "gone", "b")], False),
-    "a label": ([S.user("n1", "t1z", "a"), S.label("l1", "n1", "t0u")], False),
+    "a label": ([S.user("n1", "t1z", "a"), S.label("l1", "n1", "t0u")], True),
+    "a label on an entry appended with it": ([S.user("n1", "t1z", "a"), S.label("l1", "n1", "n1")], True),
+    "a label removed": (
+        [S.label("l1", "t1z", "t0u"), S.user("n1", "l1", "a"), S.label("l2", "n1", "t0u", None)],
+        True,
+    ),
+    "a label of no entry": ([S.label("l1", "t1z", "gone")], True),
     "a sibling without a time": ([S.user("n1", "t0a", "a", timestamp="not a time")], False),
 }
 
