@@ -275,10 +275,10 @@ def _envelope(entry: Any) -> tuple[Any, Any, Any, Any, Any, int]:
 # --- which part of the tree a request wants ------------------------------------------------
 
 
-def _appended_below(appended: list[Any], new_leaf: Any, old_leaf: str) -> list[Any] | None:
-    """The entries of ``appended`` from the child of ``old_leaf`` down to ``new_leaf``, when the
-    new leaf's path is the old one's with them below it (else None). The manager's own entries,
-    string ids."""
+def _appended_path(appended: list[Any], new_leaf: Any) -> tuple[list[Any], Any] | None:
+    """(the entries of ``appended`` on the new leaf's path, root first, the id of the older entry
+    they hang under), or None when they are not the manager's own entries with string ids down
+    from an older one."""
     by_id = {entry.id: entry for entry in appended if type(entry) is Entry and type(entry.id) is str}
     tail: list[Any] = []
     current = new_leaf
@@ -286,10 +286,10 @@ def _appended_below(appended: list[Any], new_leaf: Any, old_leaf: str) -> list[A
         entry = by_id[current]
         tail.append(entry)
         current = entry.parent_id
-    if not tail or current != old_leaf or type(current) is not str:
+    if not tail or type(current) is not str or current in by_id:
         return None
     tail.reverse()
-    return tail
+    return tail, current
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,8 +497,10 @@ class _TreeShape:
         would be, keeping what the new entries do not change: the filter's answers, the shown
         children, the leaf's path. This shape is that one afterwards (the kept walks of the state
         before are not asked any more). None (then the caller makes one anew) when it cannot:
-        the library's tree was made anew (not grown), the leaf went elsewhere, ids repeat, the
-        tool calls were all read up front (a new call may name an older result's)."""
+        the library's tree was made anew (not grown), the new leaf is not below an older entry,
+        ids repeat, the tool calls were all read up front (a new call may name an older result's).
+        The new leaf may be below another entry than the old leaf (pi's ``/tree``, then a turn):
+        the leaf's path is then that entry's and the appended ones."""
         from .library_tree import shown_tree  # (that module is built on this one)
 
         path, old_leaf = self.leaf_path, self.leaf_id
@@ -510,35 +512,46 @@ class _TreeShape:
             or not self._followable(manager)
         ):
             return None
-        tail = _appended_below(appended, manager.get_leaf_id(), old_leaf)
+        found = _appended_path(appended, manager.get_leaf_id())
         roots = shown_tree(manager)
-        if tail is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
+        if found is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
             return None
         if roots.node_of(old_leaf) is not node_of(old_leaf):
             return None  # made anew: the nodes this shape knows are not the tree's
-        self._take_in(roots, manager.by_id, tail, appended)
+        tail, fork = found
+        above = path if fork == old_leaf else manager.get_branch(fork)
+        if not above or above[-1].id != fork:
+            return None
+        self._take_in(roots, manager.by_id, above, tail, appended)
         return self
 
     def _take_in(
-        self, roots: TreeRoots[Any], entries_by_id: Mapping[Any, Any], tail: list[Any], appended: list[Any]
+        self,
+        roots: TreeRoots[Any],
+        entries_by_id: Mapping[Any, Any],
+        above: list[Any],
+        tail: list[Any],
+        appended: list[Any],
     ) -> None:
-        """:meth:`followed` once it found that it can: ``tail`` the new leaf's path below the old leaf."""
+        """:meth:`followed` once it found that it can: ``tail`` the new leaf's path below the
+        older entry the last of ``above`` (the path down to it: the old leaf's, or another)."""
         node_of = roots.node_of
         assert node_of is not None  # (checked by followed)
         path = self.leaf_path
         assert type(path) is list
         old_leaf = self.leaf_id
+        shared = 0  # how many entries the old leaf's path and the new one share
+        while shared < min(len(path), len(above)) and path[shared] is above[shared]:
+            shared += 1
+        left, joined = path[shared:], above[shared:]  # off the path now; older ones on it now
+        # and where the two part, if they do: another of its children is on the path
+        parted = [path[shared - 1]] if shared and (left or joined) else []
         self.roots, self.entries_by_id = roots, entries_by_id
         self.leaf_id = tail[-1].id
-        self.leaf_path = [*path, *tail]
+        self.leaf_path = [*above, *tail]
         if self.visible is not None:  # the leaf's own answer depends on the leaf
             self.visible = node_filter(self._mode, self.leaf_id, self._search, self.cache)
-        if isinstance(self._path_entries, set):  # (a list's path: see _entries_on)
-            self._path_entries.update(tail)
-        if self._on_path is not None:
-            self._on_path.update(entry.id for entry in tail)
-        if self._path_nodes is not None:
-            self._path_nodes.update((entry.id, node_of(entry.id)) for entry in tail)
+        self._move_path(left, [*joined, *tail], node_of)
         self._around = None
         self._chain_lengths.clear()  # an appended entry can make any chain longer (or show a second child)
         if self.tool_calls is not None:
@@ -547,6 +560,7 @@ class _TreeShape:
             self._keep_encoded_previews(appended)
             self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
         changed = self._forget_changed(path[-1], appended, node_of)
+        self._forget_moved_path([*left, *joined, *parted], node_of, changed)
         relabelled = self._forget_relabelled(appended, node_of, changed)
         self._keep_levels_above(old_leaf, tail, appended, changed)
         if self._levels_before is None:
@@ -578,6 +592,35 @@ class _TreeShape:
                     changed.add(id(node))
                 self._forget_shown_children(node.entry.parent_id, node_of, changed)
         return relabelled
+
+    def _move_path(self, left: list[Any], joined: list[Any], node_of: Callable[[Any], Any]) -> None:
+        """What is known of the leaf's path, once the entries ``left`` are off it and ``joined``
+        on it."""
+        if isinstance(self._path_entries, set):  # (a list's path: see _entries_on; ordered holds it)
+            self._path_entries.difference_update(left)
+            self._path_entries.update(joined)
+        if left:  # (made again when asked for)
+            self._on_path = self._path_nodes = None
+            return
+        if self._on_path is not None:
+            self._on_path.update(entry.id for entry in joined)
+        if self._path_nodes is not None:
+            self._path_nodes.update((entry.id, node_of(entry.id)) for entry in joined)
+
+    def _forget_moved_path(self, moved: list[Any], node_of: Callable[[Any], Any], changed: set[int]) -> None:
+        """After a branch elsewhere: the older entries that left the leaf's path or joined it, and
+        the one where the old and new paths part, show otherwise (``onLeafPath``, their
+        children's order: the one on the path first); forget their shown children, the shown
+        ones added to ``changed`` (by ``id``)."""
+        for entry in moved:
+            node = node_of(entry.id)
+            if node is None:
+                continue
+            self._shown_children.pop(id(node), None)
+            if self.is_shown(node):
+                changed.add(id(node))
+            else:  # its children's order is its shown ancestor's shown children's
+                self._forget_shown_children(entry.parent_id, node_of, changed)
 
     def _forget_encoded_levels(self, nodes: set[int]) -> None:
         """Let go of the encoded levels whose page shows one of ``nodes`` (by ``id``)."""
@@ -645,25 +688,25 @@ class _TreeShape:
     def _keep_levels_above(
         self, old_leaf: Any, tail: list[Any], appended: list[Any], changed: set[int]
     ) -> None:
-        """After an append of only ``tail`` below the old leaf: the levels down to the old leaf are
-        those down to the new one but the last (the old leaf's row is in the last level: its
-        window is walked again, and the levels below it), their windows aimed at the new leaf;
-        unless a row of a level above the last is one of the nodes that ``changed`` (by
-        ``id``): whether a node is shown, or which children it shows, is what a level's rows
-        follow from (the old leaf, a silent turn, hidden now that it is not the leaf)."""
+        """After an append of only ``tail`` (below the old leaf, or below another entry): the
+        levels down to the old leaf before the first that shows one of the nodes that ``changed``
+        (by ``id``: the old leaf, those whose shown children changed, those that left the leaf's
+        path or joined it) are the first levels down to the new leaf, their windows aimed at it,
+        and that level's window is walked again (and the levels below it): whether a node is
+        shown, which children it shows in which order, and which is on the path are what a
+        level's rows follow from. None are kept when a node that changed is in no level (a
+        hidden root, whose shown children the top level lists)."""
         kept, self.kept_levels, self._levels_before = self.kept_levels, None, None
         old_key = id_key(old_leaf)
         if kept is None or not kept[2] or kept[0][0] != old_key or len(appended) != len(tail) or not kept[1]:
             return
-        last = kept[1][-1]
-        # a row of the last level is in no level above it, but a branch point's (its first row)
-        in_last = {id(row.node) for row in last.rows[1 if last.kind == "branches" else 0 :]}
-        if not changed <= in_last:
+        first = _first_level_holding(kept[1], changed)
+        if first is None:
             return
         new_leaf = tail[-1].id
         aimed = [
             TreeLevel(level.kind, replace(level.window, around_id=new_leaf), level.rows, level.around_index)
-            for level in kept[1]
+            for level in kept[1][: first + 1]
         ]
         self._levels_before = ((id_key(new_leaf), kept[0][1]), aimed[:-1], aimed[-1])
 
@@ -1518,6 +1561,23 @@ class TreeLevel:
     window: TreeWindow
     rows: list[Row]
     around_index: int | None
+
+
+def _first_level_holding(levels: list[TreeLevel], nodes: set[int]) -> int | None:
+    """The index of the first of ``levels`` (those down to the leaf) a row of which is one of
+    ``nodes`` (by ``id``), the last level's if none; None when one of them is in no level. A row
+    is in one level but a branch point's, also the first row of the branches level below it."""
+    found: set[int] = set()
+    first = len(levels) - 1
+    for at in range(len(levels) - 1, -1, -1):  # (the nodes that changed are most often in the last)
+        if len(found) == len(nodes):
+            break
+        level = levels[at]
+        for index, row in enumerate(level.rows):
+            if id(row.node) in nodes:
+                found.add(id(row.node))
+                first = min(first, at - 1 if index == 0 and level.kind == "branches" else at)
+    return max(first, 0) if len(found) == len(nodes) else None
 
 
 class EncodedLevel(NamedTuple):

@@ -4,7 +4,7 @@ The server keeps the library's tree of a session and the shape of a tree view's 
 answers, shown children, the leaf's path) per state of the session; when pi appends entries, the
 kept ones are grown by the new entries instead of made anew where that gives the same tree
 (``session.tree.grown_tree``, ``_TreeShape.followed``), and made anew otherwise (a rewrite, a
-truncation, a branch elsewhere, duplicate ids...).
+truncation, a new root, duplicate ids...).
 
 Every session here is written a turn (a chunk of lines) at a time to a file a manager follows
 (``refresh_from_disk``, as the server's poller does), and after each step every answer of
@@ -247,6 +247,17 @@ ODD_APPENDS = {
     "a branch summary": [S.branch_summary("b1", "t0z", "t2z"), S.user("n1", "b1", "on the branch")],
     "a compaction": [S.compaction("c1", "t2z", "t1u"), S.user("n1", "c1", "after it")],
     "a branch at an old entry": [S.user("n1", "t1a", "other way"), S.user("n2", "n1", "on")],
+    # pi's /tree to an entry, then a turn: on the path, on another branch, back, at a root
+    "branches back and forth": [
+        S.user("n1", "t1a", "other way"),
+        S.user("n2", "t2u", "from the first branch"),
+        S.user("n3", "n2", "on it"),
+        S.user("n4", "n1", "back on the second"),
+        S.user("n5", "t2z", "below the first leaf"),
+        S.user("n6", "t0u", "at the root"),
+        S.assistant("n7", "n6", ""),
+        S.user("n8", "t0a", "away from a silent leaf"),
+    ],
     "a new root": [S.user("n1", None, "second root"), S.user("n2", "n1", "below")],
     "a silent turn then more": [
         S.user("n1", "t2z", "go"),
@@ -454,4 +465,29 @@ def test_the_levels_above_the_leaf_s_are_not_encoded_again_after_an_append(
     answer = _answer(manager, _leaf_levels(base, "n2", 3))
     # the last level's page again (it held the old leaf), and the new entries' rows
     assert 0 < len(made) <= len(levels[-1]["nodes"]) + 2
+    assert answer == _asked_alone(path, _leaf_levels(base, "n2", 3))
+
+
+def test_a_branch_elsewhere_keeps_the_shape_and_the_levels_above_the_fork(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi's /tree to an older entry, then a turn: the kept shape serves the new leaf's levels; the
+    levels above the one that shows the entry branched at are not walked or encoded again."""
+    from pi_session_server.server import tree_view
+
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(("default", True, None))
+    levels = json.loads(_answer(manager, _leaf_levels(base, manager.get_leaf_id(), 3)))["levels"]
+    shape = methods_read._tree_shapes.kept(manager)
+    fork = levels[-2]["nodes"][-1]["id"]  # a row of the level above the leaf's
+    made: list[Any] = []
+    node = tree_view._TreeShape.node
+    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    with path.open("a", encoding="utf-8") as file:
+        file.write(S.user("n1", fork, "another way") + "\n" + S.user("n2", "n1", "on it") + "\n")
+    manager.refresh_from_disk()
+    answer = _answer(manager, _leaf_levels(base, "n2", 3))
+    assert methods_read._tree_shapes.kept(manager) is shape
+    assert 0 < len(made) <= 3 * 4 + 2  # the last two levels' pages at most, and the new rows
     assert answer == _asked_alone(path, _leaf_levels(base, "n2", 3))
