@@ -17,7 +17,9 @@ and tree view ask, in the order they ask it, addressing the file by ``uri`` as t
 - before the totals, VS Code's "Branch Here" on a row of the tree's top level (``pi/branch``), the
   tree's top level and the viewer's first page after it, and "Branch Here" back on the leaf;
 - with ``--appends N`` (it writes to SESSION: give it a copy), last, pi appending N turns, each
-  followed by the tree view's reload (the top level, the levels down to the new leaf).
+  followed by the tree view's reload (the top level, the levels down to the new leaf), the last
+  levels asked again, then pi's ``/label`` of an entry and a branch a few rows above the leaf
+  (pi's ``/tree`` and a turn), each with the reload.
 
 Prints seconds per step and the sidecar's peak RSS (``VmHWM``). ``--generate N`` makes an N MB
 session with ``bench/gen_session.py`` first (2 GB takes some minutes and the disk space).
@@ -162,38 +164,62 @@ def run(path: Path, appends: int = 0) -> list[tuple[str, float, str]]:
 
 def follow_appends(client: SidecarClient, step: Any, base: dict[str, Any], path: Path, appends: int) -> None:
     """pi appends a turn, ``appends`` times; each time the server reports it (pi/didChange) and the
-    tree view loads anew: the top level, then every level down to the new leaf."""
+    tree view loads anew: the top level, then every level down to the new leaf. Then the same
+    levels asked again (nothing changed); pi's ``/label`` of an entry of the top level (a label
+    entry appended below the leaf), then pi's ``/tree`` to an entry a few rows above the leaf
+    and a turn there (a branch), each followed by the view's reload."""
+    if not appends:
+        return
     uri = base["uri"]
-    for n in range(appends):
-        new_id = pi_appends(path, n)
+    levels: dict[str, Any] = {}
+    shown: Any = None
+    for n in range(appends + 2):
+        if n == appends:
+            top = client.request("pi/getTree", {**base, "chain": True, "offset": 0, "limit": 1}, timeout=3600)
+            new_id = pi_appends(path, n, label_of=top["nodes"][0]["id"])
+            name = "pi labels an entry"
+        elif n == appends + 1:
+            rows = shown["levels"][-1]["nodes"]
+            new_id = pi_appends(path, n, parent=rows[max(0, len(rows) - 4)]["id"])
+            name = "pi branches a few rows up"
+        else:
+            new_id = pi_appends(path, n)
+            name = f"pi appends turn {n + 1}"
         started = time.perf_counter()
         while time.perf_counter() - started < 60:  # until the server has taken the line in
             if client.request("pi/getInfo", {"uri": uri}, timeout=3600).get("leafId") == new_id:
                 break
             time.sleep(0.05)
         params = {**base, "chain": True, "offset": 0, "limit": TREE_PAGE}
-        step(f"pi appends turn {n + 1}: tree top level", "pi/getTree", params)
+        step(f"{name}: tree top level", "pi/getTree", params)
         levels = {**base, "levels": True, "aroundId": new_id, "limit": TREE_PAGE}
-        step(f"pi appends turn {n + 1}: levels down to it", "pi/getTree", levels)
+        shown = step(f"{name}: levels down to it", "pi/getTree", levels)
+        if n == appends - 1:
+            step("  the same levels again (nothing changed)", "pi/getTree", levels)
 
 
-def pi_appends(path: Path, n: int) -> str:
-    """Append a user message below the file's last entry, as pi writes one; its id."""
+def pi_appends(path: Path, n: int, label_of: str | None = None, parent: str | None = None) -> str:
+    """Append a user message below the file's last entry (``parent``: below that entry), as pi
+    writes one (``label_of``: a label of that entry instead, as pi's ``/label`` writes one); its
+    id."""
     with path.open("rb") as file:
         file.seek(max(0, path.stat().st_size - (1 << 20)))
         last = file.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
     new_id = f"bench{n:03d}{int(time.time() * 1000) % 100000:05d}"
-    line = {
-        "type": "message",
+    line: dict[str, Any] = {
+        "type": "message" if label_of is None else "label",
         "id": new_id,
-        "parentId": json.loads(last)["id"],
+        "parentId": json.loads(last)["id"] if parent is None else parent,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
-        "message": {
+    }
+    if label_of is None:
+        line["message"] = {
             "role": "user",
             "content": f"appended by bench_viewer {n + 1}",
             "timestamp": int(time.time() * 1000),
-        },
-    }
+        }
+    else:
+        line.update({"targetId": label_of, "label": f"bench_viewer {n + 1}"})
     with path.open("a", encoding="utf-8") as file:
         file.write(json.dumps(line) + "\n")
     return new_id

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import islice
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -43,7 +43,7 @@ from pi_session_server.session.describe import (
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 from pi_session_server.session.index_rows import RowPath
-from pi_session_server.session.tree import TreeRoots
+from pi_session_server.session.tree import TreeRoots, label_target
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
@@ -275,10 +275,10 @@ def _envelope(entry: Any) -> tuple[Any, Any, Any, Any, Any, int]:
 # --- which part of the tree a request wants ------------------------------------------------
 
 
-def _appended_below(appended: list[Any], new_leaf: Any, old_leaf: str) -> list[Any] | None:
-    """The entries of ``appended`` from the child of ``old_leaf`` down to ``new_leaf``, when the
-    new leaf's path is the old one's with them below it (else None). The manager's own entries,
-    string ids."""
+def _appended_path(appended: list[Any], new_leaf: Any) -> tuple[list[Any], Any] | None:
+    """(the entries of ``appended`` on the new leaf's path, root first, the id of the older entry
+    they hang under), or None when they are not the manager's own entries with string ids down
+    from an older one."""
     by_id = {entry.id: entry for entry in appended if type(entry) is Entry and type(entry.id) is str}
     tail: list[Any] = []
     current = new_leaf
@@ -286,10 +286,10 @@ def _appended_below(appended: list[Any], new_leaf: Any, old_leaf: str) -> list[A
         entry = by_id[current]
         tail.append(entry)
         current = entry.parent_id
-    if not tail or current != old_leaf or type(current) is not str:
+    if not tail or type(current) is not str or current in by_id:
         return None
     tail.reverse()
-    return tail
+    return tail, current
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,11 +385,15 @@ class CallReading(Enum):
     * ``AT_FIRST_RESULT``: every call of the session, read when the first tool result's preview
       is made: a window without one reads no assistant message, and one with one answers as the
       whole tree does.
-    * ``NEAR_EACH_RESULT``: each tool result's call looked for in the assistant messages above it
-      when its preview is made (every call of the session only when it is not there): a window
-      reads the bodies of what it sends (a tree view's first window of a 2 GB session would
-      otherwise read every assistant message). A call id that more than one message holds may
-      then name the nearest one where the whole tree names the last.
+    * ``NEAR_EACH_RESULT``: each tool result names the call of its id in the nearest assistant
+      message above it (a few entries up: parallel calls' results chain under their message),
+      else the session's (every call of the session, read then): a window reads the bodies of
+      what it sends (a tree view's first window of a 2 GB session would otherwise read every
+      assistant message). Which call a result names depends on the session alone, never on the
+      windows asked for before. By design it differs from ``UP_FRONT`` for a call id that several
+      assistant messages hold: the whole tree names the last one a walk meets for every result
+      of that id, a window the one above each result (telling that the id is held elsewhere too
+      is reading every assistant message).
     """
 
     UP_FRONT = "up front"
@@ -461,6 +465,14 @@ class _TreeShape:
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
         self.calls = calls
         self.calls_complete = calls is CallReading.UP_FRONT
+        # NEAR_EACH_RESULT: each tool result's call found above it (None: not there), by entry
+        self._calls_above: dict[int, tuple[Any, Any]] = {}
+        self._session_calls: ToolCalls | None = None  # every call of the session, once read
+        # the keys of the calls tool results' previews named from every call of the session (all:
+        # None), which a call appended may change (see _keep_encoded_previews)
+        self._named_from_session: set[Any] | None = set()
+        # the levels of the last levels reply as they were encoded (see encode_tree_levels)
+        self._encoded_levels: dict[tuple[Any, ...], EncodedLevel] = {}
         if previews:
             if calls is not CallReading.UP_FRONT:
                 self.tool_calls = {}
@@ -485,8 +497,10 @@ class _TreeShape:
         would be, keeping what the new entries do not change: the filter's answers, the shown
         children, the leaf's path. This shape is that one afterwards (the kept walks of the state
         before are not asked any more). None (then the caller makes one anew) when it cannot:
-        the library's tree was made anew (not grown), the leaf went elsewhere, ids repeat, the
-        tool calls were all read up front (a new call may name an older result's)."""
+        the library's tree was made anew (not grown), the new leaf is not below an older entry,
+        ids repeat, the tool calls were all read up front (a new call may name an older result's).
+        The new leaf may be below another entry than the old leaf (pi's ``/tree``, then a turn):
+        the leaf's path is then that entry's and the appended ones."""
         from .library_tree import shown_tree  # (that module is built on this one)
 
         path, old_leaf = self.leaf_path, self.leaf_id
@@ -498,48 +512,142 @@ class _TreeShape:
             or not self._followable(manager)
         ):
             return None
-        tail = _appended_below(appended, manager.get_leaf_id(), old_leaf)
+        found = _appended_path(appended, manager.get_leaf_id())
         roots = shown_tree(manager)
-        if tail is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
+        if found is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
             return None
         if roots.node_of(old_leaf) is not node_of(old_leaf):
             return None  # made anew: the nodes this shape knows are not the tree's
-        self._take_in(roots, manager.by_id, tail, appended)
+        tail, fork = found
+        above = path if fork == old_leaf else manager.get_branch(fork)
+        if not above or above[-1].id != fork:
+            return None
+        self._take_in(roots, manager.by_id, above, tail, appended)
         return self
 
     def _take_in(
-        self, roots: TreeRoots[Any], entries_by_id: Mapping[Any, Any], tail: list[Any], appended: list[Any]
+        self,
+        roots: TreeRoots[Any],
+        entries_by_id: Mapping[Any, Any],
+        above: list[Any],
+        tail: list[Any],
+        appended: list[Any],
     ) -> None:
-        """:meth:`followed` once it found that it can: ``tail`` the new leaf's path below the old leaf."""
+        """:meth:`followed` once it found that it can: ``tail`` the new leaf's path below the
+        older entry the last of ``above`` (the path down to it: the old leaf's, or another)."""
         node_of = roots.node_of
         assert node_of is not None  # (checked by followed)
         path = self.leaf_path
         assert type(path) is list
-        self._keep_levels_above(tail, appended)
+        old_leaf = self.leaf_id
+        shared = 0  # how many entries the old leaf's path and the new one share
+        while shared < min(len(path), len(above)) and path[shared] is above[shared]:
+            shared += 1
+        left, joined = path[shared:], above[shared:]  # off the path now; older ones on it now
+        # and where the two part, if they do: another of its children is on the path
+        parted = [path[shared - 1]] if shared and (left or joined) else []
         self.roots, self.entries_by_id = roots, entries_by_id
         self.leaf_id = tail[-1].id
-        self.leaf_path = [*path, *tail]
+        self.leaf_path = [*above, *tail]
         if self.visible is not None:  # the leaf's own answer depends on the leaf
             self.visible = node_filter(self._mode, self.leaf_id, self._search, self.cache)
-        if isinstance(self._path_entries, set):  # (a list's path: see _entries_on)
-            self._path_entries.update(tail)
-        if self._on_path is not None:
-            self._on_path.update(entry.id for entry in tail)
-        if self._path_nodes is not None:
-            self._path_nodes.update((entry.id, node_of(entry.id)) for entry in tail)
+        self._move_path(left, [*joined, *tail], node_of)
         self._around = None
         self._chain_lengths.clear()  # an appended entry can make any chain longer (or show a second child)
         if self.tool_calls is not None:
-            # read anew, as a new shape reads them: which of the calls that share an id a tool
-            # result's preview names depends on those read before it
-            self.tool_calls, self.calls_complete = {}, False
-        old_entry = path[-1]
-        self._shown.pop(old_entry, None)
-        self._forget_shown_children(old_entry.parent_id, node_of)  # its parent's shown children
+            # every call of the session read anew when needed (a new call may name an older
+            # result's id); a result's call above it stays (appends add no entry above it)
+            self._keep_encoded_previews(appended)
+            self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
+        changed = self._forget_changed(path[-1], appended, node_of)
+        self._forget_moved_path([*left, *joined, *parted], node_of, changed)
+        relabelled = self._forget_relabelled(appended, node_of, changed)
+        self._keep_levels_above(old_leaf, tail, appended, changed)
+        if self._levels_before is None:
+            self._encoded_levels = {}  # (their rows are walked again)
+        elif relabelled:
+            self._forget_encoded_levels(relabelled)
+        if not self._encoded_levels:
+            self._named_from_session = set()
+
+    def _forget_relabelled(
+        self, appended: list[Any], node_of: Callable[[Any], Any], changed: set[int]
+    ) -> set[int]:
+        """The ``id`` of the older nodes whose label an appended label entry set (their rows show
+        the label); whether each is shown is found again (``labeled-only`` and a search read the
+        label), and when that changed, as for :meth:`_forget_changed` (added to ``changed``)."""
+        new_ids = {entry.id for entry in appended}
+        relabelled: set[int] = set()
+        for entry in appended:
+            if entry.type != "label":
+                continue
+            node = node_of(index_key(label_target(entry)))
+            if node is None or node.entry.id in new_ids:
+                continue  # (a new node's row is new)
+            relabelled.add(id(node))
+            was_shown = self._shown.pop(node.entry, None)
+            shown = self.is_shown(node)
+            if self.visible is not None and was_shown is not shown:
+                if was_shown is not False or shown:
+                    changed.add(id(node))
+                self._forget_shown_children(node.entry.parent_id, node_of, changed)
+        return relabelled
+
+    def _move_path(self, left: list[Any], joined: list[Any], node_of: Callable[[Any], Any]) -> None:
+        """What is known of the leaf's path, once the entries ``left`` are off it and ``joined``
+        on it."""
+        if isinstance(self._path_entries, set):  # (a list's path: see _entries_on; ordered holds it)
+            self._path_entries.difference_update(left)
+            self._path_entries.update(joined)
+        if left:  # (made again when asked for)
+            self._on_path = self._path_nodes = None
+            return
+        if self._on_path is not None:
+            self._on_path.update(entry.id for entry in joined)
+        if self._path_nodes is not None:
+            self._path_nodes.update((entry.id, node_of(entry.id)) for entry in joined)
+
+    def _forget_moved_path(self, moved: list[Any], node_of: Callable[[Any], Any], changed: set[int]) -> None:
+        """After a branch elsewhere: the older entries that left the leaf's path or joined it, and
+        the one where the old and new paths part, show otherwise (``onLeafPath``, their
+        children's order: the one on the path first); forget their shown children, the shown
+        ones added to ``changed`` (by ``id``)."""
+        for entry in moved:
+            node = node_of(entry.id)
+            if node is None:
+                continue
+            self._shown_children.pop(id(node), None)
+            if self.is_shown(node):
+                changed.add(id(node))
+            else:  # its children's order is its shown ancestor's shown children's
+                self._forget_shown_children(entry.parent_id, node_of, changed)
+
+    def _forget_encoded_levels(self, nodes: set[int]) -> None:
+        """Let go of the encoded levels whose page shows one of ``nodes`` (by ``id``)."""
+        self._encoded_levels = {
+            key: known
+            for key, known in self._encoded_levels.items()
+            if not any(id(row.node) in nodes for row in known.rows[known.shown])
+        }
+
+    def _forget_changed(self, old_entry: Any, appended: list[Any], node_of: Callable[[Any], Any]) -> set[int]:
+        """After ``appended`` (below the old leaf ``old_entry``, and elsewhere): forget what is kept
+        of the older nodes that may show otherwise now; the ``id`` of the shown ones among them
+        whose row may be another (see :meth:`_keep_levels_above`): the old leaf, and those whose
+        shown children changed."""
+        old_node = node_of(old_entry.id)
+        was_shown = self._shown.pop(old_entry, None)
+        changed: set[int] = set()
+        shown = self.is_shown(old_node)
+        if was_shown is not False or shown:
+            changed.add(id(old_node))
+        if self.visible is not None and was_shown is not shown:  # its parent shows it, or not
+            self._forget_shown_children(old_entry.parent_id, node_of, changed)
         new_ids = {entry.id for entry in appended}
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
-                self._forget_shown_children(entry.parent_id, node_of)
+                self._forget_shown_children(entry.parent_id, node_of, changed)
+        return changed
 
     def levels_before(self, key: Any) -> tuple[list[TreeLevel], TreeLevel] | None:
         """For :func:`tree_levels` of ``key``: the first levels, as they were before the last
@@ -547,18 +655,58 @@ class _TreeShape:
         known = self._levels_before
         return (known[1], known[2]) if known is not None and known[0] == key else None
 
-    def _keep_levels_above(self, tail: list[Any], appended: list[Any]) -> None:
-        """After an append of only ``tail`` below the old leaf: the levels down to the old leaf are
-        those down to the new one but the last (the old leaf's row is in the last level: its
-        window is walked again, and the levels below it), their windows aimed at the new leaf."""
+    def encoded_level(self, level: TreeLevel, size: int) -> EncodedLevel | None:
+        """``level`` as the last levels reply encoded it with pages of ``size`` rows, if it did.
+        A level's rows (the list, by identity) are those of one state of the session, or of the
+        levels an append below the leaf kept (see :meth:`_keep_levels_above`): none of their
+        nodes is shown otherwise, shows other children or stopped being the leaf, a row's place,
+        depth and order and whether it is on the leaf's path are as they were (the appended
+        entries are below the old leaf), and so are the previews unless a call appended names a
+        tool result's (see :meth:`_keep_encoded_previews`): the same JSON."""
+        found = self._encoded_levels.get(_level_key(level, size))
+        return found if found is not None and found.rows is level.rows else None
+
+    def keep_encoded_levels(self, encoded: list[tuple[TreeLevel, int, EncodedLevel]]) -> None:
+        """Keep the levels of a levels reply as encoded (those of the reply before let go)."""
+        self._encoded_levels = {_level_key(level, size): known for level, size, known in encoded}
+
+    def _keep_encoded_previews(self, appended: list[Any]) -> None:
+        """After an append: let go of every encoded level when a call appended may be the one a
+        tool result's preview names now (one that named a call of the whole session, of the
+        same id: the last one a walk meets)."""
+        named = self._named_from_session
+        if not self._encoded_levels or named == set():
+            return
+        calls_of = tool_calls_of if self.cache is None else self.cache.tool_calls_of
+        for entry in appended:
+            if not (type_of(entry) == "message" and role_of(entry) == "assistant"):
+                continue
+            if named is None or any(key in named for key, _call in calls_of(entry)):
+                self._encoded_levels = {}
+                return
+
+    def _keep_levels_above(
+        self, old_leaf: Any, tail: list[Any], appended: list[Any], changed: set[int]
+    ) -> None:
+        """After an append of only ``tail`` (below the old leaf, or below another entry): the
+        levels down to the old leaf before the first that shows one of the nodes that ``changed``
+        (by ``id``: the old leaf, those whose shown children changed, those that left the leaf's
+        path or joined it) are the first levels down to the new leaf, their windows aimed at it,
+        and that level's window is walked again (and the levels below it): whether a node is
+        shown, which children it shows in which order, and which is on the path are what a
+        level's rows follow from. None are kept when a node that changed is in no level (a
+        hidden root, whose shown children the top level lists)."""
         kept, self.kept_levels, self._levels_before = self.kept_levels, None, None
-        old_key = id_key(self.leaf_id)
+        old_key = id_key(old_leaf)
         if kept is None or not kept[2] or kept[0][0] != old_key or len(appended) != len(tail) or not kept[1]:
+            return
+        first = _first_level_holding(kept[1], changed)
+        if first is None:
             return
         new_leaf = tail[-1].id
         aimed = [
             TreeLevel(level.kind, replace(level.window, around_id=new_leaf), level.rows, level.around_index)
-            for level in kept[1]
+            for level in kept[1][: first + 1]
         ]
         self._levels_before = ((id_key(new_leaf), kept[0][1]), aimed[:-1], aimed[-1])
 
@@ -569,17 +717,25 @@ class _TreeShape:
             and manager.has_unique_ids()
         )
 
-    def _forget_shown_children(self, entry_id: Any, node_of: Callable[[Any], Any]) -> None:
+    def _forget_shown_children(
+        self, entry_id: Any, node_of: Callable[[Any], Any], forgotten: set[int]
+    ) -> None:
         """Forget the kept shown children of the node of ``entry_id`` (its children changed, or
-        whether one is shown), and of each ancestor that reaches them through hidden nodes."""
+        whether one is shown), and of each ancestor that reaches them through hidden nodes; the
+        ``id`` of the shown one they end at is added to ``forgotten`` (of a hidden root when
+        there is none: the tops of the tree show other nodes)."""
+        node = None
         while entry_id is not None:
-            node = node_of(entry_id)
-            if node is None:
-                return
+            above = node_of(entry_id)
+            if above is None:
+                break
+            node = above
             self._shown_children.pop(id(node), None)
             if self.is_shown(node):
-                return  # its own shown children are what changed: its parent lists it alone
+                break  # its own shown children are what changed: its parent lists it alone
             entry_id = node.entry.parent_id
+        if node is not None:
+            forgotten.add(id(node))
 
     @property
     def on_path(self) -> set[Any]:
@@ -601,23 +757,33 @@ class _TreeShape:
         if self.cache is not None and self.tool_calls is not None and rows:
             self.cache.read_ahead([row.node.entry for row in rows])
 
-    def _find_call(self, entry: Any) -> None:
-        """Make sure the call of a tool result is in :attr:`tool_calls` (read as :attr:`calls` says)."""
-        if self.calls_complete or self.tool_calls is None:
-            return
+    def _calls_for(self, entry: Any) -> ToolCalls:
+        """The tool calls the preview of ``entry`` is made with (read as :attr:`calls` says)."""
+        calls = self.tool_calls
+        assert calls is not None
+        if self.calls_complete:
+            return calls
         call_id = self._call_id_of(entry)
         if not truthy(call_id):
-            return  # not a tool result, or one whose preview names no call
-        wanted = index_key(call_id)
-        calls = self.tool_calls
-        if self.calls is CallReading.NEAR_EACH_RESULT and (
-            wanted in calls or self._found_above(entry, wanted, calls)
-        ):
-            return
-        # elsewhere, or nowhere: every call of the session (only read from now on: the calls
-        # every_call gives are shared)
-        self.tool_calls = tree_tool_calls(self.roots) if self._every_call is None else self._every_call()
-        self.calls_complete = True
+            return calls  # not a tool result, or one whose preview names no call
+        if self.calls is CallReading.NEAR_EACH_RESULT:
+            wanted = index_key(call_id)
+            call = self._call_above(entry, wanted)
+            if call is not None:
+                return {wanted: call}
+            if self._named_from_session is not None:
+                self._named_from_session.add(wanted)
+            return self.session_calls()
+        self.tool_calls, self.calls_complete = self.session_calls(), True
+        self._named_from_session = None  # (every result's from now on)
+        return self.tool_calls
+
+    def session_calls(self) -> ToolCalls:
+        """Every tool call of the session (only read: the calls ``every_call`` gives are shared)."""
+        if self._session_calls is None:
+            every_call = self._every_call
+            self._session_calls = tree_tool_calls(self.roots) if every_call is None else every_call()
+        return self._session_calls
 
     def _call_id_of(self, entry: Any) -> Any:
         """The call id a tool result names (ABSENT for any other entry)."""
@@ -630,24 +796,30 @@ class _TreeShape:
         # the preview's part holds it: no read of the body (the preview needs the part anyway)
         return getattr(cache.part_of(entry), "call_id", ABSENT)
 
-    def _found_above(self, entry: Any, wanted: Any, calls: ToolCalls) -> bool:
-        """Whether the call ``wanted`` is in an assistant message a few entries above ``entry``
-        (the calls of those read on the way are kept in ``calls``)."""
+    def _call_above(self, entry: Any, wanted: Any) -> Any:
+        """The call ``wanted`` (an index key) of the nearest assistant message a few entries above
+        the tool result ``entry`` that holds one (its last of that id, as pi's tree selector reads
+        a message), or None; found once per entry."""
+        known = self._calls_above.get(id(entry))
+        if known is not None and known[0] is entry:
+            return known[1]
         calls_of = tool_calls_of if self.cache is None else self.cache.tool_calls_of
-        current, seen = entry, {id(entry)}
+        found, current, seen = None, entry, {id(entry)}
         for _ in range(_CALL_SEARCH_STEPS):
             parent = parent_of(current)
             above = self.entries_by_id.get(index_key(parent)) if truthy(parent) else None
             if above is None or id(above) in seen:
-                return False
+                break
             seen.add(id(above))
             current = above
             if type_of(above) == "message" and role_of(above) == "assistant":
                 for key, call in calls_of(above):
-                    calls.setdefault(key, call)
-                if wanted in calls:
-                    return True
-        return False
+                    if key == wanted:
+                        found = call
+                if found is not None:
+                    break
+        self._calls_above[id(entry)] = (entry, found)
+        return found
 
     def find(self, wanted_id: Any) -> Any:
         """:func:`find_node` without walking the tree each time: a tree view asks for a node at
@@ -832,9 +1004,7 @@ class _TreeShape:
             entry_id, parent_id, etype, role, timestamp, line = _envelope(entry)
         preview: Any = UNSET
         if self.tool_calls is not None:
-            if not self.calls_complete:
-                self._find_call(entry)
-            preview = self.preview(entry, self.tool_calls)
+            preview = self.preview(entry, self.tool_calls if self.calls_complete else self._calls_for(entry))
         label, label_timestamp = node.label, node.label_timestamp
         # made for every row of a whole tree: the strings most fields are pass without a call
         return FlatRow(
@@ -1393,6 +1563,39 @@ class TreeLevel:
     around_index: int | None
 
 
+def _first_level_holding(levels: list[TreeLevel], nodes: set[int]) -> int | None:
+    """The index of the first of ``levels`` (those down to the leaf) a row of which is one of
+    ``nodes`` (by ``id``), the last level's if none; None when one of them is in no level. A row
+    is in one level but a branch point's, also the first row of the branches level below it."""
+    found: set[int] = set()
+    first = len(levels) - 1
+    for at in range(len(levels) - 1, -1, -1):  # (the nodes that changed are most often in the last)
+        if len(found) == len(nodes):
+            break
+        level = levels[at]
+        for index, row in enumerate(level.rows):
+            if id(row.node) in nodes:
+                found.add(id(row.node))
+                first = min(first, at - 1 if index == 0 and level.kind == "branches" else at)
+    return max(first, 0) if len(found) == len(nodes) else None
+
+
+class EncodedLevel(NamedTuple):
+    """A level of a levels reply as it was encoded (see :func:`encode_tree_levels`): the level's
+    rows (its key holds their ``id``: kept alive here), those of its page (a slice of them) and
+    its JSON."""
+
+    rows: list[Row]
+    shown: slice
+    encoded: bytes
+
+
+def _level_key(level: TreeLevel, size: int) -> tuple[Any, ...]:
+    """What a level's encoding in pages of ``size`` rows depends on besides its rows' nodes."""
+    window = level.window
+    return (id(level.rows), level.kind, window.chain, window.depth, level.around_index, size)
+
+
 def tree_levels(
     shape: _TreeShape, around_id: Any, max_levels: int | None = None
 ) -> tuple[list[TreeLevel], bool]:
@@ -1453,37 +1656,63 @@ def encode_tree_levels(
     """``{"leafId", "levels": [...], "complete"}``: each level the result of its window (as pi/getTree
     answers it with ``aroundId``) with its ``kind``, ``rootId``, ``chain`` or ``depth``. A level
     holds ``limit`` rows around the path's row (a ``branches`` level one more: the branch point's
-    own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes."""
+    own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes.
+
+    A level encoded for the shape's last levels reply is not encoded again (see
+    :meth:`_TreeShape.encoded_level`): a tree view that follows a session pi writes to asks for
+    the levels down to each new leaf, and most of them are those down to the leaf before."""
     branch_points = sum(1 for level in levels if level.kind == "branches")
     per_level = min(limit, max(1, (max_nodes - branch_points) // max(1, len(levels))))
-    pages = []
+    pages: list[tuple[TreeLevel, int, _FlatPage | EncodedLevel]] = []
     for level in levels:
-        extra = 1 if level.kind == "branches" else 0
+        size = per_level + (1 if level.kind == "branches" else 0)
+        known = shape.encoded_level(level, size)
+        if known is not None:
+            pages.append((level, size, known))
+            continue
         window = TreeWindow(
             root_id=level.window.root_id,
             depth=level.window.depth,
-            limit=per_level + extra,
+            limit=size,
             paged=True,
             chain=level.window.chain,
             around_id=level.window.around_id,
         )
-        pages.append((level, window, _FlatPage(shape, level.rows, window, None, level.around_index)))
+        pages.append((level, size, _FlatPage(shape, level.rows, window, None, level.around_index)))
     # the rows of every level together: how many previews the reply needs is known before any
-    shape.read_ahead([row for _level, _window, page in pages for row in page.shown_rows()])
+    new_pages = [page for _level, _size, page in pages if isinstance(page, _FlatPage)]
+    shape.read_ahead([row for page in new_pages for row in page.shown_rows()])
     out = bytearray(b'{"leafId":' + encode_rows(_wire_id(shape.leaf_id)) + b',"levels":[')
-    for at, (level, window, page) in enumerate(pages):
-        head: dict[str, Any] = {"kind": level.kind}
-        if window.root_id is not ABSENT:
-            head["rootId"] = _wire_id(window.root_id)
-        if window.chain:
-            head["chain"] = True
-        if window.depth is not None:
-            head["depth"] = window.depth
-        out += (b"," if at else b"") + encode_rows(head)[:-1] + b","
-        _encode_page_into(page, out)
-        out += b"}"
+    encoded: list[tuple[TreeLevel, int, EncodedLevel]] = []
+    for at, (level, size, page) in enumerate(pages):
+        if at:
+            out += b","
+        if isinstance(page, EncodedLevel):
+            out += page.encoded
+            encoded.append((level, size, page))
+            continue
+        begin = len(out)
+        _encode_level_into(level, page, out)
+        shown = slice(page.start, page.end)
+        encoded.append((level, size, EncodedLevel(level.rows, shown, bytes(out[begin:]))))
     out += b'],"complete":' + (b"true" if complete else b"false") + b"}"
+    shape.keep_encoded_levels(encoded)
     return bytes(out)
+
+
+def _encode_level_into(level: TreeLevel, page: _FlatPage, out: bytearray) -> None:
+    """Append one level of a levels reply (its window's head, then its page) to ``out``."""
+    window = page.window
+    head: dict[str, Any] = {"kind": level.kind}
+    if window.root_id is not ABSENT:
+        head["rootId"] = _wire_id(window.root_id)
+    if window.chain:
+        head["chain"] = True
+    if window.depth is not None:
+        head["depth"] = window.depth
+    out += encode_rows(head)[:-1] + b","
+    _encode_page_into(page, out)
+    out += b"}"
 
 
 def tree_tool_calls(roots: list[Any]) -> ToolCalls:

@@ -129,14 +129,13 @@ def grown_tree(
     new tree only) instead of building every node again; None, with ``roots`` left as it was,
     when that cannot give the same tree (the caller builds it anew): ``roots`` without a lookup of
     its nodes (ids that repeat), an appended entry that is not one of the manager's own with a
-    string id (the caller makes sure no older entry has it), a label entry (it changes an older
-    node), a parent that is not an earlier entry of the tree, siblings whose times do not all
-    parse (the order of a full sort is then not one more insertion). ``label_of``: the label and
-    label time of an id's key (a label may name an entry before the entry is written)."""
+    string id (the caller makes sure no older entry has it), a parent that is not an earlier entry
+    of the tree, siblings whose times do not all parse (the order of a full sort is then not one
+    more insertion). ``label_of``: the label and label time of an id's key (a label may name an
+    entry before the entry is written); an appended label entry sets them anew on the node it
+    names (see :func:`label_target`)."""
     base = roots.node_of
-    if base is None or not all(
-        type(e) is Entry and type(e.id) is str and e.type != "label" for e in appended
-    ):
+    if base is None or not all(type(e) is Entry and type(e.id) is str for e in appended):
         return None
     grown = base if isinstance(base, _GrownLookup) else _GrownLookup(base)
     placed = _placed(appended, grown)
@@ -150,7 +149,19 @@ def grown_tree(
     for key, node in new.items():
         node.label, node.label_timestamp = label_of(key)
     grown.added.update(new)
+    for entry in appended:
+        if entry.type == "label":
+            key = index_key(label_target(entry))
+            labelled = grown(key)
+            if labelled is not None:
+                labelled.label, labelled.label_timestamp = label_of(key)
     return TreeRoots([*roots, *tops], grown, None)
+
+
+def label_target(entry: Entry) -> Any:
+    """The ``targetId`` of a label entry (the id whose label it sets)."""
+    aux = entry.aux
+    return aux[0] if aux is not None else ABSENT
 
 
 _Placed = tuple[dict[Any, TreeNode], list[TreeNode], dict[int, tuple[TreeNode, list[TreeNode]]]]

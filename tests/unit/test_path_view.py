@@ -164,9 +164,14 @@ def test_the_views_share_one_library_tree_per_state_of_the_session(
     assert len(built) == 1
     roots = library_tree.library_tree(example)
     assert path_view._kept_paths.kept(example).roots is roots
-    example.append_label_change("9d0e1f2a", "shared")  # a label is an entry: a new state, a new tree
+    example.append_label_change("9d0e1f2a", "shared")  # a label is an entry: a new state, its tree
     window(rootId="9d0e1f2a", depth=1, offset=0, limit=10)
-    assert len(built) == 2 and library_tree.library_tree(example) is not roots
+    grown = library_tree.library_tree(example)  # (grown from the one before by the label's node)
+    assert len(built) == 1 and grown is not roots and grown.node_of("9d0e1f2a").label == "shared"
+    assert (
+        path_view.get_path(example, ABSENT, False, 0, 5)
+        and path_view._kept_paths.kept(example).roots is grown
+    )
     assert get_tree() is not get_tree()  # the library's own getTree still makes a tree per call
 
 
@@ -536,7 +541,11 @@ def test_a_tool_result_whose_call_is_not_above_it_still_names_it(tmp_path: Path)
     )
     window = TreeWindow(root_id="r1", chain=True, limit=10, paged=True)
     got = json.loads(tv.encode_flat_page(tv.window_tree(shape, window), window)[0])
-    assert got["nodes"][0]["preview"] == whole["r1"] and "x.py" in whole["r1"] and shape.calls_complete
+    assert (
+        got["nodes"][0]["preview"] == whole["r1"]
+        and "x.py" in whole["r1"]
+        and shape._session_calls is not None
+    )
 
 
 # --- pi/getTree: levels --------------------------------------------------------------------------

@@ -4,7 +4,7 @@ The server keeps the library's tree of a session and the shape of a tree view's 
 answers, shown children, the leaf's path) per state of the session; when pi appends entries, the
 kept ones are grown by the new entries instead of made anew where that gives the same tree
 (``session.tree.grown_tree``, ``_TreeShape.followed``), and made anew otherwise (a rewrite, a
-truncation, a branch elsewhere, duplicate ids, a label...).
+truncation, a new root, duplicate ids...).
 
 Every session here is written a turn (a chunk of lines) at a time to a file a manager follows
 (``refresh_from_disk``, as the server's poller does), and after each step every answer of
@@ -58,15 +58,7 @@ def _window_answers(
 ) -> list[bytes]:
     """What a tree view asks (its windows share one kept shape): the top level, the levels down
     to the leaf and to other entries, a node's branches and chain, a page around an entry."""
-    mode, first, search = view
-    base: dict[str, Any] = {
-        "uri": "file:///followed",
-        "filter": mode,
-        "form": "flat",
-        "activeBranchFirst": first,
-    }
-    if search is not None:
-        base["search"] = search
+    base = _flat(view)
     answers = [_answer(manager, {**base, "chain": True, "offset": 0, "limit": 200})]
     # pages further down the top chain: each says how long the chain grew
     answers += [_answer(manager, {**base, "chain": True, "offset": at, "limit": 2}) for at in (1, 4, 9)]
@@ -81,8 +73,36 @@ def _window_answers(
         answers.append(_answer(manager, {**base, "rootId": root, "chain": True, "offset": 0, "limit": 50}))
         answers.append(_answer(manager, {**base, "rootId": root, "chain": True, "offset": 3, "limit": 2}))
     if leaf is not None:  # last, as a tree view opens on the leaf: what the next state starts from
-        answers.append(_answer(manager, {**base, "levels": True, "aroundId": leaf, "limit": 4}))
+        # again (the levels kept, as encoded), with other pages, and as before
+        answers += [_answer(manager, _leaf_levels(base, leaf, limit)) for limit in (4, 4, 2, 4)]
     return answers
+
+
+def _flat(view: tuple[str, bool, str | None]) -> dict[str, Any]:
+    """The params of a tree view's windows of ``view``."""
+    mode, first, search = view
+    base: dict[str, Any] = {
+        "uri": "file:///followed",
+        "filter": mode,
+        "form": "flat",
+        "activeBranchFirst": first,
+    }
+    if search is not None:
+        base["search"] = search
+    return base
+
+
+def _leaf_levels(base: dict[str, Any], leaf: Any, limit: int = 4) -> dict[str, Any]:
+    return {**base, "levels": True, "aroundId": leaf, "limit": limit}
+
+
+def _asked_alone(path: Path, params: dict[str, Any]) -> bytes:
+    """The answer of a server that was asked nothing else."""
+    manager = SessionManager.open(str(path))
+    try:
+        return _answer(manager, params)
+    finally:
+        manager.close()
 
 
 def _whole_answers(manager: SessionManager, view: tuple[str, bool, str | None]) -> list[bytes]:
@@ -149,7 +169,11 @@ def _follow_and_compare(tmp_path: Path, lines: list[str], seed: int = 0) -> int:
             fresh = SessionManager.open(str(path))
             assert followed.get_leaf_id() == fresh.get_leaf_id()
             expected = _window_answers(fresh, view, picked)
-            assert _window_answers(followed, view, picked) == expected, (turn, view)
+            answers = _window_answers(followed, view, picked)
+            assert answers == expected, (turn, view)
+            if followed.get_leaf_id() is not None:  # (what a followed view asks after each append)
+                alone = _asked_alone(path, _leaf_levels(_flat(view), followed.get_leaf_id()))
+                assert answers[-1] == alone, (turn, view)
             expected_whole = _whole_answers(fresh, view)
             assert _whole_answers(followed_whole, view) == expected_whole, (turn, view)
     return len(steps)
@@ -223,6 +247,17 @@ ODD_APPENDS = {
     "a branch summary": [S.branch_summary("b1", "t0z", "t2z"), S.user("n1", "b1", "on the branch")],
     "a compaction": [S.compaction("c1", "t2z", "t1u"), S.user("n1", "c1", "after it")],
     "a branch at an old entry": [S.user("n1", "t1a", "other way"), S.user("n2", "n1", "on")],
+    # pi's /tree to an entry, then a turn: on the path, on another branch, back, at a root
+    "branches back and forth": [
+        S.user("n1", "t1a", "other way"),
+        S.user("n2", "t2u", "from the first branch"),
+        S.user("n3", "n2", "on it"),
+        S.user("n4", "n1", "back on the second"),
+        S.user("n5", "t2z", "below the first leaf"),
+        S.user("n6", "t0u", "at the root"),
+        S.assistant("n7", "n6", ""),
+        S.user("n8", "t0a", "away from a silent leaf"),
+    ],
     "a new root": [S.user("n1", None, "second root"), S.user("n2", "n1", "below")],
     "a silent turn then more": [
         S.user("n1", "t2z", "go"),
@@ -230,6 +265,44 @@ ODD_APPENDS = {
         S.user("n3", "n2", "and"),
     ],
     "a name": [S.session_info("s1", "t2z", "named"), S.user("n1", "s1", "after")],
+    # a result whose call is in no message above it names the session's last call of its id
+    "a call of an older result's id": [
+        S.tool_result("n1", "t2z", "c77", "late"),
+        S.user("n2", "n1", "a"),
+        S.user("n3", "n2", "b"),
+        S.user("n4", "n2", "c"),
+        S.user("n5", "n4", "d"),
+        S.assistant("n6", "n5", "", calls=(("c77", "read", {"path": "/late"}),)),
+        S.user("n7", "n6", "e"),
+    ],
+    # the levels above the leaf's are kept: the label shows in one of them
+    "a label on an entry above a branch": [
+        S.user("n1", "t1z", "other way"),
+        S.user("n2", "n1", "on it"),
+        S.label("l1", "n2", "t0u", "early"),
+        S.user("n3", "l1", "more"),
+        S.label("l2", "n3", "t0u", None),
+        S.label("l3", "l2", "t1u", "later"),
+    ],
+    "a silent turn heading a branch, then more": [
+        S.assistant("n1", "t1z", ""),
+        S.user("n2", "n1", "below it"),
+        S.user("n3", "n2", "on"),
+    ],
+    "a setting as the leaf, then more": [
+        S.model_change("n1", "t2z"),
+        S.user("n2", "n1", "after"),
+        S.model_change("n3", "n2"),
+        S.model_change("n4", "n3"),
+        S.user("n5", "n4", "on"),
+    ],
+    # the branch's head's only shown child, a silent turn, is hidden once it is not the leaf
+    "a silent turn on a branch, then a setting below it": [
+        S.user("n1", "t1z", "other way"),
+        S.assistant("n2", "n1", ""),
+        S.model_change("n3", "n2"),
+        S.user("n4", "n3", "on"),
+    ],
     "a cycle": [S.user("n1", "n2", "a"), S.user("n2", "n1", "b")],
 }
 
@@ -299,6 +372,24 @@ def test_an_append_below_the_leaf_grows_the_kept_tree_and_shape(tmp_path: Path) 
     assert shape.leaf_id == "n2" and [entry.id for entry in shape.leaf_path[-3:]] == ["t3z", "n1", "n2"]
 
 
+def test_a_label_appended_below_the_leaf_is_followed(tmp_path: Path) -> None:
+    """pi's /label: the kept tree and shape serve the next state, the label on the older node."""
+    path = tmp_path / "followed.jsonl"
+    path.write_text("\n".join(S.chat(4)) + "\n", encoding="utf-8")
+    manager = SessionManager.open(str(path))
+    view = ("labeled-only", True, None)
+    _window_answers(manager, view, [])
+    shape = methods_read._tree_shapes.kept(manager)
+    with path.open("a", encoding="utf-8") as file:
+        file.write(S.label("l1", "t3z", "t1u", "mark") + "\n")
+    manager.refresh_from_disk()
+    answers = _window_answers(manager, view, ["t1u"])
+    assert methods_read._tree_shapes.kept(manager) is shape
+    assert library_tree.library_tree(manager).node_of("t1u").label == "mark"
+    assert answers == _window_answers(SessionManager.open(str(path)), view, ["t1u"])
+    assert b'"label":"mark"' in b"".join(answers)
+
+
 GROWTHS = {
     # appended lines: whether the kept tree grows by them (else it is left as it was)
     "a turn below the leaf": ([S.user("n1", "t1z", "a"), S.user("n2", "n1", "b")], True),
@@ -311,7 +402,13 @@ GROWTHS = {
     "its own parent": ([S.user("n1", "n1", "a")], False),
     "a cycle": ([S.user("n1", "n2", "a"), S.user("n2", "n1", "b")], False),
     "an orphan": ([S.user("n1", "t1z", "a"), S.user("n2", "gone", "b")], False),
-    "a label": ([S.user("n1", "t1z", "a"), S.label("l1", "n1", "t0u")], False),
+    "a label": ([S.user("n1", "t1z", "a"), S.label("l1", "n1", "t0u")], True),
+    "a label on an entry appended with it": ([S.user("n1", "t1z", "a"), S.label("l1", "n1", "n1")], True),
+    "a label removed": (
+        [S.label("l1", "t1z", "t0u"), S.user("n1", "l1", "a"), S.label("l2", "n1", "t0u", None)],
+        True,
+    ),
+    "a label of no entry": ([S.label("l1", "t1z", "gone")], True),
     "a sibling without a time": ([S.user("n1", "t0a", "a", timestamp="not a time")], False),
 }
 
@@ -343,3 +440,54 @@ def test_a_grown_tree_is_the_tree_built_anew_or_none_and_the_kept_tree_unchanged
     else:
         assert grown is None
         assert msgspec.json.encode(tree_to_json(roots)) == before
+
+
+def test_the_levels_above_the_leaf_s_are_not_encoded_again_after_an_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What makes a followed view's levels cheap: the rows of the levels kept are not made again."""
+    from pi_session_server.server import tree_view
+
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(("default", True, None))
+    leaf = manager.get_leaf_id()
+    first = _answer(manager, _leaf_levels(base, leaf, 3))
+    made: list[Any] = []
+    node = tree_view._TreeShape.node
+    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    assert _answer(manager, _leaf_levels(base, leaf, 3)) == first and made == []
+    levels = json.loads(first)["levels"]
+    assert len(levels) >= 8
+    with path.open("a", encoding="utf-8") as file:
+        file.write(S.user("n1", leaf, "more") + "\n" + S.user("n2", "n1", "and more") + "\n")
+    manager.refresh_from_disk()
+    answer = _answer(manager, _leaf_levels(base, "n2", 3))
+    # the last level's page again (it held the old leaf), and the new entries' rows
+    assert 0 < len(made) <= len(levels[-1]["nodes"]) + 2
+    assert answer == _asked_alone(path, _leaf_levels(base, "n2", 3))
+
+
+def test_a_branch_elsewhere_keeps_the_shape_and_the_levels_above_the_fork(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi's /tree to an older entry, then a turn: the kept shape serves the new leaf's levels; the
+    levels above the one that shows the entry branched at are not walked or encoded again."""
+    from pi_session_server.server import tree_view
+
+    path = _branchy_session(tmp_path / "followed.jsonl", turns=60)
+    manager = SessionManager.open(str(path))
+    base = _flat(("default", True, None))
+    levels = json.loads(_answer(manager, _leaf_levels(base, manager.get_leaf_id(), 3)))["levels"]
+    shape = methods_read._tree_shapes.kept(manager)
+    fork = levels[-2]["nodes"][-1]["id"]  # a row of the level above the leaf's
+    made: list[Any] = []
+    node = tree_view._TreeShape.node
+    monkeypatch.setattr(tree_view._TreeShape, "node", lambda self, n, *a: made.append(n) or node(self, n, *a))
+    with path.open("a", encoding="utf-8") as file:
+        file.write(S.user("n1", fork, "another way") + "\n" + S.user("n2", "n1", "on it") + "\n")
+    manager.refresh_from_disk()
+    answer = _answer(manager, _leaf_levels(base, "n2", 3))
+    assert methods_read._tree_shapes.kept(manager) is shape
+    assert 0 < len(made) <= 3 * 4 + 2  # the last two levels' pages at most, and the new rows
+    assert answer == _asked_alone(path, _leaf_levels(base, "n2", 3))
