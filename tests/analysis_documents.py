@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import builders as S
 
+from pi_session_server.analysis.autofix import Plan, plan_repairs
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.session.profiles import DEFAULT_PI, PiVersion
 
@@ -42,3 +45,17 @@ def linked() -> SessionDocument:
         S.compaction("k", "l", "a"),
         S.branch_summary("s", "a", "b"),
     )
+
+
+def repaired(doc: SessionDocument, chosen: Iterable[str]) -> tuple[Plan, str]:
+    """What ``pi-session repair --codes CHOSEN`` makes of ``doc`` in one round: the plan and the
+    text (its splices applied to the document's bytes)."""
+    plan = plan_repairs(doc, chosen)
+    data = doc.data()
+    out = bytearray()
+    position = 0
+    for s in plan.splices():
+        out += data[position : s.start] + s.data
+        position = s.end
+    out += data[position:]
+    return plan, out.decode("utf-8")

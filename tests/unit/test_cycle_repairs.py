@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 
+import analysis_documents
 import builders as S
 
-from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
+from pi_session_server.analysis.autofix import FIXABLE_CODES
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.repairs import repairs
@@ -20,15 +21,8 @@ def doc(*lines: str) -> SessionDocument:
 
 def repaired(document: SessionDocument) -> tuple[int, SessionDocument]:
     """The repairs --all makes in one round, and the document they give."""
-    plan = plan_repairs(document, FIXABLE_CODES)
-    data = document.data()
-    out = bytearray()
-    position = 0
-    for s in plan.splices():
-        out += data[position : s.start] + s.data
-        position = s.end
-    out += data[position:]
-    return len(plan.applied), SessionDocument(out.decode("utf-8"))
+    plan, after = analysis_documents.repaired(document, FIXABLE_CODES)
+    return len(plan.applied), SessionDocument(after)
 
 
 def parents(document: SessionDocument) -> dict[str, object]:

@@ -4,9 +4,10 @@ them is one that loses nothing (made by ``pi-session repair`` by default)."""
 
 from __future__ import annotations
 
+import analysis_documents
 import builders as S
 
-from pi_session_server.analysis.autofix import SAFE_CODES, plan_repairs
+from pi_session_server.analysis.autofix import SAFE_CODES
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 
@@ -16,15 +17,8 @@ GOOD = "".join(line + "\n" for line in LINES)
 
 def repaired(doc: SessionDocument) -> tuple[list[str], str]:
     """The titles of the repairs made by default, and the text they give."""
-    plan = plan_repairs(doc, SAFE_CODES)
-    data = doc.data()
-    out = bytearray()
-    position = 0
-    for s in plan.splices():
-        out += data[position : s.start] + s.data
-        position = s.end
-    out += data[position:]
-    return [p.repair.title for p in plan.applied], out.decode("utf-8")
+    plan, after = analysis_documents.repaired(doc, SAFE_CODES)
+    return [p.repair.title for p in plan.applied], after
 
 
 def found(text: str) -> list[tuple[int, str, int, int, str]]:

@@ -5,9 +5,10 @@ too, when the copy is the file's last entry)."""
 
 from __future__ import annotations
 
+import analysis_documents
 import builders as S
 
-from pi_session_server.analysis.autofix import SAFE_CODES, plan_repairs
+from pi_session_server.analysis.autofix import SAFE_CODES
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.repairs import repairs
 
@@ -17,15 +18,8 @@ def text(*lines: str) -> str:
 
 
 def repaired(doc: SessionDocument) -> tuple[list[str], str]:
-    plan = plan_repairs(doc, SAFE_CODES)
-    data = doc.data()
-    out = bytearray()
-    position = 0
-    for s in plan.splices():
-        out += data[position : s.start] + s.data
-        position = s.end
-    out += data[position:]
-    return [p.repair.title for p in plan.applied], out.decode("utf-8")
+    plan, after = analysis_documents.repaired(doc, SAFE_CODES)
+    return [p.repair.title for p in plan.applied], after
 
 
 H, A, B = S.header(), S.user("a", None), S.user("b", "a")
