@@ -576,13 +576,17 @@ def every_entry(
     index did not hold (``header.rescanned``) read again from the file."""
     entries, ids = rows.every_entry()
     n = len(entries)
-    for position in header.rescanned if header is not None else ():
+    for position in sorted(header.rescanned) if header is not None else ():
         entry = entries[position] = _rescanned(fd, entries[position], source, keep_bytes)
         ids[position] = entry.id
+        # a chain goes on through an entry read again (see IdIndex.chain_starts): the entry names
+        # the one before it, and the one after it names it, by the very same string, as the scan
+        # makes them
+        before = entries[position - 1].id if position else None
+        if type(before) is str and entry.parent_id == before:
+            entry.parent_id = before
         after = position + 1
         if after < n and type(entry.id) is str and entries[after].parent_id == entry.id:
-            # the entry after it names it as its parent: the very same string, as the scan makes it
-            # (a chain goes on through an entry read again; see IdIndex.chain_starts)
             entries[after].parent_id = entry.id
     complete = header.complete if header is not None else True
     index = IdIndex(chain_starts=rows.columns.chain_starts, complete=complete)

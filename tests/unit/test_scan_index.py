@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.errors import StaleFileError
@@ -190,6 +190,13 @@ LINE = st.one_of(
 
 
 @settings(max_examples=80, deadline=None)
+@example(  # an entry read again from its line (a NUL in its id) that goes on the chain before it
+    lines=[_message(1, 0, pad=7), ODD_LINES[21]],
+    final_newline=True,
+    crlf=False,
+    keep_bytes=False,
+    short_line=scan.SHORT_LINE,
+)
 @given(
     lines=st.lists(LINE, min_size=0, max_size=60),
     final_newline=st.booleans(),
