@@ -52,4 +52,7 @@ def talk(
         process.wait(60)
     finally:
         process.kill()
+        process.wait(60)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            stream.close()
     return replies, ended

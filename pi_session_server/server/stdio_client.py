@@ -7,6 +7,7 @@ conformance adapter use it; it doubles as the reference for front ends in other 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import subprocess
@@ -176,7 +177,7 @@ class SidecarClient:
         return result
 
     def close(self) -> int:
-        """shutdown + exit, then wait for the process."""
+        """shutdown + exit, then wait for the process and close the pipes to it."""
         if self.process.poll() is None:
             try:
                 self.request("shutdown", None, timeout=10)
@@ -188,6 +189,12 @@ class SidecarClient:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        with contextlib.suppress(OSError):  # (a frame still buffered for a process that is gone)
+            self._stdin.close()
+        self._reader.join(10)  # the process is gone: its output ends
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None and not self._reader.is_alive():
+                stream.close()
         return self.process.returncode
 
     def __enter__(self) -> SidecarClient:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,16 @@ def test_a_command_or_help_is_pi_sessions():
         timeout=60,
     )
     assert run.returncode == 0 and "usage: pi-session" in run.stdout and "serve" in run.stdout
+
+
+def test_a_closed_client_leaves_no_pipe_open():
+    """A program that starts a sidecar per task must not run out of descriptors."""
+
+    def open_descriptors() -> set[str]:
+        return set(os.listdir("/proc/self/fd"))
+
+    before = open_descriptors()
+    for _ in range(3):
+        with SidecarClient([sys.executable, "-m", "pi_session_server"], cwd=str(ROOT)) as pi:
+            pi.request("pi/inMemory", {})
+    assert open_descriptors() <= before
