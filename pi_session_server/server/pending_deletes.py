@@ -13,7 +13,9 @@ names, and the device and inode of the file where there is one), one after anoth
 they arrived, and a request waits for the deletes whose keys it shares. Until a worker has looked
 at what a delete deletes (and resolved its path: ``~`` with ``$HOME`` unset is the home of the
 user's password entry), it may be of any file: every request that names a file or a session waits
-for that look.
+for that look. A request by ``uri`` that no session holds by that path looks at its file on the
+same worker (:meth:`PendingDeletes.looked_first`: a session may hold it through another spelling),
+and the requests on a file or a session sent after it wait for that look in the same way.
 
 Everything else here runs on the event loop. A request waits on the futures of the deletes pending
 as it arrives and starts from their done callbacks, which the loop runs before it reads the next
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,14 +35,11 @@ import msgspec
 from pi_session_server.errors import PiSessionError
 from pi_session_server.session.environment import Environment
 
-from .locations import resolved_on_the_loop
+from .locations import FileKeys, file_keys, resolved_on_the_loop
 from .workers import Job, SerialQueue, on_loop
 
 #: ``paths`` of a request that reads every file of some directories (a listing): it waits for every delete
 EVERY_FILE = None
-
-#: what a file is: paths (str) and its (device, inode)
-FileKeys = frozenset[Any]
 
 
 def deleted_as(path: str, env: Environment) -> str | None:
@@ -51,28 +49,6 @@ def deleted_as(path: str, env: Environment) -> str | None:
         return resolved_on_the_loop(path, env)
     except (PiSessionError, OSError):
         return None
-
-
-def file_keys(path: str) -> FileKeys:
-    """What the file at ``path`` (resolved) is, as a delete and the requests on it compare it (on a
-    worker: it reads the file system). Two spellings of one file share a key: the path with its
-    symlinks resolved, or the directory entry it names (its directory's symlinks resolved: what
-    unlinking it removes, still the same once the file is gone), or the device and inode."""
-    keys: set[Any] = {path}
-    try:
-        keys.add(directory_entry(path))
-        keys.add(os.path.realpath(path))
-        st = os.stat(path)
-        keys.add((st.st_dev, st.st_ino))
-    except (OSError, ValueError):  # nothing there (the names say what it was), or a name too long
-        pass
-    return frozenset(keys)
-
-
-def directory_entry(path: str) -> str:
-    """The directory entry ``path`` names, its directory's symlinks resolved: what deleting it
-    removes (a symlink itself, not the file it points to). Reads the file system."""
-    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
 class PendingDelete(msgspec.Struct, eq=False):
@@ -121,6 +97,24 @@ class PendingDeletes:
 
         self._looking += 1
         self.look(lambda: frozenset().union(*map(file_keys, resolved)), looked, counted=True)
+        return reply
+
+    def looked_first(self, work: Callable[[], Any], start: Callable[[Any], Any]) -> asyncio.Future[Any]:
+        """A future of the outcome of ``start(work())`` (None for a failure of ``work``), ``work``
+        done by the worker of the looks at files: a request that must look at a file before it
+        knows which session it addresses. The requests on a file or a session sent after it wait
+        for that look, as for a delete's (none passes it); it deletes nothing."""
+        looking = self.begin()
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        reply.add_done_callback(lambda _reply: self.end(looking))  # (cancelled: the others go on)
+
+        def looked(value: Any) -> None:
+            # those waiting for the look go on from callbacks the loop runs after this one
+            self.end(looking)
+            if not reply.done():
+                settle(reply, lambda: start(value))
+
+        self.look(work, looked)
         return reply
 
     def look(

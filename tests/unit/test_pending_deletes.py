@@ -9,13 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.server.pending_deletes import (
-    EVERY_FILE,
-    PendingDelete,
-    PendingDeletes,
-    directory_entry,
-    file_keys,
-)
+from pi_session_server.server.locations import directory_entry, file_keys
+from pi_session_server.server.pending_deletes import EVERY_FILE, PendingDelete, PendingDeletes
 from pi_session_server.server.workers import WorkerPool
 
 
