@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from pi_session_server.server import pending_deletes
 from pi_session_server.server.locations import directory_entry, file_keys
 from pi_session_server.server.pending_deletes import EVERY_FILE, PendingDelete, PendingDeletes
 from pi_session_server.server.workers import WorkerPool
@@ -211,5 +215,70 @@ def test_what_a_waiting_request_started_is_its_outcome(tmp_path: Path):
             assert str(error) == "refused"
         else:
             raise AssertionError("the failure of start() is the request's")
+
+    run(scenario())
+
+
+def test_the_requests_on_a_session_sent_after_a_look_first_wait_for_it(tmp_path: Path):
+    """A request by ``uri`` that looks at its file first (which session holds it?) is passed by
+    none sent after it: a request on a session waits for the look, then starts after it."""
+    path = str(tmp_path / "s.jsonl")
+
+    async def scenario() -> list[str]:
+        pending = new_pending()
+        started: list[str] = []
+        by_uri = pending.looked_first(
+            lambda: file_keys(path), lambda keys: started.append("by uri") or (path in keys)
+        )
+        assert pending  # until the look answered
+        on_session = pending.ordered([], lambda: started.append("on the session") or "s")
+        assert not isinstance(on_session, str)  # it waits
+        assert [await by_uri, await on_session] == [True, "s"]
+        assert not pending
+        return started
+
+    assert run(scenario()) == ["by uri", "on the session"]
+
+
+def test_a_look_first_cancelled_lets_those_behind_it_go_on(tmp_path: Path):
+    async def scenario() -> str:
+        pending = new_pending()
+        stuck = asyncio.Event()
+        by_uri = pending.looked_first(lambda: file_keys(str(tmp_path)), lambda _keys: stuck.set())
+        by_uri.cancel()
+        on_session = pending.ordered([], lambda: "s")
+        assert not stuck.is_set()
+        return on_session if isinstance(on_session, str) else await on_session
+
+    assert run(scenario()) == "s"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="every look at a file runs on one serial worker queue: a stat that hangs holds the "
+    "requests on every other file until it returns",
+)
+def test_a_look_that_hangs_delays_no_request_on_another_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    doomed, stuck, other = (str(tmp_path / name) for name in ("doomed", "stuck", "other"))
+    release = threading.Event()
+
+    def hanging_keys(path: str) -> Any:
+        if path == stuck:
+            release.wait(10)  # a stat on a stuck network mount
+        return file_keys(path)
+
+    monkeypatch.setattr(pending_deletes, "file_keys", hanging_keys)
+
+    async def scenario() -> None:
+        pending = new_pending()
+        delete = known(pending, doomed)
+        on_stuck = pending.ordered([stuck], lambda: "stuck")
+        on_other = pending.ordered([other], lambda: "other")
+        try:
+            assert await asyncio.wait_for(asyncio.shield(on_other), 1.0) == "other"
+        finally:
+            release.set()
+            pending.end(delete)
+            await on_stuck
 
     run(scenario())
