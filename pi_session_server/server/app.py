@@ -335,7 +335,9 @@ class PiSessionServer:
         if unheld is not None:
             # a session may hold the file through another spelling: a worker looks at what it is
             return self.pending_deletes.looked_first(
-                partial(file_keys, unheld), lambda keys: self._after_deletes(p, files, start, keys)
+                partial(file_keys, unheld),
+                lambda keys: self._after_deletes(p, files, start, keys),
+                self.pool.queue("a uri's file"),
             )
         return self._after_deletes(p, files, start, None)
 

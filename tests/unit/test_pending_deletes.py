@@ -15,7 +15,7 @@ import pytest
 from pi_session_server.server import pending_deletes
 from pi_session_server.server.locations import directory_entry, file_keys
 from pi_session_server.server.pending_deletes import EVERY_FILE, PendingDelete, PendingDeletes
-from pi_session_server.server.workers import WorkerPool
+from pi_session_server.server.workers import SerialQueue, WorkerPool
 
 
 def run(coroutine: Any) -> Any:
@@ -24,6 +24,10 @@ def run(coroutine: Any) -> Any:
 
 def new_pending() -> PendingDeletes:
     return PendingDeletes(WorkerPool().queue("files of pending deletes"))
+
+
+def own_queue() -> SerialQueue:
+    return WorkerPool().queue("a uri's file")
 
 
 def known(pending: PendingDeletes, path: str) -> PendingDelete:
@@ -228,7 +232,7 @@ def test_the_requests_on_a_session_sent_after_a_look_first_wait_for_it(tmp_path:
         pending = new_pending()
         started: list[str] = []
         by_uri = pending.looked_first(
-            lambda: file_keys(path), lambda keys: started.append("by uri") or (path in keys)
+            lambda: file_keys(path), lambda keys: started.append("by uri") or (path in keys), own_queue()
         )
         assert pending  # until the look answered
         on_session = pending.ordered([], lambda: started.append("on the session") or "s")
@@ -244,7 +248,9 @@ def test_a_look_first_cancelled_lets_those_behind_it_go_on(tmp_path: Path):
     async def scenario() -> str:
         pending = new_pending()
         stuck = asyncio.Event()
-        by_uri = pending.looked_first(lambda: file_keys(str(tmp_path)), lambda _keys: stuck.set())
+        by_uri = pending.looked_first(
+            lambda: file_keys(str(tmp_path)), lambda _keys: stuck.set(), own_queue()
+        )
         by_uri.cancel()
         on_session = pending.ordered([], lambda: "s")
         assert not stuck.is_set()
@@ -282,3 +288,21 @@ def test_a_look_that_hangs_delays_no_request_on_another_file(tmp_path: Path, mon
             await on_stuck
 
     run(scenario())
+
+
+def test_a_look_first_that_hangs_holds_those_behind_it_a_bounded_time(monkeypatch: pytest.MonkeyPatch):
+    """A stat on a stuck mount: the request goes on without what its file is, and so do those
+    behind it, once the limit passed."""
+    monkeypatch.setattr(pending_deletes, "LOOK_FIRST_LIMIT_SECONDS", 0.2)
+    release = threading.Event()
+
+    async def scenario() -> list[Any]:
+        pending = new_pending()
+        by_uri = pending.looked_first(lambda: release.wait(10), lambda keys: keys, own_queue())
+        on_session = pending.ordered([], lambda: "s")
+        try:
+            return [await asyncio.wait_for(by_uri, 5), await asyncio.wait_for(on_session, 5)]
+        finally:
+            release.set()
+
+    assert run(scenario()) == [None, "s"]
