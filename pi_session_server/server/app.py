@@ -36,7 +36,7 @@ from .file_uri import from_fs_path
 from .idle_slots import IdleSlots
 from .index_keeping import IndexKeeper
 from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
-from .locations import require_regular_file, uri_to_path
+from .locations import FileKeys, file_keys, require_regular_file, uri_to_path
 from .own_writes import OwnWrites
 from .params import (
     EnvironmentOptions,
@@ -257,8 +257,9 @@ class PiSessionServer:
 
         return self.pool.queue(name).submit(work)
 
-    def resolve(self, p: SessionParams) -> Slot:
-        """The slot a request addresses: ``session`` handle, or ``uri`` (opened on demand: the
+    def resolve(self, p: SessionParams, keys: FileKeys | None = None) -> Slot:
+        """The slot a request addresses: ``session`` handle, or ``uri``: the session held on that
+        path, or on the file ``keys`` say it is (another spelling), else one opened on demand (the
         open is the first job of the new slot, so the request waits for it in the queue)."""
         if p.session is not UNSET:
             slot = self.registry.get(p.session)
@@ -267,8 +268,10 @@ class PiSessionServer:
         else:
             path = uri_to_path(p.uri)
             found = self.registry.find_by_path(path)
+            if found is None and keys:
+                found = self.registry.find_by_file(keys)
             if found is None:
-                slot = self.registry.add(None, implicit=True, path=path)
+                slot = self.registry.add(None, implicit=True, path=path, keys=keys)
                 opening = slot
                 slot.queue.submit(lambda _token: self._open_for_uri(opening, path), interruptible=False)
             else:
@@ -328,18 +331,43 @@ class PiSessionServer:
         deleting starts once the delete answered (see :mod:`.pending_deletes`).
         """
         start = partial(self._session_call, p, job, write=write, append=append, convert=convert)
-        if not self.pending_deletes:
-            return start()
-        return self.pending_deletes.ordered([*files, *self._file_opened_for(p)], start)
+        unheld = self._path_held_by_no_session(p)
+        if unheld is not None:
+            # a session may hold the file through another spelling: a worker looks at what it is
+            return self.pending_deletes.looked_first(
+                partial(file_keys, unheld),
+                lambda keys: self._after_deletes(p, files, start, keys),
+                self.pool.queue("a uri's file"),
+            )
+        return self._after_deletes(p, files, start, None)
 
-    def _file_opened_for(self, p: SessionParams) -> list[str]:
+    def _after_deletes(
+        self, p: SessionParams, files: Sequence[str | None], start: Callable[..., Any], keys: FileKeys | None
+    ) -> Any:
+        """``start(keys)`` once the pi/deletes sent before the request of ``p`` that it must wait
+        for answered (see :meth:`session_call`)."""
+        begin = partial(start, keys=keys)
+        if not self.pending_deletes:
+            return begin()
+        return self.pending_deletes.ordered([*files, *self._file_opened_for(p, keys)], begin)
+
+    def _path_held_by_no_session(self, p: SessionParams) -> str | None:
+        """The path of the ``uri`` of ``p`` where no session holds a file by that spelling, else
+        None. (A bad ``uri`` is refused here.)"""
+        if p.session is not UNSET or p.uri is UNSET:
+            return None
+        path = uri_to_path(p.uri)
+        return path if self.registry.find_by_path(path) is None else None
+
+    def _file_opened_for(self, p: SessionParams, keys: FileKeys | None) -> list[str]:
         """The file a request by ``uri`` opens (resolved as pi/delete resolves it), if no session
-        holds it: one a session holds is not opened again, and a delete closes that session in the
-        order of its queue. (A bad ``uri`` is refused here, as it would be with no delete pending.)"""
+        holds it (by its path, or by what the file is: ``keys``): one a session holds is not opened
+        again, and a delete closes that session in the order of its queue. (A bad ``uri`` is
+        refused here, as it would be with no delete pending.)"""
         if p.session is not UNSET or p.uri is UNSET:
             return []
         path = uri_to_path(p.uri)
-        if self.registry.find_by_path(path) is not None:
+        if self.registry.find_by_path(path) is not None or (keys and self.registry.find_by_file(keys)):
             return []
         target = deleted_as(path, self.environment)
         return [] if target is None else [target]
@@ -352,8 +380,9 @@ class PiSessionServer:
         write: bool,
         append: bool,
         convert: Callable[[Any, Slot], Any] | None,
+        keys: FileKeys | None = None,
     ) -> Job[Any]:
-        slot = self.resolve(p)
+        slot = self.resolve(p, keys)
 
         def work(_token: CancelToken) -> Any:
             try:

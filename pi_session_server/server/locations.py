@@ -5,6 +5,7 @@ system, and the refusal of anything that is not a regular file.
   percent escapes decoded); a ``%00`` is refused with Node's error for a path holding a NUL byte.
 * A path holding lone UTF-16 surrogates reaches the file system with U+FFFD in their place, which
   is what Node does when it encodes a JS string to UTF-8 (pi would open that file).
+* A file is known by what it is (:func:`file_keys`), however a request spells it.
 * Opening a FIFO waits for a writer, and a device may never end: such files are refused before any
   open (:func:`require_regular_file`), with ``PathRefused`` (-32010) naming what the file is.
 """
@@ -12,6 +13,7 @@ system, and the refusal of anything that is not a regular file.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from pi_session_server.errors import PiSessionError
 from pi_session_server.format.jstext import as_displayed
@@ -29,6 +31,9 @@ from .errors import from_library_error, invalid_params, path_refused
 MAX_PATH_CHARS = 4096
 #: the longest ``file:`` URI (every byte of a longest path percent-encoded)
 MAX_URI_CHARS = 3 * 4 * MAX_PATH_CHARS
+
+#: what a file is: paths (str) and its (device, inode)
+FileKeys = frozenset[Any]
 
 
 def fs_path(path: str) -> str:
@@ -75,3 +80,25 @@ def require_regular_file(path: str) -> bool:
     if kind is not None:
         raise path_refused(f"Not a regular file: {path} is a {kind}", path, kind)
     return True
+
+
+def file_keys(path: str) -> FileKeys:
+    """What the file at ``path`` (resolved) is, as a delete, the requests on it and the sessions held
+    on it compare it (on a worker: it reads the file system). Two spellings of one file share a key: the path with its
+    symlinks resolved, or the directory entry it names (its directory's symlinks resolved: what
+    unlinking it removes, still the same once the file is gone), or the device and inode."""
+    keys: set[Any] = {path}
+    try:
+        keys.add(directory_entry(path))
+        keys.add(os.path.realpath(path))
+        st = os.stat(path)
+        keys.add((st.st_dev, st.st_ino))
+    except (OSError, ValueError):  # nothing there (the names say what it was), or a name too long
+        pass
+    return frozenset(keys)
+
+
+def directory_entry(path: str) -> str:
+    """The directory entry ``path`` names, its directory's symlinks resolved: what deleting it
+    removes (a symlink itself, not the file it points to). Reads the file system."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))

@@ -21,8 +21,8 @@ from pi_session_server.session.paths import resolve_path
 
 from . import params as P
 from .errors import INTERNAL_ERROR, PiRpcError, from_job_failure, invalid_params, path_refused
-from .locations import require_regular_file, uri_to_path
-from .pending_deletes import EVERY_FILE, FileKeys, directory_entry, file_keys, settle
+from .locations import FileKeys, directory_entry, file_keys, require_regular_file, uri_to_path
+from .pending_deletes import EVERY_FILE, settle
 from .progress import Progress
 from .reply_bytes import listing_bytes, refuse_past_max
 from .workers import CancelToken, Job, on_loop

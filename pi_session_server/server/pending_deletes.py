@@ -13,7 +13,10 @@ names, and the device and inode of the file where there is one), one after anoth
 they arrived, and a request waits for the deletes whose keys it shares. Until a worker has looked
 at what a delete deletes (and resolved its path: ``~`` with ``$HOME`` unset is the home of the
 user's password entry), it may be of any file: every request that names a file or a session waits
-for that look.
+for that look. A request by ``uri`` that no session holds by that path looks at its file on a
+worker (:meth:`PendingDeletes.looked_first`: a session may hold it through another
+spelling), and the requests on a file or a session sent after it wait for that look in the same
+way, for a bounded time.
 
 Everything else here runs on the event loop. A request waits on the futures of the deletes pending
 as it arrives and starts from their done callbacks, which the loop runs before it reads the next
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,14 +36,14 @@ import msgspec
 from pi_session_server.errors import PiSessionError
 from pi_session_server.session.environment import Environment
 
-from .locations import resolved_on_the_loop
+from .locations import FileKeys, file_keys, resolved_on_the_loop
 from .workers import Job, SerialQueue, on_loop
+
+#: how long the requests behind a request's look at its file wait for it (a stat may hang)
+LOOK_FIRST_LIMIT_SECONDS = 2.0
 
 #: ``paths`` of a request that reads every file of some directories (a listing): it waits for every delete
 EVERY_FILE = None
-
-#: what a file is: paths (str) and its (device, inode)
-FileKeys = frozenset[Any]
 
 
 def deleted_as(path: str, env: Environment) -> str | None:
@@ -51,28 +53,6 @@ def deleted_as(path: str, env: Environment) -> str | None:
         return resolved_on_the_loop(path, env)
     except (PiSessionError, OSError):
         return None
-
-
-def file_keys(path: str) -> FileKeys:
-    """What the file at ``path`` (resolved) is, as a delete and the requests on it compare it (on a
-    worker: it reads the file system). Two spellings of one file share a key: the path with its
-    symlinks resolved, or the directory entry it names (its directory's symlinks resolved: what
-    unlinking it removes, still the same once the file is gone), or the device and inode."""
-    keys: set[Any] = {path}
-    try:
-        keys.add(directory_entry(path))
-        keys.add(os.path.realpath(path))
-        st = os.stat(path)
-        keys.add((st.st_dev, st.st_ino))
-    except (OSError, ValueError):  # nothing there (the names say what it was), or a name too long
-        pass
-    return frozenset(keys)
-
-
-def directory_entry(path: str) -> str:
-    """The directory entry ``path`` names, its directory's symlinks resolved: what deleting it
-    removes (a symlink itself, not the file it points to). Reads the file system."""
-    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
 class PendingDelete(msgspec.Struct, eq=False):
@@ -123,13 +103,50 @@ class PendingDeletes:
         self.look(lambda: frozenset().union(*map(file_keys, resolved)), looked, counted=True)
         return reply
 
-    def look(
-        self, work: Callable[[], Any], then: Callable[[Any], None], *, counted: bool = False
-    ) -> Job[Any]:
-        """``work()`` on the queue of the looks at files, then ``then(its value)`` on the loop (None
-        for a failure, which the caller's own job meets again), in the order the looks were asked."""
+    def looked_first(
+        self, work: Callable[[], Any], start: Callable[[Any], Any], queue: SerialQueue
+    ) -> asyncio.Future[Any]:
+        """A future of the outcome of ``start(work())``, ``work`` done on ``queue`` (on the queue of
+        the looks at files while a delete is pending): a request
+        that must look at a file before it knows which session it addresses. The requests on a
+        file or a session sent after it wait for that look, as for a delete's (none passes it);
+        it deletes nothing. A look that fails, or has not answered within
+        ``LOOK_FIRST_LIMIT_SECONDS`` (a stat on a stuck mount), starts ``start(None)``: those
+        behind it wait no longer."""
         loop = asyncio.get_running_loop()
-        job = self._lookups.submit(lambda _token: work(), interruptible=False)
+        # behind the look of a delete pending (in arrival order, as every request's look), else
+        # on a queue of its own: with nothing pending, a stuck look holds no other look
+        on = self._lookups if self._deletes else queue
+        looking = self.begin()
+        reply: asyncio.Future[Any] = loop.create_future()
+        reply.add_done_callback(lambda _reply: self.end(looking))  # (cancelled: the others go on)
+
+        def looked(value: Any) -> None:
+            if looking.known.done():  # (the limit passed first, or the request was cancelled)
+                return
+            limit.cancel()
+            # those waiting for the look go on from callbacks the loop runs after this one
+            self.end(looking)
+            if not reply.done():
+                settle(reply, lambda: start(value))
+
+        limit = loop.call_later(LOOK_FIRST_LIMIT_SECONDS, looked, None)
+        self.look(work, looked, queue=on)
+        return reply
+
+    def look(
+        self,
+        work: Callable[[], Any],
+        then: Callable[[Any], None],
+        *,
+        counted: bool = False,
+        queue: SerialQueue | None = None,
+    ) -> Job[Any]:
+        """``work()`` on the queue of the looks at files (or ``queue``), then ``then(its value)`` on
+        the loop (None for a failure, which the caller's own job meets again), in the order the
+        looks were asked."""
+        loop = asyncio.get_running_loop()
+        job = (queue or self._lookups).submit(lambda _token: work(), interruptible=False)
 
         def finished(future: asyncio.Future[Any]) -> None:
             if counted:

@@ -190,11 +190,11 @@ METHODS: list[Method] = [
         "on the file (however the delete spells it), each once the requests sent on it before the delete are "
         "done, and deletes the file after them (a symlink: the link, and the handles opened through it). "
         "Requests sent after the delete and before its reply on those handles, or by a `uri` that names the "
-        "file as one of them holds it (its path, or its path with symlinks resolved), write nothing: they "
-        "answer UnknownSession (-32001, `data.session` the handle closed); pi/close of such a handle answers "
-        "`closed`. Every other request on the file sent after the delete (by a `uri` spelling it otherwise, "
-        "or sent after the reply; pi/open, pi/forkFrom, a listing) starts once the delete answered and finds "
-        "the file gone (pi/open: a new session at that path).",
+        "file one of them holds (however it spells it: a request by `uri` uses the handle held on the file), "
+        "write nothing: they answer UnknownSession (-32001, `data.session` the handle closed); pi/close of such "
+        "a handle answers `closed`. Every other request on the file sent after the delete (sent after the "
+        "reply; pi/open, pi/forkFrom, a listing) starts once the delete answered and finds the file gone "
+        "(pi/open: a new session at that path).",
         P.DeleteParams,
         R.DeleteResult,
         [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],

@@ -25,6 +25,7 @@ from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import SessionManager
 
 from .errors import PiRpcError, unknown_session
+from .locations import FileKeys, file_keys
 from .workers import CancelToken, Job, SerialQueue, WorkerPool
 
 T = TypeVar("T")
@@ -38,6 +39,7 @@ class Slot(msgspec.Struct, eq=False):
     read_only: bool = False  # opened to look at, without writing (see app.PiSessionServer.writable)
     path: str | None = None  # the file, as the last job left it (read on the loop without I/O)
     real_path: str | None = None  # ``path`` with symlinks resolved (by a job)
+    keys: FileKeys = msgspec.field(default_factory=frozenset)  # what the file at ``path`` is (by a job)
     failure: PiRpcError | None = None  # the open of an implicit slot failed: every job answers this
     closed: bool = False  # closed by pi/close (set in order, by a job on the queue)
     last_stat: Any = None  # the file poller's last look at the file
@@ -75,6 +77,7 @@ class Slot(msgspec.Struct, eq=False):
         if path != self.path or (path is not None and self.real_path is None):
             self.path = path
             self.real_path = os.path.realpath(path) if path is not None else None
+            self.keys = file_keys(path) if path is not None else frozenset()
 
 
 def _close(slot: Slot) -> None:
@@ -100,12 +103,22 @@ class Registry:
         self._lock = threading.Lock()
         self._file_locks: dict[str, threading.Lock] = {}
 
-    def add(self, manager: SessionManager | None, *, implicit: bool = False, path: str | None = None) -> Slot:
-        """A new slot (from any thread); ``path``: the file an implicit slot is about to open."""
+    def add(
+        self,
+        manager: SessionManager | None,
+        *,
+        implicit: bool = False,
+        path: str | None = None,
+        keys: FileKeys | None = None,
+    ) -> Slot:
+        """A new slot (from any thread); ``path``: the file an implicit slot is about to open,
+        ``keys``: what that file is, where a worker looked (the requests that spell it otherwise
+        find the slot before its open ran)."""
         with self._lock:
             handle = f"s{self._next}"
             self._next += 1
             slot = Slot(handle, self._pool.queue(handle), manager, implicit=implicit, path=path)
+            slot.keys = keys or frozenset()
             self._slots[handle] = slot
         if manager is not None:
             slot.note_file()
@@ -155,6 +168,14 @@ class Registry:
         """The newest slot bound to ``path`` (an absolute path; as given or with symlinks resolved)."""
         for slot in reversed(self.slots()):
             if slot.failure is None and path in (slot.path, slot.real_path):
+                return slot
+        return None
+
+    def find_by_file(self, keys: FileKeys) -> Slot | None:
+        """The newest slot on the file ``keys`` (:func:`~.locations.file_keys`, from a worker) say
+        what it is, however it is spelled."""
+        for slot in reversed(self.slots()):
+            if slot.failure is None and slot.keys & keys:
                 return slot
         return None
 

@@ -11,7 +11,7 @@ import pytest
 from reliability_rpc import RawServer, file_uri
 from test_requests_ordered_after_delete import pipelined, session_with_entries
 
-from pi_session_server.server.pending_deletes import directory_entry
+from pi_session_server.server.locations import directory_entry
 
 
 @pytest.fixture

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.server.pending_deletes import (
-    EVERY_FILE,
-    PendingDelete,
-    PendingDeletes,
-    directory_entry,
-    file_keys,
-)
-from pi_session_server.server.workers import WorkerPool
+import pytest
+
+from pi_session_server.server import pending_deletes
+from pi_session_server.server.locations import directory_entry, file_keys
+from pi_session_server.server.pending_deletes import EVERY_FILE, PendingDelete, PendingDeletes
+from pi_session_server.server.workers import SerialQueue, WorkerPool
 
 
 def run(coroutine: Any) -> Any:
@@ -25,6 +24,10 @@ def run(coroutine: Any) -> Any:
 
 def new_pending() -> PendingDeletes:
     return PendingDeletes(WorkerPool().queue("files of pending deletes"))
+
+
+def own_queue() -> SerialQueue:
+    return WorkerPool().queue("a uri's file")
 
 
 def known(pending: PendingDeletes, path: str) -> PendingDelete:
@@ -218,3 +221,88 @@ def test_what_a_waiting_request_started_is_its_outcome(tmp_path: Path):
             raise AssertionError("the failure of start() is the request's")
 
     run(scenario())
+
+
+def test_the_requests_on_a_session_sent_after_a_look_first_wait_for_it(tmp_path: Path):
+    """A request by ``uri`` that looks at its file first (which session holds it?) is passed by
+    none sent after it: a request on a session waits for the look, then starts after it."""
+    path = str(tmp_path / "s.jsonl")
+
+    async def scenario() -> list[str]:
+        pending = new_pending()
+        started: list[str] = []
+        by_uri = pending.looked_first(
+            lambda: file_keys(path), lambda keys: started.append("by uri") or (path in keys), own_queue()
+        )
+        assert pending  # until the look answered
+        on_session = pending.ordered([], lambda: started.append("on the session") or "s")
+        assert not isinstance(on_session, str)  # it waits
+        assert [await by_uri, await on_session] == [True, "s"]
+        assert not pending
+        return started
+
+    assert run(scenario()) == ["by uri", "on the session"]
+
+
+def test_a_look_first_cancelled_lets_those_behind_it_go_on(tmp_path: Path):
+    async def scenario() -> str:
+        pending = new_pending()
+        stuck = asyncio.Event()
+        by_uri = pending.looked_first(
+            lambda: file_keys(str(tmp_path)), lambda _keys: stuck.set(), own_queue()
+        )
+        by_uri.cancel()
+        on_session = pending.ordered([], lambda: "s")
+        assert not stuck.is_set()
+        return on_session if isinstance(on_session, str) else await on_session
+
+    assert run(scenario()) == "s"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="every look at a file runs on one serial worker queue: a stat that hangs holds the "
+    "requests on every other file until it returns",
+)
+def test_a_look_that_hangs_delays_no_request_on_another_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    doomed, stuck, other = (str(tmp_path / name) for name in ("doomed", "stuck", "other"))
+    release = threading.Event()
+
+    def hanging_keys(path: str) -> Any:
+        if path == stuck:
+            release.wait(10)  # a stat on a stuck network mount
+        return file_keys(path)
+
+    monkeypatch.setattr(pending_deletes, "file_keys", hanging_keys)
+
+    async def scenario() -> None:
+        pending = new_pending()
+        delete = known(pending, doomed)
+        on_stuck = pending.ordered([stuck], lambda: "stuck")
+        on_other = pending.ordered([other], lambda: "other")
+        try:
+            assert await asyncio.wait_for(asyncio.shield(on_other), 1.0) == "other"
+        finally:
+            release.set()
+            pending.end(delete)
+            await on_stuck
+
+    run(scenario())
+
+
+def test_a_look_first_that_hangs_holds_those_behind_it_a_bounded_time(monkeypatch: pytest.MonkeyPatch):
+    """A stat on a stuck mount: the request goes on without what its file is, and so do those
+    behind it, once the limit passed."""
+    monkeypatch.setattr(pending_deletes, "LOOK_FIRST_LIMIT_SECONDS", 0.2)
+    release = threading.Event()
+
+    async def scenario() -> list[Any]:
+        pending = new_pending()
+        by_uri = pending.looked_first(lambda: release.wait(10), lambda keys: keys, own_queue())
+        on_session = pending.ordered([], lambda: "s")
+        try:
+            return [await asyncio.wait_for(by_uri, 5), await asyncio.wait_for(on_session, 5)]
+        finally:
+            release.set()
+
+    assert run(scenario()) == [None, "s"]
