@@ -559,9 +559,10 @@ class _TreeShape:
             # result's id); a result's call above it stays (appends add no entry above it)
             self._keep_encoded_previews(appended)
             self.tool_calls, self.calls_complete, self._session_calls = {}, False, None
-        changed = self._forget_changed(path[-1], appended, node_of)
+        new_ids = {entry.id for entry in appended}
+        changed = self._forget_changed(path[-1], appended, new_ids, node_of)
         self._forget_moved_path([*left, *joined, *parted], node_of, changed)
-        relabelled = self._forget_relabelled(appended, node_of, changed)
+        relabelled = self._forget_relabelled(appended, new_ids, node_of, changed)
         self._keep_levels_above(old_leaf, tail, appended, changed)
         if self._levels_before is None:
             self._encoded_levels = {}  # (their rows are walked again)
@@ -571,12 +572,12 @@ class _TreeShape:
             self._named_from_session = set()
 
     def _forget_relabelled(
-        self, appended: list[Any], node_of: Callable[[Any], Any], changed: set[int]
+        self, appended: list[Any], new_ids: set[Any], node_of: Callable[[Any], Any], changed: set[int]
     ) -> set[int]:
         """The ``id`` of the older nodes whose label an appended label entry set (their rows show
         the label); whether each is shown is found again (``labeled-only`` and a search read the
-        label), and when that changed, as for :meth:`_forget_changed` (added to ``changed``)."""
-        new_ids = {entry.id for entry in appended}
+        label), and when that changed, as for :meth:`_forget_changed` (added to ``changed``).
+        ``new_ids``: the ids of ``appended``."""
         relabelled: set[int] = set()
         for entry in appended:
             if entry.type != "label":
@@ -585,13 +586,22 @@ class _TreeShape:
             if node is None or node.entry.id in new_ids:
                 continue  # (a new node's row is new)
             relabelled.add(id(node))
-            was_shown = self._shown.pop(node.entry, None)
-            shown = self.is_shown(node)
-            if self.visible is not None and was_shown is not shown:
-                if was_shown is not False or shown:
-                    changed.add(id(node))
-                self._forget_shown_children(node.entry.parent_id, node_of, changed)
+            was_shown, shown = self._shown_again(node, node_of, changed)
+            if self.visible is not None and was_shown is not shown and (was_shown is not False or shown):
+                changed.add(id(node))
         return relabelled
+
+    def _shown_again(
+        self, node: Any, node_of: Callable[[Any], Any], changed: set[int]
+    ) -> tuple[bool | None, bool]:
+        """Whether ``node`` was shown (None: never asked) and whether it is, asked again; when that
+        changed, its parent shows other children: forgotten (see :meth:`_forget_shown_children`,
+        which adds to ``changed``)."""
+        was_shown = self._shown.pop(node.entry, None)
+        shown = self.is_shown(node)
+        if self.visible is not None and was_shown is not shown:
+            self._forget_shown_children(node.entry.parent_id, node_of, changed)
+        return was_shown, shown
 
     def _move_path(self, left: list[Any], joined: list[Any], node_of: Callable[[Any], Any]) -> None:
         """What is known of the leaf's path, once the entries ``left`` are off it and ``joined``
@@ -630,20 +640,18 @@ class _TreeShape:
             if not any(id(row.node) in nodes for row in known.rows[known.shown])
         }
 
-    def _forget_changed(self, old_entry: Any, appended: list[Any], node_of: Callable[[Any], Any]) -> set[int]:
-        """After ``appended`` (below the old leaf ``old_entry``, and elsewhere): forget what is kept
-        of the older nodes that may show otherwise now; the ``id`` of the shown ones among them
-        whose row may be another (see :meth:`_keep_levels_above`): the old leaf, and those whose
-        shown children changed."""
+    def _forget_changed(
+        self, old_entry: Any, appended: list[Any], new_ids: set[Any], node_of: Callable[[Any], Any]
+    ) -> set[int]:
+        """After ``appended`` (below the old leaf ``old_entry``, and elsewhere; ``new_ids`` their
+        ids): forget what is kept of the older nodes that may show otherwise now; the ``id`` of
+        the shown ones among them whose row may be another (see :meth:`_keep_levels_above`): the
+        old leaf, and those whose shown children changed."""
         old_node = node_of(old_entry.id)
-        was_shown = self._shown.pop(old_entry, None)
         changed: set[int] = set()
-        shown = self.is_shown(old_node)
-        if was_shown is not False or shown:
+        was_shown, shown = self._shown_again(old_node, node_of, changed)
+        if was_shown is not False or shown:  # (no longer the leaf: its row is another)
             changed.add(id(old_node))
-        if self.visible is not None and was_shown is not shown:  # its parent shows it, or not
-            self._forget_shown_children(old_entry.parent_id, node_of, changed)
-        new_ids = {entry.id for entry in appended}
         for entry in appended:  # the older nodes that have new children
             if entry.parent_id is not None and entry.parent_id not in new_ids:
                 self._forget_shown_children(entry.parent_id, node_of, changed)
@@ -1176,8 +1184,7 @@ def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | 
         raise RootNotFoundError(around_id, "aroundId")
     path = shape.path_keys(around_id)
     for index in range(len(rows) - 1, -1, -1):  # the last one on the path: from the end
-        entry_id = _envelope(rows[index].node.entry)[0]
-        if truthy(entry_id) and index_key(entry_id) in path:
+        if _on_path(rows[index], path):
             return index
     return None
 
