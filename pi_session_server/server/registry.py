@@ -117,8 +117,14 @@ class Registry:
         with self._lock:
             handle = f"s{self._next}"
             self._next += 1
-            slot = Slot(handle, self._pool.queue(handle), manager, implicit=implicit, path=path)
-            slot.keys = keys or frozenset()
+            slot = Slot(
+                handle,
+                self._pool.queue(handle),
+                manager,
+                implicit=implicit,
+                path=path,
+                keys=keys or frozenset(),
+            )
             self._slots[handle] = slot
         if manager is not None:
             slot.note_file()
