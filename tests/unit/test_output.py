@@ -131,6 +131,8 @@ def test_a_big_reply_stopped_and_continued_mid_write_arrives_whole(tmp_path: Pat
     finally:
         server.kill()
         server.wait(30)
+        server.stdin.close()
+        server.stdout.close()
 
 
 def _wait_until_writing_to_a_full_pipe(pid: int) -> None:
@@ -176,5 +178,6 @@ def test_a_command_stopped_and_continued_mid_print_writes_everything(tmp_path: P
     finally:
         command.kill()
         command.wait(30)
+        command.stdout.close()
     assert command.returncode == 0
     assert bytes(got) == session.read_bytes()

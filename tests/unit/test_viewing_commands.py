@@ -109,6 +109,7 @@ def test_output_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -> None:
     assert reader.stdout.readline().decode().strip() == str(path)
     reader.stdout.close()  # like `| head -1`
     errors = reader.stderr.read().decode()
+    reader.stderr.close()
     assert reader.wait(timeout=120) == EXIT_BROKEN_PIPE
     assert errors == ""
 
