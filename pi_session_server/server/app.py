@@ -105,8 +105,8 @@ class PiSessionServer:
         self.pending_deletes = PendingDeletes(self.pool.queue("files of pending deletes"))
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
-        self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)
-        self.index_keeper = IndexKeeper(self.pool, lambda: self.connection.busy)
+        self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.quiet_seconds)
+        self.index_keeper = IndexKeeper(self.pool, lambda: self.connection.quiet_seconds)
         self.poller = FilePoller(self)
         self.language_features: LanguageFeatures | None = None
 

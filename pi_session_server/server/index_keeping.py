@@ -25,11 +25,11 @@ logger = logging.getLogger(__name__)
 
 
 class IndexKeeper:
-    """Writes the indexes of the opens made in :meth:`after_reply`; ``busy()``: whether a request is
-    in flight."""
+    """Writes the indexes of the opens made in :meth:`after_reply`; ``quiet_seconds()``: how long no
+    request has been in flight (0 while one is)."""
 
-    def __init__(self, pool: WorkerPool, busy: Callable[[], bool]) -> None:
-        self._jobs = QuietJobs(pool, "keeping indexes", busy)
+    def __init__(self, pool: WorkerPool, quiet_seconds: Callable[[], float]) -> None:
+        self._jobs = QuietJobs(pool, "keeping indexes", quiet_seconds)
 
     @contextmanager
     def after_reply(self) -> Iterator[None]:

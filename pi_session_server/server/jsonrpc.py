@@ -43,6 +43,7 @@ import selectors
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -217,6 +218,7 @@ class Connection:
         self._raw_routes: dict[str, Callable[[bytes], bool]] = {}
         self._commands: dict[str, Handler] = {}
         self._pending: dict[tuple[bool, Any], Job[Any] | asyncio.Future[Any]] = {}
+        self._last_answered = time.monotonic()  # when a request of ours last left _pending
         self.writer: FrameWriter | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.shutting_down = False
@@ -226,9 +228,19 @@ class Connection:
         self.routes[SET_TRACE] = self._set_trace
 
     @property
-    def busy(self) -> bool:
-        """Whether a request of ours is being answered (from any thread)."""
-        return bool(self._pending)
+    def quiet_seconds(self) -> float:
+        """Seconds since a request of ours was last answered, 0 while one is being answered (from
+        any thread). A time, not a flag: a request that came and went between two looks is seen."""
+        if self._pending:
+            return 0.0
+        return max(0.0, time.monotonic() - self._last_answered)
+
+    def _answered(self, key: tuple[bool, Any], outcome: Job[Any] | asyncio.Future[Any]) -> None:
+        """The request ``key`` leaves the in-flight set: stamped first, so a look from another
+        thread sees it in flight or just answered, never quiet since the one before."""
+        self._last_answered = time.monotonic()
+        if self._pending.get(key) is outcome:
+            del self._pending[key]
 
     def _set_trace(self, params: Any) -> None:
         value = params.get("value") if isinstance(params, dict) else None
@@ -575,12 +587,12 @@ class Connection:
             self._pending[key] = task
             task.add_done_callback(lambda done: self._task_done(message_id, key, done))
         else:
+            self._last_answered = time.monotonic()
             self.send_result(message_id, outcome)
 
     def _job_done(self, message_id: Any, key: tuple[bool, Any], job: Job[Any]) -> None:
         """On the thread that finished (or cancelled) the job."""
-        if self._pending.get(key) is job:
-            del self._pending[key]
+        self._answered(key, job)
         try:
             result = job.result()
         except BaseException as error:  # noqa: BLE001 - the request boundary: every failure is answered
@@ -589,8 +601,7 @@ class Connection:
         self.send_result(message_id, result)
 
     def _task_done(self, message_id: Any, key: tuple[bool, Any], task: asyncio.Future[Any]) -> None:
-        if self._pending.get(key) is task:
-            del self._pending[key]
+        self._answered(key, task)
         if task.cancelled():
             self.send_exception(message_id, Cancelled())
             return

@@ -35,10 +35,11 @@ TAKE_SECONDS = 60.0
 
 
 class PreviewKeeper:
-    """Keeps the previews of the sessions' caches; ``busy()``: whether a request is in flight."""
+    """Keeps the previews of the sessions' caches; ``quiet_seconds()``: how long no request has
+    been in flight (0 while one is)."""
 
-    def __init__(self, pool: WorkerPool, busy: Callable[[], bool]) -> None:
-        self._jobs = QuietJobs(pool, "keeping previews", busy)
+    def __init__(self, pool: WorkerPool, quiet_seconds: Callable[[], float]) -> None:
+        self._jobs = QuietJobs(pool, "keeping previews", quiet_seconds)
 
     def later(self, cache: PreviewCache, entries: Callable[[], list[Any]]) -> None:
         """From a job on a session's queue whose request may have made previews: keep them once it

@@ -27,12 +27,12 @@ FINISH_SECONDS = 5.0
 
 
 class QuietJobs:
-    """A queue of the worker pool named ``name`` for such work; ``busy()``: whether a request is
-    in flight."""
+    """A queue of the worker pool named ``name`` for such work; ``quiet_seconds()``: how long no
+    request has been in flight (0 while one is)."""
 
-    def __init__(self, pool: WorkerPool, name: str, busy: Callable[[], bool]) -> None:
+    def __init__(self, pool: WorkerPool, name: str, quiet_seconds: Callable[[], float]) -> None:
         self.queue: SerialQueue = pool.queue(name)
-        self._busy = busy
+        self._quiet_seconds = quiet_seconds
         self._hurry = threading.Event()
 
     @property
@@ -41,13 +41,11 @@ class QuietJobs:
         return self._hurry.is_set()
 
     def wait_for_quiet(self) -> None:
-        """Until no request was seen in flight for :data:`QUIET_SECONDS`, or shutdown hurries."""
-        quiet_since = time.monotonic()
+        """Until no request was in flight for :data:`QUIET_SECONDS`, or shutdown hurries. (Asked
+        as a time, not sampled as a flag: requests shorter than a poll, or a poll late on a loaded
+        machine, would go unseen.)"""
         while not self._hurry.wait(POLL_SECONDS):
-            now = time.monotonic()
-            if self._busy():
-                quiet_since = now
-            elif now - quiet_since >= QUIET_SECONDS:
+            if self._quiet_seconds() >= QUIET_SECONDS:
                 return
 
     def hurry(self) -> None:

@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import builders as S
 import pytest
+from requests_in_flight import RequestsInFlight
 from server_process import Replies, talk
 
 from pi_session_server.server import quiet_jobs
@@ -102,14 +102,14 @@ def test_the_keeper_writes_once_no_request_is_in_flight(
 ) -> None:
     monkeypatch.setattr(quiet_jobs, "QUIET_SECONDS", 0.02)
     path, index_dir = _session(tmp_path / "s.jsonl"), tmp_path / "index"
-    busy = threading.Event()
-    busy.set()
-    keeper = IndexKeeper(WorkerPool(), busy.is_set)
+    requests = RequestsInFlight()
+    requests.begin()
+    keeper = IndexKeeper(WorkerPool(), requests.quiet_seconds)
     with keeper.after_reply():
         SessionManager.open(str(path), read_only=True, index=str(index_dir))
     time.sleep(0.3)
     assert not index_dir.exists()  # a request in flight all along
-    busy.clear()
+    requests.answer()
     deadline = time.monotonic() + 10
     while not index_dir.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -122,7 +122,7 @@ def test_the_keeper_writes_at_once_at_shutdown_past_a_write_that_fails(tmp_path:
     not_a_directory = tmp_path / "file"
     not_a_directory.write_text("")
     index_dir = tmp_path / "index"
-    keeper = IndexKeeper(WorkerPool(), lambda: True)  # never quiet
+    keeper = IndexKeeper(WorkerPool(), lambda: 0.0)  # never quiet
     with keeper.after_reply():
         SessionManager.open(str(_session(tmp_path / "a.jsonl")), read_only=True, index=str(not_a_directory))
         SessionManager.open(str(_session(tmp_path / "b.jsonl")), read_only=True, index=str(index_dir))

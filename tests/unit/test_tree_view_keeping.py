@@ -19,8 +19,10 @@ from typing import Any
 
 import builders as S
 import pytest
+from requests_in_flight import RequestsInFlight
 
 from pi_session_server.format.entry import Entry, LineBytes
+from pi_session_server.server import quiet_jobs
 from pi_session_server.server import tree_view as T
 from pi_session_server.server.preview_keeping import PreviewKeeper
 from pi_session_server.server.workers import CancelToken, WorkerPool, after_this_job, current_queue
@@ -292,14 +294,14 @@ def _keep_from_a_job(keeper: PreviewKeeper, pool: WorkerPool, cache: _FakeCache)
 
 def test_previews_are_kept_once_no_request_is_in_flight() -> None:
     pool = WorkerPool()
-    busy = threading.Event()
-    busy.set()
-    keeper = PreviewKeeper(pool, busy.is_set)
+    requests = RequestsInFlight()
+    requests.begin()
+    keeper = PreviewKeeper(pool, requests.quiet_seconds)
     cache = _FakeCache()
     session, _job = _keep_from_a_job(keeper, pool, cache)
     assert not cache.kept.wait(1.5)  # a request is in flight all along
     assert cache.keeping
-    busy.clear()
+    requests.answer()
     assert cache.kept.wait(10)
     assert cache.taken_on is session  # taken between the session's own jobs
     deadline = time.monotonic() + 10
@@ -313,24 +315,40 @@ def test_previews_wait_for_quiet_on_end_not_a_moment_between_requests() -> None:
     the keeping waits for a whole quiet period, not the first moment no request is in flight (a
     reply is written after its request left the in-flight set)."""
     pool = WorkerPool()
-    busy = threading.Event()
-    busy.set()
-    keeper = PreviewKeeper(pool, busy.is_set)
+    requests = RequestsInFlight()
+    requests.begin()
+    keeper = PreviewKeeper(pool, requests.quiet_seconds)
     cache = _FakeCache()
     _keep_from_a_job(keeper, pool, cache)
-    for _ in range(12):  # busy 0.2 s, then a gap of 0.1 s: never QUIET_SECONDS on end
+    for _ in range(12):  # in flight 0.2 s, then a gap of 0.1 s: never QUIET_SECONDS on end
         time.sleep(0.2)
-        busy.clear()
+        requests.answer()
         time.sleep(0.1)
+        requests.begin()
         assert not cache.kept.is_set()
-        busy.set()
-    busy.clear()
+    requests.answer()
+    assert cache.kept.wait(10)
+
+
+def test_requests_shorter_than_a_look_still_hold_the_keeping_back() -> None:
+    """Requests answered in far less than the keeper's poll, one every 0.1 s: each restarts the
+    quiet period, though no look may ever find one in flight."""
+    pool = WorkerPool()
+    requests = RequestsInFlight()
+    keeper = PreviewKeeper(pool, requests.quiet_seconds)
+    cache = _FakeCache()
+    _keep_from_a_job(keeper, pool, cache)
+    deadline = time.monotonic() + 2 * quiet_jobs.QUIET_SECONDS + 0.5
+    while time.monotonic() < deadline:
+        requests.begin()
+        requests.answer()
+        assert not cache.kept.wait(0.1)
     assert cache.kept.wait(10)
 
 
 def test_shutdown_keeps_them_at_once_and_waits() -> None:
     pool = WorkerPool()
-    keeper = PreviewKeeper(pool, lambda: True)  # never quiet
+    keeper = PreviewKeeper(pool, lambda: 0.0)  # never quiet
     cache = _FakeCache()
     _keep_from_a_job(keeper, pool, cache)
     time.sleep(0.2)
@@ -340,7 +358,7 @@ def test_shutdown_keeps_them_at_once_and_waits() -> None:
 
 def test_one_keeping_at_a_time_per_session() -> None:
     pool = WorkerPool()
-    keeper = PreviewKeeper(pool, lambda: True)
+    keeper = PreviewKeeper(pool, lambda: 0.0)
     cache = _FakeCache()
     cache.keeping = True
     _session, job = _keep_from_a_job(keeper, pool, cache)
