@@ -113,22 +113,25 @@ def repairs(
         for r in _file_repairs(doc, d, path, cwd)
     ]
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
+    breakers: Breakers = {}
     for info, p in reported_problems(doc, first_line, last_line):  # none for what is not reported
         if p.code == codes.DANGLING_PARENT:
             if glued is None:
                 glued = glued_entries(doc)
             out.extend(_orphan_repairs(doc, info, glued))
         else:
-            out.extend(_line_repairs(doc, info, p, path))
+            out.extend(_line_repairs(doc, info, p, path, breakers))
     return out
 
 
-def _line_repairs(doc: SessionDocument, info: LineInfo, p: Problem, path: str | None) -> list[Repair]:
+def _line_repairs(
+    doc: SessionDocument, info: LineInfo, p: Problem, path: str | None, breakers: Breakers
+) -> list[Repair]:
     """The repairs of problem ``p`` of line ``info`` (but a missing parent's)."""
     if p.code == codes.GLUED_LINES and p.pieces is not None:
         return _split_glued(info, p.pieces)
     if p.code == codes.PARENT_CYCLE:
-        return _cycle_repairs(doc, info)
+        return _cycle_repairs(doc, info, breakers)
     if p.code == codes.ORPHAN_TOOL_RESULT:
         return _orphan_result_repairs(doc, info)
     if p.code == codes.DUPLICATE_ID:
@@ -634,12 +637,20 @@ def _parent_without(doc: SessionDocument, e: LineInfo) -> LineInfo | None:
     return None if parent is None or tree.is_ancestor(e, parent) else parent
 
 
-def _cycle_repairs(doc: SessionDocument, info: LineInfo) -> list[Repair]:
+# The entry each cycle is broken at, found once per call of repairs() (every line of a cycle offers
+# the same break; a cycle's members share its tuple): keyed by the cycle's first member.
+Breakers = dict[LineInfo, LineInfo | None]
+
+
+def _cycle_repairs(doc: SessionDocument, info: LineInfo, breakers: Breakers) -> list[Repair]:
     """Repairs of ``info``, an entry in a parent cycle: the cycle broken at its link pi cannot have
     written (preferred, the same on every line of the cycle, so that it is made once), and the
     cycle broken at this entry instead."""
     cycle = doc.tree.cycles.get(info) or (info,)  # (an entry that is its own parent: a cycle alone)
-    breaker = _cycle_breaker(doc, cycle)
+    first = cycle[0]
+    if first not in breakers:
+        breakers[first] = _cycle_breaker(doc, cycle)
+    breaker = breakers[first]
     out = [] if breaker is None else [_break_cycle_at(doc, breaker, info.line)]
     if breaker is not info or nearest_surviving_ancestor(doc, info) is not None:
         out.append(_make_root(info))
