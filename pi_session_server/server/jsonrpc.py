@@ -388,8 +388,9 @@ class Connection:
             self.protocol.set_writer(self.writer, include_headers=True)
         closed: asyncio.Future[None] = loop.create_future()
         protocol = _FrameProtocol(self.dispatch_frames, closed)
+        transport: asyncio.BaseTransport | None = None
         if loop_can_watch(stdin.fileno()):
-            await loop.connect_read_pipe(lambda: protocol, stdin)
+            transport, _ = await loop.connect_read_pipe(lambda: protocol, stdin)
         else:  # a file or /dev/null (`serve < requests`): read on a thread, to its end
             read_on_thread(stdin.fileno(), protocol, loop)
         if on_start is not None:
@@ -398,6 +399,8 @@ class Connection:
             await closed
             await self.drain()  # the client closed its end: the requests it sent still get done
         finally:
+            if transport is not None:  # (closed by itself at the end of input; not when cancelled)
+                transport.close()
             self.writer.flush()
 
     async def drain(self, timeout: float = DRAIN_SECONDS) -> None:

@@ -128,7 +128,8 @@ class InProcess:
         self._cond = threading.Condition()
         self._loop_thread = threading.Thread(target=self._serve, daemon=True)
         self._loop_thread.start()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _serve(self) -> None:
         with contextlib.suppress(SystemExit):  # pygls ends the process on "exit"
@@ -165,6 +166,9 @@ class InProcess:
     def close(self) -> None:
         self._client_out.close()
         self._loop_thread.join(10)
+        self._server_out.close()  # the reader sees the end of the replies
+        self._reader.join(10)
+        self._client_in.close()
 
 
 @pytest.fixture
