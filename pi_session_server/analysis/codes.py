@@ -275,7 +275,7 @@ CODES: dict[str, Code] = {
             E,
             "Tool result without its call",
             "A `toolResult` whose `toolCallId` matches no `toolCall` of an assistant message on its own path. Providers reject such a context (pi #4570).",
-            "Code action *Move under the assistant message that made the call* (when that message is on another branch: after its other results), or *Remove this tool result* (its children move up to its parent).",
+            "Code action *Move under the assistant message that made the call* (when that message is on another branch: after its other results), *Keep it as a custom message* (its text stays in the context, the rest of the result in its details; preferred, and what `repair --all` makes, when there is no call to move it to), or *Remove this tool result* (its children move up to its parent).",
         ),
         Code(
             UNANSWERED_TOOL_CALL,

@@ -23,7 +23,7 @@ from typing import Any
 from ..format.dates import now_iso
 from ..format.glued import Piece, holds_header
 from ..format.ids import uuid7
-from ..format.jsjson import JsonSyntaxError, dumps, parse
+from ..format.jsjson import JsonSyntaxError, dumps, parse, parse_bytes
 from ..format.jstext import is_js_blank
 from ..format.jsvalue import ABSENT, get, strict_equal
 from ..format.records import ENTRY_TYPES
@@ -599,6 +599,18 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
                     key=(codes.ORPHAN_TOOL_RESULT, result.line, "move"),
                 )
             )
+    note = _result_as_note(result)
+    if note is not None:
+        out.append(
+            Repair(
+                "Keep it as a custom message: its text stays in the context, the tool result in its details",
+                codes.ORPHAN_TOOL_RESULT,
+                result.line,
+                note,
+                preferred=not out,  # (a move, when there is one, keeps it a tool result)
+                key=(codes.ORPHAN_TOOL_RESULT, result.line, "note"),
+            )
+        )
     children = [k for k in tree.kids(result) if k is not result]  # (its own parent: a cycle)
     parent = _parent_without(doc, result)
     new_parent = parent.id if parent is not None and isinstance(parent.id, str) else None
@@ -623,6 +635,45 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
         )
     )
     return out
+
+
+# the customType of a tool result kept as a custom message (pi renders an unknown type plainly)
+ORPHAN_RESULT_TYPE = "orphan-tool-result"
+# the members of an entry's envelope, written after a custom message's own (pi's key order)
+_ENVELOPE = ("id", "parentId", "timestamp")
+
+
+def _result_as_note(result: LineInfo) -> Callable[[], list[TextEdit]] | None:
+    """The edit that turns the tool result on ``result``'s line into a ``custom_message`` in its
+    place (same id, parent and time: its children stay where they are): its content is what the
+    model then reads as a user message, the rest of the message (call id, tool name, error flag,
+    time) is kept in ``details``, which pi sends no model, and so is content that is neither text
+    nor blocks: nothing is lost. Other members of the line stay. None when the line is not an
+    object holding a message object."""
+    try:
+        value = parse_bytes(result.raw)
+    except (JsonSyntaxError, RecursionError):
+        return None
+    message = value.get("message") if isinstance(value, dict) else None
+    span = value_span(result.raw, ())
+    if not isinstance(message, dict) or span is None:
+        return None
+    content = message.get("content")
+    if isinstance(content, (str, list)):  # kept once, as the note's content
+        message = {key: member for key, member in message.items() if key != "content"}
+    else:
+        content = ""
+    note: dict[str, Any] = {
+        "type": "custom_message",
+        "customType": ORPHAN_RESULT_TYPE,
+        "content": content,
+        "display": True,
+        "details": {"toolResult": message},
+    }
+    note.update((key, value[key]) for key in _ENVELOPE if key in value)
+    note.update((key, member) for key, member in value.items() if key not in note and key != "message")
+    text = dumps(note)
+    return lambda: [TextEdit(result.line, span[0], result.line, span[1], text)]
 
 
 def _parent_without(doc: SessionDocument, e: LineInfo) -> LineInfo | None:

@@ -1,6 +1,7 @@
 """Repairs of a tool result without its call on its path (PI036, pi #4570): moved to the assistant
-message that made the call (after that message's other results), or removed with its children
-moving up; either way the context no longer holds a result providers reject."""
+message that made the call (after that message's other results), kept as a custom message (its text
+still in the context, nothing lost), or removed with its children moving up; each way the context
+no longer holds a result providers reject."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pi_session_server.analysis.repairs import Repair, repairs
 from pi_session_server.session import SessionManager
 
 CALLS: tuple[tuple[str, str, dict[str, object]], ...] = (("t1", "read", {}), ("t2", "bash", {}))
+KEEP = "Keep it as a custom message: its text stays in the context, the tool result in its details"
 
 
 def doc(*lines: str) -> SessionDocument:
@@ -58,6 +60,7 @@ def test_a_result_on_the_wrong_branch_moves_after_the_calls_other_results() -> N
             "Move under the assistant message that made the call (line 3, after its other results (line 4))",
             True,
         ),
+        (KEEP, False),  # the move keeps it a tool result: preferred
         ("Remove this tool result; its 1 child entries move up to its parent", False),
     ]
     text = apply(d, pick(d, 5, "Move under"))
@@ -70,7 +73,7 @@ def test_a_result_on_the_wrong_branch_moves_after_the_calls_other_results() -> N
     assert roles == ["user", "assistant", "toolResult", "toolResult", "user"]
 
 
-def test_a_result_whose_call_is_nowhere_can_only_be_removed() -> None:
+def test_a_result_whose_call_is_nowhere_is_kept_as_a_custom_message_or_removed() -> None:
     d = doc(
         S.header(),
         S.user("u1", None),
@@ -79,7 +82,10 @@ def test_a_result_whose_call_is_nowhere_can_only_be_removed() -> None:
         S.user("u3", "r9", "sibling"),
     )
     assert found(d) == [(2, "PI036")]
-    assert offered(d, 2) == [("Remove this tool result; its 2 child entries move up to its parent", False)]
+    assert offered(d, 2) == [
+        (KEEP, True),  # nothing lost: what `repair --all` makes
+        ("Remove this tool result; its 2 child entries move up to its parent", False),
+    ]
     text = apply(d, pick(d, 2, "Remove"))
     assert (
         text
@@ -87,6 +93,42 @@ def test_a_result_whose_call_is_nowhere_can_only_be_removed() -> None:
         + "\n"
     )
     assert found(SessionDocument(text)) == []
+
+
+def test_a_result_kept_as_a_custom_message_keeps_every_byte_of_it_and_its_place() -> None:
+    result = json.loads(S.tool_result("r9", "u1", "gone", "the output", images=(("aGk=", "image/png"),)))
+    result["extra"] = {"kept": [1, 2]}  # a member pi does not write: it stays too
+    result["message"]["isError"] = True
+    d = doc(S.header(), S.user("u1", None), json.dumps(result), S.user("u2", "r9"))
+    text = apply(d, pick(d, 2, "Keep it as a custom message"))
+    assert found(SessionDocument(text)) == []
+    line = text.splitlines()[2]
+    # pi's key order for a custom message, then the envelope of the result, then what else it held
+    assert line.startswith('{"type":"custom_message","customType":"orphan-tool-result","content":[')
+    note = json.loads(line)
+    assert list(note) == [
+        "type", "customType", "content", "display", "details", "id", "parentId", "timestamp", "extra",
+    ]  # fmt: skip
+    message = dict(result["message"])
+    assert note["content"] == message.pop("content")
+    assert note["details"] == {"toolResult": message}  # call id, tool name, error flag, time
+    assert (note["id"], note["parentId"], note["timestamp"], note["extra"]) == (
+        "r9", "u1", result["timestamp"], {"kept": [1, 2]},
+    )  # fmt: skip
+    # the model reads its text (a custom message is sent as the user's), where the child was
+    manager = SessionManager.in_memory("/w", entries=[json.loads(x) for x in text.splitlines()[1:]])
+    manager.branch("u2")
+    messages = manager.build_session_context()["messages"]
+    assert [m["role"] for m in messages] == ["user", "custom", "user"]
+    assert messages[1]["content"] == note["content"]
+
+
+def test_content_that_is_no_text_nor_blocks_stays_in_the_details() -> None:
+    result = json.loads(S.tool_result("r9", "u1", "gone"))
+    result["message"]["content"] = {"odd": True}
+    d = doc(S.header(), S.user("u1", None), json.dumps(result))
+    note = json.loads(apply(d, pick(d, 2, "Keep it as a custom message")).splitlines()[2])
+    assert note["content"] == "" and note["details"] == {"toolResult": result["message"]}
 
 
 def test_removing_a_root_result_makes_its_children_roots() -> None:
