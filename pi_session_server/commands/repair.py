@@ -135,13 +135,16 @@ MAX_ROUNDS = 5
 
 
 def _report_only(
-    path: str, count: int, chosen: frozenset[str], quiet: bool, report: TextIO
+    path: str, doc: SessionDocument, count: int, chosen: frozenset[str], quiet: bool, report: TextIO
 ) -> tuple[int, int]:
-    """Neither --in-place nor --output: the repairs are listed, nothing is written."""
+    """Neither --in-place nor --output: the repairs are listed, nothing is written; and the
+    repairs of the codes not chosen are counted (a file whose only problem needs --all is no file
+    with nothing to repair)."""
     if count:
         print(f"{path}: {_repairs(count)} to make; write them with --in-place or --output OUT", file=report)
     elif not quiet:
         print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
+    _say_other_repairs(doc, chosen, path, report)
     return (1 if count else 0), count
 
 
@@ -161,7 +164,7 @@ def _repair(
     _list(path, plan, report, later)
     count = len(plan.applied)
     if not args.output and not args.in_place:
-        return _report_only(path, count, chosen, quiet, report)
+        return _report_only(path, doc, count, chosen, quiet, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
@@ -171,6 +174,7 @@ def _repair(
         if not count:
             if not quiet:
                 print(f"{path}: nothing to repair; the file is unchanged", file=report)
+            _say_other_repairs(doc, chosen, path, report)
             return 0, 0
         kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
         written = path
@@ -204,9 +208,7 @@ def _say_what_was_made(
     rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
     stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
     print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)
-    other = _other_repairs(after, chosen, written)
-    if other:
-        print(f"{written}: {other}", file=report)
+    _say_other_repairs(after, chosen, written, report)
     if kept:
         print(f"{written}: kept {kept} bytes that another process appended meanwhile", file=report)
 
@@ -239,6 +241,12 @@ def _more_rounds(
         count += len(plan.applied)
     after = SessionDocument.from_file(written, pi=pi)
     return after, count, not plan_repairs(after, chosen, written).applied, kept
+
+
+def _say_other_repairs(doc: SessionDocument, chosen: frozenset[str], path: str, report: TextIO) -> None:
+    other = _other_repairs(doc, chosen, path)
+    if other:
+        print(f"{path}: {other}", file=report)
 
 
 def _other_repairs(after: SessionDocument, chosen: frozenset[str], path: str) -> str:

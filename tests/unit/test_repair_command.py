@@ -213,11 +213,33 @@ def test_the_safe_default_does_not_make_repairs_that_lose_or_guess(tmp_path: Pat
     path = tmp_path / "s.jsonl"
     cut_last = B[:40]
     path.write_bytes(lines(HEADER, A, S.user("ffff0006", "gone0000")) + cut_last.encode())
-    assert "nothing to repair" in cli(path).stdout  # PI002 and PI031 need --codes or --all
+    listed = cli(path).stdout  # PI002 and PI031 need --codes or --all, and it says so
+    assert "nothing to repair" in listed
+    assert "2 repairs of other codes not made: PI002 (1), PI031 (1); --codes PI002,PI031 or --all" in listed
+    in_place = cli(path, "--in-place")
+    assert "nothing to repair; the file is unchanged" in in_place.stdout
+    assert "2 repairs of other codes not made" in in_place.stdout
     done = cli(path, "--codes", "pi002,PI031", "-o", tmp_path / "out.jsonl")
     assert done.returncode == 0, done.stderr
     fixed = (tmp_path / "out.jsonl").read_bytes().decode()
     assert fixed == "\n".join([HEADER, A, S.user("ffff0006", "aaaa0001")]) + "\n"
+
+
+def test_all_keeps_a_tool_result_without_its_call_as_a_custom_message(tmp_path: Path) -> None:
+    """pi #4570: a tool result whose call is gone makes providers refuse the context. ``--all``
+    keeps its text in the context as a custom message (its call id and the rest in details), not
+    delete it."""
+    path = tmp_path / "s.jsonl"
+    orphan = S.tool_result("r9", "aaaa0001", "gone", "what the tool printed")
+    path.write_bytes(lines(HEADER, A, orphan, S.user("ffff0006", "r9")))
+    out = tmp_path / "out.jsonl"
+    done = cli(path, "--all", "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert "1 repair made" in done.stdout and "problems left: ok" in done.stdout
+    note = json.loads(out.read_bytes().decode().splitlines()[2])
+    assert (note["type"], note["id"], note["parentId"]) == ("custom_message", "r9", "aaaa0001")
+    assert note["content"] == [{"type": "text", "text": "what the tool printed"}]
+    assert note["details"]["toolResult"]["toolCallId"] == "gone"
 
 
 def test_unknown_codes_are_refused(glued: Path) -> None:
