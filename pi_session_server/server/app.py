@@ -102,7 +102,7 @@ class PiSessionServer:
         self.own_writes = OwnWrites()  # what our sessions wrote, not to be blamed on another process
         self.idle_slots = IdleSlots(self.registry, self._shown_in_editor)
         #: the files pi/delete requests are deleting: the requests on one sent after waits for it
-        self.pending_deletes = PendingDeletes(self.pool.queue("files of pending deletes"))
+        self.pending_deletes = PendingDeletes(self.pool)
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.busy)
@@ -337,7 +337,6 @@ class PiSessionServer:
             return self.pending_deletes.looked_first(
                 partial(file_keys, unheld),
                 lambda keys: self._after_deletes(p, files, start, keys),
-                self.pool.queue("a uri's file"),
             )
         return self._after_deletes(p, files, start, None)
 
