@@ -406,8 +406,9 @@ class PiSessionServer:
             return
         features = self.language_features
         paths = {path for path in (slot.path, slot.real_path) if path is not None}
+        keys = slot.keys
         if features is not None and paths:
-            self.loop_call(lambda: features.held_leaf_moved(paths))
+            self.loop_call(lambda: features.held_leaf_moved(paths, keys))
 
     def _write(self, slot: Slot, job: Callable[[SessionManager], Any], append: bool) -> Any:
         manager = self.writable(slot)
