@@ -93,6 +93,41 @@ class Waiting(msgspec.Struct, eq=False):
         return self.keys is not None and other.keys is not None and bool(self.keys & other.keys)
 
 
+class LookLimit:
+    """The bound of a pi/delete's look at its file: armed as the look starts (on its worker: a look
+    that waited for a thread, all of them busy, has not hung), the delete's failure ``error()``
+    once the look has run for ``LOOK_LIMIT_SECONDS`` without answering."""
+
+    def __init__(
+        self, reply: asyncio.Future[Any], delete: PendingDelete, error: Callable[[], BaseException]
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._reply = reply
+        self._delete = delete
+        self._error = error
+        self._timer: asyncio.TimerHandle | None = None
+        reply.add_done_callback(lambda _reply: self.disarm())
+
+    def arm_from_worker(self) -> None:
+        self._loop.call_soon_threadsafe(self._arm)
+
+    def disarm(self) -> None:
+        """The look answered (or the delete did)."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _arm(self) -> None:
+        if not self._settled():
+            self._timer = self._loop.call_later(LOOK_LIMIT_SECONDS, self._passed)
+
+    def _passed(self) -> None:
+        if not self._settled():
+            self._reply.set_exception(self._error())
+
+    def _settled(self) -> bool:
+        return self._reply.done() or self._delete.known.done()
+
+
 class PendingDeletes:
     def __init__(self, pool: WorkerPool) -> None:
         self._pool = pool  # each look at a file runs on a queue of its own

@@ -14,7 +14,7 @@ import pytest
 
 from pi_session_server.server import pending_deletes
 from pi_session_server.server.locations import directory_entry, file_keys
-from pi_session_server.server.pending_deletes import EVERY_FILE, PendingDelete, PendingDeletes
+from pi_session_server.server.pending_deletes import EVERY_FILE, LookLimit, PendingDelete, PendingDeletes
 from pi_session_server.server.workers import WorkerPool
 
 
@@ -362,3 +362,31 @@ def test_a_request_on_a_file_spelled_otherwise_starts_after_one_before_it_found_
         return started
 
     assert run(scenario()) == ["first", "second"]
+
+
+def test_a_delete_fails_once_its_look_ran_for_the_limit_not_while_it_waited_for_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setattr(pending_deletes, "LOOK_LIMIT_SECONDS", 0.1)
+
+    async def scenario() -> None:
+        pending = new_pending()
+        delete = pending.begin()
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        limit = LookLimit(reply, delete, lambda: RuntimeError("timed out"))
+        await asyncio.sleep(0.3)  # the look waits for a worker thread: not armed
+        assert not reply.done()
+        threading.Thread(target=limit.arm_from_worker).start()  # the look starts on its worker
+        await asyncio.sleep(0.05)
+        assert not reply.done()
+        with pytest.raises(RuntimeError, match="timed out"):
+            await asyncio.wait_for(reply, 5)
+        answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        known_in_time = LookLimit(answered, pending.begin(), lambda: RuntimeError("timed out"))
+        known_in_time.arm_from_worker()
+        await asyncio.sleep(0.02)
+        known_in_time.disarm()  # the look answered
+        await asyncio.sleep(0.2)
+        assert not answered.done()
+
+    run(scenario())
