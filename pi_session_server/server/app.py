@@ -280,11 +280,13 @@ class PiSessionServer:
         return slot
 
     def _shown_in_editor(self, slot: Slot) -> bool:
-        """An editor has the file of ``slot`` open (a document it sent; on the loop)."""
+        """An editor has the file of ``slot`` open (a document it sent, however it spells the
+        file; on the loop)."""
         features = self.language_features
         paths = {slot.path, slot.real_path} - {None}
         return features is not None and any(
-            not state.from_disk and state.path in paths for state in features.docs.values()
+            not state.from_disk and (state.path in paths or bool(slot.keys & state.keys))
+            for state in features.docs.values()
         )
 
     def _open_for_uri(self, slot: Slot, path: str) -> None:

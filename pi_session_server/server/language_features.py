@@ -308,6 +308,8 @@ class LanguageFeatures:
         quick = size >= self.quick_open
 
         def open_job(_token: CancelToken) -> None:
+            if state.path is not None:  # (the sessions held on the file, however spelled, find it)
+                state.keys = file_keys(state.path)
             # One pause of the collector for the whole open: a pause that ended between the first
             # pass and the rest would have it walk every line's facts at once, before the first
             # diagnostics go out; a big document's are frozen before it ends (see _opened).

@@ -11,8 +11,8 @@ A file is known by what it is, not by how a request spells it (a symlink, a syml
 a worker (:func:`file_keys`: the path resolved, with symlinks resolved, the directory entry it
 names, and the device and inode of the file where there is one), and a request waits for the
 deletes whose keys it shares. Each look runs on a worker of its own: a stat that hangs (a stuck
-network mount) holds the request whose look it is, and the requests that may land where that one
-does (:class:`Waiting`), never those on other files. Until a worker has looked at what a delete
+network mount) holds the request whose look it is and the later ones on the same path
+(:class:`Waiting`), never those on other files. Until a worker has looked at what a delete
 deletes (and resolved its path: ``~`` with ``$HOME`` unset is the home of the user's password
 entry), it may be of any file: every request that names a file or a session waits for that look,
 for at most ``LOOK_LIMIT_SECONDS``; a delete not looked at by then answers that the file system did
