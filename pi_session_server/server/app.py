@@ -102,7 +102,7 @@ class PiSessionServer:
         self.own_writes = OwnWrites()  # what our sessions wrote, not to be blamed on another process
         self.idle_slots = IdleSlots(self.registry, self._shown_in_editor)
         #: the files pi/delete requests are deleting: the requests on one sent after waits for it
-        self.pending_deletes = PendingDeletes(self.pool.queue("files of pending deletes"))
+        self.pending_deletes = PendingDeletes(self.pool)
         self.lsp: Any = None
         self.connection = Connection(_LanguageServer(self))
         self.preview_keeper = PreviewKeeper(self.pool, lambda: self.connection.quiet_seconds)
@@ -280,11 +280,13 @@ class PiSessionServer:
         return slot
 
     def _shown_in_editor(self, slot: Slot) -> bool:
-        """An editor has the file of ``slot`` open (a document it sent; on the loop)."""
+        """An editor has the file of ``slot`` open (a document it sent, however it spells the
+        file; on the loop)."""
         features = self.language_features
         paths = {slot.path, slot.real_path} - {None}
         return features is not None and any(
-            not state.from_disk and state.path in paths for state in features.docs.values()
+            not state.from_disk and (state.path in paths or bool(slot.keys & state.keys))
+            for state in features.docs.values()
         )
 
     def _open_for_uri(self, slot: Slot, path: str) -> None:
@@ -337,7 +339,6 @@ class PiSessionServer:
             return self.pending_deletes.looked_first(
                 partial(file_keys, unheld),
                 lambda keys: self._after_deletes(p, files, start, keys),
-                self.pool.queue("a uri's file"),
             )
         return self._after_deletes(p, files, start, None)
 
@@ -407,8 +408,9 @@ class PiSessionServer:
             return
         features = self.language_features
         paths = {path for path in (slot.path, slot.real_path) if path is not None}
+        keys = slot.keys
         if features is not None and paths:
-            self.loop_call(lambda: features.held_leaf_moved(paths))
+            self.loop_call(lambda: features.held_leaf_moved(paths, keys))
 
     def _write(self, slot: Slot, job: Callable[[SessionManager], Any], append: bool) -> Any:
         manager = self.writable(slot)

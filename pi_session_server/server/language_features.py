@@ -66,7 +66,7 @@ from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
 from .json_string import json_string_bytes
-from .locations import MAX_URI_CHARS, require_regular_file, uri_to_path
+from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
 from .pending_deletes import deleted_as
 from .poller import stat_signature
@@ -134,6 +134,9 @@ class DocState:
     uri: str
     path: str | None
     queue: SerialQueue
+    # what the file at ``path`` is (locations.file_keys, set whole by a request's job; read on the
+    # loop too): a session held on it through another spelling is found by it
+    keys: FileKeys = frozenset()
     doc: SessionDocument | None = None  # None until opened (or when reading it from disk failed)
     version: int | None = None
     from_disk: bool = False
@@ -305,6 +308,8 @@ class LanguageFeatures:
         quick = size >= self.quick_open
 
         def open_job(_token: CancelToken) -> None:
+            if state.path is not None:  # (the sessions held on the file, however spelled, find it)
+                state.keys = file_keys(state.path)
             # One pause of the collector for the whole open: a pause that ended between the first
             # pass and the rest would have it walk every line's facts at once, before the first
             # diagnostics go out; a big document's are frozen before it ends (see _opened).
@@ -447,7 +452,8 @@ class LanguageFeatures:
         if state.doc.provisional:
             state.doc.finish()
         if state.path is not None:  # where the session held on this file continues (pi/branch)
-            state.doc.set_leaf(self.server.registry.held_leaf(state.path))
+            state.keys = file_keys(state.path)
+            state.doc.set_leaf(self.server.registry.held_leaf(state.path, state.keys))
         result = answer(state)
         return self.encoded(result) if encode and result is not None else result
 
@@ -471,10 +477,13 @@ class LanguageFeatures:
             return asked()
         return self.server.pending_deletes.ordered([deleted_as(path, self.server.environment)], asked)
 
-    def held_leaf_moved(self, paths: set[str]) -> None:
-        """On the loop: the leaf of a session held on one of ``paths`` moved (pi/branch, pi/resetLeaf,
-        appends): a client showing the file asks for its code lenses and inlay hints again."""
-        if not any(state.path in paths and not state.from_disk for state in self.docs.values()):
+    def held_leaf_moved(self, paths: set[str], keys: FileKeys = frozenset()) -> None:
+        """On the loop: the leaf of a session held on one of ``paths`` (or on the file ``keys`` say
+        it is) moved (pi/branch, pi/resetLeaf, appends): a client showing the file asks for its
+        code lenses and inlay hints again."""
+        if not any(
+            (state.path in paths or keys & state.keys) and not state.from_disk for state in self.docs.values()
+        ):
             return
         try:
             workspace = self.server.client_capabilities.workspace

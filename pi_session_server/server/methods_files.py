@@ -22,7 +22,7 @@ from pi_session_server.session.paths import resolve_path
 from . import params as P
 from .errors import INTERNAL_ERROR, PiRpcError, from_job_failure, invalid_params, path_refused
 from .locations import FileKeys, directory_entry, file_keys, require_regular_file, uri_to_path
-from .pending_deletes import EVERY_FILE, settle
+from .pending_deletes import EVERY_FILE, LookLimit, look_timed_out, settle
 from .progress import Progress
 from .reply_bytes import listing_bytes, refuse_past_max
 from .workers import CancelToken, Job, on_loop
@@ -195,15 +195,19 @@ def _register_session_files(server: PiSessionServer) -> None:
 def _ordered_delete(
     server: PiSessionServer, given: str, env: Environment, permanent: bool
 ) -> asyncio.Future[Any]:
-    """pi/delete of ``given``: resolved and looked at by the worker of the looks at files (see
-    :mod:`.pending_deletes`), then :func:`_delete`, after the deletes of the same file sent before."""
+    """pi/delete of ``given``: resolved and looked at by a worker (see :mod:`.pending_deletes`),
+    then :func:`_delete`, after the deletes of the same file sent before. A look that has run for
+    ``LOOK_LIMIT_SECONDS`` without answering (a stat on a stuck mount) is the delete's failure:
+    until it knows its file, every request on a file or a session waits for it."""
     pending = server.pending_deletes
     delete = pending.begin()
     reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     # (a callback of the reply: a delete cancelled before it began never runs what follows)
     reply.add_done_callback(lambda _reply: pending.end(delete))
+    limit = LookLimit(reply, delete, lambda: look_timed_out(given))
 
     def resolved() -> tuple[str, str, FileKeys] | PiRpcError:
+        limit.arm_from_worker()
         try:
             path = resolve_path(given, env=env)
             return path, directory_entry(path), file_keys(path)
@@ -211,8 +215,9 @@ def _ordered_delete(
             return from_job_failure(error)
 
     def looked(found: tuple[str, str, FileKeys] | PiRpcError | None) -> None:
-        if reply.done():  # cancelled meanwhile
+        if reply.done():  # cancelled meanwhile, or the limit passed
             return
+        limit.disarm()
         if not isinstance(found, tuple):
             reply.set_exception(found or PiRpcError(INTERNAL_ERROR, "pi/delete: the file was not looked at"))
             return

@@ -9,25 +9,33 @@ as for a file that is not there.
 A file is known by what it is, not by how a request spells it (a symlink, a symlinked directory,
 ``..``): the delete and each request on a file while one is pending have their paths looked at by
 a worker (:func:`file_keys`: the path resolved, with symlinks resolved, the directory entry it
-names, and the device and inode of the file where there is one), one after another in the order
-they arrived, and a request waits for the deletes whose keys it shares. Until a worker has looked
-at what a delete deletes (and resolved its path: ``~`` with ``$HOME`` unset is the home of the
-user's password entry), it may be of any file: every request that names a file or a session waits
-for that look. A request by ``uri`` that no session holds by that path looks at its file on a
-worker (:meth:`PendingDeletes.looked_first`: a session may hold it through another
-spelling), and the requests on a file or a session sent after it wait for that look in the same
-way, for a bounded time.
+names, and the device and inode of the file where there is one), and a request waits for the
+deletes whose keys it shares. Each look runs on a worker of its own: a stat that hangs (a stuck
+network mount) holds the request whose look it is and the later ones on the same path
+(:class:`Waiting`), never those on other files. Until a worker has looked at what a delete
+deletes (and resolved its path: ``~`` with ``$HOME`` unset is the home of the user's password
+entry), it may be of any file: every request that names a file or a session waits for that look,
+for at most ``LOOK_LIMIT_SECONDS``; a delete not looked at by then answers that the file system did
+not answer (:func:`look_timed_out`), deleting nothing. A request by ``uri`` that no session holds
+by that path looks at its file on a worker (:meth:`PendingDeletes.looked_first`: a session may hold
+it through another spelling), and the requests on a file or a session sent after it wait for that
+look in the same way, for the same bounded time.
 
 Everything else here runs on the event loop. A request waits on the futures of the deletes pending
 as it arrives and starts from their done callbacks, which the loop runs before it reads the next
-requests: the requests sent after the delete's answer never pass those that waited for it. While a
-look is under way, every request on a file takes its turn behind it, so none passes another.
+requests: the requests sent after the delete's answer never pass those that waited for it. The
+requests on a file start in the order they arrived: one whose look answered waits for those before
+it that name the file by the same path, or whose looks found the same file; a request whose look
+has not answered is not waited for by the requests on files of other names (it cannot be known to
+be of their file: a look that hangs would hold them all).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import inspect
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -36,14 +44,22 @@ import msgspec
 from pi_session_server.errors import PiSessionError
 from pi_session_server.session.environment import Environment
 
+from .errors import PiRpcError, from_os_error
 from .locations import FileKeys, file_keys, resolved_on_the_loop
-from .workers import Job, SerialQueue, on_loop
+from .workers import Job, SerialQueue, WorkerPool, on_loop
 
-#: how long the requests behind a request's look at its file wait for it (a stat may hang)
-LOOK_FIRST_LIMIT_SECONDS = 2.0
+#: how long the requests behind a look at a file (a delete's, a ``uri``'s) wait for it (a stat may hang)
+LOOK_LIMIT_SECONDS = 2.0
 
 #: ``paths`` of a request that reads every file of some directories (a listing): it waits for every delete
 EVERY_FILE = None
+
+
+def look_timed_out(path: str) -> PiRpcError:
+    """The reply of a pi/delete whose file a worker could not look at within ``LOOK_LIMIT_SECONDS``
+    (a stat on a stuck network mount): FsError ETIMEDOUT, as Node reports a network file system
+    that gave up; nothing was deleted or closed."""
+    return from_os_error(OSError(errno.ETIMEDOUT, os.strerror(errno.ETIMEDOUT)), "stat", path)
 
 
 def deleted_as(path: str, env: Environment) -> str | None:
@@ -63,14 +79,63 @@ class PendingDelete(msgspec.Struct, eq=False):
     keys: FileKeys = msgspec.field(default_factory=frozenset)  # what its file is, once known
 
 
+class Waiting(msgspec.Struct, eq=False):
+    """A request on files (:meth:`PendingDeletes.ordered`) from its arrival until it started."""
+
+    paths: frozenset[str]  # its files, resolved as the request arrived
+    started: asyncio.Future[None]  # it started (or was cancelled): those behind it on its file go on
+    keys: FileKeys | None = None  # what its files are, once a worker looked
+
+    def shares_a_file(self, other: Waiting) -> bool:
+        """Known to be on a file of ``other``: by a path, or by what the looks found."""
+        if self.paths & other.paths:
+            return True
+        return self.keys is not None and other.keys is not None and bool(self.keys & other.keys)
+
+
+class LookLimit:
+    """The bound of a pi/delete's look at its file: armed as the look starts (on its worker: a look
+    that waited for a thread, all of them busy, has not hung), the delete's failure ``error()``
+    once the look has run for ``LOOK_LIMIT_SECONDS`` without answering."""
+
+    def __init__(
+        self, reply: asyncio.Future[Any], delete: PendingDelete, error: Callable[[], BaseException]
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._reply = reply
+        self._delete = delete
+        self._error = error
+        self._timer: asyncio.TimerHandle | None = None
+        reply.add_done_callback(lambda _reply: self.disarm())
+
+    def arm_from_worker(self) -> None:
+        self._loop.call_soon_threadsafe(self._arm)
+
+    def disarm(self) -> None:
+        """The look answered (or the delete did)."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _arm(self) -> None:
+        if not self._settled():
+            self._timer = self._loop.call_later(LOOK_LIMIT_SECONDS, self._passed)
+
+    def _passed(self) -> None:
+        if not self._settled():
+            self._reply.set_exception(self._error())
+
+    def _settled(self) -> bool:
+        return self._reply.done() or self._delete.known.done()
+
+
 class PendingDeletes:
-    def __init__(self, lookups: SerialQueue) -> None:
-        self._lookups = lookups  # the worker queue of the looks at files, in arrival order
+    def __init__(self, pool: WorkerPool) -> None:
+        self._pool = pool  # each look at a file runs on a queue of its own
         self._deletes: list[PendingDelete] = []
-        self._looking = 0  # looks at the files of requests under way
+        self._waiting: list[Waiting] = []  # requests on files not started yet, in arrival order
 
     def __bool__(self) -> bool:
-        return bool(self._deletes or self._looking)
+        return bool(self._deletes or self._waiting)
 
     def ordered(self, paths: Iterable[str | None] | None, start: Callable[[], Any]) -> Any:
         """``start()`` (what a handler returns) now, or a future of its outcome started once the
@@ -85,38 +150,53 @@ class PendingDeletes:
             return self.after([delete.done for delete in self._deletes], start)
         if not wanted:
             return self.after([delete.known for delete in self._deletes], start)
-        resolved = [path for path in wanted if path is not None]
-        reply = asyncio.get_running_loop().create_future()
+        resolved = frozenset(path for path in wanted if path is not None)
+        loop = asyncio.get_running_loop()
+        reply = loop.create_future()
         before = list(self._deletes)  # (not those sent after this request)
+        ahead = list(self._waiting)
+        waiting = Waiting(resolved, loop.create_future())
+        self._waiting.append(waiting)
+        reply.add_done_callback(lambda _reply: self._started(waiting))  # (cancelled: the others go on)
 
         def looked(keys: FileKeys | None) -> None:
             if reply.done():  # cancelled meanwhile
                 return
+            waiting.keys = keys
             unknown = [delete.known for delete in before if not delete.known.done()]
             if unknown and keys is not None:  # a delete sent before whose file is not known yet
                 self.after(unknown, lambda: looked(keys))
                 return
             waits = [delete.done for delete in before if keys is None or keys & delete.keys]
-            settle(reply, lambda: self.after(waits, start))
 
-        self._looking += 1
-        self.look(lambda: frozenset().union(*map(file_keys, resolved)), looked, counted=True)
+            def begin() -> Any:
+                # after the requests on its file that arrived before it, as now known (a look
+                # that answered since may have found this file)
+                first = [other.started for other in ahead if other.shares_a_file(waiting)]
+                if any(not started.done() for started in first):
+                    return self.after(first, begin)
+                self._started(waiting)
+                return start()
+
+            settle(reply, lambda: self.after(waits, begin))
+
+        self.look(lambda: frozenset().union(*map(file_keys, resolved)), looked)
         return reply
 
-    def looked_first(
-        self, work: Callable[[], Any], start: Callable[[Any], Any], queue: SerialQueue
-    ) -> asyncio.Future[Any]:
-        """A future of the outcome of ``start(work())``, ``work`` done on ``queue`` (on the queue of
-        the looks at files while a delete is pending): a request
+    def _started(self, waiting: Waiting) -> None:
+        if not waiting.started.done():
+            waiting.started.set_result(None)
+        if waiting in self._waiting:
+            self._waiting.remove(waiting)
+
+    def looked_first(self, work: Callable[[], Any], start: Callable[[Any], Any]) -> asyncio.Future[Any]:
+        """A future of the outcome of ``start(work())``, ``work`` done on a worker: a request
         that must look at a file before it knows which session it addresses. The requests on a
         file or a session sent after it wait for that look, as for a delete's (none passes it);
         it deletes nothing. A look that fails, or has not answered within
-        ``LOOK_FIRST_LIMIT_SECONDS`` (a stat on a stuck mount), starts ``start(None)``: those
+        ``LOOK_LIMIT_SECONDS`` (a stat on a stuck mount), starts ``start(None)``: those
         behind it wait no longer."""
         loop = asyncio.get_running_loop()
-        # behind the look of a delete pending (in arrival order, as every request's look), else
-        # on a queue of its own: with nothing pending, a stuck look holds no other look
-        on = self._lookups if self._deletes else queue
         looking = self.begin()
         reply: asyncio.Future[Any] = loop.create_future()
         reply.add_done_callback(lambda _reply: self.end(looking))  # (cancelled: the others go on)
@@ -130,27 +210,19 @@ class PendingDeletes:
             if not reply.done():
                 settle(reply, lambda: start(value))
 
-        limit = loop.call_later(LOOK_FIRST_LIMIT_SECONDS, looked, None)
-        self.look(work, looked, queue=on)
+        limit = loop.call_later(LOOK_LIMIT_SECONDS, looked, None)
+        self.look(work, looked)
         return reply
 
-    def look(
-        self,
-        work: Callable[[], Any],
-        then: Callable[[Any], None],
-        *,
-        counted: bool = False,
-        queue: SerialQueue | None = None,
-    ) -> Job[Any]:
-        """``work()`` on the queue of the looks at files (or ``queue``), then ``then(its value)`` on
-        the loop (None for a failure, which the caller's own job meets again), in the order the
-        looks were asked."""
+    def look(self, work: Callable[[], Any], then: Callable[[Any], None]) -> Job[Any]:
+        """``work()`` on a worker queue of its own (a look that hangs holds no other), then
+        ``then(its value)`` on the loop (None for a failure, which the caller's own job meets
+        again)."""
         loop = asyncio.get_running_loop()
-        job = (queue or self._lookups).submit(lambda _token: work(), interruptible=False)
+        queue: SerialQueue = self._pool.queue("a look at a file")
+        job = queue.submit(lambda _token: work(), interruptible=False)
 
         def finished(future: asyncio.Future[Any]) -> None:
-            if counted:
-                self._looking -= 1
             then(None if future.cancelled() or future.exception() is not None else future.result())
 
         on_loop(job, loop).add_done_callback(finished)

@@ -28,6 +28,7 @@ from . import errors as E
 from . import params as P
 from . import results as R
 from .locations import MAX_PATH_CHARS, MAX_URI_CHARS
+from .pending_deletes import LOOK_LIMIT_SECONDS
 from .protocol_ts import typescript
 
 REF = "#/components/schemas/"
@@ -194,7 +195,11 @@ METHODS: list[Method] = [
         "write nothing: they answer UnknownSession (-32001, `data.session` the handle closed); pi/close of such "
         "a handle answers `closed`. Every other request on the file sent after the delete (sent after the "
         "reply; pi/open, pi/forkFrom, a listing) starts once the delete answered and finds the file gone "
-        "(pi/open: a new session at that path).",
+        "(pi/open: a new session at that path). Until the server knows what file the delete names, every "
+        "request on a file or a session waits: a delete whose file the file system does not let the server "
+        f"look at within {LOOK_LIMIT_SECONDS:g} s (a stuck network mount) answers FsError (-32005, `data.code` ETIMEDOUT, "
+        "`data.syscall` stat), having deleted and closed nothing (it may be sent again), and those requests "
+        "go on.",
         P.DeleteParams,
         R.DeleteResult,
         [E.PATH_REFUSED, E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],

@@ -185,10 +185,11 @@ class Registry:
                 return slot
         return None
 
-    def held_leaf(self, path: str) -> Any:
-        """Where the newest session held on ``path`` continues if that is not the file's last entry
-        (``Slot.branched_leaf``), else ABSENT. No I/O: for any thread."""
-        slot = self.find_by_path(path)
+    def held_leaf(self, path: str, keys: FileKeys = frozenset()) -> Any:
+        """Where the newest session held on ``path`` (or on the file ``keys`` say it is, however
+        spelled) continues if that is not the file's last entry (``Slot.branched_leaf``), else
+        ABSENT. No I/O: for any thread."""
+        slot = self.find_by_path(path) or self.find_by_file(keys)
         return ABSENT if slot is None else slot.branched_leaf
 
     def slots_for_path(self, *paths: str) -> list[Slot]:

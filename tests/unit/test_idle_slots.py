@@ -98,3 +98,37 @@ def test_a_session_looked_at_by_uri_is_closed_once_unused_and_opened_again_when_
     assert _files(replies[5]) == {"held.jsonl", "shown.jsonl"}
     assert replies[6]["result"] == replies[1]["result"] and replies[1]["result"]["leafId"] == "e1"
     assert _files(replies[7]) == {"by-uri.jsonl", "held.jsonl", "shown.jsonl"}
+
+
+def test_a_session_whose_file_the_editor_shows_through_a_symlink_is_kept(tmp_path: Path):
+    """The editor's document names the file through a symlinked directory; the session looked at
+    by the file's own uri is the one the editor shows: kept."""
+    (tmp_path / "real").mkdir()
+    shown = _session(tmp_path / "real" / "shown.jsonl", "in the editor")
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    spelled = tmp_path / "linked" / "shown.jsonl"
+    messages: list[Any] = [
+        _request(0, "initialize", {"processId": None, "rootUri": None, "capabilities": {}}),
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/didOpen",
+            "params": {
+                "textDocument": {
+                    "uri": spelled.as_uri(),
+                    "languageId": "pi-session",
+                    "version": 1,
+                    "text": shown.read_text(),
+                }
+            },
+        },
+        _request(1, "pi/getLeaf", {"uri": shown.as_uri()}),
+        _request(2, "pi/sessions", {}),
+        _after_idle(3, "pi/sessions", {}),
+        _request(4, "shutdown", None),
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    replies, ended = talk(SERVE, messages, env=dict(os.environ, PI_SESSION_NO_INDEX="1"), cwd=ROOT)
+    assert ended == {"code": 0}
+    assert _files(replies[2]) == {"shown.jsonl"}
+    assert _files(replies[3]) == {"shown.jsonl"}

@@ -14,8 +14,8 @@ import pytest
 
 from pi_session_server.server import pending_deletes
 from pi_session_server.server.locations import directory_entry, file_keys
-from pi_session_server.server.pending_deletes import EVERY_FILE, PendingDelete, PendingDeletes
-from pi_session_server.server.workers import SerialQueue, WorkerPool
+from pi_session_server.server.pending_deletes import EVERY_FILE, LookLimit, PendingDelete, PendingDeletes
+from pi_session_server.server.workers import WorkerPool
 
 
 def run(coroutine: Any) -> Any:
@@ -23,11 +23,7 @@ def run(coroutine: Any) -> Any:
 
 
 def new_pending() -> PendingDeletes:
-    return PendingDeletes(WorkerPool().queue("files of pending deletes"))
-
-
-def own_queue() -> SerialQueue:
-    return WorkerPool().queue("a uri's file")
+    return PendingDeletes(WorkerPool())
 
 
 def known(pending: PendingDeletes, path: str) -> PendingDelete:
@@ -232,7 +228,7 @@ def test_the_requests_on_a_session_sent_after_a_look_first_wait_for_it(tmp_path:
         pending = new_pending()
         started: list[str] = []
         by_uri = pending.looked_first(
-            lambda: file_keys(path), lambda keys: started.append("by uri") or (path in keys), own_queue()
+            lambda: file_keys(path), lambda keys: started.append("by uri") or (path in keys)
         )
         assert pending  # until the look answered
         on_session = pending.ordered([], lambda: started.append("on the session") or "s")
@@ -248,9 +244,7 @@ def test_a_look_first_cancelled_lets_those_behind_it_go_on(tmp_path: Path):
     async def scenario() -> str:
         pending = new_pending()
         stuck = asyncio.Event()
-        by_uri = pending.looked_first(
-            lambda: file_keys(str(tmp_path)), lambda _keys: stuck.set(), own_queue()
-        )
+        by_uri = pending.looked_first(lambda: file_keys(str(tmp_path)), lambda _keys: stuck.set())
         by_uri.cancel()
         on_session = pending.ordered([], lambda: "s")
         assert not stuck.is_set()
@@ -259,11 +253,6 @@ def test_a_look_first_cancelled_lets_those_behind_it_go_on(tmp_path: Path):
     assert run(scenario()) == "s"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="every look at a file runs on one serial worker queue: a stat that hangs holds the "
-    "requests on every other file until it returns",
-)
 def test_a_look_that_hangs_delays_no_request_on_another_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     doomed, stuck, other = (str(tmp_path / name) for name in ("doomed", "stuck", "other"))
     release = threading.Event()
@@ -293,12 +282,12 @@ def test_a_look_that_hangs_delays_no_request_on_another_file(tmp_path: Path, mon
 def test_a_look_first_that_hangs_holds_those_behind_it_a_bounded_time(monkeypatch: pytest.MonkeyPatch):
     """A stat on a stuck mount: the request goes on without what its file is, and so do those
     behind it, once the limit passed."""
-    monkeypatch.setattr(pending_deletes, "LOOK_FIRST_LIMIT_SECONDS", 0.2)
+    monkeypatch.setattr(pending_deletes, "LOOK_LIMIT_SECONDS", 0.2)
     release = threading.Event()
 
     async def scenario() -> list[Any]:
         pending = new_pending()
-        by_uri = pending.looked_first(lambda: release.wait(10), lambda keys: keys, own_queue())
+        by_uri = pending.looked_first(lambda: release.wait(10), lambda keys: keys)
         on_session = pending.ordered([], lambda: "s")
         try:
             return [await asyncio.wait_for(by_uri, 5), await asyncio.wait_for(on_session, 5)]
@@ -306,3 +295,98 @@ def test_a_look_first_that_hangs_holds_those_behind_it_a_bounded_time(monkeypatc
             release.set()
 
     assert run(scenario()) == [None, "s"]
+
+
+def test_requests_on_one_file_start_in_arrival_order_whatever_look_answers_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Each look runs on a worker of its own: the second request's look answers while the first's
+    still runs, and it waits for the first."""
+    a = str(tmp_path / "a")
+    release = threading.Event()
+    slow = {a}  # the first look at `a` waits for `release`
+
+    def keys_of(path: str) -> Any:
+        if path in slow:
+            slow.discard(path)
+            release.wait(10)
+        return file_keys(path)
+
+    monkeypatch.setattr(pending_deletes, "file_keys", keys_of)
+
+    async def scenario() -> list[str]:
+        pending = new_pending()
+        started: list[str] = []
+        delete = known(pending, str(tmp_path / "doomed"))
+        first = pending.ordered([a], lambda: started.append("first"))
+        second = pending.ordered([a], lambda: started.append("second"))
+        await asyncio.sleep(0.2)
+        assert started == []  # the second's look answered: it waits for the first
+        release.set()
+        await settled(first, second)
+        pending.end(delete)
+        return started
+
+    assert run(scenario()) == ["first", "second"]
+
+
+def test_a_request_on_a_file_spelled_otherwise_starts_after_one_before_it_found_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Both wait for a delete of the file; the first's look answers after the second's: once it
+    did, it is known to be on the second's file, which starts after it."""
+    a = tmp_path / "a"
+    a.write_text("{}\n")
+    (tmp_path / "link").symlink_to(a)
+    release = threading.Event()
+    slow = {str(a)}
+
+    def keys_of(path: str) -> Any:
+        if path in slow:
+            slow.discard(path)
+            release.wait(10)
+        return file_keys(path)
+
+    async def scenario() -> list[str]:
+        pending = new_pending()
+        started: list[str] = []
+        delete = known(pending, str(a))
+        monkeypatch.setattr(pending_deletes, "file_keys", keys_of)
+        first = pending.ordered([str(a)], lambda: started.append("first"))
+        second = pending.ordered([str(tmp_path / "link")], lambda: started.append("second"))
+        await asyncio.sleep(0.2)  # the second's look answered
+        release.set()
+        await asyncio.sleep(0.2)  # and then the first's
+        pending.end(delete)
+        await settled(first, second)
+        return started
+
+    assert run(scenario()) == ["first", "second"]
+
+
+def test_a_delete_fails_once_its_look_ran_for_the_limit_not_while_it_waited_for_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setattr(pending_deletes, "LOOK_LIMIT_SECONDS", 0.1)
+
+    async def scenario() -> None:
+        pending = new_pending()
+        delete = pending.begin()
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        limit = LookLimit(reply, delete, lambda: RuntimeError("timed out"))
+        await asyncio.sleep(0.3)  # the look waits for a worker thread: not armed
+        assert not reply.done()
+        threading.Thread(target=limit.arm_from_worker).start()  # the look starts on its worker
+        await asyncio.sleep(0.05)
+        assert not reply.done()
+        with pytest.raises(RuntimeError, match="timed out"):
+            await asyncio.wait_for(reply, 5)
+        answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        known_in_time = LookLimit(answered, pending.begin(), lambda: RuntimeError("timed out"))
+        known_in_time.arm_from_worker()
+        await asyncio.sleep(0.02)
+        known_in_time.disarm()  # the look answered
+        await asyncio.sleep(0.2)
+        assert not answered.done()
+
+    run(scenario())

@@ -1,0 +1,156 @@
+"""A look at a file that hangs (a stat on a stuck network mount) while a pi/delete is pending,
+through the real server: it holds the request whose look it is, never the requests on other files
+or sessions; a delete whose own file cannot be looked at fails after a bound (FsError ETIMEDOUT),
+deleting and closing nothing, and the requests behind it go on.
+
+The server runs with a ``sitecustomize`` that makes every stat of a path under a directory named
+``stuck-mount`` wait while a flag file exists: what a stuck mount does to the threads that touch it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reliability_rpc import REPO_ROOT, RawServer, encode, file_uri, frame
+from test_requests_ordered_after_delete import session_with_entries
+
+from pi_session_server.server import pending_deletes
+
+STUCK_STAT = """
+import os
+import time
+
+_flag = os.environ["PI_TEST_STUCK_FLAG"]
+_stat, _lstat = os.stat, os.lstat
+
+
+def _wait_while_stuck(path):
+    try:
+        name = os.fsdecode(path)
+    except TypeError:  # a descriptor
+        return
+    deadline = time.monotonic() + 60
+    while "stuck-mount" in name and time.monotonic() < deadline:
+        try:
+            _stat(_flag)
+        except OSError:
+            return
+        time.sleep(0.02)
+
+
+def stat(path, *args, **kwargs):
+    _wait_while_stuck(path)
+    return _stat(path, *args, **kwargs)
+
+
+def lstat(path, *args, **kwargs):
+    _wait_while_stuck(path)
+    return _lstat(path, *args, **kwargs)
+
+
+os.stat, os.lstat = stat, lstat
+"""
+
+APPENDED = 10
+ENTRIES = APPENDED + 2  # (a new session file holds two messages)
+
+
+@pytest.fixture
+def stuck_flag(tmp_path: Path) -> Path:
+    """While this file exists, a stat under ``stuck-mount`` waits."""
+    return tmp_path / "flag"
+
+
+@pytest.fixture
+def stuck_server(tmp_path: Path, stuck_flag: Path) -> Iterator[RawServer]:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(STUCK_STAT)
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(hook), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PI_TEST_STUCK_FLAG": str(stuck_flag),
+    }
+    server = RawServer(tmp_path, env=env)
+    try:
+        server.initialize()
+        yield server
+        assert server.alive(), server.stderr_text()[-3000:]
+    finally:
+        if stuck_flag.exists():
+            stuck_flag.unlink()
+        server.close()
+
+
+def sent_together(server: RawServer, *requests: tuple[str, dict[str, Any]]) -> list[Any]:
+    """``requests`` written in one write (read with the first, a pi/delete: it is pending as the
+    others arrive); their ids."""
+    ids = [server.next_id() for _ in requests]
+    for msg_id in ids:
+        server.expect_id(msg_id)
+    server.send_bytes(
+        b"".join(
+            frame(encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
+            for msg_id, (method, params) in zip(ids, requests, strict=True)
+        )
+    )
+    return ids
+
+
+def test_a_look_that_hangs_delays_no_request_on_another_file_or_session(
+    stuck_server: RawServer, tmp_path: Path, stuck_flag: Path
+):
+    doomed = session_with_entries(tmp_path / "doomed", 2000, str(tmp_path))
+    stuck = session_with_entries(tmp_path / "stuck-mount", APPENDED, str(tmp_path))
+    other = session_with_entries(tmp_path / "other", APPENDED, str(tmp_path))
+    held = session_with_entries(tmp_path / "held", APPENDED, str(tmp_path))
+    session = stuck_server.call("pi/open", {"path": held})["session"]
+    stuck_flag.touch()
+    deleted, on_stuck, opened, by_uri, on_session = sent_together(
+        stuck_server,
+        ("pi/delete", {"path": doomed, "permanent": True}),
+        ("pi/open", {"path": stuck}),
+        ("pi/open", {"path": other}),
+        ("pi/getEntryCount", {"uri": file_uri(other)}),
+        ("pi/getEntryCount", {"session": session}),
+    )
+    # (the bound: far longer than these take, far shorter than the stat's hang)
+    assert "result" in stuck_server.wait_reply(deleted, timeout=20)
+    assert stuck_server.wait_reply(opened, timeout=20).get("result", {}).get("entryCount") == ENTRIES
+    assert stuck_server.wait_reply(by_uri, timeout=20).get("result") == ENTRIES
+    assert stuck_server.wait_reply(on_session, timeout=20).get("result") == ENTRIES
+    assert on_stuck not in stuck_server.replies  # its stat still hangs
+    stuck_flag.unlink()
+    assert stuck_server.wait_reply(on_stuck, timeout=20).get("result", {}).get("entryCount") == ENTRIES
+    assert not os.path.exists(doomed)
+
+
+def test_a_delete_whose_file_cannot_be_looked_at_fails_in_bounded_time_and_holds_nothing(
+    stuck_server: RawServer, tmp_path: Path, stuck_flag: Path
+):
+    """Until a delete knows its file, it may be of any session's: every request on a file or a
+    session waits for it. A delete whose look hangs answers FsError ETIMEDOUT once
+    ``LOOK_LIMIT_SECONDS`` passed, having deleted and closed nothing, and those go on."""
+    stuck = session_with_entries(tmp_path / "stuck-mount", APPENDED, str(tmp_path))
+    held = session_with_entries(tmp_path / "held", APPENDED, str(tmp_path))
+    other = session_with_entries(tmp_path / "other", APPENDED, str(tmp_path))
+    session = stuck_server.call("pi/open", {"path": held})["session"]
+    stuck_flag.touch()
+    deleted, on_session, opened = sent_together(
+        stuck_server,
+        ("pi/delete", {"path": stuck, "permanent": True}),
+        ("pi/getEntryCount", {"session": session}),
+        ("pi/open", {"path": other}),
+    )
+    limit = pending_deletes.LOOK_LIMIT_SECONDS
+    error = stuck_server.wait_reply(deleted, timeout=limit + 15).get("error", {})
+    assert error.get("code") == -32005, error
+    assert error.get("data", {}).get("code") == "ETIMEDOUT" and error["data"].get("path") == stuck, error
+    assert stuck_server.wait_reply(on_session, timeout=15).get("result") == ENTRIES
+    assert stuck_server.wait_reply(opened, timeout=15).get("result", {}).get("entryCount") == ENTRIES
+    stuck_flag.unlink()
+    assert os.path.exists(stuck)  # nothing deleted: sent again, the delete deletes it
+    assert stuck_server.call("pi/delete", {"path": stuck, "permanent": True})["path"] == stuck
+    assert not os.path.exists(stuck)
