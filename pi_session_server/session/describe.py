@@ -8,6 +8,7 @@ the previews need from each (immutable) entry across calls.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import weakref
@@ -360,6 +361,7 @@ class PreviewCache:
         "_misses_in_all",
         "_previous",
         "_silences",
+        "_silences_new",
         "_silences_read",
         "_stored",
         "_walk_positions",
@@ -402,6 +404,7 @@ class PreviewCache:
         # whether an assistant message is a silent turn, read alone (see silent_turn), by id(entry)
         self._silences: dict[int, tuple[Any, bool | None]] = {}  # (None: to be read the usual way)
         self._silences_read = 0  # how many (they count as misses towards the kept silent turns)
+        self._silences_new = 0  # how many since they were last kept (see has_new_previews)
         # (a file's source, its assistant messages in file order and their offsets; see _read_silences)
         self._assistant_order: tuple[weakref.ref[Any], list[Entry], array[int]] | None = None
 
@@ -414,8 +417,11 @@ class PreviewCache:
         if self._stored:
             return 0
         self._stored = True
-        home, described, stored_parts, assistants = preview_store.load(entries, fd)
+        home, described, stored_parts, assistants, other_silent = preview_store.load(entries, fd)
         parts, calls, previous = self.parts, self.calls, self._previous
+        silences = self._silences
+        for entry, silent in other_silent:
+            silences.setdefault(id(entry), (entry, silent))
         held_before = len(parts.keys() | previous.keys()) if previous else len(parts)
         call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
         for at, silent, entry_calls in assistants:
@@ -575,6 +581,7 @@ class PreviewCache:
             if at < len(listed) and listed[at] is entry:  # (those known are alive: ids not reused)
                 batch = [e for e in listed[at : at + SILENCE_BATCH] if id(e) not in kept]
         self._silences_read += len(batch)
+        self._silences_new += len(batch)
         for read, message in silences(batch):
             kept[id(read)] = (read, _silent_of(message))
         for left in batch:  # (lines the pass left out: read the usual way when asked, not again)
@@ -666,8 +673,17 @@ class PreviewCache:
         complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
         home = home_directory() if self.home is None else self.home
         text = partial(_call_text, home=home)
-        if complete and preview_store.save(walked, parts, calls, text, home, made=made):
-            self._made = 0
+        if complete and preview_store.save(
+            walked, parts, calls, text, home, made=made, silences=self.known_silences()
+        ):
+            self._made = self._silences_new = 0
+
+    def known_silences(self) -> Iterable[tuple[Any, bool | None]]:
+        """(entry, whether a silent turn; None: not known) of the assistant messages whose silence
+        is known (read for the filters, or with their tool calls)."""
+        return itertools.chain(
+            self._silences.values(), ((facts[0], facts[2]) for facts in self.calls.values())
+        )
 
     def read_ahead(self, entries: list[Any]) -> None:
         """Make the previews (and an assistant message's facts) of ``entries`` not known yet,
@@ -695,8 +711,9 @@ class PreviewCache:
             self._count_made(entry)
 
     def has_new_previews(self) -> bool:
-        """Whether enough previews were made since they were last kept for :meth:`keeper` to keep."""
-        return self._made >= preview_store.MIN_STORED
+        """Whether enough previews were made (or silent turns read) since they were last kept for
+        :meth:`keeper` to keep."""
+        return max(self._made, self._silences_new) >= preview_store.MIN_STORED
 
     def keeper(self, entries: list[Any]) -> Callable[[], bool] | None:
         """A job that keeps what is known now of ``entries`` (the session's, in file order) with the
@@ -709,9 +726,10 @@ class PreviewCache:
         held = preview_store.hold(entries)
         if held is None:
             return None
-        self._made = 0
+        self._made = self._silences_new = 0
         parts = {**self._previous, **self.parts}
         calls = dict(self.calls)
+        silences = list(self._silences.values())
         home = home_directory() if self.home is None else self.home
 
         def keep() -> bool:
@@ -722,9 +740,13 @@ class PreviewCache:
                     merged.parts.setdefault(key, item)
                 for key, facts in calls.items():
                     merged.calls.setdefault(key, facts)
+                for entry, silent in silences:
+                    merged._silences.setdefault(id(entry), (entry, silent))
                 listed = [e for e in entries if _cached(merged.parts, e) is not None]
                 text = partial(_call_text, home=home)
-                return preview_store.save(listed, merged.parts, merged.calls, text, home, held)
+                return preview_store.save(
+                    listed, merged.parts, merged.calls, text, home, held, silences=merged.known_silences()
+                )
             finally:
                 held.close()
 

@@ -287,3 +287,67 @@ def test_levels_and_whole_trees_read_the_silent_turns_in_batches_and_answer_the_
         cache = PreviewCache("/home/u", entries=manager.get_entries, entry_count=manager.entry_count)
         assert answers(manager, cache) == expected
     assert max(batches) == 32
+
+
+def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree view's levels show few assistant messages and ask every one whether it is a silent
+    turn: what was read for that is kept with the file's index beside the previews made (not a
+    preview of each), and the next process's levels take it from there instead of reading it."""
+    import time
+
+    from pi_session_server.server import tree_view as T
+    from pi_session_server.session import cache_dir, preview_store
+
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setenv("HOME", "/home/u")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(describe, "PREFETCH_AFTER_MISSES", 1)
+    monkeypatch.setattr(describe, "SILENT_LOAD_SHARE", 1 << 40)  # the kept ones taken at once
+    path = _branchy(tmp_path / "s.jsonl")
+    index_dir = str(tmp_path / "index")
+    time.sleep(0.1)  # past the racy window: what is read of it may be kept
+
+    def levels(manager: SessionManager, cache: PreviewCache | None) -> bytes:
+        shape = T.tree_shape(
+            manager.get_tree(),
+            manager.get_leaf_id(),
+            manager.by_id,
+            mode="default",
+            active_branch_first=True,
+            cache=cache,
+            calls=T.CallReading.NEAR_EACH_RESULT,
+        )
+        found, complete = T.tree_levels(shape, manager.get_leaf_id())
+        return T.encode_tree_levels(shape, found, complete, 2, 50_000)
+
+    def server_cache(manager: SessionManager) -> PreviewCache:
+        return PreviewCache(
+            "/home/u", entries=manager.get_entries, entry_count=manager.entry_count, keep_in_walk=False
+        )
+
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        expected = levels(manager, None)
+    with SessionManager.open(str(path), read_only=True, index=index_dir) as manager:
+        cache = server_cache(manager)
+        assert levels(manager, cache) == expected
+        keep = cache.keeper(manager.get_entries())
+        assert keep is not None and keep()
+    read: list[int] = []
+    real = preview_pass.silences
+    monkeypatch.setattr(describe, "silences", lambda batch: read.append(len(batch)) or real(batch))
+    with SessionManager.open(str(path), read_only=True, index=index_dir) as manager:
+        assistants = [e for e in manager.get_entries() if e.role == "assistant"]
+        head = preview_store.kept_head(manager.get_entries())
+        assert head is not None
+        whole = {e.offset: is_silent_turn(e.get("message")) for e in assistants}
+        assert head.silent.items() <= whole.items()
+        decoded = sum(1 for _ in preview_pass.silences(_assistants(manager, from_file=True)))
+        assert len(head.silent) >= decoded  # (the lines the decoder leaves out: those the walk asked)
+        hidden = [e for e in assistants if not head.describes(e.offset)]  # no preview made of them
+        assert hidden and any(e.offset in head.silent for e in hidden)
+        assert any(head.silent.values()) and not all(head.silent.values())
+        assert levels(manager, server_cache(manager)) == expected
+    assert sum(read) <= 1
