@@ -123,7 +123,10 @@ def node_filter(
     def visible(node: Any) -> bool:
         entry = node.entry
         if mode != "none":
-            etype, role = type_of(entry), role_of(entry)  # read once: asked for every node
+            # read once: asked for every node (an Entry's envelope without a call for each)
+            etype, role = (
+                (entry.type, entry.role) if type(entry) is Entry else (type_of(entry), role_of(entry))
+            )
             # hidden in every TUI mode: usage entries; text-less assistant turns that did not fail
             if etype == "usage":
                 return False
@@ -958,9 +961,13 @@ class _TreeShape:
             yield from (Row(top, None, 0) for top in level)
             return
         node, ancestor_id, depth = level[0], None, 0
+        is_shown, filtered = self.is_shown, self.visible is not None
         while True:
             yield Row(node, ancestor_id, depth)
-            children = self.shown_children(node)
+            children = node.children
+            # (shown_children inline for a node whose only child is shown: most nodes of a chat)
+            if not (filtered and len(children) == 1 and is_shown(children[0])):
+                children = self.shown_children(node)
             if len(children) != 1 or (max_depth is not None and depth >= max_depth):
                 return
             node, ancestor_id, depth = children[0], _node_id(node), depth + 1
