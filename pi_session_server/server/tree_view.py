@@ -144,7 +144,21 @@ def node_filter(
             return all(t in text for t in tokens)
         return True
 
-    return visible
+    def shown_by_default(node: Any) -> bool:
+        """``visible`` of the ``default`` mode without a search (a tree view's), an Entry's inline."""
+        entry = node.entry
+        if type(entry) is not Entry:
+            return visible(node)
+        etype = entry.type
+        if etype == "message":  # (most entries: shown unless a silent turn)
+            return not (
+                entry.role == "assistant"
+                and not (leaf_id is not ABSENT and entry.id == leaf_id)
+                and silent_turn(entry)
+            )
+        return etype != "usage" and etype not in _SETTINGS_TYPES
+
+    return shown_by_default if mode == "default" and not tokens else visible
 
 
 def _mode_shows(mode: str, etype: Any, role: Any, node: Any) -> bool:
@@ -970,7 +984,9 @@ class _TreeShape:
                 children = self.shown_children(node)
             if len(children) != 1 or (max_depth is not None and depth >= max_depth):
                 return
-            node, ancestor_id, depth = children[0], _node_id(node), depth + 1
+            entry = node.entry  # (_node_id inline: most ids)
+            ancestor_id = entry.id if type(entry) is Entry and type(entry.id) is str else _node_id(node)
+            node, depth = children[0], depth + 1
 
     @property
     def ids_unique(self) -> bool:

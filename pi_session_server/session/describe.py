@@ -582,10 +582,13 @@ class PreviewCache:
                 batch = [e for e in listed[at : at + SILENCE_BATCH] if id(e) not in kept]
         self._silences_read += len(batch)
         self._silences_new += len(batch)
+        decoded = 0
         for read, message in silences(batch):
             kept[id(read)] = (read, _silent_of(message))
-        for left in batch:  # (lines the pass left out: read the usual way when asked, not again)
-            kept.setdefault(id(left), (left, None))
+            decoded += 1
+        if decoded < len(batch):  # lines the pass left out: read the usual way when asked, not again
+            for left in batch:
+                kept.setdefault(id(left), (left, None))
 
     def _assistants_in_file_order(self, entry: Entry) -> tuple[list[Entry], array[int]]:
         """The assistant messages of the session read from the file of ``entry``, in file order, and
