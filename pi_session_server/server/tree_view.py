@@ -123,7 +123,10 @@ def node_filter(
     def visible(node: Any) -> bool:
         entry = node.entry
         if mode != "none":
-            etype, role = type_of(entry), role_of(entry)  # read once: asked for every node
+            # read once: asked for every node (an Entry's envelope without a call for each)
+            etype, role = (
+                (entry.type, entry.role) if type(entry) is Entry else (type_of(entry), role_of(entry))
+            )
             # hidden in every TUI mode: usage entries; text-less assistant turns that did not fail
             if etype == "usage":
                 return False
@@ -141,7 +144,21 @@ def node_filter(
             return all(t in text for t in tokens)
         return True
 
-    return visible
+    def shown_by_default(node: Any) -> bool:
+        """``visible`` of the ``default`` mode without a search (a tree view's), an Entry's inline."""
+        entry = node.entry
+        if type(entry) is not Entry:
+            return visible(node)
+        etype = entry.type
+        if etype == "message":  # (most entries: shown unless a silent turn)
+            return not (
+                entry.role == "assistant"
+                and not (leaf_id is not ABSENT and entry.id == leaf_id)
+                and silent_turn(entry)
+            )
+        return etype != "usage" and etype not in _SETTINGS_TYPES
+
+    return shown_by_default if mode == "default" and not tokens else visible
 
 
 def _mode_shows(mode: str, etype: Any, role: Any, node: Any) -> bool:
@@ -958,12 +975,18 @@ class _TreeShape:
             yield from (Row(top, None, 0) for top in level)
             return
         node, ancestor_id, depth = level[0], None, 0
+        is_shown, filtered = self.is_shown, self.visible is not None
         while True:
             yield Row(node, ancestor_id, depth)
-            children = self.shown_children(node)
+            children = node.children
+            # (shown_children inline for a node whose only child is shown: most nodes of a chat)
+            if not (filtered and len(children) == 1 and is_shown(children[0])):
+                children = self.shown_children(node)
             if len(children) != 1 or (max_depth is not None and depth >= max_depth):
                 return
-            node, ancestor_id, depth = children[0], _node_id(node), depth + 1
+            entry = node.entry  # (_node_id inline: most ids)
+            ancestor_id = entry.id if type(entry) is Entry and type(entry.id) is str else _node_id(node)
+            node, depth = children[0], depth + 1
 
     @property
     def ids_unique(self) -> bool:

@@ -8,11 +8,15 @@ the previews need from each (immutable) entry across calls.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import weakref
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from functools import partial
+from operator import attrgetter
 from typing import Any, Final, TypeVar
 
 from ..format.entry import Entry
@@ -22,7 +26,15 @@ from ..format.scan import FileLineSource
 from . import preview_store
 from .environment import Environment, process_home
 from .fields import field, role_of, type_of
-from .preview_pass import MIN_BATCH, MessageFields, PreviewValue, ToolResultMessage, preview_values
+from .preview_pass import (
+    MIN_BATCH,
+    MessageFields,
+    PreviewValue,
+    SilenceMessage,
+    ToolResultMessage,
+    preview_values,
+    silences,
+)
 
 PREVIEW_LIMIT = 200
 
@@ -233,6 +245,22 @@ def _silent(has_text: bool, stop: Any) -> bool:
     return not has_text and not failed
 
 
+def _silent_of(message: SilenceMessage | None) -> bool:
+    """:func:`is_silent_turn` of a message as ``preview_pass.silences`` decoded it (None: no object)."""
+    if message is None:
+        return True  # (as a message that is not an object: no text, no stop reason)
+    content = message.content
+    has_text = False
+    if type(content) is not list:
+        has_text = _shows_text(content)
+    else:
+        for block in content:
+            if block.type == "text" and _shows_text(block.text):
+                has_text = True
+                break
+    return _silent(has_text, message.stopReason)
+
+
 def _part_and_facts(entry: Any, value: PreviewValue) -> tuple[str | _ToolResult, Any]:
     """An entry's preview part, and an assistant message's facts (else None)."""
     head = entry.message if type(entry) is Entry else None  # (_is_assistant inline: once per entry)
@@ -325,12 +353,16 @@ class PreviewCache:
     """
 
     __slots__ = (
+        "_assistant_order",
         "_cursor",
         "_head",
         "_made",
         "_misses",
         "_misses_in_all",
         "_previous",
+        "_silences",
+        "_silences_new",
+        "_silences_read",
         "_stored",
         "_walk_positions",
         "_walked",
@@ -369,6 +401,12 @@ class PreviewCache:
         self._stored = False  # the previews kept with the file's index were looked for
         # (the file's source, what its stored previews say without the previews; see _kept_head)
         self._head: tuple[weakref.ref[Any], preview_store.KeptHead | None] | None = None
+        # whether an assistant message is a silent turn, read alone (see silent_turn), by id(entry)
+        self._silences: dict[int, tuple[Any, bool | None]] = {}  # (None: to be read the usual way)
+        self._silences_read = 0  # how many (they count as misses towards the kept silent turns)
+        self._silences_new = 0  # how many since they were last kept (see has_new_previews)
+        # (a file's source, its assistant messages in file order and their offsets; see _read_silences)
+        self._assistant_order: tuple[weakref.ref[Any], list[Entry], array[int]] | None = None
 
     def _load_stored(self, entries: list[Any], fd: int | None = None) -> int:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
@@ -379,8 +417,11 @@ class PreviewCache:
         if self._stored:
             return 0
         self._stored = True
-        home, described, stored_parts, assistants = preview_store.load(entries, fd)
+        home, described, stored_parts, assistants, other_silent = preview_store.load(entries, fd)
         parts, calls, previous = self.parts, self.calls, self._previous
+        silences = self._silences
+        for entry, silent in other_silent:
+            silences.setdefault(id(entry), (entry, silent))
         held_before = len(parts.keys() | previous.keys()) if previous else len(parts)
         call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
         for at, silent, entry_calls in assistants:
@@ -422,14 +463,16 @@ class PreviewCache:
         self._made = self._load_stored(self.entries())  # what is new to keep (dropped: not kept)
         return True
 
-    def _missed_share(self, share: int) -> bool:
+    def _missed_share(self, share: int, more: int = 0) -> bool:
         """Whether the walks together missed a ``share``-th of the session's entries (and
-        :data:`PREFETCH_AFTER_MISSES` at least): what pays for reading what is kept of them all
-        instead of more misses (the first walks of a huge session show a few hundred rows)."""
-        if self._misses_in_all < PREFETCH_AFTER_MISSES:
+        :data:`PREFETCH_AFTER_MISSES` at least; ``more``: misses counted elsewhere): what pays
+        for reading what is kept of them all instead of more misses (the first walks of a huge
+        session show a few hundred rows)."""
+        missed = self._misses_in_all + more
+        if missed < PREFETCH_AFTER_MISSES:
             return False
         count = 0 if self.entry_count is None else self.entry_count()
-        return self._misses_in_all >= count // share
+        return missed >= count // share
 
     def collect_tool_calls(self, entries: Iterable[Any], *, with_previews: bool = False) -> ToolCalls:
         """The tool calls of the assistant messages among ``entries`` (a walk's, in its order).
@@ -501,13 +544,65 @@ class PreviewCache:
 
     def silent_turn(self, entry: Any) -> bool:
         """``is_silent_turn`` of an assistant entry's message, read once per entry, or found among
-        the silent turns kept with the file's index (see :meth:`_kept_head`)."""
-        found = self.calls.get(id(entry))
+        the silent turns kept with the file's index (see :meth:`_kept_head`). What is read for it
+        is the line's stop reason and text blocks alone (see :meth:`_read_silences`): the filters
+        ask every assistant message a walk passes, and a walk shows few of them (a tree view's
+        levels)."""
+        key = id(entry)
+        found = self.calls.get(key)
         if found is not None and found[0] is entry:
             return found[2]
-        head = self._kept_head(entry)
-        kept = None if head is None else head.silent.get(entry.offset)
-        return self._facts(entry)[2] if kept is None else kept
+        known = self._silences.get(key)
+        if known is None or known[0] is not entry:
+            head = self._kept_head(entry)
+            kept = None if head is None else head.silent.get(entry.offset)
+            if kept is not None:
+                return kept
+            self._read_silences(entry)
+            known = self._silences.get(key)
+        if known is not None and known[0] is entry and known[1] is not None:
+            return known[1]
+        silent = is_silent_turn(field(entry, "message"))  # (held, or an odd line: the usual way)
+        self._silences[key] = (entry, silent)
+        return silent
+
+    def _read_silences(self, entry: Any) -> None:
+        """Read whether ``entry`` is a silent turn, and once many were read so, whether the
+        assistant messages after it in its file are too, :data:`SILENCE_BATCH` of them in one pass
+        (a walk down a chat asks them next, in file order as a rule)."""
+        if type(entry) is not Entry:
+            return
+        batch = [entry]
+        kept = self._silences
+        from_file = type(entry._source) is FileLineSource
+        if from_file and self._silences_read >= PREFETCH_AFTER_MISSES and self.entries is not None:
+            listed, offsets = self._assistants_in_file_order(entry)
+            at = bisect_left(offsets, entry.offset)
+            if at < len(listed) and listed[at] is entry:  # (those known are alive: ids not reused)
+                batch = [e for e in listed[at : at + SILENCE_BATCH] if id(e) not in kept]
+        self._silences_read += len(batch)
+        self._silences_new += len(batch)
+        decoded = 0
+        for read, message in silences(batch):
+            kept[id(read)] = (read, _silent_of(message))
+            decoded += 1
+        if decoded < len(batch):  # lines the pass left out: read the usual way when asked, not again
+            for left in batch:
+                kept.setdefault(id(left), (left, None))
+
+    def _assistants_in_file_order(self, entry: Entry) -> tuple[list[Entry], array[int]]:
+        """The assistant messages of the session read from the file of ``entry``, in file order, and
+        their offsets: made once per file (the messages appended later are read alone)."""
+        source = entry._source
+        order = self._assistant_order
+        if order is None or order[0]() is not source:
+            assert self.entries is not None
+            listed = [
+                e for e in self.entries() if type(e) is Entry and e._source is source and _is_assistant(e)
+            ]
+            listed.sort(key=_offset)
+            order = self._assistant_order = (weakref.ref(source), listed, array("q", map(_offset, listed)))
+        return order[1], order[2]
 
     def _kept_head(self, entry: Any) -> preview_store.KeptHead | None:
         """What the stored previews of the file of ``entry`` say without the previews (which lines
@@ -523,7 +618,8 @@ class PreviewCache:
         kept = self._head
         if kept is None or kept[0]() is not source:
             # (a walk that shows a few hundred rows reads their bodies)
-            if type(source) is not FileLineSource or not self._missed_share(SILENT_LOAD_SHARE):
+            read = self._silences_read  # (what was read instead of the silent turns kept counts)
+            if type(source) is not FileLineSource or not self._missed_share(SILENT_LOAD_SHARE, read):
                 return None
             kept = self._head = (weakref.ref(source), preview_store.kept_head([entry]))
         return kept[1]
@@ -580,8 +676,17 @@ class PreviewCache:
         complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
         home = home_directory() if self.home is None else self.home
         text = partial(_call_text, home=home)
-        if complete and preview_store.save(walked, parts, calls, text, home, made=made):
-            self._made = 0
+        if complete and preview_store.save(
+            walked, parts, calls, text, home, made=made, silences=self.known_silences()
+        ):
+            self._made = self._silences_new = 0
+
+    def known_silences(self) -> Iterable[tuple[Any, bool | None]]:
+        """(entry, whether a silent turn; None: not known) of the assistant messages whose silence
+        is known (read for the filters, or with their tool calls)."""
+        return itertools.chain(
+            self._silences.values(), ((facts[0], facts[2]) for facts in self.calls.values())
+        )
 
     def read_ahead(self, entries: list[Any]) -> None:
         """Make the previews (and an assistant message's facts) of ``entries`` not known yet,
@@ -609,8 +714,9 @@ class PreviewCache:
             self._count_made(entry)
 
     def has_new_previews(self) -> bool:
-        """Whether enough previews were made since they were last kept for :meth:`keeper` to keep."""
-        return self._made >= preview_store.MIN_STORED
+        """Whether enough previews were made (or silent turns read) since they were last kept for
+        :meth:`keeper` to keep."""
+        return max(self._made, self._silences_new) >= preview_store.MIN_STORED
 
     def keeper(self, entries: list[Any]) -> Callable[[], bool] | None:
         """A job that keeps what is known now of ``entries`` (the session's, in file order) with the
@@ -623,9 +729,10 @@ class PreviewCache:
         held = preview_store.hold(entries)
         if held is None:
             return None
-        self._made = 0
+        self._made = self._silences_new = 0
         parts = {**self._previous, **self.parts}
         calls = dict(self.calls)
+        silences = list(self._silences.values())
         home = home_directory() if self.home is None else self.home
 
         def keep() -> bool:
@@ -636,9 +743,13 @@ class PreviewCache:
                     merged.parts.setdefault(key, item)
                 for key, facts in calls.items():
                     merged.calls.setdefault(key, facts)
+                for entry, silent in silences:
+                    merged._silences.setdefault(id(entry), (entry, silent))
                 listed = [e for e in entries if _cached(merged.parts, e) is not None]
                 text = partial(_call_text, home=home)
-                return preview_store.save(listed, merged.parts, merged.calls, text, home, held)
+                return preview_store.save(
+                    listed, merged.parts, merged.calls, text, home, held, silences=merged.known_silences()
+                )
             finally:
                 held.close()
 
@@ -732,8 +843,12 @@ PREFETCH_AFTER_MISSES = 256
 STORED_LOAD_SHARE = 8
 SILENT_LOAD_SHARE = 64
 PREFETCH_BATCH = 4096
+# Whether an assistant message is a silent turn is read for this many of them at a time, once a
+# walk read many (see PreviewCache._read_silences).
+SILENCE_BATCH = 4096
 
 
+_offset = attrgetter("offset")
 _Item = TypeVar("_Item", bound=tuple[Any, ...])  # (entry, what is known of it, ...)
 
 

@@ -173,6 +173,14 @@ def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, PreviewVal
     whose line does not decode as :class:`PreviewLine`. Raises StaleFileError as ``Entry.value``.
     (The entries are sorted out at the call; the values come straight from the generators that
     make them, without a generator of this function's in between.)"""
+    held, lazy = _lines_to_read(entries)
+    groups = [_read_lines(source, group) for source, group in lazy]
+    return chain(_held_values(held), *groups) if held else chain(*groups)
+
+
+def _lines_to_read(entries: Iterable[Entry]) -> tuple[list[Entry], list[tuple[FileLineSource, list[Entry]]]]:
+    """The entries holding their line's bytes, and those whose lines are read from their file, by
+    file, in file order (entries holding their value are left out)."""
     held: list[Entry] = []
     lazy: list[Entry] = []
     for entry in entries:
@@ -183,8 +191,7 @@ def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, PreviewVal
             lazy.append(entry)
     one_file = len(set(map(attrgetter("_source"), lazy))) <= 1
     lazy.sort(key=attrgetter("offset") if one_file else _by_source_and_offset)
-    groups = [_read_lines(source, list(group)) for source, group in groupby(lazy, key=attrgetter("_source"))]
-    return chain(_held_values(held), *groups) if held else chain(*groups)
+    return held, [(source, list(group)) for source, group in groupby(lazy, key=attrgetter("_source"))]
 
 
 def _held_values(entries: list[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
@@ -203,12 +210,37 @@ def _by_source_and_offset(entry: Entry) -> tuple[int, int]:
     return id(entry._source), entry.offset
 
 
-def _read_lines(  # noqa: C901 - one loop over every line of a pass, its common case kept inline
-    source: FileLineSource, entries: list[Entry]
-) -> Iterator[tuple[Entry, PreviewValue]]:
+def _read_lines(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, PreviewValue]]:
     """(entry, its preview value) for ``entries`` (in file order), their lines read a window at a
     time. (Run once per entry of a big file: what most lines need, a message of a common role with
     a plain envelope, is done inline.)"""
+    for entry, data in _lines_in_windows(source, entries):
+        try:  # (_decoded, inline)
+            common: CommonLine | None = _decode_common(data)
+        except msgspec.ValidationError:  # a message of another role, or without one
+            common = None
+        except _DECODE_ERRORS:
+            continue  # read the usual way
+        try:
+            if common is None:
+                line: PreviewLine = _decode(data)
+                value: PreviewValue = _value_of(line)
+            elif type(common.message) in _COMMON_MESSAGES and common.type == "message":
+                line, value = common, _message_fields(common.message)  # type: ignore[arg-type]
+            else:
+                line, value = _other_line(common, data)
+        except _DECODE_ERRORS:
+            continue  # read the usual way
+        envelope = _envelope(entry)
+        plain_and_same = _envelope(line) == envelope and tuple(map(type, envelope)) in _PLAIN
+        if not plain_and_same and not _same_envelope(entry, line):  # (its common case inline)
+            raise _stale(entry)
+        yield entry, value
+
+
+def _lines_in_windows(source: FileLineSource, entries: list[Entry]) -> Iterator[tuple[Entry, memoryview]]:
+    """(entry, the bytes of its line) for ``entries`` (in file order), their lines read a window
+    at a time (each view valid until the next is asked for)."""
     fd = source.fd
     window = b""
     view = memoryview(window)
@@ -238,28 +270,56 @@ def _read_lines(  # noqa: C901 - one loop over every line of a pass, its common 
                 stop = find(b"\n")
                 if stop < 0:
                     stop = window_end
-        data = view[at:stop]
-        try:  # (_decoded, inline)
-            common: CommonLine | None = _decode_common(data)
-        except msgspec.ValidationError:  # a message of another role, or without one
-            common = None
-        except _DECODE_ERRORS:
-            continue  # read the usual way
+        yield entry, view[at:stop]
+
+
+class SilenceBlock(msgspec.Struct, gc=False):
+    """A content block as far as a silent turn goes (``describe.is_silent_turn``): its type and text."""
+
+    type: Any = ABSENT
+    text: Any = ABSENT
+
+
+class SilenceMessage(msgspec.Struct, gc=False):
+    """An assistant message as far as a silent turn goes: its text blocks and its stop reason."""
+
+    content: str | list[SilenceBlock] | None = ABSENT
+    stopReason: Any = ABSENT  # the JSON key
+
+
+class SilenceLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
+    """A line as far as whether its message is a silent turn goes, and its envelope (to check that
+    the line is still the entry's)."""
+
+    type: Any = ABSENT
+    id: Any = ABSENT
+    parent_id: Any = ABSENT
+    timestamp: Any = ABSENT
+    message: SilenceMessage | Unset | None = UNSET
+
+
+_decode_silence = msgspec.json.Decoder(SilenceLine).decode
+
+
+def silences(entries: Iterable[Entry]) -> Iterator[tuple[Entry, SilenceMessage | None]]:
+    """(entry, its message as far as a silent turn goes; None: the line holds no message object)
+    for the entries whose lines are read from their file, in file order, or held as bytes: the
+    filters ask it of every assistant message they pass, most of which are not shown, so nothing
+    else of the line is decoded (no preview, no tool call). Entries holding their value are left
+    out, and so is an entry whose line does not decode as :class:`SilenceLine` (content neither
+    text nor a list of objects, lone surrogates, a number JSON.parse reads and msgspec will not):
+    read the usual way. Raises StaleFileError as ``Entry.value``."""
+    held, lazy = _lines_to_read(entries)
+    held_lines = ((entry, entry._body) for entry in held)
+    for entry, data in chain(held_lines, *(_lines_in_windows(source, group) for source, group in lazy)):
         try:
-            if common is None:
-                line: PreviewLine = _decode(data)
-                value: PreviewValue = _value_of(line)
-            elif type(common.message) in _COMMON_MESSAGES and common.type == "message":
-                line, value = common, _message_fields(common.message)  # type: ignore[arg-type]
-            else:
-                line, value = _other_line(common, data)
+            line = _decode_silence(data)
         except _DECODE_ERRORS:
             continue  # read the usual way
-        envelope = _envelope(entry)
-        plain_and_same = _envelope(line) == envelope and tuple(map(type, envelope)) in _PLAIN
-        if not plain_and_same and not _same_envelope(entry, line):  # (its common case inline)
+        if not _same_envelope(entry, line):
             raise _stale(entry)
-        yield entry, value
+        message = line.message
+        yield entry, message if type(message) is SilenceMessage else None
 
 
 def _window_size(offset: int, length: int, following: int | None) -> int:
@@ -317,7 +377,7 @@ def _other_line(common: CommonLine, data: bytes | memoryview) -> tuple[PreviewLi
     return line, _value_of(line)
 
 
-def _same_envelope(entry: Entry, line: PreviewLine) -> bool:
+def _same_envelope(entry: Entry, line: PreviewLine | SilenceLine) -> bool:
     """Does the line still carry the envelope loaded for ``entry``? (``Entry.same_envelope``; for
     the envelopes pi writes, plain equality says the same: see :data:`_PLAIN`.)"""
     envelope = _envelope(entry)

@@ -33,7 +33,7 @@ from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
 from . import cache_dir, scan_index
 
-FORMAT_VERSION: Final = 4
+FORMAT_VERSION: Final = 5
 MAGIC: Final = b"PIPREVW\x00"
 # Fewer entries than this are previewed about as fast as their previews are read and written.
 MIN_STORED = 1000
@@ -64,6 +64,11 @@ class _StoredHead(StampedLines, array_like=True):
     # one byte, 1 when it is a silent turn (what the tree's filters hide)
     assistant_positions: bytes
     silent: bytes
+    # assistant messages whose previews are not kept but whether they are silent turns is (the
+    # filters ask it of every assistant message a walk passes, and read no more of them for it):
+    # their offsets (array("q")), and a byte for each as in ``silent``
+    other_silent_offsets: bytes
+    other_silent: bytes
 
 
 class StoredPreviews(_StoredHead, array_like=True):
@@ -106,15 +111,17 @@ def store_of(
 class Loaded(NamedTuple):
     """What :func:`load` found: the entries the stored previews describe, their parts as stored
     (a str, or a tool result's list: see :class:`StoredPreviews`) and, for the assistant messages
-    among them, (index in ``entries``, silent turn, tool calls [(id, name, arguments)])."""
+    among them, (index in ``entries``, silent turn, tool calls [(id, name, arguments)]); and the
+    other assistant messages of ``entries`` whose silence is kept (entry, silent turn)."""
 
     home: str | None  # what the tool results' texts were made with
     entries: list[Entry]
     parts: list[Any]
     assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]]
+    other_silent: list[tuple[Entry, bool]]
 
 
-NOTHING_LOADED: Final = Loaded(None, [], [], [])
+NOTHING_LOADED: Final = Loaded(None, [], [], [], [])
 
 
 def load(entries: list[Entry], fd: int | None = None) -> Loaded:
@@ -130,11 +137,19 @@ def load(entries: list[Entry], fd: int | None = None) -> Loaded:
         stored.assistant_calls
     ):
         return NOTHING_LOADED
+    other_silent = _other_silent(stored)
+    if other_silent is None:
+        return NOTHING_LOADED
+    if other_silent:
+        entry_at = {e.offset: e for e in entries if e.offset < stored.end}
+        others = [(entry_at[at], silent) for at, silent in other_silent.items() if at in entry_at]
+    else:
+        others = []
     stored_assistants = list(zip(assistant_at, map(bool, stored.silent), stored.assistant_calls, strict=True))
     described = entries[:count]
     if array("q", map(_offset, described)) == offsets:
         # the entries of the lines described, in file order (a reopen): taken as they are
-        return Loaded(stored.home, described, stored.parts, stored_assistants)
+        return Loaded(stored.home, described, stored.parts, stored_assistants, others)
     position_of = dict(zip(offsets.tolist(), range(count), strict=True))
     found: list[Entry] = []
     positions: list[int] = []
@@ -149,12 +164,22 @@ def load(entries: list[Entry], fd: int | None = None) -> Loaded:
         for position, silent, calls in stored_assistants
         if position in index_of
     ]
-    return Loaded(stored.home, found, [stored.parts[p] for p in positions], assistants)
+    return Loaded(stored.home, found, [stored.parts[p] for p in positions], assistants, others)
+
+
+def _other_silent(stored: _StoredHead) -> dict[int, bool] | None:
+    """The offsets of the assistant messages whose silence alone is kept, and their silence (None:
+    the two arrays do not match)."""
+    offsets = _array(stored.other_silent_offsets)
+    if len(offsets) != len(stored.other_silent):
+        return None
+    return dict(zip(offsets, map(bool, stored.other_silent), strict=True))
 
 
 class KeptHead:
     """What the stored previews of a file say without the previews themselves: which lines they
-    describe, and whether each assistant message among them is a silent turn."""
+    describe, and whether each assistant message among them (and others: see
+    ``StoredPreviews.other_silent``) is a silent turn."""
 
     __slots__ = ("offsets", "silent")
 
@@ -180,8 +205,12 @@ def kept_head(entries: list[Entry]) -> KeptHead | None:
     positions = _array(stored.assistant_positions)
     if len(positions) != len(stored.silent) or (positions and not 0 <= max(positions) < len(offsets)):
         return None
+    other_silent = _other_silent(stored)
+    if other_silent is None:
+        return None
     at = map(offsets.__getitem__, positions)
-    return KeptHead(offsets, dict(zip(at, map(bool, stored.silent), strict=True)))
+    other_silent.update(zip(at, map(bool, stored.silent), strict=True))
+    return KeptHead(offsets, other_silent)
 
 
 def _array(data: bytes) -> array[int]:
@@ -218,6 +247,7 @@ def save(
     home: str,
     held: HeldFile | None = None,
     made: Made | None = None,
+    silences: Iterable[tuple[Any, bool | None]] = (),
 ) -> bool:
     """Keep the previews of ``entries``: ``facts`` (``id(entry)`` -> (entry, part)) and ``calls``
     (``id(entry)`` -> (entry, tool calls, silent)) as PreviewCache holds them;
@@ -225,7 +255,9 @@ def save(
     name and its arguments) made with the home directory ``home``. Only entries whose line ends
     before the file's last newline are kept. ``held``: the file as it was when the previews were
     taken (see :func:`hold`); nothing is written if it changed since. ``made``: what a pass made,
-    if it holds every entry kept (see :class:`Made`). False when nothing was written."""
+    if it holds every entry kept (see :class:`Made`). ``silences``: (entry, whether a silent
+    turn; None: not known) of assistant messages, kept for those of the file whose previews are
+    not. False when nothing was written."""
     listed = [e for e in entries if type(e) is Entry and e.offset >= 0]
     if len(listed) < MIN_STORED:
         return False
@@ -247,12 +279,21 @@ def save(
         if stored is None:
             return False
         parts, (assistant_positions, silent, assistant_calls) = stored
+        described = {listed[at].offset for at in assistant_positions}
+        other_offsets, other_silent = array("q"), bytearray()
+        for entry, is_silent in silences:
+            offset = entry.offset if type(entry) is Entry and entry._source is source else -1
+            if is_silent is not None and 0 <= offset < end and offset not in described:
+                other_offsets.append(offset)
+                other_silent.append(is_silent)
         body = _encode(
             StoredPreviews(
                 *cache_dir.stamp_lines(fd, end, st),
                 array("q", map(_offset, listed)).tobytes(),
                 assistant_positions.tobytes(),
                 bytes(silent),
+                other_offsets.tobytes(),
+                bytes(other_silent),
                 home,
                 parts,
                 assistant_calls,
