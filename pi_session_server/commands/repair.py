@@ -137,14 +137,12 @@ MAX_ROUNDS = 5
 def _report_only(
     path: str, doc: SessionDocument, count: int, chosen: frozenset[str], quiet: bool, report: TextIO
 ) -> tuple[int, int]:
-    """Neither --in-place nor --output: the repairs are listed, nothing is written; and the
-    repairs of the codes not chosen are counted (a file whose only problem needs --all is no file
-    with nothing to repair)."""
+    """Neither --in-place nor --output: the repairs are listed, nothing is written."""
     if count:
         print(f"{path}: {_repairs(count)} to make; write them with --in-place or --output OUT", file=report)
     elif not quiet:
         print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
-    _say_other_repairs(doc, chosen, path, report)
+        _say_other_repairs(doc, chosen, path, report)
     return (1 if count else 0), count
 
 
@@ -174,7 +172,7 @@ def _repair(
         if not count:
             if not quiet:
                 print(f"{path}: nothing to repair; the file is unchanged", file=report)
-            _say_other_repairs(doc, chosen, path, report)
+                _say_other_repairs(doc, chosen, path, report)
             return 0, 0
         kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
         written = path
@@ -244,6 +242,8 @@ def _more_rounds(
 
 
 def _say_other_repairs(doc: SessionDocument, chosen: frozenset[str], path: str, report: TextIO) -> None:
+    """The line that names the repairs of codes not chosen left in ``doc`` (none if there are
+    none): a file whose only problems need --all has something to repair."""
     other = _other_repairs(doc, chosen, path)
     if other:
         print(f"{path}: {other}", file=report)
