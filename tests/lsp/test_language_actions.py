@@ -82,6 +82,26 @@ async def test_move_an_orphan_tool_result_to_its_call(editor: Editor) -> None:
     assert editor.texts[uri] == doc(*lines[:4], S.tool_result("r1", "a1", "t1"))
 
 
+async def test_keep_an_orphan_tool_result_as_a_custom_message(editor: Editor) -> None:
+    uri = editor.fresh_uri()
+    lines = [
+        S.header(),
+        S.user("u1", None),
+        S.tool_result("r1", "u1", "gone", "what it printed"),
+        S.user("u2", "r1"),
+    ]
+    assert codes_by_line(await editor.open(uri, doc(*lines))) == [(2, "PI036")]
+    (preferred,) = [a for a in await actions_on(editor, uri, 2) if a.is_preferred]
+    assert preferred.title.startswith("Keep it as a custom message")
+    assert await apply_action(editor, uri, 2, "Keep it as a custom message") == []
+    kept = editor.texts[uri].split("\n")
+    note = json.loads(kept[2])
+    assert (note["type"], note["id"], note["parentId"]) == ("custom_message", "r1", "u1")
+    assert note["content"] == [{"type": "text", "text": "what it printed"}]
+    assert note["details"]["toolResult"]["toolCallId"] == "gone"
+    assert kept[:2] + kept[3:] == lines[:2] + lines[3:] + [""]
+
+
 async def test_fix_all_makes_every_repair_that_loses_nothing(editor: Editor) -> None:
     uri = editor.fresh_uri()
     a, b, c, d = S.user("a", None), S.assistant("b", "a"), S.user("c", "b"), S.user("d", "c")
