@@ -85,19 +85,37 @@ def run(args: argparse.Namespace) -> int:
         return 2
     statuses = [2] * len(missing)
     total = with_repairs = 0
+    # several files: those with nothing chosen to repair are not named, their other repairs counted
+    others = OtherRepairs() if len(files) > 1 else None
     for path in files:
-        status, count = _repair_path(args, path, chosen, quiet=len(files) > 1)
+        status, count = _repair_path(args, path, chosen, others)
         statuses.append(status)
         total += count
         with_repairs += count > 0
-    if len(files) > 1:
+    if others is not None:
         done = "made" if args.in_place else "to make"
         print(f"{len(files)} files checked: {_repairs(total)} {done} in {with_repairs} of them")
+        if others.files:
+            print(f"in {others.files} of them with nothing chosen to repair, {_other_text(others.counts)}")
     return max(statuses, default=0)
 
 
+class OtherRepairs:
+    """The repairs of codes not chosen in the files of a run over several, with nothing chosen
+    to repair (said once at the end, not per file)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.files = 0
+
+    def add(self, counts: Counter[str]) -> None:
+        if counts:
+            self.counts.update(counts)
+            self.files += 1
+
+
 def _repair_path(
-    args: argparse.Namespace, path: str, chosen: frozenset[str], *, quiet: bool
+    args: argparse.Namespace, path: str, chosen: frozenset[str], others: OtherRepairs | None
 ) -> tuple[int, int]:
     """(exit status, repairs) for one file: 0 done or nothing to do, 1 repairs listed, 2 failed."""
     problem = special_file_problem(path)
@@ -110,7 +128,7 @@ def _repair_path(
         print(f"pi-session repair: {path}: {err.strerror or err}", file=sys.stderr)
         return 2, 0
     try:
-        return _repair(args, path, fd, chosen, quiet)
+        return _repair(args, path, fd, chosen, others)
     except (OSError, PiSessionError) as err:
         message = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         # the file the system refused (the output, its directory), else the one being repaired
@@ -135,19 +153,25 @@ MAX_ROUNDS = 5
 
 
 def _report_only(
-    path: str, doc: SessionDocument, count: int, chosen: frozenset[str], quiet: bool, report: TextIO
+    path: str,
+    doc: SessionDocument,
+    count: int,
+    chosen: frozenset[str],
+    others: OtherRepairs | None,
+    report: TextIO,
 ) -> tuple[int, int]:
     """Neither --in-place nor --output: the repairs are listed, nothing is written."""
     if count:
         print(f"{path}: {_repairs(count)} to make; write them with --in-place or --output OUT", file=report)
-    elif not quiet:
-        print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
-        _say_other_repairs(doc, chosen, path, report)
+    else:
+        if others is None:
+            print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
+        _say_other_repairs(doc, chosen, path, report, others)
     return (1 if count else 0), count
 
 
 def _repair(
-    args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str], quiet: bool
+    args: argparse.Namespace, path: str, fd: int, chosen: frozenset[str], others: OtherRepairs | None
 ) -> tuple[int, int]:
     before = FileState.of(fd)  # what is analysed; compared with the file again right before the rename
     pi = profile_for(args.pi)
@@ -162,7 +186,7 @@ def _repair(
     _list(path, plan, report, later)
     count = len(plan.applied)
     if not args.output and not args.in_place:
-        return _report_only(path, doc, count, chosen, quiet, report)
+        return _report_only(path, doc, count, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
@@ -170,9 +194,9 @@ def _repair(
     kept = 0
     if args.in_place:
         if not count:
-            if not quiet:
+            if others is None:
                 print(f"{path}: nothing to repair; the file is unchanged", file=report)
-                _say_other_repairs(doc, chosen, path, report)
+            _say_other_repairs(doc, chosen, path, report, others)
             return 0, 0
         kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
         written = path
@@ -206,7 +230,7 @@ def _say_what_was_made(
     rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
     stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
     print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)
-    _say_other_repairs(after, chosen, written, report)
+    _say_other_repairs(after, chosen, written, report, None)
     if kept:
         print(f"{written}: kept {kept} bytes that another process appended meanwhile", file=report)
 
@@ -241,31 +265,37 @@ def _more_rounds(
     return after, count, not plan_repairs(after, chosen, written).applied, kept
 
 
-def _say_other_repairs(doc: SessionDocument, chosen: frozenset[str], path: str, report: TextIO) -> None:
-    """The line that names the repairs of codes not chosen left in ``doc`` (none if there are
-    none): a file whose only problems need --all has something to repair."""
-    other = _other_repairs(doc, chosen, path)
-    if other:
-        print(f"{path}: {other}", file=report)
+def _say_other_repairs(
+    doc: SessionDocument, chosen: frozenset[str], path: str, report: TextIO, others: OtherRepairs | None
+) -> None:
+    """The repairs of codes not chosen left in ``doc``, named in a line of their own (a file whose
+    only problems need --all has something to repair), or counted in ``others``."""
+    counts = _other_repairs(doc, chosen, path)
+    if others is not None:
+        others.add(counts)
+    elif counts:
+        print(f"{path}: {_other_text(counts)}", file=report)
 
 
-def _other_repairs(after: SessionDocument, chosen: frozenset[str], path: str) -> str:
-    """What the repaired file still has repairs for among the codes not chosen, and how to make
-    them ("" if nothing): a line split apart can give back an entry whose parent was the cut-off
+def _other_repairs(after: SessionDocument, chosen: frozenset[str], path: str) -> Counter[str]:
+    """How many repairs the file still has for each code not chosen (a problem with several
+    repairs counts once): a line split apart can give back an entry whose parent was the cut-off
     line, which pi takes for the start of the conversation until it is re-parented (PI031)."""
     others = FIXABLE_CODES - chosen
     if not others or after.line_count == 0:
-        return ""
+        return Counter()
     problems = {
         (r.code, r.line)
         for r in repairs(after, 0, after.line_count - 1, path)
         if r.code in others and r.image is None
     }
-    if not problems:
-        return ""
-    counts = Counter(code for code, _ in problems)
+    return Counter(code for code, _ in problems)
+
+
+def _other_text(counts: Counter[str]) -> str:
+    """The repairs of other codes ``counts`` says are left, and the option that makes them."""
     names = sorted(counts)
-    count = len(problems)
+    count = sum(counts.values())
     of = "another code" if len(names) == 1 else "other codes"
     listed = ", ".join(f"{code} ({counts[code]})" for code in names)
     return (

@@ -429,6 +429,11 @@ def test_a_directory_of_sessions_is_repaired_file_by_file(tmp_path: Path) -> Non
     assert f"{first}:3: PI006" in listed.stdout and f"{second}:3: PI006" in listed.stdout
     assert str(clean) not in listed.stdout  # quiet about clean files when there are several
     assert "3 files checked: 2 repairs to make in 2 of them" in listed.stdout
+    # what the file with nothing chosen to repair still has (its split left an orphan) is counted
+    assert listed.stdout.endswith(
+        "in 1 of them with nothing chosen to repair, 1 repair of another code not made: PI031 (1); "
+        "--codes PI031 or --all makes it\n"
+    )
     done = cli(folder, "--in-place")
     assert done.returncode == 0, done.stderr
     assert first.read_bytes() == SPLIT and second.read_bytes() == SPLIT and clean.read_bytes() == SPLIT
