@@ -133,7 +133,7 @@ def _register_held(server: PiSessionServer) -> None:
             server.registry.close(server.registry.get(p.session))
             return {"session": p.session, "closed": True}
 
-        return server.pending_deletes.ordered([], close)
+        return server.pending_deletes.ordered([], close, session=p.session)
 
     @route("pi/sessions")
     def pi_sessions(params: Any) -> Any:
