@@ -90,13 +90,14 @@ class Waiting(msgspec.Struct, eq=False):
 
     started: asyncio.Future[None]  # it started (or was cancelled): those behind it on its file go on
     session: str | None = None  # the handle of the session it is on, once known
+    every_session: bool = False  # on every session (pi/sessions): after every request before it
     paths: frozenset[str] = frozenset()  # its files, resolved as the request arrived
     keys: FileKeys | None = None  # what its files are, once a worker looked
 
     def goes_after(self, other: Waiting) -> bool:
         """Known to be on a session or a file of ``other``: by a handle, a path, or by what the
         looks found."""
-        if self.session is not None and self.session == other.session:
+        if self.every_session or (self.session is not None and self.session == other.session):
             return True
         if self.paths & other.paths:
             return True
@@ -156,6 +157,7 @@ class PendingDeletes:
         start: Callable[[], Any],
         *,
         session: str | None = None,
+        every_session: bool = False,
         waiting: Waiting | None = None,
         looked: tuple[str, asyncio.Future[Any]] | None = None,
     ) -> Any:
@@ -165,7 +167,7 @@ class PendingDeletes:
         request on no file (``paths`` empty: on a session) waits until every pending delete's
         file is known, and its sessions closed. It starts after the requests before it on its
         files, and on its session (``session``: its handle; or its place, ``waiting``, taken as it
-        arrived: :meth:`arrived`). ``looked``: a path of ``paths`` and the future of a look at it
+        arrived: :meth:`arrived`); ``every_session``: after every request before it. ``looked``: a path of ``paths`` and the future of a look at it
         already made (not made again)."""
         if not self and waiting is None:
             return start()
@@ -176,6 +178,7 @@ class PendingDeletes:
         reply = loop.create_future()
         if waiting is None:
             waiting = self.arrived(session)
+            waiting.every_session = every_session
         before = list(self._deletes)  # (not those sent after this request)
         ahead = self._waiting[: self._waiting.index(waiting)] if waiting in self._waiting else []
         waiting.paths = resolved
