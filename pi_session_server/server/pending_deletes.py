@@ -138,7 +138,7 @@ class PendingDeletes:
     def __init__(self, pool: WorkerPool) -> None:
         self._pool = pool  # each look at a file runs on a queue of its own
         self._deletes: list[PendingDelete] = []
-        self._waiting: list[Waiting] = []  # requests on files not started yet, in arrival order
+        self._waiting: list[Waiting] = []  # requests on files or sessions not started yet, in arrival order
 
     def __bool__(self) -> bool:
         return bool(self._deletes or self._waiting)
