@@ -11,6 +11,7 @@ lock another process holds delays nobody else. Handlers stay thin: they validate
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import logging
@@ -46,7 +47,7 @@ from .params import (
     profile_of,
     with_paths_as_the_file_system_has_them,
 )
-from .pending_deletes import PendingDeletes, deleted_as
+from .pending_deletes import PendingDeletes, Waiting, deleted_as
 from .poller import FilePoller
 from .preview_keeping import PreviewKeeper
 from .registry import Registry, Slot
@@ -333,24 +334,52 @@ class PiSessionServer:
         deleting starts once the delete answered (see :mod:`.pending_deletes`).
         """
         start = partial(self._session_call, p, job, write=write, append=append, convert=convert)
+        pending = self.pending_deletes
         unheld = self._path_held_by_no_session(p)
+        if unheld is None and not pending:
+            return start(keys=None)
+        # its place among the requests waiting: none on its session sent after it passes it
+        waiting = pending.arrived(self._session_addressed(p, None))
         if unheld is not None:
             # a session may hold the file through another spelling: a worker looks at what it is
-            return self.pending_deletes.looked_first(
-                partial(file_keys, unheld),
-                lambda keys: self._after_deletes(p, files, start, keys),
+            # (the file the request opens if none does: its look is not made again)
+            looked = deleted_as(unheld, self.environment) or unheld
+            return pending.looked_first(
+                partial(file_keys, looked),
+                lambda keys, look: self._after_deletes(p, files, start, keys, waiting, (looked, look)),
+                waiting,
             )
-        return self._after_deletes(p, files, start, None)
+        return self._after_deletes(p, files, start, None, waiting, None)
 
     def _after_deletes(
-        self, p: SessionParams, files: Sequence[str | None], start: Callable[..., Any], keys: FileKeys | None
+        self,
+        p: SessionParams,
+        files: Sequence[str | None],
+        start: Callable[..., Any],
+        keys: FileKeys | None,
+        waiting: Waiting,
+        looked: tuple[str, asyncio.Future[Any]] | None,
     ) -> Any:
         """``start(keys)`` once the pi/deletes sent before the request of ``p`` that it must wait
-        for answered (see :meth:`session_call`)."""
-        begin = partial(start, keys=keys)
-        if not self.pending_deletes:
-            return begin()
-        return self.pending_deletes.ordered([*files, *self._file_opened_for(p, keys)], begin)
+        for answered, and the requests on its session or its files sent before it started (see
+        :meth:`session_call`)."""
+        waiting.session = self._session_addressed(p, keys)
+        opened = self._file_opened_for(p, keys)
+        return self.pending_deletes.ordered(
+            [*files, *opened], partial(start, keys=keys), waiting=waiting, looked=looked
+        )
+
+    def _session_addressed(self, p: SessionParams, keys: FileKeys | None) -> str | None:
+        """The handle of the held session the request of ``p`` is on (by ``uri``: the one holding
+        the file by that path, or by what the file is: ``keys``), None if it is not known (a
+        ``uri`` no session holds: the request opens the file, and is ordered by it)."""
+        if p.session is not UNSET:
+            return p.session
+        if p.uri is UNSET:
+            return None
+        path = uri_to_path(p.uri)
+        slot = self.registry.find_by_path(path) or (self.registry.find_by_file(keys) if keys else None)
+        return None if slot is None else slot.handle
 
     def _path_held_by_no_session(self, p: SessionParams) -> str | None:
         """The path of the ``uri`` of ``p`` where no session holds a file by that spelling, else

@@ -204,10 +204,15 @@ def _ordered_delete(
     reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     # (a callback of the reply: a delete cancelled before it began never runs what follows)
     reply.add_done_callback(lambda _reply: pending.end(delete))
-    limit = LookLimit(reply, delete, lambda: look_timed_out(given))
+
+    def passed() -> None:
+        if not reply.done() and not delete.known.done():
+            reply.set_exception(look_timed_out(given))
+
+    limit = LookLimit(passed)
+    reply.add_done_callback(lambda _reply: limit.disarm())
 
     def resolved() -> tuple[str, str, FileKeys] | PiRpcError:
-        limit.arm_from_worker()
         try:
             path = resolve_path(given, env=env)
             return path, directory_entry(path), file_keys(path)
@@ -217,7 +222,6 @@ def _ordered_delete(
     def looked(found: tuple[str, str, FileKeys] | PiRpcError | None) -> None:
         if reply.done():  # cancelled meanwhile, or the limit passed
             return
-        limit.disarm()
         if not isinstance(found, tuple):
             reply.set_exception(found or PiRpcError(INTERNAL_ERROR, "pi/delete: the file was not looked at"))
             return
@@ -229,7 +233,7 @@ def _ordered_delete(
         start = partial(_delete, server, path, {path, entry}, permanent)
         settle(reply, start if not earlier else partial(pending.after, earlier, start))
 
-    pending.look(resolved, looked)
+    pending.look(resolved, limit).add_done_callback(lambda answer: looked(answer.result()))
     return reply
 
 

@@ -133,21 +133,22 @@ def _register_held(server: PiSessionServer) -> None:
             server.registry.close(server.registry.get(p.session))
             return {"session": p.session, "closed": True}
 
-        return server.pending_deletes.ordered([], close)
+        return server.pending_deletes.ordered([], close, session=p.session)
 
     @route("pi/sessions")
     def pi_sessions(params: Any) -> Any:
         """Every held session, each described by a job on its own queue (in parallel). The jobs are
         queued as the request arrives (not in a coroutine, which would run after the requests read
         with this one): each describes its session as the requests sent before this one left it
-        (once every pi/delete sent before it knows its file: the sessions it closes are left out)."""
+        (once every pi/delete sent before it knows its file: the sessions it closes are left out;
+        and once the requests sent before it that wait for a delete started)."""
         P.parse(params, P.Params)
 
         def describe() -> Any:
             jobs = [slot.queue.submit(_describer(server, slot)) for slot in server.registry.slots()]
             return _described(jobs)
 
-        return server.pending_deletes.ordered([], describe)
+        return server.pending_deletes.ordered([], describe, every_session=True)
 
 
 async def _described(jobs: list[Job[dict[str, Any]]]) -> Any:

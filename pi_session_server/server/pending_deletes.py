@@ -15,19 +15,24 @@ network mount) holds the request whose look it is and the later ones on the same
 (:class:`Waiting`), never those on other files. Until a worker has looked at what a delete
 deletes (and resolved its path: ``~`` with ``$HOME`` unset is the home of the user's password
 entry), it may be of any file: every request that names a file or a session waits for that look,
-for at most ``LOOK_LIMIT_SECONDS``; a delete not looked at by then answers that the file system did
-not answer (:func:`look_timed_out`), deleting nothing. A request by ``uri`` that no session holds
-by that path looks at its file on a worker (:meth:`PendingDeletes.looked_first`: a session may hold
-it through another spelling), and the requests on a file or a session sent after it wait for that
-look in the same way, for the same bounded time.
+for at most ``LOOK_LIMIT_SECONDS`` counted from the look's start on its worker (:class:`LookLimit`:
+a look that waited for a thread, all of them busy, has not hung); a delete not looked at by then
+answers that the file system did not answer (:func:`look_timed_out`), deleting nothing. A request
+by ``uri`` that no session holds by that path looks at its file on a worker
+(:meth:`PendingDeletes.looked_first`: a session may hold it through another spelling), and the
+requests on a file or a session sent after it wait for that look in the same way, for the same
+bounded time; past it, the request orders itself by its file from that look once it answers (the
+file is not looked at again: another thread would hang on the same stat).
 
 Everything else here runs on the event loop. A request waits on the futures of the deletes pending
 as it arrives and starts from their done callbacks, which the loop runs before it reads the next
 requests: the requests sent after the delete's answer never pass those that waited for it. The
-requests on a file start in the order they arrived: one whose look answered waits for those before
-it that name the file by the same path, or whose looks found the same file; a request whose look
-has not answered is not waited for by the requests on files of other names (it cannot be known to
-be of their file: a look that hangs would hold them all).
+requests on a session, and those on a file, start in the order they arrived: each takes its place
+as it arrives (:meth:`PendingDeletes.arrived`), and waits for those before it on the same session
+(by handle, or the session a ``uri`` names, once known), or that name its file by the same path,
+or whose looks found the same file. A request whose look has not answered is not waited for by the
+requests on files of other names (it cannot be known to be of their file: a look that hangs would
+hold them all).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from pi_session_server.session.environment import Environment
 
 from .errors import PiRpcError, from_os_error
 from .locations import FileKeys, file_keys, resolved_on_the_loop
-from .workers import Job, SerialQueue, WorkerPool, on_loop
+from .workers import CancelToken, Job, SerialQueue, WorkerPool, on_loop
 
 #: how long the requests behind a look at a file (a delete's, a ``uri``'s) wait for it (a stat may hang)
 LOOK_LIMIT_SECONDS = 2.0
@@ -80,108 +85,153 @@ class PendingDelete(msgspec.Struct, eq=False):
 
 
 class Waiting(msgspec.Struct, eq=False):
-    """A request on files (:meth:`PendingDeletes.ordered`) from its arrival until it started."""
+    """A request on files or a session (:meth:`PendingDeletes.ordered`) from its arrival until it
+    started."""
 
-    paths: frozenset[str]  # its files, resolved as the request arrived
     started: asyncio.Future[None]  # it started (or was cancelled): those behind it on its file go on
+    session: str | None = None  # the handle of the session it is on, once known
+    every_session: bool = False  # on every session (pi/sessions): after every request before it
+    paths: frozenset[str] = frozenset()  # its files, resolved as the request arrived
     keys: FileKeys | None = None  # what its files are, once a worker looked
 
-    def shares_a_file(self, other: Waiting) -> bool:
-        """Known to be on a file of ``other``: by a path, or by what the looks found."""
+    def goes_after(self, other: Waiting) -> bool:
+        """Known to be on a session or a file of ``other``: by a handle, a path, or by what the
+        looks found."""
+        if self.every_session or (self.session is not None and self.session == other.session):
+            return True
         if self.paths & other.paths:
             return True
         return self.keys is not None and other.keys is not None and bool(self.keys & other.keys)
 
 
 class LookLimit:
-    """The bound of a pi/delete's look at its file: armed as the look starts (on its worker: a look
-    that waited for a thread, all of them busy, has not hung), the delete's failure ``error()``
-    once the look has run for ``LOOK_LIMIT_SECONDS`` without answering."""
+    """The bound of a look at a file: armed as the look starts on its worker (a look that waited
+    for a thread, all of them busy, has not hung), ``passed()`` on the loop once the look has run
+    for ``LOOK_LIMIT_SECONDS`` without answering (unless disarmed first)."""
 
-    def __init__(
-        self, reply: asyncio.Future[Any], delete: PendingDelete, error: Callable[[], BaseException]
-    ) -> None:
+    def __init__(self, passed: Callable[[], None]) -> None:
         self._loop = asyncio.get_running_loop()
-        self._reply = reply
-        self._delete = delete
-        self._error = error
+        self._passed = passed
         self._timer: asyncio.TimerHandle | None = None
-        reply.add_done_callback(lambda _reply: self.disarm())
+        self._disarmed = False
 
     def arm_from_worker(self) -> None:
         self._loop.call_soon_threadsafe(self._arm)
 
     def disarm(self) -> None:
-        """The look answered (or the delete did)."""
+        """The look answered (or what waited for it no longer does)."""
+        self._disarmed = True
         if self._timer is not None:
             self._timer.cancel()
 
     def _arm(self) -> None:
-        if not self._settled():
-            self._timer = self._loop.call_later(LOOK_LIMIT_SECONDS, self._passed)
+        if not self._disarmed and self._timer is None:
+            self._timer = self._loop.call_later(LOOK_LIMIT_SECONDS, self._pass)
 
-    def _passed(self) -> None:
-        if not self._settled():
-            self._reply.set_exception(self._error())
-
-    def _settled(self) -> bool:
-        return self._reply.done() or self._delete.known.done()
+    def _pass(self) -> None:
+        if not self._disarmed:
+            self._disarmed = True
+            self._passed()
 
 
 class PendingDeletes:
     def __init__(self, pool: WorkerPool) -> None:
         self._pool = pool  # each look at a file runs on a queue of its own
         self._deletes: list[PendingDelete] = []
-        self._waiting: list[Waiting] = []  # requests on files not started yet, in arrival order
+        self._waiting: list[Waiting] = []  # requests on files or sessions not started yet, in arrival order
 
     def __bool__(self) -> bool:
         return bool(self._deletes or self._waiting)
 
-    def ordered(self, paths: Iterable[str | None] | None, start: Callable[[], Any]) -> Any:
+    def arrived(self, session: str | None = None) -> Waiting:
+        """A request on a session (``session``: its handle, where known as it arrives) in its place
+        among those waiting: the requests on its session or its files sent after it start after
+        it. Hand it to :meth:`ordered` (through :meth:`looked_first` for one that looks first)."""
+        waiting = Waiting(asyncio.get_running_loop().create_future(), session)
+        self._waiting.append(waiting)
+        return waiting
+
+    def ordered(
+        self,
+        paths: Iterable[str | None] | None,
+        start: Callable[[], Any],
+        *,
+        session: str | None = None,
+        every_session: bool = False,
+        waiting: Waiting | None = None,
+        looked: tuple[str, asyncio.Future[Any]] | None = None,
+    ) -> Any:
         """``start()`` (what a handler returns) now, or a future of its outcome started once the
         deletes of the files at ``paths`` (resolved; None for one that could not be resolved on
         the loop, which may be any file) pending now answered; ``EVERY_FILE``: once all did. A
         request on no file (``paths`` empty: on a session) waits until every pending delete's
-        file is known, and its sessions closed."""
-        if not self:
+        file is known, and its sessions closed. It starts after the requests before it on its
+        files, and on its session (``session``: its handle; or its place, ``waiting``, taken as it
+        arrived: :meth:`arrived`); ``every_session``: after every request before it. ``looked``: a path of ``paths`` and the future of a look at it
+        already made (not made again)."""
+        if not self and waiting is None:
             return start()
         wanted = [None] if paths is EVERY_FILE else list(paths)
-        if None in wanted:
-            return self.after([delete.done for delete in self._deletes], start)
-        if not wanted:
-            return self.after([delete.known for delete in self._deletes], start)
         resolved = frozenset(path for path in wanted if path is not None)
+        every_file = None in wanted
         loop = asyncio.get_running_loop()
         reply = loop.create_future()
+        if waiting is None:
+            waiting = self.arrived(session)
+            waiting.every_session = every_session
         before = list(self._deletes)  # (not those sent after this request)
-        ahead = list(self._waiting)
-        waiting = Waiting(resolved, loop.create_future())
-        self._waiting.append(waiting)
+        ahead = self._waiting[: self._waiting.index(waiting)] if waiting in self._waiting else []
+        waiting.paths = resolved
         reply.add_done_callback(lambda _reply: self._started(waiting))  # (cancelled: the others go on)
 
-        def looked(keys: FileKeys | None) -> None:
+        def begin() -> Any:
+            # after the requests on its session or its file that arrived before it, as now known
+            # (a look that answered since may have found this file)
+            first = [other.started for other in ahead if waiting.goes_after(other)]
+            if any(not started.done() for started in first):
+                return self.after(first, begin)
+            self._started(waiting)
+            return start()
+
+        def known(keys: FileKeys | None) -> None:
             if reply.done():  # cancelled meanwhile
                 return
             waiting.keys = keys
             unknown = [delete.known for delete in before if not delete.known.done()]
-            if unknown and keys is not None:  # a delete sent before whose file is not known yet
-                self.after(unknown, lambda: looked(keys))
+            if resolved and not every_file and unknown and keys is not None:
+                # a delete sent before whose file is not known yet: it may be of these files
+                self.after(unknown, lambda: known(keys))
                 return
-            waits = [delete.done for delete in before if keys is None or keys & delete.keys]
-
-            def begin() -> Any:
-                # after the requests on its file that arrived before it, as now known (a look
-                # that answered since may have found this file)
-                first = [other.started for other in ahead if other.shares_a_file(waiting)]
-                if any(not started.done() for started in first):
-                    return self.after(first, begin)
-                self._started(waiting)
-                return start()
-
+            waits = _waits(before, None if every_file else resolved, keys)
             settle(reply, lambda: self.after(waits, begin))
 
-        self.look(lambda: frozenset().union(*map(file_keys, resolved)), looked)
+        if every_file or not resolved or not (before or ahead):
+            known(None)  # (nothing to compare its files with)
+        else:
+            self._look_at(resolved, looked, known)
         return reply
+
+    def _look_at(
+        self,
+        paths: frozenset[str],
+        looked: tuple[str, asyncio.Future[Any]] | None,
+        then: Callable[[FileKeys | None], None],
+    ) -> None:
+        """``then(what the files at paths are)``, None if a look failed: each a look on a worker,
+        but the one of ``looked`` (a path and its look, made already)."""
+        answers: list[asyncio.Future[Any]] = []
+        if looked is not None and looked[0] in paths:
+            answers.append(looked[1])
+            paths = paths - {looked[0]}
+        if paths:
+            answers.append(self.look(lambda: frozenset().union(*map(file_keys, paths))))
+        gathered = asyncio.gather(*answers)
+
+        def found(future: asyncio.Future[list[Any]]) -> None:
+            values = future.result()
+            then(None if any(value is None for value in values) else frozenset().union(*values))
+
+        gathered.add_done_callback(found)
 
     def _started(self, waiting: Waiting) -> None:
         if not waiting.started.done():
@@ -189,44 +239,59 @@ class PendingDeletes:
         if waiting in self._waiting:
             self._waiting.remove(waiting)
 
-    def looked_first(self, work: Callable[[], Any], start: Callable[[Any], Any]) -> asyncio.Future[Any]:
-        """A future of the outcome of ``start(work())``, ``work`` done on a worker: a request
-        that must look at a file before it knows which session it addresses. The requests on a
-        file or a session sent after it wait for that look, as for a delete's (none passes it);
-        it deletes nothing. A look that fails, or has not answered within
-        ``LOOK_LIMIT_SECONDS`` (a stat on a stuck mount), starts ``start(None)``: those
-        behind it wait no longer."""
+    def looked_first(
+        self, work: Callable[[], Any], start: Callable[[Any, asyncio.Future[Any]], Any], waiting: Waiting
+    ) -> asyncio.Future[Any]:
+        """A future of the outcome of ``start(work(), the look's future)``, ``work`` done on a
+        worker: a request (in its place, ``waiting``) that must look at a file before it knows
+        which session it addresses. The requests on a file or a session sent after it wait for
+        that look, as for a delete's (none passes it); it deletes nothing. A look that fails, or
+        has run for ``LOOK_LIMIT_SECONDS`` without answering (a stat on a stuck mount), starts
+        ``start(None, ...)``: those behind it wait no longer (the look's future answers once the
+        look does)."""
         loop = asyncio.get_running_loop()
         looking = self.begin()
         reply: asyncio.Future[Any] = loop.create_future()
         reply.add_done_callback(lambda _reply: self.end(looking))  # (cancelled: the others go on)
+        reply.add_done_callback(lambda _reply: self._started(waiting))
 
-        def looked(value: Any) -> None:
+        def go_on(value: Any) -> None:
             if looking.known.done():  # (the limit passed first, or the request was cancelled)
                 return
-            limit.cancel()
+            limit.disarm()
             # those waiting for the look go on from callbacks the loop runs after this one
             self.end(looking)
             if not reply.done():
-                settle(reply, lambda: start(value))
+                settle(reply, lambda: start(value, answer))
 
-        limit = loop.call_later(LOOK_LIMIT_SECONDS, looked, None)
-        self.look(work, looked)
+        limit = LookLimit(lambda: go_on(None))
+        answer = self.look(work, limit)
+        answer.add_done_callback(lambda _answer: go_on(_answer.result()))
         return reply
 
-    def look(self, work: Callable[[], Any], then: Callable[[Any], None]) -> Job[Any]:
-        """``work()`` on a worker queue of its own (a look that hangs holds no other), then
-        ``then(its value)`` on the loop (None for a failure, which the caller's own job meets
-        again)."""
+    def look(self, work: Callable[[], Any], limit: LookLimit | None = None) -> asyncio.Future[Any]:
+        """A future of ``work()``, run on a worker queue of its own (a look that hangs holds no
+        other); None for a failure, which the caller's own job meets again. ``limit`` is armed as
+        the work starts, disarmed as it answers."""
         loop = asyncio.get_running_loop()
         queue: SerialQueue = self._pool.queue("a look at a file")
-        job = queue.submit(lambda _token: work(), interruptible=False)
+
+        def run(_token: CancelToken) -> Any:
+            if limit is not None:
+                limit.arm_from_worker()
+            return work()
+
+        job = queue.submit(run, interruptible=False)
+        answer: asyncio.Future[Any] = loop.create_future()
 
         def finished(future: asyncio.Future[Any]) -> None:
-            then(None if future.cancelled() or future.exception() is not None else future.result())
+            if limit is not None:
+                limit.disarm()
+            failed = future.cancelled() or future.exception() is not None
+            answer.set_result(None if failed else future.result())
 
         on_loop(job, loop).add_done_callback(finished)
-        return job
+        return answer
 
     def after(self, waits: list[asyncio.Future[None]], start: Callable[[], Any]) -> Any:
         """``start()`` now if ``waits`` are done, else a future of its outcome, started once they are
@@ -271,6 +336,17 @@ class PendingDeletes:
                 future.set_result(None)
         if delete in self._deletes:
             self._deletes.remove(delete)
+
+
+def _waits(before: list[PendingDelete], paths: frozenset[str] | None, keys: FileKeys | None) -> list[Any]:
+    """What a request on the files at ``paths`` (None: every file; empty: on a session only),
+    which ``keys`` say what they are (None: not known), waits for of the deletes sent ``before``
+    it: those of its files answered; on a session, those known (its sessions' closes queued)."""
+    if paths is None:
+        return [delete.done for delete in before]
+    if not paths:
+        return [delete.known for delete in before]
+    return [delete.done for delete in before if keys is None or keys & delete.keys]
 
 
 def settle(reply: asyncio.Future[Any], start: Callable[[], Any]) -> None:
