@@ -190,6 +190,20 @@ class RawServer:
                     self.replies[msg_id] = self.unmatched.pop(i)
                     break
 
+    def send_together(self, *requests: tuple[str, dict[str, Any]]) -> list[Any]:
+        """``requests`` written in one write (the server reads them in one go: the first, a
+        pi/delete say, is pending as the others arrive); their ids, in order."""
+        ids = [self.next_id() for _ in requests]
+        for msg_id in ids:
+            self.expect_id(msg_id)
+        self.send_bytes(
+            b"".join(
+                frame(encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
+                for msg_id, (method, params) in zip(ids, requests, strict=True)
+            )
+        )
+        return ids
+
     def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:

@@ -20,16 +20,7 @@ UNKNOWN_SESSION = -32001
 
 def pipelined(server: RawServer, *requests: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """``requests`` written in one write; their replies, in the same order."""
-    ids = [server.next_id() for _ in requests]
-    for msg_id in ids:
-        server.expect_id(msg_id)
-    server.send_bytes(
-        b"".join(
-            frame(encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
-            for msg_id, (method, params) in zip(ids, requests, strict=True)
-        )
-    )
-    return [server.wait_reply(msg_id, timeout=30) for msg_id in ids]
+    return [server.wait_reply(msg_id, timeout=30) for msg_id in server.send_together(*requests)]
 
 
 def session_with_entries(directory: Path, count: int, cwd: str) -> str:

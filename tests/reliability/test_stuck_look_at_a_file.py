@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from reliability_rpc import REPO_ROOT, RawServer, encode, file_uri, frame
+from reliability_rpc import REPO_ROOT, RawServer, file_uri
 from test_requests_ordered_after_delete import session_with_entries
 
 from pi_session_server.server import pending_deletes
@@ -84,21 +83,6 @@ def stuck_server(tmp_path: Path, stuck_flag: Path) -> Iterator[RawServer]:
         server.close()
 
 
-def sent_together(server: RawServer, *requests: tuple[str, dict[str, Any]]) -> list[Any]:
-    """``requests`` written in one write (read with the first, a pi/delete: it is pending as the
-    others arrive); their ids."""
-    ids = [server.next_id() for _ in requests]
-    for msg_id in ids:
-        server.expect_id(msg_id)
-    server.send_bytes(
-        b"".join(
-            frame(encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
-            for msg_id, (method, params) in zip(ids, requests, strict=True)
-        )
-    )
-    return ids
-
-
 def test_a_look_that_hangs_delays_no_request_on_another_file_or_session(
     stuck_server: RawServer, tmp_path: Path, stuck_flag: Path
 ):
@@ -108,8 +92,7 @@ def test_a_look_that_hangs_delays_no_request_on_another_file_or_session(
     held = session_with_entries(tmp_path / "held", APPENDED, str(tmp_path))
     session = stuck_server.call("pi/open", {"path": held})["session"]
     stuck_flag.touch()
-    deleted, on_stuck, opened, by_uri, on_session = sent_together(
-        stuck_server,
+    deleted, on_stuck, opened, by_uri, on_session = stuck_server.send_together(
         ("pi/delete", {"path": doomed, "permanent": True}),
         ("pi/open", {"path": stuck}),
         ("pi/open", {"path": other}),
@@ -138,8 +121,7 @@ def test_a_delete_whose_file_cannot_be_looked_at_fails_in_bounded_time_and_holds
     other = session_with_entries(tmp_path / "other", APPENDED, str(tmp_path))
     session = stuck_server.call("pi/open", {"path": held})["session"]
     stuck_flag.touch()
-    deleted, on_session, opened = sent_together(
-        stuck_server,
+    deleted, on_session, opened = stuck_server.send_together(
         ("pi/delete", {"path": stuck, "permanent": True}),
         ("pi/getEntryCount", {"session": session}),
         ("pi/open", {"path": other}),
