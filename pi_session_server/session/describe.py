@@ -604,22 +604,13 @@ class PreviewCache:
         order = self._assistant_order
         if order is None or order[0]() is not source:
             assert self.entries is not None
-            listed: list[Entry] = []
-            starts, ends = array("q"), array("q")
-            last = -1
-            ending = False  # (the entry before was an assistant message: this one starts its end)
             of_file = (e for e in self.entries() if type(e) is Entry and e._source is source)
-            for e in sorted(of_file, key=_offset):
-                offset = e.offset
-                if ending:
-                    ends.append(offset if offset > last else 0)  # (0: two entries of one offset, no end)
-                last = offset
-                ending = _is_assistant(e)
-                if ending:
-                    listed.append(e)
-                    starts.append(offset)
-            if ending:
-                ends.append(0)
+            found = _assistants_and_next_entries(of_file)  # (in file order as a rule: no list of all)
+            if found is None:
+                of_file = (e for e in self.entries() if type(e) is Entry and e._source is source)
+                found = _assistants_and_next_entries(sorted(of_file, key=_offset))
+            assert found is not None
+            listed, starts, ends = found
             order = self._assistant_order = (weakref.ref(source), listed, starts, ends)
         return order[1], order[2], order[3]
 
@@ -848,6 +839,31 @@ class PreviewCache:
                 return found
         self._count_made(entry)
         return (entry, preview_part(entry))
+
+
+def _assistants_and_next_entries(
+    entries: Iterable[Entry],
+) -> tuple[list[Entry], array[int], array[int]] | None:
+    """The assistant messages among ``entries`` (of one file), their offsets, and where the next
+    entry starts after each (0: not known, the last); None if ``entries`` are not in file order."""
+    listed: list[Entry] = []
+    starts, ends = array("q"), array("q")
+    last = -1
+    ending = False  # (the entry before was an assistant message: this one starts its end)
+    for e in entries:
+        offset = e.offset
+        if offset < last:
+            return None
+        if ending:
+            ends.append(offset if offset > last else 0)  # (0: two entries of one offset, no end known)
+        last = offset
+        ending = _is_assistant(e)
+        if ending:
+            listed.append(e)
+            starts.append(offset)
+    if ending:
+        ends.append(0)
+    return listed, starts, ends
 
 
 # A walk that needed this many previews not known yet is likely to need many more (a whole tree, a

@@ -40,6 +40,9 @@ Unset = msgspec.UnsetType
 
 # Lines are read in windows of at least this many bytes (a longer line gets a window of its own).
 WINDOW = 1024 * 1024
+# The silences read to the next entries are decoded this many bytes at a time at most (a window
+# and the lines put together from it stay in the processor's cache).
+SILENCE_WINDOW = 256 * 1024
 # A line whose length was not kept, far from the next one wanted, is read this much at first.
 LINE_GUESS = 64 * 1024
 # Below this many entries to read, reading each one on its own costs less than a pass.
@@ -357,7 +360,12 @@ def _silences_to_ends(
             continue
         start = entries[at].offset
         stop = at + 1  # entries[at:stop] are read in one window
-        while stop < count and ends[stop] and ends[stop] - start <= WINDOW and entries[stop]._body is ABSENT:
+        while (
+            stop < count
+            and ends[stop]
+            and ends[stop] - start <= SILENCE_WINDOW
+            and entries[stop]._body is ABSENT
+        ):
             stop += 1
         chunk = entries[at:stop]
         lines = _window_silences(fd, chunk, ends[at:stop])

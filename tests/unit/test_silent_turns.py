@@ -226,7 +226,7 @@ def test_the_silences_read_to_the_next_entries_are_those_read_line_by_line(
     left out, each entry given once."""
     path = _write(tmp_path / "s.jsonl", MESSAGES * 2)
     _with_lines_between(path, {7: "", 30: "   ", 61: "not json", 90: '{"not":"an entry line"'})
-    monkeypatch.setattr(preview_pass, "WINDOW", window)
+    monkeypatch.setattr(preview_pass, "SILENCE_WINDOW", window)
     windows: list[int] = []
     real = preview_pass._decode_silence_lines
     monkeypatch.setattr(preview_pass, "_decode_silence_lines", lambda data: windows.append(1) or real(data))
