@@ -416,3 +416,19 @@ def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
         assert any(head.silent.values()) and not all(head.silent.values())
         assert levels(manager, server_cache(manager)) == expected
     assert sum(read) <= 1
+
+
+def test_the_assistant_messages_of_a_file_are_listed_with_where_the_next_entry_starts(tmp_path: Path) -> None:
+    """In file order, or sorted when the session lists its entries in another order."""
+    path = _write(tmp_path / "s.jsonl", MESSAGES[:10])
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        entries = list(manager.get_entries())
+        assistants = _assistants(manager, from_file=True)
+        found = describe._assistants_and_next_entries(entries)
+        assert found is not None
+        listed, starts, ends = found
+        assert listed == assistants and list(starts) == [e.offset for e in assistants]
+        assert list(ends) == _next_entries(manager, assistants) and ends[-1] == 0 and all(ends[:-1])
+        assert describe._assistants_and_next_entries(entries[::-1]) is None
+        cache = PreviewCache(entries=lambda: entries[::-1], entry_count=manager.entry_count)
+        assert cache._assistants_in_file_order(assistants[0]) == (listed, starts, ends)
