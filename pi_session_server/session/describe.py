@@ -405,8 +405,9 @@ class PreviewCache:
         self._silences: dict[int, tuple[Any, bool | None]] = {}  # (None: to be read the usual way)
         self._silences_read = 0  # how many (they count as misses towards the kept silent turns)
         self._silences_new = 0  # how many since they were last kept (see has_new_previews)
-        # (a file's source, its assistant messages in file order and their offsets; see _read_silences)
-        self._assistant_order: tuple[weakref.ref[Any], list[Entry], array[int]] | None = None
+        # (a file's source, its assistant messages in file order, their offsets, the next entries'; see
+        # _read_silences)
+        self._assistant_order: tuple[weakref.ref[Any], list[Entry], array[int], array[int]] | None = None
 
     def _load_stored(self, entries: list[Any], fd: int | None = None) -> int:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
@@ -569,40 +570,49 @@ class PreviewCache:
     def _read_silences(self, entry: Any) -> None:
         """Read whether ``entry`` is a silent turn, and once many were read so, whether the
         assistant messages after it in its file are too, :data:`SILENCE_BATCH` of them in one pass
-        (a walk down a chat asks them next, in file order as a rule)."""
+        (a walk down a chat asks them next, in file order as a rule), knowing where each one's line
+        ends by where the next entry of the file starts."""
         if type(entry) is not Entry:
             return
         batch = [entry]
+        ends: list[int] | None = None
         kept = self._silences
         from_file = type(entry._source) is FileLineSource
         if from_file and self._silences_read >= PREFETCH_AFTER_MISSES and self.entries is not None:
-            listed, offsets = self._assistants_in_file_order(entry)
+            listed, offsets, listed_ends = self._assistants_in_file_order(entry)
             at = bisect_left(offsets, entry.offset)
             if at < len(listed) and listed[at] is entry:  # (those known are alive: ids not reused)
-                batch = [e for e in listed[at : at + SILENCE_BATCH] if id(e) not in kept]
+                stop = min(at + SILENCE_BATCH, len(listed))
+                wanted = [k for k in range(at, stop) if id(listed[k]) not in kept]
+                batch = [listed[k] for k in wanted]
+                ends = [listed_ends[k] for k in wanted]
         self._silences_read += len(batch)
         self._silences_new += len(batch)
         decoded = 0
-        for read, message in silences(batch):
+        for read, message in silences(batch, ends):
             kept[id(read)] = (read, _silent_of(message))
             decoded += 1
         if decoded < len(batch):  # lines the pass left out: read the usual way when asked, not again
             for left in batch:
                 kept.setdefault(id(left), (left, None))
 
-    def _assistants_in_file_order(self, entry: Entry) -> tuple[list[Entry], array[int]]:
-        """The assistant messages of the session read from the file of ``entry``, in file order, and
-        their offsets: made once per file (the messages appended later are read alone)."""
+    def _assistants_in_file_order(self, entry: Entry) -> tuple[list[Entry], array[int], array[int]]:
+        """The assistant messages of the session read from the file of ``entry``, in file order,
+        their offsets, and where the next entry of the file starts after each (0: none, the last):
+        made once per file (the messages appended later are read alone)."""
         source = entry._source
         order = self._assistant_order
         if order is None or order[0]() is not source:
             assert self.entries is not None
-            listed = [
-                e for e in self.entries() if type(e) is Entry and e._source is source and _is_assistant(e)
-            ]
-            listed.sort(key=_offset)
-            order = self._assistant_order = (weakref.ref(source), listed, array("q", map(_offset, listed)))
-        return order[1], order[2]
+            of_file = (e for e in self.entries() if type(e) is Entry and e._source is source)
+            found = _assistants_and_next_entries(of_file)  # (in file order as a rule: no list of all)
+            if found is None:
+                of_file = (e for e in self.entries() if type(e) is Entry and e._source is source)
+                found = _assistants_and_next_entries(sorted(of_file, key=_offset))
+            assert found is not None
+            listed, starts, ends = found
+            order = self._assistant_order = (weakref.ref(source), listed, starts, ends)
+        return order[1], order[2], order[3]
 
     def _kept_head(self, entry: Any) -> preview_store.KeptHead | None:
         """What the stored previews of the file of ``entry`` say without the previews (which lines
@@ -829,6 +839,31 @@ class PreviewCache:
                 return found
         self._count_made(entry)
         return (entry, preview_part(entry))
+
+
+def _assistants_and_next_entries(
+    entries: Iterable[Entry],
+) -> tuple[list[Entry], array[int], array[int]] | None:
+    """The assistant messages among ``entries`` (of one file), their offsets, and where the next
+    entry starts after each (0: not known, the last); None if ``entries`` are not in file order."""
+    listed: list[Entry] = []
+    starts, ends = array("q"), array("q")
+    last = -1
+    ending = False  # (the entry before was an assistant message: this one starts its end)
+    for e in entries:
+        offset = e.offset
+        if offset < last:
+            return None
+        if ending:
+            ends.append(offset if offset > last else 0)  # (0: two entries of one offset, no end known)
+        last = offset
+        ending = _is_assistant(e)
+        if ending:
+            listed.append(e)
+            starts.append(offset)
+    if ending:
+        ends.append(0)
+    return listed, starts, ends
 
 
 # A walk that needed this many previews not known yet is likely to need many more (a whole tree, a

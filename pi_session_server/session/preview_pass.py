@@ -40,6 +40,9 @@ Unset = msgspec.UnsetType
 
 # Lines are read in windows of at least this many bytes (a longer line gets a window of its own).
 WINDOW = 1024 * 1024
+# The silences read to the next entries are decoded this many bytes at a time at most (a window
+# and the lines put together from it stay in the processor's cache).
+SILENCE_WINDOW = 256 * 1024
 # A line whose length was not kept, far from the next one wanted, is read this much at first.
 LINE_GUESS = 64 * 1024
 # Below this many entries to read, reading each one on its own costs less than a pass.
@@ -299,16 +302,31 @@ class SilenceLine(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
 
 
 _decode_silence = msgspec.json.Decoder(SilenceLine).decode
+_decode_silence_lines = msgspec.json.Decoder(SilenceLine).decode_lines
 
 
-def silences(entries: Iterable[Entry]) -> Iterator[tuple[Entry, SilenceMessage | None]]:
+def silences(
+    entries: Iterable[Entry], ends: Sequence[int] | None = None
+) -> Iterator[tuple[Entry, SilenceMessage | None]]:
     """(entry, its message as far as a silent turn goes; None: the line holds no message object)
-    for the entries whose lines are read from their file, in file order, or held as bytes: the
-    filters ask it of every assistant message they pass, most of which are not shown, so nothing
-    else of the line is decoded (no preview, no tool call). Entries holding their value are left
-    out, and so is an entry whose line does not decode as :class:`SilenceLine` (content neither
-    text nor a list of objects, lone surrogates, a number JSON.parse reads and msgspec will not):
-    read the usual way. Raises StaleFileError as ``Entry.value``."""
+    for the entries whose lines are read from their file, or held as bytes: the filters ask it of
+    every assistant message they pass, most of which are not shown, so nothing else of the line is
+    decoded (no preview, no tool call). Entries holding their value are left out, and so is an
+    entry whose line does not decode as :class:`SilenceLine` (content neither text nor a list of
+    objects, lone surrogates, a number JSON.parse reads and msgspec will not): read the usual way.
+    Raises StaleFileError as ``Entry.value``.
+
+    ``ends``: for each of ``entries`` (then a list, in file order, all of one file), where the next
+    entry of its file starts (0: not known), which its line ends before (see
+    :func:`_silences_to_ends`)."""
+    if ends is None:
+        return _silences(entries)
+    assert isinstance(entries, list) and len(entries) == len(ends)
+    return _silences_to_ends(entries, ends)
+
+
+def _silences(entries: Iterable[Entry]) -> Iterator[tuple[Entry, SilenceMessage | None]]:
+    """:func:`silences` of entries in any order, each line read to its newline."""
     held, lazy = _lines_to_read(entries)
     held_lines = ((entry, entry._body) for entry in held)
     for entry, data in chain(held_lines, *(_lines_in_windows(source, group) for source, group in lazy)):
@@ -320,6 +338,72 @@ def silences(entries: Iterable[Entry]) -> Iterator[tuple[Entry, SilenceMessage |
             raise _stale(entry)
         message = line.message
         yield entry, message if type(message) is SilenceMessage else None
+
+
+def _silences_to_ends(
+    entries: list[Entry], ends: Sequence[int]
+) -> Iterator[tuple[Entry, SilenceMessage | None]]:
+    """:func:`silences` of entries read from one file, in file order, each known to end before the
+    next entry of its file (``ends``). The file between an entry and the next holds its line, its
+    newline and at most blank lines: the stretches of a window's entries, put together, are lines
+    msgspec decodes in one call (``decode_lines``), without a call per line to find its end or
+    decode it. A window whose stretches are not so (a line that is not an entry in between, a line
+    the decoder refuses, a file changed) has its entries read line by line (:func:`_silences`)."""
+    fd = entries[0]._source.fd
+    one_by_one: list[Entry] = []
+    count = len(entries)
+    at = 0
+    while at < count:
+        if not ends[at] or entries[at]._body is not ABSENT:
+            one_by_one.append(entries[at])
+            at += 1
+            continue
+        start = entries[at].offset
+        stop = at + 1  # entries[at:stop] are read in one window
+        while (
+            stop < count
+            and ends[stop]
+            and ends[stop] - start <= SILENCE_WINDOW
+            and entries[stop]._body is ABSENT
+        ):
+            stop += 1
+        chunk = entries[at:stop]
+        lines = _window_silences(fd, chunk, ends[at:stop])
+        if lines is None:
+            one_by_one.extend(chunk)
+        else:
+            for entry, line in zip(chunk, lines, strict=True):
+                message = line.message
+                yield entry, message if type(message) is SilenceMessage else None
+        at = stop
+    if one_by_one:
+        yield from _silences(one_by_one)
+
+
+def _window_silences(fd: int, entries: list[Entry], ends: Sequence[int]) -> list[SilenceLine] | None:
+    """The lines of ``entries`` (see :func:`_silences_to_ends`), read in one window and decoded in
+    one call (None: not so). Raises StaleFileError for a line that no longer carries its entry's
+    envelope."""
+    start, end = entries[0].offset, ends[-1]
+    window = os.pread(fd, end - start, start)
+    if len(window) != end - start:
+        return None
+    view = memoryview(window)
+    stretches = [view[e.offset - start : stop - start] for e, stop in zip(entries, ends, strict=True)]
+    try:
+        lines = _decode_silence_lines(b"".join(stretches))
+    except _DECODE_ERRORS:
+        return None
+    if len(lines) != len(entries):
+        return None
+    envelopes = list(map(_envelope, entries))
+    if envelopes != list(map(_envelope, lines)) or not _STRING_OR_NULL.issuperset(
+        map(type, chain.from_iterable(envelopes))
+    ):  # (the common case, plain envelopes the same, checked for the whole window at once)
+        for entry, line in zip(entries, lines, strict=True):
+            if not _same_envelope(entry, line):
+                raise _stale(entry)
+    return lines
 
 
 def _window_size(offset: int, length: int, following: int | None) -> int:
@@ -353,6 +437,8 @@ _envelope = attrgetter("type", "id", "parent_id", "timestamp")
 # The types of an envelope as pi writes it (string fields, a null parentId at the root): one that
 # equals another only if it is the same JSON (no other JSON value equals a string, nor null).
 _PLAIN = frozenset({(str, str, str, str), (str, str, type(None), str)})
+# The types of the fields of envelopes that are the same JSON where they are equal (as in _PLAIN).
+_STRING_OR_NULL = frozenset({str, type(None)})
 
 
 def _decoded(data: bytes | memoryview) -> tuple[PreviewLine, PreviewValue]:

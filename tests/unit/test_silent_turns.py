@@ -154,8 +154,15 @@ def test_the_silent_turns_read_a_batch_at_a_time_are_those_of_the_whole_messages
         expected = _expected(entries)
         whole_reads = _count_whole_reads(monkeypatch)
         batches: list[int] = []
+        ends_given: list[bool] = []  # (whether a batch was read knowing where its lines end)
+
+        def counted(batch: list[Entry], ends: list[int] | None = None) -> Any:
+            batches.append(len(batch))
+            ends_given.append(ends is not None)
+            return real(batch, ends)
+
         real = preview_pass.silences
-        monkeypatch.setattr(describe, "silences", lambda batch: batches.append(len(batch)) or real(batch))
+        monkeypatch.setattr(describe, "silences", counted)
         cache = PreviewCache(entries=manager.get_entries, entry_count=manager.entry_count)
         order = list(range(len(entries)))
         order = order[len(order) // 2 :] + order[: len(order) // 2]  # a walk that starts midway
@@ -163,6 +170,7 @@ def test_the_silent_turns_read_a_batch_at_a_time_are_those_of_the_whole_messages
         assert [answers[at] for at in range(len(entries))] == expected
         assert [cache.silent_turn(e) for e in entries] == expected  # kept: nothing read again
         assert max(batches) == 16 and len(batches) < len(entries) // 4
+        assert all(given for size, given in zip(batches, ends_given, strict=True) if size > 1)
         assert sum(batches) <= len(entries)  # none read twice
         odd = len(entries) - sum(1 for _ in preview_pass.silences(entries))
         assert whole_reads() == odd  # the lines the decoder leaves out, and those alone
@@ -192,6 +200,59 @@ def test_a_line_changed_under_the_silences_is_refused(tmp_path: Path) -> None:
             list(preview_pass.silences(entries))
         with pytest.raises(Exception, match="changed underneath"):
             PreviewCache().silent_turn(middle)
+
+
+def _next_entries(manager: SessionManager, entries: list[Entry]) -> list[int]:
+    """Where the next entry of the file starts after each of ``entries`` (0: none)."""
+    offsets = sorted(e.offset for e in manager.get_entries())
+    return [next((o for o in offsets if o > e.offset), 0) for e in entries]
+
+
+def _with_lines_between(path: Path, between: dict[int, str]) -> None:
+    """Put a line that is not an entry before some of the file's lines (by their number)."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for at in sorted(between, reverse=True):
+        lines.insert(at, between[at])
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize("window", [600, 4096, 1 << 20])
+def test_the_silences_read_to_the_next_entries_are_those_read_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Lines whose end is known by where the next entry starts are decoded a window at a time; the
+    windows holding a blank line between entries are as well, those holding a line that is not an
+    entry (or a line the decoder refuses) are read line by line: the same answers, the same lines
+    left out, each entry given once."""
+    path = _write(tmp_path / "s.jsonl", MESSAGES * 2)
+    _with_lines_between(path, {7: "", 30: "   ", 61: "not json", 90: '{"not":"an entry line"'})
+    monkeypatch.setattr(preview_pass, "SILENCE_WINDOW", window)
+    windows: list[int] = []
+    real = preview_pass._decode_silence_lines
+    monkeypatch.setattr(preview_pass, "_decode_silence_lines", lambda data: windows.append(1) or real(data))
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        entries = _assistants(manager, from_file=True)
+        expected = {id(e): describe._silent_of(message) for e, message in preview_pass.silences(entries)}
+        assert not windows
+        given = list(preview_pass.silences(entries, _next_entries(manager, entries)))
+        assert len(given) == len({id(e) for e, _ in given})
+        assert {id(e): describe._silent_of(message) for e, message in given} == expected
+        assert len(windows) > 1
+        assert dict(zip(map(id, entries), _expected(entries), strict=True)).items() >= expected.items()
+
+
+def test_a_line_changed_under_the_silences_read_to_the_next_entries_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path / "s.jsonl", [_message('"hi"', '"stop"')] * 40)
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        entries = _assistants(manager, from_file=True)
+        ends = _next_entries(manager, entries)
+        assert len(list(preview_pass.silences(entries, ends))) == len(entries)
+        data = path.read_bytes()
+        middle = entries[len(entries) // 2]
+        at = data.index(f'"{middle.id}"'.encode(), middle.offset)
+        path.write_bytes(data[:at] + b'"X' + data[at + 2 :])  # its id, one letter changed
+        with pytest.raises(Exception, match="changed underneath"):
+            list(preview_pass.silences(entries, ends))
 
 
 _json_text = st.sampled_from(TEXTS) | st.text(alphabet=" \t\n\u00a0\u2028x", max_size=4).map(json.dumps)
@@ -281,7 +342,9 @@ def test_levels_and_whole_trees_read_the_silent_turns_in_batches_and_answer_the_
     monkeypatch.setattr(describe, "SILENCE_BATCH", 32)
     batches: list[int] = []
     real = preview_pass.silences
-    monkeypatch.setattr(describe, "silences", lambda batch: batches.append(len(batch)) or real(batch))
+    monkeypatch.setattr(
+        describe, "silences", lambda batch, *ends: batches.append(len(batch)) or real(batch, *ends)
+    )
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         _assistants(manager, from_file=True)
         cache = PreviewCache("/home/u", entries=manager.get_entries, entry_count=manager.entry_count)
@@ -337,7 +400,9 @@ def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
         assert keep is not None and keep()
     read: list[int] = []
     real = preview_pass.silences
-    monkeypatch.setattr(describe, "silences", lambda batch: read.append(len(batch)) or real(batch))
+    monkeypatch.setattr(
+        describe, "silences", lambda batch, *ends: read.append(len(batch)) or real(batch, *ends)
+    )
     with SessionManager.open(str(path), read_only=True, index=index_dir) as manager:
         assistants = [e for e in manager.get_entries() if e.role == "assistant"]
         head = preview_store.kept_head(manager.get_entries())
@@ -351,3 +416,19 @@ def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
         assert any(head.silent.values()) and not all(head.silent.values())
         assert levels(manager, server_cache(manager)) == expected
     assert sum(read) <= 1
+
+
+def test_the_assistant_messages_of_a_file_are_listed_with_where_the_next_entry_starts(tmp_path: Path) -> None:
+    """In file order, or sorted when the session lists its entries in another order."""
+    path = _write(tmp_path / "s.jsonl", MESSAGES[:10])
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        entries = list(manager.get_entries())
+        assistants = _assistants(manager, from_file=True)
+        found = describe._assistants_and_next_entries(entries)
+        assert found is not None
+        listed, starts, ends = found
+        assert listed == assistants and list(starts) == [e.offset for e in assistants]
+        assert list(ends) == _next_entries(manager, assistants) and ends[-1] == 0 and all(ends[:-1])
+        assert describe._assistants_and_next_entries(entries[::-1]) is None
+        cache = PreviewCache(entries=lambda: entries[::-1], entry_count=manager.entry_count)
+        assert cache._assistants_in_file_order(assistants[0]) == (listed, starts, ends)
