@@ -16,6 +16,8 @@ import builders as S
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_tree_view_keeping import _levels as tree_levels_answer
+from test_tree_view_keeping import _server_cache as server_tree_cache
 
 from pi_session_server.format.entry import Entry, LineBytes
 from pi_session_server.format.jsvalue import ABSENT
@@ -360,7 +362,6 @@ def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
     preview of each), and the next process's levels take it from there instead of reading it."""
     import time
 
-    from pi_session_server.server import tree_view as T
     from pi_session_server.session import cache_dir, preview_store
 
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
@@ -374,27 +375,12 @@ def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
     time.sleep(0.1)  # past the racy window: what is read of it may be kept
 
     def levels(manager: SessionManager, cache: PreviewCache | None) -> bytes:
-        shape = T.tree_shape(
-            manager.get_tree(),
-            manager.get_leaf_id(),
-            manager.by_id,
-            mode="default",
-            active_branch_first=True,
-            cache=cache,
-            calls=T.CallReading.NEAR_EACH_RESULT,
-        )
-        found, complete = T.tree_levels(shape, manager.get_leaf_id())
-        return T.encode_tree_levels(shape, found, complete, 2, 50_000)
-
-    def server_cache(manager: SessionManager) -> PreviewCache:
-        return PreviewCache(
-            "/home/u", entries=manager.get_entries, entry_count=manager.entry_count, keep_in_walk=False
-        )
+        return tree_levels_answer(manager, cache, limit=2)
 
     with SessionManager.open(str(path), read_only=True, index=False) as manager:
         expected = levels(manager, None)
     with SessionManager.open(str(path), read_only=True, index=index_dir) as manager:
-        cache = server_cache(manager)
+        cache = server_tree_cache(manager)
         assert levels(manager, cache) == expected
         keep = cache.keeper(manager.get_entries())
         assert keep is not None and keep()
@@ -414,7 +400,7 @@ def test_the_silent_turns_read_for_levels_are_kept_for_the_next_process(
         hidden = [e for e in assistants if not head.describes(e.offset)]  # no preview made of them
         assert hidden and any(e.offset in head.silent for e in hidden)
         assert any(head.silent.values()) and not all(head.silent.values())
-        assert levels(manager, server_cache(manager)) == expected
+        assert levels(manager, server_tree_cache(manager)) == expected
     assert sum(read) <= 1
 
 
