@@ -19,6 +19,7 @@ one would take the session's id.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -84,6 +85,9 @@ class Plan:
     # repairs of what the file holds and the text does not (Repair.on_disk): made to the file by
     # repair_file, where they are ordinary repairs of its bytes
     on_disk: list[Repair] = field(default_factory=list)
+    # the problems with repairs of the fixable codes not chosen, counted by code (what choosing
+    # those codes would add)
+    others: Counter[str] = field(default_factory=Counter)
 
     def splices(self) -> list[Splice]:
         return sorted(s for p in self.applied for s in p.splices)
@@ -100,7 +104,8 @@ def plan_repairs(
         return plan
     # The migration rewrites every line: it goes last, so that it waits for a second round whenever
     # something else is repaired (and then migrates the repaired lines too).
-    chosen_ones = sorted(_one_per_problem(doc, wanted, path, cwd), key=lambda r: r.code == codes.OLD_VERSION)
+    found, plan.others = _one_per_problem(doc, wanted, path, cwd)
+    chosen_ones = sorted(found, key=lambda r: r.code == codes.OLD_VERSION)
     if any(r.restores_header for r in chosen_ones):
         chosen_ones = [r for r in chosen_ones if r.code != codes.MISSING_HEADER]
     if any(r.restores_entries for r in chosen_ones):
@@ -131,17 +136,23 @@ def plan_repairs(
 
 def _one_per_problem(
     doc: SessionDocument, wanted: frozenset[str], path: str | None, cwd: str | None
-) -> list[Repair]:
-    """For each problem (code and line) with repairs: the preferred one, else the only or first."""
+) -> tuple[list[Repair], Counter[str]]:
+    """For each problem (code and line) of the ``wanted`` codes with repairs: the preferred one,
+    else the only or first; and the problems of the other fixable codes, counted by code."""
     by_problem: dict[tuple[str, int], Repair] = {}
+    others: set[tuple[str, int]] = set()
     for repair in repairs(doc, 0, doc.line_count - 1, path, cwd):
-        if repair.code not in wanted or repair.image is not None:
+        if repair.image is not None:
             continue
         problem = (repair.code, repair.line)
+        if repair.code not in wanted:
+            if repair.code in FIXABLE_CODES:
+                others.add(problem)
+            continue
         known = by_problem.get(problem)
         if known is None or (repair.preferred and not known.preferred):
             by_problem[problem] = repair
-    return list(by_problem.values())
+    return list(by_problem.values()), Counter(code for code, _ in others)
 
 
 def _splice(edit: TextEdit, starts: list[int]) -> Splice:

@@ -29,7 +29,6 @@ from typing import TextIO
 from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, spliced
 from ..analysis.diagnostics import document_diagnostics
 from ..analysis.document import SessionDocument
-from ..analysis.repairs import repairs
 from ..errors import PiSessionError
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, replace_in_place, same_file
@@ -154,7 +153,7 @@ MAX_ROUNDS = 5
 
 def _report_only(
     path: str,
-    doc: SessionDocument,
+    plan: Plan,
     count: int,
     chosen: frozenset[str],
     others: OtherRepairs | None,
@@ -166,7 +165,7 @@ def _report_only(
     else:
         if others is None:
             print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
-        _say_other_repairs(doc, chosen, path, report, others)
+        _say_other_repairs(plan, path, report, others)
     return (1 if count else 0), count
 
 
@@ -186,7 +185,7 @@ def _repair(
     _list(path, plan, report, later)
     count = len(plan.applied)
     if not args.output and not args.in_place:
-        return _report_only(path, doc, count, chosen, others, report)
+        return _report_only(path, plan, count, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
@@ -196,7 +195,7 @@ def _repair(
         if not count:
             if others is None:
                 print(f"{path}: nothing to repair; the file is unchanged", file=report)
-            _say_other_repairs(doc, chosen, path, report, others)
+            _say_other_repairs(plan, path, report, others)
             return 0, 0
         kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
         written = path
@@ -210,27 +209,22 @@ def _repair(
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
-    after, total, finished, kept = _more_rounds(written, chosen, count, kept, report, pi)
-    _say_what_was_made(written, after, total, finished, kept, chosen, report)
+    after, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi)
+    _say_what_was_made(written, after, total, last_plan, kept, report)
     return 0, total
 
 
 def _say_what_was_made(
-    written: str,
-    after: SessionDocument,
-    total: int,
-    finished: bool,
-    kept: int,
-    chosen: frozenset[str],
-    report: TextIO,
+    written: str, after: SessionDocument, total: int, last_plan: Plan, kept: int, report: TextIO
 ) -> None:
-    """The last lines of a repair written to ``written``: the repairs made, the problems left, the
-    repairs of other codes left, the bytes another process appended that were kept."""
+    """The last lines of a repair written to ``written`` (``after``, for which ``last_plan`` was
+    made): the repairs made, the problems left, the repairs of other codes left, the bytes another
+    process appended that were kept."""
     left = summary_text(count_by_severity(d.severity.name.lower() for d in document_diagnostics(after)))
     rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
-    stopped = "" if finished else f" (stopped after {rounds}: run again for more)"
+    stopped = "" if not last_plan.applied else f" (stopped after {rounds}: run again for more)"
     print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)
-    _say_other_repairs(after, chosen, written, report, None)
+    _say_other_repairs(last_plan, written, report, None)
     if kept:
         print(f"{written}: kept {kept} bytes that another process appended meanwhile", file=report)
 
@@ -242,10 +236,11 @@ def _readable_name(path: str, fd: int) -> str:
 
 def _more_rounds(
     written: str, chosen: frozenset[str], count: int, kept: int, report: TextIO, pi: Profile
-) -> tuple[SessionDocument, int, bool, int]:
+) -> tuple[SessionDocument, int, Plan, int]:
     """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
-    that finds repairs to make. Returns its final analysis, the repairs made in all, whether the
-    last round found nothing left to repair, and the bytes others appended that were kept."""
+    that finds repairs to make. Returns its final analysis, the repairs made in all, the plan of
+    that analysis (nothing applied: the last round found nothing left to repair), and the bytes
+    others appended that were kept."""
     for round_number in range(2, MAX_ROUNDS + 1):
         fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
@@ -253,7 +248,7 @@ def _more_rounds(
             after = SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
             plan = plan_repairs(after, chosen, written)
             if not plan.applied:
-                return after, count, True, kept
+                return after, count, plan, kept
             print(f"round {round_number}, on the file as repaired so far:", file=report)
             _list(written, plan, report, _NEXT_ROUND)
             chunks = spliced(fd, now.size, plan.splices())
@@ -262,34 +257,18 @@ def _more_rounds(
             os.close(fd)
         count += len(plan.applied)
     after = SessionDocument.from_file(written, pi=pi)
-    return after, count, not plan_repairs(after, chosen, written).applied, kept
+    return after, count, plan_repairs(after, chosen, written), kept
 
 
-def _say_other_repairs(
-    doc: SessionDocument, chosen: frozenset[str], path: str, report: TextIO, others: OtherRepairs | None
-) -> None:
-    """The repairs of codes not chosen left in ``doc``, named in a line of their own (a file whose
-    only problems need --all has something to repair), or counted in ``others``."""
-    counts = _other_repairs(doc, chosen, path)
+def _say_other_repairs(plan: Plan, path: str, report: TextIO, others: OtherRepairs | None) -> None:
+    """The repairs of codes not chosen that ``plan`` found, named in a line of their own (a file
+    whose only problems need --all has something to repair), or counted in ``others``: a line split
+    apart can give back an entry whose parent was the cut-off line, which pi takes for the start of
+    the conversation until it is re-parented (PI031)."""
     if others is not None:
-        others.add(counts)
-    elif counts:
-        print(f"{path}: {_other_text(counts)}", file=report)
-
-
-def _other_repairs(after: SessionDocument, chosen: frozenset[str], path: str) -> Counter[str]:
-    """How many repairs the file still has for each code not chosen (a problem with several
-    repairs counts once): a line split apart can give back an entry whose parent was the cut-off
-    line, which pi takes for the start of the conversation until it is re-parented (PI031)."""
-    others = FIXABLE_CODES - chosen
-    if not others or after.line_count == 0:
-        return Counter()
-    problems = {
-        (r.code, r.line)
-        for r in repairs(after, 0, after.line_count - 1, path)
-        if r.code in others and r.image is None
-    }
-    return Counter(code for code, _ in problems)
+        others.add(plan.others)
+    elif plan.others:
+        print(f"{path}: {_other_text(plan.others)}", file=report)
 
 
 def _other_text(counts: Counter[str]) -> str:
