@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -84,6 +84,21 @@ class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
     rollback_failed_writes: bool | UnsetType = UNSET
     pi_version: str | UnsetType = UNSET
     environment: EnvironmentOptions | UnsetType = UNSET
+
+
+class HeldByUri(NamedTuple):
+    """A request by ``uri``: its path, and the session held on that file (None: none is)."""
+
+    path: str
+    slot: Slot | None
+
+
+def _handle_addressed(p: SessionParams, by_uri: HeldByUri | None) -> str | None:
+    """The handle of the held session a request is on (by ``uri``: see ``by_uri``), None if it is
+    not known (a ``uri`` no session holds: the request opens the file, and is ordered by it)."""
+    if p.session is not UNSET:
+        return p.session
+    return None if by_uri is None or by_uri.slot is None else by_uri.slot.handle
 
 
 class PiSessionServer:
@@ -335,11 +350,12 @@ class PiSessionServer:
         """
         start = partial(self._session_call, p, job, write=write, append=append, convert=convert)
         pending = self.pending_deletes
-        unheld = self._path_held_by_no_session(p)
+        by_uri = self._held_by_uri(p, None)
+        unheld = by_uri.path if by_uri is not None and by_uri.slot is None else None
         if unheld is None and not pending:
             return start(keys=None)
         # its place among the requests waiting: none on its session sent after it passes it
-        waiting = pending.arrived(self._session_addressed(p, None))
+        waiting = pending.arrived(_handle_addressed(p, by_uri))
         if unheld is not None:
             # a session may hold the file through another spelling: a worker looks at what it is
             # (the file the request opens if none does: its look is not made again)
@@ -363,43 +379,30 @@ class PiSessionServer:
         """``start(keys)`` once the pi/deletes sent before the request of ``p`` that it must wait
         for answered, and the requests on its session or its files sent before it started (see
         :meth:`session_call`)."""
-        waiting.session = self._session_addressed(p, keys)
-        opened = self._file_opened_for(p, keys)
+        by_uri = self._held_by_uri(p, keys)
+        waiting.session = _handle_addressed(p, by_uri)
+        opened = self._file_opened_for(by_uri)
         return self.pending_deletes.ordered(
             [*files, *opened], partial(start, keys=keys), waiting=waiting, looked=looked
         )
 
-    def _session_addressed(self, p: SessionParams, keys: FileKeys | None) -> str | None:
-        """The handle of the held session the request of ``p`` is on (by ``uri``: the one holding
-        the file by that path, or by what the file is: ``keys``), None if it is not known (a
-        ``uri`` no session holds: the request opens the file, and is ordered by it)."""
-        if p.session is not UNSET:
-            return p.session
-        if p.uri is UNSET:
+    def _held_by_uri(self, p: SessionParams, keys: FileKeys | None) -> HeldByUri | None:
+        """For a request by ``uri``: its path and the session held on that file, by that path or by
+        what the file is (``keys``; None where no worker looked yet); None for a request by handle.
+        (A bad ``uri`` is refused here.)"""
+        if p.session is not UNSET or p.uri is UNSET:
             return None
         path = uri_to_path(p.uri)
         slot = self.registry.find_by_path(path) or (self.registry.find_by_file(keys) if keys else None)
-        return None if slot is None else slot.handle
+        return HeldByUri(path, slot)
 
-    def _path_held_by_no_session(self, p: SessionParams) -> str | None:
-        """The path of the ``uri`` of ``p`` where no session holds a file by that spelling, else
-        None. (A bad ``uri`` is refused here.)"""
-        if p.session is not UNSET or p.uri is UNSET:
-            return None
-        path = uri_to_path(p.uri)
-        return path if self.registry.find_by_path(path) is None else None
-
-    def _file_opened_for(self, p: SessionParams, keys: FileKeys | None) -> list[str]:
+    def _file_opened_for(self, by_uri: HeldByUri | None) -> list[str]:
         """The file a request by ``uri`` opens (resolved as pi/delete resolves it), if no session
-        holds it (by its path, or by what the file is: ``keys``): one a session holds is not opened
-        again, and a delete closes that session in the order of its queue. (A bad ``uri`` is
-        refused here, as it would be with no delete pending.)"""
-        if p.session is not UNSET or p.uri is UNSET:
+        holds it: one a session holds is not opened again, and a delete closes that session in the
+        order of its queue."""
+        if by_uri is None or by_uri.slot is not None:
             return []
-        path = uri_to_path(p.uri)
-        if self.registry.find_by_path(path) is not None or (keys and self.registry.find_by_file(keys)):
-            return []
-        target = deleted_as(path, self.environment)
+        target = deleted_as(by_uri.path, self.environment)
         return [] if target is None else [target]
 
     def _session_call(
