@@ -15,6 +15,18 @@ from test_requests_ordered_after_delete import pipelined, session_with_entries
 URIS = {"as spelled": spelled_uri, "percent escaped": percent_escaped}
 
 
+def _append_then_count_by_uri(server: RawServer, session: str, uri: str, before: int) -> None:
+    """An append on the held session, and right behind it (one write) the entries counted by
+    ``uri``: the count sees the append."""
+    appended, count = pipelined(
+        server,
+        ("pi/append", {"session": session, "kind": "message", "message": USER}),
+        ("pi/getEntryCount", {"uri": uri}),
+    )
+    assert "result" in appended, appended
+    assert count.get("result") == before + 1, count
+
+
 @pytest.mark.parametrize("uri_of", sorted(URIS))
 @pytest.mark.parametrize("spelling", sorted(SPELLINGS))
 def test_a_request_by_uri_spelled_otherwise_uses_the_held_session(
@@ -24,13 +36,7 @@ def test_a_request_by_uri_spelled_otherwise_uses_the_held_session(
     session = server.call("pi/open", {"path": path})["session"]
     before = server.call("pi/getEntryCount", {"session": session})
     uri = URIS[uri_of](SPELLINGS[spelling](path, tmp_path))
-    appended, count = pipelined(
-        server,
-        ("pi/append", {"session": session, "kind": "message", "message": USER}),
-        ("pi/getEntryCount", {"uri": uri}),
-    )
-    assert "result" in appended, appended
-    assert count.get("result") == before + 1, count
+    _append_then_count_by_uri(server, session, uri, before)
     held = server.call("pi/sessions", {})
     assert [info["session"] for info in held] == [session], held
 
@@ -51,13 +57,7 @@ def test_answers_by_uri_spelled_otherwise_follow_the_held_session_s_writes(serve
     session = server.call("pi/open", {"path": path})["session"]
     uri = spelled_uri(SPELLINGS["symlink"](path, tmp_path))
     before = server.call("pi/getEntryCount", {"uri": uri})
-    appended, count = pipelined(
-        server,
-        ("pi/append", {"session": session, "kind": "message", "message": USER}),
-        ("pi/getEntryCount", {"uri": uri}),
-    )
-    assert "result" in appended, appended
-    assert count.get("result") == before + 1, count
+    _append_then_count_by_uri(server, session, uri, before)
 
 
 def test_a_request_on_the_session_sent_after_one_by_uri_spelled_otherwise_never_passes_it(
