@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pi_session_server.format.jsvalue import ABSENT
@@ -77,8 +79,17 @@ class FilePoller:
 
     def _look(self, _token: CancelToken) -> None:
         try:
-            for slot in self.server.registry.slots():
-                self._look_at_slot(slot)
+            changed = [slot for slot in self.server.registry.slots() if self._changed(slot)]
+            # Every session whose file changed has its refresh queued before any of them tells the
+            # client: a request by uri sent on the first pi/didChange goes to the newest session held
+            # on the file (Registry.find_by_path), which may be another than the one that told, and
+            # must find that session's refresh ahead of it in its queue.
+            queued = threading.Event()
+            try:
+                for slot in changed:
+                    slot.queue.submit(partial(self._refresh, slot, queued), interruptible=False)
+            finally:
+                queued.set()
             for key, (path, last, on_change) in list(self._followed.items()):
                 signature = stat_signature(path)
                 if signature != last and key in self._followed:
@@ -89,20 +100,23 @@ class FilePoller:
         finally:
             self._looking = False
 
-    def _look_at_slot(self, slot: Slot) -> None:
+    def _changed(self, slot: Slot) -> bool:
+        """Whether the file of ``slot`` changed since it was last looked at (then a refresh is due,
+        and marked as queued)."""
         path = slot.path
         if path is None or slot.manager is None or slot.closed or slot.refreshing:
-            return
+            return False
         signature = stat_signature(path)
         if signature == slot.last_stat:
-            return
+            return False
         # the first look at a new slot refreshes too: bytes appended between the open and now count
         slot.last_stat = signature
         slot.refreshing = True
-        slot.queue.submit(lambda _token: self._refresh(slot), interruptible=False)
+        return True
 
-    def _refresh(self, slot: Slot) -> None:
-        """On the slot's queue: take in the file's change and tell the client."""
+    def _refresh(self, slot: Slot, queued: threading.Event, _token: CancelToken) -> None:
+        """On the slot's queue: take in the file's change and tell the client (once the refreshes of
+        the same look are all ``queued``)."""
         slot.refreshing = False
         manager = slot.manager
         if manager is None or slot.closed:
@@ -127,4 +141,5 @@ class FilePoller:
         }
         if change.leaf_id is not ABSENT:
             params["leafId"] = change.leaf_id
+        queued.wait()  # (set right after the queueing: no I/O in between)
         self.server.notify(DID_CHANGE, params)
