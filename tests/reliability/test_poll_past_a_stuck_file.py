@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from reliability_helpers import new_session_file
-from reliability_rpc import REPO_ROOT, RawServer
+from reliability_rpc import REPO_ROOT, RawServer, file_uri
 from test_stuck_look_at_a_file import STUCK_STAT
 
 # far longer than a look takes, far shorter than the stat's hang
@@ -48,11 +48,12 @@ def stuck_server(tmp_path: Path, stuck_flag: Path) -> Iterator[RawServer]:
         server.close()
 
 
-def _append_line(path: str, entry_id: str) -> None:
+def _append_line(path: str, entry_id: str, parent: str | None = None) -> None:
     """Another process appends an entry (plain bytes: this process's stat never hangs)."""
+    parent_id = b"null" if parent is None else b'"' + parent.encode() + b'"'
     with open(path, "ab") as f:
         f.write(
-            b'{"type":"message","id":"' + entry_id.encode() + b'","parentId":null,'
+            b'{"type":"message","id":"' + entry_id.encode() + b'","parentId":' + parent_id + b","
             b'"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"x","timestamp":1}}\n'
         )
 
@@ -86,3 +87,25 @@ def test_a_stat_that_hangs_at_one_file_delays_no_change_of_another(
     assert change["kind"] == "appended" and change["newEntryIds"] == ["yy000001"], change
     _append_line(good, "zz000009")  # and the good file is still followed
     assert _told(stuck_server, on_good, timeout=TOLD_WITHIN)["newEntryIds"] == ["zz000009"]
+
+
+def test_a_stat_that_hangs_at_a_session_file_delays_no_document_followed_on_disk(
+    stuck_server: RawServer, tmp_path: Path, stuck_flag: Path
+):
+    """The language features follow a file the editor did not send through the same poller."""
+    stuck = new_session_file(tmp_path / "stuck-mount", cwd=str(tmp_path))
+    followed = new_session_file(tmp_path / "followed", cwd=str(tmp_path))
+    uri = file_uri(followed)
+    stuck_server.call("pi/open", {"path": stuck})
+    hover = {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 3}}
+    assert stuck_server.call("textDocument/hover", hover) is not None  # read from disk, and followed
+    stuck_flag.touch()
+    time.sleep(1.0)  # several looks: the stuck file's stat hangs in the first of them
+    line = len(Path(followed).read_bytes().split(b"\n")) - 1
+    _append_line(followed, "zz000001", parent="gone0000")  # its parent is missing: a diagnostic
+    published = stuck_server.wait_notification(
+        "textDocument/publishDiagnostics",
+        lambda p: p["uri"] == uri and any(d["range"]["start"]["line"] == line for d in p["diagnostics"]),
+        timeout=TOLD_WITHIN,
+    )
+    assert published["diagnostics"]
