@@ -16,7 +16,10 @@ file, not the look: a look stats each file in turn on its own thread, and when o
 for ``STAT_BOUND_SECONDS`` the next tick leaves that thread to it and starts a new look, which
 goes on without the file. The abandoned thread keeps the file's answer when it comes, and the
 next look takes it in (the file is refreshed then, if it changed); until then no other stat of
-that file is made, so a file that hangs holds one thread, not one per tick.
+that file is made, so a file that hangs holds one thread, not one per tick. The looks run on a
+small pool of their own (``LOOK_THREADS``): files stuck on a dead mount by the dozen never take
+the threads the sessions' requests run on; past that many stuck at once, the next look waits for
+one of them to answer.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pi_session_server.format.jsvalue import ABSENT
 
-from .workers import CancelToken
+from .workers import CancelToken, WorkerPool
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -43,6 +46,8 @@ MISSING = "missing"
 DID_CHANGE = "pi/didChange"
 #: how long a look waits for one file's stat before a new look goes on without that file
 STAT_BOUND_SECONDS = 0.25
+#: the threads of the looks: the running one and those left to a stat that hangs
+LOOK_THREADS = 8
 
 
 def stat_signature(path: str) -> Any:
@@ -78,7 +83,8 @@ _UNANSWERED = object()
 class FilePoller:
     def __init__(self, server: PiSessionServer) -> None:
         self.server = server
-        self._queue = server.pool.queue("file-poller")
+        self._pool = WorkerPool(LOOK_THREADS, name="pi-poller")
+        self._queue = self._pool.queue("file-poller")
         self._timer: asyncio.TimerHandle | None = None
         self._lock = threading.Lock()  # the looks' bookkeeping below (held for no I/O)
         self._look_running: _Look | None = None
@@ -123,7 +129,7 @@ class FilePoller:
                     return None
                 running.abandoned = True
                 self._late[stat[0]] = _LateStat()
-                self._queue = self.server.pool.queue("file-poller")
+                self._queue = self._pool.queue("file-poller")
             self._look_running = look = _Look()
             return look
 

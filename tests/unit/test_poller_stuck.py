@@ -19,14 +19,16 @@ from pi_session_server.server.poller import DID_CHANGE, MISSING, FilePoller
 from pi_session_server.server.registry import Slot
 from pi_session_server.server.workers import SerialQueue, WorkerPool
 
-STUCK = "/stuck-mount/s.jsonl"
+STUCK_MOUNT = "/stuck-mount/"
+STUCK = STUCK_MOUNT + "s.jsonl"
 TICK = 0.02
 WAIT = 10.0
 
 
 class _FileSystem:
-    """``stat_signature`` of a file system where the stat of ``STUCK`` waits until ``release()``
-    (then answers ``stuck_answer``), and every other file has changed at each stat."""
+    """``stat_signature`` of a file system where the stat of a file under ``STUCK_MOUNT`` waits
+    until ``release()`` (then answers ``stuck_answer``), and every other file has changed at each
+    stat."""
 
     def __init__(self, stuck_answer: Any = ("stuck", 2)) -> None:
         self.calls: Counter[str] = Counter()
@@ -46,7 +48,7 @@ class _FileSystem:
             self.most_running[path] = max(self.most_running[path], self.running[path])
             number = self.calls[path]
         try:
-            if path == STUCK:
+            if path.startswith(STUCK_MOUNT):
                 self._released.wait(WAIT * 3)
                 return self.stuck_answer
             return (path, number)
@@ -208,3 +210,25 @@ def test_a_look_that_goes_on_past_a_stuck_file_queues_every_refresh_before_any_t
     slots += [first, second]
     assert harness.tick_until(lambda: {"s1", "s2"} <= set(harness.told))
     assert told_before_second_queued == []
+
+
+def test_files_stuck_by_the_dozen_hold_the_looks_own_threads_never_the_sessions(
+    file_system: _FileSystem,
+) -> None:
+    """Each stuck file holds a thread until its stat answers: they are the looks' own, a few, so the
+    threads the sessions' requests run on stay free; past them the looks wait, and once the files
+    answer every change is taken in."""
+    harness = _Harness([])
+    sessions_pool_used = threading.Event()
+    harness.pool.schedule = lambda _queue: sessions_pool_used.set()  # type: ignore[method-assign,assignment]
+    stuck = [f"{STUCK_MOUNT}{n}.jsonl" for n in range(3 * poller_module.LOOK_THREADS)]
+    changes: Counter[str] = Counter()
+    for path in stuck:
+        harness.poller.follow(path, path, lambda path=path: changes.update([path]), ("stuck", 1))  # type: ignore[misc]
+    harness.ticks(poller_module.LOOK_THREADS * (poller_module.STAT_BOUND_SECONDS + 2 * TICK) + 1)
+    hanging = sum(file_system.running[path] for path in stuck)
+    assert hanging == poller_module.LOOK_THREADS
+    assert all(file_system.calls[path] <= 1 for path in stuck)
+    file_system.release()
+    assert harness.tick_until(lambda: set(changes) == set(stuck))
+    assert not sessions_pool_used.is_set()
