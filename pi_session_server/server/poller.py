@@ -59,13 +59,15 @@ def stat_signature(path: str) -> Any:
 
 
 class _Look:
-    """One pass over the followed files, on one thread: the stat it waits for now, if any."""
+    """One pass over the followed files, on one thread: the stat it waits for now, if any, as
+    (path, time.monotonic() when it began, claim). The claim holds one item: whichever pops it,
+    the look once the stat answered or a tick that leaves the look behind, decides who the answer
+    is for (``list.pop`` is atomic: no lock taken per file)."""
 
-    __slots__ = ("abandoned", "stat")
+    __slots__ = ("stat",)
 
     def __init__(self) -> None:
-        self.stat: tuple[str, float] | None = None  # (path, time.monotonic() when the stat began)
-        self.abandoned = False  # a newer look went on without the file of ``stat``
+        self.stat: tuple[str, float, list[None]] | None = None
 
 
 class _LateStat:
@@ -127,8 +129,12 @@ class FilePoller:
                 stat = running.stat
                 if stat is None or time.monotonic() - stat[1] < STAT_BOUND_SECONDS:
                     return None
-                running.abandoned = True
-                self._late[stat[0]] = _LateStat()
+                path, _, claim = stat
+                try:
+                    claim.pop()
+                except IndexError:  # the stat answered just now: the look goes on
+                    return None
+                self._late[path] = _LateStat()
                 self._queue = self._pool.queue("file-poller")
             self._look_running = look = _Look()
             return look
@@ -184,14 +190,17 @@ class FilePoller:
                             signatures[path] = stat.signature
                             del paths[path]
         for path in paths:
-            look.stat = (path, time.monotonic())
+            claim: list[None] = [None]
+            look.stat = (path, time.monotonic(), claim)
             signature = stat_signature(path)
-            with self._lock:
-                look.stat = None
-                if look.abandoned:
+            try:
+                claim.pop()
+            except IndexError:  # left behind meanwhile (the tick holds the lock until it noted that)
+                with self._lock:
                     late[path].signature = signature
-                    return None
+                return None
             signatures[path] = signature
+        look.stat = None
         return signatures
 
     def _changed(self, slot: Slot, signature: Any) -> bool:
