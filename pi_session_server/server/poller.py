@@ -10,6 +10,16 @@ nothing is sent. A file found without a session header is told once as ``rewriti
 on every tick until it either gets a header (``reloaded``) or holds still long enough to be told
 ``unreadable`` (see ``SessionManager.refresh_from_disk``); nothing more is sent while it stays so.
 The event loop only sets the timer: no ``stat`` ever runs on it.
+
+A stat that hangs (a stuck network mount, a FUSE file system that stopped answering) holds one
+file, not the look: a look stats each file in turn on its own thread, and when one stat has run
+for ``STAT_BOUND_SECONDS`` the next tick leaves that thread to it and starts a new look, which
+goes on without the file. The abandoned thread keeps the file's answer when it comes, and the
+next look takes it in (the file is refreshed then, if it changed); until then no other stat of
+that file is made, so a file that hangs holds one thread, not one per tick. The looks run on a
+small pool of their own (``LOOK_THREADS``): files stuck on a dead mount by the dozen never take
+the threads the sessions' requests run on; past that many stuck at once, the next look waits for
+one of them to answer.
 """
 
 from __future__ import annotations
@@ -18,13 +28,14 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pi_session_server.format.jsvalue import ABSENT
 
-from .workers import CancelToken
+from .workers import CancelToken, WorkerPool
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -33,6 +44,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 MISSING = "missing"
 DID_CHANGE = "pi/didChange"
+#: how long a look waits for one file's stat before a new look goes on without that file
+STAT_BOUND_SECONDS = 0.25
+#: the threads of the looks: the running one and those left to a stat that hangs
+LOOK_THREADS = 8
 
 
 def stat_signature(path: str) -> Any:
@@ -43,12 +58,39 @@ def stat_signature(path: str) -> Any:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+class _Look:
+    """One pass over the followed files, on one thread: the stat it waits for now, if any, as
+    (path, time.monotonic() when it began, claim). The claim holds one item: whichever pops it,
+    the look once the stat answered or a tick that leaves the look behind, decides who the answer
+    is for (``list.pop`` is atomic: no lock taken per file)."""
+
+    __slots__ = ("stat",)
+
+    def __init__(self) -> None:
+        self.stat: tuple[str, float, list[None]] | None = None
+
+
+class _LateStat:
+    """The stat of a file a look went on without: its thread sets ``signature`` when it answers."""
+
+    __slots__ = ("signature",)
+
+    def __init__(self) -> None:
+        self.signature: Any = _UNANSWERED
+
+
+_UNANSWERED = object()
+
+
 class FilePoller:
     def __init__(self, server: PiSessionServer) -> None:
         self.server = server
-        self._queue = server.pool.queue("file-poller")
+        self._pool = WorkerPool(LOOK_THREADS, name="pi-poller")
+        self._queue = self._pool.queue("file-poller")
         self._timer: asyncio.TimerHandle | None = None
-        self._looking = False
+        self._lock = threading.Lock()  # the looks' bookkeeping below (held for no I/O)
+        self._look_running: _Look | None = None
+        self._late: dict[str, _LateStat] = {}  # path -> a stat some abandoned look still waits for
         # other followers (documents read from disk): key -> (path, last signature, on_change)
         self._followed: dict[str, tuple[str, Any, Callable[[], None]]] = {}
 
@@ -72,14 +114,43 @@ class FilePoller:
         self._timer = loop.call_later(self.server.options.watch_interval, self._tick, loop)
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
-        if not self._looking:  # a look still running (a slow file system) is not doubled
-            self._looking = True
-            self._queue.submit(self._look)
+        look = self._next_look()
+        if look is not None:
+            self._queue.submit(partial(self._look, look))
         self._schedule(loop)
 
-    def _look(self, _token: CancelToken) -> None:
+    def _next_look(self) -> _Look | None:
+        """A look to start, or None while the last one runs (a slow file system: it is not
+        doubled). One stuck at a stat past the bound is left to it, on its thread: the new look
+        runs on a queue of its own."""
+        with self._lock:
+            running = self._look_running
+            if running is not None:
+                stat = running.stat
+                if stat is None or time.monotonic() - stat[1] < STAT_BOUND_SECONDS:
+                    return None
+                path, _, claim = stat
+                try:
+                    claim.pop()
+                except IndexError:  # the stat answered just now: the look goes on
+                    return None
+                self._late[path] = _LateStat()
+                self._queue = self._pool.queue("file-poller")
+            self._look_running = look = _Look()
+            return look
+
+    def _look(self, look: _Look, _token: CancelToken) -> None:
         try:
-            changed = [slot for slot in self.server.registry.slots() if self._changed(slot)]
+            slots = [(slot, path) for slot in self.server.registry.slots() if (path := _followed_path(slot))]
+            followed = list(self._followed.items())
+            # (each file is looked at once, however many sessions and documents follow it)
+            paths = dict.fromkeys([path for _, path in slots] + [path for _, (path, _, _) in followed])
+            signatures = self._signatures(look, paths)
+            if signatures is None:
+                return  # a newer look went on without this one
+            changed = [
+                slot for slot, path in slots if self._changed(slot, signatures.get(path, slot.last_stat))
+            ]
             # Every session whose file changed has its refresh queued before any of them tells the
             # client: a request by uri sent on the first pi/didChange goes to the newest session held
             # on the file (Registry.find_by_path), which may be another than the one that told, and
@@ -90,23 +161,51 @@ class FilePoller:
                     slot.queue.submit(partial(self._refresh, slot, queued), interruptible=False)
             finally:
                 queued.set()
-            for key, (path, last, on_change) in list(self._followed.items()):
-                signature = stat_signature(path)
+            for key, (path, last, on_change) in followed:
+                signature = signatures.get(path, last)  # (not looked at: its stat is stuck)
                 if signature != last and key in self._followed:
                     self._followed[key] = (path, signature, on_change)
                     on_change()
         except Exception:  # one broken file must not stop the others
             logger.exception("looking at the followed files failed")
         finally:
-            self._looking = False
+            with self._lock:
+                if self._look_running is look:
+                    self._look_running = None
 
-    def _changed(self, slot: Slot) -> bool:
+    def _signatures(self, look: _Look, paths: dict[str, None]) -> dict[str, Any] | None:
+        """Each file's signature, by path: a stat made here, or the late answer of one a former
+        look went on without; none for a file whose stat still hangs. None if this look was itself
+        left stuck at a stat meanwhile (the answer is kept for the next look)."""
+        signatures: dict[str, Any] = {}
+        late = self._late
+        if late:
+            with self._lock:
+                for path, stat in list(late.items()):
+                    if stat.signature is _UNANSWERED:
+                        paths.pop(path, None)  # its thread still waits: no second stat of it
+                    else:
+                        del late[path]
+                        if path in paths:
+                            signatures[path] = stat.signature
+                            del paths[path]
+        for path in paths:
+            claim: list[None] = [None]
+            look.stat = (path, time.monotonic(), claim)
+            signature = stat_signature(path)
+            try:
+                claim.pop()
+            except IndexError:  # left behind meanwhile (the tick holds the lock until it noted that)
+                with self._lock:
+                    late[path].signature = signature
+                return None
+            signatures[path] = signature
+        look.stat = None
+        return signatures
+
+    def _changed(self, slot: Slot, signature: Any) -> bool:
         """Whether the file of ``slot`` changed since it was last looked at (then a refresh is due,
-        and marked as queued)."""
-        path = slot.path
-        if path is None or slot.manager is None or slot.closed or slot.refreshing:
-            return False
-        signature = stat_signature(path)
+        and marked as queued). An unanswered stat passes the slot's last signature: unchanged."""
         if signature == slot.last_stat:
             return False
         # the first look at a new slot refreshes too: bytes appended between the open and now count
@@ -143,3 +242,10 @@ class FilePoller:
             params["leafId"] = change.leaf_id
         queued.wait()  # (set right after the queueing: no I/O in between)
         self.server.notify(DID_CHANGE, params)
+
+
+def _followed_path(slot: Slot) -> str | None:
+    """The file of ``slot`` if the poller looks at it now (not while a refresh of it is queued)."""
+    if slot.manager is None or slot.closed or slot.refreshing:
+        return None
+    return slot.path

@@ -48,7 +48,7 @@ def test_no_session_tells_of_a_change_before_every_session_on_the_file_has_its_r
         "s2",
         _RecordingQueue(pool.queue("s2"), second_queued),  # type: ignore[arg-type]
         _Appended(),  # type: ignore[arg-type]
-        path="/w/s.jsonl",
+        path="/w/link-to-s.jsonl",  # (the same file: each spelling is looked at)
     )
 
     def notify(method: str, params: dict[str, Any]) -> None:
@@ -72,7 +72,10 @@ def test_no_session_tells_of_a_change_before_every_session_on_the_file_has_its_r
         return ("changed", path)
 
     monkeypatch.setattr(poller_module, "stat_signature", slow_second_look)
-    FilePoller(server)._look(CancelToken())  # type: ignore[arg-type]
+    poller = FilePoller(server)  # type: ignore[arg-type]
+    look = poller._next_look()
+    assert look is not None
+    poller._look(look, CancelToken())
     assert all_told.wait(10)
     # the first session told only once the second's refresh was queued
     assert sorted(told) == [("s1", True), ("s2", True)]
