@@ -21,8 +21,10 @@ and tree view ask, in the order they ask it, addressing the file by ``uri`` as t
   levels asked again, then pi's ``/label`` of an entry and a branch a few rows above the leaf
   (pi's ``/tree`` and a turn), each with the reload.
 
-Prints seconds per step and the sidecar's peak RSS (``VmHWM``). ``--generate N`` makes an N MB
-session with ``bench/gen_session.py`` first (2 GB takes some minutes and the disk space).
+Prints seconds per step (wall, and the sidecar's CPU), the sidecar's peak RSS (``VmHWM``) after
+each step and at the end.
+``--generate N`` makes an N MB session with ``bench/gen_session.py`` first (2 GB takes some minutes
+and the disk space).
 Not part of CI.
 """
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -45,6 +48,15 @@ PAGE = 100  # the viewer's page
 TREE_PAGE = 200  # the tree view's page
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user and system): what a step cost it, whatever else runs."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 def peak_rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -56,16 +68,24 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def run(path: Path, appends: int = 0) -> list[tuple[str, float, str]]:
+    """Each step's name, seconds and note (with the sidecar's peak RSS after it)."""
     uri = path.resolve().as_uri()
     rows: list[tuple[str, float, str]] = []
     base = {"uri": uri, "filter": "default", "form": "flat", "activeBranchFirst": True}
     with SidecarClient([sys.executable, "-m", "pi_session_server", "serve"]) as client:
 
+        def after(cpu: float) -> str:
+            """The sidecar's CPU seconds since ``cpu``, and its peak RSS now."""
+            pid = client.process.pid
+            return f"cpu {cpu_seconds(pid) - cpu:6.2f} s  peak {peak_rss_mb(pid):,.0f} MB"
+
         def step(name: str, method: str, params: dict[str, Any], note: Any = None) -> Any:
+            cpu = cpu_seconds(client.process.pid)
             started = time.perf_counter()
             result = client.request(method, params, timeout=3600)
             seconds = time.perf_counter() - started
-            rows.append((name, seconds, note(result) if note else ""))
+            told = note(result) if note else ""
+            rows.append((name, seconds, f"{told:<20} {after(cpu)}"))
             return result
 
         info = step("open (pi/getInfo)", "pi/getInfo", {"uri": uri}, lambda r: f"{r['entryCount']:,} entries")
@@ -115,6 +135,7 @@ def run(path: Path, appends: int = 0) -> list[tuple[str, float, str]]:
             lambda r: f"{len(r['levels']):,} levels",
         )
         params = {**base, "chain": True, "offset": 0, "limit": TREE_PAGE}
+        cpu = cpu_seconds(client.process.pid)
         started, levels, last_fork = time.perf_counter(), 0, None
         while True:
             result = client.request("pi/getTree", {**params, "aroundId": leaf}, timeout=3600)
@@ -139,7 +160,11 @@ def run(path: Path, appends: int = 0) -> list[tuple[str, float, str]]:
             else:
                 break
         rows.append(
-            ("tree: down to the leaf, a window per level", time.perf_counter() - started, f"{levels} windows")
+            (
+                "tree: down to the leaf, a window per level",
+                time.perf_counter() - started,
+                f"{f'{levels} windows':<20} {after(cpu)}",
+            )
         )
 
         if last_fork is not None:

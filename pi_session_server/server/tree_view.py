@@ -20,6 +20,7 @@ import itertools
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from functools import partial
 from itertools import islice
 from operator import attrgetter
 from typing import Any, Final, NamedTuple
@@ -898,19 +899,35 @@ class _TreeShape:
             self._around = (key, path)
         return self._around[1]
 
+    def on_path_to(self, entry_id: Any) -> Callable[[Row], bool]:
+        """Whether a row is on the path to ``entry_id`` (:func:`_on_path` of :meth:`path_keys`). To
+        the leaf, when its path's entries are known (every id unique), by them: not a set of the
+        keys of a path as long as the session besides."""
+        path_entries = self._path_entries
+        if path_entries is not None and self.has_leaf and id_key(entry_id) == id_key(self.leaf_id):
+
+            def on_leaf_path(row: Row) -> bool:
+                entry = row.node.entry
+                return entry in path_entries and self.is_on_leaf_path(entry, _envelope(entry)[0])
+
+            return on_leaf_path
+        return partial(_on_path, path=self.path_keys(entry_id))
+
     def children_in_order(self, node: Any) -> list[Any]:
         children = node.children
         return children if self.ordered is None or not children else self.ordered(children)
 
     def is_shown(self, node: Any) -> bool:
-        """Whether the filter shows ``node``, found once per entry: the walk asks for every node and
-        each node of a page asks again for its children, and the filters read message bodies
-        (an assistant turn without text is hidden) from the file."""
+        """Whether the filter shows ``node``, found once per entry whose body the filter reads: the
+        walk asks for every node and each node of a page asks again for its children, and the
+        filters read message bodies (an assistant turn without text is hidden; a search) from the
+        file. What the envelope tells is not kept: the most entries of a session, and as quick
+        to tell again as to look up."""
         visible = self.visible
         if visible is None:
             return True
         entry = node.entry
-        if type(entry) is not Entry:
+        if type(entry) is not Entry or not (self._search or entry.role == "assistant"):
             return visible(node)
         shown = self._shown.get(entry)
         if shown is None:
@@ -1205,9 +1222,9 @@ def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | 
     on the path). None when no row of the window is on it."""
     if index_key(around_id) not in shape.entries_by_id:
         raise RootNotFoundError(around_id, "aroundId")
-    path = shape.path_keys(around_id)
+    on_path = shape.on_path_to(around_id)
     for index in range(len(rows) - 1, -1, -1):  # the last one on the path: from the end
-        if _on_path(rows[index], path):
+        if on_path(rows[index]):
             return index
     return None
 
@@ -1498,16 +1515,16 @@ def encode_chain_page(shape: _TreeShape, window: TreeWindow, max_nodes: int) -> 
             raise RootNotFoundError(window.around_id, "aroundId")
         # each row of a chain is an ancestor of the next: the rows on the path are its first ones,
         # found a stretch of rows at a time (the last of a stretch on the path: all of it is)
-        path = shape.path_keys(window.around_id)
+        row_on_path = shape.on_path_to(window.around_id)
         walked, stretch = [], head
         while stretch:
-            if _on_path(stretch[-1], path):
+            if row_on_path(stretch[-1]):
                 walked = [*walked, *stretch][-page - 1 :]  # the page starts at most a page before
                 stretch = list(islice(rows, _CHAIN_STRETCH))
                 continue
             walked.extend(stretch)  # the last row on the path is among these
             break
-        on_path = [row for row in walked if _on_path(row, path)]
+        on_path = [row for row in walked if row_on_path(row)]
         around_index = on_path[-1].depth if on_path else None
         if around_index is None:  # no row on the path: the page at `offset`
             first = window.offset

@@ -13,7 +13,6 @@ import json
 import math
 import weakref
 from array import array
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from functools import partial
 from operator import attrgetter
@@ -26,6 +25,7 @@ from ..format.scan import FileLineSource
 from . import preview_store
 from .environment import Environment, process_home
 from .fields import field, role_of, type_of
+from .known_silences import FileOrder, KnownSilences
 from .preview_pass import (
     MIN_BATCH,
     MessageFields,
@@ -353,7 +353,6 @@ class PreviewCache:
     """
 
     __slots__ = (
-        "_assistant_order",
         "_cursor",
         "_head",
         "_made",
@@ -401,13 +400,10 @@ class PreviewCache:
         self._stored = False  # the previews kept with the file's index were looked for
         # (the file's source, what its stored previews say without the previews; see _kept_head)
         self._head: tuple[weakref.ref[Any], preview_store.KeptHead | None] | None = None
-        # whether an assistant message is a silent turn, read alone (see silent_turn), by id(entry)
-        self._silences: dict[int, tuple[Any, bool | None]] = {}  # (None: to be read the usual way)
+        # whether an assistant message is a silent turn, read alone (see silent_turn)
+        self._silences = KnownSilences()
         self._silences_read = 0  # how many (they count as misses towards the kept silent turns)
         self._silences_new = 0  # how many since they were last kept (see has_new_previews)
-        # (a file's source, its assistant messages in file order, their offsets, the next entries'; see
-        # _read_silences)
-        self._assistant_order: tuple[weakref.ref[Any], list[Entry], array[int], array[int]] | None = None
 
     def _load_stored(self, entries: list[Any], fd: int | None = None) -> int:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
@@ -420,9 +416,9 @@ class PreviewCache:
         self._stored = True
         home, described, stored_parts, assistants, other_silent = preview_store.load(entries, fd)
         parts, calls, previous = self.parts, self.calls, self._previous
-        silences = self._silences
-        for entry, silent in other_silent:
-            silences.setdefault(id(entry), (entry, silent))
+        if len(other_silent) >= PREFETCH_AFTER_MISSES and self.entries is not None:
+            self._file_order(other_silent[0][0])  # (one byte each there, see known_silences)
+        self._silences.merge(other_silent)
         held_before = len(parts.keys() | previous.keys()) if previous else len(parts)
         call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
         for at, silent, entry_calls in assistants:
@@ -553,18 +549,18 @@ class PreviewCache:
         found = self.calls.get(key)
         if found is not None and found[0] is entry:
             return found[2]
-        known = self._silences.get(key)
-        if known is None or known[0] is not entry:
+        known, silent = self._silences.of(entry)
+        if not known:
             head = self._kept_head(entry)
             kept = None if head is None else head.silent.get(entry.offset)
             if kept is not None:
                 return kept
             self._read_silences(entry)
-            known = self._silences.get(key)
-        if known is not None and known[0] is entry and known[1] is not None:
-            return known[1]
+            known, silent = self._silences.of(entry)
+        if silent is not None:
+            return silent
         silent = is_silent_turn(field(entry, "message"))  # (held, or an odd line: the usual way)
-        self._silences[key] = (entry, silent)
+        self._silences.keep(entry, silent)
         return silent
 
     def _read_silences(self, entry: Any) -> None:
@@ -579,30 +575,35 @@ class PreviewCache:
         kept = self._silences
         from_file = type(entry._source) is FileLineSource
         if from_file and self._silences_read >= PREFETCH_AFTER_MISSES and self.entries is not None:
-            listed, offsets, listed_ends = self._assistants_in_file_order(entry)
-            at = bisect_left(offsets, entry.offset)
-            if at < len(listed) and listed[at] is entry:  # (those known are alive: ids not reused)
+            order = self._file_order(entry)
+            at = order.position(entry)
+            if at >= 0:
+                listed, states = order.listed, order.states
                 stop = min(at + SILENCE_BATCH, len(listed))
-                wanted = [k for k in range(at, stop) if id(listed[k]) not in kept]
+                wanted = [k for k in range(at, stop) if not states[k]]
                 batch = [listed[k] for k in wanted]
-                ends = [listed_ends[k] for k in wanted]
+                ends = [order.ends[k] for k in wanted]
         self._silences_read += len(batch)
         self._silences_new += len(batch)
         decoded = 0
         for read, message in silences(batch, ends):
-            kept[id(read)] = (read, _silent_of(message))
+            kept.keep(read, _silent_of(message))
             decoded += 1
         if decoded < len(batch):  # lines the pass left out: read the usual way when asked, not again
-            for left in batch:
-                kept.setdefault(id(left), (left, None))
+            kept.merge((left, None) for left in batch)
 
     def _assistants_in_file_order(self, entry: Entry) -> tuple[list[Entry], array[int], array[int]]:
         """The assistant messages of the session read from the file of ``entry``, in file order,
         their offsets, and where the next entry of the file starts after each (0: none, the last):
         made once per file (the messages appended later are read alone)."""
+        order = self._file_order(entry)
+        return order.listed, order.starts, order.ends
+
+    def _file_order(self, entry: Entry) -> FileOrder:
+        """:meth:`_assistants_in_file_order`, kept with what is known of them (see known_silences)."""
         source = entry._source
-        order = self._assistant_order
-        if order is None or order[0]() is not source:
+        order = self._silences.order_of(source)
+        if order is None:
             assert self.entries is not None
             of_file = (e for e in self.entries() if type(e) is Entry and e._source is source)
             found = _assistants_and_next_entries(of_file)  # (in file order as a rule: no list of all)
@@ -610,9 +611,8 @@ class PreviewCache:
                 of_file = (e for e in self.entries() if type(e) is Entry and e._source is source)
                 found = _assistants_and_next_entries(sorted(of_file, key=_offset))
             assert found is not None
-            listed, starts, ends = found
-            order = self._assistant_order = (weakref.ref(source), listed, starts, ends)
-        return order[1], order[2], order[3]
+            order = self._silences.take_order(source, *found)
+        return order
 
     def _kept_head(self, entry: Any) -> preview_store.KeptHead | None:
         """What the stored previews of the file of ``entry`` say without the previews (which lines
@@ -695,7 +695,7 @@ class PreviewCache:
         """(entry, whether a silent turn; None: not known) of the assistant messages whose silence
         is known (read for the filters, or with their tool calls)."""
         return itertools.chain(
-            self._silences.values(), ((facts[0], facts[2]) for facts in self.calls.values())
+            self._silences.items(), ((facts[0], facts[2]) for facts in self.calls.values())
         )
 
     def read_ahead(self, entries: list[Any]) -> None:
@@ -742,7 +742,7 @@ class PreviewCache:
         self._made = self._silences_new = 0
         parts = {**self._previous, **self.parts}
         calls = dict(self.calls)
-        silences = list(self._silences.values())
+        silences = list(self._silences.items())
         home = home_directory() if self.home is None else self.home
 
         def keep() -> bool:
@@ -753,8 +753,7 @@ class PreviewCache:
                     merged.parts.setdefault(key, item)
                 for key, facts in calls.items():
                     merged.calls.setdefault(key, facts)
-                for entry, silent in silences:
-                    merged._silences.setdefault(id(entry), (entry, silent))
+                merged._silences.merge(silences)
                 listed = [e for e in entries if _cached(merged.parts, e) is not None]
                 text = partial(_call_text, home=home)
                 return preview_store.save(

@@ -1,0 +1,53 @@
+"""What a tree view's levels keep of a session besides the tree: the rows on the path to the leaf
+are told by the leaf path's entries (no set of the keys of its ids besides), and whether an entry
+is shown is kept only for those whose body the filter reads; the answers are those of a shape that
+knows no leaf path (which finds the path by the ids)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_silent_turns import _branchy
+
+from pi_session_server.server import tree_view as T
+from pi_session_server.session import SessionManager
+from pi_session_server.session.describe import PreviewCache
+
+
+def _levels(
+    manager: SessionManager, around: str, *, leaf_path: bool, search: str | None = None
+) -> tuple[bytes, T._TreeShape]:
+    shape = T.tree_shape(
+        manager.get_tree(),
+        manager.get_leaf_id(),
+        manager.by_id,
+        mode="default",
+        search=search,
+        active_branch_first=True,
+        cache=PreviewCache("/home/u", entries=manager.get_entries, entry_count=manager.entry_count),
+        calls=T.CallReading.NEAR_EACH_RESULT,
+        leaf_path=manager.get_branch() if leaf_path else None,
+        branch_of=manager.get_branch if leaf_path else None,
+    )
+    levels, complete = T.tree_levels(shape, around)
+    return T.encode_tree_levels(shape, levels, complete, 5, 50_000), shape
+
+
+@pytest.mark.parametrize("search", [None, "question"])
+def test_the_levels_to_the_leaf_find_its_path_by_its_entries(tmp_path: Path, search: str | None) -> None:
+    path = _branchy(tmp_path / "s.jsonl")
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        leaf = manager.get_leaf_id()
+        expected, _ = _levels(manager, leaf, leaf_path=False, search=search)
+        answer, shape = _levels(manager, leaf, leaf_path=True, search=search)
+        assert answer == expected and b'"kind":"branches"' in answer
+        assert shape._on_path is None  # (no set of the path's keys made)
+        kept = list(shape._shown)
+        assert kept and (search is not None or all(e.role == "assistant" for e in kept))
+        elsewhere = next(
+            e.id for e in manager.get_entries() if e.id not in {x.id for x in manager.get_branch()}
+        )
+        assert (
+            _levels(manager, elsewhere, leaf_path=True)[0] == _levels(manager, elsewhere, leaf_path=False)[0]
+        )
