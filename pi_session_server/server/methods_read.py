@@ -9,8 +9,9 @@ import functools
 import os
 import threading
 import weakref
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from operator import methodcaller
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -155,7 +156,11 @@ def _leaf_path(manager: Any) -> Any:
 
 def _branch_of(manager: Any) -> Any:
     """The path to an entry for a view of the tree, when it is ``getBranch(id)`` (every id unique)."""
-    return manager.get_branch if manager.has_unique_ids() else None
+    return weakly(manager, _branch_to, None) if manager.has_unique_ids() else None
+
+
+def _branch_to(manager: Any, entry_id: Any) -> Any:
+    return manager.get_branch(entry_id)
 
 
 def _shape(
@@ -178,7 +183,7 @@ def _shape(
         calls=CallReading.NEAR_EACH_RESULT if on_demand else CallReading.UP_FRONT,
         leaf_path=leaf_path,
         branch_of=_branch_of(manager) if rows is None else rows.path_to,
-        every_call=functools.partial(session_tool_calls, manager),
+        every_call=weakly(manager, session_tool_calls, {}),
         **view,
     )
 
@@ -330,11 +335,25 @@ def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
         )
 
 
+T = TypeVar("T")
 _preview_caches: weakref.WeakKeyDictionary[Any, PreviewCache] = weakref.WeakKeyDictionary()
 _tree_pages: FlatTreePages[FlatTree] = FlatTreePages()
 _tree_shapes: FlatTreePages[Any] = FlatTreePages()
 _revisions = Revisions()
 _preview_caches_lock = threading.Lock()
+
+
+def weakly(manager: Any, function: Callable[..., T], gone: T) -> Callable[..., T]:
+    """``function(manager, *args)`` while the session lives, ``gone`` once it is let go: what is
+    kept beside a session (keyed weakly by it: a preview cache, a tree's shape) must not hold it,
+    or the session is never let go, closed or not."""
+    session = weakref.ref(manager)
+
+    def call(*args: Any) -> T:
+        alive = session()
+        return gone if alive is None else function(alive, *args)
+
+    return call
 
 
 def preview_cache(manager: Any) -> PreviewCache | None:
@@ -348,8 +367,8 @@ def preview_cache(manager: Any) -> PreviewCache | None:
             if cache is None:
                 cache = PreviewCache(
                     home_directory(manager.environment),
-                    entries=manager.get_entries,
-                    entry_count=manager.entry_count,
+                    entries=weakly(manager, methodcaller("get_entries"), []),
+                    entry_count=weakly(manager, methodcaller("entry_count"), 0),
                     keep_in_walk=False,
                 )
                 _preview_caches[manager] = cache

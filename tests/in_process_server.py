@@ -1,0 +1,78 @@
+"""The real server on a pair of pipes, its event loop on a thread of this process (imported as
+``in_process_server``: ``tests/`` is on the path of every test): a test can look inside it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import threading
+import time
+from typing import Any
+
+from pi_session_server.server import create_server
+from pi_session_server.server.framing import encode_frame, read_frames
+from pi_session_server.server.jsonrpc import Connection
+
+
+class InProcess:
+    """The real server on a pair of pipes, its event loop on a thread of this process."""
+
+    def __init__(self) -> None:
+        self.server = create_server()
+        self.connection: Connection = self.server.connection
+        to_server = os.pipe()
+        from_server = os.pipe()
+        self._server_in = os.fdopen(to_server[0], "rb", buffering=0)
+        self._server_out = os.fdopen(from_server[1], "wb")
+        self._client_out = os.fdopen(to_server[1], "wb")
+        self._client_in = os.fdopen(from_server[0], "rb")
+        self._ids = itertools.count(1)
+        self.replies: dict[Any, Any] = {}
+        self.notifications: list[tuple[str, Any]] = []
+        self._cond = threading.Condition()
+        self._loop_thread = threading.Thread(target=self._serve, daemon=True)
+        self._loop_thread.start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(SystemExit):  # pygls ends the process on "exit"
+            asyncio.run(self.connection.serve(self._server_in, self._server_out, self.server.poller.start))
+
+    def _read(self) -> None:
+        for body in read_frames(self._client_in):
+            assert isinstance(body, bytes)
+            message = json.loads(body)
+            with self._cond:
+                if "id" in message and "method" not in message:
+                    self.replies[message["id"]] = message
+                elif "method" in message:
+                    self.notifications.append((message["method"], message.get("params")))
+                self._cond.notify_all()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._client_out.write(encode_frame(json.dumps(message).encode()))
+        self._client_out.flush()
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any, timeout: float = 30) -> Any:
+        msg_id = next(self._ids)
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while msg_id not in self.replies:
+                assert time.monotonic() < deadline, f"no reply to {method}"
+                self._cond.wait(0.1)
+            return self.replies.pop(msg_id)
+
+    def close(self) -> None:
+        self._client_out.close()
+        self._loop_thread.join(10)
+        self._server_out.close()  # the reader sees the end of the replies
+        self._reader.join(10)
+        self._client_in.close()
