@@ -293,6 +293,7 @@ class SessionDocument:
         index_entry = tree.start_build()  # as each line is read (see start_build)
         with gc_paused():
             errors = self.errors
+            entry = L.ENTRY
             infos: list[LineInfo] = []
             append = infos.append
             size = 0
@@ -310,7 +311,7 @@ class SessionDocument:
                     cast(FileLineInfo, info).keep_place(source, line_no)  # not its bytes
                 info.line = line_no
                 append(info)
-                if info.kind == L.ENTRY:
+                if info.kind == entry:
                     index_entry(info)
             if infos:
                 starts(size + (not ends_with_newline))
