@@ -294,6 +294,8 @@ class SessionDocument:
         with gc_paused():
             errors = self.errors
             entry = L.ENTRY
+            file_line = FileLineInfo
+            set_place = _RAW_SLOT.__set__  # (FileLineInfo.keep_place, inline: the hot loop)
             infos: list[LineInfo] = []
             append = infos.append
             size = 0
@@ -307,8 +309,9 @@ class SessionDocument:
                     info = scan_line(data, errors, first=data.startswith(BOM_BYTES))
                 else:
                     info = scan_line(data, errors, keep_timestamp=False)
-                    info.__class__ = FileLineInfo
-                    cast(FileLineInfo, info).keep_place(source, line_no)  # not its bytes
+                    info.__class__ = file_line
+                    info.source = source
+                    set_place(info, line_no)  # not its bytes
                 info.line = line_no
                 append(info)
                 if info.kind == entry:
@@ -316,7 +319,9 @@ class SessionDocument:
             if infos:
                 starts(size + (not ends_with_newline))
             if ends_with_newline:  # "a\n".split("\n") ends with an empty line
-                append(scan_line(b"", errors))
+                info = scan_line(b"", errors)
+                info.line = len(infos)
+                append(info)
             self._install(infos, infos, [], tree)
         return size
 
@@ -338,14 +343,14 @@ class SessionDocument:
         provisional: list[LineInfo],
         tree: TreeIndex | None = None,
     ) -> None:
-        """Make ``infos`` the document's lines. ``tree``: their entries already added to it in file
-        order (:meth:`TreeIndex.start_build`), else they are indexed here."""
+        """Make ``infos`` the document's lines. ``tree``: the lines are numbered already and their
+        entries added to it in file order (:meth:`TreeIndex.start_build`); else both are done here."""
         self._provisional = provisional
         self._scanned = scanned  # the lines scan_line read (for ``from_editor_bytes``)
         self._bom_line = infos[0] if infos[0].bom else None
         self._leaf_path = (None, -1, set())  # its lines are gone
-        for i, info in enumerate(infos):
-            if info.line != i:  # (a line of a file has its number already: the int of its place)
+        if tree is None:
+            for i, info in enumerate(infos):
                 info.line = i
         self.lines = infos
         # a provisional line is an ordinary entry without problems (yet): only those scanned count
