@@ -410,11 +410,19 @@ class TreeIndex:
         # ancestors near each result are collected once, and calls are looked up in sets.
         calls = self.calls_by_id._map
         results_of = self.results_by_call._map
+        by_id_get = self.by_id._map.get
         for c, group in results_of.items():
             callers = calls.get(c)
             if callers is None:
                 suspects.extend(group if group.__class__ is list else (group,))
                 continue
+            if (
+                group.__class__ is not list
+                and group.pkey is not None
+                and callers.__class__ is not list
+                and by_id_get(group.pkey) is callers
+            ):
+                continue  # the usual pair: one call, one result, whose parent is the call (alone with its id)
             calls_of_c = set(callers) if callers.__class__ is list else {callers}
             answered: set[LineInfo] = set()  # the calls a result with their id is close below
             for r in group if group.__class__ is list else (group,):

@@ -171,3 +171,56 @@ def test_a_line_holds_no_slot_for_what_only_the_first_line_can_have() -> None:
     assert sys.getsizeof(plain) <= 176
     assert not plain.bom and marked.bom and isinstance(marked, BomLineInfo)
     assert marked.kind == L.HEADER and marked.raw.startswith(b"\xef\xbb\xbf")
+
+
+def _tool_turns(seed: int) -> list[str]:
+    """Tool calls and their results the way pi writes them, and bent: ids of entries and of calls
+    written twice, results on another branch or with no call at all, calls left unanswered."""
+    rnd = random.Random(seed)
+    out = [S.header(), S.user("e0", None)]
+    ids = ["e0"]
+    call_ids = ["c-first"]
+
+    def entry_id() -> str:
+        return f"e{len(out)}" if rnd.random() < 0.95 else rnd.choice(ids)  # now and then an id again
+
+    def parent() -> str:
+        return ids[-1] if rnd.random() < 0.9 else rnd.choice(ids)
+
+    while len(out) < 150:
+        pick = rnd.random()
+        if pick < 0.7:
+            calls = [
+                f"c{len(out)}-{k}" if rnd.random() < 0.93 else rnd.choice(call_ids)
+                for k in range(rnd.choice((1, 1, 1, 2, 3)))
+            ]
+            eid = entry_id()
+            out.append(S.assistant(eid, parent(), calls=tuple((c, "read", {}) for c in calls)))
+            ids.append(eid)
+            call_ids.extend(calls)
+            for c in calls:
+                if rnd.random() < 0.92:  # else left unanswered
+                    eid = entry_id()
+                    out.append(S.tool_result(eid, parent(), c))
+                    ids.append(eid)
+        elif pick < 0.8:
+            eid = entry_id()
+            out.append(S.tool_result(eid, parent(), rnd.choice([*call_ids, "c-none"])))
+            ids.append(eid)
+        else:
+            eid = entry_id()
+            out.append(S.user(eid, parent()))
+            ids.append(eid)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_problems_of_a_whole_file_are_those_of_checking_every_entry(seed: int) -> None:
+    # the first pass checks in full only the entries a quick look cannot clear (a result right below
+    # its only call is cleared without one)
+    doc = SessionDocument("\n".join(_tool_turns(seed)) + "\n")
+    tree = doc.tree
+    every = {e.line: [(p.code, p.message) for p in tree._problems_of(e)] for e in doc.entries()}
+    assert {e.line: [(p.code, p.message) for p in found] for e, found in tree.cross.items()} == {
+        line: found for line, found in every.items() if found
+    }
