@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from array import array
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -70,28 +71,54 @@ def _char_boundary(raw: bytes, offset: int) -> int:
     return offset
 
 
+#: a line's place in a text is one int: its offset above these bits, its length in them (one int
+#: per line costs a third of an (offset, length) pair)
+_LENGTH_BITS = 48
+_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
+
+
 class _TextBytes:
-    """Copies lines out of the text a ``quick`` load read (until :meth:`SessionDocument.finish`)."""
+    """Copies lines out of the text a ``quick`` load read (until :meth:`SessionDocument.finish`); a
+    line's place is :func:`_text_place`."""
 
     __slots__ = ("data",)
 
     def __init__(self, data: bytes) -> None:
         self.data = data
 
-    def read(self, offset: int, length: int) -> bytes:
-        return self.data[offset : offset + length]
+    def read(self, place: int) -> bytes:
+        offset = place >> _LENGTH_BITS
+        return self.data[offset : offset + (place & _LENGTH_MASK)]
+
+    def length(self, place: int) -> int:
+        return place & _LENGTH_MASK
+
+
+def _text_place(offset: int, length: int) -> int:
+    return offset << _LENGTH_BITS | length
 
 
 class _FileBytes:
-    """Reads lines of one open file again by offset (the descriptor stays on the inode analysed)."""
+    """Reads lines of one open file again (the descriptor stays on the inode analysed). A line's
+    place is its number in the file when it was read, which is also its ``line`` until an edit
+    above it: one int for both, the offsets in one array (an int of its own per line would cost
+    several times its 8 bytes there)."""
 
-    __slots__ = ("fd",)
+    __slots__ = ("fd", "starts")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        #: where each line of the file starts, then where a line after the last would (past its
+        #: "\n", there or not)
+        self.starts = array("q")
 
-    def read(self, offset: int, length: int) -> bytes:
+    def read(self, place: int) -> bytes:
+        offset = self.starts[place]
+        length = self.starts[place + 1] - 1 - offset
         return os.pread(self.fd, length, offset) if length else b""
+
+    def length(self, place: int) -> int:
+        return self.starts[place + 1] - 1 - self.starts[place]
 
     def __del__(self) -> None:
         with contextlib.suppress(OSError):
@@ -100,10 +127,6 @@ class _FileBytes:
 
 _RAW_SLOT: Any = LineInfo.__dict__["raw"]
 _TIMESTAMP_SLOT: Any = LineInfo.__dict__["timestamp"]
-#: a line's place in its source is one int: its offset above these bits, its length in them (one
-#: int per line costs a third of an (offset, length) pair)
-_LENGTH_BITS = 48
-_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
 
 
 class FileLineInfo(LineInfo):
@@ -117,10 +140,10 @@ class FileLineInfo(LineInfo):
 
     __slots__ = ()
 
-    def keep_place(self, source: _FileBytes | _TextBytes, offset: int, length: int) -> None:
-        """Read the line's bytes from ``source`` at ``offset`` from now on."""
+    def keep_place(self, source: _FileBytes | _TextBytes, place: int) -> None:
+        """Read the line's bytes from ``source`` at ``place`` (as ``source`` counts) from now on."""
         self.source = source
-        _RAW_SLOT.__set__(self, offset << _LENGTH_BITS | length)
+        _RAW_SLOT.__set__(self, place)
 
     @property
     def raw(self) -> bytes:
@@ -128,7 +151,7 @@ class FileLineInfo(LineInfo):
         if type(stored) is bytes:
             return stored
         source: _FileBytes | _TextBytes = self.source
-        return source.read(stored >> _LENGTH_BITS, stored & _LENGTH_MASK)
+        return source.read(stored)
 
     @raw.setter
     def raw(self, value: Any) -> None:
@@ -137,7 +160,10 @@ class FileLineInfo(LineInfo):
     @property
     def byte_length(self) -> int:
         stored = _RAW_SLOT.__get__(self, LineInfo)
-        return len(stored) if type(stored) is bytes else stored & _LENGTH_MASK
+        if type(stored) is bytes:
+            return len(stored)
+        source: _FileBytes | _TextBytes = self.source
+        return source.length(stored)
 
     @property
     def timestamp(self) -> Any:
@@ -180,7 +206,7 @@ def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInf
             scanned.append(info)
         else:
             info.__class__ = FileLineInfo
-            cast(FileLineInfo, info).keep_place(source, start, end - start)
+            cast(FileLineInfo, info).keep_place(source, _text_place(start, end - start))
             keep(info)
         append(info)
         if end == size:
@@ -262,8 +288,14 @@ class SessionDocument:
         Raises OSError (NotRegularFile for a FIFO or a device, which is not read)."""
         fd = open_regular(path)
         source = _FileBytes(fd)  # closes the descriptor when the last line lets go of it
+        starts = source.starts.append
+        tree = TreeIndex()
+        index_entry = tree.start_build()  # as each line is read (see start_build)
         with gc_paused():
             errors = self.errors
+            entry = L.ENTRY
+            file_line = FileLineInfo
+            set_place = _RAW_SLOT.__set__  # (FileLineInfo.keep_place, inline: the hot loop)
             infos: list[LineInfo] = []
             append = infos.append
             size = 0
@@ -271,16 +303,26 @@ class SessionDocument:
             for line_no, offset, data, terminated in iter_physical_lines(fd, end=end):
                 ends_with_newline = terminated
                 size = offset + len(data) + terminated
+                starts(offset)
                 if line_no == 0:
-                    append(scan_line(data, errors, first=data.startswith(BOM_BYTES)))
-                    continue  # the first line keeps its bytes (a header, or why there is none)
-                info = scan_line(data, errors, keep_timestamp=False)
-                info.__class__ = FileLineInfo
-                cast(FileLineInfo, info).keep_place(source, offset, len(data))  # not its bytes
+                    # the first line keeps its bytes (a header, or why there is none)
+                    info = scan_line(data, errors, first=data.startswith(BOM_BYTES))
+                else:
+                    info = scan_line(data, errors, keep_timestamp=False)
+                    info.__class__ = file_line
+                    info.source = source
+                    set_place(info, line_no)  # not its bytes
+                info.line = line_no
                 append(info)
+                if info.kind == entry:
+                    index_entry(info)
+            if infos:
+                starts(size + (not ends_with_newline))
             if ends_with_newline:  # "a\n".split("\n") ends with an empty line
-                append(scan_line(b"", errors))
-            self._install(infos, infos, [])
+                info = scan_line(b"", errors)
+                info.line = len(infos)
+                append(info)
+            self._install(infos, infos, [], tree)
         return size
 
     def _load_lines(self, data: bytes, quick: bool = False) -> None:
@@ -294,20 +336,34 @@ class SessionDocument:
             infos[0] = scanned[0] = scan_line(infos[0].raw, errors, first=True)
         self._install(infos, scanned, provisional)
 
-    def _install(self, infos: list[LineInfo], scanned: list[LineInfo], provisional: list[LineInfo]) -> None:
+    def _install(
+        self,
+        infos: list[LineInfo],
+        scanned: list[LineInfo],
+        provisional: list[LineInfo],
+        tree: TreeIndex | None = None,
+    ) -> None:
+        """Make ``infos`` the document's lines. ``tree``: the lines are numbered already and their
+        entries added to it in file order (:meth:`TreeIndex.start_build`); else both are done here."""
         self._provisional = provisional
         self._scanned = scanned  # the lines scan_line read (for ``from_editor_bytes``)
         self._bom_line = infos[0] if infos[0].bom else None
         self._leaf_path = (None, -1, set())  # its lines are gone
-        for i, info in enumerate(infos):
-            info.line = i
+        if tree is None:
+            for i, info in enumerate(infos):
+                info.line = i
         self.lines = infos
         # a provisional line is an ordinary entry without problems (yet): only those scanned count
         self.problem_lines = {i for i in scanned if i.problems}
         self.headers = [i for i in scanned if i.kind == L.HEADER]
         self.edits = {i for i in scanned if i.etype == "context_edit" and i.kind == L.ENTRY}
-        self.tree = TreeIndex()
-        self.tree.update((), [i for i in infos if i.kind == L.ENTRY])
+        entries = [i for i in infos if i.kind == L.ENTRY]
+        if tree is None:
+            tree = TreeIndex()
+            tree.update((), entries)
+        else:
+            tree.finish_build(entries)
+        self.tree = tree
         self.version += 1
 
     @property

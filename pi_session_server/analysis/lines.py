@@ -67,7 +67,6 @@ class LineInfo:
     """The facts of one physical line; the document keeps one per line, renumbered on edits."""
 
     __slots__ = (
-        "bom",
         "call_blocks",
         "call_ids",
         "etype",
@@ -105,11 +104,13 @@ class LineInfo:
         self.result_call_id: str | None = None  # toolCallId of a toolResult
         self.ref: Any = ABSENT  # targetId / firstKeptEntryId / fromId, by etype
         self.version: Any = ABSENT  # header version
-        self.bom = False  # the file's first line, read past its byte order mark
         self.problems: tuple[Problem, ...] = ()
 
     #: where a line that reads its bytes again reads them (set on analysis.document.FileLineInfo only)
     source: Any
+    #: the file's first line, read past its byte order mark (a :class:`BomLineInfo`): a class
+    #: attribute, as a slot would cost every line for the one that can have it
+    bom: bool = False
 
     def __repr__(self) -> str:
         return f"<LineInfo {self.line}: kind={self.kind} type={self.etype!r} id={self.id!r}>"
@@ -118,6 +119,13 @@ class LineInfo:
     def byte_length(self) -> int:
         """``len(raw)`` (a line of a file on disk answers without reading its bytes again)."""
         return len(self.raw)
+
+
+class BomLineInfo(LineInfo):
+    """The file's first line, which starts with a byte order mark its facts were read past."""
+
+    __slots__ = ()
+    bom = True
 
 
 _decoder = msgspec.json.Decoder(rec.SessionLine)
@@ -161,7 +169,7 @@ def scan_line(
     if first and raw.startswith(_BOM):
         info = scan_line(raw[3:], errors)
         info.raw = raw
-        info.bom = True
+        info.__class__ = BomLineInfo
         info.problems = tuple(_shifted(p, 3) for p in info.problems)
         return info
     info = LineInfo(raw)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..format.jsjson import dumps_short
@@ -304,17 +304,28 @@ class TreeIndex:
 
     # -- updates ------------------------------------------------------------------------------
 
-    def build(self, entries: list[LineInfo]) -> None:  # noqa: C901 - one pass, kept inline on purpose
+    def build(self, entries: list[LineInfo]) -> None:
         """Index a whole document's entries (in file order) and compute every problem."""
+        add = self.start_build()
+        for e in entries:
+            add(e)
+        self.finish_build(entries)
+
+    def start_build(self) -> Callable[[LineInfo], None]:  # noqa: C901 - the hot loop, kept inline on purpose
+        """Empty the index for a bulk load: returns the function that indexes each entry, in file
+        order, as soon as it is read (its parentId and toolCallId then give up their own string for
+        the one of the id they name while it is the newest object, which the next line's strings
+        take the place of: given up once every line is read, they would leave as many holes in the
+        heap). :meth:`finish_build` with every entry added completes the load."""
         self.__init__()  # type: ignore[misc]
-        self._size = len(entries)
         by_id = self.by_id._map
         by_id_get = by_id.get
         referrers = self.referrers
         results = self.results_by_call
         calls = self.calls_by_id
         calls_get = calls._map.get
-        for e in entries:
+
+        def add(e: LineInfo) -> None:  # noqa: C901
             key = e.key
             group = by_id_get(key)
             if group is None:
@@ -344,6 +355,13 @@ class TreeIndex:
                             call = e.result_call_id = c
                             break
                 results.append(call, e)
+
+        return add
+
+    def finish_build(self, entries: list[LineInfo]) -> None:
+        """Complete a bulk load (:meth:`start_build`) of ``entries``, every one added and numbered:
+        compute every problem."""
+        self._size = len(entries)
         self._check(self._build_pass(entries))
 
     def _build_pass(self, entries: list[LineInfo]) -> list[LineInfo]:
@@ -392,11 +410,19 @@ class TreeIndex:
         # ancestors near each result are collected once, and calls are looked up in sets.
         calls = self.calls_by_id._map
         results_of = self.results_by_call._map
+        by_id_get = self.by_id._map.get
         for c, group in results_of.items():
             callers = calls.get(c)
             if callers is None:
                 suspects.extend(group if group.__class__ is list else (group,))
                 continue
+            if (
+                group.__class__ is not list
+                and group.pkey is not None
+                and callers.__class__ is not list
+                and by_id_get(group.pkey) is callers
+            ):
+                continue  # the usual pair: one call, one result, whose parent is the call (alone with its id)
             calls_of_c = set(callers) if callers.__class__ is list else {callers}
             answered: set[LineInfo] = set()  # the calls a result with their id is close below
             for r in group if group.__class__ is list else (group,):

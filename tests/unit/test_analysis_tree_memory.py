@@ -5,14 +5,16 @@ and answers exactly what a full index would."""
 from __future__ import annotations
 
 import random
+import sys
+from pathlib import Path
 
 import builders as S
 import pytest
 
 from pi_session_server.analysis import lines as L
 from pi_session_server.analysis.document import SessionDocument
-from pi_session_server.analysis.lines import LineInfo, scan_line
-from pi_session_server.analysis.tree import Groups
+from pi_session_server.analysis.lines import BomLineInfo, LineInfo, scan_line
+from pi_session_server.analysis.tree import Groups, TreeIndex
 
 
 def _entry(line: int) -> LineInfo:
@@ -119,17 +121,106 @@ def test_children_and_members_built_when_asked_are_those_kept_under_edits(asked_
     }
 
 
-def test_a_parent_id_and_a_tool_call_id_share_the_string_they_name() -> None:
+_TOOL_TURN = [
+    S.header(),
+    S.user("u1", None),
+    S.assistant("a1", "u1", calls=(("call-1", "read", {}),)),
+    S.tool_result("r1", "a1", "call-1"),
+]
+
+
+@pytest.mark.parametrize("from_file", [False, True])
+def test_a_parent_id_and_a_tool_call_id_share_the_string_they_name(tmp_path: Path, from_file: bool) -> None:
     # each line decodes strings of its own: equal, not the same object, until the index is built
-    lines = [
-        S.header(),
-        S.user("u1", None),
-        S.assistant("a1", "u1", calls=(("call-1", "read", {}),)),
-        S.tool_result("r1", "a1", "call-1"),
-    ]
-    doc = SessionDocument("\n".join(lines) + "\n")
+    text = "\n".join(_TOOL_TURN) + "\n"
+    if from_file:
+        path = tmp_path / "s.jsonl"
+        path.write_text(text, encoding="utf-8")
+        doc = SessionDocument.from_file(str(path))
+    else:
+        doc = SessionDocument(text)
     user, call, result = (doc.lines[n] for n in (1, 2, 3))
     assert call.parent_id is user.id and result.parent_id is call.id
     assert call.pkey is user.id
     assert result.result_call_id is call.call_ids[0]
     assert result.kind == L.ENTRY and not doc.tree.cross  # and nothing reported
+
+
+def test_an_entry_of_a_bulk_load_shares_the_strings_it_names_as_soon_as_it_is_added() -> None:
+    # (given up at the end of the load instead, every line's own string would leave a hole in
+    # the heap that nothing fills)
+    user, call, result = (scan_line(line.encode()) for line in _TOOL_TURN[1:])
+    assert call.parent_id == user.id and call.parent_id is not user.id
+    tree = TreeIndex()
+    add = tree.start_build()
+    add(user)
+    add(call)
+    assert call.parent_id is user.id and call.pkey is user.id
+    add(result)
+    assert result.parent_id is call.id and result.result_call_id is call.call_ids[0]
+    for n, e in enumerate((user, call, result), 1):
+        e.line = n
+    tree.finish_build([user, call, result])
+    assert tree.resolve("a1") is call and tree.parent(result) is call and not tree.cross
+
+
+def test_a_line_holds_no_slot_for_what_only_the_first_line_can_have() -> None:
+    # the size of every line's facts: a slot more is 16 bytes per line of a multi-GB session
+    plain = scan_line(S.user("u1", None).encode())
+    marked = scan_line(b"\xef\xbb\xbf" + S.header().encode(), first=True)
+    assert sys.getsizeof(plain) <= 176
+    assert not plain.bom and marked.bom and isinstance(marked, BomLineInfo)
+    assert marked.kind == L.HEADER and marked.raw.startswith(b"\xef\xbb\xbf")
+
+
+def _tool_turns(seed: int) -> list[str]:
+    """Tool calls and their results the way pi writes them, and bent: ids of entries and of calls
+    written twice, results on another branch or with no call at all, calls left unanswered."""
+    rnd = random.Random(seed)
+    out = [S.header(), S.user("e0", None)]
+    ids = ["e0"]
+    call_ids = ["c-first"]
+
+    def entry_id() -> str:
+        return f"e{len(out)}" if rnd.random() < 0.95 else rnd.choice(ids)  # now and then an id again
+
+    def parent() -> str:
+        return ids[-1] if rnd.random() < 0.9 else rnd.choice(ids)
+
+    while len(out) < 150:
+        pick = rnd.random()
+        if pick < 0.7:
+            calls = [
+                f"c{len(out)}-{k}" if rnd.random() < 0.93 else rnd.choice(call_ids)
+                for k in range(rnd.choice((1, 1, 1, 2, 3)))
+            ]
+            eid = entry_id()
+            out.append(S.assistant(eid, parent(), calls=tuple((c, "read", {}) for c in calls)))
+            ids.append(eid)
+            call_ids.extend(calls)
+            for c in calls:
+                if rnd.random() < 0.92:  # else left unanswered
+                    eid = entry_id()
+                    out.append(S.tool_result(eid, parent(), c))
+                    ids.append(eid)
+        elif pick < 0.8:
+            eid = entry_id()
+            out.append(S.tool_result(eid, parent(), rnd.choice([*call_ids, "c-none"])))
+            ids.append(eid)
+        else:
+            eid = entry_id()
+            out.append(S.user(eid, parent()))
+            ids.append(eid)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_problems_of_a_whole_file_are_those_of_checking_every_entry(seed: int) -> None:
+    # the first pass checks in full only the entries a quick look cannot clear (a result right below
+    # its only call is cleared without one)
+    doc = SessionDocument("\n".join(_tool_turns(seed)) + "\n")
+    tree = doc.tree
+    every = {e.line: [(p.code, p.message) for p in tree._problems_of(e)] for e in doc.entries()}
+    assert {e.line: [(p.code, p.message) for p in found] for e, found in tree.cross.items()} == {
+        line: found for line, found in every.items() if found
+    }

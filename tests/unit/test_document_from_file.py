@@ -100,6 +100,24 @@ def test_lines_hold_their_place_not_their_bytes(tmp_path: Path) -> None:
     assert last.raw == b""
 
 
+def test_a_line_of_a_file_keeps_its_number_as_its_place_and_reads_its_bytes_after_edits_above(
+    tmp_path: Path,
+) -> None:
+    entries = [ENTRY.replace(b'"u1"', b'"u%d"' % n) % (b"x" * n) for n in range(1, 5)]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(HEADER + b"\n" + b"\n".join(entries))  # the last one without "\n"
+    doc = SessionDocument.from_file(str(path))
+    slot = LineInfo.__dict__["raw"]
+    for n, info in enumerate(doc.lines[1:], 1):
+        assert isinstance(info, FileLineInfo) and slot.__get__(info, LineInfo) is info.line == n
+    assert [i.raw for i in doc.lines] == [HEADER, *entries]
+    assert [i.byte_length for i in doc.lines] == [len(HEADER), *map(len, entries)]
+    doc.apply_edit(1, 0, 1, 0, "\n\n")  # two lines above them: numbers move, places do not
+    assert [i.raw for i in doc.lines] == [HEADER, b"", b"", *entries]
+    assert [i.byte_length for i in doc.lines[3:]] == [len(e) for e in entries]
+    assert doc.data() == HEADER + b"\n\n\n" + b"\n".join(entries)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_line_of_a_file_reads_its_timestamp_again(tmp_path: Path, name: str) -> None:
     data = CASES[name]
