@@ -105,6 +105,7 @@ _decode_line = msgspec.json.Decoder(_AssistantLine).decode
 #: order of USAGE_KEYS, then its cost's total), the values as found (what is not a finite number
 #: counts 0). A tuple: one is made per assistant message, and the totals add them column by column.
 Turn = tuple[Any, Any, Any, Any, Any, Any, Any, Any]
+TURN_FIELDS = 8
 
 
 def turn_of_message(message: Any) -> Turn | None:
@@ -140,11 +141,12 @@ class SessionTotals:
     models: dict[str, dict[str, float]] = field(default_factory=dict)
     first_timestamp: Any = ABSENT
     last_timestamp: Any = ABSENT
-    # the tree, counted as entries come: children per parent key, the keys of the entries seen,
-    # parent keys named before their entry came; `irregular` when that entry then came, or an id
-    # repeats or is missing (getTree's answer may then differ: it is asked for instead)
+    # the tree, counted as entries come: the children of each entry seen, by its key (one map
+    # tells both what was seen and how many children: a session of GBs has hundreds of thousands
+    # of entries), parent keys named before their entry came; `irregular` when that
+    # entry then came, or an id repeats or is missing (getTree's answer may then differ: it is
+    # asked for instead)
     children: dict[Any, int] = field(default_factory=dict)
-    seen: set[Any] = field(default_factory=set)
     forward: set[Any] = field(default_factory=set)
     branch_points: int = 0
     leaves: int = 0
@@ -190,7 +192,7 @@ class SessionTotals:
             per_model["cost"] = _sum_onto(per_model["cost"], [costs[i] for i in mine])
 
     def _add_to_tree(self, ids: Sequence[Any], parents: Sequence[Any]) -> None:  # noqa: C901 - the loop over every entry
-        children, seen, forward = self.children, self.seen, self.forward
+        children, forward = self.children, self.forward
         leaves, branch_points, irregular = self.leaves, self.branch_points, self.irregular
         key: Any
         for entry_id, parent in zip(ids, parents, strict=True):
@@ -198,10 +200,10 @@ class SessionTotals:
                 key = entry_id
             else:
                 key = index_key(entry_id) if truthy(entry_id) else None
-            if key is None or key in seen or key in forward:
+            if key is None or key in children or key in forward:
                 irregular = True
             else:
-                seen.add(key)
+                children[key] = 0
                 leaves += 1
             if parent.__class__ is str:
                 if not parent:
@@ -214,11 +216,12 @@ class SessionTotals:
             if parent_key == key:
                 irregular = True
                 continue
-            count = children.get(parent_key, 0) + 1
-            children[parent_key] = count
-            if parent_key not in seen:
+            count = children.get(parent_key)
+            if count is None:
                 forward.add(parent_key)  # an orphan, or a parent written later
-            elif count == 1:
+                continue
+            children[parent_key] = count = count + 1
+            if count == 1:
                 leaves -= 1
             elif count == 2:
                 branch_points += 1
@@ -331,14 +334,20 @@ def _turns(
     kept: Mapping[int, Turn],
     read: _ReadLines | None = None,
     file_id: tuple[int, int] | None = None,
-) -> list[Turn]:
-    """What the assistant messages at ``positions`` among ``entries`` add, in order: what is
-    ``kept`` of their line (by its offset), else their lines read in one pass over the file in
-    file order. A line that is not what its entry says (the file changed, an odd value) is read as
-    the library reads it (``entry_at(position)``). ``read``: where the turns read from whole lines
-    are noted, when the file at ``path`` is the one ``file_id`` (device, inode) names."""
+) -> list[list[Any]]:
+    """What the assistant messages at ``positions`` among ``entries`` add, in order, column by
+    column (a :data:`Turn`'s fields): what is ``kept`` of their line (by its offset), else their
+    lines read in one pass over the file in file order. A line that is not what its entry says (the
+    file changed, an odd value) is read as the library reads it (``entry_at(position)``). ``read``:
+    where the turns read from whole lines are noted, when the file at ``path`` is the one
+    ``file_id`` (device, inode) names. (Columns, not a tuple per turn, and each provider and model
+    name held once: a session of GBs has hundreds of thousands of turns, most of one model.)"""
     offsets, ids = entries.offsets, entries.ids
-    turns: list[Turn] = []
+    columns: list[list[Any]] = [[] for _ in range(TURN_FIELDS)]
+    providers, models = columns[0], columns[1]
+    values = [column.append for column in columns[2:]]
+    names: dict[str, str] = {}
+    count = 0
     lines = None
     if isinstance(path, str) and any(offsets[p] >= 0 and offsets[p] not in kept for p in positions):
         # a FIFO or a device renamed over the file is not opened (the entries are then read from
@@ -355,15 +364,21 @@ def _turns(
                 line, end = lines.line_at(offset)
                 turn = _turn_of(line, ids[position])
                 if turn is not None and end >= 0 and read is not None:
-                    read.note(len(turns), offset, end)
+                    read.note(count, offset, end)
             if turn is None:
                 turn = turn_of_message(entry_at(position).get("message"))
-            if turn is not None:
-                turns.append(turn)
+            if turn is None:
+                continue
+            provider, model, *numbers = turn
+            providers.append(names.setdefault(provider, provider) if provider.__class__ is str else provider)
+            models.append(names.setdefault(model, model) if model.__class__ is str else model)
+            for append, value in zip(values, numbers, strict=True):
+                append(value)
+            count += 1
     finally:
         if lines is not None:
             lines.close()
-    return turns
+    return columns
 
 
 def _file_id(fd: int) -> tuple[int, int] | None:
@@ -446,8 +461,7 @@ class StatsCache:
             columns = kept_turns.columns
         else:
             file_id = held.identity[:2] if held is not None else None
-            turns = _turns(session_file, new, positions, entry_at, kept_turns.by_offset(), read, file_id)
-            columns = [list(column) for column in zip(*turns, strict=True)]
+            columns = _turns(session_file, new, positions, entry_at, kept_turns.by_offset(), read, file_id)
         if held is not None and read is not None and len(read.indexes) >= turn_store.MIN_STORED:
             keep = functools.partial(turn_store.save, held, first, kept_turns, read.kept(columns))
             scan_index.write_later_or_now(keep)

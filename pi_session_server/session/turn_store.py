@@ -14,24 +14,60 @@ turns are read from the file.
 from __future__ import annotations
 
 from array import array
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import msgspec
 
 from ..format.entry import Entry
 from . import cache_dir, preview_store, scan_index
 
-FORMAT_VERSION: Final = 2
+FORMAT_VERSION: Final = 3
 MAGIC: Final = b"PITURNS\x00"
 # Fewer turns than this are read about as fast as they are loaded: not kept, not loaded.
 MIN_STORED: Final = 1000
+# The values of a turn after its provider and model: its usage (session_stats.USAGE_KEYS), its cost.
+USAGE_VALUES: Final = 6
+
+
+NameIndex = Annotated[int, msgspec.Meta(ge=0)]
 
 
 class StoredTurns(preview_store.StampedLines, array_like=True):
     offsets: bytes  # array("q"): the offset of each assistant message's line described, in file order
-    # what those lines add, column by column (the values of a session_stats.Turn): a column is a
-    # list of plain values, decoded at once, where a list per turn would be an object each
-    columns: list[list[Any]]
+    # what those lines add (the values of a session_stats.Turn): the provider and model of each as
+    # its place in ``names``, where each name is once (a session of GBs has hundreds of thousands of
+    # turns and a few models: read back, each turn's name would be a string of its own), then the
+    # usage values column by column (a column is a list of plain values, decoded at once, where a
+    # list per turn would be an object each)
+    names: list[Any]
+    providers: list[NameIndex]
+    models: list[NameIndex]
+    values: list[list[Any]]
+
+    def columns(self) -> list[list[Any]]:
+        """The turns' values column by column, as session_stats sums them."""
+        names = self.names
+        return [[names[i] for i in self.providers], [names[i] for i in self.models], *self.values]
+
+
+def _stored_names(columns: list[list[Any]]) -> tuple[list[Any], list[int], list[int]]:
+    """The names of the first two ``columns`` (providers, models) once each, and each turn's as its
+    place among them (a value that is not a string has a place of its own)."""
+    names: list[Any] = []
+    places: dict[str, int] = {}
+
+    def place_of(value: Any) -> int:
+        if value.__class__ is str:
+            place = places.get(value)
+            if place is None:
+                place = places[value] = len(names)
+                names.append(value)
+            return place
+        names.append(value)
+        return len(names) - 1
+
+    providers = [place_of(value) for value in columns[0]]
+    return names, providers, [place_of(value) for value in columns[1]]
 
 
 _encode = msgspec.msgpack.Encoder(enc_hook=scan_index.enc_hook).encode
@@ -71,14 +107,17 @@ def load(held: preview_store.HeldFile, entry: Entry) -> KeptTurns:
         return NOTHING_KEPT
     offsets = array("q")
     offsets.frombytes(stored.offsets)
-    return KeptTurns(offsets, stored.columns, stored.end)
+    return KeptTurns(offsets, stored.columns(), stored.end)
 
 
 def _whole(body: memoryview) -> StoredTurns | None:
     stored = _decode(body)
     count, rest = divmod(len(stored.offsets), 8)
-    if rest or any(len(column) != count for column in stored.columns):
+    columns = (stored.providers, stored.models, *stored.values)
+    if rest or len(stored.values) != USAGE_VALUES or any(len(column) != count for column in columns):
         return None  # not an array of offsets, or columns of another length
+    if count and max(max(stored.providers), max(stored.models)) >= len(stored.names):
+        return None  # a name that is not there
     return stored
 
 
@@ -100,7 +139,8 @@ def save(held: preview_store.HeldFile, entry: Entry, kept: KeptTurns, read: Kept
             offsets = array("q", sorted(by_offset))
             columns = [list(column) for column in zip(*map(by_offset.__getitem__, offsets), strict=True)]
         end = max(kept.end, read.end)
-        body = _encode(StoredTurns(*cache_dir.stamp_lines(held.fd, end, st), offsets.tobytes(), columns))
+        stamp = cache_dir.stamp_lines(held.fd, end, st)
+        body = _encode(StoredTurns(*stamp, offsets.tobytes(), *_stored_names(columns), columns[2:]))
         cache_dir.write_whole(found[1], *cache_dir.framed(MAGIC, FORMAT_VERSION, body))
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: turns that cannot be kept (read-only, full, odd values) are no error

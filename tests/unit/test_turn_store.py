@@ -16,7 +16,7 @@ from test_index_keeping import ROOT, SERVE
 
 from pi_session_server.server import session_stats
 from pi_session_server.server.wire import encode_result
-from pi_session_server.session import SessionManager, cache_dir, scan_index, turn_store
+from pi_session_server.session import SessionManager, cache_dir, preview_store, scan_index, turn_store
 
 HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
 # the turns of a file are kept once it has not changed for a while (see cache_dir.RACY_NS, patched here
@@ -239,7 +239,19 @@ def _other_file(store: Path) -> None:
     store.write_bytes(kept.read_bytes())
 
 
-@pytest.mark.parametrize("spoil", [_damage, _other_version, _other_code, _cut, _garbage, _other_file])
+def _name_not_there(store: Path) -> None:
+    """Well framed, but a turn names a provider the store does not hold."""
+    body = cache_dir.unframed(store.read_bytes(), turn_store.MAGIC, turn_store.FORMAT_VERSION)
+    assert body is not None
+    stored = turn_store._decode(body)
+    stored.providers[-1] = len(stored.names)
+    framed = cache_dir.framed(turn_store.MAGIC, turn_store.FORMAT_VERSION, turn_store._encode(stored))
+    store.write_bytes(b"".join(framed))
+
+
+@pytest.mark.parametrize(
+    "spoil", [_damage, _other_version, _other_code, _cut, _garbage, _other_file, _name_not_there]
+)
 def test_what_is_kept_that_does_not_describe_the_file_is_not_used(
     tmp_path: Path, lines_read: list[Any], spoil: Any
 ):
@@ -253,6 +265,26 @@ def test_what_is_kept_that_does_not_describe_the_file_is_not_used(
     assert len(lines_read) == 12  # read again, and kept again
     lines_read.clear()
     assert _kept(path, index) == expected and lines_read == []
+
+
+def test_the_names_of_the_turns_kept_are_read_back_once_each(tmp_path: Path):
+    """A session of GBs has hundreds of thousands of turns and a few models: read back, each turn's
+    provider and model are the one string of that name, not a string each."""
+    path, index = tmp_path / "s.jsonl", tmp_path / "index"
+    _write(path, 12)
+    expected = _kept(path, index)
+    with SessionManager.open(str(path), read_only=True, index=str(index)) as manager:
+        first = next(entry for entry in manager.get_entries() if entry.role == "assistant")
+        held = preview_store.hold([first])
+        assert held is not None
+        try:
+            kept = turn_store.load(held, first)
+        finally:
+            held.close()
+    providers, models = kept.columns[:2]
+    assert len(providers) == 12 and len({id(name) for name in providers}) == 1
+    assert sorted(set(models)) == ["m0", "m1", "m2"] and len({id(name) for name in models}) == 3
+    assert _kept(path, index) == expected
 
 
 def test_turns_that_cannot_be_kept_are_no_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
