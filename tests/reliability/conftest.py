@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # reliability_rpc, reliability_helpers
 
 from reliability_rpc import RawServer  # noqa: E402
+from stuck_stat import stuck_stat_server  # noqa: E402
 
 DATA = HERE / "data"
 ORACLE_MODULE = reference_locations.session_manager_module()
@@ -119,3 +120,16 @@ def sha256_tree(root: Path) -> dict[str, str]:
             if full.is_symlink():
                 out[str(full.relative_to(root)) + "/"] = "-> " + os.readlink(full)
     return out
+
+
+@pytest.fixture
+def stuck_flag(tmp_path: Path) -> Path:
+    """While this file exists, a stat under ``stuck-mount`` waits (see stuck_stat.py)."""
+    return tmp_path / "flag"
+
+
+@pytest.fixture
+def stuck_server(tmp_path: Path, stuck_flag: Path) -> Iterator[RawServer]:
+    """A server whose stats under ``stuck-mount`` hang while ``stuck_flag`` exists."""
+    with stuck_stat_server(tmp_path, stuck_flag) as server:
+        yield server

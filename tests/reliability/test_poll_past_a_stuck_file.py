@@ -8,44 +8,16 @@ path under a directory named ``stuck-mount`` waits while a flag file exists."""
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from reliability_helpers import new_session_file
-from reliability_rpc import REPO_ROOT, RawServer, file_uri
-from test_stuck_look_at_a_file import STUCK_STAT
+from reliability_rpc import RawServer, file_uri
 
 # far longer than a look takes, far shorter than the stat's hang
 TOLD_WITHIN = 3.0
-
-
-@pytest.fixture
-def stuck_flag(tmp_path: Path) -> Path:
-    return tmp_path / "flag"
-
-
-@pytest.fixture
-def stuck_server(tmp_path: Path, stuck_flag: Path) -> Iterator[RawServer]:
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(STUCK_STAT)
-    env = {
-        "PYTHONPATH": os.pathsep.join([str(hook), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
-        "PI_TEST_STUCK_FLAG": str(stuck_flag),
-    }
-    server = RawServer(tmp_path, env=env)
-    try:
-        server.initialize()
-        yield server
-        assert server.alive(), server.stderr_text()[-3000:]
-    finally:
-        if stuck_flag.exists():
-            stuck_flag.unlink()
-        server.close()
 
 
 def _append_line(path: str, entry_id: str, parent: str | None = None) -> None:

@@ -9,78 +9,15 @@ The server runs with a ``sitecustomize`` that makes every stat of a path under a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from reliability_rpc import REPO_ROOT, RawServer, file_uri
+from reliability_rpc import RawServer, file_uri
 from test_requests_ordered_after_delete import session_with_entries
 
 from pi_session_server.server import pending_deletes
 
-STUCK_STAT = """
-import os
-import time
-
-_flag = os.environ["PI_TEST_STUCK_FLAG"]
-_stat, _lstat = os.stat, os.lstat
-
-
-def _wait_while_stuck(path):
-    try:
-        name = os.fsdecode(path)
-    except TypeError:  # a descriptor
-        return
-    deadline = time.monotonic() + 60
-    while "stuck-mount" in name and time.monotonic() < deadline:
-        try:
-            _stat(_flag)
-        except OSError:
-            return
-        time.sleep(0.02)
-
-
-def stat(path, *args, **kwargs):
-    _wait_while_stuck(path)
-    return _stat(path, *args, **kwargs)
-
-
-def lstat(path, *args, **kwargs):
-    _wait_while_stuck(path)
-    return _lstat(path, *args, **kwargs)
-
-
-os.stat, os.lstat = stat, lstat
-"""
-
 APPENDED = 10
 ENTRIES = APPENDED + 2  # (a new session file holds two messages)
-
-
-@pytest.fixture
-def stuck_flag(tmp_path: Path) -> Path:
-    """While this file exists, a stat under ``stuck-mount`` waits."""
-    return tmp_path / "flag"
-
-
-@pytest.fixture
-def stuck_server(tmp_path: Path, stuck_flag: Path) -> Iterator[RawServer]:
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(STUCK_STAT)
-    env = {
-        "PYTHONPATH": os.pathsep.join([str(hook), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
-        "PI_TEST_STUCK_FLAG": str(stuck_flag),
-    }
-    server = RawServer(tmp_path, env=env)
-    try:
-        server.initialize()
-        yield server
-        assert server.alive(), server.stderr_text()[-3000:]
-    finally:
-        if stuck_flag.exists():
-            stuck_flag.unlink()
-        server.close()
 
 
 def test_a_look_that_hangs_delays_no_request_on_another_file_or_session(

@@ -25,7 +25,7 @@ class _Appended:
         return SimpleNamespace(kind="appended", new_entry_ids=["u0000009"], leaf_id="u0000009")
 
 
-class _RecordingQueue:
+class RecordingQueue:
     """A slot's queue that notes when a job was queued on it."""
 
     def __init__(self, queue: SerialQueue, queued: threading.Event) -> None:
@@ -46,7 +46,7 @@ def test_no_session_tells_of_a_change_before_every_session_on_the_file_has_its_r
     first = Slot("s1", pool.queue("s1"), _Appended(), path="/w/s.jsonl")  # type: ignore[arg-type]
     second = Slot(
         "s2",
-        _RecordingQueue(pool.queue("s2"), second_queued),  # type: ignore[arg-type]
+        RecordingQueue(pool.queue("s2"), second_queued),  # type: ignore[arg-type]
         _Appended(),  # type: ignore[arg-type]
         path="/w/link-to-s.jsonl",  # (the same file: each spelling is looked at)
     )

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from test_poller_order import RecordingQueue
 
 from pi_session_server.server import poller as poller_module
 from pi_session_server.server.poller import DID_CHANGE, MISSING, FilePoller
@@ -171,17 +172,6 @@ def test_a_stuck_stat_that_answers_missing_refreshes_the_session(monkeypatch: py
         fs.release()
 
 
-class _RecordingQueue:
-    """A slot's queue that notes when a job was queued on it."""
-
-    def __init__(self, queue: SerialQueue, queued: threading.Event) -> None:
-        self._queue, self._queued = queue, queued
-
-    def submit(self, work: Any, **options: Any) -> Any:
-        self._queued.set()
-        return self._queue.submit(work, **options)
-
-
 def test_a_look_that_goes_on_past_a_stuck_file_queues_every_refresh_before_any_tells(
     file_system: _FileSystem,
 ) -> None:
@@ -201,7 +191,7 @@ def test_a_look_that_goes_on_past_a_stuck_file_queues_every_refresh_before_any_t
     harness.server.notify = notify_noting_order
     stuck = harness.slot("s0", STUCK)
     first = harness.slot("s1", "/w/s.jsonl")
-    recording = _RecordingQueue(harness.pool.queue("s2"), second_queued)
+    recording = RecordingQueue(harness.pool.queue("s2"), second_queued)
     second = harness.slot("s2", "/w/link-to-s.jsonl", recording)  # type: ignore[arg-type]
     for slot in (stuck, first, second):
         slot.last_stat = ("as opened", 0)
