@@ -7,24 +7,84 @@ from __future__ import annotations
 
 import gc
 import json
-import shutil
 import time
 import weakref
 from pathlib import Path
 from typing import Any
 
+import pytest
 from in_process_server import InProcess
+
+from pi_session_server.session import SessionManager, cache_dir
 
 APPENDED = {
     "type": "custom_message",
     "id": "f00dcafe",
-    "parentId": "e2f3a4b5",
+    "parentId": "e0039",
     "timestamp": "2026-03-14T10:00:00.000Z",
     "customType": "note",
     "content": "appended by pi",
     "display": True,
 }
-EXAMPLE = Path(__file__).resolve().parents[2] / "pi_session_server" / "examples" / "example-session.jsonl"
+HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "2026-03-14T09:00:00.000Z", "cwd": "/w"}
+
+
+def _message(entry_id: str, parent: str | None, n: int) -> dict[str, Any]:
+    """A user prompt, an assistant turn calling a tool, or the tool's result, by ``n``."""
+    call = f"call{n - n % 3 + 1}"
+    message: dict[str, Any]
+    if n % 3 == 0:
+        message = {"role": "user", "content": f"question {n}"}
+    elif n % 3 == 1:
+        blocks = [{"type": "text", "text": f"answer {n}"}]
+        blocks.append({"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": "ls"}})
+        usage = {
+            "input": 10,
+            "output": 5,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 15,
+            "cost": {"total": 0.1},
+        }
+        message = {"role": "assistant", "content": blocks, "provider": "p", "model": "m", "usage": usage}
+        message["stopReason"] = "toolUse"
+    else:
+        message = {
+            "role": "toolResult",
+            "toolCallId": call,
+            "toolName": "bash",
+            "content": [{"type": "text", "text": "ok"}],
+        }
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": "2026-03-14T09:00:01.000Z",
+        "message": message,
+    }
+
+
+def _write_session(path: Path) -> None:
+    """A chain of 40 messages with a branch off its eleventh, a label: every id distinct (a reopen
+    from the index then makes entries only as they are asked for)."""
+    lines: list[dict[str, Any]] = [HEADER]
+    parent = None
+    for n in range(40):
+        lines.append(_message(f"e{n:04}", parent, n))
+        parent = f"e{n:04}"
+        if n == 20:
+            lines.append(_message("b0000", "e0010", 3))
+            lines.append(
+                {
+                    "type": "label",
+                    "id": "l0000",
+                    "parentId": parent,
+                    "timestamp": "t",
+                    "targetId": "e0010",
+                    "label": "here",
+                }
+            )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
 
 def _wait_for(running: InProcess, method: str, timeout: float = 10) -> None:
@@ -46,19 +106,37 @@ def _asked_of_a_tree_view(session: str, leaf: Any) -> list[tuple[str, dict[str, 
         ("pi/getTree", {**on, "form": "flat", "filter": "default", "search": "the"}),
         ("pi/getTree", {**on, "form": "nested"}),
         ("pi/getTree", {**on, "form": "reference"}),
+        ("pi/getTree", {**on, "form": "flat", "rootId": "e0010", "depth": 2}),
+        ("pi/getPath", {**on, "limit": 10}),
+        ("pi/getPath", {**on, "entryId": "e0010", "descend": True, "offset": 5, "limit": 10}),
+        ("pi/getChildren", {**on, "parentId": "e0010"}),
+        ("pi/getEntries", {**on, "offset": 3, "limit": 5}),
         ("pi/buildSessionContext", on),
+        ("pi/buildContextEntries", on),
+        ("pi/buildSessionProjection", on),
         ("pi/getBranch", on),
     ]
 
 
-def test_a_closed_session_is_let_go_whatever_was_asked_of_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reopened", [False, True], ids=["read", "reopened from its index"])
+def test_a_closed_session_is_let_go_whatever_was_asked_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reopened: bool
+) -> None:
     path = tmp_path / "session.jsonl"
-    shutil.copy(EXAMPLE, path)
+    _write_session(path)
+    monkeypatch.delenv(cache_dir.NO_INDEX_ENV, raising=False)
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0" if reopened else str(1 << 40))
+    monkeypatch.setenv("PI_SESSION_INDEX_DIR", str(tmp_path / "index"))
+    if reopened:
+        monkeypatch.setattr(cache_dir, "RACY_NS", 0)  # the file just written is indexed at once
+        SessionManager.open(str(path), read_only=True).close()  # (writes the index)
+        assert list((tmp_path / "index").iterdir())
     running = InProcess()
     try:
         session = running.request("pi/open", {"path": str(path)})["result"]["session"]
         (slot,) = [slot for slot in running.server.registry.slots() if slot.handle == session]
         manager = weakref.ref(slot.manager)
+        assert (slot.manager.row_tree() is not None) == reopened
         leaf = running.request("pi/getLeaf", {"session": session})["result"]["leafId"]
         for method, params in _asked_of_a_tree_view(session, leaf):
             reply = running.request(method, params)
