@@ -94,6 +94,17 @@ def _wait_for(running: InProcess, method: str, timeout: float = 10) -> None:
         time.sleep(0.02)
 
 
+def _let_go(held: weakref.ref[Any], timeout: float = 10) -> None:
+    """``held`` is let go, once the jobs queued before the close (and the close itself) ran."""
+    deadline = time.monotonic() + timeout
+    while True:
+        gc.collect()
+        if held() is None:
+            return
+        assert time.monotonic() < deadline, [type(holder).__name__ for holder in gc.get_referrers(held())]
+        time.sleep(0.02)
+
+
 def _asked_of_a_tree_view(session: str, leaf: Any) -> list[tuple[str, dict[str, Any]]]:
     """What an editor asks of a session it shows: its totals, the tree's levels down to the leaf,
     pages, a filtered and searched tree, the nested and reference forms, the context."""
@@ -150,7 +161,55 @@ def test_a_closed_session_is_let_go_whatever_was_asked_of_it(
             assert "result" in reply, (method, params, reply)
         assert "result" in running.request("pi/close", {"session": session})
         del slot
-        gc.collect()
-        assert manager() is None, [type(holder).__name__ for holder in gc.get_referrers(manager())]
+        _let_go(manager)
+    finally:
+        running.close()
+
+
+def test_a_closed_document_is_let_go_whatever_was_asked_of_it(tmp_path: Path) -> None:
+    """The language features' side: a session file an editor showed, asked what an editor asks,
+    then closed, is let go with what was kept of it (its analysis, the tree's memos)."""
+    path = tmp_path / "session.jsonl"
+    _write_session(path)
+    uri = path.as_uri()
+    doc = {"uri": uri}
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 44, "character": 0}}
+    at_a_parent = {"textDocument": doc, "position": {"line": 5, "character": 40}}
+    running = InProcess()
+    try:
+        assert "result" in running.request(
+            "initialize", {"processId": None, "rootUri": None, "capabilities": {}}
+        )
+        running.notify("initialized", {})
+        text = path.read_text(encoding="utf-8")
+        running.notify(
+            "textDocument/didOpen",
+            {"textDocument": {**doc, "languageId": "pi-session", "version": 1, "text": text}},
+        )
+        asked = [
+            ("textDocument/documentSymbol", {"textDocument": doc}),
+            ("textDocument/hover", at_a_parent),
+            ("textDocument/definition", at_a_parent),
+            ("textDocument/references", {**at_a_parent, "context": {"includeDeclaration": True}}),
+            ("textDocument/foldingRange", {"textDocument": doc}),
+            ("textDocument/inlayHint", {"textDocument": doc, "range": everything}),
+            ("textDocument/codeLens", {"textDocument": doc}),
+            (
+                "textDocument/codeAction",
+                {"textDocument": doc, "range": everything, "context": {"diagnostics": []}},
+            ),
+        ]
+        for method, params in asked:
+            reply = running.request(method, params)
+            assert "result" in reply, (method, reply)
+        features = running.server.language_features
+        assert features is not None
+        document = weakref.ref(features.docs[uri].doc)
+        running.notify("textDocument/didClose", {"textDocument": doc})
+        deadline = time.monotonic() + 10
+        while uri in features.docs:
+            assert time.monotonic() < deadline, "the document was not closed"
+            time.sleep(0.02)
+        _let_go(document)
     finally:
         running.close()
