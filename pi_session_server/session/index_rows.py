@@ -72,7 +72,7 @@ def _text(data: bytes, ends: array[int], row: int) -> str:
 class IndexedRows:
     """The rows of an index, each made into its :class:`Entry` when first asked for."""
 
-    __slots__ = ("_every", "_made", "_run_rows", "_split", "columns")
+    __slots__ = ("_every", "_ids", "_made", "_run_rows", "_timestamps", "columns")
 
     def __init__(self, columns: RowColumns) -> None:
         self.columns = columns
@@ -81,36 +81,43 @@ class IndexedRows:
         # before then gives from then on (the same objects as the manager's entry list)
         self._every: list[Entry] | None = None
         self._run_rows = [row for row, _line in columns.line_runs]
-        # the ids and timestamps, once every entry was made (the text columns are let go of then)
-        self._split: tuple[list[str], list[str]] | None = None
+        # the ids, once every entry was made or most rows' envelopes asked for, and the timestamps,
+        # once every entry was made (each text column is let go of once split)
+        self._ids: list[str] | None = None
+        self._timestamps: list[str] | None = None
 
     @property
     def count(self) -> int:
         return self.columns.count
 
     def id_at(self, row: int) -> str:
-        if self._split is not None:
-            return self._split[0][row]
+        if self._ids is not None:
+            return self._ids[row]
         columns = self.columns
         return _text(columns.ids, columns.id_ends, row)
 
     def _timestamp_at(self, row: int) -> str:
-        if self._split is not None:
-            return self._split[1][row]
+        if self._timestamps is not None:
+            return self._timestamps[row]
         columns = self.columns
         return _text(columns.timestamps, columns.timestamp_ends, row)
 
     def _texts(self) -> tuple[list[str], list[str]]:
         """The ids and the timestamps of every row, each column's text let go of once it is split
         (making every entry needs no more room than with lists from the start)."""
-        if self._split is None:
+        if self._timestamps is None:
             columns = self.columns
-            ids = _texts(columns.ids, columns.count)
-            columns.ids = b""
-            timestamps = _texts(columns.timestamps, columns.count)
+            self._timestamps = _texts(columns.timestamps, columns.count)
             columns.timestamps = b""
-            self._split = ids, timestamps
-        return self._split
+        return self._split_ids(), self._timestamps
+
+    def _split_ids(self) -> list[str]:
+        """The ids of every row (the column's text let go of)."""
+        if self._ids is None:
+            columns = self.columns
+            self._ids = _texts(columns.ids, columns.count)
+            columns.ids = b""
+        return self._ids
 
     def entry(self, row: int) -> Entry:
         """The entry of ``row`` (``0 <= row < count``), the same object each time."""
@@ -212,15 +219,19 @@ class IndexedRows:
         columns = self.columns
         end = min(end, columns.count)
         start = min(start, end)
-        if self._split is None and 2 * (end - start) > columns.count:
-            # most rows (the totals of a session): split the columns as every_entry does, so that
-            # the entries made later share these strings with what the caller keeps of them
-            self._texts()
-        if self._split is not None:
-            ids, timestamps = (column[start:end] for column in self._split)
+        if self._ids is None and 2 * (end - start) > columns.count:
+            # most rows (the totals of a session): split the ids as every_entry does, so that the
+            # entries made later share these strings with what the caller keeps of them
+            self._split_ids()
+        if self._ids is not None:
+            ids = self._ids[start:end]
         else:
             ids = _texts_between(columns.ids, columns.id_ends, start, end)
-            timestamps = _texts_between(columns.timestamps, columns.timestamp_ends, start, end)
+        timestamps: Sequence[str]
+        if self._timestamps is not None:
+            timestamps = self._timestamps[start:end]
+        else:  # (the totals read the first and the last: not a string made of each)
+            timestamps = _TextRows(self, start, end)
         parents: list[Any] = [self.id_at(start - 1) if start else ABSENT, *ids[:-1]] if ids else []
         for row, parent in columns.parents.items():
             if start <= row < end:
@@ -247,7 +258,8 @@ class IndexedRows:
         if not entries:
             return True
         columns = self.columns
-        if self._made or self._split is not None or columns.lines_data is not None or not columns.count:
+        split = self._ids is not None or self._timestamps is not None
+        if self._made or split or columns.lines_data is not None or not columns.count:
             return False
         tail = _tail_columns(self, entries)
         if tail is None:
@@ -315,9 +327,9 @@ class IndexedRows:
         last = self.columns.count - 1
         if last >= 0 and self.id_at(last) == entry_id:  # the leaf, most often: no search
             return last
-        if self._split is not None:
+        if self._ids is not None:
             try:
-                return self._split[0].index(entry_id)
+                return self._ids.index(entry_id)
             except ValueError:
                 return -1
         columns = self.columns
@@ -458,6 +470,31 @@ def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str,
         return {entry_id: row for entry_id, row in found.items() if 0 <= row < count}
     ids = _texts(rows.columns.ids, rows.columns.count)
     return {entry_id: row for row, entry_id in enumerate(ids[:count]) if entry_id in wanted}
+
+
+class _TextRows(Sequence[str]):
+    """The timestamps of rows ``start`` to ``end``, each made when asked for."""
+
+    __slots__ = ("_end", "_rows", "_start")
+
+    def __init__(self, rows: IndexedRows, start: int, end: int) -> None:
+        self._rows, self._start, self._end = rows, start, end
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._rows._timestamp_at(self._start + index)
 
 
 def _texts(data: bytes, count: int) -> list[str]:

@@ -244,21 +244,24 @@ def test_a_path_read_from_the_rows_gives_the_managers_entries_after_every_entry_
 
 def test_the_envelopes_of_most_rows_share_their_strings_with_the_entries_made_later(tmp_path: Path):
     """The totals keep every id they counted: the entries made after them hold the same strings,
-    not a second copy of each; the envelopes of a few rows split nothing."""
+    not a second copy of each; the envelopes of a few rows split nothing, and those of most rows
+    make no string of a timestamp the totals do not read (they read the first and the last)."""
     path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(40)]))
     SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")).close()
     with SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")) as sm:
         rows = sm._rows
         assert rows is not None
         few = rows.envelopes(3, 8)
-        assert rows._split is None and few.ids == [rows.id_at(row) for row in range(3, 8)]
+        assert rows._ids is None and few.ids == [rows.id_at(row) for row in range(3, 8)]
         counted = rows.envelopes(0, rows.count)
+        assert rows._ids is not None and rows._timestamps is None
         entries = sm.get_entries()  # (the header left out)
         assert [e.id for e in entries] == counted.ids
-        assert all(
-            e.id is i and e.timestamp is t
-            for e, i, t in zip(entries, counted.ids, counted.timestamps, strict=True)
-        )
+        assert all(e.id is i for e, i in zip(entries, counted.ids, strict=True))
+        assert [e.timestamp for e in entries] == list(counted.timestamps)
+        assert counted.timestamps[-1] == entries[-1].timestamp and counted.timestamps[1:3] == [
+            e.timestamp for e in entries[1:3]
+        ]
 
 
 def test_non_ascii_ids_and_timestamps(tmp_path: Path):
