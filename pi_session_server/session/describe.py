@@ -592,15 +592,11 @@ class PreviewCache:
         if decoded < len(batch):  # lines the pass left out: read the usual way when asked, not again
             kept.merge((left, None) for left in batch)
 
-    def _assistants_in_file_order(self, entry: Entry) -> tuple[list[Entry], array[int], array[int]]:
-        """The assistant messages of the session read from the file of ``entry``, in file order,
-        their offsets, and where the next entry of the file starts after each (0: none, the last):
-        made once per file (the messages appended later are read alone)."""
-        order = self._file_order(entry)
-        return order.listed, order.starts, order.ends
-
     def _file_order(self, entry: Entry) -> FileOrder:
-        """:meth:`_assistants_in_file_order`, kept with what is known of them (see known_silences)."""
+        """The assistant messages of the session read from the file of ``entry``, in file order,
+        their offsets, and where the next entry of the file starts after each (0: none, the last),
+        kept with what is known of them (see known_silences): made once per file (the messages
+        appended later are read alone)."""
         source = entry._source
         order = self._silences.order_of(source)
         if order is None:

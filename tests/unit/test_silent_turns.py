@@ -417,4 +417,5 @@ def test_the_assistant_messages_of_a_file_are_listed_with_where_the_next_entry_s
         assert list(ends) == _next_entries(manager, assistants) and ends[-1] == 0 and all(ends[:-1])
         assert describe._assistants_and_next_entries(entries[::-1]) is None
         cache = PreviewCache(entries=lambda: entries[::-1], entry_count=manager.entry_count)
-        assert cache._assistants_in_file_order(assistants[0]) == (listed, starts, ends)
+        order = cache._file_order(assistants[0])
+        assert (order.listed, order.starts, order.ends) == (listed, starts, ends)
