@@ -105,7 +105,7 @@ _decode_line = msgspec.json.Decoder(_AssistantLine).decode
 #: order of USAGE_KEYS, then its cost's total), the values as found (what is not a finite number
 #: counts 0). A tuple: one is made per assistant message, and the totals add them column by column.
 Turn = tuple[Any, Any, Any, Any, Any, Any, Any, Any]
-TURN_FIELDS = 8
+TURN_FIELDS = 2 + len(USAGE_KEYS) + 1
 
 
 def turn_of_message(message: Any) -> Turn | None:
@@ -347,7 +347,6 @@ def _turns(
     providers, models = columns[0], columns[1]
     values = [column.append for column in columns[2:]]
     names: dict[str, str] = {}
-    count = 0
     lines = None
     if isinstance(path, str) and any(offsets[p] >= 0 and offsets[p] not in kept for p in positions):
         # a FIFO or a device renamed over the file is not opened (the entries are then read from
@@ -364,7 +363,7 @@ def _turns(
                 line, end = lines.line_at(offset)
                 turn = _turn_of(line, ids[position])
                 if turn is not None and end >= 0 and read is not None:
-                    read.note(count, offset, end)
+                    read.note(len(providers), offset, end)
             if turn is None:
                 turn = turn_of_message(entry_at(position).get("message"))
             if turn is None:
@@ -374,7 +373,6 @@ def _turns(
             models.append(names.setdefault(model, model) if model.__class__ is str else model)
             for append, value in zip(values, numbers, strict=True):
                 append(value)
-            count += 1
     finally:
         if lines is not None:
             lines.close()
