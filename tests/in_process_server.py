@@ -70,6 +70,17 @@ class InProcess:
                 self._cond.wait(0.1)
             return self.replies.pop(msg_id)
 
+    def notified(self, method: str, timeout: float = 10) -> Any:
+        """The params of the first ``method`` notification the server sent, once it sent one."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = [params for name, params in self.notifications if name == method]
+                if found:
+                    return found[0]
+                assert time.monotonic() < deadline, f"no {method}"
+                self._cond.wait(0.1)
+
     def close(self) -> None:
         self._client_out.close()
         self._loop_thread.join(10)

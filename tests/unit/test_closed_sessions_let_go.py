@@ -87,13 +87,6 @@ def _write_session(path: Path) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
 
-def _wait_for(running: InProcess, method: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not any(name == method for name, _params in running.notifications):
-        assert time.monotonic() < deadline, f"no {method}"
-        time.sleep(0.02)
-
-
 def _let_go(held: weakref.ref[Any], timeout: float = 10) -> None:
     """``held`` is let go, once the jobs queued before the close (and the close itself) ran."""
     deadline = time.monotonic() + timeout
@@ -155,7 +148,7 @@ def test_a_closed_session_is_let_go_whatever_was_asked_of_it(
         # pi appends: what is kept is followed to the new state of the session, and asked again
         with path.open("a", encoding="utf-8") as file:
             file.write(json.dumps(APPENDED) + "\n")
-        _wait_for(running, "pi/didChange")
+        running.notified("pi/didChange")
         for method, params in _asked_of_a_tree_view(session, APPENDED["id"]):
             reply = running.request(method, params)
             assert "result" in reply, (method, params, reply)
