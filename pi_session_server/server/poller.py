@@ -192,14 +192,22 @@ class FilePoller:
         for path in paths:
             claim: list[None] = [None]
             look.stat = (path, time.monotonic(), claim)
-            signature = stat_signature(path)
+            try:
+                signature = stat_signature(path)
+            except Exception:  # not a file system's answer (those are signatures): looked at again next time
+                logger.exception("looking at %s failed", path)
+                signature = _UNANSWERED
             try:
                 claim.pop()
             except IndexError:  # left behind meanwhile (the tick holds the lock until it noted that)
                 with self._lock:
-                    late[path].signature = signature
+                    if signature is _UNANSWERED:
+                        del late[path]  # no answer will come: the next look stats it again
+                    else:
+                        late[path].signature = signature
                 return None
-            signatures[path] = signature
+            if signature is not _UNANSWERED:
+                signatures[path] = signature
         look.stat = None
         return signatures
 

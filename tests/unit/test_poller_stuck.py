@@ -222,3 +222,46 @@ def test_files_stuck_by_the_dozen_hold_the_looks_own_threads_never_the_sessions(
     file_system.release()
     assert harness.tick_until(lambda: set(changes) == set(stuck))
     assert not sessions_pool_used.is_set()
+
+
+class _BrokenOnce(_FileSystem):
+    """A file system whose stat of ``STUCK`` raises something no stat should (a bug of ours or of a
+    file system's binding), once: after hanging past the bound when ``hang_first``."""
+
+    def __init__(self, hang_first: bool) -> None:
+        super().__init__()
+        self.hang_first = hang_first
+
+    def stat_signature(self, path: str) -> Any:
+        if path == STUCK and self.calls[STUCK] == 0:
+            self.calls[STUCK] += 1
+            if self.hang_first:
+                self._released.wait(WAIT * 3)
+            raise RuntimeError("not a file system's answer")
+        if path == STUCK:
+            self.calls[STUCK] += 1
+            return ("stuck", 2)
+        return super().stat_signature(path)
+
+
+@pytest.mark.parametrize("hang_first", [False, True], ids=["at once", "after the look went on"])
+def test_a_stat_that_raises_leaves_the_file_to_the_next_look_never_unlooked(
+    monkeypatch: pytest.MonkeyPatch, hang_first: bool
+) -> None:
+    fs = _BrokenOnce(hang_first)
+    monkeypatch.setattr(poller_module, "stat_signature", fs.stat_signature)
+    harness = _Harness([])
+    changes: Counter[str] = Counter()
+    harness.poller.follow("stuck", STUCK, lambda: changes.update(["stuck"]), ("stuck", 1))
+    harness.poller.follow("good", "/w/good.jsonl", lambda: changes.update(["good"]))
+    try:
+        assert harness.tick_until(lambda: fs.calls[STUCK] == 1)
+        if hang_first:
+            harness.ticks(3 * poller_module.STAT_BOUND_SECONDS)
+            fs.release()
+        # the failed stat is neither a change nor the end of looking at the file: the next stat is
+        assert harness.tick_until(lambda: changes["stuck"] == 1)
+        assert fs.calls[STUCK] == 2
+        assert changes["good"] >= 1  # the other file's look went on past the failure
+    finally:
+        fs.release()
