@@ -465,17 +465,18 @@ class LanguageFeatures:
         read from disk is read after the pi/delete of it sent before the request answered (see
         :mod:`.pending_deletes`): the request finds it gone."""
 
+        disk_path = _disk_path(uri)  # (None for a uri that names no session file)
+
         def asked() -> Any:
-            state = self.docs.get(uri) or self._from_disk(uri)
+            state = self.docs.get(uri) or self._from_disk(uri, disk_path)
             if state is None:
                 return otherwise
             return state.queue.submit(lambda _token: self._answer(state, answer, encode))
 
         state = self.docs.get(uri)
-        path = None if state is not None and not state.from_disk else _disk_path(uri)
-        if path is None:  # the editor's text, or no file of a session
+        if disk_path is None or (state is not None and not state.from_disk):  # no file, or the editor's text
             return asked()
-        return self.server.pending_deletes.ordered([deleted_as(path, self.server.environment)], asked)
+        return self.server.pending_deletes.ordered([deleted_as(disk_path, self.server.environment)], asked)
 
     def held_leaf_moved(self, paths: set[str], keys: FileKeys = frozenset()) -> None:
         """On the loop: the leaf of a session held on one of ``paths`` (or on the file ``keys`` say
@@ -498,8 +499,8 @@ class LanguageFeatures:
 
     # ------------------------------------------------------------------ files the editor did not send
 
-    def _from_disk(self, uri: str) -> DocState | None:
-        path = _disk_path(uri)
+    def _from_disk(self, uri: str, path: str | None) -> DocState | None:
+        """A new document for the file at ``path`` (``_disk_path(uri)``), read by a job."""
         if path is None:
             return None
         state = self._new_state(uri, from_disk=True)

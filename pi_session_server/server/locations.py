@@ -13,7 +13,7 @@ system, and the refusal of anything that is not a regular file.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from pi_session_server.errors import PiSessionError
 from pi_session_server.format.jstext import as_displayed
@@ -82,20 +82,37 @@ def require_regular_file(path: str) -> bool:
     return True
 
 
-def file_keys(path: str) -> FileKeys:
-    """What the file at ``path`` (resolved) is, as a delete, the requests on it and the sessions held
-    on it compare it (on a worker: it reads the file system). Two spellings of one file share a key: the path with its
-    symlinks resolved, or the directory entry it names (its directory's symlinks resolved: what
-    unlinking it removes, still the same once the file is gone), or the device and inode."""
+class FileNames(NamedTuple):
+    """What one look at the file system found the file at a path to be called."""
+
+    real_path: str  # the path with its symlinks resolved
+    entry: str  # the directory entry it names (:func:`directory_entry`)
+    keys: FileKeys  # :func:`file_keys`
+
+
+def file_names(path: str) -> FileNames:
+    """The names of the file at ``path`` (resolved), found in one look (on a worker: it reads the
+    file system). Two spellings of one file share a key: the path with its symlinks resolved, or
+    the directory entry it names (its directory's symlinks resolved: what unlinking it removes,
+    still the same once the file is gone), or the device and inode."""
     keys: set[Any] = {path}
+    real_path = entry = path
     try:
-        keys.add(directory_entry(path))
-        keys.add(os.path.realpath(path))
+        entry = directory_entry(path)
+        keys.add(entry)
+        real_path = os.path.realpath(path)
+        keys.add(real_path)
         st = os.stat(path)
         keys.add((st.st_dev, st.st_ino))
     except (OSError, ValueError):  # nothing there (the names say what it was), or a name too long
         pass
-    return frozenset(keys)
+    return FileNames(real_path, entry, frozenset(keys))
+
+
+def file_keys(path: str) -> FileKeys:
+    """What the file at ``path`` (resolved) is, as a delete, the requests on it and the sessions held
+    on it compare it (:func:`file_names`)."""
+    return file_names(path).keys
 
 
 def directory_entry(path: str) -> str:

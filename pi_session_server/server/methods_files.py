@@ -21,7 +21,7 @@ from pi_session_server.session.paths import resolve_path
 
 from . import params as P
 from .errors import INTERNAL_ERROR, PiRpcError, from_job_failure, invalid_params, path_refused
-from .locations import FileKeys, directory_entry, file_keys, require_regular_file, uri_to_path
+from .locations import FileKeys, file_names, require_regular_file, uri_to_path
 from .pending_deletes import EVERY_FILE, LookLimit, look_timed_out, settle
 from .progress import Progress
 from .reply_bytes import listing_bytes, refuse_past_max
@@ -215,7 +215,8 @@ def _ordered_delete(
     def resolved() -> tuple[str, str, FileKeys] | PiRpcError:
         try:
             path = resolve_path(given, env=env)
-            return path, directory_entry(path), file_keys(path)
+            names = file_names(path)
+            return path, names.entry, names.keys
         except (PiSessionError, OSError) as error:  # a NUL byte; relative without a working directory
             return from_job_failure(error)
 

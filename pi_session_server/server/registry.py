@@ -14,7 +14,6 @@ answers); a lock keeps it consistent. Lookups compare paths as strings, without 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,7 +24,7 @@ from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import SessionManager
 
 from .errors import PiRpcError, unknown_session
-from .locations import FileKeys, file_keys
+from .locations import FileKeys, file_names
 from .workers import CancelToken, Job, SerialQueue, WorkerPool
 
 T = TypeVar("T")
@@ -76,8 +75,11 @@ class Slot(msgspec.Struct, eq=False):
         )
         if path != self.path or (path is not None and self.real_path is None):
             self.path = path
-            self.real_path = os.path.realpath(path) if path is not None else None
-            self.keys = file_keys(path) if path is not None else frozenset()
+            if path is None:
+                self.real_path, self.keys = None, frozenset()
+            else:
+                names = file_names(path)
+                self.real_path, self.keys = names.real_path, names.keys
 
 
 def _close(slot: Slot) -> None:
