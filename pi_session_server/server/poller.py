@@ -18,8 +18,9 @@ goes on without the file. The abandoned thread keeps the file's answer when it c
 next look takes it in (the file is refreshed then, if it changed); until then no other stat of
 that file is made, so a file that hangs holds one thread, not one per tick. The looks run on a
 small pool of their own (``LOOK_THREADS``): files stuck on a dead mount by the dozen never take
-the threads the sessions' requests run on; past that many stuck at once, the next look waits for
-one of them to answer.
+the threads the sessions' requests run on. Once half of them are held, a file last seen on a device
+where a stat hangs is not looked at until that stat answers (a dead mount hangs every file on it):
+the other files go on being looked at, whatever the number of files stuck on a few mounts.
 """
 
 from __future__ import annotations
@@ -60,22 +61,24 @@ def stat_signature(path: str) -> Any:
 
 class _Look:
     """One pass over the followed files, on one thread: the stat it waits for now, if any, as
-    (path, time.monotonic() when it began, claim). The claim holds one item: whichever pops it,
+    (path, the device it was last seen on, time.monotonic() when it began, claim). The claim holds one item: whichever pops it,
     the look once the stat answered or a tick that leaves the look behind, decides who the answer
     is for (``list.pop`` is atomic: no lock taken per file)."""
 
     __slots__ = ("stat",)
 
     def __init__(self) -> None:
-        self.stat: tuple[str, float, list[None]] | None = None
+        self.stat: tuple[str, Any, float, list[None]] | None = None
 
 
 class _LateStat:
-    """The stat of a file a look went on without: its thread sets ``signature`` when it answers."""
+    """The stat of a file a look went on without (last seen on ``device``): its thread sets
+    ``signature`` when it answers."""
 
-    __slots__ = ("signature",)
+    __slots__ = ("device", "signature")
 
-    def __init__(self) -> None:
+    def __init__(self, device: Any) -> None:
+        self.device = device
         self.signature: Any = _UNANSWERED
 
 
@@ -127,14 +130,14 @@ class FilePoller:
             running = self._look_running
             if running is not None:
                 stat = running.stat
-                if stat is None or time.monotonic() - stat[1] < STAT_BOUND_SECONDS:
+                if stat is None or time.monotonic() - stat[2] < STAT_BOUND_SECONDS:
                     return None
-                path, _, claim = stat
+                path, device, _, claim = stat
                 try:
                     claim.pop()
                 except IndexError:  # the stat answered just now: the look goes on
                     return None
-                self._late[path] = _LateStat()
+                self._late[path] = _LateStat(device)
                 self._queue = self._pool.queue("file-poller")
             self._look_running = look = _Look()
             return look
@@ -143,8 +146,11 @@ class FilePoller:
         try:
             slots = [(slot, path) for slot in self.server.registry.slots() if (path := _followed_path(slot))]
             followed = list(self._followed.items())
-            # (each file is looked at once, however many sessions and documents follow it)
-            paths = dict.fromkeys([path for _, path in slots] + [path for _, (path, _, _) in followed])
+            # each file is looked at once, however many sessions and documents follow it: by path,
+            # its last signature
+            paths = {path: last for _, (path, last, _) in followed} | {
+                path: slot.last_stat for slot, path in slots
+            }
             signatures = self._signatures(look, paths)
             if signatures is None:
                 return  # a newer look went on without this one
@@ -173,25 +179,19 @@ class FilePoller:
                 if self._look_running is look:
                     self._look_running = None
 
-    def _signatures(self, look: _Look, paths: dict[str, None]) -> dict[str, Any] | None:
-        """Each file's signature, by path: a stat made here, or the late answer of one a former
-        look went on without; none for a file whose stat still hangs. None if this look was itself
-        left stuck at a stat meanwhile (the answer is kept for the next look)."""
+    def _signatures(self, look: _Look, paths: dict[str, Any]) -> dict[str, Any] | None:
+        """Each file's signature, by path (given with its last one): a stat made here, or the late
+        answer of one a former look went on without; none for a file whose stat still hangs, or
+        (the look threads running short) that was last seen on a device where one hangs. None if
+        this look was itself left stuck at a stat meanwhile (the answer is kept for the next look)."""
         signatures: dict[str, Any] = {}
-        late = self._late
-        if late:
-            with self._lock:
-                for path, stat in list(late.items()):
-                    if stat.signature is _UNANSWERED:
-                        paths.pop(path, None)  # its thread still waits: no second stat of it
-                    else:
-                        del late[path]
-                        if path in paths:
-                            signatures[path] = stat.signature
-                            del paths[path]
-        for path in paths:
+        stuck_devices = self._take_late_answers(paths, signatures) if self._late else set()
+        for path, last in paths.items():
+            device = _device(last)
+            if device in stuck_devices:
+                continue  # as if its stat hung: its device is stuck
             claim: list[None] = [None]
-            look.stat = (path, time.monotonic(), claim)
+            look.stat = (path, device, time.monotonic(), claim)
             try:
                 signature = stat_signature(path)
             except Exception:  # not a file system's answer (those are signatures): looked at again next time
@@ -202,14 +202,37 @@ class FilePoller:
             except IndexError:  # left behind meanwhile (the tick holds the lock until it noted that)
                 with self._lock:
                     if signature is _UNANSWERED:
-                        del late[path]  # no answer will come: the next look stats it again
+                        del self._late[path]  # no answer will come: the next look stats it again
                     else:
-                        late[path].signature = signature
+                        self._late[path].signature = signature
                 return None
             if signature is not _UNANSWERED:
                 signatures[path] = signature
         look.stat = None
         return signatures
+
+    def _take_late_answers(self, paths: dict[str, Any], signatures: dict[str, Any]) -> set[Any]:
+        """Into ``signatures``, the late answers of files a former look went on without; out of
+        ``paths``, the files whose stat still hangs. The devices not to look at now: those where a
+        stat hangs, once they hold half the look threads."""
+        stuck_devices: set[Any] = set()
+        hanging = 0
+        with self._lock:
+            late = self._late
+            for path, stat in list(late.items()):
+                if stat.signature is _UNANSWERED:
+                    paths.pop(path, None)  # its thread still waits: no second stat of it
+                    stuck_devices.add(stat.device)
+                    hanging += 1
+                else:
+                    del late[path]
+                    if path in paths:
+                        signatures[path] = stat.signature
+                        del paths[path]
+        if hanging < LOOK_THREADS // 2:
+            return set()  # threads enough: each file holds at most its own
+        stuck_devices.discard(None)
+        return stuck_devices
 
     def _changed(self, slot: Slot, signature: Any) -> bool:
         """Whether the file of ``slot`` changed since it was last looked at (then a refresh is due,
@@ -250,6 +273,11 @@ class FilePoller:
             params["leafId"] = change.leaf_id
         queued.wait()  # (set right after the queueing: no I/O in between)
         self.server.notify(DID_CHANGE, params)
+
+
+def _device(signature: Any) -> Any:
+    """The device of a file's signature (None if it was missing or never looked at)."""
+    return signature[0] if isinstance(signature, tuple) else None
 
 
 def _followed_path(slot: Slot) -> str | None:

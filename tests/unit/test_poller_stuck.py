@@ -202,26 +202,44 @@ def test_a_look_that_goes_on_past_a_stuck_file_queues_every_refresh_before_any_t
     assert told_before_second_queued == []
 
 
-def test_files_stuck_by_the_dozen_hold_the_looks_own_threads_never_the_sessions(
+def test_files_stuck_by_the_dozen_on_a_mount_hold_a_few_look_threads_and_the_others_go_on(
     file_system: _FileSystem,
 ) -> None:
-    """Each stuck file holds a thread until its stat answers: they are the looks' own, a few, so the
-    threads the sessions' requests run on stay free; past them the looks wait, and once the files
-    answer every change is taken in."""
+    """Each stuck file holds a thread until its stat answers: they are the looks' own, so the
+    threads the sessions' requests run on stay free; once half of them are held, no file last seen
+    on the stuck device is looked at (no more threads held), while the files elsewhere go on being
+    looked at; once the mount answers every change is taken in."""
     harness = _Harness([])
     sessions_pool_used = threading.Event()
     harness.pool.schedule = lambda _queue: sessions_pool_used.set()  # type: ignore[method-assign,assignment]
     stuck = [f"{STUCK_MOUNT}{n}.jsonl" for n in range(3 * poller_module.LOOK_THREADS)]
     changes: Counter[str] = Counter()
-    for path in stuck:
+    for path in stuck:  # each last seen on the mount's device
         harness.poller.follow(path, path, lambda path=path: changes.update([path]), ("stuck", 1))  # type: ignore[misc]
+    harness.poller.follow("good", "/w/good.jsonl", lambda: changes.update(["good"]))
     harness.ticks(poller_module.LOOK_THREADS * (poller_module.STAT_BOUND_SECONDS + 2 * TICK) + 1)
     hanging = sum(file_system.running[path] for path in stuck)
-    assert hanging == poller_module.LOOK_THREADS
+    assert hanging == poller_module.LOOK_THREADS // 2
     assert all(file_system.calls[path] <= 1 for path in stuck)
+    looked = changes["good"]
+    assert harness.tick_until(lambda: changes["good"] >= looked + 5)
     file_system.release()
-    assert harness.tick_until(lambda: set(changes) == set(stuck))
+    assert harness.tick_until(lambda: set(changes) == {*stuck, "good"})
     assert not sessions_pool_used.is_set()
+
+
+def test_a_file_on_the_device_of_one_stuck_stat_is_still_looked_at(file_system: _FileSystem) -> None:
+    """A file system may hang one file and answer for the others (FUSE): while the look threads
+    are plenty, a stuck stat holds its own file only."""
+    harness = _Harness([])
+    changes: Counter[str] = Counter()
+    harness.poller.follow("stuck", STUCK, lambda: changes.update(["stuck"]), ("stuck", 1))
+    harness.poller.follow("sibling", "/w/sibling.jsonl", lambda: changes.update(["sibling"]), ("stuck", 1))
+    assert harness.tick_until(lambda: file_system.calls[STUCK] == 1)
+    harness.ticks(3 * poller_module.STAT_BOUND_SECONDS)
+    looked = changes["sibling"]
+    assert harness.tick_until(lambda: changes["sibling"] >= looked + 5)
+    assert changes["stuck"] == 0
 
 
 class _BrokenOnce(_FileSystem):
