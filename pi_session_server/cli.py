@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "start the sidecar and show the example session (or FILE) as a front end sees it"),
     "serve": ("serve", "run the JSON-RPC sidecar / language server on stdio"),
+    "list": ("listing", "list the sessions of this directory (or DIR, or --all), newest first"),
     "tree": ("tree", "draw a session's tree"),
     "context": ("context", "print the LLM context of a session at its leaf or at an entry"),
     "check": ("check", "report problems in session files (diagnostics in the terminal)"),

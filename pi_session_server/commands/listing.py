@@ -1,0 +1,120 @@
+"""``pi-session list [DIR] [--all] [--json]``: the sessions there are to open, newest first, each
+with when it last changed, how many messages it holds, its name or first message, and its file
+(what ``tree``, ``context`` and ``check`` take).
+
+The sessions are those pi keeps for the current directory (what ``pi --resume`` offers), those of
+every directory (``--all``), or the session files in DIR. They are read as pi's
+``SessionManager.list``/``listAll`` read them (session/listing.py), without the sessions' whole
+text, which a listing does not show. Nothing is created or changed: where pi's ``list`` would make
+the current directory's session directory, an absent one lists no sessions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from ._common import CommandError
+
+if TYPE_CHECKING:
+    from ..session.listing import SessionInfo
+
+# A title is cut to this many characters unless --width says otherwise.
+DEFAULT_WIDTH = 60
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        help="a directory of session files (default: the sessions pi keeps for the current directory)",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="the sessions of every directory pi keeps sessions for"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print pi's session infos as JSON (without allMessagesText)"
+    )
+    parser.add_argument(
+        "--width", type=_width, default=DEFAULT_WIDTH, help="cut titles to about this many characters"
+    )
+
+
+def _width(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.all and args.directory:
+        raise CommandError("give a directory or --all, not both")
+    infos = _sessions(args)
+    if args.json:
+        print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
+        return 0
+    from ..render.terminal_text import one_terminal_line
+
+    for info in infos:
+        title = _cut(_title(info), args.width)
+        count = f"{info.message_count:,} message" + ("" if info.message_count == 1 else "s")
+        print(f"{_when(info.modified)}  {count:>14}  {title:<{args.width}}  {one_terminal_line(info.path)}")
+    return 0
+
+
+def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
+    from ..format.jsvalue import ABSENT
+    from ..session.listing import TextOptions, list_all_sessions, list_sessions
+    from ..session.paths import default_session_dir_path
+
+    # the first message cut where the title is (the whole of it in JSON): never the whole text
+    text = TextOptions(all_messages_text=False, max_chars=None if args.json else args.width + 1)
+    if args.all:
+        return list_all_sessions(text=text)
+    if args.directory:
+        directory = os.path.abspath(args.directory)
+        if not os.path.isdir(directory):
+            raise CommandError(f"{args.directory}: not a directory")
+        return list_all_sessions(directory, text=text)
+    cwd = os.getcwd()
+    directory = default_session_dir_path(cwd)
+    if not os.path.isdir(directory):  # pi's list would create it
+        print(f"pi-session list: no sessions of {cwd} (pi keeps them in {directory})", file=sys.stderr)
+        return []
+    return list_sessions(cwd, ABSENT, text=text)
+
+
+def _json_of(info: SessionInfo) -> object:
+    out = info.to_json()
+    out.pop("allMessagesText", None)
+    return out
+
+
+def _title(info: SessionInfo) -> str:
+    """The session's name, or its first message, on one line."""
+    from ..render.terminal_text import one_terminal_line
+
+    if isinstance(info.name, str) and info.name:
+        text = f'"{info.name}"'
+    else:  # pi's own "(no messages)" when there is none
+        text = info.first_message if isinstance(info.first_message, str) else ""
+    return one_terminal_line(" ".join(text.split()))
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _when(modified: float) -> str:
+    """Local time of an epoch-milliseconds date, to the minute ("?" for an invalid date)."""
+    if not math.isfinite(modified):
+        return "?".ljust(16)
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(modified / 1000))
+    except (OverflowError, OSError, ValueError):  # a date beyond what the platform's time takes
+        return "?".ljust(16)

@@ -1,0 +1,125 @@
+"""``pi-session list``: the sessions a user can open, found where pi keeps them, newest first, each
+with its name or first message and its file; never creating or changing anything."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import builders as S
+import pytest
+
+from pi_session_server.cli import main
+from pi_session_server.session.listing import list_all_sessions
+from pi_session_server.session.paths import default_session_dir_path
+
+
+def _session(path: Path, session_id: str, first: str, *, name: str | None = None, when: int) -> Path:
+    """A session whose messages were sent at ``when`` (epoch seconds): what pi dates it by."""
+    lines = [
+        S.header(session_id=session_id, cwd="/w"),
+        json.dumps(
+            {
+                "type": "message",
+                "id": "u1",
+                "parentId": None,
+                "timestamp": "2026-11-30T09:13:48.180Z",
+                "message": {"role": "user", "content": first, "timestamp": when * 1000},
+            }
+        ),
+        S.assistant("a1", "u1", "ok"),
+    ]
+    if name is not None:
+        lines.append(S.session_info("n1", "a1", name))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    agent = tmp_path / "agent"
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    work = tmp_path / "project"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return agent
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["list", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_current_directorys_sessions_newest_first_with_name_or_first_message(
+    agent_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sessions = Path(default_session_dir_path(os.getcwd()))
+    old = _session(sessions / "a.jsonl", "s-old", "fix the\nparser   bug", when=1_700_000_000)
+    new = _session(sessions / "b.jsonl", "s-new", "ignored", name="release notes", when=1_800_000_000)
+    elsewhere = _session(agent_dir / "sessions" / "--other--" / "c.jsonl", "s-other", "x", when=1_900_000_000)
+    code, out, _ = _run(capsys)
+    assert code == 0
+    rows = out.splitlines()
+    assert len(rows) == 2  # not the other directory's session
+    assert rows[0].startswith(time.strftime("%Y-%m-%d %H:%M", time.localtime(1_800_000_000)))
+    assert rows[0].rstrip().endswith(str(new)) and '"release notes"' in rows[0] and "2 messages" in rows[0]
+    assert rows[1].rstrip().endswith(str(old)) and "fix the parser bug" in rows[1]
+    code, out, _ = _run(capsys, "--all")
+    assert code == 0 and [row.split()[-1] for row in out.splitlines()] == [str(elsewhere), str(new), str(old)]
+
+
+def test_no_session_directory_lists_nothing_and_creates_none(
+    agent_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys)
+    assert code == 0 and out == ""
+    assert "no sessions of" in err
+    assert not agent_dir.exists()  # pi's list would have made the directory
+    code, out, _ = _run(capsys, "--json")
+    assert code == 0 and json.loads(out) == []
+
+
+def test_a_directory_as_json_is_pis_infos_without_the_whole_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "sessions"
+    _session(folder / "a.jsonl", "s-a", "first question " * 40, when=1_700_000_000)
+    _session(folder / "b.jsonl", "s-b", "second", name="named", when=1_700_000_100)
+    (folder / "not-a-session.jsonl").write_text("hello\n")
+    code, out, _ = _run(capsys, str(folder), "--json")
+    assert code == 0
+    expected = [info.to_json() for info in list_all_sessions(str(folder))]
+    for info in expected:
+        del info["allMessagesText"]
+    assert json.loads(out) == expected
+    assert [info["id"] for info in expected] == ["s-b", "s-a"]
+
+
+def test_titles_are_one_terminal_line_cut_to_the_width(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "sessions"
+    _session(folder / "a.jsonl", "s-a", "\x1b]0;owned\x07 " + "word " * 30, when=1_700_000_000)
+    code, out, _ = _run(capsys, str(folder), "--width", "20")
+    assert code == 0
+    assert "\x1b" not in out and "\\x1b]0;owned\\x07" in out
+    title = out.split("messages  ", 1)[1].split("  /", 1)[0]
+    assert len(title) == 20 and title.endswith("…")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["nowhere"], "not a directory"), (["DIR", "--all"], "not both")],
+)
+def test_refused_arguments_say_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    args = [
+        str(tmp_path) if arg == "DIR" else str(tmp_path / arg) if arg == "nowhere" else arg for arg in args
+    ]
+    code, out, err = _run(capsys, *args)
+    assert code == 2 and out == "" and message in err
