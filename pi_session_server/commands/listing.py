@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ._common import CommandError
+from .tree import width
 
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
@@ -40,15 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print pi's session infos as JSON (without allMessagesText)"
     )
     parser.add_argument(
-        "--width", type=_width, default=DEFAULT_WIDTH, help="cut titles to about this many characters"
+        "--width", type=width, default=DEFAULT_WIDTH, help="cut titles to about this many characters"
     )
-
-
-def _width(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
