@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     for info in infos:
         title = _cut(_title(info), args.width)
         count = f"{info.message_count:,} message" + ("" if info.message_count == 1 else "s")
-        print(f"{_when(info.modified)}  {count:>14}  {title:<{args.width}}  {one_terminal_line(info.path)}")
+        print(f"{_when(info.modified)}  {count:>16}  {title:<{args.width}}  {one_terminal_line(info.path)}")
     return 0
 
 

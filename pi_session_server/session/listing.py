@@ -439,6 +439,16 @@ def session_info(
     of it by default, as the reference). Raises only :class:`~pi_session_server.errors.AbortError`
     (when ``signal`` is aborted)."""
     try:
+        from . import listing_store  # (it imports this module)
+
+        if listing_store.covers(text):  # what big files were found to be is kept
+            return listing_store.session_info(
+                path,
+                on_disk(path, env),
+                stat_result,
+                text,
+                lambda asked: _read_session_info(path, signal, stat_result, asked, env),
+            )
         return _read_session_info(path, signal, stat_result, text, env)
     except Exception:  # noqa: BLE001 - the reference's catch-all: an unreadable file is no session
         throw_if_aborted(signal)
