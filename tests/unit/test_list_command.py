@@ -123,3 +123,20 @@ def test_refused_arguments_say_why(
     ]
     code, out, err = _run(capsys, *args)
     assert code == 2 and out == "" and message in err
+
+
+def test_a_terminal_sees_how_far_the_listing_read_then_the_line_cleared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    folder = tmp_path / "sessions"
+    for n in range(3):
+        _session(folder / f"{n}.jsonl", f"s{n}", "question", when=1_700_000_000 + n)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = _run(capsys, str(folder))
+    assert code == 0 and len(out.splitlines()) == 3
+    assert "\rpi-session list: 3 of 3 files read" in err and err.endswith("\r\x1b[K")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    code, out, err = _run(capsys, str(folder))
+    assert code == 0 and err == ""
