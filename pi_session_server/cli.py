@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("listing", "list the sessions of this directory (or DIR, or --all), newest first"),
     "tree": ("tree", "draw a session's tree"),
     "context": ("context", "print the LLM context of a session at its leaf or at an entry"),
+    "stats": ("stats", "the totals of a session: entries, branches, tokens and cost by model"),
     "check": ("check", "report problems in session files (diagnostics in the terminal)"),
     "repair": ("repair", "make the language server's repairs to a session file (glued lines, header, ...)"),
 }

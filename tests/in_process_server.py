@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from pi_session_server.server import create_server
+from pi_session_server.server.app import create_server
 from pi_session_server.server.framing import encode_frame, read_frames
 from pi_session_server.server.jsonrpc import Connection
 

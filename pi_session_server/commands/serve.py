@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         import_asyncio_without_tls()
         import_uuid_without_platform()
         import_msgspec_without_typing_extensions()
-        from pi_session_server.server import ServerOptions, create_server
+        from pi_session_server.server.app import ServerOptions, create_server
         from pi_session_server.session.profiles import profile_for
 
     handler: logging.Handler = (

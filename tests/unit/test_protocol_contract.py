@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pi_session_server.server import create_server
 from pi_session_server.server import errors as E
+from pi_session_server.server.app import create_server
 from pi_session_server.server.language_features import LARGE_FILE
 from pi_session_server.server.protocol_doc import (
     METHODS,

@@ -196,7 +196,7 @@ def test_messages_for_pygls_wait_for_it_in_order_while_pi_methods_are_answered(
 
 SIDECAR_ALONE = """
 import asyncio, json, os, sys, threading
-from pi_session_server.server import create_server
+from pi_session_server.server.app import create_server
 from pi_session_server.server.framing import encode_frame, read_frames
 
 server = create_server()
@@ -233,7 +233,7 @@ def test_a_client_of_the_pi_methods_alone_never_waits_for_pygls_to_be_imported(t
 
 SHUT_DOWN_ALONE = """
 import json, sys
-from pi_session_server.server import create_server
+from pi_session_server.server.app import create_server
 from pi_session_server.server.jsonrpc import run_stdio
 
 server = create_server()

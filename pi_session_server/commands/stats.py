@@ -1,0 +1,112 @@
+"""``pi-session stats [FILE] [--json] [--pi VERSION]``: the totals of a whole session (every branch):
+its entries by type and message role, branch points and leaves, the tokens and cost of its
+assistant turns in all and by model, its first and last timestamps. ``--json`` prints what the
+sidecar's ``pi/getStats`` answers (server/session_stats.py, the same sums)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from ._common import add_index_argument, add_pi_argument, open_to_look, report_skipped_lines, session_path
+
+# The usage fields shown, as pi's assistant messages name them, with their names here.
+_TOKEN_NAMES = (
+    ("input", "input"),
+    ("output", "output"),
+    ("cacheRead", "cache read"),
+    ("cacheWrite", "cache write"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", help="session file (default: the bundled example session)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the totals as JSON (what pi/getStats answers)"
+    )
+    add_pi_argument(parser)
+    add_index_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..server.session_stats import session_stats
+
+    path = session_path(args.file)
+    manager = open_to_look(path, args.pi, index=args.index)
+    report_skipped_lines("stats", path, manager)
+    if not args.json and manager.entry_count() == 0 and os.path.getsize(path) == 0:
+        print(f"{path}\nempty file: no session in it yet")
+        return 0
+    stats = session_stats(manager)
+    if args.json:
+        print(json.dumps(stats, indent=2, ensure_ascii=False))
+        return 0
+    header = manager.get_header() or {}
+    name = manager.get_session_name()
+    sys.stdout.write(
+        "\n".join([path, *_lines(stats, header.get("id"), name if isinstance(name, str) else None)]) + "\n"
+    )
+    return 0
+
+
+def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None) -> list[str]:
+    from ..render.terminal_text import one_terminal_line
+
+    out = [
+        f"session {one_terminal_line(str(session_id))}" + (f'  "{one_terminal_line(name)}"' if name else "")
+    ]
+    span = ""
+    if "firstTimestamp" in stats:
+        first, last = (one_terminal_line(str(stats[key])) for key in ("firstTimestamp", "lastTimestamp"))
+        span = f", from {first} to {last}"
+    out.append(f"{_plural(stats['entryCount'], 'entry', 'entries')}{span}")
+    types: dict[str, int] = dict(stats["types"])
+    messages = types.pop("message", 0)
+    roles = _counts(stats["roles"])
+    out.append(f"messages: {messages:,}" + (f" ({roles})" if roles else ""))
+    if types:
+        out.append(f"other entries: {_counts(types)}")
+    out.append(
+        f"tree: {_plural(stats['branchPoints'], 'branch point')}, {_plural(stats['leaves'], 'leaf', 'leaves')}"
+    )
+    tokens = stats["tokens"]
+    parts = ", ".join(f"{label} {_number(tokens[key])}" for key, label in _TOKEN_NAMES)
+    out.append(f"tokens: {_number(tokens['totalTokens'])} ({parts})")
+    out.append(f"cost: {_dollars(stats['cost'])}")
+    models = stats["models"]
+    if models:
+        out.append("by model:")
+        width = max(len(one_terminal_line(model)) for model in models)
+        for model, values in sorted(models.items(), key=lambda item: -item[1]["cost"]):
+            out.append(
+                f"  {one_terminal_line(model):<{width}}  {_plural(values['turns'], 'turn')}"
+                f"  {_number(values['totalTokens'])} tokens  {_dollars(values['cost'])}"
+            )
+    return out
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    """``name count`` pairs, the most first."""
+    from ..render.terminal_text import one_terminal_line
+
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{one_terminal_line(name)} {count:,}" for name, count in ordered)
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
+def _number(value: float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{value:,}"
+
+
+def _dollars(value: float) -> str:
+    """Cents, or the first digits of a cost below one cent (a short session of a cheap model)."""
+    return f"${value:,.2f}" if abs(value) >= 0.01 or value == 0 else f"${value:,.4f}"

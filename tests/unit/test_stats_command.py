@@ -1,0 +1,102 @@
+"""``pi-session stats``: a session's totals in the terminal, the same sums as ``pi/getStats``, without
+the server's imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import builders as S
+import pytest
+
+from pi_session_server.cli import main
+from pi_session_server.commands._common import example_session_path, open_to_look
+from pi_session_server.server.session_stats import session_stats
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["stats", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_example_sessions_totals(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == example_session_path()
+    assert lines[1].endswith('"Fix forecast parsing, add caching"')
+    assert lines[2].startswith("36 entries, from 2026-03-14T09:12:05.315Z to ")
+    assert lines[3] == "messages: 26 (assistant 12, toolResult 8, user 4, bashExecution 1, system 1)"
+    assert "tree: 2 branch points, 3 leaves" in lines
+    assert "tokens: 58,281 (input 8,073, output 1,376, cache read 44,662, cache write 4,170)" in lines
+    assert "cost: $0.07" in lines
+    assert lines[-1].split() == ["anthropic/claude-sonnet-4-5", "12", "turns", "58,281", "tokens", "$0.07"]
+
+
+def test_json_is_what_the_sidecar_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--json")
+    assert code == 0
+    assert json.loads(out) == session_stats(open_to_look(example_session_path()))
+
+
+def test_a_cheap_session_shows_its_cost_below_a_cent_and_its_name_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage = {
+        "input": 10,
+        "output": 5,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 15,
+        "cost": {"total": 0.00042},
+    }
+    path = tmp_path / "s.jsonl"
+    lines = [
+        S.header(),
+        S.user("u1", None, "hi"),
+        json.dumps(
+            {
+                "type": "message",
+                "id": "a1",
+                "parentId": "u1",
+                "timestamp": "2026-11-30T09:13:49.000Z",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "ok"}],
+                    "provider": "p",
+                    "model": "m",
+                    "usage": usage,
+                    "stopReason": "stop",
+                    "timestamp": 2,
+                },
+            }
+        ),
+        S.session_info("n1", "a1", "\x1b[31mred"),
+    ]
+    path.write_text("".join(line + "\n" for line in lines))
+    code, out, _ = _run(capsys, str(path))
+    assert code == 0
+    assert '"\\x1b[31mred"' in out and "\x1b" not in out
+    assert "cost: $0.0004" in out and "p/m  1 turn  15 tokens  $0.0004" in out
+
+
+def test_an_empty_file_and_a_missing_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, out, _ = _run(capsys, str(empty))
+    assert code == 0 and "empty file: no session in it yet" in out
+    code, out, err = _run(capsys, str(tmp_path / "missing.jsonl"))
+    assert code == 2 and out == "" and "missing.jsonl" in err
+
+
+def test_stats_never_imports_the_server() -> None:
+    probe = (
+        "import sys; from pi_session_server.cli import main; main(['stats']); "
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'asyncio')]; "
+        "sys.exit(f'imported {loaded}' if loaded else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
