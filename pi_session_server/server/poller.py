@@ -61,9 +61,9 @@ def stat_signature(path: str) -> Any:
 
 class _Look:
     """One pass over the followed files, on one thread: the stat it waits for now, if any, as
-    (path, the device it was last seen on, time.monotonic() when it began, claim). The claim holds one item: whichever pops it,
-    the look once the stat answered or a tick that leaves the look behind, decides who the answer
-    is for (``list.pop`` is atomic: no lock taken per file)."""
+    (path, the device it was last seen on, time.monotonic() when it began, claim). The claim holds
+    one item: whichever pops it, the look once the stat answered or a tick that leaves the look
+    behind, decides who the answer is for (``list.pop`` is atomic: no lock taken per file)."""
 
     __slots__ = ("stat",)
 
