@@ -1,0 +1,426 @@
+"""The user's documentation says what the code does: every link and anchor resolves, every ``pi/*``
+method named exists in protocol/ (and every method of protocol/ is documented somewhere), every
+diagnostic code named exists, every environment variable and setting named is read by the code,
+and every ``pi-session`` command line shown is one the command's parser accepts.
+
+Each check reads the Markdown as a user sees it: fenced code blocks and inline code are told apart
+from prose, so a link written inside code is not a link and a command in prose is not a command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pi_session_server.analysis.codes import CODES
+from pi_session_server.cli import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+# the pages a user reads; protocol/README.md and editors/README.md are linked from them
+USER_PAGES = sorted(
+    [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("editors/*/README.md")]
+)
+LINKED_PAGES = [ROOT / "editors" / "README.md", ROOT / "protocol" / "README.md"]
+PROTOCOL = json.loads((ROOT / "protocol" / "pi-session.openrpc.json").read_text(encoding="utf-8"))
+PACKAGE = ROOT / "pi_session_server"
+
+
+def page_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@dataclass(frozen=True)
+class Page:
+    """A Markdown page split the way it renders: its prose (code blanked out, line numbers kept),
+    its fenced code blocks and its inline code spans."""
+
+    path: Path
+    prose: str
+    text: str  # the prose with its inline code
+    blocks: list[tuple[str, str]]  # (info string, content)
+    spans: list[str]
+
+    @classmethod
+    def read(cls, path: Path) -> Page:
+        text = path.read_text(encoding="utf-8")
+        blocks: list[tuple[str, str]] = []
+        prose_lines: list[str] = []
+        fence: str | None = None
+        info = ""
+        body: list[str] = []
+        for line in text.split("\n"):
+            stripped = line.strip()
+            if fence is None and re.match(r"(`{3,}|~{3,})", stripped):
+                fence = re.match(r"(`{3,}|~{3,})", stripped).group(1)  # type: ignore[union-attr]
+                info, body = stripped[len(fence) :].strip(), []
+                prose_lines.append("")
+            elif fence is not None and stripped.startswith(fence):
+                blocks.append((info, "\n".join(body)))
+                fence = None
+                prose_lines.append("")
+            elif fence is not None:
+                body.append(line)
+                prose_lines.append("")
+            elif line.startswith("    ") and (not prose_lines or prose_lines[-1] == ""):
+                blocks.append(("", line[4:]))  # an indented code block
+                prose_lines.append("")
+            else:
+                prose_lines.append(line)
+        prose = text = "\n".join(prose_lines)
+        spans = [m.group(2) for m in re.finditer(r"(`+)(.+?)\1", prose, re.S)]
+        prose = re.sub(r"(`+)(.+?)\1", lambda m: re.sub(r"[^\n]", " ", m.group(0)), prose, flags=re.S)
+        return cls(path, prose, text, blocks, spans)
+
+    @property
+    def code(self) -> str:
+        """Every piece of code on the page, one per line group."""
+        return "\n".join([*(content for _info, content in self.blocks), *self.spans])
+
+    @property
+    def everything(self) -> str:
+        return self.prose + "\n" + self.code
+
+
+PAGES = {path: Page.read(path) for path in [*USER_PAGES, *LINKED_PAGES] if path.exists()}
+
+
+# --- links and anchors ---------------------------------------------------------------------------
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its text
+    text = text.replace("`", "").strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors_of(path: Path) -> set[str]:
+    page = PAGES.get(path) or Page.read(path)
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    # headings are read from the raw lines of prose (inline code is blanked in page.prose)
+    raw = path.read_text(encoding="utf-8").split("\n")
+    for number, line in enumerate(page.prose.split("\n")):
+        if re.match(r"#{1,6} ", line):
+            anchor = github_anchor(raw[number].lstrip("#").strip())
+            count = seen.get(anchor, 0)
+            seen[anchor] = count + 1
+            found.add(anchor if count == 0 else f"{anchor}-{count}")
+    found.update(re.findall(r'<a (?:name|id)="([^"]+)"', path.read_text(encoding="utf-8")))
+    return found
+
+
+def links_of(page: Page) -> Iterator[str]:
+    yield from re.findall(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)", page.prose)
+    yield from re.findall(r"^\s*\[[^\]]+\]:\s*(\S+)", page.prose, re.M)
+
+
+def broken_links(page: Page) -> list[str]:
+    broken = []
+    for target in links_of(page):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:, ...: not ours to check
+            continue
+        file_part, _, anchor = target.partition("#")
+        resolved = (page.path.parent / file_part).resolve() if file_part else page.path
+        if not resolved.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and resolved.suffix == ".md" and anchor not in anchors_of(resolved):
+            broken.append(f"{target}: no heading #{anchor}")
+    return broken
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_relative_link_and_anchor_resolves(path: Path) -> None:
+    assert broken_links(PAGES[path]) == []
+
+
+def test_github_anchors_are_made_as_github_makes_them() -> None:
+    assert github_anchor("10. pi versions") == "10-pi-versions"
+    assert github_anchor("Neovim (0.11 or newer)") == "neovim-011-or-newer"
+    assert github_anchor("Children (go to implementation)") == "children-go-to-implementation"
+    assert github_anchor("In the terminal: `pi-session check`") == "in-the-terminal-pi-session-check"
+
+
+def test_a_broken_link_or_anchor_is_found(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Top\n\n## Second part\n", encoding="utf-8")
+    page_path = tmp_path / "b.md"
+    page_path.write_text(
+        "[ok](a.md#second-part) [gone](missing.md) [no anchor](a.md#third)\n"
+        "`[in code](missing.md)`\n\n```\n[in a block](missing.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert broken_links(Page.read(page_path)) == [
+        "missing.md: no such file",
+        "a.md#third: no heading #third",
+    ]
+
+
+# --- the wire protocol ---------------------------------------------------------------------------
+
+METHODS = {method["name"] for method in PROTOCOL["methods"]}
+NOTIFICATIONS = {notification["name"] for notification in PROTOCOL["x-notifications"]}
+# `pi/open`, not the `.pi/agent` of a path
+RPC_NAME = re.compile(r"(?<![\w./~-])pi/[A-Za-z]+")
+
+
+def rpc_names(page: Page) -> set[str]:
+    return set(RPC_NAME.findall(page.everything))
+
+
+@pytest.mark.parametrize("path", [*USER_PAGES, *LINKED_PAGES], ids=page_id)
+def test_every_method_named_in_the_docs_is_in_the_protocol(path: Path) -> None:
+    if path not in PAGES:
+        pytest.skip("no such page")
+    assert rpc_names(PAGES[path]) - METHODS - NOTIFICATIONS == set()
+
+
+def test_every_method_of_the_protocol_is_documented_somewhere() -> None:
+    documented = set().union(*(rpc_names(page) for page in PAGES.values()))
+    assert (METHODS | NOTIFICATIONS) - documented == set()
+
+
+def test_the_rpc_name_pattern_leaves_paths_alone(tmp_path: Path) -> None:
+    (tmp_path / "x.md").write_text("see `~/.pi/agent/sessions` and `pi/open`, pi/getTree", encoding="utf-8")
+    page = Page.read(tmp_path / "x.md")  # type: ignore[arg-type]
+    assert RPC_NAME.findall("~/.pi/agent/sessions .pi/bin pi/open (pi/getTree)") == ["pi/open", "pi/getTree"]
+    assert rpc_names(page) == {"pi/open", "pi/getTree"}
+
+
+# JSON-RPC's and LSP's own: parse error, invalid request, method not found, invalid params, internal
+# error, server not initialized, request cancelled, content modified
+JSON_RPC_CODES = {-32700, -32600, -32601, -32602, -32603, -32002, -32800, -32801}
+ERRORS_BY_CODE = {error["code"]: name for name, error in PROTOCOL["components"]["errors"].items()}
+
+
+@pytest.mark.parametrize("path", [*USER_PAGES, *LINKED_PAGES], ids=page_id)
+def test_every_error_code_named_is_the_protocol_s(path: Path) -> None:
+    if path not in PAGES:
+        pytest.skip("no such page")
+    text = PAGES[path].text
+    names = set(ERRORS_BY_CODE.values())
+    wrong = []
+    for code, name in re.findall(r"(-32\d{3})`?\s+`?([A-Z][A-Za-z]+)\b", text):
+        if name in names and ERRORS_BY_CODE.get(int(code)) != name:
+            wrong.append(f"{code} {name} (the protocol: {ERRORS_BY_CODE.get(int(code))})")
+    for code in re.findall(r"(?<![\d.])-32\d{3}\b", text):
+        if int(code) not in ERRORS_BY_CODE and int(code) not in JSON_RPC_CODES:
+            wrong.append(f"{code}: no such code")
+    assert wrong == []
+
+
+def example_requests(page: Page) -> Iterator[tuple[str, set[str]]]:
+    """Each ``request("pi/...", {...})`` of the page's code, with the parameter names it passes."""
+    for match in re.finditer(r"request\(\s*\"(pi/\w+)\",\s*\{([^}]*)\}", page.code):
+        yield match.group(1), set(re.findall(r"\"(\w+)\"\s*:", match.group(2)))
+
+
+def test_the_parameters_of_every_example_request_are_the_method_s() -> None:
+    params = {method["name"]: {param["name"] for param in method["params"]} for method in PROTOCOL["methods"]}
+    examples = [example for page in PAGES.values() for example in example_requests(page)]
+    assert examples, "the README's sidecar example is gone"
+    for method, names in examples:
+        assert names - params[method] == set(), method
+
+
+def test_initialization_options_named_are_the_server_s() -> None:
+    from pi_session_server.server.app import InitializationOptions
+
+    known = set(InitializationOptions.__struct_encode_fields__)
+    named: set[str] = set()
+    for page in PAGES.values():
+        for sentence in re.findall(r"initializationOptions`?:((?:\s*`\w+`,?)+)", page.text):
+            named.update(re.findall(r"`(\w+)`", sentence))
+    assert named, "no page lists the initializationOptions any more"
+    assert named - known == set()
+
+
+# --- diagnostic codes ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_diagnostic_code_named_exists(path: Path) -> None:
+    named = set(re.findall(r"\bPI\d{3}\b", PAGES[path].everything))
+    ranges = re.findall(r"\b(PI\d{3})[–-](PI\d{3})\b", PAGES[path].everything)
+    assert named - set(CODES) == set()
+    for first, last in ranges:
+        assert first in CODES and last in CODES, f"{first}–{last}"
+
+
+def test_every_diagnostic_code_has_its_row_and_every_row_a_code() -> None:
+    page = PAGES[ROOT / "docs" / "DIAGNOSTICS.md"]
+    rows = re.findall(r"^\| (PI\d{3}) \|", page.prose, re.M)
+    first_table = rows[: len(CODES)]
+    assert first_table == sorted(CODES)
+
+
+def test_the_default_repairs_named_are_the_command_s() -> None:
+    from pi_session_server.analysis.autofix import SAFE_CODES
+
+    page = PAGES[ROOT / "docs" / "DIAGNOSTICS.md"]
+    sentence = re.search(r"By default only ([^;]*);", page.prose.replace("\n", " "))
+    assert sentence is not None
+    assert set(re.findall(r"PI\d{3}", sentence.group(1))) == set(SAFE_CODES)
+
+
+# --- environment variables and settings ----------------------------------------------------------
+
+
+def package_source() -> str:
+    return "\n".join(path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py"))
+
+
+def source_of_the_tests() -> str:
+    """The tests read the variables that choose what they run (the reference runner, long runs)."""
+    return "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "tests").rglob("*.py"))
+
+
+# named in the docs as what pi's own command line reads, which this package does not
+PI_S_OWN = {"PI_CODING_AGENT_SESSION_DIR"}
+ENVIRONMENT_VARIABLE = re.compile(r"\$?\b((?:PI|XDG)_[A-Z][A-Z0-9_]*)\b")
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_environment_variable_named_is_read_by_the_code(path: Path) -> None:
+    source = package_source() + source_of_the_tests()
+    named = set(ENVIRONMENT_VARIABLE.findall(PAGES[path].everything)) - PI_S_OWN
+    assert {name for name in named if f'"{name}"' not in source} == set()
+
+
+def test_every_index_variable_the_code_reads_is_in_the_configuration_page() -> None:
+    read = set(re.findall(r"\"(PI_SESSION_[A-Z_]+)\"", package_source()))
+    page = PAGES[ROOT / "docs" / "CONFIGURATION.md"]
+    assert read - set(ENVIRONMENT_VARIABLE.findall(page.everything)) == set()
+
+
+def vscode_settings() -> set[str]:
+    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text(encoding="utf-8"))
+    configuration = package["contributes"]["configuration"]
+    sections = configuration if isinstance(configuration, list) else [configuration]
+    return {name for section in sections for name in section["properties"]}
+
+
+SETTING = re.compile(r"\bpiSession\.[a-zA-Z]+(?:\.[a-zA-Z]+)*")
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_vscode_setting_named_exists(path: Path) -> None:
+    named = {name for name in SETTING.findall(PAGES[path].everything) if name != "piSession.viewer"}
+    assert named - vscode_settings() == set()
+
+
+def test_every_vscode_setting_is_in_the_extension_s_readme() -> None:
+    page = PAGES[ROOT / "editors" / "vscode" / "README.md"]
+    assert vscode_settings() - set(SETTING.findall(page.everything)) == set()
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    parser = build_parser([name])
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
+
+
+def command_lines(page: Page) -> Iterator[list[str]]:
+    """Every ``pi-session ...`` line of the page's code blocks, as the shell splits it, without
+    its comment."""
+    for _info, content in page.blocks:
+        for line in content.split("\n"):
+            if not re.match(r"\s*(\$ )?\S*pi-session ", line) or "[" in line:  # "[" : a synopsis
+                continue
+            words = shlex.split(line.replace("…", "x"), comments=True)
+            yield words[1 if words[0] != "$" else 2 :]
+
+
+class Refused(Exception):
+    pass
+
+
+def refuse(message: str) -> None:
+    raise Refused(message)
+
+
+def parse_error(words: list[str]) -> str | None:
+    """What the parser of ``pi-session`` says of these arguments (None: it accepts them)."""
+    parser = build_parser(words)
+    parsers = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            parsers.extend(action.choices.values())
+    for each in parsers:
+        each.error = refuse  # type: ignore[method-assign]
+    try:
+        args = parser.parse_args(words)
+    except Refused as error:
+        return str(error)
+    return None if args.command else "no subcommand"
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_command_line_shown_is_accepted(path: Path) -> None:
+    refused = [(words, parse_error(words)) for words in command_lines(PAGES[path])]
+    assert [(words, error) for words, error in refused if error] == []
+
+
+OPTION = re.compile(r"(?<![\w/.-])(--?[a-z](?:[a-z-]*[a-z])?)(?![\w-])")
+
+
+def options_named(text: str) -> Iterator[tuple[str, str]]:
+    """(subcommand, option) for each option written after ``pi-session SUB`` or ``SUB`` in code, up to
+    the end of the line, a shell comment or the next command."""
+    names = "|".join(COMMANDS)
+    for line in text.split("\n"):
+        line = line.split(" #")[0]
+        pieces = re.split(rf"(?<![\w/.-])({names})(?![\w-])", line)
+        for command, rest in zip(pieces[1::2], pieces[2::2], strict=True):
+            rest = re.split(r"&&|;| \| ", rest)[0]
+            for option in OPTION.findall(rest):
+                yield command, option
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_option_shown_with_a_subcommand_exists(path: Path) -> None:
+    page = PAGES[path]
+    unknown = []
+    for code in [*page.spans, *(content for _info, content in page.blocks)]:
+        for command, option in options_named(code):
+            if option not in subcommand_parser(command)._option_string_actions:
+                unknown.append(f"{command} {option}")
+    assert unknown == []
+
+
+def test_a_wrong_command_line_or_option_is_found() -> None:
+    assert parse_error(["tree", "FILE"]) is None
+    assert parse_error(["tree", "FILE", "--leaf", "x"]) is not None
+    assert parse_error(["repair", "F", "-o", "O", "--in-place"]) is not None
+    assert parse_error(["lint", "FILE"]) is not None
+    assert list(options_named("serve --watch-interval SECONDS --log-file PATH")) == [
+        ("serve", "--watch-interval"),
+        ("serve", "--log-file"),
+    ]
+    assert list(options_named("pi-session check FILE --json  # --all")) == [("check", "--json")]
+    assert [o for _c, o in options_named("check [--progress|--no-progress] [-q]")] == ["--progress", "--no-progress", "-q"]
+
+
+def pi_session_options() -> set[str]:
+    return {option for name in COMMANDS for option in subcommand_parser(name)._option_string_actions}
+
+
+# options of the other programs the pages run: pip, python, pytest, mkdir, ln, code, pi
+OTHER_PROGRAMS_OPTIONS = {"-e", "-m", "-p", "-s", "--install-extension", "--session-dir"}
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_option_in_code_is_one_a_program_takes(path: Path) -> None:
+    test_suite = (ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")
+    shown = set(OPTION.findall(PAGES[path].code))
+    unknown = shown - pi_session_options() - OTHER_PROGRAMS_OPTIONS
+    assert {option for option in unknown if f'"{option}"' not in test_suite} == set()
