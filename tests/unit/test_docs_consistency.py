@@ -23,9 +23,7 @@ from pi_session_server.cli import COMMANDS, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 # the pages a user reads; protocol/README.md and editors/README.md are linked from them
-USER_PAGES = sorted(
-    [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("editors/*/README.md")]
-)
+USER_PAGES = sorted([ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("editors/*/README.md")])
 LINKED_PAGES = [ROOT / "editors" / "README.md", ROOT / "protocol" / "README.md"]
 PROTOCOL = json.loads((ROOT / "protocol" / "pi-session.openrpc.json").read_text(encoding="utf-8"))
 PACKAGE = ROOT / "pi_session_server"
@@ -56,8 +54,9 @@ class Page:
         body: list[str] = []
         for line in text.split("\n"):
             stripped = line.strip()
-            if fence is None and re.match(r"(`{3,}|~{3,})", stripped):
-                fence = re.match(r"(`{3,}|~{3,})", stripped).group(1)  # type: ignore[union-attr]
+            opening = re.match(r"`{3,}|~{3,}", stripped) if fence is None else None
+            if opening is not None:
+                fence = opening.group(0)
                 info, body = stripped[len(fence) :].strip(), []
                 prose_lines.append("")
             elif fence is not None and stripped.startswith(fence):
@@ -247,10 +246,10 @@ def test_initialization_options_named_are_the_server_s() -> None:
 @pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
 def test_every_diagnostic_code_named_exists(path: Path) -> None:
     named = set(re.findall(r"\bPI\d{3}\b", PAGES[path].everything))
-    ranges = re.findall(r"\b(PI\d{3})[–-](PI\d{3})\b", PAGES[path].everything)
+    ranges = re.findall(r"\b(PI\d{3})[\u2013-](PI\d{3})\b", PAGES[path].everything)
     assert named - set(CODES) == set()
     for first, last in ranges:
-        assert first in CODES and last in CODES, f"{first}–{last}"
+        assert first in CODES and last in CODES, f"{first} to {last}"
 
 
 def test_every_diagnostic_code_has_its_row_and_every_row_a_code() -> None:
@@ -407,7 +406,11 @@ def test_a_wrong_command_line_or_option_is_found() -> None:
         ("serve", "--log-file"),
     ]
     assert list(options_named("pi-session check FILE --json  # --all")) == [("check", "--json")]
-    assert [o for _c, o in options_named("check [--progress|--no-progress] [-q]")] == ["--progress", "--no-progress", "-q"]
+    assert [o for _c, o in options_named("check [--progress|--no-progress] [-q]")] == [
+        "--progress",
+        "--no-progress",
+        "-q",
+    ]
 
 
 def pi_session_options() -> set[str]:
@@ -424,3 +427,99 @@ def test_every_option_in_code_is_one_a_program_takes(path: Path) -> None:
     shown = set(OPTION.findall(PAGES[path].code))
     unknown = shown - pi_session_options() - OTHER_PROGRAMS_OPTIONS
     assert {option for option in unknown if f'"{option}"' not in test_suite} == set()
+
+
+# --- the language server -------------------------------------------------------------------------
+
+# textDocument/<request> -> the capability that announces it
+CAPABILITY = {
+    "codeAction": "codeActionProvider",
+    "codeLens": "codeLensProvider",
+    "completion": "completionProvider",
+    "definition": "definitionProvider",
+    "diagnostic": "diagnosticProvider",
+    "documentHighlight": "documentHighlightProvider",
+    "documentSymbol": "documentSymbolProvider",
+    "foldingRange": "foldingRangeProvider",
+    "hover": "hoverProvider",
+    "implementation": "implementationProvider",
+    "inlayHint": "inlayHintProvider",
+    "references": "referencesProvider",
+    "selectionRange": "selectionRangeProvider",
+}
+
+
+def documented_requests() -> set[str]:
+    page = PAGES[ROOT / "docs" / "LANGUAGE-SERVER.md"]
+    return set(re.findall(r"^\| [^|]*`textDocument/(\w+)`", page.text, re.M))
+
+
+def test_the_language_server_page_lists_what_the_server_announces() -> None:
+    from in_process_server import InProcess
+
+    running = InProcess()
+    try:
+        answer = running.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    finally:
+        running.close()
+    capabilities = answer["result"]["capabilities"]
+    commands = set(capabilities["executeCommandProvider"]["commands"])
+    named = set().union(*(re.findall(r"`(pi\.session\.\w+)`", page.text) for page in PAGES.values()))
+    assert named == commands
+    # executeCommandProvider: the repair commands a code action runs (DIAGNOSTICS.md, "Repairs")
+    announced = {name for name in capabilities if name.endswith("Provider")} - {"executeCommandProvider"}
+    documented = documented_requests()
+    assert documented - set(CAPABILITY) == set(), "a request this test does not know: add it to CAPABILITY"
+    assert {CAPABILITY[request] for request in documented} == announced
+
+
+def test_the_vscode_settings_table_gives_the_extension_s_defaults() -> None:
+    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text(encoding="utf-8"))
+    configuration = package["contributes"]["configuration"]
+    sections = configuration if isinstance(configuration, list) else [configuration]
+    defaults = {
+        name: spec.get("default") for section in sections for name, spec in section["properties"].items()
+    }
+    text = (ROOT / "editors" / "vscode" / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(piSession\.[\w.]+)` \| `([^`]*)` \|", text, re.M)
+    assert {name for name, _ in rows} == set(defaults)
+    for name, shown in rows:
+        default = defaults[name]
+        assert shown in (json.dumps(default), default), name
+
+
+def test_the_vscode_commands_listed_are_the_extension_s() -> None:
+    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text(encoding="utf-8"))
+    titles = {command["title"] for command in package["contributes"]["commands"]}
+    text = (ROOT / "editors" / "vscode" / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"^- Commands: (.*?)\n\n", text, re.M | re.S)
+    assert listed is not None
+    assert {" ".join(t.split()) for t in re.findall(r"\*\*([^*]+)\*\*", listed.group(1))} - titles == set()
+
+
+# --- the Neovim plugin ---------------------------------------------------------------------------
+
+NEOVIM = ROOT / "editors" / "neovim"
+
+
+def test_every_neovim_command_named_exists() -> None:
+    plugin = (NEOVIM / "plugin" / "pi_session.lua").read_text(encoding="utf-8")
+    defined = set(re.findall(r"nvim_create_user_command\('(\w+)'", plugin))
+    named = set().union(*(re.findall(r":(PiSession\w+)", page.text) for page in PAGES.values()))
+    assert named, "no page names a Neovim command any more"
+    assert named - defined == set()
+
+
+def test_every_neovim_setup_option_named_exists() -> None:
+    config = (NEOVIM / "lua" / "pi_session" / "config.lua").read_text(encoding="utf-8")
+    defaults = config[config.index("M.defaults = {") : config.index("\n}\n")]
+    options = set(re.findall(r"^  (\w+) = ", defaults, re.M))
+    named: set[str] = set()
+    for page in PAGES.values():
+        named.update(re.findall(r"setup option `(\w+)`", page.text.replace("\n", " ")))
+        named.update(re.findall(r"`(\w+)` in Neovim", page.text.replace("\n", " ")))
+        for info, content in page.blocks:
+            for call in re.findall(r"setup\(\{(.*?)\}\)", content, re.S) if info == "lua" else []:
+                named.update(re.findall(r"(\w+) = ", call))
+    assert {"cmd", "pi_version"} <= named
+    assert named - options == set()
