@@ -523,3 +523,43 @@ def test_every_neovim_setup_option_named_exists() -> None:
                 named.update(re.findall(r"(\w+) = ", call))
     assert {"cmd", "pi_version"} <= named
     assert named - options == set()
+
+
+# --- the tests the pages cite --------------------------------------------------------------------
+
+
+def tests_by_file() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        names = set(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
+        found.setdefault(path.name, set()).update(names)
+    return found
+
+
+def missing_tests(text: str, tests: dict[str, set[str]]) -> list[str]:
+    """The tests ``text`` cites (``file.py::test_name``, ``::test_name`` in any test file,
+    ``test_prefix_*``) that no test file defines."""
+    everywhere = set().union(*tests.values())
+    missing = []
+    for file, name, star in re.findall(r"(?:\b(test_\w+\.py))?::(test_\w+?)(\*?)(?![\w*])", text):
+        if file and file not in tests:
+            missing.append(f"{file}: no such test file")
+            continue
+        candidates = tests[file] if file else everywhere
+        if not any(test == name or (star and test.startswith(name)) for test in candidates):
+            missing.append(f"{file}::{name}{star}")
+    for file in re.findall(r"\b(test_\w+\.py)\b", text):
+        if file not in tests:
+            missing.append(f"{file}: no such test file")
+    return missing
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_test_a_page_cites_exists(path: Path) -> None:
+    assert missing_tests(PAGES[path].text, tests_by_file()) == []
+
+
+def test_a_test_cited_that_is_gone_is_found() -> None:
+    tests = {"test_a.py": {"test_one", "test_refresh_all"}, "test_b.py": {"test_two"}}
+    text = "`test_a.py::test_one`, `::test_two`, `test_a.py::test_two`, `::test_refresh_*`, `test_c.py`"
+    assert missing_tests(text, tests) == ["test_a.py::test_two", "test_c.py: no such test file"]
