@@ -528,7 +528,7 @@ def test_every_neovim_setup_option_named_exists() -> None:
 # --- the tests the pages cite --------------------------------------------------------------------
 
 
-def tests_by_file() -> dict[str, set[str]]:
+def defined_tests_by_file() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for path in (ROOT / "tests").rglob("test_*.py"):
         names = set(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
@@ -556,7 +556,7 @@ def missing_tests(text: str, tests: dict[str, set[str]]) -> list[str]:
 
 @pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
 def test_every_test_a_page_cites_exists(path: Path) -> None:
-    assert missing_tests(PAGES[path].text, tests_by_file()) == []
+    assert missing_tests(PAGES[path].text, defined_tests_by_file()) == []
 
 
 def test_a_test_cited_that_is_gone_is_found() -> None:
