@@ -563,3 +563,29 @@ def test_a_test_cited_that_is_gone_is_found() -> None:
     tests = {"test_a.py": {"test_one", "test_refresh_all"}, "test_b.py": {"test_two"}}
     text = "`test_a.py::test_one`, `::test_two`, `test_a.py::test_two`, `::test_refresh_*`, `test_c.py`"
     assert missing_tests(text, tests) == ["test_a.py::test_two", "test_c.py: no such test file"]
+
+
+def test_every_deviation_named_is_in_the_deviations_page() -> None:
+    listed = set(re.findall(r"^\| (D\d+) \|", PAGES[ROOT / "docs" / "DEVIATIONS.md"].text, re.M))
+    assert listed, "DEVIATIONS.md lists no deviation any more"
+    for path in USER_PAGES:
+        text = PAGES[path].prose
+        named = set(re.findall(r"\b(D\d+)\b", text))
+        for first, last in re.findall(r"\bD(\d+)[\u2013-]D(\d+)\b", text):
+            named.update(f"D{n}" for n in range(int(first), int(last) + 1))
+        assert named - listed == set(), page_id(path)
+
+
+def numbered_sections(path: Path) -> set[str]:
+    return set(re.findall(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", path.read_text(encoding="utf-8"), re.M))
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_section_cited_by_page_and_number_exists(path: Path) -> None:
+    """``FORMAT.md §9.1``, ``[API.md](API.md) §4.2``: the section is a heading of that page."""
+    text = PAGES[path].text.replace("\n", " ")
+    missing = []
+    for page, number in re.findall(r"\b([A-Z-]+\.md)\)?\]?(?:\([^)]*\))? §(\d+(?:\.\d+)*)", text):
+        if number not in numbered_sections(ROOT / "docs" / page):
+            missing.append(f"{page} §{number}")
+    assert missing == []
