@@ -589,3 +589,29 @@ def test_every_section_cited_by_page_and_number_exists(path: Path) -> None:
         if number not in numbered_sections(ROOT / "docs" / page):
             missing.append(f"{page} §{number}")
     assert missing == []
+
+
+# --- the library ---------------------------------------------------------------------------------
+
+
+def keyword_calls(page: Page) -> Iterator[tuple[str, set[str]]]:
+    """Each ``SessionManager`` call a code span shows with keywords (``open(path, index=False)``):
+    the method and the keywords."""
+    from pi_session_server.session import SessionManager
+
+    for span in page.spans:
+        call = re.fullmatch(r"(?:SessionManager\.|sm\.|manager\.)?(\w+)\((.*)\)", span.strip())
+        if call and hasattr(SessionManager, call.group(1)) and "=" in call.group(2):
+            yield call.group(1), set(re.findall(r"(\w+)=", call.group(2)))
+
+
+def test_every_keyword_shown_on_a_manager_call_is_a_parameter() -> None:
+    import inspect
+
+    from pi_session_server.session import SessionManager
+
+    calls = [call for page in PAGES.values() for call in keyword_calls(page)]
+    assert len(calls) > 10, "the pages show no manager calls with keywords any more"
+    for method, keywords in calls:
+        parameters = set(inspect.signature(getattr(SessionManager, method)).parameters)
+        assert keywords - parameters == set(), method
