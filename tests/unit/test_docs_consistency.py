@@ -615,3 +615,21 @@ def test_every_keyword_shown_on_a_manager_call_is_a_parameter() -> None:
     for method, keywords in calls:
         parameters = set(inspect.signature(getattr(SessionManager, method)).parameters)
         assert keywords - parameters == set(), method
+
+
+# the places a path in the pages' code is relative to: the clone, the package, the tests, the page
+PATH_BASES = (ROOT, PACKAGE, ROOT / "tests")
+# pi's own files, which the pages name in pi's repository
+PI_S_FILES = re.compile(r"^(?:src|utils|packages)/")
+
+
+@pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
+def test_every_file_of_ours_a_page_names_exists(path: Path) -> None:
+    named = set()
+    for span in PAGES[path].spans:
+        named.update(re.findall(r"(?<![\w.])((?:[\w.-]+/)+[\w.-]+\.(?:py|ts|lua|json|md|sh|txt))\b", span))
+    bases = (*PATH_BASES, path.parent)
+    missing = {
+        name for name in named if not PI_S_FILES.match(name) and not any((b / name).exists() for b in bases)
+    }
+    assert missing == set()
