@@ -1,7 +1,9 @@
-"""The user's documentation says what the code does: every link and anchor resolves, every ``pi/*``
-method named exists in protocol/ (and every method of protocol/ is documented somewhere), every
-diagnostic code named exists, every environment variable and setting named is read by the code,
-and every ``pi-session`` command line shown is one the command's parser accepts.
+"""The user's documentation says what the code does: every link and anchor resolves; every ``pi/*``
+method, error code and example parameter named is protocol/'s (and every method of protocol/ is
+documented somewhere); every diagnostic code, deviation and numbered section cited exists; every
+environment variable, editor setting, editor command and LSP request named is the code's; every
+``pi-session`` command line shown is one the command's parser accepts; every test and file of this
+repository cited exists.
 
 Each check reads the Markdown as a user sees it: fenced code blocks and inline code are told apart
 from prose, so a link written inside code is not a link and a command in prose is not a command."""
@@ -9,6 +11,9 @@ from prose, so a link written inside code is not a link and a command in prose i
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import io
 import json
 import re
 import shlex
@@ -71,10 +76,10 @@ class Page:
                 prose_lines.append("")
             else:
                 prose_lines.append(line)
-        prose = text = "\n".join(prose_lines)
-        spans = [m.group(2) for m in re.finditer(r"(`+)(.+?)\1", prose, re.S)]
-        prose = re.sub(r"(`+)(.+?)\1", lambda m: re.sub(r"[^\n]", " ", m.group(0)), prose, flags=re.S)
-        return cls(path, prose, text, blocks, spans)
+        with_spans = "\n".join(prose_lines)
+        spans = [m.group(2) for m in re.finditer(r"(`+)(.+?)\1", with_spans, re.S)]
+        prose = re.sub(r"(`+)(.+?)\1", lambda m: re.sub(r"[^\n]", " ", m.group(0)), with_spans, flags=re.S)
+        return cls(path, prose, with_spans, blocks, spans)
 
     @property
     def code(self) -> str:
@@ -187,7 +192,7 @@ def test_every_method_of_the_protocol_is_documented_somewhere() -> None:
 
 def test_the_rpc_name_pattern_leaves_paths_alone(tmp_path: Path) -> None:
     (tmp_path / "x.md").write_text("see `~/.pi/agent/sessions` and `pi/open`, pi/getTree", encoding="utf-8")
-    page = Page.read(tmp_path / "x.md")  # type: ignore[arg-type]
+    page = Page.read(tmp_path / "x.md")
     assert RPC_NAME.findall("~/.pi/agent/sessions .pi/bin pi/open (pi/getTree)") == ["pi/open", "pi/getTree"]
     assert rpc_names(page) == {"pi/open", "pi/getTree"}
 
@@ -310,6 +315,7 @@ SETTING = re.compile(r"\bpiSession\.[a-zA-Z]+(?:\.[a-zA-Z]+)*")
 
 @pytest.mark.parametrize("path", USER_PAGES, ids=page_id)
 def test_every_vscode_setting_named_exists(path: Path) -> None:
+    # piSession.viewer: the viewer's id (workbench.editorAssociations), not a setting
     named = {name for name in SETTING.findall(PAGES[path].everything) if name != "piSession.viewer"}
     assert named - vscode_settings() == set()
 
@@ -322,10 +328,12 @@ def test_every_vscode_setting_is_in_the_extension_s_readme() -> None:
 # --- the command line ----------------------------------------------------------------------------
 
 
-def subcommand_parser(name: str) -> argparse.ArgumentParser:
-    parser = build_parser([name])
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return action.choices[name]
+def subcommand_options(name: str) -> set[str]:
+    """The option strings of ``pi-session NAME``, from its help (the parser the command adds its
+    arguments to, made as ``cli.build_parser`` makes it)."""
+    parser = argparse.ArgumentParser(prog=f"pi-session {name}")
+    importlib.import_module(f"pi_session_server.commands.{COMMANDS[name][0]}").add_arguments(parser)
+    return set(re.findall(r"(?<![\w-])(--?[a-z][-a-z]*)", parser.format_help()))
 
 
 def command_lines(page: Page) -> Iterator[list[str]]:
@@ -339,27 +347,14 @@ def command_lines(page: Page) -> Iterator[list[str]]:
             yield words[1 if words[0] != "$" else 2 :]
 
 
-class Refused(Exception):
-    pass
-
-
-def refuse(message: str) -> None:
-    raise Refused(message)
-
-
 def parse_error(words: list[str]) -> str | None:
     """What the parser of ``pi-session`` says of these arguments (None: it accepts them)."""
-    parser = build_parser(words)
-    parsers = [parser]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            parsers.extend(action.choices.values())
-    for each in parsers:
-        each.error = refuse  # type: ignore[method-assign]
+    complaint = io.StringIO()
     try:
-        args = parser.parse_args(words)
-    except Refused as error:
-        return str(error)
+        with contextlib.redirect_stderr(complaint):
+            args = build_parser(words).parse_args(words)
+    except SystemExit:
+        return complaint.getvalue().strip().splitlines()[-1]
     return None if args.command else "no subcommand"
 
 
@@ -391,7 +386,7 @@ def test_every_option_shown_with_a_subcommand_exists(path: Path) -> None:
     unknown = []
     for code in [*page.spans, *(content for _info, content in page.blocks)]:
         for command, option in options_named(code):
-            if option not in subcommand_parser(command)._option_string_actions:
+            if option not in subcommand_options(command):
                 unknown.append(f"{command} {option}")
     assert unknown == []
 
@@ -414,7 +409,7 @@ def test_a_wrong_command_line_or_option_is_found() -> None:
 
 
 def pi_session_options() -> set[str]:
-    return {option for name in COMMANDS for option in subcommand_parser(name)._option_string_actions}
+    return set().union(*(subcommand_options(name) for name in COMMANDS))
 
 
 # options of the other programs the pages run: pip, python, pytest, mkdir, ln, code, pi
