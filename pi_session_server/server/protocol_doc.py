@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import msgspec
 
 from pi_session_server import __version__
+from pi_session_server.session.listing_store import KEPT_FIRST_CHARS
 
 from . import errors as E
 from . import params as P
@@ -78,6 +79,11 @@ _REPLY_BOUND = (
 
 
 # the listings, whose text the request bounds only when it asks to
+_LISTING_KEPT = (
+    " Every session file is read, except that a listing with `text` `none`, or `first` with `maxTextChars` "
+    f"at most {KEPT_FIRST_CHARS}, keeps what it read of each file of the index's size beside its index, "
+    "used again while the file stays unchanged."
+)
 _LISTING_BOUND = (
     f" A reply that would hold more than {E.MAX_REPLY_BYTES / 2**20:g} MiB (estimated from the length of the "
     "text held) is refused with TooLarge (-32011, data {bytes, max}); the message says what to ask instead "
@@ -159,8 +165,8 @@ METHODS: list[Method] = [
     Method(
         "pi/list",
         "SessionManager.list(cwd, sessionDir?): sessions of one project, newest first. Reports "
-        "work-done progress. Every file is read; `text`/`maxTextChars` bound the text held and sent, "
-        "`offset`/`limit` page the reply." + _LISTING_BOUND,
+        "work-done progress. `text`/`maxTextChars` bound the text held and sent, "
+        "`offset`/`limit` page the reply." + _LISTING_KEPT + _LISTING_BOUND,
         P.ListParams,
         R.Listing,
         [E.ABORTED, E.SESSION_ERROR, E.TOO_LARGE, E.REQUEST_CANCELLED],
@@ -170,7 +176,7 @@ METHODS: list[Method] = [
         "pi/listAll",
         "SessionManager.listAll(sessionDir?): sessions of every project (or of one directory), "
         "newest first. Reports work-done progress. `text`/`maxTextChars` bound the text held and sent, "
-        "`offset`/`limit` page the reply." + _LISTING_BOUND,
+        "`offset`/`limit` page the reply." + _LISTING_KEPT + _LISTING_BOUND,
         P.ListAllParams,
         R.Listing,
         [E.ABORTED, E.SESSION_ERROR, E.TOO_LARGE, E.REQUEST_CANCELLED],
