@@ -1165,6 +1165,37 @@ test(':PiSessionOpen in a directory without sessions says so', function()
   eq(#calls, 0, 'no picker')
 end)
 
+test(':PiSessionOpen says what the server answered when the listing fails', function()
+  local failing = {
+    initialized = true,
+    is_stopped = function()
+      return false
+    end,
+    request = function(_, _, _, handler)
+      handler({ code = -32005, message = 'EACCES: permission denied, scandir' }, nil)
+    end,
+  }
+  local get_clients = vim.lsp.get_clients
+  vim.lsp.get_clients = function(filter)
+    return filter and filter.name == 'pi_session' and { failing } or get_clients(filter)
+  end
+  local calls, restore = stub_select(function() end)
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(said, { message, level })
+  end
+  vim.cmd('PiSessionOpen!')
+  local answered = vim.wait(TIMEOUT, function()
+    return #said > 0
+  end, 20)
+  vim.notify, vim.lsp.get_clients = notify, get_clients
+  restore()
+  truthy(answered, 'nothing said')
+  eq(said, { { 'pi-session: could not list the sessions: EACCES: permission denied, scandir', vim.log.levels.ERROR } }, 'the message')
+  eq(#calls, 0, 'no picker')
+end)
+
 test('the picker\'s items: name or first message on one line, when, messages', function()
   local picker = require('pi_session.picker')
   local t = picker.epoch('2026-03-10T12:00:00.000Z')
