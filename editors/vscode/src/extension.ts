@@ -28,9 +28,9 @@ import {
 } from './protocol';
 import { pythonExtensionInterpreter } from './pythonExtension';
 import * as serverCommand from './serverCommand';
+import { pickSession } from './sessionPicker';
 import { FILTER_DESCRIPTIONS, FILTER_MODES, PI_VERSIONS, type FilterMode } from './settings';
 import { idText, type SkippedLines } from './treeModel';
-import { pickSession } from './sessionPicker';
 import { SessionTreeProvider } from './treeView';
 import { SessionViewerProvider, VIEW_TYPE } from './viewer/sessionViewer';
 

@@ -108,6 +108,18 @@ test("Open Session lists the folder's sessions newest first, and opens the one p
   assert.deepEqual(state.messages.error, []);
 });
 
+test('with several workspace folders the sessions are those of the active file\'s folder', async (t) => {
+  const { state, requests, run, restore, makeDocument } = await activated({ folder: '/w/proj', listing: () => [] });
+  t.after(restore);
+  state.workspaceFolders.push({ uri: Uri.file('/w/second'), name: 'second', index: 1 });
+  state.activeTextEditor = { document: makeDocument(Uri.file('/w/second/src/a.ts'), '', 'typescript') };
+  await run();
+  assert.deepEqual(requests().map((r) => r.params.cwd), ['/w/second']);
+  state.activeTextEditor = { document: makeDocument(Uri.file('/elsewhere/b.ts'), '', 'typescript') };
+  await run();
+  assert.deepEqual(requests().map((r) => r.params.cwd), ['/w/second', '/w/proj']); // not in a folder: the first
+});
+
 test("the item's button opens the session as text", async (t) => {
   const sessions = [listed('only')];
   const { state, run, restore } = await activated({ folder: '/w/proj', listing: () => sessions });
