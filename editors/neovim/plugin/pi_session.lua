@@ -50,6 +50,10 @@ end, {
   desc = 'Show the session as a conversation (the path to the leaf, or to the entry id given)',
 })
 
+vim.api.nvim_create_user_command('PiSessionOpen', function(args)
+  require('pi_session.picker').open(args.bang)
+end, { bang = true, desc = "Pick one of pi's sessions of the current directory (! all of them) and open it" })
+
 vim.api.nvim_create_user_command('PiSessionBranch', function()
   require('pi_session').branch()
 end, { desc = 'Make the entry under the cursor the leaf' })

@@ -25,6 +25,11 @@ local agent_dir_path = work .. '/home/.pi/agent/sessions/--work-demo--/not-a-hea
 vim.fn.mkdir(vim.fs.dirname(agent_dir_path), 'p')
 vim.fn.writefile({ '{"some":"thing"}' }, agent_dir_path)
 
+-- pi's agent directory for every server the tests start: :PiSessionOpen lists its sessions, and
+-- the user's own ~/.pi is never read
+local agent_dir = work .. '/agent'
+vim.env.PI_CODING_AGENT_DIR = agent_dir
+
 -- the plugin, as a user's packpath/lazy.nvim would load it
 vim.opt.runtimepath:prepend(plugin_root)
 vim.cmd('filetype plugin on') -- a standard setup: filetype plugins and syntax highlighting
@@ -1029,6 +1034,182 @@ test(':checkhealth pi_session names an install command that works when the serve
   options.cmd = saved
   truthy(text:find('pip install /path/to/pi-session-server', 1, true), text)
   truthy(not text:find('pip install pi-session-server', 1, true), 'the install hint names a package no index has')
+end)
+
+-- :PiSessionOpen. Sessions pi keeps for a directory: <agent dir>/sessions/--<its path, / as ->--/
+local function sessions_dir_of(dir)
+  return ('%s/sessions/--%s--'):format(agent_dir, (dir:gsub('^[/\\]', ''):gsub('[/\\:]', '-')))
+end
+
+local function iso(t)
+  return os.date('!%Y-%m-%dT%H:%M:%S.000Z', t)
+end
+
+--- A session of two messages in `dir`'s session folder, written at time t (named when `name` is given).
+local function pi_session_of(dir, t, question, name)
+  local id = ('0199e2e0-aaaa-7bbb-8ccc-%012d'):format(t % 1000000000000)
+  local path = ('%s/%s_%s.jsonl'):format(sessions_dir_of(dir), iso(t):gsub('[:.]', '-'), id)
+  local lines = {
+    vim.json.encode({ type = 'session', version = 3, id = id, timestamp = iso(t), cwd = dir }),
+    vim.json.encode({ type = 'message', id = 'q0000001', parentId = vim.NIL, timestamp = iso(t + 1), message = { role = 'user', content = question, timestamp = (t + 1) * 1000 } }),
+    vim.json.encode({
+      type = 'message', id = 'q0000002', parentId = 'q0000001', timestamp = iso(t + 2),
+      message = { role = 'assistant', content = { { type = 'text', text = 'Answered' } }, api = 'anthropic-messages', provider = 'anthropic', model = 'm', stopReason = 'stop', timestamp = (t + 2) * 1000,
+        usage = { input = 1, output = 1, cacheRead = 0, cacheWrite = 0, totalTokens = 2, cost = { input = 0, output = 0, cacheRead = 0, cacheWrite = 0, total = 0 } } },
+    }),
+  }
+  if name then
+    table.insert(lines, vim.json.encode({ type = 'session_info', id = 'q0000003', parentId = 'q0000002', timestamp = iso(t + 3), name = name }))
+  end
+  vim.fn.mkdir(sessions_dir_of(dir), 'p')
+  vim.fn.writefile(lines, path)
+  return path
+end
+
+local project = vim.fs.normalize(vim.fn.resolve(work)) .. '/project'
+local other_project = vim.fs.normalize(vim.fn.resolve(work)) .. '/other-project'
+vim.fn.mkdir(project, 'p')
+local now = os.time()
+local older_path = pi_session_of(project, 1767603600, 'An older   question\nfor the picker')
+local newer_path = pi_session_of(project, now - 120, 'A newer question', 'Picker named session')
+local other_path = pi_session_of(other_project, now - 3 * 86400 - 60, 'A question elsewhere')
+
+--- vim.ui.select stubbed: records each call (items, their lines, the prompt) and answers with
+--- choose(items, the call's number); restore() puts the real one back.
+local function stub_select(choose)
+  local calls = {}
+  local real = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    local lines = vim.tbl_map(opts.format_item, items)
+    table.insert(calls, { items = items, lines = lines, prompt = opts.prompt })
+    on_choice(choose(items, #calls))
+  end
+  return calls, function()
+    vim.ui.select = real
+  end
+end
+
+local function wait_calls(calls, n, what)
+  truthy(vim.wait(TIMEOUT, function()
+    return #calls >= n
+  end, 20), what or 'vim.ui.select was not called')
+end
+
+test(':PiSessionOpen lists the directory\'s sessions newest first, without a server running, and opens the one picked', function()
+  for _, client in ipairs(vim.lsp.get_clients({ name = 'pi_session' })) do
+    client:stop(true)
+  end
+  truthy(vim.wait(TIMEOUT, function()
+    return #vim.lsp.get_clients({ name = 'pi_session' }) == 0
+  end, 20), 'the servers did not stop')
+  vim.cmd('silent! %bwipeout!')
+  vim.fn.chdir(project)
+  local calls, restore = stub_select(function(items)
+    return items[2]
+  end)
+  vim.cmd('PiSessionOpen')
+  eq(#calls, 0, 'the picker waits for nothing: it shows when the listing comes')
+  wait_calls(calls, 1)
+  restore()
+  local lines = calls[1].lines
+  eq(#lines, 3, 'two sessions and "All sessions...": ' .. vim.inspect(lines))
+  truthy(lines[1]:match('^Picker named session  %(%d+ minutes? ago · 2 messages%)  ') and vim.endswith(lines[1], newer_path), lines[1])
+  eq(lines[2], ('An older question for the picker  (%s · 2 messages)  %s'):format(os.date('%Y-%m-%d %H:%M', 1767603602), older_path), 'the older session')
+  eq(lines[3], 'All sessions...', 'the last item')
+  eq(calls[1].prompt, 'Pi sessions of ' .. vim.fn.getcwd(), 'the prompt')
+  truthy(vim.wait(TIMEOUT, function()
+    return vim.api.nvim_buf_get_name(0) == older_path
+  end, 20), 'the session picked is not the current buffer: ' .. vim.api.nvim_buf_get_name(0))
+  eq(vim.bo.filetype, 'pi-session', 'its filetype')
+  truthy(require('pi_session').wait_client(0, TIMEOUT), 'the server does not attach to it')
+  eq(#vim.lsp.get_clients({ name = 'pi_session' }), 1, 'the server started for the picker serves the buffer')
+end)
+
+test(':PiSessionOpen! and "All sessions..." list the sessions of every directory', function()
+  local calls, restore = stub_select(function(items, call)
+    return call == 1 and items[#items] or nil -- "All sessions...", then cancel
+  end)
+  vim.cmd('PiSessionOpen')
+  wait_calls(calls, 2, '"All sessions..." did not list them')
+  vim.cmd('PiSessionOpen!')
+  wait_calls(calls, 3)
+  restore()
+  for i = 2, 3 do
+    local lines = calls[i].lines
+    eq(#lines, 3, 'three sessions, no "All sessions..." item: ' .. vim.inspect(lines))
+    truthy(vim.startswith(lines[1], 'Picker named session  (') and lines[1]:find(' · 2 messages · ' .. project .. ')', 1, true), lines[1])
+    truthy(vim.startswith(lines[2], 'A question elsewhere  (3 days ago · 2 messages · ' .. other_project .. ')  ') and vim.endswith(lines[2], other_path), lines[2])
+    truthy(vim.startswith(lines[3], 'An older question for the picker  ('), lines[3])
+    eq(calls[i].prompt, 'Pi sessions of all folders', 'the prompt')
+  end
+end)
+
+test(':PiSessionOpen in a directory without sessions says so', function()
+  local empty = vim.fs.normalize(vim.fn.resolve(work)) .. '/no-sessions'
+  vim.fn.mkdir(empty, 'p')
+  vim.fn.chdir(empty)
+  local calls, restore = stub_select(function() end)
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(said, { message, level })
+  end
+  vim.cmd('PiSessionOpen')
+  local answered = vim.wait(TIMEOUT, function()
+    return #said > 0
+  end, 20)
+  vim.notify = notify
+  restore()
+  truthy(answered, 'nothing said')
+  eq(said, { { ('pi-session: pi has no sessions of %s yet (:PiSessionOpen! lists all)'):format(empty), vim.log.levels.INFO } }, 'the message')
+  eq(#calls, 0, 'no picker')
+end)
+
+test(':PiSessionOpen says what the server answered when the listing fails', function()
+  local failing = {
+    initialized = true,
+    is_stopped = function()
+      return false
+    end,
+    request = function(_, _, _, handler)
+      handler({ code = -32005, message = 'EACCES: permission denied, scandir' }, nil)
+    end,
+  }
+  local get_clients = vim.lsp.get_clients
+  vim.lsp.get_clients = function(filter)
+    return filter and filter.name == 'pi_session' and { failing } or get_clients(filter)
+  end
+  local calls, restore = stub_select(function() end)
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(said, { message, level })
+  end
+  vim.cmd('PiSessionOpen!')
+  local answered = vim.wait(TIMEOUT, function()
+    return #said > 0
+  end, 20)
+  vim.notify, vim.lsp.get_clients = notify, get_clients
+  restore()
+  truthy(answered, 'nothing said')
+  eq(said, { { 'pi-session: could not list the sessions: EACCES: permission denied, scandir', vim.log.levels.ERROR } }, 'the message')
+  eq(#calls, 0, 'no picker')
+end)
+
+test('the picker\'s items: name or first message on one line, when, messages', function()
+  local picker = require('pi_session.picker')
+  local t = picker.epoch('2026-03-10T12:00:00.000Z')
+  eq(t, 1773144000, 'epoch of an ISO date')
+  eq(picker.when('2026-03-10T11:59:30.000Z', t), 'just now', 'seconds ago')
+  eq(picker.when('2026-03-10T11:01:00.000Z', t), '59 minutes ago', 'minutes ago')
+  eq(picker.when('2026-03-10T09:00:00.000Z', t), '3 hours ago', 'hours ago')
+  eq(picker.when('2026-03-09T12:00:00.000Z', t), '1 day ago', 'a day ago')
+  eq(picker.when('2026-03-01T12:00:00.000Z', t), os.date('%Y-%m-%d %H:%M', t - 9 * 86400), 'over a week ago')
+  eq(picker.when(vim.NIL, t), 'unknown time', 'an invalid date')
+  eq(picker.title({ firstMessage = 'cut', textTruncated = true }), 'cut…', 'a first message cut short')
+  eq(picker.title({ name = '  ', firstMessage = '' }), '(no messages)', 'nothing to show')
+  eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s.jsonl' }, t, false),
+    'hi  (1 hour ago · 1,234 messages)  /s.jsonl', 'a line')
 end)
 
 say(('%d passed, %d failed'):format(results.passed, results.failed))

@@ -10,8 +10,9 @@
 # <repo>/.venv/bin/python). Screenshots go to $ARTIFACTS (default editors/vscode/test-artifacts/):
 # e2e-viewer.png (the session viewer on a 100 MB session), e2e-tree.png (the session tree beside the
 # session), e2e-problems.png (the Problems panel), e2e-escaping.png (a session holding HTML and script
-# tags, shown as text), e2e-hover.png and e2e.png (the window at the end); e2e-error.png when a step
-# throws. The 100 MB session is made by bench/gen_session.py (cached under $E2E_DIR, never committed).
+# tags, shown as text), e2e-picker.png (Open Session... listing two sessions), e2e-hover.png and
+# e2e.png (the window at the end); e2e-error.png when a step throws. The 100 MB session is made by
+# bench/gen_session.py (cached under $E2E_DIR, never committed).
 # Ends with "N passed, M failed" and exits 0 only when every check passed.
 set -euo pipefail
 
@@ -108,6 +109,34 @@ JSON
 # pi's session directory for "Check All Sessions" (PI_CODING_AGENT_DIR below): one broken session
 mkdir -p "$RUN/agent/sessions/--work-other--"
 cp "$FIXTURES/broken-session.jsonl" "$RUN/agent/sessions/--work-other--/other-broken-session.jsonl"
+# two sessions pi keeps for the workspace folder, for "Open Session...": one of January, and a
+# named one whose messages are of now (the newest); in the folder pi's own code names
+WS_SESSIONS=$("$PY" -c 'import sys; from pi_session_server.session.paths import default_session_dir_path as d; print(d(sys.argv[1], sys.argv[2]))' "$RUN/ws" "$RUN/agent")
+mkdir -p "$WS_SESSIONS"
+"$PY" - "$WS_SESSIONS" "$RUN/ws" <<'PYTHON'
+import json, sys, time
+directory, cwd = sys.argv[1], sys.argv[2]
+def iso(ms): return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+def write(name, session_id, start_ms, question, title=None):
+    lines = [{"type": "session", "version": 3, "id": session_id, "timestamp": iso(start_ms), "cwd": cwd},
+             {"type": "message", "id": "p0000001", "parentId": None, "timestamp": iso(start_ms + 1000),
+              "message": {"role": "user", "content": question, "timestamp": start_ms + 1000}},
+             {"type": "message", "id": "p0000002", "parentId": "p0000001", "timestamp": iso(start_ms + 2000),
+              "message": {"role": "assistant", "content": [{"type": "text", "text": f"The answer to: {question}"}],
+                          "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+                          "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
+                                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                          "stopReason": "stop", "timestamp": start_ms + 2000}}]
+    if title:
+        lines.append({"type": "session_info", "id": "p0000003", "parentId": "p0000002", "timestamp": iso(start_ms + 3000), "name": title})
+    with open(f"{directory}/{name}", "w") as f:
+        f.writelines(json.dumps(line) + "\n" for line in lines)
+write("2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl", "0199e2e0-aaaa-7bbb-8ccc-0000000000a1",
+      1767603600000, "An older question for the picker")
+now = int(time.time() * 1000) - 60_000
+write(iso(now).replace(":", "-").replace(".", "-") + "_0199e2e0-aaaa-7bbb-8ccc-0000000000a2.jsonl",
+      "0199e2e0-aaaa-7bbb-8ccc-0000000000a2", now, "A newer question for the picker", "Picker named session")
+PYTHON
 echo "[e2e] extension packaged and installed $(ts)"
 
 # --- 5. code-server on loopback (own process group), the browser test, then stop it --------------

@@ -28,6 +28,7 @@ import {
 } from './protocol';
 import { pythonExtensionInterpreter } from './pythonExtension';
 import * as serverCommand from './serverCommand';
+import { pickSession } from './sessionPicker';
 import { FILTER_DESCRIPTIONS, FILTER_MODES, PI_VERSIONS, type FilterMode } from './settings';
 import { idText, type SkippedLines } from './treeModel';
 import { SessionTreeProvider } from './treeView';
@@ -518,6 +519,16 @@ class Extension {
     }
   }
 
+  // ---- open a session --------------------------------------------------------------------------
+
+  /** Open Session...: pick one of pi's sessions of the workspace folder (or of all), open it. */
+  async openSession(): Promise<void> {
+    const picked = await pickSession({ request: (method, params) => this.request(method, params), log: (message) => this.log(message) }, sessionsFolder());
+    if (!picked) return;
+    if (picked.asText) await this.openAsText(picked.uri);
+    else await this.viewer.open(picked.uri);
+  }
+
   // ---- check all sessions ---------------------------------------------------------------------
 
   async checkAllSessions(): Promise<number> {
@@ -584,6 +595,14 @@ function resourceOf(arg: unknown): vscode.Uri | undefined {
   return vscode.window.activeTextEditor?.document.uri;
 }
 
+/** The folder whose sessions Open Session lists: the active file's workspace folder, else the first
+ * one; none (all sessions) without a local folder. */
+function sessionsFolder(): string | undefined {
+  const active = resourceOf(undefined);
+  const folder = (active && vscode.workspace.getWorkspaceFolder(active)) || vscode.workspace.workspaceFolders?.[0];
+  return folder?.uri.scheme === 'file' ? folder.uri.fsPath : undefined;
+}
+
 // ---- activation -------------------------------------------------------------------------------
 
 let extension: Extension | undefined;
@@ -622,6 +641,7 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
       guarded((arg?: unknown, label?: unknown) => ext.labelEntry(arg, typeof label === 'string' ? label : undefined)),
     ),
     vscode.commands.registerCommand('piSession.checkAllSessions', guarded(() => ext.checkAllSessions())),
+    vscode.commands.registerCommand('piSession.openSession', guarded(() => ext.openSession())),
     vscode.commands.registerCommand('piSession.tree.refresh', guarded(() => ext.refreshTree())),
     vscode.commands.registerCommand('piSession.tree.filter', guarded(() => ext.pickFilter())),
     vscode.commands.registerCommand(

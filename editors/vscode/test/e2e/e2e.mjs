@@ -4,7 +4,8 @@
 // selected, following the cursor, cleared on close, following repairs), a hover, the highlights
 // and completion of ids, the context document, Check All Sessions, Fix All, and the session viewer
 // (a 100 MB session opened from the Explorer, scrolled, a branch switched, a tool call expanded; a
-// session holding HTML and script tags shown as text). Run by scripts/e2e.sh. Prints one line per check and "N passed, M failed".
+// session holding HTML and script tags shown as text), and Open Session... (pi's sessions of the
+// folder, the one picked opened in the viewer). Run by scripts/e2e.sh. Prints one line per check and "N passed, M failed".
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -439,6 +440,32 @@ try {
   const turns = [];
   for (let n = 10; n < 14; n++) if ((await frame.locator('.item', { hasText: `Turn ${n} in a burst` }).count()) === 1) turns.push(n);
   check('the viewer follows a burst of turns, each once, the last one too', lastTurn && turns.length === 4, `shown: ${turns.join(', ')}`);
+
+  // 13b. Open Session... lists pi's sessions of the workspace folder (made by e2e.sh in the agent
+  // directory), newest first under "All sessions...", and the one picked opens in the viewer
+  await runCommand(page, 'View: Close All Editors');
+  await runCommand(page, 'Pi Session: Open Session...');
+  const pickRows = page.locator('.quick-input-widget .monaco-list-row');
+  const pickListed = await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 60_000);
+  const pickItems = [];
+  for (let i = 0; i < (await pickRows.count()); i++) {
+    const row = pickRows.nth(i);
+    pickItems.push({ index: Number(await row.getAttribute('data-index')), text: squash(await row.innerText()) });
+  }
+  pickItems.sort((a, b) => a.index - b.index);
+  const pickTexts = pickItems.map((item) => item.text);
+  const kinds = pickTexts.map((text) =>
+    text.startsWith('All sessions...') ? 'all' : text.includes('Picker named session') ? 'named' : text.includes('An older question') ? 'older' : '?');
+  const described = /(just now|minutes? ago) · 2 messages/.test(pickTexts[1] ?? '') && /2026-01-05 \d\d:\d\d · 2 messages/.test(pickTexts[2] ?? '')
+    && pickTexts.every((text, i) => i === 0 || text.includes('/agent/sessions/--'));
+  check('Open Session lists the folder\'s two sessions newest first, under "All sessions..."',
+    pickListed && kinds.join(',') === 'all,named,older' && described, pickTexts.join(' | ').slice(0, 400));
+  await shot(page, 'e2e-picker.png');
+  await pickRows.filter({ hasText: 'An older question for the picker' }).first().click();
+  frame = viewerFrame(page);
+  const pickedShown = await visible(frame.locator('.item', { hasText: 'The answer to: An older question for the picker' }), 60_000);
+  const pickedTab = await page.locator('.tab[aria-label*="0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl"]').count();
+  check('the session picked opens in the session viewer', pickedShown && pickedTab === 1, `${pickedTab} tab(s)`);
 
   // 14. a 100 MB session (over what VS Code hands to extensions) opens from the Explorer in the viewer
   await runCommand(page, 'View: Close All Editors');

@@ -48,6 +48,32 @@ class ThemeIcon { constructor(id, color) { this.id = id; this.color = color; } }
 class ThemeColor { constructor(id) { this.id = id; } }
 class TabInputText { constructor(uri) { this.uri = uri; } }
 class TabInputCustom { constructor(uri, viewType) { this.uri = uri; this.viewType = viewType; } }
+/** A QuickPick as createQuickPick gives it; a test reads its items and accepts one, as a user would. */
+class FakeQuickPick {
+  constructor() {
+    this.items = []; this.activeItems = []; this.selectedItems = []; this.busy = false; this.shown = false; this.disposed = false;
+    this.title = undefined; this.placeholder = undefined;
+    this.emitters = { accept: new EventEmitter(), hide: new EventEmitter(), button: new EventEmitter() };
+    this.onDidAccept = this.emitters.accept.event;
+    this.onDidHide = this.emitters.hide.event;
+    this.onDidTriggerItemButton = this.emitters.button.event;
+  }
+  show() { this.shown = true; }
+  hide() { if (!this.shown) return; this.shown = false; this.emitters.hide.fire(); }
+  dispose() { this.disposed = true; }
+  /** Enter on the item whose label is given (the active item when none is). */
+  accept(label) {
+    const item = label === undefined ? this.activeItems[0] : this.items.find((i) => i.label === label);
+    if (!item) throw new Error(`no item ${label} in ${this.items.map((i) => i.label).join(', ')}`);
+    this.selectedItems = [item];
+    this.emitters.accept.fire();
+  }
+  pressButton(label, index = 0) {
+    const item = this.items.find((i) => i.label === label);
+    this.emitters.button.fire({ item, button: item.buttons[index] });
+  }
+}
+
 class MarkdownString {
   constructor(value = '') { this.value = value; }
   appendMarkdown(v) { this.value += v; return this; }
@@ -71,6 +97,9 @@ function createState() {
     messages: { error: [], warning: [], info: [] },
     config: {},
     quickPickAnswer: undefined,
+    quickPicks: [],
+    infoAnswer: undefined,
+    workspaceFolders: undefined,
     inputBoxAnswer: undefined,
     languageChanges: [],
     treeViews: [],
@@ -129,7 +158,8 @@ function createVscode(state) {
       },
       showErrorMessage: async (m) => { state.messages.error.push(m); },
       showWarningMessage: async (m) => { state.messages.warning.push(m); },
-      showInformationMessage: async (m) => { state.messages.info.push(m); },
+      showInformationMessage: async (m, ...actions) => { state.messages.info.push(m); return actions.includes(state.infoAnswer) ? state.infoAnswer : undefined; },
+      createQuickPick: () => { const pick = new FakeQuickPick(); state.quickPicks.push(pick); return pick; },
       showQuickPick: async (items) => items.find((i) => i.label === state.quickPickAnswer),
       showInputBox: async () => state.inputBoxAnswer,
       showTextDocument: async (document, options) => {
@@ -150,7 +180,8 @@ function createVscode(state) {
       onDidCloseTextDocument: state.emitters.close.event,
       onDidChangeConfiguration: state.emitters.config.event,
       get textDocuments() { return state.documents; },
-      get workspaceFolders() { return undefined; },
+      get workspaceFolders() { return state.workspaceFolders; },
+      getWorkspaceFolder: (uri) => (state.workspaceFolders ?? []).find((f) => uri.path.startsWith(`${f.uri.path}/`)),
       registerTextDocumentContentProvider: (scheme, provider) => { state.contentProviders.set(scheme, provider); return new Disposable(); },
       openTextDocument: async (uri) => {
         const provider = state.contentProviders.get(uri.scheme);

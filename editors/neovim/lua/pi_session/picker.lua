@@ -1,0 +1,181 @@
+-- :PiSessionOpen[!]: pick one of pi's sessions of the current directory (of every directory with
+-- !), newest first, as pi's /resume offers them, with vim.ui.select, and open its file. Nothing
+-- waits: the listing comes back through a callback. The sessions come with their first message
+-- cut short, never their whole text, so a listing of long sessions stays small.
+local M = {}
+
+--- The first message is cut to this many characters: a title, not the message.
+M.MAX_TEXT_CHARS = 200
+M.ALL_SESSIONS = 'All sessions...'
+
+local MINUTE = 60
+local HOUR = 60 * MINUTE
+local DAY = 24 * HOUR
+--- Older than this, a session shows its local date instead of how long ago it changed.
+local RELATIVE_FOR = 7 * DAY
+--- How long a server started for the picker may take to answer `initialize`.
+local START_TIMEOUT_MS = 15000
+
+local function one_line(text)
+  return vim.trim((text:gsub('%s+', ' ')))
+end
+
+--- The session's name, else its first message, on one line.
+function M.title(session)
+  if type(session.name) == 'string' and vim.trim(session.name) ~= '' then
+    return one_line(session.name)
+  end
+  local first = type(session.firstMessage) == 'string' and one_line(session.firstMessage) or ''
+  if first == '' then
+    return '(no messages)'
+  end
+  return session.textTruncated == true and first .. '…' or first
+end
+
+--- Seconds since the epoch of an ISO date as JSON.stringify writes it (UTC), or nil.
+function M.epoch(iso)
+  if type(iso) ~= 'string' then
+    return nil
+  end
+  local y, mo, d, h, mi, s = iso:match('^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)')
+  if not y then
+    return nil
+  end
+  -- days since 1970-01-01 of a proleptic Gregorian date (no os.time: it reads local time)
+  y, mo = tonumber(y), tonumber(mo)
+  local yy = mo <= 2 and y - 1 or y
+  local era = math.floor(yy / 400)
+  local yoe = yy - era * 400
+  local doy = math.floor((153 * (mo + (mo > 2 and -3 or 9)) + 2) / 5) + tonumber(d) - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  local days = era * 146097 + doe - 719468
+  return days * DAY + tonumber(h) * HOUR + tonumber(mi) * MINUTE + tonumber(s)
+end
+
+local function plural(count, unit)
+  local digits = tostring(count):reverse():gsub('(%d%d%d)', '%1,'):reverse():gsub('^,', '')
+  return digits .. ' ' .. unit .. (count == 1 and '' or 's')
+end
+
+--- When the session last changed: how long ago within a week, else its local date and time.
+---@param modified string|nil ISO date (pi/list's `modified`; null when invalid)
+---@param now integer seconds since the epoch
+function M.when(modified, now)
+  local time = M.epoch(modified)
+  if not time then
+    return 'unknown time'
+  end
+  local ago = now - time
+  if ago < MINUTE then
+    return 'just now' -- the future too: a clock ahead of this one
+  elseif ago < HOUR then
+    return plural(math.floor(ago / MINUTE), 'minute') .. ' ago'
+  elseif ago < DAY then
+    return plural(math.floor(ago / HOUR), 'hour') .. ' ago'
+  elseif ago < RELATIVE_FOR then
+    return plural(math.floor(ago / DAY), 'day') .. ' ago'
+  end
+  return os.date('%Y-%m-%d %H:%M', time)
+end
+
+--- One session's line: its title, when it changed and its messages (and its folder in all
+--- sessions), and its file.
+function M.format(session, now, with_folder)
+  local parts = { M.when(session.modified, now), plural(tonumber(session.messageCount) or 0, 'message') }
+  if with_folder and type(session.cwd) == 'string' and session.cwd ~= '' then
+    table.insert(parts, session.cwd)
+  end
+  return ('%s  (%s)  %s'):format(M.title(session), table.concat(parts, ' · '), tostring(session.path))
+end
+
+--- A pi_session client to ask, started (without a buffer) when none runs; callback(client, problem).
+local function with_client(callback)
+  local client = vim.lsp.get_clients({ name = 'pi_session' })[1]
+  if not client then
+    local config = vim.lsp.config.pi_session
+    local id = config and vim.lsp.start(vim.tbl_extend('force', config, { name = 'pi_session' }), { attach = false, silent = true })
+    client = id and vim.lsp.get_client_by_id(id)
+    if not client then
+      return callback(nil, 'the pi-session language server did not start (see :checkhealth pi_session)')
+    end
+  end
+  local waited = 0
+  local function ready()
+    if client:is_stopped() then
+      return callback(nil, 'the pi-session language server stopped (see :checkhealth pi_session)')
+    elseif client.initialized then
+      return callback(client)
+    elseif waited >= START_TIMEOUT_MS then
+      return callback(nil, 'the pi-session language server did not answer (see :checkhealth pi_session)')
+    end
+    waited = waited + 20
+    vim.defer_fn(ready, 20)
+  end
+  ready()
+end
+
+local function sessions_of(result)
+  if type(result) ~= 'table' then
+    return {}
+  end
+  return vim.islist(result) and result or (type(result.sessions) == 'table' and result.sessions or {})
+end
+
+--- :PiSessionOpen[!]: the sessions of the current directory (all of them with `all`), picked with
+--- vim.ui.select; the one picked is opened with :edit.
+---@param all boolean
+function M.open(all)
+  local cwd = vim.fn.getcwd()
+  local method = all and 'pi/listAll' or 'pi/list'
+  local params = { text = 'first', maxTextChars = M.MAX_TEXT_CHARS }
+  if not all then
+    params.cwd, params.environment = cwd, { cwd = cwd }
+  end
+  vim.api.nvim_echo({ { all and 'pi-session: reading all sessions…' or ('pi-session: reading the sessions of %s…'):format(cwd) } }, false, {})
+  with_client(function(client, problem)
+    if not client then
+      return vim.notify('pi-session: could not list the sessions: ' .. problem, vim.log.levels.ERROR)
+    end
+    client:request(method, params, function(err, result)
+      vim.schedule(function()
+        M.show(err, result, all, cwd)
+      end)
+    end)
+  end)
+end
+
+--- The listing's answer: a picker, or what went wrong.
+function M.show(err, result, all, cwd)
+  vim.api.nvim_echo({ { '' } }, false, {})
+  if err then
+    return vim.notify('pi-session: could not list the sessions: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
+  end
+  local sessions = sessions_of(result)
+  if #sessions == 0 then
+    if all then
+      return vim.notify('pi-session: pi has no sessions yet (it keeps them under ~/.pi/agent/sessions, or $PI_CODING_AGENT_DIR)', vim.log.levels.INFO)
+    end
+    return vim.notify(('pi-session: pi has no sessions of %s yet (:PiSessionOpen! lists all)'):format(cwd), vim.log.levels.INFO)
+  end
+  local items = vim.list_slice(sessions)
+  -- last, not first: a picker's first item is its default, and that is the newest session
+  if not all then
+    table.insert(items, M.ALL_SESSIONS)
+  end
+  local now = os.time()
+  vim.ui.select(items, {
+    prompt = all and 'Pi sessions of all folders' or ('Pi sessions of %s'):format(cwd),
+    kind = 'pi_session',
+    format_item = function(item)
+      return item == M.ALL_SESSIONS and item or M.format(item, now, all)
+    end,
+  }, function(item)
+    if item == M.ALL_SESSIONS then
+      M.open(true)
+    elseif item then
+      vim.cmd.edit(vim.fn.fnameescape(item.path))
+    end
+  end)
+end
+
+return M

@@ -1,0 +1,177 @@
+// "Open Session...": a QuickPick of pi's sessions of the workspace folder (pi/list) or of every
+// folder (pi/listAll), newest first, as pi's /resume offers them. The sessions come with their
+// first message cut short, never their whole text: a listing of long sessions stays small.
+import * as vscode from 'vscode';
+import { Methods, type ListedSession, type SessionsPage } from './protocol';
+
+/** The first message is cut to this many characters: a title, not the message. */
+export const MAX_TEXT_CHARS = 200;
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+/** Older than this, a session shows its local date instead of how long ago it changed. */
+const RELATIVE_FOR = 7 * DAY;
+
+export interface SessionItem extends vscode.QuickPickItem {
+  session?: ListedSession;
+  /** the item that switches to every folder's sessions */
+  all?: true;
+}
+
+/** What the user picked: a session file, in the viewer or as text. */
+export interface PickedSession {
+  uri: vscode.Uri;
+  asText: boolean;
+}
+
+export interface PickerHost {
+  request<T>(method: string, params: object): Promise<T>;
+  log(message: string): void;
+}
+
+const OPEN_AS_TEXT: vscode.QuickInputButton = { iconPath: new vscode.ThemeIcon('go-to-file'), tooltip: 'Open as Text' };
+
+export const ALL_SESSIONS_LABEL = 'All sessions...';
+
+/**
+ * QuickPick labels read `$(name)` as an icon: a session's own text must show as written.
+ * A backslash before it is how VS Code escapes one.
+ */
+export function escapeIcons(text: string): string {
+  return text.replace(/\$\(/g, '\\$(');
+}
+
+/** The session's name, else its first message, on one line. */
+export function sessionTitle(session: Pick<ListedSession, 'name' | 'firstMessage' | 'textTruncated'>): string {
+  if (typeof session.name === 'string' && session.name.trim()) return oneLine(session.name);
+  const first = typeof session.firstMessage === 'string' ? oneLine(session.firstMessage) : '';
+  if (!first) return '(no messages)';
+  return session.textTruncated ? `${first}…` : first;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** When the session last changed: how long ago within a week, else its local date and time. */
+export function whenText(modified: string | null, now: number): string {
+  const time = modified === null ? NaN : Date.parse(modified);
+  if (!Number.isFinite(time)) return 'unknown time';
+  const ago = now - time;
+  if (ago < MINUTE) return 'just now'; // the future too: a clock ahead of this one
+  if (ago < HOUR) return plural(Math.floor(ago / MINUTE), 'minute') + ' ago';
+  if (ago < DAY) return plural(Math.floor(ago / HOUR), 'hour') + ' ago';
+  if (ago < RELATIVE_FOR) return plural(Math.floor(ago / DAY), 'day') + ' ago';
+  const date = new Date(time);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ${two(date.getHours())}:${two(date.getMinutes())}`;
+}
+
+function plural(count: number, unit: string): string {
+  return `${count.toLocaleString('en-US')} ${unit}${count === 1 ? '' : 's'}`;
+}
+
+/** One session's row: its title, when it changed and its messages, and its file. */
+export function sessionItem(session: ListedSession, now: number, withFolder: boolean): SessionItem {
+  const parts = [whenText(session.modified, now), plural(session.messageCount, 'message')];
+  if (withFolder && session.cwd) parts.push(session.cwd);
+  return {
+    label: escapeIcons(sessionTitle(session)),
+    description: escapeIcons(parts.join(' · ')),
+    detail: escapeIcons(session.path),
+    buttons: [OPEN_AS_TEXT],
+    session,
+  };
+}
+
+/** The listing's sessions: a list, or a page when the request asked for one. */
+function sessionsOf(reply: ListedSession[] | SessionsPage | null): ListedSession[] {
+  if (Array.isArray(reply)) return reply;
+  return reply && Array.isArray(reply.sessions) ? reply.sessions : [];
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : typeof error === 'object' && error !== null && 'message' in error ? String(error.message) : String(error);
+}
+
+/**
+ * Show the sessions of `folder` (every folder's when undefined) and answer the one picked, or
+ * undefined when the user closed the picker, there were none, or the server failed (each said in
+ * a message; nothing is thrown).
+ */
+export async function pickSession(host: PickerHost, folder: string | undefined): Promise<PickedSession | undefined> {
+  const quickPick = vscode.window.createQuickPick<SessionItem>();
+  quickPick.matchOnDescription = true;
+  quickPick.matchOnDetail = true;
+  // a user switching to all sessions must not get the folder's answer arriving late
+  let generation = 0;
+  let picked: PickedSession | undefined;
+  let followUp: (() => Promise<PickedSession | undefined>) | undefined;
+
+  const load = async (all: boolean): Promise<void> => {
+    const mine = ++generation;
+    quickPick.title = all ? 'Pi sessions of all folders' : `Pi sessions of ${folder}`;
+    quickPick.placeholder = 'Reading the sessions...';
+    quickPick.items = [];
+    quickPick.busy = true;
+    const method = all ? Methods.listAll : Methods.list;
+    const params = all
+      ? { text: 'first', maxTextChars: MAX_TEXT_CHARS }
+      : { cwd: folder, environment: { cwd: folder }, text: 'first', maxTextChars: MAX_TEXT_CHARS };
+    let sessions: ListedSession[];
+    try {
+      sessions = sessionsOf(await host.request<ListedSession[] | SessionsPage | null>(method, params));
+    } catch (error) {
+      if (mine !== generation) return;
+      host.log(`${method} failed: ${errorText(error)}`);
+      quickPick.hide();
+      void vscode.window.showErrorMessage(`Pi Session: could not list the sessions: ${errorText(error)}`);
+      return;
+    }
+    if (mine !== generation) return;
+    quickPick.busy = false;
+    if (sessions.length === 0) {
+      if (!all) followUp = () => offerAllSessions(host, folder ?? '');
+      else void vscode.window.showInformationMessage('Pi Session: pi has no sessions yet (it keeps them under ~/.pi/agent/sessions, or PI_CODING_AGENT_DIR).');
+      quickPick.hide();
+      return;
+    }
+    const now = Date.now();
+    const items = sessions.map((session) => sessionItem(session, now, all));
+    quickPick.items = all ? items : [{ label: ALL_SESSIONS_LABEL, description: 'the sessions of every folder', alwaysShow: true, all: true }, ...items];
+    quickPick.activeItems = [items[0]]; // Enter opens the newest, as pi's /resume
+    quickPick.placeholder = 'Pick a session to open in the Session Viewer (the button opens it as text)';
+  };
+
+  return new Promise((resolve) => {
+    quickPick.onDidAccept(() => {
+      const item = quickPick.selectedItems[0] ?? quickPick.activeItems[0];
+      if (!item) return;
+      if (item.all) {
+        void load(true);
+        return;
+      }
+      if (item.session) picked = { uri: vscode.Uri.file(item.session.path), asText: false };
+      quickPick.hide();
+    });
+    quickPick.onDidTriggerItemButton((event) => {
+      if (!event.item.session) return;
+      picked = { uri: vscode.Uri.file(event.item.session.path), asText: true };
+      quickPick.hide();
+    });
+    quickPick.onDidHide(() => {
+      generation++;
+      quickPick.dispose();
+      resolve(followUp ? followUp() : picked);
+    });
+    quickPick.show();
+    void load(folder === undefined);
+  });
+}
+
+/** The folder has no sessions: say so, and offer every folder's. */
+async function offerAllSessions(host: PickerHost, folder: string): Promise<PickedSession | undefined> {
+  const choice = await vscode.window.showInformationMessage(`Pi Session: pi has no sessions of ${folder} yet.`, ALL_SESSIONS_LABEL);
+  return choice === ALL_SESSIONS_LABEL ? pickSession(host, undefined) : undefined;
+}

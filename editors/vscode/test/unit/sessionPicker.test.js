@@ -1,0 +1,233 @@
+// Open Session...: the items of pi's sessions, the listing requests, and what is opened or said.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { loadExtension, fakeContext, Uri } = require('./stubs');
+
+const out = path.join(__dirname, '..', '..', 'out', 'src');
+const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+const loaded = loadExtension(); // the picker module imports vscode
+const picker = require(path.join(out, 'sessionPicker.js'));
+loaded.restore();
+
+const NOW = Date.parse('2026-03-10T12:00:00.000Z');
+const ago = (ms) => new Date(NOW - ms).toISOString();
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** A session as pi/list answers it with `text: "first"`. */
+function listed(name, extra = {}) {
+  return {
+    path: `/agent/sessions/--w-proj--/${name}.jsonl`, id: name, cwd: '/w/proj', created: ago(DAY), modified: ago(HOUR),
+    messageCount: 4, firstMessage: `first message of ${name}`, ...extra,
+  };
+}
+
+const flush = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+test('a session is titled by its name, else its first message on one line, cut ones marked', () => {
+  assert.equal(picker.sessionTitle({ name: 'Refactor  the\nparser', firstMessage: 'ignored' }), 'Refactor the parser');
+  assert.equal(picker.sessionTitle({ name: '  ', firstMessage: 'fix\tthe\r\nbuild  ' }), 'fix the build');
+  assert.equal(picker.sessionTitle({ firstMessage: 'a long one', textTruncated: true }), 'a long one…');
+  assert.equal(picker.sessionTitle({ firstMessage: '' }), '(no messages)');
+  assert.equal(picker.sessionTitle({}), '(no messages)');
+});
+
+test('when a session changed: how long ago within a week, its local date after, unknown when invalid', () => {
+  assert.equal(picker.whenText(ago(10_000), NOW), 'just now');
+  assert.equal(picker.whenText(ago(-5 * MINUTE), NOW), 'just now');
+  assert.equal(picker.whenText(ago(MINUTE), NOW), '1 minute ago');
+  assert.equal(picker.whenText(ago(59 * MINUTE), NOW), '59 minutes ago');
+  assert.equal(picker.whenText(ago(3 * HOUR + MINUTE), NOW), '3 hours ago');
+  assert.equal(picker.whenText(ago(DAY), NOW), '1 day ago');
+  assert.equal(picker.whenText(ago(6 * DAY), NOW), '6 days ago');
+  const old = new Date(NOW - 30 * DAY);
+  const two = (n) => String(n).padStart(2, '0');
+  const local = `${old.getFullYear()}-${two(old.getMonth() + 1)}-${two(old.getDate())} ${two(old.getHours())}:${two(old.getMinutes())}`;
+  assert.equal(picker.whenText(old.toISOString(), NOW), local);
+  assert.equal(picker.whenText(null, NOW), 'unknown time');
+  assert.equal(picker.whenText('not a date', NOW), 'unknown time');
+});
+
+test('an item: title, when and messages, and the file; the folder too in all sessions', () => {
+  const session = listed('s1', { messageCount: 1, firstMessage: 'hello\nthere' });
+  const item = picker.sessionItem(session, NOW, false);
+  assert.equal(item.label, 'hello there');
+  assert.equal(item.description, '1 hour ago · 1 message');
+  assert.equal(item.detail, session.path);
+  assert.equal(item.session, session);
+  assert.equal(item.buttons[0].tooltip, 'Open as Text');
+  assert.equal(picker.sessionItem({ ...session, messageCount: 1234 }, NOW, true).description, '1 hour ago · 1,234 messages · /w/proj');
+});
+
+test("a session's own $(name) text shows as written, not as an icon", () => {
+  const item = picker.sessionItem(listed('s1', { firstMessage: 'echo $(whoami)', path: '/a/$(x).jsonl' }), NOW, false);
+  assert.equal(item.label, 'echo \\$(whoami)');
+  assert.equal(item.detail, '/a/\\$(x).jsonl');
+});
+
+/** The extension activated with no session open, a workspace folder (or none), and a server answering `listing`. */
+async function activated({ folder, listing }) {
+  const ext = loadExtension();
+  const { state } = ext;
+  state.config['piSession.server.command'] = ['/opt/pi/bin/pi-session'];
+  if (folder) state.workspaceFolders = [{ uri: Uri.file(folder), name: path.basename(folder), index: 0 }];
+  state.responder = (method, params) => listing(method, params);
+  const api = ext.ext.activate(fakeContext());
+  await api.ready;
+  const requests = () => state.clients.flatMap((c) => c.requests).filter((r) => r.method.startsWith('pi/list'));
+  const run = () => state.commands.get('piSession.openSession')();
+  return { ...ext, requests, run };
+}
+
+const viewerOpened = (state) => state.executed.filter(([id, , viewType]) => id === 'vscode.openWith' && viewType === 'piSession.viewer').map(([, uri]) => uri.fsPath);
+
+test("Open Session lists the folder's sessions newest first, and opens the one picked in the viewer", async (t) => {
+  const beforeNow = (ms) => new Date(Date.now() - ms).toISOString(); // the picker's clock is the real one
+  const sessions = [listed('newer', { modified: beforeNow(2 * MINUTE), name: 'Named session' }), listed('older', { modified: beforeNow(2 * DAY) })];
+  const { state, requests, run, restore } = await activated({ folder: '/w/proj', listing: () => sessions });
+  t.after(restore);
+  const done = run();
+  await flush();
+  const pick = state.quickPicks[0];
+  assert.deepEqual(requests().map((r) => r.params), [
+    { cwd: '/w/proj', environment: { cwd: '/w/proj' }, text: 'first', maxTextChars: 200 },
+  ]);
+  assert.equal(requests()[0].method, 'pi/list');
+  assert.equal(pick.busy, false);
+  assert.deepEqual(pick.items.map((i) => i.label), ['All sessions...', 'Named session', 'first message of older']);
+  assert.deepEqual(pick.items.slice(1).map((i) => i.description), ['2 minutes ago · 4 messages', '2 days ago · 4 messages']);
+  assert.equal(pick.activeItems[0].label, 'Named session'); // Enter opens the newest
+  pick.accept('first message of older');
+  await done;
+  assert.deepEqual(viewerOpened(state), [sessions[1].path]);
+  assert.equal(pick.disposed, true);
+  assert.deepEqual(state.messages.error, []);
+});
+
+test('with several workspace folders the sessions are those of the active file\'s folder', async (t) => {
+  const { state, requests, run, restore, makeDocument } = await activated({ folder: '/w/proj', listing: () => [] });
+  t.after(restore);
+  state.workspaceFolders.push({ uri: Uri.file('/w/second'), name: 'second', index: 1 });
+  state.activeTextEditor = { document: makeDocument(Uri.file('/w/second/src/a.ts'), '', 'typescript') };
+  await run();
+  assert.deepEqual(requests().map((r) => r.params.cwd), ['/w/second']);
+  state.activeTextEditor = { document: makeDocument(Uri.file('/elsewhere/b.ts'), '', 'typescript') };
+  await run();
+  assert.deepEqual(requests().map((r) => r.params.cwd), ['/w/second', '/w/proj']); // not in a folder: the first
+});
+
+test("the item's button opens the session as text", async (t) => {
+  const sessions = [listed('only')];
+  const { state, run, restore } = await activated({ folder: '/w/proj', listing: () => sessions });
+  t.after(restore);
+  const done = run();
+  await flush();
+  state.quickPicks[0].pressButton('first message of only');
+  await done;
+  const opened = state.executed.filter(([id]) => id === 'vscode.openWith').map(([, uri, viewType]) => [uri.fsPath, viewType]);
+  assert.deepEqual(opened, [[sessions[0].path, 'default']]);
+});
+
+test('"All sessions..." lists every folder\'s sessions with pi/listAll; no workspace folder lists them at once', async (t) => {
+  const all = [listed('elsewhere', { cwd: '/w/other' }), listed('here')];
+  const listing = (method) => (method === 'pi/listAll' ? all : [listed('here')]);
+  const withFolder = await activated({ folder: '/w/proj', listing });
+  t.after(withFolder.restore);
+  const done = withFolder.run();
+  await flush();
+  const pick = withFolder.state.quickPicks[0];
+  pick.accept('All sessions...');
+  await flush();
+  assert.deepEqual(withFolder.requests().map((r) => [r.method, r.params]), [
+    ['pi/list', { cwd: '/w/proj', environment: { cwd: '/w/proj' }, text: 'first', maxTextChars: 200 }],
+    ['pi/listAll', { text: 'first', maxTextChars: 200 }],
+  ]);
+  assert.deepEqual(pick.items.map((i) => i.label), ['first message of elsewhere', 'first message of here']);
+  assert.match(pick.items[0].description, /· \/w\/other$/);
+  assert.equal(pick.shown, true); // still open: the user picks from the new list
+  pick.accept();
+  await done;
+  assert.deepEqual(viewerOpened(withFolder.state), [all[0].path]);
+
+  const noFolder = await activated({ folder: undefined, listing });
+  t.after(noFolder.restore);
+  const done2 = noFolder.run();
+  await flush();
+  assert.deepEqual(noFolder.requests().map((r) => r.method), ['pi/listAll']);
+  assert.deepEqual(noFolder.state.quickPicks[0].items.map((i) => i.label), ['first message of elsewhere', 'first message of here']);
+  noFolder.state.quickPicks[0].hide(); // Escape
+  await done2;
+  assert.deepEqual(viewerOpened(noFolder.state), []);
+});
+
+test('a folder without sessions says so and offers all sessions; none anywhere says so', async (t) => {
+  const none = await activated({ folder: '/w/empty', listing: () => [] });
+  t.after(none.restore);
+  await none.run();
+  assert.deepEqual(none.state.messages.info, ['Pi Session: pi has no sessions of /w/empty yet.']);
+  assert.equal(none.state.quickPicks[0].shown, false);
+  assert.deepEqual(viewerOpened(none.state), []);
+
+  const offered = await activated({ folder: '/w/empty', listing: (method) => (method === 'pi/listAll' ? [listed('elsewhere')] : []) });
+  t.after(offered.restore);
+  offered.state.infoAnswer = 'All sessions...';
+  const done = offered.run();
+  await flush();
+  const allPick = offered.state.quickPicks[1];
+  assert.deepEqual(allPick.items.map((i) => i.label), ['first message of elsewhere']);
+  allPick.accept();
+  await done;
+  assert.deepEqual(viewerOpened(offered.state), [listed('elsewhere').path]);
+
+  const nowhere = await activated({ folder: undefined, listing: () => ({ sessions: [], total: 0, hasMore: false }) });
+  t.after(nowhere.restore);
+  await nowhere.run();
+  assert.equal(nowhere.state.messages.info.length, 1);
+  assert.match(nowhere.state.messages.info[0], /^Pi Session: pi has no sessions yet/);
+});
+
+test('a server error is shown, the picker closes, nothing is thrown or opened', async (t) => {
+  const failing = () => Promise.reject(Object.assign(new Error('Listing failed: EACCES: permission denied'), { code: -32005 }));
+  const { state, run, restore } = await activated({ folder: '/w/proj', listing: failing });
+  t.after(restore);
+  const result = await run(); // resolves: the command does not throw
+  assert.equal(result, undefined);
+  assert.deepEqual(state.messages.error, ['Pi Session: could not list the sessions: Listing failed: EACCES: permission denied']);
+  assert.equal(state.quickPicks[0].shown, false);
+  assert.equal(state.quickPicks[0].busy, true); // never filled
+  assert.deepEqual(viewerOpened(state), []);
+});
+
+test('the folder\'s answer arriving after the switch to all sessions does not replace them', async (t) => {
+  let answerFolder;
+  const listing = (method) => (method === 'pi/listAll' ? [listed('all-one')] : new Promise((resolve) => { answerFolder = resolve; }));
+  const { state, run, restore } = await activated({ folder: '/w/proj', listing });
+  t.after(restore);
+  const done = run();
+  await flush();
+  const pick = state.quickPicks[0];
+  // the user cannot pick "All sessions..." before the list is there, but a late answer of one
+  // listing must never land on the other: start the all-sessions listing by hand
+  pick.items = [{ label: 'All sessions...', all: true }];
+  pick.accept('All sessions...');
+  await flush();
+  answerFolder([listed('folder-one')]);
+  await flush();
+  assert.deepEqual(pick.items.map((i) => i.label), ['first message of all-one']);
+  pick.hide();
+  await done;
+});
+
+test('Open Session is in the command palette, the Session Tree title bar, its welcome view and the README', () => {
+  const command = manifest.contributes.commands.find((c) => c.command === 'piSession.openSession');
+  assert.equal(`${command.category}: ${command.title}`, 'Pi Session: Open Session...');
+  assert.equal(manifest.contributes.menus.commandPalette.find((m) => m.command === 'piSession.openSession'), undefined); // no `when` hides it
+  assert.ok(manifest.contributes.menus['view/title'].some((m) => m.command === 'piSession.openSession' && m.when === 'view == piSession.tree'));
+  assert.ok(manifest.contributes.viewsWelcome[0].contents.includes('command:piSession.openSession'));
+  const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
+  assert.match(readme, /Open Session\.\.\./);
+});
