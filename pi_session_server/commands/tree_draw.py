@@ -92,8 +92,8 @@ def _print(
         + f"\n{len(manager.get_entries())} entries, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
     )
     sys.stdout.write(path + head)
-    # the kept view is the whole text, gathered while it stays small enough to keep
-    kept_parts: list[bytes] | None = None if skipped else []
+    # the kept view is the whole text, gathered while it stays small enough to keep (when views are kept)
+    kept_parts: list[bytes] | None = None if skipped or before is None else []
     kept_size = 0
     # written a batch of lines at a time: a deep tree's text can be far larger than the session
     while batch := list(islice(lines, BATCH_LINES)):
@@ -107,5 +107,5 @@ def _print(
             else:
                 kept_parts.append(data)
     if kept_parts is not None:  # (what is kept is printed without reading the file: no lines to report)
-        view_store.save(path, before, view_store.TREE, key, head, b"".join(kept_parts), args.index)
+        view_store.save(path, before, view_store.TREE, key, head, kept_parts, args.index)
     return 0

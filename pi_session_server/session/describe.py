@@ -687,6 +687,7 @@ class PreviewCache:
         unknown = [e for e in entries if _cached(parts, e) is None] if parts else entries
         calls = self.calls
         made = self._made_to_keep(unknown)
+        self._scanned = None  # (taken, or of no use now)
         made_entries, made_parts, made_assistants = (
             ([], [], []) if made is None else (made.entries, made.parts, made.assistants)
         )

@@ -1314,3 +1314,24 @@ def test_a_fifo_renamed_over_the_file_after_its_identity_was_taken_is_not_waited
         os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
         pytest.fail("the open of the FIFO waited for a writer")
     assert found == [None]
+
+
+def test_a_view_kept_from_its_parts_is_the_view_kept_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``tree`` keeps its text from the batches it wrote, never joined: the same kept view as the
+    text whole, loaded the same; parts over view_store.MAX_VIEW_BYTES together are not kept."""
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 2])
+    time.sleep(0.1)
+    before = view_store.identity_before_open(str(path))
+    parts = [b"first batch\n", b"", "second \u2028 batch\n".encode()]
+    kept = {}
+    for how, data in (("whole", b"".join(parts)), ("parts", parts)):
+        assert view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", data)
+        (place,) = (tmp_path / "index").glob("*" + view_store.suffix(view_store.TREE))
+        kept[how] = place.read_bytes()
+        loaded = view_store.load(str(path), before, view_store.TREE, ("k",))
+        assert loaded is not None and (loaded.head, loaded.data) == ("\nhead\n", b"".join(parts))
+        place.unlink()
+    assert kept["parts"] == kept["whole"]
+    monkeypatch.setattr(view_store, "MAX_VIEW_BYTES", sum(map(len, parts)) - 1)
+    assert not view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", parts)
