@@ -24,12 +24,14 @@ from ._common import open_to_look, output_encoding, report_skipped_lines, write_
 BATCH_LINES = 16384
 
 
-def tree_lines(manager: SessionManager, width: int) -> Iterator[str]:
-    """The drawn tree's lines, one at a time. The previews are read in one pass over the file (or from those kept
-    with its index); rows are drawn straight from the library's tree nodes."""
+def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None = None) -> Iterator[str]:
+    """The drawn tree's lines, one at a time, from the first asked for on. The previews are those
+    ``cache`` made while the session was opened, else read in one pass over the file (or from
+    those kept with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
-    cache = PreviewCache()
-    cache.prefetch(entries)  # every line read once, for the previews and the tool calls
+    if cache is None:
+        cache = PreviewCache()
+    cache.prefetch(entries)  # every line not scanned read once, for the previews and the tool calls
     tool_calls = cache.collect_tool_calls(entries)
     preview_of = cache.previews(keep_all=True)  # one walk: every preview is known
     cut = width - 1
@@ -49,14 +51,34 @@ def tree_lines(manager: SessionManager, width: int) -> Iterator[str]:
 
     leaf = js_string_of(manager.get_leaf_id())
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
-    return tree_text_lines(expanded_once(manager.get_tree()), row, leaf, on_path)
+    yield from tree_text_lines(expanded_once(manager.get_tree()), row, leaf, on_path)
 
 
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
     """Draw the tree of the session at ``path`` to stdout and keep it as the view ``key`` of the
     file identified ``before`` it was opened."""
+    # the open's entries, previews and rows hold no cycles: the collector would walk them again and again
+    with gc_paused():
+        cache = PreviewCache()
+        with cache.made_while_scanning():  # the file read once: the previews made as the open reads it
+            manager = open_to_look(path, args.pi, index=args.index)
+        lines = tree_lines(manager, args.width, cache)
+        del (
+            cache
+        )  # held by the rows alone: the previews go once the last row is drawn, before the view is kept
+        return _print(path, args, before, key, manager, lines)
+
+
+def _print(
+    path: str,
+    args: argparse.Namespace,
+    before: Identity | None,
+    key: tuple[Any, ...],
+    manager: SessionManager,
+    lines: Iterator[str],
+) -> int:
+    """:func:`draw` once the session is open: its head, then its tree's ``lines``."""
     encoding, errors = output_encoding()
-    manager = open_to_look(path, args.pi, index=args.index)
     if manager.get_entries() == [] and os.path.getsize(path) == 0:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
         print(f"{path}\nempty file: no session in it yet")
@@ -70,22 +92,20 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
         + f"\n{len(manager.get_entries())} entries, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
     )
     sys.stdout.write(path + head)
-    # the kept view is the whole text, gathered while it stays small enough to keep
-    kept_parts: list[bytes] | None = None if skipped else []
+    # the kept view is the whole text, gathered while it stays small enough to keep (when views are kept)
+    kept_parts: list[bytes] | None = None if skipped or before is None else []
     kept_size = 0
-    with gc_paused():  # a row's objects hold no cycles: the collector would walk them again and again
-        lines = tree_lines(manager, args.width)
-        # written a batch of lines at a time: a deep tree's text can be far larger than the session
-        while batch := list(islice(lines, BATCH_LINES)):
-            batch.append("")  # the batch's last newline: the text joined once
-            data = "\n".join(batch).encode(encoding, errors)
-            write_encoded(data, encoding)
-            if kept_parts is not None:
-                kept_size += len(data)
-                if kept_size > view_store.MAX_VIEW_BYTES:
-                    kept_parts = None  # too big to keep: drawn again next time
-                else:
-                    kept_parts.append(data)
+    # written a batch of lines at a time: a deep tree's text can be far larger than the session
+    while batch := list(islice(lines, BATCH_LINES)):
+        batch.append("")  # the batch's last newline: the text joined once
+        data = "\n".join(batch).encode(encoding, errors)
+        write_encoded(data, encoding)
+        if kept_parts is not None:
+            kept_size += len(data)
+            if kept_size > view_store.MAX_VIEW_BYTES:
+                kept_parts = None  # too big to keep: drawn again next time
+            else:
+                kept_parts.append(data)
     if kept_parts is not None:  # (what is kept is printed without reading the file: no lines to report)
-        view_store.save(path, before, view_store.TREE, key, head, b"".join(kept_parts), args.index)
+        view_store.save(path, before, view_store.TREE, key, head, kept_parts, args.index)
     return 0

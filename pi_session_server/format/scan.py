@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import msgspec
@@ -44,6 +45,28 @@ _ASCII_BLANK = b" \t\r\x0b\x0c"
 
 _decode_envelope = ENVELOPE_DECODER.decode
 _NO_ID = object()  # "no entry just before" (no parentId is this object)
+
+# What a scan hands each entry it decodes in its hot loop, with the bytes of the entry's line (see
+# observing_lines). A context variable rather than an argument: scans are reached through the
+# session's loader and its index, which have no business knowing who looks at the lines.
+LineObserver = Callable[[Entry, memoryview], Any]
+_line_observer: ContextVar[LineObserver | None] = ContextVar("line_observer", default=None)
+
+
+@contextlib.contextmanager
+def observing_lines(observer: LineObserver) -> Iterator[None]:
+    """Within the block, every scan of entries (``scan_entries`` after the header) of this context
+    calls ``observer(entry, line)`` for each entry decoded in its hot loop, once the entry is
+    placed: a caller that needs more of every line than its envelope reads it while it is in
+    memory, instead of reading the file again. ``line`` is a view of the scan's buffer, valid only
+    during the call: keep nothing that refers to it (msgspec.Raw included). Entries whose line
+    takes the slow path (an envelope the decoder rejects, a last line without its newline) are not
+    observed."""
+    token = _line_observer.set(observer)
+    try:
+        yield
+    finally:
+        _line_observer.reset(token)
 
 
 class LineProblem(msgspec.Struct):
@@ -319,6 +342,7 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
     chain_starts = index.chain_starts
     decode = _decode_envelope
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+    observe = _line_observer.get()
     line_no = first_line
     previous_id: Any = _NO_ID  # id of the entry just before, when it came through the hot loop
     total = end if end is not None else os.fstat(fd).st_size
@@ -337,10 +361,11 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
         while j >= 0:
             length = j - i
             offset = base + i
+            line = view[i:j]
             try:
-                entry = decode(view[i:j])
+                entry = decode(line)
             except decode_errors as err:
-                found = _undecodable_line(line_no, offset, bytes(view[i:j]), source, err, keep_bytes)
+                found = _undecodable_line(line_no, offset, bytes(line), source, err, keep_bytes)
                 if type(found) is Entry:
                     entries.append(found)
                     index.add(found, len(entries) - 1)
@@ -356,7 +381,7 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
                     entry.length = length
                 entry._source = source
                 if keep_bytes:
-                    entry._body = LineBytes(view[i:j])
+                    entry._body = LineBytes(line)
                 entry_id = entry.id
                 parent_id = entry.parent_id
                 if parent_id == previous_id and type(entry_id) is str and type(entry.timestamp) is str:
@@ -382,6 +407,8 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
                 if entry.type != "message":
                     non_messages.append(entry)
                 add_entry(entry)
+                if observe is not None:
+                    observe(entry, line)
             line_no += 1
             i = j + 1
             j = find(b"\n", i, fill)

@@ -8,12 +8,13 @@ the previews need from each (immutable) entry across calls.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
 import weakref
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from operator import attrgetter
 from typing import Any, Final, TypeVar
@@ -21,7 +22,7 @@ from typing import Any, Final, TypeVar
 from ..format.entry import Entry
 from ..format.jstext import JS_WHITESPACE, as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
-from ..format.scan import FileLineSource
+from ..format.scan import FileLineSource, observing_lines
 from . import preview_store
 from .environment import Environment, process_home
 from .fields import field, role_of, type_of
@@ -32,6 +33,7 @@ from .preview_pass import (
     PreviewValue,
     SilenceMessage,
     ToolResultMessage,
+    line_value,
     preview_values,
     silences,
 )
@@ -359,6 +361,7 @@ class PreviewCache:
         "_misses",
         "_misses_in_all",
         "_previous",
+        "_scanned",
         "_silences",
         "_silences_new",
         "_silences_read",
@@ -404,6 +407,7 @@ class PreviewCache:
         self._silences = KnownSilences()
         self._silences_read = 0  # how many (they count as misses towards the kept silent turns)
         self._silences_new = 0  # how many since they were last kept (see has_new_previews)
+        self._scanned: preview_store.Made | None = None  # what the scans made (made_while_scanning)
 
     def _load_stored(self, entries: list[Any], fd: int | None = None) -> int:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
@@ -642,6 +646,36 @@ class PreviewCache:
         time, so that a tool result's rendering made for one is found again)."""
         return self._facts(entry)[1]
 
+    @contextlib.contextmanager
+    def made_while_scanning(self) -> Iterator[None]:
+        """Within the block, the preview (and an assistant message's facts) of every entry a scan
+        of this context decodes (a session opened without its index, or the lines it grew by) is
+        made from its line while the scan holds it in memory (``scan.observing_lines``): a
+        :meth:`prefetch` of these entries then reads nothing again. Kept as they come, in file
+        order (see preview_store.Made), for prefetch to keep with the file's index."""
+        parts, calls = self.parts, self.calls
+        made = self._scanned = preview_store.Made()
+        made_entries, made_parts, made_assistants = made.entries, made.parts, made.assistants
+
+        def take(entry: Entry, line: memoryview) -> None:
+            value = line_value(line)
+            if value is None:
+                return  # read the usual way, when prefetch finds it missing
+            part, facts = _part_and_facts(entry, value)
+            key = id(entry)
+            parts[key] = (entry, part)
+            if facts is not None:
+                calls[key] = facts
+                made_assistants.append((len(made_entries), facts))
+            made_entries.append(entry)
+            made_parts.append(part)
+
+        try:
+            with observing_lines(take):
+                yield
+        finally:
+            self._made += len(made_entries)
+
     def prefetch(self, entries: Iterable[Any]) -> None:
         """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
         needs of the assistant messages among them), their lines read in one pass. With
@@ -652,8 +686,8 @@ class PreviewCache:
         parts = self.parts
         unknown = [e for e in entries if _cached(parts, e) is None] if parts else entries
         calls = self.calls
-        # what the pass makes, as it comes, when it is all there is to keep (see preview_store.Made)
-        made = preview_store.Made() if self.keep_in_walk and not parts else None
+        made = self._made_to_keep(unknown)
+        self._scanned = None  # (taken, or of no use now)
         made_entries, made_parts, made_assistants = (
             ([], [], []) if made is None else (made.entries, made.parts, made.assistants)
         )
@@ -686,6 +720,16 @@ class PreviewCache:
             walked, parts, calls, text, home, made=made, silences=self.known_silences()
         ):
             self._made = self._silences_new = 0
+
+    def _made_to_keep(self, unknown: list[Any]) -> preview_store.Made | None:
+        """What :meth:`prefetch` keeps as made, when it keeps what it made (see preview_store.Made):
+        what its pass makes, as it comes, when nothing is known before it; what the scans made,
+        when they left nothing ``unknown``; else None (the previews are looked up)."""
+        if not self.keep_in_walk:
+            return None
+        if not self.parts:
+            return preview_store.Made()
+        return None if unknown else self._scanned
 
     def known_silences(self) -> Iterable[tuple[Any, bool | None]]:
         """(entry, whether a silent turn; None: not known) of the assistant messages whose silence

@@ -181,6 +181,18 @@ def preview_values(entries: Iterable[Entry]) -> Iterator[tuple[Entry, PreviewVal
     return chain(_held_values(held), *groups) if held else chain(*groups)
 
 
+def line_value(data: bytes | memoryview) -> PreviewValue | None:
+    """The preview value of an entry from the bytes of its own line, as a scan decoded the entry
+    from them (see ``scan.observing_lines``: no envelope to check); None where the line does not
+    decode into these fields as ``JSON.parse`` reads it (the entry is read the usual way). The
+    value's raw fields (a tool call's arguments as msgspec.Raw) refer to ``data``: use it while
+    ``data`` holds the line."""
+    try:
+        return _decoded(data)[1]
+    except _DECODE_ERRORS:
+        return None
+
+
 def _lines_to_read(entries: Iterable[Entry]) -> tuple[list[Entry], list[tuple[FileLineSource, list[Entry]]]]:
     """The entries holding their line's bytes, and those whose lines are read from their file, by
     file, in file order (entries holding their value are left out)."""

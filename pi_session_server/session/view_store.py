@@ -32,6 +32,7 @@ import stat
 import struct
 import time
 import zlib
+from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from . import cache_dir
@@ -158,15 +159,17 @@ def save(
     kind: str,
     key: tuple[Any, ...],
     head: str,
-    data: bytes,
+    data: bytes | Sequence[bytes],
     index: bool | str = True,
     min_size: int | None = None,
 ) -> bool:
     """Keep ``data``, the session file at ``path`` shown as the view ``kind`` made as ``key``, and
     ``head`` (printed before it, after the file's path), when the file is still the one identified
     ``before`` it was opened. False when nothing was written (``data`` over :data:`MAX_VIEW_BYTES`
-    is never kept)."""
-    if len(data) > MAX_VIEW_BYTES or before is None:
+    is never kept). ``data``: the view's bytes, or its parts in order (a view written out a batch
+    at a time: kept without a copy of it joined whole)."""
+    parts = [data] if isinstance(data, bytes) else data
+    if sum(map(len, parts)) > MAX_VIEW_BYTES or before is None:
         return False
     try:
         place = _kept_path(path, before, kind, index, min_size)
@@ -186,8 +189,10 @@ def save(
             ).encode()
             if cache_dir.identity(os.fstat(fd)) != before:
                 return False  # changed while its CRCs were taken
-            crc = zlib.crc32(data, zlib.crc32(meta))
-            cache_dir.write_whole(kept, _PREFIX.pack(MAGIC, FORMAT_VERSION, len(meta), crc), meta, data)
+            crc = zlib.crc32(meta)
+            for part in parts:
+                crc = zlib.crc32(part, crc)
+            cache_dir.write_whole(kept, _PREFIX.pack(MAGIC, FORMAT_VERSION, len(meta), crc), meta, *parts)
             return True
         finally:
             os.close(fd)

@@ -26,12 +26,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.format.entry import LineBytes
+from pi_session_server.format.entry import ENVELOPE_DECODER, LineBytes
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session import (
     SessionManager,
     cache_dir,
     describe,
+    loader,
     preview_pass,
     preview_store,
     view_store,
@@ -412,6 +413,92 @@ def test_previews_of_any_lines_from_one_pass(
 def test_previews_of_real_sessions_from_one_pass(name: str, held: bool, every_batch: None):
     whole, passed = _previews_two_ways(DATA / name, held)
     assert passed == whole
+
+
+def _previews_made_while_scanning(
+    path: Path, monkeypatch: pytest.MonkeyPatch, held: bool
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """(previews from each entry's whole value, previews made while the open scanned the file (the
+    CLI's tree), the entries the pass of prefetch was given after the open); ``held``: the lines'
+    bytes are kept with the entries (a small file's), else not (a big file's)."""
+    if not held:
+        monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+    cache = PreviewCache(keep_in_walk=False)
+    with cache.made_while_scanning():
+        sm = SessionManager.open(str(path), read_only=True, index=False)
+    with sm:
+        entries = sm.get_entries()
+        assert any(type(e._body) is LineBytes for e in entries) == held
+        given: list[Any] = []
+        real_values = describe.preview_values
+        monkeypatch.setattr(describe, "preview_values", lambda es: given.extend(es) or real_values(es))
+        cache.prefetch(entries)
+        calls = cache.collect_tool_calls(entries)
+        preview = cache.previews(keep_all=True)
+        made = [preview(e, calls) for e in entries]
+        made_silent = [cache.silent_turn(e) for e in entries if e.type == "message" and e.role == "assistant"]
+        whole_calls: dict[Any, Any] = {}
+        for entry in entries:  # pi's toolCallMap, from the whole values
+            if entry.type == "message" and entry.role == "assistant":
+                whole_calls.update(describe.tool_calls_of(entry))
+        whole = [preview_of(e, whole_calls) for e in entries]
+        whole_silent = [
+            PreviewCache().silent_turn(e) for e in entries if e.type == "message" and e.role == "assistant"
+        ]
+    return [whole, whole_silent], [made, made_silent], given
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["read", "held"])
+def test_previews_made_while_the_open_scans_are_those_of_the_whole_values_and_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_batch: None, held: bool
+):
+    """``tree`` makes the previews from the lines its open scans (PreviewCache.made_while_scanning):
+    the same text as from each entry's whole value, whatever the lines hold; only the lines the
+    scan did not decode whole (its slow path, fields the preview decoder refuses) are read again."""
+    path = _write_session(tmp_path / "s.jsonl", list(range(len(ODD))), repeat=3)
+    whole, made, given = _previews_made_while_scanning(path, monkeypatch, held)
+    assert made == whole
+    lines = path.read_bytes().split(b"\n")
+
+    def scanned_whole(entry: Any) -> bool:  # decoded in the scan's hot loop, and its preview fields
+        try:
+            ENVELOPE_DECODER.decode(lines[entry.line])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False  # the scan's exact slow path
+        return preview_pass.line_value(lines[entry.line]) is not None
+
+    assert given and not any(map(scanned_whole, given))
+    assert len(set(given)) < len(made[0]) // 4
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
+def test_previews_of_real_sessions_made_while_the_open_scans(
+    name: str, monkeypatch: pytest.MonkeyPatch, every_batch: None
+):
+    """(A file of an older version is migrated as it is read: its previews are made after the open.)"""
+    whole, made, _ = _previews_made_while_scanning(DATA / name, monkeypatch, held=False)
+    assert made == whole
+
+
+def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """The previews ``tree`` made while its open scanned the file are kept with the file's index,
+    as those of a pass are: the next process that walks the session reads them, not the lines."""
+    from pi_session_server.cli import main
+
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
+    time.sleep(0.1)
+    assert main(["tree", str(path)]) == 0
+    assert "<- leaf" in capsys.readouterr().out
+    with SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")) as sm:
+        entries = sm.get_entries()
+        monkeypatch.setattr(describe, "preview_values", lambda es: pytest.fail("read again"))
+        cache = PreviewCache(keep_in_walk=False)
+        cache.prefetch(entries)
+        assert all(describe._cached(cache.parts, e) is not None for e in entries)
 
 
 @pytest.mark.parametrize(
@@ -1227,3 +1314,24 @@ def test_a_fifo_renamed_over_the_file_after_its_identity_was_taken_is_not_waited
         os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
         pytest.fail("the open of the FIFO waited for a writer")
     assert found == [None]
+
+
+def test_a_view_kept_from_its_parts_is_the_view_kept_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``tree`` keeps its text from the batches it wrote, never joined: the same kept view as the
+    text whole, loaded the same; parts over view_store.MAX_VIEW_BYTES together are not kept."""
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 2])
+    time.sleep(0.1)
+    before = view_store.identity_before_open(str(path))
+    parts = [b"first batch\n", b"", "second \u2028 batch\n".encode()]
+    kept = {}
+    for how, data in (("whole", b"".join(parts)), ("parts", parts)):
+        assert view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", data)
+        (place,) = (tmp_path / "index").glob("*" + view_store.suffix(view_store.TREE))
+        kept[how] = place.read_bytes()
+        loaded = view_store.load(str(path), before, view_store.TREE, ("k",))
+        assert loaded is not None and (loaded.head, loaded.data) == ("\nhead\n", b"".join(parts))
+        place.unlink()
+    assert kept["parts"] == kept["whole"]
+    monkeypatch.setattr(view_store, "MAX_VIEW_BYTES", sum(map(len, parts)) - 1)
+    assert not view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", parts)
