@@ -47,7 +47,7 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
             label = js_string_of(label)
             if label:
                 text = f"{text}  [{label}]"
-        return one_terminal_line(js_string_of(entry.id)), one_terminal_line(text)
+        return js_string_of(entry.id), one_terminal_line(text)  # (the id is compared, never printed)
 
     leaf = js_string_of(manager.get_leaf_id())
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
@@ -63,9 +63,8 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
         with cache.made_while_scanning():  # the file read once: the previews made as the open reads it
             manager = open_to_look(path, args.pi, index=args.index)
         lines = tree_lines(manager, args.width, cache)
-        del (
-            cache
-        )  # held by the rows alone: the previews go once the last row is drawn, before the view is kept
+        # held by the rows alone: the previews go once the last row is drawn, before the view is kept
+        del cache
         return _print(path, args, before, key, manager, lines)
 
 

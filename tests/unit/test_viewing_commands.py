@@ -169,6 +169,18 @@ def test_control_characters_of_a_session_reach_the_terminal_as_escapes(tmp_path:
     assert "name\\x1b]0;PWNED" in tree and "[lab\\x1b" in tree  # the name and the label too
 
 
+def test_ids_with_control_characters_keep_their_path_and_leaf_marks(tmp_path: Path) -> None:
+    """The marks of the leaf's path are told by the ids as the session holds them: an id with a
+    control character (escaped in the drawing) is on the path and is the leaf all the same."""
+    root, leaf = "r\x01oot", "le\x1baf"
+    path = tmp_path / "s.jsonl"
+    lines = [S.header(), S.user(root, None, "first"), S.assistant(leaf, root, "second")]
+    path.write_text("\n".join(lines) + "\n")
+    drawn = _cli("tree", "--no-index", str(path), cwd=tmp_path).stdout.splitlines()
+    rows = [line for line in drawn if "first" in line or "second" in line]
+    assert rows[0].startswith("* ") and rows[1].startswith("* ") and rows[1].endswith("<- leaf"), drawn
+
+
 def test_a_width_below_one_is_refused(tmp_path: Path) -> None:
     """A width of 0 or less cut nothing (a negative slice keeps almost the whole preview)."""
     for width in ("0", "-5"):
