@@ -23,7 +23,7 @@ from ..format.dates import ms
 from ..format.entry import Entry
 from ..format.jsvalue import ABSENT
 from .fields import timestamp_of
-from .index_rows import IndexedRows, MadeByRow, RowPath
+from .index_rows import ChainRows, MadeByRow, RowPath
 from .tree import TreeRoots, sort_siblings
 
 # A node made on its own costs several times one of getTree's, made with all the others: a row tree
@@ -91,7 +91,7 @@ class RowTree:
 
     def __init__(
         self,
-        rows: IndexedRows,
+        rows: ChainRows,
         roots: list[int],
         starts_under: dict[int, list[int]],
         leaf_path: RowPath,
@@ -198,7 +198,7 @@ class NodesOnPath(MadeByRow[RowNode]):
 
 
 def row_tree(
-    rows: IndexedRows, labels: dict[Any, Any], label_timestamps: dict[Any, Any], leaf: int
+    rows: ChainRows, labels: dict[Any, Any], label_timestamps: dict[Any, Any], leaf: int
 ) -> RowTree | None:
     """The tree of ``rows`` (every id a distinct string: see scan_index._lazy_allowed) whose leaf is
     row ``leaf``, or None when a chain start's parent is not a row before it (``build_tree`` builds
@@ -232,7 +232,7 @@ class RowEntries(Mapping[Any, Entry]):
 
     __slots__ = ("rows",)
 
-    def __init__(self, rows: IndexedRows) -> None:
+    def __init__(self, rows: ChainRows) -> None:
         self.rows = rows
 
     def __getitem__(self, key: Any) -> Entry:
