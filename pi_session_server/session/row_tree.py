@@ -10,7 +10,9 @@ fit that (a parent missing or further down), there is no row tree and the caller
 
 The conversation view reads a path of it the same way (:meth:`RowTree.path_to`,
 :meth:`RowTree.path_down`, :meth:`RowTree.nodes_on`): the rows of a path are runs, and a page of
-it makes the nodes it shows.
+it makes the nodes it shows. It does so for a session read from its file too, whose entries are
+read as rows by their chains (:mod:`.entry_rows`): a page of a path makes the nodes it shows, not
+the library's tree of every entry.
 """
 
 from __future__ import annotations
