@@ -260,21 +260,32 @@ class _EntriesOnPath(Container[Any]):
     of GBs is several times the list). A path whose lines do not grow (entries made in memory, a
     parent written after its child) is held as a set of its entries."""
 
-    __slots__ = ("_path", "_set")
+    __slots__ = ("_next", "_path", "_set")
 
     def __init__(self, path: Sequence[Any]) -> None:
         self._path = path
         self._set: set[Any] | None = None if _lines_grow(path, 0) else set(path)
+        # where the entry after the last one found is: a walk down the path asks for each in turn
+        self._next = 0
 
     def __contains__(self, entry: object) -> bool:
         held = self._set
         if held is not None:
             return entry in held
+        path = self._path
+        at = self._next
+        if at < len(path) and path[at] is entry:
+            self._next = at + 1
+            return True
+        if at and path[at - 1] is entry:  # (asked again)
+            return True
         if type(entry) is not Entry:
             return False
-        path = self._path
         at = bisect_left(path, entry.line, key=_LINE)
-        return at < len(path) and path[at] is entry
+        if at < len(path) and path[at] is entry:
+            self._next = at + 1
+            return True
+        return False
 
     def move(self, path: Sequence[Any], shared: int, left: list[Any], joined: list[Any]) -> None:
         """The leaf's path is now ``path``, whose first ``shared`` entries were the path before;
@@ -284,7 +295,7 @@ class _EntriesOnPath(Container[Any]):
             held.difference_update(left)
             held.update(joined)
         elif _lines_grow(path, max(shared - 1, 0)):  # (the shared part was looked at before)
-            self._path = path
+            self._path, self._next = path, 0
         else:
             self._path, self._set = path, set(path)
 
