@@ -255,18 +255,34 @@ _LINE: Final = attrgetter("line")
 
 class _EntriesOnPath(Container[Any]):
     """The entries of a list path, for ``in`` by identity. Down a path of a file's entries their
-    lines grow (a child is written after its parent): an entry is then found by halves on its line
-    in the path itself, with nothing made beside it (a set of the entries of a path of a session
-    of GBs is several times the list). A path whose lines do not grow (entries made in memory, a
-    parent written after its child) is held as a set of its entries."""
+    lines grow (a child is written after its parent): the path's lines are marked a byte each, and
+    an entry on a marked line is found by halves on its line in the path itself (a set of the
+    entries of a path of a session of GBs is several times the list). A path whose lines do not
+    grow (entries made in memory, a parent written after its child) is held as a set of its
+    entries."""
 
-    __slots__ = ("_next", "_path", "_set")
+    __slots__ = ("_lines", "_next", "_path", "_set")
 
     def __init__(self, path: Sequence[Any]) -> None:
         self._path = path
-        self._set: set[Any] | None = None if _lines_grow(path, 0) else set(path)
+        self._lines = bytearray()  # 1 at each line of the path
         # where the entry after the last one found is: a walk down the path asks for each in turn
         self._next = 0
+        self._set: set[Any] | None = None
+        if _lines_grow(path, 0):
+            self._mark(0)
+        else:
+            self._set = set(path)
+
+    def _mark(self, start: int) -> None:
+        """Mark the lines of the path's entries from ``start`` on, none marked after the line of
+        the entry before it."""
+        path, lines = self._path, self._lines
+        del lines[path[start - 1].line + 1 if start else 0 :]
+        if start < len(path):
+            lines.extend(bytes(path[-1].line + 1 - len(lines)))
+            for line in map(_LINE, islice(path, start, None)):
+                lines[line] = 1
 
     def __contains__(self, entry: object) -> bool:
         held = self._set
@@ -281,7 +297,10 @@ class _EntriesOnPath(Container[Any]):
             return True
         if type(entry) is not Entry:
             return False
-        at = bisect_left(path, entry.line, key=_LINE)
+        line = entry.line
+        if type(line) is not int or not 0 <= line < len(self._lines) or not self._lines[line]:
+            return False
+        at = bisect_left(path, line, key=_LINE)
         if at < len(path) and path[at] is entry:
             self._next = at + 1
             return True
@@ -296,8 +315,9 @@ class _EntriesOnPath(Container[Any]):
             held.update(joined)
         elif _lines_grow(path, max(shared - 1, 0)):  # (the shared part was looked at before)
             self._path, self._next = path, 0
+            self._mark(shared)
         else:
-            self._path, self._set = path, set(path)
+            self._path, self._set, self._lines = path, set(path), bytearray()
 
 
 def _lines_grow(path: Sequence[Any], start: int) -> bool:
