@@ -5,9 +5,9 @@ The tree view's kept shape, its pages and the conversation view's path each walk
 a session; each used to make its own. On a big session that is one node and one children list per
 entry, made again for every view (a branch switch in the conversation view built the whole tree
 anew while the tree view held its own) and held once per view. The views only read the nodes, so
-one tree serves them all while the session stays as it was (:func:`.tree_pages.session_state`: an
-append, a reload or a label makes a new one), and it is let go after the same idle time as the
-views' walks, or with the session.
+one tree serves them all while the session's entries stay as they were (:func:`.tree_pages.entries_state`:
+an append, a reload or a label makes a new one; a branch moves the leaf alone, which the tree does not
+show), and it is let go after the same idle time as the views' walks, or with the session.
 
 A session pi is writing changes with every entry it appends: the tree of the state before is
 then grown by the new entries' nodes (``session.tree.grown_tree``) instead of made anew, where
@@ -21,12 +21,13 @@ from typing import Any
 from pi_session_server.session.describe import ToolCalls
 from pi_session_server.session.tree import TreeRoots, expanded_once, grown_tree, shares_nodes
 
-from .tree_pages import FlatTreePages
+from .tree_pages import FlatTreePages, entries_state
 from .tree_view import tree_tool_calls
 
-_trees: FlatTreePages[list[Any]] = FlatTreePages()
-_shown_trees: FlatTreePages[list[Any]] = FlatTreePages()
-_tool_calls: FlatTreePages[ToolCalls] = FlatTreePages()
+# (none of them depends on the leaf: a branch keeps them)
+_trees: FlatTreePages[list[Any]] = FlatTreePages(state=entries_state)
+_shown_trees: FlatTreePages[list[Any]] = FlatTreePages(state=entries_state)
+_tool_calls: FlatTreePages[ToolCalls] = FlatTreePages(state=entries_state)
 
 
 def library_tree(manager: Any) -> list[Any]:

@@ -11,10 +11,12 @@ entry with what the switcher needs: its children and, where its parent has sever
 session's leaf when there is one, else through the newest child. Switching to another branch is
 asking for the path through one of the siblings with ``descend``.
 
-The path is a list of the library's tree nodes, made once and kept (``tree_pages.FlatTreePages``)
-while the viewer pages through it and the session stays the same. A session reopened from its index
-has no entries made: its path is the rows' (``session.row_tree``), whose nodes are made as the pages
-reach them, so that opening a viewer on a huge session does not build its whole tree for one page.
+The path is kept (``tree_pages.FlatTreePages``) while the viewer pages through it and the session
+stays the same. It is a path of the tree of rows (``session.row_tree``: an index's rows, or the
+entries of a session read from its file, told by their chains), whose nodes are made as the pages
+reach them, so that opening a viewer on a huge session does not build its whole tree for one page
+(nor hold it while the viewer is open); a session whose rows do not give the tree (ids that repeat,
+a parent below its child) has a path of the library's tree nodes, made once.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ class PathNodes:
 
 def path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes:
     """The path to ``entry_id`` (ABSENT: the leaf), and below it with ``descend``: over the tree
-    of the index's rows while the session is a reopen whose entries are not made (its nodes made
-    as the pages reach them, see :func:`get_path`), else over the library's tree.
+    of rows (the index's while the session is a reopen whose entries are not made, else its
+    entries' chains: ``manager.chain_tree``), its nodes made as the pages reach them (see
+    :func:`get_path`), else, when the rows do not give the tree, over the library's tree.
 
     Raises :class:`RootNotFoundError` when ``entry_id`` names no entry, RowTreeOutgrown when the
     walk down reaches more of the rows' nodes than a tree of them is worth."""
@@ -63,7 +66,7 @@ def path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes:
 
 
 def _row_path_nodes(manager: Any, entry_id: Any, descend: bool) -> PathNodes | None:
-    tree = manager.row_tree()
+    tree = manager.chain_tree()
     if tree is None:
         return None
     path = tree.leaf_path if entry_id is ABSENT else tree.path_to(entry_id)

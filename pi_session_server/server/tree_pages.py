@@ -51,6 +51,16 @@ def session_state(manager: Any) -> tuple[int, Any, tuple[type, str]]:
     return count, last[0] if last else None, id_key(leaf)
 
 
+def entries_state(manager: Any) -> tuple[int, Any, tuple[type, str]]:
+    """:func:`session_state` without the leaf: what a walk that does not depend on the leaf (the
+    library's tree) depends on. A branch (pi's ``/tree``, "Branch Here") keeps such a walk."""
+    count, last, _leaf = session_state(manager)
+    return count, last, _NO_LEAF
+
+
+_NO_LEAF = id_key(None)
+
+
 def _weakly_referenced(manager: Any) -> bool:
     """Whether a walk can be kept for ``manager`` (kept by weak reference: it goes with it)."""
     try:
@@ -149,9 +159,15 @@ class FlatTreePages(Generic[Walk]):
     A walk is a :class:`~.tree_view.FlatTree` for pi/getTree; the conversation view's pages
     (``path_view``) keep theirs in an instance of their own, so the two never evict each other."""
 
-    def __init__(self, idle_seconds: float = IDLE_SECONDS, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        idle_seconds: float = IDLE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        state: Callable[[Any], tuple[int, Any, Any]] = session_state,
+    ) -> None:
         self.idle_seconds = idle_seconds
         self._clock = clock
+        self._state = state  # what the walks depend on (:func:`session_state`, :func:`entries_state`)
         self._kept: weakref.WeakKeyDictionary[Any, _Kept[Walk]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._sweep_pending = False  # one timer lets go of every idle walk (see _sweep_later)
@@ -178,7 +194,7 @@ class FlatTreePages(Generic[Walk]):
         with self._lock:
             self._kept.pop(manager, None)  # not needed any more: do not hold two while building
         tree = build()
-        self._keep(manager, options, session_state(manager), tree)
+        self._keep(manager, options, self._state(manager), tree)
         return tree
 
     def kept_for(self, manager: Any, options: tuple[Any, ...]) -> Walk | None:
@@ -194,7 +210,7 @@ class FlatTreePages(Generic[Walk]):
         options: tuple[Any, ...],
         follow: Callable[[Walk, list[Any]], Walk | None] | None,
     ) -> Walk | None:
-        state = session_state(manager)
+        state = self._state(manager)
         with self._lock:
             kept = self._kept.get(manager)
             if kept is not None and kept.fits(options, state):

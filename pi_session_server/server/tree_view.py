@@ -17,6 +17,8 @@ descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the
 from __future__ import annotations
 
 import itertools
+import operator
+from bisect import bisect_left
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -243,9 +245,90 @@ def _order_along(on_path: Container[Any]) -> Callable[[list[Any]], list[Any]]:
 
 def _entries_on(path: Sequence[Any]) -> Container[Any]:
     """The entries of a leaf's path, for ``in`` by identity: a path of the index's rows finds an
-    entry by its row (its entries are not all made), a list is made a set (entries hash by
-    identity)."""
-    return path if isinstance(path, RowPath) else set(path)
+    entry by its row (its entries are not all made), a list by its entries' lines
+    (:class:`_EntriesOnPath`)."""
+    return path if isinstance(path, RowPath) else _EntriesOnPath(path)
+
+
+_LINE: Final = attrgetter("line")
+
+
+class _EntriesOnPath(Container[Any]):
+    """The entries of a list path, for ``in`` by identity. Down a path of a file's entries their
+    lines grow (a child is written after its parent): the path's lines are marked a byte each, and
+    an entry on a marked line is found by halves on its line in the path itself (a set of the
+    entries of a path of a session of GBs is several times the list). A path whose lines do not
+    grow (entries made in memory, a parent written after its child) is held as a set of its
+    entries."""
+
+    __slots__ = ("_lines", "_next", "_path", "_set")
+
+    def __init__(self, path: Sequence[Any]) -> None:
+        self._path = path
+        self._lines = bytearray()  # 1 at each line of the path
+        # where the entry after the last one found is: a walk down the path asks for each in turn
+        self._next = 0
+        self._set: set[Any] | None = None
+        if _lines_grow(path, 0):
+            self._mark(0)
+        else:
+            self._set = set(path)
+
+    def _mark(self, start: int) -> None:
+        """Mark the lines of the path's entries from ``start`` on, none marked after the line of
+        the entry before it."""
+        path, lines = self._path, self._lines
+        del lines[path[start - 1].line + 1 if start else 0 :]
+        if start < len(path):
+            lines.extend(bytes(path[-1].line + 1 - len(lines)))
+            for line in map(_LINE, islice(path, start, None)):
+                lines[line] = 1
+
+    def __contains__(self, entry: object) -> bool:
+        held = self._set
+        if held is not None:
+            return entry in held
+        path = self._path
+        at = self._next
+        if at < len(path) and path[at] is entry:
+            self._next = at + 1
+            return True
+        if at and path[at - 1] is entry:  # (asked again)
+            return True
+        if type(entry) is not Entry:
+            return False
+        line = entry.line
+        if type(line) is not int or not 0 <= line < len(self._lines) or not self._lines[line]:
+            return False
+        at = bisect_left(path, line, key=_LINE)
+        if at < len(path) and path[at] is entry:
+            self._next = at + 1
+            return True
+        return False
+
+    def move(self, path: Sequence[Any], shared: int, left: list[Any], joined: list[Any]) -> None:
+        """The leaf's path is now ``path``, whose first ``shared`` entries were the path before;
+        ``left``: the entries off it now, ``joined``: those on it now."""
+        held = self._set
+        if held is not None:
+            held.difference_update(left)
+            held.update(joined)
+        elif _lines_grow(path, max(shared - 1, 0)):  # (the shared part was looked at before)
+            self._path, self._next = path, 0
+            self._mark(shared)
+        else:
+            self._path, self._set, self._lines = path, set(path), bytearray()
+
+
+def _lines_grow(path: Sequence[Any], start: int) -> bool:
+    """Whether the entries of ``path`` from ``start`` on are the manager's, their lines growing."""
+    if not set(map(type, islice(path, start, None))) <= {Entry}:
+        return False
+    if not set(map(type, map(_LINE, islice(path, start, None)))) <= {int}:
+        return False
+    return all(
+        map(operator.lt, map(_LINE, islice(path, start, None)), map(_LINE, islice(path, start + 1, None)))
+    )
 
 
 def _keys_on(path: Sequence[Any]) -> set[Any]:
@@ -569,7 +652,7 @@ class _TreeShape:
         self.leaf_path = [*above, *tail]
         if self.visible is not None:  # the leaf's own answer depends on the leaf
             self.visible = node_filter(self._mode, self.leaf_id, self._search, self.cache)
-        self._move_path(left, [*joined, *tail], node_of)
+        self._move_path(shared, left, [*joined, *tail], node_of)
         self._around = None
         self._chain_lengths.clear()  # an appended entry can make any chain longer (or show a second child)
         if self.tool_calls is not None:
@@ -621,12 +704,14 @@ class _TreeShape:
             self._forget_shown_children(node.entry.parent_id, node_of, changed)
         return was_shown, shown
 
-    def _move_path(self, left: list[Any], joined: list[Any], node_of: Callable[[Any], Any]) -> None:
-        """What is known of the leaf's path, once the entries ``left`` are off it and ``joined``
-        on it."""
-        if isinstance(self._path_entries, set):  # (a list's path: see _entries_on; ordered holds it)
-            self._path_entries.difference_update(left)
-            self._path_entries.update(joined)
+    def _move_path(
+        self, shared: int, left: list[Any], joined: list[Any], node_of: Callable[[Any], Any]
+    ) -> None:
+        """What is known of the leaf's path, once it is :attr:`leaf_path`, whose first ``shared``
+        entries were on it before: the entries ``left`` are off it and ``joined`` on it."""
+        if isinstance(self._path_entries, _EntriesOnPath):  # (ordered holds it: changed in place)
+            assert type(self.leaf_path) is list
+            self._path_entries.move(self.leaf_path, shared, left, joined)
         if left:  # (made again when asked for)
             self._on_path = self._path_nodes = None
             return

@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, repeat
 from operator import add
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import msgspec
 
@@ -369,21 +369,67 @@ class IndexedRows:
     def path_to_root(self, row: int) -> RowPath | None:
         """The path from the root to ``row`` (``walk_to_root``), or None when it meets a row twice
         (a cycle: the caller walks it remembering what it met)."""
-        columns = self.columns
-        starts = columns.chain_starts
-        parent_rows = columns.parent_rows
-        runs: list[tuple[int, int]] = []  # (first, end) rows, from the leaf backwards
-        walked = 0
-        at = row
-        while at >= 0:
-            first = starts[bisect_right(starts, at) - 1] if starts and starts[0] <= at else 0
-            runs.append((first, at + 1))
-            walked += at + 1 - first
-            if walked > columns.count:
-                return None
-            at = parent_rows.get(first, first - 1)
-        runs.reverse()
-        return RowPath(self, runs)
+        return path_to_root(self, row)
+
+
+class ChainColumns(Protocol):
+    """What :class:`ChainRows` tell of their chains: where each starts, and for a start whose
+    parent is not the row before, its parentId and the row of its parent (-1: none)."""
+
+    @property
+    def count(self) -> int: ...
+
+    @property
+    def chain_starts(self) -> list[int]: ...
+
+    @property
+    def parents(self) -> dict[int, Any]: ...
+
+    @property
+    def parent_rows(self) -> dict[int, int]: ...
+
+
+class ChainRows(Protocol):
+    """Entries as rows in file order, told by their chains (:class:`ChainColumns`): an index's
+    (:class:`IndexedRows`), or the manager's own entries (``session.entry_rows``). What the tree
+    of rows (``session.row_tree``) and a path of rows (:class:`RowPath`) read."""
+
+    @property
+    def columns(self) -> ChainColumns: ...
+
+    @property
+    def count(self) -> int: ...
+
+    def id_at(self, row: int) -> str: ...
+
+    def entry(self, row: int) -> Entry: ...
+
+    def row_of_id(self, entry_id: Any) -> int: ...
+
+    def entry_of_id(self, entry_id: Any) -> Entry | None: ...
+
+    def row_of_entry(self, entry: Entry) -> int: ...
+
+    def path_to_root(self, row: int) -> RowPath | None: ...
+
+
+def path_to_root(rows: ChainRows, row: int) -> RowPath | None:
+    """:meth:`ChainRows.path_to_root`: the path from the root to ``row`` a chain at a time."""
+    columns = rows.columns
+    starts = columns.chain_starts
+    parent_rows = columns.parent_rows
+    runs: list[tuple[int, int]] = []  # (first, end) rows, from the leaf backwards
+    walked = 0
+    at = row
+    while at >= 0:
+        first = starts[bisect_right(starts, at) - 1] if starts and starts[0] <= at else 0
+        runs.append((first, at + 1))
+        walked += at + 1 - first
+        if walked > columns.count:
+            return None
+        at = parent_rows.get(first, first - 1)
+    runs.reverse()
+    return RowPath(rows, runs)
 
 
 def _tail_columns(
@@ -571,7 +617,7 @@ class RowPath(MadeByRow[Entry]):
 
     __slots__ = ("_begins", "_by_first", "_runs", "length", "rows")
 
-    def __init__(self, rows: IndexedRows, runs: list[tuple[int, int]]) -> None:
+    def __init__(self, rows: ChainRows, runs: list[tuple[int, int]]) -> None:
         self.rows = rows
         self._runs = runs
         self._begins: list[int] = []  # where each run begins in the path
@@ -635,6 +681,7 @@ class RowPath(MadeByRow[Entry]):
         """The indexes below ``stop``, last first, whose entry has one of ``types``, or (with
         ``assistant``) is a message whose head's role is "assistant": found in the code columns."""
         columns = self.rows.columns
+        assert isinstance(columns, RowColumns)  # (the codes: an index's rows)
         type_codes, role_codes = columns.type_codes, columns.role_codes
         wanted = [
             bytes((code,))

@@ -49,6 +49,7 @@ from .context import (
     select_context_entries,
     walk_to_root,
 )
+from .entry_rows import entry_rows
 from .environment import Environment, current
 from .fields import field as entry_field
 from .index_rows import IndexedRows, RowPath
@@ -1144,6 +1145,23 @@ class SessionManager:
         index are not made (None otherwise, or when the rows do not give it: see row_tree)."""
         rows = self._rows
         leaf = rows.row_of_id(self._leaf_id) if rows is not None else -1
+        if rows is None or leaf < 0:
+            return None
+        labels = {key: label for key, (_target, label) in self._labels.items()}
+        return row_tree(rows, labels, dict(self._label_timestamps), leaf)
+
+    def chain_tree(self) -> RowTree | None:
+        """:meth:`row_tree`, or for a session whose entries are made (read from its file) the same
+        tree over them, told by where their chains start: nodes made when reached, not one per
+        entry. None when neither gives it (ids not all distinct non-empty strings, chains not
+        known, a parent not above its child: see row_tree)."""
+        if self._rows is not None:
+            return self.row_tree()
+        starts = self._chain_starts
+        if starts is None or not (self._header_only_first and self._plain_index and self.has_unique_ids()):
+            return None
+        rows = entry_rows(self._file_entries, self._by_id, starts)
+        leaf = -1 if rows is None else rows.row_of_id(self._leaf_id)
         if rows is None or leaf < 0:
             return None
         labels = {key: label for key, (_target, label) in self._labels.items()}

@@ -10,7 +10,9 @@ fit that (a parent missing or further down), there is no row tree and the caller
 
 The conversation view reads a path of it the same way (:meth:`RowTree.path_to`,
 :meth:`RowTree.path_down`, :meth:`RowTree.nodes_on`): the rows of a path are runs, and a page of
-it makes the nodes it shows.
+it makes the nodes it shows. It does so for a session read from its file too, whose entries are
+read as rows by their chains (:mod:`.entry_rows`): a page of a path makes the nodes it shows, not
+the library's tree of every entry.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..format.dates import ms
 from ..format.entry import Entry
 from ..format.jsvalue import ABSENT
 from .fields import timestamp_of
-from .index_rows import IndexedRows, MadeByRow, RowPath
+from .index_rows import ChainRows, MadeByRow, RowPath
 from .tree import TreeRoots, sort_siblings
 
 # A node made on its own costs several times one of getTree's, made with all the others: a row tree
@@ -91,7 +93,7 @@ class RowTree:
 
     def __init__(
         self,
-        rows: IndexedRows,
+        rows: ChainRows,
         roots: list[int],
         starts_under: dict[int, list[int]],
         leaf_path: RowPath,
@@ -198,7 +200,7 @@ class NodesOnPath(MadeByRow[RowNode]):
 
 
 def row_tree(
-    rows: IndexedRows, labels: dict[Any, Any], label_timestamps: dict[Any, Any], leaf: int
+    rows: ChainRows, labels: dict[Any, Any], label_timestamps: dict[Any, Any], leaf: int
 ) -> RowTree | None:
     """The tree of ``rows`` (every id a distinct string: see scan_index._lazy_allowed) whose leaf is
     row ``leaf``, or None when a chain start's parent is not a row before it (``build_tree`` builds
@@ -232,7 +234,7 @@ class RowEntries(Mapping[Any, Entry]):
 
     __slots__ = ("rows",)
 
-    def __init__(self, rows: IndexedRows) -> None:
+    def __init__(self, rows: ChainRows) -> None:
         self.rows = rows
 
     def __getitem__(self, key: Any) -> Entry:

@@ -141,15 +141,20 @@ def test_the_kept_path_is_reused_while_the_session_stays_and_remade_after_an_app
     assert after["total"] == 29 and after["items"][0]["entry"]["message"]["content"] == "one more"
 
 
+@pytest.mark.parametrize("rows", [True, False])
 def test_the_views_share_one_library_tree_per_state_of_the_session(
-    example: SessionManager, monkeypatch: pytest.MonkeyPatch
+    example: SessionManager, monkeypatch: pytest.MonkeyPatch, rows: bool
 ):
+    """The conversation view reads the tree of its entries' rows and makes no library tree; where
+    the rows do not give the tree (``rows`` False), it shares the tree view's."""
     from pi_session_server.server import library_tree, methods_read, tree_pages
     from pi_session_server.server import params as P
 
     monkeypatch.setattr(library_tree, "_trees", tree_pages.FlatTreePages())
     monkeypatch.setattr(path_view, "_kept_paths", tree_pages.FlatTreePages())
     monkeypatch.setattr(methods_read, "_tree_shapes", tree_pages.FlatTreePages())
+    if not rows:
+        monkeypatch.setattr(example, "chain_tree", lambda: None)
     built: list[Any] = []
     get_tree = example.get_tree
     monkeypatch.setattr(example, "get_tree", lambda: built.append(1) or get_tree())
@@ -159,25 +164,25 @@ def test_the_views_share_one_library_tree_per_state_of_the_session(
         return json.loads(bytes(methods_read._tree(example, p)))
 
     path_view.get_path(example, ABSENT, False, 0, 5)  # the conversation view
+    assert len(built) == (0 if rows else 1)
     window(rootId="9d0e1f2a", depth=1, offset=0, limit=10)  # the tree view's kept shape
     path_view.get_path(example, "b1c2d3e4", True, 0, 5)  # a branch switch: another path
     assert len(built) == 1
     roots = library_tree.library_tree(example)
-    assert path_view._kept_paths.kept(example).roots is roots
+    assert (path_view._kept_paths.kept(example).roots is roots) is not rows
     example.append_label_change("9d0e1f2a", "shared")  # a label is an entry: a new state, its tree
     window(rootId="9d0e1f2a", depth=1, offset=0, limit=10)
     grown = library_tree.library_tree(example)  # (grown from the one before by the label's node)
     assert len(built) == 1 and grown is not roots and grown.node_of("9d0e1f2a").label == "shared"
-    assert (
-        path_view.get_path(example, ABSENT, False, 0, 5)
-        and path_view._kept_paths.kept(example).roots is grown
-    )
+    assert path_view.get_path(example, ABSENT, False, 0, 5)
+    assert (path_view._kept_paths.kept(example).roots is grown) is not rows
     assert get_tree() is not get_tree()  # the library's own getTree still makes a tree per call
 
 
 def test_descend_finds_the_leaf_path_only_at_a_branch_point(
     example: SessionManager, monkeypatch: pytest.MonkeyPatch
 ):
+    monkeypatch.setattr(example, "chain_tree", lambda: None)  # (the library's tree's path)
     asked: list[Any] = []
     original = path_view.active_path_ids
     monkeypatch.setattr(path_view, "active_path_ids", lambda *a: asked.append(1) or original(*a))
