@@ -1144,21 +1144,27 @@ test(':PiSessionOpen! and "All sessions..." list the sessions of every directory
   end
 end)
 
-test(':PiSessionOpen in a directory without sessions says so', function()
-  local empty = vim.fs.normalize(vim.fn.resolve(work)) .. '/no-sessions'
-  vim.fn.mkdir(empty, 'p')
-  vim.fn.chdir(empty)
-  local calls, restore = stub_select(function() end)
+-- What vim.notify was told while `command` ran, until the first message (or TIMEOUT); whether it came.
+local function notified_by(command)
   local said = {}
   local notify = vim.notify
   vim.notify = function(message, level)
     table.insert(said, { message, level })
   end
-  vim.cmd('PiSessionOpen')
+  vim.cmd(command)
   local answered = vim.wait(TIMEOUT, function()
     return #said > 0
   end, 20)
   vim.notify = notify
+  return said, answered
+end
+
+test(':PiSessionOpen in a directory without sessions says so', function()
+  local empty = vim.fs.normalize(vim.fn.resolve(work)) .. '/no-sessions'
+  vim.fn.mkdir(empty, 'p')
+  vim.fn.chdir(empty)
+  local calls, restore = stub_select(function() end)
+  local said, answered = notified_by('PiSessionOpen')
   restore()
   truthy(answered, 'nothing said')
   eq(said, { { ('pi-session: pi has no sessions of %s yet (:PiSessionOpen! lists all)'):format(empty), vim.log.levels.INFO } }, 'the message')
@@ -1180,16 +1186,8 @@ test(':PiSessionOpen says what the server answered when the listing fails', func
     return filter and filter.name == 'pi_session' and { failing } or get_clients(filter)
   end
   local calls, restore = stub_select(function() end)
-  local said = {}
-  local notify = vim.notify
-  vim.notify = function(message, level)
-    table.insert(said, { message, level })
-  end
-  vim.cmd('PiSessionOpen!')
-  local answered = vim.wait(TIMEOUT, function()
-    return #said > 0
-  end, 20)
-  vim.notify, vim.lsp.get_clients = notify, get_clients
+  local said, answered = notified_by('PiSessionOpen!')
+  vim.lsp.get_clients = get_clients
   restore()
   truthy(answered, 'nothing said')
   eq(said, { { 'pi-session: could not list the sessions: EACCES: permission denied, scandir', vim.log.levels.ERROR } }, 'the message')
