@@ -279,14 +279,21 @@ async def _delete_after_closing(
 def _after_delete(server: PiSessionServer, slots: list[Slot], closing: list[Job[str]]) -> None:
     """Once a pi/delete answered (or was cancelled): the sessions it closed, found (closed) until
     now so that a `uri` did not open the file again, are let go once closed (before the requests
-    on the file sent after it go ahead)."""
-    for slot, job in zip(slots, closing, strict=True):
-        job.add_done_callback(partial(_discard_if_closed, server, slot))
+    on the file sent after it go ahead), and once every request that arrived before knows which
+    session it addresses: a request by a `uri` spelling the file otherwise looks at the file on a
+    worker first, and must still find the session it held (closed), not open the file anew."""
+
+    def let_go() -> None:
+        for slot, job in zip(slots, closing, strict=True):
+            job.add_done_callback(partial(_discard_if_closed, server, slot))
+
+    if slots:
+        server.pending_deletes.after(server.pending_deletes.looks_unanswered(), let_go)
 
 
 def _discard_if_closed(server: PiSessionServer, slot: Slot, _close: Job[Any]) -> None:
     if slot.closed:
-        server.registry.discard(slot)
+        server.registry.discard_closed_by_delete(slot)
 
 
 class _CheckedOnce:

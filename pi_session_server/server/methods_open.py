@@ -14,6 +14,7 @@ from pi_session_server.session import SessionManager
 from pi_session_server.session.paths import resolve_path
 
 from . import params as P
+from .errors import PiRpcError
 from .locations import require_regular_file
 from .pending_deletes import EVERY_FILE, deleted_as
 from .progress import Progress
@@ -130,7 +131,15 @@ def _register_held(server: PiSessionServer) -> None:
         p = P.parse(params, P.CloseParams)
 
         def close() -> dict[str, Any]:
-            server.registry.close(server.registry.get(p.session))
+            try:
+                slot = server.registry.get(p.session)
+            except PiRpcError:
+                # a delete's close, let go once the delete answered: this close may have been
+                # sent before that answer and read after it
+                if server.registry.closed_by_delete(p.session):
+                    return {"session": p.session, "closed": True}
+                raise
+            server.registry.close(slot)
             return {"session": p.session, "closed": True}
 
         return server.pending_deletes.ordered([], close, session=p.session)

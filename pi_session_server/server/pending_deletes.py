@@ -312,6 +312,12 @@ class PendingDeletes:
             wait.add_done_callback(one_done)
         return reply
 
+    def looks_unanswered(self) -> list[asyncio.Future[None]]:
+        """What the deletes and the looks of requests at a file pending now wait to know (see
+        :meth:`looked_first`): once these are done, every request that arrived until now knows
+        which session it addresses."""
+        return [delete.known for delete in self._deletes if not delete.known.done()]
+
     def begin(self) -> PendingDelete:
         """A delete arrived: until :meth:`known`, every request on a file or a session waits for it;
         :meth:`end` it once it answered."""

@@ -15,6 +15,7 @@ answers); a lock keeps it consistent. Lookups compare paths as strings, without 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -97,6 +98,10 @@ def _branched_leaf(manager: SessionManager, leaf: Any) -> Any:
     return leaf
 
 
+# How many handles closed by deletes are remembered (a few dozen bytes each).
+REMEMBERED_DELETED_HANDLES = 4096
+
+
 class Registry:
     def __init__(self, pool: WorkerPool) -> None:
         self._pool = pool
@@ -104,6 +109,8 @@ class Registry:
         self._next = 1
         self._lock = threading.Lock()
         self._file_locks: dict[str, threading.Lock] = {}
+        # handles a pi/delete closed, the latest first out last: a pi/close of one answers closed
+        self._closed_by_delete: OrderedDict[str, None] = OrderedDict()
 
     def add(
         self,
@@ -143,6 +150,20 @@ class Registry:
         with self._lock:
             if self._slots.get(slot.handle) is slot:
                 del self._slots[slot.handle]
+
+    def discard_closed_by_delete(self, slot: Slot) -> None:
+        """:meth:`discard` a slot a pi/delete closed, its handle remembered (see :meth:`closed_by_delete`)."""
+        with self._lock:
+            self._closed_by_delete[slot.handle] = None
+            while len(self._closed_by_delete) > REMEMBERED_DELETED_HANDLES:
+                self._closed_by_delete.popitem(last=False)
+        self.discard(slot)
+
+    def closed_by_delete(self, handle: str) -> bool:
+        """Whether a pi/delete closed the session ``handle`` (and it was let go since). A pi/close
+        sent before the delete's reply may be read after it: it still answers closed."""
+        with self._lock:
+            return handle in self._closed_by_delete
 
     def close(self, slot: Slot) -> Job[None]:
         """Forget ``slot`` at once; its manager is closed (its files released) once the jobs queued
