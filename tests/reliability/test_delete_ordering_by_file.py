@@ -164,3 +164,21 @@ def test_requests_by_uri_on_a_held_file_meet_its_closing_session_or_find_the_fil
     assert closed.get("result") == {"session": session, "closed": True}, closed
     assert not os.path.lexists(path)
     assert server.call("pi/getEntryCount", {"uri": file_uri(path)}) == 0 and not os.path.lexists(path)
+
+
+def test_a_close_of_a_handle_the_delete_closed_answers_closed_even_read_after_its_reply(
+    server: RawServer, tmp_path: Path
+):
+    """A pi/close sent before the delete's reply may be read after it (a client writing its
+    messages one by one): the handle the delete closed still answers ``closed``; any other
+    request on it -32001, and a handle never opened -32001."""
+    path = session_with_entries(tmp_path / "sessions", 10, str(tmp_path))
+    session = server.call("pi/open", {"path": path})["session"]
+    deleted: Any = server.call("pi/delete", {"path": path, "permanent": True})
+    assert deleted["closedSessions"] == [session]
+    for _ in range(2):
+        assert server.call("pi/close", {"session": session}) == {"session": session, "closed": True}
+    reply = server.request("pi/getEntryCount", {"session": session})
+    assert reply.get("error", {}).get("code") == UNKNOWN_SESSION, reply
+    reply = server.request("pi/close", {"session": "s999"})
+    assert reply.get("error", {}).get("code") == UNKNOWN_SESSION, reply
