@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from ..output import flush_fully, write_fully
 from ..session.releases import DEFAULT_PI, RELEASES
@@ -160,3 +161,32 @@ def write_encoded(data: bytes | memoryview, encoding: str) -> None:
     else:
         write_fully(buffer, data)  # (under PYTHONUNBUFFERED, the raw file: one write() may take less)
         flush_fully(buffer)
+
+
+class Progress:
+    """One self-overwriting line on stderr while a command works through many files (only when
+    ``enabled``: stderr is a terminal, unless the user forced it), at most every tenth of a second
+    but for the last."""
+
+    def __init__(self, enabled: bool, stream: TextIO | None = None):
+        self.enabled = enabled
+        self.stream = stream if stream is not None else sys.stderr
+        self.last = 0.0
+        self.width = 0
+
+    def show(self, text: str, last: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and not last:
+            return
+        self.last = now
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def clear(self) -> None:
+        if self.enabled and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0

@@ -19,12 +19,11 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 from ..render.terminal_text import one_terminal_line
-from ._common import add_index_argument, add_pi_argument
+from ._common import Progress, add_index_argument, add_pi_argument
 from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
 
 #: how a problem's severity is printed in the text form
@@ -143,39 +142,6 @@ def summary_text(counts: dict[str, int]) -> str:
     return ", ".join(parts) if parts else "ok"
 
 
-# ---------------------------------------------------------------------- progress
-
-
-class Progress:
-    """One self-overwriting line on stderr (only when it is a terminal, unless forced)."""
-
-    def __init__(self, total: int, enabled: bool, stream: TextIO | None = None):
-        self.total = total
-        self.enabled = enabled and total > 1
-        self.stream = stream if stream is not None else sys.stderr
-        self.last = 0.0
-        self.width = 0
-
-    def show(self, done: int, path: str) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.1 and done < self.total:
-            return
-        self.last = now
-        name = path if len(path) <= 60 else "…" + path[-59:]
-        text = f"[{done}/{self.total}] {name}"
-        self.stream.write("\r" + text.ljust(self.width))
-        self.stream.flush()
-        self.width = len(text)
-
-    def clear(self) -> None:
-        if self.enabled and self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
-            self.width = 0
-
-
 # ---------------------------------------------------------------------- run
 
 
@@ -185,13 +151,14 @@ def run(args: argparse.Namespace) -> int:
     say_what_was_not_found("check", found_files, given=bool(args.paths))
     files = found_files.files
     reported = SEVERITIES[: SEVERITIES.index(args.min_severity) + 1]
-    progress = Progress(len(files), sys.stderr.isatty() if args.progress is None else args.progress)
+    progress = Progress((sys.stderr.isatty() if args.progress is None else args.progress) and len(files) > 1)
     out = sys.stdout
     totals = {"files": 0, "filesWithErrors": 0, **dict.fromkeys(SEVERITIES, 0)}
     if args.json:
         out.write('{"files":[')
     for index, path in enumerate(files):
-        progress.show(index, path)
+        name = path if len(path) <= 60 else "…" + path[-59:]
+        progress.show(f"[{index}/{len(files)}] {name}")
         found = report(path, args.pi, args.index)
         findings = [f for f in found.findings if f.severity in reported]
         counts = count_by_severity(f.severity for f in findings)

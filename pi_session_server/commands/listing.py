@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from ._common import CommandError
+from ._common import CommandError, Progress
 from .tree import width
 
 if TYPE_CHECKING:
@@ -68,42 +68,30 @@ def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
 
     # the first message cut where the title is (the whole of it in JSON): never the whole text
     text = TextOptions(all_messages_text=False, max_chars=None if args.json else args.width + 1)
-    progress = _Progress() if sys.stderr.isatty() else None
+    # how far the listing read, on a terminal (a first listing of big sessions reads them whole)
+    progress = Progress(sys.stderr.isatty())
+
+    def shown(loaded: int, total: int, _partial: object = None) -> None:
+        progress.show(f"pi-session list: {loaded} of {total} files read", last=loaded == total)
+
+    read = shown if progress.enabled else None  # (a listing with a callback keeps partial lists)
+
     try:
         if args.all:
-            return list_all_sessions(progress, text=text)
+            return list_all_sessions(read, text=text)
         if args.directory:
             directory = os.path.abspath(args.directory)
             if not os.path.isdir(directory):
                 raise CommandError(f"{args.directory}: not a directory")
-            return list_all_sessions(directory, progress, text=text)
+            return list_all_sessions(directory, read, text=text)
         cwd = os.getcwd()
         directory = default_session_dir_path(cwd)
         if not os.path.isdir(directory):  # pi's list would create it
             print(f"pi-session list: no sessions of {cwd} (pi keeps them in {directory})", file=sys.stderr)
             return []
-        return list_sessions(cwd, ABSENT, progress, text=text)
+        return list_sessions(cwd, ABSENT, read, text=text)
     finally:
-        if progress is not None:
-            progress.clear()
-
-
-class _Progress:
-    """How far the listing read, on the terminal's last line while it reads (a first listing of
-    big sessions reads them whole)."""
-
-    def __init__(self) -> None:
-        self.shown = False
-
-    def __call__(self, loaded: int, total: int, _partial: object = None) -> None:
-        sys.stderr.write(f"\rpi-session list: {loaded} of {total} files read")
-        sys.stderr.flush()
-        self.shown = True
-
-    def clear(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+        progress.clear()
 
 
 def _json_of(info: SessionInfo) -> object:

@@ -136,7 +136,8 @@ def test_a_terminal_sees_how_far_the_listing_read_then_the_line_cleared(
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     code, out, err = _run(capsys, str(folder))
     assert code == 0 and len(out.splitlines()) == 3
-    assert "\rpi-session list: 3 of 3 files read" in err and err.endswith("\r\x1b[K")
+    shown = "pi-session list: 3 of 3 files read"
+    assert f"\r{shown}" in err and err.endswith("\r" + " " * len(shown) + "\r")
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     code, out, err = _run(capsys, str(folder))
     assert code == 0 and err == ""
