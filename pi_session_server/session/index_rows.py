@@ -518,31 +518,6 @@ def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str,
     return {entry_id: row for row, entry_id in enumerate(ids[:count]) if entry_id in wanted}
 
 
-class _TextRows(Sequence[str]):
-    """The timestamps of rows ``start`` to ``end``, each made when asked for."""
-
-    __slots__ = ("_end", "_rows", "_start")
-
-    def __init__(self, rows: IndexedRows, start: int, end: int) -> None:
-        self._rows, self._start, self._end = rows, start, end
-
-    def __len__(self) -> int:
-        return self._end - self._start
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[str]: ...
-    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self._rows._timestamp_at(self._start + index)
-
-
 def _texts(data: bytes, count: int) -> list[str]:
     return str(data, "utf-8", "surrogatepass").split("\x00") if count else []
 
@@ -609,6 +584,28 @@ class MadeByRow(Sequence[_Made]):
         if isinstance(index, slice):
             return [self.made(self.row_of(i)) for i in range(*index.indices(len(self)))]
         return self.made(self.row_of(index))
+
+
+class _TextRows(MadeByRow[str]):
+    """The timestamps of rows ``start`` to ``end``, each made when asked for."""
+
+    __slots__ = ("_end", "_rows", "_start")
+
+    def __init__(self, rows: IndexedRows, start: int, end: int) -> None:
+        self._rows, self._start, self._end = rows, start, end
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    def row_of(self, index: int) -> int:
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._start + index
+
+    def made(self, row: int) -> str:
+        return self._rows._timestamp_at(row)
 
 
 class RowPath(MadeByRow[Entry]):
