@@ -32,8 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_core import find_reference  # noqa: E402
-from bench_user import Side, median_runs, ours, timed_process  # noqa: E402
+from bench_user import Side, add_run_arguments, median_runs, ours, timed_process, work_and_reference  # noqa: E402
 from gen_session import generate  # noqa: E402
 
 LIST_ALL = textwrap.dedent(
@@ -74,13 +73,9 @@ def main() -> int:
     )
     parser.add_argument("--sessions", default="/var/tmp/pi-session-bench", help="where the big sessions are")
     parser.add_argument("--small", type=int, default=200, help="generated sessions of about 200 KB")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", default="/var/tmp/pi-session-bench")
-    parser.add_argument("--oracle", help="oracle directory with node_modules (default: search)")
+    add_run_arguments(parser)
     args = parser.parse_args()
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    module = find_reference(args.oracle)
+    work, module = work_and_reference(args)
     directory, appended = make_directory(work, Path(args.sessions), args.small)
     script = Path(tempfile.gettempdir()) / "pi-bench-list-reference.mjs"
     script.write_text(LIST_ALL)

@@ -555,6 +555,20 @@ def _in_process(path: Path, side: Side) -> dict:
     return result
 
 
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a run of whole processes against pi: ``--repeat``, ``--work``, ``--oracle``."""
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", default="/var/tmp/pi-session-bench")
+    parser.add_argument("--oracle", help="oracle directory with node_modules (default: search)")
+
+
+def work_and_reference(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The work directory (made if missing) and pi's session-manager module (None if not found)."""
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    return work, find_reference(args.oracle)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -563,14 +577,10 @@ def main() -> int:
         "--sizes", default="100,300", help="session sizes in MB (the second and later get images)"
     )
     parser.add_argument("--huge-gb", type=float, default=0, help="also a session of this many GB of text")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", default="/var/tmp/pi-session-bench")
-    parser.add_argument("--oracle", help="oracle directory with node_modules (default: search)")
+    add_run_arguments(parser)
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    module = find_reference(args.oracle)
+    work, module = work_and_reference(args)
     if module is None:
         print("reference not found (see bench_core.py): pi's columns skipped", file=sys.stderr)
     table = Table()

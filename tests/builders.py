@@ -30,6 +30,18 @@ TEST_USAGE: dict[str, Any] = {
 }
 
 
+def usage(input_tokens: int, output_tokens: int, cost: float) -> dict[str, Any]:
+    """An assistant message's ``usage``: no cache, ``cost`` its total alone."""
+    return {
+        "input": input_tokens,
+        "output": output_tokens,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": input_tokens + output_tokens,
+        "cost": {"total": cost},
+    }
+
+
 def now_ms() -> int:
     """``Date.now()``, the timestamp pi's tests give their messages."""
     return int(time.time() * 1000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import builders as S
 import pytest
 from sidecar_support import RpcFailure, sidecar_fixture  # noqa: F401  (fixture)
 
@@ -41,20 +42,12 @@ async def test_the_stats_follow_an_append(sidecar, tmp_path):
     stats = await sidecar.request("pi/getStats", {"session": session})
     assert stats["entryCount"] == 36 and stats["roles"]["assistant"] == 12 and stats["branchPoints"] == 2
     assert stats["tokens"]["totalTokens"] == 58281 and abs(stats["cost"] - 0.073896) < 1e-9
-    usage = {
-        "input": 10,
-        "output": 5,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 15,
-        "cost": {"total": 0.25},
-    }
     message = {
         "role": "assistant",
         "content": [],
         "provider": "openai",
         "model": "gpt",
-        "usage": usage,
+        "usage": S.usage(10, 5, 0.25),
         "timestamp": 1,
     }
     await sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})

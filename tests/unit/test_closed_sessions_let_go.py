@@ -12,6 +12,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 from in_process_server import InProcess
 
@@ -38,14 +39,7 @@ def _message(entry_id: str, parent: str | None, n: int) -> dict[str, Any]:
     elif n % 3 == 1:
         blocks = [{"type": "text", "text": f"answer {n}"}]
         blocks.append({"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": "ls"}})
-        usage = {
-            "input": 10,
-            "output": 5,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": 15,
-            "cost": {"total": 0.1},
-        }
+        usage = S.usage(10, 5, 0.1)
         message = {"role": "assistant", "content": blocks, "provider": "p", "model": "m", "usage": usage}
         message["stopReason"] = "toolUse"
     else:

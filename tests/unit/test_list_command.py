@@ -21,13 +21,7 @@ def _session(path: Path, session_id: str, first: str, *, name: str | None = None
     lines = [
         S.header(session_id=session_id, cwd="/w"),
         json.dumps(
-            {
-                "type": "message",
-                "id": "u1",
-                "parentId": None,
-                "timestamp": "2026-11-30T09:13:48.180Z",
-                "message": {"role": "user", "content": first, "timestamp": when * 1000},
-            }
+            S.message_entry("u1", None, S.user_message(first, when * 1000), "2026-11-30T09:13:48.180Z")
         ),
         S.assistant("a1", "u1", "ok"),
     ]

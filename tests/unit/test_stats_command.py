@@ -45,35 +45,13 @@ def test_json_is_what_the_sidecar_answers(capsys: pytest.CaptureFixture[str]) ->
 def test_a_cheap_session_shows_its_cost_below_a_cent_and_its_name_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    usage = {
-        "input": 10,
-        "output": 5,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 15,
-        "cost": {"total": 0.00042},
-    }
+    usage = S.usage(10, 5, 0.00042)
     path = tmp_path / "s.jsonl"
+    message = S.assistant_message("ok", 2, provider="p", model="m", usage=usage)
     lines = [
         S.header(),
         S.user("u1", None, "hi"),
-        json.dumps(
-            {
-                "type": "message",
-                "id": "a1",
-                "parentId": "u1",
-                "timestamp": "2026-11-30T09:13:49.000Z",
-                "message": {
-                    "role": "assistant",
-                    "content": [{"type": "text", "text": "ok"}],
-                    "provider": "p",
-                    "model": "m",
-                    "usage": usage,
-                    "stopReason": "stop",
-                    "timestamp": 2,
-                },
-            }
-        ),
+        json.dumps(S.message_entry("a1", "u1", message, "2026-11-30T09:13:49.000Z")),
         S.session_info("n1", "a1", "\x1b[31mred"),
     ]
     path.write_text("".join(line + "\n" for line in lines))
