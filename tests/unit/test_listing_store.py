@@ -358,7 +358,7 @@ def test_a_file_that_did_not_only_grow_is_read_whole(
     text = TextOptions(all_messages_text=False, max_chars=100)
     _as_listed(folder, text)
     data = session.read_bytes()
-    if change == "renamed over":  # a copy, its number perhaps the one it replaces (ext4 gives it at once)
+    if change == "renamed over":  # another file renamed over it (a program that saves by renaming)
         (folder / "b.tmp").write_bytes(data.replace(b"first name", b"other name"))
         os.replace(folder / "b.tmp", session)
     elif change == "same size rewrite":
