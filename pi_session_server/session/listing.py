@@ -22,10 +22,11 @@ device) gives no info instead of blocking or reading forever.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any, Final
@@ -255,9 +256,23 @@ class SessionInfo:
 # ---- reading lines -------------------------------------------------------------------------------
 
 
-def _listing_lines(fd: int, size: int, signal: Any) -> Iterator[_Buffer]:  # noqa: C901 - the chunked line scanner
-    """The non-empty physical lines of a file as ``readline`` splits them, read in chunks of at most
-    ``_CHUNK_SIZE`` (the first read is sized to the file, which keeps small files cheap).
+class _LinesRead:
+    """Where :func:`_listing_lines` stopped: ``end``, how many bytes it read up to the end of the
+    last line break (0: none), and ``rest``, the last line when no break ends it (a line being
+    written, or the last of a file that lacks a final newline; empty when there is none)."""
+
+    __slots__ = ("end", "rest")
+
+    def __init__(self) -> None:
+        self.end = 0
+        self.rest: _Buffer = b""
+
+
+def _listing_lines(fd: int, size: int, signal: Any, read: _LinesRead) -> Iterator[_Buffer]:  # noqa: C901 - the chunked line scanner
+    """The non-empty physical lines of a file from where ``fd`` is as ``readline`` splits them,
+    read in chunks of at most ``_CHUNK_SIZE`` (the first read is sized to ``size``, what is left of
+    the file, which keeps small files cheap), but the last one when no line break ends it: that
+    one is left in ``read`` (with how far the lines before it go) once the lines are exhausted.
 
     Lines inside a chunk are yielded as memoryviews of it (no copy; ``find`` is memchr, unlike
     ``bytes.split``, which matters for lines of megabytes); a line spanning chunks is collected in a
@@ -265,11 +280,13 @@ def _listing_lines(fd: int, size: int, signal: Any) -> Iterator[_Buffer]:  # noq
     """
     carry: bytearray | None = None  # the start of a line that spans chunks
     read_size = min(size + 1, _CHUNK_SIZE)
+    total = 0
     while True:
         throw_if_aborted(signal)
         chunk = os.read(fd, read_size)
         if not chunk:
             break
+        total += len(chunk)
         read_size = _CHUNK_SIZE
         if b"\r" in chunk:
             chunk = chunk.replace(b"\r", b"\n")  # only adds empty lines, which nobody keeps
@@ -296,21 +313,60 @@ def _listing_lines(fd: int, size: int, signal: Any) -> Iterator[_Buffer]:  # noq
             pos = newline + 1
         if pos < len(chunk):
             carry = bytearray(view[pos:])
-    if carry:
-        yield carry
+    read.rest = carry or b""
+    read.end = total - len(read.rest)
 
 
-def _find_header(lines: Iterator[_Buffer]) -> Any:
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """What a listing takes of a session's header."""
+
+    id: Any  # as stored (any JSON value, ABSENT when missing)
+    cwd: str
+    parent_session_path: Any
+    created: int | float  # ms of its timestamp (NaN when invalid)
+    # ms of its timestamp if that is a string, else NaN: the date of a session without dated messages
+    time: int | float
+
+
+def _session_header(value: Any) -> SessionHeader:
+    timestamp = get(value, "timestamp")
+    cwd = get(value, "cwd")
+    return SessionHeader(
+        id=get(value, "id"),
+        cwd=cwd if type(cwd) is str else "",
+        parent_session_path=get(value, "parentSession"),
+        created=ms(timestamp),
+        time=ms(timestamp) if type(timestamp) is str else math.nan,
+    )
+
+
+def _find_header(lines: Iterable[_Buffer]) -> SessionHeader | bool | None:
     """Consume lines up to the first kept value: the header if its ``type`` is "session" (its ``id`` is
-    not checked), else None (the file is not listed)."""
+    not checked), else False (the file is not listed); None when the lines hold no kept value."""
     for line in lines:
         try:
             value = parse_bytes(line)
         except JsonSyntaxError:
             continue
         if truthy(value):
-            return value if get(value, "type") == "session" else None
+            return _session_header(value) if get(value, "type") == "session" else False
     return None
+
+
+@dataclass(slots=True)
+class ListingState:
+    """What a listing found in a session file's lines before ``end`` (0, or just after a line
+    break): a listing of the file grown since reads on from there, as session files are appended
+    to, and finds what reading it whole would."""
+
+    end: int = 0
+    # None: no kept value yet; False: the first was no header (the file is no session, whatever follows)
+    header: SessionHeader | bool | None = None
+    name: Any = ABSENT  # a trimmed non-empty string or ABSENT
+    message_count: int = 0
+    first_message: str = ""  # the first user message's text ("": none yet)
+    last_activity: int | float | None = None  # the latest time of a message (None: none), at least 0
 
 
 # ---- the fields a SessionInfo needs, decoded by msgspec --------------------------------------------
@@ -442,20 +498,14 @@ def session_info(
         from . import listing_store  # (it imports this module)
 
         if listing_store.covers(text):  # what big files were found to be is kept
-            return listing_store.session_info(
-                path,
-                on_disk(path, env),
-                stat_result,
-                text,
-                lambda asked: _read_session_info(path, signal, stat_result, asked, env),
-            )
+            return listing_store.session_info(path, on_disk(path, env), stat_result, text, signal)
         return _read_session_info(path, signal, stat_result, text, env)
     except Exception:  # noqa: BLE001 - the reference's catch-all: an unreadable file is no session
         throw_if_aborted(signal)
         return None
 
 
-def _read_session_info(  # noqa: C901 - the per-line loop of a listing, its fast path inline
+def _read_session_info(
     path: str,
     signal: Any,
     stat_result: os.stat_result | None,
@@ -468,84 +518,133 @@ def _read_session_info(  # noqa: C901 - the per-line loop of a listing, its fast
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        if stat_result is None:
-            stat_result = st
-        lines = _listing_lines(fd, st.st_size, signal)
-        header = _find_header(lines)
-        if header is None:
-            return None
-        name: Any = ABSENT
-        message_count = 0
-        first_message = ""
-        texts = _text_collector(text_options)
-        last_activity: int | float | None = None
-        unset = msgspec.UNSET
-        for line in lines:
-            # The fast path decides most lines; it changes no state before it can no longer fail.
-            try:
-                entry = _decode_line(line)
-                kind = entry.type
-                if kind == "session_info":
-                    name = _trimmed_name(entry.name)
-                    continue
-                if kind != "message":
-                    continue
-                message = entry.message
-                if message is None or message is unset:
-                    activity, text, is_user = None, "", False  # D6: no role, no text, no activity
-                else:
-                    role = message.role
-                    if (
-                        type(role) is not str
-                        or message.content is unset
-                        or (role != "user" and role != "assistant")
-                    ):
-                        activity, text, is_user = None, "", False
-                    else:
-                        content = _decode_content(message.content)
-                        if type(content) is str:
-                            text = content
-                        else:
-                            text = " ".join([block.text or "" for block in content if block.type == "text"])  # type: ignore[union-attr]
-                        timestamp = message.timestamp
-                        activity = timestamp if _is_number(timestamp) else _entry_time(entry.timestamp)
-                        is_user = role == "user"
-            except Exception as err:  # noqa: BLE001 - msgspec.DecodeError/ValidationError, RecursionError (deep values), ...: the exact reading decides
-                effect = _effect_exact(line, isinstance(err, msgspec.ValidationError))
-                if effect is None or effect is _SKIPPED:
-                    continue
-                if type(effect) is _NameEffect:
-                    name = effect.name
-                    continue
-                activity, text, is_user = effect.activity, effect.text, effect.is_user
-            message_count += 1
-            if activity is not None:
-                last_activity = max(0 if last_activity is None else last_activity, activity)
-            if text:
-                texts.append(text)
-                if is_user and not first_message:
-                    first_message = text
+        return read_on(path, fd, st, stat_result, ListingState(), text_options, signal)[0]
     finally:
         os.close(fd)
-    header_timestamp = get(header, "timestamp")
-    header_time = ms(header_timestamp) if type(header_timestamp) is str else math.nan
+
+
+def read_on(
+    path: str,
+    fd: int,
+    st: os.stat_result,
+    stat_result: os.stat_result | None,
+    state: ListingState,
+    text_options: TextOptions,
+    signal: Any,
+) -> tuple[SessionInfo | None, ListingState]:
+    """The info of the regular file open at ``fd`` (its status ``st``; ``stat_result``: the
+    listing's, if it made one) as ``text_options`` asks, its lines before ``state.end`` taken as
+    ``state`` says (a state of nothing read: the whole file is read), and the state at its last line
+    break. Every message's text is only there when the whole file is read. ``state`` is used up."""
+    if state.header is False:
+        return None, state
+    os.lseek(fd, state.end, os.SEEK_SET)
+    read = _LinesRead()
+    lines = _listing_lines(fd, st.st_size - state.end, signal, read)
+    texts = _text_collector(text_options)
+    if state.header is None:
+        state.header = _find_header(lines)  # (None: it read every line)
+        if state.header is False:
+            return None, ListingState(header=False)  # whatever follows
+    if isinstance(state.header, SessionHeader):
+        _gather(lines, state, texts)
+    at_break = dataclasses.replace(state, end=state.end + read.end)
+    if read.rest:
+        if state.header is None:
+            state.header = _find_header((read.rest,))
+        elif isinstance(state.header, SessionHeader):
+            _gather((read.rest,), state, texts)
+    if not isinstance(state.header, SessionHeader):
+        return None, at_break
+    return _info_of(path, state, state.header, stat_result or st, text_options, texts), at_break
+
+
+def _gather(  # noqa: C901 - the per-line loop of a listing, its fast path inline
+    lines: Iterable[_Buffer], state: ListingState, texts: _AllTexts | _NoTexts | _CappedTexts
+) -> None:
+    """Take ``lines``, the lines after the header, into ``state`` (its ``end`` left as it is) and
+    their message texts into ``texts``."""
+    name = state.name
+    message_count = state.message_count
+    first_message = state.first_message
+    last_activity = state.last_activity
+    unset = msgspec.UNSET
+    for line in lines:
+        # The fast path decides most lines; it changes no state before it can no longer fail.
+        try:
+            entry = _decode_line(line)
+            kind = entry.type
+            if kind == "session_info":
+                name = _trimmed_name(entry.name)
+                continue
+            if kind != "message":
+                continue
+            message = entry.message
+            if message is None or message is unset:
+                activity, text, is_user = None, "", False  # D6: no role, no text, no activity
+            else:
+                role = message.role
+                if (
+                    type(role) is not str
+                    or message.content is unset
+                    or (role != "user" and role != "assistant")
+                ):
+                    activity, text, is_user = None, "", False
+                else:
+                    content = _decode_content(message.content)
+                    if type(content) is str:
+                        text = content
+                    else:
+                        text = " ".join([block.text or "" for block in content if block.type == "text"])  # type: ignore[union-attr]
+                    timestamp = message.timestamp
+                    activity = timestamp if _is_number(timestamp) else _entry_time(entry.timestamp)
+                    is_user = role == "user"
+        except Exception as err:  # noqa: BLE001 - msgspec.DecodeError/ValidationError, RecursionError (deep values), ...: the exact reading decides
+            effect = _effect_exact(line, isinstance(err, msgspec.ValidationError))
+            if effect is None or effect is _SKIPPED:
+                continue
+            if type(effect) is _NameEffect:
+                name = effect.name
+                continue
+            activity, text, is_user = effect.activity, effect.text, effect.is_user
+        message_count += 1
+        if activity is not None:
+            last_activity = max(0 if last_activity is None else last_activity, activity)
+        if text:
+            texts.append(text)
+            if is_user and not first_message:
+                first_message = text
+    state.name = name
+    state.message_count = message_count
+    state.first_message = first_message
+    state.last_activity = last_activity
+
+
+def _info_of(
+    path: str,
+    state: ListingState,
+    header: SessionHeader,
+    stat_result: os.stat_result,
+    text_options: TextOptions,
+    texts: _AllTexts | _NoTexts | _CappedTexts,
+) -> SessionInfo:
+    last_activity = state.last_activity
     if last_activity is not None and last_activity > 0:
         modified = ms(last_activity)
-    elif header_time == header_time:
-        modified = header_time
+    elif header.time == header.time:
+        modified = header.time
     else:
         modified = ms(js_round(mtime_ms(stat_result)))
-    cwd = get(header, "cwd")
-    kept_first_message, first_cut = _kept_first_message(first_message or _NO_MESSAGES, text_options)
+    kept_first_message, first_cut = _kept_first_message(state.first_message or _NO_MESSAGES, text_options)
     return SessionInfo(
         path=path,
-        id=get(header, "id"),
-        cwd=cwd if type(cwd) is str else "",
-        name=name,
-        parent_session_path=get(header, "parentSession"),
-        created=ms(header_timestamp),
+        id=header.id,
+        cwd=header.cwd,
+        name=state.name,
+        parent_session_path=header.parent_session_path,
+        created=header.created,
         modified=modified,
-        message_count=message_count,
+        message_count=state.message_count,
         first_message=kept_first_message,
         all_messages_text=" ".join(texts.parts) if text_options.all_messages_text else ABSENT,
         text_truncated=first_cut or texts.truncated,

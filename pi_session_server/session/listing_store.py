@@ -1,35 +1,44 @@
 """What a listing read of a big session file, kept beside the file's index: listing the same
-sessions again reads only the files that changed.
+sessions again reads only what changed.
 
 pi's ``list``/``listAll`` read each session file whole, to count its messages and find its name,
 dates and first message: a directory that holds sessions of GBs takes seconds every time, and a
 picker of sessions lists them again each time it opens. A listing that leaves the sessions' whole
 text out (``TextOptions.all_messages_text`` False, what pickers and ``pi-session list`` ask) keeps
-what it read of each file of the index's size or more as a view of the file (view_store, kind
-``list``): the file's info with its first message cut to :data:`KEPT_FIRST_CHARS`, or that it is
-no session. It is used only while the file has the same device, inode, size, mtime and ctime and
-the same first and last bytes; a file changed in the last seconds (the session pi is writing) is
-read again every time. Any first-message cut of at most :data:`KEPT_FIRST_CHARS` is made from the
-kept one, the same as from the whole message: the first N code points of a message's first 4,096
-are its first N.
+what it found in each file of the index's size or more as a view of the file (view_store, kind
+``list``): the listing's state at the file's last line break (listing.ListingState), its first
+message cut to :data:`KEPT_FIRST_CHARS`. Session files are appended to: while the file has the same
+device, inode and inode generation, is no shorter and has the same first bytes and the same bytes
+before the size it had (view_store.load_grown), only what follows that line break is read (the
+session pi is appending to: its new lines; an unchanged file: its last line if no break ends it,
+usually nothing), and the state read on to the new last line break is kept.
+
+A file changed in the last seconds (the session pi is writing) is read on from what was kept too,
+as what tells that it only grew is its bytes, not its times; but what is read of it is not kept:
+kept with the file's identity, it would be taken for the whole file, unread, while that identity
+holds, and a file changed lately may change again without its times changing (cache_dir.RACY_NS).
+
+Any first-message cut of at most :data:`KEPT_FIRST_CHARS` is made from the kept one, the same as
+from the whole message: the first N code points of a message's first 4,096 are its first N.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+import os
+import stat
 from typing import Any, Final
 
 from ..format.jsvalue import ABSENT
-from . import cache_dir, view_store
-from .listing import SessionInfo, TextOptions
+from . import cache_dir, listing, view_store
+from .listing import ListingState, SessionHeader, SessionInfo, TextOptions
 
 KIND: Final = "list"
 KEPT_FIRST_CHARS: Final = 4096
 # What is read of a file to keep: every fact of its info, its first message cut, no other text.
 KEPT_TEXT: Final = TextOptions(first_message=True, all_messages_text=False, max_chars=KEPT_FIRST_CHARS)
-_FORMAT = 1  # of the kept value, within the view's key
+_FORMAT = 2  # of the kept value, within the view's key
 
 
 def covers(text: TextOptions) -> bool:
@@ -44,21 +53,34 @@ def session_info(
     disk_path: str,
     stat_result: Any,
     text: TextOptions,
-    read: Callable[[TextOptions], SessionInfo | None],
+    signal: Any,
 ) -> SessionInfo | None:
     """The info of the session file at ``path`` (``disk_path`` on disk) as ``text`` asks (one that
-    :func:`covers`): from what was kept of the file if it is unchanged, else ``read(KEPT_TEXT)``
-    and kept. ``stat_result``: the listing's stat of the file, if it made one (the info's date of a
-    session without dated messages is its mtime): what was kept is used only for that same file."""
-    before = view_store.identity_before_open(disk_path)
-    if before is None or (stat_result is not None and cache_dir.identity(stat_result) != before):
-        return read(text)
-    kept = view_store.load(disk_path, before, KIND, (_FORMAT,))
-    found = _decoded(bytes(kept.data), path) if kept is not None else _UNKNOWN
-    if found is _UNKNOWN:
-        found = read(KEPT_TEXT)
-        view_store.save(disk_path, before, KIND, (_FORMAT,), "", _encoded(found))
-    return None if found is None else _as_asked(found, path, text)
+    :func:`covers`), read on from what was kept of the file if it only grew since, else read whole;
+    what was read is kept. ``stat_result``: the listing's stat of the file, if it made one (the
+    info's date of a session without dated messages is its mtime)."""
+    # O_NONBLOCK so that a FIFO cannot block the open; non-regular files are refused below.
+    fd = os.open(disk_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        kept = view_store.load_grown(fd, st, KIND, (_FORMAT,))
+        found = _decoded(bytes(kept.data)) if kept is not None else None
+        state, kept_cut = found if found is not None else (ListingState(), False)
+        info, at_break = listing.read_on(path, fd, st, stat_result, state, KEPT_TEXT, signal)
+    finally:
+        os.close(fd)
+    new = found is None or kept is None or kept.identity != cache_dir.identity(st)
+    if new and not cache_dir.changed_lately(st) and at_break.end <= st.st_size:
+        # (kept only if the file is still as it was opened: see view_store.save)
+        cut = kept_cut or len(at_break.first_message) > KEPT_FIRST_CHARS
+        view_store.save(disk_path, cache_dir.identity(st), KIND, (_FORMAT,), "", _encoded(at_break, cut))
+    if info is None:
+        return None
+    if kept_cut:  # the kept first message, the info's, is the first characters of the message
+        info = dataclasses.replace(info, text_truncated=True)
+    return _as_asked(info, path, text)
 
 
 _UNKNOWN: Any = object()
@@ -73,65 +95,70 @@ def _as_asked(info: SessionInfo, path: str, text: TextOptions) -> SessionInfo:
     return dataclasses.replace(info, path=path, first_message=first, text_truncated=cut)
 
 
-def _encoded(info: SessionInfo | None) -> bytes:
+def _encoded(state: ListingState, first_cut: bool) -> bytes:
     """The kept value: JSON (NaN dates and lone surrogates kept as Python's JSON writes them), a
-    value that may be absent as ``[]`` or ``[value]``."""
-    if info is None:
-        return b"null"
+    value that may be absent as ``[]`` or ``[value]``, the header as ``null`` (none found yet),
+    ``false`` (no session) or a list."""
 
     def maybe(value: Any) -> list[Any]:
         return [] if value is ABSENT else [value]
 
+    header: Any = state.header
+    if isinstance(state.header, SessionHeader):
+        h = state.header
+        header = [maybe(h.id), h.cwd, maybe(h.parent_session_path), h.created, h.time]
     return json.dumps(
         [
-            maybe(info.id),
-            info.cwd,
-            maybe(info.name),
-            maybe(info.parent_session_path),
-            info.created,
-            info.modified,
-            info.message_count,
-            info.first_message,
-            info.text_truncated,
+            state.end,
+            header,
+            maybe(state.name),
+            state.message_count,
+            state.first_message[:KEPT_FIRST_CHARS],
+            first_cut,
+            [] if state.last_activity is None else [state.last_activity],
         ]
     ).encode()
 
 
-def _decoded(data: bytes, path: str) -> Any:
-    """The kept info (``path`` its path), None for a file that is no session, or ``_UNKNOWN`` for
-    a value that is not one this module writes."""
+def _decoded(data: bytes) -> tuple[ListingState, bool] | None:
+    """The kept state and whether its first message was cut, or None for a value that is not one
+    this module writes."""
 
     def maybe(value: Any) -> Any:
         if type(value) is not list or len(value) > 1:
             raise ValueError("not a kept value that may be absent")
         return value[0] if value else ABSENT
 
+    def is_number(value: Any) -> bool:
+        return type(value) in (int, float)
+
     try:
-        value = json.loads(data)
-        if value is None:
-            return None
-        identifier, cwd, name, parent, created, modified, count, first, truncated = value
-        dates_are_numbers = all(type(date) in (int, float) for date in (created, modified))
+        end, header, name, count, first, first_cut, last_activity = json.loads(data)
+        if header is not None and header is not False:
+            identifier, cwd, parent, created, time = header
+            if not (type(cwd) is str and is_number(created) and is_number(time)):
+                return None
+            header = SessionHeader(maybe(identifier), cwd, maybe(parent), created, time)
+        name = maybe(name)
+        last_activity = maybe(last_activity)
         if not (
-            dates_are_numbers
-            and type(cwd) is str
+            type(end) is int
+            and end >= 0
+            and (name is ABSENT or type(name) is str)
             and type(count) is int
             and type(first) is str
-            and type(truncated) is bool
+            and type(first_cut) is bool
+            and (last_activity is ABSENT or is_number(last_activity))
         ):
-            return _UNKNOWN
-        return SessionInfo(
-            path=path,
-            id=maybe(identifier),
-            cwd=cwd,
-            name=maybe(name),
-            parent_session_path=maybe(parent),
-            created=created,
-            modified=modified,
+            return None
+        state = ListingState(
+            end=end,
+            header=header,
+            name=name,
             message_count=count,
             first_message=first,
-            all_messages_text=ABSENT,
-            text_truncated=truncated,
+            last_activity=None if last_activity is ABSENT else last_activity,
         )
+        return state, first_cut
     except (ValueError, TypeError, RecursionError):
-        return _UNKNOWN
+        return None

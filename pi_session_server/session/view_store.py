@@ -56,6 +56,11 @@ class KeptView(NamedTuple):
     data: memoryview  # the view as written out (encoded as the key says)
 
 
+class GrownView(NamedTuple):
+    data: memoryview  # the view as written out (encoded as the key says)
+    identity: Identity  # of the file it was made of
+
+
 def suffix(kind: str) -> str:
     """The name under which a view of ``kind`` is kept beside the index."""
     return cache_dir.VIEW_SUFFIX + kind
@@ -153,6 +158,54 @@ def load(
         os.close(fd)
 
 
+def load_grown(
+    fd: int,
+    st: os.stat_result,
+    kind: str,
+    key: tuple[Any, ...],
+    index: bool | str = True,
+    min_size: int | None = None,
+) -> GrownView | None:
+    """The view of ``kind`` made as ``key`` kept for the file open at ``fd`` (its status ``st``)
+    when the file is the one it was made from, unchanged or grown since: the same device, inode
+    and inode generation (see cache_dir.generation), no shorter, its mtime and ctime the same if
+    its size is, and the same bytes at its head and before the size it had. Session files are
+    appended to: a view of a kind made from a file's lines one by one (a listing's) is made whole
+    by reading on from where the file then ended. Unlike :func:`load`, the file may have changed
+    lately: what is compared is its bytes, not its times. Else None. ``index``, ``min_size``: as
+    :func:`load` takes them."""
+    settings = cache_dir.index_settings(index)
+    if settings is None or st.st_size < (
+        settings.min_size if min_size is None else min(min_size, settings.min_size)
+    ):
+        return None
+    kept = cache_dir.kept_path(settings.directory, st, suffix(kind))
+    try:
+        with open(kept, "rb") as f:
+            data = f.read()
+        magic, version, meta_length, crc = _PREFIX.unpack_from(data)
+        body = memoryview(data)[_PREFIX.size :]
+        if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
+            return None
+        meta = json.loads(bytes(body[:meta_length]))
+        dev, ino, size, mtime_ns, ctime_ns = meta["identity"]
+        if (dev, ino) != (st.st_dev, st.st_ino) or meta["key"] != _view_key(kind, key):
+            return None
+        if type(size) is not int or size > st.st_size:
+            return None
+        if size == st.st_size and (mtime_ns, ctime_ns) != (st.st_mtime_ns, st.st_ctime_ns):
+            return None  # rewritten in place
+        if meta.get("generation") != cache_dir.generation(fd):
+            return None  # another file, under the number of the one it was made of
+        if cache_dir.edges(fd, size) != (meta["head_crc"], meta["tail_crc"]):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(kept)  # used now: the cache keeps the sessions used last (cache_dir.prune)
+        return GrownView(body[meta_length:], (dev, ino, size, mtime_ns, ctime_ns))
+    except (struct.error, ValueError, TypeError, KeyError, IndexError, OSError, cache_dir.NotUsable):
+        return None
+
+
 def save(
     path: str,
     before: Identity | None,
@@ -185,6 +238,7 @@ def save(
                     "tail_crc": tail_crc,
                     "key": _view_key(kind, key),
                     "head": head,
+                    "generation": cache_dir.generation(fd),  # (see load_grown)
                 }
             ).encode()
             if cache_dir.identity(os.fstat(fd)) != before:

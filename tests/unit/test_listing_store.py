@@ -4,9 +4,12 @@ them would, for every first-message cut, whatever the file became since."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_session_server.session import listing, listing_store
+from pi_session_server.session import cache_dir, listing, listing_store
 from pi_session_server.session.listing import TextOptions, list_all_sessions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,19 +34,43 @@ ASKED = [
 ]
 
 
+class Reads(Counter[str]):
+    """The whole reads of each file (its name), and every read: (name, where it began, bytes read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.all: list[tuple[str, int, int]] = []
+
+    def clear(self) -> None:
+        super().clear()
+        self.all.clear()
+
+    def tails(self, name: str) -> list[tuple[int, int]]:
+        return [(start, count) for read, start, count in self.all if read == name and start > 0]
+
+
 @pytest.fixture
-def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files_settle_at_once: None) -> Counter[str]:
-    """Views kept for files of any size in a directory of the test's; how often each file is read."""
+def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files_settle_at_once: None) -> Reads:
+    """Views kept for files of any size in a directory of the test's; how each file is read."""
     monkeypatch.setenv("PI_SESSION_INDEX_DIR", str(tmp_path / "index"))
     monkeypatch.setenv("PI_SESSION_INDEX_MIN_SIZE", "0")
-    reads: Counter[str] = Counter()
-    read = listing._read_session_info
+    return _spied(monkeypatch)
 
-    def counted(path: str, *args: Any) -> Any:
-        reads[os.path.basename(path)] += 1
-        return read(path, *args)
 
-    monkeypatch.setattr(listing, "_read_session_info", counted)
+def _spied(monkeypatch: pytest.MonkeyPatch) -> Reads:
+    reads = Reads()
+    read_on = listing.read_on
+
+    def counted(path: str, fd: int, st: Any, stat_result: Any, state: Any, *args: Any) -> Any:
+        name, start, whole = os.path.basename(path), state.end, state.header is None and state.end == 0
+        try:
+            return read_on(path, fd, st, stat_result, state, *args)
+        finally:
+            if whole:
+                reads[name] += 1
+            reads.all.append((name, start, os.lseek(fd, 0, os.SEEK_CUR) - start))
+
+    monkeypatch.setattr(listing, "read_on", counted)
     return reads
 
 
@@ -77,9 +104,7 @@ def _long_session(path: Path, first: str, *, name: str | None = None) -> Path:
     return path
 
 
-def test_real_sessions_listed_again_are_not_read_and_list_the_same(
-    tmp_path: Path, kept: Counter[str]
-) -> None:
+def test_real_sessions_listed_again_are_not_read_and_list_the_same(tmp_path: Path, kept: Reads) -> None:
     folder = tmp_path / "sessions"
     folder.mkdir()
     for source in REAL:
@@ -99,18 +124,21 @@ def test_real_sessions_listed_again_are_not_read_and_list_the_same(
     assert sum(kept.values()) == 0
 
 
-def test_a_file_that_changed_is_read_again(tmp_path: Path, kept: Counter[str]) -> None:
+def test_a_file_that_changed_is_read_again(tmp_path: Path, kept: Reads) -> None:
     folder = tmp_path / "sessions"
     folder.mkdir()
     session = _long_session(folder / "a.jsonl", "first question")
     text = TextOptions(all_messages_text=False, max_chars=100)
     assert _as_listed(folder, text) == _without_kept(folder, text)
     kept.clear()
+    size = session.stat().st_size
+    appended = S.session_info("n2", "a1", "named now") + "\n"
     with session.open("a") as f:  # pi appends
-        f.write(S.session_info("n2", "a1", "named now") + "\n")
+        f.write(appended)
     listed = _as_listed(folder, text)
+    assert kept.tails("a.jsonl") == [(size, len(appended.encode()))]  # what was appended, no more
     assert listed == _without_kept(folder, text) and listed[0]["name"] == "named now"
-    assert kept["a.jsonl"] == 2  # the listing's, and the one made without what is kept
+    assert kept["a.jsonl"] == 1  # the one made without what is kept
     # rewritten in place, the same size, its times set back: its last bytes differ
     data = session.read_bytes()
     st = session.stat()
@@ -125,7 +153,7 @@ def test_a_file_that_changed_is_read_again(tmp_path: Path, kept: Counter[str]) -
     assert _as_listed(folder, text) == []
 
 
-def test_a_kept_value_that_is_not_ours_is_read_again(tmp_path: Path, kept: Counter[str]) -> None:
+def test_a_kept_value_that_is_not_ours_is_read_again(tmp_path: Path, kept: Reads) -> None:
     folder = tmp_path / "sessions"
     folder.mkdir()
     _long_session(folder / "a.jsonl", "question")
@@ -140,10 +168,8 @@ def test_a_kept_value_that_is_not_ours_is_read_again(tmp_path: Path, kept: Count
 
 
 def test_a_file_that_changed_just_now_is_not_kept(
-    tmp_path: Path, kept: Counter[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, kept: Reads, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pi_session_server.session import cache_dir
-
     monkeypatch.setattr(cache_dir, "RACY_NS", 60 * 1_000_000_000)
     folder = tmp_path / "sessions"
     folder.mkdir()
@@ -165,16 +191,223 @@ def test_every_cut_of_what_is_kept_is_the_cut_of_the_whole(
     tmp_path_factory: pytest.TempPathFactory, first: str, cut: int | None, name: str | None
 ) -> None:
     folder = tmp_path_factory.mktemp("sessions")
-    _long_session(folder / "a.jsonl", first, name=name)
-    canonical = listing_store.KEPT_TEXT
-    read = listing._read_session_info(str(folder / "a.jsonl"), None, None, canonical, None)
-    decoded = listing_store._decoded(listing_store._encoded(read), str(folder / "a.jsonl"))
-    assert decoded == read
-    for text in (
-        TextOptions(all_messages_text=False, max_chars=cut),
-        TextOptions(first_message=False, all_messages_text=False),
-    ):
-        if not listing_store.covers(text):
-            continue
-        direct = listing._read_session_info(str(folder / "a.jsonl"), None, None, text, None)
-        assert listing_store._as_asked(decoded, str(folder / "a.jsonl"), text) == direct
+    session = _long_session(folder / "a.jsonl", first, name=name)
+    with _kept_in(tmp_path_factory.mktemp("index")):
+        for text in (
+            TextOptions(all_messages_text=False, max_chars=cut),
+            TextOptions(first_message=False, all_messages_text=False),
+        ):
+            if not listing_store.covers(text):
+                continue
+            expected = _without_kept(folder, text)
+            assert _as_listed(folder, text) == expected  # read, kept
+            assert _as_listed(folder, text) == expected  # from what was kept
+            with session.open("a") as f:
+                f.write(S.user("u2", "a1", "later") + "\n")
+            assert _as_listed(folder, text) == _without_kept(folder, text)  # read on from it
+
+
+@contextlib.contextmanager
+def _kept_in(directory: Path) -> Iterator[pytest.MonkeyPatch]:
+    """Views kept for files of any size in ``directory``, files taken as settled at once (for a
+    test that hypothesis runs many times: its fixtures are made once)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PI_SESSION_INDEX_DIR", str(directory))
+        patch.setenv("PI_SESSION_INDEX_MIN_SIZE", "0")
+        patch.setattr(cache_dir, "RACY_NS", 0)
+        yield patch
+
+
+# ---- a kept listing read on from where the file ended ------------------------------------------
+
+_TEXT = st.text(
+    st.characters(codec="utf-8") | st.sampled_from(["\u2028", "\u2029", "\r", "\n", " "]), max_size=12
+)
+_DATE = st.sampled_from(["2025-03-01T10:00:00.000Z", "2025-03-02T11:00:00Z", "not a date", 7, None])
+
+
+def _dumped(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+@st.composite
+def _message(draw: st.DrawFn) -> bytes:
+    message: dict[str, Any] = {"role": draw(st.sampled_from(["user", "assistant", "toolResult", 3]))}
+    content = draw(
+        st.one_of(
+            _TEXT,
+            st.lists(
+                st.fixed_dictionaries({"type": st.sampled_from(["text", "image"]), "text": _TEXT}), max_size=3
+            ),
+            st.none(),
+        )
+    )
+    if draw(st.booleans()):
+        message["content"] = content
+    timestamp = draw(st.one_of(st.none(), st.integers(-5, 2**41), st.sampled_from([1.5, "9"])))
+    if timestamp is not None:
+        message["timestamp"] = timestamp
+    entry: dict[str, Any] = {"type": "message", "id": "m", "parentId": None, "timestamp": draw(_DATE)}
+    entry["message"] = draw(st.sampled_from([message, message, message, None]))
+    return _dumped(entry)
+
+
+_LINE = st.one_of(
+    _message(),
+    st.builds(
+        lambda name: _dumped({"type": "session_info", "id": "i", "name": name}),
+        st.one_of(_TEXT, st.sampled_from(["", "  ", None, 5])),
+    ),
+    st.builds(lambda text: _dumped({"type": "label", "id": "l", "targetId": "m", "label": text}), _TEXT),
+    st.builds(
+        lambda text: _dumped(
+            {"type": "compaction", "id": "c", "summary": text, "firstKeptEntryId": "m", "tokensBefore": 9}
+        ),
+        _TEXT,
+    ),
+    st.builds(
+        lambda date: _dumped({"type": "session", "id": "second", "timestamp": date, "cwd": "/else"}), _DATE
+    ),
+    st.sampled_from(
+        [b"", b"   ", b"{not json", b'{"type": "message"', b"null", b"0", b'""', b'{"type": "x"}']
+    ),
+)
+_HEADER = st.builds(
+    lambda date, identifier, parent: _dumped(
+        {"type": "session", "id": identifier, "timestamp": date, "cwd": "/p", "parentSession": parent}
+    ),
+    _DATE,
+    st.sampled_from(["s-1", None, 4]),
+    st.sampled_from(["/parent.jsonl", None]),
+)
+
+
+@st.composite
+def _part(draw: st.DrawFn, *, first: bool = False) -> bytes:
+    """Lines as pi appends them (any line break), maybe the first bytes of one more at the end."""
+    lines = draw(st.lists(_LINE, max_size=6))
+    if first:
+        lines.insert(draw(st.integers(0, min(2, len(lines)))), draw(_HEADER))
+    breaks = st.sampled_from([b"\n", b"\n", b"\r\n", b"\r"])
+    data = b"".join(line + draw(breaks) for line in lines)
+    partial = draw(st.one_of(st.none(), _LINE))
+    if partial is not None:
+        data += partial[: draw(st.one_of(st.just(len(partial)), st.integers(0, len(partial))))]
+    return data
+
+
+COVERED = [text for text in ASKED if listing_store.covers(text)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    base=_part(first=True),
+    appends=st.lists(st.tuples(_part(), st.sampled_from(COVERED)), min_size=1, max_size=3),
+)
+def test_a_kept_listing_read_on_after_appends_is_a_whole_read(
+    tmp_path_factory: pytest.TempPathFactory, base: bytes, appends: list[tuple[bytes, TextOptions]]
+) -> None:
+    folder = tmp_path_factory.mktemp("sessions")
+    session = folder / "a.jsonl"
+    session.write_bytes(base)
+    with _kept_in(tmp_path_factory.mktemp("index")) as patch:
+        reads = _spied(patch)
+        assert _as_listed(folder, COVERED[0]) == _without_kept(folder, COVERED[0])
+        for appended, asked in appends:
+            with session.open("ab") as f:
+                f.write(appended)
+            reads.clear()
+            listed = _as_listed(folder, asked)  # read on from what was kept
+            assert reads["a.jsonl"] == 0, "read whole"
+            assert listed == _without_kept(folder, asked)
+            for text in COVERED:  # from what that listing kept
+                assert _as_listed(folder, text) == _without_kept(folder, text), text
+
+
+def test_a_racy_file_is_read_on_from_what_was_kept_and_that_stays(
+    tmp_path: Path, kept: Reads, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    session = _long_session(folder / "a.jsonl", "question")
+    text = TextOptions(all_messages_text=False, max_chars=100)
+    _as_listed(folder, text)
+    size = session.stat().st_size
+    (kept_file,) = (tmp_path / "index").iterdir()
+    kept_before = kept_file.read_bytes()
+    appended = (S.user("u2", "a1", "more") + "\n").encode()
+    with session.open("ab") as f:
+        f.write(appended)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 60 * 1_000_000_000)  # the file changed just now
+    kept.clear()
+    for _ in range(2):
+        assert _as_listed(folder, text) == _without_kept(folder, text)
+    assert kept.tails("a.jsonl") == [(size, len(appended))] * 2 and kept["a.jsonl"] == 2  # (2: without)
+    assert kept_file.read_bytes() == kept_before  # what was read of a racy file is not kept
+
+
+@pytest.mark.parametrize(
+    "change", ["renamed over", "same size rewrite", "truncated", "shorter", "generation"]
+)
+def test_a_file_that_did_not_only_grow_is_read_whole(
+    tmp_path: Path, kept: Reads, change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    session = _long_session(folder / "a.jsonl", "question", name="first name")
+    text = TextOptions(all_messages_text=False, max_chars=100)
+    _as_listed(folder, text)
+    data = session.read_bytes()
+    if change == "renamed over":  # another file renamed over it (a program that saves by renaming)
+        (folder / "b.tmp").write_bytes(data.replace(b"first name", b"other name"))
+        os.replace(folder / "b.tmp", session)
+    elif change == "same size rewrite":
+        st_before = session.stat()
+        with session.open("r+b") as f:
+            f.write(data.replace(b"first name", b"other name"))
+        os.utime(session, ns=(st_before.st_atime_ns, st_before.st_mtime_ns))
+    elif change == "truncated":
+        with session.open("r+b") as f:
+            f.truncate(len(data) - 20)
+    elif change == "shorter":
+        session.write_bytes(data[: len(data) // 2])
+    else:  # another file under the same number: the file system tells them apart by the generation
+        real = cache_dir.generation
+        monkeypatch.setattr(cache_dir, "generation", lambda fd: real(fd) + 1)
+    with session.open("ab") as f:  # then appended to
+        f.write((S.session_info("n2", "a1", "x" * 30) + "\n").encode())
+    kept.clear()
+    assert _as_listed(folder, text) == _without_kept(folder, text)
+    assert kept.tails("a.jsonl") == [] and kept["a.jsonl"] == 2
+    assert _as_listed(folder, text) == _without_kept(folder, text)
+
+
+def test_a_file_that_is_no_session_stays_none_unread(tmp_path: Path, kept: Reads) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    session = folder / "a.jsonl"
+    session.write_text('{"type": "x"}\n' + S.header() + "\n")
+    text = TextOptions(all_messages_text=False, max_chars=100)
+    assert _as_listed(folder, text) == []
+    with session.open("a") as f:
+        f.write(S.user("u1", None, "hi") + "\n")
+    kept.clear()
+    assert _as_listed(folder, text) == []
+    assert kept.all == [("a.jsonl", 0, 0)]
+
+
+def test_a_header_first_found_in_what_was_appended(tmp_path: Path, kept: Reads) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    session = folder / "a.jsonl"
+    session.write_text("\n{not json\n" + '{"type": "session", "id"')  # pi writing its header
+    text = TextOptions(all_messages_text=False, max_chars=100)
+    assert _as_listed(folder, text) == []
+    with session.open("a") as f:
+        f.write(
+            ': "s", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/p"}\n' + S.user("u1", None, "hi") + "\n"
+        )
+    kept.clear()
+    listed = _as_listed(folder, text)
+    assert listed == _without_kept(folder, text) and listed[0]["firstMessage"] == "hi"
+    assert kept.tails("a.jsonl")[0][0] == len("\n{not json\n")
