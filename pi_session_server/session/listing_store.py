@@ -83,9 +83,6 @@ def session_info(
     return _as_asked(info, path, text)
 
 
-_UNKNOWN: Any = object()
-
-
 def _as_asked(info: SessionInfo, path: str, text: TextOptions) -> SessionInfo:
     if not text.first_message:
         return dataclasses.replace(info, path=path, first_message=ABSENT, text_truncated=False)

@@ -115,6 +115,18 @@ def _kept_path(
     return None
 
 
+def _read_kept(kept: str) -> tuple[Any, memoryview]:
+    """The metadata and the view of the kept file ``kept``; raises ValueError (or OSError,
+    struct.error...) when it is not one this version writes whole."""
+    with open(kept, "rb") as f:
+        data = f.read()
+    magic, version, meta_length, crc = _PREFIX.unpack_from(data)
+    body = memoryview(data)[_PREFIX.size :]
+    if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
+        raise ValueError("not a whole view of this format")
+    return json.loads(bytes(body[:meta_length])), body[meta_length:]
+
+
 def load(
     path: str,
     before: Identity | None,
@@ -135,13 +147,7 @@ def load(
         return None
     fd, kept = place
     try:
-        with open(kept, "rb") as f:
-            data = f.read()
-        magic, version, meta_length, crc = _PREFIX.unpack_from(data)
-        body = memoryview(data)[_PREFIX.size :]
-        if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
-            return None
-        meta = json.loads(bytes(body[:meta_length]))
+        meta, view = _read_kept(kept)
         if meta["identity"] != list(before or ()) or meta["key"] != _view_key(kind, key):
             return None  # another file, or made another way: left for the next save to replace
         if cache_dir.edges(fd, meta["identity"][2]) != (meta["head_crc"], meta["tail_crc"]):
@@ -151,7 +157,7 @@ def load(
             return None
         with contextlib.suppress(OSError):
             os.utime(kept)  # used now: the cache keeps the sessions used last (cache_dir.prune)
-        return KeptView(head, body[meta_length:])
+        return KeptView(head, view)
     except (struct.error, ValueError, TypeError, KeyError, IndexError, OSError, cache_dir.NotUsable):
         return None
     finally:
@@ -181,13 +187,7 @@ def load_grown(
         return None
     kept = cache_dir.kept_path(settings.directory, st, suffix(kind))
     try:
-        with open(kept, "rb") as f:
-            data = f.read()
-        magic, version, meta_length, crc = _PREFIX.unpack_from(data)
-        body = memoryview(data)[_PREFIX.size :]
-        if magic != MAGIC or version != FORMAT_VERSION or zlib.crc32(body) != crc:
-            return None
-        meta = json.loads(bytes(body[:meta_length]))
+        meta, view = _read_kept(kept)
         dev, ino, size, mtime_ns, ctime_ns = meta["identity"]
         if (dev, ino) != (st.st_dev, st.st_ino) or meta["key"] != _view_key(kind, key):
             return None
@@ -201,7 +201,7 @@ def load_grown(
             return None
         with contextlib.suppress(OSError):
             os.utime(kept)  # used now: the cache keeps the sessions used last (cache_dir.prune)
-        return GrownView(body[meta_length:], (dev, ino, size, mtime_ns, ctime_ns))
+        return GrownView(view, (dev, ino, size, mtime_ns, ctime_ns))
     except (struct.error, ValueError, TypeError, KeyError, IndexError, OSError, cache_dir.NotUsable):
         return None
 
