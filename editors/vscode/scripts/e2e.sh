@@ -98,8 +98,11 @@ mkdir -p "$RUN/ws/big" && cp --reflink=auto "$BIG" "$RUN/ws/big/big-session.json
 mkdir -p "$RUN/ws/.pi/agent/sessions/--work-demo--"
 echo '{"type":"message","id":"x1","parentId":null,"timestamp":"2026-01-05T10:00:00.000Z"}' \
   > "$RUN/ws/.pi/agent/sessions/--work-demo--/headerless-session.jsonl"
+# auto save off, as desktop VS Code has it: code-server (VS Code in a browser) saves a second after
+# each edit by default, and a save of the test's typing on its way while the test appends to the
+# file (as pi would) writes the editor's text over the appended line
 cat > "$RUN/ud/User/settings.json" <<JSON
-{ "piSession.server.pythonPath": "$PY",
+{ "piSession.server.pythonPath": "$PY", "files.autoSave": "off",
   "security.workspace.trust.enabled": false, "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off", "extensions.autoCheckUpdates": false,
   "extensions.autoUpdate": false, "update.mode": "none", "workbench.tips.enabled": false,
