@@ -170,6 +170,7 @@ class FilePoller:
             for key, (path, last, on_change) in followed:
                 signature = signatures.get(path, last)  # (not looked at: its stat is stuck)
                 if signature != last and key in self._followed:
+                    logger.debug("%s changed: %s, was %s", path, signature, last)
                     self._followed[key] = (path, signature, on_change)
                     on_change()
         except Exception:  # one broken file must not stop the others
@@ -239,6 +240,7 @@ class FilePoller:
         and marked as queued). An unanswered stat passes the slot's last signature: unchanged."""
         if signature == slot.last_stat:
             return False
+        logger.debug("%s (%s) changed: %s, was %s", slot.path, slot.handle, signature, slot.last_stat)
         # the first look at a new slot refreshes too: bytes appended between the open and now count
         slot.last_stat = signature
         slot.refreshing = True
@@ -257,6 +259,13 @@ class FilePoller:
             logger.exception("following %s failed", slot.path)
             return
         self.server.note_slot(slot)
+        logger.debug(
+            "%s (%s) refreshed: %s, %d new entries",
+            slot.path,
+            slot.handle,
+            change.kind,
+            len(change.new_entry_ids),
+        )
         if manager.awaiting_header:
             # the file was found without a session header and not yet held still long enough to be
             # told "unreadable": the next tick looks again, changed or not (an unchanged look is a stat)

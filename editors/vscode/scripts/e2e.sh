@@ -11,8 +11,11 @@
 # e2e-viewer.png (the session viewer on a 100 MB session), e2e-tree.png (the session tree beside the
 # session), e2e-problems.png (the Problems panel), e2e-escaping.png (a session holding HTML and script
 # tags, shown as text), e2e-picker.png (Open Session... listing two sessions), e2e-hover.png and
-# e2e.png (the window at the end); e2e-error.png when a step throws. The 100 MB session is made by
-# bench/gen_session.py (cached under $E2E_DIR, never committed).
+# e2e.png (the window at the end); e2e-error.png when a step throws. When a check fails, the logs of
+# the run go there too, under e2e-logs/: the extension host's and the "Pi Session" output channel's
+# (the client's trace of every message, piSession.trace.server), code-server.log, and server.log
+# (the server's own log at DEBUG: what its poller saw of the files it follows). The 100 MB session
+# is made by bench/gen_session.py (cached under $E2E_DIR, never committed).
 # Ends with "N passed, M failed" and exits 0 only when every check passed.
 set -euo pipefail
 
@@ -32,7 +35,7 @@ export npm_config_yes=true              # node-pty's postinstall runs `npx node-
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 export XDG_CONFIG_HOME=$E2E/xdg/config XDG_DATA_HOME=$E2E/xdg/data XDG_CACHE_HOME=$E2E/xdg/cache
 mkdir -p "$E2E" "$ARTIFACTS"
-rm -f "$ARTIFACTS"/e2e*.png   # a screenshot from an earlier run must not pass for this one's
+rm -rf "$ARTIFACTS"/e2e*.png "$ARTIFACTS/e2e-logs"   # an earlier run's must not pass for this one's
 T0=$(date +%s); ts() { echo "$(( $(date +%s) - T0 ))s"; }
 
 "$PY" -c 'import pi_session_server' || { echo "[e2e] $PY cannot import pi_session_server (set PY)"; exit 1; }
@@ -98,8 +101,18 @@ mkdir -p "$RUN/ws/big" && cp --reflink=auto "$BIG" "$RUN/ws/big/big-session.json
 mkdir -p "$RUN/ws/.pi/agent/sessions/--work-demo--"
 echo '{"type":"message","id":"x1","parentId":null,"timestamp":"2026-01-05T10:00:00.000Z"}' \
   > "$RUN/ws/.pi/agent/sessions/--work-demo--/headerless-session.jsonl"
+# the server as the extension starts it (`serve` appended to the command), its log kept at DEBUG
+cat > "$RUN/pi-session" <<SH
+#!/bin/sh
+if [ "\$1" = serve ]; then shift; exec "$PY" -m pi_session_server serve --log-file "$RUN/server.log" --log-level DEBUG "\$@"; fi
+exec "$PY" -m pi_session_server "\$@"
+SH
+chmod +x "$RUN/pi-session"
+# auto save off, as desktop VS Code has it: code-server (VS Code in a browser) saves a second after
+# each edit by default, and a save of the test's typing on its way while the test appends to the
+# file (as pi would) writes the editor's text over the appended line
 cat > "$RUN/ud/User/settings.json" <<JSON
-{ "piSession.server.pythonPath": "$PY",
+{ "piSession.server.command": ["$RUN/pi-session"], "piSession.trace.server": "messages", "files.autoSave": "off",
   "security.workspace.trust.enabled": false, "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off", "extensions.autoCheckUpdates": false,
   "extensions.autoUpdate": false, "update.mode": "none", "workbench.tips.enabled": false,
@@ -152,7 +165,11 @@ CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$ARTIFACTS" CHROME_
   timeout 720 node "$TOOLS/e2e.mjs" || rc=$?
 echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$ARTIFACTS"/*.png 2>/dev/null | tr '\n' ' '); logs: $RUN/ud/logs"
 if [ $rc -ne 0 ]; then
+  mkdir -p "$ARTIFACTS/e2e-logs"
+  cp -r "$RUN/ud/logs" "$ARTIFACTS/e2e-logs/vscode" 2>/dev/null || true
+  cp "$RUN/code-server.log" "$RUN/server.log" "$ARTIFACTS/e2e-logs/" 2>/dev/null || true
   tail -30 "$RUN/code-server.log"
   find "$RUN/ud/logs" -name '*.log' \( -path '*exthost*' -o -name '*Pi Session*' \) -exec tail -n 40 {} + 2>/dev/null || true
+  echo "[e2e] the run's logs: $ARTIFACTS/e2e-logs"
 fi
 exit $rc

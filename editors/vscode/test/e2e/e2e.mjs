@@ -1,7 +1,8 @@
 // Drive code-server (real VS Code) with Debian chromium through playwright-core and check what a
 // user of the Pi Session extension sees: the language of session files (damaged ones too), the
 // diagnostics in the Problems panel, the session tree (its own container, lazy, icons, the leaf
-// selected, following the cursor, cleared on close, following repairs), a hover, the highlights
+// selected, following the cursor, cleared on close, following repairs, following pi's appends, with
+// unsaved edits in the editor too), a hover, the highlights
 // and completion of ids, the context document, Check All Sessions, Fix All, and the session viewer
 // (a 100 MB session opened from the Explorer, scrolled, a branch switched, a tool call expanded; a
 // session holding HTML and script tags shown as text), and Open Session... (pi's sessions of the
@@ -247,6 +248,9 @@ try {
   // 6b. on a parentId, the entry it names and the ids naming it are highlighted; typing in the
   // string offers the entries' ids (the extension turns quick suggestions in strings on)
   await page.mouse.move(5, 500);
+  const sessionPath = path.join(FOLDER, SESSION);
+  const savedSession = { bytes: fs.readFileSync(sessionPath), mtime: fs.statSync(sessionPath).mtimeMs };
+  const asSaved = () => fs.readFileSync(sessionPath).equals(savedSession.bytes) && fs.statSync(sessionPath).mtimeMs === savedSession.mtime;
   await goToLine(page, '5:55'); // at the end of "a0000001", the parentId of u0000002
   const strong = page.locator(`${sessionEditor} .cdr.wordHighlightStrong`);
   const read = page.locator(`${sessionEditor} .cdr.wordHighlight`);
@@ -260,12 +264,19 @@ try {
   check('typing in a parentId offers the ids of the entries', suggested,
     squash(await page.locator('.suggest-widget').first().innerText().catch(() => '(no suggestions)')).slice(0, 200));
   await page.keyboard.press('Escape');
+  // the typing is undone, never saved (e2e.sh turns auto save off: code-server, a VS Code in the
+  // browser, saves a second after an edit by default, at a moment of its own; a save on its way
+  // while pi appends at step 8 wrote the editor's text over pi's line)
   const dirtyTab = page.locator('.tab.dirty', { hasText: 'broken-session.jsonl' });
-  for (let i = 0; i < 4 && (await dirtyTab.count()) > 0; i++) {
-    await page.keyboard.press('Control+Z');
-    await page.waitForTimeout(300);
-  }
-  check('undoing the typing leaves the session as saved', (await dirtyTab.count()) === 0);
+  const undoTyping = async () => {
+    const typed = await visible(dirtyTab, 15_000); // (the tab is marked once the model has the edit)
+    for (let i = 0; i < 4 && (await dirtyTab.count()) > 0; i++) {
+      await page.keyboard.press('Control+Z');
+      await page.waitForTimeout(300);
+    }
+    return typed && (await dirtyTab.count()) === 0;
+  };
+  check('undoing the typing leaves the session as saved (its file untouched)', (await undoTyping()) && asSaved());
 
   // 7. Show Context at Leaf opens a read-only Markdown document beside the session
   await page.mouse.move(5, 500);
@@ -273,16 +284,22 @@ try {
   const contextTab = page.locator('.tab', { hasText: 'context at leaf.md' });
   const contextOpen = await visible(contextTab, 30_000);
   let contextText = '';
+  const contextShown = () => contextText.includes('# Context of broken-session.jsonl at the leaf')
+    && contextText.includes('Loader refactored and tested') && contextText.includes('messages: 4');
   if (contextOpen) {
     const contextEditor = '.editor-group-container.active .monaco-editor';
     await page.locator(`${contextEditor} .view-lines`).first().waitFor({ timeout: 15_000 });
-    await visible(page.locator(`${contextEditor} .view-line`, { hasText: 'Context of' }), 15_000);
-    contextText = (await Promise.all((await editorLines(page, contextEditor)).map((l) => l.line.innerText())))
-      .join('\n')
-      .replace(/\u00a0/g, ' '); // the editor renders spaces as no-break spaces
+    await visible(page.locator(`${contextEditor} .view-line`, { hasText: 'messages:' }), 15_000);
+    // read again while the editor draws its lines anew (one read under load missed a line, the
+    // document's text whole): a line being drawn has no box
+    for (let read = 0; read < 5 && !contextShown(); read++) {
+      if (read > 0) await page.waitForTimeout(300);
+      contextText = (await Promise.all((await editorLines(page, contextEditor)).map((l) => l.line.innerText())))
+        .join('\n')
+        .replace(/\u00a0/g, ' '); // the editor renders spaces as no-break spaces
+    }
   }
-  const contextOk = contextOpen && contextText.includes('# Context of broken-session.jsonl at the leaf')
-    && contextText.includes('Loader refactored and tested') && contextText.includes('messages: 4');
+  const contextOk = contextOpen && contextShown();
   check('Show Context opens the context document at the leaf', contextOk, squash(contextText).slice(0, 200));
 
   // 8. another program (pi itself) appends to the session: the tree and the leaf context follow
@@ -290,14 +307,35 @@ try {
     type: 'message', id: 'u0000009', parentId: 'a0000003', timestamp: '2026-01-05T10:00:30.000Z',
     message: { role: 'user', content: 'A line written by pi itself', timestamp: 1767607230000 },
   });
-  fs.appendFileSync(path.join(FOLDER, SESSION), `${piLine}\n`);
+  fs.appendFileSync(sessionPath, `${piLine}\n`);
+  // (whether the line is still in the file says, when a check fails, who lost it)
+  const onDisk = (text) => (fs.readFileSync(sessionPath, 'utf8').includes(text) ? 'the line is in the file' : 'the line is NOT in the file');
   const newRow = tree.locator('.monaco-list-row', { hasText: 'A line written by pi itself' });
   const appended = await visible(newRow, 30_000);
   const newRowText = appended ? squash(await newRow.first().innerText()) : '';
-  check('the tree follows another program appending to the session', appended && newRowText.includes('leaf'), newRowText);
+  check('the tree follows another program appending to the session', appended && newRowText.includes('leaf'),
+    `${newRowText || '(no row)'}; ${onDisk(piLine)}`);
   const contextEditor = '.editor-group-container.active .monaco-editor';
   const contextFollowed = await visible(page.locator(`${contextEditor} .view-line`, { hasText: 'A line written by pi itself' }), 30_000);
-  check('the context document at the leaf follows too', contextFollowed);
+  check('the context document at the leaf follows too', contextFollowed, onDisk(piLine));
+
+  // 8b. pi appends while the session has unsaved edits: the editor keeps its text (it reloads no
+  // changed buffer), and the tree follows the file all the same (the server reads the file)
+  await page.locator('.tab[aria-label*="broken-session.jsonl"]').first().click();
+  await goToLine(page, '5:55');
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type('1');
+  await page.keyboard.press('Escape');
+  const editing = await visible(dirtyTab, 15_000);
+  const piLine2 = JSON.stringify({
+    type: 'message', id: 'u0000010', parentId: 'u0000009', timestamp: '2026-01-05T10:00:31.000Z',
+    message: { role: 'user', content: 'Written by pi during an edit', timestamp: 1767607231000 },
+  });
+  fs.appendFileSync(sessionPath, `${piLine2}\n`);
+  const duringEdit = await visible(tree.locator('.monaco-list-row', { hasText: 'Written by pi during an edit' }), 30_000);
+  const undone = await undoTyping();
+  check('the tree follows pi appending while the session has unsaved edits', editing && duringEdit && undone,
+    `${editing ? 'edited' : 'the tab never showed the edit'}; ${duringEdit ? 'followed' : 'not followed'}; ${undone ? 'undone' : 'still dirty'}; ${onDisk(piLine2)}`);
 
   // 9. Check All Sessions runs `pi-session check --json` over pi's session directory (a session that
   // is not open) and lists its problems in the Problems panel
