@@ -6,7 +6,8 @@
 # CI artifacts: the screenshots of the run go to $ARTIFACTS (default ci-artifacts/vscode-e2e/ in the
 # repository): e2e-viewer.png (the session viewer on the 100 MB session), e2e-tree.png (the session
 # tree), e2e-problems.png (the Problems panel), e2e-escaping.png (a session holding HTML and script
-# tags, shown as text), e2e-hover.png, e2e.png (the window at the end), e2e-error.png (a failed step).
+# tags, shown as text), e2e-hover.png, e2e.png (the window at the end), e2e-error.png (a failed step),
+# and for a failed run e2e-logs/ (the extension host's, the client's trace, code-server's, the server's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ARTIFACTS=${ARTIFACTS:-$PWD/ci-artifacts/vscode-e2e}

@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         if args.log_file
         else logging.StreamHandler(sys.stderr)
     )
+    # timed lines, to be set beside a client's trace of the messages
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler], force=True)
     options = ServerOptions(
         fsync=args.fsync,

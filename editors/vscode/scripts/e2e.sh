@@ -108,11 +108,11 @@ if [ "\$1" = serve ]; then shift; exec "$PY" -m pi_session_server serve --log-fi
 exec "$PY" -m pi_session_server "\$@"
 SH
 chmod +x "$RUN/pi-session"
-# auto save off, as desktop VS Code has it: code-server (VS Code in a browser) saves a second after
-# each edit by default, and a save of the test's typing on its way while the test appends to the
-# file (as pi would) writes the editor's text over the appended line
+# code-server's own default auto save is kept (VS Code in a browser saves a second after each
+# edit): the extension turns it off for Pi Session documents, which step 6b checks, as a save of
+# the test's typing on its way while pi appends (step 8) would write the editor's text over pi's line
 cat > "$RUN/ud/User/settings.json" <<JSON
-{ "piSession.server.command": ["$RUN/pi-session"], "piSession.trace.server": "messages", "files.autoSave": "off",
+{ "piSession.server.command": ["$RUN/pi-session"], "piSession.trace.server": "messages",
   "security.workspace.trust.enabled": false, "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off", "extensions.autoCheckUpdates": false,
   "extensions.autoUpdate": false, "update.mode": "none", "workbench.tips.enabled": false,

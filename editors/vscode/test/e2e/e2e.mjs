@@ -264,9 +264,10 @@ try {
   check('typing in a parentId offers the ids of the entries', suggested,
     squash(await page.locator('.suggest-widget').first().innerText().catch(() => '(no suggestions)')).slice(0, 200));
   await page.keyboard.press('Escape');
-  // the typing is undone, never saved (e2e.sh turns auto save off: code-server, a VS Code in the
-  // browser, saves a second after an edit by default, at a moment of its own; a save on its way
-  // while pi appends at step 8 wrote the editor's text over pi's line)
+  // the typing is undone, never saved: code-server, a VS Code in the browser, saves a second after
+  // an edit by default (e2e.sh keeps that default), but the extension turns auto save off for Pi
+  // Session documents, as a save on its way while pi appends (step 8) writes the editor's text over
+  // pi's line
   const dirtyTab = page.locator('.tab.dirty', { hasText: 'broken-session.jsonl' });
   const undoTyping = async () => {
     const typed = await visible(dirtyTab, 15_000); // (the tab is marked once the model has the edit)
@@ -276,7 +277,7 @@ try {
     }
     return typed && (await dirtyTab.count()) === 0;
   };
-  check('undoing the typing leaves the session as saved (its file untouched)', (await undoTyping()) && asSaved());
+  check('a session is not saved on its own (auto save off) and undoing the typing leaves it as saved (its file untouched)', (await undoTyping()) && asSaved());
 
   // 7. Show Context at Leaf opens a read-only Markdown document beside the session
   await page.mouse.move(5, 500);
