@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except BrokenPipeError:
         return _reader_gone()
+    except KeyboardInterrupt:  # Ctrl-C: the user knows why the command stopped, no traceback
+        return EXIT_INTERRUPTED
     except (CommandError, PiSessionError, OSError) as error:
         # what the file or the system refused: one line, like the commands' own messages
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
@@ -139,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
 # What a shell reports for a command killed by SIGPIPE, which is how Unix tools end when the
 # reader of their output goes away (``pi-session tree | head``).
 EXIT_BROKEN_PIPE = 128 + 13
+# What a shell reports for a command Ctrl-C stopped.
+EXIT_INTERRUPTED = 128 + 2
 
 
 def _reader_gone() -> int:

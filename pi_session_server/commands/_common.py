@@ -132,6 +132,11 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     return count
 
 
+def counted(count: int, one: str, many: str | None = None) -> str:
+    """``count`` things, named in the singular or the plural (``many``, else ``one`` + s)."""
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
 def example_session_path() -> str:
     """The bundled example session (used when a command is given no file)."""
     from importlib import resources  # here: every command pays for its import otherwise

@@ -280,3 +280,29 @@ def test_nested_duplicate_ids_draw_each_subtree_once(tmp_path: Path) -> None:
     done = _cli("tree", "--no-index", str(path), cwd=tmp_path, timeout=60)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == 4 + 1 + 2 * 40  # the head, then a row per place
+
+
+def test_the_tree_counts_one_entry_as_one_and_many_with_separators(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(S.header() + "\n" + S.user("a1", None, "hi") + "\n")
+    assert "\n1 entry, leaf a1\n" in _cli("tree", "--no-index", str(path), cwd=tmp_path).stdout
+    lines, parent = [S.header()], None
+    for n in range(1000):
+        lines.append(S.user(f"e{n}", parent, "hi"))
+        parent = f"e{n}"
+    path.write_text("\n".join(lines) + "\n")
+    assert "\n1,000 entries, leaf e999\n" in _cli("tree", "--no-index", str(path), cwd=tmp_path).stdout
+
+
+def test_ctrl_c_stops_a_command_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pi_session_server import cli
+    from pi_session_server.commands import check
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check, "run", interrupted)
+    assert cli.main(["check", "--no-index"]) == 128 + 2  # what a shell reports for Ctrl-C
+    assert capsys.readouterr().err == ""
