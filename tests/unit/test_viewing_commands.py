@@ -121,7 +121,8 @@ def test_a_file_that_cannot_be_shown_is_one_line_on_stderr(tmp_path: Path, comma
     cases = {
         str(tmp_path / "missing.jsonl"): f"{tmp_path / 'missing.jsonl'}: no such file",
         str(tmp_path): f"{tmp_path}: is a directory (give a session file)",
-        str(not_a_session): f"Session file is not a valid pi session: {not_a_session}",
+        str(not_a_session): f"Session file is not a valid pi session: {not_a_session}"
+        f" (`pi-session check {not_a_session}` says why)",
     }
     for path, message in cases.items():
         done = _cli(command, path, cwd=tmp_path)
