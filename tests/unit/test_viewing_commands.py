@@ -61,7 +61,12 @@ def file_pi_would_rewrite(request: pytest.FixtureRequest, tmp_path: Path) -> Pat
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "shown"),
-    [("tree", "assistant: hi there"), ("context", "hi there"), ("demo", "assistant          hi there")],
+    [
+        ("tree", "assistant: hi there"),
+        ("context", "hi there"),
+        ("demo", "assistant          hi there"),
+        ("stats", "messages: 2 (assistant 1, user 1)"),
+    ],
 )
 def test_showing_a_session_leaves_its_file_as_it_was(
     file_pi_would_rewrite: Path, command: str, shown: str
