@@ -170,6 +170,11 @@ def _glyphs(ascii_only: bool) -> dict[str, str]:
     return glyphs
 
 
+def _leaf_text(leaf_id: Any) -> str:
+    """The leaf's id, or null as pi's getLeafId() answers for a session without entries (as ``tree``)."""
+    return "null" if leaf_id is None else str(leaf_id)
+
+
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve() if args.file else example_path()
     if not path.is_file():
@@ -204,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"Session {name!r}  id {info['sessionId']}")
         print(f"  file {info.get('sessionFile', path)}")
         print(
-            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {info.get('leafId')}"
+            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {_leaf_text(info.get('leafId'))}"
         )
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
