@@ -312,3 +312,15 @@ def test_ctrl_c_stops_a_command_without_a_traceback(
     monkeypatch.setattr(check, "run", interrupted)
     assert cli.main(["check", "--no-index"]) == 128 + 2  # what a shell reports for Ctrl-C
     assert capsys.readouterr().err == ""
+
+
+def test_version_names_the_package_and_the_pi_releases(capsys: pytest.CaptureFixture[str]) -> None:
+    from pi_session_server import __version__, cli
+
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--version"])
+    assert stopped.value.code == 0
+    assert (
+        capsys.readouterr().out
+        == f"pi-session {__version__} (behaves like pi 1.6.0; --pi 0.86.1 on request)\n"
+    )
