@@ -40,6 +40,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pi-session", description="Tools for pi coding-agent session files."
     )
+    parser.add_argument("--version", action="version", version=_version_text())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _command_in(argv or [])
     for name, (module_name, help_text) in COMMANDS.items():
@@ -52,6 +53,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         module.add_arguments(command_parser)
         command_parser.set_defaults(_run=module.run)
     return parser
+
+
+def _version_text() -> str:
+    """This package's version and the pi releases it follows (what a bug report needs)."""
+    from . import __version__
+    from .session.releases import DEFAULT_PI, RELEASES
+
+    others = ", ".join(release for release in RELEASES if release != DEFAULT_PI)
+    return f"pi-session {__version__} (behaves like pi {DEFAULT_PI}; --pi {others} on request)"
 
 
 def _command_in(argv: list[str]) -> str | None:
@@ -124,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except BrokenPipeError:
         return _reader_gone()
+    except KeyboardInterrupt:  # Ctrl-C: the user knows why the command stopped, no traceback
+        return EXIT_INTERRUPTED
     except (CommandError, PiSessionError, OSError) as error:
         # what the file or the system refused: one line, like the commands' own messages
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
@@ -139,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
 # What a shell reports for a command killed by SIGPIPE, which is how Unix tools end when the
 # reader of their output goes away (``pi-session tree | head``).
 EXIT_BROKEN_PIPE = 128 + 13
+# What a shell reports for a command Ctrl-C stopped.
+EXIT_INTERRUPTED = 128 + 2
 
 
 def _reader_gone() -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterator
@@ -96,12 +97,21 @@ def open_to_look(path: str, pi: str = DEFAULT_PI, *, index: bool = True) -> Sess
 
     pi's ``open`` of a missing file starts a new session there; a command that shows a file
     reports it missing instead. An empty file reads as a session without entries."""
+    from ..errors import InvalidSessionFileError
     from ..session.manager import SessionManager  # the library: not for a command that prints a kept view
 
     problem = path_problem(path)
     if problem is not None:
         raise CommandError(f"{path}: {problem}")
-    return SessionManager.open(path, read_only=True, pi=pi, index=index)
+    try:
+        return SessionManager.open(path, read_only=True, pi=pi, index=index)
+    except InvalidSessionFileError as error:  # pi's words alone do not say what is wrong with it
+        raise CommandError(f"{error}{why_not_a_session(path)}") from error
+
+
+def why_not_a_session(path: str) -> str:
+    """What to add to pi's "not a valid pi session": the command that says why."""
+    return f" (`pi-session check {shlex.quote(path)}` says why)"
 
 
 _SKIPPED_SHOWN = 3
@@ -126,10 +136,16 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     if count > _SKIPPED_SHOWN:
         out.append(f"  and {count - _SKIPPED_SHOWN} more")
     out.append(
-        f"  (`pi-session check {path}` lists every problem; `pi-session repair {path}` mends what it can)"
+        f"  (`pi-session check {shlex.quote(path)}` lists every problem;"
+        f" `pi-session repair {shlex.quote(path)}` mends what it can)"
     )
     print("\n".join(out), file=sys.stderr, flush=True)
     return count
+
+
+def counted(count: int, one: str, many: str | None = None) -> str:
+    """``count`` things, named in the singular or the plural (``many``, else ``one`` + s)."""
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
 
 
 def example_session_path() -> str:

@@ -17,9 +17,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.commands._common import add_pi_argument, path_problem
+from pi_session_server.commands._common import add_pi_argument, counted, path_problem, why_not_a_session
 from pi_session_server.render.context_markdown import model_text
-from pi_session_server.server.errors import MAX_TREE_NODES
+from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
@@ -130,7 +130,7 @@ def _message_text(message: dict[str, Any]) -> str:
 def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[str]:
     messages = context["messages"]
     lines = [
-        f"{len(messages)} messages, model {model_text(context.get('model'))}, thinking {context.get('thinkingLevel', 'off')}"
+        f"{counted(len(messages), 'message')}, model {model_text(context.get('model'))}, thinking {context.get('thinkingLevel', 'off')}"
     ]
     for number, message in enumerate(messages, 1):
         role = str(message.get("role"))
@@ -170,6 +170,11 @@ def _glyphs(ascii_only: bool) -> dict[str, str]:
     return glyphs
 
 
+def _leaf_text(leaf_id: Any) -> str:
+    """The leaf's id, or null as pi's getLeafId() answers for a session without entries (as ``tree``)."""
+    return "null" if leaf_id is None else str(leaf_id)
+
+
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve() if args.file else example_path()
     if not path.is_file():
@@ -195,12 +200,17 @@ def run(args: argparse.Namespace) -> int:
                 context_params["leafId"] = args.leaf
             context = client.request("pi/buildSessionContext", context_params)
         except RpcError as error:
-            print(f"pi-session demo: {error.message} (JSON-RPC error {error.rpc_code})", file=sys.stderr)
-            return 1
+            hint = why_not_a_session(str(path)) if error.rpc_code == INVALID_SESSION_FILE else ""
+            print(
+                f"pi-session demo: {error.message} (JSON-RPC error {error.rpc_code}){hint}", file=sys.stderr
+            )
+            return 2  # the file cannot be shown, as for the other commands
         name = info.get("sessionName") or "(no name)"
         print(f"Session {name!r}  id {info['sessionId']}")
         print(f"  file {info.get('sessionFile', path)}")
-        print(f"  cwd {info['cwd']}   {info['entryCount']} entries   leaf {info.get('leafId')}")
+        print(
+            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {_leaf_text(info.get('leafId'))}"
+        )
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
             print(f"  {skipped} line{'' if skipped == 1 else 's'} of the file pi skips:")
@@ -216,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         print()
         shown = len(tree["nodes"])
         print(
-            f"Tree (filter {args.filter}: {shown} of {info['entryCount']} entries; {glyphs['dot']} = on the path to the leaf)"
+            f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs['dot']} = on the path to the leaf)"
         )
         for line in draw_tree(tree, width, glyphs):
             print(line)

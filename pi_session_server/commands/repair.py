@@ -24,12 +24,13 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO, cast
 
 from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, spliced
 from ..analysis.diagnostics import document_diagnostics
 from ..analysis.document import SessionDocument
 from ..errors import PiSessionError
+from ..output import write_fully
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, replace_in_place, same_file
 from ._common import add_pi_argument, special_file_problem
@@ -128,6 +129,8 @@ def _repair_path(
         return 2, 0
     try:
         return _repair(args, path, fd, chosen, others)
+    except _OutputFailed as failed:
+        raise failed.error from None  # said by cli.main (a reader gone: quietly), not as the file's failure
     except (OSError, PiSessionError) as err:
         message = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         # the file the system refused (the output, its directory), else the one being repaired
@@ -140,6 +143,38 @@ def _repair_path(
         return 2, 0
     finally:
         os.close(fd)
+
+
+class _OutputFailed(Exception):
+    """Writing the command's own output failed (a full disk, a reader gone): the file being
+    repaired is not at fault."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+class _Output:
+    """stdout (its text or its bytes) for ``print`` and writes, its failures raised as
+    :class:`_OutputFailed`."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def write(self, data: Any) -> None:
+        try:
+            if isinstance(data, str):
+                self.stream.write(data)
+            else:
+                write_fully(self.stream, data)
+        except OSError as error:
+            raise _OutputFailed(error) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as error:
+            raise _OutputFailed(error) from None
 
 
 def _target(args: argparse.Namespace, path: str) -> str:
@@ -177,7 +212,7 @@ def _repair(
     # the lines up to where the file ended then: those appended later are copied as they come
     doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi, end=before.size)
     plan = plan_repairs(doc, chosen, path)
-    report = sys.stdout if args.output != "-" else sys.stderr
+    report = cast(TextIO, _Output(sys.stdout)) if args.output != "-" else sys.stderr
     if args.in_place or args.output not in (None, "-"):
         later = _NEXT_ROUND  # written to a file: it goes round again
     else:
@@ -200,8 +235,8 @@ def _repair(
         kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
         written = path
     elif args.output == "-":
-        out = sys.stdout.buffer
-        for chunk in chunks:
+        out = _Output(sys.stdout.buffer)
+        for chunk in chunks:  # (read from the file: its errors are the file's)
             out.write(chunk)
         out.flush()
         print(f"{_repairs(count)} made", file=report)

@@ -12,7 +12,14 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ._common import add_index_argument, add_pi_argument, open_to_look, report_skipped_lines, session_path
+from ._common import (
+    add_index_argument,
+    add_pi_argument,
+    counted,
+    open_to_look,
+    report_skipped_lines,
+    session_path,
+)
 
 # The usage fields shown, as pi's assistant messages name them, with their names here.
 _TOKEN_NAMES = (
@@ -63,7 +70,7 @@ def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None) -> list[
     if "firstTimestamp" in stats:
         first, last = (one_terminal_line(str(stats[key])) for key in ("firstTimestamp", "lastTimestamp"))
         span = f", from {first} to {last}"
-    out.append(f"{_plural(stats['entryCount'], 'entry', 'entries')}{span}")
+    out.append(f"{counted(stats['entryCount'], 'entry', 'entries')}{span}")
     types: dict[str, int] = dict(stats["types"])
     messages = types.pop("message", 0)
     roles = _counts(stats["roles"])
@@ -71,7 +78,7 @@ def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None) -> list[
     if types:
         out.append(f"other entries: {_counts(types)}")
     out.append(
-        f"tree: {_plural(stats['branchPoints'], 'branch point')}, {_plural(stats['leaves'], 'leaf', 'leaves')}"
+        f"tree: {counted(stats['branchPoints'], 'branch point')}, {counted(stats['leaves'], 'leaf', 'leaves')}"
     )
     tokens = stats["tokens"]
     parts = ", ".join(f"{label} {_number(tokens[key])}" for key, label in _TOKEN_NAMES)
@@ -83,7 +90,7 @@ def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None) -> list[
         width = max(len(one_terminal_line(model)) for model in models)
         for model, values in sorted(models.items(), key=lambda item: -item[1]["cost"]):
             out.append(
-                f"  {one_terminal_line(model):<{width}}  {_plural(values['turns'], 'turn')}"
+                f"  {one_terminal_line(model):<{width}}  {counted(values['turns'], 'turn')}"
                 f"  {_number(values['totalTokens'])} tokens  {_dollars(values['cost'])}"
             )
     return out
@@ -95,10 +102,6 @@ def _counts(counts: Mapping[str, int]) -> str:
 
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return ", ".join(f"{one_terminal_line(name)} {count:,}" for name, count in ordered)
-
-
-def _plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count:,} {one if count == 1 else (many or one + 's')}"
 
 
 def _number(value: float) -> str:

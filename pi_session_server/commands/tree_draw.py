@@ -18,7 +18,7 @@ from ..session import SessionManager, view_store
 from ..session.cache_dir import Identity
 from ..session.describe import PreviewCache
 from ..session.tree import TreeNode, expanded_once
-from ._common import open_to_look, output_encoding, report_skipped_lines, write_encoded
+from ._common import counted, open_to_look, output_encoding, report_skipped_lines, write_encoded
 
 # Lines drawn, encoded and written at a time.
 BATCH_LINES = 16384
@@ -88,7 +88,7 @@ def _print(
     head = (
         f"\nsession {one_terminal_line(str(header.get('id')))}"
         + (f'  "{one_terminal_line(js_string_of(name))}"' if name is not ABSENT else "")
-        + f"\n{len(manager.get_entries())} entries, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
+        + f"\n{counted(len(manager.get_entries()), 'entry', 'entries')}, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
     )
     sys.stdout.write(path + head)
     # the kept view is the whole text, gathered while it stays small enough to keep (when views are kept)

@@ -35,6 +35,30 @@ def test_demo_draws_the_bundled_example(tmp_path):
     assert "2 compactionSummary" in out
 
 
+def test_demo_counts_one_entry_and_one_message_in_the_singular(tmp_path):
+    one = tmp_path / "one.jsonl"
+    one.write_text(
+        '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+        '{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"hi","timestamp":1}}\n'
+    )
+    run = demo(tmp_path, str(one), "--ascii")
+    assert run.returncode == 0, run.stderr
+    assert "   1 entry   leaf a1" in run.stdout
+    assert "Tree (filter default: 1 of 1 entry;" in run.stdout
+    assert "  1 message, model " in run.stdout
+
+
+def test_demo_of_a_session_without_entries_has_a_null_leaf(tmp_path):
+    empty = tmp_path / "header-only.jsonl"
+    empty.write_text(
+        '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+    )
+    run = demo(tmp_path, str(empty))
+    assert run.returncode == 0, run.stderr
+    assert "  cwd /p   0 entries   leaf null\n" in run.stdout  # as `pi-session tree` says it
+
+
 @pytest.mark.slow
 def test_demo_of_a_file_with_options(tmp_path):
     path = tmp_path / "mine.jsonl"
@@ -70,8 +94,11 @@ def test_demo_reports_errors(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a session\n")
     run = demo(tmp_path, str(bad))
-    assert run.returncode == 1
-    assert f"Session file is not a valid pi session: {bad} (JSON-RPC error -32003)" in run.stderr
+    assert run.returncode == 2  # as for the other commands, a file that cannot be shown
+    assert (
+        f"Session file is not a valid pi session: {bad} (JSON-RPC error -32003)"
+        f" (`pi-session check {bad}` says why)\n"
+    ) in run.stderr
     assert demo(tmp_path, str(tmp_path / "missing.jsonl")).returncode == 2
     directory = demo(tmp_path, str(tmp_path))
     assert (directory.returncode, directory.stderr) == (
@@ -104,6 +131,6 @@ def test_demo_of_a_session_bigger_than_one_tree_reply(tmp_path):
     run = demo(tmp_path, str(big), "--filter", "all", "--ascii")
     assert run.returncode == 0, run.stderr
     out = run.stdout.splitlines()
-    assert f"Tree (filter all: {count} of {count} entries; * = on the path to the leaf)" in out
+    assert f"Tree (filter all: {count:,} of {count:,} entries; * = on the path to the leaf)" in out
     drawn = [line for line in out if line.startswith("* e")]
     assert len(drawn) == count and drawn[0].startswith("* e0000000 ") and drawn[-1].startswith("* e0050000 ")

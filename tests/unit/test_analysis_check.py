@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import builders as S
@@ -158,3 +159,19 @@ def test_pi_chooses_how_context_edits_read(tmp_path: Path, capsys: pytest.Captur
     with pytest.raises(SystemExit):
         main(["check", "--pi", "0.5", str(path)])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_json_names_a_file_that_cannot_be_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As docs/DIAGNOSTICS.md says: an `error` text instead of diagnostics, counted as one error."""
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    assert main(["check", "--json", str(fifo)]) == 1
+    found = json.loads(capsys.readouterr().out)["files"]
+    assert found == [
+        {
+            "path": str(fifo),
+            "summary": {"error": 1, "warning": 0, "information": 0, "hint": 0},
+            "diagnostics": [],
+            "error": "is a FIFO, not a session file",
+        }
+    ]

@@ -409,7 +409,9 @@ def test_a_wrong_command_line_or_option_is_found() -> None:
 
 
 def pi_session_options() -> set[str]:
-    return set().union(*(subcommand_options(name) for name in COMMANDS))
+    """The options of every subcommand, and those ``pi-session`` itself takes (``--version``)."""
+    top = set(re.findall(r"(?<![\w-])(--?[a-z][-a-z]*)", build_parser().format_help()))
+    return top.union(*(subcommand_options(name) for name in COMMANDS))
 
 
 # options of the other programs the pages run: pip, python, pytest, mkdir, ln, code, pi

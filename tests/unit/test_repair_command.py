@@ -545,3 +545,40 @@ def test_the_repairs_are_listed_in_line_order(tmp_path: Path) -> None:
     done = cli(path)
     listed = [line.split(": ", 1)[0] for line in done.stdout.splitlines() if ": PI" in line]
     assert listed == [f"{path}:1", f"{path}:2"], done.stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("output", [[], ["-o", "-"]])
+def test_output_to_a_full_disk_is_one_line_on_stderr(glued: Path, output: list[str]) -> None:
+    """As for the other commands: it is the output that failed, not the file being repaired."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "pi_session_server", "repair", *output, str(glued)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == "pi-session repair: No space left on device"
+    assert "Exception" not in done.stderr and str(glued) not in done.stderr.splitlines()[-1]
+    assert glued.read_bytes() == GLUED
+
+
+def test_output_to_stdout_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    body = "".join(
+        S.user(f"e{n:07d}", f"e{n - 1:07d}" if n else None, "words " * 50) + "\n" for n in range(3000)
+    )
+    big.write_text(HEADER + "\n" + body)
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", "repair", "-o", "-", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline().startswith(b'{"type":"session"')
+    reader.stdout.close()  # like `| head -1`
+    errors = reader.stderr.read().decode()
+    reader.stderr.close()
+    assert (reader.wait(timeout=120), errors) == (128 + 13, "")

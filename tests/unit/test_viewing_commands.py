@@ -61,7 +61,12 @@ def file_pi_would_rewrite(request: pytest.FixtureRequest, tmp_path: Path) -> Pat
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "shown"),
-    [("tree", "assistant: hi there"), ("context", "hi there"), ("demo", "assistant          hi there")],
+    [
+        ("tree", "assistant: hi there"),
+        ("context", "hi there"),
+        ("demo", "assistant          hi there"),
+        ("stats", "messages: 2 (assistant 1, user 1)"),
+    ],
 )
 def test_showing_a_session_leaves_its_file_as_it_was(
     file_pi_would_rewrite: Path, command: str, shown: str
@@ -121,7 +126,8 @@ def test_a_file_that_cannot_be_shown_is_one_line_on_stderr(tmp_path: Path, comma
     cases = {
         str(tmp_path / "missing.jsonl"): f"{tmp_path / 'missing.jsonl'}: no such file",
         str(tmp_path): f"{tmp_path}: is a directory (give a session file)",
-        str(not_a_session): f"Session file is not a valid pi session: {not_a_session}",
+        str(not_a_session): f"Session file is not a valid pi session: {not_a_session}"
+        f" (`pi-session check {not_a_session}` says why)",
     }
     for path, message in cases.items():
         done = _cli(command, path, cwd=tmp_path)
@@ -280,3 +286,41 @@ def test_nested_duplicate_ids_draw_each_subtree_once(tmp_path: Path) -> None:
     done = _cli("tree", "--no-index", str(path), cwd=tmp_path, timeout=60)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == 4 + 1 + 2 * 40  # the head, then a row per place
+
+
+def test_the_tree_counts_one_entry_as_one_and_many_with_separators(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(S.header() + "\n" + S.user("a1", None, "hi") + "\n")
+    assert "\n1 entry, leaf a1\n" in _cli("tree", "--no-index", str(path), cwd=tmp_path).stdout
+    lines, parent = [S.header()], None
+    for n in range(1000):
+        lines.append(S.user(f"e{n}", parent, "hi"))
+        parent = f"e{n}"
+    path.write_text("\n".join(lines) + "\n")
+    assert "\n1,000 entries, leaf e999\n" in _cli("tree", "--no-index", str(path), cwd=tmp_path).stdout
+
+
+def test_ctrl_c_stops_a_command_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pi_session_server import cli
+    from pi_session_server.commands import check
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check, "run", interrupted)
+    assert cli.main(["check", "--no-index"]) == 128 + 2  # what a shell reports for Ctrl-C
+    assert capsys.readouterr().err == ""
+
+
+def test_version_names_the_package_and_the_pi_releases(capsys: pytest.CaptureFixture[str]) -> None:
+    from pi_session_server import __version__, cli
+
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--version"])
+    assert stopped.value.code == 0
+    assert (
+        capsys.readouterr().out
+        == f"pi-session {__version__} (behaves like pi 1.6.0; --pi 0.86.1 on request)\n"
+    )
