@@ -41,6 +41,7 @@ from .tree_pages import session_state
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 _CHUNK = 8 * 1024 * 1024  # bytes read at once for the pass over the assistant messages
+_PACKED_EVERY = 16_384  # turns read before their values are packed into arrays (see _packed_onto)
 
 
 def _sum_onto(total: float, values: Iterable[Any]) -> float:
@@ -326,7 +327,7 @@ class _ReadLines:
         return turn_store.KeptTurns(self.offsets, columns, self.end)
 
 
-def _turns(
+def _turns(  # noqa: C901 - the loop over every turn
     path: Any,
     entries: Envelopes,
     positions: list[int],
@@ -334,17 +335,19 @@ def _turns(
     kept: Mapping[int, Turn],
     read: _ReadLines | None = None,
     file_id: tuple[int, int] | None = None,
-) -> list[list[Any]]:
+) -> list[Any]:
     """What the assistant messages at ``positions`` among ``entries`` add, in order, column by
     column (a :data:`Turn`'s fields): what is ``kept`` of their line (by its offset), else their
     lines read in one pass over the file in file order. A line that is not what its entry says (the
     file changed, an odd value) is read as the library reads it (``entry_at(position)``). ``read``:
     where the turns read from whole lines are noted, when the file at ``path`` is the one
     ``file_id`` (device, inode) names. (Columns, not a tuple per turn, and each provider and model
-    name held once: a session of GBs has hundreds of thousands of turns, most of one model.)"""
+    name held once, the values packed into arrays where they can be: a session of GBs has hundreds
+    of thousands of turns, most of one model.)"""
     offsets, ids = entries.offsets, entries.ids
     columns: list[list[Any]] = [[] for _ in range(TURN_FIELDS)]
     providers, models = columns[0], columns[1]
+    packed: list[Any] = [array("q") for _ in columns[2:]]  # the values so far (see _packed_onto)
     values = [column.append for column in columns[2:]]
     names: dict[str, str] = {}
     lines = None
@@ -373,10 +376,50 @@ def _turns(
             models.append(names.setdefault(model, model) if model.__class__ is str else model)
             for append, value in zip(values, numbers, strict=True):
                 append(value)
+            if len(providers) % _PACKED_EVERY == 0:
+                _pack(packed, columns)
     finally:
         if lines is not None:
             lines.close()
-    return columns
+    _pack(packed, columns)
+    return [providers, models, *packed]
+
+
+def _pack(packed: list[Any], columns: list[list[Any]]) -> None:
+    """Move the values of ``columns`` (after the provider and the model) onto ``packed``."""
+    for at, column in enumerate(columns[2:]):
+        packed[at] = _packed_onto(packed[at], column)
+        column.clear()
+
+
+def _packed_onto(packed: Any, values: list[Any]) -> Any:
+    """``packed`` (an array of 64-bit ints, of floats, or a list) with ``values`` after it: an array
+    while every value is an int that fits (or every one a float), else a list. The same values,
+    8 bytes each instead of an object each (a session of GBs has hundreds of thousands of turns,
+    their tokens counted in ints)."""
+    if type(packed) is array:
+        kind = int if packed.typecode == "q" else float
+        if not packed and values and values[0].__class__ is float:
+            packed, kind = array("d"), float
+        if all(value.__class__ is kind for value in values):
+            with contextlib.suppress(OverflowError):
+                packed.extend(array(packed.typecode, values))
+                return packed
+        packed = packed.tolist()
+    packed.extend(values)
+    return packed
+
+
+def _as_lists(columns: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """``columns`` as lists (what the turns kept are written from)."""
+    return [column if type(column) is list else list(column) for column in columns]
+
+
+def _save_turns(
+    held: preview_store.HeldFile, first: Entry, kept: turn_store.KeptTurns, read: _ReadLines, columns: Any
+) -> bool:
+    """Keep the turns ``read`` (of ``columns``) after those ``kept`` (see turn_store.save)."""
+    return turn_store.save(held, first, kept, read.kept(_as_lists(columns)))
 
 
 def _file_id(fd: int) -> tuple[int, int] | None:
@@ -461,7 +504,7 @@ class StatsCache:
             file_id = held.identity[:2] if held is not None else None
             columns = _turns(session_file, new, positions, entry_at, kept_turns.by_offset(), read, file_id)
         if held is not None and read is not None and len(read.indexes) >= turn_store.MIN_STORED:
-            keep = functools.partial(turn_store.save, held, first, kept_turns, read.kept(columns))
+            keep = functools.partial(_save_turns, held, first, kept_turns, read, columns)
             scan_index.write_later_or_now(keep)
         elif held is not None:
             held.close()
