@@ -401,6 +401,9 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
     Returns the offset the newline was written at (-1 when none was needed). Like an append, it
     writes only into the file the path names once the lock is held.
 
+    Only JSON whitespace after the last ``"\n"`` (a newline of ours blanked out, below) is no
+    partial line: a line appended there parses, where pi's repair would leave a blank line.
+
     A file that ends mid-line may only have been caught in the middle of another writer's
     ``write()`` of a big line (pi appends without a lock): the file grows page by page while it is
     copied in. A tail still growing is left to its writer (-1). When the writer finished its line
@@ -418,7 +421,7 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
                 if not names(disk_path, fd):
                     continue  # replaced while we waited for the lock: look at the new file
                 size = os.fstat(fd).st_size
-                if size == 0 or os.pread(fd, 1, size - 1) == b"\n" or _still_growing(fd, size):
+                if not _ends_mid_line(fd, size) or _still_growing(fd, size):
                     return -1
                 write_all(fd, b"\n")
                 written_at = os.lseek(fd, 0, os.SEEK_CUR) - 1

@@ -237,6 +237,23 @@ def test_the_load_time_repair_of_a_line_finished_meanwhile_leaves_no_blank_line(
     assert Path(path).read_bytes() == b'{"a":1}\n' + FOREIGN + b' {"b":2}\n'
 
 
+def test_the_next_load_time_repair_leaves_a_blanked_newline_as_it_is(tmp_path, monkeypatch):
+    """The next open of a file whose newline of ours was blanked out: its last "line" is that
+    space. Finishing it with a newline (what pi's repair does) would leave a line of one space."""
+    path = str(tmp_path / "f.jsonl")
+    Path(path).write_bytes(b'{"a":1}\n' + HALF)
+    _foreign_writes_before_ours(monkeypatch, path, [FOREIGN[len(HALF) :]])
+    assert storage.repair_trailing_newline(path) == -1
+    monkeypatch.undo()
+    assert storage.repair_trailing_newline(path) == -1
+    assert Path(path).read_bytes() == b'{"a":1}\n' + FOREIGN + b" "
+    # whitespace of any writer after the last newline too; a line that is no blank one is finished
+    for tail, repaired in [(b" \t ", b" \t "), (b"\r", b"\r"), (b" {", b" {\n")]:
+        Path(path).write_bytes(b'{"a":1}\n' + tail)
+        storage.repair_trailing_newline(path)
+        assert Path(path).read_bytes() == b'{"a":1}\n' + repaired
+
+
 def test_the_load_time_repair_still_finishes_a_line_cut_short(tmp_path, monkeypatch):
     path = str(tmp_path / "f.jsonl")
     Path(path).write_bytes(b'{"a":1}\n' + HALF)
