@@ -152,9 +152,11 @@ def _parsed(argv: list[str]) -> Any:
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exiting:  # --help, --version, a usage error: argparse said it
-        status = exiting.code if isinstance(exiting.code, int) else 2
-        return _written_out(status, _command_in(argv))
+    except SystemExit:  # --help, --version, a usage error: argparse said it, and exits as it does
+        failed = _output_failure(_command_in(argv))
+        if failed is None:
+            raise
+        return failed
     except BrokenPipeError:
         return _reader_gone()
     except OSError as error:  # a long help the output refused part of
@@ -172,16 +174,17 @@ EXIT_BROKEN_PIPE = 128 + 13
 EXIT_INTERRUPTED = 128 + 2
 
 
-def _written_out(status: int, command: str | None) -> int:
-    """``status``, once what argparse printed (a help, the version) is out of stdout's buffer: its
-    failure at exit would be Python's "Exception ignored" and status 120."""
+def _output_failure(command: str | None) -> int | None:
+    """The exit status when what argparse printed (a help, the version) cannot be got out of
+    stdout's buffer, else None: its failure at exit would be Python's "Exception ignored" and
+    status 120."""
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         return _reader_gone()
     except OSError as error:
         return _output_failed(error, command)
-    return status
+    return None
 
 
 def _output_failed(error: OSError, command: str | None) -> int:
