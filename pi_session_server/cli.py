@@ -125,11 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv in EDITORS_SERVE:
         args: Any = _serve_with_defaults(argv)
     else:
-        parser = build_parser(argv)
-        args = parser.parse_args(argv)
-        if not getattr(args, "_run", None):
-            parser.print_help(sys.stderr)
-            return 2
+        args = _parsed(argv)
+        if isinstance(args, int):
+            return args
     try:
         return int(args._run(args) or 0)
     except BrokenPipeError:
@@ -148,11 +146,53 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _parsed(argv: list[str]) -> Any:
+    """The command line's arguments, or the exit status when there is no command to run (a help,
+    the version, a usage error: what argparse printed is out by then)."""
+    parser = build_parser(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:  # --help, --version, a usage error: argparse said it, and exits as it does
+        failed = _output_failure(_command_in(argv))
+        if failed is None:
+            raise
+        return failed
+    except BrokenPipeError:
+        return _reader_gone()
+    except OSError as error:  # a long help the output refused part of
+        return _output_failed(error, _command_in(argv))
+    if not getattr(args, "_run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    return args
+
+
 # What a shell reports for a command killed by SIGPIPE, which is how Unix tools end when the
 # reader of their output goes away (``pi-session tree | head``).
 EXIT_BROKEN_PIPE = 128 + 13
 # What a shell reports for a command Ctrl-C stopped.
 EXIT_INTERRUPTED = 128 + 2
+
+
+def _output_failure(command: str | None) -> int | None:
+    """The exit status when what argparse printed (a help, the version) cannot be got out of
+    stdout's buffer, else None: its failure at exit would be Python's "Exception ignored" and
+    status 120."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+    except OSError as error:
+        return _output_failed(error, command)
+    return None
+
+
+def _output_failed(error: OSError, command: str | None) -> int:
+    """Writing stdout failed (a full disk): one line on stderr, what is left of it not tried again."""
+    name = f"pi-session {command}" if command else "pi-session"
+    print(f"{name}: {error.strerror or error}", file=sys.stderr)
+    _stdout_to_devnull()
+    return 2
 
 
 def _reader_gone() -> int:

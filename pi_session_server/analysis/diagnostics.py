@@ -424,8 +424,14 @@ def _unreported_last(doc: SessionDocument) -> LineInfo | None:
 
 def _truncated(last: L.LineInfo) -> bool:
     """The last line, without a final newline, is a cut-off line (PI002): not lines glued together,
-    nor the NUL bytes of a zero-filled tail (nothing was cut: they are reported as themselves)."""
-    return last.kind == L.MALFORMED and L.glued_problem(last) is None and not L.only_nul_bytes(last.raw)
+    nor the NUL bytes of a zero-filled tail, nor binary bytes (nothing was cut: they are reported as
+    themselves)."""
+    return (
+        last.kind == L.MALFORMED
+        and L.glued_problem(last) is None
+        and not L.only_nul_bytes(last.raw)
+        and not L.is_binary(last.raw)
+    )
 
 
 def _line_problems(doc: SessionDocument, info: LineInfo, first_pass: bool, v1: bool) -> Iterator[Problem]:

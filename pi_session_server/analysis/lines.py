@@ -448,6 +448,10 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     if pieces is not None:
         info.problems = (_glued_problem(info.raw, pieces),)
         return
+    binary = _binary_problem(info.raw)
+    if binary is not None:
+        info.problems = (binary,)
+        return
     nul = _nul_problem(info.raw)
     if nul is not None:
         info.problems = (nul,)
@@ -470,6 +474,32 @@ def only_nul_bytes(raw: bytes) -> bool:
     """The line (without its line break) is NUL bytes and nothing else."""
     body = raw[:-1] if raw.endswith(b"\r") else raw
     return bool(body) and not body.strip(b"\0")
+
+
+# Control bytes no text file holds (tab, line feed, vertical tab, form feed, carriage return and
+# escape may come from a terminal or an editor; NUL is a crash's zero fill): one of them and the
+# line is binary content, not a cut-off line nor the tail a crash leaves.
+_BINARY_BYTES = re.compile(rb"[\x01-\x08\x0e-\x1a\x1c-\x1f]")
+
+
+def is_binary(raw: bytes) -> bool:
+    """The line holds bytes no text holds (a binary file, or one written over)."""
+    return _BINARY_BYTES.search(raw) is not None
+
+
+def _binary_problem(raw: bytes) -> Problem | None:
+    """The problem of a line of binary bytes, said as such (neither a parser's "unexpected token"
+    nor a crash's zero fill, which only NUL bytes are)."""
+    found = _BINARY_BYTES.search(raw)
+    if found is None:
+        return None
+    body = raw[:-1] if raw.endswith(b"\r") else raw
+    return Problem(
+        codes.INVALID_JSON,
+        f"not text: binary bytes (byte {found.start() + 1} is {found.group()[0]:#04x}, a control byte "
+        "no text holds): a binary file or one written over, not a session's line; pi skips it",
+        span=(0, len(body)),
+    )
 
 
 def _nul_problem(raw: bytes) -> Problem | None:

@@ -185,16 +185,24 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out.write('],"totals":' + json.dumps(totals, separators=(",", ":")) + "}\n")
     else:
-        checked = totals["files"]
-        print(
-            f"{checked} file{'' if checked == 1 else 's'} checked: "
-            + summary_text({k: totals[k] for k in SEVERITIES}),
-            file=out,
-        )
+        print(_total_text(totals, len(found_files.missing) if args.paths else 0), file=out)
     out.flush()
     if found_files.missing and args.paths:
         return 2  # (the files there were checked all the same)
     return 1 if totals["error"] else 0
+
+
+def _total_text(totals: dict[str, int], not_found: int) -> str:
+    """The last line: the files checked and their problems, and the paths given that were not
+    found (then not "ok": what was asked was not all checked). pi's own session directory not
+    there yet is no such path: pi has saved no session, and there is nothing to check."""
+    checked = totals["files"]
+    text = f"{checked} file{'' if checked == 1 else 's'} checked"
+    summary = summary_text({k: totals[k] for k in SEVERITIES})
+    if not not_found:
+        return f"{text}: {summary}"
+    missing = f"{not_found} path{'' if not_found == 1 else 's'} not found"
+    return f"{text}: {summary}; {missing}" if summary != "ok" else f"{text}; {missing}"
 
 
 def _print_file(out: TextIO, path: str, found: FileReport, counts: dict[str, int], quiet: bool) -> None:

@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -24,8 +25,14 @@ from .tree import width
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
 
-# A title is cut to this many characters unless --width says otherwise.
+# A title is cut to this many characters when neither --width nor the terminal's width (COLUMNS,
+# or stdout's terminal) says otherwise.
 DEFAULT_WIDTH = 60
+# The fewest characters of a title the terminal's width leaves it (a long path does not cut it to
+# nothing: the line wraps instead).
+NARROWEST_TITLE = 20
+# what a row holds besides the title and the path: the date, the count, the spaces between
+COLUMN_GAP = "  "
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,33 +48,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print pi's session infos as JSON (without allMessagesText)"
     )
     parser.add_argument(
-        "--width", type=width, default=DEFAULT_WIDTH, help="cut titles to about this many characters"
+        "--width",
+        type=width,
+        help="cut titles to this many characters (default: what the terminal's width leaves them, "
+        f"as COLUMNS or the terminal says; {DEFAULT_WIDTH} when neither does)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.all and args.directory:
         raise CommandError("give a directory or --all, not both")
-    infos = _sessions(args)
+    columns = shutil.get_terminal_size((0, 0)).columns  # COLUMNS, else stdout's terminal, else 0
+    # the first message is read as far as a title can show of it
+    infos = _sessions(args, args.width or columns or DEFAULT_WIDTH)
     if args.json:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
     from ..render.terminal_text import one_terminal_line
 
-    for info in infos:
-        title = _cut(_title(info), args.width)
-        count = f"{info.message_count:,} message" + ("" if info.message_count == 1 else "s")
-        print(f"{_when(info.modified)}  {count:>16}  {title:<{args.width}}  {one_terminal_line(info.path)}")
+    paths = [one_terminal_line(info.path) for info in infos]
+    numbers = [f"{info.message_count:,}" for info in infos]
+    counts = [
+        f"{number:>{max(map(len, numbers))}} {'message ' if info.message_count == 1 else 'messages'}"
+        for number, info in zip(numbers, infos, strict=True)
+    ]
+    title_width = args.width or _title_width(columns, counts, paths)
+    for info, count, path in zip(infos, counts, paths, strict=True):
+        title = _cut(_title(info), title_width)
+        print(COLUMN_GAP.join((_when(info.modified), count, f"{title:<{title_width}}", path)))
     return 0
 
 
-def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
+def _title_width(columns: int, counts: list[str], paths: list[str]) -> int:
+    """What a terminal ``columns`` wide leaves the titles beside the other columns (the longest
+    path's), or :data:`DEFAULT_WIDTH` when the width is not known."""
+    if not columns:
+        return DEFAULT_WIDTH
+    others = len(_when(0)) + max(map(len, counts), default=0) + max(map(len, paths), default=0)
+    return max(NARROWEST_TITLE, columns - others - 3 * len(COLUMN_GAP))
+
+
+def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
     from ..format.jsvalue import ABSENT
     from ..session.listing import TextOptions, list_all_sessions, list_sessions
     from ..session.paths import default_session_dir_path
 
     # the first message cut where the title is (the whole of it in JSON): never the whole text
-    text = TextOptions(all_messages_text=False, max_chars=None if args.json else args.width + 1)
+    text = TextOptions(all_messages_text=False, max_chars=None if args.json else title_width + 1)
     # how far the listing read, on a terminal (a first listing of big sessions reads them whole)
     progress = Progress(sys.stderr.isatty())
 

@@ -1,7 +1,9 @@
 """``pi-session repair PATH...``: the language server's repairs, for a terminal.
 
 Without ``--output`` or ``--in-place`` nothing is written: the repairs that would be made are
-listed (exit status 1 when there are any, like a ``--check``). By default only repairs that lose
+listed (exit status 1 when there are any, like a ``--check``). A file with nothing to repair but
+problems no repair makes (a line that does not parse) has them named, with exit status 0: nothing
+was left undone that ``repair`` can do; ``pi-session check`` exits 1 for them. By default only repairs that lose
 nothing are made (lines glued together split apart, a missing header inserted, the header moved
 first, a byte order mark removed); ``--codes`` chooses others, ``--all`` takes every repair a
 text edit can make. ``--in-place`` keeps the original as ``FILE.bak`` (a second name for the same
@@ -27,7 +29,8 @@ from collections.abc import Iterator
 from typing import Any, TextIO, cast
 
 from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, spliced
-from ..analysis.diagnostics import document_diagnostics
+from ..analysis.codes import Severity
+from ..analysis.diagnostics import Diagnostic, document_diagnostics
 from ..analysis.document import SessionDocument
 from ..errors import PiSessionError
 from ..output import write_fully
@@ -97,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(files)} files checked: {_repairs(total)} {done} in {with_repairs} of them")
         if others.files:
             print(f"in {others.files} of them with nothing chosen to repair, {_other_text(others.counts)}")
+        if others.unrepairable:
+            print(
+                f"in {others.unrepairable_files} of them with nothing to repair, {others.unrepairable} "
+                f"problem{'' if others.unrepairable == 1 else 's'} with no repair: see `pi-session check`"
+            )
     return max(statuses, default=0)
 
 
@@ -107,6 +115,14 @@ class OtherRepairs:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.files = 0
+        # the errors and warnings no repair makes, in the files with nothing to repair
+        self.unrepairable = 0
+        self.unrepairable_files = 0
+
+    def add_unrepairable(self, count: int) -> None:
+        if count:
+            self.unrepairable += count
+            self.unrepairable_files += 1
 
     def add(self, counts: Counter[str]) -> None:
         if counts:
@@ -188,6 +204,7 @@ MAX_ROUNDS = 5
 
 def _report_only(
     path: str,
+    doc: SessionDocument,
     plan: Plan,
     count: int,
     chosen: frozenset[str],
@@ -199,9 +216,46 @@ def _report_only(
         print(f"{path}: {_repairs(count)} to make; write them with --in-place or --output OUT", file=report)
     else:
         if others is None:
-            print(f"{path}: nothing to repair (codes {', '.join(sorted(chosen))})", file=report)
+            print(_nothing_to_repair(path, doc, plan, f" (codes {', '.join(sorted(chosen))})"), file=report)
+        else:
+            others.add_unrepairable(len(_unrepairable(doc, plan)))
         _say_other_repairs(plan, path, report, others)
     return (1 if count else 0), count
+
+
+# the problems without a repair named in the line that says so; the others are counted
+_NAMED_UNREPAIRABLE = 3
+
+
+def _unrepairable(doc: SessionDocument, plan: Plan) -> list[Diagnostic]:
+    """The errors and warnings of ``doc`` that no repair of any code makes (those of ``plan.others``,
+    repairs of codes not chosen, are not among them)."""
+    left = Counter(plan.others)
+    found = []
+    for diagnostic in document_diagnostics(doc):
+        if diagnostic.severity > Severity.WARNING:
+            continue
+        if left[diagnostic.code] > 0:
+            left[diagnostic.code] -= 1
+            continue
+        found.append(diagnostic)
+    return found
+
+
+def _nothing_to_repair(path: str, doc: SessionDocument, plan: Plan, detail: str) -> str:
+    """The line for a file with nothing to repair: the problems it has that no repair makes, if any
+    (a line that does not parse), and where to see them all; else "nothing to repair" and ``detail``."""
+    problems = _unrepairable(doc, plan)
+    if not problems:
+        return f"{path}: nothing to repair{detail}"
+    named = "; ".join(f"line {d.line + 1}: {d.code} {d.message}" for d in problems[:_NAMED_UNREPAIRABLE])
+    more = len(problems) - _NAMED_UNREPAIRABLE
+    if more > 0:
+        named += f"; {more} more"
+    has = "problem has" if len(problems) == 1 else "problems have"
+    return (
+        f"{path}: nothing repaired: {len(problems)} {has} no repair ({named}); see `pi-session check {path}`"
+    )
 
 
 def _repair(
@@ -220,7 +274,7 @@ def _repair(
     _list(path, plan, report, later)
     count = len(plan.applied)
     if not args.output and not args.in_place:
-        return _report_only(path, plan, count, chosen, others, report)
+        return _report_only(path, doc, plan, count, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
@@ -229,7 +283,9 @@ def _repair(
     if args.in_place:
         if not count:
             if others is None:
-                print(f"{path}: nothing to repair; the file is unchanged", file=report)
+                print(_nothing_to_repair(path, doc, plan, "; the file is unchanged"), file=report)
+            else:
+                others.add_unrepairable(len(_unrepairable(doc, plan)))
             _say_other_repairs(plan, path, report, others)
             return 0, 0
         kept = replace_in_place(path, before, chunks, backup=not args.no_backup)

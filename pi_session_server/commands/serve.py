@@ -53,7 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_pi_argument(parser)
     parser.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
-    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-level",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help=f"the least severe log lines written (default {DEFAULTS['log_level']})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

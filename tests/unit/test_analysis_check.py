@@ -175,3 +175,21 @@ def test_json_names_a_file_that_cannot_be_read(tmp_path: Path, capsys: pytest.Ca
             "error": "is a FIFO, not a session file",
         }
     ]
+
+
+def test_a_path_not_found_is_in_the_summary_not_called_ok(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What was asked was not all checked: the last line says so (exit status 2, as documented)."""
+    gone = tmp_path / "gone.jsonl"
+    assert main(["check", str(gone)]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == (
+        "0 files checked; 1 path not found\n",
+        f"pi-session check: {gone}: no such file or directory\n",
+    )
+    good, bad = write(tmp_path / "good.jsonl", GOOD), write(tmp_path / "bad.jsonl", BAD)
+    assert main(["check", str(gone), str(good), str(tmp_path / "also-gone")]) == 2
+    assert capsys.readouterr().out.endswith("\n1 file checked; 2 paths not found\n")
+    assert main(["check", str(bad), str(gone)]) == 2
+    assert capsys.readouterr().out.endswith("\n1 file checked: 1 error, 1 warning; 1 path not found\n")

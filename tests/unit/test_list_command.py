@@ -135,3 +135,47 @@ def test_a_terminal_sees_how_far_the_listing_read_then_the_line_cleared(
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     code, out, err = _run(capsys, str(folder))
     assert code == 0 and err == ""
+
+
+def _conversation(path: Path, messages: int) -> Path:
+    """A session of ``messages`` user messages, each a long line of words."""
+    lines, parent = [S.header(cwd="/w")], None
+    for number in range(messages):
+        lines.append(S.user(f"u{number}", parent, "a question of many words " * 8))
+        parent = f"u{number}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_counts_titles_and_paths_line_up_in_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    folder = tmp_path / "sessions"
+    _conversation(folder / "one.jsonl", 1)
+    _conversation(folder / "twelve.jsonl", 12)
+    code, out, _ = _run(capsys, str(folder))
+    assert code == 0
+    rows = out.splitlines()
+    assert [row[18:31] for row in rows] == ["12 messages  ", " 1 message   "]
+    assert len({row.index("message") for row in rows}) == 1
+    assert len({row.index("a question") for row in rows}) == 1
+    assert len({row.index(str(folder)) for row in rows}) == 1
+    # the title at the default width, when neither COLUMNS nor a terminal gives one
+    assert {row.index(str(folder)) - row.index("a question") for row in rows} == {60 + 2}
+
+
+def test_the_titles_follow_columns_when_stdout_is_no_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    path = _conversation(folder / "one.jsonl", 1)
+    others = len("2026-11-30 09:13") + len("1 message ") + len(str(path)) + 3 * 2  # and the gaps
+    for columns in (others + 30, others + 50):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        code, out, _ = _run(capsys, str(folder))
+        assert code == 0 and [len(row) for row in out.splitlines()] == [columns]
+    code, out, _ = _run(capsys, str(folder), "--width", "20")  # --width says the title's own width
+    title = out.split("message   ", 1)[1].split("  /", 1)[0]
+    assert len(title) == 20 and title.endswith("…")

@@ -59,3 +59,24 @@ def test_a_line_cut_off_by_nul_bytes_says_so_where_they_start() -> None:
     )
     titles, _after = repaired(SessionDocument(text))
     assert titles == []  # what is left of the entry is the user's to keep or delete
+
+
+BINARY = "\x7fELF\x02\x01\x01" + "\0" * 9 + "\x03\x00>\x00\x01" + "\0" * 11
+
+
+def test_binary_bytes_are_named_for_what_they_are_not_a_crash_tail() -> None:
+    """Binary content (an executable, a file written over) ends in NUL bytes as often as not: only
+    NUL bytes alone are a crash's zero fill; a line with control bytes no text holds is binary."""
+    for text, line in ((GOOD + BINARY, 3), (GOOD + BINARY + "\n" + S.user("c", "b") + "\n", 3)):
+        ((at, code, start, end, message),) = found(text)
+        assert (at, code, start, end) == (line, "PI001", 0, len(BINARY))
+        assert message.startswith("not text: binary bytes (byte 5 is 0x02, a control byte no text holds)")
+        assert "crash" not in message and "truncated" not in message
+        titles, _after = repaired(SessionDocument(text))
+        assert titles == []  # nothing of it is known to hold nothing: the user's to delete
+
+
+def test_a_cut_off_last_line_with_a_tab_is_still_truncated() -> None:
+    text = GOOD + S.user("c", "b")[:40] + "\t"
+    ((line, code, _start, _end, _message),) = found(text)
+    assert (line, code) == (3, "PI002")

@@ -117,7 +117,10 @@ def test_in_place_keeps_the_original_as_a_backup(glued: Path) -> None:
     assert glued.read_bytes() == SPLIT
     assert (glued.parent / "s.jsonl.bak").read_bytes() == GLUED
     again = cli(glued, "--in-place")
-    assert again.returncode == 0 and "nothing to repair; the file is unchanged" in again.stdout
+    # the split leaves the cut-off line, which no repair makes whole: named, the file left as it is
+    assert (
+        again.returncode == 0 and "nothing repaired: 1 problem has no repair (line 3: PI001" in again.stdout
+    )
     assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl", "s.jsonl.bak"]
 
 
@@ -429,10 +432,12 @@ def test_a_directory_of_sessions_is_repaired_file_by_file(tmp_path: Path) -> Non
     assert f"{first}:3: PI006" in listed.stdout and f"{second}:3: PI006" in listed.stdout
     assert str(clean) not in listed.stdout  # quiet about clean files when there are several
     assert "3 files checked: 2 repairs to make in 2 of them" in listed.stdout
-    # what the file with nothing chosen to repair still has (its split left an orphan) is counted
+    # what the file with nothing chosen to repair still has (its split left an orphan, and the
+    # cut-off line no repair makes whole) is counted
     assert listed.stdout.endswith(
         "in 1 of them with nothing chosen to repair, 1 repair of another code not made: PI031 (1); "
         "--codes PI031 or --all makes it\n"
+        "in 1 of them with nothing to repair, 1 problem with no repair: see `pi-session check`\n"
     )
     done = cli(folder, "--in-place")
     assert done.returncode == 0, done.stderr
@@ -492,7 +497,8 @@ def test_a_utf16_file_that_does_not_decode_whole_is_left_alone(tmp_path: Path) -
     data = "\ufeff".encode("utf-16-le") + lines(HEADER, A).decode().encode("utf-16-le") + b"\x00\xd8x\x00"
     path.write_bytes(data)  # a lone surrogate: no UTF-8 holds it, nothing is guessed
     done = cli("--in-place", path)
-    assert "PI017" not in done.stdout and path.read_bytes() == data
+    assert f"{path}:1: PI017" not in done.stdout and path.read_bytes() == data  # no repair listed
+    assert "1 problem has no repair (line 1: PI017 the file is UTF-16LE" in done.stdout  # named as such
 
 
 def test_a_repair_for_an_editor_is_refused_with_the_advice_that_fits_what_changed(tmp_path: Path) -> None:
@@ -582,3 +588,24 @@ def test_output_to_stdout_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -
     errors = reader.stderr.read().decode()
     reader.stderr.close()
     assert (reader.wait(timeout=120), errors) == (128 + 13, "")
+
+
+def test_a_problem_without_a_repair_is_named_not_called_nothing_to_repair(tmp_path: Path) -> None:
+    """A line that does not parse (PI001 with no split to make) has no repair: ``repair`` says it
+    found it and where to see it, not "nothing to repair" (exit status 0: nothing it can do is left)."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(HEADER, A, B[:60] + '"', C))
+    listed = cli(path)
+    assert listed.returncode == 0, listed.stderr
+    assert "nothing to repair" not in listed.stdout
+    assert f"{path}: nothing repaired: 1 problem has no repair (line 3: PI001 " in listed.stdout
+    assert f"see `pi-session check {path}`" in listed.stdout
+    in_place = cli(path, "--in-place")
+    assert in_place.returncode == 0 and "1 problem has no repair (line 3: PI001 " in in_place.stdout
+    other = tmp_path / "t.jsonl"
+    other.write_bytes(lines(HEADER, A))
+    both = cli(path, other)
+    assert both.returncode == 0
+    assert (
+        "in 1 of them with nothing to repair, 1 problem with no repair: see `pi-session check`" in both.stdout
+    )
