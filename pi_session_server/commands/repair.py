@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -253,9 +254,7 @@ def _nothing_to_repair(path: str, doc: SessionDocument, plan: Plan, detail: str)
     if more > 0:
         named += f"; {more} more"
     has = "problem has" if len(problems) == 1 else "problems have"
-    return (
-        f"{path}: nothing repaired: {len(problems)} {has} no repair ({named}); see `pi-session check {path}`"
-    )
+    return f"{path}: nothing repaired: {len(problems)} {has} no repair ({named}); see `pi-session check {shlex.quote(path)}`"
 
 
 def _repair(
