@@ -845,6 +845,24 @@ class PreviewCache:
 
         return preview_known if keep_all else preview
 
+    def previews_once(self) -> Callable[[Any, ToolCalls], str]:
+        """A preview function for the one walk of a process that shows each entry once and walks
+        no more (the CLI's whole tree, after a :meth:`prefetch` of its entries): a part is let go
+        as its preview is made, so that the previews of the rows already written out are not held
+        while the rest of the tree is drawn."""
+        self._misses = 0
+        self._cursor = 0
+        home = home_directory() if self.home is None else self.home
+        part_of = self.part_of
+        take = self.parts.pop
+
+        def preview(entry: Any, tool_calls: ToolCalls) -> str:
+            found = take(id(entry), None)
+            part = found[1] if found is not None and found[0] is entry else part_of(entry)
+            return part if type(part) is str else finish_preview(part, tool_calls, home)
+
+        return preview
+
     def part_of(self, entry: Any) -> str | _ToolResult:
         """The preview part of ``entry`` (see :func:`preview_part`) for the walk of the last
         :meth:`previews`: known, stored, or made."""
