@@ -7,7 +7,6 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
-from itertools import islice
 from typing import Any
 
 from ..format.gcpause import gc_paused
@@ -20,8 +19,11 @@ from ..session.describe import PreviewCache
 from ..session.tree import TreeNode, expanded_once
 from ._common import counted, open_to_look, output_encoding, report_skipped_lines, write_encoded
 
-# Lines drawn, encoded and written at a time.
+# Lines drawn, encoded and written at a time: at most so many, and no more once they hold
+# BATCH_CHARS characters (a deep tree's lines are long: a batch of them counted alone can be
+# hundreds of megabytes).
 BATCH_LINES = 16384
+BATCH_CHARS = 1 << 20
 
 
 def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None = None) -> Iterator[str]:
@@ -33,7 +35,7 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
         cache = PreviewCache()
     cache.prefetch(entries)  # every line not scanned read once, for the previews and the tool calls
     tool_calls = cache.collect_tool_calls(entries)
-    preview_of = cache.previews(keep_all=True)  # one walk: every preview is known
+    preview_of = cache.previews_once()  # one walk: every preview is known, and let go once drawn
     cut = width - 1
 
     def row(node: TreeNode) -> tuple[str, str]:
@@ -63,7 +65,7 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
         with cache.made_while_scanning():  # the file read once: the previews made as the open reads it
             manager = open_to_look(path, args.pi, index=args.index)
         lines = tree_lines(manager, args.width, cache)
-        # held by the rows alone: the previews go once the last row is drawn, before the view is kept
+        # held by the rows alone: each preview goes once its row is drawn
         del cache
         return _print(path, args, before, key, manager, lines)
 
@@ -92,12 +94,13 @@ def _print(
     )
     sys.stdout.write(path + head)
     # the kept view is the whole text, gathered while it stays small enough to keep (when views are kept)
-    kept_parts: list[bytes] | None = None if skipped or before is None else []
+    keeps = not skipped and view_store.may_keep(before, args.index)
+    kept_parts: list[bytes] | None = [] if keeps else None
     kept_size = 0
     # written a batch of lines at a time: a deep tree's text can be far larger than the session
-    while batch := list(islice(lines, BATCH_LINES)):
-        batch.append("")  # the batch's last newline: the text joined once
-        data = "\n".join(batch).encode(encoding, errors)
+    for text in _batches(lines):
+        data = text.encode(encoding, errors)
+        del text  # (not held while the next batch is drawn)
         write_encoded(data, encoding)
         if kept_parts is not None:
             kept_size += len(data)
@@ -108,3 +111,21 @@ def _print(
     if kept_parts is not None:  # (what is kept is printed without reading the file: no lines to report)
         view_store.save(path, before, view_store.TREE, key, head, kept_parts, args.index)
     return 0
+
+
+def _batches(lines: Iterator[str]) -> Iterator[str]:
+    """``lines`` joined a batch at a time, each line ended by a newline (see BATCH_LINES)."""
+    batch: list[str] = []
+    size = 0
+    add = batch.append
+    for line in lines:
+        add(line)
+        size += len(line)
+        if size >= BATCH_CHARS or len(batch) >= BATCH_LINES:
+            add("")  # the batch's last newline: the text joined once
+            yield "\n".join(batch)
+            batch.clear()
+            size = 0
+    if batch:
+        add("")
+        yield "\n".join(batch)

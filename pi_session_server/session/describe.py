@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import json
 import math
+import sys
 import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator
@@ -270,7 +271,7 @@ def _part_and_facts(entry: Any, value: PreviewValue) -> tuple[str | _ToolResult,
     if isinstance(value, MessageFields):
         message = value.message
         if type(message) is ToolResultMessage:
-            part: str | _ToolResult = _ToolResult(message.toolCallId, message.toolName)
+            part: str | _ToolResult = _ToolResult(message.toolCallId, _shared(message.toolName))
         elif assistant and type(value.content) is list:
             return _assistant_part_and_facts(entry, value)
         else:
@@ -306,7 +307,7 @@ def _assistant_part_and_facts(
             texts.append(text if type(text) is str else _js_str(text))
             has_text = has_text or _shows_text(text)
         elif btype == "toolCall":
-            calls.append((_key_of(block.id), (block.name, next(arguments))))
+            calls.append((_key_of(block.id), (_shared(block.name), next(arguments))))
     shown = _normalize(utf16_slice("".join(texts), PREVIEW_LIMIT))
     part = as_displayed(_conversation_part(message.role, shown, message.stopReason, message.errorMessage))
     return part, (entry, calls, _silent(has_text, message.stopReason))
@@ -329,7 +330,7 @@ def _assistant_facts(
             if btype == "text":
                 has_text = has_text or _shows_text(block.text)
             elif btype == "toolCall":
-                calls.append((index_key(block.id), (block.name, next(arguments))))
+                calls.append((index_key(block.id), (_shared(block.name), next(arguments))))
         return entry, calls, _silent(has_text, value.message.stopReason)
     message = field(entry, "message") if value is None else value.get("message", ABSENT)
     return entry, _tool_calls_in(message), is_silent_turn(message)
@@ -845,6 +846,29 @@ class PreviewCache:
 
         return preview_known if keep_all else preview
 
+    def previews_once(self) -> Callable[[Any, ToolCalls], str]:
+        """A preview function for the one walk of a process that shows each entry once and walks
+        no more (the CLI's whole tree, after a :meth:`prefetch` of its entries): a part is let go
+        as its preview is made, so that the previews of the rows already written out are not held
+        while the rest of the tree is drawn. The facts of the assistant messages, and the walk's list
+        of entries, go now: the walk's tool calls are in the ToolCalls :meth:`collect_tool_calls`
+        gave, and a preview missed is made from its line alone."""
+        self.calls = {}
+        self._walked = []
+        self._walk_positions = None
+        self._misses = 0
+        self._cursor = 0
+        home = home_directory() if self.home is None else self.home
+        part_of = self.part_of
+        take = self.parts.pop
+
+        def preview(entry: Any, tool_calls: ToolCalls) -> str:
+            found = take(id(entry), None)
+            part = found[1] if found is not None and found[0] is entry else part_of(entry)
+            return part if type(part) is str else finish_preview(part, tool_calls, home)
+
+        return preview
+
     def part_of(self, entry: Any) -> str | _ToolResult:
         """The preview part of ``entry`` (see :func:`preview_part`) for the walk of the last
         :meth:`previews`: known, stored, or made."""
@@ -924,6 +948,12 @@ SILENCE_BATCH = 4096
 
 _offset = attrgetter("offset")
 _Item = TypeVar("_Item", bound=tuple[Any, ...])  # (entry, what is known of it, ...)
+
+
+def _shared(name: Any) -> Any:
+    """A tool's name, one string object for every call and result that names it (a session names a
+    few tools hundreds of thousands of times, and its previews hold every name until drawn)."""
+    return sys.intern(name) if type(name) is str else name
 
 
 def _key_of(call_id: Any) -> Any:

@@ -80,6 +80,16 @@ def identity_before_open(path: str) -> Identity | None:
     return cache_dir.identity(st)
 
 
+def may_keep(before: Identity | None, index: bool | str = True, min_size: int | None = None) -> bool:
+    """Whether a view of the file identified ``before`` could be kept (:func:`save`): views are
+    kept for it, by its size. A caller that gathers a view's parts as it writes them out gathers
+    none when not."""
+    settings = cache_dir.index_settings(index)
+    if before is None or settings is None:
+        return False
+    return before[2] >= (settings.min_size if min_size is None else min(min_size, settings.min_size))
+
+
 def _local_time_zone() -> list[Any]:
     """The time zone of this process: times without an offset in a session are local times (the
     tree's order of siblings, the context's timestamps depend on it)."""
