@@ -85,9 +85,12 @@ def may_keep(before: Identity | None, index: bool | str = True, min_size: int | 
     kept for it, by its size. A caller that gathers a view's parts as it writes them out gathers
     none when not."""
     settings = cache_dir.index_settings(index)
-    if before is None or settings is None:
-        return False
-    return before[2] >= (settings.min_size if min_size is None else min(min_size, settings.min_size))
+    return before is not None and settings is not None and before[2] >= _least_size(settings, min_size)
+
+
+def _least_size(settings: cache_dir.IndexSettings, min_size: int | None) -> int:
+    """The size from which views are kept: the index's, or ``min_size`` when given and lower."""
+    return settings.min_size if min_size is None else min(min_size, settings.min_size)
 
 
 def _local_time_zone() -> list[Any]:
@@ -107,9 +110,7 @@ def _kept_path(
     ``kind`` is kept, when views are kept for it (of its size: ``min_size`` or more, when given
     and lower than the index's) and it is the file identified ``before``."""
     settings = cache_dir.index_settings(index)
-    if before is None or settings is None:
-        return None
-    if before[2] < (settings.min_size if min_size is None else min(min_size, settings.min_size)):
+    if before is None or settings is None or before[2] < _least_size(settings, min_size):
         return None
     # (O_NONBLOCK: a FIFO renamed over the file since ``before`` is not waited on; its identity
     # is another, and a regular file reads as without it)
@@ -191,9 +192,7 @@ def load_grown(
     lately: what is compared is its bytes, not its times. Else None. ``index``, ``min_size``: as
     :func:`load` takes them."""
     settings = cache_dir.index_settings(index)
-    if settings is None or st.st_size < (
-        settings.min_size if min_size is None else min(min_size, settings.min_size)
-    ):
+    if settings is None or st.st_size < _least_size(settings, min_size):
         return None
     kept = cache_dir.kept_path(settings.directory, st, suffix(kind))
     try:
