@@ -820,31 +820,23 @@ class PreviewCache:
         self._cursor = at
         return walked[at : at + count]
 
-    def previews(self, *, keep_all: bool = False) -> Callable[[Any, ToolCalls], str]:
-        """A preview function for one walk; the walk's entries replace the cached set (``keep_all``:
-        the set is kept whole, a process's that walks its session once: a row finds its part
-        where it is, without moving it into a set of the walk's). Once many previews of the walk
-        were not known, those of the entries that come next in the walk (the entries given to
-        :meth:`collect_tool_calls`) are read in one pass, a batch at a time."""
-        if not keep_all:
-            self._previous = self.parts
-            self.parts = {}
+    def previews(self) -> Callable[[Any, ToolCalls], str]:
+        """A preview function for one walk; the walk's entries replace the cached set. Once many
+        previews of the walk were not known, those of the entries that come next in the walk (the
+        entries given to :meth:`collect_tool_calls`) are read in one pass, a batch at a time. (A
+        process that walks its session once takes :meth:`previews_once`.)"""
+        self._previous = self.parts
+        self.parts = {}
         self._misses = 0
         self._cursor = 0
         home = home_directory() if self.home is None else self.home
         part_of = self.part_of
-        known = self.parts.get
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             part = part_of(entry)  # most parts are the preview: no call for them (one per row)
             return part if type(part) is str else finish_preview(part, tool_calls, home)
 
-        def preview_known(entry: Any, tool_calls: ToolCalls) -> str:
-            found = known(id(entry))  # (part_of's first look, inline)
-            part = found[1] if found is not None and found[0] is entry else part_of(entry)
-            return part if type(part) is str else finish_preview(part, tool_calls, home)
-
-        return preview_known if keep_all else preview
+        return preview
 
     def previews_once(self) -> Callable[[Any, ToolCalls], str]:
         """A preview function for the one walk of a process that shows each entry once and walks

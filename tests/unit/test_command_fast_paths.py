@@ -434,7 +434,7 @@ def _previews_made_while_scanning(
         monkeypatch.setattr(describe, "preview_values", lambda es: given.extend(es) or real_values(es))
         cache.prefetch(entries)
         calls = cache.collect_tool_calls(entries)
-        preview = cache.previews(keep_all=True)
+        preview = cache.previews()
         made = [preview(e, calls) for e in entries]
         made_silent = [cache.silent_turn(e) for e in entries if e.type == "message" and e.role == "assistant"]
         whole_calls: dict[Any, Any] = {}
@@ -1268,9 +1268,9 @@ def test_held_and_read_lines_in_one_pass(tmp_path: Path):
     assert all(held[id(e)] == value for e, value in mixed)
 
 
-def test_a_whole_walk_finds_the_previews_where_they_are(tmp_path: Path, every_batch: None):
-    """``previews(keep_all=True)`` (the tree command's one walk) gives the previews ``previews()``
-    gives, and leaves the cache's previews in place."""
+def test_a_walk_made_once_gives_the_previews_and_lets_them_go(tmp_path: Path, every_batch: None):
+    """``previews_once()`` (the tree command's one walk) gives the previews ``previews()`` gives,
+    and lets go of each once it is made."""
     path = _write_session(tmp_path / "s.jsonl", list(range(len(ODD))), repeat=2)
     with SessionManager.open(str(path), read_only=True, index=False) as sm:
         entries = sm.get_entries()
@@ -1281,11 +1281,11 @@ def test_a_whole_walk_finds_the_previews_where_they_are(tmp_path: Path, every_ba
         expected = [preview(e, calls) for e in entries]
         cache = PreviewCache("/home/u")
         cache.prefetch(entries)
-        known = dict(cache.parts)
+        assert cache.parts
         calls = cache.collect_tool_calls(entries)
-        preview = cache.previews(keep_all=True)
+        preview = cache.previews_once()
         assert [preview(e, calls) for e in entries] == expected
-        assert all(cache.parts[key] is item for key, item in known.items())
+        assert not cache.parts
 
 
 def test_a_fifo_renamed_over_the_file_after_its_identity_was_taken_is_not_waited_on(

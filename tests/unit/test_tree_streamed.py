@@ -74,7 +74,7 @@ def _drawn_whole(path: Path) -> str:
         cache = PreviewCache()
         cache.prefetch(entries)
         tool_calls = cache.collect_tool_calls(entries)
-        preview_of = cache.previews(keep_all=True)
+        preview_of = cache.previews()
 
         def row(node: object) -> tuple[str, str]:
             entry = node.entry  # type: ignore[attr-defined]
