@@ -68,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
 
     paths = [one_terminal_line(info.path) for info in infos]
     numbers = [f"{info.message_count:,}" for info in infos]
+    widest = max(map(len, numbers), default=0)
     counts = [
-        f"{number:>{max(map(len, numbers))}} {'message ' if info.message_count == 1 else 'messages'}"
+        f"{number:>{widest}} {'message ' if info.message_count == 1 else 'messages'}"
         for number, info in zip(numbers, infos, strict=True)
     ]
     title_width = args.width or _title_width(columns, counts, paths)

@@ -53,7 +53,10 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
 
     leaf = js_string_of(manager.get_leaf_id())
     on_path = [js_string_of(e.id) for e in manager.get_branch()]
-    yield from tree_text_lines(expanded_once(manager.get_tree()), row, leaf, on_path)
+    roots = manager.get_tree()
+    if not manager.has_unique_ids():  # (no node hangs in two places otherwise: no set of them all)
+        roots = expanded_once(roots)
+    yield from tree_text_lines(roots, row, leaf, on_path)
 
 
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
