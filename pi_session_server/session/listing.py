@@ -22,6 +22,7 @@ device) gives no info instead of blocking or reading forever.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import math
 import os
@@ -512,13 +513,22 @@ def _read_session_info(
     text_options: TextOptions,
     env: Environment | None,
 ) -> SessionInfo | None:
-    # O_NONBLOCK so that a FIFO cannot block the open; non-regular files are refused below.
-    fd = os.open(on_disk(path, env), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    with regular_file(on_disk(path, env)) as opened:
+        if opened is None:
+            return None
+        fd, st = opened
+        return read_on(path, fd, st, stat_result, ListingState(), text_options, signal)[0]
+
+
+@contextlib.contextmanager
+def regular_file(disk_path: str) -> Iterator[tuple[int, os.stat_result] | None]:
+    """The file at ``disk_path`` open for reading and its status, or None when it is no regular
+    file (a FIFO, a device, a directory: no session to list)."""
+    # O_NONBLOCK so that a FIFO cannot block the open
+    fd = os.open(disk_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        return read_on(path, fd, st, stat_result, ListingState(), text_options, signal)[0]
+        yield (fd, st) if stat.S_ISREG(st.st_mode) else None
     finally:
         os.close(fd)
 

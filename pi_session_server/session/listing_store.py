@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import stat
 from typing import Any, Final
 
 from ..format.jsvalue import ABSENT
@@ -59,23 +57,21 @@ def session_info(
     :func:`covers`), read on from what was kept of the file if it only grew since, else read whole;
     what was read is kept. ``stat_result``: the listing's stat of the file, if it made one (the
     info's date of a session without dated messages is its mtime)."""
-    # O_NONBLOCK so that a FIFO cannot block the open; non-regular files are refused below.
-    fd = os.open(disk_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+    with listing.regular_file(disk_path) as opened:
+        if opened is None:
             return None
+        fd, st = opened
         kept = view_store.load_grown(fd, st, KIND, (_FORMAT,))
         found = _decoded(bytes(kept.data)) if kept is not None else None
         state, kept_cut = found if found is not None else (ListingState(), False)
         info, at_break = listing.read_on(path, fd, st, stat_result, state, KEPT_TEXT, signal)
-    finally:
-        os.close(fd)
-    new = found is None or kept is None or kept.identity != cache_dir.identity(st)
-    if new and not cache_dir.changed_lately(st) and at_break.end <= st.st_size:
+    identity = cache_dir.identity(st)
+    new = found is None or kept is None or kept.identity != identity
+    keeps = new and view_store.may_keep(identity) and not cache_dir.changed_lately(st)
+    if keeps and at_break.end <= st.st_size:  # (most files listed are too small to keep: not encoded)
         # (kept only if the file is still as it was opened: see view_store.save)
         cut = kept_cut or len(at_break.first_message) > KEPT_FIRST_CHARS
-        view_store.save(disk_path, cache_dir.identity(st), KIND, (_FORMAT,), "", _encoded(at_break, cut))
+        view_store.save(disk_path, identity, KIND, (_FORMAT,), "", _encoded(at_break, cut))
     if info is None:
         return None
     if kept_cut:  # the kept first message, the info's, is the first characters of the message
