@@ -90,6 +90,25 @@ def add_index_argument(
     )
 
 
+def width(text: str) -> int:
+    """A --width: a whole number, at least 1 (argparse names it "width" when it is no number)."""
+    value = int(text)
+    if value < 1:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def terminal_columns() -> int:
+    """How wide the output is, in columns: COLUMNS, else stdout's terminal's width; 0 when neither
+    says (stdout is a pipe or a file: each command then has a fixed width of its own, so that what
+    a script reads does not depend on the terminal it was started from)."""
+    import shutil  # (argparse has imported it by the time a command runs)
+
+    return shutil.get_terminal_size((0, 0)).columns
+
+
 def open_to_look(path: str, pi: str = DEFAULT_PI, *, index: bool = True) -> SessionManager:
     """The session in ``path``, loaded without writing anything to it (see SessionManager's
     read_only), read as pi release ``pi`` reads it; its index in the cache directory is read and

@@ -11,18 +11,29 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.commands._common import add_pi_argument, counted, path_problem, why_not_a_session
+from pi_session_server.commands._common import (
+    add_pi_argument,
+    counted,
+    path_problem,
+    terminal_columns,
+    why_not_a_session,
+    width,
+)
 from pi_session_server.render.context_markdown import model_text
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
+# The lines' width when neither --width nor the terminal's width (COLUMNS, or stdout's terminal)
+# says otherwise: piped output is the same whatever terminal it ran from.
+DEFAULT_WIDTH = 110
+# The context's lines are indented under their heading by this much (within the width).
+CONTEXT_INDENT = "  "
 UNICODE = {"tee": "├─ ", "last": "└─ ", "bar": "│  ", "gap": "   ", "leaf": "◀ leaf", "dot": "•", "ell": "…"}
 ASCII = {"tee": "|- ", "last": "`- ", "bar": "|  ", "gap": "   ", "leaf": "<- leaf", "dot": "*", "ell": "..."}
 
@@ -36,7 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="which entries the tree shows: pi's /tree modes, or none (every entry); default: pi's default",
     )
     parser.add_argument("--leaf", metavar="ID", help="show the context at this entry instead of the leaf")
-    parser.add_argument("--width", type=int, default=0, help="line width (default: the terminal's)")
+    parser.add_argument(
+        "--width",
+        type=width,
+        help="line width (at least 1; default: the terminal's, as COLUMNS or the terminal says; "
+        f"{DEFAULT_WIDTH} when neither does)",
+    )
     parser.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     add_pi_argument(parser)
 
@@ -180,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"pi-session demo: {path}: {path_problem(str(path)) or 'no such file'}", file=sys.stderr)
         return 2
-    width = args.width or shutil.get_terminal_size((110, 24)).columns
+    line_width = args.width or terminal_columns() or DEFAULT_WIDTH
     glyphs = _glyphs(args.ascii)
     command, env = server_command()
     with SidecarClient(command, env=env) as client:
@@ -214,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
             print(f"  {skipped} line{'' if skipped == 1 else 's'} of the file pi skips:")
-            room = max(20, width - 14)
+            room = max(20, line_width - 14)
             for problem in info["skipped"][:3]:
                 message = problem["message"]
                 cut = (
@@ -228,12 +244,12 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs['dot']} = on the path to the leaf)"
         )
-        for line in draw_tree(tree, width, glyphs):
+        for line in draw_tree(tree, line_width, glyphs):
             print(line)
         print()
         where = f"entry {args.leaf}" if args.leaf else f"the leaf {tree['leafId']}"
         print(f"Context at {where}:")
-        for line in draw_context(context, width, glyphs):
-            print("  " + line)
+        for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs):
+            print(CONTEXT_INDENT + line)
         client.request("pi/close", {"session": info["session"]})
     return 0

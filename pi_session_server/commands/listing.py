@@ -14,13 +14,11 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from typing import TYPE_CHECKING
 
-from ._common import CommandError, Progress
-from .tree import width
+from ._common import CommandError, Progress, terminal_columns, width
 
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
@@ -58,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.all and args.directory:
         raise CommandError("give a directory or --all, not both")
-    columns = shutil.get_terminal_size((0, 0)).columns  # COLUMNS, else stdout's terminal, else 0
+    columns = terminal_columns()
     # the first message is read as far as a title can show of it
     infos = _sessions(args, args.width or columns or DEFAULT_WIDTH)
     if args.json:
