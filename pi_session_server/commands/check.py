@@ -151,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     say_what_was_not_found("check", found_files, given=bool(args.paths))
     files = found_files.files
     reported = SEVERITIES[: SEVERITIES.index(args.min_severity) + 1]
-    progress = Progress((sys.stderr.isatty() if args.progress is None else args.progress) and len(files) > 1)
+    # (one file too: a session of hundreds of megabytes takes seconds to analyse)
+    progress = Progress(sys.stderr.isatty() if args.progress is None else args.progress)
     out = sys.stdout
     totals = {"files": 0, "filesWithErrors": 0, **dict.fromkeys(SEVERITIES, 0)}
     if args.json:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import builders as S
@@ -193,3 +196,51 @@ def test_a_path_not_found_is_in_the_summary_not_called_ok(
     assert capsys.readouterr().out.endswith("\n1 file checked; 2 paths not found\n")
     assert main(["check", str(bad), str(gone)]) == 2
     assert capsys.readouterr().out.endswith("\n1 file checked: 1 error, 1 warning; 1 path not found\n")
+
+
+def _check_with_stderr_on_a_terminal(*args: str) -> tuple[str, str]:
+    """(stdout, what a terminal on stderr showed) of ``pi-session check``."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PI_SESSION_NO_INDEX": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", "check", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env=env,
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not data:
+            break
+        shown += data
+    os.close(leader)
+    assert process.stdout is not None
+    out = process.stdout.read().decode()
+    process.stdout.close()
+    assert process.wait(timeout=120) == 0
+    return out, shown.decode()
+
+
+def test_one_file_shows_progress_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -> None:
+    """A session of hundreds of megabytes takes seconds to analyse: a terminal is told which file
+    is being checked, and the line is cleared before the results; a pipe gets nothing of it."""
+    path = tmp_path / "s.jsonl"
+    write(path, GOOD)
+    out, shown = _check_with_stderr_on_a_terminal("--no-index", str(path))
+    assert out == f"{path}: ok\n1 file checked: ok\n"
+    line = shown.split("\r")[1]
+    assert line.startswith("[0/1] ") and line.endswith("s.jsonl") and str(path).endswith(line[7:])
+    assert shown == f"\r{line}\r{' ' * len(line)}\r"  # cleared before the results
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_session_server", "check", "--no-index", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, out, "")
