@@ -144,16 +144,14 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     if not skipped:
         return 0
     count = len(skipped)
-    out = [
-        f"pi-session {command}: {path}: {count} line{'' if count == 1 else 's'} skipped, as pi skips them:"
-    ]
+    out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
     for problem in skipped[:_SKIPPED_SHOWN]:
         message = problem.message
         if len(message) > _MESSAGE_WIDTH:
             message = message[: _MESSAGE_WIDTH - 1] + "…"
         out.append(f"  line {problem.line + 1}: {message}")
     if count > _SKIPPED_SHOWN:
-        out.append(f"  and {count - _SKIPPED_SHOWN} more")
+        out.append(f"  and {count - _SKIPPED_SHOWN:,} more")
     out.append(
         f"  (`pi-session check {shlex.quote(path)}` lists every problem;"
         f" `pi-session repair {shlex.quote(path)}` mends what it can)"

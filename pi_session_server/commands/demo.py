@@ -229,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         )
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
-            print(f"  {skipped} line{'' if skipped == 1 else 's'} of the file pi skips:")
+            print(f"  {counted(skipped, 'line')} of the file pi skips:")
             room = max(20, line_width - 14)
             for problem in info["skipped"][:3]:
                 message = problem["message"]
@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 print(f"    line {problem['line'] + 1}: {cut}")
             if skipped > 3:
-                print(f"    and {skipped - 3} more (pi-session check {path})")
+                print(f"    and {skipped - 3:,} more (pi-session check {path})")
         print()
         shown = len(tree["nodes"])
         print(

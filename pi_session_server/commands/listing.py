@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from ._common import CommandError, Progress, terminal_columns, width
+from ._common import CommandError, Progress, counted, terminal_columns, width
 
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
@@ -98,7 +98,7 @@ def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
     progress = Progress(sys.stderr.isatty())
 
     def shown(loaded: int, total: int, _partial: object = None) -> None:
-        progress.show(f"pi-session list: {loaded} of {total} files read", last=loaded == total)
+        progress.show(f"pi-session list: {loaded:,} of {counted(total, 'file')} read", last=loaded == total)
 
     read = shown if progress.enabled else None  # (a listing with a callback keeps partial lists)
 
