@@ -24,6 +24,7 @@ from pi_session_server.commands._common import (
     why_not_a_session,
     width,
 )
+from pi_session_server.format.jsvalue import js_string_of
 from pi_session_server.render.context_markdown import model_text
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
@@ -100,7 +101,7 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[
             marks.append(glyphs["leaf"])
         bullet = glyphs["dot"] + " " if node["onLeafPath"] else "  "
         tail = (" " + " ".join(marks)) if marks else ""
-        head = f"{prefix}{bullet}{node['id']} "
+        head = f"{prefix}{bullet}{js_string_of(node['id'])} "
         room = max(10, width - len(head) - len(tail))
         lines.append(head + _clip(node.get("preview") or f"[{node.get('type')}]", room, glyphs["ell"]) + tail)
         children = [nodes[c] for c in node["childIds"] if c in nodes]
@@ -186,11 +187,6 @@ def _glyphs(ascii_only: bool) -> dict[str, str]:
     return glyphs
 
 
-def _leaf_text(leaf_id: Any) -> str:
-    """The leaf's id, or null as pi's getLeafId() answers for a session without entries (as ``tree``)."""
-    return "null" if leaf_id is None else str(leaf_id)
-
-
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve() if args.file else example_path()
     if not path.is_file():
@@ -222,10 +218,10 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2  # the file cannot be shown, as for the other commands
         name = info.get("sessionName") or "(no name)"
-        print(f"Session {name!r}  id {info['sessionId']}")
+        print(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
         print(f"  file {info.get('sessionFile', path)}")
         print(
-            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {_leaf_text(info.get('leafId'))}"
+            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {js_string_of(info.get('leafId'))}"
         )
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
@@ -247,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         for line in draw_tree(tree, line_width, glyphs):
             print(line)
         print()
-        where = f"entry {args.leaf}" if args.leaf else f"the leaf {tree['leafId']}"
+        where = f"entry {args.leaf}" if args.leaf else f"the leaf {js_string_of(tree['leafId'])}"
         print(f"Context at {where}:")
         for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs):
             print(CONTEXT_INDENT + line)
