@@ -495,9 +495,10 @@ _STRAY_CONTROL_BYTES = 3
 
 
 def is_binary(raw: bytes) -> bool:
-    """The line is binary content (a binary file, or one written over), not text with a stray
-    control byte: see :data:`_STRAY_CONTROL_BYTES`."""
-    return _first_binary_byte(raw) is not None
+    """The line holds a control byte no text holds: binary content, or text with a stray byte.
+    Either way no cut-off line of pi's (JSON.stringify escapes every control character), which
+    is what a last line without its newline is taken for otherwise (diagnostics, PI002)."""
+    return _CONTROL_BYTES.search(raw) is not None
 
 
 def _first_binary_byte(raw: bytes) -> int | None:

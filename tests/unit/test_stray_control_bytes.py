@@ -62,3 +62,15 @@ def test_a_line_that_looks_binary_is_said_to_be_binary_bytes(stray: bytes) -> No
     assert (number, code, start, end) == (2, "PI001", 0, len(line))
     first = line.index(stray)
     assert message.startswith(f"not text: binary bytes (byte {first + 1} is {stray[0]:#04x}, a control byte")
+
+
+def test_a_last_line_with_a_stray_control_byte_is_no_cut_off_line() -> None:
+    """pi's JSON.stringify escapes every control character: a line holding one raw is no write
+    of pi's cut short (PI002, whose repair deletes the line), even without its final newline."""
+    line = _middle_line(b"\x07")
+    doc = SessionDocument(GOOD.encode() + line)
+    ((number, code, start, _end, message),) = [
+        (d.line, d.code, d.start, d.end, d.message) for d in document_diagnostics(doc)
+    ]
+    assert (number, code, start) == (2, "PI001", line.index(b"\x07"))
+    assert message.startswith("invalid JSON: Bad control character in string literal (U+0007")
