@@ -206,6 +206,8 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.last = 0.0
         self.width = 0
+        # a line wider than the terminal wraps, and "\r" goes back to the start of its last row only
+        self.room = _terminal_width_of(self.stream) - 1 if enabled else 0
 
     def show(self, text: str, last: bool = False) -> None:
         if not self.enabled:
@@ -214,6 +216,8 @@ class Progress:
         if now - self.last < 0.1 and not last:
             return
         self.last = now
+        if self.room > 0:
+            text = text[: self.room]
         self.stream.write("\r" + text.ljust(self.width))
         self.stream.flush()
         self.width = len(text)
@@ -223,3 +227,11 @@ class Progress:
             self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
             self.width = 0
+
+
+def _terminal_width_of(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to, 0 when it is none or does not say."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):  # no file (a test's buffer), or no terminal
+        return 0
