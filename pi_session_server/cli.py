@@ -35,6 +35,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     and ``serve`` bring in. Without a command (``--help``), every command is listed by its help
     text alone; with a command, only that command's parser is made. ``argv`` None: no command's
     module is imported."""
+    return _parsers(argv)[0]
+
+
+def _parsers(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser | None]:
+    """:func:`build_parser`'s parser, and the parser of the command ``argv`` names (None if none)."""
     import argparse  # not for `pi-session serve` as editors run it (see main)
 
     parser = argparse.ArgumentParser(
@@ -43,6 +48,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version_text())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _command_in(argv or [])
+    chosen_parser = None
     for name, (module_name, help_text) in COMMANDS.items():
         if chosen is not None and name != chosen:
             continue  # a parser per command costs more than a kept view takes to print
@@ -52,7 +58,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         module = importlib.import_module(f"pi_session_server.commands.{module_name}")
         module.add_arguments(command_parser)
         command_parser.set_defaults(_run=module.run)
-    return parser
+        chosen_parser = command_parser
+    return parser, chosen_parser
 
 
 def _version_text() -> str:
@@ -149,9 +156,14 @@ def main(argv: list[str] | None = None) -> int:
 def _parsed(argv: list[str]) -> Any:
     """The command line's arguments, or the exit status when there is no command to run (a help,
     the version, a usage error: what argparse printed is out by then)."""
-    parser = build_parser(argv)
+    parser, command_parser = _parsers(argv)
     try:
-        args = parser.parse_args(argv)
+        # (parse_args would name the top parser for what the command's parser did not know)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            _parser_of(unknown[0], argv, parser, command_parser).error(
+                f"unrecognized arguments: {' '.join(unknown)}"
+            )
     except SystemExit:  # --help, --version, a usage error: argparse said it, and exits as it does
         failed = _output_failure(_command_in(argv))
         if failed is None:
@@ -165,6 +177,21 @@ def _parsed(argv: list[str]) -> Any:
         parser.print_help(sys.stderr)
         return 2
     return args
+
+
+def _parser_of(
+    argument: str,
+    argv: list[str],
+    parser: argparse.ArgumentParser,
+    command_parser: argparse.ArgumentParser | None,
+) -> argparse.ArgumentParser:
+    """The parser ``argument`` was given to: the command's when it follows the command's name, so
+    that the error names the command and shows its usage."""
+    command = _command_in(argv)
+    if command_parser is None or command is None:
+        return parser
+    given_before = argument in argv and argv.index(argument) < argv.index(command)
+    return parser if given_before else command_parser
 
 
 # What a shell reports for a command killed by SIGPIPE, which is how Unix tools end when the

@@ -75,7 +75,7 @@ CODES: dict[str, Code] = {
             E,
             "Invalid JSON",
             "The line is not valid JSON (`JSON.parse` fails at the marked column). pi skips the line on every load.",
-            "Fix the JSON at the marked column, or delete the line if it holds nothing worth keeping. A line of NUL bytes alone (the zero-filled tail a crash leaves) holds nothing: code action *Remove the NUL bytes*. A line with control bytes no text holds (`\\x01`-`\\x08`, `\\x0e`-`\\x1f` but escape) is said to be binary bytes (a binary file, or one written over), not a cut-off line (PI002) nor a crash's tail, even when it ends in NUL bytes or is the last line.",
+            "Fix the JSON at the marked column, or delete the line if it holds nothing worth keeping. A line of NUL bytes alone (the zero-filled tail a crash leaves) holds nothing: code action *Remove the NUL bytes*. A control character JSON takes only escaped (a stray BEL or form feed in a string) is named at its column, as U+0007 or U+000C: an editor shows it as nothing or as a box. A line with control bytes no text holds (`\\x01`-`\\x08`, `\\x0e`-`\\x1f` but escape) is said to be binary bytes (a binary file, or one written over) when there are more than 3 of them, or NUL bytes beside them, or bytes that are not UTF-8 (fewer, in text: the parser's error where the first is). Neither is a cut-off line (PI002: pi writes no raw control byte) nor a crash's tail, even when it ends in NUL bytes or is the last line.",
         ),
         Code(
             TRUNCATED_LAST_LINE,

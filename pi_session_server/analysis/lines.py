@@ -9,6 +9,7 @@ column), then :func:`analysis.fields.check_fields` naming every problem.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -462,9 +463,17 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     # The range says where; a column number in the text would count in one unit (characters,
     # UTF-16 units, bytes) while each editor shows its own.
     where = " at end of line" if pos >= len(text) else ""
-    info.problems = (
-        Problem(codes.INVALID_JSON, f"invalid JSON{where}: {as_displayed(err.msg)}", span=(start, end)),
-    )
+    message = f"invalid JSON{where}: {as_displayed(err.msg)}{_unseen_character(text, pos)}"
+    info.problems = (Problem(codes.INVALID_JSON, message, span=(start, end)),)
+
+
+def _unseen_character(text: str, pos: int) -> str:
+    """What to add to the parser's message when what it stopped at is a control character, which
+    an editor shows as nothing or as a box: which one it is, and how JSON takes it."""
+    char = text[pos : pos + 1]
+    if not char or ord(char) >= 0x20:
+        return ""
+    return f" (U+{ord(char):04X}, a control character: JSON takes it only escaped in a string, as \\u{ord(char):04x})"
 
 
 _ZERO_FILLED = "the zero-filled tail a crash leaves (the file grew, its data never reached the disk)"
@@ -477,26 +486,46 @@ def only_nul_bytes(raw: bytes) -> bool:
 
 
 # Control bytes no text file holds (tab, line feed, vertical tab, form feed, carriage return and
-# escape may come from a terminal or an editor; NUL is a crash's zero fill): one of them and the
-# line is binary content, not a cut-off line nor the tail a crash leaves.
-_BINARY_BYTES = re.compile(rb"[\x01-\x08\x0e-\x1a\x1c-\x1f]")
+# escape may come from a terminal or an editor; NUL is a crash's zero fill).
+_CONTROL_BYTES = re.compile(rb"[\x01-\x08\x0e-\x1a\x1c-\x1f]")
+# A line of text may hold a few of them (a stray byte typed or written over): it is still text,
+# and its problem is the parser's where the first one is. More, NUL bytes beside them, or bytes
+# that are not UTF-8: the line is binary content, not a cut-off line nor the tail a crash leaves.
+_STRAY_CONTROL_BYTES = 3
 
 
 def is_binary(raw: bytes) -> bool:
-    """The line holds bytes no text holds (a binary file, or one written over)."""
-    return _BINARY_BYTES.search(raw) is not None
+    """The line holds a control byte no text holds: binary content, or text with a stray byte.
+    Either way no cut-off line of pi's (JSON.stringify escapes every control character), which
+    is what a last line without its newline is taken for otherwise (diagnostics, PI002)."""
+    return _CONTROL_BYTES.search(raw) is not None
+
+
+def _first_binary_byte(raw: bytes) -> int | None:
+    """Where the first control byte of a binary line is (None: the line is text)."""
+    found = _CONTROL_BYTES.finditer(raw)
+    first = next(found, None)
+    if first is None:
+        return None
+    if b"\0" in raw or sum(1 for _ in itertools.islice(found, _STRAY_CONTROL_BYTES)) == _STRAY_CONTROL_BYTES:
+        return first.start()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return first.start()
+    return None
 
 
 def _binary_problem(raw: bytes) -> Problem | None:
     """The problem of a line of binary bytes, said as such (neither a parser's "unexpected token"
     nor a crash's zero fill, which only NUL bytes are)."""
-    found = _BINARY_BYTES.search(raw)
-    if found is None:
+    at = _first_binary_byte(raw)
+    if at is None:
         return None
     body = raw[:-1] if raw.endswith(b"\r") else raw
     return Problem(
         codes.INVALID_JSON,
-        f"not text: binary bytes (byte {found.start() + 1} is {found.group()[0]:#04x}, a control byte "
+        f"not text: binary bytes (byte {at + 1} is {raw[at]:#04x}, a control byte "
         "no text holds): a binary file or one written over, not a session's line; pi skips it",
         span=(0, len(body)),
     )

@@ -90,6 +90,25 @@ def add_index_argument(
     )
 
 
+def width(text: str) -> int:
+    """A --width: a whole number, at least 1 (argparse names it "width" when it is no number)."""
+    value = int(text)
+    if value < 1:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def terminal_columns() -> int:
+    """How wide the output is, in columns: COLUMNS, else stdout's terminal's width; 0 when neither
+    says (stdout is a pipe or a file: each command then has a fixed width of its own, so that what
+    a script reads does not depend on the terminal it was started from)."""
+    import shutil  # (argparse has imported it by the time a command runs)
+
+    return shutil.get_terminal_size((0, 0)).columns
+
+
 def open_to_look(path: str, pi: str = DEFAULT_PI, *, index: bool = True) -> SessionManager:
     """The session in ``path``, loaded without writing anything to it (see SessionManager's
     read_only), read as pi release ``pi`` reads it; its index in the cache directory is read and
@@ -125,16 +144,14 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     if not skipped:
         return 0
     count = len(skipped)
-    out = [
-        f"pi-session {command}: {path}: {count} line{'' if count == 1 else 's'} skipped, as pi skips them:"
-    ]
+    out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
     for problem in skipped[:_SKIPPED_SHOWN]:
         message = problem.message
         if len(message) > _MESSAGE_WIDTH:
             message = message[: _MESSAGE_WIDTH - 1] + "…"
         out.append(f"  line {problem.line + 1}: {message}")
     if count > _SKIPPED_SHOWN:
-        out.append(f"  and {count - _SKIPPED_SHOWN} more")
+        out.append(f"  and {count - _SKIPPED_SHOWN:,} more")
     out.append(
         f"  (`pi-session check {shlex.quote(path)}` lists every problem;"
         f" `pi-session repair {shlex.quote(path)}` mends what it can)"
@@ -189,6 +206,8 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.last = 0.0
         self.width = 0
+        # a line wider than the terminal wraps, and "\r" goes back to the start of its last row only
+        self.room = _terminal_width_of(self.stream) - 1 if enabled else 0
 
     def show(self, text: str, last: bool = False) -> None:
         if not self.enabled:
@@ -197,6 +216,8 @@ class Progress:
         if now - self.last < 0.1 and not last:
             return
         self.last = now
+        if self.room > 0:
+            text = text[: self.room]
         self.stream.write("\r" + text.ljust(self.width))
         self.stream.flush()
         self.width = len(text)
@@ -206,3 +227,11 @@ class Progress:
             self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
             self.width = 0
+
+
+def _terminal_width_of(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to, 0 when it is none or does not say."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):  # no file (a test's buffer), or no terminal
+        return 0

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 from ..render.terminal_text import one_terminal_line
-from ._common import Progress, add_index_argument, add_pi_argument
+from ._common import Progress, add_index_argument, add_pi_argument, counted
 from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
 
 #: how a problem's severity is printed in the text form
@@ -130,7 +130,7 @@ def count_by_severity(severities: Iterable[str]) -> dict[str, int]:
 
 def summary_text(counts: dict[str, int]) -> str:
     parts = [
-        f"{counts[name]} {label}{'' if counts[name] == 1 else 's'}"
+        counted(counts[name], label)
         for name, label in (
             ("error", "error"),
             ("warning", "warning"),
@@ -151,14 +151,15 @@ def run(args: argparse.Namespace) -> int:
     say_what_was_not_found("check", found_files, given=bool(args.paths))
     files = found_files.files
     reported = SEVERITIES[: SEVERITIES.index(args.min_severity) + 1]
-    progress = Progress((sys.stderr.isatty() if args.progress is None else args.progress) and len(files) > 1)
+    # (one file too: a session of hundreds of megabytes takes seconds to analyse)
+    progress = Progress(sys.stderr.isatty() if args.progress is None else args.progress)
     out = sys.stdout
     totals = {"files": 0, "filesWithErrors": 0, **dict.fromkeys(SEVERITIES, 0)}
     if args.json:
         out.write('{"files":[')
     for index, path in enumerate(files):
         name = path if len(path) <= 60 else "…" + path[-59:]
-        progress.show(f"[{index}/{len(files)}] {name}")
+        progress.show(f"[{index:,}/{len(files):,}] {name}")
         found = report(path, args.pi, args.index)
         findings = [f for f in found.findings if f.severity in reported]
         counts = count_by_severity(f.severity for f in findings)
@@ -197,11 +198,11 @@ def _total_text(totals: dict[str, int], not_found: int) -> str:
     found (then not "ok": what was asked was not all checked). pi's own session directory not
     there yet is no such path: pi has saved no session, and there is nothing to check."""
     checked = totals["files"]
-    text = f"{checked} file{'' if checked == 1 else 's'} checked"
+    text = f"{counted(checked, 'file')} checked"
     summary = summary_text({k: totals[k] for k in SEVERITIES})
     if not not_found:
         return f"{text}: {summary}"
-    missing = f"{not_found} path{'' if not_found == 1 else 's'} not found"
+    missing = f"{counted(not_found, 'path')} not found"
     return f"{text}: {summary}; {missing}" if summary != "ok" else f"{text}; {missing}"
 
 

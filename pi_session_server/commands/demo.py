@@ -11,18 +11,30 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pi_session_server.commands._common import add_pi_argument, counted, path_problem, why_not_a_session
+from pi_session_server.commands._common import (
+    add_pi_argument,
+    counted,
+    path_problem,
+    terminal_columns,
+    why_not_a_session,
+    width,
+)
+from pi_session_server.format.jsvalue import js_string_of
 from pi_session_server.render.context_markdown import model_text
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
 FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
+# The lines' width when neither --width nor the terminal's width (COLUMNS, or stdout's terminal)
+# says otherwise: piped output is the same whatever terminal it ran from.
+DEFAULT_WIDTH = 110
+# The context's lines are indented under their heading by this much (within the width).
+CONTEXT_INDENT = "  "
 UNICODE = {"tee": "├─ ", "last": "└─ ", "bar": "│  ", "gap": "   ", "leaf": "◀ leaf", "dot": "•", "ell": "…"}
 ASCII = {"tee": "|- ", "last": "`- ", "bar": "|  ", "gap": "   ", "leaf": "<- leaf", "dot": "*", "ell": "..."}
 
@@ -36,7 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="which entries the tree shows: pi's /tree modes, or none (every entry); default: pi's default",
     )
     parser.add_argument("--leaf", metavar="ID", help="show the context at this entry instead of the leaf")
-    parser.add_argument("--width", type=int, default=0, help="line width (default: the terminal's)")
+    parser.add_argument(
+        "--width",
+        type=width,
+        help="line width (at least 1; default: the terminal's, as COLUMNS or the terminal says; "
+        f"{DEFAULT_WIDTH} when neither does)",
+    )
     parser.add_argument("--ascii", action="store_true", help="draw with ASCII characters only")
     add_pi_argument(parser)
 
@@ -84,7 +101,7 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[
             marks.append(glyphs["leaf"])
         bullet = glyphs["dot"] + " " if node["onLeafPath"] else "  "
         tail = (" " + " ".join(marks)) if marks else ""
-        head = f"{prefix}{bullet}{node['id']} "
+        head = f"{prefix}{bullet}{js_string_of(node['id'])} "
         room = max(10, width - len(head) - len(tail))
         lines.append(head + _clip(node.get("preview") or f"[{node.get('type')}]", room, glyphs["ell"]) + tail)
         children = [nodes[c] for c in node["childIds"] if c in nodes]
@@ -170,17 +187,12 @@ def _glyphs(ascii_only: bool) -> dict[str, str]:
     return glyphs
 
 
-def _leaf_text(leaf_id: Any) -> str:
-    """The leaf's id, or null as pi's getLeafId() answers for a session without entries (as ``tree``)."""
-    return "null" if leaf_id is None else str(leaf_id)
-
-
 def run(args: argparse.Namespace) -> int:
     path = Path(args.file).resolve() if args.file else example_path()
     if not path.is_file():
         print(f"pi-session demo: {path}: {path_problem(str(path)) or 'no such file'}", file=sys.stderr)
         return 2
-    width = args.width or shutil.get_terminal_size((110, 24)).columns
+    line_width = args.width or terminal_columns() or DEFAULT_WIDTH
     glyphs = _glyphs(args.ascii)
     command, env = server_command()
     with SidecarClient(command, env=env) as client:
@@ -206,15 +218,15 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2  # the file cannot be shown, as for the other commands
         name = info.get("sessionName") or "(no name)"
-        print(f"Session {name!r}  id {info['sessionId']}")
+        print(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
         print(f"  file {info.get('sessionFile', path)}")
         print(
-            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {_leaf_text(info.get('leafId'))}"
+            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {js_string_of(info.get('leafId'))}"
         )
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
-            print(f"  {skipped} line{'' if skipped == 1 else 's'} of the file pi skips:")
-            room = max(20, width - 14)
+            print(f"  {counted(skipped, 'line')} of the file pi skips:")
+            room = max(20, line_width - 14)
             for problem in info["skipped"][:3]:
                 message = problem["message"]
                 cut = (
@@ -222,18 +234,18 @@ def run(args: argparse.Namespace) -> int:
                 )
                 print(f"    line {problem['line'] + 1}: {cut}")
             if skipped > 3:
-                print(f"    and {skipped - 3} more (pi-session check {path})")
+                print(f"    and {skipped - 3:,} more (pi-session check {path})")
         print()
         shown = len(tree["nodes"])
         print(
             f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs['dot']} = on the path to the leaf)"
         )
-        for line in draw_tree(tree, width, glyphs):
+        for line in draw_tree(tree, line_width, glyphs):
             print(line)
         print()
-        where = f"entry {args.leaf}" if args.leaf else f"the leaf {tree['leafId']}"
+        where = f"entry {args.leaf}" if args.leaf else f"the leaf {js_string_of(tree['leafId'])}"
         print(f"Context at {where}:")
-        for line in draw_context(context, width, glyphs):
-            print("  " + line)
+        for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs):
+            print(CONTEXT_INDENT + line)
         client.request("pi/close", {"session": info["session"]})
     return 0

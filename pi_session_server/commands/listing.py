@@ -14,13 +14,11 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from typing import TYPE_CHECKING
 
-from ._common import CommandError, Progress
-from .tree import width
+from ._common import CommandError, Progress, counted, terminal_columns, width
 
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
@@ -58,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.all and args.directory:
         raise CommandError("give a directory or --all, not both")
-    columns = shutil.get_terminal_size((0, 0)).columns  # COLUMNS, else stdout's terminal, else 0
+    columns = terminal_columns()
     # the first message is read as far as a title can show of it
     infos = _sessions(args, args.width or columns or DEFAULT_WIDTH)
     if args.json:
@@ -100,7 +98,7 @@ def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
     progress = Progress(sys.stderr.isatty())
 
     def shown(loaded: int, total: int, _partial: object = None) -> None:
-        progress.show(f"pi-session list: {loaded} of {total} files read", last=loaded == total)
+        progress.show(f"pi-session list: {loaded:,} of {counted(total, 'file')} read", last=loaded == total)
 
     read = shown if progress.enabled else None  # (a listing with a callback keeps partial lists)
 

@@ -37,7 +37,7 @@ from ..errors import PiSessionError
 from ..output import write_fully
 from ..session.profiles import Profile, profile_for
 from ..session.rewrites import FileState, replace_in_place, same_file
-from ._common import add_pi_argument, special_file_problem
+from ._common import add_pi_argument, counted, special_file_problem
 from .check import count_by_severity, say_what_was_not_found, session_files, summary_text
 
 
@@ -98,13 +98,14 @@ def run(args: argparse.Namespace) -> int:
         with_repairs += count > 0
     if others is not None:
         done = "made" if args.in_place else "to make"
-        print(f"{len(files)} files checked: {_repairs(total)} {done} in {with_repairs} of them")
+        checked = counted(len(files), "file")
+        print(f"{checked} checked: {counted(total, 'repair')} {done} in {with_repairs:,} of them")
         if others.files:
-            print(f"in {others.files} of them with nothing chosen to repair, {_other_text(others.counts)}")
+            print(f"in {others.files:,} of them with nothing chosen to repair, {_other_text(others.counts)}")
         if others.unrepairable:
             print(
-                f"in {others.unrepairable_files} of them with nothing to repair, {others.unrepairable} "
-                f"problem{'' if others.unrepairable == 1 else 's'} with no repair: see `pi-session check`"
+                f"in {others.unrepairable_files:,} of them with nothing to repair, "
+                f"{counted(others.unrepairable, 'problem')} with no repair: see `pi-session check`"
             )
     return max(statuses, default=0)
 
@@ -214,7 +215,10 @@ def _report_only(
 ) -> tuple[int, int]:
     """Neither --in-place nor --output: the repairs are listed, nothing is written."""
     if count:
-        print(f"{path}: {_repairs(count)} to make; write them with --in-place or --output OUT", file=report)
+        print(
+            f"{path}: {counted(count, 'repair')} to make; write them with --in-place or --output OUT",
+            file=report,
+        )
     else:
         if others is None:
             print(_nothing_to_repair(path, doc, plan, f" (codes {', '.join(sorted(chosen))})"), file=report)
@@ -252,9 +256,9 @@ def _nothing_to_repair(path: str, doc: SessionDocument, plan: Plan, detail: str)
     named = "; ".join(f"line {d.line + 1}: {d.code} {d.message}" for d in problems[:_NAMED_UNREPAIRABLE])
     more = len(problems) - _NAMED_UNREPAIRABLE
     if more > 0:
-        named += f"; {more} more"
-    has = "problem has" if len(problems) == 1 else "problems have"
-    return f"{path}: nothing repaired: {len(problems)} {has} no repair ({named}); see `pi-session check {shlex.quote(path)}`"
+        named += f"; {more:,} more"
+    have = counted(len(problems), "problem has", "problems have")
+    return f"{path}: nothing repaired: {have} no repair ({named}); see `pi-session check {shlex.quote(path)}`"
 
 
 def _repair(
@@ -294,7 +298,7 @@ def _repair(
         for chunk in chunks:  # (read from the file: its errors are the file's)
             out.write(chunk)
         out.flush()
-        print(f"{_repairs(count)} made", file=report)
+        print(f"{counted(count, 'repair')} made", file=report)
         return 0, count
     else:
         _write_new(args.output, chunks, force=args.force)
@@ -311,12 +315,12 @@ def _say_what_was_made(
     made): the repairs made, the problems left, the repairs of other codes left, the bytes another
     process appended that were kept."""
     left = summary_text(count_by_severity(d.severity.name.lower() for d in document_diagnostics(after)))
-    rounds = f"{MAX_ROUNDS} round{'' if MAX_ROUNDS == 1 else 's'}"
+    rounds = counted(MAX_ROUNDS, "round")
     stopped = "" if not last_plan.applied else f" (stopped after {rounds}: run again for more)"
-    print(f"{_repairs(total)} made in {written}{stopped}; problems left: {left}", file=report)
+    print(f"{counted(total, 'repair')} made in {written}{stopped}; problems left: {left}", file=report)
     _say_other_repairs(last_plan, written, report, None)
     if kept:
-        print(f"{written}: kept {kept} bytes that another process appended meanwhile", file=report)
+        print(f"{written}: kept {counted(kept, 'byte')} that another process appended meanwhile", file=report)
 
 
 def _readable_name(path: str, fd: int) -> str:
@@ -366,9 +370,9 @@ def _other_text(counts: Counter[str]) -> str:
     names = sorted(counts)
     count = sum(counts.values())
     of = "another code" if len(names) == 1 else "other codes"
-    listed = ", ".join(f"{code} ({counts[code]})" for code in names)
+    listed = ", ".join(f"{code} ({counts[code]:,})" for code in names)
     return (
-        f"{_repairs(count)} of {of} not made: {listed}; --codes {','.join(names)} or --all makes "
+        f"{counted(count, 'repair')} of {of} not made: {listed}; --codes {','.join(names)} or --all makes "
         f"{'it' if count == 1 else 'them'}"
     )
 
@@ -389,10 +393,6 @@ def _list(path: str, plan: Plan, report: TextIO, later: str) -> None:
 _NEXT_ROUND = "in the next round"
 _WHEN_WRITTEN = "in a second round, when written with --in-place or --output OUT"
 _RUN_AGAIN = "not in this run: run again on the output"
-
-
-def _repairs(count: int) -> str:
-    return f"{count} repair{'' if count == 1 else 's'}"
 
 
 def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:

@@ -17,8 +17,16 @@ from ._common import (
     kept_files_dropped_when_stale,
     output_encoding,
     session_path,
+    terminal_columns,
+    width,
     write_encoded,
 )
+
+# Previews are cut to this many characters when neither --width nor the terminal's width (COLUMNS,
+# or stdout's terminal) says otherwise: piped output is the same whatever terminal it ran from.
+DEFAULT_WIDTH = 100
+# What a row holds before its preview: the mark of the path to the leaf ("* ", else two spaces).
+MARK_WIDTH = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,23 +34,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width",
         type=width,
-        default=100,
-        help="cut entry previews to about this many characters (at least 1)",
+        help="cut entry previews to about this many characters (at least 1; default: what the "
+        "terminal's width leaves them, as COLUMNS or the terminal says; "
+        f"{DEFAULT_WIDTH} when neither does)",
     )
     add_pi_argument(parser)
     add_index_argument(parser)
 
 
-def width(text: str) -> int:
-    """A --width: a whole number, at least 1 (argparse names it "width" when it is no number)."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def preview_width() -> int:
+    """The previews' width when --width does not say: what the terminal's width leaves beside the
+    mark (a branch's rows are indented further, and may wrap), else :data:`DEFAULT_WIDTH`."""
+    columns = terminal_columns()
+    return max(1, columns - MARK_WIDTH) if columns else DEFAULT_WIDTH
 
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
+    if args.width is None:  # (before the key: a view kept for this width is printed as it was)
+        args.width = preview_width()
     encoding, errors = output_encoding()
     # the home directory (what tool calls' paths are shortened against: describe.home_directory), read
     # here without importing the library, which a kept view does not need

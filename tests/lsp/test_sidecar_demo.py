@@ -59,6 +59,31 @@ def test_demo_of_a_session_without_entries_has_a_null_leaf(tmp_path):
     assert "  cwd /p   0 entries   leaf null\n" in run.stdout  # as `pi-session tree` says it
 
 
+def test_demo_names_ids_that_are_not_strings_as_tree_does(tmp_path):
+    """pi interpolates an id with JS String(): the boolean id `true`, the number 2.5 (not
+    Python's "True")."""
+    odd = tmp_path / "odd-ids.jsonl"
+    odd.write_text(
+        '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+        '{"type":"message","id":2.5,"parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"hi","timestamp":1}}\n'
+        '{"type":"message","id":true,"parentId":2.5,"timestamp":"2026-01-01T00:00:02.000Z",'
+        '"message":{"role":"user","content":"again","timestamp":2}}\n'
+    )
+    run = demo(tmp_path, str(odd), "--ascii")
+    assert run.returncode == 0, run.stderr
+    tree = subprocess.run(
+        [sys.executable, "-m", "pi_session_server", "tree", "--no-index", str(odd)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "2 entries, leaf true\n" in tree.stdout
+    assert "   2 entries   leaf true\n" in run.stdout
+    assert "* 2.5 user: hi" in run.stdout and "* true user: again" in run.stdout
+    assert "Context at the leaf true:" in run.stdout
+
+
 @pytest.mark.slow
 def test_demo_of_a_file_with_options(tmp_path):
     path = tmp_path / "mine.jsonl"

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 
 import builders as S
@@ -193,3 +199,63 @@ def test_a_path_not_found_is_in_the_summary_not_called_ok(
     assert capsys.readouterr().out.endswith("\n1 file checked; 2 paths not found\n")
     assert main(["check", str(bad), str(gone)]) == 2
     assert capsys.readouterr().out.endswith("\n1 file checked: 1 error, 1 warning; 1 path not found\n")
+
+
+def _check_with_stderr_on_a_terminal(*args: str, columns: int = 200) -> tuple[str, str]:
+    """(stdout, what a terminal ``columns`` wide on stderr showed) of ``pi-session check``."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {**os.environ, "PI_SESSION_NO_INDEX": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", "check", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env=env,
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not data:
+            break
+        shown += data
+    os.close(leader)
+    assert process.stdout is not None
+    out = process.stdout.read().decode()
+    process.stdout.close()
+    assert process.wait(timeout=120) == 0
+    return out, shown.decode()
+
+
+def test_one_file_shows_progress_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -> None:
+    """A session of hundreds of megabytes takes seconds to analyse: a terminal is told which file
+    is being checked, and the line is cleared before the results; a pipe gets nothing of it."""
+    path = tmp_path / "s.jsonl"
+    write(path, GOOD)
+    out, shown = _check_with_stderr_on_a_terminal("--no-index", str(path))
+    assert out == f"{path}: ok\n1 file checked: ok\n"
+    line = shown.split("\r")[1]
+    assert line.startswith("[0/1] ") and line.endswith("s.jsonl") and str(path).endswith(line[7:])
+    assert shown == f"\r{line}\r{' ' * len(line)}\r"  # cleared before the results
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_session_server", "check", "--no-index", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, out, "")
+
+
+def test_the_progress_line_fits_the_terminal(tmp_path: Path) -> None:
+    """A line wider than the terminal wraps, and the carriage return that overwrites it goes back
+    to the start of its last row only: the rows above would stay on the screen."""
+    for name in ("a", "b"):
+        write(tmp_path / f"{name * 50}.jsonl", GOOD)
+    out, shown = _check_with_stderr_on_a_terminal("--no-index", "-q", str(tmp_path), columns=30)
+    assert out == "2 files checked: ok\n"
+    lines = [line for line in shown.split("\r") if line.strip()]
+    assert lines and lines[0].startswith("[0/2] …") and all(len(line) <= 29 for line in lines)

@@ -1,0 +1,142 @@
+"""The commands that cut text to a width (``tree``'s previews, ``demo``'s lines, ``list``'s titles)
+follow the output's width as one rule: --width, else COLUMNS, else stdout's terminal, else a fixed
+width of the command's own (a pipe: the same text whatever terminal the command ran from)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import builders as S
+import pytest
+
+from pi_session_server.commands import tree, tree_draw
+from pi_session_server.session import cache_dir
+
+LONG = "word " * 60
+
+
+def _session(path: Path) -> Path:
+    lines = [S.header(), S.user("u1", None, LONG), S.assistant("a1", "u1", LONG)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _cli(*args: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_session_server", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return {**env, "PI_SESSION_NO_INDEX": "1", **extra}
+
+
+def _preview_rows(out: str) -> list[str]:
+    """The rows of the two long messages, without the leaf's mark."""
+    return [line.removesuffix("  <- leaf") for line in out.splitlines() if "word word" in line]
+
+
+def test_the_tree_follows_columns_and_is_the_same_in_any_pipe_without_it(tmp_path: Path) -> None:
+    path = str(_session(tmp_path / "s.jsonl"))
+    for columns in (40, 72):
+        rows = _preview_rows(_cli("tree", path, env=_env(COLUMNS=str(columns))))
+        assert [len(row) for row in rows] == [columns, columns]  # "* " and the preview cut to fit
+    rows = _preview_rows(_cli("tree", path, env=_env()))
+    assert [len(row) for row in rows] == [2 + tree.DEFAULT_WIDTH] * 2
+    rows = _preview_rows(_cli("tree", "--width", "30", path, env=_env(COLUMNS="72")))
+    assert [len(row) for row in rows] == [2 + 30] * 2  # --width says the previews' own width
+
+
+def _on_a_terminal(args: list[str], columns: int) -> str:
+    """What the command prints to a terminal ``columns`` wide (COLUMNS unset)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    os.close(follower)
+    out = b""
+    try:
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the command ended
+                break
+            if not data:
+                break
+            out += data
+    finally:
+        os.close(leader)
+        assert process.wait(timeout=120) == 0
+    return out.decode().replace("\r\n", "\n")
+
+
+def test_the_tree_and_the_demo_follow_the_terminal(tmp_path: Path) -> None:
+    path = str(_session(tmp_path / "s.jsonl"))
+    rows = _preview_rows(_on_a_terminal(["tree", path], 64))
+    assert [len(row) for row in rows] == [64, 64]
+    demo = _on_a_terminal(["demo", path], 70)
+    rows = _preview_rows(demo)
+    assert rows and all(len(row) <= 70 for row in rows)
+    assert max(len(row) for row in rows) >= 60  # the lines use the width, not a fixed one
+
+
+def test_the_demo_follows_columns(tmp_path: Path) -> None:
+    path = str(_session(tmp_path / "s.jsonl"))
+    for columns in (50, 90):
+        rows = _preview_rows(_cli("demo", path, env=_env(COLUMNS=str(columns))))
+        assert rows and max(len(row) for row in rows) == columns
+
+
+def test_a_width_of_0_or_less_is_refused_by_the_demo(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_session_server", "demo", "--width", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "must be at least 1, not 0" in done.stderr
+
+
+def test_a_tree_kept_for_the_terminal_width_is_printed_again_for_that_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pi_session_server.cli import main
+
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.delenv("PI_SESSION_NO_INDEX", raising=False)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    drawn: list[int] = []
+    real_lines = tree_draw.tree_lines
+    monkeypatch.setattr(tree_draw, "tree_lines", lambda *args: drawn.append(1) or real_lines(*args))
+    path = str(_session(tmp_path / "s.jsonl"))
+    time.sleep(0.1)  # views are kept of a file settled (RACY_NS)
+
+    def draws(columns: int) -> int:
+        monkeypatch.setenv("COLUMNS", str(columns))
+        before = len(drawn)
+        assert main(["tree", path]) == 0
+        assert [len(row) for row in _preview_rows(capsys.readouterr().out)] == [columns] * 2
+        return len(drawn) - before
+
+    assert [draws(50), draws(50), draws(80), draws(80), draws(50)] == [1, 0, 1, 0, 1]
