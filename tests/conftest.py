@@ -6,6 +6,7 @@ pytest only takes options from conftest files it loads before parsing the comman
 
 The persistent indexes of the session files tests open (session/scan_index.py) go to a directory of
 this test run, never to the user's cache; servers and commands the tests start inherit it.
+COLUMNS is removed: the commands then print at the fixed width of a pipe, which the tests pin.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ if "PI_SESSION_INDEX_DIR" not in os.environ:
     _INDEX_DIR = tempfile.mkdtemp(prefix="pi-session-test-index-")
     os.environ["PI_SESSION_INDEX_DIR"] = _INDEX_DIR
     atexit.register(shutil.rmtree, _INDEX_DIR, True)
+
+# The commands' output width follows COLUMNS (commands/_common.terminal_columns): a developer's
+# exported COLUMNS would change the text tests pin, which they write for a pipe's fixed width.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture
