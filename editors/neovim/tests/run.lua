@@ -1208,6 +1208,15 @@ test('the picker\'s items: name or first message on one line, when, messages', f
   eq(picker.title({ name = '  ', firstMessage = '' }), '(no messages)', 'nothing to show')
   eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s.jsonl' }, t, false),
     'hi  (1 hour ago · 1,234 messages)  /s.jsonl', 'a line')
+  local real_home = vim.env.HOME
+  vim.env.HOME = '/home/ann'
+  local under_home = { firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1, cwd = '/home/ann/proj',
+    path = '/home/ann/.pi/agent/sessions/--home-ann-proj--/s.jsonl' }
+  local line = picker.format(under_home, t, true)
+  local elsewhere = picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1, path = '/home/anna/s.jsonl' }, t, false)
+  vim.env.HOME = real_home
+  eq(line, 'hi  (1 hour ago · 1 message · ~/proj)  ~/.pi/agent/sessions/--home-ann-proj--/s.jsonl', 'a file and a folder under the home folder')
+  eq(elsewhere, 'hi  (1 hour ago · 1 message)  /home/anna/s.jsonl', 'a path only sharing the home folder\'s first letters')
 end)
 
 say(('%d passed, %d failed'):format(results.passed, results.failed))

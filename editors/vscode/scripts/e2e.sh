@@ -13,7 +13,8 @@
 # <repo>/.venv/bin/python). Screenshots go to $ARTIFACTS (default editors/vscode/test-artifacts/):
 # e2e-viewer.png (the session viewer on a 100 MB session), e2e-tree.png (the session tree beside the
 # session), e2e-problems.png (the Problems panel), e2e-escaping.png (a session holding HTML and script
-# tags, shown as text), e2e-picker.png (Open Session... listing two sessions), e2e-hover.png and
+# tags, shown as text), e2e-picker.png (Open Session... listing two sessions; e2e-picker-narrow.png
+# in a window 640 pixels wide), e2e-hover.png and
 # e2e.png (the window at the end); e2e-error.png when a step throws. When a check fails, the logs of
 # the run go there too, under e2e-logs/: the extension host's and the "Pi Session" output channel's
 # (the client's trace of every message, piSession.trace.server), code-server.log, and server.log
@@ -180,8 +181,10 @@ PYTHON
 echo "[e2e] extension packaged and installed $(ts)"
 
 # --- 5. code-server on loopback (own process group), the browser test, then stop it --------------
+# HOME is the run's folder: the agent folder is under it, as ~/.pi/agent is for a user (the picker
+# shows ~/...), and nothing is written in the real one
 export XDG_CONFIG_HOME=$RUN/xdg/config XDG_DATA_HOME=$RUN/xdg/data XDG_CACHE_HOME=$RUN/xdg/cache
-PI_CODING_AGENT_DIR=$RUN/agent setsid "$CS" "${COMMON[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry \
+HOME=$RUN PI_CODING_AGENT_DIR=$RUN/agent setsid "$CS" "${COMMON[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry \
   --disable-update-check --disable-workspace-trust --disable-getting-started-override \
   --ignore-last-opened "$RUN/ws" > "$RUN/code-server.log" 2>&1 &
 CS_PID=$!

@@ -1,6 +1,7 @@
 // "Open Session...": a QuickPick of pi's sessions of the workspace folder (pi/list) or of every
 // folder (pi/listAll), newest first, as pi's /resume offers them. The sessions come with their
 // first message cut short, never their whole text: a listing of long sessions stays small.
+import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { Methods, type ListedSession, type SessionsPage } from './protocol';
 
@@ -72,14 +73,26 @@ function plural(count: number, unit: string): string {
   return `${count.toLocaleString('en-US')} ${unit}${count === 1 ? '' : 's'}`;
 }
 
-/** One session's row: its title, when it changed and its messages, and its file. */
-export function sessionItem(session: ListedSession, now: number, withFolder: boolean): SessionItem {
+/**
+ * A path under the home folder as `~/...` (what a narrow picker has room for; every session pi
+ * keeps is under ~/.pi unless PI_CODING_AGENT_DIR says otherwise), any other path as it is.
+ */
+export function homeRelative(file: string, home: string): string {
+  const base = home.replace(/[\\/]+$/, '');
+  if (!base || !file.startsWith(base)) return file;
+  const rest = file.slice(base.length);
+  if (rest === '') return '~';
+  return rest[0] === '/' || (rest[0] === '\\' && process.platform === 'win32') ? `~${rest}` : file;
+}
+
+/** One session's row: its title, when it changed and its messages, and its file (`~/...` under `home`). */
+export function sessionItem(session: ListedSession, now: number, withFolder: boolean, home: string = os.homedir()): SessionItem {
   const parts = [whenText(session.modified, now), plural(session.messageCount, 'message')];
-  if (withFolder && session.cwd) parts.push(session.cwd);
+  if (withFolder && session.cwd) parts.push(homeRelative(session.cwd, home));
   return {
     label: escapeIcons(sessionTitle(session)),
     description: escapeIcons(parts.join(' · ')),
-    detail: escapeIcons(session.path),
+    detail: escapeIcons(homeRelative(session.path, home)),
     buttons: [OPEN_AS_TEXT],
     session,
   };

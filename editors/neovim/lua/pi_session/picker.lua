@@ -78,14 +78,19 @@ function M.when(modified, now)
   return os.date('%Y-%m-%d %H:%M', time)
 end
 
+--- A path under the home folder as ~/... (what a narrow picker has room for), any other as it is.
+local function home_relative(path)
+  return vim.fn.fnamemodify(path, ':~')
+end
+
 --- One session's line: its title, when it changed and its messages (and its folder in all
---- sessions), and its file.
+--- sessions), and its file (~/... under the home folder; the item keeps the full path to open).
 function M.format(session, now, with_folder)
   local parts = { M.when(session.modified, now), plural(tonumber(session.messageCount) or 0, 'message') }
   if with_folder and type(session.cwd) == 'string' and session.cwd ~= '' then
-    table.insert(parts, session.cwd)
+    table.insert(parts, home_relative(session.cwd))
   end
-  return ('%s  (%s)  %s'):format(M.title(session), table.concat(parts, ' · '), tostring(session.path))
+  return ('%s  (%s)  %s'):format(M.title(session), table.concat(parts, ' · '), home_relative(tostring(session.path)))
 end
 
 --- A pi_session client to ask, started (without a buffer) when none runs; callback(client, problem).

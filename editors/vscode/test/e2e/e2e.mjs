@@ -527,10 +527,19 @@ try {
   const kinds = pickTexts.map((text) =>
     text.startsWith('All sessions...') ? 'all' : text.includes('Picker named session') ? 'named' : text.includes('An older question') ? 'older' : '?');
   const described = /(just now|minutes? ago) · 2 messages/.test(pickTexts[1] ?? '') && /2026-01-05 \d\d:\d\d · 2 messages/.test(pickTexts[2] ?? '')
-    && pickTexts.every((text, i) => i === 0 || text.includes('/agent/sessions/--'));
-  check('Open Session lists the folder\'s two sessions newest first, under "All sessions..."',
+    && pickTexts.every((text, i) => i === 0 || text.includes('~/agent/sessions/--')); // e2e.sh's HOME holds the agent folder
+  check('Open Session lists the folder\'s two sessions newest first, under "All sessions...", their files as ~/...',
     pickListed && kinds.join(',') === 'all,named,older' && described, pickTexts.join(' | ').slice(0, 400));
   await shot(page, 'e2e-picker.png');
+  // how it looks in a narrow window
+  await page.setViewportSize({ width: 640, height: 1000 });
+  await page.waitForTimeout(800);
+  await shot(page, 'e2e-picker-narrow.png');
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.waitForTimeout(800);
+  if (!(await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 5000))) {
+    await runCommand(page, 'Pi Session: Open Session...'); // (the resize closed it)
+  }
   await pickRows.filter({ hasText: 'An older question for the picker' }).first().click();
   frame = viewerFrame(page);
   const pickedShown = await visible(frame.locator('.item', { hasText: 'The answer to: An older question for the picker' }), 60_000);

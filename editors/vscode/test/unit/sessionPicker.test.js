@@ -63,6 +63,21 @@ test('an item: title, when and messages, and the file; the folder too in all ses
   assert.equal(picker.sessionItem({ ...session, messageCount: 1234 }, NOW, true).description, '1 hour ago · 1,234 messages · /w/proj');
 });
 
+test('a file and a folder under the home folder show as ~/...; the item still opens the full path', () => {
+  const home = '/home/ann';
+  const session = listed('s1', { path: '/home/ann/.pi/agent/sessions/--home-ann-proj--/s1.jsonl', cwd: '/home/ann/proj' });
+  const item = picker.sessionItem(session, NOW, true, home);
+  assert.equal(item.detail, '~/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
+  assert.match(item.description, / · ~\/proj$/);
+  assert.equal(item.session.path, '/home/ann/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
+  assert.equal(picker.sessionItem(session, NOW, false, '/home/ann/').detail, '~/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
+  // elsewhere, or only sharing the home folder's first letters: as it is
+  assert.equal(picker.homeRelative('/home/anna/s.jsonl', home), '/home/anna/s.jsonl');
+  assert.equal(picker.homeRelative('/var/tmp/s.jsonl', home), '/var/tmp/s.jsonl');
+  assert.equal(picker.homeRelative('/home/ann', home), '~');
+  assert.equal(picker.homeRelative('/home/ann/s.jsonl', ''), '/home/ann/s.jsonl');
+});
+
 test("a session's own $(name) text shows as written, not as an icon", () => {
   const item = picker.sessionItem(listed('s1', { firstMessage: 'echo $(whoami)', path: '/a/$(x).jsonl' }), NOW, false);
   assert.equal(item.label, 'echo \\$(whoami)');
