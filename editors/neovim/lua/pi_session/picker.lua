@@ -126,6 +126,19 @@ local function sessions_of(result)
   return vim.islist(result) and result or (type(result.sessions) == 'table' and result.sessions or {})
 end
 
+--- The listing on its way ({ client, id }), or nil. Thousands of sessions take a second or more to
+--- read: a :PiSessionOpen given meanwhile replaces it, cancelled on the server ($/cancelRequest),
+--- and no picker comes of it.
+local pending
+
+local function cancel_pending()
+  local listing = pending
+  pending = nil
+  if listing and listing.id then
+    listing.client:cancel_request(listing.id)
+  end
+end
+
 --- :PiSessionOpen[!]: the sessions of the current directory (all of them with `all`), picked with
 --- vim.ui.select; the one picked is opened with :edit.
 ---@param all boolean
@@ -137,15 +150,27 @@ function M.open(all)
     params.cwd, params.environment = cwd, { cwd = cwd }
   end
   vim.api.nvim_echo({ { all and 'pi-session: reading all sessions…' or ('pi-session: reading the sessions of %s…'):format(cwd) } }, false, {})
+  cancel_pending()
+  local listing = { client = nil, id = nil }
+  pending = listing
   with_client(function(client, problem)
+    if pending ~= listing then
+      return -- a later :PiSessionOpen took over while the server started
+    end
     if not client then
+      pending = nil
       return vim.notify('pi-session: could not list the sessions: ' .. problem, vim.log.levels.ERROR)
     end
-    client:request(method, params, function(err, result)
+    local _, id = client:request(method, params, function(err, result)
+      if pending ~= listing then
+        return -- cancelled: a later :PiSessionOpen took over
+      end
+      pending = nil
       vim.schedule(function()
         M.show(err, result, all, cwd)
       end)
     end)
+    listing.client, listing.id = client, id
   end)
 end
 

@@ -237,6 +237,55 @@ test('the folder\'s answer arriving after the switch to all sessions does not re
   await done;
 });
 
+test('the picker names a folder under the home folder as ~/...', async (t) => {
+  const folder = path.join(require('node:os').homedir(), 'proj');
+  const { state, run, restore } = await activated({ folder, listing: () => [listed('only')] });
+  t.after(restore);
+  const done = run();
+  await flush();
+  assert.equal(state.quickPicks[0].title, `Pi sessions of ~${path.sep}proj`);
+  state.quickPicks[0].hide();
+  await done;
+});
+
+test('a picker closed while its listing is on its way cancels the request; one switched to all sessions cancels the folder\'s', async (t) => {
+  const answers = {};
+  const listing = (method) => new Promise((resolve) => { answers[method] = resolve; });
+  const { state, requests, run, restore } = await activated({ folder: '/w/proj', listing });
+  t.after(restore);
+  const done = run();
+  await flush();
+  const pick = state.quickPicks[0];
+  assert.equal(pick.shown, true); // shown at once, busy, before the answer
+  assert.equal(pick.busy, true);
+  const [folderRequest] = requests();
+  assert.equal(folderRequest.token.isCancellationRequested, false);
+  pick.items = [{ label: 'All sessions...', all: true }]; // (as in the test above)
+  pick.accept('All sessions...');
+  await flush();
+  const allRequest = requests()[1];
+  assert.equal(allRequest.method, 'pi/listAll');
+  assert.equal(folderRequest.token.isCancellationRequested, true);
+  assert.equal(allRequest.token.isCancellationRequested, false);
+  pick.hide(); // Escape while all sessions are read
+  assert.equal(await done, undefined);
+  assert.equal(allRequest.token.isCancellationRequested, true);
+  answers['pi/listAll']([listed('late')]); // the answer arriving anyway changes nothing
+  await flush();
+  assert.deepEqual(viewerOpened(state), []);
+  assert.deepEqual(state.messages.error, []);
+});
+
+test('a listing answered leaves nothing to cancel', async (t) => {
+  const { state, requests, run, restore } = await activated({ folder: '/w/proj', listing: () => [listed('only')] });
+  t.after(restore);
+  const done = run();
+  await flush();
+  state.quickPicks[0].accept();
+  await done;
+  assert.equal(requests()[0].token.isCancellationRequested, false);
+});
+
 test('Open Session is in the command palette, the Session Tree title bar, its welcome view and the README', () => {
   const command = manifest.contributes.commands.find((c) => c.command === 'piSession.openSession');
   assert.equal(`${command.category}: ${command.title}`, 'Pi Session: Open Session...');
