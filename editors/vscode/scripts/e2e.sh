@@ -22,7 +22,9 @@
 # as a user's would with "piSession.server.pythonPath": a wrapper stands in as that Python, adds the
 # log options to `-m pi_session_server serve` and notes the call, which the test checks. The 100 MB
 # session is made by bench/gen_session.py (cached under $E2E_DIR, never committed).
-# Ends with "N passed, M failed" and exits 0 only when every check passed.
+# Ends with "N passed, M failed" and exits 0 only when every check passed. $E2E_SCRIPT runs another
+# test in the same setting: test/e2e/picker-many.mjs (Open Session... with 5,000 sessions: shown at
+# once, busy, filled; closed while busy, its listing cancelled on the server).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")/.." && pwd)
