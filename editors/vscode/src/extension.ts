@@ -259,7 +259,8 @@ class Extension {
     if (!client || !client.isRunning()) {
       throw new Error('the pi-session language server is not running (see the "Pi Session" output)');
     }
-    return client.sendRequest<T>(method, params, token);
+    // (a token given as undefined would be sent as a second parameter: [params, null])
+    return token ? client.sendRequest<T>(method, params, token) : client.sendRequest<T>(method, params);
   }
 
   // ---- tree ----------------------------------------------------------------------------------

@@ -240,8 +240,15 @@ function createLanguageClientModule(state) {
     isRunning() { return this.running; }
     onNotification(method, handler) { this.handlers.set(method, handler); return new Disposable(() => this.handlers.delete(method)); }
     notify(method, params) { const h = this.handlers.get(method); if (h) h(params); }
-    // (a cancelled token is what vscode-languageclient sends as $/cancelRequest)
-    async sendRequest(method, params, token) { this.requests.push({ method, params, token }); return state.responder(method, params); }
+    // (a cancelled token is what vscode-languageclient sends as $/cancelRequest; an argument given
+    // as undefined in its place is sent as a second parameter: params become [params, null])
+    async sendRequest(method, params, ...rest) {
+      if (rest.length > 0 && !(rest.length === 1 && rest[0] && typeof rest[0].isCancellationRequested === 'boolean')) {
+        throw new Error(`sendRequest(${method}): the server would get [params, ${rest.map(String).join(', ')}], not params`);
+      }
+      this.requests.push({ method, params, token: rest[0] });
+      return state.responder(method, params);
+    }
     getFeature(method) {
       if (method !== 'textDocument/codeLens') return undefined;
       return { getProvider: () => ({ onDidChangeCodeLensEmitter: { fire: () => { state.codeLensRefreshes = (state.codeLensRefreshes ?? 0) + 1; } } }) };
