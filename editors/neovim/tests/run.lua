@@ -1194,6 +1194,50 @@ test(':PiSessionOpen says what the server answered when the listing fails', func
   eq(#calls, 0, 'no picker')
 end)
 
+test(':PiSessionOpen while a listing is on its way cancels that one: one picker, of the later', function()
+  local sent, cancelled = {}, {}
+  local slow = {
+    initialized = true,
+    is_stopped = function()
+      return false
+    end,
+    request = function(_, method, _, handler)
+      table.insert(sent, { method = method, handler = handler })
+      return true, 100 + #sent
+    end,
+    cancel_request = function(_, id)
+      table.insert(cancelled, id)
+    end,
+  }
+  local get_clients = vim.lsp.get_clients
+  vim.lsp.get_clients = function(filter)
+    return filter and filter.name == 'pi_session' and { slow } or get_clients(filter)
+  end
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(said, { message, level })
+  end
+  local calls, restore = stub_select(function() end)
+  vim.cmd('PiSessionOpen')
+  vim.cmd('PiSessionOpen!')
+  eq(vim.tbl_map(function(r)
+    return r.method
+  end, sent), { 'pi/list', 'pi/listAll' }, 'the requests')
+  eq(cancelled, { 101 }, 'the first listing is cancelled on the server')
+  -- the server answers the cancelled one all the same (RequestCancelled), then the other
+  sent[1].handler({ code = -32800, message = 'Request with id "101" is canceled' }, nil)
+  sent[2].handler(nil, { { path = '/s/later.jsonl', name = 'The later listing', modified = vim.NIL, messageCount = 1 } })
+  wait_calls(calls, 1)
+  vim.wait(100)
+  vim.lsp.get_clients = get_clients
+  vim.notify = notify
+  restore()
+  eq(#calls, 1, 'one picker')
+  eq(calls[1].prompt, 'Pi sessions of all folders', 'of the later listing')
+  eq(said, {}, 'nothing said of the cancelled one')
+end)
+
 test('the picker\'s items: name or first message on one line, when, messages', function()
   local picker = require('pi_session.picker')
   local t = picker.epoch('2026-03-10T12:00:00.000Z')
@@ -1208,6 +1252,15 @@ test('the picker\'s items: name or first message on one line, when, messages', f
   eq(picker.title({ name = '  ', firstMessage = '' }), '(no messages)', 'nothing to show')
   eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s.jsonl' }, t, false),
     'hi  (1 hour ago · 1,234 messages)  /s.jsonl', 'a line')
+  local real_home = vim.env.HOME
+  vim.env.HOME = '/home/ann'
+  local under_home = { firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1, cwd = '/home/ann/proj',
+    path = '/home/ann/.pi/agent/sessions/--home-ann-proj--/s.jsonl' }
+  local line = picker.format(under_home, t, true)
+  local elsewhere = picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1, path = '/home/anna/s.jsonl' }, t, false)
+  vim.env.HOME = real_home
+  eq(line, 'hi  (1 hour ago · 1 message · ~/proj)  ~/.pi/agent/sessions/--home-ann-proj--/s.jsonl', 'a file and a folder under the home folder')
+  eq(elsewhere, 'hi  (1 hour ago · 1 message)  /home/anna/s.jsonl', 'a path only sharing the home folder\'s first letters')
 end)
 
 say(('%d passed, %d failed'):format(results.passed, results.failed))

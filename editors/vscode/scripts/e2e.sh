@@ -5,18 +5,26 @@
 #   bash editors/vscode/scripts/e2e.sh
 #
 # Installs what is missing (apt: chromium, ripgrep, libkrb5-dev, g++/make; npm: code-server, vsce,
-# playwright-core), cached under $E2E_DIR (default /var/tmp/pi-vscode-e2e). Needs root for apt (or
+# playwright-core), cached under $E2E_DIR (default /var/tmp/pi-vscode-e2e) and shared by the runs
+# (installed under a lock). Each run works in a folder of its own, $E2E_DIR/run.XXXXXX (mktemp):
+# runs at the same time do not meet; it is removed when every check passed, kept (and named) when
+# one failed. Needs root for apt (or
 # those packages already installed), Node 20 and npm, and a Python with the server: $PY (default
 # <repo>/.venv/bin/python). Screenshots go to $ARTIFACTS (default editors/vscode/test-artifacts/):
 # e2e-viewer.png (the session viewer on a 100 MB session), e2e-tree.png (the session tree beside the
 # session), e2e-problems.png (the Problems panel), e2e-escaping.png (a session holding HTML and script
-# tags, shown as text), e2e-picker.png (Open Session... listing two sessions), e2e-hover.png and
+# tags, shown as text), e2e-picker.png (Open Session... listing two sessions; e2e-picker-narrow.png
+# in a window 640 pixels wide), e2e-hover.png and
 # e2e.png (the window at the end); e2e-error.png when a step throws. When a check fails, the logs of
 # the run go there too, under e2e-logs/: the extension host's and the "Pi Session" output channel's
 # (the client's trace of every message, piSession.trace.server), code-server.log, and server.log
-# (the server's own log at DEBUG: what its poller saw of the files it follows). The 100 MB session
-# is made by bench/gen_session.py (cached under $E2E_DIR, never committed).
-# Ends with "N passed, M failed" and exits 0 only when every check passed.
+# (the server's own log at DEBUG: what its poller saw of the files it follows). The server starts
+# as a user's would with "piSession.server.pythonPath": a wrapper stands in as that Python, adds the
+# log options to `-m pi_session_server serve` and notes the call, which the test checks. The 100 MB
+# session is made by bench/gen_session.py (cached under $E2E_DIR, never committed).
+# Ends with "N passed, M failed" and exits 0 only when every check passed. $E2E_SCRIPT runs another
+# test in the same setting: test/e2e/picker-many.mjs (Open Session... with 5,000 sessions: shown at
+# once, busy, filled; closed while busy, its listing cancelled on the server).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,8 +45,20 @@ export XDG_CONFIG_HOME=$E2E/xdg/config XDG_DATA_HOME=$E2E/xdg/data XDG_CACHE_HOM
 mkdir -p "$E2E" "$ARTIFACTS"
 rm -rf "$ARTIFACTS"/e2e*.png "$ARTIFACTS/e2e-logs"   # an earlier run's must not pass for this one's
 T0=$(date +%s); ts() { echo "$(( $(date +%s) - T0 ))s"; }
-
 "$PY" -c 'import pi_session_server' || { echo "[e2e] $PY cannot import pi_session_server (set PY)"; exit 1; }
+RUN=$(mktemp -d "$E2E/run.XXXXXX")
+CS_PID=
+rc=1
+finish() {
+  if [ -n "$CS_PID" ]; then
+    kill -TERM -- "-$CS_PID" 2>/dev/null || true; sleep 1; kill -KILL -- "-$CS_PID" 2>/dev/null || true
+  fi
+  if [ "$rc" -eq 0 ]; then rm -rf "$RUN"; else echo "[e2e] this run's folder is kept: $RUN"; fi
+}
+trap finish EXIT
+# the caches below are shared by the runs: one run at a time installs or makes them
+exec 9> "$E2E/install.lock"
+flock 9
 
 # --- 1. system packages (Debian) ----------------------------------------------------------------
 need=()
@@ -77,11 +97,14 @@ if [ ! -x "$TOOLS/node_modules/.bin/vsce" ] || [ ! -d "$TOOLS/node_modules/playw
   (cd "$TOOLS" && timeout 600 npm install --no-save "@vscode/vsce@$VSCE_VERSION" "playwright-core@$PW_VERSION" \
       > install.log 2>&1) || { tail -50 "$TOOLS/install.log"; exit 1; }
 fi
-cp "${E2E_SCRIPT:-$HERE/test/e2e/e2e.mjs}" "$TOOLS/e2e.mjs"   # ESM resolves playwright-core from its own folder
+# the run's own copy of the test (another run may test another one): ESM resolves playwright-core
+# from the script's folder
+cp "${E2E_SCRIPT:-$HERE/test/e2e/e2e.mjs}" "$RUN/e2e.mjs"
+ln -s "$TOOLS/node_modules" "$RUN/node_modules"
 echo "[e2e] tools ready $(ts)"
 
 # --- 4. package the extension, install it into a fresh profile ----------------------------------
-RUN=$E2E/run; rm -rf "$RUN"; mkdir -p "$RUN/ud/User" "$RUN/exts" "$RUN/ws"
+mkdir -p "$RUN/ud/User" "$RUN/exts" "$RUN/ws"
 VSCE="$TOOLS/node_modules/.bin/vsce" bash "$HERE/scripts/package.sh" "$RUN/pi-session.vsix" >/dev/null
 COMMON=(--config "$RUN/config.yaml" --user-data-dir "$RUN/ud" --extensions-dir "$RUN/exts")
 timeout 120 "$CS" "${COMMON[@]}" --install-extension "$RUN/pi-session.vsix" >/dev/null
@@ -96,23 +119,30 @@ if [ ! -s "$BIG" ]; then
   echo "[e2e] generating a 100 MB session with bench/gen_session.py"
   "$PY" "$REPO/bench/gen_session.py" "$BIG.tmp" --size-mb 100 --seed 7 && mv "$BIG.tmp" "$BIG"
 fi
+flock -u 9; exec 9>&-
 mkdir -p "$RUN/ws/big" && cp --reflink=auto "$BIG" "$RUN/ws/big/big-session.jsonl"
 # a file in pi's session folder whose first line is no header: the path alone makes it a Pi Session
 mkdir -p "$RUN/ws/.pi/agent/sessions/--work-demo--"
 echo '{"type":"message","id":"x1","parentId":null,"timestamp":"2026-01-05T10:00:00.000Z"}' \
   > "$RUN/ws/.pi/agent/sessions/--work-demo--/headerless-session.jsonl"
-# the server as the extension starts it (`serve` appended to the command), its log kept at DEBUG
-cat > "$RUN/pi-session" <<SH
+# the Python of "piSession.server.pythonPath": the server as the extension starts it through that
+# setting (`-m pi_session_server serve`), its log kept at DEBUG, and each such start noted for the
+# test; anything else (the extension's import probe, `check`) goes to $PY as it is
+cat > "$RUN/python" <<SH
 #!/bin/sh
-if [ "\$1" = serve ]; then shift; exec "$PY" -m pi_session_server serve --log-file "$RUN/server.log" --log-level DEBUG "\$@"; fi
-exec "$PY" -m pi_session_server "\$@"
+if [ "\$1 \$2 \$3" = "-m pi_session_server serve" ]; then
+  shift 3
+  echo "-m pi_session_server serve \$*" >> "$RUN/python-path-starts"
+  exec "$PY" -m pi_session_server serve --log-file "$RUN/server.log" --log-level DEBUG "\$@"
+fi
+exec "$PY" "\$@"
 SH
-chmod +x "$RUN/pi-session"
+chmod +x "$RUN/python"
 # code-server's own default auto save is kept (VS Code in a browser saves a second after each
 # edit): the extension turns it off for Pi Session documents, which step 6b checks, as a save of
 # the test's typing on its way while pi appends (step 8) would write the editor's text over pi's line
 cat > "$RUN/ud/User/settings.json" <<JSON
-{ "piSession.server.command": ["$RUN/pi-session"], "piSession.trace.server": "messages",
+{ "piSession.server.pythonPath": "$RUN/python", "piSession.trace.server": "messages",
   "security.workspace.trust.enabled": false, "workbench.startupEditor": "none",
   "telemetry.telemetryLevel": "off", "extensions.autoCheckUpdates": false,
   "extensions.autoUpdate": false, "update.mode": "none", "workbench.tips.enabled": false,
@@ -153,17 +183,19 @@ PYTHON
 echo "[e2e] extension packaged and installed $(ts)"
 
 # --- 5. code-server on loopback (own process group), the browser test, then stop it --------------
-PI_CODING_AGENT_DIR=$RUN/agent setsid "$CS" "${COMMON[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry \
+# HOME is the run's folder: the agent folder is under it, as ~/.pi/agent is for a user (the picker
+# shows ~/...), and nothing is written in the real one
+export XDG_CONFIG_HOME=$RUN/xdg/config XDG_DATA_HOME=$RUN/xdg/data XDG_CACHE_HOME=$RUN/xdg/cache
+HOME=$RUN PI_CODING_AGENT_DIR=$RUN/agent setsid "$CS" "${COMMON[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry \
   --disable-update-check --disable-workspace-trust --disable-getting-started-override \
   --ignore-last-opened "$RUN/ws" > "$RUN/code-server.log" 2>&1 &
 CS_PID=$!
-cleanup() { kill -TERM -- "-$CS_PID" 2>/dev/null || true; sleep 1; kill -KILL -- "-$CS_PID" 2>/dev/null || true; }
-trap cleanup EXIT
 for _ in $(seq 60); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 1; done
 rc=0
 CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$ARTIFACTS" CHROME_PROFILE="$RUN/chrome" \
-  timeout 720 node "$TOOLS/e2e.mjs" || rc=$?
-echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$ARTIFACTS"/*.png 2>/dev/null | tr '\n' ' '); logs: $RUN/ud/logs"
+  PYTHON_PATH_STARTS="$RUN/python-path-starts" VSCODE_LOGS="$RUN/ud/logs" \
+  timeout 720 node "$RUN/e2e.mjs" || rc=$?
+echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$ARTIFACTS"/*.png 2>/dev/null | tr '\n' ' ')"
 if [ $rc -ne 0 ]; then
   mkdir -p "$ARTIFACTS/e2e-logs"
   cp -r "$RUN/ud/logs" "$ARTIFACTS/e2e-logs/vscode" 2>/dev/null || true

@@ -252,13 +252,15 @@ class Extension {
     return this.client ? this.client.code2ProtocolConverter.asUri(uri) : uri.toString();
   }
 
-  async request<T>(method: string, params: object): Promise<T> {
+  /** `token` cancelled: the request is cancelled on the server too ($/cancelRequest). */
+  async request<T>(method: string, params: object, token?: vscode.CancellationToken): Promise<T> {
     await this.serverReady();
     const client = this.client;
     if (!client || !client.isRunning()) {
       throw new Error('the pi-session language server is not running (see the "Pi Session" output)');
     }
-    return client.sendRequest<T>(method, params);
+    // (a token given as undefined would be sent as a second parameter: [params, null])
+    return token ? client.sendRequest<T>(method, params, token) : client.sendRequest<T>(method, params);
   }
 
   // ---- tree ----------------------------------------------------------------------------------
@@ -523,7 +525,10 @@ class Extension {
 
   /** Open Session...: pick one of pi's sessions of the workspace folder (or of all), open it. */
   async openSession(): Promise<void> {
-    const picked = await pickSession({ request: (method, params) => this.request(method, params), log: (message) => this.log(message) }, sessionsFolder());
+    const picked = await pickSession(
+      { request: (method, params, token) => this.request(method, params, token), log: (message) => this.log(message) },
+      sessionsFolder(),
+    );
     if (!picked) return;
     if (picked.asText) await this.openAsText(picked.uri);
     else await this.viewer.open(picked.uri);

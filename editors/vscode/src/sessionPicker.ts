@@ -1,6 +1,7 @@
 // "Open Session...": a QuickPick of pi's sessions of the workspace folder (pi/list) or of every
 // folder (pi/listAll), newest first, as pi's /resume offers them. The sessions come with their
 // first message cut short, never their whole text: a listing of long sessions stays small.
+import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { Methods, type ListedSession, type SessionsPage } from './protocol';
 
@@ -26,7 +27,8 @@ export interface PickedSession {
 }
 
 export interface PickerHost {
-  request<T>(method: string, params: object): Promise<T>;
+  /** When `token` is cancelled the server is told to stop ($/cancelRequest). */
+  request<T>(method: string, params: object, token: vscode.CancellationToken): Promise<T>;
   log(message: string): void;
 }
 
@@ -72,14 +74,26 @@ function plural(count: number, unit: string): string {
   return `${count.toLocaleString('en-US')} ${unit}${count === 1 ? '' : 's'}`;
 }
 
-/** One session's row: its title, when it changed and its messages, and its file. */
-export function sessionItem(session: ListedSession, now: number, withFolder: boolean): SessionItem {
+/**
+ * A path under the home folder as `~/...` (what a narrow picker has room for; every session pi
+ * keeps is under ~/.pi unless PI_CODING_AGENT_DIR says otherwise), any other path as it is.
+ */
+export function homeRelative(file: string, home: string): string {
+  const base = home.replace(/[\\/]+$/, '');
+  if (!base || !file.startsWith(base)) return file;
+  const rest = file.slice(base.length);
+  if (rest === '') return '~';
+  return rest[0] === '/' || (rest[0] === '\\' && process.platform === 'win32') ? `~${rest}` : file;
+}
+
+/** One session's row: its title, when it changed and its messages, and its file (`~/...` under `home`). */
+export function sessionItem(session: ListedSession, now: number, withFolder: boolean, home: string = os.homedir()): SessionItem {
   const parts = [whenText(session.modified, now), plural(session.messageCount, 'message')];
-  if (withFolder && session.cwd) parts.push(session.cwd);
+  if (withFolder && session.cwd) parts.push(homeRelative(session.cwd, home));
   return {
     label: escapeIcons(sessionTitle(session)),
     description: escapeIcons(parts.join(' · ')),
-    detail: escapeIcons(session.path),
+    detail: escapeIcons(homeRelative(session.path, home)),
     buttons: [OPEN_AS_TEXT],
     session,
   };
@@ -106,12 +120,22 @@ export async function pickSession(host: PickerHost, folder: string | undefined):
   quickPick.matchOnDetail = true;
   // a user switching to all sessions must not get the folder's answer arriving late
   let generation = 0;
+  // the listing on its way: a picker closed or switched to all sessions stops it on the server, where
+  // thousands of sessions take a while to read
+  let pending: vscode.CancellationTokenSource | undefined;
+  const settle = (cancel: boolean) => {
+    if (cancel) pending?.cancel();
+    pending?.dispose();
+    pending = undefined;
+  };
   let picked: PickedSession | undefined;
   let followUp: (() => Promise<PickedSession | undefined>) | undefined;
 
   const load = async (all: boolean): Promise<void> => {
     const mine = ++generation;
-    quickPick.title = all ? 'Pi sessions of all folders' : `Pi sessions of ${folder}`;
+    settle(true);
+    const listing = (pending = new vscode.CancellationTokenSource());
+    quickPick.title = all ? 'Pi sessions of all folders' : `Pi sessions of ${homeRelative(folder ?? '', os.homedir())}`;
     quickPick.placeholder = 'Reading the sessions...';
     quickPick.items = [];
     quickPick.busy = true;
@@ -121,15 +145,17 @@ export async function pickSession(host: PickerHost, folder: string | undefined):
       : { cwd: folder, environment: { cwd: folder }, text: 'first', maxTextChars: MAX_TEXT_CHARS };
     let sessions: ListedSession[];
     try {
-      sessions = sessionsOf(await host.request<ListedSession[] | SessionsPage | null>(method, params));
+      sessions = sessionsOf(await host.request<ListedSession[] | SessionsPage | null>(method, params, listing.token));
     } catch (error) {
       if (mine !== generation) return;
+      settle(false);
       host.log(`${method} failed: ${errorText(error)}`);
       quickPick.hide();
       void vscode.window.showErrorMessage(`Pi Session: could not list the sessions: ${errorText(error)}`);
       return;
     }
     if (mine !== generation) return;
+    settle(false);
     quickPick.busy = false;
     if (sessions.length === 0) {
       if (!all) followUp = () => offerAllSessions(host, folder ?? '');
@@ -138,7 +164,8 @@ export async function pickSession(host: PickerHost, folder: string | undefined):
       return;
     }
     const now = Date.now();
-    const items = sessions.map((session) => sessionItem(session, now, all));
+    const home = os.homedir();
+    const items = sessions.map((session) => sessionItem(session, now, all, home));
     quickPick.items = all ? items : [{ label: ALL_SESSIONS_LABEL, description: 'the sessions of every folder', alwaysShow: true, all: true }, ...items];
     quickPick.activeItems = [items[0]]; // Enter opens the newest, as pi's /resume
     quickPick.placeholder = 'Pick a session to open in the Session Viewer (the button opens it as text)';
@@ -162,6 +189,7 @@ export async function pickSession(host: PickerHost, folder: string | undefined):
     });
     quickPick.onDidHide(() => {
       generation++;
+      settle(true);
       quickPick.dispose();
       resolve(followUp ? followUp() : picked);
     });

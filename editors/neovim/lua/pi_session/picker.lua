@@ -78,14 +78,19 @@ function M.when(modified, now)
   return os.date('%Y-%m-%d %H:%M', time)
 end
 
+--- A path under the home folder as ~/... (what a narrow picker has room for), any other as it is.
+local function home_relative(path)
+  return vim.fn.fnamemodify(path, ':~')
+end
+
 --- One session's line: its title, when it changed and its messages (and its folder in all
---- sessions), and its file.
+--- sessions), and its file (~/... under the home folder; the item keeps the full path to open).
 function M.format(session, now, with_folder)
   local parts = { M.when(session.modified, now), plural(tonumber(session.messageCount) or 0, 'message') }
   if with_folder and type(session.cwd) == 'string' and session.cwd ~= '' then
-    table.insert(parts, session.cwd)
+    table.insert(parts, home_relative(session.cwd))
   end
-  return ('%s  (%s)  %s'):format(M.title(session), table.concat(parts, ' · '), tostring(session.path))
+  return ('%s  (%s)  %s'):format(M.title(session), table.concat(parts, ' · '), home_relative(tostring(session.path)))
 end
 
 --- A pi_session client to ask, started (without a buffer) when none runs; callback(client, problem).
@@ -121,6 +126,19 @@ local function sessions_of(result)
   return vim.islist(result) and result or (type(result.sessions) == 'table' and result.sessions or {})
 end
 
+--- The listing on its way ({ client, id }), or nil. Thousands of sessions take a second or more to
+--- read: a :PiSessionOpen given meanwhile replaces it, cancelled on the server ($/cancelRequest),
+--- and no picker comes of it.
+local pending
+
+local function cancel_pending()
+  local listing = pending
+  pending = nil
+  if listing and listing.id then
+    listing.client:cancel_request(listing.id)
+  end
+end
+
 --- :PiSessionOpen[!]: the sessions of the current directory (all of them with `all`), picked with
 --- vim.ui.select; the one picked is opened with :edit.
 ---@param all boolean
@@ -132,15 +150,27 @@ function M.open(all)
     params.cwd, params.environment = cwd, { cwd = cwd }
   end
   vim.api.nvim_echo({ { all and 'pi-session: reading all sessions…' or ('pi-session: reading the sessions of %s…'):format(cwd) } }, false, {})
+  cancel_pending()
+  local listing = { client = nil, id = nil }
+  pending = listing
   with_client(function(client, problem)
+    if pending ~= listing then
+      return -- a later :PiSessionOpen took over while the server started
+    end
     if not client then
+      pending = nil
       return vim.notify('pi-session: could not list the sessions: ' .. problem, vim.log.levels.ERROR)
     end
-    client:request(method, params, function(err, result)
+    local _, id = client:request(method, params, function(err, result)
+      if pending ~= listing then
+        return -- cancelled: a later :PiSessionOpen took over
+      end
+      pending = nil
       vim.schedule(function()
         M.show(err, result, all, cwd)
       end)
     end)
+    listing.client, listing.id = client, id
   end)
 end
 

@@ -114,6 +114,28 @@ async function treeRows(tree) {
   return out;
 }
 
+/**
+ * How the server was started: the calls e2e.sh's stand-in Python noted of `-m pi_session_server
+ * serve`, and the "Starting the server" lines of the extension's "Pi Session" output channel.
+ */
+function serverStarts() {
+  const file = process.env.PYTHON_PATH_STARTS;
+  const wrapper = file && fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+  const channel = [];
+  const logs = process.env.VSCODE_LOGS;
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('Pi Session.log')) {
+        channel.push(...fs.readFileSync(full, 'utf8').split('\n').filter((line) => line.includes('Starting the server')));
+      }
+    }
+  };
+  if (logs && fs.existsSync(logs)) walk(logs);
+  return { wrapper, channel };
+}
+
 /** The visible webview's content frame (VS Code nests the page in two iframes). */
 const viewerFrame = (page) => page.frameLocator('iframe.webview.ready:visible').frameLocator('#active-frame');
 
@@ -157,6 +179,15 @@ try {
   // 2. the session file opens as Pi Session; diagnostics: a squiggle and the Problems panel, once
   await openFromExplorer(page, SESSION);
   check('the session file opens as "Pi Session"', await visible(mode.filter({ hasText: 'Pi Session' }), 30_000), await modeText());
+  let starts = serverStarts();
+  for (let i = 0; i < 20 && starts.channel.length === 0; i++) { // the channel's file is written on its own time
+    await page.waitForTimeout(500);
+    starts = serverStarts();
+  }
+  check('the server was started through "piSession.server.pythonPath" (`<python> -m pi_session_server serve`), once',
+    starts.wrapper.length === 1 && starts.wrapper[0].startsWith('-m pi_session_server serve')
+      && starts.channel.length === 1 && starts.channel[0].includes('(setting piSession.server.pythonPath)'),
+    `${JSON.stringify(starts.wrapper)}; "Pi Session": ${JSON.stringify(starts.channel).slice(0, 300)}`);
   const squiggle = await visible(page.locator('.monaco-editor .squiggly-error, .monaco-editor .squiggly-warning'), 60_000);
   check('a diagnostic squiggle in the editor', squiggle);
   await page.keyboard.press('Control+Shift+M');
@@ -496,10 +527,19 @@ try {
   const kinds = pickTexts.map((text) =>
     text.startsWith('All sessions...') ? 'all' : text.includes('Picker named session') ? 'named' : text.includes('An older question') ? 'older' : '?');
   const described = /(just now|minutes? ago) · 2 messages/.test(pickTexts[1] ?? '') && /2026-01-05 \d\d:\d\d · 2 messages/.test(pickTexts[2] ?? '')
-    && pickTexts.every((text, i) => i === 0 || text.includes('/agent/sessions/--'));
-  check('Open Session lists the folder\'s two sessions newest first, under "All sessions..."',
+    && pickTexts.every((text, i) => i === 0 || text.includes('~/agent/sessions/--')); // e2e.sh's HOME holds the agent folder
+  check('Open Session lists the folder\'s two sessions newest first, under "All sessions...", their files as ~/...',
     pickListed && kinds.join(',') === 'all,named,older' && described, pickTexts.join(' | ').slice(0, 400));
   await shot(page, 'e2e-picker.png');
+  // how it looks in a narrow window
+  await page.setViewportSize({ width: 640, height: 1000 });
+  await page.waitForTimeout(800);
+  await shot(page, 'e2e-picker-narrow.png');
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.waitForTimeout(800);
+  if (!(await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 5000))) {
+    await runCommand(page, 'Pi Session: Open Session...'); // (the resize closed it)
+  }
   await pickRows.filter({ hasText: 'An older question for the picker' }).first().click();
   frame = viewerFrame(page);
   const pickedShown = await visible(frame.locator('.item', { hasText: 'The answer to: An older question for the picker' }), 60_000);

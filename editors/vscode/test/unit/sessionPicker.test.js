@@ -63,6 +63,21 @@ test('an item: title, when and messages, and the file; the folder too in all ses
   assert.equal(picker.sessionItem({ ...session, messageCount: 1234 }, NOW, true).description, '1 hour ago · 1,234 messages · /w/proj');
 });
 
+test('a file and a folder under the home folder show as ~/...; the item still opens the full path', () => {
+  const home = '/home/ann';
+  const session = listed('s1', { path: '/home/ann/.pi/agent/sessions/--home-ann-proj--/s1.jsonl', cwd: '/home/ann/proj' });
+  const item = picker.sessionItem(session, NOW, true, home);
+  assert.equal(item.detail, '~/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
+  assert.match(item.description, / · ~\/proj$/);
+  assert.equal(item.session.path, '/home/ann/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
+  assert.equal(picker.sessionItem(session, NOW, false, '/home/ann/').detail, '~/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
+  // elsewhere, or only sharing the home folder's first letters: as it is
+  assert.equal(picker.homeRelative('/home/anna/s.jsonl', home), '/home/anna/s.jsonl');
+  assert.equal(picker.homeRelative('/var/tmp/s.jsonl', home), '/var/tmp/s.jsonl');
+  assert.equal(picker.homeRelative('/home/ann', home), '~');
+  assert.equal(picker.homeRelative('/home/ann/s.jsonl', ''), '/home/ann/s.jsonl');
+});
+
 test("a session's own $(name) text shows as written, not as an icon", () => {
   const item = picker.sessionItem(listed('s1', { firstMessage: 'echo $(whoami)', path: '/a/$(x).jsonl' }), NOW, false);
   assert.equal(item.label, 'echo \\$(whoami)');
@@ -220,6 +235,55 @@ test('the folder\'s answer arriving after the switch to all sessions does not re
   assert.deepEqual(pick.items.map((i) => i.label), ['first message of all-one']);
   pick.hide();
   await done;
+});
+
+test('the picker names a folder under the home folder as ~/...', async (t) => {
+  const folder = path.join(require('node:os').homedir(), 'proj');
+  const { state, run, restore } = await activated({ folder, listing: () => [listed('only')] });
+  t.after(restore);
+  const done = run();
+  await flush();
+  assert.equal(state.quickPicks[0].title, `Pi sessions of ~${path.sep}proj`);
+  state.quickPicks[0].hide();
+  await done;
+});
+
+test('a picker closed while its listing is on its way cancels the request; one switched to all sessions cancels the folder\'s', async (t) => {
+  const answers = {};
+  const listing = (method) => new Promise((resolve) => { answers[method] = resolve; });
+  const { state, requests, run, restore } = await activated({ folder: '/w/proj', listing });
+  t.after(restore);
+  const done = run();
+  await flush();
+  const pick = state.quickPicks[0];
+  assert.equal(pick.shown, true); // shown at once, busy, before the answer
+  assert.equal(pick.busy, true);
+  const [folderRequest] = requests();
+  assert.equal(folderRequest.token.isCancellationRequested, false);
+  pick.items = [{ label: 'All sessions...', all: true }]; // (as in the test above)
+  pick.accept('All sessions...');
+  await flush();
+  const allRequest = requests()[1];
+  assert.equal(allRequest.method, 'pi/listAll');
+  assert.equal(folderRequest.token.isCancellationRequested, true);
+  assert.equal(allRequest.token.isCancellationRequested, false);
+  pick.hide(); // Escape while all sessions are read
+  assert.equal(await done, undefined);
+  assert.equal(allRequest.token.isCancellationRequested, true);
+  answers['pi/listAll']([listed('late')]); // the answer arriving anyway changes nothing
+  await flush();
+  assert.deepEqual(viewerOpened(state), []);
+  assert.deepEqual(state.messages.error, []);
+});
+
+test('a listing answered leaves nothing to cancel', async (t) => {
+  const { state, requests, run, restore } = await activated({ folder: '/w/proj', listing: () => [listed('only')] });
+  t.after(restore);
+  const done = run();
+  await flush();
+  state.quickPicks[0].accept();
+  await done;
+  assert.equal(requests()[0].token.isCancellationRequested, false);
 });
 
 test('Open Session is in the command palette, the Session Tree title bar, its welcome view and the README', () => {

@@ -16,6 +16,19 @@ class EventEmitter {
   dispose() { this.listeners.clear(); }
 }
 
+class CancellationTokenSource {
+  constructor() {
+    this.emitter = new EventEmitter();
+    this.token = { isCancellationRequested: false, onCancellationRequested: this.emitter.event };
+  }
+  cancel() {
+    if (this.token.isCancellationRequested) return;
+    this.token.isCancellationRequested = true;
+    this.emitter.fire();
+  }
+  dispose() {}
+}
+
 class Uri {
   constructor(scheme, authority, p, query, fragment) { Object.assign(this, { scheme, authority: authority || '', path: p || '', query: query || '', fragment: fragment || '' }); }
   get fsPath() { return this.path; }
@@ -126,7 +139,7 @@ function createState() {
 
 function createVscode(state) {
   const vscode = {
-    Disposable, EventEmitter, Uri, Position, Range, Selection, Diagnostic, TreeItem, ThemeIcon, ThemeColor, MarkdownString,
+    Disposable, EventEmitter, CancellationTokenSource, Uri, Position, Range, Selection, Diagnostic, TreeItem, ThemeIcon, ThemeColor, MarkdownString,
     TabInputText, TabInputCustom,
     TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
     DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
@@ -227,7 +240,15 @@ function createLanguageClientModule(state) {
     isRunning() { return this.running; }
     onNotification(method, handler) { this.handlers.set(method, handler); return new Disposable(() => this.handlers.delete(method)); }
     notify(method, params) { const h = this.handlers.get(method); if (h) h(params); }
-    async sendRequest(method, params) { this.requests.push({ method, params }); return state.responder(method, params); }
+    // (a cancelled token is what vscode-languageclient sends as $/cancelRequest; an argument given
+    // as undefined in its place is sent as a second parameter: params become [params, null])
+    async sendRequest(method, params, ...rest) {
+      if (rest.length > 0 && !(rest.length === 1 && rest[0] && typeof rest[0].isCancellationRequested === 'boolean')) {
+        throw new Error(`sendRequest(${method}): the server would get [params, ${rest.map(String).join(', ')}], not params`);
+      }
+      this.requests.push({ method, params, token: rest[0] });
+      return state.responder(method, params);
+    }
     getFeature(method) {
       if (method !== 'textDocument/codeLens') return undefined;
       return { getProvider: () => ({ onDidChangeCodeLensEmitter: { fire: () => { state.codeLensRefreshes = (state.codeLensRefreshes ?? 0) + 1; } } }) };
