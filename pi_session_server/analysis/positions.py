@@ -87,10 +87,9 @@ def to_offset(raw: bytes, column: int, encoding: str, errors: str = "surrogatepa
 
 
 def _utf16_index(text: str, units: int) -> int:
-    """The code point index at ``units`` UTF-16 code units into ``text``."""
-    count = 0
-    for i, ch in enumerate(text):
-        if count >= units:
-            return i
-        count += 2 if ord(ch) > 0xFFFF else 1
-    return len(text)
+    """The code point index at ``units`` UTF-16 code units into ``text`` (a count that ends inside a
+    surrogate pair takes in its character). Counted by the codec, not a loop per character: a line
+    can be an image's megabytes of base64. No character is shorter than a unit: the first ``units``
+    characters hold the place."""
+    encoded = text[: max(units, 0)].encode("utf-16-le", "surrogatepass")[: 2 * units]
+    return len(encoded.decode("utf-16-le", "surrogatepass"))

@@ -80,3 +80,16 @@ def test_any_byte_offset_is_the_column_of_the_character_it_falls_in(text: str, d
     start = to_offset(raw, offset, UTF8)  # the start of the character it falls in
     for enc in (UTF8, UTF16, UTF32):
         assert to_column(raw, offset, enc) == to_column(raw, start, enc)
+
+
+def test_a_column_far_into_a_long_line_with_an_emoji_is_found_without_a_loop_per_character() -> None:
+    # a 10 MB line (an image's base64) and one emoji before it: the editor's UTF-16 column at its
+    # end is the cursor there, asked at every move and keystroke (a loop per character took a second)
+    import time
+
+    raw = ("see 😀 " + "x" * 10_000_000).encode()
+    column = to_column(raw, len(raw), UTF16)
+    started = time.perf_counter()
+    assert to_offset(raw, column, UTF16) == len(raw)
+    assert to_offset(raw, column - 1, UTF16) == len(raw) - 1
+    assert time.perf_counter() - started < 0.4
