@@ -441,18 +441,18 @@ class LanguageFeatures:
         state.version = version
         self.schedule_publish(state)
 
-    def _answer(self, state: DocState, answer: Callable[[DocState], Any], encode: bool) -> Any:
-        """A request's job: the answer (``encode``: as the JSON it is sent as); None when the
-        document is gone (closed, or its file deleted)."""
+    def _answer(self, state: DocState, answer: Callable[[DocState], Any], encode: bool, gone: Any) -> Any:
+        """A request's job: the answer (``encode``: as the JSON it is sent as); ``gone`` when the
+        document is (closed, or its file deleted or never there)."""
         if state.failure is not None:
             raise state.failure
         if state.closed or state.doc is None:
-            return None
+            return gone
         state.last_access = time.monotonic()
         if state.from_disk:
             self._refresh_from_disk(state)
             if state.closed:
-                return None
+                return gone
         if state.doc.provisional:
             state.doc.finish()
         if state.path is not None:  # where the session held on this file continues (pi/branch)
@@ -462,10 +462,18 @@ class LanguageFeatures:
         return self.encoded(result) if encode and result is not None else result
 
     def ask(
-        self, uri: str, answer: Callable[[DocState], Any], *, encode: bool = True, otherwise: Any = None
+        self,
+        uri: str,
+        answer: Callable[[DocState], Any],
+        *,
+        encode: bool = True,
+        otherwise: Any = None,
+        gone: Any = None,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
-        handler returns: the job, or ``otherwise`` for a document that is not a session. A file
+        handler returns: the job, or ``otherwise`` for a document that is not a session (``gone``
+        for one closed, or whose file is not there: a request whose answer cannot be null says
+        what to answer instead). A file
         read from disk is read after the pi/delete of it sent before the request answered (see
         :mod:`.pending_deletes`): the request finds it gone."""
 
@@ -475,7 +483,7 @@ class LanguageFeatures:
             state = self.docs.get(uri) or self._from_disk(uri, disk_path)
             if state is None:
                 return otherwise
-            return state.queue.submit(lambda _token: self._answer(state, answer, encode))
+            return state.queue.submit(lambda _token: self._answer(state, answer, encode, gone))
 
         state = self.docs.get(uri)
         if disk_path is None or (state is not None and not state.from_disk):  # no file, or the editor's text
@@ -1268,7 +1276,12 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         document that is not a session)."""
 
         def handler(params: Any) -> Any:
-            return lf.ask(params.text_document.uri, lambda state: answer(state, params), otherwise=otherwise)
+            return lf.ask(
+                params.text_document.uri,
+                lambda state: answer(state, params),
+                otherwise=otherwise,
+                gone=otherwise,
+            )
 
         route(server, method, options)(handler)
 
@@ -1315,7 +1328,9 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         unresolved = lf.encoded(params)
         if not isinstance(uri, str):
             return unresolved
-        return lf.ask(uri, lambda state: lf.resolve_code_action(state, params), otherwise=unresolved)
+        return lf.ask(
+            uri, lambda state: lf.resolve_code_action(state, params), otherwise=unresolved, gone=unresolved
+        )
 
     @connection.command(server, REPAIR_FILE)
     def repair_file(arguments: list[Any]) -> Any:

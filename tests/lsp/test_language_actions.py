@@ -503,3 +503,19 @@ async def test_the_editors_bom_fixture_as_the_editor_sends_it(editor: Editor, tm
     assert (await run_command(editor, fix_all))["applied"] is True
     assert path.read_bytes() == data[3:]
     assert list(await editor.diagnostics_for(path.as_uri())) == []
+
+
+async def test_resolving_an_action_of_a_document_gone_meanwhile_gives_it_back_unresolved(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # the action was listed, then its file went away before the user picked it: the answer is
+    # still a code action (null is no answer a client can take), and it does nothing
+    uri = (tmp_path / "2026-11-30T09-13-48-180Z_gone.jsonl").as_uri()
+    action = types.CodeAction(
+        title="Split the glued line into its 2 lines",
+        kind=types.CodeActionKind.QuickFix,
+        data={"uri": uri, "version": 1, "key": ["PI006", 3]},
+    )
+    resolved = await editor.client.code_action_resolve_async(action)
+    assert resolved is not None
+    assert resolved.title == action.title and resolved.edit is None and resolved.command is None
