@@ -114,3 +114,21 @@ def test_a_column_far_into_a_long_line_with_an_emoji_is_found_without_a_loop_per
         return count
 
     assert python_lines_run(100_000) == python_lines_run(10)
+
+
+@given(st.binary(max_size=40), st.data())
+def test_columns_back_to_offsets_in_a_line_with_invalid_bytes(raw: bytes, data: st.DataObject) -> None:
+    # a file read from disk with invalid UTF-8 (its bytes kept, each invalid run a U+FFFD to the
+    # editor): a column after such a run is the byte offset it came from, not one counted as if
+    # the replacement character's own three bytes were in the line
+    offset = data.draw(st.integers(0, len(raw)))
+    for enc in (UTF16, UTF32):
+        column = to_column(raw, offset, enc, "replace")
+        start = to_offset(raw, column, enc, "replace")
+        assert to_column(raw, start, enc, "replace") == column
+        assert start <= offset
+
+
+def test_a_column_after_invalid_bytes_is_the_offset_they_came_from() -> None:
+    raw = b"a\x80\xc3\xa9b\xe2\x82c"  # a stray byte, an e-acute, a sequence cut short
+    assert [to_offset(raw, column, UTF16, "replace") for column in range(7)] == [0, 1, 2, 4, 5, 7, 8]
