@@ -225,9 +225,7 @@ async def test_reparent_orphan_to_nearest_surviving_ancestor(editor: Editor) -> 
     text = doc(S.header(), S.user("a", None), S.user("c", "b"), S.user("d", "b"), S.user("e", "c"))
     assert codes_by_line(await editor.open(uri, text)) == [(2, "PI031"), (3, "PI031")]
     (title,) = [a.title for a in await actions_on(editor, uri, 3)]
-    assert (
-        title == "Re-parent to `a` (line 2), the nearest surviving ancestor (with 1 more entries naming `b`)"
-    )
+    assert title == "Re-parent to `a` (line 2), the nearest surviving ancestor (with 1 more entry naming `b`)"
     assert codes_by_line(await apply_action(editor, uri, 2, "Re-parent to `a` (line 2)")) == []
     assert [json.loads(line)["parentId"] for line in editor.texts[uri].split("\n")[2:5]] == ["a", "a", "c"]
 
