@@ -82,9 +82,15 @@ def to_offset(raw: bytes, column: int, encoding: str, errors: str = "surrogatepa
     replaced: list[tuple[int, int]] = []
     if errors == "replace":
         _REPLACED.spans = replaced
-        text = raw.decode("utf-8", _REPLACE_NOTING)
+    handler = _REPLACE_NOTING if errors == "replace" else errors
+    # Only the bytes that can hold the first ``column`` units are decoded (a UTF-16 unit or a code
+    # point takes at most 3 or 4 bytes): the cursor near a long line's start costs what it shows.
+    # The decoder holds back a character cut at their end, which lies past the column anyway.
+    limit = (4 if encoding == UTF32 else 3) * column + 4
+    if limit < len(raw):
+        text = _UTF8_DECODER(handler).decode(raw[:limit])
     else:
-        text = raw.decode("utf-8", errors)
+        text = raw.decode("utf-8", handler)
     if encoding == UTF32 or _ASTRAL.search(text) is None:
         index = min(column, len(text))
     else:
