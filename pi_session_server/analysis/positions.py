@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 from typing import Final
 
 UTF8: Final = "utf-8"
@@ -78,19 +79,62 @@ def to_offset(raw: bytes, column: int, encoding: str, errors: str = "surrogatepa
         return _utf8_boundary(raw, column)
     if raw.isascii():
         return min(column, len(raw))
-    text = raw.decode("utf-8", errors)
+    replaced: list[tuple[int, int]] = []
+    if errors == "replace":
+        _REPLACED.spans = replaced
+    handler = _REPLACE_NOTING if errors == "replace" else errors
+    # Only the bytes that can hold the first ``column`` units are decoded (a UTF-16 unit or a code
+    # point takes at most 3 or 4 bytes): the cursor near a long line's start costs what it shows.
+    # The decoder holds back a character cut at their end, which lies past the column anyway.
+    limit = (4 if encoding == UTF32 else 3) * column + 4
+    if limit < len(raw):
+        text = _UTF8_DECODER(handler).decode(raw[:limit])
+    else:
+        text = raw.decode("utf-8", handler)
     if encoding == UTF32 or _ASTRAL.search(text) is None:
         index = min(column, len(text))
     else:
         index = _utf16_index(text, column)
-    return len(text[:index].encode("utf-8", errors if errors != "replace" else "surrogatepass"))
+    if replaced:
+        return _offset_past_replacements(raw, text, index, replaced)
+    return len(text[:index].encode("utf-8", "surrogatepass" if errors == "replace" else errors))
+
+
+# A file read from disk keeps its bytes; its invalid runs are each one U+FFFD to the editor, whose
+# own three bytes are not in the line: where they were is noted as the line is decoded.
+_REPLACE_NOTING: Final = "pi-session-replace-noting"
+_REPLACED = threading.local()
+
+
+def _replace_noting(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    _REPLACED.spans.append((error.start, error.end))
+    return "\ufffd", error.end
+
+
+codecs.register_error(_REPLACE_NOTING, _replace_noting)
+
+
+def _offset_past_replacements(raw: bytes, text: str, index: int, replaced: list[tuple[int, int]]) -> int:
+    """The byte offset in ``raw`` of character ``index`` of ``text``, ``raw`` decoded with each
+    invalid run (``replaced``: byte spans, in order) one U+FFFD: the valid runs between them are
+    counted by their own characters."""
+    chars = done = 0  # characters and bytes of raw before the valid run looked at
+    for start, end in replaced:
+        run = len(raw[done:start].decode("utf-8", "surrogatepass"))
+        if chars + run >= index:
+            break
+        chars, done = chars + run + 1, end
+        if chars >= index:
+            return done
+    return done + len(text[chars:index].encode("utf-8", "surrogatepass"))
 
 
 def _utf16_index(text: str, units: int) -> int:
-    """The code point index at ``units`` UTF-16 code units into ``text``."""
-    count = 0
-    for i, ch in enumerate(text):
-        if count >= units:
-            return i
-        count += 2 if ord(ch) > 0xFFFF else 1
-    return len(text)
+    """The code point index at ``units`` UTF-16 code units into ``text`` (a count that ends inside a
+    surrogate pair takes in its character). Counted by the codec, not a loop per character: a line
+    can be an image's megabytes of base64. No character is shorter than a unit: the first ``units``
+    characters hold the place."""
+    encoded = text[: max(units, 0)].encode("utf-16-le", "surrogatepass")[: 2 * units]
+    return len(encoded.decode("utf-16-le", "surrogatepass"))

@@ -447,12 +447,17 @@ def _set_parent(info: LineInfo, parent_id: Any) -> list[TextEdit]:
     return [TextEdit(info.line, start, info.line, start, member if empty else member + ",")]
 
 
+def _entries(count: int) -> str:
+    return "entry" if count == 1 else "entries"
+
+
 def _reparent_orphan(doc: SessionDocument, info: LineInfo) -> Repair:
     """Every entry naming the same missing parent moves together: they were siblings."""
     siblings = list(doc.tree.children.get(info.pkey, [info]))
     target = nearest_surviving_ancestor(doc, info)
     new_parent = target.id if target is not None else None
-    more = f" (with {len(siblings) - 1} more entries naming `{info.parent_id}`)" if len(siblings) > 1 else ""
+    others = len(siblings) - 1
+    more = f" (with {others} more {_entries(others)} naming `{info.parent_id}`)" if others else ""
 
     def edits() -> list[TextEdit]:
         return [e for s in siblings for e in _replace_value(s, ("parentId",), new_parent)]
@@ -614,7 +619,11 @@ def _orphan_result_repairs(doc: SessionDocument, result: LineInfo) -> list[Repai
     children = [k for k in tree.kids(result) if k is not result]  # (its own parent: a cycle)
     parent = _parent_without(doc, result)
     new_parent = parent.id if parent is not None and isinstance(parent.id, str) else None
-    moved = f"; its {len(children)} child entries move up to its parent" if children else ""
+    moved = ""
+    if len(children) == 1:
+        moved = "; its child entry moves up to its parent"
+    elif children:
+        moved = f"; its {len(children)} child entries move up to its parent"
 
     def remove() -> list[TextEdit]:
         edits = [

@@ -39,6 +39,7 @@ import fcntl
 import inspect
 import logging
 import os
+import re
 import selectors
 import stat
 import sys
@@ -666,11 +667,37 @@ def _is_pygls_error(error: BaseException) -> bool:
 
 
 def _first_line(error: BaseException) -> str:
+    """What is wrong with a request's params: for the protocol library's validation errors, each
+    problem and the member it is in, as the client spelled it (``$.positions[1].character``), the
+    way the sidecar's own methods say it; else the error's first line."""
+    import cattrs
+    from cattrs.v import transform_error
+
+    if isinstance(error, cattrs.BaseValidationError):
+        problems = [_at_member(problem) for problem in transform_error(error, "$", _validation_problem)[:3]]
+        return "; ".join(problems)[:500]
     text = str(error) or type(error).__name__
-    leaves = getattr(error, "exceptions", None)  # cattrs' validation errors: their causes
-    if isinstance(leaves, (list, tuple)) and leaves:
-        text = f"{text}: {'; '.join(str(e) for e in leaves[:3])}"
     return text.splitlines()[0][:500]
+
+
+def _validation_problem(error: BaseException, expected: Any) -> str:
+    """One problem of a validation error: a validator's own words (lsprotocol's say the bounds and
+    the value: "Position.line should be in range [0:2147483647], but was -1."), else cattrs'."""
+    from cattrs.v import format_exception
+
+    if isinstance(error, ValueError) and expected is None and str(error):
+        return str(error).splitlines()[0].rstrip(".")
+    return format_exception(error, expected)
+
+
+def _at_member(problem: str) -> str:
+    """cattrs' "<what> @ $.text_document" as "<what> - at `$.textDocument`" (the protocol's member
+    names are the attributes' in camel case)."""
+    what, at, path = problem.rpartition(" @ ")
+    if not at:
+        return problem
+    path = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), path)
+    return f"{what} - at `{path}`"
 
 
 def _log_failure(task: asyncio.Future[Any]) -> None:

@@ -20,8 +20,10 @@ two steps: its envelope problems at once, then the complete list.
 Files the editor does not send (VS Code skips files over 50 MB) are analysed from disk when a
 request names them, followed on disk while they grow (the server's one file poller), their
 diagnostics pushed, and the client is told (``pi/largeFile``). A path that is not a regular file
-(a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened; a followed file
-that becomes one (renamed over it) is gone, as a deleted file is, and is not read either.
+(a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened. A followed file
+that is deleted, renamed away or replaced by such a path is gone: its diagnostics are taken back
+(the editor, which never had the document, would show them for good), and the next request reads
+the path afresh.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from pi_session_server.errors import StaleFileError
 from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
-from pi_session_server.regular_file import open_regular, open_regular_status
+from pi_session_server.regular_file import NotRegularFile, open_regular, open_regular_status
 from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
@@ -439,16 +441,18 @@ class LanguageFeatures:
         state.version = version
         self.schedule_publish(state)
 
-    def _answer(self, state: DocState, answer: Callable[[DocState], Any], encode: bool) -> Any:
-        """A request's job: the answer (``encode``: as the JSON it is sent as); None when the
-        document is gone."""
+    def _answer(self, state: DocState, answer: Callable[[DocState], Any], encode: bool, gone: Any) -> Any:
+        """A request's job: the answer (``encode``: as the JSON it is sent as); ``gone`` when the
+        document is (closed, or its file deleted or never there)."""
         if state.failure is not None:
             raise state.failure
         if state.closed or state.doc is None:
-            return None
+            return gone
         state.last_access = time.monotonic()
         if state.from_disk:
             self._refresh_from_disk(state)
+            if state.closed:
+                return gone
         if state.doc.provisional:
             state.doc.finish()
         if state.path is not None:  # where the session held on this file continues (pi/branch)
@@ -458,10 +462,18 @@ class LanguageFeatures:
         return self.encoded(result) if encode and result is not None else result
 
     def ask(
-        self, uri: str, answer: Callable[[DocState], Any], *, encode: bool = True, otherwise: Any = None
+        self,
+        uri: str,
+        answer: Callable[[DocState], Any],
+        *,
+        encode: bool = True,
+        otherwise: Any = None,
+        gone: Any = None,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
-        handler returns: the job, or ``otherwise`` for a document that is not a session. A file
+        handler returns: the job, or ``otherwise`` for a document that is not a session (``gone``
+        for one closed, or whose file is not there: a request whose answer cannot be null says
+        what to answer instead). A file
         read from disk is read after the pi/delete of it sent before the request answered (see
         :mod:`.pending_deletes`): the request finds it gone."""
 
@@ -471,7 +483,7 @@ class LanguageFeatures:
             state = self.docs.get(uri) or self._from_disk(uri, disk_path)
             if state is None:
                 return otherwise
-            return state.queue.submit(lambda _token: self._answer(state, answer, encode))
+            return state.queue.submit(lambda _token: self._answer(state, answer, encode, gone))
 
         state = self.docs.get(uri)
         if disk_path is None or (state is not None and not state.from_disk):  # no file, or the editor's text
@@ -552,6 +564,21 @@ class LanguageFeatures:
         if self.docs.get(state.uri) is state:
             del self.docs[state.uri]
 
+    def _gone(self, state: DocState) -> None:
+        """On the worker: the file of a document read from disk is no longer there (deleted,
+        renamed away, or no longer a regular file). Its problems are taken back (nothing else
+        would clear them: the editor never had the document) and the document is forgotten; a
+        later request reads the path afresh, as pi would."""
+        self._send(state, [])
+        state.closed = True
+
+        def forget() -> None:
+            if self.docs.get(state.uri) is state:
+                del self.docs[state.uri]
+                self._drop(state)
+
+        self.server.loop_call(forget)
+
     def _queue_refresh(self, state: DocState) -> None:
         """The poller saw the file change (on its thread)."""
         if not state.refreshing and not state.closed:
@@ -565,22 +592,10 @@ class LanguageFeatures:
         if doc is None or state.closed or state.path is None:
             return False
         old = state.disk_key
-        try:
-            st = os.stat(state.path)
-        except OSError:
+        opened = self._open_changed(state, state.path)
+        if opened is None:
             return False
-        if (st.st_ino, st.st_size, st.st_mtime_ns) == old:
-            return False  # unchanged: nothing opened (the poller asks again and again)
-        try:
-            # a path that no longer names a regular file (a FIFO or a device renamed over it) is
-            # gone, as a deleted file is: never read (the document keeps what it had)
-            fd, st = open_regular_status(state.path)
-        except OSError:
-            return False
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if not stat.S_ISREG(st.st_mode) or key == old:  # (a directory: nothing to read)
-            os.close(fd)
-            return False
+        fd, st = opened
         try:
             with open(fd, "rb") as f:
                 appended = (
@@ -606,6 +621,29 @@ class LanguageFeatures:
         state.disk_key = (st.st_ino, size, st.st_mtime_ns)
         self.schedule_publish(state)
         return True
+
+    def _open_changed(self, state: DocState, path: str) -> tuple[int, os.stat_result] | None:
+        """The file followed by ``state``, opened, and its status; None when it has not changed
+        since it was read, or cannot be read now (a path that no longer names a regular file, a
+        FIFO or a device renamed over it, is gone as a deleted file is: never read)."""
+        try:
+            st = os.stat(path)
+            if (st.st_ino, st.st_size, st.st_mtime_ns) == state.disk_key:
+                return None  # unchanged: nothing opened (the poller asks again and again)
+            fd, st = open_regular_status(path)
+        except (FileNotFoundError, NotADirectoryError, NotRegularFile):
+            self._gone(state)
+            return None
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):  # (a directory: nothing to read)
+            os.close(fd)
+            self._gone(state)
+            return None
+        if (st.st_ino, st.st_size, st.st_mtime_ns) == state.disk_key:
+            os.close(fd)
+            return None
+        return fd, st
 
     def _forget_idle_later(self) -> None:
         """Documents read from disk that nobody asked about for :data:`DISK_FORGET` seconds are dropped."""
@@ -1238,7 +1276,12 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         document that is not a session)."""
 
         def handler(params: Any) -> Any:
-            return lf.ask(params.text_document.uri, lambda state: answer(state, params), otherwise=otherwise)
+            return lf.ask(
+                params.text_document.uri,
+                lambda state: answer(state, params),
+                otherwise=otherwise,
+                gone=otherwise,
+            )
 
         route(server, method, options)(handler)
 
@@ -1285,7 +1328,9 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         unresolved = lf.encoded(params)
         if not isinstance(uri, str):
             return unresolved
-        return lf.ask(uri, lambda state: lf.resolve_code_action(state, params), otherwise=unresolved)
+        return lf.ask(
+            uri, lambda state: lf.resolve_code_action(state, params), otherwise=unresolved, gone=unresolved
+        )
 
     @connection.command(server, REPAIR_FILE)
     def repair_file(arguments: list[Any]) -> Any:

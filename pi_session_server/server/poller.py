@@ -20,7 +20,10 @@ that file is made, so a file that hangs holds one thread, not one per tick. The 
 small pool of their own (``LOOK_THREADS``): files stuck on a dead mount by the dozen never take
 the threads the sessions' requests run on. Once half of them are held, a file last seen on a device
 where a stat hangs is not looked at until that stat answers (a dead mount hangs every file on it):
-the other files go on being looked at, whatever the number of files stuck on a few mounts.
+the other files go on being looked at, whatever the number of files stuck on a few mounts. A file
+never seen yet (a session just opened or created, whose file is not written yet) has no device:
+it is placed by its path, on the mount the system's mount table says holds it, so that new files
+flooding in on a dead mount are held back the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -49,6 +53,10 @@ DID_CHANGE = "pi/didChange"
 STAT_BOUND_SECONDS = 0.25
 #: the threads of the looks: the running one and those left to a stat that hangs
 LOOK_THREADS = 8
+#: the system's mount table, read by a look, is read again after this many seconds
+MOUNTS_FRESH_SECONDS = 10.0
+#: where the mount table is (Linux); elsewhere there is none, and a file never seen has no place
+MOUNT_TABLE = "/proc/self/mounts"
 
 
 def stat_signature(path: str) -> Any:
@@ -96,6 +104,8 @@ class FilePoller:
         self._late: dict[str, _LateStat] = {}  # path -> a stat some abandoned look still waits for
         # other followers (documents read from disk): key -> (path, last signature, on_change)
         self._followed: dict[str, tuple[str, Any, Callable[[], None]]] = {}
+        # (time.monotonic() when read, the mount points): read and used by the looks only
+        self._mounts: tuple[float, list[str]] | None = None
 
     def start(self) -> None:
         """Called on the event loop once it runs."""
@@ -189,6 +199,8 @@ class FilePoller:
         stuck_devices = self._take_late_answers(paths, signatures) if self._late else set()
         for path, last in paths.items():
             device = _device(last)
+            if device is None:
+                device = self._mount_of(path)
             if device in stuck_devices:
                 continue  # as if its stat hung: its device is stuck
             claim: list[None] = [None]
@@ -211,6 +223,20 @@ class FilePoller:
                 signatures[path] = signature
         look.stat = None
         return signatures
+
+    def _mount_of(self, path: str) -> Any:
+        """Where a file never seen is taken to be (on the look's thread): the mount holding
+        ``path`` as the system's mount table says (read here, not stat'ed: a stat of a dead mount
+        hangs), or None."""
+        now = time.monotonic()
+        if self._mounts is None or now - self._mounts[0] > MOUNTS_FRESH_SECONDS:
+            self._mounts = (now, mount_points())
+        found = None
+        for mount in self._mounts[1]:
+            inside = path == mount or path.startswith(mount if mount.endswith("/") else mount + "/")
+            if inside and (found is None or len(mount) > len(found)):
+                found = mount
+        return None if found is None else ("mount", found)
 
     def _take_late_answers(self, paths: dict[str, Any], signatures: dict[str, Any]) -> set[Any]:
         """Into ``signatures``, the late answers of files a former look went on without; out of
@@ -282,6 +308,21 @@ class FilePoller:
             params["leafId"] = change.leaf_id
         queued.wait()  # (set right after the queueing: no I/O in between)
         self.server.notify(DID_CHANGE, params)
+
+
+def mount_points() -> list[str]:
+    """The mount points of the system (none where there is no mount table to read)."""
+    try:
+        with open(MOUNT_TABLE, encoding="utf-8", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:
+        return []
+    # (the table writes a space, a tab, a newline and a backslash in a path as octal escapes)
+    return [
+        re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+        for fields in (line.split() for line in lines)
+        if len(fields) > 1
+    ]
 
 
 def _device(signature: Any) -> Any:

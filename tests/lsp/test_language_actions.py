@@ -225,9 +225,7 @@ async def test_reparent_orphan_to_nearest_surviving_ancestor(editor: Editor) -> 
     text = doc(S.header(), S.user("a", None), S.user("c", "b"), S.user("d", "b"), S.user("e", "c"))
     assert codes_by_line(await editor.open(uri, text)) == [(2, "PI031"), (3, "PI031")]
     (title,) = [a.title for a in await actions_on(editor, uri, 3)]
-    assert (
-        title == "Re-parent to `a` (line 2), the nearest surviving ancestor (with 1 more entries naming `b`)"
-    )
+    assert title == "Re-parent to `a` (line 2), the nearest surviving ancestor (with 1 more entry naming `b`)"
     assert codes_by_line(await apply_action(editor, uri, 2, "Re-parent to `a` (line 2)")) == []
     assert [json.loads(line)["parentId"] for line in editor.texts[uri].split("\n")[2:5]] == ["a", "a", "c"]
 
@@ -503,3 +501,19 @@ async def test_the_editors_bom_fixture_as_the_editor_sends_it(editor: Editor, tm
     assert (await run_command(editor, fix_all))["applied"] is True
     assert path.read_bytes() == data[3:]
     assert list(await editor.diagnostics_for(path.as_uri())) == []
+
+
+async def test_resolving_an_action_of_a_document_gone_meanwhile_gives_it_back_unresolved(
+    editor: Editor, tmp_path: Path
+) -> None:
+    # the action was listed, then its file went away before the user picked it: the answer is
+    # still a code action (null is no answer a client can take), and it does nothing
+    uri = (tmp_path / "2026-11-30T09-13-48-180Z_gone.jsonl").as_uri()
+    action = types.CodeAction(
+        title="Split the glued line into its 2 lines",
+        kind=types.CodeActionKind.QuickFix,
+        data={"uri": uri, "version": 1, "key": ["PI006", 3]},
+    )
+    resolved = await editor.client.code_action_resolve_async(action)
+    assert resolved is not None
+    assert resolved.title == action.title and resolved.edit is None and resolved.command is None

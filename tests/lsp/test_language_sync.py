@@ -225,3 +225,39 @@ async def test_a_followed_file_rewritten_in_place_is_read_again(editor: Editor, 
         if found != [(2, "PI031")]:
             break
     assert found == [(3, "PI031")]
+
+
+async def _hover(editor: Editor, uri: str) -> Any:
+    return await editor.client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=types.Position(1, 5))
+    )
+
+
+async def test_a_followed_file_deleted_takes_its_problems_back(editor: Editor, tmp_path: Path) -> None:
+    # A file the editor never sent is gone once deleted: its problems leave the Problems view and
+    # a request about it answers as for a file that is not there, not from the text it had.
+    path = tmp_path / "2026-11-30T09-13-48-180Z_deleted.jsonl"
+    path.write_text(doc(S.header(), S.user("a", None), S.user("b", "gone")), encoding="utf-8")
+    uri = path.as_uri()
+    mark = editor.mark(uri)
+    assert await _hover(editor, uri) is not None
+    assert codes_by_line(await editor.diagnostics_for(uri, after=mark)) == [(2, "PI031")]
+    path.unlink()
+    assert list(await editor.diagnostics_for(uri)) == []
+    assert await _hover(editor, uri) is None
+    # the same path written again is read afresh
+    path.write_text(doc(S.header(), S.user("a", None), S.user("c", "lost")), encoding="utf-8")
+    mark = editor.mark(uri)
+    hover = await _hover(editor, uri)
+    assert hover is not None and "`a`" in hover.contents.value  # type: ignore[union-attr]
+    assert codes_by_line(await editor.diagnostics_for(uri, after=mark)) == [(2, "PI031")]
+
+
+async def test_a_request_after_deleting_a_followed_file_finds_it_gone(editor: Editor, tmp_path: Path) -> None:
+    # pi/delete then a request at once (before the poller looks): the request finds no file
+    path = tmp_path / "2026-11-30T09-13-48-180Z_pidelete.jsonl"
+    path.write_text(doc(S.header(), S.user("a", None)), encoding="utf-8")
+    uri = path.as_uri()
+    assert await _hover(editor, uri) is not None
+    await editor.client.protocol.send_request_async("pi/delete", {"uri": uri, "permanent": True})
+    assert await _hover(editor, uri) is None

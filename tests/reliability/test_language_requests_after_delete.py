@@ -63,3 +63,14 @@ def test_a_repair_command_sent_after_a_delete_finds_no_document(server: RawServe
     assert "result" in deleted, deleted
     assert not os.path.exists(doomed), "nothing wrote the file back"
     assert repaired.get("result") is None, repaired  # no document, as for a missing file
+
+
+def test_a_diagnostics_pull_sent_after_a_delete_gets_an_empty_report(server: RawServer, doomed: str):
+    # a pull must answer a report (null is none): the file is gone, so it has no problems
+    deleted, pulled = pipelined(
+        server,
+        ("pi/delete", {"path": doomed, "permanent": True}),
+        ("textDocument/diagnostic", {"textDocument": {"uri": file_uri(doomed)}}),
+    )
+    assert "result" in deleted, deleted
+    assert pulled.get("result") == {"kind": "full", "items": []}, pulled

@@ -61,7 +61,7 @@ def test_a_result_on_the_wrong_branch_moves_after_the_calls_other_results() -> N
             True,
         ),
         (KEEP, False),  # the move keeps it a tool result: preferred
-        ("Remove this tool result; its 1 child entries move up to its parent", False),
+        ("Remove this tool result; its child entry moves up to its parent", False),
     ]
     text = apply(d, pick(d, 5, "Move under"))
     assert found(SessionDocument(text)) == []
@@ -225,7 +225,7 @@ def test_a_result_that_reuses_its_assistants_id_is_its_own_parent() -> None:
     assert {(3, "PI032"), (3, "PI036")} <= set(found(d))
     # moving it under "a1" changes nothing: that id names the result itself
     assert [title for title, _ in offered(d, 3) if title.startswith(("Move", "Remove"))] == [
-        "Remove this tool result; its 1 child entries move up to its parent"
+        "Remove this tool result; its child entry moves up to its parent"
     ]
     remove = pick(d, 3, "Remove")
     assert _disjoint(remove)  # it was counted as its own child: an edit inside the deleted line

@@ -283,3 +283,40 @@ def test_a_stat_that_raises_leaves_the_file_to_the_next_look_never_unlooked(
         assert changes["good"] >= 1  # the other file's look went on past the failure
     finally:
         fs.release()
+
+
+def test_new_files_by_the_dozen_on_a_dead_mount_never_hold_every_look_thread(
+    file_system: _FileSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files never looked at before (sessions just opened or created there: no device known yet)
+    flood in on a mount whose stats hang. Each stuck one holds a thread; once half of them are
+    held, no other new file on that mount is looked at, so the looks go on for the files
+    elsewhere, known and new, and once the mount answers every file is taken in."""
+    mounts = ["/", STUCK_MOUNT.rstrip("/")]
+    monkeypatch.setattr(poller_module, "mount_points", lambda: mounts)
+    harness = _Harness([])
+    stuck = [f"{STUCK_MOUNT}{n}.jsonl" for n in range(3 * poller_module.LOOK_THREADS)]
+    changes: Counter[str] = Counter()
+    for path in stuck:  # never looked at: no signature, no device
+        harness.poller.follow(path, path, lambda path=path: changes.update([path]))  # type: ignore[misc]
+    harness.poller.follow("good", "/w/good.jsonl", lambda: changes.update(["good"]), ("/w", 1))
+    harness.poller.follow("new", "/w/new.jsonl", lambda: changes.update(["new"]))
+    harness.ticks(poller_module.LOOK_THREADS * (poller_module.STAT_BOUND_SECONDS + 2 * TICK) + 1)
+    hanging = sum(file_system.running[path] for path in stuck)
+    assert hanging <= poller_module.LOOK_THREADS // 2 + 1
+    assert all(file_system.calls[path] <= 1 for path in stuck)
+    looked = changes["good"], changes["new"]
+    assert harness.tick_until(lambda: changes["good"] >= looked[0] + 5 and changes["new"] >= looked[1] + 5)
+    file_system.release()
+    assert harness.tick_until(lambda: set(changes) == {*stuck, "good", "new"})
+
+
+def test_the_mount_table_is_read_with_its_escapes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tmp_path / "mounts"
+    table.write_text(
+        "sysfs /sys sysfs rw 0 0\nserver:/export /mnt/my\\040share nfs rw 0 0\n/dev/sda1 / ext4 rw 0 0\n"
+    )
+    monkeypatch.setattr(poller_module, "MOUNT_TABLE", str(table))
+    assert poller_module.mount_points() == ["/sys", "/mnt/my share", "/"]
+    monkeypatch.setattr(poller_module, "MOUNT_TABLE", str(tmp_path / "none"))
+    assert poller_module.mount_points() == []
