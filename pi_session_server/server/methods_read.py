@@ -17,7 +17,7 @@ import msgspec
 from msgspec import UNSET
 
 from pi_session_server.format.gcpause import gc_paused
-from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session.context import build_context_entries
 from pi_session_server.session.describe import PreviewCache, home_directory
 from pi_session_server.session.row_tree import RowTree, RowTreeOutgrown
@@ -413,7 +413,7 @@ def _entry_at_line(manager: Any, line: int) -> dict[str, Any] | None:
         "labelTimestamp": manager.get_label_timestamp(entry.id),
         "timestamp": entry.timestamp,
         "line": entry.line,
-        "isLeaf": leaf_id is not ABSENT and leaf_id is not None and entry.id == leaf_id,
+        "isLeaf": leaf_id is not ABSENT and leaf_id is not None and strict_equal(entry.id, leaf_id),
     }
     return node  # members the entry does not have (ABSENT) are left out on the wire
 

@@ -136,7 +136,7 @@ def node_filter(
             if (
                 etype == "message"
                 and role == "assistant"
-                and not (leaf_id is not ABSENT and id_of(entry) == leaf_id)
+                and not (leaf_id is not ABSENT and strict_equal(id_of(entry), leaf_id))
                 and silent_turn(entry)
             ):
                 return False
@@ -156,7 +156,7 @@ def node_filter(
         if etype == "message":  # (most entries: shown unless a silent turn)
             return not (
                 entry.role == "assistant"
-                and not (leaf_id is not ABSENT and entry.id == leaf_id)
+                and not (leaf_id is not ABSENT and strict_equal(entry.id, leaf_id))
                 and silent_turn(entry)
             )
         return etype != "usage" and etype not in _SETTINGS_TYPES
@@ -214,7 +214,7 @@ def _order_active_first(roots: list[Any], leaf_id: Any) -> Callable[[list[Any]],
     has_leaf = leaf_id is not None and leaf_id is not ABSENT
     for node in reversed(order):
         children = node.children
-        if has_leaf and id_of(node.entry) == leaf_id:
+        if has_leaf and strict_equal(id_of(node.entry), leaf_id):
             has = True
         elif len(children) == 1:  # most nodes: no generator for them
             has = contains.get(id(children[0]), False)
@@ -1153,7 +1153,7 @@ class _TreeShape:
             timestamp if type(timestamp) is str else _member(timestamp),
             line if line >= 0 else UNSET,
             depth,
-            self.has_leaf and entry_id == self.leaf_id,
+            self.has_leaf and strict_equal(entry_id, self.leaf_id),  # (1 == True in Python, not in JS)
             self.is_on_leaf_path(entry, entry_id),
             branch_point,
         )

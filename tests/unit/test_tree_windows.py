@@ -244,3 +244,48 @@ def test_a_subtree_reads_the_calls_when_it_shows_a_tool_result_and_answers_as_be
     window = P.parse({"rootId": "r1", "depth": 0}, P.GetTreeParams)
     r1 = json.loads(encode_result(methods_read._tree(duplicate, window)))["nodes"][0]
     assert r1["preview"] == next(n["preview"] for n in whole if n["id"] == "r1") == "[read: first.py]"
+
+
+def test_ids_python_takes_for_equal_are_not_one_leaf(tmp_path: Path) -> None:
+    """Ids JS tells apart (``1`` and ``true``; ``1 == True`` in Python) mark one leaf, in every
+    filter and on the entry's own line (pi/getEntryAtLine), and only the leaf is shown as such."""
+    from pi_session_server.server.methods_read import _entry_at_line
+
+    path = tmp_path / "ids.jsonl"
+    lines = [
+        {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/tmp"},
+        *(
+            {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": f"2026-01-01T00:00:0{n}.000Z",
+                "message": {
+                    "role": role,
+                    "content": [{"type": "text", "text": f"m{n}"}] if role == "assistant" else f"m{n}",
+                    "timestamp": n,
+                },
+            }
+            for n, (entry_id, parent, role) in enumerate(
+                [(1, None, "user"), (True, 1, "user"), (1.0, True, "assistant"), ("x", 1.0, "assistant")], 1
+            )
+        ),
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    m = SessionManager.open(str(path), read_only=True)
+    assert m.get_leaf_id() == "x"
+    for mode in FILTERS:
+        page = json.loads(
+            encode_flat_tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, previews=False, mode=mode)
+        )
+        shown = [n["id"] for n in page["nodes"]]
+        assert [n["id"] for n in page["nodes"] if n["isLeaf"]] == (["x"] if "x" in shown else []), mode
+    assert [bool(_entry_at_line(m, line)["isLeaf"]) for line in range(1, 5)] == [False, False, False, True]
+
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines[:3]))  # the leaf: true
+    m = SessionManager.open(str(path), read_only=True)
+    flat = json.loads(
+        encode_flat_tree_view(m.get_tree(), m.get_leaf_id(), m.by_id, previews=False, mode="none")
+    )
+    assert [n["id"] for n in flat["nodes"] if n["isLeaf"]] == [True]
+    assert [bool(_entry_at_line(m, line)["isLeaf"]) for line in (1, 2)] == [False, True]
