@@ -81,7 +81,7 @@ CODES: dict[str, Code] = {
             TRUNCATED_LAST_LINE,
             E,
             "Truncated last line",
-            "The last line has no final newline and is not valid JSON: an interrupted write. pi skips it and appends a newline when it opens the file.",
+            "The last line has no final newline and is not valid JSON, and the parser ran out of it (a line cut short fails nowhere before its end): an interrupted write. pi skips it and appends a newline when it opens the file. A last line that fails before its end (a raw tab or control character in a string) is PI001 there.",
             "Code action *Remove the truncated last line*.",
         ),
         Code(

@@ -62,6 +62,9 @@ class Problem:
     resolved: tuple[int, int] | None = field(default=None, repr=False)  # cached byte span
     pieces: tuple[Piece, ...] | None = None  # of a GLUED_LINES problem: the glued lines
     notes: tuple[tuple[int, int, str], ...] = ()
+    # of an INVALID_JSON problem: the parser ran out of text, so the line is the start of some
+    # JSON text (what a write cut short leaves), not text with a wrong character in it
+    ran_out: bool = False
 
 
 class LineInfo:
@@ -464,7 +467,7 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     # UTF-16 units, bytes) while each editor shows its own.
     where = " at end of line" if pos >= len(text) else ""
     message = f"invalid JSON{where}: {as_displayed(err.msg)}{_unseen_character(text, pos)}"
-    info.problems = (Problem(codes.INVALID_JSON, message, span=(start, end)),)
+    info.problems = (Problem(codes.INVALID_JSON, message, span=(start, end), ran_out=bool(where)),)
 
 
 def _unseen_character(text: str, pos: int) -> str:

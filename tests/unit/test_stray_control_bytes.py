@@ -74,3 +74,23 @@ def test_a_last_line_with_a_stray_control_byte_is_no_cut_off_line() -> None:
     ]
     assert (number, code, start) == (2, "PI001", line.index(b"\x07"))
     assert message.startswith("invalid JSON: Bad control character in string literal (U+0007")
+
+
+@pytest.mark.parametrize(("stray", "name"), [(b"\t", "U+0009"), (b"\x0b", "U+000B"), (b"\x0c", "U+000C")])
+def test_a_last_line_with_a_tab_or_form_feed_is_no_cut_off_line(stray: bytes, name: str) -> None:
+    """A tab, vertical tab or form feed is text's own (no binary byte), but JSON takes it only
+    escaped: a last line holding one raw, cut or not, fails where it is, which a line cut short of
+    pi's never does (it fails only at its end). PI001 there, not PI002 (whose repair deletes it)."""
+    for line in (_middle_line(stray), _middle_line(stray)[:-20]):
+        doc = SessionDocument(GOOD.encode() + line)
+        found = [(d.line, d.code, d.start) for d in document_diagnostics(doc)]
+        assert found == [(2, "PI001", line.index(stray))], line
+        assert name in document_diagnostics(doc)[0].message
+
+
+def test_a_last_line_cut_short_is_still_a_cut_off_line() -> None:
+    """The other side: a line of pi's cut anywhere (it then fails at its end) is PI002."""
+    line = S.user("b", "a", "hello there").encode()
+    for cut in (5, len(line) // 2, len(line) - 1):
+        doc = SessionDocument(GOOD.encode() + line[:cut])
+        assert [(d.line, d.code) for d in document_diagnostics(doc)] == [(2, "PI002")], cut
