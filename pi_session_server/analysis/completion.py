@@ -3,7 +3,8 @@ entry type.
 
 Inside the value of ``parentId``, ``targetId``, ``firstKeptEntryId`` or ``fromId``: the ids of
 the document's entries, the nearest ones before the line first (what a line usually continues
-from), then those after it, nearest first; inside a tool result's ``message.toolCallId``: the ids
+from), then those after it, nearest first (for ``parentId``, neither the entry's own id nor those
+of the entries below it: a cycle); inside a tool result's ``message.toolCallId``: the ids
 of the tool calls in the assistant messages, in the same order (a result answers a call made just
 before it); inside ``type``: the entry types the chosen pi release knows (``session`` too on the
 first line). Each item replaces the whole content of the string
@@ -83,7 +84,8 @@ def completions(doc: SessionDocument, line: int, offset: int) -> Completions | N
     if key == "type":
         found = Completions(start, end, _entry_types(doc, line), ENTRY_TYPE, incomplete=False)
     elif key in ENTRY_NAMING_KEYS:
-        candidates, incomplete = _ids_around(doc, line, typed, _entry_id_of)
+        ids_of = _parent_ids_for(doc, doc.lines[line]) if key == "parentId" else _entry_id_of
+        candidates, incomplete = _ids_around(doc, line, typed, ids_of)
         found = Completions(start, end, candidates, ENTRY_ID, incomplete)
     elif key == TOOL_CALL_ID_PATH:
         candidates, incomplete = _ids_around(doc, line, typed, _call_ids_of)
@@ -109,6 +111,22 @@ def _entry_types(doc: SessionDocument, line: int) -> list[Candidate]:
 def _entry_id_of(info: LineInfo) -> tuple[str, ...]:
     entry_id = info.id
     return (entry_id,) if info.kind == L.ENTRY and type(entry_id) is str else ()
+
+
+def _parent_ids_for(doc: SessionDocument, child: LineInfo) -> Callable[[LineInfo], tuple[str, ...]]:
+    """The ids a ``parentId`` of ``child`` may take: not its own, nor those of the entries below
+    it (either would make a cycle, and pi would lose the branch from every path)."""
+    if child.kind != L.ENTRY:
+        return _entry_id_of  # a line being typed: where it sits in the tree is not known
+    tree = doc.tree
+
+    def ids_of(info: LineInfo) -> tuple[str, ...]:
+        found = _entry_id_of(info)
+        if found and (found[0] == child.id or tree.is_ancestor(child, info)):
+            return ()
+        return found
+
+    return ids_of
 
 
 def _call_ids_of(info: LineInfo) -> tuple[str, ...]:

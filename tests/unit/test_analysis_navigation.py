@@ -119,9 +119,33 @@ def test_completion_of_a_parent_id_offers_the_entries_before_nearest_first() -> 
     assert found is not None and not found.incomplete and found.names == ENTRY_ID
     # the whole content of the string is replaced
     assert raw[found.start : found.end] == b"b2"
-    assert [c.label for c in found.candidates] == ["b2", "a1", "d4"]  # before (nearest first), then after
+    assert [c.label for c in found.candidates] == ["b2", "a1"]  # before (nearest first); d4 is c3's child
     assert found.candidates[0].detail == "message · line 3 · user: hello"
     assert found.candidates[0].new_text == "b2"
+
+
+def test_completion_of_a_parent_id_leaves_out_the_entries_below_the_line_s_entry() -> None:
+    """A parentId naming the entry itself or one below it would make a cycle (pi loses the branch
+    from every path): only the others are offered, those of other branches after the line too."""
+    doc = make(
+        S.header(),
+        S.user("a1", None),
+        S.user("b2", "a1"),
+        S.user("c3", "b2"),
+        S.user("d4", "c3"),
+        S.user("x5", "a1"),
+        S.user("e6", "d4"),
+        S.user("y7", "x5"),
+    )
+    found = completions(doc, 3, inside(doc, 3, '"parentId":"'))
+    assert found is not None and [c.label for c in found.candidates] == ["b2", "a1", "x5", "y7"]
+    on_root = completions(doc, 1, inside(doc, 1, '"parentId":'))  # null: no string, nothing offered
+    assert on_root is None
+    # a line being typed (no entry yet): where it would sit is not known, every id is offered
+    typed = '{"type":"message","id":"c3","parentId":"'
+    typing = make(S.header(), S.user("a1", None), S.user("b2", "a1"), typed, S.user("d4", "c3"))
+    found = completions(typing, 3, len(typed))
+    assert found is not None and [c.label for c in found.candidates] == ["b2", "a1", "d4"]
 
 
 def test_completion_filters_by_what_is_typed_and_says_the_list_is_incomplete() -> None:
