@@ -659,15 +659,22 @@ class PreviewCache:
         made_entries, made_parts, made_assistants = made.entries, made.parts, made.assistants
 
         def take(entry: Entry, line: memoryview) -> None:
-            value = line_value(line)
-            if value is None:
-                return  # read the usual way, when prefetch finds it missing
-            part, facts = _part_and_facts(entry, value)
-            key = id(entry)
-            parts[key] = (entry, part)
-            if facts is not None:
-                calls[key] = facts
-                made_assistants.append((len(made_entries), facts))
+            head = entry.message
+            if head is not None and head.role == "toolResult" and entry.type == "message":
+                # its preview is all in the head the scan decoded: the line (most of the file's
+                # bytes are tool outputs) is not decoded again
+                part: str | _ToolResult = _ToolResult(head.toolCallId, _shared(head.toolName))
+                parts[id(entry)] = (entry, part)
+            else:
+                value = line_value(line)
+                if value is None:
+                    return  # read the usual way, when prefetch finds it missing
+                part, facts = _part_and_facts(entry, value)
+                key = id(entry)
+                parts[key] = (entry, part)
+                if facts is not None:
+                    calls[key] = facts
+                    made_assistants.append((len(made_entries), facts))
             made_entries.append(entry)
             made_parts.append(part)
 
