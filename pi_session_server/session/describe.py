@@ -33,6 +33,7 @@ from .preview_pass import (
     MessageFields,
     PreviewValue,
     SilenceMessage,
+    ToolArguments,
     ToolResultMessage,
     line_value,
     preview_values,
@@ -147,7 +148,7 @@ def _shorten_path(path: str, home: str) -> str:
     return path
 
 
-def _arg(args: dict[str, Any], *names: str, default: str = "") -> str:
+def _arg(args: dict[str, Any] | ToolArguments, *names: str, default: str = "") -> str:
     for name in names:
         value = args.get(name, ABSENT)
         if truthy(value):
@@ -158,7 +159,7 @@ def _arg(args: dict[str, Any], *names: str, default: str = "") -> str:
 def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
     """pi's one-line rendering of a tool call (``formatToolCall``); ``home``: the home directory
     (default: :func:`home_directory`)."""
-    a = args if isinstance(args, dict) else {}
+    a = args if isinstance(args, (dict, ToolArguments)) else {}  # (a pass's: see preview_pass)
     if home is None:
         home = home_directory()
     if name == "read":
@@ -653,18 +654,23 @@ class PreviewCache:
         of this context decodes (a session opened without its index, or the lines it grew by) is
         made from its line while the scan holds it in memory (``scan.observing_lines``): a
         :meth:`prefetch` of these entries then reads nothing again. Kept as they come, in file
-        order (see preview_store.Made), for prefetch to keep with the file's index."""
+        order (see preview_store.Made), for prefetch to keep with the file's index, when they can
+        be kept there (the file is opened with an index: see preview_store.can_keep)."""
         parts, calls = self.parts, self.calls
+        held_before = len(parts)
         made = self._scanned = preview_store.Made()
         made_entries, made_parts, made_assistants = made.entries, made.parts, made.assistants
+        keeping: bool | None = None  # (known from the first entry: a scan reads one file)
 
         def take(entry: Entry, line: memoryview) -> None:
+            nonlocal keeping
             head = entry.message
             if head is not None and head.role == "toolResult" and entry.type == "message":
                 # its preview is all in the head the scan decoded: the line (most of the file's
                 # bytes are tool outputs) is not decoded again
                 part: str | _ToolResult = _ToolResult(head.toolCallId, _shared(head.toolName))
                 parts[id(entry)] = (entry, part)
+                facts = None
             else:
                 value = line_value(line)
                 if value is None:
@@ -674,15 +680,21 @@ class PreviewCache:
                 parts[key] = (entry, part)
                 if facts is not None:
                     calls[key] = facts
+            if keeping is None:
+                keeping = self.keep_in_walk and preview_store.can_keep(entry)
+            if keeping:
+                if facts is not None:
                     made_assistants.append((len(made_entries), facts))
-            made_entries.append(entry)
-            made_parts.append(part)
+                made_entries.append(entry)
+                made_parts.append(part)
 
         try:
             with observing_lines(take):
                 yield
         finally:
-            self._made += len(made_entries)
+            self._made += len(parts) - held_before
+            if not keeping:
+                self._scanned = None
 
     def prefetch(self, entries: Iterable[Any]) -> None:
         """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`

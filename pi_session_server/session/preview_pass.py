@@ -124,8 +124,10 @@ class CommonLine(PreviewLine):
 
 
 class ToolArguments(msgspec.Struct, gc=False):
-    """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call).
-    UNSET: the call has no such argument (``msgspec.to_builtins`` leaves it out of the dict)."""
+    """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call),
+    held as they are decoded: a session's tree holds every call's until its results are drawn (a
+    Struct is a third of a dict's size). Read like the dict of the call's arguments: :meth:`get`.
+    UNSET: the call has no such argument (left out where it is encoded, as a dict would not hold it)."""
 
     path: Any = UNSET
     file_path: Any = UNSET
@@ -133,6 +135,11 @@ class ToolArguments(msgspec.Struct, gc=False):
     limit: Any = UNSET
     command: Any = UNSET
     pattern: Any = UNSET
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """``arguments.get(name, default)`` of the call's arguments as a dict."""
+        value = getattr(self, name, UNSET)
+        return default if value is UNSET else value
 
 
 # pi's tools, whose calls are rendered from ToolArguments (any other tool's from all its arguments)
@@ -576,8 +583,7 @@ def _arguments(name: Any, raw: msgspec.Raw) -> Any:
             arguments = _decode_arguments(raw)
         except _DECODE_ERRORS:  # not an object: shown as {} (see format_tool_call)
             return _decode_any(raw)
-        # the arguments the call has, in the order of ToolArguments (one C call: once per call of a file)
-        return msgspec.to_builtins(arguments)
+        return arguments
     return _decode_any(raw)
 
 

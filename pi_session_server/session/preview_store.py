@@ -96,9 +96,9 @@ def store_of(
     from several files or none). ``fd``: a descriptor of that file to use instead of its own."""
     if not entries:
         return None
-    source = entries[0]._source
-    if type(source) is not FileLineSource or source.index_dir is None:
+    if not can_keep(entries[0]):
         return None
+    source = entries[0]._source
     if any(e._source is not source for e in entries):
         return None
     try:
@@ -106,6 +106,12 @@ def store_of(
     except OSError:
         return None
     return source, cache_dir.kept_path(source.index_dir, st, suffix)
+
+
+def can_keep(entry: Entry) -> bool:
+    """Whether previews of the file ``entry`` is read from can be kept (see :func:`store_of`)."""
+    source = entry._source
+    return type(source) is FileLineSource and source.index_dir is not None
 
 
 class Loaded(NamedTuple):

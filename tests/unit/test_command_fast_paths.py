@@ -549,6 +549,24 @@ def test_previews_of_real_sessions_made_while_the_open_scans(
     assert made == whole
 
 
+@pytest.mark.parametrize("indexed", [False, True], ids=["no index", "index"])
+def test_previews_made_while_scanning_are_listed_to_keep_only_where_they_can_be_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool
+):
+    """The previews a scan makes are listed in file order (preview_store.Made, every entry's) only
+    for a file whose previews can be kept with its index: not for a file opened without one."""
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11], repeat=10)
+    cache = PreviewCache()
+    index: Any = str(tmp_path / "index") if indexed else False
+    with cache.made_while_scanning(), SessionManager.open(str(path), read_only=True, index=index) as sm:
+        entries = sm.get_entries()
+    made = cache._scanned
+    assert (made is not None) == indexed
+    assert made is None or made.entries == [e for e in entries if describe._cached(cache.parts, e)]
+    assert cache._made == len(cache.parts) > 0
+
+
 def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
@@ -582,9 +600,26 @@ def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
 def test_the_arguments_of_a_call_to_pis_own_tool_are_those_of_the_whole_value(arguments: dict[str, Any]):
     """The pass keeps the arguments pi's rendering reads, as the whole value holds them, in its order."""
     raw = msgspec.Raw(msgspec.json.encode(arguments))
-    kept = preview_pass._arguments("read", raw)
+    held = preview_pass._arguments("read", raw)
+    assert all(held.get(name, "none") == arguments.get(name, "none") for name in OWN_ARGUMENTS)
+    kept = msgspec.to_builtins(held)  # as the previews kept encode it
     assert kept == {name: value for name, value in arguments.items() if name in OWN_ARGUMENTS}
     assert list(kept) == [name for name in OWN_ARGUMENTS if name in arguments]
+    assert msgspec.json.encode(held) == msgspec.json.encode(kept)
+
+
+def test_the_calls_a_tree_holds_until_their_results_are_drawn_are_not_dicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_batch: None
+):
+    """The arguments of a call to one of pi's tools are held as the few a rendering shows, not as a
+    dict each (a session's tree holds every call until its result is drawn); the previews are the
+    same (test_previews_made_while_the_open_scans_are_those_of_the_whole_values_and_not_read_again)."""
+    path = _write_session(tmp_path / "s.jsonl", [0, 11, 3, 11, 4, 11], repeat=20)
+    cache = PreviewCache(keep_in_walk=False)
+    with cache.made_while_scanning(), SessionManager.open(str(path), read_only=True, index=False) as sm:
+        calls = cache.collect_tool_calls(sm.get_entries())
+    held = [arguments for name, arguments in calls.values() if name in ("read", "ls")]
+    assert held and all(type(arguments) is preview_pass.ToolArguments for arguments in held)
 
 
 OWN_ARGUMENTS = ("path", "file_path", "offset", "limit", "command", "pattern")
