@@ -846,10 +846,7 @@ class PreviewCache:
         process that walks its session once takes :meth:`previews_once`.)"""
         self._previous = self.parts
         self.parts = {}
-        self._misses = 0
-        self._cursor = 0
-        home = home_directory() if self.home is None else self.home
-        part_of = self.part_of
+        home, part_of = self._start_walk()
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             part = part_of(entry)  # most parts are the preview: no call for them (one per row)
@@ -867,10 +864,7 @@ class PreviewCache:
         self.calls = {}
         self._walked = []
         self._walk_positions = None
-        self._misses = 0
-        self._cursor = 0
-        home = home_directory() if self.home is None else self.home
-        part_of = self.part_of
+        home, part_of = self._start_walk()
         take = self.parts.pop
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
@@ -879,6 +873,13 @@ class PreviewCache:
             return part if type(part) is str else finish_preview(part, tool_calls, home)
 
         return preview
+
+    def _start_walk(self) -> tuple[str, Callable[[Any], str | _ToolResult]]:
+        """A walk's start (no misses yet, its batches read from its first entry on): the home
+        directory its tool calls are shown against, and :meth:`part_of`."""
+        self._misses = 0
+        self._cursor = 0
+        return home_directory() if self.home is None else self.home, self.part_of
 
     def part_of(self, entry: Any) -> str | _ToolResult:
         """The preview part of ``entry`` (see :func:`preview_part`) for the walk of the last
