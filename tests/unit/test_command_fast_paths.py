@@ -588,6 +588,35 @@ def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
         assert all(describe._cached(cache.parts, e) is not None for e in entries)
 
 
+@pytest.mark.parametrize("below", [True, False], ids=["smaller than the index's minimum", "not smaller"])
+def test_nothing_is_kept_with_the_index_of_a_file_smaller_than_the_index_is_kept_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], below: bool
+):
+    """docs/CONFIGURATION.md: files smaller than PI_SESSION_INDEX_MIN_SIZE get no index; nor
+    previews, nor views kept beside one (the tree command, and a server's keeper)."""
+    from pi_session_server.cli import main
+
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11], repeat=10)
+    size = path.stat().st_size
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, str(size + 1 if below else size))
+    time.sleep(0.1)
+    assert main(["tree", str(path)]) == 0
+    assert "<- leaf" in capsys.readouterr().out
+    index_dir = tmp_path / "index"
+    kept = sorted(p.suffix for p in index_dir.glob("*")) if index_dir.exists() else []
+    assert kept == ([] if below else [".pi-index", ".pi-previews", ".pi-view-tree"])
+    served = tmp_path / "served"  # (what a server's keeper keeps, in a directory of its own)
+    with SessionManager.open(str(path), read_only=True, index=str(served)) as sm:
+        entries = sm.get_entries()
+        cache = PreviewCache(keep_in_walk=False)
+        cache.prefetch(entries)
+        keep = cache.keeper(entries)
+        assert (keep is not None and keep()) == (not below)
+    assert any(served.glob("*.pi-previews")) == (not below)
+
+
 @pytest.mark.parametrize(
     "arguments",
     [
