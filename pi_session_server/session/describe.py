@@ -57,6 +57,15 @@ def utf16_slice(text: str, limit: int) -> str:
     return units[: 2 * limit].decode("utf-16-le", "surrogatepass")
 
 
+def utf16_longer(text: str, limit: int) -> bool:
+    """``text.length > limit`` in JS (UTF-16 code units: a character beyond the BMP counts two)."""
+    if len(text) > limit:
+        return True
+    if 2 * len(text) <= limit or text.isascii():
+        return False
+    return len(text.encode("utf-16-le", "surrogatepass")) > 2 * limit
+
+
 def _normalize(text: str) -> str:
     return js_trim(text.replace("\n", " ").replace("\t", " "))
 
@@ -177,7 +186,7 @@ def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
     if name == "bash":
         raw = _arg(a, "command")
         cmd = utf16_slice(js_trim(raw.replace("\n", " ").replace("\t", " ")), 50)
-        return f"[bash: {cmd}{'...' if len(raw) > 50 else ''}]"
+        return f"[bash: {cmd}{'...' if utf16_longer(raw, 50) else ''}]"
     if name == "grep":
         return f"[grep: /{_arg(a, 'pattern')}/ in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
     if name == "find":
@@ -185,7 +194,7 @@ def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
     if name == "ls":
         return f"[ls: {_shorten_path(_arg(a, 'path', default='.'), home)}]"
     text = _stringify(args) if args is not ABSENT else ""
-    return f"[{_js_str(name)}: {utf16_slice(text, 40)}{'...' if len(text) > 40 else ''}]"
+    return f"[{_js_str(name)}: {utf16_slice(text, 40)}{'...' if utf16_longer(text, 40) else ''}]"
 
 
 ToolCalls = dict[Any, tuple[Any, Any]]
