@@ -1021,7 +1021,11 @@ def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls, home: str | N
     if type(part) is str:
         return part
     assert isinstance(part, _ToolResult)
-    call = tool_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
+    call_id = part.call_id
+    if type(call_id) is str:  # (most ids: their own key, truthy unless empty)
+        call = tool_calls.get(call_id) if call_id else None
+    else:
+        call = tool_calls.get(index_key(call_id)) if truthy(call_id) else None
     if call is not None:
         # the call tuples of a cached session are the same objects from one walk to the next
         return _call_text(part, call, home_directory() if home is None else home)
