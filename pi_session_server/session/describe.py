@@ -157,23 +157,39 @@ def _shorten_path(path: str, home: str) -> str:
     return path
 
 
-def _arg(args: dict[str, Any] | ToolArguments, *names: str, default: str = "") -> str:
+def _arg(get: Callable[[str, Any], Any], *names: str, default: str = "") -> str:
+    """The first of the arguments ``names`` that is truthy, as a string (``get``: see
+    :func:`_argument_getter`)."""
     for name in names:
-        value = args.get(name, ABSENT)
+        value = get(name, ABSENT)
         if truthy(value):
             return _js_str(value)
     return default
 
 
+def _argument_getter(args: Any) -> Callable[[str, Any], Any]:
+    """``get(argument, ABSENT)`` of a call's arguments: of their object, or of the fields a pass
+    decoded of them (preview_pass.ToolArguments, read without a call of Python's per argument);
+    arguments that are no object read as ``{}``."""
+    if isinstance(args, dict):
+        return args.get
+    if type(args) is ToolArguments:
+        return partial(getattr, args)
+    return _NO_ARGUMENTS.get
+
+
+_NO_ARGUMENTS: Final[dict[str, Any]] = {}  # (never written to)
+
+
 def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
     """pi's one-line rendering of a tool call (``formatToolCall``); ``home``: the home directory
     (default: :func:`home_directory`)."""
-    a = args if isinstance(args, (dict, ToolArguments)) else {}  # (a pass's: see preview_pass)
+    get = _argument_getter(args)
     if home is None:
         home = home_directory()
     if name == "read":
-        display = _shorten_path(_arg(a, "path", "file_path"), home)
-        offset, limit = a.get("offset", ABSENT), a.get("limit", ABSENT)
+        display = _shorten_path(_arg(get, "path", "file_path"), home)
+        offset, limit = get("offset", ABSENT), get("limit", ABSENT)
         if offset is not ABSENT or limit is not ABSENT:
             start = 1 if offset is ABSENT or offset is None else offset
             end: Any = ""
@@ -182,17 +198,17 @@ def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
             display += f":{_js_str(start)}" + (f"-{_js_str(end)}" if end != "" and end != 0 else "")
         return f"[read: {display}]"
     if name in ("write", "edit"):
-        return f"[{name}: {_shorten_path(_arg(a, 'path', 'file_path'), home)}]"
+        return f"[{name}: {_shorten_path(_arg(get, 'path', 'file_path'), home)}]"
     if name == "bash":
-        raw = _arg(a, "command")
+        raw = _arg(get, "command")
         cmd = utf16_slice(js_trim(raw.replace("\n", " ").replace("\t", " ")), 50)
         return f"[bash: {cmd}{'...' if utf16_longer(raw, 50) else ''}]"
     if name == "grep":
-        return f"[grep: /{_arg(a, 'pattern')}/ in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
+        return f"[grep: /{_arg(get, 'pattern')}/ in {_shorten_path(_arg(get, 'path', default='.'), home)}]"
     if name == "find":
-        return f"[find: {_arg(a, 'pattern')} in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
+        return f"[find: {_arg(get, 'pattern')} in {_shorten_path(_arg(get, 'path', default='.'), home)}]"
     if name == "ls":
-        return f"[ls: {_shorten_path(_arg(a, 'path', default='.'), home)}]"
+        return f"[ls: {_shorten_path(_arg(get, 'path', default='.'), home)}]"
     text = _stringify(args) if args is not ABSENT else ""
     return f"[{_js_str(name)}: {utf16_slice(text, 40)}{'...' if utf16_longer(text, 40) else ''}]"
 

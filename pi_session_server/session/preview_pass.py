@@ -123,23 +123,18 @@ class CommonLine(PreviewLine):
     message: TextMessage | AssistantMessage | ToolResultMessage | Unset | None = UNSET  # type: ignore[assignment]
 
 
-class ToolArguments(msgspec.Struct, gc=False):
+class ToolArguments(msgspec.Struct, gc=False, omit_defaults=True):
     """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call),
     held as they are decoded: a session's tree holds every call's until its results are drawn (a
-    Struct is a third of a dict's size). Read like the dict of the call's arguments: :meth:`get`.
-    UNSET: the call has no such argument (left out where it is encoded, as a dict would not hold it)."""
+    Struct is a third of a dict's size). ABSENT: the call has no such argument (left out where it
+    is encoded, as the dict of its arguments would not hold it)."""
 
-    path: Any = UNSET
-    file_path: Any = UNSET
-    offset: Any = UNSET
-    limit: Any = UNSET
-    command: Any = UNSET
-    pattern: Any = UNSET
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """``arguments.get(name, default)`` of the call's arguments as a dict."""
-        value = getattr(self, name, UNSET)
-        return default if value is UNSET else value
+    path: Any = ABSENT
+    file_path: Any = ABSENT
+    offset: Any = ABSENT
+    limit: Any = ABSENT
+    command: Any = ABSENT
+    pattern: Any = ABSENT
 
 
 # pi's tools, whose calls are rendered from ToolArguments (any other tool's from all its arguments)

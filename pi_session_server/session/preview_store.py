@@ -33,7 +33,7 @@ from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
 from . import cache_dir, scan_index
 
-FORMAT_VERSION: Final = 6  # (the tool results' texts are kept: a change to their rendering is a new version)
+FORMAT_VERSION: Final = 5
 MAGIC: Final = b"PIPREVW\x00"
 # Fewer entries than this are previewed about as fast as their previews are read and written.
 MIN_STORED = 1000

@@ -630,7 +630,7 @@ def test_the_arguments_of_a_call_to_pis_own_tool_are_those_of_the_whole_value(ar
     """The pass keeps the arguments pi's rendering reads, as the whole value holds them, in its order."""
     raw = msgspec.Raw(msgspec.json.encode(arguments))
     held = preview_pass._arguments("read", raw)
-    assert all(held.get(name, "none") == arguments.get(name, "none") for name in OWN_ARGUMENTS)
+    assert all(getattr(held, name) == arguments.get(name, ABSENT) for name in OWN_ARGUMENTS)
     kept = msgspec.to_builtins(held)  # as the previews kept encode it
     assert kept == {name: value for name, value in arguments.items() if name in OWN_ARGUMENTS}
     assert list(kept) == [name for name in OWN_ARGUMENTS if name in arguments]
