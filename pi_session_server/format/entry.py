@@ -79,22 +79,29 @@ else:
 class MessageHead(msgspec.Struct, gc=False, frozen=True):
     """The part of ``entry.message`` kept with the envelope: its role. (The model of an assistant
     message is read from the body when asked: only the last one on a path ever is.) Frozen: the
-    heads of the known roles are shared by every entry (see :func:`head_for`)."""
+    heads of the known roles are shared by every entry (see :func:`head_for`).
+
+    A tool result's call id and tool name come with it from its line (all its preview shows:
+    a scan's observer makes it without decoding the line again, see ``scan.observing_lines``);
+    a head made from a value (:func:`head_for`) leaves them ABSENT."""
 
     role: KnownRole = ABSENT
+    toolCallId: Any = ABSENT  # the JSON keys
+    toolName: Any = ABSENT
 
 
 # One head per known role (and one for a message without a role), shared by the entries made from
-# values (appended, migrated, in memory). The scanner keeps the head msgspec decoded: swapping it
-# for its twin costs more time per line than its 32 bytes are worth.
-_SHARED_HEADS: dict[Any, MessageHead] = {role: MessageHead(role) for role in get_args(KnownRole)}
-_SHARED_HEADS[ABSENT] = MessageHead()
+# values (appended, migrated, in memory), and by those a scan decodes once its observer had their
+# line (a tool result's head holds its call's fields until then): every role the head decoder
+# takes is a key.
+SHARED_HEADS: dict[Any, MessageHead] = {role: MessageHead(role) for role in get_args(KnownRole)}
+SHARED_HEADS[ABSENT] = MessageHead()
 
 
 def head_for(role: Any) -> MessageHead:
     """The head of a message with this ``role`` (shared when the role is a known one)."""
     if type(role) is str or role is ABSENT:
-        shared = _SHARED_HEADS.get(role)
+        shared = SHARED_HEADS.get(role)
         if shared is not None:
             return shared
     return MessageHead(role)

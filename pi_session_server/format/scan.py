@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..errors import StaleFileError
-from .entry import ENVELOPE_DECODER, Entry, LineBytes, decode_open_envelope
+from .entry import ENVELOPE_DECODER, SHARED_HEADS, Entry, LineBytes, decode_open_envelope
 from .jsjson import JsonSyntaxError, parse, parse_bytes
 from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
@@ -343,6 +343,7 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
     decode = _decode_envelope
     decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     observe = _line_observer.get()
+    shared_heads = SHARED_HEADS
     line_no = first_line
     previous_id: Any = _NO_ID  # id of the entry just before, when it came through the hot loop
     total = end if end is not None else os.fstat(fd).st_size
@@ -409,6 +410,11 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
                 add_entry(entry)
                 if observe is not None:
                     observe(entry, line)
+                head = entry.message
+                if head is not None:
+                    # the head shared by its role's entries: the one decoded (a tool result's
+                    # with its call's fields, for the observer) is not held per entry
+                    entry.message = shared_heads[head.role]
             line_no += 1
             i = j + 1
             j = find(b"\n", i, fill)

@@ -33,6 +33,7 @@ from .preview_pass import (
     MessageFields,
     PreviewValue,
     SilenceMessage,
+    ToolArguments,
     ToolResultMessage,
     line_value,
     preview_values,
@@ -54,6 +55,15 @@ def utf16_slice(text: str, limit: int) -> str:
     if len(text) <= limit and len(units) <= 2 * limit:
         return text
     return units[: 2 * limit].decode("utf-16-le", "surrogatepass")
+
+
+def utf16_longer(text: str, limit: int) -> bool:
+    """``text.length > limit`` in JS (UTF-16 code units: a character beyond the BMP counts two)."""
+    if len(text) > limit:
+        return True
+    if 2 * len(text) <= limit or text.isascii():
+        return False
+    return len(text.encode("utf-16-le", "surrogatepass")) > 2 * limit
 
 
 def _normalize(text: str) -> str:
@@ -147,23 +157,39 @@ def _shorten_path(path: str, home: str) -> str:
     return path
 
 
-def _arg(args: dict[str, Any], *names: str, default: str = "") -> str:
+def _arg(get: Callable[[str, Any], Any], *names: str, default: str = "") -> str:
+    """The first of the arguments ``names`` that is truthy, as a string (``get``: see
+    :func:`_argument_getter`)."""
     for name in names:
-        value = args.get(name, ABSENT)
+        value = get(name, ABSENT)
         if truthy(value):
             return _js_str(value)
     return default
 
 
+def _argument_getter(args: Any) -> Callable[[str, Any], Any]:
+    """``get(argument, ABSENT)`` of a call's arguments: of their object, or of the fields a pass
+    decoded of them (preview_pass.ToolArguments, read without a call of Python's per argument);
+    arguments that are no object read as ``{}``."""
+    if isinstance(args, dict):
+        return args.get
+    if type(args) is ToolArguments:
+        return partial(getattr, args)
+    return _NO_ARGUMENTS.get
+
+
+_NO_ARGUMENTS: Final[dict[str, Any]] = {}  # (never written to)
+
+
 def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
     """pi's one-line rendering of a tool call (``formatToolCall``); ``home``: the home directory
     (default: :func:`home_directory`)."""
-    a = args if isinstance(args, dict) else {}
+    get = _argument_getter(args)
     if home is None:
         home = home_directory()
     if name == "read":
-        display = _shorten_path(_arg(a, "path", "file_path"), home)
-        offset, limit = a.get("offset", ABSENT), a.get("limit", ABSENT)
+        display = _shorten_path(_arg(get, "path", "file_path"), home)
+        offset, limit = get("offset", ABSENT), get("limit", ABSENT)
         if offset is not ABSENT or limit is not ABSENT:
             start = 1 if offset is ABSENT or offset is None else offset
             end: Any = ""
@@ -172,19 +198,19 @@ def format_tool_call(name: Any, args: Any, home: str | None = None) -> str:
             display += f":{_js_str(start)}" + (f"-{_js_str(end)}" if end != "" and end != 0 else "")
         return f"[read: {display}]"
     if name in ("write", "edit"):
-        return f"[{name}: {_shorten_path(_arg(a, 'path', 'file_path'), home)}]"
+        return f"[{name}: {_shorten_path(_arg(get, 'path', 'file_path'), home)}]"
     if name == "bash":
-        raw = _arg(a, "command")
+        raw = _arg(get, "command")
         cmd = utf16_slice(js_trim(raw.replace("\n", " ").replace("\t", " ")), 50)
-        return f"[bash: {cmd}{'...' if len(raw) > 50 else ''}]"
+        return f"[bash: {cmd}{'...' if utf16_longer(raw, 50) else ''}]"
     if name == "grep":
-        return f"[grep: /{_arg(a, 'pattern')}/ in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
+        return f"[grep: /{_arg(get, 'pattern')}/ in {_shorten_path(_arg(get, 'path', default='.'), home)}]"
     if name == "find":
-        return f"[find: {_arg(a, 'pattern')} in {_shorten_path(_arg(a, 'path', default='.'), home)}]"
+        return f"[find: {_arg(get, 'pattern')} in {_shorten_path(_arg(get, 'path', default='.'), home)}]"
     if name == "ls":
-        return f"[ls: {_shorten_path(_arg(a, 'path', default='.'), home)}]"
+        return f"[ls: {_shorten_path(_arg(get, 'path', default='.'), home)}]"
     text = _stringify(args) if args is not ABSENT else ""
-    return f"[{_js_str(name)}: {utf16_slice(text, 40)}{'...' if len(text) > 40 else ''}]"
+    return f"[{_js_str(name)}: {utf16_slice(text, 40)}{'...' if utf16_longer(text, 40) else ''}]"
 
 
 ToolCalls = dict[Any, tuple[Any, Any]]
@@ -653,29 +679,47 @@ class PreviewCache:
         of this context decodes (a session opened without its index, or the lines it grew by) is
         made from its line while the scan holds it in memory (``scan.observing_lines``): a
         :meth:`prefetch` of these entries then reads nothing again. Kept as they come, in file
-        order (see preview_store.Made), for prefetch to keep with the file's index."""
+        order (see preview_store.Made), for prefetch to keep with the file's index, when they can
+        be kept there (the file is opened with an index: see preview_store.can_keep)."""
         parts, calls = self.parts, self.calls
+        held_before = len(parts)
         made = self._scanned = preview_store.Made()
         made_entries, made_parts, made_assistants = made.entries, made.parts, made.assistants
+        keeping: bool | None = None  # (known from the first entry: a scan reads one file)
 
         def take(entry: Entry, line: memoryview) -> None:
-            value = line_value(line)
-            if value is None:
-                return  # read the usual way, when prefetch finds it missing
-            part, facts = _part_and_facts(entry, value)
-            key = id(entry)
-            parts[key] = (entry, part)
-            if facts is not None:
-                calls[key] = facts
-                made_assistants.append((len(made_entries), facts))
-            made_entries.append(entry)
-            made_parts.append(part)
+            nonlocal keeping
+            head = entry.message
+            if head is not None and head.role == "toolResult" and entry.type == "message":
+                # its preview is all in the head the scan decoded: the line (most of the file's
+                # bytes are tool outputs) is not decoded again
+                part: str | _ToolResult = _ToolResult(head.toolCallId, _shared(head.toolName))
+                parts[id(entry)] = (entry, part)
+                facts = None
+            else:
+                value = line_value(line)
+                if value is None:
+                    return  # read the usual way, when prefetch finds it missing
+                part, facts = _part_and_facts(entry, value)
+                key = id(entry)
+                parts[key] = (entry, part)
+                if facts is not None:
+                    calls[key] = facts
+            if keeping is None:
+                keeping = self.keep_in_walk and preview_store.can_keep(entry)
+            if keeping:
+                if facts is not None:
+                    made_assistants.append((len(made_entries), facts))
+                made_entries.append(entry)
+                made_parts.append(part)
 
         try:
             with observing_lines(take):
                 yield
         finally:
-            self._made += len(made_entries)
+            self._made += len(parts) - held_before
+            if not keeping:
+                self._scanned = None
 
     def prefetch(self, entries: Iterable[Any]) -> None:
         """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
@@ -827,10 +871,7 @@ class PreviewCache:
         process that walks its session once takes :meth:`previews_once`.)"""
         self._previous = self.parts
         self.parts = {}
-        self._misses = 0
-        self._cursor = 0
-        home = home_directory() if self.home is None else self.home
-        part_of = self.part_of
+        home, part_of = self._start_walk()
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
             part = part_of(entry)  # most parts are the preview: no call for them (one per row)
@@ -848,10 +889,7 @@ class PreviewCache:
         self.calls = {}
         self._walked = []
         self._walk_positions = None
-        self._misses = 0
-        self._cursor = 0
-        home = home_directory() if self.home is None else self.home
-        part_of = self.part_of
+        home, part_of = self._start_walk()
         take = self.parts.pop
 
         def preview(entry: Any, tool_calls: ToolCalls) -> str:
@@ -860,6 +898,13 @@ class PreviewCache:
             return part if type(part) is str else finish_preview(part, tool_calls, home)
 
         return preview
+
+    def _start_walk(self) -> tuple[str, Callable[[Any], str | _ToolResult]]:
+        """A walk's start (no misses yet, its batches read from its first entry on): the home
+        directory its tool calls are shown against, and :meth:`part_of`."""
+        self._misses = 0
+        self._cursor = 0
+        return home_directory() if self.home is None else self.home, self.part_of
 
     def part_of(self, entry: Any) -> str | _ToolResult:
         """The preview part of ``entry`` (see :func:`preview_part`) for the walk of the last
@@ -992,7 +1037,11 @@ def finish_preview(part: str | _ToolResult, tool_calls: ToolCalls, home: str | N
     if type(part) is str:
         return part
     assert isinstance(part, _ToolResult)
-    call = tool_calls.get(index_key(part.call_id)) if truthy(part.call_id) else None
+    call_id = part.call_id
+    if type(call_id) is str:  # (most ids: their own key, truthy unless empty)
+        call = tool_calls.get(call_id) if call_id else None
+    else:
+        call = tool_calls.get(index_key(call_id)) if truthy(call_id) else None
     if call is not None:
         # the call tuples of a cached session are the same objects from one walk to the next
         return _call_text(part, call, home_directory() if home is None else home)

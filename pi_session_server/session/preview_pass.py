@@ -123,16 +123,18 @@ class CommonLine(PreviewLine):
     message: TextMessage | AssistantMessage | ToolResultMessage | Unset | None = UNSET  # type: ignore[assignment]
 
 
-class ToolArguments(msgspec.Struct, gc=False):
-    """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call).
-    UNSET: the call has no such argument (``msgspec.to_builtins`` leaves it out of the dict)."""
+class ToolArguments(msgspec.Struct, gc=False, omit_defaults=True):
+    """The arguments pi's rendering of a call to one of its own tools shows (describe.format_tool_call),
+    held as they are decoded: a session's tree holds every call's until its results are drawn (a
+    Struct is a third of a dict's size). ABSENT: the call has no such argument (left out where it
+    is encoded, as the dict of its arguments would not hold it)."""
 
-    path: Any = UNSET
-    file_path: Any = UNSET
-    offset: Any = UNSET
-    limit: Any = UNSET
-    command: Any = UNSET
-    pattern: Any = UNSET
+    path: Any = ABSENT
+    file_path: Any = ABSENT
+    offset: Any = ABSENT
+    limit: Any = ABSENT
+    command: Any = ABSENT
+    pattern: Any = ABSENT
 
 
 # pi's tools, whose calls are rendered from ToolArguments (any other tool's from all its arguments)
@@ -576,8 +578,7 @@ def _arguments(name: Any, raw: msgspec.Raw) -> Any:
             arguments = _decode_arguments(raw)
         except _DECODE_ERRORS:  # not an object: shown as {} (see format_tool_call)
             return _decode_any(raw)
-        # the arguments the call has, in the order of ToolArguments (one C call: once per call of a file)
-        return msgspec.to_builtins(arguments)
+        return arguments
     return _decode_any(raw)
 
 

@@ -92,8 +92,10 @@ def store_of(
     entries: list[Entry], suffix: str = cache_dir.PREVIEWS_SUFFIX, fd: int | None = None
 ) -> tuple[FileLineSource, str] | None:
     """The file all ``entries`` are read from and the path of what is kept of it with the name
-    ``suffix`` (its previews by default), when it has an index directory (None if the entries come
-    from several files or none). ``fd``: a descriptor of that file to use instead of its own."""
+    ``suffix`` (its previews by default), when it has an index directory and is of a size its
+    index is kept for (None if the entries come from several files or none: nothing is kept
+    with the index of a file too small to have one). ``fd``: a descriptor of that file to use
+    instead of its own."""
     if not entries:
         return None
     source = entries[0]._source
@@ -105,7 +107,15 @@ def store_of(
         st = os.fstat(source.fd if fd is None else fd)
     except OSError:
         return None
+    settings = cache_dir.index_settings(source.index_dir)
+    if settings is None or not settings.wanted(st.st_size):
+        return None
     return source, cache_dir.kept_path(source.index_dir, st, suffix)
+
+
+def can_keep(entry: Entry) -> bool:
+    """Whether previews of the file ``entry`` is read from can be kept (see :func:`store_of`)."""
+    return store_of([entry]) is not None
 
 
 class Loaded(NamedTuple):

@@ -293,7 +293,59 @@ ODD = [
             "replacement": {"x": 1},
         }
     ),
+    # tool results, whose previews a scan makes from the envelope's head (MessageHead): odd call
+    # ids and names, fields the head does not hold that the preview decoder refuses
+    lambda n, p: json.dumps(
+        {
+            "type": "message",
+            "id": f"r{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "message": {"role": "toolResult", "toolCallId": 7, "toolName": "ls", "content": "x"},
+        }
+    ),
+    lambda n, p: (
+        '{"type":"message","id":"r' + str(n) + '","parentId":"' + p + '","timestamp":"t",'
+        '"message":{"role":"toolResult","toolCallId":"c' + str(n - 1) + '","toolName":"read",'
+        '"toolName":"bash","content":[]}}'
+    ),  # JSON.parse: the last name
+    lambda n, p: (
+        '{"type":"message","id":"r' + str(n) + '","parentId":"' + p + '","timestamp":"t",'
+        '"message":{"role":"toolResult","toolCallId":"c' + str(n - 1) + '","toolName":"edit",'
+        '"errorMessage":"\\ud800 lone","content":[]}}'
+    ),
+    lambda n, p: json.dumps(
+        {
+            "type": "message",
+            "id": f"r{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "message": {"role": "toolResult", "toolCallId": {"o": 1}, "toolName": ["x", 2]},
+        }
+    ),
+    lambda n, p: json.dumps(
+        {
+            "type": "custom",
+            "id": f"q{n}",
+            "parentId": p,
+            "timestamp": "t",
+            "customType": "c",
+            "message": {"role": "toolResult", "toolCallId": "c1", "toolName": "read"},
+        }
+    ),
+    # (last: lines whose previews cannot be kept with the index, a call id that is a lone
+    # surrogate or an integer beyond msgpack's, see KEPT_ODD)
+    lambda n, p: (
+        '{"type":"message","id":"r' + str(n) + '","parentId":"' + p + '","timestamp":"t",'
+        '"message":{"role":"toolResult","toolCallId":"\\ud800c","toolName":"read"}}'
+    ),
+    lambda n, p: (
+        '{"type":"message","id":"r' + str(n) + '","parentId":"' + p + '","timestamp":"t",'
+        '"message":{"role":"toolResult","toolCallId":12345678901234567890123,"toolName":null}}'
+    ),
 ]
+# ODD[:KEPT_ODD]: the lines whose previews can all be kept with the file's index
+KEPT_ODD = len(ODD) - 2
 
 
 def _write_session(path: Path, picks: list[int], repeat: int = 1) -> Path:
@@ -471,6 +523,23 @@ def test_previews_made_while_the_open_scans_are_those_of_the_whole_values_and_no
     assert len(set(given)) < len(made[0]) // 4
 
 
+def test_a_tool_results_preview_is_made_from_the_head_the_scan_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A tool result's preview needs its call id and tool name alone, which the scan decoded with
+    its envelope (MessageHead): its line, most of a session's bytes, is not decoded again."""
+    path = _write_session(tmp_path / "s.jsonl", [0, 11, 0, 12, 1, 11, 44], repeat=20)
+    decoded: list[bytes] = []
+    real_line_value = describe.line_value
+    monkeypatch.setattr(
+        describe, "line_value", lambda line: decoded.append(bytes(line)) or real_line_value(line)
+    )
+    whole, made, _ = _previews_made_while_scanning(path, monkeypatch, held=False)
+    assert made == whole
+    assert decoded and not [line for line in decoded if b'"toolResult"' in line]
+    assert len(decoded) == sum(b'"toolResult"' not in line for line in path.read_bytes().splitlines()[1:])
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
 def test_previews_of_real_sessions_made_while_the_open_scans(
     name: str, monkeypatch: pytest.MonkeyPatch, every_batch: None
@@ -478,6 +547,24 @@ def test_previews_of_real_sessions_made_while_the_open_scans(
     """(A file of an older version is migrated as it is read: its previews are made after the open.)"""
     whole, made, _ = _previews_made_while_scanning(DATA / name, monkeypatch, held=False)
     assert made == whole
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["no index", "index"])
+def test_previews_made_while_scanning_are_listed_to_keep_only_where_they_can_be_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool
+):
+    """The previews a scan makes are listed in file order (preview_store.Made, every entry's) only
+    for a file whose previews can be kept with its index: not for a file opened without one."""
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11], repeat=10)
+    cache = PreviewCache()
+    index: Any = str(tmp_path / "index") if indexed else False
+    with cache.made_while_scanning(), SessionManager.open(str(path), read_only=True, index=index) as sm:
+        entries = sm.get_entries()
+    made = cache._scanned
+    assert (made is not None) == indexed
+    assert made is None or made.entries == [e for e in entries if describe._cached(cache.parts, e)]
+    assert cache._made == len(cache.parts) > 0
 
 
 def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
@@ -501,6 +588,35 @@ def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
         assert all(describe._cached(cache.parts, e) is not None for e in entries)
 
 
+@pytest.mark.parametrize("below", [True, False], ids=["smaller than the index's minimum", "not smaller"])
+def test_nothing_is_kept_with_the_index_of_a_file_smaller_than_the_index_is_kept_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], below: bool
+):
+    """docs/CONFIGURATION.md: files smaller than PI_SESSION_INDEX_MIN_SIZE get no index; nor
+    previews, nor views kept beside one (the tree command, and a server's keeper)."""
+    from pi_session_server.cli import main
+
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11], repeat=10)
+    size = path.stat().st_size
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, str(size + 1 if below else size))
+    time.sleep(0.1)
+    assert main(["tree", str(path)]) == 0
+    assert "<- leaf" in capsys.readouterr().out
+    index_dir = tmp_path / "index"
+    kept = sorted(p.suffix for p in index_dir.glob("*")) if index_dir.exists() else []
+    assert kept == ([] if below else [".pi-index", ".pi-previews", ".pi-view-tree"])
+    served = tmp_path / "served"  # (what a server's keeper keeps, in a directory of its own)
+    with SessionManager.open(str(path), read_only=True, index=str(served)) as sm:
+        entries = sm.get_entries()
+        cache = PreviewCache(keep_in_walk=False)
+        cache.prefetch(entries)
+        keep = cache.keeper(entries)
+        assert (keep is not None and keep()) == (not below)
+    assert any(served.glob("*.pi-previews")) == (not below)
+
+
 @pytest.mark.parametrize(
     "arguments",
     [
@@ -513,9 +629,26 @@ def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
 def test_the_arguments_of_a_call_to_pis_own_tool_are_those_of_the_whole_value(arguments: dict[str, Any]):
     """The pass keeps the arguments pi's rendering reads, as the whole value holds them, in its order."""
     raw = msgspec.Raw(msgspec.json.encode(arguments))
-    kept = preview_pass._arguments("read", raw)
+    held = preview_pass._arguments("read", raw)
+    assert all(getattr(held, name) == arguments.get(name, ABSENT) for name in OWN_ARGUMENTS)
+    kept = msgspec.to_builtins(held)  # as the previews kept encode it
     assert kept == {name: value for name, value in arguments.items() if name in OWN_ARGUMENTS}
     assert list(kept) == [name for name in OWN_ARGUMENTS if name in arguments]
+    assert msgspec.json.encode(held) == msgspec.json.encode(kept)
+
+
+def test_the_calls_a_tree_holds_until_their_results_are_drawn_are_not_dicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_batch: None
+):
+    """The arguments of a call to one of pi's tools are held as the few a rendering shows, not as a
+    dict each (a session's tree holds every call until its result is drawn); the previews are the
+    same (test_previews_made_while_the_open_scans_are_those_of_the_whole_values_and_not_read_again)."""
+    path = _write_session(tmp_path / "s.jsonl", [0, 11, 3, 11, 4, 11], repeat=20)
+    cache = PreviewCache(keep_in_walk=False)
+    with cache.made_while_scanning(), SessionManager.open(str(path), read_only=True, index=False) as sm:
+        calls = cache.collect_tool_calls(sm.get_entries())
+    held = [arguments for name, arguments in calls.values() if name in ("read", "ls")]
+    assert held and all(type(arguments) is preview_pass.ToolArguments for arguments in held)
 
 
 OWN_ARGUMENTS = ("path", "file_path", "offset", "limit", "command", "pattern")
@@ -1210,7 +1343,7 @@ def _kept_after_a_first_walk(
     return kept.read_bytes(), from_the_pass == [True]
 
 
-@pytest.mark.parametrize("picks", [[0, 1, 11, 7, 12, 13], list(range(len(ODD)))], ids=["common", "odd"])
+@pytest.mark.parametrize("picks", [[0, 1, 11, 7, 12, 13], list(range(KEPT_ODD))], ids=["common", "odd"])
 def test_previews_kept_as_a_pass_made_them_are_those_kept_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, picks: list[int]
 ):
@@ -1223,7 +1356,7 @@ def test_previews_kept_as_a_pass_made_them_are_those_kept_from_the_cache(
     path = _write_session(tmp_path / "s.jsonl", picks, repeat=80 // len(picks) + 1)
     time.sleep(0.1)
     made, from_the_pass = _kept_after_a_first_walk(path, str(tmp_path / "first"), monkeypatch)
-    assert from_the_pass == (picks != list(range(len(ODD))))
+    assert from_the_pass == (picks != list(range(KEPT_ODD)))
     index_dir = str(tmp_path / "looked-up")
     with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
         entries = sm.get_entries()
