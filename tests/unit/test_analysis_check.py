@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import builders as S
 import pytest
+from terminal_output import open_terminal, read_until_closed
 
 from pi_session_server.cli import main
 
@@ -203,8 +200,7 @@ def test_a_path_not_found_is_in_the_summary_not_called_ok(
 
 def _check_with_stderr_on_a_terminal(*args: str, columns: int = 200) -> tuple[str, str]:
     """(stdout, what a terminal ``columns`` wide on stderr showed) of ``pi-session check``."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    leader, follower = open_terminal(columns)
     env = {**os.environ, "PI_SESSION_NO_INDEX": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "pi_session_server", "check", *args],
@@ -214,16 +210,7 @@ def _check_with_stderr_on_a_terminal(*args: str, columns: int = 200) -> tuple[st
         env=env,
     )
     os.close(follower)
-    shown = b""
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # the terminal closed: the command ended
-            break
-        if not data:
-            break
-        shown += data
-    os.close(leader)
+    shown = read_until_closed(leader)
     assert process.stdout is not None
     out = process.stdout.read().decode()
     process.stdout.close()

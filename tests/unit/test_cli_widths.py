@@ -4,18 +4,15 @@ width of the command's own (a pipe: the same text whatever terminal the command 
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 
 import builders as S
 import pytest
+from terminal_output import open_terminal, read_until_closed
 
 from pi_session_server.commands import tree, tree_draw
 from pi_session_server.session import cache_dir
@@ -64,8 +61,7 @@ def test_the_tree_follows_columns_and_is_the_same_in_any_pipe_without_it(tmp_pat
 
 def _on_a_terminal(args: list[str], columns: int) -> str:
     """What the command prints to a terminal ``columns`` wide (COLUMNS unset)."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    leader, follower = open_terminal(columns)
     process = subprocess.Popen(
         [sys.executable, "-m", "pi_session_server", *args],
         stdin=subprocess.DEVNULL,
@@ -74,18 +70,9 @@ def _on_a_terminal(args: list[str], columns: int) -> str:
         env=_env(),
     )
     os.close(follower)
-    out = b""
     try:
-        while True:
-            try:
-                data = os.read(leader, 65536)
-            except OSError:  # the terminal closed: the command ended
-                break
-            if not data:
-                break
-            out += data
+        out = read_until_closed(leader)
     finally:
-        os.close(leader)
         assert process.wait(timeout=120) == 0
     return out.decode().replace("\r\n", "\n")
 
