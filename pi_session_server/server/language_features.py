@@ -480,7 +480,9 @@ class LanguageFeatures:
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
         def asked() -> Any:
-            state = self.docs.get(uri) or self._from_disk(uri, disk_path)
+            state = self.docs.get(uri)
+            if state is None or (state.closed and state.from_disk):  # (a file gone, not forgotten yet)
+                state = self._from_disk(uri, disk_path)
             if state is None:
                 return otherwise
             return state.queue.submit(lambda _token: self._answer(state, answer, encode, gone))
@@ -569,8 +571,8 @@ class LanguageFeatures:
         renamed away, or no longer a regular file). Its problems are taken back (nothing else
         would clear them: the editor never had the document) and the document is forgotten; a
         later request reads the path afresh, as pi would."""
+        state.closed = True  # (first: a request the client makes on the empty list reads afresh)
         self._send(state, [])
-        state.closed = True
 
         def forget() -> None:
             if self.docs.get(state.uri) is state:
