@@ -14,7 +14,7 @@ as an empty mapping and :attr:`Entry.value` returns it unchanged.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
 import msgspec
 
@@ -79,21 +79,38 @@ else:
 class MessageHead(msgspec.Struct, gc=False, frozen=True):
     """The part of ``entry.message`` kept with the envelope: its role. (The model of an assistant
     message is read from the body when asked: only the last one on a path ever is.) Frozen: the
-    heads of the known roles are shared by every entry (see :func:`head_for`).
-
-    A tool result's call id and tool name come with it from its line (all its preview shows:
-    a scan's observer makes it without decoding the line again, see ``scan.observing_lines``);
-    a head made from a value (:func:`head_for`) leaves them ABSENT."""
+    heads of the known roles are shared by every entry (see :func:`head_for`)."""
 
     role: KnownRole = ABSENT
+
+
+class ObservedHead(MessageHead, gc=False, frozen=True):
+    """The head a scan with an observer decodes (``OBSERVED_ENVELOPE_DECODER``, see
+    ``scan.observing_lines``): a tool result's call id and tool name come with it from its line
+    (all its preview shows), so that the observer makes it without decoding the line again. A
+    class of its own so that a scan without an observer (the server's, the library's opens) does
+    not pay for decoding them; the scan swaps it for the shared head of its role once observed."""
+
     toolCallId: Any = ABSENT  # the JSON keys
     toolName: Any = ABSENT
 
 
+# The head an Entry's decoder decodes (Entry[ObservedHead] decodes ObservedHead's): a parameter of
+# Entry's type, so that a scan chooses per open what its lines' heads carry while every entry stays
+# of the one class Entry (``type(entry) is Entry`` is how an entry is told from other values).
+if TYPE_CHECKING:  # the default makes a bare Entry an Entry[MessageHead]
+    import typing_extensions  # (not at run time: a big module, which the server does not import)
+
+    DecodedHead = typing_extensions.TypeVar(
+        "DecodedHead", bound=MessageHead, default=MessageHead, covariant=True
+    )
+else:  # a bare Entry decodes its bound
+    DecodedHead = TypeVar("DecodedHead", bound=MessageHead, covariant=True)
+
+
 # One head per known role (and one for a message without a role), shared by the entries made from
-# values (appended, migrated, in memory), and by those a scan decodes once its observer had their
-# line (a tool result's head holds its call's fields until then): every role the head decoder
-# takes is a key.
+# values (appended, migrated, in memory), and by those a scan decodes in its hot loop (the head
+# msgspec decoded gives way to its role's): every role the head decoder takes is a key.
 SHARED_HEADS: dict[Any, MessageHead] = {role: MessageHead(role) for role in get_args(KnownRole)}
 SHARED_HEADS[ABSENT] = MessageHead()
 
@@ -114,7 +131,7 @@ class LineBytes(bytes):
     __slots__ = ()
 
 
-class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
+class Entry(msgspec.Struct, Generic[DecodedHead], gc=False, rename={"parent_id": "parentId"}):
     """A file entry (or the header) with its envelope in fields and its body held or lazy.
 
     A msgspec Struct so that opening a file decodes each line's envelope straight into its Entry in
@@ -128,7 +145,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
     id: Any = ABSENT
     parent_id: Any = ABSENT
     timestamp: Any = ABSENT
-    message: MessageHead | None = None
+    message: DecodedHead | None = None
     targetId: Any = ABSENT  # the JSON key; labels are indexed at load time
     label: Any = ABSENT
     line: Any = -1
@@ -158,7 +175,7 @@ class Entry(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
 
     # -- envelope ---------------------------------------------------------------------------
 
-    def refresh_envelope(self) -> None:
+    def refresh_envelope(self: Entry) -> None:  # (an entry made from a value has a plain head)
         """Derive the envelope from the held value (after creating or mutating it)."""
         value = self.value
         if isinstance(value, dict):
@@ -352,6 +369,8 @@ Mapping.register(Entry)  # a read-only mapping of the JSON object (Structs canno
 # every other member without building it. Lines of a type or role pi 0.86.1 does not write fail
 # its validation; decode_open_envelope takes those.
 ENVELOPE_DECODER = msgspec.json.Decoder(Entry)
+# The same with the fields of a tool result's head (see ObservedHead), for a scan with an observer.
+OBSERVED_ENVELOPE_DECODER = msgspec.json.Decoder(Entry[ObservedHead])
 
 
 class _OpenMessageHead(msgspec.Struct, gc=False):

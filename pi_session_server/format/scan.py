@@ -21,7 +21,14 @@ from typing import Any
 import msgspec
 
 from ..errors import StaleFileError
-from .entry import ENVELOPE_DECODER, SHARED_HEADS, Entry, LineBytes, decode_open_envelope
+from .entry import (
+    ENVELOPE_DECODER,
+    OBSERVED_ENVELOPE_DECODER,
+    SHARED_HEADS,
+    Entry,
+    LineBytes,
+    decode_open_envelope,
+)
 from .jsjson import JsonSyntaxError, parse, parse_bytes
 from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
@@ -44,6 +51,7 @@ _ASCII_BLANK = b" \t\r\x0b\x0c"
 
 
 _decode_envelope = ENVELOPE_DECODER.decode
+_decode_observed_envelope = OBSERVED_ENVELOPE_DECODER.decode
 _NO_ID = object()  # "no entry just before" (no parentId is this object)
 
 # What a scan hands each entry it decodes in its hot loop, with the bytes of the entry's line (see
@@ -58,7 +66,8 @@ def observing_lines(observer: LineObserver) -> Iterator[None]:
     """Within the block, every scan of entries (``scan_entries`` after the header) of this context
     calls ``observer(entry, line)`` for each entry decoded in its hot loop, once the entry is
     placed: a caller that needs more of every line than its envelope reads it while it is in
-    memory, instead of reading the file again. ``line`` is a view of the scan's buffer, valid only
+    memory, instead of reading the file again. The entry's head is then the one decoded, an
+    :class:`~.entry.ObservedHead` (a tool result's carries its call's fields). ``line`` is a view of the scan's buffer, valid only
     during the call: keep nothing that refers to it (msgspec.Raw included). Entries whose line
     takes the slow path (an envelope the decoder rejects, a last line without its newline) are not
     observed."""
@@ -340,9 +349,10 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
     by_id = index.by_id
     non_messages = index.non_messages
     chain_starts = index.chain_starts
-    decode = _decode_envelope
-    decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     observe = _line_observer.get()
+    # (an observer has the fields of a tool result's head too: see entry.ObservedHead)
+    decode = _decode_envelope if observe is None else _decode_observed_envelope
+    decode_errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
     shared_heads = SHARED_HEADS
     line_no = first_line
     previous_id: Any = _NO_ID  # id of the entry just before, when it came through the hot loop
@@ -412,8 +422,8 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
                     observe(entry, line)
                 head = entry.message
                 if head is not None:
-                    # the head shared by its role's entries: the one decoded (a tool result's
-                    # with its call's fields, for the observer) is not held per entry
+                    # the head shared by its role's entries: the one decoded (an ObservedHead,
+                    # for the observer) is not held per entry
                     entry.message = shared_heads[head.role]
             line_no += 1
             i = j + 1

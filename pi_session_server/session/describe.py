@@ -20,7 +20,7 @@ from functools import partial
 from operator import attrgetter
 from typing import Any, Final, TypeVar
 
-from ..format.entry import Entry
+from ..format.entry import Entry, ObservedHead
 from ..format.jstext import JS_WHITESPACE, as_displayed, js_trim
 from ..format.jsvalue import ABSENT, index_key, js_string_of, truthy
 from ..format.scan import FileLineSource, observing_lines
@@ -690,7 +690,7 @@ class PreviewCache:
         def take(entry: Entry, line: memoryview) -> None:
             nonlocal keeping
             head = entry.message
-            if head is not None and head.role == "toolResult" and entry.type == "message":
+            if type(head) is ObservedHead and head.role == "toolResult" and entry.type == "message":
                 # its preview is all in the head the scan decoded: the line (most of the file's
                 # bytes are tool outputs) is not decoded again
                 part: str | _ToolResult = _ToolResult(head.toolCallId, _shared(head.toolName))
