@@ -254,25 +254,80 @@ def _may_repeat(raw: bytes, path: Path, after: int) -> bool:
     there, or an escape that could spell it (a key that is not plain letters and digits: always).
     A key of the line's object that is also written inside values (a tool call's "id" below an
     entry's) is counted, not walked to."""
+    facts = _facts_of(raw)
     written_again: bytes | None = None
     # each key looked for once: a path nested thousands deep repeats the same few
     for key in dict.fromkeys(k for k in path if isinstance(k, str)):
         if not _PLAIN_KEY.fullmatch(key):
             return True
         quoted = b'"' + key.encode() + b'"'
-        if raw.find(quoted, after) >= 0:
+        if facts.last(quoted) >= after:
             if len(path) > 1:
                 return True
             written_again = quoted
     if written_again is None:
-        return _escapes_a_key_character(raw, after)
-    if _escapes_a_key_character(raw, 0):
+        return facts.last_escape() >= after
+    if facts.last_escape() >= 0:
         return True
-    return not _once_in_the_object(raw, written_again)
+    return not facts.once_in_the_object(written_again)
 
 
-def _escapes_a_key_character(raw: bytes, start: int) -> bool:
-    return raw.find(b"\\u00", start) >= 0 and _ESCAPED_KEY_CHARACTER.search(raw, start) is not None
+class _LineFacts:
+    """What :func:`_may_repeat` reads from a whole line, each read once and kept: where the last
+    occurrence of a key's quoted text is, where the last escape that could spell a key character
+    is, and whether the line's object has a key once. Each question about a line then costs what
+    finding its place costs, not another read of all of the line (a hover moving along a line of
+    megabytes asks again at each step)."""
+
+    __slots__ = ("_last", "_last_escape", "_once", "raw")
+
+    def __init__(self, raw: bytes):
+        self.raw = raw
+        self._last: dict[bytes, int] = {}
+        self._last_escape: int | None = None
+        self._once: dict[bytes, bool] = {}
+
+    def last(self, quoted: bytes) -> int:
+        """Where the last occurrence of ``quoted`` starts, -1 when there is none."""
+        found = self._last.get(quoted)
+        if found is None:
+            found = self._last[quoted] = self.raw.rfind(quoted)
+        return found
+
+    def last_escape(self) -> int:
+        """Where the last escape that could spell a key character starts, -1 when there is none."""
+        if self._last_escape is None:
+            found = _LAST_ESCAPED_KEY_CHARACTER.match(self.raw) if b"\\u00" in self.raw else None
+            self._last_escape = found.start(1) if found is not None else -1
+        return self._last_escape
+
+    def once_in_the_object(self, quoted: bytes) -> bool:
+        found = self._once.get(quoted)
+        if found is None:
+            found = self._once[quoted] = _once_in_the_object(self.raw, quoted)
+        return found
+
+
+# the last such escape: the greedy prefix backs off from the end of the line at C speed
+_LAST_ESCAPED_KEY_CHARACTER = re.compile(rb"(?s:.*)(" + _ESCAPED_KEY_CHARACTER.pattern + rb")")
+# A line this long keeps its facts for the next question about it: reading them again would
+# cost more than comparing its bytes with those of the line they were read from.
+_KEPT_FROM = 64 * 1024
+_kept: _LineFacts | None = None
+
+
+def _facts_of(raw: bytes) -> _LineFacts:
+    """The facts of ``raw``: those kept, when they are of the same bytes (a line read again from
+    its file is other bytes that are equal), else new ones (kept for a long line: one line's, the
+    latest asked about, at a time)."""
+    global _kept
+    kept = _kept
+    if kept is not None and (kept.raw is raw or (len(kept.raw) == len(raw) and kept.raw == raw)):
+        return kept
+    facts = _LineFacts(raw)
+    if len(raw) >= _KEPT_FROM:
+        _kept = facts
+    return facts
 
 
 _MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])

@@ -8,12 +8,13 @@ import builders as S
 import pytest
 from analysis_documents import at, linked, make
 
+from pi_session_server.analysis import jsonpath
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hints import code_lenses, inlay_hints
 from pi_session_server.analysis.hover import hover
-from pi_session_server.analysis.jsonpath import key_span, value_span
+from pi_session_server.analysis.jsonpath import is_kept, key_span, scalar_at, value_span
 from pi_session_server.analysis.navigation import definition, id_target, reference_at, references
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import MAX_NESTING, Symbol, document_symbols
@@ -310,12 +311,46 @@ def test_labels_and_names_are_cut_in_hints_lenses_and_hovers() -> None:
         (b'{"id":"x","m":"\\"id\\""}', ("id",), b'"x"'),
     ],
 )
+@pytest.mark.parametrize("long", [False, True], ids=["short", "long"])
 def test_the_value_of_a_key_written_twice_is_the_last_one(
-    raw: bytes, path: tuple, expected: bytes | None
+    raw: bytes, path: tuple, expected: bytes | None, long: bool
 ) -> None:
-    span = value_span(raw, path)
-    assert (None if span is None else raw[span[0] : span[1]]) == expected
-    key = key_span(raw, path)
-    assert (key is None) == (expected is None)
-    if key is not None and span is not None:
-        assert key[1] < span[0] and raw.rfind(b'"', 0, span[0]) > key[0]  # the key of that value
+    if long:  # a line whose facts are kept for the next question: asked twice, and as other bytes
+        raw = b'{"pad":"' + b"x" * 100_000 + b'",' + raw[1:]
+    for asked in (raw, raw, bytes(bytearray(raw))):
+        span = value_span(asked, path)
+        assert (None if span is None else asked[span[0] : span[1]]) == expected
+        key = key_span(asked, path)
+        assert (key is None) == (expected is None)
+        if key is not None and span is not None:
+            assert key[1] < span[0] and asked.rfind(b'"', 0, span[0]) > key[0]  # the key of that value
+
+
+def test_facts_kept_of_a_long_line_are_not_another_line_s() -> None:
+    pad = b'{"pad":"' + b"x" * 100_000 + b'",'
+    twice, once = pad + b'"id":"x","id":"z"}', pad + b'"id":"x","ie":"z"}'  # (the same length)
+    for raw, expected in ((twice, b'"z"'), (once, b'"x"'), (twice, b'"z"')):
+        span = value_span(raw, ("id",))
+        assert span is not None and raw[span[0] : span[1]] == expected
+        loc = scalar_at(raw, raw.index(b'"x"'))
+        assert loc is not None and is_kept(raw, loc) == (expected == b'"x"')
+
+
+def test_hovers_along_a_long_line_read_its_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each hover asks whether what is under the cursor is what pi reads: on a line of megabytes,
+    # reading the whole line again for each question made every hover cost the line's length
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {"path": "/x"}),)),
+        S.tool_result("c", "b", "t1", images=(("A" * 300_000, "image/png"),)),
+    )
+    reads: list[bytes] = []
+    read = jsonpath._once_in_the_object
+    monkeypatch.setattr(
+        jsonpath, "_once_in_the_object", lambda raw, quoted: reads.append(quoted) or read(raw, quoted)
+    )
+    raw = doc.lines[3].raw
+    for offset in (1, 1, raw.index(b'"message"') + 1, 1):
+        assert hover(doc, 3, offset) is not None
+    assert len(reads) == len(set(reads)), reads
