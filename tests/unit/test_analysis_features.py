@@ -96,6 +96,15 @@ def test_hover_texts() -> None:
     assert "invalid JSON" in hover(bad, 1, 1)[0]  # type: ignore[index]
 
 
+def test_a_reference_hover_s_heading_is_bold_once() -> None:
+    # bold inside bold ("**→ `message` · **user****") is not CommonMark: the stars show
+    doc = make(S.header(), S.user("a", None), S.user("b", "a"))
+    found = hover(doc, 2, at(doc, 2, '"a"'))
+    assert found is not None
+    heading = found[0].split("\n")[0]
+    assert heading.startswith("**→ `message` · user**") and heading.count("**") == 2, heading
+
+
 def test_folding_per_user_turn() -> None:
     doc = make(
         S.header(),
@@ -114,7 +123,7 @@ def test_inlay_hints_only_in_range_and_lenses() -> None:
         S.header(), S.user("a", None), S.user("b", "a"), S.user("c", "a"), S.label("l", "c", "a", "start")
     )
     hints = inlay_hints(doc, 2, 3)
-    assert [(h.line, h.label) for h in hints] == [(2, "  depth 1 · no children"), (3, "  depth 1")]
+    assert [(h.line, h.label) for h in hints] == [(2, "depth 1 · no children"), (3, "depth 1")]
     assert hints[0].offset == len(doc.lines[2].raw)
     lenses = {lens.line: lens.title for lens in code_lenses(doc)}
     assert lenses == {
@@ -129,7 +138,7 @@ def test_inlay_hints_only_in_range_and_lenses() -> None:
         1: "$(git-branch) 2 branches · label “start”",
         2: "$(target) leaf: pi continues here",
     }
-    assert [h.label for h in inlay_hints(doc, 2, 2)] == ["  depth 1 · no children · leaf"]
+    assert [h.label for h in inlay_hints(doc, 2, 2)] == ["depth 1 · no children · leaf"]
     doc.set_leaf(None)  # resetLeaf: no leaf
     assert {lens.line: lens.title for lens in code_lenses(doc)}[0] == (
         "4 entries · no leaf: the next entry starts a new root"
