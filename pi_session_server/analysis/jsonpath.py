@@ -261,45 +261,74 @@ def _may_repeat(raw: bytes, path: Path, after: int) -> bool:
         if not _PLAIN_KEY.fullmatch(key):
             return True
         quoted = b'"' + key.encode() + b'"'
-        if facts.last(quoted) >= after:
+        if facts.found_from(quoted, after):
             if len(path) > 1:
                 return True
             written_again = quoted
     if written_again is None:
-        return facts.last_escape() >= after
-    if facts.last_escape() >= 0:
+        return facts.found_from(_ESCAPE, after)
+    if facts.found_from(_ESCAPE, 0):
         return True
     return not facts.once_in_the_object(written_again)
 
 
-class _LineFacts:
-    """What :func:`_may_repeat` reads from a whole line, each read once and kept: where the last
-    occurrence of a key's quoted text is, where the last escape that could spell a key character
-    is, and whether the line's object has a key once. Each question about a line then costs what
-    finding its place costs, not another read of all of the line (a hover moving along a line of
-    megabytes asks again at each step)."""
+# what _LineFacts looks for to find an escape that could spell a key character
+_ESCAPE = b"\\u00"
+_ESCAPE_LENGTH = len(b"\\u0041")  # what _ESCAPED_KEY_CHARACTER matches
 
-    __slots__ = ("_last", "_last_escape", "_once", "raw")
+
+class _Occurrences:
+    """Where a text occurs in a line, as far as questions about it have read: the last occurrence
+    found, and from where on there is none. A question reads only what these leave unknown, so
+    questions about one line read each byte at most once to say "none from here", and to say
+    "one from here" only up to the first."""
+
+    __slots__ = ("last_found", "none_from")
+
+    def __init__(self, size: int):
+        self.last_found = -1
+        self.none_from = size
+
+
+class _LineFacts:
+    """What :func:`_may_repeat` reads from a line, kept for the next question about it: where the
+    keys' quoted texts and the escapes that could spell a key character occur (each question reads
+    only what earlier ones did not), and whether the line's object has a key once. A hover moving
+    along a line of megabytes then costs what finding its place costs, not a read of the line."""
+
+    __slots__ = ("_occurrences", "_once", "raw")
 
     def __init__(self, raw: bytes):
         self.raw = raw
-        self._last: dict[bytes, int] = {}
-        self._last_escape: int | None = None
+        self._occurrences: dict[bytes, _Occurrences] = {}
         self._once: dict[bytes, bool] = {}
 
-    def last(self, quoted: bytes) -> int:
-        """Where the last occurrence of ``quoted`` starts, -1 when there is none."""
-        found = self._last.get(quoted)
-        if found is None:
-            found = self._last[quoted] = self.raw.rfind(quoted)
-        return found
+    def found_from(self, text: bytes, start: int) -> bool:
+        """Whether ``text`` occurs at or after byte ``start`` (``_ESCAPE``: an escape that could
+        spell a key character)."""
+        known = self._occurrences.get(text)
+        if known is None:
+            known = self._occurrences[text] = _Occurrences(len(self.raw))
+        if known.last_found >= start:
+            return True
+        if start >= known.none_from:
+            return False
+        found = self._first(text, start, known.none_from)
+        if found < 0:
+            known.none_from = start
+            return False
+        known.last_found = max(known.last_found, found)
+        return True
 
-    def last_escape(self) -> int:
-        """Where the last escape that could spell a key character starts, -1 when there is none."""
-        if self._last_escape is None:
-            found = _LAST_ESCAPED_KEY_CHARACTER.match(self.raw) if b"\\u00" in self.raw else None
-            self._last_escape = found.start(1) if found is not None else -1
-        return self._last_escape
+    def _first(self, text: bytes, start: int, stop: int) -> int:
+        """Where the first occurrence of ``text`` starting in [start, stop) starts, or -1."""
+        raw = self.raw
+        if text is not _ESCAPE:
+            return raw.find(text, start, stop + len(text) - 1)
+        if raw.find(_ESCAPE, start, stop + len(_ESCAPE) - 1) < 0:  # (the usual answer, at memchr speed)
+            return -1
+        found = _ESCAPED_KEY_CHARACTER.search(raw, start, stop + _ESCAPE_LENGTH - 1)
+        return found.start() if found is not None else -1
 
     def once_in_the_object(self, quoted: bytes) -> bool:
         found = self._once.get(quoted)
@@ -308,8 +337,6 @@ class _LineFacts:
         return found
 
 
-# the last such escape: the greedy prefix backs off from the end of the line at C speed
-_LAST_ESCAPED_KEY_CHARACTER = re.compile(rb"(?s:.*)(" + _ESCAPED_KEY_CHARACTER.pattern + rb")")
 # A line this long keeps its facts for the next question about it: reading them again would
 # cost more than comparing its bytes with those of the line they were read from.
 _KEPT_FROM = 64 * 1024

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import builders as S
 import pytest
@@ -343,6 +344,37 @@ def test_facts_kept_of_a_long_line_are_not_another_line_s() -> None:
         assert span is not None and raw[span[0] : span[1]] == expected
         loc = scalar_at(raw, raw.index(b'"x"'))
         assert loc is not None and is_kept(raw, loc) == (expected == b'"x"')
+
+
+@pytest.mark.parametrize("escapes", [False, True], ids=["plain", "escapes"])
+@pytest.mark.parametrize("order", ["backwards", "shuffled"])
+def test_questions_about_a_long_line_answer_as_if_each_read_it_all(
+    monkeypatch: pytest.MonkeyPatch, escapes: bool, order: str
+) -> None:
+    # what earlier questions read of a line is kept: later ones, in any order, answer the same
+    pad = "x" * 70_000
+    tail = ',"s":"\\u001b","\\u0069d":"f","z":"\\u0041"' if escapes else ""
+    raw = (
+        f'{{"id":"a","m":[{{"id":"b","t":"{pad}"}},{{"type":"c"}}],"id":"d","type":"e",'
+        f'"n":{{"k":1,"k":2}},"q":{{"id":"g","p":"{pad}"}}{tail}}}'
+    ).encode()
+    locs = [
+        loc
+        for offset in range(len(raw))
+        if raw[offset : offset + 1] in b'"0123456789' and (loc := scalar_at(raw, offset + 1)) is not None
+    ]
+    asked = list(reversed(range(len(locs))))
+    if order == "shuffled":
+        random.Random(7).shuffle(asked)
+
+    def answers() -> dict[int, tuple[bool, tuple[int, int] | None]]:
+        return {i: (is_kept(raw, locs[i]), value_span(raw, locs[i].path)) for i in asked}
+
+    monkeypatch.setattr(jsonpath, "_kept", None)
+    kept = answers()
+    monkeypatch.setattr(jsonpath, "_KEPT_FROM", 10**12)  # every question reads afresh
+    assert kept == answers()
+    assert len({loc.path for loc in locs}) > 10 and not all(k for k, _ in kept.values())
 
 
 def test_hovers_along_a_long_line_read_its_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
