@@ -80,7 +80,7 @@ def inlay_hints(doc: SessionDocument, first_line: int = 0, last_line: int | None
         tooltip = (
             "depth in the tree · children · label · context edits · whether pi continues from this entry"
         )
-        out.append(Hint(n, _line_end(info), "  " + " · ".join(parts), tooltip))
+        out.append(Hint(n, _line_end(info), " · ".join(parts), tooltip))
     return out
 
 

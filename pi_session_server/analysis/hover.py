@@ -403,7 +403,7 @@ def summary_markdown(doc: SessionDocument, target: LineInfo) -> str:
     """A few lines about an entry that something refers to."""
     when = _time(target.timestamp)
     out = [
-        f"**→ {_title(target)}** {_entry_name(doc, target)} · line {target.line + 1}"
+        f"**→ {_title(target, bold_role=False)}** {_entry_name(doc, target)} · line {target.line + 1}"
         + (f" · {when}" if when else ""),
         _plain(quick_preview(target, 160)),
     ]

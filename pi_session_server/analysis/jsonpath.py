@@ -254,25 +254,107 @@ def _may_repeat(raw: bytes, path: Path, after: int) -> bool:
     there, or an escape that could spell it (a key that is not plain letters and digits: always).
     A key of the line's object that is also written inside values (a tool call's "id" below an
     entry's) is counted, not walked to."""
+    facts = _facts_of(raw)
     written_again: bytes | None = None
     # each key looked for once: a path nested thousands deep repeats the same few
     for key in dict.fromkeys(k for k in path if isinstance(k, str)):
         if not _PLAIN_KEY.fullmatch(key):
             return True
         quoted = b'"' + key.encode() + b'"'
-        if raw.find(quoted, after) >= 0:
+        if facts.found_from(quoted, after):
             if len(path) > 1:
                 return True
             written_again = quoted
     if written_again is None:
-        return _escapes_a_key_character(raw, after)
-    if _escapes_a_key_character(raw, 0):
+        return facts.found_from(_ESCAPE, after)
+    if facts.found_from(_ESCAPE, 0):
         return True
-    return not _once_in_the_object(raw, written_again)
+    return not facts.once_in_the_object(written_again)
 
 
-def _escapes_a_key_character(raw: bytes, start: int) -> bool:
-    return raw.find(b"\\u00", start) >= 0 and _ESCAPED_KEY_CHARACTER.search(raw, start) is not None
+# what _LineFacts looks for to find an escape that could spell a key character
+_ESCAPE = b"\\u00"
+_ESCAPE_LENGTH = len(b"\\u0041")  # what _ESCAPED_KEY_CHARACTER matches
+
+
+class _Occurrences:
+    """Where a text occurs in a line, as far as questions about it have read: the last occurrence
+    found, and from where on there is none. A question reads only what these leave unknown, so
+    questions about one line read each byte at most once to say "none from here", and to say
+    "one from here" only up to the first."""
+
+    __slots__ = ("last_found", "none_from")
+
+    def __init__(self, size: int):
+        self.last_found = -1
+        self.none_from = size
+
+
+class _LineFacts:
+    """What :func:`_may_repeat` reads from a line, kept for the next question about it: where the
+    keys' quoted texts and the escapes that could spell a key character occur (each question reads
+    only what earlier ones did not), and whether the line's object has a key once. A hover moving
+    along a line of megabytes then costs what finding its place costs, not a read of the line."""
+
+    __slots__ = ("_occurrences", "_once", "raw")
+
+    def __init__(self, raw: bytes):
+        self.raw = raw
+        self._occurrences: dict[bytes, _Occurrences] = {}
+        self._once: dict[bytes, bool] = {}
+
+    def found_from(self, text: bytes, start: int) -> bool:
+        """Whether ``text`` occurs at or after byte ``start`` (``_ESCAPE``: an escape that could
+        spell a key character)."""
+        known = self._occurrences.get(text)
+        if known is None:
+            known = self._occurrences[text] = _Occurrences(len(self.raw))
+        if known.last_found >= start:
+            return True
+        if start >= known.none_from:
+            return False
+        found = self._first(text, start, known.none_from)
+        if found < 0:
+            known.none_from = start
+            return False
+        known.last_found = max(known.last_found, found)
+        return True
+
+    def _first(self, text: bytes, start: int, stop: int) -> int:
+        """Where the first occurrence of ``text`` starting in [start, stop) starts, or -1."""
+        raw = self.raw
+        if text is not _ESCAPE:
+            return raw.find(text, start, stop + len(text) - 1)
+        if raw.find(_ESCAPE, start, stop + len(_ESCAPE) - 1) < 0:  # (the usual answer, at memchr speed)
+            return -1
+        found = _ESCAPED_KEY_CHARACTER.search(raw, start, stop + _ESCAPE_LENGTH - 1)
+        return found.start() if found is not None else -1
+
+    def once_in_the_object(self, quoted: bytes) -> bool:
+        found = self._once.get(quoted)
+        if found is None:
+            found = self._once[quoted] = _once_in_the_object(self.raw, quoted)
+        return found
+
+
+# A line this long keeps its facts for the next question about it: reading them again would
+# cost more than comparing its bytes with those of the line they were read from.
+_KEPT_FROM = 64 * 1024
+_kept: _LineFacts | None = None
+
+
+def _facts_of(raw: bytes) -> _LineFacts:
+    """The facts of ``raw``: those kept, when they are of the same bytes (a line read again from
+    its file is other bytes that are equal), else new ones (kept for a long line: one line's, the
+    latest asked about, at a time)."""
+    global _kept
+    kept = _kept
+    if kept is not None and (kept.raw is raw or (len(kept.raw) == len(raw) and kept.raw == raw)):
+        return kept
+    facts = _LineFacts(raw)
+    if len(raw) >= _KEPT_FROM:
+        _kept = facts
+    return facts
 
 
 _MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])

@@ -143,14 +143,45 @@ _QUOTING: list[tuple[type[lib_errors.PiSessionError], re.Pattern[str]]] = [
 ]
 
 
+# msgspec's refusals that quote the request's value whole (an enum's: ``filter``, ``form``, ...),
+# in the same (words before, value, words after) form.
+_VALIDATION_QUOTING = [
+    re.compile(r"(Invalid enum value )(.*?)((?: - at `[^`]*`)?)", re.DOTALL),
+    re.compile(r"(Object contains unknown field `)(.*?)(`(?: - at `[^`]*`)?)", re.DOTALL),
+]
+
+
+def _cut(message: str, quoting: re.Pattern[str]) -> str | None:
+    """``message`` with the value ``quoting`` finds in it cut to its start, or None when it does
+    not match."""
+    parts = quoting.fullmatch(message)
+    if parts is None:
+        return None
+    before, value, after = parts.groups()
+    return before + shown_start(value) + after
+
+
 def _bounded(error: lib_errors.PiSessionError) -> str:
     """The message of ``error`` with the value of the request it quotes cut to its start."""
-    message = error.message
     for cls, quoting in _QUOTING:
-        if isinstance(error, cls) and (parts := quoting.fullmatch(message)) is not None:
-            before, value, after = parts.groups()
-            return before + shown_start(value) + after
+        if isinstance(error, cls) and (cut := _cut(error.message, quoting)) is not None:
+            return cut
+    return error.message
+
+
+def bounded_validation_message(message: str) -> str:
+    """A refusal of the params by msgspec with the value of the request it quotes cut to its
+    start."""
+    for quoting in _VALIDATION_QUOTING:
+        if (cut := _cut(message, quoting)) is not None:
+            return cut
     return message
+
+
+def quoted_start(text: str) -> str:
+    """``text``, a string from a request an error message names, quoted: the start of it, "..."
+    after the quote where more followed."""
+    return repr(text[:MAX_SHOWN]) + ("..." if len(text) > MAX_SHOWN else "")
 
 
 class RpcError(Exception):

@@ -53,7 +53,15 @@ import msgspec
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.output import flush_fully, write_fully
 
-from .errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_CANCELLED, RpcError
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MAX_SHOWN,
+    REQUEST_CANCELLED,
+    RpcError,
+    quoted_start,
+    shown_start,
+)
 from .framing import FrameDecoder, FramingError
 from .workers import Cancelled, Job
 
@@ -309,7 +317,7 @@ class Connection:
             raise RpcError(INVALID_PARAMS, "Invalid params: `command` must be a string")
         handler = self._commands.get(params["command"])
         if handler is None:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: no command {params['command']!r}")
+            raise RpcError(INVALID_PARAMS, f"Invalid params: no command {quoted_start(params['command'])}")
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, list):
             raise RpcError(INVALID_PARAMS, "Invalid params: `arguments` must be an array")
@@ -487,6 +495,11 @@ class Connection:
         sys.exit(0 if self.shutting_down else 1)
 
     def _to_pygls(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if "id" in message and type(method) is str and len(method) > MAX_SHOWN:
+            # no method has a name this long, and pygls' refusal would quote all of it
+            self.send_error(message["id"], METHOD_NOT_FOUND, f"Method not found: {shown_start(method)}")
+            return
         if self.protocol is None:
             if self._for_lsp is not None:  # being made
                 self._for_lsp.append(message)

@@ -64,6 +64,7 @@ from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.regular_file import NotRegularFile, open_regular, open_regular_status
+from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
@@ -126,6 +127,13 @@ def _asks_for(only: Sequence[str], kind: str) -> bool:
 
 def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
+
+
+def _message_shown(message: str) -> str:
+    """A diagnostic's message as an editor shows it on one line: its control characters (the raw
+    one V8 quotes in "Unexpected token", one in a quoted id) escaped as the terminal's ``check``
+    writes them, which an editor would draw as nothing, a box, or a broken line."""
+    return one_terminal_line(as_displayed(message))
 
 
 @dataclass(eq=False)
@@ -680,14 +688,15 @@ class LanguageFeatures:
         doc = state.opened()
         related = [
             types.DiagnosticRelatedInformation(
-                types.Location(state.uri, self.range(state, r.line, r.start, r.end)), as_displayed(r.message)
+                types.Location(state.uri, self.range(state, r.line, r.start, r.end)),
+                _message_shown(r.message),
             )
             for r in d.related
             if r.line < doc.line_count
         ]
         return types.Diagnostic(
             range=self.range(state, d.line, d.start, d.end),
-            message=as_displayed(d.message),
+            message=_message_shown(d.message),
             severity=types.DiagnosticSeverity(int(d.severity)),
             code=d.code,
             source=SOURCE,

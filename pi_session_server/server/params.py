@@ -28,7 +28,7 @@ from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.session.environment import Environment
 from pi_session_server.session.profiles import PROFILES, Profile, profile_for
 
-from .errors import MAX_SHOWN, invalid_params
+from .errors import bounded_validation_message, invalid_params, quoted_start
 from .locations import MAX_PATH_CHARS, MAX_URI_CHARS, fs_path
 
 T = TypeVar("T")
@@ -406,7 +406,7 @@ def convert(params: Any, struct: type[T]) -> T:
         except msgspec.ValidationError as error:
             whole = _with_whole_number_as_int(params, str(error)) if taken < _WHOLE_NUMBERS_TAKEN else None
             if whole is None:
-                raise invalid_params(f"Invalid params: {error}") from None
+                raise invalid_params(f"Invalid params: {bounded_validation_message(str(error))}") from None
             params, taken = whole, taken + 1
         except UnicodeEncodeError:  # msgspec takes no string with a lone surrogate, whatever the type
             raise invalid_params(f"Invalid params: {_lone_surrogate_problem(params, struct)}") from None
@@ -456,7 +456,7 @@ def _lone_surrogate_problem(params: Any, struct: type[Any]) -> str:
     try:
         msgspec.convert(_displayed(params), struct)
     except msgspec.ValidationError as error:
-        return str(error)
+        return bounded_validation_message(str(error))
     return f"a lone surrogate (an unpaired UTF-16 code unit) in a string that cannot hold one - at `{_surrogate_at(params)}`"
 
 
@@ -556,7 +556,7 @@ def id_key(value: Any) -> tuple[type, str]:
 def _described(value: Any) -> str:
     """``value`` as an error message shows it: a string (its start), else its JSON type."""
     if type(value) is str:
-        return repr(value[:MAX_SHOWN]) + ("..." if len(value) > MAX_SHOWN else "")
+        return quoted_start(value)
     return f"of JSON type {_JSON_TYPES.get(type(value), 'number')}"
 
 

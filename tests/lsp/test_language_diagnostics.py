@@ -187,6 +187,20 @@ async def test_utf16_and_utf8_columns_differ_where_they_should(editor: Editor, U
         assert (d.range.start.character, d.range.end.character) == (start_index, start_index + 7)
 
 
+async def test_control_characters_in_messages_are_sent_escaped(editor: Editor, URI: str) -> None:
+    # The parser's "Unexpected token" quotes the raw character, a duplicate id quotes the data:
+    # an editor shows a raw control character as nothing, a box, or a broken line.
+    text = doc(S.header(), '{"type":\0}', S.user("a\x1b", None), S.user("a\x1b", None))
+    diagnostics = await editor.open(URI, text)
+    messages = [d.message for d in diagnostics] + [
+        r.message for d in diagnostics for r in d.related_information or []
+    ]
+    assert codes_by_line(diagnostics) == [(1, "PI001"), (2, "PI030"), (3, "PI030")]
+    assert not [m for m in messages if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in m)]
+    assert "Unexpected token '\\x00'" in diagnostics[0].message
+    assert "`a\\x1b`" in diagnostics[1].message
+
+
 async def test_related_information_points_at_the_other_duplicate(editor: Editor, URI: str) -> None:
     text = doc(S.header(), S.user("a", None), S.user("b", "a"), S.user("b", "a"))
     diagnostics = await editor.open(URI, text)

@@ -80,15 +80,15 @@ async def test_hover_marks_branch_point_current_path_and_leaf(editor: Editor, ur
 
 async def test_hover_on_references_summarises_the_target(editor: Editor, uri: str) -> None:
     on_parent = await hover_text(editor, uri, editor.pos_of(uri, 4, '"c"', occurrence=0))
-    assert "→" in on_parent and "**toolResult**" in on_parent and "line 4" in on_parent
+    assert "**→ `message` · toolResult**" in on_parent and "line 4" in on_parent
     result = await editor.client.text_document_hover_async(
         types.HoverParams(text_document=td(uri), position=editor.pos_of(uri, 3, '"t1"'))
     )
     assert result is not None and result.range is not None
     assert (result.range.start.character, result.range.end.character) == editor.span(uri, 3, '"t1"')
-    assert "**assistant**" in result.contents.value and "`b`" in result.contents.value  # type: ignore[union-attr]
+    assert "**→ `message` · assistant** `b`" in result.contents.value  # type: ignore[union-attr]
     on_target = await hover_text(editor, uri, editor.pos_of(uri, 5, '"b"', occurrence=0))
-    assert "**assistant**" in on_target and "let me read" in on_target
+    assert "**→ `message` · assistant**" in on_target and "let me read" in on_target
 
 
 async def test_hover_on_the_header(editor: Editor, uri: str) -> None:
@@ -187,9 +187,9 @@ async def test_inlay_hints_and_code_lenses(editor: Editor, uri: str) -> None:
         )
     )
     by_line = {h.position.line: h.label for h in hints or []}
-    assert by_line[1] == "  depth 0 · 2 children"
-    assert by_line[2] == "  depth 1 · label “important”"
-    assert by_line[7] == "  depth 2 · no children · leaf"
+    assert by_line[1] == "depth 0 · 2 children"
+    assert by_line[2] == "depth 1 · label “important”"
+    assert by_line[7] == "depth 2 · no children · leaf"
     lines = "\n".join(SESSION).split("\n")
     end_of_1 = editor.pos(uri, 1, len(lines[1]))
     assert next(h.position for h in hints or [] if h.position.line == 1) == end_of_1
@@ -232,7 +232,7 @@ async def test_the_leaf_lens_follows_the_session_held_on_the_file(editor: Editor
         types.InlayHintParams(td(uri), types.Range(types.Position(0, 0), types.Position(7, 0)))
     )
     by_line = {h.position.line: h.label for h in hints or []}
-    assert (by_line[4], by_line[7]) == ("  depth 3 · leaf", "  depth 2 · no children")
+    assert (by_line[4], by_line[7]) == ("depth 3 · leaf", "depth 2 · no children")
     await editor.client.protocol.send_request_async("pi/resetLeaf", {"uri": uri})
     assert (await lenses())[0] == "7 entries · no leaf: the next entry starts a new root"
     await editor.client.protocol.send_request_async("pi/branch", {"uri": uri, "entryId": "g"})

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import builders as S
 import pytest
 from analysis_documents import at, linked, make
 
+from pi_session_server.analysis import jsonpath
 from pi_session_server.analysis.diagnostics import document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.hints import code_lenses, inlay_hints
 from pi_session_server.analysis.hover import hover
-from pi_session_server.analysis.jsonpath import key_span, value_span
+from pi_session_server.analysis.jsonpath import is_kept, key_span, scalar_at, value_span
 from pi_session_server.analysis.navigation import definition, id_target, reference_at, references
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import MAX_NESTING, Symbol, document_symbols
@@ -95,6 +97,15 @@ def test_hover_texts() -> None:
     assert "invalid JSON" in hover(bad, 1, 1)[0]  # type: ignore[index]
 
 
+def test_a_reference_hover_s_heading_is_bold_once() -> None:
+    # bold inside bold ("**→ `message` · **user****") is not CommonMark: the stars show
+    doc = make(S.header(), S.user("a", None), S.user("b", "a"))
+    found = hover(doc, 2, at(doc, 2, '"a"'))
+    assert found is not None
+    heading = found[0].split("\n")[0]
+    assert heading.startswith("**→ `message` · user**") and heading.count("**") == 2, heading
+
+
 def test_folding_per_user_turn() -> None:
     doc = make(
         S.header(),
@@ -113,7 +124,7 @@ def test_inlay_hints_only_in_range_and_lenses() -> None:
         S.header(), S.user("a", None), S.user("b", "a"), S.user("c", "a"), S.label("l", "c", "a", "start")
     )
     hints = inlay_hints(doc, 2, 3)
-    assert [(h.line, h.label) for h in hints] == [(2, "  depth 1 · no children"), (3, "  depth 1")]
+    assert [(h.line, h.label) for h in hints] == [(2, "depth 1 · no children"), (3, "depth 1")]
     assert hints[0].offset == len(doc.lines[2].raw)
     lenses = {lens.line: lens.title for lens in code_lenses(doc)}
     assert lenses == {
@@ -128,7 +139,7 @@ def test_inlay_hints_only_in_range_and_lenses() -> None:
         1: "$(git-branch) 2 branches · label “start”",
         2: "$(target) leaf: pi continues here",
     }
-    assert [h.label for h in inlay_hints(doc, 2, 2)] == ["  depth 1 · no children · leaf"]
+    assert [h.label for h in inlay_hints(doc, 2, 2)] == ["depth 1 · no children · leaf"]
     doc.set_leaf(None)  # resetLeaf: no leaf
     assert {lens.line: lens.title for lens in code_lenses(doc)}[0] == (
         "4 entries · no leaf: the next entry starts a new root"
@@ -310,12 +321,77 @@ def test_labels_and_names_are_cut_in_hints_lenses_and_hovers() -> None:
         (b'{"id":"x","m":"\\"id\\""}', ("id",), b'"x"'),
     ],
 )
+@pytest.mark.parametrize("long", [False, True], ids=["short", "long"])
 def test_the_value_of_a_key_written_twice_is_the_last_one(
-    raw: bytes, path: tuple, expected: bytes | None
+    raw: bytes, path: tuple, expected: bytes | None, long: bool
 ) -> None:
-    span = value_span(raw, path)
-    assert (None if span is None else raw[span[0] : span[1]]) == expected
-    key = key_span(raw, path)
-    assert (key is None) == (expected is None)
-    if key is not None and span is not None:
-        assert key[1] < span[0] and raw.rfind(b'"', 0, span[0]) > key[0]  # the key of that value
+    if long:  # a line whose facts are kept for the next question: asked twice, and as other bytes
+        raw = b'{"pad":"' + b"x" * 100_000 + b'",' + raw[1:]
+    for asked in (raw, raw, bytes(bytearray(raw))):
+        span = value_span(asked, path)
+        assert (None if span is None else asked[span[0] : span[1]]) == expected
+        key = key_span(asked, path)
+        assert (key is None) == (expected is None)
+        if key is not None and span is not None:
+            assert key[1] < span[0] and asked.rfind(b'"', 0, span[0]) > key[0]  # the key of that value
+
+
+def test_facts_kept_of_a_long_line_are_not_another_line_s() -> None:
+    pad = b'{"pad":"' + b"x" * 100_000 + b'",'
+    twice, once = pad + b'"id":"x","id":"z"}', pad + b'"id":"x","ie":"z"}'  # (the same length)
+    for raw, expected in ((twice, b'"z"'), (once, b'"x"'), (twice, b'"z"')):
+        span = value_span(raw, ("id",))
+        assert span is not None and raw[span[0] : span[1]] == expected
+        loc = scalar_at(raw, raw.index(b'"x"'))
+        assert loc is not None and is_kept(raw, loc) == (expected == b'"x"')
+
+
+@pytest.mark.parametrize("escapes", [False, True], ids=["plain", "escapes"])
+@pytest.mark.parametrize("order", ["backwards", "shuffled"])
+def test_questions_about_a_long_line_answer_as_if_each_read_it_all(
+    monkeypatch: pytest.MonkeyPatch, escapes: bool, order: str
+) -> None:
+    # what earlier questions read of a line is kept: later ones, in any order, answer the same
+    pad = "x" * 70_000
+    tail = ',"s":"\\u001b","\\u0069d":"f","z":"\\u0041"' if escapes else ""
+    raw = (
+        f'{{"id":"a","m":[{{"id":"b","t":"{pad}"}},{{"type":"c"}}],"id":"d","type":"e",'
+        f'"n":{{"k":1,"k":2}},"q":{{"id":"g","p":"{pad}"}}{tail}}}'
+    ).encode()
+    locs = [
+        loc
+        for offset in range(len(raw))
+        if raw[offset : offset + 1] in b'"0123456789' and (loc := scalar_at(raw, offset + 1)) is not None
+    ]
+    asked = list(reversed(range(len(locs))))
+    if order == "shuffled":
+        random.Random(7).shuffle(asked)
+
+    def answers() -> dict[int, tuple[bool, tuple[int, int] | None]]:
+        return {i: (is_kept(raw, locs[i]), value_span(raw, locs[i].path)) for i in asked}
+
+    monkeypatch.setattr(jsonpath, "_kept", None)
+    kept = answers()
+    monkeypatch.setattr(jsonpath, "_KEPT_FROM", 10**12)  # every question reads afresh
+    assert kept == answers()
+    assert len({loc.path for loc in locs}) > 10 and not all(k for k, _ in kept.values())
+
+
+def test_hovers_along_a_long_line_read_its_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each hover asks whether what is under the cursor is what pi reads: on a line of megabytes,
+    # reading the whole line again for each question made every hover cost the line's length
+    doc = make(
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", calls=(("t1", "read", {"path": "/x"}),)),
+        S.tool_result("c", "b", "t1", images=(("A" * 300_000, "image/png"),)),
+    )
+    reads: list[bytes] = []
+    read = jsonpath._once_in_the_object
+    monkeypatch.setattr(
+        jsonpath, "_once_in_the_object", lambda raw, quoted: reads.append(quoted) or read(raw, quoted)
+    )
+    raw = doc.lines[3].raw
+    for offset in (1, 1, raw.index(b'"message"') + 1, 1):
+        assert hover(doc, 3, offset) is not None
+    assert len(reads) == len(set(reads)), reads
