@@ -425,17 +425,10 @@ def _unreported_last(doc: SessionDocument) -> LineInfo | None:
 def _truncated(last: L.LineInfo) -> bool:
     """The last line, without a final newline, is a cut-off line (PI002): JSON the parser ran out
     of (a line cut short is the start of a valid one, which fails nowhere before its end), not
-    a wrong character in it (a tab or form feed in a string), nor lines glued together, the NUL
-    bytes of a zero-filled tail, or binary bytes (nothing was cut: they are reported as themselves,
-    and PI002's repair deletes the line)."""
-    return (
-        last.kind == L.MALFORMED
-        and bool(last.problems)
-        and last.problems[0].ran_out
-        and L.glued_problem(last) is None
-        and not L.only_nul_bytes(last.raw)
-        and not L.is_binary(last.raw)
-    )
+    a wrong character in it (a tab or form feed in a string). Lines glued together, the NUL bytes
+    of a zero-filled tail and binary bytes are reported as themselves, never as the parser's
+    problem (lines._malformed): nothing was cut, and PI002's repair deletes the line."""
+    return last.kind == L.MALFORMED and bool(last.problems) and last.problems[0].ran_out
 
 
 def _line_problems(doc: SessionDocument, info: LineInfo, first_pass: bool, v1: bool) -> Iterator[Problem]:

@@ -465,9 +465,10 @@ def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
     end = start + max(1, len(text[pos : pos + 1].encode("utf-8", "surrogatepass")))
     # The range says where; a column number in the text would count in one unit (characters,
     # UTF-16 units, bytes) while each editor shows its own.
-    where = " at end of line" if pos >= len(text) else ""
+    ran_out = pos >= len(text)
+    where = " at end of line" if ran_out else ""
     message = f"invalid JSON{where}: {as_displayed(err.msg)}{_unseen_character(text, pos)}"
-    info.problems = (Problem(codes.INVALID_JSON, message, span=(start, end), ran_out=bool(where)),)
+    info.problems = (Problem(codes.INVALID_JSON, message, span=(start, end), ran_out=ran_out),)
 
 
 def _unseen_character(text: str, pos: int) -> str:
@@ -495,13 +496,6 @@ _CONTROL_BYTES = re.compile(rb"[\x01-\x08\x0e-\x1a\x1c-\x1f]")
 # and its problem is the parser's where the first one is. More, NUL bytes beside them, or bytes
 # that are not UTF-8: the line is binary content, not a cut-off line nor the tail a crash leaves.
 _STRAY_CONTROL_BYTES = 3
-
-
-def is_binary(raw: bytes) -> bool:
-    """The line holds a control byte no text holds: binary content, or text with a stray byte.
-    Either way no cut-off line of pi's (JSON.stringify escapes every control character), which
-    is what a last line without its newline is taken for otherwise (diagnostics, PI002)."""
-    return _CONTROL_BYTES.search(raw) is not None
 
 
 def _first_binary_byte(raw: bytes) -> int | None:
