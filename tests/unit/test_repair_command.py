@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import builders as S
 import pytest
@@ -609,3 +610,52 @@ def test_a_problem_without_a_repair_is_named_not_called_nothing_to_repair(tmp_pa
     assert (
         "in 1 of them with nothing to repair, 1 problem with no repair: see `pi-session check`" in both.stdout
     )
+
+
+def test_a_file_without_a_problem_a_repair_makes_is_analysed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its diagnostics are computed once and say all the report needs: its repairs are not searched
+    for in a second pass over its problems."""
+    dangling_label = tmp_path / "label.jsonl"
+    dangling_label.write_bytes(lines(HEADER, A, S.label("eeee0005", "aaaa0001", "gone0000")))
+    healthy = tmp_path / "ok.jsonl"
+    healthy.write_bytes(lines(HEADER, A, B))
+    planned: list[int] = []
+    diagnosed: list[int] = []
+    real_plan, real_diagnostics = repair_command.plan_repairs, repair_command.document_diagnostics
+
+    def planning(*args: Any) -> autofix.Plan:
+        planned.append(1)
+        return real_plan(*args)
+
+    def diagnosing(doc: SessionDocument) -> list[Any]:
+        diagnosed.append(1)
+        return real_diagnostics(doc)
+
+    monkeypatch.setattr(repair_command, "plan_repairs", planning)
+    monkeypatch.setattr(repair_command, "document_diagnostics", diagnosing)
+
+    def run(*paths: Path, in_place: bool = False) -> int:
+        args = repair_command.argparse.Namespace(
+            paths=[str(p) for p in paths],
+            output=None,
+            in_place=in_place,
+            codes=None,
+            all=False,
+            no_backup=True,
+            force=False,
+            pi="1.6.0",
+        )
+        return repair_command.run(args)
+
+    for paths, in_place in (
+        ((dangling_label,), False),
+        ((dangling_label,), True),
+        ((dangling_label, healthy), False),
+    ):
+        planned.clear()
+        diagnosed.clear()
+        assert run(*paths, in_place=in_place) == 0
+        assert (planned, len(diagnosed)) == ([], len(paths))
+    assert "1 problem has no repair (line 3: PI" in capsys.readouterr().out
