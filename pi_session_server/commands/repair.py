@@ -49,12 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument(
         "-o", "--output", metavar="OUT", help="write the repaired session to OUT ('-': stdout)"
     )
-    target.add_argument("--in-place", action="store_true", help="replace FILE with the repaired session")
+    target.add_argument("--in-place", action="store_true", help="replace each file with its repaired session")
     parser.add_argument(
         "--codes",
         metavar="LIST",
-        help=f"comma-separated diagnostic codes to repair (default: {','.join(sorted(SAFE_CODES))}; "
-        f"possible: {','.join(sorted(FIXABLE_CODES))})",
+        # listed with spaces, so that a help wrapped to the terminal breaks between codes, not inside one
+        help=f"comma-separated diagnostic codes to repair (default: {', '.join(sorted(SAFE_CODES))}; "
+        f"possible: {', '.join(sorted(FIXABLE_CODES))})",
     )
     parser.add_argument("--all", action="store_true", help="make every repair a text edit can make")
     parser.add_argument("--no-backup", action="store_true", help="with --in-place: keep no FILE.bak")

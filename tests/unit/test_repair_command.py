@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -659,3 +660,17 @@ def test_a_file_without_a_problem_a_repair_makes_is_analysed_once(
         assert run(*paths, in_place=in_place) == 0
         assert (planned, len(diagnosed)) == ([], len(paths))
     assert "1 problem has no repair (line 3: PI" in capsys.readouterr().out
+
+
+def test_the_help_names_each_code_whole_however_it_is_wrapped() -> None:
+    for columns in ("60", "80", "100"):
+        shown = subprocess.run(
+            [sys.executable, "-m", "pi_session_server", "repair", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": columns},
+        ).stdout
+        # each code of the default once, then each possible one: none cut in two by a line's end
+        named = re.findall(r"PI\d{3}", shown)
+        assert named == sorted(autofix.SAFE_CODES) + sorted(autofix.FIXABLE_CODES), columns
