@@ -630,3 +630,22 @@ def test_every_file_of_ours_a_page_names_exists(path: Path) -> None:
         name for name in named if not PI_S_FILES.match(name) and not any((b / name).exists() for b in bases)
     }
     assert missing == set()
+
+
+# --- the examples of the format ------------------------------------------------------------------
+
+
+def test_the_migration_example_is_what_the_library_writes(tmp_path: Path) -> None:
+    """FORMAT.md §8's version 1 file, opened, is rewritten as the page shows (ids included: they
+    are derived, not random)."""
+    from pi_session_server.session import SessionManager
+
+    blocks = [content for _info, content in PAGES[ROOT / "docs" / "FORMAT.md"].blocks]
+    (before,) = [
+        b for b in blocks if b.startswith('{"type":"session","id":"v1sess"') and '"version"' not in b
+    ]
+    (after,) = [b for b in blocks if b.startswith('{"type":"session","id":"v1sess"') and '"version":3' in b]
+    path = tmp_path / "v1.jsonl"
+    path.write_text(before + "\n", encoding="utf-8")
+    SessionManager.open(str(path)).close()
+    assert path.read_text(encoding="utf-8") == after + "\n"
