@@ -2,8 +2,8 @@
 method, error code and example parameter named is protocol/'s (and every method of protocol/ is
 documented somewhere); every diagnostic code, deviation and numbered section cited exists; every
 environment variable, editor setting, editor command and LSP request named is the code's; every
-``pi-session`` command line shown is one the command's parser accepts; every test and file of this
-repository cited exists.
+``pi-session`` command line shown is one the command's parser accepts, and every option of a command
+is named; every test and file of this repository cited exists.
 
 Each check reads the Markdown as a user sees it: fenced code blocks and inline code are told apart
 from prose, so a link written inside code is not a link and a command in prose is not a command."""
@@ -649,3 +649,18 @@ def test_the_migration_example_is_what_the_library_writes(tmp_path: Path) -> Non
     path.write_text(before + "\n", encoding="utf-8")
     SessionManager.open(str(path)).close()
     assert path.read_text(encoding="utf-8") == after + "\n"
+
+
+def test_every_option_of_every_command_is_named_on_a_page() -> None:
+    """The pages name each option a command takes, in one of its spellings (``-q`` or ``--quiet``;
+    its ``--help`` says the rest)."""
+    shown = set().union(*(OPTION.findall(PAGES[path].code) for path in USER_PAGES))
+    unnamed = set()
+    for name in COMMANDS:
+        parser = argparse.ArgumentParser(prog=f"pi-session {name}")
+        importlib.import_module(f"pi_session_server.commands.{COMMANDS[name][0]}").add_arguments(parser)
+        for action in parser._actions:
+            spellings = set(action.option_strings) - {"-h", "--help"}
+            if spellings and not spellings & shown:
+                unnamed.add(f"{name} {' '.join(sorted(spellings))}")
+    assert unnamed == set()
