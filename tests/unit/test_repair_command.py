@@ -4,6 +4,7 @@ changes meanwhile is left alone."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -44,6 +45,20 @@ def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=120,
+    )
+
+
+def in_process_args(*paths: Path, in_place: bool = False) -> argparse.Namespace:
+    """The arguments of ``pi-session repair PATH... [--in-place --no-backup]``, for a run in this process."""
+    return argparse.Namespace(
+        paths=[str(p) for p in paths],
+        output=None,
+        in_place=in_place,
+        codes=None,
+        all=False,
+        no_backup=True,
+        force=False,
+        pi="1.6.0",
     )
 
 
@@ -304,16 +319,7 @@ def test_rounds_stop_after_a_bound(
     path = tmp_path / "s.jsonl"
     path.write_bytes(GLUED)
     monkeypatch.setattr(repair_command, "MAX_ROUNDS", 1)
-    args = repair_command.argparse.Namespace(
-        paths=[str(path)],
-        output=None,
-        in_place=True,
-        codes=None,
-        all=False,
-        no_backup=True,
-        force=False,
-        pi="1.6.0",
-    )
+    args = in_process_args(path, in_place=True)
     real_plan = repair_command.plan_repairs
     calls: list[int] = []
 
@@ -637,19 +643,6 @@ def test_a_file_without_a_problem_a_repair_makes_is_analysed_once(
     monkeypatch.setattr(repair_command, "plan_repairs", planning)
     monkeypatch.setattr(repair_command, "document_diagnostics", diagnosing)
 
-    def run(*paths: Path, in_place: bool = False) -> int:
-        args = repair_command.argparse.Namespace(
-            paths=[str(p) for p in paths],
-            output=None,
-            in_place=in_place,
-            codes=None,
-            all=False,
-            no_backup=True,
-            force=False,
-            pi="1.6.0",
-        )
-        return repair_command.run(args)
-
     for paths, in_place in (
         ((dangling_label,), False),
         ((dangling_label,), True),
@@ -657,7 +650,7 @@ def test_a_file_without_a_problem_a_repair_makes_is_analysed_once(
     ):
         planned.clear()
         diagnosed.clear()
-        assert run(*paths, in_place=in_place) == 0
+        assert repair_command.run(in_process_args(*paths, in_place=in_place)) == 0
         assert (planned, len(diagnosed)) == ([], len(paths))
     assert "1 problem has no repair (line 3: PI" in capsys.readouterr().out
 
