@@ -49,12 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument(
         "-o", "--output", metavar="OUT", help="write the repaired session to OUT ('-': stdout)"
     )
-    target.add_argument("--in-place", action="store_true", help="replace FILE with the repaired session")
+    target.add_argument("--in-place", action="store_true", help="replace each file with its repaired session")
     parser.add_argument(
         "--codes",
         metavar="LIST",
-        help=f"comma-separated diagnostic codes to repair (default: {','.join(sorted(SAFE_CODES))}; "
-        f"possible: {','.join(sorted(FIXABLE_CODES))})",
+        # listed with spaces, so that a help wrapped to the terminal breaks between codes, not inside one
+        help=f"comma-separated diagnostic codes to repair (default: {', '.join(sorted(SAFE_CODES))}; "
+        f"possible: {', '.join(sorted(FIXABLE_CODES))})",
     )
     parser.add_argument("--all", action="store_true", help="make every repair a text edit can make")
     parser.add_argument("--no-backup", action="store_true", help="with --in-place: keep no FILE.bak")
@@ -206,7 +207,7 @@ MAX_ROUNDS = 5
 
 def _report_only(
     path: str,
-    doc: SessionDocument,
+    diagnostics: list[Diagnostic],
     plan: Plan,
     count: int,
     chosen: frozenset[str],
@@ -221,9 +222,12 @@ def _report_only(
         )
     else:
         if others is None:
-            print(_nothing_to_repair(path, doc, plan, f" (codes {', '.join(sorted(chosen))})"), file=report)
+            print(
+                _nothing_to_repair(path, diagnostics, plan, f" (codes {', '.join(sorted(chosen))})"),
+                file=report,
+            )
         else:
-            others.add_unrepairable(len(_unrepairable(doc, plan)))
+            others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
         _say_other_repairs(plan, path, report, others)
     return (1 if count else 0), count
 
@@ -232,12 +236,22 @@ def _report_only(
 _NAMED_UNREPAIRABLE = 3
 
 
-def _unrepairable(doc: SessionDocument, plan: Plan) -> list[Diagnostic]:
-    """The errors and warnings of ``doc`` that no repair of any code makes (those of ``plan.others``,
-    repairs of codes not chosen, are not among them)."""
+def _analysed(doc: SessionDocument, chosen: frozenset[str], path: str) -> tuple[list[Diagnostic], Plan]:
+    """The diagnostics of ``doc`` and the plan of its repairs of ``chosen`` codes. The problems are
+    found once: every repair mends a diagnostic, so a document without a diagnostic of a code some
+    repair makes is not searched for repairs again (a file with nothing to repair, the last round)."""
+    diagnostics = document_diagnostics(doc)
+    if not any(d.code in FIXABLE_CODES for d in diagnostics):
+        return diagnostics, Plan()
+    return diagnostics, plan_repairs(doc, chosen, path)
+
+
+def _unrepairable(diagnostics: list[Diagnostic], plan: Plan) -> list[Diagnostic]:
+    """The errors and warnings among a document's ``diagnostics`` that no repair of any code makes
+    (those of ``plan.others``, repairs of codes not chosen, are not among them)."""
     left = Counter(plan.others)
     found = []
-    for diagnostic in document_diagnostics(doc):
+    for diagnostic in diagnostics:
         if diagnostic.severity > Severity.WARNING:
             continue
         if left[diagnostic.code] > 0:
@@ -247,10 +261,11 @@ def _unrepairable(doc: SessionDocument, plan: Plan) -> list[Diagnostic]:
     return found
 
 
-def _nothing_to_repair(path: str, doc: SessionDocument, plan: Plan, detail: str) -> str:
-    """The line for a file with nothing to repair: the problems it has that no repair makes, if any
-    (a line that does not parse), and where to see them all; else "nothing to repair" and ``detail``."""
-    problems = _unrepairable(doc, plan)
+def _nothing_to_repair(path: str, diagnostics: list[Diagnostic], plan: Plan, detail: str) -> str:
+    """The line for a file with nothing to repair (``diagnostics``, its own): the problems it has that
+    no repair makes, if any (a line that does not parse), and where to see them all; else "nothing to
+    repair" and ``detail``."""
+    problems = _unrepairable(diagnostics, plan)
     if not problems:
         return f"{path}: nothing to repair{detail}"
     named = "; ".join(f"line {d.line + 1}: {d.code} {d.message}" for d in problems[:_NAMED_UNREPAIRABLE])
@@ -268,7 +283,7 @@ def _repair(
     pi = profile_for(args.pi)
     # the lines up to where the file ended then: those appended later are copied as they come
     doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi, end=before.size)
-    plan = plan_repairs(doc, chosen, path)
+    diagnostics, plan = _analysed(doc, chosen, path)
     report = cast(TextIO, _Output(sys.stdout)) if args.output != "-" else sys.stderr
     if args.in_place or args.output not in (None, "-"):
         later = _NEXT_ROUND  # written to a file: it goes round again
@@ -277,7 +292,7 @@ def _repair(
     _list(path, plan, report, later)
     count = len(plan.applied)
     if not args.output and not args.in_place:
-        return _report_only(path, doc, plan, count, chosen, others, report)
+        return _report_only(path, diagnostics, plan, count, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
@@ -286,9 +301,9 @@ def _repair(
     if args.in_place:
         if not count:
             if others is None:
-                print(_nothing_to_repair(path, doc, plan, "; the file is unchanged"), file=report)
+                print(_nothing_to_repair(path, diagnostics, plan, "; the file is unchanged"), file=report)
             else:
-                others.add_unrepairable(len(_unrepairable(doc, plan)))
+                others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
             _say_other_repairs(plan, path, report, others)
             return 0, 0
         kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
@@ -303,18 +318,18 @@ def _repair(
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
-    after, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi)
-    _say_what_was_made(written, after, total, last_plan, kept, report)
+    left, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi)
+    _say_what_was_made(written, left, total, last_plan, kept, report)
     return 0, total
 
 
 def _say_what_was_made(
-    written: str, after: SessionDocument, total: int, last_plan: Plan, kept: int, report: TextIO
+    written: str, diagnostics: list[Diagnostic], total: int, last_plan: Plan, kept: int, report: TextIO
 ) -> None:
-    """The last lines of a repair written to ``written`` (``after``, for which ``last_plan`` was
-    made): the repairs made, the problems left, the repairs of other codes left, the bytes another
-    process appended that were kept."""
-    left = summary_text(count_by_severity(d.severity.name.lower() for d in document_diagnostics(after)))
+    """The last lines of a repair written to ``written`` (whose ``diagnostics`` and ``last_plan``
+    are those of its final analysis): the repairs made, the problems left, the repairs of other codes
+    left, the bytes another process appended that were kept."""
+    left = summary_text(count_by_severity(d.severity.name.lower() for d in diagnostics))
     rounds = counted(MAX_ROUNDS, "round")
     stopped = "" if not last_plan.applied else f" (stopped after {rounds}: run again for more)"
     print(f"{counted(total, 'repair')} made in {written}{stopped}; problems left: {left}", file=report)
@@ -330,9 +345,9 @@ def _readable_name(path: str, fd: int) -> str:
 
 def _more_rounds(
     written: str, chosen: frozenset[str], count: int, kept: int, report: TextIO, pi: Profile
-) -> tuple[SessionDocument, int, Plan, int]:
+) -> tuple[list[Diagnostic], int, Plan, int]:
     """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
-    that finds repairs to make. Returns its final analysis, the repairs made in all, the plan of
+    that finds repairs to make. Returns its final diagnostics, the repairs made in all, the plan of
     that analysis (nothing applied: the last round found nothing left to repair), and the bytes
     others appended that were kept."""
     for round_number in range(2, MAX_ROUNDS + 1):
@@ -340,9 +355,9 @@ def _more_rounds(
         try:
             now = FileState.of(fd)
             after = SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
-            plan = plan_repairs(after, chosen, written)
+            diagnostics, plan = _analysed(after, chosen, written)
             if not plan.applied:
-                return after, count, plan, kept
+                return diagnostics, count, plan, kept
             print(f"round {round_number}, on the file as repaired so far:", file=report)
             _list(written, plan, report, _NEXT_ROUND)
             chunks = spliced(fd, now.size, plan.splices())
@@ -350,8 +365,8 @@ def _more_rounds(
         finally:
             os.close(fd)
         count += len(plan.applied)
-    after = SessionDocument.from_file(written, pi=pi)
-    return after, count, plan_repairs(after, chosen, written), kept
+    diagnostics, plan = _analysed(SessionDocument.from_file(written, pi=pi), chosen, written)
+    return diagnostics, count, plan, kept
 
 
 def _say_other_repairs(plan: Plan, path: str, report: TextIO, others: OtherRepairs | None) -> None:

@@ -2,8 +2,8 @@
 method, error code and example parameter named is protocol/'s (and every method of protocol/ is
 documented somewhere); every diagnostic code, deviation and numbered section cited exists; every
 environment variable, editor setting, editor command and LSP request named is the code's; every
-``pi-session`` command line shown is one the command's parser accepts; every test and file of this
-repository cited exists.
+``pi-session`` command line shown is one the command's parser accepts, and every option of a command
+is named; every test and file of this repository cited exists.
 
 Each check reads the Markdown as a user sees it: fenced code blocks and inline code are told apart
 from prose, so a link written inside code is not a link and a command in prose is not a command."""
@@ -630,3 +630,37 @@ def test_every_file_of_ours_a_page_names_exists(path: Path) -> None:
         name for name in named if not PI_S_FILES.match(name) and not any((b / name).exists() for b in bases)
     }
     assert missing == set()
+
+
+# --- the examples of the format ------------------------------------------------------------------
+
+
+def test_the_migration_example_is_what_the_library_writes(tmp_path: Path) -> None:
+    """FORMAT.md §8's version 1 file, opened, is rewritten as the page shows (ids included: they
+    are derived, not random)."""
+    from pi_session_server.session import SessionManager
+
+    blocks = [content for _info, content in PAGES[ROOT / "docs" / "FORMAT.md"].blocks]
+    (before,) = [
+        b for b in blocks if b.startswith('{"type":"session","id":"v1sess"') and '"version"' not in b
+    ]
+    (after,) = [b for b in blocks if b.startswith('{"type":"session","id":"v1sess"') and '"version":3' in b]
+    path = tmp_path / "v1.jsonl"
+    path.write_text(before + "\n", encoding="utf-8")
+    SessionManager.open(str(path)).close()
+    assert path.read_text(encoding="utf-8") == after + "\n"
+
+
+def test_every_option_of_every_command_is_named_on_a_page() -> None:
+    """The pages name each option a command takes, in one of its spellings (``-q`` or ``--quiet``;
+    its ``--help`` says the rest)."""
+    shown = set().union(*(OPTION.findall(PAGES[path].code) for path in USER_PAGES))
+    unnamed = set()
+    for name in COMMANDS:
+        parser = argparse.ArgumentParser(prog=f"pi-session {name}")
+        importlib.import_module(f"pi_session_server.commands.{COMMANDS[name][0]}").add_arguments(parser)
+        for action in parser._actions:
+            spellings = set(action.option_strings) - {"-h", "--help"}
+            if spellings and not spellings & shown:
+                unnamed.add(f"{name} {' '.join(sorted(spellings))}")
+    assert unnamed == set()

@@ -4,12 +4,15 @@ changes meanwhile is left alone."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import builders as S
 import pytest
@@ -42,6 +45,20 @@ def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=120,
+    )
+
+
+def in_process_args(*paths: Path, in_place: bool = False) -> argparse.Namespace:
+    """The arguments of ``pi-session repair PATH... [--in-place --no-backup]``, for a run in this process."""
+    return argparse.Namespace(
+        paths=[str(p) for p in paths],
+        output=None,
+        in_place=in_place,
+        codes=None,
+        all=False,
+        no_backup=True,
+        force=False,
+        pi="1.6.0",
     )
 
 
@@ -302,16 +319,7 @@ def test_rounds_stop_after_a_bound(
     path = tmp_path / "s.jsonl"
     path.write_bytes(GLUED)
     monkeypatch.setattr(repair_command, "MAX_ROUNDS", 1)
-    args = repair_command.argparse.Namespace(
-        paths=[str(path)],
-        output=None,
-        in_place=True,
-        codes=None,
-        all=False,
-        no_backup=True,
-        force=False,
-        pi="1.6.0",
-    )
+    args = in_process_args(path, in_place=True)
     real_plan = repair_command.plan_repairs
     calls: list[int] = []
 
@@ -609,3 +617,53 @@ def test_a_problem_without_a_repair_is_named_not_called_nothing_to_repair(tmp_pa
     assert (
         "in 1 of them with nothing to repair, 1 problem with no repair: see `pi-session check`" in both.stdout
     )
+
+
+def test_a_file_without_a_problem_a_repair_makes_is_analysed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its diagnostics are computed once and say all the report needs: its repairs are not searched
+    for in a second pass over its problems."""
+    dangling_label = tmp_path / "label.jsonl"
+    dangling_label.write_bytes(lines(HEADER, A, S.label("eeee0005", "aaaa0001", "gone0000")))
+    healthy = tmp_path / "ok.jsonl"
+    healthy.write_bytes(lines(HEADER, A, B))
+    planned: list[int] = []
+    diagnosed: list[int] = []
+    real_plan, real_diagnostics = repair_command.plan_repairs, repair_command.document_diagnostics
+
+    def planning(*args: Any) -> autofix.Plan:
+        planned.append(1)
+        return real_plan(*args)
+
+    def diagnosing(doc: SessionDocument) -> list[Any]:
+        diagnosed.append(1)
+        return real_diagnostics(doc)
+
+    monkeypatch.setattr(repair_command, "plan_repairs", planning)
+    monkeypatch.setattr(repair_command, "document_diagnostics", diagnosing)
+
+    for paths, in_place in (
+        ((dangling_label,), False),
+        ((dangling_label,), True),
+        ((dangling_label, healthy), False),
+    ):
+        planned.clear()
+        diagnosed.clear()
+        assert repair_command.run(in_process_args(*paths, in_place=in_place)) == 0
+        assert (planned, len(diagnosed)) == ([], len(paths))
+    assert "1 problem has no repair (line 3: PI" in capsys.readouterr().out
+
+
+def test_the_help_names_each_code_whole_however_it_is_wrapped() -> None:
+    for columns in ("60", "80", "100"):
+        shown = subprocess.run(
+            [sys.executable, "-m", "pi_session_server", "repair", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": columns},
+        ).stdout
+        # each code of the default once, then each possible one: none cut in two by a line's end
+        named = re.findall(r"PI\d{3}", shown)
+        assert named == sorted(autofix.SAFE_CODES) + sorted(autofix.FIXABLE_CODES), columns
