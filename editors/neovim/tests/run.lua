@@ -1113,8 +1113,11 @@ test(':PiSessionOpen lists the directory\'s sessions newest first, without a ser
   restore()
   local lines = calls[1].lines
   eq(#lines, 3, 'two sessions and "All sessions...": ' .. vim.inspect(lines))
-  truthy(lines[1]:match('^Picker named session  %(%d+ minutes? ago · 2 messages%)  ') and vim.endswith(lines[1], newer_path), lines[1])
-  eq(lines[2], ('An older question for the picker  (%s · 2 messages)  %s'):format(os.date('%Y-%m-%d %H:%M', 1767603602), older_path), 'the older session')
+  -- the title and the file's name first; what follows them, as far as the editor's width has room
+  truthy(vim.startswith(lines[1], 'Picker named session  ' .. vim.fs.basename(newer_path)), lines[1])
+  truthy(vim.startswith(lines[2], 'An older question') and vim.endswith(lines[2], '  ' .. vim.fs.basename(older_path)), lines[2])
+  local whole = require('pi_session.picker').format(calls[1].items[2], os.time(), false)
+  eq(whole, ('An older question for the picker  %s  (%s · 2 messages)  %s'):format(vim.fs.basename(older_path), os.date('%Y-%m-%d %H:%M', 1767603602), vim.fs.dirname(older_path)), 'the older session')
   eq(lines[3], 'All sessions...', 'the last item')
   eq(calls[1].prompt, 'Pi sessions of ' .. vim.fn.getcwd(), 'the prompt')
   truthy(vim.wait(TIMEOUT, function()
@@ -1137,11 +1140,65 @@ test(':PiSessionOpen! and "All sessions..." list the sessions of every directory
   for i = 2, 3 do
     local lines = calls[i].lines
     eq(#lines, 3, 'three sessions, no "All sessions..." item: ' .. vim.inspect(lines))
-    truthy(vim.startswith(lines[1], 'Picker named session  (') and lines[1]:find(' · 2 messages · ' .. project .. ')', 1, true), lines[1])
-    truthy(vim.startswith(lines[2], 'A question elsewhere  (3 days ago · 2 messages · ' .. other_project .. ')  ') and vim.endswith(lines[2], other_path), lines[2])
-    truthy(vim.startswith(lines[3], 'An older question for the picker  ('), lines[3])
+    truthy(vim.startswith(lines[1], 'Picker named session  ' .. vim.fs.basename(newer_path)), lines[1])
+    truthy(vim.startswith(lines[2], 'A question elsewhere  ' .. vim.fs.basename(other_path)), lines[2])
+    truthy(vim.startswith(lines[3], 'An older question') and vim.endswith(lines[3], '  ' .. vim.fs.basename(older_path)), lines[3])
+    local whole = require('pi_session.picker').format(calls[i].items[2], os.time(), true)
+    eq(whole, ('A question elsewhere  %s  (3 days ago · 2 messages · %s)  %s'):format(vim.fs.basename(other_path), other_project, vim.fs.dirname(other_path)), 'with its folder')
     eq(calls[i].prompt, 'Pi sessions of all folders', 'the prompt')
   end
+end)
+
+--- The text on the screen, a string per row, without trailing blanks.
+local function screen_rows()
+  local rows = {}
+  for row = 1, vim.o.lines do
+    local cells = {}
+    for col = 1, vim.o.columns do
+      table.insert(cells, vim.fn.screenstring(row, col))
+    end
+    table.insert(rows, (table.concat(cells):gsub('%s+$', '')))
+  end
+  return rows
+end
+
+test(':PiSessionOpen in a narrow editor: a row per session, its title and its file\'s name left whole', function()
+  vim.fn.chdir(project)
+  local columns = vim.o.columns
+  vim.o.columns = 100
+  local rows
+  -- Neovim's own picker (inputlist), answered with <Esc>: the screen is read as it was shown
+  local real = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 't', false)
+    real(items, opts, function(choice)
+      rows = screen_rows()
+      on_choice(choice)
+    end)
+  end
+  vim.cmd('PiSessionOpen')
+  local shown = vim.wait(TIMEOUT, function()
+    return rows ~= nil
+  end, 20)
+  vim.ui.select = real
+  vim.o.columns = columns
+  truthy(shown, 'no picker')
+  local prompt
+  for i, row in ipairs(rows) do
+    if vim.startswith(row, 'Pi sessions of ') then
+      prompt = i
+    end
+  end
+  truthy(prompt, 'no prompt on the screen:\n' .. table.concat(rows, '\n'))
+  eq(vim.list_slice(rows, prompt + 1, prompt + 3), {
+    '1: Picker named session  ' .. vim.fs.basename(newer_path),
+    -- cut to leave the file's name room
+    '2: An older question for the…  ' .. vim.fs.basename(older_path),
+    '3: All sessions...',
+  }, 'the rows shown')
+  local picker = require('pi_session.picker')
+  local long = { firstMessage = ('word '):rep(60), textTruncated = true, modified = vim.NIL, messageCount = 1, path = '/s/session.jsonl' }
+  eq(picker.format(long, os.time(), false, 20), ('word '):rep(4) .. 'wor…  session.jsonl', 'a title is cut no shorter than MIN_TITLE_CELLS')
 end)
 
 -- What vim.notify was told while `command` ran, until the first message (or TIMEOUT); whether it came.
@@ -1250,8 +1307,10 @@ test('the picker\'s items: name or first message on one line, when, messages', f
   eq(picker.when(vim.NIL, t), 'unknown time', 'an invalid date')
   eq(picker.title({ firstMessage = 'cut', textTruncated = true }), 'cut…', 'a first message cut short')
   eq(picker.title({ name = '  ', firstMessage = '' }), '(no messages)', 'nothing to show')
-  eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s.jsonl' }, t, false),
-    'hi  (1 hour ago · 1,234 messages)  /s.jsonl', 'a line')
+  eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s/a.jsonl' }, t, false),
+    'hi  a.jsonl  (1 hour ago · 1,234 messages)  /s', 'a line')
+  eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s/a.jsonl' }, t, false, 42),
+    'hi  a.jsonl  (1 hour ago · 1,234 messages)', 'as much as 42 cells hold')
   local real_home = vim.env.HOME
   vim.env.HOME = '/home/ann'
   local under_home = { firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1, cwd = '/home/ann/proj',
@@ -1259,8 +1318,8 @@ test('the picker\'s items: name or first message on one line, when, messages', f
   local line = picker.format(under_home, t, true)
   local elsewhere = picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1, path = '/home/anna/s.jsonl' }, t, false)
   vim.env.HOME = real_home
-  eq(line, 'hi  (1 hour ago · 1 message · ~/proj)  ~/.pi/agent/sessions/--home-ann-proj--/s.jsonl', 'a file and a folder under the home folder')
-  eq(elsewhere, 'hi  (1 hour ago · 1 message)  /home/anna/s.jsonl', 'a path only sharing the home folder\'s first letters')
+  eq(line, 'hi  s.jsonl  (1 hour ago · 1 message · ~/proj)  ~/.pi/agent/sessions/--home-ann-proj--', 'a file and a folder under the home folder')
+  eq(elsewhere, 'hi  s.jsonl  (1 hour ago · 1 message)  /home/anna', 'a path only sharing the home folder\'s first letters')
 end)
 
 say(('%d passed, %d failed'):format(results.passed, results.failed))
