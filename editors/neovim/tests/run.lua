@@ -493,20 +493,33 @@ test('a session with 40 branch points on the path: the tree opens down to the le
   vim.api.nvim_win_close(win, true)
 end)
 
+--- pi_session.entry_at_line's answer: (node, err), waited for.
+local function entry_at(buf, line)
+  local answer
+  require('pi_session').entry_at_line(buf, line, function(node, err)
+    answer = { node = node, err = err }
+  end)
+  truthy(vim.wait(TIMEOUT, function()
+    return answer ~= nil
+  end, 20), 'pi/getEntryAtLine did not answer')
+  return answer.node, answer.err
+end
+
 test('the entry under the cursor is asked for by line (no tree); an unknown method is an error, not a fallback', function()
-  local node = require('pi_session').entry_at_line(session_buf, 9) -- line 10: a0000003
+  local node = entry_at(session_buf, 9) -- line 10: a0000003
   eq(node and node.id, 'a0000003', 'entry on line 10')
   eq(node and node.line, 9, 'its line')
-  eq(require('pi_session').entry_at_line(session_buf, 0), nil, 'the header line has no entry')
-  local request_sync = client.request_sync
-  client.request_sync = function(self, method, params, ...)
+  eq(entry_at(session_buf, 0), nil, 'the header line has no entry')
+  local request = client.request
+  client.request = function(self, method, params, handler, ...)
     if method == 'pi/getEntryAtLine' then
-      return { err = { code = -32601, message = 'Unhandled method pi/getEntryAtLine' } }
+      handler({ code = -32601, message = 'Unhandled method pi/getEntryAtLine' }, nil)
+      return true, 0
     end
-    return request_sync(self, method, params, ...)
+    return request(self, method, params, handler, ...)
   end
-  local missing, err = require('pi_session').entry_at_line(session_buf, 9)
-  client.request_sync = request_sync
+  local missing, err = entry_at(session_buf, 9)
+  client.request = request
   eq(missing, nil, 'no entry')
   eq(err and err.code, -32601, 'the error is returned')
 end)
@@ -515,6 +528,9 @@ test(':PiSessionContext at the entry under the cursor', function()
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(0, { 4, 0 }) -- a0000001
   vim.cmd('PiSessionContext')
+  truthy(vim.wait(TIMEOUT, function()
+    return vim.api.nvim_buf_get_name(0) == 'pi-session-context://broken-session.jsonl@a0000001.md'
+  end, 20), 'no context buffer: ' .. vim.api.nvim_buf_get_name(0))
   local buf = vim.api.nvim_get_current_buf()
   local text = buffer_text(buf)
   eq(vim.bo[buf].filetype, 'markdown', 'filetype')
@@ -569,8 +585,12 @@ test(':PiSessionLabel labels the entry (the server appends a label line)', funct
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(0, { 3, 0 }) -- u0000001
   vim.cmd('PiSessionLabel start')
-  local file = vim.fn.readfile(session_path)
-  local last = vim.json.decode(file[#file])
+  local last
+  vim.wait(TIMEOUT, function()
+    local file = vim.fn.readfile(session_path)
+    last = vim.json.decode(file[#file])
+    return last.type == 'label' and last.label == 'start'
+  end, 20)
   eq({ last.type, last.targetId, last.label }, { 'label', 'u0000001', 'start' }, 'appended line')
   local tree_text
   vim.wait(TIMEOUT, function()
@@ -1320,6 +1340,82 @@ test('the picker\'s items: name or first message on one line, when, messages', f
   vim.env.HOME = real_home
   eq(line, 'hi  s.jsonl  (1 hour ago · 1 message · ~/proj)  ~/.pi/agent/sessions/--home-ann-proj--', 'a file and a folder under the home folder')
   eq(elsewhere, 'hi  s.jsonl  (1 hour ago · 1 message)  /home/anna', 'a path only sharing the home folder\'s first letters')
+end)
+
+test(':PiSessionContext, :PiSessionBranch and :PiSessionLabel wait for nothing: the server answers in the background', function()
+  -- a session of its own: the branch and the labels stay out of the other tests' session
+  local path = copy(fixtures .. '/broken-session.jsonl', work .. '/held/held-session.jsonl')
+  vim.cmd('silent! %bwipeout!')
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  local client = require('pi_session').wait_client(buf, TIMEOUT)
+  truthy(client, 'the server did not attach')
+  vim.api.nvim_win_set_cursor(0, { 3, 0 }) -- u0000001
+  -- the server holds its answers back (a session of gigabytes being opened) until released
+  local request, request_sync = client.request, client.request_sync
+  local held, sync_calls = {}, 0
+  client.request = function(self, method, params, handler, ...)
+    if method:match('^pi/') then
+      local rest = { ... }
+      table.insert(held, function()
+        request(self, method, params, handler, unpack(rest))
+      end)
+      return true, 0
+    end
+    return request(self, method, params, handler, ...)
+  end
+  client.request_sync = function(...)
+    sync_calls = sync_calls + 1
+    return request_sync(...)
+  end
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(said, { message, level })
+  end
+  local ok, failure = pcall(function()
+    vim.cmd('PiSessionContext')
+    vim.cmd('PiSessionBranch')
+    vim.cmd('PiSessionLabel held back')
+    eq(vim.api.nvim_get_current_buf(), buf, 'nothing opened before the server answered')
+    eq(#held, 3, 'one request each (the entry under the cursor), on their way')
+    -- released: each asks its own request next, released in turn
+    local rounds = 0
+    while #held > 0 and rounds < 10 do
+      local now = held
+      held = {}
+      for _, release in ipairs(now) do
+        release()
+      end
+      vim.wait(TIMEOUT, function()
+        return #held > 0 or #said > 0 and vim.fn.bufnr('pi-session-context://held-session.jsonl@u0000001.md') > 0
+      end, 20)
+      rounds = rounds + 1
+    end
+    truthy(vim.wait(TIMEOUT, function()
+      return vim.fn.bufnr('pi-session-context://held-session.jsonl@u0000001.md') > 0 and #said > 0
+    end, 20), 'the context and the branch did not come: ' .. vim.inspect(said))
+  end)
+  client.request, client.request_sync = request, request_sync
+  vim.notify = notify
+  truthy(ok, failure)
+  eq(sync_calls, 0, 'synchronous requests')
+  eq(said, { { 'pi-session: the leaf is now u0000001', nil } }, 'what was said')
+  local file, last
+  vim.wait(TIMEOUT, function()
+    file = vim.fn.readfile(path)
+    last = vim.json.decode(file[#file])
+    return last.type == 'label'
+  end, 20)
+  eq({ last.type, last.targetId, last.label }, { 'label', 'u0000001', 'held back' }, 'the label appended')
+  vim.cmd('close') -- the context's window: back to the session's
+  eq(vim.api.nvim_get_current_buf(), buf, 'the session buffer')
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  vim.cmd('PiSessionLabel!') -- cleared again
+  truthy(vim.wait(TIMEOUT, function()
+    local lines = vim.fn.readfile(path)
+    return #lines == #file + 1
+  end, 20), 'the label was not cleared')
 end)
 
 say(('%d passed, %d failed'):format(results.passed, results.failed))
