@@ -65,12 +65,22 @@ end, { nargs = '?', bang = true, desc = 'Label the entry under the cursor (:PiSe
 -- JSON highlighting by tree-sitter too, for whoever has a JSON parser installed
 vim.treesitter.language.register('json', 'pi-session')
 
+local lsp_group = vim.api.nvim_create_augroup('pi_session_lsp_attach', { clear = true })
 vim.api.nvim_create_autocmd('LspAttach', {
-  group = vim.api.nvim_create_augroup('pi_session_lsp_attach', { clear = true }),
+  group = lsp_group,
   callback = function(args)
     local client = vim.lsp.get_client_by_id(args.data.client_id)
     if client and client.name == 'pi_session' then
       require('pi_session.attach').on_attach(client, args.buf)
+    end
+  end,
+})
+vim.api.nvim_create_autocmd('LspDetach', {
+  group = lsp_group,
+  callback = function(args)
+    local client = vim.lsp.get_client_by_id(args.data.client_id)
+    if client and client.name == 'pi_session' then
+      require('pi_session.attach').on_detach(client, args.buf)
     end
   end,
 })

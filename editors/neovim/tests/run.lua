@@ -1418,6 +1418,43 @@ test(':PiSessionContext, :PiSessionBranch and :PiSessionLabel wait for nothing: 
   end, 20), 'the label was not cleared')
 end)
 
+test('a server that crashed is said to have stopped, and :edit starts it again', function()
+  local path = copy(fixtures .. '/broken-session.jsonl', work .. '/crash/crash-session.jsonl')
+  vim.cmd('silent! %bwipeout!')
+  for _, running in ipairs(vim.lsp.get_clients({ name = 'pi_session' })) do
+    running:stop(true)
+  end
+  truthy(vim.wait(TIMEOUT, function()
+    return #vim.lsp.get_clients({ name = 'pi_session' }) == 0
+  end, 20), 'the servers did not stop')
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'the server did not attach')
+  local server = vim.api.nvim_get_proc_children(vim.fn.getpid())
+  eq(#server, 1, 'one server process')
+  vim.uv.kill(server[1], 'sigkill')
+  truthy(vim.wait(TIMEOUT, function()
+    return require('pi_session').client(buf) == nil
+  end, 20), 'the client did not notice')
+  local said = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(said, { message, level })
+  end
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  vim.cmd('PiSessionBranch')
+  vim.wait(TIMEOUT, function()
+    return #said > 0
+  end, 20)
+  vim.notify = notify
+  eq(said, { { 'pi-session: the pi-session language server stopped (:edit starts it again; see :checkhealth pi_session)', vim.log.levels.ERROR } }, 'what was said')
+  vim.cmd('edit')
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no server after :edit')
+  local node = entry_at(buf, 2)
+  eq(node and node.id, 'u0000001', 'the new server answers')
+  eq(#vim.api.nvim_get_autocmds({ group = 'pi_session_attach', buffer = buf, event = 'CursorHold' }), 1, 'the highlights set up once')
+end)
+
 say(('%d passed, %d failed'):format(results.passed, results.failed))
 vim.fn.delete(work, 'rf')
 for _, c in ipairs(vim.lsp.get_clients()) do

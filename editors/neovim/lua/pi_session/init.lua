@@ -91,6 +91,14 @@ function M.uri(bufnr)
   return vim.uri_from_bufnr(bufnr)
 end
 
+--- Why a session buffer has no server to ask: it stopped (exited, crashed), or none attached.
+local function no_server(bufnr)
+  if vim.b[bufnr].pi_session_server_stopped then
+    return { message = 'the pi-session language server stopped (:edit starts it again; see :checkhealth pi_session)' }
+  end
+  return { message = 'the pi-session language server is not attached to this buffer (see :checkhealth pi_session)' }
+end
+
 --- Send a pi/* request for a session buffer; callback(err, result). Errors are reported when no
 --- callback is given.
 ---@param bufnr integer session buffer
@@ -109,7 +117,7 @@ function M.request(bufnr, method, params, callback)
     end
   end
   if not client then
-    done({ message = 'the pi-session language server is not attached to this buffer (see :checkhealth pi_session)' })
+    done(no_server(bufnr))
     return
   end
   client:request(method, params, function(err, result)
@@ -117,12 +125,12 @@ function M.request(bufnr, method, params, callback)
   end, bufnr)
 end
 
---- Synchronous variant, for commands and tests.
+--- Synchronous variant, for tests and scripts: no command uses it (the editor would wait).
 ---@return any result, any err
 function M.request_sync(bufnr, method, params, timeout_ms)
   local client = M.client(bufnr)
   if not client then
-    return nil, { message = 'the pi-session language server is not attached to this buffer (see :checkhealth pi_session)' }
+    return nil, no_server(bufnr)
   end
   params = vim.tbl_extend('keep', params or {}, { uri = M.uri(bufnr) })
   local response, err = client:request_sync(method, params, timeout_ms or 10000, bufnr)
