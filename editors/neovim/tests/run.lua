@@ -1455,6 +1455,20 @@ test('a server that crashed is said to have stopped, and :edit starts it again',
   eq(#vim.api.nvim_get_autocmds({ group = 'pi_session_attach', buffer = buf, event = 'CursorHold' }), 1, 'the highlights set up once')
 end)
 
+test(':PiSessionTree of an empty session says it has no entries, not that the filter hides them', function()
+  local path = work .. '/home/.pi/agent/sessions/--work-demo--/empty-session.jsonl'
+  vim.fn.writefile({}, path)
+  vim.cmd('silent! %bwipeout!')
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  eq(vim.bo[buf].filetype, 'pi-session', 'its filetype')
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'the server did not attach')
+  vim.cmd('PiSessionTree')
+  wait_lines(vim.api.nvim_get_current_buf(), function(lines)
+    return lines[4] == '(the session has no entries yet)'
+  end, 'the empty tree')
+end)
+
 say(('%d passed, %d failed'):format(results.passed, results.failed))
 vim.fn.delete(work, 'rf')
 for _, c in ipairs(vim.lsp.get_clients()) do
