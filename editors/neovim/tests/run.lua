@@ -1418,7 +1418,7 @@ test(':PiSessionContext, :PiSessionBranch and :PiSessionLabel wait for nothing: 
   end, 20), 'the label was not cleared')
 end)
 
-test('a server that crashed is said to have stopped, and :edit starts it again', function()
+test('a server that crashed is said to have stopped, and :edit starts it again; a line pi skips is named as such', function()
   local path = copy(fixtures .. '/broken-session.jsonl', work .. '/crash/crash-session.jsonl')
   vim.cmd('silent! %bwipeout!')
   for _, running in ipairs(vim.lsp.get_clients({ name = 'pi_session' })) do
@@ -1452,6 +1452,18 @@ test('a server that crashed is said to have stopped, and :edit starts it again',
   truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no server after :edit')
   local node = entry_at(buf, 2)
   eq(node and node.id, 'u0000001', 'the new server answers')
+  -- line 8 is cut off (pi skips it): the message names it as one of the lines without an entry
+  said = {}
+  vim.notify = function(message, level)
+    table.insert(said, { message, level })
+  end
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  vim.cmd('PiSessionBranch')
+  vim.wait(TIMEOUT, function()
+    return #said > 0
+  end, 20)
+  vim.notify = notify
+  eq(said, { { 'pi-session: line 8 holds no entry pi reads (the header, a blank line, or a line pi skips): put the cursor on an entry', vim.log.levels.ERROR } }, 'on a line pi skips')
   eq(#vim.api.nvim_get_autocmds({ group = 'pi_session_attach', buffer = buf, event = 'CursorHold' }), 1, 'the highlights set up once')
 end)
 

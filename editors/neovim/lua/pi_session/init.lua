@@ -175,7 +175,9 @@ function M.target(callback)
     if err then
       return callback(bufnr, nil, err.message or vim.inspect(err), err)
     end
-    callback(bufnr, node, node == nil and 'put the cursor on an entry line (not the header or a blank line)' or nil)
+    -- a line without an entry may be a damaged one pi skips, not only the header or a blank line
+    local problem = ('line %d holds no entry pi reads (the header, a blank line, or a line pi skips): put the cursor on an entry'):format(line + 1)
+    callback(bufnr, node, node == nil and problem or nil)
   end)
 end
 
