@@ -1115,13 +1115,18 @@ local function wait_calls(calls, n, what)
   end, 20), what or 'vim.ui.select was not called')
 end
 
-test(':PiSessionOpen lists the directory\'s sessions newest first, without a server running, and opens the one picked', function()
+--- Stop every pi_session server, and wait until they are gone.
+local function stop_servers()
   for _, client in ipairs(vim.lsp.get_clients({ name = 'pi_session' })) do
     client:stop(true)
   end
   truthy(vim.wait(TIMEOUT, function()
     return #vim.lsp.get_clients({ name = 'pi_session' }) == 0
   end, 20), 'the servers did not stop')
+end
+
+test(':PiSessionOpen lists the directory\'s sessions newest first, without a server running, and opens the one picked', function()
+  stop_servers()
   vim.cmd('silent! %bwipeout!')
   vim.fn.chdir(project)
   local calls, restore = stub_select(function(items)
@@ -1221,18 +1226,26 @@ test(':PiSessionOpen in a narrow editor: a row per session, its title and its fi
   eq(picker.format(long, os.time(), false, 20), ('word '):rep(4) .. 'wor…  session.jsonl', 'a title is cut no shorter than MIN_TITLE_CELLS')
 end)
 
--- What vim.notify was told while `command` ran, until the first message (or TIMEOUT); whether it came.
-local function notified_by(command)
+--- vim.notify stubbed: what it is told goes into the list returned; restore() puts the real one back.
+local function capture_notify()
   local said = {}
   local notify = vim.notify
   vim.notify = function(message, level)
     table.insert(said, { message, level })
   end
+  return said, function()
+    vim.notify = notify
+  end
+end
+
+-- What vim.notify was told while `command` ran, until the first message (or TIMEOUT); whether it came.
+local function notified_by(command)
+  local said, restore = capture_notify()
   vim.cmd(command)
   local answered = vim.wait(TIMEOUT, function()
     return #said > 0
   end, 20)
-  vim.notify = notify
+  restore()
   return said, answered
 end
 
@@ -1290,11 +1303,7 @@ test(':PiSessionOpen while a listing is on its way cancels that one: one picker,
   vim.lsp.get_clients = function(filter)
     return filter and filter.name == 'pi_session' and { slow } or get_clients(filter)
   end
-  local said = {}
-  local notify = vim.notify
-  vim.notify = function(message, level)
-    table.insert(said, { message, level })
-  end
+  local said, restore_notify = capture_notify()
   local calls, restore = stub_select(function() end)
   vim.cmd('PiSessionOpen')
   vim.cmd('PiSessionOpen!')
@@ -1308,7 +1317,7 @@ test(':PiSessionOpen while a listing is on its way cancels that one: one picker,
   wait_calls(calls, 1)
   vim.wait(100)
   vim.lsp.get_clients = get_clients
-  vim.notify = notify
+  restore_notify()
   restore()
   eq(#calls, 1, 'one picker')
   eq(calls[1].prompt, 'Pi sessions of all folders', 'of the later listing')
@@ -1368,11 +1377,7 @@ test(':PiSessionContext, :PiSessionBranch and :PiSessionLabel wait for nothing: 
     sync_calls = sync_calls + 1
     return request_sync(...)
   end
-  local said = {}
-  local notify = vim.notify
-  vim.notify = function(message, level)
-    table.insert(said, { message, level })
-  end
+  local said, restore_notify = capture_notify()
   local ok, failure = pcall(function()
     vim.cmd('PiSessionContext')
     vim.cmd('PiSessionBranch')
@@ -1397,7 +1402,7 @@ test(':PiSessionContext, :PiSessionBranch and :PiSessionLabel wait for nothing: 
     end, 20), 'the context and the branch did not come: ' .. vim.inspect(said))
   end)
   client.request, client.request_sync = request, request_sync
-  vim.notify = notify
+  restore_notify()
   truthy(ok, failure)
   eq(sync_calls, 0, 'synchronous requests')
   eq(said, { { 'pi-session: the leaf is now u0000001', nil } }, 'what was said')
@@ -1421,12 +1426,7 @@ end)
 test('a server that crashed is said to have stopped, and :edit starts it again; a line pi skips is named as such', function()
   local path = copy(fixtures .. '/broken-session.jsonl', work .. '/crash/crash-session.jsonl')
   vim.cmd('silent! %bwipeout!')
-  for _, running in ipairs(vim.lsp.get_clients({ name = 'pi_session' })) do
-    running:stop(true)
-  end
-  truthy(vim.wait(TIMEOUT, function()
-    return #vim.lsp.get_clients({ name = 'pi_session' }) == 0
-  end, 20), 'the servers did not stop')
+  stop_servers()
   vim.cmd.edit(vim.fn.fnameescape(path))
   local buf = vim.api.nvim_get_current_buf()
   truthy(require('pi_session').wait_client(buf, TIMEOUT), 'the server did not attach')
@@ -1436,33 +1436,16 @@ test('a server that crashed is said to have stopped, and :edit starts it again; 
   truthy(vim.wait(TIMEOUT, function()
     return require('pi_session').client(buf) == nil
   end, 20), 'the client did not notice')
-  local said = {}
-  local notify = vim.notify
-  vim.notify = function(message, level)
-    table.insert(said, { message, level })
-  end
   vim.api.nvim_win_set_cursor(0, { 3, 0 })
-  vim.cmd('PiSessionBranch')
-  vim.wait(TIMEOUT, function()
-    return #said > 0
-  end, 20)
-  vim.notify = notify
+  local said = notified_by('PiSessionBranch')
   eq(said, { { 'pi-session: the pi-session language server stopped (:edit starts it again; see :checkhealth pi_session)', vim.log.levels.ERROR } }, 'what was said')
   vim.cmd('edit')
   truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no server after :edit')
   local node = entry_at(buf, 2)
   eq(node and node.id, 'u0000001', 'the new server answers')
   -- line 8 is cut off (pi skips it): the message names it as one of the lines without an entry
-  said = {}
-  vim.notify = function(message, level)
-    table.insert(said, { message, level })
-  end
   vim.api.nvim_win_set_cursor(0, { 8, 0 })
-  vim.cmd('PiSessionBranch')
-  vim.wait(TIMEOUT, function()
-    return #said > 0
-  end, 20)
-  vim.notify = notify
+  said = notified_by('PiSessionBranch')
   eq(said, { { 'pi-session: line 8 holds no entry pi reads (the header, a blank line, or a line pi skips): put the cursor on an entry', vim.log.levels.ERROR } }, 'on a line pi skips')
   eq(#vim.api.nvim_get_autocmds({ group = 'pi_session_attach', buffer = buf, event = 'CursorHold' }), 1, 'the highlights set up once')
 end)
