@@ -41,8 +41,9 @@ def test_vscode_unit_layer() -> None:
 @pytest.mark.skipif(
     os.environ.get("PI_E2E_VSCODE") != "1", reason="set PI_E2E_VSCODE=1 to run VS Code end to end"
 )
-def test_vscode_end_to_end() -> None:
-    env = {**os.environ, "PY": os.environ.get("PY", sys.executable)}
+def test_vscode_end_to_end(tmp_path: Path) -> None:
+    artifacts = tmp_path / "artifacts"
+    env = {**os.environ, "PY": os.environ.get("PY", sys.executable), "ARTIFACTS": str(artifacts)}
     result = subprocess.run(
         ["bash", str(VSCODE / "scripts" / "e2e.sh")],
         capture_output=True,
@@ -55,4 +56,5 @@ def test_vscode_end_to_end() -> None:
     counts = summary(result.stdout, r"^(\d+) passed, (\d+) failed$")
     assert counts is not None, report
     assert counts[1] == 0 and result.returncode == 0, report
-    assert (VSCODE / "test-artifacts" / "e2e.png").exists(), report
+    runs = list(artifacts.iterdir())  # the run's own folder, run.XXXXXX
+    assert len(runs) == 1 and (runs[0] / "e2e.png").exists(), report

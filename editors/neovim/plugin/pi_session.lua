@@ -65,15 +65,18 @@ end, { nargs = '?', bang = true, desc = 'Label the entry under the cursor (:PiSe
 -- JSON highlighting by tree-sitter too, for whoever has a JSON parser installed
 vim.treesitter.language.register('json', 'pi-session')
 
-vim.api.nvim_create_autocmd('LspAttach', {
-  group = vim.api.nvim_create_augroup('pi_session_lsp_attach', { clear = true }),
-  callback = function(args)
-    local client = vim.lsp.get_client_by_id(args.data.client_id)
-    if client and client.name == 'pi_session' then
-      require('pi_session.attach').on_attach(client, args.buf)
-    end
-  end,
-})
+local lsp_group = vim.api.nvim_create_augroup('pi_session_lsp_attach', { clear = true })
+for event, handler in pairs({ LspAttach = 'on_attach', LspDetach = 'on_detach' }) do
+  vim.api.nvim_create_autocmd(event, {
+    group = lsp_group,
+    callback = function(args)
+      local client = vim.lsp.get_client_by_id(args.data.client_id)
+      if client and client.name == 'pi_session' then
+        require('pi_session.attach')[handler](client, args.buf)
+      end
+    end,
+  })
+end
 
 if vim.g.pi_session_auto_enable ~= false then
   vim.lsp.enable('pi_session')

@@ -493,20 +493,33 @@ test('a session with 40 branch points on the path: the tree opens down to the le
   vim.api.nvim_win_close(win, true)
 end)
 
+--- pi_session.entry_at_line's answer: (node, err), waited for.
+local function entry_at(buf, line)
+  local answer
+  require('pi_session').entry_at_line(buf, line, function(node, err)
+    answer = { node = node, err = err }
+  end)
+  truthy(vim.wait(TIMEOUT, function()
+    return answer ~= nil
+  end, 20), 'pi/getEntryAtLine did not answer')
+  return answer.node, answer.err
+end
+
 test('the entry under the cursor is asked for by line (no tree); an unknown method is an error, not a fallback', function()
-  local node = require('pi_session').entry_at_line(session_buf, 9) -- line 10: a0000003
+  local node = entry_at(session_buf, 9) -- line 10: a0000003
   eq(node and node.id, 'a0000003', 'entry on line 10')
   eq(node and node.line, 9, 'its line')
-  eq(require('pi_session').entry_at_line(session_buf, 0), nil, 'the header line has no entry')
-  local request_sync = client.request_sync
-  client.request_sync = function(self, method, params, ...)
+  eq(entry_at(session_buf, 0), nil, 'the header line has no entry')
+  local request = client.request
+  client.request = function(self, method, params, handler, ...)
     if method == 'pi/getEntryAtLine' then
-      return { err = { code = -32601, message = 'Unhandled method pi/getEntryAtLine' } }
+      handler({ code = -32601, message = 'Unhandled method pi/getEntryAtLine' }, nil)
+      return true, 0
     end
-    return request_sync(self, method, params, ...)
+    return request(self, method, params, handler, ...)
   end
-  local missing, err = require('pi_session').entry_at_line(session_buf, 9)
-  client.request_sync = request_sync
+  local missing, err = entry_at(session_buf, 9)
+  client.request = request
   eq(missing, nil, 'no entry')
   eq(err and err.code, -32601, 'the error is returned')
 end)
@@ -515,6 +528,9 @@ test(':PiSessionContext at the entry under the cursor', function()
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(0, { 4, 0 }) -- a0000001
   vim.cmd('PiSessionContext')
+  truthy(vim.wait(TIMEOUT, function()
+    return vim.api.nvim_buf_get_name(0) == 'pi-session-context://broken-session.jsonl@a0000001.md'
+  end, 20), 'no context buffer: ' .. vim.api.nvim_buf_get_name(0))
   local buf = vim.api.nvim_get_current_buf()
   local text = buffer_text(buf)
   eq(vim.bo[buf].filetype, 'markdown', 'filetype')
@@ -569,8 +585,12 @@ test(':PiSessionLabel labels the entry (the server appends a label line)', funct
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(0, { 3, 0 }) -- u0000001
   vim.cmd('PiSessionLabel start')
-  local file = vim.fn.readfile(session_path)
-  local last = vim.json.decode(file[#file])
+  local last
+  vim.wait(TIMEOUT, function()
+    local file = vim.fn.readfile(session_path)
+    last = vim.json.decode(file[#file])
+    return last.type == 'label' and last.label == 'start'
+  end, 20)
   eq({ last.type, last.targetId, last.label }, { 'label', 'u0000001', 'start' }, 'appended line')
   local tree_text
   vim.wait(TIMEOUT, function()
@@ -1095,13 +1115,18 @@ local function wait_calls(calls, n, what)
   end, 20), what or 'vim.ui.select was not called')
 end
 
-test(':PiSessionOpen lists the directory\'s sessions newest first, without a server running, and opens the one picked', function()
+--- Stop every pi_session server, and wait until they are gone.
+local function stop_servers()
   for _, client in ipairs(vim.lsp.get_clients({ name = 'pi_session' })) do
     client:stop(true)
   end
   truthy(vim.wait(TIMEOUT, function()
     return #vim.lsp.get_clients({ name = 'pi_session' }) == 0
   end, 20), 'the servers did not stop')
+end
+
+test(':PiSessionOpen lists the directory\'s sessions newest first, without a server running, and opens the one picked', function()
+  stop_servers()
   vim.cmd('silent! %bwipeout!')
   vim.fn.chdir(project)
   local calls, restore = stub_select(function(items)
@@ -1113,8 +1138,11 @@ test(':PiSessionOpen lists the directory\'s sessions newest first, without a ser
   restore()
   local lines = calls[1].lines
   eq(#lines, 3, 'two sessions and "All sessions...": ' .. vim.inspect(lines))
-  truthy(lines[1]:match('^Picker named session  %(%d+ minutes? ago · 2 messages%)  ') and vim.endswith(lines[1], newer_path), lines[1])
-  eq(lines[2], ('An older question for the picker  (%s · 2 messages)  %s'):format(os.date('%Y-%m-%d %H:%M', 1767603602), older_path), 'the older session')
+  -- the title and the file's name first; what follows them, as far as the editor's width has room
+  truthy(vim.startswith(lines[1], 'Picker named session  ' .. vim.fs.basename(newer_path)), lines[1])
+  truthy(vim.startswith(lines[2], 'An older question') and vim.endswith(lines[2], '  ' .. vim.fs.basename(older_path)), lines[2])
+  local whole = require('pi_session.picker').format(calls[1].items[2], os.time(), false)
+  eq(whole, ('An older question for the picker  %s  (%s · 2 messages)  %s'):format(vim.fs.basename(older_path), os.date('%Y-%m-%d %H:%M', 1767603602), vim.fs.dirname(older_path)), 'the older session')
   eq(lines[3], 'All sessions...', 'the last item')
   eq(calls[1].prompt, 'Pi sessions of ' .. vim.fn.getcwd(), 'the prompt')
   truthy(vim.wait(TIMEOUT, function()
@@ -1137,25 +1165,87 @@ test(':PiSessionOpen! and "All sessions..." list the sessions of every directory
   for i = 2, 3 do
     local lines = calls[i].lines
     eq(#lines, 3, 'three sessions, no "All sessions..." item: ' .. vim.inspect(lines))
-    truthy(vim.startswith(lines[1], 'Picker named session  (') and lines[1]:find(' · 2 messages · ' .. project .. ')', 1, true), lines[1])
-    truthy(vim.startswith(lines[2], 'A question elsewhere  (3 days ago · 2 messages · ' .. other_project .. ')  ') and vim.endswith(lines[2], other_path), lines[2])
-    truthy(vim.startswith(lines[3], 'An older question for the picker  ('), lines[3])
+    truthy(vim.startswith(lines[1], 'Picker named session  ' .. vim.fs.basename(newer_path)), lines[1])
+    truthy(vim.startswith(lines[2], 'A question elsewhere  ' .. vim.fs.basename(other_path)), lines[2])
+    truthy(vim.startswith(lines[3], 'An older question') and vim.endswith(lines[3], '  ' .. vim.fs.basename(older_path)), lines[3])
+    local whole = require('pi_session.picker').format(calls[i].items[2], os.time(), true)
+    eq(whole, ('A question elsewhere  %s  (3 days ago · 2 messages · %s)  %s'):format(vim.fs.basename(other_path), other_project, vim.fs.dirname(other_path)), 'with its folder')
     eq(calls[i].prompt, 'Pi sessions of all folders', 'the prompt')
   end
 end)
 
--- What vim.notify was told while `command` ran, until the first message (or TIMEOUT); whether it came.
-local function notified_by(command)
+--- The text on the screen, a string per row, without trailing blanks.
+local function screen_rows()
+  local rows = {}
+  for row = 1, vim.o.lines do
+    local cells = {}
+    for col = 1, vim.o.columns do
+      table.insert(cells, vim.fn.screenstring(row, col))
+    end
+    table.insert(rows, (table.concat(cells):gsub('%s+$', '')))
+  end
+  return rows
+end
+
+test(':PiSessionOpen in a narrow editor: a row per session, its title and its file\'s name left whole', function()
+  vim.fn.chdir(project)
+  local columns = vim.o.columns
+  vim.o.columns = 100
+  local rows
+  -- Neovim's own picker (inputlist), answered with <Esc>: the screen is read as it was shown
+  local real = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 't', false)
+    real(items, opts, function(choice)
+      rows = screen_rows()
+      on_choice(choice)
+    end)
+  end
+  vim.cmd('PiSessionOpen')
+  local shown = vim.wait(TIMEOUT, function()
+    return rows ~= nil
+  end, 20)
+  vim.ui.select = real
+  vim.o.columns = columns
+  truthy(shown, 'no picker')
+  local prompt
+  for i, row in ipairs(rows) do
+    if vim.startswith(row, 'Pi sessions of ') then
+      prompt = i
+    end
+  end
+  truthy(prompt, 'no prompt on the screen:\n' .. table.concat(rows, '\n'))
+  eq(vim.list_slice(rows, prompt + 1, prompt + 3), {
+    '1: Picker named session  ' .. vim.fs.basename(newer_path),
+    -- cut to leave the file's name room
+    '2: An older question for the…  ' .. vim.fs.basename(older_path),
+    '3: All sessions...',
+  }, 'the rows shown')
+  local picker = require('pi_session.picker')
+  local long = { firstMessage = ('word '):rep(60), textTruncated = true, modified = vim.NIL, messageCount = 1, path = '/s/session.jsonl' }
+  eq(picker.format(long, os.time(), false, 20), ('word '):rep(4) .. 'wor…  session.jsonl', 'a title is cut no shorter than MIN_TITLE_CELLS')
+end)
+
+--- vim.notify stubbed: what it is told goes into the list returned; restore() puts the real one back.
+local function capture_notify()
   local said = {}
   local notify = vim.notify
   vim.notify = function(message, level)
     table.insert(said, { message, level })
   end
+  return said, function()
+    vim.notify = notify
+  end
+end
+
+-- What vim.notify was told while `command` ran, until the first message (or TIMEOUT); whether it came.
+local function notified_by(command)
+  local said, restore = capture_notify()
   vim.cmd(command)
   local answered = vim.wait(TIMEOUT, function()
     return #said > 0
   end, 20)
-  vim.notify = notify
+  restore()
   return said, answered
 end
 
@@ -1213,11 +1303,7 @@ test(':PiSessionOpen while a listing is on its way cancels that one: one picker,
   vim.lsp.get_clients = function(filter)
     return filter and filter.name == 'pi_session' and { slow } or get_clients(filter)
   end
-  local said = {}
-  local notify = vim.notify
-  vim.notify = function(message, level)
-    table.insert(said, { message, level })
-  end
+  local said, restore_notify = capture_notify()
   local calls, restore = stub_select(function() end)
   vim.cmd('PiSessionOpen')
   vim.cmd('PiSessionOpen!')
@@ -1231,7 +1317,7 @@ test(':PiSessionOpen while a listing is on its way cancels that one: one picker,
   wait_calls(calls, 1)
   vim.wait(100)
   vim.lsp.get_clients = get_clients
-  vim.notify = notify
+  restore_notify()
   restore()
   eq(#calls, 1, 'one picker')
   eq(calls[1].prompt, 'Pi sessions of all folders', 'of the later listing')
@@ -1250,8 +1336,10 @@ test('the picker\'s items: name or first message on one line, when, messages', f
   eq(picker.when(vim.NIL, t), 'unknown time', 'an invalid date')
   eq(picker.title({ firstMessage = 'cut', textTruncated = true }), 'cut…', 'a first message cut short')
   eq(picker.title({ name = '  ', firstMessage = '' }), '(no messages)', 'nothing to show')
-  eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s.jsonl' }, t, false),
-    'hi  (1 hour ago · 1,234 messages)  /s.jsonl', 'a line')
+  eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s/a.jsonl' }, t, false),
+    'hi  a.jsonl  (1 hour ago · 1,234 messages)  /s', 'a line')
+  eq(picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1234, path = '/s/a.jsonl' }, t, false, 42),
+    'hi  a.jsonl  (1 hour ago · 1,234 messages)', 'as much as 42 cells hold')
   local real_home = vim.env.HOME
   vim.env.HOME = '/home/ann'
   local under_home = { firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1, cwd = '/home/ann/proj',
@@ -1259,8 +1347,121 @@ test('the picker\'s items: name or first message on one line, when, messages', f
   local line = picker.format(under_home, t, true)
   local elsewhere = picker.format({ firstMessage = 'hi', modified = '2026-03-10T11:00:00.000Z', messageCount = 1, path = '/home/anna/s.jsonl' }, t, false)
   vim.env.HOME = real_home
-  eq(line, 'hi  (1 hour ago · 1 message · ~/proj)  ~/.pi/agent/sessions/--home-ann-proj--/s.jsonl', 'a file and a folder under the home folder')
-  eq(elsewhere, 'hi  (1 hour ago · 1 message)  /home/anna/s.jsonl', 'a path only sharing the home folder\'s first letters')
+  eq(line, 'hi  s.jsonl  (1 hour ago · 1 message · ~/proj)  ~/.pi/agent/sessions/--home-ann-proj--', 'a file and a folder under the home folder')
+  eq(elsewhere, 'hi  s.jsonl  (1 hour ago · 1 message)  /home/anna', 'a path only sharing the home folder\'s first letters')
+end)
+
+test(':PiSessionContext, :PiSessionBranch and :PiSessionLabel wait for nothing: the server answers in the background', function()
+  -- a session of its own: the branch and the labels stay out of the other tests' session
+  local path = copy(fixtures .. '/broken-session.jsonl', work .. '/held/held-session.jsonl')
+  vim.cmd('silent! %bwipeout!')
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  local client = require('pi_session').wait_client(buf, TIMEOUT)
+  truthy(client, 'the server did not attach')
+  vim.api.nvim_win_set_cursor(0, { 3, 0 }) -- u0000001
+  -- the server holds its answers back (a session of gigabytes being opened) until released
+  local request, request_sync = client.request, client.request_sync
+  local held, sync_calls = {}, 0
+  client.request = function(self, method, params, handler, ...)
+    if method:match('^pi/') then
+      local rest = { ... }
+      table.insert(held, function()
+        request(self, method, params, handler, unpack(rest))
+      end)
+      return true, 0
+    end
+    return request(self, method, params, handler, ...)
+  end
+  client.request_sync = function(...)
+    sync_calls = sync_calls + 1
+    return request_sync(...)
+  end
+  local said, restore_notify = capture_notify()
+  local ok, failure = pcall(function()
+    vim.cmd('PiSessionContext')
+    vim.cmd('PiSessionBranch')
+    vim.cmd('PiSessionLabel held back')
+    eq(vim.api.nvim_get_current_buf(), buf, 'nothing opened before the server answered')
+    eq(#held, 3, 'one request each (the entry under the cursor), on their way')
+    -- released: each asks its own request next, released in turn
+    local rounds = 0
+    while #held > 0 and rounds < 10 do
+      local now = held
+      held = {}
+      for _, release in ipairs(now) do
+        release()
+      end
+      vim.wait(TIMEOUT, function()
+        return #held > 0 or #said > 0 and vim.fn.bufnr('pi-session-context://held-session.jsonl@u0000001.md') > 0
+      end, 20)
+      rounds = rounds + 1
+    end
+    truthy(vim.wait(TIMEOUT, function()
+      return vim.fn.bufnr('pi-session-context://held-session.jsonl@u0000001.md') > 0 and #said > 0
+    end, 20), 'the context and the branch did not come: ' .. vim.inspect(said))
+  end)
+  client.request, client.request_sync = request, request_sync
+  restore_notify()
+  truthy(ok, failure)
+  eq(sync_calls, 0, 'synchronous requests')
+  eq(said, { { 'pi-session: the leaf is now u0000001', nil } }, 'what was said')
+  local file, last
+  vim.wait(TIMEOUT, function()
+    file = vim.fn.readfile(path)
+    last = vim.json.decode(file[#file])
+    return last.type == 'label'
+  end, 20)
+  eq({ last.type, last.targetId, last.label }, { 'label', 'u0000001', 'held back' }, 'the label appended')
+  vim.cmd('close') -- the context's window: back to the session's
+  eq(vim.api.nvim_get_current_buf(), buf, 'the session buffer')
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  vim.cmd('PiSessionLabel!') -- cleared again
+  truthy(vim.wait(TIMEOUT, function()
+    local lines = vim.fn.readfile(path)
+    return #lines == #file + 1
+  end, 20), 'the label was not cleared')
+end)
+
+test('a server that crashed is said to have stopped, and :edit starts it again; a line pi skips is named as such', function()
+  local path = copy(fixtures .. '/broken-session.jsonl', work .. '/crash/crash-session.jsonl')
+  vim.cmd('silent! %bwipeout!')
+  stop_servers()
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'the server did not attach')
+  local server = vim.api.nvim_get_proc_children(vim.fn.getpid())
+  eq(#server, 1, 'one server process')
+  vim.uv.kill(server[1], 'sigkill')
+  truthy(vim.wait(TIMEOUT, function()
+    return require('pi_session').client(buf) == nil
+  end, 20), 'the client did not notice')
+  vim.api.nvim_win_set_cursor(0, { 3, 0 })
+  local said = notified_by('PiSessionBranch')
+  eq(said, { { 'pi-session: the pi-session language server stopped (:edit starts it again; see :checkhealth pi_session)', vim.log.levels.ERROR } }, 'what was said')
+  vim.cmd('edit')
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'no server after :edit')
+  local node = entry_at(buf, 2)
+  eq(node and node.id, 'u0000001', 'the new server answers')
+  -- line 8 is cut off (pi skips it): the message names it as one of the lines without an entry
+  vim.api.nvim_win_set_cursor(0, { 8, 0 })
+  said = notified_by('PiSessionBranch')
+  eq(said, { { 'pi-session: line 8 holds no entry pi reads (the header, a blank line, or a line pi skips): put the cursor on an entry', vim.log.levels.ERROR } }, 'on a line pi skips')
+  eq(#vim.api.nvim_get_autocmds({ group = 'pi_session_attach', buffer = buf, event = 'CursorHold' }), 1, 'the highlights set up once')
+end)
+
+test(':PiSessionTree of an empty session says it has no entries, not that the filter hides them', function()
+  local path = work .. '/home/.pi/agent/sessions/--work-demo--/empty-session.jsonl'
+  vim.fn.writefile({}, path)
+  vim.cmd('silent! %bwipeout!')
+  vim.cmd.edit(vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  eq(vim.bo[buf].filetype, 'pi-session', 'its filetype')
+  truthy(require('pi_session').wait_client(buf, TIMEOUT), 'the server did not attach')
+  vim.cmd('PiSessionTree')
+  wait_lines(vim.api.nvim_get_current_buf(), function(lines)
+    return lines[4] == '(the session has no entries yet)'
+  end, 'the empty tree')
 end)
 
 say(('%d passed, %d failed'):format(results.passed, results.failed))

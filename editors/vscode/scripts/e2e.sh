@@ -6,22 +6,23 @@
 #
 # Installs what is missing (apt: chromium, ripgrep, libkrb5-dev, g++/make; npm: code-server, vsce,
 # playwright-core), cached under $E2E_DIR (default /var/tmp/pi-vscode-e2e) and shared by the runs
-# (installed under a lock). Each run works in a folder of its own, $E2E_DIR/run.XXXXXX (mktemp):
-# runs at the same time do not meet; it is removed when every check passed, kept (and named) when
-# one failed. Needs root for apt (or
-# those packages already installed), Node 20 and npm, and a Python with the server: $PY (default
-# <repo>/.venv/bin/python). Screenshots go to $ARTIFACTS (default editors/vscode/test-artifacts/):
-# e2e-viewer.png (the session viewer on a 100 MB session), e2e-tree.png (the session tree beside the
-# session), e2e-problems.png (the Problems panel), e2e-escaping.png (a session holding HTML and script
-# tags, shown as text), e2e-picker.png (Open Session... listing two sessions; e2e-picker-narrow.png
-# in a window 640 pixels wide), e2e-hover.png and
-# e2e.png (the window at the end); e2e-error.png when a step throws. When a check fails, the logs of
-# the run go there too, under e2e-logs/: the extension host's and the "Pi Session" output channel's
-# (the client's trace of every message, piSession.trace.server), code-server.log, and server.log
-# (the server's own log at DEBUG: what its poller saw of the files it follows). The server starts
-# as a user's would with "piSession.server.pythonPath": a wrapper stands in as that Python, adds the
-# log options to `-m pi_session_server serve` and notes the call, which the test checks. The 100 MB
-# session is made by bench/gen_session.py (cached under $E2E_DIR, never committed).
+# (installed under a lock). Each run works in a folder of its own, $E2E_DIR/run.XXXXXX (mktemp),
+# removed when the run ends however it ends (E2E_KEEP_RUN=1 keeps it), and writes what it shows
+# into a folder of its own, $ARTIFACTS/run.XXXXXX (the same name): runs at the same time, from one
+# checkout too, do not meet. Needs root for apt (or those packages already installed), Node 20 and
+# npm, and a Python with the server: $PY (default <repo>/.venv/bin/python). $ARTIFACTS defaults to
+# editors/vscode/test-artifacts/; a run's folder holds its screenshots: e2e-viewer.png (the session
+# viewer on a 100 MB session), e2e-tree.png (the session tree beside the session), e2e-problems.png
+# (the Problems panel), e2e-escaping.png (a session holding HTML and script tags, shown as text),
+# e2e-picker.png (Open Session... listing two sessions; e2e-picker-narrow.png in a window 640
+# pixels wide), e2e-hover.png and e2e.png (the window at the end); e2e-error.png when a step
+# throws. When the run fails, its logs go there too, under e2e-logs/: the extension host's and the
+# "Pi Session" output channel's (the client's trace of every message, piSession.trace.server),
+# code-server.log, and server.log (the server's own log at DEBUG: what its poller saw of the files
+# it follows). The server starts as a user's would with "piSession.server.pythonPath": a wrapper
+# stands in as that Python, adds the log options to `-m pi_session_server serve` and notes the
+# call, which the test checks. The 100 MB session is made by bench/gen_session.py (cached under
+# $E2E_DIR, never committed).
 # Ends with "N passed, M failed" and exits 0 only when every check passed. $E2E_SCRIPT runs another
 # test in the same setting: test/e2e/picker-many.mjs (Open Session... with 5,000 sessions: shown at
 # once, busy, filled; closed while busy, its listing cancelled on the server).
@@ -42,20 +43,32 @@ export npm_config_nodedir=/usr          # node-gyp: use /usr/include/node, never
 export npm_config_yes=true              # node-pty's postinstall runs `npx node-gyp`
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 export XDG_CONFIG_HOME=$E2E/xdg/config XDG_DATA_HOME=$E2E/xdg/data XDG_CACHE_HOME=$E2E/xdg/cache
-mkdir -p "$E2E" "$ARTIFACTS"
-rm -rf "$ARTIFACTS"/e2e*.png "$ARTIFACTS/e2e-logs"   # an earlier run's must not pass for this one's
 T0=$(date +%s); ts() { echo "$(( $(date +%s) - T0 ))s"; }
 "$PY" -c 'import pi_session_server' || { echo "[e2e] $PY cannot import pi_session_server (set PY)"; exit 1; }
+mkdir -p "$E2E" "$ARTIFACTS"
 RUN=$(mktemp -d "$E2E/run.XXXXXX")
+OUT=$ARTIFACTS/$(basename "$RUN")
+mkdir "$OUT"
 CS_PID=
-rc=1
 finish() {
+  local status=$?
   if [ -n "$CS_PID" ]; then
     kill -TERM -- "-$CS_PID" 2>/dev/null || true; sleep 1; kill -KILL -- "-$CS_PID" 2>/dev/null || true
   fi
-  if [ "$rc" -eq 0 ]; then rm -rf "$RUN"; else echo "[e2e] this run's folder is kept: $RUN"; fi
+  if [ "$status" -ne 0 ]; then
+    mkdir -p "$OUT/e2e-logs"
+    cp -r "$RUN/ud/logs" "$OUT/e2e-logs/vscode" 2>/dev/null || true
+    cp "$RUN/code-server.log" "$RUN/server.log" "$OUT/e2e-logs/" 2>/dev/null || true
+    tail -30 "$RUN/code-server.log" 2>/dev/null || true
+    find "$RUN/ud/logs" -name '*.log' \( -path '*exthost*' -o -name '*Pi Session*' \) -exec tail -n 40 {} + 2>/dev/null || true
+    echo "[e2e] the run's logs: $OUT/e2e-logs"
+  fi
+  if [ "${E2E_KEEP_RUN:-}" = 1 ]; then echo "[e2e] this run's folder is kept: $RUN"; else rm -rf "$RUN"; fi
+  echo "[e2e] this run's screenshots: $OUT"
 }
 trap finish EXIT
+trap 'exit 130' INT   # the EXIT trap cleans up after Ctrl-C and kill too
+trap 'exit 143' TERM
 # the caches below are shared by the runs: one run at a time installs or makes them
 exec 9> "$E2E/install.lock"
 flock 9
@@ -192,16 +205,8 @@ HOME=$RUN PI_CODING_AGENT_DIR=$RUN/agent setsid "$CS" "${COMMON[@]}" --bind-addr
 CS_PID=$!
 for _ in $(seq 60); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 1; done
 rc=0
-CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$ARTIFACTS" CHROME_PROFILE="$RUN/chrome" \
+CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$OUT" CHROME_PROFILE="$RUN/chrome" \
   PYTHON_PATH_STARTS="$RUN/python-path-starts" VSCODE_LOGS="$RUN/ud/logs" \
   timeout 720 node "$RUN/e2e.mjs" || rc=$?
-echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$ARTIFACTS"/*.png 2>/dev/null | tr '\n' ' ')"
-if [ $rc -ne 0 ]; then
-  mkdir -p "$ARTIFACTS/e2e-logs"
-  cp -r "$RUN/ud/logs" "$ARTIFACTS/e2e-logs/vscode" 2>/dev/null || true
-  cp "$RUN/code-server.log" "$RUN/server.log" "$ARTIFACTS/e2e-logs/" 2>/dev/null || true
-  tail -30 "$RUN/code-server.log"
-  find "$RUN/ud/logs" -name '*.log' \( -path '*exthost*' -o -name '*Pi Session*' \) -exec tail -n 40 {} + 2>/dev/null || true
-  echo "[e2e] the run's logs: $ARTIFACTS/e2e-logs"
-fi
+echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$OUT"/*.png 2>/dev/null | tr '\n' ' ')"
 exit $rc

@@ -86,14 +86,27 @@ export function homeRelative(file: string, home: string): string {
   return rest[0] === '/' || (rest[0] === '\\' && process.platform === 'win32') ? `~${rest}` : file;
 }
 
-/** One session's row: its title, when it changed and its messages, and its file (`~/...` under `home`). */
+/**
+ * A session file as its name, then the folder it is in (`~/...` under `home`): a narrow picker cuts
+ * a line's end, so the folder goes before the name a user may know the session by.
+ */
+export function fileThenFolder(file: string, home: string): string {
+  const cut = Math.max(file.lastIndexOf('/'), process.platform === 'win32' ? file.lastIndexOf('\\') : -1);
+  if (cut < 0) return file;
+  return `${file.slice(cut + 1)} · ${homeRelative(file.slice(0, cut) || file.slice(0, 1), home)}`;
+}
+
+/**
+ * One session's row: its title, then when it changed and its messages (and its folder in all
+ * sessions), which a narrow picker cuts first; below, its file's name, then the file's folder.
+ */
 export function sessionItem(session: ListedSession, now: number, withFolder: boolean, home: string = os.homedir()): SessionItem {
   const parts = [whenText(session.modified, now), plural(session.messageCount, 'message')];
   if (withFolder && session.cwd) parts.push(homeRelative(session.cwd, home));
   return {
     label: escapeIcons(sessionTitle(session)),
     description: escapeIcons(parts.join(' · ')),
-    detail: escapeIcons(homeRelative(session.path, home)),
+    detail: escapeIcons(fileThenFolder(session.path, home)),
     buttons: [OPEN_AS_TEXT],
     session,
   };

@@ -37,6 +37,7 @@ end
 ---@param client vim.lsp.Client
 ---@param bufnr integer
 function M.on_attach(client, bufnr)
+  vim.b[bufnr].pi_session_server_stopped = nil
   local options = require('pi_session.config').options
   if options.inlay_hints ~= false and client:supports_method('textDocument/inlayHint', bufnr) then
     vim.lsp.inlay_hint.enable(true, { bufnr = bufnr })
@@ -77,6 +78,18 @@ function M.on_attach(client, bufnr)
         fold_by_lsp(vim.api.nvim_get_current_win())
       end,
     })
+  end
+end
+
+--- The server left the buffer: its autocommands go with it (a server attaching again sets up its
+--- own). When the server stopped (it exited, crashed, or was stopped) the buffer keeps that, so a
+--- command says the server stopped, not that none was ever attached.
+---@param client vim.lsp.Client
+---@param bufnr integer
+function M.on_detach(client, bufnr)
+  vim.api.nvim_clear_autocmds({ group = group, buffer = bufnr })
+  if vim.api.nvim_buf_is_valid(bufnr) then
+    vim.b[bufnr].pi_session_server_stopped = client:is_stopped() or nil
   end
 end
 

@@ -31,34 +31,44 @@ local function show_buffer(name, lines, filetype)
   return buf
 end
 
---- :PiSessionContext [leaf] [json|markdown]
+--- :PiSessionContext [leaf] [json|markdown]. The entry under the cursor and the context are asked
+--- in the background: the buffer opens when they come.
 ---@param opts {leaf?: boolean, format?: 'markdown'|'json'}
----@return integer|nil buffer
 function M.show(opts)
   opts = opts or {}
   local session = require('pi_session')
-  local bufnr, node = session.target()
-  if not bufnr then
-    return vim.notify('pi-session: not a pi session buffer (or a :PiSessionTree buffer)', vim.log.levels.ERROR)
+  local function at(bufnr, node)
+    local where = node and session.id_text(node.id) or 'leaf'
+    local leaf_id = node and node.id or nil
+    local file = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ':t')
+    local format = opts.format or config.options.context_format
+    if format == 'json' then
+      return M.show_json(bufnr, leaf_id, ('pi-session-context://%s@%s.json'):format(file, where))
+    end
+    -- rendered by the server (the document `pi-session context` prints)
+    session.request(bufnr, 'pi/buildSessionContext', { leafId = leaf_id, format = 'markdown' }, function(err, result)
+      vim.schedule(function()
+        if err or type(result) ~= 'table' or type(result.markdown) ~= 'string' then
+          return vim.notify('pi-session: context failed: ' .. tostring(err and err.message or 'no result'), vim.log.levels.ERROR)
+        end
+        local lines = vim.split(result.markdown, '\n', { plain = true })
+        show_buffer(('pi-session-context://%s@%s.md'):format(file, where), lines, 'markdown')
+      end)
+    end)
   end
-  local params = {}
-  local where = 'leaf'
-  if not opts.leaf and node then
-    params.leafId = node.id
-    where = session.id_text(node.id)
+  if opts.leaf then
+    local bufnr = session.session_buffer()
+    if not bufnr then
+      return vim.notify('pi-session: not a pi session buffer (or a :PiSessionTree or :PiSessionView buffer)', vim.log.levels.ERROR)
+    end
+    return at(bufnr, nil)
   end
-  local file = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ':t')
-  local format = opts.format or config.options.context_format
-  if format == 'json' then
-    return M.show_json(bufnr, params.leafId, ('pi-session-context://%s@%s.json'):format(file, where))
-  end
-  params.format = 'markdown' -- rendered by the server (the document `pi-session context` prints)
-  local result, err = session.request_sync(bufnr, 'pi/buildSessionContext', params)
-  if err or type(result) ~= 'table' or type(result.markdown) ~= 'string' then
-    return vim.notify('pi-session: context failed: ' .. tostring(err and err.message or 'no result'), vim.log.levels.ERROR)
-  end
-  local lines = vim.split(result.markdown, '\n', { plain = true })
-  return show_buffer(('pi-session-context://%s@%s.md'):format(file, where), lines, 'markdown')
+  session.target(function(bufnr, node, problem, err)
+    if not bufnr or err then
+      return vim.notify('pi-session: context failed: ' .. problem, vim.log.levels.ERROR)
+    end
+    at(bufnr, node) -- no entry on the line (the header): at the leaf
+  end)
 end
 
 --- The JSON context keeps pi's key order (`role` before `content`): a table decoded by vim.json has

@@ -91,6 +91,14 @@ function M.uri(bufnr)
   return vim.uri_from_bufnr(bufnr)
 end
 
+--- Why a session buffer has no server to ask: it stopped (exited, crashed), or none attached.
+local function no_server(bufnr)
+  if vim.b[bufnr].pi_session_server_stopped then
+    return { message = 'the pi-session language server stopped (:edit starts it again; see :checkhealth pi_session)' }
+  end
+  return { message = 'the pi-session language server is not attached to this buffer (see :checkhealth pi_session)' }
+end
+
 --- Send a pi/* request for a session buffer; callback(err, result). Errors are reported when no
 --- callback is given.
 ---@param bufnr integer session buffer
@@ -109,7 +117,7 @@ function M.request(bufnr, method, params, callback)
     end
   end
   if not client then
-    done({ message = 'the pi-session language server is not attached to this buffer (see :checkhealth pi_session)' })
+    done(no_server(bufnr))
     return
   end
   client:request(method, params, function(err, result)
@@ -117,12 +125,12 @@ function M.request(bufnr, method, params, callback)
   end, bufnr)
 end
 
---- Synchronous variant, for commands and tests.
+--- Synchronous variant, for tests and scripts: no command uses it (the editor would wait).
 ---@return any result, any err
 function M.request_sync(bufnr, method, params, timeout_ms)
   local client = M.client(bufnr)
   if not client then
-    return nil, { message = 'the pi-session language server is not attached to this buffer (see :checkhealth pi_session)' }
+    return nil, no_server(bufnr)
   end
   params = vim.tbl_extend('keep', params or {}, { uri = M.uri(bufnr) })
   local response, err = client:request_sync(method, params, timeout_ms or 10000, bufnr)
@@ -133,35 +141,44 @@ function M.request_sync(bufnr, method, params, timeout_ms)
 end
 
 --- The entry on a 0-based line of a session buffer (pi/getEntryAtLine: its id, label, type, ...
---- without the tree), or nil.
----@return table|nil node, any err
-function M.entry_at_line(bufnr, line)
-  local found, err = M.request_sync(bufnr, 'pi/getEntryAtLine', { line = line })
-  if err then
-    return nil, err
-  end
-  return found ~= vim.NIL and found or nil
+--- without the tree), asked in the background: callback(node, err) on the main loop, node nil on a
+--- line without an entry. A session of gigabytes takes the server a while to open: nothing waits.
+---@param callback fun(node: table|nil, err: any)
+function M.entry_at_line(bufnr, line, callback)
+  M.request(bufnr, 'pi/getEntryAtLine', { line = line }, function(err, found)
+    vim.schedule(function()
+      if err then
+        return callback(nil, err)
+      end
+      callback(found ~= vim.NIL and found or nil)
+    end)
+  end)
 end
 
 --- The entry a command acts on: the row under the cursor in a tree buffer, else the entry on the
---- cursor line of the session buffer.
----@return integer|nil session_bufnr, table|nil node, string|nil problem
-function M.target()
+--- cursor line of the session buffer (asked of the server in the background).
+--- callback(session_bufnr, node, problem, err): `problem` says why there is no node, `err` is set
+--- when the server failed (not when the line merely has no entry).
+---@param callback fun(bufnr: integer|nil, node: table|nil, problem: string|nil, err: any)
+function M.target(callback)
   local current = vim.api.nvim_get_current_buf()
   local bufnr = M.session_buffer(current)
   if not bufnr then
-    return nil, nil, 'not a pi session buffer (or a :PiSessionTree or :PiSessionView buffer)'
+    return callback(nil, nil, 'not a pi session buffer (or a :PiSessionTree or :PiSessionView buffer)')
   end
   if bufnr ~= current then
     local node = require('pi_session.tree').node_under_cursor() or require('pi_session.view').node_under_cursor()
-    return bufnr, node, node == nil and 'no entry on this row' or nil
+    return callback(bufnr, node, node == nil and 'no entry on this row' or nil)
   end
   local line = vim.api.nvim_win_get_cursor(0)[1] - 1
-  local node, err = M.entry_at_line(bufnr, line)
-  if err then
-    return bufnr, nil, err.message or vim.inspect(err)
-  end
-  return bufnr, node, node == nil and 'put the cursor on an entry line (not the header or a blank line)' or nil
+  M.entry_at_line(bufnr, line, function(node, err)
+    if err then
+      return callback(bufnr, nil, err.message or vim.inspect(err), err)
+    end
+    -- a line without an entry may be a damaged one pi skips, not only the header or a blank line
+    local problem = ('line %d holds no entry pi reads (the header, a blank line, or a line pi skips): put the cursor on an entry'):format(line + 1)
+    callback(bufnr, node, node == nil and problem or nil)
+  end)
 end
 
 local function id_text(id)
@@ -171,49 +188,57 @@ M.id_text = id_text
 
 --- :PiSessionBranch: make the entry under the cursor the leaf.
 function M.branch()
-  local bufnr, node, problem = M.target()
-  if not node then
-    return vim.notify('pi-session: ' .. problem, vim.log.levels.ERROR)
-  end
-  local result, err = M.request_sync(bufnr, 'pi/branch', { entryId = node.id })
-  if err then
-    return vim.notify('pi-session: branch failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
-  end
-  vim.notify('pi-session: the leaf is now ' .. id_text(result and result.leafId or node.id))
-  require('pi_session.tree').refresh_for(bufnr)
-  require('pi_session.view').refresh_for(bufnr)
-  -- the leaf's code lens moves with it
-  if config.options.codelens ~= false then
-    require('pi_session.attach').refresh_lenses(bufnr)
-  end
+  M.target(function(bufnr, node, problem)
+    if not node then
+      return vim.notify('pi-session: ' .. problem, vim.log.levels.ERROR)
+    end
+    M.request(bufnr, 'pi/branch', { entryId = node.id }, function(err, result)
+      vim.schedule(function()
+        if err then
+          return vim.notify('pi-session: branch failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        end
+        vim.notify('pi-session: the leaf is now ' .. id_text(type(result) == 'table' and result.leafId or node.id))
+        require('pi_session.tree').refresh_for(bufnr)
+        require('pi_session.view').refresh_for(bufnr)
+        -- the leaf's code lens moves with it
+        if config.options.codelens ~= false then
+          require('pi_session.attach').refresh_lenses(bufnr)
+        end
+      end)
+    end)
+  end)
 end
 
 --- :PiSessionLabel [text]: set (or, with an empty text, clear) the label of the entry under the cursor.
 ---@param text? string nil = ask
 function M.label(text)
-  local bufnr, node, problem = M.target()
-  if not node then
-    return vim.notify('pi-session: ' .. problem, vim.log.levels.ERROR)
-  end
-  local function apply(label)
-    if label == nil then
-      return -- cancelled
+  M.target(function(bufnr, node, problem)
+    if not node then
+      return vim.notify('pi-session: ' .. problem, vim.log.levels.ERROR)
     end
-    label = vim.trim(label)
-    local params = { kind = 'label', targetId = node.id }
-    if label ~= '' then
-      params.label = label -- no label key clears it, as pi's /tree does
+    local function apply(label)
+      if label == nil then
+        return -- cancelled
+      end
+      label = vim.trim(label)
+      local params = { kind = 'label', targetId = node.id }
+      if label ~= '' then
+        params.label = label -- no label key clears it, as pi's /tree does
+      end
+      M.request(bufnr, 'pi/append', params, function(err)
+        vim.schedule(function()
+          if err then
+            return vim.notify('pi-session: label failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+          end
+          require('pi_session.tree').refresh_for(bufnr, true)
+        end)
+      end)
     end
-    local _, err = M.request_sync(bufnr, 'pi/append', params)
-    if err then
-      return vim.notify('pi-session: label failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    if text ~= nil then
+      return apply(text)
     end
-    require('pi_session.tree').refresh_for(bufnr, true)
-  end
-  if text ~= nil then
-    return apply(text)
-  end
-  vim.ui.input({ prompt = ('Label for %s (empty clears): '):format(id_text(node.id)), default = node.label or '' }, apply)
+    vim.ui.input({ prompt = ('Label for %s (empty clears): '):format(id_text(node.id)), default = type(node.label) == 'string' and node.label or '' }, apply)
+  end)
 end
 
 return M

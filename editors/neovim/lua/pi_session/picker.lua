@@ -83,14 +83,53 @@ local function home_relative(path)
   return vim.fn.fnamemodify(path, ':~')
 end
 
---- One session's line: its title, when it changed and its messages (and its folder in all
---- sessions), and its file (~/... under the home folder; the item keeps the full path to open).
-function M.format(session, now, with_folder)
-  local parts = { M.when(session.modified, now), plural(tonumber(session.messageCount) or 0, 'message') }
-  if with_folder and type(session.cwd) == 'string' and session.cwd ~= '' then
-    table.insert(parts, home_relative(session.cwd))
+--- A title is never cut shorter than this many cells to make room for the file's name.
+M.MIN_TITLE_CELLS = 24
+
+--- `text` in at most `cells` display cells, its end replaced by … when cut.
+local function fit(text, cells)
+  if vim.fn.strdisplaywidth(text) <= cells then
+    return text
   end
-  return ('%s  (%s)  %s'):format(M.title(session), table.concat(parts, ' · '), home_relative(tostring(session.path)))
+  local kept, used = {}, 0
+  for _, char in ipairs(vim.fn.split(text, '\\zs')) do
+    used = used + vim.fn.strdisplaywidth(char)
+    if used > cells - 1 then
+      break
+    end
+    table.insert(kept, char)
+  end
+  return (table.concat(kept):gsub('%s+$', '')) .. '…'
+end
+
+--- One session's line. What a user knows a session by comes first, its title (name or first
+--- message) and its file's name, then when it changed, its messages (and its folder in all
+--- sessions), then the folder its file is in (~/... under the home folder); the item keeps the full
+--- path to open. A picker cuts a line's end: within `width` display cells (no picker is wider than
+--- the editor) the title is cut to leave the file's name room, and the parts after the file's name
+--- that do not fit are left out (no picker could show them). Without `width`, the whole line.
+---@param width? integer
+function M.format(session, now, with_folder, width)
+  local path = tostring(session.path)
+  local name = vim.fn.fnamemodify(path, ':t')
+  local title = M.title(session)
+  local facts = { M.when(session.modified, now), plural(tonumber(session.messageCount) or 0, 'message') }
+  if with_folder and type(session.cwd) == 'string' and session.cwd ~= '' then
+    table.insert(facts, home_relative(session.cwd))
+  end
+  local rest = { ('(%s)'):format(table.concat(facts, ' · ')), home_relative(vim.fn.fnamemodify(path, ':h')) }
+  if not width then
+    return table.concat(vim.list_extend({ title, name }, rest), '  ')
+  end
+  local room_for_title = math.max(M.MIN_TITLE_CELLS, width - 2 - vim.fn.strdisplaywidth(name))
+  local line = fit(title, room_for_title) .. '  ' .. name
+  for _, part in ipairs(rest) do
+    if vim.fn.strdisplaywidth(line) + 2 + vim.fn.strdisplaywidth(part) > width then
+      break
+    end
+    line = line .. '  ' .. part
+  end
+  return line
 end
 
 --- A pi_session client to ask, started (without a buffer) when none runs; callback(client, problem).
@@ -193,11 +232,14 @@ function M.show(err, result, all, cwd)
     table.insert(items, M.ALL_SESSIONS)
   end
   local now = os.time()
+  -- the editor's width less the `N: ` before each item of Neovim's own picker (inputlist), and its
+  -- last column: the message area wraps a line that fills it
+  local width = vim.o.columns - 1 - #('%d: '):format(#items)
   vim.ui.select(items, {
     prompt = all and 'Pi sessions of all folders' or ('Pi sessions of %s'):format(cwd),
     kind = 'pi_session',
     format_item = function(item)
-      return item == M.ALL_SESSIONS and item or M.format(item, now, all)
+      return item == M.ALL_SESSIONS and item or M.format(item, now, all, width)
     end,
   }, function(item)
     if item == M.ALL_SESSIONS then

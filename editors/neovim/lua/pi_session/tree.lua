@@ -190,7 +190,9 @@ local function render(buf, focus)
       state.notice or '',
     }
     if #drawn == 0 then
-      table.insert(lines, ('(no entries match the filter "%s")'):format(state.filter))
+      -- an empty file is not a filter hiding everything
+      local empty = state.entry_count == 0
+      table.insert(lines, empty and '(the session has no entries yet)' or ('(no entries match the filter "%s")'):format(state.filter))
       table.insert(drawn_items, {})
     end
     vim.list_extend(lines, drawn)
@@ -281,6 +283,7 @@ function M.refresh(buf, now)
       end
       info = not info_err and info or nil
       state.notice = M.skipped_notice(info)
+      state.entry_count = type(info) == 'table' and info.entryCount or nil
       tree:load(tree.top, { offset = 0 }, function(err)
         if err then
           return finish(err)

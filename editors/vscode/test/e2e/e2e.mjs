@@ -33,6 +33,41 @@ const visible = (locator, timeout) => locator.first().waitFor({ timeout }).then(
 const squash = (text) => text.replace(/\s+/g, ' ').trim();
 const shot = (page, name) => page.screenshot({ path: path.join(OUT, name) });
 
+/**
+ * The text an element shows: of each piece of its text, what the boxes clipping it leave in view
+ * (innerText has all of it, cut off or not), a cut piece ending in "…"; hidden pieces left out.
+ */
+async function shownText(locator) {
+  return locator.evaluate((element) => {
+    const ELLIPSIS_PX = 12; // a cut line ends in "…", drawn over its last characters
+    const pieces = [];
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!node.data.trim() || node.parentElement.getClientRects().length === 0) continue;
+      let left = -Infinity, right = Infinity, cut = false;
+      for (let box = node.parentElement; box && box !== element.parentElement; box = box.parentElement) {
+        if (getComputedStyle(box).overflowX === 'visible') continue;
+        const rect = box.getBoundingClientRect();
+        left = Math.max(left, rect.left);
+        right = Math.min(right, rect.right);
+        cut ||= box.scrollWidth > box.clientWidth;
+      }
+      if (cut) right -= ELLIPSIS_PX;
+      const range = document.createRange();
+      range.setStart(node, 0);
+      let shown = 0;
+      for (let end = 1; end <= node.length; end++) {
+        range.setEnd(node, end);
+        const rect = range.getBoundingClientRect();
+        if (rect.right > right || rect.left < left) break;
+        shown = end;
+      }
+      pieces.push(shown < node.length ? `${node.data.slice(0, shown)}…` : node.data);
+    }
+    return pieces.join(' ').replace(/\s+/g, ' ').trim();
+  });
+}
+
 async function runCommand(page, title) {
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
@@ -530,10 +565,33 @@ try {
     && pickTexts.every((text, i) => i === 0 || text.includes('~/agent/sessions/--')); // e2e.sh's HOME holds the agent folder
   check('Open Session lists the folder\'s two sessions newest first, under "All sessions...", their files as ~/...',
     pickListed && kinds.join(',') === 'all,named,older' && described, pickTexts.join(' | ').slice(0, 400));
+  // what identifies a session stays in view: its title, its file's name (VS Code's quick pick is
+  // 62% of the window and at most 600 pixels wide: it holds pi's file name of 67 characters, not
+  // the folder before it; in a window 640 pixels wide, the name's start)
+  const pickerShows = async (width) => {
+    await page.setViewportSize({ width, height: 1000 });
+    await page.waitForTimeout(800);
+    if (!(await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 2000))) {
+      await runCommand(page, 'Pi Session: Open Session...'); // (the resize closed it)
+      await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 60_000);
+    }
+    const shown = [];
+    for (const title of ['Picker named session', 'An older question for the picker']) {
+      shown.push(await shownText(pickRows.filter({ hasText: title }).first()));
+    }
+    return shown;
+  };
+  const FILE_NAMES = [/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a2\.jsonl/,
+    /2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1\.jsonl/];
+  const wide = await pickerShows(1600);
+  check('the picker shows each session\'s title and its file\'s name whole',
+    wide[0].startsWith('Picker named session') && FILE_NAMES[0].test(wide[0])
+      && wide[1].startsWith('An older question for the picker') && FILE_NAMES[1].test(wide[1]), wide.join(' | '));
   await shot(page, 'e2e-picker.png');
-  // how it looks in a narrow window
-  await page.setViewportSize({ width: 640, height: 1000 });
-  await page.waitForTimeout(800);
+  const narrow = await pickerShows(640);
+  check('in a window 640 pixels wide it shows each title and the start of its file\'s name',
+    narrow[0].startsWith('Picker named session') && /T\d\d-\d\d-\d\d-\d{3}Z_0199e2e0/.test(narrow[0])
+      && narrow[1].startsWith('An older question for the picker') && narrow[1].includes('2026-01-05T09-00-00-000Z_0199e2e0'), narrow.join(' | '));
   await shot(page, 'e2e-picker-narrow.png');
   await page.setViewportSize({ width: 1600, height: 1000 });
   await page.waitForTimeout(800);

@@ -57,7 +57,7 @@ test('an item: title, when and messages, and the file; the folder too in all ses
   const item = picker.sessionItem(session, NOW, false);
   assert.equal(item.label, 'hello there');
   assert.equal(item.description, '1 hour ago · 1 message');
-  assert.equal(item.detail, session.path);
+  assert.equal(item.detail, 's1.jsonl · /agent/sessions/--w-proj--'); // the name first: a narrow picker cuts the end
   assert.equal(item.session, session);
   assert.equal(item.buttons[0].tooltip, 'Open as Text');
   assert.equal(picker.sessionItem({ ...session, messageCount: 1234 }, NOW, true).description, '1 hour ago · 1,234 messages · /w/proj');
@@ -67,10 +67,12 @@ test('a file and a folder under the home folder show as ~/...; the item still op
   const home = '/home/ann';
   const session = listed('s1', { path: '/home/ann/.pi/agent/sessions/--home-ann-proj--/s1.jsonl', cwd: '/home/ann/proj' });
   const item = picker.sessionItem(session, NOW, true, home);
-  assert.equal(item.detail, '~/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
+  assert.equal(item.detail, 's1.jsonl · ~/.pi/agent/sessions/--home-ann-proj--');
   assert.match(item.description, / · ~\/proj$/);
   assert.equal(item.session.path, '/home/ann/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
-  assert.equal(picker.sessionItem(session, NOW, false, '/home/ann/').detail, '~/.pi/agent/sessions/--home-ann-proj--/s1.jsonl');
+  assert.equal(picker.sessionItem(session, NOW, false, '/home/ann/').detail, 's1.jsonl · ~/.pi/agent/sessions/--home-ann-proj--');
+  assert.equal(picker.fileThenFolder('/s1.jsonl', home), 's1.jsonl · /');
+  assert.equal(picker.fileThenFolder('s1.jsonl', home), 's1.jsonl');
   // elsewhere, or only sharing the home folder's first letters: as it is
   assert.equal(picker.homeRelative('/home/anna/s.jsonl', home), '/home/anna/s.jsonl');
   assert.equal(picker.homeRelative('/var/tmp/s.jsonl', home), '/var/tmp/s.jsonl');
@@ -81,7 +83,7 @@ test('a file and a folder under the home folder show as ~/...; the item still op
 test("a session's own $(name) text shows as written, not as an icon", () => {
   const item = picker.sessionItem(listed('s1', { firstMessage: 'echo $(whoami)', path: '/a/$(x).jsonl' }), NOW, false);
   assert.equal(item.label, 'echo \\$(whoami)');
-  assert.equal(item.detail, '/a/\\$(x).jsonl');
+  assert.equal(item.detail, '\\$(x).jsonl · /a');
 });
 
 /** The extension activated with no session open, a workspace folder (or none), and a server answering `listing`. */
