@@ -409,7 +409,11 @@ class Extension {
     const uri = editor.document.uri;
     const found = await this.request<LineEntry | null>(Methods.getEntryAtLine, { uri: this.wireUri(uri), line: editor.selection.active.line });
     const node = found ?? undefined;
-    if (!node && required) throw new Error('put the cursor on an entry line (not the header or a blank line)');
+    if (!node && required) {
+      // a line without an entry may be a damaged one pi skips, not only the header or a blank line
+      const line = editor.selection.active.line + 1;
+      throw new Error(`line ${line} holds no entry pi reads (the header, a blank line, or a line pi skips): put the cursor on an entry`);
+    }
     return { uri, node };
   }
 
