@@ -22,17 +22,19 @@ _UNDER_LAST, _UNDER_MIDDLE = "   ", "│  "
 
 def tree_text_lines(
     roots: Sequence[DrawnNode],
-    row: Callable[[Any], tuple[str, str]],
+    row: Callable[[Any], tuple[Any, str]],
     leaf_id: Any = None,
-    on_leaf_path: Iterable[str] = (),
+    on_leaf_path: Iterable[Any] = (),
 ) -> Iterator[str]:
-    """Lines of the drawn tree, one at a time; ``*`` marks the path to the leaf, ``<- leaf`` the
-    leaf itself. A generator: every branch point indents what follows it, so the text of a session
+    """Lines of the drawn tree, one at a time; ``*`` marks the path to the leaf (the rows whose id,
+    as ``row`` gives it, is in ``on_leaf_path``), ``<- leaf`` the leaf itself (the rows whose id
+    equals ``leaf_id``). A generator: every branch point indents what follows it, so the text of a session
     with thousands of branch points on a path grows with the square of its depth (gigabytes for a
     deep one), more than a caller should hold at once. Iterative (trees can be hundreds of
     thousands of levels deep); a chain of single children keeps its prefix, so most rows cost a
     lookup and a concatenation."""
-    path = set(on_leaf_path)
+    # (a set given is taken as it is: a session's path can be hundreds of thousands of ids long)
+    path = on_leaf_path if isinstance(on_leaf_path, (set, frozenset)) else set(on_leaf_path)
     # (node, prefix of its line and marker's place, prefix for its children)
     stack: list[tuple[Any, str, str]] = []
     push, pop = stack.append, stack.pop
