@@ -59,11 +59,16 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
         return index_key(entry.id), one_terminal_line(text)
 
     leaf = index_key(manager.get_leaf_id())
-    on_path = {index_key(e.id) for e in manager.get_branch()}
+    branch = manager.get_branch()
     roots = manager.get_tree()
     if not unique:
         roots = expanded_once(roots)
-    yield from tree_text_lines(roots, row, leaf, on_path)
+    # ids all distinct and the path down from a root (not cut short by a cycle of parents): the
+    # walk meets its entries in its order, each once, told without a set of them all
+    in_order = unique and bool(branch) and any(root.entry is branch[0] for root in roots)
+    on_path = [index_key(e.id) for e in branch] if in_order else {index_key(e.id) for e in branch}
+    del branch
+    yield from tree_text_lines(roots, row, leaf, on_path, path_in_walk_order=in_order)
 
 
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
