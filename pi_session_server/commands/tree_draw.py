@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..format.gcpause import gc_paused
-from ..format.jsvalue import ABSENT, js_string_of
+from ..format.jsvalue import ABSENT, index_key, js_string_of
 from ..render.terminal_text import one_terminal_line
 from ..render.tree_text import tree_text_lines
 from ..session import SessionManager, view_store
@@ -34,14 +34,19 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     if cache is None:
         cache = PreviewCache()
     cache.prefetch(entries)  # every line not scanned read once, for the previews and the tool calls
-    tool_calls = cache.collect_tool_calls(entries)
-    preview_of = cache.previews_once()  # one walk: every preview is known, and let go once drawn
+    tool_calls = cache.tool_calls_once(entries)
+    del entries
+    # (no node hangs in two places otherwise: each entry is drawn once, its preview let go then)
+    unique = manager.has_unique_ids()
+    # one walk: every preview is known, cut to what a row shows (more than ``width``: cut by the row)
+    preview_of = cache.previews_once(tool_calls, asked_once=unique, longest=width + 1)
+    del tool_calls
     cut = width - 1
 
-    def row(node: TreeNode) -> tuple[str, str]:
+    def row(node: TreeNode) -> tuple[Any, str]:
         entry = node.entry
         # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
-        text = preview_of(entry, tool_calls) or f"[{js_string_of(entry.type)}]"
+        text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
         if len(text) > width:
             text = text[:cut] + "…"
         label = node.label
@@ -49,14 +54,21 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
             label = js_string_of(label)
             if label:
                 text = f"{text}  [{label}]"
-        return js_string_of(entry.id), one_terminal_line(text)  # (the id is compared, never printed)
+        # the id as pi's selector tells entries apart (never printed): its path is a Set of ids, the
+        # leaf compared with ===, which keys of JSON values say alike (1 and "1" are two ids)
+        return index_key(entry.id), one_terminal_line(text)
 
-    leaf = js_string_of(manager.get_leaf_id())
-    on_path = [js_string_of(e.id) for e in manager.get_branch()]
+    leaf = index_key(manager.get_leaf_id())
+    branch = manager.get_branch()
     roots = manager.get_tree()
-    if not manager.has_unique_ids():  # (no node hangs in two places otherwise: no set of them all)
+    if not unique:
         roots = expanded_once(roots)
-    yield from tree_text_lines(roots, row, leaf, on_path)
+    # ids all distinct and the path down from a root (not cut short by a cycle of parents): the
+    # walk meets its entries in its order, each once, told without a set of them all
+    in_order = unique and bool(branch) and any(root.entry is branch[0] for root in roots)
+    on_path = [index_key(e.id) for e in branch] if in_order else {index_key(e.id) for e in branch}
+    del branch
+    yield from tree_text_lines(roots, row, leaf, on_path, path_in_walk_order=in_order)
 
 
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
@@ -65,7 +77,8 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
     # the open's entries, previews and rows hold no cycles: the collector would walk them again and again
     with gc_paused():
         cache = PreviewCache()
-        with cache.made_while_scanning():  # the file read once: the previews made as the open reads it
+        # the file read once: the previews made as the open reads it, no longer than a row shows
+        with cache.made_while_scanning(longest=args.width + 1):
             manager = open_to_look(path, args.pi, index=args.index)
         lines = tree_lines(manager, args.width, cache)
         # held by the rows alone: each preview goes once its row is drawn

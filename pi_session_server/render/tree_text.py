@@ -7,7 +7,7 @@ them into another shape first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 
@@ -18,21 +18,35 @@ class DrawnNode(Protocol):
 
 _LAST, _MIDDLE = "└─ ", "├─ "
 _UNDER_LAST, _UNDER_MIDDLE = "   ", "│  "
+_NO_ROW = object()  # equal to no row's id: the path's ids were all met
 
 
 def tree_text_lines(
     roots: Sequence[DrawnNode],
-    row: Callable[[Any], tuple[str, str]],
+    row: Callable[[Any], tuple[Any, str]],
     leaf_id: Any = None,
-    on_leaf_path: Iterable[str] = (),
+    on_leaf_path: Iterable[Any] = (),
+    *,
+    path_in_walk_order: bool = False,
 ) -> Iterator[str]:
-    """Lines of the drawn tree, one at a time; ``*`` marks the path to the leaf, ``<- leaf`` the
-    leaf itself. A generator: every branch point indents what follows it, so the text of a session
+    """Lines of the drawn tree, one at a time; ``*`` marks the path to the leaf (the rows whose id,
+    as ``row`` gives it, is in ``on_leaf_path``), ``<- leaf`` the leaf itself (the rows whose id
+    equals ``leaf_id``). ``path_in_walk_order``: ``on_leaf_path`` is a sequence, the ids of rows
+    the walk meets in that order, each once, and no other row has one of them (a path from a root
+    down, in a tree whose ids are all distinct): each row's id is compared with the next of them,
+    without a set of them all (a path can be hundreds of thousands of rows long). A generator: every branch point indents what follows it, so the text of a session
     with thousands of branch points on a path grows with the square of its depth (gigabytes for a
     deep one), more than a caller should hold at once. Iterative (trees can be hundreds of
     thousands of levels deep); a chain of single children keeps its prefix, so most rows cost a
     lookup and a concatenation."""
-    path = set(on_leaf_path)
+    if path_in_walk_order:
+        ordered = on_leaf_path if isinstance(on_leaf_path, Sequence) else list(on_leaf_path)
+        path: Container[Any] = ()
+    else:  # (a set given is taken as it is)
+        ordered = ()
+        path = on_leaf_path if isinstance(on_leaf_path, (set, frozenset)) else set(on_leaf_path)
+    met = 0  # how many of ``ordered`` the walk met
+    following = ordered[0] if ordered else _NO_ROW
     # (node, prefix of its line and marker's place, prefix for its children)
     stack: list[tuple[Any, str, str]] = []
     push, pop = stack.append, stack.pop
@@ -42,7 +56,12 @@ def tree_text_lines(
         on_path, off_path = prefix + "* ", prefix + "  "
         while True:  # down a chain of single children, which share their prefixes
             node_id, text = row(node)
-            line = (on_path if node_id in path else off_path) + text
+            if node_id == following:
+                line = on_path + text
+                met += 1
+                following = ordered[met] if met < len(ordered) else _NO_ROW
+            else:
+                line = (on_path if node_id in path else off_path) + text
             children = node.children
             count = len(children)
             if count > 1:

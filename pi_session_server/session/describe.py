@@ -17,7 +17,7 @@ import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any, Final, TypeVar
 
 from ..format.entry import Entry, ObservedHead
@@ -389,6 +389,7 @@ class PreviewCache:
         "_misses_in_all",
         "_previous",
         "_scanned",
+        "_scanned_calls",
         "_silences",
         "_silences_new",
         "_silences_read",
@@ -435,6 +436,8 @@ class PreviewCache:
         self._silences_read = 0  # how many (they count as misses towards the kept silent turns)
         self._silences_new = 0  # how many since they were last kept (see has_new_previews)
         self._scanned: preview_store.Made | None = None  # what the scans made (made_while_scanning)
+        # the tool calls a scan for the one walk gathered, and the assistant messages they are of
+        self._scanned_calls: tuple[ToolCalls, list[Any]] | None = None
 
     def _load_stored(self, entries: list[Any], fd: int | None = None) -> int:
         """Take what the file's stored previews hold (see preview_store), once. A tool result's
@@ -550,6 +553,35 @@ class PreviewCache:
             for call_key, call in found[1]:
                 calls[call_key] = call
         self.calls = kept
+        return calls
+
+    def tool_calls_once(self, entries: list[Any]) -> ToolCalls:
+        """:meth:`collect_tool_calls` for the one walk of :meth:`previews_once`, which follows it:
+        the facts of each assistant message go as its calls are taken (that walk asks no more of
+        them), so that they and the calls are not both held whole. The calls a scan gathered for
+        this walk (:meth:`made_while_scanning`) are taken as they are when they are those of the
+        walk's assistant messages, in its order."""
+        self._load_stored(entries)
+        assistants = _assistants_among(entries)
+        scanned, self._scanned_calls = self._scanned_calls, None
+        if scanned is not None:
+            gathered, gathered_of = scanned
+            if len(gathered_of) == len(assistants) and all(map(is_, gathered_of, assistants)):
+                self.calls = {}
+                return gathered
+        known = self.calls
+        self.calls = {}
+        unknown = [e for e in assistants if _cached(known, e) is None]
+        for entry, value in _in_one_pass(unknown):
+            known[id(entry)] = _assistant_facts(entry, value)
+        take = known.pop
+        calls: ToolCalls = {}
+        for entry in assistants:  # in the walk's order: a later call with the same id wins
+            found = take(id(entry), None)
+            if found is None or found[0] is not entry:
+                found = _assistant_facts(entry)  # (a line the pass left out: read the usual way)
+            for call_key, call in found[1]:
+                calls[call_key] = call
         return calls
 
     def _facts(self, entry: Any) -> tuple[Any, list[tuple[Any, tuple[Any, Any]]], bool]:
@@ -674,39 +706,41 @@ class PreviewCache:
         return self._facts(entry)[1]
 
     @contextlib.contextmanager
-    def made_while_scanning(self) -> Iterator[None]:
+    def made_while_scanning(self, longest: int | None = None) -> Iterator[None]:
         """Within the block, the preview (and an assistant message's facts) of every entry a scan
         of this context decodes (a session opened without its index, or the lines it grew by) is
         made from its line while the scan holds it in memory (``scan.observing_lines``): a
         :meth:`prefetch` of these entries then reads nothing again. Kept as they come, in file
         order (see preview_store.Made), for prefetch to keep with the file's index, when they can
-        be kept there (the file is opened with an index: see preview_store.can_keep)."""
+        be kept there (the file is opened with an index: see preview_store.can_keep).
+
+        ``longest``: the previews are for the one walk of :meth:`previews_once`, which shows no
+        more than ``longest`` characters of each. Those not kept are cut so as they are made, and
+        of an assistant message only its tool calls are kept, gathered in file order for
+        :meth:`tool_calls_once` (its facts, a tuple and a list each, are not held for the session's
+        every message)."""
         parts, calls = self.parts, self.calls
         held_before = len(parts)
         made = self._scanned = preview_store.Made()
         made_entries, made_parts, made_assistants = made.entries, made.parts, made.assistants
         keeping: bool | None = None  # (known from the first entry: a scan reads one file)
+        one_walk = None if longest is None else _OneWalk(longest)
+        self._scanned_calls = None if one_walk is None else (one_walk.calls, one_walk.assistants)
 
         def take(entry: Entry, line: memoryview) -> None:
             nonlocal keeping
-            head = entry.message
-            if type(head) is ObservedHead and head.role == "toolResult" and entry.type == "message":
-                # its preview is all in the head the scan decoded: the line (most of the file's
-                # bytes are tool outputs) is not decoded again
-                part: str | _ToolResult = _ToolResult(head.toolCallId, _shared(head.toolName))
-                parts[id(entry)] = (entry, part)
-                facts = None
-            else:
-                value = line_value(line)
-                if value is None:
-                    return  # read the usual way, when prefetch finds it missing
-                part, facts = _part_and_facts(entry, value)
-                key = id(entry)
-                parts[key] = (entry, part)
-                if facts is not None:
-                    calls[key] = facts
+            made_here = _made_from_line(entry, line)
+            if made_here is None:
+                return  # read the usual way, when prefetch finds it missing
+            part, facts = made_here
             if keeping is None:
                 keeping = self.keep_in_walk and preview_store.can_keep(entry)
+            if one_walk is not None and not keeping:
+                part, facts = one_walk.take(entry, part, facts)
+            key = id(entry)
+            parts[key] = (entry, part)
+            if facts is not None:
+                calls[key] = facts
             if keeping:
                 if facts is not None:
                     made_assistants.append((len(made_entries), facts))
@@ -720,6 +754,8 @@ class PreviewCache:
             self._made += len(parts) - held_before
             if not keeping:
                 self._scanned = None
+            elif one_walk is not None:  # (the facts were kept: the calls are taken from them)
+                self._scanned_calls = None
 
     def prefetch(self, entries: Iterable[Any]) -> None:
         """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
@@ -879,20 +915,34 @@ class PreviewCache:
 
         return preview
 
-    def previews_once(self) -> Callable[[Any, ToolCalls], str]:
-        """A preview function for the one walk of a process that shows each entry once and walks
-        no more (the CLI's whole tree, after a :meth:`prefetch` of its entries): a part is let go
-        as its preview is made, so that the previews of the rows already written out are not held
-        while the rest of the tree is drawn. The facts of the assistant messages, and the walk's list
-        of entries, go now: the walk's tool calls are in the ToolCalls :meth:`collect_tool_calls`
-        gave, and a preview missed is made from its line alone."""
+    def previews_once(
+        self, tool_calls: ToolCalls, *, asked_once: bool, longest: int | None = None
+    ) -> Callable[[Any], str]:
+        """A preview function for the one walk of a process that walks its session once (the CLI's
+        whole tree, after a :meth:`prefetch` of its entries and :meth:`collect_tool_calls`, which
+        gave ``tool_calls``). What the previews are made of is cut to what the walk shows, before
+        it starts: the previews of the tool results are made now (their calls, with every call's
+        arguments, are not held through the walk unless it may ask an entry again), a preview longer
+        than ``longest`` characters is cut to ``longest`` (the caller cuts it shorter still), and the
+        facts of the assistant messages and the walk's list of entries go. ``asked_once``: the walk
+        asks each entry once: a preview is let go as it is made, so that those of the rows already
+        written out are not held while the rest is drawn (else they are held to the end, and a
+        preview missed is made from its line alone)."""
         self.calls = {}
         self._walked = []
         self._walk_positions = None
         home, part_of = self._start_walk()
-        take = self.parts.pop
+        parts = self.parts
+        for key, (entry, part) in parts.items():  # (the values replaced: the dict's size stays)
+            if type(part) is not str:
+                parts[key] = (entry, finish_preview(part, tool_calls, home)[:longest])
+            elif longest is not None and len(part) > longest:
+                parts[key] = (entry, part[:longest])
+        if asked_once:
+            tool_calls = {}  # (every entry of the walk has its preview: none is missed)
+        take = parts.pop if asked_once else parts.get
 
-        def preview(entry: Any, tool_calls: ToolCalls) -> str:
+        def preview(entry: Any) -> str:
             found = take(id(entry), None)
             part = found[1] if found is not None and found[0] is entry else part_of(entry)
             return part if type(part) is str else finish_preview(part, tool_calls, home)
@@ -939,6 +989,42 @@ class PreviewCache:
                 return found
         self._count_made(entry)
         return (entry, preview_part(entry))
+
+
+def _made_from_line(entry: Entry, line: memoryview) -> tuple[str | _ToolResult, Any] | None:
+    """``_part_and_facts`` of an entry a scan decoded, from its line (None: the line does not
+    decode into the preview's fields as JSON.parse reads it)."""
+    head = entry.message
+    if type(head) is ObservedHead and head.role == "toolResult" and entry.type == "message":
+        # its preview is all in the head the scan decoded: the line (most of the file's bytes are
+        # tool outputs) is not decoded again
+        return _ToolResult(head.toolCallId, _shared(head.toolName)), None
+    value = line_value(line)
+    return None if value is None else _part_and_facts(entry, value)
+
+
+class _OneWalk:
+    """What a scan keeps for the one walk of ``PreviewCache.previews_once`` (see
+    ``made_while_scanning``): previews cut to ``longest`` characters, and the tool calls of the
+    assistant messages, gathered in file order, with the messages they are of."""
+
+    __slots__ = ("assistants", "calls", "longest")
+
+    def __init__(self, longest: int) -> None:
+        self.longest = longest
+        self.calls: ToolCalls = {}
+        self.assistants: list[Any] = []
+
+    def take(self, entry: Any, part: str | _ToolResult, facts: Any) -> tuple[str | _ToolResult, None]:
+        """An entry's part and facts as the walk keeps them: the part cut, the facts' calls taken."""
+        if type(part) is str and len(part) > self.longest:
+            part = part[: self.longest]
+        if facts is not None:
+            self.assistants.append(entry)
+            calls = self.calls
+            for call_key, call in facts[1]:  # (a later call with the same id wins)
+                calls[call_key] = call
+        return part, None
 
 
 def _assistants_and_next_entries(

@@ -1402,8 +1402,9 @@ def test_held_and_read_lines_in_one_pass(tmp_path: Path):
 
 
 def test_a_walk_made_once_gives_the_previews_and_lets_them_go(tmp_path: Path, every_batch: None):
-    """``previews_once()`` (the tree command's one walk) gives the previews ``previews()`` gives,
-    and lets go of each once it is made."""
+    """``previews_once()`` (the tree command's one walk) gives the previews ``previews()`` gives
+    (cut to ``longest``), the tool results' made before the walk, and lets go of each once it is
+    made when the walk asks each entry once."""
     path = _write_session(tmp_path / "s.jsonl", list(range(len(ODD))), repeat=2)
     with SessionManager.open(str(path), read_only=True, index=False) as sm:
         entries = sm.get_entries()
@@ -1416,9 +1417,18 @@ def test_a_walk_made_once_gives_the_previews_and_lets_them_go(tmp_path: Path, ev
         cache.prefetch(entries)
         assert cache.parts
         calls = cache.collect_tool_calls(entries)
-        preview = cache.previews_once()
-        assert [preview(e, calls) for e in entries] == expected
+        preview = cache.previews_once(calls, asked_once=True)
+        assert not cache.calls and all(type(part) is str for _, part in cache.parts.values())
+        assert [preview(e) for e in entries] == expected
         assert not cache.parts
+        cache = PreviewCache("/home/u")  # a walk that may ask an entry again holds its previews
+        cache.prefetch(entries)
+        once = cache.tool_calls_once(entries)
+        assert once == calls and not cache.calls  # the calls taken, the facts let go
+        preview = cache.previews_once(once, asked_once=False, longest=12)
+        assert [preview(e) for e in entries] == [text[:12] for text in expected]
+        assert [preview(e) for e in entries] == [text[:12] for text in expected]
+        assert len(cache.parts) == len(entries)
 
 
 def test_a_fifo_renamed_over_the_file_after_its_identity_was_taken_is_not_waited_on(

@@ -14,7 +14,7 @@ import pytest
 
 from pi_session_server.cli import main
 from pi_session_server.commands import tree_draw
-from pi_session_server.format.jsvalue import ABSENT, js_string_of
+from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of
 from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.render.tree_text import tree_text_lines
 from pi_session_server.session import SessionManager, cache_dir, view_store
@@ -26,7 +26,8 @@ WIDTH = 40
 
 def _random_session(path: Path, seed: int) -> Path:
     """Entries hanging off random earlier ones (branch points), some ids used twice, some parents
-    missing (orphans), labels, tool calls answered by results (some results of calls never made)."""
+    missing (orphans), labels, tool calls answered by results (some results of calls never made,
+    some call ids used again by a later call), some lines with a lone surrogate."""
     rnd = random.Random(seed)
     lines = [S.header()]
     ids: list[str] = []
@@ -46,14 +47,16 @@ def _random_session(path: Path, seed: int) -> Path:
         elif kind < 0.55:
             made = tuple(
                 (
-                    f"call{n}_{k}",
+                    # now and then the id of an earlier call: the later one is shown
+                    rnd.choice(calls)[0] if calls and rnd.random() < 0.15 else f"call{n}_{k}",
                     rnd.choice(["read", "bash", "edit", "other_tool"]),
                     {"path": f"/home/u/f{k}", "command": words},
                 )
                 for k in range(rnd.randint(0, 2))
             )
             calls.extend((call_id, name) for call_id, name, _ in made)
-            lines.append(S.assistant(entry_id, parent, words, calls=made))
+            # now and then a lone surrogate: a line the previews' pass leaves out (read the usual way)
+            lines.append(S.assistant(entry_id, parent, words + "\ud800" * (rnd.random() < 0.1), calls=made))
         elif kind < 0.75:
             call_id, name = rnd.choice(calls) if calls and rnd.random() < 0.9 else ("nowhere", "read")
             lines.append(S.tool_result(entry_id, parent, call_id, words, name=name))
@@ -76,7 +79,7 @@ def _drawn_whole(path: Path) -> str:
         tool_calls = cache.collect_tool_calls(entries)
         preview_of = cache.previews()
 
-        def row(node: object) -> tuple[str, str]:
+        def row(node: object) -> tuple[object, str]:
             entry = node.entry  # type: ignore[attr-defined]
             text = preview_of(entry, tool_calls) or f"[{js_string_of(entry.type)}]"
             if len(text) > WIDTH:
@@ -84,10 +87,10 @@ def _drawn_whole(path: Path) -> str:
             label = node.label  # type: ignore[attr-defined]
             if label is not ABSENT and (label := js_string_of(label)):
                 text = f"{text}  [{label}]"
-            return js_string_of(entry.id), one_terminal_line(text)
+            return index_key(entry.id), one_terminal_line(text)
 
-        on_path = [js_string_of(e.id) for e in manager.get_branch()]
-        leaf = js_string_of(manager.get_leaf_id())
+        on_path = [index_key(e.id) for e in manager.get_branch()]
+        leaf = index_key(manager.get_leaf_id())
         lines = tree_text_lines(expanded_once(manager.get_tree()), row, leaf, on_path)
         return "".join(line + "\n" for line in lines)
 

@@ -86,3 +86,23 @@ def test_a_long_chain_below_branches_keeps_its_prefix():
         "     c3",
         "   * c4  <- leaf",
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(forest=forests(), data=st.data())
+def test_a_path_from_a_root_in_the_walk_s_order_marks_what_its_set_marks(
+    forest: tuple[list[Node], list[Node]], data: st.DataObject
+):
+    """A path down from a root, given in the walk's order, is told row by row without a set: the
+    rows marked are those a set of its ids marks."""
+    roots, nodes = forest
+    parent_of = {id(child): node for node in nodes for child in node.children}
+    node = data.draw(st.sampled_from(nodes))
+    path = [node.name]
+    while id(node) in parent_of:
+        node = parent_of[id(node)]
+        path.insert(0, node.name)
+    leaf = path[-1]
+    row = lambda node: (node.name, f"text of {node.name}")  # noqa: E731
+    drawn = list(tree_text_lines(roots, row, leaf, path, path_in_walk_order=True))
+    assert drawn == _drawn(roots, set(path), leaf)

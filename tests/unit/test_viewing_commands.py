@@ -187,6 +187,21 @@ def test_ids_with_control_characters_keep_their_path_and_leaf_marks(tmp_path: Pa
     assert rows[0].startswith("* ") and rows[1].startswith("* ") and rows[1].endswith("<- leaf"), drawn
 
 
+def test_the_leaf_and_its_path_are_told_by_pi_s_equality_of_ids(tmp_path: Path) -> None:
+    """pi marks the leaf with ``===`` and the path's entries by a Set of ids: an entry whose id is
+    the number 1 is neither the leaf "1" (a string) nor on its path, though both print as 1."""
+    path = tmp_path / "s.jsonl"
+    # (builders' user() with a number for an id: the entry as pi would read one)
+    lines = [S.header(), S.user(1, None, "the number"), S.user("1", None, "the string")]  # type: ignore[arg-type]
+    path.write_text("\n".join(lines) + "\n")
+    for args in (["tree", "--no-index"], ["tree"]):
+        drawn = _cli(*args, str(path), cwd=tmp_path).stdout.splitlines()
+        number = next(line for line in drawn if "the number" in line)
+        string = next(line for line in drawn if "the string" in line)
+        assert not number.lstrip("├└─ ").startswith("*") and not number.endswith("<- leaf"), drawn
+        assert string.lstrip("├└─ ").startswith("*") and string.endswith("<- leaf"), drawn
+
+
 def test_a_width_below_one_is_refused(tmp_path: Path) -> None:
     """A width of 0 or less cut nothing (a negative slice keeps almost the whole preview)."""
     for width in ("0", "-5"):
