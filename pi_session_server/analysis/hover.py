@@ -17,6 +17,7 @@ from typing import Any
 from ..format.dates import ms
 from ..format.jsjson import READABLE_DEPTH, dumps_pretty
 from ..format.jsvalue import ABSENT, get, js_string_of, truthy
+from ..render.editor_text import shown_line, shown_lines
 from . import lines as L
 from . import links
 from .diagnostics import is_forked
@@ -55,8 +56,8 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if info.kind == L.MALFORMED:
         glued = L.glued_problem(info)
         if glued is not None:
-            return f"**lines glued together** (line {line + 1}): {glued.message}", None
-        return f"**invalid JSON** (line {line + 1}): {info.problems[0].message}", None
+            return f"**lines glued together** (line {line + 1}): {_plain(glued.message)}", None
+        return f"**invalid JSON** (line {line + 1}): {_plain(info.problems[0].message)}", None
     if info.kind == L.NON_OBJECT:
         return "**not an entry**: valid JSON, but not an object; pi skips this line", None
     return None
@@ -101,7 +102,8 @@ def _written_again(raw: bytes, path: tuple[Any, ...], at: int) -> int:
 
 
 def _path_text(path: tuple[Any, ...]) -> str:
-    return ".".join(str(part) for part in path).replace("`", "'")
+    """A path of keys, for a code span (see :func:`_code`)."""
+    return shown_line(".".join(str(part) for part in path).replace("`", "'"))
 
 
 def _json_code(text: bytes) -> str:
@@ -115,20 +117,23 @@ def _json_code(text: bytes) -> str:
 
 
 def _code(value: Any) -> str:
-    """A value of the file in code (cut like message text): nothing in it reads as markdown."""
-    text = cut(js_string_of(value, TEXT_LIMIT + 1), TEXT_LIMIT).replace("`", "'")
+    """A value of the file in code (cut like message text): nothing in it reads as markdown (a code
+    span is on one line: a blank line in it would end it, and the paragraph)."""
+    text = shown_line(cut(js_string_of(value, TEXT_LIMIT + 1), TEXT_LIMIT).replace("`", "'"))
     return f"`{text}`"
 
 
 # What makes markdown of a line of text: emphasis, code, links and images, html, entities,
-# strikethrough, tables; and the "://" of a web address, which clients make a link of.
-_MARKDOWN = re.compile(r"[\\`*_\[\]<>!&~|#]|:(?=//)")
+# strikethrough, tables; and what clients make a link of: the "://" of a web address, the "." of
+# "www." and the "@" of an e-mail address (GitHub's autolinks, which VS Code's renderer follows).
+_MARKDOWN = re.compile(r"[\\`*_\[\]<>!&~|#@]|:(?=//)|(?<=www)\.", re.IGNORECASE)
 
 
 def _plain(text: str) -> str:
-    """Session text shown as it is in a line of markdown: an image it names is not fetched, a link
-    is not followed, and no emphasis or code passes for the hover's own."""
-    return _MARKDOWN.sub(lambda m: "\\" + m.group(0), text)
+    """Session text shown as it is in a line of markdown: on that one line (a line break in it
+    would start a heading, a list, a block of code), an image it names is not fetched, a link is
+    not followed, and no emphasis or code passes for the hover's own."""
+    return _MARKDOWN.sub(lambda m: "\\" + m.group(0), shown_line(text))
 
 
 def _num(x: Any) -> str:
@@ -330,6 +335,9 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _fence(text: str) -> str:
+    """Session text as a block of code: its lines as they are, a fence longer than any run of
+    backticks in it, so that nothing in it can close the block."""
+    text = shown_lines(text)
     fence = "```"
     while fence in text:
         fence += "`"
