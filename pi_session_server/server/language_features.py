@@ -47,7 +47,7 @@ import msgspec
 from lsprotocol import converters, types
 from pygls.exceptions import JsonRpcException
 
-from pi_session_server.analysis import autofix, navigation, repairs
+from pi_session_server.analysis import autofix, jsonpath, navigation, repairs
 from pi_session_server.analysis import completion as completion_mod
 from pi_session_server.analysis import hints as hints_mod
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
@@ -360,6 +360,7 @@ class LanguageFeatures:
 
         def close(_token: CancelToken) -> None:
             state.closed = True
+            jsonpath.forget_kept_facts()  # (a long line's bytes, kept for the hovers along it)
             if publish_empty and not self.client_pulls():
                 self._send(state, [])
             with self._queues_lock:
