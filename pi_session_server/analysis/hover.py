@@ -11,13 +11,12 @@ on an edited entry, which lines edit it), and a preview of the content. Tree fac
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..format.dates import ms
 from ..format.jsjson import READABLE_DEPTH, dumps_pretty
 from ..format.jsvalue import ABSENT, get, js_string_of, truthy
-from ..render.editor_text import shown_line, shown_lines
+from ..render.editor_text import markdown_plain, shown_line, shown_lines
 from . import lines as L
 from . import links
 from .diagnostics import is_forked
@@ -56,8 +55,8 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if info.kind == L.MALFORMED:
         glued = L.glued_problem(info)
         if glued is not None:
-            return f"**lines glued together** (line {line + 1}): {_plain(glued.message)}", None
-        return f"**invalid JSON** (line {line + 1}): {_plain(info.problems[0].message)}", None
+            return f"**lines glued together** (line {line + 1}): {markdown_plain(glued.message)}", None
+        return f"**invalid JSON** (line {line + 1}): {markdown_plain(info.problems[0].message)}", None
     if info.kind == L.NON_OBJECT:
         return "**not an entry**: valid JSON, but not an object; pi skips this line", None
     return None
@@ -123,19 +122,6 @@ def _code(value: Any) -> str:
     return f"`{text}`"
 
 
-# What makes markdown of a line of text: emphasis, code, links and images, html, entities,
-# strikethrough, tables; and what clients make a link of: the "://" of a web address, the "." of
-# "www." and the "@" of an e-mail address (GitHub's autolinks, which VS Code's renderer follows).
-_MARKDOWN = re.compile(r"[\\`*_\[\]<>!&~|#@]|:(?=//)|(?<=www)\.", re.IGNORECASE)
-
-
-def _plain(text: str) -> str:
-    """Session text shown as it is in a line of markdown: on that one line (a line break in it
-    would start a heading, a list, a block of code), an image it names is not fetched, a link is
-    not followed, and no emphasis or code passes for the hover's own."""
-    return _MARKDOWN.sub(lambda m: "\\" + m.group(0), shown_line(text))
-
-
 def _num(x: Any) -> str:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return "?"
@@ -157,7 +143,7 @@ def _time(ts: Any) -> str | None:
 
 def _title(info: LineInfo, bold_role: bool = True) -> str:
     if info.etype == "message" and isinstance(info.role, str):
-        role = _plain(cut(info.role))
+        role = markdown_plain(cut(info.role))
         return f"`message` · **{role}**" if bold_role else f"`message` · {role}"
     return _code(info.etype)
 
@@ -249,7 +235,9 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
     if parent is not ABSENT:
         out.append(f"**forked from** {_code(parent)}")
     if leaf is not None:
-        out.append(f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {_plain(quick_preview(leaf))}")
+        out.append(
+            f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {markdown_plain(quick_preview(leaf))}"
+        )
     return "\n\n".join(out)
 
 
@@ -281,7 +269,7 @@ def _message_facts(info: LineInfo, value: Any) -> list[str]:
         out.extend(_usage(get(message, "usage")))
         error = get(message, "errorMessage")
         if isinstance(error, str) and error:
-            out.append(f"**error** {_plain(one_line(error, 200))}")
+            out.append(f"**error** {markdown_plain(one_line(error, 200))}")
     elif info.role == "toolResult":
         flag = " · **error**" if get(message, "isError") is True else ""
         out.append(
@@ -297,7 +285,7 @@ def _summary_facts(info: LineInfo, value: Any) -> list[str]:
     out: list[str] = []
     if info.etype == "usage":
         out.append(
-            f"**{_plain(js_string_of(get(value, 'kind'), 80))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
+            f"**{markdown_plain(js_string_of(get(value, 'kind'), 80))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
         )
     if info.etype == "compaction":
         first_kept = get(value, "firstKeptEntryId")
@@ -359,7 +347,11 @@ def _blocks_markdown(content: Any) -> list[str]:
         elif btype == "thinking":
             text = get(block, "thinking")
             redacted = get(block, "redacted") is True
-            body = "(redacted)" if redacted else _plain(one_line(text if isinstance(text, str) else "", 400))
+            body = (
+                "(redacted)"
+                if redacted
+                else markdown_plain(one_line(text if isinstance(text, str) else "", 400))
+            )
             out.append(f"> *thinking:* {body}")
         elif btype == "toolCall":
             out.append(
@@ -371,7 +363,7 @@ def _blocks_markdown(content: Any) -> list[str]:
             size = human_size(len(data) * 3 // 4) if isinstance(data, str) else "?"
             out.append(f"**image** {_code(get(block, 'mimeType'))}, {size}")
         else:
-            out.append(f"*{_plain(js_string_of(btype, 80))} block*")
+            out.append(f"*{markdown_plain(js_string_of(btype, 80))} block*")
     return out
 
 
@@ -413,7 +405,7 @@ def summary_markdown(doc: SessionDocument, target: LineInfo) -> str:
     out = [
         f"**→ {_title(target, bold_role=False)}** {_entry_name(doc, target)} · line {target.line + 1}"
         + (f" · {when}" if when else ""),
-        _plain(quick_preview(target, 160)),
+        markdown_plain(quick_preview(target, 160)),
     ]
     label = current_label(doc, target)
     if label:

@@ -42,6 +42,9 @@ def entry(etype: str, entry_id: str, parent: str | None, **fields: object) -> st
 #   6 session_info              name with ESC and CR
 #   7, 8 a cycle                ids with ESC (its repair's title names them)
 #   9 invalid JSON              HTML that V8's message quotes
+#  10 context_edit of USER      its replacement an image in Markdown
+#  11 a message                 its role an image in Markdown
+#  12 context_edit of 11        (which names its role)
 SESSION = [
     dumps({"type": "session", "version": 3, "id": "s\x1b[1mid", "timestamp": TS, "cwd": "/w\x07ork"}),
     entry(
@@ -93,6 +96,11 @@ SESSION = [
     entry("message", CYCLE[0], CYCLE[1], message={"role": "user", "content": "loop", "timestamp": 4}),
     entry("message", CYCLE[1], CYCLE[0], message={"role": "user", "content": "loop", "timestamp": 5}),
     '{"type":<img src=http://evil.example/m.png>}',
+    entry(
+        "context_edit", "e1", "n1", targetId=USER, replacement={"content": "![p](http://evil.example/p.png)"}
+    ),
+    entry("message", "w1", "e1", message={"role": "![r](http://evil.example/r.png)", "content": "x"}),
+    entry("context_edit", "e2", "w1", targetId="w1", replacement=None),
 ]
 
 #: what an editor draws as nothing, as a box, or as a line break
@@ -163,6 +171,11 @@ async def test_hovers_show_session_text_as_code_or_plain_text(editor: Editor, ur
     assert "user: hi\\\\x1b\\[31m red next over sep \\<b\\>bold\\</b\\>" in reference
     malformed = await hover_at(editor, uri, 9, "img")
     assert "**invalid JSON**" in malformed and "Unexpected token '\\<'" in malformed
+    # what a context edit does, in words that quote its replacement and its target's role
+    replaced = await hover_at(editor, uri, 10, '"timestamp"')
+    assert "with the text “\\!\\[p\\](http\\://evil.example/p.png)”" in replaced
+    omitted = await hover_at(editor, uri, 12, '"timestamp"')
+    assert "**leaves out** line 12 (\\!\\[r\\](http\\://evil.example/r.png) message)" in omitted
 
 
 async def test_symbols_are_one_line(editor: Editor, uri: str) -> None:
