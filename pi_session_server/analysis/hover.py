@@ -318,23 +318,22 @@ def _usage(usage: Any) -> list[str]:
     return [line]
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… *({len(text) - limit:,} more characters)*"
-
-
-def _fence(text: str) -> str:
-    """Session text as a block of code: its lines as they are, a fence longer than any run of
-    backticks in it, so that nothing in it can close the block."""
-    text = shown_lines(text)
+def _fence(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Session text as a block of code: its first ``limit`` characters, their lines as they are, a
+    fence longer than any run of backticks in them, so that nothing in them can close the block;
+    how many more characters there are said after it (in the block, its emphasis would be text)."""
+    more = len(text) - limit
+    shown = shown_lines(text[:limit] + "…" if more > 0 else text)
     fence = "```"
-    while fence in text:
+    while fence in shown:
         fence += "`"
-    return f"{fence}text\n{text}\n{fence}"
+    block = f"{fence}text\n{shown}\n{fence}"
+    return f"{block}\n\n*({more:,} more characters)*" if more > 0 else block
 
 
 def _blocks_markdown(content: Any) -> list[str]:
     if isinstance(content, str):
-        return [_fence(_cut(content, TEXT_LIMIT))] if content else []
+        return [_fence(content)] if content else []
     if not isinstance(content, list):
         return []
     out = []
@@ -343,7 +342,7 @@ def _blocks_markdown(content: Any) -> list[str]:
         if btype == "text":
             text = get(block, "text")
             if isinstance(text, str) and text:
-                out.append(_fence(_cut(text, TEXT_LIMIT)))
+                out.append(_fence(text))
         elif btype == "thinking":
             text = get(block, "thinking")
             redacted = get(block, "redacted") is True
@@ -356,7 +355,7 @@ def _blocks_markdown(content: Any) -> list[str]:
         elif btype == "toolCall":
             out.append(
                 f"**tool call** {_code(get(block, 'name'))} {_code(get(block, 'id'))}\n\n"
-                + _fence(_cut(_arguments_text(get(block, "arguments")), ARGS_LIMIT))
+                + _fence(_arguments_text(get(block, "arguments")), ARGS_LIMIT)
             )
         elif btype == "image":
             data = get(block, "data")
@@ -384,14 +383,14 @@ def _preview(info: LineInfo, value: Any) -> str:
         message = get(value, "message")
         if info.role == "bashExecution":
             return _fence(
-                f"$ {js_string_of(get(message, 'command'))}\n{_cut(js_string_of(get(message, 'output')), TEXT_LIMIT)}"
+                f"$ {js_string_of(get(message, 'command'))}\n{js_string_of(get(message, 'output'))}"
             )
         return "\n\n".join(_blocks_markdown(get(message, "content")))
     if info.etype == "custom_message":
         return "\n\n".join(_blocks_markdown(get(value, "content")))
     if info.etype in ("compaction", "branch_summary"):
         summary = get(value, "summary")
-        return _fence(_cut(summary, TEXT_LIMIT)) if isinstance(summary, str) else ""
+        return _fence(summary) if isinstance(summary, str) else ""
     if info.etype == "context_edit":
         return "\n\n".join(_blocks_markdown(get(get(value, "replacement"), "content")))
     if info.etype == "session_info":
