@@ -21,8 +21,8 @@ keeps pygls for what it does well, through its public API only (tested against t
   replies to its own requests to the client, and the notifications nobody else knows: those
   messages are structured and handled by it (``structure_message`` / ``handle_message``), and it
   writes through the same writer (``set_writer``). A request for a method it has no handler for is
-  refused here, in the words of the server's other refusals (:func:`errors.method_not_found`). A big ``textDocument/didOpen`` may be taken before it is parsed
-  (:meth:`Connection.raw_route`).
+  refused here, in the words of the server's other refusals (:func:`errors.method_not_found`). A
+  big ``textDocument/didOpen`` may be taken before it is parsed (:meth:`Connection.raw_route`).
 * **writing**: :class:`FrameWriter`, safe from any thread: the loop's frames leave together at the
   end of its iteration, a worker's at once (a reply does not wait for the loop).
 * **cancelling**: ``$/cancelRequest`` for one of our requests cancels its job; others go to pygls.
