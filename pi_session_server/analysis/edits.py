@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..format.jsvalue import get, index_key, js_string_of, truthy
+from ..render.editor_text import markdown_plain
 from ..session.projection import EDITABLE_ROLES, edit_target_role
 from . import codes
 from .document import SessionDocument
@@ -246,14 +247,14 @@ def edit_effect(doc: SessionDocument, edit: LineInfo) -> EditEffect:
     if target is None:
         target = next((c for c in reversed(found.below) if c is tip or doc.tree.is_ancestor(c, tip)), None)
     if target is None:
-        what_named = describe_entry(found.below[-1] if found.below else found.named)
+        what_named = markdown_plain(describe_entry(found.below[-1] if found.below else found.named))
         return _no_effect(
             f"the entry it names ({what_named}) is not on the path {where}",
             "target off the branch",
             found.named,
         )
     omits = _replacement(doc, edit) is None
-    what = describe_entry(target)
+    what = markdown_plain(describe_entry(target))  # (in the hover's Markdown: a role is the session's)
     if not _contributes(doc, target):
         return _no_effect(
             f"{what} adds no message to the context", f"line {target.line + 1} adds no message", target
@@ -303,7 +304,7 @@ def _unusable(doc: SessionDocument, edit: LineInfo) -> EditEffect | None:
         )
     if is_malformed(edit):
         problem = next(p for p in edit.problems if p.code == codes.MALFORMED_CONTEXT_EDIT)
-        return _no_effect(f"not an edit (D10): {problem.message}", "malformed (D10)")
+        return _no_effect(f"not an edit (D10): {markdown_plain(problem.message)}", "malformed (D10)")
     if doc.is_v1():
         return _no_effect(
             "a version 1 file: pi's migration gives every entry a new id, so `targetId` names none",
@@ -357,12 +358,12 @@ def _replaced_by(doc: SessionDocument, edit: LineInfo, tip: LineInfo) -> LineInf
 
 def _content_words(content: Any) -> str:
     if isinstance(content, str):
-        return f"the text “{one_line(content, 120)}”"
+        return f"the text “{markdown_plain(one_line(content, 120))}”"
     blocks = content if isinstance(content, list) else []
     texts = [get(b, "text") for b in blocks if get(b, "type") == "text"]
     first = next((t for t in texts if isinstance(t, str) and t), None)
     count = f"{len(blocks)} block{'' if len(blocks) == 1 else 's'}"
-    return f"{count}" + (f", starting “{one_line(first, 120)}”" if first is not None else "")
+    return f"{count}" + (f", starting “{markdown_plain(one_line(first, 120))}”" if first is not None else "")
 
 
 __all__ = [

@@ -11,12 +11,12 @@ on an edited entry, which lines edit it), and a preview of the content. Tree fac
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..format.dates import ms
 from ..format.jsjson import READABLE_DEPTH, dumps_pretty
 from ..format.jsvalue import ABSENT, get, js_string_of, truthy
+from ..render.editor_text import markdown_plain, shown_line, shown_lines
 from . import lines as L
 from . import links
 from .diagnostics import is_forked
@@ -55,8 +55,8 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if info.kind == L.MALFORMED:
         glued = L.glued_problem(info)
         if glued is not None:
-            return f"**lines glued together** (line {line + 1}): {glued.message}", None
-        return f"**invalid JSON** (line {line + 1}): {info.problems[0].message}", None
+            return f"**lines glued together** (line {line + 1}): {markdown_plain(glued.message)}", None
+        return f"**invalid JSON** (line {line + 1}): {markdown_plain(info.problems[0].message)}", None
     if info.kind == L.NON_OBJECT:
         return "**not an entry**: valid JSON, but not an object; pi skips this line", None
     return None
@@ -101,7 +101,8 @@ def _written_again(raw: bytes, path: tuple[Any, ...], at: int) -> int:
 
 
 def _path_text(path: tuple[Any, ...]) -> str:
-    return ".".join(str(part) for part in path).replace("`", "'")
+    """A path of keys, for a code span (see :func:`_code`)."""
+    return shown_line(".".join(str(part) for part in path).replace("`", "'"))
 
 
 def _json_code(text: bytes) -> str:
@@ -115,20 +116,10 @@ def _json_code(text: bytes) -> str:
 
 
 def _code(value: Any) -> str:
-    """A value of the file in code (cut like message text): nothing in it reads as markdown."""
-    text = cut(js_string_of(value, TEXT_LIMIT + 1), TEXT_LIMIT).replace("`", "'")
+    """A value of the file in code (cut like message text): nothing in it reads as markdown (a code
+    span is on one line: a blank line in it would end it, and the paragraph)."""
+    text = shown_line(cut(js_string_of(value, TEXT_LIMIT + 1), TEXT_LIMIT).replace("`", "'"))
     return f"`{text}`"
-
-
-# What makes markdown of a line of text: emphasis, code, links and images, html, entities,
-# strikethrough, tables; and the "://" of a web address, which clients make a link of.
-_MARKDOWN = re.compile(r"[\\`*_\[\]<>!&~|#]|:(?=//)")
-
-
-def _plain(text: str) -> str:
-    """Session text shown as it is in a line of markdown: an image it names is not fetched, a link
-    is not followed, and no emphasis or code passes for the hover's own."""
-    return _MARKDOWN.sub(lambda m: "\\" + m.group(0), text)
 
 
 def _num(x: Any) -> str:
@@ -152,7 +143,7 @@ def _time(ts: Any) -> str | None:
 
 def _title(info: LineInfo, bold_role: bool = True) -> str:
     if info.etype == "message" and isinstance(info.role, str):
-        role = _plain(cut(info.role))
+        role = markdown_plain(cut(info.role))
         return f"`message` · **{role}**" if bold_role else f"`message` · {role}"
     return _code(info.etype)
 
@@ -244,7 +235,9 @@ def header_markdown(doc: SessionDocument, info: LineInfo) -> str:
     if parent is not ABSENT:
         out.append(f"**forked from** {_code(parent)}")
     if leaf is not None:
-        out.append(f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {_plain(quick_preview(leaf))}")
+        out.append(
+            f"**leaf**{_id_after(doc, leaf)} (line {leaf.line + 1}): {markdown_plain(quick_preview(leaf))}"
+        )
     return "\n\n".join(out)
 
 
@@ -276,7 +269,7 @@ def _message_facts(info: LineInfo, value: Any) -> list[str]:
         out.extend(_usage(get(message, "usage")))
         error = get(message, "errorMessage")
         if isinstance(error, str) and error:
-            out.append(f"**error** {_plain(one_line(error, 200))}")
+            out.append(f"**error** {markdown_plain(one_line(error, 200))}")
     elif info.role == "toolResult":
         flag = " · **error**" if get(message, "isError") is True else ""
         out.append(
@@ -292,7 +285,7 @@ def _summary_facts(info: LineInfo, value: Any) -> list[str]:
     out: list[str] = []
     if info.etype == "usage":
         out.append(
-            f"**{_plain(js_string_of(get(value, 'kind'), 80))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
+            f"**{markdown_plain(js_string_of(get(value, 'kind'), 80))}** · {_code(get(value, 'provider'))} / {_code(get(value, 'model'))}"
         )
     if info.etype == "compaction":
         first_kept = get(value, "firstKeptEntryId")
@@ -325,20 +318,22 @@ def _usage(usage: Any) -> list[str]:
     return [line]
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… *({len(text) - limit:,} more characters)*"
-
-
-def _fence(text: str) -> str:
+def _fence(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Session text as a block of code: its first ``limit`` characters, their lines as they are, a
+    fence longer than any run of backticks in them, so that nothing in them can close the block;
+    how many more characters there are said after it (in the block, its emphasis would be text)."""
+    more = len(text) - limit
+    shown = shown_lines(text[:limit] + "…" if more > 0 else text)
     fence = "```"
-    while fence in text:
+    while fence in shown:
         fence += "`"
-    return f"{fence}text\n{text}\n{fence}"
+    block = f"{fence}text\n{shown}\n{fence}"
+    return f"{block}\n\n*({more:,} more characters)*" if more > 0 else block
 
 
 def _blocks_markdown(content: Any) -> list[str]:
     if isinstance(content, str):
-        return [_fence(_cut(content, TEXT_LIMIT))] if content else []
+        return [_fence(content)] if content else []
     if not isinstance(content, list):
         return []
     out = []
@@ -347,23 +342,27 @@ def _blocks_markdown(content: Any) -> list[str]:
         if btype == "text":
             text = get(block, "text")
             if isinstance(text, str) and text:
-                out.append(_fence(_cut(text, TEXT_LIMIT)))
+                out.append(_fence(text))
         elif btype == "thinking":
             text = get(block, "thinking")
             redacted = get(block, "redacted") is True
-            body = "(redacted)" if redacted else _plain(one_line(text if isinstance(text, str) else "", 400))
+            body = (
+                "(redacted)"
+                if redacted
+                else markdown_plain(one_line(text if isinstance(text, str) else "", 400))
+            )
             out.append(f"> *thinking:* {body}")
         elif btype == "toolCall":
             out.append(
                 f"**tool call** {_code(get(block, 'name'))} {_code(get(block, 'id'))}\n\n"
-                + _fence(_cut(_arguments_text(get(block, "arguments")), ARGS_LIMIT))
+                + _fence(_arguments_text(get(block, "arguments")), ARGS_LIMIT)
             )
         elif btype == "image":
             data = get(block, "data")
             size = human_size(len(data) * 3 // 4) if isinstance(data, str) else "?"
             out.append(f"**image** {_code(get(block, 'mimeType'))}, {size}")
         else:
-            out.append(f"*{_plain(js_string_of(btype, 80))} block*")
+            out.append(f"*{markdown_plain(js_string_of(btype, 80))} block*")
     return out
 
 
@@ -384,14 +383,14 @@ def _preview(info: LineInfo, value: Any) -> str:
         message = get(value, "message")
         if info.role == "bashExecution":
             return _fence(
-                f"$ {js_string_of(get(message, 'command'))}\n{_cut(js_string_of(get(message, 'output')), TEXT_LIMIT)}"
+                f"$ {js_string_of(get(message, 'command'))}\n{js_string_of(get(message, 'output'))}"
             )
         return "\n\n".join(_blocks_markdown(get(message, "content")))
     if info.etype == "custom_message":
         return "\n\n".join(_blocks_markdown(get(value, "content")))
     if info.etype in ("compaction", "branch_summary"):
         summary = get(value, "summary")
-        return _fence(_cut(summary, TEXT_LIMIT)) if isinstance(summary, str) else ""
+        return _fence(summary) if isinstance(summary, str) else ""
     if info.etype == "context_edit":
         return "\n\n".join(_blocks_markdown(get(get(value, "replacement"), "content")))
     if info.etype == "session_info":
@@ -405,7 +404,7 @@ def summary_markdown(doc: SessionDocument, target: LineInfo) -> str:
     out = [
         f"**→ {_title(target, bold_role=False)}** {_entry_name(doc, target)} · line {target.line + 1}"
         + (f" · {when}" if when else ""),
-        _plain(quick_preview(target, 160)),
+        markdown_plain(quick_preview(target, 160)),
     ]
     label = current_label(doc, target)
     if label:

@@ -357,6 +357,14 @@ def _facts_of(raw: bytes) -> _LineFacts:
     return facts
 
 
+def forget_kept_facts() -> None:
+    """Let go of the facts kept for a long line, and so of its bytes: its document was closed
+    (whichever document's they are: a line of another one has them read again at its next
+    question, as before they were kept)."""
+    global _kept
+    _kept = None
+
+
 _MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 

@@ -4,7 +4,8 @@ A session holds what a model, a tool or a user wrote, control characters include
 an ESC sequence in a message or a label sets the title, the colours or the cursor of the terminal
 of whoever draws the session's tree or checks it, and a line break breaks the drawing. The C0 and
 C1 control characters, DEL and the JSON-legal line and paragraph separators are written as their
-escapes (``\\x1b``, ``\\u2028``) instead.
+escapes (``\\x1b``, ``\\u2028``) instead; text shown as lines of its own (a tool's output) keeps
+its line breaks and tabs.
 """
 
 from __future__ import annotations
@@ -25,3 +26,15 @@ _ANY_ESCAPED: Final = re.compile("[" + "".join(re.escape(chr(code)) for code in 
 def one_terminal_line(text: str) -> str:
     """``text`` with every control character as its escape."""
     return text.translate(_ESCAPES) if _ANY_ESCAPED.search(text) else text
+
+
+_LINES_ESCAPES: Final = {code: escape for code, escape in _ESCAPES.items() if code not in (0x09, 0x0A)}
+_ANY_LINES_ESCAPED: Final = re.compile("[" + "".join(re.escape(chr(code)) for code in _LINES_ESCAPES) + "]")
+
+
+def terminal_lines(text: str) -> str:
+    """``text`` as lines: its line breaks ("\\n", and "\\r\\n" as "\\n") and tabs kept, every other
+    control character (a lone "\\r" too: a terminal would write over the line) as its escape."""
+    if not _ANY_LINES_ESCAPED.search(text):
+        return text
+    return text.replace("\r\n", "\n").translate(_LINES_ESCAPES)

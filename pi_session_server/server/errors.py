@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from pi_session_server import errors as lib_errors
+from pi_session_server.render.editor_text import shown_line
 from pi_session_server.session.profiles import PROFILES
 
 INVALID_PARAMS = -32602
@@ -182,6 +183,28 @@ def quoted_start(text: str) -> str:
     """``text``, a string from a request an error message names, quoted: the start of it, "..."
     after the quote where more followed."""
     return repr(text[:MAX_SHOWN]) + ("..." if len(text) > MAX_SHOWN else "")
+
+
+#: characters of an error's own words (an exception's, a validator's) a message repeats: they may
+#: quote a value of the request whole
+MAX_DETAIL = 500
+
+
+def shown_detail(text: str) -> str:
+    """An error's own words in a message: their first line, its first :data:`MAX_DETAIL`
+    characters ("..." where more followed), on one line of an editor (control characters that a
+    value of the request brought in escaped, see :func:`~pi_session_server.render.editor_text.shown_line`)."""
+    lines = text[: MAX_DETAIL + 1].splitlines()
+    first = lines[0] if lines else ""
+    if len(first) > MAX_DETAIL or text[len(first) :].strip():
+        first = first[:MAX_DETAIL] + "..."
+    return shown_line(first)
+
+
+def method_not_found(method: str) -> str:
+    """The message of -32601, whichever part of the server answers it: the method's start, on
+    one line."""
+    return f"Method not found: {shown_line(shown_start(method))}"
 
 
 class RpcError(Exception):

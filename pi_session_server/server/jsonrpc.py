@@ -18,10 +18,11 @@ keeps pygls for what it does well, through its public API only (tested against t
   writes the reply: the loop never waits for one, and requests on one document or session keep
   their order because each is queued as it is read. pygls keeps the lifecycle (``initialize`` and
   the capabilities it announces from the features registered with it, ``shutdown``, ``exit``),
-  replies to its own requests to the client, and anything unknown: those messages are structured
-  and handled by it (``structure_message`` / ``handle_message``), and it writes through the same
-  writer (``set_writer``). A big ``textDocument/didOpen`` may be taken before it is parsed
-  (:meth:`Connection.raw_route`).
+  replies to its own requests to the client, and the notifications nobody else knows: those
+  messages are structured and handled by it (``structure_message`` / ``handle_message``), and it
+  writes through the same writer (``set_writer``). A request for a method it has no handler for is
+  refused here, in the words of the server's other refusals (:func:`errors.method_not_found`). A
+  big ``textDocument/didOpen`` may be taken before it is parsed (:meth:`Connection.raw_route`).
 * **writing**: :class:`FrameWriter`, safe from any thread: the loop's frames leave together at the
   end of its iteration, a worker's at once (a reply does not wait for the loop).
 * **cancelling**: ``$/cancelRequest`` for one of our requests cancels its job; others go to pygls.
@@ -59,7 +60,9 @@ from .errors import (
     MAX_SHOWN,
     REQUEST_CANCELLED,
     RpcError,
+    method_not_found,
     quoted_start,
+    shown_detail,
     shown_start,
 )
 from .framing import FrameDecoder, FramingError
@@ -190,6 +193,14 @@ def _encoded_id(message_id: Any) -> bytes:
         with contextlib.suppress(UnicodeEncodeError):
             return _encode_plain(message_id)
     return encode_value(message_id)
+
+
+def _shown_id(message_id: Any) -> str:
+    """A request id in an error message: a string quoted as the errors quote a client's string
+    (its start), any other id as its JSON."""
+    if type(message_id) is str:
+        return quoted_start(message_id)
+    return shown_start(_encoded_id(message_id).decode())
 
 
 def _scalar_id(value: Any) -> Any:
@@ -332,7 +343,7 @@ class Connection:
         try:
             return self._converter.structure(params, params_type)
         except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as error:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {_first_line(error)}") from None
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {_params_problem(error)}") from None
 
     def raw_route(self, method: str, take: Callable[[bytes], bool]) -> None:
         """Offer big bodies naming ``method`` to ``take(body)`` before parsing them; it returns
@@ -363,7 +374,11 @@ class Connection:
             encoded = result if type(result) is msgspec.Raw else encode_value(result)
         except Exception as error:
             logger.exception("cannot encode the result of %r", message_id)
-            self.send_error(message_id, INTERNAL_ERROR, f"Internal error: cannot encode the result: {error}")
+            self.send_error(
+                message_id,
+                INTERNAL_ERROR,
+                f"Internal error: cannot encode the result: {shown_detail(str(error))}",
+            )
             return
         head = b'{"jsonrpc":"2.0","id":%s,"result":' % _encoded_id(message_id)
         self.writer.write_frame(head, encoded, b"}")
@@ -377,12 +392,16 @@ class Connection:
     def send_exception(self, message_id: Any, error: BaseException) -> None:
         """The error reply for what a handler raised (never a traceback: those go to the log)."""
         if isinstance(error, (Cancelled, asyncio.CancelledError)):
-            self.send_error(message_id, REQUEST_CANCELLED, f"Request {message_id!r} was cancelled")
+            self.send_error(message_id, REQUEST_CANCELLED, f"Request {_shown_id(message_id)} was cancelled")
         elif isinstance(error, RpcError) or _is_pygls_error(error):
             self.send_error(message_id, error.code, error.message, error.data)  # type: ignore[attr-defined]
         else:
             logger.error("internal error answering %r", message_id, exc_info=error)
-            self.send_error(message_id, INTERNAL_ERROR, f"Internal error: {type(error).__name__}: {error}")
+            self.send_error(
+                message_id,
+                INTERNAL_ERROR,
+                f"Internal error: {type(error).__name__}: {shown_detail(str(error))}",
+            )
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -423,7 +442,7 @@ class Connection:
         """Dispatch the messages the framing completed, in order."""
         for item in frames:
             if isinstance(item, FramingError):
-                self.send_error(None, PARSE_ERROR, f"Parse error: {item}")
+                self.send_error(None, PARSE_ERROR, f"Parse error: {shown_detail(str(item))}")
                 continue
             try:
                 self.dispatch_body(item)
@@ -437,7 +456,7 @@ class Connection:
         try:
             message = parse_bytes(body)
         except Exception as error:  # noqa: BLE001 - the wire boundary: any unreadable body is answered -32700
-            self.send_error(None, PARSE_ERROR, f"Parse error: {error}")
+            self.send_error(None, PARSE_ERROR, f"Parse error: {shown_detail(str(error))}")
             return
         problem = _envelope_problem(message)
         if problem is not None:
@@ -496,9 +515,8 @@ class Connection:
 
     def _to_pygls(self, message: dict[str, Any]) -> None:
         method = message.get("method")
-        if "id" in message and type(method) is str and len(method) > MAX_SHOWN:
-            # no method has a name this long, and pygls' refusal would quote all of it
-            self.send_error(message["id"], METHOD_NOT_FOUND, f"Method not found: {shown_start(method)}")
+        if "id" in message and type(method) is str and not self._lsp_may_answer(method):
+            self.send_error(message["id"], METHOD_NOT_FOUND, method_not_found(method))
             return
         if self.protocol is None:
             if self._for_lsp is not None:  # being made
@@ -507,7 +525,7 @@ class Connection:
             if self._lsp is None:
                 logger.warning("no language server: %s dropped", message.get("method", "a reply"))
                 if "id" in message and "method" in message:
-                    self.send_error(message["id"], METHOD_NOT_FOUND, f"Method not found: {message['method']}")
+                    self.send_error(message["id"], METHOD_NOT_FOUND, method_not_found(message["method"]))
                 return
             self._for_lsp = [message]
             self._start_lsp(self._lsp)
@@ -518,7 +536,9 @@ class Connection:
             structured = self.protocol.structure_message(message)
         except JsonRpcException as error:
             if "id" in message and "method" in message:
-                self.send_error(message["id"], error.code, f"Invalid params: {error.message}", error.data)
+                self.send_error(
+                    message["id"], error.code, f"Invalid params: {shown_detail(error.message)}", error.data
+                )
             elif "id" in message:
                 # a reply we cannot read still ends the request it answers: its waiter gets an error
                 # instead of waiting forever (and keeping shutdown waiting for it)
@@ -528,6 +548,16 @@ class Connection:
                 logger.warning("dropping a malformed %s message", message.get("method", "reply"))
             return
         self.protocol.handle_message(structured)
+
+    def _lsp_may_answer(self, method: str) -> bool:
+        """Whether pygls has a handler for ``method`` (its own, or a feature registered with it);
+        until it is made, whether the name could be one's. A request for any other method is
+        refused here, in the words every other path refuses it with (pygls' own differ, and quote
+        the name whole)."""
+        if self.protocol is None:
+            return len(method) <= MAX_SHOWN  # (no method has a name this long)
+        features = self.protocol.fm
+        return method in features.builtin_features or method in features.features
 
     def _start_lsp(self, lsp: LanguageServerPart) -> None:
         """Import pygls on a thread, then make it on the loop and hand it what waited for it."""
@@ -553,7 +583,9 @@ class Connection:
             for message in waiting:
                 if "id" in message and "method" in message:
                     self.send_error(
-                        message["id"], INTERNAL_ERROR, f"Internal error: no language server: {failure}"
+                        message["id"],
+                        INTERNAL_ERROR,
+                        f"Internal error: no language server: {shown_detail(str(failure))}",
                     )
             return
         for message in waiting:  # in the order they came; the features have their routes now
@@ -679,18 +711,18 @@ def _is_pygls_error(error: BaseException) -> bool:
     return exceptions is not None and isinstance(error, exceptions.JsonRpcException)
 
 
-def _first_line(error: BaseException) -> str:
+def _params_problem(error: BaseException) -> str:
     """What is wrong with a request's params: for the protocol library's validation errors, each
     problem and the member it is in, as the client spelled it (``$.positions[1].character``), the
-    way the sidecar's own methods say it; else the error's first line."""
+    way the sidecar's own methods say it; else the error's first line (either bounded: they may
+    quote the value)."""
     import cattrs
     from cattrs.v import transform_error
 
     if isinstance(error, cattrs.BaseValidationError):
         problems = [_at_member(problem) for problem in transform_error(error, "$", _validation_problem)[:3]]
-        return "; ".join(problems)[:500]
-    text = str(error) or type(error).__name__
-    return text.splitlines()[0][:500]
+        return shown_detail("; ".join(problems))
+    return shown_detail(str(error) or type(error).__name__)
 
 
 def _validation_problem(error: BaseException, expected: Any) -> str:
@@ -795,5 +827,8 @@ def _error_reply(message_id: Any, error: Any) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",
         "id": message_id,
-        "error": {"code": error.code, "message": f"the client's reply was malformed: {error.message}"},
+        "error": {
+            "code": error.code,
+            "message": f"the client's reply was malformed: {shown_detail(error.message)}",
+        },
     }

@@ -47,7 +47,7 @@ import msgspec
 from lsprotocol import converters, types
 from pygls.exceptions import JsonRpcException
 
-from pi_session_server.analysis import autofix, navigation, repairs
+from pi_session_server.analysis import autofix, jsonpath, navigation, repairs
 from pi_session_server.analysis import completion as completion_mod
 from pi_session_server.analysis import hints as hints_mod
 from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
@@ -64,7 +64,7 @@ from pi_session_server.format.gcpause import gc_paused
 from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.regular_file import NotRegularFile, open_regular, open_regular_status
-from pi_session_server.render.terminal_text import one_terminal_line
+from pi_session_server.render.editor_text import shown_line
 from pi_session_server.session.profiles import Profile
 
 from .errors import INVALID_PARAMS, PiRpcError
@@ -127,13 +127,6 @@ def _asks_for(only: Sequence[str], kind: str) -> bool:
 
 def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
-
-
-def _message_shown(message: str) -> str:
-    """A diagnostic's message as an editor shows it on one line: its control characters (the raw
-    one V8 quotes in "Unexpected token", one in a quoted id) escaped as the terminal's ``check``
-    writes them, which an editor would draw as nothing, a box, or a broken line."""
-    return one_terminal_line(as_displayed(message))
 
 
 @dataclass(eq=False)
@@ -331,8 +324,10 @@ class LanguageFeatures:
                     types.WINDOW_SHOW_MESSAGE,
                     {
                         "type": types.MessageType.Error.value,
-                        "message": f"pi-session could not analyse {uri}: {type(error).__name__}: {error} "
-                        "(the server's log has the details)",
+                        "message": shown_line(
+                            f"pi-session could not analyse {uri}: {type(error).__name__}: {error} "
+                            "(the server's log has the details)"
+                        ),
                     },
                 )
                 raise
@@ -365,6 +360,7 @@ class LanguageFeatures:
 
         def close(_token: CancelToken) -> None:
             state.closed = True
+            jsonpath.forget_kept_facts()  # (a long line's bytes, kept for the hovers along it)
             if publish_empty and not self.client_pulls():
                 self._send(state, [])
             with self._queues_lock:
@@ -689,14 +685,14 @@ class LanguageFeatures:
         related = [
             types.DiagnosticRelatedInformation(
                 types.Location(state.uri, self.range(state, r.line, r.start, r.end)),
-                _message_shown(r.message),
+                shown_line(r.message),
             )
             for r in d.related
             if r.line < doc.line_count
         ]
         return types.Diagnostic(
             range=self.range(state, d.line, d.start, d.end),
-            message=_message_shown(d.message),
+            message=shown_line(d.message),
             severity=types.DiagnosticSeverity(int(d.severity)),
             code=d.code,
             source=SOURCE,
@@ -835,11 +831,11 @@ class LanguageFeatures:
         width = len(str(len(found.candidates)))
         items = [
             types.CompletionItem(
-                label=as_displayed(c.label),
+                label=shown_line(c.label),
                 kind=kind,
-                detail=as_displayed(c.detail),
+                detail=shown_line(c.detail),
                 sort_text=str(rank).zfill(width),  # the analysis's order: nearest entries first
-                filter_text=as_displayed(c.label),
+                filter_text=shown_line(c.label),
                 text_edit=types.TextEdit(replaced, c.new_text),
             )
             for rank, c in enumerate(found.candidates)
@@ -849,8 +845,8 @@ class LanguageFeatures:
     def document_symbols(self, state: DocState, _params: Any) -> list[types.DocumentSymbol]:
         def convert(sym: Symbol) -> types.DocumentSymbol:
             return types.DocumentSymbol(
-                name=as_displayed(sym.name or "(entry)"),
-                detail=as_displayed(sym.detail) if sym.detail else sym.detail,
+                name=shown_line(sym.name or "(entry)"),
+                detail=shown_line(sym.detail) if sym.detail else sym.detail,
                 kind=_SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
                 range=self.range(state, sym.line, 0, sym.end),
                 selection_range=self.range(state, sym.line, *sym.selection),
@@ -873,9 +869,9 @@ class LanguageFeatures:
         return [
             types.InlayHint(
                 self.position(state, h.line, h.offset),
-                as_displayed(h.label),
+                shown_line(h.label),
                 padding_left=True,
-                tooltip=as_displayed(h.tooltip) if isinstance(h.tooltip, str) else h.tooltip,
+                tooltip=shown_line(h.tooltip),
             )
             for h in hints_mod.inlay_hints(state.opened(), first, last)
         ]
@@ -883,7 +879,7 @@ class LanguageFeatures:
     def code_lenses(self, state: DocState, _params: Any) -> list[types.CodeLens]:
         return [
             types.CodeLens(
-                self.range(state, lens.line, 0, 0), command=types.Command(as_displayed(lens.title), "")
+                self.range(state, lens.line, 0, 0), command=types.Command(shown_line(lens.title), "")
             )
             for lens in hints_mod.code_lenses(state.opened())
         ]
@@ -942,7 +938,7 @@ class LanguageFeatures:
             if repair.image is not None and not self._image_movable(state, repair):
                 continue
             action = types.CodeAction(
-                title=as_displayed(repair.title),
+                title=shown_line(repair.title),
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[
                     self.lsp_diagnostic(state, d)
@@ -990,7 +986,7 @@ class LanguageFeatures:
     @staticmethod
     def _file_command(state: DocState, title: str, key: list[Any]) -> types.Command:
         return types.Command(
-            as_displayed(title), REPAIR_FILE, arguments=[state.uri, state.opened().version, key]
+            shown_line(title), REPAIR_FILE, arguments=[state.uri, state.opened().version, key]
         )
 
     def _fix_all_action(self, state: DocState, on_disk: bool = True) -> types.CodeAction | None:
@@ -1060,7 +1056,7 @@ class LanguageFeatures:
     def _image_command(state: DocState, repair: repairs.Repair) -> types.Command:
         doc = state.opened()
         return types.Command(
-            as_displayed(repair.title), EXTRACT_IMAGE, arguments=[state.uri, doc.version, list(repair.key)]
+            shown_line(repair.title), EXTRACT_IMAGE, arguments=[state.uri, doc.version, list(repair.key)]
         )
 
     def repair_file(self, state: DocState, version: Any, key: list[Any]) -> Any:
@@ -1093,7 +1089,10 @@ class LanguageFeatures:
         does not show what a command answers)."""
         self.server.notify(
             types.WINDOW_SHOW_MESSAGE,
-            {"type": types.MessageType.Warning.value, "message": f"pi-session: nothing repaired: {reason}"},
+            {
+                "type": types.MessageType.Warning.value,
+                "message": shown_line(f"pi-session: nothing repaired: {reason}"),
+            },
         )
         return {"applied": False, "reason": reason}
 
@@ -1122,7 +1121,9 @@ class LanguageFeatures:
                 edit.end,
                 edit.new_text.replace(plan.file_name, os.path.basename(target)),
             )
-        return types.ApplyWorkspaceEditParams(self.workspace_edit(state, [edit]), label=repair.title), target
+        return types.ApplyWorkspaceEditParams(
+            self.workspace_edit(state, [edit]), label=shown_line(repair.title)
+        ), target
 
 
 # ---------------------------------------------------------------------- helpers

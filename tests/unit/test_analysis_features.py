@@ -90,6 +90,8 @@ def test_hover_texts() -> None:
     assert found is not None
     text, span = found
     assert span is None and "more characters" in text and "**leaf**" not in text
+    # how much more there is, after the block (in it, its emphasis would be text)
+    assert text.endswith("x…\n```\n\n*(1,400 more characters)*")
     on_missing = hover(doc, 2, at(doc, 2, '"gone"'))
     assert on_missing is not None and "no entry has this id" in on_missing[0]
     assert hover(doc, 2, at(doc, 2, '"gone"'))[1] == (at(doc, 2, '"gone"') - 1, at(doc, 2, '"gone"') + 5)  # type: ignore[index]

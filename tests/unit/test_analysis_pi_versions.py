@@ -334,7 +334,8 @@ def test_hover_on_an_edit_says_what_it_does_to_the_context() -> None:
     texts = {n: hover(doc, n, 1)[0] for n in (4, 5, 6, 7)}  # type: ignore[index]
     assert "**no effect**: the edit on line 6, later on the path, replaces it (at the leaf)" in texts[4]
     assert "**replaces the content** of line 4 (toolResult message) at the leaf with 1 block" in texts[5]
-    assert "“[elided]”" in texts[5] and "**context replace** of `r`" in texts[5]
+    # (the replacement's text as plain text: its brackets escaped, they would make a link)
+    assert "“\\[elided\\]”" in texts[5] and "**context replace** of `r`" in texts[5]
     assert "with the text “shorter question”" in texts[6]
     assert "**leaves out** line 2 (user message) of the context on this edit's branch" in texts[7]
     target = hover(doc, 3, 1)[0]  # type: ignore[index]
