@@ -29,6 +29,7 @@ import {
 import { pythonExtensionInterpreter } from './pythonExtension';
 import * as serverCommand from './serverCommand';
 import { pickSession } from './sessionPicker';
+import { counted } from './words';
 import { FILTER_DESCRIPTIONS, FILTER_MODES, PI_VERSIONS, type FilterMode } from './settings';
 import { idText, type SkippedLines } from './treeModel';
 import { SessionTreeProvider } from './treeView';
@@ -555,7 +556,7 @@ class Extension {
     );
     const open = vscode.workspace.textDocuments.filter((d) => d.languageId === LANGUAGE_ID).map((d) => d.uri.toString());
     const problems = applyReports(this.checkDiagnostics, reports, new Set(open));
-    const message = `Pi Session: checked ${reports.length} session file(s), ${problems} problem(s).`;
+    const message = `Pi Session: checked ${counted(reports.length, 'session file')}, ${counted(problems, 'problem')}.`;
     this.log(message);
     if (problems > 0) void vscode.commands.executeCommand('workbench.actions.view.problems');
     void vscode.window.showInformationMessage(message);

@@ -4,6 +4,7 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { Methods, type ListedSession, type SessionsPage } from './protocol';
+import { counted } from './words';
 
 /** The first message is cut to this many characters: a title, not the message. */
 export const MAX_TEXT_CHARS = 200;
@@ -62,16 +63,12 @@ export function whenText(modified: string | null, now: number): string {
   if (!Number.isFinite(time)) return 'unknown time';
   const ago = now - time;
   if (ago < MINUTE) return 'just now'; // the future too: a clock ahead of this one
-  if (ago < HOUR) return plural(Math.floor(ago / MINUTE), 'minute') + ' ago';
-  if (ago < DAY) return plural(Math.floor(ago / HOUR), 'hour') + ' ago';
-  if (ago < RELATIVE_FOR) return plural(Math.floor(ago / DAY), 'day') + ' ago';
+  if (ago < HOUR) return counted(Math.floor(ago / MINUTE), 'minute') + ' ago';
+  if (ago < DAY) return counted(Math.floor(ago / HOUR), 'hour') + ' ago';
+  if (ago < RELATIVE_FOR) return counted(Math.floor(ago / DAY), 'day') + ' ago';
   const date = new Date(time);
   const two = (n: number) => String(n).padStart(2, '0');
   return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ${two(date.getHours())}:${two(date.getMinutes())}`;
-}
-
-function plural(count: number, unit: string): string {
-  return `${count.toLocaleString('en-US')} ${unit}${count === 1 ? '' : 's'}`;
 }
 
 /**
@@ -101,7 +98,7 @@ export function fileThenFolder(file: string, home: string): string {
  * sessions), which a narrow picker cuts first; below, its file's name, then the file's folder.
  */
 export function sessionItem(session: ListedSession, now: number, withFolder: boolean, home: string = os.homedir()): SessionItem {
-  const parts = [whenText(session.modified, now), plural(session.messageCount, 'message')];
+  const parts = [whenText(session.modified, now), counted(session.messageCount, 'message')];
   if (withFolder && session.cwd) parts.push(homeRelative(session.cwd, home));
   return {
     label: escapeIcons(sessionTitle(session)),

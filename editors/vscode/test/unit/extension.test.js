@@ -454,6 +454,7 @@ test('Check All Sessions runs "<cli> check --json" and fills the Problems panel'
   t.after(restore);
   const problems = await state.commands.get('piSession.checkAllSessions')();
   assert.equal(problems, 1);
+  assert.deepEqual(state.messages.info, ['Pi Session: checked 2 session files, 1 problem.']);
   const collection = state.diagnostics.get('pi-session-check');
   const diagnostics = collection.get('file:///s/broken.jsonl');
   assert.equal(diagnostics[0].message, 'malformed JSON line');
