@@ -1,6 +1,7 @@
 """Scale benchmarks of the language features, end to end against the real server process.
 
     .venv/bin/python bench/bench_language.py [--size-mb 100] [--hovers 300] [--appends 30]
+        [--long-line-mb 30] [--long-line-only]
 
 Figures printed (targets from issue 4):
 
@@ -12,6 +13,11 @@ Figures printed (targets from issue 4):
 3. one line appended to an open 1 MB and to an open 100 MB document -> the new diagnostics
    (target < 30 ms for both, i.e. flat in file size). Appends are spaced beyond the debounce
    interval, so each one measures the leading-edge publication.
+4. the outline (documentSymbol) and the inlay hints of the whole document of a session of about
+   8,000 lines holding one tool result of ``--long-line-mb`` (a base64 screenshot after a text with
+   an emoji), in process (from bytes and from the file) and through the server (sent by the editor,
+   and read from disk): best of several runs, as a ratio to the same session whose screenshot is a
+   few bytes, measured in the same run (target: about 1x).
 
 The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
 not inflate the figures; messages are prepared before the clock starts.
@@ -20,6 +26,7 @@ not inflate the figures; messages are prepared before the clock starts.
 from __future__ import annotations
 
 import argparse
+import base64
 import gc
 import json
 import os
@@ -43,6 +50,8 @@ import builders as S  # noqa: E402
 
 from pi_session_server.analysis.diagnostics import document_diagnostics, first_pass_diagnostics  # noqa: E402
 from pi_session_server.analysis.document import SessionDocument  # noqa: E402
+from pi_session_server.analysis.hints import inlay_hints  # noqa: E402
+from pi_session_server.analysis.symbols import document_symbols  # noqa: E402
 from pi_session_server.server.language_features import QUICK_OPEN_CHARS, json_string_bytes  # noqa: E402
 
 # ---------------------------------------------------------------------- a raw LSP client
@@ -254,6 +263,82 @@ def appends(client: RawClient, uri: str, lines: list[str], count: int) -> list[f
     return times
 
 
+def long_line_sessions(long_line_mb: int) -> tuple[Path, Path]:
+    """A generated session of about 8,000 lines with one tool result of ``long_line_mb`` of base64
+    in its middle, and the same session with a few bytes of it."""
+    paths = tuple(
+        Path(tempfile.gettempdir()) / f"pi-bench-long-line-{name}.jsonl"
+        for name in (f"{long_line_mb}mb", "base")
+    )
+    long_path, base_path = paths
+    if long_path.exists() and base_path.exists():
+        return long_path, base_path
+    lines = S.generate_session(20_000_000, seed=4).split(b"\n")
+    middle = len(lines) // 2
+    parent = json.loads(lines[middle - 1])["id"]
+    follower = json.loads(lines[middle])
+    follower["parentId"] = "screenshot"
+    shot = base64.b64encode(random.Random(4).randbytes(long_line_mb * 750_000)).decode()
+    for path, data in ((long_path, shot), (base_path, "iVBORw0KGgo=")):
+        line = S.tool_result(
+            "screenshot", parent, "call-shot", "the page 😀", "screenshot", ((data, "image/png"),)
+        )
+        rest = json.dumps(follower, ensure_ascii=False, separators=(",", ":"))
+        path.write_bytes(b"\n".join([*lines[:middle], line.encode(), rest.encode(), *lines[middle + 1 :]]))
+    return long_path, base_path
+
+
+def best(run: Any, times: int = 5) -> float:
+    spent = []
+    for _ in range(times):
+        start = time.perf_counter()
+        run()
+        spent.append(time.perf_counter() - start)
+    return min(spent)
+
+
+def outline_and_hints_in_process(path: Path) -> dict[str, float]:
+    found = {}
+    for how, doc in (
+        ("bytes", SessionDocument(path.read_bytes())),
+        ("file", SessionDocument.from_file(str(path))),
+    ):
+        found[f"symbols {how}"] = best(lambda doc=doc: document_symbols(doc))
+        found[f"hints {how}"] = best(lambda doc=doc: inlay_hints(doc))
+    return found
+
+
+def outline_and_hints_served(client: RawClient, path: Path) -> dict[str, float]:
+    text = path.read_text(encoding="utf-8")
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": text.count("\n") + 1, "character": 0}}
+    found = {}
+    sent = f"file:///bench/{path.name}"
+    client.send_frame(
+        client.notification_frame(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": sent, "languageId": "pi-session", "version": 1, "text": text}},
+        )
+    )
+    for how, uri in (("sent", sent), ("disk", path.as_uri())):
+        doc = {"textDocument": {"uri": uri}}
+        client.request("textDocument/documentSymbol", doc)  # (the document read, not timed)
+        found[f"symbols {how}"] = min(client.request("textDocument/documentSymbol", doc)[0] for _ in range(5))
+        found[f"hints {how}"] = min(
+            client.request("textDocument/inlayHint", {**doc, "range": whole})[0] for _ in range(5)
+        )
+    return found
+
+
+def print_long_line_case(
+    label: str, long_line_mb: int, with_it: dict[str, float], without: dict[str, float]
+) -> None:
+    print(
+        f"4. {label}, one {long_line_mb} MB line: "
+        + ", ".join(f"{what} {ms(with_it[what])} ({with_it[what] / without[what]:.2f}x)" for what in with_it)
+        + "  [target about 1x the session without it]"
+    )
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -270,7 +355,24 @@ def main() -> int:
     parser.add_argument("--size-mb", type=int, default=100)
     parser.add_argument("--hovers", type=int, default=300)
     parser.add_argument("--appends", type=int, default=30)
+    parser.add_argument("--long-line-mb", type=int, default=30)
+    parser.add_argument("--long-line-only", action="store_true", help="only the figures of 4.")
     args = parser.parse_args()
+
+    long_path, base_path = long_line_sessions(args.long_line_mb)
+    without = outline_and_hints_in_process(base_path)
+    print_long_line_case("in process", args.long_line_mb, outline_and_hints_in_process(long_path), without)
+    client = RawClient()
+    try:
+        client.initialize()
+        without = outline_and_hints_served(client, base_path)
+        print_long_line_case(
+            "through the server", args.long_line_mb, outline_and_hints_served(client, long_path), without
+        )
+    finally:
+        client.close()
+    if args.long_line_only:
+        return 0
 
     big_path = session_file(args.size_mb)
     small_path = session_file(1)

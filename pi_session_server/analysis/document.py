@@ -93,6 +93,11 @@ class _TextBytes:
     def length(self, place: int) -> int:
         return place & _LENGTH_MASK
 
+    def read_end(self, place: int, count: int) -> bytes:
+        """The last ``count`` bytes of the line at ``place`` (or all of it)."""
+        end = (place >> _LENGTH_BITS) + (place & _LENGTH_MASK)
+        return self.data[end - min(count, place & _LENGTH_MASK) : end]
+
 
 def _text_place(offset: int, length: int) -> int:
     return offset << _LENGTH_BITS | length
@@ -119,6 +124,12 @@ class _FileBytes:
 
     def length(self, place: int) -> int:
         return self.starts[place + 1] - 1 - self.starts[place]
+
+    def read_end(self, place: int, count: int) -> bytes:
+        """The last ``count`` bytes of the line at ``place`` (or all of it)."""
+        end = self.starts[place + 1] - 1
+        count = min(count, end - self.starts[place])
+        return os.pread(self.fd, count, end - count) if count > 0 else b""
 
     def __del__(self) -> None:
         with contextlib.suppress(OSError):
@@ -164,6 +175,13 @@ class FileLineInfo(LineInfo):
             return len(stored)
         source: _FileBytes | _TextBytes = self.source
         return source.length(stored)
+
+    def last_bytes(self, count: int) -> bytes:
+        stored = _RAW_SLOT.__get__(self, LineInfo)
+        if type(stored) is bytes:
+            return stored[-count:] if count > 0 else b""
+        source: _FileBytes | _TextBytes = self.source
+        return source.read_end(stored, count)
 
     @property
     def timestamp(self) -> Any:

@@ -46,12 +46,17 @@ LEAF_ICON = "$(target)"
 ICONS = {BRANCH_ICON: "⑂", LEAF_ICON: "●"}
 
 
+#: how much of a line's end :func:`_line_end` reads first (a line of a file is read from disk)
+_END_READ = 64
+
+
 def _line_end(info: LineInfo) -> int:
-    raw = info.raw
-    end = len(raw)
-    while end > 0 and raw[end - 1 : end] in (b"\r", b" ", b"\t"):
-        end -= 1
-    return end
+    """Where the line ends before its trailing blanks and carriage return."""
+    length = info.byte_length
+    tail = info.last_bytes(_END_READ)
+    if len(tail) < length and not tail.rstrip(b"\r \t"):  # blanks all along what was read
+        tail = info.raw
+    return length - len(tail) + len(tail.rstrip(b"\r \t"))
 
 
 def inlay_hints(doc: SessionDocument, first_line: int = 0, last_line: int | None = None) -> list[Hint]:

@@ -124,6 +124,11 @@ class LineInfo:
         """``len(raw)`` (a line of a file on disk answers without reading its bytes again)."""
         return len(self.raw)
 
+    def last_bytes(self, count: int) -> bytes:
+        """The last ``count`` bytes of ``raw`` or all of them (a line of a file on disk reads only
+        those)."""
+        return self.raw[-count:] if count > 0 else b""
+
 
 class BomLineInfo(LineInfo):
     """The file's first line, which starts with a byte order mark its facts were read past."""

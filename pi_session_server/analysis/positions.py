@@ -54,18 +54,57 @@ def to_column(raw: bytes, offset: int, encoding: str, errors: str = "surrogatepa
     inside = _is_continuation(raw, offset)
     if encoding == UTF8 and not inside:
         return offset
-    prefix = raw[:offset]
-    if prefix.isascii():
+    if raw[:offset].isascii():
         return offset
+    # A line can be an image's megabytes of base64 after one non-ASCII character: all but the last
+    # piece of the prefix are counted piece by piece, split where a character starts (so each decodes
+    # as it does in the whole line), and an ASCII piece without decoding it.
+    counted = start = 0
+    while offset - start > _PIECE:
+        end = _piece_end(raw, start)
+        if end >= offset:
+            break
+        piece = raw[start:end]
+        if piece.isascii() or encoding == UTF8:
+            counted += len(piece)
+        else:
+            counted += _units(piece.decode("utf-8", errors), encoding)
+        start = end
+    rest = raw[start:offset]
     if inside:
         # The decoder holds back the bytes of a character cut at the prefix's end, and only them
         # (invalid bytes are decoded as ``errors`` says, as in the whole line).
         decoder = _UTF8_DECODER(errors)
-        text = decoder.decode(prefix)
+        text = decoder.decode(rest)
         if encoding == UTF8:
             return offset - len(decoder.getstate()[0])
     else:
-        text = prefix.decode("utf-8", errors)
+        text = rest.decode("utf-8", errors)
+    return counted + _units(text, encoding)
+
+
+#: how much of a line :func:`to_column` decodes at once
+_PIECE = 1 << 16
+
+
+def _piece_end(raw: bytes, start: int) -> int:
+    """Where the piece of ``raw`` from ``start`` ends: about :data:`_PIECE` bytes on, where no
+    character is cut: before a character's first byte, or after three continuation bytes (no
+    character has more, so the bytes from there are stray ones)."""
+    end = start + _PIECE
+    for place in range(end, max(start, end - 4), -1):
+        if not _is_continuation(raw, place):
+            return place
+    if end - 3 > start:
+        return end
+    end = start + 1  # a piece shorter than the character at its start
+    while end < start + 4 and _is_continuation(raw, end):
+        end += 1
+    return end
+
+
+def _units(text: str, encoding: str) -> int:
+    """The length of ``text`` in ``encoding``'s units (UTF-16 or UTF-32)."""
     if encoding == UTF32 or _ASTRAL.search(text) is None:
         return len(text)
     return len(text) + len(_ASTRAL.findall(text))

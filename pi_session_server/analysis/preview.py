@@ -66,9 +66,11 @@ def _field(raw: bytes, name: str) -> str | None:
     return _unescape(m.group(1)) if m else None
 
 
-def quick_preview(info: LineInfo, limit: int = 80) -> str:
-    """``user: hello``, ``assistant: read(...)``, ``[compaction]``, ... from the raw line."""
-    raw = info.raw
+def quick_preview(info: LineInfo, limit: int = 80, raw: bytes | None = None) -> str:
+    """``user: hello``, ``assistant: read(...)``, ``[compaction]``, ... from the raw line (``raw``:
+    its bytes when the caller has them already)."""
+    if raw is None:
+        raw = info.raw
     if info.kind == L.HEADER:
         return "session header"
     if info.kind != L.ENTRY:

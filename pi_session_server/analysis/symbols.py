@@ -44,24 +44,27 @@ def symbol_kind(info: LineInfo) -> str:
     return js_string_of(info.etype)
 
 
-def symbol_name(doc: SessionDocument, info: LineInfo) -> str:
+def symbol_name(doc: SessionDocument, info: LineInfo, raw: bytes | None = None) -> str:
     """The entry as the outline names it: the preview of :func:`.preview.quick_preview`, and a
-    context edit as pi 1.6.0's tree selector shows it (``[context omit: <targetId>]``)."""
+    context edit as pi 1.6.0's tree selector shows it (``[context omit: <targetId>]``). ``raw``: the
+    line's bytes when the caller has them (a line of a file is read again each time they are asked
+    for)."""
     if info.etype == "context_edit":
         part = preview_part(full_value(info, doc.errors))
         if isinstance(part, str):
             return part
-    return quick_preview(info, 60)
+    return quick_preview(info, 60, raw)
 
 
 def _symbol(doc: SessionDocument, info: LineInfo, branch_children: int = 0) -> Symbol:
-    sel = value_span(info.raw, ("id",)) or (0, min(len(info.raw), 1))
+    raw = info.raw  # read once: a line of a file is read again each time it is asked for
+    sel = value_span(raw, ("id",)) or (0, min(len(raw), 1))
     detail = links.shown_id(doc, info)
     if branch_children > 1:
         detail += f" · {branch_children} branches"
     if info is doc.leaf():
         detail += " · leaf"
-    return Symbol(symbol_name(doc, info), detail, symbol_kind(info), info.line, text_end(info.raw), sel)
+    return Symbol(symbol_name(doc, info, raw), detail, symbol_kind(info), info.line, text_end(raw), sel)
 
 
 def document_symbols(doc: SessionDocument) -> list[Symbol]:

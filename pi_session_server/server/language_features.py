@@ -219,12 +219,16 @@ class LanguageFeatures:
             return False
         return caps.text_document is not None and caps.text_document.diagnostic is not None
 
-    def position(self, state: DocState, line: int, offset: int) -> types.Position:
+    def position(self, state: DocState, line: int, offset: int, raw: bytes | None = None) -> types.Position:
+        """``raw``: the line's bytes when the caller has them (a line of a file is read again
+        each time they are asked for)."""
         doc = state.opened()
         if line >= doc.line_count:
             line = doc.line_count - 1
             offset = len(doc.lines[line].raw)
-        raw = doc.lines[line].raw
+            raw = None
+        if raw is None:
+            raw = doc.lines[line].raw
         if offset >= len(raw) and raw.endswith(b"\r") and line + 1 < doc.line_count:
             offset = len(raw) - 1  # the CR of a CRLF ends the line to the editor: not a place in it
         lsp_line, start = state.lone_cr.to_lsp(line, offset)
@@ -844,12 +848,18 @@ class LanguageFeatures:
 
     def document_symbols(self, state: DocState, _params: Any) -> list[types.DocumentSymbol]:
         def convert(sym: Symbol) -> types.DocumentSymbol:
+            raw = state.opened().lines[sym.line].raw  # read once for its four places
+            start, end = sym.selection
             return types.DocumentSymbol(
                 name=shown_line(sym.name or "(entry)"),
                 detail=shown_line(sym.detail) if sym.detail else sym.detail,
                 kind=_SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
-                range=self.range(state, sym.line, 0, sym.end),
-                selection_range=self.range(state, sym.line, *sym.selection),
+                range=types.Range(
+                    self.position(state, sym.line, 0, raw), self.position(state, sym.line, sym.end, raw)
+                ),
+                selection_range=types.Range(
+                    self.position(state, sym.line, start, raw), self.position(state, sym.line, end, raw)
+                ),
                 children=[convert(c) for c in sym.children] or None,
             )
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable
+from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pi_session_server.analysis import positions
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
 
 LINE = 'ab😀c数据\u2028x"é'
@@ -132,3 +135,61 @@ def test_columns_back_to_offsets_in_a_line_with_invalid_bytes(raw: bytes, data: 
 def test_a_column_after_invalid_bytes_is_the_offset_they_came_from() -> None:
     raw = b"a\x80\xc3\xa9b\xe2\x82c"  # a stray byte, an e-acute, a sequence cut short
     assert [to_offset(raw, column, UTF16, "replace") for column in range(7)] == [0, 1, 2, 4, 5, 7, 8]
+
+
+def _whole_line_column(raw: bytes, offset: int, encoding: str, errors: str) -> int:
+    """The column as the line's prefix decoded in one go gives it (what :func:`to_column` must equal)."""
+    inside = offset < len(raw) and (raw[offset] & 0xC0) == 0x80
+    if encoding == UTF8 and not inside:
+        return offset
+    decoder = codecs.getincrementaldecoder("utf-8")(errors)
+    text = decoder.decode(raw[:offset], final=not inside)
+    if encoding == UTF8:
+        return offset - len(decoder.getstate()[0])
+    if encoding == UTF32:
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"a", b"\x80", b"\xc3\xa9", b"\xe2\x82", b"\xf0\x9f\x98\x80", b"\xed\xa0\x80"])
+    ),
+    st.data(),
+)
+def test_a_line_counted_in_pieces_has_the_columns_of_the_whole_line(
+    parts: list[bytes], data: st.DataObject
+) -> None:
+    # pieces of a few bytes, so that they split the line everywhere its characters allow
+    raw = b"".join(parts)
+    offset = data.draw(st.integers(0, len(raw)))
+    with patch.object(positions, "_PIECE", data.draw(st.integers(1, 9))):
+        for errors in ("replace", "surrogatepass"):
+            for enc in (UTF8, UTF16, UTF32):
+                try:
+                    expected = _whole_line_column(raw, offset, enc, errors)
+                except UnicodeDecodeError:  # invalid bytes in a text from an editor: never sent
+                    continue
+                assert to_column(raw, offset, enc, errors) == expected
+
+
+def test_the_end_of_a_long_line_after_one_emoji_is_counted_without_decoding_it_whole() -> None:
+    # an image's megabytes of base64 after one non-ASCII character: the range of the line's
+    # symbol and the place of its inlay hint need the column of its end, on every request
+    raw = ("a screenshot 😀 " + "QUJD" * 1_000_000).encode()
+    searched: list[int] = []
+    astral = positions._ASTRAL
+
+    class Recording:
+        def search(self, text: str) -> object:
+            searched.append(len(text))
+            return astral.search(text)
+
+        def findall(self, text: str) -> list[str]:
+            searched.append(len(text))
+            return astral.findall(text)
+
+    with patch.object(positions, "_ASTRAL", Recording()):
+        column = to_column(raw, len(raw), UTF16)
+    assert column == len(raw.decode().encode("utf-16-le")) // 2
+    assert max(searched) < len(raw) // 10
