@@ -489,7 +489,8 @@ class StatsCache:
         elif count > _ENTRIES_AT_ONCE and preview_store.store_of(manager.entries_slice(0, 1)) is None:
             # nothing of the file can be kept with an index (none, or too small a file): counted a
             # part at a time, each part's columns dropped before the next is made (a session of
-            # GBs: their columns would otherwise be held all at once)
+            # GBs: their columns would otherwise be held all at once); a read that fails in a part
+            # drops these totals, none being kept yet
             totals = SessionTotals()
             for start in range(0, count, _ENTRIES_AT_ONCE):
                 _add_entries(

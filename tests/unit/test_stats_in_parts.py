@@ -10,19 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_stats_packed_turns import _small_sessions_kept  # noqa: F401 - autouse: each session indexed
 from test_turn_store import _kept, _plain, _store, _write
 
 from pi_session_server.server import session_stats
-from pi_session_server.session import cache_dir, turn_store
 from pi_session_server.session.manager import SessionManager
-
-
-@pytest.fixture(autouse=True)
-def _small_sessions_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.delenv(cache_dir.NO_INDEX_ENV, raising=False)
-    monkeypatch.setattr(turn_store, "MIN_STORED", 4)
-    monkeypatch.setattr(cache_dir, "RACY_NS", 0)
 
 
 @pytest.fixture
@@ -40,8 +32,8 @@ def ranges(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
 
 
 def _session(path: Path) -> None:
-    """Turns of three models, a branch off an early turn (its parent in an earlier part), a
-    compaction-free run of odd usages."""
+    """Turns of three models, their usages odd in every way JSON allows, and a branch off an early
+    turn (its parent in an earlier part)."""
     _write(path, 12)
     _write(path, 4, first=12, parent="a3")
 
