@@ -41,6 +41,7 @@ from .tree_pages import session_state
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 _CHUNK = 8 * 1024 * 1024  # bytes read at once for the pass over the assistant messages
+_ENTRIES_AT_ONCE = 65_536  # entries counted at once when nothing of them is kept (see StatsCache)
 _PACKED_EVERY = 16_384  # turns read before their values are packed into arrays (see _packed_onto)
 
 
@@ -479,40 +480,62 @@ class StatsCache:
             and 0 < kept.count < count
             and manager.entries_slice(kept.count - 1, kept.count)[0] is kept.last
         )
-        totals = kept if grown and kept is not None else SessionTotals()
-        # read every new message before counting any: a read that fails leaves the totals as they were
         session_file = manager.get_session_file()
         if isinstance(session_file, str):
             session_file = manager.environment.on_disk(session_file)
-        new = manager.envelopes(totals.count, count)
-        positions = _assistant_positions(new)
-
-        def entry_at(position: int) -> Any:
-            return manager.entries_slice(new.start + position, new.start + position + 1)[0]
-
-        kept_turns, held = turn_store.NOTHING_KEPT, None
-        read: _ReadLines | None = None
-        if len(positions) >= turn_store.MIN_STORED:  # worth loading what is kept, and keeping
-            first = entry_at(positions[0])
-            held = preview_store.hold([first])
-            if held is not None:
-                kept_turns, read = turn_store.load(held, first), _ReadLines()
-        if kept_turns.columns and kept_turns.offsets == array("q", map(new.offsets.__getitem__, positions)):
-            # every turn kept (a reopen)
-            columns = kept_turns.columns
+        if grown and kept is not None:
+            totals = kept
+            _add_entries(totals, manager, session_file, kept.count, count)
+        elif count > _ENTRIES_AT_ONCE and preview_store.store_of(manager.entries_slice(0, 1)) is None:
+            # nothing of the file can be kept with an index (none, or too small a file): counted a
+            # part at a time, each part's columns dropped before the next is made (a session of
+            # GBs: their columns would otherwise be held all at once); a read that fails in a part
+            # drops these totals, none being kept yet
+            totals = SessionTotals()
+            for start in range(0, count, _ENTRIES_AT_ONCE):
+                _add_entries(
+                    totals, manager, session_file, start, min(count, start + _ENTRIES_AT_ONCE), keep=False
+                )
         else:
-            file_id = held.identity[:2] if held is not None else None
-            columns = _turns(session_file, new, positions, entry_at, kept_turns.by_offset(), read, file_id)
-        if held is not None and read is not None and len(read.indexes) >= turn_store.MIN_STORED:
-            keep = functools.partial(_save_turns, held, first, kept_turns, read, columns)
-            scan_index.write_later_or_now(keep)
-        elif held is not None:
-            held.close()
-        totals.add_columns(new, columns)
+            totals = SessionTotals()
+            _add_entries(totals, manager, session_file, 0, count)
         totals.count, totals.last = count, last
         with self._lock, contextlib.suppress(TypeError):
             self._kept[manager] = totals
         return totals
+
+
+def _add_entries(
+    totals: SessionTotals, manager: Any, session_file: Any, start: int, end: int, *, keep: bool = True
+) -> None:
+    """Add entries ``start`` to ``end`` of the session to ``totals``; ``keep``: the assistant
+    messages' turns are loaded from and kept with the file's index (when it has one)."""
+    # read every new message before counting any: a read that fails leaves the totals as they were
+    new = manager.envelopes(start, end)
+    positions = _assistant_positions(new)
+
+    def entry_at(position: int) -> Any:
+        return manager.entries_slice(new.start + position, new.start + position + 1)[0]
+
+    kept_turns, held = turn_store.NOTHING_KEPT, None
+    read: _ReadLines | None = None
+    if keep and len(positions) >= turn_store.MIN_STORED:  # worth loading what is kept, and keeping
+        first = entry_at(positions[0])
+        held = preview_store.hold([first])
+        if held is not None:
+            kept_turns, read = turn_store.load(held, first), _ReadLines()
+    if kept_turns.columns and kept_turns.offsets == array("q", map(new.offsets.__getitem__, positions)):
+        # every turn kept (a reopen)
+        columns = kept_turns.columns
+    else:
+        file_id = held.identity[:2] if held is not None else None
+        columns = _turns(session_file, new, positions, entry_at, kept_turns.by_offset(), read, file_id)
+    if held is not None and read is not None and len(read.indexes) >= turn_store.MIN_STORED:
+        save = functools.partial(_save_turns, held, first, kept_turns, read, columns)
+        scan_index.write_later_or_now(save)
+    elif held is not None:
+        held.close()
+    totals.add_columns(new, columns)
 
 
 _stats = StatsCache()
