@@ -919,7 +919,7 @@ class PreviewCache:
         self, tool_calls: ToolCalls, *, asked_once: bool, longest: int | None = None
     ) -> Callable[[Any], str]:
         """A preview function for the one walk of a process that walks its session once (the CLI's
-        whole tree, after a :meth:`prefetch` of its entries and :meth:`collect_tool_calls`, which
+        whole tree, after a :meth:`prefetch` of its entries and :meth:`tool_calls_once`, which
         gave ``tool_calls``). What the previews are made of is cut to what the walk shows, before
         it starts: the previews of the tool results are made now (their calls, with every call's
         arguments, are not held through the walk unless it may ask an entry again), a preview longer
