@@ -300,6 +300,7 @@ class _FileLines:
         end = self.buffer.find(b"\n", at) if 0 <= at < len(self.buffer) else -1
         if end < 0:  # the line is not (all) in the buffer: read from it on
             self.view.release()
+            self.buffer = b""  # (let go before the next is read: not both held at once)
             buffer = os.pread(self.fd, _CHUNK, offset)
             while (end := buffer.find(b"\n")) < 0:
                 more = os.pread(self.fd, _CHUNK, offset + len(buffer))
@@ -377,6 +378,7 @@ def _turns(  # noqa: C901 - the loop over every turn
             if turn is None and lines is not None and offset >= 0:
                 line, end = lines.line_at(offset)
                 turn = _turn_of(line, ids[position])
+                line.release()  # (it holds the buffer: not to be held with the next one read)
                 if turn is not None and end >= 0 and read is not None:
                     read.note(len(providers), offset, end)
             if turn is None:
