@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 from test_protocol_tree_filters import random_session
-from test_turn_store import _plain, _small_sessions_kept, _store, _write  # noqa: F401 - autouse: kept from a few turns
+from test_stats_in_parts import ranges  # noqa: F401 - a fixture
+from test_turn_store import (  # noqa: F401 - autouse: kept from a few turns; a fixture
+    _plain,
+    _small_sessions_kept,
+    _store,
+    _write,
+    lines_read,
+)
 
 from pi_session_server.cli import main
 from pi_session_server.commands._common import example_session_path
@@ -138,39 +145,12 @@ def test_the_command_line_asks_once(
     assert counted_entry_by_entry == []
 
 
-@pytest.fixture
-def ranges(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """The ranges of entries whose envelopes the totals ask for, in order."""
-    asked: list[tuple[int, int]] = []
-    envelopes = SessionManager.envelopes
-
-    def noted(self: SessionManager, start: int, end: int) -> Any:
-        asked.append((start, end))
-        return envelopes(self, start, end)
-
-    monkeypatch.setattr(SessionManager, "envelopes", noted)
-    return asked
-
-
-@pytest.fixture
-def lines_read(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    read: list[Any] = []
-    decode = session_stats._turn_of
-
-    def counted(line: Any, entry_id: Any) -> Any:
-        read.append(entry_id)
-        return decode(line, entry_id)
-
-    monkeypatch.setattr(session_stats, "_turn_of", counted)
-    return read
-
-
 @pytest.mark.parametrize("at_once", [3, 5, 8, 24])
 def test_with_the_index_a_session_asked_once_is_counted_a_part_at_a_time_its_turns_kept(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    ranges: list[tuple[int, int]],
-    lines_read: list[Any],
+    ranges: list[tuple[int, int]],  # noqa: F811 - the fixture imported
+    lines_read: list[Any],  # noqa: F811 - the fixture imported
     at_once: int,
 ):
     path = tmp_path / "s.jsonl"
