@@ -42,23 +42,24 @@ class StoredTurns(preview_store.StampedLines, array_like=True):
     # turns and a few models: read back, each turn's name would be a string of its own), then the
     # usage values column by column: a column of ints that fit in 64 bits, or of floats, as the
     # bytes of its array (typecode "q" or "d" in ``packed``: read back, 8 bytes a value, not an
-    # object each), else a list of plain values (typecode "")
+    # object each; decoded as a view of what was read, not a copy), else a list of plain values
+    # (typecode " ")
     names: list[Any]
     providers: list[NameIndex]
     models: list[NameIndex]
     packed: str
-    values: list[list[Any] | bytes]
+    values: list[list[Any] | memoryview]
 
     def columns(self) -> list[Any]:
         """The turns' values column by column, as session_stats sums them."""
         names = self.names
         values: list[Any] = []
         for typecode, column in zip(self.packed, self.values, strict=True):
-            if typecode == " ":
+            if isinstance(column, list):  # (typecode " ": see _whole)
                 values.append(column)
             else:
                 unpacked = array(typecode)
-                unpacked.frombytes(column)  # type: ignore[arg-type]
+                unpacked.frombytes(column)
                 values.append(unpacked)
         return [[names[i] for i in self.providers], [names[i] for i in self.models], *values]
 
@@ -83,17 +84,17 @@ def packed(values: Sequence[Any], onto: Any = None) -> Any:
     return onto
 
 
-def _stored_values(columns: Sequence[Any]) -> tuple[str, list[list[Any] | bytes]]:
-    """The usage ``columns`` as kept: each array's bytes (typecode ``q`` or ``d``), else a list
-    (typecode blank)."""
+def _stored_values(columns: Sequence[Any]) -> tuple[str, list[list[Any] | memoryview]]:
+    """The usage ``columns`` as kept: each array's bytes (typecode ``q`` or ``d``: a view of them,
+    not a copy, to be released once encoded), else a list (typecode blank)."""
     typecodes: list[str] = []
-    values: list[list[Any] | bytes] = []
+    values: list[list[Any] | memoryview] = []
     for column in columns:
         if type(column) is not array:
             column = packed(column)
         if type(column) is array:
             typecodes.append(column.typecode)
-            values.append(column.tobytes())
+            values.append(memoryview(column))
         else:
             typecodes.append(" ")
             values.append(column)
@@ -203,9 +204,13 @@ def save(held: preview_store.HeldFile, entry: Entry, kept: KeptTurns, read: Kept
             columns = [list(column) for column in zip(*map(by_offset.__getitem__, offsets), strict=True)]
         end = max(kept.end, read.end)
         stamp = cache_dir.stamp_lines(held.fd, end, st)
-        body = _encode(
-            StoredTurns(*stamp, offsets.tobytes(), *_stored_names(columns), *_stored_values(columns[2:]))
-        )
+        typecodes, values = _stored_values(columns[2:])
+        try:
+            body = _encode(StoredTurns(*stamp, offsets.tobytes(), *_stored_names(columns), typecodes, values))
+        finally:
+            for value in values:
+                if type(value) is memoryview:
+                    value.release()  # (an array a view is held of cannot grow)
         cache_dir.write_whole(found[1], *cache_dir.framed(MAGIC, FORMAT_VERSION, body))
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: turns that cannot be kept (read-only, full, odd values) are no error

@@ -210,5 +210,5 @@ def test_the_usage_values_are_kept_packed(tmp_path: Path):
     stored = turn_store._decode(
         cache_dir.unframed(store.read_bytes(), turn_store.MAGIC, turn_store.FORMAT_VERSION)  # type: ignore[arg-type]
     )
-    assert stored.packed == "qqqqqd" and all(type(column) is bytes for column in stored.values)
+    assert stored.packed == "qqqqqd" and all(type(column) is memoryview for column in stored.values)
     assert _once(plain, True) == expected  # read back
