@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.json and manager.entry_count() == 0 and os.path.getsize(path) == 0:
         print(f"{path}\nempty file: no session in it yet")
         return 0
-    stats = session_stats(manager)
+    stats = session_stats(manager, cache=None)  # asked once: nothing kept for appends
     if args.json:
         print(json.dumps(stats, indent=2, ensure_ascii=False))
         return 0

@@ -13,6 +13,10 @@ file's index (session/turn_store.py): the next totals of the same lines, in this
 another, read only the lines added since. Branch points and leaves are counted as entries come
 (children per parent): the tree is made only for a file whose entries are not in the usual order
 (a parent after its children, an id twice), where counting could disagree with ``getTree``.
+
+Totals asked for once (the command line: :func:`totals_once`) keep nothing to add appends to: the
+entries are counted a part at a time, and the branch points and leaves are told by where the
+entries' chains start (:func:`chain_counts`), without a count of children per entry.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import threading
 import weakref
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,14 +40,16 @@ from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 from pi_session_server.regular_file import open_regular
 from pi_session_server.session import preview_store, scan_index, turn_store
 from pi_session_server.session.envelopes import Envelopes
+from pi_session_server.session.index_rows import ChainColumns
+from pi_session_server.session.row_tree import RowTreeOutgrown
 
 from .library_tree import shown_tree
 from .tree_pages import session_state
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 _CHUNK = 8 * 1024 * 1024  # bytes read at once for the pass over the assistant messages
-_ENTRIES_AT_ONCE = 65_536  # entries counted at once when nothing of them is kept (see StatsCache)
-_PACKED_EVERY = 16_384  # turns read before their values are packed into arrays (see _packed_onto)
+_ENTRIES_AT_ONCE = 65_536  # entries counted at once when their ids are not kept (see _add_entries)
+_PACKED_EVERY = 16_384  # turns read before their values are packed into arrays (turn_store.packed)
 
 
 def _sum_onto(total: float, values: Iterable[Any]) -> float:
@@ -143,7 +150,8 @@ class SessionTotals:
     models: dict[str, dict[str, float]] = field(default_factory=dict)
     first_timestamp: Any = ABSENT
     last_timestamp: Any = ABSENT
-    # the tree, counted as entries come: the children of each entry seen, by its key (one map
+    # the tree, counted as entries come (unless told another way: `tree_counted`, below), for
+    # appends to be counted alone: the children of each entry seen, by its key (one map
     # tells both what was seen and how many children: a session of GBs has hundreds of thousands
     # of entries), parent keys named before their entry came; `irregular` when that
     # entry then came, or an id repeats or is missing (getTree's answer may then differ: it is
@@ -153,6 +161,8 @@ class SessionTotals:
     branch_points: int = 0
     leaves: int = 0
     irregular: bool = False
+    # False: the tree is not counted here (its counts are told another way: see totals_once)
+    tree_counted: bool = True
 
     def add(self, entries: Envelopes, turns: Sequence[Turn]) -> None:
         """Count ``entries`` (in order); ``turns``: what the assistant messages among them add, in
@@ -171,7 +181,8 @@ class SessionTotals:
             if self.first_timestamp is ABSENT:
                 self.first_timestamp = first
             self.last_timestamp = next(t for t in reversed(timestamps) if isinstance(t, str))
-        self._add_to_tree(entries.ids, entries.parents)
+        if self.tree_counted:
+            self._add_to_tree(entries.ids, entries.parents)
         if columns and columns[0]:
             self._add_turns(columns)
 
@@ -289,6 +300,7 @@ class _FileLines:
         end = self.buffer.find(b"\n", at) if 0 <= at < len(self.buffer) else -1
         if end < 0:  # the line is not (all) in the buffer: read from it on
             self.view.release()
+            self.buffer = b""  # (let go before the next is read: not both held at once)
             buffer = os.pread(self.fd, _CHUNK, offset)
             while (end := buffer.find(b"\n")) < 0:
                 more = os.pread(self.fd, _CHUNK, offset + len(buffer))
@@ -348,7 +360,7 @@ def _turns(  # noqa: C901 - the loop over every turn
     offsets, ids = entries.offsets, entries.ids
     columns: list[list[Any]] = [[] for _ in range(TURN_FIELDS)]
     providers, models = columns[0], columns[1]
-    packed: list[Any] = [array("q") for _ in columns[2:]]  # the values so far (see _packed_onto)
+    packed: list[Any] = [None for _ in columns[2:]]  # the values so far (see turn_store.packed)
     values = [column.append for column in columns[2:]]
     names: dict[str, str] = {}
     lines = None
@@ -366,6 +378,7 @@ def _turns(  # noqa: C901 - the loop over every turn
             if turn is None and lines is not None and offset >= 0:
                 line, end = lines.line_at(offset)
                 turn = _turn_of(line, ids[position])
+                line.release()  # (it holds the buffer: not to be held with the next one read)
                 if turn is not None and end >= 0 and read is not None:
                     read.note(len(providers), offset, end)
             if turn is None:
@@ -389,38 +402,8 @@ def _turns(  # noqa: C901 - the loop over every turn
 def _pack(packed: list[Any], columns: list[list[Any]]) -> None:
     """Move the values of ``columns`` (after the provider and the model) onto ``packed``."""
     for at, column in enumerate(columns[2:]):
-        packed[at] = _packed_onto(packed[at], column)
+        packed[at] = turn_store.packed(column, packed[at])
         column.clear()
-
-
-def _packed_onto(packed: Any, values: list[Any]) -> Any:
-    """``packed`` (an array of 64-bit ints, of floats, or a list) with ``values`` after it: an array
-    while every value is an int that fits (or every one a float), else a list. The same values,
-    8 bytes each instead of an object each (a session of GBs has hundreds of thousands of turns,
-    their tokens counted in ints)."""
-    if type(packed) is array:
-        kind = int if packed.typecode == "q" else float
-        if not packed and values and values[0].__class__ is float:
-            packed, kind = array("d"), float
-        if all(value.__class__ is kind for value in values):
-            with contextlib.suppress(OverflowError):
-                packed.extend(array(packed.typecode, values))
-                return packed
-        packed = packed.tolist()
-    packed.extend(values)
-    return packed
-
-
-def _as_lists(columns: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    """``columns`` as lists (what the turns kept are written from)."""
-    return [column if type(column) is list else list(column) for column in columns]
-
-
-def _save_turns(
-    held: preview_store.HeldFile, first: Entry, kept: turn_store.KeptTurns, read: _ReadLines, columns: Any
-) -> bool:
-    """Keep the turns ``read`` (of ``columns``) after those ``kept`` (see turn_store.save)."""
-    return turn_store.save(held, first, kept, read.kept(_as_lists(columns)))
 
 
 def _file_id(fd: int) -> tuple[int, int] | None:
@@ -480,70 +463,203 @@ class StatsCache:
             and 0 < kept.count < count
             and manager.entries_slice(kept.count - 1, kept.count)[0] is kept.last
         )
-        session_file = manager.get_session_file()
-        if isinstance(session_file, str):
-            session_file = manager.environment.on_disk(session_file)
+        session_file = _session_file(manager)
         if grown and kept is not None:
             totals = kept
-            _add_entries(totals, manager, session_file, kept.count, count)
-        elif count > _ENTRIES_AT_ONCE and preview_store.store_of(manager.entries_slice(0, 1)) is None:
-            # nothing of the file can be kept with an index (none, or too small a file): counted a
-            # part at a time, each part's columns dropped before the next is made (a session of
-            # GBs: their columns would otherwise be held all at once); a read that fails in a part
-            # drops these totals, none being kept yet
-            totals = SessionTotals()
-            for start in range(0, count, _ENTRIES_AT_ONCE):
-                _add_entries(
-                    totals, manager, session_file, start, min(count, start + _ENTRIES_AT_ONCE), keep=False
-                )
+            # in one piece: a read that fails leaves the totals kept as they were
+            _add_entries(totals, manager, session_file, kept.count, count, count - kept.count)
         else:
             totals = SessionTotals()
-            _add_entries(totals, manager, session_file, 0, count)
+            at_once = count
+            if preview_store.store_of(manager.entries_slice(0, 1)) is None:
+                # nothing of the file is kept with an index (none, or too small a file): counted a
+                # part at a time (a session of GBs: its columns would otherwise be held all at
+                # once); with an index, in one piece, the ids of the rows split once, shared with
+                # the entries made of them later (the totals keep every id, for appends)
+                at_once = _ENTRIES_AT_ONCE
+            _add_entries(totals, manager, session_file, 0, count, at_once)
         totals.count, totals.last = count, last
         with self._lock, contextlib.suppress(TypeError):
             self._kept[manager] = totals
         return totals
 
 
+def _session_file(manager: Any) -> Any:
+    session_file = manager.get_session_file()
+    return manager.environment.on_disk(session_file) if isinstance(session_file, str) else session_file
+
+
+def totals_once(manager: Any) -> SessionTotals:
+    """The totals of a session asked for once (the command line), nothing kept to add appended
+    entries to: counted a part of the entries at a time, each part's columns dropped before the
+    next is made, and the branch points and leaves told by where the entries' chains start (not
+    counted entry by entry, which keeps every entry's number of children) when the manager knows
+    them."""
+    count, last, _leaf = session_state(manager)
+    tree = _counts_of_chains(manager)
+    totals = SessionTotals(tree_counted=tree is None)
+    _add_entries(totals, manager, _session_file(manager), 0, count, _ENTRIES_AT_ONCE)
+    if tree is not None:
+        totals.branch_points, totals.leaves = tree
+    totals.count, totals.last = count, last
+    return totals
+
+
+def _counts_of_chains(manager: Any) -> tuple[int, int] | None:
+    """(branch points, leaves) of the session's tree told by its chains (``manager.chain_tree``),
+    or None when they do not tell it (ids not distinct strings, a parent not above its child...)."""
+    try:
+        tree = manager.chain_tree()
+    except RowTreeOutgrown:  # (roots by the thousand: the tree is counted entry by entry)
+        return None
+    return None if tree is None else chain_counts(tree.rows.columns)
+
+
+def chain_counts(columns: ChainColumns) -> tuple[int, int]:
+    """(branch points, leaves) of rows whose tree ``row_tree`` tells (every chain start hangs under
+    a row above it, or is a root): each row's children are the row after it, unless that starts a
+    chain, and the chain starts hung under it. Counted over the chain starts alone."""
+    count, starts, parents, parent_rows = (
+        columns.count,
+        columns.chain_starts,
+        columns.parents,
+        columns.parent_rows,
+    )
+    hung: Counter[int] = Counter()  # row -> the chain starts under it
+    for start in starts:
+        if start not in parents:
+            hung[start - 1] += 1  # (a start whose parent is the row before)
+        elif parents[start] is not None:
+            hung[parent_rows[start]] += 1
+    chain_ends = {start - 1 for start in starts if start}  # the rows the next row is not a child of
+    chain_ends.add(count - 1)
+    leaves = sum(1 for row in chain_ends if row not in hung)
+    branch_points = sum(1 for row, n in hung.items() if n + (row not in chain_ends) > 1)
+    return branch_points, leaves
+
+
 def _add_entries(
-    totals: SessionTotals, manager: Any, session_file: Any, start: int, end: int, *, keep: bool = True
+    totals: SessionTotals, manager: Any, session_file: Any, start: int, end: int, at_once: int
 ) -> None:
-    """Add entries ``start`` to ``end`` of the session to ``totals``; ``keep``: the assistant
-    messages' turns are loaded from and kept with the file's index (when it has one)."""
-    # read every new message before counting any: a read that fails leaves the totals as they were
-    new = manager.envelopes(start, end)
-    positions = _assistant_positions(new)
+    """Add entries ``start`` to ``end`` of the session to ``totals``, ``at_once`` at a time (each
+    part's columns dropped before the next is made; a read that fails in a later part leaves the
+    earlier ones added). The assistant messages' turns are loaded from and kept with the file's
+    index, when it has one and they are worth it."""
+    indexed: _IndexedTurns | None = None
+    asked = False
+    try:
+        for part in range(start, end, max(at_once, 1)):
+            # read every message of the part before counting any of them
+            new = manager.envelopes(part, min(end, part + at_once))
+            positions = _assistant_positions(new)
+            entry_at = functools.partial(_entry_at, manager, new.start)
+            if not asked and positions:
+                asked = True
+                if len(positions) >= turn_store.MIN_STORED or part + at_once < end:
+                    indexed = _IndexedTurns.of(entry_at(positions[0]))
+            if indexed is not None:
+                columns = indexed.turns(session_file, new, positions, entry_at)
+            else:
+                columns = _turns(session_file, new, positions, entry_at, {})
+            totals.add_columns(new, columns)
+    except BaseException:
+        if indexed is not None:
+            indexed.held.close()
+        raise
+    if indexed is not None:
+        indexed.keep_read()
 
-    def entry_at(position: int) -> Any:
-        return manager.entries_slice(new.start + position, new.start + position + 1)[0]
 
-    kept_turns, held = turn_store.NOTHING_KEPT, None
-    read: _ReadLines | None = None
-    if keep and len(positions) >= turn_store.MIN_STORED:  # worth loading what is kept, and keeping
-        first = entry_at(positions[0])
+def _entry_at(manager: Any, start: int, position: int) -> Entry:
+    """The entry ``start + position`` of the session, as the library reads it."""
+    entry: Entry = manager.entries_slice(start + position, start + position + 1)[0]
+    return entry
+
+
+class _IndexedTurns:
+    """The turns kept with the index of a session's file (turn_store) for a count of its entries a
+    part or more at a time: loaded before the first part; what each part reads from whole lines
+    gathered, kept with what was loaded after the last."""
+
+    __slots__ = ("first", "held", "kept", "read_columns", "read_end", "read_offsets")
+
+    def __init__(self, held: preview_store.HeldFile, first: Entry) -> None:
+        self.held, self.first = held, first
+        self.kept = turn_store.load(held, first)
+        self.read_offsets = array("q")
+        self.read_columns: list[Any] = [[], [], *(None for _ in USAGE_KEYS), None]
+        self.read_end = 0
+
+    @classmethod
+    def of(cls, first: Entry) -> _IndexedTurns | None:
+        """Those of the file ``first`` is read from; None when nothing can be kept of it."""
         held = preview_store.hold([first])
-        if held is not None:
-            kept_turns, read = turn_store.load(held, first), _ReadLines()
-    if kept_turns.columns and kept_turns.offsets == array("q", map(new.offsets.__getitem__, positions)):
-        # every turn kept (a reopen)
-        columns = kept_turns.columns
-    else:
-        file_id = held.identity[:2] if held is not None else None
-        columns = _turns(session_file, new, positions, entry_at, kept_turns.by_offset(), read, file_id)
-    if held is not None and read is not None and len(read.indexes) >= turn_store.MIN_STORED:
-        save = functools.partial(_save_turns, held, first, kept_turns, read, columns)
-        scan_index.write_later_or_now(save)
-    elif held is not None:
-        held.close()
-    totals.add_columns(new, columns)
+        return None if held is None else cls(held, first)
+
+    def turns(
+        self, session_file: Any, entries: Envelopes, positions: list[int], entry_at: Callable[[int], Entry]
+    ) -> list[Any]:
+        """What the assistant messages at ``positions`` among ``entries`` add, column by column
+        (see :func:`_turns`): as kept, else read from the file (and gathered to be kept)."""
+        kept = self.kept
+        offsets = array("q", map(entries.offsets.__getitem__, positions))
+        if offsets and kept.offsets:
+            at = bisect_left(kept.offsets, offsets[0])
+            upto = at + len(offsets)
+            if kept.offsets[at:upto] == offsets:  # every turn kept (a reopen)
+                if at == 0 and upto == len(kept.offsets):
+                    return kept.columns
+                return [column[at:upto] for column in kept.columns]
+        read = _ReadLines()
+        columns = _turns(
+            session_file,
+            entries,
+            positions,
+            entry_at,
+            kept.by_offset(*_span(offsets)),
+            read,
+            self.held.identity[:2],
+        )
+        self._gather(read.kept(columns))
+        return columns
+
+    def _gather(self, read: turn_store.KeptTurns) -> None:
+        if not read.offsets:
+            return
+        self.read_offsets.extend(read.offsets)
+        gathered = self.read_columns
+        providers, models, *values = read.columns
+        gathered[0].extend(providers)
+        gathered[1].extend(models)
+        for at, column in enumerate(values, 2):
+            gathered[at] = turn_store.packed(column, gathered[at])
+        self.read_end = max(self.read_end, read.end)
+
+    def keep_read(self) -> None:
+        """Keep the turns read with those loaded (on another thread, when there is one), if they
+        are enough to be worth it; else let the file go."""
+        if len(self.read_offsets) < turn_store.MIN_STORED:
+            self.held.close()
+            return
+        read = turn_store.KeptTurns(self.read_offsets, self.read_columns, self.read_end)
+        scan_index.write_later_or_now(
+            functools.partial(turn_store.save, self.held, self.first, self.kept, read)
+        )
+
+
+def _span(offsets: Sequence[int]) -> tuple[int, int]:
+    """The first and the last offset of lines among ``offsets`` (-1: an entry not read from the
+    file); (0, -1) when there is none."""
+    lines = [offset for offset in offsets if offset >= 0]
+    return (min(lines), max(lines)) if lines else (0, -1)
 
 
 _stats = StatsCache()
 
 
-def session_stats(manager: Any, cache: StatsCache = _stats) -> dict[str, Any]:
-    """pi/getStats of a session."""
-    totals = cache.totals(manager)
+def session_stats(manager: Any, cache: StatsCache | None = _stats) -> dict[str, Any]:
+    """pi/getStats of a session; ``cache`` None: asked once (see :func:`totals_once`)."""
+    totals = cache.totals(manager) if cache is not None else totals_once(manager)
     if totals.irregular:
         branch_points, leaves = _tree_counts(shown_tree(manager))
     else:

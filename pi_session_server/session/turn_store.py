@@ -13,7 +13,10 @@ turns are read from the file.
 
 from __future__ import annotations
 
+import contextlib
 from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from typing import Annotated, Any, Final
 
 import msgspec
@@ -21,7 +24,7 @@ import msgspec
 from ..format.entry import Entry
 from . import cache_dir, preview_store, scan_index
 
-FORMAT_VERSION: Final = 3
+FORMAT_VERSION: Final = 4
 MAGIC: Final = b"PITURNS\x00"
 # Fewer turns than this are read about as fast as they are loaded: not kept, not loaded.
 MIN_STORED: Final = 1000
@@ -37,17 +40,65 @@ class StoredTurns(preview_store.StampedLines, array_like=True):
     # what those lines add (the values of a session_stats.Turn): the provider and model of each as
     # its place in ``names``, where each name is once (a session of GBs has hundreds of thousands of
     # turns and a few models: read back, each turn's name would be a string of its own), then the
-    # usage values column by column (a column is a list of plain values, decoded at once, where a
-    # list per turn would be an object each)
+    # usage values column by column: a column of ints that fit in 64 bits, or of floats, as the
+    # bytes of its array (typecode "q" or "d" in ``packed``: read back, 8 bytes a value, not an
+    # object each; decoded as a view of what was read, not a copy), else a list of plain values
+    # (typecode " ")
     names: list[Any]
     providers: list[NameIndex]
     models: list[NameIndex]
-    values: list[list[Any]]
+    packed: str
+    values: list[list[Any] | memoryview]
 
-    def columns(self) -> list[list[Any]]:
+    def columns(self) -> list[Any]:
         """The turns' values column by column, as session_stats sums them."""
         names = self.names
-        return [[names[i] for i in self.providers], [names[i] for i in self.models], *self.values]
+        values: list[Any] = []
+        for typecode, column in zip(self.packed, self.values, strict=True):
+            if isinstance(column, list):  # (typecode " ": see _whole)
+                values.append(column)
+            else:
+                unpacked = array(typecode)
+                unpacked.frombytes(column)
+                values.append(unpacked)
+        return [[names[i] for i in self.providers], [names[i] for i in self.models], *values]
+
+
+def packed(values: Sequence[Any], onto: Any = None) -> Any:
+    """``onto`` (an array of 64-bit ints, of floats, or a list; None: nothing yet) with ``values``
+    after it: an array while every value is an int that fits (or every one a float), else a list.
+    The same values, 8 bytes each instead of an object each (a session of GBs has hundreds of
+    thousands of turns, their tokens counted in ints)."""
+    if onto is None:
+        onto = array("d" if values and values[0].__class__ is float else "q")
+    if type(onto) is array:
+        if not onto and onto.typecode == "q" and values and values[0].__class__ is float:
+            onto = array("d")
+        kind = int if onto.typecode == "q" else float
+        if all(value.__class__ is kind for value in values):
+            with contextlib.suppress(OverflowError):
+                onto.extend(array(onto.typecode, values) if type(values) is not array else values)
+                return onto
+        onto = onto.tolist()
+    onto.extend(values)
+    return onto
+
+
+def _stored_values(columns: Sequence[Any]) -> tuple[str, list[list[Any] | memoryview]]:
+    """The usage ``columns`` as kept: each array's bytes (typecode ``q`` or ``d``: a view of them,
+    not a copy, to be released once encoded), else a list (typecode blank)."""
+    typecodes: list[str] = []
+    values: list[list[Any] | memoryview] = []
+    for column in columns:
+        if type(column) is not array:
+            column = packed(column)
+        if type(column) is array:
+            typecodes.append(column.typecode)
+            values.append(memoryview(column))
+        else:
+            typecodes.append(" ")
+            values.append(column)
+    return "".join(typecodes), values
 
 
 def _stored_names(columns: list[list[Any]]) -> tuple[list[Any], list[int], list[int]]:
@@ -80,16 +131,23 @@ class KeptTurns:
 
     __slots__ = ("columns", "end", "offsets")
 
-    def __init__(self, offsets: array[int], columns: list[list[Any]], end: int) -> None:
+    def __init__(self, offsets: array[int], columns: list[Any], end: int) -> None:
         self.offsets = offsets
         self.columns = columns
         self.end = end
 
-    def by_offset(self) -> dict[int, tuple[Any, ...]]:
-        """The turns by the offset of their line."""
-        if not self.offsets:
+    def by_offset(self, low: int = 0, high: int | None = None) -> dict[int, tuple[Any, ...]]:
+        """The turns by the offset of their line (those from ``low`` to ``high`` included; None:
+        to the last)."""
+        offsets = self.offsets
+        if not offsets:
             return {}
-        return dict(zip(self.offsets, zip(*self.columns, strict=True), strict=True))
+        start = bisect_left(offsets, low)
+        end = len(offsets) if high is None else bisect_right(offsets, high)
+        if start == 0 and end == len(offsets):
+            return dict(zip(offsets, zip(*self.columns, strict=True), strict=True))
+        columns = [column[start:end] for column in self.columns]
+        return dict(zip(offsets[start:end], zip(*columns, strict=True), strict=True))
 
 
 NOTHING_KEPT: Final = KeptTurns(array("q"), [], 0)
@@ -113,9 +171,15 @@ def load(held: preview_store.HeldFile, entry: Entry) -> KeptTurns:
 def _whole(body: memoryview) -> StoredTurns | None:
     stored = _decode(body)
     count, rest = divmod(len(stored.offsets), 8)
-    columns = (stored.providers, stored.models, *stored.values)
-    if rest or len(stored.values) != USAGE_VALUES or any(len(column) != count for column in columns):
-        return None  # not an array of offsets, or columns of another length
+    if rest or len(stored.values) != USAGE_VALUES or len(stored.packed) != USAGE_VALUES:
+        return None  # not an array of offsets, or another number of columns
+    lengths: list[float] = [len(stored.providers), len(stored.models)]
+    for typecode, column in zip(stored.packed, stored.values, strict=True):
+        if typecode not in " qd" or (typecode == " ") != isinstance(column, list):
+            return None
+        lengths.append(len(column) if typecode == " " else len(column) / 8)
+    if any(length != count for length in lengths):
+        return None  # columns of another length
     if count and max(max(stored.providers), max(stored.models)) >= len(stored.names):
         return None  # a name that is not there
     return stored
@@ -140,7 +204,13 @@ def save(held: preview_store.HeldFile, entry: Entry, kept: KeptTurns, read: Kept
             columns = [list(column) for column in zip(*map(by_offset.__getitem__, offsets), strict=True)]
         end = max(kept.end, read.end)
         stamp = cache_dir.stamp_lines(held.fd, end, st)
-        body = _encode(StoredTurns(*stamp, offsets.tobytes(), *_stored_names(columns), columns[2:]))
+        typecodes, values = _stored_values(columns[2:])
+        try:
+            body = _encode(StoredTurns(*stamp, offsets.tobytes(), *_stored_names(columns), typecodes, values))
+        finally:
+            for value in values:
+                if type(value) is memoryview:
+                    value.release()  # (an array a view is held of cannot grow)
         cache_dir.write_whole(found[1], *cache_dir.framed(MAGIC, FORMAT_VERSION, body))
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: turns that cannot be kept (read-only, full, odd values) are no error

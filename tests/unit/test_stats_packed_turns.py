@@ -45,15 +45,18 @@ def _small_sessions_kept(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_values_are_packed_while_each_is_an_int_or_each_a_float() -> None:
-    packed = session_stats._packed_onto(array("q"), [1, 2, 3])
+    packed = turn_store.packed([1, 2, 3])
     assert packed == array("q", [1, 2, 3])
-    assert session_stats._packed_onto(array("q"), [0.5, 1.5]) == array("d", [0.5, 1.5])
+    assert turn_store.packed([0.5, 1.5]) == array("d", [0.5, 1.5])
+    assert turn_store.packed([0.5, 1.5], array("q")) == array("d", [0.5, 1.5])
+    assert turn_store.packed(array("q", [4]), packed) == array("q", [1, 2, 3, 4])
     # a value of another kind: a list of the values as they were, from then on
     for odd in (2.5, None, True, 2**63, "7"):
-        mixed = session_stats._packed_onto(array("q", [1, 2]), [3, odd])
+        mixed = turn_store.packed([3, odd], array("q", [1, 2]))
         assert type(mixed) is list and mixed == [1, 2, 3, odd]
         assert [type(value) for value in mixed] == [int, int, int, type(odd)]
-        assert session_stats._packed_onto(mixed, [4]) == [1, 2, 3, odd, 4]
+        assert turn_store.packed([4], mixed) == [1, 2, 3, odd, 4]
+    assert turn_store.packed(array("q", [5]), array("d", [0.5])) == [0.5, 5]
 
 
 @pytest.mark.parametrize("usages", [PLAIN_USAGES, ODD_USAGES, PLAIN_USAGES * 3 + ODD_USAGES[:1]])
