@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import builders as S
 import pytest
 import reference_locations
 from sidecar_support import (  # noqa: F401  (fixture)
@@ -80,14 +81,7 @@ async def test_lines_another_process_appended_right_before_ours_are_appended(tmp
         leaf = (await side.request("pi/getLeaf", {"session": session}))["leafId"]
         with path.open("a", encoding="utf-8") as file:  # pi's appendFileSync: no lock, a line a write
             for entry_id, parent in (("ext00001", leaf), ("ext00002", "ext00001")):
-                line = {
-                    "type": "message",
-                    "id": entry_id,
-                    "parentId": parent,
-                    "timestamp": "2026-03-14T10:00:00.000Z",
-                    "message": {"role": "user", "content": "from pi", "timestamp": 1},
-                }
-                file.write(json.dumps(line, separators=(",", ":")) + "\n")
+                file.write(S.user(entry_id, parent, "from pi") + "\n")
                 file.flush()
         message = {"role": "user", "content": "mine", "timestamp": 1}
         own = await side.request("pi/append", {"session": session, "kind": "message", "message": message})
