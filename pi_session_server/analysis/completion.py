@@ -10,6 +10,11 @@ before it); inside ``type``: the entry types the chosen pi release knows (``sess
 first line). Each item replaces the whole content of the string
 between its quotes; in a string not closed yet, what is typed of it, and closes it.
 
+What an item writes, and what the editor filters it by as the user types, is the id as the
+document writes it where it is defined (a quote, a backslash, a control character, a character
+written as a ``\\u`` escape: as escaped there), not as it is shown: the user types the document's
+form. What is typed already narrows the list as the id it spells, escapes read.
+
 Each request looks at a bounded number of lines around the cursor (:data:`SCAN_LINES`) and
 offers a bounded number of ids (:data:`MAX_IDS`): typing in a 100 MB session costs the same as
 in a small one. A cut list, or one filtered by what is typed already, says it is incomplete, so
@@ -26,7 +31,8 @@ from dataclasses import dataclass, replace
 from ..format.records import ENTRY_TYPES
 from . import lines as L
 from .document import SessionDocument
-from .jsonpath import scalar_at
+from .fields import Path
+from .jsonpath import scalar_at, value_span
 from .lines import LineInfo
 from .preview import quick_preview
 
@@ -52,7 +58,8 @@ _TERMINATED = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 class Candidate:
     label: str  # what is offered (an id, an entry type), as shown
     detail: str
-    new_text: str  # what replaces the string's content: the label as JSON string content
+    written: str  # the label as JSON string content, as the document writes it: what is typed
+    new_text: str  # what replaces the string's content: ``written``, and the quote that closes it
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +87,15 @@ def completions(doc: SessionDocument, line: int, offset: int) -> Completions | N
     if not start <= offset <= end:
         return None  # on the opening quote, or after the closing one
     key = loc.path[0] if len(loc.path) == 1 else tuple(loc.path)
-    typed = raw[start:offset].decode("utf-8", "replace")
+    typed = _typed_text(raw[start:offset])
     if key == "type":
         found = Completions(start, end, _entry_types(doc, line), ENTRY_TYPE, incomplete=False)
     elif key in ENTRY_NAMING_KEYS:
         ids_of = _parent_ids_for(doc, doc.lines[line]) if key == "parentId" else _entry_id_of
-        candidates, incomplete = _ids_around(doc, line, typed, ids_of)
+        candidates, incomplete = _ids_around(doc, line, typed, ids_of, _id_path)
         found = Completions(start, end, candidates, ENTRY_ID, incomplete)
     elif key == TOOL_CALL_ID_PATH:
-        candidates, incomplete = _ids_around(doc, line, typed, _call_ids_of)
+        candidates, incomplete = _ids_around(doc, line, typed, _call_ids_of, _call_id_path)
         found = Completions(start, end, candidates, TOOL_CALL_ID, incomplete)
     else:
         return None
@@ -102,9 +109,11 @@ def completions(doc: SessionDocument, line: int, offset: int) -> Completions | N
 
 def _entry_types(doc: SessionDocument, line: int) -> list[Candidate]:
     known = ENTRY_TYPES if doc.profile.context_edits else ENTRY_TYPES - {"context_edit"}
-    found = [Candidate(t, "entry type", t) for t in sorted(known, key=lambda t: (t != "message", t))]
+    found = [Candidate(t, "entry type", t, t) for t in sorted(known, key=lambda t: (t != "message", t))]
     if line == 0:
-        found.insert(0, Candidate("session", "the session header (the file's first line)", "session"))
+        found.insert(
+            0, Candidate("session", "the session header (the file's first line)", "session", "session")
+        )
     return found
 
 
@@ -133,12 +142,24 @@ def _call_ids_of(info: LineInfo) -> tuple[str, ...]:
     return info.call_ids if info.kind == L.ENTRY else ()
 
 
+def _id_path(_info: LineInfo, _entry_id: str) -> Path:
+    return ("id",)
+
+
+def _call_id_path(info: LineInfo, call_id: str) -> Path:
+    return ("message", "content", info.call_blocks[info.call_ids.index(call_id)], "id")
+
+
 def _ids_around(
-    doc: SessionDocument, line: int, typed: str, ids_of: Callable[[LineInfo], tuple[str, ...]]
+    doc: SessionDocument,
+    line: int,
+    typed: str,
+    ids_of: Callable[[LineInfo], tuple[str, ...]],
+    path_of: Callable[[LineInfo, str], Path],
 ) -> tuple[list[Candidate], bool]:
-    """The ids (``ids_of`` a line) containing ``typed`` (ignoring case) of the lines around
-    ``line``: those before it, nearest first, then those after it; whether the list is
-    incomplete."""
+    """The ids (``ids_of`` a line, written at ``path_of`` the line and the id) containing
+    ``typed`` (ignoring case) of the lines around ``line``: those before it, nearest first, then
+    those after it; whether the list is incomplete."""
     wanted = typed.casefold()
     seen: set[str] = set()
     found: list[Candidate] = []
@@ -157,7 +178,8 @@ def _ids_around(
                 continue
             if len(found) == MAX_IDS:
                 return found, True
-            found.append(Candidate(found_id, _detail(info, i), _json_content(found_id)))
+            written = _as_written(info, found_id, path_of(info, found_id))
+            found.append(Candidate(found_id, _detail(info, i), written, written))
     looked_at_all = line - 1 - SCAN_LINES < 0 and line + 1 + SCAN_LINES >= doc.line_count
     return found, filtered or not looked_at_all
 
@@ -166,6 +188,39 @@ def _detail(info: LineInfo, line: int) -> str:
     """The entry's type and a short preview of it, with its line."""
     etype = info.etype if type(info.etype) is str else "entry"
     return f"{etype} · line {line + 1} · {quick_preview(info, PREVIEW_CHARS)}"
+
+
+def _as_written(info: LineInfo, text: str, path: Path) -> str:
+    """``text``, a string value of ``info``'s line at ``path``, as the line writes it there (the
+    content of its string token, escapes as they are); as JSON writes it (:func:`_json_content`)
+    where the line holds no such value there."""
+    plain = _json_content(text)
+    if plain == text and text.isascii():
+        return text  # nothing a JSON writer escapes
+    raw = info.raw
+    span = value_span(raw, path)
+    if span is not None:
+        token = raw[span[0] : span[1]]
+        try:
+            if json.loads(token) == text:
+                return token[1:-1].decode("utf-8")
+        except ValueError:  # not a string token, or not UTF-8 (UnicodeDecodeError): not this value
+            pass
+    return plain
+
+
+# an escape cut short at the end of what is typed, after the escaped backslashes before it: a
+# backslash, or "\u" and fewer than 4 digits
+_OPEN_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\(?:u[0-9a-fA-F]{0,3})?$")
+
+
+def _typed_text(typed: bytes) -> str:
+    """The text the user typed into a string so far (JSON string content): its escapes read, one
+    still being typed left out; as it is written where it does not read as JSON."""
+    try:
+        return str(json.loads(b'"' + _OPEN_ESCAPE.sub(rb"\1", typed) + b'"'))
+    except ValueError:  # (not valid JSON content: a raw control character, a bad escape, not UTF-8)
+        return typed.decode("utf-8", "replace")
 
 
 def _json_content(text: str) -> str:

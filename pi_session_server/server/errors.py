@@ -1,7 +1,8 @@
 """JSON-RPC error codes of the pi/* methods and the mapping from library errors.
 
 The codes are part of the wire contract (``protocol/pi-session.openrpc.json`` lists them). An
-application error carries the reference's message verbatim; ``data`` names the JS error (``name``)
+application error carries the reference's message (a value of the request it quotes cut to its start
+and shown on one line: :func:`shown_start`); ``data`` names the JS error (``name``)
 and, for file-system errors, the Node error code (``code``), as the conformance oracle reports them.
 """
 
@@ -11,6 +12,7 @@ import re
 from typing import Any
 
 from pi_session_server import errors as lib_errors
+from pi_session_server.format.jsjson import dumps
 from pi_session_server.render.editor_text import shown_line
 from pi_session_server.session.profiles import PROFILES
 
@@ -121,9 +123,10 @@ MAX_SHOWN = 100
 
 
 def shown_start(text: str) -> str:
-    """``text``, a value from a request quoted in an error message: its first :data:`MAX_SHOWN`
-    characters, "..." where more followed."""
-    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
+    """``text``, a value from a request an error message repeats: its first :data:`MAX_SHOWN`
+    characters, "..." where more followed, on one line of an editor (its control characters
+    escaped as ``check`` writes them, see :func:`~pi_session_server.render.editor_text.shown_line`)."""
+    return shown_line(text) if len(text) <= MAX_SHOWN else shown_line(text[:MAX_SHOWN]) + "..."
 
 
 # pi's messages that quote a value of the request whole, by the error pi throws: (the words
@@ -163,7 +166,8 @@ def _cut(message: str, quoting: re.Pattern[str]) -> str | None:
 
 
 def _bounded(error: lib_errors.PiSessionError) -> str:
-    """The message of ``error`` with the value of the request it quotes cut to its start."""
+    """The message of ``error`` with the value of the request it quotes cut to its start, its
+    control characters escaped."""
     for cls, quoting in _QUOTING:
         if isinstance(error, cls) and (cut := _cut(error.message, quoting)) is not None:
             return cut
@@ -179,10 +183,18 @@ def bounded_validation_message(message: str) -> str:
     return message
 
 
+# What JSON lets a string hold unescaped that breaks or hides a line of an editor: DEL, the C1
+# controls and the line and paragraph separators (JSON.stringify escapes only the C0 controls).
+_UNSHOWN_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
 def quoted_start(text: str) -> str:
-    """``text``, a string from a request an error message names, quoted: the start of it, "..."
-    after the quote where more followed."""
-    return repr(text[:MAX_SHOWN]) + ("..." if len(text) > MAX_SHOWN else "")
+    """``text``, a string from a request an error message names, quoted as a JSON string (a front
+    end in any language reads it back as one): the start of it, "..." after the quote where more
+    followed. Every control character is a JSON escape (``\\u001b``), so the message stays on one
+    line."""
+    quoted = _UNSHOWN_IN_JSON.sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumps(text[:MAX_SHOWN]))
+    return quoted + ("..." if len(text) > MAX_SHOWN else "")
 
 
 #: characters of an error's own words (an exception's, a validator's) a message repeats: they may
@@ -204,7 +216,7 @@ def shown_detail(text: str) -> str:
 def method_not_found(method: str) -> str:
     """The message of -32601, whichever part of the server answers it: the method's start, on
     one line."""
-    return f"Method not found: {shown_line(shown_start(method))}"
+    return f"Method not found: {shown_start(method)}"
 
 
 class RpcError(Exception):
@@ -248,7 +260,7 @@ _CLASS_CODES: list[tuple[type[BaseException], int]] = [
 
 def from_library_error(error: lib_errors.PiSessionError) -> PiRpcError:
     """The reply for an error the library raised: the reference's message, verbatim but for a
-    long value of the request it quotes, of which it keeps the start (:func:`_bounded`)."""
+    value of the request it quotes, of which it keeps the start on one line (:func:`_bounded`)."""
     if isinstance(error, lib_errors.NotRegularFileError):
         return path_refused(error.message, error.path, error.kind)
     code = SESSION_ERROR

@@ -839,7 +839,7 @@ class LanguageFeatures:
                 kind=kind,
                 detail=shown_line(c.detail),
                 sort_text=str(rank).zfill(width),  # the analysis's order: nearest entries first
-                filter_text=shown_line(c.label),
+                filter_text=c.written,  # what the user types: the id as the document writes it
                 text_edit=types.TextEdit(replaced, c.new_text),
             )
             for rank, c in enumerate(found.candidates)

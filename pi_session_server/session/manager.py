@@ -37,7 +37,7 @@ from ..format.ids import assert_valid_session_id, new_entry_id, uuid7
 from ..format.jsjson import dumps
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, strict_equal, truthy
-from ..format.scan import FileLineSource, IdIndex, LineProblem, scan_entries
+from ..format.scan import FileLineSource, IdIndex, LineProblem, ScanResult, scan_entries
 from . import storage
 from .cache_dir import index_settings
 from .chains import Positions, entry_on_line
@@ -226,6 +226,9 @@ class SessionManager:
         self.problems: builtins.list[LineProblem] = []
         self._appender: storage.Appender | None = None
         self._out_of_sync = False  # a foreign write was seen while appending: reload on next refresh
+        # ids of the entries another program appended right before one of our appends, taken in
+        # then: the next refresh reports them as appended (a new list each time: see transaction())
+        self._appended_by_others: builtins.list[Any] = []
         self._headerless: _Headerless | None = None  # the file as last found without a header
         # the file ended inside a line we took in as an entry (read-only, no newline repair): what is
         # appended next finishes or changes that line, so a growing file is reloaded
@@ -849,10 +852,12 @@ class SessionManager:
             self._marker = b""
             self._release_source()  # lines others append next are read from the new file
         elif tracked and (outcome.size_before != self._known_end or outcome.interleaved):
-            # Another process wrote since we last looked (or while we wrote): report it, and let the
-            # next refresh_from_disk() reload the file (our view then equals a fresh open).
+            # Another process wrote since we last looked (or while we wrote): report it. Whole lines
+            # it appended are entries before ours; anything else has the next refresh_from_disk()
+            # reload the file (either way our view then equals a fresh open).
             self._events.append(ForeignWrite(self._session_file, self._known_end, outcome.written_at))
-            self._out_of_sync = True
+            if not self._took_in_lines_before(entry, appender, outcome):
+                self._out_of_sync = True
         elif tracked and self._stamp is not None and outcome.times_before != self._stamp:
             # Rewritten in place keeping the size since we last looked (an editor's save): what
             # refresh_from_disk() would have reloaded. Our line is in the file now; the next refresh
@@ -871,6 +876,54 @@ class SessionManager:
         self._marker = (self._marker + (b"\n" if outcome.repaired_newline else b"") + data)[-64:]
         # our write changed the file's times: they are ours, not another program's rewrite
         self._stamp = outcome.times_after
+
+    def _took_in_lines_before(
+        self, entry: Entry, appender: storage.Appender, outcome: storage.WriteOutcome
+    ) -> bool:
+        """Another program appended whole lines to our file since we last looked, and ``entry``'s
+        line just went after them (pi writing the session too): take them in as the entries they
+        are, before ``entry``, as a refresh_from_disk() just before our append would have, and keep
+        their ids for the next refresh to report as appended. False, nothing changed, when the file
+        must be read again whole instead: it was written while we wrote, rewritten, or replaced; it
+        ended inside a line; a line is not a valid entry, is a header, or has the id of an entry
+        of the session (the index, a leaf's path, would change under entries we hold)."""
+        start, end = self._known_end, outcome.size_before
+        identity = self._identity
+        if (
+            outcome.interleaved
+            or end <= start
+            or self._out_of_sync
+            or self._open_tail
+            or self._headerless is not None
+            or identity is None
+            or appender.identity != (identity.dev, identity.ino)
+        ):
+            return False
+        path = self._session_file
+        try:
+            if self._marker and self._read_marker(path, start) != self._marker:
+                return False  # our last bytes are not where we left them: rewritten
+            found = self._scan_appended(path, start, end)
+        except (OSError, PiSessionError):
+            return False
+        # (a line cut short ends before ``end``; our line's number counts the lines before it)
+        if found.problems or found.end != end or found.lines != outcome.newlines_before:
+            return False
+        taken = found.entries
+        by_id, keys = self._by_id, set()
+        for other in taken:
+            key = index_key(other.id)
+            if other.type == "session" or key in by_id or key in keys:
+                return False
+            keys.add(key)
+        entries = self._file_entries
+        entries.pop()  # ours, indexed again after theirs: the file's order
+        for other in (*taken, entry):
+            entries.append(other)
+            self._index_entry(other)
+        self._appended_by_others = [*self._appended_by_others, *(other.id for other in taken)]
+        self._marker = self._read_marker(path, end)  # what ours follows (our line is added below)
+        return True
 
     def _recreated_by(self, appender: storage.Appender, outcome: storage.WriteOutcome) -> bool:
         """Did this append land alone in a new file at our path (not the one we know)?"""
@@ -1451,7 +1504,8 @@ class SessionManager:
         """Take in what other processes did to our file since we last looked.
 
         Appended complete lines become entries (the leaf moves to the last one, as reopening
-        would); a file that was truncated, replaced or rewritten is reloaded (read as it is, never
+        would), also those an append of ours found and took in before its line ("appended" then
+        names them, with the leaf ours); a file that was truncated, replaced or rewritten is reloaded (read as it is, never
         written: see :meth:`_reload`); a deleted file is reported and the session stays as it is in
         memory, and so does one that is being written again ("rewriting"). A rewrite in place that
         keeps the file's size and last bytes (an editor's quick fix that swaps one id for another of
@@ -1459,6 +1513,20 @@ class SessionManager:
         do not leave behind; a rewrite within the file system's timestamp granularity of our last
         look at the file goes unnoticed.
         """
+        taken, self._appended_by_others = self._appended_by_others, []
+        change = self._look_at_file()
+        if not taken:
+            return change
+        if change.kind in ("unchanged", "appended"):
+            return FileChange("appended", [*taken, *change.new_entry_ids], self._leaf_id)
+        if change.kind == "reloaded":
+            kept = [entry_id for entry_id in taken if self._has_entry(entry_id)]
+            return FileChange("reloaded", [*kept, *change.new_entry_ids], self._leaf_id)
+        self._appended_by_others = taken  # the session is as it was: told with the next change
+        return change
+
+    def _look_at_file(self) -> FileChange:
+        """:meth:`refresh_from_disk` but for the entries an append of ours took in."""
         path = self._session_file
         if not self._persist or not truthy(path) or not self._flushed or self._identity is None:
             return FileChange("unchanged", [], self._leaf_id)
@@ -1487,25 +1555,28 @@ class SessionManager:
             return FileChange("unchanged", [], self._leaf_id)
         return self._ingest_appended(path, st)
 
-    def _ingest_appended(self, path: str, st: os.stat_result) -> FileChange:
-        size = st.st_size
+    def _scan_appended(self, path: str, start: int, end: int) -> ScanResult:
+        """The whole lines of our file in [``start``, ``end``), the first of them our next line."""
         fd = open_for_reading(path, self._env)
         try:
             source = self._source or FileLineSource(path, os.dup(fd))
             if self._source is None:
                 self._source = source
             with gc_paused():
-                result = scan_entries(
+                return scan_entries(
                     fd,
                     source,
-                    start=self._known_end,
+                    start=start,
                     first_line=self._line_count,
                     have_header=True,
                     include_tail=False,
-                    end=size,
+                    end=end,
                 )
         finally:
             os.close(fd)
+
+    def _ingest_appended(self, path: str, st: os.stat_result) -> FileChange:
+        result = self._scan_appended(path, self._known_end, st.st_size)
         new_ids = []
         for entry in result.entries:
             self._file_entries.append(entry)

@@ -155,6 +155,37 @@ async def test_completion_of_a_parent_id_after_text_with_line_separators(editor:
     assert isinstance(definition, list) and [d.range.start.line for d in definition] == [2]  # type: ignore[union-attr]
 
 
+async def test_completion_of_ids_the_document_writes_escaped(editor: Editor) -> None:
+    """The user types an id as the document writes it (JSON escapes, a \\u escape another writer
+    used): an item is filtered by that form and writes it, and the id it writes names the entry."""
+    uri = editor.fresh_uri()
+    quoted = S.user('say "hi" \\ \x1b', None)  # written "say \"hi\" \\ \u001b"
+    escaped = S.user("é9", 'say "hi" \\ \x1b').replace('"é9"', '"\\u00e99"')
+    typing = S.user("n3", "").replace('"parentId":""', '"parentId":"say \\"h"')
+    await editor.open(uri, "\n".join([*SESSION[:1], quoted, escaped, typing]) + "\n")
+    start = editor.pos_of(uri, 3, '"parentId":"', after=True)
+    typed = editor.pos_of(uri, 3, '"parentId":"say \\"h', after=True)
+    found = await complete(editor, uri, typed)
+    assert found.is_incomplete and [item.label for item in found.items] == ['say "hi" \\ \\x1b']
+    item = found.items[0]
+    assert item.filter_text == 'say \\"hi\\" \\\\ \\u001b'  # what the document has, typed or not
+    assert isinstance(item.text_edit, types.TextEdit) and item.text_edit.new_text == item.filter_text
+    assert item.text_edit.range == types.Range(start, typed)
+    await editor.apply(uri, [item.text_edit])
+    definition = await editor.client.text_document_definition_async(
+        types.DefinitionParams(text_document=td(uri), position=editor.pos_of(uri, 3, "say"))
+    )
+    assert isinstance(definition, list) and [d.range.start.line for d in definition] == [1]  # type: ignore[union-attr]
+    # the other id, written with a \\u escape where it is defined: offered as written there
+    await editor.edit(uri, start, editor.pos_of(uri, 3, "\\u001b", after=True), "\\u00e9")
+    found = await complete(editor, uri, editor.pos_of(uri, 3, '"parentId":"\\u00e9', after=True))
+    assert [(item.label, item.filter_text) for item in found.items] == [("é9", "\\u00e99")]
+    assert (
+        isinstance(found.items[0].text_edit, types.TextEdit)
+        and found.items[0].text_edit.new_text == "\\u00e99"
+    )
+
+
 async def test_completion_of_entry_types(editor: Editor, uri: str) -> None:
     pos = editor.pos_of(uri, 5, '"type":"', after=True)
     found = await complete(editor, uri, pos)

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import builders as S
 import pytest
 import reference_locations
 from sidecar_support import (  # noqa: F401  (fixture)
@@ -67,6 +68,41 @@ async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path
     assert [e["id"] for e in page["entries"]] == ["ext00001", "ext00002"]
     assert (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"] == "ext00002"
     assert leaf != "ext00002"
+
+
+async def test_lines_another_process_appended_right_before_ours_are_appended(tmp_path):
+    """pi appends whole lines and an append of ours follows before the server looked at the file:
+    pi/foreignWriter says so, and pi/didChange tells them as ``appended`` (a front end fetches just
+    them), not ``reloaded`` (it would fetch everything); the session is what a fresh open gives."""
+    # a watcher slow enough not to look between their lines and our append
+    side = await start_sidecar(tmp_path, "--watch-interval", "4")
+    try:
+        session, path = await side.open_example(tmp_path)
+        leaf = (await side.request("pi/getLeaf", {"session": session}))["leafId"]
+        with path.open("a", encoding="utf-8") as file:  # pi's appendFileSync: no lock, a line a write
+            for entry_id, parent in (("ext00001", leaf), ("ext00002", "ext00001")):
+                file.write(S.user(entry_id, parent, "from pi") + "\n")
+                file.flush()
+        message = {"role": "user", "content": "mine", "timestamp": 1}
+        own = await side.request("pi/append", {"session": session, "kind": "message", "message": message})
+        warning = await side.wait_for("pi/foreignWriter")
+        assert warning["session"] == session and warning["foundSize"] > warning["expectedSize"]
+        change = await side.wait_for("pi/didChange", timeout=20)
+        assert change == {
+            "session": session,
+            "uri": path.as_uri(),
+            "kind": "appended",
+            "newEntryIds": ["ext00001", "ext00002"],
+            "leafId": own["id"],
+        }
+        page = await side.request("pi/getEntries", {"session": session, "since": leaf})
+        assert [e["id"] for e in page["entries"]] == ["ext00001", "ext00002", own["id"]]
+        fresh = (await side.request("pi/open", {"path": str(path)}))["session"]
+        for method in ("pi/getEntries", "pi/getTree", "pi/getBranch", "pi/buildSessionContext"):
+            held = await side.request(method, {"session": session})
+            assert held == await side.request(method, {"session": fresh}), method
+    finally:
+        await stop_sidecar(side)
 
 
 async def test_a_partial_line_waits_until_it_is_complete(sidecar, tmp_path):

@@ -38,5 +38,5 @@ def test_an_unknown_command_is_quoted_by_its_start(server: RawServer):
     server.initialize()
     code, message = error_of(server.request("workspace/executeCommand", {"command": "c" * LONG}))
     assert code == -32602, message[:200]
-    assert message.startswith("Invalid params: no command 'cccc"), message[:200]
+    assert message.startswith('Invalid params: no command "cccc'), message[:200]
     assert len(message) <= MAX_SHOWN + 40, len(message)

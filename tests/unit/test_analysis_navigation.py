@@ -223,3 +223,37 @@ def test_completion_writes_an_id_as_json_string_content() -> None:
     doc = make(S.header(), S.user('q"1', None), S.user("b", "x"))
     found = completions(doc, 2, inside(doc, 2, '"parentId":"'))
     assert found is not None and found.candidates[0].new_text == 'q\\"1'
+
+
+def test_completion_writes_and_filters_an_id_as_the_document_writes_it() -> None:
+    """An id with a quote, a backslash or a control character is JSON-escaped in the file, and one
+    with non-ASCII characters may be written as \\u escapes: what the user types is that form, so
+    an item writes it and is filtered by it, and what is typed narrows the list as the id it spells."""
+    quoted = S.user('say "hi" \\ \x1b', None)  # pi's JSON: "say \"hi\" \\ \u001b"
+    escaped = S.user("é9", "x").replace('"é9"', '"\\u00e99"')  # another writer's: "\u00e99"
+    doc = make(S.header(), quoted, escaped, S.user("n3", "x"))
+    found = completions(doc, 3, inside(doc, 3, '"parentId":"'))
+    assert found is not None
+    assert [(c.label, c.written, c.new_text) for c in found.candidates] == [
+        ("é9", "\\u00e99", "\\u00e99"),
+        ('say "hi" \\ \x1b', 'say \\"hi\\" \\\\ \\u001b', 'say \\"hi\\" \\\\ \\u001b'),
+    ]
+    # typed as the document writes it: narrowed to the id it spells
+    for typed, expected in (
+        ('say \\"h', ['say "hi" \\ \x1b']),
+        ("\\u00e9", ["é9"]),
+        ("\\u00", ["é9", 'say "hi" \\ \x1b']),  # an escape cut short: not read yet
+        ("\\\\ \\u001", ['say "hi" \\ \x1b']),
+    ):
+        line = S.user("n3", "typed").replace('"parentId":"typed"', f'"parentId":"{typed}"')
+        typing = make(S.header(), quoted, escaped, line)
+        found = completions(typing, 3, inside(typing, 3, f'"parentId":"{typed}'))
+        assert found is not None and [c.label for c in found.candidates] == expected, typed
+
+
+def test_completion_of_a_tool_call_id_writes_it_as_its_call_does() -> None:
+    call = S.assistant("a1", None, calls=(("call\t1", "read", {}),))
+    doc = make(S.header(), call, S.tool_result("r2", "a1", "x"))
+    found = completions(doc, 2, inside(doc, 2, '"toolCallId":"'))
+    assert found is not None
+    assert [(c.label, c.written) for c in found.candidates] == [("call\t1", "call\\t1")]

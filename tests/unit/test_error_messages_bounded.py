@@ -36,11 +36,11 @@ def test_a_cancelled_request_s_id_is_quoted_by_its_start() -> None:
     (reply,) = replies(lambda c: c.send_exception(long_id, Cancelled()))
     assert reply["id"] == long_id  # (the client matches the reply by it)
     assert reply["error"]["code"] == REQUEST_CANCELLED
-    assert reply["error"]["message"] == "Request '\\x1b" + "i" * (MAX_SHOWN - 1) + "'... was cancelled"
+    assert reply["error"]["message"] == 'Request "\\u001b' + "i" * (MAX_SHOWN - 1) + '"... was cancelled'
     (reply,) = replies(lambda c: c.send_exception(7, Cancelled()))
     assert reply["error"]["message"] == "Request 7 was cancelled"
     (reply,) = replies(lambda c: c.send_exception("a\nb", Cancelled()))
-    assert reply["error"]["message"] == "Request 'a\\nb' was cancelled"
+    assert reply["error"]["message"] == 'Request "a\\nb" was cancelled'
 
 
 def test_an_internal_error_s_text_is_its_first_line_bounded_and_escaped() -> None:
@@ -108,3 +108,38 @@ def test_a_body_that_is_not_json_is_quoted_escaped(server: InProcess) -> None:
     message = reply["error"]["message"]
     assert message.startswith("Parse error: Unexpected token '\\x1b'") and "\x1b" not in message, message
     assert len(message) < MAX_DETAIL + 40
+
+
+def _json_quoted(message: str, before: str, after: str) -> Any:
+    """The JSON string a message quotes between ``before`` and ``after``, read back as JSON."""
+    assert message.startswith(before) and message.endswith(after), message
+    return json.loads(message[len(before) : len(message) - len(after)])
+
+
+def test_a_quoted_id_is_a_json_string_a_front_end_reads_back() -> None:
+    message_id = 'it\'s "x" \\ \x1b\x85\u2028é'
+    (reply,) = replies(lambda c: c.send_exception(message_id, Cancelled()))
+    message = reply["error"]["message"]
+    assert _json_quoted(message, "Request ", " was cancelled") == message_id
+    assert message == 'Request "it\'s \\"x\\" \\\\ \\u001b\\u0085\\u2028é" was cancelled'
+
+
+def test_a_quoted_value_of_the_params_is_a_json_string(server: InProcess) -> None:
+    kind = 'no "kind"\n\x1b'
+    reply = server.request("pi/append", {"session": "s", "kind": kind})
+    message = reply["error"]["message"]
+    assert _json_quoted(message.split(" - at ")[0], "Invalid params: Invalid value ", "") == kind
+    long_kind = "\x1b" + "k" * 5000
+    message = server.request("pi/append", {"session": "s", "kind": long_kind})["error"]["message"]
+    assert message.startswith('Invalid params: Invalid value "\\u001bkkk') and '"... - at `$.kind`' in message
+    assert len(message.split(" - at ")[0]) <= MAX_SHOWN + 50
+
+
+def test_pi_s_message_quoting_an_id_shows_its_control_characters_escaped(server: InProcess) -> None:
+    session = server.request("pi/inMemory", {})["result"]["session"]
+    reply = server.request("pi/branch", {"session": session, "entryId": "\x1b[31mred\r\n\u2028"})
+    assert reply["error"]["code"] == -32002
+    assert reply["error"]["message"] == "Entry \\x1b[31mred\\x0d\\x0a\\u2028 not found"
+    long_id = "\x07" + "e" * 5000
+    reply = server.request("pi/branch", {"session": session, "entryId": long_id})
+    assert reply["error"]["message"] == "Entry \\x07" + "e" * (MAX_SHOWN - 1) + "... not found"

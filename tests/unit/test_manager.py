@@ -415,7 +415,7 @@ def test_refresh_after_own_appends_is_unchanged(tmp_path):
     assert sm.refresh_from_disk().kind == "unchanged"
 
 
-def test_foreign_append_between_ours_leads_to_exact_reload(tmp_path):
+def test_foreign_append_between_ours_is_taken_in_as_a_fresh_open_has_it(tmp_path):
     sm = SessionManager.create("/proj", str(tmp_path))
     sm.append_message({"role": "assistant", "content": [], "provider": "p", "model": "m", "timestamp": 1})
     path = sm.get_session_file()
@@ -423,7 +423,8 @@ def test_foreign_append_between_ours_leads_to_exact_reload(tmp_path):
         f.write(json.dumps(_msg("f0reign1", sm.get_leaf_id())) + "\n")
     mine = sm.append_message({"role": "user", "content": "x", "timestamp": 2})
     assert [e.message for e in sm.drain_events()]
-    assert sm.refresh_from_disk().kind == "reloaded"
+    change = sm.refresh_from_disk()
+    assert (change.kind, change.new_entry_ids, change.leaf_id) == ("appended", ["f0reign1"], mine)
     fresh = SessionManager.open(path)
     assert [e.id for e in sm.get_entries()] == [e.id for e in fresh.get_entries()]
     assert [e.id for e in sm.get_entries()][-2:] == ["f0reign1", mine]
