@@ -457,7 +457,7 @@ class PreviewCache:
         call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
         for at, silent, entry_calls in assistants:
             entry = described[at]
-            listed = [(index_key(c[0]), (c[1], c[2])) for c in entry_calls]
+            listed = [(index_key(key), call) for key, call in entry_calls]
             calls[id(entry)] = (entry, listed, silent)
             offset = entry.offset
             for key, call in listed:
@@ -798,7 +798,7 @@ class PreviewCache:
         home = home_directory() if self.home is None else self.home
         text = partial(_call_text, home=home)
         if complete and preview_store.save(
-            walked, parts, calls, text, home, made=made, silences=self.known_silences()
+            walked, parts, calls, text, home, made=made, silences=self._silences.items()
         ):
             self._made = self._silences_new = 0
 
@@ -878,7 +878,7 @@ class PreviewCache:
                 listed = [e for e in entries if _cached(merged.parts, e) is not None]
                 text = partial(_call_text, home=home)
                 return preview_store.save(
-                    listed, merged.parts, merged.calls, text, home, held, silences=merged.known_silences()
+                    listed, merged.parts, merged.calls, text, home, held, silences=merged._silences.items()
                 )
             finally:
                 held.close()
