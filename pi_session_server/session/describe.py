@@ -230,10 +230,14 @@ def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
 
 def _assistants_among(entries: Iterable[Any]) -> list[Any]:
     """The assistant messages among ``entries``, in their order."""
-    return [
+    return [  # (_is_assistant inline for an Entry: once per entry of the session)
         e
         for e in entries
-        if (_is_assistant(e) if type(e) is Entry else type_of(e) == "message" and role_of(e) == "assistant")
+        if (
+            (head := e.message) is not None and head.role == "assistant" and e.type == "message"
+            if type(e) is Entry
+            else type_of(e) == "message" and role_of(e) == "assistant"
+        )
     ]
 
 
@@ -571,7 +575,8 @@ class PreviewCache:
                 return gathered
         known = self.calls
         self.calls = {}
-        unknown = [e for e in assistants if _cached(known, e) is None]
+        get = known.get  # (_cached inline: once per assistant message)
+        unknown = [e for e in assistants if (had := get(id(e))) is None or had[0] is not e]
         for entry, value in _in_one_pass(unknown):
             known[id(entry)] = _assistant_facts(entry, value)
         take = known.pop
@@ -765,7 +770,8 @@ class PreviewCache:
         entries = list(entries)
         self._load_stored(entries)
         parts = self.parts
-        unknown = [e for e in entries if _cached(parts, e) is None] if parts else entries
+        get = parts.get  # (_cached inline: once per entry)
+        unknown = [e for e in entries if (had := get(id(e))) is None or had[0] is not e] if parts else entries
         calls = self.calls
         made = self._made_to_keep(unknown)
         self._scanned = None  # (taken, or of no use now)
