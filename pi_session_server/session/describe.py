@@ -720,10 +720,11 @@ class PreviewCache:
         be kept there (the file is opened with an index: see preview_store.can_keep).
 
         ``longest``: the previews are for the one walk of :meth:`previews_once`, which shows no
-        more than ``longest`` characters of each. Those not kept are cut so as they are made, and
-        of an assistant message only its tool calls are kept, gathered in file order for
-        :meth:`tool_calls_once` (its facts, a tuple and a list each, are not held for the session's
-        every message)."""
+        more than ``longest`` characters of each. The tool calls of the assistant messages are
+        gathered in file order for :meth:`tool_calls_once` (which then looks no message up again);
+        previews not kept are cut so as they are made, and of such a message only its tool calls
+        are kept (its facts, a tuple and a list each, are not held for the session's every
+        message)."""
         parts, calls = self.parts, self.calls
         held_before = len(parts)
         made = self._scanned = preview_store.Made()
@@ -740,8 +741,8 @@ class PreviewCache:
             part, facts = made_here
             if keeping is None:
                 keeping = self.keep_in_walk and preview_store.can_keep(entry)
-            if one_walk is not None and not keeping:
-                part, facts = one_walk.take(entry, part, facts)
+            if one_walk is not None:
+                part, facts = one_walk.take(entry, part, facts, whole=keeping)
             key = id(entry)
             parts[key] = (entry, part)
             if facts is not None:
@@ -759,8 +760,6 @@ class PreviewCache:
             self._made += len(parts) - held_before
             if not keeping:
                 self._scanned = None
-            elif one_walk is not None:  # (the facts were kept: the calls are taken from them)
-                self._scanned_calls = None
 
     def prefetch(self, entries: Iterable[Any]) -> None:
         """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
@@ -1011,8 +1010,9 @@ def _made_from_line(entry: Entry, line: memoryview) -> tuple[str | _ToolResult, 
 
 class _OneWalk:
     """What a scan keeps for the one walk of ``PreviewCache.previews_once`` (see
-    ``made_while_scanning``): previews cut to ``longest`` characters, and the tool calls of the
-    assistant messages, gathered in file order, with the messages they are of."""
+    ``made_while_scanning``): the tool calls of the assistant messages, gathered in file order,
+    with the messages they are of, and (previews not kept whole) previews cut to ``longest``
+    characters."""
 
     __slots__ = ("assistants", "calls", "longest")
 
@@ -1021,15 +1021,18 @@ class _OneWalk:
         self.calls: ToolCalls = {}
         self.assistants: list[Any] = []
 
-    def take(self, entry: Any, part: str | _ToolResult, facts: Any) -> tuple[str | _ToolResult, None]:
-        """An entry's part and facts as the walk keeps them: the part cut, the facts' calls taken."""
-        if type(part) is str and len(part) > self.longest:
-            part = part[: self.longest]
+    def take(
+        self, entry: Any, part: str | _ToolResult, facts: Any, *, whole: bool | None = False
+    ) -> tuple[str | _ToolResult, Any]:
+        """An entry's part and facts as the walk keeps them: the facts' calls taken, and unless
+        ``whole`` (kept with the file's index), the part cut and the facts let go."""
         if facts is not None:
             self.assistants.append(entry)
-            calls = self.calls
-            for call_key, call in facts[1]:  # (a later call with the same id wins)
-                calls[call_key] = call
+            self.calls.update(facts[1])  # (a later call with the same id wins)
+        if whole:
+            return part, facts
+        if type(part) is str and len(part) > self.longest:
+            part = part[: self.longest]
         return part, None
 
 
