@@ -55,8 +55,10 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
             if label:
                 text = f"{text}  [{label}]"
         # the id as pi's selector tells entries apart (never printed): its path is a Set of ids, the
-        # leaf compared with ===, which keys of JSON values say alike (1 and "1" are two ids)
-        return index_key(entry.id), one_terminal_line(text)
+        # leaf compared with ===, which keys of JSON values say alike (1 and "1" are two ids; a
+        # string, nearly every id, is its own key: no call for it)
+        entry_id = entry.id
+        return entry_id if type(entry_id) is str else index_key(entry_id), one_terminal_line(text)
 
     leaf = index_key(manager.get_leaf_id())
     branch = manager.get_branch()
