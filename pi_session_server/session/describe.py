@@ -741,7 +741,7 @@ class PreviewCache:
             part, facts = made_here
             if keeping is None:
                 keeping = self.keep_in_walk and preview_store.can_keep(entry)
-            if one_walk is not None:
+            if one_walk is not None and (facts is not None or not keeping):  # (kept whole: calls only)
                 part, facts = one_walk.take(entry, part, facts, whole=keeping)
             key = id(entry)
             parts[key] = (entry, part)
