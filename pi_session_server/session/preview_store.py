@@ -326,7 +326,8 @@ def _with_other_facts(
     assistant_positions: array[int],
 ) -> Iterable[tuple[Any, bool | None]]:
     """``silences``, then (entry, silent) of the assistant messages in ``calls`` whose previews are
-    not kept (most are: they are told apart from the rest with a set operation, in C)."""
+    not kept (as a rule none: the messages whose previews are kept are set apart by their ids, in
+    one set operation)."""
     described = set(map(id, map(listed.__getitem__, assistant_positions)))
     others = calls.keys() - described
     if not others:
