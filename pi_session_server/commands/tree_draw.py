@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
+from operator import attrgetter
 from typing import Any
 
 from ..format.gcpause import gc_paused
@@ -24,6 +25,9 @@ from ._common import counted, open_to_look, output_encoding, report_skipped_line
 # hundreds of megabytes).
 BATCH_LINES = 16384
 BATCH_CHARS = 1 << 20
+
+
+_ID = attrgetter("id")
 
 
 def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None = None) -> Iterator[str]:
@@ -55,8 +59,10 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
             if label:
                 text = f"{text}  [{label}]"
         # the id as pi's selector tells entries apart (never printed): its path is a Set of ids, the
-        # leaf compared with ===, which keys of JSON values say alike (1 and "1" are two ids)
-        return index_key(entry.id), one_terminal_line(text)
+        # leaf compared with ===, which keys of JSON values say alike (1 and "1" are two ids; a
+        # string, nearly every id, is its own key: no call for it)
+        entry_id = entry.id
+        return entry_id if type(entry_id) is str else index_key(entry_id), one_terminal_line(text)
 
     leaf = index_key(manager.get_leaf_id())
     branch = manager.get_branch()
@@ -66,8 +72,9 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     # ids all distinct and the path down from a root (not cut short by a cycle of parents): the
     # walk meets its entries in its order, each once, told without a set of them all
     in_order = unique and bool(branch) and any(root.entry is branch[0] for root in roots)
-    on_path = [index_key(e.id) for e in branch] if in_order else {index_key(e.id) for e in branch}
-    del branch
+    keys = [i if type(i) is str else index_key(i) for i in map(_ID, branch)]  # (a string: its own key)
+    on_path = keys if in_order else set(keys)
+    del branch, keys
     yield from tree_text_lines(roots, row, leaf, on_path, path_in_walk_order=in_order)
 
 

@@ -25,6 +25,8 @@ _ANY_ESCAPED: Final = re.compile("[" + "".join(re.escape(chr(code)) for code in 
 
 def one_terminal_line(text: str) -> str:
     """``text`` with every control character as its escape."""
+    if text.isprintable():  # (no character escaped is printable: told faster than by the search)
+        return text
     return text.translate(_ESCAPES) if _ANY_ESCAPED.search(text) else text
 
 

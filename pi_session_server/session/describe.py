@@ -230,10 +230,14 @@ def collect_tool_calls(entries: Iterable[Any]) -> ToolCalls:
 
 def _assistants_among(entries: Iterable[Any]) -> list[Any]:
     """The assistant messages among ``entries``, in their order."""
-    return [
+    return [  # (_is_assistant inline for an Entry: once per entry of the session)
         e
         for e in entries
-        if (_is_assistant(e) if type(e) is Entry else type_of(e) == "message" and role_of(e) == "assistant")
+        if (
+            (head := e.message) is not None and head.role == "assistant" and e.type == "message"
+            if type(e) is Entry
+            else type_of(e) == "message" and role_of(e) == "assistant"
+        )
     ]
 
 
@@ -457,7 +461,7 @@ class PreviewCache:
         call_at: dict[tuple[int, Any], Any] = {}  # (offset of its assistant message, key) -> call
         for at, silent, entry_calls in assistants:
             entry = described[at]
-            listed = [(index_key(c[0]), (c[1], c[2])) for c in entry_calls]
+            listed = [(index_key(key), call) for key, call in entry_calls]
             calls[id(entry)] = (entry, listed, silent)
             offset = entry.offset
             for key, call in listed:
@@ -571,7 +575,8 @@ class PreviewCache:
                 return gathered
         known = self.calls
         self.calls = {}
-        unknown = [e for e in assistants if _cached(known, e) is None]
+        get = known.get  # (_cached inline: once per assistant message)
+        unknown = [e for e in assistants if (had := get(id(e))) is None or had[0] is not e]
         for entry, value in _in_one_pass(unknown):
             known[id(entry)] = _assistant_facts(entry, value)
         take = known.pop
@@ -715,10 +720,11 @@ class PreviewCache:
         be kept there (the file is opened with an index: see preview_store.can_keep).
 
         ``longest``: the previews are for the one walk of :meth:`previews_once`, which shows no
-        more than ``longest`` characters of each. Those not kept are cut so as they are made, and
-        of an assistant message only its tool calls are kept, gathered in file order for
-        :meth:`tool_calls_once` (its facts, a tuple and a list each, are not held for the session's
-        every message)."""
+        more than ``longest`` characters of each. The tool calls of the assistant messages are
+        gathered in file order for :meth:`tool_calls_once` (which then looks no message up again);
+        previews not kept are cut so as they are made, and of such a message only its tool calls
+        are kept (its facts, a tuple and a list each, are not held for the session's every
+        message)."""
         parts, calls = self.parts, self.calls
         held_before = len(parts)
         made = self._scanned = preview_store.Made()
@@ -735,8 +741,8 @@ class PreviewCache:
             part, facts = made_here
             if keeping is None:
                 keeping = self.keep_in_walk and preview_store.can_keep(entry)
-            if one_walk is not None and not keeping:
-                part, facts = one_walk.take(entry, part, facts)
+            if one_walk is not None and (facts is not None or not keeping):  # (kept whole: calls only)
+                part, facts = one_walk.take(entry, part, facts, whole=keeping)
             key = id(entry)
             parts[key] = (entry, part)
             if facts is not None:
@@ -754,8 +760,6 @@ class PreviewCache:
             self._made += len(parts) - held_before
             if not keeping:
                 self._scanned = None
-            elif one_walk is not None:  # (the facts were kept: the calls are taken from them)
-                self._scanned_calls = None
 
     def prefetch(self, entries: Iterable[Any]) -> None:
         """Compute the previews of ``entries`` not known yet (and what :meth:`collect_tool_calls`
@@ -765,7 +769,8 @@ class PreviewCache:
         entries = list(entries)
         self._load_stored(entries)
         parts = self.parts
-        unknown = [e for e in entries if _cached(parts, e) is None] if parts else entries
+        get = parts.get  # (_cached inline: once per entry)
+        unknown = [e for e in entries if (had := get(id(e))) is None or had[0] is not e] if parts else entries
         calls = self.calls
         made = self._made_to_keep(unknown)
         self._scanned = None  # (taken, or of no use now)
@@ -798,7 +803,7 @@ class PreviewCache:
         home = home_directory() if self.home is None else self.home
         text = partial(_call_text, home=home)
         if complete and preview_store.save(
-            walked, parts, calls, text, home, made=made, silences=self.known_silences()
+            walked, parts, calls, text, home, made=made, silences=self._silences.items()
         ):
             self._made = self._silences_new = 0
 
@@ -878,7 +883,7 @@ class PreviewCache:
                 listed = [e for e in entries if _cached(merged.parts, e) is not None]
                 text = partial(_call_text, home=home)
                 return preview_store.save(
-                    listed, merged.parts, merged.calls, text, home, held, silences=merged.known_silences()
+                    listed, merged.parts, merged.calls, text, home, held, silences=merged._silences.items()
                 )
             finally:
                 held.close()
@@ -1005,8 +1010,9 @@ def _made_from_line(entry: Entry, line: memoryview) -> tuple[str | _ToolResult, 
 
 class _OneWalk:
     """What a scan keeps for the one walk of ``PreviewCache.previews_once`` (see
-    ``made_while_scanning``): previews cut to ``longest`` characters, and the tool calls of the
-    assistant messages, gathered in file order, with the messages they are of."""
+    ``made_while_scanning``): the tool calls of the assistant messages, gathered in file order,
+    with the messages they are of, and (previews not kept whole) previews cut to ``longest``
+    characters."""
 
     __slots__ = ("assistants", "calls", "longest")
 
@@ -1015,15 +1021,18 @@ class _OneWalk:
         self.calls: ToolCalls = {}
         self.assistants: list[Any] = []
 
-    def take(self, entry: Any, part: str | _ToolResult, facts: Any) -> tuple[str | _ToolResult, None]:
-        """An entry's part and facts as the walk keeps them: the part cut, the facts' calls taken."""
-        if type(part) is str and len(part) > self.longest:
-            part = part[: self.longest]
+    def take(
+        self, entry: Any, part: str | _ToolResult, facts: Any, *, whole: bool | None = False
+    ) -> tuple[str | _ToolResult, Any]:
+        """An entry's part and facts as the walk keeps them: the facts' calls taken, and unless
+        ``whole`` (kept with the file's index), the part cut and the facts let go."""
         if facts is not None:
             self.assistants.append(entry)
-            calls = self.calls
-            for call_key, call in facts[1]:  # (a later call with the same id wins)
-                calls[call_key] = call
+            self.calls.update(facts[1])  # (a later call with the same id wins)
+        if whole:
+            return part, facts
+        if type(part) is str and len(part) > self.longest:
+            part = part[: self.longest]
         return part, None
 
 

@@ -188,9 +188,20 @@ def line_value(data: bytes | memoryview) -> PreviewValue | None:
     from them (see ``scan.observing_lines``: no envelope to check); None where the line does not
     decode into these fields as ``JSON.parse`` reads it (the entry is read the usual way). The
     value's raw fields (a tool call's arguments as msgspec.Raw) refer to ``data``: use it while
-    ``data`` holds the line."""
+    ``data`` holds the line. (Run for every line a scan observes: :func:`_decoded`, inline.)"""
     try:
-        return _decoded(data)[1]
+        common: CommonLine | None = _decode_common(data)
+    except msgspec.ValidationError:  # a message of another role, or without one
+        common = None
+    except _DECODE_ERRORS:
+        return None
+    try:
+        if common is None:
+            return _value_of(_decode(data))
+        message = common.message
+        if type(message) in _COMMON_MESSAGES and common.type == "message":
+            return _message_fields(message)  # type: ignore[arg-type]
+        return _other_line(common, data)[1]
     except _DECODE_ERRORS:
         return None
 

@@ -23,7 +23,8 @@ import os
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
-from operator import attrgetter, is_, itemgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
@@ -33,7 +34,7 @@ from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
 from . import cache_dir, scan_index
 
-FORMAT_VERSION: Final = 5
+FORMAT_VERSION: Final = 6
 MAGIC: Final = b"PIPREVW\x00"
 # Fewer entries than this are previewed about as fast as their previews are read and written.
 MIN_STORED = 1000
@@ -78,8 +79,9 @@ class StoredPreviews(_StoredHead, array_like=True):
     # preview showing the call of the assistant message at that offset (the last with the id among
     # the entries described), or None and -1 when none has it
     parts: list[Any]
-    # the tool calls [(id, name, arguments)] of each assistant message, in the order of its position
-    assistant_calls: list[list[tuple[Any, Any, Any]]]
+    # the tool calls [(key of its id, (name, arguments))] of each assistant message, in the order
+    # of its position (as PreviewCache holds them: written and read without a tuple made per call)
+    assistant_calls: list[list[tuple[Any, tuple[Any, Any]]]]
 
 
 _Stored = TypeVar("_Stored", bound=_StoredHead)
@@ -101,7 +103,7 @@ def store_of(
     source = entries[0]._source
     if type(source) is not FileLineSource or source.index_dir is None:
         return None
-    if any(e._source is not source for e in entries):
+    if not all(map(is_, map(_SOURCE, entries), repeat(source))):  # (in C: a big file's every entry)
         return None
     try:
         st = os.fstat(source.fd if fd is None else fd)
@@ -121,13 +123,13 @@ def can_keep(entry: Entry) -> bool:
 class Loaded(NamedTuple):
     """What :func:`load` found: the entries the stored previews describe, their parts as stored
     (a str, or a tool result's list: see :class:`StoredPreviews`) and, for the assistant messages
-    among them, (index in ``entries``, silent turn, tool calls [(id, name, arguments)]); and the
+    among them, (index in ``entries``, silent turn, tool calls [(key, (name, arguments))]); and the
     other assistant messages of ``entries`` whose silence is kept (entry, silent turn)."""
 
     home: str | None  # what the tool results' texts were made with
     entries: list[Entry]
     parts: list[Any]
-    assistants: list[tuple[int, bool, list[tuple[Any, Any, Any]]]]
+    assistants: list[tuple[int, bool, list[tuple[Any, tuple[Any, Any]]]]]
     other_silent: list[tuple[Entry, bool]]
 
 
@@ -266,9 +268,11 @@ def save(
     before the file's last newline are kept. ``held``: the file as it was when the previews were
     taken (see :func:`hold`); nothing is written if it changed since. ``made``: what a pass made,
     if it holds every entry kept (see :class:`Made`). ``silences``: (entry, whether a silent
-    turn; None: not known) of assistant messages, kept for those of the file whose previews are
-    not. False when nothing was written."""
-    listed = [e for e in entries if type(e) is Entry and e.offset >= 0]
+    turn; None: not known) of assistant messages besides those of ``calls``, kept (theirs too) for
+    those of the file whose previews are not. False when nothing was written."""
+    listed = list(entries)
+    if not all(map(is_, map(type, listed), repeat(Entry))) or min(map(_offset, listed), default=0) < 0:
+        listed = [e for e in listed if type(e) is Entry and e.offset >= 0]
     if len(listed) < MIN_STORED:
         return False
     fd = None if held is None else held.fd
@@ -289,13 +293,13 @@ def save(
         if stored is None:
             return False
         parts, (assistant_positions, silent, assistant_calls) = stored
-        described = {listed[at].offset for at in assistant_positions}
-        other_offsets, other_silent = array("q"), bytearray()
-        for entry, is_silent in silences:
-            offset = entry.offset if type(entry) is Entry and entry._source is source else -1
-            if is_silent is not None and 0 <= offset < end and offset not in described:
-                other_offsets.append(offset)
-                other_silent.append(is_silent)
+        other_offsets, other_silent = _other_silences(
+            listed,
+            assistant_positions,
+            source,
+            end,
+            _with_other_facts(silences, calls, listed, assistant_positions),
+        )
         body = _encode(
             StoredPreviews(
                 *cache_dir.stamp_lines(fd, end, st),
@@ -313,6 +317,46 @@ def save(
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
         return False
+
+
+def _with_other_facts(
+    silences: Iterable[tuple[Any, bool | None]],
+    calls: dict[int, tuple[Any, list[Any], bool]],
+    listed: list[Entry],
+    assistant_positions: array[int],
+) -> Iterable[tuple[Any, bool | None]]:
+    """``silences``, then (entry, silent) of the assistant messages in ``calls`` whose previews are
+    not kept (as a rule none: the messages whose previews are kept are set apart by their ids, in
+    one set operation)."""
+    described = set(map(id, map(listed.__getitem__, assistant_positions)))
+    others = calls.keys() - described
+    if not others:
+        return silences
+    # (in the order of ``calls``, which a set's is not)
+    return chain(silences, ((facts[0], facts[2]) for key, facts in calls.items() if key in others))
+
+
+def _other_silences(
+    listed: list[Entry],
+    assistant_positions: array[int],
+    source: FileLineSource,
+    end: int,
+    silences: Iterable[tuple[Any, bool | None]],
+) -> tuple[array[int], bytearray]:
+    """The offsets and silence (a byte each) of the assistant messages of ``silences`` read from
+    ``source`` before ``end`` whose previews are not kept (see StoredPreviews.other_silent)."""
+    described: set[int] | None = None
+    other_offsets, other_silent = array("q"), bytearray()
+    for entry, is_silent in silences:
+        offset = entry.offset if type(entry) is Entry and entry._source is source else -1
+        if is_silent is None or not 0 <= offset < end:
+            continue
+        if described is None:
+            described = {listed[at].offset for at in assistant_positions}
+        if offset not in described:
+            other_offsets.append(offset)
+            other_silent.append(is_silent)
+    return other_offsets, other_silent
 
 
 class HeldFile:
@@ -375,7 +419,7 @@ def _stored_parts(
     calls: dict[int, tuple[Any, list[Any], bool]],
     tool_call_text: Callable[[Any, Any], str],
     made: Made | None = None,
-) -> tuple[list[Any], tuple[array[int], list[bool], list[list[tuple[Any, Any, Any]]]]] | None:
+) -> tuple[list[Any], tuple[array[int], list[bool], list[list[tuple[Any, tuple[Any, Any]]]]]] | None:
     """(the part of each of ``listed`` as stored, and of the assistant messages among them their
     positions, silence and tool calls),
     or None when an entry has no preview made from it: from ``made`` when it holds ``listed``,
@@ -394,23 +438,18 @@ def _stored_parts(
             if call is not None and call[0] is listed[position]
         ]
     parts = made.parts[:]
-    positions = array("q")
-    silent: list[bool] = []
-    assistant_calls: list[list[tuple[Any, Any, Any]]] = []
+    facts_made = list(map(_SECOND, made.assistants))
+    positions = array("q", map(_FIRST, made.assistants))
+    silent = list(map(_THIRD, facts_made))
+    assistant_calls = list(map(_SECOND, facts_made))  # (stored as they are held)
     # per call id, the call a tool result with it shows and where its assistant message is: the
     # last of the id in the file, as a walk of the file's entries finds it
     kept_calls: dict[Any, tuple[Any, int]] = {}
-    for position, (entry, entry_calls, is_silent) in made.assistants:
-        positions.append(position)
-        silent.append(is_silent)
-        if entry_calls:
-            offset = entry.offset
-            assistant_calls.append([(c[0], c[1][0], c[1][1]) for c in entry_calls])
-            for call_key, pair in entry_calls:
-                kept_calls[call_key] = (pair, offset)
-        else:
-            assistant_calls.append([])
-    for position in [at for at, part in enumerate(parts) if type(part) is not str]:
+    for entry, entry_calls, _silent in compress(facts_made, assistant_calls):
+        offset = entry.offset
+        for call_key, pair in entry_calls:
+            kept_calls[call_key] = (pair, offset)
+    for position in compress(range(len(parts)), map(is_not, map(type, parts), repeat(str))):
         result = parts[position]
         call_id = result.call_id
         if type(call_id) is str:
@@ -424,7 +463,9 @@ def _stored_parts(
 
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
+_THIRD = itemgetter(2)
 _offset = attrgetter("offset")
+_SOURCE = attrgetter("_source")
 
 
 def _last_complete_end(fd: int, last: Entry) -> int:

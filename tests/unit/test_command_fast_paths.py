@@ -588,6 +588,36 @@ def test_tree_keeps_the_previews_it_made_while_scanning_with_the_index(
         assert all(describe._cached(cache.parts, e) is not None for e in entries)
 
 
+def test_the_tool_calls_gathered_while_scanning_serve_the_walk_when_the_previews_are_kept_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """``tree``'s first open of a file with an index keeps its previews whole (for the index) and
+    gathers the tool calls of its assistant messages as the scan makes them: the walk takes those
+    calls as they are, the messages' facts not looked up again, and they are pi's calls."""
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
+    time.sleep(0.1)
+    cache = PreviewCache()
+    with cache.made_while_scanning(longest=12):
+        sm = SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index"))
+    with sm:
+        entries = sm.get_entries()
+        assert cache._scanned is not None  # kept with the index: the previews made whole
+        cache.prefetch(entries)
+        gathered = cache._scanned_calls
+        assert gathered is not None
+        calls = cache.tool_calls_once(entries)
+        assert calls is gathered[0] and calls
+        whole = describe.collect_tool_calls(entries)  # (arguments as dicts: rendered alike)
+        assert calls.keys() == whole.keys()
+        for key, (name, arguments) in calls.items():
+            assert name == whole[key][0]
+            assert describe.format_tool_call(name, arguments, "/home/u") == describe.format_tool_call(
+                *whole[key], "/home/u"
+            )
+
+
 @pytest.mark.parametrize("below", [True, False], ids=["smaller than the index's minimum", "not smaller"])
 def test_nothing_is_kept_with_the_index_of_a_file_smaller_than_the_index_is_kept_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], below: bool
