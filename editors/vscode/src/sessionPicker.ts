@@ -84,18 +84,36 @@ export function homeRelative(file: string, home: string): string {
 }
 
 /**
- * A session file as its name, then the folder it is in (`~/...` under `home`): a narrow picker cuts
- * a line's end, so the folder goes before the name a user may know the session by.
+ * pi's name for a session file: the time it was made (UTC, its `:` and `.` written `-`), `_`, the
+ * session's UUID, `.jsonl`.
+ */
+const PI_FILE_NAME = /^(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)_([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{8}([0-9a-f]{4})\.jsonl$/i;
+
+/**
+ * A file name pi gave as its time and its UUID's first 8 and last 4 digits (the start a short id
+ * is, the end random in pi's UUIDv7, where the start is the time again), in 38 characters where the
+ * whole takes 67: a picker 400 pixels wide cuts the whole before the UUID's end, which is what
+ * tells two sessions of the same minute apart. Any other name as it is.
+ */
+export function shortFileName(name: string): string {
+  const parts = PI_FILE_NAME.exec(name);
+  return parts ? `${parts[1]}_${parts[2]}…${parts[3]}` : name;
+}
+
+/**
+ * A session file as its name (shortened when pi gave it), then the folder it is in (`~/...` under
+ * `home`): a narrow picker cuts a line's end, so the folder goes after what tells sessions apart.
  */
 export function fileThenFolder(file: string, home: string): string {
   const cut = Math.max(file.lastIndexOf('/'), process.platform === 'win32' ? file.lastIndexOf('\\') : -1);
-  if (cut < 0) return file;
-  return `${file.slice(cut + 1)} · ${homeRelative(file.slice(0, cut) || file.slice(0, 1), home)}`;
+  if (cut < 0) return shortFileName(file);
+  return `${shortFileName(file.slice(cut + 1))} · ${homeRelative(file.slice(0, cut) || file.slice(0, 1), home)}`;
 }
 
 /**
  * One session's row: its title, then when it changed and its messages (and its folder in all
- * sessions), which a narrow picker cuts first; below, its file's name, then the file's folder.
+ * sessions), which a narrow picker cuts first; below, its file's name (shortened when pi gave it),
+ * then the file's folder.
  */
 export function sessionItem(session: ListedSession, now: number, withFolder: boolean, home: string = os.homedir()): SessionItem {
   const parts = [whenText(session.modified, now), counted(session.messageCount, 'message')];

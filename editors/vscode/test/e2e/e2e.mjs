@@ -565,9 +565,10 @@ try {
     && pickTexts.every((text, i) => i === 0 || text.includes('~/agent/sessions/--')); // e2e.sh's HOME holds the agent folder
   check('Open Session lists the folder\'s two sessions newest first, under "All sessions...", their files as ~/...',
     pickListed && kinds.join(',') === 'all,named,older' && described, pickTexts.join(' | ').slice(0, 400));
-  // what identifies a session stays in view: its title, its file's name (VS Code's quick pick is
-  // 62% of the window and at most 600 pixels wide: it holds pi's file name of 67 characters, not
-  // the folder before it; in a window 640 pixels wide, the name's start)
+  // what identifies a session stays in view: its title, and its file's name as the time and the
+  // UUID's start and end (pi's name whole is 67 characters: VS Code's quick pick is 62% of the
+  // window and at most 600 pixels wide, about 400 in a window 640 pixels wide, where the whole
+  // name lost the UUID's end, which tells two sessions of the same minute apart)
   const pickerShows = async (width) => {
     await page.setViewportSize({ width, height: 1000 });
     await page.waitForTimeout(800);
@@ -581,17 +582,17 @@ try {
     }
     return shown;
   };
-  const FILE_NAMES = [/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a2\.jsonl/,
-    /2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1\.jsonl/];
+  // the name shown whole: not cut after it (a cut piece ends in "…", which shownText adds)
+  const FILE_NAMES = [/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_0199e2e0…00a2( ·|$)/, /2026-01-05T09-00-00-000Z_0199e2e0…00a1( ·|$)/];
   const wide = await pickerShows(1600);
-  check('the picker shows each session\'s title and its file\'s name whole',
-    wide[0].startsWith('Picker named session') && FILE_NAMES[0].test(wide[0])
-      && wide[1].startsWith('An older question for the picker') && FILE_NAMES[1].test(wide[1]), wide.join(' | '));
+  check('the picker shows each session\'s title, when it changed, its file\'s name and its folder',
+    wide[0].startsWith('Picker named session') && FILE_NAMES[0].test(wide[0]) && /(just now|ago) · 2 messages/.test(wide[0]) && wide[0].includes(' · ~/')
+      && wide[1].startsWith('An older question for the picker') && FILE_NAMES[1].test(wide[1]) && wide[1].includes(' · ~/'), wide.join(' | '));
   await shot(page, 'e2e-picker.png');
   const narrow = await pickerShows(640);
-  check('in a window 640 pixels wide it shows each title and the start of its file\'s name',
-    narrow[0].startsWith('Picker named session') && /T\d\d-\d\d-\d\d-\d{3}Z_0199e2e0/.test(narrow[0])
-      && narrow[1].startsWith('An older question for the picker') && narrow[1].includes('2026-01-05T09-00-00-000Z_0199e2e0'), narrow.join(' | '));
+  check('in a window 640 pixels wide it shows each title and its file\'s name, the UUID\'s end too',
+    narrow[0].startsWith('Picker named session') && FILE_NAMES[0].test(narrow[0])
+      && narrow[1].startsWith('An older question for the picker') && FILE_NAMES[1].test(narrow[1]), narrow.join(' | '));
   await shot(page, 'e2e-picker-narrow.png');
   await page.setViewportSize({ width: 1600, height: 1000 });
   await page.waitForTimeout(800);
