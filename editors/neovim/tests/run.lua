@@ -66,6 +66,18 @@ local function truthy(value, what)
   end
 end
 
+--- Wait until what was scheduled before this call has run (vim.schedule runs its callbacks in
+--- order): what a handler would have done by now is done, however slow the machine.
+local function settle()
+  local done = false
+  vim.schedule(function()
+    done = true
+  end)
+  truthy(vim.wait(TIMEOUT, function()
+    return done
+  end, 10), 'the event loop did not come round')
+end
+
 local function buffer_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
 end
@@ -696,7 +708,7 @@ end
 test('pi/didChange "rewriting" is waited out: the tree is not read again, nothing is reported', function()
   local watched = did_change_watched()
   watched.send('rewriting')
-  vim.wait(200)
+  settle()
   local during = watched.calls
   watched.send('reloaded')
   vim.wait(TIMEOUT, function()
@@ -714,7 +726,7 @@ test('pi/didChange "unreadable" warns that the file is not a session now, withou
   vim.wait(TIMEOUT, function()
     return #watched.notes > 0
   end, 20)
-  vim.wait(200)
+  settle()
   watched.restore()
   local notes = watched.notes
   eq(watched.calls, 0, 'tree refreshes of a file that is not a session now')
@@ -1340,7 +1352,7 @@ test(':PiSessionOpen while a listing is on its way cancels that one: one picker,
   sent[1].handler({ code = -32800, message = 'Request with id "101" is canceled' }, nil)
   sent[2].handler(nil, { { path = '/s/later.jsonl', name = 'The later listing', modified = vim.NIL, messageCount = 1 } })
   wait_calls(calls, 1)
-  vim.wait(100)
+  settle() -- (a picker of the cancelled listing would be scheduled by now)
   vim.lsp.get_clients = get_clients
   restore_notify()
   restore()
