@@ -111,8 +111,9 @@ if [ ! -x "$TOOLS/node_modules/.bin/vsce" ] || [ ! -d "$TOOLS/node_modules/playw
   (cd "$TOOLS" && timeout 600 npm install --no-save "@vscode/vsce@$VSCE_VERSION" "playwright-core@$PW_VERSION" \
       > install.log 2>&1) || { tail -50 "$TOOLS/install.log"; exit 1; }
 fi
-# the run's own copy of the test (another run may test another one): ESM resolves playwright-core
-# from the script's folder
+# the run's own copy of the test and of the modules beside it that it imports (another run may test
+# another one): ESM resolves playwright-core from the script's folder
+cp "$HERE"/test/e2e/*.mjs "$RUN/"
 cp "${E2E_SCRIPT:-$HERE/test/e2e/e2e.mjs}" "$RUN/e2e.mjs"
 ln -s "$TOOLS/node_modules" "$RUN/node_modules"
 echo "[e2e] tools ready $(ts)"

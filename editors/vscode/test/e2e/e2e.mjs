@@ -11,6 +11,7 @@ import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { openQuickInput, until } from './wait.mjs';
 
 const URL_BASE = process.env.CS_URL || 'http://127.0.0.1:18080';
 const FOLDER = process.env.WS_FOLDER;
@@ -38,19 +39,6 @@ function check(name, ok, detail = '') {
   return ok;
 }
 const visible = (locator, timeout) => locator.first().waitFor({ timeout }).then(() => true, () => false);
-/**
- * Whether `condition()` (sync or async) comes true within `timeout` ms, asked every `every` ms:
- * what a step waits for is a state of the window or the file, never a time (a loaded machine takes
- * longer). A condition that throws counts as not yet.
- */
-async function until(condition, timeout, every = 250) {
-  const end = Date.now() + timeout;
-  for (;;) {
-    if (await Promise.resolve().then(condition).catch(() => false)) return true;
-    if (Date.now() >= end) return false;
-    await new Promise((resolve) => setTimeout(resolve, every));
-  }
-}
 const squash = (text) => text.replace(/\s+/g, ' ').trim();
 const shot = (page, name) => page.screenshot({ path: path.join(OUT, name) });
 
@@ -90,12 +78,10 @@ async function shownText(locator) {
 }
 
 async function runCommand(page, title) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 15_000 });
+  const input = await openQuickInput(page, 'F1');
   await input.fill(`>${title}`);
   const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ timeout: 15_000 });
+  await row.waitFor({ timeout: 30_000 });
   await page.keyboard.press('Enter');
 }
 
@@ -108,9 +94,7 @@ async function openFromExplorer(page, file) {
 
 /** Opens a file of the workspace by name with Quick Open (also files the Explorer does not show). */
 async function openByName(page, file) {
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 15_000 });
+  const input = await openQuickInput(page, 'Control+P');
   await input.fill(file);
   await page.locator('.quick-input-widget .monaco-list-row', { hasText: path.basename(file) }).first().waitFor({ timeout: 30_000 });
   await page.keyboard.press('Enter');
@@ -130,9 +114,7 @@ async function fixAllUntil(page, file, done) {
 }
 
 async function goToLine(page, line) {
-  await page.keyboard.press('Control+G');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 15_000 });
+  const input = await openQuickInput(page, 'Control+G');
   await input.fill(`:${line}`);
   await page.keyboard.press('Enter');
 }
