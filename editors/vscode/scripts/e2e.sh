@@ -212,6 +212,6 @@ for _ in $(seq 180); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" &
 rc=0
 CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$OUT" CHROME_PROFILE="$RUN/chrome" \
   PYTHON_PATH_STARTS="$RUN/python-path-starts" VSCODE_LOGS="$RUN/ud/logs" \
-  timeout 720 node "$RUN/e2e.mjs" || rc=$?
+  timeout 1200 node "$RUN/e2e.mjs" || rc=$?
 echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$OUT"/*.png 2>/dev/null | tr '\n' ' ')"
 exit $rc
