@@ -11,7 +11,7 @@ import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openQuickInput, until } from './wait.mjs';
+import { openQuickInput, runCommand, until } from './workbench.mjs';
 
 const URL_BASE = process.env.CS_URL || 'http://127.0.0.1:18080';
 const FOLDER = process.env.WS_FOLDER;
@@ -75,14 +75,6 @@ async function shownText(locator) {
     }
     return pieces.join(' ').replace(/\s+/g, ' ').trim();
   });
-}
-
-async function runCommand(page, title) {
-  const input = await openQuickInput(page, 'F1');
-  await input.fill(`>${title}`);
-  const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ timeout: 30_000 });
-  await page.keyboard.press('Enter');
 }
 
 async function openFromExplorer(page, file) {

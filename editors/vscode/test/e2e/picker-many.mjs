@@ -8,7 +8,7 @@
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import path from 'node:path';
-import { openQuickInput, until } from './wait.mjs';
+import { runCommand, until } from './workbench.mjs';
 
 const FOLDER = process.env.WS_FOLDER;
 const SESSIONS = Number(process.env.PICKER_SESSIONS || 5000);
@@ -63,14 +63,7 @@ try {
   await page.goto(`${process.env.CS_URL}/?folder=${encodeURIComponent(FOLDER)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   /** Enter on "Open Session..." in the command palette; answers when Enter was pressed. */
-  const openSession = async () => {
-    const input = await openQuickInput(page, 'F1');
-    await input.fill('>Pi Session: Open Session...');
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Open Session...' }).first().waitFor({ timeout: 15_000 });
-    const pressed = Date.now();
-    await page.keyboard.press('Enter');
-    return pressed;
-  };
+  const openSession = () => runCommand(page, 'Pi Session: Open Session...');
   const title = page.locator('.quick-input-widget .quick-input-title', { hasText: 'Pi sessions of' });
   // busy: its placeholder says so (VS Code draws the busy bar only later)
   const reading = async () => (await page.locator('.quick-input-widget input').first().getAttribute('placeholder')) === 'Reading the sessions...';

@@ -1,5 +1,5 @@
-// What the end-to-end tests wait with: a state of the window or of a file, never a set time (a
-// loaded machine takes longer, and is not wrong for it).
+// What the end-to-end tests wait with and drive the workbench by. A step waits for a state of the
+// window or of a file, never for a set time: a loaded machine takes longer, and is not wrong for it.
 
 /**
  * Whether `condition()` (sync or async) comes true within `timeout` ms, asked every `every` ms. A
@@ -27,4 +27,22 @@ export async function openQuickInput(page, keys) {
   };
   if (!(await until(opens, 60_000, 0))) throw new Error(`${keys} did not open the quick input`);
   return input;
+}
+
+/**
+ * Runs the command `title` from the command palette; answers when Enter was pressed. The palette
+ * is opened again while the command is not listed (a palette opened before the extension's
+ * commands were known does not list them).
+ */
+export async function runCommand(page, title) {
+  const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+  const listed = async () => {
+    const input = await openQuickInput(page, 'F1');
+    await input.fill(`>${title}`);
+    return row.waitFor({ timeout: 10_000 }).then(() => true);
+  };
+  if (!(await until(listed, 90_000, 0))) throw new Error(`the command palette does not list "${title}"`);
+  const pressed = Date.now();
+  await page.keyboard.press('Enter');
+  return pressed;
 }
