@@ -31,12 +31,17 @@ export async function openQuickInput(page, keys) {
 
 /**
  * Runs the command `title` from the command palette; answers when Enter was pressed. The palette
- * is opened again while the command is not listed (a palette opened before the extension's
- * commands were known does not list them).
+ * is closed and opened again while the command is not listed (a palette opened before the
+ * extension's commands were known keeps the list it had).
  */
 export async function runCommand(page, title) {
   const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+  let tries = 0;
   const listed = async () => {
+    if (tries++ > 0) {
+      await page.keyboard.press('Escape');
+      await until(() => page.locator('.quick-input-widget').first().isHidden(), 5_000);
+    }
     const input = await openQuickInput(page, 'F1');
     await input.fill(`>${title}`);
     return row.waitFor({ timeout: 10_000 }).then(() => true);
