@@ -590,15 +590,16 @@ try {
     }, 10_000, 300);
     return shown;
   };
-  // the name shown whole: not cut after it (a cut piece ends in "…", which shownText adds)
-  const FILE_NAMES = [/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_0199e2e0…00a2( ·|$)/, /2026-01-05T09-00-00-000Z_0199e2e0…00a1( ·|$)/];
+  // the session's id shown whole: not cut in it (a cut piece ends in "…", which shownText adds)
+  const FILE_NAMES = [/0199e2e0-aaaa-7bbb-8ccc-0000000000a2( ·|$)/, /0199e2e0-aaaa-7bbb-8ccc-0000000000a1( ·|$)/];
   const wide = await pickerShows(1600);
   check('the picker shows each session\'s title, when it changed, its file\'s name and its folder',
     wide[0].startsWith('Picker named session') && FILE_NAMES[0].test(wide[0]) && /(just now|ago) · 2 messages/.test(wide[0]) && wide[0].includes(' · ~/')
-      && wide[1].startsWith('An older question for the picker') && FILE_NAMES[1].test(wide[1]) && wide[1].includes(' · ~/'), wide.join(' | '));
+      && wide[1].startsWith('An older question for the picker') && wide[1].includes('0199e2e0-aaaa-7bbb-8ccc-0000000000a1 · 2026-01-05T09-00-00-000Z · ~/')
+      && /0199e2e0-aaaa-7bbb-8ccc-0000000000a2 · \d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z · ~\//.test(wide[0]), wide.join(' | '));
   await shot(page, 'e2e-picker.png');
   const narrow = await pickerShows(640);
-  check('in a window 640 pixels wide it shows each title and its file\'s name, the UUID\'s end too',
+  check('in a window 640 pixels wide it shows each title and its session\'s id whole',
     narrow[0].startsWith('Picker named session') && FILE_NAMES[0].test(narrow[0])
       && narrow[1].startsWith('An older question for the picker') && FILE_NAMES[1].test(narrow[1]), narrow.join(' | '));
   await shot(page, 'e2e-picker-narrow.png');
