@@ -9,8 +9,8 @@
 # e2e-problems.png (the Problems panel), e2e-escaping.png (a session holding HTML and script tags,
 # shown as text), e2e-hover.png, e2e-picker.png (Open Session... listing the folder's sessions),
 # e2e-picker-narrow.png (the same in a window 640 pixels wide), e2e.png (the window at the end),
-# e2e-error.png (a failed step), and for a failed run e2e-logs/ (the extension host's, the client's
-# trace, code-server's, the server's).
+# e2e-failed-NN.png (check NN failed), e2e-error.png (a step threw), and for a failed run
+# e2e-logs/ (the extension host's, the client's trace, code-server's, the server's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ARTIFACTS=${ARTIFACTS:-$PWD/ci-artifacts/vscode-e2e}

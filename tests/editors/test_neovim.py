@@ -59,12 +59,18 @@ def test_neovim_plugin_headless(nvim: str, tmp_path) -> None:
         [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-l", str(RUN_LUA)],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=900,  # each wait in run.lua is bounded; a loaded machine takes longer, not forever
         cwd=REPO,
         env=env,
         stdin=subprocess.DEVNULL,
     )
-    report = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-3000:]}"
+    # the LSP log (the server's stderr, the client's errors) is in pytest's temporary folder, which
+    # pytest deletes: its end goes into the report
+    lsp_log = tmp_path / "state" / "nvim" / "lsp.log"
+    log_end = lsp_log.read_text(errors="replace")[-4000:] if lsp_log.exists() else "(none)"
+    report = (
+        f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-3000:]}\nthe end of Neovim's LSP log:\n{log_end}"
+    )
     summary = re.search(r"^(\d+) passed, (\d+) failed$", result.stdout, re.MULTILINE)
     assert summary is not None, report
     assert int(summary.group(2)) == 0 and result.returncode == 0, report

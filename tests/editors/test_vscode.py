@@ -41,8 +41,10 @@ def test_vscode_unit_layer() -> None:
 @pytest.mark.skipif(
     os.environ.get("PI_E2E_VSCODE") != "1", reason="set PI_E2E_VSCODE=1 to run VS Code end to end"
 )
-def test_vscode_end_to_end(tmp_path: Path) -> None:
-    artifacts = tmp_path / "artifacts"
+def test_vscode_end_to_end() -> None:
+    # not pytest's temporary folder, whose old runs pytest deletes: a failed run's screenshots and
+    # logs stay where its report names them ($ARTIFACTS, else editors/vscode/test-artifacts)
+    artifacts = Path(os.environ.get("ARTIFACTS") or VSCODE / "test-artifacts")
     env = {**os.environ, "PY": os.environ.get("PY", sys.executable), "ARTIFACTS": str(artifacts)}
     result = subprocess.run(
         ["bash", str(VSCODE / "scripts" / "e2e.sh")],
@@ -52,9 +54,14 @@ def test_vscode_end_to_end(tmp_path: Path) -> None:
         env=env,
         stdin=subprocess.DEVNULL,
     )
-    report = f"{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
+    shown = re.search(r"^\[e2e\] this run's screenshots: (.+)$", result.stdout, re.MULTILINE)
+    report = (
+        f"{result.stdout[-6000:]}\n{result.stderr[-3000:]}\n"
+        f"the run's screenshots and logs: {shown.group(1) if shown else '(not said)'}"
+    )
     counts = summary(result.stdout, r"^(\d+) passed, (\d+) failed$")
     assert counts is not None, report
     assert counts[1] == 0 and result.returncode == 0, report
-    runs = list(artifacts.iterdir())  # the run's own folder, run.XXXXXX
-    assert len(runs) == 1 and (runs[0] / "e2e.png").exists(), report
+    assert shown is not None, report
+    run = Path(shown.group(1))  # the run's own folder, run.XXXXXX
+    assert run.resolve().parent == artifacts.resolve() and (run / "e2e.png").exists(), report

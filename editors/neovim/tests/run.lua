@@ -66,6 +66,18 @@ local function truthy(value, what)
   end
 end
 
+--- Wait until what was scheduled before this call has run (vim.schedule runs its callbacks in
+--- order): what a handler would have done by now is done, however slow the machine.
+local function settle()
+  local done = false
+  vim.schedule(function()
+    done = true
+  end)
+  truthy(vim.wait(TIMEOUT, function()
+    return done
+  end, 10), 'the event loop did not come round')
+end
+
 local function buffer_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
 end
@@ -696,7 +708,7 @@ end
 test('pi/didChange "rewriting" is waited out: the tree is not read again, nothing is reported', function()
   local watched = did_change_watched()
   watched.send('rewriting')
-  vim.wait(200)
+  settle()
   local during = watched.calls
   watched.send('reloaded')
   vim.wait(TIMEOUT, function()
@@ -714,7 +726,7 @@ test('pi/didChange "unreadable" warns that the file is not a session now, withou
   vim.wait(TIMEOUT, function()
     return #watched.notes > 0
   end, 20)
-  vim.wait(200)
+  settle()
   watched.restore()
   local notes = watched.notes
   eq(watched.calls, 0, 'tree refreshes of a file that is not a session now')
@@ -1139,8 +1151,10 @@ test(':PiSessionOpen lists the directory\'s sessions newest first, without a ser
   local lines = calls[1].lines
   eq(#lines, 3, 'two sessions and "All sessions...": ' .. vim.inspect(lines))
   -- the title and the file's name first; what follows them, as far as the editor's width has room
-  truthy(vim.startswith(lines[1], 'Picker named session  ' .. vim.fs.basename(newer_path)), lines[1])
-  truthy(vim.startswith(lines[2], 'An older question') and vim.endswith(lines[2], '  ' .. vim.fs.basename(older_path)), lines[2])
+  -- (80 columns: pi's name of 67 cells shortened to its time and its UUID's start and end)
+  local short = require('pi_session.picker').short_name
+  truthy(vim.startswith(lines[1], 'Picker named session  ' .. short(vim.fs.basename(newer_path))), lines[1])
+  truthy(vim.startswith(lines[2], 'An older question') and vim.endswith(lines[2], '  ' .. short(vim.fs.basename(older_path))), lines[2])
   local whole = require('pi_session.picker').format(calls[1].items[2], os.time(), false)
   eq(whole, ('An older question for the picker  %s  (%s · 2 messages)  %s'):format(vim.fs.basename(older_path), os.date('%Y-%m-%d %H:%M', 1767603602), vim.fs.dirname(older_path)), 'the older session')
   eq(lines[3], 'All sessions...', 'the last item')
@@ -1165,9 +1179,10 @@ test(':PiSessionOpen! and "All sessions..." list the sessions of every directory
   for i = 2, 3 do
     local lines = calls[i].lines
     eq(#lines, 3, 'three sessions, no "All sessions..." item: ' .. vim.inspect(lines))
-    truthy(vim.startswith(lines[1], 'Picker named session  ' .. vim.fs.basename(newer_path)), lines[1])
-    truthy(vim.startswith(lines[2], 'A question elsewhere  ' .. vim.fs.basename(other_path)), lines[2])
-    truthy(vim.startswith(lines[3], 'An older question') and vim.endswith(lines[3], '  ' .. vim.fs.basename(older_path)), lines[3])
+    local short = require('pi_session.picker').short_name
+    truthy(vim.startswith(lines[1], 'Picker named session  ' .. short(vim.fs.basename(newer_path))), lines[1])
+    truthy(vim.startswith(lines[2], 'A question elsewhere  ' .. short(vim.fs.basename(other_path))), lines[2])
+    truthy(vim.startswith(lines[3], 'An older question') and vim.endswith(lines[3], '  ' .. short(vim.fs.basename(older_path))), lines[3])
     local whole = require('pi_session.picker').format(calls[i].items[2], os.time(), true)
     eq(whole, ('A question elsewhere  %s  (3 days ago · 2 messages · %s)  %s'):format(vim.fs.basename(other_path), other_project, vim.fs.dirname(other_path)), 'with its folder')
     eq(calls[i].prompt, 'Pi sessions of all folders', 'the prompt')
@@ -1187,12 +1202,13 @@ local function screen_rows()
   return rows
 end
 
-test(':PiSessionOpen in a narrow editor: a row per session, its title and its file\'s name left whole', function()
+--- The rows Neovim's own picker (inputlist) shows for :PiSessionOpen in an editor `columns` wide,
+--- from its prompt on (answered with <Esc>: the screen is read as it was shown).
+local function picker_rows(columns)
   vim.fn.chdir(project)
-  local columns = vim.o.columns
-  vim.o.columns = 100
+  local before = vim.o.columns
+  vim.o.columns = columns
   local rows
-  -- Neovim's own picker (inputlist), answered with <Esc>: the screen is read as it was shown
   local real = vim.ui.select
   vim.ui.select = function(items, opts, on_choice)
     vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 't', false)
@@ -1206,16 +1222,18 @@ test(':PiSessionOpen in a narrow editor: a row per session, its title and its fi
     return rows ~= nil
   end, 20)
   vim.ui.select = real
-  vim.o.columns = columns
+  vim.o.columns = before
   truthy(shown, 'no picker')
-  local prompt
   for i, row in ipairs(rows) do
     if vim.startswith(row, 'Pi sessions of ') then
-      prompt = i
+      return vim.list_slice(rows, i + 1, i + 3)
     end
   end
-  truthy(prompt, 'no prompt on the screen:\n' .. table.concat(rows, '\n'))
-  eq(vim.list_slice(rows, prompt + 1, prompt + 3), {
+  error('no prompt on the screen:\n' .. table.concat(rows, '\n'))
+end
+
+test(':PiSessionOpen in a narrow editor: a row per session, its title and its file\'s name left whole', function()
+  eq(picker_rows(100), {
     '1: Picker named session  ' .. vim.fs.basename(newer_path),
     -- cut to leave the file's name room
     '2: An older question for the…  ' .. vim.fs.basename(older_path),
@@ -1224,6 +1242,25 @@ test(':PiSessionOpen in a narrow editor: a row per session, its title and its fi
   local picker = require('pi_session.picker')
   local long = { firstMessage = ('word '):rep(60), textTruncated = true, modified = vim.NIL, messageCount = 1, path = '/s/session.jsonl' }
   eq(picker.format(long, os.time(), false, 20), ('word '):rep(4) .. 'wor…  session.jsonl', 'a title is cut no shorter than MIN_TITLE_CELLS')
+end)
+
+test(':PiSessionOpen in 80 columns: pi\'s file names as their time and their UUID\'s start and end, on a row each', function()
+  local name = vim.fs.basename(newer_path) -- <time>_0199e2e0-aaaa-7bbb-8ccc-<12 digits>.jsonl
+  local time, last = name:sub(1, 24), name:sub(-10, -7)
+  eq(picker_rows(80), {
+    ('1: Picker named session  %s_0199e2e0…%s'):format(time, last),
+    '2: An older question for the picker  2026-01-05T09-00-00-000Z_0199e2e0…3600',
+    '3: All sessions...',
+  }, 'the rows shown')
+  local picker = require('pi_session.picker')
+  eq(picker.short_name('2026-01-05T09-00-00-000Z_0199E2E0-aaaa-7bbb-8ccc-0000000000a1.jsonl'), '2026-01-05T09-00-00-000Z_0199E2E0…00a1', 'upper-case digits')
+  for _, whole in ipairs({ 'notes.jsonl', '2026-01-05T09-00-00-000Z_my-session.jsonl', '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.json',
+    '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl.bak', 'x2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl' }) do
+    eq(picker.short_name(whole), whole, 'not pi\'s naming: as it is')
+  end
+  -- a name that is not pi's is never shortened, however narrow
+  local custom = { name = 'Mine', modified = vim.NIL, messageCount = 1, path = '/s/2026-01-05_my-own-session-file-with-a-long-name.jsonl' }
+  eq(picker.format(custom, os.time(), false, 40), 'Mine  2026-01-05_my-own-session-file-with-a-long-name.jsonl', 'a name of its own')
 end)
 
 --- vim.notify stubbed: what it is told goes into the list returned; restore() puts the real one back.
@@ -1315,7 +1352,7 @@ test(':PiSessionOpen while a listing is on its way cancels that one: one picker,
   sent[1].handler({ code = -32800, message = 'Request with id "101" is canceled' }, nil)
   sent[2].handler(nil, { { path = '/s/later.jsonl', name = 'The later listing', modified = vim.NIL, messageCount = 1 } })
   wait_calls(calls, 1)
-  vim.wait(100)
+  settle() -- (a picker of the cancelled listing would be scheduled by now)
   vim.lsp.get_clients = get_clients
   restore_notify()
   restore()

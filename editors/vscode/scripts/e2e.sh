@@ -15,8 +15,9 @@
 # viewer on a 100 MB session), e2e-tree.png (the session tree beside the session), e2e-problems.png
 # (the Problems panel), e2e-escaping.png (a session holding HTML and script tags, shown as text),
 # e2e-picker.png (Open Session... listing two sessions; e2e-picker-narrow.png in a window 640
-# pixels wide), e2e-hover.png and e2e.png (the window at the end); e2e-error.png when a step
-# throws. When the run fails, its logs go there too, under e2e-logs/: the extension host's and the
+# pixels wide), e2e-hover.png and e2e.png (the window at the end); e2e-failed-NN.png when check
+# NN fails, e2e-error.png when a step throws. When the run fails, its logs go there too, under
+# e2e-logs/: the extension host's and the
 # "Pi Session" output channel's (the client's trace of every message, piSession.trace.server),
 # code-server.log, and server.log (the server's own log at DEBUG: what its poller saw of the files
 # it follows). The server starts as a user's would with "piSession.server.pythonPath": a wrapper
@@ -110,8 +111,9 @@ if [ ! -x "$TOOLS/node_modules/.bin/vsce" ] || [ ! -d "$TOOLS/node_modules/playw
   (cd "$TOOLS" && timeout 600 npm install --no-save "@vscode/vsce@$VSCE_VERSION" "playwright-core@$PW_VERSION" \
       > install.log 2>&1) || { tail -50 "$TOOLS/install.log"; exit 1; }
 fi
-# the run's own copy of the test (another run may test another one): ESM resolves playwright-core
-# from the script's folder
+# the run's own copy of the test and of the modules beside it that it imports (another run may test
+# another one): ESM resolves playwright-core from the script's folder
+cp "$HERE"/test/e2e/*.mjs "$RUN/"
 cp "${E2E_SCRIPT:-$HERE/test/e2e/e2e.mjs}" "$RUN/e2e.mjs"
 ln -s "$TOOLS/node_modules" "$RUN/node_modules"
 echo "[e2e] tools ready $(ts)"
@@ -203,10 +205,13 @@ HOME=$RUN PI_CODING_AGENT_DIR=$RUN/agent setsid "$CS" "${COMMON[@]}" --bind-addr
   --disable-update-check --disable-workspace-trust --disable-getting-started-override \
   --ignore-last-opened "$RUN/ws" > "$RUN/code-server.log" 2>&1 &
 CS_PID=$!
-for _ in $(seq 60); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && break; sleep 1; done
+# up when it answers (a loaded machine takes longer to start it)
+up=
+for _ in $(seq 180); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" && { up=1; break; }; sleep 1; done
+[ -n "$up" ] || { echo "[e2e] code-server did not answer on port $PORT within 180 s"; exit 1; }
 rc=0
 CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$OUT" CHROME_PROFILE="$RUN/chrome" \
   PYTHON_PATH_STARTS="$RUN/python-path-starts" VSCODE_LOGS="$RUN/ud/logs" \
-  timeout 720 node "$RUN/e2e.mjs" || rc=$?
+  timeout 1200 node "$RUN/e2e.mjs" || rc=$?
 echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$OUT"/*.png 2>/dev/null | tr '\n' ' ')"
 exit $rc

@@ -84,18 +84,36 @@ export function homeRelative(file: string, home: string): string {
 }
 
 /**
- * A session file as its name, then the folder it is in (`~/...` under `home`): a narrow picker cuts
- * a line's end, so the folder goes before the name a user may know the session by.
+ * pi's name for a session file: the time it was made (UTC, its `:` and `.` written `-`), `_`, the
+ * session's UUID, `.jsonl`.
+ */
+const PI_FILE_NAME = /^(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i;
+
+/**
+ * A file name pi gave as its session's id (a UUID), then the time in it: the id whole (the picker
+ * filters on what it shows: a pasted id finds its session), its end, which tells two sessions of
+ * the same minute apart, within what a picker 400 pixels wide shows (the whole name, 67 characters,
+ * was cut before it). Any other name as it is.
+ */
+export function shownFileName(name: string): string {
+  const parts = PI_FILE_NAME.exec(name);
+  return parts ? `${parts[2]} · ${parts[1]}` : name;
+}
+
+/**
+ * A session file as its name ({@link shownFileName}), then the folder it is in (`~/...` under
+ * `home`): a narrow picker cuts a line's end, so the folder goes after what tells sessions apart.
  */
 export function fileThenFolder(file: string, home: string): string {
   const cut = Math.max(file.lastIndexOf('/'), process.platform === 'win32' ? file.lastIndexOf('\\') : -1);
-  if (cut < 0) return file;
-  return `${file.slice(cut + 1)} · ${homeRelative(file.slice(0, cut) || file.slice(0, 1), home)}`;
+  if (cut < 0) return shownFileName(file);
+  return `${shownFileName(file.slice(cut + 1))} · ${homeRelative(file.slice(0, cut) || file.slice(0, 1), home)}`;
 }
 
 /**
  * One session's row: its title, then when it changed and its messages (and its folder in all
- * sessions), which a narrow picker cuts first; below, its file's name, then the file's folder.
+ * sessions), which a narrow picker cuts first; below, its file's name (its UUID first when pi gave it),
+ * then the file's folder.
  */
 export function sessionItem(session: ListedSession, now: number, withFolder: boolean, home: string = os.homedir()): SessionItem {
   const parts = [whenText(session.modified, now), counted(session.messageCount, 'message')];

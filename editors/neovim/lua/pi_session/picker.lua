@@ -102,12 +102,30 @@ local function fit(text, cells)
   return (table.concat(kept):gsub('%s+$', '')) .. '…'
 end
 
+local hex = function(n)
+  return ('%x'):rep(n)
+end
+--- pi's name for a session file: the time it was made (UTC, its `:` and `.` written `-`), `_`, the
+--- session's UUID, `.jsonl`; captures the time and the UUID's first 8 and last 4 digits.
+local PI_FILE_NAME = '^(%d%d%d%d%-%d%d%-%d%dT%d%d%-%d%d%-%d%d%-%d%d%dZ)_(' .. hex(8) .. ')%-' .. hex(4) .. '%-' .. hex(4) .. '%-' .. hex(4)
+  .. '%-' .. hex(8) .. '(' .. hex(4) .. ')%.jsonl$'
+
+--- A file name pi gave as its time and its UUID's first 8 and last 4 digits (the start a short id
+--- is, the end random in pi's UUIDv7, where the start is the time again), in 38 cells where the
+--- whole takes 67: what tells two sessions of the same minute apart, the UUID's end, stays when the
+--- whole does not fit. Any other name as it is.
+function M.short_name(name)
+  local time, first, last = name:match(PI_FILE_NAME)
+  return time and ('%s_%s…%s'):format(time, first, last) or name
+end
+
 --- One session's line. What a user knows a session by comes first, its title (name or first
 --- message) and its file's name, then when it changed, its messages (and its folder in all
 --- sessions), then the folder its file is in (~/... under the home folder); the item keeps the full
 --- path to open. A picker cuts a line's end: within `width` display cells (no picker is wider than
---- the editor) the title is cut to leave the file's name room, and the parts after the file's name
---- that do not fit are left out (no picker could show them). Without `width`, the whole line.
+--- the editor) the title is cut to leave the file's name room, the name pi gave shortened when it
+--- would not fit whole (M.short_name), and the parts after the file's name that do not fit are left
+--- out (no picker could show them). Without `width`, the whole line.
 ---@param width? integer
 function M.format(session, now, with_folder, width)
   local path = tostring(session.path)
@@ -120,6 +138,9 @@ function M.format(session, now, with_folder, width)
   local rest = { ('(%s)'):format(table.concat(facts, ' · ')), home_relative(vim.fn.fnamemodify(path, ':h')) }
   if not width then
     return table.concat(vim.list_extend({ title, name }, rest), '  ')
+  end
+  if M.MIN_TITLE_CELLS + 2 + vim.fn.strdisplaywidth(name) > width then
+    name = M.short_name(name)
   end
   local room_for_title = math.max(M.MIN_TITLE_CELLS, width - 2 - vim.fn.strdisplaywidth(name))
   local line = fit(title, room_for_title) .. '  ' .. name

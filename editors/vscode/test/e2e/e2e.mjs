@@ -11,6 +11,7 @@ import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { openQuickInput, runCommand, until } from './workbench.mjs';
 
 const URL_BASE = process.env.CS_URL || 'http://127.0.0.1:18080';
 const FOLDER = process.env.WS_FOLDER;
@@ -24,9 +25,17 @@ const DIAGNOSTIC = process.env.EXPECT_DIAGNOSTIC || 'invalid JSON';
 const t0 = Date.now();
 const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
 const checks = [];
+// the window when a check fails, as the failed check's number says (e2e-failed-07.png): what was on
+// screen is what tells a failure under load from a bug; the shots are taken before the browser closes
+let failedPage;
+const failedShots = [];
 function check(name, ok, detail = '') {
   checks.push({ name, ok });
   console.log(`${ok ? 'ok' : 'not ok'} - ${name}${detail ? ` (${detail})` : ''}`);
+  if (!ok && failedPage) {
+    const file = `e2e-failed-${String(checks.length).padStart(2, '0')}.png`;
+    failedShots.push(failedPage.screenshot({ path: path.join(OUT, file) }).then(() => console.log(`    (the window: ${file})`), () => undefined));
+  }
   return ok;
 }
 const visible = (locator, timeout) => locator.first().waitFor({ timeout }).then(() => true, () => false);
@@ -68,16 +77,6 @@ async function shownText(locator) {
   });
 }
 
-async function runCommand(page, title) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 15_000 });
-  await input.fill(`>${title}`);
-  const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ timeout: 15_000 });
-  await page.keyboard.press('Enter');
-}
-
 async function openFromExplorer(page, file) {
   const item = page.locator(`.explorer-folders-view .monaco-list-row[aria-label^="${file}"]`).first();
   await item.waitFor({ timeout: 60_000 });
@@ -87,9 +86,7 @@ async function openFromExplorer(page, file) {
 
 /** Opens a file of the workspace by name with Quick Open (also files the Explorer does not show). */
 async function openByName(page, file) {
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 15_000 });
+  const input = await openQuickInput(page, 'Control+P');
   await input.fill(file);
   await page.locator('.quick-input-widget .monaco-list-row', { hasText: path.basename(file) }).first().waitFor({ timeout: 30_000 });
   await page.keyboard.press('Enter');
@@ -100,21 +97,16 @@ async function openByName(page, file) {
 // the file shows it (the command may come before the server has the document's problems)
 async function fixAllUntil(page, file, done) {
   await page.locator(`.tab[aria-label*="${file}"]`).first().click();
-  await page.waitForTimeout(1000);
+  await visible(page.locator(`.tab.active[aria-label*="${file}"]`), 15_000);
   for (let attempt = 0; attempt < 3; attempt++) {
     await runCommand(page, 'Fix All');
-    for (let i = 0; i < 20; i++) {
-      await page.waitForTimeout(500);
-      if (done()) return true;
-    }
+    if (await until(done, 15_000, 500)) return true;
   }
   return false;
 }
 
 async function goToLine(page, line) {
-  await page.keyboard.press('Control+G');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ timeout: 15_000 });
+  const input = await openQuickInput(page, 'Control+G');
   await input.fill(`:${line}`);
   await page.keyboard.press('Enter');
 }
@@ -186,6 +178,7 @@ const ctx = await chromium.launchPersistentContext(PROFILE, {
 });
 try {
   const page = ctx.pages()[0] || (await ctx.newPage());
+  failedPage = page;
   page.on('pageerror', (e) => console.log('  [pageerror]', String(e).slice(0, 200)));
   page.on('dialog', (d) => {
     dialogs.push(d.message());
@@ -200,25 +193,23 @@ try {
   // 1. languages: an ordinary .jsonl stays JSON Lines (opened first: it must not activate anything
   // wrongly); sessions are Pi Sessions by their path, their header, or their first lines when the
   // header is missing or not first; a BOM does not hide a session
+  const modeIs = (language) => until(async () => (await modeText()) === language, 30_000);
   await openFromExplorer(page, ORDINARY);
-  check('an ordinary .jsonl stays JSON Lines', await visible(mode.filter({ hasText: /JSON Lines/ }), 30_000), await modeText());
+  check('an ordinary .jsonl stays JSON Lines', await modeIs('JSON Lines'), await modeText());
   await openByName(page, 'headerless-session.jsonl'); // under .pi/agent/sessions, its first line no header
-  check('a .jsonl under .pi/agent/sessions opens as "Pi Session"', await visible(mode.filter({ hasText: 'Pi Session' }), 30_000), await modeText());
+  check('a .jsonl under .pi/agent/sessions opens as "Pi Session"', await modeIs('Pi Session'), await modeText());
   for (const file of ['no-header.jsonl', 'header-second.jsonl', 'bom-session.jsonl']) {
     await openByName(page, ORDINARY); // the status bar says JSON Lines until the next file's language is known
-    await visible(mode.filter({ hasText: /JSON Lines/ }), 30_000);
+    await modeIs('JSON Lines');
     await openByName(page, file);
-    check(`${file} (damaged header) opens as "Pi Session"`, await visible(mode.filter({ hasText: 'Pi Session' }), 30_000), await modeText());
+    check(`${file} (damaged header) opens as "Pi Session"`, await modeIs('Pi Session'), await modeText());
   }
 
   // 2. the session file opens as Pi Session; diagnostics: a squiggle and the Problems panel, once
   await openFromExplorer(page, SESSION);
-  check('the session file opens as "Pi Session"', await visible(mode.filter({ hasText: 'Pi Session' }), 30_000), await modeText());
+  check('the session file opens as "Pi Session"', await modeIs('Pi Session'), await modeText());
   let starts = serverStarts();
-  for (let i = 0; i < 20 && starts.channel.length === 0; i++) { // the channel's file is written on its own time
-    await page.waitForTimeout(500);
-    starts = serverStarts();
-  }
+  await until(() => (starts = serverStarts()).channel.length > 0, 30_000, 500); // the channel's file is written on its own time
   check('the server was started through "piSession.server.pythonPath" (`<python> -m pi_session_server serve`), once',
     starts.wrapper.length === 1 && starts.wrapper[0].startsWith('-m pi_session_server serve')
       && starts.channel.length === 1 && starts.channel[0].includes('(setting piSession.server.pythonPath)'),
@@ -252,8 +243,12 @@ try {
     '[scanner-try] user: Start with the scanner',
     'assistant: Scanner split into two functions',
   ];
-  const treeOk = await visible(tree.locator('.monaco-list-row', { hasText: 'Loader refactored' }), 30_000);
-  let rows = treeOk ? await treeRows(tree) : [];
+  // the rows come a level at a time, and the leaf is selected once they are there: what is checked
+  // is waited for whole
+  let rows = [];
+  const treeLoaded = () => expectedRows.every((text) => rows.some((row) => row.text.includes(text)))
+    && rows.some((row) => row.selected && row.text.includes('Loader refactored and tested'));
+  const treeOk = await until(async () => treeLoaded((rows = await treeRows(tree))), 30_000);
   check('the tree view (activity bar container "Pi Session") shows the entries, the label and the branches',
     expectedRows.every((text) => rows.some((row) => row.text.includes(text))), rows.map((r) => r.text).join(' | ').slice(0, 400));
   const leafRow = rows.find((row) => row.text.includes('Loader refactored and tested'));
@@ -271,40 +266,42 @@ try {
   // 4. clicking a tree row reveals its line in the editor (the mouse first leaves the rows: a tooltip
   // over them would take the click)
   await page.mouse.move(900, 700);
-  await page.waitForTimeout(500);
+  const hoverWidget = page.locator('.workbench-hover-container:visible, .monaco-hover:not(.hidden):visible');
+  await until(async () => (await hoverWidget.count()) === 0, 5_000);
   if (treeOk) await tree.locator('.monaco-list-row', { hasText: 'Start with the scanner' }).first().click();
   const cursor = page.locator('#status\\.editor\\.selection');
-  const revealed = treeOk && (await visible(cursor.filter({ hasText: /Ln 5, Col 1/ }), 15_000));
+  const revealed = treeOk && (await visible(cursor.filter({ hasText: /Ln 5, Col 1/ }), 30_000));
   check('clicking a tree row puts the cursor on its line', revealed, squash(await cursor.first().innerText().catch(() => '?')));
 
   // 5. the tree follows the cursor in the session editor
+  const selectedIs = (text) => until(async () => Boolean((rows = await treeRows(tree)).find((r) => r.text.includes(text))?.selected), 30_000);
   await goToLine(page, 10); // a0000003, the leaf
-  await page.waitForTimeout(1200);
+  await selectedIs('Loader refactored and tested');
   await goToLine(page, 6); // a0000002
-  let followed = false;
-  for (let i = 0; i < 20 && !followed; i++) {
-    await page.waitForTimeout(300);
-    rows = await treeRows(tree);
-    followed = Boolean(rows.find((r) => r.text.includes('Scanner split into two functions'))?.selected);
-  }
+  const followed = await selectedIs('Scanner split into two functions');
   check('the tree follows the cursor', followed, rows.filter((r) => r.selected).map((r) => r.text).join(' | '));
 
   // 6. hover over an entry line shows the entry summary
   const sessionEditor = '.editor-group-container.active .monaco-editor';
   await page.keyboard.press('Escape');
   await goToLine(page, 1);
-  await page.waitForTimeout(500);
-  const lines = await editorLines(page, sessionEditor);
+  let lines = [];
+  await until(async () => /Ln 1,/.test(await cursor.first().innerText()) && (lines = await editorLines(page, sessionEditor)).length >= 5, 15_000);
   let hoverOk = false;
   let hoverText = '';
   if (lines.length >= 5) {
-    const box = await lines[4].line.boundingBox(); // line 5: u0000002
-    for (const dx of [60, 70]) {
-      await page.mouse.move(box.x + dx, box.y + box.height / 2);
-      await page.waitForTimeout(250);
-    }
+    // the mouse on line 5 (u0000002), moved again while no hover shows (a hover asked for while the
+    // editor was busy may never come)
     const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'Start with the scanner' });
-    hoverOk = await visible(hover, 20_000);
+    let dx = 60;
+    let patience = 4_000; // each try waits longer: a move starts the hover anew
+    hoverOk = await until(async () => {
+      const box = await (await editorLines(page, sessionEditor))[4].line.boundingBox();
+      await page.mouse.move(box.x + dx, box.y + box.height / 2);
+      dx = dx === 60 ? 70 : 60;
+      patience *= 2;
+      return visible(hover, patience / 2);
+    }, 40_000, 0);
     if (hoverOk) hoverText = squash(await hover.first().innerText());
     await page.waitForTimeout(500); // let the fade-in finish for the screenshot
     await shot(page, 'e2e-hover.png');
@@ -320,30 +317,30 @@ try {
   await goToLine(page, '5:55'); // at the end of "a0000001", the parentId of u0000002
   const strong = page.locator(`${sessionEditor} .cdr.wordHighlightStrong`);
   const read = page.locator(`${sessionEditor} .cdr.wordHighlight`);
-  const highlighted = (await visible(strong, 15_000)) && (await visible(read, 5_000));
+  const highlighted = (await visible(strong, 30_000)) && (await visible(read, 15_000));
   check('a parentId highlights the id it names and the ids naming it', highlighted,
     `${await strong.count()} declaration, ${await read.count()} references`);
   await page.keyboard.press('Backspace');
   await page.keyboard.type('1');
   const suggestion = page.locator('.suggest-widget.visible .monaco-list-row', { hasText: 'a0000001' });
-  const suggested = await visible(suggestion, 15_000);
+  const suggested = await visible(suggestion, 30_000);
   check('typing in a parentId offers the ids of the entries', suggested,
     squash(await page.locator('.suggest-widget').first().innerText().catch(() => '(no suggestions)')).slice(0, 200));
   await page.keyboard.press('Escape');
-  // the typing is undone, never saved: code-server, a VS Code in the browser, saves a second after
+  // the typing is reverted, never saved: code-server, a VS Code in the browser, saves a second after
   // an edit by default (e2e.sh keeps that default), but the extension turns auto save off for Pi
   // Session documents, as a save on its way while pi appends (step 8) writes the editor's text over
-  // pi's line
+  // pi's line. (Revert File, not Ctrl+Z until the tab is clean: the tab's mark comes after the
+  // keys, and an undo too many takes back what the editor reloaded of pi's appends.)
   const dirtyTab = page.locator('.tab.dirty', { hasText: 'broken-session.jsonl' });
-  const undoTyping = async () => {
-    const typed = await visible(dirtyTab, 15_000); // (the tab is marked once the model has the edit)
-    for (let i = 0; i < 4 && (await dirtyTab.count()) > 0; i++) {
-      await page.keyboard.press('Control+Z');
-      await page.waitForTimeout(300);
-    }
-    return typed && (await dirtyTab.count()) === 0;
+  const revertTyping = async () => {
+    const typed = await visible(dirtyTab, 30_000); // (the tab is marked once the model has the edit)
+    // past auto save's second: a save would have been written by the time the file is read below
+    await page.waitForTimeout(1500);
+    await runCommand(page, 'File: Revert File');
+    return typed && (await until(async () => (await dirtyTab.count()) === 0, 30_000));
   };
-  check('a session is not saved on its own (auto save off) and undoing the typing leaves it as saved (its file untouched)', (await undoTyping()) && asSaved());
+  check('a session is not saved on its own (auto save off) and reverting the typing leaves it as saved (its file untouched)', (await revertTyping()) && asSaved());
 
   // 7. Show Context at Leaf opens a read-only Markdown document beside the session
   await page.mouse.move(5, 500);
@@ -355,16 +352,14 @@ try {
     && contextText.includes('Loader refactored and tested') && contextText.includes('messages: 4');
   if (contextOpen) {
     const contextEditor = '.editor-group-container.active .monaco-editor';
-    await page.locator(`${contextEditor} .view-lines`).first().waitFor({ timeout: 15_000 });
-    await visible(page.locator(`${contextEditor} .view-line`, { hasText: 'messages:' }), 15_000);
-    // read again while the editor draws its lines anew (one read under load missed a line, the
-    // document's text whole): a line being drawn has no box
-    for (let read = 0; read < 5 && !contextShown(); read++) {
-      if (read > 0) await page.waitForTimeout(300);
+    // read until it shows what is checked (the document comes from the server, and a line the
+    // editor is drawing anew has no box: one read under load missed a line)
+    await until(async () => {
       contextText = (await Promise.all((await editorLines(page, contextEditor)).map((l) => l.line.innerText())))
         .join('\n')
         .replace(/\u00a0/g, ' '); // the editor renders spaces as no-break spaces
-    }
+      return contextShown();
+    }, 30_000, 300);
   }
   const contextOk = contextOpen && contextShown();
   check('Show Context opens the context document at the leaf', contextOk, squash(contextText).slice(0, 200));
@@ -378,9 +373,9 @@ try {
   // (whether the line is still in the file says, when a check fails, who lost it)
   const onDisk = (text) => (fs.readFileSync(sessionPath, 'utf8').includes(text) ? 'the line is in the file' : 'the line is NOT in the file');
   const newRow = tree.locator('.monaco-list-row', { hasText: 'A line written by pi itself' });
-  const appended = await visible(newRow, 30_000);
-  const newRowText = appended ? squash(await newRow.first().innerText()) : '';
-  check('the tree follows another program appending to the session', appended && newRowText.includes('leaf'),
+  let newRowText = '';
+  const appended = await until(async () => (newRowText = squash(await newRow.first().innerText({ timeout: 1000 }))).includes('leaf'), 30_000);
+  check('the tree follows another program appending to the session', appended,
     `${newRowText || '(no row)'}; ${onDisk(piLine)}`);
   const contextEditor = '.editor-group-container.active .monaco-editor';
   const contextFollowed = await visible(page.locator(`${contextEditor} .view-line`, { hasText: 'A line written by pi itself' }), 30_000);
@@ -393,16 +388,16 @@ try {
   await page.keyboard.press('Backspace');
   await page.keyboard.type('1');
   await page.keyboard.press('Escape');
-  const editing = await visible(dirtyTab, 15_000);
+  const editing = await visible(dirtyTab, 30_000);
   const piLine2 = JSON.stringify({
     type: 'message', id: 'u0000010', parentId: 'u0000009', timestamp: '2026-01-05T10:00:31.000Z',
     message: { role: 'user', content: 'Written by pi during an edit', timestamp: 1767607231000 },
   });
   fs.appendFileSync(sessionPath, `${piLine2}\n`);
   const duringEdit = await visible(tree.locator('.monaco-list-row', { hasText: 'Written by pi during an edit' }), 30_000);
-  const undone = await undoTyping();
-  check('the tree follows pi appending while the session has unsaved edits', editing && duringEdit && undone,
-    `${editing ? 'edited' : 'the tab never showed the edit'}; ${duringEdit ? 'followed' : 'not followed'}; ${undone ? 'undone' : 'still dirty'}; ${onDisk(piLine2)}`);
+  const reverted = await revertTyping();
+  check('the tree follows pi appending while the session has unsaved edits', editing && duringEdit && reverted,
+    `${editing ? 'edited' : 'the tab never showed the edit'}; ${duringEdit ? 'followed' : 'not followed'}; ${reverted ? 'reverted' : 'still dirty'}; ${onDisk(piLine2)}`);
 
   // 9. Check All Sessions runs `pi-session check --json` over pi's session directory (a session that
   // is not open) and lists its problems in the Problems panel
@@ -410,8 +405,9 @@ try {
   const otherFile = page.locator('.markers-panel .monaco-list-row', { hasText: 'other-broken-session.jsonl' });
   const checked = await visible(otherFile, 60_000);
   const otherProblem = page.locator('.markers-panel .monaco-list-row', { hasText: DIAGNOSTIC });
-  const checkedRows = checked ? await otherProblem.count() : 0;
-  check('Check All Sessions lists the problems of a session that is not open', checked && checkedRows === 2,
+  let checkedRows = 0;
+  const bothRows = checked && (await until(async () => (checkedRows = await otherProblem.count()) === 2, 30_000));
+  check('Check All Sessions lists the problems of a session that is not open', bothRows,
     `${checkedRows} "${DIAGNOSTIC}" row(s) in the panel`);
 
   // 10. lines glued together after a crash (PI006): "Fix All" splits them
@@ -426,18 +422,16 @@ try {
   const gluedPath = path.join(FOLDER, 'glued-session.jsonl');
   const before = fs.readFileSync(gluedPath, 'utf8');
   await page.locator('.tab[aria-label*="glued-session.jsonl"]').first().click();
-  await page.waitForTimeout(1000); // let the editor's first code-action requests settle
+  await visible(page.locator('.tab.active[aria-label*="glued-session.jsonl"]'), 15_000);
+  // Fix All edits the document (again when it came before the server had the problems), then saved
   let after = before;
   let attempts = 0;
   while (after === before && attempts < 3) {
     attempts += 1;
     await runCommand(page, 'Fix All');
-    await page.waitForTimeout(1000);
+    await visible(page.locator('.tab.dirty', { hasText: 'glued-session.jsonl' }), 15_000);
     await page.keyboard.press('Control+S');
-    for (let i = 0; i < 20 && after === before; i++) {
-      await page.waitForTimeout(500);
-      after = fs.readFileSync(gluedPath, 'utf8');
-    }
+    await until(() => (after = fs.readFileSync(gluedPath, 'utf8')) !== before, 15_000, 500);
   }
   const savedLines = after.split('\n');
   const split = savedLines.length === before.split('\n').length + 1 && savedLines[2].startsWith('{"type":"message","id":"g0000002"');
@@ -475,29 +469,32 @@ try {
   // the same length: the file keeps its size and its last bytes), and once saved the tree has one
   // root again
   await openByName(page, 'orphan-session.jsonl');
-  const orphanRow = tree.locator('.monaco-list-row', { hasText: 'A question whose parent line is gone' });
-  await visible(orphanRow, 30_000);
-  await page.waitForTimeout(500);
-  rows = await treeRows(tree);
   const level = (text) => rows.find((r) => r.text.includes(text))?.level;
-  check('an orphan shows as a second root', level('A question whose parent line is gone') === 1 && level('Answer after the gap') === 2,
-    rows.map((r) => `${r.level}:${r.text.slice(0, 30)}`).join(' | '));
+  const twoRoots = await until(async () => {
+    rows = await treeRows(tree);
+    return level('A question whose parent line is gone') === 1 && level('Answer after the gap') === 2;
+  }, 30_000);
+  check('an orphan shows as a second root', twoRoots, rows.map((r) => `${r.level}:${r.text.slice(0, 30)}`).join(' | '));
   await page.locator('.tab[aria-label*="orphan-session.jsonl"]').first().click();
   await goToLine(page, 4);
-  await page.waitForTimeout(1000);
-  await page.keyboard.press('Control+.');
+  await until(async () => /Ln 4,/.test(await cursor.first().innerText()), 15_000);
+  // the quick fix, asked again while the server has not answered the line's code actions yet
   const quickFix = page.locator('.action-widget', { hasText: 'Re-parent' });
-  const offered = await visible(quickFix, 20_000);
+  let offered = false;
+  for (let attempt = 0; attempt < 4 && !offered; attempt++) {
+    if (attempt > 0) await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+.');
+    offered = await visible(quickFix, 10_000);
+  }
+  const orphanDirty = page.locator('.tab.dirty', { hasText: 'orphan-session.jsonl' });
   if (offered) await page.keyboard.press('Enter');
-  await page.waitForTimeout(800);
+  const edited = offered && (await visible(orphanDirty, 30_000)); // saved once the editor has the edit
   await page.keyboard.press('Control+S');
-  let oneRoot = false;
-  for (let i = 0; i < 40 && !oneRoot; i++) {
-    await page.waitForTimeout(500);
+  const oneRoot = edited && (await until(async () => {
     rows = await treeRows(tree);
     const texts = rows.map((r) => r.text);
-    oneRoot = rows.length === 4 && rows.every((r) => r.level === 1) && texts[0].includes('First question') && texts[2].includes('parent line is gone');
-  }
+    return rows.length === 4 && rows.every((r) => r.level === 1) && texts[0].includes('First question') && texts[2].includes('parent line is gone');
+  }, 30_000, 500));
   check('after the quick fix and a save the tree drops the orphan root', offered && oneRoot,
     rows.map((r) => `${r.level}:${r.text.slice(0, 30)}`).join(' | '));
 
@@ -565,36 +562,48 @@ try {
     && pickTexts.every((text, i) => i === 0 || text.includes('~/agent/sessions/--')); // e2e.sh's HOME holds the agent folder
   check('Open Session lists the folder\'s two sessions newest first, under "All sessions...", their files as ~/...',
     pickListed && kinds.join(',') === 'all,named,older' && described, pickTexts.join(' | ').slice(0, 400));
-  // what identifies a session stays in view: its title, its file's name (VS Code's quick pick is
-  // 62% of the window and at most 600 pixels wide: it holds pi's file name of 67 characters, not
-  // the folder before it; in a window 640 pixels wide, the name's start)
+  // what identifies a session stays in view: its title, and its file's name as the time and the
+  // UUID's start and end (pi's name whole is 67 characters: VS Code's quick pick is 62% of the
+  // window and at most 600 pixels wide, about 400 in a window 640 pixels wide, where the whole
+  // name lost the UUID's end, which tells two sessions of the same minute apart)
   const pickerShows = async (width) => {
     await page.setViewportSize({ width, height: 1000 });
-    await page.waitForTimeout(800);
-    if (!(await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 2000))) {
+    // laid out for the new size: VS Code makes the quick pick 62% of the window, at most 600 pixels
+    const laidOut = async () => Math.abs((await page.locator('.quick-input-widget').first().boundingBox()).width - Math.min(600, width * 0.62)) < 2;
+    if (!(await until(laidOut, 10_000)) || !(await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 2000))) {
       await runCommand(page, 'Pi Session: Open Session...'); // (the resize closed it)
       await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 60_000);
+      await until(laidOut, 10_000);
     }
-    const shown = [];
-    for (const title of ['Picker named session', 'An older question for the picker']) {
-      shown.push(await shownText(pickRows.filter({ hasText: title }).first()));
-    }
+    // read until two reads agree: the rows are drawn again after a resize
+    let shown = [];
+    let before = '';
+    await until(async () => {
+      const now = [];
+      for (const title of ['Picker named session', 'An older question for the picker']) {
+        now.push(await shownText(pickRows.filter({ hasText: title }).first()));
+      }
+      shown = now;
+      const same = now.join('\n') === before;
+      before = now.join('\n');
+      return same;
+    }, 10_000, 300);
     return shown;
   };
-  const FILE_NAMES = [/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a2\.jsonl/,
-    /2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1\.jsonl/];
+  // the session's id shown whole: not cut in it (a cut piece ends in "…", which shownText adds)
+  const FILE_NAMES = [/0199e2e0-aaaa-7bbb-8ccc-0000000000a2( ·|$)/, /0199e2e0-aaaa-7bbb-8ccc-0000000000a1( ·|$)/];
   const wide = await pickerShows(1600);
-  check('the picker shows each session\'s title and its file\'s name whole',
-    wide[0].startsWith('Picker named session') && FILE_NAMES[0].test(wide[0])
-      && wide[1].startsWith('An older question for the picker') && FILE_NAMES[1].test(wide[1]), wide.join(' | '));
+  check('the picker shows each session\'s title, when it changed, its file\'s name and its folder',
+    wide[0].startsWith('Picker named session') && FILE_NAMES[0].test(wide[0]) && /(just now|ago) · 2 messages/.test(wide[0]) && wide[0].includes(' · ~/')
+      && wide[1].startsWith('An older question for the picker') && wide[1].includes('0199e2e0-aaaa-7bbb-8ccc-0000000000a1 · 2026-01-05T09-00-00-000Z · ~/')
+      && /0199e2e0-aaaa-7bbb-8ccc-0000000000a2 · \d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z · ~\//.test(wide[0]), wide.join(' | '));
   await shot(page, 'e2e-picker.png');
   const narrow = await pickerShows(640);
-  check('in a window 640 pixels wide it shows each title and the start of its file\'s name',
-    narrow[0].startsWith('Picker named session') && /T\d\d-\d\d-\d\d-\d{3}Z_0199e2e0/.test(narrow[0])
-      && narrow[1].startsWith('An older question for the picker') && narrow[1].includes('2026-01-05T09-00-00-000Z_0199e2e0'), narrow.join(' | '));
+  check('in a window 640 pixels wide it shows each title and its session\'s id whole',
+    narrow[0].startsWith('Picker named session') && FILE_NAMES[0].test(narrow[0])
+      && narrow[1].startsWith('An older question for the picker') && FILE_NAMES[1].test(narrow[1]), narrow.join(' | '));
   await shot(page, 'e2e-picker-narrow.png');
   await page.setViewportSize({ width: 1600, height: 1000 });
-  await page.waitForTimeout(800);
   if (!(await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 5000))) {
     await runCommand(page, 'Pi Session: Open Session...'); // (the resize closed it)
   }
@@ -621,11 +630,11 @@ try {
     `${((Date.now() - opened) / 1000).toFixed(1)} s; ${firstItems} entries shown; ${textTabs} tab(s); ${squash(await frame.locator('#stats').innerText().catch(() => '')).slice(0, 160)}`);
   // scroll: pages come as you go
   let lastIndex = 0;
-  for (let i = 0; i < 30 && lastIndex < 350; i++) {
+  await until(async () => {
     await frame.locator('#entries').evaluate(() => window.scrollBy(0, 4000));
-    await page.waitForTimeout(400);
-    lastIndex = Number(await frame.locator('.item').last().getAttribute('data-index').catch(() => '0'));
-  }
+    lastIndex = Number(await frame.locator('.item').last().getAttribute('data-index', { timeout: 5000 }));
+    return lastIndex >= 350;
+  }, 60_000, 400);
   check('scrolling the viewer loads the following pages', lastIndex >= 350, `last entry shown: #${lastIndex}; ${await frame.locator('#status').innerText().catch(() => '')}`);
   // expand a tool call
   const toolCall = frame.locator('details.tool-call').first();
@@ -665,6 +674,7 @@ try {
     await shot(ctx.pages()[0], 'e2e-error.png');
   } catch {}
 } finally {
+  await Promise.all(failedShots);
   await ctx.close();
 }
 failed = checks.some((c) => !c.ok);

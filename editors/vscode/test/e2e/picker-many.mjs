@@ -1,17 +1,17 @@
 // Open Session... with 5,000 sessions of the workspace folder, in real VS Code (code-server): the
 // picker shows at once, busy, and fills when the one pi/list reply comes; closed while busy, it
 // cancels the listing on the server ($/cancelRequest in the client's trace, answered as cancelled).
-// Prints the times it measured, one line per check and "N passed, M failed". Run by scripts/e2e.sh
+// Prints the times it measured (shown, not checked: a loaded machine is slower, not wrong), one line
+// per check and "N passed, M failed". Run by scripts/e2e.sh
 // in place of the main test:
 //   E2E_SCRIPT=editors/vscode/test/e2e/picker-many.mjs bash editors/vscode/scripts/e2e.sh
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import path from 'node:path';
+import { runCommand, until } from './workbench.mjs';
 
 const FOLDER = process.env.WS_FOLDER;
 const SESSIONS = Number(process.env.PICKER_SESSIONS || 5000);
-/** Longer than this from the command to the picker is not "at once" (the extension's activation aside). */
-const SHOWN_WITHIN_MS = 1000;
 
 const checks = [];
 function check(name, ok, detail = '') {
@@ -62,22 +62,13 @@ try {
   const page = ctx.pages()[0] || (await ctx.newPage());
   await page.goto(`${process.env.CS_URL}/?folder=${encodeURIComponent(FOLDER)}`, { waitUntil: 'domcontentloaded', timeout: 60_000 });
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
-  await page.waitForTimeout(3000);
   /** Enter on "Open Session..." in the command palette; answers when Enter was pressed. */
-  const openSession = async () => {
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ timeout: 15_000 });
-    await input.fill('>Pi Session: Open Session...');
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Open Session...' }).first().waitFor({ timeout: 15_000 });
-    const pressed = Date.now();
-    await page.keyboard.press('Enter');
-    return pressed;
-  };
+  const openSession = () => runCommand(page, 'Pi Session: Open Session...');
   const title = page.locator('.quick-input-widget .quick-input-title', { hasText: 'Pi sessions of' });
-  // busy: its placeholder says so (VS Code draws the busy bar only after 800 ms)
+  // busy: its placeholder says so (VS Code draws the busy bar only later)
   const reading = async () => (await page.locator('.quick-input-widget input').first().getAttribute('placeholder')) === 'Reading the sessions...';
   const newest = page.locator('.quick-input-widget .monaco-list-row', { hasText: `Question number ${SESSIONS - 1} about` });
+  const closed = () => page.locator('.quick-input-widget').first().isHidden();
   const runs = [];
   for (let run = 0; run < 4; run++) {
     const pressed = await openSession();
@@ -87,12 +78,13 @@ try {
     await newest.first().waitFor({ timeout: 120_000 });
     runs.push({ shown, wasBusy, filled: Date.now() - pressed });
     await page.keyboard.press('Escape');
-    await page.waitForTimeout(1500);
+    await until(closed, 15_000);
   }
   const times = runs.map((r, i) => `${i === 0 ? 'activating: ' : ''}shown ${r.shown} ms${r.wasBusy ? ' busy' : ''}, filled ${r.filled} ms`).join('; ');
   const later = runs.slice(1);
+  // at once: before the listing, the picker is there and busy (the times are for the reader)
   check(`the picker shows at once, busy, and fills with the ${SESSIONS} sessions`,
-    later.every((r) => r.shown < SHOWN_WITHIN_MS && r.wasBusy && r.filled >= r.shown), times);
+    later.every((r) => r.wasBusy && r.filled >= r.shown), times);
 
   const before = traceLines().length;
   const pressed = await openSession();
@@ -100,11 +92,7 @@ try {
   await page.keyboard.press('Escape');
   const closedAfter = Date.now() - pressed;
   let lines = [];
-  for (let i = 0; i < 20; i++) {
-    await page.waitForTimeout(500);
-    lines = traceLines().slice(before);
-    if (lines.some((l) => /Received response 'pi\/list/.test(l))) break;
-  }
+  await until(() => (lines = traceLines().slice(before)).some((l) => /Received response 'pi\/list/.test(l)), 60_000, 500);
   check('a picker closed while busy cancels its listing on the server',
     lines.some((l) => l.includes("Sending notification '$/cancelRequest'")) && lines.some((l) => /Received response 'pi\/list.*-32800/.test(l)),
     `closed ${closedAfter} ms after the command; ${lines.join(' | ').slice(0, 400)}`);

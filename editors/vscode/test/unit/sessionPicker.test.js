@@ -80,6 +80,24 @@ test('a file and a folder under the home folder show as ~/...; the item still op
   assert.equal(picker.homeRelative('/home/ann/s.jsonl', ''), '/home/ann/s.jsonl');
 });
 
+test("pi's file name shows as its session's id whole, then its time, which a narrow picker keeps the id of; other names whole", () => {
+  const name = '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl';
+  assert.equal(picker.shownFileName(name), '0199e2e0-aaaa-7bbb-8ccc-0000000000a1 · 2026-01-05T09-00-00-000Z');
+  assert.equal(picker.shownFileName(name.toUpperCase().replace('.JSONL', '.jsonl')), '0199E2E0-AAAA-7BBB-8CCC-0000000000A1 · 2026-01-05T09-00-00-000Z');
+  // two sessions of one minute, their ids' starts the same time: told apart within the id's 36 characters
+  const other = '2026-01-05T09-00-41-512Z_0199e2e0-ffff-7bbb-8ccc-00000000b7c2.jsonl';
+  assert.notEqual(picker.shownFileName(other).slice(0, 36), picker.shownFileName(name).slice(0, 36));
+  const item = picker.sessionItem(listed('x', { path: `/home/ann/.pi/agent/sessions/--home-ann-proj--/${name}` }), NOW, false, '/home/ann');
+  assert.equal(item.detail, '0199e2e0-aaaa-7bbb-8ccc-0000000000a1 · 2026-01-05T09-00-00-000Z · ~/.pi/agent/sessions/--home-ann-proj--');
+  assert.equal(item.session.path, `/home/ann/.pi/agent/sessions/--home-ann-proj--/${name}`); // opens the file itself
+  // not pi's naming (a session saved elsewhere, an id of pi's --session that is no UUID, another
+  // extension): the name as it is
+  for (const whole of ['notes.jsonl', '2026-01-05T09-00-00-000Z_my-session.jsonl', '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.json',
+    '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl.bak', 'x2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl']) {
+    assert.equal(picker.shownFileName(whole), whole);
+  }
+});
+
 test("a session's own $(name) text shows as written, not as an icon", () => {
   const item = picker.sessionItem(listed('s1', { firstMessage: 'echo $(whoami)', path: '/a/$(x).jsonl' }), NOW, false);
   assert.equal(item.label, 'echo \\$(whoami)');
