@@ -84,10 +84,19 @@ class StoredPreviews(_StoredHead, array_like=True):
     assistant_calls: list[list[tuple[Any, tuple[Any, Any]]]]
 
 
+class _StoredParts(_StoredHead, array_like=True):
+    """The stored previews without the tool calls of the assistant messages (read by
+    :func:`load_shown`: the calls, with every call's arguments, are skipped, not decoded)."""
+
+    home: str
+    parts: list[Any]
+
+
 _Stored = TypeVar("_Stored", bound=_StoredHead)
 _encode = msgspec.msgpack.Encoder(enc_hook=scan_index.enc_hook).encode
 _decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index.ext_hook).decode
 _decode_head = msgspec.msgpack.Decoder(_StoredHead, ext_hook=scan_index.ext_hook).decode
+_decode_parts = msgspec.msgpack.Decoder(_StoredParts, ext_hook=scan_index.ext_hook).decode
 
 
 def store_of(
@@ -177,6 +186,34 @@ def load(entries: list[Entry], fd: int | None = None) -> Loaded:
         if position in index_of
     ]
     return Loaded(stored.home, found, [stored.parts[p] for p in positions], assistants, others)
+
+
+def load_shown(
+    entries: list[Entry], home: str, longest: int, unshown: Callable[[Any, Any], str]
+) -> list[str] | None:
+    """The previews of ``entries`` (a file's every entry, in file order) as one walk of them in
+    that order shows them with the home directory ``home``, each cut to ``longest`` characters,
+    when the stored previews describe every one of them and were made with ``home`` (else None).
+    A tool result's stored text is then the one the walk shows (made with the last call of its id
+    in file order, as the walk finds it): the tool calls kept for other walks are not decoded;
+    ``unshown(call id, tool name)``: the preview of a tool result no call has. Each whole preview
+    is let go as its cut is made: what a reopen of a big session holds is the cut previews alone.
+    (The previews returned are cut: they are not to be kept with the index again.)"""
+    stored = _stored_for(entries, None, _decode_parts)
+    if stored is None or stored.home != home or len(stored.parts) != len(entries):
+        return None
+    if array("q", map(_offset, entries)) != _array(stored.offsets):
+        return None
+    parts = stored.parts
+    del stored
+    for at, part in enumerate(parts):  # (replaced in place: each whole one goes as it is cut)
+        if type(part) is not str:
+            call_id, name, text = part[0], part[1], part[2]
+            part = unshown(call_id, name) if text is None else text
+        if len(part) > longest:
+            part = part[:longest]
+        parts[at] = part
+    return parts
 
 
 def _other_silent(stored: _StoredHead) -> dict[int, bool] | None:

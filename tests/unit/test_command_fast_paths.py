@@ -758,7 +758,7 @@ def test_the_tree_is_the_same_from_the_file_from_its_index_and_from_kept_preview
     assert _tree(path, env) == expected
 
 
-def _previews(path: Path, index_dir: str) -> list[str]:
+def _previews(path: Path, index_dir: str | bool) -> list[str]:
     with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
         entries = sm.get_entries()
         cache = PreviewCache()
@@ -1508,3 +1508,92 @@ def test_a_view_kept_from_its_parts_is_the_view_kept_whole(tmp_path: Path, monke
     assert kept["parts"] == kept["whole"]
     monkeypatch.setattr(view_store, "MAX_VIEW_BYTES", sum(map(len, parts)) - 1)
     assert not view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", parts)
+
+
+def _one_walk_previews(
+    path: Path, index: str | bool, longest: int
+) -> tuple[list[Any], dict[int, Any], list[str]]:
+    """The tree command's one walk of the session at ``path``: the previews its cache held and its
+    tool calls after its prefetch, and the previews it shows, cut to ``longest`` characters."""
+    cache = PreviewCache()
+    with cache.made_while_scanning(longest=longest):
+        manager = SessionManager.open(str(path), read_only=True, index=index)
+    with manager:
+        entries = manager.get_entries()
+        cache.prefetch(entries)
+        held = [part for _entry, part in cache.parts.values()]
+        calls = dict(cache.calls)
+        tool_calls = cache.tool_calls_once(entries)
+        preview = cache.previews_once(tool_calls, asked_once=True, longest=longest)
+        return held, calls, [preview(e) for e in entries]
+
+
+def _kept_previews_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A session of every kind of entry, kept previews of a few of them, and its index directory."""
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=20)
+    time.sleep(0.1)
+    return path, str(tmp_path / "index")
+
+
+def test_the_one_walk_loads_the_kept_previews_as_it_shows_them_without_their_tool_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The tree command's reopen of a file whose kept previews describe its every entry holds
+    them cut to what its rows show, and no tool call (the calls kept, with their arguments, are
+    not even decoded): the rows are those of the file read without its index."""
+    path, index_dir = _kept_previews_setting(tmp_path, monkeypatch)
+    longest = 12
+    *_, expected = _one_walk_previews(path, False, longest)
+    whole = _previews(path, index_dir)  # (keeps them)
+    assert max(map(len, whole)) > longest
+    monkeypatch.setattr(preview_store, "_decode", lambda body: pytest.fail("the tool calls decoded"))
+    held, calls, shown = _one_walk_previews(path, index_dir, longest)
+    assert shown == expected
+    assert calls == {}
+    assert len(held) == len(whole) and max(map(len, held)) <= longest
+
+
+def test_previews_loaded_cut_by_the_one_walk_are_never_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Neither way previews are kept with the index (the walk's own save, and a keeper job) keeps
+    the cut ones the tree command's reopen loaded, even when it would keep anything (MIN_STORED
+    0): what is kept stays whole."""
+    path, index_dir = _kept_previews_setting(tmp_path, monkeypatch)
+    whole = _previews(path, index_dir)
+    (kept,) = Path(index_dir).glob("*.pi-previews")
+    stored = kept.read_bytes()
+    monkeypatch.setattr(preview_store, "MIN_STORED", 0)
+    cache = PreviewCache()
+    with cache.made_while_scanning(longest=12):
+        manager = SessionManager.open(str(path), read_only=True, index=index_dir)
+    with manager:
+        entries = manager.get_entries()
+        cache.prefetch(entries)  # (the walk's own save)
+        assert kept.read_bytes() == stored
+        kept.unlink()  # (a keeper job merges what is kept: nothing is)
+        job = cache.keeper(entries)
+        if job is not None:
+            job()
+    assert not kept.exists() or _previews(path, index_dir) == whole
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    assert _previews(path, index_dir) == whole
+
+
+def test_the_one_walk_keeps_the_previews_it_made_beside_those_kept_of_some_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Previews kept of some of a file's entries are loaded whole by the tree command's walk, which
+    reads the rest: all of them are kept, whole, for the next walk (which loads them cut)."""
+    path, index_dir = _kept_previews_setting(tmp_path, monkeypatch)
+    whole = _previews(path, False)
+    with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
+        entries = sm.get_entries()
+        PreviewCache().prefetch(entries[: len(entries) // 2])  # kept of the first half
+    *_, expected = _one_walk_previews(path, False, 12)
+    _, calls, shown = _one_walk_previews(path, index_dir, 12)
+    assert shown == expected and calls  # (loaded whole: the calls too)
+    _, calls, shown = _one_walk_previews(path, index_dir, 12)
+    assert shown == expected and not calls  # (every one kept: loaded cut)
+    assert _previews(path, index_dir) == whole
