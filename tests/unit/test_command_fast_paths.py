@@ -1410,13 +1410,20 @@ def test_what_a_pass_made_for_other_entries_is_not_kept_for_these(
         cache = PreviewCache("/home/u", keep_in_walk=False)
         cache.prefetch(entries)
         text = partial(describe._call_text, home="/home/u")
-        whole = preview_store._stored_parts(entries, cache.parts, cache.calls, text)
+
+        def stored(made: preview_store.Made | None = None) -> tuple[list[Any], Any]:
+            found = preview_store._stored_parts(entries, cache.parts, cache.calls, text, made)
+            assert found is not None
+            parts, stored_chunk, assistants = found
+            return stored_chunk(parts[:]), assistants
+
+        whole = stored()
         made = preview_store.Made()
         made.entries, made.parts = entries[1:], ["not these"] * (len(entries) - 1)
-        assert preview_store._stored_parts(entries, cache.parts, cache.calls, text, made) == whole
+        assert stored(made) == whole
         made.entries, made.parts = entries[::-1], ["not these"] * len(entries)
-        assert preview_store._stored_parts(entries, cache.parts, cache.calls, text, made) == whole
-        assert whole is not None and "not these" not in whole[0]
+        assert stored(made) == whole
+        assert "not these" not in whole[0]
 
 
 def test_held_and_read_lines_in_one_pass(tmp_path: Path):
@@ -1597,3 +1604,39 @@ def test_the_one_walk_keeps_the_previews_it_made_beside_those_kept_of_some_entri
     _, calls, shown = _one_walk_previews(path, index_dir, 12)
     assert shown == expected and not calls  # (every one kept: loaded cut)
     assert _previews(path, index_dir) == whole
+
+
+def test_previews_are_kept_a_chunk_at_a_time_as_they_would_be_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The previews kept with the index are encoded (a tool result's made as stored) a chunk at a
+    time, never all at once (a big session's are not held a second time): what is kept is what
+    one chunk of them all keeps, and is read back as the previews made."""
+    path, index_dir = _kept_previews_setting(tmp_path, monkeypatch)
+    whole = _previews(path, False)
+    real_encode = preview_store._encode
+    encoded: list[int] = []  # how many parts and calls each encoding was given
+
+    def spied_encode(value: Any) -> bytes:
+        if isinstance(value, preview_store.StoredPreviews):
+            encoded.append(len(value.parts) + len(value.assistant_calls))
+        else:
+            encoded.append(len(value))
+        return real_encode(value)
+
+    monkeypatch.setattr(preview_store, "_encode", spied_encode)
+    kept: dict[int, Any] = {}
+    for chunk in (20, len(whole)):
+        monkeypatch.setattr(preview_store, "_CHUNK", chunk)
+        encoded.clear()
+        assert _previews(path, index_dir) == whole  # (kept)
+        (place,) = Path(index_dir).glob("*.pi-previews")
+        assert max(encoded) <= chunk
+        body = cache_dir.unframed(place.read_bytes(), preview_store.MAGIC, preview_store.FORMAT_VERSION)
+        assert body is not None
+        kept[chunk] = preview_store._decode(body)
+        place.unlink()
+    assert len(kept[20].parts) == len(whole) and len(kept[20].assistant_calls) > 20
+    assert kept[20] == kept[len(whole)]
+    assert _previews(path, index_dir) == whole
+    assert _previews(path, index_dir) == whole  # (read back)
