@@ -16,7 +16,7 @@ import struct
 import sys
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, NamedTuple
 
 INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
@@ -276,6 +276,34 @@ def write_whole(path: str, *parts: bytes | memoryview) -> None:
     """Write ``parts`` to ``path`` in the cache directory, whole or not at all (a temporary file
     renamed over it: readers see the old file or the new one; concurrent writers each write a whole
     file). Raises OSError."""
+    _written_whole(path, lambda out: _write_parts(out, parts))
+
+
+def write_framed(path: str, magic: bytes, version: int, body: Iterable[bytes | memoryview]) -> None:
+    """:func:`write_whole` of the parts of ``body`` :func:`framed`, each written as it comes (a big
+    body is not held whole): the frame, which holds their CRC-32, is written last, before them."""
+
+    def write(out: int) -> None:
+        os.lseek(out, _FRAME.size, os.SEEK_SET)
+        crc = 0
+        for part in body:
+            crc = zlib.crc32(part, crc)
+            _write_parts(out, (part,))
+        os.pwrite(out, _FRAME.pack(magic, version, code_stamp(), crc), 0)
+
+    _written_whole(path, write)
+
+
+def _write_parts(out: int, parts: Iterable[bytes | memoryview]) -> None:
+    for part in parts:
+        view = memoryview(part)
+        while view:
+            view = view[os.write(out, view) :]
+
+
+def _written_whole(path: str, write: Callable[[int], None]) -> None:
+    """``write(descriptor)`` to a temporary file, renamed over ``path`` once written (see
+    :func:`write_whole`)."""
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     # named as pruning expects of a temporary file (see prune)
@@ -285,10 +313,7 @@ def write_whole(path: str, *parts: bytes | memoryview) -> None:
     out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         try:
-            for part in parts:
-                view = memoryview(part)
-                while view:
-                    view = view[os.write(out, view) :]
+            write(out)
         finally:
             os.close(out)
         os.replace(temporary, path)

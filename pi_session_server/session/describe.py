@@ -391,9 +391,11 @@ class PreviewCache:
         "_made",
         "_misses",
         "_misses_in_all",
+        "_one_walk",
         "_previous",
         "_scanned",
         "_scanned_calls",
+        "_shown",
         "_silences",
         "_silences_new",
         "_silences_read",
@@ -433,6 +435,10 @@ class PreviewCache:
         self._cursor = 0  # where the last prefetch of the walk started (see _walk_from)
         self._made = 0  # previews made since they were last kept (see prefetch, keeper)
         self._stored = False  # the previews kept with the file's index were looked for
+        self._one_walk: int | None = None  # the one walk's ``longest`` (see made_while_scanning)
+        # the previews were loaded as the one walk shows them, cut (see _load_shown): no tool
+        # calls are needed for them, and they are not to be kept
+        self._shown = False
         # (the file's source, what its stored previews say without the previews; see _kept_head)
         self._head: tuple[weakref.ref[Any], preview_store.KeptHead | None] | None = None
         # whether an assistant message is a silent turn, read alone (see silent_turn)
@@ -452,6 +458,10 @@ class PreviewCache:
         if self._stored:
             return 0
         self._stored = True
+        return 0 if self._load_shown(entries, fd) else self._load_whole(entries, fd)
+
+    def _load_whole(self, entries: list[Any], fd: int | None) -> int:
+        """:meth:`_load_stored`'s load of the stored previews whole."""
         home, described, stored_parts, assistants, other_silent = preview_store.load(entries, fd)
         parts, calls, previous = self.parts, self.calls, self._previous
         if len(other_silent) >= PREFETCH_AFTER_MISSES and self.entries is not None:
@@ -482,6 +492,20 @@ class PreviewCache:
                     result.memo = (shown, home, text)
             parts[key] = (entry, result)
         return held_before - described_before
+
+    def _load_shown(self, entries: list[Any], fd: int | None) -> bool:
+        """For the one walk (see :meth:`made_while_scanning`) of the file's every entry, nothing
+        made before: load the stored previews as the walk shows them, cut (preview_store.load_shown).
+        Whether they were."""
+        if self._one_walk is None or fd is not None or self.parts or self.calls:
+            return False
+        home = home_directory() if self.home is None else self.home
+        shown = preview_store.load_shown(entries, home, self._one_walk, _unshown_preview)
+        if shown is None:
+            return False
+        self.parts.update(zip(map(id, entries), zip(entries, shown, strict=True), strict=True))
+        self._shown = True
+        return True
 
     def _load_stored_after_misses(self) -> bool:
         """Once the walks missed many previews or facts: load the stored ones of the session's
@@ -564,8 +588,12 @@ class PreviewCache:
         the facts of each assistant message go as its calls are taken (that walk asks no more of
         them), so that they and the calls are not both held whole. The calls a scan gathered for
         this walk (:meth:`made_while_scanning`) are taken as they are when they are those of the
-        walk's assistant messages, in its order."""
+        walk's assistant messages, in its order; none is needed when the previews were loaded as
+        the walk shows them."""
         self._load_stored(entries)
+        if self._shown:
+            self.calls = {}
+            return {}
         assistants = _assistants_among(entries)
         scanned, self._scanned_calls = self._scanned_calls, None
         if scanned is not None:
@@ -724,7 +752,10 @@ class PreviewCache:
         gathered in file order for :meth:`tool_calls_once` (which then looks no message up again);
         previews not kept are cut so as they are made, and of such a message only its tool calls
         are kept (its facts, a tuple and a list each, are not held for the session's every
-        message)."""
+        message). The previews kept with the file's index, when they describe its every entry and
+        nothing was made, are loaded as the walk shows them, cut, and their tool calls not read
+        (see preview_store.load_shown): they are then not kept again."""
+        self._one_walk = longest
         parts, calls = self.parts, self.calls
         held_before = len(parts)
         made = self._scanned = preview_store.Made()
@@ -796,7 +827,7 @@ class PreviewCache:
                 if _cached(parts, entry) is None:  # not read in the pass
                     parts[id(entry)] = (entry, preview_part(entry))
         self._made += len(unknown)
-        if not self.keep_in_walk:
+        if not self.keep_in_walk or self._shown:  # (previews loaded cut are not kept)
             return
         walked = self._walked if len(self._walked) >= len(entries) else entries
         complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
@@ -860,7 +891,7 @@ class PreviewCache:
         needs is taken now (the cache goes on changing), and the file is held as it is now (see
         preview_store.hold: a file that changed meanwhile is not written for). None when fewer than
         ``preview_store.MIN_STORED`` previews were made since the last time."""
-        if not self.has_new_previews():
+        if self._shown or not self.has_new_previews():  # (previews loaded cut are not kept)
             return None
         held = preview_store.hold(entries)
         if held is None:
@@ -994,6 +1025,11 @@ class PreviewCache:
                 return found
         self._count_made(entry)
         return (entry, preview_part(entry))
+
+
+def _unshown_preview(call_id: Any, name: Any) -> str:
+    """The preview of a tool result that no tool call has."""
+    return finish_preview(_ToolResult(call_id, name), {})
 
 
 def _made_from_line(entry: Entry, line: memoryview) -> tuple[str | _ToolResult, Any] | None:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any, Final, NamedTuple, TypeVar
@@ -84,10 +85,19 @@ class StoredPreviews(_StoredHead, array_like=True):
     assistant_calls: list[list[tuple[Any, tuple[Any, Any]]]]
 
 
+class _StoredParts(_StoredHead, array_like=True):
+    """The stored previews without the tool calls of the assistant messages (read by
+    :func:`load_shown`: the calls, with every call's arguments, are skipped, not decoded)."""
+
+    home: str
+    parts: list[Any]
+
+
 _Stored = TypeVar("_Stored", bound=_StoredHead)
 _encode = msgspec.msgpack.Encoder(enc_hook=scan_index.enc_hook).encode
 _decode = msgspec.msgpack.Decoder(StoredPreviews, ext_hook=scan_index.ext_hook).decode
 _decode_head = msgspec.msgpack.Decoder(_StoredHead, ext_hook=scan_index.ext_hook).decode
+_decode_parts = msgspec.msgpack.Decoder(_StoredParts, ext_hook=scan_index.ext_hook).decode
 
 
 def store_of(
@@ -177,6 +187,34 @@ def load(entries: list[Entry], fd: int | None = None) -> Loaded:
         if position in index_of
     ]
     return Loaded(stored.home, found, [stored.parts[p] for p in positions], assistants, others)
+
+
+def load_shown(
+    entries: list[Entry], home: str, longest: int, unshown: Callable[[Any, Any], str]
+) -> list[str] | None:
+    """The previews of ``entries`` (a file's every entry, in file order) as one walk of them in
+    that order shows them with the home directory ``home``, each cut to ``longest`` characters,
+    when the stored previews describe every one of them and were made with ``home`` (else None).
+    A tool result's stored text is then the one the walk shows (made with the last call of its id
+    in file order, as the walk finds it): the tool calls kept for other walks are not decoded;
+    ``unshown(call id, tool name)``: the preview of a tool result no call has. Each whole preview
+    is let go as its cut is made: what a reopen of a big session holds is the cut previews alone.
+    (The previews returned are cut: they are not to be kept with the index again.)"""
+    stored = _stored_for(entries, None, _decode_parts)
+    if stored is None or stored.home != home or len(stored.parts) != len(entries):
+        return None
+    if array("q", map(_offset, entries)) != _array(stored.offsets):
+        return None
+    parts = stored.parts
+    del stored
+    for at, part in enumerate(parts):  # (replaced in place: each whole one goes as it is cut)
+        if type(part) is not str:
+            call_id, name, text = part[0], part[1], part[2]
+            part = unshown(call_id, name) if text is None else text
+        if len(part) > longest:
+            part = part[:longest]
+        parts[at] = part
+    return parts
 
 
 def _other_silent(stored: _StoredHead) -> dict[int, bool] | None:
@@ -292,7 +330,7 @@ def save(
         stored = _stored_parts(listed, facts, calls, tool_call_text, made)
         if stored is None:
             return False
-        parts, (assistant_positions, silent, assistant_calls) = stored
+        parts, stored_chunk, (assistant_positions, silent, assistant_calls) = stored
         other_offsets, other_silent = _other_silences(
             listed,
             assistant_positions,
@@ -300,23 +338,57 @@ def save(
             end,
             _with_other_facts(silences, calls, listed, assistant_positions),
         )
-        body = _encode(
-            StoredPreviews(
-                *cache_dir.stamp_lines(fd, end, st),
-                array("q", map(_offset, listed)).tobytes(),
-                assistant_positions.tobytes(),
-                bytes(silent),
-                other_offsets.tobytes(),
-                bytes(other_silent),
-                home,
-                parts,
-                assistant_calls,
-            )
+        head = StoredPreviews(
+            *cache_dir.stamp_lines(fd, end, st),
+            array("q", map(_offset, listed)).tobytes(),
+            assistant_positions.tobytes(),
+            bytes(silent),
+            other_offsets.tobytes(),
+            bytes(other_silent),
+            home,
+            [],
+            [],
         )
-        cache_dir.write_whole(path, *cache_dir.framed(MAGIC, FORMAT_VERSION, body))
+        body = _encoded(head, parts, stored_chunk, assistant_calls)
+        cache_dir.write_framed(path, MAGIC, FORMAT_VERSION, body)
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
         return False
+
+
+# Parts and tool calls encoded (and a chunk of parts made as stored) at a time.
+_CHUNK = 4096
+_TWO_EMPTY_ARRAYS = b"\x90\x90"
+
+
+def _encoded(
+    head: StoredPreviews,
+    parts: list[Any],
+    stored_chunk: Callable[[list[Any]], list[Any]],
+    assistant_calls: list[Any],
+) -> Iterator[bytes | memoryview]:
+    """The msgpack of ``head`` with ``parts`` (each chunk of them as ``stored_chunk`` makes it)
+    and ``assistant_calls`` for its last two fields (empty in ``head``), a chunk at a time: the
+    previews of a big session are not held a second time as stored, nor encoded whole."""
+    encoded = _encode(head)
+    if not encoded.endswith(_TWO_EMPTY_ARRAYS):
+        raise ValueError("not a head to encode parts after")
+    yield memoryview(encoded)[: -len(_TWO_EMPTY_ARRAYS)]
+    for items, made in ((parts, stored_chunk), (assistant_calls, None)):
+        yield _ARRAY32.pack(0xDD, len(items))  # (an array's length, as msgpack's array 32 says it)
+        for start in range(0, len(items), _CHUNK):
+            chunk = items[start : start + _CHUNK]
+            data = _encode(chunk if made is None else made(chunk))
+            yield memoryview(data)[_array_head_size(len(chunk)) :]
+
+
+_ARRAY32 = struct.Struct(">BI")
+
+
+def _array_head_size(length: int) -> int:
+    """How many bytes msgpack's head of an array of ``length`` items takes (as msgspec writes it:
+    the shortest that holds it)."""
+    return 1 if length < 16 else 3 if length < 0x10000 else 5
 
 
 def _with_other_facts(
@@ -419,9 +491,16 @@ def _stored_parts(
     calls: dict[int, tuple[Any, list[Any], bool]],
     tool_call_text: Callable[[Any, Any], str],
     made: Made | None = None,
-) -> tuple[list[Any], tuple[array[int], list[bool], list[list[tuple[Any, tuple[Any, Any]]]]]] | None:
-    """(the part of each of ``listed`` as stored, and of the assistant messages among them their
-    positions, silence and tool calls),
+) -> (
+    tuple[
+        list[Any],
+        Callable[[list[Any]], list[Any]],
+        tuple[array[int], list[bool], list[list[tuple[Any, tuple[Any, Any]]]]],
+    ]
+    | None
+):
+    """(the part of each of ``listed`` as held, what makes a copy of some of them as stored, and of
+    the assistant messages among them their positions, silence and tool calls),
     or None when an entry has no preview made from it: from ``made`` when it holds ``listed``,
     else looked up in ``facts`` and ``calls``. (Run for every entry of a big file: the per-entry
     steps are C calls mapped over the list.)"""
@@ -437,7 +516,6 @@ def _stored_parts(
             for position, call in enumerate(map(calls.get, keys))
             if call is not None and call[0] is listed[position]
         ]
-    parts = made.parts[:]
     facts_made = list(map(_SECOND, made.assistants))
     positions = array("q", map(_FIRST, made.assistants))
     silent = list(map(_THIRD, facts_made))
@@ -449,16 +527,21 @@ def _stored_parts(
         offset = entry.offset
         for call_key, pair in entry_calls:
             kept_calls[call_key] = (pair, offset)
-    for position in compress(range(len(parts)), map(is_not, map(type, parts), repeat(str))):
-        result = parts[position]
-        call_id = result.call_id
-        if type(call_id) is str:
-            shown = kept_calls.get(call_id) if call_id else None
-        else:
-            shown = kept_calls.get(index_key(call_id)) if truthy(call_id) else None
-        text, shown_at = (None, -1) if shown is None else (tool_call_text(result, shown[0]), shown[1])
-        parts[position] = [call_id, result.name, text, shown_at]
-    return parts, (positions, silent, assistant_calls)
+
+    def stored_chunk(parts: list[Any]) -> list[Any]:
+        """``parts`` (a copy of some of those held) made as stored."""
+        for position in compress(range(len(parts)), map(is_not, map(type, parts), repeat(str))):
+            result = parts[position]
+            call_id = result.call_id
+            if type(call_id) is str:
+                shown = kept_calls.get(call_id) if call_id else None
+            else:
+                shown = kept_calls.get(index_key(call_id)) if truthy(call_id) else None
+            text, shown_at = (None, -1) if shown is None else (tool_call_text(result, shown[0]), shown[1])
+            parts[position] = [call_id, result.name, text, shown_at]
+        return parts
+
+    return made.parts, stored_chunk, (positions, silent, assistant_calls)
 
 
 _FIRST = itemgetter(0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,23 @@ def test_pruning_removes_abandoned_temporaries_and_leaves_other_files(tmp_path: 
     cache_dir.prune(str(tmp_path))
     assert writing.exists() and other.exists() and not abandoned.exists()
     cache_dir.prune(str(tmp_path / "missing"))  # no directory: nothing to do, no error
+
+
+def test_a_body_written_framed_as_it_comes_is_the_body_framed_whole(tmp_path: Path):
+    """write_framed writes the parts of a body as they come, its frame last: the same file as the
+    body framed whole; a body that fails midway leaves what was there."""
+    parts = [b"first", b"", memoryview(b"-second-"), b"third" * 1000]
+    whole = tmp_path / "whole.pi-previews"
+    cache_dir.write_whole(str(whole), *cache_dir.framed(b"MAGIC\x00\x00\x00", 3, b"".join(parts)))
+    framed = tmp_path / "framed.pi-previews"
+    cache_dir.write_framed(str(framed), b"MAGIC\x00\x00\x00", 3, iter(parts))
+    assert framed.read_bytes() == whole.read_bytes()
+
+    def failing() -> Iterator[bytes]:
+        yield b"first"
+        raise ValueError("odd value")
+
+    with pytest.raises(ValueError):
+        cache_dir.write_framed(str(framed), b"MAGIC\x00\x00\x00", 3, failing())
+    assert framed.read_bytes() == whole.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["framed.pi-previews", "whole.pi-previews"]

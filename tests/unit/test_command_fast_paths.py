@@ -758,7 +758,7 @@ def test_the_tree_is_the_same_from_the_file_from_its_index_and_from_kept_preview
     assert _tree(path, env) == expected
 
 
-def _previews(path: Path, index_dir: str) -> list[str]:
+def _previews(path: Path, index_dir: str | bool) -> list[str]:
     with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
         entries = sm.get_entries()
         cache = PreviewCache()
@@ -1410,13 +1410,20 @@ def test_what_a_pass_made_for_other_entries_is_not_kept_for_these(
         cache = PreviewCache("/home/u", keep_in_walk=False)
         cache.prefetch(entries)
         text = partial(describe._call_text, home="/home/u")
-        whole = preview_store._stored_parts(entries, cache.parts, cache.calls, text)
+
+        def stored(made: preview_store.Made | None = None) -> tuple[list[Any], Any]:
+            found = preview_store._stored_parts(entries, cache.parts, cache.calls, text, made)
+            assert found is not None
+            parts, stored_chunk, assistants = found
+            return stored_chunk(parts[:]), assistants
+
+        whole = stored()
         made = preview_store.Made()
         made.entries, made.parts = entries[1:], ["not these"] * (len(entries) - 1)
-        assert preview_store._stored_parts(entries, cache.parts, cache.calls, text, made) == whole
+        assert stored(made) == whole
         made.entries, made.parts = entries[::-1], ["not these"] * len(entries)
-        assert preview_store._stored_parts(entries, cache.parts, cache.calls, text, made) == whole
-        assert whole is not None and "not these" not in whole[0]
+        assert stored(made) == whole
+        assert "not these" not in whole[0]
 
 
 def test_held_and_read_lines_in_one_pass(tmp_path: Path):
@@ -1508,3 +1515,128 @@ def test_a_view_kept_from_its_parts_is_the_view_kept_whole(tmp_path: Path, monke
     assert kept["parts"] == kept["whole"]
     monkeypatch.setattr(view_store, "MAX_VIEW_BYTES", sum(map(len, parts)) - 1)
     assert not view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", parts)
+
+
+def _one_walk_previews(
+    path: Path, index: str | bool, longest: int
+) -> tuple[list[Any], dict[int, Any], list[str]]:
+    """The tree command's one walk of the session at ``path``: the previews its cache held and its
+    tool calls after its prefetch, and the previews it shows, cut to ``longest`` characters."""
+    cache = PreviewCache()
+    with cache.made_while_scanning(longest=longest):
+        manager = SessionManager.open(str(path), read_only=True, index=index)
+    with manager:
+        entries = manager.get_entries()
+        cache.prefetch(entries)
+        held = [part for _entry, part in cache.parts.values()]
+        calls = dict(cache.calls)
+        tool_calls = cache.tool_calls_once(entries)
+        preview = cache.previews_once(tool_calls, asked_once=True, longest=longest)
+        return held, calls, [preview(e) for e in entries]
+
+
+def _kept_previews_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A session of every kind of entry, kept previews of a few of them, and its index directory."""
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=20)
+    time.sleep(0.1)
+    return path, str(tmp_path / "index")
+
+
+def test_the_one_walk_loads_the_kept_previews_as_it_shows_them_without_their_tool_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The tree command's reopen of a file whose kept previews describe its every entry holds
+    them cut to what its rows show, and no tool call (the calls kept, with their arguments, are
+    not even decoded): the rows are those of the file read without its index."""
+    path, index_dir = _kept_previews_setting(tmp_path, monkeypatch)
+    longest = 12
+    *_, expected = _one_walk_previews(path, False, longest)
+    whole = _previews(path, index_dir)  # (keeps them)
+    assert max(map(len, whole)) > longest
+    monkeypatch.setattr(preview_store, "_decode", lambda body: pytest.fail("the tool calls decoded"))
+    held, calls, shown = _one_walk_previews(path, index_dir, longest)
+    assert shown == expected
+    assert calls == {}
+    assert len(held) == len(whole) and max(map(len, held)) <= longest
+
+
+def test_previews_loaded_cut_by_the_one_walk_are_never_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Neither way previews are kept with the index (the walk's own save, and a keeper job) keeps
+    the cut ones the tree command's reopen loaded, even when it would keep anything (MIN_STORED
+    0): what is kept stays whole."""
+    path, index_dir = _kept_previews_setting(tmp_path, monkeypatch)
+    whole = _previews(path, index_dir)
+    (kept,) = Path(index_dir).glob("*.pi-previews")
+    stored = kept.read_bytes()
+    monkeypatch.setattr(preview_store, "MIN_STORED", 0)
+    cache = PreviewCache()
+    with cache.made_while_scanning(longest=12):
+        manager = SessionManager.open(str(path), read_only=True, index=index_dir)
+    with manager:
+        entries = manager.get_entries()
+        cache.prefetch(entries)  # (the walk's own save)
+        assert kept.read_bytes() == stored
+        kept.unlink()  # (a keeper job merges what is kept: nothing is)
+        job = cache.keeper(entries)
+        if job is not None:
+            job()
+    assert not kept.exists() or _previews(path, index_dir) == whole
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    assert _previews(path, index_dir) == whole
+
+
+def test_the_one_walk_keeps_the_previews_it_made_beside_those_kept_of_some_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Previews kept of some of a file's entries are loaded whole by the tree command's walk, which
+    reads the rest: all of them are kept, whole, for the next walk (which loads them cut)."""
+    path, index_dir = _kept_previews_setting(tmp_path, monkeypatch)
+    whole = _previews(path, False)
+    with SessionManager.open(str(path), read_only=True, index=index_dir) as sm:
+        entries = sm.get_entries()
+        PreviewCache().prefetch(entries[: len(entries) // 2])  # kept of the first half
+    *_, expected = _one_walk_previews(path, False, 12)
+    _, calls, shown = _one_walk_previews(path, index_dir, 12)
+    assert shown == expected and calls  # (loaded whole: the calls too)
+    _, calls, shown = _one_walk_previews(path, index_dir, 12)
+    assert shown == expected and not calls  # (every one kept: loaded cut)
+    assert _previews(path, index_dir) == whole
+
+
+def test_previews_are_kept_a_chunk_at_a_time_as_they_would_be_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The previews kept with the index are encoded (a tool result's made as stored) a chunk at a
+    time, never all at once (a big session's are not held a second time): what is kept is what
+    one chunk of them all keeps, and is read back as the previews made."""
+    path, index_dir = _kept_previews_setting(tmp_path, monkeypatch)
+    whole = _previews(path, False)
+    real_encode = preview_store._encode
+    encoded: list[int] = []  # how many parts and calls each encoding was given
+
+    def spied_encode(value: Any) -> bytes:
+        if isinstance(value, preview_store.StoredPreviews):
+            encoded.append(len(value.parts) + len(value.assistant_calls))
+        else:
+            encoded.append(len(value))
+        return real_encode(value)
+
+    monkeypatch.setattr(preview_store, "_encode", spied_encode)
+    kept: dict[int, Any] = {}
+    for chunk in (20, len(whole)):
+        monkeypatch.setattr(preview_store, "_CHUNK", chunk)
+        encoded.clear()
+        assert _previews(path, index_dir) == whole  # (kept)
+        (place,) = Path(index_dir).glob("*.pi-previews")
+        assert max(encoded) <= chunk
+        body = cache_dir.unframed(place.read_bytes(), preview_store.MAGIC, preview_store.FORMAT_VERSION)
+        assert body is not None
+        kept[chunk] = preview_store._decode(body)
+        place.unlink()
+    assert len(kept[20].parts) == len(whole) and len(kept[20].assistant_calls) > 20
+    assert kept[20] == kept[len(whole)]
+    assert _previews(path, index_dir) == whole
+    assert _previews(path, index_dir) == whole  # (read back)
