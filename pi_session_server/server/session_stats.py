@@ -464,20 +464,10 @@ class StatsCache:
             and manager.entries_slice(kept.count - 1, kept.count)[0] is kept.last
         )
         session_file = _session_file(manager)
-        if grown and kept is not None:
+        if grown and kept is not None and _add_appended(kept, manager, session_file, count):
             totals = kept
-            # in one piece: a read that fails leaves the totals kept as they were
-            _add_entries(totals, manager, session_file, kept.count, count, count - kept.count)
         else:
-            totals = SessionTotals()
-            at_once = count
-            if preview_store.store_of(manager.entries_slice(0, 1)) is None:
-                # nothing of the file is kept with an index (none, or too small a file): counted a
-                # part at a time (a session of GBs: its columns would otherwise be held all at
-                # once); with an index, in one piece, the ids of the rows split once, shared with
-                # the entries made of them later (the totals keep every id, for appends)
-                at_once = _ENTRIES_AT_ONCE
-            _add_entries(totals, manager, session_file, 0, count, at_once)
+            totals = _counted_afresh(manager, session_file, count)
         totals.count, totals.last = count, last
         with self._lock, contextlib.suppress(TypeError):
             self._kept[manager] = totals
@@ -490,19 +480,42 @@ def _session_file(manager: Any) -> Any:
 
 
 def totals_once(manager: Any) -> SessionTotals:
-    """The totals of a session asked for once (the command line), nothing kept to add appended
-    entries to: counted a part of the entries at a time, each part's columns dropped before the
-    next is made, and the branch points and leaves told by where the entries' chains start (not
-    counted entry by entry, which keeps every entry's number of children) when the manager knows
-    them."""
+    """The totals of a session asked for once (the command line): :func:`_counted_afresh`, the
+    same as the server's first count."""
     count, last, _leaf = session_state(manager)
-    tree = _counts_of_chains(manager)
-    totals = SessionTotals(tree_counted=tree is None)
-    _add_entries(totals, manager, _session_file(manager), 0, count, _ENTRIES_AT_ONCE)
-    if tree is not None:
-        totals.branch_points, totals.leaves = tree
+    totals = _counted_afresh(manager, _session_file(manager), count)
     totals.count, totals.last = count, last
     return totals
+
+
+def _counted_afresh(manager: Any, session_file: Any, count: int) -> SessionTotals:
+    """The totals of the first ``count`` entries of the session: counted a part of the entries at a
+    time, each part's columns dropped before the next is made, and the branch points and leaves
+    told by where the entries' chains start (not counted entry by entry, which keeps every entry's
+    number of children) when the manager knows them."""
+    tree = _counts_of_chains(manager)
+    totals = SessionTotals(tree_counted=tree is None)
+    _add_entries(totals, manager, session_file, 0, count, _ENTRIES_AT_ONCE)
+    if tree is not None:
+        totals.branch_points, totals.leaves = tree
+    return totals
+
+
+def _add_appended(totals: SessionTotals, manager: Any, session_file: Any, count: int) -> bool:
+    """Add the entries appended after the ``totals.count`` counted to ``totals``, up to ``count``
+    (in one piece: a read that fails leaves the totals as they were). Totals whose tree is told by
+    the chains are told it again (the chains' starts only, kept up to date by the manager); False,
+    nothing added, when the chains no longer tell it (an append with an id seen before, or a
+    parent never seen): the entries are then counted afresh, entry by entry."""
+    tree = None
+    if not totals.tree_counted:
+        tree = _counts_of_chains(manager)
+        if tree is None:
+            return False
+    _add_entries(totals, manager, session_file, totals.count, count, count - totals.count)
+    if tree is not None:
+        totals.branch_points, totals.leaves = tree
+    return True
 
 
 def _counts_of_chains(manager: Any) -> tuple[int, int] | None:
