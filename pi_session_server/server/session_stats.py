@@ -10,13 +10,14 @@ made) and counted a column at a time. The usage needs the assistant messages' bo
 from the file in one pass in file order (a big buffer, a small decoder that skips the content), not
 line by line as the library reads an entry's body (the whole JSON, a read each), and kept with the
 file's index (session/turn_store.py): the next totals of the same lines, in this process or
-another, read only the lines added since. Branch points and leaves are counted as entries come
-(children per parent): the tree is made only for a file whose entries are not in the usual order
-(a parent after its children, an id twice), where counting could disagree with ``getTree``.
+another, read only the lines added since. The entries are counted a part at a time, each part's
+columns dropped before the next is made (a session of GBs has hundreds of thousands of entries).
 
-Totals asked for once (the command line: :func:`totals_once`) keep nothing to add appends to: the
-entries are counted a part at a time, and the branch points and leaves are told by where the
-entries' chains start (:func:`chain_counts`), without a count of children per entry.
+Branch points and leaves are told by where the entries' chains start (:func:`chain_counts`), which
+the manager keeps up to date as entries are appended: told again after appends, nothing kept per
+entry. Only a tree the chains do not tell (an id twice, a parent after its child or never written)
+is counted entry by entry (children per parent, kept for appends), and the tree is made only for a
+file whose entries could make that count disagree with ``getTree``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from .tree_pages import session_state
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 _CHUNK = 8 * 1024 * 1024  # bytes read at once for the pass over the assistant messages
-_ENTRIES_AT_ONCE = 65_536  # entries counted at once when their ids are not kept (see _add_entries)
+_ENTRIES_AT_ONCE = 65_536  # entries counted at once (see _add_entries)
 _PACKED_EVERY = 16_384  # turns read before their values are packed into arrays (turn_store.packed)
 
 
@@ -150,8 +151,8 @@ class SessionTotals:
     models: dict[str, dict[str, float]] = field(default_factory=dict)
     first_timestamp: Any = ABSENT
     last_timestamp: Any = ABSENT
-    # the tree, counted as entries come (unless told another way: `tree_counted`, below), for
-    # appends to be counted alone: the children of each entry seen, by its key (one map
+    # the tree, when its chains do not tell it (`tree_counted`, below), counted as entries come,
+    # for appends to be counted alone: the children of each entry seen, by its key (one map
     # tells both what was seen and how many children: a session of GBs has hundreds of thousands
     # of entries), parent keys named before their entry came; `irregular` when that
     # entry then came, or an id repeats or is missing (getTree's answer may then differ: it is
@@ -161,7 +162,7 @@ class SessionTotals:
     branch_points: int = 0
     leaves: int = 0
     irregular: bool = False
-    # False: the tree is not counted here (its counts are told another way: see totals_once)
+    # False: the tree is not counted here (its counts are told by the chains: see _counted_afresh)
     tree_counted: bool = True
 
     def add(self, entries: Envelopes, turns: Sequence[Turn]) -> None:

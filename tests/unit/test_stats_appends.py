@@ -72,7 +72,7 @@ def _index_of_the_test(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest
 )
 def test_the_totals_after_appends_are_those_of_a_fresh_count(
     tmp_path_factory: pytest.TempPathFactory,
-    counted_entry_by_entry: list[int],
+    counted_entry_by_entry: list[int],  # noqa: F811 - the fixture (a test of hypothesis's)
     seed: int,
     appends: list[str],
     index: bool,
