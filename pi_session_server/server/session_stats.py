@@ -10,13 +10,14 @@ made) and counted a column at a time. The usage needs the assistant messages' bo
 from the file in one pass in file order (a big buffer, a small decoder that skips the content), not
 line by line as the library reads an entry's body (the whole JSON, a read each), and kept with the
 file's index (session/turn_store.py): the next totals of the same lines, in this process or
-another, read only the lines added since. Branch points and leaves are counted as entries come
-(children per parent): the tree is made only for a file whose entries are not in the usual order
-(a parent after its children, an id twice), where counting could disagree with ``getTree``.
+another, read only the lines added since. The entries are counted a part at a time, each part's
+columns dropped before the next is made (a session of GBs has hundreds of thousands of entries).
 
-Totals asked for once (the command line: :func:`totals_once`) keep nothing to add appends to: the
-entries are counted a part at a time, and the branch points and leaves are told by where the
-entries' chains start (:func:`chain_counts`), without a count of children per entry.
+Branch points and leaves are told by where the entries' chains start (:func:`chain_counts`), which
+the manager keeps up to date as entries are appended: told again after appends, nothing kept per
+entry. Only a tree the chains do not tell (an id twice, a parent after its child or never written)
+is counted entry by entry (children per parent, kept for appends), and the tree is made only for a
+file whose entries could make that count disagree with ``getTree``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from .tree_pages import session_state
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 _CHUNK = 8 * 1024 * 1024  # bytes read at once for the pass over the assistant messages
-_ENTRIES_AT_ONCE = 65_536  # entries counted at once when their ids are not kept (see _add_entries)
+_ENTRIES_AT_ONCE = 65_536  # entries counted at once (see _add_entries)
 _PACKED_EVERY = 16_384  # turns read before their values are packed into arrays (turn_store.packed)
 
 
@@ -150,8 +151,8 @@ class SessionTotals:
     models: dict[str, dict[str, float]] = field(default_factory=dict)
     first_timestamp: Any = ABSENT
     last_timestamp: Any = ABSENT
-    # the tree, counted as entries come (unless told another way: `tree_counted`, below), for
-    # appends to be counted alone: the children of each entry seen, by its key (one map
+    # the tree, when its chains do not tell it (`tree_counted`, below), counted as entries come,
+    # for appends to be counted alone: the children of each entry seen, by its key (one map
     # tells both what was seen and how many children: a session of GBs has hundreds of thousands
     # of entries), parent keys named before their entry came; `irregular` when that
     # entry then came, or an id repeats or is missing (getTree's answer may then differ: it is
@@ -161,7 +162,7 @@ class SessionTotals:
     branch_points: int = 0
     leaves: int = 0
     irregular: bool = False
-    # False: the tree is not counted here (its counts are told another way: see totals_once)
+    # False: the tree is not counted here (its counts are told by the chains: see _counted_afresh)
     tree_counted: bool = True
 
     def add(self, entries: Envelopes, turns: Sequence[Turn]) -> None:
@@ -464,20 +465,10 @@ class StatsCache:
             and manager.entries_slice(kept.count - 1, kept.count)[0] is kept.last
         )
         session_file = _session_file(manager)
-        if grown and kept is not None:
+        if grown and kept is not None and _add_appended(kept, manager, session_file, count):
             totals = kept
-            # in one piece: a read that fails leaves the totals kept as they were
-            _add_entries(totals, manager, session_file, kept.count, count, count - kept.count)
         else:
-            totals = SessionTotals()
-            at_once = count
-            if preview_store.store_of(manager.entries_slice(0, 1)) is None:
-                # nothing of the file is kept with an index (none, or too small a file): counted a
-                # part at a time (a session of GBs: its columns would otherwise be held all at
-                # once); with an index, in one piece, the ids of the rows split once, shared with
-                # the entries made of them later (the totals keep every id, for appends)
-                at_once = _ENTRIES_AT_ONCE
-            _add_entries(totals, manager, session_file, 0, count, at_once)
+            totals = _counted_afresh(manager, session_file, count)
         totals.count, totals.last = count, last
         with self._lock, contextlib.suppress(TypeError):
             self._kept[manager] = totals
@@ -490,19 +481,42 @@ def _session_file(manager: Any) -> Any:
 
 
 def totals_once(manager: Any) -> SessionTotals:
-    """The totals of a session asked for once (the command line), nothing kept to add appended
-    entries to: counted a part of the entries at a time, each part's columns dropped before the
-    next is made, and the branch points and leaves told by where the entries' chains start (not
-    counted entry by entry, which keeps every entry's number of children) when the manager knows
-    them."""
+    """The totals of a session asked for once (the command line): :func:`_counted_afresh`, the
+    same as the server's first count."""
     count, last, _leaf = session_state(manager)
-    tree = _counts_of_chains(manager)
-    totals = SessionTotals(tree_counted=tree is None)
-    _add_entries(totals, manager, _session_file(manager), 0, count, _ENTRIES_AT_ONCE)
-    if tree is not None:
-        totals.branch_points, totals.leaves = tree
+    totals = _counted_afresh(manager, _session_file(manager), count)
     totals.count, totals.last = count, last
     return totals
+
+
+def _counted_afresh(manager: Any, session_file: Any, count: int) -> SessionTotals:
+    """The totals of the first ``count`` entries of the session: counted a part of the entries at a
+    time, each part's columns dropped before the next is made, and the branch points and leaves
+    told by where the entries' chains start (not counted entry by entry, which keeps every entry's
+    number of children) when the manager knows them."""
+    tree = _counts_of_chains(manager)
+    totals = SessionTotals(tree_counted=tree is None)
+    _add_entries(totals, manager, session_file, 0, count, _ENTRIES_AT_ONCE)
+    if tree is not None:
+        totals.branch_points, totals.leaves = tree
+    return totals
+
+
+def _add_appended(totals: SessionTotals, manager: Any, session_file: Any, count: int) -> bool:
+    """Add the entries appended after the ``totals.count`` counted to ``totals``, up to ``count``
+    (in one piece: a read that fails leaves the totals as they were). Totals whose tree is told by
+    the chains are told it again (the chains' starts only, kept up to date by the manager); False,
+    nothing added, when the chains no longer tell it (an append with an id seen before, or a
+    parent never seen): the entries are then counted afresh, entry by entry."""
+    tree = None
+    if not totals.tree_counted:
+        tree = _counts_of_chains(manager)
+        if tree is None:
+            return False
+    _add_entries(totals, manager, session_file, totals.count, count, count - totals.count)
+    if tree is not None:
+        totals.branch_points, totals.leaves = tree
+    return True
 
 
 def _counts_of_chains(manager: Any) -> tuple[int, int] | None:
