@@ -466,8 +466,10 @@ class PiSessionServer:
                     self.own_writes.after(real_path, before)
 
     def writable(self, slot: Slot) -> SessionManager:
-        """The manager of ``slot``, reopened for writing if it was opened to look at. A version 1 or
-        2 file is not converted behind the user's back: that write is refused (ReadOnly)."""
+        """The manager of ``slot``, made writable if it was opened to look at: in place when it holds
+        the file as an open for writing would (what is kept beside it, its totals and tree views,
+        stays good), else the file opened again for writing. A version 1 or 2 file is not converted
+        behind the user's back: that write is refused (ReadOnly)."""
         manager = slot.opened()
         if not slot.read_only:
             return manager
@@ -483,6 +485,9 @@ class PiSessionServer:
                 "converts it, as pi does), then write.",
                 {"path": path, "version": version},
             )
+        if manager.make_writable():
+            slot.read_only = False
+            return manager
         fresh = SessionManager.open(
             path, fsync=self.options.fsync, pi=manager.profile, env=manager.environment
         )

@@ -233,6 +233,9 @@ class SessionManager:
         # the file ended inside a line we took in as an entry (read-only, no newline repair): what is
         # appended next finishes or changes that line, so a growing file is reloaded
         self._open_tail = False
+        # a read-only load left undone a write an open for writing makes (a migration's rewrite,
+        # the header of an empty file): see make_writable
+        self._load_writes_skipped = False
         if persist and self._session_dir and not os.path.exists(self._disk(self._session_dir)):
             make_dirs(self._disk(self._session_dir))
         if truthy(session_file):
@@ -475,6 +478,7 @@ class SessionManager:
         self._label_timestamps = {}
         self._leaf_id = None
         self._flushed = False
+        self._load_writes_skipped = False
         self._has_conversation = False
         self._header_only_first = True
         self._plain_index = True
@@ -522,6 +526,7 @@ class SessionManager:
                 self._session_file = resolved
                 self._rewrite([_line_bytes(self._file_entries[0].value)])
                 self._flushed = True
+                self._load_writes_skipped = self.read_only
                 return
             with gc_paused():
                 if needs_migration([peek.value]):
@@ -551,6 +556,7 @@ class SessionManager:
         self._set_file_entries(loaded.entries, loaded.index, loaded.rows)
         self._session_id = loaded.header["id"]
         self.problems = loaded.problems
+        self._load_writes_skipped = False  # (a last line left open is told by _open_tail)
         self._track_file(path, loaded.lines, end, open_tail)
 
     def _load_migrating(self, fd: int, path: str) -> None:
@@ -595,6 +601,7 @@ class SessionManager:
             self._set_file_entries(entries)
             self._session_id = values[0]["id"]
             self.problems = exact.problems(rewrite)
+            self._load_writes_skipped = not rewrite
             if replaced is not None:
                 self._track_file(path, len(exact.lines), replaced.written)
             else:
@@ -792,6 +799,38 @@ class SessionManager:
             self._label_timestamps.pop(key, None)
 
     # ------------------------------------------------------------------ writing
+
+    def make_writable(self) -> bool:
+        """Let a manager opened ``read_only`` write from now on, keeping all it holds (its leaf,
+        its entries, what callers keep beside it: a second open of a big file costs as much memory
+        again, and its entries made anew), when it holds the file as an open for writing would:
+        its load left undone none of the writes such an open makes (a migration's rewrite, the
+        header of an empty file, the newline that ends a last line a crash cut), and the file is
+        as it was read (the same file, size and times). False, nothing changed, otherwise: the
+        file is to be opened again for writing."""
+        if not self.read_only:
+            return True
+        if self._load_writes_skipped or self._open_tail or not self._file_as_loaded():
+            return False
+        self.read_only = False
+        return True
+
+    def _file_as_loaded(self) -> bool:
+        """The session file is the one we read, as we left it (nothing written to it since)."""
+        path = self._session_file
+        if not self._persist or not truthy(path) or self._identity is None:
+            return False
+        if self._out_of_sync or self._headerless is not None:
+            return False
+        try:
+            st = os.stat(self._disk(path))
+        except OSError:
+            return False
+        return (
+            storage.FileIdentity.of(st) == self._identity
+            and st.st_size == self._known_end
+            and _times_of(st) == self._stamp
+        )
 
     def _append_entry(self, value: dict[str, Any]) -> Entry:
         if self.read_only:
