@@ -9,7 +9,6 @@ the previews need from each (immutable) entry across calls.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import math
 import sys
@@ -847,13 +846,6 @@ class PreviewCache:
         if not self.parts:
             return preview_store.Made()
         return None if unknown else self._scanned
-
-    def known_silences(self) -> Iterable[tuple[Any, bool | None]]:
-        """(entry, whether a silent turn; None: not known) of the assistant messages whose silence
-        is known (read for the filters, or with their tool calls)."""
-        return itertools.chain(
-            self._silences.items(), ((facts[0], facts[2]) for facts in self.calls.values())
-        )
 
     def read_ahead(self, entries: list[Any]) -> None:
         """Make the previews (and an assistant message's facts) of ``entries`` not known yet,

@@ -1,4 +1,4 @@
-"""What a session's preview cache knows of its silent turns (``known_silences``) is held no longer
+"""What a session's preview cache knows of its silent turns (``_silences``) is held no longer
 than the session holds the messages: a reload lets the entries before it go, however often the
 session is reloaded, and the messages of the file are kept one byte each, not an item each."""
 
@@ -15,7 +15,7 @@ from pi_session_server.session.describe import PreviewCache
 
 
 def _known(cache: PreviewCache) -> list[Entry]:
-    return [entry for entry, _silent in cache.known_silences()]
+    return [entry for entry, _silent in cache._silences.items()]
 
 
 @pytest.fixture(autouse=True)
