@@ -94,31 +94,23 @@ def _watcher_looks(running: InProcess, uri: str) -> None:
     assert "result" in running.request("pi/getLeaf", {"uri": uri})
 
 
-def test_the_first_write_by_uri_after_pi_appended_keeps_the_session_and_tells_pi_s_lines_once(
-    tmp_path, monkeypatch
-):
+def test_the_first_write_by_uri_after_pi_appended_keeps_the_session_and_tells_pi_s_lines_once(tmp_path):
     path = _session(tmp_path)
     uri = path.as_uri()
-    counts = []
-    count_afresh = session_stats._counted_afresh
-
-    def counted_afresh(*args):
-        counts.append(args[-1])
-        return count_afresh(*args)
-
-    monkeypatch.setattr(session_stats, "_counted_afresh", counted_afresh)
     running = InProcess(ServerOptions(watch_interval=ASLEEP))
     try:
         assert running.request("pi/getStats", {"uri": uri})["result"]["entryCount"] == 12
         (slot,) = running.server.registry.slots()
         looked = slot.manager
+        totals = session_stats._stats.totals(looked)  # (kept by the request: not counted here)
         _pi_appends(path)
         reply = running.request("pi/append", {"uri": uri, "kind": "message", "message": S.user_message("x")})
         assert reply["result"]["leafId"] == reply["result"]["id"]
         assert slot.manager is looked and not slot.read_only  # not opened again
         stats = running.request("pi/getStats", {"uri": uri})["result"]
         assert stats["entryCount"] == 14 and stats["roles"]["user"] == 5
-        assert counts == [12]  # pi's entry and ours added to the totals, nothing counted again
+        # pi's entry and ours added to the totals kept, nothing counted again
+        assert session_stats._stats.totals(looked) is totals and totals.count == 14
         told = [params for method, params in running.notifications if method == "pi/didChange"]
         assert [(p["kind"], p["newEntryIds"], p["leafId"]) for p in told] == [
             ("appended", ["x0000001"], "t2z")
