@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from pi_session_server.server.app import create_server
+from pi_session_server.server.app import ServerOptions, create_server
 from pi_session_server.server.framing import encode_frame, read_frames
 from pi_session_server.server.jsonrpc import Connection
 
@@ -20,8 +20,8 @@ from pi_session_server.server.jsonrpc import Connection
 class InProcess:
     """The real server on a pair of pipes, its event loop on a thread of this process."""
 
-    def __init__(self) -> None:
-        self.server = create_server()
+    def __init__(self, options: ServerOptions | None = None) -> None:
+        self.server = create_server(options)
         self.connection: Connection = self.server.connection
         to_server = os.pipe()
         from_server = os.pipe()

@@ -48,7 +48,7 @@ from .params import (
     with_paths_as_the_file_system_has_them,
 )
 from .pending_deletes import PendingDeletes, Waiting, deleted_as
-from .poller import FilePoller
+from .poller import DID_CHANGE, FilePoller, did_change_params
 from .preview_keeping import PreviewKeeper
 from .registry import Registry, Slot
 from .wire import encode_result
@@ -468,8 +468,9 @@ class PiSessionServer:
     def writable(self, slot: Slot) -> SessionManager:
         """The manager of ``slot``, made writable if it was opened to look at: in place when it holds
         the file as an open for writing would (what is kept beside it, its totals and tree views,
-        stays good), else the file opened again for writing. A version 1 or 2 file is not converted
-        behind the user's back: that write is refused (ReadOnly)."""
+        stays good), or once it took in the lines another program (pi) appended since it read the
+        file (:meth:`_take_in_appends`); else the file opened again for writing. A version 1 or 2
+        file is not converted behind the user's back: that write is refused (ReadOnly)."""
         manager = slot.opened()
         if not slot.read_only:
             return manager
@@ -485,20 +486,36 @@ class PiSessionServer:
                 "converts it, as pi does), then write.",
                 {"path": path, "version": version},
             )
-        if manager.make_writable():
+        if manager.make_writable() or self._take_in_appends(slot, manager):
             slot.read_only = False
             return manager
         fresh = SessionManager.open(
             path, fsync=self.options.fsync, pi=manager.profile, env=manager.environment
         )
-        leaf = manager.get_leaf_id()
-        if leaf is None:
-            fresh.reset_leaf()
-        elif leaf is not ABSENT and fresh.get_entry(leaf) is not ABSENT:
-            fresh.branch(leaf)
+        _keep_leaf(fresh, manager.get_leaf_id())
         manager.close()
         slot.manager, slot.read_only = fresh, False
         return fresh
+
+    def _take_in_appends(self, slot: Slot, manager: SessionManager) -> bool:
+        """When the file only grew by lines another program appended since ``manager`` read it (pi
+        writing the session): take them in as the file poller does, tell the client as it does
+        (its next look then finds nothing new: they are told once), and make the manager writable
+        in place. The session keeps the leaf it had, as an open for writing in its place keeps it:
+        our write goes where it would have gone before pi wrote. False when the file changed
+        otherwise (it is opened again for writing); what a refresh took in is told either way."""
+        leaf = manager.get_leaf_id()
+        while manager.only_appended_to():
+            change = manager.refresh_from_disk()
+            _keep_leaf(manager, leaf)
+            if change.kind != "unchanged":
+                change.leaf_id = manager.get_leaf_id()
+                self.notify(DID_CHANGE, did_change_params(self, slot, change))
+            if manager.make_writable():
+                return True
+            if change.kind != "appended":  # a line cut short, or a change a refresh had to reload
+                return False
+        return False
 
     # ------------------------------------------------------------------ session info
 
@@ -532,6 +549,15 @@ class PiSessionServer:
         if skipped:
             info["skipped"] = [problem.to_json() for problem in skipped[:SKIPPED_LISTED]]
         return info
+
+
+def _keep_leaf(manager: SessionManager, leaf: Any) -> None:
+    """Put the leaf of ``manager`` back at ``leaf`` (None: before the first entry) if it holds that
+    entry; else it stays where the last look at the file put it."""
+    if leaf is None:
+        manager.reset_leaf()
+    elif leaf is not ABSENT and manager.get_entry(leaf) is not ABSENT:
+        manager.branch(leaf)
 
 
 def _file_version(path: str) -> Any:

@@ -44,6 +44,8 @@ from pi_session_server.format.jsvalue import ABSENT
 from .workers import CancelToken, WorkerPool
 
 if TYPE_CHECKING:
+    from pi_session_server.session import FileChange
+
     from .app import PiSessionServer
     from .registry import Slot
 
@@ -299,16 +301,22 @@ class FilePoller:
             slot.last_stat = None
         if change.kind == "unchanged":
             return
-        params: dict[str, Any] = {
-            "session": slot.handle,
-            "uri": self.server.uri_of(slot.path),
-            "kind": change.kind,
-            "newEntryIds": [None if i is ABSENT else i for i in change.new_entry_ids],
-        }
-        if change.leaf_id is not ABSENT:
-            params["leafId"] = change.leaf_id
+        params = did_change_params(self.server, slot, change)
         queued.wait()  # (set right after the queueing: no I/O in between)
         self.server.notify(DID_CHANGE, params)
+
+
+def did_change_params(server: PiSessionServer, slot: Slot, change: FileChange) -> dict[str, Any]:
+    """The ``pi/didChange`` that tells the client what a refresh of the session of ``slot`` found."""
+    params: dict[str, Any] = {
+        "session": slot.handle,
+        "uri": server.uri_of(slot.path),
+        "kind": change.kind,
+        "newEntryIds": [None if i is ABSENT else i for i in change.new_entry_ids],
+    }
+    if change.leaf_id is not ABSENT:
+        params["leafId"] = change.leaf_id
+    return params
 
 
 def mount_points() -> list[str]:

@@ -815,8 +815,15 @@ class SessionManager:
         self.read_only = False
         return True
 
-    def _file_as_loaded(self) -> bool:
-        """The session file is the one we read, as we left it (nothing written to it since)."""
+    def only_appended_to(self) -> bool:
+        """The file changed since it was read only by bytes appended after ours (the same file, our
+        last bytes still where we left them), and the load left no write undone: refresh_from_disk()
+        takes the lines in without a reload, and make_writable() then keeps all we hold."""
+        return not (self._load_writes_skipped or self._open_tail) and self._file_as_loaded(grown=True)
+
+    def _file_as_loaded(self, grown: bool = False) -> bool:
+        """The session file is the one we read, as we left it (nothing written to it since); with
+        ``grown``, longer than we left it, our last bytes where they were."""
         path = self._session_file
         if not self._persist or not truthy(path) or self._identity is None:
             return False
@@ -826,11 +833,11 @@ class SessionManager:
             st = os.stat(self._disk(path))
         except OSError:
             return False
-        return (
-            storage.FileIdentity.of(st) == self._identity
-            and st.st_size == self._known_end
-            and _times_of(st) == self._stamp
-        )
+        if storage.FileIdentity.of(st) != self._identity:
+            return False
+        if grown:
+            return st.st_size > self._known_end and self._read_marker(path, self._known_end) == self._marker
+        return st.st_size == self._known_end and _times_of(st) == self._stamp
 
     def _append_entry(self, value: dict[str, Any]) -> Entry:
         if self.read_only:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import builders as S
@@ -70,39 +73,65 @@ async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path
     assert leaf != "ext00002"
 
 
-async def test_lines_another_process_appended_right_before_ours_are_appended(tmp_path):
+PROC_LOCKS = Path("/proc/locks")
+
+
+@contextlib.contextmanager
+def appends_held_back(path: Path) -> Iterator[None]:
+    """Hold the lock every append of the server takes on ``path`` (flock): its appends wait."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (the lock goes with it)
+
+
+async def until_a_process_waits_for_the_lock_of(path: Path) -> None:
+    """Until some process waits for the flock of ``path`` (``/proc/locks`` lists its waiters with
+    ``->``, the file as MAJOR:MINOR:INODE)."""
+    st = path.stat()
+    file = f" {os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
+    while not any(" -> " in line and file in line for line in PROC_LOCKS.read_text().splitlines()):
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.skipif(not PROC_LOCKS.exists(), reason="no /proc/locks to see the server wait for the lock")
+async def test_lines_another_process_appended_right_before_ours_are_appended(sidecar, tmp_path):
     """pi appends whole lines and an append of ours follows before the server looked at the file:
     pi/foreignWriter says so, and pi/didChange tells them as ``appended`` (a front end fetches just
     them), not ``reloaded`` (it would fetch everything); the session is what a fresh open gives."""
-    # a watcher slow enough not to look between their lines and our append
-    side = await start_sidecar(tmp_path, "--watch-interval", "4")
-    try:
-        session, path = await side.open_example(tmp_path)
-        leaf = (await side.request("pi/getLeaf", {"session": session}))["leafId"]
+    session, path = await sidecar.open_example(tmp_path)
+    leaf = (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"]
+    message = {"role": "user", "content": "mine", "timestamp": 1}
+    # Our append runs and waits for the file's lock before pi writes: whenever the watcher looks,
+    # its refresh is queued behind the append, which finds pi's lines first.
+    with appends_held_back(path):
+        appending = asyncio.ensure_future(
+            sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})
+        )
+        await asyncio.wait_for(until_a_process_waits_for_the_lock_of(path), 10)
         with path.open("a", encoding="utf-8") as file:  # pi's appendFileSync: no lock, a line a write
             for entry_id, parent in (("ext00001", leaf), ("ext00002", "ext00001")):
                 file.write(S.user(entry_id, parent, "from pi") + "\n")
                 file.flush()
-        message = {"role": "user", "content": "mine", "timestamp": 1}
-        own = await side.request("pi/append", {"session": session, "kind": "message", "message": message})
-        warning = await side.wait_for("pi/foreignWriter")
-        assert warning["session"] == session and warning["foundSize"] > warning["expectedSize"]
-        change = await side.wait_for("pi/didChange", timeout=20)
-        assert change == {
-            "session": session,
-            "uri": path.as_uri(),
-            "kind": "appended",
-            "newEntryIds": ["ext00001", "ext00002"],
-            "leafId": own["id"],
-        }
-        page = await side.request("pi/getEntries", {"session": session, "since": leaf})
-        assert [e["id"] for e in page["entries"]] == ["ext00001", "ext00002", own["id"]]
-        fresh = (await side.request("pi/open", {"path": str(path)}))["session"]
-        for method in ("pi/getEntries", "pi/getTree", "pi/getBranch", "pi/buildSessionContext"):
-            held = await side.request(method, {"session": session})
-            assert held == await side.request(method, {"session": fresh}), method
-    finally:
-        await stop_sidecar(side)
+    own = await appending
+    warning = await sidecar.wait_for("pi/foreignWriter")
+    assert warning["session"] == session and warning["foundSize"] > warning["expectedSize"]
+    change = await sidecar.wait_for("pi/didChange")
+    assert change == {
+        "session": session,
+        "uri": path.as_uri(),
+        "kind": "appended",
+        "newEntryIds": ["ext00001", "ext00002"],
+        "leafId": own["id"],
+    }
+    page = await sidecar.request("pi/getEntries", {"session": session, "since": leaf})
+    assert [e["id"] for e in page["entries"]] == ["ext00001", "ext00002", own["id"]]
+    fresh = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    for method in ("pi/getEntries", "pi/getTree", "pi/getBranch", "pi/buildSessionContext"):
+        held = await sidecar.request(method, {"session": session})
+        assert held == await sidecar.request(method, {"session": fresh}), method
 
 
 async def test_a_partial_line_waits_until_it_is_complete(sidecar, tmp_path):
