@@ -7,6 +7,8 @@ import base64
 import random
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 from unittest.mock import patch
 
 import builders as S
@@ -15,6 +17,7 @@ from pi_session_server.analysis import document as document_module
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.hints import inlay_hints
 from pi_session_server.analysis.symbols import document_symbols
+from pi_session_server.server.language_features import DocState, LanguageFeatures
 
 
 def _session_with_a_screenshot() -> bytes:
@@ -65,3 +68,31 @@ def test_the_outline_and_hints_of_a_file_read_each_line_once_and_equal_those_of_
     first_pass = SessionDocument(data, quick=True)  # its lines read from the text until finished
     assert first_pass.provisional
     assert inlay_hints(first_pass) == hints
+
+
+def test_the_outline_request_of_a_file_reads_each_line_once(tmp_path: Path) -> None:
+    """The outline's ranges are placed from the bytes the analysis read: a file the editor did not
+    send is not read a second time for them, and they are those of the text held in memory."""
+    data = _session_with_a_screenshot()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    server: Any = SimpleNamespace(workspace=SimpleNamespace(position_encoding="utf-16"))
+    features = LanguageFeatures(server)
+    no_queue: Any = None  # the request runs here, not on a document's queue
+    on_disk = DocState("file:///s.jsonl", str(path), no_queue, doc=SessionDocument.from_file(str(path)))
+    in_memory = DocState("untitled:s", None, no_queue, doc=SessionDocument(data))
+    reads: Counter[int] = Counter()
+    read = document_module._FileBytes.read
+
+    def counted(source: document_module._FileBytes, place: int) -> bytes:
+        reads[place] += 1
+        return read(source, place)
+
+    with patch.object(document_module._FileBytes, "read", counted):
+        outline = features.document_symbols(on_disk, None)
+    assert outline == features.document_symbols(in_memory, None)
+    assert reads and max(reads.values()) == 1
+    long_line = max(on_disk.opened().lines, key=lambda info: info.byte_length)
+    shot = next(s for s in outline if s.range.start.line == long_line.line)
+    # the whole line, its end in UTF-16 units (the emoji is two)
+    assert shot.range.end.character == len(long_line.raw.decode().encode("utf-16-le")) // 2
