@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import random
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -35,14 +37,9 @@ def _session_with_a_screenshot() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def test_the_outline_and_hints_of_a_file_read_each_line_once_and_equal_those_of_its_text(
-    tmp_path: Path,
-) -> None:
-    data = _session_with_a_screenshot()
-    path = tmp_path / "s.jsonl"
-    path.write_bytes(data)
-    in_memory = SessionDocument(data)
-    on_disk = SessionDocument.from_file(str(path))
+@contextmanager
+def counting_reads() -> Iterator[Counter[int]]:
+    """How many times each line of a file is read again (by its place) within the block."""
     reads: Counter[int] = Counter()
     read = document_module._FileBytes.read
 
@@ -51,14 +48,25 @@ def test_the_outline_and_hints_of_a_file_read_each_line_once_and_equal_those_of_
         return read(source, place)
 
     with patch.object(document_module._FileBytes, "read", counted):
+        yield reads
+
+
+def test_the_outline_and_hints_of_a_file_read_each_line_once_and_equal_those_of_its_text(
+    tmp_path: Path,
+) -> None:
+    data = _session_with_a_screenshot()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    in_memory = SessionDocument(data)
+    on_disk = SessionDocument.from_file(str(path))
+    with counting_reads() as reads:
         symbols = document_symbols(on_disk)
     assert symbols == document_symbols(in_memory)
     long_line = max(on_disk.lines, key=lambda info: info.byte_length).line
     assert reads[long_line] == 1
     assert max(reads.values()) == 1
 
-    reads.clear()
-    with patch.object(document_module._FileBytes, "read", counted):
+    with counting_reads() as reads:
         hints = inlay_hints(on_disk)
     assert hints == inlay_hints(in_memory)
     ends = {h.line: h.offset for h in hints}
@@ -81,14 +89,7 @@ def test_the_outline_request_of_a_file_reads_each_line_once(tmp_path: Path) -> N
     no_queue: Any = None  # the request runs here, not on a document's queue
     on_disk = DocState("file:///s.jsonl", str(path), no_queue, doc=SessionDocument.from_file(str(path)))
     in_memory = DocState("untitled:s", None, no_queue, doc=SessionDocument(data))
-    reads: Counter[int] = Counter()
-    read = document_module._FileBytes.read
-
-    def counted(source: document_module._FileBytes, place: int) -> bytes:
-        reads[place] += 1
-        return read(source, place)
-
-    with patch.object(document_module._FileBytes, "read", counted):
+    with counting_reads() as reads:
         outline = features.document_symbols(on_disk, None)
     assert outline == features.document_symbols(in_memory, None)
     assert reads and max(reads.values()) == 1
