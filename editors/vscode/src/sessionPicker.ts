@@ -234,10 +234,10 @@ export async function pickSession(host: PickerHost, folder: string | undefined):
   const showPasted = () => {
     const current = quickPick.items;
     const items = showingPasted(current, quickPick.value);
-    if (items === current) return;
-    quickPick.items = items;
+    if (items !== current) quickPick.items = items;
     const named = items.find((item) => item.alwaysShow && item.session);
-    // the active item would be the first shown, "All sessions..." (always shown too)
+    // VS Code makes the first item shown active at each change of the value: "All sessions...",
+    // shown always too (a path pasted over the name of the same session changes no item)
     if (named) quickPick.activeItems = [named];
   };
 

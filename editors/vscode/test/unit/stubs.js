@@ -75,8 +75,12 @@ class FakeQuickPick {
   show() { this.shown = true; }
   hide() { if (!this.shown) return; this.shown = false; this.emitters.hide.fire(); }
   dispose() { this.disposed = true; }
-  /** The user types (or pastes) `value` in the input. */
-  type(value) { this.value = value; this.emitters.value.fire(value); }
+  /** The user types (or pastes) `value` in the input: VS Code makes the first item shown active. */
+  type(value) {
+    this.value = value;
+    this.activeItems = this.shownItems().slice(0, 1);
+    this.emitters.value.fire(value);
+  }
   /**
    * The items VS Code shows for the input's value: those always shown, and those whose label (or
    * description, detail when matched on) holds the value (VS Code's filter matches a contiguous
