@@ -178,26 +178,25 @@ def _ids_around(
                 continue
             if len(found) == MAX_IDS:
                 return found, True
-            written = _as_written(info, found_id, path_of(info, found_id))
-            found.append(Candidate(found_id, _detail(info, i), written, written))
+            raw = info.raw  # read once for both: a line of a file is read again each time it is asked for
+            written = _as_written(raw, found_id, path_of(info, found_id))
+            found.append(Candidate(found_id, _detail(info, i, raw), written, written))
     looked_at_all = line - 1 - SCAN_LINES < 0 and line + 1 + SCAN_LINES >= doc.line_count
     return found, filtered or not looked_at_all
 
 
-def _detail(info: LineInfo, line: int) -> str:
-    """The entry's type and a short preview of it, with its line."""
+def _detail(info: LineInfo, line: int, raw: bytes) -> str:
+    """The entry's type and a short preview of it, with its line (``raw``: its bytes)."""
     etype = info.etype if type(info.etype) is str else "entry"
-    return f"{etype} · line {line + 1} · {quick_preview(info, PREVIEW_CHARS)}"
+    return f"{etype} · line {line + 1} · {quick_preview(info, PREVIEW_CHARS, raw)}"
 
 
-def _as_written(info: LineInfo, text: str, path: Path) -> str:
-    """``text``, a string value of ``info``'s line at ``path``, as the line writes it there (the
-    content of its string token, escapes as they are); as JSON writes it (:func:`_json_content`)
-    where the line holds no such value there."""
+def _as_written(raw: bytes, text: str, path: Path) -> str:
+    """``text``, a string value of the line ``raw`` at ``path``, as the line writes it there (the
+    content of its string token, escapes as they are: another writer may escape what JSON need
+    not, an ASCII letter too); as JSON writes it (:func:`_json_content`) where the line holds no
+    such value there."""
     plain = _json_content(text)
-    if plain == text and text.isascii():
-        return text  # nothing a JSON writer escapes
-    raw = info.raw
     span = value_span(raw, path)
     if span is not None:
         token = raw[span[0] : span[1]]

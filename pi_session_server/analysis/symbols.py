@@ -9,6 +9,7 @@ not reachable from a root (parent cycles) are listed at the top level after the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..format.jsvalue import js_string_of
@@ -56,7 +57,13 @@ def symbol_name(doc: SessionDocument, info: LineInfo, raw: bytes | None = None) 
     return quick_preview(info, 60, raw)
 
 
-def _symbol(doc: SessionDocument, info: LineInfo, branch_children: int = 0) -> Symbol:
+#: told each symbol and its line's bytes as the symbol is made (see :func:`document_symbols`)
+WithBytes = Callable[[Symbol, bytes], None]
+
+
+def _symbol(
+    doc: SessionDocument, info: LineInfo, with_bytes: WithBytes | None, branch_children: int
+) -> Symbol:
     raw = info.raw  # read once: a line of a file is read again each time it is asked for
     sel = value_span(raw, ("id",)) or (0, min(len(raw), 1))
     detail = links.shown_id(doc, info)
@@ -64,34 +71,43 @@ def _symbol(doc: SessionDocument, info: LineInfo, branch_children: int = 0) -> S
         detail += f" · {branch_children} branches"
     if info is doc.leaf():
         detail += " · leaf"
-    return Symbol(symbol_name(doc, info, raw), detail, symbol_kind(info), info.line, text_end(raw), sel)
+    made = Symbol(symbol_name(doc, info, raw), detail, symbol_kind(info), info.line, text_end(raw), sel)
+    if with_bytes is not None:
+        with_bytes(made, raw)
+    return made
 
 
-def document_symbols(doc: SessionDocument) -> list[Symbol]:
+def document_symbols(doc: SessionDocument, with_bytes: WithBytes | None = None) -> list[Symbol]:
+    """The outline. ``with_bytes``: told each symbol and its line's bytes as the symbol is made,
+    for what a caller derives from them (a line of a file is read again each time its bytes are
+    asked for; holding every line's until the outline is whole would hold the file)."""
     tree = doc.tree
     out: list[Symbol] = []
     header = doc.valid_header() or (doc.headers[0] if doc.headers else None)
     if header is not None:
-        out.append(
-            Symbol(
-                f"session {js_string_of(header.id)}",
-                "header",
-                "session",
-                header.line,
-                text_end(header.raw),
-                value_span(header.raw, ("id",)) or (0, 1),
-            )
+        raw = header.raw
+        made = Symbol(
+            f"session {js_string_of(header.id)}",
+            "header",
+            "session",
+            header.line,
+            text_end(raw),
+            value_span(raw, ("id",)) or (0, 1),
         )
+        if with_bytes is not None:
+            with_bytes(made, raw)
+        out.append(made)
     visited: set[LineInfo] = set()
     entries = list(doc.entries())
     roots = [e for e in entries if (p := tree.parent(e)) is None or p is e]
-    _walk(doc, roots, out, visited)
-    _walk(doc, [e for e in entries if e not in visited], out, visited)  # cycles: reachable from no root
+    _walk(doc, roots, out, visited, with_bytes)
+    # cycles: reachable from no root
+    _walk(doc, [e for e in entries if e not in visited], out, visited, with_bytes)
     return out
 
 
 def _chain(
-    doc: SessionDocument, start: LineInfo, visited: set[LineInfo]
+    doc: SessionDocument, start: LineInfo, visited: set[LineInfo], with_bytes: WithBytes | None
 ) -> tuple[list[Symbol], list[LineInfo]]:
     """``start`` and its linear continuation, and the children where the chain branches."""
     seg: list[Symbol] = []
@@ -99,21 +115,27 @@ def _chain(
     while cur not in visited:
         visited.add(cur)
         kids = [k for k in doc.tree.kids(cur) if k not in visited]
-        seg.append(_symbol(doc, cur, len(kids)))
+        seg.append(_symbol(doc, cur, with_bytes, len(kids)))
         if len(kids) != 1:
             return seg, kids
         cur = kids[0]
     return seg, []
 
 
-def _walk(doc: SessionDocument, starts: list[LineInfo], into: list[Symbol], visited: set[LineInfo]) -> None:
+def _walk(
+    doc: SessionDocument,
+    starts: list[LineInfo],
+    into: list[Symbol],
+    visited: set[LineInfo],
+    with_bytes: WithBytes | None,
+) -> None:
     """Depth-first over branches with an explicit stack (no recursion limit applies)."""
     work: list[tuple[LineInfo, list[Symbol], int, bool]] = [(s, into, 0, False) for s in reversed(starts)]
     while work:
         start, container, level, as_branch = work.pop()
         if start in visited:
             continue
-        seg, kids = _chain(doc, start, visited)
+        seg, kids = _chain(doc, start, visited, with_bytes)
         if as_branch:
             head = seg[0]
             head.children = seg[1:] + head.children

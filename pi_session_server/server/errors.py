@@ -8,6 +8,8 @@ and, for file-system errors, the Node error code (``code``), as the conformance 
 
 from __future__ import annotations
 
+import ast
+import itertools
 import re
 from typing import Any
 
@@ -147,12 +149,17 @@ _QUOTING: list[tuple[type[lib_errors.PiSessionError], re.Pattern[str]]] = [
 ]
 
 
-# msgspec's refusals that quote the request's value whole (an enum's: ``filter``, ``form``, ...),
-# in the same (words before, value, words after) form.
-_VALIDATION_QUOTING = [
-    re.compile(r"(Invalid enum value )(.*?)((?: - at `[^`]*`)?)", re.DOTALL),
-    re.compile(r"(Object contains unknown field `)(.*?)(`(?: - at `[^`]*`)?)", re.DOTALL),
-]
+# msgspec's refusals that quote a string of the request whole, in the same (words before, value,
+# words after) form: an enum's value (``filter``, ``form``, ...) as a Python literal (its repr), a
+# member's name as it is between backticks
+_ENUM_STRING = re.compile(
+    r"(Invalid enum value )('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")((?: - at `[^`]*`)?)", re.DOTALL
+)
+_UNKNOWN_FIELD = re.compile(r"(Object contains unknown field )`(.*?)`((?: - at `[^`]*`)?)", re.DOTALL)
+# an enum's value that is no string (a number): shown as msgspec writes it, cut to its start
+_ENUM_OTHER = re.compile(r"(Invalid enum value )(.*?)((?: - at `[^`]*`)?)", re.DOTALL)
+# one character of a Python string literal's body, as repr writes it (an escape, or itself)
+_REPR_CHAR = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|[^\\]", re.DOTALL)
 
 
 def _cut(message: str, quoting: re.Pattern[str]) -> str | None:
@@ -175,12 +182,24 @@ def _bounded(error: lib_errors.PiSessionError) -> str:
 
 
 def bounded_validation_message(message: str) -> str:
-    """A refusal of the params by msgspec with the value of the request it quotes cut to its
-    start."""
-    for quoting in _VALIDATION_QUOTING:
-        if (cut := _cut(message, quoting)) is not None:
-            return cut
-    return message
+    """A refusal of the params by msgspec with the string of the request it quotes as the server's
+    own messages quote one (:func:`quoted_start`: a JSON string, cut to its start), whichever way
+    msgspec wrote it."""
+    if (parts := _ENUM_STRING.fullmatch(message)) is not None:
+        before, literal, after = parts.groups()
+        return before + quoted_start(_start_of_literal(literal)) + after
+    if (parts := _UNKNOWN_FIELD.fullmatch(message)) is not None:
+        before, name, after = parts.groups()
+        return before + quoted_start(name) + after
+    return _cut(message, _ENUM_OTHER) or message
+
+
+def _start_of_literal(literal: str) -> str:
+    """The string a Python string literal (a repr) writes, up to one character past what
+    :func:`quoted_start` shows (so that it says more followed): a long value's whole is not read."""
+    quote = literal[0]
+    chars = itertools.islice(_REPR_CHAR.finditer(literal, 1, len(literal) - 1), MAX_SHOWN + 1)
+    return str(ast.literal_eval(quote + "".join(char.group(0) for char in chars) + quote))
 
 
 # What JSON lets a string hold unescaped that breaks or hides a line of an editor: DEL, the C1

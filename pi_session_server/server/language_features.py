@@ -847,23 +847,30 @@ class LanguageFeatures:
         return types.CompletionList(is_incomplete=found.incomplete, items=items)
 
     def document_symbols(self, state: DocState, _params: Any) -> list[types.DocumentSymbol]:
-        def convert(sym: Symbol) -> types.DocumentSymbol:
-            raw = state.opened().lines[sym.line].raw  # read once for its four places
+        # each symbol's range and selection, by its line: placed while the analysis holds the
+        # line's bytes, which a line of a file would read again
+        ranges: dict[int, tuple[types.Range, types.Range]] = {}
+
+        def place(sym: Symbol, raw: bytes) -> None:
             start, end = sym.selection
+            line = sym.line
+            ranges[line] = (
+                types.Range(self.position(state, line, 0, raw), self.position(state, line, sym.end, raw)),
+                types.Range(self.position(state, line, start, raw), self.position(state, line, end, raw)),
+            )
+
+        def convert(sym: Symbol) -> types.DocumentSymbol:
+            whole, selection = ranges[sym.line]
             return types.DocumentSymbol(
                 name=shown_line(sym.name or "(entry)"),
                 detail=shown_line(sym.detail) if sym.detail else sym.detail,
                 kind=_SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
-                range=types.Range(
-                    self.position(state, sym.line, 0, raw), self.position(state, sym.line, sym.end, raw)
-                ),
-                selection_range=types.Range(
-                    self.position(state, sym.line, start, raw), self.position(state, sym.line, end, raw)
-                ),
+                range=whole,
+                selection_range=selection,
                 children=[convert(c) for c in sym.children] or None,
             )
 
-        return [convert(s) for s in document_symbols(state.opened())]
+        return [convert(s) for s in document_symbols(state.opened(), place)]
 
     def folding(self, state: DocState, _params: Any) -> list[types.FoldingRange]:
         out = []

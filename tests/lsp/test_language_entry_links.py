@@ -186,6 +186,35 @@ async def test_completion_of_ids_the_document_writes_escaped(editor: Editor) -> 
     )
 
 
+async def test_completion_of_an_ascii_id_another_writer_escaped(editor: Editor) -> None:
+    """An id of ASCII letters written with escapes JSON does not need (``"\\u0061bc"`` for
+    ``abc``): offered, filtered and written as the document writes it, also once part of it is typed
+    in that form."""
+    uri = editor.fresh_uri()
+    escaped = S.user("abc", None, "first").replace('"id":"abc"', '"id":"\\u0061bc"')
+    plain = S.user("abd", "abc", "second")  # written as it reads: offered so
+    typing = S.user("n3", "")
+    await editor.open(uri, "\n".join([*SESSION[:1], escaped, plain, typing]) + "\n")
+    start = editor.pos_of(uri, 3, '"parentId":"', after=True)
+    found = await complete(editor, uri, start)
+    offered = [
+        (i.label, i.filter_text, i.text_edit.new_text if isinstance(i.text_edit, types.TextEdit) else None)
+        for i in found.items
+    ]
+    assert offered == [("abd", "abd", "abd"), ("abc", "\\u0061bc", "\\u0061bc")]
+    await editor.edit(uri, start, start, "\\u0061b")  # typed in the document's form: reads "ab"
+    found = await complete(editor, uri, editor.pos_of(uri, 3, '"parentId":"\\u0061b', after=True))
+    assert [(i.label, i.filter_text) for i in found.items] == [("abd", "abd"), ("abc", "\\u0061bc")]
+    item = found.items[1]
+    assert isinstance(item.text_edit, types.TextEdit)
+    await editor.apply(uri, [item.text_edit])
+    assert editor.texts[uri].split("\n")[3].count('"parentId":"\\u0061bc"') == 1
+    definition = await editor.client.text_document_definition_async(
+        types.DefinitionParams(text_document=td(uri), position=editor.pos_of(uri, 3, "u0061bc"))
+    )
+    assert isinstance(definition, list) and [d.range.start.line for d in definition] == [1]  # type: ignore[union-attr]
+
+
 async def test_completion_of_entry_types(editor: Editor, uri: str) -> None:
     pos = editor.pos_of(uri, 5, '"type":"', after=True)
     found = await complete(editor, uri, pos)

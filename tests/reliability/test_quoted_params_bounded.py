@@ -24,7 +24,7 @@ def test_an_invalid_enum_value_is_quoted_by_its_start(server: RawServer):
     assert message.startswith("Invalid params: Invalid enum value ") and message.endswith(
         " - at `$.filter`"
     ), message[:200]
-    assert "Invalid enum value 'ffff" in message and len(message) <= MAX_SHOWN + 60, len(message)
+    assert 'Invalid enum value "ffff' in message and len(message) <= MAX_SHOWN + 60, len(message)
 
 
 def test_an_unknown_method_is_quoted_by_its_start(server: RawServer):

@@ -6,7 +6,11 @@ from __future__ import annotations
 import base64
 import random
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 from unittest.mock import patch
 
 import builders as S
@@ -15,6 +19,7 @@ from pi_session_server.analysis import document as document_module
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.hints import inlay_hints
 from pi_session_server.analysis.symbols import document_symbols
+from pi_session_server.server.language_features import DocState, LanguageFeatures
 
 
 def _session_with_a_screenshot() -> bytes:
@@ -32,14 +37,9 @@ def _session_with_a_screenshot() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def test_the_outline_and_hints_of_a_file_read_each_line_once_and_equal_those_of_its_text(
-    tmp_path: Path,
-) -> None:
-    data = _session_with_a_screenshot()
-    path = tmp_path / "s.jsonl"
-    path.write_bytes(data)
-    in_memory = SessionDocument(data)
-    on_disk = SessionDocument.from_file(str(path))
+@contextmanager
+def counting_reads() -> Iterator[Counter[int]]:
+    """How many times each line of a file is read again (by its place) within the block."""
     reads: Counter[int] = Counter()
     read = document_module._FileBytes.read
 
@@ -48,14 +48,25 @@ def test_the_outline_and_hints_of_a_file_read_each_line_once_and_equal_those_of_
         return read(source, place)
 
     with patch.object(document_module._FileBytes, "read", counted):
+        yield reads
+
+
+def test_the_outline_and_hints_of_a_file_read_each_line_once_and_equal_those_of_its_text(
+    tmp_path: Path,
+) -> None:
+    data = _session_with_a_screenshot()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    in_memory = SessionDocument(data)
+    on_disk = SessionDocument.from_file(str(path))
+    with counting_reads() as reads:
         symbols = document_symbols(on_disk)
     assert symbols == document_symbols(in_memory)
     long_line = max(on_disk.lines, key=lambda info: info.byte_length).line
     assert reads[long_line] == 1
     assert max(reads.values()) == 1
 
-    reads.clear()
-    with patch.object(document_module._FileBytes, "read", counted):
+    with counting_reads() as reads:
         hints = inlay_hints(on_disk)
     assert hints == inlay_hints(in_memory)
     ends = {h.line: h.offset for h in hints}
@@ -65,3 +76,24 @@ def test_the_outline_and_hints_of_a_file_read_each_line_once_and_equal_those_of_
     first_pass = SessionDocument(data, quick=True)  # its lines read from the text until finished
     assert first_pass.provisional
     assert inlay_hints(first_pass) == hints
+
+
+def test_the_outline_request_of_a_file_reads_each_line_once(tmp_path: Path) -> None:
+    """The outline's ranges are placed from the bytes the analysis read: a file the editor did not
+    send is not read a second time for them, and they are those of the text held in memory."""
+    data = _session_with_a_screenshot()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    server: Any = SimpleNamespace(workspace=SimpleNamespace(position_encoding="utf-16"))
+    features = LanguageFeatures(server)
+    no_queue: Any = None  # the request runs here, not on a document's queue
+    on_disk = DocState("file:///s.jsonl", str(path), no_queue, doc=SessionDocument.from_file(str(path)))
+    in_memory = DocState("untitled:s", None, no_queue, doc=SessionDocument(data))
+    with counting_reads() as reads:
+        outline = features.document_symbols(on_disk, None)
+    assert outline == features.document_symbols(in_memory, None)
+    assert reads and max(reads.values()) == 1
+    long_line = max(on_disk.opened().lines, key=lambda info: info.byte_length)
+    shot = next(s for s in outline if s.range.start.line == long_line.line)
+    # the whole line, its end in UTF-16 units (the emoji is two)
+    assert shot.range.end.character == len(long_line.raw.decode().encode("utf-16-le")) // 2

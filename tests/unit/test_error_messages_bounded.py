@@ -9,12 +9,13 @@ from __future__ import annotations
 import io
 import json
 import time
-from typing import Any
+from typing import Any, Literal
 
+import msgspec
 import pytest
 from in_process_server import InProcess
 
-from pi_session_server.server.errors import MAX_DETAIL, MAX_SHOWN
+from pi_session_server.server.errors import MAX_DETAIL, MAX_SHOWN, bounded_validation_message
 from pi_session_server.server.framing import encode_frame, read_frames
 from pi_session_server.server.jsonrpc import Connection, FrameWriter
 from pi_session_server.server.workers import Cancelled
@@ -133,6 +134,38 @@ def test_a_quoted_value_of_the_params_is_a_json_string(server: InProcess) -> Non
     message = server.request("pi/append", {"session": "s", "kind": long_kind})["error"]["message"]
     assert message.startswith('Invalid params: Invalid value "\\u001bkkk') and '"... - at `$.kind`' in message
     assert len(message.split(" - at ")[0]) <= MAX_SHOWN + 50
+
+
+def test_msgspec_s_refusal_quotes_the_value_as_the_server_s_own_messages_do(server: InProcess) -> None:
+    """msgspec quotes an enum's value as a Python literal (``'x'``, ``"it's"``, ``\\x1b``): the
+    wire says it as the server's own refusals do, a JSON string a front end reads back."""
+    value = 'it\'s "x" \\ \x1b\x85\u2028é😀'
+    message = server.request("pi/getTree", {"session": "s", "filter": value})["error"]["message"]
+    assert _json_quoted(message, "Invalid params: Invalid enum value ", " - at `$.filter`") == value
+    assert message.endswith('"it\'s \\"x\\" \\\\ \\u001b\\u0085\\u2028é😀" - at `$.filter`')
+    for plain in ("x", "it's"):  # msgspec quoted these '...' and "..."
+        message = server.request("pi/getTree", {"session": "s", "filter": plain})["error"]["message"]
+        assert message == f"Invalid params: Invalid enum value {json.dumps(plain)} - at `$.filter`"
+    long_value = "'" + "\x07" * 5000  # escaped by msgspec, cut after as many characters as shown
+    message = server.request("pi/getTree", {"session": "s", "filter": long_value})["error"]["message"]
+    shown = message.removeprefix("Invalid params: Invalid enum value ").removesuffix("... - at `$.filter`")
+    assert json.loads(shown) == long_value[:MAX_SHOWN]
+    message = server.request("pi/getTree", {"session": "s", "filter": 7})["error"]["message"]
+    assert message == "Invalid params: Expected `str`, got `int` - at `$.filter`"  # no value shown
+
+
+def test_msgspec_s_other_quotings_read_as_the_server_s_own() -> None:
+    class Strict(msgspec.Struct, forbid_unknown_fields=True):
+        kind: Literal["a", 2] = "a"
+
+    def refusal(value: Any) -> str:
+        with pytest.raises(msgspec.ValidationError) as raised:
+            msgspec.convert(value, Strict)
+        return bounded_validation_message(str(raised.value))
+
+    name = 'a `b` "c"\n\x1b'
+    assert refusal({name: 1}) == f"Object contains unknown field {json.dumps(name)}"
+    assert refusal({"kind": 3}) == "Invalid enum value 3 - at `$.kind`"  # no string: as msgspec writes it
 
 
 def test_pi_s_message_quoting_an_id_shows_its_control_characters_escaped(server: InProcess) -> None:

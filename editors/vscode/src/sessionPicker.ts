@@ -100,15 +100,45 @@ export function shownFileName(name: string): string {
   return parts ? `${parts[2]} · ${parts[1]}` : name;
 }
 
+/** Where a file's name starts, after its folder (0 without one). */
+function nameStart(file: string): number {
+  return Math.max(file.lastIndexOf('/'), process.platform === 'win32' ? file.lastIndexOf('\\') : -1) + 1;
+}
+
 /**
  * A session file as its name ({@link shownFileName}), then the folder it is in (`~/...` under
  * `home`): a narrow picker cuts a line's end, so the folder goes after what tells sessions apart.
  */
 export function fileThenFolder(file: string, home: string): string {
-  const cut = Math.max(file.lastIndexOf('/'), process.platform === 'win32' ? file.lastIndexOf('\\') : -1);
+  const cut = nameStart(file) - 1;
   if (cut < 0) return shownFileName(file);
   return `${shownFileName(file.slice(cut + 1))} · ${homeRelative(file.slice(0, cut) || file.slice(0, 1), home)}`;
 }
+
+/**
+ * The file a pasted name or path names (what `ls` prints, a path copied from a shell, quoted or
+ * not), or undefined when `value` names no `.jsonl` file. The picker shows pi's file name
+ * rearranged ({@link shownFileName}) and the folder after it, so VS Code's filter, which matches
+ * what is shown, finds neither.
+ */
+export function pastedFileName(value: string): string | undefined {
+  const unquoted = value.trim().replace(/^(['"])(.*)\1$/s, '$2');
+  const name = unquoted.slice(nameStart(unquoted));
+  return /\.jsonl$/i.test(name) && !/[\r\n]/.test(name) ? name : undefined;
+}
+
+/**
+ * The items with the sessions whose file `value` names always shown, the others filtered as
+ * usual. The name alone decides (pi's holds the session's UUID): a path pasted from a shell may
+ * reach the same folder another way (a link, `~`). Answers `items` itself when nothing changes.
+ */
+export function showingPasted(items: readonly SessionItem[], value: string): readonly SessionItem[] {
+  const name = pastedFileName(value)?.toLowerCase();
+  const named = (item: SessionItem) => name !== undefined && item.session !== undefined && item.session.path.slice(nameStart(item.session.path)).toLowerCase() === name;
+  if (items.every((item) => item.all || !!item.alwaysShow === named(item))) return items;
+  return items.map((item) => (item.all ? item : { ...item, alwaysShow: named(item) }));
+}
+
 
 /**
  * One session's row: its title, then when it changed and its messages (and its folder in all
@@ -196,10 +226,23 @@ export async function pickSession(host: PickerHost, folder: string | undefined):
     const items = sessions.map((session) => sessionItem(session, now, all, home));
     quickPick.items = all ? items : [{ label: ALL_SESSIONS_LABEL, description: 'the sessions of every folder', alwaysShow: true, all: true }, ...items];
     quickPick.activeItems = [items[0]]; // Enter opens the newest, as pi's /resume
+    showPasted(); // a name pasted while the sessions were read
     quickPick.placeholder = 'Pick a session to open in the Session Viewer (the button opens it as text)';
   };
 
+  /** A pasted file name or path shows its session, which Enter opens. */
+  const showPasted = () => {
+    const current = quickPick.items;
+    const items = showingPasted(current, quickPick.value);
+    if (items !== current) quickPick.items = items;
+    const named = items.find((item) => item.alwaysShow && item.session);
+    // VS Code makes the first item shown active at each change of the value: "All sessions...",
+    // shown always too (a path pasted over the name of the same session changes no item)
+    if (named) quickPick.activeItems = [named];
+  };
+
   return new Promise((resolve) => {
+    quickPick.onDidChangeValue(showPasted);
     quickPick.onDidAccept(() => {
       const item = quickPick.selectedItems[0] ?? quickPick.activeItems[0];
       if (!item) return;

@@ -607,7 +607,29 @@ try {
   if (!(await visible(pickRows.filter({ hasText: 'An older question for the picker' }), 5000))) {
     await runCommand(page, 'Pi Session: Open Session...'); // (the resize closed it)
   }
-  await pickRows.filter({ hasText: 'An older question for the picker' }).first().click();
+  // pi's whole file name pasted (what `ls` prints), then a path to it, finds its session, which
+  // Enter opens: "All sessions..." and it are the rows shown
+  const olderName = '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl';
+  const agentSessions = path.join(path.dirname(FOLDER), 'agent', 'sessions');
+  const olderPath = path.join(agentSessions, fs.readdirSync(agentSessions).find((name) => name.endsWith('-ws--')), olderName);
+  const pickInput = page.locator('.quick-input-widget input').first();
+  const pastedRows = async (value) => {
+    await pickInput.fill(value);
+    let rows = [];
+    await until(async () => {
+      rows = (await pickRows.allInnerTexts()).map(squash);
+      return rows.length === 2;
+    }, 10_000, 200);
+    return rows;
+  };
+  const byName = await pastedRows(olderName);
+  const byPath = await pastedRows(olderPath);
+  await shot(page, 'e2e-picker-pasted.png');
+  const pastedOk = (rows) => rows.length === 2 && rows.some((row) => row.startsWith('All sessions...'))
+    && rows.some((row) => row.startsWith('An older question for the picker'));
+  check("pi's whole file name pasted in the picker, or a path to it, finds its session",
+    pastedOk(byName) && pastedOk(byPath), `${byName.join(' | ')} || ${byPath.join(' | ')}`.slice(0, 400));
+  await page.keyboard.press('Enter');
   frame = viewerFrame(page);
   const pickedShown = await visible(frame.locator('.item', { hasText: 'The answer to: An older question for the picker' }), 60_000);
   const pickedTab = await page.locator('.tab[aria-label*="0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl"]').count();

@@ -98,6 +98,74 @@ test("pi's file name shows as its session's id whole, then its time, which a nar
   }
 });
 
+test('a pasted file name or path names its file, quoted or not; other text names none', () => {
+  const name = '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl';
+  for (const value of [name, `  ${name}\n`, `/home/ann/.pi/agent/sessions/--home-ann-proj--/${name}`, `~/.pi/agent/sessions/--p--/${name}`, `'${name}'`, `"/a b/${name}"`]) {
+    assert.equal(picker.pastedFileName(value), name, value);
+  }
+  assert.equal(picker.pastedFileName('notes.JSONL'), 'notes.JSONL');
+  for (const value of ['', '0199e2e0-aaaa', '2026-01-05T09-00', `${name}.bak`, '/a/sessions/', `${name}\n${name}`]) {
+    assert.equal(picker.pastedFileName(value), undefined, value);
+  }
+});
+
+test("a pasted file name shows its session (its items otherwise unchanged); a session of another name stays filtered", () => {
+  const name = '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl';
+  const items = [
+    { label: 'All sessions...', alwaysShow: true, all: true },
+    picker.sessionItem(listed('a', { path: `/s/--p--/${name}` }), NOW, false),
+    picker.sessionItem(listed('b', { path: '/s/--p--/2026-01-05T09-00-41-512Z_0199e2e0-ffff-7bbb-8ccc-00000000b7c2.jsonl' }), NOW, false),
+  ];
+  const shown = picker.showingPasted(items, `/elsewhere/${name.toUpperCase().replace('.JSONL', '.jsonl')}`);
+  assert.deepEqual(shown.map((i) => !!i.alwaysShow), [true, true, false]);
+  assert.deepEqual({ ...shown[1], alwaysShow: undefined }, { ...items[1], alwaysShow: undefined });
+  assert.equal(picker.showingPasted(items, 'first message'), items); // nothing to change: the same items
+  assert.equal(picker.showingPasted(shown, name), shown);
+  assert.deepEqual(picker.showingPasted(shown, '').map((i) => !!i.alwaysShow), [true, false, false]); // the paste removed
+});
+
+test("Open Session: pi's whole file name, or a path to it, pasted finds its session, which Enter opens", async (t) => {
+  const name = '2026-01-05T09-00-00-000Z_0199e2e0-aaaa-7bbb-8ccc-0000000000a1.jsonl';
+  const older = listed('older', { path: `/home/ann/.pi/agent/sessions/--w-proj--/${name}` });
+  const sessions = [listed('newer'), older];
+  const { state, run, restore } = await activated({ folder: '/w/proj', listing: () => sessions });
+  t.after(restore);
+  const done = run();
+  await flush();
+  const pick = state.quickPicks[0];
+  const shownSessions = () => pick.shownItems().filter((i) => i.session).map((i) => i.session.path);
+  pick.type('0199e2e0-aaaa-7bbb'); // a part of what it shows, as before
+  assert.deepEqual(shownSessions(), [older.path]);
+  for (const pasted of [name, older.path, `'${older.path}'`]) {
+    pick.type(pasted);
+    assert.deepEqual(shownSessions(), [older.path], pasted);
+    assert.equal(pick.activeItems[0].session, older); // not "All sessions...", shown always
+  }
+  assert.equal(pick.items.find((i) => i.session === older).detail, `0199e2e0-aaaa-7bbb-8ccc-0000000000a1 · 2026-01-05T09-00-00-000Z · ${picker.homeRelative('/home/ann/.pi/agent/sessions/--w-proj--', require('node:os').homedir())}`);
+  pick.type(`${name}x`); // typed on: no longer the name
+  assert.deepEqual(shownSessions(), []);
+  pick.type(name);
+  pick.accept();
+  await done;
+  assert.deepEqual(viewerOpened(state), [older.path]);
+});
+
+test('a file name pasted while the sessions are read shows its session when they come', async (t) => {
+  let answer;
+  const { state, run, restore } = await activated({ folder: '/w/proj', listing: () => new Promise((resolve) => { answer = resolve; }) });
+  t.after(restore);
+  const done = run();
+  await flush();
+  const pick = state.quickPicks[0];
+  pick.type('/w/s/b.jsonl');
+  answer([listed('a'), listed('b')]);
+  await flush();
+  assert.deepEqual(pick.shownItems().map((i) => i.label), ['All sessions...', 'first message of b']);
+  assert.equal(pick.activeItems[0].label, 'first message of b');
+  pick.hide();
+  await done;
+});
+
 test("a session's own $(name) text shows as written, not as an icon", () => {
   const item = picker.sessionItem(listed('s1', { firstMessage: 'echo $(whoami)', path: '/a/$(x).jsonl' }), NOW, false);
   assert.equal(item.label, 'echo \\$(whoami)');

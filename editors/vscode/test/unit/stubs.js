@@ -65,15 +65,33 @@ class TabInputCustom { constructor(uri, viewType) { this.uri = uri; this.viewTyp
 class FakeQuickPick {
   constructor() {
     this.items = []; this.activeItems = []; this.selectedItems = []; this.busy = false; this.shown = false; this.disposed = false;
-    this.title = undefined; this.placeholder = undefined;
-    this.emitters = { accept: new EventEmitter(), hide: new EventEmitter(), button: new EventEmitter() };
+    this.title = undefined; this.placeholder = undefined; this.value = '';
+    this.emitters = { accept: new EventEmitter(), hide: new EventEmitter(), button: new EventEmitter(), value: new EventEmitter() };
     this.onDidAccept = this.emitters.accept.event;
+    this.onDidChangeValue = this.emitters.value.event;
     this.onDidHide = this.emitters.hide.event;
     this.onDidTriggerItemButton = this.emitters.button.event;
   }
   show() { this.shown = true; }
   hide() { if (!this.shown) return; this.shown = false; this.emitters.hide.fire(); }
   dispose() { this.disposed = true; }
+  /** The user types (or pastes) `value` in the input: VS Code makes the first item shown active. */
+  type(value) {
+    this.value = value;
+    this.activeItems = this.shownItems().slice(0, 1);
+    this.emitters.value.fire(value);
+  }
+  /**
+   * The items VS Code shows for the input's value: those always shown, and those whose label (or
+   * description, detail when matched on) holds the value (VS Code's filter matches a contiguous
+   * part, ignoring case; its camel-case and wildcard matches are left out).
+   */
+  shownItems() {
+    const query = this.value.trim().toLowerCase();
+    const holds = (text) => typeof text === 'string' && text.toLowerCase().includes(query);
+    return this.items.filter((i) => !query || i.alwaysShow || holds(i.label)
+      || (this.matchOnDescription && holds(i.description)) || (this.matchOnDetail && holds(i.detail)));
+  }
   /** Enter on the item whose label is given (the active item when none is). */
   accept(label) {
     const item = label === undefined ? this.activeItems[0] : this.items.find((i) => i.label === label);
