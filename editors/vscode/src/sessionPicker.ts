@@ -139,7 +139,6 @@ export function showingPasted(items: readonly SessionItem[], value: string): rea
   return items.map((item) => (item.all ? item : { ...item, alwaysShow: named(item) }));
 }
 
-
 /**
  * One session's row: its title, then when it changed and its messages (and its folder in all
  * sessions), which a narrow picker cuts first; below, its file's name (its UUID first when pi gave it),
