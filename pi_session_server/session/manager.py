@@ -956,7 +956,8 @@ class SessionManager:
                 return False
             keys.add(key)
         entries = self._file_entries
-        entries.pop()  # ours, indexed again after theirs: the file's order
+        entries.pop()  # ours, indexed again after theirs: the file's order (the id index's too)
+        del by_id[index_key(entry.id)]
         for other in (*taken, entry):
             entries.append(other)
             self._index_entry(other)
