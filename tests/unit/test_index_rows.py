@@ -378,6 +378,29 @@ def test_a_grown_file_whose_new_lines_break_the_rows_rules_makes_every_entry(
         assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
 
 
+@pytest.mark.usefixtures("_grown_files_keep_their_index")
+def test_a_grown_file_whose_new_line_is_the_missing_parent_of_an_old_one_makes_every_entry(tmp_path: Path):
+    """An old row names a parent no row had, and the new line has that id: a parent below its
+    child, which the rows' parent rows do not tell (the old row's path goes on through it)."""
+    path, index_dir = tmp_path / "s.jsonl", tmp_path / "index"
+    orphan = {
+        "type": "message",
+        "id": "o",
+        "parentId": "later",
+        "timestamp": "t",
+        "message": {"role": "user"},
+    }
+    appended = {"type": "message", "id": "later", "parentId": "m3", "timestamp": "t"}
+    assert _grow(path, index_dir, [*_chat([f"m{n}" for n in range(30)]), orphan], [appended])
+    with (
+        _reopened_grown(path, index_dir) as sm,
+        SessionManager.open(str(path), read_only=True, index=False) as plain,
+    ):
+        assert [e.id for e in sm.get_branch("o")] == ["t0", "mc", "m0", "m1", "m2", "m3", "later", "o"]
+        assert sm._rows is None
+        assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+
+
 def test_a_small_grown_file_makes_every_entry(tmp_path: Path):
     """A file small enough to keep its lines' bytes makes every entry when it grew (cheap)."""
     path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(30)], compaction_at=20))
