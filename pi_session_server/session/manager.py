@@ -858,56 +858,47 @@ class SessionManager:
         )
 
     def _append_entry(self, value: dict[str, Any]) -> Entry:
+        """Append an entry made of ``value``. After a load from the index whose entries are not
+        made, it joins the rows once its line is written (where it is in the file is known then),
+        after lines another program appended just before it; what the session answers meanwhile
+        and after a failed write is what the list of entries answers."""
         if self.read_only:
             raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
         entry = Entry.of(value)
-        if self._rows is not None and self._flushed:
-            return self._append_after_rows(entry)
         key = index_key(entry.id)
-        previous = (self._by_id.get(key), self._leaf_id, self._has_conversation, self._flushed)
+        on_rows = self._rows is not None and self._flushed
+        held = None if on_rows else self._by_id.get(key)
+        previous = (self._leaf_id, self._has_conversation, self._flushed)
+        if not on_rows:
+            self._list_entry(entry)
+        self._leaf_id = entry.id
+        if entry.type == "message" and self.profile.is_conversation(entry.role):
+            self._has_conversation = True
+        try:
+            self._persist_entry(entry)
+        except BaseException:
+            if self.rollback_failed_appends or self.profile.rolls_back_failed_appends:
+                if not on_rows:
+                    self._file_entries.pop()
+                    if held is None:
+                        del self._by_id[key]
+                    else:
+                        self._by_id[key] = held
+                self._leaf_id, self._has_conversation, self._flushed = previous
+            elif on_rows:  # kept in memory though not written (pi 0.86.1): no line to be a row of
+                self._list_entry(entry)
+                self._leaf_id = entry.id
+            raise
+        if on_rows:
+            self._add_entries([entry])
+        return entry
+
+    def _list_entry(self, entry: Entry) -> None:
+        """Put ``entry`` last in the list of entries and in the id index."""
         self._note_key(entry.id)  # (a failed append leaves it False: only slower, never wrong)
         self._file_entries.append(entry)
         self._note_chain(entry)
-        self._by_id[key] = entry
-        self._leaf_id = entry.id
-        if entry.type == "message" and self.profile.is_conversation(entry.role):
-            self._has_conversation = True
-        try:
-            self._persist_entry(entry)
-        except BaseException:
-            if self.rollback_failed_appends or self.profile.rolls_back_failed_appends:
-                self._file_entries.pop()
-                if previous[0] is None:
-                    del self._by_id[key]
-                else:
-                    self._by_id[key] = previous[0]
-                self._leaf_id, self._has_conversation, self._flushed = previous[1], previous[2], previous[3]
-            raise
-        return entry
-
-    def _append_after_rows(self, entry: Entry) -> Entry:
-        """:meth:`_append_entry` of a session loaded from the index whose entries are not made:
-        ``entry`` joins the rows once its line is written (where it is in the file is known then),
-        and lines another program appended just before it join them before it. What the session
-        answers meanwhile and after a failed write is what the entries' list would answer."""
-        previous = (self._leaf_id, self._has_conversation, self._flushed)
-        self._leaf_id = entry.id
-        if entry.type == "message" and self.profile.is_conversation(entry.role):
-            self._has_conversation = True
-        try:
-            self._persist_entry(entry)
-        except BaseException:
-            if self.rollback_failed_appends or self.profile.rolls_back_failed_appends:
-                self._leaf_id, self._has_conversation, self._flushed = previous
-            else:
-                # kept in memory though not written (pi 0.86.1): no line of the file to be a row of
-                self._file_entries.append(entry)
-                self._note_chain(entry)
-                self._by_id[index_key(entry.id)] = entry
-                self._leaf_id = entry.id
-            raise
-        self._add_entries([entry])
-        return entry
+        self._by_id[index_key(entry.id)] = entry
 
     def _persist_entry(self, entry: Entry) -> None:
         if not self._persist or not truthy(self._session_file):
@@ -1007,7 +998,7 @@ class SessionManager:
                 return False
             keys.add(key)
         if self._rows is not None:
-            self._add_entries(taken)  # (ours joins them once written: _append_after_rows)
+            self._add_entries(taken)  # (ours joins them once written: _append_entry)
         else:
             entries = self._file_entries
             entries.pop()  # ours, indexed again after theirs: the file's order (the id index's too)
