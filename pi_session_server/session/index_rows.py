@@ -75,7 +75,16 @@ def _text(data: TextColumn, ends: array[int], row: int) -> str:
 class IndexedRows:
     """The rows of an index, each made into its :class:`Entry` when first asked for."""
 
-    __slots__ = ("_every", "_ids", "_made", "_missing_parents", "_run_rows", "_timestamps", "columns")
+    __slots__ = (
+        "_every",
+        "_ids",
+        "_made",
+        "_missing_id",
+        "_missing_parents",
+        "_run_rows",
+        "_timestamps",
+        "columns",
+    )
 
     def __init__(self, columns: RowColumns) -> None:
         self.columns = columns
@@ -90,6 +99,9 @@ class IndexedRows:
         self._timestamps: list[str] | None = None
         # the string parentIds that name no row, once rows are appended (see missing_parents)
         self._missing_parents: set[str] | None = None
+        # the last id row_of_id found no row with, until rows are appended: an append looks its
+        # new id up twice (is it taken? does it repeat a row's?), each a search of the ids column
+        self._missing_id: str | None = None
 
     @property
     def count(self) -> int:
@@ -269,6 +281,7 @@ class IndexedRows:
         if tail is None:
             return False
         base = columns.count
+        self._missing_id = None
         self._extend_columns(entries, *tail)
         previous_id, previous_line = self.id_at(base - 1), self._line_at(base - 1)
         new_ids = {entry.id: row for row, entry in enumerate(entries, base)}
@@ -367,11 +380,18 @@ class IndexedRows:
         """The row whose id is ``entry_id`` (any value: only a string is a row's), or -1: searched
         in the ids column, for the few ids a window looks up (ids are distinct where rows are used:
         see scan_index._lazy_allowed)."""
-        if type(entry_id) is not str:
+        if type(entry_id) is not str or entry_id == self._missing_id:
             return -1
         last = self.columns.count - 1
         if last >= 0 and self.id_at(last) == entry_id:  # the leaf, most often: no search
             return last
+        row = self._searched_row(entry_id)
+        if row < 0:
+            self._missing_id = entry_id
+        return row
+
+    def _searched_row(self, entry_id: str) -> int:
+        """:meth:`row_of_id` searched in the ids (split or as their column)."""
         if self._ids is not None:
             try:
                 return self._ids.index(entry_id)
