@@ -241,6 +241,20 @@ def test_lines_that_break_the_rows_rules_make_every_entry(
         assert _everything(on_rows) == _everything(scanned)
 
 
+def test_an_append_that_makes_the_deleted_file_again_answers_as_without_the_index(tmp_path: Path) -> None:
+    """Our line alone in a new file at the path (pi's appendFileSync after the file was deleted)
+    is not after the rows' lines: every entry is made, and the answers are the scanned file's."""
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            Path(sm.get_session_file()).unlink()
+            sm.append_message({"role": "user", "content": "alone"})
+            sm.append_message({"role": "assistant", "content": "then"})
+        assert on_rows._rows is None
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+        assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
+
+
 # ----------------------------------------------------------------------------- random sequences
 
 _IDS = st.sampled_from(_ASKED)
