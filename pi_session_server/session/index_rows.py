@@ -40,17 +40,20 @@ PLAIN_OPTIONAL: frozenset[type] = frozenset({str, type(None), type(ABSENT)})
 # Up to this many ids are looked for in the ids column one by one; more, in a map of the column.
 _FEW_IDS = 64
 
+# A column of the rows' texts or codes: bytes as read, a bytearray once rows are appended.
+TextColumn = bytes | bytearray
+
 
 class RowColumns(msgspec.Struct):
     """What the index holds of every row (see scan_index.IndexHeader for the sparse parts)."""
 
     count: int
-    ids: bytes  # the ids, UTF-8 (surrogates passed), joined by NUL
+    ids: TextColumn  # the ids, UTF-8 (surrogates passed), joined by NUL
     id_ends: array[int]  # where each id ends in ``ids``
-    timestamps: bytes
+    timestamps: TextColumn
     timestamp_ends: array[int]
-    type_codes: bytes
-    role_codes: bytes
+    type_codes: TextColumn
+    role_codes: TextColumn
     offsets: array[int]  # of each row's line in the file
     types: list[Any]  # type code -> type
     heads: list[MessageHead | None]  # role code -> message head
@@ -64,7 +67,7 @@ class RowColumns(msgspec.Struct):
     lines_data: bytes | None = None  # the bytes of every row's line from offsets[0] on (small files)
 
 
-def _text(data: bytes, ends: array[int], row: int) -> str:
+def _text(data: TextColumn, ends: array[int], row: int) -> str:
     start = ends[row - 1] + 1 if row else 0
     return str(data[start : ends[row]], "utf-8", "surrogatepass")
 
@@ -72,7 +75,16 @@ def _text(data: bytes, ends: array[int], row: int) -> str:
 class IndexedRows:
     """The rows of an index, each made into its :class:`Entry` when first asked for."""
 
-    __slots__ = ("_every", "_ids", "_made", "_run_rows", "_timestamps", "columns")
+    __slots__ = (
+        "_every",
+        "_ids",
+        "_made",
+        "_missing_id",
+        "_missing_parents",
+        "_run_rows",
+        "_timestamps",
+        "columns",
+    )
 
     def __init__(self, columns: RowColumns) -> None:
         self.columns = columns
@@ -85,6 +97,11 @@ class IndexedRows:
         # once every entry was made (each text column is let go of once split)
         self._ids: list[str] | None = None
         self._timestamps: list[str] | None = None
+        # the string parentIds that name no row, once rows are appended (see missing_parents)
+        self._missing_parents: set[str] | None = None
+        # the last id row_of_id found no row with, until rows are appended: an append looks its
+        # new id up twice (is it taken? does it repeat a row's?), each a search of the ids column
+        self._missing_id: str | None = None
 
     @property
     def count(self) -> int:
@@ -247,31 +264,25 @@ class IndexedRows:
         )
 
     def append_scanned(self, entries: Sequence[Entry]) -> bool:
-        """Add ``entries``, scanned from the lines after the rows' (the file grew: pi appended),
-        as rows of their own, the very objects given: a reopen of a grown file then still makes
-        entries on demand. Taken only when the rows keep their rules (see
-        ``scan_index._lazy_allowed``): each entry with a distinct non-empty string id that no
-        row has, a string timestamp, a string type that is not a second header, a plain message
-        head, parentId, targetId and label. Otherwise False, and nothing changed; also when
-        entries were made or the ids split already, or the rows hold their lines' bytes (a small
-        file, whose entries cost little to make)."""
+        """Add ``entries``, the lines after the rows' (the file grew: pi appended, or the manager
+        wrote them), as rows of their own, the very objects given: a reopen of a grown file, or a
+        manager after an append, then still makes entries on demand. Taken only when the rows keep
+        their rules (see ``scan_index._lazy_allowed``): each entry with a distinct non-empty string
+        id that no row has, a string timestamp, a string type that is not a second header, a plain
+        message head, parentId, targetId and label. Otherwise False, and nothing changed; also
+        when every entry was made already, or the rows hold their lines' bytes (a small file, whose
+        entries cost little to make)."""
         if not entries:
             return True
         columns = self.columns
-        split = self._ids is not None or self._timestamps is not None
-        if self._made or split or columns.lines_data is not None or not columns.count:
+        if self._every is not None or columns.lines_data is not None or not columns.count:
             return False
         tail = _tail_columns(self, entries)
         if tail is None:
             return False
         base = columns.count
-        ids, id_ends, timestamps, timestamp_ends, type_codes, role_codes = tail
-        columns.ids += ids
-        columns.id_ends.extend(id_ends)
-        columns.timestamps += timestamps
-        columns.timestamp_ends.extend(timestamp_ends)
-        columns.type_codes += type_codes
-        columns.role_codes += role_codes
+        self._missing_id = None
+        self._extend_columns(entries, *tail)
         previous_id, previous_line = self.id_at(base - 1), self._line_at(base - 1)
         new_ids = {entry.id: row for row, entry in enumerate(entries, base)}
         parents = {}
@@ -279,6 +290,7 @@ class IndexedRows:
             columns.offsets.append(entry.offset)
             if entry.line != previous_line + 1:
                 columns.line_runs.append((row, entry.line))
+                self._run_rows.append(row)
             parent = entry.parent_id
             if parent != previous_id or type(parent) is not str:
                 parents[row] = parent
@@ -289,15 +301,61 @@ class IndexedRows:
                 columns.lengths[row] = entry.length
             self._made[row] = entry
             previous_id, previous_line = entry.id, entry.line
+        self._link_parents(parents, new_ids, base)
+        columns.count = base + len(entries)
+        return True
+
+    def _link_parents(self, parents: dict[int, Any], new_ids: dict[str, int], base: int) -> None:
+        """Take the parentIds of appended rows that start chains (``parents``), each with the row
+        it names among the first ``base`` rows and the new ones (``new_ids``), or -1."""
+        columns = self.columns
         wanted = {parent for parent in parents.values() if type(parent) is str and parent not in new_ids}
         found = _rows_with_ids(self, wanted, base)
+        missing = self.missing_parents()
         for row, parent in parents.items():
             columns.parents[row] = parent
             at = new_ids.get(parent, found.get(parent, -1)) if type(parent) is str else -1
             columns.parent_rows[row] = at
-        columns.count = base + len(entries)
-        self._run_rows = [row for row, _line in columns.line_runs]
-        return True
+            if at < 0 and type(parent) is str:
+                missing.add(parent)
+
+    def missing_parents(self) -> set[str]:
+        """The string parentIds of rows that name no row: a row appended with one of them as its
+        id would be a parent below its child, which the rows' parent rows do not tell."""
+        if self._missing_parents is None:
+            columns = self.columns
+            self._missing_parents = {
+                parent
+                for row, parent in columns.parents.items()
+                if type(parent) is str and columns.parent_rows.get(row, -1) < 0
+            }
+        return self._missing_parents
+
+    def _extend_columns(
+        self,
+        entries: Sequence[Entry],
+        ids: bytes,
+        id_ends: Sequence[int],
+        timestamps: bytes,
+        timestamp_ends: Sequence[int],
+        type_codes: bytes,
+        role_codes: bytes,
+    ) -> None:
+        """The text and code columns grown by those of ``entries`` (``_tail_columns``); a text
+        column already split goes on as its list (its text and ends are no longer read)."""
+        columns = self.columns
+        if self._ids is not None:
+            self._ids.extend(entry.id for entry in entries)
+        else:
+            columns.ids = _grown(columns.ids, ids)
+            columns.id_ends.extend(id_ends)
+        if self._timestamps is not None:
+            self._timestamps.extend(entry.timestamp for entry in entries)
+        else:
+            columns.timestamps = _grown(columns.timestamps, timestamps)
+            columns.timestamp_ends.extend(timestamp_ends)
+        columns.type_codes = _grown(columns.type_codes, type_codes)
+        columns.role_codes = _grown(columns.role_codes, role_codes)
 
     def rows_of_type(self, entry_type: str) -> Iterator[int]:
         """The rows whose type is ``entry_type``, in file order."""
@@ -322,11 +380,18 @@ class IndexedRows:
         """The row whose id is ``entry_id`` (any value: only a string is a row's), or -1: searched
         in the ids column, for the few ids a window looks up (ids are distinct where rows are used:
         see scan_index._lazy_allowed)."""
-        if type(entry_id) is not str:
+        if type(entry_id) is not str or entry_id == self._missing_id:
             return -1
         last = self.columns.count - 1
         if last >= 0 and self.id_at(last) == entry_id:  # the leaf, most often: no search
             return last
+        row = self._searched_row(entry_id)
+        if row < 0:
+            self._missing_id = entry_id
+        return row
+
+    def _searched_row(self, entry_id: str) -> int:
+        """:meth:`row_of_id` searched in the ids (split or as their column)."""
         if self._ids is not None:
             try:
                 return self._ids.index(entry_id)
@@ -446,10 +511,13 @@ def _tail_columns(
     new_heads: list[MessageHead] = []
     type_codes = bytearray()
     role_codes = bytearray()
+    offset = columns.offsets[-1]
     for entry in entries:
         entry_type, head, entry_id = entry.type, entry.message, entry.id
         if (
-            type(entry_type) is not str
+            type(entry.offset) is not int
+            or entry.offset <= offset  # (the rows are found by their offsets: in file order)
+            or type(entry_type) is not str
             or entry_type == "session"
             or type(entry_id) is not str
             or not entry_id
@@ -459,7 +527,6 @@ def _tail_columns(
             or type(entry.parent_id) not in PLAIN_OPTIONAL
             or type(entry.targetId) not in PLAIN_OPTIONAL
             or type(entry.label) not in PLAIN_OPTIONAL
-            or entry._body is not ABSENT
             or not (head is None or (type(head) is MessageHead and type(head.role) in (str, type(ABSENT))))
         ):
             return None
@@ -474,11 +541,14 @@ def _tail_columns(
             code = roles[role] = len(columns.heads) + len(new_heads)
             new_heads.append(head_for(role))
         role_codes.append(code)
+        offset = entry.offset
     if len(columns.types) + len(new_types) > MAX_CODES or len(columns.heads) + len(new_heads) > MAX_CODES:
         return None
     ids = [entry.id for entry in entries]
     if len(set(ids)) != len(ids) or _rows_with_ids(rows, set(ids), columns.count):
         return None  # an id twice: the rows would no longer name one entry by an id
+    if not rows.missing_parents().isdisjoint(ids):
+        return None  # the parent of an earlier row, which names no row
     columns.types.extend(new_types)
     columns.heads.extend(new_heads)
     id_data, id_ends = _joined_after(columns.ids, ids)
@@ -486,7 +556,7 @@ def _tail_columns(
     return id_data, id_ends, stamp_data, stamp_ends, bytes(type_codes), bytes(role_codes)
 
 
-def _joined_after(column: bytes, texts: list[str]) -> tuple[bytes, Sequence[int]]:
+def _joined_after(column: TextColumn, texts: list[str]) -> tuple[bytes, Sequence[int]]:
     """``texts`` as they continue a text column (its separator first), and where each ends."""
     joined = "\x00".join(texts)
     return ("\x00" + joined).encode("utf-8", "surrogatepass"), ends_of(texts, joined.isascii(), len(column))
@@ -514,15 +584,23 @@ def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str,
     if len(wanted) <= _FEW_IDS:
         found = {entry_id: rows.row_of_id(entry_id) for entry_id in wanted}
         return {entry_id: row for entry_id, row in found.items() if 0 <= row < count}
-    ids = _texts(rows.columns.ids, rows.columns.count)
+    ids = rows._ids if rows._ids is not None else _texts(rows.columns.ids, rows.columns.count)
     return {entry_id: row for row, entry_id in enumerate(ids[:count]) if entry_id in wanted}
 
 
-def _texts(data: bytes, count: int) -> list[str]:
+def _grown(column: TextColumn, more: bytes) -> bytearray:
+    """``column`` with ``more`` after it, grown in place from its first growth on (a bytearray):
+    a manager appending one entry at a time would copy a bytes column whole each time."""
+    grown = column if isinstance(column, bytearray) else bytearray(column)
+    grown += more
+    return grown
+
+
+def _texts(data: TextColumn, count: int) -> list[str]:
     return str(data, "utf-8", "surrogatepass").split("\x00") if count else []
 
 
-def _texts_between(data: bytes, ends: array[int], start: int, end: int) -> list[str]:
+def _texts_between(data: TextColumn, ends: array[int], start: int, end: int) -> list[str]:
     """The values of rows ``start`` to ``end`` of a text column."""
     if start >= end:
         return []

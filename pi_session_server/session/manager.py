@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -751,6 +751,12 @@ class SessionManager:
         self._note_key(entry.id)
         self._note_chain(entry)
         self._by_id[index_key(entry.id)] = entry
+        self._take_in(entry)
+
+    def _take_in(self, entry: Entry) -> None:
+        """What an entry just added after the others (not a header) changes beyond the entries and
+        the id index: the leaf, whether there is a conversation, the labels."""
+        etype = entry.type
         self._leaf_id = entry.id
         if etype == "message" and self.profile.is_conversation(entry.role):
             self._has_conversation = True
@@ -759,6 +765,25 @@ class SessionManager:
             if aux is None:
                 aux = (entry_field(entry, "targetId"), entry_field(entry, "label"))
             self._apply_label(aux[0], aux[1], entry.timestamp)
+
+    def _add_entries(self, entries: Sequence[Entry]) -> None:
+        """Take ``entries``, the lines just after the file's last (written by us or another
+        program, their lines and offsets known), in as the session's last entries. After a load
+        from the index they join its rows when they keep the rows' rules (every entry is made
+        otherwise, as it would be for them)."""
+        rows = self._rows
+        if rows is not None:
+            known_starts = len(rows.columns.chain_starts)
+            if rows.append_scanned(entries):
+                if self._chain_starts is not None:
+                    self._chain_starts.extend(rows.columns.chain_starts[known_starts:])
+                for entry in entries:
+                    self._take_in(entry)
+                return
+            self._every_entry()
+        for entry in entries:
+            self._file_entries.append(entry)
+            self._index_entry(entry)
 
     def _note_chain(self, entry: Entry) -> None:
         """Keep ``_chain_starts`` true for ``entry``, just appended to the file entries."""
@@ -840,15 +865,19 @@ class SessionManager:
         return st.st_size == self._known_end and _times_of(st) == self._stamp
 
     def _append_entry(self, value: dict[str, Any]) -> Entry:
+        """Append an entry made of ``value``. After a load from the index whose entries are not
+        made, it joins the rows once its line is written (where it is in the file is known then),
+        after lines another program appended just before it; what the session answers meanwhile
+        and after a failed write is what the list of entries answers."""
         if self.read_only:
             raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
         entry = Entry.of(value)
         key = index_key(entry.id)
-        previous = (self._by_id.get(key), self._leaf_id, self._has_conversation, self._flushed)
-        self._note_key(entry.id)  # (a failed append leaves it False: only slower, never wrong)
-        self._file_entries.append(entry)
-        self._note_chain(entry)
-        self._by_id[key] = entry
+        on_rows = self._rows is not None and self._flushed
+        held = None if on_rows else self._by_id.get(key)
+        previous = (self._leaf_id, self._has_conversation, self._flushed)
+        if not on_rows:
+            self._list_entry(entry)
         self._leaf_id = entry.id
         if entry.type == "message" and self.profile.is_conversation(entry.role):
             self._has_conversation = True
@@ -856,14 +885,27 @@ class SessionManager:
             self._persist_entry(entry)
         except BaseException:
             if self.rollback_failed_appends or self.profile.rolls_back_failed_appends:
-                self._file_entries.pop()
-                if previous[0] is None:
-                    del self._by_id[key]
-                else:
-                    self._by_id[key] = previous[0]
-                self._leaf_id, self._has_conversation, self._flushed = previous[1], previous[2], previous[3]
+                if not on_rows:
+                    self._file_entries.pop()
+                    if held is None:
+                        del self._by_id[key]
+                    else:
+                        self._by_id[key] = held
+                self._leaf_id, self._has_conversation, self._flushed = previous
+            elif on_rows:  # kept in memory though not written (pi 0.86.1): no line to be a row of
+                self._list_entry(entry)
+                self._leaf_id = entry.id
             raise
+        if on_rows:
+            self._add_entries([entry])
         return entry
+
+    def _list_entry(self, entry: Entry) -> None:
+        """Put ``entry`` last in the list of entries and in the id index."""
+        self._note_key(entry.id)  # (a failed append leaves it False: only slower, never wrong)
+        self._file_entries.append(entry)
+        self._note_chain(entry)
+        self._by_id[index_key(entry.id)] = entry
 
     def _persist_entry(self, entry: Entry) -> None:
         if not self._persist or not truthy(self._session_file):
@@ -956,17 +998,21 @@ class SessionManager:
         if found.problems or found.end != end or found.lines != outcome.newlines_before:
             return False
         taken = found.entries
-        by_id, keys = self._by_id, set()
+        keys = {index_key(entry.id)}
         for other in taken:
             key = index_key(other.id)
-            if other.type == "session" or key in by_id or key in keys:
+            if other.type == "session" or key in keys or self._has_entry(other.id):
                 return False
             keys.add(key)
-        entries = self._file_entries
-        entries.pop()  # ours, indexed again after theirs: the file's order
-        for other in (*taken, entry):
-            entries.append(other)
-            self._index_entry(other)
+        if self._rows is not None:
+            self._add_entries(taken)  # (ours joins them once written: _append_entry)
+        else:
+            entries = self._file_entries
+            entries.pop()  # ours, indexed again after theirs: the file's order (the id index's too)
+            del self._by_id[index_key(entry.id)]
+            for other in (*taken, entry):
+                entries.append(other)
+                self._index_entry(other)
         self._appended_by_others = [*self._appended_by_others, *(other.id for other in taken)]
         self._marker = self._read_marker(path, end)  # what ours follows (our line is added below)
         return True
@@ -1034,8 +1080,7 @@ class SessionManager:
         return {"type": entry_type, "id": self._new_id(), "parentId": self._leaf_id, "timestamp": _now()}
 
     def _new_id(self) -> str:
-        by_id = self._by_id
-        return new_entry_id(lambda candidate: candidate in by_id)
+        return new_entry_id(self._has_entry)
 
     def append_message(self, message: Any) -> Any:
         value = self._base("message")
@@ -1139,7 +1184,7 @@ class SessionManager:
         require_api(self.profile, "appendContextEdit")
         if not is_edit_replacement(replacement):
             raise ContextEditError("Context edit replacement must be null or contain string/array content")
-        target = self._by_id.get(index_key(target_id))
+        target = self._entry_or_none(target_id)
         if target is None:
             raise EntryNotFoundError(f"Entry {js_string_of(target_id)} not found")
         if not any(strict_equal(e.id, target_id) for e in self.get_branch()):
@@ -1159,7 +1204,7 @@ class SessionManager:
         return self._finish(value)
 
     def append_label_change(self, target_id: Any, label: Any = ABSENT) -> Any:
-        if index_key(target_id) not in self._by_id:
+        if not self._has_entry(target_id):
             raise EntryNotFoundError(f"Entry {js_string_of(target_id)} not found")
         value = self._base("label")
         value["targetId"] = target_id
@@ -1183,11 +1228,15 @@ class SessionManager:
         return self.get_entry(self._leaf_id)
 
     def get_entry(self, entry_id: Any) -> Any:
+        entry = self._entry_or_none(entry_id)
+        return ABSENT if entry is None else entry
+
+    def _entry_or_none(self, entry_id: Any) -> Entry | None:
+        """The entry with ``entry_id`` (the last one when ids repeat), or None."""
         rows = self._rows
         if rows is not None:
-            entry = rows.entry_of_id(entry_id)
-            return ABSENT if entry is None else entry
-        return self._by_id.get(index_key(entry_id), ABSENT)
+            return rows.entry_of_id(entry_id)
+        return self._by_id.get(index_key(entry_id))
 
     def _has_entry(self, entry_id: Any) -> bool:
         """Whether an entry has ``entry_id`` (over the index's rows: no entry made)."""
@@ -1215,6 +1264,14 @@ class SessionManager:
         start = coalesce(from_id, self._leaf_id)
         if not truthy(start):
             return []
+        rows = self._rows
+        if rows is not None:
+            row = rows.row_of_id(start)
+            if row < 0:
+                return []
+            path = rows.path_to_root(row)
+            if path is not None:
+                return list(path)
         entry = self._by_id.get(index_key(start))
         if entry is None:
             return []
@@ -1475,6 +1532,9 @@ class SessionManager:
     def position_of(self, entry_id: Any) -> int:
         """Where in ``get_entries()`` the last entry with this id is, or -1 (what a search from the
         end finds, without the search: the index holds the last entry of every id)."""
+        rows = self._rows
+        if rows is not None:
+            return rows.row_of_id(entry_id)  # (every id names one row)
         entry = self._by_id.get(index_key(entry_id))
         if entry is None:
             return -1
@@ -1623,11 +1683,8 @@ class SessionManager:
 
     def _ingest_appended(self, path: str, st: os.stat_result) -> FileChange:
         result = self._scan_appended(path, self._known_end, st.st_size)
-        new_ids = []
-        for entry in result.entries:
-            self._file_entries.append(entry)
-            self._index_entry(entry)
-            new_ids.append(entry.id)
+        self._add_entries(result.entries)
+        new_ids = [entry.id for entry in result.entries]
         self.problems.extend(result.problems)
         self._line_count += result.lines
         self._known_end = result.end

@@ -98,6 +98,14 @@ def test_their_lines_and_lines_they_append_after_ours_come_in_one_change(tmp_pat
     _as_a_fresh_open(manager, path)
 
 
+def test_their_line_and_ours_under_one_entry_are_its_children_in_the_files_order(tmp_path: Path) -> None:
+    manager, path = _session(tmp_path)
+    _append_elsewhere(path, S.user("f0000001", "a0000001", "theirs") + "\n")
+    mine = manager.append_message(S.user_message("mine", 1))  # (from our leaf: their line's parent)
+    assert [e.id for e in manager.get_children("a0000001")] == ["f0000001", mine]
+    _as_a_fresh_open(manager, path)
+
+
 def test_a_label_of_ours_after_theirs_on_the_same_entry_wins_as_in_the_file(tmp_path: Path) -> None:
     manager, path = _session(tmp_path)
     _append_elsewhere(path, S.label("f0000001", "a0000001", "u0000001", "theirs") + "\n")

@@ -378,6 +378,29 @@ def test_a_grown_file_whose_new_lines_break_the_rows_rules_makes_every_entry(
         assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
 
 
+@pytest.mark.usefixtures("_grown_files_keep_their_index")
+def test_a_grown_file_whose_new_line_is_the_missing_parent_of_an_old_one_makes_every_entry(tmp_path: Path):
+    """An old row names a parent no row had, and the new line has that id: a parent below its
+    child, which the rows' parent rows do not tell (the old row's path goes on through it)."""
+    path, index_dir = tmp_path / "s.jsonl", tmp_path / "index"
+    orphan = {
+        "type": "message",
+        "id": "o",
+        "parentId": "later",
+        "timestamp": "t",
+        "message": {"role": "user"},
+    }
+    appended = {"type": "message", "id": "later", "parentId": "m3", "timestamp": "t"}
+    assert _grow(path, index_dir, [*_chat([f"m{n}" for n in range(30)]), orphan], [appended])
+    with (
+        _reopened_grown(path, index_dir) as sm,
+        SessionManager.open(str(path), read_only=True, index=False) as plain,
+    ):
+        assert [e.id for e in sm.get_branch("o")] == ["t0", "mc", "m0", "m1", "m2", "m3", "later", "o"]
+        assert sm._rows is None
+        assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
+
+
 def test_a_small_grown_file_makes_every_entry(tmp_path: Path):
     """A file small enough to keep its lines' bytes makes every entry when it grew (cheap)."""
     path = _write(tmp_path / "s.jsonl", _chat([f"m{n}" for n in range(30)], compaction_at=20))
@@ -510,7 +533,7 @@ def test_any_grown_session_reopened_from_its_index_answers_alike(
 ):
     """Any session, indexed, then any lines appended (their ids new or the rows', parents anywhere):
     the answers of the scanned file; the new entries join the rows where the rows' ids were distinct
-    and the new ids are distinct and new."""
+    and the new ids are distinct, new and not the parent an old row names and no row has."""
     if distinct != "none":
         _renamed(before, "b")
     if distinct == "both":
@@ -535,7 +558,9 @@ def test_any_grown_session_reopened_from_its_index_answers_alike(
                 assert [e.id for e in tree.leaf_path] == [e.id for e in plain.get_branch()]
             assert (_answers(sm), _everything(sm)) == (_answers(plain), _everything(plain))
     new_ids = [value["id"] for value in appended]
-    fresh = len(set(new_ids)) == len(new_ids) and not set(new_ids) & {value["id"] for value in before}
+    old_ids = {value["id"] for value in before}
+    missing_parents = {value["parentId"] for value in before} - old_ids  # (a new id there: a parent below)
+    fresh = len(set(new_ids)) == len(new_ids) and not set(new_ids) & (old_ids | missing_parents)
     assert lazy == (lazy_before and fresh)
 
 

@@ -1,0 +1,348 @@
+"""Appends to a session loaded from its persistent index keep its entries on demand
+(session/index_rows.py): our appends, another program's lines taken in by a refresh or before one of
+ours, branches and failed appends join the index's rows, and every answer (and the file's bytes) is
+the one of the same calls on the same file opened without the index."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from pi_session_server.errors import PiSessionError
+from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.session import SessionManager, cache_dir, loader, manager, storage
+from pi_session_server.session.index_rows import IndexedRows
+from pi_session_server.session.tree import preorder
+
+pytestmark = pytest.mark.usefixtures("files_settle_at_once")
+
+HEADER = {"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"}
+NOW = "2026-01-02T03:04:05.678Z"
+
+
+@pytest.fixture(autouse=True)
+def _indexed_and_read_by_offset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file indexed and its entries read by offset (a big session's way: a small file's
+    entries are all made when it changes, as they cost little)."""
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.delenv(cache_dir.NO_INDEX_ENV, raising=False)
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+
+
+@pytest.fixture(autouse=True)
+def _same_ids_and_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ids and times of new entries depend only on the ids the session has: the same calls on
+    two managers of one session write the same lines."""
+
+    def first_free(is_taken: Any) -> str:
+        return next(c for c in (f"n{k:03}" for k in itertools.count()) if not is_taken(c))
+
+    monkeypatch.setattr(manager, "new_entry_id", first_free)
+    monkeypatch.setattr(manager, "_now", lambda: NOW)
+
+
+@pytest.fixture
+def every_entry_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times the rows made every entry."""
+    calls: list[int] = []
+    every_entry = IndexedRows.every_entry
+
+    def counted(rows: IndexedRows) -> Any:
+        calls.append(rows.count)
+        return every_entry(rows)
+
+    monkeypatch.setattr(IndexedRows, "every_entry", counted)
+    return calls
+
+
+def _line(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False) + "\n"
+
+
+def _message(entry_id: str, parent: Any, role: str, n: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": role, "content": f"say {n}"}
+    if role == "assistant":
+        message.update(provider="prov", model=f"model-{n}")
+    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": f"ts{n}", "message": message}
+
+
+def _chat(count: int) -> list[dict[str, Any]]:
+    """A chat of ``count`` messages with a compaction, a label, a branch and a name."""
+    values = [
+        _message(f"m{n}", f"m{n - 1}" if n else None, "assistant" if n % 2 else "user", n)
+        for n in range(count)
+    ]
+    values.append(
+        {
+            "type": "compaction",
+            "id": "c",
+            "parentId": values[-1]["id"],
+            "timestamp": "t",
+            "summary": "so far",
+            "firstKeptEntryId": f"m{count - 2}",
+            "tokensBefore": 5,
+        }
+    )
+    values.append(
+        {"type": "label", "id": "l", "parentId": "c", "timestamp": "t", "targetId": "m1", "label": "one"}
+    )
+    values.append(_message("b0", "m2", "user", 99))  # a branch from an old entry
+    values.append({"type": "session_info", "id": "i", "parentId": "b0", "timestamp": "t", "name": " chat "})
+    return values
+
+
+def _write(path: Path, values: list[dict[str, Any]]) -> None:
+    path.write_text("".join(map(_line, [HEADER, *values])), encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _on_rows_and_scanned(
+    directory: Path, pi: str = "1.6.0"
+) -> Iterator[tuple[SessionManager, SessionManager]]:
+    """A writable manager of a chat reopened from its index (its entries not made), and one of the
+    same chat in another file opened without the index."""
+    indexed, plain = directory / "indexed.jsonl", directory / "plain.jsonl"
+    for path in (indexed, plain):
+        _write(path, _chat(12))
+    index_dir = directory / "index"
+    SessionManager.open(str(indexed), index=str(index_dir)).close()
+    with (
+        SessionManager.open(str(indexed), index=str(index_dir), pi=pi) as on_rows,
+        SessionManager.open(str(plain), index=False, pi=pi) as scanned,
+    ):
+        assert on_rows._rows is not None
+        yield on_rows, scanned
+
+
+def _entry(found: Any) -> Any:
+    return found if found is ABSENT else (found.id, found.parent_id, found.line, found.offset, found.value)
+
+
+_ASKED = ["m0", "m1", "m5", "m11", "c", "b0", "n000", "n001", "n002", "f0", "f1", "nowhere", "", 3]
+
+
+def _answers(sm: SessionManager) -> dict[str, Any]:
+    """What a front end asks of a session after a change, none of it every entry."""
+    return {
+        "leaf": sm.get_leaf_id(),
+        "leaf entry": _entry(sm.get_leaf_entry()),
+        "branch": [e.id for e in sm.get_branch()],
+        "branches": {str(i): [e.id for e in sm.get_branch(i)] for i in _ASKED},
+        "entries": {str(i): _entry(sm.get_entry(i)) for i in _ASKED},
+        "children": {str(i): [e.id for e in sm.get_children(i)] for i in [*_ASKED, None]},
+        "positions": {str(i): sm.position_of(i) for i in _ASKED},
+        "labels": {str(i): (sm.get_label(i), sm.get_label_timestamp(i)) for i in _ASKED},
+        "context": sm.build_session_context(),
+        "context entries": [(e.id, e.line) for e in sm.build_context_entries()],
+        "name": sm.get_session_name(),
+        "counts": (sm.entry_count(), sm.get_entry_count()),
+        "last": [_entry(e) for e in sm.entries_slice(max(sm.entry_count() - 3, 0), sm.entry_count())],
+    }
+
+
+def _everything(sm: SessionManager) -> Any:
+    """What needs every entry: the entries (not the length of their lines, a hint for reading them
+    that an index and a scan may tell apart), the tree."""
+    entries = sm.get_entries()
+    return (
+        [(e.id, e.parent_id, e.type, e.timestamp, e.role, e.line, e.offset, e.value) for e in entries],
+        [(depth, n.entry.id, n.label, len(n.children)) for depth, n in preorder(sm.get_tree())],
+        [(p.line, p.kind, p.message) for p in sm.problems],
+    )
+
+
+def _append_elsewhere(sm: SessionManager, *values: dict[str, Any]) -> None:
+    """Another program's appends to the file of ``sm``."""
+    with open(sm.get_session_file(), "a", encoding="utf-8") as file:
+        file.writelines(map(_line, values))
+
+
+@pytest.mark.parametrize("totals_first", [False, True])  # (the totals split the rows' ids column)
+def test_appends_branches_and_other_programs_lines_make_no_entry_but_theirs(
+    tmp_path: Path, every_entry_made: list[int], totals_first: bool
+) -> None:
+    """The library's first append to a session reopened from its index (and all that follows it
+    here) makes no entry of the rows: the session stays on its rows, and answers as the file
+    opened without the index does."""
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        if totals_first:
+            assert on_rows.envelopes(0, on_rows.entry_count()).ids == scanned.envelopes(0, 17).ids
+        for sm in (on_rows, scanned):
+            sm.append_message({"role": "user", "content": "one more"})
+            sm.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok"}]})
+            sm.append_label_change("m3", "three")
+            sm.branch("m4")
+            sm.append_custom_entry("note", {"k": 1})
+            sm.branch_with_summary("n001", "back")
+            _append_elsewhere(sm, _message("f0", "n003", "user", 50))
+            assert sm.refresh_from_disk().new_entry_ids == ["f0"]
+            _append_elsewhere(sm, _message("f1", "f0", "assistant", 51))
+            sm.append_session_info("renamed")  # after their line, taken in before ours
+            assert sm.refresh_from_disk().new_entry_ids == ["f1"]
+        assert _answers(on_rows) == _answers(scanned)
+        assert on_rows._rows is not None and every_entry_made == []
+        assert _everything(on_rows) == _everything(scanned)
+        assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
+
+
+@pytest.mark.parametrize(("pi", "rollback"), [("1.6.0", False), ("0.86.1", True), ("0.86.1", False)])
+def test_a_failed_append_is_taken_back_or_kept_as_without_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pi: str, rollback: bool
+) -> None:
+    """A write that fails leaves the session as without the index: taken back (pi 1.6.0, or the
+    sidecar's switch) without making an entry, or kept in memory though not in the file (pi 0.86.1)."""
+    with _on_rows_and_scanned(tmp_path, pi) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            sm.rollback_failed_appends = rollback
+            sm.append_message({"role": "user", "content": "written"})
+            with _failing_writes(monkeypatch), pytest.raises(OSError):
+                sm.append_message({"role": "assistant", "content": "lost"})
+            assert sm.get_leaf_id() == ("n000" if pi == "1.6.0" or rollback else "n001")
+        assert _answers(on_rows) == _answers(scanned)
+        assert (on_rows._rows is not None) == (pi == "1.6.0" or rollback)
+        for sm in (on_rows, scanned):
+            sm.append_message({"role": "user", "content": "after"})
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+        assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
+
+
+@contextlib.contextmanager
+def _failing_writes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    with monkeypatch.context() as patched:
+
+        def fail(*_args: Any, **_kwargs: Any) -> Any:
+            raise OSError("disk full")
+
+        patched.setattr(storage.Appender, "append", fail)
+        yield
+
+
+def test_lines_that_break_the_rows_rules_make_every_entry(
+    tmp_path: Path, every_entry_made: list[int]
+) -> None:
+    """Another program's line with an id the session has (or a second header) cannot be a row: the
+    entries are all made then, as before, and the answers are still the scanned file's."""
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            sm.append_message({"role": "user", "content": "one more"})
+            _append_elsewhere(sm, _message("m3", "n000", "user", 50))
+            sm.refresh_from_disk()
+        assert on_rows._rows is None and len(every_entry_made) == 1
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+
+
+def test_an_append_that_makes_the_deleted_file_again_answers_as_without_the_index(tmp_path: Path) -> None:
+    """Our line alone in a new file at the path (pi's appendFileSync after the file was deleted)
+    is not after the rows' lines: every entry is made, and the answers are the scanned file's."""
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            Path(sm.get_session_file()).unlink()
+            sm.append_message({"role": "user", "content": "alone"})
+            sm.append_message({"role": "assistant", "content": "then"})
+        assert on_rows._rows is None
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+        assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
+
+
+# ----------------------------------------------------------------------------- random sequences
+
+_IDS = st.sampled_from(_ASKED)
+_ROLES = st.sampled_from(["user", "assistant", "toolResult", "bashExecution"])
+
+
+@st.composite
+def _foreign(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Lines another program appends: most go on from an entry; some break the rows' rules."""
+    lines = []
+    for n in range(draw(st.integers(1, 3))):
+        entry_id = draw(st.one_of(st.just(f"f{n}"), st.sampled_from(["m3", "f0", "n000", ""])))
+        parent = draw(st.one_of(_IDS, st.none()))
+        value = _message(entry_id, parent, draw(_ROLES), 60 + n)
+        if draw(st.integers(0, 9)) == 0:
+            value = {
+                "type": "label",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": "t",
+                "targetId": draw(_IDS),
+            }
+        lines.append(value)
+    return lines
+
+
+_STEPS = st.one_of(
+    st.tuples(st.just("message"), _ROLES),
+    st.tuples(st.just("label"), _IDS, st.sampled_from(["L", "", ABSENT])),
+    st.tuples(st.just("branch"), _IDS),
+    st.tuples(st.just("summary"), st.one_of(_IDS, st.none())),
+    st.tuples(st.just("custom"), st.integers(0, 3)),
+    st.tuples(st.just("name"), st.sampled_from(["x", " y "])),
+    st.tuples(st.just("reset"), st.none()),
+    st.tuples(st.just("failed"), _ROLES),
+    st.tuples(st.just("refresh"), _foreign()),
+    st.tuples(st.just("before ours"), _foreign()),
+)
+
+
+_CALLS: dict[str, Any] = {
+    "message": lambda sm, role: sm.append_message({"role": role, "content": "c"}),
+    "label": lambda sm, target, label: sm.append_label_change(target, label),
+    "branch": lambda sm, entry_id: sm.branch(entry_id),
+    "summary": lambda sm, entry_id: sm.branch_with_summary(entry_id, "s"),
+    "custom": lambda sm, data: sm.append_custom_entry("t", data),
+    "name": lambda sm, name: sm.append_session_info(name),
+    "reset": lambda sm, _none: sm.reset_leaf(),
+}
+
+
+def _step(sm: SessionManager, step: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """One call (or a foreign write and a call); its answer, or the error it raised."""
+    kind, arg = step[0], step[1]
+    try:
+        if kind in _CALLS:
+            return _CALLS[kind](sm, *step[1:])
+        if kind == "failed":
+            with _failing_writes(monkeypatch):
+                return sm.append_message({"role": arg, "content": "lost"})
+        _append_elsewhere(sm, *arg)
+        if kind == "before ours":
+            sm.append_message({"role": "user", "content": "ours"})
+        return sm.refresh_from_disk().to_json()
+    except (PiSessionError, OSError) as error:  # (the same error of both is the same answer)
+        return type(error).__name__, str(error)
+
+
+# (monkeypatch: only its context(), undone after each failed write; the autouse patches hold for all)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    steps=st.lists(_STEPS, min_size=1, max_size=8),
+    pi=st.sampled_from(["1.6.0", "0.86.1"]),
+    rollback=st.booleans(),
+)
+def test_any_sequence_of_calls_answers_as_without_the_index(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    steps: list[tuple[Any, ...]],
+    pi: str,
+    rollback: bool,
+) -> None:
+    with _on_rows_and_scanned(tmp_path_factory.mktemp("calls"), pi) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            sm.rollback_failed_appends = rollback
+        for step in steps:
+            assert _step(on_rows, step, monkeypatch) == _step(scanned, step, monkeypatch)
+            assert _answers(on_rows) == _answers(scanned)
+        event(f"on rows after the calls: {on_rows._rows is not None}")
+        assert _everything(on_rows) == _everything(scanned)
+        assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
