@@ -195,12 +195,16 @@ async def test_a_file_rewritten_in_place_with_a_pause_is_rewriting_then_reloaded
     session, path = await sidecar.open_example(tmp_path)
     backup = tmp_path / "backup.jsonl"
     backup.write_text("\n".join(path.read_text().splitlines()[:5]) + "\n")
-    writer = subprocess.Popen(["sh", "-c", 'exec 3>"$0"; sleep 1; cat "$1" >&3', str(path), str(backup)])
+    # (the pause lasts until the test says so: the watcher sees the truncated file however late it looks)
+    writer = subprocess.Popen(
+        ["sh", "-c", 'exec 3>"$0"; read go; cat "$1" >&3', str(path), str(backup)], stdin=subprocess.PIPE
+    )
     rewriting = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "rewriting")
     assert rewriting["newEntryIds"] == [] and rewriting["session"] == session
     assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 36  # as it was
+    writer.communicate(b"go\n")
     reloaded = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "reloaded")
-    assert writer.wait() == 0
+    assert writer.returncode == 0
     assert reloaded["newEntryIds"] == [] and path.read_bytes() == backup.read_bytes()
     assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 4
 
@@ -215,12 +219,29 @@ async def test_a_file_left_without_a_header_is_told_rewriting_then_unreadable_on
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(whole)
 
+    (tmp_path / "other").mkdir()
+    other, other_path = await sidecar.open_example(tmp_path / "other")
+    other_ids = [(await sidecar.request("pi/getLeaf", {"session": other}))["leafId"]]
+
     def kinds() -> list[str]:
         return [p["kind"] for p in sidecar.notifications.get("pi/didChange", []) if p["session"] == session]
 
+    async def watcher_looked_again(times: int) -> None:
+        """Until the watcher looked ``times`` more times and what they found of the session was
+        told: each look is seen by a line appended to the other file being told, and a request on
+        the session answered then follows the refresh of it that look queued (a look queues all
+        its refreshes before any of them tells)."""
+        for _ in range(times):
+            entry_id = f"look{len(other_ids):04d}"
+            with other_path.open("a", encoding="utf-8") as file:
+                file.write(S.user(entry_id, other_ids[-1], "still here") + "\n")
+            other_ids.append(entry_id)
+            await sidecar.wait_for("pi/didChange", lambda p, told=[entry_id]: p["newEntryIds"] == told)
+        await sidecar.request("pi/getLeaf", {"session": session})
+
     async def told_unreadable(count: int) -> None:
         await sidecar.wait_for("pi/didChange", lambda p: kinds().count("unreadable") == count)
-        await asyncio.sleep(1)  # a few more polls: nothing more is said of a file that holds still
+        await watcher_looked_again(3)  # nothing more is said of a file that holds still
 
     subprocess.run(["sh", "-c", 'echo "notes, not a session" > "$0"', str(path)], check=True)
     await told_unreadable(1)
