@@ -18,6 +18,7 @@ from typing import Any
 import builders as S
 import pytest
 import reference_locations
+from file_locks import PROC_LOCKS, a_process_waits_for_the_lock_of
 from sidecar_support import (  # noqa: F401  (fixture)
     EXAMPLE,
     ROOT,
@@ -75,7 +76,6 @@ async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path
     assert leaf != "ext00002"
 
 
-PROC_LOCKS = Path("/proc/locks")
 NEEDS_PROC_LOCKS = pytest.mark.skipif(
     not PROC_LOCKS.exists(), reason="no /proc/locks to see the server wait for the lock"
 )
@@ -93,11 +93,7 @@ def appends_held_back(path: Path) -> Iterator[None]:
 
 
 async def until_a_process_waits_for_the_lock_of(path: Path) -> None:
-    """Until some process waits for the flock of ``path`` (``/proc/locks`` lists its waiters with
-    ``->``, the file as MAJOR:MINOR:INODE)."""
-    st = path.stat()
-    file = f" {os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
-    while not any(" -> " in line and file in line for line in PROC_LOCKS.read_text().splitlines()):
+    while not a_process_waits_for_the_lock_of(path):
         await asyncio.sleep(0.01)
 
 
