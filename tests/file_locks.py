@@ -7,7 +7,13 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 PROC_LOCKS = Path("/proc/locks")
+#: for a test that waits for a lock to be waited for
+NEEDS_PROC_LOCKS = pytest.mark.skipif(
+    not PROC_LOCKS.exists(), reason="no /proc/locks to see the server wait for the lock"
+)
 
 
 def a_process_waits_for_the_lock_of(path: Path | str) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 import builders as S
 import pytest
 import reference_locations
-from file_locks import PROC_LOCKS, a_process_waits_for_the_lock_of
+from file_locks import NEEDS_PROC_LOCKS, a_process_waits_for_the_lock_of
 from sidecar_support import (  # noqa: F401  (fixture)
     EXAMPLE,
     ROOT,
@@ -74,11 +74,6 @@ async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path
     assert [e["id"] for e in page["entries"]] == ["ext00001", "ext00002"]
     assert (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"] == "ext00002"
     assert leaf != "ext00002"
-
-
-NEEDS_PROC_LOCKS = pytest.mark.skipif(
-    not PROC_LOCKS.exists(), reason="no /proc/locks to see the server wait for the lock"
-)
 
 
 @contextlib.contextmanager

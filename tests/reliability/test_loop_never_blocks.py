@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from file_locks import until_a_process_waits_for_the_lock_of
+from file_locks import NEEDS_PROC_LOCKS, until_a_process_waits_for_the_lock_of
 from reliability_helpers import check_session_file, new_session_file
 from reliability_rpc import RawServer, file_uri
 
@@ -70,6 +70,7 @@ def _hold_lock(path: str) -> subprocess.Popen[str]:
     return holder
 
 
+@NEEDS_PROC_LOCKS
 def test_a_foreign_lock_on_one_session_delays_no_other(server: RawServer, tmp_path: Path):
     idle = _idle_session(server, tmp_path)
     locked_file = new_session_file(tmp_path / "locked", cwd=str(tmp_path))
