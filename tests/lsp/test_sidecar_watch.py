@@ -148,8 +148,35 @@ async def test_lines_another_process_appended_right_before_ours_are_appended(sid
         assert held == await sidecar.request(method, {"session": fresh}), method
 
 
+class Lookout:
+    """Another held session, whose file a test appends to to see the watcher look: each look
+    at it tells its new line, and a look queues the refreshes of all the files it found changed
+    before any of them tells, so a request on a session answered after that follows the refresh
+    of it that look queued (and what that refresh told)."""
+
+    def __init__(self, side: Sidecar, path: Path, leaf: str) -> None:
+        self.side, self.path, self.ids = side, path, [leaf]
+
+    @classmethod
+    async def open(cls, side: Sidecar, tmp_path: Path) -> Lookout:
+        (tmp_path / "lookout").mkdir()
+        session, path = await side.open_example(tmp_path / "lookout")
+        return cls(side, path, (await side.request("pi/getLeaf", {"session": session}))["leafId"])
+
+    async def looked_at(self, session: str, times: int = 1) -> None:
+        """Until the watcher looked ``times`` more times and what they found of ``session`` was told."""
+        for _ in range(times):
+            entry_id = f"look{len(self.ids):04d}"
+            with self.path.open("a", encoding="utf-8") as file:
+                file.write(S.user(entry_id, self.ids[-1], "still here") + "\n")
+            self.ids.append(entry_id)
+            await self.side.wait_for("pi/didChange", lambda p, told=[entry_id]: p["newEntryIds"] == told)
+        await self.side.request("pi/getLeaf", {"session": session})
+
+
 async def test_a_partial_line_waits_until_it_is_complete(sidecar, tmp_path):
-    _session, path = await sidecar.open_example(tmp_path)
+    session, path = await sidecar.open_example(tmp_path)
+    lookout = await Lookout.open(sidecar, tmp_path)
     line = json.dumps(
         {
             "type": "custom",
@@ -162,10 +189,10 @@ async def test_a_partial_line_waits_until_it_is_complete(sidecar, tmp_path):
     )
     with path.open("a") as f:
         f.write(line[:20])
-    append_elsewhere(path.with_suffix(".other"), "x", "unrelated")  # let some time pass, deterministically
+    await lookout.looked_at(session)  # the watcher saw the line cut short
     with path.open("a") as f:
         f.write(line[20:] + "\n")
-    change = await sidecar.wait_for("pi/didChange")
+    change = await sidecar.wait_for("pi/didChange", lambda p: p["session"] == session)
     assert change["kind"] == "appended" and change["newEntryIds"] == ["late0001"]
 
 
@@ -210,29 +237,14 @@ async def test_a_file_left_without_a_header_is_told_rewriting_then_unreadable_on
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(whole)
 
-    (tmp_path / "other").mkdir()
-    other, other_path = await sidecar.open_example(tmp_path / "other")
-    other_ids = [(await sidecar.request("pi/getLeaf", {"session": other}))["leafId"]]
+    lookout = await Lookout.open(sidecar, tmp_path)
 
     def kinds() -> list[str]:
         return [p["kind"] for p in sidecar.notifications.get("pi/didChange", []) if p["session"] == session]
 
-    async def watcher_looked_again(times: int) -> None:
-        """Until the watcher looked ``times`` more times and what they found of the session was
-        told: each look is seen by a line appended to the other file being told, and a request on
-        the session answered then follows the refresh of it that look queued (a look queues all
-        its refreshes before any of them tells)."""
-        for _ in range(times):
-            entry_id = f"look{len(other_ids):04d}"
-            with other_path.open("a", encoding="utf-8") as file:
-                file.write(S.user(entry_id, other_ids[-1], "still here") + "\n")
-            other_ids.append(entry_id)
-            await sidecar.wait_for("pi/didChange", lambda p, told=[entry_id]: p["newEntryIds"] == told)
-        await sidecar.request("pi/getLeaf", {"session": session})
-
     async def told_unreadable(count: int) -> None:
         await sidecar.wait_for("pi/didChange", lambda p: kinds().count("unreadable") == count)
-        await watcher_looked_again(3)  # nothing more is said of a file that holds still
+        await lookout.looked_at(session, times=3)  # nothing more is said of a file that holds still
 
     subprocess.run(["sh", "-c", 'echo "notes, not a session" > "$0"', str(path)], check=True)
     await told_unreadable(1)
