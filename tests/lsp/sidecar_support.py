@@ -105,8 +105,18 @@ class Sidecar:
     _waiters: list[tuple[str, Callable[[Any], bool], asyncio.Future[Any]]] = field(default_factory=list)
 
     async def request(self, method: str, params: Any = None) -> Any:
+        return await self._answer(method, params, self.client.protocol.send_request_async(method, params))
+
+    def send(self, method: str, params: Any = None) -> asyncio.Future[Any]:
+        """What :meth:`request` answers, for a request sent now: before any sent after this call
+        (a ``request`` not awaited yet is not sent yet)."""
+        return asyncio.ensure_future(
+            self._answer(method, params, self.client.protocol.send_request_async(method, params))
+        )
+
+    async def _answer(self, method: str, params: Any, reply: asyncio.Future[Any]) -> Any:
         try:
-            result = await self.client.protocol.send_request_async(method, params)
+            result = await reply
         except JsonRpcException as error:
             if method.startswith("pi/"):
                 contract().check_error(method, params, error.code)

@@ -1,7 +1,15 @@
 """A session opened by uri to look at, pi appends to its file, then the first write by uri: pi's
 lines are taken in where the session stands (the file is not read again whole) and told once as
 ``appended``, and our line follows them in the file, on the leaf the session held (what pi's own
-SessionManager does when another process wrote: it appends from its leaf)."""
+SessionManager does when another process wrote: it appends from its leaf).
+
+The point is what happens without a look of the watcher between pi's lines and the write: a look
+takes them in itself, and the session follows pi's leaf (another case, told as before). So the
+watcher sleeps through these tests. No condition the test controls keeps it away instead: the
+write takes pi's lines in before it takes any lock a test could hold (the file's flock comes
+after), and no request holds the session's queue (where the watcher's refresh would be queued) on
+anything a test controls.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +19,7 @@ from pathlib import Path
 import builders as S
 from sidecar_support import EXAMPLE, Sidecar, start_sidecar, stop_sidecar
 
-# The watcher does not look during these tests: the write is the first to find pi's lines (a look
-# before it takes them in itself, and the session follows pi's leaf: another case, told as before)
-WATCHER_ASLEEP = "3600"
+WATCHER_ASLEEP = "3600"  # (see above)
 MESSAGE = {"role": "user", "content": "mine", "timestamp": 1}
 
 

@@ -11,22 +11,25 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import builders as S
 import pytest
 import reference_locations
+from file_locks import NEEDS_PROC_LOCKS, a_process_waits_for_the_lock_of
 from sidecar_support import (  # noqa: F401  (fixture)
     EXAMPLE,
     ROOT,
+    Sidecar,
     sidecar_fixture,
-    start_sidecar,
-    stop_sidecar,
 )
 
 ORACLE = reference_locations.oracle_dir()
 ORACLE_APPEND = ROOT / "tests" / "node_client" / "oracle_append.mjs"
+
+MINE = {"role": "user", "content": "mine", "timestamp": 1}
 
 APPEND_SCRIPT = r"""
 import json, sys
@@ -73,9 +76,6 @@ async def test_appends_by_another_process_arrive_as_did_change(sidecar, tmp_path
     assert leaf != "ext00002"
 
 
-PROC_LOCKS = Path("/proc/locks")
-
-
 @contextlib.contextmanager
 def appends_held_back(path: Path) -> Iterator[None]:
     """Hold the lock every append of the server takes on ``path`` (flock): its appends wait."""
@@ -88,34 +88,48 @@ def appends_held_back(path: Path) -> Iterator[None]:
 
 
 async def until_a_process_waits_for_the_lock_of(path: Path) -> None:
-    """Until some process waits for the flock of ``path`` (``/proc/locks`` lists its waiters with
-    ``->``, the file as MAJOR:MINOR:INODE)."""
-    st = path.stat()
-    file = f" {os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
-    while not any(" -> " in line and file in line for line in PROC_LOCKS.read_text().splitlines()):
+    while not a_process_waits_for_the_lock_of(path):
         await asyncio.sleep(0.01)
 
 
-@pytest.mark.skipif(not PROC_LOCKS.exists(), reason="no /proc/locks to see the server wait for the lock")
+async def append_while_another_writes(
+    side: Sidecar, path: Path, params: dict[str, Any], write_elsewhere: Callable[[], None]
+) -> Any:
+    """The result of ``pi/append`` with ``params`` on the session of ``path``, whose write waited
+    for the file's lock while ``write_elsewhere()`` wrote to it: the session had not seen that
+    write when its append looked at the file. The watcher may look at any time: a refresh it
+    queues then runs after the append (the session's requests run one at a time, in order)."""
+    with appends_held_back(path):
+        appending = side.send("pi/append", params)
+        await asyncio.wait_for(until_a_process_waits_for_the_lock_of(path), 10)
+        write_elsewhere()
+    return await appending
+
+
+async def until_the_server_read(side: Sidecar, idle_session: str) -> None:
+    """Until the server read every request sent so far: it queues each request on its session as
+    it reads it, in the order sent, so a later one on ``idle_session`` (whose queue holds nothing
+    else) is answered only once the earlier ones were queued."""
+    await side.request("pi/getLeaf", {"session": idle_session})
+
+
+@NEEDS_PROC_LOCKS
 async def test_lines_another_process_appended_right_before_ours_are_appended(sidecar, tmp_path):
     """pi appends whole lines and an append of ours follows before the server looked at the file:
     pi/foreignWriter says so, and pi/didChange tells them as ``appended`` (a front end fetches just
     them), not ``reloaded`` (it would fetch everything); the session is what a fresh open gives."""
     session, path = await sidecar.open_example(tmp_path)
     leaf = (await sidecar.request("pi/getLeaf", {"session": session}))["leafId"]
-    message = {"role": "user", "content": "mine", "timestamp": 1}
-    # Our append runs and waits for the file's lock before pi writes: whenever the watcher looks,
-    # its refresh is queued behind the append, which finds pi's lines first.
-    with appends_held_back(path):
-        appending = asyncio.ensure_future(
-            sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})
-        )
-        await asyncio.wait_for(until_a_process_waits_for_the_lock_of(path), 10)
+
+    def pi_appends() -> None:
         with path.open("a", encoding="utf-8") as file:  # pi's appendFileSync: no lock, a line a write
             for entry_id, parent in (("ext00001", leaf), ("ext00002", "ext00001")):
                 file.write(S.user(entry_id, parent, "from pi") + "\n")
                 file.flush()
-    own = await appending
+
+    own = await append_while_another_writes(
+        sidecar, path, {"session": session, "kind": "message", "message": MINE}, pi_appends
+    )
     warning = await sidecar.wait_for("pi/foreignWriter")
     assert warning["session"] == session and warning["foundSize"] > warning["expectedSize"]
     change = await sidecar.wait_for("pi/didChange")
@@ -134,8 +148,35 @@ async def test_lines_another_process_appended_right_before_ours_are_appended(sid
         assert held == await sidecar.request(method, {"session": fresh}), method
 
 
+class Lookout:
+    """Another held session, whose file a test appends to to see the watcher look: each look
+    at it tells its new line, and a look queues the refreshes of all the files it found changed
+    before any of them tells, so a request on a session answered after that follows the refresh
+    of it that look queued (and what that refresh told)."""
+
+    def __init__(self, side: Sidecar, path: Path, leaf: str) -> None:
+        self.side, self.path, self.ids = side, path, [leaf]
+
+    @classmethod
+    async def open(cls, side: Sidecar, tmp_path: Path) -> Lookout:
+        (tmp_path / "lookout").mkdir()
+        session, path = await side.open_example(tmp_path / "lookout")
+        return cls(side, path, (await side.request("pi/getLeaf", {"session": session}))["leafId"])
+
+    async def looked_at(self, session: str, times: int = 1) -> None:
+        """Until the watcher looked ``times`` more times and what they found of ``session`` was told."""
+        for _ in range(times):
+            entry_id = f"look{len(self.ids):04d}"
+            with self.path.open("a", encoding="utf-8") as file:
+                file.write(S.user(entry_id, self.ids[-1], "still here") + "\n")
+            self.ids.append(entry_id)
+            await self.side.wait_for("pi/didChange", lambda p, told=[entry_id]: p["newEntryIds"] == told)
+        await self.side.request("pi/getLeaf", {"session": session})
+
+
 async def test_a_partial_line_waits_until_it_is_complete(sidecar, tmp_path):
-    _session, path = await sidecar.open_example(tmp_path)
+    session, path = await sidecar.open_example(tmp_path)
+    lookout = await Lookout.open(sidecar, tmp_path)
     line = json.dumps(
         {
             "type": "custom",
@@ -148,10 +189,10 @@ async def test_a_partial_line_waits_until_it_is_complete(sidecar, tmp_path):
     )
     with path.open("a") as f:
         f.write(line[:20])
-    append_elsewhere(path.with_suffix(".other"), "x", "unrelated")  # let some time pass, deterministically
+    await lookout.looked_at(session)  # the watcher saw the line cut short
     with path.open("a") as f:
         f.write(line[20:] + "\n")
-    change = await sidecar.wait_for("pi/didChange")
+    change = await sidecar.wait_for("pi/didChange", lambda p: p["session"] == session)
     assert change["kind"] == "appended" and change["newEntryIds"] == ["late0001"]
 
 
@@ -172,12 +213,16 @@ async def test_a_file_rewritten_in_place_with_a_pause_is_rewriting_then_reloaded
     session, path = await sidecar.open_example(tmp_path)
     backup = tmp_path / "backup.jsonl"
     backup.write_text("\n".join(path.read_text().splitlines()[:5]) + "\n")
-    writer = subprocess.Popen(["sh", "-c", 'exec 3>"$0"; sleep 1; cat "$1" >&3', str(path), str(backup)])
+    # (the pause lasts until the test says so: the watcher sees the truncated file however late it looks)
+    writer = subprocess.Popen(
+        ["sh", "-c", 'exec 3>"$0"; read go; cat "$1" >&3', str(path), str(backup)], stdin=subprocess.PIPE
+    )
     rewriting = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "rewriting")
     assert rewriting["newEntryIds"] == [] and rewriting["session"] == session
     assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 36  # as it was
+    writer.communicate(b"go\n")
     reloaded = await sidecar.wait_for("pi/didChange", lambda p: p["kind"] == "reloaded")
-    assert writer.wait() == 0
+    assert writer.returncode == 0
     assert reloaded["newEntryIds"] == [] and path.read_bytes() == backup.read_bytes()
     assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 4
 
@@ -192,12 +237,14 @@ async def test_a_file_left_without_a_header_is_told_rewriting_then_unreadable_on
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(whole)
 
+    lookout = await Lookout.open(sidecar, tmp_path)
+
     def kinds() -> list[str]:
         return [p["kind"] for p in sidecar.notifications.get("pi/didChange", []) if p["session"] == session]
 
     async def told_unreadable(count: int) -> None:
         await sidecar.wait_for("pi/didChange", lambda p: kinds().count("unreadable") == count)
-        await asyncio.sleep(1)  # a few more polls: nothing more is said of a file that holds still
+        await lookout.looked_at(session, times=3)  # nothing more is said of a file that holds still
 
     subprocess.run(["sh", "-c", 'echo "notes, not a session" > "$0"', str(path)], check=True)
     await told_unreadable(1)
@@ -271,46 +318,57 @@ async def test_pi_itself_appending_is_seen(sidecar, tmp_path):
     assert [m.get("content") for m in context["messages"][-2:]] == ["first", "second"]
 
 
-async def test_foreign_writes_between_ours_are_reported(tmp_path):
-    # a slow watcher, so the other process's line is still unseen when we append
-    side = await start_sidecar(tmp_path, "--watch-interval", "30")
-    try:
-        session, path = await side.open_example(tmp_path)
-        append_elsewhere(path, "e2f3a4b5", "ext00001")
-        await side.request(
-            "pi/append",
-            {
-                "session": session,
-                "kind": "message",
-                "message": {"role": "user", "content": "mine", "timestamp": 1},
-            },
-        )
-        warning = await side.wait_for("pi/foreignWriter")
-        assert warning["session"] == session and warning["path"] == str(path)
-        assert "another process appended" in warning["message"]
-        # both lines are intact in the file
-        lines = [json.loads(x) for x in path.read_text().splitlines()]
-        assert next(x["id"] for x in lines[-2:]) == "ext00001"
-    finally:
-        await stop_sidecar(side)
+@NEEDS_PROC_LOCKS
+async def test_foreign_writes_between_ours_are_reported(sidecar, tmp_path):
+    """Another process appends a line after the session read the file and before our append
+    writes: pi/foreignWriter says so, and both lines are intact in the file."""
+    session, path = await sidecar.open_example(tmp_path)
+    await append_while_another_writes(
+        sidecar,
+        path,
+        {"session": session, "kind": "message", "message": MINE},
+        lambda: append_elsewhere(path, "e2f3a4b5", "ext00001"),
+    )
+    warning = await sidecar.wait_for("pi/foreignWriter")
+    assert warning["session"] == session and warning["path"] == str(path)
+    assert "another process appended" in warning["message"]
+    # both lines are intact in the file
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert next(x["id"] for x in lines[-2:]) == "ext00001"
 
 
-async def test_an_append_through_another_handle_is_not_blamed_on_another_process(tmp_path):
-    # a slow watcher, so the second handle has not seen the first one's line when it appends
-    side = await start_sidecar(tmp_path, "--watch-interval", "30")
-    try:
-        first, path = await side.open_example(tmp_path)
-        second = (await side.request("pi/open", {"path": str(path)}))["session"]
-        message = {"role": "user", "content": "mine", "timestamp": 1}
-        for session in (first, second):
-            await side.request("pi/append", {"session": session, "kind": "message", "message": message})
-        append_elsewhere(path, "e2f3a4b5", "ext00001")  # a real other writer is still reported
-        await side.request("pi/append", {"session": first, "kind": "message", "message": message})
-        warning = await side.wait_for("pi/foreignWriter")
-        assert warning["session"] == first and "another process appended" in warning["message"]
-        assert [w["session"] for w in side.notifications["pi/foreignWriter"]] == [first]
-    finally:
-        await stop_sidecar(side)
+@NEEDS_PROC_LOCKS
+async def test_an_append_through_another_handle_is_not_blamed_on_another_process(sidecar, tmp_path):
+    """Two handles on one file: the second appends before it saw the first one's line, and is not
+    told another process wrote it; a line another process appends is still reported."""
+    first, path = await sidecar.open_example(tmp_path)
+    second = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    leaf = (await sidecar.request("pi/getLeaf", {"session": second}))["leafId"]
+    (tmp_path / "idle").mkdir()
+    idle, _ = await sidecar.open_example(tmp_path / "idle")
+
+    def append_through(session: str) -> asyncio.Future[Any]:
+        return sidecar.send("pi/append", {"session": session, "kind": "message", "message": MINE})
+
+    # The first append waits for the file's lock, the second is queued on its session behind it: a
+    # refresh of the second session (the watcher seeing the first one's line) can only follow it.
+    with appends_held_back(path):
+        appending = [append_through(first)]
+        await asyncio.wait_for(until_a_process_waits_for_the_lock_of(path), 10)
+        appending.append(append_through(second))
+        await until_the_server_read(sidecar, idle)
+    _, own = await asyncio.gather(*appending)
+    # (the second session had not seen the first line: its entry hangs where it stood)
+    assert (await sidecar.request("pi/getEntry", {"session": second, "id": own["id"]}))["parentId"] == leaf
+    await append_while_another_writes(  # a real other writer is still reported
+        sidecar,
+        path,
+        {"session": first, "kind": "message", "message": MINE},
+        lambda: append_elsewhere(path, "e2f3a4b5", "ext00001"),
+    )
+    warning = await sidecar.wait_for("pi/foreignWriter")
+    assert warning["session"] == first and "another process appended" in warning["message"]
+    assert [w["session"] for w in sidecar.notifications["pi/foreignWriter"]] == [first]
 
 
 async def test_two_handles_on_one_file_see_each_other(sidecar, tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from file_locks import NEEDS_PROC_LOCKS, until_a_process_waits_for_the_lock_of
 from reliability_helpers import check_session_file, new_session_file
 from reliability_rpc import RawServer, file_uri
 
@@ -69,6 +70,7 @@ def _hold_lock(path: str) -> subprocess.Popen[str]:
     return holder
 
 
+@NEEDS_PROC_LOCKS
 def test_a_foreign_lock_on_one_session_delays_no_other(server: RawServer, tmp_path: Path):
     idle = _idle_session(server, tmp_path)
     locked_file = new_session_file(tmp_path / "locked", cwd=str(tmp_path))
@@ -77,7 +79,7 @@ def test_a_foreign_lock_on_one_session_delays_no_other(server: RawServer, tmp_pa
     try:
         append = server.send_request("pi/append", {"session": locked, "kind": "message", "message": USER})
         behind = server.send_request("pi/getLeaf", {"session": locked})
-        time.sleep(0.5)
+        until_a_process_waits_for_the_lock_of(locked_file)  # the append runs, and waits for the lock
         assert _leaf_time(server, idle) < BOUND
         assert _pending(server, append) and _pending(server, behind)  # A waits, in order
         # a request queued behind the stuck write can be given up at once
@@ -85,9 +87,9 @@ def test_a_foreign_lock_on_one_session_delays_no_other(server: RawServer, tmp_pa
         assert server.wait_reply(behind, timeout=5)["error"]["code"] == REQUEST_CANCELLED
         assert _pending(server, append)  # a write that started is never cancelled
         server.notify("$/cancelRequest", {"id": append})
-        time.sleep(0.3)
-        assert _pending(server, append)
+        # (handled before the request sent after it is answered: a cancel answers at once)
         assert _leaf_time(server, idle) < BOUND
+        assert _pending(server, append)
     finally:
         holder.kill()
         holder.wait()

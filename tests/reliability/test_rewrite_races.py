@@ -219,7 +219,23 @@ def start_repair(path: str) -> subprocess.Popen[str]:
 
 # -- finding 1: a held session rewritten in place --------------------------------------------------
 
-PAUSING_REWRITE = 'exec 3>"$0"; sleep "$2"; cat "$1" >&3'  # open with truncation, pause, then write
+# open with truncation, pause until a line comes on stdin (the test says when), then write
+PAUSING_REWRITE = 'exec 3>"$0"; read go; cat "$1" >&3'
+
+
+def pausing_rewrite(path: str, backup: Path) -> subprocess.Popen[bytes]:
+    """``cat backup > path`` paused after the truncation, until :func:`end_pause`."""
+    writer = subprocess.Popen(["sh", "-c", PAUSING_REWRITE, path, str(backup)], stdin=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while os.stat(path).st_size:  # until the shell opened it (truncated)
+        assert writer.poll() is None and time.monotonic() < deadline, "the rewrite never truncated the file"
+        time.sleep(0.01)
+    return writer
+
+
+def end_pause(writer: subprocess.Popen[bytes]) -> None:
+    writer.communicate(b"go\n", timeout=60)
+    assert writer.returncode == 0
 
 
 def _held_session_and_backup(tmp_path: Path) -> tuple[str, Path, list[Any]]:
@@ -233,12 +249,10 @@ def test_a_held_session_rewritten_in_place_with_a_pause_is_never_written(tmp_pat
     path, backup, backup_ids = _held_session_and_backup(tmp_path)
     manager = SessionManager.open(path)
     inode = os.stat(path).st_ino
-    writer = subprocess.Popen(["sh", "-c", PAUSING_REWRITE, path, str(backup), "1"])
-    kinds = []
-    while writer.poll() is None:  # follow the file as the server's watcher does
-        kinds.append(manager.refresh_from_disk().kind)
-        time.sleep(0.05)
-    assert writer.wait() == 0
+    writer = pausing_rewrite(path, backup)
+    # follow the file as the server's watcher does: looks in the pause, then after it
+    kinds = [manager.refresh_from_disk().kind for _ in range(3)]
+    end_pause(writer)
     assert Path(path).read_bytes() == backup.read_bytes(), "the session was written while it was rewritten"
     assert os.stat(path).st_ino == inode, "the session file was replaced while it was rewritten"
     kinds.append(manager.refresh_from_disk().kind)
@@ -283,19 +297,19 @@ def test_the_server_never_writes_a_session_rewritten_in_place(tmp_path: Path, se
     path, backup, backup_ids = _held_session_and_backup(tmp_path)
     handle = server.call("pi/open", {"path": path})["session"]
     inode = os.stat(path).st_ino
-    writer = subprocess.Popen(["sh", "-c", PAUSING_REWRITE, path, str(backup), "1"])
-    assert writer.wait(60) == 0
-    time.sleep(0.5)  # the watcher looks every 0.15 s
-    assert Path(path).read_bytes() == backup.read_bytes(), (
-        "the server wrote the session while it was rewritten"
-    )
-    assert os.stat(path).st_ino == inode
+    writer = pausing_rewrite(path, backup)
+    server.wait_notification("pi/didChange", lambda p: p["kind"] == "rewriting")  # the watcher looked
+    end_pause(writer)
     deadline = time.monotonic() + 10
-    while True:
+    while True:  # (a look may have caught the rewrite half written: the rest is appended then)
         ids = [e["id"] for e in server.call("pi/getEntries", {"session": handle})["entries"]]
         if ids == backup_ids or time.monotonic() > deadline:
             break
         time.sleep(0.1)
+    assert Path(path).read_bytes() == backup.read_bytes(), (
+        "the server wrote the session while it was rewritten"
+    )
+    assert os.stat(path).st_ino == inode
     assert ids == backup_ids
 
 
