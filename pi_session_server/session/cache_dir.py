@@ -318,14 +318,35 @@ def unnamed_file(directory: str) -> int:
     return fd
 
 
-class SpooledParts(Sequence[bytes]):
+class OwnedDescriptor:
+    """A file descriptor of the object that holds it, closed with it when not closed before (a
+    job given up, or an error, leaves no file open)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class SpooledParts(OwnedDescriptor, Sequence[bytes]):
     """Parts written one after another, as they come, to an unnamed file in ``directory`` (see
     :func:`unnamed_file`), and read back one at a time when asked for: the parts of something to
     keep, gathered as it is made, without holding them (a view written out a batch at a time).
     Raises OSError when the file cannot be made."""
 
+    __slots__ = ("_ends",)
+
     def __init__(self, directory: str) -> None:
-        self.fd = unnamed_file(directory)
+        super().__init__(unnamed_file(directory))
         self._ends = array("q")  # where each part ends in the file
 
     def append(self, data: bytes) -> None:
@@ -348,15 +369,6 @@ class SpooledParts(Sequence[bytes]):
         if len(data) != self._ends[at] - start:
             raise OSError("spooled part cut short")
         return data
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-
-    def __del__(self) -> None:
-        self.close()
 
 
 def _written_whole(path: str, write: Callable[[int], None]) -> None:

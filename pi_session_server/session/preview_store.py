@@ -18,7 +18,6 @@ error: the previews are made from the file.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 from array import array
@@ -35,7 +34,6 @@ from ..format.entry import Entry
 from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
 from . import cache_dir, scan_index
-from .storage import write_all
 
 FORMAT_VERSION: Final = 6
 MAGIC: Final = b"PIPREVW\x00"
@@ -459,26 +457,17 @@ def _other_silences(
     return other_offsets, other_silent
 
 
-class HeldFile:
+class HeldFile(cache_dir.OwnedDescriptor):
     """A session file held for a save on another thread (:func:`hold`): a descriptor of its own
-    (the session may close its own meanwhile, and the number be given to another file) and the
-    file's identity when the previews were taken."""
+    (the session may close its own meanwhile, and the number be given to another file; a save
+    given up before it ran, its job dropped, does not keep it open) and the file's identity when
+    the previews were taken."""
 
-    __slots__ = ("fd", "identity")
+    __slots__ = ("identity",)
 
     def __init__(self, fd: int, identity: cache_dir.Identity) -> None:
-        self.fd = fd
+        super().__init__(fd)
         self.identity = identity
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-
-    def __del__(self) -> None:
-        # a save given up before it ran (its job dropped) must not keep the file open
-        self.close()
 
 
 def hold(entries: list[Entry]) -> HeldFile | None:
@@ -561,8 +550,8 @@ class Made:
         they are held: no such file could be made)."""
         if self._parts_spool is None and not self.entries and directory is not None:
             try:
-                self._parts_spool = _Spool(cache_dir.unnamed_file(directory))
-                self._calls_spool = _Spool(cache_dir.unnamed_file(directory))
+                self._parts_spool = _Spool(directory)
+                self._calls_spool = _Spool(directory)
             except OSError:
                 self.close()
             else:
@@ -592,14 +581,14 @@ class Made:
 
 class _Spool:
     """Items :class:`Made` wrote as they came: chunks of :data:`_CHUNK` items (the last may hold
-    fewer), each encoded as a msgpack array, one after another in an unnamed file (a part of a
-    tool result as ``[call id, tool name]``)."""
+    fewer), each encoded as a msgpack array, one after another in an unnamed file in
+    ``directory`` (a part of a tool result as ``[call id, tool name]``). Raises OSError when the
+    file cannot be made."""
 
-    __slots__ = ("fd", "pending", "sizes")
+    __slots__ = ("file", "pending")
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.sizes = array("q")  # each chunk's bytes, in order
+    def __init__(self, directory: str) -> None:
+        self.file = cache_dir.SpooledParts(directory)
         self.pending: list[Any] = []  # the items of the chunk being made
 
     def add(self, item: Any) -> None:
@@ -612,28 +601,15 @@ class _Spool:
         if self.pending:
             data = _encode(self.pending)
             self.pending.clear()
-            write_all(self.fd, data)
-            self.sizes.append(len(data))
+            self.file.append(data)
 
     def chunks(self) -> Iterator[list[Any]]:
         """The chunks as written, each an array of its items' msgpack (not decoded)."""
-        at = 0
-        for size in self.sizes:
-            data = os.pread(self.fd, size, at)
-            if len(data) != size:
-                raise OSError("spooled previews cut short")
-            at += size
-            yield _decode_raw_parts(data)
+        return map(_decode_raw_parts, self.file)
 
     def close(self) -> None:
         self.pending.clear()
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-
-    def __del__(self) -> None:
-        self.close()
+        self.file.close()
 
 
 _decode_raw_parts = msgspec.msgpack.Decoder(list[msgspec.Raw]).decode
