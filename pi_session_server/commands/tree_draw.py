@@ -13,6 +13,7 @@ from typing import Any
 
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, js_string_of
+from ..heap import keep_big_blocks_out_of_the_heap
 from ..render.terminal_text import one_terminal_line
 from ..render.tree_text import tree_text_lines
 from ..session import SessionManager, cache_dir, view_store
@@ -82,6 +83,9 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
     """Draw the tree of the session at ``path`` to stdout and keep it as the view ``key`` of the
     file identified ``before`` it was opened."""
+    # the lists, tables and buffers a big session's drawing makes and frees go back to the system
+    # (else where they were freed decides what the drawing holds after: see heap)
+    keep_big_blocks_out_of_the_heap()
     # the open's entries, previews and rows hold no cycles: the collector would walk them again and again
     with gc_paused():
         cache = PreviewCache()
