@@ -13,7 +13,7 @@ from typing import Any
 
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, js_string_of
-from ..heap import keep_big_blocks_out_of_the_heap
+from ..heap import give_back_free_heap
 from ..render.terminal_text import one_terminal_line
 from ..render.tree_text import tree_text_lines
 from ..session import SessionManager, cache_dir, view_store
@@ -40,6 +40,7 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     if cache is None:
         cache = PreviewCache()
     cache.prefetch(entries)  # every line not scanned read once, for the previews and the tool calls
+    give_back_free_heap()  # what the open and the previews' save or load freed
     tool_calls = cache.tool_calls_once(entries)
     del entries
     # (no node hangs in two places otherwise: each entry is drawn once, its preview let go then)
@@ -47,6 +48,7 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     # one walk: every preview is known, cut to what a row shows (more than ``width``: cut by the row)
     preview_of = cache.previews_once(tool_calls, asked_once=unique, longest=width + 1)
     del tool_calls
+    give_back_free_heap()  # and what the previews' walk freed, before the rows
     cut = width - 1
 
     def row(node: TreeNode) -> tuple[Any, str]:
@@ -83,9 +85,6 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
     """Draw the tree of the session at ``path`` to stdout and keep it as the view ``key`` of the
     file identified ``before`` it was opened."""
-    # the lists, tables and buffers a big session's drawing makes and frees go back to the system
-    # (else where they were freed decides what the drawing holds after: see heap)
-    keep_big_blocks_out_of_the_heap()
     # the open's entries, previews and rows hold no cycles: the collector would walk them again and again
     with gc_paused():
         cache = PreviewCache()

@@ -185,14 +185,15 @@ def test_the_previews_and_view_a_first_run_keeps_draw_the_same_tree(
     assert capsys.readouterr().out == first
 
 
-def test_a_drawing_has_big_blocks_kept_out_of_the_heap(
+def test_a_drawing_gives_the_free_heap_back_before_its_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The lists and tables a big session's drawing frees go back to the system (heap): asked
-    for when the tree is drawn, not when a kept view is printed."""
+    """What a big session's open and previews freed in the heap goes back to the system before
+    the rows are drawn (heap.give_back_free_heap): when the tree is drawn, not when a kept view
+    is printed."""
     path = _random_session(tmp_path / "s.jsonl", 0)
     asked: list[bool] = []
-    monkeypatch.setattr(tree_draw, "keep_big_blocks_out_of_the_heap", lambda: asked.append(True) or True)
+    monkeypatch.setattr(tree_draw, "give_back_free_heap", lambda: asked.append(True) or True)
     monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
