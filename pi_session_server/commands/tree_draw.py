@@ -4,6 +4,7 @@ batch of lines at a time, and what was printed kept for the next run (session/vi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -12,10 +13,11 @@ from typing import Any
 
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, js_string_of
+from ..heap import give_back_free_heap
 from ..render.terminal_text import one_terminal_line
 from ..render.tree_text import tree_text_lines
-from ..session import SessionManager, view_store
-from ..session.cache_dir import Identity
+from ..session import SessionManager, cache_dir, view_store
+from ..session.cache_dir import Identity, SpooledParts
 from ..session.describe import PreviewCache
 from ..session.tree import TreeNode, expanded_once
 from ._common import counted, open_to_look, output_encoding, report_skipped_lines, write_encoded
@@ -38,6 +40,7 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     if cache is None:
         cache = PreviewCache()
     cache.prefetch(entries)  # every line not scanned read once, for the previews and the tool calls
+    give_back_free_heap()  # what the open and the previews' save or load freed
     tool_calls = cache.tool_calls_once(entries)
     del entries
     # (no node hangs in two places otherwise: each entry is drawn once, its preview let go then)
@@ -45,6 +48,7 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     # one walk: every preview is known, cut to what a row shows (more than ``width``: cut by the row)
     preview_of = cache.previews_once(tool_calls, asked_once=unique, longest=width + 1)
     del tool_calls
+    give_back_free_heap()  # and what the previews' walk freed, before the rows
     cut = width - 1
 
     def row(node: TreeNode) -> tuple[Any, str]:
@@ -116,9 +120,11 @@ def _print(
         + f"\n{counted(len(manager.get_entries()), 'entry', 'entries')}, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
     )
     sys.stdout.write(path + head)
-    # the kept view is the whole text, gathered while it stays small enough to keep (when views are kept)
+    # the kept view is the whole text, gathered while it stays small enough to keep (when views
+    # are kept), in a file: a big session's drawn text, gathered up to the view's limit before it
+    # is dropped, is not held beside the tree while it is drawn
     keeps = not skipped and view_store.may_keep(before, args.index)
-    kept_parts: list[bytes] | None = [] if keeps else None
+    kept_parts = _kept_parts(args.index) if keeps else None
     kept_size = 0
     # written a batch of lines at a time: a deep tree's text can be far larger than the session
     for text in _batches(lines):
@@ -128,12 +134,29 @@ def _print(
         if kept_parts is not None:
             kept_size += len(data)
             if kept_size > view_store.MAX_VIEW_BYTES:
-                kept_parts = None  # too big to keep: drawn again next time
+                _let_go(kept_parts)  # too big to keep: drawn again next time
+                kept_parts = None
             else:
                 kept_parts.append(data)
     if kept_parts is not None:  # (what is kept is printed without reading the file: no lines to report)
         view_store.save(path, before, view_store.TREE, key, head, kept_parts, args.index)
+        _let_go(kept_parts)
     return 0
+
+
+def _kept_parts(index: bool | str) -> SpooledParts | list[bytes]:
+    """Where the parts of the view to keep are gathered: a file in the cache directory, else (no
+    such file can be made there) a list."""
+    settings = cache_dir.index_settings(index)
+    if settings is not None:
+        with contextlib.suppress(OSError):
+            return SpooledParts(settings.directory)
+    return []
+
+
+def _let_go(parts: SpooledParts | list[bytes]) -> None:
+    if isinstance(parts, SpooledParts):
+        parts.close()
 
 
 def _batches(lines: Iterator[str]) -> Iterator[str]:

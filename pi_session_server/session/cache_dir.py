@@ -16,8 +16,9 @@ import struct
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterable
-from typing import Any, Final, NamedTuple
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final, NamedTuple, overload
 
 INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
 NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
@@ -299,6 +300,75 @@ def _write_parts(out: int, parts: Iterable[bytes | memoryview]) -> None:
         view = memoryview(part)
         while view:
             view = view[os.write(out, view) :]
+
+
+def unnamed_file(directory: str) -> int:
+    """A descriptor of a new file in ``directory`` (made if need be) open to read and write, with no
+    name: it goes when the descriptor is closed, whatever ends the process. (Where the system has
+    no unnamed files, one named as pruning expects of a temporary file, its name removed at once.)
+    Raises OSError."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    if hasattr(os, "O_TMPFILE"):
+        with contextlib.suppress(OSError):  # (a file system without them: named, below)
+            return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    path = os.path.join(directory, f"{TEMPORARY_PREFIX}{os.getpid()}-{os.urandom(6).hex()}")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with contextlib.suppress(OSError):  # (left to pruning where a file open cannot lose its name)
+        os.unlink(path)
+    return fd
+
+
+class OwnedDescriptor:
+    """A file descriptor of the object that holds it, closed with it when not closed before (a
+    job given up, or an error, leaves no file open)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class SpooledParts(OwnedDescriptor, Sequence[bytes]):
+    """Parts written one after another, as they come, to an unnamed file in ``directory`` (see
+    :func:`unnamed_file`), and read back one at a time when asked for: the parts of something to
+    keep, gathered as it is made, without holding them (a view written out a batch at a time).
+    Raises OSError when the file cannot be made."""
+
+    __slots__ = ("_ends",)
+
+    def __init__(self, directory: str) -> None:
+        super().__init__(unnamed_file(directory))
+        self._ends = array("q")  # where each part ends in the file
+
+    def append(self, data: bytes) -> None:
+        _write_parts(self.fd, (data,))
+        self._ends.append((self._ends[-1] if self._ends else 0) + len(data))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, at: int) -> bytes: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[bytes]: ...
+    def __getitem__(self, at: int | slice) -> bytes | list[bytes]:
+        if isinstance(at, slice):
+            return [self[i] for i in range(len(self))[at]]
+        at = range(len(self))[at]  # (IndexError out of range, as a list's)
+        start = self._ends[at - 1] if at else 0
+        data = os.pread(self.fd, self._ends[at] - start, start)
+        if len(data) != self._ends[at] - start:
+            raise OSError("spooled part cut short")
+        return data
 
 
 def _written_whole(path: str, write: Callable[[int], None]) -> None:

@@ -758,30 +758,33 @@ class PreviewCache:
         parts, calls = self.parts, self.calls
         held_before = len(parts)
         made = self._scanned = preview_store.Made()
-        made_entries, made_parts, made_assistants = made.entries, made.parts, made.assistants
         keeping: bool | None = None  # (known from the first entry: a scan reads one file)
+        whole = False  # the previews kept as made are held whole (else written as made: see Made)
         one_walk = None if longest is None else _OneWalk(longest)
         self._scanned_calls = None if one_walk is None else (one_walk.calls, one_walk.assistants)
 
         def take(entry: Entry, line: memoryview) -> None:
-            nonlocal keeping
-            made_here = _made_from_line(entry, line)
-            if made_here is None:
-                return  # read the usual way, when prefetch finds it missing
-            part, facts = made_here
+            nonlocal keeping, whole
             if keeping is None:
                 keeping = self.keep_in_walk and preview_store.can_keep(entry)
-            if one_walk is not None and (facts is not None or not keeping):  # (kept whole: calls only)
-                part, facts = one_walk.take(entry, part, facts, whole=keeping)
+                # the one walk shows previews cut: those to keep are written as made, not held whole
+                whole = keeping and (
+                    one_walk is None or not made.spool_to(entry._source.index_dir, one_walk.calls)
+                )
+            made_here = _made_from_line(entry, line)
+            if made_here is None:
+                if not keeping or whole:
+                    return  # read the usual way, when prefetch finds it missing
+                made_here = _usual_part_and_facts(entry)  # (written in its place among those made)
+            part, facts = made_here
+            if keeping:
+                made.add(entry, part, facts)
+            if one_walk is not None and (facts is not None or not whole):  # (held whole: calls only)
+                part, facts = one_walk.take(entry, part, facts, whole=whole)
             key = id(entry)
             parts[key] = (entry, part)
             if facts is not None:
                 calls[key] = facts
-            if keeping:
-                if facts is not None:
-                    made_assistants.append((len(made_entries), facts))
-                made_entries.append(entry)
-                made_parts.append(part)
 
         try:
             with observing_lines(take):
@@ -799,14 +802,30 @@ class PreviewCache:
         entries = list(entries)
         self._load_stored(entries)
         parts = self.parts
+        scanned, self._scanned = self._scanned, None  # (taken, or of no use now)
+        if scanned is not None and scanned.spools and not all(map(is_, scanned.entries, entries)):
+            # held cut (see made_while_scanning), written for the walk's first entries, and these
+            # are not those (the scan read the lines a file grew by): made again whole, to keep
+            scanned.close()
+            for entry in scanned.entries:
+                parts.pop(id(entry), None)
+            scanned = None
         get = parts.get  # (_cached inline: once per entry)
         unknown = [e for e in entries if (had := get(id(e))) is None or had[0] is not e] if parts else entries
-        calls = self.calls
-        made = self._made_to_keep(unknown)
-        self._scanned = None  # (taken, or of no use now)
-        made_entries, made_parts, made_assistants = (
-            ([], [], []) if made is None else (made.entries, made.parts, made.assistants)
-        )
+        try:
+            self._prefetch_unknown(entries, unknown, scanned)
+        finally:
+            if scanned is not None:
+                scanned.close()
+
+    def _prefetch_unknown(
+        self, entries: list[Any], unknown: list[Any], scanned: preview_store.Made | None
+    ) -> None:
+        """:meth:`prefetch` once it knows which of ``entries`` are ``unknown`` (``scanned``: what
+        the scans made, see :meth:`made_while_scanning`)."""
+        parts, calls = self.parts, self.calls
+        made = self._made_to_keep(unknown, scanned)
+        add = None if made is None else made.add
         read = 0
         for entry, value in _in_one_pass(unknown):
             part, facts = _part_and_facts(entry, value)
@@ -816,36 +835,62 @@ class PreviewCache:
                 found = calls.get(key)
                 if found is None or found[0] is not entry:
                     calls[key] = found = facts
-                made_assistants.append((read, found))
-            made_entries.append(entry)
-            made_parts.append(part)
+                facts = found
+            if add is not None:
+                add(entry, part, facts)
             read += 1
         if read < len(unknown):  # (the pass gives each entry of the list once at most)
-            made = None
-            for entry in unknown:
-                if _cached(parts, entry) is None:  # not read in the pass
-                    parts[id(entry)] = (entry, preview_part(entry))
+            if read:
+                made = None  # (some left out of those the pass made: looked up, not kept as made)
+            self._made_the_usual_way(unknown, made)
         self._made += len(unknown)
+        if scanned is not None and scanned.spools and made is not scanned:
+            return  # the scan's previews are held cut: kept only as it wrote them (made whole next time)
+        self._keep_walk(entries, made)
+
+    def _made_the_usual_way(self, unknown: list[Any], made: preview_store.Made | None) -> None:
+        """The previews of those of ``unknown`` a pass left out, each read the usual way, and an
+        assistant message's facts (added to ``made``, when given)."""
+        parts, calls = self.parts, self.calls
+        for entry in unknown:
+            if _cached(parts, entry) is None:
+                part, facts = _usual_part_and_facts(entry)
+                key = id(entry)
+                parts[key] = (entry, part)
+                if facts is not None:  # (kept with the previews: a tool result shows its calls)
+                    facts = calls[key] = _cached(calls, entry) or facts
+                if made is not None:
+                    made.add(entry, part, facts)
+
+    def _keep_walk(self, entries: list[Any], made: preview_store.Made | None) -> None:
+        """Keep the previews of the walk of ``entries`` with the file's index, when the walk keeps
+        them and every one is known (``made``: see preview_store.save)."""
         if not self.keep_in_walk or self._shown:  # (previews loaded cut are not kept)
             return
+        parts = self.parts
         walked = self._walked if len(self._walked) >= len(entries) else entries
         complete = self._made >= preview_store.MIN_STORED and len(parts) >= len(walked)
         home = home_directory() if self.home is None else self.home
         text = partial(_call_text, home=home)
         if complete and preview_store.save(
-            walked, parts, calls, text, home, made=made, silences=self._silences.items()
+            walked, parts, self.calls, text, home, made=made, silences=self._silences.items()
         ):
             self._made = self._silences_new = 0
 
-    def _made_to_keep(self, unknown: list[Any]) -> preview_store.Made | None:
+    def _made_to_keep(
+        self, unknown: list[Any], scanned: preview_store.Made | None
+    ) -> preview_store.Made | None:
         """What :meth:`prefetch` keeps as made, when it keeps what it made (see preview_store.Made):
-        what its pass makes, as it comes, when nothing is known before it; what the scans made,
-        when they left nothing ``unknown``; else None (the previews are looked up)."""
+        what its pass makes, as it comes, when nothing is known before it; what the scans made
+        (``scanned``), when they left nothing ``unknown`` or wrote what they made (what the pass
+        makes, of the entries after theirs, added to it); else None (the previews are looked up)."""
         if not self.keep_in_walk:
             return None
         if not self.parts:
             return preview_store.Made()
-        return None if unknown else self._scanned
+        if scanned is not None and scanned.spools:  # (its entries are the walk's first: see prefetch)
+            return scanned
+        return None if unknown else scanned
 
     def read_ahead(self, entries: list[Any]) -> None:
         """Make the previews (and an assistant message's facts) of ``entries`` not known yet,
@@ -1017,6 +1062,13 @@ class PreviewCache:
                 return found
         self._count_made(entry)
         return (entry, preview_part(entry))
+
+
+def _usual_part_and_facts(entry: Any) -> tuple[str | _ToolResult, Any]:
+    """``_part_and_facts`` of an entry read the usual way (``Entry.value``)."""
+    value = _value_of(entry)
+    assistant = type(entry) is Entry and _is_assistant(entry)
+    return preview_part(entry, value), _assistant_facts(entry, value) if assistant else None
 
 
 def _unshown_preview(call_id: Any, name: Any) -> str:

@@ -18,12 +18,12 @@ error: the previews are made from the file.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_, is_not, itemgetter
 from typing import Any, Final, NamedTuple, TypeVar
@@ -330,26 +330,24 @@ def save(
         stored = _stored_parts(listed, facts, calls, tool_call_text, made)
         if stored is None:
             return False
-        parts, stored_chunk, (assistant_positions, silent, assistant_calls) = stored
         other_offsets, other_silent = _other_silences(
             listed,
-            assistant_positions,
+            stored.assistant_positions,
             source,
             end,
-            _with_other_facts(silences, calls, listed, assistant_positions),
+            _with_other_facts(silences, calls, listed, stored.assistant_positions),
         )
-        head = StoredPreviews(
+        head = (
             *cache_dir.stamp_lines(fd, end, st),
-            array("q", map(_offset, listed)).tobytes(),
-            assistant_positions.tobytes(),
-            bytes(silent),
-            other_offsets.tobytes(),
-            bytes(other_silent),
+            array("q", map(_offset, listed)),
+            stored.assistant_positions,
+            stored.silent,
+            other_offsets,
+            other_silent,
             home,
-            [],
-            [],
         )
-        body = _encoded(head, parts, stored_chunk, assistant_calls)
+        body = _encoded(head, stored)
+        del head
         cache_dir.write_framed(path, MAGIC, FORMAT_VERSION, body)
         return True
     except Exception:  # noqa: BLE001 - a best-effort cache: previews that cannot be kept (read-only, full, odd values) are no error
@@ -358,28 +356,53 @@ def save(
 
 # Parts and tool calls encoded (and a chunk of parts made as stored) at a time.
 _CHUNK = 4096
-_TWO_EMPTY_ARRAYS = b"\x90\x90"
 
 
-def _encoded(
-    head: StoredPreviews,
-    parts: list[Any],
-    stored_chunk: Callable[[list[Any]], list[Any]],
-    assistant_calls: list[Any],
-) -> Iterator[bytes | memoryview]:
-    """The msgpack of ``head`` with ``parts`` (each chunk of them as ``stored_chunk`` makes it)
-    and ``assistant_calls`` for its last two fields (empty in ``head``), a chunk at a time: the
-    previews of a big session are not held a second time as stored, nor encoded whole."""
-    encoded = _encode(head)
-    if not encoded.endswith(_TWO_EMPTY_ARRAYS):
-        raise ValueError("not a head to encode parts after")
-    yield memoryview(encoded)[: -len(_TWO_EMPTY_ARRAYS)]
-    for items, made in ((parts, stored_chunk), (assistant_calls, None)):
-        yield _ARRAY32.pack(0xDD, len(items))  # (an array's length, as msgpack's array 32 says it)
-        for start in range(0, len(items), _CHUNK):
-            chunk = items[start : start + _CHUNK]
-            data = _encode(chunk if made is None else made(chunk))
+def _encoded(head: tuple[Any, ...], stored: _ToStore) -> Iterator[bytes | memoryview]:
+    """The msgpack of :class:`StoredPreviews` whose fields but the last two are ``head``, with the
+    parts and tool calls of ``stored`` for those two, a piece at a time: a field that is an array
+    (the offsets, a byte per message) is written from the array as it is held, and the parts and
+    calls a chunk at a time, as they are made (the previews of a big session are not held a
+    second time as stored, nor encoded whole)."""
+    if len(head) + 2 != _STORED_FIELDS:
+        raise ValueError("not the fields before the parts")
+    yield _array_head(_STORED_FIELDS)
+    for value in head:
+        if isinstance(value, array | bytearray):
+            view = memoryview(value).cast("B")
+            yield _bin_head(len(view))
+            yield view
+        else:
+            yield _encode(value)
+    for count, chunks in (
+        (stored.part_count, stored.parts()),
+        (len(stored.assistant_positions), stored.calls()),
+    ):
+        yield _ARRAY32.pack(0xDD, count)  # (an array's length, as msgpack's array 32 says it)
+        for chunk in chunks:
+            data = _encode(chunk)
             yield memoryview(data)[_array_head_size(len(chunk)) :]
+
+
+_STORED_FIELDS = len(msgspec.structs.fields(StoredPreviews))
+
+
+def _array_head(length: int) -> bytes:
+    """msgpack's head of an array of ``length`` items (as msgspec writes it: the shortest)."""
+    if length < 0x10:
+        return bytes((0x90 | length,))
+    if length < 0x10000:
+        return b"\xdc" + length.to_bytes(2, "big")
+    return b"\xdd" + length.to_bytes(4, "big")
+
+
+def _bin_head(length: int) -> bytes:
+    """msgpack's head of ``length`` bytes of binary data (as msgspec writes it: the shortest)."""
+    if length < 0x100:
+        return bytes((0xC4, length))
+    if length < 0x10000:
+        return b"\xc5" + length.to_bytes(2, "big")
+    return b"\xc6" + length.to_bytes(4, "big")
 
 
 _ARRAY32 = struct.Struct(">BI")
@@ -399,7 +422,10 @@ def _with_other_facts(
 ) -> Iterable[tuple[Any, bool | None]]:
     """``silences``, then (entry, silent) of the assistant messages in ``calls`` whose previews are
     not kept (as a rule none: the messages whose previews are kept are set apart by their ids, in
-    one set operation)."""
+    one set operation; none to set apart when ``calls`` is empty, as when the one walk's scan let
+    the facts go: no set of every message's id then)."""
+    if not calls:
+        return silences
     described = set(map(id, map(listed.__getitem__, assistant_positions)))
     others = calls.keys() - described
     if not others:
@@ -431,26 +457,17 @@ def _other_silences(
     return other_offsets, other_silent
 
 
-class HeldFile:
+class HeldFile(cache_dir.OwnedDescriptor):
     """A session file held for a save on another thread (:func:`hold`): a descriptor of its own
-    (the session may close its own meanwhile, and the number be given to another file) and the
-    file's identity when the previews were taken."""
+    (the session may close its own meanwhile, and the number be given to another file; a save
+    given up before it ran, its job dropped, does not keep it open) and the file's identity when
+    the previews were taken."""
 
-    __slots__ = ("fd", "identity")
+    __slots__ = ("identity",)
 
     def __init__(self, fd: int, identity: cache_dir.Identity) -> None:
-        self.fd = fd
+        super().__init__(fd)
         self.identity = identity
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-
-    def __del__(self) -> None:
-        # a save given up before it ran (its job dropped) must not keep the file open
-        self.close()
 
 
 def hold(entries: list[Entry]) -> HeldFile | None:
@@ -471,18 +488,166 @@ def hold(entries: list[Entry]) -> HeldFile | None:
 
 
 class Made:
-    """Previews as one pass made them (``PreviewCache.prefetch``): its ``entries`` in file order,
-    the part of each (as :func:`save`'s ``facts`` hold it) and, for the assistant messages among
-    them, (position in ``entries``, (entry, tool calls, silent) as ``calls`` hold it). Kept as they
-    come, while they are at hand: what :func:`save` stores is then made without looking each entry
-    up again."""
+    """Previews as one pass made them (``PreviewCache.prefetch``, or a scan: see
+    ``PreviewCache.made_while_scanning``): its ``entries`` in file order, the part of each (as
+    :func:`save`'s ``facts`` hold it) and, for the assistant messages among them, their positions
+    in ``entries``, whether each is a silent turn (a byte each) and its tool calls (as ``calls``
+    hold them). Kept as they come, while they are at hand: what :func:`save` stores is then made
+    without looking each entry up again.
 
-    __slots__ = ("assistants", "entries", "parts")
+    :meth:`spool_to` a directory: the parts and tool calls are then written there as they come, a
+    chunk at a time, in unnamed files (``parts`` and ``assistant_calls`` stay empty): a caller
+    that holds the previews cut and the calls by their ids alone (the one walk needs no more) does
+    not hold them whole for the save too."""
+
+    __slots__ = (
+        "_calls_spool",
+        "_parts_spool",
+        "assistant_calls",
+        "assistant_positions",
+        "calls_by_key",
+        "entries",
+        "parts",
+        "silent",
+    )
 
     def __init__(self) -> None:
         self.entries: list[Entry] = []
         self.parts: list[Any] = []
-        self.assistants: list[tuple[int, tuple[Any, list[Any], bool]]] = []
+        self.assistant_positions = array("q")
+        self.silent = bytearray()
+        self.assistant_calls: list[list[tuple[Any, tuple[Any, Any]]]] = []
+        self._parts_spool: _Spool | None = None
+        self._calls_spool: _Spool | None = None
+        # (spooled) the last call of each call id among the messages added (as a walk keeps them)
+        self.calls_by_key: dict[Any, tuple[Any, Any]] = {}
+
+    def add(self, entry: Entry, part: Any, facts: tuple[Any, list[Any], bool] | None) -> None:
+        """Take ``entry``, the next in file order, its part and (an assistant message) its facts
+        (entry, tool calls, silent)."""
+        if facts is not None:
+            self.add_facts(len(self.entries), facts)
+        self.entries.append(entry)
+        if self._parts_spool is None:
+            self.parts.append(part)
+        else:  # (a tool result as far as the scan knows it: its text is made at the save)
+            self._parts_spool.add(part if type(part) is str else [part.call_id, part.name])
+
+    def add_facts(self, position: int, facts: tuple[Any, list[Any], bool]) -> None:
+        """Take the facts (entry, tool calls, silent) of the assistant message at ``position``
+        (after those of the messages before it)."""
+        self.assistant_positions.append(position)
+        self.silent.append(facts[2])
+        if self._calls_spool is None:
+            self.assistant_calls.append(facts[1])
+        else:
+            self._calls_spool.add(facts[1])
+
+    def spool_to(self, directory: str | None, calls_by_key: dict[Any, tuple[Any, Any]]) -> bool:
+        """Write the parts and tool calls added from now on to unnamed files in ``directory``
+        (before any is added); ``calls_by_key``: the caller's last call of each call id among
+        the messages it adds (kept up to date as it adds them). Whether they are written (else
+        they are held: no such file could be made)."""
+        if self._parts_spool is None and not self.entries and directory is not None:
+            try:
+                self._parts_spool = _Spool(directory)
+                self._calls_spool = _Spool(directory)
+            except OSError:
+                self.close()
+            else:
+                self.calls_by_key = calls_by_key
+        return self._parts_spool is not None
+
+    @property
+    def spools(self) -> bool:
+        return self._parts_spool is not None
+
+    def spooled(self) -> tuple[_Spool, _Spool] | None:
+        """The files the parts and the tool calls were written to, every one in them (None:
+        they are held)."""
+        if self._parts_spool is None or self._calls_spool is None:
+            return None
+        self._parts_spool.flush()
+        self._calls_spool.flush()
+        return self._parts_spool, self._calls_spool
+
+    def close(self) -> None:
+        """Let go of what was written (the files vanish with their descriptors)."""
+        for spool in (self._parts_spool, self._calls_spool):
+            if spool is not None:
+                spool.close()
+        self._parts_spool = self._calls_spool = None
+
+
+class _Spool:
+    """Items :class:`Made` wrote as they came: chunks of :data:`_CHUNK` items (the last may hold
+    fewer), each encoded as a msgpack array, one after another in an unnamed file in
+    ``directory`` (a part of a tool result as ``[call id, tool name]``). Raises OSError when the
+    file cannot be made."""
+
+    __slots__ = ("file", "pending")
+
+    def __init__(self, directory: str) -> None:
+        self.file = cache_dir.SpooledParts(directory)
+        self.pending: list[Any] = []  # the items of the chunk being made
+
+    def add(self, item: Any) -> None:
+        pending = self.pending
+        pending.append(item)
+        if len(pending) >= _CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            data = _encode(self.pending)
+            self.pending.clear()
+            self.file.append(data)
+
+    def chunks(self) -> Iterator[list[Any]]:
+        """The chunks as written, each an array of its items' msgpack (not decoded)."""
+        return map(_decode_raw_parts, self.file)
+
+    def close(self) -> None:
+        self.pending.clear()
+        self.file.close()
+
+
+_decode_raw_parts = msgspec.msgpack.Decoder(list[msgspec.Raw]).decode
+# an assistant message's spooled tool calls: their keys, each call left as its msgpack
+_decode_call_keys = msgspec.msgpack.Decoder(
+    list[tuple[Any, msgspec.Raw]], ext_hook=scan_index.ext_hook
+).decode
+_decode_spooled_result = msgspec.msgpack.Decoder(tuple[Any, Any], ext_hook=scan_index.ext_hook).decode
+
+
+def _is_spooled_result(raw: msgspec.Raw) -> bool:
+    """Whether a spooled part is a tool result's (a msgpack array: every other part is a str)."""
+    first = memoryview(raw)[0]
+    return 0x90 <= first <= 0x9F or first in (0xDC, 0xDD)
+
+
+class _ToStore(NamedTuple):
+    """What :func:`save` stores of the entries it keeps besides their offsets: their parts as
+    stored (``parts()`` gives them a chunk at a time, made so then), and of the assistant messages
+    among them their positions, silence (a byte each) and tool calls (``calls()``, a chunk at a
+    time)."""
+
+    parts: Callable[[], Iterator[list[Any]]]
+    part_count: int
+    assistant_positions: array[int]
+    silent: bytearray
+    calls: Callable[[], Iterator[list[Any]]]
+
+
+class _SpooledResult:
+    """A spooled tool result's part, as ``tool_call_text`` reads it (see describe._ToolResult)."""
+
+    __slots__ = ("call_id", "memo", "name")
+
+    def __init__(self, call_id: Any, name: Any) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.memo: Any = None
 
 
 def _stored_parts(
@@ -491,57 +656,159 @@ def _stored_parts(
     calls: dict[int, tuple[Any, list[Any], bool]],
     tool_call_text: Callable[[Any, Any], str],
     made: Made | None = None,
-) -> (
-    tuple[
-        list[Any],
-        Callable[[list[Any]], list[Any]],
-        tuple[array[int], list[bool], list[list[tuple[Any, tuple[Any, Any]]]]],
-    ]
-    | None
-):
-    """(the part of each of ``listed`` as held, what makes a copy of some of them as stored, and of
-    the assistant messages among them their positions, silence and tool calls),
-    or None when an entry has no preview made from it: from ``made`` when it holds ``listed``,
-    else looked up in ``facts`` and ``calls``. (Run for every entry of a big file: the per-entry
-    steps are C calls mapped over the list.)"""
-    if made is None or len(made.entries) != len(listed) or not all(map(is_, made.entries, listed)):
-        keys = list(map(id, listed))
-        found: list[Any] = list(map(facts.get, keys))
-        if None in found or not all(map(is_, map(_FIRST, found), listed)):
-            return None  # (``None in``: no (entry, part) pair equals None)
-        made = Made()
-        made.parts = list(map(_SECOND, found))
-        made.assistants = [
-            (position, call)
-            for position, call in enumerate(map(calls.get, keys))
-            if call is not None and call[0] is listed[position]
-        ]
-    facts_made = list(map(_SECOND, made.assistants))
-    positions = array("q", map(_FIRST, made.assistants))
-    silent = list(map(_THIRD, facts_made))
-    assistant_calls = list(map(_SECOND, facts_made))  # (stored as they are held)
-    # per call id, the call a tool result with it shows and where its assistant message is: the
-    # last of the id in the file, as a walk of the file's entries finds it
-    kept_calls: dict[Any, tuple[Any, int]] = {}
-    for entry, entry_calls, _silent in compress(facts_made, assistant_calls):
-        offset = entry.offset
-        for call_key, pair in entry_calls:
-            kept_calls[call_key] = (pair, offset)
+) -> _ToStore | None:
+    """What is stored of ``listed`` (see :class:`_ToStore`), or None when an entry has no preview
+    made from it: from ``made`` when it holds ``listed`` (and maybe entries after them, on lines
+    the save leaves out), else looked up in ``facts`` and ``calls``."""
+    made = _made_of(listed, facts, calls, made)
+    if made is None:
+        return None
+    count = len(listed)
+    positions, silent = made.assistant_positions, made.silent
+    kept = bisect_left(positions, count)
+    spooled = made.spooled()
+    if spooled is None:
+        if kept < len(positions):
+            positions, silent = positions[:kept], silent[:kept]
+        held = made.assistant_calls[:kept]  # (stored as they are held)
+        results = _StoredResults.of_held(listed, positions, held, tool_call_text)
+        held_calls = partial(_held_chunks, held, kept, None)
+        return _ToStore(
+            partial(_held_chunks, made.parts, count, results.stored), count, positions, silent, held_calls
+        )
+    if kept < len(positions):
+        return None  # (a message on a line left out has calls among those of made.calls_by_key)
+    parts_spool, calls_spool = spooled
+    results = _StoredResults.of_spooled(listed, positions, calls_spool, made.calls_by_key, tool_call_text)
+    parts = partial(_spooled_chunks, parts_spool, count, results.stored)
+    return _ToStore(parts, count, positions, silent, partial(_spooled_chunks, calls_spool, kept, None))
 
-    def stored_chunk(parts: list[Any]) -> list[Any]:
-        """``parts`` (a copy of some of those held) made as stored."""
-        for position in compress(range(len(parts)), map(is_not, map(type, parts), repeat(str))):
-            result = parts[position]
-            call_id = result.call_id
-            if type(call_id) is str:
-                shown = kept_calls.get(call_id) if call_id else None
-            else:
-                shown = kept_calls.get(index_key(call_id)) if truthy(call_id) else None
-            text, shown_at = (None, -1) if shown is None else (tool_call_text(result, shown[0]), shown[1])
-            parts[position] = [call_id, result.name, text, shown_at]
-        return parts
 
-    return made.parts, stored_chunk, (positions, silent, assistant_calls)
+def _made_of(
+    listed: list[Entry],
+    facts: dict[int, tuple[Any, Any]],
+    calls: dict[int, tuple[Any, list[Any], bool]],
+    made: Made | None,
+) -> Made | None:
+    """``made`` when it holds ``listed`` (then maybe more), else what ``facts`` and ``calls`` hold
+    of them (None: an entry has no preview, or ``made`` wrote its previews and the caller holds
+    them cut). (Run for every entry of a big file: the per-entry steps are C calls mapped over
+    the list; map over two lists stops at the shorter, ``listed``.)"""
+    if made is not None and len(made.entries) >= len(listed) and all(map(is_, made.entries, listed)):
+        return made
+    if made is not None and made.spools:
+        return None
+    keys = list(map(id, listed))
+    found: list[Any] = list(map(facts.get, keys))
+    if None in found or not all(map(is_, map(_FIRST, found), listed)):
+        return None  # (``None in``: no (entry, part) pair equals None)
+    made = Made()
+    made.parts = list(map(_SECOND, found))
+    for position, call in enumerate(map(calls.get, keys)):
+        if call is not None and call[0] is listed[position]:
+            made.add_facts(position, call)
+    return made
+
+
+class _StoredResults:
+    """Tool results' parts as stored: [call id, tool name, its call's text, offset of the message
+    that has the call] (None and -1: no message has it), the call being the last of its id among
+    the assistant messages kept, as a walk of the file's entries finds it: ``shown_in`` (call key
+    -> what tells the message), ``call_of(that, key)`` and ``offset_of(that)``."""
+
+    __slots__ = ("call_of", "offset_of", "shown_in", "text")
+
+    def __init__(
+        self,
+        shown_in: dict[Any, Any],
+        call_of: Callable[[Any, Any], Any],
+        offset_of: Callable[[Any], int],
+        text: Callable[[Any, Any], str],
+    ) -> None:
+        self.shown_in, self.call_of, self.offset_of, self.text = shown_in, call_of, offset_of, text
+
+    @classmethod
+    def of_held(
+        cls,
+        listed: list[Entry],
+        positions: array[int],
+        calls: list[list[tuple[Any, tuple[Any, Any]]]],
+        text: Callable[[Any, Any], str],
+    ) -> _StoredResults:
+        """Of the messages at ``positions`` in ``listed``, whose calls are held (``calls``, each
+        message's): a message is told by its number among them."""
+        shown_in: dict[Any, int] = {}
+        for number, entry_calls in compress(enumerate(calls), calls):
+            for call_key, _call in entry_calls:
+                shown_in[call_key] = number
+
+        def call_of(number: int, key: Any) -> Any:  # (the message's last call of the id)
+            return next(call for call_key, call in reversed(calls[number]) if call_key == key)
+
+        return cls(shown_in, call_of, lambda number: listed[positions[number]].offset, text)
+
+    @classmethod
+    def of_spooled(
+        cls,
+        listed: list[Entry],
+        positions: array[int],
+        calls: _Spool,
+        calls_by_key: dict[Any, tuple[Any, Any]],
+        text: Callable[[Any, Any], str],
+    ) -> _StoredResults:
+        """Of the messages at ``positions`` in ``listed``, whose calls were written (``calls``),
+        the last of each id held by ``calls_by_key``: the calls are read back for their keys
+        alone, and a message is told by its entry (no object made per call id: a big session
+        has a few hundred thousand)."""
+        shown_in: dict[Any, Entry] = {}
+        messages = map(listed.__getitem__, positions)
+        for chunk in calls.chunks():
+            for raw in chunk:
+                message = next(messages)
+                for call_key, _call in _decode_call_keys(raw):
+                    shown_in[call_key] = message
+        return cls(shown_in, lambda _message, key: calls_by_key[key], _offset, text)
+
+    def stored(self, result: Any) -> list[Any]:
+        """The part of the tool result ``result`` (its call_id and name) as stored."""
+        call_id = result.call_id
+        key = call_id if type(call_id) is str else index_key(call_id)
+        message = self.shown_in.get(key) if truthy(call_id) else None
+        if message is None:
+            return [call_id, result.name, None, -1]
+        return [call_id, result.name, self.text(result, self.call_of(message, key)), self.offset_of(message)]
+
+
+def _held_chunks(
+    items: list[Any], count: int, stored: Callable[[Any], list[Any]] | None
+) -> Iterator[list[Any]]:
+    """The first ``count`` of ``items`` as stored, a copy of a chunk of them at a time (``stored``:
+    what a part that is no str is stored as)."""
+    for start in range(0, count, _CHUNK):
+        chunk = items[start : min(start + _CHUNK, count)]
+        if stored is not None:
+            for position in compress(range(len(chunk)), map(is_not, map(type, chunk), repeat(str))):
+                chunk[position] = stored(chunk[position])
+        yield chunk
+
+
+def _spooled_chunks(
+    spool: _Spool, count: int, stored: Callable[[Any], list[Any]] | None
+) -> Iterator[list[Any]]:
+    """The first ``count`` items of ``spool`` as stored, a chunk at a time (each item's msgpack as
+    written, not decoded; ``stored``: what a tool result's part is stored as)."""
+    left = count
+    for chunk in spool.chunks():
+        if left <= 0:
+            return
+        del chunk[left:]
+        left -= len(chunk)
+        if stored is not None:
+            for position in compress(range(len(chunk)), map(_is_spooled_result, chunk)):
+                chunk[position] = stored(_SpooledResult(*_decode_spooled_result(chunk[position])))
+        yield chunk
+    if left:
+        raise OSError("spooled previews cut short")
 
 
 _FIRST = itemgetter(0)

@@ -152,3 +152,28 @@ def test_a_body_written_framed_as_it_comes_is_the_body_framed_whole(tmp_path: Pa
         cache_dir.write_framed(str(framed), b"MAGIC\x00\x00\x00", 3, failing())
     assert framed.read_bytes() == whole.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["framed.pi-previews", "whole.pi-previews"]
+
+
+def test_an_unnamed_file_has_no_name_in_its_directory_and_goes_when_closed(tmp_path: Path):
+    directory = tmp_path / "made"
+    fd = cache_dir.unnamed_file(str(directory))
+    try:
+        os.write(fd, b"spooled")
+        assert os.pread(fd, 7, 0) == b"spooled"
+        assert list(directory.iterdir()) == []
+    finally:
+        os.close(fd)
+    assert list(directory.iterdir()) == []
+
+
+def test_spooled_parts_are_read_back_as_written_and_held_in_a_file_with_no_name(tmp_path: Path):
+    parts = cache_dir.SpooledParts(str(tmp_path))
+    written = [b"first", b"", b"x" * 100_000, b"last"]
+    for data in written:
+        parts.append(data)
+    assert list(tmp_path.iterdir()) == []
+    assert len(parts) == 4 and list(parts) == written
+    assert parts[-1] == b"last" and parts[1:3] == written[1:3] and sum(map(len, parts)) == 100_009
+    with pytest.raises(IndexError):
+        parts[4]
+    parts.close()

@@ -618,6 +618,75 @@ def test_the_tool_calls_gathered_while_scanning_serve_the_walk_when_the_previews
             )
 
 
+@pytest.mark.parametrize("ended", [True, False], ids=["last line ended", "last line not ended"])
+def test_the_tree_first_open_holds_its_previews_cut_and_keeps_them_whole_as_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ended: bool
+):
+    """``tree``'s first open of a file with an index holds the previews as its one walk shows them,
+    cut, and no facts of the assistant messages (as an open without the index does): those it
+    keeps are written as the scan makes them, a chunk at a time. What it keeps is what a server's
+    keeper keeps, looking every entry up (a last line without its newline left out by both)."""
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    monkeypatch.setattr(preview_store, "_CHUNK", 7)  # (several chunks, the last one part full)
+    # (enough entries for the keeper's prefetch to read them in a pass, with the messages' facts)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=8)
+    if not ended:
+        path.write_bytes(path.read_bytes()[:-1])
+    time.sleep(0.1)
+    longest = 12
+    cache = PreviewCache("/home/u")
+    with cache.made_while_scanning(longest=longest):
+        sm = SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index"))
+    with sm:
+        entries = sm.get_entries()
+        held = [part for _, part in cache.parts.values() if type(part) is str]
+        assert held and all(len(part) <= longest for part in held)
+        assert not cache.calls
+        cache.prefetch(entries)
+    (kept,) = (tmp_path / "index").glob("*.pi-previews")
+    looked_up_dir = tmp_path / "looked-up"
+    with SessionManager.open(str(path), read_only=True, index=str(looked_up_dir)) as sm:
+        entries = sm.get_entries()
+        _read_from_the_file(entries)
+        looked_up = PreviewCache("/home/u", keep_in_walk=False)
+        looked_up.prefetch(entries)
+        assert any(len(part) > longest for _, part in looked_up.parts.values() if type(part) is str)
+        keep = looked_up.keeper(entries)
+        assert keep is not None and keep()
+    (expected,) = looked_up_dir.glob("*.pi-previews")
+    assert kept.read_bytes() == expected.read_bytes()
+
+
+def test_previews_held_cut_after_an_append_are_never_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """``tree`` of a file grown since its index was written scans the lines it grew by, their
+    previews held cut: they are not kept then (the next walk makes them whole and keeps them)."""
+    from pi_session_server.cli import main
+
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    monkeypatch.setattr(preview_store, "MIN_STORED", 10)
+    picks = [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14]
+    path = _write_session(tmp_path / "s.jsonl", picks, repeat=3)
+    time.sleep(0.1)
+    assert main(["tree", "--width", "8", str(path)]) == 0
+    grown = _write_session(tmp_path / "grown.jsonl", picks, repeat=6).read_bytes()
+    path.write_bytes(grown)  # (the same lines first: appended to)
+    time.sleep(0.1)
+    for _ in range(2):
+        assert main(["tree", "--width", "8", str(path)]) == 0
+    capsys.readouterr()
+    with SessionManager.open(str(path), read_only=True, index=str(tmp_path / "index")) as sm:
+        entries = sm.get_entries()
+        loaded = preview_store.load(entries)
+        _read_from_the_file(entries)
+        assert len(loaded.entries) == len(entries)
+        for entry, part in zip(loaded.entries, loaded.parts, strict=True):
+            if type(part) is str:
+                assert part == describe.preview_part(entry)
+
+
 @pytest.mark.parametrize("below", [True, False], ids=["smaller than the index's minimum", "not smaller"])
 def test_nothing_is_kept_with_the_index_of_a_file_smaller_than_the_index_is_kept_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], below: bool
@@ -1414,8 +1483,9 @@ def test_what_a_pass_made_for_other_entries_is_not_kept_for_these(
         def stored(made: preview_store.Made | None = None) -> tuple[list[Any], Any]:
             found = preview_store._stored_parts(entries, cache.parts, cache.calls, text, made)
             assert found is not None
-            parts, stored_chunk, assistants = found
-            return stored_chunk(parts[:]), assistants
+            parts = [part for chunk in found.parts() for part in chunk]
+            calls = [calls for chunk in found.calls() for calls in chunk]
+            return parts, (found.assistant_positions, found.silent, calls)
 
         whole = stored()
         made = preview_store.Made()
@@ -1620,7 +1690,7 @@ def test_previews_are_kept_a_chunk_at_a_time_as_they_would_be_whole(
     def spied_encode(value: Any) -> bytes:
         if isinstance(value, preview_store.StoredPreviews):
             encoded.append(len(value.parts) + len(value.assistant_calls))
-        else:
+        elif isinstance(value, list):
             encoded.append(len(value))
         return real_encode(value)
 

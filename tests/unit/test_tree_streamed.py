@@ -17,7 +17,7 @@ from pi_session_server.commands import tree_draw
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of
 from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.render.tree_text import tree_text_lines
-from pi_session_server.session import SessionManager, cache_dir, view_store
+from pi_session_server.session import SessionManager, cache_dir, preview_store, view_store
 from pi_session_server.session.describe import PreviewCache
 from pi_session_server.session.tree import expanded_once
 
@@ -147,3 +147,59 @@ def test_no_view_is_gathered_where_none_can_be_kept(tmp_path: Path, monkeypatch:
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setenv(cache_dir.NO_INDEX_ENV, "1")
     assert not view_store.may_keep(before)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_previews_and_view_a_first_run_keeps_draw_the_same_tree(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first run with the index writes the previews it keeps as its scan makes them, a few at a
+    time, and gathers its view in a file as it writes it out (neither is held whole beside the
+    tree): a run without the view draws the same tree from those previews, and the view prints it."""
+    path = _random_session(tmp_path / "s.jsonl", seed)
+    whole = _drawn_whole(path)
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    monkeypatch.setattr(preview_store, "MIN_STORED", 1)
+    monkeypatch.setattr(preview_store, "_CHUNK", 5)
+    gathered: list[object] = []
+    real_save = view_store.save
+
+    def save(*args: object) -> bool:
+        gathered.append(args[5])
+        return real_save(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(view_store, "save", save)
+    time.sleep(0.1)  # settled: what is drawn of it is kept
+    assert main(["tree", str(path), "--width", str(WIDTH)]) == 0
+    first = capsys.readouterr().out
+    assert first.endswith("\n\n" + whole)
+    assert [type(parts) for parts in gathered] == [cache_dir.SpooledParts]
+    (view,) = (tmp_path / "index").glob("*" + view_store.suffix(view_store.TREE))
+    assert len(list((tmp_path / "index").glob("*.pi-previews"))) == 1
+    view.unlink()
+    assert main(["tree", str(path), "--width", str(WIDTH)]) == 0  # drawn from the kept previews
+    assert capsys.readouterr().out == first
+    assert main(["tree", str(path), "--width", str(WIDTH)]) == 0  # printed from the kept view
+    assert capsys.readouterr().out == first
+
+
+def test_a_drawing_gives_the_free_heap_back_before_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a big session's open and previews freed in the heap goes back to the system before
+    the rows are drawn (heap.give_back_free_heap): when the tree is drawn, not when a kept view
+    is printed."""
+    path = _random_session(tmp_path / "s.jsonl", 0)
+    asked: list[bool] = []
+    monkeypatch.setattr(tree_draw, "give_back_free_heap", lambda: asked.append(True) or True)
+    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
+    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
+    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
+    time.sleep(0.1)
+    assert main(["tree", str(path)]) == 0  # (once the previews are made and kept, once before the rows)
+    assert asked == [True, True]
+    assert main(["tree", str(path)]) == 0  # printed from the kept view
+    assert asked == [True, True]
+    capsys.readouterr()
