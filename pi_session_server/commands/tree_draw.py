@@ -30,6 +30,10 @@ BATCH_CHARS = 1 << 20
 
 
 _ID = attrgetter("id")
+# A drawing of this many entries or more gives the heap's free memory back before its rows
+# (heap.give_back_free_heap): a big session's freed lists and tables; a smaller one's are not
+# worth the call's time.
+TRIM_FROM_ENTRIES = 100_000
 
 
 def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None = None) -> Iterator[str]:
@@ -40,7 +44,9 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     if cache is None:
         cache = PreviewCache()
     cache.prefetch(entries)  # every line not scanned read once, for the previews and the tool calls
-    give_back_free_heap()  # what the open and the previews' save or load freed
+    big = len(entries) >= TRIM_FROM_ENTRIES
+    if big:
+        give_back_free_heap()  # what the open and the previews' save or load freed
     tool_calls = cache.tool_calls_once(entries)
     del entries
     # (no node hangs in two places otherwise: each entry is drawn once, its preview let go then)
@@ -48,7 +54,8 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     # one walk: every preview is known, cut to what a row shows (more than ``width``: cut by the row)
     preview_of = cache.previews_once(tool_calls, asked_once=unique, longest=width + 1)
     del tool_calls
-    give_back_free_heap()  # and what the previews' walk freed, before the rows
+    if big:
+        give_back_free_heap()  # and what the previews' walk freed, before the rows
     cut = width - 1
 
     def row(node: TreeNode) -> tuple[Any, str]:

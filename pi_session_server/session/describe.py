@@ -768,9 +768,7 @@ class PreviewCache:
             if keeping is None:
                 keeping = self.keep_in_walk and preview_store.can_keep(entry)
                 # the one walk shows previews cut: those to keep are written as made, not held whole
-                whole = keeping and (
-                    one_walk is None or not made.spool_to(entry._source.index_dir, one_walk.calls)
-                )
+                whole = keeping and (one_walk is None or not made.spool_to(entry._source, one_walk.calls))
             made_here = _made_from_line(entry, line)
             if made_here is None:
                 if not keeping or whole:

@@ -39,6 +39,11 @@ FORMAT_VERSION: Final = 6
 MAGIC: Final = b"PIPREVW\x00"
 # Fewer entries than this are previewed about as fast as their previews are read and written.
 MIN_STORED = 1000
+# From this size of a session file on, a walk that shows its previews cut writes those it keeps
+# to a file as it makes them (Made.spool_to): whole, they would be held beside the drawn tree (a
+# multi-GB session's hundreds of MB). Below it they are held until the save, which costs less
+# time than writing them out and reading them back.
+SPOOL_FROM_SIZE = 256 << 20
 
 
 class StampedLines(msgspec.Struct, array_like=True):
@@ -543,12 +548,19 @@ class Made:
         else:
             self._calls_spool.add(facts[1])
 
-    def spool_to(self, directory: str | None, calls_by_key: dict[Any, tuple[Any, Any]]) -> bool:
-        """Write the parts and tool calls added from now on to unnamed files in ``directory``
-        (before any is added); ``calls_by_key``: the caller's last call of each call id among
-        the messages it adds (kept up to date as it adds them). Whether they are written (else
-        they are held: no such file could be made)."""
-        if self._parts_spool is None and not self.entries and directory is not None:
+    def spool_to(self, source: object, calls_by_key: dict[Any, tuple[Any, Any]]) -> bool:
+        """Write the parts and tool calls added from now on to unnamed files in the index
+        directory of ``source``, the file they are read from, when it is of :data:`SPOOL_FROM_SIZE`
+        at least (before any is added); ``calls_by_key``: the caller's last call of each call id
+        among the messages it adds (kept up to date as it adds them). Whether they are written
+        (else they are held: a smaller file, or no such file could be made)."""
+        if (
+            self._parts_spool is None
+            and not self.entries
+            and type(source) is FileLineSource
+            and (directory := source.index_dir) is not None
+            and _spooled_size(source)
+        ):
             try:
                 self._parts_spool = _Spool(directory)
                 self._calls_spool = _Spool(directory)
@@ -577,6 +589,14 @@ class Made:
             if spool is not None:
                 spool.close()
         self._parts_spool = self._calls_spool = None
+
+
+def _spooled_size(source: FileLineSource) -> bool:
+    """Whether the file of ``source`` is big enough for its previews to keep to be written as made."""
+    try:
+        return os.fstat(source.fd).st_size >= SPOOL_FROM_SIZE
+    except OSError:
+        return False
 
 
 class _Spool:

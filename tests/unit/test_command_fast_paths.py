@@ -618,15 +618,18 @@ def test_the_tool_calls_gathered_while_scanning_serve_the_walk_when_the_previews
             )
 
 
+@pytest.mark.parametrize("big", [True, False], ids=["big file", "small file"])
 @pytest.mark.parametrize("ended", [True, False], ids=["last line ended", "last line not ended"])
 def test_the_tree_first_open_holds_its_previews_cut_and_keeps_them_whole_as_made(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ended: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ended: bool, big: bool
 ):
-    """``tree``'s first open of a file with an index holds the previews as its one walk shows them,
-    cut, and no facts of the assistant messages (as an open without the index does): those it
-    keeps are written as the scan makes them, a chunk at a time. What it keeps is what a server's
-    keeper keeps, looking every entry up (a last line without its newline left out by both)."""
+    """``tree``'s first open of a big file with an index holds the previews as its one walk shows
+    them, cut, and no facts of the assistant messages (as an open without the index does): those
+    it keeps are written as the scan makes them, a chunk at a time. A smaller file's are held
+    whole until they are kept. What it keeps is what a server's keeper keeps, looking every entry
+    up (a last line without its newline left out by both)."""
     _keep_views_of_every_file(tmp_path, monkeypatch)
+    monkeypatch.setattr(preview_store, "SPOOL_FROM_SIZE", 0 if big else 1 << 40)
     monkeypatch.setattr(preview_store, "MIN_STORED", 10)
     monkeypatch.setattr(preview_store, "_CHUNK", 7)  # (several chunks, the last one part full)
     # (enough entries for the keeper's prefetch to read them in a pass, with the messages' facts)
@@ -641,8 +644,8 @@ def test_the_tree_first_open_holds_its_previews_cut_and_keeps_them_whole_as_made
     with sm:
         entries = sm.get_entries()
         held = [part for _, part in cache.parts.values() if type(part) is str]
-        assert held and all(len(part) <= longest for part in held)
-        assert not cache.calls
+        assert held and all(len(part) <= longest for part in held) == big
+        assert bool(cache.calls) != big
         cache.prefetch(entries)
     (kept,) = (tmp_path / "index").glob("*.pi-previews")
     looked_up_dir = tmp_path / "looked-up"

@@ -163,6 +163,7 @@ def test_the_previews_and_view_a_first_run_keeps_draw_the_same_tree(
     monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
     monkeypatch.setattr(preview_store, "MIN_STORED", 1)
     monkeypatch.setattr(preview_store, "_CHUNK", 5)
+    monkeypatch.setattr(preview_store, "SPOOL_FROM_SIZE", 0)
     gathered: list[object] = []
     real_save = view_store.save
 
@@ -194,6 +195,7 @@ def test_a_drawing_gives_the_free_heap_back_before_its_rows(
     path = _random_session(tmp_path / "s.jsonl", 0)
     asked: list[bool] = []
     monkeypatch.setattr(tree_draw, "give_back_free_heap", lambda: asked.append(True) or True)
+    monkeypatch.setattr(tree_draw, "TRIM_FROM_ENTRIES", 1)
     monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
