@@ -228,6 +228,22 @@ class IndexedRows:
         self._every, self._made = every[:], {}  # a copy: the caller's list is theirs to change
         return every, ids
 
+    @property
+    def all_made(self) -> bool:
+        """Whether every_entry made every row's entry (no row is appended from then on)."""
+        return self._every is not None
+
+    def first_entries(self, count: int) -> tuple[list[Entry], list[str]]:
+        """The entries and the ids of the first ``count`` rows (``count <= self.count``): the rows
+        as they were before the later ones were appended. Every entry is made if it is not yet
+        (those made before among them), each row's the same object as ever."""
+        every, ids = self._every, self._ids
+        if every is None or ids is None:  # (not all_made)
+            every, ids = self.every_entry()
+            del every[count:]
+            return every, ids[:count]
+        return every[:count], ids[:count]
+
     def envelopes(self, start: int, end: int) -> Envelopes:
         """The envelopes of rows ``start`` to ``end`` (``0 <= start <= end``) from the columns,
         making no entry: the same values each row's entry holds."""

@@ -650,7 +650,13 @@ class SessionManager:
         entries made before among them)."""
         rows, header = self._rows, self._rows_header
         assert rows is not None and header is not None
-        entries, ids = rows.every_entry()
+        return self._list_rows(header, *rows.every_entry())
+
+    def _list_rows(
+        self, header: Entry, entries: builtins.list[Entry], ids: builtins.list[str]
+    ) -> tuple[builtins.list[Entry], dict[Any, Entry]]:
+        """Hold ``header`` and ``entries``, rows' entries with their ids, as the file entries and
+        the id index instead of the rows."""
         by_id = dict(zip(ids, entries, strict=True))
         entries.insert(0, header)  # in place: no second list of every entry
         self._entry_list, self._id_map = entries, by_id
@@ -1791,29 +1797,29 @@ class SessionManager:
         out, a switch to another file or session is undone, the leaf and labels are restored (the
         reference keeps an entry whose write failed in memory; this is the opt-out). Lines that did
         reach the file stay there; the next ``refresh_from_disk()`` reads them as any other writer's.
+
+        A session whose entries are still its index's rows stays so: the block makes no entry for
+        this (a sidecar's every write but an append runs in one). Only when it raises after it
+        appended rows (or made every entry) is every entry made, as they were before the block.
         """
-        entries, count = self._file_entries, len(self._file_entries)  # (made now: restored below)
+        rows = self._rows
+        entries = self._file_entries if rows is None else None
+        count = rows.count + 1 if rows is not None else len(self._file_entries)  # (the header first)
         saved = dict(self.__dict__)
         labels, stamps = dict(self._labels), dict(self._label_timestamps)
         try:
             yield self
         except BaseException:
-            appended = entries[count:]
-            del entries[count:]
-            by_id = saved["_id_map"]
-            for entry in reversed(appended):
-                key = index_key(entry.id)
-                if by_id.get(key) is entry:
-                    # the id's earlier holder, if any, is indexed again (the index keeps the last)
-                    earlier = next((e for e in reversed(entries) if index_key(e.id) == key), None)
-                    if earlier is None or earlier.type == "session":
-                        del by_id[key]
-                    else:
-                        by_id[key] = earlier
+            # rows the block appended (or whose entries it made) are as they were only as entries
+            rows_changed = rows is not None and (rows.all_made or rows.count != count - 1)
+            if entries is not None:
+                self._take_back_appended(entries, count, saved["_id_map"])
             if self._source is not None and self._source is not saved["_source"]:
                 self._source.close()
             self.__dict__.clear()
             self.__dict__.update(saved)
+            if rows is not None and rows_changed:
+                self._list_rows(saved["_rows_header"], *rows.first_entries(count - 1))
             self._labels.clear()
             self._labels.update(labels)
             self._label_timestamps.clear()
@@ -1822,6 +1828,21 @@ class SessionManager:
             while starts and starts[-1] >= count - 1:  # chains begun by the entries taken back
                 starts.pop()
             raise
+
+    @staticmethod
+    def _take_back_appended(entries: builtins.list[Entry], count: int, by_id: dict[Any, Entry]) -> None:
+        """Take the entries after the first ``count`` out of ``entries`` and the id index ``by_id``."""
+        appended = entries[count:]
+        del entries[count:]
+        for entry in reversed(appended):
+            key = index_key(entry.id)
+            if by_id.get(key) is entry:
+                # the id's earlier holder, if any, is indexed again (the index keeps the last)
+                earlier = next((e for e in reversed(entries) if index_key(e.id) == key), None)
+                if earlier is None or earlier.type == "session":
+                    del by_id[key]
+                else:
+                    by_id[key] = earlier
 
     def close(self) -> None:
         """Release the descriptors held for lazy reads and appends (entries read after this fail)."""

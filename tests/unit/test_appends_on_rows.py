@@ -255,6 +255,134 @@ def test_an_append_that_makes_the_deleted_file_again_answers_as_without_the_inde
         assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
 
 
+# ----------------------------------------------------------------------------- transactions
+
+
+class _TakenBack(Exception):
+    """What a block raises for its calls to be taken back."""
+
+
+_BLOCKS: dict[str, Any] = {
+    "appends": lambda sm: (
+        sm.append_message({"role": "user", "content": "in the block"}),
+        sm.append_label_change("m3", "three"),
+        sm.branch("m4"),
+        sm.append_custom_entry("note", {"k": 1}),
+        sm.branch_with_summary("n001", "back"),
+    ),
+    "branch with summary": lambda sm: (sm.branch("m5"), sm.branch_with_summary("m2", "summed up")),
+}
+
+
+@pytest.mark.parametrize("block", sorted(_BLOCKS))
+def test_a_transaction_that_succeeds_makes_no_entry(
+    tmp_path: Path, every_entry_made: list[int], block: str
+) -> None:
+    """A block run all or nothing (the sidecar's every write but an append: pi/branchWithSummary)
+    on a session reopened from its index keeps it on its rows."""
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            with sm.transaction():
+                _BLOCKS[block](sm)
+        assert on_rows._rows is not None and every_entry_made == []
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+        assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
+
+
+def _switch_to_new_file(sm: SessionManager) -> None:
+    sm.set_session_file(str(Path(sm.get_session_file()).with_suffix(".new.jsonl")))
+
+
+# how a block ends before it raises: its appends, then...
+_ENDINGS: dict[str, Any] = {
+    "raise": lambda sm: None,
+    "every entry made, one more appended": lambda sm: (
+        sm.get_entries(),
+        sm.append_message({"role": "assistant", "content": "then"}),
+    ),
+    "new session": lambda sm: sm.new_session(),
+    "another file": lambda sm: sm.set_session_file(sm.get_session_file().replace("indexed", "plain")),
+    "a new file": _switch_to_new_file,
+}
+
+
+@pytest.mark.parametrize("block", sorted(_BLOCKS))
+@pytest.mark.parametrize("ending", sorted(_ENDINGS))
+def test_a_transaction_that_raises_runs_on_the_rows_and_is_taken_back_as_without_the_index(
+    tmp_path: Path, every_entry_made: list[int], block: str, ending: str
+) -> None:
+    """A block that raises after it appended makes no entry while it runs; what it did is taken
+    back (every entry made then, as they were before it), and the session answers as the file
+    opened without the index does: after a new session, a switch to another file, entries made in
+    the block."""
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            sm.append_label_change("m5", "before")
+            before, made = _answers(sm), len(every_entry_made)
+            with pytest.raises(_TakenBack), sm.transaction():
+                _BLOCKS[block](sm)
+                assert len(every_entry_made) == made
+                _ENDINGS[ending](sm)
+                raise _TakenBack
+            assert _answers(sm) == before
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+        for sm in (on_rows, scanned):  # the lines written stay: the next refresh takes them in
+            sm.refresh_from_disk()
+            sm.append_message({"role": "user", "content": "after"})
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+        assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
+
+
+@pytest.mark.parametrize("ending", ["raise", "new session", "a new file"])
+def test_a_transaction_that_raises_before_it_appends_keeps_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_entry_made: list[int], ending: str
+) -> None:
+    """A block that raises having appended no row (a branch, a label whose write failed, a switch of
+    session) leaves the session on its rows, no entry made."""
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            sm.rollback_failed_appends = True
+            with pytest.raises(_TakenBack), sm.transaction():
+                sm.branch("m4")
+                with _failing_writes(monkeypatch), pytest.raises(OSError):
+                    sm.append_label_change("m2", "lost")
+                _ENDINGS[ending](sm)
+                raise _TakenBack
+        assert on_rows._rows is not None and every_entry_made == []
+        assert _answers(on_rows) == _answers(scanned)
+        for sm in (on_rows, scanned):
+            sm.append_message({"role": "user", "content": "after"})
+        assert on_rows._rows is not None and every_entry_made == []
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+        assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
+
+
+def test_entries_made_by_a_block_that_raises_are_made_once(
+    tmp_path: Path, every_entry_made: list[int]
+) -> None:
+    """Every entry made in a block that then raises, having appended nothing, stays made: the
+    entries are not made a second time (other objects for the same rows) by what follows."""
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        made = {}
+        for sm in (scanned, on_rows):  # (the scan makes no rows' entries)
+            with pytest.raises(_TakenBack), sm.transaction():
+                sm.branch("m4")
+                assert every_entry_made == []
+                made[sm] = sm.get_entries()
+                raise _TakenBack
+        assert on_rows._rows is None and len(every_entry_made) == 1
+        for sm in (on_rows, scanned):
+            sm.append_message({"role": "user", "content": "after"})
+        assert len(every_entry_made) == 1
+        assert all(a is b for a, b in zip(on_rows.get_entries()[:-1], made[on_rows], strict=True))
+        assert _answers(on_rows) == _answers(scanned)
+        assert _everything(on_rows) == _everything(scanned)
+
+
 # ----------------------------------------------------------------------------- random sequences
 
 _IDS = st.sampled_from(_ASKED)
@@ -281,7 +409,7 @@ def _foreign(draw: st.DrawFn) -> list[dict[str, Any]]:
     return lines
 
 
-_STEPS = st.one_of(
+_CALL_STEPS = st.one_of(
     st.tuples(st.just("message"), _ROLES),
     st.tuples(st.just("label"), _IDS, st.sampled_from(["L", "", ABSENT])),
     st.tuples(st.just("branch"), _IDS),
@@ -292,6 +420,15 @@ _STEPS = st.one_of(
     st.tuples(st.just("failed"), _ROLES),
     st.tuples(st.just("refresh"), _foreign()),
     st.tuples(st.just("before ours"), _foreign()),
+)
+# a block of calls run all or nothing: kept, or taken back after how it ends (_ENDINGS)
+_STEPS = st.one_of(
+    _CALL_STEPS,
+    st.tuples(
+        st.just("transaction"),
+        st.lists(_CALL_STEPS, min_size=1, max_size=4),
+        st.sampled_from(["commit", *sorted(_ENDINGS)]),
+    ),
 )
 
 
@@ -306,9 +443,12 @@ _CALLS: dict[str, Any] = {
 }
 
 
-def _step(sm: SessionManager, step: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """One call (or a foreign write and a call); its answer, or the error it raised."""
+def _step(sm: SessionManager, step: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch, made: list[int]) -> Any:
+    """One call (or a foreign write and a call, or a transaction's block); its answer, or the error
+    it raised."""
     kind, arg = step[0], step[1]
+    if kind == "transaction":
+        return _transaction(sm, arg, step[2], monkeypatch, made)
     try:
         if kind in _CALLS:
             return _CALLS[kind](sm, *step[1:])
@@ -323,6 +463,29 @@ def _step(sm: SessionManager, step: tuple[Any, ...], monkeypatch: pytest.MonkeyP
         return type(error).__name__, str(error)
 
 
+def _transaction(
+    sm: SessionManager,
+    block: list[tuple[Any, ...]],
+    ending: str,
+    monkeypatch: pytest.MonkeyPatch,
+    made: list[int],
+) -> list[Any]:
+    """``block`` run in a transaction, kept ("commit") or taken back after ``ending``: whether the
+    block began with no entry made (every entry made: ``made``), its calls' answers, how it ended."""
+    before = len(made)
+    answers: list[Any] = []
+    try:
+        with sm.transaction():
+            answers.append(len(made) == before)
+            answers.extend(_step(sm, step, monkeypatch, made) for step in block)
+            if ending != "commit":
+                _ENDINGS[ending](sm)
+                raise _TakenBack
+    except _TakenBack:
+        answers.append("taken back")
+    return answers
+
+
 # (monkeypatch: only its context(), undone after each failed write; the autouse patches hold for all)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
@@ -333,6 +496,7 @@ def _step(sm: SessionManager, step: tuple[Any, ...], monkeypatch: pytest.MonkeyP
 def test_any_sequence_of_calls_answers_as_without_the_index(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
+    every_entry_made: list[int],
     steps: list[tuple[Any, ...]],
     pi: str,
     rollback: bool,
@@ -341,7 +505,9 @@ def test_any_sequence_of_calls_answers_as_without_the_index(
         for sm in (on_rows, scanned):
             sm.rollback_failed_appends = rollback
         for step in steps:
-            assert _step(on_rows, step, monkeypatch) == _step(scanned, step, monkeypatch)
+            assert _step(on_rows, step, monkeypatch, every_entry_made) == _step(
+                scanned, step, monkeypatch, every_entry_made
+            )
             assert _answers(on_rows) == _answers(scanned)
         event(f"on rows after the calls: {on_rows._rows is not None}")
         assert _everything(on_rows) == _everything(scanned)
