@@ -1064,9 +1064,7 @@ class PreviewCache:
 
 def _usual_part_and_facts(entry: Any) -> tuple[str | _ToolResult, Any]:
     """``_part_and_facts`` of an entry read the usual way (``Entry.value``)."""
-    value = _value_of(entry)
-    assistant = type(entry) is Entry and _is_assistant(entry)
-    return preview_part(entry, value), _assistant_facts(entry, value) if assistant else None
+    return _part_and_facts(entry, _value_of(entry))
 
 
 def _unshown_preview(call_id: Any, name: Any) -> str:

@@ -841,7 +841,7 @@ class SessionManager:
         file is to be opened again for writing."""
         if not self.read_only:
             return True
-        if self._load_writes_skipped or self._open_tail or not self._file_as_loaded():
+        if not self._file_as_loaded():
             return False
         self.read_only = False
         return True
@@ -850,11 +850,14 @@ class SessionManager:
         """The file changed since it was read only by bytes appended after ours (the same file, our
         last bytes still where we left them), and the load left no write undone: refresh_from_disk()
         takes the lines in without a reload, and make_writable() then keeps all we hold."""
-        return not (self._load_writes_skipped or self._open_tail) and self._file_as_loaded(grown=True)
+        return self._file_as_loaded(grown=True)
 
     def _file_as_loaded(self, grown: bool = False) -> bool:
-        """The session file is the one we read, as we left it (nothing written to it since); with
-        ``grown``, longer than we left it, our last bytes where they were."""
+        """The session file is the one we read, as we left it (nothing written to it since), and
+        its load left none of an open for writing's writes undone; with ``grown``, longer than we
+        left it, our last bytes where they were."""
+        if self._load_writes_skipped or self._open_tail:
+            return False
         path = self._session_file
         if not self._persist or not truthy(path) or self._identity is None:
             return False
