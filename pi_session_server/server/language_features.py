@@ -860,12 +860,13 @@ class LanguageFeatures:
             )
 
         def convert(sym: Symbol) -> types.DocumentSymbol:
-            whole, selection = ranges[sym.line]
+            first, last = sym.lines  # (each a symbol's line: placed too)
+            selection = ranges[sym.line][1]
             return types.DocumentSymbol(
                 name=shown_line(sym.name or "(entry)"),
                 detail=shown_line(sym.detail) if sym.detail else sym.detail,
                 kind=_SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
-                range=whole,
+                range=types.Range(ranges[first][0].start, ranges[last][0].end),
                 selection_range=selection,
                 children=[convert(c) for c in sym.children] or None,
             )
