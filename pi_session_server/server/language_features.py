@@ -131,8 +131,8 @@ def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
 
 @dataclass(eq=False)
 class DocState:
-    """One document and its queue. Everything but ``queue`` and ``closed`` is read and written by
-    jobs on that queue only."""
+    """One document and its queue. Everything but ``queue``, ``closed`` and ``changes_received``
+    is read and written by jobs on that queue only."""
 
     uri: str
     path: str | None
@@ -145,6 +145,9 @@ class DocState:
     from_disk: bool = False
     failure: PiRpcError | None = None  # reading it from disk was refused: every request answers this
     closed: bool = False
+    # the editor's changes received, counted on the loop as each arrives (jobs read it): a request
+    # asked before the last of them is about a text the editor no longer shows
+    changes_received: int = 0
     disk_key: tuple[int, int, int] | None = None  # (inode, size, mtime) of a file followed on disk
     disk_tail: bytes = b""  # its last bytes as loaded (see _same_tail)
     refreshing: bool = False  # a refresh from disk is queued
@@ -344,6 +347,7 @@ class LanguageFeatures:
             return
         changes = list(params.content_changes)
         version = params.text_document.version
+        state.changes_received += 1
         state.queue.submit(lambda _token: self._apply_changes(state, changes, version), interruptible=False)
 
     def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
@@ -449,13 +453,29 @@ class LanguageFeatures:
         state.version = version
         self.schedule_publish(state)
 
-    def _answer(self, state: DocState, answer: Callable[[DocState], Any], encode: bool, gone: Any) -> Any:
+    def _answer(
+        self,
+        state: DocState,
+        answer: Callable[[DocState], Any],
+        encode: bool,
+        gone: Any,
+        changes_before: int | None = None,
+    ) -> Any:
         """A request's job: the answer (``encode``: as the JSON it is sent as); ``gone`` when the
-        document is (closed, or its file deleted or never there)."""
+        document is (closed, or its file deleted or never there). ``changes_before``: the editor's
+        changes received before the request, for a request about the whole document that the
+        editor asks again after each change: it is answered ContentModified, unworked, once a
+        later change came (typing in a big document would otherwise queue one whole-document
+        answer per keystroke, each for a text gone, ahead of what the user asks next)."""
         if state.failure is not None:
             raise state.failure
         if state.closed or state.doc is None:
             return gone
+        if changes_before is not None and state.changes_received != changes_before:
+            raise JsonRpcException(
+                code=types.LSPErrorCodes.ContentModified,
+                message="The document changed after this request: ask again",
+            )
         state.last_access = time.monotonic()
         if state.from_disk:
             self._refresh_from_disk(state)
@@ -477,13 +497,15 @@ class LanguageFeatures:
         encode: bool = True,
         otherwise: Any = None,
         gone: Any = None,
+        whole_document: bool = False,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
         handler returns: the job, or ``otherwise`` for a document that is not a session (``gone``
         for one closed, or whose file is not there: a request whose answer cannot be null says
         what to answer instead). A file
         read from disk is read after the pi/delete of it sent before the request answered (see
-        :mod:`.pending_deletes`): the request finds it gone."""
+        :mod:`.pending_deletes`): the request finds it gone. ``whole_document``: a request the
+        editor asks again after each change (see :meth:`_answer`)."""
 
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
@@ -493,7 +515,10 @@ class LanguageFeatures:
                 state = self._from_disk(uri, disk_path)
             if state is None:
                 return otherwise
-            return state.queue.submit(lambda _token: self._answer(state, answer, encode, gone))
+            changes_before = state.changes_received if whole_document else None
+            return state.queue.submit(
+                lambda _token: self._answer(state, answer, encode, gone, changes_before)
+            )
 
         state = self.docs.get(uri)
         if disk_path is None or (state is not None and not state.from_disk):  # no file, or the editor's text
@@ -1300,10 +1325,14 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
     connection.raw_route(types.TEXT_DOCUMENT_DID_OPEN, lf.did_open_raw)
 
     def about_document(
-        method: str, answer: Callable[[DocState, Any], Any], options: Any = None, otherwise: Any = None
+        method: str,
+        answer: Callable[[DocState, Any], Any],
+        options: Any = None,
+        otherwise: Any = None,
+        whole_document: bool = False,
     ) -> None:
         """A request about one document: a job on the document's queue (``otherwise`` for a
-        document that is not a session)."""
+        document that is not a session; ``whole_document``: see :meth:`LanguageFeatures.ask`)."""
 
         def handler(params: Any) -> Any:
             return lf.ask(
@@ -1311,6 +1340,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
                 lambda state: answer(state, params),
                 otherwise=otherwise,
                 gone=otherwise,
+                whole_document=whole_document,
             )
 
         route(server, method, options)(handler)
@@ -1324,7 +1354,9 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         otherwise={"kind": "full", "items": []},
     )
     about_document(types.TEXT_DOCUMENT_HOVER, lf.hover)
-    about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols)
+    # asked again by the editor after each change, each about the whole document (Neovim's inlay
+    # hints and folds are asked for every line)
+    about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols, whole_document=True)
     about_document(types.TEXT_DOCUMENT_DEFINITION, lf.definition)
     about_document(types.TEXT_DOCUMENT_REFERENCES, lf.references)
     about_document(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, lf.document_highlights)
@@ -1335,12 +1367,18 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         # a string's opening quote: the editor closes it, the cursor is then inside it
         types.CompletionOptions(trigger_characters=['"'], resolve_provider=False),
     )
-    about_document(types.TEXT_DOCUMENT_FOLDING_RANGE, lf.folding)
+    about_document(types.TEXT_DOCUMENT_FOLDING_RANGE, lf.folding, whole_document=True)
     about_document(
-        types.TEXT_DOCUMENT_INLAY_HINT, lf.inlay_hints, types.InlayHintOptions(resolve_provider=False)
+        types.TEXT_DOCUMENT_INLAY_HINT,
+        lf.inlay_hints,
+        types.InlayHintOptions(resolve_provider=False),
+        whole_document=True,
     )
     about_document(
-        types.TEXT_DOCUMENT_CODE_LENS, lf.code_lenses, types.CodeLensOptions(resolve_provider=False)
+        types.TEXT_DOCUMENT_CODE_LENS,
+        lf.code_lenses,
+        types.CodeLensOptions(resolve_provider=False),
+        whole_document=True,
     )
     about_document(types.TEXT_DOCUMENT_SELECTION_RANGE, lf.selection_ranges)
     about_document(

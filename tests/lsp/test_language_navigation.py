@@ -197,12 +197,16 @@ def _symbol_under(symbols: Sequence[types.DocumentSymbol], pos: types.Position) 
         level = here.children or []
 
 
-def _invalid_ranges(symbols: Sequence[types.DocumentSymbol], parent: types.DocumentSymbol | None = None) -> list[str]:
+def _invalid_ranges(
+    symbols: Sequence[types.DocumentSymbol], parent: types.DocumentSymbol | None = None
+) -> list[str]:
     """Symbols whose selection range is outside their range, or whose range is outside their
     parent's (an editor drops or misplaces them)."""
     bad = []
     for s in symbols:
-        if not _within(s.selection_range, s.range) or (parent is not None and not _within(s.range, parent.range)):
+        if not _within(s.selection_range, s.range) or (
+            parent is not None and not _within(s.range, parent.range)
+        ):
             bad.append(s.detail or "")
         bad += _invalid_ranges(s.children or [], s)
     return bad
