@@ -148,6 +148,9 @@ class DocState:
     # the editor's changes received, counted on the loop as each arrives (jobs read it): a request
     # asked before the last of them is about a text the editor no longer shows
     changes_received: int = 0
+    # while the queue answers a request about the whole document: the changes received before it
+    # was asked (see LanguageFeatures.still_current)
+    answering_after: int | None = None
     disk_key: tuple[int, int, int] | None = None  # (inode, size, mtime) of a file followed on disk
     disk_tail: bytes = b""  # its last bytes as loaded (see _same_tail)
     refreshing: bool = False  # a refresh from disk is queued
@@ -464,30 +467,43 @@ class LanguageFeatures:
         """A request's job: the answer (``encode``: as the JSON it is sent as); ``gone`` when the
         document is (closed, or its file deleted or never there). ``changes_before``: the editor's
         changes received before the request, for a request about the whole document that the
-        editor asks again after each change: it is answered ContentModified, unworked, once a
-        later change came (typing in a big document would otherwise queue one whole-document
-        answer per keystroke, each for a text gone, ahead of what the user asks next)."""
+        editor asks again after each change: it is answered ContentModified once a later change
+        came, unworked, or as soon as its work sees it (its long loops call :meth:`still_current`) (typing in a big document would otherwise
+        queue one whole-document answer per keystroke, each for a text gone, ahead of what the
+        user asks next)."""
         if state.failure is not None:
             raise state.failure
         if state.closed or state.doc is None:
             return gone
-        if changes_before is not None and state.changes_received != changes_before:
+        state.answering_after = changes_before
+        try:
+            self.still_current(state)
+            state.last_access = time.monotonic()
+            if state.from_disk:
+                self._refresh_from_disk(state)
+                if state.closed:
+                    return gone
+            if state.doc.provisional:
+                state.doc.finish()
+            if state.path is not None:  # where the session held on this file continues (pi/branch)
+                state.keys = file_keys(state.path)
+                state.doc.set_leaf(self.server.registry.held_leaf(state.path, state.keys))
+            result = answer(state)
+            self.still_current(state)
+            return self.encoded(result) if encode and result is not None else result
+        finally:
+            state.answering_after = None
+
+    @staticmethod
+    def still_current(state: DocState) -> None:
+        """Raise ContentModified when the request about the whole document being answered was
+        overtaken by a change (see :meth:`_answer`); its long loops call this now and then, so a
+        change typed stops the work for the text it replaced."""
+        if state.answering_after is not None and state.changes_received != state.answering_after:
             raise JsonRpcException(
                 code=types.LSPErrorCodes.ContentModified,
                 message="The document changed after this request: ask again",
             )
-        state.last_access = time.monotonic()
-        if state.from_disk:
-            self._refresh_from_disk(state)
-            if state.closed:
-                return gone
-        if state.doc.provisional:
-            state.doc.finish()
-        if state.path is not None:  # where the session held on this file continues (pi/branch)
-            state.keys = file_keys(state.path)
-            state.doc.set_leaf(self.server.registry.held_leaf(state.path, state.keys))
-        result = answer(state)
-        return self.encoded(result) if encode and result is not None else result
 
     def ask(
         self,
@@ -877,6 +893,7 @@ class LanguageFeatures:
         ranges: dict[int, tuple[types.Range, types.Range]] = {}
 
         def place(sym: Symbol, raw: bytes) -> None:
+            self.still_current(state)
             start, end = sym.selection
             line = sym.line
             ranges[line] = (
@@ -900,7 +917,9 @@ class LanguageFeatures:
 
     def folding(self, state: DocState, _params: Any) -> list[types.FoldingRange]:
         out = []
-        for a, b in folding_ranges(state.opened()):
+        for n, (a, b) in enumerate(folding_ranges(state.opened())):
+            if n % hints_mod.CHECK_EVERY == 0:
+                self.still_current(state)
             start = self.position(state, a, 0).line
             end = self.position(state, b, len(state.opened().lines[b].raw)).line
             out.append(types.FoldingRange(start, end, kind=types.FoldingRangeKind.Region))
@@ -909,15 +928,21 @@ class LanguageFeatures:
     def inlay_hints(self, state: DocState, params: types.InlayHintParams) -> list[types.InlayHint]:
         first = self.line_of(state, params.range.start.line)
         last = self.line_of(state, params.range.end.line)
-        return [
-            types.InlayHint(
-                self.position(state, h.line, h.offset),
-                shown_line(h.label),
-                padding_left=True,
-                tooltip=shown_line(h.tooltip),
+        out = []
+        for n, h in enumerate(
+            hints_mod.inlay_hints(state.opened(), first, last, lambda: self.still_current(state))
+        ):
+            if n % hints_mod.CHECK_EVERY == 0:
+                self.still_current(state)
+            out.append(
+                types.InlayHint(
+                    self.position(state, h.line, h.offset),
+                    shown_line(h.label),
+                    padding_left=True,
+                    tooltip=shown_line(h.tooltip),
+                )
             )
-            for h in hints_mod.inlay_hints(state.opened(), first, last)
-        ]
+        return out
 
     def code_lenses(self, state: DocState, _params: Any) -> list[types.CodeLens]:
         return [

@@ -97,3 +97,51 @@ def test_a_whole_document_request_superseded_by_a_change_is_answered_content_mod
         assert [h["position"]["line"] for h in hints] == [1, 2]
     finally:
         server.close()
+
+
+def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatch) -> None:
+    from pi_session_server.analysis import hints
+
+    chain = [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+    server = InProcess()
+    try:
+        assert "result" in server.request(
+            "initialize", {"processId": None, "rootUri": None, "capabilities": {}}
+        )
+        server.notify("initialized", {})
+        text = "\n".join([S.header(), *chain]) + "\n"
+        server.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}},
+        )
+        assert "result" in server.request("textDocument/documentSymbol", {"textDocument": {"uri": URI}})
+        features = server.server.language_features
+        assert features is not None
+        state = features.docs[URI]
+
+        # the hints' work pauses at its first line until the test has sent a change
+        started, go = threading.Event(), threading.Event()
+        label_of = hints.current_label
+
+        def paused(doc: Any, info: Any) -> Any:
+            started.set()
+            go.wait(30)
+            return label_of(doc, info)
+
+        monkeypatch.setattr(hints, "current_label", paused)
+        every_line = {
+            "textDocument": {"uri": URI},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": len(chain) + 1, "character": 0}},
+        }
+        hints_asked = _requested(server, "textDocument/inlayHint", every_line)
+        assert started.wait(30)
+        server.notify("textDocument/didChange", _typed(2, 1, 0, " "))
+        deadline = time.monotonic() + 30
+        while state.changes_received == 0:
+            assert time.monotonic() < deadline, "the change was not taken"
+            time.sleep(0.01)
+        go.set()
+        reply = _reply(server, hints_asked)
+        assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, str(reply)[:300]
+    finally:
+        server.close()
