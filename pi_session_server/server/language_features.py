@@ -468,9 +468,9 @@ class LanguageFeatures:
         document is (closed, or its file deleted or never there). ``changes_before``: the editor's
         changes received before the request, for a request about the whole document that the
         editor asks again after each change: it is answered ContentModified once a later change
-        came, unworked, or as soon as its work sees it (its long loops call :meth:`still_current`) (typing in a big document would otherwise
-        queue one whole-document answer per keystroke, each for a text gone, ahead of what the
-        user asks next)."""
+        came, unworked, or as soon as its work sees it (its long loops call
+        :meth:`still_current`). Typing in a big document would otherwise queue one whole-document
+        answer per keystroke, each for a text gone, ahead of what the user asks next."""
         if state.failure is not None:
             raise state.failure
         if state.closed or state.doc is None:
