@@ -16,25 +16,27 @@ from typing import Any
 import builders as S
 from in_process_server import InProcess
 
+from pi_session_server.analysis import hints
+from pi_session_server.server.language_features import DocState
+
 URI = "file:///tmp/pi-superseded/2026-11-30T09-13-48-180Z_typed.jsonl"
 LINES = [S.header(), S.user("a", None, "hello"), S.assistant("b", "a", "hi")]
 CONTENT_MODIFIED = -32801
 
 
-def _requested(server: InProcess, method: str, params: Any) -> int:
-    """Send a request without waiting for its reply; its id."""
-    msg_id = next(server._ids)
-    server.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-    return msg_id
-
-
-def _reply(server: InProcess, msg_id: int, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    with server._cond:
-        while msg_id not in server.replies:
-            assert time.monotonic() < deadline, f"no reply to request {msg_id}"
-            server._cond.wait(0.1)
-        return server.replies.pop(msg_id)
+def _opened(server: InProcess, lines: list[str]) -> DocState:
+    """The server initialized, a document of ``lines`` opened in it and analysed; its state."""
+    assert "result" in server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    server.notify("initialized", {})
+    text = "\n".join(lines) + "\n"
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}},
+    )
+    assert "result" in server.request("textDocument/documentSymbol", {"textDocument": {"uri": URI}})
+    features = server.server.language_features
+    assert features is not None
+    return features.docs[URI]
 
 
 def _typed(version: int, line: int, character: int, text: str) -> dict[str, Any]:
@@ -48,19 +50,7 @@ def _typed(version: int, line: int, character: int, text: str) -> dict[str, Any]
 def test_a_whole_document_request_superseded_by_a_change_is_answered_content_modified() -> None:
     server = InProcess()
     try:
-        assert "result" in server.request(
-            "initialize", {"processId": None, "rootUri": None, "capabilities": {}}
-        )
-        server.notify("initialized", {})
-        text = "\n".join(LINES) + "\n"
-        server.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}},
-        )
-        assert "result" in server.request("textDocument/documentSymbol", {"textDocument": {"uri": URI}})
-        features = server.server.language_features
-        assert features is not None
-        queue = features.docs[URI].queue
+        queue = _opened(server, LINES).queue
         gate = threading.Event()
         queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
 
@@ -72,16 +62,16 @@ def test_a_whole_document_request_superseded_by_a_change_is_answered_content_mod
         at = LINES[1].index("hello") + len("hello")
         server.notify("textDocument/didChange", _typed(2, 1, at, "!"))
         asked = [
-            _requested(server, "textDocument/inlayHint", every_line),
-            _requested(server, "textDocument/foldingRange", whole),
-            _requested(server, "textDocument/codeLens", whole),
-            _requested(server, "textDocument/documentSymbol", whole),
+            server.send_request("textDocument/inlayHint", every_line),
+            server.send_request("textDocument/foldingRange", whole),
+            server.send_request("textDocument/codeLens", whole),
+            server.send_request("textDocument/documentSymbol", whole),
         ]
-        hover_before = _requested(
-            server, "textDocument/hover", {**whole, "position": {"line": 1, "character": at}}
+        hover_before = server.send_request(
+            "textDocument/hover", {**whole, "position": {"line": 1, "character": at}}
         )
         server.notify("textDocument/didChange", _typed(3, 1, at + 1, "!"))
-        hints_now = _requested(server, "textDocument/inlayHint", every_line)
+        hints_now = server.send_request("textDocument/inlayHint", every_line)
         deadline = time.monotonic() + 30
         while len(queue._jobs) < 8:  # the two changes and the six requests: all taken, in order
             assert time.monotonic() < deadline, "the messages were not all taken"
@@ -89,35 +79,21 @@ def test_a_whole_document_request_superseded_by_a_change_is_answered_content_mod
         gate.set()
 
         for msg_id in asked:  # asked before the second change: about a text the editor no longer shows
-            reply = _reply(server, msg_id)
+            reply = server.reply(msg_id)
             assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, reply
-        hover = _reply(server, hover_before)  # about a position: answered for the text it was asked on
+        hover = server.reply(hover_before)  # about a position: answered for the text it was asked on
         assert "hello!" in hover["result"]["contents"]["value"]
-        hints = _reply(server, hints_now)["result"]
+        hints = server.reply(hints_now)["result"]
         assert [h["position"]["line"] for h in hints] == [1, 2]
     finally:
         server.close()
 
 
 def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatch) -> None:
-    from pi_session_server.analysis import hints
-
     chain = [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
     server = InProcess()
     try:
-        assert "result" in server.request(
-            "initialize", {"processId": None, "rootUri": None, "capabilities": {}}
-        )
-        server.notify("initialized", {})
-        text = "\n".join([S.header(), *chain]) + "\n"
-        server.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}},
-        )
-        assert "result" in server.request("textDocument/documentSymbol", {"textDocument": {"uri": URI}})
-        features = server.server.language_features
-        assert features is not None
-        state = features.docs[URI]
+        state = _opened(server, [S.header(), *chain])
 
         # the hints' work pauses at its first line until the test has sent a change
         started, go = threading.Event(), threading.Event()
@@ -133,7 +109,7 @@ def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatc
             "textDocument": {"uri": URI},
             "range": {"start": {"line": 0, "character": 0}, "end": {"line": len(chain) + 1, "character": 0}},
         }
-        hints_asked = _requested(server, "textDocument/inlayHint", every_line)
+        hints_asked = server.send_request("textDocument/inlayHint", every_line)
         assert started.wait(30)
         server.notify("textDocument/didChange", _typed(2, 1, 0, " "))
         deadline = time.monotonic() + 30
@@ -141,7 +117,7 @@ def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatc
             assert time.monotonic() < deadline, "the change was not taken"
             time.sleep(0.01)
         go.set()
-        reply = _reply(server, hints_asked)
+        reply = server.reply(hints_asked)
         assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, str(reply)[:300]
     finally:
         server.close()
