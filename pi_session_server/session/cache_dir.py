@@ -3,7 +3,7 @@ previews, see preview_store; the views drawn, see view_store), and whether what 
 describes the file.
 
 Small on purpose: a command that prints what it kept from its last run of an unchanged file
-imports this module and no more of the library.
+imports this module and no more of the library (but descriptors.py, which imports none of it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, NamedTuple, overload
+
+from .descriptors import OwnedDescriptor
 
 INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
 NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
@@ -316,25 +318,6 @@ def unnamed_file(directory: str) -> int:
     with contextlib.suppress(OSError):  # (left to pruning where a file open cannot lose its name)
         os.unlink(path)
     return fd
-
-
-class OwnedDescriptor:
-    """A file descriptor of the object that holds it, closed with it when not closed before (a
-    job given up, or an error, leaves no file open)."""
-
-    __slots__ = ("fd",)
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-
-    def __del__(self) -> None:
-        self.close()
 
 
 class SpooledParts(OwnedDescriptor, Sequence[bytes]):

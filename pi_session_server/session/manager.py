@@ -1757,7 +1757,8 @@ class SessionManager:
         :data:`.storage.UNREADABLE_AFTER` seconds (nothing is read)."""
         if headerless.told or time.monotonic() - headerless.since < storage.UNREADABLE_AFTER:
             return FileChange("unchanged", [], self._leaf_id)
-        headerless.told = True
+        # a new record, not this one changed: a transaction that raises gives this one back
+        self._headerless = msgspec.structs.replace(headerless, told=True)
         return FileChange("unreadable", [], self._leaf_id)
 
     @property
@@ -1800,6 +1801,9 @@ class SessionManager:
         out, a switch to another file or session is undone, the leaf and labels are restored (the
         reference keeps an entry whose write failed in memory; this is the opt-out). Lines that did
         reach the file stay there; the next ``refresh_from_disk()`` reads them as any other writer's.
+        What the block learnt of the file goes with it: the problems of lines a refresh in it read,
+        another program's write an append in it met (:meth:`drain_events`), a file found
+        unreadable; the next look at the file finds and tells each again, once.
 
         A session whose entries are still its index's rows stays so: the block makes no entry for
         this (a sidecar's every write but an append runs in one). Only when it raises after it
@@ -1810,6 +1814,8 @@ class SessionManager:
         count = rows.count + 1 if rows is not None else len(self._file_entries)  # (the header first)
         saved = dict(self.__dict__)
         labels, stamps = dict(self._labels), dict(self._label_timestamps)
+        # (lists the block may only extend in place: cut back to these lengths)
+        problems, events = len(self.problems), len(self._events)
         try:
             yield self
         except BaseException:
@@ -1819,8 +1825,14 @@ class SessionManager:
                 self._take_back_appended(entries, count, saved["_id_map"])
             if self._source is not None and self._source is not saved["_source"]:
                 self._source.close()
+            drained = self._events is not saved["_events"]  # handed out (told) in the block
             self.__dict__.clear()
             self.__dict__.update(saved)
+            del self.problems[problems:]
+            if drained:
+                self._events = []
+            else:
+                del self._events[events:]
             if rows is not None and rows_changed:
                 self._list_rows(saved["_rows_header"], *rows.first_entries(count - 1))
             self._labels.clear()

@@ -34,6 +34,7 @@ from ..format.entry import Entry
 from ..format.jsvalue import index_key, truthy
 from ..format.scan import FileLineSource, line_at
 from . import cache_dir, scan_index
+from .descriptors import OwnedDescriptor
 
 FORMAT_VERSION: Final = 6
 MAGIC: Final = b"PIPREVW\x00"
@@ -462,7 +463,7 @@ def _other_silences(
     return other_offsets, other_silent
 
 
-class HeldFile(cache_dir.OwnedDescriptor):
+class HeldFile(OwnedDescriptor):
     """A session file held for a save on another thread (:func:`hold`): a descriptor of its own
     (the session may close its own meanwhile, and the number be given to another file; a save
     given up before it ran, its job dropped, does not keep it open) and the file's identity when

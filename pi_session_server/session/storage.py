@@ -32,6 +32,7 @@ import msgspec
 
 from ..errors import FsError, NotRegularFileError, StaleFileError, fs_error_from_oserror
 from ..regular_file import NotRegularFile, open_regular_status
+from .descriptors import OwnedDescriptor
 from .environment import Environment, on_disk
 
 
@@ -174,7 +175,7 @@ def append_lines(
         return appender.append(data, fsync=fsync)
 
 
-class Appender:
+class Appender(OwnedDescriptor):
     """An ``O_APPEND`` descriptor kept open across appends to one path.
 
     Each append takes the lock, then stats the path: if it now names another file (replaced, or
@@ -189,9 +190,9 @@ class Appender:
     """
 
     def __init__(self, path: str, env: Environment | None = None) -> None:
+        super().__init__()  # (opened by the first append)
         self.path = path
         self.disk_path = on_disk(path, env)
-        self.fd = -1
         self.identity: tuple[int, int] | None = None
         self.expected_end = -1  # where our last write ended (its last byte is "\n")
         # (size, mtime, ctime) just after our last write when the file then ended with it: while
@@ -332,19 +333,10 @@ class Appender:
         assert self.identity is not None
         _blank_out(self.disk_path, self.identity, offset, length)
 
-    def close(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-
     def __enter__(self) -> Appender:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
         self.close()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.errors import PiSessionError
@@ -159,10 +159,14 @@ def _everything(sm: SessionManager) -> Any:
     )
 
 
-def _append_elsewhere(sm: SessionManager, *values: dict[str, Any]) -> None:
-    """Another program's appends to the file of ``sm``."""
+# a line of another program's that is not an entry (a problem of the file's)
+_NOT_JSON = "{not json\n"
+
+
+def _append_elsewhere(sm: SessionManager, *values: dict[str, Any] | str) -> None:
+    """Another program's appends to the file of ``sm`` (a string: that line as it is)."""
     with open(sm.get_session_file(), "a", encoding="utf-8") as file:
-        file.writelines(map(_line, values))
+        file.writelines(value if isinstance(value, str) else _line(value) for value in values)
 
 
 @pytest.mark.parametrize("totals_first", [False, True])  # (the totals split the rows' ids column)
@@ -390,10 +394,14 @@ _ROLES = st.sampled_from(["user", "assistant", "toolResult", "bashExecution"])
 
 
 @st.composite
-def _foreign(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """Lines another program appends: most go on from an entry; some break the rows' rules."""
-    lines = []
+def _foreign(draw: st.DrawFn) -> list[dict[str, Any] | str]:
+    """Lines another program appends: most go on from an entry; some break the rows' rules; some
+    are not entries at all."""
+    lines: list[dict[str, Any] | str] = []
     for n in range(draw(st.integers(1, 3))):
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(_NOT_JSON)
+            continue
         entry_id = draw(st.one_of(st.just(f"f{n}"), st.sampled_from(["m3", "f0", "n000", ""])))
         parent = draw(st.one_of(_IDS, st.none()))
         value = _message(entry_id, parent, draw(_ROLES), 60 + n)
@@ -488,6 +496,8 @@ def _transaction(
 
 # (monkeypatch: only its context(), undone after each failed write; the autouse patches hold for all)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# a refresh in a block taken back read a line that is not an entry: the next refresh reads it again
+@example(steps=[("transaction", [("refresh", [_NOT_JSON])], "raise")], pi="1.6.0", rollback=False)
 @given(
     steps=st.lists(_STEPS, min_size=1, max_size=8),
     pi=st.sampled_from(["1.6.0", "0.86.1"]),
@@ -512,3 +522,8 @@ def test_any_sequence_of_calls_answers_as_without_the_index(
         event(f"on rows after the calls: {on_rows._rows is not None}")
         assert _everything(on_rows) == _everything(scanned)
         assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
+        # what the session says of the file's lines, once it looked at them, is what a fresh open
+        # of the file says (after a block taken back, too: its lines are taken in and told again)
+        scanned.refresh_from_disk()
+        fresh = SessionManager.open(scanned.get_session_file(), index=False, read_only=True, pi=pi)
+        assert _everything(scanned)[2] == _everything(fresh)[2]

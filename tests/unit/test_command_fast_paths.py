@@ -1415,6 +1415,7 @@ def test_a_kept_view_is_printed_without_importing_the_library(tmp_path: Path):
         assert again["msgspec"] is False, command
         assert [m for m in again["ours"] if m.startswith("pi_session_server.session.")] == [
             "pi_session_server.session.cache_dir",
+            "pi_session_server.session.descriptors",  # (cache_dir's: it imports none of the library)
             "pi_session_server.session.releases",
             "pi_session_server.session.view_store",
         ]
