@@ -61,12 +61,20 @@ class InProcess:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def request(self, method: str, params: Any, timeout: float = 30) -> Any:
+        return self.reply(self.send_request(method, params), timeout)
+
+    def send_request(self, method: str, params: Any) -> int:
+        """Send a request without waiting for its reply (see :meth:`reply`); its id."""
         msg_id = next(self._ids)
         self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return msg_id
+
+    def reply(self, msg_id: int, timeout: float = 30) -> Any:
+        """The reply to the request ``msg_id``, once it came."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while msg_id not in self.replies:
-                assert time.monotonic() < deadline, f"no reply to {method}"
+                assert time.monotonic() < deadline, f"no reply to request {msg_id}"
                 self._cond.wait(0.1)
             return self.replies.pop(msg_id)
 

@@ -12,6 +12,7 @@ other editors replace them with a glyph or drop them (:data:`ICONS`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import lines as L
@@ -59,12 +60,25 @@ def _line_end(info: LineInfo) -> int:
     return length - len(tail) + len(tail.rstrip(b"\r \t"))
 
 
-def inlay_hints(doc: SessionDocument, first_line: int = 0, last_line: int | None = None) -> list[Hint]:
+#: lines (or answers made of them) between two calls of a ``check`` that stops a long answer
+CHECK_EVERY = 256
+
+
+def inlay_hints(
+    doc: SessionDocument,
+    first_line: int = 0,
+    last_line: int | None = None,
+    check: Callable[[], None] | None = None,
+) -> list[Hint]:
+    """The hints of the lines from ``first_line`` to ``last_line``; ``check``: called every
+    :data:`CHECK_EVERY` lines, it raises to stop the work (the answer is no longer wanted)."""
     last_line = doc.line_count - 1 if last_line is None else min(last_line, doc.line_count - 1)
     tree = doc.tree
     leaf = doc.leaf()
     out: list[Hint] = []
     for n in range(max(0, first_line), last_line + 1):
+        if check is not None and n % CHECK_EVERY == 0:
+            check()
         info = doc.lines[n]
         if info.kind != L.ENTRY or info not in tree.members:
             continue

@@ -5,6 +5,11 @@ levels deep. The outline therefore flattens linear runs: an entry's only child f
 same level, and only a **branch point** nests: each of its branches becomes a child symbol (the
 branch's first entry) holding the rest of that branch. Every entry appears exactly once; entries
 not reachable from a root (parent cycles) are listed at the top level after the roots.
+
+A symbol's range runs from the first to the last line of it and its children, as an editor reads
+the outline: the symbol under the cursor (a breadcrumb, the outline following the cursor) is the
+innermost one whose range holds it. A branch's lines are not contiguous when an earlier branch was
+continued after a later one was started; its range then holds the later branch's lines too.
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ class Symbol:
     detail: str
     kind: str  # the entry type, or the message role for messages, or "session"
     line: int
-    end: int  # byte length of the line (the symbol's range is the whole line)
+    end: int  # byte length of the line (up to its "\r", if any)
     selection: tuple[int, int]  # byte span of the id
     children: list[Symbol] = field(default_factory=list)
+    #: the first and last line of the symbol's range: its own line's and its children's
+    lines: tuple[int, int] = (0, 0)
 
 
 def symbol_kind(info: LineInfo) -> str:
@@ -103,7 +110,25 @@ def document_symbols(doc: SessionDocument, with_bytes: WithBytes | None = None) 
     _walk(doc, roots, out, visited, with_bytes)
     # cycles: reachable from no root
     _walk(doc, [e for e in entries if e not in visited], out, visited, with_bytes)
+    _span_children(out)
     return out
+
+
+def _span_children(symbols: list[Symbol]) -> None:
+    """Set each symbol's ``lines`` to enclose its own line and its children's, innermost first
+    (an explicit stack: the nesting is bounded, a chain within it is not)."""
+    work: list[tuple[Symbol, bool]] = [(s, False) for s in symbols]
+    while work:
+        sym, children_done = work.pop()
+        if not children_done:
+            work.append((sym, True))
+            work.extend((c, False) for c in sym.children)
+            continue
+        first = last = sym.line
+        for child in sym.children:
+            first = min(first, child.lines[0])
+            last = max(last, child.lines[1])
+        sym.lines = (first, last)
 
 
 def _chain(

@@ -481,10 +481,13 @@ class TreeIndex:
         for e in added:
             self._index(e)
 
-        dirty, moved, structural = self._touched(keys, old_last, removed, added)
+        in_place = self._rewritten_in_place(keys, old_last, removed, added)
+        dirty, moved, structural = self._touched(keys, old_last, removed, added, in_place)
         if structural or broken:
             self.epoch += 1
             self._depth.clear()
+        elif in_place:
+            self.epoch += 1  # the same tree, an entry of it held by a new line (a path holds it)
 
         if structural and len(moved) > _FULL_RECOMPUTE:
             self._find_all_cycles()
@@ -501,11 +504,16 @@ class TreeIndex:
         old_last: dict[Any, LineInfo | None],
         removed: list[LineInfo],
         added: list[LineInfo],
+        in_place: set[LineInfo],
     ) -> tuple[set[LineInfo], list[LineInfo], bool]:
         """After an update: the entries to check again, those whose parent link is new or changed,
-        and whether the tree's shape changed (an id now resolves to another entry)."""
+        and whether the tree's shape changed (an id now resolves to another entry).
+
+        An entry rewritten in place (``in_place``) leaves the shape as it was: its children keep
+        their paths, so nothing below it is checked again (an edit inside a message's text, typed,
+        would otherwise check every entry after it at each keystroke)."""
         dirty: set[LineInfo] = set(added)
-        moved: list[LineInfo] = list(added)  # entries whose parent link is new or changed
+        moved: list[LineInfo] = [e for e in added if e not in in_place]  # a new or changed parent link
         structural = False
         for k in keys:
             lst = self.by_id.get(k)
@@ -514,7 +522,8 @@ class TreeIndex:
             kids = self.children.get(k)
             if kids:
                 dirty.update(kids)
-                if old_last.get(k) is not (lst[-1] if lst else None):
+                now = lst[-1] if lst else None
+                if old_last.get(k) is not now and now not in in_place:
                     moved.extend(kids)
                     structural = True
             refs = self.referrers.get(k) if isinstance(k, str) else None
@@ -526,6 +535,32 @@ class TreeIndex:
             for c in e.call_ids:
                 dirty.update(self.results_by_call.get(c, ()))
         return dirty, moved, structural
+
+    def _rewritten_in_place(
+        self,
+        keys: set[Any],
+        old_last: dict[Any, LineInfo | None],
+        removed: list[LineInfo],
+        added: list[LineInfo],
+    ) -> set[LineInfo]:
+        """The entries ``added`` that took the place of one ``removed`` (its line edited): the
+        entry their id resolved to, with the same parent link, on no cycle (a cycle through it is
+        looked for again)."""
+        gone = set(removed)
+        new = set(added)
+        out: set[LineInfo] = set()
+        for k in keys:
+            was, now = old_last.get(k), self.resolve(k)
+            if (
+                was is not None
+                and now is not None
+                and was in gone
+                and now in new
+                and was.pkey == now.pkey
+                and was not in self.cycles
+            ):
+                out.add(now)
+        return out
 
     def recompute(self, entries: Iterable[LineInfo]) -> None:
         members = self.members

@@ -131,8 +131,8 @@ def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
 
 @dataclass(eq=False)
 class DocState:
-    """One document and its queue. Everything but ``queue`` and ``closed`` is read and written by
-    jobs on that queue only."""
+    """One document and its queue. Everything but ``queue``, ``closed`` and ``changes_received``
+    is read and written by jobs on that queue only."""
 
     uri: str
     path: str | None
@@ -145,6 +145,12 @@ class DocState:
     from_disk: bool = False
     failure: PiRpcError | None = None  # reading it from disk was refused: every request answers this
     closed: bool = False
+    # the editor's changes received, counted on the loop as each arrives (jobs read it): a request
+    # asked before the last of them is about a text the editor no longer shows
+    changes_received: int = 0
+    # while the queue answers a request about the whole document: the changes received before it
+    # was asked (see LanguageFeatures.still_current)
+    answering_after: int | None = None
     disk_key: tuple[int, int, int] | None = None  # (inode, size, mtime) of a file followed on disk
     disk_tail: bytes = b""  # its last bytes as loaded (see _same_tail)
     refreshing: bool = False  # a refresh from disk is queued
@@ -344,6 +350,7 @@ class LanguageFeatures:
             return
         changes = list(params.content_changes)
         version = params.text_document.version
+        state.changes_received += 1
         state.queue.submit(lambda _token: self._apply_changes(state, changes, version), interruptible=False)
 
     def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
@@ -449,25 +456,54 @@ class LanguageFeatures:
         state.version = version
         self.schedule_publish(state)
 
-    def _answer(self, state: DocState, answer: Callable[[DocState], Any], encode: bool, gone: Any) -> Any:
+    def _answer(
+        self,
+        state: DocState,
+        answer: Callable[[DocState], Any],
+        encode: bool,
+        gone: Any,
+        changes_before: int | None = None,
+    ) -> Any:
         """A request's job: the answer (``encode``: as the JSON it is sent as); ``gone`` when the
-        document is (closed, or its file deleted or never there)."""
+        document is (closed, or its file deleted or never there). ``changes_before``: the editor's
+        changes received before the request, for a request about the whole document that the
+        editor asks again after each change: it is answered ContentModified once a later change
+        came, unworked, or as soon as its work sees it (its long loops call
+        :meth:`still_current`). Typing in a big document would otherwise queue one whole-document
+        answer per keystroke, each for a text gone, ahead of what the user asks next."""
         if state.failure is not None:
             raise state.failure
         if state.closed or state.doc is None:
             return gone
-        state.last_access = time.monotonic()
-        if state.from_disk:
-            self._refresh_from_disk(state)
-            if state.closed:
-                return gone
-        if state.doc.provisional:
-            state.doc.finish()
-        if state.path is not None:  # where the session held on this file continues (pi/branch)
-            state.keys = file_keys(state.path)
-            state.doc.set_leaf(self.server.registry.held_leaf(state.path, state.keys))
-        result = answer(state)
-        return self.encoded(result) if encode and result is not None else result
+        state.answering_after = changes_before
+        try:
+            self.still_current(state)
+            state.last_access = time.monotonic()
+            if state.from_disk:
+                self._refresh_from_disk(state)
+                if state.closed:
+                    return gone
+            if state.doc.provisional:
+                state.doc.finish()
+            if state.path is not None:  # where the session held on this file continues (pi/branch)
+                state.keys = file_keys(state.path)
+                state.doc.set_leaf(self.server.registry.held_leaf(state.path, state.keys))
+            result = answer(state)
+            self.still_current(state)
+            return self.encoded(result) if encode and result is not None else result
+        finally:
+            state.answering_after = None
+
+    @staticmethod
+    def still_current(state: DocState) -> None:
+        """Raise ContentModified when the request about the whole document being answered was
+        overtaken by a change (see :meth:`_answer`); its long loops call this now and then, so a
+        change typed stops the work for the text it replaced."""
+        if state.answering_after is not None and state.changes_received != state.answering_after:
+            raise JsonRpcException(
+                code=types.LSPErrorCodes.ContentModified,
+                message="The document changed after this request: ask again",
+            )
 
     def ask(
         self,
@@ -477,13 +513,15 @@ class LanguageFeatures:
         encode: bool = True,
         otherwise: Any = None,
         gone: Any = None,
+        whole_document: bool = False,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
         handler returns: the job, or ``otherwise`` for a document that is not a session (``gone``
         for one closed, or whose file is not there: a request whose answer cannot be null says
         what to answer instead). A file
         read from disk is read after the pi/delete of it sent before the request answered (see
-        :mod:`.pending_deletes`): the request finds it gone."""
+        :mod:`.pending_deletes`): the request finds it gone. ``whole_document``: a request the
+        editor asks again after each change (see :meth:`_answer`)."""
 
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
@@ -493,7 +531,10 @@ class LanguageFeatures:
                 state = self._from_disk(uri, disk_path)
             if state is None:
                 return otherwise
-            return state.queue.submit(lambda _token: self._answer(state, answer, encode, gone))
+            changes_before = state.changes_received if whole_document else None
+            return state.queue.submit(
+                lambda _token: self._answer(state, answer, encode, gone, changes_before)
+            )
 
         state = self.docs.get(uri)
         if disk_path is None or (state is not None and not state.from_disk):  # no file, or the editor's text
@@ -852,6 +893,7 @@ class LanguageFeatures:
         ranges: dict[int, tuple[types.Range, types.Range]] = {}
 
         def place(sym: Symbol, raw: bytes) -> None:
+            self.still_current(state)
             start, end = sym.selection
             line = sym.line
             ranges[line] = (
@@ -860,12 +902,13 @@ class LanguageFeatures:
             )
 
         def convert(sym: Symbol) -> types.DocumentSymbol:
-            whole, selection = ranges[sym.line]
+            first, last = sym.lines  # (each a symbol's line: placed too)
+            selection = ranges[sym.line][1]
             return types.DocumentSymbol(
                 name=shown_line(sym.name or "(entry)"),
                 detail=shown_line(sym.detail) if sym.detail else sym.detail,
                 kind=_SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
-                range=whole,
+                range=types.Range(ranges[first][0].start, ranges[last][0].end),
                 selection_range=selection,
                 children=[convert(c) for c in sym.children] or None,
             )
@@ -874,7 +917,9 @@ class LanguageFeatures:
 
     def folding(self, state: DocState, _params: Any) -> list[types.FoldingRange]:
         out = []
-        for a, b in folding_ranges(state.opened()):
+        for n, (a, b) in enumerate(folding_ranges(state.opened())):
+            if n % hints_mod.CHECK_EVERY == 0:
+                self.still_current(state)
             start = self.position(state, a, 0).line
             end = self.position(state, b, len(state.opened().lines[b].raw)).line
             out.append(types.FoldingRange(start, end, kind=types.FoldingRangeKind.Region))
@@ -883,15 +928,21 @@ class LanguageFeatures:
     def inlay_hints(self, state: DocState, params: types.InlayHintParams) -> list[types.InlayHint]:
         first = self.line_of(state, params.range.start.line)
         last = self.line_of(state, params.range.end.line)
-        return [
-            types.InlayHint(
-                self.position(state, h.line, h.offset),
-                shown_line(h.label),
-                padding_left=True,
-                tooltip=shown_line(h.tooltip),
+        out = []
+        for n, h in enumerate(
+            hints_mod.inlay_hints(state.opened(), first, last, lambda: self.still_current(state))
+        ):
+            if n % hints_mod.CHECK_EVERY == 0:
+                self.still_current(state)
+            out.append(
+                types.InlayHint(
+                    self.position(state, h.line, h.offset),
+                    shown_line(h.label),
+                    padding_left=True,
+                    tooltip=shown_line(h.tooltip),
+                )
             )
-            for h in hints_mod.inlay_hints(state.opened(), first, last)
-        ]
+        return out
 
     def code_lenses(self, state: DocState, _params: Any) -> list[types.CodeLens]:
         return [
@@ -1299,10 +1350,14 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
     connection.raw_route(types.TEXT_DOCUMENT_DID_OPEN, lf.did_open_raw)
 
     def about_document(
-        method: str, answer: Callable[[DocState, Any], Any], options: Any = None, otherwise: Any = None
+        method: str,
+        answer: Callable[[DocState, Any], Any],
+        options: Any = None,
+        otherwise: Any = None,
+        whole_document: bool = False,
     ) -> None:
         """A request about one document: a job on the document's queue (``otherwise`` for a
-        document that is not a session)."""
+        document that is not a session; ``whole_document``: see :meth:`LanguageFeatures.ask`)."""
 
         def handler(params: Any) -> Any:
             return lf.ask(
@@ -1310,6 +1365,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
                 lambda state: answer(state, params),
                 otherwise=otherwise,
                 gone=otherwise,
+                whole_document=whole_document,
             )
 
         route(server, method, options)(handler)
@@ -1323,7 +1379,9 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         otherwise={"kind": "full", "items": []},
     )
     about_document(types.TEXT_DOCUMENT_HOVER, lf.hover)
-    about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols)
+    # asked again by the editor after each change, each about the whole document (Neovim's inlay
+    # hints and folds are asked for every line)
+    about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols, whole_document=True)
     about_document(types.TEXT_DOCUMENT_DEFINITION, lf.definition)
     about_document(types.TEXT_DOCUMENT_REFERENCES, lf.references)
     about_document(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, lf.document_highlights)
@@ -1334,12 +1392,18 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         # a string's opening quote: the editor closes it, the cursor is then inside it
         types.CompletionOptions(trigger_characters=['"'], resolve_provider=False),
     )
-    about_document(types.TEXT_DOCUMENT_FOLDING_RANGE, lf.folding)
+    about_document(types.TEXT_DOCUMENT_FOLDING_RANGE, lf.folding, whole_document=True)
     about_document(
-        types.TEXT_DOCUMENT_INLAY_HINT, lf.inlay_hints, types.InlayHintOptions(resolve_provider=False)
+        types.TEXT_DOCUMENT_INLAY_HINT,
+        lf.inlay_hints,
+        types.InlayHintOptions(resolve_provider=False),
+        whole_document=True,
     )
     about_document(
-        types.TEXT_DOCUMENT_CODE_LENS, lf.code_lenses, types.CodeLensOptions(resolve_provider=False)
+        types.TEXT_DOCUMENT_CODE_LENS,
+        lf.code_lenses,
+        types.CodeLensOptions(resolve_provider=False),
+        whole_document=True,
     )
     about_document(types.TEXT_DOCUMENT_SELECTION_RANGE, lf.selection_ranges)
     about_document(

@@ -177,6 +177,77 @@ async def test_document_symbols_follow_the_tree(editor: Editor, uri: str) -> Non
     assert root.selection_range.start.character == editor.span(uri, 1, '"a"')[0]
 
 
+def _within(inner: types.Range, outer: types.Range) -> bool:
+    def key(p: types.Position) -> tuple[int, int]:
+        return (p.line, p.character)
+
+    return key(outer.start) <= key(inner.start) and key(inner.end) <= key(outer.end)
+
+
+def _symbol_under(symbols: Sequence[types.DocumentSymbol], pos: types.Position) -> list[str]:
+    """What an editor's breadcrumb shows at ``pos``: the symbols whose range holds it, from the top
+    level in, the first such at each level (VS Code's outline model)."""
+    trail: list[str] = []
+    level: Sequence[types.DocumentSymbol] = symbols
+    while True:
+        here = next((s for s in level if _within(types.Range(pos, pos), s.range)), None)
+        if here is None:
+            return trail
+        trail.append(here.detail or "")
+        level = here.children or []
+
+
+def _invalid_ranges(
+    symbols: Sequence[types.DocumentSymbol], parent: types.DocumentSymbol | None = None
+) -> list[str]:
+    """Symbols whose selection range is outside their range, or whose range is outside their
+    parent's (an editor drops or misplaces them)."""
+    bad = []
+    for s in symbols:
+        if not _within(s.selection_range, s.range) or (
+            parent is not None and not _within(s.range, parent.range)
+        ):
+            bad.append(s.detail or "")
+        bad += _invalid_ranges(s.children or [], s)
+    return bad
+
+
+async def test_the_symbol_under_the_cursor_is_the_entry_of_its_line(editor: Editor, uri: str) -> None:
+    symbols = await editor.client.text_document_document_symbol_async(types.DocumentSymbolParams(td(uri)))
+    assert symbols is not None
+    assert all(isinstance(s, types.DocumentSymbol) for s in symbols)
+    assert _invalid_ranges(symbols) == []  # type: ignore[arg-type]
+    # the root's range runs over both its branches, each branch's over its entries
+    trails = [_symbol_under(symbols, editor.pos(uri, line, 3)) for line in range(8)]  # type: ignore[arg-type]
+    assert [t[-1].split(" ")[0] for t in trails] == ["header", "a", "b", "c", "d", "e", "f", "g"]
+    assert trails[4][:3] == ["a · 2 branches", "b", "d"]
+    assert trails[7][:3] == ["a · 2 branches", "f", "g · leaf"]
+
+
+async def test_symbol_ranges_hold_their_children_in_any_line_order(editor: Editor) -> None:
+    # the first branch continued after the second one started, and a child written before its parent
+    lines = [
+        S.header(),
+        S.user("a", None),
+        S.assistant("b", "a", "first branch"),
+        S.user("f", "a", "second branch"),
+        S.user("c", "b", "first branch again"),
+        S.assistant("h", "g", "before its parent"),
+        S.assistant("g", "f", "second branch again"),
+    ]
+    uri = editor.fresh_uri()
+    await editor.open(uri, "\n".join(lines) + "\n")
+    symbols = await editor.client.text_document_document_symbol_async(types.DocumentSymbolParams(td(uri)))
+    assert symbols is not None
+    assert _invalid_ranges(symbols) == []  # type: ignore[arg-type]
+    root = symbols[1]
+    assert isinstance(root, types.DocumentSymbol) and root.children is not None
+    first, second = root.children
+    assert (first.range.start.line, first.range.end.line) == (2, 4)
+    assert (second.range.start.line, second.range.end.line) == (3, 6)
+    assert (root.range.start.line, root.range.end.line) == (1, 6)
+
+
 async def test_folding_ranges_per_turn(editor: Editor, uri: str) -> None:
     ranges = await editor.client.text_document_folding_range_async(types.FoldingRangeParams(td(uri)))
     assert [(r.start_line, r.end_line) for r in ranges or []] == [(1, 5), (6, 7)]

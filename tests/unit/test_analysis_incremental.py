@@ -146,3 +146,31 @@ def test_edit_closing_a_cycle_and_opening_it_again() -> None:
     ]
     doc.apply_edit(1, 0, 2, 0, S.user("a", None) + "\n")
     assert document_diagnostics(doc) == []
+
+
+def test_an_edit_inside_an_entry_checks_nothing_below_it(monkeypatch) -> None:
+    # typing in a message's text rewrites its line: its id and parentId are as they were, so the
+    # entries after it keep their paths (and the tool results theirs to their calls) and are not
+    # checked again
+    turns = [S.user("u", None, "start")]
+    for i in range(100):
+        parent = "u" if i == 0 else f"r{i - 1}"
+        turns += [
+            S.assistant(f"a{i}", parent, calls=((f"t{i}", "read", {}),)),
+            S.tool_result(f"r{i}", f"a{i}", f"t{i}"),
+        ]
+    doc = SessionDocument("\n".join([S.header(), *turns]) + "\n")
+    assert doc.lines[1] in doc.leaf_path()
+    checked: list[str] = []
+    problems_of = tree_module.TreeIndex._problems_of
+
+    def counting(self: tree_module.TreeIndex, e: object) -> object:
+        checked.append(e.id)  # type: ignore[attr-defined]
+        return problems_of(self, e)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tree_module.TreeIndex, "_problems_of", counting)
+    at = doc.lines[1].raw.index(b"start")
+    doc.apply_edit(1, at, 1, at, "the ")
+    assert sorted(checked) == ["a0", "u"]  # the entry and its child (whose parent line is new)
+    assert doc.lines[1] in doc.leaf_path()  # the entry rewritten is still on the current path
+    assert snapshot(doc) == snapshot(SessionDocument(doc.text()))

@@ -46,6 +46,15 @@ return {
     end,
   },
   handlers = {
+    -- Neovim asks for every line's hints after each change; the server answers one a later change
+    -- overtook ContentModified (the hints of the new text are on their way), which Neovim's
+    -- handler would log as an error at each keystroke
+    ['textDocument/inlayHint'] = function(err, result, ctx, config)
+      if err and err.code == vim.lsp.protocol.ErrorCodes.ContentModified then
+        return
+      end
+      return vim.lsp.handlers['textDocument/inlayHint'](err, result, ctx, config)
+    end,
     ['pi/didChange'] = function(_, params)
       require('pi_session.tree').on_did_change(params)
     end,

@@ -228,6 +228,34 @@ test('code lens, inlay hints and folding are on in the session buffer', function
   truthy(folded, 'no folds from the server')
 end)
 
+test('an answer a later change overtook (ContentModified) is dropped, not logged as an error', function()
+  local client = assert(require('pi_session').client(session_buf))
+  local log = require('vim.lsp.log')
+  local log_error, logged = log.error, {}
+  log.error = function(...)
+    table.insert(logged, vim.inspect({ ... }))
+  end
+  local overtaken = { code = vim.lsp.protocol.ErrorCodes.ContentModified, message = 'The document changed after this request: ask again' }
+  local ok, failure = pcall(function()
+    -- the inlay hints: Neovim asks for them after each change, through the client's handler
+    local ctx = { bufnr = session_buf, client_id = client.id, method = 'textDocument/inlayHint', version = vim.lsp.util.buf_versions[session_buf] }
+    truthy(client.handlers['textDocument/inlayHint'], 'no inlay hint handler of the plugin')
+    client.handlers['textDocument/inlayHint'](overtaken, nil, ctx, {})
+    -- the code lenses the plugin asks for
+    local before = vim.lsp.codelens.get(session_buf)
+    client.request = function(_, method, _, handler)
+      handler(overtaken, nil, { bufnr = session_buf, client_id = client.id, method = method })
+      return true, 1
+    end
+    require('pi_session.attach').refresh_lenses(session_buf)
+    eq(#vim.lsp.codelens.get(session_buf), #before, 'the lenses shown stay')
+  end)
+  client.request = nil
+  log.error = log_error
+  truthy(ok, failure)
+  eq(logged, {}, 'errors logged')
+end)
+
 test('resting on a parentId highlights the id it names and the ids naming it; completion is on as `"` is typed', function()
   vim.api.nvim_set_current_win(session_win)
   vim.api.nvim_win_set_cursor(session_win, { 5, 50 }) -- inside "a0000001", the parentId of u0000002

@@ -19,6 +19,9 @@ function M.refresh_lenses(bufnr)
   local plain = require('pi_session.config').plain_icons
   local params = { textDocument = vim.lsp.util.make_text_document_params(bufnr) }
   client:request('textDocument/codeLens', params, function(err, result, ctx)
+    if err and err.code == vim.lsp.protocol.ErrorCodes.ContentModified then
+      return -- a later change overtook it: the lenses are asked for again (TextChanged, InsertLeave)
+    end
     for _, lens in ipairs(type(result) == 'table' and result or {}) do
       if lens.command and type(lens.command.title) == 'string' then
         lens.command.title = plain(lens.command.title)

@@ -1,0 +1,123 @@
+"""A request about the whole document that the editor asks again after each change (inlay hints,
+folding ranges, code lenses, the outline) is answered ContentModified, unworked, when a later change
+came before it ran. Neovim asks for every line's inlay hints and folds at each change: typing in a
+big session queued one whole-document answer per keystroke, each for a text already gone, and what
+the user asked next (a hover) waited behind all of them.
+
+The server runs in-process so that the test can hold the document's queue while the messages
+arrive: the order in which they are taken is then the one the test sets, on any machine."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import builders as S
+from in_process_server import InProcess
+
+from pi_session_server.analysis import hints
+from pi_session_server.server.language_features import DocState
+
+URI = "file:///tmp/pi-superseded/2026-11-30T09-13-48-180Z_typed.jsonl"
+LINES = [S.header(), S.user("a", None, "hello"), S.assistant("b", "a", "hi")]
+CONTENT_MODIFIED = -32801
+
+
+def _opened(server: InProcess, lines: list[str]) -> DocState:
+    """The server initialized, a document of ``lines`` opened in it and analysed; its state."""
+    assert "result" in server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    server.notify("initialized", {})
+    text = "\n".join(lines) + "\n"
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}},
+    )
+    assert "result" in server.request("textDocument/documentSymbol", {"textDocument": {"uri": URI}})
+    features = server.server.language_features
+    assert features is not None
+    return features.docs[URI]
+
+
+def _typed(version: int, line: int, character: int, text: str) -> dict[str, Any]:
+    at = {"line": line, "character": character}
+    return {
+        "textDocument": {"uri": URI, "version": version},
+        "contentChanges": [{"range": {"start": at, "end": at}, "text": text}],
+    }
+
+
+def test_a_whole_document_request_superseded_by_a_change_is_answered_content_modified() -> None:
+    server = InProcess()
+    try:
+        queue = _opened(server, LINES).queue
+        gate = threading.Event()
+        queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
+
+        whole = {"textDocument": {"uri": URI}}
+        every_line = {
+            **whole,
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}},
+        }
+        at = LINES[1].index("hello") + len("hello")
+        server.notify("textDocument/didChange", _typed(2, 1, at, "!"))
+        asked = [
+            server.send_request("textDocument/inlayHint", every_line),
+            server.send_request("textDocument/foldingRange", whole),
+            server.send_request("textDocument/codeLens", whole),
+            server.send_request("textDocument/documentSymbol", whole),
+        ]
+        hover_before = server.send_request(
+            "textDocument/hover", {**whole, "position": {"line": 1, "character": at}}
+        )
+        server.notify("textDocument/didChange", _typed(3, 1, at + 1, "!"))
+        hints_now = server.send_request("textDocument/inlayHint", every_line)
+        deadline = time.monotonic() + 30
+        while len(queue._jobs) < 8:  # the two changes and the six requests: all taken, in order
+            assert time.monotonic() < deadline, "the messages were not all taken"
+            time.sleep(0.01)
+        gate.set()
+
+        for msg_id in asked:  # asked before the second change: about a text the editor no longer shows
+            reply = server.reply(msg_id)
+            assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, reply
+        hover = server.reply(hover_before)  # about a position: answered for the text it was asked on
+        assert "hello!" in hover["result"]["contents"]["value"]
+        hints = server.reply(hints_now)["result"]
+        assert [h["position"]["line"] for h in hints] == [1, 2]
+    finally:
+        server.close()
+
+
+def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatch) -> None:
+    chain = [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+    server = InProcess()
+    try:
+        state = _opened(server, [S.header(), *chain])
+
+        # the hints' work pauses at its first line until the test has sent a change
+        started, go = threading.Event(), threading.Event()
+        label_of = hints.current_label
+
+        def paused(doc: Any, info: Any) -> Any:
+            started.set()
+            go.wait(30)
+            return label_of(doc, info)
+
+        monkeypatch.setattr(hints, "current_label", paused)
+        every_line = {
+            "textDocument": {"uri": URI},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": len(chain) + 1, "character": 0}},
+        }
+        hints_asked = server.send_request("textDocument/inlayHint", every_line)
+        assert started.wait(30)
+        server.notify("textDocument/didChange", _typed(2, 1, 0, " "))
+        deadline = time.monotonic() + 30
+        while state.changes_received == 0:
+            assert time.monotonic() < deadline, "the change was not taken"
+            time.sleep(0.01)
+        go.set()
+        reply = server.reply(hints_asked)
+        assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, str(reply)[:300]
+    finally:
+        server.close()
