@@ -21,7 +21,7 @@ release reads them (what is a problem, and so what is repaired, follows it; defa
 from __future__ import annotations
 
 import argparse
-import contextlib
+import errno
 import os
 import shlex
 import sys
@@ -33,10 +33,10 @@ from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, sp
 from ..analysis.codes import Severity
 from ..analysis.diagnostics import Diagnostic, document_diagnostics
 from ..analysis.document import SessionDocument
-from ..errors import PiSessionError
+from ..errors import FsError, PiSessionError
 from ..output import write_fully
 from ..session.profiles import Profile, profile_for
-from ..session.rewrites import FileState, replace_in_place, same_file
+from ..session.rewrites import FileState, replace_in_place, rewrite_file, same_file
 from ._common import add_pi_argument, counted, special_file_problem
 from .check import count_by_severity, say_what_was_not_found, session_files, summary_text
 
@@ -82,6 +82,15 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(chosen, str):
         print(f"pi-session repair: {chosen}", file=sys.stderr)
         return 2
+    if args.output not in (None, "-"):
+        # never opened: a FIFO waits for a reader, and a device is no place for a session file
+        problem = special_file_problem(args.output)
+        if problem is not None:
+            print(
+                f"pi-session repair: {args.output}: {problem} (`-o -` writes to stdout, which can go there)",
+                file=sys.stderr,
+            )
+            return 2
     found_files = session_files(args.paths)
     say_what_was_not_found("repair", found_files, given=True)
     files, missing = found_files.files, found_files.missing
@@ -411,17 +420,15 @@ _RUN_AGAIN = "not in this run: run again on the output"
 
 
 def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:
-    """Write ``out_path`` (only a new file unless ``force``); a failed write leaves no part of it."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    """Write ``out_path`` whole or not at all: a temporary file beside it, renamed over it (only
+    onto a new name unless ``force``), so that a failed write leaves what OUT held."""
+    if not force and os.path.lexists(out_path):
+        raise FileExistsError(errno.EEXIST, "it exists (--force overwrites it)", out_path)
     try:
-        out_fd = os.open(out_path, flags, 0o644)
-    except FileExistsError as exists:
-        raise FileExistsError(exists.errno, "it exists (--force overwrites it)", out_path) from None
-    try:
-        with open(out_fd, "wb") as out:
-            for chunk in chunks:
-                out.write(chunk)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(out_path)
-        raise
+        rewrite_file(out_path, chunks)
+    except (FsError, OSError) as error:  # the output's failure, named as such (not the session's)
+        # (the library words it as Node would: said here as the system does)
+        cause = error.__cause__ if isinstance(error, FsError) else error
+        if not isinstance(cause, OSError):
+            raise
+        raise OSError(cause.errno, cause.strerror, out_path) from error
