@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 from ..render.terminal_text import one_terminal_line
-from ._common import Progress, add_index_argument, add_pi_argument, counted
+from ._common import Progress, add_index_argument, add_pi_argument, broken_link_problem, counted
 from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
 
 #: how a problem's severity is printed in the text form
@@ -93,7 +93,8 @@ def say_what_was_not_found(command: str, found: FoundFiles, given: bool) -> None
     (a summary of "0 files" alone reads as if they had been checked)."""
     for path in found.missing:
         if given:
-            print(f"pi-session {command}: {path}: no such file or directory", file=sys.stderr)
+            problem = broken_link_problem(path) if os.path.lexists(path) else None
+            print(f"pi-session {command}: {path}: {problem or 'no such file or directory'}", file=sys.stderr)
         else:
             print(
                 f"pi-session {command}: {path}: no such directory (where pi keeps its sessions)",

@@ -187,10 +187,20 @@ def _glyphs(ascii_only: bool) -> dict[str, str]:
     return glyphs
 
 
+def _session_to_show(file: str | None) -> Path | None:
+    """The file the demo shows (links resolved), or None when it cannot be (said on stderr)."""
+    if not file:
+        return example_path()
+    problem = path_problem(file)
+    if problem is not None:
+        print(f"pi-session demo: {os.path.abspath(file)}: {problem}", file=sys.stderr)
+        return None
+    return Path(os.path.realpath(file))
+
+
 def run(args: argparse.Namespace) -> int:
-    path = Path(args.file).resolve() if args.file else example_path()
-    if not path.is_file():
-        print(f"pi-session demo: {path}: {path_problem(str(path)) or 'no such file'}", file=sys.stderr)
+    path = _session_to_show(args.file)
+    if path is None:
         return 2
     line_width = args.width or terminal_columns() or DEFAULT_WIDTH
     glyphs = _glyphs(args.ascii)

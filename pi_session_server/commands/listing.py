@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from ._common import CommandError, Progress, counted, terminal_columns, width
+from ._common import CommandError, Progress, broken_link_problem, counted, terminal_columns, width
 
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
@@ -108,7 +108,7 @@ def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
         if args.directory:
             directory = os.path.abspath(args.directory)
             if not os.path.isdir(directory):
-                raise CommandError(f"{args.directory}: not a directory")
+                raise CommandError(f"{args.directory}: {_not_a_directory(directory)}")
             return list_all_sessions(directory, read, text=text)
         cwd = os.getcwd()
         directory = default_session_dir_path(cwd)
@@ -149,3 +149,11 @@ def _when(modified: float) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(modified / 1000))
     except (OverflowError, OSError, ValueError):  # a date beyond what the platform's time takes
         return "?".ljust(16)
+
+
+def _not_a_directory(path: str) -> str:
+    """Why ``path``, given as the directory to list, is none: missing, a link that leads nowhere, or
+    a file of another kind."""
+    if not os.path.lexists(path):
+        return "no such directory"
+    return broken_link_problem(path) or "not a directory"

@@ -107,7 +107,7 @@ def test_titles_are_one_terminal_line_cut_to_the_width(
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["nowhere"], "not a directory"), (["DIR", "--all"], "not both")],
+    [(["nowhere"], "no such directory"), (["DIR", "--all"], "not both")],
 )
 def test_refused_arguments_say_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
