@@ -190,8 +190,11 @@ def _arguments_of(
     args = parser.parse_args(argv[:at])
     args.command = argv[at]
     rest = argv[at + 1 :]
-    if "--" in rest:  # (parse_intermixed_args takes what follows it for options again)
-        return command_parser.parse_args(rest, namespace=args)
+    if "--" in rest:
+        # what follows "--" are paths, and parse_intermixed_args takes them for options again: one
+        # that starts with "-" is given as the same path from "./"
+        cut = rest.index("--")
+        rest = rest[:cut] + [f"./{arg}" if arg.startswith("-") else arg for arg in rest[cut + 1 :]]
     return command_parser.parse_intermixed_args(rest, namespace=args)
 
 

@@ -61,4 +61,4 @@ def test_options_may_come_between_the_paths(
     out, err = capsys.readouterr()
     assert err == "" and out.splitlines()[0] == "2 files checked: 0 repairs to make in 0 of them"
     assert main(["check", "a.jsonl", "--no-index", "--", "-odd.jsonl"]) == 0
-    assert capsys.readouterr().out == "a.jsonl: ok\n-odd.jsonl: ok\n2 files checked: ok\n"
+    assert capsys.readouterr().out == "a.jsonl: ok\n./-odd.jsonl: ok\n2 files checked: ok\n"
