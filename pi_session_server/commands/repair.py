@@ -64,9 +64,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _chosen_codes(args: argparse.Namespace) -> frozenset[str] | str:
+    """The codes to repair, or why the options given cannot be followed (an option that changes
+    nothing in the run asked for is refused: the user meant something else)."""
+    if args.all and args.codes is not None:
+        return "give --codes or --all, not both"
+    if args.no_backup and not args.in_place:
+        return "--no-backup goes with --in-place (without it, the file is never replaced)"
+    if args.force and args.output in (None, "-"):
+        return "--force goes with --output OUT (the file it may overwrite)"
     if args.all:
         return FIXABLE_CODES
-    if not args.codes:
+    if args.codes is None:
         return SAFE_CODES
     chosen = frozenset(c.strip().upper() for c in args.codes.split(",") if c.strip())
     if not chosen:

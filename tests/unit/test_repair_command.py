@@ -56,7 +56,7 @@ def in_process_args(*paths: Path, in_place: bool = False) -> argparse.Namespace:
         in_place=in_place,
         codes=None,
         all=False,
-        no_backup=True,
+        no_backup=in_place,
         force=False,
         pi="1.6.0",
     )
@@ -265,10 +265,28 @@ def test_all_keeps_a_tool_result_without_its_call_as_a_custom_message(tmp_path: 
 def test_unknown_codes_are_refused(glued: Path) -> None:
     done = cli(glued, "--codes", "PI040")
     assert done.returncode == 2 and "no repair for PI040" in done.stderr
-    for nothing in (",", " , "):  # a list of no code chooses nothing: said, not "nothing to repair"
+    for nothing in ("", ",", " , "):  # a list of no code chooses nothing: said, not "nothing to repair"
         done = cli(glued, "--codes", nothing, "--in-place")
         assert done.returncode == 2 and "--codes names no code" in done.stderr
     assert glued.read_bytes() == GLUED
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--all", "--codes", "PI001"], "give --codes or --all, not both"),
+        (["--no-backup"], "--no-backup goes with --in-place"),
+        (["--no-backup", "-o", "-"], "--no-backup goes with --in-place"),
+        (["--force"], "--force goes with --output OUT"),
+        (["--force", "--in-place"], "--force goes with --output OUT"),
+    ],
+)
+def test_an_option_that_would_change_nothing_is_refused(glued: Path, options: list[str], said: str) -> None:
+    """It was ignored: ``--no-backup`` without ``--in-place`` listed the repairs as if it were not
+    there, ``--all`` took every code whatever ``--codes`` said."""
+    done = cli(glued, *options)
+    assert (done.returncode, done.stdout) == (2, "") and said in done.stderr
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"] and glued.read_bytes() == GLUED
 
 
 @pytest.mark.slow
