@@ -145,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         # what the file or the system refused: one line, like the commands' own messages
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         where = f"{error.filename}: " if isinstance(error, OSError) and error.filename else ""
-        print(f"pi-session {args.command}: {where}{text}", file=sys.stderr)
+        from .render.terminal_text import one_terminal_line  # (a path may hold any character)
+
+        print(f"pi-session {args.command}: {one_terminal_line(where + text)}", file=sys.stderr)
         try:
             sys.stdout.flush()
         except OSError:  # the output itself failed (a full disk): said once above, not again at exit

@@ -164,7 +164,11 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     if not skipped:
         return 0
     count = len(skipped)
-    out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
+    from ..render.terminal_text import one_terminal_line
+
+    out = [
+        f"pi-session {command}: {one_terminal_line(path)}: {counted(count, 'line')} skipped, as pi skips them:"
+    ]
     for problem in skipped[:_SKIPPED_SHOWN]:
         message = problem.message
         if len(message) > _MESSAGE_WIDTH:
@@ -176,7 +180,7 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
         f"  (`pi-session check {shlex.quote(path)}` lists every problem;"
         f" `pi-session repair {shlex.quote(path)}` mends what it can)"
     )
-    print("\n".join(out), file=sys.stderr, flush=True)
+    print("\n".join(map(one_terminal_line, out)), file=sys.stderr, flush=True)
     return count
 
 

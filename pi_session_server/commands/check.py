@@ -208,6 +208,7 @@ def _total_text(totals: dict[str, int], not_found: int) -> str:
 
 
 def _print_file(out: TextIO, path: str, found: FileReport, counts: dict[str, int], quiet: bool) -> None:
+    path = one_terminal_line(path)  # a file's name may hold a line break or an escape sequence
     if found.failure is not None:
         print(f"{path}: error: cannot read the file: {found.failure}", file=out)
         return
