@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     columns = terminal_columns()
     # the first message is read as far as a title can show of it
     infos = _sessions(args, args.width or columns or DEFAULT_WIDTH)
+    if not infos and not args.json:  # (an empty output alone does not say where was looked)
+        print(f"pi-session list: {_nothing_listed(args)}", file=sys.stderr)
     if args.json:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
@@ -113,7 +115,6 @@ def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
         cwd = os.getcwd()
         directory = default_session_dir_path(cwd)
         if not os.path.isdir(directory):  # pi's list would create it
-            print(f"pi-session list: no sessions of {cwd} (pi keeps them in {directory})", file=sys.stderr)
             return []
         return list_sessions(cwd, ABSENT, read, text=text)
     finally:
@@ -157,3 +158,15 @@ def _not_a_directory(path: str) -> str:
     if not os.path.lexists(path):
         return "no such directory"
     return broken_link_problem(path) or "not a directory"
+
+
+def _nothing_listed(args: argparse.Namespace) -> str:
+    """Where the listing found no session."""
+    from ..session.paths import default_session_dir_path, get_sessions_root
+
+    if args.all:
+        return f"no sessions in {get_sessions_root()}"
+    if args.directory:
+        return f"no sessions in {args.directory}"
+    cwd = os.getcwd()
+    return f"no sessions of {cwd} (pi keeps them in {default_session_dir_path(cwd)})"

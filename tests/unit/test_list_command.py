@@ -179,3 +179,20 @@ def test_the_titles_follow_columns_when_stdout_is_no_terminal(
     code, out, _ = _run(capsys, str(folder), "--width", "20")  # --width says the title's own width
     title = out.split("message   ", 1)[1].split("  /", 1)[0]
     assert len(title) == 20 and title.endswith("…")
+
+
+def test_an_empty_listing_says_where_it_looked(
+    agent_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed nothing at all for ``--all`` or a directory without sessions, nor for the current
+    directory's once pi had made it: as if the command had not run."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    from pi_session_server.session.paths import default_session_dir_path
+
+    os.makedirs(default_session_dir_path(os.getcwd()))  # (what pi makes for the current directory)
+    assert _run(capsys, "--all") == (0, "", f"pi-session list: no sessions in {agent_dir / 'sessions'}\n")
+    assert _run(capsys, str(empty)) == (0, "", f"pi-session list: no sessions in {empty}\n")
+    code, out, err = _run(capsys)
+    assert (code, out) == (0, "") and err.startswith(f"pi-session list: no sessions of {os.getcwd()} (")
+    assert _run(capsys, "--all", "--json") == (0, "[]\n", "")
