@@ -63,6 +63,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_pi_argument(parser)
 
 
+def _say(*text: str, file: TextIO | None = None) -> None:
+    """``print``, with the control characters of a path or a repair's title written as escapes (a
+    file's name may hold a line break or a terminal's escape sequence)."""
+    from ..render.terminal_text import one_terminal_line
+
+    print(*map(one_terminal_line, text), file=file)
+
+
 def _chosen_codes(args: argparse.Namespace) -> frozenset[str] | str:
     """The codes to repair, or why the options given cannot be followed (an option that changes
     nothing in the run asked for is refused: the user meant something else)."""
@@ -88,13 +96,13 @@ def _chosen_codes(args: argparse.Namespace) -> frozenset[str] | str:
 def run(args: argparse.Namespace) -> int:
     chosen = _chosen_codes(args)
     if isinstance(chosen, str):
-        print(f"pi-session repair: {chosen}", file=sys.stderr)
+        _say(f"pi-session repair: {chosen}", file=sys.stderr)
         return 2
     if args.output not in (None, "-"):
         # never opened: a FIFO waits for a reader, and a device is no place for a session file
         problem = special_file_problem(args.output)
         if problem is not None:
-            print(
+            _say(
                 f"pi-session repair: {args.output}: {problem} (`-o -` writes to stdout, which can go there)",
                 file=sys.stderr,
             )
@@ -103,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     say_what_was_not_found("repair", found_files, given=True)
     files, missing = found_files.files, found_files.missing
     if args.output and len(files) + len(missing) != 1:
-        print("pi-session repair: --output takes one session file", file=sys.stderr)
+        _say("pi-session repair: --output takes one session file", file=sys.stderr)
         return 2
     statuses = [2] * len(missing)
     total = with_repairs = 0
@@ -117,11 +125,11 @@ def run(args: argparse.Namespace) -> int:
     if others is not None:
         done = "made" if args.in_place else "to make"
         checked = counted(len(files), "file")
-        print(f"{checked} checked: {counted(total, 'repair')} {done} in {with_repairs:,} of them")
+        _say(f"{checked} checked: {counted(total, 'repair')} {done} in {with_repairs:,} of them")
         if others.files:
-            print(f"in {others.files:,} of them with nothing chosen to repair, {_other_text(others.counts)}")
+            _say(f"in {others.files:,} of them with nothing chosen to repair, {_other_text(others.counts)}")
         if others.unrepairable:
-            print(
+            _say(
                 f"in {others.unrepairable_files:,} of them with nothing to repair, "
                 f"{counted(others.unrepairable, 'problem')} with no repair: see `pi-session check`"
             )
@@ -156,12 +164,12 @@ def _repair_path(
     """(exit status, repairs) for one file: 0 done or nothing to do, 1 repairs listed, 2 failed."""
     problem = special_file_problem(path)
     if problem is not None:
-        print(f"pi-session repair: {path}: {problem}", file=sys.stderr)
+        _say(f"pi-session repair: {path}: {problem}", file=sys.stderr)
         return 2, 0
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
-        print(f"pi-session repair: {path}: {err.strerror or err}", file=sys.stderr)
+        _say(f"pi-session repair: {path}: {err.strerror or err}", file=sys.stderr)
         return 2, 0
     try:
         return _repair(args, path, fd, chosen, others)
@@ -175,7 +183,7 @@ def _repair_path(
         written = (
             f"; nothing was written to {target}" if target and "nothing was written" not in message else ""
         )
-        print(f"pi-session repair: {where}: {message}{written}", file=sys.stderr)
+        _say(f"pi-session repair: {where}: {message}{written}", file=sys.stderr)
         return 2, 0
     finally:
         os.close(fd)
@@ -233,13 +241,13 @@ def _report_only(
 ) -> tuple[int, int]:
     """Neither --in-place nor --output: the repairs are listed, nothing is written."""
     if count:
-        print(
+        _say(
             f"{path}: {counted(count, 'repair')} to make; write them with --in-place or --output OUT",
             file=report,
         )
     else:
         if others is None:
-            print(
+            _say(
                 _nothing_to_repair(path, diagnostics, plan, f" (codes {', '.join(sorted(chosen))})"),
                 file=report,
             )
@@ -311,14 +319,14 @@ def _repair(
     if not args.output and not args.in_place:
         return _report_only(path, diagnostics, plan, count, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
-        print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
+        _say(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
     chunks = spliced(fd, before.size, plan.splices())
     kept = 0
     if args.in_place:
         if not count:
             if others is None:
-                print(_nothing_to_repair(path, diagnostics, plan, "; the file is unchanged"), file=report)
+                _say(_nothing_to_repair(path, diagnostics, plan, "; the file is unchanged"), file=report)
             else:
                 others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
             _say_other_repairs(plan, path, report, others)
@@ -330,7 +338,7 @@ def _repair(
         for chunk in chunks:  # (read from the file: its errors are the file's)
             out.write(chunk)
         out.flush()
-        print(f"{counted(count, 'repair')} made", file=report)
+        _say(f"{counted(count, 'repair')} made", file=report)
         return 0, count
     else:
         _write_new(args.output, chunks, force=args.force)
@@ -349,10 +357,10 @@ def _say_what_was_made(
     left = summary_text(count_by_severity(d.severity.name.lower() for d in diagnostics))
     rounds = counted(MAX_ROUNDS, "round")
     stopped = "" if not last_plan.applied else f" (stopped after {rounds}: run again for more)"
-    print(f"{counted(total, 'repair')} made in {written}{stopped}; problems left: {left}", file=report)
+    _say(f"{counted(total, 'repair')} made in {written}{stopped}; problems left: {left}", file=report)
     _say_other_repairs(last_plan, written, report, None)
     if kept:
-        print(f"{written}: kept {counted(kept, 'byte')} that another process appended meanwhile", file=report)
+        _say(f"{written}: kept {counted(kept, 'byte')} that another process appended meanwhile", file=report)
 
 
 def _readable_name(path: str, fd: int) -> str:
@@ -375,7 +383,7 @@ def _more_rounds(
             diagnostics, plan = _analysed(after, chosen, written)
             if not plan.applied:
                 return diagnostics, count, plan, kept
-            print(f"round {round_number}, on the file as repaired so far:", file=report)
+            _say(f"round {round_number}, on the file as repaired so far:", file=report)
             _list(written, plan, report, _NEXT_ROUND)
             chunks = spliced(fd, now.size, plan.splices())
             kept += replace_in_place(written, now, chunks)  # a backup keeps the original
@@ -394,7 +402,7 @@ def _say_other_repairs(plan: Plan, path: str, report: TextIO, others: OtherRepai
     if others is not None:
         others.add(plan.others)
     elif plan.others:
-        print(f"{path}: {_other_text(plan.others)}", file=report)
+        _say(f"{path}: {_other_text(plan.others)}", file=report)
 
 
 def _other_text(counts: Counter[str]) -> str:
@@ -414,9 +422,9 @@ def _list(path: str, plan: Plan, report: TextIO, later: str) -> None:
     later are made."""
     for planned in sorted(plan.applied, key=lambda p: p.repair.line):
         repair = planned.repair
-        print(f"{path}:{repair.line + 1}: {repair.code} {repair.title}", file=report)
+        _say(f"{path}:{repair.line + 1}: {repair.code} {repair.title}", file=report)
     for repair in plan.deferred:
-        print(
+        _say(
             f"{path}:{repair.line + 1}: {repair.code} {repair.title} ({later}: it touches what a repair above changes)",
             file=report,
         )

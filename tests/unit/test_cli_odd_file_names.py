@@ -26,7 +26,7 @@ def odd(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "command",
-    [["tree", "--no-index"], ["stats"], ["context", "--no-index"], ["check", "--no-index"]],
+    [["tree", "--no-index"], ["stats"], ["context", "--no-index"], ["check", "--no-index"], ["repair"]],
 )
 def test_a_path_is_printed_on_one_line_without_its_control_characters(
     command: list[str], odd: Path, capsys: pytest.CaptureFixture[str]
@@ -37,7 +37,7 @@ def test_a_path_is_printed_on_one_line_without_its_control_characters(
         assert "\x1b" not in text and "\x07" not in text
     shown = out if command[0] != "context" else out.splitlines()[0]
     assert SHOWN in shown
-    if command[0] != "check":
+    if command[0] not in ("check", "repair"):
         assert f"{SHOWN}: 1 line skipped" in err
 
 
