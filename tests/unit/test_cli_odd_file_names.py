@@ -41,6 +41,14 @@ def test_a_path_is_printed_on_one_line_without_its_control_characters(
         assert f"{SHOWN}: 1 line skipped" in err
 
 
+def test_the_demo_names_the_file_without_its_control_characters(
+    odd: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", str(odd)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and f"  file {odd.parent}/{SHOWN}\n" in out
+
+
 def test_an_error_names_the_path_without_its_control_characters(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
