@@ -6,7 +6,6 @@ sidecar's ``pi/getStats`` answers (server/session_stats.py, the same sums)."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -51,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     stats = session_stats(manager, cache=None)  # asked once: nothing kept for appends
     if args.json:
-        print(json.dumps(stats, indent=2, ensure_ascii=False))
+        from ..format.jsjson import dumps_pretty  # JSON.stringify: a sum that overflowed is null
+
+        print(dumps_pretty(stats))
         return 0
     header = manager.get_header() or {}
     name = manager.get_session_name()
