@@ -166,9 +166,7 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     count = len(skipped)
     from ..render.terminal_text import one_terminal_line
 
-    out = [
-        f"pi-session {command}: {one_terminal_line(path)}: {counted(count, 'line')} skipped, as pi skips them:"
-    ]
+    out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
     for problem in skipped[:_SKIPPED_SHOWN]:
         message = problem.message
         if len(message) > _MESSAGE_WIDTH:
@@ -180,6 +178,7 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
         f"  (`pi-session check {shlex.quote(path)}` lists every problem;"
         f" `pi-session repair {shlex.quote(path)}` mends what it can)"
     )
+    # (a path, and so the commands quoted, may hold a line break or an escape sequence)
     print("\n".join(map(one_terminal_line, out)), file=sys.stderr, flush=True)
     return count
 

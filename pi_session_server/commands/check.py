@@ -92,16 +92,20 @@ def say_what_was_not_found(command: str, found: FoundFiles, given: bool) -> None
     """Name on stderr the paths given that do not exist, and the directories with no session file
     (a summary of "0 files" alone reads as if they had been checked)."""
     for path in found.missing:
+        shown = one_terminal_line(path)  # a file's name may hold a line break or an escape sequence
         if given:
             problem = broken_link_problem(path) if os.path.lexists(path) else None
-            print(f"pi-session {command}: {path}: {problem or 'no such file or directory'}", file=sys.stderr)
+            print(f"pi-session {command}: {shown}: {problem or 'no such file or directory'}", file=sys.stderr)
         else:
             print(
-                f"pi-session {command}: {path}: no such directory (where pi keeps its sessions)",
+                f"pi-session {command}: {shown}: no such directory (where pi keeps its sessions)",
                 file=sys.stderr,
             )
     for path in found.empty:
-        print(f"pi-session {command}: {path}: no session file (*.jsonl) in it", file=sys.stderr)
+        print(
+            f"pi-session {command}: {one_terminal_line(path)}: no session file (*.jsonl) in it",
+            file=sys.stderr,
+        )
 
 
 def _walk(root: str) -> Iterator[str]:

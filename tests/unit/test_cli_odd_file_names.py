@@ -55,3 +55,5 @@ def test_an_error_names_the_path_without_its_control_characters(
     missing = tmp_path / ODD
     assert main(["stats", str(missing)]) == 2
     assert capsys.readouterr().err == f"pi-session stats: {tmp_path}/{SHOWN}: no such file\n"
+    assert main(["check", "--no-index", str(missing)]) == 2
+    assert capsys.readouterr().err == f"pi-session check: {tmp_path}/{SHOWN}: no such file or directory\n"
