@@ -117,15 +117,18 @@ def run(args: argparse.Namespace) -> int:
     total = with_repairs = 0
     # several files: those with nothing chosen to repair are not named, their other repairs counted
     others = OtherRepairs() if len(files) > 1 else None
+    failed = 0
     for path in files:
         status, count = _repair_path(args, path, chosen, others)
         statuses.append(status)
         total += count
         with_repairs += count > 0
+        failed += status == 2
     if others is not None:
         done = "made" if args.in_place else "to make"
         checked = counted(len(files), "file")
-        _say(f"{checked} checked: {counted(total, 'repair')} {done} in {with_repairs:,} of them")
+        not_done = f"; {failed:,} could not be read or repaired (said above)" if failed else ""
+        _say(f"{checked} checked: {counted(total, 'repair')} {done} in {with_repairs:,} of them{not_done}")
         if others.files:
             _say(f"in {others.files:,} of them with nothing chosen to repair, {_other_text(others.counts)}")
         if others.unrepairable:

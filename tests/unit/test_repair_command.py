@@ -474,6 +474,17 @@ def test_a_directory_of_sessions_is_repaired_file_by_file(tmp_path: Path) -> Non
     assert cli(folder, "-o", tmp_path / "out.jsonl").returncode == 2  # one output, many files
 
 
+def test_the_summary_of_several_files_counts_those_that_could_not_be_read(glued: Path) -> None:
+    """It said "2 files checked: 1 repair to make in 1 of them" of a FIFO and a session, as if
+    both had been read (the FIFO's refusal scrolled away above)."""
+    os.mkfifo(glued.parent / "fifo.jsonl")
+    done = cli(glued.parent)
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[-1] == (
+        "2 files checked: 1 repair to make in 1 of them; 1 could not be read or repaired (said above)"
+    )
+
+
 def test_a_missing_path_is_reported_and_the_others_are_still_repaired(glued: Path) -> None:
     done = cli(glued.parent / "nope.jsonl", glued, "--in-place")
     assert done.returncode == 2 and "nope.jsonl: no such file or directory" in done.stderr
