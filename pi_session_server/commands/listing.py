@@ -74,9 +74,11 @@ def run(args: argparse.Namespace) -> int:
         for number, info in zip(numbers, infos, strict=True)
     ]
     title_width = args.width or _title_width(columns, counts, paths)
-    for info, count, path in zip(infos, counts, paths, strict=True):
-        title = _cut(_title(info), title_width)
-        print(COLUMN_GAP.join((_when(info.modified), count, f"{title:<{title_width}}", path)))
+    titles = [_cut(_title(info), title_width) for info in infos]
+    # the column is as wide as its widest title: a width of billions (--width, COLUMNS) pads nothing
+    column = max(map(len, titles), default=0)
+    for info, count, title, path in zip(infos, counts, titles, paths, strict=True):
+        print(COLUMN_GAP.join((_when(info.modified), count, f"{title:<{column}}", path)))
     return 0
 
 

@@ -196,3 +196,23 @@ def test_an_empty_listing_says_where_it_looked(
     code, out, err = _run(capsys)
     assert (code, out) == (0, "") and err.startswith(f"pi-session list: no sessions of {os.getcwd()} (")
     assert _run(capsys, "--all", "--json") == (0, "[]\n", "")
+
+
+@pytest.mark.parametrize("how", ["--width", "COLUMNS"])
+def test_a_huge_width_pads_the_titles_only_to_the_widest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Each title was padded to the width, so a width of billions stopped the command with a
+    MemoryError."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    _session(folder / "a.jsonl", "s-a", "short", when=1_700_000_000)
+    _session(folder / "b.jsonl", "s-b", "a longer title", when=1_700_000_001)
+    huge = str(10**11)
+    if how == "COLUMNS":
+        monkeypatch.setenv("COLUMNS", huge)
+    code, out, _ = _run(capsys, str(folder), *(["--width", huge] if how == "--width" else []))
+    assert code == 0
+    rows = out.splitlines()
+    assert rows[0].split("messages  ")[1] == f"a longer title  {folder / 'b.jsonl'}"
+    assert rows[1].split("messages  ")[1] == f"short           {folder / 'a.jsonl'}"
