@@ -145,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         # what the file or the system refused: one line, like the commands' own messages
         text = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         where = f"{error.filename}: " if isinstance(error, OSError) and error.filename else ""
-        print(f"pi-session {args.command}: {where}{text}", file=sys.stderr)
+        from .render.terminal_text import one_terminal_line  # (a path may hold any character)
+
+        print(f"pi-session {args.command}: {one_terminal_line(where + text)}", file=sys.stderr)
         try:
             sys.stdout.flush()
         except OSError:  # the output itself failed (a full disk): said once above, not again at exit
@@ -158,12 +160,7 @@ def _parsed(argv: list[str]) -> Any:
     the version, a usage error: what argparse printed is out by then)."""
     parser, command_parser = _parsers(argv)
     try:
-        # (parse_args would name the top parser for what the command's parser did not know)
-        args, unknown = parser.parse_known_args(argv)
-        if unknown:
-            _parser_of(unknown[0], argv, parser, command_parser).error(
-                f"unrecognized arguments: {' '.join(unknown)}"
-            )
+        args = _arguments_of(argv, parser, command_parser)
     except SystemExit:  # --help, --version, a usage error: argparse said it, and exits as it does
         failed = _output_failure(_command_in(argv))
         if failed is None:
@@ -179,19 +176,28 @@ def _parsed(argv: list[str]) -> Any:
     return args
 
 
-def _parser_of(
-    argument: str,
-    argv: list[str],
-    parser: argparse.ArgumentParser,
-    command_parser: argparse.ArgumentParser | None,
-) -> argparse.ArgumentParser:
-    """The parser ``argument`` was given to: the command's when it follows the command's name, so
-    that the error names the command and shows its usage."""
-    command = _command_in(argv)
-    if command_parser is None or command is None:
-        return parser
-    given_before = argument in argv and argv.index(argument) < argv.index(command)
-    return parser if given_before else command_parser
+def _arguments_of(
+    argv: list[str], parser: argparse.ArgumentParser, command_parser: argparse.ArgumentParser | None
+) -> argparse.Namespace:
+    """``argv`` parsed: what precedes the command's name by ``parser``, the rest by the command's
+    own parser, which names the command in its errors and shows its usage, and takes options
+    between paths (``check a.jsonl --json b.jsonl``: argparse's parse_args takes a list of
+    paths in one piece only, and reports the rest as unrecognized)."""
+    if command_parser is None:
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return args
+    at = argv.index(str(_command_in(argv)))
+    args = parser.parse_args(argv[:at])
+    args.command = argv[at]
+    rest = argv[at + 1 :]
+    if "--" in rest:
+        # what follows "--" are paths, and parse_intermixed_args takes them for options again: one
+        # that starts with "-" is given as the same path from "./"
+        cut = rest.index("--")
+        rest = rest[:cut] + [f"./{arg}" if arg.startswith("-") else arg for arg in rest[cut + 1 :]]
+    return command_parser.parse_intermixed_args(rest, namespace=args)
 
 
 # What a shell reports for a command killed by SIGPIPE, which is how Unix tools end when the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shlex
 import sys
@@ -24,13 +25,32 @@ class CommandError(Exception):
 
 
 def path_problem(path: str) -> str | None:
-    """Why ``path`` cannot be shown as a session before reading it: missing, a directory, or a
-    FIFO or a device (:func:`special_file_problem`)."""
+    """Why ``path`` cannot be shown as a session before reading it: missing, a symbolic link that
+    leads nowhere (:func:`broken_link_problem`), a directory, or a FIFO or a device
+    (:func:`special_file_problem`)."""
     if not os.path.lexists(path):
         return "no such file"
+    broken = broken_link_problem(path)
+    if broken is not None:
+        return broken
     if os.path.isdir(path):
         return "is a directory (give a session file)"
     return special_file_problem(path)
+
+
+def broken_link_problem(path: str) -> str | None:
+    """Why ``path``, which exists as a name, names no file: a symbolic link to a missing file, or a
+    loop of links. None when it leads to a file. (pi takes such a path for a new session, so a
+    command that shows one would show an empty session instead of saying what is wrong.)"""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ENOENT and os.path.islink(path):
+            with contextlib.suppress(OSError):
+                return f"is a symbolic link to {os.readlink(path)}, which does not exist"
+        text = error.strerror or str(error)
+        return text[:1].lower() + text[1:]
+    return None
 
 
 def special_file_problem(path: str) -> str | None:
@@ -144,6 +164,8 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     if not skipped:
         return 0
     count = len(skipped)
+    from ..render.terminal_text import one_terminal_line
+
     out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
     for problem in skipped[:_SKIPPED_SHOWN]:
         message = problem.message
@@ -156,7 +178,8 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
         f"  (`pi-session check {shlex.quote(path)}` lists every problem;"
         f" `pi-session repair {shlex.quote(path)}` mends what it can)"
     )
-    print("\n".join(out), file=sys.stderr, flush=True)
+    # (a path, and so the commands quoted, may hold a line break or an escape sequence)
+    print("\n".join(map(one_terminal_line, out)), file=sys.stderr, flush=True)
     return count
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 from ..render.terminal_text import one_terminal_line
-from ._common import Progress, add_index_argument, add_pi_argument, counted
+from ._common import Progress, add_index_argument, add_pi_argument, broken_link_problem, counted
 from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
 
 #: how a problem's severity is printed in the text form
@@ -92,15 +92,20 @@ def say_what_was_not_found(command: str, found: FoundFiles, given: bool) -> None
     """Name on stderr the paths given that do not exist, and the directories with no session file
     (a summary of "0 files" alone reads as if they had been checked)."""
     for path in found.missing:
+        shown = one_terminal_line(path)  # a file's name may hold a line break or an escape sequence
         if given:
-            print(f"pi-session {command}: {path}: no such file or directory", file=sys.stderr)
+            problem = broken_link_problem(path) if os.path.lexists(path) else None
+            print(f"pi-session {command}: {shown}: {problem or 'no such file or directory'}", file=sys.stderr)
         else:
             print(
-                f"pi-session {command}: {path}: no such directory (where pi keeps its sessions)",
+                f"pi-session {command}: {shown}: no such directory (where pi keeps its sessions)",
                 file=sys.stderr,
             )
     for path in found.empty:
-        print(f"pi-session {command}: {path}: no session file (*.jsonl) in it", file=sys.stderr)
+        print(
+            f"pi-session {command}: {one_terminal_line(path)}: no session file (*.jsonl) in it",
+            file=sys.stderr,
+        )
 
 
 def _walk(root: str) -> Iterator[str]:
@@ -207,6 +212,7 @@ def _total_text(totals: dict[str, int], not_found: int) -> str:
 
 
 def _print_file(out: TextIO, path: str, found: FileReport, counts: dict[str, int], quiet: bool) -> None:
+    path = one_terminal_line(path)  # a file's name may hold a line break or an escape sequence
     if found.failure is not None:
         print(f"{path}: error: cannot read the file: {found.failure}", file=out)
         return

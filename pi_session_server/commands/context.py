@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 
+from ..render.terminal_text import one_terminal_line
 from ..session import view_store
 from ._common import (
     add_index_argument,
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
     encoding, errors = output_encoding()
     # the Markdown's title names the file as given
-    title_name = None if args.json else os.path.basename(path)
+    title_name = None if args.json else one_terminal_line(os.path.basename(path))
     key = (args.pi, args.leaf, args.json, title_name, encoding, errors)
     before = view_store.identity_before_open(path) if args.index else None
     kept = view_store.load(path, before, view_store.CONTEXT, key, args.index)
@@ -77,5 +78,5 @@ def _context_text(path: str, args: argparse.Namespace) -> tuple[str, int] | None
         text = dumps_pretty(context, indented_depth=READABLE_DEPTH)
     else:
         leaf = ABSENT if args.leaf is None else args.leaf
-        text = context_markdown(context, context_title(os.path.basename(path), leaf))
+        text = context_markdown(context, context_title(one_terminal_line(os.path.basename(path)), leaf))
     return text, skipped

@@ -26,6 +26,7 @@ from pi_session_server.commands._common import (
 )
 from pi_session_server.format.jsvalue import js_string_of
 from pi_session_server.render.context_markdown import model_text
+from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
@@ -187,10 +188,20 @@ def _glyphs(ascii_only: bool) -> dict[str, str]:
     return glyphs
 
 
+def _session_to_show(file: str | None) -> Path | None:
+    """The file the demo shows (links resolved), or None when it cannot be (said on stderr)."""
+    if not file:
+        return example_path()
+    problem = path_problem(file)
+    if problem is not None:
+        print(f"pi-session demo: {one_terminal_line(os.path.abspath(file))}: {problem}", file=sys.stderr)
+        return None
+    return Path(os.path.realpath(file))
+
+
 def run(args: argparse.Namespace) -> int:
-    path = Path(args.file).resolve() if args.file else example_path()
-    if not path.is_file():
-        print(f"pi-session demo: {path}: {path_problem(str(path)) or 'no such file'}", file=sys.stderr)
+    path = _session_to_show(args.file)
+    if path is None:
         return 2
     line_width = args.width or terminal_columns() or DEFAULT_WIDTH
     glyphs = _glyphs(args.ascii)
@@ -219,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
             return 2  # the file cannot be shown, as for the other commands
         name = info.get("sessionName") or "(no name)"
         print(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
-        print(f"  file {info.get('sessionFile', path)}")
+        print(f"  file {one_terminal_line(str(info.get('sessionFile', path)))}")
         print(
             f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {js_string_of(info.get('leafId'))}"
         )
@@ -234,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 print(f"    line {problem['line'] + 1}: {cut}")
             if skipped > 3:
-                print(f"    and {skipped - 3:,} more (pi-session check {path})")
+                print(f"    and {skipped - 3:,} more (pi-session check {one_terminal_line(str(path))})")
         print()
         shown = len(tree["nodes"])
         print(

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from ._common import CommandError, Progress, counted, terminal_columns, width
+from ._common import CommandError, Progress, broken_link_problem, counted, terminal_columns, width
 
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     columns = terminal_columns()
     # the first message is read as far as a title can show of it
     infos = _sessions(args, args.width or columns or DEFAULT_WIDTH)
+    if not infos and not args.json:  # (an empty output alone does not say where was looked)
+        print(f"pi-session list: {_nothing_listed(args)}", file=sys.stderr)
     if args.json:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
@@ -72,9 +74,11 @@ def run(args: argparse.Namespace) -> int:
         for number, info in zip(numbers, infos, strict=True)
     ]
     title_width = args.width or _title_width(columns, counts, paths)
-    for info, count, path in zip(infos, counts, paths, strict=True):
-        title = _cut(_title(info), title_width)
-        print(COLUMN_GAP.join((_when(info.modified), count, f"{title:<{title_width}}", path)))
+    titles = [_cut(_title(info), title_width) for info in infos]
+    # the column is as wide as its widest title: a width of billions (--width, COLUMNS) pads nothing
+    column = max(map(len, titles), default=0)
+    for info, count, title, path in zip(infos, counts, titles, paths, strict=True):
+        print(COLUMN_GAP.join((_when(info.modified), count, f"{title:<{column}}", path)))
     return 0
 
 
@@ -108,12 +112,11 @@ def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:
         if args.directory:
             directory = os.path.abspath(args.directory)
             if not os.path.isdir(directory):
-                raise CommandError(f"{args.directory}: not a directory")
+                raise CommandError(f"{args.directory}: {_not_a_directory(directory)}")
             return list_all_sessions(directory, read, text=text)
         cwd = os.getcwd()
         directory = default_session_dir_path(cwd)
         if not os.path.isdir(directory):  # pi's list would create it
-            print(f"pi-session list: no sessions of {cwd} (pi keeps them in {directory})", file=sys.stderr)
             return []
         return list_sessions(cwd, ABSENT, read, text=text)
     finally:
@@ -149,3 +152,23 @@ def _when(modified: float) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(modified / 1000))
     except (OverflowError, OSError, ValueError):  # a date beyond what the platform's time takes
         return "?".ljust(16)
+
+
+def _not_a_directory(path: str) -> str:
+    """Why ``path``, given as the directory to list, is none: missing, a link that leads nowhere, or
+    a file of another kind."""
+    if not os.path.lexists(path):
+        return "no such directory"
+    return broken_link_problem(path) or "not a directory"
+
+
+def _nothing_listed(args: argparse.Namespace) -> str:
+    """Where the listing found no session."""
+    from ..session.paths import default_session_dir_path, get_sessions_root
+
+    if args.all:
+        return f"no sessions in {get_sessions_root()}"
+    if args.directory:
+        return f"no sessions in {args.directory}"
+    cwd = os.getcwd()
+    return f"no sessions of {cwd} (pi keeps them in {default_session_dir_path(cwd)})"

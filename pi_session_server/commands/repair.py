@@ -21,7 +21,7 @@ release reads them (what is a problem, and so what is repaired, follows it; defa
 from __future__ import annotations
 
 import argparse
-import contextlib
+import errno
 import os
 import shlex
 import sys
@@ -33,10 +33,10 @@ from ..analysis.autofix import FIXABLE_CODES, SAFE_CODES, Plan, plan_repairs, sp
 from ..analysis.codes import Severity
 from ..analysis.diagnostics import Diagnostic, document_diagnostics
 from ..analysis.document import SessionDocument
-from ..errors import PiSessionError
+from ..errors import FsError, PiSessionError
 from ..output import write_fully
 from ..session.profiles import Profile, profile_for
-from ..session.rewrites import FileState, replace_in_place, same_file
+from ..session.rewrites import FileState, replace_in_place, rewrite_file, same_file
 from ._common import add_pi_argument, counted, special_file_problem
 from .check import count_by_severity, say_what_was_not_found, session_files, summary_text
 
@@ -63,10 +63,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_pi_argument(parser)
 
 
+def _say(*text: str, file: TextIO | None = None) -> None:
+    """``print``, with the control characters of a path or a repair's title written as escapes (a
+    file's name may hold a line break or a terminal's escape sequence)."""
+    from ..render.terminal_text import one_terminal_line
+
+    print(*map(one_terminal_line, text), file=file)
+
+
 def _chosen_codes(args: argparse.Namespace) -> frozenset[str] | str:
+    """The codes to repair, or why the options given cannot be followed (an option that changes
+    nothing in the run asked for is refused: the user meant something else)."""
+    if args.all and args.codes is not None:
+        return "give --codes or --all, not both"
+    if args.no_backup and not args.in_place:
+        return "--no-backup goes with --in-place (without it, the file is never replaced)"
+    if args.force and args.output in (None, "-"):
+        return "--force goes with --output OUT (the file it may overwrite)"
     if args.all:
         return FIXABLE_CODES
-    if not args.codes:
+    if args.codes is None:
         return SAFE_CODES
     chosen = frozenset(c.strip().upper() for c in args.codes.split(",") if c.strip())
     if not chosen:
@@ -80,31 +96,43 @@ def _chosen_codes(args: argparse.Namespace) -> frozenset[str] | str:
 def run(args: argparse.Namespace) -> int:
     chosen = _chosen_codes(args)
     if isinstance(chosen, str):
-        print(f"pi-session repair: {chosen}", file=sys.stderr)
+        _say(f"pi-session repair: {chosen}", file=sys.stderr)
         return 2
+    if args.output not in (None, "-"):
+        # never opened: a FIFO waits for a reader, and a device is no place for a session file
+        problem = special_file_problem(args.output)
+        if problem is not None:
+            _say(
+                f"pi-session repair: {args.output}: {problem} (`-o -` writes to stdout, which can go there)",
+                file=sys.stderr,
+            )
+            return 2
     found_files = session_files(args.paths)
     say_what_was_not_found("repair", found_files, given=True)
     files, missing = found_files.files, found_files.missing
     if args.output and len(files) + len(missing) != 1:
-        print("pi-session repair: --output takes one session file", file=sys.stderr)
+        _say("pi-session repair: --output takes one session file", file=sys.stderr)
         return 2
     statuses = [2] * len(missing)
     total = with_repairs = 0
     # several files: those with nothing chosen to repair are not named, their other repairs counted
     others = OtherRepairs() if len(files) > 1 else None
+    failed = 0
     for path in files:
         status, count = _repair_path(args, path, chosen, others)
         statuses.append(status)
         total += count
         with_repairs += count > 0
+        failed += status == 2
     if others is not None:
         done = "made" if args.in_place else "to make"
         checked = counted(len(files), "file")
-        print(f"{checked} checked: {counted(total, 'repair')} {done} in {with_repairs:,} of them")
+        not_done = f"; {failed:,} could not be read or repaired (said above)" if failed else ""
+        _say(f"{checked} checked: {counted(total, 'repair')} {done} in {with_repairs:,} of them{not_done}")
         if others.files:
-            print(f"in {others.files:,} of them with nothing chosen to repair, {_other_text(others.counts)}")
+            _say(f"in {others.files:,} of them with nothing chosen to repair, {_other_text(others.counts)}")
         if others.unrepairable:
-            print(
+            _say(
                 f"in {others.unrepairable_files:,} of them with nothing to repair, "
                 f"{counted(others.unrepairable, 'problem')} with no repair: see `pi-session check`"
             )
@@ -139,12 +167,12 @@ def _repair_path(
     """(exit status, repairs) for one file: 0 done or nothing to do, 1 repairs listed, 2 failed."""
     problem = special_file_problem(path)
     if problem is not None:
-        print(f"pi-session repair: {path}: {problem}", file=sys.stderr)
+        _say(f"pi-session repair: {path}: {problem}", file=sys.stderr)
         return 2, 0
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
-        print(f"pi-session repair: {path}: {err.strerror or err}", file=sys.stderr)
+        _say(f"pi-session repair: {path}: {err.strerror or err}", file=sys.stderr)
         return 2, 0
     try:
         return _repair(args, path, fd, chosen, others)
@@ -158,7 +186,7 @@ def _repair_path(
         written = (
             f"; nothing was written to {target}" if target and "nothing was written" not in message else ""
         )
-        print(f"pi-session repair: {where}: {message}{written}", file=sys.stderr)
+        _say(f"pi-session repair: {where}: {message}{written}", file=sys.stderr)
         return 2, 0
     finally:
         os.close(fd)
@@ -216,13 +244,13 @@ def _report_only(
 ) -> tuple[int, int]:
     """Neither --in-place nor --output: the repairs are listed, nothing is written."""
     if count:
-        print(
+        _say(
             f"{path}: {counted(count, 'repair')} to make; write them with --in-place or --output OUT",
             file=report,
         )
     else:
         if others is None:
-            print(
+            _say(
                 _nothing_to_repair(path, diagnostics, plan, f" (codes {', '.join(sorted(chosen))})"),
                 file=report,
             )
@@ -294,14 +322,14 @@ def _repair(
     if not args.output and not args.in_place:
         return _report_only(path, diagnostics, plan, count, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
-        print(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
+        _say(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
     chunks = spliced(fd, before.size, plan.splices())
     kept = 0
     if args.in_place:
         if not count:
             if others is None:
-                print(_nothing_to_repair(path, diagnostics, plan, "; the file is unchanged"), file=report)
+                _say(_nothing_to_repair(path, diagnostics, plan, "; the file is unchanged"), file=report)
             else:
                 others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
             _say_other_repairs(plan, path, report, others)
@@ -313,7 +341,7 @@ def _repair(
         for chunk in chunks:  # (read from the file: its errors are the file's)
             out.write(chunk)
         out.flush()
-        print(f"{counted(count, 'repair')} made", file=report)
+        _say(f"{counted(count, 'repair')} made", file=report)
         return 0, count
     else:
         _write_new(args.output, chunks, force=args.force)
@@ -332,10 +360,10 @@ def _say_what_was_made(
     left = summary_text(count_by_severity(d.severity.name.lower() for d in diagnostics))
     rounds = counted(MAX_ROUNDS, "round")
     stopped = "" if not last_plan.applied else f" (stopped after {rounds}: run again for more)"
-    print(f"{counted(total, 'repair')} made in {written}{stopped}; problems left: {left}", file=report)
+    _say(f"{counted(total, 'repair')} made in {written}{stopped}; problems left: {left}", file=report)
     _say_other_repairs(last_plan, written, report, None)
     if kept:
-        print(f"{written}: kept {counted(kept, 'byte')} that another process appended meanwhile", file=report)
+        _say(f"{written}: kept {counted(kept, 'byte')} that another process appended meanwhile", file=report)
 
 
 def _readable_name(path: str, fd: int) -> str:
@@ -358,7 +386,7 @@ def _more_rounds(
             diagnostics, plan = _analysed(after, chosen, written)
             if not plan.applied:
                 return diagnostics, count, plan, kept
-            print(f"round {round_number}, on the file as repaired so far:", file=report)
+            _say(f"round {round_number}, on the file as repaired so far:", file=report)
             _list(written, plan, report, _NEXT_ROUND)
             chunks = spliced(fd, now.size, plan.splices())
             kept += replace_in_place(written, now, chunks)  # a backup keeps the original
@@ -377,7 +405,7 @@ def _say_other_repairs(plan: Plan, path: str, report: TextIO, others: OtherRepai
     if others is not None:
         others.add(plan.others)
     elif plan.others:
-        print(f"{path}: {_other_text(plan.others)}", file=report)
+        _say(f"{path}: {_other_text(plan.others)}", file=report)
 
 
 def _other_text(counts: Counter[str]) -> str:
@@ -397,9 +425,9 @@ def _list(path: str, plan: Plan, report: TextIO, later: str) -> None:
     later are made."""
     for planned in sorted(plan.applied, key=lambda p: p.repair.line):
         repair = planned.repair
-        print(f"{path}:{repair.line + 1}: {repair.code} {repair.title}", file=report)
+        _say(f"{path}:{repair.line + 1}: {repair.code} {repair.title}", file=report)
     for repair in plan.deferred:
-        print(
+        _say(
             f"{path}:{repair.line + 1}: {repair.code} {repair.title} ({later}: it touches what a repair above changes)",
             file=report,
         )
@@ -411,17 +439,15 @@ _RUN_AGAIN = "not in this run: run again on the output"
 
 
 def _write_new(out_path: str, chunks: Iterator[bytes], *, force: bool) -> None:
-    """Write ``out_path`` (only a new file unless ``force``); a failed write leaves no part of it."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    """Write ``out_path`` whole or not at all: a temporary file beside it, renamed over it (only
+    onto a new name unless ``force``), so that a failed write leaves what OUT held."""
+    if not force and os.path.lexists(out_path):
+        raise FileExistsError(errno.EEXIST, "it exists (--force overwrites it)", out_path)
     try:
-        out_fd = os.open(out_path, flags, 0o644)
-    except FileExistsError as exists:
-        raise FileExistsError(exists.errno, "it exists (--force overwrites it)", out_path) from None
-    try:
-        with open(out_fd, "wb") as out:
-            for chunk in chunks:
-                out.write(chunk)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(out_path)
-        raise
+        rewrite_file(out_path, chunks)
+    except (FsError, OSError) as error:  # the output's failure, named as such (not the session's)
+        # (the library words it as Node would: said here as the system does)
+        cause = error.__cause__ if isinstance(error, FsError) else error
+        if not isinstance(cause, OSError):
+            raise
+        raise OSError(cause.errno, cause.strerror, out_path) from error

@@ -6,7 +6,6 @@ sidecar's ``pi/getStats`` answers (server/session_stats.py, the same sums)."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -40,22 +39,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..render.terminal_text import one_terminal_line
     from ..server.session_stats import session_stats
 
     path = session_path(args.file)
     manager = open_to_look(path, args.pi, index=args.index)
     report_skipped_lines("stats", path, manager)
     if not args.json and manager.entry_count() == 0 and os.path.getsize(path) == 0:
-        print(f"{path}\nempty file: no session in it yet")
+        print(f"{one_terminal_line(path)}\nempty file: no session in it yet")
         return 0
     stats = session_stats(manager, cache=None)  # asked once: nothing kept for appends
     if args.json:
-        print(json.dumps(stats, indent=2, ensure_ascii=False))
+        from ..format.jsjson import dumps_pretty  # JSON.stringify: a sum that overflowed is null
+
+        print(dumps_pretty(stats))
         return 0
     header = manager.get_header() or {}
     name = manager.get_session_name()
     sys.stdout.write(
-        "\n".join([path, *_lines(stats, header.get("id"), name if isinstance(name, str) else None)]) + "\n"
+        "\n".join(
+            [
+                one_terminal_line(path),
+                *_lines(stats, header.get("id"), name if isinstance(name, str) else None),
+            ]
+        )
+        + "\n"
     )
     return 0
 

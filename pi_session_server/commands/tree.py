@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     before = view_store.identity_before_open(path) if args.index else None
     kept = view_store.load(path, before, view_store.TREE, key, args.index)
     if kept is not None:
-        sys.stdout.write(path + kept.head)
+        from ..render.terminal_text import one_terminal_line
+
+        sys.stdout.write(one_terminal_line(path) + kept.head)
         write_encoded(kept.data, encoding)
         return 0
     from . import tree_draw  # the library: imported only when the tree is drawn

@@ -116,7 +116,7 @@ def _print(
     encoding, errors = output_encoding()
     if manager.get_entries() == [] and os.path.getsize(path) == 0:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
-        print(f"{path}\nempty file: no session in it yet")
+        print(f"{one_terminal_line(path)}\nempty file: no session in it yet")
         return 0
     skipped = report_skipped_lines("tree", path, manager)
     name = manager.get_session_name()
@@ -126,7 +126,7 @@ def _print(
         + (f'  "{one_terminal_line(js_string_of(name))}"' if name is not ABSENT else "")
         + f"\n{counted(len(manager.get_entries()), 'entry', 'entries')}, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
     )
-    sys.stdout.write(path + head)
+    sys.stdout.write(one_terminal_line(path) + head)
     # the kept view is the whole text, gathered while it stays small enough to keep (when views
     # are kept), in a file: a big session's drawn text, gathered up to the view's limit before it
     # is dropped, is not held beside the tree while it is drawn

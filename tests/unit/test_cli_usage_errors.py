@@ -4,6 +4,10 @@ of ``pi-session`` alone)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import builders as S
 import pytest
 
 from pi_session_server.cli import COMMANDS, main
@@ -39,3 +43,22 @@ def test_an_unknown_option_before_the_command_is_reported_by_pi_session(
     err = _usage_error(["--bogus", "tree"], capsys)
     assert err.startswith("usage: pi-session [-h] [--version] COMMAND")
     assert err.endswith("\npi-session: error: unrecognized arguments: --bogus\n")
+
+
+def test_options_may_come_between_the_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check a.jsonl --json b.jsonl`` checks both: argparse's parse_args took the first path alone
+    and reported the second as an unrecognized argument. After ``--``, a path that looks like an
+    option is still a path."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.jsonl", "b.jsonl", "-odd.jsonl"):
+        (tmp_path / name).write_text(S.header() + "\n")
+    assert main(["check", "a.jsonl", "--json", "--no-index", "b.jsonl"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and [f["path"] for f in json.loads(out)["files"]] == ["a.jsonl", "b.jsonl"]
+    assert main(["repair", "a.jsonl", "--pi", "0.86.1", "b.jsonl"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.splitlines()[0] == "2 files checked: 0 repairs to make in 0 of them"
+    assert main(["check", "a.jsonl", "--no-index", "--", "-odd.jsonl"]) == 0
+    assert capsys.readouterr().out == "a.jsonl: ok\n./-odd.jsonl: ok\n2 files checked: ok\n"

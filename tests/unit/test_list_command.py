@@ -107,7 +107,7 @@ def test_titles_are_one_terminal_line_cut_to_the_width(
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["nowhere"], "not a directory"), (["DIR", "--all"], "not both")],
+    [(["nowhere"], "no such directory"), (["DIR", "--all"], "not both")],
 )
 def test_refused_arguments_say_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
@@ -179,3 +179,40 @@ def test_the_titles_follow_columns_when_stdout_is_no_terminal(
     code, out, _ = _run(capsys, str(folder), "--width", "20")  # --width says the title's own width
     title = out.split("message   ", 1)[1].split("  /", 1)[0]
     assert len(title) == 20 and title.endswith("…")
+
+
+def test_an_empty_listing_says_where_it_looked(
+    agent_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed nothing at all for ``--all`` or a directory without sessions, nor for the current
+    directory's once pi had made it: as if the command had not run."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    from pi_session_server.session.paths import default_session_dir_path
+
+    os.makedirs(default_session_dir_path(os.getcwd()))  # (what pi makes for the current directory)
+    assert _run(capsys, "--all") == (0, "", f"pi-session list: no sessions in {agent_dir / 'sessions'}\n")
+    assert _run(capsys, str(empty)) == (0, "", f"pi-session list: no sessions in {empty}\n")
+    code, out, err = _run(capsys)
+    assert (code, out) == (0, "") and err.startswith(f"pi-session list: no sessions of {os.getcwd()} (")
+    assert _run(capsys, "--all", "--json") == (0, "[]\n", "")
+
+
+@pytest.mark.parametrize("how", ["--width", "COLUMNS"])
+def test_a_huge_width_pads_the_titles_only_to_the_widest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Each title was padded to the width, so a width of billions stopped the command with a
+    MemoryError."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    _session(folder / "a.jsonl", "s-a", "short", when=1_700_000_000)
+    _session(folder / "b.jsonl", "s-b", "a longer title", when=1_700_000_001)
+    huge = str(10**11)
+    if how == "COLUMNS":
+        monkeypatch.setenv("COLUMNS", huge)
+    code, out, _ = _run(capsys, str(folder), *(["--width", huge] if how == "--width" else []))
+    assert code == 0
+    rows = out.splitlines()
+    assert rows[0].split("messages  ")[1] == f"a longer title  {folder / 'b.jsonl'}"
+    assert rows[1].split("messages  ")[1] == f"short           {folder / 'a.jsonl'}"

@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -56,7 +57,7 @@ def in_process_args(*paths: Path, in_place: bool = False) -> argparse.Namespace:
         in_place=in_place,
         codes=None,
         all=False,
-        no_backup=True,
+        no_backup=in_place,
         force=False,
         pi="1.6.0",
     )
@@ -265,10 +266,28 @@ def test_all_keeps_a_tool_result_without_its_call_as_a_custom_message(tmp_path: 
 def test_unknown_codes_are_refused(glued: Path) -> None:
     done = cli(glued, "--codes", "PI040")
     assert done.returncode == 2 and "no repair for PI040" in done.stderr
-    for nothing in (",", " , "):  # a list of no code chooses nothing: said, not "nothing to repair"
+    for nothing in ("", ",", " , "):  # a list of no code chooses nothing: said, not "nothing to repair"
         done = cli(glued, "--codes", nothing, "--in-place")
         assert done.returncode == 2 and "--codes names no code" in done.stderr
     assert glued.read_bytes() == GLUED
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--all", "--codes", "PI001"], "give --codes or --all, not both"),
+        (["--no-backup"], "--no-backup goes with --in-place"),
+        (["--no-backup", "-o", "-"], "--no-backup goes with --in-place"),
+        (["--force"], "--force goes with --output OUT"),
+        (["--force", "--in-place"], "--force goes with --output OUT"),
+    ],
+)
+def test_an_option_that_would_change_nothing_is_refused(glued: Path, options: list[str], said: str) -> None:
+    """It was ignored: ``--no-backup`` without ``--in-place`` listed the repairs as if it were not
+    there, ``--all`` took every code whatever ``--codes`` said."""
+    done = cli(glued, *options)
+    assert (done.returncode, done.stdout) == (2, "") and said in done.stderr
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"] and glued.read_bytes() == GLUED
 
 
 @pytest.mark.slow
@@ -453,6 +472,17 @@ def test_a_directory_of_sessions_is_repaired_file_by_file(tmp_path: Path) -> Non
     assert not (folder / "--work-b--" / "clean.jsonl.bak").exists()
     assert "3 files checked: 2 repairs made in 2 of them" in done.stdout
     assert cli(folder, "-o", tmp_path / "out.jsonl").returncode == 2  # one output, many files
+
+
+def test_the_summary_of_several_files_counts_those_that_could_not_be_read(glued: Path) -> None:
+    """It said "2 files checked: 1 repair to make in 1 of them" of a FIFO and a session, as if
+    both had been read (the FIFO's refusal scrolled away above)."""
+    os.mkfifo(glued.parent / "fifo.jsonl")
+    done = cli(glued.parent)
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[-1] == (
+        "2 files checked: 1 repair to make in 1 of them; 1 could not be read or repaired (said above)"
+    )
 
 
 def test_a_missing_path_is_reported_and_the_others_are_still_repaired(glued: Path) -> None:
@@ -667,3 +697,63 @@ def test_the_help_names_each_code_whole_however_it_is_wrapped() -> None:
         # each code of the default once, then each possible one: none cut in two by a line's end
         named = re.findall(r"PI\d{3}", shown)
         assert named == sorted(autofix.SAFE_CODES) + sorted(autofix.FIXABLE_CODES), columns
+
+
+# ``repair -o OUT``: OUT is written whole or not at all, and only a regular file (or a new name) is
+# ever written. A FIFO made the command wait for a reader forever; a failed write truncated OUT and
+# then unlinked it, so ``--force`` onto a device that refuses the bytes removed the device's node,
+# and a failure writing over an existing file lost what it held.
+
+
+def test_a_fifo_as_output_is_refused_not_waited_on(glued: Path) -> None:
+    fifo = glued.parent / "out.fifo"
+    os.mkfifo(fifo)
+    done = cli(glued, "-o", fifo, "--force")
+    assert done.returncode == 2
+    assert f"{fifo}: is a FIFO" in done.stderr and "-o -" in done.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_device_as_output_is_refused_and_left_where_it_is(glued: Path) -> None:
+    full = glued.parent / "full"  # /dev/full's own node: a machine's device is never risked
+    try:
+        os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    except OSError:
+        pytest.skip("making a device node needs a privilege")
+    done = cli(glued, "-o", full, "--force")
+    assert done.returncode == 2
+    assert f"{full}: is a character device" in done.stderr
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+def test_an_output_that_cannot_be_written_whole_keeps_what_it_held(
+    glued: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pi_session_server.cli import main
+
+    out = glued.parent / "fixed.jsonl"
+    out.write_bytes(b"keep me\n")
+    real_spliced = repair_command.spliced
+
+    def failing_after_a_chunk(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        for chunk in real_spliced(*args, **kwargs):  # type: ignore[arg-type]
+            yield chunk
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(repair_command, "spliced", failing_after_a_chunk)
+    assert main(["repair", str(glued), "-o", str(out), "--force"]) == 2
+    assert out.read_bytes() == b"keep me\n"
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["fixed.jsonl", "s.jsonl"]
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and f"nothing was written to {out}" in err
+
+
+def test_a_directory_as_output_is_named_as_what_failed(glued: Path) -> None:
+    out = glued.parent / "dir"
+    out.mkdir()
+    done = cli(glued, "-o", out, "--force")
+    assert done.returncode == 2
+    assert (
+        done.stderr.splitlines()[-1]
+        == f"pi-session repair: {out}: Is a directory; nothing was written to {out}"
+    )

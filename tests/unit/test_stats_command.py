@@ -78,3 +78,19 @@ def test_stats_never_imports_the_server() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_json_is_valid_when_a_sum_overflows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Python's json wrote a cost that overflowed to infinity as ``Infinity``, which no JSON reader
+    takes; JSON.stringify, and so the sidecar, writes ``null``."""
+    path = tmp_path / "huge.jsonl"
+    turns = [json.loads(S.assistant(f"a{n}", f"a{n - 1}" if n else None)) for n in range(2)]
+    for turn in turns:
+        turn["message"]["usage"]["cost"]["total"] = 1e308
+    path.write_text("\n".join([S.header(), *map(json.dumps, turns)]) + "\n")
+    code, out, _ = _run(capsys, "--json", str(path))
+
+    def refused(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    assert code == 0 and json.loads(out, parse_constant=refused)["cost"] is None
