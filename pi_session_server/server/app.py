@@ -55,6 +55,8 @@ from .wire import encode_result
 from .workers import CancelToken, Job, WorkerPool, keep_big_blocks_out_of_the_heap
 
 if TYPE_CHECKING:
+    from pi_session_server.session import FileChange
+
     from .language_features import LanguageFeatures
 
 logger = logging.getLogger(__name__)
@@ -232,13 +234,14 @@ class PiSessionServer:
     def uri_of(self, path: str | None) -> str | None:
         return from_fs_path(path) if path else None
 
-    def report_foreign_writes(self, slot: Slot, before: os.stat_result | None = None) -> None:
-        """Tell the client what other processes wrote while this session appended (on the worker).
-        Bytes another handle of this server wrote are not another process's (``before``: the
-        file as :meth:`OwnWrites.before` found it before this write)."""
+    def report_foreign_writes(self, slot: Slot, before: os.stat_result | None = None) -> bool:
+        """Tell the client what other processes wrote while this session appended (on the worker);
+        whether there was any. Bytes another handle of this server wrote are not another process's
+        (``before``: the file as :meth:`OwnWrites.before` found it before this write)."""
         manager = slot.manager
         if manager is None:
-            return
+            return False
+        reported = False
         for event in manager.drain_events():
             if slot.real_path is not None and self.own_writes.wrote(slot.real_path, before, event):
                 continue
@@ -254,6 +257,8 @@ class PiSessionServer:
                     "foundSize": event.found_size,
                 },
             )
+            reported = True
+        return reported
 
     # ------------------------------------------------------------------ running library code
 
@@ -455,15 +460,28 @@ class PiSessionServer:
         with lock:
             shared = real_path is not None and len(self.registry.slots_for_path(real_path)) > 1
             before = self.own_writes.before(real_path, shared) if real_path is not None else None
+            foreign = False
             try:
                 if append or not undo:
-                    return job(manager)
-                with manager.transaction():
-                    return job(manager)
+                    value = job(manager)
+                else:
+                    with manager.transaction():
+                        value = job(manager)
             finally:
-                self.report_foreign_writes(slot, before)
+                foreign = self.report_foreign_writes(slot, before)
                 if real_path is not None:
                     self.own_writes.after(real_path, before)
+            if foreign:
+                # What the write found another process wrote is told before its answer, whose
+                # entry follows it (the lines appended before ours, or the file read again): the
+                # client never meets an entry whose parent it was not told of.
+                self._tell_change(slot, manager.refresh_from_disk())
+            return value
+
+    def _tell_change(self, slot: Slot, change: FileChange) -> None:
+        """``pi/didChange`` for what a refresh of the session of ``slot`` took in, if anything."""
+        if change.kind != "unchanged":
+            self.notify(DID_CHANGE, did_change_params(self, slot, change))
 
     def writable(self, slot: Slot) -> SessionManager:
         """The manager of ``slot``, made writable if it was opened to look at: in place when it holds
@@ -508,9 +526,8 @@ class PiSessionServer:
         while manager.only_appended_to():
             change = manager.refresh_from_disk()
             _keep_leaf(manager, leaf)
-            if change.kind != "unchanged":
-                change.leaf_id = manager.get_leaf_id()
-                self.notify(DID_CHANGE, did_change_params(self, slot, change))
+            change.leaf_id = manager.get_leaf_id()
+            self._tell_change(slot, change)
             if manager.make_writable():
                 return True
             if change.kind != "appended":  # a line cut short, or a change a refresh had to reload

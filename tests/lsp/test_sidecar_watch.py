@@ -130,9 +130,11 @@ async def test_lines_another_process_appended_right_before_ours_are_appended(sid
     own = await append_while_another_writes(
         sidecar, path, {"session": session, "kind": "message", "message": MINE}, pi_appends
     )
-    warning = await sidecar.wait_for("pi/foreignWriter")
+    # told before the answer, whose entry follows them: a front end never meets a parent it was
+    # not told of (notifications and answers arrive in the order the server sent them)
+    [warning] = sidecar.notifications["pi/foreignWriter"]
     assert warning["session"] == session and warning["foundSize"] > warning["expectedSize"]
-    change = await sidecar.wait_for("pi/didChange")
+    [change] = sidecar.notifications["pi/didChange"]
     assert change == {
         "session": session,
         "uri": path.as_uri(),
@@ -316,6 +318,36 @@ async def test_pi_itself_appending_is_seen(sidecar, tmp_path):
     assert change["kind"] == "appended" and change["newEntryIds"] == ids and change["leafId"] == ids[-1]
     context = await sidecar.request("pi/buildSessionContext", {"session": session})
     assert [m.get("content") for m in context["messages"][-2:]] == ["first", "second"]
+
+
+@NEEDS_PROC_LOCKS
+async def test_a_line_cut_short_right_before_ours_is_told_reloaded_before_the_answer(sidecar, tmp_path):
+    """Another program left a line cut short at the end of the file right before an append of
+    ours: the file is read again whole, and pi/didChange ``reloaded`` (fetch everything again)
+    arrives before the append's answer, as pi/foreignWriter does: the answer's entry is in the
+    session the client is told to fetch, and the session is what a fresh open gives."""
+    session, path = await sidecar.open_example(tmp_path)
+
+    def cut_short() -> None:
+        with path.open("a", encoding="utf-8") as file:
+            file.write('{"type":"message","id":"cut')
+
+    own = await append_while_another_writes(
+        sidecar, path, {"session": session, "kind": "message", "message": MINE}, cut_short
+    )
+    assert [w["session"] for w in sidecar.notifications["pi/foreignWriter"]] == [session]
+    [change] = sidecar.notifications["pi/didChange"]
+    assert change == {
+        "session": session,
+        "uri": path.as_uri(),
+        "kind": "reloaded",
+        "newEntryIds": [],
+        "leafId": own["id"],
+    }
+    fresh = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    for method in ("pi/getEntries", "pi/getTree", "pi/getLeaf"):
+        held = await sidecar.request(method, {"session": session})
+        assert held == await sidecar.request(method, {"session": fresh}), method
 
 
 @NEEDS_PROC_LOCKS
