@@ -1566,10 +1566,22 @@ export const ErrorCodes = {
    * never cancelled (it finishes and answers)
    */
   RequestCancelled: -32800,
+  /**
+   * the body is not JSON, or its frame (the Content-Length header) is not read as one; the reply's
+   * id is null
+   */
+  ParseError: -32700,
   /** a bug in the server; the session is unchanged */
   InternalError: -32603,
   /** a parameter is missing or has the wrong type; the message names it */
   InvalidParams: -32602,
+  /** the server has no such method (`Method not found: <method>`) */
+  MethodNotFound: -32601,
+  /**
+   * not a JSON-RPC 2.0 request (a batch, a member of the wrong type; the reply's id is null when
+   * the request's cannot be read), or a request after `shutdown`
+   */
+  InvalidRequest: -32600,
   /**
    * pi/getTree with `revision`: the session changed since the page that gave that revision (an
    * append, a reload, another leaf), so this page would be of another tree; data.revision is the
