@@ -234,14 +234,13 @@ class PiSessionServer:
     def uri_of(self, path: str | None) -> str | None:
         return from_fs_path(path) if path else None
 
-    def report_foreign_writes(self, slot: Slot, before: os.stat_result | None = None) -> bool:
-        """Tell the client what other processes wrote while this session appended (on the worker);
-        whether there was any. Bytes another handle of this server wrote are not another process's
-        (``before``: the file as :meth:`OwnWrites.before` found it before this write)."""
+    def report_foreign_writes(self, slot: Slot, before: os.stat_result | None = None) -> None:
+        """Tell the client what other processes wrote while this session appended (on the worker).
+        Bytes another handle of this server wrote are not another process's (``before``: the
+        file as :meth:`OwnWrites.before` found it before this write)."""
         manager = slot.manager
         if manager is None:
-            return False
-        reported = False
+            return
         for event in manager.drain_events():
             if slot.real_path is not None and self.own_writes.wrote(slot.real_path, before, event):
                 continue
@@ -257,8 +256,6 @@ class PiSessionServer:
                     "foundSize": event.found_size,
                 },
             )
-            reported = True
-        return reported
 
     # ------------------------------------------------------------------ running library code
 
@@ -460,7 +457,6 @@ class PiSessionServer:
         with lock:
             shared = real_path is not None and len(self.registry.slots_for_path(real_path)) > 1
             before = self.own_writes.before(real_path, shared) if real_path is not None else None
-            foreign = False
             try:
                 if append or not undo:
                     value = job(manager)
@@ -468,14 +464,15 @@ class PiSessionServer:
                     with manager.transaction():
                         value = job(manager)
             finally:
-                foreign = self.report_foreign_writes(slot, before)
+                self.report_foreign_writes(slot, before)
                 if real_path is not None:
                     self.own_writes.after(real_path, before)
-            if foreign:
-                # What the write found another process wrote is told before its answer, whose
-                # entry follows it (the lines appended before ours, or the file read again): the
-                # client never meets an entry whose parent it was not told of.
-                self._tell_change(slot, manager.refresh_from_disk())
+            # the lines another program appended right before ours are told before the answer,
+            # whose entry follows them: the client never meets an entry whose parent it was not
+            # told of (what came after ours, or a file to read again, the watcher tells)
+            taken = manager.take_appended_by_others()
+            if taken is not None:
+                self._tell_change(slot, taken)
             return value
 
     def _tell_change(self, slot: Slot, change: FileChange) -> None:

@@ -321,36 +321,6 @@ async def test_pi_itself_appending_is_seen(sidecar, tmp_path):
 
 
 @NEEDS_PROC_LOCKS
-async def test_a_line_cut_short_right_before_ours_is_told_reloaded_before_the_answer(sidecar, tmp_path):
-    """Another program left a line cut short at the end of the file right before an append of
-    ours: the file is read again whole, and pi/didChange ``reloaded`` (fetch everything again)
-    arrives before the append's answer, as pi/foreignWriter does: the answer's entry is in the
-    session the client is told to fetch, and the session is what a fresh open gives."""
-    session, path = await sidecar.open_example(tmp_path)
-
-    def cut_short() -> None:
-        with path.open("a", encoding="utf-8") as file:
-            file.write('{"type":"message","id":"cut')
-
-    own = await append_while_another_writes(
-        sidecar, path, {"session": session, "kind": "message", "message": MINE}, cut_short
-    )
-    assert [w["session"] for w in sidecar.notifications["pi/foreignWriter"]] == [session]
-    [change] = sidecar.notifications["pi/didChange"]
-    assert change == {
-        "session": session,
-        "uri": path.as_uri(),
-        "kind": "reloaded",
-        "newEntryIds": [],
-        "leafId": own["id"],
-    }
-    fresh = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
-    for method in ("pi/getEntries", "pi/getTree", "pi/getLeaf"):
-        held = await sidecar.request(method, {"session": session})
-        assert held == await sidecar.request(method, {"session": fresh}), method
-
-
-@NEEDS_PROC_LOCKS
 async def test_foreign_writes_between_ours_are_reported(sidecar, tmp_path):
     """Another process appends a line after the session read the file and before our append
     writes: pi/foreignWriter says so, and both lines are intact in the file."""
