@@ -55,6 +55,8 @@ from .wire import encode_result
 from .workers import CancelToken, Job, WorkerPool, keep_big_blocks_out_of_the_heap
 
 if TYPE_CHECKING:
+    from pi_session_server.session import FileChange
+
     from .language_features import LanguageFeatures
 
 logger = logging.getLogger(__name__)
@@ -457,13 +459,26 @@ class PiSessionServer:
             before = self.own_writes.before(real_path, shared) if real_path is not None else None
             try:
                 if append or not undo:
-                    return job(manager)
-                with manager.transaction():
-                    return job(manager)
+                    value = job(manager)
+                else:
+                    with manager.transaction():
+                        value = job(manager)
             finally:
                 self.report_foreign_writes(slot, before)
                 if real_path is not None:
                     self.own_writes.after(real_path, before)
+            # the lines another program appended right before ours are told before the answer,
+            # whose entry follows them: the client never meets an entry whose parent it was not
+            # told of (what came after ours, or a file to read again, the watcher tells)
+            taken = manager.take_appended_by_others()
+            if taken is not None:
+                self._tell_change(slot, taken)
+            return value
+
+    def _tell_change(self, slot: Slot, change: FileChange) -> None:
+        """``pi/didChange`` for what a refresh of the session of ``slot`` took in, if anything."""
+        if change.kind != "unchanged":
+            self.notify(DID_CHANGE, did_change_params(self, slot, change))
 
     def writable(self, slot: Slot) -> SessionManager:
         """The manager of ``slot``, made writable if it was opened to look at: in place when it holds
@@ -508,9 +523,8 @@ class PiSessionServer:
         while manager.only_appended_to():
             change = manager.refresh_from_disk()
             _keep_leaf(manager, leaf)
-            if change.kind != "unchanged":
-                change.leaf_id = manager.get_leaf_id()
-                self.notify(DID_CHANGE, did_change_params(self, slot, change))
+            change.leaf_id = manager.get_leaf_id()
+            self._tell_change(slot, change)
             if manager.make_writable():
                 return True
             if change.kind != "appended":  # a line cut short, or a change a refresh had to reload

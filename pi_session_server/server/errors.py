@@ -18,6 +18,9 @@ from pi_session_server.format.jsjson import dumps
 from pi_session_server.render.editor_text import shown_line
 from pi_session_server.session.profiles import PROFILES
 
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
@@ -52,6 +55,16 @@ MAX_REPLY_BYTES = 512 * 1024 * 1024
 
 # code -> (name, when) for the protocol document and its consistency test
 ERROR_CODES: dict[int, tuple[str, str]] = {
+    PARSE_ERROR: (
+        "ParseError",
+        "the body is not JSON, or its frame (the Content-Length header) is not read as one; the reply's id is null",
+    ),
+    INVALID_REQUEST: (
+        "InvalidRequest",
+        "not a JSON-RPC 2.0 request (a batch, a member of the wrong type; the reply's id is null when the "
+        "request's cannot be read), or a request after `shutdown`",
+    ),
+    METHOD_NOT_FOUND: ("MethodNotFound", "the server has no such method (`Method not found: <method>`)"),
     INVALID_PARAMS: ("InvalidParams", "a parameter is missing or has the wrong type; the message names it"),
     INTERNAL_ERROR: ("InternalError", "a bug in the server; the session is unchanged"),
     UNKNOWN_SESSION: (

@@ -57,7 +57,10 @@ from pi_session_server.output import flush_fully, write_fully
 from .errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     MAX_SHOWN,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
     REQUEST_CANCELLED,
     RpcError,
     method_not_found,
@@ -69,10 +72,6 @@ from .framing import FrameDecoder, FramingError
 from .workers import Cancelled, Job
 
 logger = logging.getLogger(__name__)
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
 
 # the LSP methods the connection looks at itself (lsprotocol's names, without importing it)
 INITIALIZED = "initialized"

@@ -522,7 +522,7 @@ class DidChangeParams(Result, kw_only=True):
         Meta(
             description="appended: new lines at the end (newEntryIds), also whole lines another process "
             "appended right before an append of ours (told by pi/foreignWriter), which come before ours in "
-            "the session as in the file; reloaded: the file was truncated, replaced or rewritten (also in "
+            "the session as in the file and are told before its answer; reloaded: the file was truncated, replaced or rewritten (also in "
             "place, keeping its size) and read again, or another process wrote to it right before an append "
             "of ours what an append cannot tell (a line cut short or not an entry, a header, an id the session "
             "has, bytes written while ours were) and it was read again whole; either way the session is "

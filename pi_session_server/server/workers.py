@@ -244,13 +244,15 @@ class SerialQueue:
                 _running.queue = None
 
 
-# glibc's M_MMAP_THRESHOLD (mallopt), and the value it starts with
+# glibc's M_MMAP_THRESHOLD (mallopt), and the size from which a block gets a mapping of its own:
+# above the 1 MiB chunks a file's scan reads (format/scan.py), which the heap then reuses instead
+# of mapping each afresh and faulting its pages in again (the system's time of a big file's open)
 _M_MMAP_THRESHOLD = -3
-_MMAP_THRESHOLD = 128 * 1024
+_MMAP_THRESHOLD = 2 * 1024 * 1024
 
 
 def keep_big_blocks_out_of_the_heap() -> bool:
-    """Have glibc give every block of 128 KiB or more its own mapping, returned to the system when
+    """Have glibc give every block of 2 MiB or more its own mapping, returned to the system when
     freed. By default glibc raises that threshold each time such a block is freed, up to 32 MiB,
     after which big blocks come from the heap of the thread that asks: a worker thread's arena
     then keeps the memory of a 10 MB line it read, or of a 20 MB reply it wrote, long after. False

@@ -1640,6 +1640,14 @@ class SessionManager:
         self._appended_by_others = taken  # the session is as it was: told with the next change
         return change
 
+    def take_appended_by_others(self) -> FileChange | None:
+        """The whole lines another program had just appended that an append of ours took in before
+        its own, as the change to tell now (``appended``, their ids, the leaf ours) instead of with
+        the next :meth:`refresh_from_disk`, which then leaves them out; None when there are none.
+        The file is not looked at: what came after ours is the next refresh's."""
+        taken, self._appended_by_others = self._appended_by_others, []
+        return FileChange("appended", taken, self._leaf_id) if taken else None
+
     def _look_at_file(self) -> FileChange:
         """:meth:`refresh_from_disk` but for the entries an append of ours took in."""
         path = self._session_file

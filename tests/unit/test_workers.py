@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 
@@ -148,3 +150,50 @@ def test_the_failure_of_a_job_nobody_awaits_is_logged(caplog: pytest.LogCaptureF
     (record,) = caplog.records
     assert record.getMessage() == "opening file:///s.jsonl failed"
     assert record.exc_info is not None and isinstance(record.exc_info[1], RecursionError)
+
+
+HEAP_SCRIPT = r"""
+import resource, sys
+from pi_session_server.server.workers import keep_big_blocks_out_of_the_heap
+
+if not keep_big_blocks_out_of_the_heap():
+    print("not glibc"); sys.exit(0)
+
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+# a file's scan: a 1 MiB chunk read, freed, the next read
+block = bytearray(1 << 20); del block
+before = faults()
+for _ in range(64):
+    block = bytearray(1 << 20); del block
+chunk_faults = faults() - before
+
+# a big line read or a big reply written: its memory goes back to the system when freed, also
+# the second time (glibc by default keeps it in the heap once a block that big was freed)
+for _ in range(2):
+    start = resident()
+    block = bytearray(32 << 20)
+    grown = resident() - start
+    del block
+    kept = resident() - start
+print(chunk_faults, grown, kept)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap, /proc")
+def test_big_blocks_go_back_to_the_system_and_the_scan_s_chunks_are_reused() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", HEAP_SCRIPT], capture_output=True, text=True, check=True
+    ).stdout
+    if out.strip() == "not glibc":
+        pytest.skip("not glibc")
+    chunk_faults, grown, kept = map(int, out.split())
+    # a chunk mapped afresh each time touches its 256 pages anew (64 * 256 faults): the system's
+    # time of a big file's scan; reused from the heap, it touches them once
+    assert chunk_faults < 64 * 256 // 4, chunk_faults
+    assert grown >= 32 << 20 and kept < 4 << 20, (grown, kept)

@@ -975,19 +975,19 @@ export interface DidChangeParams {
   /**
    * appended: new lines at the end (newEntryIds), also whole lines another process appended right
    * before an append of ours (told by pi/foreignWriter), which come before ours in the session as
-   * in the file; reloaded: the file was truncated, replaced or rewritten (also in place, keeping
-   * its size) and read again, or another process wrote to it right before an append of ours what an
-   * append cannot tell (a line cut short or not an entry, a header, an id the session has, bytes
-   * written while ours were) and it was read again whole; either way the session is what a fresh
-   * open gives; rewriting: another program is writing the file again (it is empty or has no header
-   * yet), told once when the server first finds it so: the session stays as it was, nothing is lost
-   * or an error; reloaded follows once the file has a header again (read it again then), or
-   * unreadable; unreadable: the file has held still for 2 seconds without a session header (empty,
-   * other text, a header behind a byte order mark: pi cannot read it either): it is not a session
-   * now; the session stays as it was in memory (an append goes on a line of its own after the other
-   * text, as pi's would, and is reported as pi/foreignWriter), and reloaded follows if a header
-   * comes back; a change that still leaves no header is told as rewriting again; deleted: the file
-   * is gone (the session stays in memory)
+   * in the file and are told before its answer; reloaded: the file was truncated, replaced or
+   * rewritten (also in place, keeping its size) and read again, or another process wrote to it
+   * right before an append of ours what an append cannot tell (a line cut short or not an entry, a
+   * header, an id the session has, bytes written while ours were) and it was read again whole;
+   * either way the session is what a fresh open gives; rewriting: another program is writing the
+   * file again (it is empty or has no header yet), told once when the server first finds it so: the
+   * session stays as it was, nothing is lost or an error; reloaded follows once the file has a
+   * header again (read it again then), or unreadable; unreadable: the file has held still for 2
+   * seconds without a session header (empty, other text, a header behind a byte order mark: pi
+   * cannot read it either): it is not a session now; the session stays as it was in memory (an
+   * append goes on a line of its own after the other text, as pi's would, and is reported as
+   * pi/foreignWriter), and reloaded follows if a header comes back; a change that still leaves no
+   * header is told as rewriting again; deleted: the file is gone (the session stays in memory)
    */
   kind: 'appended' | 'deleted' | 'reloaded' | 'rewriting' | 'unreadable';
   /** ids of the entries that are new (file order) */
@@ -1565,10 +1565,22 @@ export const ErrorCodes = {
    * never cancelled (it finishes and answers)
    */
   RequestCancelled: -32800,
+  /**
+   * the body is not JSON, or its frame (the Content-Length header) is not read as one; the reply's
+   * id is null
+   */
+  ParseError: -32700,
   /** a bug in the server; the session is unchanged */
   InternalError: -32603,
   /** a parameter is missing or has the wrong type; the message names it */
   InvalidParams: -32602,
+  /** the server has no such method (`Method not found: <method>`) */
+  MethodNotFound: -32601,
+  /**
+   * not a JSON-RPC 2.0 request (a batch, a member of the wrong type; the reply's id is null when
+   * the request's cannot be read), or a request after `shutdown`
+   */
+  InvalidRequest: -32600,
   /**
    * pi/getTree with `revision`: the session changed since the page that gave that revision (an
    * append, a reload, another leaf), so this page would be of another tree; data.revision is the
