@@ -457,7 +457,8 @@ class Connection:
         except Exception as error:  # noqa: BLE001 - the wire boundary: any unreadable body is answered -32700
             self.send_error(None, PARSE_ERROR, f"Parse error: {shown_detail(str(error))}")
             return
-        problem = _envelope_problem(message)
+        # (only the language server sends requests of its own, which a response answers)
+        problem = _envelope_problem(message, awaits_responses=self.protocol is not None)
         if problem is not None:
             message_id = message.get("id") if isinstance(message, dict) else None
             self.send_error(_scalar_id(message_id), INVALID_REQUEST, f"Invalid Request: {problem}")
@@ -686,7 +687,10 @@ class Connection:
         return True
 
 
-def _envelope_problem(message: Any) -> str | None:
+def _envelope_problem(message: Any, *, awaits_responses: bool) -> str | None:
+    """What makes ``message`` neither a request, a notification nor a response, or None.
+    ``awaits_responses``: the server sent requests of its own; without, a message with an id alone
+    (a response holds a result or an error) is a client's mistake that waits for an answer."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return "expected a JSON-RPC 2.0 object"
     if "id" in message and _scalar_id(message["id"]) is not message["id"]:
@@ -695,6 +699,13 @@ def _envelope_problem(message: Any) -> str | None:
         return "method must be a string"
     if "method" not in message and "id" not in message:
         return "expected a request, a notification or a response"
+    if (
+        "method" not in message
+        and "result" not in message
+        and "error" not in message
+        and not awaits_responses
+    ):
+        return "expected a method (a request), or a result or an error (a response)"
     return None
 
 

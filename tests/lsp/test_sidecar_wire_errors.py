@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from sidecar_support import PROTOCOL
 
@@ -56,3 +57,43 @@ def test_the_codes_of_the_wire_s_own_errors_are_the_contract_s(tmp_path: Path) -
         "InvalidRequest",
         "MethodNotFound",
     }
+
+
+def test_a_message_with_an_id_alone_is_answered_invalid_request(tmp_path: Path) -> None:
+    """``{"jsonrpc": "2.0", "id": 2}`` is neither a request (no method) nor a response (no result, no
+    error): a client that sent it by mistake waits for an answer, and gets -32600 with its id,
+    while the requests around it are answered as usual."""
+    messages: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "pi/sessions", "params": {}},
+        {"jsonrpc": "2.0", "id": 2},
+        {"jsonrpc": "2.0", "id": "three"},
+        {"jsonrpc": "2.0", "id": 4, "method": "pi/sessions", "params": {}},
+        {"jsonrpc": "2.0", "id": 5, "method": "shutdown"},
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
+    assert server.stdin is not None and server.stdout is not None
+    frames = read_frames(server.stdout)
+    by_id: dict[Any, dict[str, Any]] = {}
+    try:
+        server.stdin.write(b"".join(encode_frame(json.dumps(message).encode()) for message in messages))
+        server.stdin.flush()  # (its input kept open: a client that closes it wants no more replies)
+        while 5 not in by_id:  # shutdown is answered after every request before it
+            reply = json.loads(next(frames))
+            by_id[reply["id"]] = reply
+        server.stdin.write(encode_frame(b'{"jsonrpc": "2.0", "method": "exit"}'))
+        server.stdin.close()
+        assert server.wait(timeout=60) == 0
+    finally:
+        server.kill()
+    assert sorted(by_id, key=str) == [1, 2, 4, 5, "three"]
+    for answered in (2, "three"):
+        assert by_id[answered]["error"]["code"] == -32600, by_id[answered]
+        assert "expected a method" in by_id[answered]["error"]["message"]
+    assert by_id[1]["result"] == by_id[4]["result"] == [] and by_id[5]["result"] is None
