@@ -17,6 +17,7 @@ from ..session.releases import DEFAULT_PI, RELEASES
 if TYPE_CHECKING:
     import argparse
 
+    from ..render.glyphs import Glyphs
     from ..session.manager import SessionManager
 
 
@@ -203,6 +204,14 @@ def output_encoding() -> tuple[str, str]:
     """How stdout encodes text: its encoding and error handler."""
     out = sys.stdout
     return getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
+
+
+def output_glyphs(ascii_only: bool = False) -> Glyphs:
+    """The glyphs that draw trees and cut texts on stdout: ASCII when asked for (``--ascii``) or when
+    stdout's encoding cannot write the others."""
+    from ..render.glyphs import glyphs_for
+
+    return glyphs_for(output_encoding()[0], ascii_only)
 
 
 def write_encoded(data: bytes | memoryview, encoding: str) -> None:

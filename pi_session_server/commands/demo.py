@@ -19,6 +19,7 @@ from typing import Any
 from pi_session_server.commands._common import (
     add_pi_argument,
     counted,
+    output_glyphs,
     path_problem,
     terminal_columns,
     why_not_a_session,
@@ -26,6 +27,7 @@ from pi_session_server.commands._common import (
 )
 from pi_session_server.format.jsvalue import js_string_of
 from pi_session_server.render.context_markdown import model_text
+from pi_session_server.render.glyphs import Glyphs, cut
 from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
@@ -36,8 +38,6 @@ FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 DEFAULT_WIDTH = 110
 # The context's lines are indented under their heading by this much (within the width).
 CONTEXT_INDENT = "  "
-UNICODE = {"tee": "├─ ", "last": "└─ ", "bar": "│  ", "gap": "   ", "leaf": "◀ leaf", "dot": "•", "ell": "…"}
-ASCII = {"tee": "|- ", "last": "`- ", "bar": "|  ", "gap": "   ", "leaf": "<- leaf", "dot": "*", "ell": "..."}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,11 +74,10 @@ def server_command() -> tuple[list[str], dict[str, str]]:
 
 
 def _clip(text: str, width: int, ellipsis: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: max(0, width - len(ellipsis))] + ellipsis
+    return cut(" ".join(text.split()), width, ellipsis)
 
 
-def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[str]:
+def draw_tree(tree: dict[str, Any], width: int, glyphs: Glyphs) -> list[str]:
     """Lines of the tree: a chain of single children stays in one column; a branch point fans out."""
     nodes = {n["id"]: n for n in tree["nodes"]}
     roots = [n for n in tree["nodes"] if n["visibleParentId"] is None]
@@ -88,9 +87,7 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[
     if len(roots) > 1:
         for i, root in enumerate(reversed(roots)):
             last = i == 0
-            stack.append(
-                (root, glyphs["last"] if last else glyphs["tee"], glyphs["gap"] if last else glyphs["bar"])
-            )
+            stack.append((root, glyphs.last if last else glyphs.tee, glyphs.gap if last else glyphs.bar))
     else:
         stack.extend((root, "", "") for root in roots)
     while stack:
@@ -99,12 +96,14 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[
         if node.get("label"):
             marks.append(f"[{node['label']}]")
         if node["isLeaf"]:
-            marks.append(glyphs["leaf"])
-        bullet = glyphs["dot"] + " " if node["onLeafPath"] else "  "
+            marks.append(glyphs.leaf)
+        bullet = glyphs.dot + " " if node["onLeafPath"] else "  "
         tail = (" " + " ".join(marks)) if marks else ""
         head = f"{prefix}{bullet}{js_string_of(node['id'])} "
         room = max(10, width - len(head) - len(tail))
-        lines.append(head + _clip(node.get("preview") or f"[{node.get('type')}]", room, glyphs["ell"]) + tail)
+        lines.append(
+            head + _clip(node.get("preview") or f"[{node.get('type')}]", room, glyphs.ellipsis) + tail
+        )
         children = [nodes[c] for c in node["childIds"] if c in nodes]
         if len(children) == 1:
             stack.append((children[0], below, below))
@@ -114,8 +113,8 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[
             stack.append(
                 (
                     child,
-                    below + (glyphs["last"] if last else glyphs["tee"]),
-                    below + (glyphs["gap"] if last else glyphs["bar"]),
+                    below + (glyphs.last if last else glyphs.tee),
+                    below + (glyphs.gap if last else glyphs.bar),
                 )
             )
     return lines
@@ -145,7 +144,7 @@ def _message_text(message: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[str]:
+def draw_context(context: dict[str, Any], width: int, glyphs: Glyphs) -> list[str]:
     messages = context["messages"]
     lines = [
         f"{counted(len(messages), 'message')}, model {model_text(context.get('model'))}, thinking {context.get('thinkingLevel', 'off')}"
@@ -155,7 +154,7 @@ def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) ->
         if role == "toolResult":
             role = f"toolResult:{message.get('toolName')}"
         head = f"{number:>3} {role:<18} "
-        lines.append(head + _clip(_message_text(message), max(10, width - len(head)), glyphs["ell"]))
+        lines.append(head + _clip(_message_text(message), max(10, width - len(head)), glyphs.ellipsis))
     return lines
 
 
@@ -177,17 +176,6 @@ def whole_tree(client: Any, params: dict[str, Any], page_size: int = MAX_TREE_NO
         offset = following
 
 
-def _glyphs(ascii_only: bool) -> dict[str, str]:
-    """The box-drawing glyphs: ASCII when asked for, or when stdout cannot encode the others."""
-    glyphs = ASCII if ascii_only else UNICODE
-    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
-    try:
-        "".join(UNICODE.values()).encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        glyphs = ASCII
-    return glyphs
-
-
 def _session_to_show(file: str | None) -> Path | None:
     """The file the demo shows (links resolved), or None when it cannot be (said on stderr)."""
     if not file:
@@ -204,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     if path is None:
         return 2
     line_width = args.width or terminal_columns() or DEFAULT_WIDTH
-    glyphs = _glyphs(args.ascii)
+    glyphs = output_glyphs(args.ascii)
     command, env = server_command()
     with SidecarClient(command, env=env) as client:
         # the release goes where an editor puts it: initializationOptions.piVersion
@@ -240,16 +228,13 @@ def run(args: argparse.Namespace) -> int:
             room = max(20, line_width - 14)
             for problem in info["skipped"][:3]:
                 message = problem["message"]
-                cut = (
-                    message if len(message) <= room else message[: room - len(glyphs["ell"])] + glyphs["ell"]
-                )
-                print(f"    line {problem['line'] + 1}: {cut}")
+                print(f"    line {problem['line'] + 1}: {cut(message, room, glyphs.ellipsis)}")
             if skipped > 3:
                 print(f"    and {skipped - 3:,} more (pi-session check {one_terminal_line(str(path))})")
         print()
         shown = len(tree["nodes"])
         print(
-            f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs['dot']} = on the path to the leaf)"
+            f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs.dot} = on the path to the leaf)"
         )
         for line in draw_tree(tree, line_width, glyphs):
             print(line)
