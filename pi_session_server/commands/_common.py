@@ -184,6 +184,20 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     return count
 
 
+def say_leaf_not_found(command: str, leaf: str) -> None:
+    """Say on stderr that ``--leaf`` names no entry. pi builds the context at its last entry for an
+    id it does not know, and for an empty one, which it takes for none: a command names the mistake
+    instead of showing a context that was not asked for."""
+    from ..render.terminal_text import one_terminal_line
+
+    if leaf:
+        print(f"pi-session {command}: Entry {one_terminal_line(leaf)} not found", file=sys.stderr)
+    else:
+        print(
+            f"pi-session {command}: --leaf '' names no entry (pi takes an empty id for none)", file=sys.stderr
+        )
+
+
 def counted(count: int, one: str, many: str | None = None) -> str:
     """``count`` things, named in the singular or the plural (``many``, else ``one`` + s)."""
     return f"{count:,} {one if count == 1 else (many or one + 's')}"

@@ -21,6 +21,7 @@ from pi_session_server.commands._common import (
     counted,
     output_glyphs,
     path_problem,
+    say_leaf_not_found,
     terminal_columns,
     why_not_a_session,
     width,
@@ -203,10 +204,12 @@ def run(args: argparse.Namespace) -> int:
             info = client.request("pi/getInfo", {"uri": path.as_uri()})
             tree = whole_tree(client, {"session": info["session"], "filter": args.filter})
             context_params: dict[str, Any] = {"session": info["session"]}
-            if args.leaf:
-                # pi builds the context of an unknown entry as if none were given: say so instead
-                if client.request("pi/getEntry", {"session": info["session"], "id": args.leaf}) is None:
-                    print(f"pi-session demo: Entry {args.leaf} not found", file=sys.stderr)
+            if args.leaf is not None:
+                if (
+                    not args.leaf
+                    or client.request("pi/getEntry", {"session": info["session"], "id": args.leaf}) is None
+                ):
+                    say_leaf_not_found("demo", args.leaf)
                     return 1
                 context_params["leafId"] = args.leaf
             context = client.request("pi/buildSessionContext", context_params)
@@ -239,7 +242,11 @@ def run(args: argparse.Namespace) -> int:
         for line in draw_tree(tree, line_width, glyphs):
             print(line)
         print()
-        where = f"entry {args.leaf}" if args.leaf else f"the leaf {js_string_of(tree['leafId'])}"
+        where = (
+            f"entry {one_terminal_line(args.leaf)}"
+            if args.leaf
+            else f"the leaf {js_string_of(tree['leafId'])}"
+        )
         print(f"Context at {where}:")
         for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs):
             print(CONTEXT_INDENT + line)

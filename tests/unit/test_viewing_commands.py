@@ -279,14 +279,21 @@ def test_a_whole_file_says_nothing_on_stderr(tmp_path: Path):
     assert done.returncode == 0 and done.stderr == ""
 
 
-def test_context_at_an_unknown_entry_says_so(tmp_path: Path):
-    # pi builds the leaf's context for an id it does not know; the command names the mistake
-    done = _cli("context", "--leaf", "nope", cwd=tmp_path)
-    assert (done.returncode, done.stdout, done.stderr) == (
-        1,
-        "",
-        "pi-session context: Entry nope not found\n",
-    )
+@pytest.mark.parametrize("command", ["context", "demo"])
+@pytest.mark.parametrize(
+    ("leaf", "said"),
+    [
+        ("nope", "Entry nope not found"),
+        ("\x1b[2J", "Entry \\x1b[2J not found"),
+        ("", "--leaf '' names no entry (pi takes an empty id for none)"),
+    ],
+    ids=["unknown", "escape", "empty"],
+)
+def test_context_at_an_unknown_entry_says_so(tmp_path: Path, command: str, leaf: str, said: str):
+    # pi builds the last entry's context for an id it does not know, and for an empty one (none to
+    # it): both commands name the mistake alike
+    done = _cli(command, "--leaf", leaf, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"pi-session {command}: {said}\n")
 
 
 def test_nested_duplicate_ids_draw_each_subtree_once(tmp_path: Path) -> None:
