@@ -30,6 +30,7 @@ from pi_session_server.format.jsvalue import js_string_of
 from pi_session_server.render.context_markdown import model_text
 from pi_session_server.render.glyphs import Glyphs, cut
 from pi_session_server.render.terminal_text import one_terminal_line
+from pi_session_server.render.tree_text import NO_ENTRIES
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
@@ -177,6 +178,22 @@ def whole_tree(client: Any, params: dict[str, Any], page_size: int = MAX_TREE_NO
         offset = following
 
 
+def _entries_and_leaf(info: dict[str, Any]) -> str:
+    """The session's number of entries and its leaf (pi/getInfo's), or pi's words for none."""
+    if not info["entryCount"]:
+        return NO_ENTRIES
+    return f"{counted(info['entryCount'], 'entry', 'entries')}   leaf {js_string_of(info.get('leafId'))}"
+
+
+def _context_heading(leaf: str | None, info: dict[str, Any]) -> str:
+    """Where the context shown is built: at ``leaf`` (--leaf), else at the session's leaf."""
+    if leaf:
+        return f"Context at entry {one_terminal_line(leaf)}:"
+    if not info["entryCount"]:
+        return "Context (no entries):"
+    return f"Context at the leaf {js_string_of(info.get('leafId'))}:"
+
+
 def _session_to_show(file: str | None) -> Path | None:
     """The file the demo shows (links resolved), or None when it cannot be (said on stderr)."""
     if not file:
@@ -222,9 +239,7 @@ def run(args: argparse.Namespace) -> int:
         name = info.get("sessionName") or "(no name)"
         print(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
         print(f"  file {one_terminal_line(str(info.get('sessionFile', path)))}")
-        print(
-            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {js_string_of(info.get('leafId'))}"
-        )
+        print(f"  cwd {info['cwd']}   {_entries_and_leaf(info)}")
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
             print(f"  {counted(skipped, 'line')} of the file pi skips:")
@@ -242,12 +257,7 @@ def run(args: argparse.Namespace) -> int:
         for line in draw_tree(tree, line_width, glyphs):
             print(line)
         print()
-        where = (
-            f"entry {one_terminal_line(args.leaf)}"
-            if args.leaf
-            else f"the leaf {js_string_of(tree['leafId'])}"
-        )
-        print(f"Context at {where}:")
+        print(_context_heading(args.leaf, info))
         for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs):
             print(CONTEXT_INDENT + line)
         client.request("pi/close", {"session": info["session"]})

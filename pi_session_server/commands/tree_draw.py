@@ -16,7 +16,7 @@ from ..format.jsvalue import ABSENT, index_key, js_string_of
 from ..heap import give_back_free_heap
 from ..render.glyphs import UNICODE, Glyphs
 from ..render.terminal_text import one_terminal_line
-from ..render.tree_text import tree_text_lines
+from ..render.tree_text import NO_ENTRIES, tree_text_lines
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
 from ..session.describe import PreviewCache
@@ -136,7 +136,7 @@ def _print(
     head = (
         f"\nsession {one_terminal_line(str(header.get('id')))}"
         + (f'  "{one_terminal_line(js_string_of(name))}"' if name is not ABSENT else "")
-        + f"\n{counted(len(manager.get_entries()), 'entry', 'entries')}, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
+        + f"\n{_entries_and_leaf(manager)}\n"
     )
     sys.stdout.write(one_terminal_line(path) + head)
     # the kept view is the whole text, gathered while it stays small enough to keep (when views
@@ -161,6 +161,15 @@ def _print(
         view_store.save(path, before, view_store.TREE, key, head, kept_parts, args.index)
         _let_go(kept_parts)
     return 0
+
+
+def _entries_and_leaf(manager: SessionManager) -> str:
+    """How many entries the session has and its leaf, then a blank line before the rows; for a
+    session with none (a header alone), pi's words for it (its /tree says so instead of a tree)."""
+    count = len(manager.get_entries())
+    if not count:
+        return NO_ENTRIES
+    return f"{counted(count, 'entry', 'entries')}, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n"
 
 
 def _kept_parts(index: bool | str) -> SpooledParts | list[bytes]:

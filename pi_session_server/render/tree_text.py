@@ -18,6 +18,8 @@ class DrawnNode(Protocol):
     def children(self) -> Sequence[Any]: ...
 
 
+# What pi's /tree says of a session without entries (a header alone), instead of a tree.
+NO_ENTRIES = "No entries in session"
 _NO_ROW = object()  # equal to no row's id: the path's ids were all met
 
 

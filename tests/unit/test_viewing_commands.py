@@ -238,6 +238,19 @@ def test_an_empty_file_is_shown_as_empty(tmp_path: Path) -> None:
     assert empty.read_bytes() == b""  # pi's open would write a header into it
 
 
+def test_a_session_with_only_a_header_says_it_has_no_entries(tmp_path: Path) -> None:
+    """pi's /tree says "No entries in session" of it: the commands say the same, not "leaf null"."""
+    path = tmp_path / "new.jsonl"
+    path.write_text(S.header(session_id="s-new") + "\n")
+    for index in ("--no-index", None, None):  # drawn, then drawn and kept, then printed from what was kept
+        done = _cli("tree", *filter(None, [index]), str(path), cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (0, f"{path}\nsession s-new\nNo entries in session\n")
+    done = _cli("demo", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "No entries in session" in done.stdout and "null" not in done.stdout
+    assert "Context (no entries):\n  0 messages," in done.stdout
+
+
 def test_an_entry_of_a_type_pi_does_not_know_is_named_in_the_tree(tmp_path: Path) -> None:
     path = tmp_path / "newer.jsonl"
     lines = [
