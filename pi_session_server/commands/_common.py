@@ -165,14 +165,13 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     if not skipped:
         return 0
     count = len(skipped)
+    from ..render.glyphs import cut
     from ..render.terminal_text import one_terminal_line
 
     out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
+    ellipsis = output_glyphs(stream=sys.stderr).ellipsis
     for problem in skipped[:_SKIPPED_SHOWN]:
-        message = problem.message
-        if len(message) > _MESSAGE_WIDTH:
-            message = message[: _MESSAGE_WIDTH - 1] + "…"
-        out.append(f"  line {problem.line + 1}: {message}")
+        out.append(f"  line {problem.line + 1}: {cut(problem.message, _MESSAGE_WIDTH, ellipsis)}")
     if count > _SKIPPED_SHOWN:
         out.append(f"  and {count - _SKIPPED_SHOWN:,} more")
     out.append(
@@ -220,12 +219,13 @@ def output_encoding() -> tuple[str, str]:
     return getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
 
 
-def output_glyphs(ascii_only: bool = False) -> Glyphs:
-    """The glyphs that draw trees and cut texts on stdout: ASCII when asked for (``--ascii``) or when
-    stdout's encoding cannot write the others."""
+def output_glyphs(ascii_only: bool = False, stream: TextIO | None = None) -> Glyphs:
+    """The glyphs that draw trees and cut texts on ``stream`` (stdout unless told): ASCII when asked
+    for (``--ascii``) or when the stream's encoding cannot write the others."""
     from ..render.glyphs import glyphs_for
 
-    return glyphs_for(output_encoding()[0], ascii_only)
+    out = sys.stdout if stream is None else stream
+    return glyphs_for(getattr(out, "encoding", None) or "utf-8", ascii_only)
 
 
 def write_encoded(data: bytes | memoryview, encoding: str) -> None:

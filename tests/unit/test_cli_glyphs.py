@@ -108,3 +108,19 @@ def test_demo_draws_with_ascii_where_the_output_cannot_write_box_drawing(tmp_pat
     assert done.returncode == 0, done.stderr
     text = done.stdout.decode("latin-1")
     assert "`- " in text and "<- leaf" in text and "?" not in text
+
+
+def test_a_long_skipped_line_s_report_is_cut_with_dots_where_stderr_cannot_write_an_ellipsis(
+    tmp_path: Path,
+) -> None:
+    """The lines pi skips are named on stderr, their messages cut: with the ellipsis stderr can write."""
+    first = S.user("aaaa0001", None, "first")
+    cut_off = S.assistant("bbbb0002", "aaaa0001", "x" * 400)[:300]  # a long id makes a long message
+    path = tmp_path / "glued.jsonl"
+    path.write_text(f"{S.header()}\n{first}\n{cut_off}{S.user('c' * 300, 'bbbb0002', 'y')}\n")
+    done = _cli("tree", "--no-index", str(path), env=C_LOCALE, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    reported = done.stderr.decode("ascii").splitlines()[1]
+    assert reported.startswith("  line 3: 2 lines glued together") and reported.endswith("ccc...")
+    done = _cli("tree", "--no-index", str(path), env=UTF_8, cwd=tmp_path)
+    assert done.stderr.decode("utf-8").splitlines()[1].endswith("ccc…")
