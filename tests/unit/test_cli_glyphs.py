@@ -124,3 +124,15 @@ def test_a_long_skipped_line_s_report_is_cut_with_dots_where_stderr_cannot_write
     assert reported.startswith("  line 3: 2 lines glued together") and reported.endswith("ccc...")
     done = _cli("tree", "--no-index", str(path), env=UTF_8, cwd=tmp_path)
     assert done.stderr.decode("utf-8").splitlines()[1].endswith("ccc…")
+
+
+def test_check_s_progress_shortens_a_long_path_with_dots_where_stderr_cannot_write_an_ellipsis(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ("d" * 80)
+    folder.mkdir()
+    _branched(folder / "s.jsonl")
+    done = _cli("check", "--progress", str(folder), env=C_LOCALE, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = done.stderr.decode("ascii").split("\r")[1]
+    assert shown == "[0/1] ..." + f"{folder}/s.jsonl"[-57:]
