@@ -178,6 +178,12 @@ def whole_tree(client: Any, params: dict[str, Any], page_size: int = MAX_TREE_NO
         offset = following
 
 
+def _show(line: str = "") -> None:
+    """Print ``line`` of the demo: what it holds of the session (ids, the cwd, previews, messages)
+    with its control characters as escapes, as the other commands print them."""
+    print(one_terminal_line(line))
+
+
 def _entries_and_leaf(info: dict[str, Any]) -> str:
     """The session's number of entries and its leaf (pi/getInfo's), or pi's words for none."""
     if not info["entryCount"]:
@@ -188,7 +194,7 @@ def _entries_and_leaf(info: dict[str, Any]) -> str:
 def _context_heading(leaf: str | None, info: dict[str, Any]) -> str:
     """Where the context shown is built: at ``leaf`` (--leaf), else at the session's leaf."""
     if leaf:
-        return f"Context at entry {one_terminal_line(leaf)}:"
+        return f"Context at entry {leaf}:"
     if not info["entryCount"]:
         return "Context (no entries):"
     return f"Context at the leaf {js_string_of(info.get('leafId'))}:"
@@ -233,32 +239,35 @@ def run(args: argparse.Namespace) -> int:
         except RpcError as error:
             hint = why_not_a_session(str(path)) if error.rpc_code == INVALID_SESSION_FILE else ""
             print(
-                f"pi-session demo: {error.message} (JSON-RPC error {error.rpc_code}){hint}", file=sys.stderr
+                one_terminal_line(
+                    f"pi-session demo: {error.message} (JSON-RPC error {error.rpc_code}){hint}"
+                ),
+                file=sys.stderr,
             )
             return 2  # the file cannot be shown, as for the other commands
         name = info.get("sessionName") or "(no name)"
-        print(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
-        print(f"  file {one_terminal_line(str(info.get('sessionFile', path)))}")
-        print(f"  cwd {info['cwd']}   {_entries_and_leaf(info)}")
+        _show(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
+        _show(f"  file {info.get('sessionFile', path)}")
+        _show(f"  cwd {info['cwd']}   {_entries_and_leaf(info)}")
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
-            print(f"  {counted(skipped, 'line')} of the file pi skips:")
+            _show(f"  {counted(skipped, 'line')} of the file pi skips:")
             room = max(20, line_width - 14)
             for problem in info["skipped"][:3]:
                 message = problem["message"]
-                print(f"    line {problem['line'] + 1}: {cut(message, room, glyphs.ellipsis)}")
+                _show(f"    line {problem['line'] + 1}: {cut(message, room, glyphs.ellipsis)}")
             if skipped > 3:
-                print(f"    and {skipped - 3:,} more (pi-session check {one_terminal_line(str(path))})")
-        print()
+                _show(f"    and {skipped - 3:,} more (pi-session check {path})")
+        _show()
         shown = len(tree["nodes"])
-        print(
+        _show(
             f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs.dot} = on the path to the leaf)"
         )
         for line in draw_tree(tree, line_width, glyphs):
-            print(line)
-        print()
-        print(_context_heading(args.leaf, info))
+            _show(line)
+        _show()
+        _show(_context_heading(args.leaf, info))
         for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs):
-            print(CONTEXT_INDENT + line)
+            _show(CONTEXT_INDENT + line)
         client.request("pi/close", {"session": info["session"]})
     return 0

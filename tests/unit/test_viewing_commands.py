@@ -155,19 +155,19 @@ def test_a_fifo_is_refused_without_being_opened_by_every_command(tmp_path: Path)
 
 
 def test_control_characters_of_a_session_reach_the_terminal_as_escapes(tmp_path: Path) -> None:
-    """An ESC sequence in a message, a label, an id or the session's name would set the title or
+    """An ESC sequence in a message, a label, an id, the cwd or the session's name would set the title or
     the colours of the terminal that shows the tree or the problems: they are printed escaped."""
     attack = "\x1b]0;PWNED\x07\x1b[31mRED\x1b[0m\u2028"
     path = tmp_path / "s.jsonl"
     lines = [
-        S.header(),
+        S.header(cwd="/w" + attack),
         S.user("a1", None, "hi " + attack),
         S.label("l1", "a1", "a1", "lab" + attack),
         S.session_info("n1", "l1", "name" + attack),
         S.user("a2", "nope" + attack, "x"),
     ]
     path.write_text("\n".join(lines) + "\n")
-    for args in (["tree", "--no-index"], ["check", "--no-index"]):
+    for args in (["tree", "--no-index"], ["check", "--no-index"], ["demo"]):
         done = _cli(*args, str(path), cwd=tmp_path)
         assert done.stdout and not any(c in done.stdout for c in "\x1b\x07\u2028"), args
         assert "\\x1b]0;PWNED\\x07" in done.stdout
