@@ -17,6 +17,7 @@ from ..session.releases import DEFAULT_PI, RELEASES
 if TYPE_CHECKING:
     import argparse
 
+    from ..render.glyphs import Glyphs
     from ..session.manager import SessionManager
 
 
@@ -164,14 +165,13 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     if not skipped:
         return 0
     count = len(skipped)
+    from ..render.glyphs import cut
     from ..render.terminal_text import one_terminal_line
 
     out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
+    ellipsis = output_glyphs(stream=sys.stderr).ellipsis
     for problem in skipped[:_SKIPPED_SHOWN]:
-        message = problem.message
-        if len(message) > _MESSAGE_WIDTH:
-            message = message[: _MESSAGE_WIDTH - 1] + "…"
-        out.append(f"  line {problem.line + 1}: {message}")
+        out.append(f"  line {problem.line + 1}: {cut(problem.message, _MESSAGE_WIDTH, ellipsis)}")
     if count > _SKIPPED_SHOWN:
         out.append(f"  and {count - _SKIPPED_SHOWN:,} more")
     out.append(
@@ -181,6 +181,20 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     # (a path, and so the commands quoted, may hold a line break or an escape sequence)
     print("\n".join(map(one_terminal_line, out)), file=sys.stderr, flush=True)
     return count
+
+
+def say_leaf_not_found(command: str, leaf: str) -> None:
+    """Say on stderr that ``--leaf`` names no entry. pi builds the context at its last entry for an
+    id it does not know, and for an empty one, which it takes for none: a command names the mistake
+    instead of showing a context that was not asked for."""
+    from ..render.terminal_text import one_terminal_line
+
+    if leaf:
+        print(f"pi-session {command}: Entry {one_terminal_line(leaf)} not found", file=sys.stderr)
+    else:
+        print(
+            f"pi-session {command}: --leaf '' names no entry (pi takes an empty id for none)", file=sys.stderr
+        )
 
 
 def counted(count: int, one: str, many: str | None = None) -> str:
@@ -203,6 +217,15 @@ def output_encoding() -> tuple[str, str]:
     """How stdout encodes text: its encoding and error handler."""
     out = sys.stdout
     return getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
+
+
+def output_glyphs(ascii_only: bool = False, stream: TextIO | None = None) -> Glyphs:
+    """The glyphs that draw trees and cut texts on ``stream`` (stdout unless told): ASCII when asked
+    for (``--ascii``) or when the stream's encoding cannot write the others."""
+    from ..render.glyphs import glyphs_for
+
+    out = sys.stdout if stream is None else stream
+    return glyphs_for(getattr(out, "encoding", None) or "utf-8", ascii_only)
 
 
 def write_encoded(data: bytes | memoryview, encoding: str) -> None:

@@ -23,7 +23,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 from ..render.terminal_text import one_terminal_line
-from ._common import Progress, add_index_argument, add_pi_argument, broken_link_problem, counted
+from ._common import (
+    Progress,
+    add_index_argument,
+    add_pi_argument,
+    broken_link_problem,
+    counted,
+    output_glyphs,
+)
 from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
 
 #: how a problem's severity is printed in the text form
@@ -162,8 +169,9 @@ def run(args: argparse.Namespace) -> int:
     totals = {"files": 0, "filesWithErrors": 0, **dict.fromkeys(SEVERITIES, 0)}
     if args.json:
         out.write('{"files":[')
+    ellipsis = output_glyphs(stream=progress.stream).ellipsis
     for index, path in enumerate(files):
-        name = path if len(path) <= 60 else "…" + path[-59:]
+        name = path if len(path) <= 60 else ellipsis + path[len(ellipsis) - 60 :]
         progress.show(f"[{index:,}/{len(files):,}] {name}")
         found = report(path, args.pi, args.index)
         findings = [f for f in found.findings if f.severity in reported]

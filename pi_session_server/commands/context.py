@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ..render.terminal_text import one_terminal_line
 from ..session import view_store
@@ -22,6 +21,7 @@ from ._common import (
     open_to_look,
     output_encoding,
     report_skipped_lines,
+    say_leaf_not_found,
     session_path,
     write_encoded,
 )
@@ -68,8 +68,8 @@ def _context_text(path: str, args: argparse.Namespace) -> tuple[str, int] | None
     manager = open_to_look(path, args.pi, index=args.index)
     skipped = report_skipped_lines("context", path, manager)
     if args.leaf is not None:
-        if manager.get_entry(args.leaf) is ABSENT:
-            print(f"pi-session context: Entry {args.leaf} not found", file=sys.stderr)
+        if not args.leaf or manager.get_entry(args.leaf) is ABSENT:
+            say_leaf_not_found("context", args.leaf)
             return None
         context = manager.build_session_context_at(args.leaf)
     else:

@@ -19,14 +19,18 @@ from typing import Any
 from pi_session_server.commands._common import (
     add_pi_argument,
     counted,
+    output_glyphs,
     path_problem,
+    say_leaf_not_found,
     terminal_columns,
     why_not_a_session,
     width,
 )
 from pi_session_server.format.jsvalue import js_string_of
 from pi_session_server.render.context_markdown import model_text
+from pi_session_server.render.glyphs import Glyphs, cut
 from pi_session_server.render.terminal_text import one_terminal_line
+from pi_session_server.render.tree_text import NO_ENTRIES
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
@@ -36,8 +40,6 @@ FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 DEFAULT_WIDTH = 110
 # The context's lines are indented under their heading by this much (within the width).
 CONTEXT_INDENT = "  "
-UNICODE = {"tee": "├─ ", "last": "└─ ", "bar": "│  ", "gap": "   ", "leaf": "◀ leaf", "dot": "•", "ell": "…"}
-ASCII = {"tee": "|- ", "last": "`- ", "bar": "|  ", "gap": "   ", "leaf": "<- leaf", "dot": "*", "ell": "..."}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,11 +76,10 @@ def server_command() -> tuple[list[str], dict[str, str]]:
 
 
 def _clip(text: str, width: int, ellipsis: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: max(0, width - len(ellipsis))] + ellipsis
+    return cut(" ".join(text.split()), width, ellipsis)
 
 
-def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[str]:
+def draw_tree(tree: dict[str, Any], width: int, glyphs: Glyphs) -> list[str]:
     """Lines of the tree: a chain of single children stays in one column; a branch point fans out."""
     nodes = {n["id"]: n for n in tree["nodes"]}
     roots = [n for n in tree["nodes"] if n["visibleParentId"] is None]
@@ -88,9 +89,7 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[
     if len(roots) > 1:
         for i, root in enumerate(reversed(roots)):
             last = i == 0
-            stack.append(
-                (root, glyphs["last"] if last else glyphs["tee"], glyphs["gap"] if last else glyphs["bar"])
-            )
+            stack.append((root, glyphs.last if last else glyphs.tee, glyphs.gap if last else glyphs.bar))
     else:
         stack.extend((root, "", "") for root in roots)
     while stack:
@@ -99,12 +98,14 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[
         if node.get("label"):
             marks.append(f"[{node['label']}]")
         if node["isLeaf"]:
-            marks.append(glyphs["leaf"])
-        bullet = glyphs["dot"] + " " if node["onLeafPath"] else "  "
+            marks.append(glyphs.leaf)
+        bullet = glyphs.dot + " " if node["onLeafPath"] else "  "
         tail = (" " + " ".join(marks)) if marks else ""
         head = f"{prefix}{bullet}{js_string_of(node['id'])} "
         room = max(10, width - len(head) - len(tail))
-        lines.append(head + _clip(node.get("preview") or f"[{node.get('type')}]", room, glyphs["ell"]) + tail)
+        lines.append(
+            head + _clip(node.get("preview") or f"[{node.get('type')}]", room, glyphs.ellipsis) + tail
+        )
         children = [nodes[c] for c in node["childIds"] if c in nodes]
         if len(children) == 1:
             stack.append((children[0], below, below))
@@ -114,8 +115,8 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[
             stack.append(
                 (
                     child,
-                    below + (glyphs["last"] if last else glyphs["tee"]),
-                    below + (glyphs["gap"] if last else glyphs["bar"]),
+                    below + (glyphs.last if last else glyphs.tee),
+                    below + (glyphs.gap if last else glyphs.bar),
                 )
             )
     return lines
@@ -145,7 +146,7 @@ def _message_text(message: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) -> list[str]:
+def draw_context(context: dict[str, Any], width: int, glyphs: Glyphs) -> list[str]:
     messages = context["messages"]
     lines = [
         f"{counted(len(messages), 'message')}, model {model_text(context.get('model'))}, thinking {context.get('thinkingLevel', 'off')}"
@@ -155,7 +156,7 @@ def draw_context(context: dict[str, Any], width: int, glyphs: dict[str, str]) ->
         if role == "toolResult":
             role = f"toolResult:{message.get('toolName')}"
         head = f"{number:>3} {role:<18} "
-        lines.append(head + _clip(_message_text(message), max(10, width - len(head)), glyphs["ell"]))
+        lines.append(head + _clip(_message_text(message), max(10, width - len(head)), glyphs.ellipsis))
     return lines
 
 
@@ -177,15 +178,26 @@ def whole_tree(client: Any, params: dict[str, Any], page_size: int = MAX_TREE_NO
         offset = following
 
 
-def _glyphs(ascii_only: bool) -> dict[str, str]:
-    """The box-drawing glyphs: ASCII when asked for, or when stdout cannot encode the others."""
-    glyphs = ASCII if ascii_only else UNICODE
-    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
-    try:
-        "".join(UNICODE.values()).encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        glyphs = ASCII
-    return glyphs
+def _show(line: str = "") -> None:
+    """Print ``line`` of the demo: what it holds of the session (ids, the cwd, previews, messages)
+    with its control characters as escapes, as the other commands print them."""
+    print(one_terminal_line(line))
+
+
+def _entries_and_leaf(info: dict[str, Any]) -> str:
+    """The session's number of entries and its leaf (pi/getInfo's), or pi's words for none."""
+    if not info["entryCount"]:
+        return NO_ENTRIES
+    return f"{counted(info['entryCount'], 'entry', 'entries')}   leaf {js_string_of(info.get('leafId'))}"
+
+
+def _context_heading(leaf: str | None, info: dict[str, Any]) -> str:
+    """Where the context shown is built: at ``leaf`` (--leaf), else at the session's leaf."""
+    if leaf:
+        return f"Context at entry {leaf}:"
+    if not info["entryCount"]:
+        return "Context (no entries):"
+    return f"Context at the leaf {js_string_of(info.get('leafId'))}:"
 
 
 def _session_to_show(file: str | None) -> Path | None:
@@ -204,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     if path is None:
         return 2
     line_width = args.width or terminal_columns() or DEFAULT_WIDTH
-    glyphs = _glyphs(args.ascii)
+    glyphs = output_glyphs(args.ascii)
     command, env = server_command()
     with SidecarClient(command, env=env) as client:
         # the release goes where an editor puts it: initializationOptions.piVersion
@@ -215,48 +227,47 @@ def run(args: argparse.Namespace) -> int:
             info = client.request("pi/getInfo", {"uri": path.as_uri()})
             tree = whole_tree(client, {"session": info["session"], "filter": args.filter})
             context_params: dict[str, Any] = {"session": info["session"]}
-            if args.leaf:
-                # pi builds the context of an unknown entry as if none were given: say so instead
-                if client.request("pi/getEntry", {"session": info["session"], "id": args.leaf}) is None:
-                    print(f"pi-session demo: Entry {args.leaf} not found", file=sys.stderr)
+            if args.leaf is not None:
+                if (
+                    not args.leaf
+                    or client.request("pi/getEntry", {"session": info["session"], "id": args.leaf}) is None
+                ):
+                    say_leaf_not_found("demo", args.leaf)
                     return 1
                 context_params["leafId"] = args.leaf
             context = client.request("pi/buildSessionContext", context_params)
         except RpcError as error:
             hint = why_not_a_session(str(path)) if error.rpc_code == INVALID_SESSION_FILE else ""
             print(
-                f"pi-session demo: {error.message} (JSON-RPC error {error.rpc_code}){hint}", file=sys.stderr
+                one_terminal_line(
+                    f"pi-session demo: {error.message} (JSON-RPC error {error.rpc_code}){hint}"
+                ),
+                file=sys.stderr,
             )
             return 2  # the file cannot be shown, as for the other commands
         name = info.get("sessionName") or "(no name)"
-        print(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
-        print(f"  file {one_terminal_line(str(info.get('sessionFile', path)))}")
-        print(
-            f"  cwd {info['cwd']}   {counted(info['entryCount'], 'entry', 'entries')}   leaf {js_string_of(info.get('leafId'))}"
-        )
+        _show(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
+        _show(f"  file {info.get('sessionFile', path)}")
+        _show(f"  cwd {info['cwd']}   {_entries_and_leaf(info)}")
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
-            print(f"  {counted(skipped, 'line')} of the file pi skips:")
+            _show(f"  {counted(skipped, 'line')} of the file pi skips:")
             room = max(20, line_width - 14)
             for problem in info["skipped"][:3]:
                 message = problem["message"]
-                cut = (
-                    message if len(message) <= room else message[: room - len(glyphs["ell"])] + glyphs["ell"]
-                )
-                print(f"    line {problem['line'] + 1}: {cut}")
+                _show(f"    line {problem['line'] + 1}: {cut(message, room, glyphs.ellipsis)}")
             if skipped > 3:
-                print(f"    and {skipped - 3:,} more (pi-session check {one_terminal_line(str(path))})")
-        print()
+                _show(f"    and {skipped - 3:,} more (pi-session check {path})")
+        _show()
         shown = len(tree["nodes"])
-        print(
-            f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs['dot']} = on the path to the leaf)"
+        _show(
+            f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs.dot} = on the path to the leaf)"
         )
         for line in draw_tree(tree, line_width, glyphs):
-            print(line)
-        print()
-        where = f"entry {args.leaf}" if args.leaf else f"the leaf {js_string_of(tree['leafId'])}"
-        print(f"Context at {where}:")
+            _show(line)
+        _show()
+        _show(_context_heading(args.leaf, info))
         for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs):
-            print(CONTEXT_INDENT + line)
+            _show(CONTEXT_INDENT + line)
         client.request("pi/close", {"session": info["session"]})
     return 0

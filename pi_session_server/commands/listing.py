@@ -18,7 +18,15 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from ._common import CommandError, Progress, broken_link_problem, counted, terminal_columns, width
+from ._common import (
+    CommandError,
+    Progress,
+    broken_link_problem,
+    counted,
+    output_glyphs,
+    terminal_columns,
+    width,
+)
 
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
@@ -64,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
+    from ..render.glyphs import cut
     from ..render.terminal_text import one_terminal_line
 
     paths = [one_terminal_line(info.path) for info in infos]
@@ -74,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         for number, info in zip(numbers, infos, strict=True)
     ]
     title_width = args.width or _title_width(columns, counts, paths)
-    titles = [_cut(_title(info), title_width) for info in infos]
+    ellipsis = output_glyphs().ellipsis
+    titles = [cut(_title(info), title_width, ellipsis) for info in infos]
     # the column is as wide as its widest title: a width of billions (--width, COLUMNS) pads nothing
     column = max(map(len, titles), default=0)
     for info, count, title, path in zip(infos, counts, titles, paths, strict=True):
@@ -138,10 +148,6 @@ def _title(info: SessionInfo) -> str:
     else:  # pi's own "(no messages)" when there is none
         text = info.first_message if isinstance(info.first_message, str) else ""
     return one_terminal_line(" ".join(text.split()))
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _when(modified: float) -> str:

@@ -38,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "terminal's width leaves them, as COLUMNS or the terminal says; "
         f"{DEFAULT_WIDTH} when neither does)",
     )
+    parser.add_argument(
+        "--ascii",
+        action="store_true",
+        help="draw with ASCII characters only (the default where the output's encoding cannot "
+        "write the others)",
+    )
     add_pi_argument(parser)
     add_index_argument(parser)
 
@@ -56,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     encoding, errors = output_encoding()
     # the home directory (what tool calls' paths are shortened against: describe.home_directory), read
     # here without importing the library, which a kept view does not need
-    key = (args.pi, args.width, os.environ.get("HOME") or "", encoding, errors)
+    key = (args.pi, args.width, os.environ.get("HOME") or "", encoding, errors, args.ascii)
     before = view_store.identity_before_open(path) if args.index else None
     kept = view_store.load(path, before, view_store.TREE, key, args.index)
     if kept is not None:

@@ -14,13 +14,21 @@ from typing import Any
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, js_string_of
 from ..heap import give_back_free_heap
+from ..render.glyphs import UNICODE, Glyphs
 from ..render.terminal_text import one_terminal_line
-from ..render.tree_text import tree_text_lines
+from ..render.tree_text import NO_ENTRIES, tree_text_lines
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
 from ..session.describe import PreviewCache
 from ..session.tree import TreeNode, expanded_once
-from ._common import counted, open_to_look, output_encoding, report_skipped_lines, write_encoded
+from ._common import (
+    counted,
+    open_to_look,
+    output_encoding,
+    output_glyphs,
+    report_skipped_lines,
+    write_encoded,
+)
 
 # Lines drawn, encoded and written at a time: at most so many, and no more once they hold
 # BATCH_CHARS characters (a deep tree's lines are long: a batch of them counted alone can be
@@ -36,10 +44,13 @@ _ID = attrgetter("id")
 TRIM_FROM_ENTRIES = 100_000
 
 
-def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None = None) -> Iterator[str]:
-    """The drawn tree's lines, one at a time, from the first asked for on. The previews are those
-    ``cache`` made while the session was opened, else read in one pass over the file (or from
-    those kept with its index); rows are drawn straight from the library's tree nodes."""
+def tree_lines(
+    manager: SessionManager, width: int, cache: PreviewCache | None = None, glyphs: Glyphs = UNICODE
+) -> Iterator[str]:
+    """The drawn tree's lines, one at a time, from the first asked for on, drawn with ``glyphs``.
+    The previews are those ``cache`` made while the session was opened, else read in one pass over
+    the file (or from those kept with its index); rows are drawn straight from the library's tree
+    nodes."""
     entries = manager.get_entries()
     if cache is None:
         cache = PreviewCache()
@@ -56,14 +67,15 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     del tool_calls
     if big:
         give_back_free_heap()  # and what the previews' walk freed, before the rows
-    cut = width - 1
+    ellipsis = glyphs.ellipsis
+    cut = max(0, width - len(ellipsis))
 
     def row(node: TreeNode) -> tuple[Any, str]:
         entry = node.entry
         # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
         text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
         if len(text) > width:
-            text = text[:cut] + "…"
+            text = text[:cut] + ellipsis
         label = node.label
         if label is not ABSENT:
             label = js_string_of(label)
@@ -86,7 +98,7 @@ def tree_lines(manager: SessionManager, width: int, cache: PreviewCache | None =
     keys = [i if type(i) is str else index_key(i) for i in map(_ID, branch)]  # (a string: its own key)
     on_path = keys if in_order else set(keys)
     del branch, keys
-    yield from tree_text_lines(roots, row, leaf, on_path, path_in_walk_order=in_order)
+    yield from tree_text_lines(roots, row, leaf, on_path, path_in_walk_order=in_order, glyphs=glyphs)
 
 
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
@@ -98,7 +110,7 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
         # the file read once: the previews made as the open reads it, no longer than a row shows
         with cache.made_while_scanning(longest=args.width + 1):
             manager = open_to_look(path, args.pi, index=args.index)
-        lines = tree_lines(manager, args.width, cache)
+        lines = tree_lines(manager, args.width, cache, output_glyphs(args.ascii))
         # held by the rows alone: each preview goes once its row is drawn
         del cache
         return _print(path, args, before, key, manager, lines)
@@ -124,7 +136,7 @@ def _print(
     head = (
         f"\nsession {one_terminal_line(str(header.get('id')))}"
         + (f'  "{one_terminal_line(js_string_of(name))}"' if name is not ABSENT else "")
-        + f"\n{counted(len(manager.get_entries()), 'entry', 'entries')}, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n\n"
+        + f"\n{_entries_and_leaf(manager)}\n"
     )
     sys.stdout.write(one_terminal_line(path) + head)
     # the kept view is the whole text, gathered while it stays small enough to keep (when views
@@ -149,6 +161,15 @@ def _print(
         view_store.save(path, before, view_store.TREE, key, head, kept_parts, args.index)
         _let_go(kept_parts)
     return 0
+
+
+def _entries_and_leaf(manager: SessionManager) -> str:
+    """How many entries the session has and its leaf, then a blank line before the rows; for a
+    session with none (a header alone), pi's words for it (its /tree says so instead of a tree)."""
+    count = len(manager.get_entries())
+    if not count:
+        return NO_ENTRIES
+    return f"{counted(count, 'entry', 'entries')}, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n"
 
 
 def _kept_parts(index: bool | str) -> SpooledParts | list[bytes]:

@@ -10,14 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
+from .glyphs import UNICODE, Glyphs
+
 
 class DrawnNode(Protocol):
     @property
     def children(self) -> Sequence[Any]: ...
 
 
-_LAST, _MIDDLE = "└─ ", "├─ "
-_UNDER_LAST, _UNDER_MIDDLE = "   ", "│  "
+# What pi's /tree says of a session without entries (a header alone), instead of a tree.
+NO_ENTRIES = "No entries in session"
 _NO_ROW = object()  # equal to no row's id: the path's ids were all met
 
 
@@ -28,6 +30,7 @@ def tree_text_lines(
     on_leaf_path: Iterable[Any] = (),
     *,
     path_in_walk_order: bool = False,
+    glyphs: Glyphs = UNICODE,
 ) -> Iterator[str]:
     """Lines of the drawn tree, one at a time; ``*`` marks the path to the leaf (the rows whose id,
     as ``row`` gives it, is in ``on_leaf_path``), ``<- leaf`` the leaf itself (the rows whose id
@@ -38,7 +41,7 @@ def tree_text_lines(
     with thousands of branch points on a path grows with the square of its depth (gigabytes for a
     deep one), more than a caller should hold at once. Iterative (trees can be hundreds of
     thousands of levels deep); a chain of single children keeps its prefix, so most rows cost a
-    lookup and a concatenation."""
+    lookup and a concatenation. The branches are drawn with ``glyphs`` (render/glyphs.py)."""
     if path_in_walk_order:
         ordered = on_leaf_path if isinstance(on_leaf_path, Sequence) else list(on_leaf_path)
         path: Container[Any] = ()
@@ -50,7 +53,7 @@ def tree_text_lines(
     # (node, prefix of its line and marker's place, prefix for its children)
     stack: list[tuple[Any, str, str]] = []
     push, pop = stack.append, stack.pop
-    _fan_out(roots, "", push, top=True)
+    _fan_out(roots, "", push, glyphs, top=True)
     while stack:
         node, prefix, child_prefix = pop()
         on_path, off_path = prefix + "* ", prefix + "  "
@@ -76,11 +79,16 @@ def tree_text_lines(
                 prefix = child_prefix
                 on_path, off_path = prefix + "* ", prefix + "  "
         if count:
-            _fan_out(children, child_prefix, push, top=False)
+            _fan_out(children, child_prefix, push, glyphs, top=False)
 
 
 def _fan_out(
-    nodes: Sequence[Any], prefix: str, push: Callable[[tuple[Any, str, str]], None], *, top: bool
+    nodes: Sequence[Any],
+    prefix: str,
+    push: Callable[[tuple[Any, str, str]], None],
+    glyphs: Glyphs,
+    *,
+    top: bool,
 ) -> None:
     """Push ``nodes`` (the last first: the stack pops them in order) with their branch prefixes. A
     lone root is drawn without any."""
@@ -90,7 +98,7 @@ def _fan_out(
         push((nodes[0], "", ""))
         return
     last = len(nodes) - 1
-    push((nodes[last], prefix + _LAST, prefix + _UNDER_LAST))
-    middle, under = prefix + _MIDDLE, prefix + _UNDER_MIDDLE
+    push((nodes[last], prefix + glyphs.last, prefix + glyphs.gap))
+    middle, under = prefix + glyphs.tee, prefix + glyphs.bar
     for i in range(last - 1, -1, -1):
         push((nodes[i], middle, under))

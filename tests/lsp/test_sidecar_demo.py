@@ -49,14 +49,14 @@ def test_demo_counts_one_entry_and_one_message_in_the_singular(tmp_path):
     assert "  1 message, model " in run.stdout
 
 
-def test_demo_of_a_session_without_entries_has_a_null_leaf(tmp_path):
+def test_demo_of_a_session_without_entries_says_so(tmp_path):
     empty = tmp_path / "header-only.jsonl"
     empty.write_text(
         '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
     )
     run = demo(tmp_path, str(empty))
     assert run.returncode == 0, run.stderr
-    assert "  cwd /p   0 entries   leaf null\n" in run.stdout  # as `pi-session tree` says it
+    assert "  cwd /p   No entries in session\n" in run.stdout  # as `pi-session tree` and pi's /tree say it
 
 
 def test_demo_names_ids_that_are_not_strings_as_tree_does(tmp_path):

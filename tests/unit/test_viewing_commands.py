@@ -155,19 +155,19 @@ def test_a_fifo_is_refused_without_being_opened_by_every_command(tmp_path: Path)
 
 
 def test_control_characters_of_a_session_reach_the_terminal_as_escapes(tmp_path: Path) -> None:
-    """An ESC sequence in a message, a label, an id or the session's name would set the title or
+    """An ESC sequence in a message, a label, an id, the cwd or the session's name would set the title or
     the colours of the terminal that shows the tree or the problems: they are printed escaped."""
     attack = "\x1b]0;PWNED\x07\x1b[31mRED\x1b[0m\u2028"
     path = tmp_path / "s.jsonl"
     lines = [
-        S.header(),
+        S.header(cwd="/w" + attack),
         S.user("a1", None, "hi " + attack),
         S.label("l1", "a1", "a1", "lab" + attack),
         S.session_info("n1", "l1", "name" + attack),
         S.user("a2", "nope" + attack, "x"),
     ]
     path.write_text("\n".join(lines) + "\n")
-    for args in (["tree", "--no-index"], ["check", "--no-index"]):
+    for args in (["tree", "--no-index"], ["check", "--no-index"], ["demo"]):
         done = _cli(*args, str(path), cwd=tmp_path)
         assert done.stdout and not any(c in done.stdout for c in "\x1b\x07\u2028"), args
         assert "\\x1b]0;PWNED\\x07" in done.stdout
@@ -238,6 +238,19 @@ def test_an_empty_file_is_shown_as_empty(tmp_path: Path) -> None:
     assert empty.read_bytes() == b""  # pi's open would write a header into it
 
 
+def test_a_session_with_only_a_header_says_it_has_no_entries(tmp_path: Path) -> None:
+    """pi's /tree says "No entries in session" of it: the commands say the same, not "leaf null"."""
+    path = tmp_path / "new.jsonl"
+    path.write_text(S.header(session_id="s-new") + "\n")
+    for index in ("--no-index", None, None):  # drawn, then drawn and kept, then printed from what was kept
+        done = _cli("tree", *filter(None, [index]), str(path), cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (0, f"{path}\nsession s-new\nNo entries in session\n")
+    done = _cli("demo", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "No entries in session" in done.stdout and "null" not in done.stdout
+    assert "Context (no entries):\n  0 messages," in done.stdout
+
+
 def test_an_entry_of_a_type_pi_does_not_know_is_named_in_the_tree(tmp_path: Path) -> None:
     path = tmp_path / "newer.jsonl"
     lines = [
@@ -279,14 +292,21 @@ def test_a_whole_file_says_nothing_on_stderr(tmp_path: Path):
     assert done.returncode == 0 and done.stderr == ""
 
 
-def test_context_at_an_unknown_entry_says_so(tmp_path: Path):
-    # pi builds the leaf's context for an id it does not know; the command names the mistake
-    done = _cli("context", "--leaf", "nope", cwd=tmp_path)
-    assert (done.returncode, done.stdout, done.stderr) == (
-        1,
-        "",
-        "pi-session context: Entry nope not found\n",
-    )
+@pytest.mark.parametrize("command", ["context", "demo"])
+@pytest.mark.parametrize(
+    ("leaf", "said"),
+    [
+        ("nope", "Entry nope not found"),
+        ("\x1b[2J", "Entry \\x1b[2J not found"),
+        ("", "--leaf '' names no entry (pi takes an empty id for none)"),
+    ],
+    ids=["unknown", "escape", "empty"],
+)
+def test_context_at_an_unknown_entry_says_so(tmp_path: Path, command: str, leaf: str, said: str):
+    # pi builds the last entry's context for an id it does not know, and for an empty one (none to
+    # it): both commands name the mistake alike
+    done = _cli(command, "--leaf", leaf, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", f"pi-session {command}: {said}\n")
 
 
 def test_nested_duplicate_ids_draw_each_subtree_once(tmp_path: Path) -> None:
