@@ -716,3 +716,23 @@ def test_every_key_of_a_command_s_json_is_named_in_its_section(
     output = json.loads(capsys.readouterr().out)
     named = set(re.findall(r"`(\w+)`", cli_sections()[command]))
     assert json_keys(output) - named == set()
+
+
+UNITS = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def default_size(variable: str) -> int:
+    """The default the configuration page's table gives ``variable`` (``1 MiB``), in bytes."""
+    page = PAGES[ROOT / "docs" / "CONFIGURATION.md"]
+    row = re.search(rf"^\| `{variable}` \|.*\| (\d+) ([KMG]i?B)\b[^|]*\|$", page.text, re.M)
+    assert row is not None, f"no size default for {variable}"
+    return int(row.group(1)) * UNITS[row.group(2)]
+
+
+def test_the_index_s_size_defaults_are_the_code_s() -> None:
+    """The variables hold bytes: a default written ``1 MB`` where the code counts 1 MiB sends a
+    user who sets it to ``1000000`` below the default without knowing."""
+    from pi_session_server.session import cache_dir
+
+    assert default_size("PI_SESSION_INDEX_MIN_SIZE") == cache_dir.DEFAULT_MIN_SIZE
+    assert default_size("PI_SESSION_INDEX_MAX_BYTES") == cache_dir.DEFAULT_MAX_BYTES
