@@ -664,3 +664,75 @@ def test_every_option_of_every_command_is_named_on_a_page() -> None:
             if spellings and not spellings & shown:
                 unnamed.add(f"{name} {' '.join(sorted(spellings))}")
     assert unnamed == set()
+
+
+# --- the command line page -----------------------------------------------------------------------
+
+CLI_PAGE = ROOT / "docs" / "CLI.md"
+
+
+def cli_sections() -> dict[str, str]:
+    """docs/CLI.md's ``## `name` `` sections by command name, each with its text."""
+    text = PAGES[CLI_PAGE].text
+    parts = re.split(r"^## `(\w+)`\n", text, flags=re.M)
+    return {name: body.split("\n## ")[0] for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def test_every_command_has_its_section_in_the_command_line_page() -> None:
+    assert set(cli_sections()) == set(COMMANDS)
+
+
+# maps whose keys are the session's data (entry types, roles, "provider/model"), not keys of ours
+DATA_MAPS = {"types", "roles", "models"}
+
+
+def json_keys(value: object, data_map: bool = False) -> set[str]:
+    """Every key of a JSON value, at any depth, but those of ``DATA_MAPS``."""
+    if isinstance(value, list):
+        return set().union(set(), *(json_keys(item) for item in value))
+    if not isinstance(value, dict):
+        return set()
+    own = set() if data_map else set(value)
+    return own.union(*(json_keys(item, key in DATA_MAPS and not data_map) for key, item in value.items()))
+
+
+def test_json_keys_are_found_with_data_maps_left_out() -> None:
+    value = {"a": [{"b": 1}], "models": {"p/m": {"turns": 1}}, "types": {"message": 2}}
+    assert json_keys(value) == {"a", "b", "models", "types", "turns"}
+
+
+@pytest.mark.parametrize("command", ["list", "stats", "check"])
+def test_every_key_of_a_command_s_json_is_named_in_its_section(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What ``pi-session COMMAND --json`` prints of a copy of the example session (with a last line
+    cut short, so that ``check`` has a problem to report) holds no key the page leaves out."""
+    from pi_session_server.cli import main
+    from pi_session_server.commands._common import example_session_path
+
+    session = tmp_path / "session.jsonl"
+    session.write_bytes(Path(example_session_path()).read_bytes() + b'{"type":"message","id":"cut')
+    main([command, str(tmp_path if command == "list" else session), "--json"])
+    output = json.loads(capsys.readouterr().out)
+    named = set(re.findall(r"`(\w+)`", cli_sections()[command]))
+    assert json_keys(output) - named == set()
+
+
+UNITS = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def default_size(variable: str) -> int:
+    """The default the configuration page's table gives ``variable`` (``1 MiB``), in bytes."""
+    page = PAGES[ROOT / "docs" / "CONFIGURATION.md"]
+    row = re.search(rf"^\| `{variable}` \|.*\| (\d+) ([KMG]i?B)\b[^|]*\|$", page.text, re.M)
+    assert row is not None, f"no size default for {variable}"
+    return int(row.group(1)) * UNITS[row.group(2)]
+
+
+def test_the_index_s_size_defaults_are_the_code_s() -> None:
+    """The variables hold bytes: a default written ``1 MB`` where the code counts 1 MiB sends a
+    user who sets it to ``1000000`` below the default without knowing."""
+    from pi_session_server.session import cache_dir
+
+    assert default_size("PI_SESSION_INDEX_MIN_SIZE") == cache_dir.DEFAULT_MIN_SIZE
+    assert default_size("PI_SESSION_INDEX_MAX_BYTES") == cache_dir.DEFAULT_MAX_BYTES
