@@ -241,6 +241,7 @@ class Connection:
         self.writer: FrameWriter | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.shutting_down = False
+        self._shutdown: asyncio.Future[None] | None = None  # answering ``shutdown``
         # two notifications pygls handles as generators, each leaving an entry behind in its table
         # of pending requests: what they do is done here
         self.routes[INITIALIZED] = lambda _params: None
@@ -425,6 +426,8 @@ class Connection:
         try:
             await closed
             await self.drain()  # the client closed its end: the requests it sent still get done
+            if self._shutdown is not None:  # and the shutdown it sent is answered (then its exit)
+                await asyncio.wait([self._shutdown])
         finally:
             if transport is not None:  # (closed by itself at the end of input; not when cancelled)
                 transport.close()
@@ -471,10 +474,12 @@ class Connection:
         if is_request and method == SHUTDOWN:
             # answered once the requests sent before it are answered
             self.shutting_down = True
-            asyncio.ensure_future(self._shut_down_after(message)).add_done_callback(_log_failure)
+            self._shutdown = asyncio.ensure_future(self._shut_down_after(message))
+            self._shutdown.add_done_callback(_log_failure)
             return
-        if method == EXIT and not is_request and self._without_lsp():
-            self._exit()
+        if method == EXIT and not is_request:
+            self._exit_once_shut_down(message)
+            return
         handler = self.routes.get(method) if method is not None else None
         if handler is not None:
             if is_request:
@@ -501,6 +506,22 @@ class Connection:
             self.send_result(message["id"], None)
             return
         self._to_pygls(message)
+
+    def _exit_once_shut_down(self, message: dict[str, Any]) -> None:
+        """``exit``, after the answer to a ``shutdown`` sent before it: a client that sent ``exit``
+        right behind it (a script, or both in one write) still gets the answers to the requests
+        before them, then ``shutdown``'s, which waits for them no longer than drain() does."""
+        if self._shutdown is not None and not self._shutdown.done():
+            self._shutdown.add_done_callback(lambda _done: self._dispatch_exit(message))
+        else:
+            self._dispatch_exit(message)
+
+    def _dispatch_exit(self, message: dict[str, Any]) -> None:
+        """``exit``, once the ``shutdown`` before it was answered: here without pygls, else by it."""
+        if self._without_lsp():
+            self._exit()
+        else:
+            self._to_pygls(message)
 
     def _without_lsp(self) -> bool:
         """pygls was never made, nor is being made (it never will be once this is true at
