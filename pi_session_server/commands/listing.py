@@ -67,13 +67,14 @@ def run(args: argparse.Namespace) -> int:
     columns = terminal_columns()
     # the first message is read as far as a title can show of it
     infos = _sessions(args, args.width or columns or DEFAULT_WIDTH)
+    from ..render.terminal_text import one_terminal_line
+
     if not infos and not args.json:  # (an empty output alone does not say where was looked)
-        print(f"pi-session list: {_nothing_listed(args)}", file=sys.stderr)
+        print(f"pi-session list: {one_terminal_line(_nothing_listed(args))}", file=sys.stderr)
     if args.json:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
     from ..render.glyphs import cut
-    from ..render.terminal_text import one_terminal_line
 
     paths = [one_terminal_line(info.path) for info in infos]
     numbers = [f"{info.message_count:,}" for info in infos]

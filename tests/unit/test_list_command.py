@@ -196,6 +196,13 @@ def test_an_empty_listing_says_where_it_looked(
     code, out, err = _run(capsys)
     assert (code, out) == (0, "") and err.startswith(f"pi-session list: no sessions of {os.getcwd()} (")
     assert _run(capsys, "--all", "--json") == (0, "[]\n", "")
+    odd = tmp_path / "odd\n\x1b[2Jname"  # a directory's name reaches the terminal escaped
+    odd.mkdir()
+    assert _run(capsys, str(odd)) == (
+        0,
+        "",
+        f"pi-session list: no sessions in {tmp_path}/odd\\x0a\\x1b[2Jname\n",
+    )
 
 
 @pytest.mark.parametrize("how", ["--width", "COLUMNS"])
