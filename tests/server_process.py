@@ -4,9 +4,11 @@ is on the path of every test)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pi_session_server.server.framing import encode_frame, read_frames
@@ -56,3 +58,17 @@ def talk(
         for stream in (process.stdin, process.stdout, process.stderr):
             stream.close()
     return replies, ended
+
+
+def serve(cwd: Path) -> subprocess.Popen[bytes]:
+    """``pi-session serve`` in a process of its own, run in ``cwd`` with its cache directory there:
+    stdin and stdout piped (the caller writes frames and reads replies as it needs), stderr
+    dropped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pi_session_server", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=cwd,
+        env={**os.environ, "XDG_CACHE_HOME": str(cwd / "cache")},
+    )

@@ -6,13 +6,11 @@ started too (``initialize`` first), where pygls answers ``shutdown``."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from server_process import serve
 
 from pi_session_server.server.framing import encode_frame, read_frames
 
@@ -34,14 +32,7 @@ def frame(message: dict[str, Any]) -> bytes:
 def test_exit_sent_with_shutdown_waits_for_its_answer(
     tmp_path: Path, first: dict[str, Any], input_closed: bool
 ) -> None:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pi_session_server", "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=tmp_path,
-        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
-    )
+    server = serve(tmp_path)
     assert server.stdin is not None and server.stdout is not None
     try:
         server.stdin.write(

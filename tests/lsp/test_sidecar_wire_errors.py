@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from server_process import serve
 from sidecar_support import PROTOCOL
 
 from pi_session_server.server.framing import encode_frame, read_frames
@@ -70,14 +71,7 @@ def test_a_message_with_an_id_alone_is_answered_invalid_request(tmp_path: Path) 
         {"jsonrpc": "2.0", "id": 4, "method": "pi/sessions", "params": {}},
         {"jsonrpc": "2.0", "id": 5, "method": "shutdown"},
     ]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pi_session_server", "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=tmp_path,
-        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
-    )
+    server = serve(tmp_path)
     assert server.stdin is not None and server.stdout is not None
     frames = read_frames(server.stdout)
     by_id: dict[Any, dict[str, Any]] = {}
