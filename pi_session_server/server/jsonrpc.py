@@ -240,12 +240,16 @@ class Connection:
         self._last_answered = time.monotonic()  # when a request of ours last left _pending
         self.writer: FrameWriter | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.shutting_down = False
-        self._shutdown: asyncio.Future[None] | None = None  # answering ``shutdown``
+        self._shutdown: asyncio.Future[None] | None = None  # answering ``shutdown``, once it came
         # two notifications pygls handles as generators, each leaving an entry behind in its table
         # of pending requests: what they do is done here
         self.routes[INITIALIZED] = lambda _params: None
         self.routes[SET_TRACE] = self._set_trace
+
+    @property
+    def shutting_down(self) -> bool:
+        """``shutdown`` came: requests are refused from now on, and ``exit`` ends with status 0."""
+        return self._shutdown is not None
 
     @property
     def quiet_seconds(self) -> float:
@@ -473,7 +477,6 @@ class Connection:
             return
         if is_request and method == SHUTDOWN:
             # answered once the requests sent before it are answered
-            self.shutting_down = True
             self._shutdown = asyncio.ensure_future(self._shut_down_after(message))
             self._shutdown.add_done_callback(_log_failure)
             return
