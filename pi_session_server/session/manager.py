@@ -1731,9 +1731,13 @@ class SessionManager:
         return self._ingest_appended(path, st)
 
     def _scan_appended(self, path: str, start: int, end: int) -> ScanResult:
-        """The whole lines of our file in [``start``, ``end``), the first of them our next line."""
+        """The whole lines of our file in [``start``, ``end``), the first of them our next line.
+        StaleFileError when the path names another file by now (renamed over ours since we looked
+        at it): its bytes there are not lines appended to ours."""
         fd = open_for_reading(path, self._env)
         try:
+            if self._identity is not None and storage.FileIdentity.of(os.fstat(fd)) != self._identity:
+                raise StaleFileError(f"{path} was replaced by another process")
             source = self._source or FileLineSource(path, os.dup(fd))
             if self._source is None:
                 self._source = source
@@ -1751,7 +1755,10 @@ class SessionManager:
             os.close(fd)
 
     def _ingest_appended(self, path: str, st: os.stat_result) -> FileChange:
-        result = self._scan_appended(path, self._known_end, st.st_size)
+        try:
+            result = self._scan_appended(path, self._known_end, st.st_size)
+        except StaleFileError:
+            return self._reload(path)  # replaced since it was looked at: read whole
         self._add_entries(result.entries)
         new_ids = [entry.id for entry in result.entries]
         self.problems.extend(result.problems)

@@ -216,3 +216,36 @@ def test_a_file_empty_when_opened_to_look_at_is_read_once_written(tmp_path: Path
     assert manager.refresh_from_disk().kind == "unchanged"
     _same_as_a_fresh_open(manager, path)
     assert path.read_bytes() == backup.read_bytes()
+
+
+# -- a file replaced while a refresh reads it ------------------------------------------------------
+
+
+def test_a_file_renamed_over_while_a_refresh_reads_what_was_appended_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi appended a line; an editor then saved the file by rename, with an edit in the middle,
+    between the refresh's look at the file and its read of the new lines. The refresh read the
+    new file's bytes at the old end as lines appended to ours ("appended", with a line pi skips
+    that no file holds); it now reads the new file whole."""
+    path = _session(tmp_path / "s.jsonl", ["one", "two", "three"])
+    manager = SessionManager.open(str(path), read_only=True, index=False)
+    with path.open("ab") as pi:
+        pi.write(_line("0000000f", "00000002", "four"))
+    edited = tmp_path / "edited.jsonl"
+    edited.write_bytes(path.read_bytes().replace(b'"two"', b'"two, said at length"'))
+    look = SessionManager._read_marker
+    cued = [lambda: _shell('cp "$1" "$0.new" && mv "$0.new" "$0"', path, edited)]
+
+    def looked_then_saved(self: SessionManager, *args: Any) -> bytes:
+        marker = look(self, *args)
+        while cued:
+            cued.pop()()
+        return marker
+
+    monkeypatch.setattr(SessionManager, "_read_marker", looked_then_saved)
+    change = manager.refresh_from_disk()
+    assert change.kind == "reloaded"
+    assert manager.problems == []
+    assert _texts(manager) == ["one", "two, said at length", "three", "four"]
+    _same_as_a_fresh_open(manager, path)
