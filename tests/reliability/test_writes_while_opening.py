@@ -249,3 +249,51 @@ def test_a_file_renamed_over_while_a_refresh_reads_what_was_appended_is_read_who
     assert manager.problems == []
     assert _texts(manager) == ["one", "two, said at length", "three", "four"]
     _same_as_a_fresh_open(manager, path)
+
+
+# -- the same through the sidecar ------------------------------------------------------------------
+
+
+@pytest.fixture
+def sidecar() -> Iterator[Any]:
+    """The real server on pipes, in this process (the hooks above reach it), watching its files."""
+    from in_process_server import InProcess
+
+    running = InProcess()
+    yield running
+    running.close()
+
+
+def _last_line(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_bytes().splitlines()[-1])
+
+
+def test_the_sidecar_follows_a_file_renamed_over_while_pi_open_read_it(
+    tmp_path: Path, after_the_read: Callable[[Callable[[], None]], None], sidecar: Any
+) -> None:
+    """The next pi/append goes to the new file with its last entry for parent. Before, the sidecar
+    never told the change, and the append named the replaced file's leaf: an orphan in the new file."""
+    path = _session(tmp_path / "s.jsonl", ["one", "two", "three"])
+    edited = tmp_path / "edited.jsonl"
+    edited.write_bytes(path.read_bytes().replace(b'"00000002"', b'"0000000e"'))  # its last entry's id
+    after_the_read(lambda: _shell(REPLACEMENTS["renamed_over"], path, edited))
+    session = sidecar.request("pi/open", {"path": str(path)})["result"]["session"]
+    change = sidecar.notified("pi/didChange")
+    assert (change["kind"], change["leafId"]) == ("reloaded", "0000000e")
+    message = {"role": "user", "content": "four", "timestamp": 4}
+    reply = sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})
+    assert _last_line(path)["id"] == reply["result"]["id"]
+    assert _last_line(path)["parentId"] == "0000000e"
+    assert path.read_bytes().startswith(edited.read_bytes())
+
+
+def test_the_sidecar_keeps_what_another_program_wrote_into_an_empty_file_while_pi_open_opened_it(
+    tmp_path: Path, before_the_lock: Callable[[Callable[[], None]], None], sidecar: Any
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"")
+    backup = _session(tmp_path / "backup.jsonl", ["one", "two"])
+    before_the_lock(lambda: _shell('cat "$1" > "$0"', path, backup))
+    session = sidecar.request("pi/open", {"path": str(path)})["result"]["session"]
+    assert sidecar.request("pi/getLeaf", {"session": session})["result"]["leafId"] == "00000001"
+    assert path.read_bytes() == backup.read_bytes()
