@@ -569,7 +569,7 @@ class SessionManager:
             except StaleFileError:
                 return False
             self._file_entries[0].line = 0
-            self._track_file(path, 1, fd=locked.fd)
+            self._track_file(path, 1, len(header), fd=locked.fd)
         return True
 
     def _load_current(self, fd: int, path: str, peek: Any, read_at: os.stat_result) -> None:
