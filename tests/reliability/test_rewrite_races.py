@@ -396,8 +396,7 @@ class LineWriterOnCue:
 
     def _say(self, data: bytes) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
+        os.write(self.process.stdin.fileno(), data)  # (a blocking write to a pipe writes it whole)
 
     def _heard(self) -> str:
         assert self.process.stdout is not None
