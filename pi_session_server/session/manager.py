@@ -136,6 +136,10 @@ _CR_LF_RUNS = re.compile(r"[\r\n]+")
 # A migration that finds the file changed when it is about to rename reads it again; a file that
 # changes each time is left alone after this many tries.
 _MIGRATION_ATTEMPTS = 5
+# An open that finds the file empty writes its header only while it is still empty: a file another
+# program wrote meanwhile is read again; one emptied and written again each time is left alone after
+# this many reads.
+_EMPTY_FILE_ATTEMPTS = 5
 # How long (seconds, at least and at most) a migration watches its file for a pi that read it just
 # before the rename: twice as long as the migration itself took, within these bounds.
 _MIGRATION_GRACE = (0.1, 2.0)
@@ -512,44 +516,76 @@ class SessionManager:
 
     def _set_session_file(self, path: Any) -> None:
         resolved = resolve_path(path, env=self._env)
+        for _ in range(_EMPTY_FILE_ATTEMPTS):
+            if self._load_session_file(resolved):
+                return
+        raise StaleFileError(
+            f"{resolved} was emptied and written again by another process each time it was read: it "
+            "was left as it is"
+        )
+
+    def _load_session_file(self, resolved: str) -> bool:
+        """Load ``resolved`` (a new session when there is no file). False, to be read again, when
+        the file was empty and another program wrote it (or deleted it) before its header could be
+        written: the file was left as that program made it."""
         if not os.path.exists(resolved):
             self.new_session()
             self._session_file = resolved
-            return
+            return True
         fd = open_for_reading(resolved)
         try:
+            read_at = os.fstat(fd)  # the file as it was before it was read (see _track_file)
             peek = peek_header(fd)
             if not is_valid_header(peek.value):
                 if peek.size > 0:
                     raise InvalidSessionFileError(f"Session file is not a valid pi session: {resolved}")
                 self.new_session()
                 self._session_file = resolved
-                self._rewrite([_line_bytes(self._file_entries[0].value)])
-                self._flushed = True
-                self._load_writes_skipped = self.read_only
-                return
+                return self._start_empty_file(fd, read_at)
             with gc_paused():
                 if needs_migration([peek.value]):
                     self._load_migrating(fd, resolved)
                 else:
-                    self._load_current(fd, resolved, peek)
+                    self._load_current(fd, resolved, peek, read_at)
             self._flushed = True
+            return True
         finally:
             os.close(fd)
 
-    def _load_current(self, fd: int, path: str, peek: Any) -> None:
+    def _start_empty_file(self, fd: int, read_at: os.stat_result) -> bool:
+        """The session of an empty file (open at ``fd``): its header is written into it, in place,
+        as pi does, unless read-only; either way the file is followed from here. False, nothing
+        written, when another program wrote the file (or deleted it) since it was found empty."""
+        self._flushed = True
+        self._load_writes_skipped = self.read_only
+        path = self._session_file
+        if self.read_only or not self._persist:
+            self._track_file(path, 0, 0, fd=fd, read_at=read_at)
+            return True
+        header = _line_bytes(self._file_entries[0].value)
+        with LockedFile(path, self._env) as locked:
+            try:
+                locked.fill_empty(header, fsync=True)
+            except StaleFileError:
+                return False
+            self._file_entries[0].line = 0
+            self._track_file(path, 1, len(header), fd=locked.fd)
+        return True
+
+    def _load_current(self, fd: int, path: str, peek: Any, read_at: os.stat_result) -> None:
         loaded, source = load_lazy(fd, path, peek, self._on_progress, self._index, lazy=True)
         end = loaded.end  # what was read: lines another process appends meanwhile come with the next refresh
         open_tail = loaded.needs_newline
-        # the reference's load-time repair (docs/FORMAT.md §9.1 step 5); a newline right at our end
-        # finishes our last line
+        # the reference's load-time repair (docs/FORMAT.md §9.1 step 5), of the file read (not of
+        # one renamed over it since); a newline right at our end finishes our last line
         if (
             loaded.needs_newline
             and not self.read_only
-            and storage.repair_trailing_newline(path, self._env) == end
+            and storage.repair_trailing_newline(path, self._env, storage.FileIdentity.of(read_at)) == end
         ):
             end += 1
             open_tail = False
+            read_at = os.fstat(fd)  # (our newline changed its times)
         self._release_source()
         self._source = source
         self._session_file = path
@@ -557,7 +593,7 @@ class SessionManager:
         self._session_id = loaded.header["id"]
         self.problems = loaded.problems
         self._load_writes_skipped = False  # (a last line left open is told by _open_tail)
-        self._track_file(path, loaded.lines, end, open_tail)
+        self._track_file(path, loaded.lines, end, open_tail, fd=fd, read_at=read_at)
 
     def _load_migrating(self, fd: int, path: str) -> None:
         """A v1/v2 file: migrated (ids derived from the file: see migrate.py) and, unless read-only,
@@ -581,6 +617,7 @@ class SessionManager:
                         return
                     fd = locked.fd
                     expected = locked.state()
+                read_at = os.fstat(fd)
                 exact = load_exact(fd)
                 values = exact.values
                 migrate_to_current_version(values, True)
@@ -605,7 +642,9 @@ class SessionManager:
             if replaced is not None:
                 self._track_file(path, len(exact.lines), replaced.written)
             else:
-                self._track_file(path, exact.physical_lines, open_tail=exact.needs_newline)
+                self._track_file(
+                    path, exact.physical_lines, open_tail=exact.needs_newline, fd=fd, read_at=read_at
+                )
             return
         raise StaleFileError(f"{path} kept changing while it was being migrated: it was left as it is")
 
@@ -1037,38 +1076,49 @@ class SessionManager:
             and appender.identity != (identity.dev, identity.ino)
         )
 
-    def _rewrite(self, chunks: Any) -> None:
-        """Write the whole session file: a new one, or the header of an empty one. Under the file's
-        lock, and only if nobody wrote to it meanwhile (StaleFileError otherwise, nothing written).
-        An empty file is written in place, as pi does: a program rewriting it in place (truncated,
-        then written again) keeps what it writes, which a rename would send to a file nobody sees."""
+    def _write_new_file(self, chunks: Any) -> None:
+        """Write the session file, which does not exist yet, whole (a temporary file linked to its
+        name): a file another program made there meanwhile is never replaced (StaleFileError,
+        nothing written)."""
         if not self._persist or not truthy(self._session_file) or self.read_only:
             return
         with LockedFile(self._session_file, self._env) as locked:
-            state = locked.state()
-            if state is not None and state.size == 0:
-                locked.fill_empty(b"".join(chunks), fsync=True)
-            else:
-                locked.replace(chunks, state)
+            locked.replace(chunks, None)
 
     def _track_file(
-        self, path: str, line_count: int, end: int | None = None, open_tail: bool = False
+        self,
+        path: str,
+        line_count: int,
+        end: int | None = None,
+        open_tail: bool = False,
+        *,
+        fd: int = -1,
+        read_at: os.stat_result | None = None,
     ) -> None:
         """Remember the file as we leave it (``end``: how far we read it; default: all of it), to
-        notice later what others did to it."""
+        notice later what others did to it.
+
+        ``fd``: the descriptor it was read through. The file it is open on is the one remembered,
+        not the one the path names by now: one renamed over it while it was read is another file,
+        read whole by the next refresh. ``read_at``: its status before it was read, whose times are
+        those remembered: a rewrite in place while or right after it was read (keeping its size)
+        then shows as other times."""
         try:
-            st = os.stat(self._disk(path))
+            st = os.fstat(fd) if fd >= 0 else os.stat(self._disk(path))
         except OSError:
             self._identity = None
             return
         self._identity = storage.FileIdentity.of(st)
-        self._stamp = _times_of(st)
+        self._stamp = _times_of(read_at if read_at is not None else st)
         self._known_end = st.st_size if end is None else min(end, st.st_size)
         self._line_count = line_count
         self._out_of_sync = False
         self._headerless = None
         self._open_tail = open_tail
-        self._marker = self._read_marker(path, self._known_end)
+        if fd >= 0:
+            self._marker = storage.tail_marker(fd, self._known_end)
+        else:
+            self._marker = self._read_marker(path, self._known_end)
 
     def _read_marker(self, path: str, end: int) -> bytes:
         try:
@@ -1412,7 +1462,7 @@ class SessionManager:
         self._session_file = new_file
         self._identity = None
         if self._any_conversation():
-            self._rewrite(_line_bytes(e.value) for e in entries)
+            self._write_new_file(_line_bytes(e.value) for e in entries)
             for i, e in enumerate(entries):
                 e.line = i
             self._flushed = True
@@ -1667,6 +1717,8 @@ class SessionManager:
         if (
             self._out_of_sync
             or (self._open_tail and st.st_size > self._known_end)
+            # a file found empty (read-only, no header written): what it holds now is read whole
+            or (self._known_end == 0 and st.st_size > 0)
             or storage.FileIdentity.of(st) != self._identity
             or st.st_size < self._known_end
             or (self._marker and self._read_marker(path, self._known_end) != self._marker)
@@ -1679,9 +1731,13 @@ class SessionManager:
         return self._ingest_appended(path, st)
 
     def _scan_appended(self, path: str, start: int, end: int) -> ScanResult:
-        """The whole lines of our file in [``start``, ``end``), the first of them our next line."""
+        """The whole lines of our file in [``start``, ``end``), the first of them our next line.
+        StaleFileError when the path names another file by now (renamed over ours since we looked
+        at it): its bytes there are not lines appended to ours."""
         fd = open_for_reading(path, self._env)
         try:
+            if self._identity is not None and storage.FileIdentity.of(os.fstat(fd)) != self._identity:
+                raise StaleFileError(f"{path} was replaced by another process")
             source = self._source or FileLineSource(path, os.dup(fd))
             if self._source is None:
                 self._source = source
@@ -1699,7 +1755,10 @@ class SessionManager:
             os.close(fd)
 
     def _ingest_appended(self, path: str, st: os.stat_result) -> FileChange:
-        result = self._scan_appended(path, self._known_end, st.st_size)
+        try:
+            result = self._scan_appended(path, self._known_end, st.st_size)
+        except StaleFileError:
+            return self._reload(path)  # replaced since it was looked at: read whole
         self._add_entries(result.entries)
         new_ids = [entry.id for entry in result.entries]
         self.problems.extend(result.problems)
@@ -1779,6 +1838,7 @@ class SessionManager:
         """Load ``path`` if it starts with a session header (False, nothing changed, if not)."""
         fd = open_for_reading(path, self._env)
         try:
+            read_at = os.fstat(fd)
             peek = peek_header(fd)
             if not is_valid_header(peek.value):
                 return False
@@ -1786,7 +1846,7 @@ class SessionManager:
                 if needs_migration([peek.value]):
                     self._load_migrating(fd, path)
                 else:
-                    self._load_current(fd, path, peek)
+                    self._load_current(fd, path, peek, read_at)
             self._flushed = True
             return True
         finally:

@@ -192,6 +192,7 @@ class LockedFile:
             outcome = Replaced(_write_chunks(fd, chunks))
             if fsync:
                 os.fsync(fd)
+            analysed = expected
             expected = self._catch_up(fd, expected, outcome, keep_appended)
             os.fchmod(fd, mode)
             if tmp is None:
@@ -203,7 +204,9 @@ class LockedFile:
                 os.replace(tmp, self.target)
             tmp = None
             if expected is not None:
-                self._after_rename(fd, expected, outcome, keep_appended, mode)
+                self._after_rename(
+                    fd, expected, outcome, keep_appended, mode, copied=expected is not analysed
+                )
             if fsync and outcome.kept:
                 os.fsync(fd)
             outcome.state = FileState.of(fd)
@@ -256,8 +259,9 @@ class LockedFile:
                 raise StaleFileError(self._refusal("was created by another process"))
             return None
         ends_a_line = outcome.written == 0 or _last_byte(fd) == b"\n"
+        analysed = expected
         for _ in range(_MAX_CATCH_UPS):
-            now = self._appended_since(expected)
+            now = self._appended_since(expected, copied=expected is not analysed)
             if now is None:
                 return expected
             if not keep_appended:
@@ -272,19 +276,25 @@ class LockedFile:
                 time.sleep(SETTLE_POLL)  # a line still being written: let its writer finish it
         raise StaleFileError(self._refusal("kept growing"))
 
-    def _appended_since(self, expected: FileState) -> FileState | None:
+    def _appended_since(self, expected: FileState, *, copied: bool = False) -> FileState | None:
         """None when the file is still ``expected``; its state when lines were only appended to it;
-        StaleFileError for any other change (replaced, deleted, truncated, rewritten)."""
+        StaleFileError for any other change (replaced, deleted, truncated, rewritten). ``copied``:
+        see :meth:`_growth_of_old_file`."""
         try:
             st = os.stat(self.target)
         except FileNotFoundError:
             raise StaleFileError(self._refusal("was deleted")) from None
         if (st.st_dev, st.st_ino) != (expected.dev, expected.ino):
             raise StaleFileError(self._refusal("was replaced by another process"))
-        return self._growth_of_old_file(expected)
+        return self._growth_of_old_file(expected, copied=copied)
 
-    def _growth_of_old_file(self, expected: FileState) -> FileState | None:
-        """Like :meth:`_appended_since`, on our descriptor (whatever the path names now)."""
+    def _growth_of_old_file(self, expected: FileState, *, copied: bool = False) -> FileState | None:
+        """Like :meth:`_appended_since`, on our descriptor (whatever the path names now).
+
+        A file that ended mid-line and grew had that line continued: refused when the new content
+        was computed from it (a repair may have dropped or changed that line), taken when
+        ``copied`` (the bytes up to ``expected.size`` are others' appended bytes we copied as they
+        were, a line caught while its writer was writing it: its rest follows them)."""
         now = FileState.of(self.fd)
         if now == expected:
             return None
@@ -293,22 +303,30 @@ class LockedFile:
         start = expected.size - len(expected.tail)
         if os.pread(self.fd, len(expected.tail), start) != expected.tail:
             raise StaleFileError(self._refusal("was rewritten in place by another process"))
-        if not expected.ends_a_line():
+        if not (copied or expected.ends_a_line()):
             raise StaleFileError(self._refusal("had its unfinished last line continued by another process"))
         return now
 
     def _after_rename(
-        self, new_fd: int, expected: FileState, outcome: Replaced, keep_appended: bool, mode: int
+        self,
+        new_fd: int,
+        expected: FileState,
+        outcome: Replaced,
+        keep_appended: bool,
+        mode: int,
+        *,
+        copied: bool = False,
     ) -> None:
         """What reached the old file between the last check and the rename (pi opens the path for
-        each append: one that opened it just before the rename writes into the old file). Its
-        writer is given a moment to finish, then appended lines follow the new content; any other
-        change puts that writer's version back."""
+        each append: one that opened it just before the rename writes into the old file; a
+        ``write()`` of a big line under way goes on there). Its writer is given a moment to finish,
+        then appended lines follow the new content (``copied``: the rest of a line whose start was
+        copied goes right after it); any other change puts that writer's version back."""
         if FileState.of(self.fd) == expected:
             return
         _wait_until_still(self.fd)
         try:
-            now = self._growth_of_old_file(expected)
+            now = self._growth_of_old_file(expected, copied=copied)
         except StaleFileError:
             now = None
             rewritten = True
@@ -316,7 +334,9 @@ class LockedFile:
             rewritten = now is not None and not keep_appended
         if now is not None and not rewritten:
             data = _read_range(self.fd, expected.size, now.size)
-            outcome.kept += _append_to(self.target, new_fd, data)
+            ours = outcome.written + outcome.kept
+            continued = ours if not expected.ends_a_line() else -1
+            outcome.kept += _append_to(self.target, new_fd, data, continues_at=continued)
             return
         if rewritten:
             put_back = self._put_back(new_fd, outcome, mode)
@@ -493,15 +513,17 @@ def _copy_range(source: int, start: int, end: int, out: int) -> int:
     return copied
 
 
-def _append_to(path: str, fd: int, data: bytes) -> int:
+def _append_to(path: str, fd: int, data: bytes, *, continues_at: int = -1) -> int:
     """Append ``data`` to the file open as ``fd`` through ``path`` (O_APPEND: pi may append by
-    path at the same time), on a line of its own. We hold that file's lock already (``fd``)."""
+    path at the same time), on a line of its own, unless it continues the line the file ends with
+    while it is ``continues_at`` bytes long (nobody appended after it). We hold that file's lock
+    already (``fd``)."""
     out = open_session_file(path, path, os.O_WRONLY | os.O_APPEND)[0]
     try:
         if not names(path, fd):
             raise StaleFileError(f"{path} was replaced by another process while it was being rewritten")
         size = os.fstat(out).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
+        if size and size != continues_at and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data
         write_all(out, data)
         return len(data)

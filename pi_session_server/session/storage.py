@@ -388,10 +388,14 @@ def _still_growing(fd: int, size: int) -> bool:
     return os.fstat(fd).st_size != size
 
 
-def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
+def repair_trailing_newline(
+    path: str, env: Environment | None = None, read: FileIdentity | None = None
+) -> int:
     """The reference's load-time repair: append ``"\\n"`` to a file that does not end with one.
     Returns the offset the newline was written at (-1 when none was needed). Like an append, it
-    writes only into the file the path names once the lock is held.
+    writes only into the file the path names once the lock is held; with ``read`` (the file the
+    caller read), only when that is the file read: a file renamed over it since is another file,
+    whose last line the caller knows nothing of (-1).
 
     Only JSON whitespace after the last ``"\n"`` (a newline of ours blanked out, below) is no
     partial line: a line appended there parses, where pi's repair would leave a blank line.
@@ -412,7 +416,10 @@ def repair_trailing_newline(path: str, env: Environment | None = None) -> int:
             with _locked(fd):
                 if not names(disk_path, fd):
                     continue  # replaced while we waited for the lock: look at the new file
-                size = os.fstat(fd).st_size
+                found = os.fstat(fd)
+                if read is not None and FileIdentity.of(found) != read:
+                    return -1
+                size = found.st_size
                 if not _ends_mid_line(fd, size) or _still_growing(fd, size):
                     return -1
                 write_all(fd, b"\n")

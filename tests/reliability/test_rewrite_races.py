@@ -374,6 +374,93 @@ def test_repair_in_place_keeps_what_pi_appends_meanwhile(tmp_path: Path, pi_on_c
     assert [code for code, _, _ in outcomes] == [0] * len(outcomes), outcomes
 
 
+class LineWriterOnCue:
+    """Another program writing one big line through one descriptor, in two halves on cue: the file
+    as a look catches it in the middle of its ``write()`` (a big line grows the file page by page)."""
+
+    _SCRIPT = (
+        "import os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+        "line = sys.stdin.buffer.readline()\n"
+        "half = len(line) // 2\n"
+        "os.write(fd, line[:half]); print('half', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "os.write(fd, line[half:]); print('done', flush=True)\n"
+    )
+
+    def __init__(self, path: str, line: bytes) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", self._SCRIPT, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        self._say(line)
+
+    def _say(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        os.write(self.process.stdin.fileno(), data)  # (a blocking write to a pipe writes it whole)
+
+    def _heard(self) -> str:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().decode().strip()
+
+    def first_half(self) -> None:
+        assert self._heard() == "half"
+
+    def rest(self) -> None:
+        self._say(b"go\n")
+        assert self._heard() == "done"
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def _glued_session(path: Path) -> str:
+    """A session with two lines glued together (a repair to make), its entries after the header."""
+    chain_session(path, 3)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:2], lines[2].rstrip(b"\n"), *lines[3:]]))
+    return str(path)
+
+
+@pytest.mark.parametrize("rest_lands", ["before_the_rename", "after_the_rename"])
+def test_repair_in_place_keeps_a_line_caught_halfway_through_its_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rest_lands: str
+) -> None:
+    """The repair's look before its rename found another program's line half written: it copied
+    that half and waited for the rest, then refused all the same ("had its unfinished last line
+    continued"), or, when the rest reached the replaced file after the rename, put that file back
+    and refused. The rest now follows the half in the repaired file, and the repair is made."""
+    from pi_session_server.analysis import autofix
+    from pi_session_server.session.rewrites import LockedFile
+
+    path = _glued_session(tmp_path / "s.jsonl")
+    line = foreign_entry_line("w", 1).replace(b'"n":1', b'"n":1,"pad":"' + b"p" * 20000 + b'"')
+    writer = LineWriterOnCue(path, line)
+    looks = [writer.first_half, writer.rest] if rest_lands == "before_the_rename" else [writer.first_half]
+    look, after_rename = LockedFile._appended_since, LockedFile._after_rename
+
+    def cued_look(self: LockedFile, *args: Any, **kwargs: Any) -> Any:
+        if looks:
+            looks.pop(0)()
+        return look(self, *args, **kwargs)
+
+    def cued_after_rename(self: LockedFile, *args: Any, **kwargs: Any) -> Any:
+        if rest_lands == "after_the_rename":
+            writer.rest()  # through its descriptor: into the file the rename replaced
+        return after_rename(self, *args, **kwargs)
+
+    monkeypatch.setattr(LockedFile, "_appended_since", cued_look)
+    monkeypatch.setattr(LockedFile, "_after_rename", cued_after_rename)
+    try:
+        done = autofix.repair_file(path, autofix.SAFE_CODES)
+    finally:
+        writer.close()
+    assert (done.repairs, done.kept) == (1, len(line))
+    data = Path(path).read_bytes()
+    assert data.endswith(b"\n" + line) and data.count(b"\n") == 5  # header, 3 entries, the line
+    check_session_file(path, ["00000000", "00000001", "00000002", "w0000001"])
+
+
 # -- finding 3: concurrent migrations ---------------------------------------------------------------
 
 V1_HEADER = {"type": "session", "id": "v1-session", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
