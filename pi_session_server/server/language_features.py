@@ -475,6 +475,8 @@ class LanguageFeatures:
             raise state.failure
         if state.closed or state.doc is None:
             return gone
+        # (an urgent request answered at a pause of a whole-document answer hands it back as it was)
+        answering_after = state.answering_after
         state.answering_after = changes_before
         try:
             self.still_current(state)
@@ -492,13 +494,15 @@ class LanguageFeatures:
             self.still_current(state)
             return self.encoded(result) if encode and result is not None else result
         finally:
-            state.answering_after = None
+            state.answering_after = answering_after
 
     @staticmethod
     def still_current(state: DocState) -> None:
         """Raise ContentModified when the request about the whole document being answered was
         overtaken by a change (see :meth:`_answer`); its long loops call this now and then, so a
-        change typed stops the work for the text it replaced."""
+        change typed stops the work for the text it replaced. The requests about a position asked
+        meanwhile (a hover) are answered first, here: they need not wait for the whole answer."""
+        state.queue.run_urgent()
         if state.answering_after is not None and state.changes_received != state.answering_after:
             raise JsonRpcException(
                 code=types.LSPErrorCodes.ContentModified,
@@ -514,6 +518,7 @@ class LanguageFeatures:
         otherwise: Any = None,
         gone: Any = None,
         whole_document: bool = False,
+        urgent: bool = False,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
         handler returns: the job, or ``otherwise`` for a document that is not a session (``gone``
@@ -521,7 +526,9 @@ class LanguageFeatures:
         what to answer instead). A file
         read from disk is read after the pi/delete of it sent before the request answered (see
         :mod:`.pending_deletes`): the request finds it gone. ``whole_document``: a request the
-        editor asks again after each change (see :meth:`_answer`)."""
+        editor asks again after each change (see :meth:`_answer`), whose answer a request about a
+        position (``urgent``: a hover) does not wait for unless it started (then the urgent one is
+        answered at its next pause, :meth:`still_current`); either sees every change sent before it."""
 
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
@@ -533,7 +540,9 @@ class LanguageFeatures:
                 return otherwise
             changes_before = state.changes_received if whole_document else None
             return state.queue.submit(
-                lambda _token: self._answer(state, answer, encode, gone, changes_before)
+                lambda _token: self._answer(state, answer, encode, gone, changes_before),
+                deferrable=whole_document,
+                urgent=urgent,
             )
 
         state = self.docs.get(uri)
@@ -949,7 +958,7 @@ class LanguageFeatures:
             types.CodeLens(
                 self.range(state, lens.line, 0, 0), command=types.Command(shown_line(lens.title), "")
             )
-            for lens in hints_mod.code_lenses(state.opened())
+            for lens in hints_mod.code_lenses(state.opened(), lambda: self.still_current(state))
         ]
 
     def selection_ranges(
@@ -1355,9 +1364,11 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         options: Any = None,
         otherwise: Any = None,
         whole_document: bool = False,
+        urgent: bool = False,
     ) -> None:
         """A request about one document: a job on the document's queue (``otherwise`` for a
-        document that is not a session; ``whole_document``: see :meth:`LanguageFeatures.ask`)."""
+        document that is not a session; ``whole_document``, ``urgent``: see
+        :meth:`LanguageFeatures.ask`)."""
 
         def handler(params: Any) -> Any:
             return lf.ask(
@@ -1366,6 +1377,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
                 otherwise=otherwise,
                 gone=otherwise,
                 whole_document=whole_document,
+                urgent=urgent,
             )
 
         route(server, method, options)(handler)
@@ -1378,19 +1390,21 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         ),
         otherwise={"kind": "full", "items": []},
     )
-    about_document(types.TEXT_DOCUMENT_HOVER, lf.hover)
+    # about a position, where the user waits: answered ahead of the whole-document answers asked before
+    about_document(types.TEXT_DOCUMENT_HOVER, lf.hover, urgent=True)
     # asked again by the editor after each change, each about the whole document (Neovim's inlay
     # hints and folds are asked for every line)
     about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols, whole_document=True)
-    about_document(types.TEXT_DOCUMENT_DEFINITION, lf.definition)
-    about_document(types.TEXT_DOCUMENT_REFERENCES, lf.references)
-    about_document(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, lf.document_highlights)
-    about_document(types.TEXT_DOCUMENT_IMPLEMENTATION, lf.implementation)
+    about_document(types.TEXT_DOCUMENT_DEFINITION, lf.definition, urgent=True)
+    about_document(types.TEXT_DOCUMENT_REFERENCES, lf.references, urgent=True)
+    about_document(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, lf.document_highlights, urgent=True)
+    about_document(types.TEXT_DOCUMENT_IMPLEMENTATION, lf.implementation, urgent=True)
     about_document(
         types.TEXT_DOCUMENT_COMPLETION,
         lf.completion,
         # a string's opening quote: the editor closes it, the cursor is then inside it
         types.CompletionOptions(trigger_characters=['"'], resolve_provider=False),
+        urgent=True,
     )
     about_document(types.TEXT_DOCUMENT_FOLDING_RANGE, lf.folding, whole_document=True)
     about_document(
@@ -1405,7 +1419,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         types.CodeLensOptions(resolve_provider=False),
         whole_document=True,
     )
-    about_document(types.TEXT_DOCUMENT_SELECTION_RANGE, lf.selection_ranges)
+    about_document(types.TEXT_DOCUMENT_SELECTION_RANGE, lf.selection_ranges, urgent=True)
     about_document(
         types.TEXT_DOCUMENT_CODE_ACTION,
         lf.code_actions,

@@ -121,3 +121,84 @@ def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatc
         assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, str(reply)[:300]
     finally:
         server.close()
+
+
+def _every_line(count: int) -> dict[str, Any]:
+    return {
+        "textDocument": {"uri": URI},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": count, "character": 0}},
+    }
+
+
+def test_a_hover_is_answered_ahead_of_whole_document_answers_not_started(monkeypatch) -> None:
+    server = InProcess()
+    try:
+        queue = _opened(server, LINES).queue
+        gate = threading.Event()
+        queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
+
+        # the hints, once they start, wait for the hover's answer: a hover queued behind them
+        # would wait for good (until the guard's timeout)
+        hover_answered = threading.Event()
+        made = hints.inlay_hints
+
+        def after_the_hover(*args: Any, **kwargs: Any) -> Any:
+            hover_answered.wait(30)
+            return made(*args, **kwargs)
+
+        monkeypatch.setattr(hints, "inlay_hints", after_the_hover)
+        hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(LINES)))
+        folds_asked = server.send_request("textDocument/foldingRange", {"textDocument": {"uri": URI}})
+        at = LINES[1].index("hello")
+        hover_asked = server.send_request(
+            "textDocument/hover", {"textDocument": {"uri": URI}, "position": {"line": 1, "character": at}}
+        )
+        deadline = time.monotonic() + 30
+        while len(queue._jobs) < 3:
+            assert time.monotonic() < deadline, "the requests were not all taken"
+            time.sleep(0.01)
+        gate.set()
+        hover = server.reply(hover_asked, timeout=10)
+        hover_answered.set()
+        assert "hello" in hover["result"]["contents"]["value"]
+        assert [h["position"]["line"] for h in server.reply(hints_asked)["result"]] == [1, 2]
+        assert "result" in server.reply(folds_asked)
+    finally:
+        server.close()
+
+
+def test_a_hover_is_answered_while_a_whole_document_answer_is_being_made(monkeypatch) -> None:
+    chain = [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+    server = InProcess()
+    try:
+        state = _opened(server, [S.header(), *chain])
+
+        # the hints' work pauses at its first line until the hover is queued, and at its last
+        # until the hover is answered: answered at a pause in between, or never (until the guard's
+        # timeout)
+        started, hover_answered = threading.Event(), threading.Event()
+        label_of = hints.current_label
+
+        def paused(doc: Any, info: Any) -> Any:
+            if info.line == 1:
+                started.set()
+                deadline = time.monotonic() + 30
+                while not state.queue._jobs and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            elif info.line == len(chain):
+                hover_answered.wait(30)
+            return label_of(doc, info)
+
+        monkeypatch.setattr(hints, "current_label", paused)
+        hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(chain) + 1))
+        assert started.wait(30)
+        hover_asked = server.send_request(
+            "textDocument/hover", {"textDocument": {"uri": URI}, "position": {"line": 3, "character": 10}}
+        )
+        hover = server.reply(hover_asked, timeout=10)
+        hover_answered.set()
+        assert "e2" in hover["result"]["contents"]["value"]
+        reply = server.reply(hints_asked)
+        assert len(reply["result"]) == len(chain), str(reply)[:300]
+    finally:
+        server.close()
