@@ -389,6 +389,9 @@ class LanguageFeatures:
     def did_close(self, params: types.DidCloseTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
         if state is not None and not state.from_disk:
+            # (the whole-document answers asked before are for a text the editor no longer shows:
+            # Neovim asks its folds and hints right before it reloads a file changed on disk)
+            state.changes_received += 1
             del self.docs[state.uri]
             self._drop(state, publish_empty=True, keep=True)
 

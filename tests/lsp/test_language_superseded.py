@@ -202,3 +202,25 @@ def test_a_hover_is_answered_while_a_whole_document_answer_is_being_made(monkeyp
         assert len(reply["result"]) == len(chain), str(reply)[:300]
     finally:
         server.close()
+
+
+def test_whole_document_answers_asked_before_the_document_is_closed_are_not_worked() -> None:
+    """Neovim asks for the folds of a file changed on disk right before it reloads it (didClose,
+    didOpen): the answers for the text it closed are ContentModified, unworked, and the reopened
+    text's wait for nothing."""
+    server = InProcess()
+    try:
+        queue = _opened(server, LINES).queue
+        gate = threading.Event()
+        queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
+        folds_asked = server.send_request("textDocument/foldingRange", {"textDocument": {"uri": URI}})
+        server.notify("textDocument/didClose", {"textDocument": {"uri": URI}})
+        deadline = time.monotonic() + 30
+        while len(queue._jobs) < 2:
+            assert time.monotonic() < deadline, "the messages were not all taken"
+            time.sleep(0.01)
+        gate.set()
+        reply = server.reply(folds_asked)
+        assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, reply
+    finally:
+        server.close()
