@@ -66,7 +66,7 @@ from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.regular_file import NotRegularFile, open_regular, open_regular_status
 from pi_session_server.render.editor_text import shown_line
-from pi_session_server.session.profiles import Profile
+from pi_session_server.session.profiles import Profile, profile_for
 
 from .errors import INVALID_PARAMS, PiRpcError
 from .json_string import json_string_bytes
@@ -75,7 +75,7 @@ from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file,
 from .lone_cr import LoneCarriageReturns
 from .pending_deletes import deleted_as
 from .poller import stat_signature
-from .workers import CancelToken, Job, SerialQueue, log_failure, on_loop
+from .workers import CancelToken, Job, SerialQueue, answer_urgent_jobs, log_failure, on_loop
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -446,7 +446,12 @@ class LanguageFeatures:
         in it (an editor's text decoded with them as JSON escapes then sent raw would be read
         otherwise)."""
         doc = closed.doc
-        if data is None or doc.provisional or doc.errors != "surrogatepass":
+        if (
+            data is None
+            or doc.provisional
+            or doc.errors != "surrogatepass"  # (as every editor's text once finished)
+            or doc.profile is not profile_for(self.server.options.pi)
+        ):
             return False
         added = doc.appended_in(data)
         if added is None or _holds_surrogate(data, len(data) - len(added)):
@@ -592,7 +597,7 @@ class LanguageFeatures:
         overtaken by a change (see :meth:`_answer`); its long loops call this now and then, so a
         change typed stops the work for the text it replaced. The requests about a position asked
         meanwhile (a hover) are answered first, here: they need not wait for the whole answer."""
-        state.queue.run_urgent()
+        answer_urgent_jobs()
         if state.answering_after is not None and state.changes_received != state.answering_after:
             raise JsonRpcException(
                 code=types.LSPErrorCodes.ContentModified,

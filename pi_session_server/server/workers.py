@@ -196,6 +196,15 @@ def current_queue() -> SerialQueue | None:
     return getattr(_running, "queue", None)
 
 
+def answer_urgent_jobs() -> None:
+    """Called by a running deferrable job at its pauses: run the urgent jobs at the head of its
+    queue now, on this thread (they were queued after it and nothing else was, so they see what
+    they would have seen after it). Nothing on a thread that runs no deferrable job."""
+    queue = current_queue()
+    if queue is not None:
+        queue.run_urgent()
+
+
 def on_loop(job: Job[T], loop: asyncio.AbstractEventLoop) -> asyncio.Future[T]:
     """An asyncio future of ``job`` for a coroutine to await; cancelling it cancels the job."""
     future: asyncio.Future[T] = loop.create_future()
@@ -260,9 +269,8 @@ class SerialQueue:
         return job
 
     def run_urgent(self) -> None:
-        """Run the urgent jobs at the head of the queue now, on this thread: called by a running
-        deferrable job of this queue at its pauses (the urgent jobs were queued after it and
-        nothing else was, so they see what they would have seen after it)."""
+        """Run the urgent jobs at the head of the queue now, on this thread (see
+        :func:`answer_urgent_jobs`)."""
         outer = getattr(_running, "job", None)
         if outer is None or not outer.deferrable or current_queue() is not self:
             return

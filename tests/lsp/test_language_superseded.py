@@ -24,6 +24,19 @@ LINES = [S.header(), S.user("a", None, "hello"), S.assistant("b", "a", "hi")]
 CONTENT_MODIFIED = -32801
 
 
+def _chain() -> list[str]:
+    """Entries enough for a whole-document answer to pause (check) twice."""
+    return [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+
+
+def _taken(queue: Any, jobs: int) -> None:
+    """Once ``jobs`` jobs wait on ``queue`` (the messages sent are all taken)."""
+    deadline = time.monotonic() + 30
+    while len(queue._jobs) < jobs:
+        assert time.monotonic() < deadline, "the messages were not all taken"
+        time.sleep(0.01)
+
+
 def _opened(server: InProcess, lines: list[str]) -> DocState:
     """The server initialized, a document of ``lines`` opened in it and analysed; its state."""
     assert "result" in server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
@@ -72,10 +85,7 @@ def test_a_whole_document_request_superseded_by_a_change_is_answered_content_mod
         )
         server.notify("textDocument/didChange", _typed(3, 1, at + 1, "!"))
         hints_now = server.send_request("textDocument/inlayHint", every_line)
-        deadline = time.monotonic() + 30
-        while len(queue._jobs) < 8:  # the two changes and the six requests: all taken, in order
-            assert time.monotonic() < deadline, "the messages were not all taken"
-            time.sleep(0.01)
+        _taken(queue, 8)  # the two changes and the six requests: all taken, in order
         gate.set()
 
         for msg_id in asked:  # asked before the second change: about a text the editor no longer shows
@@ -90,7 +100,7 @@ def test_a_whole_document_request_superseded_by_a_change_is_answered_content_mod
 
 
 def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatch) -> None:
-    chain = [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+    chain = _chain()
     server = InProcess()
     try:
         state = _opened(server, [S.header(), *chain])
@@ -153,10 +163,7 @@ def test_a_hover_is_answered_ahead_of_whole_document_answers_not_started(monkeyp
         hover_asked = server.send_request(
             "textDocument/hover", {"textDocument": {"uri": URI}, "position": {"line": 1, "character": at}}
         )
-        deadline = time.monotonic() + 30
-        while len(queue._jobs) < 3:
-            assert time.monotonic() < deadline, "the requests were not all taken"
-            time.sleep(0.01)
+        _taken(queue, 3)
         gate.set()
         hover = server.reply(hover_asked, timeout=10)
         hover_answered.set()
@@ -168,7 +175,7 @@ def test_a_hover_is_answered_ahead_of_whole_document_answers_not_started(monkeyp
 
 
 def test_a_hover_is_answered_while_a_whole_document_answer_is_being_made(monkeypatch) -> None:
-    chain = [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+    chain = _chain()
     server = InProcess()
     try:
         state = _opened(server, [S.header(), *chain])
@@ -215,10 +222,7 @@ def test_whole_document_answers_asked_before_the_document_is_closed_are_not_work
         queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
         folds_asked = server.send_request("textDocument/foldingRange", {"textDocument": {"uri": URI}})
         server.notify("textDocument/didClose", {"textDocument": {"uri": URI}})
-        deadline = time.monotonic() + 30
-        while len(queue._jobs) < 2:
-            assert time.monotonic() < deadline, "the messages were not all taken"
-            time.sleep(0.01)
+        _taken(queue, 2)
         gate.set()
         reply = server.reply(folds_asked)
         assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, reply
