@@ -1,7 +1,7 @@
 """Scale benchmarks of the language features, end to end against the real server process.
 
     .venv/bin/python bench/bench_language.py [--size-mb 100] [--hovers 300] [--appends 30]
-        [--long-line-mb 30] [--long-line-only]
+        [--long-line-mb 30] [--long-line-only] [--reopen FILE] [--reopens 5]
 
 Figures printed (targets from issue 4):
 
@@ -18,6 +18,13 @@ Figures printed (targets from issue 4):
    an emoji), in process (from bytes and from the file) and through the server (sent by the editor,
    and read from disk): best of several runs, as a ratio to the same session whose screenshot is a
    few bytes, measured in the same run (target: about 1x).
+
+5. ``--reopen FILE`` (only this): a session open in Neovim while pi appends to it. Neovim reloads the
+   file changed on disk as didClose + didOpen of the grown text: the time from that didOpen to its
+   complete diagnostics, as a ratio to a fresh didOpen of the same text under another URI in the
+   same run (the path every reload took before closed documents were kept). Then a hover asked
+   right after the inlay hints of the whole document: its latency, as a ratio to the hints' (what
+   it waited for when it queued behind them), and to a hover asked alone.
 
 The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
 not inflate the figures; messages are prepared before the clock starts.
@@ -128,8 +135,12 @@ class RawClient:
         received, message = self.wait(lambda m: m.get("id") == msg_id and "method" not in m)
         return received - start, message
 
-    def initialize(self) -> None:
-        caps = {"general": {"positionEncodings": ["utf-16"]}, "textDocument": {"diagnostic": {}}}
+    def initialize(self, pulls: bool = True) -> None:
+        caps: dict[str, Any] = {"general": {"positionEncodings": ["utf-16"]}}
+        if pulls:
+            caps["textDocument"] = {"diagnostic": {}}
+        else:  # as Neovim 0.11: UTF-8 positions, diagnostics pushed
+            caps["general"]["positionEncodings"] = ["utf-8", "utf-16"]
         self.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": caps})
         self.send_frame(self.notification_frame("initialized", {}))
 
@@ -339,6 +350,90 @@ def print_long_line_case(
     )
 
 
+def opened(client: RawClient, uri: str, version: int, text: str, quiet: float = 2.0) -> tuple[float, Any]:
+    """Open ``uri``: the seconds to its complete diagnostics (the last published before ``quiet``
+    seconds without another: a big document's first pass comes first) and them."""
+    start = client.send_frame(
+        client.notification_frame(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "pi-session", "version": version, "text": text}},
+        )
+    )
+    last = None
+    while True:
+        try:
+            received, message = client.wait(diagnostics_for(uri, version), 120 if last is None else quiet)
+        except queue.Empty:
+            assert last is not None
+            return last
+        last = (received - start, message["params"]["diagnostics"])
+
+
+def reopen_scenario(path: Path, reopens: int) -> None:
+    """Figures 5 (see the module's docstring) on the session at ``path``."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    parent = json.loads(lines[-2] if text.endswith("\n") else lines[-1])["id"]
+    client = RawClient()
+    try:
+        client.initialize(pulls=False)
+        uri = "file:///bench/reopened.jsonl"
+        opened(client, uri, 1, text)
+        version = 1
+        fresh_times, reopen_times = [], []
+        for i in range(reopens):
+            entry_id = f"re{i:06x}"
+            text += S.user(entry_id, parent, f"pi appended turn {i} 😀") + "\n"
+            if i % 2:  # a damaged line too, as a crash mid-write leaves
+                text += '{"type":"message","id":"torn' + str(i) + '","parentId":"' + entry_id + '","mess\n'
+            parent = entry_id
+            fresh_uri = f"file:///bench/fresh-{i}.jsonl"
+            fresh, expected = opened(client, fresh_uri, 1, text)
+            for closed in (fresh_uri, uri):
+                client.send_frame(
+                    client.notification_frame("textDocument/didClose", {"textDocument": {"uri": closed}})
+                )
+            version += 1
+            reopened, found = opened(client, uri, version, text)
+            assert json.dumps(found).replace(uri, fresh_uri) == json.dumps(expected), "not a fresh analysis's"
+            fresh_times.append(fresh)
+            reopen_times.append(reopened)
+        print(
+            f"5. didClose + didOpen of the {len(text) / 1e6:.1f} MB session grown by pi -> complete "
+            f"diagnostics: p50 {ms(pct(reopen_times, 0.5))}, max {ms(max(reopen_times))}; a fresh didOpen "
+            f"of the same text: p50 {ms(pct(fresh_times, 0.5))} "
+            f"({pct(reopen_times, 0.5) / pct(fresh_times, 0.5):.3f}x)"
+        )
+        whole = {"start": {"line": 0, "character": 0}, "end": {"line": text.count("\n") + 1, "character": 0}}
+        asked = {"textDocument": {"uri": uri}, "position": {"line": len(lines) // 2, "character": 20}}
+        alone, behind, hints = [], [], []
+        for _ in range(5):
+            alone.append(client.request("textDocument/hover", asked)[0])
+            hint_id, hint_frame = client.request_frame(
+                "textDocument/inlayHint", {"textDocument": {"uri": uri}, "range": whole}
+            )
+            hover_id, hover_frame = client.request_frame("textDocument/hover", asked)
+            hint_start = client.send_frame(hint_frame)
+            time.sleep(0.01)  # the hints started
+            hover_start = client.send_frame(hover_frame)
+            answered: dict[int, float] = {}
+            while len(answered) < 2:
+                received, message = client.wait(
+                    lambda m, ids=(hint_id, hover_id): m.get("id") in ids and "method" not in m
+                )
+                assert "result" in message, str(message)[:300]
+                answered[message["id"]] = received
+            hints.append(answered[hint_id] - hint_start)
+            behind.append(answered[hover_id] - hover_start)
+        print(
+            f"6. hover asked while the inlay hints of the whole document are made: p50 {ms(pct(behind, 0.5))}, "
+            f"max {ms(max(behind))} ({pct(behind, 0.5) / pct(hints, 0.5):.3f}x the hints' {ms(pct(hints, 0.5))}, "
+            f"{pct(behind, 0.5) / pct(alone, 0.5):.1f}x a hover alone, {ms(pct(alone, 0.5))})"
+        )
+    finally:
+        client.close()
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -357,7 +452,13 @@ def main() -> int:
     parser.add_argument("--appends", type=int, default=30)
     parser.add_argument("--long-line-mb", type=int, default=30)
     parser.add_argument("--long-line-only", action="store_true", help="only the figures of 4.")
+    parser.add_argument("--reopen", type=Path, help="only the figures of 5. and 6., on this session")
+    parser.add_argument("--reopens", type=int, default=5)
     args = parser.parse_args()
+
+    if args.reopen is not None:
+        reopen_scenario(args.reopen, args.reopens)
+        return 0
 
     long_path, base_path = long_line_sessions(args.long_line_mb)
     without = outline_and_hints_in_process(base_path)

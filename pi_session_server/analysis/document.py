@@ -482,6 +482,25 @@ class SessionDocument:
     def byte_size(self) -> int:
         return sum(i.byte_length for i in self.lines) + len(self.lines) - 1
 
+    def appended_in(self, data: bytes) -> bytes | None:
+        """What ``data`` holds after the document's text when it starts with that text, byte for
+        byte (lines appended to it; ``b""`` for the same text); None otherwise. Compared line by
+        line in place: no copy of either text is made."""
+        lines = self.lines
+        last = len(lines) - 1
+        size = len(data)
+        position = 0
+        for n, info in enumerate(lines):
+            raw = info.raw
+            if not data.startswith(raw, position):
+                return None
+            position += len(raw)
+            if n < last:
+                if position >= size or data[position] != 0x0A:
+                    return None
+                position += 1
+        return data[position:]
+
     # -- edits --------------------------------------------------------------------------------
 
     def apply_edit(

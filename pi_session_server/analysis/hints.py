@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from . import lines as L
 from . import links
@@ -103,7 +104,9 @@ def inlay_hints(
     return out
 
 
-def code_lenses(doc: SessionDocument) -> list[Lens]:
+def code_lenses(doc: SessionDocument, check: Callable[[], None] | None = None) -> list[Lens]:
+    """The lenses of the header and of the entries that have something to say; ``check``: as
+    :func:`inlay_hints`' (every :data:`CHECK_EVERY` entries)."""
     tree = doc.tree
     out: list[Lens] = []
     leaf = doc.leaf()
@@ -116,24 +119,35 @@ def code_lenses(doc: SessionDocument) -> list[Lens]:
         out.append(Lens(header.line, f"{len(tree.members):,} entries · {where}"))
     labelled = {r.ref for r in _labels(doc)}  # label targets: strings, their own index keys
     edited = {r.ref for r in doc.edits if isinstance(r.ref, str)} if doc.profile.context_edits else set()
-    for info in doc.entries():
-        kids = len(tree.kids(info))
-        titles = []
-        if kids > 1:
-            titles.append(f"{BRANCH_ICON} {kids} branches")
-        if info.key in labelled:  # the index key: an id may be any JSON value (an array: unhashable)
-            label = current_label(doc, info)
-            if label:
-                titles.append(f"label “{cut(label, LABEL_LIMIT)}”")
-        if info.key in edited:
-            titles.extend(
-                f"edited by line {e.line + 1}: {edit_effect(doc, e).on_target}" for e in edits_of(doc, info)
-            )
-        if info is leaf:
-            titles.append(f"{LEAF_ICON} leaf: pi continues here")
+    for n, info in enumerate(doc.entries()):
+        if check is not None and n % CHECK_EVERY == 0:
+            check()
+        titles = _entry_titles(doc, info, leaf, labelled, edited)
         if titles:
             out.append(Lens(info.line, " · ".join(titles)))
     return out
+
+
+def _entry_titles(
+    doc: SessionDocument, info: LineInfo, leaf: LineInfo | None, labelled: set[Any], edited: set[Any]
+) -> list[str]:
+    """What the lens of an entry says (nothing: no lens); ``labelled``, ``edited``: the keys of
+    the entries labels and context edits name."""
+    kids = len(doc.tree.kids(info))
+    titles = []
+    if kids > 1:
+        titles.append(f"{BRANCH_ICON} {kids} branches")
+    if info.key in labelled:  # the index key: an id may be any JSON value (an array: unhashable)
+        label = current_label(doc, info)
+        if label:
+            titles.append(f"label “{cut(label, LABEL_LIMIT)}”")
+    if info.key in edited:
+        titles.extend(
+            f"edited by line {e.line + 1}: {edit_effect(doc, e).on_target}" for e in edits_of(doc, info)
+        )
+    if info is leaf:
+        titles.append(f"{LEAF_ICON} leaf: pi continues here")
+    return titles
 
 
 def _labels(doc: SessionDocument) -> list[LineInfo]:

@@ -36,6 +36,7 @@ import inspect
 import itertools
 import logging
 import os
+import re
 import stat
 import threading
 import time
@@ -65,15 +66,16 @@ from pi_session_server.format.jsjson import encode_value, parse_bytes
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.regular_file import NotRegularFile, open_regular, open_regular_status
 from pi_session_server.render.editor_text import shown_line
-from pi_session_server.session.profiles import Profile
+from pi_session_server.session.profiles import Profile, profile_for
 
 from .errors import INVALID_PARAMS, PiRpcError
 from .json_string import json_string_bytes
+from .language_reopen import ClosedDocument, ClosedDocuments
 from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
 from .pending_deletes import deleted_as
 from .poller import stat_signature
-from .workers import CancelToken, Job, SerialQueue, log_failure, on_loop
+from .workers import CancelToken, Job, SerialQueue, answer_urgent_jobs, log_failure, on_loop
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -190,6 +192,7 @@ class LanguageFeatures:
         self.quick_open = QUICK_OPEN_CHARS
         self._converter = converters.get_converter()
         self._forget_timer: asyncio.TimerHandle | None = None
+        self.closed_documents = ClosedDocuments()
 
     # ------------------------------------------------------------------ client and positions
 
@@ -291,7 +294,13 @@ class LanguageFeatures:
             return
         text = item.text
         pi = self.server.options.pi
-        self._open(item.uri, item.version, len(text), lambda quick: SessionDocument(text, quick=quick, pi=pi))
+        self._open(
+            item.uri,
+            item.version,
+            len(text),
+            lambda quick: SessionDocument(text, quick=quick, pi=pi),
+            lambda: text.encode("utf-8", "surrogatepass"),
+        )
 
     def did_open_raw(self, body: bytes) -> bool:
         """``didOpen`` with the text still a JSON string token: decoding a 100 MB ``didOpen`` the
@@ -310,12 +319,26 @@ class LanguageFeatures:
             return False  # not a JSON string: the usual path reports it
         size = len(memoryview(token))
         pi = self.server.options.pi
-        self._open(document.uri, document.version, size, lambda quick: _document_of_token(token, quick, pi))
+        self._open(
+            document.uri,
+            document.version,
+            size,
+            lambda quick: _document_of_token(token, quick, pi),
+            lambda: _token_bytes(token),
+        )
         return True
 
     def _open(
-        self, uri: str, version: int | None, size: int, build: Callable[[bool], SessionDocument]
+        self,
+        uri: str,
+        version: int | None,
+        size: int,
+        build: Callable[[bool], SessionDocument],
+        text_bytes: Callable[[], bytes | None],
     ) -> None:
+        """``build``: the document's analysis from its text; ``text_bytes``: the text's UTF-8 bytes
+        as the editor sent them (None when they cannot be had without decoding the text), compared
+        with the analysis kept at the document's closing (see :mod:`.language_reopen`)."""
         state = self._new_state(uri)
         state.version = version
         quick = size >= self.quick_open
@@ -323,12 +346,15 @@ class LanguageFeatures:
         def open_job(_token: CancelToken) -> None:
             if state.path is not None:  # (the sessions held on the file, however spelled, find it)
                 state.keys = file_keys(state.path)
+            closed = self.closed_documents.take(uri)
             # One pause of the collector for the whole open: a pause that ended between the first
             # pass and the rest would have it walk every line's facts at once, before the first
             # diagnostics go out; a big document's are frozen before it ends (see _opened).
             try:
                 with gc_paused():
-                    self._opened(state, build(quick))
+                    if closed is None or not self._reopened(state, closed, text_bytes()):
+                        closed = None  # (freed before the new analysis is made)
+                        self._opened(state, build(quick))
             except Exception as error:  # a bug of ours: the user learns the document has no analysis
                 self.server.notify(
                     types.WINDOW_SHOW_MESSAGE,
@@ -363,17 +389,29 @@ class LanguageFeatures:
     def did_close(self, params: types.DidCloseTextDocumentParams) -> None:
         state = self.docs.get(params.text_document.uri)
         if state is not None and not state.from_disk:
+            # (the whole-document answers asked before are for a text the editor no longer shows:
+            # Neovim asks its folds and hints right before it reloads a file changed on disk)
+            state.changes_received += 1
             del self.docs[state.uri]
-            self._drop(state, publish_empty=True)
+            self._drop(state, publish_empty=True, keep=True)
 
-    def _drop(self, state: DocState, publish_empty: bool = False) -> None:
-        """Forget a document once the jobs queued for it are done."""
+    def _drop(self, state: DocState, publish_empty: bool = False, keep: bool = False) -> None:
+        """Forget a document once the jobs queued for it are done; ``keep``: keep its analysis a
+        few seconds for its reopening (:mod:`.language_reopen`)."""
 
         def close(_token: CancelToken) -> None:
             state.closed = True
             jsonpath.forget_kept_facts()  # (a long line's bytes, kept for the hovers along it)
             if publish_empty and not self.client_pulls():
                 self._send(state, [])
+            if (
+                keep
+                and state.doc is not None
+                and state.failure is None
+                and self.closed_documents.keep(state.uri, state.doc, state.lone_cr)
+            ):
+                state.doc = None  # (the kept analysis has one owner: freed when it lets go)
+                self._expire_closed_later(state.queue)
             with self._queues_lock:
                 if self.docs.get(state.uri) is None:  # not opened again meanwhile (on its queue)
                     self._queues.pop(state.uri, None)
@@ -381,7 +419,64 @@ class LanguageFeatures:
         self.server.poller.unfollow(state.uri)
         state.queue.submit(close, interruptible=False)
 
+    def _expire_closed_later(self, queue: SerialQueue) -> None:
+        """On a worker: have the closed documents kept too long dropped by a job of ``queue``
+        once the one just kept is (the loop only times it: freeing is a worker's)."""
+        seconds = self.closed_documents.seconds
+
+        def expire(_token: CancelToken) -> None:
+            self.closed_documents.expire()
+
+        self.server.loop_call(
+            lambda: asyncio.get_running_loop().call_later(
+                seconds, lambda: queue.submit(expire, interruptible=False)
+            )
+        )
+
     # ------------------------------------------------------------------ on the document's worker
+
+    def _reopened(self, state: DocState, closed: ClosedDocument, data: bytes | None) -> bool:
+        """Continue the analysis kept at the document's closing when the text reopened (``data``,
+        its bytes) is the closed text with lines appended: the lines appended are analysed as the
+        edit at its end that adds them would be, and the diagnostics published. False (nothing
+        done) for any other text, which is analysed afresh.
+
+        Only a text whose bytes the fresh analysis would take as they are continues one: valid
+        UTF-8 after the closed text (the fresh analysis replaces invalid bytes), and no surrogate
+        in it (an editor's text decoded with them as JSON escapes then sent raw would be read
+        otherwise)."""
+        doc = closed.doc
+        if (
+            data is None
+            or doc.provisional
+            or doc.errors != "surrogatepass"  # (as every editor's text once finished)
+            or doc.profile is not profile_for(self.server.options.pi)
+        ):
+            return False
+        added = doc.appended_in(data)
+        if added is None or _holds_surrogate(data, len(data) - len(added)):
+            return False
+        try:
+            added.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        state.doc = doc
+        state.lone_cr = closed.lone_cr
+        self._look_at_file(state)
+        self._append(state, added)
+        self.publish(state)
+        _fill_caches(doc)
+        return True
+
+    def _append(self, state: DocState, added: bytes) -> None:
+        """Bytes appended to the end of the document: the edit there that adds them."""
+        doc = state.opened()
+        last = doc.line_count - 1
+        end = len(doc.lines[last].raw)
+        before = doc.line_count
+        doc.apply_edit(last, end, last, end, added)
+        if not state.from_disk:  # (lone CRs: the editor's line breaks; a file read from disk keeps pi's)
+            state.lone_cr.edited(doc.lines, last, 1, 1 + doc.line_count - before)
 
     def _opened(self, state: DocState, doc: SessionDocument) -> None:
         state.doc = doc
@@ -475,6 +570,8 @@ class LanguageFeatures:
             raise state.failure
         if state.closed or state.doc is None:
             return gone
+        # (an urgent request answered at a pause of a whole-document answer hands it back as it was)
+        answering_after = state.answering_after
         state.answering_after = changes_before
         try:
             self.still_current(state)
@@ -492,13 +589,15 @@ class LanguageFeatures:
             self.still_current(state)
             return self.encoded(result) if encode and result is not None else result
         finally:
-            state.answering_after = None
+            state.answering_after = answering_after
 
     @staticmethod
     def still_current(state: DocState) -> None:
         """Raise ContentModified when the request about the whole document being answered was
         overtaken by a change (see :meth:`_answer`); its long loops call this now and then, so a
-        change typed stops the work for the text it replaced."""
+        change typed stops the work for the text it replaced. The requests about a position asked
+        meanwhile (a hover) are answered first, here: they need not wait for the whole answer."""
+        answer_urgent_jobs()
         if state.answering_after is not None and state.changes_received != state.answering_after:
             raise JsonRpcException(
                 code=types.LSPErrorCodes.ContentModified,
@@ -514,6 +613,7 @@ class LanguageFeatures:
         otherwise: Any = None,
         gone: Any = None,
         whole_document: bool = False,
+        urgent: bool = False,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
         handler returns: the job, or ``otherwise`` for a document that is not a session (``gone``
@@ -521,7 +621,9 @@ class LanguageFeatures:
         what to answer instead). A file
         read from disk is read after the pi/delete of it sent before the request answered (see
         :mod:`.pending_deletes`): the request finds it gone. ``whole_document``: a request the
-        editor asks again after each change (see :meth:`_answer`)."""
+        editor asks again after each change (see :meth:`_answer`), whose answer a request about a
+        position (``urgent``: a hover) does not wait for unless it started (then the urgent one is
+        answered at its next pause, :meth:`still_current`); either sees every change sent before it."""
 
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
@@ -533,7 +635,9 @@ class LanguageFeatures:
                 return otherwise
             changes_before = state.changes_received if whole_document else None
             return state.queue.submit(
-                lambda _token: self._answer(state, answer, encode, gone, changes_before)
+                lambda _token: self._answer(state, answer, encode, gone, changes_before),
+                deferrable=whole_document,
+                urgent=urgent,
             )
 
         state = self.docs.get(uri)
@@ -659,9 +763,7 @@ class LanguageFeatures:
                     assert old is not None
                     f.seek(old[1])
                     added = f.read()
-                    last = doc.line_count - 1
-                    end = len(doc.lines[last].raw)
-                    doc.apply_edit(last, end, last, end, added)
+                    self._append(state, added)
                     size = old[1] + len(added)
                     state.disk_tail = (state.disk_tail + added)[-_TAIL:]
             if not appended:
@@ -949,7 +1051,7 @@ class LanguageFeatures:
             types.CodeLens(
                 self.range(state, lens.line, 0, 0), command=types.Command(shown_line(lens.title), "")
             )
-            for lens in hints_mod.code_lenses(state.opened())
+            for lens in hints_mod.code_lenses(state.opened(), lambda: self.still_current(state))
         ]
 
     def selection_ranges(
@@ -1230,6 +1332,27 @@ def _document_of_token(token: Any, quick: bool, pi: Profile) -> SessionDocument:
     return SessionDocument(text, quick=quick, pi=pi)
 
 
+def _token_bytes(token: Any) -> bytes | None:
+    """The UTF-8 bytes of a ``didOpen``'s text token (not checked to be valid UTF-8); None for a
+    token that is not a JSON string."""
+    data = json_string_bytes(token)
+    if data is not None:
+        return data
+    text = parse_bytes(memoryview(token))
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else None
+
+
+#: a UTF-16 surrogate's bytes as "surrogatepass" writes them (never in valid UTF-8)
+_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
+
+
+def _holds_surrogate(data: bytes, end: int) -> bool:
+    """``data[:end]`` holds a surrogate's bytes (looked for from the first byte they start with,
+    found at memory speed: most texts have none)."""
+    at = data.find(b"\xed", 0, end)
+    return at >= 0 and _SURROGATE.search(data, at, end) is not None
+
+
 def _fill_caches(doc: SessionDocument) -> None:
     """Depths and the leaf path, so that hovers and inlay hints then cost O(1)."""
     tree = doc.tree
@@ -1355,9 +1478,11 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         options: Any = None,
         otherwise: Any = None,
         whole_document: bool = False,
+        urgent: bool = False,
     ) -> None:
         """A request about one document: a job on the document's queue (``otherwise`` for a
-        document that is not a session; ``whole_document``: see :meth:`LanguageFeatures.ask`)."""
+        document that is not a session; ``whole_document``, ``urgent``: see
+        :meth:`LanguageFeatures.ask`)."""
 
         def handler(params: Any) -> Any:
             return lf.ask(
@@ -1366,6 +1491,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
                 otherwise=otherwise,
                 gone=otherwise,
                 whole_document=whole_document,
+                urgent=urgent,
             )
 
         route(server, method, options)(handler)
@@ -1378,19 +1504,21 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         ),
         otherwise={"kind": "full", "items": []},
     )
-    about_document(types.TEXT_DOCUMENT_HOVER, lf.hover)
+    # about a position, where the user waits: answered ahead of the whole-document answers asked before
+    about_document(types.TEXT_DOCUMENT_HOVER, lf.hover, urgent=True)
     # asked again by the editor after each change, each about the whole document (Neovim's inlay
     # hints and folds are asked for every line)
     about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols, whole_document=True)
-    about_document(types.TEXT_DOCUMENT_DEFINITION, lf.definition)
-    about_document(types.TEXT_DOCUMENT_REFERENCES, lf.references)
-    about_document(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, lf.document_highlights)
-    about_document(types.TEXT_DOCUMENT_IMPLEMENTATION, lf.implementation)
+    about_document(types.TEXT_DOCUMENT_DEFINITION, lf.definition, urgent=True)
+    about_document(types.TEXT_DOCUMENT_REFERENCES, lf.references, urgent=True)
+    about_document(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT, lf.document_highlights, urgent=True)
+    about_document(types.TEXT_DOCUMENT_IMPLEMENTATION, lf.implementation, urgent=True)
     about_document(
         types.TEXT_DOCUMENT_COMPLETION,
         lf.completion,
         # a string's opening quote: the editor closes it, the cursor is then inside it
         types.CompletionOptions(trigger_characters=['"'], resolve_provider=False),
+        urgent=True,
     )
     about_document(types.TEXT_DOCUMENT_FOLDING_RANGE, lf.folding, whole_document=True)
     about_document(
@@ -1405,7 +1533,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         types.CodeLensOptions(resolve_provider=False),
         whole_document=True,
     )
-    about_document(types.TEXT_DOCUMENT_SELECTION_RANGE, lf.selection_ranges)
+    about_document(types.TEXT_DOCUMENT_SELECTION_RANGE, lf.selection_ranges, urgent=True)
     about_document(
         types.TEXT_DOCUMENT_CODE_ACTION,
         lf.code_actions,

@@ -60,11 +60,30 @@ class Job(Generic[T]):
     at once if it is already over.
     """
 
-    __slots__ = ("_callbacks", "_error", "_fn", "_lock", "_state", "_value", "interruptible", "token")
+    __slots__ = (
+        "_callbacks",
+        "_error",
+        "_fn",
+        "_lock",
+        "_state",
+        "_value",
+        "deferrable",
+        "interruptible",
+        "token",
+        "urgent",
+    )
 
-    def __init__(self, fn: Callable[[CancelToken], T], interruptible: bool) -> None:
+    def __init__(
+        self,
+        fn: Callable[[CancelToken], T],
+        interruptible: bool,
+        deferrable: bool = False,
+        urgent: bool = False,
+    ) -> None:
         self._fn = fn
         self.interruptible = interruptible
+        self.deferrable = deferrable  # see SerialQueue.submit
+        self.urgent = urgent
         self.token = CancelToken()
         self._lock = threading.Lock()
         self._state = _PENDING
@@ -177,6 +196,15 @@ def current_queue() -> SerialQueue | None:
     return getattr(_running, "queue", None)
 
 
+def answer_urgent_jobs() -> None:
+    """Called by a running deferrable job at its pauses: run the urgent jobs at the head of its
+    queue now, on this thread (they were queued after it and nothing else was, so they see what
+    they would have seen after it). Nothing on a thread that runs no deferrable job."""
+    queue = current_queue()
+    if queue is not None:
+        queue.run_urgent()
+
+
 def on_loop(job: Job[T], loop: asyncio.AbstractEventLoop) -> asyncio.Future[T]:
     """An asyncio future of ``job`` for a coroutine to await; cancelling it cancels the job."""
     future: asyncio.Future[T] = loop.create_future()
@@ -214,15 +242,47 @@ class SerialQueue:
         self._jobs: deque[Job[Any]] = deque()
         self._scheduled = False  # waiting for a thread or being drained by one
 
-    def submit(self, fn: Callable[[CancelToken], T], *, interruptible: bool = True) -> Job[T]:
-        job: Job[T] = Job(fn, interruptible)
+    def submit(
+        self,
+        fn: Callable[[CancelToken], T],
+        *,
+        interruptible: bool = True,
+        deferrable: bool = False,
+        urgent: bool = False,
+    ) -> Job[T]:
+        """Queue ``fn``. An ``urgent`` job (a short read the user waits for) is queued ahead of the
+        ``deferrable`` jobs (long reads that change nothing) at the end of the queue, never ahead of
+        any other job: it sees exactly the state it would have seen in arrival order."""
+        job: Job[T] = Job(fn, interruptible, deferrable, urgent)
         with self._lock:
-            self._jobs.append(job)
+            if urgent:
+                at = len(self._jobs)
+                while at > 0 and self._jobs[at - 1].deferrable:
+                    at -= 1
+                self._jobs.insert(at, job)
+            else:
+                self._jobs.append(job)
             if self._scheduled:
                 return job
             self._scheduled = True
         self._pool.schedule(self)
         return job
+
+    def run_urgent(self) -> None:
+        """Run the urgent jobs at the head of the queue now, on this thread (see
+        :func:`answer_urgent_jobs`)."""
+        outer = getattr(_running, "job", None)
+        if outer is None or not outer.deferrable or current_queue() is not self:
+            return
+        while True:
+            with self._lock:
+                if not self._jobs or not self._jobs[0].urgent:
+                    return
+                job = self._jobs.popleft()
+            try:
+                job.run()
+            finally:
+                _running.job = outer
 
     @property
     def idle(self) -> bool:

@@ -24,6 +24,19 @@ LINES = [S.header(), S.user("a", None, "hello"), S.assistant("b", "a", "hi")]
 CONTENT_MODIFIED = -32801
 
 
+def _chain() -> list[str]:
+    """Entries enough for a whole-document answer to pause (check) twice."""
+    return [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+
+
+def _taken(queue: Any, jobs: int) -> None:
+    """Once ``jobs`` jobs wait on ``queue`` (the messages sent are all taken)."""
+    deadline = time.monotonic() + 30
+    while len(queue._jobs) < jobs:
+        assert time.monotonic() < deadline, "the messages were not all taken"
+        time.sleep(0.01)
+
+
 def _opened(server: InProcess, lines: list[str]) -> DocState:
     """The server initialized, a document of ``lines`` opened in it and analysed; its state."""
     assert "result" in server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
@@ -72,10 +85,7 @@ def test_a_whole_document_request_superseded_by_a_change_is_answered_content_mod
         )
         server.notify("textDocument/didChange", _typed(3, 1, at + 1, "!"))
         hints_now = server.send_request("textDocument/inlayHint", every_line)
-        deadline = time.monotonic() + 30
-        while len(queue._jobs) < 8:  # the two changes and the six requests: all taken, in order
-            assert time.monotonic() < deadline, "the messages were not all taken"
-            time.sleep(0.01)
+        _taken(queue, 8)  # the two changes and the six requests: all taken, in order
         gate.set()
 
         for msg_id in asked:  # asked before the second change: about a text the editor no longer shows
@@ -90,7 +100,7 @@ def test_a_whole_document_request_superseded_by_a_change_is_answered_content_mod
 
 
 def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatch) -> None:
-    chain = [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+    chain = _chain()
     server = InProcess()
     try:
         state = _opened(server, [S.header(), *chain])
@@ -119,5 +129,102 @@ def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatc
         go.set()
         reply = server.reply(hints_asked)
         assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, str(reply)[:300]
+    finally:
+        server.close()
+
+
+def _every_line(count: int) -> dict[str, Any]:
+    return {
+        "textDocument": {"uri": URI},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": count, "character": 0}},
+    }
+
+
+def test_a_hover_is_answered_ahead_of_whole_document_answers_not_started(monkeypatch) -> None:
+    server = InProcess()
+    try:
+        queue = _opened(server, LINES).queue
+        gate = threading.Event()
+        queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
+
+        # the hints, once they start, wait for the hover's answer: a hover queued behind them
+        # would wait for good (until the guard's timeout)
+        hover_answered = threading.Event()
+        made = hints.inlay_hints
+
+        def after_the_hover(*args: Any, **kwargs: Any) -> Any:
+            hover_answered.wait(30)
+            return made(*args, **kwargs)
+
+        monkeypatch.setattr(hints, "inlay_hints", after_the_hover)
+        hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(LINES)))
+        folds_asked = server.send_request("textDocument/foldingRange", {"textDocument": {"uri": URI}})
+        at = LINES[1].index("hello")
+        hover_asked = server.send_request(
+            "textDocument/hover", {"textDocument": {"uri": URI}, "position": {"line": 1, "character": at}}
+        )
+        _taken(queue, 3)
+        gate.set()
+        hover = server.reply(hover_asked, timeout=10)
+        hover_answered.set()
+        assert "hello" in hover["result"]["contents"]["value"]
+        assert [h["position"]["line"] for h in server.reply(hints_asked)["result"]] == [1, 2]
+        assert "result" in server.reply(folds_asked)
+    finally:
+        server.close()
+
+
+def test_a_hover_is_answered_while_a_whole_document_answer_is_being_made(monkeypatch) -> None:
+    chain = _chain()
+    server = InProcess()
+    try:
+        state = _opened(server, [S.header(), *chain])
+
+        # the hints' work pauses at its first line until the hover is queued, and at its last
+        # until the hover is answered: answered at a pause in between, or never (until the guard's
+        # timeout)
+        started, hover_answered = threading.Event(), threading.Event()
+        label_of = hints.current_label
+
+        def paused(doc: Any, info: Any) -> Any:
+            if info.line == 1:
+                started.set()
+                deadline = time.monotonic() + 30
+                while not state.queue._jobs and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            elif info.line == len(chain):
+                hover_answered.wait(30)
+            return label_of(doc, info)
+
+        monkeypatch.setattr(hints, "current_label", paused)
+        hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(chain) + 1))
+        assert started.wait(30)
+        hover_asked = server.send_request(
+            "textDocument/hover", {"textDocument": {"uri": URI}, "position": {"line": 3, "character": 10}}
+        )
+        hover = server.reply(hover_asked, timeout=10)
+        hover_answered.set()
+        assert "e2" in hover["result"]["contents"]["value"]
+        reply = server.reply(hints_asked)
+        assert len(reply["result"]) == len(chain), str(reply)[:300]
+    finally:
+        server.close()
+
+
+def test_whole_document_answers_asked_before_the_document_is_closed_are_not_worked() -> None:
+    """Neovim asks for the folds of a file changed on disk right before it reloads it (didClose,
+    didOpen): the answers for the text it closed are ContentModified, unworked, and the reopened
+    text's wait for nothing."""
+    server = InProcess()
+    try:
+        queue = _opened(server, LINES).queue
+        gate = threading.Event()
+        queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
+        folds_asked = server.send_request("textDocument/foldingRange", {"textDocument": {"uri": URI}})
+        server.notify("textDocument/didClose", {"textDocument": {"uri": URI}})
+        _taken(queue, 2)
+        gate.set()
+        reply = server.reply(folds_asked)
+        assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, reply
     finally:
         server.close()

@@ -5,6 +5,7 @@ and files the editor never sends (followed on disk, ``pi/largeFile``)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import builders as S
 import pytest
 from language_support import Editor, client_fixture, codes_by_line, editor_fixture  # noqa: F401  (fixtures)
 from lsprotocol import types
+
+from pi_session_server.server.language_features import QUICK_OPEN_CHARS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -261,3 +264,31 @@ async def test_a_request_after_deleting_a_followed_file_finds_it_gone(editor: Ed
     assert await _hover(editor, uri) is not None
     await editor.client.protocol.send_request_async("pi/delete", {"uri": uri, "permanent": True})
     assert await _hover(editor, uri) is None
+
+
+async def test_a_big_document_reopened_with_lines_appended_is_published_complete_at_once(
+    editor: Editor,
+) -> None:
+    """Neovim reloads a session pi appended to as didClose + didOpen of the grown text: the
+    analysis kept at the closing continues, and its first publication is the complete one (a
+    big document analysed afresh publishes its envelope problems first)."""
+    if editor.pulls:
+        pytest.skip("a client that pulls diagnostics is answered the complete list either way")
+    base = S.generate_session(QUICK_OPEN_CHARS + 100_000, seed=5).decode()
+    last = json.loads(base.rstrip("\n").split("\n")[-1])["id"]
+    # a tool call left unanswered: a problem only the complete analysis finds
+    text = base + S.assistant("zcall", last, calls=(("tz", "read", {}),)) + "\n"
+    uri = editor.fresh_uri("reopened")
+    await editor.open(uri, text)
+    assert codes_by_line(await editor.diagnostics_for(uri)) == [(text.count("\n") - 1, "PI037")]
+    editor.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    assert list(await editor.diagnostics_for(uri)) == []
+
+    grown = text + S.user("zuser", "zcall") + "\n" + '{"type":"message","id":"torn'  # pi writing
+    reopened = await editor.open(uri, grown)
+    fresh_uri = editor.fresh_uri("fresh")
+    first_pass = await editor.open(fresh_uri, grown)
+    complete = await editor.diagnostics_for(fresh_uri)
+    assert codes_by_line(first_pass) != codes_by_line(complete)
+    assert codes_by_line(reopened) == codes_by_line(complete)
+    assert [d.range for d in reopened] == [d.range for d in complete]

@@ -192,6 +192,7 @@ def test_a_closed_document_is_let_go_whatever_was_asked_of_it(tmp_path: Path) ->
         features = running.server.language_features
         assert features is not None
         document = weakref.ref(features.docs[uri].doc)
+        features.closed_documents.seconds = 0.0  # (its analysis kept for a reopening: no time at all)
         running.notify("textDocument/didClose", {"textDocument": doc})
         deadline = time.monotonic() + 10
         while uri in features.docs:
