@@ -4,8 +4,11 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+  CloseAction,
+  ErrorAction,
   LanguageClient,
   TransportKind,
+  type ErrorHandler,
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
@@ -60,6 +63,10 @@ interface OpenEntryArgs {
 /** How long the tree waits after the cursor moved before it follows it. */
 const FOLLOW_CURSOR_MS = 150;
 
+/** The server is started again after it stopped on its own, up to this many times in CRASH_WINDOW_MS. */
+const MAX_CRASH_RESTARTS = 4;
+const CRASH_WINDOW_MS = 3 * 60 * 1000;
+
 class Extension {
   readonly output = vscode.window.createOutputChannel('Pi Session');
   readonly checkDiagnostics = vscode.languages.createDiagnosticCollection('pi-session-check');
@@ -71,6 +78,8 @@ class Extension {
   private cli: serverCommand.CliCommand | undefined;
   private starting: Promise<void> | undefined;
   private followTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the server stopped on its own lately (see serverStopped). */
+  private crashes: number[] = [];
   /** Files the user asked to see as text: a big one is then not sent to the viewer again. */
   readonly textWanted = new Set<string>();
   readonly contextDocuments = new ContextDocuments((params) =>
@@ -169,6 +178,7 @@ class Extension {
       outputChannel: this.output,
       diagnosticCollectionName: 'pi-session',
       initializationOptions: { piVersion },
+      errorHandler: this.errorHandler(),
     };
     this.log(`Following pi ${piVersion} (setting piSession.piVersion).`);
     const client: LanguageClient = new LanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);
@@ -194,6 +204,46 @@ class Extension {
     }
   }
 
+  /**
+   * The client's own restart after the server stopped on its own reuses its features, and
+   * vscode-languageclient 9 leaves them deaf: no session opened after it had its diagnostics pulled,
+   * and the tree kept the old server's rows. A new client is started instead, as Restart Server does.
+   */
+  private errorHandler(): ErrorHandler {
+    return {
+      // a message that could not be read or written: carry on for a few, as the client's default does
+      error: (_error, _message, count) => ({ action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
+      closed: () => {
+        const restarting = this.serverStopped();
+        return {
+          action: CloseAction.DoNotRestart,
+          handled: true,
+          message: restarting ? 'The server stopped unexpectedly: starting a new one.' : 'The server stopped unexpectedly again: it is left stopped.',
+        };
+      },
+    };
+  }
+
+  /** The server stopped on its own: start a new client unless it keeps stopping. Whether it restarts. */
+  private serverStopped(): boolean {
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((time) => now - time < CRASH_WINDOW_MS), now];
+    if (this.crashes.length > MAX_CRASH_RESTARTS) {
+      const message =
+        `Pi Session: the language server stopped unexpectedly ${this.crashes.length} times in ${CRASH_WINDOW_MS / 60_000} minutes ` +
+        'and is not started again. Its output ("Pi Session") says why; run "Pi Session: Restart Server" once it is fixed.';
+      this.log(message);
+      void vscode.window.showErrorMessage(message, 'Restart Server', 'Show Output').then((choice) => {
+        if (choice === 'Restart Server') void vscode.commands.executeCommand('piSession.restartServer');
+        else if (choice === 'Show Output') this.output.show(true);
+      });
+      return false;
+    }
+    // after the client has taken itself down (it does once this handler has answered)
+    setTimeout(() => void this.restart(true).catch((error: unknown) => this.log(`Restarting the server failed: ${errorText(error)}`)), 0);
+    return true;
+  }
+
   async stop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
@@ -207,7 +257,9 @@ class Extension {
     }
   }
 
-  async restart(): Promise<void> {
+  /** Restart Server, and the start after a crash (`crashed`: the crashes counted so far are kept). */
+  async restart(crashed = false): Promise<void> {
+    if (!crashed) this.crashes = [];
     this.log('Restarting the server.');
     await this.starting?.catch(() => undefined);
     await this.stop();

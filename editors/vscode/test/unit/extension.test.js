@@ -439,6 +439,45 @@ test('Restart Server stops the client and starts a new one', async (t) => {
   assert.equal(state.clients[1].isRunning(), true);
 });
 
+/** The server process ended on its own: what the client asks its error handler, then the client is down. */
+async function serverCrashes(client) {
+  const answer = await client.clientOptions.errorHandler.closed();
+  client.running = false;
+  await flush();
+  return answer;
+}
+
+test('a server that stops on its own is started again as a new client, and the tree is loaded from it', async (t) => {
+  const { state, client, restore } = await activated();
+  t.after(restore);
+  const answer = await serverCrashes(client);
+  // the client's own restart would keep features that no longer work (no diagnostics for sessions
+  // opened after it): it is told not to, and a new client takes its place
+  assert.equal(answer.action, 1); // CloseAction.DoNotRestart
+  assert.equal(answer.handled, true);
+  assert.equal(state.clients.length, 2);
+  assert.equal(state.clients[1].isRunning(), true);
+  assert.ok(state.clients[1].requests.some((r) => r.method === 'pi/getTree'));
+  assert.equal(state.messages.error.length, 0);
+});
+
+test('a server that keeps stopping is left stopped with a message, until Restart Server', async (t) => {
+  const { state, restore } = await activated();
+  t.after(restore);
+  for (let crash = 0; crash < 4; crash++) await serverCrashes(state.clients.at(-1));
+  assert.equal(state.clients.length, 5);
+  assert.equal(state.messages.error.length, 0);
+  await serverCrashes(state.clients.at(-1));
+  assert.equal(state.clients.length, 5);
+  assert.equal(state.messages.error.length, 1);
+  assert.match(state.messages.error[0], /stopped unexpectedly 5 times in 3 minutes.*Restart Server/);
+  // the user's restart counts afresh
+  await state.commands.get('piSession.restartServer')();
+  assert.equal(state.clients.length, 6);
+  await serverCrashes(state.clients.at(-1));
+  assert.equal(state.clients.length, 7);
+});
+
 test('Check All Sessions runs "<cli> check --json" and fills the Problems panel', async (t) => {
   const fake = path.join(os.tmpdir(), `fake-pi-session-${process.pid}.js`);
   fs.writeFileSync(fake, `

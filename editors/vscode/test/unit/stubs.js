@@ -272,7 +272,12 @@ function createLanguageClientModule(state) {
       return { getProvider: () => ({ onDidChangeCodeLensEmitter: { fire: () => { state.codeLensRefreshes = (state.codeLensRefreshes ?? 0) + 1; } } }) };
     }
   }
-  return { LanguageClient, TransportKind: { stdio: 0, ipc: 1, pipe: 2, socket: 3 } };
+  return {
+    LanguageClient,
+    TransportKind: { stdio: 0, ipc: 1, pipe: 2, socket: 3 },
+    CloseAction: { DoNotRestart: 1, Restart: 2 },
+    ErrorAction: { Continue: 1, Shutdown: 2 },
+  };
 }
 
 /** Load a fresh copy of the compiled extension with fresh stubs; returns {ext, state, vscode}. */
