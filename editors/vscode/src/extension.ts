@@ -12,7 +12,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { applyReports, runCheck } from './checkAll';
+import { applyReports, nothingCheckedReason, runCheck } from './checkAll';
 import { CONTEXT_SCHEME, ContextDocuments, contextDocumentUri } from './contextDocument';
 import { LANGUAGE_ID, registerLanguageDetection } from './detect';
 import { EXTENSION_HOST_LIMIT_MB, opensInViewer } from './largeFiles';
@@ -602,10 +602,19 @@ class Extension {
     }
     const check = serverCommand.withSubcommand(resolution.cli, 'check', '--json');
     this.log(`Running ${serverCommand.describe({ ...resolution.cli, args: check.args })}`);
-    const reports = await vscode.window.withProgress(
+    const { reports, stderr } = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: 'Pi Session: checking all sessions…' },
       () => runCheck(check.command, check.args, (text) => this.output.append(text)),
     );
+    if (reports.length === 0) {
+      // "checked 0 session files" alone leaves the user guessing where it looked
+      this.checkDiagnostics.clear();
+      const reason = nothingCheckedReason(stderr);
+      const message = `Pi Session: no session file to check.${reason ? ` ${reason}.` : ''}`;
+      this.log(message);
+      void vscode.window.showWarningMessage(message);
+      return 0;
+    }
     const open = vscode.workspace.textDocuments.filter((d) => d.languageId === LANGUAGE_ID).map((d) => d.uri.toString());
     const problems = applyReports(this.checkDiagnostics, reports, new Set(open));
     const message = `Pi Session: checked ${counted(reports.length, 'session file')}, ${counted(problems, 'problem')}.`;

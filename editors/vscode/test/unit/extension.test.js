@@ -502,6 +502,21 @@ test('Check All Sessions runs "<cli> check --json" and fills the Problems panel'
   assert.ok(state.executed.some(([id]) => id === 'workbench.actions.view.problems'));
 });
 
+test('Check All Sessions that finds no session file says where it looked', async (t) => {
+  const fake = path.join(os.tmpdir(), `fake-pi-session-empty-${process.pid}.js`);
+  fs.writeFileSync(fake, `
+    console.error('pi-session check: /home/me/.pi/agent/sessions: no such directory (where pi keeps its sessions)');
+    console.log(JSON.stringify({ files: [], totals: { files: 0 } }));`);
+  t.after(() => fs.rmSync(fake, { force: true }));
+  const { state, restore } = await activated({ command: [process.execPath, fake] });
+  t.after(restore);
+  assert.equal(await state.commands.get('piSession.checkAllSessions')(), 0);
+  assert.deepEqual(state.messages.warning, [
+    'Pi Session: no session file to check. /home/me/.pi/agent/sessions: no such directory (where pi keeps its sessions).',
+  ]);
+  assert.deepEqual(state.messages.info, []);
+});
+
 test('a .jsonl whose first line is a session header becomes pi-session; other .jsonl files stay jsonl', async (t) => {
   const { state, restore } = await activated();
   t.after(restore);
