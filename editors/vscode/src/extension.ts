@@ -35,6 +35,7 @@ import { pickSession } from './sessionPicker';
 import { counted } from './words';
 import { FILTER_DESCRIPTIONS, FILTER_MODES, PI_VERSIONS, type FilterMode } from './settings';
 import { idText, type SkippedLines } from './treeModel';
+import { ServerStatus } from './serverStatus';
 import { SessionTreeProvider } from './treeView';
 import { SessionViewerProvider, VIEW_TYPE } from './viewer/sessionViewer';
 
@@ -70,6 +71,7 @@ const CRASH_WINDOW_MS = 3 * 60 * 1000;
 class Extension {
   readonly output = vscode.window.createOutputChannel('Pi Session');
   readonly checkDiagnostics = vscode.languages.createDiagnosticCollection('pi-session-check');
+  readonly status = new ServerStatus();
   readonly tree: SessionTreeProvider;
   readonly treeView: vscode.TreeView<TreeItemData>;
   readonly viewer: SessionViewerProvider;
@@ -121,6 +123,7 @@ class Extension {
     context.subscriptions.push(
       this.output,
       this.checkDiagnostics,
+      this.status,
       this.treeView,
       this.contextDocuments,
       this.treeView.onDidChangeVisibility((event) => {
@@ -154,6 +157,7 @@ class Extension {
     const resolution = await this.resolveCli();
     if (!resolution.ok) {
       this.log(resolution.message);
+      this.status.failed(withoutPrefix(resolution.message));
       void this.showStartError(resolution.message);
       return;
     }
@@ -192,14 +196,17 @@ class Extension {
         void vscode.window.showInformationMessage(`Pi Session: ${params.message ?? `${params.uri} is large; features work from the file on disk.`}`);
       }),
     );
+    this.status.starting();
     try {
       await client.start();
       this.log('Server started.');
+      this.status.running(`following pi ${piVersion}; ${serverCommand.describe({ ...cli, args: serve.args })} (from ${cli.source})`);
     } catch (error) {
       const message =
         `Pi Session: the language server did not start (${errorText(error)}). ` +
         `Command: ${serverCommand.describe(cli)} serve (from ${cli.source}).`;
       this.log(message);
+      this.status.failed(withoutPrefix(message));
       void this.showStartError(message);
     }
   }
@@ -212,7 +219,11 @@ class Extension {
   private errorHandler(): ErrorHandler {
     return {
       // a message that could not be read or written: carry on for a few, as the client's default does
-      error: (_error, _message, count) => ({ action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
+      error: (error, _message, count) => {
+        if (count !== undefined && count <= 3) return { action: ErrorAction.Continue };
+        this.status.failed(`the connection to the server failed: ${errorText(error)}`);
+        return { action: ErrorAction.Shutdown };
+      },
       closed: () => {
         const restarting = this.serverStopped();
         return {
@@ -233,12 +244,14 @@ class Extension {
         `Pi Session: the language server stopped unexpectedly ${this.crashes.length} times in ${CRASH_WINDOW_MS / 60_000} minutes ` +
         'and is not started again. Its output ("Pi Session") says why; run "Pi Session: Restart Server" once it is fixed.';
       this.log(message);
+      this.status.failed(withoutPrefix(message));
       void vscode.window.showErrorMessage(message, 'Restart Server', 'Show Output').then((choice) => {
         if (choice === 'Restart Server') void vscode.commands.executeCommand('piSession.restartServer');
         else if (choice === 'Show Output') this.output.show(true);
       });
       return false;
     }
+    this.status.starting();
     // after the client has taken itself down (it does once this handler has answered)
     setTimeout(() => void this.restart(true).catch((error: unknown) => this.log(`Restarting the server failed: ${errorText(error)}`)), 0);
     return true;
@@ -652,6 +665,11 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 function isRow(v: unknown): v is Row {
   return isRecord(v) && v.kind === 'row' && isRecord(v.node);
+}
+
+/** A message of ours without its "Pi Session: " (the status item names it already). */
+function withoutPrefix(message: string): string {
+  return message.replace(/^Pi Session: /, '');
 }
 
 function errorText(error: unknown): string {

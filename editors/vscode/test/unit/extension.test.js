@@ -439,6 +439,28 @@ test('Restart Server stops the client and starts a new one', async (t) => {
   assert.equal(state.clients[1].isRunning(), true);
 });
 
+test('the status bar shows the server running, and why it is not when it failed or keeps stopping', async (t) => {
+  const { state, restore } = await activated({ command: ['/usr/bin/python3', '-m', 'pi_session_server'] });
+  t.after(restore);
+  const item = state.statusItems.get('piSession.server');
+  assert.deepEqual(item.selector, { language: 'pi-session' });
+  assert.equal(item.text, 'pi-session');
+  assert.equal(item.severity, 0);
+  assert.match(item.detail, /following pi 1\.6\.0; \/usr\/bin\/python3 -m pi_session_server serve \(from setting piSession\.server\.command\)/);
+
+  const failed = loadExtension();
+  t.after(failed.restore);
+  failed.state.config['piSession.server.command'] = ['/nowhere/pi-session'];
+  failed.state.startError = new Error('spawn /nowhere/pi-session ENOENT');
+  openSession(failed.state);
+  await failed.ext.activate(fakeContext()).ready;
+  const failedItem = failed.state.statusItems.get('piSession.server');
+  assert.equal(failedItem.text, 'pi-session: not running');
+  assert.equal(failedItem.severity, 2);
+  assert.match(failedItem.detail, /^the language server did not start \(spawn \/nowhere\/pi-session ENOENT\)/);
+  assert.equal(failedItem.command.command, 'piSession.restartServer');
+});
+
 /** The server process ended on its own: what the client asks its error handler, then the client is down. */
 async function serverCrashes(client) {
   const answer = await client.clientOptions.errorHandler.closed();
@@ -471,6 +493,7 @@ test('a server that keeps stopping is left stopped with a message, until Restart
   assert.equal(state.clients.length, 5);
   assert.equal(state.messages.error.length, 1);
   assert.match(state.messages.error[0], /stopped unexpectedly 5 times in 3 minutes.*Restart Server/);
+  assert.equal(state.statusItems.get('piSession.server').text, 'pi-session: not running');
   // the user's restart counts afresh
   await state.commands.get('piSession.restartServer')();
   assert.equal(state.clients.length, 6);
