@@ -123,13 +123,19 @@ test('no server anywhere: a clear error with the fix, and no client', async (t) 
   assert.match(state.messages.error[0], /piSession\.server\.pythonPath/);
 });
 
-test('a start failure is reported with the command that was tried', async (t) => {
+/** Activated with a session open and a server command that cannot be started. */
+async function failedStart(t) {
   const loaded = loadExtension();
   t.after(loaded.restore);
   loaded.state.config['piSession.server.command'] = ['/nowhere/pi-session'];
   loaded.state.startError = new Error('spawn /nowhere/pi-session ENOENT');
   openSession(loaded.state);
   await loaded.ext.activate(fakeContext()).ready;
+  return loaded;
+}
+
+test('a start failure is reported with the command that was tried', async (t) => {
+  const loaded = await failedStart(t);
   assert.match(loaded.state.messages.error[0], /did not start .*ENOENT.*\/nowhere\/pi-session serve/);
 });
 
@@ -448,12 +454,7 @@ test('the status bar shows the server running, and why it is not when it failed 
   assert.equal(item.severity, 0);
   assert.match(item.detail, /following pi 1\.6\.0; \/usr\/bin\/python3 -m pi_session_server serve \(from setting piSession\.server\.command\)/);
 
-  const failed = loadExtension();
-  t.after(failed.restore);
-  failed.state.config['piSession.server.command'] = ['/nowhere/pi-session'];
-  failed.state.startError = new Error('spawn /nowhere/pi-session ENOENT');
-  openSession(failed.state);
-  await failed.ext.activate(fakeContext()).ready;
+  const failed = await failedStart(t);
   const failedItem = failed.state.statusItems.get('piSession.server');
   assert.equal(failedItem.text, 'pi-session: not running');
   assert.equal(failedItem.severity, 2);
