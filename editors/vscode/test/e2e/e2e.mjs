@@ -688,6 +688,23 @@ try {
   const treeText = squash(await tree.innerText().catch(() => ''));
   check('the tree shows the viewer\'s session with its leaf', bigTree && !treeText.includes('Show me this markup'),
     squash(await bigLeaf.first().innerText().catch(() => '')).slice(0, 120));
+  // 15. the server killed: a new one starts by itself, and a session opened after it has its
+  // problems listed (the language client's own restart left its features deaf)
+  const startsBeforeKill = serverStarts().wrapper.length;
+  process.kill(Number(fs.readFileSync(process.env.SERVER_PID_FILE, 'utf8')), 'SIGKILL');
+  const restarted = await until(() => serverStarts().wrapper.length > startsBeforeKill, 60_000, 500);
+  const lateFile = 'opened-after-restart.jsonl';
+  fs.writeFileSync(path.join(FOLDER, lateFile), [
+    JSON.stringify({ type: 'session', version: 3, id: 'late-session', timestamp: '2026-01-05T10:00:00.000Z', cwd: FOLDER }),
+    JSON.stringify({ type: 'message', id: 'l0000001', parentId: null, timestamp: '2026-01-05T10:00:01.000Z',
+      message: { role: 'user', content: 'Asked after the server was killed', timestamp: 1767607201000 } }),
+    '{"type":"message","id":"l0000002","parentId":"l0000001","timestamp":"2026-01-05T10:00:02.000Z","mess',
+  ].join('\n') + '\n');
+  await openByName(page, path.join(FOLDER, lateFile)); // by its path: Quick Open's index may not have it yet
+  await runCommand(page, 'Focus on Problems View');
+  const lateProblem = page.locator('.markers-panel .monaco-list-row', { hasText: lateFile });
+  check('after the server is killed a new one starts, and a session opened then has its problems listed',
+    restarted && (await visible(lateProblem, 60_000)), `${serverStarts().wrapper.length - startsBeforeKill} start(s) after the kill`);
   await shot(page, 'e2e.png');
   log('screenshots saved in', OUT);
 } catch (e) {
