@@ -174,6 +174,7 @@ class Extension {
     // VS Code pulls the diagnostics of open documents, and the server pushes only those of files VS
     // Code did not open; its code lens titles carry codicons. Nothing to adjust here.
     const piVersion = piVersionSetting();
+    let running = false; // whether this client got as far as running (see errorHandler)
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
         { scheme: 'file', language: LANGUAGE_ID },
@@ -182,7 +183,7 @@ class Extension {
       outputChannel: this.output,
       diagnosticCollectionName: 'pi-session',
       initializationOptions: { piVersion },
-      errorHandler: this.errorHandler(),
+      errorHandler: this.errorHandler(() => running),
     };
     this.log(`Following pi ${piVersion} (setting piSession.piVersion).`);
     const client: LanguageClient = new LanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);
@@ -199,6 +200,7 @@ class Extension {
     this.status.starting();
     try {
       await client.start();
+      running = true;
       this.log('Server started.');
       this.status.running(`following pi ${piVersion}; ${serverCommand.describe({ ...cli, args: serve.args })} (from ${cli.source})`);
     } catch (error) {
@@ -215,8 +217,10 @@ class Extension {
    * The client's own restart after the server stopped on its own reuses its features, and
    * vscode-languageclient 9 leaves them deaf: no session opened after it had its diagnostics pulled,
    * and the tree kept the old server's rows. A new client is started instead, as Restart Server does.
+   * A server that ends while it starts is not started again: its start failed, which startServer
+   * reports (starting it again would fail alike, each time with its own error).
    */
-  private errorHandler(): ErrorHandler {
+  private errorHandler(running: () => boolean): ErrorHandler {
     return {
       // a message that could not be read or written: carry on for a few, as the client's default does
       error: (error, _message, count) => {
@@ -225,6 +229,7 @@ class Extension {
         return { action: ErrorAction.Shutdown };
       },
       closed: () => {
+        if (!running()) return { action: CloseAction.DoNotRestart, handled: true, message: 'The server ended while it was starting.' };
         const restarting = this.serverStopped();
         return {
           action: CloseAction.DoNotRestart,

@@ -484,6 +484,16 @@ test('a server that stops on its own is started again as a new client, and the t
   assert.equal(state.messages.error.length, 0);
 });
 
+test('a server that ends while it starts is not started again: its start failure is told once', async (t) => {
+  const { state } = await failedStart(t);
+  assert.equal(state.messages.error.length, 1);
+  const answer = await serverCrashes(state.clients[0]);
+  assert.equal(answer.action, 1); // CloseAction.DoNotRestart
+  assert.equal(state.clients.length, 1);
+  assert.equal(state.messages.error.length, 1);
+  assert.equal(state.statusItems.get('piSession.server').text, 'pi-session: not running');
+});
+
 test('a server that keeps stopping is left stopped with a message, until Restart Server', async (t) => {
   const { state, restore } = await activated();
   t.after(restore);
