@@ -126,6 +126,8 @@ timeout 120 "$CS" "${COMMON[@]}" --install-extension "$RUN/pi-session.vsix" >/de
 for f in broken-session ordinary glued-session hostile-session orphan-session bom-session header-second utf16-session; do
   cp "$FIXTURES/$f.jsonl" "$RUN/ws/"
 done
+# a session the test opens only after it killed the server (step 15), from Quick Open's index
+mkdir -p "$RUN/ws/later" && cp "$FIXTURES/broken-session.jsonl" "$RUN/ws/later/opened-after-restart.jsonl"
 # a session without a header outside pi's folder: known by its first lines (not line 1 alone)
 mkdir -p "$RUN/ws/elsewhere" && cp "$FIXTURES/headerless-session.jsonl" "$RUN/ws/elsewhere/no-header.jsonl"
 # a 100 MB session (VS Code hands no file over 50 MB to extensions): made once per generator version
