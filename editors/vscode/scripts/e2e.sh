@@ -22,7 +22,7 @@
 # code-server.log, and server.log (the server's own log at DEBUG: what its poller saw of the files
 # it follows). The server starts as a user's would with "piSession.server.pythonPath": a wrapper
 # stands in as that Python, adds the log options to `-m pi_session_server serve` and notes the
-# call, which the test checks. The 100 MB session is made by bench/gen_session.py (cached under
+# call, which the test checks, and the server's process id (the test kills it). The 100 MB session is made by bench/gen_session.py (cached under
 # $E2E_DIR, never committed).
 # Ends with "N passed, M failed" and exits 0 only when every check passed. $E2E_SCRIPT runs another
 # test in the same setting: test/e2e/picker-many.mjs (Open Session... with 5,000 sessions: shown at
@@ -126,6 +126,8 @@ timeout 120 "$CS" "${COMMON[@]}" --install-extension "$RUN/pi-session.vsix" >/de
 for f in broken-session ordinary glued-session hostile-session orphan-session bom-session header-second utf16-session; do
   cp "$FIXTURES/$f.jsonl" "$RUN/ws/"
 done
+# a session the test opens only after it killed the server (step 15), from Quick Open's index
+mkdir -p "$RUN/ws/later" && cp "$FIXTURES/broken-session.jsonl" "$RUN/ws/later/opened-after-restart.jsonl"
 # a session without a header outside pi's folder: known by its first lines (not line 1 alone)
 mkdir -p "$RUN/ws/elsewhere" && cp "$FIXTURES/headerless-session.jsonl" "$RUN/ws/elsewhere/no-header.jsonl"
 # a 100 MB session (VS Code hands no file over 50 MB to extensions): made once per generator version
@@ -148,6 +150,7 @@ cat > "$RUN/python" <<SH
 if [ "\$1 \$2 \$3" = "-m pi_session_server serve" ]; then
   shift 3
   echo "-m pi_session_server serve \$*" >> "$RUN/python-path-starts"
+  echo \$\$ > "$RUN/server-pid"
   exec "$PY" -m pi_session_server serve --log-file "$RUN/server.log" --log-level DEBUG "\$@"
 fi
 exec "$PY" "\$@"
@@ -211,7 +214,7 @@ for _ in $(seq 180); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/healthz" &
 [ -n "$up" ] || { echo "[e2e] code-server did not answer on port $PORT within 180 s"; exit 1; }
 rc=0
 CS_URL="http://127.0.0.1:$PORT" WS_FOLDER="$RUN/ws" OUT_DIR="$OUT" CHROME_PROFILE="$RUN/chrome" \
-  PYTHON_PATH_STARTS="$RUN/python-path-starts" VSCODE_LOGS="$RUN/ud/logs" \
+  PYTHON_PATH_STARTS="$RUN/python-path-starts" SERVER_PID_FILE="$RUN/server-pid" VSCODE_LOGS="$RUN/ud/logs" \
   timeout 1200 node "$RUN/e2e.mjs" || rc=$?
 echo "[e2e] total $(ts) rc=$rc; screenshots: $(ls "$OUT"/*.png 2>/dev/null | tr '\n' ' ')"
 exit $rc

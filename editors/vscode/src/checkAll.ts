@@ -3,15 +3,28 @@ import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import { parseCheckOutput, type FileReport } from './checkReport';
 
+/** What the check command reported: a report per file, and what it said on stderr (the folder it
+ * looked in when it found no session file). */
+export interface CheckResult {
+  reports: FileReport[];
+  stderr: string;
+}
+
 /** Run the check command; exit status 1 ("problems found") still carries the report on stdout. */
-export function runCheck(command: string, args: string[], log: (text: string) => void): Promise<FileReport[]> {
+export function runCheck(command: string, args: string[], log: (text: string) => void): Promise<CheckResult> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { maxBuffer: 256 * 1024 * 1024, timeout: 600_000 }, (error, stdout, stderr) => {
       if (stderr) log(String(stderr));
       if (error && !stdout) reject(new Error(error.message));
-      else resolve(parseCheckOutput(String(stdout)));
+      else resolve({ reports: parseCheckOutput(String(stdout)), stderr: String(stderr) });
     });
   });
+}
+
+/** The CLI's own words on why it checked nothing (its last stderr line, without its `pi-session check:` prefix). */
+export function nothingCheckedReason(stderr: string): string | undefined {
+  const last = stderr.trim().split('\n').pop()?.trim();
+  return last ? last.replace(/^pi-session check:\s*/, '') : undefined;
 }
 
 /**

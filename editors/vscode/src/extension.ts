@@ -4,12 +4,15 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+  CloseAction,
+  ErrorAction,
   LanguageClient,
   TransportKind,
+  type ErrorHandler,
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import { applyReports, runCheck } from './checkAll';
+import { applyReports, nothingCheckedReason, runCheck } from './checkAll';
 import { CONTEXT_SCHEME, ContextDocuments, contextDocumentUri } from './contextDocument';
 import { LANGUAGE_ID, registerLanguageDetection } from './detect';
 import { EXTENSION_HOST_LIMIT_MB, opensInViewer } from './largeFiles';
@@ -32,6 +35,7 @@ import { pickSession } from './sessionPicker';
 import { counted } from './words';
 import { FILTER_DESCRIPTIONS, FILTER_MODES, PI_VERSIONS, type FilterMode } from './settings';
 import { idText, type SkippedLines } from './treeModel';
+import { ServerStatus } from './serverStatus';
 import { SessionTreeProvider } from './treeView';
 import { SessionViewerProvider, VIEW_TYPE } from './viewer/sessionViewer';
 
@@ -60,9 +64,14 @@ interface OpenEntryArgs {
 /** How long the tree waits after the cursor moved before it follows it. */
 const FOLLOW_CURSOR_MS = 150;
 
+/** The server is started again after it stopped on its own, up to this many times in CRASH_WINDOW_MS. */
+const MAX_CRASH_RESTARTS = 4;
+const CRASH_WINDOW_MS = 3 * 60 * 1000;
+
 class Extension {
   readonly output = vscode.window.createOutputChannel('Pi Session');
   readonly checkDiagnostics = vscode.languages.createDiagnosticCollection('pi-session-check');
+  readonly status = new ServerStatus();
   readonly tree: SessionTreeProvider;
   readonly treeView: vscode.TreeView<TreeItemData>;
   readonly viewer: SessionViewerProvider;
@@ -71,6 +80,8 @@ class Extension {
   private cli: serverCommand.CliCommand | undefined;
   private starting: Promise<void> | undefined;
   private followTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the server stopped on its own lately (see serverStopped). */
+  private crashes: number[] = [];
   /** Files the user asked to see as text: a big one is then not sent to the viewer again. */
   readonly textWanted = new Set<string>();
   readonly contextDocuments = new ContextDocuments((params) =>
@@ -112,6 +123,7 @@ class Extension {
     context.subscriptions.push(
       this.output,
       this.checkDiagnostics,
+      this.status,
       this.treeView,
       this.contextDocuments,
       this.treeView.onDidChangeVisibility((event) => {
@@ -145,6 +157,7 @@ class Extension {
     const resolution = await this.resolveCli();
     if (!resolution.ok) {
       this.log(resolution.message);
+      this.status.failed(withoutPrefix(resolution.message));
       void this.showStartError(resolution.message);
       return;
     }
@@ -161,6 +174,7 @@ class Extension {
     // VS Code pulls the diagnostics of open documents, and the server pushes only those of files VS
     // Code did not open; its code lens titles carry codicons. Nothing to adjust here.
     const piVersion = piVersionSetting();
+    let running = false; // whether this client got as far as running (see errorHandler)
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
         { scheme: 'file', language: LANGUAGE_ID },
@@ -169,6 +183,7 @@ class Extension {
       outputChannel: this.output,
       diagnosticCollectionName: 'pi-session',
       initializationOptions: { piVersion },
+      errorHandler: this.errorHandler(() => running),
     };
     this.log(`Following pi ${piVersion} (setting piSession.piVersion).`);
     const client: LanguageClient = new LanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);
@@ -182,16 +197,69 @@ class Extension {
         void vscode.window.showInformationMessage(`Pi Session: ${params.message ?? `${params.uri} is large; features work from the file on disk.`}`);
       }),
     );
+    this.status.starting();
     try {
       await client.start();
+      running = true;
       this.log('Server started.');
+      this.status.running(`following pi ${piVersion}; ${serverCommand.describe({ ...cli, args: serve.args })} (from ${cli.source})`);
     } catch (error) {
       const message =
         `Pi Session: the language server did not start (${errorText(error)}). ` +
         `Command: ${serverCommand.describe(cli)} serve (from ${cli.source}).`;
       this.log(message);
+      this.status.failed(withoutPrefix(message));
       void this.showStartError(message);
     }
+  }
+
+  /**
+   * The client's own restart after the server stopped on its own reuses its features, and
+   * vscode-languageclient 9 leaves them deaf: no session opened after it had its diagnostics pulled,
+   * and the tree kept the old server's rows. A new client is started instead, as Restart Server does.
+   * A server that ends while it starts is not started again: its start failed, which startServer
+   * reports (starting it again would fail alike, each time with its own error).
+   */
+  private errorHandler(running: () => boolean): ErrorHandler {
+    return {
+      // a message that could not be read or written: carry on for a few, as the client's default does
+      error: (error, _message, count) => {
+        if (count !== undefined && count <= 3) return { action: ErrorAction.Continue };
+        this.status.failed(`the connection to the server failed: ${errorText(error)}`);
+        return { action: ErrorAction.Shutdown };
+      },
+      closed: () => {
+        if (!running()) return { action: CloseAction.DoNotRestart, handled: true, message: 'The server ended while it was starting.' };
+        const restarting = this.serverStopped();
+        return {
+          action: CloseAction.DoNotRestart,
+          handled: true,
+          message: restarting ? 'The server stopped unexpectedly: starting a new one.' : 'The server stopped unexpectedly again: it is left stopped.',
+        };
+      },
+    };
+  }
+
+  /** The server stopped on its own: start a new client unless it keeps stopping. Whether it restarts. */
+  private serverStopped(): boolean {
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((time) => now - time < CRASH_WINDOW_MS), now];
+    if (this.crashes.length > MAX_CRASH_RESTARTS) {
+      const message =
+        `Pi Session: the language server stopped unexpectedly ${this.crashes.length} times in ${CRASH_WINDOW_MS / 60_000} minutes ` +
+        'and is not started again. Its output ("Pi Session") says why; run "Pi Session: Restart Server" once it is fixed.';
+      this.log(message);
+      this.status.failed(withoutPrefix(message));
+      void vscode.window.showErrorMessage(message, 'Restart Server', 'Show Output').then((choice) => {
+        if (choice === 'Restart Server') void vscode.commands.executeCommand('piSession.restartServer');
+        else if (choice === 'Show Output') this.output.show(true);
+      });
+      return false;
+    }
+    this.status.starting();
+    // after the client has taken itself down (it does once this handler has answered)
+    setTimeout(() => void this.restart(true).catch((error: unknown) => this.log(`Restarting the server failed: ${errorText(error)}`)), 0);
+    return true;
   }
 
   async stop(): Promise<void> {
@@ -207,7 +275,9 @@ class Extension {
     }
   }
 
-  async restart(): Promise<void> {
+  /** Restart Server, and the start after a crash (`crashed`: the crashes counted so far are kept). */
+  async restart(crashed = false): Promise<void> {
+    if (!crashed) this.crashes = [];
     this.log('Restarting the server.');
     await this.starting?.catch(() => undefined);
     await this.stop();
@@ -550,10 +620,19 @@ class Extension {
     }
     const check = serverCommand.withSubcommand(resolution.cli, 'check', '--json');
     this.log(`Running ${serverCommand.describe({ ...resolution.cli, args: check.args })}`);
-    const reports = await vscode.window.withProgress(
+    const { reports, stderr } = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: 'Pi Session: checking all sessions…' },
       () => runCheck(check.command, check.args, (text) => this.output.append(text)),
     );
+    if (reports.length === 0) {
+      // "checked 0 session files" alone leaves the user guessing where it looked
+      this.checkDiagnostics.clear();
+      const reason = nothingCheckedReason(stderr);
+      const message = `Pi Session: no session file to check.${reason ? ` ${reason}.` : ''}`;
+      this.log(message);
+      void vscode.window.showWarningMessage(message);
+      return 0;
+    }
     const open = vscode.workspace.textDocuments.filter((d) => d.languageId === LANGUAGE_ID).map((d) => d.uri.toString());
     const problems = applyReports(this.checkDiagnostics, reports, new Set(open));
     const message = `Pi Session: checked ${counted(reports.length, 'session file')}, ${counted(problems, 'problem')}.`;
@@ -591,6 +670,11 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 function isRow(v: unknown): v is Row {
   return isRecord(v) && v.kind === 'row' && isRecord(v.node);
+}
+
+/** A message of ours without its "Pi Session: " (the status item names it already). */
+function withoutPrefix(message: string): string {
+  return message.replace(/^Pi Session: /, '');
 }
 
 function errorText(error: unknown): string {

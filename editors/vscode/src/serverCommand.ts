@@ -17,9 +17,16 @@ export interface ResolveInputs {
   pythonPathSetting: string;
   /** The Python extension's active interpreter, or undefined when that extension is absent. */
   pythonExtensionInterpreter: () => Promise<string | undefined>;
-  /** Whether `python -c "import pi_session_server"` works; `detail` says why not. */
-  canImport: (python: string) => Promise<{ ok: boolean; detail?: string }>;
+  /** Whether `python -c "import pi_session_server"` works; `detail` says why not, `cannotRun` that
+   * `python` itself could not be started (no such file, not executable). */
+  canImport: (python: string) => Promise<ImportProbe>;
   findOnPath: (name: string) => string | undefined;
+}
+
+export interface ImportProbe {
+  ok: boolean;
+  detail?: string;
+  cannotRun?: boolean;
 }
 
 export type Resolution =
@@ -30,13 +37,12 @@ export const MODULE = 'pi_session_server';
 export const EXECUTABLE = 'pi-session';
 
 /** How to install the server (it is not on a package index): from a clone, or the wheel built from one. */
-export const INSTALL_HINT =
-  'pip install /path/to/pi-session-server (a clone of the repository; `pip install -e .` inside it, or ' +
-  '`pip install` the wheel built from it)';
+export const INSTALL_COMMAND = 'pip install /path/to/pi-session-server';
+const INSTALL_NOTE = '(the path of a clone of the repository; or `pip install -e .` inside the clone, or `pip install` the wheel built from it)';
 
 export const NOT_FOUND_MESSAGE =
-  `Pi Session: the pi-session language server was not found. Install it with \`${INSTALL_HINT}\` ` +
-  '(that puts `pi-session` on PATH), or set "piSession.server.pythonPath" to a Python that has it, ' +
+  `Pi Session: the pi-session language server was not found. Install it with \`${INSTALL_COMMAND}\` ${INSTALL_NOTE}, ` +
+  'which puts `pi-session` on PATH; or set "piSession.server.pythonPath" to a Python that has it, ' +
   'or "piSession.server.command" to the full command.';
 
 export function pythonCli(python: string, source: string): CliCommand {
@@ -59,14 +65,13 @@ export async function resolveCli(inputs: ResolveInputs): Promise<Resolution> {
     const probe = await inputs.canImport(configuredPython);
     if (probe.ok) return { ok: true, cli: pythonCli(configuredPython, 'setting piSession.server.pythonPath'), notes };
     // An explicit setting that does not work is an error, not a reason to silently use something else.
-    return {
-      ok: false,
-      message:
-        `Pi Session: "piSession.server.pythonPath" is ${configuredPython}, but it cannot run the server ` +
-        `(${probe.detail ?? 'import failed'}). Fix: run \`${configuredPython} -m ${INSTALL_HINT}\`, ` +
-        'or change the setting.',
-      notes,
-    };
+    const setting = `Pi Session: "piSession.server.pythonPath" is ${configuredPython}`;
+    const message = probe.cannotRun
+      ? `${setting}, which cannot be run (${probe.detail ?? 'no such program'}). Set it to a Python that has ` +
+        'pi-session-server installed, or clear it to use `pi-session` on PATH.'
+      : `${setting}, but it cannot run the server (${probe.detail ?? 'import failed'}). Fix: run ` +
+        `\`${configuredPython} -m ${INSTALL_COMMAND}\` ${INSTALL_NOTE}, or change the setting.`;
+    return { ok: false, message, notes };
   }
 
   let interpreter: string | undefined;
@@ -114,10 +119,21 @@ export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): 
   return undefined;
 }
 
-export function canImport(python: string): Promise<{ ok: boolean; detail?: string }> {
+/** What a failed start of a program means, in words. */
+const SPAWN_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'not an executable file',
+  ENOTDIR: 'a part of the path is not a folder',
+};
+
+export function canImport(python: string): Promise<ImportProbe> {
   return new Promise((resolve) => {
     execFile(python, ['-c', `import ${MODULE}`], { timeout: 30_000 }, (error, _stdout, stderr) => {
       if (!error) return resolve({ ok: true });
+      // a string code is the spawn's own failure (the program is not there, or not executable); a
+      // number is the exit status of a Python that ran
+      const spawnCode = (error as NodeJS.ErrnoException).code;
+      if (typeof spawnCode === 'string') return resolve({ ok: false, cannotRun: true, detail: SPAWN_ERRORS[spawnCode] ?? error.message });
       const lastLine = String(stderr).trim().split('\n').pop();
       resolve({ ok: false, detail: lastLine || error.message });
     });

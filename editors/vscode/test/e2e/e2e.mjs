@@ -6,7 +6,9 @@
 // and completion of ids, the context document, Check All Sessions, Fix All, and the session viewer
 // (a 100 MB session opened from the Explorer, scrolled, a branch switched, a tool call expanded; a
 // session holding HTML and script tags shown as text), and Open Session... (pi's sessions of the
-// folder, the one picked opened in the viewer). Run by scripts/e2e.sh. Prints one line per check and "N passed, M failed".
+// folder, the one picked opened in the viewer), and the server killed (a new one starts, and the
+// diagnostics of a session opened after it are listed). Run by scripts/e2e.sh. Prints
+// one line per check and "N passed, M failed".
 import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -143,24 +145,28 @@ async function treeRows(tree) {
 
 /**
  * How the server was started: the calls e2e.sh's stand-in Python noted of `-m pi_session_server
- * serve`, and the "Starting the server" lines of the extension's "Pi Session" output channel.
+ * serve`, the "Starting the server" lines of the extension's "Pi Session" output channel, and its
+ * trace's lines of the client's `initialized` (a server up and running; the trace is on).
  */
 function serverStarts() {
   const file = process.env.PYTHON_PATH_STARTS;
   const wrapper = file && fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
   const channel = [];
+  const initialized = [];
   const logs = process.env.VSCODE_LOGS;
   const walk = (dir) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
       else if (entry.name.endsWith('Pi Session.log')) {
-        channel.push(...fs.readFileSync(full, 'utf8').split('\n').filter((line) => line.includes('Starting the server')));
+        const lines = fs.readFileSync(full, 'utf8').split('\n');
+        channel.push(...lines.filter((line) => line.includes('Starting the server')));
+        initialized.push(...lines.filter((line) => line.includes("Sending notification 'initialized'")));
       }
     }
   };
   if (logs && fs.existsSync(logs)) walk(logs);
-  return { wrapper, channel };
+  return { wrapper, channel, initialized };
 }
 
 /** The visible webview's content frame (VS Code nests the page in two iframes). */
@@ -688,6 +694,25 @@ try {
   const treeText = squash(await tree.innerText().catch(() => ''));
   check('the tree shows the viewer\'s session with its leaf', bigTree && !treeText.includes('Show me this markup'),
     squash(await bigLeaf.first().innerText().catch(() => '')).slice(0, 120));
+  // 15. the server killed: a new one starts by itself, and a session opened after it has its
+  // problems listed (the language client's own restart left it deaf to documents opened later: no
+  // diagnostics were ever asked for them)
+  const lateFile = 'opened-after-restart.jsonl'; // in later/, a copy of the broken session (e2e.sh)
+  const beforeKill = serverStarts();
+  process.kill(Number(fs.readFileSync(process.env.SERVER_PID_FILE, 'utf8')), 'SIGKILL');
+  // the new server up and running before the session opens (one opened while it starts is synced
+  // with the start)
+  const restarted = await until(() => {
+    const now = serverStarts();
+    return now.wrapper.length > beforeKill.wrapper.length && now.initialized.length > beforeKill.initialized.length;
+  }, 60_000, 500);
+  await openByName(page, lateFile);
+  const isSession = await modeIs('Pi Session');
+  await runCommand(page, 'Focus on Problems View');
+  const lateProblem = page.locator('.markers-panel .monaco-list-row', { hasText: lateFile });
+  check('after the server is killed a new one starts, and a session opened then has its problems listed',
+    restarted && isSession && (await visible(lateProblem, 60_000)),
+    `${serverStarts().wrapper.length - beforeKill.wrapper.length} start(s) after the kill; opened as Pi Session: ${isSession}`);
   await shot(page, 'e2e.png');
   log('screenshots saved in', OUT);
 } catch (e) {

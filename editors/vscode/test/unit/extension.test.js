@@ -123,13 +123,19 @@ test('no server anywhere: a clear error with the fix, and no client', async (t) 
   assert.match(state.messages.error[0], /piSession\.server\.pythonPath/);
 });
 
-test('a start failure is reported with the command that was tried', async (t) => {
+/** Activated with a session open and a server command that cannot be started. */
+async function failedStart(t) {
   const loaded = loadExtension();
   t.after(loaded.restore);
   loaded.state.config['piSession.server.command'] = ['/nowhere/pi-session'];
   loaded.state.startError = new Error('spawn /nowhere/pi-session ENOENT');
   openSession(loaded.state);
   await loaded.ext.activate(fakeContext()).ready;
+  return loaded;
+}
+
+test('a start failure is reported with the command that was tried', async (t) => {
+  const loaded = await failedStart(t);
   assert.match(loaded.state.messages.error[0], /did not start .*ENOENT.*\/nowhere\/pi-session serve/);
 });
 
@@ -439,6 +445,73 @@ test('Restart Server stops the client and starts a new one', async (t) => {
   assert.equal(state.clients[1].isRunning(), true);
 });
 
+test('the status bar shows the server running, and why it is not when it failed or keeps stopping', async (t) => {
+  const { state, restore } = await activated({ command: ['/usr/bin/python3', '-m', 'pi_session_server'] });
+  t.after(restore);
+  const item = state.statusItems.get('piSession.server');
+  assert.deepEqual(item.selector, { language: 'pi-session' });
+  assert.equal(item.text, 'pi-session');
+  assert.equal(item.severity, 0);
+  assert.match(item.detail, /following pi 1\.6\.0; \/usr\/bin\/python3 -m pi_session_server serve \(from setting piSession\.server\.command\)/);
+
+  const failed = await failedStart(t);
+  const failedItem = failed.state.statusItems.get('piSession.server');
+  assert.equal(failedItem.text, 'pi-session: not running');
+  assert.equal(failedItem.severity, 2);
+  assert.match(failedItem.detail, /^the language server did not start \(spawn \/nowhere\/pi-session ENOENT\)/);
+  assert.equal(failedItem.command.command, 'piSession.restartServer');
+});
+
+/** The server process ended on its own: what the client asks its error handler, then the client is down. */
+async function serverCrashes(client) {
+  const answer = await client.clientOptions.errorHandler.closed();
+  client.running = false;
+  await flush();
+  return answer;
+}
+
+test('a server that stops on its own is started again as a new client, and the tree is loaded from it', async (t) => {
+  const { state, client, restore } = await activated();
+  t.after(restore);
+  const answer = await serverCrashes(client);
+  // the client's own restart would keep features that no longer work (no diagnostics for sessions
+  // opened after it): it is told not to, and a new client takes its place
+  assert.equal(answer.action, 1); // CloseAction.DoNotRestart
+  assert.equal(answer.handled, true);
+  assert.equal(state.clients.length, 2);
+  assert.equal(state.clients[1].isRunning(), true);
+  assert.ok(state.clients[1].requests.some((r) => r.method === 'pi/getTree'));
+  assert.equal(state.messages.error.length, 0);
+});
+
+test('a server that ends while it starts is not started again: its start failure is told once', async (t) => {
+  const { state } = await failedStart(t);
+  assert.equal(state.messages.error.length, 1);
+  const answer = await serverCrashes(state.clients[0]);
+  assert.equal(answer.action, 1); // CloseAction.DoNotRestart
+  assert.equal(state.clients.length, 1);
+  assert.equal(state.messages.error.length, 1);
+  assert.equal(state.statusItems.get('piSession.server').text, 'pi-session: not running');
+});
+
+test('a server that keeps stopping is left stopped with a message, until Restart Server', async (t) => {
+  const { state, restore } = await activated();
+  t.after(restore);
+  for (let crash = 0; crash < 4; crash++) await serverCrashes(state.clients.at(-1));
+  assert.equal(state.clients.length, 5);
+  assert.equal(state.messages.error.length, 0);
+  await serverCrashes(state.clients.at(-1));
+  assert.equal(state.clients.length, 5);
+  assert.equal(state.messages.error.length, 1);
+  assert.match(state.messages.error[0], /stopped unexpectedly 5 times in 3 minutes.*Restart Server/);
+  assert.equal(state.statusItems.get('piSession.server').text, 'pi-session: not running');
+  // the user's restart counts afresh
+  await state.commands.get('piSession.restartServer')();
+  assert.equal(state.clients.length, 6);
+  await serverCrashes(state.clients.at(-1));
+  assert.equal(state.clients.length, 7);
+});
+
 test('Check All Sessions runs "<cli> check --json" and fills the Problems panel', async (t) => {
   const fake = path.join(os.tmpdir(), `fake-pi-session-${process.pid}.js`);
   fs.writeFileSync(fake, `
@@ -461,6 +534,21 @@ test('Check All Sessions runs "<cli> check --json" and fills the Problems panel'
   assert.equal(diagnostics[0].severity, 0); // vscode.DiagnosticSeverity.Error
   assert.equal(diagnostics[0].range.start.line, 3);
   assert.ok(state.executed.some(([id]) => id === 'workbench.actions.view.problems'));
+});
+
+test('Check All Sessions that finds no session file says where it looked', async (t) => {
+  const fake = path.join(os.tmpdir(), `fake-pi-session-empty-${process.pid}.js`);
+  fs.writeFileSync(fake, `
+    console.error('pi-session check: /home/me/.pi/agent/sessions: no such directory (where pi keeps its sessions)');
+    console.log(JSON.stringify({ files: [], totals: { files: 0 } }));`);
+  t.after(() => fs.rmSync(fake, { force: true }));
+  const { state, restore } = await activated({ command: [process.execPath, fake] });
+  t.after(restore);
+  assert.equal(await state.commands.get('piSession.checkAllSessions')(), 0);
+  assert.deepEqual(state.messages.warning, [
+    'Pi Session: no session file to check. /home/me/.pi/agent/sessions: no such directory (where pi keeps its sessions).',
+  ]);
+  assert.deepEqual(state.messages.info, []);
 });
 
 test('a .jsonl whose first line is a session header becomes pi-session; other .jsonl files stay jsonl', async (t) => {

@@ -74,8 +74,31 @@ test('resolveCli: pythonPath runs the module; a broken pythonPath is an error na
   assert.deepEqual(serverCommand.withSubcommand(ok.cli, 'serve'), { command: '/venv/bin/python', args: ['-m', 'pi_session_server', 'serve'] });
   const bad = await serverCommand.resolveCli(probes({ pythonPathSetting: '/venv/bin/python', canImport: async () => ({ ok: false, detail: 'ModuleNotFoundError' }), findOnPath: () => '/bin/pi-session' }));
   assert.equal(bad.ok, false);
-  assert.match(bad.message, /\/venv\/bin\/python -m pip install \/path\/to\/pi-session-server \(a clone/);
+  // the command to run is quoted whole, the note on the path after it
+  assert.match(bad.message, /`\/venv\/bin\/python -m pip install \/path\/to\/pi-session-server` \(the path of a clone/);
   assert.doesNotMatch(bad.message, /pip install pi-session-server/);
+});
+
+test('resolveCli: a pythonPath that cannot be run says so, and does not ask to install into it', async () => {
+  const missing = await serverCommand.resolveCli(probes({
+    pythonPathSetting: '/nowhere/python3',
+    canImport: async () => ({ ok: false, cannotRun: true, detail: 'no such file' }),
+    findOnPath: () => '/bin/pi-session',
+  }));
+  assert.equal(missing.ok, false);
+  assert.match(missing.message, /"piSession\.server\.pythonPath" is \/nowhere\/python3, which cannot be run \(no such file\)/);
+  assert.doesNotMatch(missing.message, /pip install/);
+});
+
+test('canImport tells a Python that is not there, or not executable, from one without the server', async () => {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'python-'));
+  assert.deepEqual(await serverCommand.canImport(path.join(dir, 'python3')), { ok: false, cannotRun: true, detail: 'no such file' });
+  const plain = path.join(dir, 'plain');
+  fs.writeFileSync(plain, '');
+  if (process.getuid?.() !== 0) assert.deepEqual(await serverCommand.canImport(plain), { ok: false, cannotRun: true, detail: 'not an executable file' });
+  const noServer = path.join(dir, 'python-without');
+  fs.writeFileSync(noServer, '#!/bin/sh\necho "ModuleNotFoundError: No module named pi_session_server" >&2\nexit 1\n', { mode: 0o755 });
+  assert.deepEqual(await serverCommand.canImport(noServer), { ok: false, detail: 'ModuleNotFoundError: No module named pi_session_server' });
 });
 
 test('resolveCli: the Python extension interpreter is used when it has the server, else PATH', async () => {
@@ -94,7 +117,7 @@ test('resolveCli: the Python extension interpreter is used when it has the serve
   assert.equal(none.message, serverCommand.NOT_FOUND_MESSAGE);
   // the server is not on any package index: the messages name the install that works
   assert.doesNotMatch(none.message, /pip install pi-session-server/);
-  assert.match(none.message, /pip install \/path\/to\/pi-session-server .*pip install -e \./);
+  assert.match(none.message, /`pip install \/path\/to\/pi-session-server` \(.*pip install -e \./);
 });
 
 test('findOnPath finds an executable file and ignores directories and non-executables', () => {

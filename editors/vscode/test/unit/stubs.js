@@ -134,6 +134,7 @@ function createState() {
     inputBoxAnswer: undefined,
     languageChanges: [],
     treeViews: [],
+    statusItems: new Map(),
     contentProviders: new Map(),
     shownDocuments: [],
     diagnostics: new Map(),
@@ -161,6 +162,7 @@ function createVscode(state) {
     TabInputText, TabInputCustom,
     TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
     DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
+    LanguageStatusSeverity: { Information: 0, Warning: 1, Error: 2 },
     ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
     ViewColumn: { Active: -1, Beside: -2, One: 1 },
     TreeItemCheckboxState: { Unchecked: 0, Checked: 1 },
@@ -223,6 +225,11 @@ function createVscode(state) {
       },
     },
     languages: {
+      createLanguageStatusItem: (id, selector) => {
+        const item = { id, selector, dispose() {} };
+        state.statusItems.set(id, item);
+        return item;
+      },
       createDiagnosticCollection: (name) => {
         const entries = new Map();
         state.diagnostics.set(name, entries);
@@ -272,7 +279,12 @@ function createLanguageClientModule(state) {
       return { getProvider: () => ({ onDidChangeCodeLensEmitter: { fire: () => { state.codeLensRefreshes = (state.codeLensRefreshes ?? 0) + 1; } } }) };
     }
   }
-  return { LanguageClient, TransportKind: { stdio: 0, ipc: 1, pipe: 2, socket: 3 } };
+  return {
+    LanguageClient,
+    TransportKind: { stdio: 0, ipc: 1, pipe: 2, socket: 3 },
+    CloseAction: { DoNotRestart: 1, Restart: 2 },
+    ErrorAction: { Continue: 1, Shutdown: 2 },
+  };
 }
 
 /** Load a fresh copy of the compiled extension with fresh stubs; returns {ext, state, vscode}. */
