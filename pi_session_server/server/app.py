@@ -275,10 +275,11 @@ class PiSessionServer:
 
         return self.pool.queue(name).submit(work)
 
-    def resolve(self, p: SessionParams, keys: FileKeys | None = None) -> Slot:
+    def resolve(self, p: SessionParams, keys: FileKeys | None = None, *, write: bool = False) -> Slot:
         """The slot a request addresses: ``session`` handle, or ``uri``: the session held on that
         path, or on the file ``keys`` say it is (another spelling), else one opened on demand (the
-        open is the first job of the new slot, so the request waits for it in the queue)."""
+        open is the first job of the new slot, so the request waits for it in the queue; ``write``:
+        the request writes, so a missing file is a new session there rather than an error)."""
         if p.session is not UNSET:
             slot = self.registry.get(p.session)
         elif p.uri is UNSET:
@@ -291,7 +292,9 @@ class PiSessionServer:
             if found is None:
                 slot = self.registry.add(None, implicit=True, path=path, keys=keys)
                 opening = slot
-                slot.queue.submit(lambda _token: self._open_for_uri(opening, path), interruptible=False)
+                slot.queue.submit(
+                    lambda _token: self._open_for_uri(opening, path, write=write), interruptible=False
+                )
             else:
                 slot = found
         self.idle_slots.used(slot)
@@ -307,14 +310,19 @@ class PiSessionServer:
             for state in features.docs.values()
         )
 
-    def _open_for_uri(self, slot: Slot, path: str) -> None:
-        """The first job of an implicit slot: the file, opened to look at (nothing written)."""
+    def _open_for_uri(self, slot: Slot, path: str, *, write: bool) -> None:
+        """The first job of an implicit slot: the file, opened to look at (nothing written). Where
+        nothing is, a read fails (ENOENT): pi's open would answer a new, empty session, which
+        hides a mistyped or deleted file from the front end; a write starts the session there, as
+        pi's open and that write would."""
         try:
             pi = self.options.pi
             if require_regular_file(path):
                 with self.index_keeper.after_reply():
                     manager = SessionManager.open(path, read_only=True, pi=pi, env=self.environment)
                 slot.read_only = True
+            elif not write:
+                raise rpc_errors.missing_session_file(path)
             else:  # nothing there: a new session at that path, written by the first write
                 manager = SessionManager.open(path, pi=pi, env=self.environment)
         except rpc_errors.PiRpcError as error:
@@ -417,7 +425,7 @@ class PiSessionServer:
         convert: Callable[[Any, Slot], Any] | None,
         keys: FileKeys | None = None,
     ) -> Job[Any]:
-        slot = self.resolve(p, keys)
+        slot = self.resolve(p, keys, write=write)
 
         def work(_token: CancelToken) -> Any:
             try:
