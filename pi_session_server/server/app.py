@@ -475,12 +475,14 @@ class PiSessionServer:
                 self.report_foreign_writes(slot, before)
                 if real_path is not None:
                     self.own_writes.after(real_path, before)
-            # the lines another program appended right before ours are told before the answer,
-            # whose entry follows them: the client never meets an entry whose parent it was not
-            # told of (what came after ours, or a file to read again, the watcher tells)
-            taken = manager.take_appended_by_others()
-            if taken is not None:
-                self._tell_change(slot, taken)
+            # what another program did to the file right before our write is told before the
+            # answer: the lines it appended, which our entry follows (the client never meets an
+            # entry whose parent it was not told of), or a file it rewrote, read again here (the
+            # client refetches the session, our entry in it, instead of putting our entry in a
+            # tree it is about to throw away). What came after ours the watcher tells.
+            change = manager.refresh_from_disk() if manager.reload_due else manager.take_appended_by_others()
+            if change is not None:
+                self._tell_change(slot, change)
             return value
 
     def _tell_change(self, slot: Slot, change: FileChange) -> None:

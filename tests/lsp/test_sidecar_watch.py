@@ -150,6 +150,31 @@ async def test_lines_another_process_appended_right_before_ours_are_appended(sid
         assert held == await sidecar.request(method, {"session": fresh}), method
 
 
+@NEEDS_PROC_LOCKS
+async def test_a_file_rewritten_right_before_our_write_is_told_reloaded_before_the_answer(sidecar, tmp_path):
+    """Another program rewrites the file (an editor saves it shorter) and an append of ours follows
+    before the server looked at it: pi/didChange ``reloaded`` comes before the answer, so a front
+    end refetches the session (our entry in it) instead of adding our entry to a tree it is about
+    to throw away; the session is then what a fresh open gives."""
+    session, path = await sidecar.open_example(tmp_path)
+    kept = path.read_text(encoding="utf-8").splitlines()[:5]
+
+    def an_editor_saves_it_shorter() -> None:
+        path.write_text("\n".join(kept) + "\n", encoding="utf-8")  # in place: truncated, then written
+
+    own = await append_while_another_writes(
+        sidecar, path, {"session": session, "kind": "message", "message": MINE}, an_editor_saves_it_shorter
+    )
+    [change] = sidecar.notifications["pi/didChange"]  # (notifications and answers come in the order sent)
+    assert change["session"] == session and change["kind"] == "reloaded" and change["leafId"] == own["id"]
+    page = await sidecar.request("pi/getEntries", {"session": session})
+    assert [e["id"] for e in page["entries"]] == [*(json.loads(line)["id"] for line in kept[1:]), own["id"]]
+    fresh = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    for method in ("pi/getEntries", "pi/getTree", "pi/buildSessionContext"):
+        held = await sidecar.request(method, {"session": session})
+        assert held == await sidecar.request(method, {"session": fresh}), method
+
+
 class Lookout:
     """Another held session, whose file a test appends to to see the watcher look: each look
     at it tells its new line, and a look queues the refreshes of all the files it found changed

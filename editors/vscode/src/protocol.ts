@@ -1062,16 +1062,17 @@ export interface DidChangeParams {
    * in the file and are told before its answer; reloaded: the file was truncated, replaced or
    * rewritten (also in place, keeping its size) and read again, or another process wrote to it
    * right before an append of ours what an append cannot tell (a line cut short or not an entry, a
-   * header, an id the session has, bytes written while ours were) and it was read again whole;
-   * either way the session is what a fresh open gives; rewriting: another program is writing the
-   * file again (it is empty or has no header yet), told once when the server first finds it so: the
-   * session stays as it was, nothing is lost or an error; reloaded follows once the file has a
-   * header again (read it again then), or unreadable; unreadable: the file has held still for 2
-   * seconds without a session header (empty, other text, a header behind a byte order mark: pi
-   * cannot read it either): it is not a session now; the session stays as it was in memory (an
-   * append goes on a line of its own after the other text, as pi's would, and is reported as
-   * pi/foreignWriter), and reloaded follows if a header comes back; a change that still leaves no
-   * header is told as rewriting again; deleted: the file is gone (the session stays in memory)
+   * header, an id the session has, bytes written while ours were) and it was read again whole, told
+   * before that append's answer (our entry is in what a refetch finds); either way the session is
+   * what a fresh open gives; rewriting: another program is writing the file again (it is empty or
+   * has no header yet), told once when the server first finds it so: the session stays as it was,
+   * nothing is lost or an error; reloaded follows once the file has a header again (read it again
+   * then), or unreadable; unreadable: the file has held still for 2 seconds without a session
+   * header (empty, other text, a header behind a byte order mark: pi cannot read it either): it is
+   * not a session now; the session stays as it was in memory (an append goes on a line of its own
+   * after the other text, as pi's would, and is reported as pi/foreignWriter), and reloaded follows
+   * if a header comes back; a change that still leaves no header is told as rewriting again;
+   * deleted: the file is gone (the session stays in memory)
    */
   kind: 'appended' | 'deleted' | 'reloaded' | 'rewriting' | 'unreadable';
   /** ids of the entries that are new (file order) */
