@@ -58,6 +58,8 @@ async def test_an_open_of_a_missing_path_is_a_new_session_there_as_pi_opens_it(s
 async def test_a_write_by_uri_to_a_missing_file_starts_the_session_there(sidecar, tmp_path):
     path = tmp_path / "started.jsonl"
     message = {"role": "user", "content": "first", "timestamp": 1}
-    written = await sidecar.request("pi/append", {"uri": path.as_uri(), "kind": "message", "message": message})
+    written = await sidecar.request(
+        "pi/append", {"uri": path.as_uri(), "kind": "message", "message": message}
+    )
     entries = (await sidecar.request("pi/getEntries", {"uri": path.as_uri()}))["entries"]
     assert [entry["id"] for entry in entries] == [written["id"]]
