@@ -68,7 +68,9 @@ SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: th
 
 class ServerOptions(msgspec.Struct):
     fsync: bool = False  # fsync every append (durability) instead of leaving it to the OS
-    watch_interval: float = 0.15  # seconds between two looks at every followed file
+    # seconds between two looks at every followed file; 0: files are not followed (a session keeps
+    # what it read, as pi's does)
+    watch_interval: float = 0.15
     # a failed write leaves the session as it was (the reference keeps a failed entry in memory)
     rollback_failed_writes: bool = True
     # the pi release every session and document behaves like, unless a request asks for another
@@ -185,6 +187,12 @@ class PiSessionServer:
             self._choose_pi(given.pi_version)
         if given.environment is not UNSET:
             self.environment = given.environment.applied_to(self.environment)
+
+    @property
+    def follows_files(self) -> bool:
+        """Whether the server follows the files of its sessions (the watcher looks at them): a
+        session takes in what other programs do to its file, instead of keeping what it read."""
+        return self.options.watch_interval > 0
 
     def environment_for(self, p: LocatedParams) -> Environment:
         """The environment a request finds its files in: its own ``environment`` over the server's."""
@@ -480,7 +488,11 @@ class PiSessionServer:
             # entry whose parent it was not told of), or a file it rewrote, read again here (the
             # client refetches the session, our entry in it, instead of putting our entry in a
             # tree it is about to throw away). What came after ours the watcher tells.
-            change = manager.refresh_from_disk() if manager.reload_due else manager.take_appended_by_others()
+            change = (
+                manager.refresh_from_disk()
+                if manager.reload_due and self.follows_files
+                else manager.take_appended_by_others()
+            )
             if change is not None:
                 self._tell_change(slot, change)
             return value

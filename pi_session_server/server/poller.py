@@ -127,7 +127,8 @@ class FilePoller:
         self._followed.pop(key, None)
 
     def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._timer = loop.call_later(self.server.options.watch_interval, self._tick, loop)
+        if self.server.follows_files:
+            self._timer = loop.call_later(self.server.options.watch_interval, self._tick, loop)
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
         look = self._next_look()

@@ -24,6 +24,8 @@ from sidecar_support import (  # noqa: F401  (fixture)
     ROOT,
     Sidecar,
     sidecar_fixture,
+    start_sidecar,
+    stop_sidecar,
 )
 
 ORACLE = reference_locations.oracle_dir()
@@ -173,6 +175,29 @@ async def test_a_file_rewritten_right_before_our_write_is_told_reloaded_before_t
     for method in ("pi/getEntries", "pi/getTree", "pi/buildSessionContext"):
         held = await sidecar.request(method, {"session": session})
         assert held == await sidecar.request(method, {"session": fresh}), method
+
+
+@NEEDS_PROC_LOCKS
+async def test_a_server_that_follows_no_file_keeps_what_a_session_read(tmp_path):
+    """``serve --watch-interval 0``: a file rewritten right before our append is not read again
+    (no ``reloaded``): the session keeps what it read, as pi's does, and our entry follows it."""
+    side = await start_sidecar(tmp_path, "--watch-interval", "0")
+    try:
+        session, path = await side.open_example(tmp_path)
+        before = [e["id"] for e in (await side.request("pi/getEntries", {"session": session}))["entries"]]
+        kept = path.read_text(encoding="utf-8").splitlines()[:5]
+
+        def an_editor_saves_it_shorter() -> None:
+            path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+
+        own = await append_while_another_writes(
+            side, path, {"session": session, "kind": "message", "message": MINE}, an_editor_saves_it_shorter
+        )
+        assert "pi/didChange" not in side.notifications
+        page = await side.request("pi/getEntries", {"session": session})
+        assert [e["id"] for e in page["entries"]] == [*before, own["id"]]
+    finally:
+        await stop_sidecar(side)
 
 
 class Lookout:
