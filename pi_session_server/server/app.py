@@ -188,12 +188,6 @@ class PiSessionServer:
         if given.environment is not UNSET:
             self.environment = given.environment.applied_to(self.environment)
 
-    @property
-    def follows_files(self) -> bool:
-        """Whether the server follows the files of its sessions (the watcher looks at them): a
-        session takes in what other programs do to its file, instead of keeping what it read."""
-        return self.options.watch_interval > 0
-
     def environment_for(self, p: LocatedParams) -> Environment:
         """The environment a request finds its files in: its own ``environment`` over the server's."""
         return p.environment_in(self.environment)
@@ -490,7 +484,7 @@ class PiSessionServer:
             # tree it is about to throw away). What came after ours the watcher tells.
             change = (
                 manager.refresh_from_disk()
-                if manager.reload_due and self.follows_files
+                if manager.reload_due and self.poller.follows
                 else manager.take_appended_by_others()
             )
             if change is not None:
