@@ -82,23 +82,36 @@ def _command_in(argv: list[str]) -> str | None:
     return None
 
 
-def _as_replacement_character(error: UnicodeError) -> tuple[bytes, int]:
-    """U+FFFD for each lone surrogate; an escaped byte (U+DC80..U+DCFF: a file name that was not
-    UTF-8) is written back as that byte, as ``surrogateescape`` would."""
+def _as_printable(error: UnicodeError) -> tuple[bytes, int]:
+    """What the output's encoding cannot write, so that nothing of it is lost: a character as its
+    escape (``\\xe9``, ``\\u2500``, ``\\U0001f600``, as Python's backslashreplace writes it, and
+    as control characters are shown); a lone surrogate as U+FFFD, or as its escape where that cannot
+    be written either; an escaped byte (U+DC80..U+DCFF: a file name that was not UTF-8) written back
+    as that byte, as ``surrogateescape`` would."""
     assert isinstance(error, UnicodeEncodeError)
-    replacement = "\ufffd".encode(error.encoding, "replace")
+    encoding = error.encoding
     out = bytearray()
     for char in error.object[error.start : error.end]:
         code = ord(char)
-        out += bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF else replacement
+        if 0xDC80 <= code <= 0xDCFF:
+            out += bytes([code - 0xDC00])
+            continue
+        if 0xD800 <= code <= 0xDFFF:
+            try:
+                out += "\ufffd".encode(encoding)
+                continue
+            except UnicodeEncodeError:
+                pass
+        out += char.encode("ascii", "backslashreplace").decode("ascii").encode(encoding)
     return bytes(out), error.end
 
 
 # A session may hold lone UTF-16 surrogates (JSON.parse keeps an escaped "\ud800"), and V8's error
 # messages name half an emoji: Python cannot write those to a UTF-8 stream and would stop the
-# command with a traceback. The terminal shows U+FFFD instead, as it does for pi.
-PRINTABLE = "pi_session.replacement_character"
-codecs.register_error(PRINTABLE, _as_replacement_character)
+# command with a traceback. The terminal shows U+FFFD instead, as it does for pi. Text an output's
+# encoding cannot write (a C locale, PYTHONIOENCODING=ascii) is written as escapes, not as "?".
+PRINTABLE = "pi_session.printable"
+codecs.register_error(PRINTABLE, _as_printable)
 
 
 def _printable_output() -> None:

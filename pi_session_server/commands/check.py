@@ -170,10 +170,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out.write('{"files":[')
     ellipsis = output_glyphs(stream=progress.stream).ellipsis
+    # what each file held when the command started is what is checked: one another program
+    # appends to faster than it is read is checked to an end all the same
+    sizes = [size_now(path) for path in files]
     for index, path in enumerate(files):
         name = path if len(path) <= 60 else ellipsis + path[len(ellipsis) - 60 :]
         progress.show(f"[{index:,}/{len(files):,}] {name}")
-        found = report(path, args.pi, args.index)
+        found = report(path, args.pi, args.index, sizes[index])
+        grown = _appended_since(path, sizes[index])
         findings = [f for f in found.findings if f.severity in reported]
         counts = count_by_severity(f.severity for f in findings)
         if found.failure is not None:
@@ -183,11 +187,17 @@ def run(args: argparse.Namespace) -> int:
         for name, n in counts.items():
             totals[name] += n
         progress.clear()
+        if grown:
+            print(
+                f"pi-session check: {one_terminal_line(path)}: lines were appended while it was checked; "
+                "what it held at the start was checked",
+                file=sys.stderr,
+            )
         if args.json:
             out.write(
                 ("," if index else "")
                 + json.dumps(
-                    _file_json(path, FileReport(findings, found.failure), counts),
+                    _file_json(path, FileReport(findings, found.failure), counts, grown),
                     ensure_ascii=False,
                     separators=(",", ":"),
                 )
@@ -204,6 +214,20 @@ def run(args: argparse.Namespace) -> int:
     if found_files.missing and args.paths:
         return 2  # (the files there were checked all the same)
     return 1 if totals["error"] else 0
+
+
+def size_now(path: str) -> int | None:
+    """The size of the file at ``path`` now (None where it cannot be told: its read says why)."""
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return None
+
+
+def _appended_since(path: str, size: int | None) -> bool:
+    """Whether the file at ``path`` is longer now than ``size`` (it was appended to)."""
+    now = size_now(path)
+    return size is not None and now is not None and now > size
 
 
 def _total_text(totals: dict[str, int], not_found: int) -> str:
@@ -231,7 +255,7 @@ def _print_file(out: TextIO, path: str, found: FileReport, counts: dict[str, int
         print(f"{path}: {summary_text(counts)}", file=out)
 
 
-def _file_json(path: str, found: FileReport, counts: dict[str, int]) -> dict[str, Any]:
+def _file_json(path: str, found: FileReport, counts: dict[str, int], grown: bool) -> dict[str, Any]:
     items = [
         {
             "line": f.line,
@@ -246,4 +270,6 @@ def _file_json(path: str, found: FileReport, counts: dict[str, int]) -> dict[str
     result: dict[str, Any] = {"path": path, "summary": counts, "diagnostics": items}
     if found.failure is not None:
         result["error"] = found.failure
+    if grown:
+        result["appendedMeanwhile"] = True
     return result

@@ -13,25 +13,26 @@ from .check_report import FileReport, Finding
 
 
 def check_file(
-    path: str, pi: str = DEFAULT_PI
+    path: str, pi: str = DEFAULT_PI, end: int | None = None
 ) -> tuple[SessionDocument | None, list[Diagnostic], str | None]:
     """The analysed document and its diagnostics as pi release ``pi`` reads the file, or the reason
-    the file could not be read."""
+    the file could not be read. ``end``: read the file as if it ended there (what it held when the
+    command started: a file another program appends to faster than it is read is checked to an end)."""
     problem = special_file_problem(path)
     if problem is not None:
         return None, [], problem
     try:
         # lines keep where they are, not their bytes: a multi-GB session in the memory of its facts
-        doc = SessionDocument.from_file(path, pi=pi)
+        doc = SessionDocument.from_file(path, pi=pi, end=end)
         return doc, document_diagnostics(doc), None
     except OSError as err:
         return None, [], err.strerror or str(err)
 
 
-def report_file(path: str, pi: str = DEFAULT_PI) -> FileReport:
+def report_file(path: str, pi: str = DEFAULT_PI, *, end: int | None = None) -> FileReport:
     """:func:`check_file` as what ``check`` prints: each diagnostic's line and columns 1-based, the
     columns in characters (the bytes of the lines a problem is on are read again to count them)."""
-    doc, diagnostics, failure = check_file(path, pi)
+    doc, diagnostics, failure = check_file(path, pi, end)
     if doc is None:
         return FileReport([], failure)
     findings = []

@@ -49,12 +49,15 @@ def keep_the_cache_within_its_limits(index: bool) -> None:
         cache_dir.prune(settings.directory)
 
 
-def report(path: str, pi: str, index: bool) -> FileReport:
+def report(path: str, pi: str, index: bool, end: int | None = None) -> FileReport:
     """The problems of the file at ``path`` read as pi release ``pi``: those kept when it was
     checked before and has not changed since, else found now (and kept, unless ``index`` is
-    False or the file changed while it was read)."""
+    False or the file changed while it was read). ``end``: the file read as if it ended there
+    (its size when the command started); what is kept is of the whole file only."""
     key = (pi,)
     before = view_store.identity_before_open(path) if index else None
+    if before is not None and end is not None and before[2] != end:
+        before = None  # grown (or rewritten) since: what is read now is not what it holds
     kept = view_store.load(path, before, view_store.CHECK, key, index, KEPT_MIN_SIZE)
     if kept is not None:
         findings = _decoded(kept.data)
@@ -62,7 +65,7 @@ def report(path: str, pi: str, index: bool) -> FileReport:
             return FileReport(findings, None)
     from .check_analysis import report_file  # the analysis: imported only when a file is analysed
 
-    found = report_file(path, pi)
+    found = report_file(path, pi, end=end)
     if found.failure is None:
         view_store.save(
             path, before, view_store.CHECK, key, "", _encoded(found.findings), index, KEPT_MIN_SIZE

@@ -2,8 +2,10 @@
 
 Without ``--output`` or ``--in-place`` nothing is written: the repairs that would be made are
 listed (exit status 1 when there are any, like a ``--check``). A file with nothing to repair but
-problems no repair makes (a line that does not parse) has them named, with exit status 0: nothing
-was left undone that ``repair`` can do; ``pi-session check`` exits 1 for them. By default only repairs that lose
+problems no repair makes (a line that does not parse) has them named. The exit status is 1 too
+when a file is left with an error (one no repair makes, or whose repair is of a code not chosen),
+as ``pi-session check`` would exit for it: a script that repairs and then trusts the files is told
+they are not clean. By default only repairs that lose
 nothing are made (lines glued together split apart, a missing header inserted, the header moved
 first, a byte order mark removed); ``--codes`` chooses others, ``--all`` takes every repair a
 text edit can make. ``--in-place`` keeps the original as ``FILE.bak`` (a second name for the same
@@ -125,18 +127,39 @@ def run(args: argparse.Namespace) -> int:
         with_repairs += count > 0
         failed += status == 2
     if others is not None:
-        done = "made" if args.in_place else "to make"
-        checked = counted(len(files), "file")
-        not_done = f"; {failed:,} could not be read or repaired (said above)" if failed else ""
-        _say(f"{checked} checked: {counted(total, 'repair')} {done} in {with_repairs:,} of them{not_done}")
-        if others.files:
-            _say(f"in {others.files:,} of them with nothing chosen to repair, {_other_text(others.counts)}")
-        if others.unrepairable:
-            _say(
-                f"in {others.unrepairable_files:,} of them with nothing to repair, "
-                f"{counted(others.unrepairable, 'problem')} with no repair: see `pi-session check`"
-            )
+        for line in _summary(len(files), total, with_repairs, failed, others, args):
+            _say(line)
     return max(statuses, default=0)
+
+
+def _summary(
+    files: int, total: int, with_repairs: int, failed: int, others: OtherRepairs, args: argparse.Namespace
+) -> list[str]:
+    """The last lines of a run over several files: the repairs made or to make and in how many
+    files; the files that could not be read; the files whose only repairs are of codes not chosen;
+    the files whose problems no repair makes."""
+    if total:
+        done = "made" if args.in_place else "to make"
+        repairs = f"{counted(total, 'repair')} {done}, in {counted(with_repairs, 'file')}"
+    else:
+        repairs = "nothing repaired" if args.in_place else "nothing to repair"
+    lines = [f"{counted(files, 'file')} checked: {repairs}"]
+    if failed:
+        lines.append(f"{counted(failed, 'file')} could not be read or repaired (said above)")
+    if others.files:
+        has = "file has" if others.files == 1 else "files have"
+        lines.append(
+            f"{others.files:,} {has} only repairs of codes not chosen: {_other_codes(others.counts)}"
+        )
+    if others.unrepairable:
+        has = "file has" if others.unrepairable_files == 1 else "files have"
+        problems = counted(others.unrepairable, "problem")
+        given = f" {shlex.quote(args.paths[0])}" if len(args.paths) == 1 else ""
+        lines.append(
+            f"{others.unrepairable_files:,} {has} {problems} that no repair makes: "
+            f"`pi-session check{given}` lists them"
+        )
+    return lines
 
 
 class OtherRepairs:
@@ -164,7 +187,7 @@ class OtherRepairs:
 def _repair_path(
     args: argparse.Namespace, path: str, chosen: frozenset[str], others: OtherRepairs | None
 ) -> tuple[int, int]:
-    """(exit status, repairs) for one file: 0 done or nothing to do, 1 repairs listed, 2 failed."""
+    """(exit status, repairs) for one file: 0 done or nothing to do, 1 repairs listed or an error left, 2 failed."""
     problem = special_file_problem(path)
     if problem is not None:
         _say(f"pi-session repair: {path}: {problem}", file=sys.stderr)
@@ -257,7 +280,24 @@ def _report_only(
         else:
             others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
         _say_other_repairs(plan, path, report, others)
-    return (1 if count else 0), count
+    return (1 if count or _leaves_an_error(diagnostics, plan) else 0), count
+
+
+def _leaves_an_error(diagnostics: list[Diagnostic], plan: Plan, *, rounds: bool = True) -> bool:
+    """Whether an error among a file's ``diagnostics`` is left once the repairs ``plan`` makes are
+    made (one no repair makes, or whose repair is of a code not chosen): ``check``'s exit status
+    for the file then is 1, and so is ``repair``'s. ``rounds``: the repairs that wait for a second
+    round are made too."""
+    mended = Counter(planned.repair.code for planned in plan.applied)
+    if rounds:
+        mended.update(repair.code for repair in plan.deferred)
+    for diagnostic in diagnostics:
+        if diagnostic.severity != Severity.ERROR:
+            continue
+        if mended[diagnostic.code] <= 0:
+            return True
+        mended[diagnostic.code] -= 1
+    return False
 
 
 # the problems without a repair named in the line that says so; the others are counted
@@ -333,7 +373,7 @@ def _repair(
             else:
                 others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
             _say_other_repairs(plan, path, report, others)
-            return 0, 0
+            return (1 if _leaves_an_error(diagnostics, plan) else 0), 0
         kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
         written = path
     elif args.output == "-":
@@ -342,13 +382,13 @@ def _repair(
             out.write(chunk)
         out.flush()
         _say(f"{counted(count, 'repair')} made", file=report)
-        return 0, count
+        return (1 if _leaves_an_error(diagnostics, plan, rounds=False) else 0), count
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
     left, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi)
     _say_what_was_made(written, left, total, last_plan, kept, report)
-    return 0, total
+    return (1 if any(d.severity == Severity.ERROR for d in left) else 0), total
 
 
 def _say_what_was_made(
@@ -410,14 +450,18 @@ def _say_other_repairs(plan: Plan, path: str, report: TextIO, others: OtherRepai
 
 def _other_text(counts: Counter[str]) -> str:
     """The repairs of other codes ``counts`` says are left, and the option that makes them."""
-    names = sorted(counts)
     count = sum(counts.values())
-    of = "another code" if len(names) == 1 else "other codes"
+    of = "another code" if len(counts) == 1 else "other codes"
+    return f"{counted(count, 'repair')} of {of} not made: {_other_codes(counts)}"
+
+
+def _other_codes(counts: Counter[str]) -> str:
+    """The codes of the repairs ``counts`` says are left, how many of each, and the option that
+    makes them."""
+    names = sorted(counts)
     listed = ", ".join(f"{code} ({counts[code]:,})" for code in names)
-    return (
-        f"{counted(count, 'repair')} of {of} not made: {listed}; --codes {','.join(names)} or --all makes "
-        f"{'it' if count == 1 else 'them'}"
-    )
+    them = "it" if sum(counts.values()) == 1 else "them"
+    return f"{listed}; --codes {','.join(names)} or --all makes {them}"
 
 
 def _list(path: str, plan: Plan, report: TextIO, later: str) -> None:

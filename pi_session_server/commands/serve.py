@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--watch-interval",
         type=float,
         metavar="SECONDS",
-        help="how often held session files are checked for changes by other processes (default 0.15)",
+        help="how often held session files are checked for changes by other processes (default 0.15; "
+        "0: never, a session keeps what it read, as pi's does)",
     )
     parser.add_argument(
         "--keep-failed-appends",
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler], force=True)
     options = ServerOptions(
         fsync=args.fsync,
-        watch_interval=max(0.01, args.watch_interval),
+        watch_interval=0 if args.watch_interval <= 0 else max(0.01, args.watch_interval),
         rollback_failed_writes=not args.keep_failed_appends,
         pi=profile_for(args.pi),
     )

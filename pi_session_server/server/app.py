@@ -68,7 +68,9 @@ SKIPPED_LISTED = 20  # lines pi skips named in a session's info (all of them: th
 
 class ServerOptions(msgspec.Struct):
     fsync: bool = False  # fsync every append (durability) instead of leaving it to the OS
-    watch_interval: float = 0.15  # seconds between two looks at every followed file
+    # seconds between two looks at every followed file; 0: files are not followed (a session keeps
+    # what it read, as pi's does)
+    watch_interval: float = 0.15
     # a failed write leaves the session as it was (the reference keeps a failed entry in memory)
     rollback_failed_writes: bool = True
     # the pi release every session and document behaves like, unless a request asks for another
@@ -275,10 +277,11 @@ class PiSessionServer:
 
         return self.pool.queue(name).submit(work)
 
-    def resolve(self, p: SessionParams, keys: FileKeys | None = None) -> Slot:
+    def resolve(self, p: SessionParams, keys: FileKeys | None = None, *, write: bool = False) -> Slot:
         """The slot a request addresses: ``session`` handle, or ``uri``: the session held on that
         path, or on the file ``keys`` say it is (another spelling), else one opened on demand (the
-        open is the first job of the new slot, so the request waits for it in the queue)."""
+        open is the first job of the new slot, so the request waits for it in the queue; ``write``:
+        the request writes, so a missing file is a new session there rather than an error)."""
         if p.session is not UNSET:
             slot = self.registry.get(p.session)
         elif p.uri is UNSET:
@@ -291,7 +294,9 @@ class PiSessionServer:
             if found is None:
                 slot = self.registry.add(None, implicit=True, path=path, keys=keys)
                 opening = slot
-                slot.queue.submit(lambda _token: self._open_for_uri(opening, path), interruptible=False)
+                slot.queue.submit(
+                    lambda _token: self._open_for_uri(opening, path, write=write), interruptible=False
+                )
             else:
                 slot = found
         self.idle_slots.used(slot)
@@ -307,14 +312,19 @@ class PiSessionServer:
             for state in features.docs.values()
         )
 
-    def _open_for_uri(self, slot: Slot, path: str) -> None:
-        """The first job of an implicit slot: the file, opened to look at (nothing written)."""
+    def _open_for_uri(self, slot: Slot, path: str, *, write: bool) -> None:
+        """The first job of an implicit slot: the file, opened to look at (nothing written). Where
+        nothing is, a read fails (ENOENT): pi's open would answer a new, empty session, which
+        hides a mistyped or deleted file from the front end; a write starts the session there, as
+        pi's open and that write would."""
         try:
             pi = self.options.pi
             if require_regular_file(path):
                 with self.index_keeper.after_reply():
                     manager = SessionManager.open(path, read_only=True, pi=pi, env=self.environment)
                 slot.read_only = True
+            elif not write:
+                raise rpc_errors.missing_session_file(path)
             else:  # nothing there: a new session at that path, written by the first write
                 manager = SessionManager.open(path, pi=pi, env=self.environment)
         except rpc_errors.PiRpcError as error:
@@ -417,7 +427,7 @@ class PiSessionServer:
         convert: Callable[[Any, Slot], Any] | None,
         keys: FileKeys | None = None,
     ) -> Job[Any]:
-        slot = self.resolve(p, keys)
+        slot = self.resolve(p, keys, write=write)
 
         def work(_token: CancelToken) -> Any:
             try:
@@ -467,12 +477,18 @@ class PiSessionServer:
                 self.report_foreign_writes(slot, before)
                 if real_path is not None:
                     self.own_writes.after(real_path, before)
-            # the lines another program appended right before ours are told before the answer,
-            # whose entry follows them: the client never meets an entry whose parent it was not
-            # told of (what came after ours, or a file to read again, the watcher tells)
-            taken = manager.take_appended_by_others()
-            if taken is not None:
-                self._tell_change(slot, taken)
+            # what another program did to the file right before our write is told before the
+            # answer: the lines it appended, which our entry follows (the client never meets an
+            # entry whose parent it was not told of), or a file it rewrote, read again here (the
+            # client refetches the session, our entry in it, instead of putting our entry in a
+            # tree it is about to throw away). What came after ours the watcher tells.
+            change = (
+                manager.refresh_from_disk()
+                if manager.reload_due and self.poller.follows
+                else manager.take_appended_by_others()
+            )
+            if change is not None:
+                self._tell_change(slot, change)
             return value
 
     def _tell_change(self, slot: Slot, change: FileChange) -> None:

@@ -74,7 +74,12 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
     ENTRY_NOT_FOUND: ("EntryNotFound", "`Entry <id> not found` (branch, label, createBranchedSession, ...)"),
     INVALID_SESSION_FILE: ("InvalidSessionFile", "`Session file is not a valid pi session: <path>`"),
     INVALID_SESSION_ID: ("InvalidSessionId", "the session id option failed the reference's id rule"),
-    FS_ERROR: ("FsError", "a Node-style file-system error; data.code is the Node code (EEXIST, ENOENT, ...)"),
+    FS_ERROR: (
+        "FsError",
+        "a Node-style file-system error; data.code is the Node code (EEXIST, ENOENT, ...), data.path the "
+        "file. A read by `uri` of a file that is not there is ENOENT (pi/open of a missing path is a new "
+        "session, as in pi)",
+    ),
     FORK_ERROR: ("ForkError", "`Cannot fork: ...`"),
     ABORTED: ("AbortError", "`This operation was aborted` (cancelled listing)"),
     SESSION_ERROR: (
@@ -276,6 +281,12 @@ def unknown_session(handle: Any) -> PiRpcError:
 def path_refused(message: str, path: str, kind: str | None = None) -> PiRpcError:
     data = {"path": path} if kind is None else {"path": path, "kind": kind}
     return PiRpcError(PATH_REFUSED, message, data)
+
+
+def missing_session_file(path: str) -> PiRpcError:
+    """A read of a session file that is not there (FsError, ENOENT, with Node's message and the
+    path in ``data``)."""
+    return from_library_error(lib_errors.FsError("ENOENT", "no such file or directory", "open", path))
 
 
 _CLASS_CODES: list[tuple[type[BaseException], int]] = [

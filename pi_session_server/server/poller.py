@@ -126,8 +126,15 @@ class FilePoller:
     def unfollow(self, key: str) -> None:
         self._followed.pop(key, None)
 
+    @property
+    def follows(self) -> bool:
+        """Whether the files are followed at all (a watch interval of 0: not; a session then keeps
+        what it read, as pi's does)."""
+        return self.server.options.watch_interval > 0
+
     def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._timer = loop.call_later(self.server.options.watch_interval, self._tick, loop)
+        if self.follows:
+            self._timer = loop.call_later(self.server.options.watch_interval, self._tick, loop)
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
         look = self._next_look()

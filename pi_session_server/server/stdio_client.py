@@ -24,7 +24,12 @@ from .framing import FramingError, encode_frame, read_frames
 
 
 class RpcError(PiSessionError):
-    """An error reply: ``code``, ``message`` (the reference's text for application errors), ``data``."""
+    """An error reply: ``rpc_code`` (the JSON-RPC error code, e.g. -32005), ``message`` (the
+    reference's text for application errors) and ``data``. Like the library's errors, which it
+    stands in for, ``name`` is the JS error name (``data.name``, else ``Error``) and ``code`` the
+    Node file-system code (``data.code``, e.g. ``ENOENT``; else None): code that catches
+    :class:`~pi_session_server.errors.PiSessionError` reads both alike in process and over the
+    wire."""
 
     def __init__(self, code: int, message: str, data: Any = None):
         super().__init__(message)

@@ -885,6 +885,13 @@ class SessionManager:
         self.read_only = False
         return True
 
+    @property
+    def reload_due(self) -> bool:
+        """An append of ours found the file written otherwise than by whole lines appended before
+        it (rewritten, replaced, written while we wrote): the next :meth:`refresh_from_disk`
+        reloads it."""
+        return self._out_of_sync
+
     def only_appended_to(self) -> bool:
         """The file changed since it was read only by bytes appended after ours (the same file, our
         last bytes still where we left them), and the load left no write undone: refresh_from_disk()

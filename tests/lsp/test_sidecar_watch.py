@@ -24,6 +24,8 @@ from sidecar_support import (  # noqa: F401  (fixture)
     ROOT,
     Sidecar,
     sidecar_fixture,
+    start_sidecar,
+    stop_sidecar,
 )
 
 ORACLE = reference_locations.oracle_dir()
@@ -148,6 +150,54 @@ async def test_lines_another_process_appended_right_before_ours_are_appended(sid
     for method in ("pi/getEntries", "pi/getTree", "pi/getBranch", "pi/buildSessionContext"):
         held = await sidecar.request(method, {"session": session})
         assert held == await sidecar.request(method, {"session": fresh}), method
+
+
+@NEEDS_PROC_LOCKS
+async def test_a_file_rewritten_right_before_our_write_is_told_reloaded_before_the_answer(sidecar, tmp_path):
+    """Another program rewrites the file (an editor saves it shorter) and an append of ours follows
+    before the server looked at it: pi/didChange ``reloaded`` comes before the answer, so a front
+    end refetches the session (our entry in it) instead of adding our entry to a tree it is about
+    to throw away; the session is then what a fresh open gives."""
+    session, path = await sidecar.open_example(tmp_path)
+    kept = path.read_text(encoding="utf-8").splitlines()[:5]
+
+    def an_editor_saves_it_shorter() -> None:
+        path.write_text("\n".join(kept) + "\n", encoding="utf-8")  # in place: truncated, then written
+
+    own = await append_while_another_writes(
+        sidecar, path, {"session": session, "kind": "message", "message": MINE}, an_editor_saves_it_shorter
+    )
+    [change] = sidecar.notifications["pi/didChange"]  # (notifications and answers come in the order sent)
+    assert change["session"] == session and change["kind"] == "reloaded" and change["leafId"] == own["id"]
+    page = await sidecar.request("pi/getEntries", {"session": session})
+    assert [e["id"] for e in page["entries"]] == [*(json.loads(line)["id"] for line in kept[1:]), own["id"]]
+    fresh = (await sidecar.request("pi/open", {"path": str(path)}))["session"]
+    for method in ("pi/getEntries", "pi/getTree", "pi/buildSessionContext"):
+        held = await sidecar.request(method, {"session": session})
+        assert held == await sidecar.request(method, {"session": fresh}), method
+
+
+@NEEDS_PROC_LOCKS
+async def test_a_server_that_follows_no_file_keeps_what_a_session_read(tmp_path):
+    """``serve --watch-interval 0``: a file rewritten right before our append is not read again
+    (no ``reloaded``): the session keeps what it read, as pi's does, and our entry follows it."""
+    side = await start_sidecar(tmp_path, "--watch-interval", "0")
+    try:
+        session, path = await side.open_example(tmp_path)
+        before = [e["id"] for e in (await side.request("pi/getEntries", {"session": session}))["entries"]]
+        kept = path.read_text(encoding="utf-8").splitlines()[:5]
+
+        def an_editor_saves_it_shorter() -> None:
+            path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+
+        own = await append_while_another_writes(
+            side, path, {"session": session, "kind": "message", "message": MINE}, an_editor_saves_it_shorter
+        )
+        assert "pi/didChange" not in side.notifications
+        page = await side.request("pi/getEntries", {"session": session})
+        assert [e["id"] for e in page["entries"]] == [*before, own["id"]]
+    finally:
+        await stop_sidecar(side)
 
 
 class Lookout:

@@ -77,7 +77,7 @@ class Wire:
             "pi_session_server",
             "serve",
             "--watch-interval",
-            "3600",
+            "0",  # files not followed: a session keeps what it read, as pi's does
             *extra_args,
         ]
         self.client = SidecarClient(command, env=env)

@@ -59,6 +59,6 @@ def test_options_may_come_between_the_paths(
     assert err == "" and [f["path"] for f in json.loads(out)["files"]] == ["a.jsonl", "b.jsonl"]
     assert main(["repair", "a.jsonl", "--pi", "0.86.1", "b.jsonl"]) == 0
     out, err = capsys.readouterr()
-    assert err == "" and out.splitlines()[0] == "2 files checked: 0 repairs to make in 0 of them"
+    assert err == "" and out.splitlines()[0] == "2 files checked: nothing to repair"
     assert main(["check", "a.jsonl", "--no-index", "--", "-odd.jsonl"]) == 0
     assert capsys.readouterr().out == "a.jsonl: ok\n./-odd.jsonl: ok\n2 files checked: ok\n"

@@ -1223,7 +1223,9 @@ def test_kept_problems_are_found_again_whenever_anything_they_were_found_in_chan
     analysed: list[str] = []
     real_report = check_analysis.report_file
     monkeypatch.setattr(
-        check_analysis, "report_file", lambda path, pi: analysed.append(pi) or real_report(path, pi)
+        check_analysis,
+        "report_file",
+        lambda path, pi, end=None: analysed.append(pi) or real_report(path, pi, end=end),
     )
     path = _write_session(tmp_path / "s.jsonl", [0, 1, 11, 13, 7, 3, 11, 21, 25, 27, 14], repeat=3)
     clean = tmp_path / "clean.jsonl"
@@ -1305,7 +1307,9 @@ def test_problems_are_kept_of_files_smaller_than_an_index_is_kept_for(
     analysed: list[str] = []
     real_report = check_analysis.report_file
     monkeypatch.setattr(
-        check_analysis, "report_file", lambda path, pi: analysed.append(path) or real_report(path, pi)
+        check_analysis,
+        "report_file",
+        lambda path, pi, end=None: analysed.append(path) or real_report(path, pi, end=end),
     )
     small, tiny = tmp_path / "small.jsonl", tmp_path / "tiny.jsonl"
     small.write_bytes(S.generate_session(4 * check_report.KEPT_MIN_SIZE, seed=2))

@@ -47,13 +47,13 @@ def test_repair_counts_the_problems_it_has_no_repair_for_in_words(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _damaged(tmp_path / "s.jsonl")
-    assert main(["repair", str(path)]) == 0
+    assert main(["repair", str(path)]) == 1  # (errors left: check's status)
     out = capsys.readouterr().out
     assert f"{path}: nothing repaired: 1,234 problems have no repair (" in out
     assert "; 1,231 more); see `pi-session check" in out
     clean = tmp_path / "clean.jsonl"
     clean.write_text(S.header() + "\n", encoding="utf-8")
-    assert main(["repair", str(path), str(clean)]) == 0
+    assert main(["repair", str(path), str(clean)]) == 1
     out = capsys.readouterr().out
-    assert "2 files checked: 0 repairs to make in 0 of them\n" in out
-    assert "in 1 of them with nothing to repair, 1,234 problems with no repair" in out
+    assert "2 files checked: nothing to repair\n" in out
+    assert "1 file has 1,234 problems that no repair makes: `pi-session check` lists them\n" in out

@@ -38,6 +38,9 @@ def lines(*parts: str) -> bytes:
 
 GLUED = lines(HEADER, A, B[:57] + C, D)
 SPLIT = lines(HEADER, A, B[:57], C, D)
+# repair's status for a file left with an error, as check's for it: SPLIT's cut-off line (which no
+# repair makes whole) and the orphan it leaves (a repair not made by default)
+ERRORS_LEFT = 1
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -95,7 +98,7 @@ def test_without_a_target_it_only_lists_the_repairs(glued: Path) -> None:
 def test_output_gets_the_repaired_session_and_the_original_is_untouched(glued: Path) -> None:
     out = glued.parent / "fixed.jsonl"
     done = cli(glued, "-o", out)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == ERRORS_LEFT, done.stderr
     assert out.read_bytes() == SPLIT and glued.read_bytes() == GLUED
     assert f"1 repair made in {out}; problems left: 1 error, 1 warning" in done.stdout  # B was cut off
 
@@ -110,7 +113,7 @@ def test_an_existing_output_is_not_overwritten_unless_forced(glued: Path) -> Non
         == f"pi-session repair: {out}: it exists (--force overwrites it); nothing was written to {out}\n"
     )
     assert out.read_bytes() == b"keep me"
-    assert cli(glued, "-o", out, "--force").returncode == 0 and out.read_bytes() == SPLIT
+    assert cli(glued, "-o", out, "--force").returncode == ERRORS_LEFT and out.read_bytes() == SPLIT
 
 
 def test_the_file_itself_is_never_an_output(glued: Path) -> None:
@@ -131,13 +134,14 @@ def test_output_to_stdout_reports_on_stderr(glued: Path) -> None:
 
 def test_in_place_keeps_the_original_as_a_backup(glued: Path) -> None:
     done = cli(glued, "--in-place")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == ERRORS_LEFT, done.stderr
     assert glued.read_bytes() == SPLIT
     assert (glued.parent / "s.jsonl.bak").read_bytes() == GLUED
     again = cli(glued, "--in-place")
     # the split leaves the cut-off line, which no repair makes whole: named, the file left as it is
     assert (
-        again.returncode == 0 and "nothing repaired: 1 problem has no repair (line 3: PI001" in again.stdout
+        again.returncode == ERRORS_LEFT
+        and "nothing repaired: 1 problem has no repair (line 3: PI001" in again.stdout
     )
     assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl", "s.jsonl.bak"]
 
@@ -148,7 +152,7 @@ def test_in_place_through_a_symlink_keeps_the_original_bytes_as_the_backup(glued
     link = glued.parent / "link.jsonl"
     link.symlink_to(glued.name)
     done = cli(link, "--in-place")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == ERRORS_LEFT, done.stderr
     assert link.is_symlink() and glued.read_bytes() == SPLIT
     backup = glued.parent / "link.jsonl.bak"
     assert not backup.is_symlink() and backup.read_bytes() == GLUED
@@ -160,7 +164,7 @@ def test_in_place_refuses_to_replace_an_existing_backup(glued: Path) -> None:
     done = cli(glued, "--in-place")
     assert done.returncode == 2 and "s.jsonl.bak exists" in done.stderr
     assert glued.read_bytes() == GLUED and backup.read_bytes() == b"older backup"
-    assert cli(glued, "--in-place", "--no-backup").returncode == 0
+    assert cli(glued, "--in-place", "--no-backup").returncode == ERRORS_LEFT
     assert glued.read_bytes() == SPLIT and backup.read_bytes() == b"older backup"
 
 
@@ -213,7 +217,7 @@ def test_lines_appended_before_the_analysis_are_copied_not_repaired_twice(
 
     pi_appends_first.done = False  # type: ignore[attr-defined]
     monkeypatch.setattr(repair_command.SessionDocument, "from_file", pi_appends_first)
-    assert main(["repair", "--in-place", "--no-backup", str(glued)]) == 0
+    assert main(["repair", "--in-place", "--no-backup", str(glued)]) == ERRORS_LEFT
     assert glued.read_bytes() == SPLIT + lines(fifth, sixth)  # copied once, split in the next round
     assert f"kept {len(appended)} bytes that another process appended meanwhile" in capsys.readouterr().out
 
@@ -350,7 +354,7 @@ def test_rounds_stop_after_a_bound(
         return plan
 
     monkeypatch.setattr(repair_command, "plan_repairs", planning_again)
-    assert repair_command.run(args) == 0
+    assert repair_command.run(args) == ERRORS_LEFT
     assert len(calls) == 2  # the first round, then the check that finds more: no second round
     assert (
         f"1 repair made in {path} (stopped after 1 round: run again for more); problems left: 1 error, 1 warning\n"
@@ -367,12 +371,17 @@ def test_identical_repairs_are_made_once() -> None:
     assert plan.deferred == []
 
 
-@pytest.mark.parametrize("before", ["\n\ufeff", '{"type":"mess'])
-def test_a_header_glued_behind_a_cut_off_line_is_split_out_not_made_up(tmp_path: Path, before: str) -> None:
+@pytest.mark.parametrize(
+    ("before", "status"),
+    [("\n\ufeff", 0), ('{"type":"mess', ERRORS_LEFT)],  # (the cut-off line is left)
+)
+def test_a_header_glued_behind_a_cut_off_line_is_split_out_not_made_up(
+    tmp_path: Path, before: str, status: int
+) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(before.encode() + lines(HEADER, A, B))
     done = cli(path, "--in-place", "--no-backup")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == status, done.stderr
     assert done.stdout.count(" PI0") == 1 and " PI006 Split the glued line" in done.stdout
     assert path.read_bytes() == before.encode() + b"\n" + lines(HEADER, A, B)  # the split alone
     assert SessionDocument(path.read_bytes()).valid_header() is not None
@@ -458,19 +467,18 @@ def test_a_directory_of_sessions_is_repaired_file_by_file(tmp_path: Path) -> Non
     assert listed.returncode == 1
     assert f"{first}:3: PI006" in listed.stdout and f"{second}:3: PI006" in listed.stdout
     assert str(clean) not in listed.stdout  # quiet about clean files when there are several
-    assert "3 files checked: 2 repairs to make in 2 of them" in listed.stdout
     # what the file with nothing chosen to repair still has (its split left an orphan, and the
     # cut-off line no repair makes whole) is counted
     assert listed.stdout.endswith(
-        "in 1 of them with nothing chosen to repair, 1 repair of another code not made: PI031 (1); "
-        "--codes PI031 or --all makes it\n"
-        "in 1 of them with nothing to repair, 1 problem with no repair: see `pi-session check`\n"
+        "3 files checked: 2 repairs to make, in 2 files\n"
+        "1 file has only repairs of codes not chosen: PI031 (1); --codes PI031 or --all makes it\n"
+        f"1 file has 1 problem that no repair makes: `pi-session check {folder}` lists them\n"
     )
     done = cli(folder, "--in-place")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == ERRORS_LEFT, done.stderr
     assert first.read_bytes() == SPLIT and second.read_bytes() == SPLIT and clean.read_bytes() == SPLIT
     assert not (folder / "--work-b--" / "clean.jsonl.bak").exists()
-    assert "3 files checked: 2 repairs made in 2 of them" in done.stdout
+    assert "3 files checked: 2 repairs made, in 2 files\n" in done.stdout
     assert cli(folder, "-o", tmp_path / "out.jsonl").returncode == 2  # one output, many files
 
 
@@ -480,9 +488,10 @@ def test_the_summary_of_several_files_counts_those_that_could_not_be_read(glued:
     os.mkfifo(glued.parent / "fifo.jsonl")
     done = cli(glued.parent)
     assert done.returncode == 2
-    assert done.stdout.splitlines()[-1] == (
-        "2 files checked: 1 repair to make in 1 of them; 1 could not be read or repaired (said above)"
-    )
+    assert done.stdout.splitlines()[-2:] == [
+        "2 files checked: 1 repair to make, in 1 file",
+        "1 file could not be read or repaired (said above)",
+    ]
 
 
 def test_a_missing_path_is_reported_and_the_others_are_still_repaired(glued: Path) -> None:
@@ -524,7 +533,7 @@ def test_a_utf16_or_utf32_file_is_re_encoded_as_utf8_by_default_and_then_repaire
     path = tmp_path / "s.jsonl"
     path.write_bytes("\ufeff".encode(encoding) + text.encode(encoding))
     done = cli("--in-place", path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == ERRORS_LEFT, done.stderr
     assert f"{path}:1: PI017 Re-encode the file as UTF-8" in done.stdout
     assert path.read_bytes() == lines(HEADER, first, B[:57], C, D)
     assert (tmp_path / "s.jsonl.bak").read_bytes().startswith("\ufeff".encode(encoding))
@@ -566,12 +575,12 @@ def test_the_repairs_of_other_codes_left_are_named_with_how_to_make_them(tmp_pat
     path = tmp_path / "s.jsonl"
     path.write_bytes(lines(HEADER, A, B[:57] + C, D))  # B cut by a crash, C written onto it
     done = cli("--in-place", path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == ERRORS_LEFT, done.stderr
     assert f"{path}: 1 repair of another code not made: PI031 (1); --codes PI031 or --all makes it" in (
         done.stdout
     )
     again = cli("--in-place", "--no-backup", "--codes", "PI031", path)
-    assert again.returncode == 0, again.stderr
+    assert again.returncode == ERRORS_LEFT, again.stderr  # (the cut-off line)
     assert "not made" not in again.stdout
 
 
@@ -630,22 +639,25 @@ def test_output_to_stdout_cut_short_by_its_reader_ends_quietly(tmp_path: Path) -
 
 def test_a_problem_without_a_repair_is_named_not_called_nothing_to_repair(tmp_path: Path) -> None:
     """A line that does not parse (PI001 with no split to make) has no repair: ``repair`` says it
-    found it and where to see it, not "nothing to repair" (exit status 0: nothing it can do is left)."""
+    found it and where to see it, not "nothing to repair"; its exit status is check's for the error
+    left, 1 (it was 0, as if the file were clean)."""
     path = tmp_path / "s.jsonl"
     path.write_bytes(lines(HEADER, A, B[:60] + '"', C))
     listed = cli(path)
-    assert listed.returncode == 0, listed.stderr
+    assert listed.returncode == ERRORS_LEFT, listed.stderr
     assert "nothing to repair" not in listed.stdout
     assert f"{path}: nothing repaired: 1 problem has no repair (line 3: PI001 " in listed.stdout
     assert f"see `pi-session check {path}`" in listed.stdout
     in_place = cli(path, "--in-place")
-    assert in_place.returncode == 0 and "1 problem has no repair (line 3: PI001 " in in_place.stdout
+    assert in_place.returncode == ERRORS_LEFT and "1 problem has no repair (line 3: PI001 " in in_place.stdout
     other = tmp_path / "t.jsonl"
     other.write_bytes(lines(HEADER, A))
     both = cli(path, other)
-    assert both.returncode == 0
-    assert (
-        "in 1 of them with nothing to repair, 1 problem with no repair: see `pi-session check`" in both.stdout
+    assert both.returncode == ERRORS_LEFT
+    assert both.stdout.endswith(
+        "2 files checked: nothing to repair\n"
+        "1 file has only repairs of codes not chosen: PI031 (1); --codes PI031 or --all makes it\n"
+        "1 file has 1 problem that no repair makes: `pi-session check` lists them\n"
     )
 
 

@@ -146,7 +146,10 @@ export interface SessionParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -275,7 +278,10 @@ export interface DeleteParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -298,7 +304,10 @@ export interface AppendMessage {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -320,7 +329,10 @@ export interface AppendThinkingLevelChange {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -342,7 +354,10 @@ export interface AppendModelChange {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -365,7 +380,10 @@ export interface AppendUsage {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -392,7 +410,10 @@ export interface AppendCompaction {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -419,7 +440,10 @@ export interface AppendCustom {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -442,7 +466,10 @@ export interface AppendCustomMessage {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -467,7 +494,10 @@ export interface AppendSessionInfo {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -489,7 +519,10 @@ export interface AppendLabel {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -513,7 +546,10 @@ export interface AppendContextEdit {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -540,7 +576,10 @@ export interface AppendContextEditParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -566,7 +605,10 @@ export interface BranchParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -587,7 +629,10 @@ export interface BranchWithSummaryParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -611,7 +656,10 @@ export interface CreateBranchedSessionParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -631,7 +679,10 @@ export interface NewSessionParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -651,7 +702,10 @@ export interface SetSessionFileParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -671,7 +725,10 @@ export interface GetTreeParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -758,7 +815,10 @@ export interface GetBranchParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -778,7 +838,10 @@ export interface GetPathParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -815,7 +878,10 @@ export interface GetChildrenParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -835,7 +901,10 @@ export interface GetEntryParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -855,7 +924,10 @@ export interface GetEntryAtLineParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -875,7 +947,10 @@ export interface GetEntriesParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -913,7 +988,10 @@ export interface GetLabelParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -933,7 +1011,10 @@ export interface ContextParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -953,7 +1034,10 @@ export interface SessionContextParams {
    * file:// URI of a session file (its host empty or localhost), read as Node's fileURLToPath reads
    * it (file://localhost/x is /x). Use instead of `session`. Opened on demand to look at: nothing
    * is written (no v1/v2 conversion, no newline repair), and line numbers, problems and ids are the
-   * file's. A writing method reopens it for writing, except a version 1 or 2 file, which writing
+   * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
+   * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
+   * path); a writing method starts a new session there, as pi/open of a missing path and that write
+   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
    * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
    * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
    * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
@@ -978,16 +1062,17 @@ export interface DidChangeParams {
    * in the file and are told before its answer; reloaded: the file was truncated, replaced or
    * rewritten (also in place, keeping its size) and read again, or another process wrote to it
    * right before an append of ours what an append cannot tell (a line cut short or not an entry, a
-   * header, an id the session has, bytes written while ours were) and it was read again whole;
-   * either way the session is what a fresh open gives; rewriting: another program is writing the
-   * file again (it is empty or has no header yet), told once when the server first finds it so: the
-   * session stays as it was, nothing is lost or an error; reloaded follows once the file has a
-   * header again (read it again then), or unreadable; unreadable: the file has held still for 2
-   * seconds without a session header (empty, other text, a header behind a byte order mark: pi
-   * cannot read it either): it is not a session now; the session stays as it was in memory (an
-   * append goes on a line of its own after the other text, as pi's would, and is reported as
-   * pi/foreignWriter), and reloaded follows if a header comes back; a change that still leaves no
-   * header is told as rewriting again; deleted: the file is gone (the session stays in memory)
+   * header, an id the session has, bytes written while ours were) and it was read again whole, told
+   * before that append's answer (our entry is in what a refetch finds); either way the session is
+   * what a fresh open gives; rewriting: another program is writing the file again (it is empty or
+   * has no header yet), told once when the server first finds it so: the session stays as it was,
+   * nothing is lost or an error; reloaded follows once the file has a header again (read it again
+   * then), or unreadable; unreadable: the file has held still for 2 seconds without a session
+   * header (empty, other text, a header behind a byte order mark: pi cannot read it either): it is
+   * not a session now; the session stays as it was in memory (an append goes on a line of its own
+   * after the other text, as pi's would, and is reported as pi/foreignWriter), and reloaded follows
+   * if a header comes back; a change that still leaves no header is told as rewriting again;
+   * deleted: the file is gone (the session stays in memory)
    */
   kind: 'appended' | 'deleted' | 'reloaded' | 'rewriting' | 'unreadable';
   /** ids of the entries that are new (file order) */
@@ -1634,7 +1719,11 @@ export const ErrorCodes = {
   AbortError: -32007,
   /** `Cannot fork: ...` */
   ForkError: -32006,
-  /** a Node-style file-system error; data.code is the Node code (EEXIST, ENOENT, ...) */
+  /**
+   * a Node-style file-system error; data.code is the Node code (EEXIST, ENOENT, ...), data.path the
+   * file. A read by `uri` of a file that is not there is ENOENT (pi/open of a missing path is a new
+   * session, as in pi)
+   */
   FsError: -32005,
   /** the session id option failed the reference's id rule */
   InvalidSessionId: -32004,
