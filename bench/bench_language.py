@@ -30,8 +30,8 @@ Figures printed (targets from issue 4):
 7. ``--outline FILE`` (only this): the outline (documentSymbol) of the session at ``FILE`` through
    the server, once analysed (its complete diagnostics out): the first answer and the answer to the
    same request asked again without a change, each a ratio to a server of ``--baseline`` (a commit,
-   ``main`` by default) measured in the same run, taken in turns; the two answers must be the same.
-   Then the peak memory of each server process.
+   ``main`` by default) measured in the same run, taken in turns, each after the document of the
+   turn before was let go; the two answers must be the same. Then the peak memory of each server.
 
 The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
 not inflate the figures; messages are prepared before the clock starts.
@@ -67,6 +67,7 @@ from pi_session_server.analysis.document import SessionDocument  # noqa: E402
 from pi_session_server.analysis.hints import inlay_hints  # noqa: E402
 from pi_session_server.analysis.symbols import document_symbols  # noqa: E402
 from pi_session_server.server.language_features import QUICK_OPEN_CHARS, json_string_bytes  # noqa: E402
+from pi_session_server.server.language_reopen import KEEP_SECONDS  # noqa: E402
 
 # ---------------------------------------------------------------------- a raw LSP client
 
@@ -485,6 +486,8 @@ def outline_scenario(path: Path, baseline: str, rounds: int) -> None:
                         "textDocument/didClose", {"textDocument": asked["textDocument"]}
                     )
                 )
+                # the closed analysis let go: the next measure does not share the process with that
+                time.sleep(KEEP_SECONDS + 1)
         assert answers["new"] == answers["old"], f"the outline differs from {baseline}'s"
         peaks = {name: peak_memory_mb(client) for name, client in servers.items()}
     finally:
