@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_language.py [--size-mb 100] [--hovers 300] [--appends 30]
         [--long-line-mb 30] [--long-line-only] [--reopen FILE] [--reopens 5]
+        [--outline FILE] [--baseline main] [--rounds 3]
 
 Figures printed (targets from issue 4):
 
@@ -25,6 +26,12 @@ Figures printed (targets from issue 4):
    same run (the path every reload took before closed documents were kept). Then a hover asked
    right after the inlay hints of the whole document: its latency, as a ratio to the hints' (what
    it waited for when it queued behind them), and to a hover asked alone.
+
+7. ``--outline FILE`` (only this): the outline (documentSymbol) of the session at ``FILE`` through
+   the server, once analysed (its complete diagnostics out): the first answer and the answer to the
+   same request asked again without a change, each a ratio to a server of ``--baseline`` (a commit,
+   ``main`` by default) measured in the same run, taken in turns, each after the document of the
+   turn before was let go; the two answers must be the same. Then the peak memory of each server.
 
 The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
 not inflate the figures; messages are prepared before the clock starts.
@@ -60,18 +67,21 @@ from pi_session_server.analysis.document import SessionDocument  # noqa: E402
 from pi_session_server.analysis.hints import inlay_hints  # noqa: E402
 from pi_session_server.analysis.symbols import document_symbols  # noqa: E402
 from pi_session_server.server.language_features import QUICK_OPEN_CHARS, json_string_bytes  # noqa: E402
+from pi_session_server.server.language_reopen import KEEP_SECONDS  # noqa: E402
 
 # ---------------------------------------------------------------------- a raw LSP client
 
 
 class RawClient:
-    def __init__(self) -> None:
+    def __init__(self, tree: Path = ROOT) -> None:
+        """A server of the package in ``tree`` (this checkout's, or a baseline's: see baseline_tree)."""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pi_session_server"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            cwd=ROOT,
+            cwd=tree,
+            env={**os.environ, "PYTHONPATH": str(tree)},
         )
         self.messages: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
         self.next_id = 0
@@ -434,6 +444,66 @@ def reopen_scenario(path: Path, reopens: int) -> None:
         client.close()
 
 
+def baseline_tree(ref: str) -> Path:
+    """The package as commit ``ref`` has it, in a temporary directory, for a server run from it."""
+    where = Path(tempfile.mkdtemp(prefix="pi-bench-baseline-"))
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref, "pi_session_server"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    return where
+
+
+def peak_memory_mb(client: RawClient) -> float:
+    """The server process's peak resident memory so far (Linux)."""
+    status = Path(f"/proc/{client.proc.pid}/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 1024
+
+
+def outline_scenario(path: Path, baseline: str, rounds: int) -> None:
+    """Figure 7 (see the module's docstring) on the session at ``path``."""
+    text = path.read_text(encoding="utf-8")
+    servers = {"new": RawClient(), "old": RawClient(baseline_tree(baseline))}
+    made: dict[str, list[float]] = {name: [] for name in servers}
+    again: dict[str, list[float]] = {name: [] for name in servers}
+    answers: dict[str, Any] = {}
+    try:
+        for client in servers.values():
+            client.initialize(pulls=False)  # (diagnostics pushed: their arrival says the analysis is done)
+        for i in range(rounds):
+            for name, client in servers.items():  # (taken in turns: both see the same machine load)
+                uri = f"file:///bench/outline-{i}.jsonl"
+                opened(client, uri, 1, text)
+                asked = {"textDocument": {"uri": uri}}
+                spent, message = client.request("textDocument/documentSymbol", asked)
+                made[name].append(spent)
+                spent, repeated = client.request("textDocument/documentSymbol", asked)
+                again[name].append(spent)
+                assert repeated["result"] == message["result"], "asked again, another outline"
+                answers[name] = message["result"]
+                client.send_frame(
+                    client.notification_frame(
+                        "textDocument/didClose", {"textDocument": asked["textDocument"]}
+                    )
+                )
+                # the closed analysis let go: the next measure does not share the process with that
+                time.sleep(KEEP_SECONDS + 1)
+        assert answers["new"] == answers["old"], f"the outline differs from {baseline}'s"
+        peaks = {name: peak_memory_mb(client) for name, client in servers.items()}
+    finally:
+        for client in servers.values():
+            client.close()
+    new, old = pct(made["new"], 0.5), pct(made["old"], 0.5)
+    new_again, old_again = pct(again["new"], 0.5), pct(again["old"], 0.5)
+    print(
+        f"7. outline (documentSymbol) of the {len(text) / 1e6:.1f} MB session through the server, "
+        f"{len(answers['new'])} top-level symbols, the same as {baseline}'s: p50 {ms(new)} "
+        f"({new / old:.2f}x {baseline}'s {ms(old)}); asked again unchanged: p50 {ms(new_again)} "
+        f"({new_again / old_again:.2f}x {baseline}'s {ms(old_again)}); server peak memory "
+        f"{peaks['new']:.0f} MB ({peaks['new'] / peaks['old']:.2f}x {baseline}'s {peaks['old']:.0f} MB)"
+    )
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -454,10 +524,16 @@ def main() -> int:
     parser.add_argument("--long-line-only", action="store_true", help="only the figures of 4.")
     parser.add_argument("--reopen", type=Path, help="only the figures of 5. and 6., on this session")
     parser.add_argument("--reopens", type=int, default=5)
+    parser.add_argument("--outline", type=Path, help="only the figures of 7., on this session")
+    parser.add_argument("--baseline", default="main", help="the commit 7. compares with")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
     if args.reopen is not None:
         reopen_scenario(args.reopen, args.reopens)
+        return 0
+    if args.outline is not None:
+        outline_scenario(args.outline, args.baseline, args.rounds)
         return 0
 
     long_path, base_path = long_line_sessions(args.long_line_mb)

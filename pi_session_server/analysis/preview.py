@@ -39,10 +39,18 @@ _TOOL_NAME = re.compile(
     rb'"type"\s*:\s*"toolCall"\s*,\s*"id"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"name"\s*:\s*"((?:[^"\\]|\\.){0,80})'
 )
 _WS = re.compile(r"\s+")
+# what json.loads reads other than as the character's UTF-8: an escape, a quote, a control character
+_NOT_PLAIN = re.compile(rb'[\x00-\x1f"\\]')
 
 
 def _unescape(fragment: bytes) -> str:
     """A (possibly cut) JSON string body as text."""
+    if not _NOT_PLAIN.search(fragment):
+        # what json.loads reads it as, when it is whole UTF-8 (strict, as json.loads decodes it)
+        try:
+            return fragment.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
     for cut in range(0, 7):
         body = fragment[: len(fragment) - cut] if cut else fragment
         try:

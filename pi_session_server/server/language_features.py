@@ -40,6 +40,7 @@ import re
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -131,6 +132,22 @@ def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
 
 
+# an LSP Position and Range as the JSON values they are sent as
+JsonPosition = dict[str, int]
+JsonRange = dict[str, JsonPosition]
+
+
+@dataclass(frozen=True, slots=True)
+class KeptOutline:
+    """A documentSymbol answer and what it was made of: the analysis (not held: a reload replaces
+    it, and its version counts again), its version, and the leaf the outline marks."""
+
+    doc: weakref.ref[SessionDocument]
+    version: int
+    leaf: LineInfo | None
+    answer: msgspec.Raw
+
+
 @dataclass(eq=False)
 class DocState:
     """One document and its queue. Everything but ``queue``, ``closed`` and ``changes_received``
@@ -164,6 +181,9 @@ class DocState:
     published: tuple[int, int | None] = (-1, None)
     diagnostics_cache: tuple[int, list[Diagnostic]] | None = None
     lsp_cache: tuple[int, list[dict[str, Any]]] | None = None
+    outline: KeptOutline | None = (
+        None  # the last documentSymbol answer (see LanguageFeatures.document_symbols)
+    )
     # {repair key: (the line it was decided on, whether its image can be moved out)}: code actions
     # are asked at every cursor move, and the answer reads megabytes of base64; it holds while the
     # line is the same (an edit gives a changed line new facts)
@@ -231,6 +251,10 @@ class LanguageFeatures:
     def position(self, state: DocState, line: int, offset: int, raw: bytes | None = None) -> types.Position:
         """``raw``: the line's bytes when the caller has them (a line of a file is read again
         each time they are asked for)."""
+        return types.Position(*self.place(state, line, offset, raw))
+
+    def place(self, state: DocState, line: int, offset: int, raw: bytes | None = None) -> tuple[int, int]:
+        """:meth:`position` as (line, character): for an answer made as JSON values."""
         doc = state.opened()
         if line >= doc.line_count:
             line = doc.line_count - 1
@@ -241,8 +265,7 @@ class LanguageFeatures:
         if offset >= len(raw) and raw.endswith(b"\r") and line + 1 < doc.line_count:
             offset = len(raw) - 1  # the CR of a CRLF ends the line to the editor: not a place in it
         lsp_line, start = state.lone_cr.to_lsp(line, offset)
-        column = to_column(raw[start:] if start else raw, offset - start, self.encoding, doc.errors)
-        return types.Position(lsp_line, column)
+        return lsp_line, to_column(raw[start:] if start else raw, offset - start, self.encoding, doc.errors)
 
     def range(
         self, state: DocState, line: int, start: int, end: int, end_line: int | None = None
@@ -266,7 +289,10 @@ class LanguageFeatures:
         return line, start + to_offset(segment, pos.character, self.encoding, doc.errors)
 
     def encoded(self, value: Any) -> Any:
-        """An LSP result (lsprotocol objects) as the JSON it is sent as, made on the worker."""
+        """An LSP result (lsprotocol objects) as the JSON it is sent as, made on the worker (an
+        answer made as JSON already is that)."""
+        if isinstance(value, msgspec.Raw):
+            return value
         return msgspec.Raw(encode_value(self._converter.unstructure(value), displayed=True))
 
     # ------------------------------------------------------------------ text synchronisation (on the loop)
@@ -989,33 +1015,53 @@ class LanguageFeatures:
         ]
         return types.CompletionList(is_incomplete=found.incomplete, items=items)
 
-    def document_symbols(self, state: DocState, _params: Any) -> list[types.DocumentSymbol]:
-        # each symbol's range and selection, by its line: placed while the analysis holds the
-        # line's bytes, which a line of a file would read again
-        ranges: dict[int, tuple[types.Range, types.Range]] = {}
+    def document_symbols(self, state: DocState, _params: Any) -> msgspec.Raw:
+        """The outline as the JSON it is sent as, kept until the text or the leaf changes: editors
+        ask again without a change (an outline view shown again, a symbol picker), and for a big
+        session the answer is megabytes. Made as JSON values, not lsprotocol objects unstructured
+        after: that would hold the outline three times over."""
+        doc = state.opened()
+        leaf = doc.leaf()
+        kept = state.outline
+        if kept is not None and kept.doc() is doc and kept.version == doc.version and kept.leaf is leaf:
+            return kept.answer
+        # each symbol's line as (its start, its end, its id's span), placed while the analysis
+        # holds the line's bytes, which a line of a file would read again
+        places: dict[int, tuple[JsonPosition, JsonPosition, JsonRange]] = {}
+
+        def position(line: int, offset: int, raw: bytes) -> JsonPosition:
+            lsp_line, character = self.place(state, line, offset, raw)
+            return {"line": lsp_line, "character": character}
 
         def place(sym: Symbol, raw: bytes) -> None:
-            self.still_current(state)
-            start, end = sym.selection
+            if len(places) % hints_mod.CHECK_EVERY == 0:
+                self.still_current(state)
             line = sym.line
-            ranges[line] = (
-                types.Range(self.position(state, line, 0, raw), self.position(state, line, sym.end, raw)),
-                types.Range(self.position(state, line, start, raw), self.position(state, line, end, raw)),
+            start, end = sym.selection
+            places[line] = (
+                position(line, 0, raw),
+                position(line, sym.end, raw),
+                {"start": position(line, start, raw), "end": position(line, end, raw)},
             )
 
-        def convert(sym: Symbol) -> types.DocumentSymbol:
+        def convert(sym: Symbol) -> dict[str, Any]:
             first, last = sym.lines  # (each a symbol's line: placed too)
-            selection = ranges[sym.line][1]
-            return types.DocumentSymbol(
-                name=shown_line(sym.name or "(entry)"),
-                detail=shown_line(sym.detail) if sym.detail else sym.detail,
-                kind=_SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object),
-                range=types.Range(ranges[first][0].start, ranges[last][0].end),
-                selection_range=selection,
-                children=[convert(c) for c in sym.children] or None,
-            )
+            made: dict[str, Any] = {
+                "name": shown_line(sym.name or "(entry)"),
+                "kind": int(_SYMBOL_KINDS.get(sym.kind, types.SymbolKind.Object)),
+                "range": {"start": places[first][0], "end": places[last][1]},
+                "selectionRange": places[sym.line][2],
+                "detail": shown_line(sym.detail) if sym.detail else sym.detail,
+            }
+            if sym.children:
+                made["children"] = [convert(c) for c in sym.children]
+            return made
 
-        return [convert(s) for s in document_symbols(state.opened(), place)]
+        outline = [convert(s) for s in document_symbols(doc, place)]
+        places.clear()
+        answer = msgspec.Raw(encode_value(outline, displayed=True))
+        state.outline = KeptOutline(weakref.ref(doc), doc.version, leaf, answer)
+        return answer
 
     def folding(self, state: DocState, _params: Any) -> list[types.FoldingRange]:
         out = []

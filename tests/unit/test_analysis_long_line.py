@@ -14,6 +14,7 @@ from typing import Any
 from unittest.mock import patch
 
 import builders as S
+import msgspec
 
 from pi_session_server.analysis import document as document_module
 from pi_session_server.analysis.document import SessionDocument
@@ -90,10 +91,10 @@ def test_the_outline_request_of_a_file_reads_each_line_once(tmp_path: Path) -> N
     on_disk = DocState("file:///s.jsonl", str(path), no_queue, doc=SessionDocument.from_file(str(path)))
     in_memory = DocState("untitled:s", None, no_queue, doc=SessionDocument(data))
     with counting_reads() as reads:
-        outline = features.document_symbols(on_disk, None)
-    assert outline == features.document_symbols(in_memory, None)
+        outline = msgspec.json.decode(features.document_symbols(on_disk, None))  # (the JSON it is sent as)
+    assert outline == msgspec.json.decode(features.document_symbols(in_memory, None))
     assert reads and max(reads.values()) == 1
     long_line = max(on_disk.opened().lines, key=lambda info: info.byte_length)
-    shot = next(s for s in outline if s.range.start.line == long_line.line)
+    shot = next(s for s in outline if s["range"]["start"]["line"] == long_line.line)
     # the whole line, its end in UTF-16 units (the emoji is two)
-    assert shot.range.end.character == len(long_line.raw.decode().encode("utf-16-le")) // 2
+    assert shot["range"]["end"]["character"] == len(long_line.raw.decode().encode("utf-16-le")) // 2
