@@ -258,8 +258,9 @@ class SessionManager:
             make_dirs(self._disk(self._session_dir))
         if truthy(session_file):
             self._set_session_file(session_file)
-        elif isinstance(preloaded_entries, list) and preloaded_entries:
-            self._load_values(preloaded_entries, new_session_options)
+        elif isinstance(preloaded_entries, (list, tuple)) and preloaded_entries:
+            # (a tuple is the list it holds: the same entries, migrated in place as pi's array's)
+            self._load_values(list(preloaded_entries), new_session_options)
         else:
             self.new_session(new_session_options)
 

@@ -98,3 +98,23 @@ def test_a_value_json_cannot_hold_is_refused_before_anything_changes(tmp_path, p
         loaded.append_message({"role": "user", "content": b"bytes"})
     assert loaded.get_leaf_id() == entry_id
     assert loaded.get_session_file() and len(Path(loaded.get_session_file()).read_text().splitlines()) == 2
+
+
+def test_in_memory_takes_its_entries_as_a_tuple_as_it_does_a_list():
+    entries = (
+        {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"},
+        {
+            "type": "message",
+            "id": "a",
+            "parentId": None,
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": "hi", "timestamp": 1},
+        },
+    )
+    from_tuple = SessionManager.in_memory("/p", entries=entries)
+    from_list = SessionManager.in_memory("/p", entries=list(entries))
+    assert from_tuple.get_session_id() == from_list.get_session_id() == "s1"
+    assert from_tuple.build_session_context() == from_list.build_session_context()
+    assert from_tuple.build_session_context()["messages"] == [
+        {"role": "user", "content": "hi", "timestamp": 1}
+    ]
