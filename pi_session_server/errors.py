@@ -79,6 +79,14 @@ class InvalidArgValueError(PiSessionError):
     code = "ERR_INVALID_ARG_VALUE"
 
 
+class InvalidArgTypeError(PiSessionError):
+    """Node's ``TypeError [ERR_INVALID_ARG_TYPE]``, raised for a path that is neither a string nor an
+    ``os.PathLike`` naming one (``None``, a number, bytes, ...)."""
+
+    name = "TypeError"
+    code = "ERR_INVALID_ARG_TYPE"
+
+
 class AbortError(PiSessionError):
     """``This operation was aborted`` (a DOMException named AbortError in the reference)."""
 

@@ -40,6 +40,10 @@ class Environment:
     agent_dir: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("cwd", "home", "agent_dir"):  # a pathlib.Path is taken as the path it names
+            value = getattr(self, name)
+            if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
+                object.__setattr__(self, name, os.fspath(value))
         if not isinstance(self.cwd, str) or (self.cwd and not self.cwd.startswith("/")):
             raise ValueError(f"the working directory must be an absolute path, not {self.cwd!r}")
         for name in ("home", "agent_dir"):

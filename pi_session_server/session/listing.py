@@ -51,7 +51,7 @@ from .discovery import (
     session_dir_for,
 )
 from .environment import Environment, current, on_disk
-from .paths import get_sessions_root, node_join, normalize_path, resolve_path
+from .paths import get_sessions_root, node_join, normalize_path, path_text, resolve_path
 from .profiles import DEFAULT_PI, PiVersion
 
 __all__ = [
@@ -842,6 +842,8 @@ def list_all_sessions(
     ``env``: the working directory and variables the reference reads from its process.
     """
     env = current(env)
+    if isinstance(session_dir, os.PathLike):  # a pathlib.Path is the directory it names
+        session_dir = path_text(session_dir)
     custom_dir = normalize_path(session_dir, env) if type(session_dir) is str else None
     arg2_is_callback = callable(on_progress)
     progress = session_dir if callable(session_dir) else (on_progress if arg2_is_callback else None)

@@ -132,6 +132,14 @@ def _line_bytes(value: Any) -> bytes:
     return dumps(value).encode("utf-8") + b"\n"
 
 
+def _entry_line(value: dict[str, Any]) -> bytes:
+    """The line of a new entry; ValueTypeError when a value in it is not one JSON can hold."""
+    try:
+        return _line_bytes(value)
+    except (TypeError, ValueError) as err:
+        raise ValueTypeError(f"{value.get('type')} entry cannot be written as JSON: {err}") from None
+
+
 _CR_LF_RUNS = re.compile(r"[\r\n]+")
 # A migration that finds the file changed when it is about to rename reads it again; a file that
 # changes each time is left alone after this many tries.
@@ -240,12 +248,19 @@ class SessionManager:
         # a read-only load left undone a write an open for writing makes (a migration's rewrite,
         # the header of an empty file): see make_writable
         self._load_writes_skipped = False
-        if persist and self._session_dir and not os.path.exists(self._disk(self._session_dir)):
+        # (read-only: nothing is made on disk, not even the directory of a file that is not there)
+        if (
+            persist
+            and not read_only
+            and self._session_dir
+            and not os.path.exists(self._disk(self._session_dir))
+        ):
             make_dirs(self._disk(self._session_dir))
         if truthy(session_file):
             self._set_session_file(session_file)
-        elif isinstance(preloaded_entries, list) and preloaded_entries:
-            self._load_values(preloaded_entries, new_session_options)
+        elif isinstance(preloaded_entries, (list, tuple)) and preloaded_entries:
+            # (a tuple is the list it holds: the same entries, migrated in place as pi's array's)
+            self._load_values(list(preloaded_entries), new_session_options)
         else:
             self.new_session(new_session_options)
 
@@ -926,6 +941,10 @@ class SessionManager:
         and after a failed write is what the list of entries answers."""
         if self.read_only:
             raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
+        # Its line is made now, before anything changes: a value JSON cannot hold (a set, bytes, a
+        # key that is not a string) is refused here rather than where it is written, which for a
+        # session not written yet is the first conversation append, and every one after it.
+        line = _entry_line(value)
         entry = Entry.of(value)
         key = index_key(entry.id)
         on_rows = self._rows is not None and self._flushed
@@ -937,7 +956,7 @@ class SessionManager:
         if entry.type == "message" and self.profile.is_conversation(entry.role):
             self._has_conversation = True
         try:
-            self._persist_entry(entry)
+            self._persist_entry(entry, line)
         except BaseException:
             if self.rollback_failed_appends or self.profile.rolls_back_failed_appends:
                 if not on_rows:
@@ -962,11 +981,11 @@ class SessionManager:
         self._note_chain(entry)
         self._by_id[index_key(entry.id)] = entry
 
-    def _persist_entry(self, entry: Entry) -> None:
+    def _persist_entry(self, entry: Entry, line: bytes) -> None:
         if not self._persist or not truthy(self._session_file):
             return
         if self._flushed:
-            self._append_line(entry)
+            self._append_line(entry, line)
             return
         if not self._any_conversation():
             return  # the entry waits in memory for the first message that makes the file appear
@@ -977,8 +996,7 @@ class SessionManager:
         self._flushed = True
         self._track_file(self._session_file, len(self._file_entries))
 
-    def _append_line(self, entry: Entry) -> None:
-        data = _line_bytes(entry.value)
+    def _append_line(self, entry: Entry, data: bytes) -> None:
         appender = self._appender
         if appender is None or appender.path != self._session_file:
             if appender is not None:
@@ -1425,6 +1443,8 @@ class SessionManager:
         path = self.get_branch(leaf_id)
         if not path:
             raise EntryNotFoundError(f"Entry {js_string_of(leaf_id)} not found")
+        if self.read_only:  # it makes and may write a new session file
+            raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
         kept = _branch_copies(path)
         new_id = uuid7()
         timestamp = _now()

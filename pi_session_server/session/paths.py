@@ -13,8 +13,8 @@ import re
 import stat
 from typing import Any
 
-from ..errors import InvalidArgValueError, fs_error_from_oserror
-from ..format.jsvalue import ABSENT
+from ..errors import InvalidArgTypeError, InvalidArgValueError, fs_error_from_oserror
+from ..format.jsvalue import ABSENT, js_string_of
 from .environment import Environment, current
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "node_normalize",
     "node_resolve",
     "normalize_path",
+    "path_text",
     "paths_equal",
     "reject_null_bytes",
     "resolve_path",
@@ -267,14 +268,47 @@ def reject_null_bytes(path: str) -> str:
     )
 
 
-def normalize_path(p: str, env: Environment | None = None) -> str:
+def path_text(p: Any) -> str:
+    """A path argument as the string pi would be given: a ``str`` as it is, an ``os.PathLike``
+    (``pathlib.Path``) as ``os.fspath`` spells it. Anything else raises
+    :class:`~pi_session_server.errors.InvalidArgTypeError` with Node's message, where pi's
+    ``path.resolve`` throws, so that a wrong argument fails up front rather than deep inside."""
+    if isinstance(p, str):
+        return p
+    if isinstance(p, os.PathLike):
+        text = os.fspath(p)
+        if isinstance(text, str):
+            return text
+    raise InvalidArgTypeError(f'The "path" argument must be of type string. Received {_node_received(p)}')
+
+
+def _node_received(value: Any) -> str:
+    """How Node's ERR_INVALID_ARG_TYPE message names the value it was given (Python's own types by
+    their Python names: JavaScript has no such values)."""
+    if value is None:
+        return "null"
+    if value is ABSENT:
+        return "undefined"
+    if isinstance(value, bool):
+        return f"type boolean ({'true' if value else 'false'})"
+    if isinstance(value, (int, float)):
+        return f"type number ({js_string_of(value)})"
+    if isinstance(value, dict):
+        return "an instance of Object"
+    if isinstance(value, list):
+        return "an instance of Array"
+    return f"an instance of {type(value).__name__}"
+
+
+def normalize_path(p: str | os.PathLike[str], env: Environment | None = None) -> str:
     """pi's ``normalizePath``: ``~`` and ``~/...`` expand to the home directory (of ``env``),
     ``file://`` URLs become paths; anything else is returned unchanged (not made absolute, '..'
-    kept).
+    kept). ``p`` may be an ``os.PathLike`` (see :func:`path_text`).
 
     A result holding a NUL byte (given, or decoded from ``%00``) raises
     :class:`~pi_session_server.errors.InvalidArgValueError` (see :func:`reject_null_bytes`).
     """
+    p = path_text(p)
     if p == "~":
         return home_dir(env)
     if p.startswith("~/"):
@@ -284,7 +318,7 @@ def normalize_path(p: str, env: Environment | None = None) -> str:
     return reject_null_bytes(p)
 
 
-def resolve_path(p: str, base: str | None = None, env: Environment | None = None) -> str:
+def resolve_path(p: str | os.PathLike[str], base: str | None = None, env: Environment | None = None) -> str:
     """pi's ``resolvePath(p, base = process.cwd())``: normalize, then Node ``path.resolve`` (the
     working directory and home directory those read are ``env``'s)."""
     normalized = normalize_path(p, env)
@@ -325,23 +359,26 @@ def get_sessions_root(env: Environment | None = None) -> str:
     return node_join(get_agent_dir(env), "sessions")
 
 
-def default_session_dir_path(cwd: str, agent_dir: Any = ABSENT, env: Environment | None = None) -> str:
+def default_session_dir_path(
+    cwd: str | os.PathLike[str], agent_dir: Any = ABSENT, env: Environment | None = None
+) -> str:
     """``<resolved agent dir>/sessions/--<encoded resolved cwd>--``, without creating it.
 
     ``agent_dir`` ABSENT (JS ``undefined``) means the default agent directory; any string (even
-    empty, which resolves to the working directory) is resolved like the reference does.
+    empty, which resolves to the working directory) is resolved like the reference does; a value
+    that is no path raises InvalidArgTypeError (see :func:`path_text`).
     """
     env = current(env)
     if agent_dir is ABSENT:
         agent_dir = get_agent_dir(env)
-    elif not isinstance(agent_dir, str):
-        raise TypeError(f"agentDir must be a string, got {type(agent_dir).__name__}")
     resolved_cwd = resolve_path(cwd, env=env)
     resolved_agent_dir = resolve_path(agent_dir, env=env)
     return node_join(resolved_agent_dir, "sessions", f"--{encode_cwd(resolved_cwd)}--")
 
 
-def get_default_session_dir(cwd: str, agent_dir: Any = ABSENT, env: Environment | None = None) -> str:
+def get_default_session_dir(
+    cwd: str | os.PathLike[str], agent_dir: Any = ABSENT, env: Environment | None = None
+) -> str:
     """``getDefaultSessionDir(cwd, agentDir?)``: the default directory, created if missing."""
     path = default_session_dir_path(cwd, agent_dir, env)
     if not os.path.exists(path):

@@ -297,7 +297,7 @@ def test_chains_stay_true_through_appends_branches_and_failed_writes(
         else:
             persist = manager._persist_entry
 
-            def broken(entry: Any) -> None:
+            def broken(entry: Any, line: bytes) -> None:
                 raise OSError(28, "No space left on device")
 
             manager._persist_entry = broken  # type: ignore[method-assign]

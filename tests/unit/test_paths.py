@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pi_session_server.errors import InvalidArgTypeError
 from pi_session_server.session.paths import (
     default_session_dir_path,
     encode_cwd,
@@ -125,7 +126,7 @@ def test_default_dir_uses_resolved_agent_dir(env: tuple[str, str], monkeypatch: 
     assert default_session_dir_path("/p") == f"{cwd}/rel/sessions/--p--"
     assert default_session_dir_path("/p", "") == f"{cwd}/sessions/--p--"
     assert default_session_dir_path("/p", "~/a/") == f"{home}/a/sessions/--p--"
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidArgTypeError, match="Received null"):
         default_session_dir_path("/p", None)
 
 
