@@ -572,10 +572,17 @@ def _encode_exact(  # noqa: C901 - the iterative encoder: one loop over every va
     append = out.append
     # the deepest container whose members go on lines of their own (-1: none, compact)
     deepest = -1 if indent == "" else (1 << 62) if indented_depth is None else indented_depth
-    # Frames: [items, next index, is_object]; items are (key, value) pairs for objects.
+    # Frames: [items, next index, is_object, the container's id]; items are (key, value) pairs
+    # for objects.
     stack: list[list[Any]] = []
+    # the containers being written (JSON.stringify throws on a value that holds itself, where a
+    # loop over its members would never end; one held twice side by side is written twice)
+    open_ids: set[int] = set()
 
     def open_container(v: Any) -> None:
+        ident = id(v)
+        if ident in open_ids:
+            raise TypeError("Converting circular structure to JSON")
         t = type(v)
         if t is not dict and t is not list and not isinstance(v, (Mapping, list, tuple)):
             v = default(v) if default is not None else v  # _scalar let it through: a container
@@ -586,13 +593,14 @@ def _encode_exact(  # noqa: C901 - the iterative encoder: one loop over every va
                 append("{}")
                 return
             append("{")
-            stack.append([items, 0, True])
+            stack.append([items, 0, True, ident])
         else:
             if not v:
                 append("[]")
                 return
             append("[")
-            stack.append([v, 0, False])
+            stack.append([v, 0, False, ident])
+        open_ids.add(ident)
 
     s = _scalar(value, default, displayed)
     if s is not None:
@@ -600,11 +608,12 @@ def _encode_exact(  # noqa: C901 - the iterative encoder: one loop over every va
     open_container(value)
     while stack:
         frame = stack[-1]
-        items, i, is_object = frame
+        items, i, is_object, ident = frame
         depth = len(stack)
         laid_out = depth <= deepest
         if i == len(items):
             stack.pop()
+            open_ids.discard(ident)
             if laid_out:
                 append("\n" + indent * (depth - 1))
             append("}" if is_object else "]")
@@ -637,21 +646,29 @@ def _fast_path_ok(value: Any) -> bool:  # noqa: C901 - one loop over every value
     """True when msgspec encodes ``value`` exactly like JSON.stringify (lone surrogates aside,
     which make it raise): only dict/list/str/bool/None, safe ints, floats whose shortest spelling
     is the JS one, no ABSENT, no key that JS would move to the front. (A plain loop: per-container
-    ``set(map(type, ...))`` passes are slower on session-sized values.)"""
+    ``set(map(type, ...))`` passes are slower on session-sized values.) A container met twice
+    (held twice, or holding itself, where this loop would never end) is left to the exact encoder."""
     stack = [value]
     pop, extend = stack.pop, stack.extend
+    containers: set[int] = set()
+    seen = containers.add
     while stack:
         v = pop()
         t = type(v)
         if t is str or v is None or t is bool:
             continue
-        if t is dict:
+        if t is dict or t is list:
+            ident = id(v)
+            if ident in containers:
+                return False
+            seen(ident)
+            if t is list:
+                extend(v)
+                continue
             for k in v:
                 if type(k) is not str or k[:1] in _DIGIT_STARTS:
                     return False
             extend(v.values())
-        elif t is list:
-            extend(v)
         elif t is int:
             if not (-_MAX_SAFE <= v <= _MAX_SAFE):
                 return False

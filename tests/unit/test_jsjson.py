@@ -478,3 +478,29 @@ def test_dumps_short_stops_after_limit_whatever_the_depth_or_size() -> None:
         deep = [deep]
     assert dumps_short(deep, 40) == "[" * 39 + "…"
     assert dumps_short([0] * 1_000_000, 12) == "[0,0,0,0,0,…"
+
+
+def _circular() -> list[Any]:
+    """Values that hold themselves (directly, through a list, deep down) and JSON.stringify refuses."""
+    itself: dict[str, Any] = {}
+    itself["x"] = itself
+    in_a_list: list[Any] = []
+    in_a_list.append({"a": in_a_list})
+    deep: dict[str, Any] = {"content": [{"type": "text", "meta": {}}]}
+    deep["content"][0]["meta"]["back"] = deep["content"]
+    return [itself, in_a_list, deep]
+
+
+@pytest.mark.parametrize("value", _circular(), ids=["itself", "through a list", "deep down"])
+@pytest.mark.parametrize("encode", [dumps, dumps_bytes, dumps_pretty])
+def test_a_value_that_holds_itself_is_refused_as_json_stringify_does(value, encode):
+    """(It looped for ever, its memory growing, where JSON.stringify throws.)"""
+    with pytest.raises(TypeError, match="Converting circular structure to JSON"):
+        encode(value)
+
+
+def test_a_value_held_twice_side_by_side_is_written_twice():
+    shared = {"k": [1, {"n": None}]}
+    value = {"a": shared, "b": [shared, shared]}
+    assert dumps(value) == json.dumps(value, separators=(",", ":"))
+    assert dumps_bytes(value) == dumps(value).encode()

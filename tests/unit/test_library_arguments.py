@@ -118,3 +118,15 @@ def test_in_memory_takes_its_entries_as_a_tuple_as_it_does_a_list():
     assert from_tuple.build_session_context()["messages"] == [
         {"role": "user", "content": "hi", "timestamp": 1}
     ]
+
+
+def test_an_entry_that_holds_itself_is_refused_as_pi_refuses_it(tmp_path):
+    """pi's JSON.stringify throws on it; the append looped for ever, its memory growing."""
+    manager = SessionManager.open(_session(tmp_path))
+    leaf = manager.get_leaf_id()
+    data: dict[str, object] = {}
+    data["self"] = data
+    with pytest.raises(ValueTypeError, match="Converting circular structure to JSON"):
+        manager.append_custom_entry("x", data)
+    assert manager.get_leaf_id() == leaf
+    assert manager.append_custom_entry("x", {"fine": True})
