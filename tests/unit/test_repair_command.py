@@ -769,3 +769,40 @@ def test_a_directory_as_output_is_named_as_what_failed(glued: Path) -> None:
         done.stderr.splitlines()[-1]
         == f"pi-session repair: {out}: Is a directory; nothing was written to {out}"
     )
+
+
+def test_a_later_round_that_fails_says_the_earlier_rounds_were_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Round 1 splits the glued line and writes it; another program renames its own file over the
+    session before round 2 (the migration) is written: round 2 is refused, and the user is told
+    that round 1's repair was written (the original kept as FILE.bak), not that nothing was."""
+    from pi_session_server.cli import main
+
+    header = json.loads(HEADER)
+    header["version"] = 2
+    v2 = json.dumps(header, separators=(",", ":"))
+    path = tmp_path / "v2.jsonl"
+    path.write_bytes(lines(v2, A + B, C))
+    theirs = tmp_path / "theirs.jsonl"
+    theirs.write_bytes(lines(HEADER, A))
+    real_from_file = SessionDocument.from_file
+    reads = []
+
+    def renamed_over_before_round_2(name: str, **options: object) -> SessionDocument:
+        reads.append(name)
+        doc = real_from_file(name, **options)  # type: ignore[arg-type]
+        if len(reads) == 2:  # round 2 has read the file: another program replaces it now
+            os.replace(theirs, path)
+        return doc
+
+    monkeypatch.setattr(repair_command.SessionDocument, "from_file", renamed_over_before_round_2)
+    assert main(["repair", "--all", "--in-place", str(path)]) == 2
+    assert path.read_bytes() == lines(HEADER, A)  # theirs, left alone
+    assert (tmp_path / "v2.jsonl.bak").read_bytes() == lines(v2, A + B, C)
+    err = capsys.readouterr().err
+    assert "nothing was written to" not in err
+    assert err.splitlines()[-1] == (
+        f"pi-session repair: {path}: the file was replaced or deleted while it was being repaired "
+        f"(round 2); 1 repair had been written to {path} in round 1 (the original is {path}.bak)"
+    )
