@@ -168,6 +168,63 @@ def test_in_place_refuses_to_replace_an_existing_backup(glued: Path) -> None:
     assert glued.read_bytes() == SPLIT and backup.read_bytes() == b"older backup"
 
 
+def test_a_backup_copy_that_fails_part_way_is_removed_and_the_file_left_alone(
+    glued: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hard links refused (another file system's rules), then the copy that stands in for one fills
+    the disk part way: no partial FILE.bak is left for a user to take for a whole backup, and the
+    repair refuses as for any backup it cannot keep, the file untouched."""
+    import shutil
+
+    from pi_session_server.cli import main
+    from pi_session_server.session import rewrites
+
+    def no_links(*_: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    def disk_full_part_way(source: Any, out: Any, *_: object) -> None:
+        out.write(source.read(10))
+        out.flush()
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rewrites.os, "link", no_links)
+    monkeypatch.setattr(shutil, "copyfileobj", disk_full_part_way)
+    assert main(["repair", "--in-place", str(glued)]) == 2
+    assert glued.read_bytes() == GLUED
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"]
+    backup = glued.parent / "s.jsonl.bak"
+    assert capsys.readouterr().err == (
+        f"pi-session repair: {backup}: No space left on device; nothing was written to {glued}\n"
+    )
+
+
+def test_a_failed_backup_copy_removes_only_the_file_it_made(
+    glued: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process put its own file at FILE.bak while the copy ran: that file is not removed."""
+    import shutil
+
+    from pi_session_server.cli import main
+    from pi_session_server.session import rewrites
+
+    backup = glued.parent / "s.jsonl.bak"
+    theirs = glued.parent / "theirs"
+    theirs.write_bytes(b"theirs")
+
+    def no_links(*_: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    def replaced_then_disk_full(source: Any, out: Any, *_: object) -> None:
+        out.write(source.read(10))
+        os.replace(theirs, backup)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rewrites.os, "link", no_links)
+    monkeypatch.setattr(shutil, "copyfileobj", replaced_then_disk_full)
+    assert main(["repair", "--in-place", str(glued)]) == 2
+    assert glued.read_bytes() == GLUED and backup.read_bytes() == b"theirs"
+
+
 def _repair_racing(glued: Path, meanwhile: Callable[[], None]) -> int:
     """Repair ``glued`` in place while ``meanwhile`` runs once the repaired copy is written."""
     fd = os.open(glued, os.O_RDONLY)
