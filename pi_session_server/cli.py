@@ -83,27 +83,14 @@ def _command_in(argv: list[str]) -> str | None:
 
 
 def _as_printable(error: UnicodeError) -> tuple[bytes, int]:
-    """What the output's encoding cannot write, so that nothing of it is lost: a character as its
-    escape (``\\xe9``, ``\\u2500``, ``\\U0001f600``, as Python's backslashreplace writes it, and
-    as control characters are shown); a lone surrogate as U+FFFD, or as its escape where that cannot
-    be written either; an escaped byte (U+DC80..U+DCFF: a file name that was not UTF-8) written back
-    as that byte, as ``surrogateescape`` would."""
+    """What the output's encoding cannot write, so that nothing of it is lost: each character as
+    render/written_text.py writes it (its escape; a lone surrogate as U+FFFD where that can be
+    written; a byte that did not decode as that byte, as ``surrogateescape`` would)."""
     assert isinstance(error, UnicodeEncodeError)
-    encoding = error.encoding
-    out = bytearray()
-    for char in error.object[error.start : error.end]:
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:
-            out += bytes([code - 0xDC00])
-            continue
-        if 0xD800 <= code <= 0xDFFF:
-            try:
-                out += "\ufffd".encode(encoding)
-                continue
-            except UnicodeEncodeError:
-                pass
-        out += char.encode("ascii", "backslashreplace").decode("ascii").encode(encoding)
-    return bytes(out), error.end
+    from .render.written_text import written_instead
+
+    unwritable = error.object[error.start : error.end]
+    return b"".join(written_instead(char, error.encoding) for char in unwritable), error.end
 
 
 # A session may hold lone UTF-16 surrogates (JSON.parse keeps an escaped "\ud800"), and V8's error

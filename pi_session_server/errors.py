@@ -87,6 +87,14 @@ class InvalidArgTypeError(PiSessionError):
     code = "ERR_INVALID_ARG_TYPE"
 
 
+class ArgOutOfRangeError(PiSessionError):
+    """Node's ``RangeError [ERR_OUT_OF_RANGE]``, raised for a number argument outside what it may be
+    (a line number that is no whole number)."""
+
+    name = "RangeError"
+    code = "ERR_OUT_OF_RANGE"
+
+
 class AbortError(PiSessionError):
     """``This operation was aborted`` (a DOMException named AbortError in the reference)."""
 

@@ -23,6 +23,7 @@ from ._common import (
     Progress,
     broken_link_problem,
     counted,
+    output_encoding,
     output_glyphs,
     terminal_columns,
     width,
@@ -75,7 +76,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
     from ..render.glyphs import cut
+    from ..render.written_text import written_length
 
+    # lengths as written: what stdout's encoding cannot write comes out as escapes
+    encoding = output_encoding()[0]
     paths = [one_terminal_line(info.path) for info in infos]
     numbers = [f"{info.message_count:,}" for info in infos]
     widest = max(map(len, numbers), default=0)
@@ -83,22 +87,25 @@ def run(args: argparse.Namespace) -> int:
         f"{number:>{widest}} {'message ' if info.message_count == 1 else 'messages'}"
         for number, info in zip(numbers, infos, strict=True)
     ]
-    title_width = args.width or _title_width(columns, counts, paths)
+    widest_path = max((written_length(path, encoding) for path in paths), default=0)
+    title_width = args.width or _title_width(columns, counts, widest_path)
     ellipsis = output_glyphs().ellipsis
-    titles = [cut(_title(info), title_width, ellipsis) for info in infos]
+    titles = [cut(_title(info), title_width, ellipsis, encoding) for info in infos]
+    lengths = [written_length(title, encoding) for title in titles]
     # the column is as wide as its widest title: a width of billions (--width, COLUMNS) pads nothing
-    column = max(map(len, titles), default=0)
-    for info, count, title, path in zip(infos, counts, titles, paths, strict=True):
-        print(COLUMN_GAP.join((_when(info.modified), count, f"{title:<{column}}", path)))
+    column = max(lengths, default=0)
+    for info, count, title, length, path in zip(infos, counts, titles, lengths, paths, strict=True):
+        padded = title + " " * (column - length)
+        print(COLUMN_GAP.join((_when(info.modified), count, padded, path)))
     return 0
 
 
-def _title_width(columns: int, counts: list[str], paths: list[str]) -> int:
+def _title_width(columns: int, counts: list[str], widest_path: int) -> int:
     """What a terminal ``columns`` wide leaves the titles beside the other columns (the longest
-    path's), or :data:`DEFAULT_WIDTH` when the width is not known."""
+    path's, ``widest_path`` long), or :data:`DEFAULT_WIDTH` when the width is not known."""
     if not columns:
         return DEFAULT_WIDTH
-    others = len(_when(0)) + max(map(len, counts), default=0) + max(map(len, paths), default=0)
+    others = len(_when(0)) + max(map(len, counts), default=0) + widest_path
     return max(NARROWEST_TITLE, columns - others - 3 * len(COLUMN_GAP))
 
 

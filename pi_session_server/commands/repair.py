@@ -201,18 +201,49 @@ def _repair_path(
         return _repair(args, path, fd, chosen, others)
     except _OutputFailed as failed:
         raise failed.error from None  # said by cli.main (a reader gone: quietly), not as the file's failure
+    except _LaterRoundFailed as failed:
+        # the earlier rounds' repairs are in the file: a user told "nothing was written" would trust it unchanged
+        backup = f" (the original is {path}.bak)" if args.in_place and not args.no_backup else ""
+        _say(
+            f"pi-session repair: {_where(failed.error, path)}: {_error_text(failed.error)} ({failed.stage}); "
+            f"{counted(failed.made, 'repair')} had been written to {failed.written} in {failed.before}{backup}",
+            file=sys.stderr,
+        )
+        return 2, failed.made
     except (OSError, PiSessionError) as err:
-        message = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        # the file the system refused (the output, its directory), else the one being repaired
-        where = err.filename if isinstance(err, OSError) and err.filename else path
+        message = _error_text(err)
         target = _target(args, path)
         written = (
             f"; nothing was written to {target}" if target and "nothing was written" not in message else ""
         )
-        _say(f"pi-session repair: {where}: {message}{written}", file=sys.stderr)
+        _say(f"pi-session repair: {_where(err, path)}: {message}{written}", file=sys.stderr)
         return 2, 0
     finally:
         os.close(fd)
+
+
+def _error_text(err: OSError | PiSessionError) -> str:
+    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+
+
+def _where(err: OSError | PiSessionError, path: str) -> str:
+    """The file the system refused (the output, its directory), else the one being repaired."""
+    return err.filename if isinstance(err, OSError) and err.filename else path
+
+
+class _LaterRoundFailed(Exception):
+    """A round after the first failed (the file renamed over meanwhile, a full disk): what the
+    rounds before it wrote is in ``written``."""
+
+    def __init__(self, error: OSError | PiSessionError, written: str, made: int, round_number: int):
+        super().__init__(error)
+        self.error = error
+        self.written = written
+        self.made = made
+        last = min(round_number - 1, MAX_ROUNDS)
+        self.before = "round 1" if last == 1 else f"rounds 1 to {last}"
+        # past the last round: only the check of the result failed
+        self.stage = f"round {round_number}" if round_number <= MAX_ROUNDS else f"after round {last}"
 
 
 class _OutputFailed(Exception):
@@ -417,24 +448,41 @@ def _more_rounds(
     """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
     that finds repairs to make. Returns its final diagnostics, the repairs made in all, the plan of
     that analysis (nothing applied: the last round found nothing left to repair), and the bytes
-    others appended that were kept."""
-    for round_number in range(2, MAX_ROUNDS + 1):
-        fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        try:
-            now = FileState.of(fd)
-            after = SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
-            diagnostics, plan = _analysed(after, chosen, written)
+    others appended that were kept. A round that fails raises :class:`_LaterRoundFailed`, which
+    says what the rounds before it wrote."""
+    round_number = 2
+    try:
+        for round_number in range(2, MAX_ROUNDS + 1):
+            diagnostics, plan, kept_now = _round(written, chosen, round_number, report, pi)
             if not plan.applied:
                 return diagnostics, count, plan, kept
-            _say(f"round {round_number}, on the file as repaired so far:", file=report)
-            _list(written, plan, report, _NEXT_ROUND)
-            chunks = spliced(fd, now.size, plan.splices())
-            kept += replace_in_place(written, now, chunks)  # a backup keeps the original
-        finally:
-            os.close(fd)
-        count += len(plan.applied)
-    diagnostics, plan = _analysed(SessionDocument.from_file(written, pi=pi), chosen, written)
+            count += len(plan.applied)
+            kept += kept_now
+        round_number = MAX_ROUNDS + 1
+        diagnostics, plan = _analysed(SessionDocument.from_file(written, pi=pi), chosen, written)
+    except (OSError, PiSessionError) as error:
+        raise _LaterRoundFailed(error, written, count, round_number) from error
     return diagnostics, count, plan, kept
+
+
+def _round(
+    written: str, chosen: frozenset[str], round_number: int, report: TextIO, pi: Profile
+) -> tuple[list[Diagnostic], Plan, int]:
+    """Round ``round_number`` on ``written``: the diagnostics and plan of the file it read (its
+    repairs written unless there are none), and the bytes others appended meanwhile that were kept."""
+    fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        now = FileState.of(fd)
+        after = SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
+        diagnostics, plan = _analysed(after, chosen, written)
+        if not plan.applied:
+            return diagnostics, plan, 0
+        _say(f"round {round_number}, on the file as repaired so far:", file=report)
+        _list(written, plan, report, _NEXT_ROUND)
+        chunks = spliced(fd, now.size, plan.splices())
+        return diagnostics, plan, replace_in_place(written, now, chunks)  # a backup keeps the original
+    finally:
+        os.close(fd)
 
 
 def _say_other_repairs(plan: Plan, path: str, report: TextIO, others: OtherRepairs | None) -> None:

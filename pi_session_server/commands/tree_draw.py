@@ -14,9 +14,10 @@ from typing import Any
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, js_string_of
 from ..heap import give_back_free_heap
-from ..render.glyphs import UNICODE, Glyphs
+from ..render.glyphs import UNICODE, Glyphs, cut
 from ..render.terminal_text import one_terminal_line
 from ..render.tree_text import NO_ENTRIES, tree_text_lines
+from ..render.written_text import writes_every_character
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
 from ..session.describe import PreviewCache
@@ -45,12 +46,17 @@ TRIM_FROM_ENTRIES = 100_000
 
 
 def tree_lines(
-    manager: SessionManager, width: int, cache: PreviewCache | None = None, glyphs: Glyphs = UNICODE
+    manager: SessionManager,
+    width: int,
+    cache: PreviewCache | None = None,
+    glyphs: Glyphs = UNICODE,
+    encoding: str | None = None,
 ) -> Iterator[str]:
-    """The drawn tree's lines, one at a time, from the first asked for on, drawn with ``glyphs``.
-    The previews are those ``cache`` made while the session was opened, else read in one pass over
-    the file (or from those kept with its index); rows are drawn straight from the library's tree
-    nodes."""
+    """The drawn tree's lines, one at a time, from the first asked for on, drawn with ``glyphs``;
+    the previews cut to ``width`` as written in ``encoding`` (the output's: the escapes of what it
+    cannot write count at their length; None: each character as one). The previews are those
+    ``cache`` made while the session was opened, else read in one pass over the file (or from those
+    kept with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
     if cache is None:
         cache = PreviewCache()
@@ -68,14 +74,15 @@ def tree_lines(
     if big:
         give_back_free_heap()  # and what the previews' walk freed, before the rows
     ellipsis = glyphs.ellipsis
-    cut = max(0, width - len(ellipsis))
+    if encoding is not None and writes_every_character(encoding):
+        encoding = None  # (a row is as long written as it is: measured by len alone)
 
     def row(node: TreeNode) -> tuple[Any, str]:
         entry = node.entry
         # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
         text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
-        if len(text) > width:
-            text = text[:cut] + ellipsis
+        if len(text) > width or encoding is not None:
+            text = cut(text, width, ellipsis, encoding)
         label = node.label
         if label is not ABSENT:
             label = js_string_of(label)
@@ -110,7 +117,7 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
         # the file read once: the previews made as the open reads it, no longer than a row shows
         with cache.made_while_scanning(longest=args.width + 1):
             manager = open_to_look(path, args.pi, index=args.index)
-        lines = tree_lines(manager, args.width, cache, output_glyphs(args.ascii))
+        lines = tree_lines(manager, args.width, cache, output_glyphs(args.ascii), output_encoding()[0])
         # held by the rows alone: each preview goes once its row is drawn
         del cache
         return _print(path, args, before, key, manager, lines)

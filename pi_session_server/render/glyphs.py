@@ -7,6 +7,8 @@ from __future__ import annotations
 import codecs
 from typing import Final, NamedTuple
 
+from .written_text import writes_every_character, written_length, written_lengths
+
 
 class Glyphs(NamedTuple):
     tee: str  # a branch with others below it
@@ -34,7 +36,19 @@ def glyphs_for(encoding: str, ascii_only: bool = False) -> Glyphs:
     return UNICODE
 
 
-def cut(text: str, width: int, ellipsis: str) -> str:
+def cut(text: str, width: int, ellipsis: str, encoding: str | None = None) -> str:
     """``text``, when longer than ``width``, cut to end with ``ellipsis`` within the width (an
-    ellipsis wider than the width is all that is left)."""
-    return text if len(text) <= width else text[: max(0, width - len(ellipsis))] + ellipsis
+    ellipsis wider than the width is all that is left). ``encoding``: the output's, whose escapes of
+    the characters it cannot write count at their length (an escape is never cut in two); None:
+    every character counts as one."""
+    room = max(0, width - len(ellipsis))
+    if encoding is None or writes_every_character(encoding):
+        return text if len(text) <= width else text[:room] + ellipsis
+    if written_length(text, encoding) <= width:
+        return text
+    taken = 0
+    for end, length in enumerate(written_lengths(text[: room + 1], encoding)):
+        taken += length
+        if taken > room:
+            return text[:end] + ellipsis
+    return text[:room] + ellipsis

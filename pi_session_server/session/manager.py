@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import (
+    ArgOutOfRangeError,
     ContextEditError,
     EntryNotFoundError,
     ForkError,
+    InvalidArgTypeError,
     InvalidSessionFileError,
     PiSessionError,
     StaleFileError,
@@ -68,6 +70,7 @@ from .paths import (
     get_default_session_dir,
     make_dirs,
     node_join,
+    node_received,
     normalize_path,
     resolve_path,
 )
@@ -163,6 +166,22 @@ class _Headerless(msgspec.Struct):
 
 def _signature_of(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev
+
+
+def _whole_number(value: Any, name: str) -> int:
+    """``value``, an argument that must be a whole number, as an int (a float that is one taken, as
+    JavaScript's 3.0 is 3), else Node's error for it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, float):
+        raise ArgOutOfRangeError(
+            f'The value of "{name}" is out of range. It must be an integer. Received {js_string_of(value)}'
+        )
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)  # (an int subclass: an IntEnum)
+    raise InvalidArgTypeError(
+        f'The "{name}" argument must be of type number. Received {node_received(value)}'
+    )
 
 
 class SessionManager:
@@ -1633,7 +1652,12 @@ class SessionManager:
     def entry_at_line(self, line: int) -> Entry | None:
         """The entry read from (or appended to) 0-based line ``line`` of the session file, or None:
         the header, a blank or broken line, a line past the end, or an entry not written yet.
-        What an editor needs for "the entry under the cursor", without building the tree."""
+        What an editor needs for "the entry under the cursor", without building the tree. A
+        ``line`` that is no number raises :class:`~pi_session_server.errors.InvalidArgTypeError`,
+        one that is no whole number :class:`~pi_session_server.errors.ArgOutOfRangeError`, as
+        Node's ``validateInteger`` words them."""
+        if type(line) is not int:
+            line = _whole_number(line, "line")
         found = entry_on_line(self._file_entries, line)
         return found if found is not None and found.type != "session" else None
 

@@ -279,14 +279,21 @@ def path_text(p: Any) -> str:
         text = os.fspath(p)
         if isinstance(text, str):
             return text
-    raise InvalidArgTypeError(f'The "path" argument must be of type string. Received {_node_received(p)}')
+    raise InvalidArgTypeError(f'The "path" argument must be of type string. Received {node_received(p)}')
 
 
-def _node_received(value: Any) -> str:
+# ERR_INVALID_ARG_TYPE shows a string this long at most, else its first 25 characters and "..."
+_RECEIVED_MAX_CHARS = 28
+
+
+def node_received(value: Any) -> str:
     """How Node's ERR_INVALID_ARG_TYPE message names the value it was given (Python's own types by
     their Python names: JavaScript has no such values)."""
     if value is None:
         return "null"
+    if isinstance(value, str):
+        shown = value if len(value) <= _RECEIVED_MAX_CHARS else value[:25] + "..."
+        return f"type string ({_inspect_string(shown)})"
     if value is ABSENT:
         return "undefined"
     if isinstance(value, bool):

@@ -426,13 +426,30 @@ def _keep_backup(path: str, fd: int) -> str:
             os.unlink(backup)
             raise FileExistsError(0, "not the file being repaired")
     except OSError:
-        with open(backup, "xb") as out:
+        _copy_to_new(fd, backup)
+    return backup
+
+
+def _copy_to_new(fd: int, path: str) -> None:
+    """Copy the file open as ``fd`` to the new file ``path``, whole or not at all: a copy that fails
+    part way (a full disk) is removed, lest it be taken later for a whole backup. Only the file this
+    made is removed (not one another process put there meanwhile). Raises the failure, naming ``path``."""
+    import shutil  # here, as tempfile below: opening a session never needs it
+
+    out_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    made = os.fstat(out_fd)
+    try:
+        with open(out_fd, "wb") as out:
             os.lseek(fd, 0, os.SEEK_SET)
             with open(os.dup(fd), "rb") as source:
-                import shutil  # here, as tempfile below: opening a session never needs it
-
                 shutil.copyfileobj(source, out)
-    return backup
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.lstat(path), made):
+                os.unlink(path)
+        if isinstance(err, OSError):
+            err.filename = err.filename or path
+        raise
 
 
 def rewrite_file(path: str, chunks: Iterable[bytes], *, fsync: bool = True) -> int:

@@ -196,3 +196,40 @@ def test_a_lone_surrogate_is_its_escape_where_the_replacement_character_cannot_b
     done = _cli("list", str(tmp_path), env=ASCII, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "lone \\ud800 half" in done.stdout.decode("ascii")
+
+
+# -- widths counted as written -----------------------------------------------------------------------
+
+LONG_TEXT = " ".join([TEXT] * 5)
+
+
+@pytest.mark.parametrize("env", [ASCII, C_LOCALE], ids=["PYTHONIOENCODING=ascii", "LC_ALL=C"])
+def test_the_tree_cuts_its_previews_to_the_width_they_are_written_in(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Each escape counts at its length and is never cut in two: the preview is no wider than
+    --width as written (cut by characters, it was several times wider)."""
+    path = tmp_path / "s.jsonl"
+    path.write_text(S.header() + "\n" + S.user("u1", None, LONG_TEXT) + "\n", encoding="utf-8")
+    done = _cli("tree", "--width", "20", str(path), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [row for row in done.stdout.decode("ascii").splitlines() if "<- leaf" in row] == [
+        "* user: caf\\xe9 ...  <- leaf"
+    ]
+    again = _cli("tree", "--width", "20", str(path), env=env, cwd=tmp_path)  # printed from what was kept
+    assert again.stdout == done.stdout
+
+
+def test_list_cuts_and_pads_its_titles_to_the_width_they_are_written_in(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(
+        S.header() + "\n" + S.user("u1", None, "\u00e9" * 9) + "\n", encoding="utf-8"
+    )
+    (folder / "b.jsonl").write_text(S.header() + "\n" + S.user("u1", None, "root") + "\n", encoding="utf-8")
+    done = _cli("list", str(folder), "--width", "10", env=ASCII, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.decode("ascii").splitlines()
+    # the titles, padded to one width, then the paths in one column
+    assert sorted(row.split(str(folder))[0][-10:] for row in rows) == [" \\xe9...  ", " root     "]
+    assert len({row.index(str(folder)) for row in rows}) == 1

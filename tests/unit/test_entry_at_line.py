@@ -6,8 +6,10 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 from test_protocol_tree_filters import EXAMPLE, random_session
 
+from pi_session_server.errors import ArgOutOfRangeError, InvalidArgTypeError
 from pi_session_server.format.entry import Entry
 from pi_session_server.session import SessionManager
 from pi_session_server.session.chains import entry_on_line
@@ -73,3 +75,32 @@ def test_lines_out_of_order_are_still_found() -> None:
         found = entry_on_line(entries, line)
         assert found is not None and found.id == expected, line
     assert [entry_on_line(entries, n) for n in (-1, 3, 6, 9)] == [None] * 4
+
+
+@pytest.mark.parametrize(
+    ("line", "received"),
+    [
+        (None, "null"),
+        ("3", "type string ('3')"),
+        ("a line number given as a long text", "type string ('a line number given as a ...')"),
+        (True, "type boolean (true)"),
+        ([3], "an instance of Array"),
+    ],
+)
+def test_a_line_that_is_no_number_is_refused_with_node_s_error(line: object, received: str) -> None:
+    m = SessionManager.open(str(EXAMPLE), read_only=True)
+    with pytest.raises(InvalidArgTypeError) as refused:
+        m.entry_at_line(line)  # type: ignore[arg-type]
+    assert str(refused.value) == f'The "line" argument must be of type number. Received {received}'
+    assert refused.value.code == "ERR_INVALID_ARG_TYPE"
+
+
+def test_a_line_that_is_no_whole_number_is_refused_and_a_whole_float_taken() -> None:
+    m = SessionManager.open(str(EXAMPLE), read_only=True)
+    assert m.entry_at_line(3.0) is m.entry_at_line(3) is not None  # (3.0 is 3 in JavaScript)
+    for line, shown in ((3.5, "3.5"), (float("nan"), "NaN"), (float("inf"), "Infinity")):
+        with pytest.raises(ArgOutOfRangeError) as refused:
+            m.entry_at_line(line)  # type: ignore[arg-type]
+        assert str(refused.value) == (
+            f'The value of "line" is out of range. It must be an integer. Received {shown}'
+        )

@@ -168,6 +168,63 @@ def test_in_place_refuses_to_replace_an_existing_backup(glued: Path) -> None:
     assert glued.read_bytes() == SPLIT and backup.read_bytes() == b"older backup"
 
 
+def test_a_backup_copy_that_fails_part_way_is_removed_and_the_file_left_alone(
+    glued: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hard links refused (another file system's rules), then the copy that stands in for one fills
+    the disk part way: no partial FILE.bak is left for a user to take for a whole backup, and the
+    repair refuses as for any backup it cannot keep, the file untouched."""
+    import shutil
+
+    from pi_session_server.cli import main
+    from pi_session_server.session import rewrites
+
+    def no_links(*_: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    def disk_full_part_way(source: Any, out: Any, *_: object) -> None:
+        out.write(source.read(10))
+        out.flush()
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rewrites.os, "link", no_links)
+    monkeypatch.setattr(shutil, "copyfileobj", disk_full_part_way)
+    assert main(["repair", "--in-place", str(glued)]) == 2
+    assert glued.read_bytes() == GLUED
+    assert sorted(p.name for p in glued.parent.iterdir()) == ["s.jsonl"]
+    backup = glued.parent / "s.jsonl.bak"
+    assert capsys.readouterr().err == (
+        f"pi-session repair: {backup}: No space left on device; nothing was written to {glued}\n"
+    )
+
+
+def test_a_failed_backup_copy_removes_only_the_file_it_made(
+    glued: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process put its own file at FILE.bak while the copy ran: that file is not removed."""
+    import shutil
+
+    from pi_session_server.cli import main
+    from pi_session_server.session import rewrites
+
+    backup = glued.parent / "s.jsonl.bak"
+    theirs = glued.parent / "theirs"
+    theirs.write_bytes(b"theirs")
+
+    def no_links(*_: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    def replaced_then_disk_full(source: Any, out: Any, *_: object) -> None:
+        out.write(source.read(10))
+        os.replace(theirs, backup)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rewrites.os, "link", no_links)
+    monkeypatch.setattr(shutil, "copyfileobj", replaced_then_disk_full)
+    assert main(["repair", "--in-place", str(glued)]) == 2
+    assert glued.read_bytes() == GLUED and backup.read_bytes() == b"theirs"
+
+
 def _repair_racing(glued: Path, meanwhile: Callable[[], None]) -> int:
     """Repair ``glued`` in place while ``meanwhile`` runs once the repaired copy is written."""
     fd = os.open(glued, os.O_RDONLY)
@@ -768,4 +825,41 @@ def test_a_directory_as_output_is_named_as_what_failed(glued: Path) -> None:
     assert (
         done.stderr.splitlines()[-1]
         == f"pi-session repair: {out}: Is a directory; nothing was written to {out}"
+    )
+
+
+def test_a_later_round_that_fails_says_the_earlier_rounds_were_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Round 1 splits the glued line and writes it; another program renames its own file over the
+    session before round 2 (the migration) is written: round 2 is refused, and the user is told
+    that round 1's repair was written (the original kept as FILE.bak), not that nothing was."""
+    from pi_session_server.cli import main
+
+    header = json.loads(HEADER)
+    header["version"] = 2
+    v2 = json.dumps(header, separators=(",", ":"))
+    path = tmp_path / "v2.jsonl"
+    path.write_bytes(lines(v2, A + B, C))
+    theirs = tmp_path / "theirs.jsonl"
+    theirs.write_bytes(lines(HEADER, A))
+    real_from_file = SessionDocument.from_file
+    reads = []
+
+    def renamed_over_before_round_2(name: str, **options: object) -> SessionDocument:
+        reads.append(name)
+        doc = real_from_file(name, **options)  # type: ignore[arg-type]
+        if len(reads) == 2:  # round 2 has read the file: another program replaces it now
+            os.replace(theirs, path)
+        return doc
+
+    monkeypatch.setattr(repair_command.SessionDocument, "from_file", renamed_over_before_round_2)
+    assert main(["repair", "--all", "--in-place", str(path)]) == 2
+    assert path.read_bytes() == lines(HEADER, A)  # theirs, left alone
+    assert (tmp_path / "v2.jsonl.bak").read_bytes() == lines(v2, A + B, C)
+    err = capsys.readouterr().err
+    assert "nothing was written to" not in err
+    assert err.splitlines()[-1] == (
+        f"pi-session repair: {path}: the file was replaced or deleted while it was being repaired "
+        f"(round 2); 1 repair had been written to {path} in round 1 (the original is {path}.bak)"
     )
