@@ -590,12 +590,41 @@ test('deactivate stops the server', async (t) => {
   assert.equal(client.isRunning(), false);
 });
 
-test('no middleware: pushed diagnostics and code lenses reach VS Code as the server sends them', async (t) => {
-  // the server pushes only diagnostics of files VS Code did not open (it pulls the others), and its
-  // lens titles carry codicons: nothing to filter or rewrite
-  const { client, restore } = await activated();
+test('pushed and pulled diagnostics are kept in collections of their own names', async (t) => {
+  const { client, state, restore } = await activated();
   t.after(restore);
-  assert.equal(client.clientOptions.middleware, undefined);
+  assert.deepEqual(state.hostWarnings, []);
+  assert.ok(state.diagnostics.has('pi-session')); // pulled: named by the server's identifier
+  assert.equal(state.diagnostics.get(client.clientOptions.diagnosticCollectionName), state.diagnostics.get('pi-session-files'));
+  // a restart makes both again, without a name left in use
+  await state.commands.get('piSession.restartServer')();
+  assert.deepEqual(state.hostWarnings, []);
+});
+
+test("a file's problems come from one source: pushed while VS Code has no document for it, pulled once it has", async (t) => {
+  const { client, state, restore } = await activated();
+  t.after(restore);
+  const pushed = state.diagnostics.get('pi-session-files');
+  const big = Uri.parse('file:///w/sessions/big.jsonl');
+  const BIG = big.toString();
+  const problem = { message: 'line 3: unknown entry type', range: {} };
+  client.publishDiagnostics(big, [problem]); // a file read from disk (too big for VS Code to open)
+  assert.deepEqual(pushed.get(BIG), [problem]);
+  // open as plain jsonl (its first line not a session's, as a big file's may be cut) the file is
+  // not synced with the server: its pushed problems stay
+  const asJsonl = makeDocument(big, '{"type":"mess', 'jsonl');
+  state.documents.push(asJsonl);
+  state.emitters.open.fire(asJsonl);
+  assert.deepEqual(pushed.get(BIG), [problem]);
+  // as a session it is: the push made before (which the server does not take back) goes
+  asJsonl.languageId = 'pi-session';
+  state.emitters.open.fire(asJsonl);
+  assert.equal(pushed.get(BIG), undefined);
+  // and a push arriving for it afterwards (sent before the open) is not listed beside the pulled ones
+  client.publishDiagnostics(big, [problem]);
+  assert.deepEqual(pushed.get(BIG), []);
+  // code lenses are not rewritten: their titles' codicons are VS Code's
+  assert.deepEqual(Object.keys(client.clientOptions.middleware), ['handleDiagnostics']);
 });
 
 test('the tree follows the active editor when first-line detection turns it into a session', async (t) => {

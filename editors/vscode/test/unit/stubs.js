@@ -138,6 +138,7 @@ function createState() {
     contentProviders: new Map(),
     shownDocuments: [],
     diagnostics: new Map(),
+    hostWarnings: [],
     documents: [],
     activeTextEditor: undefined,
     extensions: {},
@@ -230,10 +231,18 @@ function createVscode(state) {
         state.statusItems.set(id, item);
         return item;
       },
+      // as VS Code: a second collection of a name still in use gets a warning in the extension host log
       createDiagnosticCollection: (name) => {
+        if (state.diagnostics.has(name)) state.hostWarnings.push(`DiagnosticCollection with name '${name}' does already exist.`);
         const entries = new Map();
         state.diagnostics.set(name, entries);
-        return { name, set: (uri, d) => entries.set(uri.toString(), d), delete: (uri) => entries.delete(uri.toString()), clear: () => entries.clear(), dispose() {} };
+        return {
+          name,
+          set: (uri, d) => entries.set(uri.toString(), d),
+          delete: (uri) => entries.delete(uri.toString()),
+          clear: () => entries.clear(),
+          dispose: () => { if (state.diagnostics.get(name) === entries) state.diagnostics.delete(name); },
+        };
       },
       setTextDocumentLanguage: async (document, languageId) => {
         state.languageChanges.push({ uri: document.uri.toString(), languageId });
@@ -253,15 +262,37 @@ function createVscode(state) {
   return vscode;
 }
 
-function createLanguageClientModule(state) {
+/** The server's identifier of its pulled diagnostics (DiagnosticOptions.identifier): the pull
+ * feature's collection is named by it. */
+const SERVER_DIAGNOSTIC_IDENTIFIER = 'pi-session';
+
+function createLanguageClientModule(state, vscode) {
+  // As vscode-languageclient 9 does: the push and pull features each own a diagnostic collection.
   class LanguageClient {
     constructor(id, name, serverOptions, clientOptions) {
       Object.assign(this, { id, name, serverOptions, clientOptions, running: false, handlers: new Map(), requests: [] });
       this.code2ProtocolConverter = { asUri: (uri) => uri.toString() };
       state.clients.push(this);
     }
-    async start() { if (state.startError) throw state.startError; this.running = true; }
-    async stop() { this.running = false; }
+    async start() {
+      if (state.startError) throw state.startError;
+      this._diagnostics = vscode.languages.createDiagnosticCollection(this.clientOptions.diagnosticCollectionName);
+      this.pulledDiagnostics = vscode.languages.createDiagnosticCollection(SERVER_DIAGNOSTIC_IDENTIFIER);
+      this.running = true;
+    }
+    async stop() {
+      this.running = false;
+      this._diagnostics?.dispose();
+      this.pulledDiagnostics?.dispose();
+    }
+    get diagnostics() { return this._diagnostics; }
+    /** The server sent textDocument/publishDiagnostics. */
+    publishDiagnostics(uri, diagnostics) {
+      const next = (u, d) => this._diagnostics.set(u, d);
+      const middleware = this.clientOptions.middleware?.handleDiagnostics;
+      if (middleware) middleware(uri, diagnostics, next);
+      else next(uri, diagnostics);
+    }
     isRunning() { return this.running; }
     onNotification(method, handler) { this.handlers.set(method, handler); return new Disposable(() => this.handlers.delete(method)); }
     notify(method, params) { const h = this.handlers.get(method); if (h) h(params); }
@@ -291,7 +322,7 @@ function createLanguageClientModule(state) {
 function loadExtension() {
   const state = createState();
   const vscode = createVscode(state);
-  const lc = createLanguageClientModule(state);
+  const lc = createLanguageClientModule(state, vscode);
   const out = path.join(__dirname, '..', '..', 'out', 'src');
   for (const key of Object.keys(require.cache)) if (key.startsWith(out)) delete require.cache[key];
   const originalLoad = Module._load;
