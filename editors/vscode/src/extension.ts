@@ -29,6 +29,7 @@ import {
   type TreeNode,
   type TreeView,
 } from './protocol';
+import { PiLanguageClient } from './languageClient';
 import { pythonExtensionInterpreter } from './pythonExtension';
 import * as serverCommand from './serverCommand';
 import { pickSession } from './sessionPicker';
@@ -195,7 +196,7 @@ class Extension {
       errorHandler: this.errorHandler(() => running),
     };
     this.log(`Following pi ${piVersion} (setting piSession.piVersion).`);
-    const client: LanguageClient = new LanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);
+    const client: LanguageClient = new PiLanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);
     this.client = client;
     this.clientSubscriptions.push(
       client.onNotification(Methods.didChange, (params: DidChangeParams) => this.onDidChange(params)),

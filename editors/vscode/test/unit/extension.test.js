@@ -134,9 +134,12 @@ async function failedStart(t) {
   return loaded;
 }
 
-test('a start failure is reported with the command that was tried', async (t) => {
+test('a start failure is reported once, by the extension, with the command that was tried', async (t) => {
   const loaded = await failedStart(t);
+  // (the client's own "couldn't create connection to server" goes to the output only)
+  assert.equal(loaded.state.messages.error.length, 1);
   assert.match(loaded.state.messages.error[0], /did not start .*ENOENT.*\/nowhere\/pi-session serve/);
+  assert.ok(loaded.state.clientLog.some((line) => line.includes("couldn't create connection to server")));
 });
 
 /** The rows the view shows under an element (or at the top), "load more" items included. */
@@ -443,6 +446,9 @@ test('Restart Server stops the client and starts a new one', async (t) => {
   assert.equal(state.clients.length, 2);
   assert.equal(state.clients[0].isRunning(), false);
   assert.equal(state.clients[1].isRunning(), true);
+  // the server stopped on request: its exit is information, not an error
+  assert.deepEqual(state.clientLog, ['[Info] Server process exited with code 0.']);
+  assert.deepEqual(state.messages.error, []);
 });
 
 test('the status bar shows the server running, and why it is not when it failed or keeps stopping', async (t) => {

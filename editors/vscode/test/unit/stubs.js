@@ -139,6 +139,7 @@ function createState() {
     shownDocuments: [],
     diagnostics: new Map(),
     hostWarnings: [],
+    clientLog: [],
     documents: [],
     activeTextEditor: undefined,
     extensions: {},
@@ -267,7 +268,8 @@ function createVscode(state) {
 const SERVER_DIAGNOSTIC_IDENTIFIER = 'pi-session';
 
 function createLanguageClientModule(state, vscode) {
-  // As vscode-languageclient 9 does: the push and pull features each own a diagnostic collection.
+  // As vscode-languageclient 9 does: a start failure is logged and notified ('force'), the exit of
+  // a stopped server logged as an error; the push and pull features each own a diagnostic collection.
   class LanguageClient {
     constructor(id, name, serverOptions, clientOptions) {
       Object.assign(this, { id, name, serverOptions, clientOptions, running: false, handlers: new Map(), requests: [] });
@@ -275,7 +277,10 @@ function createLanguageClientModule(state, vscode) {
       state.clients.push(this);
     }
     async start() {
-      if (state.startError) throw state.startError;
+      if (state.startError) {
+        this.error(`${this.name} client: couldn't create connection to server.`, state.startError, 'force');
+        throw state.startError;
+      }
       this._diagnostics = vscode.languages.createDiagnosticCollection(this.clientOptions.diagnosticCollectionName);
       this.pulledDiagnostics = vscode.languages.createDiagnosticCollection(SERVER_DIAGNOSTIC_IDENTIFIER);
       this.running = true;
@@ -284,6 +289,7 @@ function createLanguageClientModule(state, vscode) {
       this.running = false;
       this._diagnostics?.dispose();
       this.pulledDiagnostics?.dispose();
+      this.error('Server process exited with code 0.', undefined, false);
     }
     get diagnostics() { return this._diagnostics; }
     /** The server sent textDocument/publishDiagnostics. */
@@ -292,6 +298,14 @@ function createLanguageClientModule(state, vscode) {
       const middleware = this.clientOptions.middleware?.handleDiagnostics;
       if (middleware) middleware(uri, diagnostics, next);
       else next(uri, diagnostics);
+    }
+    error(message, _data, showNotification = true) {
+      state.clientLog.push(`[Error] ${message}`);
+      if (showNotification) state.messages.error.push(message); // (revealOutputChannelOn: Error, the default)
+    }
+    info(message, _data, showNotification = true) {
+      state.clientLog.push(`[Info] ${message}`);
+      if (showNotification === 'force') state.messages.info.push(message);
     }
     isRunning() { return this.running; }
     onNotification(method, handler) { this.handlers.set(method, handler); return new Disposable(() => this.handlers.delete(method)); }
