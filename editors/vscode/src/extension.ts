@@ -194,6 +194,9 @@ class Extension {
       },
       initializationOptions: { piVersion },
       errorHandler: this.errorHandler(() => running),
+      // (without it the client shows the server's answer to initialize in a notification of its own;
+      // start() then fails, which startServer reports with that answer and what to do)
+      initializationFailedHandler: () => false,
     };
     this.log(`Following pi ${piVersion} (setting piSession.piVersion).`);
     const client: LanguageClient = new PiLanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);

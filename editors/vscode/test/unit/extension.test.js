@@ -123,12 +123,14 @@ test('no server anywhere: a clear error with the fix, and no client', async (t) 
   assert.match(state.messages.error[0], /piSession\.server\.pythonPath/);
 });
 
-/** Activated with a session open and a server command that cannot be started. */
-async function failedStart(t) {
+/** Activated with a session open and a server command that cannot be started (or `initializeError`:
+ * a server that answers initialize with it). */
+async function failedStart(t, initializeError) {
   const loaded = loadExtension();
   t.after(loaded.restore);
   loaded.state.config['piSession.server.command'] = ['/nowhere/pi-session'];
-  loaded.state.startError = new Error('spawn /nowhere/pi-session ENOENT');
+  if (initializeError) loaded.state.initializeError = initializeError;
+  else loaded.state.startError = new Error('spawn /nowhere/pi-session ENOENT');
   openSession(loaded.state);
   await loaded.ext.activate(fakeContext()).ready;
   return loaded;
@@ -140,6 +142,12 @@ test('a start failure is reported once, by the extension, with the command that 
   assert.equal(loaded.state.messages.error.length, 1);
   assert.match(loaded.state.messages.error[0], /did not start .*ENOENT.*\/nowhere\/pi-session serve/);
   assert.ok(loaded.state.clientLog.some((line) => line.includes("couldn't create connection to server")));
+});
+
+test('a server that refuses initialize is reported once, with its answer', async (t) => {
+  const loaded = await failedStart(t, new Error('unknown piVersion "9.9.9"'));
+  assert.equal(loaded.state.messages.error.length, 1);
+  assert.match(loaded.state.messages.error[0], /did not start \(unknown piVersion "9\.9\.9"\)/);
 });
 
 /** The rows the view shows under an element (or at the top), "load more" items included. */

@@ -268,7 +268,8 @@ function createVscode(state) {
 const SERVER_DIAGNOSTIC_IDENTIFIER = 'pi-session';
 
 function createLanguageClientModule(state, vscode) {
-  // As vscode-languageclient 9 does: a start failure is logged and notified ('force'), the exit of
+  // As vscode-languageclient 9 does: a start failure is logged and notified ('force'), a failed
+  // initialize shown unless an initializationFailedHandler takes it, the exit of
   // a stopped server logged as an error; the push and pull features each own a diagnostic collection.
   class LanguageClient {
     constructor(id, name, serverOptions, clientOptions) {
@@ -280,6 +281,16 @@ function createLanguageClientModule(state, vscode) {
       if (state.startError) {
         this.error(`${this.name} client: couldn't create connection to server.`, state.startError, 'force');
         throw state.startError;
+      }
+      if (state.initializeError) {
+        const error = state.initializeError;
+        if (this.clientOptions.initializationFailedHandler) this.clientOptions.initializationFailedHandler(error);
+        else {
+          state.messages.error.push(error.message);
+          this.error('Server initialization failed.', error);
+        }
+        this.error(`${this.name} client: couldn't create connection to server.`, error, 'force');
+        throw error;
       }
       this._diagnostics = vscode.languages.createDiagnosticCollection(this.clientOptions.diagnosticCollectionName);
       this.pulledDiagnostics = vscode.languages.createDiagnosticCollection(SERVER_DIAGNOSTIC_IDENTIFIER);
