@@ -130,8 +130,10 @@ class Extension {
       this.status,
       this.treeView,
       this.contextDocuments,
-      this.treeView.onDidChangeVisibility((event) => {
-        if (event.visible) void this.selectInTree(this.tree.marker);
+      this.treeView.onDidChangeVisibility(async (event) => {
+        if (!event.visible) return;
+        await this.tree.rowsShown(); // (the tree may have changed while hidden)
+        void this.selectInTree(this.tree.marker);
       }),
     );
   }

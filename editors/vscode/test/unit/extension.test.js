@@ -253,6 +253,32 @@ test('the tree follows the cursor: the entry on the cursor line is selected', as
   assert.equal(view.revealed.length, revealed);
 });
 
+test('a tree loaded while its view was hidden is revealed once the shown view has its rows', async (t) => {
+  const { state, api, restore } = await activated();
+  t.after(restore);
+  const view = state.treeViews[0];
+  view.show(false);
+  // the session renamed: VS Code opens it under its new name, and the tree follows it
+  const renamed = makeDocument(Uri.parse('file:///w/sessions/renamed.jsonl'), `${HEADER}\n`, 'pi-session');
+  state.documents.push(renamed);
+  state.activeTextEditor = { document: renamed, selection: { active: { line: 0, character: 0 } } };
+  state.emitters.active.fire(state.activeTextEditor);
+  await flush();
+  assert.equal(api.tree.uri.toString(), 'file:///w/sessions/renamed.jsonl');
+  const revealed = view.revealed.length;
+  view.show();
+  await flush();
+  assert.deepEqual(state.output.filter((line) => line.includes('could not reveal')), []);
+  assert.equal(view.revealed.length, revealed + 1);
+  assert.equal(view.revealed[revealed].element, api.tree.marker);
+  assert.equal(api.tree.marker.node.id, 'a3');
+  // shown again with nothing changed meanwhile: the leaf is selected at once
+  view.show(false);
+  view.show();
+  await flush();
+  assert.equal(view.revealed.length, revealed + 2);
+});
+
 test('the tree is cleared when no editor shows the session any more', async (t) => {
   const { state, api, restore } = await activated();
   t.after(restore);

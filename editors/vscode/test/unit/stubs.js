@@ -171,13 +171,28 @@ function createVscode(state) {
     TextEditorRevealType: { Default: 0, InCenter: 1, InCenterIfOutsideViewport: 2, AtTop: 3 },
     window: {
       createOutputChannel: (name) => ({ name, appendLine: (l) => state.output.push(l), append: (t) => state.output.push(t), show() {}, dispose() {} }),
+      // As VS Code's: a hidden view takes in a change of its rows only once it is shown again, asking
+      // for them after it became visible; a reveal before then does not find them.
       createTreeView: (id, options) => {
         const visibility = new EventEmitter();
+        let stale = false;
+        options.treeDataProvider.onDidChangeTreeData?.(() => { if (!state.treeVisible) stale = true; });
         const view = {
           id, options, message: undefined, description: undefined, revealed: [], dispose() {},
           get visible() { return state.treeVisible; },
           onDidChangeVisibility: visibility.event,
-          reveal: async (element, opts) => { view.revealed.push({ element, opts }); },
+          reveal: async (element, opts) => {
+            if (stale) throw new Error(`TreeError [${id}] Data tree node not found: [object Object]`);
+            view.revealed.push({ element, opts });
+          },
+          /** The user shows the view (hidden: `show(false)`). */
+          show: (visible = true) => {
+            state.treeVisible = visible;
+            visibility.fire({ visible });
+            if (visible && stale) {
+              setTimeout(() => void Promise.resolve(options.treeDataProvider.getChildren(undefined)).then(() => { stale = false; }), 1);
+            }
+          },
         };
         state.treeViews.push(view);
         return view;
