@@ -29,6 +29,7 @@ import {
   type TreeNode,
   type TreeView,
 } from './protocol';
+import { PiLanguageClient } from './languageClient';
 import { pythonExtensionInterpreter } from './pythonExtension';
 import * as serverCommand from './serverCommand';
 import { pickSession } from './sessionPicker';
@@ -67,6 +68,9 @@ const FOLLOW_CURSOR_MS = 150;
 /** The server is started again after it stopped on its own, up to this many times in CRASH_WINDOW_MS. */
 const MAX_CRASH_RESTARTS = 4;
 const CRASH_WINDOW_MS = 3 * 60 * 1000;
+
+/** The collection of the diagnostics the server pushes: those of files VS Code has no document for. */
+const PUSHED_DIAGNOSTICS = 'pi-session-files';
 
 class Extension {
   readonly output = vscode.window.createOutputChannel('Pi Session');
@@ -126,8 +130,10 @@ class Extension {
       this.status,
       this.treeView,
       this.contextDocuments,
-      this.treeView.onDidChangeVisibility((event) => {
-        if (event.visible) void this.selectInTree(this.tree.marker);
+      this.treeView.onDidChangeVisibility(async (event) => {
+        if (!event.visible) return;
+        await this.tree.rowsShown(); // (the tree may have changed while hidden)
+        void this.selectInTree(this.tree.marker);
       }),
     );
   }
@@ -171,8 +177,10 @@ class Extension {
       transport: TransportKind.stdio,
       options: { env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
-    // VS Code pulls the diagnostics of open documents, and the server pushes only those of files VS
-    // Code did not open; its code lens titles carry codicons. Nothing to adjust here.
+    // VS Code pulls the diagnostics of open documents (the collection named by the server's
+    // identifier, "pi-session"); the server pushes only those of files VS Code did not open (too big
+    // for it), into a collection of their own: one name for both made VS Code warn, and a push left
+    // from before a file was opened would list its problems twice. Its code lens titles carry codicons.
     const piVersion = piVersionSetting();
     let running = false; // whether this client got as far as running (see errorHandler)
     const clientOptions: LanguageClientOptions = {
@@ -181,12 +189,19 @@ class Extension {
         { scheme: 'untitled', language: LANGUAGE_ID },
       ],
       outputChannel: this.output,
-      diagnosticCollectionName: 'pi-session',
+      diagnosticCollectionName: PUSHED_DIAGNOSTICS,
+      middleware: {
+        // an open document's problems are the pulled ones: a push for it would list them twice
+        handleDiagnostics: (uri, diagnostics, next) => next(uri, isOpenDocument(uri) ? [] : diagnostics),
+      },
       initializationOptions: { piVersion },
       errorHandler: this.errorHandler(() => running),
+      // (without it the client shows the server's answer to initialize in a notification of its own;
+      // start() then fails, which startServer reports with that answer and what to do)
+      initializationFailedHandler: () => false,
     };
     this.log(`Following pi ${piVersion} (setting piSession.piVersion).`);
-    const client: LanguageClient = new LanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);
+    const client: LanguageClient = new PiLanguageClient('piSession', 'Pi Session', serverOptions, clientOptions);
     this.client = client;
     this.clientSubscriptions.push(
       client.onNotification(Methods.didChange, (params: DidChangeParams) => this.onDidChange(params)),
@@ -642,8 +657,12 @@ class Extension {
     return problems;
   }
 
-  forgetCheckResults(document: vscode.TextDocument): void {
-    if (document.languageId === LANGUAGE_ID) this.checkDiagnostics.delete(document.uri);
+  /** A session document opened: its problems are now pulled, so the ones checked or pushed before
+   * (when VS Code had no document for the file) are dropped. */
+  forgetEarlierProblems(document: vscode.TextDocument): void {
+    if (document.languageId !== LANGUAGE_ID) return;
+    this.checkDiagnostics.delete(document.uri);
+    this.client?.diagnostics?.delete(document.uri);
   }
 }
 
@@ -653,6 +672,12 @@ class Extension {
 function piVersionSetting(): string {
   const value = vscode.workspace.getConfiguration('piSession').get<string>('piVersion', PI_VERSIONS[0]);
   return typeof value === 'string' && (PI_VERSIONS as readonly string[]).includes(value) ? value : PI_VERSIONS[0];
+}
+
+/** VS Code has a session document for this file (and so pulls its diagnostics). */
+function isOpenDocument(uri: vscode.Uri): boolean {
+  const key = uri.toString();
+  return vscode.workspace.textDocuments.some((d) => d.languageId === LANGUAGE_ID && d.uri.toString() === key);
 }
 
 function sameUri(a: string, b: string): boolean {
@@ -763,7 +788,7 @@ export function activate(context: vscode.ExtensionContext): PiSessionApi {
       if (event.closed.length > 0) ext.clearClosedSession();
     }),
     vscode.workspace.onDidOpenTextDocument((document) => {
-      ext.forgetCheckResults(document);
+      ext.forgetEarlierProblems(document);
       // a language change (e.g. jsonl -> pi-session by first-line detection) reopens the document
       // without changing the active editor: the tree must follow it too
       if (document.languageId !== LANGUAGE_ID) return;

@@ -56,6 +56,11 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   /** Set after each load: what the view says of lines pi skips in the file, or undefined. */
   skipped: string | undefined;
   onDidLoad: (() => void) | undefined;
+  /** The changes of the top rows told to VS Code, and how many of them it had when it last asked
+   * for them (see rowsShown). */
+  private topChanges = 0;
+  private topChangesFetched = 0;
+  private topFetchedWaiters: (() => void)[] = [];
 
   constructor(
     private readonly source: TreeSource,
@@ -156,7 +161,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     this.error = error;
     this.skipped = skipped;
     this.expandAll = expandAll;
-    this.changed.fire(undefined);
+    this.showChanges(undefined);
     this.onDidLoad?.();
   }
 
@@ -173,7 +178,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
       return undefined;
     }
     if (tree !== this.tree) return undefined; // loaded anew meanwhile: the row is of the old tree
-    this.changed.fire(undefined);
+    this.showChanges(undefined);
     return row;
   }
 
@@ -188,11 +193,42 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
       void this.refresh(); // the session changed: its tree is loaded anew
       return;
     }
-    this.changed.fire(container.owner);
+    this.showChanges(container.owner);
+  }
+
+  /** `element` changed (undefined: the whole tree): VS Code asks for its rows again. */
+  private showChanges(element: TreeItemData | undefined): void {
+    if (!element) this.topChanges++;
+    this.changed.fire(element);
+  }
+
+  /**
+   * Resolves once VS Code has the top rows of the tree as it is now. A hidden view takes a change in
+   * only when it is shown again, asking for the rows after it became visible: a reveal before that
+   * names rows it does not have yet (it fails: "Data tree node not found").
+   */
+  rowsShown(): Promise<void> {
+    if (this.topChangesFetched === this.topChanges) return Promise.resolve();
+    return new Promise((resolve) => this.topFetchedWaiters.push(resolve));
+  }
+
+  /** VS Code was given the top rows as they were after `changes` (the waiters run after it has
+   * them: the extension host sends them once each row's item is made). */
+  private topRowsGiven(changes: number): void {
+    this.topChangesFetched = changes;
+    if (changes !== this.topChanges) return; // changed again meanwhile: VS Code asks once more
+    const waiters = this.topFetchedWaiters.splice(0);
+    if (waiters.length > 0) setTimeout(() => waiters.forEach((resolve) => resolve()), 0);
   }
 
   async getChildren(element?: TreeItemData): Promise<TreeItemData[]> {
-    const tree = this.tree;
+    const changes = this.topChanges;
+    const children = await this.childrenOf(this.tree, element);
+    if (!element) this.topRowsGiven(changes);
+    return children;
+  }
+
+  private async childrenOf(tree: LazyTree | undefined, element: TreeItemData | undefined): Promise<TreeItemData[]> {
     if (!tree || element?.kind === 'more') return [];
     const container = element ? tree.childContainer(element) : tree.top;
     if (!container) return [];

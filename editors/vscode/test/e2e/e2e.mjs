@@ -151,22 +151,38 @@ async function treeRows(tree) {
 function serverStarts() {
   const file = process.env.PYTHON_PATH_STARTS;
   const wrapper = file && fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-  const channel = [];
-  const initialized = [];
-  const logs = process.env.VSCODE_LOGS;
+  const lines = logLines((name) => name.endsWith('Pi Session.log'));
+  const channel = lines.filter((line) => line.includes('Starting the server'));
+  const initialized = lines.filter((line) => line.includes("Sending notification 'initialized'"));
+  return { wrapper, channel, initialized };
+}
+
+/** The lines of VS Code's log files (under VSCODE_LOGS) whose names `wanted` takes. */
+function logLines(wanted) {
+  const found = [];
   const walk = (dir) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith('Pi Session.log')) {
-        const lines = fs.readFileSync(full, 'utf8').split('\n');
-        channel.push(...lines.filter((line) => line.includes('Starting the server')));
-        initialized.push(...lines.filter((line) => line.includes("Sending notification 'initialized'")));
-      }
+      else if (wanted(entry.name)) found.push(...fs.readFileSync(full, 'utf8').split('\n'));
     }
   };
+  const logs = process.env.VSCODE_LOGS;
   if (logs && fs.existsSync(logs)) walk(logs);
-  return { wrapper, channel, initialized };
+  return found;
+}
+
+/** What the extension host's log and the "Pi Session" output say that they should not: a diagnostic
+ * collection name used twice (pushed and pulled problems mixed), a reveal of rows the tree view does
+ * not have, a stop asked for logged as an error. */
+function logComplaints() {
+  const lines = logLines((name) => name.endsWith('exthost.log') || name.endsWith('Pi Session.log')); // (remoteexthost.log in code-server)
+  return lines.filter(
+    (line) =>
+      /DiagnosticCollection with name '[^']*' does already exist/.test(line) ||
+      /could not reveal .*Data tree node not found/.test(line) ||
+      /\[Error[^\]]*\] Server process exited with code 0/.test(line),
+  );
 }
 
 /** The visible webview's content frame (VS Code nests the page in two iframes). */
@@ -713,6 +729,9 @@ try {
   check('after the server is killed a new one starts, and a session opened then has its problems listed',
     restarted && isSession && (await visible(lateProblem, 60_000)),
     `${serverStarts().wrapper.length - beforeKill.wrapper.length} start(s) after the kill; opened as Pi Session: ${isSession}`);
+  const complaints = logComplaints();
+  check('the logs hold no diagnostic collection made twice, no reveal of rows not shown, no normal stop logged as an error',
+    complaints.length === 0, complaints.slice(0, 3).join(' | '));
   await shot(page, 'e2e.png');
   log('screenshots saved in', OUT);
 } catch (e) {

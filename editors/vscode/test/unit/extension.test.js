@@ -123,20 +123,31 @@ test('no server anywhere: a clear error with the fix, and no client', async (t) 
   assert.match(state.messages.error[0], /piSession\.server\.pythonPath/);
 });
 
-/** Activated with a session open and a server command that cannot be started. */
-async function failedStart(t) {
+/** Activated with a session open and a server command that cannot be started (or `initializeError`:
+ * a server that answers initialize with it). */
+async function failedStart(t, initializeError) {
   const loaded = loadExtension();
   t.after(loaded.restore);
   loaded.state.config['piSession.server.command'] = ['/nowhere/pi-session'];
-  loaded.state.startError = new Error('spawn /nowhere/pi-session ENOENT');
+  if (initializeError) loaded.state.initializeError = initializeError;
+  else loaded.state.startError = new Error('spawn /nowhere/pi-session ENOENT');
   openSession(loaded.state);
   await loaded.ext.activate(fakeContext()).ready;
   return loaded;
 }
 
-test('a start failure is reported with the command that was tried', async (t) => {
+test('a start failure is reported once, by the extension, with the command that was tried', async (t) => {
   const loaded = await failedStart(t);
+  // (the client's own "couldn't create connection to server" goes to the output only)
+  assert.equal(loaded.state.messages.error.length, 1);
   assert.match(loaded.state.messages.error[0], /did not start .*ENOENT.*\/nowhere\/pi-session serve/);
+  assert.ok(loaded.state.clientLog.some((line) => line.includes("couldn't create connection to server")));
+});
+
+test('a server that refuses initialize is reported once, with its answer', async (t) => {
+  const loaded = await failedStart(t, new Error('unknown piVersion "9.9.9"'));
+  assert.equal(loaded.state.messages.error.length, 1);
+  assert.match(loaded.state.messages.error[0], /did not start \(unknown piVersion "9\.9\.9"\)/);
 });
 
 /** The rows the view shows under an element (or at the top), "load more" items included. */
@@ -240,6 +251,32 @@ test('the tree follows the cursor: the entry on the cursor line is selected', as
   state.emitters.selection.fire({ textEditor: { document: doc, selection: { active: { line: 1, character: 0 } } } });
   await new Promise((r) => setTimeout(r, 250));
   assert.equal(view.revealed.length, revealed);
+});
+
+test('a tree loaded while its view was hidden is revealed once the shown view has its rows', async (t) => {
+  const { state, api, restore } = await activated();
+  t.after(restore);
+  const view = state.treeViews[0];
+  view.show(false);
+  // the session renamed: VS Code opens it under its new name, and the tree follows it
+  const renamed = makeDocument(Uri.parse('file:///w/sessions/renamed.jsonl'), `${HEADER}\n`, 'pi-session');
+  state.documents.push(renamed);
+  state.activeTextEditor = { document: renamed, selection: { active: { line: 0, character: 0 } } };
+  state.emitters.active.fire(state.activeTextEditor);
+  await flush();
+  assert.equal(api.tree.uri.toString(), 'file:///w/sessions/renamed.jsonl');
+  const revealed = view.revealed.length;
+  view.show();
+  await flush();
+  assert.deepEqual(state.output.filter((line) => line.includes('could not reveal')), []);
+  assert.equal(view.revealed.length, revealed + 1);
+  assert.equal(view.revealed[revealed].element, api.tree.marker);
+  assert.equal(api.tree.marker.node.id, 'a3');
+  // shown again with nothing changed meanwhile: the leaf is selected at once
+  view.show(false);
+  view.show();
+  await flush();
+  assert.equal(view.revealed.length, revealed + 2);
 });
 
 test('the tree is cleared when no editor shows the session any more', async (t) => {
@@ -443,6 +480,9 @@ test('Restart Server stops the client and starts a new one', async (t) => {
   assert.equal(state.clients.length, 2);
   assert.equal(state.clients[0].isRunning(), false);
   assert.equal(state.clients[1].isRunning(), true);
+  // the server stopped on request: its exit is information, not an error
+  assert.deepEqual(state.clientLog, ['[Info] Server process exited with code 0.']);
+  assert.deepEqual(state.messages.error, []);
 });
 
 test('the status bar shows the server running, and why it is not when it failed or keeps stopping', async (t) => {
@@ -590,12 +630,41 @@ test('deactivate stops the server', async (t) => {
   assert.equal(client.isRunning(), false);
 });
 
-test('no middleware: pushed diagnostics and code lenses reach VS Code as the server sends them', async (t) => {
-  // the server pushes only diagnostics of files VS Code did not open (it pulls the others), and its
-  // lens titles carry codicons: nothing to filter or rewrite
-  const { client, restore } = await activated();
+test('pushed and pulled diagnostics are kept in collections of their own names', async (t) => {
+  const { client, state, restore } = await activated();
   t.after(restore);
-  assert.equal(client.clientOptions.middleware, undefined);
+  assert.deepEqual(state.hostWarnings, []);
+  assert.ok(state.diagnostics.has('pi-session')); // pulled: named by the server's identifier
+  assert.equal(state.diagnostics.get(client.clientOptions.diagnosticCollectionName), state.diagnostics.get('pi-session-files'));
+  // a restart makes both again, without a name left in use
+  await state.commands.get('piSession.restartServer')();
+  assert.deepEqual(state.hostWarnings, []);
+});
+
+test("a file's problems come from one source: pushed while VS Code has no document for it, pulled once it has", async (t) => {
+  const { client, state, restore } = await activated();
+  t.after(restore);
+  const pushed = state.diagnostics.get('pi-session-files');
+  const big = Uri.parse('file:///w/sessions/big.jsonl');
+  const BIG = big.toString();
+  const problem = { message: 'line 3: unknown entry type', range: {} };
+  client.publishDiagnostics(big, [problem]); // a file read from disk (too big for VS Code to open)
+  assert.deepEqual(pushed.get(BIG), [problem]);
+  // open as plain jsonl (its first line not a session's, as a big file's may be cut) the file is
+  // not synced with the server: its pushed problems stay
+  const asJsonl = makeDocument(big, '{"type":"mess', 'jsonl');
+  state.documents.push(asJsonl);
+  state.emitters.open.fire(asJsonl);
+  assert.deepEqual(pushed.get(BIG), [problem]);
+  // as a session it is: the push made before (which the server does not take back) goes
+  asJsonl.languageId = 'pi-session';
+  state.emitters.open.fire(asJsonl);
+  assert.equal(pushed.get(BIG), undefined);
+  // and a push arriving for it afterwards (sent before the open) is not listed beside the pulled ones
+  client.publishDiagnostics(big, [problem]);
+  assert.deepEqual(pushed.get(BIG), []);
+  // code lenses are not rewritten: their titles' codicons are VS Code's
+  assert.deepEqual(Object.keys(client.clientOptions.middleware), ['handleDiagnostics']);
 });
 
 test('the tree follows the active editor when first-line detection turns it into a session', async (t) => {

@@ -138,6 +138,8 @@ function createState() {
     contentProviders: new Map(),
     shownDocuments: [],
     diagnostics: new Map(),
+    hostWarnings: [],
+    clientLog: [],
     documents: [],
     activeTextEditor: undefined,
     extensions: {},
@@ -169,13 +171,28 @@ function createVscode(state) {
     TextEditorRevealType: { Default: 0, InCenter: 1, InCenterIfOutsideViewport: 2, AtTop: 3 },
     window: {
       createOutputChannel: (name) => ({ name, appendLine: (l) => state.output.push(l), append: (t) => state.output.push(t), show() {}, dispose() {} }),
+      // As VS Code's: a hidden view takes in a change of its rows only once it is shown again, asking
+      // for them after it became visible; a reveal before then does not find them.
       createTreeView: (id, options) => {
         const visibility = new EventEmitter();
+        let stale = false;
+        options.treeDataProvider.onDidChangeTreeData?.(() => { if (!state.treeVisible) stale = true; });
         const view = {
           id, options, message: undefined, description: undefined, revealed: [], dispose() {},
           get visible() { return state.treeVisible; },
           onDidChangeVisibility: visibility.event,
-          reveal: async (element, opts) => { view.revealed.push({ element, opts }); },
+          reveal: async (element, opts) => {
+            if (stale) throw new Error(`TreeError [${id}] Data tree node not found: [object Object]`);
+            view.revealed.push({ element, opts });
+          },
+          /** The user shows the view (hidden: `show(false)`). */
+          show: (visible = true) => {
+            state.treeVisible = visible;
+            visibility.fire({ visible });
+            if (visible && stale) {
+              setTimeout(() => void Promise.resolve(options.treeDataProvider.getChildren(undefined)).then(() => { stale = false; }), 1);
+            }
+          },
         };
         state.treeViews.push(view);
         return view;
@@ -230,10 +247,18 @@ function createVscode(state) {
         state.statusItems.set(id, item);
         return item;
       },
+      // as VS Code: a second collection of a name still in use gets a warning in the extension host log
       createDiagnosticCollection: (name) => {
+        if (state.diagnostics.has(name)) state.hostWarnings.push(`DiagnosticCollection with name '${name}' does already exist.`);
         const entries = new Map();
         state.diagnostics.set(name, entries);
-        return { name, set: (uri, d) => entries.set(uri.toString(), d), delete: (uri) => entries.delete(uri.toString()), clear: () => entries.clear(), dispose() {} };
+        return {
+          name,
+          set: (uri, d) => entries.set(uri.toString(), d),
+          delete: (uri) => entries.delete(uri.toString()),
+          clear: () => entries.clear(),
+          dispose: () => { if (state.diagnostics.get(name) === entries) state.diagnostics.delete(name); },
+        };
       },
       setTextDocumentLanguage: async (document, languageId) => {
         state.languageChanges.push({ uri: document.uri.toString(), languageId });
@@ -253,15 +278,61 @@ function createVscode(state) {
   return vscode;
 }
 
-function createLanguageClientModule(state) {
+/** The server's identifier of its pulled diagnostics (DiagnosticOptions.identifier): the pull
+ * feature's collection is named by it. */
+const SERVER_DIAGNOSTIC_IDENTIFIER = 'pi-session';
+
+function createLanguageClientModule(state, vscode) {
+  // As vscode-languageclient 9 does: a start failure is logged and notified ('force'), a failed
+  // initialize shown unless an initializationFailedHandler takes it, the exit of
+  // a stopped server logged as an error; the push and pull features each own a diagnostic collection.
   class LanguageClient {
     constructor(id, name, serverOptions, clientOptions) {
       Object.assign(this, { id, name, serverOptions, clientOptions, running: false, handlers: new Map(), requests: [] });
       this.code2ProtocolConverter = { asUri: (uri) => uri.toString() };
       state.clients.push(this);
     }
-    async start() { if (state.startError) throw state.startError; this.running = true; }
-    async stop() { this.running = false; }
+    async start() {
+      if (state.startError) {
+        this.error(`${this.name} client: couldn't create connection to server.`, state.startError, 'force');
+        throw state.startError;
+      }
+      if (state.initializeError) {
+        const error = state.initializeError;
+        if (this.clientOptions.initializationFailedHandler) this.clientOptions.initializationFailedHandler(error);
+        else {
+          state.messages.error.push(error.message);
+          this.error('Server initialization failed.', error);
+        }
+        this.error(`${this.name} client: couldn't create connection to server.`, error, 'force');
+        throw error;
+      }
+      this._diagnostics = vscode.languages.createDiagnosticCollection(this.clientOptions.diagnosticCollectionName);
+      this.pulledDiagnostics = vscode.languages.createDiagnosticCollection(SERVER_DIAGNOSTIC_IDENTIFIER);
+      this.running = true;
+    }
+    async stop() {
+      this.running = false;
+      this._diagnostics?.dispose();
+      this.pulledDiagnostics?.dispose();
+      this.error('Server process exited with code 0.', undefined, false);
+    }
+    get diagnostics() { return this._diagnostics; }
+    /** The server sent textDocument/publishDiagnostics. */
+    publishDiagnostics(uri, diagnostics) {
+      const next = (u, d) => this._diagnostics.set(u, d);
+      const middleware = this.clientOptions.middleware?.handleDiagnostics;
+      if (middleware) middleware(uri, diagnostics, next);
+      else next(uri, diagnostics);
+    }
+    error(message, _data, showNotification = true) {
+      state.clientLog.push(`[Error] ${message}`);
+      if (showNotification) state.messages.error.push(message); // (revealOutputChannelOn: Error, the default)
+    }
+    info(message, _data, showNotification = true) {
+      state.clientLog.push(`[Info] ${message}`);
+      if (showNotification === 'force') state.messages.info.push(message);
+    }
     isRunning() { return this.running; }
     onNotification(method, handler) { this.handlers.set(method, handler); return new Disposable(() => this.handlers.delete(method)); }
     notify(method, params) { const h = this.handlers.get(method); if (h) h(params); }
@@ -291,7 +362,7 @@ function createLanguageClientModule(state) {
 function loadExtension() {
   const state = createState();
   const vscode = createVscode(state);
-  const lc = createLanguageClientModule(state);
+  const lc = createLanguageClientModule(state, vscode);
   const out = path.join(__dirname, '..', '..', 'out', 'src');
   for (const key of Object.keys(require.cache)) if (key.startsWith(out)) delete require.cache[key];
   const originalLoad = Module._load;
