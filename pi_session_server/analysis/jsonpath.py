@@ -225,9 +225,14 @@ def _early_member_span(raw: bytes, key: str) -> tuple[int, int] | None:
     if m is None:
         return None
     end = m.end(1)
+    quoted = b'"%s"' % key.encode()
     # (nothing after it could be the key again, the usual answer: told without _may_repeat's facts)
-    if raw.find(b'"%s"' % key.encode(), end) < 0 and raw.find(_ESCAPE, end) < 0:
+    if raw.find(quoted, end) < 0 and raw.find(_ESCAPE, end) < 0:
         return m.span(1)
+    if len(raw) < _KEPT_FROM and raw.find(_ESCAPE) < 0:
+        # its text written again (a tool call's "id" below an entry's) and no escape anywhere:
+        # what _may_repeat decides then, without its facts (which a line this short does not keep)
+        return m.span(1) if _once_in_the_object(raw, quoted) else None
     return None if _may_repeat(raw, (key,), end) else m.span(1)
 
 

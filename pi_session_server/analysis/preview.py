@@ -19,10 +19,11 @@ from ..format.jsvalue import ABSENT, js_string_of
 from . import lines as L
 from .lines import LineInfo
 
-_FIRST_TEXT = re.compile(rb'"type"\s*:\s*"text"\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.){0,240})')
-_STRING_CONTENT = re.compile(rb'"content"\s*:\s*"((?:[^"\\]|\\.){0,240})')
+# where a string a preview shows opens (the patterns end at its opening quote; see _string_start)
+_FIRST_TEXT = re.compile(rb'"type"\s*:\s*"text"\s*,\s*"text"\s*:\s*"')
+_STRING_CONTENT = re.compile(rb'"content"\s*:\s*"')
 _FIELD = {
-    name: re.compile(rb'"' + name.encode() + rb'"\s*:\s*"((?:[^"\\]|\\.){0,240})')
+    name: re.compile(rb'"' + name.encode() + rb'"\s*:\s*"')
     for name in (
         "toolName",
         "name",
@@ -38,6 +39,11 @@ _FIELD = {
 _TOOL_NAME = re.compile(
     rb'"type"\s*:\s*"toolCall"\s*,\s*"id"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"name"\s*:\s*"((?:[^"\\]|\\.){0,80})'
 )
+# a string's start as a preview reads it: its first characters and escapes, as many as this
+_STRING_UNITS = 240
+_STRING_START = re.compile(rb'(?:[^"\\]|\\.){0,%d}' % _STRING_UNITS)
+# what ends a string or starts an escape: the bytes before it are characters, one a byte
+_QUOTE_OR_ESCAPE = re.compile(rb'["\\]')
 _WS = re.compile(r"\s+")
 # what json.loads reads other than as the character's UTF-8: an escape, a quote, a control character
 _NOT_PLAIN = re.compile(rb'[\x00-\x1f"\\]')
@@ -66,12 +72,39 @@ def cut(text: str, limit: int = 80) -> str:
 
 
 def one_line(text: str, limit: int = 80) -> str:
-    return cut(js_trim(_WS.sub(" ", text)), limit)
+    # (printable text has no whitespace but " ": collapsing it changes nothing without "  ")
+    if not text.isprintable() or "  " in text:
+        text = _WS.sub(" ", text)
+    return cut(js_trim(text), limit)
+
+
+def _string_start(opening: re.Pattern[bytes], raw: bytes) -> bytes | None:
+    """The first :data:`_STRING_UNITS` characters and escapes of the first string that
+    ``opening`` finds the opening quote of, undecoded (cut at its closing quote, or where the
+    line ends), or None when there is none."""
+    m = opening.search(raw)
+    if m is None:
+        return None
+    start = m.end()
+    window = raw[start : start + _STRING_UNITS]
+    if _QUOTE_OR_ESCAPE.search(window) is None:  # (the usual text: the pattern would step byte by byte)
+        return window
+    body = _STRING_START.match(raw, start)
+    assert body is not None  # (it matches "" at least)
+    return body.group()
 
 
 def _field(raw: bytes, name: str) -> str | None:
-    m = _FIELD[name].search(raw)
-    return _unescape(m.group(1)) if m else None
+    found = _string_start(_FIELD[name], raw)
+    return None if found is None else _unescape(found)
+
+
+def _first_text(raw: bytes, or_content: bool, limit: int) -> str | None:
+    """The first text part of the line, else (``or_content``) its string "content", on one line."""
+    found = _string_start(_FIRST_TEXT, raw)
+    if found is None and or_content:
+        found = _string_start(_STRING_CONTENT, raw)
+    return None if found is None else one_line(_unescape(found), limit)
 
 
 def quick_preview(info: LineInfo, limit: int = 80, raw: bytes | None = None) -> str:
@@ -94,16 +127,14 @@ def quick_preview(info: LineInfo, limit: int = 80, raw: bytes | None = None) -> 
 def _message_preview(info: LineInfo, raw: bytes, limit: int) -> str:
     role = info.role
     if role in ("user", "assistant", "custom", "hookMessage", "system"):
-        m = _FIRST_TEXT.search(raw) or (_STRING_CONTENT.search(raw) if role != "assistant" else None)
-        text = one_line(_unescape(m.group(1)), limit) if m else ""
+        text = _first_text(raw, role != "assistant", limit) or ""
         if not text and role == "assistant":
             tools = [_unescape(t.group(1)) for t in _TOOL_NAME.finditer(raw)]
             text = ", ".join(f"{t}(…)" for t in tools[:4]) if tools else "(no text)"
         return f"{role}: {text}" if text else f"{role}"
     if role == "toolResult":
         name = _field(raw, "toolName") or "tool"
-        m = _FIRST_TEXT.search(raw)
-        return f"[{name}] " + (one_line(_unescape(m.group(1)), limit) if m else "")
+        return f"[{name}] " + (_first_text(raw, False, limit) or "")
     if role == "bashExecution":
         return "[bash]: " + one_line(_field(raw, "command") or "", limit)
     if isinstance(role, str):
@@ -114,10 +145,7 @@ def _message_preview(info: LineInfo, raw: bytes, limit: int) -> str:
 def _entry_preview(etype: Any, raw: bytes, limit: int) -> str:
     """The preview of an entry that is not a message."""
     if etype == "custom_message":
-        m = _FIRST_TEXT.search(raw) or _STRING_CONTENT.search(raw)
-        return f"[{_field(raw, 'customType') or 'custom'}]: " + (
-            one_line(_unescape(m.group(1)), limit) if m else ""
-        )
+        return f"[{_field(raw, 'customType') or 'custom'}]: " + (_first_text(raw, True, limit) or "")
     if etype == "compaction":
         return "[compaction]: " + one_line(_field(raw, "summary") or "", limit)
     if etype == "branch_summary":

@@ -1038,6 +1038,15 @@ class LanguageFeatures:
                 self.still_current(state)
             line = sym.line
             start, end = sym.selection
+            if not state.lone_cr and raw.isascii() and not raw.endswith(b"\r"):
+                # a byte is a column in every encoding, the line is one LSP line and no offset
+                # stands on a CR: what self.place finds, without four conversions a symbol
+                places[line] = (
+                    {"line": line, "character": 0},
+                    {"line": line, "character": sym.end},
+                    {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
+                )
+                return
             places[line] = (
                 position(line, 0, raw),
                 position(line, sym.end, raw),

@@ -23,8 +23,10 @@ from pi_session_server.analysis import jsonpath, preview
 from pi_session_server.analysis import symbols as symbols_module
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.lines import LineInfo
+from pi_session_server.analysis.preview import cut
 from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.format.jsjson import encode_value
+from pi_session_server.format.jstext import js_trim
 from pi_session_server.render.editor_text import shown_line
 from pi_session_server.server import language_features as features_module
 from pi_session_server.server.language_features import DocState, LanguageFeatures
@@ -39,7 +41,9 @@ _TEXTS = [
     "\x01 control \x1f",
     "\ud800 lone surrogate",
     " " * 30 + "leading blanks " + "x" * 300,
+    " " * 230 + "blanks up to where a preview's read of the text ends",
     "\ufeffbom inside",
+    "\u3000wide\xa0no-break\u2028separator\x85next line\u2003",
 ]
 
 
@@ -124,10 +128,15 @@ SEEDS = range(120)
 
 @contextmanager
 def general_paths() -> Iterator[None]:
-    """Every id's span found by the walk of the line, every text read by json.loads."""
+    """Every id's span found by the walk of the line, every text read by its pattern and json.loads
+    and its whitespace collapsed by the pattern."""
     with (
         patch.object(jsonpath, "_early_member_span", lambda raw, key: None),
         patch.object(preview, "_NOT_PLAIN", re.compile(b"")),
+        patch.object(preview, "_QUOTE_OR_ESCAPE", re.compile(b"")),
+        patch.object(
+            preview, "one_line", lambda text, limit=80: cut(js_trim(preview._WS.sub(" ", text)), limit)
+        ),
     ):
         yield
 
