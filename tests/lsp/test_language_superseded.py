@@ -24,6 +24,14 @@ LINES = [S.header(), S.user("a", None, "hello"), S.assistant("b", "a", "hi")]
 CONTENT_MODIFIED = -32801
 
 
+def _every_line(count: int) -> dict[str, Any]:
+    """Inlay hints' params for the document's lines 0 to ``count``."""
+    return {
+        "textDocument": {"uri": URI},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": count, "character": 0}},
+    }
+
+
 def _chain() -> list[str]:
     """Entries enough for a whole-document answer to pause (check) twice."""
     return [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
@@ -68,10 +76,7 @@ def test_a_whole_document_request_superseded_by_a_change_is_answered_content_mod
         queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
 
         whole = {"textDocument": {"uri": URI}}
-        every_line = {
-            **whole,
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}},
-        }
+        every_line = _every_line(len(LINES))
         at = LINES[1].index("hello") + len("hello")
         server.notify("textDocument/didChange", _typed(2, 1, at, "!"))
         asked = [
@@ -115,11 +120,7 @@ def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatc
             return label_of(doc, info)
 
         monkeypatch.setattr(hints, "current_label", paused)
-        every_line = {
-            "textDocument": {"uri": URI},
-            "range": {"start": {"line": 0, "character": 0}, "end": {"line": len(chain) + 1, "character": 0}},
-        }
-        hints_asked = server.send_request("textDocument/inlayHint", every_line)
+        hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(chain) + 1))
         assert started.wait(30)
         server.notify("textDocument/didChange", _typed(2, 1, 0, " "))
         deadline = time.monotonic() + 30
@@ -131,13 +132,6 @@ def test_a_whole_document_answer_being_made_stops_when_a_change_comes(monkeypatc
         assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, str(reply)[:300]
     finally:
         server.close()
-
-
-def _every_line(count: int) -> dict[str, Any]:
-    return {
-        "textDocument": {"uri": URI},
-        "range": {"start": {"line": 0, "character": 0}, "end": {"line": count, "character": 0}},
-    }
 
 
 def test_a_hover_is_answered_ahead_of_whole_document_answers_not_started(monkeypatch) -> None:
