@@ -461,6 +461,49 @@ def test_repair_in_place_keeps_a_line_caught_halfway_through_its_write(
     check_session_file(path, ["00000000", "00000001", "00000002", "w0000001"])
 
 
+# A program that rewrites the file in place and sets its times back (``rsync --inplace -t``): the
+# file keeps its size, its last bytes and its mtime, so only its change time tells.
+_REWRITE_KEEPING_TIMES = (
+    "import os, sys\n"
+    "path, old, new = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()\n"
+    "st = os.stat(path)\n"
+    "with open(path, 'r+b') as f:\n"
+    "    data = f.read()\n"
+    "    assert len(old) == len(new) and data.count(old) == 1\n"
+    "    f.seek(data.index(old)); f.write(new)\n"
+    "os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))\n"
+)
+
+
+def test_repair_in_place_refuses_a_file_rewritten_in_place_with_its_times_set_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the repair's read and its rename another program rewrites the file in place, keeping
+    its size, its last bytes and its mtime: the repair is refused and that program's change kept
+    (the rename would have put the repair of the old bytes over it)."""
+    from pi_session_server.analysis import autofix
+    from pi_session_server.errors import StaleFileError
+    from pi_session_server.session.rewrites import LockedFile
+
+    path = _glued_session(tmp_path / "s.jsonl")
+    before = Path(path).stat()
+    look = LockedFile._appended_since
+    cued = []
+
+    def cued_look(self: LockedFile, *args: Any, **kwargs: Any) -> Any:
+        if not cued:
+            cued.append(True)
+            subprocess.run([sys.executable, "-c", _REWRITE_KEEPING_TIMES, path, "m0 ", "M0 "], check=True)
+        return look(self, *args, **kwargs)
+
+    monkeypatch.setattr(LockedFile, "_appended_since", cued_look)
+    with pytest.raises(StaleFileError, match="rewritten in place"):
+        autofix.repair_file(path, autofix.SAFE_CODES)
+    after = Path(path).stat()
+    assert cued and (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert b'"content":"M0 "' in Path(path).read_bytes()  # the other program's change, kept
+
+
 # -- finding 3: concurrent migrations ---------------------------------------------------------------
 
 V1_HEADER = {"type": "session", "id": "v1-session", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
