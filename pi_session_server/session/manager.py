@@ -36,7 +36,7 @@ from ..format.dates import file_timestamp, ms, now_iso
 from ..format.entry import Entry
 from ..format.gcpause import gc_paused
 from ..format.ids import assert_valid_session_id, new_entry_id, uuid7
-from ..format.jsjson import dumps
+from ..format.jsjson import dumps_bytes
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, strict_equal, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, ScanResult, scan_entries
@@ -134,7 +134,7 @@ def _object(**members: Any) -> dict[str, Any]:
 
 
 def _line_bytes(value: Any) -> bytes:
-    return dumps(value).encode("utf-8") + b"\n"
+    return dumps_bytes(value) + b"\n"
 
 
 def _entry_line(value: dict[str, Any]) -> bytes:
@@ -1002,7 +1002,10 @@ class SessionManager:
             return
         if not self._any_conversation():
             return  # the entry waits in memory for the first message that makes the file appear
-        lines = [_line_bytes(e.value) for e in self._file_entries]
+        # pi serializes the entries that waited now, as they are now (a value a caller changed
+        # since its append is written changed), so they are encoded again; ``entry`` just had its
+        # line made, which nothing can have changed since.
+        lines = [line if e is entry else _line_bytes(e.value) for e in self._file_entries]
         storage.create_exclusive(self._session_file, b"".join(lines), fsync=self.fsync, env=self._env)
         for i, e in enumerate(self._file_entries):
             e.line = i
