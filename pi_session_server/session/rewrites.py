@@ -10,8 +10,8 @@ be lost to it (issue 20):
   (:class:`~.storage.Appender` checks the path once it holds the lock);
 * pi takes no lock. So once the new content is written and ``fsync``-ed, right before the rename,
   the file is compared with what the new content was computed from (:class:`FileState`: device,
-  inode, size, mtime, change time and its last bytes). Lines appended meanwhile are copied into the new file
-  when the caller allows it (a repair); any other change refuses the rewrite with
+  inode, size, mtime, change time and its last bytes). Lines appended meanwhile are copied into
+  the new file when the caller allows it (a repair); any other change refuses the rewrite with
   :class:`~pi_session_server.errors.StaleFileError` and nothing is written (a migration then reads
   the file again);
 * what reaches the old file in the instant between that check and the rename is found after it,
