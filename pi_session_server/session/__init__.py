@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .listing import find_most_recent_session
     from .manager import FileChange, ForeignWrite, ReadOnlySessionError, SessionManager
     from .migrate import CURRENT_SESSION_VERSION, migrate_session_entries
-    from .paths import get_default_session_dir
+    from .paths import StrPath, get_default_session_dir
     from .profiles import DEFAULT_PI, PROFILES, Profile, profile_for
     from .projection import build_session_context, build_session_projection, project_context_entry
     from .tree import TreeNode, tree_to_json
@@ -43,6 +43,7 @@ _EXPORTED_FROM: dict[str, str] = {
     "CURRENT_SESSION_VERSION": ".migrate",
     "migrate_session_entries": ".migrate",
     "get_default_session_dir": ".paths",
+    "StrPath": ".paths",
     "DEFAULT_PI": ".profiles",
     "PROFILES": ".profiles",
     "Profile": ".profiles",
@@ -64,6 +65,7 @@ __all__ = [
     "Profile",
     "ReadOnlySessionError",
     "SessionManager",
+    "StrPath",
     "TreeNode",
     "assert_valid_session_id",
     "build_context_entries",

@@ -18,9 +18,12 @@ import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, overload
 
 from .descriptors import OwnedDescriptor
+
+if TYPE_CHECKING:  # (for annotations only: this module imports no more of the library)
+    from .paths import StrPath
 
 INDEX_DIR_ENV: Final = "PI_SESSION_INDEX_DIR"  # the cache directory
 NO_INDEX_ENV: Final = "PI_SESSION_NO_INDEX"  # "1": no index is read or written
@@ -137,7 +140,7 @@ def default_index_directory() -> str | None:
     return os.path.join(home, ".cache", "pi-session")
 
 
-def index_settings(index: bool | str | os.PathLike[str] = True) -> IndexSettings | None:
+def index_settings(index: bool | StrPath = True) -> IndexSettings | None:
     """The settings for a library argument ``index``: True for the default directory, False for
     no index, or the directory to use. ``$PI_SESSION_NO_INDEX=1`` turns every index off."""
     if index is False or os.environ.get(NO_INDEX_ENV, "").strip().lower() in ("1", "true", "yes", "on"):

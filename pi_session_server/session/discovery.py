@@ -16,7 +16,15 @@ from ..errors import PiSessionError, fs_error_from_oserror
 from ..format.jsjson import JsonSyntaxError, parse_bytes
 from ..format.jsvalue import ABSENT, get, strict_equal, truthy
 from .environment import Environment, current, on_disk
-from .paths import default_session_dir_path, get_default_session_dir, node_join, normalize_path, resolve_path
+from .paths import (
+    StrPath,
+    default_session_dir_path,
+    node_join,
+    normalize_path,
+    path_given,
+    resolve_path,
+    session_dir_or_default,
+)
 from .profiles import DEFAULT_PI, PiVersion, profile_for
 
 __all__ = [
@@ -156,15 +164,13 @@ def cwd_matches(cwd: Any, resolved_cwd: str, env: Environment | None = None) -> 
 
 
 def session_dir_for(
-    cwd: Any, session_dir: Any, pi: PiVersion = DEFAULT_PI, env: Environment | None = None
+    cwd: StrPath, session_dir: StrPath | None, pi: PiVersion = DEFAULT_PI, env: Environment | None = None
 ) -> tuple[str, bool]:
     """The directory and the "filter by cwd" decision of ``list``/``findById``/``continueRecent``
     (docs/API.md §3.4 steps 1-2): ``normalizePath(sessionDir)`` if truthy, else the default directory for
     ``cwd`` (created); filter iff ``sessionDir`` was passed (not ABSENT) and the directory is not
     the default directory path (pi 0.86.1 compares the strings, pi 1.6.0 the resolved paths)."""
-    directory = (
-        normalize_path(session_dir, env) if truthy(session_dir) else get_default_session_dir(cwd, env=env)
-    )
+    directory = session_dir_or_default(session_dir, cwd, env)
     filter_cwd = session_dir is not ABSENT and not profile_for(pi).same_directory(
         directory, default_session_dir_path(cwd, env=env), env
     )
@@ -189,7 +195,7 @@ def js_round(x: float) -> int | float:
 
 
 def find_most_recent_session(
-    session_dir: Any, cwd: Any = ABSENT, env: Environment | None = None
+    session_dir: StrPath, cwd: StrPath | None = ABSENT, env: Environment | None = None
 ) -> str | None:
     """``findMostRecentSession(sessionDir, cwd?)`` (docs/API.md §9.1): the newest ``*.jsonl`` file (by mtime;
     ties in directory order) whose header discovery succeeds and, when ``cwd`` is truthy, whose
@@ -197,7 +203,7 @@ def find_most_recent_session(
     read or a file cannot be stat-ed. Relative paths are the working directory's of ``env``."""
     env = current(env)
     directory = normalize_path(session_dir, env)
-    resolved_cwd = resolve_path(cwd, env=env) if truthy(cwd) else None
+    resolved_cwd = resolve_path(cwd, env=env) if path_given(cwd) else None
     try:
         files = []
         for name in readdir(env.on_disk(directory)):
@@ -225,9 +231,9 @@ def most_recent_candidate(
 
 
 def find_by_id(
-    cwd: Any,
+    cwd: StrPath,
     session_id: Any,
-    session_dir: Any = ABSENT,
+    session_dir: StrPath | None = ABSENT,
     *,
     pi: PiVersion = DEFAULT_PI,
     env: Environment | None = None,

@@ -10,10 +10,10 @@ from ..format.jstext import is_js_blank, js_trim
 from . import storage
 from .environment import Environment, current
 from .loader import is_valid_header, load_exact, open_for_reading
-from .paths import normalize_path
+from .paths import StrPath, normalize_path
 
 
-def load_entries_from_file(path: Any, env: Environment | None = None) -> list[Any]:
+def load_entries_from_file(path: StrPath, env: Environment | None = None) -> list[Any]:
     """Every kept value of the file, header first (D3: non-objects after it dropped); [] if invalid.
 
     Like the reference, appends the missing final newline to a valid file. ``~`` and a relative

@@ -51,7 +51,7 @@ from .discovery import (
     session_dir_for,
 )
 from .environment import Environment, current, on_disk
-from .paths import get_sessions_root, node_join, normalize_path, path_text, resolve_path
+from .paths import StrPath, get_sessions_root, node_join, normalize_path, path_text, resolve_path
 from .profiles import DEFAULT_PI, PiVersion
 
 __all__ = [
@@ -788,8 +788,8 @@ def _list_directory(
 
 
 def list_sessions(
-    cwd: Any,
-    session_dir: Any = ABSENT,
+    cwd: StrPath,
+    session_dir: StrPath | None = ABSENT,
     on_progress: ProgressCallback | None = None,
     signal: Any = None,
     *,
@@ -820,7 +820,7 @@ def list_sessions(
 
 
 def list_all_sessions(
-    session_dir: Any = ABSENT,
+    session_dir: StrPath | Callable[..., Any] | None = ABSENT,
     on_progress: Any = None,
     signal: Any = None,
     *,

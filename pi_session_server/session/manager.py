@@ -36,7 +36,7 @@ from ..format.dates import file_timestamp, ms, now_iso
 from ..format.entry import Entry
 from ..format.gcpause import gc_paused
 from ..format.ids import assert_valid_session_id, new_entry_id, uuid7
-from ..format.jsjson import dumps
+from ..format.jsjson import dumps_bytes
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, strict_equal, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, ScanResult, scan_entries
@@ -66,13 +66,15 @@ from .loader import (
 )
 from .migrate import CURRENT_SESSION_VERSION, migrate_to_current_version, needs_migration, not_an_entry
 from .paths import (
+    StrPath,
     default_session_dir_path,
-    get_default_session_dir,
     make_dirs,
     node_join,
     node_received,
     normalize_path,
+    path_given,
     resolve_path,
+    session_dir_or_default,
 )
 from .profiles import DEFAULT_PI, PiVersion, Profile, profile_for, require_api
 from .projection import (
@@ -132,7 +134,7 @@ def _object(**members: Any) -> dict[str, Any]:
 
 
 def _line_bytes(value: Any) -> bytes:
-    return dumps(value).encode("utf-8") + b"\n"
+    return dumps_bytes(value) + b"\n"
 
 
 def _entry_line(value: dict[str, Any]) -> bytes:
@@ -189,9 +191,9 @@ class SessionManager:
 
     def __init__(
         self,
-        cwd: Any,
-        session_dir: Any,
-        session_file: Any = ABSENT,
+        cwd: StrPath,
+        session_dir: StrPath,
+        session_file: StrPath | None = ABSENT,
         persist: bool = False,
         new_session_options: Any = ABSENT,
         preloaded_entries: Any = ABSENT,
@@ -200,7 +202,7 @@ class SessionManager:
         read_only: bool = False,
         on_progress: Callable[[int, int], Any] | None = None,
         pi: PiVersion = DEFAULT_PI,
-        index: bool | str | os.PathLike[str] = True,
+        index: bool | StrPath = True,
         env: Environment | None = None,
     ) -> None:
         #: the pi release this manager behaves like (see profiles.py)
@@ -275,7 +277,7 @@ class SessionManager:
             and not os.path.exists(self._disk(self._session_dir))
         ):
             make_dirs(self._disk(self._session_dir))
-        if truthy(session_file):
+        if path_given(session_file):
             self._set_session_file(session_file)
         elif isinstance(preloaded_entries, (list, tuple)) and preloaded_entries:
             # (a tuple is the list it holds: the same entries, migrated in place as pi's array's)
@@ -288,8 +290,8 @@ class SessionManager:
     @classmethod
     def create(
         cls,
-        cwd: Any,
-        session_dir: Any = ABSENT,
+        cwd: StrPath,
+        session_dir: StrPath | None = ABSENT,
         options: Any = ABSENT,
         *,
         fsync: bool = False,
@@ -297,23 +299,21 @@ class SessionManager:
         env: Environment | None = None,
     ) -> SessionManager:
         env = current(env)
-        directory = (
-            normalize_path(session_dir, env) if truthy(session_dir) else get_default_session_dir(cwd, env=env)
-        )
+        directory = session_dir_or_default(session_dir, cwd, env)
         return cls(cwd, directory, ABSENT, True, options, fsync=fsync, pi=pi, env=env)
 
     @classmethod
     def open(
         cls,
-        path: Any,
-        session_dir: Any = ABSENT,
-        cwd_override: Any = ABSENT,
+        path: StrPath,
+        session_dir: StrPath | None = ABSENT,
+        cwd_override: StrPath | None = ABSENT,
         *,
         fsync: bool = False,
         read_only: bool = False,
         on_progress: Callable[[int, int], Any] | None = None,
         pi: PiVersion = DEFAULT_PI,
-        index: bool | str | os.PathLike[str] = True,
+        index: bool | StrPath = True,
         env: Environment | None = None,
     ) -> SessionManager:
         """Open a session file. ``read_only`` loads it without writing anything (see __init__);
@@ -337,7 +337,7 @@ class SessionManager:
         if cwd is ABSENT:
             cwd = env.working_directory()
         directory = (
-            normalize_path(session_dir, env) if truthy(session_dir) else os.path.dirname(resolved) or "/"
+            normalize_path(session_dir, env) if path_given(session_dir) else os.path.dirname(resolved) or "/"
         )
         profile = profile_for(pi)  # an unknown version fails before anything is read
         return cls(
@@ -356,8 +356,8 @@ class SessionManager:
     @classmethod
     def continue_recent(
         cls,
-        cwd: Any,
-        session_dir: Any = ABSENT,
+        cwd: StrPath,
+        session_dir: StrPath | None = ABSENT,
         *,
         fsync: bool = False,
         pi: PiVersion = DEFAULT_PI,
@@ -365,9 +365,7 @@ class SessionManager:
     ) -> SessionManager:
         profile = profile_for(pi)
         env = current(env)
-        directory = (
-            normalize_path(session_dir, env) if truthy(session_dir) else get_default_session_dir(cwd, env=env)
-        )
+        directory = session_dir_or_default(session_dir, cwd, env)
         filter_cwd = session_dir is not ABSENT and not profile.same_directory(
             directory, default_session_dir_path(cwd, env=env), env
         )
@@ -381,7 +379,7 @@ class SessionManager:
     @classmethod
     def in_memory(
         cls,
-        cwd: Any = ABSENT,
+        cwd: StrPath = ABSENT,
         options: Any = ABSENT,
         entries: Any = ABSENT,
         *,
@@ -396,9 +394,9 @@ class SessionManager:
     @classmethod
     def fork_from(
         cls,
-        source_path: Any,
-        target_cwd: Any,
-        session_dir: Any = ABSENT,
+        source_path: StrPath,
+        target_cwd: StrPath,
+        session_dir: StrPath | None = ABSENT,
         options: Any = ABSENT,
         *,
         fsync: bool = False,
@@ -412,11 +410,7 @@ class SessionManager:
         values = _load_fork_source(source)
         if not values:
             raise ForkError(f"Cannot fork: source session file is empty or invalid: {source}")
-        directory = (
-            normalize_path(session_dir, env)
-            if truthy(session_dir)
-            else get_default_session_dir(target, env=env)
-        )
+        directory = session_dir_or_default(session_dir, target, env)
         if not os.path.exists(env.on_disk(directory)):
             make_dirs(env.on_disk(directory))
         new_id = get(options, "id")
@@ -454,8 +448,8 @@ class SessionManager:
     @classmethod
     def list(
         cls,
-        cwd: Any,
-        session_dir: Any = ABSENT,
+        cwd: StrPath,
+        session_dir: StrPath | None = ABSENT,
         on_progress: Callable[..., Any] | None = None,
         signal: Any = None,
         *,
@@ -469,7 +463,7 @@ class SessionManager:
     @classmethod
     def list_all(
         cls,
-        session_dir: Any = ABSENT,
+        session_dir: StrPath | Callable[..., Any] | None = ABSENT,
         on_progress: Any = None,
         signal: Any = None,
         *,
@@ -482,9 +476,9 @@ class SessionManager:
     @classmethod
     def find_by_id(
         cls,
-        cwd: Any,
+        cwd: StrPath,
         session_id: Any,
-        session_dir: Any = ABSENT,
+        session_dir: StrPath | None = ABSENT,
         *,
         pi: PiVersion = DEFAULT_PI,
         env: Environment | None = None,
@@ -530,7 +524,7 @@ class SessionManager:
             self._session_file = node_join(self._session_dir, name)
         return self._session_file
 
-    def set_session_file(self, path: Any) -> None:
+    def set_session_file(self, path: StrPath) -> None:
         """Switch to another file; on failure the manager is exactly as before (D5)."""
         with self._all_or_nothing():
             self._set_session_file(path)
@@ -548,7 +542,7 @@ class SessionManager:
             self.__dict__.update(saved)
             raise
 
-    def _set_session_file(self, path: Any) -> None:
+    def _set_session_file(self, path: StrPath) -> None:
         resolved = resolve_path(path, env=self._env)
         for _ in range(_EMPTY_FILE_ATTEMPTS):
             if self._load_session_file(resolved):
@@ -1008,7 +1002,10 @@ class SessionManager:
             return
         if not self._any_conversation():
             return  # the entry waits in memory for the first message that makes the file appear
-        lines = [_line_bytes(e.value) for e in self._file_entries]
+        # pi serializes the entries that waited now, as they are now (a value a caller changed
+        # since its append is written changed), so they are encoded again; ``entry`` just had its
+        # line made, which nothing can have changed since.
+        lines = [line if e is entry else _line_bytes(e.value) for e in self._file_entries]
         storage.create_exclusive(self._session_file, b"".join(lines), fsync=self.fsync, env=self._env)
         for i, e in enumerate(self._file_entries):
             e.line = i

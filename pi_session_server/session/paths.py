@@ -11,13 +11,14 @@ import errno
 import os
 import re
 import stat
-from typing import Any
+from typing import Any, TypeAlias, TypeGuard
 
 from ..errors import InvalidArgTypeError, InvalidArgValueError, fs_error_from_oserror
-from ..format.jsvalue import ABSENT, js_string_of
+from ..format.jsvalue import ABSENT, js_string_of, truthy
 from .environment import Environment, current
 
 __all__ = [
+    "StrPath",
     "default_session_dir_path",
     "encode_cwd",
     "file_url_to_path",
@@ -30,13 +31,20 @@ __all__ = [
     "node_normalize",
     "node_resolve",
     "normalize_path",
+    "path_given",
     "path_text",
     "paths_equal",
     "reject_null_bytes",
     "resolve_path",
+    "session_dir_or_default",
 ]
 
 _CONFIG_DIR_NAME = ".pi"
+
+#: What the library's path parameters take: a ``str`` or an ``os.PathLike`` naming a ``str``
+#: (``pathlib.Path``). Other values are refused at run time too, with Node's
+#: ``ERR_INVALID_ARG_TYPE`` (see :func:`path_text`).
+StrPath: TypeAlias = str | os.PathLike[str]
 
 
 def home_dir(env: Environment | None = None) -> str:
@@ -268,6 +276,12 @@ def reject_null_bytes(path: str) -> str:
     )
 
 
+def path_given(p: StrPath | None) -> TypeGuard[StrPath]:
+    """Was an optional path argument given? JavaScript's ``p ? ... : default``: ABSENT, None and
+    "" are not (nor a wrongly typed value JavaScript takes as false, which then is not refused)."""
+    return truthy(p)
+
+
 def path_text(p: Any) -> str:
     """A path argument as the string pi would be given: a ``str`` as it is, an ``os.PathLike``
     (``pathlib.Path``) as ``os.fspath`` spells it. Anything else raises
@@ -307,7 +321,7 @@ def node_received(value: Any) -> str:
     return f"an instance of {type(value).__name__}"
 
 
-def normalize_path(p: str | os.PathLike[str], env: Environment | None = None) -> str:
+def normalize_path(p: StrPath, env: Environment | None = None) -> str:
     """pi's ``normalizePath``: ``~`` and ``~/...`` expand to the home directory (of ``env``),
     ``file://`` URLs become paths; anything else is returned unchanged (not made absolute, '..'
     kept). ``p`` may be an ``os.PathLike`` (see :func:`path_text`).
@@ -325,7 +339,7 @@ def normalize_path(p: str | os.PathLike[str], env: Environment | None = None) ->
     return reject_null_bytes(p)
 
 
-def resolve_path(p: str | os.PathLike[str], base: str | None = None, env: Environment | None = None) -> str:
+def resolve_path(p: StrPath, base: str | None = None, env: Environment | None = None) -> str:
     """pi's ``resolvePath(p, base = process.cwd())``: normalize, then Node ``path.resolve`` (the
     working directory and home directory those read are ``env``'s)."""
     normalized = normalize_path(p, env)
@@ -367,7 +381,7 @@ def get_sessions_root(env: Environment | None = None) -> str:
 
 
 def default_session_dir_path(
-    cwd: str | os.PathLike[str], agent_dir: Any = ABSENT, env: Environment | None = None
+    cwd: StrPath, agent_dir: StrPath = ABSENT, env: Environment | None = None
 ) -> str:
     """``<resolved agent dir>/sessions/--<encoded resolved cwd>--``, without creating it.
 
@@ -383,14 +397,20 @@ def default_session_dir_path(
     return node_join(resolved_agent_dir, "sessions", f"--{encode_cwd(resolved_cwd)}--")
 
 
-def get_default_session_dir(
-    cwd: str | os.PathLike[str], agent_dir: Any = ABSENT, env: Environment | None = None
-) -> str:
+def get_default_session_dir(cwd: StrPath, agent_dir: StrPath = ABSENT, env: Environment | None = None) -> str:
     """``getDefaultSessionDir(cwd, agentDir?)``: the default directory, created if missing."""
     path = default_session_dir_path(cwd, agent_dir, env)
     if not os.path.exists(path):
         make_dirs(path)
     return path
+
+
+def session_dir_or_default(session_dir: StrPath | None, cwd: StrPath, env: Environment | None = None) -> str:
+    """pi's ``sessionDir ? normalizePath(sessionDir) : getDefaultSessionDir(cwd)`` (the default
+    directory created if missing)."""
+    if path_given(session_dir):
+        return normalize_path(session_dir, env)
+    return get_default_session_dir(cwd, env=env)
 
 
 _SPECIAL_KINDS = {

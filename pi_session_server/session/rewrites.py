@@ -10,8 +10,8 @@ be lost to it (issue 20):
   (:class:`~.storage.Appender` checks the path once it holds the lock);
 * pi takes no lock. So once the new content is written and ``fsync``-ed, right before the rename,
   the file is compared with what the new content was computed from (:class:`FileState`: device,
-  inode, size, mtime and its last bytes). Lines appended meanwhile are copied into the new file
-  when the caller allows it (a repair); any other change refuses the rewrite with
+  inode, size, mtime, change time and its last bytes). Lines appended meanwhile are copied into
+  the new file when the caller allows it (a repair); any other change refuses the rewrite with
   :class:`~pi_session_server.errors.StaleFileError` and nothing is written (a migration then reads
   the file again);
 * what reaches the old file in the instant between that check and the rename is found after it,
@@ -67,12 +67,24 @@ class FileState(msgspec.Struct, frozen=True):
     ino: int
     size: int
     mtime_ns: int
+    # The inode's change time, which no program can set: one that rewrites the file in place keeping
+    # its size and last bytes and then sets its mtime back (``rsync --inplace -t``, ``os.utime``)
+    # still moves it. A link or a rename moves it too (see :meth:`same_bytes`).
+    ctime_ns: int
     tail: bytes  # the last bytes before ``size``
 
     @staticmethod
     def of(fd: int) -> FileState:
         st = os.fstat(fd)
-        return FileState(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, tail_marker(fd, st.st_size))
+        return FileState(
+            st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, tail_marker(fd, st.st_size)
+        )
+
+    def same_bytes(self, other: FileState) -> bool:
+        """The same file with the same bytes as far as its size, mtime and tail tell, whatever its
+        change time: for a look after our own link or rename moved that (then a rewrite that sets
+        the mtime back goes unseen, in that instant only)."""
+        return msgspec.structs.replace(other, ctime_ns=self.ctime_ns) == self
 
     def ends_a_line(self) -> bool:
         return self.size == 0 or self.tail.endswith(b"\n")
@@ -223,6 +235,16 @@ class LockedFile:
         finally:
             os.close(fd)  # releases the new file's lock, after the rename
 
+    def keep_backup(self, expected: FileState) -> tuple[str, FileState]:
+        """``path.bak``, a second name for the file as ``expected`` describes it (see
+        :func:`_keep_backup`), and the state to expect of the file from now on: the link moved its
+        change time. A file that changed otherwise than by appends since is refused first
+        (StaleFileError, no backup made)."""
+        unchanged = self._growth_of_old_file(expected) is None
+        backup = _keep_backup(self.path, self.fd)
+        now = FileState.of(self.fd)
+        return backup, (now if unchanged and now.same_bytes(expected) else expected)
+
     def _target_mode(self) -> int:
         """The permissions the new file gets: the old file's, else 0o644."""
         mode = 0o644
@@ -288,15 +310,18 @@ class LockedFile:
             raise StaleFileError(self._refusal("was replaced by another process"))
         return self._growth_of_old_file(expected, copied=copied)
 
-    def _growth_of_old_file(self, expected: FileState, *, copied: bool = False) -> FileState | None:
+    def _growth_of_old_file(
+        self, expected: FileState, *, copied: bool = False, renamed: bool = False
+    ) -> FileState | None:
         """Like :meth:`_appended_since`, on our descriptor (whatever the path names now).
 
         A file that ended mid-line and grew had that line continued: refused when the new content
         was computed from it (a repair may have dropped or changed that line), taken when
         ``copied`` (the bytes up to ``expected.size`` are others' appended bytes we copied as they
-        were, a line caught while its writer was writing it: its rest follows them)."""
+        were, a line caught while its writer was writing it: its rest follows them). ``renamed``:
+        our rename just unlinked the file, which moved its change time."""
         now = FileState.of(self.fd)
-        if now == expected:
+        if now == expected or (renamed and now.same_bytes(expected)):
             return None
         if now.size <= expected.size:
             raise StaleFileError(self._refusal("was rewritten in place by another process"))
@@ -322,11 +347,11 @@ class LockedFile:
         ``write()`` of a big line under way goes on there). Its writer is given a moment to finish,
         then appended lines follow the new content (``copied``: the rest of a line whose start was
         copied goes right after it); any other change puts that writer's version back."""
-        if FileState.of(self.fd) == expected:
+        if FileState.of(self.fd).same_bytes(expected):
             return
         _wait_until_still(self.fd)
         try:
-            now = self._growth_of_old_file(expected, copied=copied)
+            now = self._growth_of_old_file(expected, copied=copied, renamed=True)
         except StaleFileError:
             now = None
             rewritten = True
@@ -403,7 +428,9 @@ def replace_in_place(path: str, before: FileState, chunks: Iterable[bytes], *, b
     with LockedFile(path) as locked:
         if locked.fd < 0 or not same_file(path, before):
             raise StaleFileError("the file was replaced or deleted while it was being repaired")
-        backup_path = _keep_backup(path, locked.fd) if backup else None
+        backup_path = None
+        if backup:
+            backup_path, before = locked.keep_backup(before)
         try:
             return locked.replace(chunks, before, keep_appended=True).kept
         except BaseException:
@@ -474,11 +501,12 @@ def rewritten_after(path: str, state: FileState, seconds: float) -> bool:
             st = os.stat(path)
         except FileNotFoundError:
             return True
-        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != (
+        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (
             state.dev,
             state.ino,
             state.size,
             state.mtime_ns,
+            state.ctime_ns,
         ):
             with contextlib.suppress(OSError):  # (NotRegularFile too: a FIFO is not waited on)
                 fd = open_regular(path)

@@ -461,6 +461,86 @@ def test_repair_in_place_keeps_a_line_caught_halfway_through_its_write(
     check_session_file(path, ["00000000", "00000001", "00000002", "w0000001"])
 
 
+# A program that rewrites the file in place and sets its times back (``rsync --inplace -t``): the
+# file keeps its size, its last bytes and its mtime, so only its change time tells.
+_REWRITE_KEEPING_TIMES = (
+    "import os, sys\n"
+    "path, old, new = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()\n"
+    "st = os.stat(path)\n"
+    "with open(path, 'r+b') as f:\n"
+    "    data = f.read()\n"
+    "    assert len(old) == len(new) and data.count(old) == 1\n"
+    "    f.seek(data.index(old)); f.write(new)\n"
+    "os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))\n"
+)
+
+
+def _rewrite_keeping_times_at_the_look_before_the_rename(
+    monkeypatch: pytest.MonkeyPatch, path: str
+) -> list[bool]:
+    """Cue the program above at the rewrite's first look before its rename ("m0 " becomes "M0 ")."""
+    from pi_session_server.session.rewrites import LockedFile
+
+    look = LockedFile._appended_since
+    cued: list[bool] = []
+
+    def cued_look(self: LockedFile, *args: Any, **kwargs: Any) -> Any:
+        if not cued:
+            cued.append(True)
+            subprocess.run([sys.executable, "-c", _REWRITE_KEEPING_TIMES, path, "m0 ", "M0 "], check=True)
+        return look(self, *args, **kwargs)
+
+    monkeypatch.setattr(LockedFile, "_appended_since", cued_look)
+    return cued
+
+
+def _kept_the_rewrite(path: str, before: os.stat_result) -> None:
+    after = Path(path).stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert b'"content":"M0 "' in Path(path).read_bytes()  # the other program's change, kept
+
+
+def test_repair_in_place_refuses_a_file_rewritten_in_place_with_its_times_set_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the repair's read and its rename another program rewrites the file in place, keeping
+    its size, its last bytes and its mtime: the repair is refused and that program's change kept
+    (the rename would have put the repair of the old bytes over it)."""
+    from pi_session_server.analysis import autofix
+    from pi_session_server.errors import StaleFileError
+
+    path = _glued_session(tmp_path / "s.jsonl")
+    before = Path(path).stat()
+    cued = _rewrite_keeping_times_at_the_look_before_the_rename(monkeypatch, path)
+    with pytest.raises(StaleFileError, match="rewritten in place"):
+        autofix.repair_file(path, autofix.SAFE_CODES)
+    assert cued
+    _kept_the_rewrite(path, before)
+
+
+def test_a_repair_keeping_a_backup_refuses_a_file_rewritten_in_place_with_its_times_set_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with a backup (``repair --in-place``'s default), whose link moves the file's change
+    time itself: the rewrite after it is still seen, and the backup goes with the refused repair."""
+    from pi_session_server.errors import StaleFileError
+    from pi_session_server.session.rewrites import FileState, replace_in_place
+
+    path = _glued_session(tmp_path / "s.jsonl")
+    before = Path(path).stat()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        read = FileState.of(fd)
+        repaired = os.pread(fd, read.size, 0).replace(b"}{", b"}\n{")
+    finally:
+        os.close(fd)
+    cued = _rewrite_keeping_times_at_the_look_before_the_rename(monkeypatch, path)
+    with pytest.raises(StaleFileError, match="rewritten in place"):
+        replace_in_place(path, read, [repaired], backup=True)
+    assert cued and not os.path.exists(path + ".bak")
+    _kept_the_rewrite(path, before)
+
+
 # -- finding 3: concurrent migrations ---------------------------------------------------------------
 
 V1_HEADER = {"type": "session", "id": "v1-session", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}

@@ -63,6 +63,43 @@ def test_an_argument_that_is_no_path_is_refused_with_nodes_error(tmp_path, value
     assert manager.get_leaf_id() == "t1z" and manager.get_session_file() == str(tmp_path / "s.jsonl")
 
 
+_TYPED_USER_CODE = """\
+from pathlib import Path
+
+from pi_session_server.session import SessionManager, StrPath
+
+
+def given(where: StrPath) -> None:
+    SessionManager.open(Path("s.jsonl"), session_dir=None, cwd_override=where)
+    SessionManager.create(where, Path("sessions"))
+    SessionManager.fork_from("s.jsonl", Path("p"))
+    SessionManager.list_all(lambda loaded, total, partial: None)
+
+
+def wrong(manager: SessionManager) -> None:
+    SessionManager.open(42)  # no path
+    SessionManager.list(b"/project")  # no path
+    manager.set_session_file(None)  # no path
+    SessionManager.find_by_id(["/project"], "id")  # no path
+"""
+
+
+def test_mypy_tells_a_user_who_passes_what_is_no_path(tmp_path):
+    """The path parameters are typed (``StrPath``): mypy finds a wrong one in a user's program,
+    as the library refuses it when it runs."""
+    from mypy import api
+
+    program = tmp_path / "user_program.py"
+    program.write_text(_TYPED_USER_CODE, encoding="utf-8")
+    report, errors, _ = api.run(
+        ["--strict", "--follow-imports=silent", "--cache-dir", os.devnull, "--no-error-summary", str(program)]
+    )
+    flagged = [int(line.split(":")[1]) for line in report.splitlines() if ": error:" in line]
+    wrong = [n for n, line in enumerate(_TYPED_USER_CODE.splitlines(), 1) if line.endswith("# no path")]
+    assert flagged == wrong and len(wrong) == 4, report + errors
+    assert all('expected "str | PathLike[str]' in line for line in report.splitlines()), report
+
+
 def test_a_read_only_open_of_a_missing_file_makes_no_directory(tmp_path):
     missing = tmp_path / "not" / "there" / "s.jsonl"
     manager = SessionManager.open(missing, read_only=True)
