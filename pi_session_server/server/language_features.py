@@ -23,7 +23,8 @@ diagnostics pushed, and the client is told (``pi/largeFile``). A path that is no
 (a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened. A followed file
 that is deleted, renamed away or replaced by such a path is gone: its diagnostics are taken back
 (the editor, which never had the document, would show them for good), and the next request reads
-the path afresh.
+the path afresh. A file read from disk that the editor then opens is the editor's document only
+(the problems pushed from disk are taken back) until it closes it: then it is read again.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import gc
 import inspect
 import itertools
@@ -162,6 +164,9 @@ class DocState:
     doc: SessionDocument | None = None  # None until opened (or when reading it from disk failed)
     version: int | None = None
     from_disk: bool = False
+    # the documents read from disk (their URIs) that this one's opening replaced: the file's
+    # problems are shown from disk again when the editor closes it
+    replaced_disk_reads: tuple[str, ...] = ()
     failure: PiRpcError | None = None  # reading it from disk was refused: every request answers this
     closed: bool = False
     # the editor's changes received, counted on the loop as each arrives (jobs read it): a request
@@ -365,7 +370,11 @@ class LanguageFeatures:
         """``build``: the document's analysis from its text; ``text_bytes``: the text's UTF-8 bytes
         as the editor sent them (None when they cannot be had without decoding the text), compared
         with the analysis kept at the document's closing (see :mod:`.language_reopen`)."""
+        previous = self.docs.get(uri)
+        replaced = previous.replaced_disk_reads if previous is not None and not previous.from_disk else ()
+        replaced += self._replace_disk_reads(uri)
         state = self._new_state(uri)
+        state.replaced_disk_reads = replaced
         state.version = version
         quick = size >= self.quick_open
 
@@ -420,15 +429,49 @@ class LanguageFeatures:
             state.changes_received += 1
             del self.docs[state.uri]
             self._drop(state, publish_empty=True, keep=True)
+            self._show_disk_reads_again(state)
+
+    def _replace_disk_reads(self, uri: str) -> tuple[str, ...]:
+        """On the loop, as the editor opens ``uri``: drop the documents read from disk for its
+        file (under ``uri``, or another spelling of it), and take back the problems pushed for
+        them, unless the opened document's own go out by push to the same URI (its first
+        publication replaces them: it is made on the same queue, after the drop). Their URIs."""
+        path = _path_of(uri)
+        replaced = []
+        for other in list(self.docs.values()):
+            if other.from_disk and (other.uri == uri or (path is not None and other.path == path)):
+                del self.docs[other.uri]
+                self._drop(other, publish_empty=other.uri != uri or self.client_pulls())
+                replaced.append(other.uri)
+        return tuple(replaced)
+
+    def _show_disk_reads_again(self, closed: DocState) -> None:
+        """On the loop, as the editor closes a document that replaced reads from disk: read the
+        file from disk again (on the same queue, after the closing's publication), so that its
+        problems are shown as they were before the editor opened it, as the file now has them.
+        Not while the file is open under another spelling, nor when it was opened again."""
+
+        def read_again(uri: str, path: str) -> None:
+            if uri not in self.docs:  # (not opened again while a pi/delete sent before answered)
+                self._from_disk(uri, path, announce=False)
+
+        for uri in closed.replaced_disk_reads:
+            path = _disk_path(uri)
+            if path is None or uri in self.docs or any(s.path == path for s in self.docs.values()):
+                continue
+            self.server.pending_deletes.ordered(
+                [deleted_as(path, self.server.environment)], functools.partial(read_again, uri, path)
+            )
 
     def _drop(self, state: DocState, publish_empty: bool = False, keep: bool = False) -> None:
-        """Forget a document once the jobs queued for it are done; ``keep``: keep its analysis a
-        few seconds for its reopening (:mod:`.language_reopen`)."""
+        """Forget a document once the jobs queued for it are done; ``publish_empty``: take back
+        its pushed problems; ``keep``: keep its analysis a few seconds for its reopening
+        (:mod:`.language_reopen`)."""
 
         def close(_token: CancelToken) -> None:
             state.closed = True
             jsonpath.forget_kept_facts()  # (a long line's bytes, kept for the hovers along it)
-            if publish_empty and not self.client_pulls():
+            if publish_empty and self.pushes(state):
                 self._send(state, [])
             if (
                 keep
@@ -692,22 +735,25 @@ class LanguageFeatures:
 
     # ------------------------------------------------------------------ files the editor did not send
 
-    def _from_disk(self, uri: str, path: str | None) -> DocState | None:
-        """A new document for the file at ``path`` (``_disk_path(uri)``), read by a job."""
+    def _from_disk(self, uri: str, path: str | None, announce: bool = True) -> DocState | None:
+        """A new document for the file at ``path`` (``_disk_path(uri)``), read by a job;
+        ``announce``: tell the client (``pi/largeFile``), which a read again was told already."""
         if path is None:
             return None
         state = self._new_state(uri, from_disk=True)
         state.path = path
         log_failure(
-            state.queue.submit(lambda _token: self._load_from_disk(state), interruptible=False),
+            state.queue.submit(lambda _token: self._load_from_disk(state, announce), interruptible=False),
             f"reading {path}",
         )
         self._forget_idle_later()
         return state
 
-    def _load_from_disk(self, state: DocState) -> None:
+    def _load_from_disk(self, state: DocState, announce: bool) -> None:
         path = state.path
         assert path is not None
+        if self.docs.get(state.uri) is not state:
+            return  # the editor opened the document before its read began: never shown
         try:
             exists = require_regular_file(path)
         except PiRpcError as error:
@@ -728,17 +774,24 @@ class LanguageFeatures:
             return
         state.disk_key = (st.st_ino, size, st.st_mtime_ns)
         state.disk_tail = _tail_of(doc)
-        self.server.notify(
-            LARGE_FILE,
-            {
-                "uri": state.uri,
-                "size": size,
-                "message": f"The editor did not send this document ({size / 1e6:.1f} MB); "
-                "pi-session features work from the file on disk and follow it as it grows.",
-            },
-        )
+        if announce:
+            self.server.notify(
+                LARGE_FILE,
+                {
+                    "uri": state.uri,
+                    "size": size,
+                    "message": f"The editor did not send this document ({size / 1e6:.1f} MB); "
+                    "pi-session features work from the file on disk and follow it as it grows.",
+                },
+            )
         self._opened(state, doc)
-        self.server.poller.follow(state.uri, path, lambda: self._queue_refresh(state), stat_signature(path))
+        signature = stat_signature(path)
+
+        def follow() -> None:  # (on the loop, where a drop unfollows: never followed once dropped)
+            if self.docs.get(state.uri) is state and not state.closed:
+                self.server.poller.follow(state.uri, path, lambda: self._queue_refresh(state), signature)
+
+        self.server.loop_call(follow)
 
     def _forget(self, state: DocState) -> None:
         """On the loop: a document that could not be read from disk is tried again next time."""
