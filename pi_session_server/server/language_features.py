@@ -130,6 +130,19 @@ def _asks_for(only: Sequence[str], kind: str) -> bool:
     return any(k == kind or kind.startswith(k + ".") for k in only)
 
 
+def _repair_line(key: Sequence[Any]) -> int | None:
+    """The line a repair's key names (None for a repair of the file: its header, its encoding)."""
+    return key[1] if len(key) > 1 and type(key[1]) is int else None
+
+
+def _quick_fixes_only(params: types.CodeActionParams) -> bool:
+    """A code action request that asks for no "fix all" action: the quick fixes of the lines of its
+    range, what the editor asks at every cursor move (a "fix all" plans every repair of the
+    document)."""
+    only = params.context.only
+    return only is None or not _asks_for(only, FIX_ALL)
+
+
 def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
 
@@ -682,6 +695,7 @@ class LanguageFeatures:
         otherwise: Any = None,
         gone: Any = None,
         whole_document: bool = False,
+        content_modified: bool = True,
         urgent: bool = False,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
@@ -689,10 +703,14 @@ class LanguageFeatures:
         for one closed, or whose file is not there: a request whose answer cannot be null says
         what to answer instead). A file
         read from disk is read after the pi/delete of it sent before the request answered (see
-        :mod:`.pending_deletes`): the request finds it gone. ``whole_document``: a request the
-        editor asks again after each change (see :meth:`_answer`), whose answer a request about a
-        position (``urgent``: a hover) does not wait for unless it started (then the urgent one is
-        answered at its next pause, :meth:`still_current`); either sees every change sent before it."""
+        :mod:`.pending_deletes`): the request finds it gone. ``whole_document``: a request about
+        the whole document, whose answer a short request the user waits for (``urgent``: a hover,
+        a quick fix) does not wait for unless it started (then the urgent one is answered at its
+        next pause, :meth:`still_current`); either sees every change sent before it.
+        ``content_modified``: the whole-document request is one the editor asks again after each
+        change, answered ContentModified once a later change came (see :meth:`_answer`); False for
+        one answered for the text it was asked on whatever comes after (a pull of diagnostics:
+        VS Code's client takes ContentModified for an empty list, and would show that)."""
 
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
@@ -702,7 +720,7 @@ class LanguageFeatures:
                 state = self._from_disk(uri, disk_path)
             if state is None:
                 return otherwise
-            changes_before = state.changes_received if whole_document else None
+            changes_before = state.changes_received if whole_document and content_modified else None
             return state.queue.submit(
                 lambda _token: self._answer(state, answer, encode, gone, changes_before),
                 deferrable=whole_document,
@@ -931,9 +949,12 @@ class LanguageFeatures:
         cache = state.lsp_cache
         if cache is not None and cache[0] == doc.version:
             return cache[1]
-        found: list[dict[str, Any]] = self._converter.unstructure(
-            [self.lsp_diagnostic(state, d) for d in self.diagnostics(state)]
-        )
+        made = []
+        for n, d in enumerate(self.diagnostics(state)):
+            if n % hints_mod.CHECK_EVERY == 0:
+                self.still_current(state)  # (a damaged file has one or more a line)
+            made.append(self.lsp_diagnostic(state, d))
+        found: list[dict[str, Any]] = self._converter.unstructure(made)
         state.lsp_cache = (doc.version, found)
         return found
 
@@ -1303,10 +1324,8 @@ class LanguageFeatures:
         doc = state.opened()
         if doc.version != version or not key:
             return None
-        if len(key) > 1 and isinstance(key[1], int):
-            first = last = key[1]
-        else:
-            first, last = 0, doc.line_count - 1
+        line = _repair_line(key)
+        first, last = (0, doc.line_count - 1) if line is None else (line, line)
         for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
             if list(repair.key) == key:
                 return repair
@@ -1586,11 +1605,12 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         options: Any = None,
         otherwise: Any = None,
         whole_document: bool = False,
-        urgent: bool = False,
+        content_modified: bool = True,
+        urgent: bool | Callable[[Any], bool] = False,
     ) -> None:
         """A request about one document: a job on the document's queue (``otherwise`` for a
-        document that is not a session; ``whole_document``, ``urgent``: see
-        :meth:`LanguageFeatures.ask`)."""
+        document that is not a session; ``whole_document``, ``content_modified``, ``urgent``: see
+        :meth:`LanguageFeatures.ask`; ``urgent`` may be decided by the request's params)."""
 
         def handler(params: Any) -> Any:
             return lf.ask(
@@ -1599,7 +1619,8 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
                 otherwise=otherwise,
                 gone=otherwise,
                 whole_document=whole_document,
-                urgent=urgent,
+                content_modified=content_modified,
+                urgent=urgent(params) if callable(urgent) else urgent,
             )
 
         route(server, method, options)(handler)
@@ -1611,6 +1632,10 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
             identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False
         ),
         otherwise={"kind": "full", "items": []},
+        # about the whole document, but computed once a version: the short requests asked after it
+        # go first; answered for its text, even when a change comes after it
+        whole_document=True,
+        content_modified=False,
     )
     # about a position, where the user waits: answered ahead of the whole-document answers asked before
     about_document(types.TEXT_DOCUMENT_HOVER, lf.hover, urgent=True)
@@ -1648,6 +1673,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True
         ),
+        urgent=_quick_fixes_only,  # (a "fix all", asked on save, waits its turn)
     )
 
     @route(server, types.CODE_ACTION_RESOLVE)
@@ -1657,8 +1683,14 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         unresolved = lf.encoded(params)
         if not isinstance(uri, str):
             return unresolved
+        key = data.get("key")
         return lf.ask(
-            uri, lambda state: lf.resolve_code_action(state, params), otherwise=unresolved, gone=unresolved
+            uri,
+            lambda state: lf.resolve_code_action(state, params),
+            otherwise=unresolved,
+            gone=unresolved,
+            # the quick fix picked, which the user waits for: made from its line
+            urgent=isinstance(key, list) and _repair_line(key) is not None,
         )
 
     @connection.command(server, REPAIR_FILE)
