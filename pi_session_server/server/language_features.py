@@ -65,14 +65,14 @@ from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.errors import StaleFileError
 from pi_session_server.format.gcpause import gc_paused
-from pi_session_server.format.jsjson import encode_value, parse_bytes
+from pi_session_server.format.jsjson import encode_value
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.regular_file import NotRegularFile, open_regular, open_regular_status
 from pi_session_server.render.editor_text import shown_line
-from pi_session_server.session.profiles import Profile, profile_for
+from pi_session_server.session.profiles import profile_for
 
 from .errors import INVALID_PARAMS, PiRpcError
-from .json_string import json_string_bytes
+from .language_open_text import OpenedText
 from .language_reopen import ClosedDocument, ClosedDocuments
 from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
@@ -337,14 +337,7 @@ class LanguageFeatures:
         if not self.accepts(item.uri, item.language_id):
             return
         text = item.text
-        pi = self.server.options.pi
-        self._open(
-            item.uri,
-            item.version,
-            len(text),
-            lambda quick: SessionDocument(text, quick=quick, pi=pi),
-            lambda: text.encode("utf-8", "surrogatepass"),
-        )
+        self._open(item.uri, item.version, len(text), OpenedText(self.server.options.pi, text=text))
 
     def did_open_raw(self, body: bytes) -> bool:
         """``didOpen`` with the text still a JSON string token: decoding a 100 MB ``didOpen`` the
@@ -362,27 +355,13 @@ class LanguageFeatures:
         if bytes(memoryview(token)[:1]) != b'"':
             return False  # not a JSON string: the usual path reports it
         size = len(memoryview(token))
-        pi = self.server.options.pi
-        self._open(
-            document.uri,
-            document.version,
-            size,
-            lambda quick: _document_of_token(token, quick, pi),
-            lambda: _token_bytes(token),
-        )
+        self._open(document.uri, document.version, size, OpenedText(self.server.options.pi, token=token))
         return True
 
-    def _open(
-        self,
-        uri: str,
-        version: int | None,
-        size: int,
-        build: Callable[[bool], SessionDocument],
-        text_bytes: Callable[[], bytes | None],
-    ) -> None:
-        """``build``: the document's analysis from its text; ``text_bytes``: the text's UTF-8 bytes
-        as the editor sent them (None when they cannot be had without decoding the text), compared
-        with the analysis kept at the document's closing (see :mod:`.language_reopen`)."""
+    def _open(self, uri: str, version: int | None, size: int, text: OpenedText) -> None:
+        """``text``: what the editor sent, analysed, or compared with the analysis kept at the
+        document's closing (see :mod:`.language_reopen`) and analysed when it is not that one's
+        text with lines appended."""
         previous = self.docs.get(uri)
         replaced = previous.replaced_disk_reads if previous is not None and not previous.from_disk else ()
         replaced += self._replace_disk_reads(uri)
@@ -400,9 +379,9 @@ class LanguageFeatures:
             # diagnostics go out; a big document's are frozen before it ends (see _opened).
             try:
                 with gc_paused():
-                    if closed is None or not self._reopened(state, closed, text_bytes()):
+                    if closed is None or not self._reopened(state, closed, text.utf8()):
                         closed = None  # (freed before the new analysis is made)
-                        self._opened(state, build(quick))
+                        self._opened(state, text.document(quick))
             except Exception as error:  # a bug of ours: the user learns the document has no analysis
                 self.server.notify(
                     types.WINDOW_SHOW_MESSAGE,
@@ -1444,29 +1423,6 @@ class _OpenNotification(msgspec.Struct):
 
 
 _decode_open = msgspec.json.Decoder(_OpenNotification).decode
-
-
-def _document_of_token(token: Any, quick: bool, pi: Profile) -> SessionDocument:
-    data = json_string_bytes(token)
-    if data is not None:
-        # None for invalid UTF-8: decoding the message would have replaced those bytes
-        doc = SessionDocument.from_editor_bytes(data, quick=quick, pi=pi)
-        if doc is not None:
-            return doc
-    text = parse_bytes(memoryview(token))
-    if not isinstance(text, str):
-        raise ValueError("the document text is not a JSON string")
-    return SessionDocument(text, quick=quick, pi=pi)
-
-
-def _token_bytes(token: Any) -> bytes | None:
-    """The UTF-8 bytes of a ``didOpen``'s text token (not checked to be valid UTF-8); None for a
-    token that is not a JSON string."""
-    data = json_string_bytes(token)
-    if data is not None:
-        return data
-    text = parse_bytes(memoryview(token))
-    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else None
 
 
 #: a UTF-16 surrogate's bytes as "surrogatepass" writes them (never in valid UTF-8)
