@@ -367,3 +367,36 @@ async def test_a_file_read_from_disk_then_opened_lists_its_problems_once(
     assert published[-1].version is None  # (the file's, not a version of the closed document)
     told = [n for n in editor.notifications.get("pi/largeFile", []) if n.uri == uri]
     assert len(told) == 1, "the client was told twice that the file is read from disk"
+
+
+async def test_a_file_read_from_disk_then_opened_under_another_spelling_lists_its_problems_once(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The editor opens the file under another spelling of its URI than the one read from disk:
+    the problems pushed for that one are taken back whatever the client does with diagnostics
+    (the open document's own go to the other URI), and shown again once the editor closes it."""
+    path = tmp_path / "2026-11-30T09-13-48-180Z_spelled-twice.jsonl"
+    text = doc(S.header(), S.user("a", None), S.user("b", "gone"))
+    path.write_text(text, encoding="utf-8")
+    opened_uri = path.as_uri()
+    read_uri = opened_uri.replace("spelled-twice", "spelled%2Dtwice")
+    assert read_uri != opened_uri
+    mark = editor.mark(read_uri)
+    assert await _hover(editor, read_uri) is not None
+    assert codes_by_line(await editor.diagnostics_for(read_uri, after=mark)) == [(2, "PI031")]
+
+    mark, mark_opened = editor.mark(read_uri), editor.mark(opened_uri)
+    editor.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=opened_uri, language_id="pi-session", version=1, text=text)
+        )
+    )
+    assert [codes_by_line(p.diagnostics) for p in await _published_after(editor, read_uri, mark)] == [[]]
+    assert await _own_diagnostics(editor, opened_uri, 1, mark_opened) == [(2, "PI031")]
+
+    mark = editor.mark(read_uri)
+    editor.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(opened_uri))
+    )
+    published = await _published_after(editor, read_uri, mark)
+    assert [codes_by_line(p.diagnostics) for p in published] == [[(2, "PI031")]]
