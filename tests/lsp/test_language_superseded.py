@@ -2,7 +2,8 @@
 folding ranges, code lenses, the outline) is answered ContentModified, unworked, when a later change
 came before it ran. Neovim asks for every line's inlay hints and folds at each change: typing in a
 big session queued one whole-document answer per keystroke, each for a text already gone, and what
-the user asked next (a hover) waited behind all of them.
+the user asked next (a hover) waited behind all of them. A short request the user waits for (a
+hover, a quick fix) is answered ahead of whole-document answers, a pull of diagnostics among them.
 
 The server runs in-process so that the test can hold the document's queue while the messages
 arrive: the order in which they are taken is then the one the test sets, on any machine."""
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import builders as S
@@ -71,6 +73,26 @@ def _typed(version: int, line: int, character: int, text: str) -> dict[str, Any]
         "textDocument": {"uri": URI, "version": version},
         "contentChanges": [{"range": {"start": at, "end": at}, "text": text}],
     }
+
+
+def _held(queue: Any) -> threading.Event:
+    """``queue`` kept busy until the event returned is set (the messages sent meanwhile wait)."""
+    gate = threading.Event()
+    queue.submit(lambda _token: gate.wait(30), interruptible=False)
+    return gate
+
+
+def _made_after(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> threading.Event:
+    """``module.name`` made to wait, once called, until the event returned is set."""
+    answered = threading.Event()
+    made = getattr(module, name)
+
+    def waiting(*args: Any, **kwargs: Any) -> Any:
+        answered.wait(30)
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, waiting)
+    return answered
 
 
 def test_a_whole_document_request_superseded_by_a_change_is_answered_content_modified() -> None:
@@ -143,19 +165,10 @@ def test_a_hover_is_answered_ahead_of_whole_document_answers_not_started(monkeyp
     server = InProcess()
     try:
         queue = _opened(server, LINES).queue
-        gate = threading.Event()
-        queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
-
+        gate = _held(queue)
         # the hints, once they start, wait for the hover's answer: a hover queued behind them
         # would wait for good (until the guard's timeout)
-        hover_answered = threading.Event()
-        made = hints.inlay_hints
-
-        def after_the_hover(*args: Any, **kwargs: Any) -> Any:
-            hover_answered.wait(30)
-            return made(*args, **kwargs)
-
-        monkeypatch.setattr(hints, "inlay_hints", after_the_hover)
+        hover_answered = _made_after(monkeypatch, hints, "inlay_hints")
         hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(LINES)))
         folds_asked = server.send_request("textDocument/foldingRange", {"textDocument": {"uri": URI}})
         at = LINES[1].index("hello")
@@ -213,6 +226,28 @@ URGENT = {
 }
 
 
+def _hints_paused(
+    monkeypatch: pytest.MonkeyPatch, state: DocState, later: int, at_later: Callable[[], Any]
+) -> threading.Event:
+    """The inlay hints' work made to pause at its first line until a job is queued behind it, and
+    to call ``at_later()`` at line ``later``; the event returned is set once the work started."""
+    started = threading.Event()
+    label_of = hints.current_label
+
+    def paused(doc: Any, info: Any) -> Any:
+        if info.line == 1:
+            started.set()
+            deadline = time.monotonic() + 30
+            while not state.queue._jobs and time.monotonic() < deadline:
+                time.sleep(0.01)
+        elif info.line == later:
+            at_later()
+        return label_of(doc, info)
+
+    monkeypatch.setattr(hints, "current_label", paused)
+    return started
+
+
 @pytest.mark.parametrize("urgent", list(URGENT))
 def test_a_short_request_is_answered_while_a_whole_document_answer_is_being_made(
     monkeypatch: pytest.MonkeyPatch, urgent: str
@@ -227,20 +262,8 @@ def test_a_short_request_is_answered_while_a_whole_document_answer_is_being_made
         # the hints' work pauses at its first line until the short request is queued, and at the
         # chain's last until it is answered: answered at a pause in between, or never (until the
         # guard's timeout)
-        started, urgent_answered = threading.Event(), threading.Event()
-        label_of = hints.current_label
-
-        def paused(doc: Any, info: Any) -> Any:
-            if info.line == 1:
-                started.set()
-                deadline = time.monotonic() + 30
-                while not state.queue._jobs and time.monotonic() < deadline:
-                    time.sleep(0.01)
-            elif info.line == len(chain):
-                urgent_answered.wait(30)
-            return label_of(doc, info)
-
-        monkeypatch.setattr(hints, "current_label", paused)
+        urgent_answered = threading.Event()
+        started = _hints_paused(monkeypatch, state, len(chain), lambda: urgent_answered.wait(30))
         hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(chain) + 2))
         assert started.wait(30)
         urgent_asked = server.send_request(method, urgent_params)
@@ -261,25 +284,15 @@ def test_a_fix_all_waits_for_the_whole_document_answer_being_made(monkeypatch: p
     try:
         state = _opened(server, [S.header(), *chain, ORPHAN])
         events: list[str] = []
-        started = threading.Event()
-        label_of = hints.current_label
+        started = _hints_paused(
+            monkeypatch, state, len(chain) + 1, lambda: events.append("the hints' last line")
+        )
         plan = autofix.plan_repairs
-
-        def paused(doc: Any, info: Any) -> Any:
-            if info.line == 1:
-                started.set()
-                deadline = time.monotonic() + 30
-                while not state.queue._jobs and time.monotonic() < deadline:
-                    time.sleep(0.01)
-            elif info.line == len(chain) + 1:
-                events.append("the hints' last line")
-            return label_of(doc, info)
 
         def planned(*args: Any, **kwargs: Any) -> Any:
             events.append("fix all")
             return plan(*args, **kwargs)
 
-        monkeypatch.setattr(hints, "current_label", paused)
         monkeypatch.setattr(autofix, "plan_repairs", planned)
         hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(chain) + 2))
         assert started.wait(30)
@@ -302,40 +315,12 @@ def test_short_requests_go_ahead_of_a_pull_of_diagnostics_which_is_never_content
     takes ContentModified for an empty list of problems, and would show none until its next pull)."""
     server = InProcess()
     try:
-        assert "result" in server.request(
-            "initialize",
-            {"processId": None, "rootUri": None, "capabilities": {"textDocument": {"diagnostic": {}}}},
-        )
-        server.notify("initialized", {})
         lines = [S.header(), S.user("a", None, "hello"), S.user("b", "gone")]
-        server.notify(
-            "textDocument/didOpen",
-            {
-                "textDocument": {
-                    "uri": URI,
-                    "languageId": "pi-session",
-                    "version": 1,
-                    "text": "\n".join(lines) + "\n",
-                }
-            },
-        )
-        assert "result" in server.request("textDocument/documentSymbol", {"textDocument": {"uri": URI}})
-        features = server.server.language_features
-        assert features is not None
-        queue = features.docs[URI].queue
-        gate = threading.Event()
-        queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
-
+        queue = _opened(server, lines, {"textDocument": {"diagnostic": {}}}).queue
+        gate = _held(queue)
         # the pull, once it starts, waits for the hover's answer: a hover queued behind it would
         # wait for good (until the guard's timeout)
-        hover_answered = threading.Event()
-        found = language_features.document_diagnostics
-
-        def after_the_hover(*args: Any, **kwargs: Any) -> Any:
-            hover_answered.wait(30)
-            return found(*args, **kwargs)
-
-        monkeypatch.setattr(language_features, "document_diagnostics", after_the_hover)
+        hover_answered = _made_after(monkeypatch, language_features, "document_diagnostics")
         at = lines[1].index("hello") + len("hello")
         server.notify("textDocument/didChange", _typed(2, 1, at, "!"))
         pulled = server.send_request("textDocument/diagnostic", {"textDocument": {"uri": URI}})
