@@ -25,7 +25,9 @@ Figures printed (targets from issue 4):
    complete diagnostics, as a ratio to a fresh didOpen of the same text under another URI in the
    same run (the path every reload took before closed documents were kept). Then a hover asked
    right after the inlay hints of the whole document: its latency, as a ratio to the hints' (what
-   it waited for when it queued behind them), and to a hover asked alone.
+   it waited for when it queued behind them), and to a hover asked alone. Then (5b.) a reopening
+   with the text edited before its end, analysed afresh: the time from that didOpen to its complete
+   diagnostics, as a ratio to a server of ``--baseline`` measured in the same run, taken in turns.
 
 7. ``--outline FILE`` (only this): the outline (documentSymbol) of the session at ``FILE`` through
    the server, once analysed (its complete diagnostics out): the first answer and the answer to the
@@ -66,7 +68,8 @@ from pi_session_server.analysis.diagnostics import document_diagnostics, first_p
 from pi_session_server.analysis.document import SessionDocument  # noqa: E402
 from pi_session_server.analysis.hints import inlay_hints  # noqa: E402
 from pi_session_server.analysis.symbols import document_symbols  # noqa: E402
-from pi_session_server.server.language_features import QUICK_OPEN_CHARS, json_string_bytes  # noqa: E402
+from pi_session_server.server.json_string import json_string_bytes  # noqa: E402
+from pi_session_server.server.language_features import QUICK_OPEN_CHARS  # noqa: E402
 from pi_session_server.server.language_reopen import KEEP_SECONDS  # noqa: E402
 
 # ---------------------------------------------------------------------- a raw LSP client
@@ -444,6 +447,37 @@ def reopen_scenario(path: Path, reopens: int) -> None:
         client.close()
 
 
+def reopen_edited_scenario(path: Path, reopens: int, baseline: str) -> None:
+    """Figure 5b (see the module's docstring) on the session at ``path``."""
+    text = path.read_text(encoding="utf-8")
+    middle = text.index("\n{", len(text) // 2) + 2
+    edited = text[:middle] + " " + text[middle:]  # (a space before a line's first key: still JSON)
+    servers = {"new": RawClient(), "old": RawClient(baseline_tree(baseline))}
+    times: dict[str, list[float]] = {name: [] for name in servers}
+    found: dict[str, Any] = {}
+    uri = "file:///bench/reopened-edited.jsonl"
+    try:
+        for client in servers.values():
+            client.initialize(pulls=False)
+            opened(client, uri, 1, text)
+        for i in range(reopens):
+            for name, client in servers.items():  # (taken in turns: both see the same machine load)
+                client.send_frame(
+                    client.notification_frame("textDocument/didClose", {"textDocument": {"uri": uri}})
+                )
+                spent, found[name] = opened(client, uri, i + 2, edited if i % 2 == 0 else text)
+                times[name].append(spent)
+        assert found["new"] == found["old"], f"other diagnostics than {baseline}'s"
+    finally:
+        for client in servers.values():
+            client.close()
+    new, old = pct(times["new"], 0.5), pct(times["old"], 0.5)
+    print(
+        f"5b. didClose + didOpen of the {len(text) / 1e6:.1f} MB session edited before its end (analysed "
+        f"afresh) -> complete diagnostics: p50 {ms(new)} ({new / old:.2f}x {baseline}'s {ms(old)})"
+    )
+
+
 def baseline_tree(ref: str) -> Path:
     """The package as commit ``ref`` has it, in a temporary directory, for a server run from it."""
     where = Path(tempfile.mkdtemp(prefix="pi-bench-baseline-"))
@@ -522,15 +556,16 @@ def main() -> int:
     parser.add_argument("--appends", type=int, default=30)
     parser.add_argument("--long-line-mb", type=int, default=30)
     parser.add_argument("--long-line-only", action="store_true", help="only the figures of 4.")
-    parser.add_argument("--reopen", type=Path, help="only the figures of 5. and 6., on this session")
+    parser.add_argument("--reopen", type=Path, help="only the figures of 5., 6. and 5b., on this session")
     parser.add_argument("--reopens", type=int, default=5)
     parser.add_argument("--outline", type=Path, help="only the figures of 7., on this session")
-    parser.add_argument("--baseline", default="main", help="the commit 7. compares with")
+    parser.add_argument("--baseline", default="main", help="the commit 5b. and 7. compare with")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
     if args.reopen is not None:
         reopen_scenario(args.reopen, args.reopens)
+        reopen_edited_scenario(args.reopen, args.reopens, args.baseline)
         return 0
     if args.outline is not None:
         outline_scenario(args.outline, args.baseline, args.rounds)

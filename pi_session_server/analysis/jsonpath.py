@@ -190,15 +190,18 @@ class Walk:
         return cast(Path, tuple(self.keys[: self._value_depth()]))
 
 
-def value_span(raw: bytes, path: Path) -> tuple[int, int] | None:
+def value_span(raw: bytes, path: Path, written_inside: int = 0) -> tuple[int, int] | None:
     """Byte span of the value at ``path`` (``()`` is the whole line's value), or None. A key
-    written twice in an object is read as JSON.parse reads it: its last value counts."""
+    written twice in an object is read as JSON.parse reads it: its last value counts.
+    ``written_inside``: for a path of one key, how many times the line's facts say that key is a
+    key inside the values of the line's object (the ``"id"`` of each of an assistant message's
+    tool calls): told, its being written once at the top is decided by counting."""
     if not path:
         stripped = raw.rstrip(b" \t\r")
         lead = len(raw) - len(raw.lstrip(b" \t\r"))
         return (lead, len(stripped)) if stripped else None
     if len(path) == 1 and isinstance(path[0], str):
-        early = _early_member_span(raw, path[0])
+        early = _early_member_span(raw, path[0], written_inside)
         if early is not None:
             return early
     return _last_span(raw, path, on_key=False)
@@ -212,10 +215,11 @@ _EARLY_MEMBER = rb'\s*\{\s*(?:"[^"\\]*"\s*:\s*' + _SCALAR + rb'\s*,\s*)*?"%s"\s*
 _early_member_patterns: dict[str, re.Pattern[bytes]] = {}
 
 
-def _early_member_span(raw: bytes, key: str) -> tuple[int, int] | None:
+def _early_member_span(raw: bytes, key: str, written_inside: int = 0) -> tuple[int, int] | None:
     """The span of the scalar value of top-level member ``key`` found by a pattern when it is
     among the line's first members and not written again after it (the span :func:`_last_span`
-    finds then, at a fraction of its cost); None when the walk must decide."""
+    finds then, at a fraction of its cost); None when the walk must decide. ``written_inside``:
+    see :func:`value_span`."""
     if not _PLAIN_KEY.fullmatch(key):
         return None
     pattern = _early_member_patterns.get(key)
@@ -226,11 +230,20 @@ def _early_member_span(raw: bytes, key: str) -> tuple[int, int] | None:
         return None
     end = m.end(1)
     quoted = b'"%s"' % key.encode()
+    again = raw.find(quoted, end)
+    escaped = raw.find(_ESCAPE, end) >= 0
     # (nothing after it could be the key again, the usual answer: told without _may_repeat's facts)
-    if raw.find(quoted, end) < 0 and raw.find(_ESCAPE, end) < 0:
+    if again < 0 and not escaped:
         return m.span(1)
-    if len(raw) < _KEPT_FROM and raw.find(_ESCAPE) < 0:
-        # its text written again (a tool call's "id" below an entry's) and no escape anywhere:
+    if escaped or raw.find(_ESCAPE, 0, end) >= 0:
+        return None if _may_repeat(raw, (key,), end) else m.span(1)
+    # its text written again (a tool call's "id" below an entry's) and no escape anywhere: every
+    # key is written as itself, so the text after it holds each key inside a value the facts
+    # count, and the key again at the top if it is: the text as many times as they count says
+    # it is not (every object after the pattern's members is inside a value)
+    if written_inside and raw.count(quoted, again) == written_inside:
+        return m.span(1)
+    if len(raw) < _KEPT_FROM:
         # what _may_repeat decides then, without its facts (which a line this short does not keep)
         return m.span(1) if _once_in_the_object(raw, quoted) else None
     return None if _may_repeat(raw, (key,), end) else m.span(1)

@@ -41,7 +41,11 @@ _TOOL_NAME = re.compile(
 )
 # a string's start as a preview reads it: its first characters and escapes, as many as this
 _STRING_UNITS = 240
-_STRING_START = re.compile(rb'(?:[^"\\]|\\.){0,%d}' % _STRING_UNITS)
+# a preview of a limited number of characters reads this many units for each first (a unit is a
+# character of most texts): all _STRING_UNITS only when collapsed whitespace or wide characters
+# leave those too few
+_FIRST_UNITS_PER_CHARACTER = 2
+_string_starts: dict[int, re.Pattern[bytes]] = {}
 # what ends a string or starts an escape: the bytes before it are characters, one a byte
 _QUOTE_OR_ESCAPE = re.compile(rb'["\\]')
 _WS = re.compile(r"\s+")
@@ -72,10 +76,15 @@ def cut(text: str, limit: int = 80) -> str:
 
 
 def one_line(text: str, limit: int = 80) -> str:
+    return cut(_on_one_line(text), limit)
+
+
+def _on_one_line(text: str) -> str:
+    """``text``'s whitespace collapsed and trimmed (:func:`one_line` before the cut)."""
     # (printable text has no whitespace but " ": collapsing it changes nothing without "  ")
     if not text.isprintable() or "  " in text:
         text = _WS.sub(" ", text)
-    return cut(js_trim(text), limit)
+    return js_trim(text)
 
 
 def _string_start(opening: re.Pattern[bytes], raw: bytes) -> bytes | None:
@@ -83,15 +92,53 @@ def _string_start(opening: re.Pattern[bytes], raw: bytes) -> bytes | None:
     ``opening`` finds the opening quote of, undecoded (cut at its closing quote, or where the
     line ends), or None when there is none."""
     m = opening.search(raw)
-    if m is None:
-        return None
-    start = m.end()
-    window = raw[start : start + _STRING_UNITS]
+    return None if m is None else _string_body(raw, m.end(), _STRING_UNITS)
+
+
+def _string_body(raw: bytes, start: int, units: int) -> bytes:
+    """The first ``units`` characters and escapes of the string whose text starts at byte
+    ``start``, undecoded (cut at its closing quote, or where the line ends)."""
+    window = raw[start : start + units]
     if _QUOTE_OR_ESCAPE.search(window) is None:  # (the usual text: the pattern would step byte by byte)
         return window
-    body = _STRING_START.match(raw, start)
+    pattern = _string_starts.get(units)
+    if pattern is None:
+        pattern = _string_starts[units] = re.compile(rb'(?:[^"\\]|\\.){0,%d}' % units)
+    body = pattern.match(raw, start)
     assert body is not None  # (it matches "" at least)
     return body.group()
+
+
+def _shown_start(raw: bytes, start: int, limit: int) -> str:
+    """The string whose text starts at byte ``start``, on one line and cut at ``limit`` characters
+    as :func:`one_line` cuts its first :data:`_STRING_UNITS` units. Fewer are read first, which
+    give the same answer when they hold the whole string, or make more than ``limit`` characters
+    and one where the longer read's bytes are UTF-8 (else its text is those bytes as they are, see
+    :func:`_unescape`): all those characters but the last are the longer read's (the last may be
+    a character cut in two, or whitespace that the longer read trims at the string's end)."""
+    units = _FIRST_UNITS_PER_CHARACTER * limit
+    if units < _STRING_UNITS:
+        body = _string_body(raw, start, units)
+        end = start + len(body)
+        text = _on_one_line(_unescape(body))
+        if end >= len(raw) or raw[end] == 0x22:  # (0x22: its closing quote) the whole string
+            return cut(text, limit)
+        # (a unit is one byte, or two: an escape's backslash and the character after it)
+        if len(text) > limit + 1 and _decodes(raw[start : start + 2 * _STRING_UNITS]):
+            return cut(text, limit)
+    return one_line(_unescape(_string_body(raw, start, _STRING_UNITS)), limit)
+
+
+def _decodes(data: bytes) -> bool:
+    """``data`` is UTF-8 (a lone surrogate written as "surrogatepass" writes it too), but for a
+    character cut in two at its end: what json.loads decodes."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as error:
+        return error.reason == "unexpected end of data"  # (only a sequence cut short at the end)
+    return True
 
 
 def _field(raw: bytes, name: str) -> str | None:
@@ -101,10 +148,10 @@ def _field(raw: bytes, name: str) -> str | None:
 
 def _first_text(raw: bytes, or_content: bool, limit: int) -> str | None:
     """The first text part of the line, else (``or_content``) its string "content", on one line."""
-    found = _string_start(_FIRST_TEXT, raw)
-    if found is None and or_content:
-        found = _string_start(_STRING_CONTENT, raw)
-    return None if found is None else one_line(_unescape(found), limit)
+    m = _FIRST_TEXT.search(raw)
+    if m is None and or_content:
+        m = _STRING_CONTENT.search(raw)
+    return None if m is None else _shown_start(raw, m.end(), limit)
 
 
 def quick_preview(info: LineInfo, limit: int = 80, raw: bytes | None = None) -> str:

@@ -69,14 +69,19 @@ WithBytes = Callable[[Symbol, bytes], None]
 
 
 def _symbol(
-    doc: SessionDocument, info: LineInfo, with_bytes: WithBytes | None, branch_children: int
+    doc: SessionDocument,
+    info: LineInfo,
+    with_bytes: WithBytes | None,
+    branch_children: int,
+    leaf: LineInfo | None,
 ) -> Symbol:
+    """``leaf``: the document's leaf (:meth:`SessionDocument.leaf`)."""
     raw = info.raw  # read once: a line of a file is read again each time it is asked for
-    sel = value_span(raw, ("id",)) or (0, min(len(raw), 1))
+    sel = value_span(raw, ("id",), len(info.call_ids)) or (0, min(len(raw), 1))
     detail = links.shown_id(doc, info)
     if branch_children > 1:
         detail += f" · {branch_children} branches"
-    if info is doc.leaf():
+    if info is leaf:
         detail += " · leaf"
     made = Symbol(symbol_name(doc, info, raw), detail, symbol_kind(info), info.line, text_end(raw), sel)
     if with_bytes is not None:
@@ -107,9 +112,10 @@ def document_symbols(doc: SessionDocument, with_bytes: WithBytes | None = None) 
     visited: set[LineInfo] = set()
     entries = list(doc.entries())
     roots = [e for e in entries if (p := tree.parent(e)) is None or p is e]
-    _walk(doc, roots, out, visited, with_bytes)
+    leaf = doc.leaf()
+    _walk(doc, roots, out, visited, with_bytes, leaf)
     # cycles: reachable from no root
-    _walk(doc, [e for e in entries if e not in visited], out, visited, with_bytes)
+    _walk(doc, [e for e in entries if e not in visited], out, visited, with_bytes, leaf)
     _span_children(out)
     return out
 
@@ -120,19 +126,27 @@ def _span_children(symbols: list[Symbol]) -> None:
     work: list[tuple[Symbol, bool]] = [(s, False) for s in symbols]
     while work:
         sym, children_done = work.pop()
+        children = sym.children
+        if not children:  # (most symbols: a chain's entries are siblings)
+            sym.lines = (sym.line, sym.line)
+            continue
         if not children_done:
             work.append((sym, True))
-            work.extend((c, False) for c in sym.children)
+            work.extend([(c, False) for c in children])
             continue
         first = last = sym.line
-        for child in sym.children:
+        for child in children:
             first = min(first, child.lines[0])
             last = max(last, child.lines[1])
         sym.lines = (first, last)
 
 
 def _chain(
-    doc: SessionDocument, start: LineInfo, visited: set[LineInfo], with_bytes: WithBytes | None
+    doc: SessionDocument,
+    start: LineInfo,
+    visited: set[LineInfo],
+    with_bytes: WithBytes | None,
+    leaf: LineInfo | None,
 ) -> tuple[list[Symbol], list[LineInfo]]:
     """``start`` and its linear continuation, and the children where the chain branches."""
     seg: list[Symbol] = []
@@ -140,7 +154,7 @@ def _chain(
     while cur not in visited:
         visited.add(cur)
         kids = [k for k in doc.tree.kids(cur) if k not in visited]
-        seg.append(_symbol(doc, cur, with_bytes, len(kids)))
+        seg.append(_symbol(doc, cur, with_bytes, len(kids), leaf))
         if len(kids) != 1:
             return seg, kids
         cur = kids[0]
@@ -153,6 +167,7 @@ def _walk(
     into: list[Symbol],
     visited: set[LineInfo],
     with_bytes: WithBytes | None,
+    leaf: LineInfo | None,
 ) -> None:
     """Depth-first over branches with an explicit stack (no recursion limit applies)."""
     work: list[tuple[LineInfo, list[Symbol], int, bool]] = [(s, into, 0, False) for s in reversed(starts)]
@@ -160,7 +175,7 @@ def _walk(
         start, container, level, as_branch = work.pop()
         if start in visited:
             continue
-        seg, kids = _chain(doc, start, visited, with_bytes)
+        seg, kids = _chain(doc, start, visited, with_bytes, leaf)
         if as_branch:
             head = seg[0]
             head.children = seg[1:] + head.children

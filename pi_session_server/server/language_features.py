@@ -23,7 +23,8 @@ diagnostics pushed, and the client is told (``pi/largeFile``). A path that is no
 (a FIFO, a device) is refused with ``PathRefused`` (-32010) and never opened. A followed file
 that is deleted, renamed away or replaced by such a path is gone: its diagnostics are taken back
 (the editor, which never had the document, would show them for good), and the next request reads
-the path afresh.
+the path afresh. A file read from disk that the editor then opens is the editor's document only
+(the problems pushed from disk are taken back) until it closes it: then it is read again.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import gc
 import inspect
 import itertools
@@ -63,14 +65,14 @@ from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.errors import StaleFileError
 from pi_session_server.format.gcpause import gc_paused
-from pi_session_server.format.jsjson import encode_value, parse_bytes
+from pi_session_server.format.jsjson import encode_value
 from pi_session_server.format.jstext import as_displayed
 from pi_session_server.regular_file import NotRegularFile, open_regular, open_regular_status
 from pi_session_server.render.editor_text import shown_line
-from pi_session_server.session.profiles import Profile, profile_for
+from pi_session_server.session.profiles import profile_for
 
 from .errors import INVALID_PARAMS, PiRpcError
-from .json_string import json_string_bytes
+from .language_open_text import OpenedText
 from .language_reopen import ClosedDocument, ClosedDocuments
 from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
@@ -128,6 +130,19 @@ def _asks_for(only: Sequence[str], kind: str) -> bool:
     return any(k == kind or kind.startswith(k + ".") for k in only)
 
 
+def _repair_line(key: Sequence[Any]) -> int | None:
+    """The line a repair's key names (None for a repair of the file: its header, its encoding)."""
+    return key[1] if len(key) > 1 and type(key[1]) is int else None
+
+
+def _quick_fixes_only(params: types.CodeActionParams) -> bool:
+    """A code action request that asks for no "fix all" action: the quick fixes of the lines of its
+    range, what the editor asks at every cursor move (a "fix all" plans every repair of the
+    document)."""
+    only = params.context.only
+    return only is None or not _asks_for(only, FIX_ALL)
+
+
 def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
 
@@ -162,6 +177,9 @@ class DocState:
     doc: SessionDocument | None = None  # None until opened (or when reading it from disk failed)
     version: int | None = None
     from_disk: bool = False
+    # the documents read from disk (their URIs) that this one's opening replaced: the file's
+    # problems are shown from disk again when the editor closes it
+    replaced_disk_reads: tuple[str, ...] = ()
     failure: PiRpcError | None = None  # reading it from disk was refused: every request answers this
     closed: bool = False
     # the editor's changes received, counted on the loop as each arrives (jobs read it): a request
@@ -319,14 +337,7 @@ class LanguageFeatures:
         if not self.accepts(item.uri, item.language_id):
             return
         text = item.text
-        pi = self.server.options.pi
-        self._open(
-            item.uri,
-            item.version,
-            len(text),
-            lambda quick: SessionDocument(text, quick=quick, pi=pi),
-            lambda: text.encode("utf-8", "surrogatepass"),
-        )
+        self._open(item.uri, item.version, len(text), OpenedText(self.server.options.pi, text=text))
 
     def did_open_raw(self, body: bytes) -> bool:
         """``didOpen`` with the text still a JSON string token: decoding a 100 MB ``didOpen`` the
@@ -344,28 +355,18 @@ class LanguageFeatures:
         if bytes(memoryview(token)[:1]) != b'"':
             return False  # not a JSON string: the usual path reports it
         size = len(memoryview(token))
-        pi = self.server.options.pi
-        self._open(
-            document.uri,
-            document.version,
-            size,
-            lambda quick: _document_of_token(token, quick, pi),
-            lambda: _token_bytes(token),
-        )
+        self._open(document.uri, document.version, size, OpenedText(self.server.options.pi, token=token))
         return True
 
-    def _open(
-        self,
-        uri: str,
-        version: int | None,
-        size: int,
-        build: Callable[[bool], SessionDocument],
-        text_bytes: Callable[[], bytes | None],
-    ) -> None:
-        """``build``: the document's analysis from its text; ``text_bytes``: the text's UTF-8 bytes
-        as the editor sent them (None when they cannot be had without decoding the text), compared
-        with the analysis kept at the document's closing (see :mod:`.language_reopen`)."""
+    def _open(self, uri: str, version: int | None, size: int, text: OpenedText) -> None:
+        """``text``: what the editor sent, analysed, or compared with the analysis kept at the
+        document's closing (see :mod:`.language_reopen`) and analysed when it is not that one's
+        text with lines appended."""
+        previous = self.docs.get(uri)
+        replaced = previous.replaced_disk_reads if previous is not None and not previous.from_disk else ()
+        replaced += self._replace_disk_reads(uri)
         state = self._new_state(uri)
+        state.replaced_disk_reads = replaced
         state.version = version
         quick = size >= self.quick_open
 
@@ -378,9 +379,9 @@ class LanguageFeatures:
             # diagnostics go out; a big document's are frozen before it ends (see _opened).
             try:
                 with gc_paused():
-                    if closed is None or not self._reopened(state, closed, text_bytes()):
+                    if closed is None or not self._reopened(state, closed, text.utf8()):
                         closed = None  # (freed before the new analysis is made)
-                        self._opened(state, build(quick))
+                        self._opened(state, text.document(quick))
             except Exception as error:  # a bug of ours: the user learns the document has no analysis
                 self.server.notify(
                     types.WINDOW_SHOW_MESSAGE,
@@ -420,15 +421,49 @@ class LanguageFeatures:
             state.changes_received += 1
             del self.docs[state.uri]
             self._drop(state, publish_empty=True, keep=True)
+            self._show_disk_reads_again(state)
+
+    def _replace_disk_reads(self, uri: str) -> tuple[str, ...]:
+        """On the loop, as the editor opens ``uri``: drop the documents read from disk for its
+        file (under ``uri``, or another spelling of it), and take back the problems pushed for
+        them, unless the opened document's own go out by push to the same URI (its first
+        publication replaces them: it is made on the same queue, after the drop). Their URIs."""
+        path = _path_of(uri)
+        replaced = []
+        for other in list(self.docs.values()):
+            if other.from_disk and (other.uri == uri or (path is not None and other.path == path)):
+                del self.docs[other.uri]
+                self._drop(other, publish_empty=other.uri != uri or self.client_pulls())
+                replaced.append(other.uri)
+        return tuple(replaced)
+
+    def _show_disk_reads_again(self, closed: DocState) -> None:
+        """On the loop, as the editor closes a document that replaced reads from disk: read the
+        file from disk again (on the same queue, after the closing's publication), so that its
+        problems are shown as they were before the editor opened it, as the file now has them.
+        Not while the file is open under another spelling, nor when it was opened again."""
+
+        def read_again(uri: str, path: str) -> None:
+            if uri not in self.docs:  # (not opened again while a pi/delete sent before answered)
+                self._from_disk(uri, path, announce=False)
+
+        for uri in closed.replaced_disk_reads:
+            path = _disk_path(uri)
+            if path is None or uri in self.docs or any(s.path == path for s in self.docs.values()):
+                continue
+            self.server.pending_deletes.ordered(
+                [deleted_as(path, self.server.environment)], functools.partial(read_again, uri, path)
+            )
 
     def _drop(self, state: DocState, publish_empty: bool = False, keep: bool = False) -> None:
-        """Forget a document once the jobs queued for it are done; ``keep``: keep its analysis a
-        few seconds for its reopening (:mod:`.language_reopen`)."""
+        """Forget a document once the jobs queued for it are done; ``publish_empty``: take back
+        its pushed problems; ``keep``: keep its analysis a few seconds for its reopening
+        (:mod:`.language_reopen`)."""
 
         def close(_token: CancelToken) -> None:
             state.closed = True
             jsonpath.forget_kept_facts()  # (a long line's bytes, kept for the hovers along it)
-            if publish_empty and not self.client_pulls():
+            if publish_empty and self.pushes(state):
                 self._send(state, [])
             if (
                 keep
@@ -639,6 +674,7 @@ class LanguageFeatures:
         otherwise: Any = None,
         gone: Any = None,
         whole_document: bool = False,
+        content_modified: bool = True,
         urgent: bool = False,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
@@ -646,10 +682,14 @@ class LanguageFeatures:
         for one closed, or whose file is not there: a request whose answer cannot be null says
         what to answer instead). A file
         read from disk is read after the pi/delete of it sent before the request answered (see
-        :mod:`.pending_deletes`): the request finds it gone. ``whole_document``: a request the
-        editor asks again after each change (see :meth:`_answer`), whose answer a request about a
-        position (``urgent``: a hover) does not wait for unless it started (then the urgent one is
-        answered at its next pause, :meth:`still_current`); either sees every change sent before it."""
+        :mod:`.pending_deletes`): the request finds it gone. ``whole_document``: a request about
+        the whole document, whose answer a short request the user waits for (``urgent``: a hover,
+        a quick fix) does not wait for unless it started (then the urgent one is answered at its
+        next pause, :meth:`still_current`); either sees every change sent before it.
+        ``content_modified``: the whole-document request is one the editor asks again after each
+        change, answered ContentModified once a later change came (see :meth:`_answer`); False for
+        one answered for the text it was asked on whatever comes after (a pull of diagnostics:
+        VS Code's client takes ContentModified for an empty list, and would show that)."""
 
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
@@ -659,7 +699,7 @@ class LanguageFeatures:
                 state = self._from_disk(uri, disk_path)
             if state is None:
                 return otherwise
-            changes_before = state.changes_received if whole_document else None
+            changes_before = state.changes_received if whole_document and content_modified else None
             return state.queue.submit(
                 lambda _token: self._answer(state, answer, encode, gone, changes_before),
                 deferrable=whole_document,
@@ -692,22 +732,25 @@ class LanguageFeatures:
 
     # ------------------------------------------------------------------ files the editor did not send
 
-    def _from_disk(self, uri: str, path: str | None) -> DocState | None:
-        """A new document for the file at ``path`` (``_disk_path(uri)``), read by a job."""
+    def _from_disk(self, uri: str, path: str | None, announce: bool = True) -> DocState | None:
+        """A new document for the file at ``path`` (``_disk_path(uri)``), read by a job;
+        ``announce``: tell the client (``pi/largeFile``), which a read again was told already."""
         if path is None:
             return None
         state = self._new_state(uri, from_disk=True)
         state.path = path
         log_failure(
-            state.queue.submit(lambda _token: self._load_from_disk(state), interruptible=False),
+            state.queue.submit(lambda _token: self._load_from_disk(state, announce), interruptible=False),
             f"reading {path}",
         )
         self._forget_idle_later()
         return state
 
-    def _load_from_disk(self, state: DocState) -> None:
+    def _load_from_disk(self, state: DocState, announce: bool) -> None:
         path = state.path
         assert path is not None
+        if self.docs.get(state.uri) is not state:
+            return  # the editor opened the document before its read began: never shown
         try:
             exists = require_regular_file(path)
         except PiRpcError as error:
@@ -728,17 +771,24 @@ class LanguageFeatures:
             return
         state.disk_key = (st.st_ino, size, st.st_mtime_ns)
         state.disk_tail = _tail_of(doc)
-        self.server.notify(
-            LARGE_FILE,
-            {
-                "uri": state.uri,
-                "size": size,
-                "message": f"The editor did not send this document ({size / 1e6:.1f} MB); "
-                "pi-session features work from the file on disk and follow it as it grows.",
-            },
-        )
+        if announce:
+            self.server.notify(
+                LARGE_FILE,
+                {
+                    "uri": state.uri,
+                    "size": size,
+                    "message": f"The editor did not send this document ({size / 1e6:.1f} MB); "
+                    "pi-session features work from the file on disk and follow it as it grows.",
+                },
+            )
         self._opened(state, doc)
-        self.server.poller.follow(state.uri, path, lambda: self._queue_refresh(state), stat_signature(path))
+        signature = stat_signature(path)
+
+        def follow() -> None:  # (on the loop, where a drop unfollows: never followed once dropped)
+            if self.docs.get(state.uri) is state and not state.closed:
+                self.server.poller.follow(state.uri, path, lambda: self._queue_refresh(state), signature)
+
+        self.server.loop_call(follow)
 
     def _forget(self, state: DocState) -> None:
         """On the loop: a document that could not be read from disk is tried again next time."""
@@ -878,9 +928,12 @@ class LanguageFeatures:
         cache = state.lsp_cache
         if cache is not None and cache[0] == doc.version:
             return cache[1]
-        found: list[dict[str, Any]] = self._converter.unstructure(
-            [self.lsp_diagnostic(state, d) for d in self.diagnostics(state)]
-        )
+        made = []
+        for n, d in enumerate(self.diagnostics(state)):
+            if n % hints_mod.CHECK_EVERY == 0:
+                self.still_current(state)  # (a damaged file has one or more a line)
+            made.append(self.lsp_diagnostic(state, d))
+        found: list[dict[str, Any]] = self._converter.unstructure(made)
         state.lsp_cache = (doc.version, found)
         return found
 
@@ -1250,10 +1303,8 @@ class LanguageFeatures:
         doc = state.opened()
         if doc.version != version or not key:
             return None
-        if len(key) > 1 and isinstance(key[1], int):
-            first = last = key[1]
-        else:
-            first, last = 0, doc.line_count - 1
+        line = _repair_line(key)
+        first, last = (0, doc.line_count - 1) if line is None else (line, line)
         for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
             if list(repair.key) == key:
                 return repair
@@ -1372,29 +1423,6 @@ class _OpenNotification(msgspec.Struct):
 
 
 _decode_open = msgspec.json.Decoder(_OpenNotification).decode
-
-
-def _document_of_token(token: Any, quick: bool, pi: Profile) -> SessionDocument:
-    data = json_string_bytes(token)
-    if data is not None:
-        # None for invalid UTF-8: decoding the message would have replaced those bytes
-        doc = SessionDocument.from_editor_bytes(data, quick=quick, pi=pi)
-        if doc is not None:
-            return doc
-    text = parse_bytes(memoryview(token))
-    if not isinstance(text, str):
-        raise ValueError("the document text is not a JSON string")
-    return SessionDocument(text, quick=quick, pi=pi)
-
-
-def _token_bytes(token: Any) -> bytes | None:
-    """The UTF-8 bytes of a ``didOpen``'s text token (not checked to be valid UTF-8); None for a
-    token that is not a JSON string."""
-    data = json_string_bytes(token)
-    if data is not None:
-        return data
-    text = parse_bytes(memoryview(token))
-    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else None
 
 
 #: a UTF-16 surrogate's bytes as "surrogatepass" writes them (never in valid UTF-8)
@@ -1533,11 +1561,12 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         options: Any = None,
         otherwise: Any = None,
         whole_document: bool = False,
-        urgent: bool = False,
+        content_modified: bool = True,
+        urgent: bool | Callable[[Any], bool] = False,
     ) -> None:
         """A request about one document: a job on the document's queue (``otherwise`` for a
-        document that is not a session; ``whole_document``, ``urgent``: see
-        :meth:`LanguageFeatures.ask`)."""
+        document that is not a session; ``whole_document``, ``content_modified``, ``urgent``: see
+        :meth:`LanguageFeatures.ask`; ``urgent`` may be decided by the request's params)."""
 
         def handler(params: Any) -> Any:
             return lf.ask(
@@ -1546,7 +1575,8 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
                 otherwise=otherwise,
                 gone=otherwise,
                 whole_document=whole_document,
-                urgent=urgent,
+                content_modified=content_modified,
+                urgent=urgent(params) if callable(urgent) else urgent,
             )
 
         route(server, method, options)(handler)
@@ -1558,6 +1588,10 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
             identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False
         ),
         otherwise={"kind": "full", "items": []},
+        # about the whole document, but computed once a version: the short requests asked after it
+        # go first; answered for its text, even when a change comes after it
+        whole_document=True,
+        content_modified=False,
     )
     # about a position, where the user waits: answered ahead of the whole-document answers asked before
     about_document(types.TEXT_DOCUMENT_HOVER, lf.hover, urgent=True)
@@ -1595,6 +1629,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True
         ),
+        urgent=_quick_fixes_only,  # (a "fix all", asked on save, waits its turn)
     )
 
     @route(server, types.CODE_ACTION_RESOLVE)
@@ -1604,8 +1639,14 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         unresolved = lf.encoded(params)
         if not isinstance(uri, str):
             return unresolved
+        key = data.get("key")
         return lf.ask(
-            uri, lambda state: lf.resolve_code_action(state, params), otherwise=unresolved, gone=unresolved
+            uri,
+            lambda state: lf.resolve_code_action(state, params),
+            otherwise=unresolved,
+            gone=unresolved,
+            # the quick fix picked, which the user waits for: made from its line
+            urgent=isinstance(key, list) and _repair_line(key) is not None,
         )
 
     @connection.command(server, REPAIR_FILE)

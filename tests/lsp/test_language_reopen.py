@@ -8,6 +8,7 @@ queue while messages arrive."""
 
 from __future__ import annotations
 
+import codecs
 import json
 from typing import Any
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from in_process_server import InProcess
 
 from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.server import jsonrpc
 from pi_session_server.server.framing import encode_frame
 from pi_session_server.server.language_features import LanguageFeatures
 from pi_session_server.server.language_reopen import ClosedDocuments
@@ -200,3 +202,37 @@ def test_no_closed_document_is_kept_while_the_system_runs_short_of_memory() -> N
     available[0] = 1 << 20
     assert not closed.keep("b", SessionDocument(S.header()), LoneCarriageReturns())
     assert _kept(closed, "a", "b") == []  # (and those kept before are let go)
+
+
+# ---------------------------------------------------------------------- a reopening's text made once
+
+
+@pytest.mark.parametrize("how", ["edited", "appended"])
+def test_a_reopened_text_is_unescaped_once(client: Client, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """A reopened text's bytes, compared with the closed analysis, are the ones a fresh analysis
+    is made of when the text is not the closed one with lines appended: a 100 MB text unescaped
+    twice cost the reopening as much again."""
+    monkeypatch.setattr(jsonrpc, "BIG_BODY", 0)  # (its token taken undecoded, as a big text's is)
+    uri = FRESH.format(next(_fresh_numbers))
+    text = S.header() + "\n" + S.user("e0", None, "é") + "\n"
+    client.open(uri, 1, text, ascii_only=False)
+    client.analysed(uri)
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    client.analysed(uri)  # (closed, its analysis kept)
+    assert uri in client.features.closed_documents
+    reopened = text.replace("é", "è") if how == "edited" else text + S.user("e1", "e0") + "\n"
+
+    unescaped: list[int] = []
+    escape_decode = codecs.escape_decode
+
+    def counted(data: Any, *args: Any) -> Any:
+        unescaped.append(len(data))
+        return escape_decode(data, *args)
+
+    monkeypatch.setattr(codecs, "escape_decode", counted)
+    client.open(uri, 2, reopened, ascii_only=False)
+    client.analysed(uri)
+    monkeypatch.setattr(codecs, "escape_decode", escape_decode)
+    assert len(unescaped) == 1, unescaped
+    assert client.last_published(uri)["version"] == 2
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})

@@ -2,7 +2,8 @@
 folding ranges, code lenses, the outline) is answered ContentModified, unworked, when a later change
 came before it ran. Neovim asks for every line's inlay hints and folds at each change: typing in a
 big session queued one whole-document answer per keystroke, each for a text already gone, and what
-the user asked next (a hover) waited behind all of them.
+the user asked next (a hover) waited behind all of them. A short request the user waits for (a
+hover, a quick fix) is answered ahead of whole-document answers, a pull of diagnostics among them.
 
 The server runs in-process so that the test can hold the document's queue while the messages
 arrive: the order in which they are taken is then the one the test sets, on any machine."""
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import builders as S
+import pytest
 from in_process_server import InProcess
 
-from pi_session_server.analysis import hints
+from pi_session_server.analysis import autofix, hints
+from pi_session_server.server import language_features
 from pi_session_server.server.language_features import DocState
 
 URI = "file:///tmp/pi-superseded/2026-11-30T09-13-48-180Z_typed.jsonl"
@@ -45,9 +49,12 @@ def _taken(queue: Any, jobs: int) -> None:
         time.sleep(0.01)
 
 
-def _opened(server: InProcess, lines: list[str]) -> DocState:
-    """The server initialized, a document of ``lines`` opened in it and analysed; its state."""
-    assert "result" in server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+def _opened(server: InProcess, lines: list[str], capabilities: dict[str, Any] | None = None) -> DocState:
+    """The server initialized (with the client's ``capabilities``), a document of ``lines`` opened
+    in it and analysed; its state."""
+    assert "result" in server.request(
+        "initialize", {"processId": None, "rootUri": None, "capabilities": capabilities or {}}
+    )
     server.notify("initialized", {})
     text = "\n".join(lines) + "\n"
     server.notify(
@@ -66,6 +73,26 @@ def _typed(version: int, line: int, character: int, text: str) -> dict[str, Any]
         "textDocument": {"uri": URI, "version": version},
         "contentChanges": [{"range": {"start": at, "end": at}, "text": text}],
     }
+
+
+def _held(queue: Any) -> threading.Event:
+    """``queue`` kept busy until the event returned is set (the messages sent meanwhile wait)."""
+    gate = threading.Event()
+    queue.submit(lambda _token: gate.wait(30), interruptible=False)
+    return gate
+
+
+def _made_after(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> threading.Event:
+    """``module.name`` made to wait, once called, until the event returned is set."""
+    answered = threading.Event()
+    made = getattr(module, name)
+
+    def waiting(*args: Any, **kwargs: Any) -> Any:
+        answered.wait(30)
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, waiting)
+    return answered
 
 
 def test_a_whole_document_request_superseded_by_a_change_is_answered_content_modified() -> None:
@@ -138,19 +165,10 @@ def test_a_hover_is_answered_ahead_of_whole_document_answers_not_started(monkeyp
     server = InProcess()
     try:
         queue = _opened(server, LINES).queue
-        gate = threading.Event()
-        queue.submit(lambda _token: gate.wait(30), interruptible=False)  # the queue is busy
-
+        gate = _held(queue)
         # the hints, once they start, wait for the hover's answer: a hover queued behind them
         # would wait for good (until the guard's timeout)
-        hover_answered = threading.Event()
-        made = hints.inlay_hints
-
-        def after_the_hover(*args: Any, **kwargs: Any) -> Any:
-            hover_answered.wait(30)
-            return made(*args, **kwargs)
-
-        monkeypatch.setattr(hints, "inlay_hints", after_the_hover)
+        hover_answered = _made_after(monkeypatch, hints, "inlay_hints")
         hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(LINES)))
         folds_asked = server.send_request("textDocument/foldingRange", {"textDocument": {"uri": URI}})
         at = LINES[1].index("hello")
@@ -168,39 +186,156 @@ def test_a_hover_is_answered_ahead_of_whole_document_answers_not_started(monkeyp
         server.close()
 
 
-def test_a_hover_is_answered_while_a_whole_document_answer_is_being_made(monkeypatch) -> None:
+# a line whose parent is missing, after the chain: a quick fix for it
+ORPHAN = S.user("orphan", "missing")
+
+
+def _quick_fixes_at(line: int) -> dict[str, Any]:
+    at = {"line": line, "character": 0}
+    return {"textDocument": {"uri": URI}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}}
+
+
+def _offers_a_quick_fix(result: Any) -> bool:
+    return any(action["kind"] == "quickfix" for action in result)
+
+
+# a client that has the edit of a code action made when the user picks it (codeAction/resolve)
+RESOLVES = {"textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}}}
+
+
+def _picked_quick_fix(server: InProcess, chain: list[str]) -> Any:
+    """The quick fix offered for ORPHAN, as the client sends it back to have it resolved."""
+    offered = server.request("textDocument/codeAction", _quick_fixes_at(len(chain) + 1))["result"]
+    return next(action for action in offered if action["kind"] == "quickfix")
+
+
+# the short requests the user waits for, each with its params (about the document of _chain() and
+# ORPHAN, asked of the server before the test holds its queue) and what its answer has
+URGENT = {
+    "hover": (
+        "textDocument/hover",
+        lambda server, chain: {"textDocument": {"uri": URI}, "position": {"line": 3, "character": 10}},
+        lambda result: "e2" in result["contents"]["value"],
+    ),
+    "quick fix": (
+        "textDocument/codeAction",
+        lambda server, chain: _quick_fixes_at(len(chain) + 1),
+        _offers_a_quick_fix,
+    ),
+    "quick fix picked": ("codeAction/resolve", _picked_quick_fix, lambda result: "edit" in result),
+}
+
+
+def _hints_paused(
+    monkeypatch: pytest.MonkeyPatch, state: DocState, later: int, at_later: Callable[[], Any]
+) -> threading.Event:
+    """The inlay hints' work made to pause at its first line until a job is queued behind it, and
+    to call ``at_later()`` at line ``later``; the event returned is set once the work started."""
+    started = threading.Event()
+    label_of = hints.current_label
+
+    def paused(doc: Any, info: Any) -> Any:
+        if info.line == 1:
+            started.set()
+            deadline = time.monotonic() + 30
+            while not state.queue._jobs and time.monotonic() < deadline:
+                time.sleep(0.01)
+        elif info.line == later:
+            at_later()
+        return label_of(doc, info)
+
+    monkeypatch.setattr(hints, "current_label", paused)
+    return started
+
+
+@pytest.mark.parametrize("urgent", list(URGENT))
+def test_a_short_request_is_answered_while_a_whole_document_answer_is_being_made(
+    monkeypatch: pytest.MonkeyPatch, urgent: str
+) -> None:
+    method, params, answered = URGENT[urgent]
     chain = _chain()
     server = InProcess()
     try:
-        state = _opened(server, [S.header(), *chain])
+        state = _opened(server, [S.header(), *chain, ORPHAN], RESOLVES)
+        urgent_params = params(server, chain)
 
-        # the hints' work pauses at its first line until the hover is queued, and at its last
-        # until the hover is answered: answered at a pause in between, or never (until the guard's
-        # timeout)
-        started, hover_answered = threading.Event(), threading.Event()
-        label_of = hints.current_label
-
-        def paused(doc: Any, info: Any) -> Any:
-            if info.line == 1:
-                started.set()
-                deadline = time.monotonic() + 30
-                while not state.queue._jobs and time.monotonic() < deadline:
-                    time.sleep(0.01)
-            elif info.line == len(chain):
-                hover_answered.wait(30)
-            return label_of(doc, info)
-
-        monkeypatch.setattr(hints, "current_label", paused)
-        hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(chain) + 1))
+        # the hints' work pauses at its first line until the short request is queued, and at the
+        # chain's last until it is answered: answered at a pause in between, or never (until the
+        # guard's timeout)
+        urgent_answered = threading.Event()
+        started = _hints_paused(monkeypatch, state, len(chain), lambda: urgent_answered.wait(30))
+        hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(chain) + 2))
         assert started.wait(30)
-        hover_asked = server.send_request(
-            "textDocument/hover", {"textDocument": {"uri": URI}, "position": {"line": 3, "character": 10}}
+        urgent_asked = server.send_request(method, urgent_params)
+        reply = server.reply(urgent_asked, timeout=10)
+        urgent_answered.set()
+        assert answered(reply["result"]), str(reply)[:300]
+        reply = server.reply(hints_asked)
+        assert len(reply["result"]) == len(chain) + 1, str(reply)[:300]
+    finally:
+        server.close()
+
+
+def test_a_fix_all_waits_for_the_whole_document_answer_being_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A "fix all" (asked on save) plans every repair of the document: it is no short request, and
+    a whole-document answer being made does not stop for it."""
+    chain = _chain()
+    server = InProcess()
+    try:
+        state = _opened(server, [S.header(), *chain, ORPHAN])
+        events: list[str] = []
+        started = _hints_paused(
+            monkeypatch, state, len(chain) + 1, lambda: events.append("the hints' last line")
         )
+        plan = autofix.plan_repairs
+
+        def planned(*args: Any, **kwargs: Any) -> Any:
+            events.append("fix all")
+            return plan(*args, **kwargs)
+
+        monkeypatch.setattr(autofix, "plan_repairs", planned)
+        hints_asked = server.send_request("textDocument/inlayHint", _every_line(len(chain) + 2))
+        assert started.wait(30)
+        fix_all_asked = server.send_request(
+            "textDocument/codeAction",
+            {**_quick_fixes_at(0), "context": {"diagnostics": [], "only": ["source.fixAll"]}},
+        )
+        assert "result" in server.reply(fix_all_asked)
+        assert len(server.reply(hints_asked)["result"]) == len(chain) + 1
+        assert events == ["the hints' last line", "fix all"]
+    finally:
+        server.close()
+
+
+def test_short_requests_go_ahead_of_a_pull_of_diagnostics_which_is_never_content_modified(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pull of diagnostics is about the whole document: a hover asked after it is answered first.
+    It is answered for the text it was asked on even when a change follows it (VS Code's client
+    takes ContentModified for an empty list of problems, and would show none until its next pull)."""
+    server = InProcess()
+    try:
+        lines = [S.header(), S.user("a", None, "hello"), S.user("b", "gone")]
+        queue = _opened(server, lines, {"textDocument": {"diagnostic": {}}}).queue
+        gate = _held(queue)
+        # the pull, once it starts, waits for the hover's answer: a hover queued behind it would
+        # wait for good (until the guard's timeout)
+        hover_answered = _made_after(monkeypatch, language_features, "document_diagnostics")
+        at = lines[1].index("hello") + len("hello")
+        server.notify("textDocument/didChange", _typed(2, 1, at, "!"))
+        pulled = server.send_request("textDocument/diagnostic", {"textDocument": {"uri": URI}})
+        hover_asked = server.send_request(
+            "textDocument/hover", {"textDocument": {"uri": URI}, "position": {"line": 1, "character": at}}
+        )
+        server.notify("textDocument/didChange", _typed(3, 1, at + 1, "?"))
+        _taken(queue, 4)
+        gate.set()
         hover = server.reply(hover_asked, timeout=10)
         hover_answered.set()
-        assert "e2" in hover["result"]["contents"]["value"]
-        reply = server.reply(hints_asked)
-        assert len(reply["result"]) == len(chain), str(reply)[:300]
+        assert "hello!\n" in hover["result"]["contents"]["value"]  # (the text it was asked on)
+        report = server.reply(pulled)
+        assert [d["code"] for d in report["result"]["items"]] == ["PI031"], report
+        assert report["result"]["resultId"].endswith(":2")  # (the version it was asked on)
     finally:
         server.close()
 

@@ -292,3 +292,111 @@ async def test_a_big_document_reopened_with_lines_appended_is_published_complete
     assert codes_by_line(first_pass) != codes_by_line(complete)
     assert codes_by_line(reopened) == codes_by_line(complete)
     assert [d.range for d in reopened] == [d.range for d in complete]
+
+
+async def _published_after(editor: Editor, uri: str, mark: int, timeout: float = 10) -> list[Any]:
+    """Every publication for ``uri`` after the first ``mark``, once there is one more."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len(editor.published.get(uri, [])) <= mark:
+        assert asyncio.get_running_loop().time() < deadline, f"no new publication for {uri}"
+        await asyncio.sleep(0.01)
+    return editor.published[uri][mark:]
+
+
+async def _own_diagnostics(editor: Editor, uri: str, version: int, mark: int) -> list[tuple[int, str]]:
+    """The open document's diagnostics at ``version``: pulled, or the publication naming it."""
+    if editor.pulls:
+        report = await editor.client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+        )
+        assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+        return codes_by_line(report.items)
+    while True:
+        published = await _published_after(editor, uri, mark)
+        if published[-1].version == version:
+            return codes_by_line(published[-1].diagnostics)
+        mark += len(published)
+
+
+async def test_a_file_read_from_disk_then_opened_lists_its_problems_once(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The problems pushed for a file read from disk (the editor had not sent it) give way to the
+    open document's own when the editor opens it: a client that pulls would list each problem
+    twice, and keep the disk read's after the user fixed it. Closed again, the file shows the disk
+    read's problems again."""
+    path = tmp_path / "2026-11-30T09-13-48-180Z_opened_later.jsonl"
+    text = doc(S.header(), S.user("a", None), S.user("b", "gone"))
+    path.write_text(text, encoding="utf-8")
+    uri = path.as_uri()
+    mark = editor.mark(uri)
+    assert await _hover(editor, uri) is not None
+    assert codes_by_line(await editor.diagnostics_for(uri, after=mark)) == [(2, "PI031")]
+
+    mark = editor.mark(uri)
+    editor.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="pi-session", version=1, text=text)
+        )
+    )
+    assert await _own_diagnostics(editor, uri, 1, mark) == [(2, "PI031")]
+    if editor.pulls:  # the disk read's are taken back: the pulled ones are the only list
+        assert [codes_by_line(p.diagnostics) for p in await _published_after(editor, uri, mark)] == [[]]
+
+    # the user fixes the link: nothing pushed before stays
+    mark = editor.mark(uri)
+    start = types.Position(2, text.split("\n")[2].index('"gone"'))
+    end = types.Position(2, start.character + len('"gone"'))
+    editor.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            [types.TextDocumentContentChangePartial(range=types.Range(start, end), text='"a"')],
+        )
+    )
+    assert await _own_diagnostics(editor, uri, 2, mark) == []
+    assert list(editor.published[uri][-1].diagnostics) == []
+
+    # closed without saving: the file on disk still has the problem, shown as the disk read's
+    mark = editor.mark(uri)
+    editor.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    while True:
+        published = await _published_after(editor, uri, mark)
+        if codes_by_line(published[-1].diagnostics) == [(2, "PI031")]:
+            break
+        mark += len(published)
+    assert published[-1].version is None  # (the file's, not a version of the closed document)
+    told = [n for n in editor.notifications.get("pi/largeFile", []) if n.uri == uri]
+    assert len(told) == 1, "the client was told twice that the file is read from disk"
+
+
+async def test_a_file_read_from_disk_then_opened_under_another_spelling_lists_its_problems_once(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """The editor opens the file under another spelling of its URI than the one read from disk:
+    the problems pushed for that one are taken back whatever the client does with diagnostics
+    (the open document's own go to the other URI), and shown again once the editor closes it."""
+    path = tmp_path / "2026-11-30T09-13-48-180Z_spelled-twice.jsonl"
+    text = doc(S.header(), S.user("a", None), S.user("b", "gone"))
+    path.write_text(text, encoding="utf-8")
+    opened_uri = path.as_uri()
+    read_uri = opened_uri.replace("spelled-twice", "spelled%2Dtwice")
+    assert read_uri != opened_uri
+    mark = editor.mark(read_uri)
+    assert await _hover(editor, read_uri) is not None
+    assert codes_by_line(await editor.diagnostics_for(read_uri, after=mark)) == [(2, "PI031")]
+
+    mark, mark_opened = editor.mark(read_uri), editor.mark(opened_uri)
+    editor.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=opened_uri, language_id="pi-session", version=1, text=text)
+        )
+    )
+    assert [codes_by_line(p.diagnostics) for p in await _published_after(editor, read_uri, mark)] == [[]]
+    assert await _own_diagnostics(editor, opened_uri, 1, mark_opened) == [(2, "PI031")]
+
+    mark = editor.mark(read_uri)
+    editor.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(opened_uri))
+    )
+    published = await _published_after(editor, read_uri, mark)
+    assert [codes_by_line(p.diagnostics) for p in published] == [[(2, "PI031")]]

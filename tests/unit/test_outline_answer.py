@@ -23,7 +23,6 @@ from pi_session_server.analysis import jsonpath, preview
 from pi_session_server.analysis import symbols as symbols_module
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.lines import LineInfo
-from pi_session_server.analysis.preview import cut
 from pi_session_server.analysis.symbols import Symbol, document_symbols
 from pi_session_server.format.jsjson import encode_value
 from pi_session_server.format.jstext import js_trim
@@ -44,6 +43,10 @@ _TEXTS = [
     " " * 230 + "blanks up to where a preview's read of the text ends",
     "\ufeffbom inside",
     "\u3000wide\xa0no-break\u2028separator\x85next line\u2003",
+    # where a preview's first read of 120 units ends: a wide space cut in two there, the string's end
+    "é" * 59 + "a\u3000",
+    "x" * 119 + "\U0001f600 emoji cut in two",
+    "a\t\t\t" * 40 + "tabs collapsed",
 ]
 
 
@@ -65,10 +68,21 @@ def _escaped_key(rnd: random.Random, entry_id: str, parent: str | None) -> str:
     return json.dumps(_user_value(rnd, "first", parent))[:-1] + ',"\\u0069d":' + json.dumps(entry_id) + "}"
 
 
+def _calls_then_id_again(rnd: random.Random, entry_id: str, parent: str | None) -> str:
+    """An assistant message with tool calls, its id written again after them."""
+    calls = (("call_1", "read", {"path": "a"}),)
+    first = S.assistant("first", parent, _text(rnd), calls=calls)
+    return first[:-1] + ',"id":' + json.dumps(entry_id) + "}"
+
+
 # an entry as pi writes it, or written otherwise: spaced, its id first, last, twice, escaped, a
 # number before it, tool calls and values holding ids of their own
 _WRITERS: list[Callable[[random.Random, str, str | None], str]] = [
     lambda rnd, i, p: S.assistant(i, p, _text(rnd), calls=(("call_1", "read", {"path": "a"}),)),
+    lambda rnd, i, p: S.assistant(
+        i, p, _text(rnd), calls=(("call_1", "read", {"id": "x"}), ("call_2", "bash", {"command": '"id"'}))
+    ),
+    _calls_then_id_again,
     lambda rnd, i, p: S.tool_result(i, p, "call_1", _text(rnd)),
     lambda rnd, i, p: S.model_change(i, p),
     lambda rnd, i, p: S.label(i, p, i, _text(rnd)),
@@ -131,12 +145,11 @@ def general_paths() -> Iterator[None]:
     """Every id's span found by the walk of the line, every text read by its pattern and json.loads
     and its whitespace collapsed by the pattern."""
     with (
-        patch.object(jsonpath, "_early_member_span", lambda raw, key: None),
+        patch.object(jsonpath, "_early_member_span", lambda raw, key, written_inside=0: None),
         patch.object(preview, "_NOT_PLAIN", re.compile(b"")),
         patch.object(preview, "_QUOTE_OR_ESCAPE", re.compile(b"")),
-        patch.object(
-            preview, "one_line", lambda text, limit=80: cut(js_trim(preview._WS.sub(" ", text)), limit)
-        ),
+        patch.object(preview, "_FIRST_UNITS_PER_CHARACTER", preview._STRING_UNITS),  # (all read at once)
+        patch.object(preview, "_on_one_line", lambda text: js_trim(preview._WS.sub(" ", text))),
     ):
         yield
 
@@ -154,7 +167,7 @@ class _Reference:
         while cur not in self.visited:
             self.visited.add(cur)
             kids = [k for k in self.doc.tree.kids(cur) if k not in self.visited]
-            seg.append(symbols_module._symbol(self.doc, cur, None, len(kids)))
+            seg.append(symbols_module._symbol(self.doc, cur, None, len(kids), self.doc.leaf()))
             if len(kids) != 1:
                 return seg, kids
             cur = kids[0]
