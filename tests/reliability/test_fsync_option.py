@@ -99,7 +99,8 @@ def test_the_server_fsyncs_a_fork_before_answering_it(tmp_path: Path, synced: Sy
         source = str(chain_file(tmp_path / "source.jsonl", 4))
         last_id = SessionManager.open(source, read_only=True).get_leaf_id()
         forked = server.request(
-            "pi/forkFrom", {"sourcePath": source, "targetCwd": str(tmp_path), "sessionDir": str(tmp_path / "f")}
+            "pi/forkFrom",
+            {"sourcePath": source, "targetCwd": str(tmp_path), "sessionDir": str(tmp_path / "f")},
         )
         path = forked["result"]["sessionFile"]
         assert synced.holds(path, last_id), "pi/forkFrom answered before its file was fsynced"
@@ -138,7 +139,9 @@ def test_the_server_fsyncs_every_append_before_answering_it(
     try:
         existing = str(chain_file(tmp_path / "existing.jsonl", 4))
         opened = server.request("pi/open", {"path": existing})["result"]["session"]
-        created = server.request("pi/create", {"cwd": str(tmp_path), "sessionDir": str(tmp_path / "sessions")})
+        created = server.request(
+            "pi/create", {"cwd": str(tmp_path), "sessionDir": str(tmp_path / "sessions")}
+        )
         created_handle = created["result"]["session"]
         for handle in (opened, created_handle):
             for message in (USER, ASSISTANT):
