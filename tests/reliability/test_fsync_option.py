@@ -9,6 +9,7 @@ in the file when it was handed to ``fsync``, through the library, ``--fsync`` an
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,10 @@ def synced(monkeypatch: pytest.MonkeyPatch) -> Iterator[Synced]:
     real_fsync = os.fsync
 
     def fsync(fd: int) -> None:
+        st = os.fstat(fd)
         # (the descriptor may be open for writing only: the file is read through another)
-        record.calls.append((os.fstat(fd).st_ino, Path(f"/proc/self/fd/{fd}").read_bytes()))
+        data = b"" if stat.S_ISDIR(st.st_mode) else Path(f"/proc/self/fd/{fd}").read_bytes()
+        record.calls.append((st.st_ino, data))
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
@@ -81,6 +84,22 @@ def test_a_fork_made_with_fsync_is_fsynced_before_it_is_returned(tmp_path: Path,
     path = forked.get_session_file()
     forked.close()
     assert synced.holds(path, last_id), "the fork's copy of the source's entries was never fsynced"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a new session file's directory is never fsynced (storage.create_exclusive, and the "
+    "rename of a rewrite): after a power cut the file, with its acknowledged entries, may be gone",
+)
+def test_the_directory_of_a_new_session_file_is_fsynced_before_its_first_append_returns(
+    tmp_path: Path, synced: Synced
+) -> None:
+    sessions = tmp_path / "sessions"
+    manager = SessionManager.create(str(tmp_path), str(sessions), fsync=True)
+    for message in (USER, ASSISTANT):  # whichever of them writes the file first (the pi release's rule)
+        manager.append_message(message)
+    manager.close()
+    assert synced.of(str(sessions)) > 0, "the file's name in its directory was never fsynced"
 
 
 def test_the_library_does_not_fsync_appends_by_default(tmp_path: Path, synced: Synced) -> None:
