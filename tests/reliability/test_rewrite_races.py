@@ -320,11 +320,17 @@ def test_an_entry_appended_while_another_program_rewrites_the_file_in_place_surv
     path, backup, _ = _held_session_and_backup(tmp_path)
     manager = SessionManager.open(path)
     half = len(backup.read_bytes()) // 2
-    script = 'exec 3>"$0"; head -c "$2" "$1" >&3; sleep 1; tail -c +"$(($2 + 1))" "$1" >&3'
-    writer = subprocess.Popen(["sh", "-c", script, path, str(backup), str(half)])
-    time.sleep(0.5)  # the first half is written
+    # the writer says when its first half is written, and writes the rest when told
+    script = 'exec 3>"$0"; head -c "$2" "$1" >&3; echo half; read go; tail -c +"$(($2 + 1))" "$1" >&3'
+    writer = subprocess.Popen(
+        ["sh", "-c", script, path, str(backup), str(half)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert writer.stdin is not None and writer.stdout is not None
+    assert writer.stdout.readline() == b"half\n"
     manager.refresh_from_disk()
     mine = manager.append_message(USER)
+    writer.stdin.write(b"go\n")
+    writer.stdin.close()
     assert writer.wait(60) == 0
     manager.close()
     assert mine in entry_ids(path)
