@@ -110,7 +110,13 @@ def _register_opening(server: PiSessionServer) -> None:
         def make(_: Any) -> SessionManager:
             require_regular_file(resolve_path(p.source_path, env=env))
             return SessionManager.fork_from(
-                p.source_path, p.target_cwd, P.opt(p.session_dir), P.options_dict(p.options), pi=pi, env=env
+                p.source_path,
+                p.target_cwd,
+                P.opt(p.session_dir),
+                P.options_dict(p.options),
+                fsync=server.options.fsync,
+                pi=pi,
+                env=env,
             )
 
         return server.pending_deletes.ordered(

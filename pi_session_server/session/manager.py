@@ -427,7 +427,7 @@ class SessionManager:
             "cwd": target,
             "parentSession": source,
         }
-        storage.create_exclusive(new_file, _line_bytes(header), env=env)
+        storage.create_exclusive(new_file, _line_bytes(header), fsync=fsync, env=env)
         batch: builtins.list[bytes] = []
         size = 0
         for value in values:
@@ -437,10 +437,10 @@ class SessionManager:
             batch.append(line)
             size += len(line)
             if size >= 4 * 1024 * 1024:
-                storage.append_lines(new_file, b"".join(batch), env=env)
+                storage.append_lines(new_file, b"".join(batch), fsync=fsync, env=env)
                 batch, size = [], 0
         if batch:
-            storage.append_lines(new_file, b"".join(batch), env=env)
+            storage.append_lines(new_file, b"".join(batch), fsync=fsync, env=env)
         return cls(target, directory, new_file, True, fsync=fsync, pi=profile, env=env)
 
     # ------------------------------------------------------------------ listing statics

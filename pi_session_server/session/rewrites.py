@@ -46,7 +46,7 @@ import msgspec
 from ..errors import StaleFileError, fs_error_from_oserror
 from ..regular_file import open_regular
 from .environment import Environment, on_disk
-from .storage import MAX_REOPENS, lock, names, open_session_file, tail_marker, write_all
+from .storage import MAX_REOPENS, fsync_directory, lock, names, open_session_file, tail_marker, write_all
 
 __all__ = [
     "FileState",
@@ -209,11 +209,7 @@ class LockedFile:
             os.fchmod(fd, mode)
             if tmp is None:
                 tmp = _link_unnamed(fd, directory, name)
-            if expected is None:
-                os.link(tmp, self.target)  # never over a file another process created meanwhile
-                os.unlink(tmp)
-            else:
-                os.replace(tmp, self.target)
+            _name_new_file(tmp, self.target, created=expected is None, fsync=fsync)
             tmp = None
             if expected is not None:
                 self._after_rename(
@@ -398,12 +394,26 @@ class LockedFile:
                 return False
             os.replace(tmp, self.target)
             tmp = None
+            fsync_directory(directory)
             return True
         finally:
             if tmp is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
             os.close(fd)
+
+
+def _name_new_file(tmp: str, target: str, *, created: bool, fsync: bool) -> None:
+    """Give the written temporary file ``tmp`` the name ``target``: a new name (``created``: never
+    over a file another process created meanwhile) or over the old file. ``fsync``: the directory
+    too, else a power cut may bring back the old file (or none)."""
+    if created:
+        os.link(tmp, target)
+        os.unlink(tmp)
+    else:
+        os.replace(tmp, target)
+    if fsync:
+        fsync_directory(os.path.dirname(target) or ".")
 
 
 def same_file(path: str, state: FileState) -> bool:

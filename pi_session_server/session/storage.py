@@ -361,9 +361,11 @@ def _blank_out(disk_path: str, identity: tuple[int, int], offset: int, length: i
 
 
 def create_exclusive(path: str, data: bytes, *, fsync: bool = False, env: Environment | None = None) -> None:
-    """Create ``path`` with ``data``; EEXIST if it exists (Node's ``"wx"`` flag)."""
+    """Create ``path`` with ``data``; EEXIST if it exists (Node's ``"wx"`` flag). ``fsync``: the
+    file and then its directory (which holds its name: without it a power cut may lose the file)."""
+    disk_path = on_disk(path, env)
     try:
-        fd = os.open(on_disk(path, env), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = os.open(disk_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     except OSError as err:
         raise _fs_error(err, "open", path) from err
     try:
@@ -375,6 +377,19 @@ def create_exclusive(path: str, data: bytes, *, fsync: bool = False, env: Enviro
         raise _fs_error(err, "write", path) from err
     finally:
         os.close(fd)
+    if fsync:
+        fsync_directory(os.path.dirname(disk_path) or ".")
+
+
+def fsync_directory(directory: str) -> None:
+    """``fsync`` a directory, making the names it holds durable. Never an error: the data is
+    written already, and some file systems cannot sync a directory (they answer EINVAL)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 # How long a partial last line is watched before it is taken for one its writer left: a write()

@@ -19,6 +19,7 @@ from reliability_helpers import ASSISTANT, USER, chain_file
 
 from pi_session_server.server.app import ServerOptions
 from pi_session_server.session import SessionManager
+from pi_session_server.session.rewrites import rewrite_file
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/fd").is_dir(), reason="reads what was fsynced through /proc/self/fd"
@@ -72,11 +73,6 @@ def test_the_library_fsyncs_every_append_when_asked(tmp_path: Path, synced: Sync
     manager.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SessionManager.fork_from writes the fork's file without fsync, whatever fsync it is given "
-    "(session/manager.py), and pi/forkFrom does not pass the server's option to it",
-)
 def test_a_fork_made_with_fsync_is_fsynced_before_it_is_returned(tmp_path: Path, synced: Synced) -> None:
     source = str(chain_file(tmp_path / "source.jsonl", 4))
     last_id = SessionManager.open(source, read_only=True).get_leaf_id()
@@ -86,11 +82,6 @@ def test_a_fork_made_with_fsync_is_fsynced_before_it_is_returned(tmp_path: Path,
     assert synced.holds(path, last_id), "the fork's copy of the source's entries was never fsynced"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a new session file's directory is never fsynced (storage.create_exclusive, and the "
-    "rename of a rewrite): after a power cut the file, with its acknowledged entries, may be gone",
-)
 def test_the_directory_of_a_new_session_file_is_fsynced_before_its_first_append_returns(
     tmp_path: Path, synced: Synced
 ) -> None:
@@ -102,6 +93,17 @@ def test_the_directory_of_a_new_session_file_is_fsynced_before_its_first_append_
     assert synced.of(str(sessions)) > 0, "the file's name in its directory was never fsynced"
 
 
+def test_a_rewrite_fsyncs_the_directory_that_names_the_new_file(tmp_path: Path, synced: Synced) -> None:
+    # (a migration renames its new file over the old one, then appends to it: with the rename not
+    # yet on the disk, a power cut brings back the old file without those appends)
+    directory = tmp_path / "sessions"
+    directory.mkdir()
+    path = directory / "s.jsonl"
+    path.write_bytes(b'{"type":"session","id":"s","timestamp":"t","cwd":"/"}\n')
+    rewrite_file(str(path), [path.read_bytes()])
+    assert synced.of(str(directory)) > 0, "the rename over the old file was never fsynced"
+
+
 def test_the_library_does_not_fsync_appends_by_default(tmp_path: Path, synced: Synced) -> None:
     path = str(chain_file(tmp_path / "s.jsonl", 4))
     manager = SessionManager.open(path)
@@ -111,7 +113,6 @@ def test_the_library_does_not_fsync_appends_by_default(tmp_path: Path, synced: S
     assert synced.of(path) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="see test_a_fork_made_with_fsync_is_fsynced_before_it_is_returned")
 def test_the_server_fsyncs_a_fork_before_answering_it(tmp_path: Path, synced: Synced) -> None:
     server = _initialized(ServerOptions(fsync=True), None)
     try:
