@@ -22,7 +22,7 @@ from ._common import (
     write_encoded,
 )
 
-# Previews are cut to this many characters when neither --width nor the terminal's width (COLUMNS,
+# Previews are cut to this many columns when neither --width nor the terminal's width (COLUMNS,
 # or stdout's terminal) says otherwise: piped output is the same whatever terminal it ran from.
 DEFAULT_WIDTH = 100
 # What a row holds before its preview: the mark of the path to the leaf ("* ", else two spaces).
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width",
         type=width,
-        help="cut entry previews to about this many characters (at least 1; default: what the "
+        help="cut entry previews to this many columns (at least 1; default: what the "
         "terminal's width leaves them, as COLUMNS or the terminal says; "
         f"{DEFAULT_WIDTH} when neither does)",
     )

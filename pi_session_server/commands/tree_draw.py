@@ -17,7 +17,6 @@ from ..heap import give_back_free_heap
 from ..render.glyphs import UNICODE, Glyphs, cut
 from ..render.terminal_text import one_terminal_line
 from ..render.tree_text import NO_ENTRIES, tree_text_lines
-from ..render.written_text import writes_every_character
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
 from ..session.describe import PreviewCache
@@ -53,8 +52,9 @@ def tree_lines(
     encoding: str | None = None,
 ) -> Iterator[str]:
     """The drawn tree's lines, one at a time, from the first asked for on, drawn with ``glyphs``;
-    the previews cut to ``width`` as written in ``encoding`` (the output's: the escapes of what it
-    cannot write count at their length; None: each character as one). The previews are those
+    the previews cut to ``width`` columns as written in ``encoding`` (the output's: the escapes of
+    control characters and of what it cannot write count at their length, a wide character as two;
+    None: an encoding that writes every character). The previews are those
     ``cache`` made while the session was opened, else read in one pass over the file (or from those
     kept with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
@@ -74,15 +74,14 @@ def tree_lines(
     if big:
         give_back_free_heap()  # and what the previews' walk freed, before the rows
     ellipsis = glyphs.ellipsis
-    if encoding is not None and writes_every_character(encoding):
-        encoding = None  # (a row is as long written as it is: measured by len alone)
 
     def row(node: TreeNode) -> tuple[Any, str]:
         entry = node.entry
         # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
         text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
-        if len(text) > width or encoding is not None:
-            text = cut(text, width, ellipsis, encoding)
+        # cut before its control characters become escapes, counting them at their length (a
+        # preview longer than the width may be the start of a longer one: it ends with the ellipsis)
+        text = cut(text, width, ellipsis, encoding, more=len(text) > width)
         label = node.label
         if label is not ABSENT:
             label = js_string_of(label)
