@@ -13,6 +13,7 @@ from pathlib import Path
 
 import builders as S
 import pytest
+from terminal_output import columns_of as _columns
 
 # Python's encoding of stdout under each: the locale's (C: ASCII), or the one it is told
 C_LOCALE = {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
@@ -245,16 +246,6 @@ def test_list_cuts_and_pads_its_titles_to_the_width_they_are_written_in(tmp_path
 
 CJK = "\u4e2d\u6587\u5b57\u7b26" * 10  # four wide characters, two columns each, ten times
 CONTROL = "\x1b[31mred\x1b[0m " * 6
-
-
-def _columns(line: str) -> int:
-    """How many columns of a terminal ``line`` takes: two for a wide character (CJK), none for a
-    combining mark, one for any other."""
-    import unicodedata
-
-    return sum(
-        2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in line
-    )
 
 
 def _one_message(path: Path, text: str) -> Path:
