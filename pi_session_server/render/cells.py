@@ -8,7 +8,6 @@ cut to a width is then never wider than that width on any of them (at worst a li
 
 from __future__ import annotations
 
-import functools
 import unicodedata
 from typing import Final
 
@@ -18,14 +17,24 @@ _EMOJI_SELECTOR: Final = "\ufe0f"
 _REGIONAL_INDICATORS: Final = range(0x1F1E6, 0x1F200)
 
 
-@functools.lru_cache(maxsize=4096)
-def cells(char: str) -> int:
-    """The columns ``char`` (one printable character) takes on a terminal: 0, 1 or 2."""
-    if unicodedata.east_asian_width(char) in "WF" or ord(char) in _REGIONAL_INDICATORS:
-        return 2
-    if char != _EMOJI_SELECTOR and unicodedata.category(char) in ("Mn", "Me"):
-        return 0
-    return 1
+class _Cells(dict[str, int]):
+    """Each character's columns, told once: a text's are looked up in one call a character (a
+    tree's previews are measured row after row)."""
+
+    def __missing__(self, char: str) -> int:
+        if unicodedata.east_asian_width(char) in "WF" or ord(char) in _REGIONAL_INDICATORS:
+            columns = 2
+        elif char != _EMOJI_SELECTOR and unicodedata.category(char) in ("Mn", "Me"):
+            columns = 0
+        else:
+            columns = 1
+        self[char] = columns
+        return columns
+
+
+_CELLS: Final = _Cells()
+#: the columns ``char`` (one printable character) takes on a terminal: 0, 1 or 2
+cells: Final = _CELLS.__getitem__
 
 
 def text_cells(text: str) -> int:

@@ -4,7 +4,9 @@ encoded as Latin-1): written through an encoding that lacks them, each would com
 
 from __future__ import annotations
 
+import bisect
 import codecs
+import itertools
 from typing import Final, NamedTuple
 
 from .written_text import written_widths
@@ -68,10 +70,6 @@ def cut_start(text: str, width: int, ellipsis: str, encoding: str | None = None)
 
 
 def _fitting(widths: list[int], room: int) -> int:
-    """How many of the characters whose ``widths`` these are fit ``room`` columns, from the first."""
-    taken = 0
-    for count, width in enumerate(widths):
-        taken += width
-        if taken > room:
-            return count
-    return len(widths)
+    """How many of the characters whose ``widths`` these are fit ``room`` columns, from the first
+    (the last of them those of width 0 that follow: a letter's combining marks)."""
+    return bisect.bisect_right(list(itertools.accumulate(widths)), room)

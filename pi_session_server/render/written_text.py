@@ -62,6 +62,8 @@ def written_widths(text: str, encoding: str | None) -> list[int]:
     it (render/cells.py: a wide one two, a combining mark none)."""
     # (None: every character written as itself)
     lacking = None if encoding is None or writes_every_character(encoding) else encoding
+    if lacking is None and text.isprintable():  # (no control character: each as a terminal draws it)
+        return list(map(cells, text))
     widths = []
     for char in text:
         code = ord(char)
