@@ -30,8 +30,6 @@ from ._common import (
     add_pi_argument,
     broken_link_problem,
     counted,
-    output_glyphs,
-    stream_encoding,
 )
 from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
 
@@ -173,14 +171,16 @@ def run(args: argparse.Namespace) -> int:
     totals = {"files": 0, "filesWithErrors": 0, **dict.fromkeys(SEVERITIES, 0)}
     if args.json:
         out.write('{"files":[')
-    ellipsis = output_glyphs(stream=progress.stream).ellipsis
-    encoding = stream_encoding(progress.stream)
     # what each file held when the command started is what is checked: one another program
     # appends to faster than it is read is checked to an end all the same
     sizes = [size_now(path) for path in files]
     for index, path in enumerate(files):
         # a long path shown by its end, which names the file
-        name = cut_start(path, PROGRESS_PATH_WIDTH, ellipsis, encoding) if progress.enabled else path
+        name = (
+            cut_start(path, PROGRESS_PATH_WIDTH, progress.ellipsis, progress.encoding)
+            if progress.enabled
+            else path
+        )
         progress.show(f"[{index:,}/{len(files):,}] {name}")
         found = report(path, args.pi, args.index, sizes[index])
         grown = _appended_since(path, sizes[index])

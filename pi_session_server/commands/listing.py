@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # A title is cut to this many columns when neither --width nor the terminal's width (COLUMNS,
 # or stdout's terminal) says otherwise.
 DEFAULT_WIDTH = 60
-# The fewest characters of a title the terminal's width leaves it (a long path does not cut it to
+# The fewest columns of a title the terminal's width leaves it (a long path does not cut it to
 # nothing: the line wraps instead).
 NARROWEST_TITLE = 20
 # what a row holds besides the title and the path: the date, the count, the spaces between
