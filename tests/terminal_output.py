@@ -7,6 +7,7 @@ import os
 import pty
 import struct
 import termios
+import unicodedata
 
 
 def open_terminal(columns: int, rows: int = 24) -> tuple[int, int]:
@@ -33,3 +34,11 @@ def read_until_closed(leader: int) -> bytes:
     finally:
         os.close(leader)
     return shown
+
+
+def columns_of(line: str) -> int:
+    """How many columns of a terminal ``line`` takes: two for a wide character (CJK), none for a
+    combining mark, one for any other (told apart from the command's own count)."""
+    return sum(
+        2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in line
+    )

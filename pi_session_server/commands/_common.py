@@ -170,8 +170,10 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
 
     out = [f"pi-session {command}: {path}: {counted(count, 'line')} skipped, as pi skips them:"]
     ellipsis = output_glyphs(stream=sys.stderr).ellipsis
+    encoding = stream_encoding(sys.stderr)
     for problem in skipped[:_SKIPPED_SHOWN]:
-        out.append(f"  line {problem.line + 1}: {cut(problem.message, _MESSAGE_WIDTH, ellipsis)}")
+        # cut as stderr writes it, before its control characters become escapes
+        out.append(f"  line {problem.line + 1}: {cut(problem.message, _MESSAGE_WIDTH, ellipsis, encoding)}")
     if count > _SKIPPED_SHOWN:
         out.append(f"  and {count - _SKIPPED_SHOWN:,} more")
     out.append(
@@ -215,8 +217,12 @@ def session_path(arg: str | None) -> str:
 
 def output_encoding() -> tuple[str, str]:
     """How stdout encodes text: its encoding and error handler."""
-    out = sys.stdout
-    return getattr(out, "encoding", None) or "utf-8", getattr(out, "errors", None) or "strict"
+    return stream_encoding(sys.stdout), getattr(sys.stdout, "errors", None) or "strict"
+
+
+def stream_encoding(stream: TextIO) -> str:
+    """The encoding ``stream`` writes text in (UTF-8 for one that does not say: a test's buffer)."""
+    return getattr(stream, "encoding", None) or "utf-8"
 
 
 def output_glyphs(ascii_only: bool = False, stream: TextIO | None = None) -> Glyphs:
@@ -224,8 +230,7 @@ def output_glyphs(ascii_only: bool = False, stream: TextIO | None = None) -> Gly
     for (``--ascii``) or when the stream's encoding cannot write the others."""
     from ..render.glyphs import glyphs_for
 
-    out = sys.stdout if stream is None else stream
-    return glyphs_for(getattr(out, "encoding", None) or "utf-8", ascii_only)
+    return glyphs_for(stream_encoding(sys.stdout if stream is None else stream), ascii_only)
 
 
 def write_encoded(data: bytes | memoryview, encoding: str) -> None:
@@ -245,7 +250,9 @@ def write_encoded(data: bytes | memoryview, encoding: str) -> None:
 class Progress:
     """One self-overwriting line on stderr while a command works through many files (only when
     ``enabled``: stderr is a terminal, unless the user forced it), at most every tenth of a second
-    but for the last."""
+    but for the last. The line is cut to the terminal's width as written (its control characters,
+    and what stderr's encoding cannot write, as escapes): a line that wrapped would not be
+    overwritten whole."""
 
     def __init__(self, enabled: bool, stream: TextIO | None = None):
         self.enabled = enabled
@@ -254,6 +261,8 @@ class Progress:
         self.width = 0
         # a line wider than the terminal wraps, and "\r" goes back to the start of its last row only
         self.room = _terminal_width_of(self.stream) - 1 if enabled else 0
+        self.encoding = stream_encoding(self.stream)
+        self.ellipsis = output_glyphs(stream=self.stream).ellipsis if enabled else ""
 
     def show(self, text: str, last: bool = False) -> None:
         if not self.enabled:
@@ -262,11 +271,16 @@ class Progress:
         if now - self.last < 0.1 and not last:
             return
         self.last = now
+        from ..render.glyphs import cut
+        from ..render.terminal_text import one_terminal_line
+        from ..render.written_text import written_width
+
         if self.room > 0:
-            text = text[: self.room]
-        self.stream.write("\r" + text.ljust(self.width))
+            text = cut(text, self.room, self.ellipsis, self.encoding)
+        width = written_width(text, self.encoding)
+        self.stream.write("\r" + one_terminal_line(text) + " " * (self.width - width))
         self.stream.flush()
-        self.width = len(text)
+        self.width = width
 
     def clear(self) -> None:
         if self.enabled and self.width:

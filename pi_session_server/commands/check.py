@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, TextIO
 
+from ..render.glyphs import cut_start
 from ..render.terminal_text import one_terminal_line
 from ._common import (
     Progress,
@@ -29,12 +30,13 @@ from ._common import (
     add_pi_argument,
     broken_link_problem,
     counted,
-    output_glyphs,
 )
 from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
 
 #: how a problem's severity is printed in the text form
 _SHORT_NAMES = {"information": "info"}
+#: the columns of the progress line that show the file being checked
+PROGRESS_PATH_WIDTH = 60
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,12 +171,16 @@ def run(args: argparse.Namespace) -> int:
     totals = {"files": 0, "filesWithErrors": 0, **dict.fromkeys(SEVERITIES, 0)}
     if args.json:
         out.write('{"files":[')
-    ellipsis = output_glyphs(stream=progress.stream).ellipsis
     # what each file held when the command started is what is checked: one another program
     # appends to faster than it is read is checked to an end all the same
     sizes = [size_now(path) for path in files]
     for index, path in enumerate(files):
-        name = path if len(path) <= 60 else ellipsis + path[len(ellipsis) - 60 :]
+        # a long path shown by its end, which names the file
+        name = (
+            cut_start(path, PROGRESS_PATH_WIDTH, progress.ellipsis, progress.encoding)
+            if progress.enabled
+            else path
+        )
         progress.show(f"[{index:,}/{len(files):,}] {name}")
         found = report(path, args.pi, args.index, sizes[index])
         grown = _appended_since(path, sizes[index])

@@ -19,6 +19,7 @@ from typing import Any
 from pi_session_server.commands._common import (
     add_pi_argument,
     counted,
+    output_encoding,
     output_glyphs,
     path_problem,
     say_leaf_not_found,
@@ -28,9 +29,10 @@ from pi_session_server.commands._common import (
 )
 from pi_session_server.format.jsvalue import js_string_of
 from pi_session_server.render.context_markdown import model_text
-from pi_session_server.render.glyphs import Glyphs, cut
+from pi_session_server.render.glyphs import Glyphs, cut, cut_start
 from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.render.tree_text import NO_ENTRIES
+from pi_session_server.render.written_text import written_width
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
@@ -75,12 +77,14 @@ def server_command() -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-m", "pi_session_server", "serve"], env
 
 
-def _clip(text: str, width: int, ellipsis: str) -> str:
-    return cut(" ".join(text.split()), width, ellipsis)
+def _clip(text: str, width: int, ellipsis: str, encoding: str | None) -> str:
+    return cut(" ".join(text.split()), width, ellipsis, encoding)
 
 
-def draw_tree(tree: dict[str, Any], width: int, glyphs: Glyphs) -> list[str]:
-    """Lines of the tree: a chain of single children stays in one column; a branch point fans out."""
+def draw_tree(tree: dict[str, Any], width: int, glyphs: Glyphs, encoding: str | None = None) -> list[str]:
+    """Lines of the tree: a chain of single children stays in one column; a branch point fans out.
+    Each preview is cut to what its line's other parts leave of ``width`` columns, as written in
+    ``encoding`` (the output's; None: one that writes every character)."""
     nodes = {n["id"]: n for n in tree["nodes"]}
     roots = [n for n in tree["nodes"] if n["visibleParentId"] is None]
     lines: list[str] = []
@@ -102,10 +106,9 @@ def draw_tree(tree: dict[str, Any], width: int, glyphs: Glyphs) -> list[str]:
         bullet = glyphs.dot + " " if node["onLeafPath"] else "  "
         tail = (" " + " ".join(marks)) if marks else ""
         head = f"{prefix}{bullet}{js_string_of(node['id'])} "
-        room = max(10, width - len(head) - len(tail))
-        lines.append(
-            head + _clip(node.get("preview") or f"[{node.get('type')}]", room, glyphs.ellipsis) + tail
-        )
+        room = width - written_width(head, encoding) - written_width(tail, encoding)
+        preview = node.get("preview") or f"[{node.get('type')}]"
+        lines.append(head + _clip(preview, room, glyphs.ellipsis, encoding) + tail)
         children = [nodes[c] for c in node["childIds"] if c in nodes]
         if len(children) == 1:
             stack.append((children[0], below, below))
@@ -146,7 +149,11 @@ def _message_text(message: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def draw_context(context: dict[str, Any], width: int, glyphs: Glyphs) -> list[str]:
+def draw_context(
+    context: dict[str, Any], width: int, glyphs: Glyphs, encoding: str | None = None
+) -> list[str]:
+    """The context's lines: a line a message, its text cut to what its number and role leave of
+    ``width`` columns, as written in ``encoding`` (see :func:`draw_tree`)."""
     messages = context["messages"]
     lines = [
         f"{counted(len(messages), 'message')}, model {model_text(context.get('model'))}, thinking {context.get('thinkingLevel', 'off')}"
@@ -156,7 +163,8 @@ def draw_context(context: dict[str, Any], width: int, glyphs: Glyphs) -> list[st
         if role == "toolResult":
             role = f"toolResult:{message.get('toolName')}"
         head = f"{number:>3} {role:<18} "
-        lines.append(head + _clip(_message_text(message), max(10, width - len(head)), glyphs.ellipsis))
+        room = width - written_width(head, encoding)
+        lines.append(head + _clip(_message_text(message), room, glyphs.ellipsis, encoding))
     return lines
 
 
@@ -178,10 +186,19 @@ def whole_tree(client: Any, params: dict[str, Any], page_size: int = MAX_TREE_NO
         offset = following
 
 
-def _show(line: str = "") -> None:
-    """Print ``line`` of the demo: what it holds of the session (ids, the cwd, previews, messages)
-    with its control characters as escapes, as the other commands print them."""
-    print(one_terminal_line(line))
+class _Lines:
+    """The demo's lines on stdout, each no wider than the width asked for: cut to it as written in
+    stdout's encoding (a line whose parts leave nothing of a preview, a long path or name), what
+    it holds of the session (ids, the cwd, previews, messages) with its control characters as
+    escapes, as the other commands print them."""
+
+    def __init__(self, width: int, ellipsis: str, encoding: str) -> None:
+        self.width = width
+        self.ellipsis = ellipsis
+        self.encoding = encoding
+
+    def show(self, line: str = "") -> None:
+        print(one_terminal_line(cut(line, self.width, self.ellipsis, self.encoding)))
 
 
 def _entries_and_leaf(info: dict[str, Any]) -> str:
@@ -217,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     line_width = args.width or terminal_columns() or DEFAULT_WIDTH
     glyphs = output_glyphs(args.ascii)
+    encoding = output_encoding()[0]
+    _show = _Lines(line_width, glyphs.ellipsis, encoding).show
     command, env = server_command()
     with SidecarClient(command, env=env) as client:
         # the release goes where an editor puts it: initializationOptions.piVersion
@@ -247,15 +266,15 @@ def run(args: argparse.Namespace) -> int:
             return 2  # the file cannot be shown, as for the other commands
         name = info.get("sessionName") or "(no name)"
         _show(f"Session {name!r}  id {js_string_of(info['sessionId'])}")
-        _show(f"  file {info.get('sessionFile', path)}")
+        # a long path shown by its end, which names the file
+        file = str(info.get("sessionFile", path))
+        _show("  file " + cut_start(file, line_width - len("  file "), glyphs.ellipsis, encoding))
         _show(f"  cwd {info['cwd']}   {_entries_and_leaf(info)}")
         skipped = info["skippedLines"]
         if skipped:  # what pi would not say: the file is damaged, entries are missing
             _show(f"  {counted(skipped, 'line')} of the file pi skips:")
-            room = max(20, line_width - 14)
-            for problem in info["skipped"][:3]:
-                message = problem["message"]
-                _show(f"    line {problem['line'] + 1}: {cut(message, room, glyphs.ellipsis)}")
+            for problem in info["skipped"][:3]:  # (each message cut with its line)
+                _show(f"    line {problem['line'] + 1}: {problem['message']}")
             if skipped > 3:
                 _show(f"    and {skipped - 3:,} more (pi-session check {path})")
         _show()
@@ -263,11 +282,11 @@ def run(args: argparse.Namespace) -> int:
         _show(
             f"Tree (filter {args.filter}: {shown:,} of {counted(info['entryCount'], 'entry', 'entries')}; {glyphs.dot} = on the path to the leaf)"
         )
-        for line in draw_tree(tree, line_width, glyphs):
+        for line in draw_tree(tree, line_width, glyphs, encoding):
             _show(line)
         _show()
         _show(_context_heading(args.leaf, info))
-        for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs):
+        for line in draw_context(context, line_width - len(CONTEXT_INDENT), glyphs, encoding):
             _show(CONTEXT_INDENT + line)
         client.request("pi/close", {"session": info["session"]})
     return 0

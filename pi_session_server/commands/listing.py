@@ -32,10 +32,10 @@ from ._common import (
 if TYPE_CHECKING:
     from ..session.listing import SessionInfo
 
-# A title is cut to this many characters when neither --width nor the terminal's width (COLUMNS,
+# A title is cut to this many columns when neither --width nor the terminal's width (COLUMNS,
 # or stdout's terminal) says otherwise.
 DEFAULT_WIDTH = 60
-# The fewest characters of a title the terminal's width leaves it (a long path does not cut it to
+# The fewest columns of a title the terminal's width leaves it (a long path does not cut it to
 # nothing: the line wraps instead).
 NARROWEST_TITLE = 20
 # what a row holds besides the title and the path: the date, the count, the spaces between
@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width",
         type=width,
-        help="cut titles to this many characters (default: what the terminal's width leaves them, "
+        help="cut titles to this many columns (default: what the terminal's width leaves them, "
         f"as COLUMNS or the terminal says; {DEFAULT_WIDTH} when neither does)",
     )
 
@@ -66,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
     if args.all and args.directory:
         raise CommandError("give a directory or --all, not both")
     columns = terminal_columns()
-    # the first message is read as far as a title can show of it
-    infos = _sessions(args, args.width or columns or DEFAULT_WIDTH)
+    # the first message is read as far as a title can show of it (at least the narrowest title the
+    # terminal's width leaves)
+    infos = _sessions(args, args.width or (max(columns, NARROWEST_TITLE) if columns else DEFAULT_WIDTH))
     from ..render.terminal_text import one_terminal_line
 
     if not infos and not args.json:  # (an empty output alone does not say where was looked)
@@ -76,9 +77,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
     from ..render.glyphs import cut
-    from ..render.written_text import written_length
+    from ..render.written_text import padded, written_width
 
-    # lengths as written: what stdout's encoding cannot write comes out as escapes
+    # widths as written: what stdout's encoding cannot write comes out as escapes, a wide
+    # character takes two columns
     encoding = output_encoding()[0]
     paths = [one_terminal_line(info.path) for info in infos]
     numbers = [f"{info.message_count:,}" for info in infos]
@@ -87,16 +89,18 @@ def run(args: argparse.Namespace) -> int:
         f"{number:>{widest}} {'message ' if info.message_count == 1 else 'messages'}"
         for number, info in zip(numbers, infos, strict=True)
     ]
-    widest_path = max((written_length(path, encoding) for path in paths), default=0)
+    widest_path = max((written_width(path, encoding) for path in paths), default=0)
     title_width = args.width or _title_width(columns, counts, widest_path)
     ellipsis = output_glyphs().ellipsis
-    titles = [cut(_title(info), title_width, ellipsis, encoding) for info in infos]
-    lengths = [written_length(title, encoding) for title in titles]
+    # cut before their control characters become escapes, counting them at their length
+    titles = [
+        one_terminal_line(cut(title, title_width, ellipsis, encoding, more=more))
+        for title, more in map(_title, infos)
+    ]
     # the column is as wide as its widest title: a width of billions (--width, COLUMNS) pads nothing
-    column = max(lengths, default=0)
-    for info, count, title, length, path in zip(infos, counts, titles, lengths, paths, strict=True):
-        padded = title + " " * (column - length)
-        print(COLUMN_GAP.join((_when(info.modified), count, padded, path)))
+    column = max((written_width(title, encoding) for title in titles), default=0)
+    for info, count, title, path in zip(infos, counts, titles, paths, strict=True):
+        print(COLUMN_GAP.join((_when(info.modified), count, padded(title, column, encoding), path)))
     return 0
 
 
@@ -147,15 +151,15 @@ def _json_of(info: SessionInfo) -> object:
     return out
 
 
-def _title(info: SessionInfo) -> str:
-    """The session's name, or its first message, on one line."""
-    from ..render.terminal_text import one_terminal_line
-
+def _title(info: SessionInfo) -> tuple[str, bool]:
+    """The session's name, or its first message, with its runs of whitespace as one space; and
+    whether it is the start of a longer text (the first message read no further than a title
+    shows)."""
     if isinstance(info.name, str) and info.name:
-        text = f'"{info.name}"'
-    else:  # pi's own "(no messages)" when there is none
-        text = info.first_message if isinstance(info.first_message, str) else ""
-    return one_terminal_line(" ".join(text.split()))
+        return " ".join(f'"{info.name}"'.split()), False
+    # pi's own "(no messages)" when there is none
+    text = info.first_message if isinstance(info.first_message, str) else ""
+    return " ".join(text.split()), info.text_truncated
 
 
 def _when(modified: float) -> str:

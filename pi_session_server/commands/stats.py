@@ -16,6 +16,7 @@ from ._common import (
     add_pi_argument,
     counted,
     open_to_look,
+    output_encoding,
     report_skipped_lines,
     session_path,
 )
@@ -60,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
         "\n".join(
             [
                 one_terminal_line(path),
-                *_lines(stats, header.get("id"), name if isinstance(name, str) else None),
+                *_lines(
+                    stats, header.get("id"), name if isinstance(name, str) else None, output_encoding()[0]
+                ),
             ]
         )
         + "\n"
@@ -68,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None) -> list[str]:
+def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None, encoding: str) -> list[str]:
+    """The totals' lines; the models' names padded to one column as written in ``encoding``."""
     from ..render.terminal_text import one_terminal_line
+    from ..render.written_text import padded, written_width
 
     out = [
         f"session {one_terminal_line(str(session_id))}" + (f'  "{one_terminal_line(name)}"' if name else "")
@@ -95,10 +100,11 @@ def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None) -> list[
     models = stats["models"]
     if models:
         out.append("by model:")
-        width = max(len(one_terminal_line(model)) for model in models)
+        names = {model: one_terminal_line(model) for model in models}
+        width = max(written_width(shown, encoding) for shown in names.values())
         for model, values in sorted(models.items(), key=lambda item: -item[1]["cost"]):
             out.append(
-                f"  {one_terminal_line(model):<{width}}  {counted(values['turns'], 'turn')}"
+                f"  {padded(names[model], width, encoding)}  {counted(values['turns'], 'turn')}"
                 f"  {_number(values['totalTokens'])} tokens  {_dollars(values['cost'])}"
             )
     return out

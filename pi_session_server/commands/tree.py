@@ -22,7 +22,7 @@ from ._common import (
     write_encoded,
 )
 
-# Previews are cut to this many characters when neither --width nor the terminal's width (COLUMNS,
+# Previews are cut to this many columns when neither --width nor the terminal's width (COLUMNS,
 # or stdout's terminal) says otherwise: piped output is the same whatever terminal it ran from.
 DEFAULT_WIDTH = 100
 # What a row holds before its preview: the mark of the path to the leaf ("* ", else two spaces).
@@ -34,9 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width",
         type=width,
-        help="cut entry previews to about this many characters (at least 1; default: what the "
-        "terminal's width leaves them, as COLUMNS or the terminal says; "
-        f"{DEFAULT_WIDTH} when neither does)",
+        help="cut entry previews to this many columns (at least 1; default: each row cut to "
+        "the terminal's width, as COLUMNS or the terminal says, its preview to what the rest of "
+        f"the row leaves; previews of {DEFAULT_WIDTH} when neither says)",
     )
     parser.add_argument(
         "--ascii",
@@ -48,21 +48,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_index_argument(parser)
 
 
-def preview_width() -> int:
-    """The previews' width when --width does not say: what the terminal's width leaves beside the
-    mark (a branch's rows are indented further, and may wrap), else :data:`DEFAULT_WIDTH`."""
-    columns = terminal_columns()
+def preview_width(columns: int) -> int:
+    """The previews' width when --width does not say: what a terminal ``columns`` wide leaves beside
+    the mark (a row's indentation, label and marks leave less: its preview is cut shorter), else
+    (0: no terminal) :data:`DEFAULT_WIDTH`."""
     return max(1, columns - MARK_WIDTH) if columns else DEFAULT_WIDTH
 
 
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
+    # each row fits the terminal it is shown on; --width says the previews' own width
+    args.row_width = None
     if args.width is None:  # (before the key: a view kept for this width is printed as it was)
-        args.width = preview_width()
+        columns = terminal_columns()
+        args.width = preview_width(columns)
+        args.row_width = columns or None
     encoding, errors = output_encoding()
     # the home directory (what tool calls' paths are shortened against: describe.home_directory), read
     # here without importing the library, which a kept view does not need
-    key = (args.pi, args.width, os.environ.get("HOME") or "", encoding, errors, args.ascii)
+    key = (args.pi, args.width, args.row_width, os.environ.get("HOME") or "", encoding, errors, args.ascii)
     before = view_store.identity_before_open(path) if args.index else None
     kept = view_store.load(path, before, view_store.TREE, key, args.index)
     if kept is not None:

@@ -16,8 +16,8 @@ from ..format.jsvalue import ABSENT, index_key, js_string_of
 from ..heap import give_back_free_heap
 from ..render.glyphs import UNICODE, Glyphs, cut
 from ..render.terminal_text import one_terminal_line
-from ..render.tree_text import NO_ENTRIES, tree_text_lines
-from ..render.written_text import writes_every_character
+from ..render.tree_text import LEAF_MARK, NO_ENTRIES, tree_text_lines
+from ..render.written_text import written_width
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
 from ..session.describe import PreviewCache
@@ -51,10 +51,14 @@ def tree_lines(
     cache: PreviewCache | None = None,
     glyphs: Glyphs = UNICODE,
     encoding: str | None = None,
+    row_width: int | None = None,
 ) -> Iterator[str]:
     """The drawn tree's lines, one at a time, from the first asked for on, drawn with ``glyphs``;
-    the previews cut to ``width`` as written in ``encoding`` (the output's: the escapes of what it
-    cannot write count at their length; None: each character as one). The previews are those
+    the previews cut to ``width`` columns as written in ``encoding`` (the output's: the escapes of
+    control characters and of what it cannot write count at their length, a wide character as two;
+    None: an encoding that writes every character), and each row to ``row_width`` columns when
+    given (a terminal's width: a preview cut to what its row's indentation, marks and label leave,
+    render/tree_text.py). The previews are those
     ``cache`` made while the session was opened, else read in one pass over the file (or from those
     kept with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
@@ -74,27 +78,36 @@ def tree_lines(
     if big:
         give_back_free_heap()  # and what the previews' walk freed, before the rows
     ellipsis = glyphs.ellipsis
-    if encoding is not None and writes_every_character(encoding):
-        encoding = None  # (a row is as long written as it is: measured by len alone)
+    leaf = index_key(manager.get_leaf_id())
 
-    def row(node: TreeNode) -> tuple[Any, str]:
+    def row(node: TreeNode, room: int | None = None) -> tuple[Any, str]:
         entry = node.entry
-        # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
-        text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
-        if len(text) > width or encoding is not None:
-            text = cut(text, width, ellipsis, encoding)
-        label = node.label
-        if label is not ABSENT:
-            label = js_string_of(label)
-            if label:
-                text = f"{text}  [{label}]"
         # the id as pi's selector tells entries apart (never printed): its path is a Set of ids, the
         # leaf compared with ===, which keys of JSON values say alike (1 and "1" are two ids; a
         # string, nearly every id, is its own key: no call for it)
         entry_id = entry.id
-        return entry_id if type(entry_id) is str else index_key(entry_id), one_terminal_line(text)
+        key = entry_id if type(entry_id) is str else index_key(entry_id)
+        # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
+        text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
+        label = node.label
+        label = js_string_of(label) if label is not ABSENT else ""
+        tail = f"  [{label}]" if label else ""
+        shown = width
+        if room is not None:  # (the row fits ``row_width``: what its other parts leave the text)
+            room = max(0, room - (len(LEAF_MARK) if key == leaf else 0))
+            # the label its room, but for half of it at least, the preview's, where it is long
+            shown = (
+                min(width, max(room - written_width(tail, encoding), (room + 1) // 2))
+                if tail
+                else min(width, room)
+            )
+        # cut before its control characters become escapes, counting them at their length (a
+        # preview longer than the width may be the start of a longer one: it ends with the ellipsis)
+        text = cut(text, shown, ellipsis, encoding, more=len(text) > width) + tail
+        if room is not None and tail:  # (a label wider than what the preview leaves it: cut)
+            text = cut(text, room, ellipsis, encoding)
+        return key, one_terminal_line(text)
 
-    leaf = index_key(manager.get_leaf_id())
     branch = manager.get_branch()
     roots = manager.get_tree()
     if not unique:
@@ -105,7 +118,9 @@ def tree_lines(
     keys = [i if type(i) is str else index_key(i) for i in map(_ID, branch)]  # (a string: its own key)
     on_path = keys if in_order else set(keys)
     del branch, keys
-    yield from tree_text_lines(roots, row, leaf, on_path, path_in_walk_order=in_order, glyphs=glyphs)
+    yield from tree_text_lines(
+        roots, row, leaf, on_path, path_in_walk_order=in_order, glyphs=glyphs, row_width=row_width
+    )
 
 
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
@@ -117,7 +132,8 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
         # the file read once: the previews made as the open reads it, no longer than a row shows
         with cache.made_while_scanning(longest=args.width + 1):
             manager = open_to_look(path, args.pi, index=args.index)
-        lines = tree_lines(manager, args.width, cache, output_glyphs(args.ascii), output_encoding()[0])
+        glyphs, encoding = output_glyphs(args.ascii), output_encoding()[0]
+        lines = tree_lines(manager, args.width, cache, glyphs, encoding, args.row_width)
         # held by the rows alone: each preview goes once its row is drawn
         del cache
         return _print(path, args, before, key, manager, lines)

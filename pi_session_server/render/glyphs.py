@@ -4,10 +4,12 @@ encoded as Latin-1): written through an encoding that lacks them, each would com
 
 from __future__ import annotations
 
+import bisect
 import codecs
+import itertools
 from typing import Final, NamedTuple
 
-from .written_text import writes_every_character, written_length, written_lengths
+from .written_text import written_widths
 
 
 class Glyphs(NamedTuple):
@@ -36,19 +38,38 @@ def glyphs_for(encoding: str, ascii_only: bool = False) -> Glyphs:
     return UNICODE
 
 
-def cut(text: str, width: int, ellipsis: str, encoding: str | None = None) -> str:
-    """``text``, when longer than ``width``, cut to end with ``ellipsis`` within the width (an
-    ellipsis wider than the width is all that is left). ``encoding``: the output's, whose escapes of
-    the characters it cannot write count at their length (an escape is never cut in two); None:
-    every character counts as one."""
-    room = max(0, width - len(ellipsis))
-    if encoding is None or writes_every_character(encoding):
-        return text if len(text) <= width else text[:room] + ellipsis
-    if written_length(text, encoding) <= width:
+def cut(text: str, width: int, ellipsis: str, encoding: str | None = None, *, more: bool = False) -> str:
+    """``text``, when wider than ``width`` columns written on one line of a terminal, cut to end
+    with ``ellipsis`` within the width (an ellipsis wider than the width cut to it). ``encoding``:
+    the output's (None: one that writes every character). Each character counts at the columns
+    it takes written (render/written_text.py): a control character, or one the encoding cannot
+    write, at its escape's length (never cut in two: the escapes are made after the cut, when the
+    text is written), a wide character as two, a combining mark as none (kept with the character
+    it marks). ``more``: ``text`` is the start of a longer one, so it ends with the ellipsis even
+    where it fits."""
+    ellipsis = ellipsis[: max(0, width)]  # (each glyph of an ellipsis takes one column)
+    room = width - len(ellipsis)
+    if text.isascii() and text.isprintable():  # (nearly every text: a column a character)
+        return text if len(text) <= width and not more else text[: max(0, room)] + ellipsis
+    widths = written_widths(text, encoding)
+    if not more and sum(widths) <= width:
         return text
-    taken = 0
-    for end, length in enumerate(written_lengths(text[: room + 1], encoding)):
-        taken += length
-        if taken > room:
-            return text[:end] + ellipsis
-    return text[:room] + ellipsis
+    return text[: _fitting(widths, room)] + ellipsis
+
+
+def cut_start(text: str, width: int, ellipsis: str, encoding: str | None = None) -> str:
+    """``text`` cut as :func:`cut` cuts it, but at its start: its end kept (a path's file name)."""
+    ellipsis = ellipsis[: max(0, width)]
+    widths = written_widths(text, encoding)
+    if sum(widths) <= width:
+        return text
+    start = len(text) - _fitting(widths[::-1], width - len(ellipsis))
+    while start < len(text) and widths[start] == 0:  # (a mark whose character is cut off)
+        start += 1
+    return ellipsis + text[start:]
+
+
+def _fitting(widths: list[int], room: int) -> int:
+    """How many of the characters whose ``widths`` these are fit ``room`` columns, from the first
+    (the last of them those of width 0 that follow: a letter's combining marks)."""
+    return bisect.bisect_right(list(itertools.accumulate(widths)), room)

@@ -13,24 +13,24 @@ from __future__ import annotations
 import re
 from typing import Final
 
-_ESCAPES: Final = {
+CONTROL_ESCAPES: Final = {
     **{code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))},
     0x2028: "\\u2028",
     0x2029: "\\u2029",
 }
 # Searched first: translating walks every character through the table, which costs as much in a
 # line without any control character (nearly all of them) as in one full of them.
-_ANY_ESCAPED: Final = re.compile("[" + "".join(re.escape(chr(code)) for code in _ESCAPES) + "]")
+_ANY_ESCAPED: Final = re.compile("[" + "".join(re.escape(chr(code)) for code in CONTROL_ESCAPES) + "]")
 
 
 def one_terminal_line(text: str) -> str:
     """``text`` with every control character as its escape."""
     if text.isprintable():  # (no character escaped is printable: told faster than by the search)
         return text
-    return text.translate(_ESCAPES) if _ANY_ESCAPED.search(text) else text
+    return text.translate(CONTROL_ESCAPES) if _ANY_ESCAPED.search(text) else text
 
 
-_LINES_ESCAPES: Final = {code: escape for code, escape in _ESCAPES.items() if code not in (0x09, 0x0A)}
+_LINES_ESCAPES: Final = {code: escape for code, escape in CONTROL_ESCAPES.items() if code not in (0x09, 0x0A)}
 _ANY_LINES_ESCAPED: Final = re.compile("[" + "".join(re.escape(chr(code)) for code in _LINES_ESCAPES) + "]")
 
 

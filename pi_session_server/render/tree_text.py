@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
-from .glyphs import UNICODE, Glyphs
+from .glyphs import UNICODE, Glyphs, cut
 
 
 class DrawnNode(Protocol):
@@ -20,17 +20,19 @@ class DrawnNode(Protocol):
 
 # What pi's /tree says of a session without entries (a header alone), instead of a tree.
 NO_ENTRIES = "No entries in session"
+LEAF_MARK = "  <- leaf"
 _NO_ROW = object()  # equal to no row's id: the path's ids were all met
 
 
 def tree_text_lines(
     roots: Sequence[DrawnNode],
-    row: Callable[[Any], tuple[Any, str]],
+    row: Callable[..., tuple[Any, str]],
     leaf_id: Any = None,
     on_leaf_path: Iterable[Any] = (),
     *,
     path_in_walk_order: bool = False,
     glyphs: Glyphs = UNICODE,
+    row_width: int | None = None,
 ) -> Iterator[str]:
     """Lines of the drawn tree, one at a time; ``*`` marks the path to the leaf (the rows whose id,
     as ``row`` gives it, is in ``on_leaf_path``), ``<- leaf`` the leaf itself (the rows whose id
@@ -41,7 +43,12 @@ def tree_text_lines(
     with thousands of branch points on a path grows with the square of its depth (gigabytes for a
     deep one), more than a caller should hold at once. Iterative (trees can be hundreds of
     thousands of levels deep); a chain of single children keeps its prefix, so most rows cost a
-    lookup and a concatenation. The branches are drawn with ``glyphs`` (render/glyphs.py)."""
+    lookup and a concatenation. The branches are drawn with ``glyphs`` (render/glyphs.py).
+
+    ``row_width``: each row fits that many columns (a terminal's width): ``row`` is called as
+    ``row(node, room)``, to give a text within the ``room`` its row's indentation, mark and branch
+    count leave, less :data:`LEAF_MARK`'s columns for the leaf (``row`` tells the leaf by its id:
+    each node is asked for once); a row whose indentation and marks alone are wider is cut whole."""
     if path_in_walk_order:
         ordered = on_leaf_path if isinstance(on_leaf_path, Sequence) else list(on_leaf_path)
         path: Container[Any] = ()
@@ -58,20 +65,21 @@ def tree_text_lines(
         node, prefix, child_prefix = pop()
         on_path, off_path = prefix + "* ", prefix + "  "
         while True:  # down a chain of single children, which share their prefixes
-            node_id, text = row(node)
+            children = node.children
+            count = len(children)
+            branches = f"  ({count} branches)" if count > 1 else ""
+            if row_width is None:
+                node_id, text = row(node)
+            else:
+                node_id, text = row(node, row_width - len(on_path) - len(branches))
             if node_id == following:
                 line = on_path + text
                 met += 1
                 following = ordered[met] if met < len(ordered) else _NO_ROW
             else:
                 line = (on_path if node_id in path else off_path) + text
-            children = node.children
-            count = len(children)
-            if count > 1:
-                line += f"  ({count} branches)"
-            if node_id == leaf_id:
-                line += "  <- leaf"
-            yield line
+            line += branches + LEAF_MARK if node_id == leaf_id else branches
+            yield line if row_width is None else _within(line, text, row_width, glyphs)
             if count != 1:
                 break
             node = children[0]
@@ -80,6 +88,13 @@ def tree_text_lines(
                 on_path, off_path = prefix + "* ", prefix + "  "
         if count:
             _fan_out(children, child_prefix, push, glyphs, top=False)
+
+
+def _within(line: str, text: str, row_width: int, glyphs: Glyphs) -> str:
+    """``line``, a row fitted to ``row_width`` columns: its ``text`` is within the room the rest
+    leaves, unless none is left (an indentation deeper than the width): the row is then cut whole
+    (its text is empty: only glyphs and marks of a column each, no escape, are cut)."""
+    return line if text or len(line) <= row_width else cut(line, row_width, glyphs.ellipsis)
 
 
 def _fan_out(

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -101,25 +100,6 @@ def oracle_module() -> Path:
     if not ORACLE_MODULE.is_file():
         pytest.skip(f"the pi oracle is missing ({ORACLE_MODULE}); set PI_ORACLE_DIR to its copy")
     return ORACLE_MODULE
-
-
-def sha256_tree(root: Path) -> dict[str, str]:
-    """Relative path -> sha256 (or link target) of every file under ``root``."""
-    out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
-            rel = str(full.relative_to(root))
-            if full.is_symlink():
-                out[rel] = "-> " + os.readlink(full)
-            else:
-                out[rel] = hashlib.sha256(full.read_bytes()).hexdigest()
-        for name in dirnames:
-            full = Path(dirpath) / name
-            if full.is_symlink():
-                out[str(full.relative_to(root)) + "/"] = "-> " + os.readlink(full)
-    return out
 
 
 @pytest.fixture

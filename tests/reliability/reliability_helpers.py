@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -32,6 +33,25 @@ USER = user_message("hello", 1)
 # also match content blocks ({"type":"text",...}): a line cut by a kill right after its first
 # content block began then looked like two entries glued together.
 ENTRY_START = re.compile(rb'\{"type":"[A-Za-z_]+","id":(?:"[^"]*"|null|[0-9.eE+-]+),"parentId":')
+
+
+def sha256_tree(root: Path) -> dict[str, str]:
+    """Relative path -> sha256 (or link target) of every file under ``root``."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = str(full.relative_to(root))
+            if full.is_symlink():
+                out[rel] = "-> " + os.readlink(full)
+            else:
+                out[rel] = hashlib.sha256(full.read_bytes()).hexdigest()
+        for name in dirnames:
+            full = Path(dirpath) / name
+            if full.is_symlink():
+                out[str(full.relative_to(root)) + "/"] = "-> " + os.readlink(full)
+    return out
 
 
 def assistant_message(text: str = "hi", timestamp: int = 2) -> dict[str, Any]:

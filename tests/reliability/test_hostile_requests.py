@@ -20,8 +20,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import sha256_tree
-from reliability_helpers import ASSISTANT, HEADER, USER, check_session_file, new_session_file
+from reliability_helpers import ASSISTANT, HEADER, USER, check_session_file, new_session_file, sha256_tree
 from reliability_rpc import REPO_ROOT, RawServer, file_uri, frame
 
 from pi_session_server.session import SessionManager

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import sha256_tree
-from reliability_helpers import ASSISTANT, USER, new_session_file
+from reliability_helpers import ASSISTANT, USER, new_session_file, sha256_tree
 from reliability_rpc import RawServer, file_uri
 
 from pi_session_server.errors import InvalidSessionFileError, InvalidSessionIdError, PiSessionError

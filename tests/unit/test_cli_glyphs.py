@@ -13,6 +13,7 @@ from pathlib import Path
 
 import builders as S
 import pytest
+from terminal_output import columns_of as _columns
 
 # Python's encoding of stdout under each: the locale's (C: ASCII), or the one it is told
 C_LOCALE = {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
@@ -117,16 +118,22 @@ def test_a_long_skipped_line_s_report_is_cut_with_dots_where_stderr_cannot_write
     tmp_path: Path,
 ) -> None:
     """The lines pi skips are named on stderr, their messages cut: with the ellipsis stderr can write."""
-    first = S.user("aaaa0001", None, "first")
-    cut_off = S.assistant("bbbb0002", "aaaa0001", "x" * 400)[:300]  # a long id makes a long message
-    path = tmp_path / "glued.jsonl"
-    path.write_text(f"{S.header()}\n{first}\n{cut_off}{S.user('c' * 300, 'bbbb0002', 'y')}\n")
+    path = _glued(tmp_path / "glued.jsonl", "c" * 300)
     done = _cli("tree", "--no-index", str(path), env=C_LOCALE, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     reported = done.stderr.decode("ascii").splitlines()[1]
     assert reported.startswith("  line 3: 2 lines glued together") and reported.endswith("ccc...")
     done = _cli("tree", "--no-index", str(path), env=UTF_8, cwd=tmp_path)
     assert done.stderr.decode("utf-8").splitlines()[1].endswith("ccc…")
+
+
+def _glued(path: Path, long_id: str) -> Path:
+    """A session whose line 3 is two lines glued together, the second with ``long_id``: pi skips
+    it, and its message names the id."""
+    first = S.user("aaaa0001", None, "first")
+    cut_off = S.assistant("bbbb0002", "aaaa0001", "x" * 400)[:300]
+    path.write_text(f"{S.header()}\n{first}\n{cut_off}{S.user(long_id, 'bbbb0002', 'y')}\n", encoding="utf-8")
+    return path
 
 
 def test_check_s_progress_shortens_a_long_path_with_dots_where_stderr_cannot_write_an_ellipsis(
@@ -233,3 +240,121 @@ def test_list_cuts_and_pads_its_titles_to_the_width_they_are_written_in(tmp_path
     # the titles, padded to one width, then the paths in one column
     assert sorted(row.split(str(folder))[0][-10:] for row in rows) == [" \\xe9...  ", " root     "]
     assert len({row.index(str(folder)) for row in rows}) == 1
+
+
+# -- every cut output: as written, in columns ------------------------------------------------------
+
+CJK = "\u4e2d\u6587\u5b57\u7b26" * 10  # four wide characters, two columns each, ten times
+CONTROL = "\x1b[31mred\x1b[0m " * 6
+
+
+def _one_message(path: Path, text: str) -> Path:
+    path.write_text(S.header() + "\n" + S.user("u1", None, text) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("env", [ASCII, C_LOCALE], ids=["PYTHONIOENCODING=ascii", "LC_ALL=C"])
+def test_the_demo_cuts_its_lines_to_the_width_they_are_written_in(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Cut by characters, a line of text the encoding cannot write came out several times wider
+    than --width (its escapes), and a preview was never cut to fewer than 10 characters."""
+    path = _one_message(tmp_path / "s.jsonl", LONG_TEXT)
+    for width in (1, 5, 40):
+        done = _cli("demo", "--width", str(width), str(path), env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.decode("ascii").splitlines()
+        assert max(map(len, lines)) == width
+    assert "* u1 user: caf\\xe9 \\u2500 ... <- leaf" in lines
+
+
+def test_the_demo_s_skipped_lines_are_cut_with_their_line(tmp_path: Path) -> None:
+    path = _glued(tmp_path / "s.jsonl", "\u00e9" * 300)
+    done = _cli("demo", "--width", "400", str(path), env=ASCII, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (skipped,) = (line for line in done.stdout.decode("ascii").splitlines() if line.startswith("    line 3"))
+    assert len(skipped) == 400 and skipped.endswith("\\xe9...")
+
+
+def test_a_skipped_line_s_report_is_cut_to_the_width_stderr_writes_it_in(tmp_path: Path) -> None:
+    """Cut by characters, the message of a line of text stderr cannot write came out four times
+    as wide as the 240 columns a message is cut to."""
+    path = _glued(tmp_path / "s.jsonl", "\u00e9" * 300)
+    done = _cli("tree", "--no-index", str(path), env=ASCII, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (reported,) = (line for line in done.stderr.decode("ascii").splitlines() if line.startswith("  line 3: "))
+    assert len(reported.removeprefix("  line 3: ")) == 240 and reported.endswith("\\xe9...")
+
+
+@pytest.mark.parametrize("env", [UTF_8, ASCII], ids=["utf-8", "ascii"])
+def test_the_tree_escapes_a_preview_s_control_characters_before_it_cuts_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Escaped after the cut, each control character made the preview 3 columns wider than
+    --width; an escape is never cut in two."""
+    path = _one_message(tmp_path / "s.jsonl", CONTROL)
+    done = _cli("tree", "--width", "24", str(path), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (row,) = (row for row in done.stdout.decode("utf-8").splitlines() if row.startswith("* user"))
+    preview = "user: \\x1b[31mred\\x1b[0\u2026" if env is UTF_8 else "user: \\x1b[31mred\\x1b..."
+    assert row == f"* {preview}  <- leaf" and len(preview) == 24
+
+
+def test_list_escapes_a_title_s_control_characters_without_cutting_one_in_two(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    _one_message(folder / "s.jsonl", "ab" + CONTROL)
+    done = _cli("list", str(folder), "--width", "6", env=UTF_8, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "  ab\u2026  " in done.stdout.decode("utf-8")  # not "ab\\x1b[\u2026"
+
+
+@pytest.mark.parametrize(("command", "width"), [("tree", 20), ("demo", 30)])
+def test_wide_characters_count_as_two_columns(tmp_path: Path, command: str, width: int) -> None:
+    """A CJK preview cut to --width characters took twice the columns asked for."""
+    path = _one_message(tmp_path / "s.jsonl", CJK)
+    done = _cli(command, "--width", str(width), str(path), env=UTF_8, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = [row for row in done.stdout.decode("utf-8").splitlines() if "\u4e2d" in row]
+    assert rows
+    if command == "tree":
+        assert rows == ["* user: \u4e2d\u6587\u5b57\u7b26\u4e2d\u6587\u2026  <- leaf"]  # 19 columns
+    else:
+        assert all(_columns(row) <= 30 for row in rows) and max(map(_columns, rows)) >= 29
+
+
+def test_list_cuts_and_pads_wide_titles_by_their_columns(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    _one_message(folder / "a.jsonl", CJK)
+    _one_message(folder / "b.jsonl", "root")
+    done = _cli("list", str(folder), "--width", "10", env=UTF_8, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    root, wide = sorted(
+        (row.split(str(folder))[0] for row in done.stdout.decode("utf-8").splitlines()),
+        key=lambda text: "\u4e2d" in text,
+    )
+    # a title of 9 columns (a wide character more would pass 10), and one of 4 padded to 9
+    assert wide.endswith(" \u4e2d\u6587\u5b57\u7b26\u2026  ") and root.endswith(" root       ")
+    assert _columns(root) == _columns(wide)  # the paths in one column
+
+
+@pytest.mark.parametrize("env", [ASCII, UTF_8], ids=["ascii", "utf-8"])
+def test_a_width_narrower_than_the_dots_cuts_them_too(tmp_path: Path, env: dict[str, str]) -> None:
+    path = _one_message(tmp_path / "s.jsonl", "a message")
+    done = _cli("tree", "--ascii", "--width", "1", str(path), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "* .  <- leaf" in done.stdout.decode("ascii")
+
+
+def test_check_s_progress_escapes_a_path_s_control_characters_and_counts_its_columns(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ("\x1b]0;title\x07" + "\u4e2d" * 40)
+    folder.mkdir()
+    _branched(folder / "s.jsonl")
+    done = _cli("check", "--progress", str(folder), env=UTF_8, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = done.stderr.decode("utf-8").split("\r")[1]
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert shown == "[0/1] \u2026" + "\u4e2d" * 25 + "/s.jsonl"  # 59 columns of 60: a 26th is 61

@@ -44,7 +44,7 @@ def test_a_path_is_printed_on_one_line_without_its_control_characters(
 def test_the_demo_names_the_file_without_its_control_characters(
     odd: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["demo", str(odd)]) == 0
+    assert main(["demo", "--width", "1000", str(odd)]) == 0  # (the path whole)
     out = capsys.readouterr().out
     assert "\x1b" not in out and f"  file {odd.parent}/{SHOWN}\n" in out
 

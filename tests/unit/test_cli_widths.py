@@ -12,7 +12,7 @@ from pathlib import Path
 
 import builders as S
 import pytest
-from terminal_output import open_terminal, read_until_closed
+from terminal_output import columns_of, open_terminal, read_until_closed
 
 from pi_session_server.commands import tree, tree_draw
 from pi_session_server.session import cache_dir
@@ -45,14 +45,19 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _preview_rows(out: str) -> list[str]:
     """The rows of the two long messages, without the leaf's mark."""
-    return [line.removesuffix("  <- leaf") for line in out.splitlines() if "word word" in line]
+    return [row.removesuffix("  <- leaf") for row in _rows(out)]
+
+
+def _rows(out: str) -> list[str]:
+    """The rows of the two long messages (the second the leaf, with its mark)."""
+    return [line for line in out.splitlines() if "word word" in line]
 
 
 def test_the_tree_follows_columns_and_is_the_same_in_any_pipe_without_it(tmp_path: Path) -> None:
     path = str(_session(tmp_path / "s.jsonl"))
     for columns in (40, 72):
-        rows = _preview_rows(_cli("tree", path, env=_env(COLUMNS=str(columns))))
-        assert [len(row) for row in rows] == [columns, columns]  # "* " and the preview cut to fit
+        rows = _rows(_cli("tree", path, env=_env(COLUMNS=str(columns))))
+        assert [len(row) for row in rows] == [columns, columns]  # each row, its marks too, cut to fit
     rows = _preview_rows(_cli("tree", path, env=_env()))
     assert [len(row) for row in rows] == [2 + tree.DEFAULT_WIDTH] * 2
     rows = _preview_rows(_cli("tree", "--width", "30", path, env=_env(COLUMNS="72")))
@@ -79,7 +84,7 @@ def _on_a_terminal(args: list[str], columns: int) -> str:
 
 def test_the_tree_and_the_demo_follow_the_terminal(tmp_path: Path) -> None:
     path = str(_session(tmp_path / "s.jsonl"))
-    rows = _preview_rows(_on_a_terminal(["tree", path], 64))
+    rows = _rows(_on_a_terminal(["tree", path], 64))
     assert [len(row) for row in rows] == [64, 64]
     demo = _on_a_terminal(["demo", path], 70)
     rows = _preview_rows(demo)
@@ -123,7 +128,32 @@ def test_a_tree_kept_for_the_terminal_width_is_printed_again_for_that_width(
         monkeypatch.setenv("COLUMNS", str(columns))
         before = len(drawn)
         assert main(["tree", path]) == 0
-        assert [len(row) for row in _preview_rows(capsys.readouterr().out)] == [columns] * 2
+        assert [len(row) for row in _rows(capsys.readouterr().out)] == [columns] * 2
         return len(drawn) - before
 
     assert [draws(50), draws(50), draws(80), draws(80), draws(50)] == [1, 0, 1, 0, 1]
+
+
+def _branchy(path: Path, depth: int) -> Path:
+    """A session whose every level is a branch point ``depth`` deep, with wide text and a long label."""
+    wide = "\u4e2d\u6587 " * 30
+    lines = [S.header(), S.user("u0", None, wide)]
+    for level in range(depth):
+        lines.append(S.assistant(f"a{level}", f"u{level}", "short"))
+        lines.append(S.user(f"u{level + 1}", f"u{level}", wide))
+    lines.append(S.label("l1", f"u{depth}", "u0", "a label longer than a narrow terminal"))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("columns", [12, 30, 80])
+def test_every_row_of_the_tree_fits_the_terminal(tmp_path: Path, columns: int) -> None:
+    """A row's indentation, label, branch count and leaf mark went past the terminal's width (the
+    preview was cut to it alone): each row wrapped, and the tree with it."""
+    path = str(_branchy(tmp_path / "s.jsonl", 12))
+    rows = _cli("tree", path, env=_env(COLUMNS=str(columns))).split("\n\n", 1)[1].splitlines()
+    assert len(rows) == 26 and all(columns_of(row) <= columns for row in rows)
+    assert max(columns_of(row) for row in rows) >= columns - 1  # (a wide character may not fit the last)
+    # --width still says the previews' width alone
+    rows = _cli("tree", "--width", str(columns), path, env=_env(COLUMNS="10")).split("\n\n", 1)[1]
+    assert max(map(columns_of, rows.splitlines())) > columns

@@ -4,6 +4,7 @@ the server's imports."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,30 @@ def test_a_cheap_session_shows_its_cost_below_a_cent_and_its_name_escaped(
     assert code == 0
     assert '"\\x1b[31mred"' in out and "\x1b" not in out
     assert "cost: $0.0004" in out and "p/m  1 turn  15 tokens  $0.0004" in out
+
+
+@pytest.mark.parametrize(("encoding", "wide"), [("utf-8", "\u4e2d\u6587"), ("ascii", "mod\u00e8le")])
+def test_the_models_line_up_as_written(tmp_path: Path, encoding: str, wide: str) -> None:
+    """Padded by characters, a model's name of wide characters, or of escapes (an ASCII output),
+    pushed its row's figures out of line."""
+    usage = S.usage(10, 5, 0.5)
+    lines = [S.header(), S.user("u1", None, "hi")]
+    for number, model in enumerate((wide, "abcdefghijklmnopqrst")):
+        message = S.assistant_message("ok", 2, provider="p", model=model, usage=usage)
+        lines.append(json.dumps(S.message_entry(f"a{number}", "u1", message, "2026-11-30T09:13:49.000Z")))
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_session_server", "stats", "--no-index", str(path)],
+        capture_output=True,
+        env={**os.environ, "PYTHONIOENCODING": encoding},
+        cwd=str(tmp_path),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.decode(encoding).split("by model:\n")[1].splitlines()
+    shown = {"utf-8": "\u4e2d\u6587" + " " * 16, "ascii": "mod\\xe8le" + " " * 11}[encoding]  # 20 columns
+    assert [row.split("  1 turn")[0] for row in rows] == ["  p/" + shown, "  p/abcdefghijklmnopqrst"]
 
 
 def test_an_empty_file_and_a_missing_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

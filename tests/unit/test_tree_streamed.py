@@ -15,6 +15,7 @@ import pytest
 from pi_session_server.cli import main
 from pi_session_server.commands import tree_draw
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of
+from pi_session_server.render.glyphs import cut
 from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.render.tree_text import tree_text_lines
 from pi_session_server.session import SessionManager, cache_dir, preview_store, view_store
@@ -82,8 +83,7 @@ def _drawn_whole(path: Path) -> str:
         def row(node: object) -> tuple[object, str]:
             entry = node.entry  # type: ignore[attr-defined]
             text = preview_of(entry, tool_calls) or f"[{js_string_of(entry.type)}]"
-            if len(text) > WIDTH:
-                text = text[: WIDTH - 1] + "…"
+            text = cut(text, WIDTH, "…")
             label = node.label  # type: ignore[attr-defined]
             if label is not ABSENT and (label := js_string_of(label)):
                 text = f"{text}  [{label}]"

@@ -106,3 +106,32 @@ def test_a_path_from_a_root_in_the_walk_s_order_marks_what_its_set_marks(
     row = lambda node: (node.name, f"text of {node.name}")  # noqa: E731
     drawn = list(tree_text_lines(roots, row, leaf, path, path_in_walk_order=True))
     assert drawn == _drawn(roots, set(path), leaf)
+
+
+def test_rows_fit_a_width_their_text_given_the_room_the_rest_leaves() -> None:
+    """With ``row_width``, each row's text is asked for within what its indentation, mark and
+    branch count leave (the leaf's mark is the row's to leave room for: it tells the leaf by its
+    id); a row whose indentation and marks alone pass the width is cut whole."""
+    deep = Node("d3")
+    for name in ("d2", "d1"):
+        deep = Node(name, [Node(f"{name}-side"), deep])
+    root = Node("root", [Node("side"), deep])
+    rooms: dict[str, int] = {}
+
+    def row(node: Node, room: int) -> tuple[str, str]:
+        rooms[node.name] = room
+        room -= len("  <- leaf") if node.name == "d3" else 0
+        return node.name, node.name[: max(room, 0)]
+
+    drawn = list(tree_text_lines([root], row, "d3", ["root", "d1", "d2", "d3"], row_width=14))
+    assert drawn == [
+        "*   (2 branch…",  # (its text given no room: the row cut whole)
+        "├─   side",
+        "└─ *   (2 bra…",
+        "   ├─   d1-sid",  # (its text cut to its room by the row)
+        "   └─ *   (2 …",
+        "      ├─   d2-",
+        "      └─ *   …",
+    ]
+    assert rooms == {"root": -2, "side": 9, "d1": -5, "d1-side": 6, "d2": -8, "d2-side": 3, "d3": 3}
+    assert max(map(len, drawn)) == 14
