@@ -51,6 +51,13 @@ def cut(text: str, width: int, ellipsis: str, encoding: str | None = None, *, mo
     room = width - len(ellipsis)
     if text.isascii() and text.isprintable():  # (nearly every text: a column a character)
         return text if len(text) <= width and not more else text[: max(0, room)] + ellipsis
+    if len(text) > width + 1:
+        # a long text (a preview read ahead): when its start is wider than the width already, the
+        # cut falls in it (every column count is the character's own), and the rest is not measured
+        head = text[: width + 1]
+        widths = written_widths(head, encoding)
+        if sum(widths) > width:
+            return head[: _fitting(widths, room)] + ellipsis
     widths = written_widths(text, encoding)
     if not more and sum(widths) <= width:
         return text

@@ -5,9 +5,11 @@ length and never cut in two; a wide character takes two columns, a combining mar
 
 from __future__ import annotations
 
+import random
+
 from pi_session_server.render.cells import cells, text_cells
 from pi_session_server.render.glyphs import cut, cut_start
-from pi_session_server.render.written_text import padded, written_instead, written_width
+from pi_session_server.render.written_text import padded, written_instead, written_width, written_widths
 
 
 def test_what_an_encoding_writes_counts_as_one_and_its_escapes_at_their_length() -> None:
@@ -78,3 +80,32 @@ def test_the_escapes_counted_are_those_written() -> None:
         assert len(written_instead(char, "ascii")) == written_width(char, "ascii")
     assert written_instead("\ud800", "latin-1") == b"\\ud800"
     assert written_instead("\udce9", "ascii") == b"\xe9"
+
+
+def _cut_measuring_everything(text: str, width: int, ellipsis: str, encoding: str | None, more: bool) -> str:
+    """:func:`cut` as its docstring says, every character of the text measured."""
+    ellipsis = ellipsis[: max(0, width)]
+    widths = written_widths(text, encoding)
+    if not more and sum(widths) <= width:
+        return text
+    total, kept = 0, 0
+    for w in widths:
+        if total + w > width - len(ellipsis):
+            break
+        total += w
+        kept += 1
+    return text[:kept] + ellipsis
+
+
+def test_a_long_text_is_cut_where_measuring_all_of_it_cuts_it() -> None:
+    # (cut measures only the start of a long text when that decides the cut)
+    rng = random.Random(7)
+    alphabet = ["a", "Z", " ", "é", "漢", "字", "\u0301", "\u20dd", "\x07", "\t", "😀", "\ufe0f", "\udcff"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        width = rng.randrange(1, 30)
+        for encoding in (None, "ascii", "latin-1"):
+            for more in (False, True):
+                for ellipsis in ("…", "..."):
+                    expected = _cut_measuring_everything(text, width, ellipsis, encoding, more)
+                    assert cut(text, width, ellipsis, encoding, more=more) == expected, repr(text)
