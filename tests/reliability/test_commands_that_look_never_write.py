@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import sha256_tree
+from reliability_helpers import sha256_tree
 from test_path_safety import NEEDS_WRITE_ON_OPEN, NOT_SESSIONS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
