@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_language.py [--size-mb 100] [--hovers 300] [--appends 30]
         [--long-line-mb 30] [--long-line-only] [--reopen FILE] [--reopens 5]
-        [--outline FILE] [--baseline main] [--rounds 3]
+        [--outline FILE] [--diagnostics FILE] [--baseline main] [--rounds 3]
 
 Figures printed (targets from issue 4):
 
@@ -34,6 +34,11 @@ Figures printed (targets from issue 4):
    same request asked again without a change, each a ratio to a server of ``--baseline`` (a commit,
    ``main`` by default) measured in the same run, taken in turns, each after the document of the
    turn before was let go; the two answers must be the same. Then the peak memory of each server.
+
+8. ``--diagnostics FILE`` (only this): didOpen of the session at ``FILE`` -> its first and its
+   complete diagnostics, then the same for the session with one line in ten cut short (a damaged
+   file: a problem on each of those lines, the search for problems pausing at them): p50 of
+   ``--rounds``, each a ratio to a server of ``--baseline`` measured in the same run, taken in turns.
 
 The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
 not inflate the figures; messages are prepared before the clock starts.
@@ -538,6 +543,46 @@ def outline_scenario(path: Path, baseline: str, rounds: int) -> None:
     )
 
 
+def damaged(text: str, every: int = 10) -> str:
+    """``text`` with one line in ``every`` cut short by its last character (invalid JSON)."""
+    lines = text.split("\n")
+    return "\n".join(line[:-1] if n % every == every - 1 and line else line for n, line in enumerate(lines))
+
+
+def diagnostics_scenario(path: Path, baseline: str, rounds: int) -> None:
+    """Figure 8 (see the module's docstring) on the session at ``path``."""
+    whole = path.read_text(encoding="utf-8")
+    servers = {"new": RawClient(), "old": RawClient(baseline_tree(baseline))}
+    try:
+        for client in servers.values():
+            client.initialize(pulls=False)
+        for label, text in (("as it is", whole), ("one line in ten cut short", damaged(whole))):
+            first: dict[str, list[float]] = {name: [] for name in servers}
+            complete: dict[str, list[float]] = {name: [] for name in servers}
+            counts: dict[str, int] = {}
+            for i in range(rounds):
+                for name, client in servers.items():  # (taken in turns: both see the same machine load)
+                    uri = f"file:///bench/diagnostics-{len(text)}-{i}.jsonl"
+                    t_first, _, t_all, counts[name] = open_document(client, uri, text)
+                    first[name].append(t_first)
+                    complete[name].append(t_all)
+                    client.send_frame(
+                        client.notification_frame("textDocument/didClose", {"textDocument": {"uri": uri}})
+                    )
+                    time.sleep(KEEP_SECONDS + 1)  # (the closed analysis let go)
+            assert counts["new"] == counts["old"], f"{counts} diagnostics"
+            new, old = pct(first["new"], 0.5), pct(first["old"], 0.5)
+            new_all, old_all = pct(complete["new"], 0.5), pct(complete["old"], 0.5)
+            print(
+                f"8. didOpen of the {len(text) / 1e6:.1f} MB session {label} ({counts['new']} diagnostics) "
+                f"-> first diagnostics p50 {ms(new)} ({new / old:.2f}x {baseline}'s {ms(old)}), complete "
+                f"p50 {ms(new_all)} ({new_all / old_all:.2f}x {baseline}'s {ms(old_all)})"
+            )
+    finally:
+        for client in servers.values():
+            client.close()
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -559,7 +604,8 @@ def main() -> int:
     parser.add_argument("--reopen", type=Path, help="only the figures of 5., 6. and 5b., on this session")
     parser.add_argument("--reopens", type=int, default=5)
     parser.add_argument("--outline", type=Path, help="only the figures of 7., on this session")
-    parser.add_argument("--baseline", default="main", help="the commit 5b. and 7. compare with")
+    parser.add_argument("--diagnostics", type=Path, help="only the figures of 8., on this session")
+    parser.add_argument("--baseline", default="main", help="the commit 5b., 7. and 8. compare with")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
@@ -569,6 +615,9 @@ def main() -> int:
         return 0
     if args.outline is not None:
         outline_scenario(args.outline, args.baseline, args.rounds)
+        return 0
+    if args.diagnostics is not None:
+        diagnostics_scenario(args.diagnostics, args.baseline, args.rounds)
         return 0
 
     long_path, base_path = long_line_sessions(args.long_line_mb)

@@ -60,6 +60,7 @@ from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.highlights import DECLARATION, highlights
 from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.lines import LineInfo
+from pi_session_server.analysis.pauses import CHECK_EVERY
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
@@ -78,7 +79,16 @@ from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file,
 from .lone_cr import LoneCarriageReturns
 from .pending_deletes import deleted_as
 from .poller import stat_signature
-from .workers import CancelToken, Job, SerialQueue, answer_urgent_jobs, log_failure, on_loop
+from .workers import (
+    CancelToken,
+    Job,
+    SerialQueue,
+    answer_urgent_jobs,
+    at_a_pause,
+    log_failure,
+    on_loop,
+    pausing,
+)
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -637,7 +647,9 @@ class LanguageFeatures:
         try:
             self.still_current(state)
             state.last_access = time.monotonic()
-            if state.from_disk:
+            # (at a pause of another job, the document stays as that job reads it: the poller
+            # queues the refresh as a job of its own)
+            if state.from_disk and not at_a_pause():
                 self._refresh_from_disk(state)
                 if state.closed:
                     return gone
@@ -899,7 +911,7 @@ class LanguageFeatures:
         cache = state.diagnostics_cache
         if cache is not None and cache[0] == doc.version:
             return cache[1]
-        found = document_diagnostics(doc)
+        found = document_diagnostics(doc, lambda: self.still_current(state))
         state.diagnostics_cache = (doc.version, found)
         return found
 
@@ -930,7 +942,7 @@ class LanguageFeatures:
             return cache[1]
         made = []
         for n, d in enumerate(self.diagnostics(state)):
-            if n % hints_mod.CHECK_EVERY == 0:
+            if n % CHECK_EVERY == 0:
                 self.still_current(state)  # (a damaged file has one or more a line)
             made.append(self.lsp_diagnostic(state, d))
         found: list[dict[str, Any]] = self._converter.unstructure(made)
@@ -954,7 +966,11 @@ class LanguageFeatures:
             found = [self.lsp_diagnostic(state, d) for d in first_pass_diagnostics(doc)]
             self._send(state, self._converter.unstructure(found))
         else:
-            self._send(state, self.lsp_diagnostics(state))
+            # the document is as the job publishing wants it: the short requests asked meanwhile
+            # (a hover) are answered at the pauses of the long search for its problems
+            with pausing():
+                made = self.lsp_diagnostics(state)
+            self._send(state, made)
 
     def _send(self, state: DocState, diagnostics: list[Any]) -> None:
         params: dict[str, Any] = {"uri": state.uri, "diagnostics": diagnostics}
@@ -1087,7 +1103,7 @@ class LanguageFeatures:
             return {"line": lsp_line, "character": character}
 
         def place(sym: Symbol, raw: bytes) -> None:
-            if len(places) % hints_mod.CHECK_EVERY == 0:
+            if len(places) % CHECK_EVERY == 0:
                 self.still_current(state)
             line = sym.line
             start, end = sym.selection
@@ -1128,7 +1144,7 @@ class LanguageFeatures:
     def folding(self, state: DocState, _params: Any) -> list[types.FoldingRange]:
         out = []
         for n, (a, b) in enumerate(folding_ranges(state.opened())):
-            if n % hints_mod.CHECK_EVERY == 0:
+            if n % CHECK_EVERY == 0:
                 self.still_current(state)
             start = self.position(state, a, 0).line
             end = self.position(state, b, len(state.opened().lines[b].raw)).line
@@ -1142,7 +1158,7 @@ class LanguageFeatures:
         for n, h in enumerate(
             hints_mod.inlay_hints(state.opened(), first, last, lambda: self.still_current(state))
         ):
-            if n % hints_mod.CHECK_EVERY == 0:
+            if n % CHECK_EVERY == 0:
                 self.still_current(state)
             out.append(
                 types.InlayHint(
