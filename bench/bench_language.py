@@ -561,7 +561,8 @@ def diagnostics_scenario(path: Path, baseline: str, rounds: int) -> None:
             complete: dict[str, list[float]] = {name: [] for name in servers}
             counts: dict[str, int] = {}
             for i in range(rounds):
-                for name, client in servers.items():  # (taken in turns: both see the same machine load)
+                # (taken in turns, which goes first alternating: both see the same machine load)
+                for name, client in sorted(servers.items(), reverse=i % 2 == 1):
                     uri = f"file:///bench/diagnostics-{len(text)}-{i}.jsonl"
                     t_first, _, t_all, counts[name] = open_document(client, uri, text)
                     first[name].append(t_first)
