@@ -532,15 +532,18 @@ def outline_scenario(path: Path, baseline: str, rounds: int) -> None:
     finally:
         for client in servers.values():
             client.close()
-    new, old = pct(made["new"], 0.5), pct(made["old"], 0.5)
-    new_again, old_again = pct(again["new"], 0.5), pct(again["old"], 0.5)
     print(
         f"7. outline (documentSymbol) of the {len(text) / 1e6:.1f} MB session through the server, "
-        f"{len(answers['new'])} top-level symbols, the same as {baseline}'s: p50 {ms(new)} "
-        f"({new / old:.2f}x {baseline}'s {ms(old)}); asked again unchanged: p50 {ms(new_again)} "
-        f"({new_again / old_again:.2f}x {baseline}'s {ms(old_again)}); server peak memory "
+        f"{len(answers['new'])} top-level symbols, the same as {baseline}'s: {against(made, baseline)}; "
+        f"asked again unchanged: {against(again, baseline)}; server peak memory "
         f"{peaks['new']:.0f} MB ({peaks['new'] / peaks['old']:.2f}x {baseline}'s {peaks['old']:.0f} MB)"
     )
+
+
+def against(times: dict[str, list[float]], baseline: str) -> str:
+    """The p50 of the new server's ``times``, as a ratio to the ``baseline`` server's too."""
+    new, old = pct(times["new"], 0.5), pct(times["old"], 0.5)
+    return f"p50 {ms(new)} ({new / old:.2f}x {baseline}'s {ms(old)})"
 
 
 def damaged(text: str, every: int = 10) -> str:
@@ -572,12 +575,9 @@ def diagnostics_scenario(path: Path, baseline: str, rounds: int) -> None:
                     )
                     time.sleep(KEEP_SECONDS + 1)  # (the closed analysis let go)
             assert counts["new"] == counts["old"], f"{counts} diagnostics"
-            new, old = pct(first["new"], 0.5), pct(first["old"], 0.5)
-            new_all, old_all = pct(complete["new"], 0.5), pct(complete["old"], 0.5)
             print(
                 f"8. didOpen of the {len(text) / 1e6:.1f} MB session {label} ({counts['new']} diagnostics) "
-                f"-> first diagnostics p50 {ms(new)} ({new / old:.2f}x {baseline}'s {ms(old)}), complete "
-                f"p50 {ms(new_all)} ({new_all / old_all:.2f}x {baseline}'s {ms(old_all)})"
+                f"-> first diagnostics {against(first, baseline)}, complete {against(complete, baseline)}"
             )
     finally:
         for client in servers.values():
