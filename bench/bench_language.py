@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_language.py [--size-mb 100] [--hovers 300] [--appends 30]
         [--long-line-mb 30] [--long-line-only] [--reopen FILE] [--reopens 5]
-        [--outline FILE] [--baseline main] [--rounds 3]
+        [--outline FILE] [--diagnostics FILE] [--baseline main] [--rounds 3]
 
 Figures printed (targets from issue 4):
 
@@ -34,6 +34,11 @@ Figures printed (targets from issue 4):
    same request asked again without a change, each a ratio to a server of ``--baseline`` (a commit,
    ``main`` by default) measured in the same run, taken in turns, each after the document of the
    turn before was let go; the two answers must be the same. Then the peak memory of each server.
+
+8. ``--diagnostics FILE`` (only this): didOpen of the session at ``FILE`` -> its first and its
+   complete diagnostics, then the same for the session with one line in ten cut short (a damaged
+   file: a problem on each of those lines, the search for problems pausing at them): p50 of
+   ``--rounds``, each a ratio to a server of ``--baseline`` measured in the same run, taken in turns.
 
 The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
 not inflate the figures; messages are prepared before the clock starts.
@@ -527,15 +532,56 @@ def outline_scenario(path: Path, baseline: str, rounds: int) -> None:
     finally:
         for client in servers.values():
             client.close()
-    new, old = pct(made["new"], 0.5), pct(made["old"], 0.5)
-    new_again, old_again = pct(again["new"], 0.5), pct(again["old"], 0.5)
     print(
         f"7. outline (documentSymbol) of the {len(text) / 1e6:.1f} MB session through the server, "
-        f"{len(answers['new'])} top-level symbols, the same as {baseline}'s: p50 {ms(new)} "
-        f"({new / old:.2f}x {baseline}'s {ms(old)}); asked again unchanged: p50 {ms(new_again)} "
-        f"({new_again / old_again:.2f}x {baseline}'s {ms(old_again)}); server peak memory "
+        f"{len(answers['new'])} top-level symbols, the same as {baseline}'s: {against(made, baseline)}; "
+        f"asked again unchanged: {against(again, baseline)}; server peak memory "
         f"{peaks['new']:.0f} MB ({peaks['new'] / peaks['old']:.2f}x {baseline}'s {peaks['old']:.0f} MB)"
     )
+
+
+def against(times: dict[str, list[float]], baseline: str) -> str:
+    """The p50 of the new server's ``times``, as a ratio to the ``baseline`` server's too."""
+    new, old = pct(times["new"], 0.5), pct(times["old"], 0.5)
+    return f"p50 {ms(new)} ({new / old:.2f}x {baseline}'s {ms(old)})"
+
+
+def damaged(text: str, every: int = 10) -> str:
+    """``text`` with one line in ``every`` cut short by its last character (invalid JSON)."""
+    lines = text.split("\n")
+    return "\n".join(line[:-1] if n % every == every - 1 and line else line for n, line in enumerate(lines))
+
+
+def diagnostics_scenario(path: Path, baseline: str, rounds: int) -> None:
+    """Figure 8 (see the module's docstring) on the session at ``path``."""
+    whole = path.read_text(encoding="utf-8")
+    servers = {"new": RawClient(), "old": RawClient(baseline_tree(baseline))}
+    try:
+        for client in servers.values():
+            client.initialize(pulls=False)
+        for label, text in (("as it is", whole), ("one line in ten cut short", damaged(whole))):
+            first: dict[str, list[float]] = {name: [] for name in servers}
+            complete: dict[str, list[float]] = {name: [] for name in servers}
+            counts: dict[str, int] = {}
+            for i in range(rounds):
+                # (taken in turns, which goes first alternating: both see the same machine load)
+                for name, client in sorted(servers.items(), reverse=i % 2 == 1):
+                    uri = f"file:///bench/diagnostics-{len(text)}-{i}.jsonl"
+                    t_first, _, t_all, counts[name] = open_document(client, uri, text)
+                    first[name].append(t_first)
+                    complete[name].append(t_all)
+                    client.send_frame(
+                        client.notification_frame("textDocument/didClose", {"textDocument": {"uri": uri}})
+                    )
+                    time.sleep(KEEP_SECONDS + 1)  # (the closed analysis let go)
+            assert counts["new"] == counts["old"], f"{counts} diagnostics"
+            print(
+                f"8. didOpen of the {len(text) / 1e6:.1f} MB session {label} ({counts['new']} diagnostics) "
+                f"-> first diagnostics {against(first, baseline)}, complete {against(complete, baseline)}"
+            )
+    finally:
+        for client in servers.values():
+            client.close()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -559,7 +605,8 @@ def main() -> int:
     parser.add_argument("--reopen", type=Path, help="only the figures of 5., 6. and 5b., on this session")
     parser.add_argument("--reopens", type=int, default=5)
     parser.add_argument("--outline", type=Path, help="only the figures of 7., on this session")
-    parser.add_argument("--baseline", default="main", help="the commit 5b. and 7. compare with")
+    parser.add_argument("--diagnostics", type=Path, help="only the figures of 8., on this session")
+    parser.add_argument("--baseline", default="main", help="the commit 5b., 7. and 8. compare with")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
@@ -569,6 +616,9 @@ def main() -> int:
         return 0
     if args.outline is not None:
         outline_scenario(args.outline, args.baseline, args.rounds)
+        return 0
+    if args.diagnostics is not None:
+        diagnostics_scenario(args.diagnostics, args.baseline, args.rounds)
         return 0
 
     long_path, base_path = long_line_sessions(args.long_line_mb)

@@ -12,8 +12,9 @@ entry type (PI020) under one without.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..format.glued import Piece, holds_header, lost_ids
 from ..format.jsvalue import ABSENT, get, js_string_of, to_number
@@ -24,8 +25,11 @@ from .document import BOM_BYTES, SessionDocument
 from .edits import is_malformed, target_problem
 from .jsonpath import key_span, value_span
 from .lines import ENVELOPE_CODES, ENVELOPE_FIELDS, ENVELOPE_PATHS, FIELD_CODES, LineInfo, Problem
+from .pauses import CHECK_EVERY, Check
 from .positions import char_end, text_end
 from .preview import full_value
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,10 +306,13 @@ def _version_diagnostics(header: LineInfo) -> list[Diagnostic]:
     return []
 
 
-def document_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
-    """All diagnostics of ``doc``, ordered by position (a provisional document is finished first)."""
+def document_diagnostics(doc: SessionDocument, check: Check | None = None) -> list[Diagnostic]:
+    """All diagnostics of ``doc``, ordered by position (a provisional document is finished first).
+    ``check``: called every :data:`~.pauses.CHECK_EVERY` lines with problems (and tree problems,
+    and edits) looked at, once the document is finished: a damaged file has problems on most of
+    its lines, and the caller may stop there or answer something else meanwhile."""
     doc.finish()
-    return _diagnostics(doc, False)
+    return _diagnostics(doc, False, check)
 
 
 def first_pass_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
@@ -389,25 +396,38 @@ def _unknown_edit_type(version: str) -> Problem:
     )
 
 
-def _diagnostics(doc: SessionDocument, first_pass: bool) -> list[Diagnostic]:
+def _diagnostics(doc: SessionDocument, first_pass: bool, check: Check | None = None) -> list[Diagnostic]:
     if doc.other_bom_in_text() is not None:
         # bytes of UTF-16 or UTF-32 read from disk: parsed as pi's UTF-8, every line is an error
         # that the one repair (re-encoding the file) takes away; the one diagnostic says that
         return _bom_diagnostics(doc)
     out = file_diagnostics(doc)
     v1 = doc.is_v1()
-    out.extend(_line_diagnostics(doc, first_pass, v1))
-    out.extend(_edit_diagnostics(doc, first_pass, v1))
+    out.extend(_line_diagnostics(doc, first_pass, v1, check))
+    out.extend(_edit_diagnostics(doc, first_pass, v1, check))
     if not v1:
-        out.extend(_tree_diagnostics(doc, first_pass))
+        out.extend(_tree_diagnostics(doc, first_pass, check))
     out.sort(key=lambda d: (d.line, d.start, d.code))
     return out
 
 
-def _line_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Iterator[Diagnostic]:
+def _paused(items: Iterable[T], check: Check | None) -> Iterator[T]:
+    """``items``, with ``check()`` called before the first and every :data:`CHECK_EVERY` after."""
+    if check is None:
+        yield from items
+        return
+    for n, item in enumerate(items):
+        if n % CHECK_EVERY == 0:
+            check()
+        yield item
+
+
+def _line_diagnostics(
+    doc: SessionDocument, first_pass: bool, v1: bool, check: Check | None = None
+) -> Iterator[Diagnostic]:
     """The problems found on each line by itself."""
     unreported = _unreported_last(doc)
-    for info in doc.problem_lines:
+    for info in _paused(doc.problem_lines, check):
         if info is not unreported:
             for p in _line_problems(doc, info, first_pass, v1):
                 yield _diagnostic(info, p)
@@ -443,10 +463,12 @@ def _line_problems(doc: SessionDocument, info: LineInfo, first_pass: bool, v1: b
         yield p
 
 
-def _edit_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Iterator[Diagnostic]:
+def _edit_diagnostics(
+    doc: SessionDocument, first_pass: bool, v1: bool, check: Check | None = None
+) -> Iterator[Diagnostic]:
     """Context edits of a release without them, and edits whose target is wrong."""
     edits_known = doc.profile.context_edits
-    for info in doc.edits:
+    for info in _paused(doc.edits, check):
         if not edits_known:
             yield _diagnostic(info, _unknown_edit_type(doc.profile.version))
         elif not (v1 or first_pass or is_malformed(info)):
@@ -455,11 +477,13 @@ def _edit_diagnostics(doc: SessionDocument, first_pass: bool, v1: bool) -> Itera
                 yield _diagnostic(info, problem)
 
 
-def _tree_diagnostics(doc: SessionDocument, first_pass: bool) -> Iterator[Diagnostic]:
+def _tree_diagnostics(
+    doc: SessionDocument, first_pass: bool, check: Check | None = None
+) -> Iterator[Diagnostic]:
     """The cross-line problems of the tree."""
     glued = glued_entries(doc)
     forked = _Forked(doc)
-    for info, problems in doc.tree.cross.items():
+    for info, problems in _paused(doc.tree.cross.items(), check):
         for p in problems:
             if not _tree_problem_reported(p, first_pass, forked):
                 continue

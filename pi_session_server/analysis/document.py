@@ -28,6 +28,7 @@ from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion, Profile, profile_for
 from . import lines as L
 from .lines import LineInfo, scan_envelope, scan_line, timestamp_of
+from .pauses import CHECK_EVERY, Check
 from .tree import TreeIndex
 
 BOM_BYTES = b"\xef\xbb\xbf"
@@ -295,15 +296,17 @@ class SessionDocument:
         doc.load_file(path, end)
         return doc
 
-    def load_file(self, path: str, end: int | None = None) -> int:
+    def load_file(self, path: str, end: int | None = None, check: Check | None = None) -> int:
         """Replace the document with the file at ``path``, read in chunks; each line keeps its facts
         and its place in the file instead of its bytes (:class:`FileLineInfo`): the memory of the
         line facts only, for a session of any size (``pi-session check``, files an editor does not
         send). Lines written later by edits hold bytes as usual. If another process rewrites the
         file in place, lines read what it holds then (the language server reloads such a file).
         ``end``: read the file as if it ended there (what a repair plans for: the bytes another
-        process appends meanwhile are copied as they are). Returns the number of bytes read.
-        Raises OSError (NotRegularFile for a FIFO or a device, which is not read)."""
+        process appends meanwhile are copied as they are). ``check``: called every
+        :data:`~.pauses.CHECK_EVERY` lines read; what it raises stops the read, the document left
+        as it was. Returns the number of bytes read. Raises OSError (NotRegularFile for a FIFO or
+        a device, which is not read)."""
         fd = open_regular(path)
         source = _FileBytes(fd)  # closes the descriptor when the last line lets go of it
         starts = source.starts.append
@@ -319,6 +322,8 @@ class SessionDocument:
             size = 0
             ends_with_newline = True  # an empty file too: it is one empty line
             for line_no, offset, data, terminated in iter_physical_lines(fd, end=end):
+                if check is not None and not line_no % CHECK_EVERY:
+                    check()
                 ends_with_newline = terminated
                 size = offset + len(data) + terminated
                 starts(offset)

@@ -22,6 +22,7 @@ from .document import SessionDocument
 from .edits import edit_effect, edits_of
 from .hover import current_label
 from .lines import LineInfo
+from .pauses import CHECK_EVERY
 from .preview import cut
 
 
@@ -59,10 +60,6 @@ def _line_end(info: LineInfo) -> int:
     if len(tail) < length and not tail.rstrip(b"\r \t"):  # blanks all along what was read
         tail = info.raw
     return length - len(tail) + len(tail.rstrip(b"\r \t"))
-
-
-#: lines (or answers made of them) between two calls of a ``check`` that stops a long answer
-CHECK_EVERY = 256
 
 
 def inlay_hints(

@@ -24,7 +24,9 @@ diagnostics pushed, and the client is told (``pi/largeFile``). A path that is no
 that is deleted, renamed away or replaced by such a path is gone: its diagnostics are taken back
 (the editor, which never had the document, would show them for good), and the next request reads
 the path afresh. A file read from disk that the editor then opens is the editor's document only
-(the problems pushed from disk are taken back) until it closes it: then it is read again.
+(the problems pushed from disk are taken back) until it closes it: then it is read again (a read
+the editor's opening it again makes useless stops at its pauses). One nobody asks about lets go of
+its analysis and stays followed: read again when it changes, its problems stay true.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.highlights import DECLARATION, highlights
 from pi_session_server.analysis.hover import hover as hover_markdown
 from pi_session_server.analysis.lines import LineInfo
+from pi_session_server.analysis.pauses import CHECK_EVERY
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
 from pi_session_server.analysis.selection import selection_spans
 from pi_session_server.analysis.symbols import Symbol, document_symbols
@@ -78,7 +81,17 @@ from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file,
 from .lone_cr import LoneCarriageReturns
 from .pending_deletes import deleted_as
 from .poller import stat_signature
-from .workers import CancelToken, Job, SerialQueue, answer_urgent_jobs, log_failure, on_loop
+from .workers import (
+    Cancelled,
+    CancelToken,
+    Job,
+    SerialQueue,
+    answer_urgent_jobs,
+    at_a_pause,
+    log_failure,
+    on_loop,
+    pausing,
+)
 
 if TYPE_CHECKING:
     from .app import PiSessionServer
@@ -94,7 +107,8 @@ SOURCE = "pi-session"
 
 #: seconds between two diagnostics publications of one document (the first one goes out at once)
 DEBOUNCE = 0.05
-#: a file followed on disk is dropped after this many seconds without a request about it
+#: a file read from disk lets go of its analysis after this many seconds without a request about it
+#: (it is still followed: read again when it changes)
 DISK_FORGET = 900.0
 #: documents with more lines have their objects moved out of the garbage collector's sight
 BIG_DOCUMENT_LINES = 20_000
@@ -165,8 +179,8 @@ class KeptOutline:
 
 @dataclass(eq=False)
 class DocState:
-    """One document and its queue. Everything but ``queue``, ``closed`` and ``changes_received``
-    is read and written by jobs on that queue only."""
+    """One document and its queue. Everything but ``queue``, ``closed``, ``changes_received`` and
+    ``resting`` is read and written by jobs on that queue only."""
 
     uri: str
     path: str | None
@@ -191,6 +205,9 @@ class DocState:
     disk_key: tuple[int, int, int] | None = None  # (inode, size, mtime) of a file followed on disk
     disk_tail: bytes = b""  # its last bytes as loaded (see _same_tail)
     refreshing: bool = False  # a refresh from disk is queued
+    # (on the loop) a file read from disk let go of its analysis, nobody having asked about it for
+    # a while: it is read again when it changes, or when a request names it (see _rest)
+    resting: bool = False
     lone_cr: LoneCarriageReturns = field(default_factory=LoneCarriageReturns)
     last_publish: float = 0.0
     publish_pending: bool = False  # a debounced publication is on its way
@@ -228,6 +245,7 @@ class LanguageFeatures:
         self._queues_lock = threading.Lock()
         self.debounce = DEBOUNCE
         self.quick_open = QUICK_OPEN_CHARS
+        self.disk_forget = DISK_FORGET
         self._converter = converters.get_converter()
         self._forget_timer: asyncio.TimerHandle | None = None
         self.closed_documents = ClosedDocuments()
@@ -637,7 +655,9 @@ class LanguageFeatures:
         try:
             self.still_current(state)
             state.last_access = time.monotonic()
-            if state.from_disk:
+            # (at a pause of another job, the document stays as that job reads it: the poller
+            # queues the refresh as a job of its own)
+            if state.from_disk and not at_a_pause():
                 self._refresh_from_disk(state)
                 if state.closed:
                     return gone
@@ -695,8 +715,9 @@ class LanguageFeatures:
 
         def asked() -> Any:
             state = self.docs.get(uri)
-            if state is None or (state.closed and state.from_disk):  # (a file gone, not forgotten yet)
-                state = self._from_disk(uri, disk_path)
+            # (a file gone, not forgotten yet; or one whose analysis was let go, read again untold)
+            if state is None or (state.closed and state.from_disk) or state.resting:
+                state = self._from_disk(uri, disk_path, announce=state is None or not state.resting)
             if state is None:
                 return otherwise
             changes_before = state.changes_received if whole_document and content_modified else None
@@ -747,26 +768,29 @@ class LanguageFeatures:
         return state
 
     def _load_from_disk(self, state: DocState, announce: bool) -> None:
+        """``announce``: False for a file read again, whose problems the editor may show from the
+        read before: taken back when the file can no longer be read."""
         path = state.path
         assert path is not None
-        if self.docs.get(state.uri) is not state:
-            return  # the editor opened the document before its read began: never shown
         try:
+            self._still_read(state)
             exists = require_regular_file(path)
+            if exists:
+                doc = SessionDocument(pi=self.server.options.pi)
+                st = os.stat(path)
+                # lines keep their place in the file, not their bytes: a GB session the editor did
+                # not send costs the memory of its line facts (SessionDocument.load_file)
+                size = doc.load_file(path, check=lambda: self._still_read(state))
+        except Cancelled:
+            return  # the editor opened the document before the read ended: its text replaces it
         except PiRpcError as error:
             state.failure = error
-            self.server.loop_call(lambda: self._forget(state))
-            return
-        if not exists:
-            self.server.loop_call(lambda: self._forget(state))
-            return
-        doc = SessionDocument(pi=self.server.options.pi)
-        try:
-            st = os.stat(path)
-            # lines keep their place in the file, not their bytes: a GB session the editor did
-            # not send costs the memory of its line facts (SessionDocument.load_file)
-            size = doc.load_file(path)
+            exists = False
         except OSError:
+            exists = False
+        if not exists:
+            if not announce:
+                self._send(state, [])
             self.server.loop_call(lambda: self._forget(state))
             return
         state.disk_key = (st.st_ino, size, st.st_mtime_ns)
@@ -790,6 +814,13 @@ class LanguageFeatures:
 
         self.server.loop_call(follow)
 
+    def _still_read(self, state: DocState) -> None:
+        """On the worker, at the pauses of a read from disk: raise Cancelled once the document
+        being read is no longer wanted (the editor opened the file meanwhile: Neovim closes and
+        opens again a file pi appended to, and the read that its closing started is for nothing)."""
+        if self.docs.get(state.uri) is not state:
+            raise Cancelled
+
     def _forget(self, state: DocState) -> None:
         """On the loop: a document that could not be read from disk is tried again next time."""
         if self.docs.get(state.uri) is state:
@@ -812,6 +843,9 @@ class LanguageFeatures:
 
     def _queue_refresh(self, state: DocState) -> None:
         """The poller saw the file change (on its thread)."""
+        if state.resting:
+            self.server.loop_call(lambda: self._wake(state))
+            return
         if not state.refreshing and not state.closed:
             state.refreshing = True
             state.queue.submit(lambda _token: self._refresh_from_disk(state), interruptible=False)
@@ -843,8 +877,10 @@ class LanguageFeatures:
                     size = old[1] + len(added)
                     state.disk_tail = (state.disk_tail + added)[-_TAIL:]
             if not appended:
-                size = doc.load_file(state.path)
+                size = doc.load_file(state.path, check=lambda: self._still_read(state))
                 state.disk_tail = _tail_of(doc)
+        except Cancelled:  # (the editor opened the file meanwhile: the document is dropped)
+            return False
         except OSError:
             return False
         state.disk_key = (st.st_ino, size, st.st_mtime_ns)
@@ -875,22 +911,52 @@ class LanguageFeatures:
         return fd, st
 
     def _forget_idle_later(self) -> None:
-        """Documents read from disk that nobody asked about for :data:`DISK_FORGET` seconds are dropped."""
+        """Documents read from disk that nobody asked about for ``disk_forget`` seconds
+        (:data:`DISK_FORGET`) let go of their analysis (:meth:`_rest`)."""
         if self._forget_timer is not None:
             return
         loop = asyncio.get_running_loop()
 
+        def analysed() -> list[DocState]:
+            return [s for s in self.docs.values() if s.from_disk and not s.resting]
+
         def forget() -> None:
             self._forget_timer = None
             now = time.monotonic()
-            for state in [s for s in self.docs.values() if s.from_disk]:
-                if now - state.last_access > DISK_FORGET:
-                    del self.docs[state.uri]
-                    self._drop(state)
-            if any(s.from_disk for s in self.docs.values()):
+            for state in analysed():
+                if now - state.last_access >= self.disk_forget:
+                    self._rest(state)
+            if analysed():
                 self._forget_idle_later()
 
-        self._forget_timer = loop.call_later(DISK_FORGET / 10, forget)
+        self._forget_timer = loop.call_later(self.disk_forget / 10, forget)
+
+    def _rest(self, state: DocState) -> None:
+        """On the loop: a document read from disk that nobody asks about lets go of its analysis
+        (the memory of a big file's line facts), not of its problems: the editor, which never had
+        the document, keeps showing them, so they must stay true. The file stays followed (a
+        ``stat`` a tick); when it changes (pi appends a damaged line, ``pi-session repair`` mends
+        it) it is read again and its problems published as it now has them (:meth:`_wake`), and
+        so it is when a request names it. Deleted, its problems are taken back."""
+        state.resting = True
+
+        def rest(_token: CancelToken) -> None:
+            if state.closed:
+                return
+            state.doc = None
+            state.diagnostics_cache = state.lsp_cache = None
+            state.outline = None
+            state.image_verdicts = {}
+            state.disk_tail = b""
+            jsonpath.forget_kept_facts()  # (a long line's bytes, kept for the hovers along it)
+
+        state.queue.submit(rest, interruptible=False)
+
+    def _wake(self, state: DocState) -> None:
+        """On the loop: the file of a resting document changed: read it again (a file gone is
+        found so by the read, which takes its problems back)."""
+        if self.docs.get(state.uri) is state and state.resting and state.path is not None:
+            self._from_disk(state.uri, state.path, announce=False)
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -899,7 +965,7 @@ class LanguageFeatures:
         cache = state.diagnostics_cache
         if cache is not None and cache[0] == doc.version:
             return cache[1]
-        found = document_diagnostics(doc)
+        found = document_diagnostics(doc, lambda: self.still_current(state))
         state.diagnostics_cache = (doc.version, found)
         return found
 
@@ -930,7 +996,7 @@ class LanguageFeatures:
             return cache[1]
         made = []
         for n, d in enumerate(self.diagnostics(state)):
-            if n % hints_mod.CHECK_EVERY == 0:
+            if n % CHECK_EVERY == 0:
                 self.still_current(state)  # (a damaged file has one or more a line)
             made.append(self.lsp_diagnostic(state, d))
         found: list[dict[str, Any]] = self._converter.unstructure(made)
@@ -954,7 +1020,11 @@ class LanguageFeatures:
             found = [self.lsp_diagnostic(state, d) for d in first_pass_diagnostics(doc)]
             self._send(state, self._converter.unstructure(found))
         else:
-            self._send(state, self.lsp_diagnostics(state))
+            # the document is as the job publishing wants it: the short requests asked meanwhile
+            # (a hover) are answered at the pauses of the long search for its problems
+            with pausing():
+                made = self.lsp_diagnostics(state)
+            self._send(state, made)
 
     def _send(self, state: DocState, diagnostics: list[Any]) -> None:
         params: dict[str, Any] = {"uri": state.uri, "diagnostics": diagnostics}
@@ -1087,7 +1157,7 @@ class LanguageFeatures:
             return {"line": lsp_line, "character": character}
 
         def place(sym: Symbol, raw: bytes) -> None:
-            if len(places) % hints_mod.CHECK_EVERY == 0:
+            if len(places) % CHECK_EVERY == 0:
                 self.still_current(state)
             line = sym.line
             start, end = sym.selection
@@ -1128,7 +1198,7 @@ class LanguageFeatures:
     def folding(self, state: DocState, _params: Any) -> list[types.FoldingRange]:
         out = []
         for n, (a, b) in enumerate(folding_ranges(state.opened())):
-            if n % hints_mod.CHECK_EVERY == 0:
+            if n % CHECK_EVERY == 0:
                 self.still_current(state)
             start = self.position(state, a, 0).line
             end = self.position(state, b, len(state.opened().lines[b].raw)).line
@@ -1142,7 +1212,7 @@ class LanguageFeatures:
         for n, h in enumerate(
             hints_mod.inlay_hints(state.opened(), first, last, lambda: self.still_current(state))
         ):
-            if n % hints_mod.CHECK_EVERY == 0:
+            if n % CHECK_EVERY == 0:
                 self.still_current(state)
             out.append(
                 types.InlayHint(

@@ -17,11 +17,12 @@ never cancelled halfway: it finishes and its result stands.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,9 @@ MAX_THREADS = 32
 IDLE_EXIT = 30.0
 
 _PENDING, _RUNNING, _DONE, _CANCELLED = range(4)
-_running = threading.local()  # .job, .queue: the job this thread runs and its queue (see after_this_job)
+# .job, .queue: the job this thread runs and its queue (see after_this_job); .pausing: a job that
+# is not deferrable but may pause now (see pausing); .paused: the job whose pause runs this one
+_running = threading.local()
 
 
 class Cancelled(Exception):
@@ -197,12 +200,37 @@ def current_queue() -> SerialQueue | None:
 
 
 def answer_urgent_jobs() -> None:
-    """Called by a running deferrable job at its pauses: run the urgent jobs at the head of its
-    queue now, on this thread (they were queued after it and nothing else was, so they see what
-    they would have seen after it). Nothing on a thread that runs no deferrable job."""
+    """Called by a running deferrable job at its pauses (or by another within :func:`pausing`):
+    run the urgent jobs at the head of its queue now, on this thread (they were queued after it and
+    nothing else was, so they see what they would have seen after it). Nothing on a thread that
+    runs no such job."""
     queue = current_queue()
     if queue is not None:
         queue.run_urgent()
+
+
+@contextlib.contextmanager
+def pausing() -> Iterator[None]:
+    """Within: the running job, though not deferrable (it changes what the urgent jobs read, as an
+    opening or an edit does), has done so, and only reads from now on (it publishes the problems
+    found): the urgent jobs queued behind it are answered at its pauses (:func:`answer_urgent_jobs`)
+    as a deferrable job's are. Nothing for an urgent job, which never pauses for another."""
+    job = getattr(_running, "job", None)
+    if job is None or job.urgent:
+        yield
+        return
+    before = getattr(_running, "pausing", None)
+    _running.pausing = job
+    try:
+        yield
+    finally:
+        _running.pausing = before
+
+
+def at_a_pause() -> bool:
+    """The job running on this thread is answered at a pause of another one (which stays in the
+    middle of its work: what it reads must not change under it)."""
+    return getattr(_running, "paused", None) is not None
 
 
 def on_loop(job: Job[T], loop: asyncio.AbstractEventLoop) -> asyncio.Future[T]:
@@ -272,17 +300,23 @@ class SerialQueue:
         """Run the urgent jobs at the head of the queue now, on this thread (see
         :func:`answer_urgent_jobs`)."""
         outer = getattr(_running, "job", None)
-        if outer is None or not outer.deferrable or current_queue() is not self:
+        if (
+            outer is None
+            or not (outer.deferrable or getattr(_running, "pausing", None) is outer)
+            or current_queue() is not self
+        ):
             return
         while True:
             with self._lock:
                 if not self._jobs or not self._jobs[0].urgent:
                     return
                 job = self._jobs.popleft()
+            _running.paused = outer
             try:
                 job.run()
             finally:
                 _running.job = outer
+                _running.paused = None
 
     @property
     def idle(self) -> bool:

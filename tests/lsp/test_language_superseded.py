@@ -20,6 +20,7 @@ import pytest
 from in_process_server import InProcess
 
 from pi_session_server.analysis import autofix, hints
+from pi_session_server.analysis.pauses import CHECK_EVERY
 from pi_session_server.server import language_features
 from pi_session_server.server.language_features import DocState
 
@@ -38,7 +39,7 @@ def _every_line(count: int) -> dict[str, Any]:
 
 def _chain() -> list[str]:
     """Entries enough for a whole-document answer to pause (check) twice."""
-    return [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * hints.CHECK_EVERY))]
+    return [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, 2 * CHECK_EVERY))]
 
 
 def _taken(queue: Any, jobs: int) -> None:

@@ -10,7 +10,16 @@ import time
 
 import pytest
 
-from pi_session_server.server.workers import Cancelled, CancelToken, WorkerPool, log_failure, on_loop
+from pi_session_server.server.workers import (
+    Cancelled,
+    CancelToken,
+    WorkerPool,
+    answer_urgent_jobs,
+    at_a_pause,
+    log_failure,
+    on_loop,
+    pausing,
+)
 
 
 def test_one_queue_runs_its_jobs_one_at_a_time_in_order() -> None:
@@ -197,3 +206,41 @@ def test_big_blocks_go_back_to_the_system_and_the_scan_s_chunks_are_reused() -> 
     # time of a big file's scan; reused from the heap, it touches them once
     assert chunk_faults < 64 * 256 // 4, chunk_faults
     assert grown >= 32 << 20 and kept < 4 << 20, (grown, kept)
+
+
+def _urgent_job_at_pauses(pause_in: bool, outer_urgent: bool = False) -> list[str]:
+    """A job that is not deferrable pauses (inside :func:`pausing` or not) once an urgent job is
+    queued behind it: what ran, in order."""
+    pool = WorkerPool(max_threads=2)
+    q = pool.queue("q")
+    events: list[str] = []
+    queued = threading.Event()
+
+    def outer(_token: CancelToken) -> None:
+        assert queued.wait(10)
+        if pause_in:
+            with pausing():
+                answer_urgent_jobs()
+        else:
+            answer_urgent_jobs()
+        events.append("outer")
+
+    def urgent(_token: CancelToken) -> None:
+        events.append("urgent at a pause" if at_a_pause() else "urgent")
+
+    first = q.submit(outer, interruptible=False, urgent=outer_urgent)
+    second = q.submit(urgent, urgent=True)
+    queued.set()
+    for job in (first, second):
+        deadline = time.monotonic() + 10
+        while not job.done():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    return events
+
+
+def test_a_job_that_is_not_deferrable_answers_urgent_jobs_at_its_pauses_within_pausing_only() -> None:
+    assert _urgent_job_at_pauses(pause_in=True) == ["urgent at a pause", "outer"]
+    assert _urgent_job_at_pauses(pause_in=False) == ["outer", "urgent"]
+    # an urgent job never pauses for another one
+    assert _urgent_job_at_pauses(pause_in=True, outer_urgent=True) == ["outer", "urgent"]

@@ -1,0 +1,146 @@
+"""The search for a document's problems pauses now and then, and a hover asked meanwhile is
+answered at a pause: on a damaged 100 MB session it would otherwise wait for the whole search,
+whether the problems are pushed (made by the opening, or by an edit) or pulled.
+
+The server runs in-process so that the test can hold the search at its problems: the order in
+which things happen is then the one the test sets, on any machine."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import builders as S
+import pytest
+from in_process_server import InProcess
+
+from pi_session_server.analysis import diagnostics
+from pi_session_server.analysis.pauses import CHECK_EVERY
+
+URI = "file:///tmp/pi-pauses/2026-11-30T09-13-48-180Z_damaged.jsonl"
+# a line pi cannot parse, a problem each: enough of them for the search to pause twice
+DAMAGED = [S.header(), S.user("a", None, "hello"), *(f'{{"broken": {n}' for n in range(2 * CHECK_EVERY + 8))]
+HOVER = {"textDocument": {"uri": URI}, "position": {"line": 1, "character": DAMAGED[1].index("hello")}}
+PULLS = {"textDocument": {"diagnostic": {}}}
+
+
+def _search_held(
+    monkeypatch: pytest.MonkeyPatch, server: InProcess
+) -> tuple[threading.Event, threading.Event]:
+    """The search for problems made to wait, at its first problem, for a job queued behind it (the
+    hover), and at a problem after its second pause until the event returned second is set (the
+    hover answered); the event returned first is set once it started."""
+    started, hover_answered = threading.Event(), threading.Event()
+    made = diagnostics._diagnostic
+    count = 0
+
+    def held(info: Any, problem: Any) -> Any:
+        nonlocal count
+        count += 1
+        if count == 1:
+            started.set()
+            features = server.server.language_features
+            assert features is not None
+            deadline = time.monotonic() + 30
+            while not features.docs[URI].queue._jobs and time.monotonic() < deadline:
+                time.sleep(0.01)
+        elif count == CHECK_EVERY + 2:
+            hover_answered.wait(30)
+        return made(info, problem)
+
+    monkeypatch.setattr(diagnostics, "_diagnostic", held)
+    return started, hover_answered
+
+
+def _initialized(server: InProcess, capabilities: dict[str, Any]) -> None:
+    assert "result" in server.request(
+        "initialize", {"processId": None, "rootUri": None, "capabilities": capabilities}
+    )
+    server.notify("initialized", {})
+
+
+def _open(server: InProcess, lines: list[str]) -> None:
+    text = "\n".join(lines) + "\n"
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}},
+    )
+
+
+def _published(server: InProcess, count: int) -> list[Any]:
+    """The problems published for the document, once ``count`` publications came."""
+    deadline = time.monotonic() + 30
+    while True:
+        found = [p for name, p in server.notifications if name == "textDocument/publishDiagnostics"]
+        if len(found) >= count:
+            return found
+        assert time.monotonic() < deadline, f"{len(found)} publications, not {count}"
+        time.sleep(0.01)
+
+
+def _hovered_during_the_search(
+    server: InProcess, started: threading.Event, answered: threading.Event
+) -> None:
+    assert started.wait(30)
+    hover = server.request("textDocument/hover", HOVER, timeout=10)
+    answered.set()
+    assert "hello" in hover["result"]["contents"]["value"], hover
+
+
+def test_a_hover_is_answered_while_the_problems_pushed_at_the_opening_are_searched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = InProcess()
+    try:
+        _initialized(server, {})
+        started, answered = _search_held(monkeypatch, server)
+        _open(server, DAMAGED)
+        _hovered_during_the_search(server, started, answered)
+        (published,) = _published(server, 1)
+        assert len(published["diagnostics"]) == len(DAMAGED) - 2
+    finally:
+        server.close()
+
+
+def test_a_hover_is_answered_while_the_problems_pushed_after_an_edit_are_searched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = InProcess()
+    try:
+        _initialized(server, {})
+        _open(server, DAMAGED[:2])
+        assert _published(server, 1)[0]["diagnostics"] == []
+        started, answered = _search_held(monkeypatch, server)
+        end = {"line": 2, "character": 0}
+        server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": URI, "version": 2},
+                "contentChanges": [
+                    {
+                        "range": {"start": end, "end": end},
+                        "text": "".join(line + "\n" for line in DAMAGED[2:]),
+                    }
+                ],
+            },
+        )
+        _hovered_during_the_search(server, started, answered)
+        published = _published(server, 2)[-1]
+        assert published["version"] == 2 and len(published["diagnostics"]) == len(DAMAGED) - 2
+    finally:
+        server.close()
+
+
+def test_a_hover_is_answered_while_the_problems_pulled_are_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = InProcess()
+    try:
+        _initialized(server, PULLS)
+        _open(server, DAMAGED)
+        assert "result" in server.request("textDocument/hover", HOVER)  # (opened)
+        started, answered = _search_held(monkeypatch, server)
+        pulled = server.send_request("textDocument/diagnostic", {"textDocument": {"uri": URI}})
+        _hovered_during_the_search(server, started, answered)
+        assert len(server.reply(pulled)["result"]["items"]) == len(DAMAGED) - 2
+    finally:
+        server.close()
