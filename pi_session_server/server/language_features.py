@@ -937,12 +937,18 @@ class LanguageFeatures:
         the document, keeps showing them, so they must stay true. The file stays followed (a
         ``stat`` a tick); when it changes (pi appends a damaged line, ``pi-session repair`` mends
         it) it is read again and its problems published as it now has them (:meth:`_wake`), and
-        so it is when a request names it. Deleted, its problems are taken back."""
+        so it is when a request names it. Deleted, its problems are taken back. One whose file
+        has no problem is forgotten whole, no longer followed: nothing of it is listed to go
+        stale, and following every file ever checked (a "Check All") would cost a ``stat`` each
+        a tick for good."""
         state.resting = True
 
         def rest(_token: CancelToken) -> None:
             if state.closed:
                 return
+            found = state.diagnostics_cache
+            if found is not None and not found[1]:
+                self.server.loop_call(lambda: self._forget_resting(state))
             state.doc = None
             state.diagnostics_cache = state.lsp_cache = None
             state.outline = None
@@ -951,6 +957,13 @@ class LanguageFeatures:
             jsonpath.forget_kept_facts()  # (a long line's bytes, kept for the hovers along it)
 
         state.queue.submit(rest, interruptible=False)
+
+    def _forget_resting(self, state: DocState) -> None:
+        """On the loop: forget a resting document whose file had no problem (see :meth:`_rest`);
+        a request that names it reads it again, as a new one."""
+        if self.docs.get(state.uri) is state and state.resting:
+            del self.docs[state.uri]
+            self._drop(state)
 
     def _wake(self, state: DocState) -> None:
         """On the loop: the file of a resting document changed: read it again (a file gone is

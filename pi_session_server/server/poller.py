@@ -126,6 +126,10 @@ class FilePoller:
     def unfollow(self, key: str) -> None:
         self._followed.pop(key, None)
 
+    def is_following(self, key: str) -> bool:
+        """Whether the follower ``key`` is followed (see :meth:`follow`)."""
+        return key in self._followed
+
     @property
     def follows(self) -> bool:
         """Whether the files are followed at all (a watch interval of 0: not; a session then keeps

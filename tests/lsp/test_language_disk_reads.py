@@ -192,3 +192,20 @@ def test_a_read_from_disk_stops_when_the_editor_opens_the_file_meanwhile(
     assert "result" in client.server.request(
         "textDocument/documentSymbol", {"textDocument": {"uri": client.uri}}
     )
+
+
+def test_a_file_without_problems_is_no_longer_followed_once_its_analysis_is_let_go(
+    editor: tuple[_Editor, Path],
+) -> None:
+    """Nothing of it is listed to go stale; following every file a "Check All" read would cost a
+    stat each a tick for good."""
+    client, path = editor
+    path.write_text(_text(S.header(), S.user("a", None), S.user("b", "a")), encoding="utf-8")
+    client.features.disk_forget = 0.0
+    assert client.hover() is not None
+    assert client.problems_after(0) == []
+    poller = client.server.server.poller
+    _until(lambda: client.state() is None, "the document of a file without problems was kept")
+    assert not poller.is_following(client.uri), "the file is still followed"
+    hover = client.hover()  # read again when asked about
+    assert hover is not None and "**user**" in hover["contents"]["value"]
