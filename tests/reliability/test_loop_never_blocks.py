@@ -287,6 +287,46 @@ def test_a_followed_file_replaced_by_a_fifo_or_a_device_is_gone_not_read(
         assert _never_opened(path)
 
 
+def _writer_waiting_on(fifo: Path) -> subprocess.Popen[bytes]:
+    """A shell whose redirection opens the FIFO's write end, once it waits there for a reader (the
+    kernel's wait for the other end of a FIFO, as /proc tells it)."""
+    writer = subprocess.Popen(["sh", "-c", 'printf x > "$0"', str(fifo)])
+    wchan = Path(f"/proc/{writer.pid}/wchan")
+    deadline = time.monotonic() + 30
+    while wchan.read_text() != "wait_for_partner":
+        if writer.poll() is not None or time.monotonic() > deadline:
+            writer.kill()
+            pytest.skip("this system does not tell a process waiting to open a FIFO (/proc/PID/wchan)")
+        time.sleep(0.01)
+    return writer
+
+
+def test_a_followed_file_replaced_by_a_fifo_a_writer_waits_on_leaves_the_writer_waiting(
+    server: RawServer, tmp_path: Path
+):
+    """A FIFO is not opened even for an instant: a program waiting to write into it still waits
+    after the server found it (an open and close at once would let the writer's open through, and
+    break its write)."""
+    path = Path(new_session_file(tmp_path / "followed", cwd=str(tmp_path)))
+    uri = path.as_uri()
+    hover = {"textDocument": {"uri": uri}, "position": {"line": 1, "character": 3}}
+    assert server.call("textDocument/hover", hover) is not None
+    server.wait_notification("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    fifo = path.with_suffix(".fifo")
+    os.mkfifo(fifo)
+    writer = _writer_waiting_on(fifo)
+    try:
+        os.replace(fifo, path)
+        server.wait_notification(
+            "textDocument/publishDiagnostics", lambda p: p["uri"] == uri and p["diagnostics"] == [], timeout=5
+        )
+        assert server.request("textDocument/hover", hover, timeout=5)["error"]["code"] == -32010
+        assert writer.poll() is None, "the writer's open was let through: the FIFO was opened"
+    finally:
+        writer.kill()
+        writer.wait()
+
+
 def _big_session(path: Path, size_mb: int) -> int:
     sys.path.insert(0, str(ROOT / "bench"))
     try:

@@ -261,6 +261,23 @@ def test_symlinked_session_through_the_server(tmp_path: Path, srv: RawServer):
     assert entry in [n["id"] for n in tree["nodes"]]
 
 
+def test_a_leaf_moved_through_the_link_is_where_the_real_path_continues(tmp_path: Path, srv: RawServer):
+    """One session, not two readings of one file: what the link's session holds that the file
+    does not (a leaf moved by a branch) is what the real path's requests see."""
+    target = Path(new_session_file(tmp_path / "real", cwd=str(tmp_path)))
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    handle = srv.call("pi/open", {"path": str(link)})["session"]
+    first = srv.call("pi/append", {"session": handle, "kind": "message", "message": USER})["id"]
+    srv.call("pi/append", {"session": handle, "kind": "message", "message": ASSISTANT})
+    # branching moves the leaf in memory only: a second reading of the file would not know it
+    srv.call("pi/branch", {"session": handle, "entryId": first})
+    real = file_uri(target)
+    assert srv.call("pi/getLeaf", {"uri": real})["leafId"] == first
+    answer = srv.call("pi/append", {"uri": real, "kind": "message", "message": ASSISTANT})
+    assert srv.call("pi/getLeaf", {"session": handle})["leafId"] == answer["id"]
+
+
 # -- files that are not sessions are never modified by opening them --------------------------------
 
 NOT_SESSIONS = {

@@ -109,9 +109,16 @@ def test_commands_with_wrong_arguments_are_invalid_params(server: RawServer):
 def test_a_page_size_below_one_is_refused(server: RawServer, tmp_path: Path):
     path = new_session_file(tmp_path / "s", cwd=str(tmp_path))
     handle = server.call("pi/open", {"path": path})["session"]
-    for limit in (0, -1):
-        error = _error(server.request("pi/getEntries", {"session": handle, "limit": limit}))
-        assert error["code"] == INVALID_PARAMS and "limit" in error["message"]
+    asks = [
+        ("pi/getEntries", {"session": handle}),
+        ("pi/getTree", {"session": handle}),
+        ("pi/list", {"cwd": str(tmp_path), "sessionDir": str(tmp_path / "s")}),
+        ("pi/listAll", {"sessionDir": str(tmp_path / "s")}),
+    ]
+    for method, params in asks:
+        for limit in (0, -1):
+            error = _error(server.request(method, {**params, "limit": limit}))
+            assert error["code"] == INVALID_PARAMS and "limit" in error["message"], (method, error)
     page = server.call("pi/getEntries", {"session": handle, "limit": 1})
     assert len(page["entries"]) == 1 and page["hasMore"] is (page["total"] > 1)
 

@@ -132,3 +132,35 @@ def test_a_session_whose_file_the_editor_shows_through_a_symlink_is_kept(tmp_pat
     assert ended == {"code": 0}
     assert _files(replies[2]) == {"shown.jsonl"}
     assert _files(replies[3]) == {"shown.jsonl"}
+
+
+def test_a_session_written_or_branched_by_uri_is_kept_however_long_unused(tmp_path: Path):
+    """What such a session holds that its file does not (a branch's leaf) or may not (a write's
+    view: the rollback of a failed append, a foreign writer told) is not let go."""
+    written = _session(tmp_path / "written.jsonl", "appended to")
+    branched = _session(tmp_path / "branched.jsonl", "branched")
+    second = {
+        "type": "message",
+        "id": "e2",
+        "parentId": "e1",
+        "timestamp": "2026-01-01T00:00:02.000Z",
+        "message": {"role": "user", "content": "later", "timestamp": 2},
+    }
+    with branched.open("a") as f:
+        f.write(json.dumps(second) + "\n")
+    message = {"role": "user", "content": "more", "timestamp": 3}
+    messages: list[Any] = [
+        _request(0, "initialize", {"processId": None, "rootUri": None, "capabilities": {}}),
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        _request(1, "pi/append", {"uri": written.as_uri(), "kind": "message", "message": message}),
+        _request(2, "pi/branch", {"uri": branched.as_uri(), "entryId": "e1"}),
+        _after_idle(3, "pi/sessions", {}),
+        _request(4, "pi/getLeaf", {"uri": branched.as_uri()}),
+        _request(5, "shutdown", None),
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    replies, ended = talk(SERVE, messages, env=dict(os.environ, PI_SESSION_NO_INDEX="1"), cwd=ROOT)
+    assert ended == {"code": 0}
+    assert "result" in replies[1] and "result" in replies[2], replies
+    assert _files(replies[3]) == {"written.jsonl", "branched.jsonl"}
+    assert replies[4]["result"]["leafId"] == "e1"
