@@ -80,7 +80,7 @@ from .language_reopen import ClosedDocument, ClosedDocuments
 from .locations import MAX_URI_CHARS, FileKeys, file_keys, require_regular_file, uri_to_path
 from .lone_cr import LoneCarriageReturns
 from .pending_deletes import deleted_as
-from .poller import stat_signature
+from .poller import signature_of
 from .workers import (
     Cancelled,
     CancelToken,
@@ -806,7 +806,9 @@ class LanguageFeatures:
                 },
             )
         self._opened(state, doc)
-        signature = stat_signature(path)
+        # the file as it was before the read: a change made since (while it was read, or once its
+        # problems were published) is seen by the poller's next look
+        signature = signature_of(st)
 
         def follow() -> None:  # (on the loop, where a drop unfollows: never followed once dropped)
             if self.docs.get(state.uri) is state and not state.closed:

@@ -67,6 +67,11 @@ def stat_signature(path: str) -> Any:
         st = os.stat(path)
     except (OSError, ValueError):
         return MISSING
+    return signature_of(st)
+
+
+def signature_of(st: os.stat_result) -> Any:
+    """What a look at a followed file compares (see :func:`stat_signature`)."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 

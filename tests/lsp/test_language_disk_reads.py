@@ -209,3 +209,25 @@ def test_a_file_without_problems_is_no_longer_followed_once_its_analysis_is_let_
     assert not poller.is_following(client.uri), "the file is still followed"
     hover = client.hover()  # read again when asked about
     assert hover is not None and "**user**" in hover["contents"]["value"]
+
+
+def test_a_change_right_after_the_first_publication_of_a_read_is_followed(
+    editor: tuple[_Editor, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that acts on the problems published (a test, a script that repairs) may change
+    the file the moment they come: the file is followed from what was read, not from what the
+    path holds a moment after the read."""
+    client, path = editor
+    opened = LanguageFeatures._opened
+
+    def then_appended(self: LanguageFeatures, state: DocState, doc: Any) -> None:
+        opened(self, state, doc)
+        if state.from_disk:
+            with path.open("a", encoding="utf-8") as f:
+                f.write('{"type":"message","id":"c"\n')
+
+    monkeypatch.setattr(LanguageFeatures, "_opened", then_appended)
+    assert client.hover() is not None
+    assert client.problems_after(0) == [(2, "PI031")]
+    monkeypatch.setattr(LanguageFeatures, "_opened", opened)
+    assert client.problems_after(1) == [(2, "PI031"), (3, "PI001")]
