@@ -35,10 +35,3 @@ class _Cells(dict[str, int]):
 _CELLS: Final = _Cells()
 #: the columns ``char`` (one printable character) takes on a terminal: 0, 1 or 2
 cells: Final = _CELLS.__getitem__
-
-
-def text_cells(text: str) -> int:
-    """The columns ``text`` (printable characters) takes on one line of a terminal."""
-    if text.isascii():  # (nearly every text: one column a character)
-        return len(text)
-    return sum(map(cells, text))

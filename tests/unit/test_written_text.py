@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from pi_session_server.render.cells import cells, text_cells
+from pi_session_server.render.cells import cells
 from pi_session_server.render.glyphs import cut, cut_start
 from pi_session_server.render.written_text import padded, written_instead, written_width, written_widths
 
@@ -30,7 +30,7 @@ def test_wide_characters_take_two_columns_and_combining_marks_none() -> None:
     assert written_width("\u4e2d\u6587e\u0301", "utf-8") == 5
     assert written_width("\u4e2d", "ascii") == 6  # its escape, \u4e2d
     # counted at the most columns a terminal draws them: an emoji's selector, a flag's letters
-    assert text_cells("\u2764\ufe0f") == 2 and text_cells("\U0001f1eb\U0001f1f7") == 4
+    assert written_width("\u2764\ufe0f", None) == 2 and written_width("\U0001f1eb\U0001f1f7", None) == 4
     assert padded("\u4e2d", 4, "utf-8") == "\u4e2d  " and padded("\u4e2d", 8, "ascii") == "\u4e2d  "
 
 
