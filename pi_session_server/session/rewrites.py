@@ -101,6 +101,11 @@ class Replaced(msgspec.Struct):
 # How long a writer that is still at it (a line half written, a rewrite in place) is waited for.
 SETTLE_POLL = 0.01
 SETTLE_LIMIT = 1.0
+# How long the old file must hold still before a rewrite in place found on it after our rename is
+# put back: such a writer truncated the file and has its content still to write (a shell's
+# `cat backup > FILE`, descheduled between the two on a busy machine, pauses far longer than an
+# appender within a line).
+REWRITE_STILL = 0.2
 # Rounds of copying what others appended before the rename, before giving up on a file that never
 # holds still for a moment.
 _MAX_CATCH_UPS = 50
@@ -349,6 +354,7 @@ class LockedFile:
         try:
             now = self._growth_of_old_file(expected, copied=copied, renamed=True)
         except StaleFileError:
+            _wait_until_still(self.fd, still_for=REWRITE_STILL)
             now = None
             rewritten = True
         else:
@@ -586,18 +592,21 @@ def _append_to(path: str, fd: int, data: bytes, *, continues_at: int = -1) -> in
         os.close(out)
 
 
-def _wait_until_still(fd: int) -> None:
-    """Until the file's size and mtime hold still for one poll (at most SETTLE_LIMIT seconds)."""
+def _wait_until_still(fd: int, *, still_for: float = SETTLE_POLL) -> None:
+    """Until the file's size and mtime hold still for ``still_for`` seconds, looked at every poll
+    (at most SETTLE_LIMIT seconds in all)."""
     deadline = time.monotonic() + SETTLE_LIMIT
     st = os.fstat(fd)
     last = (st.st_size, st.st_mtime_ns)
+    since = time.monotonic()
     while time.monotonic() < deadline:
         time.sleep(SETTLE_POLL)
         st = os.fstat(fd)
         now = (st.st_size, st.st_mtime_ns)
-        if now == last:
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= still_for:
             return
-        last = now
 
 
 _REWRITE_SUFFIX = ".pi-rewrite.tmp"

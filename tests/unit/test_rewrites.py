@@ -105,6 +105,39 @@ def test_a_rewrite_in_the_instant_of_the_rename_is_put_back(tmp_path: Path, monk
     assert path.read_bytes() == PI + PI
 
 
+def test_a_rewrite_whose_writer_pauses_after_its_truncation_is_put_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """``cat backup > FILE`` truncates the file the instant before our rename and writes its
+    content a few polls later (descheduled on a busy machine): the content lands in the file the
+    rename replaced, and what is put back is that content, not the empty file of the moment."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE_A)
+    real_replace, real_sleep = os.replace, time.sleep
+    writer: list[int] = []
+    polls: list[float] = []
+
+    def replace(src: str, dst: str) -> None:
+        writer.append(os.open(path, os.O_WRONLY | os.O_TRUNC))  # the shell's `>`
+        real_replace(src, dst)
+
+    def sleep(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) == 5:
+            os.write(writer[0], PI + PI)  # cat, at last, through the shell's descriptor
+        real_sleep(seconds)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(rewrites.time, "sleep", sleep)
+    try:
+        with LockedFile(str(path)) as locked, pytest.raises(StaleFileError, match="put back"):
+            locked.replace([LINE_B], locked.state())
+    finally:
+        os.close(writer[0])
+    assert len(polls) >= 5, "the writer never wrote: the test did not pause it"
+    assert path.read_bytes() == PI + PI
+
+
 def test_a_new_file_never_replaces_one_created_meanwhile(tmp_path: Path):
     path = tmp_path / "new.jsonl"
     with LockedFile(str(path)) as locked:
