@@ -661,19 +661,26 @@ def _bisection_bytes(rows: index_rows.IndexedRows) -> int:
     return (rows.count.bit_length() + 2) * 8
 
 
+@contextlib.contextmanager
+def _reopened_rows(
+    values: list[dict[str, Any]], directory: Path
+) -> Iterator[tuple[index_rows.IndexedRows, dict[str, int]]]:
+    """The rows of a session of ``values`` (in ``directory``) reopened from its index, read-only,
+    and the row of each of their ids."""
+    path, index_dir = _write(directory / "s.jsonl", values), directory / "index"
+    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
+    with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
+        assert sm._rows is not None
+        yield sm._rows, {value["id"]: row for row, value in enumerate(values)}
+
+
 def test_an_id_is_found_reading_a_few_ids_of_the_column(tmp_path: Path):
     """An id is looked up (is an append's new id taken?) by bisection of the rows in the order of
     their ids, reading about log2(count) ids of the column, not the column: each id the rows have
     is found at its row, and ids near them (a prefix, an extension, an id before the first or
     after the last in their order) are not."""
-    values = _chat(_SCATTERED_IDS)
-    path, index_dir = _write(tmp_path / "s.jsonl", values), tmp_path / "index"
-    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
-    with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
-        rows = sm._rows
-        assert rows is not None
+    with _reopened_rows(_chat(_SCATTERED_IDS), tmp_path) as (rows, rows_of):
         column = rows.columns.ids = _ReadCounted(rows.columns.ids)
-        rows_of = {value["id"]: row for row, value in enumerate(values)}
         near = [*(i[:-1] for i in _SCATTERED_IDS[:64]), *(i + "0" for i in _SCATTERED_IDS[:64])]
         for entry_id in [*rows_of, *near, "", "0", "00000000", "fffffffg", "\u00e9", "m", "t", "t00"]:
             column.read = 0
@@ -713,13 +720,6 @@ def test_any_ids_are_found_at_their_rows(
 ):
     """Ids that are prefixes of each other, non-ASCII ones of every UTF-8 length: the rows' order
     of their ids finds each at its row, and none that no row has."""
-    directory = tmp_path_factory.mktemp("ids")
-    values = _chat(ids)
-    path, index_dir = _write(directory / "s.jsonl", values), directory / "index"
-    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
-    with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
-        rows = sm._rows
-        assert rows is not None
-        rows_of = {value["id"]: row for row, value in enumerate(values)}
+    with _reopened_rows(_chat(ids), tmp_path_factory.mktemp("ids")) as (rows, rows_of):
         for entry_id in [*rows_of, *probes]:
             assert rows.row_of_id(entry_id) == rows_of.get(entry_id, -1)
