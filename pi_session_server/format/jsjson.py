@@ -690,6 +690,12 @@ def dumps_bytes(value: Any) -> bytes:
     return _encode_exact(value).encode("utf-8")
 
 
+def surely_encodable(value: Any) -> bool:
+    """True when :func:`dumps_bytes` cannot fail on ``value`` (JSON's own values only, each
+    container met once: see _fast_path_ok), told without encoding it; False tells nothing."""
+    return _fast_path_ok(value)
+
+
 def dumps(value: Any) -> str:
     """``JSON.stringify(value)`` (compact). Raises TypeError for ABSENT and non-JSON values."""
     if _fast_path_ok(value):

@@ -1,7 +1,8 @@
 """The entries of a session read from its persistent index, made when they are asked for.
 
 Reopening a long session from its index (:mod:`.scan_index`) gives its entries as columns: ids and
-timestamps as text, type and role codes, offsets, where chains start. Making an :class:`Entry` of
+timestamps as text, the rows in the order of their ids, type and role codes, offsets, where chains
+start. Making an :class:`Entry` of
 every row, and the id map of all of them, is most of what such a reopen would cost, while the
 context needs only the rows on the leaf's path, and of those only the ones after the last
 compaction. :class:`IndexedRows` keeps the columns and makes an entry when a row is asked for (the
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
 MAX_CODES = 256
 # What a parentId, targetId or label a row holds may be (another value is read again from its line).
 PLAIN_OPTIONAL: frozenset[type] = frozenset({str, type(None), type(ABSENT)})
-# Up to this many ids are looked for in the ids column one by one; more, in a map of the column.
-_FEW_IDS = 64
 
 # A column of the rows' texts or codes: bytes as read, a bytearray once rows are appended.
 TextColumn = bytes | bytearray
@@ -50,6 +49,9 @@ class RowColumns(msgspec.Struct):
     count: int
     ids: TextColumn  # the ids, UTF-8 (surrogates passed), joined by NUL
     id_ends: array[int]  # where each id ends in ``ids``
+    # the rows the index was written with, in the order of their ids (as Python orders strings):
+    # an id is found by bisection, reading a few ids of the column (see id_order)
+    id_order: array[int]
     timestamps: TextColumn
     timestamp_ends: array[int]
     type_codes: TextColumn
@@ -76,10 +78,10 @@ class IndexedRows:
     """The rows of an index, each made into its :class:`Entry` when first asked for."""
 
     __slots__ = (
+        "_appended_rows",
         "_every",
         "_ids",
         "_made",
-        "_missing_id",
         "_missing_parents",
         "_run_rows",
         "_timestamps",
@@ -99,9 +101,8 @@ class IndexedRows:
         self._timestamps: list[str] | None = None
         # the string parentIds that name no row, once rows are appended (see missing_parents)
         self._missing_parents: set[str] | None = None
-        # the last id row_of_id found no row with, until rows are appended: an append looks its
-        # new id up twice (is it taken? does it repeat a row's?), each a search of the ids column
-        self._missing_id: str | None = None
+        # the row of each id appended since the index was written (``id_order`` has the others)
+        self._appended_rows: dict[str, int] = {}
 
     @property
     def count(self) -> int:
@@ -297,10 +298,10 @@ class IndexedRows:
         if tail is None:
             return False
         base = columns.count
-        self._missing_id = None
         self._extend_columns(entries, *tail)
         previous_id, previous_line = self.id_at(base - 1), self._line_at(base - 1)
         new_ids = {entry.id: row for row, entry in enumerate(entries, base)}
+        self._appended_rows.update(new_ids)
         parents = {}
         for row, entry in enumerate(entries, base):
             columns.offsets.append(entry.offset)
@@ -393,38 +394,21 @@ class IndexedRows:
         return -1
 
     def row_of_id(self, entry_id: Any) -> int:
-        """The row whose id is ``entry_id`` (any value: only a string is a row's), or -1: searched
-        in the ids column, for the few ids a window looks up (ids are distinct where rows are used:
-        see scan_index._lazy_allowed)."""
-        if type(entry_id) is not str or entry_id == self._missing_id:
+        """The row whose id is ``entry_id`` (any value: only a string is a row's), or -1 (ids are
+        distinct where rows are used: see scan_index._lazy_allowed). A row the index was written
+        with is found by bisection of ``id_order``, each step comparing ``entry_id`` with the id
+        the column holds (so the row found has that very id, and no other row can); a row
+        appended since, in the map of their ids."""
+        if type(entry_id) is not str:
             return -1
         last = self.columns.count - 1
         if last >= 0 and self.id_at(last) == entry_id:  # the leaf, most often: no search
             return last
-        row = self._searched_row(entry_id)
-        if row < 0:
-            self._missing_id = entry_id
-        return row
-
-    def _searched_row(self, entry_id: str) -> int:
-        """:meth:`row_of_id` searched in the ids (split or as their column)."""
-        if self._ids is not None:
-            try:
-                return self._ids.index(entry_id)
-            except ValueError:
-                return -1
-        columns = self.columns
-        data, ends = columns.ids, columns.id_ends
-        wanted = entry_id.encode("utf-8", "surrogatepass")
-        if not wanted or b"\x00" in wanted:
-            return -1
-        at = data.find(wanted)
-        while at >= 0:
-            end = at + len(wanted)
-            if (at == 0 or data[at - 1] == 0) and (end == len(data) or data[end] == 0):
-                return bisect_left(ends, end)
-            at = data.find(wanted, at + 1)
-        return -1
+        order = self.columns.id_order
+        at = bisect_left(order, entry_id, key=self.id_at)
+        if at < len(order) and self.id_at(order[at]) == entry_id:
+            return order[at]
+        return self._appended_rows.get(entry_id, -1)
 
     def entry_of_id(self, entry_id: Any) -> Entry | None:
         """The entry of the row whose id is ``entry_id`` (:meth:`row_of_id`), or None."""
@@ -597,11 +581,25 @@ def ends_of(values: list[str], ascii: bool, written: int) -> Sequence[int]:
 
 def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str, int]:
     """The row among the first ``count`` whose id is each of ``wanted`` that one has."""
-    if len(wanted) <= _FEW_IDS:
+    if _one_by_one(len(wanted), count):
         found = {entry_id: rows.row_of_id(entry_id) for entry_id in wanted}
         return {entry_id: row for entry_id, row in found.items() if 0 <= row < count}
     ids = rows._ids if rows._ids is not None else _texts(rows.columns.ids, rows.columns.count)
     return {entry_id: row for row, entry_id in enumerate(ids[:count]) if entry_id in wanted}
+
+
+def _one_by_one(wanted: int, count: int) -> bool:
+    """Whether ``wanted`` ids are looked up one by one among ``count`` rows, each a bisection that
+    reads about log2(count) ids, rather than in a map of the whole ids column (which reads them
+    all: the lines a big file grew by, when they are many)."""
+    return wanted * count.bit_length() <= count
+
+
+def id_order(ids: list[str]) -> array[int]:
+    """The rows of ``ids`` (a row's id at its position) in the order of their ids: what
+    :meth:`IndexedRows.row_of_id` bisects. Ids as Python orders strings, by code point (lone
+    surrogates included), which is the order of their UTF-8 bytes too."""
+    return array("I", sorted(range(len(ids)), key=ids.__getitem__))
 
 
 def _grown(column: TextColumn, more: bytes) -> bytearray:

@@ -36,7 +36,7 @@ from ..format.dates import file_timestamp, ms, now_iso
 from ..format.entry import Entry
 from ..format.gcpause import gc_paused
 from ..format.ids import assert_valid_session_id, new_entry_id, uuid7
-from ..format.jsjson import dumps_bytes
+from ..format.jsjson import dumps_bytes, surely_encodable
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, strict_equal, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, ScanResult, scan_entries
@@ -143,6 +143,12 @@ def _entry_line(value: dict[str, Any]) -> bytes:
         return _line_bytes(value)
     except (TypeError, ValueError) as err:
         raise ValueTypeError(f"{value.get('type')} entry cannot be written as JSON: {err}") from None
+
+
+def _refused_or_line(value: dict[str, Any]) -> bytes | None:
+    """ValueTypeError when a value in a new entry is not one JSON can hold, told without encoding
+    it where a look at its values can tell (None), else by making its line (returned)."""
+    return None if surely_encodable(value) else _entry_line(value)
 
 
 _CR_LF_RUNS = re.compile(r"[\r\n]+")
@@ -954,11 +960,7 @@ class SessionManager:
         and after a failed write is what the list of entries answers."""
         if self.read_only:
             raise ReadOnlySessionError(f"session opened read-only: {js_string_of(self._session_file)}")
-        # Its line is made now, before anything changes: a value JSON cannot hold (a set, bytes, a
-        # key that is not a string) is refused here rather than where it is written, which for a
-        # session not written yet is the first conversation append, and every one after it.
-        line = _entry_line(value)
-        entry = Entry.of(value)
+        entry, line = self._new_entry(value)
         key = index_key(entry.id)
         on_rows = self._rows is not None and self._flushed
         held = None if on_rows else self._by_id.get(key)
@@ -994,14 +996,38 @@ class SessionManager:
         self._note_chain(entry)
         self._by_id[index_key(entry.id)] = entry
 
-    def _persist_entry(self, entry: Entry, line: bytes) -> None:
+    def _new_entry(self, value: dict[str, Any]) -> tuple[Entry, bytes | None]:
+        """The entry of ``value``, and its line where its append writes it (see _writes_now).
+
+        A value JSON cannot hold (a set, bytes, a key that is not a string) is refused here
+        (ValueTypeError), before anything changes, rather than where it is written, which for a
+        session not written yet is the first conversation append, and every one after it. An
+        entry that waits is encoded when the file is made, as pi serializes it then: it is only
+        looked at now (encoded where a look cannot tell)."""
+        line = _entry_line(value) if self._flushed else _refused_or_line(value)
+        entry = Entry.of(value)
+        if not self._writes_now(entry):
+            return entry, None
+        return entry, _line_bytes(value) if line is None else line
+
+    def _writes_now(self, entry: Entry) -> bool:
+        """Whether the append of ``entry`` (not listed yet) writes to the session file: it is
+        written, or ``entry`` or one before it is a conversation message, which makes it appear.
+        Otherwise the entry waits in memory for that message (or the session is not persisted)."""
         if not self._persist or not truthy(self._session_file):
+            return False
+        if self._flushed or self._any_conversation():
+            return True
+        return entry.type == "message" and self.profile.is_conversation(entry.role)
+
+    def _persist_entry(self, entry: Entry, line: bytes | None) -> None:
+        """Write ``entry``, whose line is ``line`` where its append writes (None: it does not,
+        see _writes_now)."""
+        if line is None:
             return
         if self._flushed:
             self._append_line(entry, line)
             return
-        if not self._any_conversation():
-            return  # the entry waits in memory for the first message that makes the file appear
         # pi serializes the entries that waited now, as they are now (a value a caller changed
         # since its append is written changed), so they are encoded again; ``entry`` just had its
         # line made, which nothing can have changed since.

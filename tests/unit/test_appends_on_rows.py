@@ -197,6 +197,58 @@ def test_appends_branches_and_other_programs_lines_make_no_entry_but_theirs(
         assert Path(on_rows.get_session_file()).read_bytes() == Path(scanned.get_session_file()).read_bytes()
 
 
+# ids near the chat's (_chat(12)) it has not: a prefix, extensions, between two of them in their
+# order, before the first, after the last, near an appended one
+_NEAR_IDS = [
+    "m",
+    "m1x",
+    "m12",
+    "m00",
+    "b",
+    "b00",
+    "c0",
+    "i ",
+    "l\u00e9",
+    "a",
+    "zz",
+    "\U0001f600",
+    "n0000",
+    "",
+]
+
+
+def _drawing(asked: list[str]) -> tuple[Any, list[list[bool]]]:
+    """An id draw (``manager.new_entry_id``) that asks whether each of ``asked``, the ids it drew
+    before and _NEAR_IDS is taken, then takes n000, n001, ...; and the answers it was given."""
+    answers: list[list[bool]] = []
+    drawn: list[str] = []
+
+    def draw(is_taken: Any) -> str:
+        answers.append([is_taken(candidate) for candidate in [*asked, *drawn, *_NEAR_IDS]])
+        drawn.append(f"n{len(drawn):03}")
+        return drawn[-1]
+
+    return draw, answers
+
+
+def test_new_ids_are_drawn_again_exactly_where_without_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_entry_made: list[int]
+) -> None:
+    """An append's new id is drawn again while the session has it: on the index's rows (looked up
+    in the order of their ids, then among the ids appended since) exactly as on the scanned file,
+    for each id the session has and for ids near them that it has not."""
+    held = [*(f"m{n}" for n in range(12)), "c", "l", "b0", "i"]
+    with _on_rows_and_scanned(tmp_path) as (on_rows, scanned):
+        for sm in (on_rows, scanned):
+            draw, answers = _drawing(held)
+            monkeypatch.setattr(manager, "new_entry_id", draw)
+            for turn in range(3):
+                sm.append_message({"role": "user", "content": f"turn {turn}"})
+            assert answers == [[True] * (len(held) + turn) + [False] * len(_NEAR_IDS) for turn in range(3)]
+        assert on_rows._rows is not None and every_entry_made == []
+        assert _answers(on_rows) == _answers(scanned)
+
+
 @pytest.mark.parametrize(("pi", "rollback"), [("1.6.0", False), ("0.86.1", True), ("0.86.1", False)])
 def test_a_failed_append_is_taken_back_or_kept_as_without_the_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pi: str, rollback: bool

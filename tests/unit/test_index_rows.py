@@ -318,14 +318,15 @@ def _reopened_grown(path: Path, index_dir: Path) -> SessionManager:
 
 
 @pytest.mark.usefixtures("_grown_files_keep_their_index")
-@pytest.mark.parametrize("few_ids", [0, 64])  # the new ids and parents looked for in a map, or one by one
+# the new ids and parents looked for in a map of the ids column, or one by one
+@pytest.mark.parametrize("one_by_one", [False, True])
 def test_a_grown_file_reads_its_new_lines_and_still_makes_entries_on_demand(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, few_ids: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_by_one: bool
 ):
     """pi appended a turn, a label of an old entry and a branch from an old entry since the index
     was written: only the new lines are read, the new entries join the rows, and every answer is
     the scanned file's; entries asked for (the context's) are the ones every entry's list holds."""
-    monkeypatch.setattr(index_rows, "_FEW_IDS", few_ids)
+    monkeypatch.setattr(index_rows, "_one_by_one", lambda wanted, count: one_by_one)
     path, index_dir = tmp_path / "s.jsonl", tmp_path / "index"
     appended = [
         {"type": "message", "id": "n1", "parentId": "m29", "timestamp": "t", "message": {"role": "user"}},
@@ -628,3 +629,97 @@ def test_a_slice_of_the_entries_is_made_alone_and_is_the_same_objects_later(tmp_
         assert sm.entries_slice(4, 4) == []
         entries = sm.get_entries()
         assert [id(e) for e in last + middle] == [id(e) for e in entries[count - 1 :] + entries[3:7]]
+
+
+class _ReadCounted(bytearray):
+    """An ids column that counts the bytes read of it: each slice's, and what a search passes over
+    (a bytearray: the column grows in place when rows are appended, and goes on counting)."""
+
+    def __init__(self, data: bytes | bytearray) -> None:
+        super().__init__(data)
+        self.read = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        got = super().__getitem__(index)
+        self.read += len(got) if isinstance(got, bytearray) else 1
+        return got
+
+    def find(self, sub: Any, *bounds: Any) -> int:
+        at = super().find(sub, *bounds)
+        start = bounds[0] if bounds else 0
+        self.read += (len(self) if at < 0 else at + len(sub)) - start
+        return at
+
+
+# 4,096 distinct ids in no order (an odd multiplier modulo 2**32 takes no value twice)
+_SCATTERED_IDS = [f"{n * 2654435761 % 2**32:08x}" for n in range(4096)]
+
+
+def _bisection_bytes(rows: index_rows.IndexedRows) -> int:
+    """What a lookup may read of the ids column of ``rows`` (pi's ids, 8 bytes): the leaf's id,
+    one id per step of the bisection, and the id found."""
+    return (rows.count.bit_length() + 2) * 8
+
+
+@contextlib.contextmanager
+def _reopened_rows(
+    values: list[dict[str, Any]], directory: Path
+) -> Iterator[tuple[index_rows.IndexedRows, dict[str, int]]]:
+    """The rows of a session of ``values`` (in ``directory``) reopened from its index, read-only,
+    and the row of each of their ids."""
+    path, index_dir = _write(directory / "s.jsonl", values), directory / "index"
+    SessionManager.open(str(path), read_only=True, index=str(index_dir)).close()
+    with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
+        assert sm._rows is not None
+        yield sm._rows, {value["id"]: row for row, value in enumerate(values)}
+
+
+def test_an_id_is_found_reading_a_few_ids_of_the_column(tmp_path: Path):
+    """An id is looked up (is an append's new id taken?) by bisection of the rows in the order of
+    their ids, reading about log2(count) ids of the column, not the column: each id the rows have
+    is found at its row, and ids near them (a prefix, an extension, an id before the first or
+    after the last in their order) are not."""
+    with _reopened_rows(_chat(_SCATTERED_IDS), tmp_path) as (rows, rows_of):
+        column = rows.columns.ids = _ReadCounted(rows.columns.ids)
+        near = [*(i[:-1] for i in _SCATTERED_IDS[:64]), *(i + "0" for i in _SCATTERED_IDS[:64])]
+        for entry_id in [*rows_of, *near, "", "0", "00000000", "fffffffg", "\u00e9", "m", "t", "t00"]:
+            column.read = 0
+            assert rows.row_of_id(entry_id) == rows_of.get(entry_id, -1), entry_id
+            assert column.read <= _bisection_bytes(rows), entry_id
+
+
+@pytest.mark.usefixtures("_grown_files_keep_their_index")
+def test_appends_after_a_reopen_read_a_few_ids_of_the_column(tmp_path: Path):
+    """What a front end appending turn after turn to a big session reopened from its index pays
+    for each new id (is it taken? does it repeat a row's?): a few ids of the column read, not the
+    column. The appended entries are found by their ids, the first rows' still by bisection."""
+    path = _write(tmp_path / "s.jsonl", _chat(_SCATTERED_IDS))
+    with _on_rows_and_scanned(path, tmp_path / "index") as (sm, _plain):
+        rows = sm._rows
+        assert rows is not None
+        column = rows.columns.ids = _ReadCounted(rows.columns.ids)
+        appended = []
+        for turn in range(20):
+            column.read = 0
+            appended.append(sm.append_message({"role": "user", "content": f"turn {turn}"}))
+            # the new id looked up when drawn and when it joins the rows, and the leaf's read
+            assert column.read <= 3 * _bisection_bytes(rows)
+        assert sm._rows is rows and rows.columns.ids is column  # (on the rows, the column grown in place)
+        assert [rows.row_of_id(entry_id) for entry_id in appended] == list(range(rows.count - 20, rows.count))
+        assert [e.id for e in sm.get_branch()][-21:] == [_SCATTERED_IDS[-1], *appended]
+        assert rows.row_of_id(_SCATTERED_IDS[7]) == 9
+
+
+_ID_TEXT = st.text(st.sampled_from("ab.\u00e9\u4e2d\U0001f600"), min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ids=st.lists(_ID_TEXT, min_size=1, max_size=40, unique=True), probes=st.lists(_ID_TEXT, max_size=20))
+def test_any_ids_are_found_at_their_rows(
+    tmp_path_factory: pytest.TempPathFactory, ids: list[str], probes: list[str]
+):
+    """Ids that are prefixes of each other, non-ASCII ones of every UTF-8 length: the rows' order
+    of their ids finds each at its row, and none that no row has."""
+    with _reopened_rows(_chat(ids), tmp_path_factory.mktemp("ids")) as (rows, rows_of):
+        for entry_id in [*rows_of, *probes]:
+            assert rows.row_of_id(entry_id) == rows_of.get(entry_id, -1)
