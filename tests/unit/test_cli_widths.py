@@ -239,3 +239,39 @@ def test_a_tree_kept_is_printed_again_with_its_head_cut_to_the_same_width(
     assert shown("--width", "30") == cut
     assert [columns_of(line) for line in cut.split("\n\n")[0].splitlines()] == [30, 30, 30]
     assert len(drawn) == 3
+
+
+def _listed(folder: Path) -> list[Path]:
+    """Two sessions of ``folder`` with long first messages (their titles), newest last."""
+    paths = []
+    for number in range(2):
+        path = folder / f"2026-11-30T09-13-4{number}-180Z_0{number}a22bbb-5993-736f-8ed9-3b7e7d11bef3.jsonl"
+        lines = [S.header(), S.user("u1", None, LONG), S.assistant("a1", "u1", "ok")]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.utime(path, (1_700_000_000 + number, 1_700_000_000 + number))
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("columns", [100, 140])
+def test_every_row_of_the_listing_fits_the_terminal_its_path_by_its_end(tmp_path: Path, columns: int) -> None:
+    """A long path (pi's session files are named by their time and id, in a directory named by the
+    project's path) went past the terminal's width: every row wrapped."""
+    folder = _long_path(tmp_path).parent
+    paths = _listed(folder)
+    rows = _on_a_terminal(["list", str(folder)], columns).splitlines()
+    assert len(rows) == 2 and [columns_of(row) for row in rows] == [columns, columns]
+    for row, path in zip(rows, reversed(paths), strict=True):
+        shown = row.rsplit("  ", 1)[1]
+        assert shown.startswith("…") and str(path).endswith(shown[1:])
+        assert columns_of(row.split("  ")[2]) == 20  # (the titles keep their narrowest)
+
+
+def test_a_path_keeps_some_columns_on_a_very_narrow_terminal_and_is_whole_when_piped(tmp_path: Path) -> None:
+    folder = _long_path(tmp_path).parent
+    paths = _listed(folder)
+    rows = _on_a_terminal(["list", str(folder)], 50).splitlines()
+    assert [columns_of(row.rsplit("  ", 1)[1]) for row in rows] == [20, 20]  # (the row wraps)
+    rows = _cli("list", str(folder), env=_env(COLUMNS="100")).splitlines()
+    assert [row.rsplit("  ", 1)[1] for row in rows] == [str(p) for p in reversed(paths)]  # what scripts read
