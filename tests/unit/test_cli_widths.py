@@ -109,11 +109,10 @@ def test_a_width_of_0_or_less_is_refused_by_the_demo(tmp_path: Path) -> None:
     assert done.returncode == 2 and "must be at least 1, not 0" in done.stderr
 
 
-def test_a_tree_kept_for_the_terminal_width_is_printed_again_for_that_width(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from pi_session_server.cli import main
-
+@pytest.fixture(name="drawn")
+def drawn_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Views kept (of any size, in the test's directory); the list the trees drawn are counted in
+    (a tree printed from what was kept is not drawn)."""
     monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.delenv("PI_SESSION_NO_INDEX", raising=False)
@@ -121,6 +120,14 @@ def test_a_tree_kept_for_the_terminal_width_is_printed_again_for_that_width(
     drawn: list[int] = []
     real_lines = tree_draw.tree_lines
     monkeypatch.setattr(tree_draw, "tree_lines", lambda *args: drawn.append(1) or real_lines(*args))
+    return drawn
+
+
+def test_a_tree_kept_for_the_terminal_width_is_printed_again_for_that_width(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], drawn: list[int]
+) -> None:
+    from pi_session_server.cli import main
+
     path = str(_session(tmp_path / "s.jsonl"))
     time.sleep(0.1)  # views are kept of a file settled (RACY_NS)
 
@@ -210,18 +217,11 @@ def test_the_head_and_the_labels_of_the_tree_are_cut_to_the_width(tmp_path: Path
 
 
 def test_a_tree_kept_is_printed_again_with_its_head_cut_to_the_same_width(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], drawn: list[int]
 ) -> None:
     from pi_session_server.cli import main
 
-    monkeypatch.setenv(cache_dir.INDEX_DIR_ENV, str(tmp_path / "index"))
-    monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
-    monkeypatch.delenv("PI_SESSION_NO_INDEX", raising=False)
     monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(cache_dir, "RACY_NS", 50_000_000)
-    drawn: list[int] = []
-    real_lines = tree_draw.tree_lines
-    monkeypatch.setattr(tree_draw, "tree_lines", lambda *args: drawn.append(1) or real_lines(*args))
     path = str(_named(_long_path(tmp_path)))
     time.sleep(0.1)  # views are kept of a file settled (RACY_NS)
 
