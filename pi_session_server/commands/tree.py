@@ -35,9 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width",
         type=width,
-        help="cut entry previews to this many columns (at least 1; default: each row cut to "
-        "the terminal's width, as COLUMNS or the terminal says, its preview to what the rest of "
-        f"the row leaves; previews of {DEFAULT_WIDTH} when neither says)",
+        help="cut entry previews, labels and the lines above the tree to this many columns (at "
+        "least 1; default: each line cut to the terminal's width, as COLUMNS or the terminal says, "
+        f"a preview to what the rest of its row leaves; previews of {DEFAULT_WIDTH} when neither "
+        "says)",
     )
     parser.add_argument(
         "--ascii",

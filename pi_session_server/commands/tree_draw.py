@@ -152,7 +152,8 @@ def _print(
     """:func:`draw` once the session is open: its head, then its tree's ``lines``."""
     encoding, errors = output_encoding()
     path_line = head_line(path, args, keep_end=True)
-    if manager.get_entries() == [] and os.path.getsize(path) == 0:
+    count = len(manager.get_entries())  # (a list made anew at each call: once)
+    if not count and os.path.getsize(path) == 0:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
         print(f"{path_line}\n{head_line('empty file: no session in it yet', args)}")
         return 0
@@ -160,8 +161,8 @@ def _print(
     name = manager.get_session_name()
     header = manager.get_header() or {}
     session = f"session {header.get('id')}" + (f'  "{js_string_of(name)}"' if name is not ABSENT else "")
-    head = f"\n{head_line(session, args)}\n{head_line(_entries_and_leaf(manager), args)}\n"
-    if manager.get_entries():
+    head = f"\n{head_line(session, args)}\n{head_line(_entries_and_leaf(manager, count), args)}\n"
+    if count:
         head += "\n"  # (before the rows)
     sys.stdout.write(path_line + head)
     # the kept view is the whole text, gathered while it stays small enough to keep (when views
@@ -188,10 +189,9 @@ def _print(
     return 0
 
 
-def _entries_and_leaf(manager: SessionManager) -> str:
-    """How many entries the session has and its leaf; for a session with none (a header alone),
-    pi's words for it (its /tree says so instead of a tree)."""
-    count = len(manager.get_entries())
+def _entries_and_leaf(manager: SessionManager, count: int) -> str:
+    """How many entries the session has (``count``) and its leaf; for a session with none (a
+    header alone), pi's words for it (its /tree says so instead of a tree)."""
     if not count:
         return NO_ENTRIES
     return f"{counted(count, 'entry', 'entries')}, leaf {js_string_of(manager.get_leaf_id())}"
