@@ -31,7 +31,7 @@ from ._common import (
     broken_link_problem,
     counted,
 )
-from .check_report import SEVERITIES, FileReport, keep_the_cache_within_its_limits, report
+from .check_report import SEVERITIES, FileReport, Finding, keep_the_cache_within_its_limits, report
 
 #: how a problem's severity is printed in the text form
 _SHORT_NAMES = {"information": "info"}
@@ -184,7 +184,11 @@ def run(args: argparse.Namespace) -> int:
         progress.show(f"[{index:,}/{len(files):,}] {name}")
         found = report(path, args.pi, args.index, sizes[index])
         grown = _appended_since(path, sizes[index])
-        findings = [f for f in found.findings if f.severity in reported]
+        findings = found.findings
+        being_written = False  # whether the size at the start cut a line its writer was writing
+        if grown:
+            findings, being_written = _without_the_line_being_written(findings)
+        findings = [f for f in findings if f.severity in reported]
         counts = count_by_severity(f.severity for f in findings)
         if found.failure is not None:
             counts["error"] += 1
@@ -194,9 +198,10 @@ def run(args: argparse.Namespace) -> int:
             totals[name] += n
         progress.clear()
         if grown:
+            left = " (its last line, still being written then, is left for the next check)"
             print(
                 f"pi-session check: {one_terminal_line(path)}: lines were appended while it was checked; "
-                "what it held at the start was checked",
+                f"what it held at the start was checked{left if being_written else ''}",
                 file=sys.stderr,
             )
         if args.json:
@@ -234,6 +239,18 @@ def _appended_since(path: str, size: int | None) -> bool:
     """Whether the file at ``path`` is longer now than ``size`` (it was appended to)."""
     now = size_now(path)
     return size is not None and now is not None and now > size
+
+
+def _without_the_line_being_written(findings: list[Finding]) -> tuple[list[Finding], bool]:
+    """``findings``, those of a file that grew while it was checked, without what says its last
+    line is incomplete (cut short, PI002, or without its newline, PI005): the size the file had at
+    the start ended in the middle of a line its writer was writing, which the bytes appended since
+    finish. (A writer that had stopped there for good has the next line glued to it: PI006, which
+    the next check reports.) And whether any was left out."""
+    from ..analysis.codes import NO_FINAL_NEWLINE, TRUNCATED_LAST_LINE  # (only for a grown file)
+
+    kept = [f for f in findings if f.code not in (TRUNCATED_LAST_LINE, NO_FINAL_NEWLINE)]
+    return kept, len(kept) < len(findings)
 
 
 def _total_text(totals: dict[str, int], not_found: int) -> str:

@@ -29,7 +29,7 @@ from pi_session_server.commands._common import (
 )
 from pi_session_server.format.jsvalue import js_string_of
 from pi_session_server.render.context_markdown import model_text
-from pi_session_server.render.glyphs import Glyphs, cut, cut_start
+from pi_session_server.render.glyphs import Glyphs, cut, cut_start, one_line_cut
 from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.render.tree_text import NO_ENTRIES
 from pi_session_server.render.written_text import written_width
@@ -198,7 +198,7 @@ class _Lines:
         self.encoding = encoding
 
     def show(self, line: str = "") -> None:
-        print(one_terminal_line(cut(line, self.width, self.ellipsis, self.encoding)))
+        print(one_line_cut(line, self.width, self.ellipsis, self.encoding))
 
 
 def _entries_and_leaf(info: dict[str, Any]) -> str:

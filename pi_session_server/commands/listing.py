@@ -38,6 +38,9 @@ DEFAULT_WIDTH = 60
 # The fewest columns of a title the terminal's width leaves it (a long path does not cut it to
 # nothing: the line wraps instead).
 NARROWEST_TITLE = 20
+# The fewest columns of a path on a terminal (cut at its start, its file name kept): a terminal
+# too narrow for the other columns, a title and this much of the path wraps the row instead.
+NARROWEST_PATH = 20
 # what a row holds besides the title and the path: the date, the count, the spaces between
 COLUMN_GAP = "  "
 
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_json_of(info) for info in infos], indent=2, ensure_ascii=False))
         return 0
-    from ..render.glyphs import cut
+    from ..render.glyphs import cut, one_line_cut
     from ..render.written_text import padded, written_width
 
     # widths as written: what stdout's encoding cannot write comes out as escapes, a wide
@@ -99,9 +102,21 @@ def run(args: argparse.Namespace) -> int:
     ]
     # the column is as wide as its widest title: a width of billions (--width, COLUMNS) pads nothing
     column = max((written_width(title, encoding) for title in titles), default=0)
+    # on a terminal, a long path is cut to what the rest of its row leaves (its end kept: the
+    # file's name); piped, whole, for scripts
+    if columns and sys.stdout.isatty():
+        room = _room_beside(columns, counts, column, NARROWEST_PATH)
+        paths = [one_line_cut(info.path, room, ellipsis, encoding, keep_end=True) for info in infos]
     for info, count, title, path in zip(infos, counts, titles, paths, strict=True):
         print(COLUMN_GAP.join((_when(info.modified), count, padded(title, column, encoding), path)))
     return 0
+
+
+def _room_beside(columns: int, counts: list[str], other: int, least: int) -> int:
+    """What a terminal ``columns`` wide leaves the titles, or the paths, beside the date, the count
+    and the other of the two (``other`` columns wide): ``least`` at least."""
+    fixed = len(_when(0)) + max(map(len, counts), default=0) + other + 3 * len(COLUMN_GAP)
+    return max(least, columns - fixed)
 
 
 def _title_width(columns: int, counts: list[str], widest_path: int) -> int:
@@ -109,8 +124,7 @@ def _title_width(columns: int, counts: list[str], widest_path: int) -> int:
     path's, ``widest_path`` long), or :data:`DEFAULT_WIDTH` when the width is not known."""
     if not columns:
         return DEFAULT_WIDTH
-    others = len(_when(0)) + max(map(len, counts), default=0) + widest_path
-    return max(NARROWEST_TITLE, columns - others - 3 * len(COLUMN_GAP))
+    return _room_beside(columns, counts, widest_path, NARROWEST_TITLE)
 
 
 def _sessions(args: argparse.Namespace, title_width: int) -> list[SessionInfo]:

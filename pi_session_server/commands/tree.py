@@ -16,6 +16,7 @@ from ._common import (
     add_pi_argument,
     kept_files_dropped_when_stale,
     output_encoding,
+    output_glyphs,
     session_path,
     terminal_columns,
     width,
@@ -34,9 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width",
         type=width,
-        help="cut entry previews to this many columns (at least 1; default: each row cut to "
-        "the terminal's width, as COLUMNS or the terminal says, its preview to what the rest of "
-        f"the row leaves; previews of {DEFAULT_WIDTH} when neither says)",
+        help="cut entry previews, labels and the lines above the tree to this many columns (at "
+        "least 1; default: each line cut to the terminal's width, as COLUMNS or the terminal says, "
+        f"a preview to what the rest of its row leaves; previews of {DEFAULT_WIDTH} when neither "
+        "says)",
     )
     parser.add_argument(
         "--ascii",
@@ -55,24 +57,44 @@ def preview_width(columns: int) -> int:
     return max(1, columns - MARK_WIDTH) if columns else DEFAULT_WIDTH
 
 
+def head_line(text: str, args: argparse.Namespace, *, keep_end: bool = False) -> str:
+    """A line of the tree's head (``text``, the path with ``keep_end``: its end names the file),
+    one line of a terminal cut to the head's width as written to stdout."""
+    from ..render.glyphs import one_line_cut
+
+    return one_line_cut(
+        text, args.head_width, output_glyphs(args.ascii).ellipsis, output_encoding()[0], keep_end=keep_end
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     path = session_path(args.file)
     # each row fits the terminal it is shown on; --width says the previews' own width
     args.row_width = None
+    # the head's lines (the path, the session's name, its leaf) cut to --width, else to the
+    # terminal's; piped without --width, whole (a script reads the path)
+    args.head_width = args.width
     if args.width is None:  # (before the key: a view kept for this width is printed as it was)
         columns = terminal_columns()
         args.width = preview_width(columns)
-        args.row_width = columns or None
+        args.row_width = args.head_width = columns or None
     encoding, errors = output_encoding()
     # the home directory (what tool calls' paths are shortened against: describe.home_directory), read
     # here without importing the library, which a kept view does not need
-    key = (args.pi, args.width, args.row_width, os.environ.get("HOME") or "", encoding, errors, args.ascii)
+    key = (
+        args.pi,
+        args.width,
+        args.row_width,
+        args.head_width,
+        os.environ.get("HOME") or "",
+        encoding,
+        errors,
+        args.ascii,
+    )
     before = view_store.identity_before_open(path) if args.index else None
     kept = view_store.load(path, before, view_store.TREE, key, args.index)
     if kept is not None:
-        from ..render.terminal_text import one_terminal_line
-
-        sys.stdout.write(one_terminal_line(path) + kept.head)
+        sys.stdout.write(head_line(path, args, keep_end=True) + kept.head)
         write_encoded(kept.data, encoding)
         return 0
     from . import tree_draw  # the library: imported only when the tree is drawn

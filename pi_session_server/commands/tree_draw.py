@@ -30,6 +30,7 @@ from ._common import (
     report_skipped_lines,
     write_encoded,
 )
+from .tree import head_line
 
 # Lines drawn, encoded and written at a time: at most so many, and no more once they hold
 # BATCH_CHARS characters (a deep tree's lines are long: a batch of them counted alone can be
@@ -91,7 +92,8 @@ def tree_lines(
         text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
         label = node.label
         label = js_string_of(label) if label is not ABSENT else ""
-        tail = f"  [{label}]" if label else ""
+        # a label as wide as a preview at most (--width's: the row's room cuts it below)
+        tail = f"  [{cut(label, width, ellipsis, encoding)}]" if label else ""
         shown = width
         if room is not None:  # (the row fits ``row_width``: what its other parts leave the text)
             room = max(0, room - (len(LEAF_MARK) if key == leaf else 0))
@@ -149,19 +151,20 @@ def _print(
 ) -> int:
     """:func:`draw` once the session is open: its head, then its tree's ``lines``."""
     encoding, errors = output_encoding()
-    if manager.get_entries() == [] and os.path.getsize(path) == 0:
+    path_line = head_line(path, args, keep_end=True)
+    count = len(manager.get_entries())  # (a list made anew at each call: once)
+    if not count and os.path.getsize(path) == 0:
         # the header shown would be one made up in memory (pi writes it when it opens the file)
-        print(f"{one_terminal_line(path)}\nempty file: no session in it yet")
+        print(f"{path_line}\n{head_line('empty file: no session in it yet', args)}")
         return 0
     skipped = report_skipped_lines("tree", path, manager)
     name = manager.get_session_name()
     header = manager.get_header() or {}
-    head = (
-        f"\nsession {one_terminal_line(str(header.get('id')))}"
-        + (f'  "{one_terminal_line(js_string_of(name))}"' if name is not ABSENT else "")
-        + f"\n{_entries_and_leaf(manager)}\n"
-    )
-    sys.stdout.write(one_terminal_line(path) + head)
+    session = f"session {header.get('id')}" + (f'  "{js_string_of(name)}"' if name is not ABSENT else "")
+    head = f"\n{head_line(session, args)}\n{head_line(_entries_and_leaf(manager, count), args)}\n"
+    if count:
+        head += "\n"  # (before the rows)
+    sys.stdout.write(path_line + head)
     # the kept view is the whole text, gathered while it stays small enough to keep (when views
     # are kept), in a file: a big session's drawn text, gathered up to the view's limit before it
     # is dropped, is not held beside the tree while it is drawn
@@ -186,13 +189,12 @@ def _print(
     return 0
 
 
-def _entries_and_leaf(manager: SessionManager) -> str:
-    """How many entries the session has and its leaf, then a blank line before the rows; for a
-    session with none (a header alone), pi's words for it (its /tree says so instead of a tree)."""
-    count = len(manager.get_entries())
+def _entries_and_leaf(manager: SessionManager, count: int) -> str:
+    """How many entries the session has (``count``) and its leaf; for a session with none (a
+    header alone), pi's words for it (its /tree says so instead of a tree)."""
     if not count:
         return NO_ENTRIES
-    return f"{counted(count, 'entry', 'entries')}, leaf {one_terminal_line(js_string_of(manager.get_leaf_id()))}\n"
+    return f"{counted(count, 'entry', 'entries')}, leaf {js_string_of(manager.get_leaf_id())}"
 
 
 def _kept_parts(index: bool | str) -> SpooledParts | list[bytes]:

@@ -9,6 +9,7 @@ import codecs
 import itertools
 from typing import Final, NamedTuple
 
+from .terminal_text import one_terminal_line
 from .written_text import written_widths
 
 
@@ -74,6 +75,19 @@ def cut_start(text: str, width: int, ellipsis: str, encoding: str | None = None)
     while start < len(text) and widths[start] == 0:  # (a mark whose character is cut off)
         start += 1
     return ellipsis + text[start:]
+
+
+def one_line_cut(
+    text: str, width: int | None, ellipsis: str, encoding: str | None = None, *, keep_end: bool = False
+) -> str:
+    """``text`` as one line of a terminal, its control characters as escapes
+    (render/terminal_text.py), cut first to ``width`` columns as :func:`cut` cuts it (``keep_end``:
+    as :func:`cut_start`, its end kept); None: not cut."""
+    if width is not None:
+        text = (
+            cut_start(text, width, ellipsis, encoding) if keep_end else cut(text, width, ellipsis, encoding)
+        )
+    return one_terminal_line(text)
 
 
 def _fitting(widths: list[int], room: int) -> int:

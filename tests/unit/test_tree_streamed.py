@@ -86,7 +86,7 @@ def _drawn_whole(path: Path) -> str:
             text = cut(text, WIDTH, "…")
             label = node.label  # type: ignore[attr-defined]
             if label is not ABSENT and (label := js_string_of(label)):
-                text = f"{text}  [{label}]"
+                text = f"{text}  [{cut(label, WIDTH, '…')}]"  # (a label as wide as a preview at most)
             return index_key(entry.id), one_terminal_line(text)
 
         on_path = [index_key(e.id) for e in manager.get_branch()]
