@@ -56,7 +56,12 @@ from pygls.exceptions import JsonRpcException
 from pi_session_server.analysis import autofix, jsonpath, navigation, repairs
 from pi_session_server.analysis import completion as completion_mod
 from pi_session_server.analysis import hints as hints_mod
-from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
+from pi_session_server.analysis.diagnostics import (
+    Diagnostic,
+    diagnostics_of_lines,
+    document_diagnostics,
+    first_pass_diagnostics,
+)
 from pi_session_server.analysis.document import BOM_PREFIX_SIZE, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.highlights import DECLARATION, highlights
@@ -1296,7 +1301,8 @@ class LanguageFeatures:
         first = self.line_of(state, params.range.start.line)
         last = max(first, self.line_of(state, params.range.end.line))
         resolve = self._resolve_support()
-        diags = [d for d in self.diagnostics(state) if first <= d.line <= last]
+        # (its lines' only: asked at a pause of the search for the document's, it would make that twice)
+        diags = diagnostics_of_lines(doc, first, last)
         for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
             if repair.image is not None and not self._image_movable(state, repair):
                 continue

@@ -1,6 +1,8 @@
 """The search for a document's problems pauses now and then, and a hover asked meanwhile is
 answered at a pause: on a damaged 100 MB session it would otherwise wait for the whole search,
-whether the problems are pushed (made by the opening, or by an edit) or pulled.
+whether the problems are pushed (made by the opening, or by an edit) or pulled. A quick fix
+answered at a pause looks at its lines' problems only, the search going on with its own (the
+document's would be made twice).
 
 The server runs in-process so that the test can hold the search at its problems: the order in
 which things happen is then the one the test sets, on any machine."""
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import builders as S
@@ -142,5 +145,46 @@ def test_a_hover_is_answered_while_the_problems_pulled_are_searched(monkeypatch:
         pulled = server.send_request("textDocument/diagnostic", {"textDocument": {"uri": URI}})
         _hovered_during_the_search(server, started, answered)
         assert len(server.reply(pulled)["result"]["items"]) == len(DAMAGED) - 2
+    finally:
+        server.close()
+
+
+# an entry whose parent is missing (a quick fix for it), among the damaged lines
+ORPHAN_LINE = 2
+WITH_ORPHAN = [*DAMAGED[:ORPHAN_LINE], S.user("orphan", "missing"), *DAMAGED[ORPHAN_LINE:]]
+QUICK_FIXES = {
+    "textDocument": {"uri": URI},
+    "range": {"start": {"line": ORPHAN_LINE, "character": 0}, "end": {"line": ORPHAN_LINE, "character": 0}},
+    "context": {"diagnostics": []},
+}
+
+
+def test_a_quick_fix_answered_during_the_search_does_not_search_the_document_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its answer is the one given once the search is over; each line's problem is made once
+    (the quick fix's own lines aside), not once for the quick fix and once more for the search."""
+    server = InProcess()
+    try:
+        _initialized(server, {})
+        started, answered = _search_held(monkeypatch, server)
+        made_on: Counter[int] = Counter()
+        made = diagnostics._diagnostic  # (the search's hold, which counts too)
+
+        def counted(info: Any, problem: Any) -> Any:
+            made_on[info.line] += 1
+            return made(info, problem)
+
+        monkeypatch.setattr(diagnostics, "_diagnostic", counted)
+        _open(server, WITH_ORPHAN)
+        assert started.wait(30)
+        during = server.request("textDocument/codeAction", QUICK_FIXES, timeout=10)
+        answered.set()
+        (published,) = _published(server, 1)
+        assert len(published["diagnostics"]) == len(WITH_ORPHAN) - 2
+        assert [action["kind"] for action in during["result"]] == ["quickfix"] * len(during["result"]) != []
+        assert server.request("textDocument/codeAction", QUICK_FIXES)["result"] == during["result"]
+        others = {line: times for line, times in made_on.items() if line != ORPHAN_LINE}
+        assert set(others.values()) == {1}, f"{sum(others.values())} problems made for {len(others)}"
     finally:
         server.close()
