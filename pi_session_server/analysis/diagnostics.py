@@ -444,12 +444,38 @@ def _diagnostics(
     if not v1:
         found = doc.tree.cross.items() if tree_problems is None else tree_problems
         out.extend(_tree_diagnostics(doc, found, first_pass, check))
-    out.sort(key=_place)
-    return out
+    return _in_order(out, doc.line_count, check)
 
 
 def _place(d: Diagnostic) -> tuple[int, int, str]:
     return d.line, d.start, d.code
+
+
+def _place_in_line(d: Diagnostic) -> tuple[int, str]:
+    return d.start, d.code
+
+
+def _in_order(found: list[Diagnostic], line_count: int, check: Check | None) -> list[Diagnostic]:
+    """``found`` (of a document of ``line_count`` lines) ordered by position (line, start, code;
+    those at the same place in the order found), with ``check`` called as it goes: a damaged
+    file's problems are too many for one sort that would not pause. Placed by line, each line's
+    few sorted then, which is what one stable sort of them all makes."""
+    if check is None or len(found) <= CHECK_EVERY:
+        found.sort(key=_place)
+        return found
+    by_line: list[list[Diagnostic] | None] = [None] * line_count
+    for d in _paused(found, check):
+        here = by_line[d.line]
+        if here is None:
+            by_line[d.line] = [d]
+        else:
+            here.append(d)
+    out: list[Diagnostic] = []
+    for here in _paused(filter(None, by_line), check):
+        if len(here) > 1:
+            here.sort(key=_place_in_line)
+        out.extend(here)
+    return out
 
 
 def _paused(items: Iterable[T], check: Check | None) -> Iterator[T]:

@@ -1,8 +1,8 @@
 """The search for a document's problems pauses now and then, and a hover asked meanwhile is
 answered at a pause: on a damaged 100 MB session it would otherwise wait for the whole search,
-whether the problems are pushed (made by the opening, or by an edit) or pulled. A quick fix
-answered at a pause looks at its lines' problems only, the search going on with its own (the
-document's would be made twice).
+whether the problems are pushed (made by the opening, or by an edit) or pulled. It pauses while it
+puts the problems in order too; and a quick fix answered at a pause looks at its lines' problems
+only, the search going on with its own (the document's would be made twice).
 
 The server runs in-process so that the test can hold the search at its problems: the order in
 which things happen is then the one the test sets, on any machine."""
@@ -20,6 +20,7 @@ from in_process_server import InProcess
 
 from pi_session_server.analysis import diagnostics
 from pi_session_server.analysis.pauses import CHECK_EVERY
+from pi_session_server.server import language_features
 
 URI = "file:///tmp/pi-pauses/2026-11-30T09-13-48-180Z_damaged.jsonl"
 # a line pi cannot parse, a problem each: enough of them for the search to pause twice
@@ -186,5 +187,51 @@ def test_a_quick_fix_answered_during_the_search_does_not_search_the_document_aga
         assert server.request("textDocument/codeAction", QUICK_FIXES)["result"] == during["result"]
         others = {line: times for line, times in made_on.items() if line != ORPHAN_LINE}
         assert set(others.values()) == {1}, f"{sum(others.values())} problems made for {len(others)}"
+    finally:
+        server.close()
+
+
+def test_a_hover_is_answered_while_the_problems_found_are_put_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A damaged file's problems are many: their ordering pauses too. The last problem found waits
+    for the hover to be asked, and the search, once its problems are ordered, for it to be
+    answered: in between, or never (until the guard's timeout)."""
+    server = InProcess()
+    try:
+        _initialized(server, {})
+        at_the_last, hover_answered = threading.Event(), threading.Event()
+        problems = len(DAMAGED) - 2
+        made = diagnostics._diagnostic
+        count = 0
+
+        def last_waits(info: Any, problem: Any) -> Any:
+            nonlocal count
+            count += 1
+            if count == problems:
+                at_the_last.set()
+                features = server.server.language_features
+                assert features is not None
+                deadline = time.monotonic() + 30
+                while not features.docs[URI].queue._jobs and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            return made(info, problem)
+
+        search = language_features.document_diagnostics
+
+        def ordered_then_waits(*args: Any, **kwargs: Any) -> Any:
+            found = search(*args, **kwargs)
+            hover_answered.wait(30)
+            return found
+
+        monkeypatch.setattr(diagnostics, "_diagnostic", last_waits)
+        monkeypatch.setattr(language_features, "document_diagnostics", ordered_then_waits)
+        _open(server, DAMAGED)
+        assert at_the_last.wait(30)
+        reply = server.request("textDocument/hover", HOVER, timeout=10)
+        hover_answered.set()
+        assert "hello" in reply["result"]["contents"]["value"], reply
+        (published,) = _published(server, 1)
+        assert [d["range"]["start"]["line"] for d in published["diagnostics"]] == list(range(2, len(DAMAGED)))
     finally:
         server.close()
