@@ -166,6 +166,9 @@ def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
 
 
+#: (in a request's job) it is not answered at a pause of another one: nothing to hand back
+_NO_PAUSE = object()
+
 # an LSP Position and Range as the JSON values they are sent as
 JsonPosition = dict[str, int]
 JsonRange = dict[str, JsonPosition]
@@ -654,9 +657,12 @@ class LanguageFeatures:
             raise state.failure
         if state.closed or state.doc is None:
             return gone
-        # (an urgent request answered at a pause of a whole-document answer hands it back as it was)
+        # (an urgent request answered at a pause of a whole-document answer hands it back as it
+        # was, and the leaf too: the paused work, its inlay hints' context edits, reads it again)
         answering_after = state.answering_after
         state.answering_after = changes_before
+        doc = state.doc
+        paused_leaf = doc.held_leaf if at_a_pause() else _NO_PAUSE
         try:
             self.still_current(state)
             state.last_access = time.monotonic()
@@ -676,6 +682,8 @@ class LanguageFeatures:
             return self.encoded(result) if encode and result is not None else result
         finally:
             state.answering_after = answering_after
+            if paused_leaf is not _NO_PAUSE:
+                doc.set_leaf(paused_leaf)
 
     @staticmethod
     def still_current(state: DocState) -> None:
