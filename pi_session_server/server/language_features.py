@@ -836,6 +836,15 @@ class LanguageFeatures:
         if self.docs.get(state.uri) is not state:
             raise Cancelled
 
+    def _read_again_paused(self, state: DocState) -> None:
+        """On the worker, at the pauses of a file read again from disk (another program rewrote
+        it), the analysis of its read before still whole: stop if the read is no longer wanted
+        (:meth:`_still_read`), else answer the requests about a position asked meanwhile from that
+        analysis. The file changed when another program wrote it, not in the order of the
+        editor's messages: a hover asked a moment before would have been answered so too."""
+        self._still_read(state)
+        answer_urgent_jobs()
+
     def _forget(self, state: DocState) -> None:
         """On the loop: a document that could not be read from disk is tried again next time."""
         if self.docs.get(state.uri) is state:
@@ -892,7 +901,10 @@ class LanguageFeatures:
                     size = old[1] + len(added)
                     state.disk_tail = (state.disk_tail + added)[-_TAIL:]
             if not appended:
-                size = doc.load_file(state.path, check=lambda: self._still_read(state))
+                # (the analysis stays as it was until the read ends: a request about a position
+                # asked meanwhile is answered from it at the read's pauses)
+                with pausing():
+                    size = doc.load_file(state.path, check=lambda: self._read_again_paused(state))
                 state.disk_tail = _tail_of(doc)
         except Cancelled:  # (the editor opened the file meanwhile: the document is dropped)
             return False
