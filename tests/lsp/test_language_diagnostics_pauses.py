@@ -29,6 +29,15 @@ HOVER = {"textDocument": {"uri": URI}, "position": {"line": 1, "character": DAMA
 PULLS = {"textDocument": {"diagnostic": {}}}
 
 
+def _until_queued(server: InProcess) -> None:
+    """Once a job waits on the document's queue (or a while has passed)."""
+    features = server.server.language_features
+    assert features is not None
+    deadline = time.monotonic() + 30
+    while not features.docs[URI].queue._jobs and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _search_held(
     monkeypatch: pytest.MonkeyPatch, server: InProcess
 ) -> tuple[threading.Event, threading.Event]:
@@ -44,11 +53,7 @@ def _search_held(
         count += 1
         if count == 1:
             started.set()
-            features = server.server.language_features
-            assert features is not None
-            deadline = time.monotonic() + 30
-            while not features.docs[URI].queue._jobs and time.monotonic() < deadline:
-                time.sleep(0.01)
+            _until_queued(server)
         elif count == CHECK_EVERY + 2:
             hover_answered.wait(30)
         return made(info, problem)
@@ -210,11 +215,7 @@ def test_a_hover_is_answered_while_the_problems_found_are_put_in_order(
             count += 1
             if count == problems:
                 at_the_last.set()
-                features = server.server.language_features
-                assert features is not None
-                deadline = time.monotonic() + 30
-                while not features.docs[URI].queue._jobs and time.monotonic() < deadline:
-                    time.sleep(0.01)
+                _until_queued(server)
             return made(info, problem)
 
         search = language_features.document_diagnostics
