@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_language.py [--size-mb 100] [--hovers 300] [--appends 30]
         [--long-line-mb 30] [--long-line-only] [--reopen FILE] [--reopens 5]
-        [--outline FILE] [--diagnostics FILE] [--baseline main] [--rounds 3]
+        [--outline FILE] [--diagnostics FILE] [--quick-fix FILE] [--baseline main] [--rounds 3]
 
 Figures printed (targets from issue 4):
 
@@ -40,6 +40,12 @@ Figures printed (targets from issue 4):
    file: a problem on each of those lines, the search for problems pausing at them): p50 of
    ``--rounds``, each a ratio to a server of ``--baseline`` measured in the same run, taken in turns.
 
+9. ``--quick-fix FILE`` (only this): didOpen of the session at ``FILE`` with a quick fix asked at
+   once (of its eleventh line) -> its complete diagnostics, then the same for the session with one
+   line in ten cut short (the quick fix answered at a pause of the search for problems): p50 of
+   ``--rounds``, each a ratio to a server of ``--baseline`` measured in the same run, taken in
+   turns; the quick fixes offered must be the same.
+
 The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
 not inflate the figures; messages are prepared before the clock starts.
 """
@@ -48,6 +54,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import functools
 import gc
 import json
 import os
@@ -58,8 +66,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -76,6 +85,8 @@ from pi_session_server.analysis.symbols import document_symbols  # noqa: E402
 from pi_session_server.server.json_string import json_string_bytes  # noqa: E402
 from pi_session_server.server.language_features import QUICK_OPEN_CHARS  # noqa: E402
 from pi_session_server.server.language_reopen import KEEP_SECONDS  # noqa: E402
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------------- a raw LSP client
 
@@ -552,36 +563,98 @@ def damaged(text: str, every: int = 10) -> str:
     return "\n".join(line[:-1] if n % every == every - 1 and line else line for n, line in enumerate(lines))
 
 
-def diagnostics_scenario(path: Path, baseline: str, rounds: int) -> None:
-    """Figure 8 (see the module's docstring) on the session at ``path``."""
-    whole = path.read_text(encoding="utf-8")
+def opened_in_turns(
+    servers: dict[str, RawClient], rounds: int, measure: Callable[[RawClient, str], T]
+) -> dict[str, list[T]]:
+    """What ``measure(client, uri)`` finds of each server, ``rounds`` times, as it opens a document
+    under ``uri`` (taken in turns, which goes first alternating: both see the same machine load);
+    the document is closed after each, and its analysis let go before the next."""
+    found: dict[str, list[T]] = {name: [] for name in servers}
+    for i in range(rounds):
+        for name, client in sorted(servers.items(), reverse=i % 2 == 1):
+            uri = f"file:///bench/opened-{i}.jsonl"
+            found[name].append(measure(client, uri))
+            client.send_frame(
+                client.notification_frame("textDocument/didClose", {"textDocument": {"uri": uri}})
+            )
+            time.sleep(KEEP_SECONDS + 1)
+    return found
+
+
+@contextlib.contextmanager
+def against_baseline(baseline: str) -> Iterator[dict[str, RawClient]]:
+    """A server of this checkout ("new") and one of ``baseline`` ("old"), initialized as Neovim's
+    client is (diagnostics pushed: their arrival says the analysis is done)."""
     servers = {"new": RawClient(), "old": RawClient(baseline_tree(baseline))}
     try:
         for client in servers.values():
             client.initialize(pulls=False)
-        for label, text in (("as it is", whole), ("one line in ten cut short", damaged(whole))):
-            first: dict[str, list[float]] = {name: [] for name in servers}
-            complete: dict[str, list[float]] = {name: [] for name in servers}
-            counts: dict[str, int] = {}
-            for i in range(rounds):
-                # (taken in turns, which goes first alternating: both see the same machine load)
-                for name, client in sorted(servers.items(), reverse=i % 2 == 1):
-                    uri = f"file:///bench/diagnostics-{len(text)}-{i}.jsonl"
-                    t_first, _, t_all, counts[name] = open_document(client, uri, text)
-                    first[name].append(t_first)
-                    complete[name].append(t_all)
-                    client.send_frame(
-                        client.notification_frame("textDocument/didClose", {"textDocument": {"uri": uri}})
-                    )
-                    time.sleep(KEEP_SECONDS + 1)  # (the closed analysis let go)
+        yield servers
+    finally:
+        for client in servers.values():
+            client.close()
+
+
+def as_it_is_and_damaged(path: Path) -> list[tuple[str, str]]:
+    """The text of the session at ``path`` and the same damaged, each with the words saying which."""
+    whole = path.read_text(encoding="utf-8")
+    return [("as it is", whole), ("one line in ten cut short", damaged(whole))]
+
+
+def diagnostics_scenario(path: Path, baseline: str, rounds: int) -> None:
+    """Figure 8 (see the module's docstring) on the session at ``path``."""
+    with against_baseline(baseline) as servers:
+        for label, text in as_it_is_and_damaged(path):
+            opened = opened_in_turns(servers, rounds, functools.partial(open_document, text=text))
+            first = {name: [t for t, _, _, _ in runs] for name, runs in opened.items()}
+            complete = {name: [t for _, _, t, _ in runs] for name, runs in opened.items()}
+            counts = {name: runs[-1][3] for name, runs in opened.items()}
             assert counts["new"] == counts["old"], f"{counts} diagnostics"
             print(
                 f"8. didOpen of the {len(text) / 1e6:.1f} MB session {label} ({counts['new']} diagnostics) "
                 f"-> first diagnostics {against(first, baseline)}, complete {against(complete, baseline)}"
             )
-    finally:
-        for client in servers.values():
-            client.close()
+
+
+def open_with_a_quick_fix(client: RawClient, uri: str, text: str) -> tuple[float, Any]:
+    """(seconds from the didOpen of ``text`` to its complete diagnostics, the quick fixes of its
+    eleventh line, asked in the same write as the didOpen)."""
+    at = {"line": 10, "character": 0}  # (its parent cut short in the damaged text)
+    msg_id, asked = client.request_frame(
+        "textDocument/codeAction",
+        {"textDocument": {"uri": uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}},
+    )
+    opened = client.notification_frame(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": text}},
+    )
+    pushed = diagnostics_for(uri, 1)
+    pushes = 2 if len(text) >= QUICK_OPEN_CHARS else 1  # (see open_document)
+    complete, answer = 0.0, None
+    start = client.send_frame(opened + asked)
+    while pushes or answer is None:
+        received, message = client.wait(lambda m: pushed(m) or m.get("id") == msg_id)
+        if pushed(message):
+            pushes -= 1
+            complete = received - start
+        else:
+            answer = message["result"]
+    return complete, answer
+
+
+def quick_fix_scenario(path: Path, baseline: str, rounds: int) -> None:
+    """Figure 9 (see the module's docstring) on the session at ``path``."""
+    with against_baseline(baseline) as servers:
+        for label, text in as_it_is_and_damaged(path):
+            opened = opened_in_turns(servers, rounds, functools.partial(open_with_a_quick_fix, text=text))
+            complete = {name: [t for t, _ in runs] for name, runs in opened.items()}
+            answers = {name: runs[-1][1] for name, runs in opened.items()}
+            assert answers["new"] == answers["old"], "the quick fixes differ"
+            print(
+                f"9. didOpen of the {len(text) / 1e6:.1f} MB session {label}, a quick fix asked at once "
+                f"({len(answers['new'])} offered, the same as {baseline}'s) -> complete diagnostics "
+                f"{against(complete, baseline)}"
+            )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -606,7 +679,8 @@ def main() -> int:
     parser.add_argument("--reopens", type=int, default=5)
     parser.add_argument("--outline", type=Path, help="only the figures of 7., on this session")
     parser.add_argument("--diagnostics", type=Path, help="only the figures of 8., on this session")
-    parser.add_argument("--baseline", default="main", help="the commit 5b., 7. and 8. compare with")
+    parser.add_argument("--quick-fix", type=Path, help="only the figures of 9., on this session")
+    parser.add_argument("--baseline", default="main", help="the commit 5b., 7., 8. and 9. compare with")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
@@ -619,6 +693,9 @@ def main() -> int:
         return 0
     if args.diagnostics is not None:
         diagnostics_scenario(args.diagnostics, args.baseline, args.rounds)
+        return 0
+    if args.quick_fix is not None:
+        quick_fix_scenario(args.quick_fix, args.baseline, args.rounds)
         return 0
 
     long_path, base_path = long_line_sessions(args.long_line_mb)

@@ -12,7 +12,7 @@ entry type (PI020) under one without.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -396,18 +396,85 @@ def _unknown_edit_type(version: str) -> Problem:
     )
 
 
-def _diagnostics(doc: SessionDocument, first_pass: bool, check: Check | None = None) -> list[Diagnostic]:
+def diagnostics_of_lines(doc: SessionDocument, first_line: int, last_line: int) -> list[Diagnostic]:
+    """The diagnostics of :func:`document_diagnostics` on lines ``first_line..last_line``, the
+    same and in the same order, found from those lines alone (a provisional document is finished
+    first): what the quick fixes of a range need, asked at every cursor move, and answered meanwhile
+    at a pause of the search for the whole document's problems, which would otherwise be made
+    twice."""
+    doc.finish()
+    first, last = max(0, first_line), min(last_line, doc.line_count - 1)
+    lines = doc.lines[first : last + 1] if first <= last else []
+    cross = doc.tree.cross
+    return _diagnostics(
+        doc,
+        False,
+        problem_lines=[info for info in lines if info.problems],
+        edits=[info for info in lines if info in doc.edits],
+        tree_problems=[(info, cross[info]) for info in lines if info in cross],
+        wanted=lambda d: first <= d.line <= last,
+    )
+
+
+def _diagnostics(
+    doc: SessionDocument,
+    first_pass: bool,
+    check: Check | None = None,
+    *,
+    problem_lines: Iterable[LineInfo] | None = None,
+    edits: Iterable[LineInfo] | None = None,
+    tree_problems: Iterable[tuple[LineInfo, tuple[Problem, ...]]] | None = None,
+    wanted: Callable[[Diagnostic], bool] | None = None,
+) -> list[Diagnostic]:
+    """The diagnostics of the document, or of the lines given (``problem_lines``, ``edits``,
+    ``tree_problems``: those of the document's that they hold, ``wanted``: which of its file's
+    diagnostics are theirs), ordered by position."""
     if doc.other_bom_in_text() is not None:
         # bytes of UTF-16 or UTF-32 read from disk: parsed as pi's UTF-8, every line is an error
         # that the one repair (re-encoding the file) takes away; the one diagnostic says that
-        return _bom_diagnostics(doc)
-    out = file_diagnostics(doc)
+        return [d for d in _bom_diagnostics(doc) if wanted is None or wanted(d)]
+    out = [d for d in file_diagnostics(doc) if wanted is None or wanted(d)]
     v1 = doc.is_v1()
-    out.extend(_line_diagnostics(doc, first_pass, v1, check))
-    out.extend(_edit_diagnostics(doc, first_pass, v1, check))
+    out.extend(
+        _line_diagnostics(
+            doc, doc.problem_lines if problem_lines is None else problem_lines, first_pass, v1, check
+        )
+    )
+    out.extend(_edit_diagnostics(doc, doc.edits if edits is None else edits, first_pass, v1, check))
     if not v1:
-        out.extend(_tree_diagnostics(doc, first_pass, check))
-    out.sort(key=lambda d: (d.line, d.start, d.code))
+        found = doc.tree.cross.items() if tree_problems is None else tree_problems
+        out.extend(_tree_diagnostics(doc, found, first_pass, check))
+    return _in_order(out, doc.line_count, check)
+
+
+def _place(d: Diagnostic) -> tuple[int, int, str]:
+    return d.line, d.start, d.code
+
+
+def _place_in_line(d: Diagnostic) -> tuple[int, str]:
+    return d.start, d.code
+
+
+def _in_order(found: list[Diagnostic], line_count: int, check: Check | None) -> list[Diagnostic]:
+    """``found`` (of a document of ``line_count`` lines) ordered by position (line, start, code;
+    those at the same place in the order found), with ``check`` called as it goes: a damaged
+    file's problems are too many for one sort that would not pause. Placed by line, each line's
+    few sorted then, which is what one stable sort of them all makes."""
+    if check is None or len(found) <= CHECK_EVERY:
+        found.sort(key=_place)
+        return found
+    by_line: list[list[Diagnostic] | None] = [None] * line_count
+    for d in _paused(found, check):
+        here = by_line[d.line]
+        if here is None:
+            by_line[d.line] = [d]
+        else:
+            here.append(d)
+    out: list[Diagnostic] = []
+    for here in _paused(filter(None, by_line), check):
+        if len(here) > 1:
+            here.sort(key=_place_in_line)
+        out.extend(here)
     return out
 
 
@@ -423,11 +490,11 @@ def _paused(items: Iterable[T], check: Check | None) -> Iterator[T]:
 
 
 def _line_diagnostics(
-    doc: SessionDocument, first_pass: bool, v1: bool, check: Check | None = None
+    doc: SessionDocument, lines: Iterable[LineInfo], first_pass: bool, v1: bool, check: Check | None = None
 ) -> Iterator[Diagnostic]:
-    """The problems found on each line by itself."""
+    """The problems found on each of ``lines`` (lines with problems) by itself."""
     unreported = _unreported_last(doc)
-    for info in _paused(doc.problem_lines, check):
+    for info in _paused(lines, check):
         if info is not unreported:
             for p in _line_problems(doc, info, first_pass, v1):
                 yield _diagnostic(info, p)
@@ -464,11 +531,12 @@ def _line_problems(doc: SessionDocument, info: LineInfo, first_pass: bool, v1: b
 
 
 def _edit_diagnostics(
-    doc: SessionDocument, first_pass: bool, v1: bool, check: Check | None = None
+    doc: SessionDocument, edits: Iterable[LineInfo], first_pass: bool, v1: bool, check: Check | None = None
 ) -> Iterator[Diagnostic]:
-    """Context edits of a release without them, and edits whose target is wrong."""
+    """Context edits (``edits``, lines of the document's) of a release without them, and edits
+    whose target is wrong."""
     edits_known = doc.profile.context_edits
-    for info in _paused(doc.edits, check):
+    for info in _paused(edits, check):
         if not edits_known:
             yield _diagnostic(info, _unknown_edit_type(doc.profile.version))
         elif not (v1 or first_pass or is_malformed(info)):
@@ -478,22 +546,23 @@ def _edit_diagnostics(
 
 
 def _tree_diagnostics(
-    doc: SessionDocument, first_pass: bool, check: Check | None = None
+    doc: SessionDocument,
+    found: Iterable[tuple[LineInfo, tuple[Problem, ...]]],
+    first_pass: bool,
+    check: Check | None = None,
 ) -> Iterator[Diagnostic]:
-    """The cross-line problems of the tree."""
-    glued = glued_entries(doc)
+    """The cross-line problems of the tree (``found``: the tree's, of some of its lines)."""
+    glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None  # (looked for at a missing parent)
     forked = _Forked(doc)
-    for info, problems in _paused(doc.tree.cross.items(), check):
+    for info, problems in _paused(found, check):
         for p in problems:
             if not _tree_problem_reported(p, first_pass, forked):
                 continue
-            if (
-                glued
-                and p.code == codes.DANGLING_PARENT
-                and type(info.parent_id) is str
-                and info.parent_id in glued
-            ):
-                p = _parent_in_glued_line(p, glued[info.parent_id][0])
+            if p.code == codes.DANGLING_PARENT and type(info.parent_id) is str:
+                if glued is None:
+                    glued = glued_entries(doc)
+                if info.parent_id in glued:
+                    p = _parent_in_glued_line(p, glued[info.parent_id][0])
             yield _diagnostic(info, p)
 
 
@@ -543,6 +612,7 @@ __all__ = [
     "TREE_CODES",
     "Diagnostic",
     "Related",
+    "diagnostics_of_lines",
     "document_diagnostics",
     "file_diagnostics",
     "first_pass_diagnostics",

@@ -694,6 +694,11 @@ class SessionDocument:
         Hovers, hints and lenses follow it; diagnostics do not depend on it."""
         self._held_leaf = leaf_id
 
+    @property
+    def held_leaf(self) -> Any:
+        """What :meth:`set_leaf` was last given (ABSENT if never)."""
+        return self._held_leaf
+
     def leaf(self) -> LineInfo | None:
         """The entry the session's leaf is: the last entry in file order (the reference's leaf after
         loading), unless :meth:`set_leaf` says the session continues elsewhere."""

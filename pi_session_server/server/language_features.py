@@ -56,7 +56,12 @@ from pygls.exceptions import JsonRpcException
 from pi_session_server.analysis import autofix, jsonpath, navigation, repairs
 from pi_session_server.analysis import completion as completion_mod
 from pi_session_server.analysis import hints as hints_mod
-from pi_session_server.analysis.diagnostics import Diagnostic, document_diagnostics, first_pass_diagnostics
+from pi_session_server.analysis.diagnostics import (
+    Diagnostic,
+    diagnostics_of_lines,
+    document_diagnostics,
+    first_pass_diagnostics,
+)
 from pi_session_server.analysis.document import BOM_PREFIX_SIZE, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.highlights import DECLARATION, highlights
@@ -160,6 +165,9 @@ def _quick_fixes_only(params: types.CodeActionParams) -> bool:
 def _plan_edits(plan: autofix.Plan) -> list[repairs.TextEdit]:
     return [edit for planned in plan.applied for edit in planned.repair.edits()]
 
+
+#: (in a request's job) it is not answered at a pause of another one: nothing to hand back
+_NO_PAUSE = object()
 
 # an LSP Position and Range as the JSON values they are sent as
 JsonPosition = dict[str, int]
@@ -649,9 +657,12 @@ class LanguageFeatures:
             raise state.failure
         if state.closed or state.doc is None:
             return gone
-        # (an urgent request answered at a pause of a whole-document answer hands it back as it was)
+        # (an urgent request answered at a pause of a whole-document answer hands it back as it
+        # was, and the leaf too: the paused work, its inlay hints' context edits, reads it again)
         answering_after = state.answering_after
         state.answering_after = changes_before
+        doc = state.doc
+        paused_leaf = doc.held_leaf if at_a_pause() else _NO_PAUSE
         try:
             self.still_current(state)
             state.last_access = time.monotonic()
@@ -671,6 +682,8 @@ class LanguageFeatures:
             return self.encoded(result) if encode and result is not None else result
         finally:
             state.answering_after = answering_after
+            if paused_leaf is not _NO_PAUSE:
+                doc.set_leaf(paused_leaf)
 
     @staticmethod
     def still_current(state: DocState) -> None:
@@ -823,6 +836,15 @@ class LanguageFeatures:
         if self.docs.get(state.uri) is not state:
             raise Cancelled
 
+    def _read_again_paused(self, state: DocState) -> None:
+        """On the worker, at the pauses of a file read again from disk (another program rewrote
+        it), the analysis of its read before still whole: stop if the read is no longer wanted
+        (:meth:`_still_read`), else answer the requests about a position asked meanwhile from that
+        analysis. The file changed when another program wrote it, not in the order of the
+        editor's messages: a hover asked a moment before would have been answered so too."""
+        self._still_read(state)
+        answer_urgent_jobs()
+
     def _forget(self, state: DocState) -> None:
         """On the loop: a document that could not be read from disk is tried again next time."""
         if self.docs.get(state.uri) is state:
@@ -879,7 +901,10 @@ class LanguageFeatures:
                     size = old[1] + len(added)
                     state.disk_tail = (state.disk_tail + added)[-_TAIL:]
             if not appended:
-                size = doc.load_file(state.path, check=lambda: self._still_read(state))
+                # (the analysis stays as it was until the read ends: a request about a position
+                # asked meanwhile is answered from it at the read's pauses)
+                with pausing():
+                    size = doc.load_file(state.path, check=lambda: self._read_again_paused(state))
                 state.disk_tail = _tail_of(doc)
         except Cancelled:  # (the editor opened the file meanwhile: the document is dropped)
             return False
@@ -1296,7 +1321,8 @@ class LanguageFeatures:
         first = self.line_of(state, params.range.start.line)
         last = max(first, self.line_of(state, params.range.end.line))
         resolve = self._resolve_support()
-        diags = [d for d in self.diagnostics(state) if first <= d.line <= last]
+        # (its lines' only: asked at a pause of the search for the document's, it would make that twice)
+        diags = diagnostics_of_lines(doc, first, last)
         for repair in repairs.repairs(doc, first, last, state.path, self.workspace_cwd()):
             if repair.image is not None and not self._image_movable(state, repair):
                 continue

@@ -212,9 +212,11 @@ def answer_urgent_jobs() -> None:
 @contextlib.contextmanager
 def pausing() -> Iterator[None]:
     """Within: the running job, though not deferrable (it changes what the urgent jobs read, as an
-    opening or an edit does), has done so, and only reads from now on (it publishes the problems
-    found): the urgent jobs queued behind it are answered at its pauses (:func:`answer_urgent_jobs`)
-    as a deferrable job's are. Nothing for an urgent job, which never pauses for another."""
+    opening or an edit does), leaves what they read whole at its pauses: it has changed it and only
+    reads from now on (it publishes the problems found), or changes it all at once at its end (a
+    file read again): the urgent jobs queued behind it are answered at its pauses
+    (:func:`answer_urgent_jobs`) as a deferrable job's are. Nothing for an urgent job, which never
+    pauses for another."""
     job = getattr(_running, "job", None)
     if job is None or job.urgent:
         yield

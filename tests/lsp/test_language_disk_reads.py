@@ -231,3 +231,45 @@ def test_a_change_right_after_the_first_publication_of_a_read_is_followed(
     assert client.problems_after(0) == [(2, "PI031")]
     monkeypatch.setattr(LanguageFeatures, "_opened", opened)
     assert client.problems_after(1) == [(2, "PI031"), (3, "PI001")]
+
+
+def test_a_hover_asked_while_a_rewritten_file_is_read_again_is_answered_at_the_reads_pauses(
+    editor: tuple[_Editor, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another program writes a new file over the one followed (as ``pi-session repair
+    --in-place`` does): it is read again from its start, and a hover asked meanwhile is answered
+    from the analysis of the read before, at the read's pauses, not once a big file is read."""
+    client, path = editor
+    chain = [S.user(f"e{i}", f"e{i - 1}") for i in range(1, 3 * CHECK_EVERY)]
+    path.write_text(_text(S.header(), S.user("e0", None, "before"), *chain), encoding="utf-8")
+    assert "before" in client.hover()["contents"]["value"]  # (read from disk)
+    state = _until(client.state, "no document")
+
+    # the read again waits at its first line for the hover to be queued, and after its first
+    # pause for it to be answered: answered in between, or never (until the guard's timeout)
+    reading, answered = threading.Event(), threading.Event()
+    lines_of = document.iter_physical_lines
+
+    def held(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for n, line in enumerate(lines_of(*args, **kwargs)):
+            if n == 0:
+                reading.set()
+                _until(lambda: state.queue._jobs, "the hover was not queued")
+            elif n == CHECK_EVERY + 2:
+                answered.wait(30)
+            yield line
+
+    monkeypatch.setattr(document, "iter_physical_lines", held)
+    written = path.with_name("written.tmp")
+    written.write_text(_text(S.header(), S.user("e0", None, "after"), *chain), encoding="utf-8")
+    written.replace(path)
+    assert reading.wait(30)
+    hover = client.server.request(
+        "textDocument/hover",
+        {"textDocument": {"uri": client.uri}, "position": {"line": 1, "character": 5}},
+        timeout=10,
+    )
+    answered.set()
+    assert "before" in hover["result"]["contents"]["value"]
+    _until(lambda: state.queue.idle, "the read did not end")
+    assert "after" in client.hover()["contents"]["value"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import builders as S
@@ -356,5 +357,72 @@ def test_whole_document_answers_asked_before_the_document_is_closed_are_not_work
         gate.set()
         reply = server.reply(folds_asked)
         assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, reply
+    finally:
+        server.close()
+
+
+def test_a_hover_answered_at_a_pause_of_the_inlay_hints_leaves_them_the_leaf_they_started_with(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """pi/branch moves the leaf of the session held on the file while the document's inlay hints
+    are made; a hover asked then, answered at their pause, answers for the leaf moved, and the
+    hints go on with the leaf they started with (a context edit's hint says what it does on the
+    path to the leaf): all of them for one leaf, as if the hover had waited."""
+    chain = [S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, CHECK_EVERY + 6))]
+    edit_line = len(chain) + 1  # (past the hints' first pause)
+    lines = [
+        S.header(),
+        *chain,
+        S.context_edit("x", f"e{len(chain) - 1}", "t"),  # it leaves out t, after it
+        S.user("t", "x"),
+        S.user("s", "x"),  # a branch without t
+        S.user("after", "t"),  # the file's last entry: its leaf
+    ]
+    session = tmp_path / "2026-11-30T09-13-48-180Z_held.jsonl"
+    session.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    uri = session.as_uri()
+    hints_params = {**_every_line(len(lines)), "textDocument": {"uri": uri}}
+    server = InProcess()
+    try:
+        assert "result" in server.request(
+            "initialize", {"processId": None, "rootUri": None, "capabilities": {}}
+        )
+        server.notify("initialized", {})
+        server.notify(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": uri,
+                    "languageId": "pi-session",
+                    "version": 1,
+                    "text": session.read_text(),
+                }
+            },
+        )
+        at_the_leaf = server.request("textDocument/inlayHint", hints_params)["result"]
+        features = server.server.language_features
+        assert features is not None
+        state = features.docs[uri]
+
+        hover_answered = threading.Event()
+        started = _hints_paused(monkeypatch, state, edit_line, lambda: hover_answered.wait(30))
+        hints_asked = server.send_request("textDocument/inlayHint", hints_params)
+        assert started.wait(30)
+        held = server.request("pi/open", {"path": str(session)})["result"]["session"]
+        assert "result" in server.request("pi/branch", {"session": held, "entryId": "s"})
+        s_line = lines.index(S.user("s", "x"))
+        hover = server.request(
+            "textDocument/hover",
+            {"textDocument": {"uri": uri}, "position": {"line": s_line, "character": 1}},
+            timeout=10,
+        )
+        hover_answered.set()
+        assert "leaf" in hover["result"]["contents"]["value"]  # (s is the leaf now)
+        assert server.reply(hints_asked)["result"] == at_the_leaf
+
+        monkeypatch.undo()  # (the hints made at once)
+        at_s = server.request("textDocument/inlayHint", hints_params)["result"]
+        edit_hint = {h["position"]["line"]: h["label"] for h in at_s}[edit_line]
+        assert edit_hint != {h["position"]["line"]: h["label"] for h in at_the_leaf}[edit_line], edit_hint
     finally:
         server.close()
