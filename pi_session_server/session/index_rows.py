@@ -1,8 +1,7 @@
 """The entries of a session read from its persistent index, made when they are asked for.
 
 Reopening a long session from its index (:mod:`.scan_index`) gives its entries as columns: ids and
-timestamps as text, the rows in the order of their ids, type and role codes, offsets, where chains
-start. Making an :class:`Entry` of
+timestamps as text, type and role codes, offsets, where chains start. Making an :class:`Entry` of
 every row, and the id map of all of them, is most of what such a reopen would cost, while the
 context needs only the rows on the leaf's path, and of those only the ones after the last
 compaction. :class:`IndexedRows` keeps the columns and makes an entry when a row is asked for (the
@@ -38,6 +37,15 @@ if TYPE_CHECKING:
 MAX_CODES = 256
 # What a parentId, targetId or label a row holds may be (another value is read again from its line).
 PLAIN_OPTIONAL: frozenset[type] = frozenset({str, type(None), type(ABSENT)})
+# Up to this many ids are looked for one by one (each a search of the ids column, until the rows'
+# order of their ids is made); more, in a map of the column.
+_FEW_IDS = 64
+# Ids looked for in the ids column, each a search of it, before the rows' order of their ids is
+# made, a sort of them all that costs about as much as this many searches; from then on an id is
+# found by bisection. A session that is only read looks a few ids up; one appended to turn after
+# turn, one or two per append: its first appends pay no sort, and a long run of them pays at most
+# twice what knowing ahead would have.
+SEARCHES_BEFORE_ORDER = 256
 
 # A column of the rows' texts or codes: bytes as read, a bytearray once rows are appended.
 TextColumn = bytes | bytearray
@@ -49,9 +57,6 @@ class RowColumns(msgspec.Struct):
     count: int
     ids: TextColumn  # the ids, UTF-8 (surrogates passed), joined by NUL
     id_ends: array[int]  # where each id ends in ``ids``
-    # the rows the index was written with, in the order of their ids (as Python orders strings):
-    # an id is found by bisection, reading a few ids of the column (see id_order)
-    id_order: array[int]
     timestamps: TextColumn
     timestamp_ends: array[int]
     type_codes: TextColumn
@@ -80,10 +85,13 @@ class IndexedRows:
     __slots__ = (
         "_appended_rows",
         "_every",
+        "_id_order",
         "_ids",
         "_made",
+        "_missing_id",
         "_missing_parents",
         "_run_rows",
+        "_searches",
         "_timestamps",
         "columns",
     )
@@ -101,7 +109,13 @@ class IndexedRows:
         self._timestamps: list[str] | None = None
         # the string parentIds that name no row, once rows are appended (see missing_parents)
         self._missing_parents: set[str] | None = None
-        # the row of each id appended since the index was written (``id_order`` has the others)
+        # the last id row_of_id's search found no row with, until rows are appended: an append
+        # looks its new id up twice (is it taken? does it repeat a row's?)
+        self._missing_id: str | None = None
+        # ids searched for in the column so far, then the rows in the order of their ids (see
+        # SEARCHES_BEFORE_ORDER), and the row of each id appended since that order was made
+        self._searches = 0
+        self._id_order: array[int] | None = None
         self._appended_rows: dict[str, int] = {}
 
     @property
@@ -301,7 +315,9 @@ class IndexedRows:
         self._extend_columns(entries, *tail)
         previous_id, previous_line = self.id_at(base - 1), self._line_at(base - 1)
         new_ids = {entry.id: row for row, entry in enumerate(entries, base)}
-        self._appended_rows.update(new_ids)
+        self._missing_id = None
+        if self._id_order is not None:
+            self._appended_rows.update(new_ids)
         parents = {}
         for row, entry in enumerate(entries, base):
             columns.offsets.append(entry.offset)
@@ -395,20 +411,63 @@ class IndexedRows:
 
     def row_of_id(self, entry_id: Any) -> int:
         """The row whose id is ``entry_id`` (any value: only a string is a row's), or -1 (ids are
-        distinct where rows are used: see scan_index._lazy_allowed). A row the index was written
-        with is found by bisection of ``id_order``, each step comparing ``entry_id`` with the id
-        the column holds (so the row found has that very id, and no other row can); a row
+        distinct where rows are used: see scan_index._lazy_allowed): searched in the ids column,
+        until SEARCHES_BEFORE_ORDER searches made the rows' order of their ids worth making; then
+        found by bisection of that order, each step comparing ``entry_id`` with an id the column
+        holds (so the row found has that very id, and no other row can), or among the rows
         appended since, in the map of their ids."""
         if type(entry_id) is not str:
             return -1
         last = self.columns.count - 1
         if last >= 0 and self.id_at(last) == entry_id:  # the leaf, most often: no search
             return last
-        order = self.columns.id_order
+        order = self._id_order
+        if order is None:
+            if entry_id == self._missing_id:
+                return -1
+            self._searches += 1
+            if self._searches <= SEARCHES_BEFORE_ORDER:
+                row = self._searched_row(entry_id)
+                if row < 0:
+                    self._missing_id = entry_id
+                return row
+            order = self._ordered()
         at = bisect_left(order, entry_id, key=self.id_at)
         if at < len(order) and self.id_at(order[at]) == entry_id:
             return order[at]
         return self._appended_rows.get(entry_id, -1)
+
+    @property
+    def ordered(self) -> bool:
+        """Whether an id is found by bisection (see :meth:`row_of_id`)."""
+        return self._id_order is not None
+
+    def _ordered(self) -> array[int]:
+        """Make the rows' order of their ids (every row so far: none is appended since)."""
+        ids = self._ids if self._ids is not None else _texts(self.columns.ids, self.columns.count)
+        order = self._id_order = id_order(ids)
+        self._appended_rows = {}
+        return order
+
+    def _searched_row(self, entry_id: str) -> int:
+        """:meth:`row_of_id` searched in the ids (split or as their column)."""
+        if self._ids is not None:
+            try:
+                return self._ids.index(entry_id)
+            except ValueError:
+                return -1
+        columns = self.columns
+        data, ends = columns.ids, columns.id_ends
+        wanted = entry_id.encode("utf-8", "surrogatepass")
+        if not wanted or b"\x00" in wanted:
+            return -1
+        at = data.find(wanted)
+        while at >= 0:
+            end = at + len(wanted)
+            if (at == 0 or data[at - 1] == 0) and (end == len(data) or data[end] == 0):
+                return bisect_left(ends, end)
+            at = data.find(wanted, at + 1)
+        return -1
 
     def entry_of_id(self, entry_id: Any) -> Entry | None:
         """The entry of the row whose id is ``entry_id`` (:meth:`row_of_id`), or None."""
@@ -581,23 +640,24 @@ def ends_of(values: list[str], ascii: bool, written: int) -> Sequence[int]:
 
 def _rows_with_ids(rows: IndexedRows, wanted: set[str], count: int) -> dict[str, int]:
     """The row among the first ``count`` whose id is each of ``wanted`` that one has."""
-    if _one_by_one(len(wanted), count):
+    if _one_by_one(rows, len(wanted), count):
         found = {entry_id: rows.row_of_id(entry_id) for entry_id in wanted}
         return {entry_id: row for entry_id, row in found.items() if 0 <= row < count}
     ids = rows._ids if rows._ids is not None else _texts(rows.columns.ids, rows.columns.count)
     return {entry_id: row for row, entry_id in enumerate(ids[:count]) if entry_id in wanted}
 
 
-def _one_by_one(wanted: int, count: int) -> bool:
-    """Whether ``wanted`` ids are looked up one by one among ``count`` rows, each a bisection that
-    reads about log2(count) ids, rather than in a map of the whole ids column (which reads them
-    all: the lines a big file grew by, when they are many)."""
-    return wanted * count.bit_length() <= count
+def _one_by_one(rows: IndexedRows, wanted: int, count: int) -> bool:
+    """Whether ``wanted`` ids are looked up one by one among ``count`` of ``rows``, rather than in
+    a map of the whole ids column (which reads them all: the lines a big file grew by, when they
+    are many): a few, or, once an id is found by bisection reading about log2(count) ids, up to
+    what reads fewer ids than the map."""
+    return wanted <= _FEW_IDS or (rows.ordered and wanted * count.bit_length() <= count)
 
 
 def id_order(ids: list[str]) -> array[int]:
     """The rows of ``ids`` (a row's id at its position) in the order of their ids: what
-    :meth:`IndexedRows.row_of_id` bisects. Ids as Python orders strings, by code point (lone
+    :meth:`IndexedRows.row_of_id` bisects once made. Ids as Python orders strings, by code point (lone
     surrogates included), which is the order of their UTF-8 bytes too."""
     return array("I", sorted(range(len(ids)), key=ids.__getitem__))
 

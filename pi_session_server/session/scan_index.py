@@ -28,15 +28,13 @@ envelope the index gave (``Entry.value``), so a file changed behind the index's 
 ``StaleFileError``, not another entry's body.
 
 The file: ``MAGIC``, the format version, the code that wrote it (``cache_dir.code_stamp``), the
-lengths of the header and the payload and a CRC-32 of both (``_PREFIX``), then the payload: the
-columns of every entry, one section each (the ids as text joined by NUL, where each of them ends as
-32-bit integers, the entries' positions in the order of their ids as 32-bit integers, the
-timestamps and their ends as the ids', type and role codes one byte each, offsets as 64-bit
-integers, chain starts), then the header (msgpack, :class:`IndexHeader`: the key, the tables, what
-is sparse, and where every id is a distinct string, the position of each chain's parent). With the
-ends, one entry can be made from the columns without the others, with the order of the ids an id
-is found by bisection, and with the parents' positions the leaf's path is walked without an id
-map: a reopen makes only the entries it is asked for (:mod:`.index_rows`).
+lengths of the header and the payload and a CRC-32 of both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
+timestamps as text joined by NUL, each followed by where every value of it ends as 32-bit integers,
+type and role codes one byte each, offsets as 64-bit integers, chain starts), then the header
+(msgpack, :class:`IndexHeader`: the key, the tables, what is sparse, and where every id is a
+distinct string, the position of each chain's parent). With the ends, one entry can be made from
+the columns without the others, and with the parents' positions the leaf's path is walked without
+an id map: a reopen makes only the entries it is asked for (:mod:`.index_rows`).
 Entries whose envelope does not fit the columns (a number for an id, a held body: lines msgspec
 rejected) are listed by position and scanned again from the file when the index is read. Writes go
 to a temporary file in the cache directory, renamed over the index: concurrent processes each
@@ -68,7 +66,7 @@ from ..format.scan import IdIndex, LineProblem, ScanResult, entry_from_line, lin
 from . import cache_dir
 from .cache_dir import IndexSettings, NotUsable, edges, index_path
 from .chains import Positions
-from .index_rows import MAX_CODES, PLAIN_OPTIONAL, IndexedRows, RowColumns, ends_of, id_order
+from .index_rows import MAX_CODES, PLAIN_OPTIONAL, IndexedRows, RowColumns, ends_of
 from .storage import write_all
 
 # ---------------------------------------------------------------------- the scan, with an index
@@ -267,7 +265,7 @@ def _complete_end(result: ScanResult) -> int:
 # ---------------------------------------------------------------------- the file format
 
 MAGIC: Final = b"PISESIDX"
-FORMAT_VERSION: Final = 4
+FORMAT_VERSION: Final = 3
 # magic, format version, code stamp, header length, payload length, CRC-32 of the payload and the
 # header (which follows the payload: it is known once the payload was written)
 _PREFIX = struct.Struct("<8sIIIQI")
@@ -279,7 +277,6 @@ _TEXT_PIECE = 65536  # values joined and encoded at a time when a text column is
 _SECTIONS = (
     "ids",
     "id_ends",
-    "id_order",
     "timestamps",
     "timestamp_ends",
     "type_codes",
@@ -421,7 +418,7 @@ def _read_columns(index_fd: int, header: IndexHeader, check: _Check) -> dict[str
         data = _read_exactly(index_fd, length, at)
         at += length
         crc = zlib.crc32(data, crc)
-        if name in ("id_ends", "id_order", "timestamp_ends"):
+        if name in ("id_ends", "timestamp_ends"):
             decoded[name] = _integers(data, "I", n)
         elif name == "offsets":
             decoded[name] = _integers(data, "q", n)
@@ -793,7 +790,6 @@ def _encoded(
     ends: list[Sequence[int]] = []
     sections.add(text(ids, ends))
     sections.add(_ends_section(ends))
-    sections.add([id_order(ids).tobytes()])
     explicit_parents = [
         (p, parents[p]) for p in compress(range(n), map(is_not, parents, [ABSENT, *ids[:-1]]))
     ]

@@ -326,7 +326,7 @@ def test_a_grown_file_reads_its_new_lines_and_still_makes_entries_on_demand(
     """pi appended a turn, a label of an old entry and a branch from an old entry since the index
     was written: only the new lines are read, the new entries join the rows, and every answer is
     the scanned file's; entries asked for (the context's) are the ones every entry's list holds."""
-    monkeypatch.setattr(index_rows, "_one_by_one", lambda wanted, count: one_by_one)
+    monkeypatch.setattr(index_rows, "_one_by_one", lambda rows, wanted, count: one_by_one)
     path, index_dir = tmp_path / "s.jsonl", tmp_path / "index"
     appended = [
         {"type": "message", "id": "n1", "parentId": "m29", "timestamp": "t", "message": {"role": "user"}},
@@ -674,11 +674,12 @@ def _reopened_rows(
         yield sm._rows, {value["id"]: row for row, value in enumerate(values)}
 
 
-def test_an_id_is_found_reading_a_few_ids_of_the_column(tmp_path: Path):
-    """An id is looked up (is an append's new id taken?) by bisection of the rows in the order of
-    their ids, reading about log2(count) ids of the column, not the column: each id the rows have
-    is found at its row, and ids near them (a prefix, an extension, an id before the first or
-    after the last in their order) are not."""
+def test_an_id_is_found_reading_a_few_ids_of_the_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Once the rows' order of their ids is made, an id is looked up (is an append's new id
+    taken?) by bisection of that order, reading about log2(count) ids of the column, not the
+    column: each id the rows have is found at its row, and ids near them (a prefix, an extension,
+    an id before the first or after the last in their order) are not."""
+    monkeypatch.setattr(index_rows, "SEARCHES_BEFORE_ORDER", 0)
     with _reopened_rows(_chat(_SCATTERED_IDS), tmp_path) as (rows, rows_of):
         column = rows.columns.ids = _ReadCounted(rows.columns.ids)
         near = [*(i[:-1] for i in _SCATTERED_IDS[:64]), *(i + "0" for i in _SCATTERED_IDS[:64])]
@@ -689,10 +690,16 @@ def test_an_id_is_found_reading_a_few_ids_of_the_column(tmp_path: Path):
 
 
 @pytest.mark.usefixtures("_grown_files_keep_their_index")
-def test_appends_after_a_reopen_read_a_few_ids_of_the_column(tmp_path: Path):
+@pytest.mark.parametrize("searches", [0, 6])
+def test_appends_after_a_reopen_read_a_few_ids_of_the_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searches: int
+):
     """What a front end appending turn after turn to a big session reopened from its index pays
-    for each new id (is it taken? does it repeat a row's?): a few ids of the column read, not the
-    column. The appended entries are found by their ids, the first rows' still by bisection."""
+    for each new id (is it taken? does it repeat a row's?): its first appends a search of the ids
+    column each (no sort of them all for a session appended to a few times), and once those
+    searches add up to what the sort costs (``searches`` of them), a few ids of the column read.
+    The appended entries are found by their ids, the first rows' by bisection."""
+    monkeypatch.setattr(index_rows, "SEARCHES_BEFORE_ORDER", searches)
     path = _write(tmp_path / "s.jsonl", _chat(_SCATTERED_IDS))
     with _on_rows_and_scanned(path, tmp_path / "index") as (sm, _plain):
         rows = sm._rows
@@ -701,9 +708,15 @@ def test_appends_after_a_reopen_read_a_few_ids_of_the_column(tmp_path: Path):
         appended = []
         for turn in range(20):
             column.read = 0
+            ordered_before = rows.ordered
             appended.append(sm.append_message({"role": "user", "content": f"turn {turn}"}))
-            # the new id looked up when drawn and when it joins the rows, and the leaf's read
-            assert column.read <= 3 * _bisection_bytes(rows)
+            if ordered_before:
+                # the new id looked up when drawn and when it joins the rows, and the leaf's read
+                assert column.read <= 3 * _bisection_bytes(rows)
+            elif not rows.ordered:
+                assert column.read >= len(column) - 64, "a new id was not searched in the column"
+            assert rows.ordered == (rows._searches > searches)
+        assert rows.ordered, "the order was never made"
         assert sm._rows is rows and rows.columns.ids is column  # (on the rows, the column grown in place)
         assert [rows.row_of_id(entry_id) for entry_id in appended] == list(range(rows.count - 20, rows.count))
         assert [e.id for e in sm.get_branch()][-21:] == [_SCATTERED_IDS[-1], *appended]
@@ -718,8 +731,12 @@ _ID_TEXT = st.text(st.sampled_from("ab.\u00e9\u4e2d\U0001f600"), min_size=1, max
 def test_any_ids_are_found_at_their_rows(
     tmp_path_factory: pytest.TempPathFactory, ids: list[str], probes: list[str]
 ):
-    """Ids that are prefixes of each other, non-ASCII ones of every UTF-8 length: the rows' order
-    of their ids finds each at its row, and none that no row has."""
+    """Ids that are prefixes of each other, non-ASCII ones of every UTF-8 length: the search of
+    the ids column, then the rows' order of their ids, find each at its row, and none that no row
+    has."""
     with _reopened_rows(_chat(ids), tmp_path_factory.mktemp("ids")) as (rows, rows_of):
+        for entry_id in [*rows_of, *probes]:
+            assert rows.row_of_id(entry_id) == rows_of.get(entry_id, -1)
+        rows._ordered()
         for entry_id in [*rows_of, *probes]:
             assert rows.row_of_id(entry_id) == rows_of.get(entry_id, -1)
