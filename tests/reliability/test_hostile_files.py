@@ -376,15 +376,35 @@ def test_lines_and_problems_of_a_migrated_file_with_blank_lines(tmp_path: Path, 
     manager.close()
 
 
-def test_code_lenses_on_an_entry_whose_id_is_an_array():
+@pytest.mark.parametrize(
+    ("odd_id", "last_id"), [("[]", "[]"), ("{}", "{}"), ("5", "6"), ("1.5", "-0"), ("true", "false")]
+)
+def test_code_lenses_on_an_entry_whose_id_is_an_array(odd_id: str, last_id: str):
+    """An entry whose id is not a string gets its lenses as any other: a branch point where two
+    entries name it as their parent (a number or a boolean is found as pi's Map finds it; an array
+    or an object is a new value on every line, so nothing names it), the leaf where it is last."""
     from pi_session_server.analysis import SessionDocument, hints
+
+    def entry(entry_id: str, parent: str) -> bytes:
+        return (
+            f'{{"type":"message","id":{entry_id},"parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z",'
+            '"message":{"role":"user","content":"x","timestamp":1}}\n'
+        ).encode()
 
     doc = SessionDocument(
         b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
-        b'{"type":"message","id":[],"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
-        b'"message":{"role":"user","content":"x","timestamp":1}}\n'
+        + entry(odd_id, "null")
+        + entry('"b"', odd_id)
+        + entry('"c"', odd_id)
+        + entry(last_id, '"c"')
     )
-    hints.code_lenses(doc)
+    lenses = {lens.line: lens.title for lens in hints.code_lenses(doc)}
+    branches = {} if odd_id in ("[]", "{}") else {1: f"{hints.BRANCH_ICON} 2 branches"}
+    assert lenses == {
+        0: "4 entries · leaf on line 5",
+        **branches,
+        4: f"{hints.LEAF_ICON} leaf: pi continues here",
+    }
 
 
 @pytest.mark.parametrize("entry_type", [b"[]", b"{}", b'["message"]'])
