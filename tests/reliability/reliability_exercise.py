@@ -30,7 +30,7 @@ from pi_session_server.analysis import (
 )
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.errors import PiSessionError
-from pi_session_server.format.jsvalue import ABSENT, index_key
+from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 from pi_session_server.session import (
     SessionManager,
     build_session_context,
@@ -59,6 +59,7 @@ def _sample(items: list[Any], limit: int) -> list[Any]:
 
 def exercise_reads(manager: SessionManager, sample: int = 25) -> None:
     """Every read of the API, on a sample of entries (all of them for small files)."""
+    check_walks(manager, sample)  # first: a tree holding a cycle would make the reads below hang
     entries = manager.get_entries()
     for entry in _sample(entries, sample * 4):
         entry.to_json()
@@ -92,6 +93,37 @@ def exercise_reads(manager: SessionManager, sample: int = 25) -> None:
         manager.get_entry(odd)
         manager.get_branch(odd)
         manager.get_label(odd)
+
+
+def check_walks(manager: SessionManager, sample: int = 25) -> None:
+    """The walks of the file's links end however the ids tangle them. A path (D1) goes from each
+    entry to its parent's entry and stops where there is none, or before one already on the path
+    (a cycle); it holds no entry twice. The tree (D2) holds no node under itself: the edges that
+    would close a cycle are dropped."""
+    by_id = manager.by_id
+
+    def parent_of(entry: Any) -> Any:  # pi's ``parentId ? byId.get(parentId) : undefined``
+        parent_id = entry.parent_id
+        return by_id.get(index_key(parent_id), ABSENT) if truthy(parent_id) else ABSENT
+
+    paths = [manager.get_branch()]
+    paths += [manager.get_branch(entry.id) for entry in _sample(manager.get_entries(), sample)]
+    for path in paths:
+        on_path = {id(entry) for entry in path}
+        assert len(on_path) == len(path), "a path holds an entry twice"
+        for parent, child in itertools.pairwise(path):
+            assert parent_of(child) is parent, "a path's entry is not its successor's parent"
+        if path:
+            first = parent_of(path[0])
+            assert first is ABSENT or id(first) in on_path, "a path stops before the root"
+    budget = 200_000  # nodes visited: a node may hang in several places (docs/DEVIATIONS.md D23)
+    stack: list[tuple[Any, frozenset[int]]] = [(root, frozenset()) for root in manager.get_tree()]
+    while stack and budget:
+        node, above = stack.pop()
+        budget -= 1
+        assert id(node) not in above, "the tree holds a node under itself"
+        below = above | {id(node)}
+        stack.extend((child, below) for child in node.children)
 
 
 def exercise_writes(manager: SessionManager) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from builders import generate_session
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from reliability_exercise import exercise_file, known_finding
 from reliability_helpers import run_bounded
@@ -312,6 +312,16 @@ HEADER = st.fixed_dictionaries(
     },
 ).map(lambda v: json.dumps(v).encode())
 
+# the shapes the walks must end on, tried first whatever is drawn: a self-parent and a two-entry
+# cycle (D1), a duplicate id closing a cycle under a root (D2)
+WALKS_HEADER = b'{"type":"session","version":3,"id":"s1","cwd":"/p","timestamp":"2026-01-01T00:00:00.000Z"}'
+
+
+def _linked(entry_id: str, parent: str | None) -> bytes:
+    return json.dumps(
+        {"type": "custom", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z"}
+    ).encode()
+
 
 @pytest.mark.slow
 def test_generated_files(long_run: bool):
@@ -323,6 +333,10 @@ def test_generated_files(long_run: bool):
         database=None,
     )
     @given(HEADER, st.lists(LINE, max_size=25), st.booleans())
+    @example(WALKS_HEADER, [_linked("a", "a"), _linked("b", "c"), _linked("c", "b")], True)  # D1
+    @example(
+        WALKS_HEADER, [_linked("R", None), _linked("x", "R"), _linked("y", "x"), _linked("x", "y")], True
+    )  # D2
     def check(header: bytes, lines: list[bytes], final_newline: bool) -> None:
         check_bytes(b"\n".join([header, *lines]) + (b"\n" if final_newline else b""))
 
