@@ -421,6 +421,29 @@ def test_code_lenses_on_an_entry_whose_id_is_an_array(odd_id: str, last_id: str)
     }
 
 
+@pytest.mark.xfail(
+    strict=True, reason="the editor features find labels by string ids only (Known limitations)"
+)
+def test_the_label_of_an_entry_whose_id_is_a_number_is_shown_as_pi_reads_it(tmp_path: Path):
+    """pi's labels are a Map from targetId: a label naming 5 labels the entry whose id is 5, as the
+    library's get_label and get_tree say; the lens and the inlay hint say it too."""
+    from pi_session_server.analysis import SessionDocument, hints
+
+    data = (
+        b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+        b'{"type":"message","id":5,"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+        b'"message":{"role":"user","content":"x","timestamp":1}}\n'
+        b'{"type":"label","id":"l","parentId":5,"timestamp":"2026-01-01T00:00:01.000Z","targetId":5,"label":"kept"}\n'
+    )
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    with SessionManager.open(str(path), read_only=True) as manager:
+        assert manager.get_label(5) == "kept"
+    doc = SessionDocument(data)
+    assert "label “kept”" in {lens.line: lens.title for lens in hints.code_lenses(doc)}.get(1, "")
+    assert "label “kept”" in next(hint.label for hint in hints.inlay_hints(doc) if hint.line == 1)
+
+
 @pytest.mark.parametrize("entry_type", [b"[]", b"{}", b'["message"]'])
 def test_an_entry_type_that_is_an_array_or_object(entry_type: bytes):
     from pi_session_server.analysis import SessionDocument, document_diagnostics
