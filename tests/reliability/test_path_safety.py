@@ -167,6 +167,20 @@ def test_long_ids_fail_cleanly_when_the_name_is_too_long(tmp_path: Path, srv: Ra
     reply = srv.request("pi/append", {"session": made["session"], "kind": "message", "message": ASSISTANT})
     assert _code(reply) == -32005 and reply["error"]["data"]["code"] == "ENAMETOOLONG", reply
     assert list((tmp_path / "s").iterdir()) == []
+    source = new_session_file(tmp_path / "source", cwd=str(tmp_path))
+    fork = {
+        "sourcePath": source,
+        "targetCwd": str(tmp_path),
+        "sessionDir": str(tmp_path / "s"),
+        "options": {"id": long_id},
+    }
+    reply = srv.request("pi/forkFrom", fork)
+    assert _code(reply) == -32005 and reply["error"]["data"]["code"] == "ENAMETOOLONG", reply
+    renamed = srv.call("pi/create", {"cwd": str(tmp_path), "sessionDir": str(tmp_path / "s")})["session"]
+    srv.call("pi/newSession", {"session": renamed, "options": {"id": long_id}})
+    reply = srv.request("pi/append", {"session": renamed, "kind": "message", "message": ASSISTANT})
+    assert _code(reply) == -32005 and reply["error"]["data"]["code"] == "ENAMETOOLONG", reply
+    assert list((tmp_path / "s").iterdir()) == []
 
 
 # -- NUL bytes in paths ---------------------------------------------------------------------------
