@@ -9,7 +9,10 @@ what is kept.)
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -121,6 +124,35 @@ def test_a_session_looked_at_is_closed_a_quarter_of_an_hour_after_its_last_reque
     loop.run_until(start + 1.1 * QUARTER_OF_AN_HOUR)
     assert not _held(registry, slot)
     assert loop.pending() == []  # no session looked at is left: the timer stops
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc/self/fd to see the descriptors")
+def test_a_session_closed_for_idleness_lets_go_of_its_file(
+    loop: _Loop, registry: Registry, session_file: str
+):
+    """Its descriptors are closed: a file deleted meanwhile gives its disk space back."""
+    idle = IdleSlots(registry, lambda _slot: False)
+    slot = _looked_at(registry, session_file)
+    idle.used(slot)
+    assert session_file in _open_files()
+    os.unlink(session_file)
+    loop.run_until(loop.now + 1.1 * QUARTER_OF_AN_HOUR)
+    assert not _held(registry, slot)
+    after_the_close = threading.Event()
+    slot.queue.submit(lambda _token: None, interruptible=False).add_done_callback(
+        lambda _job: after_the_close.set()
+    )
+    assert after_the_close.wait(60)
+    assert not any(name.startswith(session_file) for name in _open_files())
+
+
+def _open_files() -> list[str]:
+    """What this process's descriptors name (a deleted file's name ends in " (deleted)")."""
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return names
 
 
 def test_each_request_starts_the_quarter_of_an_hour_anew(loop: _Loop, registry: Registry, session_file: str):
