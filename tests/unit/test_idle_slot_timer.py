@@ -10,13 +10,13 @@ what is kept.)
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
+import builders as S
 import pytest
 
 from pi_session_server.server import idle_slots
@@ -82,21 +82,7 @@ def registry() -> Registry:
 @pytest.fixture
 def session_file(tmp_path: Path) -> str:
     path = tmp_path / "s.jsonl"
-    header = {
-        "type": "session",
-        "version": 3,
-        "id": "s",
-        "timestamp": "2026-01-01T00:00:00.000Z",
-        "cwd": "/p",
-    }
-    entry = {
-        "type": "message",
-        "id": "e1",
-        "parentId": None,
-        "timestamp": "2026-01-01T00:00:01.000Z",
-        "message": {"role": "user", "content": "x", "timestamp": 1},
-    }
-    path.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n")
+    path.write_text(S.header() + "\n" + S.user("e1", None) + "\n")
     return str(path)
 
 
