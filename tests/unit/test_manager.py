@@ -400,6 +400,23 @@ def test_d14_large_file_reads_bodies_of_entries_with_huge_integer_ids(tmp_path, 
     assert entry["data"] == "kept"
 
 
+@pytest.mark.parametrize("bodies_kept", [True, False])
+def test_bodies_of_entries_whose_type_and_timestamp_are_huge_integers_are_read(
+    tmp_path, monkeypatch, bodies_kept
+):
+    # as the ids above: an envelope that kept the integer, compared with a body read again
+    from pi_session_server.session import loader
+
+    if not bodies_kept:
+        monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+    odd = '{"type":123456789012345678901234567890,"id":"a","parentId":null,"timestamp":98765432109876543210,"data":"kept"}'
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(HEADER) + "\n" + odd + "\n")
+    sm = SessionManager.open(str(path), read_only=True)
+    (entry,) = sm.get_entries()
+    assert entry["data"] == "kept"
+
+
 def test_d14_small_file_keeps_loaded_bodies(tmp_path):
     path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None, text="original")])
     sm = SessionManager.open(path)
