@@ -344,9 +344,9 @@ def _same_json(read_again: Any, loaded: Any) -> bool:
         return type(read_again) is str and read_again == loaded
     if isinstance(loaded, (dict, list)):
         return isinstance(read_again, type(loaded)) and dumps(read_again) == dumps(loaded)
-    # the loaded field is a JS number (an integer beyond 2**53 became its double); the exact parser
-    # keeps the integer
-    return strict_equal(as_js_number(read_again), loaded)
+    # a number: an integer beyond 2**53 is its double in JS, whichever parser kept it exact (the
+    # exact one reading the body does; the envelope's type and timestamp may too)
+    return strict_equal(as_js_number(read_again), as_js_number(loaded))
 
 
 def _parse_line(raw: bytes) -> Any:

@@ -30,7 +30,7 @@ from pi_session_server.analysis import (
 )
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.errors import PiSessionError
-from pi_session_server.format.jsvalue import ABSENT, index_key
+from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 from pi_session_server.session import (
     SessionManager,
     build_session_context,
@@ -59,6 +59,7 @@ def _sample(items: list[Any], limit: int) -> list[Any]:
 
 def exercise_reads(manager: SessionManager, sample: int = 25) -> None:
     """Every read of the API, on a sample of entries (all of them for small files)."""
+    check_walks(manager, sample)  # first: a tree holding a cycle would make the reads below hang
     entries = manager.get_entries()
     for entry in _sample(entries, sample * 4):
         entry.to_json()
@@ -92,6 +93,46 @@ def exercise_reads(manager: SessionManager, sample: int = 25) -> None:
         manager.get_entry(odd)
         manager.get_branch(odd)
         manager.get_label(odd)
+
+
+def check_walks(manager: SessionManager, sample: int = 25) -> None:
+    """The walks of the file's links end however the ids tangle them. A path (D1) goes from each
+    entry to its parent's entry and stops where there is none, or before one already on the path
+    (a cycle); it holds no entry twice. The tree (D2) holds no node under itself: the edges that
+    would close a cycle are dropped."""
+    by_id = manager.by_id
+
+    def parent_of(entry: Any) -> Any:  # pi's ``parentId ? byId.get(parentId) : undefined``
+        parent_id = entry.parent_id
+        return by_id.get(index_key(parent_id), ABSENT) if truthy(parent_id) else ABSENT
+
+    entries = manager.get_entries()
+    paths = [manager.get_branch()]
+    if len(entries) <= 50_000:  # a path can be as long as the file: a few of a huge file's are enough
+        paths += [manager.get_branch(entry.id) for entry in _sample(entries, sample)]
+    for path in paths:
+        on_path = {id(entry) for entry in path}
+        assert len(on_path) == len(path), "a path holds an entry twice"
+        for parent, child in itertools.pairwise(path):
+            assert parent_of(child) is parent, "a path's entry is not its successor's parent"
+        if path:
+            first = parent_of(path[0])
+            assert first is ABSENT or id(first) in on_path, "a path stops before the root"
+    # depth first, each node open while its subtree is walked; a node may hang in several places
+    # (docs/DEVIATIONS.md D23), so the walk is cut after so many visits
+    budget = 200_000
+    walk: list[tuple[Any, bool]] = [(root, False) for root in manager.get_tree()]
+    open_nodes: set[int] = set()
+    while walk and budget:
+        node, leaving = walk.pop()
+        if leaving:
+            open_nodes.discard(id(node))
+            continue
+        budget -= 1
+        assert id(node) not in open_nodes, "the tree holds a node under itself"
+        open_nodes.add(id(node))
+        walk.append((node, True))
+        walk.extend((child, False) for child in node.children)
 
 
 def exercise_writes(manager: SessionManager) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from builders import generate_session
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from reliability_exercise import exercise_file, known_finding
 from reliability_helpers import run_bounded
@@ -312,6 +312,16 @@ HEADER = st.fixed_dictionaries(
     },
 ).map(lambda v: json.dumps(v).encode())
 
+# the shapes the walks must end on, tried first whatever is drawn: a self-parent and a two-entry
+# cycle (D1), a duplicate id closing a cycle under a root (D2)
+WALKS_HEADER = b'{"type":"session","version":3,"id":"s1","cwd":"/p","timestamp":"2026-01-01T00:00:00.000Z"}'
+
+
+def _linked(entry_id: str, parent: str | None) -> bytes:
+    return json.dumps(
+        {"type": "custom", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z"}
+    ).encode()
+
 
 @pytest.mark.slow
 def test_generated_files(long_run: bool):
@@ -323,6 +333,10 @@ def test_generated_files(long_run: bool):
         database=None,
     )
     @given(HEADER, st.lists(LINE, max_size=25), st.booleans())
+    @example(WALKS_HEADER, [_linked("a", "a"), _linked("b", "c"), _linked("c", "b")], True)  # D1
+    @example(
+        WALKS_HEADER, [_linked("R", None), _linked("x", "R"), _linked("y", "x"), _linked("x", "y")], True
+    )  # D2
     def check(header: bytes, lines: list[bytes], final_newline: bool) -> None:
         check_bytes(b"\n".join([header, *lines]) + (b"\n" if final_newline else b""))
 
@@ -376,15 +390,58 @@ def test_lines_and_problems_of_a_migrated_file_with_blank_lines(tmp_path: Path, 
     manager.close()
 
 
-def test_code_lenses_on_an_entry_whose_id_is_an_array():
+@pytest.mark.parametrize(
+    ("odd_id", "last_id"), [("[]", "[]"), ("{}", "{}"), ("5", "6"), ("1.5", "-0"), ("true", "false")]
+)
+def test_code_lenses_on_an_entry_whose_id_is_an_array(odd_id: str, last_id: str):
+    """An entry whose id is not a string gets its lenses as any other: a branch point where two
+    entries name it as their parent (a number or a boolean is found as pi's Map finds it; an array
+    or an object is a new value on every line, so nothing names it), the leaf where it is last."""
     from pi_session_server.analysis import SessionDocument, hints
+
+    def entry(entry_id: str, parent: str) -> bytes:
+        return (
+            f'{{"type":"message","id":{entry_id},"parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z",'
+            '"message":{"role":"user","content":"x","timestamp":1}}\n'
+        ).encode()
 
     doc = SessionDocument(
         b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
-        b'{"type":"message","id":[],"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
-        b'"message":{"role":"user","content":"x","timestamp":1}}\n'
+        + entry(odd_id, "null")
+        + entry('"b"', odd_id)
+        + entry('"c"', odd_id)
+        + entry(last_id, '"c"')
     )
-    hints.code_lenses(doc)
+    lenses = {lens.line: lens.title for lens in hints.code_lenses(doc)}
+    branches = {} if odd_id in ("[]", "{}") else {1: f"{hints.BRANCH_ICON} 2 branches"}
+    assert lenses == {
+        0: "4 entries · leaf on line 5",
+        **branches,
+        4: f"{hints.LEAF_ICON} leaf: pi continues here",
+    }
+
+
+@pytest.mark.xfail(
+    strict=True, reason="the editor features find labels by string ids only (Known limitations)"
+)
+def test_the_label_of_an_entry_whose_id_is_a_number_is_shown_as_pi_reads_it(tmp_path: Path):
+    """pi's labels are a Map from targetId: a label naming 5 labels the entry whose id is 5, as the
+    library's get_label and get_tree say; the lens and the inlay hint say it too."""
+    from pi_session_server.analysis import SessionDocument, hints
+
+    data = (
+        b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+        b'{"type":"message","id":5,"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+        b'"message":{"role":"user","content":"x","timestamp":1}}\n'
+        b'{"type":"label","id":"l","parentId":5,"timestamp":"2026-01-01T00:00:01.000Z","targetId":5,"label":"kept"}\n'
+    )
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    with SessionManager.open(str(path), read_only=True) as manager:
+        assert manager.get_label(5) == "kept"
+    doc = SessionDocument(data)
+    assert "label “kept”" in {lens.line: lens.title for lens in hints.code_lenses(doc)}.get(1, "")
+    assert "label “kept”" in next(hint.label for hint in hints.inlay_hints(doc) if hint.line == 1)
 
 
 @pytest.mark.parametrize("entry_type", [b"[]", b"{}", b'["message"]'])

@@ -529,6 +529,14 @@ def test_huge_params(tmp_path: Path, figures):
             server.call("pi/getEntry", {"session": handle, "id": ids[0]}, timeout=120)["message"]["content"]
             == big_text
         )
+        read_back = server.call("pi/getEntry", {"session": handle, "id": ids[1]}, timeout=120)["data"]
+        levels = 0
+        while type(read_back) is list and len(read_back) == 1:  # (== would recurse 50,000 deep)
+            read_back, levels = read_back[0], levels + 1
+        assert (levels, read_back) == (50_000, 1)
+        assert server.call("pi/getEntry", {"session": handle, "id": ids[2]}, timeout=120)["data"] == wide
+        last = server.call("pi/getEntry", {"session": info["session"], "id": f"{49_999:08x}"}, timeout=120)
+        assert last["customType"] == "x"
         check_session_file(target, ids)
         assert world.fingerprint() == before
         figures[

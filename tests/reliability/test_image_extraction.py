@@ -61,6 +61,8 @@ def test_the_image_file_name_is_a_plain_name_whatever_the_id(tmp_path: Path, ent
     name = plan.file_name
     assert "/" not in name and "\\" not in name and "\x00" not in name and "\n" not in name
     assert name not in (".", "..") and len(name.encode()) < 255
+    session, entry_part, place_part, extension = name.split(".")  # the id and the place hold no "."
+    assert (session, extension) == ("s", "png") and 0 < len(entry_part) <= 64 and 0 < len(place_part) <= 64
     target = os.path.normpath(os.path.join(tmp_path, name))
     assert os.path.dirname(target) == str(tmp_path)
     assert name in plan.edit.new_text  # the placeholder names the file that is written

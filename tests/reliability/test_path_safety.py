@@ -5,6 +5,7 @@ by opening them (library, read-only views, the server's pi/open, uri addressing 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 from collections.abc import Iterator
@@ -12,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_helpers import ASSISTANT, USER, new_session_file, sha256_tree
+from file_locks import NEEDS_PROC_LOCKS, until_a_process_waits_for_the_lock_of
+from reliability_helpers import ASSISTANT, USER, check_session_file, new_session_file, sha256_tree
 from reliability_rpc import RawServer, file_uri
 
 from pi_session_server.errors import InvalidSessionFileError, InvalidSessionIdError, PiSessionError
@@ -165,6 +167,20 @@ def test_long_ids_fail_cleanly_when_the_name_is_too_long(tmp_path: Path, srv: Ra
     reply = srv.request("pi/append", {"session": made["session"], "kind": "message", "message": ASSISTANT})
     assert _code(reply) == -32005 and reply["error"]["data"]["code"] == "ENAMETOOLONG", reply
     assert list((tmp_path / "s").iterdir()) == []
+    source = new_session_file(tmp_path / "source", cwd=str(tmp_path))
+    fork = {
+        "sourcePath": source,
+        "targetCwd": str(tmp_path),
+        "sessionDir": str(tmp_path / "s"),
+        "options": {"id": long_id},
+    }
+    reply = srv.request("pi/forkFrom", fork)
+    assert _code(reply) == -32005 and reply["error"]["data"]["code"] == "ENAMETOOLONG", reply
+    renamed = srv.call("pi/create", {"cwd": str(tmp_path), "sessionDir": str(tmp_path / "s")})["session"]
+    srv.call("pi/newSession", {"session": renamed, "options": {"id": long_id}})
+    reply = srv.request("pi/append", {"session": renamed, "kind": "message", "message": ASSISTANT})
+    assert _code(reply) == -32005 and reply["error"]["data"]["code"] == "ENAMETOOLONG", reply
+    assert list((tmp_path / "s").iterdir()) == []
 
 
 # -- NUL bytes in paths ---------------------------------------------------------------------------
@@ -276,6 +292,33 @@ def test_a_leaf_moved_through_the_link_is_where_the_real_path_continues(tmp_path
     assert srv.call("pi/getLeaf", {"uri": real})["leafId"] == first
     answer = srv.call("pi/append", {"uri": real, "kind": "message", "message": ASSISTANT})
     assert srv.call("pi/getLeaf", {"session": handle})["leafId"] == answer["id"]
+
+
+@NEEDS_PROC_LOCKS
+def test_appends_through_the_link_and_the_real_path_are_one_writer(tmp_path: Path, srv: RawServer):
+    """A session opened through its link and again through its real path: both handles write
+    under one lock and know each other's lines as this server's, one after the other or all at
+    once: nothing is told as another process's write, and every line is whole."""
+    target = Path(new_session_file(tmp_path / "real", cwd=str(tmp_path)))
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    through_link = srv.call("pi/open", {"path": str(link)})["session"]
+    through_target = srv.call("pi/open", {"path": str(target)})["session"]
+    params = [
+        {"session": handle, "kind": "message", "message": USER} for handle in (through_link, through_target)
+    ]
+    written = [srv.call("pi/append", params[n % 2])["id"] for n in range(4)]
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the appends below pile up behind it, then start at once
+        sent = [srv.send_request("pi/append", params[n % 2]) for n in range(1000)]
+        until_a_process_waits_for_the_lock_of(target)
+    finally:
+        os.close(fd)
+    written += [srv.wait_reply(msg_id)["result"]["id"] for msg_id in sent]
+    srv.call("pi/getLeaf", {"session": through_target})  # one more round trip after the last answer
+    assert [method for method, _ in srv.notifications if method == "pi/foreignWriter"] == []
+    check_session_file(str(target), written)
 
 
 # -- files that are not sessions are never modified by opening them --------------------------------

@@ -358,19 +358,30 @@ def test_free_function_accepts_plain_values():
 # -- D15: bodies read on demand never come from a different line -------------------------------
 
 
-def test_d14_large_file_rewritten_in_place_raises_instead_of_lying(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    ("loaded", "rewritten"),
+    [
+        (b'"id":"b"', b'"id":"z"'),
+        (b'"parentId":"a"', b'"parentId":"z"'),
+        (b'"type":"message"', b'"type":"massage"'),
+        (b'"timestamp":"2025-01-01T00:00:02.000Z"', b'"timestamp":"2025-01-01T00:00:03.000Z"'),
+    ],
+)
+def test_d14_large_file_rewritten_in_place_raises_instead_of_lying(tmp_path, monkeypatch, loaded, rewritten):
     from pi_session_server.errors import StaleFileError
     from pi_session_server.session import loader
 
     monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)  # behave like a file over the limit
-    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None, text="original"), _msg("b", "a")])
+    second = _msg("b", "a", ts="2025-01-01T00:00:02.000Z")
+    path = _write(tmp_path / "s.jsonl", [HEADER, _msg("a", None, text="original"), second])
     sm = SessionManager.open(path)
-    with open(path, "r+b") as f:  # same length, another entry's envelope
-        data = f.read().replace(b'"id":"a"', b'"id":"z"')
-        f.seek(0)
-        f.write(data)
+    with open(path, "r+b") as f:  # same length, another entry's envelope (any member of it)
+        data = f.read()
+        line = data.index(b'"id":"b"') - len(b'{"type":"message",')
+        f.seek(line)
+        f.write(data[line:].replace(loaded, rewritten, 1))
     with pytest.raises(StaleFileError):
-        _ = sm.get_entry("a")["message"]
+        _ = sm.get_entry("b")["message"]
 
 
 def test_d14_large_file_reads_bodies_of_entries_with_huge_integer_ids(tmp_path, monkeypatch):
@@ -386,6 +397,23 @@ def test_d14_large_file_reads_bodies_of_entries_with_huge_integer_ids(tmp_path, 
     sm = SessionManager.open(str(path))
     (entry,) = sm.get_entries()
     assert entry.id == 9007199254740992.0 and entry.parent_id == 1.2345678901234567e19
+    assert entry["data"] == "kept"
+
+
+@pytest.mark.parametrize("bodies_kept", [True, False])
+def test_bodies_of_entries_whose_type_and_timestamp_are_huge_integers_are_read(
+    tmp_path, monkeypatch, bodies_kept
+):
+    # as the ids above: an envelope that kept the integer, compared with a body read again
+    from pi_session_server.session import loader
+
+    if not bodies_kept:
+        monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)
+    odd = '{"type":123456789012345678901234567890,"id":"a","parentId":null,"timestamp":98765432109876543210,"data":"kept"}'
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(HEADER) + "\n" + odd + "\n")
+    sm = SessionManager.open(str(path), read_only=True)
+    (entry,) = sm.get_entries()
     assert entry["data"] == "kept"
 
 

@@ -491,19 +491,32 @@ def test_the_generation_of_a_reused_inode_number_differs_where_the_file_system_k
     assert first[1] != again[1]
 
 
+# a member of the envelope of m1000 (its parent is m993), changed keeping the line's length
+ENVELOPE_CHANGES = {
+    "id": (b'"id":"m1000"', b'"id":"m1001"'),
+    "parentId": (b'"parentId":"m993"', b'"parentId":"m994"'),
+    "type": (b'"type":"message"', b'"type":"massage"'),
+    "timestamp": (b'"timestamp":"2025-01-01T00:00:40Z"', b'"timestamp":"2025-01-01T00:00:41Z"'),
+}
+
+
+@pytest.mark.parametrize("member", ENVELOPE_CHANGES)
 @pytest.mark.parametrize("count", [2000, 100_000])  # its lines' bytes kept (small), or read again
 def test_a_body_read_after_the_file_changed_behind_the_index_is_refused(
-    tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch, count: int
+    tmp_path: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch, count: int, member: str
 ):
     """What the CRCs cannot see (a line in the middle rewritten, and the file appended to) still
-    never yields another entry's body: the line read must carry the envelope indexed."""
+    never yields another entry's body: the line read must carry the envelope indexed, each of
+    its members."""
     monkeypatch.setenv(cache_dir.INDEX_MIN_SIZE_ENV, "0")
     monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 1_000_000)
     path = _session(tmp_path / "s.jsonl", count=count, final_newline=True)
     with SessionManager.open(str(path), read_only=True, index=str(index_dir)):
         pass
     data = path.read_bytes()
-    _rewrite_keeping_size_and_mtime(path, data.index(b'"id":"m1000"'), b'"id":"m1001"')
+    line = data.index(b'{"type":"message","id":"m1000"')
+    indexed, changed = ENVELOPE_CHANGES[member]
+    _rewrite_keeping_size_and_mtime(path, data.index(indexed, line), changed)
     with open(path, "ab") as f:
         f.write(_message(count, count - 1) + b"\n")
     with SessionManager.open(str(path), read_only=True, index=str(index_dir)) as sm:
