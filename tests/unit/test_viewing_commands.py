@@ -349,6 +349,42 @@ def test_ctrl_c_stops_a_command_without_a_traceback(
     assert capsys.readouterr().err == ""
 
 
+# A command that prints a line, then is stopped by Ctrl-C, in a process of its own.
+_INTERRUPTED_COMMAND = """
+import sys
+from pi_session_server.commands import check
+
+def interrupted(args):
+    print("checked so far")
+    raise KeyboardInterrupt
+
+check.run = interrupted
+"""
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        "from pi_session_server.cli import main; sys.exit(main())",  # the pi-session script
+        "import runpy; runpy.run_module('pi_session_server', run_name='__main__')",  # python -m
+    ],
+)
+def test_ctrl_c_ends_the_process_by_the_signal_so_a_shell_loop_stops(start: str) -> None:
+    import signal
+
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_COMMAND + start, "check", "--no-index"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # a shell goes on with a loop after a command that exited, even with 130, and stops after one
+    # the signal killed
+    assert done.returncode == -signal.SIGINT
+    assert done.stdout == "checked so far\n"  # what was printed before is not lost
+    assert done.stderr == ""
+
+
 def test_version_names_the_package_and_the_pi_releases(capsys: pytest.CaptureFixture[str]) -> None:
     from pi_session_server import __version__, cli
 
