@@ -124,7 +124,12 @@ def _serve_with_defaults(argv: list[str]) -> types.SimpleNamespace:
     return types.SimpleNamespace(command="serve", **options, _run=serve.run)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> int:
+    """Run the command ``argv`` names (default: the process's arguments) and return its exit
+    status. ``as_program`` (default: when ``argv`` is None) says that this call is the process
+    itself, which Ctrl-C then ends as the signal would (:func:`_end_as_interrupted`)."""
+    if as_program is None:
+        as_program = argv is None
     buffer_raw_std_streams()
     _printable_output()
     if argv is None:
@@ -140,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt:  # Ctrl-C: the user knows why the command stopped, no traceback
+        if as_program:
+            _end_as_interrupted()
         return EXIT_INTERRUPTED
     except (CommandError, PiSessionError, OSError) as error:
         # what the file or the system refused: one line, like the commands' own messages
@@ -226,6 +233,22 @@ def _output_failed(error: OSError, command: str | None) -> int:
     print(f"{name}: {error.strerror or error}", file=sys.stderr)
     _stdout_to_devnull()
     return 2
+
+
+def _end_as_interrupted() -> None:
+    """End the process by SIGINT, what it would have died of without Python's handler: a shell
+    tells a command Ctrl-C killed from one that caught it and exited, and goes on with the rest of
+    a loop or a script (``for f in *.jsonl; do pi-session check "$f"; done``) after the latter,
+    and leaves its prompt on the line of the ``^C`` (after a progress line). What was printed is
+    written out first."""
+    import signal
+
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _stdout_to_devnull()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def _reader_gone() -> int:

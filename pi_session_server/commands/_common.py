@@ -185,14 +185,20 @@ def report_skipped_lines(command: str, path: str, manager: SessionManager) -> in
     return count
 
 
-def say_leaf_not_found(command: str, leaf: str) -> None:
-    """Say on stderr that ``--leaf`` names no entry. pi builds the context at its last entry for an
-    id it does not know, and for an empty one, which it takes for none: a command names the mistake
+def say_leaf_not_found(command: str, leaf: str, file: str | None) -> None:
+    """Say on stderr that ``--leaf`` names no entry of the session ``file`` (as given; None: the
+    bundled example), and where its ids are. pi builds the context at its last entry for an id it
+    does not know, and for an empty one, which it takes for none: a command names the mistake
     instead of showing a context that was not asked for."""
     from ..render.terminal_text import one_terminal_line
 
     if leaf:
-        print(f"pi-session {command}: Entry {one_terminal_line(leaf)} not found", file=sys.stderr)
+        where = "" if file is None else f" {shlex.quote(file)}"
+        print(
+            f"pi-session {command}: Entry {one_terminal_line(leaf)} not found"
+            f" (`pi-session tree --ids{one_terminal_line(where)}` shows the ids)",
+            file=sys.stderr,
+        )
     else:
         print(
             f"pi-session {command}: --leaf '' names no entry (pi takes an empty id for none)", file=sys.stderr

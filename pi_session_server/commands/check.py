@@ -49,8 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.add_argument(
         "--min-severity",
+        type=_severity_named,
         choices=SEVERITIES,
         default="hint",
+        metavar="{" + ",".join(_SHORT_NAMES.get(name, name) for name in SEVERITIES) + "}",
         help="report only problems at least this severe (default: hint, i.e. everything)",
     )
     parser.add_argument(
@@ -70,6 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser,
         "neither read nor keep the problems of an unchanged file in the cache directory",
     )
+
+
+def _severity_named(name: str) -> str:
+    """The severity ``name`` names: the text form's short names (``info``) as well as the JSON's."""
+    return {short: full for full, short in _SHORT_NAMES.items()}.get(name, name)
 
 
 # ---------------------------------------------------------------------- finding files

@@ -29,7 +29,11 @@ from ._common import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", help="session file (default: the bundled example session)")
-    parser.add_argument("--leaf", help="build the context at this entry id instead of the session's leaf")
+    parser.add_argument(
+        "--leaf",
+        metavar="ID",
+        help="build the context at this entry instead of the session's leaf (tree --ids shows the ids)",
+    )
     parser.add_argument("--json", action="store_true", help="print the context as JSON (pi's value)")
     add_pi_argument(parser)
     add_index_argument(parser)
@@ -69,7 +73,7 @@ def _context_text(path: str, args: argparse.Namespace) -> tuple[str, int] | None
     skipped = report_skipped_lines("context", path, manager)
     if args.leaf is not None:
         if not args.leaf or manager.get_entry(args.leaf) is ABSENT:
-            say_leaf_not_found("context", args.leaf)
+            say_leaf_not_found("context", args.leaf, args.file)
             return None
         context = manager.build_session_context_at(args.leaf)
     else:

@@ -251,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
                     not args.leaf
                     or client.request("pi/getEntry", {"session": info["session"], "id": args.leaf}) is None
                 ):
-                    say_leaf_not_found("demo", args.leaf)
+                    say_leaf_not_found("demo", args.leaf, args.file)
                     return 1
                 context_params["leafId"] = args.leaf
             context = client.request("pi/buildSessionContext", context_params)

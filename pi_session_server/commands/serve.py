@@ -62,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if sys.stdin.isatty():  # typed at a prompt: it would wait there for a client, saying nothing
+        print(TYPED_AT_A_TERMINAL, file=sys.stderr, flush=True)
     with imported_for_good():
         import_asyncio_without_tls()
         import_uuid_without_platform()
@@ -85,6 +87,13 @@ def run(args: argparse.Namespace) -> int:
     )
     create_server(options).serve_stdio()
     return 0
+
+
+# What `pi-session serve` says when its input is a terminal, not a client's pipe.
+TYPED_AT_A_TERMINAL = (
+    "pi-session serve: waiting for a JSON-RPC client on stdin (LSP framing): an editor or a program "
+    "starts this command; `pi-session demo` shows one talking to it. Ctrl-C stops it."
+)
 
 
 def import_asyncio_without_tls() -> None:

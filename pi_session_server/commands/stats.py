@@ -95,7 +95,9 @@ def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None, encoding
     )
     tokens = stats["tokens"]
     parts = ", ".join(f"{label} {_number(tokens[key])}" for key, label in _TOKEN_NAMES)
-    out.append(f"tokens: {_number(tokens['totalTokens'])} ({parts})")
+    # the sum of the four, as pi's /session counts it: the messages' own totalTokens, which the
+    # JSON sums, is missing from those of older pi releases, and was shown as a total of 0
+    out.append(f"tokens: {_number(sum(tokens[key] for key, _ in _TOKEN_NAMES))} ({parts})")
     out.append(f"cost: {_dollars(stats['cost'])}")
     models = stats["models"]
     if models:
@@ -103,9 +105,11 @@ def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None, encoding
         names = {model: one_terminal_line(model) for model in models}
         width = max(written_width(shown, encoding) for shown in names.values())
         for model, values in sorted(models.items(), key=lambda item: -item[1]["cost"]):
+            # (a model's messages that recorded no totalTokens: no count rather than 0)
+            recorded = f"  {_number(values['totalTokens'])} tokens" if values["totalTokens"] else ""
             out.append(
                 f"  {padded(names[model], width, encoding)}  {counted(values['turns'], 'turn')}"
-                f"  {_number(values['totalTokens'])} tokens  {_dollars(values['cost'])}"
+                f"{recorded}  {_dollars(values['cost'])}"
             )
     return out
 

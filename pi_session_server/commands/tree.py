@@ -1,5 +1,5 @@
-"""``pi-session tree [FILE] [--pi VERSION]``: the session tree drawn as text (labels, branch points,
-the leaf), the session read as pi release VERSION reads it.
+"""``pi-session tree [FILE] [--ids] [--pi VERSION]``: the session tree drawn as text (labels, branch
+points, the leaf; with ``--ids``, each entry's id), the session read as pi release VERSION reads it.
 
 A file unchanged since it was last drawn the same way is printed from what was kept then
 (session/view_store.py), before the library that draws it is imported (commands/tree_draw.py)."""
@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "least 1; default: each line cut to the terminal's width, as COLUMNS or the terminal says, "
         f"a preview to what the rest of its row leaves; previews of {DEFAULT_WIDTH} when neither "
         "says)",
+    )
+    parser.add_argument(
+        "--ids",
+        action="store_true",
+        help="show each entry's id before its preview (what --leaf of context and demo takes)",
     )
     parser.add_argument(
         "--ascii",
@@ -90,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         encoding,
         errors,
         args.ascii,
+        args.ids,
     )
     before = view_store.identity_before_open(path) if args.index else None
     kept = view_store.load(path, before, view_store.TREE, key, args.index)

@@ -53,13 +53,14 @@ def tree_lines(
     glyphs: Glyphs = UNICODE,
     encoding: str | None = None,
     row_width: int | None = None,
+    ids: bool = False,
 ) -> Iterator[str]:
     """The drawn tree's lines, one at a time, from the first asked for on, drawn with ``glyphs``;
     the previews cut to ``width`` columns as written in ``encoding`` (the output's: the escapes of
     control characters and of what it cannot write count at their length, a wide character as two;
     None: an encoding that writes every character), and each row to ``row_width`` columns when
     given (a terminal's width: a preview cut to what its row's indentation, marks and label leave,
-    render/tree_text.py). The previews are those
+    render/tree_text.py); with ``ids``, each row's text starts with its entry's id. The previews are those
     ``cache`` made while the session was opened, else read in one pass over the file (or from those
     kept with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
@@ -90,13 +91,15 @@ def tree_lines(
         key = entry_id if type(entry_id) is str else index_key(entry_id)
         # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
         text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
+        # (tree --ids: what --leaf takes, before the preview, as demo shows it)
+        shown_id = f"{js_string_of(entry_id)} " if ids else ""
         label = node.label
         label = js_string_of(label) if label is not ABSENT else ""
         # a label as wide as a preview at most (--width's: the row's room cuts it below)
         tail = f"  [{cut(label, width, ellipsis, encoding)}]" if label else ""
         shown = width
         if room is not None:  # (the row fits ``row_width``: what its other parts leave the text)
-            room = max(0, room - (len(LEAF_MARK) if key == leaf else 0))
+            room = max(0, room - (len(LEAF_MARK) if key == leaf else 0) - written_width(shown_id, encoding))
             # the label its room, but for half of it at least, the preview's, where it is long
             shown = (
                 min(width, max(room - written_width(tail, encoding), (room + 1) // 2))
@@ -108,7 +111,7 @@ def tree_lines(
         text = cut(text, shown, ellipsis, encoding, more=len(text) > width) + tail
         if room is not None and tail:  # (a label wider than what the preview leaves it: cut)
             text = cut(text, room, ellipsis, encoding)
-        return key, one_terminal_line(text)
+        return key, one_terminal_line(shown_id + text)
 
     branch = manager.get_branch()
     roots = manager.get_tree()
@@ -135,7 +138,7 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
         with cache.made_while_scanning(longest=args.width + 1):
             manager = open_to_look(path, args.pi, index=args.index)
         glyphs, encoding = output_glyphs(args.ascii), output_encoding()[0]
-        lines = tree_lines(manager, args.width, cache, glyphs, encoding, args.row_width)
+        lines = tree_lines(manager, args.width, cache, glyphs, encoding, args.row_width, args.ids)
         # held by the rows alone: each preview goes once its row is drawn
         del cache
         return _print(path, args, before, key, manager, lines)

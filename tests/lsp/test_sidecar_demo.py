@@ -134,7 +134,7 @@ def test_demo_reports_errors(tmp_path):
     assert (unknown.returncode, unknown.stdout, unknown.stderr) == (
         1,
         "",
-        "pi-session demo: Entry nope not found\n",
+        "pi-session demo: Entry nope not found (`pi-session tree --ids` shows the ids)\n",
     )
 
 

@@ -85,6 +85,17 @@ def test_min_severity_and_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert out[-1] == "2 files checked: 1 error"
 
 
+@pytest.mark.parametrize("level", ["info", "information"])
+def test_min_severity_takes_the_name_the_text_form_prints(
+    level: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = write(tmp_path / "s.jsonl", GOOD + "\n")  # a blank line: a hint
+    assert main(["check", "--min-severity", "hint", str(session)]) == 0
+    assert " hint " in capsys.readouterr().out
+    assert main(["check", "--min-severity", level, str(session)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{session}: ok", "1 file checked: ok"]
+
+
 def test_missing_path_and_default_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -62,6 +62,24 @@ def test_a_cheap_session_shows_its_cost_below_a_cent_and_its_name_escaped(
     assert "cost: $0.0004" in out and "p/m  1 turn  15 tokens  $0.0004" in out
 
 
+def test_messages_of_an_older_pi_without_total_tokens_are_counted_by_their_parts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pi's older releases recorded no ``totalTokens`` in a message's usage: the total was shown as
+    0 beside non-zero parts. It is their sum, as pi's /session counts it."""
+    turn = json.loads(S.assistant("a1", "u1"))
+    usage = turn["message"]["usage"]
+    del usage["totalTokens"]
+    usage.update(input=3, output=191, cacheRead=1684, cacheWrite=9518)
+    usage["cost"]["total"] = 0.04
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([S.header(), S.user("u1", None, "hi"), json.dumps(turn)]) + "\n")
+    code, out, _ = _run(capsys, str(path))
+    assert code == 0
+    assert "tokens: 11,396 (input 3, output 191, cache read 1,684, cache write 9,518)" in out.splitlines()
+    assert out.splitlines()[-1].endswith("  1 turn  $0.04")  # no count of 0 tokens by the model
+
+
 @pytest.mark.parametrize(("encoding", "wide"), [("utf-8", "\u4e2d\u6587"), ("ascii", "mod\u00e8le")])
 def test_the_models_line_up_as_written(tmp_path: Path, encoding: str, wide: str) -> None:
     """Padded by characters, a model's name of wide characters, or of escapes (an ASCII output),

@@ -292,12 +292,37 @@ def test_a_whole_file_says_nothing_on_stderr(tmp_path: Path):
     assert done.returncode == 0 and done.stderr == ""
 
 
+def test_tree_ids_show_what_context_leaf_takes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``context --leaf ID`` needs an entry's id, which the tree did not show: ``--ids`` puts each
+    entry's id before its preview, as demo does, and the rows still fit a narrow terminal."""
+    from pi_session_server.commands._common import example_session_path
+
+    ids = [json.loads(line)["id"] for line in Path(example_session_path()).read_text().splitlines()[1:]]
+    done = _cli("tree", "--ids", "--no-index", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.split("\n\n", 1)[1].splitlines()
+    assert [row.lstrip("│├└─ *").split(" ")[0] for row in rows] == ids
+    assert "* 1e2f3a4b user: The test suite fails" in done.stdout
+    context = _cli("context", "--leaf", "1e2f3a4b", "--no-index", cwd=tmp_path)
+    assert context.returncode == 0 and "at entry 1e2f3a4b" in context.stdout
+    monkeypatch.setenv("COLUMNS", "40")
+    narrow = _cli("tree", "--ids", "--no-index", cwd=tmp_path)
+    rows = narrow.stdout.split("\n\n", 1)[1].splitlines()
+    assert rows and max(map(len, rows)) <= 40
+    assert rows[3].startswith("* 1e2f3a4b user: ")
+    copy = tmp_path / "my session.jsonl"
+    copy.write_text(Path(example_session_path()).read_text())
+    unknown = _cli("context", "--leaf", "nope", str(copy), cwd=tmp_path)
+    assert unknown.returncode == 1
+    assert unknown.stderr.endswith(f"(`pi-session tree --ids '{copy}'` shows the ids)\n")
+
+
 @pytest.mark.parametrize("command", ["context", "demo"])
 @pytest.mark.parametrize(
     ("leaf", "said"),
     [
-        ("nope", "Entry nope not found"),
-        ("\x1b[2J", "Entry \\x1b[2J not found"),
+        ("nope", "Entry nope not found (`pi-session tree --ids` shows the ids)"),
+        ("\x1b[2J", "Entry \\x1b[2J not found (`pi-session tree --ids` shows the ids)"),
         ("", "--leaf '' names no entry (pi takes an empty id for none)"),
     ],
     ids=["unknown", "escape", "empty"],
@@ -347,6 +372,42 @@ def test_ctrl_c_stops_a_command_without_a_traceback(
     monkeypatch.setattr(check, "run", interrupted)
     assert cli.main(["check", "--no-index"]) == 128 + 2  # what a shell reports for Ctrl-C
     assert capsys.readouterr().err == ""
+
+
+# A command that prints a line, then is stopped by Ctrl-C, in a process of its own.
+_INTERRUPTED_COMMAND = """
+import sys
+from pi_session_server.commands import check
+
+def interrupted(args):
+    print("checked so far")
+    raise KeyboardInterrupt
+
+check.run = interrupted
+"""
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        "from pi_session_server.cli import main; sys.exit(main())",  # the pi-session script
+        "import runpy; runpy.run_module('pi_session_server', run_name='__main__')",  # python -m
+    ],
+)
+def test_ctrl_c_ends_the_process_by_the_signal_so_a_shell_loop_stops(start: str) -> None:
+    import signal
+
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_COMMAND + start, "check", "--no-index"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # a shell goes on with a loop after a command that exited, even with 130, and stops after one
+    # the signal killed
+    assert done.returncode == -signal.SIGINT
+    assert done.stdout == "checked so far\n"  # what was printed before is not lost
+    assert done.stderr == ""
 
 
 def test_version_names_the_package_and_the_pi_releases(capsys: pytest.CaptureFixture[str]) -> None:
