@@ -84,6 +84,26 @@ def _whole_line(raw: bytes) -> tuple[int, int]:
     return (start, end) if end > start else (0, text_end(raw))
 
 
+def _whole_line_of(info: LineInfo) -> tuple[int, int]:
+    return _whole_line(info.raw)
+
+
+class WholeLines:
+    """The whole-line ranges of lines, each line's found once (a line of a file on disk is read
+    again for it): the related lines of one pass's problems."""
+
+    __slots__ = ("_found",)
+
+    def __init__(self) -> None:
+        self._found: dict[LineInfo, tuple[int, int]] = {}
+
+    def of(self, info: LineInfo) -> tuple[int, int]:
+        found = self._found.get(info)
+        if found is None:
+            found = self._found[info] = _whole_line(info.raw)
+        return found
+
+
 def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
     if p.span is not None:
         return p.span
@@ -95,12 +115,13 @@ def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
     return p.resolved
 
 
-def _diagnostic(info: LineInfo, p: Problem) -> Diagnostic:
+def _diagnostic(info: LineInfo, p: Problem, whole_lines: WholeLines | None = None) -> Diagnostic:
+    """``whole_lines``: the ranges of related lines already found in this pass (the few first lines
+    of a large duplicate group or cycle are related to each of its many members)."""
     start, end = problem_span(info, p)
+    whole = whole_lines.of if whole_lines is not None else _whole_line_of
     related = tuple(
-        Related(other.line, *_whole_line(other.raw), message)
-        for other, message in p.related
-        if other.line >= 0
+        Related(other.line, *whole(other), message) for other, message in p.related if other.line >= 0
     ) + tuple(Related(info.line, start, end, message) for start, end, message in p.notes)
     return Diagnostic(info.line, start, end, CODES[p.code].severity, p.code, p.message, related)
 
@@ -554,6 +575,7 @@ def _tree_diagnostics(
     """The cross-line problems of the tree (``found``: the tree's, of some of its lines)."""
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None  # (looked for at a missing parent)
     forked = _Forked(doc)
+    whole_lines = WholeLines()
     for info, problems in _paused(found, check):
         for p in problems:
             if not _tree_problem_reported(p, first_pass, forked):
@@ -563,7 +585,7 @@ def _tree_diagnostics(
                     glued = glued_entries(doc)
                 if info.parent_id in glued:
                     p = _parent_in_glued_line(p, glued[info.parent_id][0])
-            yield _diagnostic(info, p)
+            yield _diagnostic(info, p, whole_lines)
 
 
 class _Forked:
