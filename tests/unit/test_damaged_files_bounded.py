@@ -1,0 +1,105 @@
+"""Damaged files cost work about linear in their size whatever the damage: the work is counted
+(reads of the file, calls), never timed (the figures: bench/bench_damage.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pi_session_server.analysis import document as document_module
+from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
+from pi_session_server.analysis.diagnostics import document_diagnostics
+from pi_session_server.analysis.document import SessionDocument
+
+HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}'
+ENTRY = (
+    b'{"type":"message","id":"%s","parentId":%s,"timestamp":"2025-01-01T00:00:01.000Z",'
+    b'"message":{"role":"user","content":"hello","timestamp":1}}'
+)
+
+
+def _file(tmp_path: Path, lines: list[bytes]) -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join([HEADER, *lines]) + b"\n")
+    return path
+
+
+def _diagnostics_counting_reads(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list, int]:
+    """The diagnostics of the file read from disk (as ``check`` and the language server read a
+    file the editor does not send), and how many times a line was read again for them."""
+    doc = SessionDocument.from_file(str(path))
+    reads = 0
+    pread = os.pread
+
+    def counted(fd: int, length: int, offset: int) -> bytes:
+        nonlocal reads
+        reads += 1
+        return pread(fd, length, offset)
+
+    monkeypatch.setattr(document_module.os, "pread", counted)
+    return document_diagnostics(doc), reads
+
+
+def test_one_line_repeated_reads_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a crash loop writing one line again and again: every line a duplicate of every other, each
+    # with the group's first lines as related lines
+    count = 2_000
+    path = _file(tmp_path, [ENTRY % (b"same", b"null")] * count)
+    found, reads = _diagnostics_counting_reads(path, monkeypatch)
+    duplicates = [d for d in found if d.code == "PI030"]
+    assert len(duplicates) == count
+    assert all(len(d.related) == 20 for d in duplicates)
+    # each problem's own line, and the related lines once for the pass (not once per problem)
+    assert reads <= 2 * count + 100
+
+
+def test_related_ranges_are_the_same_as_each_line_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # lines of a cycle and of a duplicate group, some with trailing blanks and a CR: each related
+    # range is its line's whole text, as when the line is placed by itself
+    lines = [ENTRY % (b"a", b'"b"') + b"  ", ENTRY % (b"b", b'"a"') + b"\r", ENTRY % (b"a", b"null") + b"\t"]
+    path = _file(tmp_path, lines * 3)
+    in_memory = document_diagnostics(SessionDocument(path.read_bytes()))
+    from_file, _ = _diagnostics_counting_reads(path, monkeypatch)
+    assert from_file == in_memory
+    related = {(r.line, r.start, r.end) for d in from_file for r in d.related}
+    raw = path.read_bytes().split(b"\n")
+    assert related and all(
+        (start, end) == (0, len(raw[line].rstrip(b" \t\r"))) for line, start, end in related
+    )
+
+
+def _calls(job: Callable[[], object]) -> int:
+    """The Python function calls (and calls into C) ``job`` makes: work counted, not timed."""
+    count = 0
+
+    def counting(_frame: object, event: str, _arg: object) -> None:
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(counting)
+    try:
+        job()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def _repeated(count: int) -> SessionDocument:
+    return SessionDocument(b"\n".join([HEADER, *[ENTRY % (b"same", b"null")] * count]) + b"\n")
+
+
+def test_the_repair_plan_of_one_line_repeated_is_linear() -> None:
+    # a repair on every line, each checked against the repairs planned before it
+    small, large = _repeated(300), _repeated(1_200)
+    plans = [plan_repairs(doc, FIXABLE_CODES) for doc in (small, large)]
+    assert [len(p.applied) for p in plans] == [299, 1_199]  # every copy but the last one removed
+    ratio = _calls(lambda: plan_repairs(large, FIXABLE_CODES)) / _calls(
+        lambda: plan_repairs(small, FIXABLE_CODES)
+    )
+    assert ratio < 5  # four times the lines: four times the work, not sixteen
