@@ -12,6 +12,7 @@ entry type (PI020) under one without.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -130,8 +131,16 @@ def _at(info: LineInfo, code: str, message: str, path: tuple[str, ...] | None = 
     return _diagnostic(info, Problem(code, message, path=path))
 
 
-def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
-    return [*_bom_diagnostics(doc), *_header_diagnostics(doc), *_end_diagnostics(doc)]
+def file_diagnostics(
+    doc: SessionDocument, first_line: int = 0, last_line: int | None = None
+) -> list[Diagnostic]:
+    """The file's diagnostics, those of repeated headers only on lines ``first_line..last_line``
+    (a header on every line is as many diagnostics: quick fixes of a few lines make theirs only)."""
+    return [
+        *_bom_diagnostics(doc),
+        *_header_diagnostics(doc, first_line, doc.line_count - 1 if last_line is None else last_line),
+        *_end_diagnostics(doc),
+    ]
 
 
 def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
@@ -179,8 +188,8 @@ def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     return out
 
 
-def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
-    """A missing, invalid, misplaced or repeated header."""
+def _header_diagnostics(doc: SessionDocument, first_line: int, last_line: int) -> list[Diagnostic]:
+    """A missing, invalid, misplaced or repeated header (repeated on lines ``first_line..last_line``)."""
     out: list[Diagnostic] = []
     lines = doc.lines
     first = doc.first_kept()
@@ -234,7 +243,13 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
             )
         )
     main_header = first if first is not None and first.kind == L.HEADER else (headers[0] if headers else None)
-    for h in headers:
+    whole_lines = WholeLines()  # (the main header's, related to each repeated one)
+    in_lines = headers[
+        bisect.bisect_left(headers, first_line, key=_line_of) : bisect.bisect_right(
+            headers, last_line, key=_line_of
+        )
+    ]
+    for h in in_lines:
         if h is not main_header:
             out.append(
                 _diagnostic(
@@ -244,9 +259,14 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                         "a second session header: pi keeps the line but ignores it",
                         related=((main_header, "the header"),) if main_header is not None else (),
                     ),
+                    whole_lines,
                 )
             )
     return out
+
+
+def _line_of(info: LineInfo) -> int:
+    return info.line
 
 
 def _end_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
@@ -434,6 +454,7 @@ def diagnostics_of_lines(doc: SessionDocument, first_line: int, last_line: int) 
         edits=[info for info in lines if info in doc.edits],
         tree_problems=[(info, cross[info]) for info in lines if info in cross],
         wanted=lambda d: first <= d.line <= last,
+        lines=(first, last),
     )
 
 
@@ -446,15 +467,16 @@ def _diagnostics(
     edits: Iterable[LineInfo] | None = None,
     tree_problems: Iterable[tuple[LineInfo, tuple[Problem, ...]]] | None = None,
     wanted: Callable[[Diagnostic], bool] | None = None,
+    lines: tuple[int, int | None] = (0, None),
 ) -> list[Diagnostic]:
     """The diagnostics of the document, or of the lines given (``problem_lines``, ``edits``,
     ``tree_problems``: those of the document's that they hold, ``wanted``: which of its file's
-    diagnostics are theirs), ordered by position."""
+    diagnostics are theirs, ``lines``: the first and last line they are on), ordered by position."""
     if doc.other_bom_in_text() is not None:
         # bytes of UTF-16 or UTF-32 read from disk: parsed as pi's UTF-8, every line is an error
         # that the one repair (re-encoding the file) takes away; the one diagnostic says that
         return [d for d in _bom_diagnostics(doc) if wanted is None or wanted(d)]
-    out = [d for d in file_diagnostics(doc) if wanted is None or wanted(d)]
+    out = [d for d in file_diagnostics(doc, *lines) if wanted is None or wanted(d)]
     v1 = doc.is_v1()
     out.extend(
         _line_diagnostics(

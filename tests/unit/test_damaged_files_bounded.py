@@ -12,8 +12,9 @@ import pytest
 
 from pi_session_server.analysis import document as document_module
 from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
-from pi_session_server.analysis.diagnostics import document_diagnostics
+from pi_session_server.analysis.diagnostics import diagnostics_of_lines, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.repairs import repairs
 
 HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}'
 ENTRY = (
@@ -103,3 +104,26 @@ def test_the_repair_plan_of_one_line_repeated_is_linear() -> None:
         lambda: plan_repairs(small, FIXABLE_CODES)
     )
     assert ratio < 5  # four times the lines: four times the work, not sixteen
+
+
+def _headers_everywhere(count: int) -> SessionDocument:
+    # a header before every entry (files concatenated, a writer that starts each line anew)
+    entries = [ENTRY % (b"e%d" % n, b'"e%d"' % (n - 1) if n else b"null") for n in range(count)]
+    return SessionDocument(b"\n".join(line for entry in entries for line in (HEADER, entry)) + b"\n")
+
+
+@pytest.mark.parametrize("quick_fixes", ["diagnostics of lines", "repairs"])
+def test_the_quick_fixes_of_a_few_lines_among_repeated_headers_look_at_those_lines(quick_fixes: str) -> None:
+    def of_lines(doc: SessionDocument) -> Callable[[], object]:
+        if quick_fixes == "repairs":
+            return lambda: repairs(doc, 100, 110)
+        return lambda: diagnostics_of_lines(doc, 100, 110)
+
+    small, large = _headers_everywhere(500), _headers_everywhere(4_000)
+    for doc in (small, large):
+        found = diagnostics_of_lines(doc, 100, 110)
+        assert found == [d for d in document_diagnostics(doc) if 100 <= d.line <= 110]
+        assert [d.code for d in found if d.code == "PI013"] == ["PI013"] * 6
+        assert {r.code for r in repairs(doc, 100, 110)} == {"PI013"}
+    # eight times the headers, the same few lines: the same work
+    assert _calls(of_lines(large)) < 1.5 * _calls(of_lines(small))
