@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -127,3 +128,38 @@ def test_the_quick_fixes_of_a_few_lines_among_repeated_headers_look_at_those_lin
         assert {r.code for r in repairs(doc, 100, 110)} == {"PI013"}
     # eight times the headers, the same few lines: the same work
     assert _calls(of_lines(large)) < 1.5 * _calls(of_lines(small))
+
+
+def _results_on_another_branch(pairs: int) -> bytes:
+    """Calls down one branch of a fork, their results down the other in reverse order: each result
+    is far deeper or far shallower than its call."""
+
+    def entry(i: str, parent: str, message: dict[str, object]) -> bytes:
+        value = {"type": "message", "id": i, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z"}
+        return json.dumps({**value, "message": {**message, "timestamp": 1}}).encode()
+
+    lines = [HEADER, ENTRY % (b"root", b"null")]
+    for n in range(pairs):
+        call = {"type": "toolCall", "id": f"t{n}", "name": "bash", "arguments": {}}
+        lines.append(entry(f"a{n}", f"a{n - 1}" if n else "root", {"role": "assistant", "content": [call]}))
+    for k, n in enumerate(reversed(range(pairs))):
+        result = {
+            "role": "toolResult",
+            "toolCallId": f"t{n}",
+            "toolName": "bash",
+            "content": [],
+            "isError": False,
+        }
+        lines.append(entry(f"r{n}", f"r{n + 1}" if k else "root", result))
+    return b"\n".join(lines) + b"\n"
+
+
+def test_tool_results_whose_calls_are_on_another_branch_are_found_in_linear_work() -> None:
+    small, large = _results_on_another_branch(250), _results_on_another_branch(1_000)
+    for data, pairs in ((small, 250), (large, 1_000)):
+        orphans = [d for d in document_diagnostics(SessionDocument(data)) if d.code == "PI036"]
+        assert len(orphans) == pairs
+        assert all(d.related[0].message == "the toolCall, on another branch" for d in orphans)
+    # (the tree's problems are found as the document is made)
+    ratio = _calls(lambda: SessionDocument(large)) / _calls(lambda: SessionDocument(small))
+    assert ratio < 6  # four times the pairs: about four times the work (a few skips a bit of depth more)
