@@ -4,18 +4,21 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import msgspec
 import pytest
+from test_analysis_long_line import counting_reads
 
-from pi_session_server.analysis import document as document_module
 from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
-from pi_session_server.analysis.diagnostics import diagnostics_of_lines, document_diagnostics
+from pi_session_server.analysis.diagnostics import Diagnostic, diagnostics_of_lines, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.analysis.repairs import repairs
+from pi_session_server.server.language_features import DocState, LanguageFeatures
 
 HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}'
 ENTRY = (
@@ -30,33 +33,44 @@ def _file(tmp_path: Path, lines: list[bytes]) -> Path:
     return path
 
 
-def _diagnostics_counting_reads(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list, int]:
+def _diagnostics_counting_reads(path: Path) -> tuple[list[Diagnostic], int]:
     """The diagnostics of the file read from disk (as ``check`` and the language server read a
     file the editor does not send), and how many times a line was read again for them."""
     doc = SessionDocument.from_file(str(path))
-    reads = 0
-    pread = os.pread
-
-    def counted(fd: int, length: int, offset: int) -> bytes:
-        nonlocal reads
-        reads += 1
-        return pread(fd, length, offset)
-
-    monkeypatch.setattr(document_module.os, "pread", counted)
-    return document_diagnostics(doc), reads
+    with counting_reads() as reads:
+        found = document_diagnostics(doc)
+    return found, sum(reads.values())
 
 
-def test_one_line_repeated_reads_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_line_repeated_reads_each_line_once(tmp_path: Path) -> None:
     # a crash loop writing one line again and again: every line a duplicate of every other, each
     # with the group's first lines as related lines
     count = 2_000
     path = _file(tmp_path, [ENTRY % (b"same", b"null")] * count)
-    found, reads = _diagnostics_counting_reads(path, monkeypatch)
+    found, reads = _diagnostics_counting_reads(path)
     duplicates = [d for d in found if d.code == "PI030"]
     assert len(duplicates) == count
     assert all(len(d.related) == 20 for d in duplicates)
     # each problem's own line, and the related lines once for the pass (not once per problem)
     assert reads <= 2 * count + 100
+
+
+def test_the_language_server_converts_related_lines_once(tmp_path: Path) -> None:
+    # the diagnostics of a file the editor does not send, as the server sends them: each related
+    # line's range is converted to the client's columns once, not once per problem it is related to
+    count = 1_000
+    path = _file(tmp_path, [ENTRY % (b"same", b"null")] * count)
+    server: Any = SimpleNamespace(workspace=SimpleNamespace(position_encoding="utf-16"))
+    features = LanguageFeatures(server)
+    no_queue: Any = None  # the request runs here, not on a document's queue
+    on_disk = DocState("file:///s.jsonl", str(path), no_queue, doc=SessionDocument.from_file(str(path)))
+    in_memory = DocState("file:///s.jsonl", None, no_queue, doc=SessionDocument(path.read_bytes()))
+    features.diagnostics(on_disk)  # (found as for check, counted above)
+    with counting_reads() as reads:
+        sent = features.lsp_diagnostics(on_disk)
+    assert msgspec.json.encode(sent) == msgspec.json.encode(features.lsp_diagnostics(in_memory))
+    assert len(sent) == count and all(len(d["relatedInformation"]) == 20 for d in sent)
+    assert max(reads.values()) <= 4  # its own problem's two ends, and its two ends as a related line, once
 
 
 def test_related_ranges_are_the_same_as_each_line_alone(
@@ -67,7 +81,7 @@ def test_related_ranges_are_the_same_as_each_line_alone(
     lines = [ENTRY % (b"a", b'"b"') + b"  ", ENTRY % (b"b", b'"a"') + b"\r", ENTRY % (b"a", b"null") + b"\t"]
     path = _file(tmp_path, lines * 3)
     in_memory = document_diagnostics(SessionDocument(path.read_bytes()))
-    from_file, _ = _diagnostics_counting_reads(path, monkeypatch)
+    from_file, _ = _diagnostics_counting_reads(path)
     assert from_file == in_memory
     related = {(r.line, r.start, r.end) for d in from_file for r in d.related}
     raw = path.read_bytes().split(b"\n")
