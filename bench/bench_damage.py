@@ -31,18 +31,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))  # the session builders of the tests (tests/builders.py)
+
+import builders as S  # noqa: E402
 
 HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/x"}
 TIME = "2026-01-01T00:00:00.000Z"
 TEXT = "hello world " * 8
-USAGE = {
-    "input": 1,
-    "output": 1,
-    "cacheRead": 0,
-    "cacheWrite": 0,
-    "totalTokens": 2,
-    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-}
 
 
 def _line(value: dict) -> str:
@@ -57,7 +52,7 @@ def _message(i: object, parent: object, role: str = "user", content: object = TE
             "api": "anthropic-messages",
             "provider": "anthropic",
             "model": "m",
-            "usage": USAGE,
+            "usage": S.TEST_USAGE,
             "stopReason": "stop",
             "timestamp": 1,
         }
