@@ -122,7 +122,7 @@ def far_results(size: int) -> Iterator[str]:
     result on the other, the results in the calls' reverse order (a result is then far deeper or
     far shallower than its call)."""
     yield _line(_message("root", None))
-    pairs = (size - 1) // 2
+    pairs = size // 10  # (its lines are longer: the results too within the size, about)
     parent = "root"
     for n in range(pairs):
         call = {"type": "toolCall", "id": f"t{n}", "name": "bash", "arguments": {"command": "ls"}}
