@@ -18,6 +18,7 @@ one would take the session's id.
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -116,7 +117,7 @@ def plan_repairs(
     if not chosen_ones:
         return plan
     starts = doc.line_starts()
-    taken: list[tuple[int, int]] = []  # byte ranges of the splices planned so far
+    taken = _Taken()  # byte ranges of the splices planned so far
     seen: set[tuple[Splice, ...]] = set()
     for repair in chosen_ones:
         if repair.on_disk:
@@ -125,11 +126,12 @@ def plan_repairs(
         splices = tuple(sorted(_splice(e, starts) for e in repair.edits()))
         if not splices or splices in seen:
             continue
-        if any(_overlaps(s, t) for s in splices for t in taken):
+        if any(taken.overlaps(s) for s in splices):
             plan.deferred.append(repair)
             continue
         seen.add(splices)
-        taken.extend((s.start, s.end) for s in splices)
+        for s in splices:
+            taken.add(s)
         plan.applied.append(Planned(repair, splices))
     return plan
 
@@ -163,11 +165,39 @@ def _splice(edit: TextEdit, starts: list[int]) -> Splice:
     )
 
 
-def _overlaps(s: Splice, taken: tuple[int, int]) -> bool:
-    start, end = taken
-    if s.start == s.end or start == end:  # an insertion conflicts only strictly inside a range
-        return start < s.start < end or s.start < start < s.end
-    return s.start < end and start < s.end
+class _Taken:
+    """The byte ranges of the splices planned so far, each looked for among its neighbours only (a
+    damaged file has a repair on every line: comparing each with all planned before was quadratic).
+
+    An insertion (an empty range) conflicts only with a range it falls strictly inside, so two
+    insertions never do; the ranges that replace bytes are disjoint (a repair overlapping one is
+    not planned), so sorted by start they are also sorted by end."""
+
+    __slots__ = ("_ends", "_points", "_starts")
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []  # of the ranges that replace bytes, ascending
+        self._ends: list[int] = []  # their ends, in the same order
+        self._points: list[int] = []  # the insertions, ascending
+
+    def overlaps(self, s: Splice) -> bool:
+        # the range replacing bytes that starts last before ``s`` ends (or, for an insertion,
+        # before it) is the only one that can reach into ``s``
+        i = bisect.bisect_left(self._starts, s.end if s.start < s.end else s.start)
+        if i and self._ends[i - 1] > s.start:
+            return True
+        if s.start == s.end:
+            return False
+        j = bisect.bisect_right(self._points, s.start)
+        return j < len(self._points) and self._points[j] < s.end
+
+    def add(self, s: Splice) -> None:
+        if s.start == s.end:
+            bisect.insort(self._points, s.start)
+            return
+        i = bisect.bisect_left(self._starts, s.start)
+        self._starts.insert(i, s.start)
+        self._ends.insert(i, s.end)
 
 
 def spliced(fd: int, size: int, splices: list[Splice]) -> Iterator[bytes]:

@@ -12,6 +12,7 @@ entry type (PI020) under one without.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -84,6 +85,26 @@ def _whole_line(raw: bytes) -> tuple[int, int]:
     return (start, end) if end > start else (0, text_end(raw))
 
 
+def _whole_line_of(info: LineInfo) -> tuple[int, int]:
+    return _whole_line(info.raw)
+
+
+class WholeLines:
+    """The whole-line ranges of lines, each line's found once (a line of a file on disk is read
+    again for it): the related lines of one pass's problems."""
+
+    __slots__ = ("_found",)
+
+    def __init__(self) -> None:
+        self._found: dict[LineInfo, tuple[int, int]] = {}
+
+    def of(self, info: LineInfo) -> tuple[int, int]:
+        found = self._found.get(info)
+        if found is None:
+            found = self._found[info] = _whole_line(info.raw)
+        return found
+
+
 def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
     if p.span is not None:
         return p.span
@@ -95,12 +116,13 @@ def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
     return p.resolved
 
 
-def _diagnostic(info: LineInfo, p: Problem) -> Diagnostic:
+def _diagnostic(info: LineInfo, p: Problem, whole_lines: WholeLines | None = None) -> Diagnostic:
+    """``whole_lines``: the ranges of related lines already found in this pass (the few first lines
+    of a large duplicate group or cycle are related to each of its many members)."""
     start, end = problem_span(info, p)
+    whole = whole_lines.of if whole_lines is not None else _whole_line_of
     related = tuple(
-        Related(other.line, *_whole_line(other.raw), message)
-        for other, message in p.related
-        if other.line >= 0
+        Related(other.line, *whole(other), message) for other, message in p.related if other.line >= 0
     ) + tuple(Related(info.line, start, end, message) for start, end, message in p.notes)
     return Diagnostic(info.line, start, end, CODES[p.code].severity, p.code, p.message, related)
 
@@ -109,8 +131,16 @@ def _at(info: LineInfo, code: str, message: str, path: tuple[str, ...] | None = 
     return _diagnostic(info, Problem(code, message, path=path))
 
 
-def file_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
-    return [*_bom_diagnostics(doc), *_header_diagnostics(doc), *_end_diagnostics(doc)]
+def file_diagnostics(
+    doc: SessionDocument, first_line: int = 0, last_line: int | None = None
+) -> list[Diagnostic]:
+    """The file's diagnostics, those of repeated headers only on lines ``first_line..last_line``
+    (a header on every line is as many diagnostics: quick fixes of a few lines make theirs only)."""
+    return [
+        *_bom_diagnostics(doc),
+        *_header_diagnostics(doc, first_line, doc.line_count - 1 if last_line is None else last_line),
+        *_end_diagnostics(doc),
+    ]
 
 
 def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
@@ -158,8 +188,8 @@ def _bom_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
     return out
 
 
-def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
-    """A missing, invalid, misplaced or repeated header."""
+def _header_diagnostics(doc: SessionDocument, first_line: int, last_line: int) -> list[Diagnostic]:
+    """A missing, invalid, misplaced or repeated header (repeated on lines ``first_line..last_line``)."""
     out: list[Diagnostic] = []
     lines = doc.lines
     first = doc.first_kept()
@@ -213,7 +243,13 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
             )
         )
     main_header = first if first is not None and first.kind == L.HEADER else (headers[0] if headers else None)
-    for h in headers:
+    whole_lines = WholeLines()  # (the main header's, related to each repeated one)
+    in_lines = headers[
+        bisect.bisect_left(headers, first_line, key=_line_of) : bisect.bisect_right(
+            headers, last_line, key=_line_of
+        )
+    ]
+    for h in in_lines:
         if h is not main_header:
             out.append(
                 _diagnostic(
@@ -223,9 +259,14 @@ def _header_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
                         "a second session header: pi keeps the line but ignores it",
                         related=((main_header, "the header"),) if main_header is not None else (),
                     ),
+                    whole_lines,
                 )
             )
     return out
+
+
+def _line_of(info: LineInfo) -> int:
+    return info.line
 
 
 def _end_diagnostics(doc: SessionDocument) -> list[Diagnostic]:
@@ -413,6 +454,7 @@ def diagnostics_of_lines(doc: SessionDocument, first_line: int, last_line: int) 
         edits=[info for info in lines if info in doc.edits],
         tree_problems=[(info, cross[info]) for info in lines if info in cross],
         wanted=lambda d: first <= d.line <= last,
+        lines=(first, last),
     )
 
 
@@ -425,15 +467,16 @@ def _diagnostics(
     edits: Iterable[LineInfo] | None = None,
     tree_problems: Iterable[tuple[LineInfo, tuple[Problem, ...]]] | None = None,
     wanted: Callable[[Diagnostic], bool] | None = None,
+    lines: tuple[int, int | None] = (0, None),
 ) -> list[Diagnostic]:
     """The diagnostics of the document, or of the lines given (``problem_lines``, ``edits``,
     ``tree_problems``: those of the document's that they hold, ``wanted``: which of its file's
-    diagnostics are theirs), ordered by position."""
+    diagnostics are theirs, ``lines``: the first and last line they are on), ordered by position."""
     if doc.other_bom_in_text() is not None:
         # bytes of UTF-16 or UTF-32 read from disk: parsed as pi's UTF-8, every line is an error
         # that the one repair (re-encoding the file) takes away; the one diagnostic says that
         return [d for d in _bom_diagnostics(doc) if wanted is None or wanted(d)]
-    out = [d for d in file_diagnostics(doc) if wanted is None or wanted(d)]
+    out = [d for d in file_diagnostics(doc, *lines) if wanted is None or wanted(d)]
     v1 = doc.is_v1()
     out.extend(
         _line_diagnostics(
@@ -554,6 +597,7 @@ def _tree_diagnostics(
     """The cross-line problems of the tree (``found``: the tree's, of some of its lines)."""
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None  # (looked for at a missing parent)
     forked = _Forked(doc)
+    whole_lines = WholeLines()
     for info, problems in _paused(found, check):
         for p in problems:
             if not _tree_problem_reported(p, first_pass, forked):
@@ -563,7 +607,7 @@ def _tree_diagnostics(
                     glued = glued_entries(doc)
                 if info.parent_id in glued:
                     p = _parent_in_glued_line(p, glued[info.parent_id][0])
-            yield _diagnostic(info, p)
+            yield _diagnostic(info, p, whole_lines)
 
 
 class _Forked:

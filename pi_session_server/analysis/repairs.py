@@ -108,7 +108,7 @@ def repairs(
         return _reencoding(doc) if first_line <= 0 <= last_line else []
     out = [
         r
-        for d in file_diagnostics(doc)
+        for d in file_diagnostics(doc, first_line, last_line)
         if first_line <= d.line <= last_line
         for r in _file_repairs(doc, d, path, cwd)
     ]

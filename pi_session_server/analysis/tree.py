@@ -145,6 +145,8 @@ class TreeIndex:
         self.cycles: dict[LineInfo, tuple[LineInfo, ...]] = {}  # member -> its cycle
         self.cross: dict[LineInfo, tuple[Problem, ...]] = {}  # entry -> its cross-line problems
         self._depth: dict[LineInfo, int] = {}
+        self._skips: dict[LineInfo, LineInfo | None] = {}  # see _skip
+        self._skips_epoch = 0  # the epoch they were found in
         self.epoch = 0  # bumped whenever a parent link of an entry with descendants changes
 
     @property
@@ -258,17 +260,46 @@ class TreeIndex:
             cur = self.parent(cur)
         if self.cycles:
             return any(x is a for x in self.walk_up(self.parent(e)))
-        steps = self.depth(e) - self.depth(a)
-        if steps <= 0:
-            return False
-        # ``steps`` parents up from ``e`` (without cycles every entry deeper than a root has one)
-        node = e
-        for _ in range(steps):
-            parent = self.parent(node)
-            if parent is None:
-                return False
-            node = parent
-        return node is a
+        depth, target = self.depth(e), self.depth(a)
+        return depth > target and self._ancestor_at(e, depth, target) is a
+
+    def _forget_depths(self) -> None:
+        self._depth.clear()
+        self._skips.clear()
+
+    def _ancestor_at(self, e: LineInfo, depth: int, target: int) -> LineInfo | None:
+        """The ancestor of ``e`` (at ``depth``, in a tree without cycles) at depth ``target``:
+        reached by skips, not a parent at a time (a tool result far below or beside its call, in a
+        file of thousands of them, walked the path between them for each)."""
+        if self._skips_epoch != self.epoch:  # an entry of the tree held by a new line
+            self._skips.clear()
+            self._skips_epoch = self.epoch
+        node: LineInfo | None = e
+        while node is not None and depth > target:
+            low = depth & -depth
+            if depth - low >= target:
+                node = self._skip(node, depth)
+                depth -= low
+            else:
+                node = self.parent(node)
+                depth -= 1
+        return node
+
+    def _skip(self, e: LineInfo, depth: int) -> LineInfo | None:
+        """The ancestor of ``e`` (at ``depth``) at ``depth`` less its lowest set bit, kept: made of
+        the skips of the ancestors between, whose lowest bits are lower (as a Fenwick tree's
+        ranges), so that reaching any ancestor takes a few skips per bit of the depth."""
+        low = depth & -depth
+        if low == 1:
+            return self.parent(e)
+        if e in self._skips:
+            return self._skips[e]
+        node, at, target = self.parent(e), depth - 1, depth - low
+        while node is not None and at > target:
+            node = self._skip(node, at)
+            at -= at & -at
+        self._skips[e] = node
+        return node
 
     # -- indexing -----------------------------------------------------------------------------
 
@@ -301,6 +332,7 @@ class TreeIndex:
             self.calls_by_id.remove(c, e)
         self.cross.pop(e, None)
         self._depth.pop(e, None)
+        self._skips.pop(e, None)
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -485,7 +517,7 @@ class TreeIndex:
         dirty, moved, structural = self._touched(keys, old_last, removed, added, in_place)
         if structural or broken:
             self.epoch += 1
-            self._depth.clear()
+            self._forget_depths()
         elif in_place:
             self.epoch += 1  # the same tree, an entry of it held by a new line (a path holds it)
 
@@ -612,7 +644,7 @@ class TreeIndex:
                 for m in cycle:
                     self.cycles[m] = cycle
                     dirty.add(m)
-                self._depth.clear()
+                self._forget_depths()
                 self.epoch += 1
 
     def _cycle_through(self, s: LineInfo) -> tuple[LineInfo, ...] | None:
@@ -645,7 +677,7 @@ class TreeIndex:
                 cycle = _normalized(tuple(walk[walk.index(cur) :]))
                 for m in cycle:
                     self.cycles[m] = cycle
-        self._depth.clear()
+        self._forget_depths()
 
     # -- the cross-line checks ----------------------------------------------------------------
 

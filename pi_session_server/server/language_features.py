@@ -1009,16 +1009,27 @@ class LanguageFeatures:
         state.diagnostics_cache = (doc.version, found)
         return found
 
-    def lsp_diagnostic(self, state: DocState, d: Diagnostic) -> types.Diagnostic:
+    def lsp_diagnostic(
+        self,
+        state: DocState,
+        d: Diagnostic,
+        related_ranges: dict[tuple[int, int, int], types.Range] | None = None,
+    ) -> types.Diagnostic:
+        """``related_ranges``: the ranges of related lines converted already in this pass (the
+        first lines of a large duplicate group are related to each of its members)."""
         doc = state.opened()
-        related = [
-            types.DiagnosticRelatedInformation(
-                types.Location(state.uri, self.range(state, r.line, r.start, r.end)),
-                shown_line(r.message),
-            )
-            for r in d.related
-            if r.line < doc.line_count
-        ]
+        ranges = {} if related_ranges is None else related_ranges
+        related = []
+        for r in d.related:
+            if r.line < doc.line_count:
+                where = ranges.get((r.line, r.start, r.end))
+                if where is None:
+                    where = ranges[r.line, r.start, r.end] = self.range(state, r.line, r.start, r.end)
+                related.append(
+                    types.DiagnosticRelatedInformation(
+                        types.Location(state.uri, where), shown_line(r.message)
+                    )
+                )
         return types.Diagnostic(
             range=self.range(state, d.line, d.start, d.end),
             message=shown_line(d.message),
@@ -1035,10 +1046,11 @@ class LanguageFeatures:
         if cache is not None and cache[0] == doc.version:
             return cache[1]
         made = []
+        related_ranges: dict[tuple[int, int, int], types.Range] = {}
         for n, d in enumerate(self.diagnostics(state)):
             if n % CHECK_EVERY == 0:
                 self.still_current(state)  # (a damaged file has one or more a line)
-            made.append(self.lsp_diagnostic(state, d))
+            made.append(self.lsp_diagnostic(state, d, related_ranges))
         found: list[dict[str, Any]] = self._converter.unstructure(made)
         state.lsp_cache = (doc.version, found)
         return found

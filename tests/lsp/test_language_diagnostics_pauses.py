@@ -48,7 +48,7 @@ def _search_held(
     made = diagnostics._diagnostic
     count = 0
 
-    def held(info: Any, problem: Any) -> Any:
+    def held(info: Any, problem: Any, *more: Any) -> Any:
         nonlocal count
         count += 1
         if count == 1:
@@ -56,7 +56,7 @@ def _search_held(
             _until_queued(server)
         elif count == CHECK_EVERY + 2:
             hover_answered.wait(30)
-        return made(info, problem)
+        return made(info, problem, *more)
 
     monkeypatch.setattr(diagnostics, "_diagnostic", held)
     return started, hover_answered
@@ -177,9 +177,9 @@ def test_a_quick_fix_answered_during_the_search_does_not_search_the_document_aga
         made_on: Counter[int] = Counter()
         made = diagnostics._diagnostic  # (the search's hold, which counts too)
 
-        def counted(info: Any, problem: Any) -> Any:
+        def counted(info: Any, problem: Any, *more: Any) -> Any:
             made_on[info.line] += 1
-            return made(info, problem)
+            return made(info, problem, *more)
 
         monkeypatch.setattr(diagnostics, "_diagnostic", counted)
         _open(server, WITH_ORPHAN)
@@ -210,13 +210,13 @@ def test_a_hover_is_answered_while_the_problems_found_are_put_in_order(
         made = diagnostics._diagnostic
         count = 0
 
-        def last_waits(info: Any, problem: Any) -> Any:
+        def last_waits(info: Any, problem: Any, *more: Any) -> Any:
             nonlocal count
             count += 1
             if count == problems:
                 at_the_last.set()
                 _until_queued(server)
-            return made(info, problem)
+            return made(info, problem, *more)
 
         search = language_features.document_diagnostics
 

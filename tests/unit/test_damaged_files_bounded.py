@@ -1,0 +1,179 @@
+"""Damaged files cost work about linear in their size whatever the damage: the work is counted
+(reads of the file, calls), never timed (the figures: bench/bench_damage.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+from test_analysis_long_line import counting_reads
+
+from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
+from pi_session_server.analysis.diagnostics import Diagnostic, diagnostics_of_lines, document_diagnostics
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.repairs import repairs
+from pi_session_server.server.language_features import DocState, LanguageFeatures
+
+HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/p"}'
+ENTRY = (
+    b'{"type":"message","id":"%s","parentId":%s,"timestamp":"2025-01-01T00:00:01.000Z",'
+    b'"message":{"role":"user","content":"hello","timestamp":1}}'
+)
+
+
+def _file(tmp_path: Path, lines: list[bytes]) -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join([HEADER, *lines]) + b"\n")
+    return path
+
+
+def _diagnostics_counting_reads(path: Path) -> tuple[list[Diagnostic], int]:
+    """The diagnostics of the file read from disk (as ``check`` and the language server read a
+    file the editor does not send), and how many times a line was read again for them."""
+    doc = SessionDocument.from_file(str(path))
+    with counting_reads() as reads:
+        found = document_diagnostics(doc)
+    return found, sum(reads.values())
+
+
+def test_one_line_repeated_reads_each_line_once(tmp_path: Path) -> None:
+    # a crash loop writing one line again and again: every line a duplicate of every other, each
+    # with the group's first lines as related lines
+    count = 2_000
+    path = _file(tmp_path, [ENTRY % (b"same", b"null")] * count)
+    found, reads = _diagnostics_counting_reads(path)
+    duplicates = [d for d in found if d.code == "PI030"]
+    assert len(duplicates) == count
+    assert all(len(d.related) == 20 for d in duplicates)
+    # each problem's own line, and the related lines once for the pass (not once per problem)
+    assert reads <= 2 * count + 100
+
+
+def test_the_language_server_converts_related_lines_once(tmp_path: Path) -> None:
+    # the diagnostics of a file the editor does not send, as the server sends them: each related
+    # line's range is converted to the client's columns once, not once per problem it is related to
+    count = 1_000
+    path = _file(tmp_path, [ENTRY % (b"same", b"null")] * count)
+    server: Any = SimpleNamespace(workspace=SimpleNamespace(position_encoding="utf-16"))
+    features = LanguageFeatures(server)
+    no_queue: Any = None  # the request runs here, not on a document's queue
+    on_disk = DocState("file:///s.jsonl", str(path), no_queue, doc=SessionDocument.from_file(str(path)))
+    in_memory = DocState("file:///s.jsonl", None, no_queue, doc=SessionDocument(path.read_bytes()))
+    features.diagnostics(on_disk)  # (found as for check, counted above)
+    with counting_reads() as reads:
+        sent = features.lsp_diagnostics(on_disk)
+    assert msgspec.json.encode(sent) == msgspec.json.encode(features.lsp_diagnostics(in_memory))
+    assert len(sent) == count and all(len(d["relatedInformation"]) == 20 for d in sent)
+    assert max(reads.values()) <= 4  # its own problem's two ends, and its two ends as a related line, once
+
+
+def test_related_ranges_are_the_same_as_each_line_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # lines of a cycle and of a duplicate group, some with trailing blanks and a CR: each related
+    # range is its line's whole text, as when the line is placed by itself
+    lines = [ENTRY % (b"a", b'"b"') + b"  ", ENTRY % (b"b", b'"a"') + b"\r", ENTRY % (b"a", b"null") + b"\t"]
+    path = _file(tmp_path, lines * 3)
+    in_memory = document_diagnostics(SessionDocument(path.read_bytes()))
+    from_file, _ = _diagnostics_counting_reads(path)
+    assert from_file == in_memory
+    related = {(r.line, r.start, r.end) for d in from_file for r in d.related}
+    raw = path.read_bytes().split(b"\n")
+    assert related and all(
+        (start, end) == (0, len(raw[line].rstrip(b" \t\r"))) for line, start, end in related
+    )
+
+
+def _calls(job: Callable[[], object]) -> int:
+    """The Python function calls (and calls into C) ``job`` makes: work counted, not timed."""
+    count = 0
+
+    def counting(_frame: object, event: str, _arg: object) -> None:
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(counting)
+    try:
+        job()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def _repeated(count: int) -> SessionDocument:
+    return SessionDocument(b"\n".join([HEADER, *[ENTRY % (b"same", b"null")] * count]) + b"\n")
+
+
+def test_the_repair_plan_of_one_line_repeated_is_linear() -> None:
+    # a repair on every line, each checked against the repairs planned before it
+    small, large = _repeated(300), _repeated(1_200)
+    plans = [plan_repairs(doc, FIXABLE_CODES) for doc in (small, large)]
+    assert [len(p.applied) for p in plans] == [299, 1_199]  # every copy but the last one removed
+    ratio = _calls(lambda: plan_repairs(large, FIXABLE_CODES)) / _calls(
+        lambda: plan_repairs(small, FIXABLE_CODES)
+    )
+    assert ratio < 5  # four times the lines: four times the work, not sixteen
+
+
+def _headers_everywhere(count: int) -> SessionDocument:
+    # a header before every entry (files concatenated, a writer that starts each line anew)
+    entries = [ENTRY % (b"e%d" % n, b'"e%d"' % (n - 1) if n else b"null") for n in range(count)]
+    return SessionDocument(b"\n".join(line for entry in entries for line in (HEADER, entry)) + b"\n")
+
+
+@pytest.mark.parametrize("quick_fixes", ["diagnostics of lines", "repairs"])
+def test_the_quick_fixes_of_a_few_lines_among_repeated_headers_look_at_those_lines(quick_fixes: str) -> None:
+    def of_lines(doc: SessionDocument) -> Callable[[], object]:
+        if quick_fixes == "repairs":
+            return lambda: repairs(doc, 100, 110)
+        return lambda: diagnostics_of_lines(doc, 100, 110)
+
+    small, large = _headers_everywhere(500), _headers_everywhere(4_000)
+    for doc in (small, large):
+        found = diagnostics_of_lines(doc, 100, 110)
+        assert found == [d for d in document_diagnostics(doc) if 100 <= d.line <= 110]
+        assert [d.code for d in found if d.code == "PI013"] == ["PI013"] * 6
+        assert {r.code for r in repairs(doc, 100, 110)} == {"PI013"}
+    # eight times the headers, the same few lines: the same work
+    assert _calls(of_lines(large)) < 1.5 * _calls(of_lines(small))
+
+
+def _results_on_another_branch(pairs: int) -> bytes:
+    """Calls down one branch of a fork, their results down the other in reverse order: each result
+    is far deeper or far shallower than its call."""
+
+    def entry(i: str, parent: str, message: dict[str, object]) -> bytes:
+        value = {"type": "message", "id": i, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z"}
+        return json.dumps({**value, "message": {**message, "timestamp": 1}}).encode()
+
+    lines = [HEADER, ENTRY % (b"root", b"null")]
+    for n in range(pairs):
+        call = {"type": "toolCall", "id": f"t{n}", "name": "bash", "arguments": {}}
+        lines.append(entry(f"a{n}", f"a{n - 1}" if n else "root", {"role": "assistant", "content": [call]}))
+    for k, n in enumerate(reversed(range(pairs))):
+        result = {
+            "role": "toolResult",
+            "toolCallId": f"t{n}",
+            "toolName": "bash",
+            "content": [],
+            "isError": False,
+        }
+        lines.append(entry(f"r{n}", f"r{n + 1}" if k else "root", result))
+    return b"\n".join(lines) + b"\n"
+
+
+def test_tool_results_whose_calls_are_on_another_branch_are_found_in_linear_work() -> None:
+    small, large = _results_on_another_branch(250), _results_on_another_branch(1_000)
+    for data, pairs in ((small, 250), (large, 1_000)):
+        orphans = [d for d in document_diagnostics(SessionDocument(data)) if d.code == "PI036"]
+        assert len(orphans) == pairs
+        assert all(d.related[0].message == "the toolCall, on another branch" for d in orphans)
+    # (the tree's problems are found as the document is made)
+    ratio = _calls(lambda: SessionDocument(large)) / _calls(lambda: SessionDocument(small))
+    assert ratio < 6  # four times the pairs: about four times the work (a few skips a bit of depth more)
