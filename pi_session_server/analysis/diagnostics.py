@@ -13,7 +13,7 @@ entry type (PI020) under one without.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -453,7 +453,6 @@ def diagnostics_of_lines(doc: SessionDocument, first_line: int, last_line: int) 
         problem_lines=[info for info in lines if info.problems],
         edits=[info for info in lines if info in doc.edits],
         tree_problems=[(info, cross[info]) for info in lines if info in cross],
-        wanted=lambda d: first <= d.line <= last,
         lines=(first, last),
     )
 
@@ -466,17 +465,16 @@ def _diagnostics(
     problem_lines: Iterable[LineInfo] | None = None,
     edits: Iterable[LineInfo] | None = None,
     tree_problems: Iterable[tuple[LineInfo, tuple[Problem, ...]]] | None = None,
-    wanted: Callable[[Diagnostic], bool] | None = None,
-    lines: tuple[int, int | None] = (0, None),
+    lines: tuple[int, int] | None = None,
 ) -> list[Diagnostic]:
     """The diagnostics of the document, or of the lines given (``problem_lines``, ``edits``,
-    ``tree_problems``: those of the document's that they hold, ``wanted``: which of its file's
-    diagnostics are theirs, ``lines``: the first and last line they are on), ordered by position."""
+    ``tree_problems``: those of the document's that they hold, ``lines``: the first and last line
+    they are on, which the file's diagnostics are kept to), ordered by position."""
     if doc.other_bom_in_text() is not None:
         # bytes of UTF-16 or UTF-32 read from disk: parsed as pi's UTF-8, every line is an error
         # that the one repair (re-encoding the file) takes away; the one diagnostic says that
-        return [d for d in _bom_diagnostics(doc) if wanted is None or wanted(d)]
-    out = [d for d in file_diagnostics(doc, *lines) if wanted is None or wanted(d)]
+        return _on_lines(_bom_diagnostics(doc), lines)
+    out = _on_lines(file_diagnostics(doc, *lines) if lines is not None else file_diagnostics(doc), lines)
     v1 = doc.is_v1()
     out.extend(
         _line_diagnostics(
@@ -488,6 +486,14 @@ def _diagnostics(
         found = doc.tree.cross.items() if tree_problems is None else tree_problems
         out.extend(_tree_diagnostics(doc, found, first_pass, check))
     return _in_order(out, doc.line_count, check)
+
+
+def _on_lines(found: list[Diagnostic], lines: tuple[int, int] | None) -> list[Diagnostic]:
+    """Those of ``found`` on the lines ``lines`` (first and last; None: all of them)."""
+    if lines is None:
+        return found
+    first, last = lines
+    return [d for d in found if first <= d.line <= last]
 
 
 def _place(d: Diagnostic) -> tuple[int, int, str]:

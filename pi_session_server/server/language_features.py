@@ -1069,7 +1069,8 @@ class LanguageFeatures:
         if not self.pushes(state):
             return
         if first_pass:
-            found = [self.lsp_diagnostic(state, d) for d in first_pass_diagnostics(doc)]
+            related_ranges: dict[tuple[int, int, int], types.Range] = {}
+            found = [self.lsp_diagnostic(state, d, related_ranges) for d in first_pass_diagnostics(doc)]
             self._send(state, self._converter.unstructure(found))
         else:
             # the document is as the job publishing wants it: the short requests asked meanwhile
