@@ -16,7 +16,7 @@ from ..format.jsvalue import ABSENT, index_key, js_string_of
 from ..heap import give_back_free_heap
 from ..render.glyphs import UNICODE, Glyphs, cut
 from ..render.terminal_text import one_terminal_line
-from ..render.tree_text import LEAF_MARK, NO_ENTRIES, tree_text_lines
+from ..render.tree_text import NO_ENTRIES, tree_leaf_mark, tree_text_lines
 from ..render.written_text import written_width
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
@@ -80,6 +80,7 @@ def tree_lines(
     if big:
         give_back_free_heap()  # and what the previews' walk freed, before the rows
     ellipsis = glyphs.ellipsis
+    leaf_mark_width = written_width(tree_leaf_mark(glyphs), encoding)
     leaf = index_key(manager.get_leaf_id())
 
     def row(node: TreeNode, room: int | None = None) -> tuple[Any, str]:
@@ -99,7 +100,7 @@ def tree_lines(
         tail = f"  [{cut(label, width, ellipsis, encoding)}]" if label else ""
         shown = width
         if room is not None:  # (the row fits ``row_width``: what its other parts leave the text)
-            room = max(0, room - (len(LEAF_MARK) if key == leaf else 0) - written_width(shown_id, encoding))
+            room = max(0, room - (leaf_mark_width if key == leaf else 0) - written_width(shown_id, encoding))
             # the label its room, but for half of it at least, the preview's, where it is long
             shown = (
                 min(width, max(room - written_width(tail, encoding), (room + 1) // 2))
