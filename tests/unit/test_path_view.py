@@ -18,10 +18,11 @@ from test_protocol_tree_filters import EXAMPLE, random_session
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import path_view, session_stats
-from pi_session_server.server.tree_view import FILTERS, RootNotFoundError, TreeWindow, tree_view
+from pi_session_server.server.tree_view import RootNotFoundError, TreeWindow, tree_view
 from pi_session_server.server.wire import encode_result
 from pi_session_server.session import SessionManager, cache_dir, loader
 from pi_session_server.session.envelopes import Envelopes
+from pi_session_server.session.tree_modes import FILTERS
 
 
 def reply(value: Any) -> Any:
