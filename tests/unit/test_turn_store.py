@@ -90,13 +90,15 @@ def _store(index: Path) -> list[Path]:
 
 @pytest.fixture
 def lines_read(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The assistant lines the totals read from the file, as they read them."""
+    """The assistant lines the totals read from the file, as they read them (not the lines of the
+    other entries with usage: those are read each time)."""
     read: list[Any] = []
     decode = session_stats._turn_of
 
-    def counted(line: Any, entry_id: Any) -> Any:
-        read.append(entry_id)
-        return decode(line, entry_id)
+    def counted(line: Any, entry_id: Any, other_usage: bool = False) -> Any:
+        if not other_usage:
+            read.append(entry_id)
+        return decode(line, entry_id, other_usage)
 
     monkeypatch.setattr(session_stats, "_turn_of", counted)
     return read
