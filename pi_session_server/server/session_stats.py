@@ -42,7 +42,7 @@ import msgspec
 from pi_session_server.format.entry import Entry, MessageHead
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 from pi_session_server.regular_file import open_regular
-from pi_session_server.session import preview_store, scan_index, turn_store
+from pi_session_server.session import cache_dir, preview_store, scan_index, turn_store
 from pi_session_server.session.envelopes import Envelopes
 from pi_session_server.session.index_rows import ChainColumns
 from pi_session_server.session.row_tree import RowTreeOutgrown
@@ -636,37 +636,64 @@ def _add_entries(
 ) -> None:
     """Add entries ``start`` to ``end`` of the session to ``totals``, ``at_once`` at a time (each
     part's columns dropped before the next is made; a read that fails in a later part leaves the
-    earlier ones added). The assistant messages' turns are loaded from and kept with the file's
-    index, when it has one and they are worth it."""
-    indexed: _IndexedTurns | None = None
-    asked = False
+    earlier ones added). The assistant messages' turns, and the other entries' usage, are loaded
+    from and kept with the file's index, when it has one and they are worth it."""
+    turns, others = _UsageReading(other_usage=False), _UsageReading(other_usage=True)
     try:
         for part in range(start, end, max(at_once, 1)):
             # read every message of the part before counting any of them
             new = manager.envelopes(part, min(end, part + at_once))
-            positions = _assistant_positions(new)
             entry_at = functools.partial(_entry_at, manager, new.start)
-            if not asked and positions:
-                asked = True
-                if len(positions) >= turn_store.MIN_STORED or part + at_once < end:
-                    indexed = _IndexedTurns.of(entry_at(positions[0]))
-            if indexed is not None:
-                columns = indexed.turns(session_file, new, positions, entry_at)
-            else:
-                columns = _turns(session_file, new, positions, entry_at, {})
-            others = _other_usage_positions(new)
-            # (read from the file each time, in one pass: not kept with the index, as the turns are)
-            other_columns = (
-                _turns(session_file, new, others, entry_at, {}, other_usage=True) if others else []
-            )
+            more = part + at_once < end
+            columns = turns.columns(session_file, new, _assistant_positions(new), entry_at, more)
+            other_columns = others.columns(session_file, new, _other_usage_positions(new), entry_at, more)
             totals.add_columns(new, columns)
             totals.add_other_usage(other_columns)
     except BaseException:
-        if indexed is not None:
-            indexed.held.close()
+        turns.let_go()
+        others.let_go()
         raise
-    if indexed is not None:
-        indexed.keep_read()
+    turns.keep_read()
+    others.keep_read()
+
+
+class _UsageReading:
+    """How the lines of one kind with usage (the assistant turns, or the other entries with usage:
+    ``other_usage``) are read over the parts of a count: kept with the file's index (and loaded
+    from it) once the first part finds enough of them, or more parts are to come."""
+
+    __slots__ = ("asked", "indexed", "other_usage")
+
+    def __init__(self, *, other_usage: bool) -> None:
+        self.other_usage = other_usage
+        self.asked = False
+        self.indexed: _IndexedTurns | None = None
+
+    def columns(
+        self,
+        session_file: Any,
+        entries: Envelopes,
+        positions: list[int],
+        entry_at: Callable[[int], Entry],
+        more: bool,
+    ) -> list[Any]:
+        """What the entries at ``positions`` among ``entries`` add, column by column (:func:`_turns`);
+        ``more``: parts of the count are still to come."""
+        if not self.asked and positions:
+            self.asked = True
+            if len(positions) >= turn_store.MIN_STORED or more:
+                self.indexed = _IndexedTurns.of(entry_at(positions[0]), self.other_usage)
+        if self.indexed is not None:
+            return self.indexed.turns(session_file, entries, positions, entry_at)
+        return _turns(session_file, entries, positions, entry_at, {}, other_usage=self.other_usage)
+
+    def let_go(self) -> None:
+        if self.indexed is not None:
+            self.indexed.held.close()
+
+    def keep_read(self) -> None:
+        if self.indexed is not None:
+            self.indexed.keep_read()
 
 
 def _entry_at(manager: Any, start: int, position: int) -> Entry:
@@ -680,20 +707,24 @@ class _IndexedTurns:
     part or more at a time: loaded before the first part; what each part reads from whole lines
     gathered, kept with what was loaded after the last."""
 
-    __slots__ = ("first", "held", "kept", "read_columns", "read_end", "read_offsets")
+    __slots__ = ("first", "held", "kept", "other_usage", "read_columns", "read_end", "read_offsets", "suffix")
 
-    def __init__(self, held: preview_store.HeldFile, first: Entry) -> None:
+    def __init__(self, held: preview_store.HeldFile, first: Entry, other_usage: bool = False) -> None:
         self.held, self.first = held, first
-        self.kept = turn_store.load(held, first)
+        self.other_usage = other_usage
+        # (the other entries' usage kept apart: their lines are not the turns')
+        self.suffix = turn_store.OTHER_USAGE_SUFFIX if other_usage else cache_dir.TURNS_SUFFIX
+        self.kept = turn_store.load(held, first, self.suffix)
         self.read_offsets = array("q")
         self.read_columns: list[Any] = [[], [], *(None for _ in USAGE_KEYS), None]
         self.read_end = 0
 
     @classmethod
-    def of(cls, first: Entry) -> _IndexedTurns | None:
-        """Those of the file ``first`` is read from; None when nothing can be kept of it."""
+    def of(cls, first: Entry, other_usage: bool = False) -> _IndexedTurns | None:
+        """Those of the file ``first`` is read from (``other_usage``: the other entries' usage, see
+        :func:`other_usage_of`); None when nothing can be kept of it."""
         held = preview_store.hold([first])
-        return None if held is None else cls(held, first)
+        return None if held is None else cls(held, first, other_usage)
 
     def turns(
         self, session_file: Any, entries: Envelopes, positions: list[int], entry_at: Callable[[int], Entry]
@@ -718,6 +749,7 @@ class _IndexedTurns:
             kept.by_offset(*_span(offsets)),
             read,
             self.held.identity[:2],
+            other_usage=self.other_usage,
         )
         self._gather(read.kept(columns))
         return columns
@@ -742,7 +774,7 @@ class _IndexedTurns:
             return
         read = turn_store.KeptTurns(self.read_offsets, self.read_columns, self.read_end)
         scan_index.write_later_or_now(
-            functools.partial(turn_store.save, self.held, self.first, self.kept, read)
+            functools.partial(turn_store.save, self.held, self.first, self.kept, read, self.suffix)
         )
 
 
