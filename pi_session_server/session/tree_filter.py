@@ -66,6 +66,9 @@ def searchable_text(node: Any) -> str:
     elif etype == "label":
         label = field(entry, "label")
         parts.extend(["label", "" if label is ABSENT or label is None else _js_str(label)])
+    elif etype == "context_edit":  # (pi 1.6.0's: `replacement === null` leaves its target out)
+        omits = field(entry, "replacement") is None
+        parts.extend(["context edit", "omit" if omits else "replace", _js_str(field(entry, "targetId"))])
     return " ".join(parts)
 
 

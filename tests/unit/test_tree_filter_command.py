@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 from test_protocol_tree_filters import EXAMPLE
 
@@ -112,3 +113,22 @@ def test_none_and_no_filter_draw_every_entry(capsys: pytest.CaptureFixture[str])
     whole = _cli_rows(EXAMPLE, [], capsys)
     assert _cli_rows(EXAMPLE, ["--filter", "none"], capsys) == whole
     assert len(whole) == len(SessionManager.open(str(EXAMPLE), read_only=True).get_entries())
+
+
+def test_a_search_finds_a_context_edit_by_pi_1_6_0_s_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pi 1.6.0's selector searches a context edit as "context edit", omit or replace, its target:
+    it had no text to search."""
+    path = tmp_path / "s.jsonl"
+    lines = [
+        S.header(),
+        S.user("u1", None, "hi"),
+        S.context_edit("e1", "u1", "u1"),
+        S.context_edit("e2", "e1", "u1", {"content": "hello"}),
+    ]
+    path.write_text("".join(line + "\n" for line in lines))
+    for search, shown in (("context omit", "e1"), ("edit REPLACE u1", "e2")):
+        rows = _cli_rows(path, ["--filter", "all", "--search", search], capsys)
+        assert [row.split()[1] for row in rows] == [shown], rows
+        assert rows == _sidecar_rows(path, "all", search)
