@@ -35,8 +35,8 @@ from pi_session_server.render.tree_text import NO_ENTRIES
 from pi_session_server.render.written_text import written_width
 from pi_session_server.server.errors import INVALID_SESSION_FILE, MAX_TREE_NODES
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
+from pi_session_server.session.tree_modes import FILTERS
 
-FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 # The lines' width when neither --width nor the terminal's width (COLUMNS, or stdout's terminal)
 # says otherwise: piped output is the same whatever terminal it ran from.
 DEFAULT_WIDTH = 110

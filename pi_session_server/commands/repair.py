@@ -1,7 +1,8 @@
 """``pi-session repair PATH...``: the language server's repairs, for a terminal.
 
 Without ``--output`` or ``--in-place`` nothing is written: the repairs that would be made are
-listed (exit status 1 when there are any, like a ``--check``). A file with nothing to repair but
+listed as ``--in-place`` would tell them, its rounds played on a copy in a temporary directory
+(exit status 1 when there are any, like a ``--check``). A file with nothing to repair but
 problems no repair makes (a line that does not parse) has them named. The exit status is 1 too
 when a file is left with an error (one no repair makes, or whose repair is of a code not chosen),
 as ``pi-session check`` would exit for it: a script that repairs and then trusts the files is told
@@ -27,6 +28,7 @@ import errno
 import os
 import shlex
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any, TextIO, cast
@@ -291,27 +293,20 @@ def _report_only(
     path: str,
     diagnostics: list[Diagnostic],
     plan: Plan,
-    count: int,
     chosen: frozenset[str],
     others: OtherRepairs | None,
     report: TextIO,
 ) -> tuple[int, int]:
-    """Neither --in-place nor --output: the repairs are listed, nothing is written."""
-    if count:
+    """Neither --in-place nor --output, and nothing of the codes chosen to repair: said so, with
+    the problems no repair makes and the repairs of other codes; nothing is written."""
+    if others is None:
         _say(
-            f"{path}: {counted(count, 'repair')} to make; write them with --in-place or --output OUT",
-            file=report,
+            _nothing_to_repair(path, diagnostics, plan, f" (codes {', '.join(sorted(chosen))})"), file=report
         )
     else:
-        if others is None:
-            _say(
-                _nothing_to_repair(path, diagnostics, plan, f" (codes {', '.join(sorted(chosen))})"),
-                file=report,
-            )
-        else:
-            others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
-        _say_other_repairs(plan, path, report, others)
-    return (1 if count or _leaves_an_error(diagnostics, plan) else 0), count
+        others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
+    _say_other_repairs(plan, path, report, others)
+    return (1 if _leaves_an_error(diagnostics, plan) else 0), 0
 
 
 def _leaves_an_error(diagnostics: list[Diagnostic], plan: Plan, *, rounds: bool = True) -> bool:
@@ -384,14 +379,13 @@ def _repair(
     doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi, end=before.size)
     diagnostics, plan = _analysed(doc, chosen, path)
     report = cast(TextIO, _Output(sys.stdout)) if args.output != "-" else sys.stderr
-    if args.in_place or args.output not in (None, "-"):
-        later = _NEXT_ROUND  # written to a file: it goes round again
-    else:
-        later = _WHEN_WRITTEN if not args.output else _RUN_AGAIN
-    _list(path, plan, report, later)
+    # written to a file, or listed without writing (its rounds played on a copy): it goes round again
+    _list(path, plan, report, _RUN_AGAIN if args.output == "-" else _NEXT_ROUND)
     count = len(plan.applied)
     if not args.output and not args.in_place:
-        return _report_only(path, diagnostics, plan, count, chosen, others, report)
+        if count:
+            return _dry_run(path, fd, before, plan, chosen, report, pi)
+        return _report_only(path, diagnostics, plan, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         _say(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
@@ -422,16 +416,52 @@ def _repair(
     return (1 if any(d.severity == Severity.ERROR for d in left) else 0), total
 
 
+def _dry_run(
+    path: str, fd: int, before: FileState, plan: Plan, chosen: frozenset[str], report: TextIO, pi: Profile
+) -> tuple[int, int]:
+    """Neither --in-place nor --output, with repairs to make: the rounds --in-place would make are
+    played on a copy of the repaired file in a temporary directory (the file itself is not written),
+    and told as --in-place tells them, each round's repairs, the problems left and the repairs of
+    other codes that would then be found (a line split apart can give back an entry without its
+    parent). Exit status 1: there are repairs to make."""
+    with tempfile.TemporaryDirectory(prefix="pi-session-repair-") as scratch:
+        copy = os.path.join(scratch, "repaired.jsonl")
+        try:
+            rewrite_file(copy, spliced(fd, before.size, plan.splices()), fsync=False)
+            left, total, last_plan, _ = _more_rounds(
+                copy, chosen, len(plan.applied), 0, report, pi, name=path
+            )
+        except _LaterRoundFailed as failed:  # (the copy, not the file: nothing of it was written)
+            raise failed.error from None
+    _say(
+        f"{path}: {counted(total, 'repair')} to make{_stopped(last_plan)}; problems left then: "
+        f"{_left(left)}; write them with --in-place or --output OUT",
+        file=report,
+    )
+    _say_other_repairs(last_plan, path, report, None)
+    return 1, total
+
+
+def _left(diagnostics: list[Diagnostic]) -> str:
+    return summary_text(count_by_severity(d.severity.name.lower() for d in diagnostics))
+
+
+def _stopped(last_plan: Plan) -> str:
+    """What a run says when its last round still found repairs (``last_plan``'s)."""
+    rounds = counted(MAX_ROUNDS, "round")
+    return "" if not last_plan.applied else f" (stopped after {rounds}: run again for more)"
+
+
 def _say_what_was_made(
     written: str, diagnostics: list[Diagnostic], total: int, last_plan: Plan, kept: int, report: TextIO
 ) -> None:
     """The last lines of a repair written to ``written`` (whose ``diagnostics`` and ``last_plan``
     are those of its final analysis): the repairs made, the problems left, the repairs of other codes
     left, the bytes another process appended that were kept."""
-    left = summary_text(count_by_severity(d.severity.name.lower() for d in diagnostics))
-    rounds = counted(MAX_ROUNDS, "round")
-    stopped = "" if not last_plan.applied else f" (stopped after {rounds}: run again for more)"
-    _say(f"{counted(total, 'repair')} made in {written}{stopped}; problems left: {left}", file=report)
+    _say(
+        f"{counted(total, 'repair')} made in {written}{_stopped(last_plan)}; problems left: {_left(diagnostics)}",
+        file=report,
+    )
     _say_other_repairs(last_plan, written, report, None)
     if kept:
         _say(f"{written}: kept {counted(kept, 'byte')} that another process appended meanwhile", file=report)
@@ -443,42 +473,51 @@ def _readable_name(path: str, fd: int) -> str:
 
 
 def _more_rounds(
-    written: str, chosen: frozenset[str], count: int, kept: int, report: TextIO, pi: Profile
+    written: str,
+    chosen: frozenset[str],
+    count: int,
+    kept: int,
+    report: TextIO,
+    pi: Profile,
+    *,
+    name: str = "",
 ) -> tuple[list[Diagnostic], int, Plan, int]:
-    """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
-    that finds repairs to make. Returns its final diagnostics, the repairs made in all, the plan of
+    """Repair ``written`` (our own output: the file repaired in place, or OUT, or the dry run's
+    copy, then told by the ``name`` of the file it stands for) again for as long as that finds
+    repairs to make. Returns its final diagnostics, the repairs made in all, the plan of
     that analysis (nothing applied: the last round found nothing left to repair), and the bytes
     others appended that were kept. A round that fails raises :class:`_LaterRoundFailed`, which
     says what the rounds before it wrote."""
     round_number = 2
     try:
         for round_number in range(2, MAX_ROUNDS + 1):
-            diagnostics, plan, kept_now = _round(written, chosen, round_number, report, pi)
+            diagnostics, plan, kept_now = _round(written, chosen, round_number, report, pi, name or written)
             if not plan.applied:
                 return diagnostics, count, plan, kept
             count += len(plan.applied)
             kept += kept_now
         round_number = MAX_ROUNDS + 1
-        diagnostics, plan = _analysed(SessionDocument.from_file(written, pi=pi), chosen, written)
+        diagnostics, plan = _analysed(SessionDocument.from_file(written, pi=pi), chosen, name or written)
     except (OSError, PiSessionError) as error:
         raise _LaterRoundFailed(error, written, count, round_number) from error
     return diagnostics, count, plan, kept
 
 
 def _round(
-    written: str, chosen: frozenset[str], round_number: int, report: TextIO, pi: Profile
+    written: str, chosen: frozenset[str], round_number: int, report: TextIO, pi: Profile, name: str
 ) -> tuple[list[Diagnostic], Plan, int]:
-    """Round ``round_number`` on ``written``: the diagnostics and plan of the file it read (its
-    repairs written unless there are none), and the bytes others appended meanwhile that were kept."""
+    """Round ``round_number`` on ``written`` (told as ``name``): the diagnostics and plan of the
+    file it read (its repairs written unless there are none), and the bytes others appended
+    meanwhile that were kept."""
     fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         now = FileState.of(fd)
         after = SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
-        diagnostics, plan = _analysed(after, chosen, written)
+        diagnostics, plan = _analysed(after, chosen, name)
         if not plan.applied:
             return diagnostics, plan, 0
         _say(f"round {round_number}, on the file as repaired so far:", file=report)
-        _list(written, plan, report, _NEXT_ROUND)
+        _list(name, plan, report, _NEXT_ROUND)
         chunks = spliced(fd, now.size, plan.splices())
         return diagnostics, plan, replace_in_place(written, now, chunks)  # a backup keeps the original
     finally:
@@ -526,7 +565,6 @@ def _list(path: str, plan: Plan, report: TextIO, later: str) -> None:
 
 
 _NEXT_ROUND = "in the next round"
-_WHEN_WRITTEN = "in a second round, when written with --in-place or --output OUT"
 _RUN_AGAIN = "not in this run: run again on the output"
 
 

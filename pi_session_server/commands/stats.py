@@ -1,6 +1,7 @@
 """``pi-session stats [FILE] [--json] [--pi VERSION]``: the totals of a whole session (every branch):
-its entries by type and message role, branch points and leaves, the tokens and cost of its
-assistant turns in all and by model, its first and last timestamps. ``--json`` prints what the
+its entries by type and message role, branch points and leaves, the tokens and cost as pi counts
+them (its assistant turns', tool results', usage entries', branch summaries' and compactions'
+usage), the assistant turns' by model, its first and last timestamps. ``--json`` prints what the
 sidecar's ``pi/getStats`` answers (server/session_stats.py, the same sums)."""
 
 from __future__ import annotations
@@ -95,9 +96,9 @@ def _lines(stats: Mapping[str, Any], session_id: Any, name: str | None, encoding
     )
     tokens = stats["tokens"]
     parts = ", ".join(f"{label} {_number(tokens[key])}" for key, label in _TOKEN_NAMES)
-    # the sum of the four, as pi's /session counts it: the messages' own totalTokens, which the
-    # JSON sums, is missing from those of older pi releases, and was shown as a total of 0
-    out.append(f"tokens: {_number(sum(tokens[key] for key, _ in _TOKEN_NAMES))} ({parts})")
+    # pi's total (the sum of the four, as its /session counts it): the messages' own totalTokens,
+    # which the JSON sums too, is missing from those of older pi releases
+    out.append(f"tokens: {_number(tokens['total'])} ({parts})")
     out.append(f"cost: {_dollars(stats['cost'])}")
     models = stats["models"]
     if models:

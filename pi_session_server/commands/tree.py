@@ -1,5 +1,7 @@
-"""``pi-session tree [FILE] [--ids] [--pi VERSION]``: the session tree drawn as text (labels, branch
-points, the leaf; with ``--ids``, each entry's id), the session read as pi release VERSION reads it.
+"""``pi-session tree [FILE] [--ids] [--filter MODE] [--search WORDS] [--pi VERSION]``: the session
+tree drawn as text (labels, branch points, the leaf; with ``--ids``, each entry's id; with
+``--filter`` and ``--search``, the entries pi's ``/tree`` shows in that mode, for that search), the
+session read as pi release VERSION reads it.
 
 A file unchanged since it was last drawn the same way is printed from what was kept then
 (session/view_store.py), before the library that draws it is imported (commands/tree_draw.py)."""
@@ -11,6 +13,7 @@ import os
 import sys
 
 from ..session import view_store
+from ..session.tree_modes import FILTERS
 from ._common import (
     add_index_argument,
     add_pi_argument,
@@ -44,6 +47,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ids",
         action="store_true",
         help="show each entry's id before its preview (what --leaf of context and demo takes)",
+    )
+    parser.add_argument(
+        "--filter",
+        choices=FILTERS,
+        metavar="MODE",
+        help="show the entries one of pi's /tree filter modes shows (default, no-tools, user-only, "
+        "labeled-only, all), the descendants of a hidden entry under its nearest shown ancestor; "
+        "none: every entry (as without this option)",
+    )
+    parser.add_argument(
+        "--search",
+        metavar="WORDS",
+        help="show only the entries whose text holds every one of these words, case aside (pi's "
+        "/tree search), within --filter's entries",
     )
     parser.add_argument(
         "--ascii",
@@ -96,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
         errors,
         args.ascii,
         args.ids,
+        args.filter,
+        args.search,
     )
     before = view_store.identity_before_open(path) if args.index else None
     kept = view_store.load(path, before, view_store.TREE, key, args.index)

@@ -16,12 +16,13 @@ from ..format.jsvalue import ABSENT, index_key, js_string_of
 from ..heap import give_back_free_heap
 from ..render.glyphs import UNICODE, Glyphs, cut
 from ..render.terminal_text import one_terminal_line
-from ..render.tree_text import LEAF_MARK, NO_ENTRIES, tree_text_lines
+from ..render.tree_text import NO_ENTRIES, tree_leaf_mark, tree_text_lines
 from ..render.written_text import written_width
 from ..session import SessionManager, cache_dir, view_store
 from ..session.cache_dir import Identity, SpooledParts
 from ..session.describe import PreviewCache
 from ..session.tree import TreeNode, expanded_once
+from ..session.tree_filter import filtered_roots, node_filter
 from ._common import (
     counted,
     open_to_look,
@@ -40,6 +41,8 @@ BATCH_CHARS = 1 << 20
 
 
 _ID = attrgetter("id")
+# What pi's /tree says when its filter (or search) leaves no entry to show.
+NOTHING_SHOWN = "No entries found"
 # A drawing of this many entries or more gives the heap's free memory back before its rows
 # (heap.give_back_free_heap): a big session's freed lists and tables; a smaller one's are not
 # worth the call's time.
@@ -54,13 +57,17 @@ def tree_lines(
     encoding: str | None = None,
     row_width: int | None = None,
     ids: bool = False,
+    mode: str | None = None,
+    search: str | None = None,
 ) -> Iterator[str]:
     """The drawn tree's lines, one at a time, from the first asked for on, drawn with ``glyphs``;
     the previews cut to ``width`` columns as written in ``encoding`` (the output's: the escapes of
     control characters and of what it cannot write count at their length, a wide character as two;
     None: an encoding that writes every character), and each row to ``row_width`` columns when
     given (a terminal's width: a preview cut to what its row's indentation, marks and label leave,
-    render/tree_text.py); with ``ids``, each row's text starts with its entry's id. The previews are those
+    render/tree_text.py); with ``ids``, each row's text starts with its entry's id. ``mode`` and
+    ``search``: only the entries pi's ``/tree`` shows in that filter mode for that search
+    (session/tree_filter.py; None and None: every entry). The previews are those
     ``cache`` made while the session was opened, else read in one pass over the file (or from those
     kept with its index); rows are drawn straight from the library's tree nodes."""
     entries = manager.get_entries()
@@ -80,6 +87,7 @@ def tree_lines(
     if big:
         give_back_free_heap()  # and what the previews' walk freed, before the rows
     ellipsis = glyphs.ellipsis
+    leaf_mark_width = written_width(tree_leaf_mark(glyphs), encoding)
     leaf = index_key(manager.get_leaf_id())
 
     def row(node: TreeNode, room: int | None = None) -> tuple[Any, str]:
@@ -99,7 +107,7 @@ def tree_lines(
         tail = f"  [{cut(label, width, ellipsis, encoding)}]" if label else ""
         shown = width
         if room is not None:  # (the row fits ``row_width``: what its other parts leave the text)
-            room = max(0, room - (len(LEAF_MARK) if key == leaf else 0) - written_width(shown_id, encoding))
+            room = max(0, room - (leaf_mark_width if key == leaf else 0) - written_width(shown_id, encoding))
             # the label its room, but for half of it at least, the preview's, where it is long
             shown = (
                 min(width, max(room - written_width(tail, encoding), (room + 1) // 2))
@@ -117,9 +125,18 @@ def tree_lines(
     roots = manager.get_tree()
     if not unique:
         roots = expanded_once(roots)
+    filtered = (mode is not None and mode != "none") or bool(search)
+    if filtered:
+        # the rows pi's selector shows: a hidden entry's shown descendants under its nearest shown
+        # ancestor (the leaf's path then has rows the walk skips: told by a set, not in order)
+        visible = node_filter(mode or "none", manager.get_leaf_id(), search, cache)
+        roots = filtered_roots(roots, visible)
+        if not roots:
+            yield NOTHING_SHOWN
+            return
     # ids all distinct and the path down from a root (not cut short by a cycle of parents): the
     # walk meets its entries in its order, each once, told without a set of them all
-    in_order = unique and bool(branch) and any(root.entry is branch[0] for root in roots)
+    in_order = not filtered and unique and bool(branch) and any(root.entry is branch[0] for root in roots)
     keys = [i if type(i) is str else index_key(i) for i in map(_ID, branch)]  # (a string: its own key)
     on_path = keys if in_order else set(keys)
     del branch, keys
@@ -138,7 +155,9 @@ def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tupl
         with cache.made_while_scanning(longest=args.width + 1):
             manager = open_to_look(path, args.pi, index=args.index)
         glyphs, encoding = output_glyphs(args.ascii), output_encoding()[0]
-        lines = tree_lines(manager, args.width, cache, glyphs, encoding, args.row_width, args.ids)
+        lines = tree_lines(
+            manager, args.width, cache, glyphs, encoding, args.row_width, args.ids, args.filter, args.search
+        )
         # held by the rows alone: each preview goes once its row is drawn
         del cache
         return _print(path, args, before, key, manager, lines)

@@ -18,7 +18,7 @@ class Glyphs(NamedTuple):
     last: str  # the last branch
     bar: str  # under a branch with others below it
     gap: str  # under the last branch
-    leaf: str  # the leaf's mark
+    leaf: str  # the mark of the leaf, wherever a tree is drawn (tree, demo)
     dot: str  # the mark of the path to the leaf
     ellipsis: str  # where a text is cut
 

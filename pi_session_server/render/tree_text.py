@@ -20,7 +20,6 @@ class DrawnNode(Protocol):
 
 # What pi's /tree says of a session without entries (a header alone), instead of a tree.
 NO_ENTRIES = "No entries in session"
-LEAF_MARK = "  <- leaf"
 _NO_ROW = object()  # equal to no row's id: the path's ids were all met
 
 
@@ -35,7 +34,7 @@ def tree_text_lines(
     row_width: int | None = None,
 ) -> Iterator[str]:
     """Lines of the drawn tree, one at a time; ``*`` marks the path to the leaf (the rows whose id,
-    as ``row`` gives it, is in ``on_leaf_path``), ``<- leaf`` the leaf itself (the rows whose id
+    as ``row`` gives it, is in ``on_leaf_path``), :func:`tree_leaf_mark` the leaf itself (the rows whose id
     equals ``leaf_id``). ``path_in_walk_order``: ``on_leaf_path`` is a sequence, the ids of rows
     the walk meets in that order, each once, and no other row has one of them (a path from a root
     down, in a tree whose ids are all distinct): each row's id is compared with the next of them,
@@ -47,7 +46,7 @@ def tree_text_lines(
 
     ``row_width``: each row fits that many columns (a terminal's width): ``row`` is called as
     ``row(node, room)``, to give a text within the ``room`` its row's indentation, mark and branch
-    count leave, less :data:`LEAF_MARK`'s columns for the leaf (``row`` tells the leaf by its id:
+    count leave, less :func:`tree_leaf_mark`'s columns for the leaf (``row`` tells the leaf by its id:
     each node is asked for once); a row whose indentation and marks alone are wider is cut whole."""
     if path_in_walk_order:
         ordered = on_leaf_path if isinstance(on_leaf_path, Sequence) else list(on_leaf_path)
@@ -55,6 +54,7 @@ def tree_text_lines(
     else:  # (a set given is taken as it is)
         ordered = ()
         path = on_leaf_path if isinstance(on_leaf_path, (set, frozenset)) else set(on_leaf_path)
+    leaf_mark = tree_leaf_mark(glyphs)
     met = 0  # how many of ``ordered`` the walk met
     following = ordered[0] if ordered else _NO_ROW
     # (node, prefix of its line and marker's place, prefix for its children)
@@ -78,7 +78,7 @@ def tree_text_lines(
                 following = ordered[met] if met < len(ordered) else _NO_ROW
             else:
                 line = (on_path if node_id in path else off_path) + text
-            line += branches + LEAF_MARK if node_id == leaf_id else branches
+            line += branches + leaf_mark if node_id == leaf_id else branches
             yield line if row_width is None else _within(line, text, row_width, glyphs)
             if count != 1:
                 break
@@ -88,6 +88,11 @@ def tree_text_lines(
                 on_path, off_path = prefix + "* ", prefix + "  "
         if count:
             _fan_out(children, child_prefix, push, glyphs, top=False)
+
+
+def tree_leaf_mark(glyphs: Glyphs) -> str:
+    """What ends the leaf's row: its glyph (render/glyphs.py, as the demo marks it) after a gap."""
+    return "  " + glyphs.leaf
 
 
 def _within(line: str, text: str, row_width: int, glyphs: Glyphs) -> str:

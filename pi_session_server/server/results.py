@@ -472,13 +472,17 @@ class PathPage(Result, kw_only=True):
 
 
 class TokenTotals(Result, kw_only=True):
-    """Sums of the assistant messages' usage (a value that is not a finite number counts 0)."""
+    """Sums of the usage pi's getSessionStats() adds: of assistant messages, tool results, usage
+    entries, branch summaries and compactions (a value that is not a finite number counts 0)."""
 
     input: float
     output: float
     cache_read: float
     cache_write: float
-    total_tokens: float
+    total_tokens: Annotated[
+        float, Meta(description="sum of the totalTokens recorded (older pi releases recorded none)")
+    ]
+    total: Annotated[float, Meta(description="pi's tokens.total: input + output + cacheRead + cacheWrite")]
 
 
 class ModelTotals(Result, kw_only=True):

@@ -1,7 +1,10 @@
 """pi/getStats: what a session viewer shows at the top, the totals of the whole session.
 
-Entries by type and message role, branch points and leaves, the assistant turns' tokens and cost
-(their ``usage``) by model, and the first and last timestamps. The sums are kept per session and,
+Entries by type and message role, branch points and leaves, the tokens and cost of the session
+counted as pi's ``getSessionStats()`` counts them (0.86.1 and 1.6.0 alike: the ``usage`` of
+assistant messages, of tool results, of ``usage`` entries and of branch summaries and compactions;
+its ``total`` the sum of input, output, cache reads and cache writes), the assistant turns' by model,
+and the first and last timestamps. The sums are kept per session and,
 when the file only grew (pi appends), only the new entries are added.
 
 Everything but the usage comes from the entries' envelopes, taken as columns
@@ -39,7 +42,7 @@ import msgspec
 from pi_session_server.format.entry import Entry, MessageHead
 from pi_session_server.format.jsvalue import ABSENT, index_key, truthy
 from pi_session_server.regular_file import open_regular
-from pi_session_server.session import preview_store, scan_index, turn_store
+from pi_session_server.session import cache_dir, preview_store, scan_index, turn_store
 from pi_session_server.session.envelopes import Envelopes
 from pi_session_server.session.index_rows import ChainColumns
 from pi_session_server.session.row_tree import RowTreeOutgrown
@@ -48,6 +51,8 @@ from .library_tree import shown_tree
 from .tree_pages import session_state
 
 USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+# what pi's ``tokens.total`` adds up (the recorded totalTokens is ours: older pi releases recorded none)
+PI_TOTAL_KEYS = USAGE_KEYS[:4]
 _CHUNK = 8 * 1024 * 1024  # bytes read at once for the pass over the assistant messages
 _ENTRIES_AT_ONCE = 65_536  # entries counted at once (see _add_entries)
 _PACKED_EVERY = 16_384  # turns read before their values are packed into arrays (turn_store.packed)
@@ -100,12 +105,15 @@ class _Message(msgspec.Struct, gc=False):
 
 
 class _AssistantLine(msgspec.Struct, gc=False):
-    """What the totals read of an assistant message's line (the rest is skipped, not built). A
-    usage or cost that is not an object does not decode: that line is read the library's way."""
+    """What the totals read of a line with usage (the rest is skipped, not built): an assistant
+    message's or a tool result's (in ``message``), a usage entry's, a branch summary's or a
+    compaction's (``usage``). A usage or cost that is not an object does not decode: that line is
+    read the library's way."""
 
     type: Any = None
     id: Any = None
     message: _Message | None = None
+    usage: _Usage | None = None
 
 
 _decode_line = msgspec.json.Decoder(_AssistantLine).decode
@@ -118,17 +126,35 @@ Turn = tuple[Any, Any, Any, Any, Any, Any, Any, Any]
 TURN_FIELDS = 2 + len(USAGE_KEYS) + 1
 
 
+#: the entry types whose own ``usage`` pi's totals add (getSessionStats: a usage entry's always, a
+#: branch summary's and a compaction's when it has one)
+_USAGE_ENTRY_TYPES = frozenset({"usage", "branch_summary", "compaction"})
+
+
 def turn_of_message(message: Any) -> Turn | None:
     """The turn of a message value (as ``Entry.get("message")`` gives it); None for a value that
     is not an object (it adds nothing)."""
     if not isinstance(message, dict):
         return None
-    usage = message.get("usage")
+    return _turn_of_usage(message.get("provider"), message.get("model"), message.get("usage"))
+
+
+def other_usage_of(entry: Entry) -> Turn | None:
+    """What an entry that is not an assistant message adds to the totals (a tool result's message's
+    usage; a usage entry's, a branch summary's or a compaction's own), as the library reads it;
+    None: nothing (no usage, no object)."""
+    if entry.type == "message":
+        message = entry.get("message")
+        return _turn_of_usage(None, None, message.get("usage")) if isinstance(message, dict) else None
+    return _turn_of_usage(None, None, entry.get("usage"))
+
+
+def _turn_of_usage(provider: Any, model: Any, usage: Any) -> Turn:
     get = usage.get if isinstance(usage, dict) else {}.get
     cost = get("cost")
     return (
-        message.get("provider"),
-        message.get("model"),
+        provider,
+        model,
         get("input"),  # USAGE_KEYS
         get("output"),
         get("cacheRead"),
@@ -148,6 +174,11 @@ class SessionTotals:
     roles: dict[str, int] = field(default_factory=dict)
     tokens: dict[str, float] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     cost: float = 0
+    # the usage of the other entries pi's totals add (tool results, usage entries, branch summaries,
+    # compactions), summed apart: the sums, float for float, are the same counted at once or a part
+    # at a time (see :attr:`all_tokens`)
+    other_tokens: dict[str, float] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    other_cost: float = 0
     models: dict[str, dict[str, float]] = field(default_factory=dict)
     first_timestamp: Any = ABSENT
     last_timestamp: Any = ABSENT
@@ -187,14 +218,26 @@ class SessionTotals:
         if columns and columns[0]:
             self._add_turns(columns)
 
+    def add_other_usage(self, columns: Sequence[Sequence[Any]]) -> None:
+        """Add the usage of entries that are not assistant turns (see :func:`other_usage_of`),
+        column by column as :meth:`add_columns` takes turns: to the session's tokens and cost, not
+        to a model's."""
+        if columns and columns[0]:
+            self.other_cost = _add_usage(self.other_tokens, self.other_cost, columns)
+
+    @property
+    def all_tokens(self) -> dict[str, float]:
+        """The tokens pi's totals count: the assistant turns' and the other entries'."""
+        return {key: value + self.other_tokens[key] for key, value in self.tokens.items()}
+
+    @property
+    def all_cost(self) -> float:
+        return self.cost + self.other_cost
+
     def _add_turns(self, columns: Sequence[Sequence[Any]]) -> None:
-        """Add the turns' usage. Column by column, each sum growing value by value in the turns'
-        order: the same sums, float for float, as adding turn after turn."""
+        """Add the turns' usage (:func:`_add_usage`), and each to its model's."""
+        self.cost = _add_usage(self.tokens, self.cost, columns)
         providers, models, *token_columns, costs = columns
-        tokens = self.tokens
-        for key, values in zip(USAGE_KEYS, token_columns, strict=True):
-            tokens[key] = _sum_onto(tokens[key], values)
-        self.cost = _sum_onto(self.cost, costs)
         total_tokens = token_columns[-1]
         turns_of: dict[str, list[int]] = {}  # model name -> its turns' positions, names as they come
         for position, name in enumerate(_model_names(providers, models)):
@@ -242,6 +285,16 @@ class SessionTotals:
         self.leaves, self.branch_points, self.irregular = leaves, branch_points, irregular
 
 
+def _add_usage(tokens: dict[str, float], cost: float, columns: Sequence[Sequence[Any]]) -> float:
+    """Add the usage of turns given column by column onto ``tokens``, and return ``cost`` with
+    theirs added; each sum growing value by value in the turns' order: the same sums, float for
+    float, as adding turn after turn."""
+    _providers, _models, *token_columns, costs = columns
+    for key, values in zip(USAGE_KEYS, token_columns, strict=True):
+        tokens[key] = _sum_onto(tokens[key], values)
+    return _sum_onto(cost, costs)
+
+
 def _message_heads(entries: Envelopes) -> list[MessageHead | None]:
     """The message heads of the message entries among ``entries``, in order (None: a message
     without one)."""
@@ -282,6 +335,16 @@ def _assistant_positions(entries: Envelopes) -> list[int]:
         position
         for position, (entry_type, head) in enumerate(zip(entries.types, entries.heads, strict=True))
         if entry_type == "message" and head is not None and head.role == "assistant"
+    ]
+
+
+def _other_usage_positions(entries: Envelopes) -> list[int]:
+    """The positions of the entries whose usage pi's totals add beside the assistant turns'."""
+    return [
+        position
+        for position, (entry_type, head) in enumerate(zip(entries.types, entries.heads, strict=True))
+        if (entry_type == "message" and head is not None and head.role == "toolResult")
+        or (entry_type.__class__ is str and entry_type in _USAGE_ENTRY_TYPES)
     ]
 
 
@@ -349,8 +412,11 @@ def _turns(  # noqa: C901 - the loop over every turn
     kept: Mapping[int, Turn],
     read: _ReadLines | None = None,
     file_id: tuple[int, int] | None = None,
+    *,
+    other_usage: bool = False,
 ) -> list[Any]:
-    """What the assistant messages at ``positions`` among ``entries`` add, in order, column by
+    """What the assistant messages at ``positions`` among ``entries`` add (``other_usage``: the
+    other entries with usage there, see :func:`other_usage_of`), in order, column by
     column (a :data:`Turn`'s fields): what is ``kept`` of their line (by its offset), else their
     lines read in one pass over the file in file order. A line that is not what its entry says (the
     file changed, an odd value) is read as the library reads it (``entry_at(position)``). ``read``:
@@ -378,12 +444,13 @@ def _turns(  # noqa: C901 - the loop over every turn
             turn = kept.get(offset)
             if turn is None and lines is not None and offset >= 0:
                 line, end = lines.line_at(offset)
-                turn = _turn_of(line, ids[position])
+                turn = _turn_of(line, ids[position], other_usage)
                 line.release()  # (it holds the buffer: not to be held with the next one read)
                 if turn is not None and end >= 0 and read is not None:
                     read.note(len(providers), offset, end)
             if turn is None:
-                turn = turn_of_message(entry_at(position).get("message"))
+                entry = entry_at(position)
+                turn = other_usage_of(entry) if other_usage else turn_of_message(entry.get("message"))
             if turn is None:
                 continue
             provider, model, *numbers = turn
@@ -415,25 +482,37 @@ def _file_id(fd: int) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _turn_of(line: Any, entry_id: Any) -> Turn | None:
-    """The turn an assistant message's line adds, or None when the line does not decode to the
-    entry with ``entry_id`` (then the entry's own reading, with its checks, is used)."""
+def _turn_of(line: Any, entry_id: Any, other_usage: bool = False) -> Turn | None:
+    """The turn an assistant message's line adds (``other_usage``: what the line of a tool result,
+    a usage entry, a branch summary or a compaction adds), or None when the line does not decode to
+    such an entry with ``entry_id`` (then the entry's own reading, with its checks, is used)."""
     try:
         decoded = _decode_line(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    message = decoded.message
-    if decoded.type != "message" or message is None or message.role != "assistant":
-        return None
     if decoded.id.__class__ is not str or decoded.id != entry_id:
         return None
-    usage = message.usage
+    message = decoded.message
+    if not other_usage:
+        if decoded.type != "message" or message is None or message.role != "assistant":
+            return None
+        return _turn_of_decoded(message.provider, message.model, message.usage)
+    if decoded.type == "message":
+        if message is None or message.role != "toolResult":
+            return None
+        return _turn_of_decoded(None, None, message.usage)
+    if decoded.type.__class__ is not str or decoded.type not in _USAGE_ENTRY_TYPES:
+        return None
+    return _turn_of_decoded(None, None, decoded.usage)
+
+
+def _turn_of_decoded(provider: Any, model: Any, usage: _Usage | None) -> Turn:
     if usage is None:
-        return (message.provider, message.model, None, None, None, None, None, None)
+        return (provider, model, None, None, None, None, None, None)
     cost = usage.cost
     return (
-        message.provider,
-        message.model,
+        provider,
+        model,
         usage.input,
         usage.output,
         usage.cacheRead,
@@ -557,31 +636,64 @@ def _add_entries(
 ) -> None:
     """Add entries ``start`` to ``end`` of the session to ``totals``, ``at_once`` at a time (each
     part's columns dropped before the next is made; a read that fails in a later part leaves the
-    earlier ones added). The assistant messages' turns are loaded from and kept with the file's
-    index, when it has one and they are worth it."""
-    indexed: _IndexedTurns | None = None
-    asked = False
+    earlier ones added). The assistant messages' turns, and the other entries' usage, are loaded
+    from and kept with the file's index, when it has one and they are worth it."""
+    turns, others = _UsageReading(other_usage=False), _UsageReading(other_usage=True)
     try:
         for part in range(start, end, max(at_once, 1)):
             # read every message of the part before counting any of them
             new = manager.envelopes(part, min(end, part + at_once))
-            positions = _assistant_positions(new)
             entry_at = functools.partial(_entry_at, manager, new.start)
-            if not asked and positions:
-                asked = True
-                if len(positions) >= turn_store.MIN_STORED or part + at_once < end:
-                    indexed = _IndexedTurns.of(entry_at(positions[0]))
-            if indexed is not None:
-                columns = indexed.turns(session_file, new, positions, entry_at)
-            else:
-                columns = _turns(session_file, new, positions, entry_at, {})
+            more = part + at_once < end
+            columns = turns.columns(session_file, new, _assistant_positions(new), entry_at, more)
+            other_columns = others.columns(session_file, new, _other_usage_positions(new), entry_at, more)
             totals.add_columns(new, columns)
+            totals.add_other_usage(other_columns)
     except BaseException:
-        if indexed is not None:
-            indexed.held.close()
+        turns.let_go()
+        others.let_go()
         raise
-    if indexed is not None:
-        indexed.keep_read()
+    turns.keep_read()
+    others.keep_read()
+
+
+class _UsageReading:
+    """How the lines of one kind with usage (the assistant turns, or the other entries with usage:
+    ``other_usage``) are read over the parts of a count: kept with the file's index (and loaded
+    from it) once the first part finds enough of them, or more parts are to come."""
+
+    __slots__ = ("asked", "indexed", "other_usage")
+
+    def __init__(self, *, other_usage: bool) -> None:
+        self.other_usage = other_usage
+        self.asked = False
+        self.indexed: _IndexedTurns | None = None
+
+    def columns(
+        self,
+        session_file: Any,
+        entries: Envelopes,
+        positions: list[int],
+        entry_at: Callable[[int], Entry],
+        more: bool,
+    ) -> list[Any]:
+        """What the entries at ``positions`` among ``entries`` add, column by column (:func:`_turns`);
+        ``more``: parts of the count are still to come."""
+        if not self.asked and positions:
+            self.asked = True
+            if len(positions) >= turn_store.MIN_STORED or more:
+                self.indexed = _IndexedTurns.of(entry_at(positions[0]), self.other_usage)
+        if self.indexed is not None:
+            return self.indexed.turns(session_file, entries, positions, entry_at)
+        return _turns(session_file, entries, positions, entry_at, {}, other_usage=self.other_usage)
+
+    def let_go(self) -> None:
+        if self.indexed is not None:
+            self.indexed.held.close()
+
+    def keep_read(self) -> None:
+        if self.indexed is not None:
+            self.indexed.keep_read()
 
 
 def _entry_at(manager: Any, start: int, position: int) -> Entry:
@@ -595,20 +707,24 @@ class _IndexedTurns:
     part or more at a time: loaded before the first part; what each part reads from whole lines
     gathered, kept with what was loaded after the last."""
 
-    __slots__ = ("first", "held", "kept", "read_columns", "read_end", "read_offsets")
+    __slots__ = ("first", "held", "kept", "other_usage", "read_columns", "read_end", "read_offsets", "suffix")
 
-    def __init__(self, held: preview_store.HeldFile, first: Entry) -> None:
+    def __init__(self, held: preview_store.HeldFile, first: Entry, other_usage: bool = False) -> None:
         self.held, self.first = held, first
-        self.kept = turn_store.load(held, first)
+        self.other_usage = other_usage
+        # (the other entries' usage kept apart: their lines are not the turns')
+        self.suffix = turn_store.OTHER_USAGE_SUFFIX if other_usage else cache_dir.TURNS_SUFFIX
+        self.kept = turn_store.load(held, first, self.suffix)
         self.read_offsets = array("q")
         self.read_columns: list[Any] = [[], [], *(None for _ in USAGE_KEYS), None]
         self.read_end = 0
 
     @classmethod
-    def of(cls, first: Entry) -> _IndexedTurns | None:
-        """Those of the file ``first`` is read from; None when nothing can be kept of it."""
+    def of(cls, first: Entry, other_usage: bool = False) -> _IndexedTurns | None:
+        """Those of the file ``first`` is read from (``other_usage``: the other entries' usage, see
+        :func:`other_usage_of`); None when nothing can be kept of it."""
         held = preview_store.hold([first])
-        return None if held is None else cls(held, first)
+        return None if held is None else cls(held, first, other_usage)
 
     def turns(
         self, session_file: Any, entries: Envelopes, positions: list[int], entry_at: Callable[[int], Entry]
@@ -633,6 +749,7 @@ class _IndexedTurns:
             kept.by_offset(*_span(offsets)),
             read,
             self.held.identity[:2],
+            other_usage=self.other_usage,
         )
         self._gather(read.kept(columns))
         return columns
@@ -657,7 +774,7 @@ class _IndexedTurns:
             return
         read = turn_store.KeptTurns(self.read_offsets, self.read_columns, self.read_end)
         scan_index.write_later_or_now(
-            functools.partial(turn_store.save, self.held, self.first, self.kept, read)
+            functools.partial(turn_store.save, self.held, self.first, self.kept, read, self.suffix)
         )
 
 
@@ -669,6 +786,12 @@ def _span(offsets: Sequence[int]) -> tuple[int, int]:
 
 
 _stats = StatsCache()
+
+
+def _with_pi_total(tokens: dict[str, float]) -> dict[str, float]:
+    """``tokens`` and pi's ``total`` of them (getSessionStats: the four sums added, whatever
+    totalTokens the messages recorded)."""
+    return {**tokens, "total": sum(tokens[key] for key in PI_TOTAL_KEYS)}
 
 
 def session_stats(manager: Any, cache: StatsCache | None = _stats) -> dict[str, Any]:
@@ -684,8 +807,8 @@ def session_stats(manager: Any, cache: StatsCache | None = _stats) -> dict[str, 
         "roles": dict(totals.roles),
         "branchPoints": branch_points,
         "leaves": leaves,
-        "tokens": dict(totals.tokens),
-        "cost": totals.cost,
+        "tokens": _with_pi_total(totals.all_tokens),
+        "cost": totals.all_cost,
         "models": {name: dict(values) for name, values in totals.models.items()},
     }
     if totals.first_timestamp is not ABSENT:

@@ -1,17 +1,9 @@
 """The tree as front ends show it: pi's ``/tree`` filter modes, a flat form and a nested form.
 
 Everything here is a pure function of ``getTree()``'s nodes and the leaf id (no pygls), and
-iterative: a 200,000-entry linear session is a 200,000-level tree.
-
-The filter modes follow pi's TUI tree selector (``modes/interactive/components/tree-selector.js``
-of 0.86.1, ``applyFilter``): in every mode but ``none``, ``usage`` entries are hidden, and so are
-assistant messages without text that did not end in an error or abort (unless they are the leaf).
-Then ``default`` hides settings entries (label, custom, model_change, thinking_level_change,
-session_info, and pi 1.6.0's context_edit, labelled ``[context omit|replace: <targetId>]`` where it
-shows); ``no-tools`` also hides tool results; ``user-only`` keeps user messages only;
-``labeled-only`` keeps labelled entries only; ``all`` keeps the rest. A hidden entry's visible
-descendants attach to its nearest visible ancestor, as in the TUI. ``none`` (the default of
-``pi/getTree``) is ``getTree()`` itself, nothing hidden.
+iterative: a 200,000-entry linear session is a 200,000-level tree. The filter modes, and how a
+hidden entry's descendants attach, are the domain's (session/tree_filter.py, which ``pi-session
+tree --filter`` draws with too).
 """
 
 from __future__ import annotations
@@ -37,144 +29,18 @@ from pi_session_server.server.wire import encode_rows, encode_rows_into, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
     ToolCalls,
-    _js_str,
     collect_tool_calls,
-    extract_content,
-    is_silent_turn,
     preview_of,
     tool_calls_of,
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 from pi_session_server.session.index_rows import RowPath
 from pi_session_server.session.tree import TreeRoots, label_target
+from pi_session_server.session.tree_filter import node_filter, shown_below
 
-FILTERS = ("none", "default", "no-tools", "user-only", "labeled-only", "all")
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
 # the filters that show most entries of a chat (the others a few: all previews made up front is waste)
 _MOSTLY_SHOWN = frozenset({"none", "default", "no-tools", "all"})
-_SETTINGS_TYPES = frozenset(
-    {"label", "custom", "model_change", "thinking_level_change", "session_info", "context_edit"}
-)
-
-
-# --- text helpers (JS semantics) -----------------------------------------------------------
-
-
-def searchable_text(node: Any) -> str:
-    """What the TUI's search matches against (``getSearchableText``)."""
-    entry = node.entry
-    parts: list[str] = []
-    if truthy(node.label):
-        parts.append(_js_str(node.label))
-    etype = type_of(entry)
-    if etype == "message":
-        _message_text(entry, parts)
-    elif etype == "custom_message":
-        parts.append(_js_str(field(entry, "customType")))
-        content = field(entry, "content")
-        parts.append(content if isinstance(content, str) else extract_content(content))
-    elif etype == "compaction":
-        parts.append("compaction")
-    elif isinstance(etype, str) and etype in _WORD_AND_FIELD:
-        word, key = _WORD_AND_FIELD[etype]
-        parts.extend([word, _js_str(field(entry, key))])
-    elif etype == "session_info":
-        parts.append("title")
-        if truthy(field(entry, "name")):
-            parts.append(_js_str(field(entry, "name")))
-    elif etype == "label":
-        label = field(entry, "label")
-        parts.extend(["label", "" if label is ABSENT or label is None else _js_str(label)])
-    return " ".join(parts)
-
-
-#: the entry types whose searchable text is a word and one field
-_WORD_AND_FIELD: Final = {
-    "branch_summary": ("branch summary", "summary"),
-    "model_change": ("model", "modelId"),
-    "thinking_level_change": ("thinking", "thinkingLevel"),
-    "custom": ("custom", "customType"),
-}
-
-
-def _message_text(entry: Any, parts: list[str]) -> None:
-    message = field(entry, "message")
-    msg = message if isinstance(message, dict) else {}
-    parts.append(_js_str(msg.get("role", ABSENT)))
-    content = msg.get("content", ABSENT)
-    if truthy(content):
-        parts.append(extract_content(content))
-    if msg.get("role", ABSENT) == "bashExecution" and truthy(msg.get("command", ABSENT)):
-        parts.append(_js_str(msg.get("command")))
-
-
-# --- filtering -----------------------------------------------------------------------------
-
-
-def _silent_turn(entry: Any) -> bool:
-    return is_silent_turn(field(entry, "message"))
-
-
-def node_filter(
-    mode: str, leaf_id: Any, search: str | None = None, cache: PreviewCache | None = None
-) -> Callable[[Any], bool]:
-    """The visibility predicate of one of pi's ``/tree`` filter modes over tree nodes (``cache``:
-    the session's, which remembers each assistant entry's answer)."""
-    tokens = list(dict.fromkeys((search or "").lower().split()))  # each word once (a match needs all)
-    silent_turn = _silent_turn if cache is None else cache.silent_turn
-
-    def visible(node: Any) -> bool:
-        entry = node.entry
-        if mode != "none":
-            # read once: asked for every node (an Entry's envelope without a call for each)
-            etype, role = (
-                (entry.type, entry.role) if type(entry) is Entry else (type_of(entry), role_of(entry))
-            )
-            # hidden in every TUI mode: usage entries; text-less assistant turns that did not fail
-            if etype == "usage":
-                return False
-            if (
-                etype == "message"
-                and role == "assistant"
-                and not (leaf_id is not ABSENT and strict_equal(id_of(entry), leaf_id))
-                and silent_turn(entry)
-            ):
-                return False
-            if not _mode_shows(mode, etype, role, node):
-                return False
-        if tokens:
-            text = searchable_text(node).lower()
-            return all(t in text for t in tokens)
-        return True
-
-    def shown_by_default(node: Any) -> bool:
-        """``visible`` of the ``default`` mode without a search (a tree view's), an Entry's inline."""
-        entry = node.entry
-        if type(entry) is not Entry:
-            return visible(node)
-        etype = entry.type
-        if etype == "message":  # (most entries: shown unless a silent turn)
-            return not (
-                entry.role == "assistant"
-                and not (leaf_id is not ABSENT and strict_equal(entry.id, leaf_id))
-                and silent_turn(entry)
-            )
-        return etype != "usage" and etype not in _SETTINGS_TYPES
-
-    return shown_by_default if mode == "default" and not tokens else visible
-
-
-def _mode_shows(mode: str, etype: Any, role: Any, node: Any) -> bool:
-    """Whether filter ``mode`` shows the node of an entry of type ``etype`` (``role``: its message's)."""
-    if mode == "user-only":
-        return bool(etype == "message" and role == "user")
-    if mode == "no-tools":
-        return etype not in _SETTINGS_TYPES and not (etype == "message" and role == "toolResult")
-    if mode == "labeled-only":
-        return node.label is not ABSENT
-    if mode == "all":
-        return True
-    return etype not in _SETTINGS_TYPES
 
 
 # --- the flat and nested forms -------------------------------------------------------------
@@ -1036,15 +902,7 @@ class _TreeShape:
         return known
 
     def _find_shown_children(self, node: Any) -> list[Any]:
-        shown: list[Any] = []
-        stack = list(reversed(self.children_in_order(node)))
-        while stack:
-            child = stack.pop()
-            if self.is_shown(child):
-                shown.append(child)
-            else:
-                stack.extend(reversed(self.children_in_order(child)))
-        return shown
+        return shown_below(node, self.is_shown, self.children_in_order)
 
     def walk(self, tops: list[Any], max_depth: int | None) -> Iterator[Row]:
         """The :class:`Row` of every shown node, in preorder, down to ``max_depth``. Iterative: a

@@ -28,6 +28,10 @@ FORMAT_VERSION: Final = 4
 MAGIC: Final = b"PITURNS\x00"
 # Fewer turns than this are read about as fast as they are loaded: not kept, not loaded.
 MIN_STORED: Final = 1000
+# Where the usage of the other entries pi's totals add (tool results, usage entries, branch
+# summaries, compactions) is kept, as the turns are: beside them, named like them (the kept files
+# of an index go with it: cache_dir.KEPT_SUFFIXES).
+OTHER_USAGE_SUFFIX: Final = cache_dir.TURNS_SUFFIX + "-other"
 # The values of a turn after its provider and model: its usage (session_stats.USAGE_KEYS), its cost.
 USAGE_VALUES: Final = 6
 
@@ -153,11 +157,12 @@ class KeptTurns:
 NOTHING_KEPT: Final = KeptTurns(array("q"), [], 0)
 
 
-def load(held: preview_store.HeldFile, entry: Entry) -> KeptTurns:
+def load(held: preview_store.HeldFile, entry: Entry, suffix: str = cache_dir.TURNS_SUFFIX) -> KeptTurns:
     """The turns kept for the file ``entry`` was read from, held as ``held`` (see
     ``preview_store.hold``): :data:`NOTHING_KEPT` when none are, or they no longer describe the
-    file (they go then: see ``cache_dir.read_kept``)."""
-    found = preview_store.store_of([entry], cache_dir.TURNS_SUFFIX, held.fd)
+    file (they go then: see ``cache_dir.read_kept``). ``suffix``: of the file they are kept in
+    (:data:`OTHER_USAGE_SUFFIX`: the other entries' usage)."""
+    found = preview_store.store_of([entry], suffix, held.fd)
     if found is None:
         return NOTHING_KEPT
     stored: StoredTurns | None = cache_dir.read_kept(found[1], held.fd, MAGIC, FORMAT_VERSION, _whole)
@@ -185,11 +190,18 @@ def _whole(body: memoryview) -> StoredTurns | None:
     return stored
 
 
-def save(held: preview_store.HeldFile, entry: Entry, kept: KeptTurns, read: KeptTurns) -> bool:
+def save(
+    held: preview_store.HeldFile,
+    entry: Entry,
+    kept: KeptTurns,
+    read: KeptTurns,
+    suffix: str = cache_dir.TURNS_SUFFIX,
+) -> bool:
     """Keep ``kept`` and the turns ``read`` since (their lines in file order, ``read.end`` just after
-    the last) for the file ``entry`` was read from, held as ``held`` when they were read: nothing is
-    written if it changed since. False when nothing was written."""
-    found = preview_store.store_of([entry], cache_dir.TURNS_SUFFIX, held.fd)
+    the last) for the file ``entry`` was read from, held as ``held`` when they were read, in the
+    file of ``suffix`` (see :func:`load`): nothing is written if it changed since. False when
+    nothing was written."""
+    found = preview_store.store_of([entry], suffix, held.fd)
     if found is None:
         return False
     try:

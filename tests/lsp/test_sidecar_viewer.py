@@ -41,7 +41,8 @@ async def test_the_stats_follow_an_append(sidecar, tmp_path):
     session, _path = await sidecar.open_example(tmp_path)
     stats = await sidecar.request("pi/getStats", {"session": session})
     assert stats["entryCount"] == 36 and stats["roles"]["assistant"] == 12 and stats["branchPoints"] == 2
-    assert stats["tokens"]["totalTokens"] == 58281 and abs(stats["cost"] - 0.073896) < 1e-9
+    # (as pi counts them: the turns', the tool results', the usage entry's and the summaries' usage)
+    assert stats["tokens"]["total"] == 73184 and abs(stats["cost"] - 0.110901) < 1e-9
     message = {
         "role": "assistant",
         "content": [],
@@ -52,7 +53,7 @@ async def test_the_stats_follow_an_append(sidecar, tmp_path):
     }
     await sidecar.request("pi/append", {"session": session, "kind": "message", "message": message})
     after = await sidecar.request("pi/getStats", {"session": session})
-    assert after["entryCount"] == 37 and after["tokens"]["totalTokens"] == 58296
+    assert after["entryCount"] == 37 and after["tokens"]["total"] == 73199
     assert after["models"]["openai/gpt"] == {"turns": 1, "totalTokens": 15, "cost": 0.25}
 
 

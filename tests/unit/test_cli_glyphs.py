@@ -297,7 +297,8 @@ def test_the_tree_escapes_a_preview_s_control_characters_before_it_cuts_it(
     assert done.returncode == 0, done.stderr
     (row,) = (row for row in done.stdout.decode("utf-8").splitlines() if row.startswith("* user"))
     preview = "user: \\x1b[31mred\\x1b[0\u2026" if env is UTF_8 else "user: \\x1b[31mred\\x1b..."
-    assert row == f"* {preview}  <- leaf" and len(preview) == 24
+    mark = "\u25c0 leaf" if env is UTF_8 else "<- leaf"  # (the demo's mark: render/glyphs.py)
+    assert row == f"* {preview}  {mark}" and len(preview) == 24
 
 
 def test_list_escapes_a_title_s_control_characters_without_cutting_one_in_two(tmp_path: Path) -> None:
@@ -318,7 +319,7 @@ def test_wide_characters_count_as_two_columns(tmp_path: Path, command: str, widt
     rows = [row for row in done.stdout.decode("utf-8").splitlines() if "\u4e2d" in row]
     assert rows
     if command == "tree":
-        assert rows == ["* user: \u4e2d\u6587\u5b57\u7b26\u4e2d\u6587\u2026  <- leaf"]  # 19 columns
+        assert rows == ["* user: \u4e2d\u6587\u5b57\u7b26\u4e2d\u6587\u2026  \u25c0 leaf"]  # 19 columns
     else:
         assert all(_columns(row) <= 30 for row in rows) and max(map(_columns, rows)) >= 29
 
@@ -358,3 +359,16 @@ def test_check_s_progress_escapes_a_path_s_control_characters_and_counts_its_col
     shown = done.stderr.decode("utf-8").split("\r")[1]
     assert "\x1b" not in shown and "\x07" not in shown
     assert shown == "[0/1] \u2026" + "\u4e2d" * 25 + "/s.jsonl"  # 59 columns of 60: a 26th is 61
+
+
+@pytest.mark.parametrize(
+    ("env", "mark"), [(UTF_8, "\u25c0 leaf"), (ASCII, "<- leaf")], ids=["utf-8", "ascii"]
+)
+def test_tree_and_demo_mark_the_leaf_with_one_glyph(tmp_path: Path, env: dict[str, str], mark: str) -> None:
+    """``tree`` marked the leaf ``<- leaf`` whatever the output could write, ``demo`` with the
+    glyph of its encoding: both now end the leaf's row with the same one."""
+    for command in ("tree", "demo"):
+        done = _cli(command, "--width", "200", env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        leaf_rows = [row for row in done.stdout.decode("utf-8").splitlines() if row.endswith(mark)]
+        assert len(leaf_rows) == 1, (command, done.stdout)

@@ -45,7 +45,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _preview_rows(out: str) -> list[str]:
     """The rows of the two long messages, without the leaf's mark."""
-    return [row.removesuffix("  <- leaf") for row in _rows(out)]
+    return [row.removesuffix("  ◀ leaf") for row in _rows(out)]
 
 
 def _rows(out: str) -> list[str]:

@@ -18,10 +18,11 @@ from test_protocol_tree_filters import EXAMPLE, random_session
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server import path_view, session_stats
-from pi_session_server.server.tree_view import FILTERS, RootNotFoundError, TreeWindow, tree_view
+from pi_session_server.server.tree_view import RootNotFoundError, TreeWindow, tree_view
 from pi_session_server.server.wire import encode_result
 from pi_session_server.session import SessionManager, cache_dir, loader
 from pi_session_server.session.envelopes import Envelopes
+from pi_session_server.session.tree_modes import FILTERS
 
 
 def reply(value: Any) -> Any:
@@ -206,26 +207,49 @@ def test_random_sessions_paths_match_get_branch(tmp_path: Path):
 
 
 def expected_stats(path: str) -> dict[str, Any]:
-    """The totals, summed straight from the file's lines."""
+    """The totals, summed straight from the file's lines as pi's getSessionStats() sums them: the
+    usage of assistant messages and tool results, of usage entries, branch summaries and
+    compactions; ``total`` the four's sum."""
     tokens = dict.fromkeys(session_stats.USAGE_KEYS, 0)
-    cost, turns, types = 0.0, 0, {}
+    cost, turns, types, turn_tokens, turn_cost = 0.0, 0, {}, 0, 0.0
     for line in Path(path).read_text().splitlines()[1:]:
         value = json.loads(line)
         types[value["type"]] = types.get(value["type"], 0) + 1
         message = value.get("message") or {}
-        if value["type"] == "message" and message.get("role") == "assistant":
-            turns += 1
+        usage = None
+        if value["type"] == "message" and message.get("role") in ("assistant", "toolResult"):
+            turns += message["role"] == "assistant"
             usage = message.get("usage") or {}
-            for key in tokens:
-                tokens[key] += usage.get(key, 0)
-            cost += (usage.get("cost") or {}).get("total", 0)
-    return {"tokens": tokens, "cost": cost, "turns": turns, "types": types}
+            if message["role"] == "assistant":
+                turn_tokens += usage.get("totalTokens", 0)
+                turn_cost += (usage.get("cost") or {}).get("total", 0)
+        elif value["type"] in ("usage", "branch_summary", "compaction"):
+            usage = value.get("usage") or {}
+        for key in tokens:
+            tokens[key] += (usage or {}).get(key, 0)
+        cost += ((usage or {}).get("cost") or {}).get("total", 0)
+    tokens["total"] = sum(tokens[key] for key in session_stats.PI_TOTAL_KEYS)
+    return {
+        "tokens": tokens,
+        "cost": cost,
+        "turns": turns,
+        "types": types,
+        "turnTokens": turn_tokens,
+        "turnCost": turn_cost,
+    }
 
 
 def add_as_the_library_reads(totals: session_stats.SessionTotals, entries: list[Entry]) -> None:
-    """Count ``entries`` into ``totals`` with each assistant message as ``Entry.get`` reads it."""
+    """Count ``entries`` into ``totals`` with each assistant message, and each other entry with usage,
+    as ``Entry.get`` reads it."""
     turns = [session_stats.turn_of_message(e.get("message")) for e in entries if e.role == "assistant"]
     totals.add(Envelopes.of_entries(entries), [turn for turn in turns if turn is not None])
+    others = [
+        session_stats.other_usage_of(e)
+        for e in entries
+        if e.role == "toolResult" or e.type in ("usage", "branch_summary", "compaction")
+    ]
+    totals.add_other_usage(list(zip(*[turn for turn in others if turn is not None], strict=True)))
 
 
 def test_stats_sum_the_whole_session(example: SessionManager):
@@ -238,8 +262,8 @@ def test_stats_sum_the_whole_session(example: SessionManager):
     assert stats["models"] == {
         "anthropic/claude-sonnet-4-5": {
             "turns": 12,
-            "totalTokens": expected["tokens"]["totalTokens"],
-            "cost": stats["cost"],
+            "totalTokens": expected["turnTokens"],
+            "cost": pytest.approx(expected["turnCost"]),
         }
     }
     assert stats["firstTimestamp"] < stats["lastTimestamp"]
@@ -292,8 +316,8 @@ def test_stats_read_in_one_pass_and_count_the_tree_as_get_tree_does(
         fresh = session_stats.SessionTotals()
         add_as_the_library_reads(fresh, m.get_entries())
         assert (
-            stats["tokens"] == fresh.tokens
-            and stats["cost"] == fresh.cost
+            stats["tokens"] == session_stats._with_pi_total(fresh.all_tokens)
+            and stats["cost"] == fresh.all_cost
             and stats["models"] == fresh.models
         ), path
         if expected:

@@ -20,8 +20,9 @@ import pytest
 import reference_locations
 from builders import TEST_USAGE
 
-from pi_session_server.server.tree_view import FILTERS, tree_view
+from pi_session_server.server.tree_view import tree_view
 from pi_session_server.session import SessionManager
+from pi_session_server.session.tree_modes import FILTERS
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE = reference_locations.oracle_dir()

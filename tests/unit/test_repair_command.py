@@ -359,10 +359,13 @@ def test_a_migration_waits_for_a_round_without_other_repairs(tmp_path: Path) -> 
     path = tmp_path / "v2.jsonl"
     path.write_bytes(lines(v2, A + B, C))
     listed = cli(path, "--all")
-    assert listed.stdout.splitlines()[:2] == [
+    assert listed.stdout.splitlines() == [
         f"{path}:2: PI006 Split the glued line into its 2 lines",
-        f"{path}:1: PI015 Migrate to version 3 (rewrite the file as pi would) (in a second round, when "
-        "written with --in-place or --output OUT: it touches what a repair above changes)",
+        f"{path}:1: PI015 Migrate to version 3 (rewrite the file as pi would) (in the next round: it "
+        "touches what a repair above changes)",
+        "round 2, on the file as repaired so far:",
+        f"{path}:1: PI015 Migrate to version 3 (rewrite the file as pi would)",
+        f"{path}: 2 repairs to make; problems left then: ok; write them with --in-place or --output OUT",
     ]
     out = tmp_path / "out.jsonl"
     to_stdout = cli(path, "--all", "-o", "-")
@@ -639,6 +642,43 @@ def test_the_repairs_of_other_codes_left_are_named_with_how_to_make_them(tmp_pat
     again = cli("--in-place", "--no-backup", "--codes", "PI031", path)
     assert again.returncode == ERRORS_LEFT, again.stderr  # (the cut-off line)
     assert "not made" not in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "options"),
+    [
+        # a split gives back an entry whose parent was the cut-off line: a repair of PI031 is found
+        # only on the file the split made (a round later), and not made by default
+        (GLUED, []),
+        (GLUED, ["--codes", "PI006,PI031"]),
+        # a migration waits for a round without other repairs
+        (lines(json.dumps({**json.loads(HEADER), "version": 2}), A + B, C), ["--all"]),
+    ],
+    ids=["split-then-orphan", "split-and-orphan-chosen", "split-then-migration"],
+)
+def test_the_dry_run_tells_what_in_place_then_does(
+    tmp_path: Path, content: bytes, options: list[str]
+) -> None:
+    """Without --in-place, the rounds and the repairs of other codes --in-place then tells of were
+    left out (the dry run listed the first round only): it plays them on a copy and tells the same
+    story, and the file is not written."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(content)
+    listed = cli(path, *options)
+    assert listed.returncode == 1, listed.stderr
+    assert path.read_bytes() == content and sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
+    done = cli(path, "--in-place", "--no-backup", *options)
+    assert done.returncode in (0, ERRORS_LEFT), done.stderr
+    # the same lines, but for the one that says what was made: what is to make, and how
+    told = [
+        re.sub(
+            r"^(\d+ repairs?) made in (.*); problems left: (.*)$",
+            r"\2: \1 to make; problems left then: \3; write them with --in-place or --output OUT",
+            line,
+        )
+        for line in done.stdout.splitlines()
+    ]
+    assert listed.stdout.splitlines() == told and len(told) >= 2, (listed.stdout, done.stdout)
 
 
 def test_nothing_is_said_of_other_codes_when_none_is_left(tmp_path: Path) -> None:

@@ -32,8 +32,10 @@ def test_the_example_sessions_totals(capsys: pytest.CaptureFixture[str]) -> None
     assert lines[2].startswith("36 entries, from 2026-03-14T09:12:05.315Z to ")
     assert lines[3] == "messages: 26 (assistant 12, toolResult 8, user 4, bashExecution 1, system 1)"
     assert "tree: 2 branch points, 3 leaves" in lines
-    assert "tokens: 58,281 (input 8,073, output 1,376, cache read 44,662, cache write 4,170)" in lines
-    assert "cost: $0.07" in lines
+    # as pi's getSessionStats() counts them: the turns', the tool results', the usage entry's, the
+    # summaries' (the model's row: its turns alone, their recorded totalTokens)
+    assert "tokens: 73,184 (input 17,885, output 1,787, cache read 49,342, cache write 4,170)" in lines
+    assert "cost: $0.11" in lines
     assert lines[-1].split() == ["anthropic/claude-sonnet-4-5", "12", "turns", "58,281", "tokens", "$0.07"]
 
 

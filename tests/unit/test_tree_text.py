@@ -29,7 +29,7 @@ def _drawn(roots: list[Node], path: set[str], leaf: str | None) -> list[str]:
         if len(node.children) > 1:
             line += f"  ({len(node.children)} branches)"
         if node.name == leaf:
-            line += "  <- leaf"
+            line += "  ◀ leaf"
         lines.append(line)
         fan_out(node.children, child_prefix, lone=True)
 
@@ -84,7 +84,7 @@ def test_a_long_chain_below_branches_keeps_its_prefix():
         "     c1",
         "     c2",
         "     c3",
-        "   * c4  <- leaf",
+        "   * c4  ◀ leaf",
     ]
 
 
@@ -120,7 +120,7 @@ def test_rows_fit_a_width_their_text_given_the_room_the_rest_leaves() -> None:
 
     def row(node: Node, room: int) -> tuple[str, str]:
         rooms[node.name] = room
-        room -= len("  <- leaf") if node.name == "d3" else 0
+        room -= len("  ◀ leaf") if node.name == "d3" else 0
         return node.name, node.name[: max(room, 0)]
 
     drawn = list(tree_text_lines([root], row, "d3", ["root", "d1", "d2", "d3"], row_width=14))

@@ -28,6 +28,7 @@ from pi_session_server.server.preview_keeping import PreviewKeeper
 from pi_session_server.server.workers import CancelToken, WorkerPool, after_this_job, current_queue
 from pi_session_server.session import SessionManager, cache_dir, describe, preview_store
 from pi_session_server.session.describe import PreviewCache
+from pi_session_server.session.tree_modes import FILTERS
 
 
 def _branchy_session(path: Path, turns: int = 120) -> Path:
@@ -403,7 +404,7 @@ def _whole_and_levels(manager: SessionManager, mode: str, **options: Any) -> tup
     return whole, T.encode_tree_levels(shape, levels, complete, 5, 50_000)
 
 
-@pytest.mark.parametrize("mode", T.FILTERS)
+@pytest.mark.parametrize("mode", FILTERS)
 def test_the_leafs_path_given_orders_the_tree_as_a_walk_of_it_does(tmp_path: Path, mode: str) -> None:
     path = _branchy_session(tmp_path / "s.jsonl", turns=60)
     with SessionManager.open(str(path), read_only=True, index=False) as manager:

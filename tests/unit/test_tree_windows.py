@@ -15,7 +15,6 @@ import pytest
 from test_protocol_tree_filters import EXAMPLE, random_session
 
 from pi_session_server.server.tree_view import (
-    FILTERS,
     RootNotFoundError,
     TreeTooLargeError,
     TreeWindow,
@@ -24,6 +23,7 @@ from pi_session_server.server.tree_view import (
 )
 from pi_session_server.server.wire import encode_json
 from pi_session_server.session import SessionManager
+from pi_session_server.session.tree_modes import FILTERS
 
 VIEWS = [
     {"mode": mode, "active_branch_first": first, "search": search}

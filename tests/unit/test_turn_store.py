@@ -90,13 +90,15 @@ def _store(index: Path) -> list[Path]:
 
 @pytest.fixture
 def lines_read(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The assistant lines the totals read from the file, as they read them."""
+    """The assistant lines the totals read from the file, as they read them (not the lines of the
+    other entries with usage: those are read each time)."""
     read: list[Any] = []
     decode = session_stats._turn_of
 
-    def counted(line: Any, entry_id: Any) -> Any:
-        read.append(entry_id)
-        return decode(line, entry_id)
+    def counted(line: Any, entry_id: Any, other_usage: bool = False) -> Any:
+        if not other_usage:
+            read.append(entry_id)
+        return decode(line, entry_id, other_usage)
 
     monkeypatch.setattr(session_stats, "_turn_of", counted)
     return read
@@ -354,3 +356,50 @@ def test_turns_read_from_a_file_that_changed_before_their_write_are_not_kept(tmp
     _write(path, 1, first=12, parent="a11")
     assert keep_turns() is False and _store(index) == []
     assert _kept(path, index) == _plain(path)
+
+
+def test_the_other_entries_usage_is_kept_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The usage pi's totals add beside the turns' (tool results', usage entries') was read from the
+    file at every count: it is kept with the index too, in a file of its own, and a reopen reads
+    none of those lines."""
+    read: list[Any] = []
+    decode = session_stats._turn_of
+
+    def counted(line: Any, entry_id: Any, other_usage: bool = False) -> Any:
+        if other_usage:
+            read.append(entry_id)
+        return decode(line, entry_id, other_usage)
+
+    monkeypatch.setattr(session_stats, "_turn_of", counted)
+    path, index = tmp_path / "s.jsonl", tmp_path / "index"
+    parent = _write(path, 2)
+    lines = []
+    for n in range(12):
+        result = {
+            "role": "toolResult",
+            "toolCallId": "c",
+            "toolName": "bash",
+            "content": [],
+            "isError": False,
+        }
+        result["usage"] = ODD_USAGES[n % len(ODD_USAGES)]
+        entry = {"type": "message", "id": f"r{n}", "parentId": parent, "timestamp": "t", "message": result}
+        usage = {
+            "type": "usage",
+            "id": f"g{n}",
+            "parentId": f"r{n}",
+            "timestamp": "t",
+            "usage": ODD_USAGES[0],
+        }
+        lines += [entry, usage]
+        parent = f"g{n}"
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines(json.dumps(line) + "\n" for line in lines)
+    expected = _plain(path)
+    read.clear()
+    assert _kept(path, index) == expected
+    assert len(read) == 24 and len(sorted(index.glob("*" + turn_store.OTHER_USAGE_SUFFIX))) == 1
+    read.clear()
+    assert _kept(path, index) == expected  # the same sums, float for float
+    assert read == []
+    assert expected["tokens"]["input"] == 10 * 12 + 10 + 3 * 3 + 10 * 3  # the two turns' too (10 and "12")

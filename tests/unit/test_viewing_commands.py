@@ -184,7 +184,7 @@ def test_ids_with_control_characters_keep_their_path_and_leaf_marks(tmp_path: Pa
     path.write_text("\n".join(lines) + "\n")
     drawn = _cli("tree", "--no-index", str(path), cwd=tmp_path).stdout.splitlines()
     rows = [line for line in drawn if "first" in line or "second" in line]
-    assert rows[0].startswith("* ") and rows[1].startswith("* ") and rows[1].endswith("<- leaf"), drawn
+    assert rows[0].startswith("* ") and rows[1].startswith("* ") and rows[1].endswith("◀ leaf"), drawn
 
 
 def test_the_leaf_and_its_path_are_told_by_pi_s_equality_of_ids(tmp_path: Path) -> None:
@@ -198,8 +198,8 @@ def test_the_leaf_and_its_path_are_told_by_pi_s_equality_of_ids(tmp_path: Path) 
         drawn = _cli(*args, str(path), cwd=tmp_path).stdout.splitlines()
         number = next(line for line in drawn if "the number" in line)
         string = next(line for line in drawn if "the string" in line)
-        assert not number.lstrip("├└─ ").startswith("*") and not number.endswith("<- leaf"), drawn
-        assert string.lstrip("├└─ ").startswith("*") and string.endswith("<- leaf"), drawn
+        assert not number.lstrip("├└─ ").startswith("*") and not number.endswith("◀ leaf"), drawn
+        assert string.lstrip("├└─ ").startswith("*") and string.endswith("◀ leaf"), drawn
 
 
 def test_a_width_below_one_is_refused(tmp_path: Path) -> None:
@@ -259,7 +259,7 @@ def test_an_entry_of_a_type_pi_does_not_know_is_named_in_the_tree(tmp_path: Path
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     done = _cli("tree", str(path), cwd=tmp_path)
-    assert done.stdout.endswith("* [hologram]  <- leaf\n")  # pi's own selector shows an empty line
+    assert done.stdout.endswith("* [hologram]  ◀ leaf\n")  # pi's own selector shows an empty line
 
 
 @pytest.mark.parametrize("command", ["tree", "context"])

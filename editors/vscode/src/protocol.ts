@@ -1410,13 +1410,19 @@ export interface SessionStats {
   lastTimestamp?: string;
 }
 
-/** Sums of the assistant messages' usage (a value that is not a finite number counts 0). */
+/**
+ * Sums of the usage pi's getSessionStats() adds: of assistant messages, tool results, usage
+ * entries, branch summaries and compactions (a value that is not a finite number counts 0).
+ */
 export interface TokenTotals {
   input: number;
   output: number;
   cacheRead: number;
   cacheWrite: number;
+  /** sum of the totalTokens recorded (older pi releases recorded none) */
   totalTokens: number;
+  /** pi's tokens.total: input + output + cacheRead + cacheWrite */
+  total: number;
 }
 
 /** The assistant messages of one provider/model. */
