@@ -424,15 +424,21 @@ def _dry_run(
     and told as --in-place tells them, each round's repairs, the problems left and the repairs of
     other codes that would then be found (a line split apart can give back an entry without its
     parent). Exit status 1: there are repairs to make."""
-    with tempfile.TemporaryDirectory(prefix="pi-session-repair-") as scratch:
-        copy = os.path.join(scratch, "repaired.jsonl")
-        try:
-            rewrite_file(copy, spliced(fd, before.size, plan.splices()), fsync=False)
-            left, total, last_plan, _ = _more_rounds(
-                copy, chosen, len(plan.applied), 0, report, pi, name=path
-            )
-        except _LaterRoundFailed as failed:  # (the copy, not the file: nothing of it was written)
-            raise failed.error from None
+    try:
+        with tempfile.TemporaryDirectory(prefix="pi-session-repair-") as scratch:
+            copy = os.path.join(scratch, "repaired.jsonl")
+            try:
+                rewrite_file(copy, spliced(fd, before.size, plan.splices()), fsync=False)
+            except OSError as error:  # no room for the copy (a huge file, a small $TMPDIR)
+                return _first_round_only(path, plan, error, report)
+            try:
+                left, total, last_plan, _ = _more_rounds(
+                    copy, chosen, len(plan.applied), 0, report, pi, name=path
+                )
+            except _LaterRoundFailed as failed:  # (the copy, not the file: nothing of it was written)
+                raise failed.error from None
+    except OSError as error:  # the temporary directory itself could not be made
+        return _first_round_only(path, plan, error, report)
     _say(
         f"{path}: {counted(total, 'repair')} to make{_stopped(last_plan)}; problems left then: "
         f"{_left(left)}; write them with --in-place or --output OUT",
@@ -440,6 +446,19 @@ def _dry_run(
     )
     _say_other_repairs(last_plan, path, report, None)
     return 1, total
+
+
+def _first_round_only(path: str, plan: Plan, error: OSError, report: TextIO) -> tuple[int, int]:
+    """A dry run whose copy could not be written: the first round's repairs (listed already) are
+    what it can tell; the later rounds are said to be unknown, not left out silently."""
+    why = error.strerror or str(error)
+    _say(
+        f"{path}: {counted(len(plan.applied), 'repair')} to make in a first round; later rounds not "
+        f"looked at (no copy could be made in {tempfile.gettempdir()}: {why}); write them with "
+        "--in-place or --output OUT",
+        file=report,
+    )
+    return 1, len(plan.applied)
 
 
 def _left(diagnostics: list[Diagnostic]) -> str:

@@ -681,6 +681,24 @@ def test_the_dry_run_tells_what_in_place_then_does(
     assert listed.stdout.splitlines() == told and len(told) >= 2, (listed.stdout, done.stdout)
 
 
+def test_a_dry_run_without_room_for_its_copy_still_lists_the_first_round(
+    glued: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The copy the later rounds are played on is as big as the file: a $TMPDIR without room for
+    it makes the dry run say what it knows (the first round) and that the rest is unknown, never
+    fail where the listing alone would have worked."""
+
+    def no_room(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(repair_command, "rewrite_file", no_room)
+    assert repair_command.run(in_process_args(glued)) == 1
+    told = capsys.readouterr().out
+    assert ": PI006 Split the glued line" in told
+    assert f"{glued}: 1 repair to make in a first round; later rounds not looked at" in told
+    assert "No space left on device" in told and glued.read_bytes() == GLUED
+
+
 def test_nothing_is_said_of_other_codes_when_none_is_left(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(lines(HEADER, A, B + C, D))  # two whole lines glued
