@@ -125,6 +125,33 @@ def _first_related(group: Iterable[LineInfo], e: LineInfo, why: str) -> tuple[tu
     return tuple(itertools.islice(((m, why) for m in group if m is not e), _RELATED))
 
 
+class _SharedRelated:
+    """:func:`_first_related` of the members of one group, asked one after the other: every member
+    past the group's first few has the same related lines, given as one tuple (the problems of a
+    crash loop's thousands of copies of a line then name one tuple, whose lines are placed once
+    per pass: diagnostics.WholeLines). The group's first members are compared each time, so a
+    group changed by an edit since is never answered from before."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        # (group, why, its first members, their related lines)
+        self._last: (
+            tuple[Sequence[LineInfo], str, Sequence[LineInfo], tuple[tuple[LineInfo, str], ...]] | None
+        ) = None
+
+    def of(self, group: Sequence[LineInfo], e: LineInfo, why: str) -> tuple[tuple[LineInfo, str], ...]:
+        head = group[: _RELATED + 1]
+        if e in head:  # (identity: a LineInfo equals itself only)
+            return _first_related(head, e, why)
+        last = self._last
+        if last is not None and last[0] is group and last[1] == why and last[2] == head:
+            return last[3]
+        related = tuple((m, why) for m in head[:_RELATED])
+        self._last = (group, why, head, related)
+        return related
+
+
 def _short(value: Any) -> str:
     """An id quoted in a message: a string as it is, anything else as its JSON text (what the user
     sees in the file), cut short; any size or depth of value costs the same."""
@@ -148,6 +175,7 @@ class TreeIndex:
         self._skips: dict[LineInfo, LineInfo | None] = {}  # see _skip
         self._skips_epoch = 0  # the epoch they were found in
         self.epoch = 0  # bumped whenever a parent link of an entry with descendants changes
+        self._related = _SharedRelated()  # the related lines of a large group's members
 
     @property
     def members(self) -> set[LineInfo]:
@@ -705,7 +733,7 @@ class TreeIndex:
                         codes.DUPLICATE_ID,
                         f"duplicate id `{_short(e.id)}`: {len(same)} entries have it; {note}",
                         path=("id",),
-                        related=_first_related(same, e, "same id"),
+                        related=self._related.of(same, e, "same id"),
                     )
                 )
 
@@ -739,7 +767,7 @@ class TreeIndex:
                         codes.PARENT_CYCLE,
                         f"parent cycle of {len(cycle)} entries ({ids}): the reference loops forever on it",
                         path=("parentId",),
-                        related=_first_related(cycle, e, "in the cycle"),
+                        related=self._related.of(cycle, e, "in the cycle"),
                     )
                 )
 

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from test_analysis_long_line import counting_reads
 
+from pi_session_server.analysis import diagnostics, tree
 from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
 from pi_session_server.analysis.diagnostics import Diagnostic, diagnostics_of_lines, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
@@ -177,3 +178,55 @@ def test_tool_results_whose_calls_are_on_another_branch_are_found_in_linear_work
     # (the tree's problems are found as the document is made)
     ratio = _calls(lambda: SessionDocument(large)) / _calls(lambda: SessionDocument(small))
     assert ratio < 6  # four times the pairs: about four times the work (a few skips a bit of depth more)
+
+
+def _unshared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each problem's related lines found and placed for it alone (as before they were shared)."""
+    monkeypatch.setattr(
+        tree._SharedRelated, "of", lambda self, group, e, why: tree._first_related(group, e, why)
+    )
+    monkeypatch.setattr(
+        diagnostics.WholeLines, "related", lambda self, related: diagnostics._related_lines(related, self.of)
+    )
+
+
+def test_the_members_of_a_large_group_share_their_related_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a crash loop: every copy names the group's first 20 lines; those are placed once, not per copy
+    count = 2_000
+    doc = _repeated(count)
+    found = document_diagnostics(doc)
+    assert len(found) == count and all(len(d.related) == 20 for d in found)
+    made = {id(r) for d in found for r in d.related}
+    assert len(made) <= 21 * 20  # the first 21 copies' own lists, then one list for the rest
+    with monkeypatch.context() as alone:
+        _unshared(alone)
+        assert found == document_diagnostics(_repeated(count))
+
+
+@pytest.mark.parametrize(
+    "edit", ["remove the first copy", "insert a copy at the start", "another id at the start"]
+)
+def test_shared_related_lines_follow_edits(edit: str) -> None:
+    # the group's first members change under the same group: no related lines from before the edit
+    doc = _repeated(60)
+    document_diagnostics(doc)
+    line = (ENTRY % (b"same", b"null")).decode()
+    if edit == "remove the first copy":
+        doc.apply_edit(1, 0, 2, 0, "")
+    elif edit == "insert a copy at the start":
+        doc.apply_edit(1, 0, 1, 0, line + "\n")
+    else:
+        doc.apply_edit(1, 0, 1, len(line), line.replace('"same"', '"other"'))
+    assert document_diagnostics(doc) == document_diagnostics(SessionDocument(doc.text()))
+
+
+def test_a_cycle_shares_its_related_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    count = 300
+    lines = [ENTRY % (b"c%d" % n, b'"c%d"' % ((n - 1) % count)) for n in range(count)]
+    data = b"\n".join([HEADER, *lines]) + b"\n"
+    found = [d for d in document_diagnostics(SessionDocument(data)) if d.code == "PI032"]
+    assert len(found) == count
+    assert len({id(r) for d in found for r in d.related}) <= 21 * 20
+    with monkeypatch.context() as alone:
+        _unshared(alone)
+        assert found == [d for d in document_diagnostics(SessionDocument(data)) if d.code == "PI032"]
