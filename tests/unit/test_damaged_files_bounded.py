@@ -230,3 +230,98 @@ def test_a_cycle_shares_its_related_lines(monkeypatch: pytest.MonkeyPatch) -> No
     with monkeypatch.context() as alone:
         _unshared(alone)
         assert found == [d for d in document_diagnostics(SessionDocument(data)) if d.code == "PI032"]
+
+
+def _shared_call_ids(pairs: int) -> bytes:
+    """Calls that all have one id down one branch of a fork, results with that id down the other:
+    no result is below a call of its id, so each is compared with the calls of that id."""
+
+    def entry(i: str, parent: str, message: dict[str, object]) -> bytes:
+        value = {"type": "message", "id": i, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z"}
+        return json.dumps({**value, "message": {**message, "timestamp": 1}}).encode()
+
+    lines = [HEADER, ENTRY % (b"root", b"null")]
+    call = {"type": "toolCall", "id": "t", "name": "bash", "arguments": {}}
+    result = {"role": "toolResult", "toolCallId": "t", "toolName": "bash", "content": [], "isError": False}
+    for n in range(pairs):
+        lines.append(entry(f"a{n}", f"a{n - 1}" if n else "root", {"role": "assistant", "content": [call]}))
+    for n in range(pairs):
+        lines.append(entry(f"r{n}", f"r{n - 1}" if n else "root", result))
+    return b"\n".join(lines) + b"\n"
+
+
+def test_many_tool_calls_sharing_one_id_are_paired_in_about_linear_work() -> None:
+    small, large = _shared_call_ids(200), _shared_call_ids(800)
+    for data, pairs in ((small, 200), (large, 800)):
+        found = document_diagnostics(SessionDocument(data))
+        assert [d.code for d in found].count("PI036") == pairs  # each result: no call above it
+        assert [d.code for d in found].count("PI037") == pairs  # each call: no result below it
+    ratio = _calls(lambda: SessionDocument(large)) / _calls(lambda: SessionDocument(small))
+    assert ratio < 6  # four times the pairs: about four times the work, not sixteen
+
+
+_POOL = ["t1", "t2", "t3"]
+
+
+def _random_tree(rng: Any, count: int) -> bytes:
+    """Entries with random parents (earlier ones as a rule; at times a missing one, a later one
+    or an id again), tool calls and results whose ids come from a few."""
+    ids = [f"e{n}" for n in range(count)]
+    lines = [HEADER]
+    for n, i in enumerate(ids):
+        roll = rng.random()
+        if roll < 0.05:
+            parent: object = "gone"
+        elif roll < 0.08:
+            parent = rng.choice(ids)  # at or after it, at times: a cycle
+        elif n == 0 or roll < 0.12:
+            parent = None
+        else:
+            parent = ids[rng.randrange(max(0, n - 6), n)] if rng.random() < 0.8 else rng.choice(ids[:n])
+        if rng.random() < 0.05 and n:
+            i = rng.choice(ids[:n])  # an id again
+        kind = rng.random()
+        if kind < 0.4:
+            calls = [
+                {"type": "toolCall", "id": rng.choice(_POOL), "name": "x", "arguments": {}}
+                for _ in range(rng.randint(1, 2))
+            ]
+            message: dict[str, object] = {"role": "assistant", "content": calls}
+        elif kind < 0.8:
+            message = {
+                "role": "toolResult",
+                "toolCallId": rng.choice(_POOL),
+                "toolName": "x",
+                "content": [],
+                "isError": False,
+            }
+        else:
+            message = {"role": "user", "content": "hi"}
+        value = {"type": "message", "id": i, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z"}
+        lines.append(json.dumps({**value, "message": {**message, "timestamp": 1}}).encode())
+    return b"\n".join(lines) + b"\n"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pairs_found_by_numbering_the_tree_are_those_found_pair_by_pair(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    data = _random_tree(random.Random(seed), 120)
+    with monkeypatch.context() as pairwise:
+        pairwise.setattr(tree.TreeIndex, "_subtrees_for", lambda self, pairs: None)
+        expected = document_diagnostics(SessionDocument(data))
+    monkeypatch.setattr(tree, "_PAIRS_BEFORE_NUMBERING", -(10**9))  # numbered at the first pair
+    assert document_diagnostics(SessionDocument(data)) == expected
+    # and after edits (each a pass of its own over the entries it touched)
+    doc = SessionDocument(data)
+    rng = random.Random(seed + 1000)
+    for _ in range(5):
+        line = rng.randrange(1, doc.line_count - 1)
+        other = doc.text().split("\n")[rng.randrange(1, doc.line_count - 1)]
+        doc.apply_edit(line, 0, line + 1, 0, other + "\n")
+    with monkeypatch.context() as pairwise:
+        pairwise.setattr(tree.TreeIndex, "_subtrees_for", lambda self, pairs: None)
+        expected = document_diagnostics(SessionDocument(doc.text()))
+    assert document_diagnostics(doc) == expected
