@@ -103,10 +103,11 @@ def _pieces(raw: bytes, spans: list[_Span]) -> tuple[Piece, ...]:
     pieces = []
     column = 0
     previous = 0
+    ascii_only = raw.isascii()  # (then a column is the byte offset)
     for start, end, head in spans:
         # (each piece after the first starts with an ASCII "{": its prefix decodes alone as it
         # does within the line, so the columns add up without decoding the line again per piece)
-        column += len(raw[previous:start].decode("utf-8", "replace"))
+        column = start if ascii_only else column + len(raw[previous:start].decode("utf-8", "replace"))
         previous = start
         pieces.append(
             Piece(

@@ -34,6 +34,8 @@ from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from .glued import Piece
 
 # Small enough that a chunk is still in the CPU cache when msgspec reads it after the kernel's copy
@@ -190,13 +192,10 @@ def _truthy_json(value: Any) -> bool:
 def problem_for(raw: RawLine) -> LineProblem:
     """The diagnostic fact for a line that is not an entry."""
     if raw.kind == "malformed":
-        # imported here: reading a file with no malformed line (the sidecar's start) does without it
-        from .glued import glued_pieces
-
         err = raw.error
         column = err.pos if err is not None else 0
         text = as_displayed(err.msg) if err is not None else "invalid JSON"
-        pieces = glued_pieces(raw.data)
+        pieces = _glued().glued_pieces(raw.data)
         if pieces is not None:  # what a crash leaves: say so, and what pi loses with the line
             return _glued_problem(raw.line, raw.offset, raw.data, pieces)
         return LineProblem(raw.line, column, "malformed", f"invalid JSON: {text}", raw.offset, len(raw.data))
@@ -209,12 +208,26 @@ def problem_for(raw: RawLine) -> LineProblem:
     )
 
 
+_glued_module: ModuleType | None = None
+
+
+def _glued() -> ModuleType:
+    """The module that splits lines glued together, imported when a line first needs it: reading a
+    file with no malformed line (the sidecar's start) does without it. (Once, not per line: an
+    import statement costs as much as splitting a line.)"""
+    global _glued_module
+    if _glued_module is None:
+        from . import glued
+
+        _glued_module = glued
+    return _glued_module
+
+
 def _glued_problem(line_no: int, offset: int, data: bytes, pieces: tuple[Piece, ...]) -> LineProblem:
     """The problem of a line that is ``pieces`` glued together: what pi loses with it."""
-    from .glued import describe, lost_ids
-
-    lost = lost_ids(pieces)
-    message = f"{len(pieces)} lines glued together ({describe(pieces)}): pi skips the whole line"
+    glued = _glued()
+    lost = glued.lost_ids(pieces)
+    message = f"{len(pieces)} lines glued together ({glued.describe(pieces)}): pi skips the whole line"
     if lost:
         message += f", and with it entr{'y' if len(lost) == 1 else 'ies'} {', '.join(lost)}"
     # the column where the second line was glued on
@@ -531,9 +544,7 @@ def _undecodable_line(
             pass
         else:
             return _placed(entry, line_no, offset, len(data), source, data if keep_bytes else None)
-    from .glued import glued_entries  # (as in problem_for)
-
-    pieces = glued_entries(data)
+    pieces = _glued().glued_entries(data)
     if pieces is not None:  # invalid JSON for sure: no need to parse it again to word an error
         return _glued_problem(line_no, offset, data, pieces)
     raw = classify_line(line_no, offset, data)
