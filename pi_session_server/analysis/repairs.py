@@ -340,7 +340,7 @@ def header_for(doc: SessionDocument, path: str | None, cwd: str | None = None) -
 
 def _header_insert(doc: SessionDocument, path: str | None, cwd: str | None) -> TextEdit:
     start = len(BOM_BYTES) if doc.has_bom() else 0
-    return TextEdit(0, start, 0, start, dumps(header_for(doc, path, cwd)) + _line_break(doc.lines[0]))
+    return TextEdit(0, start, 0, start, dumps(header_for(doc, path, cwd)) + _line_break(doc.lines[0].raw))
 
 
 def _move_header(doc: SessionDocument, n: int) -> list[TextEdit]:
@@ -486,8 +486,9 @@ def _split_edits(info: LineInfo, pieces: tuple[Piece, ...], keep_cut_off: bool) 
     cut-off piece is always followed by a whole one or the end of the line), so no two edits touch.
     The newline is the line's own (``\r\n`` in a file of them), and a dropped last piece leaves it."""
     n = info.line
-    newline = _line_break(info)
-    end = text_end(info.raw)
+    raw = info.raw  # (read once: a line of a file on disk is read again each time it is asked)
+    newline = _line_break(raw)
+    end = text_end(raw)
     edits: list[TextEdit] = []
     kept_before = False
     for i, piece in enumerate(pieces):
@@ -502,9 +503,9 @@ def _split_edits(info: LineInfo, pieces: tuple[Piece, ...], keep_cut_off: bool) 
     return edits
 
 
-def _line_break(info: LineInfo) -> str:
-    """The line break that ends ``info``'s line (a ``\r\n`` line holds the ``\r``)."""
-    return "\r\n" if info.raw.endswith(b"\r") else "\n"
+def _line_break(raw: bytes) -> str:
+    """The line break that ends the line of ``raw`` (a ``\r\n`` line holds the ``\r``)."""
+    return "\r\n" if raw.endswith(b"\r") else "\n"
 
 
 def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:

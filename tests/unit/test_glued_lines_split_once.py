@@ -6,6 +6,7 @@ problems and entries), on many random glued files."""
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 from collections.abc import Iterator
@@ -16,9 +17,13 @@ import builders as S
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_analysis_long_line import counting_reads
 from test_glued_lines import REAL_LINES
 
+from pi_session_server.analysis import autofix
 from pi_session_server.analysis import lines as analysis_lines
+from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
+from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.cli import main
 from pi_session_server.format import glued, scan
 from pi_session_server.format.glued import glued_entries, glued_pieces
@@ -186,3 +191,22 @@ def test_whole_entries_glued_are_neither_parsed_nor_searched(
     # the header's line alone is parsed (the header is read by the exact parser, once per reader)
     assert calls["searched tokens"] == 0
     assert calls["parse"] <= 5
+
+
+def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    count = 200
+    path = _glued_file(tmp_path / "s.jsonl", count)
+    on_disk = SessionDocument.from_file(str(path))
+    collecting: list[bool] = []
+    planned_repairs = autofix.repairs
+    monkeypatch.setattr(
+        autofix, "repairs", lambda *a: (collecting.append(gc.isenabled()), planned_repairs(*a))[1]
+    )
+    with counting_reads() as reads:
+        plan = plan_repairs(on_disk, FIXABLE_CODES)
+    assert len(plan.applied) == count
+    assert plan.splices() == plan_repairs(SessionDocument(path.read_bytes()), FIXABLE_CODES).splices()
+    assert max(reads.values()) == 1  # each glued line read once to split it
+    assert collecting and not any(collecting)  # the collector paused while a repair is made for each line
