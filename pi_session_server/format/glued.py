@@ -133,13 +133,8 @@ def _whole_entries(raw: bytes) -> list[_Span] | None:
     p = 0
     with memoryview(raw) as view:
         while p < n:
-            start = p
-            if p == 0:
-                while start < n and raw[start] in b" \t\r\x0b\x0c":
-                    start += 1
-            if raw[start : start + 1] != b"{":
-                return None
-            found = _decoded_entry(raw, view, start)
+            start = _object_start(raw, p)
+            found = _decoded_entry(raw, view, start) if start is not None else None
             if found is None:
                 return None
             end, head = found
@@ -245,11 +240,8 @@ def _entry_at(raw: bytes, p: int, budget: _Budget) -> tuple[int, _Head] | None:
     """(end, head) when a whole entry starts at ``p``: an object with a string ``type`` and a
     ``timestamp`` that ``JSON.parse`` accepts on its own. Its piece runs to the end of the line when
     only whitespace follows (a CRLF line's "\\r" stays with it)."""
-    start = p
-    if p == 0:
-        while start < len(raw) and raw[start] in b" \t\r\x0b\x0c":
-            start += 1
-    if raw[start : start + 1] != b"{":
+    start = _object_start(raw, p)
+    if start is None:
         return None
     end = _object_end(raw, start, budget)
     if end is None:
@@ -258,6 +250,16 @@ def _entry_at(raw: bytes, p: int, budget: _Budget) -> tuple[int, _Head] | None:
     if head is None or not isinstance(head.type, str) or head.timestamp is ABSENT:
         return None
     return _piece_end(raw, end), head
+
+
+def _object_start(raw: bytes, p: int) -> int | None:
+    """Where the object of a piece at ``p`` starts (the blanks at the start of the line skipped),
+    or None when no object starts there."""
+    start = p
+    if p == 0:
+        while start < len(raw) and raw[start] in b" \t\r\x0b\x0c":
+            start += 1
+    return start if raw[start : start + 1] == b"{" else None
 
 
 def _piece_end(raw: bytes, end: int) -> int:
