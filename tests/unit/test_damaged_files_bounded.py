@@ -325,3 +325,15 @@ def test_pairs_found_by_numbering_the_tree_are_those_found_pair_by_pair(
         pairwise.setattr(tree.TreeIndex, "_subtrees_for", lambda self, pairs: None)
         expected = document_diagnostics(SessionDocument(doc.text()))
     assert document_diagnostics(doc) == expected
+
+
+def test_the_repair_plan_of_one_line_repeated_on_disk_reads_the_kept_copy_once(tmp_path: Path) -> None:
+    # each copy is compared with the one pi keeps: that one is read once for all of them
+    count = 500
+    path = _file(tmp_path, [ENTRY % (b"same", b"null")] * count)
+    on_disk = SessionDocument.from_file(str(path))
+    with counting_reads() as reads:
+        plan = plan_repairs(on_disk, FIXABLE_CODES)
+    assert len(plan.applied) == count - 1
+    assert plan.splices() == plan_repairs(SessionDocument(path.read_bytes()), FIXABLE_CODES).splices()
+    assert max(reads.values()) == 1
