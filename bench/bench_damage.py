@@ -136,6 +136,24 @@ def far_results(size: int) -> Iterator[str]:
         parent = f"r{n}"
 
 
+def shared_call_ids(size: int) -> Iterator[str]:
+    """Tool calls that all have one id, their results on another branch: no result is below a call
+    of its id (a hand-made file), so each is compared with the calls of that id."""
+    yield _line(_message("root", None))
+    pairs = size // 10
+    parent = "root"
+    for n in range(pairs):
+        call = {"type": "toolCall", "id": "t", "name": "bash", "arguments": {"command": "ls"}}
+        yield _line(_message(f"a{n}", parent, "assistant", [{"type": "text", "text": TEXT}, call]))
+        parent = f"a{n}"
+    parent = "root"
+    for n in range(pairs):
+        result = _message(f"r{n}", parent, "toolResult", [{"type": "text", "text": TEXT}])
+        result["message"].update(toolCallId="t", toolName="bash", isError=False)
+        yield _line(result)
+        parent = f"r{n}"
+
+
 def labels(size: int) -> Iterator[str]:
     """A session whose every other line labels its first entry."""
     lines = list(_chain(size // 2))
@@ -187,6 +205,7 @@ CASES: dict[str, Callable[[int], Iterator[str]]] = {
     "deep": deep,
     "cycle": cycle,
     "far_results": far_results,
+    "shared_call_ids": shared_call_ids,
     "labels": labels,
     "branches": branches,
     "headers": headers,

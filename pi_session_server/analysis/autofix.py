@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import StaleFileError
+from ..format.gcpause import gc_paused
 from ..regular_file import open_regular
 from ..session.profiles import DEFAULT_PI, PiVersion
 from ..session.rewrites import FileState, replace_in_place
@@ -99,6 +100,13 @@ def plan_repairs(
 ) -> Plan:
     """The preferred repair of every problem whose code is in ``chosen``, in line order (``path``
     and ``cwd`` as for :func:`repairs`)."""
+    # a damaged file has a repair on each of many lines: the collector, run again and again over
+    # the document's line facts while they are made, cost more than making them
+    with gc_paused():
+        return _planned(doc, chosen, path, cwd)
+
+
+def _planned(doc: SessionDocument, chosen: Iterable[str], path: str | None, cwd: str | None) -> Plan:
     wanted = frozenset(chosen) & FIXABLE_CODES
     plan = Plan()
     if not wanted or doc.line_count == 0:

@@ -13,7 +13,7 @@ entry type (PI020) under one without.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -91,18 +91,34 @@ def _whole_line_of(info: LineInfo) -> tuple[int, int]:
 
 class WholeLines:
     """The whole-line ranges of lines, each line's found once (a line of a file on disk is read
-    again for it): the related lines of one pass's problems."""
+    again for it): the related lines of one pass's problems. The related lines of a problem are
+    made once for all the problems that name the same ones: the members of a large duplicate
+    group or cycle all name the group's first few."""
 
-    __slots__ = ("_found",)
+    __slots__ = ("_found", "_related")
 
     def __init__(self) -> None:
         self._found: dict[LineInfo, tuple[int, int]] = {}
+        self._related: dict[tuple[tuple[LineInfo, str], ...], tuple[Related, ...]] = {}
 
     def of(self, info: LineInfo) -> tuple[int, int]:
         found = self._found.get(info)
         if found is None:
             found = self._found[info] = _whole_line(info.raw)
         return found
+
+    def related(self, related: tuple[tuple[LineInfo, str], ...]) -> tuple[Related, ...]:
+        """``related`` (a problem's other lines) as the diagnostic's related lines."""
+        found = self._related.get(related)
+        if found is None:
+            found = self._related[related] = _related_lines(related, self.of)
+        return found
+
+
+def _related_lines(
+    related: tuple[tuple[LineInfo, str], ...], whole: Callable[[LineInfo], tuple[int, int]]
+) -> tuple[Related, ...]:
+    return tuple(Related(other.line, *whole(other), message) for other, message in related if other.line >= 0)
 
 
 def problem_span(info: LineInfo, p: Problem) -> tuple[int, int]:
@@ -120,10 +136,13 @@ def _diagnostic(info: LineInfo, p: Problem, whole_lines: WholeLines | None = Non
     """``whole_lines``: the ranges of related lines already found in this pass (the few first lines
     of a large duplicate group or cycle are related to each of its many members)."""
     start, end = problem_span(info, p)
-    whole = whole_lines.of if whole_lines is not None else _whole_line_of
-    related = tuple(
-        Related(other.line, *whole(other), message) for other, message in p.related if other.line >= 0
-    ) + tuple(Related(info.line, start, end, message) for start, end, message in p.notes)
+    related = (
+        whole_lines.related(p.related)
+        if whole_lines is not None
+        else _related_lines(p.related, _whole_line_of)
+    )
+    if p.notes:
+        related += tuple(Related(info.line, start, end, message) for start, end, message in p.notes)
     return Diagnostic(info.line, start, end, CODES[p.code].severity, p.code, p.message, related)
 
 

@@ -19,7 +19,7 @@ import msgspec
 
 from ..format import records as rec
 from ..format.dates import ms
-from ..format.glued import Piece, describe, glued_pieces, holds_header
+from ..format.glued import Piece, describe, glued_entries, glued_pieces, holds_header
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
@@ -442,6 +442,11 @@ def _typed_images(content: list[Any], path: Path, problems: list[Problem]) -> No
 def _scan_slow(info: LineInfo, text: str) -> None:
     if is_js_blank(text):
         info.problems = (_BLANK_PROBLEM,)
+        return
+    pieces = glued_entries(info.raw)
+    if pieces is not None:  # invalid JSON for sure: no need to parse it to word an error
+        info.kind = MALFORMED
+        info.problems = (_glued_problem(info.raw, pieces),)
         return
     try:
         value = parse(text)

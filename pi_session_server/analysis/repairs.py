@@ -114,18 +114,24 @@ def repairs(
     ]
     glued: dict[str, tuple[LineInfo, tuple[Piece, ...]]] | None = None
     breakers: Breakers = {}
+    kept_copies: KeptCopies = {}
     for info, p in reported_problems(doc, first_line, last_line):  # none for what is not reported
         if p.code == codes.DANGLING_PARENT:
             if glued is None:
                 glued = glued_entries(doc)
             out.extend(_orphan_repairs(doc, info, glued))
         else:
-            out.extend(_line_repairs(doc, info, p, path, breakers))
+            out.extend(_line_repairs(doc, info, p, path, breakers, kept_copies))
     return out
 
 
 def _line_repairs(
-    doc: SessionDocument, info: LineInfo, p: Problem, path: str | None, breakers: Breakers
+    doc: SessionDocument,
+    info: LineInfo,
+    p: Problem,
+    path: str | None,
+    breakers: Breakers,
+    kept_copies: KeptCopies,
 ) -> list[Repair]:
     """The repairs of problem ``p`` of line ``info`` (but a missing parent's)."""
     if p.code == codes.GLUED_LINES and p.pieces is not None:
@@ -135,7 +141,7 @@ def _line_repairs(
     if p.code == codes.ORPHAN_TOOL_RESULT:
         return _orphan_result_repairs(doc, info)
     if p.code == codes.DUPLICATE_ID:
-        return _remove_repeated_line(doc, info)
+        return _remove_repeated_line(doc, info, kept_copies)
     if p.code == codes.INVALID_JSON and L.only_nul_bytes(info.raw):
         return [_remove_nul_bytes(doc, info)]
     if p.code == codes.HUGE_IMAGE and p.path is not None:
@@ -143,13 +149,23 @@ def _line_repairs(
     return []
 
 
-def _remove_repeated_line(doc: SessionDocument, info: LineInfo) -> list[Repair]:
+#: the bytes of the copies pi's index keeps, each read once in a pass (a crash loop's thousands of
+#: copies of a line are each compared with the same kept one), without a final "\r"
+KeptCopies = dict[LineInfo, bytes]
+
+
+def _remove_repeated_line(doc: SessionDocument, info: LineInfo, kept_copies: KeptCopies) -> list[Repair]:
     """An entry whose later copy, byte for byte, pi's index keeps (a write made twice): this line
     removed, which loses nothing and leaves pi's tree and leaf as they were. None for entries that
     share an id but differ: which one is right is the user's to say."""
     same = doc.tree.by_id.get(info.key)
     kept = same[-1] if same else None
-    if kept is None or kept is info or kept.raw.removesuffix(b"\r") != info.raw.removesuffix(b"\r"):
+    if kept is None or kept is info or abs(kept.byte_length - info.byte_length) > 1:  # (a "\r" aside)
+        return []
+    kept_bytes = kept_copies.get(kept)
+    if kept_bytes is None:
+        kept_bytes = kept_copies[kept] = kept.raw.removesuffix(b"\r")
+    if kept_bytes != info.raw.removesuffix(b"\r"):
         return []
     n = info.line
     return [
@@ -340,7 +356,7 @@ def header_for(doc: SessionDocument, path: str | None, cwd: str | None = None) -
 
 def _header_insert(doc: SessionDocument, path: str | None, cwd: str | None) -> TextEdit:
     start = len(BOM_BYTES) if doc.has_bom() else 0
-    return TextEdit(0, start, 0, start, dumps(header_for(doc, path, cwd)) + _line_break(doc.lines[0]))
+    return TextEdit(0, start, 0, start, dumps(header_for(doc, path, cwd)) + _line_break(doc.lines[0].raw))
 
 
 def _move_header(doc: SessionDocument, n: int) -> list[TextEdit]:
@@ -486,8 +502,9 @@ def _split_edits(info: LineInfo, pieces: tuple[Piece, ...], keep_cut_off: bool) 
     cut-off piece is always followed by a whole one or the end of the line), so no two edits touch.
     The newline is the line's own (``\r\n`` in a file of them), and a dropped last piece leaves it."""
     n = info.line
-    newline = _line_break(info)
-    end = text_end(info.raw)
+    raw = info.raw  # (read once: a line of a file on disk is read again each time it is asked)
+    newline = _line_break(raw)
+    end = text_end(raw)
     edits: list[TextEdit] = []
     kept_before = False
     for i, piece in enumerate(pieces):
@@ -502,9 +519,9 @@ def _split_edits(info: LineInfo, pieces: tuple[Piece, ...], keep_cut_off: bool) 
     return edits
 
 
-def _line_break(info: LineInfo) -> str:
-    """The line break that ends ``info``'s line (a ``\r\n`` line holds the ``\r``)."""
-    return "\r\n" if info.raw.endswith(b"\r") else "\n"
+def _line_break(raw: bytes) -> str:
+    """The line break that ends the line of ``raw`` (a ``\r\n`` line holds the ``\r``)."""
+    return "\r\n" if raw.endswith(b"\r") else "\n"
 
 
 def _split_glued(info: LineInfo, pieces: tuple[Piece, ...]) -> list[Repair]:

@@ -22,11 +22,15 @@ from ..format.jsjson import dumps_short
 from ..format.jsvalue import ABSENT, strict_equal
 from . import codes
 from .lines import LineInfo, Problem
+from .subtrees import Subtrees
 
 #: beyond this many changed parent links, recompute cycles and problems over the whole tree
 _FULL_RECOMPUTE = 256
 #: ancestors looked at directly before an ancestry test falls back to depths
 _NEAR = 16
+#: pairs a pass compares one at a time, beyond one per entry of the tree, before it numbers the
+#: tree's subtrees (a tree of a few entries is not numbered for a few pairs)
+_PAIRS_BEFORE_NUMBERING = 1024
 #: the depths kept: of the entries whose depth is a multiple of this (TreeIndex.depth)
 _DEPTH_STEP = 16
 
@@ -125,6 +129,33 @@ def _first_related(group: Iterable[LineInfo], e: LineInfo, why: str) -> tuple[tu
     return tuple(itertools.islice(((m, why) for m in group if m is not e), _RELATED))
 
 
+class _SharedRelated:
+    """:func:`_first_related` of the members of one group, asked one after the other: every member
+    past the group's first few has the same related lines, given as one tuple (the problems of a
+    crash loop's thousands of copies of a line then name one tuple, whose lines are placed once
+    per pass: diagnostics.WholeLines). The group's first members are compared each time, so a
+    group changed by an edit since is never answered from before."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        # (group, why, its first members, their related lines)
+        self._last: (
+            tuple[Sequence[LineInfo], str, Sequence[LineInfo], tuple[tuple[LineInfo, str], ...]] | None
+        ) = None
+
+    def of(self, group: Sequence[LineInfo], e: LineInfo, why: str) -> tuple[tuple[LineInfo, str], ...]:
+        head = group[: _RELATED + 1]
+        if e in head:  # (identity: a LineInfo equals itself only)
+            return _first_related(head, e, why)
+        last = self._last
+        if last is not None and last[0] is group and last[1] == why and last[2] == head:
+            return last[3]
+        related = tuple((m, why) for m in head[:_RELATED])
+        self._last = (group, why, head, related)
+        return related
+
+
 def _short(value: Any) -> str:
     """An id quoted in a message: a string as it is, anything else as its JSON text (what the user
     sees in the file), cut short; any size or depth of value costs the same."""
@@ -148,6 +179,12 @@ class TreeIndex:
         self._skips: dict[LineInfo, LineInfo | None] = {}  # see _skip
         self._skips_epoch = 0  # the epoch they were found in
         self.epoch = 0  # bumped whenever a parent link of an entry with descendants changes
+        self._related = _SharedRelated()  # the related lines of a large group's members
+        # during a pass of _check: the pairs of entries compared, and the tree's subtrees once
+        # comparing pairs came to cost more than numbering them
+        self._checking = False
+        self._compared = 0
+        self._subtrees: Subtrees | None = None
 
     @property
     def members(self) -> set[LineInfo]:
@@ -601,12 +638,17 @@ class TreeIndex:
     def _check(self, entries: Iterable[LineInfo]) -> None:
         """Compute the cross-line problems of ``entries`` (all indexed)."""
         cross = self.cross
-        for e in entries:
-            problems = self._problems_of(e)
-            if problems:
-                cross[e] = problems
-            else:
-                cross.pop(e, None)
+        # (the tree holds still during the pass: what it learns of the tree's shape is let go after)
+        self._checking, self._compared, self._subtrees = True, 0, None
+        try:
+            for e in entries:
+                problems = self._problems_of(e)
+                if problems:
+                    cross[e] = problems
+                else:
+                    cross.pop(e, None)
+        finally:
+            self._checking, self._subtrees = False, None
 
     def _dirty_subtrees(self, roots: list[LineInfo], dirty: set[LineInfo]) -> None:
         """Path facts below a changed link: compactions, tool results and the calls they answer."""
@@ -705,7 +747,7 @@ class TreeIndex:
                         codes.DUPLICATE_ID,
                         f"duplicate id `{_short(e.id)}`: {len(same)} entries have it; {note}",
                         path=("id",),
-                        related=_first_related(same, e, "same id"),
+                        related=self._related.of(same, e, "same id"),
                     )
                 )
 
@@ -739,7 +781,7 @@ class TreeIndex:
                         codes.PARENT_CYCLE,
                         f"parent cycle of {len(cycle)} entries ({ids}): the reference loops forever on it",
                         path=("parentId",),
-                        related=_first_related(cycle, e, "in the cycle"),
+                        related=self._related.of(cycle, e, "in the cycle"),
                     )
                 )
 
@@ -818,9 +860,8 @@ class TreeIndex:
                 f"toolResult for `{_short(c)}`: no assistant toolCall has this id; providers reject this context",
                 path=("message", "toolCallId"),
             )
-        for a in candidates:
-            if self.is_ancestor(a, r):
-                return None
+        if self._any_above(candidates, r):
+            return None
         return Problem(
             codes.ORPHAN_TOOL_RESULT,
             f"toolResult for `{_short(c)}`: the toolCall with this id is not on this result's path; providers reject this context",
@@ -829,4 +870,30 @@ class TreeIndex:
         )
 
     def _answered(self, a: LineInfo, c: str) -> bool:
-        return any(self.is_ancestor(a, r) for r in self.results_by_call.get(c, ()))
+        results = self.results_by_call.get(c, ())
+        subtrees = self._subtrees_for(len(results))
+        found = subtrees.any_below(a, results) if subtrees is not None else None
+        if found is not None:
+            return found
+        return any(self.is_ancestor(a, r) for r in results)
+
+    def _any_above(self, group: Sequence[LineInfo], e: LineInfo) -> bool:
+        """Some member of ``group`` is on ``e``'s path, strictly above it."""
+        subtrees = self._subtrees_for(len(group))
+        found = subtrees.any_above(group, e) if subtrees is not None else None
+        if found is not None:
+            return found
+        return any(self.is_ancestor(a, e) for a in group)
+
+    def _subtrees_for(self, pairs: int) -> Subtrees | None:
+        """The numbering of the tree's subtrees for a pass that compares an entry with ``pairs``
+        others, once the pass compared as many pairs as the tree has entries (before: the pairs
+        cost less than numbering the tree); None in a tree with a cycle, or outside a pass."""
+        if self._subtrees is None:
+            if not self._checking or self.cycles:
+                return None
+            self._compared += pairs
+            if self._compared <= self._size + _PAIRS_BEFORE_NUMBERING:
+                return None
+            self._subtrees = Subtrees((e for e in self._indexed() if self.parent(e) is None), self.kids)
+        return self._subtrees

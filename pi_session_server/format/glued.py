@@ -40,6 +40,8 @@ _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _QUOTE = ord('"')
 _JSON_SPACE = b" \t\r"  # (a line holds no "\n")
 _BRACE = ord("{")
+_CLOSE_BRACE = ord("}")
+_TRAILING = re.compile(r"JSON is malformed: trailing characters \(byte (\d+)\)")
 
 
 class _Head(msgspec.Struct):
@@ -72,8 +74,115 @@ def glued_pieces(raw: bytes) -> tuple[Piece, ...] | None:
     more lines glued together with at least one whole entry among them; otherwise None."""
     if raw.find(_LINE_START, 1) < 0:
         return None
+    spans = _whole_entries(raw)
+    if spans is None:
+        spans = _searched_spans(raw)
+    if spans is None or len(spans) < 2 or all(head is None for _, _, head in spans):
+        return None
+    return _pieces(raw, spans)
+
+
+def glued_entries(raw: bytes) -> tuple[Piece, ...] | None:
+    """The pieces of ``raw`` (a line without its newline) when it is whole entries glued together,
+    the first at its start: such a line is one JSON.parse rejects (a value, then more), which
+    this tells without parsing it in Python. None when the line is anything else (valid JSON,
+    a cut-off part among its pieces, or what only the exact parser can tell): then it is for
+    :func:`glued_pieces`, once the line is known to be invalid."""
+    if raw.find(_LINE_START, 1) < 0:
+        return None
+    spans = _whole_entries(raw)
+    if spans is None or len(spans) < 2:
+        return None
+    return _pieces(raw, spans)
+
+
+_Span = tuple[int, int, "_Head | None"]
+
+
+def _pieces(raw: bytes, spans: list[_Span]) -> tuple[Piece, ...]:
+    pieces = []
+    column = 0
+    previous = 0
+    ascii_only = raw.isascii()  # (then a column is the byte offset)
+    for start, end, head in spans:
+        # (each piece after the first starts with an ASCII "{": its prefix decodes alone as it
+        # does within the line, so the columns add up without decoding the line again per piece)
+        column = start if ascii_only else column + len(raw[previous:start].decode("utf-8", "replace"))
+        previous = start
+        pieces.append(
+            Piece(
+                start,
+                end,
+                column,
+                head is not None,
+                head.type if head is not None else ABSENT,
+                head.id if head is not None else ABSENT,
+            )
+        )
+    return tuple(pieces)
+
+
+def _whole_entries(raw: bytes) -> list[_Span] | None:
+    """The spans of ``raw`` when it is whole entries one after the other, as :func:`_searched_spans`
+    finds them, each found by msgspec where it ends (its "trailing characters"): no Python loop
+    over the line's strings. None when some piece is not such an entry, or when msgspec cannot
+    vouch for one (invalid UTF-8, lone surrogates, deep nesting: the exact parser's cases). A
+    whole entry at the start with more after it makes the line one JSON.parse rejects."""
     n = len(raw)
-    spans: list[tuple[int, int, _Head | None]] = []
+    spans: list[_Span] = []
+    p = 0
+    with memoryview(raw) as view:
+        while p < n:
+            start = _object_start(raw, p)
+            found = _decoded_entry(raw, view, start) if start is not None else None
+            if found is None:
+                return None
+            end, head = found
+            spans.append((p, _piece_end(raw, end), head))
+            p = spans[-1][1]
+    return spans
+
+
+def _decoded_entry(raw: bytes, view: memoryview, start: int) -> tuple[int, _Head] | None:
+    """(where it ends, head) of the whole entry msgspec decodes at ``start``, or None."""
+    try:
+        head = _decode_head(view[start:])
+        end = _before_space(raw, len(raw))
+    except msgspec.DecodeError as err:
+        found = _TRAILING.fullmatch(str(err))
+        if found is None:
+            return None
+        # msgspec names the byte just past the first one after the value and its white space
+        following = start + int(found[1]) - 1
+        if not start < following < len(raw) or raw[following] in _JSON_SPACE:
+            return None
+        end = _before_space(raw, following)
+        if raw[end - 1] != _CLOSE_BRACE:
+            return None
+        try:
+            head = _decode_head(view[start:end])
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+    except (msgspec.ValidationError, RecursionError):
+        return None
+    if not isinstance(head.type, str) or head.timestamp is ABSENT:
+        return None
+    return end, head
+
+
+def _before_space(raw: bytes, end: int) -> int:
+    """``end`` moved back over the JSON white space before it."""
+    while end > 0 and raw[end - 1] in _JSON_SPACE:
+        end -= 1
+    return end
+
+
+def _searched_spans(raw: bytes) -> list[_Span] | None:
+    """The spans of ``raw``, each a whole entry (with its head) or a cut-off part (None), found by
+    scanning its strings and brackets from each place a line may start; None when the line is
+    built to make that search quadratic."""
+    n = len(raw)
+    spans: list[_Span] = []
     budget = _Budget(raw)
     p = 0
     try:
@@ -92,19 +201,7 @@ def glued_pieces(raw: bytes) -> tuple[Piece, ...] | None:
             p = end
     except _OverBudget:
         return None  # a line built to make the search quadratic: it stays plain invalid JSON
-    if len(spans) < 2 or all(head is None for _, _, head in spans):
-        return None
-    return tuple(
-        Piece(
-            start,
-            end,
-            len(raw[:start].decode("utf-8", "replace")),
-            head is not None,
-            head.type if head is not None else ABSENT,
-            head.id if head is not None else ABSENT,
-        )
-        for start, end, head in spans
-    )
+    return spans
 
 
 class _OverBudget(Exception):
@@ -143,11 +240,8 @@ def _entry_at(raw: bytes, p: int, budget: _Budget) -> tuple[int, _Head] | None:
     """(end, head) when a whole entry starts at ``p``: an object with a string ``type`` and a
     ``timestamp`` that ``JSON.parse`` accepts on its own. Its piece runs to the end of the line when
     only whitespace follows (a CRLF line's "\\r" stays with it)."""
-    start = p
-    if p == 0:
-        while start < len(raw) and raw[start] in b" \t\r\x0b\x0c":
-            start += 1
-    if raw[start : start + 1] != b"{":
+    start = _object_start(raw, p)
+    if start is None:
         return None
     end = _object_end(raw, start, budget)
     if end is None:
@@ -155,17 +249,32 @@ def _entry_at(raw: bytes, p: int, budget: _Budget) -> tuple[int, _Head] | None:
     head = _head(raw, start, end)
     if head is None or not isinstance(head.type, str) or head.timestamp is ABSENT:
         return None
+    return _piece_end(raw, end), head
+
+
+def _object_start(raw: bytes, p: int) -> int | None:
+    """Where the object of a piece at ``p`` starts (the blanks at the start of the line skipped),
+    or None when no object starts there."""
+    start = p
+    if p == 0:
+        while start < len(raw) and raw[start] in b" \t\r\x0b\x0c":
+            start += 1
+    return start if raw[start : start + 1] == b"{" else None
+
+
+def _piece_end(raw: bytes, end: int) -> int:
+    """Where the piece of an entry whose object ends at ``end`` ends."""
     # JSON white space after it up to the next piece's "{" stays with it: no piece of its own (a
     # split would leave a blank line of it, and the line would count one glued line too many)
     after = end
     while after < len(raw) and raw[after] in _JSON_SPACE:
         after += 1
     if after < len(raw) and raw[after] == _BRACE:
-        return after, head
+        return after
     # (a piece glued after it starts with "{": the rest of the line is not copied to learn that)
     if end < len(raw) and raw[end] != _BRACE and is_js_blank(raw[end:].decode("utf-8", "replace")):
-        end = len(raw)
-    return end, head
+        return len(raw)
+    return end
 
 
 def _object_end(raw: bytes, start: int, budget: _Budget) -> int | None:
@@ -252,4 +361,4 @@ def holds_header(pieces: tuple[Piece, ...]) -> bool:
     return any(p.whole and p.type == "session" for p in pieces)
 
 
-__all__ = ["Piece", "describe", "glued_pieces", "holds_header", "lost_ids"]
+__all__ = ["Piece", "describe", "glued_entries", "glued_pieces", "holds_header", "lost_ids"]

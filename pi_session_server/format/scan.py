@@ -16,7 +16,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -32,6 +32,11 @@ from .entry import (
 from .jsjson import JsonSyntaxError, parse, parse_bytes
 from .jstext import as_displayed, is_js_blank
 from .jsvalue import ABSENT, as_js_number
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from .glued import Piece
 
 # Small enough that a chunk is still in the CPU cache when msgspec reads it after the kernel's copy
 # (larger chunks open a large session slower).
@@ -187,20 +192,12 @@ def _truthy_json(value: Any) -> bool:
 def problem_for(raw: RawLine) -> LineProblem:
     """The diagnostic fact for a line that is not an entry."""
     if raw.kind == "malformed":
-        # imported here: reading a file with no malformed line (the sidecar's start) does without it
-        from .glued import describe, glued_pieces, lost_ids
-
         err = raw.error
         column = err.pos if err is not None else 0
         text = as_displayed(err.msg) if err is not None else "invalid JSON"
-        pieces = glued_pieces(raw.data)
+        pieces = _glued().glued_pieces(raw.data)
         if pieces is not None:  # what a crash leaves: say so, and what pi loses with the line
-            lost = lost_ids(pieces)
-            message = f"{len(pieces)} lines glued together ({describe(pieces)}): pi skips the whole line"
-            if lost:
-                message += f", and with it entr{'y' if len(lost) == 1 else 'ies'} {', '.join(lost)}"
-            # the column where the second line was glued on
-            return LineProblem(raw.line, pieces[1].column, "glued", message, raw.offset, len(raw.data))
+            return _glued_problem(raw.line, raw.offset, raw.data, pieces)
         return LineProblem(raw.line, column, "malformed", f"invalid JSON: {text}", raw.offset, len(raw.data))
     if raw.kind == "falsy":
         return LineProblem(
@@ -209,6 +206,32 @@ def problem_for(raw: RawLine) -> LineProblem:
     return LineProblem(
         raw.line, 0, "non_object", "line is not a JSON object and is ignored", raw.offset, len(raw.data)
     )
+
+
+_glued_module: ModuleType | None = None
+
+
+def _glued() -> ModuleType:
+    """The module that splits lines glued together, imported when a line first needs it: reading a
+    file with no malformed line (the sidecar's start) does without it. (Once, not per line: an
+    import statement costs as much as splitting a line.)"""
+    global _glued_module
+    if _glued_module is None:
+        from . import glued
+
+        _glued_module = glued
+    return _glued_module
+
+
+def _glued_problem(line_no: int, offset: int, data: bytes, pieces: tuple[Piece, ...]) -> LineProblem:
+    """The problem of a line that is ``pieces`` glued together: what pi loses with it."""
+    glued = _glued()
+    lost = glued.lost_ids(pieces)
+    message = f"{len(pieces)} lines glued together ({glued.describe(pieces)}): pi skips the whole line"
+    if lost:
+        message += f", and with it entr{'y' if len(lost) == 1 else 'ies'} {', '.join(lost)}"
+    # the column where the second line was glued on
+    return LineProblem(line_no, pieces[1].column, "glued", message, offset, len(data))
 
 
 class IdIndex(msgspec.Struct):
@@ -521,6 +544,9 @@ def _undecodable_line(
             pass
         else:
             return _placed(entry, line_no, offset, len(data), source, data if keep_bytes else None)
+    pieces = _glued().glued_entries(data)
+    if pieces is not None:  # invalid JSON for sure: no need to parse it again to word an error
+        return _glued_problem(line_no, offset, data, pieces)
     raw = classify_line(line_no, offset, data)
     if raw.kind == "blank":
         return None

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from test_analysis_long_line import counting_reads
 
+from pi_session_server.analysis import diagnostics, tree
 from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
 from pi_session_server.analysis.diagnostics import Diagnostic, diagnostics_of_lines, document_diagnostics
 from pi_session_server.analysis.document import SessionDocument
@@ -177,3 +178,162 @@ def test_tool_results_whose_calls_are_on_another_branch_are_found_in_linear_work
     # (the tree's problems are found as the document is made)
     ratio = _calls(lambda: SessionDocument(large)) / _calls(lambda: SessionDocument(small))
     assert ratio < 6  # four times the pairs: about four times the work (a few skips a bit of depth more)
+
+
+def _unshared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each problem's related lines found and placed for it alone (as before they were shared)."""
+    monkeypatch.setattr(
+        tree._SharedRelated, "of", lambda self, group, e, why: tree._first_related(group, e, why)
+    )
+    monkeypatch.setattr(
+        diagnostics.WholeLines, "related", lambda self, related: diagnostics._related_lines(related, self.of)
+    )
+
+
+def test_the_members_of_a_large_group_share_their_related_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a crash loop: every copy names the group's first 20 lines; those are placed once, not per copy
+    count = 2_000
+    doc = _repeated(count)
+    found = document_diagnostics(doc)
+    assert len(found) == count and all(len(d.related) == 20 for d in found)
+    made = {id(r) for d in found for r in d.related}
+    assert len(made) <= 21 * 20  # the first 21 copies' own lists, then one list for the rest
+    with monkeypatch.context() as alone:
+        _unshared(alone)
+        assert found == document_diagnostics(_repeated(count))
+
+
+@pytest.mark.parametrize(
+    "edit", ["remove the first copy", "insert a copy at the start", "another id at the start"]
+)
+def test_shared_related_lines_follow_edits(edit: str) -> None:
+    # the group's first members change under the same group: no related lines from before the edit
+    doc = _repeated(60)
+    document_diagnostics(doc)
+    line = (ENTRY % (b"same", b"null")).decode()
+    if edit == "remove the first copy":
+        doc.apply_edit(1, 0, 2, 0, "")
+    elif edit == "insert a copy at the start":
+        doc.apply_edit(1, 0, 1, 0, line + "\n")
+    else:
+        doc.apply_edit(1, 0, 1, len(line), line.replace('"same"', '"other"'))
+    assert document_diagnostics(doc) == document_diagnostics(SessionDocument(doc.text()))
+
+
+def test_a_cycle_shares_its_related_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    count = 300
+    lines = [ENTRY % (b"c%d" % n, b'"c%d"' % ((n - 1) % count)) for n in range(count)]
+    data = b"\n".join([HEADER, *lines]) + b"\n"
+    found = [d for d in document_diagnostics(SessionDocument(data)) if d.code == "PI032"]
+    assert len(found) == count
+    assert len({id(r) for d in found for r in d.related}) <= 21 * 20
+    with monkeypatch.context() as alone:
+        _unshared(alone)
+        assert found == [d for d in document_diagnostics(SessionDocument(data)) if d.code == "PI032"]
+
+
+def _shared_call_ids(pairs: int) -> bytes:
+    """Calls that all have one id down one branch of a fork, results with that id down the other:
+    no result is below a call of its id, so each is compared with the calls of that id."""
+
+    def entry(i: str, parent: str, message: dict[str, object]) -> bytes:
+        value = {"type": "message", "id": i, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z"}
+        return json.dumps({**value, "message": {**message, "timestamp": 1}}).encode()
+
+    lines = [HEADER, ENTRY % (b"root", b"null")]
+    call = {"type": "toolCall", "id": "t", "name": "bash", "arguments": {}}
+    result = {"role": "toolResult", "toolCallId": "t", "toolName": "bash", "content": [], "isError": False}
+    for n in range(pairs):
+        lines.append(entry(f"a{n}", f"a{n - 1}" if n else "root", {"role": "assistant", "content": [call]}))
+    for n in range(pairs):
+        lines.append(entry(f"r{n}", f"r{n - 1}" if n else "root", result))
+    return b"\n".join(lines) + b"\n"
+
+
+def test_many_tool_calls_sharing_one_id_are_paired_in_about_linear_work() -> None:
+    small, large = _shared_call_ids(200), _shared_call_ids(800)
+    for data, pairs in ((small, 200), (large, 800)):
+        found = document_diagnostics(SessionDocument(data))
+        assert [d.code for d in found].count("PI036") == pairs  # each result: no call above it
+        assert [d.code for d in found].count("PI037") == pairs  # each call: no result below it
+    ratio = _calls(lambda: SessionDocument(large)) / _calls(lambda: SessionDocument(small))
+    assert ratio < 6  # four times the pairs: about four times the work, not sixteen
+
+
+_POOL = ["t1", "t2", "t3"]
+
+
+def _random_tree(rng: Any, count: int) -> bytes:
+    """Entries with random parents (earlier ones as a rule; at times a missing one, a later one
+    or an id again), tool calls and results whose ids come from a few."""
+    ids = [f"e{n}" for n in range(count)]
+    lines = [HEADER]
+    for n, i in enumerate(ids):
+        roll = rng.random()
+        if roll < 0.05:
+            parent: object = "gone"
+        elif roll < 0.08:
+            parent = rng.choice(ids)  # at or after it, at times: a cycle
+        elif n == 0 or roll < 0.12:
+            parent = None
+        else:
+            parent = ids[rng.randrange(max(0, n - 6), n)] if rng.random() < 0.8 else rng.choice(ids[:n])
+        if rng.random() < 0.05 and n:
+            i = rng.choice(ids[:n])  # an id again
+        kind = rng.random()
+        if kind < 0.4:
+            calls = [
+                {"type": "toolCall", "id": rng.choice(_POOL), "name": "x", "arguments": {}}
+                for _ in range(rng.randint(1, 2))
+            ]
+            message: dict[str, object] = {"role": "assistant", "content": calls}
+        elif kind < 0.8:
+            message = {
+                "role": "toolResult",
+                "toolCallId": rng.choice(_POOL),
+                "toolName": "x",
+                "content": [],
+                "isError": False,
+            }
+        else:
+            message = {"role": "user", "content": "hi"}
+        value = {"type": "message", "id": i, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z"}
+        lines.append(json.dumps({**value, "message": {**message, "timestamp": 1}}).encode())
+    return b"\n".join(lines) + b"\n"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pairs_found_by_numbering_the_tree_are_those_found_pair_by_pair(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    data = _random_tree(random.Random(seed), 120)
+    with monkeypatch.context() as pairwise:
+        pairwise.setattr(tree.TreeIndex, "_subtrees_for", lambda self, pairs: None)
+        expected = document_diagnostics(SessionDocument(data))
+    monkeypatch.setattr(tree, "_PAIRS_BEFORE_NUMBERING", -(10**9))  # numbered at the first pair
+    assert document_diagnostics(SessionDocument(data)) == expected
+    # and after edits (each a pass of its own over the entries it touched)
+    doc = SessionDocument(data)
+    rng = random.Random(seed + 1000)
+    for _ in range(5):
+        line = rng.randrange(1, doc.line_count - 1)
+        other = doc.text().split("\n")[rng.randrange(1, doc.line_count - 1)]
+        doc.apply_edit(line, 0, line + 1, 0, other + "\n")
+    with monkeypatch.context() as pairwise:
+        pairwise.setattr(tree.TreeIndex, "_subtrees_for", lambda self, pairs: None)
+        expected = document_diagnostics(SessionDocument(doc.text()))
+    assert document_diagnostics(doc) == expected
+
+
+def test_the_repair_plan_of_one_line_repeated_on_disk_reads_the_kept_copy_once(tmp_path: Path) -> None:
+    # each copy is compared with the one pi keeps: that one is read once for all of them
+    count = 500
+    path = _file(tmp_path, [ENTRY % (b"same", b"null")] * count)
+    on_disk = SessionDocument.from_file(str(path))
+    with counting_reads() as reads:
+        plan = plan_repairs(on_disk, FIXABLE_CODES)
+    assert len(plan.applied) == count - 1
+    assert plan.splices() == plan_repairs(SessionDocument(path.read_bytes()), FIXABLE_CODES).splices()
+    assert max(reads.values()) == 1

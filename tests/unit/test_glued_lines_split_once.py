@@ -1,0 +1,212 @@
+"""Lines glued together cost about what their entries cost on lines of their own: whole entries
+glued one after the other are split where msgspec finds each one ends, with no Python parse of
+the line to word an error it does not need and no search through its strings. What is found is
+the same as the search finds (the split, the problem, check's report, the repair, the session's
+problems and entries), on many random glued files."""
+
+from __future__ import annotations
+
+import gc
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import builders as S
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_analysis_long_line import counting_reads
+from test_glued_lines import REAL_LINES
+
+from pi_session_server.analysis import autofix
+from pi_session_server.analysis import lines as analysis_lines
+from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
+from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.cli import main
+from pi_session_server.format import glued, scan
+from pi_session_server.format.glued import glued_entries, glued_pieces
+from pi_session_server.format.jsjson import JsonSyntaxError, parse_bytes
+from pi_session_server.session import SessionManager
+
+HEADER = S.header()
+ENTRIES = [
+    S.user("aaaa0001", None, "first"),
+    S.assistant("bbbb0002", "aaaa0001", "second"),
+    S.user("cccc0003", "bbbb0002", "thïrd 😀"),
+    S.tool_result("dddd0004", "cccc0003", "t1"),
+]
+# what may stand between two glued pieces, or end the line (JSON white space, a CR of CRLF, a
+# vertical tab JSON.parse rejects but pi's trim takes as blank)
+SPACES = ["", "", "", " ", "\t", "\r", "  \r ", "\x0b"]
+
+
+def _searched(raw: bytes) -> tuple[glued.Piece, ...] | None:
+    """The pieces as the search through the line's strings and brackets finds them (the way
+    every glued line was split before msgspec found where the whole entries end)."""
+    spans = glued._searched_spans(raw)
+    if raw.find(glued._LINE_START, 1) < 0 or spans is None or len(spans) < 2:
+        return None
+    if all(head is None for _, _, head in spans):
+        return None
+    return glued._pieces(raw, spans)
+
+
+def _glued_line(rng: random.Random, pool: list[bytes]) -> bytes:
+    """Two to four lines glued, each whole or cut off, with white space around them at times,
+    some holding what only the exact parser reads (invalid UTF-8, a lone surrogate escape)."""
+    parts = []
+    for _ in range(rng.randint(2, 4)):
+        line = rng.choice(pool)
+        roll = rng.random()
+        if roll < 0.2:
+            line = line[: rng.randint(1, len(line) - 1)]
+        elif roll < 0.25:
+            line = line.replace(b'"content":', b'"junk":"\xff\xfe","content":', 1)
+        elif roll < 0.3:
+            line = line.replace(b'"content":', b'"junk":"\\ud800","content":', 1)
+        parts.append(line + rng.choice(SPACES).encode())
+    return rng.choice(["", " ", "\t"]).encode() + b"".join(parts)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_the_split_is_the_one_the_search_finds(rng: random.Random) -> None:
+    raw = _glued_line(rng, [*REAL_LINES, *(e.encode() for e in ENTRIES)])
+    assert glued_pieces(raw) == _searched(raw)
+    fast = glued_entries(raw)
+    if fast is not None:
+        # only whole entries, the first at the start: a line JSON.parse rejects
+        assert fast == _searched(raw) and all(p.whole for p in fast)
+        with pytest.raises(JsonSyntaxError):
+            parse_bytes(raw)
+
+
+def test_a_single_entry_or_valid_json_is_no_glued_line() -> None:
+    entry = ENTRIES[0].encode()
+    assert glued_entries(entry) is None and glued_entries(entry + b" \r") is None
+    nested = b'{"a":' + entry + b"}"  # valid JSON holding an entry: for the parser, not for us
+    assert glued_entries(nested) is None
+    assert glued_entries(b'{"x":1}' + entry) is None  # a first piece that is no entry: searched
+
+
+# -- whole files, each command, against the search ----------------------------------------------
+
+
+def _random_file(path: Path, seed: int) -> Path:
+    rng = random.Random(seed)
+    pool = [e.encode() for e in ENTRIES] + rng.sample(REAL_LINES, 20)
+    lines = [HEADER.encode()]
+    for _ in range(60):
+        lines.append(_glued_line(rng, pool) if rng.random() < 0.6 else rng.choice(pool))
+    if rng.random() < 0.5:
+        lines.insert(0, _glued_line(rng, [HEADER.encode(), *pool]))  # the header in a glued line
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def _searching_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every glued line split by the search after the exact parser rejected it."""
+    monkeypatch.setattr(glued, "_whole_entries", lambda raw: None)
+
+
+def _answers(path: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    main(["check", "--no-index", "--json", str(path)])
+    checked = capsys.readouterr().out
+    out = tmp_path / "repaired.jsonl"
+    out.unlink(missing_ok=True)  # (repair writes no file that is there)
+    main(["repair", "-o", str(out), str(path)])
+    repair_said = capsys.readouterr()
+    manager = SessionManager.open(str(path))
+    try:
+        return {
+            "check": json.loads(checked),
+            "repair": (repair_said.out, repair_said.err),
+            "repaired": out.read_bytes(),
+            "problems": [(p.to_json(), p.offset, p.length) for p in manager.problems],
+            "entries": [(e.id, e.parent_id, e.type, e.line, e.offset) for e in manager.get_entries()],
+        }
+    finally:
+        manager.close()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_command_answers_as_with_the_search(
+    seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _random_file(tmp_path / "s.jsonl", seed)
+    answers = _answers(path, capsys, tmp_path)
+    assert any(p["kind"] == "glued" for p, _, _ in answers["problems"])
+    with monkeypatch.context() as searching:
+        _searching_only(searching)
+        assert answers == _answers(path, capsys, tmp_path)
+
+
+# -- the work is bounded --------------------------------------------------------------------------
+
+
+def _glued_file(path: Path, count: int) -> Path:
+    def entries() -> Iterator[str]:
+        parent = None
+        for n in range(2 * count):
+            yield (
+                S.user(f"e{n:07d}", parent, "hello") if n % 2 == 0 else S.assistant(f"e{n:07d}", parent, "hi")
+            )
+            parent = f"e{n:07d}"
+
+    it = entries()
+    path.write_text("\n".join([HEADER, *(first + next(it) for first in it)]) + "\n")
+    return path
+
+
+def test_whole_entries_glued_are_neither_parsed_nor_searched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a crash between each write and its newline: every line two whole entries
+    count = 300
+    path = _glued_file(tmp_path / "s.jsonl", count)
+    calls = {"parse": 0, "searched tokens": 0}
+
+    def counted(name: str, real: Any) -> Any:
+        def call(*args: Any) -> Any:
+            calls[name] += 1
+            return real(*args)
+
+        return call
+
+    monkeypatch.setattr(scan, "parse_bytes", counted("parse", scan.parse_bytes))
+    monkeypatch.setattr(analysis_lines, "parse", counted("parse", analysis_lines.parse))
+    spend = glued._Budget.spend
+    monkeypatch.setattr(
+        glued._Budget,
+        "spend",
+        lambda self, n: (calls.__setitem__("searched tokens", calls["searched tokens"] + n), spend(self, n))[
+            1
+        ],
+    )
+    answers = _answers(path, capsys, tmp_path)
+    assert sum(p["kind"] == "glued" for p, _, _ in answers["problems"]) == count
+    assert answers["repaired"].count(b"\n") == 2 * count + 1
+    # the header's line alone is parsed (the header is read by the exact parser, once per reader)
+    assert calls["searched tokens"] == 0
+    assert calls["parse"] <= 5
+
+
+def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    count = 200
+    path = _glued_file(tmp_path / "s.jsonl", count)
+    on_disk = SessionDocument.from_file(str(path))
+    collecting: list[bool] = []
+    planned_repairs = autofix.repairs
+    monkeypatch.setattr(
+        autofix, "repairs", lambda *a: (collecting.append(gc.isenabled()), planned_repairs(*a))[1]
+    )
+    with counting_reads() as reads:
+        plan = plan_repairs(on_disk, FIXABLE_CODES)
+    assert len(plan.applied) == count
+    assert plan.splices() == plan_repairs(SessionDocument(path.read_bytes()), FIXABLE_CODES).splices()
+    assert max(reads.values()) == 1  # each glued line read once to split it
+    assert collecting and not any(collecting)  # the collector paused while a repair is made for each line
