@@ -129,7 +129,9 @@ def tree_lines(
     if filtered:
         # the rows pi's selector shows: a hidden entry's shown descendants under its nearest shown
         # ancestor (the leaf's path then has rows the walk skips: told by a set, not in order)
-        visible = node_filter(mode or "none", manager.get_leaf_id(), search, cache)
+        visible = node_filter(
+            mode or "none", manager.get_leaf_id(), search, cache, manager.profile.context_edits
+        )
         roots = filtered_roots(roots, visible)
         if not roots:
             yield NOTHING_SHOWN

@@ -76,6 +76,7 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
             "search": None if p.search is UNSET else " ".join(P.search_words(p.search)),
             "active_branch_first": p.active_branch_first,
             "previews": p.previews,
+            "context_edits": manager.profile.context_edits,  # (a release's filter: see tree_filter)
         }
         try:
             if p.levels:

@@ -395,6 +395,7 @@ class _TreeShape:
         mode: str,
         search: str | None,
         active_branch_first: bool,
+        context_edits: bool = True,
         previews: bool,
         cache: PreviewCache | None,
         calls: CallReading = CallReading.UP_FRONT,
@@ -412,8 +413,12 @@ class _TreeShape:
         self._path_nodes: dict[Any, Any] | None = None  # the leaf path's nodes by key (see find)
         self._around: tuple[Any, set[Any]] | None = None  # (key of an aroundId, its path's keys)
         self.has_leaf = leaf_id is not ABSENT and leaf_id is not None
-        self._mode, self._search = mode, search
-        self.visible = None if mode == "none" and not search else node_filter(mode, leaf_id, search, cache)
+        self._mode, self._search, self._context_edits = mode, search, context_edits
+        self.visible = (
+            None
+            if mode == "none" and not search
+            else node_filter(mode, leaf_id, search, cache, context_edits)
+        )
         self._shown: dict[Entry, bool] = {}  # by entry (hashed by identity): see is_shown
         self._shown_children: dict[int, list[Any]] = {}  # by id(node) (the roots hold the nodes)
         # the rows of a chain (see chain_length): by id(its top node), the node kept alive with them
@@ -517,7 +522,9 @@ class _TreeShape:
         self.leaf_id = tail[-1].id
         self.leaf_path = [*above, *tail]
         if self.visible is not None:  # the leaf's own answer depends on the leaf
-            self.visible = node_filter(self._mode, self.leaf_id, self._search, self.cache)
+            self.visible = node_filter(
+                self._mode, self.leaf_id, self._search, self.cache, self._context_edits
+            )
         self._move_path(shared, left, [*joined, *tail], node_of)
         self._around = None
         self._chain_lengths.clear()  # an appended entry can make any chain longer (or show a second child)
@@ -1224,6 +1231,7 @@ def tree_view(
     mode: str = "none",
     form: str = "flat",
     search: str | None = None,
+    context_edits: bool = True,
     active_branch_first: bool = False,
     previews: bool = True,
     cache: PreviewCache | None = None,
@@ -1242,7 +1250,7 @@ def tree_view(
     """
     shape = _window_shape(
         roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache,
-        leaf_path=leaf_path, branch_of=branch_of, every_call=every_call,
+        leaf_path=leaf_path, branch_of=branch_of, every_call=every_call, context_edits=context_edits,
     )  # fmt: skip
     tops = _tops(roots, shape, window)
     if form == "nested":
@@ -1293,6 +1301,7 @@ def encode_flat_tree_view(
     *,
     mode: str = "none",
     search: str | None = None,
+    context_edits: bool = True,
     active_branch_first: bool = False,
     previews: bool = True,
     cache: PreviewCache | None = None,
@@ -1309,7 +1318,7 @@ def encode_flat_tree_view(
     """
     shape = _window_shape(
         roots, leaf_id, entries_by_id, window, mode, search, active_branch_first, previews, cache,
-        leaf_path=leaf_path, branch_of=branch_of, every_call=every_call,
+        leaf_path=leaf_path, branch_of=branch_of, every_call=every_call, context_edits=context_edits,
     )  # fmt: skip
     tops = _tops(roots, shape, window)
     return _encode_flat(leaf_id, _FlatPage(shape, shape.rows(tops, window), window, max_nodes))[0]
@@ -1340,6 +1349,7 @@ def flat_tree(
     *,
     mode: str = "none",
     search: str | None = None,
+    context_edits: bool = True,
     active_branch_first: bool = False,
     previews: bool = True,
     cache: PreviewCache | None = None,
@@ -1352,6 +1362,7 @@ def flat_tree(
         entries_by_id,
         mode=mode,
         search=search,
+        context_edits=context_edits,
         active_branch_first=active_branch_first,
         previews=previews,
         cache=cache,
@@ -1366,6 +1377,7 @@ def tree_shape(
     *,
     mode: str = "none",
     search: str | None = None,
+    context_edits: bool = True,
     active_branch_first: bool = False,
     previews: bool = True,
     cache: PreviewCache | None = None,
@@ -1402,6 +1414,7 @@ def tree_shape(
         entries_by_id,
         mode=mode,
         search=search,
+        context_edits=context_edits,
         active_branch_first=active_branch_first,
         previews=previews,
         cache=cache,

@@ -2,10 +2,11 @@
 --filter`` draws and ``pi/getTree`` answers (both use this module).
 
 The modes follow pi's TUI tree selector (``modes/interactive/components/tree-selector.js``,
-``applyFilter``; 0.86.1 and 1.6.0 alike): in every mode but ``none``, ``usage`` entries are hidden,
+``applyFilter``; 0.86.1 and 1.6.0 alike but for context edits): in every mode but ``none``, ``usage`` entries are hidden,
 and so are assistant messages without text that did not end in an error or abort (unless they are
 the leaf). Then ``default`` hides settings entries (label, custom, model_change,
-thinking_level_change, session_info, and pi 1.6.0's context_edit); ``no-tools`` also hides tool
+thinking_level_change, session_info, and pi 1.6.0's context_edit, which 0.86.1 shows and does not
+search in: the caller says which release it follows); ``no-tools`` also hides tool
 results; ``user-only`` keeps user messages only; ``labeled-only`` keeps labelled entries only;
 ``all`` keeps the rest. A search keeps the entries whose text holds every word of it, case aside.
 A hidden entry's shown descendants hang under its nearest shown ancestor (:func:`shown_below`).
@@ -26,10 +27,19 @@ from .describe import PreviewCache, _js_str, extract_content, is_silent_turn
 from .fields import field, id_of, role_of, type_of
 from .tree import TreeNode
 
-#: the entry types pi's default mode hides (its ``isSettingsEntry``)
+#: the entry types pi's default mode hides (its ``isSettingsEntry``): pi 1.6.0's, and pi 0.86.1's,
+#: which knows no context edit (it shows one, as an entry of a type it does not know)
 SETTINGS_TYPES: Final = frozenset(
     {"label", "custom", "model_change", "thinking_level_change", "session_info", "context_edit"}
 )
+SETTINGS_TYPES_BEFORE_CONTEXT_EDITS: Final = SETTINGS_TYPES - {"context_edit"}
+
+
+def settings_types(context_edits: bool) -> frozenset[str]:
+    """The settings types of a release that reads context edits (``Profile.context_edits``) or not."""
+    return SETTINGS_TYPES if context_edits else SETTINGS_TYPES_BEFORE_CONTEXT_EDITS
+
+
 _CHILDREN: Final[Callable[[Any], list[Any]]] = attrgetter("children")
 # what the selector splits a search at: JavaScript's ``/\s+/``
 _SEARCH_GAPS = re.compile(f"[{re.escape(JS_WHITESPACE)}]+")
@@ -41,8 +51,9 @@ def search_tokens(search: str | None) -> list[str]:
     return list(dict.fromkeys(word for word in _SEARCH_GAPS.split((search or "").lower()) if word))
 
 
-def searchable_text(node: Any) -> str:
-    """What the TUI's search matches against (``getSearchableText``)."""
+def searchable_text(node: Any, context_edits: bool = True) -> str:
+    """What the TUI's search matches against (``getSearchableText``; a context edit has words of
+    its own in a release that reads context edits)."""
     entry = node.entry
     parts: list[str] = []
     if truthy(node.label):
@@ -66,7 +77,9 @@ def searchable_text(node: Any) -> str:
     elif etype == "label":
         label = field(entry, "label")
         parts.extend(["label", "" if label is ABSENT or label is None else _js_str(label)])
-    elif etype == "context_edit":  # (pi 1.6.0's: `replacement === null` leaves its target out)
+    elif (
+        etype == "context_edit" and context_edits
+    ):  # (pi 1.6.0's: `replacement === null` leaves its target out)
         omits = field(entry, "replacement") is None
         parts.extend(["context edit", "omit" if omits else "replace", _js_str(field(entry, "targetId"))])
     return " ".join(parts)
@@ -97,11 +110,17 @@ def _silent_turn(entry: Any) -> bool:
 
 
 def node_filter(
-    mode: str, leaf_id: Any, search: str | None = None, cache: PreviewCache | None = None
+    mode: str,
+    leaf_id: Any,
+    search: str | None = None,
+    cache: PreviewCache | None = None,
+    context_edits: bool = True,
 ) -> Callable[[Any], bool]:
     """The visibility predicate of one of pi's ``/tree`` filter modes over tree nodes (``cache``:
-    the session's, which remembers each assistant entry's answer)."""
+    the session's, which remembers each assistant entry's answer), as the release that reads
+    context edits (``context_edits``: pi 1.6.0) or not (0.86.1) shows them."""
     tokens = search_tokens(search)
+    settings = settings_types(context_edits)
     silent_turn = _silent_turn if cache is None else cache.silent_turn
 
     def visible(node: Any) -> bool:
@@ -121,10 +140,10 @@ def node_filter(
                 and silent_turn(entry)
             ):
                 return False
-            if not _mode_shows(mode, etype, role, node):
+            if not _mode_shows(mode, etype, role, node, settings):
                 return False
         if tokens:
-            text = searchable_text(node).lower()
+            text = searchable_text(node, context_edits).lower()
             return all(t in text for t in tokens)
         return True
 
@@ -140,22 +159,23 @@ def node_filter(
                 and not (leaf_id is not ABSENT and strict_equal(entry.id, leaf_id))
                 and silent_turn(entry)
             )
-        return etype != "usage" and etype not in SETTINGS_TYPES
+        return etype != "usage" and etype not in settings
 
     return shown_by_default if mode == "default" and not tokens else visible
 
 
-def _mode_shows(mode: str, etype: Any, role: Any, node: Any) -> bool:
-    """Whether filter ``mode`` shows the node of an entry of type ``etype`` (``role``: its message's)."""
+def _mode_shows(mode: str, etype: Any, role: Any, node: Any, settings: frozenset[str]) -> bool:
+    """Whether filter ``mode`` shows the node of an entry of type ``etype`` (``role``: its
+    message's), ``settings`` the types the release hides by default."""
     if mode == "user-only":
         return bool(etype == "message" and role == "user")
     if mode == "no-tools":
-        return etype not in SETTINGS_TYPES and not (etype == "message" and role == "toolResult")
+        return etype not in settings and not (etype == "message" and role == "toolResult")
     if mode == "labeled-only":
         return node.label is not ABSENT
     if mode == "all":
         return True
-    return etype not in SETTINGS_TYPES
+    return etype not in settings
 
 
 def shown_below(

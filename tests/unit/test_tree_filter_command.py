@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import builders as S
+import msgspec
 import pytest
 from test_protocol_tree_filters import EXAMPLE
 
@@ -17,6 +18,8 @@ from pi_session_server.cli import main
 from pi_session_server.render.glyphs import ASCII
 from pi_session_server.render.terminal_text import one_terminal_line
 from pi_session_server.render.tree_text import tree_text_lines
+from pi_session_server.server.methods_read import _tree
+from pi_session_server.server.params import GetTreeParams
 from pi_session_server.server.tree_view import tree_view
 from pi_session_server.session import SessionManager
 from pi_session_server.session.tree_modes import PI_FILTERS
@@ -132,3 +135,27 @@ def test_a_search_finds_a_context_edit_by_pi_1_6_0_s_words(
         rows = _cli_rows(path, ["--filter", "all", "--search", search], capsys)
         assert [row.split()[1] for row in rows] == [shown], rows
         assert rows == _sidecar_rows(path, "all", search)
+
+
+@pytest.mark.parametrize(("pi", "hidden"), [("1.6.0", True), ("0.86.1", False)])
+def test_a_context_edit_is_hidden_and_searched_as_the_release_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pi: str, hidden: bool
+) -> None:
+    """pi 1.6.0's selector counts a context edit among the settings entries its default mode hides,
+    and searches it by its own words; pi 0.86.1's knows no context edit: it shows one (an entry of
+    a type it does not know) and finds no words in it. The CLI and pi/getTree follow the session's
+    release."""
+    path = tmp_path / "s.jsonl"
+    lines = [S.header(), S.user("u1", None, "hi"), S.context_edit("e1", "u1", "u1"), S.user("u2", "e1", "yo")]
+    path.write_text("".join(line + "\n" for line in lines))
+    rows = _cli_rows(path, ["--pi", pi, "--filter", "default"], capsys)
+    assert ("e1" in [row.split()[1] for row in rows]) is not hidden, rows
+    searched = _cli_rows(path, ["--pi", pi, "--filter", "all", "--search", "omit"], capsys)
+    assert searched == (["* e1 [context omit: u1]"] if hidden else ["No entries found"]), searched
+
+    manager = SessionManager.open(str(path), read_only=True, pi=pi)
+    for mode, search, expected in (("default", None, rows), ("all", "omit", searched)):
+        params = GetTreeParams(filter=mode, **({"search": search} if search else {}))
+        nodes = msgspec.json.decode(_tree(manager, params))["nodes"]
+        ids = [node["id"] for node in nodes]
+        assert ids == [row.split()[1] for row in expected if row != "No entries found"], (mode, ids)
