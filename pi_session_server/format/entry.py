@@ -241,7 +241,7 @@ class Entry(msgspec.Struct, Generic[DecodedHead], gc=False, rename={"parent_id":
             value = _parse_line(value)
         else:
             return value
-        if not self.same_envelope(value):
+        if not (self.same_envelope(value) and self._same_fields_beside(value)):
             raise StaleFileError(
                 f"session file changed underneath: line {self.line + 1} is not the entry read at load"
             )
@@ -251,15 +251,20 @@ class Entry(msgspec.Struct, Generic[DecodedHead], gc=False, rename={"parent_id":
         """Does a re-read value still carry the envelope we loaded? (Never return another entry's body.)"""
         if not isinstance(value, dict):
             return False
-        head = self.message
         return (
             _same_json(value.get("id", ABSENT), self.id)
             and _same_json(value.get("parentId", ABSENT), self.parent_id)
             and _same_json(value.get("type", ABSENT), self.type)
             and _same_json(value.get("timestamp", ABSENT), self.timestamp)
-            # (the role the context and the tree take from the envelope, a string as pi writes it,
-            # and a label's target and text the tree shows)
-            and (head is None or type(head.role) is not str or _role_of(value) == head.role)
+        )
+
+    def _same_fields_beside(self, value: dict[str, Any]) -> bool:
+        """Does a re-read value (with :meth:`same_envelope`) carry what else the entry was loaded
+        with, which the context and the tree take from it without reading the body: the role (a
+        string, as pi writes it), a label's target and text? (An index gives them too.)"""
+        head = self.message
+        return (
+            (head is None or type(head.role) is not str or _role_of(value) == head.role)
             and _same_json(value.get("targetId", ABSENT), self.targetId)
             and _same_json(value.get("label", ABSENT), self.label)
         )
