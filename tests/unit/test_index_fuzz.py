@@ -262,11 +262,8 @@ def _build(path: Path, *, repeated_id: bool) -> None:
 
 
 def _generation(path: Path) -> int:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return cache_dir.generation(fd)
-    finally:
-        os.close(fd)
+    with path.open("rb") as file:
+        return cache_dir.generation(file.fileno())
 
 
 def _tree(nodes: list[Any]) -> list[Any]:
