@@ -49,6 +49,23 @@ class StaleFileError(PiSessionError):
     """An entry body read on demand is no longer in the file (rewritten or truncated by another process)."""
 
 
+class SessionFileReplacedError(PiSessionError):
+    """A write refused because another program replaced the session's file (renamed another file
+    over its path) since the session read it, and the file there now does not hold what the write
+    names: another session, or this one without the entry it would follow. Nothing was written;
+    the session's next refresh reads the new file (beyond the reference, which appends there)."""
+
+    def __init__(self, path: str, missing: list[str]) -> None:
+        what = ", ".join(f"entry {entry_id}" for entry_id in missing) if missing else "this session's header"
+        super().__init__(
+            f"{path} was replaced by another file since the session read it, which does not hold "
+            f"{what}: nothing was written. Read the session again (it is reloaded by its next "
+            "refresh) and write again"
+        )
+        self.path = path
+        self.missing = missing
+
+
 class ValueTypeError(PiSessionError):
     """The ``TypeError`` pi throws when a value given to it is not of the type it uses it as."""
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_
 import msgspec
 
 from ..errors import StaleFileError
-from .jsjson import dumps, parse_bytes
+from .jsjson import JsonSyntaxError, dumps, parse_bytes
 from .jsvalue import ABSENT, as_js_number, strict_equal
 
 
@@ -241,7 +241,7 @@ class Entry(msgspec.Struct, Generic[DecodedHead], gc=False, rename={"parent_id":
             value = _parse_line(value)
         else:
             return value
-        if not self.same_envelope(value):
+        if not (self.same_envelope(value) and self._same_fields_beside(value)):
             raise StaleFileError(
                 f"session file changed underneath: line {self.line + 1} is not the entry read at load"
             )
@@ -256,6 +256,17 @@ class Entry(msgspec.Struct, Generic[DecodedHead], gc=False, rename={"parent_id":
             and _same_json(value.get("parentId", ABSENT), self.parent_id)
             and _same_json(value.get("type", ABSENT), self.type)
             and _same_json(value.get("timestamp", ABSENT), self.timestamp)
+        )
+
+    def _same_fields_beside(self, value: dict[str, Any]) -> bool:
+        """Does a re-read value (with :meth:`same_envelope`) carry what else the entry was loaded
+        with, which the context and the tree take from it without reading the body: the role (a
+        string, as pi writes it), a label's target and text? (An index gives them too.)"""
+        head = self.message
+        return (
+            (head is None or type(head.role) is not str or _role_of(value) == head.role)
+            and _same_json(value.get("targetId", ABSENT), self.targetId)
+            and _same_json(value.get("label", ABSENT), self.label)
         )
 
     @property
@@ -350,7 +361,17 @@ def _same_json(read_again: Any, loaded: Any) -> bool:
 
 
 def _parse_line(raw: bytes) -> Any:
-    return parse_bytes(raw)
+    """The value of a line read at load, whose envelope may come from the file's index: bytes
+    that are not a value are not the entry read (StaleFileError, as a line read again)."""
+    try:
+        return parse_bytes(raw)
+    except JsonSyntaxError as err:
+        raise StaleFileError("session file changed underneath: a line is not the entry read at load") from err
+
+
+def _role_of(value: dict[str, Any]) -> Any:
+    message = value.get("message", ABSENT)
+    return message.get("role", ABSENT) if isinstance(message, dict) else ABSENT
 
 
 def message_head(message: Any) -> tuple[Any, tuple[Any, Any] | None]:

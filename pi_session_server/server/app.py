@@ -24,7 +24,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from pi_session_server import __version__
-from pi_session_server.errors import PiSessionError, PiVersionError
+from pi_session_server.errors import PiSessionError, PiVersionError, SessionFileReplacedError
 from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import SessionManager
 from pi_session_server.session.environment import Environment
@@ -473,6 +473,12 @@ class PiSessionServer:
                 else:
                     with manager.transaction():
                         value = job(manager)
+            except SessionFileReplacedError:
+                # the file that replaced the session's is read before the refusal is answered (also
+                # when files are not followed: else every write is refused until the file is opened
+                # again): the client is told of it first, and writes again on the session it holds
+                self._tell_change(slot, manager.refresh_from_disk())
+                raise
             finally:
                 self.report_foreign_writes(slot, before)
                 if real_path is not None:

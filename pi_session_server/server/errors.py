@@ -38,6 +38,7 @@ READ_ONLY = -32012
 PI_VERSION = -32013
 CONTEXT_EDIT_REFUSED = -32014
 TREE_CHANGED = -32015
+FILE_REPLACED = -32016
 REQUEST_CANCELLED = -32800
 
 # The most nodes one pi/getTree reply holds. While a reply is made and sent, each node holds memory
@@ -128,6 +129,15 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
         "pi/getTree with `revision`: the session changed since the page that gave that revision (an append, "
         "a reload, another leaf), so this page would be of another tree; data.revision is the current one. "
         "Ask for the tree again from its first page",
+    ),
+    FILE_REPLACED: (
+        "FileReplaced",
+        "a write to a session whose file another program replaced (renamed another file over its path: an "
+        "editor's save, `mv`) since the session read it, where the file there now is another session or does "
+        "not hold the entries the write names (its parent, a label's target): nothing was written, and the "
+        "write is not kept in the session. data.missing lists the ids of the entries the file lacks (empty: "
+        "it is not this session). The session has read the new file before the answer, told by pi/didChange "
+        "`reloaded`: look at it and write again",
     ),
     REQUEST_CANCELLED: (
         "RequestCancelled",
@@ -295,6 +305,7 @@ _CLASS_CODES: list[tuple[type[BaseException], int]] = [
     (lib_errors.ContextEditError, CONTEXT_EDIT_REFUSED),
     (lib_errors.InvalidSessionFileError, INVALID_SESSION_FILE),
     (lib_errors.InvalidSessionIdError, INVALID_SESSION_ID),
+    (lib_errors.SessionFileReplacedError, FILE_REPLACED),
     (lib_errors.FsError, FS_ERROR),
     (lib_errors.ForkError, FORK_ERROR),
     (lib_errors.AbortError, ABORTED),
@@ -322,6 +333,8 @@ def from_library_error(error: lib_errors.PiSessionError) -> PiRpcError:
         data["path"] = path
     if code == PI_VERSION:
         data["supported"] = list(PROFILES)
+    if isinstance(error, lib_errors.SessionFileReplacedError):
+        data["missing"] = error.missing
     return PiRpcError(code, _bounded(error), data)
 
 

@@ -28,6 +28,7 @@ from ..errors import (
     InvalidArgTypeError,
     InvalidSessionFileError,
     PiSessionError,
+    SessionFileReplacedError,
     StaleFileError,
     ValueTypeError,
     cannot_read_property,
@@ -84,6 +85,7 @@ from .projection import (
     session_projection_of,
     text_blocks,
 )
+from .replaced_file import named_ids, require_receives
 from .rewrites import LockedFile, rewritten_after
 from .row_tree import RowTree, row_tree
 from .tree import TreeNode, build_tree
@@ -972,15 +974,16 @@ class SessionManager:
             self._has_conversation = True
         try:
             self._persist_entry(entry, line)
+        except SessionFileReplacedError:
+            # Not written, and never to be: the file it belonged in is gone. Taken back whatever
+            # the profile, and the session read again by the next refresh (the file it names now
+            # is another's, which the next append asks the same of until then).
+            self._take_back_unwritten(entry, on_rows, held, previous)
+            self._out_of_sync = True
+            raise
         except BaseException:
             if self.rollback_failed_appends or self.profile.rolls_back_failed_appends:
-                if not on_rows:
-                    self._file_entries.pop()
-                    if held is None:
-                        del self._by_id[key]
-                    else:
-                        self._by_id[key] = held
-                self._leaf_id, self._has_conversation, self._flushed = previous
+                self._take_back_unwritten(entry, on_rows, held, previous)
             elif on_rows:  # kept in memory though not written (pi 0.86.1): no line to be a row of
                 self._list_entry(entry)
                 self._leaf_id = entry.id
@@ -988,6 +991,19 @@ class SessionManager:
         if on_rows:
             self._add_entries([entry])
         return entry
+
+    def _take_back_unwritten(
+        self, entry: Entry, on_rows: bool, held: Entry | None, previous: tuple[Any, bool | None, bool]
+    ) -> None:
+        """Undo what :meth:`_append_entry` did for ``entry``, whose write failed."""
+        if not on_rows:
+            self._file_entries.pop()
+            key = index_key(entry.id)
+            if held is None:
+                del self._by_id[key]
+            else:
+                self._by_id[key] = held
+        self._leaf_id, self._has_conversation, self._flushed = previous
 
     def _list_entry(self, entry: Entry) -> None:
         """Put ``entry`` last in the list of entries and in the id index."""
@@ -1044,8 +1060,17 @@ class SessionManager:
             if appender is not None:
                 appender.close()
             appender = self._appender = storage.Appender(self._session_file, self._env)
-        tracked = self._identity is not None
-        outcome = appender.append(data, fsync=self.fsync, lines_since=self._known_end if tracked else -1)
+        identity = self._identity
+        tracked = identity is not None
+        outcome = appender.append(
+            data,
+            fsync=self.fsync,
+            lines_since=self._known_end if tracked else -1,
+            loaded=None if identity is None else (identity.dev, identity.ino),
+            receives=lambda fd: require_receives(
+                fd, self._session_file, self.get_header(), named_ids(entry.value, self._has_entry)
+            ),
+        )
         if tracked and self._recreated_by(appender, outcome):
             # The file was deleted (or moved away) and our append made it again, as pi's
             # appendFileSync does: it holds our line alone, written by nobody else. It is followed

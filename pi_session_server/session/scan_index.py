@@ -52,10 +52,10 @@ import threading
 import time
 import zlib
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import compress, repeat
-from operator import attrgetter, is_not, ne, sub
+from itertools import compress, islice, repeat
+from operator import attrgetter, is_not, lt, ne, sub
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -502,6 +502,7 @@ def _rows_of(
     ):
         raise NotUsable("unknown code")
     _check_runs(header.line_runs, n)
+    _check_places(header, columns)
     parents: dict[int, Any] = {}
     for position, parent in header.parents:
         if not (parent is None or parent is ABSENT or type(parent) is str) or not 0 <= position < n:
@@ -515,6 +516,7 @@ def _rows_of(
     starts = columns["chain_starts"]
     if n and (not starts or starts[0] != 0 or starts[-1] >= n):
         raise NotUsable("chain starts out of place")
+    _check_chains(header, starts, parents)
     lines_data = None
     if keep_bytes and n:
         base = columns["offsets"][0]
@@ -606,6 +608,77 @@ def every_entry(
 def _non_message_table(types: list[str]) -> bytes:
     """bytes.translate table: type code -> 1 for a type that is not "message", else 0."""
     return bytes(0 if i < len(types) and types[i] == "message" else 1 for i in range(256))
+
+
+def _increasing(numbers: Sequence[int]) -> bool:
+    """Each number greater than the one before (for short lists: a table of the exceptions)."""
+    return all(map(lt, numbers, islice(numbers, 1, None)))
+
+
+# the byte of a little- or big-endian 64-bit integer that holds its sign
+_SIGN_BYTE = 7 if sys.byteorder == "little" else 0
+_NOT_NEGATIVE = bytes(range(0x80))
+
+
+def _none_negative(numbers: array[int]) -> bool:
+    """No 64-bit integer of ``numbers`` is negative: their sign bytes are looked at as bytes, in C
+    (a look at each as a Python integer would cost a reopen more than it reads)."""
+    signs = memoryview(numbers).cast("B")[_SIGN_BYTE :: numbers.itemsize]
+    return not bytes(signs).translate(None, _NOT_NEGATIVE)
+
+
+def _check_places(header: IndexHeader, columns: dict[str, Any]) -> None:
+    """What a lookup takes from the index without reading the file, within the file and in order:
+    the rows' lines between ``start`` and ``end`` (the first before the last, none at a negative
+    offset: a read there fails), their line numbers among the lines indexed, the lines skipped
+    among them. What the columns say each line holds, and where, is checked when its body is read
+    (Entry.value): one look at every row's offset would cost a reopen of a long session more than
+    all it reads."""
+    n, start, end = header.count, header.start, header.end
+    offsets = columns["offsets"]
+    if n and not (
+        start <= offsets[0] <= offsets[-1] < end
+        and (n == 1 or offsets[0] < offsets[-1])
+        and _none_negative(offsets)
+    ):
+        raise NotUsable("offsets out of place")
+    if not max(n, 0) <= header.lines <= end - start:  # (a line is at least its "\n")
+        raise NotUsable("fewer lines than rows, or more than bytes")
+    last_line = header.first_line + header.lines
+    runs = header.line_runs
+    for (position, line), (next_position, next_line) in zip(runs, [*runs[1:], (n, last_line)], strict=False):
+        if line < header.first_line or line + next_position - position > next_line:
+            raise NotUsable("line runs out of place")
+    _check_sparse(header, offsets, last_line)
+
+
+def _check_sparse(header: IndexHeader, offsets: array[int], last_line: int) -> None:
+    """:func:`_check_places` of the tables of the rows and lines that are exceptions."""
+    n, end = header.count, header.end
+    for position, length in header.lengths:
+        if not (0 <= position < n and length >= 0 and offsets[position] + length < end):
+            raise NotUsable("a line's length out of place")
+    runs = header.line_runs
+    run_lines = [line for _, line in runs]
+    previous = header.first_line - 1
+    for line, column, *_ in header.problems:
+        if not previous < line < last_line or column < 0:
+            raise NotUsable("a skipped line out of place")
+        previous = line
+        # not a row's line: the run that starts at or before it ends before it
+        run = bisect_right(run_lines, line) - 1
+        if run >= 0 and line < runs[run][1] + (runs[run + 1][0] if run + 1 < len(runs) else n) - runs[run][0]:
+            raise NotUsable("a skipped line that is a row's")
+
+
+def _check_chains(header: IndexHeader, starts: list[int], parents: dict[int, Any]) -> None:
+    """A row whose parent is not the row before starts a chain (walks to the root rely on it), the
+    chains in order; the rows of the tables in the rows."""
+    n = header.count
+    if not _increasing(starts) or not set(parents).issubset(starts):
+        raise NotUsable("chain starts out of order, or a row with its own parent in none")
+    if any(not 0 <= position < n for position in (*(t[0] for t in header.targets), *header.rescanned)):
+        raise NotUsable("a row out of place")
 
 
 def _check_runs(runs: list[tuple[int, int]], count: int) -> None:

@@ -26,7 +26,7 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import msgspec
 
@@ -198,6 +198,8 @@ class Appender(OwnedDescriptor):
         # (size, mtime, ctime) just after our last write when the file then ended with it: while
         # the file is found so, it ends with our "\n" and its last byte need not be read
         self.left_as: tuple[int, int, int] | None = None
+        # a file that replaced the caller's and that :meth:`append`'s ``receives`` accepted
+        self.accepted: tuple[int, int] | None = None
 
     def _lock_current(self) -> tuple[int, bool]:
         """Our descriptor, locked, on the file the path names now (reopened when it names another).
@@ -246,19 +248,36 @@ class Appender(OwnedDescriptor):
         self.expected_end = -1
         self.left_as = None
 
-    def append(self, data: bytes, *, fsync: bool = False, lines_since: int = -1) -> WriteOutcome:
+    def append(
+        self,
+        data: bytes,
+        *,
+        fsync: bool = False,
+        lines_since: int = -1,
+        loaded: tuple[int, int] | None = None,
+        receives: Callable[[int], None] | None = None,
+    ) -> WriteOutcome:
         """Append whole lines (``data`` ends with ``"\\n"``), landing as one valid copy.
 
         ``lines_since``: an offset at or before the end of the file as the caller last knew it. The
         outcome's ``newlines_before`` then counts the "\\n" bytes between it and our line (lines
         written by others, a separator we added), read under our lock: the caller can number our
         line at once. Nothing is read when nobody else wrote (our line starts at ``lines_since``).
+
+        ``loaded``: the file (device, inode) the caller's lines belong after. When the path names
+        another one by the time the lock is held (renamed over it: another program's save, or a
+        rewrite of ours whose rename this append waited for), ``receives`` is given the locked
+        descriptor of that file first, and raises to refuse it: nothing is written. A file it
+        accepted is not asked again (what follows the lines written there is there). An empty file
+        is not asked: the path was deleted and the append makes it again, as Node's ``'a'`` does.
         """
         try:
             fd, locked = self._lock_current()
         except OSError as err:
             raise _fs_error(err, "open", self.path) from err
         try:
+            if loaded is not None and receives is not None:
+                self._ask_if_replaced(fd, loaded, receives)
             outcome = self._write_line(fd, data, fsync)
             if outcome.written_at != outcome.size_before:  # others wrote between fstat and write
                 if outcome.repaired_newline:
@@ -277,6 +296,13 @@ class Appender(OwnedDescriptor):
             if locked:
                 unlock(fd)
         return outcome
+
+    def _ask_if_replaced(self, fd: int, loaded: tuple[int, int], receives: Callable[[int], None]) -> None:
+        """:meth:`append`'s look at a file that replaced the one its lines belong after."""
+        if self.identity in (loaded, self.accepted) or os.fstat(fd).st_size == 0:
+            return
+        receives(fd)
+        self.accepted = self.identity
 
     def _write_line(self, fd: int, data: bytes, fsync: bool, separated: bool = False) -> WriteOutcome:
         """One write() of ``data`` at the end of the file, after a "\\n" if the file ends mid-line

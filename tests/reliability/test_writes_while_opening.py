@@ -133,11 +133,13 @@ def test_a_file_replaced_right_after_the_open_read_it_is_read_again(
 def test_an_append_to_a_file_renamed_over_while_it_was_opened_lands_on_its_own_line(
     tmp_path: Path, after_the_read: Callable[[Callable[[], None]], None]
 ) -> None:
-    """The append goes to the file the path names (as pi's does), after its last line, and the next
-    refresh reads that file whole: its entries, then ours."""
+    """The append goes to the file the path names (as pi's does) when it goes on from our leaf,
+    after its last line, and the next refresh reads that file whole: its entries, then ours. (One
+    that does not hold our leaf is refused: test_appends_into_a_replaced_file.py.)"""
     path = _session(tmp_path / "s.jsonl", ["one", "two"])
     edited = tmp_path / "edited.jsonl"
-    edited.write_bytes(HEADER + _line("0000000a", None, "other") + b'{"type":"mess')  # a line cut short
+    # our file and a line another program left cut short
+    edited.write_bytes(path.read_bytes() + _line("0000000a", "00000001", "other") + b'{"type":"mess')
     after_the_read(lambda: _shell(REPLACEMENTS["renamed_over"], path, edited))
     manager = SessionManager.open(str(path), index=False)
     ours = manager.append_message({"role": "user", "content": "ours", "timestamp": 2})

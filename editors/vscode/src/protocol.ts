@@ -1673,6 +1673,15 @@ export const ErrorCodes = {
    */
   InvalidRequest: -32600,
   /**
+   * a write to a session whose file another program replaced (renamed another file over its path:
+   * an editor's save, `mv`) since the session read it, where the file there now is another session
+   * or does not hold the entries the write names (its parent, a label's target): nothing was
+   * written, and the write is not kept in the session. data.missing lists the ids of the entries
+   * the file lacks (empty: it is not this session). The session has read the new file before the
+   * answer, told by pi/didChange `reloaded`: look at it and write again
+   */
+  FileReplaced: -32016,
+  /**
    * pi/getTree with `revision`: the session changed since the page that gave that revision (an
    * append, a reload, another leaf), so this page would be of another tree; data.revision is the
    * current one. Ask for the tree again from its first page
