@@ -233,6 +233,11 @@ def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInf
         start = end + 1
 
 
+def _labels_another_id(info: LineInfo) -> bool:
+    """A label entry line whose ``targetId`` is not a string (see :meth:`SessionDocument.labels_naming`)."""
+    return info.kind == L.ENTRY and info.etype == "label" and info.ref.__class__ is not str
+
+
 class SessionDocument:
     """The analysed lines of one session text, kept up to date under edits."""
 
@@ -259,6 +264,8 @@ class SessionDocument:
         self.problem_lines: set[LineInfo] = set()
         self.headers: list[LineInfo] = []
         self.edits: set[LineInfo] = set()  # the ``context_edit`` entry lines
+        #: the label entry lines whose ``targetId`` is not a string (see :meth:`labels_naming`)
+        self.labels_of_other_ids: set[LineInfo] = set()
         self.version = 0  # bumped on every change (of the text or of the profile)
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
         self._held_leaf: Any = ABSENT  # see set_leaf
@@ -381,6 +388,7 @@ class SessionDocument:
         self.headers = [i for i in scanned if i.kind == L.HEADER]
         self.edits = {i for i in scanned if i.etype == "context_edit" and i.kind == L.ENTRY}
         entries = [i for i in infos if i.kind == L.ENTRY]
+        self.labels_of_other_ids = {i for i in entries if _labels_another_id(i)}
         if tree is None:
             tree = TreeIndex()
             tree.update((), entries)
@@ -417,8 +425,10 @@ class SessionDocument:
                 self.errors = "surrogatepass"
             self._provisional = []
             self.problem_lines = {i for i in lines if i.problems}
+            entries = [i for i in lines if i.kind == L.ENTRY]
+            self.labels_of_other_ids = {i for i in entries if _labels_another_id(i)}
             self.tree = TreeIndex()
-            self.tree.update((), [i for i in lines if i.kind == L.ENTRY])
+            self.tree.update((), entries)
             self._leaf_path = (None, -1, set())
             self.version += 1
         return True
@@ -594,11 +604,14 @@ class SessionDocument:
         for info in removed:
             self.problem_lines.discard(info)
             self.edits.discard(info)
+            self.labels_of_other_ids.discard(info)
         for info in added:
             if info.problems:
                 self.problem_lines.add(info)
             if info.etype == "context_edit" and info.kind == L.ENTRY:
                 self.edits.add(info)
+            if _labels_another_id(info):
+                self.labels_of_other_ids.add(info)
         if any(i.kind == L.HEADER for i in removed) or any(i.kind == L.HEADER for i in added):
             self.headers = sorted(
                 [h for h in self.headers if h not in set(removed)] + [i for i in added if i.kind == L.HEADER],
@@ -734,6 +747,18 @@ class SessionDocument:
             path = set(self.tree.walk_up(leaf))
         self._leaf_path = (leaf, self.tree.epoch, path)
         return path
+
+    def labels_naming(self, key: Any) -> list[LineInfo]:
+        """The label entry lines, in file order, whose ``targetId`` is not a string and names the
+        id whose index key is ``key`` (:func:`~..format.jsvalue.index_key`): pi keys its labels
+        by the value (a ``Map``), so a label of a hand-made file names an entry whose id is a
+        number or a boolean. The tree indexes the references by string (those of a string id are
+        its ``referrers``). None in a version 1 file, whose entries pi's migration gives new ids."""
+        if not self.labels_of_other_ids or self.is_v1():
+            return []
+        found = [i for i in self.labels_of_other_ids if index_key(i.ref) == key]
+        found.sort(key=lambda i: i.line)
+        return found
 
     def entry_by_id(self, value: Any) -> LineInfo | None:
         return self.tree.resolve(index_key(value))

@@ -11,6 +11,7 @@ on an edited entry, which lines edit it), and a preview of the content. Tree fac
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..format.dates import ms
@@ -149,11 +150,15 @@ def _title(info: LineInfo, bold_role: bool = True) -> str:
 
 
 def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
-    """The entry's label as pi computes it: the last label line for it (any branch) decides."""
-    if not isinstance(info.id, str):
-        return None
+    """The entry's label as pi computes it: the last label line for it (any branch) decides. pi
+    keys labels by the ``targetId``'s value: an id that is not a string (a number, a boolean) is
+    labelled by the labels naming that value."""
+    if isinstance(info.id, str):
+        labels: Iterable[LineInfo] = doc.tree.referrers.get(info.id, ())
+    else:
+        labels = doc.labels_naming(info.key)
     result: str | None = None
-    for ref in doc.tree.referrers.get(info.id, ()):
+    for ref in labels:
         if ref.etype != "label":
             continue
         value = get(full_value(ref, doc.errors), "label")
