@@ -233,6 +233,22 @@ def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInf
         start = end + 1
 
 
+#: the slots of a line's facts a full scan gives (its number is the document's, ``source`` the
+#: provisional line's own)
+_FACT_SLOTS: tuple[Any, ...] = tuple(
+    LineInfo.__dict__[name] for name in LineInfo.__slots__ if name not in ("line", "source")
+)
+
+
+def _take_facts(provisional: LineInfo, full: LineInfo) -> None:
+    """Make ``provisional`` (a :class:`FileLineInfo` of a ``quick`` load) the line ``full`` (its
+    full scan) is, in place, its bytes its own: the text it was read from is no longer held."""
+    provisional.__class__ = full.__class__
+    for slot in _FACT_SLOTS:
+        slot.__set__(provisional, slot.__get__(full, LineInfo))
+    del provisional.source
+
+
 def _labels_another_id(info: LineInfo) -> bool:
     """A label entry line whose ``targetId`` is not a string (see :meth:`SessionDocument.labels_naming`)."""
     return info.kind == L.ENTRY and info.etype == "label" and info.ref.__class__ is not str
@@ -276,6 +292,7 @@ class SessionDocument:
         self.disk_encoding: str | None = None
         self._bom_line: LineInfo | None = None
         self._provisional: list[LineInfo] = []
+        self._finished = 0  # how many of them finish() has read in full so far
         self._scanned: list[LineInfo] = []
         self._repair_utf8 = False  # provisional lines may hold invalid UTF-8 (``from_editor_bytes``)
         self._load(data, quick)
@@ -376,6 +393,7 @@ class SessionDocument:
         """Make ``infos`` the document's lines. ``tree``: the lines are numbered already and their
         entries added to it in file order (:meth:`TreeIndex.start_build`); else both are done here."""
         self._provisional = provisional
+        self._finished = 0
         self._scanned = scanned  # the lines scan_line read (for ``from_editor_bytes``)
         self._bom_line = infos[0] if infos[0].bom else None
         self._leaf_path = (None, -1, set())  # its lines are gone
@@ -402,29 +420,40 @@ class SessionDocument:
         """Some lines are known by their envelope only (a ``quick`` load not finished yet)."""
         return bool(self._provisional)
 
-    def finish(self) -> bool:
-        """Complete a ``quick`` load: scan the provisional lines fully. False when there was none."""
-        if not self._provisional:
+    def finish(self, check: Check | None = None) -> bool:
+        """Complete a ``quick`` load: read the provisional lines in full, in file order, each line
+        given its facts in place (the tree and the sets holding it still hold it, their envelope
+        facts, the tree's, exact already). ``check``: called every :data:`~.pauses.CHECK_EVERY`
+        lines read in full (:meth:`read_in_full` says which are); what it raises stops the work,
+        the lines read so far kept so (the next call goes on from there). False when there was
+        none."""
+        provisional = self._provisional
+        if not provisional:
             return False
         with gc_paused():
             errors = self.errors
-            lines = self.lines
             repair = self._repair_utf8
-            for old in self._provisional:
+            start = self._finished
+            for n in range(start, len(provisional)):
+                if check is not None and n != start and not n % CHECK_EVERY:
+                    self._finished = n
+                    check()
+                old = provisional[n]
                 raw = old.raw
                 if repair:
                     try:
                         raw.decode("utf-8")
                     except UnicodeDecodeError:
                         raw = raw.decode("utf-8", "replace").encode("utf-8")
-                info = scan_line(raw, errors)
-                info.line = old.line
-                lines[info.line] = info
+                _take_facts(old, scan_line(raw, errors))
             if repair:
                 self._repair_utf8 = False
                 self.errors = "surrogatepass"
             self._provisional = []
+            self._finished = 0
+            lines = self.lines
             self.problem_lines = {i for i in lines if i.problems}
+            # (the facts the envelopes lack, a tool call's id and its results, are indexed anew)
             entries = [i for i in lines if i.kind == L.ENTRY]
             self.labels_of_other_ids = {i for i in entries if _labels_another_id(i)}
             self.tree = TreeIndex()
@@ -432,6 +461,13 @@ class SessionDocument:
             self._leaf_path = (None, -1, set())
             self.version += 1
         return True
+
+    def read_in_full(self, line: int) -> bool:
+        """Every fact of line ``line`` is known: it is before the first provisional line not read
+        in full yet (:meth:`finish` reads them in file order), or there is none."""
+        provisional = self._provisional
+        done = self._finished
+        return done >= len(provisional) or line < provisional[done].line
 
     @classmethod
     def from_editor_bytes(
