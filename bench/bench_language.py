@@ -622,43 +622,63 @@ def diagnostics_scenario(path: Path, baseline: str, rounds: int) -> None:
             )
 
 
-def open_with_a_quick_fix(client: RawClient, uri: str, text: str) -> tuple[float, Any]:
-    """(seconds from the didOpen of ``text`` to its complete diagnostics, the quick fixes of its
-    eleventh line, asked in the same write as the didOpen)."""
-    at = {"line": 10, "character": 0}  # (its parent cut short in the damaged text)
-    msg_id, asked = client.request_frame(
-        "textDocument/codeAction",
-        {"textDocument": {"uri": uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}},
-    )
+def open_with_a_request(
+    client: RawClient, uri: str, text: str, method: str, params: dict[str, Any]
+) -> tuple[float, float, Any]:
+    """(seconds from the didOpen of ``text`` to its complete diagnostics, and to the answer of the
+    request ``method`` about it asked in the same write, that answer)."""
+    msg_id, asked = client.request_frame(method, {"textDocument": {"uri": uri}, **params})
     opened = client.notification_frame(
         "textDocument/didOpen",
         {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": text}},
     )
     pushed = diagnostics_for(uri, 1)
     pushes = 2 if len(text) >= QUICK_OPEN_CHARS else 1  # (see open_document)
-    complete, answer = 0.0, None
+    complete, answered, answer = 0.0, 0.0, None
     start = client.send_frame(opened + asked)
-    while pushes or answer is None:
+    while pushes or not answered:
         received, message = client.wait(lambda m: pushed(m) or m.get("id") == msg_id)
         if pushed(message):
             pushes -= 1
             complete = received - start
         else:
-            answer = message["result"]
+            answered, answer = received - start, message["result"]
+    return complete, answered, answer
+
+
+def open_with_a_quick_fix(client: RawClient, uri: str, text: str) -> tuple[float, Any]:
+    """(seconds from the didOpen of ``text`` to its complete diagnostics, the quick fixes of its
+    eleventh line, asked in the same write as the didOpen)."""
+    at = {"line": 10, "character": 0}  # (its parent cut short in the damaged text)
+    params = {"range": {"start": at, "end": at}, "context": {"diagnostics": []}}
+    complete, _answered, answer = open_with_a_request(client, uri, text, "textDocument/codeAction", params)
     return complete, answer
+
+
+def timed_in_turns(
+    servers: dict[str, RawClient],
+    rounds: int,
+    measure: Callable[[RawClient, str], tuple[float, Any]],
+    what: str,
+) -> tuple[dict[str, list[float]], Any]:
+    """The seconds ``measure(client, uri)`` finds of each server as it opens a document (see
+    :func:`opened_in_turns`), and the answer it finds, the same for both (``what``: what it is)."""
+    opened = opened_in_turns(servers, rounds, measure)
+    answers = {name: runs[-1][1] for name, runs in opened.items()}
+    assert answers["new"] == answers["old"], f"{what} differ"
+    return {name: [t for t, _ in runs] for name, runs in opened.items()}, answers["new"]
 
 
 def quick_fix_scenario(path: Path, baseline: str, rounds: int) -> None:
     """Figure 9 (see the module's docstring) on the session at ``path``."""
     with against_baseline(baseline) as servers:
         for label, text in as_it_is_and_damaged(path):
-            opened = opened_in_turns(servers, rounds, functools.partial(open_with_a_quick_fix, text=text))
-            complete = {name: [t for t, _ in runs] for name, runs in opened.items()}
-            answers = {name: runs[-1][1] for name, runs in opened.items()}
-            assert answers["new"] == answers["old"], "the quick fixes differ"
+            complete, offered = timed_in_turns(
+                servers, rounds, functools.partial(open_with_a_quick_fix, text=text), "the quick fixes"
+            )
             print(
                 f"9. didOpen of the {len(text) / 1e6:.1f} MB session {label}, a quick fix asked at once "
-                f"({len(answers['new'])} offered, the same as {baseline}'s) -> complete diagnostics "
+                f"({len(offered)} offered, the same as {baseline}'s) -> complete diagnostics "
                 f"{against(complete, baseline)}"
             )
 
@@ -670,23 +690,8 @@ HOVER_AT_OPEN = {"line": 1, "character": 3}
 def open_with_a_hover(client: RawClient, uri: str, text: str) -> tuple[float, Any]:
     """(seconds from the didOpen of ``text`` to the answer of a hover asked in the same write, that
     answer); returns once the complete diagnostics are out too."""
-    msg_id, asked = client.request_frame(
-        "textDocument/hover", {"textDocument": {"uri": uri}, "position": HOVER_AT_OPEN}
-    )
-    opened = client.notification_frame(
-        "textDocument/didOpen",
-        {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": text}},
-    )
-    pushed = diagnostics_for(uri, 1)
-    pushes = 2 if len(text) >= QUICK_OPEN_CHARS else 1  # (see open_document)
-    answered, answer = 0.0, None
-    start = client.send_frame(opened + asked)
-    while pushes or answer is None:
-        received, message = client.wait(lambda m: pushed(m) or m.get("id") == msg_id)
-        if pushed(message):
-            pushes -= 1
-        else:
-            answered, answer = received - start, message["result"]
+    params = {"position": HOVER_AT_OPEN}
+    _complete, answered, answer = open_with_a_request(client, uri, text, "textDocument/hover", params)
     return answered, answer
 
 
@@ -707,10 +712,9 @@ def hover_at_open_scenario(path: Path, baseline: str, rounds: int) -> None:
     """Figure 10 (see the module's docstring) on the session at ``path``."""
     text = path.read_text(encoding="utf-8")
     with against_baseline(baseline) as servers:
-        opened = opened_in_turns(servers, rounds, functools.partial(open_with_a_hover, text=text))
-        times = {name: [t for t, _ in runs] for name, runs in opened.items()}
-        answers = {name: runs[-1][1] for name, runs in opened.items()}
-        assert answers["new"] == answers["old"], "the hovers differ"
+        times, _answer = timed_in_turns(
+            servers, rounds, functools.partial(open_with_a_hover, text=text), "the hovers"
+        )
         print(
             f"10. didOpen of the {len(text) / 1e6:.1f} MB session, a hover asked at once -> its answer "
             f"{against(times, baseline)}"

@@ -14,14 +14,13 @@ sets (the order in which things happen is then the one the test sets, on any mac
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import builders as S
 import pytest
-from in_process_server import InProcess
+from in_process_server import InProcess, until
 
 from pi_session_server.analysis import document
 from pi_session_server.analysis.pauses import CHECK_EVERY
@@ -45,14 +44,6 @@ REFERENCE = {
     "textDocument": {"uri": URI},
     "position": {"line": 2, "character": LINES[2].index('"last"') + 2},
 }
-
-
-def _until(predicate: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := predicate()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
-    return found
 
 
 def _server() -> tuple[InProcess, LanguageFeatures]:
@@ -91,7 +82,7 @@ def test_a_hover_on_a_line_read_in_full_is_answered_at_a_pause_of_the_first_read
         def held(raw: bytes, *args: Any, **kwargs: Any) -> Any:
             if raw == first:
                 reading.set()
-                _until(_queued(features, URI, 2), "the hovers were not queued")
+                until(_queued(features, URI, 2), "the hovers were not queued")
             elif raw == after_the_pause:
                 own_answered.wait(30)
                 reference_during.append(_answered(server, reference_id))
