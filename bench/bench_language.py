@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/bench_language.py [--size-mb 100] [--hovers 300] [--appends 30]
         [--long-line-mb 30] [--long-line-only] [--reopen FILE] [--reopens 5]
-        [--outline FILE] [--diagnostics FILE] [--quick-fix FILE] [--baseline main] [--rounds 3]
+        [--outline FILE] [--diagnostics FILE] [--quick-fix FILE] [--hover-at-open FILE]
+        [--baseline main] [--rounds 3]
 
 Figures printed (targets from issue 4):
 
@@ -45,6 +46,11 @@ Figures printed (targets from issue 4):
    line in ten cut short (the quick fix answered at a pause of the search for problems): p50 of
    ``--rounds``, each a ratio to a server of ``--baseline`` measured in the same run, taken in
    turns; the quick fixes offered must be the same.
+
+10. ``--hover-at-open FILE`` (only this): didOpen of the session at ``FILE`` with a hover asked at
+   once (on its second line) -> the hover's answer, and the same hover on the file not opened (read
+   from disk, under a new name each round) -> its answer: p50 of ``--rounds``, each a ratio to a
+   server of ``--baseline`` measured in the same run, taken in turns; the answers must be the same.
 
 The client is a minimal JSON-RPC reader/writer on pipes (no pygls), so client-side overhead does
 not inflate the figures; messages are prepared before the clock starts.
@@ -616,45 +622,120 @@ def diagnostics_scenario(path: Path, baseline: str, rounds: int) -> None:
             )
 
 
-def open_with_a_quick_fix(client: RawClient, uri: str, text: str) -> tuple[float, Any]:
-    """(seconds from the didOpen of ``text`` to its complete diagnostics, the quick fixes of its
-    eleventh line, asked in the same write as the didOpen)."""
-    at = {"line": 10, "character": 0}  # (its parent cut short in the damaged text)
-    msg_id, asked = client.request_frame(
-        "textDocument/codeAction",
-        {"textDocument": {"uri": uri}, "range": {"start": at, "end": at}, "context": {"diagnostics": []}},
-    )
+def open_with_a_request(
+    client: RawClient, uri: str, text: str, method: str, params: dict[str, Any]
+) -> tuple[float, float, Any]:
+    """(seconds from the didOpen of ``text`` to its complete diagnostics, and to the answer of the
+    request ``method`` about it asked in the same write, that answer)."""
+    msg_id, asked = client.request_frame(method, {"textDocument": {"uri": uri}, **params})
     opened = client.notification_frame(
         "textDocument/didOpen",
         {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": text}},
     )
     pushed = diagnostics_for(uri, 1)
     pushes = 2 if len(text) >= QUICK_OPEN_CHARS else 1  # (see open_document)
-    complete, answer = 0.0, None
+    complete, answered, answer = 0.0, 0.0, None
     start = client.send_frame(opened + asked)
-    while pushes or answer is None:
+    while pushes or not answered:
         received, message = client.wait(lambda m: pushed(m) or m.get("id") == msg_id)
         if pushed(message):
             pushes -= 1
             complete = received - start
         else:
-            answer = message["result"]
+            answered, answer = received - start, message["result"]
+    return complete, answered, answer
+
+
+def open_with_a_quick_fix(client: RawClient, uri: str, text: str) -> tuple[float, Any]:
+    """(seconds from the didOpen of ``text`` to its complete diagnostics, the quick fixes of its
+    eleventh line, asked in the same write as the didOpen)."""
+    at = {"line": 10, "character": 0}  # (its parent cut short in the damaged text)
+    params = {"range": {"start": at, "end": at}, "context": {"diagnostics": []}}
+    complete, _answered, answer = open_with_a_request(client, uri, text, "textDocument/codeAction", params)
     return complete, answer
+
+
+def timed_in_turns(
+    servers: dict[str, RawClient],
+    rounds: int,
+    measure: Callable[[RawClient, str], tuple[float, Any]],
+    what: str,
+) -> tuple[dict[str, list[float]], Any]:
+    """The seconds ``measure(client, uri)`` finds of each server as it opens a document (see
+    :func:`opened_in_turns`), and the answer it finds, the same for both (``what``: what it is)."""
+    opened = opened_in_turns(servers, rounds, measure)
+    answers = {name: runs[-1][1] for name, runs in opened.items()}
+    assert answers["new"] == answers["old"], f"{what} differ"
+    return {name: [t for t, _ in runs] for name, runs in opened.items()}, answers["new"]
 
 
 def quick_fix_scenario(path: Path, baseline: str, rounds: int) -> None:
     """Figure 9 (see the module's docstring) on the session at ``path``."""
     with against_baseline(baseline) as servers:
         for label, text in as_it_is_and_damaged(path):
-            opened = opened_in_turns(servers, rounds, functools.partial(open_with_a_quick_fix, text=text))
-            complete = {name: [t for t, _ in runs] for name, runs in opened.items()}
-            answers = {name: runs[-1][1] for name, runs in opened.items()}
-            assert answers["new"] == answers["old"], "the quick fixes differ"
+            complete, offered = timed_in_turns(
+                servers, rounds, functools.partial(open_with_a_quick_fix, text=text), "the quick fixes"
+            )
             print(
                 f"9. didOpen of the {len(text) / 1e6:.1f} MB session {label}, a quick fix asked at once "
-                f"({len(answers['new'])} offered, the same as {baseline}'s) -> complete diagnostics "
+                f"({len(offered)} offered, the same as {baseline}'s) -> complete diagnostics "
                 f"{against(complete, baseline)}"
             )
+
+
+#: the hover of figure 10: on the second line, the entry's own (answered from its line)
+HOVER_AT_OPEN = {"line": 1, "character": 3}
+
+
+def open_with_a_hover(client: RawClient, uri: str, text: str) -> tuple[float, Any]:
+    """(seconds from the didOpen of ``text`` to the answer of a hover asked in the same write, that
+    answer); returns once the complete diagnostics are out too."""
+    params = {"position": HOVER_AT_OPEN}
+    _complete, answered, answer = open_with_a_request(client, uri, text, "textDocument/hover", params)
+    return answered, answer
+
+
+def hover_on_disk(client: RawClient, path: Path) -> tuple[float, Any]:
+    """(seconds from a hover on the file at ``path``, which no editor opened, to its answer, that
+    answer); returns once its diagnostics are out too."""
+    uri = path.as_uri()
+    msg_id, asked = client.request_frame(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": HOVER_AT_OPEN}
+    )
+    pushed = diagnostics_for(uri)
+    answered, answer, published = 0.0, None, False
+    start = client.send_frame(asked)
+    while not (answered and published):  # (in either order)
+        received, message = client.wait(lambda m: pushed(m) or (m.get("id") == msg_id and "method" not in m))
+        if pushed(message):
+            published = True
+        else:
+            answered, answer = received - start, message["result"]
+    return answered, answer
+
+
+def hover_at_open_scenario(path: Path, baseline: str, rounds: int) -> None:
+    """Figure 10 (see the module's docstring) on the session at ``path``."""
+    text = path.read_text(encoding="utf-8")
+    with against_baseline(baseline) as servers:
+        times, _answer = timed_in_turns(
+            servers, rounds, functools.partial(open_with_a_hover, text=text), "the hovers"
+        )
+        print(
+            f"10. didOpen of the {len(text) / 1e6:.1f} MB session, a hover asked at once -> its answer "
+            f"{against(times, baseline)}"
+        )
+        where = Path(tempfile.mkdtemp(prefix="pi-bench-hover-"))
+        on_disk: dict[str, list[float]] = {name: [] for name in servers}
+        found: dict[str, Any] = {}
+        for i in range(rounds):
+            for name, client in sorted(servers.items(), reverse=i % 2 == 1):
+                named = where / f"{name}-{i}.jsonl"  # (a new document each time: read afresh)
+                os.link(path, named)
+                spent, found[name] = hover_on_disk(client, named)
+                on_disk[name].append(spent)
+        assert found["new"]["contents"] == found["old"]["contents"], "the hovers on disk differ"
+        print(f"    the same hover on the file read from disk -> its answer {against(on_disk, baseline)}")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -680,7 +761,8 @@ def main() -> int:
     parser.add_argument("--outline", type=Path, help="only the figures of 7., on this session")
     parser.add_argument("--diagnostics", type=Path, help="only the figures of 8., on this session")
     parser.add_argument("--quick-fix", type=Path, help="only the figures of 9., on this session")
-    parser.add_argument("--baseline", default="main", help="the commit 5b., 7., 8. and 9. compare with")
+    parser.add_argument("--hover-at-open", type=Path, help="only the figures of 10., on this session")
+    parser.add_argument("--baseline", default="main", help="the commit 5b., 7., 8., 9. and 10. compare with")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
@@ -696,6 +778,9 @@ def main() -> int:
         return 0
     if args.quick_fix is not None:
         quick_fix_scenario(args.quick_fix, args.baseline, args.rounds)
+        return 0
+    if args.hover_at_open is not None:
+        hover_at_open_scenario(args.hover_at_open, args.baseline, args.rounds)
         return 0
 
     long_path, base_path = long_line_sessions(args.long_line_mb)

@@ -10,6 +10,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pi_session_server.server.app import ServerOptions, create_server
@@ -95,3 +96,13 @@ class InProcess:
         self._server_out.close()  # the reader sees the end of the replies
         self._reader.join(10)
         self._client_in.close()
+
+
+def until(predicate: Callable[[], Any], what: str, timeout: float = 30) -> Any:
+    """What ``predicate()`` returns once it is true (checked every 10 ms; ``what`` says what did
+    not happen when ``timeout`` seconds pass first)."""
+    deadline = time.monotonic() + timeout
+    while not (found := predicate()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+    return found

@@ -233,6 +233,27 @@ def _quick_lines(data: bytes, errors: str) -> tuple[list[LineInfo], list[LineInf
         start = end + 1
 
 
+#: the slots of a line's facts a full scan gives (its number is the document's, ``source`` the
+#: provisional line's own)
+_FACT_SLOTS: tuple[Any, ...] = tuple(
+    LineInfo.__dict__[name] for name in LineInfo.__slots__ if name not in ("line", "source")
+)
+
+
+def _take_facts(provisional: LineInfo, full: LineInfo) -> None:
+    """Make ``provisional`` (a :class:`FileLineInfo` of a ``quick`` load) the line ``full`` (its
+    full scan) is, in place, its bytes its own: the text it was read from is no longer held."""
+    provisional.__class__ = full.__class__
+    for slot in _FACT_SLOTS:
+        slot.__set__(provisional, slot.__get__(full, LineInfo))
+    del provisional.source
+
+
+def _labels_another_id(info: LineInfo) -> bool:
+    """A label entry line whose ``targetId`` is not a string (see :meth:`SessionDocument.labels_naming`)."""
+    return info.kind == L.ENTRY and info.etype == "label" and info.ref.__class__ is not str
+
+
 class SessionDocument:
     """The analysed lines of one session text, kept up to date under edits."""
 
@@ -259,6 +280,8 @@ class SessionDocument:
         self.problem_lines: set[LineInfo] = set()
         self.headers: list[LineInfo] = []
         self.edits: set[LineInfo] = set()  # the ``context_edit`` entry lines
+        #: the label entry lines whose ``targetId`` is not a string (see :meth:`labels_naming`)
+        self.labels_of_other_ids: set[LineInfo] = set()
         self.version = 0  # bumped on every change (of the text or of the profile)
         self._leaf_path: tuple[LineInfo | None, int, set[LineInfo]] = (None, -1, set())
         self._held_leaf: Any = ABSENT  # see set_leaf
@@ -269,6 +292,7 @@ class SessionDocument:
         self.disk_encoding: str | None = None
         self._bom_line: LineInfo | None = None
         self._provisional: list[LineInfo] = []
+        self._finished = 0  # how many of them finish() has read in full so far
         self._scanned: list[LineInfo] = []
         self._repair_utf8 = False  # provisional lines may hold invalid UTF-8 (``from_editor_bytes``)
         self._load(data, quick)
@@ -369,6 +393,7 @@ class SessionDocument:
         """Make ``infos`` the document's lines. ``tree``: the lines are numbered already and their
         entries added to it in file order (:meth:`TreeIndex.start_build`); else both are done here."""
         self._provisional = provisional
+        self._finished = 0
         self._scanned = scanned  # the lines scan_line read (for ``from_editor_bytes``)
         self._bom_line = infos[0] if infos[0].bom else None
         self._leaf_path = (None, -1, set())  # its lines are gone
@@ -381,6 +406,7 @@ class SessionDocument:
         self.headers = [i for i in scanned if i.kind == L.HEADER]
         self.edits = {i for i in scanned if i.etype == "context_edit" and i.kind == L.ENTRY}
         entries = [i for i in infos if i.kind == L.ENTRY]
+        self.labels_of_other_ids = {i for i in entries if _labels_another_id(i)}
         if tree is None:
             tree = TreeIndex()
             tree.update((), entries)
@@ -394,34 +420,54 @@ class SessionDocument:
         """Some lines are known by their envelope only (a ``quick`` load not finished yet)."""
         return bool(self._provisional)
 
-    def finish(self) -> bool:
-        """Complete a ``quick`` load: scan the provisional lines fully. False when there was none."""
-        if not self._provisional:
+    def finish(self, check: Check | None = None) -> bool:
+        """Complete a ``quick`` load: read the provisional lines in full, in file order, each line
+        given its facts in place (the tree and the sets holding it still hold it, their envelope
+        facts, the tree's, exact already). ``check``: called every :data:`~.pauses.CHECK_EVERY`
+        lines read in full (:meth:`read_in_full` says which are); what it raises stops the work,
+        the lines read so far kept so (the next call goes on from there). False when there was
+        none."""
+        provisional = self._provisional
+        if not provisional:
             return False
         with gc_paused():
             errors = self.errors
-            lines = self.lines
             repair = self._repair_utf8
-            for old in self._provisional:
+            start = self._finished
+            for n in range(start, len(provisional)):
+                if check is not None and n != start and not n % CHECK_EVERY:
+                    self._finished = n
+                    check()
+                old = provisional[n]
                 raw = old.raw
                 if repair:
                     try:
                         raw.decode("utf-8")
                     except UnicodeDecodeError:
                         raw = raw.decode("utf-8", "replace").encode("utf-8")
-                info = scan_line(raw, errors)
-                info.line = old.line
-                lines[info.line] = info
+                _take_facts(old, scan_line(raw, errors))
             if repair:
                 self._repair_utf8 = False
                 self.errors = "surrogatepass"
             self._provisional = []
+            self._finished = 0
+            lines = self.lines
             self.problem_lines = {i for i in lines if i.problems}
+            # (the facts the envelopes lack, a tool call's id and its results, are indexed anew)
+            entries = [i for i in lines if i.kind == L.ENTRY]
+            self.labels_of_other_ids = {i for i in entries if _labels_another_id(i)}
             self.tree = TreeIndex()
-            self.tree.update((), [i for i in lines if i.kind == L.ENTRY])
+            self.tree.update((), entries)
             self._leaf_path = (None, -1, set())
             self.version += 1
         return True
+
+    def read_in_full(self, line: int) -> bool:
+        """Every fact of line ``line`` is known: it is before the first provisional line not read
+        in full yet (:meth:`finish` reads them in file order), or there is none."""
+        provisional = self._provisional
+        done = self._finished
+        return done >= len(provisional) or line < provisional[done].line
 
     @classmethod
     def from_editor_bytes(
@@ -594,11 +640,14 @@ class SessionDocument:
         for info in removed:
             self.problem_lines.discard(info)
             self.edits.discard(info)
+            self.labels_of_other_ids.discard(info)
         for info in added:
             if info.problems:
                 self.problem_lines.add(info)
             if info.etype == "context_edit" and info.kind == L.ENTRY:
                 self.edits.add(info)
+            if _labels_another_id(info):
+                self.labels_of_other_ids.add(info)
         if any(i.kind == L.HEADER for i in removed) or any(i.kind == L.HEADER for i in added):
             self.headers = sorted(
                 [h for h in self.headers if h not in set(removed)] + [i for i in added if i.kind == L.HEADER],
@@ -734,6 +783,18 @@ class SessionDocument:
             path = set(self.tree.walk_up(leaf))
         self._leaf_path = (leaf, self.tree.epoch, path)
         return path
+
+    def labels_naming(self, key: Any) -> list[LineInfo]:
+        """The label entry lines, in file order, whose ``targetId`` is not a string and names the
+        id whose index key is ``key`` (:func:`~..format.jsvalue.index_key`): pi keys its labels
+        by the value (a ``Map``), so a label of a hand-made file names an entry whose id is a
+        number or a boolean. The tree indexes the references by string (those of a string id are
+        its ``referrers``). None in a version 1 file, whose entries pi's migration gives new ids."""
+        if not self.labels_of_other_ids or self.is_v1():
+            return []
+        found = [i for i in self.labels_of_other_ids if index_key(i.ref) == key]
+        found.sort(key=lambda i: i.line)
+        return found
 
     def entry_by_id(self, value: Any) -> LineInfo | None:
         return self.tree.resolve(index_key(value))

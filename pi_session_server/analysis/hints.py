@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..format.jsvalue import index_key
 from . import lines as L
 from . import links
 from .document import SessionDocument
@@ -114,7 +115,8 @@ def code_lenses(doc: SessionDocument, check: Callable[[], None] | None = None) -
         else:
             where = "no leaf: the next entry starts a new root" if tree.members else "no entries"
         out.append(Lens(header.line, f"{len(tree.members):,} entries · {where}"))
-    labelled = {r.ref for r in _labels(doc)}  # label targets: strings, their own index keys
+    # the index keys of label targets: a string is its own, any other value is keyed as pi's Map
+    labelled = {r.ref for r in _labels(doc)} | {index_key(r.ref) for r in doc.labels_of_other_ids}
     edited = {r.ref for r in doc.edits if isinstance(r.ref, str)} if doc.profile.context_edits else set()
     for n, info in enumerate(doc.entries()):
         if check is not None and n % CHECK_EVERY == 0:

@@ -11,6 +11,7 @@ on an edited entry, which lines edit it), and a preview of the content. Tree fac
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..format.dates import ms
@@ -31,22 +32,33 @@ TEXT_LIMIT = 600
 ARGS_LIMIT = 300
 
 
+def _hovered(info: LineInfo, offset: int) -> tuple[Located | None, bool, Reference | None]:
+    """What is under the cursor at byte ``offset`` of ``info``'s line: the scalar (found once for
+    every question of the hover: on a line of megabytes each look reads them; a key or value of
+    the object has a path, a byte order mark before it has none), whether pi ignores it (written
+    again later in its object), and the reference to another entry or a tool call it is."""
+    if info.kind not in (L.ENTRY, L.HEADER):
+        return None, False, None
+    raw = info.raw
+    loc = scalar_at(raw, offset)
+    if loc is None:
+        return None, False, None
+    if loc.path and not is_kept(raw, loc):
+        return loc, True, None
+    ref = reference_of(info, loc)
+    return loc, False, ref if ref is not None and ref.kind != "self" else None
+
+
 def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int, int] | None] | None:
     """Markdown for the position (line, byte offset), and the byte span it applies to."""
     if not 0 <= line < doc.line_count:
         return None
     info = doc.lines[line]
-    loc = None
-    if info.kind in (L.ENTRY, L.HEADER):
-        # what is under the cursor is found once for every question below: on a line of
-        # megabytes each look reads them; a key or value of the object has a path (a byte order
-        # mark before it has none)
-        raw = info.raw
-        loc = scalar_at(raw, offset)
-        if loc is not None and loc.path and not is_kept(raw, loc):
-            return _ignored_markdown(info, raw, loc), (loc.start, loc.end)
-    ref = reference_of(info, loc) if loc is not None else None
-    if ref is not None and ref.kind != "self":
+    loc, ignored, ref = _hovered(info, offset)
+    if ignored:
+        assert loc is not None
+        return _ignored_markdown(info, info.raw, loc), (loc.start, loc.end)
+    if ref is not None:
         return _reference_hover(doc, ref), (ref.start, ref.end)
     if info.kind == L.ENTRY:
         return entry_markdown(doc, info), None
@@ -60,6 +72,25 @@ def hover(doc: SessionDocument, line: int, offset: int) -> tuple[str, tuple[int,
     if info.kind == L.NON_OBJECT:
         return "**not an entry**: valid JSON, but not an object; pi skips this line", None
     return None
+
+
+def reads_its_line_only(doc: SessionDocument, line: int, offset: int) -> bool:
+    """The hover at (line, byte offset) is exact once that line is read in full, whatever the
+    other lines' facts beyond the tree's (what a ``quick`` load reads of every line) are: a key
+    pi ignores, a line pi skips, or the line's own entry, unless a context edit is involved
+    (what it does depends on the roles along its path). A reference to another entry or a tool
+    call reads that one's facts; the header's, the leaf's."""
+    if not 0 <= line < doc.line_count:
+        return True
+    info = doc.lines[line]
+    if info.kind in (L.MALFORMED, L.NON_OBJECT, L.BLANK):
+        return True
+    if info.kind != L.ENTRY:
+        return False
+    _loc, ignored, ref = _hovered(info, offset)
+    if ignored:
+        return True
+    return ref is None and info.etype != "context_edit" and not edits_of(doc, info)
 
 
 def _ignored_markdown(info: LineInfo, raw: bytes, loc: Located) -> str:
@@ -149,11 +180,15 @@ def _title(info: LineInfo, bold_role: bool = True) -> str:
 
 
 def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
-    """The entry's label as pi computes it: the last label line for it (any branch) decides."""
-    if not isinstance(info.id, str):
-        return None
+    """The entry's label as pi computes it: the last label line for it (any branch) decides. pi
+    keys labels by the ``targetId``'s value: an id that is not a string (a number, a boolean) is
+    labelled by the labels naming that value."""
+    if isinstance(info.id, str):
+        labels: Iterable[LineInfo] = doc.tree.referrers.get(info.id, ())
+    else:
+        labels = doc.labels_naming(info.key)
     result: str | None = None
-    for ref in doc.tree.referrers.get(info.id, ()):
+    for ref in labels:
         if ref.etype != "label":
             continue
         value = get(full_value(ref, doc.errors), "label")

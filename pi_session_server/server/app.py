@@ -215,6 +215,7 @@ class PiSessionServer:
 
     def shutdown(self) -> None:
         self.poller.stop()
+        self.idle_slots.stop()
         if self.lsp is not None:
             self.lsp.shutdown()
         self.index_keeper.hurry()  # (written while the previews are)

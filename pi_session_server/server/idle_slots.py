@@ -37,11 +37,20 @@ class IdleSlots:
         self._registry = registry
         self._shown = shown
         self._timer: asyncio.TimerHandle | None = None
+        self._stopped = False
+
+    def stop(self) -> None:
+        """The server shuts down: the timer is cancelled, and no request arms it again (the
+        sessions are closed by the shutdown, not by an idle close racing it)."""
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def used(self, slot: Slot) -> None:
         """A request addresses ``slot`` (on the loop)."""
         slot.last_used = time.monotonic()
-        if slot.implicit and self._timer is None:
+        if slot.implicit and self._timer is None and not self._stopped:
             self._check_later()
 
     def _check_later(self) -> None:

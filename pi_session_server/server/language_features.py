@@ -66,6 +66,7 @@ from pi_session_server.analysis.document import BOM_PREFIX_SIZE, SessionDocument
 from pi_session_server.analysis.folding import folding_ranges
 from pi_session_server.analysis.highlights import DECLARATION, highlights
 from pi_session_server.analysis.hover import hover as hover_markdown
+from pi_session_server.analysis.hover import reads_its_line_only
 from pi_session_server.analysis.lines import LineInfo
 from pi_session_server.analysis.pauses import CHECK_EVERY
 from pi_session_server.analysis.positions import UTF8, UTF16, UTF32, to_column, to_offset
@@ -573,8 +574,14 @@ class LanguageFeatures:
         if doc.provisional:
             # the envelope problems at once; the complete list once the rest of each line is read
             self.publish(state, first_pass=True)
-            doc.finish()
+            # (a hover asked meanwhile on a line read in full already is answered at a pause)
+            with pausing():
+                doc.finish(lambda: answer_urgent_jobs(half_done=True))
             self._scan_lone_crs(state, doc)  # (finishing may replace invalid UTF-8: new offsets)
+        # the document is read: what the user asked meanwhile is answered before its problems
+        # are searched (which pauses at problems only: not at all in a file without any)
+        with pausing():
+            answer_urgent_jobs()
         self.publish(state)
         _fill_caches(doc)
         if doc.line_count > BIG_DOCUMENT_LINES:
@@ -672,7 +679,9 @@ class LanguageFeatures:
                 self._refresh_from_disk(state)
                 if state.closed:
                     return gone
-            if state.doc.provisional:
+            # (at a pause of the first full read of its lines, it goes on with them: an urgent job
+            # is answered there only when exact without them, see ask's ``exact_early``)
+            if state.doc.provisional and not at_a_pause():
                 state.doc.finish()
             if state.path is not None:  # where the session held on this file continues (pi/branch)
                 state.keys = file_keys(state.path)
@@ -709,6 +718,7 @@ class LanguageFeatures:
         whole_document: bool = False,
         content_modified: bool = True,
         urgent: bool = False,
+        exact_early: Callable[[DocState], bool] | None = None,
     ) -> Any:
         """Queue a request about ``uri`` (read from disk when the editor did not send it); what a
         handler returns: the job, or ``otherwise`` for a document that is not a session (``gone``
@@ -722,7 +732,10 @@ class LanguageFeatures:
         ``content_modified``: the whole-document request is one the editor asks again after each
         change, answered ContentModified once a later change came (see :meth:`_answer`); False for
         one answered for the text it was asked on whatever comes after (a pull of diagnostics:
-        VS Code's client takes ContentModified for an empty list, and would show that)."""
+        VS Code's client takes ContentModified for an empty list, and would show that).
+        ``exact_early``: for an urgent request, whether its answer is exact at a pause of the first
+        full read of a big document's lines, before they are all read (it is answered there);
+        without it, the request waits for the end of that read."""
 
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
@@ -738,6 +751,7 @@ class LanguageFeatures:
                 lambda _token: self._answer(state, answer, encode, gone, changes_before),
                 deferrable=whole_document,
                 urgent=urgent,
+                ready=None if exact_early is None else functools.partial(exact_early, state),
             )
 
         state = self.docs.get(uri)
@@ -1130,6 +1144,17 @@ class LanguageFeatures:
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=as_displayed(text)),
             range=self.range(state, line, *span) if span is not None else None,
         )
+
+    def hover_exact_now(self, state: DocState, params: types.HoverParams) -> bool:
+        """At a pause of the first full read of a big document's lines (see :meth:`_opened`):
+        the hover's answer is already the one it gets once every line is read (its line is read
+        in full, and it reads no other line's facts but the tree's). Not in a document with lone
+        CRs, whose columns are placed again once the lines are read (invalid UTF-8 replaced)."""
+        doc = state.doc
+        if doc is None or state.closed or state.failure is not None or state.lone_cr:
+            return False
+        line, offset = self.offset(state, params.position)
+        return doc.read_in_full(line) and reads_its_line_only(doc, line, offset)
 
     def location(self, state: DocState, target: navigation.Target) -> types.Location:
         return types.Location(state.uri, self.range(state, target.line, target.start, target.end))
@@ -1687,10 +1712,12 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         whole_document: bool = False,
         content_modified: bool = True,
         urgent: bool | Callable[[Any], bool] = False,
+        exact_early: Callable[[DocState, Any], bool] | None = None,
     ) -> None:
         """A request about one document: a job on the document's queue (``otherwise`` for a
-        document that is not a session; ``whole_document``, ``content_modified``, ``urgent``: see
-        :meth:`LanguageFeatures.ask`; ``urgent`` may be decided by the request's params)."""
+        document that is not a session; ``whole_document``, ``content_modified``, ``urgent``,
+        ``exact_early``: see :meth:`LanguageFeatures.ask`; ``urgent`` may be decided by the
+        request's params)."""
 
         def handler(params: Any) -> Any:
             return lf.ask(
@@ -1701,6 +1728,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
                 whole_document=whole_document,
                 content_modified=content_modified,
                 urgent=urgent(params) if callable(urgent) else urgent,
+                exact_early=None if exact_early is None else lambda state: exact_early(state, params),
             )
 
         route(server, method, options)(handler)
@@ -1718,7 +1746,7 @@ def register_language_features(server: PiSessionServer) -> LanguageFeatures:
         content_modified=False,
     )
     # about a position, where the user waits: answered ahead of the whole-document answers asked before
-    about_document(types.TEXT_DOCUMENT_HOVER, lf.hover, urgent=True)
+    about_document(types.TEXT_DOCUMENT_HOVER, lf.hover, urgent=True, exact_early=lf.hover_exact_now)
     # asked again by the editor after each change, each about the whole document (Neovim's inlay
     # hints and folds are asked for every line)
     about_document(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL, lf.document_symbols, whole_document=True)

@@ -72,6 +72,7 @@ class Job(Generic[T]):
         "_value",
         "deferrable",
         "interruptible",
+        "ready",
         "token",
         "urgent",
     )
@@ -82,11 +83,13 @@ class Job(Generic[T]):
         interruptible: bool,
         deferrable: bool = False,
         urgent: bool = False,
+        ready: Callable[[], bool] | None = None,
     ) -> None:
         self._fn = fn
         self.interruptible = interruptible
         self.deferrable = deferrable  # see SerialQueue.submit
         self.urgent = urgent
+        self.ready = ready  # see answer_urgent_jobs
         self.token = CancelToken()
         self._lock = threading.Lock()
         self._state = _PENDING
@@ -199,14 +202,19 @@ def current_queue() -> SerialQueue | None:
     return getattr(_running, "queue", None)
 
 
-def answer_urgent_jobs() -> None:
+def answer_urgent_jobs(half_done: bool = False) -> None:
     """Called by a running deferrable job at its pauses (or by another within :func:`pausing`):
     run the urgent jobs at the head of its queue now, on this thread (they were queued after it and
     nothing else was, so they see what they would have seen after it). Nothing on a thread that
-    runs no such job."""
+    runs no such job.
+
+    ``half_done``: the pause of work that leaves what the urgent jobs read half changed (the lines
+    of a document read in full one after another): only the urgent jobs whose ``ready()`` says
+    their answer is already the one the work's end would give are run, in order, up to the first
+    that is not (it and those behind it wait for the next pause)."""
     queue = current_queue()
     if queue is not None:
-        queue.run_urgent()
+        queue.run_urgent(half_done)
 
 
 @contextlib.contextmanager
@@ -214,9 +222,9 @@ def pausing() -> Iterator[None]:
     """Within: the running job, though not deferrable (it changes what the urgent jobs read, as an
     opening or an edit does), leaves what they read whole at its pauses: it has changed it and only
     reads from now on (it publishes the problems found), or changes it all at once at its end (a
-    file read again): the urgent jobs queued behind it are answered at its pauses
-    (:func:`answer_urgent_jobs`) as a deferrable job's are. Nothing for an urgent job, which never
-    pauses for another."""
+    file read again), or says at each pause that it is half done (``answer_urgent_jobs(True)``):
+    the urgent jobs queued behind it are answered at its pauses (:func:`answer_urgent_jobs`) as a
+    deferrable job's are. Nothing for an urgent job, which never pauses for another."""
     job = getattr(_running, "job", None)
     if job is None or job.urgent:
         yield
@@ -262,6 +270,23 @@ def on_loop(job: Job[T], loop: asyncio.AbstractEventLoop) -> asyncio.Future[T]:
     return future
 
 
+def _ready_now(job: Job[Any], outer: Job[Any]) -> bool:
+    """``job`` (urgent) may be answered at this pause of ``outer``'s work half done: its ``ready()``
+    says so (called as at a pause: :func:`at_a_pause`). A failing ``ready`` is a no: the job waits
+    for the work's end, where it is answered as usual."""
+    ready = job.ready
+    if ready is None:
+        return False
+    _running.paused = outer
+    try:
+        return bool(ready())
+    except Exception:
+        logger.exception("an urgent job's ready() failed")
+        return False
+    finally:
+        _running.paused = None
+
+
 class SerialQueue:
     """Jobs that run one after another, in the order they were submitted (from any thread)."""
 
@@ -279,11 +304,14 @@ class SerialQueue:
         interruptible: bool = True,
         deferrable: bool = False,
         urgent: bool = False,
+        ready: Callable[[], bool] | None = None,
     ) -> Job[T]:
         """Queue ``fn``. An ``urgent`` job (a short read the user waits for) is queued ahead of the
         ``deferrable`` jobs (long reads that change nothing) at the end of the queue, never ahead of
-        any other job: it sees exactly the state it would have seen in arrival order."""
-        job: Job[T] = Job(fn, interruptible, deferrable, urgent)
+        any other job: it sees exactly the state it would have seen in arrival order. ``ready``:
+        called at a pause of work half done, whether the urgent job may be answered there (see
+        :func:`answer_urgent_jobs`); without it, it waits for the work's end."""
+        job: Job[T] = Job(fn, interruptible, deferrable, urgent, ready)
         with self._lock:
             if urgent:
                 at = len(self._jobs)
@@ -298,7 +326,7 @@ class SerialQueue:
         self._pool.schedule(self)
         return job
 
-    def run_urgent(self) -> None:
+    def run_urgent(self, half_done: bool = False) -> None:
         """Run the urgent jobs at the head of the queue now, on this thread (see
         :func:`answer_urgent_jobs`)."""
         outer = getattr(_running, "job", None)
@@ -312,7 +340,15 @@ class SerialQueue:
             with self._lock:
                 if not self._jobs or not self._jobs[0].urgent:
                     return
-                job = self._jobs.popleft()
+                job = self._jobs[0]
+            # (asked out of the lock: submitting from the loop must not wait for it; only this
+            # thread takes jobs out, and one queued meanwhile ahead of it is looked at next)
+            if half_done and not _ready_now(job, outer):
+                return
+            with self._lock:
+                if not self._jobs or self._jobs[0] is not job:
+                    continue
+                self._jobs.popleft()
             _running.paused = outer
             try:
                 job.run()

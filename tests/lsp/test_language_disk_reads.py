@@ -8,14 +8,13 @@ The server runs in-process so that the test can shorten the time a file's analys
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import builders as S
 import pytest
-from in_process_server import InProcess
+from in_process_server import InProcess, until
 
 from pi_session_server.analysis import document
 from pi_session_server.analysis.pauses import CHECK_EVERY
@@ -26,14 +25,6 @@ PUBLISHED = "textDocument/publishDiagnostics"
 
 def _text(*lines: str) -> str:
     return "".join(line + "\n" for line in lines)
-
-
-def _until(predicate: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := predicate()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
-    return found
 
 
 class _Editor:
@@ -63,7 +54,7 @@ class _Editor:
 
     def problems_after(self, seen: int) -> list[tuple[int, str]]:
         """The problems of the first publication after the ``seen`` first ones, once it came."""
-        publication = _until(lambda: self.publications()[seen:], f"no publication after {seen}")[0]
+        publication = until(lambda: self.publications()[seen:], f"no publication after {seen}")[0]
         return sorted((d["range"]["start"]["line"], d["code"]) for d in publication["diagnostics"])
 
     def hover(self) -> Any:
@@ -75,7 +66,7 @@ class _Editor:
 
     def rested(self) -> None:
         """Once the document let go of its analysis (or was forgotten whole)."""
-        _until(
+        until(
             lambda: (s := self.state()) is None or (s.doc is None and s.queue.idle),
             "the analysis was not let go",
         )
@@ -140,7 +131,7 @@ def test_the_problems_of_a_file_whose_analysis_was_let_go_are_taken_back_when_it
     seen = len(client.publications())
     path.unlink()
     assert client.problems_after(seen) == []
-    _until(lambda: client.state() is None, "the document of a deleted file was kept")
+    until(lambda: client.state() is None, "the document of a deleted file was kept")
 
 
 def test_a_read_from_disk_stops_when_the_editor_opens_the_file_meanwhile(
@@ -164,7 +155,7 @@ def test_a_read_from_disk_stops_when_the_editor_opens_the_file_meanwhile(
             "textDocument/didOpen",
             {"textDocument": {"uri": client.uri, "languageId": "pi-session", "version": 1, "text": text}},
         )
-        _until(lambda: (s := client.state()) is not None and not s.from_disk, "the opening was not taken")
+        until(lambda: (s := client.state()) is not None and not s.from_disk, "the opening was not taken")
 
     opened()
     # the read that the closing starts is held at its first line until the editor opened the
@@ -185,8 +176,8 @@ def test_a_read_from_disk_stops_when_the_editor_opens_the_file_meanwhile(
     assert reading.wait(30)
     opened()
     go.set()
-    state = _until(client.state, "no document")
-    _until(lambda: state.queue.idle, "the read did not end")
+    state = until(client.state, "no document")
+    until(lambda: state.queue.idle, "the read did not end")
     assert read[0] <= CHECK_EVERY + 1, f"the read went on to line {read[0]} of {len(lines)}"
     assert not state.from_disk
     assert "result" in client.server.request(
@@ -205,7 +196,7 @@ def test_a_file_without_problems_is_no_longer_followed_once_its_analysis_is_let_
     assert client.hover() is not None
     assert client.problems_after(0) == []
     poller = client.server.server.poller
-    _until(lambda: client.state() is None, "the document of a file without problems was kept")
+    until(lambda: client.state() is None, "the document of a file without problems was kept")
     assert not poller.is_following(client.uri), "the file is still followed"
     hover = client.hover()  # read again when asked about
     assert hover is not None and "**user**" in hover["contents"]["value"]
@@ -243,7 +234,7 @@ def test_a_hover_asked_while_a_rewritten_file_is_read_again_is_answered_at_the_r
     chain = [S.user(f"e{i}", f"e{i - 1}") for i in range(1, 3 * CHECK_EVERY)]
     path.write_text(_text(S.header(), S.user("e0", None, "before"), *chain), encoding="utf-8")
     assert "before" in client.hover()["contents"]["value"]  # (read from disk)
-    state = _until(client.state, "no document")
+    state = until(client.state, "no document")
 
     # the read again waits at its first line for the hover to be queued, and after its first
     # pause for it to be answered: answered in between, or never (until the guard's timeout)
@@ -254,7 +245,7 @@ def test_a_hover_asked_while_a_rewritten_file_is_read_again_is_answered_at_the_r
         for n, line in enumerate(lines_of(*args, **kwargs)):
             if n == 0:
                 reading.set()
-                _until(lambda: state.queue._jobs, "the hover was not queued")
+                until(lambda: state.queue._jobs, "the hover was not queued")
             elif n == CHECK_EVERY + 2:
                 answered.wait(30)
             yield line
@@ -271,5 +262,5 @@ def test_a_hover_asked_while_a_rewritten_file_is_read_again_is_answered_at_the_r
     )
     answered.set()
     assert "before" in hover["result"]["contents"]["value"]
-    _until(lambda: state.queue.idle, "the read did not end")
+    until(lambda: state.queue.idle, "the read did not end")
     assert "after" in client.hover()["contents"]["value"]

@@ -421,27 +421,53 @@ def test_code_lenses_on_an_entry_whose_id_is_an_array(odd_id: str, last_id: str)
     }
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the editor features find labels by string ids only (Known limitations)"
+#: a hand-made file's entries whose ids are a number and a boolean, each labelled by that value;
+#: a label naming the string "5" (another key to pi's Map) and one naming 7 then taken back
+_LABELLED_BY_VALUE = (
+    b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
+    b'{"type":"message","id":5,"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+    b'"message":{"role":"user","content":"x","timestamp":1}}\n'
+    b'{"type":"message","id":true,"parentId":5,"timestamp":"2026-01-01T00:00:00.500Z",'
+    b'"message":{"role":"user","content":"y","timestamp":1}}\n'
+    b'{"type":"message","id":7,"parentId":true,"timestamp":"2026-01-01T00:00:00.600Z",'
+    b'"message":{"role":"user","content":"z","timestamp":1}}\n'
+    b'{"type":"label","id":"l","parentId":7,"timestamp":"2026-01-01T00:00:01.000Z","targetId":5,"label":"kept"}\n'
+    b'{"type":"label","id":"m","parentId":"l","timestamp":"2026-01-01T00:00:02.000Z","targetId":"5","label":"string"}\n'
+    b'{"type":"label","id":"n","parentId":"m","timestamp":"2026-01-01T00:00:03.000Z","targetId":true,"label":"yes"}\n'
+    b'{"type":"label","id":"o","parentId":"n","timestamp":"2026-01-01T00:00:04.000Z","targetId":7.0,"label":"seven"}\n'
+    b'{"type":"label","id":"p","parentId":"o","timestamp":"2026-01-01T00:00:05.000Z","targetId":7,"label":""}\n'
 )
-def test_the_label_of_an_entry_whose_id_is_a_number_is_shown_as_pi_reads_it(tmp_path: Path):
-    """pi's labels are a Map from targetId: a label naming 5 labels the entry whose id is 5, as the
-    library's get_label and get_tree say; the lens and the inlay hint say it too."""
-    from pi_session_server.analysis import SessionDocument, hints
 
-    data = (
-        b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}\n'
-        b'{"type":"message","id":5,"parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
-        b'"message":{"role":"user","content":"x","timestamp":1}}\n'
-        b'{"type":"label","id":"l","parentId":5,"timestamp":"2026-01-01T00:00:01.000Z","targetId":5,"label":"kept"}\n'
-    )
+
+@pytest.mark.parametrize("pi", ["1.6.0", "0.86.1"])
+def test_the_label_of_an_entry_whose_id_is_a_number_is_shown_as_pi_reads_it(tmp_path: Path, pi: str):
+    """pi's labels are a Map from targetId: a label naming 5 labels the entry whose id is 5, as the
+    library's get_label and get_tree say (the string "5" is another key; 7.0 is 7, and the last
+    label naming it, empty, takes it away); the lens, the inlay hint and the hover say it too."""
+    from pi_session_server.analysis import SessionDocument, hints, hover
+
     path = tmp_path / "s.jsonl"
-    path.write_bytes(data)
-    with SessionManager.open(str(path), read_only=True) as manager:
-        assert manager.get_label(5) == "kept"
-    doc = SessionDocument(data)
-    assert "label “kept”" in {lens.line: lens.title for lens in hints.code_lenses(doc)}.get(1, "")
-    assert "label “kept”" in next(hint.label for hint in hints.inlay_hints(doc) if hint.line == 1)
+    path.write_bytes(_LABELLED_BY_VALUE)
+    expected = {1: "kept", 2: "yes", 3: None}
+    with SessionManager.open(str(path), read_only=True, pi=pi) as manager:
+        assert [manager.get_label(i) for i in (5, True, 7)] == ["kept", "yes", ABSENT]
+        assert manager.get_label("5") == "string"
+    for doc in (SessionDocument(_LABELLED_BY_VALUE, pi=pi), SessionDocument.from_file(str(path), pi=pi)):
+        lenses = {lens.line: lens.title for lens in hints.code_lenses(doc)}
+        shown = {hint.line: hint.label for hint in hints.inlay_hints(doc)}
+        for line, label in expected.items():
+            markdown = hover.hover(doc, line, 1)
+            assert markdown is not None
+            if label is None:
+                assert "label" not in lenses.get(line, "") and "label" not in shown[line]
+                assert "**label**" not in markdown[0]
+            else:
+                assert f"label “{label}”" in lenses[line] and f"label “{label}”" in shown[line]
+                assert f"**label** `{label}`" in markdown[0]
+        edited = SessionDocument(_LABELLED_BY_VALUE, pi=pi)
+        last = edited.line_count - 2  # the label taking 7's away, removed: "seven" is shown
+        edited.apply_edit(last, 0, last + 1, 0, b"")
+        assert "label “seven”" in next(h.label for h in hints.inlay_hints(edited) if h.line == 3)
 
 
 @pytest.mark.parametrize("entry_type", [b"[]", b"{}", b'["message"]'])

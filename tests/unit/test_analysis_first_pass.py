@@ -4,6 +4,7 @@ and finishing it gives exactly the document analysed in one step."""
 from __future__ import annotations
 
 import builders as S
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_analysis_incremental import LINE_POOL, _related_set, snapshot
@@ -213,3 +214,38 @@ def test_a_timestamp_in_another_scripts_digits_is_one_pi_cannot_read() -> None:
     first = [(d.line, d.code) for d in first_pass_diagnostics(doc) if d.code == codes.BAD_TIMESTAMP]
     full = [(d.line, d.code) for d in document_diagnostics(doc) if d.code == codes.BAD_TIMESTAMP]
     assert first == full == [(1, codes.BAD_TIMESTAMP), (2, codes.BAD_TIMESTAMP)]
+
+
+def test_finishing_pauses_with_the_lines_read_so_far_complete_and_the_tree_whole() -> None:
+    """``finish(check)`` reads the provisional lines in order and calls ``check`` every
+    CHECK_EVERY of them: at each call the lines before the first one not read yet have all their
+    facts (a message's role), the others their envelope's, the tree holds the document's lines;
+    what ``check`` raises stops the work, which the next call finishes. No line holds the text
+    read once it is finished."""
+    from pi_session_server.analysis.pauses import CHECK_EVERY
+
+    count = 2 * CHECK_EVERY + 10
+    lines = [S.header(), S.user("e0", None), *(S.user(f"e{i}", f"e{i - 1}") for i in range(1, count))]
+    data = ("\n".join(lines) + "\n").encode()
+    doc = SessionDocument.from_editor_bytes(data, quick=True)
+    assert doc is not None and doc.provisional
+    assert doc.read_in_full(0) and not doc.read_in_full(1)
+    seen: list[int] = []
+
+    def check() -> None:
+        done = next(n for n in range(doc.line_count) if not doc.read_in_full(n))
+        seen.append(done)
+        assert [doc.lines[n].role for n in (done - 1, done)] == ["user", L.ABSENT]
+        assert all(doc.lines[n] in doc.tree.members for n in range(1, doc.line_count - 1))
+        if len(seen) == 1:
+            raise RuntimeError("stopped")
+
+    with pytest.raises(RuntimeError):
+        doc.finish(check)
+    assert doc.provisional and seen == [1 + CHECK_EVERY]
+    doc.finish(check)
+    assert seen == [1 + CHECK_EVERY, 1 + 2 * CHECK_EVERY] and not doc.provisional
+    assert all(doc.read_in_full(n) for n in range(doc.line_count))
+    assert all(type(L.LineInfo.__dict__["raw"].__get__(info, L.LineInfo)) is bytes for info in doc.lines)
+    assert not any(hasattr(info, "source") for info in doc.lines)
+    assert _related_set(snapshot(doc)) == _related_set(snapshot(SessionDocument(data)))

@@ -176,3 +176,19 @@ def test_the_timer_runs_while_a_session_looked_at_is_kept_and_only_then(
     loop.run_until(start + 11.1 * QUARTER_OF_AN_HOUR)
     assert not _held(registry, slot) and _held(registry, opened)
     assert loop.pending() == []
+
+
+def test_once_stopped_the_timer_is_cancelled_and_no_request_arms_it_again(
+    loop: _Loop, registry: Registry, session_file: str
+):
+    """The server shuts down (``stop``): a request still in flight does not arm it anew."""
+    idle = IdleSlots(registry, lambda _slot: False)
+    slot = _looked_at(registry, session_file)
+    idle.used(slot)
+    (armed,) = loop.pending()
+    idle.stop()
+    assert armed.cancelled and loop.pending() == []
+    idle.used(slot)
+    assert loop.pending() == []
+    loop.run_until(loop.now + 2 * QUARTER_OF_AN_HOUR)
+    assert _held(registry, slot)  # (closed by the shutdown, not here)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -244,3 +245,55 @@ def test_a_job_that_is_not_deferrable_answers_urgent_jobs_at_its_pauses_within_p
     assert _urgent_job_at_pauses(pause_in=False) == ["outer", "urgent"]
     # an urgent job never pauses for another one
     assert _urgent_job_at_pauses(pause_in=True, outer_urgent=True) == ["outer", "urgent"]
+
+
+def test_at_a_pause_of_work_half_done_only_the_urgent_jobs_ready_run_up_to_the_first_that_is_not() -> None:
+    """Urgent jobs queued in the order ready, not ready, ready: at a pause half done the first
+    runs (its ready() asked as at a pause), the second and the one behind it wait, for the whole
+    pause that follows; a job without ready() waits too."""
+    pool = WorkerPool(max_threads=2)
+    q = pool.queue("q")
+    events: list[str] = []
+    queued = threading.Event()
+    asked_at_a_pause: list[bool] = []
+
+    def ready(answer: bool) -> Callable[[], bool]:
+        def asked() -> bool:
+            asked_at_a_pause.append(at_a_pause())
+            return answer
+
+        return asked
+
+    def outer(_token: CancelToken) -> None:
+        assert queued.wait(10)
+        with pausing():
+            answer_urgent_jobs(half_done=True)
+            events.append("half done")
+            answer_urgent_jobs()
+        events.append("outer")
+
+    def urgent(name: str) -> Callable[[CancelToken], None]:
+        return lambda _token: events.append(name + (" at a pause" if at_a_pause() else ""))
+
+    jobs = [
+        q.submit(outer, interruptible=False),
+        q.submit(urgent("ready"), urgent=True, ready=ready(True)),
+        q.submit(urgent("not ready"), urgent=True, ready=ready(False)),
+        q.submit(urgent("ready behind"), urgent=True, ready=ready(True)),
+        q.submit(urgent("without ready"), urgent=True),
+    ]
+    queued.set()
+    for job in jobs:
+        deadline = time.monotonic() + 10
+        while not job.done():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert events == [
+        "ready at a pause",
+        "half done",
+        "not ready at a pause",
+        "ready behind at a pause",
+        "without ready at a pause",
+        "outer",
+    ]
+    assert asked_at_a_pause == [True, True]
