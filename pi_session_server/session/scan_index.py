@@ -25,7 +25,9 @@ of its last bytes before ``end``. It is used when
 
 An entry keeps its place in the file, and reading its body checks that the line read carries the
 envelope the index gave (``Entry.value``), so a file changed behind the index's back yields a
-``StaleFileError``, not another entry's body.
+``StaleFileError``, not another entry's body. When the file is as it was when the index was read,
+the index lied (forged, or bytes changed where its checks do not look): it is deleted then, so
+that the next open rebuilds it instead of believing it again.
 
 The file: ``MAGIC``, the format version, the code that wrote it (``cache_dir.code_stamp``), the
 lengths of the header and the payload and a CRC-32 of both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
@@ -62,7 +64,15 @@ import msgspec
 
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
-from ..format.scan import IdIndex, LineProblem, ScanResult, entry_from_line, line_at, scan_entries
+from ..format.scan import (
+    FileLineSource,
+    IdIndex,
+    LineProblem,
+    ScanResult,
+    entry_from_line,
+    line_at,
+    scan_entries,
+)
 from . import cache_dir
 from .cache_dir import IndexSettings, NotUsable, edges, index_path
 from .chains import Positions
@@ -359,6 +369,7 @@ def _read_index(
         outcome.read = "missing"
         return None
     try:
+        index_st = os.fstat(index_fd)
         header, check = _read_header(index_fd)
         _check_key(header, fd, st, start, first_line)  # before the columns are read
         rows = _rows_of(header, _read_columns(index_fd, header, check), fd, source, keep_bytes)
@@ -375,7 +386,27 @@ def _read_index(
     outcome.read = "used"
     with contextlib.suppress(OSError):
         os.utime(path)  # used now: pruning removes the indexes used least recently
+    if isinstance(source, FileLineSource):
+        source.when_other_line = functools.partial(_drop_if_it_lied, path, index_st, source, st)
     return result
+
+
+def _stamp(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _drop_if_it_lied(path: str, index_st: os.stat_result, source: FileLineSource, st: os.stat_result) -> None:
+    """A line read is not the entry the index read from ``path`` gave. The file as it was when
+    the index was read: the index lied (forged, or the file's middle changed in a way its checks
+    do not see), and would be believed again by the next open: it goes, and that open rebuilds
+    it. The file changed since: the line may be new, and the next open checks the index against
+    the file as it is then; another index written since in its place is not this one's to drop."""
+    with contextlib.suppress(OSError):
+        if _stamp(os.fstat(source.fd)) != _stamp(st):
+            return
+        now = os.stat(path)
+        if (now.st_dev, now.st_ino) == (index_st.st_dev, index_st.st_ino):
+            os.unlink(path)
 
 
 class _Check(msgspec.Struct):
