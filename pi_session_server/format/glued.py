@@ -150,6 +150,9 @@ def _decoded_spans(raw: bytes) -> tuple[list[_Span], bool] | None:
     invalid = False
     try:
         with memoryview(raw) as view:
+            whole = _brace_to_brace(raw, view)
+            if whole is not None:
+                return whole, True  # (a value, then more)
             while p < n:
                 start = _object_start(raw, p)
                 found = _decoded_entry(raw, view, start, reading) if start is not None else None
@@ -170,6 +173,34 @@ def _decoded_spans(raw: bytes) -> tuple[list[_Span], bool] | None:
     except _Unvouched:
         return None
     return spans, invalid
+
+
+_GLUE = b'}{"type":'
+
+
+def _brace_to_brace(raw: bytes, view: memoryview) -> list[_Span] | None:
+    """The spans of ``raw`` when it is whole entries glued brace to brace (``}{"type":``, what a
+    writer that died before its newline leaves), each piece decoded once, whole; None when the
+    line is anything else. (``}{`` is in no JSON value but inside a string, where ``{"type":`` is
+    not: the pieces that decode whole between those places are the entries the search finds.)"""
+    glued_at = raw.find(_GLUE)
+    if glued_at < 0 or raw[:1] != b"{":
+        return None
+    spans: list[_Span] = []
+    start = 0
+    while True:
+        end = glued_at + 1 if glued_at >= 0 else len(raw)
+        try:
+            head = _decode_head(view[start:end])
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        if not isinstance(head.type, str) or head.timestamp is ABSENT:
+            return None
+        spans.append((start, end, head))
+        if glued_at < 0:
+            return spans
+        start = end
+        glued_at = raw.find(_GLUE, start)
 
 
 class _Reading:

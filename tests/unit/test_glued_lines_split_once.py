@@ -210,6 +210,33 @@ def test_glued_lines_are_neither_parsed_nor_searched(
     assert calls["parse"] <= 5 + (count if cut else 0)
 
 
+def test_each_piece_of_a_glued_line_is_decoded_once_and_worded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the split and the problem of a line of whole entries cost about what the entries cost on
+    # lines of their own: one decoding each (no second one after msgspec found where it ends), and
+    # their words made once for the problem's message and its notes
+    calls = {"decoded": 0, "worded": 0}
+    decode, words = glued._decode_head, glued.piece_words
+
+    def decoded(data: Any) -> Any:
+        calls["decoded"] += 1
+        return decode(data)
+
+    def worded(piece: glued.Piece) -> str:
+        calls["worded"] += 1
+        return words(piece)
+
+    monkeypatch.setattr(glued, "_decode_head", decoded)
+    monkeypatch.setattr(analysis_lines, "piece_words", worded)
+    lines = [
+        a.encode() + b.encode() + c.encode()
+        for a, b, c in zip(ENTRIES, ENTRIES[1:], ENTRIES[2:], strict=False)
+    ]
+    for raw in lines:
+        (problem,) = analysis_lines.scan_line(raw).problems
+        assert problem.pieces is not None and len(problem.notes) == 3
+    assert calls == {"decoded": 3 * len(lines), "worded": 3 * len(lines)}
+
+
 def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
