@@ -25,9 +25,9 @@ of its last bytes before ``end``. It is used when
 
 An entry keeps its place in the file, and reading its body checks that the line read carries the
 envelope the index gave (``Entry.value``), so a file changed behind the index's back yields a
-``StaleFileError``, not another entry's body. When the file is as it was when the index was read,
-the index lied (forged, or bytes changed where its checks do not look): it is deleted then, so
-that the next open rebuilds it instead of believing it again.
+``StaleFileError``, not another entry's body. When the index still matches the file as it is
+then, it lied (forged, or bytes changed where its checks do not look): it is deleted, so that the
+next open rebuilds it instead of believing it again.
 
 The file: ``MAGIC``, the format version, the code that wrote it (``cache_dir.code_stamp``), the
 lengths of the header and the payload and a CRC-32 of both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
@@ -369,7 +369,6 @@ def _read_index(
         outcome.read = "missing"
         return None
     try:
-        index_st = os.fstat(index_fd)
         header, check = _read_header(index_fd)
         _check_key(header, fd, st, start, first_line)  # before the columns are read
         rows = _rows_of(header, _read_columns(index_fd, header, check), fd, source, keep_bytes)
@@ -387,26 +386,25 @@ def _read_index(
     with contextlib.suppress(OSError):
         os.utime(path)  # used now: pruning removes the indexes used least recently
     if isinstance(source, FileLineSource):
-        source.when_other_line = functools.partial(_drop_if_it_lied, path, index_st, source, st)
+        source.when_other_line = functools.partial(_drop_if_believed, path, header, source, start, first_line)
     return result
 
 
-def _stamp(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _drop_if_it_lied(path: str, index_st: os.stat_result, source: FileLineSource, st: os.stat_result) -> None:
-    """A line read is not the entry the index read from ``path`` gave. The file as it was when
-    the index was read: the index lied (forged, or the file's middle changed in a way its checks
-    do not see), and would be believed again by the next open: it goes, and that open rebuilds
-    it. The file changed since: the line may be new, and the next open checks the index against
-    the file as it is then; another index written since in its place is not this one's to drop."""
+def _drop_if_believed(
+    path: str, header: IndexHeader, source: FileLineSource, start: int, first_line: int
+) -> None:
+    """A line read is not the entry the index read from ``path`` gave. When the index still
+    matches the file as it is now, it lied (forged, or bytes changed where its checks do not
+    look), and the next open would believe it again: it goes, and that open rebuilds it (an index
+    written since in its place, from this one or from the same file, is no better). A file changed
+    since as the checks see (rewritten in place, truncated, replaced) keeps it: the line read may
+    be new, and the next open finds the index does not match."""
     with contextlib.suppress(OSError):
-        if _stamp(os.fstat(source.fd)) != _stamp(st):
+        try:
+            _check_key(header, source.fd, os.fstat(source.fd), start, first_line)
+        except NotUsable:
             return
-        now = os.stat(path)
-        if (now.st_dev, now.st_ino) == (index_st.st_dev, index_st.st_ino):
-            os.unlink(path)
+        os.unlink(path)
 
 
 class _Check(msgspec.Struct):

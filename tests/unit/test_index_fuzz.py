@@ -396,3 +396,27 @@ def test_a_line_changed_after_the_open_is_no_lie_of_the_index(
         manager.get_entry(entry.id).value  # noqa: B018 - the read is the test
     manager.close()
     assert index_file.exists()
+
+
+def test_an_index_that_lied_goes_after_the_session_appended(tmp_path: Path) -> None:
+    """The lie found once the session wrote to its file: the index still matches the file (which
+    grew), so the next open would believe it again: it goes all the same."""
+    model = tmp_path / "model.jsonl"
+    _build(model, repeated_id=False)
+    index_dir = tmp_path / "index"
+    _open(model, index_dir).close()
+    (index_file,) = index_dir.glob(f"*{cache_dir.INDEX_SUFFIX}")
+    forged = Index.read(index_file)
+    mutate = dict(mutations(forged, model.stat().st_size))["types swapped"]
+    mutate(forged)
+    forged.write(index_file)
+    manager = _open(model, index_dir)
+    assert scan_index.last_outcome.read == "used"
+    manager.append_message({"role": "user", "content": "after", "timestamp": 99})
+    with pytest.raises(StaleFileError):
+        for entry in manager.get_entries():
+            entry.value  # noqa: B018 - the read is the test
+    manager.close()
+    assert not index_file.exists()
+    _open(model, index_dir).close()
+    assert scan_index.last_outcome.read == "missing"
