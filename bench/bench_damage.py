@@ -192,6 +192,13 @@ def glued(size: int) -> Iterator[str]:
         yield first + next(lines, "")
 
 
+def glued_cut(size: int) -> Iterator[str]:
+    """A cut-off line before every entry: a writer that died mid-line, then the next line written on."""
+    lines = iter(_chain(size))
+    for first in lines:
+        yield first[: len(first) // 2] + next(lines, "")
+
+
 def long_line(size: int) -> Iterator[str]:
     """One message holding all of the file's size."""
     yield _line(HEADER)
@@ -210,6 +217,7 @@ CASES: dict[str, Callable[[int], Iterator[str]]] = {
     "branches": branches,
     "headers": headers,
     "glued": glued,
+    "glued_cut": glued_cut,
     "long_line": long_line,
 }
 

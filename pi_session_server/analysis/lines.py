@@ -19,7 +19,7 @@ import msgspec
 
 from ..format import records as rec
 from ..format.dates import ms
-from ..format.glued import Piece, describe, glued_entries, glued_pieces, holds_header
+from ..format.glued import Piece, glued_entries, glued_pieces, piece_words
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
@@ -188,7 +188,7 @@ def scan_line(
     try:
         record = _decoder.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        _scan_slow(info, raw.decode("utf-8", errors))
+        _scan_slow(info, errors)
         return info
     _from_record(info, record, keep_timestamp)
     return info
@@ -439,14 +439,16 @@ def _typed_images(content: list[Any], path: Path, problems: list[Problem]) -> No
 # --------------------------------------------------------------------------------------------
 
 
-def _scan_slow(info: LineInfo, text: str) -> None:
-    if is_js_blank(text):
-        info.problems = (_BLANK_PROBLEM,)
-        return
+def _scan_slow(info: LineInfo, errors: str) -> None:
+    # (a glued line is not blank: it is told first, without decoding the line)
     pieces = glued_entries(info.raw)
     if pieces is not None:  # invalid JSON for sure: no need to parse it to word an error
         info.kind = MALFORMED
         info.problems = (_glued_problem(info.raw, pieces),)
+        return
+    text = info.raw.decode("utf-8", errors)
+    if is_js_blank(text):
+        info.problems = (_BLANK_PROBLEM,)
         return
     try:
         value = parse(text)
@@ -613,18 +615,29 @@ def glued_problem(info: LineInfo) -> Problem | None:
 
 
 def _glued_problem(raw: bytes, pieces: tuple[Piece, ...]) -> Problem:
-    entries = sum(1 for p in pieces if p.whole and p.type != "session")
+    # (one of these per glued line, as many as the lines of a file glued everywhere: each piece
+    # is worded once, for the message and its note)
+    words = [piece_words(p) for p in pieces]
+    entries = 0
+    header = False
+    for piece in pieces:
+        if piece.whole:
+            if piece.type == "session":
+                header = True
+            else:
+                entries += 1
     lost = [] if not entries else ["that entry" if entries == 1 else f"those {entries} entries"]
-    if holds_header(pieces):
+    if header:
         lost.insert(0, "the session header")
     where = pieces[1].start
+    end = text_end(raw)
     return Problem(
         codes.GLUED_LINES,
-        f"{len(pieces)} lines glued together: {describe(pieces)}. pi skips the whole line, and with it {' and '.join(lost)}",
+        f"{len(pieces)} lines glued together: {', then '.join(words)}. pi skips the whole line, and with it {' and '.join(lost)}",
         span=(where, char_end(raw, where)),  # the second piece's first character
         pieces=pieces,
         # where each is (the last one without the \r of a \r\n line break)
-        notes=tuple((p.start, min(p.end, text_end(raw)), describe((p,))) for p in pieces),
+        notes=tuple((p.start, min(p.end, end), w) for p, w in zip(pieces, words, strict=True)),
     )
 
 

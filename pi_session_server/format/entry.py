@@ -30,6 +30,10 @@ class LineSource(Protocol):
         """Return the parsed JSON value of the line at ``offset``."""
         ...
 
+    def found_other_line(self) -> None:  # pragma: no cover - protocol
+        """A line read (again, or at load) is not the entry loaded from it (StaleFileError follows)."""
+        ...
+
 
 _ENVELOPE_KEYS = ("type", "id", "parentId", "timestamp")
 
@@ -238,10 +242,17 @@ class Entry(msgspec.Struct, Generic[DecodedHead], gc=False, rename={"parent_id":
             value = self._source.read_line(self.offset, self.length)
         elif type(value) is LineBytes:
             # (bytes read at load, but the envelope may come from the file's index: see scan_index)
-            value = _parse_line(value)
+            try:
+                value = _parse_line(value)
+            except StaleFileError:
+                if self._source is not None:
+                    self._source.found_other_line()
+                raise
         else:
             return value
         if not (self.same_envelope(value) and self._same_fields_beside(value)):
+            if self._source is not None:
+                self._source.found_other_line()
             raise StaleFileError(
                 f"session file changed underneath: line {self.line + 1} is not the entry read at load"
             )

@@ -74,29 +74,34 @@ def glued_pieces(raw: bytes) -> tuple[Piece, ...] | None:
     more lines glued together with at least one whole entry among them; otherwise None."""
     if raw.find(_LINE_START, 1) < 0:
         return None
-    spans = _whole_entries(raw)
-    if spans is None:
-        spans = _searched_spans(raw)
-    if spans is None or len(spans) < 2 or all(head is None for _, _, head in spans):
-        return None
-    return _pieces(raw, spans)
+    decoded = _decoded_spans(raw)
+    spans = decoded[0] if decoded is not None else _searched_spans(raw)
+    return _glued(raw, spans)
 
 
 def glued_entries(raw: bytes) -> tuple[Piece, ...] | None:
-    """The pieces of ``raw`` (a line without its newline) when it is whole entries glued together,
-    the first at its start: such a line is one JSON.parse rejects (a value, then more), which
-    this tells without parsing it in Python. None when the line is anything else (valid JSON,
-    a cut-off part among its pieces, or what only the exact parser can tell): then it is for
-    :func:`glued_pieces`, once the line is known to be invalid."""
+    """The pieces of ``raw`` (a line without its newline) when it is lines glued together and
+    msgspec finds the line invalid JSON (its first piece a whole entry with more after it, or an
+    object cut off where the next line starts): such a line is one JSON.parse rejects, which this
+    tells without parsing it in Python. None when the line is anything else, or what only the
+    exact parser can tell: then it is for :func:`glued_pieces`, once the line is known to be
+    invalid."""
     if raw.find(_LINE_START, 1) < 0:
         return None
-    spans = _whole_entries(raw)
-    if spans is None or len(spans) < 2:
+    decoded = _decoded_spans(raw)
+    if decoded is None or not decoded[1]:
         return None
-    return _pieces(raw, spans)
+    return _glued(raw, decoded[0])
 
 
 _Span = tuple[int, int, "_Head | None"]
+
+
+def _glued(raw: bytes, spans: list[_Span] | None) -> tuple[Piece, ...] | None:
+    """The pieces of ``spans`` when they are lines glued together (two or more, one whole)."""
+    if spans is None or len(spans) < 2 or all(head is None for _, _, head in spans):
+        return None
+    return _pieces(raw, spans)
 
 
 def _pieces(raw: bytes, spans: list[_Span]) -> tuple[Piece, ...]:
@@ -122,49 +127,132 @@ def _pieces(raw: bytes, spans: list[_Span]) -> tuple[Piece, ...]:
     return tuple(pieces)
 
 
-def _whole_entries(raw: bytes) -> list[_Span] | None:
-    """The spans of ``raw`` when it is whole entries one after the other, as :func:`_searched_spans`
-    finds them, each found by msgspec where it ends (its "trailing characters"): no Python loop
-    over the line's strings. None when some piece is not such an entry, or when msgspec cannot
-    vouch for one (invalid UTF-8, lone surrogates, deep nesting: the exact parser's cases). A
-    whole entry at the start with more after it makes the line one JSON.parse rejects."""
+class _Unvouched(Exception):
+    """msgspec cannot tell what the exact parser would (invalid UTF-8, lone surrogates, deep
+    nesting), or the decoding has read the line too many times over."""
+
+
+_ERROR_AT = re.compile(r"\(byte (\d+)\)$")
+
+
+def _decoded_spans(raw: bytes) -> tuple[list[_Span], bool] | None:
+    """The spans of ``raw`` as :func:`_searched_spans` finds them, each whole entry found by
+    msgspec where it ends (its "trailing characters"), and each candidate that is none told by
+    where msgspec stops reading it: no Python loop over the line's strings. With them, whether
+    msgspec found the line invalid JSON (the first piece a whole object with more after it, or
+    an object msgspec rejects). None when msgspec cannot vouch for some candidate (the exact
+    parser's cases), or when the candidates have cost a few readings of the line (objects nested
+    by the thousand that never close): the search then decides."""
     n = len(raw)
     spans: list[_Span] = []
+    reading = _Reading(n)
     p = 0
-    with memoryview(raw) as view:
-        while p < n:
-            start = _object_start(raw, p)
-            found = _decoded_entry(raw, view, start) if start is not None else None
-            if found is None:
-                return None
-            end, head = found
-            spans.append((p, _piece_end(raw, end), head))
-            p = spans[-1][1]
-    return spans
-
-
-def _decoded_entry(raw: bytes, view: memoryview, start: int) -> tuple[int, _Head] | None:
-    """(where it ends, head) of the whole entry msgspec decodes at ``start``, or None."""
+    invalid = False
     try:
-        head = _decode_head(view[start:])
-        end = _before_space(raw, len(raw))
-    except msgspec.DecodeError as err:
-        found = _TRAILING.fullmatch(str(err))
-        if found is None:
-            return None
-        # msgspec names the byte just past the first one after the value and its white space
-        following = start + int(found[1]) - 1
-        if not start < following < len(raw) or raw[following] in _JSON_SPACE:
-            return None
-        end = _before_space(raw, following)
-        if raw[end - 1] != _CLOSE_BRACE:
-            return None
+        with memoryview(raw) as view:
+            whole = _brace_to_brace(raw, view)
+            if whole is not None:
+                return whole, True  # (a value, then more)
+            while p < n:
+                start = _object_start(raw, p)
+                found = _decoded_entry(raw, view, start, reading) if start is not None else None
+                if p == 0:
+                    invalid = start is not None and reading.rejected
+                if found is None:
+                    q = raw.find(_LINE_START, p + 1)
+                    while q >= 0 and (found := _decoded_entry(raw, view, q, reading)) is None:
+                        q = raw.find(_LINE_START, q + 1)
+                    end = q if q >= 0 else n
+                    spans.append((p, end, None))
+                    p = end
+                    if found is None:
+                        continue
+                piece_end = _piece_end(raw, found[0])
+                spans.append((p, piece_end, found[1]))
+                p = piece_end
+    except _Unvouched:
+        return None
+    return spans, invalid
+
+
+_GLUE = b'}{"type":'
+
+
+def _brace_to_brace(raw: bytes, view: memoryview) -> list[_Span] | None:
+    """The spans of ``raw`` when it is whole entries glued brace to brace (``}{"type":``, what a
+    writer that died before its newline leaves), each piece decoded once, whole; None when the
+    line is anything else. (``}{`` is in no JSON value but inside a string, where ``{"type":`` is
+    not: the pieces that decode whole between those places are the entries the search finds.)"""
+    glued_at = raw.find(_GLUE)
+    if glued_at < 0 or raw[:1] != b"{":
+        return None
+    spans: list[_Span] = []
+    start = 0
+    while True:
+        end = glued_at + 1 if glued_at >= 0 else len(raw)
         try:
             head = _decode_head(view[start:end])
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
+        if not isinstance(head.type, str) or head.timestamp is ABSENT:
+            return None
+        spans.append((start, end, head))
+        if glued_at < 0:
+            return spans
+        start = end
+        glued_at = raw.find(_GLUE, start)
+
+
+class _Reading:
+    """The bytes msgspec may still read for one line: a few times the line (each candidate is
+    read from its own start, so objects nested in objects are read again)."""
+
+    __slots__ = ("left", "rejected")
+
+    def __init__(self, n: int) -> None:
+        self.left = _PASSES * n + _BUDGET_BASE
+        # the last candidate read is no value alone: msgspec rejected it, or found more after it
+        self.rejected = False
+
+    def spend(self, count: int) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise _Unvouched
+
+
+def _decoded_entry(raw: bytes, view: memoryview, start: int, reading: _Reading) -> tuple[int, _Head] | None:
+    """(where it ends, head) of the whole entry msgspec decodes at ``start``, or None when no
+    entry starts there (as :func:`_entry_at` finds); raises :class:`_Unvouched` when msgspec
+    cannot tell."""
+    reading.rejected = True
+    try:
+        head = _decode_head(view[start:])
+        end = _before_space(raw, len(raw))
+        reading.rejected = False
+        reading.spend(end - start)
+    except msgspec.DecodeError as err:
+        message = str(err)
+        found = _TRAILING.fullmatch(message)
+        if found is None:
+            at = _ERROR_AT.search(message)
+            reading.spend(int(at[1]) if at is not None else len(raw) - start)
+            if _for_the_exact_parser(message, view[start:]):
+                raise _Unvouched from None
+            return None  # JSON.parse rejects the object too
+        # msgspec names the byte just past the first one after the value and its white space
+        following = start + int(found[1]) - 1
+        if not start < following < len(raw) or raw[following] in _JSON_SPACE:
+            raise _Unvouched from None
+        end = _before_space(raw, following)
+        if raw[end - 1] != _CLOSE_BRACE:
+            raise _Unvouched from None
+        reading.spend(2 * (end - start))
+        try:
+            head = _decode_head(view[start:end])
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            raise _Unvouched from None
     except (msgspec.ValidationError, RecursionError):
-        return None
+        raise _Unvouched from None
     if not isinstance(head.type, str) or head.timestamp is ABSENT:
         return None
     return end, head
@@ -310,12 +398,8 @@ def _head(raw: bytes, start: int, end: int) -> _Head | None:
             if str(err).startswith("Expected `object`"):
                 return None  # valid JSON, not an object
         except msgspec.DecodeError as err:
-            # msgspec reports a lone surrogate escape as truncated input; anything else it calls
-            # malformed JSON.parse rejects too (copying a 10 MB piece to learn that is what this avoids)
-            message = str(err)
-            if not message.startswith("Invalid UTF-8") and not (
-                message.startswith("Input data was truncated") and _SURROGATE_ESCAPE.search(piece)
-            ):
+            # (copying a 10 MB piece to learn what msgspec knows is what this avoids)
+            if not _for_the_exact_parser(str(err), piece):
                 return None
         except RecursionError:
             pass
@@ -328,26 +412,35 @@ def _head(raw: bytes, start: int, end: int) -> _Head | None:
     return _Head(value.get("type", ABSENT), value.get("id", ABSENT), value.get("timestamp", ABSENT))
 
 
+def _for_the_exact_parser(message: str, piece: memoryview) -> bool:
+    """msgspec rejected ``piece`` with ``message`` where JSON.parse may take it: invalid UTF-8 (which
+    JSON.parse reads replaced), or a lone surrogate escape, which msgspec reports as truncated
+    input or as a surrogate pair cut short. Anything else msgspec calls malformed JSON.parse
+    rejects too."""
+    if message.startswith("Invalid UTF-8"):
+        return True
+    return (message.startswith("Input data was truncated") or "surrogate" in message) and bool(
+        _SURROGATE_ESCAPE.search(piece)
+    )
+
+
 def describe(pieces: tuple[Piece, ...]) -> str:
     """``pieces`` in words, e.g. "a cut-off line, then entry `1e2f3a4b` (message)". No columns: a
     problem's place is its structured position (0-based in the library and on the wire, 1-based in
     ``pi-session check``), which a number in its words would contradict in one of them."""
-    parts = []
-    for piece in pieces:
-        if piece.whole and piece.type == "session":
-            parts.append("the session header")
-        elif piece.whole:
-            parts.append(f"entry {_name(piece)}")
-        else:
-            parts.append("a cut-off line")
-    return ", then ".join(parts)
+    return ", then ".join(map(piece_words, pieces))
 
 
-def _name(piece: Piece) -> str:
+def piece_words(piece: Piece) -> str:
+    """One piece in the words of :func:`describe`."""
+    if not piece.whole:
+        return "a cut-off line"
+    if piece.type == "session":
+        return "the session header"
     kind = piece.type if isinstance(piece.type, str) else "?"
     if isinstance(piece.id, str):
-        return f"`{piece.id[:16]}` ({kind})"
-    return f"({kind})"
+        return f"entry `{piece.id[:16]}` ({kind})"
+    return f"entry ({kind})"
 
 
 def lost_ids(pieces: tuple[Piece, ...]) -> list[str]:
@@ -361,4 +454,4 @@ def holds_header(pieces: tuple[Piece, ...]) -> bool:
     return any(p.whole and p.type == "session" for p in pieces)
 
 
-__all__ = ["Piece", "describe", "glued_entries", "glued_pieces", "holds_header", "lost_ids"]
+__all__ = ["Piece", "describe", "glued_entries", "glued_pieces", "holds_header", "lost_ids", "piece_words"]

@@ -592,15 +592,27 @@ class FileLineSource:
         # the directory of the file's persistent indexes, when it was opened with one (see
         # session.scan_index): what else is kept of the file (the tree's previews) goes there too
         self.index_dir: str | None = None
+        # what to do, once, when a line read is not the entry loaded from it: set where the
+        # entries came from the file's index (session.scan_index), which may have lied
+        self.when_other_line: Callable[[], None] | None = None
 
     def read_line(self, offset: int, length: int) -> Any:
         data = line_at(self.fd, offset, length)
         if length and len(data) != length:
+            self.found_other_line()
             raise StaleFileError(f"session file changed underneath: {self.path}")
         try:
             return parse_bytes(data)
         except JsonSyntaxError as err:
+            self.found_other_line()
             raise StaleFileError(f"session file changed underneath: {self.path}") from err
+
+    def found_other_line(self) -> None:
+        """A line read is not the entry loaded from it: the file changed underneath, or the index
+        the entries came from lied (see ``when_other_line``)."""
+        told, self.when_other_line = self.when_other_line, None
+        if told is not None:
+            told()
 
     def close(self) -> None:
         if self.fd >= 0:

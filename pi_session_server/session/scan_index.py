@@ -25,7 +25,9 @@ of its last bytes before ``end``. It is used when
 
 An entry keeps its place in the file, and reading its body checks that the line read carries the
 envelope the index gave (``Entry.value``), so a file changed behind the index's back yields a
-``StaleFileError``, not another entry's body.
+``StaleFileError``, not another entry's body. When the index still matches the file as it is
+then, it lied (forged, or bytes changed where its checks do not look): it is deleted, so that the
+next open rebuilds it instead of believing it again.
 
 The file: ``MAGIC``, the format version, the code that wrote it (``cache_dir.code_stamp``), the
 lengths of the header and the payload and a CRC-32 of both (``_PREFIX``), then the payload: the columns of every entry, one section each (ids and
@@ -62,7 +64,15 @@ import msgspec
 
 from ..format.entry import Entry, LineBytes, MessageHead, head_for
 from ..format.jsvalue import ABSENT
-from ..format.scan import IdIndex, LineProblem, ScanResult, entry_from_line, line_at, scan_entries
+from ..format.scan import (
+    FileLineSource,
+    IdIndex,
+    LineProblem,
+    ScanResult,
+    entry_from_line,
+    line_at,
+    scan_entries,
+)
 from . import cache_dir
 from .cache_dir import IndexSettings, NotUsable, edges, index_path
 from .chains import Positions
@@ -375,7 +385,26 @@ def _read_index(
     outcome.read = "used"
     with contextlib.suppress(OSError):
         os.utime(path)  # used now: pruning removes the indexes used least recently
+    if isinstance(source, FileLineSource):
+        source.when_other_line = functools.partial(_drop_if_believed, path, header, source, start, first_line)
     return result
+
+
+def _drop_if_believed(
+    path: str, header: IndexHeader, source: FileLineSource, start: int, first_line: int
+) -> None:
+    """A line read is not the entry the index read from ``path`` gave. When the index still
+    matches the file as it is now, it lied (forged, or bytes changed where its checks do not
+    look), and the next open would believe it again: it goes, and that open rebuilds it (an index
+    written since in its place, from this one or from the same file, is no better). A file changed
+    since as the checks see (rewritten in place, truncated, replaced) keeps it: the line read may
+    be new, and the next open finds the index does not match."""
+    with contextlib.suppress(OSError):
+        try:
+            _check_key(header, source.fd, os.fstat(source.fd), start, first_line)
+        except NotUsable:
+            return
+        os.unlink(path)
 
 
 class _Check(msgspec.Struct):

@@ -77,8 +77,8 @@ def test_the_split_is_the_one_the_search_finds(rng: random.Random) -> None:
     assert glued_pieces(raw) == _searched(raw)
     fast = glued_entries(raw)
     if fast is not None:
-        # only whole entries, the first at the start: a line JSON.parse rejects
-        assert fast == _searched(raw) and all(p.whole for p in fast)
+        # found without the exact parser: a line JSON.parse rejects
+        assert fast == _searched(raw)
         with pytest.raises(JsonSyntaxError):
             parse_bytes(raw)
 
@@ -88,7 +88,17 @@ def test_a_single_entry_or_valid_json_is_no_glued_line() -> None:
     assert glued_entries(entry) is None and glued_entries(entry + b" \r") is None
     nested = b'{"a":' + entry + b"}"  # valid JSON holding an entry: for the parser, not for us
     assert glued_entries(nested) is None
-    assert glued_entries(b'{"x":1}' + entry) is None  # a first piece that is no entry: searched
+    # valid JSON around an entry, which the search would split: only the exact parser tells
+    assert glued_entries(b"[" + entry + b"]") is None
+    # a first piece that is no entry, or an object cut off: msgspec rejects the line, as JSON.parse does
+    for first in (b'{"x":1}', entry[:40], b' {"type":"message","id":"x'):
+        assert glued_entries(first + entry) == _searched(first + entry) is not None
+    # what msgspec cannot vouch for (a lone surrogate, invalid UTF-8) is the exact parser's
+    for first in (b'{"type":"\\ud800","timestamp":1}', b'{"type":"\xff","timestamp":1}'):
+        assert glued_entries(first + entry) is None
+        pieces = glued_pieces(first + entry)
+        assert pieces == _searched(first + entry) is not None
+        assert pieces[0].whole  # JSON.parse reads it as an entry: pi's line, not a cut-off one
 
 
 # -- whole files, each command, against the search ----------------------------------------------
@@ -108,7 +118,7 @@ def _random_file(path: Path, seed: int) -> Path:
 
 def _searching_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every glued line split by the search after the exact parser rejected it."""
-    monkeypatch.setattr(glued, "_whole_entries", lambda raw: None)
+    monkeypatch.setattr(glued, "_decoded_spans", lambda raw: None)
 
 
 def _answers(path: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
@@ -146,7 +156,10 @@ def test_every_command_answers_as_with_the_search(
 # -- the work is bounded --------------------------------------------------------------------------
 
 
-def _glued_file(path: Path, count: int) -> Path:
+def _glued_file(path: Path, count: int, cut: bool = False) -> Path:
+    """``count`` lines of two entries each (``cut``: the first cut off halfway, as a writer that
+    died mid-line leaves it)."""
+
     def entries() -> Iterator[str]:
         parent = None
         for n in range(2 * count):
@@ -156,16 +169,18 @@ def _glued_file(path: Path, count: int) -> Path:
             parent = f"e{n:07d}"
 
     it = entries()
-    path.write_text("\n".join([HEADER, *(first + next(it) for first in it)]) + "\n")
+    glued = (first[: len(first) // 2 if cut else None] + next(it) for first in it)
+    path.write_text("\n".join([HEADER, *glued]) + "\n")
     return path
 
 
-def test_whole_entries_glued_are_neither_parsed_nor_searched(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("cut", [False, True], ids=["whole entries", "a cut-off line first"])
+def test_glued_lines_are_neither_parsed_nor_searched(
+    cut: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a crash between each write and its newline: every line two whole entries
+    # a crash between each write and its newline (or in the middle of a line): every line glued
     count = 300
-    path = _glued_file(tmp_path / "s.jsonl", count)
+    path = _glued_file(tmp_path / "s.jsonl", count, cut)
     calls = {"parse": 0, "searched tokens": 0}
 
     def counted(name: str, real: Any) -> Any:
@@ -190,7 +205,36 @@ def test_whole_entries_glued_are_neither_parsed_nor_searched(
     assert answers["repaired"].count(b"\n") == 2 * count + 1
     # the header's line alone is parsed (the header is read by the exact parser, once per reader)
     assert calls["searched tokens"] == 0
-    assert calls["parse"] <= 5
+    # (the cut-off lines the split leaves are read in repair's check of what it wrote: each the
+    # exact parser's, for the words of its error, once)
+    assert calls["parse"] <= 5 + (count if cut else 0)
+
+
+def test_each_piece_of_a_glued_line_is_decoded_once_and_worded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the split and the problem of a line of whole entries cost about what the entries cost on
+    # lines of their own: one decoding each (no second one after msgspec found where it ends), and
+    # their words made once for the problem's message and its notes
+    calls = {"decoded": 0, "worded": 0}
+    decode, words = glued._decode_head, glued.piece_words
+
+    def decoded(data: Any) -> Any:
+        calls["decoded"] += 1
+        return decode(data)
+
+    def worded(piece: glued.Piece) -> str:
+        calls["worded"] += 1
+        return words(piece)
+
+    monkeypatch.setattr(glued, "_decode_head", decoded)
+    monkeypatch.setattr(analysis_lines, "piece_words", worded)
+    lines = [
+        a.encode() + b.encode() + c.encode()
+        for a, b, c in zip(ENTRIES, ENTRIES[1:], ENTRIES[2:], strict=False)
+    ]
+    for raw in lines:
+        (problem,) = analysis_lines.scan_line(raw).problems
+        assert problem.pieces is not None and len(problem.notes) == 3
+    assert calls == {"decoded": 3 * len(lines), "worded": 3 * len(lines)}
 
 
 def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(

@@ -29,7 +29,7 @@ import msgspec
 import pytest
 
 from pi_session_server.errors import StaleFileError
-from pi_session_server.session import SessionManager, cache_dir, scan_index
+from pi_session_server.session import SessionManager, cache_dir, loader, scan_index
 from pi_session_server.session.scan_index import _PREFIX, _SECTIONS, IndexHeader
 
 pytestmark = pytest.mark.usefixtures("files_settle_at_once", "small_files_indexed")
@@ -335,6 +335,11 @@ def test_a_crafted_index_answers_as_the_file_or_is_rebuilt(tmp_path: Path, repea
             manager.close()
         except StaleFileError:
             stale_reads.append(name)
+            # the file is as it was indexed: the index lied, and goes, so the next open rebuilds it
+            if index_path.exists():
+                failures.append(f"{name}: the index that lied is kept")
+            elif _answers(_open(path, index_dir)) != expected or scan_index.last_outcome.read != "missing":
+                failures.append(f"{name}: the open after the lie did not rebuild the index")
         except Exception as error:  # noqa: BLE001 - every escape is a finding, listed with the others
             failures.append(f"{name}: {type(error).__name__}: {str(error)[:200]}")
         finally:
@@ -342,6 +347,7 @@ def test_a_crafted_index_answers_as_the_file_or_is_rebuilt(tmp_path: Path, repea
             for kept in index_dir.glob("*"):
                 kept.unlink()
     assert not failures, f"{len(failures)} crafted indexes lied or broke:\n" + "\n".join(failures)
+    assert stale_reads, "no lie found where a body was read: the fuzz proves nothing of dropping it"
     assert all(
         not name.startswith(("offsets reversed", "chain_starts", "line_runs")) for name in stale_reads
     ), "lies a check on load finds were found only where a body was read"
@@ -363,3 +369,54 @@ def test_the_fuzz_crafts_indexes_the_library_reads(tmp_path: Path) -> None:
     assert _answers(_open(model, index_dir)) == expected
     assert scan_index.last_outcome.read == "used"
     assert struct.unpack_from("<8s", index_file.read_bytes())[0] == scan_index.MAGIC
+
+
+def test_a_line_changed_after_the_open_is_no_lie_of_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file rewritten in place by another process once it was opened: a body read finds another
+    line than the one loaded, but the index described the file as it was (the next open checks it
+    against the file as it is then): it stays."""
+    monkeypatch.setattr(loader, "KEEP_BYTES_LIMIT", 0)  # every body read from the file when asked
+    path = tmp_path / "s.jsonl"
+    _build(path, repeated_id=False)
+    index_dir = tmp_path / "index"
+    _open(path, index_dir).close()
+    (index_file,) = index_dir.glob(f"*{cache_dir.INDEX_SUFFIX}")
+    manager = _open(path, index_dir)
+    assert scan_index.last_outcome.read == "used"
+    entry = manager.get_entries()[1]
+    data = path.read_bytes()
+    other = entry.id[:-1] + ("0" if entry.id[-1] != "0" else "1")
+    before = path.stat()
+    with path.open("r+b") as file:  # the same inode, the same size, another id
+        file.write(data.replace(f'"id":"{entry.id}"'.encode(), f'"id":"{other}"'.encode(), 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # (a clock's tick may keep it)
+    with pytest.raises(StaleFileError):
+        manager.get_entry(entry.id).value  # noqa: B018 - the read is the test
+    manager.close()
+    assert index_file.exists()
+
+
+def test_an_index_that_lied_goes_after_the_session_appended(tmp_path: Path) -> None:
+    """The lie found once the session wrote to its file: the index still matches the file (which
+    grew), so the next open would believe it again: it goes all the same."""
+    model = tmp_path / "model.jsonl"
+    _build(model, repeated_id=False)
+    index_dir = tmp_path / "index"
+    _open(model, index_dir).close()
+    (index_file,) = index_dir.glob(f"*{cache_dir.INDEX_SUFFIX}")
+    forged = Index.read(index_file)
+    mutate = dict(mutations(forged, model.stat().st_size))["types swapped"]
+    mutate(forged)
+    forged.write(index_file)
+    manager = _open(model, index_dir)
+    assert scan_index.last_outcome.read == "used"
+    manager.append_message({"role": "user", "content": "after", "timestamp": 99})
+    with pytest.raises(StaleFileError):
+        for entry in manager.get_entries():
+            entry.value  # noqa: B018 - the read is the test
+    manager.close()
+    assert not index_file.exists()
+    _open(model, index_dir).close()
+    assert scan_index.last_outcome.read == "missing"
