@@ -257,7 +257,16 @@ class LanguageFeatures:
         self.disk_forget = DISK_FORGET
         self._converter = converters.get_converter()
         self._forget_timer: asyncio.TimerHandle | None = None
+        self._stopped = False
         self.closed_documents = ClosedDocuments()
+
+    def stop(self) -> None:
+        """The server shuts down: the timer letting go of idle documents' analysis is cancelled,
+        and no request arms it again (the shutdown lets go of everything)."""
+        self._stopped = True
+        if self._forget_timer is not None:
+            self._forget_timer.cancel()
+            self._forget_timer = None
 
     # ------------------------------------------------------------------ client and positions
 
@@ -954,7 +963,7 @@ class LanguageFeatures:
     def _forget_idle_later(self) -> None:
         """Documents read from disk that nobody asked about for ``disk_forget`` seconds
         (:data:`DISK_FORGET`) let go of their analysis (:meth:`_rest`)."""
-        if self._forget_timer is not None:
+        if self._forget_timer is not None or self._stopped:
             return
         loop = asyncio.get_running_loop()
 
