@@ -390,7 +390,7 @@ class LanguageFeatures:
             return False
         if bytes(memoryview(token)[:1]) != b'"':
             return False  # not a JSON string: the usual path reports it
-        size = len(memoryview(token))
+        size = _token_size(token)
         self._open(document.uri, document.version, size, OpenedText(self.server.options.pi, token=token))
         return True
 
@@ -1581,6 +1581,21 @@ class _OpenNotification(msgspec.Struct):
 
 
 _decode_open = msgspec.json.Decoder(_OpenNotification).decode
+
+
+def _token_size(token: msgspec.Raw) -> int:
+    """What a ``didOpen`` taken raw (:meth:`LanguageFeatures.did_open_raw`) is judged big by
+    (:data:`QUICK_OPEN_CHARS`): its text's JSON string token's bytes, quotes and escapes included."""
+    return len(memoryview(token))
+
+
+def publishes_in_two_steps(did_open: bytes) -> bool:
+    """Whether the server, with its default :data:`QUICK_OPEN_CHARS`, publishes the diagnostics of
+    the session document the ``didOpen`` message ``did_open`` (its body, as sent) opens in two
+    steps (the envelope problems, then all), as it decides when it takes the message raw: on the
+    size of the text's JSON token, not of the text (a text of fewer characters than the bound, its
+    escapes counted, is published twice). For a client timing the publications (bench/)."""
+    return _token_size(_decode_open(did_open).params.textDocument.text) >= QUICK_OPEN_CHARS
 
 
 #: a UTF-16 surrogate's bytes as "surrogatepass" writes them (never in valid UTF-8)
