@@ -319,7 +319,9 @@ async def test_publishes_in_two_steps_says_how_often_an_opening_is_published(
     lines.append(S.user("quoted", json.loads(lines[-1])["id"], text='"' * quotes))
     text = doc(*lines)
     did_open = {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}
-    body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": did_open}})
+    body = json.dumps(
+        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": did_open}}
+    )
     twice = publishes_in_two_steps(body.encode())
     assert len(text) < QUICK_OPEN_CHARS and twice == bool(quotes)
     await editor.open(URI, text)

@@ -40,7 +40,12 @@ def test_the_forget_timer_is_cancelled_at_shutdown(tmp_path: Path) -> None:
     path.write_text(S.header() + "\n" + S.user("e1", None) + "\n", encoding="utf-8")
     hover = {"textDocument": {"uri": path.as_uri()}, "position": {"line": 1, "character": 2}}
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "capabilities": {}},
+        },
         {"jsonrpc": "2.0", "method": "initialized", "params": {}},
         {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": hover},
         {"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None},

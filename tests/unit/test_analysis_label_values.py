@@ -21,19 +21,34 @@ LABEL_VALUES: list[Any] = [42, 1.5, 1e21, {"a": 1}, [1, [2, "x"]], True, [], "pl
 
 
 def _session() -> bytes:
-    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}]
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}
+    ]
     parent = None
     for number in range(len(LABEL_VALUES)):
         entry_id = f"e{number}"
         message = {"role": "user", "content": f"turn {number}", "timestamp": 1}
         lines.append(
-            {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z", "message": message}
+            {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": "2026-01-01T00:00:00.000Z",
+                "message": message,
+            }
         )
         parent = entry_id
     for number, value in enumerate(LABEL_VALUES):
         label_id = f"l{number}"
         lines.append(
-            {"type": "label", "id": label_id, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z", "targetId": f"e{number}", "label": value}
+            {
+                "type": "label",
+                "id": label_id,
+                "parentId": parent,
+                "timestamp": "2026-01-01T00:00:01.000Z",
+                "targetId": f"e{number}",
+                "label": value,
+            }
         )
         parent = label_id
     return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
