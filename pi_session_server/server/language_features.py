@@ -588,10 +588,13 @@ class LanguageFeatures:
                 doc.finish(lambda: answer_urgent_jobs(half_done=True))
             self._scan_lone_crs(state, doc)  # (finishing may replace invalid UTF-8: new offsets)
         # the document is read: what the user asked meanwhile is answered before its problems
-        # are searched (which pauses at problems only: not at all in a file without any)
+        # are searched, and what was asked during the search after it (the search pauses at
+        # problems only: not at all in a file without any, where a hover read off the wire while
+        # the lines were read would otherwise wait for the caches too)
         with pausing():
             answer_urgent_jobs()
-        self.publish(state)
+            self.publish(state)
+            answer_urgent_jobs()
         _fill_caches(doc)
         if doc.line_count > BIG_DOCUMENT_LINES:
             # its objects hold no cycles: out of every future collection, which would otherwise
