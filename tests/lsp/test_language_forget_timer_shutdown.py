@@ -9,30 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import builders as S
-from server_process import talk
-
-SERVE_AND_REPORT_TIMERS = """
-import json, sys
-from pi_session_server.server import language_features
-from pi_session_server.server.app import create_server
-from pi_session_server.server.jsonrpc import run_stdio
-
-armed = []
-forget_idle_later = language_features.LanguageFeatures._forget_idle_later
-
-def recorded(self):
-    forget_idle_later(self)
-    if self._forget_timer is not None and self._forget_timer not in armed:
-        armed.append(self._forget_timer)
-
-language_features.LanguageFeatures._forget_idle_later = recorded
-server = create_server()
-try:
-    run_stdio(server, server.connection, server.poller.start)
-except SystemExit:
-    pass
-print(json.dumps({"armed": len(armed), "cancelled": sum(t.cancelled() for t in armed)}), file=sys.stderr)
-"""
+from server_process import serve_reporting_timers, talk
 
 
 def test_the_forget_timer_is_cancelled_at_shutdown(tmp_path: Path) -> None:
@@ -51,7 +28,12 @@ def test_the_forget_timer_is_cancelled_at_shutdown(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None},
         {"jsonrpc": "2.0", "method": "exit"},
     ]
-    replies, ended = talk(SERVE_AND_REPORT_TIMERS, messages)
+    replies, ended = talk(
+        serve_reporting_timers(
+            "language_features", "LanguageFeatures", "_forget_idle_later", "_forget_timer"
+        ),
+        messages,
+    )
     assert "e1" in str(replies[2]["result"]), replies[2]
     assert replies[3]["result"] is None
     assert ended == {"armed": 1, "cancelled": 1}
