@@ -89,7 +89,7 @@ from pi_session_server.analysis.document import SessionDocument  # noqa: E402
 from pi_session_server.analysis.hints import inlay_hints  # noqa: E402
 from pi_session_server.analysis.symbols import document_symbols  # noqa: E402
 from pi_session_server.server.json_string import json_string_bytes  # noqa: E402
-from pi_session_server.server.language_features import QUICK_OPEN_CHARS  # noqa: E402
+from pi_session_server.server.language_features import publishes_in_two_steps  # noqa: E402
 from pi_session_server.server.language_reopen import KEEP_SECONDS  # noqa: E402
 
 T = TypeVar("T")
@@ -242,10 +242,16 @@ def in_process(data: bytes) -> dict[str, float]:
     return {"bytes": from_bytes, "text": from_text, "first": first_pass, "token": first_pass_token}
 
 
-def open_document(client: RawClient, uri: str, text: str) -> tuple[float, int, float, int]:
-    """(seconds to the first diagnostics, their number, seconds to the complete ones, their number).
+def pushes_at_open(frame: bytes) -> int:
+    """How many times the server publishes the diagnostics of the document the didOpen ``frame``
+    opens: twice for a big one (the envelope problems, then all), as the server decides it."""
+    _header, _, body = frame.partition(b"\r\n\r\n")
+    return 2 if publishes_in_two_steps(body) else 1
 
-    A document of ``QUICK_OPEN_CHARS`` or more gets two pushes: the envelope problems, then all."""
+
+def open_document(client: RawClient, uri: str, text: str) -> tuple[float, int, float, int]:
+    """(seconds to the first diagnostics, their number, seconds to the complete ones, their number)
+    (see pushes_at_open)."""
     frame = client.notification_frame(
         "textDocument/didOpen",
         {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": text}},
@@ -253,7 +259,7 @@ def open_document(client: RawClient, uri: str, text: str) -> tuple[float, int, f
     start = client.send_frame(frame)
     received, message = client.wait(diagnostics_for(uri, 1))
     first = (received - start, len(message["params"]["diagnostics"]))
-    if len(text) >= QUICK_OPEN_CHARS:
+    if pushes_at_open(frame) == 2:
         received, message = client.wait(diagnostics_for(uri, 1))
     return (*first, received - start, len(message["params"]["diagnostics"]))
 
@@ -633,7 +639,7 @@ def open_with_a_request(
         {"textDocument": {"uri": uri, "languageId": "pi-session", "version": 1, "text": text}},
     )
     pushed = diagnostics_for(uri, 1)
-    pushes = 2 if len(text) >= QUICK_OPEN_CHARS else 1  # (see open_document)
+    pushes = pushes_at_open(opened)
     complete, answered, answer = 0.0, 0.0, None
     start = client.send_frame(opened + asked)
     while pushes or not answered:

@@ -60,6 +60,35 @@ def talk(
     return replies, ended
 
 
+def serve_reporting_timers(module: str, owner: str, arms: str, timer: str) -> str:
+    """A script for :func:`talk`: the server, run as ``pi-session serve`` runs it (``run_stdio``),
+    that writes as it ends ``{"armed": n, "cancelled": m}``: the timers the method ``arms`` of the
+    class ``owner`` (in ``pi_session_server.server.<module>``) armed, kept in its attribute
+    ``timer``, and how many of them were cancelled."""
+    return f"""
+import json, sys
+from pi_session_server.server import {module} as timed
+from pi_session_server.server.app import create_server
+from pi_session_server.server.jsonrpc import run_stdio
+
+armed = []
+arm = timed.{owner}.{arms}
+
+def recorded(self):
+    arm(self)
+    if self.{timer} is not None and self.{timer} not in armed:
+        armed.append(self.{timer})
+
+timed.{owner}.{arms} = recorded
+server = create_server()
+try:
+    run_stdio(server, server.connection, server.poller.start)
+except SystemExit:
+    pass
+print(json.dumps({{"armed": len(armed), "cancelled": sum(t.cancelled() for t in armed)}}), file=sys.stderr)
+"""
+
+
 def serve(cwd: Path) -> subprocess.Popen[bytes]:
     """``pi-session serve`` in a process of its own, run in ``cwd`` with its cache directory there:
     stdin and stdout piped (the caller writes frames and reads replies as it needs), stderr

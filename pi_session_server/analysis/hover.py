@@ -182,18 +182,18 @@ def _title(info: LineInfo, bold_role: bool = True) -> str:
 def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
     """The entry's label as pi computes it: the last label line for it (any branch) decides. pi
     keys labels by the ``targetId``'s value: an id that is not a string (a number, a boolean) is
-    labelled by the labels naming that value."""
+    labelled by the labels naming that value. pi keeps any truthy ``label`` (a hand-made file's
+    number or object) and its tree shows ``String`` of it, as the CLI's tree does: that text, None
+    when it is empty (``[]``) or the label was taken back."""
     if isinstance(info.id, str):
         labels: Iterable[LineInfo] = doc.tree.referrers.get(info.id, ())
     else:
         labels = doc.labels_naming(info.key)
-    result: str | None = None
+    value: Any = ABSENT
     for ref in labels:
-        if ref.etype != "label":
-            continue
-        value = get(full_value(ref, doc.errors), "label")
-        result = value if isinstance(value, str) and value else None
-    return result
+        if ref.etype == "label":
+            value = get(full_value(ref, doc.errors), "label")
+    return (js_string_of(value) if truthy(value) else "") or None
 
 
 def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:

@@ -216,6 +216,8 @@ class PiSessionServer:
     def shutdown(self) -> None:
         self.poller.stop()
         self.idle_slots.stop()
+        if self.language_features is not None:
+            self.language_features.stop()
         if self.lsp is not None:
             self.lsp.shutdown()
         self.index_keeper.hurry()  # (written while the previews are)

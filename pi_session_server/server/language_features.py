@@ -257,7 +257,16 @@ class LanguageFeatures:
         self.disk_forget = DISK_FORGET
         self._converter = converters.get_converter()
         self._forget_timer: asyncio.TimerHandle | None = None
+        self._stopped = False
         self.closed_documents = ClosedDocuments()
+
+    def stop(self) -> None:
+        """The server shuts down: the timer letting go of idle documents' analysis is cancelled,
+        and no request arms it again (the shutdown lets go of everything)."""
+        self._stopped = True
+        if self._forget_timer is not None:
+            self._forget_timer.cancel()
+            self._forget_timer = None
 
     # ------------------------------------------------------------------ client and positions
 
@@ -381,7 +390,7 @@ class LanguageFeatures:
             return False
         if bytes(memoryview(token)[:1]) != b'"':
             return False  # not a JSON string: the usual path reports it
-        size = len(memoryview(token))
+        size = _token_size(token)
         self._open(document.uri, document.version, size, OpenedText(self.server.options.pi, token=token))
         return True
 
@@ -579,10 +588,13 @@ class LanguageFeatures:
                 doc.finish(lambda: answer_urgent_jobs(half_done=True))
             self._scan_lone_crs(state, doc)  # (finishing may replace invalid UTF-8: new offsets)
         # the document is read: what the user asked meanwhile is answered before its problems
-        # are searched (which pauses at problems only: not at all in a file without any)
+        # are searched, and what was asked during the search after it (the search pauses at
+        # problems only: not at all in a file without any, where a hover read off the wire while
+        # the lines were read would otherwise wait for the caches too)
         with pausing():
             answer_urgent_jobs()
-        self.publish(state)
+            self.publish(state)
+            answer_urgent_jobs()
         _fill_caches(doc)
         if doc.line_count > BIG_DOCUMENT_LINES:
             # its objects hold no cycles: out of every future collection, which would otherwise
@@ -954,7 +966,7 @@ class LanguageFeatures:
     def _forget_idle_later(self) -> None:
         """Documents read from disk that nobody asked about for ``disk_forget`` seconds
         (:data:`DISK_FORGET`) let go of their analysis (:meth:`_rest`)."""
-        if self._forget_timer is not None:
+        if self._forget_timer is not None or self._stopped:
             return
         loop = asyncio.get_running_loop()
 
@@ -1572,6 +1584,21 @@ class _OpenNotification(msgspec.Struct):
 
 
 _decode_open = msgspec.json.Decoder(_OpenNotification).decode
+
+
+def _token_size(token: msgspec.Raw) -> int:
+    """What a ``didOpen`` taken raw (:meth:`LanguageFeatures.did_open_raw`) is judged big by
+    (:data:`QUICK_OPEN_CHARS`): its text's JSON string token's bytes, quotes and escapes included."""
+    return len(memoryview(token))
+
+
+def publishes_in_two_steps(did_open: bytes) -> bool:
+    """Whether the server, with its default :data:`QUICK_OPEN_CHARS`, publishes the diagnostics of
+    the session document the ``didOpen`` message ``did_open`` (its body, as sent) opens in two
+    steps (the envelope problems, then all), as it decides when it takes the message raw: on the
+    size of the text's JSON token, not of the text (a text of fewer characters than the bound, its
+    escapes counted, is published twice). For a client timing the publications (bench/)."""
+    return _token_size(_decode_open(did_open).params.textDocument.text) >= QUICK_OPEN_CHARS
 
 
 #: a UTF-16 surrogate's bytes as "surrogatepass" writes them (never in valid UTF-8)

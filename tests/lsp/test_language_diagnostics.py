@@ -302,6 +302,35 @@ async def test_big_document_publishes_envelope_problems_first_then_everything(
     assert codes_by_line(report.items) == expected
 
 
+@pytest.mark.parametrize("quotes", [250_000, 0], ids=["escapes-over-the-bound", "under-the-bound"])
+async def test_publishes_in_two_steps_says_how_often_an_opening_is_published(
+    editor: Editor, URI: str, quotes: int
+) -> None:
+    """A client timing the publications (bench/) asks ``publishes_in_two_steps`` how many it gets:
+    the server decides on the size of the text's JSON token, so a text of fewer characters than
+    ``QUICK_OPEN_CHARS`` whose escapes take it over the bound is published twice, and one under it
+    once (a change published next is the opening's second publication, else the change's)."""
+    if editor.pulls:
+        pytest.skip("a client that pulls diagnostics is not sent them")
+    from pi_session_server.server.language_features import QUICK_OPEN_CHARS, publishes_in_two_steps
+
+    base = S.generate_session(QUICK_OPEN_CHARS - (700_000 if quotes else 300_000), seed=6).decode("utf-8")
+    lines = base.rstrip("\n").split("\n")
+    lines.append(S.user("quoted", json.loads(lines[-1])["id"], text='"' * quotes))
+    text = doc(*lines)
+    did_open = {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}
+    body = json.dumps(
+        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": did_open}}
+    )
+    twice = publishes_in_two_steps(body.encode())
+    assert len(text) < QUICK_OPEN_CHARS and twice == bool(quotes)
+    await editor.open(URI, text)
+    if twice:
+        await editor.diagnostics_for(URI)
+    await editor.edit(URI, editor.end(URI), editor.end(URI), S.user("q2", "gone") + "\n")
+    assert [p.version for p in editor.published[URI]] == [1] * (2 if twice else 1) + [2]
+
+
 async def test_a_big_document_analysed_in_the_background_keeps_requests_and_changes_in_order(
     editor: Editor, URI: str
 ) -> None:

@@ -143,3 +143,42 @@ def test_a_hover_on_a_file_read_from_disk_is_answered_before_its_problems_are_se
         assert published["uri"] == path.as_uri() and published["diagnostics"] == []
     finally:
         server.close()
+
+
+def test_a_hover_asked_during_the_search_of_a_document_without_problems_is_answered_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hover read off the wire once the last pause of the search for a document's problems has
+    passed (the loop reads it late while the lines are read) is answered once the search ends,
+    before the caches for the hovers and hints are filled: a document without problems gives the
+    search no pause after its start. The search, done, waits for the hover to be queued; the
+    filling of the caches for its answer (or never, until the guard's timeout)."""
+    server, features = _server()
+    try:
+        searching, answered = threading.Event(), threading.Event()
+        search = language_features.document_diagnostics
+        fill_caches = language_features._fill_caches
+
+        def with_the_hover_queued(*args: Any, **kwargs: Any) -> Any:
+            found = search(*args, **kwargs)  # (its pauses passed)
+            searching.set()
+            until(_queued(features, URI, 1), "the hover was not queued")
+            return found
+
+        def after_the_hover(*args: Any, **kwargs: Any) -> Any:
+            answered.wait(30)
+            return fill_caches(*args, **kwargs)
+
+        monkeypatch.setattr(language_features, "document_diagnostics", with_the_hover_queued)
+        monkeypatch.setattr(language_features, "_fill_caches", after_the_hover)
+        text = "".join(line + "\n" for line in LINES)
+        opened = {"uri": URI, "languageId": "pi-session", "version": 1, "text": text}
+        server.notify("textDocument/didOpen", {"textDocument": opened})
+        assert searching.wait(30)
+        reply = server.reply(server.send_request("textDocument/hover", OWN_ENTRY), timeout=10)
+        answered.set()
+        assert "**branch point**: 2 children" in reply["result"]["contents"]["value"], reply
+        assert server.notified("textDocument/publishDiagnostics")["diagnostics"] == []
+    finally:
+        answered.set()
+        server.close()

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 from builders import generate_session
 from hypothesis import HealthCheck, example, given, settings
@@ -444,7 +445,7 @@ def test_the_label_of_an_entry_whose_id_is_a_number_is_shown_as_pi_reads_it(tmp_
     """pi's labels are a Map from targetId: a label naming 5 labels the entry whose id is 5, as the
     library's get_label and get_tree say (the string "5" is another key; 7.0 is 7, and the last
     label naming it, empty, takes it away); the lens, the inlay hint and the hover say it too."""
-    from pi_session_server.analysis import SessionDocument, hints, hover
+    from pi_session_server.analysis import SessionDocument, hints
 
     path = tmp_path / "s.jsonl"
     path.write_bytes(_LABELLED_BY_VALUE)
@@ -453,21 +454,76 @@ def test_the_label_of_an_entry_whose_id_is_a_number_is_shown_as_pi_reads_it(tmp_
         assert [manager.get_label(i) for i in (5, True, 7)] == ["kept", "yes", ABSENT]
         assert manager.get_label("5") == "string"
     for doc in (SessionDocument(_LABELLED_BY_VALUE, pi=pi), SessionDocument.from_file(str(path), pi=pi)):
-        lenses = {lens.line: lens.title for lens in hints.code_lenses(doc)}
-        shown = {hint.line: hint.label for hint in hints.inlay_hints(doc)}
-        for line, label in expected.items():
-            markdown = hover.hover(doc, line, 1)
-            assert markdown is not None
-            if label is None:
-                assert "label" not in lenses.get(line, "") and "label" not in shown[line]
-                assert "**label**" not in markdown[0]
-            else:
-                assert f"label “{label}”" in lenses[line] and f"label “{label}”" in shown[line]
-                assert f"**label** `{label}`" in markdown[0]
+        _assert_labels_shown(doc, expected)
         edited = SessionDocument(_LABELLED_BY_VALUE, pi=pi)
         last = edited.line_count - 2  # the label taking 7's away, removed: "seven" is shown
         edited.apply_edit(last, 0, last + 1, 0, b"")
         assert "label “seven”" in next(h.label for h in hints.inlay_hints(edited) if h.line == 3)
+
+
+def _assert_labels_shown(doc: Any, expected: dict[int, str | None]) -> None:
+    """The lens, the inlay hint and the hover of each line of ``expected`` show its label (None:
+    no label)."""
+    from pi_session_server.analysis import hints, hover
+
+    lenses = {lens.line: lens.title for lens in hints.code_lenses(doc)}
+    shown = {hint.line: hint.label for hint in hints.inlay_hints(doc)}
+    for line, label in expected.items():
+        markdown = hover.hover(doc, line, 1)
+        assert markdown is not None
+        if label is None:
+            assert "label" not in lenses.get(line, "") and "label" not in shown[line]
+            assert "**label**" not in markdown[0]
+        else:
+            assert f"label “{label}”" in lenses[line] and f"label “{label}”" in shown[line]
+            assert f"**label** `{label}`" in markdown[0]
+
+
+#: each entry's label, as a file written by hand might have it: pi keeps any truthy value
+_LABEL_VALUES: list[Any] = [42, 1.5, 1e21, {"a": 1}, [1, [2, "x"]], True, [], "plain"]
+
+
+@pytest.mark.parametrize("pi", ["1.6.0", "0.86.1"])
+def test_a_label_that_is_not_a_string_is_shown_as_the_library_gives_it(tmp_path: Path, pi: str):
+    """A label whose ``label`` is truthy but not a string (a number, an object, an array, ``true``)
+    is kept by pi's SessionManager (any truthy value goes in its Map), as the library's
+    ``get_label`` and tree keep it; the CLI's ``tree`` shows ``String`` of it. The lens, the inlay
+    hint and the hover show that text; one whose text is empty (``[]``) shows no label, as ``tree``
+    shows none."""
+    from pi_session_server.analysis import SessionDocument
+    from pi_session_server.format.jsvalue import index_key, js_string_of
+
+    count = len(_LABEL_VALUES)
+    lines = [S.header(), *(S.user(f"e{n}", f"e{n - 1}" if n else None) for n in range(count))]
+    lines += [
+        S.label(f"l{n}", f"l{n - 1}" if n else f"e{count - 1}", f"e{n}", value)
+        for n, value in enumerate(_LABEL_VALUES)
+    ]
+    data = "".join(line + "\n" for line in lines).encode()
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    expected: dict[int, str | None] = {}
+    with SessionManager.open(str(path), read_only=True, pi=pi) as manager:
+        nodes, stack = {}, list(manager.get_tree())
+        while stack:
+            node = stack.pop()
+            nodes[index_key(node.entry.id)] = node
+            stack.extend(node.children)
+        for n in range(count):
+            value = manager.get_label(f"e{n}")
+            assert nodes[f"e{n}"].label == value
+            expected[n + 1] = (js_string_of(value) if value is not ABSENT else "") or None
+    # the values pi keeps, not only its strings: String(42), String({}), an array's join
+    assert [expected[n] for n in (1, 3, 4, 5, 6, 7)] == [
+        "42",
+        "1e+21",
+        "[object Object]",
+        "1,2,x",
+        "true",
+        None,
+    ]
+    for doc in (SessionDocument(data, pi=pi), SessionDocument.from_file(str(path), pi=pi)):
+        _assert_labels_shown(doc, expected)
 
 
 @pytest.mark.parametrize("entry_type", [b"[]", b"{}", b'["message"]'])

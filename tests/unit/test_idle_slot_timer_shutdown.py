@@ -8,30 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import builders as S
-from server_process import talk
-
-SERVE_AND_REPORT_TIMERS = """
-import json, sys
-from pi_session_server.server import idle_slots
-from pi_session_server.server.app import create_server
-from pi_session_server.server.jsonrpc import run_stdio
-
-armed = []
-check_later = idle_slots.IdleSlots._check_later
-
-def recorded(self):
-    check_later(self)
-    if self._timer is not None:
-        armed.append(self._timer)
-
-idle_slots.IdleSlots._check_later = recorded
-server = create_server()
-try:
-    run_stdio(server, server.connection, server.poller.start)
-except SystemExit:
-    pass
-print(json.dumps({"armed": len(armed), "cancelled": sum(t.cancelled() for t in armed)}), file=sys.stderr)
-"""
+from server_process import serve_reporting_timers, talk
 
 
 def test_the_idle_close_timer_is_cancelled_at_shutdown(tmp_path: Path) -> None:
@@ -42,7 +19,9 @@ def test_the_idle_close_timer_is_cancelled_at_shutdown(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
         {"jsonrpc": "2.0", "method": "exit"},
     ]
-    replies, ended = talk(SERVE_AND_REPORT_TIMERS, messages)
+    replies, ended = talk(
+        serve_reporting_timers("idle_slots", "IdleSlots", "_check_later", "_timer"), messages
+    )
     assert "result" in replies[1], replies[1]
     assert replies[2]["result"] is None
     assert ended == {"armed": 1, "cancelled": 1}
