@@ -19,7 +19,7 @@ import msgspec
 
 from ..format import records as rec
 from ..format.dates import ms
-from ..format.glued import Piece, glued_entries, glued_pieces, piece_words
+from ..format.glued import Piece, glued_entries, glued_pieces, holds_header, piece_words
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
@@ -618,16 +618,9 @@ def _glued_problem(raw: bytes, pieces: tuple[Piece, ...]) -> Problem:
     # (one of these per glued line, as many as the lines of a file glued everywhere: each piece
     # is worded once, for the message and its note)
     words = [piece_words(p) for p in pieces]
-    entries = 0
-    header = False
-    for piece in pieces:
-        if piece.whole:
-            if piece.type == "session":
-                header = True
-            else:
-                entries += 1
+    entries = sum(1 for p in pieces if p.whole and p.type != "session")
     lost = [] if not entries else ["that entry" if entries == 1 else f"those {entries} entries"]
-    if header:
+    if holds_header(pieces):
         lost.insert(0, "the session header")
     where = pieces[1].start
     end = text_end(raw)
