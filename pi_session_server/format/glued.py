@@ -44,6 +44,21 @@ _CLOSE_BRACE = ord("}")
 _TRAILING = re.compile(r"JSON is malformed: trailing characters \(byte (\d+)\)")
 
 
+def _msgspec_tells_where_values_end() -> bool:
+    """Whether msgspec words "a value, then more" as :data:`_TRAILING` reads it, with the byte the
+    decoding of a glued line relies on. Its messages are no API: a release that words them
+    otherwise turns that decoding off (the search then decides, at its cost), never another answer."""
+    try:
+        msgspec.json.decode(b'{"a":1}{')
+    except msgspec.DecodeError as err:
+        found = _TRAILING.fullmatch(str(err))
+        return found is not None and int(found[1]) == len(b'{"a":1}') + 1
+    return False
+
+
+_DECODING_TOLD = _msgspec_tells_where_values_end()
+
+
 class _Head(msgspec.Struct):
     """What tells an entry from a content block; every other member is validated and skipped."""
 
@@ -142,7 +157,10 @@ def _decoded_spans(raw: bytes) -> tuple[list[_Span], bool] | None:
     msgspec found the line invalid JSON (the first piece a whole object with more after it, or
     an object msgspec rejects). None when msgspec cannot vouch for some candidate (the exact
     parser's cases), or when the candidates have cost a few readings of the line (objects nested
-    by the thousand that never close): the search then decides."""
+    by the thousand that never close), or when msgspec does not word its errors as this reads
+    them (:data:`_DECODING_TOLD`): the search then decides."""
+    if not _DECODING_TOLD:
+        return None
     n = len(raw)
     spans: list[_Span] = []
     reading = _Reading(n)

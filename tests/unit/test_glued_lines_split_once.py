@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,22 @@ def test_a_single_entry_or_valid_json_is_no_glued_line() -> None:
         pieces = glued_pieces(first + entry)
         assert pieces == _searched(first + entry) is not None
         assert pieces[0].whole  # JSON.parse reads it as an entry: pi's line, not a cut-off one
+
+
+def test_the_decoding_is_used_only_while_msgspec_words_its_errors_as_it_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """msgspec's messages are no API: the installed release words "a value, then more" as the
+    decoding reads it (else every glued line goes the slow way: the bounded-work tests say so
+    too), and one that words it otherwise turns the decoding off, the search's answers kept."""
+    assert glued._DECODING_TOLD and glued._msgspec_tells_where_values_end()
+    entry = ENTRIES[0].encode()
+    line = entry + entry[:40] + entry
+    monkeypatch.setattr(glued, "_TRAILING", re.compile(r"trailing data at byte (\d+)"))
+    assert not glued._msgspec_tells_where_values_end()
+    monkeypatch.setattr(glued, "_DECODING_TOLD", False)
+    assert glued_entries(line) is None  # (for the exact parser, then the search)
+    assert glued_pieces(line) == _searched(line) is not None
 
 
 # -- whole files, each command, against the search ----------------------------------------------
