@@ -24,6 +24,7 @@ release reads them (what is a problem, and so what is repaired, follows it; defa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import shlex
@@ -424,21 +425,21 @@ def _dry_run(
     and told as --in-place tells them, each round's repairs, the problems left and the repairs of
     other codes that would then be found (a line split apart can give back an entry without its
     parent). Exit status 1: there are repairs to make."""
-    try:
-        with tempfile.TemporaryDirectory(prefix="pi-session-repair-") as scratch:
-            copy = os.path.join(scratch, "repaired.jsonl")
-            try:
-                rewrite_file(copy, spliced(fd, before.size, plan.splices()), fsync=False)
-            except OSError as error:  # no room for the copy (a huge file, a small $TMPDIR)
-                return _first_round_only(path, plan, error, report)
-            try:
-                left, total, last_plan, _ = _more_rounds(
-                    copy, chosen, len(plan.applied), 0, report, pi, name=path
-                )
-            except _LaterRoundFailed as failed:  # (the copy, not the file: nothing of it was written)
-                raise failed.error from None
-    except OSError as error:  # the temporary directory itself could not be made
-        return _first_round_only(path, plan, error, report)
+    with contextlib.ExitStack() as scratch:
+        try:
+            folder = scratch.enter_context(
+                tempfile.TemporaryDirectory(prefix="pi-session-repair-", ignore_cleanup_errors=True)
+            )
+            copy = os.path.join(folder, "repaired.jsonl")
+            rewrite_file(copy, spliced(fd, before.size, plan.splices()), fsync=False)
+        except OSError as error:  # no temporary directory, or no room in it for the copy of a huge file
+            return _first_round_only(path, plan, error, report)
+        try:
+            left, total, last_plan, _ = _more_rounds(
+                copy, chosen, len(plan.applied), 0, report, pi, name=path
+            )
+        except _LaterRoundFailed as failed:  # (the copy, not the file: nothing of it was written)
+            raise failed.error from None
     _say(
         f"{path}: {counted(total, 'repair')} to make{_stopped(last_plan)}; problems left then: "
         f"{_left(left)}; write them with --in-place or --output OUT",
