@@ -15,7 +15,7 @@ import msgspec
 
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import js_trim
-from ..format.jsvalue import ABSENT, js_string_of
+from ..format.jsvalue import ABSENT, get, js_string_of, truthy
 from . import lines as L
 from .lines import LineInfo
 
@@ -168,7 +168,7 @@ def quick_preview(info: LineInfo, limit: int = 80, raw: bytes | None = None) -> 
     etype = info.etype
     if etype == "message":
         return _message_preview(info, raw, limit)
-    return _entry_preview(etype, raw, limit)
+    return _entry_preview(info, etype, raw, limit)
 
 
 def _message_preview(info: LineInfo, raw: bytes, limit: int) -> str:
@@ -189,7 +189,7 @@ def _message_preview(info: LineInfo, raw: bytes, limit: int) -> str:
     return "[message]"
 
 
-def _entry_preview(etype: Any, raw: bytes, limit: int) -> str:
+def _entry_preview(info: LineInfo, etype: Any, raw: bytes, limit: int) -> str:
     """The preview of an entry that is not a message."""
     if etype == "custom_message":
         return f"[{_field(raw, 'customType') or 'custom'}]: " + (_first_text(raw, True, limit) or "")
@@ -204,13 +204,23 @@ def _entry_preview(etype: Any, raw: bytes, limit: int) -> str:
     if etype == "custom":
         return f"[custom: {_field(raw, 'customType') or '?'}]"
     if etype == "label":
-        label = _field(raw, "label")
-        return f"[label: {cut(label, limit)}]" if label else "[label cleared]"
+        return _label_preview(info, raw, limit)
     if etype == "session_info":
         return f"[name: {cut(_field(raw, 'name') or '', limit)}]"
     if etype == "usage":
         return f"[usage: {_field(raw, 'kind') or '?'}]"
     return f"[{js_string_of(etype)}]"
+
+
+def _label_preview(info: LineInfo, raw: bytes, limit: int) -> str:
+    """``[label: …]``, or ``[label cleared]`` when the entry takes the label back. A ``label`` that
+    is no string (hand-made files) is decoded: pi keeps any truthy value and its tree shows
+    ``String`` of it, as the hovers and lenses do."""
+    label = _field(raw, "label")
+    if label is not None:
+        return f"[label: {cut(label, limit)}]" if label else "[label cleared]"
+    value = get(full_value(info), "label")
+    return f"[label: {cut(js_string_of(value), limit)}]" if truthy(value) else "[label cleared]"
 
 
 def full_value(info: LineInfo, errors: str = "replace") -> Any:

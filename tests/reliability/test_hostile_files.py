@@ -490,7 +490,7 @@ def test_a_label_that_is_not_a_string_is_shown_as_the_library_gives_it(tmp_path:
     ``get_label`` and tree keep it; the CLI's ``tree`` shows ``String`` of it. The lens, the inlay
     hint and the hover show that text; one whose text is empty (``[]``) shows no label, as ``tree``
     shows none."""
-    from pi_session_server.analysis import SessionDocument
+    from pi_session_server.analysis import SessionDocument, preview
     from pi_session_server.format.jsvalue import index_key, js_string_of
 
     count = len(_LABEL_VALUES)
@@ -524,6 +524,12 @@ def test_a_label_that_is_not_a_string_is_shown_as_the_library_gives_it(tmp_path:
     ]
     for doc in (SessionDocument(data, pi=pi), SessionDocument.from_file(str(path), pi=pi)):
         _assert_labels_shown(doc, expected)
+        # the label lines' own previews (outline, references, completion) say the same: an empty
+        # text is a label set to it, as pi keeps the truthy [] (not one taken back)
+        label_lines = [doc.lines[count + 1 + n] for n in range(count)]
+        assert [preview.quick_preview(info) for info in label_lines] == [
+            f"[label: {js_string_of(value)}]" for value in _LABEL_VALUES
+        ]
 
 
 @pytest.mark.parametrize("entry_type", [b"[]", b"{}", b'["message"]'])
