@@ -143,10 +143,13 @@ def scan_with_index(
         return _scan(fd, source, start, first_line, keep_bytes, on_progress)
     path = index_path(settings.directory, st)
     cached = _read_index(path, fd, st, start, first_line, source, keep_bytes, outcome, lazy)
+    belief = None
     if cached is None:
         result = _scan(fd, source, start, first_line, keep_bytes, on_progress)
         indexed = start
     else:
+        if isinstance(source, FileLineSource) and isinstance(source.when_other_line, _IndexBelief):
+            belief = source.when_other_line
         indexed = cached.end
         if on_progress is not None:
             on_progress(indexed, st.st_size)
@@ -162,7 +165,9 @@ def scan_with_index(
     if cached is None or grown >= max(settings.min_size, (indexed - start) // 64, 1):
         if result.rows is not None:
             every_entry(result, result.rows)
-        _write_index_or_defer(outcome, settings.directory, path, fd, st, seen_at, start, first_line, result)
+        _write_index_or_defer(
+            outcome, settings.directory, path, fd, st, seen_at, start, first_line, result, belief
+        )
     return result
 
 
@@ -176,9 +181,12 @@ def _write_index_or_defer(
     start: int,
     first_line: int,
     result: ScanResult,
+    belief: _IndexBelief | None = None,
 ) -> None:
     """Write the index of ``result`` now, or hand the write to the caller that defers it (see
-    index_writes_deferred); ``outcome.written`` says whether it was written, once it was tried."""
+    index_writes_deferred); ``outcome.written`` says whether it was written, once it was tried.
+    ``belief``: that of the index ``result``'s rows were read from; a write that runs once it was
+    found to lie makes nothing (the rows it would write hold the lie)."""
     try:  # now: the descriptor is closed by the time a deferred write runs
         crcs = edges(fd, result.end)
         scanned_st = os.fstat(fd)
@@ -192,7 +200,10 @@ def _write_index_or_defer(
         return  # the file is no longer what was scanned: no index
 
     def write(scanned: ScanResult) -> bool:
-        outcome.written = _write_index(directory, path, stamp, start, first_line, scanned, crcs)
+        if belief is not None and belief.lied:
+            outcome.written = False
+        else:
+            outcome.written = _write_index(directory, path, stamp, start, first_line, scanned, crcs)
         return outcome.written
 
     write_later_or_now(lambda: write(result), held=lambda: functools.partial(write, _as_scanned(result)))
@@ -386,8 +397,24 @@ def _read_index(
     with contextlib.suppress(OSError):
         os.utime(path)  # used now: pruning removes the indexes used least recently
     if isinstance(source, FileLineSource):
-        source.when_other_line = functools.partial(_drop_if_believed, path, header, source, start, first_line)
+        source.when_other_line = _IndexBelief(path, header, source, start, first_line)
     return result
+
+
+class _IndexBelief:
+    """What a line read that is not the entry the index at ``path`` gave does (once): the index
+    goes when it lied (see _drop_if_believed), and ``lied`` tells the writes of an index made from
+    its rows (the file grew: see scan_with_index) that run later to make none."""
+
+    def __init__(
+        self, path: str, header: IndexHeader, source: FileLineSource, start: int, first_line: int
+    ) -> None:
+        self.lied = False
+        self._drop = functools.partial(_drop_if_believed, path, header, source, start, first_line)
+
+    def __call__(self) -> None:
+        self.lied = True
+        self._drop()
 
 
 def _drop_if_believed(

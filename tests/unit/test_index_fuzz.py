@@ -420,3 +420,37 @@ def test_an_index_that_lied_goes_after_the_session_appended(tmp_path: Path) -> N
     assert not index_file.exists()
     _open(model, index_dir).close()
     assert scan_index.last_outcome.read == "missing"
+
+
+def test_an_index_made_from_rows_that_lied_is_not_written_after_the_lie_was_found(tmp_path: Path) -> None:
+    """The file grew (pi appended) since the forged index was written, so the open makes a new index
+    from the rows it read (with the lie) and the lines appended. The sidecar writes it once it is
+    quiet (index_writes_deferred): a body read finding the lie before then leaves it unwritten, and
+    the next open scans the file."""
+    model = tmp_path / "model.jsonl"
+    _build(model, repeated_id=False)
+    index_dir = tmp_path / "index"
+    _open(model, index_dir).close()
+    (index_file,) = index_dir.glob(f"*{cache_dir.INDEX_SUFFIX}")
+    forged = Index.read(index_file)
+    dict(mutations(forged, model.stat().st_size))["types swapped"](forged)
+    forged.write(index_file)
+    last_id = _open(model, False).get_leaf_id()
+    with model.open("ab") as file:  # pi's lines, written without our lock
+        for n in range(20):
+            parent, last_id = last_id, f"pi{n:06d}"
+            file.write(
+                f'{{"type":"message","id":"{last_id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:00.000Z",'
+                f'"message":{{"role":"user","content":"from pi {n}","timestamp":{40 + n}}}}}\n'.encode()
+            )
+    with scan_index.index_writes_deferred() as writes:
+        manager = _open(model, index_dir)
+    assert scan_index.last_outcome.read == "grown" and writes
+    with pytest.raises(StaleFileError):
+        for entry in manager.get_entries():
+            entry.value  # noqa: B018 - the read is the test
+    manager.close()
+    assert [write() for write in writes] == [False]
+    assert not index_file.exists()
+    _open(model, index_dir).close()
+    assert scan_index.last_outcome.read == "missing"
