@@ -70,7 +70,7 @@ def _weakly_referenced(manager: Any) -> bool:
     return True
 
 
-def _same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
+def same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
     return a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
 
 
@@ -99,7 +99,7 @@ class Revisions:
                 kept = self._kept.get(manager)
             except TypeError:  # a manager that cannot be weakly referenced: a token of its state's values
                 return f"{state[0]}:{state[2][1]}"
-            if kept is not None and _same_state(kept[0], state):
+            if kept is not None and same_state(kept[0], state):
                 return kept[1]
             token = str(next(self._numbers))
             self._kept[manager] = (state, token)
@@ -115,7 +115,7 @@ class _Kept(Generic[Walk]):
 
     def fits(self, options: tuple[Any, ...], state: tuple[int, Any, Any]) -> bool:
         """Whether this walk is the one for ``options`` of the session in ``state``."""
-        return self.options == options and _same_state(self.state, state)
+        return self.options == options and same_state(self.state, state)
 
 
 def appended_since(manager: Any, before: tuple[int, Any, Any], now: tuple[int, Any, Any]) -> list[Any] | None:
