@@ -447,7 +447,10 @@ class Extension {
       void this.tree.refresh();
       return;
     }
-    if (this.tree.uri && sameUri(this.wireUri(this.tree.uri), changed)) void this.tree.refresh();
+    if (this.tree.uri && sameUri(this.wireUri(this.tree.uri), changed)) {
+      // entries appended (pi writing a turn): the tree takes in what changed, else it loads anew
+      void this.tree.refresh(params.kind === 'appended' && 'leafId' in params ? { id: params.leafId } : undefined);
+    }
     this.contextDocuments.sessionChanged((uri) => sameUri(uri, changed));
     this.viewer.sessionChanged((uri) => sameUri(uri, changed), (uri) => this.wireUri(uri));
   }
