@@ -12,7 +12,7 @@ import itertools
 import operator
 from bisect import bisect_left
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 from itertools import islice
@@ -220,6 +220,14 @@ def _whole_leaf_path(path: Sequence[Any], leaf_id: Any) -> bool:
     return parent_of(path[0]) is None and last_id is not ABSENT and strict_equal(last_id, leaf_id)
 
 
+def _shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many items, from the first, ``a`` and ``b`` have in common (the very objects)."""
+    shared, most = 0, min(len(a), len(b))
+    while shared < most and a[shared] is b[shared]:
+        shared += 1
+    return shared
+
+
 def _wire_id(value: Any) -> Any:
     return None if value is ABSENT else _safe(value)
 
@@ -282,6 +290,13 @@ class TreeWindow:
     paged: bool = False
     chain: bool = False
     around_id: Any = ABSENT
+
+    def around(self, around_id: Any) -> TreeWindow:
+        """This window around the path to ``around_id``, made without ``dataclasses.replace`` (slow
+        for what it is: a tree view following pi aims each of hundreds of levels at every new leaf)."""
+        return TreeWindow(
+            self.root_id, self.depth, self.offset, self.limit, self.paged, self.chain, around_id
+        )
 
 
 WHOLE_TREE: Final = TreeWindow()
@@ -515,9 +530,9 @@ class _TreeShape:
         path = self.leaf_path
         assert type(path) is list
         old_leaf = self.leaf_id
-        shared = 0  # how many entries the old leaf's path and the new one share
-        while shared < min(len(path), len(above)) and path[shared] is above[shared]:
-            shared += 1
+        # how many entries the old leaf's path and the new one share: all of the old one below the
+        # old leaf (pi's turn; a long path is not compared with itself)
+        shared = len(path) if above is path else _shared_prefix(path, above)
         left, joined = path[shared:], above[shared:]  # off the path now; older ones on it now
         # and where the two part, if they do: another of its children is on the path
         parted = [path[shared - 1]] if shared and (left or joined) else []
@@ -717,7 +732,7 @@ class _TreeShape:
             return
         new_leaf = tail[-1].id
         aimed = [
-            TreeLevel(level.kind, replace(level.window, around_id=new_leaf), level.rows, level.around_index)
+            TreeLevel(level.kind, level.window.around(new_leaf), level.rows, level.around_index)
             for level in kept[1][: first + 1]
         ]
         self._levels_before = ((id_key(new_leaf), kept[0][1]), aimed[:-1], aimed[-1])
