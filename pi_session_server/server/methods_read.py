@@ -29,7 +29,7 @@ from .library_tree import library_tree, session_tool_calls, shown_tree
 from .path_view import get_path
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
 from .tree_pages import FlatTreePages, Revisions
-from .tree_since import SentLevels, changes_since
+from .tree_since import changes_since, remember, sent_at
 from .tree_view import (
     CallReading,
     FlatTree,
@@ -226,13 +226,13 @@ def _levels(
     options = (*view.values(), limit)
     changes = None
     if since is not ABSENT:
-        changes = changes_since(_sent_levels.find(manager, options, since), manager, shape)
+        changes = changes_since(sent_at(shape, options, since), manager, shape)
         if changes is None:
             return b'{"reload":true}'
     levels, complete = tree_levels(shape, window.around_id, MAX_TREE_NODES // 2)
     encoded = encoded_tree_levels(shape, levels, limit, MAX_TREE_NODES)
     if revision is not None:
-        _sent_levels.remember(manager, options, revision, shape, encoded)
+        remember(shape, manager, options, revision, encoded)
     if changes is None:
         return levels_reply(shape.leaf_id, encoded, complete)
     kept = changes.kept_levels(encoded)
@@ -365,7 +365,6 @@ _preview_caches: weakref.WeakKeyDictionary[Any, PreviewCache] = weakref.WeakKeyD
 _tree_pages: FlatTreePages[FlatTree] = FlatTreePages()
 _tree_shapes: FlatTreePages[Any] = FlatTreePages()
 _revisions = Revisions()
-_sent_levels = SentLevels()
 _preview_caches_lock = threading.Lock()
 
 

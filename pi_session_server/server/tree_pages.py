@@ -20,7 +20,8 @@ pay for the whole session each time.
 
 A page also tells the client which state of the session it was cut from (:class:`Revisions`): a
 client that pages on with that revision is refused once the session changed, instead of joining
-pages of two trees.
+pages of two trees. A tree view that holds the levels of a revision asks what changed since it
+(``tree_since``), which a followed walk tells.
 """
 
 from __future__ import annotations

@@ -21,8 +21,6 @@ is answered ``{"reload": true, "revision"}``: the client loads the tree anew.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any
 
 import msgspec
@@ -37,52 +35,32 @@ from .tree_pages import appended_since, same_state, session_state
 from .tree_view import appended_path
 from .wire import encode_rows
 
-# the revisions of one view a delta can start from (two clients of one session, each a turn behind)
+# the revisions of a walk a delta can start from (two clients of one view, each a turn behind)
 KEPT_REVISIONS = 4
 
 
 class _Sent(msgspec.Struct):
-    """A levels reply as it was sent: the walk (shape) it was cut from, the session's state then and
-    each level's JSON (the shape's own objects: kept here, not copied)."""
+    """A levels reply as it was sent: the session's state then and each level's JSON (the shape's own
+    objects: kept here, not copied)."""
 
-    shape: Any
     state: tuple[int, Any, Any]
     levels: list[bytes]
 
 
-class SentLevels:
-    """The last levels replies sent for each session, by view (the request's options) and revision."""
+def remember(shape: Any, manager: Any, options: tuple[Any, ...], revision: str, levels: list[bytes]) -> None:
+    """Keep the levels of a reply cut from ``shape`` (the walk of the session as it is now, whose
+    ``levels_sent`` holds them: they go with it) at ``revision``, for a request's ``options``."""
+    sent: dict[Any, _Sent] = shape.levels_sent
+    sent.pop((options, revision), None)
+    sent[(options, revision)] = _Sent(session_state(manager), levels)
+    while len(sent) > KEPT_REVISIONS:
+        del sent[next(iter(sent))]
 
-    def __init__(self, kept: int = KEPT_REVISIONS) -> None:
-        self.kept = kept
-        self._sent: weakref.WeakKeyDictionary[Any, dict[tuple[Any, str], _Sent]] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
 
-    def remember(
-        self, manager: Any, options: tuple[Any, ...], revision: str, shape: Any, levels: list[bytes]
-    ) -> None:
-        """Keep the levels of a reply cut from ``shape`` at ``revision`` (the session as it is now)."""
-        sent = _Sent(shape, session_state(manager), levels)
-        with self._lock:
-            try:
-                by_view = self._sent.setdefault(manager, {})
-            except TypeError:  # a manager that cannot be weakly referenced: no delta for it
-                return
-            for key in [key for key, known in by_view.items() if known.shape is not shape]:
-                del by_view[key]  # cut from a walk let go of: no delta can start there
-            by_view.pop((options, revision), None)
-            by_view[(options, revision)] = sent
-            while len(by_view) > self.kept:
-                del by_view[next(iter(by_view))]
-
-    def find(self, manager: Any, options: tuple[Any, ...], revision: str) -> _Sent | None:
-        """The reply sent for ``options`` at ``revision``, if kept."""
-        with self._lock:
-            try:
-                by_view = self._sent.get(manager)
-            except TypeError:
-                return None
-            return None if by_view is None else by_view.get((options, revision))
+def sent_at(shape: Any, options: tuple[Any, ...], revision: Any) -> _Sent | None:
+    """The reply cut from ``shape`` at ``revision`` for ``options``, if kept."""
+    found: _Sent | None = shape.levels_sent.get((options, revision))
+    return found
 
 
 class Changes(msgspec.Struct):
@@ -110,9 +88,10 @@ class Changes(msgspec.Struct):
 
 
 def changes_since(sent: _Sent | None, manager: Any, shape: Any) -> Changes | None:
-    """The change from the reply ``sent`` to the session as it is now, whose walk is ``shape``, when
-    a delta can tell it exactly (see the module's docstring); None: the client loads anew."""
-    if sent is None or sent.shape is not shape:
+    """The change from the reply ``sent`` (cut from ``shape``, or None: no such reply) to the session
+    as it is now, whose walk is ``shape``, when a delta can tell it exactly (see the module's
+    docstring); None: the client loads anew."""
+    if sent is None:
         return None
     now = session_state(manager)
     if same_state(sent.state, now):

@@ -479,6 +479,9 @@ class _TreeShape:
         # whether complete); and after an append below the leaf, the levels that stay the same
         # down to the leaf's new levels (see levels_before)
         self.kept_levels: tuple[Any, list[TreeLevel], bool] | None = None
+        # the levels replies cut from this shape, by the request's options and revision: what a
+        # client that holds one asks the changes since (see tree_since); they go with the shape
+        self.levels_sent: dict[Any, Any] = {}
         self._levels_before: tuple[Any, list[TreeLevel], TreeLevel] | None = None
 
     def followed(self, manager: Any, appended: list[Any]) -> _TreeShape | None:
