@@ -56,6 +56,8 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   marker: Row | undefined;
   uri: vscode.Uri | undefined;
   filter: FilterMode;
+  /** Set after each load: whether it took in what changed (`since`) rather than loading anew. */
+  followed = false;
   /** Set after each load: the error text, or undefined. Shown as the view's message. */
   error: string | undefined;
   /** Set after each load: what the view says of lines pi skips in the file, or undefined. */
@@ -174,6 +176,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     if (generation !== this.generation) return;
     this.tree = tree;
     this.marker = marker;
+    this.followed = false;
     this.error = error;
     this.skipped = skipped;
     this.expandAll = expandAll;
@@ -198,6 +201,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     if (followed === 'reload') return false;
     if (generation !== this.generation || tree !== this.tree) return true; // another load shows its own
     this.marker = followed.found;
+    this.followed = true;
     this.showChanges(undefined);
     this.onDidLoad?.();
     return true;

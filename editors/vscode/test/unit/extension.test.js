@@ -332,7 +332,7 @@ test('pi/didChange for the shown session refreshes the tree; for another file it
 });
 
 test('pi/didChange "appended" takes in the rows that changed from one levels request; "reloaded" loads anew', async (t) => {
-  const { api, client, server, restore } = await activated();
+  const { api, client, server, state, restore } = await activated();
   t.after(restore);
   const asked = client.requests.length;
   server.append([{ id: 'x', parent: 'a3', role: 'assistant' }]);
@@ -344,6 +344,7 @@ test('pi/didChange "appended" takes in the rows that changed from one levels req
     [['pi/getTree', '1', 'x', SESSION_URI]],
   );
   assert.equal(api.tree.marker.node.id, 'x');
+  assert.ok(state.output.some((line) => line.includes('Tree: ') && line.includes('followed (the levels that changed), leaf x')));
   assert.deepEqual(
     api.tree.tree.loadedRows().filter((r) => ['a3', 'x'].includes(r.node.id)).map((r) => [r.node.id, r.node.isLeaf]),
     [['a3', false], ['x', true]],
