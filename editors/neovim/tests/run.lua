@@ -533,6 +533,23 @@ test('a session with 40 branch points on the path: the tree opens down to the le
   vim.api.nvim_win_close(win, true)
 end)
 
+--- Count the tree loads (each asks pi/getInfo once) until the function it returns puts
+--- session.request back: `counted.loads`.
+local function count_tree_loads()
+  local session = require('pi_session')
+  local request = session.request
+  local counted = { loads = 0 }
+  session.request = function(buf, method, ...)
+    if method == 'pi/getInfo' then
+      counted.loads = counted.loads + 1
+    end
+    return request(buf, method, ...)
+  end
+  return counted, function()
+    session.request = request
+  end
+end
+
 test('a turn pi appends below the leaf is taken in from one levels request with since, not loaded anew', function()
   local path = branchy_session(work .. '/elsewhere/followed-session.jsonl', 30)
   local win, buf = open_beside(path, 'followed session')
@@ -549,14 +566,7 @@ test('a turn pi appends below the leaf is taken in from one levels request with 
   end, 20)
   local revision = state.tree.held_levels and state.tree.held_levels.revision
   truthy(type(revision) == 'string', 'the tree holds the levels of a revision')
-  local request = session.request
-  local infos = 0
-  session.request = function(b, method, ...)
-    if method == 'pi/getInfo' then
-      infos = infos + 1
-    end
-    return request(b, method, ...)
-  end
+  local counted, stop_counting = count_tree_loads()
   local requests, stop_recording = record_tree_requests()
   local ok, err = pcall(function()
     local turn = {
@@ -579,7 +589,7 @@ test('a turn pi appends below the leaf is taken in from one levels request with 
     truthy(tree_text:find('assistant: An answer pi wrote', 1, true), tree_text)
     truthy(not tree_text:find('step 89  <- leaf', 1, true), 'the old leaf keeps no marker')
     truthy(tree_text:find('user: step 2', 1, true), 'the levels kept are drawn')
-    eq(infos, 0, 'not loaded anew (a load asks pi/getInfo)')
+    eq(counted.loads, 0, 'not loaded anew (a load asks pi/getInfo)')
     truthy(#requests >= 1, 'a request was sent')
     for _, params in ipairs(requests) do
       eq(params.levels, true, 'a levels request: ' .. vim.inspect(params))
@@ -588,13 +598,12 @@ test('a turn pi appends below the leaf is taken in from one levels request with 
     eq(requests[1].since, revision, 'since the revision the tree held')
     eq(requests[#requests].aroundId, 'u0000091', 'down to the new leaf')
     -- the next turn, whose request with since fails: the tree is loaded anew
+    local counting = session.request
     session.request = function(b, method, params, callback)
-      if method == 'pi/getInfo' then
-        infos = infos + 1
-      elseif type(params) == 'table' and params.since ~= nil then
+      if type(params) == 'table' and params.since ~= nil then
         return callback({ code = -32603, message = 'the server went away' })
       end
-      return request(b, method, params, callback)
+      return counting(b, method, params, callback)
     end
     file = assert(io.open(path, 'a'))
     file:write(vim.json.encode({ type = 'message', id = 'a0000092', parentId = 'u0000091', timestamp = '2026-01-05T10:00:33.000Z',
@@ -605,11 +614,11 @@ test('a turn pi appends below the leaf is taken in from one levels request with 
       return tree_text:find('assistant: Another answer  <- leaf', 1, true) ~= nil and not state.loading
     end, 20)
     truthy(seen, 'the tree was not loaded anew:\n' .. tree_text)
-    eq(infos, 1, 'loaded anew once')
+    eq(counted.loads, 1, 'loaded anew once')
     eq(state.error, nil, 'no error shown')
   end)
   stop_recording()
-  session.request = request
+  stop_counting()
   vim.api.nvim_buf_delete(tree_view, { force = true })
   vim.api.nvim_win_close(win, true)
   vim.api.nvim_buf_delete(buf, { force = true })
@@ -749,50 +758,42 @@ end)
 
 test('refreshes asked for while the tree loads share one load after it (pi appending turn after turn)', function()
   local tree = require('pi_session.tree')
-  local session = require('pi_session')
-  local request = session.request
-  local loads = 0
-  session.request = function(buf, method, ...)
-    if method == 'pi/getInfo' then
-      loads = loads + 1
-    end
-    return request(buf, method, ...)
-  end
+  local counted, stop_counting = count_tree_loads()
   local state = tree.state(tree_buf)
   local ok, err = pcall(function()
     tree.refresh(tree_buf)
     tree.refresh(tree_buf)
     tree.refresh(tree_buf)
     tree.refresh(tree_buf)
-    eq(loads, 1, 'loads started while the first runs')
+    eq(counted.loads, 1, 'loads started while the first runs')
     local settled = vim.wait(TIMEOUT, function()
       return not state.loading and not state.load_again
     end, 20)
     truthy(settled, 'the loads did not end')
-    eq(loads, 2, 'the three refreshes during the first load shared one')
+    eq(counted.loads, 2, 'the three refreshes during the first load shared one')
     truthy(buffer_text(tree_buf):find('user: A line written by pi itself  <- leaf', 1, true), buffer_text(tree_buf))
     -- another filter while a load runs: loaded at once (the running load is not shown)
     local filter = state.filter
     tree.refresh(tree_buf)
     state.filter = 'all'
     tree.refresh(tree_buf)
-    eq(loads, 4, 'a load for the new filter started at once')
+    eq(counted.loads, 4, 'a load for the new filter started at once')
     state.filter = filter
     tree.refresh(tree_buf)
     vim.wait(TIMEOUT, function()
       return not state.loading and not state.load_again
     end, 20)
-    eq(loads, 5, 'back to the first filter: one more load')
+    eq(counted.loads, 5, 'back to the first filter: one more load')
     -- `r` while a load runs: a load at once
     tree.refresh(tree_buf)
     tree.refresh(tree_buf, true)
-    eq(loads, 7, 'the user\'s refresh did not wait')
+    eq(counted.loads, 7, 'the user\'s refresh did not wait')
     vim.wait(TIMEOUT, function()
       return not state.loading and not state.load_again
     end, 20)
-    eq(loads, 7, 'and nothing after it')
+    eq(counted.loads, 7, 'and nothing after it')
   end)
-  session.request = request
+  stop_counting()
   assert(ok, err)
 end)
 
