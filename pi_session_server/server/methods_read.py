@@ -29,6 +29,7 @@ from .library_tree import library_tree, session_tool_calls, shown_tree
 from .path_view import get_path
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
 from .tree_pages import FlatTreePages, Revisions
+from .tree_since import changes_since, remember, sent_at
 from .tree_view import (
     CallReading,
     FlatTree,
@@ -38,7 +39,8 @@ from .tree_view import (
     encode_chain_page,
     encode_flat_page,
     encode_flat_tree_view,
-    encode_tree_levels,
+    encoded_tree_levels,
+    levels_reply,
     tree_levels,
     tree_shape,
     tree_view,
@@ -58,7 +60,8 @@ def _or_null(value: Any) -> Any:
     return None if value is ABSENT else value
 
 
-def _tree(manager: Any, p: P.GetTreeParams) -> Any:
+def _tree(manager: Any, p: P.GetTreeParams, revision: str | None = None) -> Any:
+    """pi/getTree's result; ``revision``: the session's, for a levels reply (see :func:`_levels`)."""
     window = _tree_window(p)
     # the walk keeps every container it makes: collections during it would find nothing
     with gc_paused():
@@ -80,7 +83,7 @@ def _tree(manager: Any, p: P.GetTreeParams) -> Any:
         }
         try:
             if p.levels:
-                return msgspec.Raw(_levels(manager, view, window))
+                return msgspec.Raw(_levels(manager, view, window, revision, P.opt(p.since)))
             if p.form == "flat" and window.paged:
                 return msgspec.Raw(_flat_page(manager, view, window))
             options = {**view, "cache": preview_cache(manager), "window": window, "max_nodes": MAX_TREE_NODES}
@@ -98,7 +101,7 @@ def _tree_reply(manager: Any, p: P.GetTreeParams) -> Any:
     if not (p.levels or (p.form == "flat" and window.paged)):
         return _tree(manager, p)
     revision = _revision(manager, p)
-    return msgspec.Raw(_with_revision(_tree(manager, p), revision))
+    return msgspec.Raw(_with_revision(_tree(manager, p, revision), revision))
 
 
 def _revision(manager: Any, p: P.GetTreeParams) -> str:
@@ -212,12 +215,28 @@ def _window_tree(manager: Any, view: dict[str, Any], window: TreeWindow, on_dema
     return window_tree(_kept_shape(manager, view, on_demand), window)
 
 
-def _levels(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
-    """pi/getTree ``levels``: every level of the layout down to ``aroundId``, in one reply."""
+def _levels(
+    manager: Any, view: dict[str, Any], window: TreeWindow, revision: str | None, since: Any
+) -> bytes:
+    """pi/getTree ``levels``: every level of the layout down to ``aroundId``, in one reply; with
+    ``since`` (a revision a levels reply gave) only what changed since, or ``{"reload": true}``
+    (see ``tree_since``). The reply is kept for the next ``since`` at ``revision``."""
     shape = _kept_shape(manager, view, True)
-    levels, complete = tree_levels(shape, window.around_id, MAX_TREE_NODES // 2)
     limit = DEFAULT_LEVEL_ROWS if window.limit is None else window.limit
-    return encode_tree_levels(shape, levels, complete, limit, MAX_TREE_NODES)
+    options = (*view.values(), limit)
+    changes = None
+    if since is not ABSENT:
+        changes = changes_since(sent_at(shape, options, since), manager, shape)
+        if changes is None:
+            return b'{"reload":true}'
+    levels, complete = tree_levels(shape, window.around_id, MAX_TREE_NODES // 2)
+    encoded = encoded_tree_levels(shape, levels, limit, MAX_TREE_NODES)
+    if revision is not None:
+        remember(shape, manager, options, revision, encoded)
+    if changes is None:
+        return levels_reply(shape.leaf_id, encoded, complete)
+    kept = changes.kept_levels(encoded)
+    return levels_reply(shape.leaf_id, encoded[kept:], complete, changes.members(kept))
 
 
 def _flat_page(manager: Any, view: dict[str, Any], window: TreeWindow) -> bytes:
@@ -290,6 +309,11 @@ def _tree_window(p: P.GetTreeParams) -> TreeWindow:
             "Invalid params: `rootId`, `depth`, `offset`, `limit`, `chain`, `aroundId`, `filter`, "
             "`search` and `activeBranchFirst` need form flat or nested (the reference form is pi's "
             "getTree(), whole)"
+        )
+    if p.since is not UNSET and (not p.levels or p.revision is not UNSET):
+        raise invalid_params(
+            "Invalid params: `since` is of `levels` (the revision of a levels reply the client holds), "
+            "without `revision`"
         )
     if p.revision is not UNSET and (p.form != "flat" or not (p.paged or p.levels)):
         raise invalid_params(

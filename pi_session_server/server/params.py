@@ -316,6 +316,7 @@ class GetTreeParams(SessionParams, kw_only=True):
     around_id: Id = UNSET
     levels: bool = False
     revision: Revision | UnsetType = UNSET
+    since: Revision | UnsetType = UNSET
 
     @property
     def paged(self) -> bool:

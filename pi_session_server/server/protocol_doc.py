@@ -300,7 +300,8 @@ METHODS: list[Method] = [
         "which the server keeps while the session and the other params stay the same (it lets it go after "
         "the last page, or after 60 s without a page): ask for them one after another. A window's reply gives "
         "the session's `revision`; the next pages sent with it are refused with TreeChanged (-32015) once the "
-        "session changed, instead of joining pages of two trees.",
+        "session changed, instead of joining pages of two trees. A tree view that follows a session pi "
+        "writes asks `levels` with `since` (the revision of the levels it holds) for what changed.",
         P.GetTreeParams,
         R.SessionTree,
         [*SESSION_ERRORS, E.ENTRY_NOT_FOUND, E.TOO_LARGE, E.TREE_CHANGED],
@@ -507,8 +508,14 @@ FIELD_DOCS = {
         "once); more is InvalidParams (-32602)."
     ),
     "since": (
-        "An entry id: return the entries after its last occurrence in file order. Where ids repeat (a "
-        "damaged file) that skips entries: page with `offset` instead (not both)."
+        "pi/getEntries: an entry id: return the entries after its last occurrence in file order. Where ids "
+        "repeat (a damaged file) that skips entries: page with `offset` instead (not both). pi/getTree "
+        "(with `levels`, not with `revision`): the `revision` of a levels reply the client holds, with "
+        "the same other params (but `aroundId`, the leaf now): the reply leaves out the first levels "
+        "that are as that reply gave them (`keptLevels`) and names the older rows whose label changed "
+        "(`relabelled`) when the session only had entries appended below that revision's leaf (pi "
+        "writing a turn) and the server still keeps that tree's walk; else it is TreeReload "
+        "(`{reload: true, revision}`): load the tree anew."
     ),
     "limit": (
         "At most this many items in the reply (at least 1): entries (pi/getEntries; pi/getPath, default 100), nodes of the flat form (pi/getTree; "
@@ -594,10 +601,10 @@ def _form_refuses(form: str, names: list[str], only: dict[str, Any] | None = Non
 
 # pages are of the flat form; the reference form is getTree() itself, whole and unfiltered
 _TREE_WINDOW_RULES = [
-    _form_refuses("nested", ["offset", "limit", "chain", "aroundId", "levels", "revision"]),
+    _form_refuses("nested", ["offset", "limit", "chain", "aroundId", "levels", "revision", "since"]),
     _form_refuses(
         "reference",
-        ["rootId", "depth", "offset", "limit", "chain", "aroundId", "levels", "search", "revision"],
+        ["rootId", "depth", "offset", "limit", "chain", "aroundId", "levels", "search", "revision", "since"],
         {"filter": "none", "activeBranchFirst": False},
     ),
     {
@@ -605,6 +612,14 @@ _TREE_WINDOW_RULES = [
         "then": {
             "required": ["aroundId"],
             "not": {"anyOf": [{"required": [name]} for name in ("rootId", "depth", "offset", "chain")]},
+        },
+    },
+    {  # a tree view's levels since a revision it holds
+        "if": {"required": ["since"]},
+        "then": {
+            "properties": {"levels": {"const": True}},
+            "required": ["levels"],
+            "not": {"required": ["revision"]},
         },
     },
     {  # a revision is of a window: the pages of one tree

@@ -421,6 +421,45 @@ class TreeLevels(Result, kw_only=True):
         ),
     ]
     revision: TreeRevision | UnsetType = UNSET
+    kept_levels: (
+        Annotated[
+            int,
+            Meta(
+                ge=0,
+                description="with `since`: how many levels, from the top, are those of the reply of that "
+                "revision (the same rows, totals and path) and are left out; `levels` holds the ones after "
+                "them, which replace the client's",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    relabelled: (
+        Annotated[
+            list[RelabelledRow],
+            Meta(
+                description="with `since`: the older entries whose label changed since that revision, "
+                "wherever the client holds their rows (also outside the levels)"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+
+
+class RelabelledRow(Result, kw_only=True):
+    """An older entry's row whose label changed: its `label` and `labelTimestamp` now (left out: none)."""
+
+    id: EntryId
+    label: Any = UNSET
+    label_timestamp: Any = UNSET
+
+
+class TreeReload(Result, kw_only=True):
+    """pi/getTree `levels` with `since`: the session changed otherwise than by entries appended below
+    the leaf of that revision (a rewrite, a repair, a reload, a branch to an older entry), or the
+    server no longer knows that revision: load the tree anew."""
+
+    reload: Literal[True]
+    revision: TreeRevision
 
 
 class ReferenceTreeNode(Result, kw_only=True):
@@ -433,9 +472,9 @@ class ReferenceTreeNode(Result, kw_only=True):
 
 
 SessionTree = OneOf(
-    (TreeView, TreeLevels, list[ReferenceTreeNode]),
-    "form flat/nested: a TreeView (with `levels`: TreeLevels); form reference: getTree() itself (array of "
-    "ReferenceTreeNode).",
+    (TreeView, TreeLevels, TreeReload, list[ReferenceTreeNode]),
+    "form flat/nested: a TreeView (with `levels`: TreeLevels; with `since` too, TreeLevels of what changed "
+    "or TreeReload); form reference: getTree() itself (array of ReferenceTreeNode).",
 )
 
 

@@ -20,7 +20,8 @@ pay for the whole session each time.
 
 A page also tells the client which state of the session it was cut from (:class:`Revisions`): a
 client that pages on with that revision is refused once the session changed, instead of joining
-pages of two trees.
+pages of two trees. A tree view that holds the levels of a revision asks what changed since it
+(``tree_since``), which a followed walk tells.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _weakly_referenced(manager: Any) -> bool:
     return True
 
 
-def _same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
+def same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
     return a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
 
 
@@ -99,7 +100,7 @@ class Revisions:
                 kept = self._kept.get(manager)
             except TypeError:  # a manager that cannot be weakly referenced: a token of its state's values
                 return f"{state[0]}:{state[2][1]}"
-            if kept is not None and _same_state(kept[0], state):
+            if kept is not None and same_state(kept[0], state):
                 return kept[1]
             token = str(next(self._numbers))
             self._kept[manager] = (state, token)
@@ -115,7 +116,7 @@ class _Kept(Generic[Walk]):
 
     def fits(self, options: tuple[Any, ...], state: tuple[int, Any, Any]) -> bool:
         """Whether this walk is the one for ``options`` of the session in ``state``."""
-        return self.options == options and _same_state(self.state, state)
+        return self.options == options and same_state(self.state, state)
 
 
 def appended_since(manager: Any, before: tuple[int, Any, Any], now: tuple[int, Any, Any]) -> list[Any] | None:

@@ -12,7 +12,7 @@ import itertools
 import operator
 from bisect import bisect_left
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from functools import partial
 from itertools import islice
@@ -220,6 +220,14 @@ def _whole_leaf_path(path: Sequence[Any], leaf_id: Any) -> bool:
     return parent_of(path[0]) is None and last_id is not ABSENT and strict_equal(last_id, leaf_id)
 
 
+def _shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many items, from the first, ``a`` and ``b`` have in common (the very objects)."""
+    shared, most = 0, min(len(a), len(b))
+    while shared < most and a[shared] is b[shared]:
+        shared += 1
+    return shared
+
+
 def _wire_id(value: Any) -> Any:
     return None if value is ABSENT else _safe(value)
 
@@ -242,7 +250,7 @@ def _envelope(entry: Any) -> tuple[Any, Any, Any, Any, Any, int]:
 # --- which part of the tree a request wants ------------------------------------------------
 
 
-def _appended_path(appended: list[Any], new_leaf: Any) -> tuple[list[Any], Any] | None:
+def appended_path(appended: list[Any], new_leaf: Any) -> tuple[list[Any], Any] | None:
     """(the entries of ``appended`` on the new leaf's path, root first, the id of the older entry
     they hang under), or None when they are not the manager's own entries with string ids down
     from an older one."""
@@ -282,6 +290,13 @@ class TreeWindow:
     paged: bool = False
     chain: bool = False
     around_id: Any = ABSENT
+
+    def around(self, around_id: Any) -> TreeWindow:
+        """This window around the path to ``around_id``, made without ``dataclasses.replace`` (slow
+        for what it is: a tree view following pi aims each of hundreds of levels at every new leaf)."""
+        return TreeWindow(
+            self.root_id, self.depth, self.offset, self.limit, self.paged, self.chain, around_id
+        )
 
 
 WHOLE_TREE: Final = TreeWindow()
@@ -445,6 +460,9 @@ class _TreeShape:
         self._named_from_session: set[Any] | None = set()
         # the levels of the last levels reply as they were encoded (see encode_tree_levels)
         self._encoded_levels: dict[tuple[Any, ...], EncodedLevel] = {}
+        # the keys of the calls any preview this shape made named from every call of the session
+        # (all: None), never let go: rows a client holds may show them (see names_session_calls)
+        self._named_for_clients: set[Any] | None = set()
         if previews:
             if calls is not CallReading.UP_FRONT:
                 self.tool_calls = {}
@@ -461,6 +479,9 @@ class _TreeShape:
         # whether complete); and after an append below the leaf, the levels that stay the same
         # down to the leaf's new levels (see levels_before)
         self.kept_levels: tuple[Any, list[TreeLevel], bool] | None = None
+        # the levels replies cut from this shape, by the request's options and revision: what a
+        # client that holds one asks the changes since (see tree_since); they go with the shape
+        self.levels_sent: dict[Any, Any] = {}
         self._levels_before: tuple[Any, list[TreeLevel], TreeLevel] | None = None
 
     def followed(self, manager: Any, appended: list[Any]) -> _TreeShape | None:
@@ -484,7 +505,7 @@ class _TreeShape:
             or not self._followable(manager)
         ):
             return None
-        found = _appended_path(appended, manager.get_leaf_id())
+        found = appended_path(appended, manager.get_leaf_id())
         roots = shown_tree(manager)
         if found is None or not isinstance(roots, TreeRoots) or roots.node_of is None:
             return None
@@ -512,9 +533,9 @@ class _TreeShape:
         path = self.leaf_path
         assert type(path) is list
         old_leaf = self.leaf_id
-        shared = 0  # how many entries the old leaf's path and the new one share
-        while shared < min(len(path), len(above)) and path[shared] is above[shared]:
-            shared += 1
+        # how many entries the old leaf's path and the new one share: all of the old one below the
+        # old leaf (pi's turn; a long path is not compared with itself)
+        shared = len(path) if above is path else _shared_prefix(path, above)
         left, joined = path[shared:], above[shared:]  # off the path now; older ones on it now
         # and where the two part, if they do: another of its children is on the path
         parted = [path[shared - 1]] if shared and (left or joined) else []
@@ -658,16 +679,41 @@ class _TreeShape:
         """After an append: let go of every encoded level when a call appended may be the one a
         tool result's preview names now (one that named a call of the whole session, of the
         same id: the last one a walk meets)."""
-        named = self._named_from_session
-        if not self._encoded_levels or named == set():
-            return
+        if self._encoded_levels and self._names_a_call_of(self._named_from_session, appended):
+            self._encoded_levels = {}
+
+    def names_session_calls(self, appended: list[Any]) -> bool:
+        """Whether a call of ``appended`` may be the one the preview of an older tool result this
+        shape showed names now (the preview named a call of the whole session of that id: the
+        last one a walk meets): a row a client holds would show another preview."""
+        return self._names_a_call_of(self._named_for_clients, appended)
+
+    @property
+    def reads_labels(self) -> bool:
+        """Whether which nodes are shown depends on their labels (``labeled-only``, a search)."""
+        return self._mode == "labeled-only" or bool(self._search)
+
+    def label_of(self, entry_id: Any) -> tuple[Any, Any] | None:
+        """(``label``, ``labelTimestamp``) of the entry's row, UNSET where it has none; None when
+        the tree has no node for it."""
+        node = self.find(entry_id)
+        if node is None:
+            return None
+        label, stamp = node.label, node.label_timestamp
+        return (UNSET if label is ABSENT else _safe(label), UNSET if stamp is ABSENT else _safe(stamp))
+
+    def _names_a_call_of(self, named: set[Any] | None, appended: list[Any]) -> bool:
+        """Whether an assistant message of ``appended`` holds a call whose key is in ``named``
+        (None: every key)."""
+        if named == set():
+            return False
         calls_of = tool_calls_of if self.cache is None else self.cache.tool_calls_of
         for entry in appended:
             if not (type_of(entry) == "message" and role_of(entry) == "assistant"):
                 continue
             if named is None or any(key in named for key, _call in calls_of(entry)):
-                self._encoded_levels = {}
-                return
+                return True
+        return False
 
     def _keep_levels_above(
         self, old_leaf: Any, tail: list[Any], appended: list[Any], changed: set[int]
@@ -689,7 +735,7 @@ class _TreeShape:
             return
         new_leaf = tail[-1].id
         aimed = [
-            TreeLevel(level.kind, replace(level.window, around_id=new_leaf), level.rows, level.around_index)
+            TreeLevel(level.kind, level.window.around(new_leaf), level.rows, level.around_index)
             for level in kept[1][: first + 1]
         ]
         self._levels_before = ((id_key(new_leaf), kept[0][1]), aimed[:-1], aimed[-1])
@@ -757,9 +803,11 @@ class _TreeShape:
                 return {wanted: call}
             if self._named_from_session is not None:
                 self._named_from_session.add(wanted)
+            if self._named_for_clients is not None:
+                self._named_for_clients.add(wanted)
             return self.session_calls()
         self.tool_calls, self.calls_complete = self.session_calls(), True
-        self._named_from_session = None  # (every result's from now on)
+        self._named_from_session = self._named_for_clients = None  # (every result's from now on)
         return self.tool_calls
 
     def session_calls(self) -> ToolCalls:
@@ -1657,13 +1705,24 @@ def encode_tree_levels(
     shape: _TreeShape, levels: list[TreeLevel], complete: bool, limit: int, max_nodes: int
 ) -> bytes:
     """``{"leafId", "levels": [...], "complete"}``: each level the result of its window (as pi/getTree
-    answers it with ``aroundId``) with its ``kind``, ``rootId``, ``chain`` or ``depth``. A level
-    holds ``limit`` rows around the path's row (a ``branches`` level one more: the branch point's
-    own row), fewer when the levels are many: the reply holds at most about ``max_nodes`` nodes.
+    answers it with ``aroundId``) with its ``kind``, ``rootId``, ``chain`` or ``depth`` (see
+    :func:`encoded_tree_levels`)."""
+    return levels_reply(shape.leaf_id, encoded_tree_levels(shape, levels, limit, max_nodes), complete)
+
+
+def encoded_tree_levels(
+    shape: _TreeShape, levels: list[TreeLevel], limit: int, max_nodes: int
+) -> list[bytes]:
+    """The JSON of each level of a levels reply: the result of its window (as pi/getTree answers it
+    with ``aroundId``) with its ``kind``, ``rootId``, ``chain`` or ``depth``. A level holds ``limit``
+    rows around the path's row (a ``branches`` level one more: the branch point's own row), fewer
+    when the levels are many: the reply holds at most about ``max_nodes`` nodes.
 
     A level encoded for the shape's last levels reply is not encoded again (see
     :meth:`_TreeShape.encoded_level`): a tree view that follows a session pi writes to asks for
-    the levels down to each new leaf, and most of them are those down to the leaf before."""
+    the levels down to each new leaf, and most of them are those down to the leaf before. Such a
+    level's JSON is the very object given before, which tells a client the level is as it has it
+    (see ``tree_since``)."""
     branch_points = sum(1 for level in levels if level.kind == "branches")
     per_level = min(limit, max(1, (max_nodes - branch_points) // max(1, len(levels))))
     pages: list[tuple[TreeLevel, int, _FlatPage | EncodedLevel]] = []
@@ -1685,22 +1744,33 @@ def encode_tree_levels(
     # the rows of every level together: how many previews the reply needs is known before any
     new_pages = [page for _level, _size, page in pages if isinstance(page, _FlatPage)]
     shape.read_ahead([row for page in new_pages for row in page.shown_rows()])
-    out = bytearray(b'{"leafId":' + encode_rows(_wire_id(shape.leaf_id)) + b',"levels":[')
     encoded: list[tuple[TreeLevel, int, EncodedLevel]] = []
-    for at, (level, size, page) in enumerate(pages):
-        if at:
-            out += b","
+    for level, size, page in pages:
         if isinstance(page, EncodedLevel):
-            out += page.encoded
             encoded.append((level, size, page))
             continue
-        begin = len(out)
+        out = bytearray()
         _encode_level_into(level, page, out)
-        shown = slice(page.start, page.end)
-        encoded.append((level, size, EncodedLevel(level.rows, shown, bytes(out[begin:]))))
-    out += b'],"complete":' + (b"true" if complete else b"false") + b"}"
+        encoded.append((level, size, EncodedLevel(level.rows, slice(page.start, page.end), bytes(out))))
     shape.keep_encoded_levels(encoded)
-    return bytes(out)
+    return [known.encoded for _level, _size, known in encoded]
+
+
+def levels_reply(leaf_id: Any, levels: Sequence[bytes], complete: bool, more: bytes = b"") -> bytes:
+    """``{"leafId", "levels": [...], "complete"}`` of the levels' JSON (see
+    :func:`encoded_tree_levels`), then ``more`` (members of their own, each after a comma)."""
+    return b"".join(
+        (
+            b'{"leafId":',
+            encode_rows(_wire_id(leaf_id)),
+            b',"levels":[',
+            b",".join(levels),
+            b'],"complete":',
+            b"true" if complete else b"false",
+            more,
+            b"}",
+        )
+    )
 
 
 def _encode_level_into(level: TreeLevel, page: _FlatPage, out: bytearray) -> None:

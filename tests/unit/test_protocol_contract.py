@@ -171,12 +171,13 @@ def test_structures_become_interfaces_open_only_where_the_document_says_so() -> 
     node = node[: node.index("\n}")]
     assert "[member: string]" not in node
     assert "  isLeaf: boolean;" in node and "  childIds?: unknown[];" in node
-    assert "'pi/getTree': TreeView | TreeLevels | ReferenceTreeNode[];" in source
+    assert "'pi/getTree': TreeView | TreeLevels | TreeReload | ReferenceTreeNode[];" in source
     assert "  getTree: 'pi/getTree'," in source and "  didChange: 'pi/didChange'," in source
     assert f"  UnknownSession: {E.UNKNOWN_SESSION}," in source
     # a param's documentation (a content descriptor of the document) reaches its member
     params = source[source.index("export interface GetEntriesParams {") :]
     assert (
-        "   * damaged file) that skips entries: page with `offset` instead (not both).\n   */\n  since?: string;"
-        in params
+        "   * ids repeat (a damaged file) that skips entries: page with `offset` instead (not both).\n"
+        "   * pi/getTree (with `levels`, not with `revision`)" in params
     )
+    assert "   * (`{reload: true, revision}`): load the tree anew.\n   */\n  since?: string;" in params

@@ -533,6 +533,98 @@ test('a session with 40 branch points on the path: the tree opens down to the le
   vim.api.nvim_win_close(win, true)
 end)
 
+--- Count the tree loads (each asks pi/getInfo once) until the function it returns puts
+--- session.request back: `counted.loads`.
+local function count_tree_loads()
+  local session = require('pi_session')
+  local request = session.request
+  local counted = { loads = 0 }
+  session.request = function(buf, method, ...)
+    if method == 'pi/getInfo' then
+      counted.loads = counted.loads + 1
+    end
+    return request(buf, method, ...)
+  end
+  return counted, function()
+    session.request = request
+  end
+end
+
+test('a turn pi appends below the leaf is taken in from one levels request with since, not loaded anew', function()
+  local path = branchy_session(work .. '/elsewhere/followed-session.jsonl', 30)
+  local win, buf = open_beside(path, 'followed session')
+  vim.cmd('PiSessionTree')
+  local tree_view = vim.api.nvim_get_current_buf()
+  wait_lines(tree_view, function(_, text)
+    return text:find('user: step 89  <- leaf', 1, true) ~= nil
+  end, 'the leaf of the followed session')
+  local tree = require('pi_session.tree')
+  local session = require('pi_session')
+  local state = tree.state(tree_view)
+  vim.wait(TIMEOUT, function()
+    return not state.loading
+  end, 20)
+  local revision = state.tree.held_levels and state.tree.held_levels.revision
+  truthy(type(revision) == 'string', 'the tree holds the levels of a revision')
+  local counted, stop_counting = count_tree_loads()
+  local requests, stop_recording = record_tree_requests()
+  local ok, err = pcall(function()
+    local turn = {
+      { type = 'message', id = 'a0000090', parentId = 'm00089', timestamp = '2026-01-05T10:00:31.000Z',
+        message = { role = 'assistant', content = { { type = 'text', text = 'An answer pi wrote' } }, timestamp = 1767607231000 } },
+      { type = 'message', id = 'u0000091', parentId = 'a0000090', timestamp = '2026-01-05T10:00:32.000Z',
+        message = { role = 'user', content = 'The next question', timestamp = 1767607232000 } },
+    }
+    local file = assert(io.open(path, 'a'))
+    for _, entry in ipairs(turn) do
+      file:write(vim.json.encode(entry), '\n')
+    end
+    file:close()
+    local tree_text
+    local seen = vim.wait(TIMEOUT, function()
+      tree_text = buffer_text(tree_view)
+      return tree_text:find('user: The next question  <- leaf', 1, true) ~= nil and not state.loading
+    end, 20)
+    truthy(seen, 'the tree did not follow the turn:\n' .. tree_text)
+    truthy(tree_text:find('assistant: An answer pi wrote', 1, true), tree_text)
+    truthy(not tree_text:find('step 89  <- leaf', 1, true), 'the old leaf keeps no marker')
+    truthy(tree_text:find('user: step 2', 1, true), 'the levels kept are drawn')
+    eq(counted.loads, 0, 'not loaded anew (a load asks pi/getInfo)')
+    truthy(#requests >= 1, 'a request was sent')
+    for _, params in ipairs(requests) do
+      eq(params.levels, true, 'a levels request: ' .. vim.inspect(params))
+      truthy(type(params.since) == 'string', 'asked with since: ' .. vim.inspect(params))
+    end
+    eq(requests[1].since, revision, 'since the revision the tree held')
+    eq(requests[#requests].aroundId, 'u0000091', 'down to the new leaf')
+    -- the next turn, whose request with since fails: the tree is loaded anew
+    local counting = session.request
+    session.request = function(b, method, params, callback)
+      if type(params) == 'table' and params.since ~= nil then
+        return callback({ code = -32603, message = 'the server went away' })
+      end
+      return counting(b, method, params, callback)
+    end
+    file = assert(io.open(path, 'a'))
+    file:write(vim.json.encode({ type = 'message', id = 'a0000092', parentId = 'u0000091', timestamp = '2026-01-05T10:00:33.000Z',
+      message = { role = 'assistant', content = { { type = 'text', text = 'Another answer' } }, timestamp = 1767607233000 } }), '\n')
+    file:close()
+    seen = vim.wait(TIMEOUT, function()
+      tree_text = buffer_text(tree_view)
+      return tree_text:find('assistant: Another answer  <- leaf', 1, true) ~= nil and not state.loading
+    end, 20)
+    truthy(seen, 'the tree was not loaded anew:\n' .. tree_text)
+    eq(counted.loads, 1, 'loaded anew once')
+    eq(state.error, nil, 'no error shown')
+  end)
+  stop_recording()
+  stop_counting()
+  vim.api.nvim_buf_delete(tree_view, { force = true })
+  vim.api.nvim_win_close(win, true)
+  vim.api.nvim_buf_delete(buf, { force = true })
+  assert(ok, err)
+end)
+
 --- pi_session.entry_at_line's answer: (node, err), waited for.
 local function entry_at(buf, line)
   local answer
@@ -643,6 +735,9 @@ test(':PiSessionLabel labels the entry (the server appends a label line)', funct
 end)
 
 test('the tree follows another program appending to the session (pi/didChange)', function()
+  -- (below an older entry, not the leaf: the server answers the levels since the tree's with
+  -- reload, and the tree is loaded anew)
+  local requests, stop_recording = record_tree_requests()
   local line = vim.json.encode({
     type = 'message', id = 'u0000009', parentId = 'a0000003', timestamp = '2026-01-05T10:00:30.000Z',
     message = { role = 'user', content = 'A line written by pi itself', timestamp = 1767607230000 },
@@ -655,55 +750,50 @@ test('the tree follows another program appending to the session (pi/didChange)',
     tree_text = buffer_text(tree_buf)
     return tree_text:find('user: A line written by pi itself  <- leaf', 1, true) ~= nil
   end, 50)
+  stop_recording()
   truthy(seen, 'the tree did not follow the outside append:\n' .. tree_text)
+  truthy(type(requests[1].since) == 'string', 'asked what changed first: ' .. vim.inspect(requests[1]))
+  eq(requests[2].since, nil, 'then loaded anew')
 end)
 
 test('refreshes asked for while the tree loads share one load after it (pi appending turn after turn)', function()
   local tree = require('pi_session.tree')
-  local session = require('pi_session')
-  local request = session.request
-  local loads = 0
-  session.request = function(buf, method, ...)
-    if method == 'pi/getInfo' then
-      loads = loads + 1
-    end
-    return request(buf, method, ...)
-  end
+  local counted, stop_counting = count_tree_loads()
   local state = tree.state(tree_buf)
   local ok, err = pcall(function()
     tree.refresh(tree_buf)
     tree.refresh(tree_buf)
     tree.refresh(tree_buf)
     tree.refresh(tree_buf)
-    eq(loads, 1, 'loads started while the first runs')
+    eq(counted.loads, 1, 'loads started while the first runs')
     local settled = vim.wait(TIMEOUT, function()
       return not state.loading and not state.load_again
     end, 20)
     truthy(settled, 'the loads did not end')
-    eq(loads, 2, 'the three refreshes during the first load shared one')
+    eq(counted.loads, 2, 'the three refreshes during the first load shared one')
     truthy(buffer_text(tree_buf):find('user: A line written by pi itself  <- leaf', 1, true), buffer_text(tree_buf))
     -- another filter while a load runs: loaded at once (the running load is not shown)
     local filter = state.filter
     tree.refresh(tree_buf)
     state.filter = 'all'
     tree.refresh(tree_buf)
-    eq(loads, 4, 'a load for the new filter started at once')
+    eq(counted.loads, 4, 'a load for the new filter started at once')
     state.filter = filter
     tree.refresh(tree_buf)
     vim.wait(TIMEOUT, function()
       return not state.loading and not state.load_again
     end, 20)
-    eq(loads, 5, 'back to the first filter: one more load')
+    eq(counted.loads, 5, 'back to the first filter: one more load')
     -- `r` while a load runs: a load at once
     tree.refresh(tree_buf)
     tree.refresh(tree_buf, true)
-    eq(loads, 7, 'the user\'s refresh did not wait')
+    eq(counted.loads, 7, 'the user\'s refresh did not wait')
     vim.wait(TIMEOUT, function()
       return not state.loading and not state.load_again
     end, 20)
-    eq(loads, 7, 'and nothing after it')
+    eq(counted.loads, 7, 'and nothing after it')
   end)
-  session.request = request
+  stop_counting()
   assert(ok, err)
 end)
 

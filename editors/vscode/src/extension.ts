@@ -107,7 +107,8 @@ class Extension {
     this.treeView = vscode.window.createTreeView('piSession.tree', { treeDataProvider: this.tree, showCollapseAll: true });
     this.tree.onDidLoad = () => {
       const uri = this.tree.uri;
-      if (uri) this.log(`Tree: ${path.basename(uri.fsPath)} (${this.tree.filter}) ${this.tree.error ? `failed: ${this.tree.error}` : `loaded, leaf ${this.tree.marker ? idText(this.tree.marker.node.id) : 'none'}`}`);
+      const how = this.tree.followed ? 'followed (the levels that changed)' : 'loaded';
+      if (uri) this.log(`Tree: ${path.basename(uri.fsPath)} (${this.tree.filter}) ${this.tree.error ? `failed: ${this.tree.error}` : `${how}, leaf ${this.tree.marker ? idText(this.tree.marker.node.id) : 'none'}`}`);
       this.describeTree();
       void this.selectInTree(this.tree.marker);
     };
@@ -447,7 +448,10 @@ class Extension {
       void this.tree.refresh();
       return;
     }
-    if (this.tree.uri && sameUri(this.wireUri(this.tree.uri), changed)) void this.tree.refresh();
+    if (this.tree.uri && sameUri(this.wireUri(this.tree.uri), changed)) {
+      // entries appended (pi writing a turn): the tree takes in what changed, else it loads anew
+      void this.tree.refresh(params.kind === 'appended' && 'leafId' in params ? { id: params.leafId } : undefined);
+    }
     this.contextDocuments.sessionChanged((uri) => sameUri(uri, changed));
     this.viewer.sessionChanged((uri) => sameUri(uri, changed), (uri) => this.wireUri(uri));
   }

@@ -9,13 +9,16 @@
 //   branches  the branches of a branch point (`rootId` = the branch point, `depth: 1`, its own row
 //             skipped), each the head of a branch
 // A container holds one window [start, start + rows.length) of its rows; "load more" items extend it.
-import { ErrorCodes, type GetTreeParams, type TreeLevel, type TreeLevels, type TreeNode, type TreeView } from './protocol';
+import { ErrorCodes, type GetTreeParams, type TreeLevel, type TreeLevels, type RelabelledRow, type TreeNode, type TreeReload, type TreeView } from './protocol';
 
 /** pi/getTree params of one window of the tree (flat form, paged). */
 export type TreeWindowParams = Pick<GetTreeParams, 'rootId' | 'depth' | 'chain' | 'aroundId' | 'offset' | 'revision'> & { limit: number };
 
-/** pi/getTree `levels`: every list of the /tree layout from the top down to `aroundId`, in one reply (`limit`: rows per level). */
-export type TreeLevelsParams = Required<Pick<GetTreeParams, 'aroundId' | 'limit'>> & Pick<GetTreeParams, 'revision'> & { levels: true };
+/**
+ * pi/getTree `levels`: every list of the /tree layout from the top down to `aroundId`, in one reply (`limit`: rows per level);
+ * with `since` (the revision of the levels the tree holds) only what changed since.
+ */
+export type TreeLevelsParams = Required<Pick<GetTreeParams, 'aroundId' | 'limit'>> & Pick<GetTreeParams, 'revision' | 'since'> & { levels: true };
 
 /** Rows asked for per page. */
 export const TREE_PAGE = 200;
@@ -28,8 +31,8 @@ export const LEVEL_PAGE = 50;
 
 export type WindowRequest = (params: TreeWindowParams) => Promise<TreeView>;
 
-/** pi/getTree `levels`: every level down to an entry in one request (see LazyTree.locate). */
-export type LevelsRequest = (params: TreeLevelsParams) => Promise<TreeLevels>;
+/** pi/getTree `levels`: every level down to an entry in one request (see LazyTree.locate), or what changed (LazyTree.follow). */
+export type LevelsRequest = (params: TreeLevelsParams) => Promise<TreeLevels | TreeReload>;
 
 export type ContainerKind = 'top' | 'chain' | 'branches';
 
@@ -90,6 +93,14 @@ export class Container {
     return items;
   }
 
+  /** Forget the rows held (they are loaded anew). */
+  clear(): void {
+    this.rows = [];
+    this.start = 0;
+    this.total = 0;
+    this.loaded = false;
+  }
+
   /** Serialises loads of one container (a click on "load more" while the first page still loads). */
   async exclusive(job: () => Promise<void>): Promise<void> {
     const previous = this.pending ?? Promise.resolve();
@@ -105,6 +116,11 @@ export class Container {
  */
 export function isTreeChanged(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === ErrorCodes.TreeChanged;
+}
+
+/** Is the reply of pi/getTree `levels` levels (not TreeReload: load the tree anew)? */
+export function isTreeLevels(reply: TreeLevels | TreeReload): reply is TreeLevels {
+  return typeof reply === 'object' && reply !== null && (reply as Partial<TreeReload>).reload !== true && Array.isArray((reply as TreeLevels).levels);
 }
 
 /** Does the node hang its own list under it in the view? */
@@ -127,6 +143,11 @@ export class LazyTree {
    * instead of joining another tree's rows to these.
    */
   revision: string | undefined;
+  /**
+   * The levels of the last `levels` reply taken in whole: its revision and the row on the path in
+   * each level (the next level is that row's list). What `follow` asks the changes since.
+   */
+  private heldLevels: { revision: string; rows: Row[] } | undefined;
 
   constructor(
     private readonly request: WindowRequest,
@@ -139,6 +160,7 @@ export class LazyTree {
     this.top = new Container('top', undefined, undefined);
     this.leafId = null;
     this.revision = undefined;
+    this.heldLevels = undefined;
   }
 
   /** The revision of the first reply that gives one (a server that gives none is asked without). */
@@ -271,36 +293,103 @@ export class LazyTree {
       const params: TreeLevelsParams = { levels: true, aroundId: entryId, limit: this.levelSize };
       if (this.revision !== undefined) params.revision = this.revision;
       const reply = await this.levels(params);
-      const step = await this.takeLevels(entryId, reply);
+      if (!isTreeLevels(reply)) throw new Error('The server answered pi/getTree levels without levels');
+      this.leafId = reply.leafId ?? null;
+      this.noteRevision(reply.revision);
+      const step = await this.takeLevels(entryId, reply, this.top, []);
       if (step.done) return step.found;
       return this.descend(step.next, entryId, step.found);
     }
     return this.descend(this.top, entryId, undefined);
   }
 
-  /** Each level of a `levels` reply into its container, down the path; where it stopped. */
+  /**
+   * Take in what changed since the levels the tree holds (pi appended to the session): the levels
+   * down to `entryId` (the new leaf) asked with `since`. The levels the server says are as the tree
+   * holds them stay (with the lists opened under them); each level after them replaces what the
+   * tree holds of its list; the rows of an entry whose label changed are changed wherever they are.
+   * Returns the row on the path to `entryId` (as locate), or `reload` when the tree must be loaded
+   * anew: the server said so (not an append below the leaf, a revision it no longer knows), the
+   * tree holds no whole levels reply, or the reply does not fit what it holds. An error of the
+   * request is thrown (the caller loads anew then too).
+   */
+  async follow(entryId: unknown): Promise<{ found: Row | undefined } | 'reload'> {
+    const held = this.heldLevels;
+    if (!this.levels || !held) return 'reload';
+    const params: TreeLevelsParams = { levels: true, aroundId: entryId, limit: this.levelSize, since: held.revision };
+    const reply = await this.levels(params);
+    if (!isTreeLevels(reply) || typeof reply.revision !== 'string') return 'reload';
+    const kept = reply.keptLevels;
+    if (typeof kept !== 'number' || !Number.isInteger(kept) || kept < 0 || kept > held.rows.length) return 'reload';
+    const keptRows = held.rows.slice(0, kept);
+    const above = keptRows[keptRows.length - 1];
+    const from = above === undefined ? this.top : this.childContainer(above);
+    this.heldLevels = undefined; // (until the levels are all taken in again)
+    this.leafId = reply.leafId ?? null;
+    this.revision = reply.revision; // the windows asked from now on are of this tree
+    this.relabel(Array.isArray(reply.relabelled) ? reply.relabelled : []);
+    if (reply.levels.length === 0) {
+      // every level as held: the path's row is the one before (a new leaf the filter hides)
+      this.heldLevels = { revision: reply.revision, rows: keptRows };
+      return { found: above };
+    }
+    if (!from) return 'reload';
+    const step = await this.takeLevels(entryId, reply, from, keptRows, true);
+    if (step.done) return { found: step.found };
+    return { found: await this.descend(step.next, entryId, step.found) };
+  }
+
+  /** The label of the rows of each entry named (`relabelled` of a `levels` reply with `since`). */
+  private relabel(changed: RelabelledRow[]): void {
+    if (changed.length === 0) return;
+    for (const row of this.loadedRows()) {
+      const found = changed.find((c) => sameId(c.id, row.node.id));
+      if (!found) continue;
+      const node = { ...row.node };
+      delete node.label;
+      delete node.labelTimestamp;
+      if (found.label !== undefined) node.label = found.label;
+      if (found.labelTimestamp !== undefined) node.labelTimestamp = found.labelTimestamp;
+      row.node = node;
+    }
+  }
+
+  /**
+   * Each level of a `levels` reply into its container, from `from` (the container of the first of
+   * them) down the path, after the levels whose path rows are `above`; where it stopped. `anew`:
+   * each container's rows are replaced by its level's (what was held of its list goes).
+   */
   private async takeLevels(
     entryId: unknown,
     reply: TreeLevels,
+    from: Container,
+    above: Row[],
+    anew = false,
   ): Promise<{ done: true; found: Row | undefined } | { done: false; found: Row | undefined; next: Container | undefined }> {
-    this.leafId = reply.leafId ?? null;
-    this.noteRevision(reply.revision);
-    let container: Container | undefined = this.top;
-    let found: Row | undefined;
+    let container: Container | undefined = from;
+    let found: Row | undefined = above[above.length - 1];
+    const rows = [...above];
+    const whole = (result: { done: true; found: Row | undefined }) => {
+      if (typeof reply.revision === 'string' && reply.complete) this.heldLevels = { revision: reply.revision, rows };
+      return result;
+    };
     for (const level of Array.isArray(reply.levels) ? reply.levels : []) {
       const into: Container | undefined = container;
       if (!into || !LazyTree.isWindowOf(into, level)) return { done: false, found, next: into }; // ask level by level
       let index: number | undefined;
       await into.exclusive(async () => {
+        if (anew) into.clear();
         index = this.apply(into, level.offset, level);
       });
       const row: Row | undefined = index === undefined ? undefined : into.rows.find((r) => r.index === index);
-      if (!row) return { done: true, found };
+      if (!row) return whole({ done: true, found });
       found = row;
-      if (sameId(row.node.id, entryId)) return { done: true, found };
+      rows.push(row);
+      if (sameId(row.node.id, entryId)) return whole({ done: true, found });
       container = this.childContainer(row);
     }
-    if (reply.complete || !container) return { done: true, found };
+    if (!container) return whole({ done: true, found });
+    if (reply.complete) return whole({ done: true, found });
     return { done: false, found, next: container };
   }
 

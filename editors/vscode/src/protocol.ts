@@ -804,6 +804,17 @@ export interface GetTreeParams {
    * of the tree as it is now.
    */
   revision?: string;
+  /**
+   * pi/getEntries: an entry id: return the entries after its last occurrence in file order. Where
+   * ids repeat (a damaged file) that skips entries: page with `offset` instead (not both).
+   * pi/getTree (with `levels`, not with `revision`): the `revision` of a levels reply the client
+   * holds, with the same other params (but `aroundId`, the leaf now): the reply leaves out the
+   * first levels that are as that reply gave them (`keptLevels`) and names the older rows whose
+   * label changed (`relabelled`) when the session only had entries appended below that revision's
+   * leaf (pi writing a turn) and the server still keeps that tree's walk; else it is TreeReload
+   * (`{reload: true, revision}`): load the tree anew.
+   */
+  since?: string;
 }
 
 export interface GetBranchParams {
@@ -959,8 +970,14 @@ export interface GetEntriesParams {
    */
   uri?: string;
   /**
-   * An entry id: return the entries after its last occurrence in file order. Where ids repeat (a
-   * damaged file) that skips entries: page with `offset` instead (not both).
+   * pi/getEntries: an entry id: return the entries after its last occurrence in file order. Where
+   * ids repeat (a damaged file) that skips entries: page with `offset` instead (not both).
+   * pi/getTree (with `levels`, not with `revision`): the `revision` of a levels reply the client
+   * holds, with the same other params (but `aroundId`, the leaf now): the reply leaves out the
+   * first levels that are as that reply gave them (`keptLevels`) and names the older rows whose
+   * label changed (`relabelled`) when the session only had entries appended below that revision's
+   * leaf (pi writing a turn) and the server still keeps that tree's walk; else it is TreeReload
+   * (`{reload: true, revision}`): load the tree anew.
    */
   since?: string;
   /**
@@ -1328,6 +1345,17 @@ export interface TreeLevels {
    * session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing two trees
    */
   revision?: string;
+  /**
+   * with `since`: how many levels, from the top, are those of the reply of that revision (the same
+   * rows, totals and path) and are left out; `levels` holds the ones after them, which replace the
+   * client's
+   */
+  keptLevels?: number;
+  /**
+   * with `since`: the older entries whose label changed since that revision, wherever the client
+   * holds their rows (also outside the levels)
+   */
+  relabelled?: RelabelledRow[];
 }
 
 /**
@@ -1347,6 +1375,31 @@ export interface TreeLevel {
   nextOffset?: number;
   offset: number;
   aroundIndex: number | null;
+}
+
+/**
+ * An older entry's row whose label changed: its `label` and `labelTimestamp` now (left out: none).
+ */
+export interface RelabelledRow {
+  /** The entry's id (null when the entry has none). */
+  id: unknown;
+  label?: unknown;
+  labelTimestamp?: unknown;
+}
+
+/**
+ * pi/getTree `levels` with `since`: the session changed otherwise than by entries appended below
+ * the leaf of that revision (a rewrite, a repair, a reload, a branch to an older entry), or the
+ * server no longer knows that revision: load the tree anew.
+ */
+export interface TreeReload {
+  reload: true;
+  /**
+   * with `offset`/`limit`, `aroundId` or `levels`: the session's revision this reply was cut from
+   * (an opaque token): send it with the next pages of the tree (`revision`), so that a page of a
+   * session that changed meanwhile is refused (TreeChanged, -32015) instead of mixing two trees
+   */
+  revision: string;
 }
 
 /** getTree() of the reference: {entry, children, label?, labelTimestamp?}. */
@@ -1580,7 +1633,7 @@ export interface MethodResults {
   'pi/createBranchedSession': SessionHandleInfo;
   'pi/newSession': SessionHandleInfo;
   'pi/setSessionFile': SessionHandleInfo;
-  'pi/getTree': TreeView | TreeLevels | ReferenceTreeNode[];
+  'pi/getTree': TreeView | TreeLevels | TreeReload | ReferenceTreeNode[];
   'pi/getBranch': Entry[];
   'pi/getPath': PathPage;
   'pi/getStats': SessionStats;

@@ -45,12 +45,19 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   /** The load running (one at a time), and the one load asked for while it runs. */
   private loading: Promise<void> | undefined;
   private queued: Promise<void> | undefined;
+  /**
+   * What the next load takes in: the leaf after entries were appended (the tree follows the change:
+   * see LazyTree.follow), or undefined for a load anew (any other change, or one not told).
+   */
+  private nextLeaf: { id: unknown } | undefined;
   private expandAll = false;
   tree: LazyTree | undefined;
   /** The row with the leaf marker: the leaf, or its deepest shown ancestor when the filter hides it. */
   marker: Row | undefined;
   uri: vscode.Uri | undefined;
   filter: FilterMode;
+  /** Set after each load: whether it took in what changed (`since`) rather than loading anew. */
+  followed = false;
   /** Set after each load: the error text, or undefined. Shown as the view's message. */
   error: string | undefined;
   /** Set after each load: what the view says of lines pi skips in the file, or undefined. */
@@ -91,8 +98,15 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
    * shares one more load after it. A session that changes faster than it loads is then still shown,
    * each load a little behind the file, where loads that each dropped the one before showed nothing
    * and kept the server computing trees no one would see.
+   *
+   * `appendedLeaf`: the change was entries appended (pi/didChange `appended`) and this is the leaf
+   * after it: the tree takes in what changed (the levels that changed, asked with `since`) instead of
+   * loading anew, unless another change without it comes before the load, or the server answers
+   * that it must be loaded anew, or the request fails.
    */
-  refresh(): Promise<void> {
+  refresh(appendedLeaf?: { id: unknown }): Promise<void> {
+    // a load queued and not started yet takes this change in too: it follows only if both were appends
+    this.nextLeaf = appendedLeaf && (!this.queued || this.nextLeaf) ? appendedLeaf : undefined;
     if (!this.loading) return this.startLoad();
     if (!this.queued) {
       const queued: Promise<void> = this.loading.then(() => {
@@ -112,6 +126,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
   reload(): Promise<void> {
     this.generation++;
     this.queued = undefined;
+    this.nextLeaf = undefined;
     return this.startLoad();
   }
 
@@ -127,6 +142,9 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
 
   /** One load, shown when it ends unless the document or the filter changed meanwhile. Never rejects. */
   private async load(): Promise<void> {
+    const leaf = this.nextLeaf;
+    this.nextLeaf = undefined;
+    if (leaf && (await this.follow(leaf.id))) return;
     const generation = this.generation;
     const uri = this.uri;
     const filter = this.filter;
@@ -158,11 +176,35 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
     if (generation !== this.generation) return;
     this.tree = tree;
     this.marker = marker;
+    this.followed = false;
     this.error = error;
     this.skipped = skipped;
     this.expandAll = expandAll;
     this.showChanges(undefined);
     this.onDidLoad?.();
+  }
+
+  /**
+   * Take in what changed since the tree shown was loaded (entries appended, `leafId` the leaf now);
+   * false when it must be loaded anew instead (the server said so, or the request failed).
+   */
+  private async follow(leafId: unknown): Promise<boolean> {
+    const tree = this.tree;
+    const generation = this.generation;
+    if (!tree || this.error !== undefined) return false;
+    let followed: Awaited<ReturnType<LazyTree['follow']>>;
+    try {
+      followed = await tree.follow(leafId);
+    } catch {
+      return false; // (a load anew tells what is wrong, if anything still is)
+    }
+    if (followed === 'reload') return false;
+    if (generation !== this.generation || tree !== this.tree) return true; // another load shows its own
+    this.marker = followed.found;
+    this.followed = true;
+    this.showChanges(undefined);
+    this.onDidLoad?.();
+    return true;
   }
 
   /** The row of an entry (or its deepest shown ancestor), its levels loaded. */

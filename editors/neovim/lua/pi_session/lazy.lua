@@ -65,7 +65,15 @@ function M.new(request, page_size)
     -- it is asked with it, so that one of a session changed meanwhile is refused (TREE_CHANGED)
     -- instead of joining another tree's rows to these
     revision = nil,
+    -- the levels of the last `levels` reply taken in whole: { revision, rows } (the row on the path
+    -- in each level, whose list is the next level): what `follow` asks the changes since
+    held_levels = nil,
   }, Tree)
+end
+
+--- Forget the rows a container holds (they are loaded anew).
+local function clear(c)
+  c.rows, c.start, c.total, c.loaded = {}, 0, 0, false
 end
 
 --- The revision of the first reply that gives one (a server that gives none is asked without).
@@ -247,26 +255,119 @@ function Tree:locate(entry_id, callback)
     end
     self.leaf_id = reply.leafId
     self:note_revision(reply.revision)
-    local c, found = self.top, nil
-    for _, level in ipairs(reply.levels) do
-      if not c or not is_window_of(c, level) then
-        return self:descend(c, entry_id, found, callback)
-      end
-      local row = row_at(c, apply(c, level.offset, level))
-      if not row then
-        return callback(nil, found)
-      end
-      found = row
-      if M.same_id(row.node.id, entry_id) then
-        return callback(nil, row)
-      end
-      c = self:child(row)
-    end
-    if reply.complete == true or not c then
-      return callback(nil, found)
-    end
-    self:descend(c, entry_id, found, callback)
+    self:take_levels(entry_id, reply, self.top, {}, false, callback)
   end)
+end
+
+--- Each level of a `levels` reply into its container, from `c` (the container of the first of them)
+--- down the path, after the levels whose path rows are `above`; then callback(nil, row) as locate.
+--- `anew`: each container's rows are replaced by its level's (what was held of its list goes).
+function Tree:take_levels(entry_id, reply, c, above, anew, callback)
+  local found = above[#above]
+  local rows = vim.list_extend({}, above)
+  local function whole(row)
+    if type(reply.revision) == 'string' and reply.complete == true then
+      self.held_levels = { revision = reply.revision, rows = rows }
+    end
+    return callback(nil, row)
+  end
+  for _, level in ipairs(reply.levels) do
+    if not c or not is_window_of(c, level) then
+      return self:descend(c, entry_id, found, callback)
+    end
+    if anew then
+      clear(c)
+    end
+    local row = row_at(c, apply(c, level.offset, level))
+    if not row then
+      return whole(found)
+    end
+    found = row
+    table.insert(rows, row)
+    if M.same_id(row.node.id, entry_id) then
+      return whole(row)
+    end
+    c = self:child(row)
+  end
+  if reply.complete == true or not c then
+    return whole(found)
+  end
+  self:descend(c, entry_id, found, callback)
+end
+
+--- Take in what changed since the levels the tree holds (pi appended to the session): the levels
+--- down to `entry_id` (the new leaf) asked with `since`. The levels the server says are as the tree
+--- holds them stay (with the lists opened under them); each level after them replaces what the tree
+--- holds of its list; the rows of an entry whose label changed are changed wherever they are.
+--- callback(err, row, reload): the row on the path to the entry (as locate), or reload = true when
+--- the tree must be loaded anew: the server said so (not an append below the leaf, a revision it no
+--- longer knows), the tree holds no whole levels reply, or the reply does not fit what it holds.
+function Tree:follow(entry_id, callback)
+  local held = self.held_levels
+  if not held then
+    return callback(nil, nil, true)
+  end
+  local params = { levels = true, aroundId = entry_id, limit = self.level_size, since = held.revision }
+  self.request(params, function(err, reply)
+    if err then
+      return callback(err)
+    end
+    if type(reply) ~= 'table' or reply.reload == true then
+      return callback(nil, nil, true)
+    end
+    local kept = reply.keptLevels
+    if type(reply.levels) ~= 'table' or type(reply.revision) ~= 'string'
+      or type(kept) ~= 'number' or kept < 0 or kept > #held.rows or kept % 1 ~= 0 then
+      return callback(nil, nil, true)
+    end
+    local above = vim.list_slice(held.rows, 1, kept)
+    local last = above[#above]
+    local c = last == nil and self.top or self:child(last)
+    self.held_levels = nil -- (until the levels are all taken in again)
+    self.leaf_id = reply.leafId
+    self.revision = reply.revision -- the windows asked from now on are of this tree
+    self:relabel(type(reply.relabelled) == 'table' and reply.relabelled or {})
+    if #reply.levels == 0 then
+      -- every level as held: the path's row is the one before (a new leaf the filter hides)
+      self.held_levels = { revision = reply.revision, rows = above }
+      return callback(nil, last)
+    end
+    if not c then
+      return callback(nil, nil, true)
+    end
+    self:take_levels(entry_id, reply, c, above, true, callback)
+  end)
+end
+
+--- Every loaded row, the lists opened under them included.
+function Tree:loaded_rows()
+  local out, stack = {}, { self.top }
+  while #stack > 0 do
+    local c = table.remove(stack)
+    for _, row in ipairs(c.rows) do
+      table.insert(out, row)
+      if row.children and row.children.loaded then
+        table.insert(stack, row.children)
+      end
+    end
+  end
+  return out
+end
+
+--- The label of the rows of each entry named (`relabelled` of a `levels` reply with `since`).
+function Tree:relabel(changed)
+  if #changed == 0 then
+    return
+  end
+  for _, row in ipairs(self:loaded_rows()) do
+    for _, c in ipairs(changed) do
+      if type(c) == 'table' and M.same_id(c.id, row.node.id) then
+        local node = vim.deepcopy(row.node)
+        node.label, node.labelTimestamp = c.label, c.labelTimestamp
+        row.node = node
+      end
+    end
+  end
 end
 
 --- Load the lists from `c` down the path to an entry, a request per level.

@@ -231,48 +231,94 @@ end
 --- error is shown, and the session's next change (pi/didChange) loads it again.
 M.RELOADS_ON_CHANGE = 5
 
+local follow, load_anew
+
 --- Reload a tree buffer, asynchronously: the top level around the leaf and each level down to it
 --- (a small session: every level). One load runs at a time: the refreshes asked for while it runs
 --- (pi appending turn after turn, each a pi/didChange) share one more load after it, so a session
 --- that changes faster than it loads is still shown, each load a little behind the file. A load for
 --- another filter, or one asked for by the user (``now``: `r`, the command again), starts at once,
 --- and the one running is dropped.
-function M.refresh(buf, now)
+---
+--- ``appended_leaf`` ({ id }): the change was entries appended (pi/didChange `appended`) and this is
+--- the leaf after it: the tree shown takes in what changed (the levels that changed, asked with
+--- `since`) instead of loading anew, unless another change without it comes before the load, or the
+--- server answers that it must be loaded anew, or the request fails.
+function M.refresh(buf, now, appended_leaf)
   local state = trees[buf]
   if not state then
     return
   end
   if state.loading and not now and state.loading_filter == state.filter then
+    -- the load after this one takes this change in too: it follows only if each was an append
+    state.next_leaf = appended_leaf and (not state.load_again or state.next_leaf) and appended_leaf or nil
     state.load_again = true
     return
   end
-  local session = require('pi_session')
   state.generation = (state.generation or 0) + 1
-  state.load_again = false
+  state.load_again, state.next_leaf = false, nil
   state.loading_filter = state.filter
+  if appended_leaf and not now and state.tree and not state.error then
+    return follow(buf, state, appended_leaf.id)
+  end
+  load_anew(buf, state)
+end
+
+--- What a load does when it ends (shown unless another started since): draw it, and the load asked
+--- for meanwhile.
+local function loaded(buf, state, tree, err, marker)
+  state.loading = false
+  if lazy.is_tree_changed(err) and (state.reloads or 0) < M.RELOADS_ON_CHANGE then
+    -- the session changed while it loaded (its windows would be of two trees): load it anew
+    state.reloads = (state.reloads or 0) + 1
+    return M.refresh(buf, true)
+  end
+  state.reloads = 0
+  state.error = err and (err.message or vim.inspect(err)) or nil
+  state.tree = not err and tree or nil
+  state.marker = marker
+  render(buf, state.focus_leaf and marker or nil)
+  state.focus_leaf = false
+  if state.load_again then
+    M.refresh(buf, false, state.next_leaf)
+  end
+end
+
+--- Take in the change to the tree shown (entries appended, `leaf_id` the leaf now); loaded anew
+--- when the server says it must be, or the request fails.
+follow = function(buf, state, leaf_id)
+  local generation = state.generation
+  local tree = state.tree
+  state.loading = true
+  tree:follow(leaf_id, function(err, marker, reload)
+    if trees[buf] ~= state or state.generation ~= generation then
+      return
+    end
+    if err or reload then
+      return load_anew(buf, state) -- (a load anew tells what is wrong, if anything still is)
+    end
+    if type(state.entry_count) == 'number' and state.entry_count <= M.SHOW_ALL_UP_TO then
+      return tree:load_all(function(aerr)
+        if trees[buf] == state and state.generation == generation then
+          loaded(buf, state, tree, aerr, marker)
+        end
+      end)
+    end
+    loaded(buf, state, tree, nil, marker)
+  end)
+end
+
+--- Load the tree anew: the top level around the leaf and each level down to it.
+load_anew = function(buf, state)
+  local session = require('pi_session')
   local generation = state.generation
   local tree = lazy.new(tree_request(state), config.options.tree_page_size)
   local current = function()
     return trees[buf] == state and state.generation == generation
   end
   local function finish(err, marker)
-    if not current() then
-      return
-    end
-    state.loading = false
-    if lazy.is_tree_changed(err) and (state.reloads or 0) < M.RELOADS_ON_CHANGE then
-      -- the session changed while it loaded (its windows would be of two trees): load it anew
-      state.reloads = (state.reloads or 0) + 1
-      return M.refresh(buf, true)
-    end
-    state.reloads = 0
-    state.error = err and (err.message or vim.inspect(err)) or nil
-    state.tree = not err and tree or nil
-    state.marker = marker
-    render(buf, state.focus_leaf and marker or nil)
-    state.focus_leaf = false
-    if state.load_again then
-      M.refresh(buf)
+    if current() then
+      loaded(buf, state, tree, err, marker)
     end
   end
   state.loading = true
@@ -356,7 +402,8 @@ function M.on_did_change(params)
   vim.schedule(function()
     for buf, state in pairs(trees) do
       if vim.api.nvim_buf_is_valid(state.source) and (params.uri == nil or same_file(vim.uri_from_bufnr(state.source), params.uri)) then
-        M.refresh(buf)
+        -- entries appended (pi writing a turn): the tree takes in what changed, else it loads anew
+        M.refresh(buf, false, params.kind == 'appended' and present(params.leafId) and { id = params.leafId } or nil)
       end
     end
     require('pi_session.view').on_did_change(params)

@@ -417,9 +417,18 @@ try {
   });
   fs.appendFileSync(sessionPath, `${piLine2}\n`);
   const duringEdit = await visible(tree.locator('.monaco-list-row', { hasText: 'Written by pi during an edit' }), 30_000);
+  // (appended below the leaf: the tree took in the levels that changed, `since`, without loading
+  // anew; the output channel's last line of the tree says which)
+  let lastLoad = '(no tree line)';
+  const followedLoad = await until(async () => {
+    const loads = logLines((name) => name.endsWith('Pi Session.log')).filter((line) => line.includes('Tree: broken-session.jsonl'));
+    lastLoad = loads[loads.length - 1] ?? '(no tree line)';
+    return lastLoad.includes('followed (the levels that changed), leaf u0000010');
+  }, 15_000);
   const reverted = await revertTyping();
   check('the tree follows pi appending while the session has unsaved edits', editing && duringEdit && reverted,
     `${editing ? 'edited' : 'the tab never showed the edit'}; ${duringEdit ? 'followed' : 'not followed'}; ${reverted ? 'reverted' : 'still dirty'}; ${onDisk(piLine2)}`);
+  check('the append below the leaf was taken in from one levels request with since, not loaded anew', followedLoad, lastLoad);
 
   // 9. Check All Sessions runs `pi-session check --json` over pi's session directory (a session that
   // is not open) and lists its problems in the Problems panel

@@ -331,6 +331,31 @@ test('pi/didChange for the shown session refreshes the tree; for another file it
   assert.ok(count() > before);
 });
 
+test('pi/didChange "appended" takes in the rows that changed from one levels request; "reloaded" loads anew', async (t) => {
+  const { api, client, server, state, restore } = await activated();
+  t.after(restore);
+  const asked = client.requests.length;
+  server.append([{ id: 'x', parent: 'a3', role: 'assistant' }]);
+  client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'appended', newEntryIds: ['x'], leafId: 'x' });
+  await flush();
+  const sent = client.requests.slice(asked).filter((r) => r.method.startsWith('pi/'));
+  assert.deepEqual(
+    sent.map((r) => [r.method, r.params.since, r.params.aroundId, r.params.uri]),
+    [['pi/getTree', '1', 'x', SESSION_URI]],
+  );
+  assert.equal(api.tree.marker.node.id, 'x');
+  assert.ok(state.output.some((line) => line.includes('Tree: ') && line.includes('followed (the levels that changed), leaf x')));
+  assert.deepEqual(
+    api.tree.tree.loadedRows().filter((r) => ['a3', 'x'].includes(r.node.id)).map((r) => [r.node.id, r.node.isLeaf]),
+    [['a3', false], ['x', true]],
+  );
+  const again = client.requests.length;
+  client.notify('pi/didChange', { session: 's', uri: SESSION_URI, kind: 'reloaded', newEntryIds: [], leafId: 'x' });
+  await flush();
+  const reloaded = client.requests.slice(again).map((r) => r.method);
+  assert.ok(reloaded.includes('pi/getInfo') && !client.requests.slice(again).some((r) => r.params?.since !== undefined));
+});
+
 test('pi/didChange "rewriting" waits for the file: no re-read, no error; the reload after it refreshes', async (t) => {
   const { client, state, restore } = await activated();
   t.after(restore);

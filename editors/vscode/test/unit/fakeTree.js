@@ -5,17 +5,35 @@
 // with another one is refused with TreeChanged).
 'use strict';
 
-/** entries: [{ id, parent, role?, type?, preview?, label? }] in file order; leafId: the leaf. */
-function makeTreeServer(entries, leafId) {
-  const nodes = new Map();
-  const roots = [];
-  entries.forEach((e, i) => nodes.set(e.id, { ...e, line: i + 1, children: [] }));
-  for (const node of nodes.values()) {
-    if (node.parent !== null && node.parent !== undefined && nodes.has(node.parent)) nodes.get(node.parent).children.push(node);
-    else roots.push(node);
+/**
+ * entries: [{ id, parent, role?, type?, preview?, label? }] in file order; leafId: the leaf.
+ * `server.append(entries)` appends entries below the leaf (the last one the new leaf) as pi does,
+ * `server.relabel(id, label)` changes a label: each a new revision. A `levels` request with `since`
+ * is answered as the server does: the levels after those as that revision's reply gave them
+ * (`keptLevels`) and the relabelled rows, or `{ reload: true }` for a revision it did not give, or
+ * once `server.rewrite()` made the session anew.
+ */
+function makeTreeServer(initialEntries, initialLeafId) {
+  let entries = [...initialEntries];
+  let leafId = initialLeafId;
+  let nodes;
+  let roots;
+  let onPath;
+  function build() {
+    nodes = new Map();
+    roots = [];
+    entries.forEach((e, i) => nodes.set(e.id, { ...e, line: i + 1, children: [] }));
+    for (const node of nodes.values()) {
+      if (node.parent !== null && node.parent !== undefined && nodes.has(node.parent)) nodes.get(node.parent).children.push(node);
+      else roots.push(node);
+    }
+    onPath = new Set();
+    for (let n = nodes.get(leafId); n; n = n.parent ? nodes.get(n.parent) : undefined) onPath.add(n.id);
   }
-  const onPath = new Set();
-  for (let n = nodes.get(leafId); n; n = n.parent ? nodes.get(n.parent) : undefined) onPath.add(n.id);
+  build();
+  /** Each levels reply's levels (JSON) by revision; the label changes: [revision number, id]. */
+  const sent = new Map();
+  const relabels = [];
   const ordered = (list) => [...list.filter((n) => onPath.has(n.id)), ...list.filter((n) => !onPath.has(n.id))];
   const row = (n, depth, visibleParentId) => ({
     id: n.id,
@@ -107,7 +125,52 @@ function makeTreeServer(entries, leafId) {
   function getLevels(params, maxLevels = Infinity) {
     log.push(params);
     checkRevision(params);
-    return { ...levelsOf(params, maxLevels), revision: server.revision };
+    const reply = levelsOf(params, maxLevels);
+    const levels = reply.levels.map((level) => JSON.stringify(level));
+    const before = params.since === undefined ? undefined : sent.get(params.since);
+    sent.set(server.revision, levels);
+    if (params.since === undefined) return { ...reply, revision: server.revision };
+    if (before === undefined) return { reload: true, revision: server.revision };
+    let kept = 0;
+    while (kept < levels.length && kept < before.length && levels[kept] === before[kept]) kept++;
+    const relabelled = relabels
+      .filter(([at]) => at > Number(params.since))
+      .map(([, id]) => id)
+      .filter((id, i, ids) => ids.indexOf(id) === i)
+      .map((id) => ({ id, ...(nodes.get(id).label ? { label: nodes.get(id).label } : {}) }));
+    return {
+      ...reply,
+      levels: reply.levels.slice(kept),
+      keptLevels: kept,
+      ...(relabelled.length ? { relabelled } : {}),
+      revision: server.revision,
+    };
+  }
+
+  function next() {
+    server.revision = String(Number(server.revision) + 1);
+  }
+
+  function append(more) {
+    entries = [...entries, ...more];
+    leafId = more[more.length - 1].id;
+    build();
+    next();
+  }
+
+  function relabel(id, label) {
+    entries = entries.map((e) => (e.id === id ? { ...e, label } : e));
+    build();
+    next();
+    relabels.push([Number(server.revision), id]);
+  }
+
+  function rewrite(newEntries, newLeaf) {
+    entries = [...newEntries];
+    leafId = newLeaf;
+    build();
+    next();
+    sent.clear();
   }
 
   function levelsOf(params, maxLevels) {
@@ -136,7 +199,21 @@ function makeTreeServer(entries, leafId) {
     return { leafId, levels, complete: true };
   }
 
-  const server = { getTree, getLevels, log, nodes, revision: '1' };
+  const server = {
+    getTree,
+    getLevels,
+    append,
+    relabel,
+    rewrite,
+    log,
+    get nodes() {
+      return nodes;
+    },
+    get leafId() {
+      return leafId;
+    },
+    revision: '1',
+  };
   return server;
 }
 

@@ -191,3 +191,147 @@ test('a session that changes on every window is shown as an error after a few lo
   assert.equal(provider.marker, undefined);
   assert.equal(server.log.filter((p) => p.revision === undefined).length, 1 + RELOADS_ON_CHANGE);
 });
+
+// --- following a session pi appends to: the levels that changed, asked with `since` ------------------
+
+/** A branchy session (a branch point every few entries down the path: many levels). */
+function branchyEntries() {
+  const entries = chainEntries(40);
+  for (let at = 5; at < 40; at += 6) entries.push({ id: `side${at}`, parent: entries[at].id, role: 'user' });
+  return entries;
+}
+
+/** A tree view over `server` that counts what it asks; `failSince`: the `since` requests fail. */
+function followingTree(server, options = {}) {
+  const source = {
+    infos: 0,
+    async info() {
+      source.infos++;
+      return { entryCount: 5000 };
+    },
+    async window(_uri, _filter, params) {
+      return server.getTree(params);
+    },
+    async levels(_uri, _filter, params) {
+      if (params.since !== undefined && options.failSince) {
+        server.log.push(params);
+        throw new Error('the server went away');
+      }
+      return server.getLevels(params);
+    },
+  };
+  const provider = new SessionTreeProvider(source, 'default', 10);
+  const shown = [];
+  provider.onDidLoad = () => shown.push(provider.marker?.node.id);
+  return { source, provider, shown };
+}
+
+/** The rows a view loaded anew holds: each must be in `provider`'s tree, at its place, as it is now. */
+async function assertHoldsAFreshLoad(server, provider) {
+  const { provider: fresh } = followingTree(server);
+  await fresh.setDocument(A);
+  const held = new Map(provider.tree.loadedRows().map((row) => [row.key, row]));
+  for (const row of fresh.tree.loadedRows()) {
+    assert.ok(held.has(row.key), `row ${row.key} (${row.node.id}) is missing`);
+    assert.deepEqual(held.get(row.key).node, row.node, `row ${row.key}`);
+  }
+  const now = new Map(fresh.tree.loadedRows().map((row) => [row.node.id, row.node]));
+  for (const row of provider.tree.loadedRows()) {
+    if (now.has(row.node.id)) assert.deepEqual(row.node, now.get(row.node.id), `row of ${row.node.id}`);
+  }
+  assert.equal(provider.marker.key, fresh.marker.key);
+}
+
+test('a turn appended while the view is open shows its rows from one `since` request, no load anew', async () => {
+  const server = makeTreeServer(branchyEntries(), 'a39');
+  const { source, provider, shown } = followingTree(server);
+  await provider.setDocument(A);
+  const levels = server.log.find((p) => p.levels);
+  const before = server.log.length;
+  server.append([
+    { id: 'n40', parent: 'a39', role: 'user' },
+    { id: 'n41', parent: 'n40', role: 'assistant' },
+  ]);
+  await provider.refresh({ id: 'n41' });
+  assert.deepEqual(server.log.slice(before), [{ levels: true, aroundId: 'n41', limit: levels.limit, since: '1' }]);
+  assert.equal(source.infos, 1, 'not loaded anew');
+  assert.deepEqual(shown, ['a39', 'n41']);
+  assert.equal(provider.tree.leafId, 'n41');
+  assert.equal(provider.tree.revision, '2', 'the windows asked from now on are of the new tree');
+  const rows = provider.tree.loadedRows();
+  assert.deepEqual(rows.filter((r) => ['a39', 'n40', 'n41'].includes(r.node.id)).map((r) => [r.node.id, r.node.isLeaf]), [
+    ['a39', false],
+    ['n40', false],
+    ['n41', true],
+  ]);
+  await assertHoldsAFreshLoad(server, provider);
+  // and the next turn again: since the revision the last delta gave
+  server.append([{ id: 'n42', parent: 'n41', role: 'user' }]);
+  await provider.refresh({ id: 'n42' });
+  assert.equal(server.log[server.log.length - 1].since, '2');
+  assert.equal(source.infos, 1);
+  await assertHoldsAFreshLoad(server, provider);
+});
+
+test('a label set on an older entry changes its row wherever the view holds it', async () => {
+  // a long chain at the top, then branches: the levels' pages hold none of its first rows
+  const entries = chainEntries(60);
+  entries.push({ id: 'side40', parent: 'u40', role: 'user' }, { id: 'side50', parent: 'u50', role: 'user' });
+  const server = makeTreeServer(entries, 'a59');
+  const { source, provider } = followingTree(server);
+  await provider.setDocument(A);
+  const top = provider.tree.top;
+  while (top.start > 0) await provider.loadMore(top, 'before'); // the user scrolls up
+  assert.ok(provider.tree.loadedRows().some((r) => r.node.id === 'u2'), 'the top list holds u2');
+  const levelRows = new Set(server.getLevels({ levels: true, aroundId: 'a59', limit: 10 }).levels.flatMap((l) => l.nodes.map((n) => n.id)));
+  assert.ok(!levelRows.has('u2'), 'no level holds u2');
+  server.relabel('u2', 'start');
+  server.append([{ id: 'l60', parent: 'a59', type: 'label' }]);
+  await provider.refresh({ id: 'l60' });
+  assert.equal(source.infos, 1, 'not loaded anew');
+  assert.equal(provider.tree.loadedRows().find((r) => r.node.id === 'u2').node.label, 'start');
+  await assertHoldsAFreshLoad(server, provider);
+});
+
+test('a change the server cannot tell as appended entries, or a failed `since` request, loads the tree anew', async () => {
+  const server = makeTreeServer(branchyEntries(), 'a39');
+  const { source, provider } = followingTree(server);
+  await provider.setDocument(A);
+  server.rewrite(chainEntries(12), 'a11');
+  await provider.refresh({ id: 'a11' });
+  assert.ok(server.log.some((p) => p.since === '1'), 'asked what changed first');
+  assert.equal(source.infos, 2, 'then loaded anew');
+  assert.equal(provider.marker.node.id, 'a11');
+  await assertHoldsAFreshLoad(server, provider);
+
+  const failing = makeTreeServer(branchyEntries(), 'a39');
+  const broken = followingTree(failing, { failSince: true });
+  await broken.provider.setDocument(A);
+  failing.append([{ id: 'n40', parent: 'a39', role: 'user' }]);
+  await broken.provider.refresh({ id: 'n40' });
+  assert.equal(broken.source.infos, 2, 'loaded anew after the error');
+  assert.equal(broken.provider.error, undefined);
+  assert.equal(broken.provider.marker.node.id, 'n40');
+});
+
+test('a change not told as appended entries loads anew; changes during a load share one follow after it', async () => {
+  const server = makeTreeServer(branchyEntries(), 'a39');
+  const { source, provider } = followingTree(server);
+  await provider.setDocument(A);
+  server.append([{ id: 'n40', parent: 'a39', role: 'user' }]);
+  await provider.refresh();
+  assert.equal(source.infos, 2, 'no leaf told: loaded anew');
+  assert.ok(!server.log.some((p) => p.since !== undefined));
+
+  server.append([{ id: 'n41', parent: 'n40', role: 'assistant' }]);
+  const first = provider.refresh({ id: 'n41' });
+  server.append([{ id: 'n42', parent: 'n41', role: 'user' }]);
+  const second = provider.refresh({ id: 'n42' });
+  server.append([{ id: 'n43', parent: 'n42', role: 'assistant' }]);
+  const third = provider.refresh({ id: 'n43' });
+  await Promise.all([first, second, third]);
+  assert.equal(source.infos, 2, 'followed, not loaded anew');
+  assert.deepEqual(server.log.filter((p) => p.since !== undefined).map((p) => p.aroundId), ['n41', 'n43']);
+  assert.equal(provider.marker.node.id, 'n43');
+  await assertHoldsAFreshLoad(server, provider);
+});

@@ -1,0 +1,154 @@
+"""A tree view following a session pi is writing: the levels anew after each turn, or what changed.
+
+    python bench/bench_tree_follow.py [--session FILE] [--turns 20] [--work DIR]
+
+Two sidecars (``pi-session serve``) each hold a copy of the session (by default the 105 MB one of
+``/var/tmp/pi-session-bench``, read-only: the copies go to ``--work`` and are deleted after), each with
+a tree view open on it as the editors open one (filter ``default``, the active branch first, the
+``levels`` down to the leaf, 50 rows each). Then a turn (a question, a tool call, its result, an
+answer) is appended to both copies, as pi appends, ``--turns`` times; once each sidecar told the
+append (``pi/didChange``), the baseline's view asks the ``levels`` down to the new leaf again (what the
+editors did before ``since``) and the other one asks them with ``since`` (the revision it holds). Per
+turn, each reply's size and its time (request to decoded reply, what a client waits) are taken; the
+table gives their medians and the ratios, both measured in this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_user import LEVEL_PAGE, Server, environment  # noqa: E402
+
+SESSION = Path("/var/tmp/pi-session-bench/session-100mb.jsonl")
+
+
+def turn_lines(leaf: str, n: int) -> list[str]:
+    """A turn as pi appends it below ``leaf``: a question, a tool call, its result, an answer."""
+    ids = [f"bench{n:05d}{k}" for k in range(4)]
+    stamp = "2026-12-01T10:00:00.000Z"
+    call = f"call-bench-{n}"
+    entries: list[dict[str, Any]] = [
+        {"role": "user", "content": f"question {n}", "timestamp": 1},
+        {
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": "ls"}}],
+            "stopReason": "toolUse",
+            "timestamp": 2,
+        },
+        {
+            "role": "toolResult",
+            "toolCallId": call,
+            "toolName": "bash",
+            "content": [{"type": "text", "text": "a b"}],
+            "isError": False,
+            "timestamp": 3,
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": f"answer {n}"}],
+            "stopReason": "stop",
+            "timestamp": 4,
+        },
+    ]
+    lines, parent = [], leaf
+    for entry_id, message in zip(ids, entries, strict=True):
+        line = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": stamp, "message": message}
+        lines.append(json.dumps(line, separators=(",", ":")))
+        parent = entry_id
+    return lines
+
+
+def until_told(server: Server, last_id: str) -> None:
+    """Until the sidecar sent ``pi/didChange`` for the append that ends with ``last_id``."""
+    while True:
+        message = server.receive()
+        params = message.get("params") or {}
+        if message.get("method") == "pi/didChange" and last_id in params.get("newEntryIds", []):
+            return
+
+
+def timed(server: Server, params: dict[str, Any]) -> tuple[Any, float, int]:
+    started = time.perf_counter()
+    reply = server.request("pi/getTree", params)
+    seconds = time.perf_counter() - started
+    return reply, seconds, len(server.encode(reply))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--session", type=Path, default=SESSION)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--work", type=Path, default=Path("/var/tmp/livetree"))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="tree-follow-", dir=args.work))
+    try:
+        copies = [work / "anew.jsonl", work / "since.jsonl"]
+        for copy in copies:
+            shutil.copyfile(args.session, copy)
+        servers = [Server(environment(work / f"index-{copy.stem}")) for copy in copies]
+        views = []
+        for server, copy in zip(servers, copies, strict=True):
+            session = server.request("pi/open", {"path": str(copy)})["session"]
+            views.append({"session": session, "filter": "default", "form": "flat", "activeBranchFirst": True})
+        leaf = servers[0].request("pi/getLeaf", {"session": views[0]["session"]})["leafId"]
+        held = []
+        for server, view in zip(servers, views, strict=True):
+            reply, _seconds, _size = timed(
+                server, {**view, "levels": True, "aroundId": leaf, "limit": LEVEL_PAGE}
+            )
+            held.append(reply)
+        levels = len(held[0]["levels"])
+        anew: list[tuple[float, int]] = []
+        since: list[tuple[float, int]] = []
+        reloads = 0
+        for n in range(args.turns):
+            lines = turn_lines(leaf, n)
+            leaf = json.loads(lines[-1])["id"]
+            for copy in copies:
+                with copy.open("a", encoding="utf-8") as file:
+                    for line in lines:
+                        file.write(line + "\n")
+                        file.flush()
+            for server in servers:
+                until_told(server, leaf)
+            base = {"levels": True, "aroundId": leaf, "limit": LEVEL_PAGE}
+            reply, seconds, size = timed(servers[0], {**views[0], **base})
+            anew.append((seconds, size))
+            reply, seconds, size = timed(servers[1], {**views[1], **base, "since": held[1]["revision"]})
+            reloads += bool(reply.get("reload"))
+            since.append((seconds, size))
+            held[1] = reply
+        for server in servers:
+            server.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    rows = [("levels anew", anew), ("levels since", since)]
+    print(
+        f"{args.session.name}: {levels} levels down to the leaf, {args.turns} turns of 4 entries, {reloads} reloads"
+    )
+    print("| per turn | reply bytes (median) | seconds (median) |")
+    print("|---|---:|---:|")
+    for name, runs in rows:
+        print(
+            f"| {name} | {statistics.median(s for _t, s in runs):,.0f} | {statistics.median(t for t, _s in runs):.4f} |"
+        )
+    bytes_ratio = statistics.median(s for _t, s in anew) / statistics.median(s for _t, s in since)
+    time_ratio = statistics.median(t for t, _s in anew) / statistics.median(t for t, _s in since)
+    print(f"anew / since: {bytes_ratio:,.0f}x the bytes, {time_ratio:.1f}x the time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
