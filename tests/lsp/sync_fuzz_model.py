@@ -148,8 +148,11 @@ class Editing:
         self.next_entry = next_entry
 
     def position(self, text: str) -> tuple[int, int]:
-        """A client position: often inside a character pair or past the line's end."""
+        """A client position: often inside a character pair or past the line's end, now and then
+        on the line after the last one (the text's end)."""
         spans = lsp_lines(text)
+        if self.rnd.random() < 0.03:
+            return len(spans), self.rnd.randint(0, 3)
         line = self.rnd.randrange(len(spans))
         return line, self.rnd.randint(0, width(text, spans[line], self.encoding) + 2)
 
