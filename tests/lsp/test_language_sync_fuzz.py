@@ -63,10 +63,11 @@ def _sent(change: Change, editor: Editor) -> types.TextDocumentContentChangeEven
     )
 
 
-async def _settled(editor: Editor, uri: str, version: int, pull: bool = False) -> Any:
-    """The diagnostics of ``uri`` as of ``version``: published for it, or asked for (``pull``, or
-    a client that pulls): the answer, made once the document is read, is complete (a big
-    document's first publication holds the problems of its lines' envelopes only)."""
+async def _settled(editor: Editor, uri: str, version: int, pull: bool = False, since: int = 0) -> Any:
+    """The diagnostics of ``uri`` as of ``version``: published for it (after its first ``since``
+    publications: those of an opening before, whose versions the editor counts again), or asked
+    for (``pull``, or a client that pulls): the answer, made once the document is read, is
+    complete (a big document's first publication holds the problems of its lines' envelopes only)."""
     if editor.pulls or pull:
         return await asyncio.wait_for(
             editor.client.text_document_diagnostic_async(
@@ -76,7 +77,7 @@ async def _settled(editor: Editor, uri: str, version: int, pull: bool = False) -
         )
     deadline = asyncio.get_running_loop().time() + TIMEOUT
     while True:
-        published = [p for p in editor.published.get(uri, []) if p.version == version]
+        published = [p for p in editor.published.get(uri, [])[since:] if p.version == version]
         if published:
             return published[-1].diagnostics
         if asyncio.get_running_loop().time() > deadline:
@@ -164,10 +165,10 @@ async def _open(editor: Editor, uri: str, text: str, version: int) -> None:
 
 
 async def _against_fresh(
-    editor: Editor, rnd: random.Random, uri: str, text: str, version: int, sent: list[Any]
+    editor: Editor, rnd: random.Random, uri: str, text: str, version: int, sent: list[Any], since: int = 0
 ) -> None:
     fresh = f"file:///tmp/pi-sync-fuzz/2026-11-30T09-13-48-180Z_fresh{next(_fresh)}.jsonl"
-    diagnostics = await _settled(editor, uri, version)
+    diagnostics = await _settled(editor, uri, version, since=since)
     await _open(editor, fresh, text, 1)
     try:
         fresh_diagnostics = await _settled(editor, fresh, 1, pull=True)
@@ -182,15 +183,19 @@ async def _against_fresh(
 class Fuzzed:
     """One document the editor sends, edited at random over the wire."""
 
-    def __init__(self, editor: Editor, rnd: random.Random, name: str, text: str, next_entry: int) -> None:
+    def __init__(
+        self, editor: Editor, rnd: random.Random, name: str, text: str, next_entry: int, uri: str = ""
+    ) -> None:
         self.editor, self.rnd = editor, rnd
-        self.uri = f"file:///tmp/pi-sync-fuzz/2026-11-30T09-13-48-180Z_{name}-{next(_fresh)}.jsonl"
+        self.uri = uri or f"file:///tmp/pi-sync-fuzz/2026-11-30T09-13-48-180Z_{name}-{next(_fresh)}.jsonl"
         self.text = text
         self.editing = Editing(rnd, editor.encoding, next_entry)
         self.version = 1
         self.sent: list[Any] = [("open", 1)]
+        self.since = 0  # (the publications of the openings before this one)
 
     async def open(self) -> None:
+        self.since = self.editor.mark(self.uri)
         await _open(self.editor, self.uri, self.text, self.version)
 
     def close(self) -> None:
@@ -232,7 +237,7 @@ class Fuzzed:
             self.changes()
 
     async def check(self) -> None:
-        await _against_fresh(self.editor, self.rnd, self.uri, self.text, self.version, self.sent)
+        await _against_fresh(self.editor, self.rnd, self.uri, self.text, self.version, self.sent, self.since)
         self.sent = self.sent[-30:]
 
 
@@ -320,7 +325,8 @@ async def test_a_file_pi_appends_to_answers_as_a_fresh_read_of_it(
     editor: Editor, seed: int, tmp_path: Path
 ) -> None:
     """A file the editor never sent, followed on disk while pi appends lines to it (a line written
-    in pieces, one torn by a crash): after each burst, it answers as a copy of it read afresh."""
+    in pieces, one torn by a crash): after each burst, it answers as a copy of it read afresh.
+    Now and then the editor opens it, edits it and closes it unsaved, which the file outlives."""
     rnd = random.Random(seed * 2 + (editor.encoding == "utf-8"))
     text, next_entry = session_text(rnd, rnd.randint(2, 12))
     editing = Editing(rnd, editor.encoding, next_entry)
@@ -352,6 +358,12 @@ async def test_a_file_pi_appends_to_answers_as_a_fresh_read_of_it(
         context = _shown(text, [("appended", appended)])
         await _compare(editor, rnd, uri, text, diagnostics, copy.as_uri(), copied, context, same)
         copy.unlink()
+        if rnd.random() < 0.3:  # the editor opens the file, edits it, and closes it unsaved
+            opened = Fuzzed(editor, rnd, "", text, editing.next_entry, uri=uri)
+            await opened.open()
+            await opened.burst()
+            await opened.check()
+            opened.close()  # (read from disk again: the next burst's problems are the file's)
     path.unlink()
 
 
