@@ -18,14 +18,17 @@ import asyncio
 import json
 import os
 import random
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import builders as S
 import pytest
-from language_support import Editor, client_fixture, editor_fixture  # noqa: F401  (fixtures)
+import pytest_lsp
+from language_support import CLIENTS, SERVER, Editor, editor_fixture, start_editor  # noqa: F401  (fixture)
 from lsprotocol import types
 from lsprotocol.converters import get_converter
+from pytest_lsp import LanguageClient
 from sync_fuzz_model import Change, Editing, lsp_lines, session_text, width
 
 from pi_session_server.server.language_features import QUICK_OPEN_CHARS
@@ -33,11 +36,21 @@ from pi_session_server.server.language_features import QUICK_OPEN_CHARS
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 _first = int(os.environ.get("PI_LSP_FUZZ_SEED", "1"))
-SEEDS = list(range(_first, _first + int(os.environ.get("PI_LSP_FUZZ_COUNT", "3"))))
+SEEDS = list(range(_first, _first + int(os.environ.get("PI_LSP_FUZZ_COUNT", "2"))))
 BURSTS = int(os.environ.get("PI_LSP_FUZZ_BURSTS", "4"))
 HOVERS = 6
 TIMEOUT = 60
 _converter = get_converter()
+
+
+@pytest_lsp.fixture(name="client", config=SERVER, params=[*CLIENTS, "emacs"], scope="module")
+async def client_fixture(lsp_client: LanguageClient, request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """One server per client: VS Code (UTF-16), Neovim (UTF-8) and Emacs (eglot offers UTF-32 first)."""
+    lsp_client.editor = await start_editor(lsp_client, request.param)  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
 _fresh = iter(range(1, 10**9))
 
 
@@ -245,7 +258,7 @@ class Fuzzed:
 async def test_edits_through_the_wire_answer_as_a_fresh_document_of_the_same_text(
     editor: Editor, seed: int
 ) -> None:
-    rnd = random.Random(seed * 2 + (editor.encoding == "utf-8"))
+    rnd = random.Random(f"{seed} {editor.encoding}")
     fuzzed = Fuzzed(editor, rnd, f"seed{seed}", *session_text(rnd, rnd.randint(2, 12)))
     await fuzzed.open()
     for _burst in range(BURSTS):
@@ -268,7 +281,7 @@ async def test_edits_while_a_big_text_is_read_answer_as_a_fresh_document_of_the_
 ) -> None:
     """Hovers asked and changes sent while the server reads the text just opened (hovers are
     answered at its pauses, for the text of the changes sent before them)."""
-    rnd = random.Random(seed * 2 + (editor.encoding == "utf-8"))
+    rnd = random.Random(f"{seed} {editor.encoding}")
     fuzzed = Fuzzed(editor, rnd, f"big{seed}", *_big_text(rnd))
     first = fuzzed.text
     spans = lsp_lines(first)
@@ -327,7 +340,7 @@ async def test_a_file_pi_appends_to_answers_as_a_fresh_read_of_it(
     """A file the editor never sent, followed on disk while pi appends lines to it (a line written
     in pieces, one torn by a crash): after each burst, it answers as a copy of it read afresh.
     Now and then the editor opens it, edits it and closes it unsaved, which the file outlives."""
-    rnd = random.Random(seed * 2 + (editor.encoding == "utf-8"))
+    rnd = random.Random(f"{seed} {editor.encoding}")
     text, next_entry = session_text(rnd, rnd.randint(2, 12))
     editing = Editing(rnd, editor.encoding, next_entry)
     path = tmp_path / "2026-11-30T09-13-48-180Z_followed.jsonl"
