@@ -5,12 +5,13 @@ counted as the LSP counts them, ranges that cut a line or a character pair or ru
 end, many changes in one ``didChange``, whole-document changes, version jumps, ``didClose`` then
 ``didOpen`` of the text grown or edited); after each burst, what the server answers about the
 document (its diagnostics once published for the last version, the outline, the folds, the inlay
-hints, hovers at random places, the quick fixes of each problem) must be what it answers about a
-new document opened on the text the editor holds. A file the editor never sent, which pi appends
-to on disk, is compared so with a copy of it read from disk afresh.
+hints, the code lenses, hovers, definitions and highlights at random places, the quick fixes of
+each problem) must be what it answers about a new document opened on the text the editor holds.
+Edits are also sent while a big text just opened is read. A file the editor never sent, which pi
+appends to on disk, is compared so with a copy of it read from disk afresh.
 
-``PI_LSP_FUZZ_SEED=N`` runs seed N (``PI_LSP_FUZZ_COUNT=K``: the K seeds from N) instead of the
-few of the default run."""
+``PI_LSP_FUZZ_SEED=N`` runs seed N (``PI_LSP_FUZZ_COUNT=K``: the K seeds from N; ``PI_LSP_FUZZ_BURSTS``:
+bursts a document) instead of the few of the default run."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from pytest_lsp import LanguageClient
 from sync_fuzz_model import Change, Editing, lsp_lines, session_text, width
 
 from pi_session_server.server.language_features import QUICK_OPEN_CHARS
+from pi_session_server.server.locations import uri_to_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -61,6 +63,15 @@ def _json(value: Any, same: dict[str, str]) -> str:
     for fresh, fuzzed in same.items():
         text = text.replace(json.dumps(fresh)[1:-1], json.dumps(fuzzed)[1:-1])
     return text
+
+
+def _named_id(uri: str) -> str:
+    """The session id a file's name gives (``<time>_<id>.jsonl``, as pi names them)."""
+    return uri.rsplit("/", 1)[-1].split("_", 1)[-1].removesuffix(".jsonl")
+
+
+def _folder(uri: str) -> str:
+    return uri_to_path(uri).rsplit("/", 1)[0]
 
 
 def _shown(text: str, sent: list[Any]) -> str:
@@ -109,10 +120,18 @@ async def _answers(editor: Editor, uri: str, text: str, places: list[tuple[int, 
         "hints": await client.text_document_inlay_hint_async(
             types.InlayHintParams(doc, types.Range(types.Position(0, 0), end))
         ),
+        "lenses": await client.text_document_code_lens_async(types.CodeLensParams(doc)),
     }
     for line, character in places:
+        at = types.Position(line, character)
         answers[f"hover {line}:{character}"] = await client.text_document_hover_async(
-            types.HoverParams(doc, types.Position(line, character))
+            types.HoverParams(doc, at)
+        )
+        answers[f"definition {line}:{character}"] = await client.text_document_definition_async(
+            types.DefinitionParams(doc, at)
+        )
+        answers[f"highlights {line}:{character}"] = await client.text_document_document_highlight_async(
+            types.DocumentHighlightParams(doc, at)
         )
     return answers
 
@@ -156,7 +175,13 @@ async def _compare(
     same: dict[str, str] | None = None,
 ) -> None:
     """``uri`` (its ``diagnostics`` as settled) answers as ``fresh`` (a new document of ``text``)."""
-    same = {fresh: uri, **(same or {})}
+    # (a header a quick fix writes takes the session id from the file's name, its cwd from the folder)
+    same = {
+        fresh: uri,
+        **(same or {}),
+        _named_id(fresh): _named_id(uri),
+        _folder(fresh): _folder(uri),
+    }
     spans = lsp_lines(text)
     places = []
     for _ in range(HOVERS):
