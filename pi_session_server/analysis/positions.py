@@ -172,8 +172,12 @@ def _offset_past_replacements(raw: bytes, text: str, index: int, replaced: list[
 
 def _utf16_index(text: str, units: int) -> int:
     """The code point index at ``units`` UTF-16 code units into ``text`` (a count that ends inside a
-    surrogate pair takes in its character). Counted by the codec, not a loop per character: a line
-    can be an image's megabytes of base64. No character is shorter than a unit: the first ``units``
-    characters hold the place."""
+    surrogate pair stands for its character's start, as a column inside a character does in every
+    encoding). Counted by the codec, not a loop per character: a line can be an image's megabytes
+    of base64. No character is shorter than a unit: the first ``units`` characters hold the place."""
     encoded = text[: max(units, 0)].encode("utf-16-le", "surrogatepass")[: 2 * units]
-    return len(encoded.decode("utf-16-le", "surrogatepass"))
+    decoded = encoded.decode("utf-16-le", "surrogatepass")
+    index = len(decoded)
+    if index and decoded[-1] != text[index - 1]:  # (the pair's first half: cut off its character)
+        index -= 1
+    return index

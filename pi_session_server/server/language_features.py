@@ -316,8 +316,7 @@ class LanguageFeatures:
             raw = None
         if raw is None:
             raw = doc.lines[line].raw
-        if offset >= len(raw) and raw.endswith(b"\r") and line + 1 < doc.line_count:
-            offset = len(raw) - 1  # the CR of a CRLF ends the line to the editor: not a place in it
+        offset = min(offset, _editor_line_end(doc, line, raw))
         lsp_line, start = state.lone_cr.to_lsp(line, offset)
         return lsp_line, to_column(raw[start:] if start else raw, offset - start, self.encoding, doc.errors)
 
@@ -339,7 +338,7 @@ class LanguageFeatures:
             last = doc.line_count - 1
             return last, len(doc.lines[last].raw)
         raw = doc.lines[line].raw
-        segment = raw[start : end if end >= 0 else len(raw)]
+        segment = raw[start : end if end >= 0 else _editor_line_end(doc, line, raw)]
         return line, start + to_offset(segment, pos.character, self.encoding, doc.errors)
 
     def encoded(self, value: Any) -> Any:
@@ -1584,6 +1583,15 @@ class _OpenNotification(msgspec.Struct):
 
 
 _decode_open = msgspec.json.Decoder(_OpenNotification).decode
+
+
+def _editor_line_end(doc: SessionDocument, line: int, raw: bytes) -> int:
+    """Where the editor's text of session line ``line`` (its bytes ``raw``) ends: before the CR of
+    a CRLF, which ends the line to the editor (a column past the line's end is the line's end, as
+    the LSP says, never a place between the CR and the LF)."""
+    if raw.endswith(b"\r") and line + 1 < doc.line_count:
+        return len(raw) - 1
+    return len(raw)
 
 
 def _token_size(token: msgspec.Raw) -> int:

@@ -193,3 +193,11 @@ def test_the_end_of_a_long_line_after_one_emoji_is_counted_without_decoding_it_w
         column = to_column(raw, len(raw), UTF16)
     assert column == len(raw.decode().encode("utf-16-le")) // 2
     assert max(searched) < len(raw) // 10
+
+
+def test_a_column_inside_a_character_is_its_start_in_every_encoding() -> None:
+    emoji_start = 2
+    assert to_offset(RAW, emoji_start + 1, UTF16) == emoji_start  # between the surrogate pair's halves
+    for inside in (1, 2, 3):
+        assert to_offset(RAW, emoji_start + inside, UTF8) == emoji_start
+    assert to_offset(RAW, emoji_start + 2, UTF16) == emoji_start + 4  # (after the pair: after the emoji)
