@@ -113,9 +113,11 @@ def test_a_rewrite_whose_writer_pauses_after_its_truncation_is_put_back_whole(
     rename replaced, and what is put back is that content, not the empty file of the moment."""
     path = tmp_path / "s.jsonl"
     path.write_bytes(LINE_A)
-    real_replace, real_sleep = os.replace, time.sleep
+    real_replace = os.replace
     writer: list[int] = []
     polls: list[float] = []
+    # the polls' clock: it moves by what each poll sleeps, however long a loaded machine takes
+    clock = [time.monotonic()]
 
     def replace(src: str, dst: str) -> None:
         writer.append(os.open(path, os.O_WRONLY | os.O_TRUNC))  # the shell's `>`
@@ -125,10 +127,11 @@ def test_a_rewrite_whose_writer_pauses_after_its_truncation_is_put_back_whole(
         polls.append(seconds)
         if len(polls) == 5:
             os.write(writer[0], PI + PI)  # cat, at last, through the shell's descriptor
-        real_sleep(seconds)
+        clock[0] += seconds
 
     monkeypatch.setattr(os, "replace", replace)
     monkeypatch.setattr(rewrites.time, "sleep", sleep)
+    monkeypatch.setattr(rewrites.time, "monotonic", lambda: clock[0])
     try:
         with LockedFile(str(path)) as locked, pytest.raises(StaleFileError, match="put back"):
             locked.replace([LINE_B], locked.state())
