@@ -271,3 +271,23 @@ def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(
     assert plan.splices() == plan_repairs(SessionDocument(path.read_bytes()), FIXABLE_CODES).splices()
     assert max(reads.values()) == 1  # each glued line read once to split it
     assert collecting and not any(collecting)  # the collector paused while a repair is made for each line
+
+
+def test_the_diagnostics_of_glued_lines_are_made_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a diagnostic and its related lines per glued line (by the hundred thousand in a file glued
+    # everywhere), none in a cycle: the collector does not walk the heap again as they are made
+    from pi_session_server.analysis import diagnostics
+
+    count = 200
+    doc = SessionDocument.from_file(str(_glued_file(tmp_path / "s.jsonl", count, cut=True)))
+    collecting: list[bool] = []
+    made = diagnostics._diagnostic
+    monkeypatch.setattr(
+        diagnostics, "_diagnostic", lambda *a: (collecting.append(gc.isenabled()), made(*a))[1]
+    )
+    found = diagnostics.document_diagnostics(doc)
+    assert sum(d.code == "PI006" for d in found) == count
+    assert len(collecting) >= count and not any(collecting)
+    assert gc.isenabled()  # (and on again after)
