@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import TypeVar
+
+import msgspec
 
 from ..format.gcpause import gc_paused
 from ..format.glued import Piece, holds_header, lost_ids
@@ -34,16 +35,16 @@ from .preview import full_value
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Related:
+# (Structs the collector does not track: one diagnostic per problem and one related line per
+# note, by the hundred thousand in a damaged file; their values are numbers and strings)
+class Related(msgspec.Struct, frozen=True, gc=False):
     line: int
     start: int
     end: int
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+class Diagnostic(msgspec.Struct, frozen=True, gc=False):
     line: int
     start: int  # byte offsets within the line
     end: int

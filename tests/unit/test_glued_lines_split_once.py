@@ -314,3 +314,18 @@ def test_the_diagnostics_of_glued_lines_are_made_with_the_collector_paused(
     assert sum(d.code == "PI006" for d in found) == count
     assert len(collecting) >= count and not any(collecting)
     assert gc.isenabled()  # (and on again after)
+
+
+def test_the_pieces_and_diagnostics_of_glued_lines_are_left_out_of_the_collector_s_walks(
+    tmp_path: Path,
+) -> None:
+    # (two or more pieces and related lines per glued line, by the hundred thousand in a file glued
+    # everywhere: the collector walked them all at each of its passes over the heap)
+    from pi_session_server.analysis import diagnostics
+
+    doc = SessionDocument.from_file(str(_glued_file(tmp_path / "s.jsonl", 20, cut=True)))
+    found = [d for d in diagnostics.document_diagnostics(doc) if d.code == "PI006"]
+    assert len(found) == 20
+    pieces = [piece for info in doc.lines for p in info.problems for piece in p.pieces or ()]
+    assert len(pieces) == 40
+    assert not any(gc.is_tracked(x) for x in [*pieces, *found, *(r for d in found for r in d.related)])
