@@ -95,12 +95,16 @@ def parse(text: str) -> Any:
         return _fast_loads(text)
     except json.JSONDecodeError as err:
         cut = _cut_short(text, err) if _SCANNER_TELLS_CUTS else None
-        if cut is not None:
-            raise cut from None
-        return _Parser(text).parse()  # invalid: the exact parser finds V8's error
     except (ValueError, _ConstantRejected, RecursionError):
-        # NaN or Infinity, or too deep for the C scanner.
-        return _Parser(text).parse()
+        cut = None  # NaN or Infinity, or too deep for the C scanner
+    if cut is None:
+        return _Parser(text).parse()  # the exact parser finds V8's error
+    # (raised outside the handler, and let go of here: neither the scanner's error nor this frame
+    # stays held by it, so no cycle is left for the collector to find, one per cut-off line)
+    try:
+        raise cut
+    finally:
+        cut = None
 
 
 def _cut_short(text: str, err: json.JSONDecodeError) -> JsonSyntaxError | None:

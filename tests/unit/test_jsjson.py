@@ -594,3 +594,19 @@ def test_a_python_that_words_the_scanner_s_errors_otherwise_leaves_them_to_the_e
     assert not jsjson._scanner_tells_cuts()
     monkeypatch.setattr(jsjson, "_SCANNER_TELLS_CUTS", False)
     assert _error(parse, '{"a":1') == _error(_exact_parse, '{"a":1')
+
+
+def test_the_error_of_a_text_cut_short_leaves_no_cycle_for_the_collector() -> None:
+    # (a damaged file has a cut-off line by the hundred thousand: garbage in cycles, an error's
+    # traceback holding the frame that holds the error, is freed only by the collector's walks)
+    import gc
+
+    cuts = ['{"type":"message","id":"e1","message":{"role":"user"', '{"a":"x', '[1, {"b"', '{"a" ']
+    gc.collect()
+    gc.disable()
+    try:
+        for text in cuts * 25:
+            assert _error(parse, text) == _error(_exact_parse, text) is not None
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
