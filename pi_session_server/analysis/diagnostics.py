@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import TypeVar
 
+import msgspec
+
+from ..format.gcpause import gc_paused
 from ..format.glued import Piece, holds_header, lost_ids
 from ..format.jsvalue import ABSENT, get, js_string_of, to_number
 from . import codes
@@ -33,16 +35,16 @@ from .preview import full_value
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Related:
+# (Structs the collector does not track: one diagnostic per problem and one related line per
+# note, by the hundred thousand in a damaged file; their values are numbers and strings)
+class Related(msgspec.Struct, frozen=True, gc=False):
     line: int
     start: int
     end: int
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+class Diagnostic(msgspec.Struct, frozen=True, gc=False):
     line: int
     start: int  # byte offsets within the line
     end: int
@@ -489,6 +491,21 @@ def _diagnostics(
     """The diagnostics of the document, or of the lines given (``problem_lines``, ``edits``,
     ``tree_problems``: those of the document's that they hold, ``lines``: the first and last line
     they are on, which the file's diagnostics are kept to), ordered by position."""
+    # a diagnostic and its related lines per problem, in no cycle: a damaged file has them by the
+    # hundred thousand, which the collector would otherwise walk again and again as they are made
+    with gc_paused():
+        return _found(doc, first_pass, check, problem_lines, edits, tree_problems, lines)
+
+
+def _found(
+    doc: SessionDocument,
+    first_pass: bool,
+    check: Check | None,
+    problem_lines: Iterable[LineInfo] | None,
+    edits: Iterable[LineInfo] | None,
+    tree_problems: Iterable[tuple[LineInfo, tuple[Problem, ...]]] | None,
+    lines: tuple[int, int] | None,
+) -> list[Diagnostic]:
     if doc.other_bom_in_text() is not None:
         # bytes of UTF-16 or UTF-32 read from disk: parsed as pi's UTF-8, every line is an error
         # that the one repair (re-encoding the file) takes away; the one diagnostic says that

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 import msgspec
@@ -322,8 +322,10 @@ def _shifted(p: Problem, n: int) -> Problem:
         return p
     pieces = None
     if p.pieces is not None:
-        pieces = tuple(replace(piece, start=piece.start + n, end=piece.end + n) for piece in p.pieces)
-        pieces = (replace(pieces[0], start=0), *pieces[1:])
+        pieces = tuple(
+            msgspec.structs.replace(piece, start=piece.start + n, end=piece.end + n) for piece in p.pieces
+        )
+        pieces = (msgspec.structs.replace(pieces[0], start=0), *pieces[1:])
     notes = tuple((start + n, end + n, what) for start, end, what in p.notes)
     return Problem(p.code, p.message, span=(p.span[0] + n, p.span[1] + n), pieces=pieces, notes=notes)
 

@@ -93,9 +93,89 @@ def parse(text: str) -> Any:
     """``JSON.parse(text)``: raises :class:`JsonSyntaxError` where JavaScript would throw."""
     try:
         return _fast_loads(text)
+    except json.JSONDecodeError as err:
+        cut = _cut_short(text, err) if _SCANNER_TELLS_CUTS else None
     except (ValueError, _ConstantRejected, RecursionError):
-        # Invalid (the exact parser finds V8's error) or too deep for the C scanner.
-        return _Parser(text).parse()
+        cut = None  # NaN or Infinity, or too deep for the C scanner
+    if cut is None:
+        return _Parser(text).parse()  # the exact parser finds V8's error
+    # (raised outside the handler, and let go of here: neither the scanner's error nor this frame
+    # stays held by it, so no cycle is left for the collector to find, one per cut-off line)
+    try:
+        raise cut
+    finally:
+        cut = None
+
+
+def _cut_short(text: str, err: json.JSONDecodeError) -> JsonSyntaxError | None:
+    """V8's error for ``text`` when the C scanner read it to its end without a fault (the start
+    of some JSON text, which a write cut short leaves; the scanner takes the text JSON.parse
+    takes, so V8 fails at its end too), worded from the scanner's error and the few characters
+    that tell V8's states apart that the scanner's words do not; None for any other error, the
+    exact parser's. (A cut-off line is common in damaged files, and the exact parser's walk of
+    it costs many times the scanner's.)"""
+    end = len(text)
+    wording = err.msg
+    if wording == "Unterminated string starting at":
+        # the string runs to the end: a backslash there starts an escape, which ran out
+        parser = _Parser(text)
+        return parser._unexpected(end) if _escaped(text, end) else parser._fail(end, _UNTERMINATED_STRING)
+    if err.pos != end:
+        return None
+    if wording == "Expecting value":  # after "[", ":", or a "," in an array
+        return _Parser(text)._unexpected(end)
+    if wording == "Expecting property name enclosed in double quotes":
+        last = text[_before_ws(text, end) - 1]
+        return _Parser(text)._fail(
+            end, _EXPECTED_PROPERTY_OR_RBRACE if last == "{" else _EXPECTED_DOUBLE_QUOTED
+        )
+    if wording == "Expecting ':' delimiter":
+        # V8 words only the first key's missing colon: after a later key, the input ran out
+        opening = _string_opening(text, _before_ws(text, end) - 1)
+        if text[_before_ws(text, opening) - 1] == "{":
+            return _Parser(text)._fail(end, _EXPECTED_COLON)
+        return _Parser(text)._unexpected(end)
+    if wording == "Expecting ',' delimiter":
+        return _after_member(text)
+    return None
+
+
+def _after_member(text: str) -> JsonSyntaxError | None:
+    """V8's error for ``text`` cut short after a member of an object or an element of an array,
+    told apart by the scanner's reading of it with a "]", which closes only an array."""
+    end = len(text)
+    try:
+        _fast_loads(text + "]")
+    except json.JSONDecodeError as probe:
+        if probe.pos == end:
+            return _Parser(text)._fail(end, _EXPECTED_COMMA_OR_RBRACE)
+    except (ValueError, _ConstantRejected, RecursionError):
+        return None
+    return _Parser(text)._fail(end, _EXPECTED_COMMA_OR_RBRACK)
+
+
+def _before_ws(text: str, end: int) -> int:
+    """``end`` moved back over the JSON white space before it."""
+    while end > 0 and text[end - 1] in " \t\n\r":
+        end -= 1
+    return end
+
+
+def _string_opening(text: str, closing: int) -> int:
+    """Where the string literal whose closing quote is at ``closing`` opens: the quote before it
+    that no backslash escapes (a string holds no other)."""
+    opening = text.rindex('"', 0, closing)
+    while _escaped(text, opening):
+        opening = text.rindex('"', 0, opening)
+    return opening
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Position ``at`` follows an odd run of backslashes (in a string: the last starts an escape)."""
+    backslashes = 0
+    while at - backslashes > 0 and text[at - 1 - backslashes] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
 
 
 def parse_bytes(data: bytes | bytearray | memoryview) -> Any:
@@ -369,6 +449,49 @@ class _Parser:
                 stack.pop()
                 value = obj
                 continue
+
+
+#: texts cut short in each state the C scanner's errors tell apart (with what ends them)
+_CUT_SAMPLES: Final = (
+    "{",
+    '{"a"',
+    '{"a":',
+    '{"a":1',
+    '{"a":1,',
+    '{"a":1,"b"',
+    "[",
+    "[1",
+    "[1,",
+    '["ab',
+    '["a\\',
+    '{"a":[{}',
+)
+
+
+def _scanner_tells_cuts() -> bool:
+    """Whether the C scanner words its errors for texts cut short as :func:`_cut_short` reads them,
+    so that it gives the exact parser's errors. Its messages are no API: a release that words them
+    otherwise turns that reading off (the exact parser then words every error), never another answer."""
+    for text in _CUT_SAMPLES:
+        try:
+            _fast_loads(text)
+        except json.JSONDecodeError as err:
+            told = _cut_short(text, err)
+        else:
+            return False
+        try:
+            _Parser(text).parse()
+        except JsonSyntaxError as exact:
+            if told is None or (told.msg, told.pos, told.js_message) != (
+                exact.msg,
+                exact.pos,
+                exact.js_message,
+            ):
+                return False
+    return True
+
+
+_SCANNER_TELLS_CUTS = _scanner_tells_cuts()
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from pi_session_server.analysis import lines as analysis_lines
 from pi_session_server.analysis.autofix import FIXABLE_CODES, plan_repairs
 from pi_session_server.analysis.document import SessionDocument
 from pi_session_server.cli import main
-from pi_session_server.format import glued, scan
+from pi_session_server.format import glued, jsjson, scan
 from pi_session_server.format.glued import glued_entries, glued_pieces
 from pi_session_server.format.jsjson import JsonSyntaxError, parse_bytes
 from pi_session_server.session import SessionManager
@@ -170,6 +170,27 @@ def test_every_command_answers_as_with_the_search(
         assert answers == _answers(path, capsys, tmp_path)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_every_command_answers_as_with_the_exact_parser_s_words(
+    seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the cut-off lines of glued files, on lines of their own once split (repair's check of what
+    # it wrote) or not: their errors worded from the C scanner's, as the exact parser words them
+    path = _random_file(tmp_path / "s.jsonl", 100 + seed)
+    answers = _answers(path, capsys, tmp_path)
+    assert b"\n" in answers["repaired"]
+    with monkeypatch.context() as exact:
+        exact.setattr(jsjson, "_SCANNER_TELLS_CUTS", False)
+        assert answers == _answers(path, capsys, tmp_path)
+    split = tmp_path / "split.jsonl"
+    split.write_bytes(answers["repaired"])
+    answers = _answers(split, capsys, tmp_path)
+    assert any(p["kind"] == "malformed" for p, _, _ in answers["problems"])
+    with monkeypatch.context() as exact:
+        exact.setattr(jsjson, "_SCANNER_TELLS_CUTS", False)
+        assert answers == _answers(split, capsys, tmp_path)
+
+
 # -- the work is bounded --------------------------------------------------------------------------
 
 
@@ -198,7 +219,7 @@ def test_glued_lines_are_neither_parsed_nor_searched(
     # a crash between each write and its newline (or in the middle of a line): every line glued
     count = 300
     path = _glued_file(tmp_path / "s.jsonl", count, cut)
-    calls = {"parse": 0, "searched tokens": 0}
+    calls = {"parse": 0, "exact parser": 0, "searched tokens": 0}
 
     def counted(name: str, real: Any) -> Any:
         def call(*args: Any) -> Any:
@@ -209,6 +230,7 @@ def test_glued_lines_are_neither_parsed_nor_searched(
 
     monkeypatch.setattr(scan, "parse_bytes", counted("parse", scan.parse_bytes))
     monkeypatch.setattr(analysis_lines, "parse", counted("parse", analysis_lines.parse))
+    monkeypatch.setattr(jsjson._Parser, "parse", counted("exact parser", jsjson._Parser.parse))
     spend = glued._Budget.spend
     monkeypatch.setattr(
         glued._Budget,
@@ -222,9 +244,10 @@ def test_glued_lines_are_neither_parsed_nor_searched(
     assert answers["repaired"].count(b"\n") == 2 * count + 1
     # the header's line alone is parsed (the header is read by the exact parser, once per reader)
     assert calls["searched tokens"] == 0
-    # (the cut-off lines the split leaves are read in repair's check of what it wrote: each the
-    # exact parser's, for the words of its error, once)
+    # (the cut-off lines the split leaves are read in repair's check of what it wrote, once each,
+    # their errors worded from the C scanner's: not walked again by the exact parser)
     assert calls["parse"] <= 5 + (count if cut else 0)
+    assert calls["exact parser"] <= 5
 
 
 def test_each_piece_of_a_glued_line_is_decoded_once_and_worded_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,3 +294,38 @@ def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(
     assert plan.splices() == plan_repairs(SessionDocument(path.read_bytes()), FIXABLE_CODES).splices()
     assert max(reads.values()) == 1  # each glued line read once to split it
     assert collecting and not any(collecting)  # the collector paused while a repair is made for each line
+
+
+def test_the_diagnostics_of_glued_lines_are_made_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a diagnostic and its related lines per glued line (by the hundred thousand in a file glued
+    # everywhere), none in a cycle: the collector does not walk the heap again as they are made
+    from pi_session_server.analysis import diagnostics
+
+    count = 200
+    doc = SessionDocument.from_file(str(_glued_file(tmp_path / "s.jsonl", count, cut=True)))
+    collecting: list[bool] = []
+    made = diagnostics._diagnostic
+    monkeypatch.setattr(
+        diagnostics, "_diagnostic", lambda *a: (collecting.append(gc.isenabled()), made(*a))[1]
+    )
+    found = diagnostics.document_diagnostics(doc)
+    assert sum(d.code == "PI006" for d in found) == count
+    assert len(collecting) >= count and not any(collecting)
+    assert gc.isenabled()  # (and on again after)
+
+
+def test_the_pieces_and_diagnostics_of_glued_lines_are_left_out_of_the_collector_s_walks(
+    tmp_path: Path,
+) -> None:
+    # (two or more pieces and related lines per glued line, by the hundred thousand in a file glued
+    # everywhere: the collector walked them all at each of its passes over the heap)
+    from pi_session_server.analysis import diagnostics
+
+    doc = SessionDocument.from_file(str(_glued_file(tmp_path / "s.jsonl", 20, cut=True)))
+    found = [d for d in diagnostics.document_diagnostics(doc) if d.code == "PI006"]
+    assert len(found) == 20
+    pieces = [piece for info in doc.lines for p in info.problems for piece in p.pieces or ()]
+    assert len(pieces) == 40
+    assert not any(gc.is_tracked(x) for x in [*pieces, *found, *(r for d in found for r in d.related)])

@@ -504,3 +504,109 @@ def test_a_value_held_twice_side_by_side_is_written_twice():
     value = {"a": shared, "b": [shared, shared]}
     assert dumps(value) == json.dumps(value, separators=(",", ":"))
     assert dumps_bytes(value) == dumps(value).encode()
+
+
+# ---- parsing: texts cut short, worded from the C scanner's error ----------------------------------
+
+_PIECES = ["", "a", "ü", "😀", "\\", '"', "\n", "\x00", "\ud800", "x y", "{", "[", "]}", ",", ":"]
+_SPLICED = [" ", "\\", '"', "-", "1", ".", "e", "t", "NaN", "]", "}", ",", ":", "0", "\\u12", "\\u0041"]
+
+
+_values = st.recursive(
+    st.sampled_from([0, -1, 1.5, 1e300, 2**70, True, False, None])
+    | st.lists(st.sampled_from(_PIECES), max_size=4).map("".join),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.lists(st.sampled_from(_PIECES), max_size=3).map("".join), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _error(parser: Any, text: str) -> tuple[str, int, str] | None:
+    try:
+        parser(text)
+    except JsonSyntaxError as err:
+        return err.msg, err.pos, err.js_message
+    return None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    _values,
+    st.booleans(),
+    st.sampled_from([None, 1]),
+    st.floats(0, 1),
+    st.lists(st.tuples(st.floats(0, 1), st.sampled_from(_SPLICED)), max_size=2),
+)
+def test_a_text_cut_short_is_worded_as_the_exact_parser_words_it(
+    value: Any, ascii_only: bool, indent: int | None, cut: float, spliced: list[tuple[float, str]]
+) -> None:
+    # (the C scanner reads it to its end; the words V8 gives there are told from its error)
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
+    text = text[: round(cut * len(text))]
+    for at, what in spliced:
+        where = round(at * len(text))
+        text = text[:where] + what + text[where:]
+    assert _error(parse, text) == _error(_exact_parse, text)
+
+
+def test_texts_cut_short_are_worded_without_the_exact_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pi_session_server.format import jsjson
+
+    assert jsjson._SCANNER_TELLS_CUTS  # (the installed Python words its errors as this reads them)
+    cuts = [
+        '{"type":"message","id":"e1","message":{"role":"user","content":"hel',
+        '{"a":"x\\',
+        '{"a":"x\\\\',
+        '{"a":[1,{"b":2}',
+        '{"a":{"b":2}',
+        '{"a":1, "b" ',
+        '{"a" ',
+        '{"a":1,',
+        "{ ",
+        '[1, "😀", ',
+        '{"a": ',
+    ]
+    exact = {text: _error(_exact_parse, text) for text in cuts}
+    walked = []
+    monkeypatch.setattr(jsjson._Parser, "parse", lambda self: walked.append(self.text))
+    assert {text: _error(parse, text) for text in cuts} == exact
+    assert walked == []
+
+
+def test_a_python_that_words_the_scanner_s_errors_otherwise_leaves_them_to_the_exact_parser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pi_session_server.format import jsjson
+
+    class Reworded(json.JSONDecodeError):
+        def __init__(self, msg: str, doc: str, pos: int) -> None:
+            super().__init__(msg.replace("Expecting", "Wanted"), doc, pos)
+
+    def reworded(text: str) -> Any:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as err:
+            raise Reworded(err.msg, err.doc, err.pos) from None
+
+    monkeypatch.setattr(jsjson, "_fast_loads", reworded)
+    assert not jsjson._scanner_tells_cuts()
+    monkeypatch.setattr(jsjson, "_SCANNER_TELLS_CUTS", False)
+    assert _error(parse, '{"a":1') == _error(_exact_parse, '{"a":1')
+
+
+def test_the_error_of_a_text_cut_short_leaves_no_cycle_for_the_collector() -> None:
+    # (a damaged file has a cut-off line by the hundred thousand: garbage in cycles, an error's
+    # traceback holding the frame that holds the error, is freed only by the collector's walks)
+    import gc
+
+    cuts = ['{"type":"message","id":"e1","message":{"role":"user"', '{"a":"x', '[1, {"b"', '{"a" ']
+    gc.collect()
+    gc.disable()
+    try:
+        for text in cuts * 25:
+            assert _error(parse, text) == _error(_exact_parse, text) is not None
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
