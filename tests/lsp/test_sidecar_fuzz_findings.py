@@ -108,3 +108,17 @@ async def test_listing_errors_of_the_file_system_are_documented(sidecar, tmp_pat
         with expect_error(FS_ERROR) as refused:
             await sidecar.request(method, params)
         assert refused.value.data["code"] == "ENOTDIR"
+
+
+async def test_the_tree_of_a_new_session_whose_one_entry_is_not_written_yet(sidecar, tmp_path):
+    # pi 1.6.0 writes a new session's file with its first user or assistant message: until then
+    # its entries are on no line of the file
+    info = await sidecar.request("pi/create", {"cwd": str(tmp_path), "sessionDir": str(tmp_path / "s")})
+    session = info["session"]
+    appended = await sidecar.request(
+        "pi/append", {"session": session, "kind": "model_change", "provider": "p", "modelId": "m"}
+    )
+    for tree_filter in ("none", "all"):
+        tree = await sidecar.request("pi/getTree", {"session": session, "filter": tree_filter})
+        assert [node["id"] for node in tree["nodes"]] == [appended["id"]]
+    assert (await sidecar.request("pi/getTree", {"session": session, "filter": "default"}))["nodes"] == []
