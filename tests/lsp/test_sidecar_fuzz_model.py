@@ -33,11 +33,12 @@ from pi_session_server.format.jsjson import dumps_bytes, parse_bytes
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server.session_stats import session_stats
 from pi_session_server.server.stdio_client import RpcError, SidecarClient
-from pi_session_server.session import SessionManager
+from pi_session_server.session import PROFILES, SessionManager
 
 pytestmark = pytest.mark.timeout(900)
 
 STEPS = 70
+PI_VERSIONS = tuple(PROFILES)
 PAGE_SIZES = (1, 3, 7)
 _HEX_ID = re.compile(r"[0-9a-f]{8}")
 
@@ -63,12 +64,13 @@ def _without_timestamps(value: Any, everywhere: bool) -> Any:
 
 
 class Model:
-    def __init__(self, root: Path, seed: int) -> None:
+    def __init__(self, root: Path, seed: int, pi: str) -> None:
+        self.pi = pi
         self.seed = seed
         self.rng = random.Random(seed)
         self.root = root
         self.client = SidecarClient(
-            [*SERVER_COMMAND, "--watch-interval", "0"], env=server_env(root), cwd=str(root)
+            [*SERVER_COMMAND, "--watch-interval", "0", "--pi", pi], env=server_env(root), cwd=str(root)
         )
         self.client.initialize()
         (root / "wire").mkdir()
@@ -76,7 +78,7 @@ class Model:
         info = self.client.request("pi/create", {"cwd": str(root), "sessionDir": str(root / "wire")})
         self.handle = info["session"]
         self.wire_file = Path(info["sessionFile"])
-        self.manager = SessionManager.create(str(root), str(root / "model"))
+        self.manager = SessionManager.create(str(root), str(root / "model"), pi=pi)
         self.model_file = Path(self.manager.get_session_file())
         self.to_model: dict[str, str] = {}  # wire id -> model id
         self.log: list[str] = []
@@ -290,7 +292,7 @@ class Model:
             assert not self.model_file.exists()
             return self._start_again()
         self.handle = self.client.request("pi/open", {"path": str(self.wire_file)})["session"]
-        self.manager = SessionManager.open(str(self.model_file))
+        self.manager = SessionManager.open(str(self.model_file), pi=self.pi)
         self.counts["reopen"] = self.counts.get("reopen", 0) + 1
 
     def _start_again(self) -> None:
@@ -299,7 +301,7 @@ class Model:
         )
         self.handle = info["session"]
         self.wire_file = Path(info["sessionFile"])
-        self.manager = SessionManager.create(str(self.root), str(self.root / "model"))
+        self.manager = SessionManager.create(str(self.root), str(self.root / "model"), pi=self.pi)
         self.model_file = Path(self.manager.get_session_file())
         self.to_model.clear()
 
@@ -424,7 +426,8 @@ def _oracle_here() -> bool:
 
 @pytest.mark.parametrize("seed", seeds())
 def test_writes_over_the_wire_match_the_library(tmp_path: Path, seed: int) -> None:
-    model = Model(tmp_path, seed)
+    pi = PI_VERSIONS[seed % len(PI_VERSIONS)]  # (the server and the model follow one release)
+    model = Model(tmp_path, seed, pi)
     try:
         for _ in range(STEPS):
             model.step()
@@ -432,6 +435,6 @@ def test_writes_over_the_wire_match_the_library(tmp_path: Path, seed: int) -> No
         final = model.wire_file
     finally:
         model.close()
-    print(f"seed {seed}: {model.counts}")
+    print(f"seed {seed}, pi {pi}: {model.counts}")
     if final.exists() and _oracle_here():
         _oracle_agrees(tmp_path, final)
