@@ -313,16 +313,26 @@ class Model:
         entry_id = f"{self.rng.getrandbits(32):08x}"
         wire_last = json.loads(self.wire_file.read_text(encoding="utf-8").splitlines()[-1]).get("id")
         parent = wire_last if self.rng.random() < 0.7 else self.some_id()
-        line = {
+        line: dict[str, Any] = {
             "type": "message",
             "id": entry_id,
             "parentId": parent if isinstance(parent, str) else None,
             "timestamp": "2026-01-01T00:00:00.000Z",
-            "message": {"role": "user", "content": f"from pi {self.foreign}", "timestamp": 1},
         }
+        kind = self.rng.choice(("message", "message", "label", "session_info", "assistant"))
+        if kind == "label":  # pi's label of an entry of ours
+            line.update(type="label", targetId=self.some_id(), label=f"pi {self.foreign}")
+        elif kind == "session_info":
+            line.update(type="session_info", name=f"named by pi {self.foreign}")
+        else:
+            line["message"] = (
+                self._message() if kind == "assistant" else {"role": "user", "content": "pi", "timestamp": 1}
+            )
         with self.wire_file.open("ab") as f:
             f.write(dumps_bytes(line) + b"\n")
         model_line = {**line, "parentId": self.to_model_id(line["parentId"])}
+        if "targetId" in line:
+            model_line["targetId"] = self.to_model_id(line["targetId"])
         with self.model_file.open("ab") as f:
             f.write(dumps_bytes(model_line) + b"\n")
         self.to_model[entry_id] = entry_id
