@@ -104,6 +104,17 @@ class InvalidArgTypeError(PiSessionError):
     code = "ERR_INVALID_ARG_TYPE"
 
 
+class FileUrlError(PiSessionError, ValueError):
+    """Node's refusal of a ``file://`` URL pi makes a path of (``fileURLToPath``): a ``TypeError``
+    with Node's code (a host other than localhost, an encoded ``/``, no URL at all), or a
+    ``URIError`` for a malformed percent escape."""
+
+    def __init__(self, message: str, name: str = "TypeError", code: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
+        self.code = code
+
+
 class ArgOutOfRangeError(PiSessionError):
     """Node's ``RangeError [ERR_OUT_OF_RANGE]``, raised for a number argument outside what it may be
     (a line number that is no whole number)."""

@@ -15,6 +15,7 @@ oracle`` (or ``kit``) prints the directory, for shell scripts.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -55,6 +56,17 @@ def session_manager_module(oracle: Path | None = None) -> Path:
 def has_pi_160(oracle: Path | None = None) -> bool:
     """Whether ``oracle`` (default: :func:`oracle_dir`) has pi 1.6.0 installed beside pi 0.86.1."""
     return ((oracle or oracle_dir()) / PI_160_PACKAGE).is_dir()
+
+
+def oracle_writes_expected(scenarios: Path, pi: str, oracle: Path | None = None) -> None:
+    """The reference runner in ``oracle`` (default: :func:`oracle_dir`) writes, beside each scenario
+    in the directory ``scenarios``, the document pi ``pi`` gives for it under our rules."""
+    subprocess.run(
+        ["node", "run.mjs", "--batch", str(scenarios), "--rules", "ours", "--pi", pi],
+        cwd=oracle or oracle_dir(),
+        check=True,
+        capture_output=True,
+    )
 
 
 if __name__ == "__main__":

@@ -42,16 +42,13 @@ def fs_path(path: str) -> str:
 
 
 def uri_to_path(uri: str) -> str:
-    """The path of a ``file:`` URI (Node's ``fileURLToPath``); -32602 for anything else, -32008 for
-    a URI that decodes to a path holding a NUL byte."""
+    """The path of a ``file:`` URI (Node's ``fileURLToPath``); -32602 for anything else, -32008 with
+    Node's error for a file URL Node refuses (a host other than localhost, an encoded ``/``, a
+    malformed escape) or one that decodes to a path holding a NUL byte, as a ``path`` spelt so is."""
     if not uri.startswith("file://"):
         raise invalid_params(f"Invalid params: `uri` must be a file:// URI, got {uri[:200]!r}")
     try:
-        path = file_url_to_path(uri)
-    except ValueError as error:
-        raise invalid_params(f"Invalid params: `uri` is not a file URL Node accepts: {error}") from None
-    try:
-        return reject_null_bytes(fs_path(path))
+        return reject_null_bytes(fs_path(file_url_to_path(uri)))
     except PiSessionError as error:
         raise from_library_error(error) from None
 

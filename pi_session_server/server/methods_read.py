@@ -402,9 +402,12 @@ def preview_cache(manager: Any) -> PreviewCache | None:
         return cache
 
 
-def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
+def _refuse_since_with_offset(p: P.GetEntriesParams) -> None:
     if p.since is not UNSET and p.offset is not UNSET:
         raise invalid_params("Invalid params: `since` and `offset` both say where the page starts: give one")
+
+
+def _entries_page(manager: Any, p: P.GetEntriesParams) -> dict[str, Any]:
     total = manager.entry_count()
     start = 0
     if p.offset is not UNSET:
@@ -522,15 +525,20 @@ def register(server: PiSessionServer) -> None:
             if cache is not None:
                 server.preview_keeper.later(cache, manager.get_entries)
 
-    def read(name: str, struct: type[Any], job: Any) -> None:
+    def read(name: str, struct: type[Any], job: Any, refuse: Callable[[Any], object] | None = None) -> None:
+        """``refuse``: raises for params that cannot go together, checked as the request arrives
+        (a -32602 whatever session or file the request names, as the schema has it)."""
+
         def handler(params: Any) -> Any:
             p = P.parse(params, struct)
+            if refuse is not None:
+                refuse(p)
             return server.session_call(p, lambda m: job(m, p))
 
         handler.__name__ = name.replace("/", "_")
         server.connection.route(name)(handler)
 
-    read("pi/getTree", P.GetTreeParams, tree_and_keep)
+    read("pi/getTree", P.GetTreeParams, tree_and_keep, _tree_window)
     read("pi/getBranch", P.GetBranchParams, _branch)
     read("pi/getPath", P.GetPathParams, _path)
 
@@ -541,7 +549,7 @@ def register(server: PiSessionServer) -> None:
     read("pi/getStats", P.SessionParams, stats_and_keep)
     read("pi/getChildren", P.GetChildrenParams, _children)
     read("pi/getEntry", P.GetEntryParams, lambda m, p: _or_null(m.get_entry(P.opt(p.id))))
-    read("pi/getEntries", P.GetEntriesParams, _entries_page)
+    read("pi/getEntries", P.GetEntriesParams, _entries_page, _refuse_since_with_offset)
     read("pi/getEntryAtLine", P.GetEntryAtLineParams, lambda m, p: _entry_at_line(m, p.line))
     read(
         "pi/getLeaf",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections import deque
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -410,13 +411,46 @@ def convert(params: Any, struct: type[T]) -> T:
                 raise invalid_params(f"Invalid params: {bounded_validation_message(str(error))}") from None
             params, taken = whole, taken + 1
         except UnicodeEncodeError:  # msgspec takes no string with a lone surrogate, whatever the type
-            raise invalid_params(f"Invalid params: {_lone_surrogate_problem(params, struct)}") from None
+            known = _unknown_members_left_out(params, struct)
+            if known is params:
+                raise invalid_params(f"Invalid params: {_lone_surrogate_problem(params, struct)}") from None
+            params = known
 
 
-# msgspec's refusal of a float where the schema says integer, and the member's path in the params;
-# a request may write this many of its integers as whole floats (each costs one more conversion)
+def _unknown_members_left_out(params: Any, struct: type[Any]) -> Any:
+    """``params`` without the members whose names hold a lone surrogate, in the objects that are
+    structures (not in a value of any type, which keeps them as pi would): no member's name holds
+    one, so they are unknown members, which a request may carry, but msgspec refuses their names
+    before it could ignore them. ``params`` itself when there is none."""
+    if not isinstance(params, dict):
+        return params
+    nested = {field.encode_name: _structure_in(field.type) for field in msgspec.structs.fields(struct)}
+    kept: dict[Any, Any] = {}
+    for name, value in params.items():
+        if type(name) is str and fs_path(name) != name:
+            continue
+        inner = nested.get(name)
+        kept[name] = value if inner is None else _unknown_members_left_out(value, inner)
+    same = len(kept) == len(params) and all(kept[name] is params[name] for name in kept)
+    return params if same else kept
+
+
+def _structure_in(annotation: Any) -> type[Any] | None:
+    """The msgspec structure a member's type holds (``EnvironmentOptions | UnsetType``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return annotation
+    for part in typing.get_args(annotation):
+        found = _structure_in(part)
+        if found is not None:
+            return found
+    return None
+
+
+# msgspec's refusal of a float where the schema says integer (alone or in a union, as a progress
+# token's `int | str`), and the member's path in the params; a request may write this many of its
+# integers as whole floats (each costs one more conversion)
 _WHOLE_NUMBERS_TAKEN = 8
-_FLOAT_FOR_INT = re.compile(r"Expected `int`, got `float` - at `\$((?:\.[A-Za-z_]\w*|\[\d+\])*)`")
+_FLOAT_FOR_INT = re.compile(r"Expected `int(?: \| \w+)*`, got `float` - at `\$((?:\.[A-Za-z_]\w*|\[\d+\])*)`")
 _PATH_STEP = re.compile(r"\.([A-Za-z_]\w*)|\[(\d+)\]")
 
 

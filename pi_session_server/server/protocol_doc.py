@@ -169,7 +169,7 @@ METHODS: list[Method] = [
         "`offset`/`limit` page the reply." + _LISTING_KEPT + _LISTING_BOUND,
         P.ListParams,
         R.Listing,
-        [E.ABORTED, E.SESSION_ERROR, E.TOO_LARGE, E.REQUEST_CANCELLED],
+        [E.ABORTED, E.FS_ERROR, E.SESSION_ERROR, E.TOO_LARGE, E.REQUEST_CANCELLED],
         "list",
     ),
     Method(
@@ -187,7 +187,7 @@ METHODS: list[Method] = [
         "SessionManager.findById(cwd, id, sessionDir?): the path of the session file with that id, or null.",
         P.FindByIdParams,
         str | None,
-        [E.SESSION_ERROR, E.REQUEST_CANCELLED],
+        [E.FS_ERROR, E.SESSION_ERROR, E.REQUEST_CANCELLED],
         "findById",
     ),
     Method(
@@ -600,18 +600,22 @@ def _form_refuses(form: str, names: list[str], only: dict[str, Any] | None = Non
 
 
 # pages are of the flat form; the reference form is getTree() itself, whole and unfiltered
+# (a switch that is off, `chain: false`, asks for nothing: any form takes it)
 _TREE_WINDOW_RULES = [
-    _form_refuses("nested", ["offset", "limit", "chain", "aroundId", "levels", "revision", "since"]),
+    _form_refuses(
+        "nested", ["offset", "limit", "aroundId", "revision", "since"], {"chain": False, "levels": False}
+    ),
     _form_refuses(
         "reference",
-        ["rootId", "depth", "offset", "limit", "chain", "aroundId", "levels", "search", "revision", "since"],
-        {"filter": "none", "activeBranchFirst": False},
+        ["rootId", "depth", "offset", "limit", "aroundId", "search", "revision", "since"],
+        {"filter": "none", "activeBranchFirst": False, "chain": False, "levels": False},
     ),
     {
         "if": {"properties": {"levels": {"const": True}}, "required": ["levels"]},
         "then": {
             "required": ["aroundId"],
-            "not": {"anyOf": [{"required": [name]} for name in ("rootId", "depth", "offset", "chain")]},
+            "not": {"anyOf": [{"required": [name]} for name in ("rootId", "depth", "offset")]},
+            "properties": {"chain": {"const": False}},
         },
     },
     {  # a tree view's levels since a revision it holds

@@ -488,7 +488,7 @@ def _turn_of(line: Any, entry_id: Any, other_usage: bool = False) -> Turn | None
     such an entry with ``entry_id`` (then the entry's own reading, with its checks, is used)."""
     try:
         decoded = _decode_line(line)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # (nested too deep for msgspec)
         return None
     if decoded.id.__class__ is not str or decoded.id != entry_id:
         return None

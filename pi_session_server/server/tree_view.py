@@ -187,10 +187,13 @@ class _EntriesOnPath(Container[Any]):
 
 
 def _lines_grow(path: Sequence[Any], start: int) -> bool:
-    """Whether the entries of ``path`` from ``start`` on are the manager's, their lines growing."""
+    """Whether the entries of ``path`` from ``start`` on are the manager's, their lines growing
+    from a line of the file (an entry not written yet is on line -1)."""
     if not set(map(type, islice(path, start, None))) <= {Entry}:
         return False
     if not set(map(type, map(_LINE, islice(path, start, None)))) <= {int}:
+        return False
+    if start < len(path) and path[start].line < 0:
         return False
     return all(
         map(operator.lt, map(_LINE, islice(path, start, None)), map(_LINE, islice(path, start + 1, None)))

@@ -13,7 +13,7 @@ import re
 import stat
 from typing import Any, TypeAlias, TypeGuard
 
-from ..errors import InvalidArgTypeError, InvalidArgValueError, fs_error_from_oserror
+from ..errors import FileUrlError, InvalidArgTypeError, InvalidArgValueError, fs_error_from_oserror
 from ..format.jsvalue import ABSENT, js_string_of, truthy
 from .environment import Environment, current
 
@@ -162,7 +162,8 @@ def file_url_to_path(url: str) -> str:
 
     Implements the parts of WHATWG URL parsing that matter for file URLs: whitespace trimming,
     host check (only empty or ``localhost``), query/fragment removal, backslashes as separators,
-    dot segments, and percent-decoding. Raises ValueError with Node's message otherwise.
+    dot segments, and percent-decoding. Raises :class:`~pi_session_server.errors.FileUrlError` (a
+    ValueError) with Node's message, name and code otherwise.
     """
     s = _URL_REMOVE_RE.sub("", url.strip(_URL_STRIP))
     rest = s[len("file://") :]
@@ -181,11 +182,13 @@ def file_url_to_path(url: str) -> str:
         _check_file_host(host)
     pathname = "/" + "/".join(_path_segments(path))
     if re.search(r"%2[fF]", pathname):
-        raise ValueError("File URL path must not include encoded / characters")
+        raise FileUrlError(
+            "File URL path must not include encoded / characters", code="ERR_INVALID_FILE_URL_PATH"
+        )
     try:
         return _decode_uri_component(pathname)
     except _UriError as err:
-        raise ValueError(str(err)) from None
+        raise FileUrlError(str(err), name="URIError") from None
 
 
 def _check_file_host(host: str) -> None:
@@ -193,12 +196,14 @@ def _check_file_host(host: str) -> None:
     try:
         decoded_host = _decode_uri_component(host) if "%" in host else host
     except _UriError:
-        raise ValueError("Invalid URL") from None
+        raise FileUrlError("Invalid URL", code="ERR_INVALID_URL") from None
     is_ipv6 = decoded_host.startswith("[") and decoded_host.endswith("]")
     if not is_ipv6 and _FORBIDDEN_HOST_RE.search(decoded_host):
-        raise ValueError("Invalid URL")
+        raise FileUrlError("Invalid URL", code="ERR_INVALID_URL")
     if decoded_host.lower() != "localhost":
-        raise ValueError('File URL host must be "localhost" or empty on linux')
+        raise FileUrlError(
+            'File URL host must be "localhost" or empty on linux', code="ERR_INVALID_FILE_URL_HOST"
+        )
 
 
 def _path_segments(path: str) -> list[str]:

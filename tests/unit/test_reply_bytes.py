@@ -233,9 +233,9 @@ def test_pages_by_offset_hold_every_entry_where_ids_repeat(tmp_path: Path):
     assert past == {"entries": [], "total": 8, "hasMore": False}
 
 
-def test_since_and_offset_together_are_invalid_params(example: SessionManager):
-    with pytest.raises(PiRpcError) as failure:
-        methods_read._entries_page(example, P.GetEntriesParams(since="0a9b8c7d", offset=1))
+def test_since_and_offset_together_are_invalid_params():
+    with pytest.raises(PiRpcError) as failure:  # (checked as the request arrives, before its session)
+        methods_read._refuse_since_with_offset(P.GetEntriesParams(since="0a9b8c7d", offset=1))
     assert failure.value.code == -32602 and "`since` and `offset`" in failure.value.message
 
 
