@@ -398,18 +398,24 @@ def test_a_line_changed_after_the_open_is_no_lie_of_the_index(
     assert index_file.exists()
 
 
-def test_an_index_that_lied_goes_after_the_session_appended(tmp_path: Path) -> None:
-    """The lie found once the session wrote to its file: the index still matches the file (which
-    grew), so the next open would believe it again: it goes all the same."""
+def _with_index_that_lies(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A session, its index directory and its index, forged to pass the load checks and give two
+    entries each other's type (what only a body read finds)."""
     model = tmp_path / "model.jsonl"
     _build(model, repeated_id=False)
     index_dir = tmp_path / "index"
     _open(model, index_dir).close()
     (index_file,) = index_dir.glob(f"*{cache_dir.INDEX_SUFFIX}")
     forged = Index.read(index_file)
-    mutate = dict(mutations(forged, model.stat().st_size))["types swapped"]
-    mutate(forged)
+    dict(mutations(forged, model.stat().st_size))["types swapped"](forged)
     forged.write(index_file)
+    return model, index_dir, index_file
+
+
+def test_an_index_that_lied_goes_after_the_session_appended(tmp_path: Path) -> None:
+    """The lie found once the session wrote to its file: the index still matches the file (which
+    grew), so the next open would believe it again: it goes all the same."""
+    model, index_dir, index_file = _with_index_that_lies(tmp_path)
     manager = _open(model, index_dir)
     assert scan_index.last_outcome.read == "used"
     manager.append_message({"role": "user", "content": "after", "timestamp": 99})
@@ -427,14 +433,7 @@ def test_an_index_made_from_rows_that_lied_is_not_written_after_the_lie_was_foun
     from the rows it read (with the lie) and the lines appended. The sidecar writes it once it is
     quiet (index_writes_deferred): a body read finding the lie before then leaves it unwritten, and
     the next open scans the file."""
-    model = tmp_path / "model.jsonl"
-    _build(model, repeated_id=False)
-    index_dir = tmp_path / "index"
-    _open(model, index_dir).close()
-    (index_file,) = index_dir.glob(f"*{cache_dir.INDEX_SUFFIX}")
-    forged = Index.read(index_file)
-    dict(mutations(forged, model.stat().st_size))["types swapped"](forged)
-    forged.write(index_file)
+    model, index_dir, index_file = _with_index_that_lies(tmp_path)
     last_id = _open(model, False).get_leaf_id()
     with model.open("ab") as file:  # pi's lines, written without our lock
         for n in range(20):
