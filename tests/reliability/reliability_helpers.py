@@ -268,9 +268,27 @@ class Bounded:
         return self.finished and not self.error
 
 
+# how many times its CPU bound a bounded child may take on the clock (a hang that waits burns no CPU)
+_WALL_PER_CPU_SECOND = 4
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) the process ``pid`` used so far; 0 once it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # after the command's name: state is field 3, utime and stime fields 14 and 15 (man 5 proc)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_bounded(seconds: float, target: Callable[..., Any], *args: Any) -> Bounded:
-    """Run ``target(*args)`` in a forked child; kill it after ``seconds`` (a hang is then reported
-    as such instead of eating the whole test timeout). The child's exception comes back as text."""
+    """Run ``target(*args)`` in a forked child; kill it once it used ``seconds`` of CPU, or took
+    :data:`_WALL_PER_CPU_SECOND` times that on the clock (a hang is then reported as such instead
+    of eating the whole test timeout). CPU time, not the clock: a loaded machine gives the child a
+    share of a core, which stretches its work on the clock but not its CPU. The child's exception
+    comes back as text."""
     import select
     import time
 
@@ -296,10 +314,10 @@ def run_bounded(seconds: float, target: Callable[..., Any], *args: Any) -> Bound
     os.close(write_end)
     chunks = []
     try:
-        deadline = started + seconds
+        deadline = started + seconds * _WALL_PER_CPU_SECOND
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or _cpu_seconds(pid) > seconds:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
