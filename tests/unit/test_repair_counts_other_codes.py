@@ -11,6 +11,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import Mock
 
 import builders as S
 import pytest
@@ -159,22 +160,17 @@ def test_the_repairs_of_other_codes_that_always_have_one_are_counted_not_built(
 ) -> None:
     count = 200
     doc = _split_glued_file(count)
-    built = {"orphan": 0, "cycle": 0, "result": 0}
+    builders = ("_orphan_repairs", "_cycle_repairs", "_orphan_result_repairs")
+    for name in builders:
+        monkeypatch.setattr(repairs, name, Mock(wraps=getattr(repairs, name)))
 
-    def counting(name: str, real: Any) -> Any:
-        def call(*args: Any) -> Any:
-            built[name] += 1
-            return real(*args)
+    def built() -> list[int]:
+        return [getattr(repairs, name).call_count for name in builders]
 
-        return call
-
-    monkeypatch.setattr(repairs, "_orphan_repairs", counting("orphan", repairs._orphan_repairs))
-    monkeypatch.setattr(repairs, "_cycle_repairs", counting("cycle", repairs._cycle_repairs))
-    monkeypatch.setattr(repairs, "_orphan_result_repairs", counting("result", repairs._orphan_result_repairs))
     plan = plan_repairs(doc, SAFE_CODES)
     assert plan.others == {codes.DANGLING_PARENT: count, codes.ORPHAN_TOOL_RESULT: 3, codes.PARENT_CYCLE: 2}
-    assert built == {"orphan": 0, "cycle": 0, "result": 0}
-    # chosen, they are built: one plan per problem
+    assert built() == [0, 0, 0]
+    # chosen, they are built: one per problem
     plan = plan_repairs(doc, FIXABLE_CODES)
-    assert built == {"orphan": count, "cycle": 2, "result": 3}
+    assert built() == [count, 2, 3]
     assert not plan.others
