@@ -32,7 +32,7 @@ from ..session.rewrites import FileState, replace_in_place
 from . import codes
 from .diagnostics import TREE_CODES
 from .document import BOM_BYTES, SessionDocument, utf8_of_marked
-from .repairs import Repair, TextEdit, repairs
+from .repairs import Repair, TextEdit, repairs_counting
 
 #: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen
 #: (the only repair of invalid JSON removes a line of NUL bytes, which holds nothing; the only one
@@ -150,8 +150,9 @@ def _one_per_problem(
     """For each problem (code and line) of the ``wanted`` codes with repairs: the preferred one,
     else the only or first; and the problems of the other fixable codes, counted by code."""
     by_problem: dict[tuple[str, int], Repair] = {}
-    others: set[tuple[str, int]] = set()
-    for repair in repairs(doc, 0, doc.line_count - 1, path, cwd):
+    found = repairs_counting(doc, 0, doc.line_count - 1, FIXABLE_CODES - wanted, path, cwd)
+    others = found.counted  # (the codes with a repair for certain: counted, not built)
+    for repair in found.repairs:
         if repair.image is not None:
             continue
         problem = (repair.code, repair.line)

@@ -97,15 +97,48 @@ def _delete_line(doc: SessionDocument, n: int) -> TextEdit:
 # --------------------------------------------------------------------------------------------
 
 
+#: the codes whose every reported problem has a repair that text edits make, whatever its line
+#: holds: an orphan can always be re-parented (or made a root), an entry of a parent cycle made a
+#: root (or its cycle broken where pi cannot have written it), a tool result without its call
+#: removed. Their problems can be counted without building those repairs (:func:`repairs_counting`).
+ALWAYS_REPAIRED = frozenset({codes.DANGLING_PARENT, codes.PARENT_CYCLE, codes.ORPHAN_TOOL_RESULT})
+
+
+@dataclass(slots=True)
+class Found:
+    """What :func:`repairs_counting` finds."""
+
+    repairs: list[Repair]
+    # the problems (code, line) of the codes only counted: each has a repair, not built
+    counted: set[tuple[str, int]] = field(default_factory=set)
+
+
 def repairs(
     doc: SessionDocument, first_line: int, last_line: int, path: str | None = None, cwd: str | None = None
 ) -> list[Repair]:
     """Repairs for the diagnostics on lines ``first_line..last_line``. ``path``: the file's path
     (used to name a new header after the file and to place extracted images). ``cwd``: for a
     document that has no file yet, the directory its session belongs to (:func:`header_for`)."""
+    return repairs_counting(doc, first_line, last_line, frozenset(), path, cwd).repairs
+
+
+def repairs_counting(
+    doc: SessionDocument,
+    first_line: int,
+    last_line: int,
+    count_only: frozenset[str],
+    path: str | None = None,
+    cwd: str | None = None,
+) -> Found:
+    """As :func:`repairs`, but the problems of the codes of ``count_only`` that always have a repair
+    (:data:`ALWAYS_REPAIRED`) are only counted (``Found.counted``): building the repair of each of a
+    damaged file's thousands of orphans, only to count them, costs more than reading the file.
+    Those of the other codes are built as usual (whether they have one depends on the line)."""
     if doc.other_bom_in_text() is not None:
         # bytes of another encoding, read from disk: their lines are no lines of pi's to mend
-        return _reencoding(doc) if first_line <= 0 <= last_line else []
+        return Found(_reencoding(doc) if first_line <= 0 <= last_line else [])
+    uncounted = count_only & ALWAYS_REPAIRED
+    counted: set[tuple[str, int]] = set()
     out = [
         r
         for d in file_diagnostics(doc, first_line, last_line)
@@ -116,13 +149,15 @@ def repairs(
     breakers: Breakers = {}
     kept_copies: KeptCopies = {}
     for info, p in reported_problems(doc, first_line, last_line):  # none for what is not reported
-        if p.code == codes.DANGLING_PARENT:
+        if p.code in uncounted:
+            counted.add((p.code, info.line))
+        elif p.code == codes.DANGLING_PARENT:
             if glued is None:
                 glued = glued_entries(doc)
             out.extend(_orphan_repairs(doc, info, glued))
         else:
             out.extend(_line_repairs(doc, info, p, path, breakers, kept_copies))
-    return out
+    return Found(out, counted)
 
 
 def _line_repairs(
@@ -893,6 +928,8 @@ def _extract_image(
 
 
 __all__ = [
+    "ALWAYS_REPAIRED",
+    "Found",
     "ImageExtraction",
     "Repair",
     "TextEdit",
@@ -902,4 +939,5 @@ __all__ = [
     "nearest_surviving_ancestor",
     "problem_span",
     "repairs",
+    "repairs_counting",
 ]

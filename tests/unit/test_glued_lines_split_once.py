@@ -284,9 +284,9 @@ def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(
     path = _glued_file(tmp_path / "s.jsonl", count)
     on_disk = SessionDocument.from_file(str(path))
     collecting: list[bool] = []
-    planned_repairs = autofix.repairs
+    planned_repairs = autofix.repairs_counting
     monkeypatch.setattr(
-        autofix, "repairs", lambda *a: (collecting.append(gc.isenabled()), planned_repairs(*a))[1]
+        autofix, "repairs_counting", lambda *a: (collecting.append(gc.isenabled()), planned_repairs(*a))[1]
     )
     with counting_reads() as reads:
         plan = plan_repairs(on_disk, FIXABLE_CODES)

@@ -21,6 +21,7 @@ import pytest
 from pi_session_server.analysis import autofix
 from pi_session_server.analysis.autofix import plan_repairs, spliced
 from pi_session_server.analysis.document import SessionDocument
+from pi_session_server.analysis.repairs import Found, repairs
 from pi_session_server.commands import repair as repair_command
 from pi_session_server.errors import StaleFileError
 from pi_session_server.session.rewrites import FileState, replace_in_place
@@ -451,13 +452,13 @@ def test_no_header_is_made_up_beside_a_repair_that_gives_the_file_its_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     doc = SessionDocument(lines(A, B))  # PI010: a header to insert
-    (insert,) = autofix.repairs(doc, 0, doc.line_count - 1)
+    (insert,) = repairs(doc, 0, doc.line_count - 1)
     assert insert.code == "PI010"
     newline = autofix.TextEdit(1, 0, 1, 0, "\n")
     split = autofix.Repair("Split", "PI006", 1, lambda: [newline], preferred=True, restores_header=True)
-    monkeypatch.setattr(autofix, "repairs", lambda *_: [insert, split])
+    monkeypatch.setattr(autofix, "repairs_counting", lambda *_: Found([insert, split]))
     assert [p.repair.code for p in plan_repairs(doc, autofix.SAFE_CODES).applied] == ["PI006"]
-    monkeypatch.setattr(autofix, "repairs", lambda *_: [insert])
+    monkeypatch.setattr(autofix, "repairs_counting", lambda *_: Found([insert]))
     assert [p.repair.code for p in plan_repairs(doc, autofix.SAFE_CODES).applied] == ["PI010"]
 
 
