@@ -415,6 +415,12 @@ class SerialQueue:
 # of mapping each afresh and faulting its pages in again (the system's time of a big file's open)
 _M_MMAP_THRESHOLD = -3
 _MMAP_THRESHOLD = 2 * 1024 * 1024
+# glibc's M_TRIM_THRESHOLD: the free memory at the top of the heap kept rather than given back.
+# Setting the mmap threshold stops glibc from raising this one with it (it stays 128 KiB): a chunk
+# freed at the top of the heap would go back to the system at once, and the next be faulted in
+# anew. Twice the mmap threshold, as glibc's own rule would set it.
+_M_TRIM_THRESHOLD = -1
+_TRIM_THRESHOLD = 2 * _MMAP_THRESHOLD
 
 
 def keep_big_blocks_out_of_the_heap() -> bool:
@@ -431,7 +437,9 @@ def keep_big_blocks_out_of_the_heap() -> bool:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError):  # no such symbol (not glibc), or no dlopen(NULL)
         return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD))
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+    )
 
 
 class WorkerPool:
