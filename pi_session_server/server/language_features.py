@@ -97,6 +97,7 @@ from .workers import (
     log_failure,
     on_loop,
     pausing,
+    queued_together,
 )
 
 if TYPE_CHECKING:
@@ -751,19 +752,23 @@ class LanguageFeatures:
         disk_path = _disk_path(uri)  # (None for a uri that names no session file)
 
         def asked() -> Any:
-            state = self.docs.get(uri)
-            # (a file gone, not forgotten yet; or one whose analysis was let go, read again untold)
-            if state is None or (state.closed and state.from_disk) or state.resting:
-                state = self._from_disk(uri, disk_path, announce=state is None or not state.resting)
-            if state is None:
-                return otherwise
-            changes_before = state.changes_received if whole_document and content_modified else None
-            return state.queue.submit(
-                lambda _token: self._answer(state, answer, encode, gone, changes_before),
-                deferrable=whole_document,
-                urgent=urgent,
-                ready=None if exact_early is None else functools.partial(exact_early, state),
-            )
+            # (a read from disk queued together with the request: the read answers an urgent one
+            # at its end, before the search for the file's problems, and would pass that pause
+            # unseen if it got there before the request was queued)
+            with queued_together():
+                state = self.docs.get(uri)
+                # (a file gone, not forgotten yet; or one whose analysis was let go, read again untold)
+                if state is None or (state.closed and state.from_disk) or state.resting:
+                    state = self._from_disk(uri, disk_path, announce=state is None or not state.resting)
+                if state is None:
+                    return otherwise
+                changes_before = state.changes_received if whole_document and content_modified else None
+                return state.queue.submit(
+                    lambda _token: self._answer(state, answer, encode, gone, changes_before),
+                    deferrable=whole_document,
+                    urgent=urgent,
+                    ready=None if exact_early is None else functools.partial(exact_early, state),
+                )
 
         state = self.docs.get(uri)
         if disk_path is None or (state is not None and not state.from_disk):  # no file, or the editor's text

@@ -35,7 +35,8 @@ IDLE_EXIT = 30.0
 
 _PENDING, _RUNNING, _DONE, _CANCELLED = range(4)
 # .job, .queue: the job this thread runs and its queue (see after_this_job); .pausing: a job that
-# is not deferrable but may pause now (see pausing); .paused: the job whose pause runs this one
+# is not deferrable but may pause now (see pausing); .paused: the job whose pause runs this one;
+# .together: the jobs this thread submits within queued_together, with their queues
 _running = threading.local()
 
 
@@ -237,6 +238,29 @@ def pausing() -> Iterator[None]:
         _running.pausing = before
 
 
+@contextlib.contextmanager
+def queued_together() -> Iterator[None]:
+    """Within: the jobs this thread submits are queued at the end, each queue's all at once, in
+    the order submitted, so that none starts before the last is queued. A job that makes what
+    the next one asks for (the read from disk of a file a hover names) would otherwise run while
+    the thread is still to queue the next: it might pass the pause where it answers the urgent
+    jobs behind it before that one is there. Within another: the outer one queues them."""
+    if getattr(_running, "together", None) is not None:
+        yield
+        return
+    together: list[tuple[SerialQueue, Job[Any]]] = []
+    _running.together = together
+    try:
+        yield
+    finally:
+        _running.together = None
+        by_queue: dict[SerialQueue, list[Job[Any]]] = {}
+        for queue, job in together:
+            by_queue.setdefault(queue, []).append(job)
+        for queue, jobs in by_queue.items():
+            queue._enqueue(jobs)
+
+
 def at_a_pause() -> bool:
     """The job running on this thread is answered at a pause of another one (which stays in the
     middle of its work: what it reads must not change under it)."""
@@ -312,19 +336,29 @@ class SerialQueue:
         called at a pause of work half done, whether the urgent job may be answered there (see
         :func:`answer_urgent_jobs`); without it, it waits for the work's end."""
         job: Job[T] = Job(fn, interruptible, deferrable, urgent, ready)
+        together = getattr(_running, "together", None)
+        if together is not None:
+            together.append((self, job))
+        else:
+            self._enqueue([job])
+        return job
+
+    def _enqueue(self, jobs: list[Job[Any]]) -> None:
+        """Queue ``jobs`` in this order, all at once: no worker takes the first before the last is
+        queued."""
         with self._lock:
-            if urgent:
-                at = len(self._jobs)
-                while at > 0 and self._jobs[at - 1].deferrable:
-                    at -= 1
-                self._jobs.insert(at, job)
-            else:
-                self._jobs.append(job)
+            for job in jobs:
+                if job.urgent:
+                    at = len(self._jobs)
+                    while at > 0 and self._jobs[at - 1].deferrable:
+                        at -= 1
+                    self._jobs.insert(at, job)
+                else:
+                    self._jobs.append(job)
             if self._scheduled:
-                return job
+                return
             self._scheduled = True
         self._pool.schedule(self)
-        return job
 
     def run_urgent(self, half_done: bool = False) -> None:
         """Run the urgent jobs at the head of the queue now, on this thread (see
@@ -381,6 +415,12 @@ class SerialQueue:
 # of mapping each afresh and faulting its pages in again (the system's time of a big file's open)
 _M_MMAP_THRESHOLD = -3
 _MMAP_THRESHOLD = 2 * 1024 * 1024
+# glibc's M_TRIM_THRESHOLD: the free memory at the top of the heap kept rather than given back.
+# Setting the mmap threshold stops glibc from raising this one with it (it stays 128 KiB): a chunk
+# freed at the top of the heap would go back to the system at once, and the next be faulted in
+# anew. Twice the mmap threshold, as glibc's own rule would set it.
+_M_TRIM_THRESHOLD = -1
+_TRIM_THRESHOLD = 2 * _MMAP_THRESHOLD
 
 
 def keep_big_blocks_out_of_the_heap() -> bool:
@@ -397,7 +437,9 @@ def keep_big_blocks_out_of_the_heap() -> bool:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError):  # no such symbol (not glibc), or no dlopen(NULL)
         return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD))
+    return bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+    )
 
 
 class WorkerPool:

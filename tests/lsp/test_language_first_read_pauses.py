@@ -145,6 +145,45 @@ def test_a_hover_on_a_file_read_from_disk_is_answered_before_its_problems_are_se
         server.close()
 
 
+def test_the_read_from_disk_a_hover_starts_waits_for_the_hover_to_be_queued(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The loop, having queued the read of the file a hover names, is slow to queue the hover (a
+    loaded machine): the read, if it can start before the hover is queued, goes on meanwhile as
+    far as the search for the file's problems. It cannot: the read and the hover are queued at
+    once, and the hover is answered at the read's end, before the search (which waits for it to
+    be answered, or never, until the guard's timeout)."""
+    path = tmp_path / "2026-11-30T09-13-48-180Z_on-disk.jsonl"
+    path.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    server, features = _server()
+    searching, answered = threading.Event(), threading.Event()
+    try:
+        search = language_features.document_diagnostics
+        from_disk = features._from_disk
+
+        def after_the_hover(*args: Any, **kwargs: Any) -> Any:
+            searching.set()
+            answered.wait(30)
+            return search(*args, **kwargs)
+
+        def hover_queued_late(*args: Any, **kwargs: Any) -> Any:
+            state = from_disk(*args, **kwargs)
+            if state is not None and not state.queue.idle:  # the read may start: it goes first
+                searching.wait(30)
+            return state
+
+        monkeypatch.setattr(language_features, "document_diagnostics", after_the_hover)
+        monkeypatch.setattr(features, "_from_disk", hover_queued_late)
+        asked = {**OWN_ENTRY, "textDocument": {"uri": path.as_uri()}}
+        reply = server.request("textDocument/hover", asked, timeout=10)
+        answered.set()
+        assert "**branch point**: 2 children" in reply["result"]["contents"]["value"], reply
+        assert server.notified("textDocument/publishDiagnostics", timeout=30)["diagnostics"] == []
+    finally:
+        answered.set()
+        server.close()
+
+
 def test_a_hover_asked_during_the_search_of_a_document_without_problems_is_answered_after_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -20,6 +20,7 @@ from pi_session_server.server.workers import (
     log_failure,
     on_loop,
     pausing,
+    queued_together,
 )
 
 
@@ -297,3 +298,38 @@ def test_at_a_pause_of_work_half_done_only_the_urgent_jobs_ready_run_up_to_the_f
         "outer",
     ]
     assert asked_at_a_pause == [True, True]
+
+
+def test_jobs_queued_together_start_once_the_last_is_queued() -> None:
+    """A job that answers the urgent jobs behind it at its pause, and an urgent one, submitted
+    together to a queue whose worker is free to take the first at once (it has just finished the
+    job before): the first waits for the second to be queued, and answers it at its pause."""
+    pool = WorkerPool(max_threads=2)
+    q = pool.queue("q")
+    events: list[str] = []
+    release = threading.Event()
+
+    def outer(_token: CancelToken) -> None:
+        with pausing():
+            answer_urgent_jobs()
+        events.append("outer")
+
+    def urgent(_token: CancelToken) -> None:
+        events.append("urgent at a pause" if at_a_pause() else "urgent")
+
+    def wait_until(done: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 10
+        while not done():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    before = q.submit(lambda _token: release.wait(10), interruptible=False)
+    with queued_together():
+        first = q.submit(outer, interruptible=False)
+        release.set()
+        # the worker is done with the job before: it takes the next, or finds none queued
+        wait_until(lambda: first.done() or (before.done() and q.idle))
+        second = q.submit(urgent, urgent=True)
+    for job in (first, second):
+        wait_until(job.done)
+    assert events == ["urgent at a pause", "outer"]
