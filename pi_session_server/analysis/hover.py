@@ -26,7 +26,7 @@ from .edits import edit_effect, edits_of
 from .jsonpath import Located, is_kept, scalar_at, value_span
 from .lines import LineInfo, human_size
 from .navigation import Reference, reference_of
-from .preview import cut, full_value, one_line, quick_preview
+from .preview import cut, full_value, label_text, one_line, quick_preview
 
 TEXT_LIMIT = 600
 ARGS_LIMIT = 300
@@ -193,7 +193,7 @@ def current_label(doc: SessionDocument, info: LineInfo) -> str | None:
     for ref in labels:
         if ref.etype == "label":
             value = get(full_value(ref, doc.errors), "label")
-    return (js_string_of(value) if truthy(value) else "") or None
+    return label_text(value) or None
 
 
 def tree_facts(doc: SessionDocument, info: LineInfo) -> list[str]:

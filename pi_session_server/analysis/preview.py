@@ -219,8 +219,15 @@ def _label_preview(info: LineInfo, raw: bytes, limit: int) -> str:
     label = _field(raw, "label")
     if label is not None:
         return f"[label: {cut(label, limit)}]" if label else "[label cleared]"
-    value = get(full_value(info), "label")
-    return f"[label: {cut(js_string_of(value), limit)}]" if truthy(value) else "[label cleared]"
+    shown = label_text(get(full_value(info), "label"))
+    return "[label cleared]" if shown is None else f"[label: {cut(shown, limit)}]"
+
+
+def label_text(value: Any) -> str | None:
+    """What a label line's ``label`` value labels its entry with, as pi keeps it: any truthy value,
+    shown as ``String`` of it (a hand-made file's number, object, array); None when it takes the
+    label back (a falsy value, or none)."""
+    return js_string_of(value) if truthy(value) else None
 
 
 def full_value(info: LineInfo, errors: str = "replace") -> Any:
