@@ -586,6 +586,9 @@ def line_at(fd: int, offset: int, length: int) -> bytes:
 class FileLineSource:
     """Re-reads lines of one open file by offset (the fd stays on the inode we scanned)."""
 
+    # no descriptor yet: what ``__del__`` finds when the open in ``__init__`` failed
+    fd = -1
+
     def __init__(self, path: str, fd: int | None = None) -> None:
         self.path = path
         self.fd = fd if fd is not None else os.open(path, os.O_RDONLY)

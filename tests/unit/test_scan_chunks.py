@@ -4,6 +4,7 @@ newline, broken lines at chunk edges."""
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 from typing import Any
@@ -148,3 +149,16 @@ def test_only_long_lines_keep_their_length_and_every_body_reads_back(tmp_path):
         assert [e.value["text"] for e in result.entries] == ["y" * 5, "y" * 70_000, "y" * 40]
     finally:
         source.close()
+
+
+def test_a_line_source_whose_file_cannot_be_opened_raises_that_and_nothing_at_its_collection(
+    tmp_path, monkeypatch
+):
+    # its __del__ runs on the object __init__ left half made: without a descriptor it has nothing
+    # to close (it used to raise AttributeError there, which Python prints and pytest warns of)
+    unraisable: list[BaseException | None] = []
+    monkeypatch.setattr("sys.unraisablehook", lambda hook_args: unraisable.append(hook_args.exc_value))
+    with pytest.raises(FileNotFoundError):
+        scan.FileLineSource(str(tmp_path / "missing.jsonl"))
+    gc.collect()
+    assert unraisable == []
