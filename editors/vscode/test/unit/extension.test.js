@@ -37,6 +37,16 @@ const CONTEXT = {
 const markdownOf = (params) => `# Context of a.jsonl at ${params.leafId ? `entry ${params.leafId}` : 'the leaf'}\n\n- messages: 2\n`;
 
 const flush = () => new Promise((resolve) => setTimeout(resolve, 5));
+/**
+ * Resolves once `condition()` holds, checked every few milliseconds (rejects after a few seconds):
+ * for what the extension reaches over several timers, which a loaded machine may not have run
+ * within one flush.
+ */
+async function until(condition, what) {
+  for (const started = Date.now(); !condition(); await flush()) {
+    if (Date.now() - started > 5000) throw new Error(`never happened: ${what}`);
+  }
+}
 
 /** A session document is open (the server starts with the first one). */
 function openSession(state) {
@@ -263,11 +273,11 @@ test('a tree loaded while its view was hidden is revealed once the shown view ha
   state.documents.push(renamed);
   state.activeTextEditor = { document: renamed, selection: { active: { line: 0, character: 0 } } };
   state.emitters.active.fire(state.activeTextEditor);
+  await until(() => api.tree.uri?.toString() === 'file:///w/sessions/renamed.jsonl', 'the tree follows the renamed session');
   await flush();
-  assert.equal(api.tree.uri.toString(), 'file:///w/sessions/renamed.jsonl');
   const revealed = view.revealed.length;
   view.show();
-  await flush();
+  await until(() => view.revealed.length > revealed, 'the leaf revealed once the view is shown');
   assert.deepEqual(state.output.filter((line) => line.includes('could not reveal')), []);
   assert.equal(view.revealed.length, revealed + 1);
   assert.equal(view.revealed[revealed].element, api.tree.marker);
@@ -275,7 +285,7 @@ test('a tree loaded while its view was hidden is revealed once the shown view ha
   // shown again with nothing changed meanwhile: the leaf is selected at once
   view.show(false);
   view.show();
-  await flush();
+  await until(() => view.revealed.length > revealed + 1, 'the leaf revealed again');
   assert.equal(view.revealed.length, revealed + 2);
 });
 
