@@ -51,6 +51,16 @@ def _taken(queue: Any, jobs: int) -> None:
         time.sleep(0.01)
 
 
+def _closed(server: InProcess, uri: str) -> None:
+    """Once the server has handled the editor's closing of ``uri``."""
+    features = server.server.language_features
+    assert features is not None
+    deadline = time.monotonic() + 30
+    while uri in features.docs:
+        assert time.monotonic() < deadline, "the close was not handled"
+        time.sleep(0.01)
+
+
 def _opened(server: InProcess, lines: list[str], capabilities: dict[str, Any] | None = None) -> DocState:
     """The server initialized (with the client's ``capabilities``), a document of ``lines`` opened
     in it and analysed; its state."""
@@ -354,6 +364,9 @@ def test_whole_document_answers_asked_before_the_document_is_closed_are_not_work
         folds_asked = server.send_request("textDocument/foldingRange", {"textDocument": {"uri": URI}})
         server.notify("textDocument/didClose", {"textDocument": {"uri": URI}})
         _taken(queue, 2)
+        # (and the close handled: the folds' job was queued before it, which a loaded machine's
+        # loop may not have come to yet when the job is taken)
+        _closed(server, URI)
         gate.set()
         reply = server.reply(folds_asked)
         assert reply.get("error", {}).get("code") == CONTENT_MODIFIED, reply
