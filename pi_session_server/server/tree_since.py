@@ -28,7 +28,8 @@ and the calls the previews of the rows sent named (:class:`~.tree_view.NamedCall
 reply). A view whose walk was let go (idle while pi worked, or another view's requests in between)
 still gets a delta. Per session at most :data:`KEPT_VIEWS` views' replies are kept (by the
 request's options: filter, search, rows per level), the least recently asked let go, and
-:data:`KEPT_REVISIONS` revisions of each, whose levels' JSON are mostly the same objects.
+:data:`KEPT_REVISIONS` revisions of each, whose levels' JSON are the same objects where they are the
+same (one copy of the levels per view, and the levels that changed since).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ class _SentReplies:
             revisions = views.pop(options, {})
             views[options] = revisions
             revisions.pop(revision, None)
+            if revisions:  # (a walk made anew encoded every level anew: one copy of each kept)
+                sent.levels = _shared(sent.levels, revisions[next(reversed(revisions))].levels)
             revisions[revision] = sent
             _bound(revisions, KEPT_REVISIONS)
             _bound(views, KEPT_VIEWS)
@@ -93,6 +96,14 @@ class _SentReplies:
             revisions = None if views is None else views.get(options)
             return None if revisions is None else revisions.get(revision)
         return None
+
+
+def _shared(levels: list[bytes], before: list[bytes]) -> list[bytes]:
+    """``levels`` with each level that is the same JSON as the one at its place in ``before`` that
+    one (the very object)."""
+    return [then if now == then else now for now, then in zip(levels, before, strict=False)] + levels[
+        len(before) :
+    ]
 
 
 def _bound(kept: dict[Any, Any], most: int) -> None:

@@ -4,6 +4,7 @@ gets a delta, and what it then holds is what a fresh load gives."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from test_protocol_tree_filters import random_session
 
-from pi_session_server.server import library_tree, methods_read, tree_pages
+from pi_session_server.server import library_tree, methods_read, tree_pages, tree_since
 from pi_session_server.server import params as P
 from pi_session_server.server.tree_since import KEPT_VIEWS
 from pi_session_server.session import SessionManager
@@ -132,3 +133,22 @@ def test_views_past_the_kept_walks_each_get_deltas(session: SessionManager, cloc
             delta = levels(session, since=held[at]["revision"], **view)
             held[at] = take(held[at], delta)
             assert held[at] == levels(session, **view), (n, view)
+
+
+def test_replies_kept_share_their_levels_when_walks_are_made_anew(
+    session: SessionManager, clock: Clock
+) -> None:
+    """The replies a delta starts from are kept while the session is open: each kept once, however
+    often the walk (which encodes every level anew) was made again."""
+    held = levels(session)
+    for n in range(3):
+        _idle(clock, 2 * tree_pages.IDLE_SECONDS)
+        _turn(session, n)
+        held = take(held, levels(session, since=held["revision"]))
+    (kept,) = tree_since._sent._sessions[session].values()
+    replies = list(kept.values())
+    assert len(replies) == 4
+    for before, after in itertools.pairwise(replies):
+        same = [(now, then) for now, then in zip(after.levels, before.levels, strict=False) if now == then]
+        assert len(same) > len(after.levels) // 2
+        assert all(now is then for now, then in same)
