@@ -156,9 +156,9 @@ class Changes(msgspec.Struct):
 
 
 def changes_since(sent: _Sent | None, manager: Any, shape: Any) -> Changes | None:
-    """The change from the reply ``sent`` (cut from ``shape``, or None: no such reply) to the session
-    as it is now, whose walk is ``shape``, when a delta can tell it exactly (see the module's
-    docstring); None: the client loads anew."""
+    """The change from the reply ``sent`` (None: no such reply kept) to the session as it is now,
+    whose walk is ``shape`` (the one the reply was cut from, followed since, or one made anew),
+    when a delta can tell it exactly (see the module's docstring); None: the client loads anew."""
     if sent is None:
         return None
     now = session_state(manager)
