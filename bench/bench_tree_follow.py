@@ -1,16 +1,19 @@
 """A tree view following a session pi is writing: the levels anew after each turn, or what changed.
 
-    python bench/bench_tree_follow.py [--session FILE] [--turns 20] [--work DIR]
+    python bench/bench_tree_follow.py [--session FILE] [--turns 20] [--filters default,no-tools] [--work DIR]
 
 Two sidecars (``pi-session serve``) each hold a copy of the session (by default the 105 MB one of
 ``/var/tmp/pi-session-bench``, read-only: the copies go to ``--work`` and are deleted after), each with
-a tree view open on it as the editors open one (filter ``default``, the active branch first, the
+a tree view open on it per filter of ``--filters`` (two editors' views of one session: VS Code's with
+``default``, Neovim's with ``no-tools``), as the editors open one (the active branch first, the
 ``levels`` down to the leaf, 50 rows each). Then a turn (a question, a tool call, its result, an
 answer) is appended to both copies, as pi appends, ``--turns`` times; once each sidecar told the
-append (``pi/didChange``), the baseline's view asks the ``levels`` down to the new leaf again (what the
-editors did before ``since``) and the other one asks them with ``since`` (the revision it holds). Per
-turn, each reply's size and its time (request to decoded reply, what a client waits) are taken; the
-table gives their medians and the ratios, both measured in this run.
+append (``pi/didChange``), each of the baseline's views asks the ``levels`` down to the new leaf again
+(what the editors did before ``since``) and each of the other's asks them with ``since`` (the
+revision it holds), the views' requests interleaved; a ``{reload: true}`` answer is followed by the
+levels anew, as the editors do, and both count for the turn. Per turn and view, the replies' size
+and their time (request to decoded reply, what a client waits) are taken; the table gives their
+medians and the ratios, all measured in this run.
 """
 
 from __future__ import annotations
@@ -85,12 +88,51 @@ def timed(server: Server, params: dict[str, Any]) -> tuple[Any, float, int]:
     return reply, seconds, len(server.encode(reply))
 
 
+def follow(
+    server: Server, view: dict[str, Any], base: dict[str, Any], held: dict[str, Any]
+) -> tuple[Any, float, int, bool]:
+    """The levels with ``since`` the revision ``held`` gave, and anew when the answer is to reload
+    (as an editor does): (the levels, the seconds and bytes of both, whether it reloaded)."""
+    reply, seconds, size = timed(server, {**view, **base, "since": held["revision"]})
+    if not reply.get("reload"):
+        return reply, seconds, size, False
+    anew, more_seconds, more_size = timed(server, {**view, **base})
+    return anew, seconds + more_seconds, size + more_size, True
+
+
+def report(
+    name: str,
+    turns: int,
+    filters: list[str],
+    levels: list[int],
+    anew: list[list[tuple[float, int]]],
+    since: list[list[tuple[float, int]]],
+    reloads: list[int],
+) -> None:
+    print(f"{name}: {turns} turns of 4 entries; views {', '.join(filters)} interleaved")
+    print("| per turn | levels | reloads | reply bytes (median) | seconds (median) |")
+    print("|---|---:|---:|---:|---:|")
+    for at, mode in enumerate(filters):
+        for kind, runs, reloaded in (("anew", anew[at], "-"), ("since", since[at], str(reloads[at]))):
+            print(
+                f"| {mode} {kind} | {levels[at]} | {reloaded} | {statistics.median(s for _t, s in runs):,.0f} "
+                f"| {statistics.median(t for t, _s in runs):.4f} |"
+            )
+        bytes_ratio = statistics.median(s for _t, s in anew[at]) / statistics.median(s for _t, s in since[at])
+        time_ratio = statistics.median(t for t, _s in anew[at]) / statistics.median(t for t, _s in since[at])
+        print(f"{mode}: anew / since: {bytes_ratio:,.0f}x the bytes, {time_ratio:.1f}x the time")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--session", type=Path, default=SESSION)
     parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument(
+        "--filters", default="default,no-tools", help="a tree view per filter, comma-separated"
+    )
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/livetree"))
     args = parser.parse_args()
+    filters = [mode for mode in args.filters.split(",") if mode]
     args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="tree-follow-", dir=args.work))
     try:
@@ -98,21 +140,22 @@ def main() -> int:
         for copy in copies:
             shutil.copyfile(args.session, copy)
         servers = [Server(environment(work / f"index-{copy.stem}")) for copy in copies]
-        views = []
+        views: list[list[dict[str, Any]]] = []  # per server, a view per filter
         for server, copy in zip(servers, copies, strict=True):
             session = server.request("pi/open", {"path": str(copy)})["session"]
-            views.append({"session": session, "filter": "default", "form": "flat", "activeBranchFirst": True})
-        leaf = servers[0].request("pi/getLeaf", {"session": views[0]["session"]})["leafId"]
-        held = []
-        for server, view in zip(servers, views, strict=True):
-            reply, _seconds, _size = timed(
-                server, {**view, "levels": True, "aroundId": leaf, "limit": LEVEL_PAGE}
+            views.append(
+                [
+                    {"session": session, "filter": mode, "form": "flat", "activeBranchFirst": True}
+                    for mode in filters
+                ]
             )
-            held.append(reply)
-        levels = len(held[0]["levels"])
-        anew: list[tuple[float, int]] = []
-        since: list[tuple[float, int]] = []
-        reloads = 0
+        leaf = servers[0].request("pi/getLeaf", {"session": views[0][0]["session"]})["leafId"]
+        base = {"levels": True, "aroundId": leaf, "limit": LEVEL_PAGE}
+        held = [timed(servers[1], {**view, **base})[0] for view in views[1]]
+        levels = [len(timed(servers[0], {**view, **base})[0]["levels"]) for view in views[0]]
+        anew: list[list[tuple[float, int]]] = [[] for _ in filters]
+        since: list[list[tuple[float, int]]] = [[] for _ in filters]
+        reloads = [0 for _ in filters]
         for n in range(args.turns):
             lines = turn_lines(leaf, n)
             leaf = json.loads(lines[-1])["id"]
@@ -124,29 +167,17 @@ def main() -> int:
             for server in servers:
                 until_told(server, leaf)
             base = {"levels": True, "aroundId": leaf, "limit": LEVEL_PAGE}
-            reply, seconds, size = timed(servers[0], {**views[0], **base})
-            anew.append((seconds, size))
-            reply, seconds, size = timed(servers[1], {**views[1], **base, "since": held[1]["revision"]})
-            reloads += bool(reply.get("reload"))
-            since.append((seconds, size))
-            held[1] = reply
+            for at, (mine, theirs) in enumerate(zip(views[0], views[1], strict=True)):
+                _reply, seconds, size = timed(servers[0], {**mine, **base})
+                anew[at].append((seconds, size))
+                held[at], seconds, size, reloaded = follow(servers[1], theirs, base, held[at])
+                reloads[at] += reloaded
+                since[at].append((seconds, size))
         for server in servers:
             server.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    rows = [("levels anew", anew), ("levels since", since)]
-    print(
-        f"{args.session.name}: {levels} levels down to the leaf, {args.turns} turns of 4 entries, {reloads} reloads"
-    )
-    print("| per turn | reply bytes (median) | seconds (median) |")
-    print("|---|---:|---:|")
-    for name, runs in rows:
-        print(
-            f"| {name} | {statistics.median(s for _t, s in runs):,.0f} | {statistics.median(t for t, _s in runs):.4f} |"
-        )
-    bytes_ratio = statistics.median(s for _t, s in anew) / statistics.median(s for _t, s in since)
-    time_ratio = statistics.median(t for t, _s in anew) / statistics.median(t for t, _s in since)
-    print(f"anew / since: {bytes_ratio:,.0f}x the bytes, {time_ratio:.1f}x the time")
+    report(args.session.name, args.turns, filters, levels, anew, since, reloads)
     return 0
 
 

@@ -29,7 +29,7 @@ from .library_tree import library_tree, session_tool_calls, shown_tree
 from .path_view import get_path
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
 from .tree_pages import FlatTreePages, Revisions
-from .tree_since import changes_since, remember, sent_at
+from .tree_since import KEPT_VIEWS, changes_since, remember, sent_at
 from .tree_view import (
     CallReading,
     FlatTree,
@@ -226,7 +226,7 @@ def _levels(
     options = (*view.values(), limit)
     changes = None
     if since is not ABSENT:
-        changes = changes_since(sent_at(shape, options, since), manager, shape)
+        changes = changes_since(sent_at(manager, options, since), manager, shape)
         if changes is None:
             return b'{"reload":true}'
     levels, complete = tree_levels(shape, window.around_id, MAX_TREE_NODES // 2)
@@ -363,7 +363,8 @@ def _refuse_if_more_nodes(roots: list[Any], max_nodes: int) -> None:
 T = TypeVar("T")
 _preview_caches: weakref.WeakKeyDictionary[Any, PreviewCache] = weakref.WeakKeyDictionary()
 _tree_pages: FlatTreePages[FlatTree] = FlatTreePages()
-_tree_shapes: FlatTreePages[Any] = FlatTreePages()
+# a shape per view of a session (two editors' tree views, each its filter, keep theirs)
+_tree_shapes: FlatTreePages[Any] = FlatTreePages(walks=KEPT_VIEWS)
 _revisions = Revisions()
 _preview_caches_lock = threading.Lock()
 

@@ -512,10 +512,11 @@ FIELD_DOCS = {
         "repeat (a damaged file) that skips entries: page with `offset` instead (not both). pi/getTree "
         "(with `levels`, not with `revision`): the `revision` of a levels reply the client holds, with "
         "the same other params (but `aroundId`, the leaf now): the reply leaves out the first levels "
-        "that are as that reply gave them (`keptLevels`) and names the older rows whose label changed "
-        "(`relabelled`) when the session only had entries appended below that revision's leaf (pi "
-        "writing a turn) and the server still keeps that tree's walk; else it is TreeReload "
-        "(`{reload: true, revision}`): load the tree anew."
+        "that are as that reply gave them but for the labels of relabelled rows (`keptLevels`) and names "
+        "the older rows whose label changed (`relabelled`) when the session only had entries appended "
+        "below that revision's leaf (pi writing a turn) and the server still knows that reply (a few "
+        "views of a session, each its params, a few revisions each, kept while the session is open); "
+        "else it is TreeReload (`{reload: true, revision}`): load the tree anew."
     ),
     "limit": (
         "At most this many items in the reply (at least 1): entries (pi/getEntries; pi/getPath, default 100), nodes of the flat form (pi/getTree; "

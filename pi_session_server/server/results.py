@@ -427,8 +427,8 @@ class TreeLevels(Result, kw_only=True):
             Meta(
                 ge=0,
                 description="with `since`: how many levels, from the top, are those of the reply of that "
-                "revision (the same rows, totals and path) and are left out; `levels` holds the ones after "
-                "them, which replace the client's",
+                "revision (the same rows, totals and path, but the labels of `relabelled` rows) and are "
+                "left out; `levels` holds the ones after them, which replace the client's",
             ),
         ]
         | UnsetType

@@ -6,12 +6,15 @@ again (to count it and to reach the page), so every page cost as much as the fir
 (``bench/bench_tree_pages.py``; figures in ``bench/RESULTS.md``). Now the first page walks once
 (``tree_view.FlatTree``) and the pages after it are slices of that walk.
 
-What is kept is one walk per session, and only while it can be asked for again: it is dropped
-once the last page was served, when another window or filter is asked for, when the session has
-changed (an append, a reload, a branch: anything that changes the entry list or the leaf; a label
-or a name is an appended entry too), after :data:`IDLE_SECONDS` without a request for it, and with
-the session. A walk holds the library's tree of the session plus a row per shown node (about what
-one request of the whole tree peaked at before).
+What is kept is a walk per session and request options (one, or a few: ``walks``, the least
+recently used let go past them), and only while it can be asked for again: it is dropped once the
+last page was served, when the session has changed (an append, a reload, a branch: anything that
+changes the entry list or the leaf; a label or a name is an appended entry too), after
+:data:`IDLE_SECONDS` without a request for it, and with the session. With one walk per session
+(the pages of a request), another window or filter asked for lets it go; with a few (a tree view's
+shape: two views of a session with other filters, in two editors), each view keeps its own. A walk
+holds the library's tree of the session (shared) plus a row per shown node (about what one request
+of the whole tree peaked at before).
 
 A walk that knows how to take in appended entries (the library's tree, a tree view's shape: see
 :meth:`FlatTreePages.tree`) is followed instead of dropped when the session only had entries
@@ -155,7 +158,8 @@ def _followed(
 
 
 class FlatTreePages(Generic[Walk]):
-    """The kept walks, one per session (manager), shared by the thread pool's requests.
+    """The kept walks, up to ``walks`` per session (manager), one per request options, shared by the
+    thread pool's requests.
 
     A walk is a :class:`~.tree_view.FlatTree` for pi/getTree; the conversation view's pages
     (``path_view``) keep theirs in an instance of their own, so the two never evict each other."""
@@ -165,11 +169,16 @@ class FlatTreePages(Generic[Walk]):
         idle_seconds: float = IDLE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         state: Callable[[Any], tuple[int, Any, Any]] = session_state,
+        walks: int = 1,
     ) -> None:
         self.idle_seconds = idle_seconds
+        self.walks = max(1, walks)
         self._clock = clock
         self._state = state  # what the walks depend on (:func:`session_state`, :func:`entries_state`)
-        self._kept: weakref.WeakKeyDictionary[Any, _Kept[Walk]] = weakref.WeakKeyDictionary()
+        # each session's walks by options, the least recently used first
+        self._kept: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], _Kept[Walk]]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._lock = threading.Lock()
         self._sweep_pending = False  # one timer lets go of every idle walk (see _sweep_later)
 
@@ -192,8 +201,10 @@ class FlatTreePages(Generic[Walk]):
         found = self._kept_or_followed(manager, options, follow)
         if found is not None:
             return found
-        with self._lock:
-            self._kept.pop(manager, None)  # not needed any more: do not hold two while building
+        with self._lock:  # not held past the bound while building (one walk: none)
+            walks = self._kept.get(manager)
+            while walks and len(walks) >= self.walks:
+                del walks[next(iter(walks))]
         tree = build()
         self._keep(manager, options, self._state(manager), tree)
         return tree
@@ -213,13 +224,15 @@ class FlatTreePages(Generic[Walk]):
     ) -> Walk | None:
         state = self._state(manager)
         with self._lock:
-            kept = self._kept.get(manager)
-            if kept is not None and kept.fits(options, state):
-                kept.used = self._clock()
-                return kept.tree
-            if kept is None or kept.options != options:
+            walks = self._kept.get(manager)
+            kept = None if walks is None else walks.pop(options, None)
+            if walks is None or kept is None:
                 return None
-            del self._kept[manager]  # another state's: not kept past this, followed or not
+            if kept.fits(options, state):
+                kept.used = self._clock()
+                walks[options] = kept  # the most recently used now
+                return kept.tree
+            # another state's: not kept past this, followed or not
         tree = _followed(manager, kept, state, follow)
         if tree is not None:
             self._keep(manager, options, state, tree)
@@ -234,19 +247,23 @@ class FlatTreePages(Generic[Walk]):
     ) -> None:
         kept = _Kept(options, state, tree, self._clock())
         with self._lock:
-            self._kept[manager] = kept
+            walks = self._kept.setdefault(manager, {})
+            walks.pop(options, None)
+            walks[options] = kept
+            while len(walks) > self.walks:
+                del walks[next(iter(walks))]
             self._sweep_later(self.idle_seconds)
 
     def forget(self, manager: Any) -> None:
-        """Drop the session's walk (its last page was served)."""
+        """Drop the session's walks (its last page was served)."""
         with self._lock, contextlib.suppress(TypeError):  # TypeError: never kept (no weak reference)
             self._kept.pop(manager, None)
 
     def kept(self, manager: Any) -> Walk | None:
-        """The walk kept for the session, if any."""
+        """The walk kept for the session that was used last, if any."""
         with self._lock, contextlib.suppress(TypeError):
-            found = self._kept.get(manager)
-            return found.tree if found is not None else None
+            walks = self._kept.get(manager)
+            return walks[next(reversed(walks))].tree if walks else None
         return None
 
     def _sweep_later(self, delay: float) -> None:
@@ -268,11 +285,14 @@ class FlatTreePages(Generic[Walk]):
             self._sweep_pending = False
             now = self._clock()
             first_due: float | None = None
-            for manager, kept in list(self._kept.items()):
-                left = self.idle_seconds - (now - kept.used)
-                if left <= 0:
+            for manager, walks in list(self._kept.items()):
+                for options, kept in list(walks.items()):
+                    left = self.idle_seconds - (now - kept.used)
+                    if left <= 0:
+                        del walks[options]
+                    elif first_due is None or left < first_due:
+                        first_due = left
+                if not walks:
                     del self._kept[manager]
-                elif first_due is None or left < first_due:
-                    first_due = left
             if first_due is not None:
                 self._sweep_later(first_due)

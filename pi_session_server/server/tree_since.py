@@ -4,23 +4,39 @@ A tree view that follows a session pi is writing asks, after each turn pi append
 of the layout down to the new leaf. Sent whole, a deep session's levels are megabytes, nearly all
 of them as the view has them already. With ``since`` (the ``revision`` of the levels reply the view
 holds) the reply leaves out the first levels that are what the view holds (``keptLevels``: the
-same JSON as that reply's, so the same rows, totals and path) and names the older rows whose label
+same JSON as that reply's but the labels of relabelled rows, so the same rows, totals and path)
+and names the older rows whose label
 changed (``relabelled``: rows the view may hold outside the levels, in a list it scrolled or a
 branch it opened).
 
 That is exact only for an append below the leaf (pi writing a turn, a label, a name): no older row
 changes but those of the levels sent (the old leaf's, the branch point that gained a child, the rows
 next to them) and the relabelled ones. So a delta is answered only when the session had entries
-appended, each on the new leaf's path below the leaf of that revision, and the server still keeps
-the walk the levels were cut from (followed through the appends: see :meth:`FlatTreePages.tree`,
-whose walk a request of another view or a minute without one lets go). Anything else (a rewrite, a
-repair, a reload, a branch to an older entry, a revision it does not know, a label that shows or
-hides a row in the view's filter, a call appended whose id an older tool result's preview named)
-is answered ``{"reload": true, "revision"}``: the client loads the tree anew.
+appended, each on the new leaf's path below the leaf of that revision, and the server still knows
+the reply of that revision. A level whose rows changed only in the label of relabelled rows is
+kept too (the client relabels the rows it holds): a label set on an entry high up the levels does
+not resend every level below it. Anything else (a rewrite, a repair, a reload, a branch to an older
+entry, a revision it does not know, a label that shows or hides a row in the view's filter, a call
+appended whose id an older tool result's preview named) is answered ``{"reload": true,
+"revision"}``: the client loads the tree anew.
+
+The replies are kept with the session, not with the walk they were cut from (a walk is let go
+after a minute without requests, or for the walks of other views past a few): what a delta is cut
+from is the session as it is now, whose walk is made anew if need be, and the reply's levels
+compared; what tells whether an older row changed is the session's entries since that reply's state
+and the calls the previews of the rows sent named (:class:`~.tree_view.NamedCalls`, kept with the
+reply). A view whose walk was let go (idle while pi worked, or another view's requests in between)
+still gets a delta. Per session at most :data:`KEPT_VIEWS` views' replies are kept (by the
+request's options: filter, search, rows per level), the least recently asked let go, and
+:data:`KEPT_REVISIONS` revisions of each, whose levels' JSON are the same objects where they are the
+same (one copy of the levels per view, and the levels that changed since).
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import weakref
 from typing import Any
 
 import msgspec
@@ -32,35 +48,82 @@ from pi_session_server.session.tree import label_target
 
 from .params import id_key
 from .tree_pages import appended_since, same_state, session_state
-from .tree_view import appended_path
+from .tree_view import NamedCalls, appended_path
 from .wire import encode_rows
 
-# the revisions of a walk a delta can start from (two clients of one view, each a turn behind)
+# the views of a session whose replies a delta can start from (two editors, each its own filter,
+# and each a view of the whole tree besides)
+KEPT_VIEWS = 4
+# the revisions of a view a delta can start from (two clients of one view, each a turn behind)
 KEPT_REVISIONS = 4
+_LABEL_MEMBERS = frozenset({"label", "labelTimestamp"})
 
 
 class _Sent(msgspec.Struct):
-    """A levels reply as it was sent: the session's state then and each level's JSON (the shape's own
-    objects: kept here, not copied)."""
+    """A levels reply as it was sent: the session's state then, each level's JSON (the shape's own
+    objects: kept here, not copied) and the calls its shape's previews named from the session."""
 
     state: tuple[int, Any, Any]
     levels: list[bytes]
+    named: NamedCalls
+
+
+class _SentReplies:
+    """The levels replies sent of each session (kept with it, weakly), by the request's options
+    and revision, the least recently used views and revisions let go past the bounds."""
+
+    def __init__(self) -> None:
+        self._sessions: weakref.WeakKeyDictionary[Any, dict[Any, dict[Any, _Sent]]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+
+    def remember(self, manager: Any, options: tuple[Any, ...], revision: str, sent: _Sent) -> None:
+        with self._lock, contextlib.suppress(TypeError):  # (no weak reference: nothing kept)
+            views = self._sessions.setdefault(manager, {})
+            revisions = views.pop(options, {})
+            views[options] = revisions
+            revisions.pop(revision, None)
+            if revisions:  # (a walk made anew encoded every level anew: one copy of each kept)
+                sent.levels = _shared(sent.levels, revisions[next(reversed(revisions))].levels)
+            revisions[revision] = sent
+            _bound(revisions, KEPT_REVISIONS)
+            _bound(views, KEPT_VIEWS)
+
+    def sent_at(self, manager: Any, options: tuple[Any, ...], revision: Any) -> _Sent | None:
+        with self._lock, contextlib.suppress(TypeError):
+            views = self._sessions.get(manager)
+            revisions = None if views is None else views.get(options)
+            return None if revisions is None else revisions.get(revision)
+        return None
+
+
+def _shared(levels: list[bytes], before: list[bytes]) -> list[bytes]:
+    """``levels`` with each level that is the same JSON as the one at its place in ``before`` that
+    one (the very object)."""
+    return [then if now == then else now for now, then in zip(levels, before, strict=False)] + levels[
+        len(before) :
+    ]
+
+
+def _bound(kept: dict[Any, Any], most: int) -> None:
+    """Let go of the first (least recently used) items of ``kept`` past ``most``."""
+    while len(kept) > most:
+        del kept[next(iter(kept))]
+
+
+_sent = _SentReplies()
 
 
 def remember(shape: Any, manager: Any, options: tuple[Any, ...], revision: str, levels: list[bytes]) -> None:
-    """Keep the levels of a reply cut from ``shape`` (the walk of the session as it is now, whose
-    ``levels_sent`` holds them: they go with it) at ``revision``, for a request's ``options``."""
-    sent: dict[Any, _Sent] = shape.levels_sent
-    sent.pop((options, revision), None)
-    sent[(options, revision)] = _Sent(session_state(manager), levels)
-    while len(sent) > KEPT_REVISIONS:
-        del sent[next(iter(sent))]
+    """Keep the levels of a reply cut from ``shape`` (the walk of the session as it is now) at
+    ``revision``, for a request's ``options``."""
+    _sent.remember(manager, options, revision, _Sent(session_state(manager), levels, shape.named_for_clients))
 
 
-def sent_at(shape: Any, options: tuple[Any, ...], revision: Any) -> _Sent | None:
-    """The reply cut from ``shape`` at ``revision`` for ``options``, if kept."""
-    found: _Sent | None = shape.levels_sent.get((options, revision))
-    return found
+def sent_at(manager: Any, options: tuple[Any, ...], revision: Any) -> _Sent | None:
+    """The reply of the session at ``revision`` for ``options``, if kept."""
+    return _sent.sent_at(manager, options, revision)
 
 
 class Changes(msgspec.Struct):
@@ -70,11 +133,16 @@ class Changes(msgspec.Struct):
     relabelled: list[dict[str, Any]]
 
     def kept_levels(self, levels: list[bytes]) -> int:
-        """How many of ``levels`` (the levels now), from the first, are those of the reply sent."""
-        before = self.sent.levels
+        """How many of ``levels`` (the levels now), from the first, are those of the reply sent,
+        but for the labels of relabelled rows."""
+        relabelled = {encode_rows(row["id"]) for row in self.relabelled}
         kept = 0
-        for now, then in zip(levels, before, strict=False):
-            if now is not then and now != then:
+        for now, then in zip(levels, self.sent.levels, strict=False):
+            if (
+                now is not then
+                and now != then
+                and not (relabelled and _same_but_labels(now, then, relabelled))
+            ):
                 break
             kept += 1
         return kept
@@ -88,21 +156,26 @@ class Changes(msgspec.Struct):
 
 
 def changes_since(sent: _Sent | None, manager: Any, shape: Any) -> Changes | None:
-    """The change from the reply ``sent`` (cut from ``shape``, or None: no such reply) to the session
-    as it is now, whose walk is ``shape``, when a delta can tell it exactly (see the module's
-    docstring); None: the client loads anew."""
+    """The change from the reply ``sent`` (None: no such reply kept) to the session as it is now,
+    whose walk is ``shape`` (the one the reply was cut from, followed since, or one made anew),
+    when a delta can tell it exactly (see the module's docstring); None: the client loads anew."""
     if sent is None:
         return None
     now = session_state(manager)
-    if same_state(sent.state, now):
-        return Changes(sent, [])
-    appended = appended_since(manager, sent.state, now)
-    if appended is None or not _below_leaf(appended, sent.state, manager.get_leaf_id()):
-        return None
-    if shape.names_session_calls(appended):
-        return None
-    relabelled = _relabelled(shape, appended)
-    return None if relabelled is None else Changes(sent, relabelled)
+    relabelled: list[dict[str, Any]] = []
+    if not same_state(sent.state, now):
+        appended = appended_since(manager, sent.state, now)
+        if appended is None or not _below_leaf(appended, sent.state, manager.get_leaf_id()):
+            return None
+        if shape.names_session_calls(appended, sent.named):
+            return None
+        found = _relabelled(shape, appended)
+        if found is None:
+            return None
+        relabelled = found
+    # the client holds rows of the shape the reply was cut from (when this one was made anew) too
+    shape.named_for_clients.update(sent.named)
+    return Changes(sent, relabelled)
 
 
 def _below_leaf(appended: list[Any], before: tuple[int, Any, Any], leaf_id: Any) -> bool:
@@ -139,3 +212,22 @@ def _relabelled(shape: Any, appended: list[Any]) -> list[dict[str, Any]] | None:
             row["labelTimestamp"] = stamp
         rows[key] = row
     return list(rows.values())
+
+
+def _same_but_labels(now: bytes, then: bytes, relabelled: set[bytes]) -> bool:
+    """Whether two JSON texts of a level differ only in the label of rows whose id (as JSON) is
+    one of ``relabelled``."""
+    before = _without_labels(msgspec.json.decode(then), relabelled)
+    return bool(_without_labels(msgspec.json.decode(now), relabelled) == before)
+
+
+def _without_labels(level: Any, relabelled: set[bytes]) -> Any:
+    nodes = level.get("nodes") if type(level) is dict else None
+    if type(nodes) is list:
+        level["nodes"] = [
+            {k: v for k, v in node.items() if k not in _LABEL_MEMBERS}
+            if type(node) is dict and encode_rows(node.get("id")) in relabelled
+            else node
+            for node in nodes
+        ]
+    return level

@@ -397,6 +397,26 @@ class Row(msgspec.Struct, gc=False):
     depth: int
 
 
+class NamedCalls:
+    """The keys of the tool calls the previews a shape made named from every call of the session
+    (``keys`` None: every call's), one object for the shape's life (what a client holds was cut
+    from it: see ``tree_since``)."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self) -> None:
+        self.keys: set[Any] | None = set()
+
+    def add(self, key: Any) -> None:
+        if self.keys is not None:
+            self.keys.add(key)
+
+    def update(self, other: NamedCalls) -> None:
+        """Add what ``other`` holds (the rows of another shape a client holds too)."""
+        if self.keys is not None and other is not self:
+            self.keys = None if other.keys is None else self.keys | other.keys
+
+
 class _TreeShape:
     """What every node of one result needs: visibility, order, leaf path, previews.
 
@@ -463,9 +483,9 @@ class _TreeShape:
         self._named_from_session: set[Any] | None = set()
         # the levels of the last levels reply as they were encoded (see encode_tree_levels)
         self._encoded_levels: dict[tuple[Any, ...], EncodedLevel] = {}
-        # the keys of the calls any preview this shape made named from every call of the session
-        # (all: None), never let go: rows a client holds may show them (see names_session_calls)
-        self._named_for_clients: set[Any] | None = set()
+        # the calls any preview this shape made named from every call of the session, never let
+        # go: rows a client holds may show them (see names_session_calls)
+        self.named_for_clients = NamedCalls()
         if previews:
             if calls is not CallReading.UP_FRONT:
                 self.tool_calls = {}
@@ -482,9 +502,6 @@ class _TreeShape:
         # whether complete); and after an append below the leaf, the levels that stay the same
         # down to the leaf's new levels (see levels_before)
         self.kept_levels: tuple[Any, list[TreeLevel], bool] | None = None
-        # the levels replies cut from this shape, by the request's options and revision: what a
-        # client that holds one asks the changes since (see tree_since); they go with the shape
-        self.levels_sent: dict[Any, Any] = {}
         self._levels_before: tuple[Any, list[TreeLevel], TreeLevel] | None = None
 
     def followed(self, manager: Any, appended: list[Any]) -> _TreeShape | None:
@@ -685,11 +702,12 @@ class _TreeShape:
         if self._encoded_levels and self._names_a_call_of(self._named_from_session, appended):
             self._encoded_levels = {}
 
-    def names_session_calls(self, appended: list[Any]) -> bool:
-        """Whether a call of ``appended`` may be the one the preview of an older tool result this
-        shape showed names now (the preview named a call of the whole session of that id: the
-        last one a walk meets): a row a client holds would show another preview."""
-        return self._names_a_call_of(self._named_for_clients, appended)
+    def names_session_calls(self, appended: list[Any], named: NamedCalls) -> bool:
+        """Whether a call of ``appended`` may be the one the preview of an older tool result names
+        now whose row a client holds, the calls those previews named from the whole session
+        ``named`` (this shape's :attr:`named_for_clients`, or another's of the same view): the
+        preview named the call of that id a walk meets last, and would name another."""
+        return self._names_a_call_of(named.keys, appended)
 
     @property
     def reads_labels(self) -> bool:
@@ -806,11 +824,11 @@ class _TreeShape:
                 return {wanted: call}
             if self._named_from_session is not None:
                 self._named_from_session.add(wanted)
-            if self._named_for_clients is not None:
-                self._named_for_clients.add(wanted)
+            self.named_for_clients.add(wanted)
             return self.session_calls()
         self.tool_calls, self.calls_complete = self.session_calls(), True
-        self._named_from_session = self._named_for_clients = None  # (every result's from now on)
+        self._named_from_session = None  # (every result's from now on)
+        self.named_for_clients.keys = None
         return self.tool_calls
 
     def session_calls(self) -> ToolCalls:

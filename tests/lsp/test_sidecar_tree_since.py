@@ -162,18 +162,18 @@ FACTS = (
 async def test_levels_since_after_appends_equal_a_fresh_load(sidecar, tmp_path, seed):
     rnd = random.Random(seed)
     lines, ids = _random_session(rnd, 40)
+    # views of other filters of one session, their requests interleaved (two editors' tree views)
+    groups = (("default", "no-tools", "none"), ("user-only", "all"))
     views = [
-        {"filter": mode, "form": "flat", "activeBranchFirst": True}
-        for mode in ("none", "default", "no-tools", "user-only", "all")
+        {"filter": mode, "form": "flat", "activeBranchFirst": True} for group in groups for mode in group
     ]
-    # a file per view: the server keeps the walk of one view of a session (another view's request
-    # lets it go, and the next delta is a reload)
-    paths = {view["filter"]: tmp_path / f"live-{view['filter']}.jsonl" for view in views}
+    paths = {mode: tmp_path / f"live-{n}.jsonl" for n, group in enumerate(groups) for mode in group}
+    for path in set(paths.values()):
+        path.write_text("\n".join(lines) + "\n")
     held: dict[str, HeldView] = {}
     leaf = ids[-1]
     for view in views:
         path = paths[view["filter"]]
-        path.write_text("\n".join(lines) + "\n")
         base = {"uri": path.as_uri(), **view}
         levels = await sidecar.request(
             "pi/getTree", {**base, "levels": True, "aroundId": leaf, "limit": LEVEL_ROWS}
@@ -190,10 +190,11 @@ async def test_levels_since_after_appends_equal_a_fresh_load(sidecar, tmp_path, 
             new.append(_random_entry(rnd, entry_id, leaf if not new else ids[-1], ids))
             ids.append(entry_id)
             leaf = entry_id
-        for view in views:
-            path = paths[view["filter"]]
+        for path in set(paths.values()):
             _append(path, new)
             assert await _appended(sidecar, path, ids[-1]) == leaf
+        for view in views:
+            path = paths[view["filter"]]
             mine = held[view["filter"]]
             base = {"uri": path.as_uri(), **view}
             delta = await sidecar.request(
@@ -250,10 +251,22 @@ async def test_a_delta_is_small_and_leaves_out_the_levels_the_view_holds(sidecar
     labelled = await sidecar.request("pi/getTree", {**base, "aroundId": leaf, "since": again["revision"]})
     stamp = json.loads(label)["timestamp"]
     assert labelled["relabelled"] == [{"id": "e0001", "label": "here", "labelTimestamp": stamp}]
+    # (the top level shows the row: kept all the same, its row relabelled where the view holds it)
+    assert labelled["keptLevels"] >= len(full["levels"]) - 1
     _append(path, [S.label("new00004", leaf, "e0001", None)])
     leaf = await _appended(sidecar, path, "new00004")
     cleared = await sidecar.request("pi/getTree", {**base, "aroundId": leaf, "since": labelled["revision"]})
     assert cleared["relabelled"] == [{"id": "e0001"}]
+    assert cleared["keptLevels"] >= len(full["levels"]) - 1
+    # a label of the path's row in a level half way down: the levels below it are not sent again
+    middle = full["levels"][len(full["levels"]) // 2]
+    target = middle["nodes"][middle["aroundIndex"] - middle["offset"]]["id"]
+    _append(path, [S.label("new00005", leaf, target, "middle")])
+    leaf = await _appended(sidecar, path, "new00005")
+    mid = await sidecar.request("pi/getTree", {**base, "aroundId": leaf, "since": cleared["revision"]})
+    assert [row["id"] for row in mid["relabelled"]] == [target]
+    assert mid["keptLevels"] >= len(full["levels"]) - 1
+    assert len(json.dumps(mid)) * 50 < len(json.dumps(full))
 
 
 async def test_not_an_append_below_the_leaf_answers_reload(sidecar, tmp_path):

@@ -180,4 +180,4 @@ def test_structures_become_interfaces_open_only_where_the_document_says_so() -> 
         "   * ids repeat (a damaged file) that skips entries: page with `offset` instead (not both).\n"
         "   * pi/getTree (with `levels`, not with `revision`)" in params
     )
-    assert "   * (`{reload: true, revision}`): load the tree anew.\n   */\n  since?: string;" in params
+    assert "(`{reload: true, revision}`): load the tree anew.\n   */\n  since?: string;" in params

@@ -137,6 +137,27 @@ def test_other_options_or_another_window_make_a_new_walk(session: SessionManager
     assert len(walks) == 6
 
 
+def test_walks_per_options_keep_the_most_recently_used(session: SessionManager) -> None:
+    """A walk per request options, up to ``walks`` per session (two editors' views of one session,
+    each its own filter); past them the least recently used is let go."""
+    pages = tree_pages.FlatTreePages(walks=2)
+    made: list[str] = []
+
+    def walk(name: str) -> Any:
+        made.append(name)
+        return _walk(session)
+
+    a = pages.tree(session, ("a",), lambda: walk("a"))
+    b = pages.tree(session, ("b",), lambda: walk("b"))
+    assert pages.tree(session, ("a",), lambda: walk("a")) is a  # (a: now the most recently used)
+    assert pages.tree(session, ("b",), lambda: walk("b")) is b and made == ["a", "b"]
+    pages.tree(session, ("c",), lambda: walk("c"))  # lets a go
+    assert pages.kept_for(session, ("a",)) is None and pages.kept_for(session, ("b",)) is b
+    assert pages.kept_for(session, ("c",)) is pages.kept(session) is not None
+    pages.forget(session)
+    assert pages.kept(session) is None and pages.kept_for(session, ("b",)) is None
+
+
 def test_unpaged_requests_keep_nothing(session: SessionManager, walks: list[Any]) -> None:
     whole = request(session, form="flat")
     assert len(whole["nodes"]) == session.entry_count() and not walks

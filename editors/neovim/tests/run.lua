@@ -474,6 +474,55 @@ test('lazy tree: every window after the first is asked with its revision; a Tree
   truthy(not lazy.is_tree_changed({ code = -32002 }) and not lazy.is_tree_changed(nil), 'other errors')
 end)
 
+test('lazy tree: a level sent again keeps the rows it still has, and the lists opened under them', function()
+  local lazy = require('pi_session.lazy')
+  -- a branch point r: the leaf's branch `side`, and the other branch u10 (its chain u11, u12)
+  local r = { id = 'r', depth = 0, childIds = { 'side', 'u10' }, isBranchPoint = true, onLeafPath = true }
+  local function branches(side)
+    return {
+      kind = 'branches', rootId = 'r', depth = 1, offset = 0, total = 3, aroundIndex = 1,
+      nodes = { r, side, { id = 'u10', depth = 1, childIds = { 'u11' }, isBranchPoint = false } },
+    }
+  end
+  local top = { kind = 'top', chain = true, offset = 0, total = 1, aroundIndex = 0, nodes = { r } }
+  local asked = {}
+  local function request(params, callback)
+    table.insert(asked, vim.deepcopy(params))
+    if params.since == '1' then
+      local side = { id = 'side', depth = 1, childIds = { 'n1' }, isBranchPoint = false, onLeafPath = true }
+      local chain = { kind = 'chain', rootId = 'n1', chain = true, offset = 0, total = 1, aroundIndex = 0,
+        nodes = { { id = 'n1', depth = 0, childIds = {}, isLeaf = true } } }
+      return callback(nil, { leafId = 'n1', levels = { branches(side), chain }, complete = true, keptLevels = 1, revision = '2' })
+    elseif params.levels then
+      local side = { id = 'side', depth = 1, childIds = {}, isLeaf = true, onLeafPath = true }
+      return callback(nil, { leafId = 'side', levels = { top, branches(side) }, complete = true, revision = '1' })
+    end
+    callback(nil, { leafId = 'side', total = 2, offset = 0, revision = '1', nodes = {
+      { id = 'u11', depth = 0, childIds = { 'u12' } }, { id = 'u12', depth = 1, childIds = {} } } })
+  end
+  local tree = lazy.new(request, 10)
+  local found
+  tree:locate('side', function(_, row)
+    found = row
+  end)
+  eq(found and found.node.id, 'side', 'the leaf')
+  local other = tree.top.rows[1].children.rows[2]
+  eq(other.node.id, 'u10', 'the other branch')
+  local opened = tree:child(other)
+  tree:load(opened, { offset = 0 }, function() end)
+  eq(#opened.rows, 2, 'the user opened it')
+  local before = #asked
+  tree:follow('n1', function(_, row, reload)
+    found = reload and 'reload' or row
+  end)
+  eq(found and found.node and found.node.id, 'n1', 'the new leaf')
+  eq(#asked, before + 1, 'one request')
+  local level = tree.top.rows[1].children
+  eq(level.rows[1].node.childIds, { 'n1' }, "the branch point's level was sent again")
+  truthy(level.rows[2] == other, "the row keeps its table")
+  truthy(other.children == opened and opened.loaded and #opened.rows == 2, 'and the list opened under it')
+end)
+
 test('a tree whose session changed while it loaded is loaded anew (TreeChanged), never drawn from two trees', function()
   local path = work .. '/elsewhere/long-session.jsonl' -- the 3,000-entry chain of the test before
   local win = open_beside(path, 'long session')

@@ -307,7 +307,8 @@ export class LazyTree {
    * Take in what changed since the levels the tree holds (pi appended to the session): the levels
    * down to `entryId` (the new leaf) asked with `since`. The levels the server says are as the tree
    * holds them stay (with the lists opened under them); each level after them replaces what the
-   * tree holds of its list; the rows of an entry whose label changed are changed wherever they are.
+   * tree holds of its list, the rows it still has keeping the lists opened under them (see
+   * keepHeld); the rows of an entry whose label changed are changed wherever they are.
    * Returns the row on the path to `entryId` (as locate), or `reload` when the tree must be loaded
    * anew: the server said so (not an append below the leaf, a revision it no longer knows), the
    * tree holds no whole levels reply, or the reply does not fit what it holds. An error of the
@@ -357,7 +358,8 @@ export class LazyTree {
   /**
    * Each level of a `levels` reply into its container, from `from` (the container of the first of
    * them) down the path, after the levels whose path rows are `above`; where it stopped. `anew`:
-   * each container's rows are replaced by its level's (what was held of its list goes).
+   * each container's rows are replaced by its level's (what was held of its list goes, but the
+   * rows the level still has: see keepHeld).
    */
   private async takeLevels(
     entryId: unknown,
@@ -378,8 +380,10 @@ export class LazyTree {
       if (!into || !LazyTree.isWindowOf(into, level)) return { done: false, found, next: into }; // ask level by level
       let index: number | undefined;
       await into.exclusive(async () => {
+        const held = anew ? into.rows : [];
         if (anew) into.clear();
         index = this.apply(into, level.offset, level);
+        LazyTree.keepHeld(into, held);
       });
       const row: Row | undefined = index === undefined ? undefined : into.rows.find((r) => r.index === index);
       if (!row) return whole({ done: true, found });
@@ -391,6 +395,31 @@ export class LazyTree {
     if (!container) return whole({ done: true, found });
     if (reply.complete) return whole({ done: true, found });
     return { done: false, found, next: container };
+  }
+
+  /**
+   * After a level sent again replaced what `container` held (`held`: its rows before): each row of
+   * the same entry at the same place keeps its object (the view's item), and the list opened under
+   * it (a branch the user expanded, whose rows the server did not change) while the row still has
+   * that list. Rows the level no longer has go: the server tells nothing of them.
+   */
+  private static keepHeld(container: Container, held: Row[]): void {
+    if (held.length === 0) return;
+    const byIndex = new Map(held.map((row) => [row.index, row]));
+    container.rows = container.rows.map((row) => {
+      const old = byIndex.get(row.index);
+      if (!old || old.head !== row.head || !sameId(old.node.id, row.node.id)) return row;
+      if (old.children && !LazyTree.sameList(old.node, row.node)) old.children = undefined;
+      old.node = row.node;
+      return old;
+    });
+  }
+
+  /** Do two rows of one entry hang the same list under them (see childContainer)? */
+  private static sameList(before: TreeNode, now: TreeNode): boolean {
+    if (Boolean(before.isBranchPoint) !== Boolean(now.isBranchPoint)) return false;
+    const first = (node: TreeNode) => (Array.isArray(node.childIds) ? node.childIds[0] : undefined);
+    return Boolean(now.isBranchPoint) || sameId(first(before), first(now));
   }
 
   /** Is `level` the server's window of `container`? (The same layout on both sides.) */

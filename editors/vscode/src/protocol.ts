@@ -809,10 +809,11 @@ export interface GetTreeParams {
    * ids repeat (a damaged file) that skips entries: page with `offset` instead (not both).
    * pi/getTree (with `levels`, not with `revision`): the `revision` of a levels reply the client
    * holds, with the same other params (but `aroundId`, the leaf now): the reply leaves out the
-   * first levels that are as that reply gave them (`keptLevels`) and names the older rows whose
-   * label changed (`relabelled`) when the session only had entries appended below that revision's
-   * leaf (pi writing a turn) and the server still keeps that tree's walk; else it is TreeReload
-   * (`{reload: true, revision}`): load the tree anew.
+   * first levels that are as that reply gave them but for the labels of relabelled rows
+   * (`keptLevels`) and names the older rows whose label changed (`relabelled`) when the session
+   * only had entries appended below that revision's leaf (pi writing a turn) and the server still
+   * knows that reply (a few views of a session, each its params, a few revisions each, kept while
+   * the session is open); else it is TreeReload (`{reload: true, revision}`): load the tree anew.
    */
   since?: string;
 }
@@ -974,10 +975,11 @@ export interface GetEntriesParams {
    * ids repeat (a damaged file) that skips entries: page with `offset` instead (not both).
    * pi/getTree (with `levels`, not with `revision`): the `revision` of a levels reply the client
    * holds, with the same other params (but `aroundId`, the leaf now): the reply leaves out the
-   * first levels that are as that reply gave them (`keptLevels`) and names the older rows whose
-   * label changed (`relabelled`) when the session only had entries appended below that revision's
-   * leaf (pi writing a turn) and the server still keeps that tree's walk; else it is TreeReload
-   * (`{reload: true, revision}`): load the tree anew.
+   * first levels that are as that reply gave them but for the labels of relabelled rows
+   * (`keptLevels`) and names the older rows whose label changed (`relabelled`) when the session
+   * only had entries appended below that revision's leaf (pi writing a turn) and the server still
+   * knows that reply (a few views of a session, each its params, a few revisions each, kept while
+   * the session is open); else it is TreeReload (`{reload: true, revision}`): load the tree anew.
    */
   since?: string;
   /**
@@ -1347,8 +1349,8 @@ export interface TreeLevels {
   revision?: string;
   /**
    * with `since`: how many levels, from the top, are those of the reply of that revision (the same
-   * rows, totals and path) and are left out; `levels` holds the ones after them, which replace the
-   * client's
+   * rows, totals and path, but the labels of `relabelled` rows) and are left out; `levels` holds
+   * the ones after them, which replace the client's
    */
   keptLevels?: number;
   /**

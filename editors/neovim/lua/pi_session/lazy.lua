@@ -164,6 +164,35 @@ local function merge(c, start, nodes, total)
   c.loaded = true
 end
 
+--- Do two rows of one entry hang the same list under them (see Tree:child)?
+local function same_list(before, now)
+  if (before.isBranchPoint == true) ~= (now.isBranchPoint == true) then
+    return false
+  end
+  return now.isBranchPoint == true or M.same_id(child_ids(before)[1], child_ids(now)[1])
+end
+
+--- After a level sent again replaced what `c` held (`held`: its rows before): each row of the same
+--- entry at the same place keeps its table, and the list opened under it (a branch the user opened,
+--- whose rows the server did not change) while the row still has that list. Rows the level no
+--- longer has go: the server tells nothing of them.
+local function keep_held(c, held)
+  local by_index = {}
+  for _, row in ipairs(held) do
+    by_index[row.index] = row
+  end
+  for i, row in ipairs(c.rows) do
+    local old = by_index[row.index]
+    if old and old.head == row.head and M.same_id(old.node.id, row.node.id) then
+      if old.children and not same_list(old.node, row.node) then
+        old.children = nil
+      end
+      old.node = row.node
+      c.rows[i] = old
+    end
+  end
+end
+
 --- Take the server's reply for a window of `c` (asked from `offset`, the skipped rows included);
 --- the index (in the container) of the row on the path to the window's aroundId, if any.
 local function apply(c, offset, result)
@@ -261,7 +290,8 @@ end
 
 --- Each level of a `levels` reply into its container, from `c` (the container of the first of them)
 --- down the path, after the levels whose path rows are `above`; then callback(nil, row) as locate.
---- `anew`: each container's rows are replaced by its level's (what was held of its list goes).
+--- `anew`: each container's rows are replaced by its level's (what was held of its list goes, but
+--- the rows the level still has: see keep_held).
 function Tree:take_levels(entry_id, reply, c, above, anew, callback)
   local found = above[#above]
   local rows = vim.list_extend({}, above)
@@ -275,10 +305,13 @@ function Tree:take_levels(entry_id, reply, c, above, anew, callback)
     if not c or not is_window_of(c, level) then
       return self:descend(c, entry_id, found, callback)
     end
+    local held = anew and c.rows or {}
     if anew then
       clear(c)
     end
-    local row = row_at(c, apply(c, level.offset, level))
+    local around = apply(c, level.offset, level)
+    keep_held(c, held)
+    local row = row_at(c, around)
     if not row then
       return whole(found)
     end
@@ -298,7 +331,7 @@ end
 --- Take in what changed since the levels the tree holds (pi appended to the session): the levels
 --- down to `entry_id` (the new leaf) asked with `since`. The levels the server says are as the tree
 --- holds them stay (with the lists opened under them); each level after them replaces what the tree
---- holds of its list; the rows of an entry whose label changed are changed wherever they are.
+--- holds of its list, the rows it still has keeping the lists opened under them; the rows of an entry whose label changed are changed wherever they are.
 --- callback(err, row, reload): the row on the path to the entry (as locate), or reload = true when
 --- the tree must be loaded anew: the server said so (not an append below the leaf, a revision it no
 --- longer knows), the tree holds no whole levels reply, or the reply does not fit what it holds.

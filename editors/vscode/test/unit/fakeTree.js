@@ -10,7 +10,7 @@
  * `server.append(entries)` appends entries below the leaf (the last one the new leaf) as pi does,
  * `server.relabel(id, label)` changes a label: each a new revision. A `levels` request with `since`
  * is answered as the server does: the levels after those as that revision's reply gave them
- * (`keptLevels`) and the relabelled rows, or `{ reload: true }` for a revision it did not give, or
+ * (`keptLevels`, their rows but for the labels of relabelled rows) and the relabelled rows, or `{ reload: true }` for a revision it did not give, or
  * once `server.rewrite()` made the session anew.
  */
 function makeTreeServer(initialEntries, initialLeafId) {
@@ -131,13 +131,21 @@ function makeTreeServer(initialEntries, initialLeafId) {
     sent.set(server.revision, levels);
     if (params.since === undefined) return { ...reply, revision: server.revision };
     if (before === undefined) return { reload: true, revision: server.revision };
-    let kept = 0;
-    while (kept < levels.length && kept < before.length && levels[kept] === before[kept]) kept++;
     const relabelled = relabels
       .filter(([at]) => at > Number(params.since))
       .map(([, id]) => id)
       .filter((id, i, ids) => ids.indexOf(id) === i)
       .map((id) => ({ id, ...(nodes.get(id).label ? { label: nodes.get(id).label } : {}) }));
+    // a level whose rows changed only in the label of relabelled rows is kept (the view relabels them)
+    const ids = new Set(relabelled.map((r) => r.id));
+    const unlabelled = (level) => {
+      const parsed = JSON.parse(level);
+      parsed.nodes = parsed.nodes.map(({ label, ...node }) => (ids.has(node.id) ? node : { ...node, ...(label ? { label } : {}) }));
+      return JSON.stringify(parsed);
+    };
+    const same = (a, b) => a === b || (ids.size > 0 && unlabelled(a) === unlabelled(b));
+    let kept = 0;
+    while (kept < levels.length && kept < before.length && same(levels[kept], before[kept])) kept++;
     return {
       ...reply,
       levels: reply.levels.slice(kept),

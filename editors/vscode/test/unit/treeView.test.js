@@ -293,6 +293,56 @@ test('a label set on an older entry changes its row wherever the view holds it',
   await assertHoldsAFreshLoad(server, provider);
 });
 
+test('a level sent again keeps the rows it still has, and the lists the view opened under them', async () => {
+  // a branch point a9: the leaf's branch `side`, and the other branch u10..., which the user opens
+  const entries = chainEntries(20);
+  entries.push({ id: 'side', parent: 'a9', role: 'user' });
+  const server = makeTreeServer(entries, 'side');
+  const { source, provider } = followingTree(server);
+  await provider.setDocument(A);
+  const other = provider.tree.loadedRows().find((r) => r.node.id === 'u10');
+  const opened = provider.tree.childContainer(other);
+  await provider.tree.ensureLoaded(opened);
+  assert.ok(opened.rows.length > 0);
+  const asked = server.log.length;
+  server.append([{ id: 'n1', parent: 'side', role: 'assistant' }]);
+  await provider.refresh({ id: 'n1' });
+  assert.equal(source.infos, 1, 'not loaded anew');
+  assert.deepEqual(server.log.slice(asked).map((p) => p.since), ['1'], 'one request: the opened list is not asked again');
+  const side = provider.tree.loadedRows().find((r) => r.node.id === 'side');
+  assert.deepEqual(side.node.childIds, ['n1'], 'the branch point\'s level was sent again');
+  const now = provider.tree.loadedRows().find((r) => r.node.id === 'u10');
+  assert.equal(now, other, 'the row keeps its object (the view\'s item)');
+  assert.equal(now.children, opened, 'and the list opened under it');
+  assert.ok(opened.loaded);
+  await assertHoldsAFreshLoad(server, provider);
+});
+
+test('a label set on a row of a level half way down keeps the levels: only the leaf\'s are sent again', async () => {
+  const server = makeTreeServer(branchyEntries(), 'a39');
+  const replies = [];
+  const getLevels = server.getLevels;
+  server.getLevels = (params) => {
+    const reply = getLevels(params);
+    replies.push(reply);
+    return reply;
+  };
+  const { source, provider } = followingTree(server);
+  await provider.setDocument(A);
+  const levels = replies[replies.length - 1].levels;
+  const middle = levels[Math.floor(levels.length / 2)];
+  const target = middle.nodes[middle.aroundIndex - middle.offset].id;
+  server.relabel(target, 'half way');
+  server.append([{ id: 'n40', parent: 'a39', role: 'user' }]);
+  await provider.refresh({ id: 'n40' });
+  const delta = replies[replies.length - 1];
+  assert.equal(source.infos, 1, 'not loaded anew');
+  assert.deepEqual(delta.relabelled, [{ id: target, label: 'half way' }]);
+  assert.equal(delta.keptLevels, levels.length - 1);
+  assert.equal(provider.tree.loadedRows().find((r) => r.node.id === target).node.label, 'half way');
+  await assertHoldsAFreshLoad(server, provider);
+});
+
 test('a change the server cannot tell as appended entries, or a failed `since` request, loads the tree anew', async () => {
   const server = makeTreeServer(branchyEntries(), 'a39');
   const { source, provider } = followingTree(server);

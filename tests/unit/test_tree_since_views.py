@@ -1,0 +1,154 @@
+"""pi/getTree ``levels`` with ``since`` when the walk the reply was cut from is gone (server/tree_since.py):
+a view idle for longer than the server keeps walks, or whose walk other views' walks pushed out, still
+gets a delta, and what it then holds is what a fresh load gives."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_protocol_tree_filters import random_session
+
+from pi_session_server.server import library_tree, methods_read, tree_pages, tree_since
+from pi_session_server.server import params as P
+from pi_session_server.server.tree_since import KEPT_VIEWS
+from pi_session_server.session import SessionManager
+
+
+class Clock:
+    """A clock the test moves (no sleeps)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The kept walks (the views' shapes, the library's trees) on a clock of the test's."""
+    fake = Clock()
+    monkeypatch.setattr(methods_read, "_tree_shapes", tree_pages.FlatTreePages(clock=fake, walks=KEPT_VIEWS))
+    monkeypatch.setattr(methods_read, "_tree_pages", tree_pages.FlatTreePages(clock=fake))
+    for name in ("_trees", "_shown_trees", "_tool_calls"):
+        monkeypatch.setattr(
+            library_tree, name, tree_pages.FlatTreePages(clock=fake, state=tree_pages.entries_state)
+        )
+    return fake
+
+
+def _idle(clock: Clock, seconds: float) -> None:
+    """``seconds`` pass without a request: the sweeps the timers would run then."""
+    clock.now += seconds
+    for pages in (methods_read._tree_shapes, methods_read._tree_pages, *_library_pages()):
+        pages._sweep()
+
+
+def _library_pages() -> list[Any]:
+    return [library_tree._trees, library_tree._shown_trees, library_tree._tool_calls]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> SessionManager:
+    path = tmp_path / "random.jsonl"
+    random_session(random.Random(11), path)
+    m = SessionManager.open(str(path))
+    for n in range(30):  # branch points down the path: many levels
+        if n % 3 == 0:
+            m.branch(m.get_branch()[-2].id)
+        _turn(m, 100 + n)
+    return m
+
+
+def levels(m: SessionManager, **params: Any) -> dict[str, Any]:
+    """A levels reply as the sidecar makes it (the handler's job, without the transport)."""
+    p = P.parse(
+        {"session": "s", "levels": True, "aroundId": m.get_leaf_id(), "limit": 3, **params}, P.GetTreeParams
+    )
+    return json.loads(bytes(methods_read._tree_reply(m, p)))
+
+
+def take(held: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """What a client holds after a delta: the kept levels (their rows relabelled), then the new ones."""
+    assert "reload" not in delta
+    kept = held["levels"][: delta["keptLevels"]]
+    for changed in delta.get("relabelled", []):
+        for row in (row for level in kept for row in level["nodes"] if row["id"] == changed["id"]):
+            row.pop("label", None)
+            row.pop("labelTimestamp", None)
+            row.update({k: v for k, v in changed.items() if k != "id"})
+    now = {k: v for k, v in delta.items() if k not in ("keptLevels", "relabelled")}
+    return {**now, "levels": [*kept, *delta["levels"]]}
+
+
+def _turn(m: SessionManager, n: int) -> None:
+    m.append_message({"role": "user", "content": f"turn {n}", "timestamp": n})
+    m.append_message(
+        {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}], "timestamp": n}
+    )
+
+
+@pytest.mark.parametrize("view", [{"filter": "default"}, {"filter": "no-tools", "search": "n"}])
+def test_a_view_idle_past_the_kept_walks_gets_a_delta(
+    session: SessionManager, clock: Clock, view: dict[str, Any]
+) -> None:
+    held = levels(session, **view)
+    for n in range(3):
+        _idle(clock, 2 * tree_pages.IDLE_SECONDS)
+        assert methods_read._tree_shapes.kept(session) is None  # the walk was let go
+        _turn(session, n)
+        delta = levels(session, since=held["revision"], **view)
+        assert delta["keptLevels"] > 0, n
+        held = take(held, delta)
+        assert held == levels(session, **view), n
+
+
+def test_a_label_while_idle_is_relabelled_in_the_levels_kept(session: SessionManager, clock: Clock) -> None:
+    held = levels(session)
+    middle = held["levels"][len(held["levels"]) // 2]
+    target = middle["nodes"][middle["aroundIndex"] - middle["offset"]]["id"]
+    _idle(clock, 2 * tree_pages.IDLE_SECONDS)
+    session.append_label_change(target, "while away")
+    _turn(session, 1)
+    delta = levels(session, since=held["revision"])
+    assert [row["id"] for row in delta["relabelled"]] == [target]
+    assert delta["keptLevels"] >= len(held["levels"]) - 1
+    assert take(held, delta) == levels(session)
+
+
+def test_views_past_the_kept_walks_each_get_deltas(session: SessionManager, clock: Clock) -> None:
+    """More views than walks kept (their walks push each other out, every one made anew per turn):
+    each view still gets a delta while its replies are kept."""
+    views = [{"filter": mode} for mode in ("default", "no-tools", "user-only", "all")]
+    held = [levels(session, **view) for view in views]
+    for n in range(3):
+        _turn(session, n)
+        methods_read._tree_shapes.forget(session)  # (as if a fifth view's walks pushed them out)
+        for at, view in enumerate(views):
+            delta = levels(session, since=held[at]["revision"], **view)
+            held[at] = take(held[at], delta)
+            assert held[at] == levels(session, **view), (n, view)
+
+
+def test_replies_kept_share_their_levels_when_walks_are_made_anew(
+    session: SessionManager, clock: Clock
+) -> None:
+    """The replies a delta starts from are kept while the session is open: each kept once, however
+    often the walk (which encodes every level anew) was made again."""
+    held = levels(session)
+    for n in range(3):
+        _idle(clock, 2 * tree_pages.IDLE_SECONDS)
+        _turn(session, n)
+        held = take(held, levels(session, since=held["revision"]))
+    (kept,) = tree_since._sent._sessions[session].values()
+    replies = list(kept.values())
+    assert len(replies) == 4
+    for before, after in itertools.pairwise(replies):
+        same = [(now, then) for now, then in zip(after.levels, before.levels, strict=False) if now == then]
+        assert len(same) > len(after.levels) // 2
+        assert all(now is then for now, then in same)
