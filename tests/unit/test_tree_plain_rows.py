@@ -16,11 +16,11 @@ from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.render.glyphs import ASCII, UNICODE
 from pi_session_server.session.tree import TreeNode
 
-# pieces texts are made of: what most previews are, and each kind of character cut or escaped
-# its own way
-_PIECES = st.sampled_from(
-    ["user: hello", "a", " ", "…", "界", "e\u0301", "\x00", "\x1b[31m", "\n", "\t", "\x7f", "\ud800", "🙂", "é"]
-)
+# pieces texts are made of: what most previews are, characters of other widths, and each kind of
+# character escaped (control characters, a lone surrogate)
+_DRAWN = ["user: hello", "a", " ", "…", "界", "e\u0301", "🙂", "é"]
+_ESCAPED = ["\x00", "\x1b[31m", "\n", "\t", "\x7f", "\ud800"]
+_PIECES = st.sampled_from(_DRAWN + _ESCAPED)
 _TEXTS = st.lists(_PIECES, max_size=12).map("".join) | st.text(max_size=30)
 _LABELS = st.just(ABSENT) | st.none() | st.sampled_from(["", "mark", "界界", "\x1b"]) | st.text(max_size=8)
 _IDS = st.sampled_from(["a1", 1, 1.0, None, True, ABSENT, "界"])
