@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import Any
 
@@ -86,41 +86,8 @@ def tree_lines(
     del tool_calls
     if big:
         give_back_free_heap()  # and what the previews' walk freed, before the rows
-    ellipsis = glyphs.ellipsis
-    leaf_mark_width = written_width(tree_leaf_mark(glyphs), encoding)
     leaf = index_key(manager.get_leaf_id())
-
-    def row(node: TreeNode, room: int | None = None) -> tuple[Any, str]:
-        entry = node.entry
-        # the id as pi's selector tells entries apart (never printed): its path is a Set of ids, the
-        # leaf compared with ===, which keys of JSON values say alike (1 and "1" are two ids; a
-        # string, nearly every id, is its own key: no call for it)
-        entry_id = entry.id
-        key = entry_id if type(entry_id) is str else index_key(entry_id)
-        # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
-        text = preview_of(entry) or f"[{js_string_of(entry.type)}]"
-        # (tree --ids: what --leaf takes, before the preview, as demo shows it)
-        shown_id = f"{js_string_of(entry_id)} " if ids else ""
-        label = node.label
-        label = js_string_of(label) if label is not ABSENT else ""
-        # a label as wide as a preview at most (--width's: the row's room cuts it below)
-        tail = f"  [{cut(label, width, ellipsis, encoding)}]" if label else ""
-        shown = width
-        if room is not None:  # (the row fits ``row_width``: what its other parts leave the text)
-            room = max(0, room - (leaf_mark_width if key == leaf else 0) - written_width(shown_id, encoding))
-            # the label its room, but for half of it at least, the preview's, where it is long
-            shown = (
-                min(width, max(room - written_width(tail, encoding), (room + 1) // 2))
-                if tail
-                else min(width, room)
-            )
-        # cut before its control characters become escapes, counting them at their length (a
-        # preview longer than the width may be the start of a longer one: it ends with the ellipsis)
-        text = cut(text, shown, ellipsis, encoding, more=len(text) > width) + tail
-        if room is not None and tail:  # (a label wider than what the preview leaves it: cut)
-            text = cut(text, room, ellipsis, encoding)
-        return key, one_terminal_line(shown_id + text)
-
+    row = row_drawer(preview_of, width, glyphs, encoding, leaf, ids, row_width)
     branch = manager.get_branch()
     roots = manager.get_tree()
     if not unique:
@@ -145,6 +112,87 @@ def tree_lines(
     yield from tree_text_lines(
         roots, row, leaf, on_path, path_in_walk_order=in_order, glyphs=glyphs, row_width=row_width
     )
+
+
+def row_drawer(
+    preview_of: Callable[[Any], str],
+    width: int,
+    glyphs: Glyphs,
+    encoding: str | None,
+    leaf: Any,
+    ids: bool,
+    row_width: int | None,
+) -> Callable[..., tuple[Any, str]]:
+    """The ``row`` of render/tree_text.py's ``tree_text_lines`` for :func:`tree_lines` (which says
+    what each argument is; ``leaf``: the leaf's id as its key), each entry's preview asked of
+    ``preview_of`` once."""
+    ellipsis = glyphs.ellipsis
+    leaf_mark_width = written_width(tree_leaf_mark(glyphs), encoding)
+
+    def drawn(node: TreeNode, text: str, room: int | None = None) -> tuple[Any, str]:
+        """``node``'s row, ``text`` its entry's preview: the id it is told apart by and its text."""
+        entry = node.entry
+        # the id as pi's selector tells entries apart (never printed): its path is a Set of ids, the
+        # leaf compared with ===, which keys of JSON values say alike (1 and "1" are two ids; a
+        # string, nearly every id, is its own key: no call for it)
+        entry_id = entry.id
+        key = entry_id if type(entry_id) is str else index_key(entry_id)
+        # pi's selector shows nothing for a type it does not know (a newer pi's): name the type
+        text = text or f"[{js_string_of(entry.type)}]"
+        # (tree --ids: what --leaf takes, before the preview, as demo shows it)
+        shown_id = f"{js_string_of(entry_id)} " if ids else ""
+        label = node.label
+        label = js_string_of(label) if label is not ABSENT else ""
+        # a label as wide as a preview at most (--width's: the row's room cuts it below)
+        tail = f"  [{cut(label, width, ellipsis, encoding)}]" if label else ""
+        shown = width
+        if room is not None:  # (the row fits ``row_width``: what its other parts leave the text)
+            room = max(0, room - (leaf_mark_width if key == leaf else 0) - written_width(shown_id, encoding))
+            # the label its room, but for half of it at least, the preview's, where it is long
+            shown = (
+                min(width, max(room - written_width(tail, encoding), (room + 1) // 2))
+                if tail
+                else min(width, room)
+            )
+        # cut before its control characters become escapes, counting them at their length (a
+        # preview longer than the width may be the start of a longer one: it ends with the ellipsis)
+        text = cut(text, shown, ellipsis, encoding, more=len(text) > width) + tail
+        if room is not None and tail:  # (a label wider than what the preview leaves it: cut)
+            text = cut(text, room, ellipsis, encoding)
+        return key, one_terminal_line(shown_id + text)
+
+    def row(node: TreeNode, room: int | None = None) -> tuple[Any, str]:
+        return drawn(node, preview_of(node.entry), room)
+
+    if row_width is None and not ids:  # (most runs: piped, or --width given)
+        return plain_rows(drawn, preview_of, width, ellipsis)
+    return row
+
+
+def plain_rows(
+    drawn: Callable[[TreeNode, str], tuple[Any, str]],
+    preview_of: Callable[[Any], str],
+    width: int,
+    ellipsis: str,
+) -> Callable[[TreeNode], tuple[Any, str]]:
+    """The rows of a tree drawn without ids or a row width, as ``drawn(node, preview)`` draws them,
+    with fewer calls for most (no label, a preview of printable ASCII: a column a character, written
+    as itself in any encoding, so that it is the row's whole text, cut at a column when longer
+    than ``width``); any other row drawn by ``drawn``. ``preview_of``: an entry's preview, asked
+    once per row."""
+    kept_ellipsis = ellipsis[:width]  # (as glyphs.cut cuts: an ellipsis no wider than the width)
+    kept = max(0, width - len(kept_ellipsis))
+
+    def row(node: TreeNode) -> tuple[Any, str]:
+        entry = node.entry
+        text = preview_of(entry)
+        if node.label is not ABSENT or not text or not text.isascii() or not text.isprintable():
+            return drawn(node, text)
+        entry_id = entry.id
+        key = entry_id if type(entry_id) is str else index_key(entry_id)
+        return key, text if len(text) <= width else text[:kept] + kept_ellipsis
+
+    return row
 
 
 def draw(path: str, args: argparse.Namespace, before: Identity | None, key: tuple[Any, ...]) -> int:
