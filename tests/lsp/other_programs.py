@@ -19,8 +19,9 @@ def rewrite_by_shell(path: Path, data: bytes) -> None:
 
 
 def save_in_place(path: Path, data: bytes) -> None:
-    """An editor saving in place: the same inode, written from the start, then cut to its length."""
-    with path.open("r+b") as f:
+    """An editor saving in place: the same inode, written from the start, then cut to its length
+    (a file that is not there any more is made)."""
+    with path.open("r+b" if path.exists() else "wb") as f:
         f.write(data)
         f.truncate()
 
@@ -39,17 +40,22 @@ WRITERS: dict[str, Callable[[Path, bytes], None]] = {
 }
 
 
+#: the edits :func:`edited` makes, as often as each is drawn
+EDITS = ("same", "drop", "drop", "retext", "cut", "blank", "headerless", "empty")
+
+
 def draw_edit(rng: random.Random, line_count: int) -> tuple[str, int]:
     """An edit of a file of ``line_count`` lines: what, and the line it is about (from the end)."""
-    how = rng.choice(("same", "drop", "drop", "retext", "cut", "blank"))
-    return how, rng.randrange(1, max(2, min(line_count, 4)))
+    return rng.choice(EDITS), rng.randrange(1, max(2, min(line_count, 4)))
 
 
 def edited(data: bytes, edit: tuple[str, int]) -> bytes:
     """``data`` with ``edit`` (from :func:`draw_edit`) made: the same bytes, the last lines
     dropped (never the header), a message's text changed in place, the last line cut short, or an
-    empty line put before the last."""
+    empty line put before the last, the header line dropped, or nothing left."""
     how, back = edit
+    if how == "empty":
+        return b""
     lines = data.split(b"\n")
     ends_whole = lines[-1] == b""
     if ends_whole:
@@ -64,4 +70,6 @@ def edited(data: bytes, edit: tuple[str, int]) -> bytes:
         return b"\n".join(lines)
     elif how == "blank" and back > 0:
         lines.insert(len(lines) - 1, b"")
+    elif how == "headerless":
+        lines = lines[1:]
     return b"\n".join(lines) + (b"\n" if ends_whole else b"")

@@ -32,7 +32,7 @@ import other_programs
 import reference_locations
 from sidecar_support import ROOT, SERVER_COMMAND, contract, server_env
 
-from pi_session_server.errors import PiSessionError
+from pi_session_server.errors import PiSessionError, SessionFileReplacedError
 from pi_session_server.format.jsjson import dumps_bytes, parse_bytes
 from pi_session_server.format.jsvalue import ABSENT
 from pi_session_server.server.session_stats import session_stats
@@ -78,6 +78,15 @@ def _first_difference(wire: list[Any], model: list[Any]) -> str:
     return f"{len(wire)} entries against {len(model)}"
 
 
+def _starts_with_a_header(path: Path) -> bool:
+    with path.open("rb") as f:
+        try:
+            first = json.loads(f.readline())
+        except ValueError:
+            return False
+    return isinstance(first, dict) and first.get("type") == "session" and isinstance(first.get("id"), str)
+
+
 class Model:
     def __init__(self, root: Path, seed: int, pi: str, watching: bool = False) -> None:
         self.pi = pi
@@ -105,8 +114,12 @@ class Model:
         self.files: list[tuple[Path, Path]] = [(self.wire_file, self.model_file)]
         # the rest of a line pi was cut short in (wire, model), if the file ends with its start
         self.cut_short: tuple[bytes, bytes] | None = None
-        # what another program last left in the wire file: a server that watches keeps it all
+        # what another program last left in the wire file: the server keeps it all
         self.left_by_others = b""
+        # the files' bytes (wire, model) before another program last rewrote or deleted them
+        self.backup: tuple[bytes, bytes] | None = None
+        # the last change the model took in from its file ("unchanged" aside)
+        self.last_change = ""
 
     # -- ids -------------------------------------------------------------------------------
 
@@ -117,9 +130,11 @@ class Model:
         return self.to_model.get(wire_id, wire_id) if isinstance(wire_id, str) else wire_id
 
     def as_wire(self, value: Any) -> Any:
-        """A model value with its ids as the wire's."""
+        """A model value with its ids and the paths of its files as the wire's."""
         back = {m: w for w, m in self.to_model.items()}
         text = dumps_bytes(value).decode("utf-8")
+        for wire_file, model_file in self.files:
+            text = text.replace(str(model_file), str(wire_file))
         return parse_bytes(_HEX_ID.sub(lambda m: back.get(m.group(0), m.group(0)), text).encode("utf-8"))
 
     def some_id(self) -> Any:
@@ -146,6 +161,11 @@ class Model:
             wire_error = error.message
         try:
             model_result = model()
+        except SessionFileReplacedError as error:
+            model_error = self.as_wire(str(error))
+            # the server reads the file that replaced the session's before it answers the refusal
+            # (whether it follows the file or not): the client writes again on that session
+            self.manager.refresh_from_disk()
         except PiSessionError as error:
             model_error = self.as_wire(str(error))
         else:
@@ -183,8 +203,7 @@ class Model:
             (2, self.set_session_file),
             (2, self.fork_from),
         ]
-        if self.watching:
-            steps += [(8, self.cut_short_by_another_program), (6, self.rewrite_by_another_program)]
+        steps += [(8, self.cut_short_by_another_program), (6, self.rewrite_by_another_program)]
         weights = [weight for weight, _ in steps]
         self.rng.choices([run for _, run in steps], weights)[0]()
         if self.watching:
@@ -322,8 +341,21 @@ class Model:
         if not self.wire_file.exists():  # nothing written yet (no conversation): a new session
             assert not self.model_file.exists()
             return self._start_again()
-        self.handle = self.client.request("pi/open", {"path": str(self.wire_file)})["session"]
-        self.manager = SessionManager.open(str(self.model_file), pi=self.pi)
+        wire_error = model_error = None
+        try:
+            self.handle = self.client.request("pi/open", {"path": str(self.wire_file)})["session"]
+        except RpcError as error:
+            assert error.rpc_code != -32603, f"seed {self.seed}: {error.message}"
+            wire_error = error.message
+        try:
+            self.manager = SessionManager.open(str(self.model_file), pi=self.pi)
+        except PiSessionError as error:
+            model_error = str(error).replace(str(self.model_file), str(self.wire_file))
+        assert wire_error == model_error, (
+            f"seed {self.seed}, reopen: wire {wire_error!r}, model {model_error!r}"
+        )
+        if wire_error is not None:  # (not a session any more: a new one)
+            return self._start_again()
         self.counts["reopen"] = self.counts.get("reopen", 0) + 1
 
     def _start_again(self) -> None:
@@ -370,22 +402,37 @@ class Model:
 
     def rewrite_by_another_program(self) -> None:
         """A shell's ``>``, an editor saving in place or a rename over the file: the file's bytes,
-        edited (or not), written anew the same way in both files."""
-        if not self.wire_file.exists():
+        edited (or not), written anew the same way in both files; or the file deleted, or written
+        back as it was before the last of these."""
+        if not self.wire_file.exists() and self.backup is None:
             return
         how = self.rng.choice(sorted(other_programs.WRITERS))
-        wire_bytes, model_bytes = self.wire_file.read_bytes(), self.model_file.read_bytes()
-        edit = other_programs.draw_edit(self.rng, wire_bytes.count(b"\n"))
-        wire_bytes, model_bytes = (
-            other_programs.edited(wire_bytes, edit),
-            other_programs.edited(model_bytes, edit),
-        )
-        other_programs.WRITERS[how](self.wire_file, wire_bytes)
-        other_programs.WRITERS[how](self.model_file, model_bytes)
-        self.left_by_others = wire_bytes
+        roll, detail = self.rng.random(), ""
+        if roll < 0.1 and self.wire_file.exists():
+            self.backup = (self.wire_file.read_bytes(), self.model_file.read_bytes())
+            self.wire_file.unlink()
+            self.model_file.unlink()
+            self.left_by_others = b""
+            what = "deleted"
+        elif (roll < 0.3 or not self.wire_file.exists()) and self.backup is not None:
+            wire_bytes, model_bytes = self.backup
+            other_programs.WRITERS[how](self.wire_file, wire_bytes)
+            other_programs.WRITERS[how](self.model_file, model_bytes)
+            self.left_by_others = wire_bytes
+            what = f"restored ({how})"
+        else:
+            wire_bytes, model_bytes = self.wire_file.read_bytes(), self.model_file.read_bytes()
+            self.backup = (wire_bytes, model_bytes)
+            edit = other_programs.draw_edit(self.rng, wire_bytes.count(b"\n"))
+            wire_bytes = other_programs.edited(wire_bytes, edit)
+            model_bytes = other_programs.edited(model_bytes, edit)
+            other_programs.WRITERS[how](self.wire_file, wire_bytes)
+            other_programs.WRITERS[how](self.model_file, model_bytes)
+            self.left_by_others = wire_bytes
+            what, detail = f"rewrote ({how}) {edit[0]}", f" at {edit[1]} lines from the end"
         self.cut_short = None
-        self.log.append(f"another program ({how}) rewrote the file: {edit}")
-        self.counts[f"rewrite ({how})"] = self.counts.get(f"rewrite ({how})", 0) + 1
+        self.log.append(f"another program {what}{detail}")
+        self.counts[what] = self.counts.get(what, 0) + 1
 
     def _foreign_line(self) -> tuple[bytes, bytes, str]:
         """A line pi in another process writes, on the entry the file ends with or another: as in
@@ -435,23 +482,35 @@ class Model:
         same change; both then answer as the library reading the file."""
         change = self.manager.refresh_from_disk()
         self.log.append(f"the model took in {change.kind} {change.new_entry_ids}")
-        if change.kind != "unchanged":
-            self._await_change(change.kind, self.as_wire(_plain(change.new_entry_ids)))
-        self.compare_with_a_fresh_read(whole=change.kind == "reloaded")
+        whole = change.kind == "reloaded"
+        # (a file still gone is told once: the server looks again only when the file changed)
+        still_gone = change.kind == "deleted" and self.last_change == "deleted"
+        self.last_change = change.kind if change.kind != "unchanged" else self.last_change
+        if change.kind != "unchanged" and not still_gone:
+            self._await_change(change.kind, self.as_wire(_plain(change.new_entry_ids)), whole)
+            return
+        difference = self._differs_from_a_fresh_read(whole)
+        assert difference is None, f"{self._where()}: {difference}\n" + "\n".join(self.log[-8:])
 
-    def _await_change(self, kind: str, new_ids: list[Any]) -> None:
+    def _where(self) -> str:
+        return f"seed {self.seed} (PI_SIDECAR_FUZZ_SEED={self.seed}), after step {len(self.log)}"
+
+    def _await_change(self, kind: str, new_ids: list[Any], whole: bool) -> None:
         """Wait for the server's ``pi/didChange`` of the session that tells ``kind`` with ``new_ids``
-        (those it told before, of a state the file went through on the way, are passed over)."""
-        where = f"seed {self.seed} (PI_SIDECAR_FUZZ_SEED={self.seed}), step {len(self.log)}"
+        and leaves it holding what a fresh read of the file gives (a change told of a state the
+        file went through on the way, an editor's save in place caught between its write and its
+        truncation, is followed by another: those are passed over)."""
         deadline = time.monotonic() + CHANGE_BOUND
-        told = []
+        told: list[Any] = []
+        difference = None
         while True:
             left = deadline - time.monotonic()
             try:
                 params = self.client.wait_for_notification("pi/didChange", timeout=max(left, 0.01))
             except TimeoutError:
                 raise AssertionError(
-                    f"{where}: no pi/didChange {kind} {new_ids} within {CHANGE_BOUND} s (told {told})\n"
+                    f"{self._where()}: no pi/didChange {kind} {new_ids} that leaves the server as a "
+                    f"fresh read within {CHANGE_BOUND} s (told {told}; {difference})\n"
                     + "\n".join(self.log[-8:])
                 ) from None
             contract().check_notification("pi/didChange", params)
@@ -459,33 +518,34 @@ class Model:
                 continue
             told.append((params["kind"], params["newEntryIds"]))
             if params["kind"] == kind and params["newEntryIds"] == new_ids:
-                self.log.append(f"the server told {told}")
-                self.counts[f"told {kind}"] = self.counts.get(f"told {kind}", 0) + 1
-                return
+                difference = self._differs_from_a_fresh_read(whole)
+                if difference is None:
+                    self.log.append(f"the server told {told}")
+                    self.counts[f"told {kind}"] = self.counts.get(f"told {kind}", 0) + 1
+                    return
 
-    def compare_with_a_fresh_read(self, whole: bool) -> None:
-        """The server holds the entries the library reads in its file anew (read-only: nothing
-        written), and once it read the file whole (``whole``) also the context there: a session
-        that took in lines appended keeps its own leaf (a fresh read's is the last entry)."""
-        where = f"seed {self.seed} (PI_SIDECAR_FUZZ_SEED={self.seed}), after step {len(self.log)}"
-        history = "\n".join(self.log[-8:])
-        if not self.wire_file.exists():
-            return
+    def _differs_from_a_fresh_read(self, whole: bool) -> str | None:
+        """How the server's session differs from the entries the library reads in its file anew
+        (read-only: nothing written), and once it read the file whole (``whole``) from the context
+        there (a session that took in lines appended keeps its own leaf, where a fresh read's is
+        the last entry); None if it does not."""
+        if not self.wire_file.exists() or not _starts_with_a_header(self.wire_file):
+            return None  # not a session (yet): the server holds the session it had, as the model does
         fresh = SessionManager.open(str(self.wire_file), read_only=True, index=False, pi=self.pi)
         try:
             at = {"session": self.handle}
             entries = self.client.request("pi/getEntries", at)["entries"]
             read = _plain(fresh.get_entries())
-            assert entries == read, (
-                f"{where}: entries differ from a fresh read: {_first_difference(entries, read)} "
-                f"(the model holds {len(self.manager.get_entries())})\n{history}"
-            )
-            if not whole:
-                return
-            context = self.client.request("pi/buildSessionContext", at)
-            assert context == _plain(fresh.build_session_context()), (
-                f"{where}: context differs from a fresh read\n{history}"
-            )
+            if entries != read:
+                return (
+                    f"entries differ from a fresh read: {_first_difference(entries, read)} "
+                    f"(the model holds {len(self.manager.get_entries())})"
+                )
+            if whole and self.client.request("pi/buildSessionContext", at) != _plain(
+                fresh.build_session_context()
+            ):
+                return "the context differs from a fresh read"
+            return None
         finally:
             fresh.close()
 
@@ -536,6 +596,8 @@ class Model:
             self.files.append((self.wire_file, self.model_file))
         self.cut_short = None
         self.left_by_others = b""
+        self.backup = None
+        self.last_change = ""
         wire = self.client.request("pi/getEntries", {"session": self.handle})["entries"]
         for wire_entry, model_entry in zip(wire, _plain(self.manager.get_entries()), strict=False):
             wire_id, model_id = wire_entry.get("id"), model_entry.get("id")
@@ -576,20 +638,34 @@ class Model:
             return
         wire_file, model_file = self.rng.choice(written)
         self.log.append(f"forkFrom {wire_file.name}")
-        info = self.client.request(
-            "pi/forkFrom",
-            {
-                "sourcePath": str(wire_file),
-                "targetCwd": str(self.root),
-                "sessionDir": str(self.root / "wire"),
-            },
+        wire_error = model_error = None
+        try:
+            info = self.client.request(
+                "pi/forkFrom",
+                {
+                    "sourcePath": str(wire_file),
+                    "targetCwd": str(self.root),
+                    "sessionDir": str(self.root / "wire"),
+                },
+            )
+        except RpcError as error:
+            assert error.rpc_code != -32603, f"seed {self.seed}: {error.message}"
+            wire_error = error.message
+        try:
+            forked = SessionManager.fork_from(
+                str(model_file), str(self.root), str(self.root / "model"), pi=self.pi
+            )
+        except PiSessionError as error:
+            model_error = self.as_wire(str(error))
+        assert wire_error == model_error, (
+            f"seed {self.seed}, forkFrom: wire {wire_error!r}, model {model_error!r}"
         )
+        if wire_error is not None:  # (a file other programs left without a header, or empty)
+            return
         self.client.request("pi/close", {"session": self.handle})
         self.manager.close()
         self.handle = info["session"]
-        self.manager = SessionManager.fork_from(
-            str(model_file), str(self.root), str(self.root / "model"), pi=self.pi
-        )
+        self.manager = forked
         self.wire_file = Path(info["sessionFile"])
         self.model_file = Path(self.manager.get_session_file())
         self._switched()
@@ -602,10 +678,9 @@ class Model:
         history = "\n".join(self.log[-8:])
         at = {"session": self.handle}
         sm = self.manager
-        entries = self.client.request("pi/getEntries", at)["entries"]
-        assert _without_timestamps(entries, False) == _without_timestamps(
-            self.as_wire(_plain(sm.get_entries())), False
-        ), f"{where}: entries differ\n{history}"
+        entries = _without_timestamps(self.client.request("pi/getEntries", at)["entries"], False)
+        held = _without_timestamps(self.as_wire(_plain(sm.get_entries())), False)
+        assert entries == held, f"{where}: entries differ: {_first_difference(entries, held)}\n{history}"
         leaf = self.client.request("pi/getLeaf", at)["leafId"] if entries else None
         assert leaf == self.as_wire(_plain(sm.get_leaf_id() if sm.get_leaf_id() is not ABSENT else None)), (
             f"{where}: leaf differs\n{history}"

@@ -19,19 +19,17 @@ pytestmark = pytest.mark.timeout(900)
 
 #: the seeds run under the slow marker, besides the default ones
 SLOW_SEEDS = range(100, 130)
-#: the files the oracle loads at the end of a run: the last one and some others
-ORACLE_FILES = 2
 
 
-def run(tmp_path: Path, seed: int, watching: bool) -> None:
+def run(tmp_path: Path, seed: int, watching: bool, oracle_files: int = 1) -> None:
+    """``oracle_files``: how many files the oracle loads at the end, the last one first."""
     pi = PI_VERSIONS[seed % len(PI_VERSIONS)]  # (the server and the model follow one release)
     model = Model(tmp_path, seed, pi, watching=watching)
     try:
         for _ in range(STEPS):
             model.step()
             model.compare()
-            if watching:
-                model.kept_what_others_left()
+            model.kept_what_others_left()
         final = model.wire_file
     finally:
         model.close()
@@ -40,7 +38,7 @@ def run(tmp_path: Path, seed: int, watching: bool) -> None:
         return
     others = [wire for wire, _ in model.files if wire != final and wire.exists()]
     loaded = [final] if final.exists() else []
-    loaded += random.Random(seed).sample(others, min(len(others), ORACLE_FILES - len(loaded)))
+    loaded += random.Random(seed).sample(others, min(len(others), oracle_files - len(loaded)))
     for number, path in enumerate(loaded):
         oracle_agrees(tmp_path / f"oracle-{number}", path)
 
@@ -50,7 +48,7 @@ def test_writes_over_the_wire_match_the_library(tmp_path: Path, seed: int) -> No
     run(tmp_path, seed, watching=False)
 
 
-@pytest.mark.parametrize("seed", seeds())
+@pytest.mark.parametrize("seed", seeds()[:1])  # (each seed waits on the watcher: more under slow)
 def test_a_watching_server_follows_other_programs_as_the_library_does(tmp_path: Path, seed: int) -> None:
     run(tmp_path, seed, watching=True)
 
@@ -59,4 +57,4 @@ def test_a_watching_server_follows_other_programs_as_the_library_does(tmp_path: 
 @pytest.mark.parametrize("watching", [False, True])
 @pytest.mark.parametrize("seed", SLOW_SEEDS)
 def test_more_seeds(tmp_path: Path, seed: int, watching: bool) -> None:
-    run(tmp_path, seed, watching)
+    run(tmp_path, seed, watching, oracle_files=3)
