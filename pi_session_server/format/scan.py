@@ -466,7 +466,7 @@ def _scan_entry_lines(  # noqa: C901 - the hot loop over every line of a session
     if tail:
         result.tail = tail
         if include_tail:
-            _add_line(result, memoryview(tail), line_no, base, source, False)
+            _add_line(result, memoryview(tail), line_no, base, source, keep_bytes)
             result.lines += 1
     return result
 

@@ -41,7 +41,7 @@ from ..format.jsjson import dumps_bytes, surely_encodable
 from ..format.jstext import js_trim
 from ..format.jsvalue import ABSENT, coalesce, get, index_key, js_string_of, strict_equal, truthy
 from ..format.scan import FileLineSource, IdIndex, LineProblem, ScanResult, scan_entries
-from . import storage
+from . import loader, storage
 from .cache_dir import index_settings
 from .chains import Positions, entry_on_line
 from .context import (
@@ -1830,9 +1830,10 @@ class SessionManager:
         return self._ingest_appended(path, st)
 
     def _scan_appended(self, path: str, start: int, end: int) -> ScanResult:
-        """The whole lines of our file in [``start``, ``end``), the first of them our next line.
-        StaleFileError when the path names another file by now (renamed over ours since we looked
-        at it): its bytes there are not lines appended to ours."""
+        """The whole lines of our file in [``start``, ``end``), the first of them our next line,
+        keeping their bytes as a load of a file of ``end`` bytes would (D15: a rewrite afterwards
+        leaves them as read). StaleFileError when the path names another file by now (renamed over
+        ours since we looked at it): its bytes there are not lines appended to ours."""
         fd = open_for_reading(path, self._env)
         try:
             if self._identity is not None and storage.FileIdentity.of(os.fstat(fd)) != self._identity:
@@ -1849,6 +1850,7 @@ class SessionManager:
                     have_header=True,
                     include_tail=False,
                     end=end,
+                    keep_bytes=end <= loader.KEEP_BYTES_LIMIT,
                 )
         finally:
             os.close(fd)

@@ -1,450 +1,60 @@
-"""The sidecar's writes against a model: the library in this process, replaying the same calls.
+"""The sidecar's writes against the library in this process (see sidecar_model.py): a server that
+does not watch its file, and one that watches it while other programs append, cut lines short and
+rewrite it. At the end pi (0.86.1 and 1.6.0, the oracle) loads files the server wrote and gives
+the same tree and context as the library does (skipped without node and the oracle).
 
-Seeded random sequences of the write methods (every append kind, pi 1.6.0's context edits,
-branch, branchWithSummary, resetLeaf) go to the real server process and to a ``SessionManager``
-here, interleaved with a close and reopen of both and with another program appending pi's lines to
-each file without a lock (the server does not watch the file: it takes them in before its next
-append, as the library does). After every step the entries, the leaf, the context, the stats and
-the tree (pi's form, and the flat form in pages) must be the same on both sides, ids aside (each
-side makes its own: the wire's are mapped to the model's), and so must each refusal. At the end
-the oracle (pi 0.86.1 and 1.6.0, ``/var/tmp/oracle``) loads the server's file and gives the same
-tree and context as the library does (skipped without node and the oracle).
-
-``PI_SIDECAR_FUZZ_SEED=N`` runs seed N instead of the default ones.
+``PI_SIDECAR_FUZZ_SEED=N`` runs seed N instead of the default ones; more seeds run under ``slow``.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
-import shutil
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-import reference_locations
 from sidecar_fuzz import seeds
-from sidecar_support import ROOT, SERVER_COMMAND, contract, server_env
-
-from pi_session_server.errors import PiSessionError
-from pi_session_server.format.jsjson import dumps_bytes, parse_bytes
-from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.server.session_stats import session_stats
-from pi_session_server.server.stdio_client import RpcError, SidecarClient
-from pi_session_server.session import PROFILES, SessionManager
+from sidecar_model import PI_VERSIONS, STEPS, Model, oracle_agrees, oracle_here
 
 pytestmark = pytest.mark.timeout(900)
 
-STEPS = 70
-PI_VERSIONS = tuple(PROFILES)
-PAGE_SIZES = (1, 3, 7)
-_HEX_ID = re.compile(r"[0-9a-f]{8}")
+#: the seeds run under the slow marker, besides the default ones
+SLOW_SEEDS = range(100, 130)
 
 
-def _plain(value: Any) -> Any:
-    """The JSON value a library result is on the wire (``to_json`` where it has one)."""
-    if isinstance(value, list):
-        value = [item.to_json() if hasattr(item, "to_json") else item for item in value]
-    return parse_bytes(dumps_bytes(value.to_json() if hasattr(value, "to_json") else value))
-
-
-def _without_timestamps(value: Any, everywhere: bool) -> Any:
-    """Each side stamps its entries with its own clock: the entries' (or every) timestamp left out."""
-    if isinstance(value, list):
-        return [_without_timestamps(v, everywhere) for v in value]
-    if isinstance(value, dict):
-        return {
-            k: (_without_timestamps(v, everywhere) if everywhere else v)
-            for k, v in value.items()
-            if k != "timestamp" and not k.endswith("Timestamp")  # (labelTimestamp, firstTimestamp, ...)
-        }
-    return value
-
-
-class Model:
-    def __init__(self, root: Path, seed: int, pi: str) -> None:
-        self.pi = pi
-        self.seed = seed
-        self.rng = random.Random(seed)
-        self.root = root
-        self.client = SidecarClient(
-            [*SERVER_COMMAND, "--watch-interval", "0", "--pi", pi], env=server_env(root), cwd=str(root)
-        )
-        self.client.initialize()
-        (root / "wire").mkdir()
-        (root / "model").mkdir()
-        info = self.client.request("pi/create", {"cwd": str(root), "sessionDir": str(root / "wire")})
-        self.handle = info["session"]
-        self.wire_file = Path(info["sessionFile"])
-        self.manager = SessionManager.create(str(root), str(root / "model"), pi=pi)
-        self.model_file = Path(self.manager.get_session_file())
-        self.to_model: dict[str, str] = {}  # wire id -> model id
-        self.log: list[str] = []
-        self.counts: dict[str, int] = {}
-        self.foreign = 0
-
-    # -- ids -------------------------------------------------------------------------------
-
-    def wire_ids(self) -> list[str]:
-        return list(self.to_model)
-
-    def to_model_id(self, wire_id: Any) -> Any:
-        return self.to_model.get(wire_id, wire_id) if isinstance(wire_id, str) else wire_id
-
-    def as_wire(self, value: Any) -> Any:
-        """A model value with its ids as the wire's."""
-        back = {m: w for w, m in self.to_model.items()}
-        text = dumps_bytes(value).decode("utf-8")
-        return parse_bytes(_HEX_ID.sub(lambda m: back.get(m.group(0), m.group(0)), text).encode("utf-8"))
-
-    def some_id(self) -> Any:
-        roll = self.rng.random()
-        ids = self.wire_ids()
-        if roll < 0.08 or not ids:
-            return self.rng.choice(("0badf00d", None, 5))
-        return self.rng.choice(ids)
-
-    # -- steps ------------------------------------------------------------------------------
-
-    def both(self, what: str, wire: tuple[str, dict[str, Any]], model: Any) -> Any:
-        """One call on each side; the same refusal or both a result (the wire's returned)."""
-        method, params = wire
-        self.log.append(f"{what} {params}")
-        where = f"seed {self.seed} (PI_SIDECAR_FUZZ_SEED={self.seed}), step {len(self.log)}: {what}"
-        wire_error = model_error = None
-        result = None
-        try:
-            result = self.client.request(method, {"session": self.handle, **params}, timeout=60)
-            contract().check_result(method, {"session": self.handle, **params}, result)
-        except RpcError as error:
-            assert error.rpc_code != -32603, f"{where}: {error.message}"
-            wire_error = error.message
-        try:
-            model_result = model()
-        except PiSessionError as error:
-            model_error = self.as_wire(str(error))
-        else:
-            if wire_error is None and isinstance(result, dict) and "id" in result:
-                model_id = model_result["id"] if isinstance(model_result, dict) else model_result
-                if hasattr(model_result, "id"):
-                    model_id = model_result.id
-                self.to_model[result["id"]] = model_id
-        assert wire_error == model_error, (
-            f"{where}: wire {wire_error!r}, model {model_error!r}\n" + "\n".join(self.log[-8:])
-        )
-        self.counts[what] = self.counts.get(what, 0) + 1
-        return result
-
-    def step(self) -> None:
-        """One step, drawn by weight: an append of each kind, a context edit, a move of the leaf,
-        a close and reopen, or a line another program appends."""
-        steps = [
-            (22, self.message),
-            (5, self.thinking),
-            (4, self.model_change),
-            (4, self.custom),
-            (5, self.custom_message),
-            (4, self.name),
-            (6, self.label),
-            (5, self.compaction),
-            (8, self.context_edit),
-            (9, self.branch),
-            (2, self.reset_leaf),
-            (6, self.branch_with_summary),
-            (6, self.reopen),
-            (14, self.append_as_another_program),
-        ]
-        weights = [weight for weight, _ in steps]
-        self.rng.choices([run for _, run in steps], weights)[0]()
-
-    def message(self) -> None:
-        message = self._message()
-        self.both(
-            "message",
-            ("pi/append", {"kind": "message", "message": message}),
-            lambda: self.manager.append_message(message),
-        )
-
-    def thinking(self) -> None:
-        level = self.rng.choice(("low", "high", "off"))
-        self.both(
-            "thinking",
-            ("pi/append", {"kind": "thinking_level_change", "thinkingLevel": level}),
-            lambda: self.manager.append_thinking_level_change(level),
-        )
-
-    def model_change(self) -> None:
-        model = self.rng.choice(("m1", "m2"))
-        self.both(
-            "model",
-            ("pi/append", {"kind": "model_change", "provider": "p", "modelId": model}),
-            lambda: self.manager.append_model_change("p", model),
-        )
-
-    def custom(self) -> None:
-        data = {"n": self.rng.randrange(9)}
-        self.both(
-            "custom",
-            ("pi/append", {"kind": "custom", "customType": "t", "data": data}),
-            lambda: self.manager.append_custom_entry("t", data),
-        )
-
-    def custom_message(self) -> None:
-        display = self.rng.random() < 0.5
-        params = {"kind": "custom_message", "customType": "c", "content": "note", "display": display}
-        self.both(
-            "custom_message",
-            ("pi/append", params),
-            lambda: self.manager.append_custom_message_entry("c", "note", display),
-        )
-
-    def name(self) -> None:
-        name = self.rng.choice(("  named  ", "other\nname", ""))
-        self.both(
-            "name",
-            ("pi/append", {"kind": "session_info", "name": name}),
-            lambda: self.manager.append_session_info(name),
-        )
-
-    def label(self) -> None:
-        target, label = self.some_id(), self.rng.choice(("keep", None, "x y"))
-        self.both(
-            "label",
-            ("pi/append", {"kind": "label", "targetId": target, "label": label}),
-            lambda: self.manager.append_label_change(self.to_model_id(target), label),
-        )
-
-    def compaction(self) -> None:
-        first, tokens = self.some_id(), self.rng.randrange(1000)
-        params = {"kind": "compaction", "summary": "sum", "firstKeptEntryId": first, "tokensBefore": tokens}
-        self.both(
-            "compaction",
-            ("pi/append", params),
-            lambda: self.manager.append_compaction("sum", self.to_model_id(first), tokens),
-        )
-
-    def context_edit(self) -> None:
-        target = self.some_id()
-        replacement = self.rng.choice(
-            (None, {"content": "edited"}, {"content": [{"type": "text", "text": "e"}]}, {"x": 1})
-        )
-        if self.rng.random() < 0.5:
-            wire = ("pi/appendContextEdit", {"targetId": target, "replacement": replacement})
-        else:
-            wire = ("pi/append", {"kind": "context_edit", "targetId": target, "replacement": replacement})
-        self.both(
-            "context_edit",
-            wire,
-            lambda: self.manager.append_context_edit(self.to_model_id(target), replacement),
-        )
-
-    def branch(self) -> None:
-        target = self.some_id()
-        self.both(
-            "branch",
-            ("pi/branch", {"entryId": target}),
-            lambda: self.manager.branch(self.to_model_id(target)),
-        )
-
-    def reset_leaf(self) -> None:
-        self.both("resetLeaf", ("pi/resetLeaf", {}), self.manager.reset_leaf)
-
-    def branch_with_summary(self) -> None:
-        target = self.some_id()
-        self.both(
-            "branchWithSummary",
-            ("pi/branchWithSummary", {"branchFromId": target, "summary": "went back"}),
-            lambda: self.manager.branch_with_summary(self.to_model_id(target), "went back"),
-        )
-
-    def _message(self) -> dict[str, Any]:
-        rng = self.rng
-        stamp = 1_700_000_000_000 + len(self.log)
-        role = rng.choice(("user", "user", "assistant", "toolResult"))
-        if role == "user":
-            return {"role": "user", "content": f"question {len(self.log)}", "timestamp": stamp}
-        if role == "toolResult":
-            return {
-                "role": "toolResult",
-                "toolCallId": "call1",
-                "toolName": "bash",
-                "content": [{"type": "text", "text": "ok"}],
-                "isError": False,
-                "timestamp": stamp,
-            }
-        return {
-            "role": "assistant",
-            "content": [{"type": "text", "text": "answer"}],
-            "provider": "p",
-            "model": "m1",
-            "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15},
-            "stopReason": "stop",
-            "timestamp": stamp,
-        }
-
-    def reopen(self) -> None:
-        self.log.append("close and reopen")
-        self.client.request("pi/close", {"session": self.handle})
-        self.manager.close()
-        if not self.wire_file.exists():  # nothing written yet (no conversation): a new session
-            assert not self.model_file.exists()
-            return self._start_again()
-        self.handle = self.client.request("pi/open", {"path": str(self.wire_file)})["session"]
-        self.manager = SessionManager.open(str(self.model_file), pi=self.pi)
-        self.counts["reopen"] = self.counts.get("reopen", 0) + 1
-
-    def _start_again(self) -> None:
-        info = self.client.request(
-            "pi/create", {"cwd": str(self.root), "sessionDir": str(self.root / "wire")}
-        )
-        self.handle = info["session"]
-        self.wire_file = Path(info["sessionFile"])
-        self.manager = SessionManager.create(str(self.root), str(self.root / "model"), pi=self.pi)
-        self.model_file = Path(self.manager.get_session_file())
-        self.to_model.clear()
-
-    def append_as_another_program(self) -> None:
-        """pi in another process: a whole line appended with no lock, on the entry its file ends with."""
-        if not self.wire_file.exists():
-            return
-        self.foreign += 1
-        entry_id = f"{self.rng.getrandbits(32):08x}"
-        wire_last = json.loads(self.wire_file.read_text(encoding="utf-8").splitlines()[-1]).get("id")
-        parent = wire_last if self.rng.random() < 0.7 else self.some_id()
-        line: dict[str, Any] = {
-            "type": "message",
-            "id": entry_id,
-            "parentId": parent if isinstance(parent, str) else None,
-            "timestamp": "2026-01-01T00:00:00.000Z",
-        }
-        kind = self.rng.choice(("message", "message", "label", "session_info", "assistant"))
-        if kind == "label":  # pi's label of an entry of ours
-            line.update(type="label", targetId=self.some_id(), label=f"pi {self.foreign}")
-        elif kind == "session_info":
-            line.update(type="session_info", name=f"named by pi {self.foreign}")
-        else:
-            line["message"] = (
-                self._message() if kind == "assistant" else {"role": "user", "content": "pi", "timestamp": 1}
-            )
-        with self.wire_file.open("ab") as f:
-            f.write(dumps_bytes(line) + b"\n")
-        model_line = {**line, "parentId": self.to_model_id(line["parentId"])}
-        if "targetId" in line:
-            model_line["targetId"] = self.to_model_id(line["targetId"])
-        with self.model_file.open("ab") as f:
-            f.write(dumps_bytes(model_line) + b"\n")
-        self.to_model[entry_id] = entry_id
-        self.log.append(f"another program appended {entry_id} on {parent}")
-        self.counts["foreign"] = self.counts.get("foreign", 0) + 1
-
-    # -- comparison ---------------------------------------------------------------------------
-
-    def compare(self) -> None:
-        where = f"seed {self.seed} (PI_SIDECAR_FUZZ_SEED={self.seed}), after step {len(self.log)}"
-        history = "\n".join(self.log[-8:])
-        at = {"session": self.handle}
-        sm = self.manager
-        entries = self.client.request("pi/getEntries", at)["entries"]
-        assert _without_timestamps(entries, False) == _without_timestamps(
-            self.as_wire(_plain(sm.get_entries())), False
-        ), f"{where}: entries differ\n{history}"
-        leaf = self.client.request("pi/getLeaf", at)["leafId"] if entries else None
-        assert leaf == self.as_wire(_plain(sm.get_leaf_id() if sm.get_leaf_id() is not ABSENT else None)), (
-            f"{where}: leaf differs\n{history}"
-        )
-        context = self.client.request("pi/buildSessionContext", at)
-        assert _without_timestamps(context, True) == _without_timestamps(
-            self.as_wire(_plain(sm.build_session_context())), True
-        ), f"{where}: context differs\n{history}"
-        stats = self.client.request("pi/getStats", at)
-        assert _without_timestamps(stats, True) == _without_timestamps(_plain(session_stats(sm)), True), (
-            f"{where}: stats differ\n{history}"
-        )
-        tree = self.client.request("pi/getTree", {**at, "form": "reference"})
-        assert _without_timestamps(tree, True) == _without_timestamps(
-            self.as_wire(_plain(sm.get_tree())), True
-        ), f"{where}: tree differs\n{history}"
-        self._compare_pages(at, where, history)
-
-    def _compare_pages(self, at: dict[str, Any], where: str, history: str) -> None:
-        view = {"filter": self.rng.choice(("none", "default", "all", "no-tools")), "previews": False}
-        whole = self.client.request("pi/getTree", {**at, **view})["nodes"]
-        limit = self.rng.choice(PAGE_SIZES)
-        pages: list[Any] = []
-        offset, revision = 0, None
-        while True:
-            params = {**at, **view, "offset": offset, "limit": limit}
-            if revision is not None:
-                params["revision"] = revision
-            page = self.client.request("pi/getTree", params)
-            revision = page["revision"]
-            pages.extend(page["nodes"])
-            if not page["hasMore"]:
-                break
-            offset = page["nextOffset"]
-        assert [n["id"] for n in pages] == [n["id"] for n in whole], f"{where}: the pages differ\n{history}"
-
-    def close(self) -> None:
-        self.client.close()
-        self.manager.close()
-
-
-# the run's own times are normalized by when each side ran (the oracle's documents say "<TS>"): the
-# file's entries get one time of the past instead
-_ISO_TIME = re.compile(r'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"')
-_FIXED_TIME = '"2025-01-02T03:04:05.678Z"'
-
-
-def _oracle_agrees(root: Path, session_file: Path) -> None:
-    """The oracle (both pi releases) and the library load ``session_file`` alike: its tree, its
-    entries, its leaf and its context."""
-    sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-    import runner
-
-    directory = root / "oracle"
-    directory.mkdir()
-    scenario = {
-        "description": "the sidecar model's final file",
-        "files": {
-            "s/final.jsonl": {"text": _ISO_TIME.sub(_FIXED_TIME, session_file.read_text(encoding="utf-8"))}
-        },
-        "start": {"op": "open", "args": [{"$path": "s/final.jsonl"}]},
-        "ops": [{"op": "getTree"}, {"op": "getEntries"}, {"op": "getLeafId"}, {"op": "buildSessionContext"}],
-        "final": {"files": "none"},
-    }
-    path = directory / "model-final.scenario.json"
-    path.write_text(json.dumps(scenario), encoding="utf-8")
-    for pi in runner.PI_VERSIONS:
-        reference_locations.oracle_writes_expected(directory, pi)
-        expected = runner.expected_path(path, pi).read_text(encoding="utf-8")
-        report = runner.run_scenario_report(path, pi=pi)
-        assert report.text == expected, f"pi {pi}: " + "; ".join(
-            runner.compare_texts(expected, report.text, max_diffs=5)
-        )
-
-
-def _oracle_here() -> bool:
-    oracle = reference_locations.oracle_dir()
-    return (
-        shutil.which("node") is not None
-        and (oracle / "run.mjs").is_file()
-        and reference_locations.has_pi_160(oracle)
-    )
-
-
-@pytest.mark.parametrize("seed", seeds())
-def test_writes_over_the_wire_match_the_library(tmp_path: Path, seed: int) -> None:
+def run(tmp_path: Path, seed: int, watching: bool, oracle_files: int = 1) -> None:
+    """``oracle_files``: how many files the oracle loads at the end, the last one first."""
     pi = PI_VERSIONS[seed % len(PI_VERSIONS)]  # (the server and the model follow one release)
-    model = Model(tmp_path, seed, pi)
+    model = Model(tmp_path, seed, pi, watching=watching)
     try:
         for _ in range(STEPS):
             model.step()
             model.compare()
+            model.kept_what_others_left()
         final = model.wire_file
     finally:
         model.close()
-    print(f"seed {seed}, pi {pi}: {model.counts}")
-    if final.exists() and _oracle_here():
-        _oracle_agrees(tmp_path, final)
+    print(f"seed {seed}, pi {pi}, watching {watching}: {model.counts}")
+    if not oracle_here():
+        return
+    others = [wire for wire, _ in model.files if wire != final and wire.exists()]
+    loaded = [final] if final.exists() else []
+    loaded += random.Random(seed).sample(others, min(len(others), oracle_files - len(loaded)))
+    for number, path in enumerate(loaded):
+        oracle_agrees(tmp_path / f"oracle-{number}", path)
+
+
+@pytest.mark.parametrize("seed", seeds())
+def test_writes_over_the_wire_match_the_library(tmp_path: Path, seed: int) -> None:
+    run(tmp_path, seed, watching=False)
+
+
+@pytest.mark.parametrize("seed", seeds()[:1])  # (each seed waits on the watcher: more under slow)
+def test_a_watching_server_follows_other_programs_as_the_library_does(tmp_path: Path, seed: int) -> None:
+    run(tmp_path, seed, watching=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("watching", [False, True])
+@pytest.mark.parametrize("seed", SLOW_SEEDS)
+def test_more_seeds(tmp_path: Path, seed: int, watching: bool) -> None:
+    run(tmp_path, seed, watching, oracle_files=3)
