@@ -1,7 +1,7 @@
 """``pi-session repair PATH...``: the language server's repairs, for a terminal.
 
 Without ``--output`` or ``--in-place`` nothing is written: the repairs that would be made are
-listed as ``--in-place`` would tell them, its rounds played on a copy in a temporary directory
+listed as ``--in-place`` would tell them, its rounds played on the file's analysis in memory
 (exit status 1 when there are any, like a ``--check``). A file with nothing to repair but
 problems no repair makes (a line that does not parse) has them named. The exit status is 1 too
 when a file is left with an error (one no repair makes, or whose repair is of a code not chosen),
@@ -24,12 +24,10 @@ release reads them (what is a problem, and so what is repaired, follows it; defa
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import os
 import shlex
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any, TextIO, cast
@@ -380,12 +378,12 @@ def _repair(
     doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi, end=before.size)
     diagnostics, plan = _analysed(doc, chosen, path)
     report = cast(TextIO, _Output(sys.stdout)) if args.output != "-" else sys.stderr
-    # written to a file, or listed without writing (its rounds played on a copy): it goes round again
+    # written to a file, or listed without writing (its rounds played in memory): it goes round again
     _list(path, plan, report, _RUN_AGAIN if args.output == "-" else _NEXT_ROUND)
     count = len(plan.applied)
     if not args.output and not args.in_place:
         if count:
-            return _dry_run(path, fd, before, plan, chosen, report, pi)
+            return _dry_run(path, doc, plan, chosen, report)
         return _report_only(path, diagnostics, plan, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         _say(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
@@ -418,48 +416,30 @@ def _repair(
 
 
 def _dry_run(
-    path: str, fd: int, before: FileState, plan: Plan, chosen: frozenset[str], report: TextIO, pi: Profile
+    path: str, doc: SessionDocument, plan: Plan, chosen: frozenset[str], report: TextIO
 ) -> tuple[int, int]:
     """Neither --in-place nor --output, with repairs to make: the rounds --in-place would make are
-    played on a copy of the repaired file in a temporary directory (the file itself is not written),
-    and told as --in-place tells them, each round's repairs, the problems left and the repairs of
-    other codes that would then be found (a line split apart can give back an entry without its
-    parent). Exit status 1: there are repairs to make."""
-    with contextlib.ExitStack() as scratch:
-        try:
-            folder = scratch.enter_context(
-                tempfile.TemporaryDirectory(prefix="pi-session-repair-", ignore_cleanup_errors=True)
-            )
-            copy = os.path.join(folder, "repaired.jsonl")
-            rewrite_file(copy, spliced(fd, before.size, plan.splices()), fsync=False)
-        except OSError as error:  # no temporary directory, or no room in it for the copy of a huge file
-            return _first_round_only(path, plan, error, report)
-        try:
-            left, total, last_plan, _ = _more_rounds(
-                copy, chosen, len(plan.applied), 0, report, pi, name=path
-            )
-        except _LaterRoundFailed as failed:  # (the copy, not the file: nothing of it was written)
-            raise failed.error from None
+    played on the document, each round's repairs applied to it in memory (only the lines they touch
+    read again: the file is not written, nor any copy of it), and told as --in-place tells them,
+    each round's repairs, the problems left and the repairs of other codes that would then be found
+    (a line split apart can give back an entry without its parent). Exit status 1: there are
+    repairs to make."""
+    total = len(plan.applied)
+    for round_number in range(2, MAX_ROUNDS + 2):
+        doc.apply_splices(plan.splices())
+        diagnostics, plan = _analysed(doc, chosen, path)
+        if not plan.applied or round_number > MAX_ROUNDS:
+            break
+        _say(f"round {round_number}, on the file as repaired so far:", file=report)
+        _list(path, plan, report, _NEXT_ROUND)
+        total += len(plan.applied)
     _say(
-        f"{path}: {counted(total, 'repair')} to make{_stopped(last_plan)}; problems left then: "
-        f"{_left(left)}; write them with --in-place or --output OUT",
+        f"{path}: {counted(total, 'repair')} to make{_stopped(plan)}; problems left then: "
+        f"{_left(diagnostics)}; write them with --in-place or --output OUT",
         file=report,
     )
-    _say_other_repairs(last_plan, path, report, None)
+    _say_other_repairs(plan, path, report, None)
     return 1, total
-
-
-def _first_round_only(path: str, plan: Plan, error: OSError, report: TextIO) -> tuple[int, int]:
-    """A dry run whose copy could not be written: the first round's repairs (listed already) are
-    what it can tell; the later rounds are said to be unknown, not left out silently."""
-    why = error.strerror or str(error)
-    _say(
-        f"{path}: {counted(len(plan.applied), 'repair')} to make in a first round; later rounds not "
-        f"looked at (no copy could be made in {tempfile.gettempdir()}: {why}); write them with "
-        "--in-place or --output OUT",
-        file=report,
-    )
-    return 1, len(plan.applied)
 
 
 def _left(diagnostics: list[Diagnostic]) -> str:
