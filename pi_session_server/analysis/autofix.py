@@ -258,7 +258,7 @@ def repair_file(
         plan = plan_repairs(doc, chosen, path)
         if not plan.applied:
             return FileRepair(0, 0)
-        kept = replace_in_place(path, before, spliced(fd, before.size, plan.splices()))
+        kept = replace_in_place(path, before, spliced(fd, before.size, plan.splices())).kept
         return FileRepair(len(plan.applied), kept)
     finally:
         os.close(fd)

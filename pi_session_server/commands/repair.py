@@ -39,7 +39,7 @@ from ..analysis.document import SessionDocument
 from ..errors import FsError, PiSessionError
 from ..output import write_fully
 from ..session.profiles import Profile, profile_for
-from ..session.rewrites import FileState, replace_in_place, rewrite_file, same_file
+from ..session.rewrites import FileState, Replaced, replace_in_place, rewrite_file, same_file
 from ._common import add_pi_argument, counted, special_file_problem
 from .check import count_by_severity, say_what_was_not_found, session_files, summary_text
 
@@ -390,6 +390,7 @@ def _repair(
         return 2, 0
     chunks = spliced(fd, before.size, plan.splices())
     kept = 0
+    known = None
     if args.in_place:
         if not count:
             if others is None:
@@ -398,7 +399,9 @@ def _repair(
                 others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
             _say_other_repairs(plan, path, report, others)
             return (1 if _leaves_an_error(diagnostics, plan) else 0), 0
-        kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
+        replaced = replace_in_place(path, before, chunks, backup=not args.no_backup)
+        kept = replaced.kept
+        known = _as_written(doc, plan, replaced)
         written = path
     elif args.output == "-":
         out = _Output(sys.stdout.buffer)
@@ -410,7 +413,7 @@ def _repair(
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
-    left, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi)
+    left, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi, known)
     _say_what_was_made(written, left, total, last_plan, kept, report)
     return (1 if any(d.severity == Severity.ERROR for d in left) else 0), total
 
@@ -472,6 +475,28 @@ def _readable_name(path: str, fd: int) -> str:
     return f"/proc/self/fd/{fd}" if os.path.exists("/proc/self/fd") else path
 
 
+#: a document and the state of the file it is the document of: what a round wrote, in memory
+_Known = tuple[SessionDocument, FileState]
+
+
+def _as_written(doc: SessionDocument, plan: Plan, replaced: Replaced) -> _Known | None:
+    """``doc`` with ``plan``'s repairs applied (only the lines they touch read again), and the
+    state of the file they were written to as ``replaced`` left it: the document of that file while
+    it is so; None when others appended to it meanwhile (it is then read again)."""
+    if replaced.kept or replaced.state is None:
+        return None
+    doc.apply_splices(plan.splices())
+    return doc, replaced.state
+
+
+def _document_of(written: str, fd: int, now: FileState, known: _Known | None, pi: Profile) -> SessionDocument:
+    """The document of ``written`` (open as ``fd``, as ``now`` describes it): the one the last round
+    left in memory while the file is as that round left it, else the file read again."""
+    if known is not None and known[1] == now:
+        return known[0]
+    return SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
+
+
 def _more_rounds(
     written: str,
     chosen: frozenset[str],
@@ -479,47 +504,51 @@ def _more_rounds(
     kept: int,
     report: TextIO,
     pi: Profile,
-    *,
-    name: str = "",
+    known: _Known | None,
 ) -> tuple[list[Diagnostic], int, Plan, int]:
-    """Repair ``written`` (our own output: the file repaired in place, or OUT, or the dry run's
-    copy, then told by the ``name`` of the file it stands for) again for as long as that finds
-    repairs to make. Returns its final diagnostics, the repairs made in all, the plan of
-    that analysis (nothing applied: the last round found nothing left to repair), and the bytes
-    others appended that were kept. A round that fails raises :class:`_LaterRoundFailed`, which
-    says what the rounds before it wrote."""
+    """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
+    that finds repairs to make (``known``: its document, if the round before kept it). Returns its
+    final diagnostics, the repairs made in all, the plan of that analysis (nothing applied: the
+    last round found nothing left to repair), and the bytes others appended that were kept. A round
+    that fails raises :class:`_LaterRoundFailed`, which says what the rounds before it wrote."""
     round_number = 2
     try:
         for round_number in range(2, MAX_ROUNDS + 1):
-            diagnostics, plan, kept_now = _round(written, chosen, round_number, report, pi, name or written)
+            diagnostics, plan, kept_now, known = _round(written, chosen, round_number, report, pi, known)
             if not plan.applied:
                 return diagnostics, count, plan, kept
             count += len(plan.applied)
             kept += kept_now
         round_number = MAX_ROUNDS + 1
-        diagnostics, plan = _analysed(SessionDocument.from_file(written, pi=pi), chosen, name or written)
+        fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            doc = _document_of(written, fd, FileState.of(fd), known, pi)
+        finally:
+            os.close(fd)
+        diagnostics, plan = _analysed(doc, chosen, written)
     except (OSError, PiSessionError) as error:
         raise _LaterRoundFailed(error, written, count, round_number) from error
     return diagnostics, count, plan, kept
 
 
 def _round(
-    written: str, chosen: frozenset[str], round_number: int, report: TextIO, pi: Profile, name: str
-) -> tuple[list[Diagnostic], Plan, int]:
-    """Round ``round_number`` on ``written`` (told as ``name``): the diagnostics and plan of the
-    file it read (its repairs written unless there are none), and the bytes others appended
-    meanwhile that were kept."""
+    written: str, chosen: frozenset[str], round_number: int, report: TextIO, pi: Profile, known: _Known | None
+) -> tuple[list[Diagnostic], Plan, int, _Known | None]:
+    """Round ``round_number`` on ``written`` (``known``: its document, if the round before kept it):
+    the diagnostics and plan of the file it read (its repairs written unless there are none), the
+    bytes others appended meanwhile that were kept, and the document of what it wrote, if kept."""
     fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         now = FileState.of(fd)
-        after = SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
-        diagnostics, plan = _analysed(after, chosen, name)
+        after = _document_of(written, fd, now, known, pi)
+        diagnostics, plan = _analysed(after, chosen, written)
         if not plan.applied:
-            return diagnostics, plan, 0
+            return diagnostics, plan, 0, None
         _say(f"round {round_number}, on the file as repaired so far:", file=report)
-        _list(name, plan, report, _NEXT_ROUND)
+        _list(written, plan, report, _NEXT_ROUND)
         chunks = spliced(fd, now.size, plan.splices())
-        return diagnostics, plan, replace_in_place(written, now, chunks)  # a backup keeps the original
+        replaced = replace_in_place(written, now, chunks)  # a backup keeps the original
+        return diagnostics, plan, replaced.kept, _as_written(after, plan, replaced)
     finally:
         os.close(fd)
 

@@ -238,7 +238,7 @@ def _repair_racing(glued: Path, meanwhile: Callable[[], None]) -> int:
             yield from spliced(fd, before.size, plan.splices())
             meanwhile()
 
-        return replace_in_place(str(glued), before, racing_writer())
+        return replace_in_place(str(glued), before, racing_writer()).kept
     finally:
         os.close(fd)
 
@@ -909,17 +909,17 @@ def test_a_later_round_that_fails_says_the_earlier_rounds_were_written(
     path.write_bytes(lines(v2, A + B, C))
     theirs = tmp_path / "theirs.jsonl"
     theirs.write_bytes(lines(HEADER, A))
-    real_from_file = SessionDocument.from_file
-    reads = []
+    real_analysed = repair_command._analysed
+    analyses = []
 
-    def renamed_over_before_round_2(name: str, **options: object) -> SessionDocument:
-        reads.append(name)
-        doc = real_from_file(name, **options)  # type: ignore[arg-type]
-        if len(reads) == 2:  # round 2 has read the file: another program replaces it now
+    def renamed_over_before_round_2(doc: SessionDocument, *args: Any) -> Any:
+        analyses.append(doc)
+        found = real_analysed(doc, *args)
+        if len(analyses) == 2:  # round 2 has analysed the file: another program replaces it now
             os.replace(theirs, path)
-        return doc
+        return found
 
-    monkeypatch.setattr(repair_command.SessionDocument, "from_file", renamed_over_before_round_2)
+    monkeypatch.setattr(repair_command, "_analysed", renamed_over_before_round_2)
     assert main(["repair", "--all", "--in-place", str(path)]) == 2
     assert path.read_bytes() == lines(HEADER, A)  # theirs, left alone
     assert (tmp_path / "v2.jsonl.bak").read_bytes() == lines(v2, A + B, C)

@@ -108,11 +108,13 @@ def test_the_dry_run_tells_what_in_place_then_does_on_damaged_files(
         assert listed.splitlines() == _in_place_told_as_a_dry_run(done)
 
 
+@pytest.mark.parametrize("in_place", [False, True], ids=["dry-run", "in-place"])
 def test_a_later_round_reads_only_the_lines_the_repairs_touch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    in_place: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A long session with one glued line: the dry run's second round scans the two lines the
-    split makes, not the whole file again (it read the repaired copy of the file whole)."""
+    """A long session with one glued line: the second round scans the two lines the split makes,
+    not the whole file again (the dry run read a copy of the repaired file whole, --in-place the
+    file it had written)."""
     chain = [S.header()]
     parent = None
     for n in range(400):
@@ -133,7 +135,54 @@ def test_a_later_round_reads_only_the_lines_the_repairs_touch(
     SessionDocument.from_file(str(path))
     loaded = len(scanned)  # the lines a load of the file scans
     scanned.clear()
-    assert repair_command.run(in_process_args(path)) == 1
-    assert "1 repair to make; problems left then: 1 error, 1 warning" in capsys.readouterr().out
+    assert repair_command.run(in_process_args(path, in_place=in_place)) == 1
+    assert "1 repair " in capsys.readouterr().out
     assert len(scanned) == loaded + 2
     assert scanned[loaded:] == [cut[: len(cut) // 2].encode(), S.user("kept", "lost", "hi").encode()]
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("options", [[], ["--all"]], ids=["safe", "all"])
+def test_in_place_says_and_writes_what_reading_each_round_s_file_again_gave(
+    seed: int,
+    options: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = _damaged_file(seed, tmp_path)
+    content = path.read_bytes()
+
+    def repaired() -> tuple[str, bytes]:
+        path.write_bytes(content)
+        main(["repair", "--in-place", "--no-backup", *options, str(path)])
+        return capsys.readouterr().out, path.read_bytes()
+
+    kept = repaired()
+    monkeypatch.setattr(repair_command, "_as_written", lambda *_: None)  # each round reads the file
+    assert kept == repaired()
+
+
+def test_a_file_changed_after_a_round_wrote_it_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pi appends a line after round 1 wrote the file and before round 2 looks at it: round 2
+    reads the file again, the line appended among what it analyses (not the document round 1 kept)."""
+    cut = S.user("lost", None, "hello")
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(
+        ("\n".join([S.header(), cut[: len(cut) // 2] + S.user("kept", "lost", "hi")]) + "\n").encode()
+    )
+    real_round = repair_command._round
+
+    def appended_first(written: str, chosen: Any, round_number: int, *args: Any) -> Any:
+        if round_number == 2:
+            with path.open("ab") as f:
+                f.write(b"\0\0\0\n")  # a line of NUL bytes: what round 2 repairs
+        return real_round(written, chosen, round_number, *args)
+
+    monkeypatch.setattr(repair_command, "_round", appended_first)
+    assert repair_command.run(in_process_args(path, in_place=True)) == 1
+    told = capsys.readouterr().out
+    assert "round 2, on the file as repaired so far:" in told and ":4: PI001 " in told, told
+    assert b"\0" not in path.read_bytes()
