@@ -725,7 +725,7 @@ class SessionDocument:
                 "the file changed while it was read: another process truncated or rewrote it"
             )
         parts: list[bytes] = []
-        # where each splice's data lands in the new text, and how much longer the text is after it
+        # where each splice's data lands in the new text, and how much longer the text is before it
         landed: list[tuple[int, int, int]] = []
         position = grown = 0
         for splice in run:
