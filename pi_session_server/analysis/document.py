@@ -707,7 +707,14 @@ class SessionDocument:
                 lines += self._spliced_lines(touched, run, starts[first], _file_place(touched, ranges))
                 copied = last + 1
             lines += old[copied:]
-            self._install(lines, lines, [])
+            tree = TreeIndex()
+            index_entry = tree.start_build()  # (in file order, as a load builds it)
+            entry = L.ENTRY
+            for number, info in enumerate(lines):
+                info.line = number
+                if info.kind == entry:
+                    index_entry(info)
+            self._install(lines, lines, [], tree)
 
     def _spliced_lines(
         self, old: list[LineInfo], run: list[Splice], offset: int, in_file: tuple[_FileRanges, int] | None
