@@ -482,8 +482,9 @@ _Known = tuple[SessionDocument, FileState]
 def _as_written(doc: SessionDocument, plan: Plan, replaced: Replaced) -> _Known | None:
     """``doc`` with ``plan``'s repairs applied (only the lines they touch read again), and the
     state of the file they were written to as ``replaced`` left it: the document of that file while
-    it is so; None when others appended to it meanwhile (it is then read again)."""
-    if replaced.kept or replaced.state is None:
+    it is so; None when others appended to it meanwhile, or when the repairs touched most of its
+    lines (it is then read again: a line applied costs more than a line read in the stream)."""
+    if replaced.kept or replaced.state is None or len(plan.applied) > doc.line_count // 2:
         return None
     doc.apply_splices(plan.splices())
     return doc, replaced.state

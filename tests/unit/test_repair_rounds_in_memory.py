@@ -190,3 +190,26 @@ def test_a_file_changed_after_a_round_wrote_it_is_read_again(
     told = capsys.readouterr().out
     assert "round 2, on the file as repaired so far:" in told and ":4: PI001 " in told, told
     assert b"\0" not in path.read_bytes()
+
+
+def test_in_place_reads_a_file_whose_every_line_was_repaired_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A round that repaired most lines (a file glued everywhere) has its file read again by the
+    next one rather than applied to the document line by line, which costs more per line than a
+    read in the stream; the dry run, which has no file to read, applies them."""
+    chain = [S.header()]
+    for n in range(20):
+        cut = S.user(f"lost{n:02d}", None, "hello")
+        chain.append(cut[: len(cut) // 2] + S.user(f"kept{n:02d}", f"lost{n:02d}", "hi"))
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(("\n".join(chain) + "\n").encode())
+    applied = []
+    apply = SessionDocument.apply_splices
+    monkeypatch.setattr(
+        SessionDocument, "apply_splices", lambda doc, s: (applied.append(s), apply(doc, s))[1]
+    )
+    assert repair_command.run(in_process_args(path)) == 1
+    assert len(applied) == 1
+    assert repair_command.run(in_process_args(path, in_place=True)) == 1
+    assert len(applied) == 1 and "20 repairs made in" in capsys.readouterr().out
