@@ -31,7 +31,7 @@ from ..session.profiles import DEFAULT_PI, PiVersion
 from ..session.rewrites import FileState, replace_in_place
 from . import codes
 from .diagnostics import TREE_CODES
-from .document import BOM_BYTES, SessionDocument, utf8_of_marked
+from .document import BOM_BYTES, SessionDocument, Splice, utf8_of_marked
 from .repairs import Repair, TextEdit, repairs_counting
 
 #: repairs that lose nothing and change no entry's meaning: applied unless other codes are chosen
@@ -62,15 +62,6 @@ FIXABLE_CODES = SAFE_CODES | frozenset(
 )
 
 _COPY_CHUNK = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Splice:
-    """Replace bytes ``start:end`` of the file with ``data``."""
-
-    start: int
-    end: int
-    data: bytes
 
 
 @dataclass(slots=True)
@@ -267,7 +258,7 @@ def repair_file(
         plan = plan_repairs(doc, chosen, path)
         if not plan.applied:
             return FileRepair(0, 0)
-        kept = replace_in_place(path, before, spliced(fd, before.size, plan.splices()))
+        kept = replace_in_place(path, before, spliced(fd, before.size, plan.splices())).kept
         return FileRepair(len(plan.applied), kept)
     finally:
         os.close(fd)

@@ -15,12 +15,15 @@ facts do not depend on it, so :meth:`SessionDocument.set_profile` changes it wit
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
+from ..errors import StaleFileError
 from ..format.gcpause import gc_paused
 from ..format.jsvalue import ABSENT, index_key, to_number
 from ..format.scan import iter_physical_lines
@@ -70,6 +73,15 @@ def _char_boundary(raw: bytes, offset: int) -> int:
     while 0 < offset < len(raw) and (raw[offset] & 0xC0) == 0x80:
         offset -= 1
     return offset
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Splice:
+    """Replace bytes ``start:end`` of the text (of the file) with ``data``."""
+
+    start: int
+    end: int
+    data: bytes
 
 
 #: a line's place in a text is one int: its offset above these bits, its length in them (one int
@@ -137,6 +149,33 @@ class _FileBytes:
             os.close(self.fd)
 
 
+class _FileRanges:
+    """Reads lines of an open file by their byte range: the lines a splice cuts out of a line of
+    the file (a glued line's pieces, each on a line of its own), read from it as the line was. A
+    line's place is :func:`_text_place` of its offset in the file. Holds the file's
+    :class:`_FileBytes`, which keeps its descriptor open."""
+
+    __slots__ = ("file",)
+
+    def __init__(self, file: _FileBytes) -> None:
+        self.file = file
+
+    def read(self, place: int) -> bytes:
+        length = place & _LENGTH_MASK
+        return os.pread(self.file.fd, length, place >> _LENGTH_BITS) if length else b""
+
+    def length(self, place: int) -> int:
+        return place & _LENGTH_MASK
+
+    def read_end(self, place: int, count: int) -> bytes:
+        """The last ``count`` bytes of the line at ``place`` (or all of it)."""
+        length = place & _LENGTH_MASK
+        count = min(count, length)
+        end = (place >> _LENGTH_BITS) + length
+        return os.pread(self.file.fd, count, end - count) if count > 0 else b""
+
+
+_Source = _FileBytes | _TextBytes | _FileRanges
 _RAW_SLOT: Any = LineInfo.__dict__["raw"]
 _TIMESTAMP_SLOT: Any = LineInfo.__dict__["timestamp"]
 
@@ -152,7 +191,7 @@ class FileLineInfo(LineInfo):
 
     __slots__ = ()
 
-    def keep_place(self, source: _FileBytes | _TextBytes, place: int) -> None:
+    def keep_place(self, source: _Source, place: int) -> None:
         """Read the line's bytes from ``source`` at ``place`` (as ``source`` counts) from now on."""
         self.source = source
         _RAW_SLOT.__set__(self, place)
@@ -162,7 +201,7 @@ class FileLineInfo(LineInfo):
         stored = _RAW_SLOT.__get__(self, LineInfo)
         if type(stored) is bytes:
             return stored
-        source: _FileBytes | _TextBytes = self.source
+        source: _Source = self.source
         return source.read(stored)
 
     @raw.setter
@@ -174,14 +213,14 @@ class FileLineInfo(LineInfo):
         stored = _RAW_SLOT.__get__(self, LineInfo)
         if type(stored) is bytes:
             return len(stored)
-        source: _FileBytes | _TextBytes = self.source
+        source: _Source = self.source
         return source.length(stored)
 
     def last_bytes(self, count: int) -> bytes:
         stored = _RAW_SLOT.__get__(self, LineInfo)
         if type(stored) is bytes:
             return stored[-count:] if count > 0 else b""
-        source: _FileBytes | _TextBytes = self.source
+        source: _Source = self.source
         return source.read_end(stored, count)
 
     @property
@@ -247,6 +286,51 @@ def _take_facts(provisional: LineInfo, full: LineInfo) -> None:
     for slot in _FACT_SLOTS:
         slot.__set__(provisional, slot.__get__(full, LineInfo))
     del provisional.source
+
+
+def _runs(starts: list[int], splices: Sequence[Splice]) -> Iterator[tuple[int, int, list[Splice]]]:
+    """The runs of ``splices`` that touch the same lines, each with the first and last line it
+    touches (of the lines starting at ``starts``): a splice touches the lines its range starts and
+    ends on, an insertion the line it is on."""
+    run: list[Splice] = []
+    first = last = -1
+    for splice in splices:
+        start_line = bisect.bisect_right(starts, splice.start) - 1
+        end_line = bisect.bisect_right(starts, splice.end) - 1
+        if run and start_line <= last:
+            run.append(splice)
+            last = max(last, end_line)
+            continue
+        if run:
+            yield first, last, run
+        first, last, run = start_line, end_line, [splice]
+    if run:
+        yield first, last, run
+
+
+def _file_place(lines: list[LineInfo], ranges: dict[int, _FileRanges]) -> tuple[_FileRanges, int] | None:
+    """Where ``lines`` (consecutive) lie in their file, one after the other as they were read (a
+    reader of its byte ranges, the first line's offset); None when they do not (a line holding its
+    bytes, read from elsewhere, or moved). ``ranges``: the reader of each file made so far, by
+    the id of its :class:`_FileBytes` (one per file, not one per run of lines)."""
+    first = lines[0]
+    if type(first) is not FileLineInfo:
+        return None
+    source = first.source
+    place = _RAW_SLOT.__get__(first, LineInfo)
+    if type(source) is not _FileBytes or type(place) is not int:
+        return None
+    for n, info in enumerate(lines):
+        if (
+            type(info) is not FileLineInfo
+            or info.source is not source
+            or _RAW_SLOT.__get__(info, LineInfo) != place + n
+        ):
+            return None
+    reader = ranges.get(id(source))
+    if reader is None:
+        reader = ranges[id(source)] = _FileRanges(source)
+    return reader, source.starts[place]
 
 
 def _labels_another_id(info: LineInfo) -> bool:
@@ -599,6 +683,87 @@ class SessionDocument:
         self._account(removed, added)
         self._rescan_first_line()
         self.version += 1
+
+    def apply_splices(self, splices: Sequence[Splice]) -> None:
+        """Make the document the text with ``splices`` (sorted, disjoint, byte ranges of
+        :meth:`data`) applied, as :func:`autofix.spliced` writes it, without writing it: only the
+        lines a splice touches are read again; the others keep their facts, and a line of a file its
+        place in it. A line a splice cuts out of a file's line (a glued line split apart) is read
+        from the file too, not held. Raises StaleFileError when a line the splices touch is no
+        longer in the file (another process truncated it), OSError when it cannot be read."""
+        if not splices:
+            return
+        self.finish()
+        self._scanned = []
+        old = self.lines
+        lines: list[LineInfo] = []
+        copied = 0  # the old lines before this are in ``lines``
+        with gc_paused():
+            starts = self.line_starts()
+            ranges: dict[int, _FileRanges] = {}  # of each file the lines are read from
+            for first, last, run in _runs(starts, splices):
+                lines += old[copied:first]
+                touched = old[first : last + 1]
+                lines += self._spliced_lines(touched, run, starts[first], _file_place(touched, ranges))
+                copied = last + 1
+            lines += old[copied:]
+            tree = TreeIndex()
+            index_entry = tree.start_build()  # (in file order, as a load builds it)
+            entry = L.ENTRY
+            for number, info in enumerate(lines):
+                info.line = number
+                if info.kind == entry:
+                    index_entry(info)
+            self._install(lines, lines, [], tree)
+
+    def _spliced_lines(
+        self, old: list[LineInfo], run: list[Splice], offset: int, in_file: tuple[_FileRanges, int] | None
+    ) -> list[LineInfo]:
+        """The lines ``old`` (consecutive, the first at ``offset`` in the text; ``in_file``: where
+        they lie in their file, see :func:`_file_place`) become with the splices ``run`` applied,
+        each scanned as a load scans it."""
+        length = sum(info.byte_length for info in old) + len(old) - 1
+        if in_file is not None:
+            text = os.pread(in_file[0].file.fd, length, in_file[1]) if length else b""
+        else:
+            text = b"\n".join([info.raw for info in old])
+        if len(text) != length:
+            raise StaleFileError(
+                "the file changed while it was read: another process truncated or rewrote it"
+            )
+        parts: list[bytes] = []
+        # where each splice's data lands in the new text, and how much longer the text is before it
+        landed: list[tuple[int, int, int]] = []
+        position = grown = 0
+        for splice in run:
+            start = splice.start - offset
+            parts += (text[position:start], splice.data)
+            landed.append((start + grown, start + grown + len(splice.data), grown))
+            grown += len(splice.data) - (splice.end - splice.start)
+            position = splice.end - offset
+        parts.append(text[position:])
+        errors = self.errors
+        found: list[LineInfo] = []
+        shift = k = line_start = 0
+        for raw in b"".join(parts).split(b"\n"):
+            line_end = line_start + len(raw)
+            while k < len(landed) and landed[k][1] <= line_start:
+                k += 1
+                shift = landed[k][2] if k < len(landed) else grown
+            if offset == 0 and not found:  # the text's first line keeps its bytes, as a load's does
+                info = scan_line(raw, errors, first=raw.startswith(BOM_BYTES))
+            elif in_file is not None and raw and (k == len(landed) or landed[k][0] >= line_end):
+                # bytes of the file, none of a splice's: read from there again when asked
+                info = scan_line(raw, errors, keep_timestamp=False)
+                info.__class__ = FileLineInfo
+                cast(FileLineInfo, info).keep_place(
+                    in_file[0], _text_place(in_file[1] + line_start - shift, len(raw))
+                )
+            else:
+                info = scan_line(raw, errors)
+            found.append(info)
+            line_start = line_end + 1
+        return found
 
     def _clamped_range(
         self, start_line: int, start_col: int, end_line: int, end_col: int

@@ -19,7 +19,7 @@ import msgspec
 
 from ..format import records as rec
 from ..format.dates import ms
-from ..format.glued import Piece, glued_entries, glued_pieces, holds_header, piece_words
+from ..format.glued import GluedRead, Piece, glued_read, holds_header, piece_words
 from ..format.jsjson import JsonSyntaxError, parse
 from ..format.jstext import as_displayed, is_js_blank
 from ..format.jsvalue import ABSENT, get, index_key, truthy
@@ -443,7 +443,8 @@ def _typed_images(content: list[Any], path: Path, problems: list[Problem]) -> No
 
 def _scan_slow(info: LineInfo, errors: str) -> None:
     # (a glued line is not blank: it is told first, without decoding the line)
-    pieces = glued_entries(info.raw)
+    glued = glued_read(info.raw)
+    pieces = glued.entries()
     if pieces is not None:  # invalid JSON for sure: no need to parse it to word an error
         info.kind = MALFORMED
         info.problems = (_glued_problem(info.raw, pieces),)
@@ -455,14 +456,15 @@ def _scan_slow(info: LineInfo, errors: str) -> None:
     try:
         value = parse(text)
     except JsonSyntaxError as err:
-        _malformed(info, text, err)
+        _malformed(info, text, err, glued)
         return
     _scan_value(info, value)
 
 
-def _malformed(info: LineInfo, text: str, err: JsonSyntaxError) -> None:
+def _malformed(info: LineInfo, text: str, err: JsonSyntaxError, glued: GluedRead) -> None:
+    """``info`` is a line JSON.parse rejects with ``err`` (``glued``: what msgspec told of its pieces)."""
     info.kind = MALFORMED
-    pieces = glued_pieces(info.raw)
+    pieces = glued.all_pieces(info.raw)
     if pieces is not None:
         info.problems = (_glued_problem(info.raw, pieces),)
         return

@@ -1,7 +1,7 @@
 """``pi-session repair PATH...``: the language server's repairs, for a terminal.
 
 Without ``--output`` or ``--in-place`` nothing is written: the repairs that would be made are
-listed as ``--in-place`` would tell them, its rounds played on a copy in a temporary directory
+listed as ``--in-place`` would tell them, its rounds played on the file's analysis in memory
 (exit status 1 when there are any, like a ``--check``). A file with nothing to repair but
 problems no repair makes (a line that does not parse) has them named. The exit status is 1 too
 when a file is left with an error (one no repair makes, or whose repair is of a code not chosen),
@@ -24,12 +24,10 @@ release reads them (what is a problem, and so what is repaired, follows it; defa
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import os
 import shlex
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any, TextIO, cast
@@ -41,7 +39,7 @@ from ..analysis.document import SessionDocument
 from ..errors import FsError, PiSessionError
 from ..output import write_fully
 from ..session.profiles import Profile, profile_for
-from ..session.rewrites import FileState, replace_in_place, rewrite_file, same_file
+from ..session.rewrites import FileState, Replaced, replace_in_place, rewrite_file, same_file
 from ._common import add_pi_argument, counted, special_file_problem
 from .check import count_by_severity, say_what_was_not_found, session_files, summary_text
 
@@ -380,18 +378,19 @@ def _repair(
     doc = SessionDocument.from_file(_readable_name(path, fd), pi=pi, end=before.size)
     diagnostics, plan = _analysed(doc, chosen, path)
     report = cast(TextIO, _Output(sys.stdout)) if args.output != "-" else sys.stderr
-    # written to a file, or listed without writing (its rounds played on a copy): it goes round again
+    # written to a file, or listed without writing (its rounds played in memory): it goes round again
     _list(path, plan, report, _RUN_AGAIN if args.output == "-" else _NEXT_ROUND)
     count = len(plan.applied)
     if not args.output and not args.in_place:
         if count:
-            return _dry_run(path, fd, before, plan, chosen, report, pi)
+            return _dry_run(path, doc, plan, chosen, report)
         return _report_only(path, diagnostics, plan, chosen, others, report)
     if args.output not in (None, "-") and same_file(args.output, before):
         _say(f"pi-session repair: {args.output} is the file being repaired: use --in-place", file=sys.stderr)
         return 2, 0
     chunks = spliced(fd, before.size, plan.splices())
     kept = 0
+    known = None
     if args.in_place:
         if not count:
             if others is None:
@@ -400,7 +399,9 @@ def _repair(
                 others.add_unrepairable(len(_unrepairable(diagnostics, plan)))
             _say_other_repairs(plan, path, report, others)
             return (1 if _leaves_an_error(diagnostics, plan) else 0), 0
-        kept = replace_in_place(path, before, chunks, backup=not args.no_backup)
+        replaced = replace_in_place(path, before, chunks, backup=not args.no_backup)
+        kept = replaced.kept
+        known = _as_written(doc, plan, replaced)
         written = path
     elif args.output == "-":
         out = _Output(sys.stdout.buffer)
@@ -412,54 +413,36 @@ def _repair(
     else:
         _write_new(args.output, chunks, force=args.force)
         written = args.output
-    left, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi)
+    left, total, last_plan, kept = _more_rounds(written, chosen, count, kept, report, pi, known)
     _say_what_was_made(written, left, total, last_plan, kept, report)
     return (1 if any(d.severity == Severity.ERROR for d in left) else 0), total
 
 
 def _dry_run(
-    path: str, fd: int, before: FileState, plan: Plan, chosen: frozenset[str], report: TextIO, pi: Profile
+    path: str, doc: SessionDocument, plan: Plan, chosen: frozenset[str], report: TextIO
 ) -> tuple[int, int]:
     """Neither --in-place nor --output, with repairs to make: the rounds --in-place would make are
-    played on a copy of the repaired file in a temporary directory (the file itself is not written),
-    and told as --in-place tells them, each round's repairs, the problems left and the repairs of
-    other codes that would then be found (a line split apart can give back an entry without its
-    parent). Exit status 1: there are repairs to make."""
-    with contextlib.ExitStack() as scratch:
-        try:
-            folder = scratch.enter_context(
-                tempfile.TemporaryDirectory(prefix="pi-session-repair-", ignore_cleanup_errors=True)
-            )
-            copy = os.path.join(folder, "repaired.jsonl")
-            rewrite_file(copy, spliced(fd, before.size, plan.splices()), fsync=False)
-        except OSError as error:  # no temporary directory, or no room in it for the copy of a huge file
-            return _first_round_only(path, plan, error, report)
-        try:
-            left, total, last_plan, _ = _more_rounds(
-                copy, chosen, len(plan.applied), 0, report, pi, name=path
-            )
-        except _LaterRoundFailed as failed:  # (the copy, not the file: nothing of it was written)
-            raise failed.error from None
+    played on the document, each round's repairs applied to it in memory (only the lines they touch
+    read again: the file is not written, nor any copy of it), and told as --in-place tells them,
+    each round's repairs, the problems left and the repairs of other codes that would then be found
+    (a line split apart can give back an entry without its parent). Exit status 1: there are
+    repairs to make."""
+    total = len(plan.applied)
+    for round_number in range(2, MAX_ROUNDS + 2):
+        doc.apply_splices(plan.splices())
+        diagnostics, plan = _analysed(doc, chosen, path)
+        if not plan.applied or round_number > MAX_ROUNDS:
+            break
+        _say(f"round {round_number}, on the file as repaired so far:", file=report)
+        _list(path, plan, report, _NEXT_ROUND)
+        total += len(plan.applied)
     _say(
-        f"{path}: {counted(total, 'repair')} to make{_stopped(last_plan)}; problems left then: "
-        f"{_left(left)}; write them with --in-place or --output OUT",
+        f"{path}: {counted(total, 'repair')} to make{_stopped(plan)}; problems left then: "
+        f"{_left(diagnostics)}; write them with --in-place or --output OUT",
         file=report,
     )
-    _say_other_repairs(last_plan, path, report, None)
+    _say_other_repairs(plan, path, report, None)
     return 1, total
-
-
-def _first_round_only(path: str, plan: Plan, error: OSError, report: TextIO) -> tuple[int, int]:
-    """A dry run whose copy could not be written: the first round's repairs (listed already) are
-    what it can tell; the later rounds are said to be unknown, not left out silently."""
-    why = error.strerror or str(error)
-    _say(
-        f"{path}: {counted(len(plan.applied), 'repair')} to make in a first round; later rounds not "
-        f"looked at (no copy could be made in {tempfile.gettempdir()}: {why}); write them with "
-        "--in-place or --output OUT",
-        file=report,
-    )
-    return 1, len(plan.applied)
 
 
 def _left(diagnostics: list[Diagnostic]) -> str:
@@ -492,6 +475,29 @@ def _readable_name(path: str, fd: int) -> str:
     return f"/proc/self/fd/{fd}" if os.path.exists("/proc/self/fd") else path
 
 
+#: a document and the state of the file it is the document of: what a round wrote, in memory
+_Known = tuple[SessionDocument, FileState]
+
+
+def _as_written(doc: SessionDocument, plan: Plan, replaced: Replaced) -> _Known | None:
+    """``doc`` with ``plan``'s repairs applied (only the lines they touch read again), and the
+    state of the file they were written to as ``replaced`` left it: the document of that file while
+    it is so; None when others appended to it meanwhile, or when the repairs touched most of its
+    lines (it is then read again: a line applied costs more than a line read in the stream)."""
+    if replaced.kept or replaced.state is None or len(plan.applied) > doc.line_count // 2:
+        return None
+    doc.apply_splices(plan.splices())
+    return doc, replaced.state
+
+
+def _document_of(written: str, fd: int, now: FileState, known: _Known | None, pi: Profile) -> SessionDocument:
+    """The document of ``written`` (open as ``fd``, as ``now`` describes it): the one the last round
+    left in memory while the file is as that round left it, else the file read again."""
+    if known is not None and known[1] == now:
+        return known[0]
+    return SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
+
+
 def _more_rounds(
     written: str,
     chosen: frozenset[str],
@@ -499,47 +505,51 @@ def _more_rounds(
     kept: int,
     report: TextIO,
     pi: Profile,
-    *,
-    name: str = "",
+    known: _Known | None,
 ) -> tuple[list[Diagnostic], int, Plan, int]:
-    """Repair ``written`` (our own output: the file repaired in place, or OUT, or the dry run's
-    copy, then told by the ``name`` of the file it stands for) again for as long as that finds
-    repairs to make. Returns its final diagnostics, the repairs made in all, the plan of
-    that analysis (nothing applied: the last round found nothing left to repair), and the bytes
-    others appended that were kept. A round that fails raises :class:`_LaterRoundFailed`, which
-    says what the rounds before it wrote."""
+    """Repair ``written`` (our own output: the file repaired in place, or OUT) again for as long as
+    that finds repairs to make (``known``: its document, if the round before kept it). Returns its
+    final diagnostics, the repairs made in all, the plan of that analysis (nothing applied: the
+    last round found nothing left to repair), and the bytes others appended that were kept. A round
+    that fails raises :class:`_LaterRoundFailed`, which says what the rounds before it wrote."""
     round_number = 2
     try:
         for round_number in range(2, MAX_ROUNDS + 1):
-            diagnostics, plan, kept_now = _round(written, chosen, round_number, report, pi, name or written)
+            diagnostics, plan, kept_now, known = _round(written, chosen, round_number, report, pi, known)
             if not plan.applied:
                 return diagnostics, count, plan, kept
             count += len(plan.applied)
             kept += kept_now
         round_number = MAX_ROUNDS + 1
-        diagnostics, plan = _analysed(SessionDocument.from_file(written, pi=pi), chosen, name or written)
+        fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            doc = _document_of(written, fd, FileState.of(fd), known, pi)
+        finally:
+            os.close(fd)
+        diagnostics, plan = _analysed(doc, chosen, written)
     except (OSError, PiSessionError) as error:
         raise _LaterRoundFailed(error, written, count, round_number) from error
     return diagnostics, count, plan, kept
 
 
 def _round(
-    written: str, chosen: frozenset[str], round_number: int, report: TextIO, pi: Profile, name: str
-) -> tuple[list[Diagnostic], Plan, int]:
-    """Round ``round_number`` on ``written`` (told as ``name``): the diagnostics and plan of the
-    file it read (its repairs written unless there are none), and the bytes others appended
-    meanwhile that were kept."""
+    written: str, chosen: frozenset[str], round_number: int, report: TextIO, pi: Profile, known: _Known | None
+) -> tuple[list[Diagnostic], Plan, int, _Known | None]:
+    """Round ``round_number`` on ``written`` (``known``: its document, if the round before kept it):
+    the diagnostics and plan of the file it read (its repairs written unless there are none), the
+    bytes others appended meanwhile that were kept, and the document of what it wrote, if kept."""
     fd = os.open(written, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         now = FileState.of(fd)
-        after = SessionDocument.from_file(_readable_name(written, fd), pi=pi, end=now.size)
-        diagnostics, plan = _analysed(after, chosen, name)
+        after = _document_of(written, fd, now, known, pi)
+        diagnostics, plan = _analysed(after, chosen, written)
         if not plan.applied:
-            return diagnostics, plan, 0
+            return diagnostics, plan, 0, None
         _say(f"round {round_number}, on the file as repaired so far:", file=report)
-        _list(name, plan, report, _NEXT_ROUND)
+        _list(written, plan, report, _NEXT_ROUND)
         chunks = spliced(fd, now.size, plan.splices())
-        return diagnostics, plan, replace_in_place(written, now, chunks)  # a backup keeps the original
+        replaced = replace_in_place(written, now, chunks)  # a backup keeps the original
+        return diagnostics, plan, replaced.kept, _as_written(after, plan, replaced)
     finally:
         os.close(fd)
 

@@ -87,11 +87,7 @@ class Piece(msgspec.Struct, frozen=True, gc=False):
 def glued_pieces(raw: bytes) -> tuple[Piece, ...] | None:
     """The pieces of ``raw`` (a line that is not valid JSON, without its newline) when it is two or
     more lines glued together with at least one whole entry among them; otherwise None."""
-    if raw.find(_LINE_START, 1) < 0:
-        return None
-    decoded = _decoded_spans(raw)
-    spans = decoded[0] if decoded is not None else _searched_spans(raw)
-    return _glued(raw, spans)
+    return glued_read(raw).all_pieces(raw)
 
 
 def glued_entries(raw: bytes) -> tuple[Piece, ...] | None:
@@ -101,12 +97,38 @@ def glued_entries(raw: bytes) -> tuple[Piece, ...] | None:
     tells without parsing it in Python. None when the line is anything else, or what only the
     exact parser can tell: then it is for :func:`glued_pieces`, once the line is known to be
     invalid."""
+    return glued_read(raw).entries()
+
+
+class GluedRead(msgspec.Struct, frozen=True, gc=False):
+    """What msgspec's decoding of a line tells of its pieces (:func:`glued_read`): the answers of
+    :func:`glued_entries` and :func:`glued_pieces` from one decoding, for a line that asks the one,
+    then the other (a cut-off line holding content blocks: the second decoded it all again)."""
+
+    pieces: tuple[Piece, ...] | None  # of a line of lines glued together, as far as msgspec tells
+    invalid: bool  # msgspec found the line invalid JSON
+    told: bool  # msgspec told every candidate, so ``pieces`` are those the search would find
+
+    def entries(self) -> tuple[Piece, ...] | None:
+        """:func:`glued_entries` of the line read."""
+        return self.pieces if self.invalid else None
+
+    def all_pieces(self, raw: bytes) -> tuple[Piece, ...] | None:
+        """:func:`glued_pieces` of the line read, ``raw``: searched for only when msgspec could not tell."""
+        return self.pieces if self.told else _glued(raw, _searched_spans(raw))
+
+
+_NOT_GLUED = GluedRead(None, False, True)
+
+
+def glued_read(raw: bytes) -> GluedRead:
+    """What msgspec tells of ``raw`` (a line without its newline) as lines glued together."""
     if raw.find(_LINE_START, 1) < 0:
-        return None
+        return _NOT_GLUED
     decoded = _decoded_spans(raw)
-    if decoded is None or not decoded[1]:
-        return None
-    return _glued(raw, decoded[0])
+    if decoded is None:
+        return GluedRead(None, False, False)
+    return GluedRead(_glued(raw, decoded[0]), decoded[1], True)
 
 
 _Span = tuple[int, int, "_Head | None"]

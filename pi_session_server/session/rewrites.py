@@ -431,7 +431,9 @@ def same_file(path: str, state: FileState) -> bool:
     return (found.st_ino, found.st_dev) == (state.ino, state.dev)
 
 
-def replace_in_place(path: str, before: FileState, chunks: Iterable[bytes], *, backup: bool = False) -> int:
+def replace_in_place(
+    path: str, before: FileState, chunks: Iterable[bytes], *, backup: bool = False
+) -> Replaced:
     """Replace ``path`` atomically with ``chunks``, new content computed from the file as ``before``
     describes it (a repair of it), keeping what others append meanwhile.
 
@@ -440,7 +442,8 @@ def replace_in_place(path: str, before: FileState, chunks: Iterable[bytes], *, b
     is compared with what was analysed, and the lines it appended meanwhile are written after the
     new content, also those that reach the old file in the instant of the rename. Any other change
     leaves the file alone (StaleFileError). ``backup``: keep the original as ``path.bak`` (a second
-    name for its bytes). Returns the bytes of others' lines kept."""
+    name for its bytes). Returns what was written: the bytes of others' lines kept, the new file's
+    state as it was left."""
     with LockedFile(path) as locked:
         if locked.fd < 0 or not same_file(path, before):
             raise StaleFileError("the file was replaced or deleted while it was being repaired")
@@ -448,7 +451,7 @@ def replace_in_place(path: str, before: FileState, chunks: Iterable[bytes], *, b
         if backup:
             backup_path, before = locked.keep_backup(before)
         try:
-            return locked.replace(chunks, before, keep_appended=True).kept
+            return locked.replace(chunks, before, keep_appended=True)
         except BaseException:
             # nothing replaced: a backup that is a second name of the file as it still is goes
             with contextlib.suppress(OSError):

@@ -277,6 +277,27 @@ def test_each_piece_of_a_glued_line_is_decoded_once_and_worded_once(monkeypatch:
     assert calls == {"decoded": 3 * len(lines), "worded": 3 * len(lines)}
 
 
+def test_a_cut_off_line_holding_content_blocks_is_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line cut off in its content blocks (``{"type":`` inside it, where a glued line could go
+    on) is decoded once to look for the pieces: the decoding that found no glued entries answers
+    whether it is pieces once the parser has said the line is invalid (it was decoded again)."""
+    calls = []
+    spans = glued._decoded_spans
+
+    def decoded(raw: bytes) -> Any:
+        calls.append(raw)
+        return spans(raw)
+
+    monkeypatch.setattr(glued, "_decoded_spans", decoded)
+    whole = S.assistant("bbbb0002", "aaaa0001", "second").encode()
+    blocks = whole.index(b'[{"type":')
+    for end in range(blocks + 2, len(whole) - 1, 7):
+        calls.clear()
+        (problem,) = analysis_lines.scan_line(whole[:end]).problems
+        assert problem.code == "PI001" and problem.ran_out, (end, problem)
+        assert len(calls) == (1 if b'{"type":' in whole[1:end] else 0), end
+
+
 def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

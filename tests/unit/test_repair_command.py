@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest.mock import Mock
 
 import builders as S
 import pytest
@@ -237,7 +238,7 @@ def _repair_racing(glued: Path, meanwhile: Callable[[], None]) -> int:
             yield from spliced(fd, before.size, plan.splices())
             meanwhile()
 
-        return replace_in_place(str(glued), before, racing_writer())
+        return replace_in_place(str(glued), before, racing_writer()).kept
     finally:
         os.close(fd)
 
@@ -682,22 +683,28 @@ def test_the_dry_run_tells_what_in_place_then_does(
     assert listed.stdout.splitlines() == told and len(told) >= 2, (listed.stdout, done.stdout)
 
 
-def test_a_dry_run_without_room_for_its_copy_still_lists_the_first_round(
+def test_a_dry_run_tells_every_round_without_writing_anything(
     glued: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The copy the later rounds are played on is as big as the file: a $TMPDIR without room for
-    it makes the dry run say what it knows (the first round) and that the rest is unknown, never
-    fail where the listing alone would have worked."""
+    """The later rounds are played on the file's analysis in memory, not on a copy as big as the
+    file in $TMPDIR: with no room to write anything anywhere, the dry run still tells every round
+    (it told the first round only, and that the rest was unknown, when the copy could not be made)."""
 
-    def no_room(*_args: Any, **_kwargs: Any) -> None:
+    def no_room(*_args: Any, **_kwargs: Any) -> Any:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(repair_command, "rewrite_file", no_room)
+    monkeypatch.setattr(os, "open", Mock(side_effect=os.open))
     assert repair_command.run(in_process_args(glued)) == 1
-    told = capsys.readouterr().out
-    assert ": PI006 Split the glued line" in told
-    assert f"{glued}: 1 repair to make in a first round; later rounds not looked at" in told
-    assert "No space left on device" in told and glued.read_bytes() == GLUED
+    assert capsys.readouterr().out == (
+        f"{glued}:3: PI006 Split the glued line into its 2 lines\n"
+        f"{glued}: 1 repair to make; problems left then: 1 error, 1 warning; write them with --in-place "
+        "or --output OUT\n"
+        f"{glued}: 1 repair of another code not made: PI031 (1); --codes PI031 or --all makes it\n"
+    )
+    opened = [call.args for call in os.open.call_args_list]  # type: ignore[attr-defined]
+    assert all(not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) for _, flags, *_ in opened), opened
+    assert glued.read_bytes() == GLUED
 
 
 def test_nothing_is_said_of_other_codes_when_none_is_left(tmp_path: Path) -> None:
@@ -902,17 +909,17 @@ def test_a_later_round_that_fails_says_the_earlier_rounds_were_written(
     path.write_bytes(lines(v2, A + B, C))
     theirs = tmp_path / "theirs.jsonl"
     theirs.write_bytes(lines(HEADER, A))
-    real_from_file = SessionDocument.from_file
-    reads = []
+    real_analysed = repair_command._analysed
+    analyses = []
 
-    def renamed_over_before_round_2(name: str, **options: object) -> SessionDocument:
-        reads.append(name)
-        doc = real_from_file(name, **options)  # type: ignore[arg-type]
-        if len(reads) == 2:  # round 2 has read the file: another program replaces it now
+    def renamed_over_before_round_2(doc: SessionDocument, *args: Any) -> Any:
+        analyses.append(doc)
+        found = real_analysed(doc, *args)
+        if len(analyses) == 2:  # round 2 has analysed the file: another program replaces it now
             os.replace(theirs, path)
-        return doc
+        return found
 
-    monkeypatch.setattr(repair_command.SessionDocument, "from_file", renamed_over_before_round_2)
+    monkeypatch.setattr(repair_command, "_analysed", renamed_over_before_round_2)
     assert main(["repair", "--all", "--in-place", str(path)]) == 2
     assert path.read_bytes() == lines(HEADER, A)  # theirs, left alone
     assert (tmp_path / "v2.jsonl.bak").read_bytes() == lines(v2, A + B, C)
