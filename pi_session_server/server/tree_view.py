@@ -17,7 +17,7 @@ from enum import Enum
 from functools import partial
 from itertools import islice
 from operator import attrgetter
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, overload
 
 import msgspec
 from msgspec import UNSET
@@ -39,6 +39,7 @@ from pi_session_server.session.tree import TreeRoots, label_target
 from pi_session_server.session.tree_filter import node_filter, shown_below
 
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
+_NOT_LOOKED_FOR: Final = object()  # (a call above a tool result not looked for yet: see _call_above)
 # the filters that show most entries of a chat (the others a few: all previews made up front is waste)
 _MOSTLY_SHOWN = frozenset({"none", "default", "no-tools", "all"})
 
@@ -397,6 +398,62 @@ class Row(msgspec.Struct, gc=False):
     depth: int
 
 
+class ChainRows(Sequence[Row]):
+    """The rows of one chain (:meth:`_TreeShape.chain_rows`), kept as its nodes: a row is made when
+    asked for. Row ``i`` is ``nodes[i]`` at depth ``i`` under the row before it (the top: a top of
+    the window). A tree view's levels down to the leaf of a big session are chains of most of its
+    entries, kept with the shape; a :class:`Row` for each (and an int for each depth past the
+    small ones) held several times the memory of the node list."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self, nodes: list[Any]) -> None:
+        self.nodes = nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Row]: ...
+    def __getitem__(self, index: int | slice) -> Row | list[Row]:
+        nodes = self.nodes
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(nodes))
+            if step != 1:
+                return [self[at] for at in range(start, stop, step)]
+            parent = None if start == 0 or start >= stop else _node_id(nodes[start - 1])
+            return list(_chain_rows(nodes, start, stop, parent))
+        at = index + len(nodes) if index < 0 else index
+        if not 0 <= at < len(nodes):
+            raise IndexError(index)
+        return Row(nodes[at], None if at == 0 else _node_id(nodes[at - 1]), at)
+
+    def __iter__(self) -> Iterator[Row]:
+        return _chain_rows(self.nodes, 0, len(self.nodes), None)
+
+
+def _chain_rows(nodes: list[Any], start: int, stop: int, parent_id: Any) -> Iterator[Row]:
+    """The rows of ``nodes[start:stop]`` of a :class:`ChainRows` (``parent_id``: the id of the row
+    before ``start``)."""
+    for depth in range(start, stop):
+        node = nodes[depth]
+        yield Row(node, parent_id, depth)
+        entry = node.entry  # (_node_id inline: most ids)
+        parent_id = entry.id if type(entry) is Entry and type(entry.id) is str else _node_id(node)
+
+
+def row_nodes(rows: Sequence[Row]) -> Iterable[Any]:
+    """The node of each of ``rows``, without a row made for each of a :class:`ChainRows`."""
+    return rows.nodes if isinstance(rows, ChainRows) else map(_ROW_NODE, rows)
+
+
+_ROW_NODE = attrgetter("node")
+# rows a page is cut from by index (a walk's rows otherwise: a generator)
+_INDEXED_ROWS = (list, ChainRows)
+
+
 class NamedCalls:
     """The keys of the tool calls the previews a shape made named from every call of the session
     (``keys`` None: every call's), one object for the shape's life (what a client holds was cut
@@ -475,8 +532,11 @@ class _TreeShape:
         self.preview: Callable[[Any, ToolCalls], str] = preview_of
         self.calls = calls
         self.calls_complete = calls is CallReading.UP_FRONT
-        # NEAR_EACH_RESULT: each tool result's call found above it (None: not there), by entry
-        self._calls_above: dict[int, tuple[Any, Any]] = {}
+        # NEAR_EACH_RESULT: each tool result's call found above it (None: not there). An Entry (hashed
+        # by identity) is its own key, the call the value: no tuple and no id object for each of the
+        # hundreds of thousands of results a tree view's windows down a big session show; another
+        # entry (a dict: unhashable) is keyed by its id, the value (entry, call)
+        self._calls_above: dict[Any, Any] = {}
         self._session_calls: ToolCalls | None = None  # every call of the session, once read
         # the keys of the calls tool results' previews named from every call of the session (all:
         # None), which a call appended may change (see _keep_encoded_previews)
@@ -853,8 +913,11 @@ class _TreeShape:
         """The call ``wanted`` (an index key) of the nearest assistant message a few entries above
         the tool result ``entry`` that holds one (its last of that id, as pi's tree selector reads
         a message), or None; found once per entry."""
-        known = self._calls_above.get(id(entry))
-        if known is not None and known[0] is entry:
+        plain = type(entry) is Entry
+        known = self._calls_above.get(entry if plain else id(entry), _NOT_LOOKED_FOR)
+        if plain and known is not _NOT_LOOKED_FOR:
+            return known
+        if not plain and known is not _NOT_LOOKED_FOR and known[0] is entry:
             return known[1]
         calls_of = tool_calls_of if self.cache is None else self.cache.tool_calls_of
         found, current, seen = None, entry, {id(entry)}
@@ -871,7 +934,10 @@ class _TreeShape:
                         found = call
                 if found is not None:
                     break
-        self._calls_above[id(entry)] = (entry, found)
+        if plain:
+            self._calls_above[entry] = found
+        else:
+            self._calls_above[id(entry)] = (entry, found)
         return found
 
     def find(self, wanted_id: Any) -> Any:
@@ -1024,6 +1090,17 @@ class _TreeShape:
             ancestor_id = entry.id if type(entry) is Entry and type(entry.id) is str else _node_id(node)
             node, depth = children[0], depth + 1
 
+    def chain_rows(self, tops: list[Any], window: TreeWindow) -> Sequence[Row]:
+        """The rows of :meth:`rows` as a sequence: a chain of one shown top as its nodes
+        (:class:`ChainRows`), any other window a list of its rows."""
+        if not window.chain:
+            return list(self.walk(tops, window.depth))
+        rows = self.walk_chain(tops, window.depth)
+        head = list(islice(rows, 2))
+        if len(head) == 2 and head[1].depth == 0:  # several tops: the tops alone
+            return [*head, *rows]
+        return ChainRows([*map(_ROW_NODE, head), *map(_ROW_NODE, rows)])
+
     @property
     def ids_unique(self) -> bool:
         """Whether every id of the session is known to be unique (the path to an entry is then
@@ -1173,7 +1250,7 @@ class _FlatPage:
         self.known_total = total
         self.first = first
         if window.around_id is not ABSENT:
-            rows = rows if isinstance(rows, list) else list(rows)
+            rows = rows if isinstance(rows, _INDEXED_ROWS) else list(rows)
             if around_index is None:
                 around_index = _index_on_path(shape, rows, window.around_id)
             self.around_index = around_index
@@ -1192,13 +1269,13 @@ class _FlatPage:
     def shown_rows(self) -> list[Row]:
         """The rows of the page, when the window's rows are a list (else they are walked as the
         page is made)."""
-        if not isinstance(self.rows, list):
+        if not isinstance(self.rows, _INDEXED_ROWS):
             return []
         return self.rows[self.start - self.first : None if self.end is None else self.end - self.first]
 
     def nodes(self) -> Iterator[FlatRow]:
         rows, start, end = self.rows, self.start, self.end
-        if isinstance(rows, list):
+        if isinstance(rows, _INDEXED_ROWS):
             self.total = len(rows) if self.known_total is None else self.known_total
             yield from map(self._item, self.shown_rows())
             return
@@ -1235,7 +1312,7 @@ class _FlatPage:
         return fields
 
 
-def _index_on_path(shape: _TreeShape, rows: list[Row], around_id: Any) -> int | None:
+def _index_on_path(shape: _TreeShape, rows: Sequence[Row], around_id: Any) -> int | None:
     """Where the row on the path to ``around_id`` is in ``rows``: the entry's own row, or its deepest
     shown ancestor's (in preorder an ancestor comes before its descendants, so that is the last row
     on the path). None when no row of the window is on it."""
@@ -1631,7 +1708,7 @@ class TreeLevel:
 
     kind: str
     window: TreeWindow
-    rows: list[Row]
+    rows: Sequence[Row]
     around_index: int | None
 
 
@@ -1645,9 +1722,9 @@ def _first_level_holding(levels: list[TreeLevel], nodes: set[int]) -> int | None
         if len(found) == len(nodes):
             break
         level = levels[at]
-        for index, row in enumerate(level.rows):
-            if id(row.node) in nodes:
-                found.add(id(row.node))
+        for index, node in enumerate(row_nodes(level.rows)):
+            if id(node) in nodes:
+                found.add(id(node))
                 first = min(first, at - 1 if index == 0 and level.kind == "branches" else at)
     return max(first, 0) if len(found) == len(nodes) else None
 
@@ -1657,7 +1734,7 @@ class EncodedLevel(NamedTuple):
     rows (its key holds their ``id``: kept alive here), those of its page (a slice of them) and
     its JSON."""
 
-    rows: list[Row]
+    rows: Sequence[Row]
     shown: slice
     encoded: bytes
 
@@ -1701,7 +1778,7 @@ def _levels_from(
     while True:
         if max_levels is not None and len(levels) >= max_levels:
             return levels, False
-        rows = list(shape.rows(_tops(shape.roots, shape, window), window))
+        rows = shape.chain_rows(_tops(shape.roots, shape, window), window)
         index = _index_on_path(shape, rows, around_id)
         levels.append(TreeLevel(kind, window, rows, index))
         if index is None or (kind == "branches" and index == 0):  # nothing of the path below

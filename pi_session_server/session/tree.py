@@ -289,7 +289,9 @@ def _build_by_chains(
     ends = [*chain_starts[1:], count]
     for first, end in zip(chain_starts, ends, strict=True):
         if end - first > 1:
-            link(map(list.append, map(_CHILDREN, nodes[first : end - 1]), nodes[first + 1 : end]))
+            # extended by a 1-tuple, a list holds room for one or two children; an append would
+            # make room for four in every node of a chain (most nodes of a session)
+            link(map(list.extend, map(_CHILDREN, nodes[first : end - 1]), zip(nodes[first + 1 : end])))
     positions = Positions(entries)
     roots: list[TreeNode] = []
     branch_points: list[TreeNode] = []

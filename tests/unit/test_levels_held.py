@@ -51,3 +51,29 @@ def test_the_levels_to_the_leaf_find_its_path_by_its_entries(tmp_path: Path, sea
         assert (
             _levels(manager, elsewhere, leaf_path=True)[0] == _levels(manager, elsewhere, leaf_path=False)[0]
         )
+
+
+def test_a_level_of_a_chain_keeps_its_nodes_and_gives_the_rows_of_its_window(tmp_path: Path) -> None:
+    """The levels kept with a tree view's shape hold each chain as its nodes (no row made and kept
+    for each entry of a session's chains); a level's rows, its pages and the rows from its end are
+    those of the walk of its window."""
+    path = _branchy(tmp_path / "s.jsonl")
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        _answer, shape = _levels(manager, manager.get_leaf_id(), leaf_path=True)
+        assert shape.kept_levels is not None
+        levels = shape.kept_levels[1]
+        chains = [level for level in levels if level.window.chain]
+        assert chains and all(type(level.rows) is T.ChainRows for level in chains)
+        assert any(len(level.rows) > 2 for level in chains)
+        for level in levels:
+            walked = list(shape.rows(T._tops(shape.roots, shape, level.window), level.window))
+            rows = level.rows
+            assert list(rows) == walked and len(rows) == len(walked)
+            assert [rows[at] for at in range(-len(walked), len(walked))] == walked + walked
+            for start in range(len(walked) + 1):
+                assert rows[start:] == walked[start:] and rows[:start] == walked[:start]
+                assert rows[start : start + 2] == walked[start : start + 2]
+            assert rows[::2] == walked[::2]
+            assert list(T.row_nodes(rows)) == [row.node for row in walked]
+            with pytest.raises(IndexError):
+                rows[len(walked)]

@@ -8,13 +8,17 @@ self-parents and cycles must give the same result either way.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
+import builders as S
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_session_server.format.entry import Entry
+from pi_session_server.session import SessionManager
 from pi_session_server.session.context import _walk_to_root_remembering, walk_to_root
 from pi_session_server.session.tree import _build_any_order, build_tree, preorder
 
@@ -110,3 +114,23 @@ def test_context_settings_read_backwards_equal_the_forward_rule(values: list[dic
 
     path = [Entry.of(dict(v, id=str(n))) for n, v in enumerate(values)]
     assert context_settings(path) == forward_settings(path)
+
+
+def test_a_chain_node_s_children_list_holds_room_for_one_child_not_four(tmp_path: Path):
+    """Most nodes of a session are links of a chain, each with one child: the builder's lists hold
+    that child without the room an append makes for three more (a pointer's worth each, per entry
+    of a session of hundreds of thousands); a chain that hangs under a link still joins it."""
+    lines = [S.header(), S.user("u0", None, "start")]
+    lines += [S.user(f"u{n}", f"u{n - 1}", f"turn {n}") for n in range(1, 6)]
+    lines.append(S.user("side", "u2", "another way"))  # a chain of its own under a link
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    manager = SessionManager.open(str(path), read_only=True, index=False)
+    roots = manager.get_tree()
+    assert [(depth, node.entry.id) for depth, node in preorder(roots)] == [
+        (0, "u0"), (1, "u1"), (2, "u2"), (3, "u3"), (4, "u4"), (5, "u5"), (3, "side"),
+    ]  # fmt: skip
+    one_child = sys.getsizeof(list((object(),)))
+    links = [node for _depth, node in preorder(roots) if len(node.children) == 1]
+    assert len(links) == 4 and all(sys.getsizeof(node.children) <= one_child for node in links)
+    manager.close()

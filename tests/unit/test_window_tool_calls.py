@@ -20,10 +20,20 @@ import builders as S
 import msgspec
 import pytest
 
+from pi_session_server.format.entry import Entry
+from pi_session_server.format.jsvalue import index_key
 from pi_session_server.server import methods_read
 from pi_session_server.server import params as P
 from pi_session_server.server.errors import PiRpcError
+from pi_session_server.server.tree_view import (
+    CallReading,
+    TreeWindow,
+    encode_flat_page,
+    tree_shape,
+    window_tree,
+)
 from pi_session_server.session import SessionManager
+from pi_session_server.session.tree import build_tree
 
 
 def _read(call_id: str, path: str) -> tuple[tuple[str, str, dict[str, Any]], ...]:
@@ -133,3 +143,42 @@ def test_where_every_call_id_is_once_in_the_session_a_window_names_what_the_whol
             for entry_id, preview in _previews(_answer(manager, {**view, **request})).items():
                 assert preview == whole[entry_id], (view, request, entry_id)
     manager.close()
+
+
+def _window_previews(shape: Any, root_id: str) -> dict[str, str]:
+    """The previews of the window of ``root_id`` cut from ``shape``."""
+    window = TreeWindow(root_id=root_id, depth=3, offset=0, limit=50, paged=True)
+    encoded, _more = encode_flat_page(window_tree(shape, window), window)
+    return _previews(encoded)
+
+
+def _window_shape(roots: Any, leaf_id: Any, by_id: Any) -> Any:
+    """The shape of a tree view's windows (each result's call read above it)."""
+    return tree_shape(roots, leaf_id, by_id, mode="all", calls=CallReading.NEAR_EACH_RESULT)
+
+
+def test_a_window_keeps_the_call_above_each_result_by_the_entry_itself(tmp_path: Path) -> None:
+    """What a tree view's windows keep of each tool result they show (the call above it, found once)
+    is the call keyed by the entry: no tuple and no id object for each of the hundreds of thousands
+    of results the windows down a big session show."""
+    manager = SessionManager.open(str(_session(tmp_path / "s.jsonl")), read_only=True, index=False)
+    shape = _window_shape(manager.get_tree(), manager.get_leaf_id(), manager.by_id)
+    for _ in range(2):  # (the second time from what the first kept)
+        previews = _window_previews(shape, "a0")
+        assert previews["r0"] == "[read: /one/first.py]" and previews["r0b"] == "[read: /one/nine.py]"
+    kept = shape._calls_above
+    assert {entry.id for entry in kept} == {"r0", "r0b"}
+    assert all(type(entry) is Entry for entry in kept)
+    assert [kept[entry][0] for entry in kept] == ["read", "read"]  # each the call: (name, arguments)
+    manager.close()
+
+
+def test_a_window_of_entries_that_are_dicts_names_the_call_above_each_result(tmp_path: Path) -> None:
+    """Entries that are JSON objects (unhashable: kept by their id) name the same calls."""
+    lines = _session(tmp_path / "s.jsonl").read_text(encoding="utf-8").splitlines()[1:]
+    entries = [json.loads(line) for line in lines]
+    by_id = {index_key(entry["id"]): entry for entry in entries}
+    shape = _window_shape(build_tree(entries, {}, {}), "z2", by_id)
+    for _ in range(2):  # (the second time from what the first kept)
+        previews = _window_previews(shape, "a0")
+        assert previews["r0"] == "[read: /one/first.py]" and previews["r0b"] == "[read: /one/nine.py]"
