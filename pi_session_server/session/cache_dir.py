@@ -288,16 +288,36 @@ def write_whole(path: str, *parts: bytes | memoryview) -> None:
 def write_framed(path: str, magic: bytes, version: int, body: Iterable[bytes | memoryview]) -> None:
     """:func:`write_whole` of the parts of ``body`` :func:`framed`, each written as it comes (a big
     body is not held whole): the frame, which holds their CRC-32, is written last, before them."""
+    write_after_prefix(path, _FRAME.size, lambda crc: _FRAME.pack(magic, version, code_stamp(), crc), body)
+
+
+def write_after_prefix(
+    path: str, prefix_size: int, prefix_of: Callable[[int], bytes], body: Iterable[bytes | memoryview]
+) -> None:
+    """:func:`write_whole` of ``prefix_of(CRC-32 of the parts of body)`` (``prefix_size`` bytes)
+    and the parts of ``body``, each written as it comes and gone through once (a big body, or one
+    read back from a file as :class:`SpooledParts`, is not held whole): the prefix is written last,
+    before them."""
 
     def write(out: int) -> None:
-        os.lseek(out, _FRAME.size, os.SEEK_SET)
+        os.lseek(out, prefix_size, os.SEEK_SET)
         crc = 0
         for part in body:
             crc = zlib.crc32(part, crc)
             _write_parts(out, (part,))
-        os.pwrite(out, _FRAME.pack(magic, version, code_stamp(), crc), 0)
+        prefix = prefix_of(crc)
+        if len(prefix) != prefix_size:
+            raise ValueError("a prefix of another size")
+        os.pwrite(out, prefix, 0)
 
     _written_whole(path, write)
+
+
+def total_size(parts: Sequence[bytes]) -> int:
+    """How many bytes ``parts`` hold (those of :class:`SpooledParts` without reading them back)."""
+    if isinstance(parts, SpooledParts):
+        return parts.size
+    return sum(map(len, parts))
 
 
 def _write_parts(out: int, parts: Iterable[bytes | memoryview]) -> None:
@@ -341,6 +361,11 @@ class SpooledParts(OwnedDescriptor, Sequence[bytes]):
 
     def __len__(self) -> int:
         return len(self._ends)
+
+    @property
+    def size(self) -> int:
+        """The bytes of every part."""
+        return self._ends[-1] if self._ends else 0
 
     @overload
     def __getitem__(self, at: int) -> bytes: ...

@@ -734,19 +734,17 @@ def _made_of(
 class _StoredResults:
     """Tool results' parts as stored: [call id, tool name, its call's text, offset of the message
     that has the call] (None and -1: no message has it), the call being the last of its id among
-    the assistant messages kept, as a walk of the file's entries finds it: ``shown_in`` (call key
-    -> what tells the message), ``call_of(that, key)`` and ``offset_of(that)``."""
+    the assistant messages kept, as a walk of the file's entries finds it: ``call_for`` (call key
+    -> that call) and ``offset_for`` (call key -> the offset of its message, the int the entry
+    holds: no object made per call id, of which a big session has a few hundred thousand), made
+    once for every message, so that a tool result looks its call up at once."""
 
-    __slots__ = ("call_of", "offset_of", "shown_in", "text")
+    __slots__ = ("call_for", "offset_for", "text")
 
     def __init__(
-        self,
-        shown_in: dict[Any, Any],
-        call_of: Callable[[Any, Any], Any],
-        offset_of: Callable[[Any], int],
-        text: Callable[[Any, Any], str],
+        self, call_for: dict[Any, Any], offset_for: dict[Any, int], text: Callable[[Any, Any], str]
     ) -> None:
-        self.shown_in, self.call_of, self.offset_of, self.text = shown_in, call_of, offset_of, text
+        self.call_for, self.offset_for, self.text = call_for, offset_for, text
 
     @classmethod
     def of_held(
@@ -757,16 +755,15 @@ class _StoredResults:
         text: Callable[[Any, Any], str],
     ) -> _StoredResults:
         """Of the messages at ``positions`` in ``listed``, whose calls are held (``calls``, each
-        message's): a message is told by its number among them."""
-        shown_in: dict[Any, int] = {}
-        for number, entry_calls in compress(enumerate(calls), calls):
-            for call_key, _call in entry_calls:
-                shown_in[call_key] = number
-
-        def call_of(number: int, key: Any) -> Any:  # (the message's last call of the id)
-            return next(call for call_key, call in reversed(calls[number]) if call_key == key)
-
-        return cls(shown_in, call_of, lambda number: listed[positions[number]].offset, text)
+        message's (key, call) pairs)."""
+        call_for: dict[Any, Any] = {}
+        offset_for: dict[Any, int] = {}
+        for position, entry_calls in compress(zip(positions, calls, strict=True), calls):
+            offset = listed[position].offset
+            for call_key, call in entry_calls:
+                call_for[call_key] = call
+                offset_for[call_key] = offset
+        return cls(call_for, offset_for, text)
 
     @classmethod
     def of_spooled(
@@ -779,25 +776,28 @@ class _StoredResults:
     ) -> _StoredResults:
         """Of the messages at ``positions`` in ``listed``, whose calls were written (``calls``),
         the last of each id held by ``calls_by_key``: the calls are read back for their keys
-        alone, and a message is told by its entry (no object made per call id: a big session
-        has a few hundred thousand)."""
-        shown_in: dict[Any, Entry] = {}
+        alone."""
+        offset_for: dict[Any, int] = {}
         messages = map(listed.__getitem__, positions)
         for chunk in calls.chunks():
             for raw in chunk:
-                message = next(messages)
+                offset = next(messages).offset
                 for call_key, _call in _decode_call_keys(raw):
-                    shown_in[call_key] = message
-        return cls(shown_in, lambda _message, key: calls_by_key[key], _offset, text)
+                    offset_for[call_key] = offset
+        return cls(calls_by_key, offset_for, text)
 
     def stored(self, result: Any) -> list[Any]:
         """The part of the tool result ``result`` (its call_id and name) as stored."""
         call_id = result.call_id
-        key = call_id if type(call_id) is str else index_key(call_id)
-        message = self.shown_in.get(key) if truthy(call_id) else None
-        if message is None:
+        if type(call_id) is str:  # (as pi writes it: its own key, truthy when not empty)
+            key: Any = call_id
+            offset = self.offset_for.get(key) if key else None
+        else:
+            key = index_key(call_id)
+            offset = self.offset_for.get(key) if truthy(call_id) else None
+        if offset is None:
             return [call_id, result.name, None, -1]
-        return [call_id, result.name, self.text(result, self.call_of(message, key)), self.offset_of(message)]
+        return [call_id, result.name, self.text(result, self.call_for[key]), offset]
 
 
 def _held_chunks(

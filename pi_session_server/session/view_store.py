@@ -33,6 +33,7 @@ import struct
 import time
 import zlib
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any, Final, NamedTuple
 
 from . import cache_dir
@@ -231,7 +232,7 @@ def save(
     is never kept). ``data``: the view's bytes, or its parts in order (a view written out a batch
     at a time: kept without a copy of it joined whole)."""
     parts = [data] if isinstance(data, bytes) else data
-    if sum(map(len, parts)) > MAX_VIEW_BYTES or before is None:
+    if cache_dir.total_size(parts) > MAX_VIEW_BYTES or before is None:
         return False
     try:
         place = _kept_path(path, before, kind, index, min_size)
@@ -252,10 +253,12 @@ def save(
             ).encode()
             if cache_dir.identity(os.fstat(fd)) != before:
                 return False  # changed while its CRCs were taken
-            crc = zlib.crc32(meta)
-            for part in parts:
-                crc = zlib.crc32(part, crc)
-            cache_dir.write_whole(kept, _PREFIX.pack(MAGIC, FORMAT_VERSION, len(meta), crc), meta, *parts)
+            cache_dir.write_after_prefix(
+                kept,
+                _PREFIX.size,
+                lambda crc: _PREFIX.pack(MAGIC, FORMAT_VERSION, len(meta), crc),
+                chain((meta,), parts),  # (a view's parts spooled to a file: read back once)
+            )
             return True
         finally:
             os.close(fd)

@@ -1597,6 +1597,48 @@ def test_a_view_kept_from_its_parts_is_the_view_kept_whole(tmp_path: Path, monke
     assert not view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", parts)
 
 
+def test_a_view_kept_from_spooled_parts_reads_each_part_back_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """``tree`` spools the batches it wrote to a file in the cache directory: they are read back
+    once, as they are written to the kept view (not for their size, nor for the CRC before the
+    write, nor held together for it), and the kept view is the one kept from the text whole."""
+    from pi_session_server.session.cache_dir import SpooledParts
+
+    class CountedParts(SpooledParts):
+        reads = 0
+
+        def __getitem__(self, at: Any) -> Any:
+            part = super().__getitem__(at)
+            CountedParts.reads += 1  # (a part read: not the IndexError that ends an iteration)
+            return part
+
+    _keep_views_of_every_file(tmp_path, monkeypatch)
+    path = _write_session(tmp_path / "s.jsonl", [0, 1, 2])
+    time.sleep(0.1)
+    before = view_store.identity_before_open(str(path))
+    texts = [b"first batch\n", b"", "second \u2028 batch\n".encode(), b"third\n"]
+    kept = {}
+    for how in ("whole", "spooled"):
+        spooled = CountedParts(str(tmp_path))
+        for text in texts:
+            spooled.append(text)
+        data = b"".join(texts) if how == "whole" else spooled
+        assert view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", data)
+        spooled.close()
+        (place,) = (tmp_path / "index").glob("*" + view_store.suffix(view_store.TREE))
+        kept[how] = place.read_bytes()
+        place.unlink()
+    assert kept["spooled"] == kept["whole"]
+    assert CountedParts.reads == len(texts)
+    too_big = CountedParts(str(tmp_path))
+    too_big.append(b"x" * 10)
+    monkeypatch.setattr(view_store, "MAX_VIEW_BYTES", 9)
+    assert not view_store.save(str(path), before, view_store.TREE, ("k",), "\nhead\n", too_big)
+    too_big.close()
+    assert CountedParts.reads == len(texts)  # (its size known without reading it back)
+
+
 def _one_walk_previews(
     path: Path, index: str | bool, longest: int
 ) -> tuple[list[Any], dict[int, Any], list[str]]:
