@@ -99,6 +99,12 @@ class LazyLoad(msgspec.Struct):
 KEEP_BYTES_LIMIT = 32 * 1024 * 1024
 
 
+def keeps_line_bytes(size: int) -> bool:
+    """Whether the lines of a file of ``size`` bytes keep their bytes once read (D15), whether a load
+    reads them or they are taken in later (appended by another process)."""
+    return size <= KEEP_BYTES_LIMIT
+
+
 def load_lazy(
     fd: int,
     path: str,
@@ -111,7 +117,7 @@ def load_lazy(
     index where ``index`` allows one and it matches the file (see scan_index), else scanned.
     ``lazy``: the index's rows may come as :class:`.index_rows.IndexedRows` (``LazyLoad.rows``)."""
     source = FileLineSource(path, os.dup(fd))
-    keep_bytes = peek.size <= KEEP_BYTES_LIMIT
+    keep_bytes = keeps_line_bytes(peek.size)
     if index is not None:
         source.index_dir = index.directory
     result = scan_with_index(

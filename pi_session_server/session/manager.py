@@ -1850,7 +1850,7 @@ class SessionManager:
                     have_header=True,
                     include_tail=False,
                     end=end,
-                    keep_bytes=end <= loader.KEEP_BYTES_LIMIT,
+                    keep_bytes=loader.keeps_line_bytes(end),
                 )
         finally:
             os.close(fd)
