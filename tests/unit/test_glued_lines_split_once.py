@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import Mock
 
 import builders as S
 import pytest
@@ -281,21 +282,15 @@ def test_a_cut_off_line_holding_content_blocks_is_decoded_once(monkeypatch: pyte
     """A line cut off in its content blocks (``{"type":`` inside it, where a glued line could go
     on) is decoded once to look for the pieces: the decoding that found no glued entries answers
     whether it is pieces once the parser has said the line is invalid (it was decoded again)."""
-    calls = []
-    spans = glued._decoded_spans
-
-    def decoded(raw: bytes) -> Any:
-        calls.append(raw)
-        return spans(raw)
-
+    decoded = Mock(wraps=glued._decoded_spans)
     monkeypatch.setattr(glued, "_decoded_spans", decoded)
     whole = S.assistant("bbbb0002", "aaaa0001", "second").encode()
     blocks = whole.index(b'[{"type":')
     for end in range(blocks + 2, len(whole) - 1, 7):
-        calls.clear()
+        decoded.reset_mock()
         (problem,) = analysis_lines.scan_line(whole[:end]).problems
         assert problem.code == "PI001" and problem.ran_out, (end, problem)
-        assert len(calls) == (1 if b'{"type":' in whole[1:end] else 0), end
+        assert decoded.call_count == (1 if b'{"type":' in whole[1:end] else 0), end
 
 
 def test_the_repair_plan_of_glued_lines_on_disk_reads_each_line_once(
