@@ -148,11 +148,33 @@ class Model:
 
     def both(self, what: str, wire: tuple[str, dict[str, Any]], model: Any) -> Any:
         """One call on each side; the same refusal or both a result (the wire's returned)."""
+        _where, result, model_result, refused = self._on_both_sides(what, wire, model)
+        if isinstance(refused, SessionFileReplacedError):
+            # the server reads the file that replaced the session's before it answers the refusal
+            # (whether it follows the file or not): the client writes again on that session
+            self.manager.refresh_from_disk()
+        elif refused is None and isinstance(result, dict) and "id" in result:
+            model_id = model_result["id"] if isinstance(model_result, dict) else model_result
+            if hasattr(model_result, "id"):
+                model_id = model_result.id
+            self.to_model[result["id"]] = model_id
+        self.counts[what] = self.counts.get(what, 0) + 1
+        return result
+
+    def _on_both_sides(
+        self, what: str, wire: tuple[str, dict[str, Any]], model: Any
+    ) -> tuple[str, Any, Any, PiSessionError | None]:
+        """The call ``wire`` (method, params: the session's handle added) through the server and
+        ``model()`` on the library, logged as ``what``, checked to give the same refusal or both a
+        result: where it was (for messages), the wire's result, the model's, and the model's
+        refusal (None: both gave a result)."""
         method, params = wire
         self.log.append(f"{what} {params}")
         where = f"seed {self.seed} (PI_SIDECAR_FUZZ_SEED={self.seed}), step {len(self.log)}: {what}"
         wire_error = model_error = None
-        result = None
+        result: Any = None
+        model_result: Any = None
+        refused: PiSessionError | None = None
         try:
             result = self.client.request(method, {"session": self.handle, **params}, timeout=60)
             contract().check_result(method, {"session": self.handle, **params}, result)
@@ -161,24 +183,13 @@ class Model:
             wire_error = error.message
         try:
             model_result = model()
-        except SessionFileReplacedError as error:
-            model_error = self.as_wire(str(error))
-            # the server reads the file that replaced the session's before it answers the refusal
-            # (whether it follows the file or not): the client writes again on that session
-            self.manager.refresh_from_disk()
         except PiSessionError as error:
+            refused = error
             model_error = self.as_wire(str(error))
-        else:
-            if wire_error is None and isinstance(result, dict) and "id" in result:
-                model_id = model_result["id"] if isinstance(model_result, dict) else model_result
-                if hasattr(model_result, "id"):
-                    model_id = model_result.id
-                self.to_model[result["id"]] = model_id
         assert wire_error == model_error, (
             f"{where}: wire {wire_error!r}, model {model_error!r}\n" + "\n".join(self.log[-8:])
         )
-        self.counts[what] = self.counts.get(what, 0) + 1
-        return result
+        return where, result, model_result, refused
 
     def step(self) -> None:
         """One step, drawn by weight: an append of each kind, a context edit, a move of the leaf,
@@ -563,25 +574,8 @@ class Model:
     def switch(self, what: str, wire: tuple[str, dict[str, Any]], model: Any) -> None:
         """A method that gives the handle another file, on each side: the same refusal, or both on
         a new file holding the same entries (ids mapped by their place in it)."""
-        method, params = wire
-        self.log.append(f"{what} {params}")
-        where = f"seed {self.seed} (PI_SIDECAR_FUZZ_SEED={self.seed}), step {len(self.log)}: {what}"
-        wire_error = model_error = None
-        info: Any = None
-        try:
-            info = self.client.request(method, {"session": self.handle, **params}, timeout=60)
-            contract().check_result(method, {"session": self.handle, **params}, info)
-        except RpcError as error:
-            assert error.rpc_code != -32603, f"{where}: {error.message}"
-            wire_error = error.message
-        try:
-            model_result = model()
-        except PiSessionError as error:
-            model_error = self.as_wire(str(error))
-        assert wire_error == model_error, (
-            f"{where}: wire {wire_error!r}, model {model_error!r}\n" + "\n".join(self.log[-8:])
-        )
-        if wire_error is not None:
+        where, info, model_result, refused = self._on_both_sides(what, wire, model)
+        if refused is not None:
             return
         assert (info["result"] is None) == (model_result in (None, ABSENT)), f"{where}: {info} {model_result}"
         self.wire_file = Path(info["sessionFile"])
