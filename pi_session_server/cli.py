@@ -9,6 +9,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from . import process_exit
 from .commands._common import CommandError
 from .errors import PiSessionError
 from .output import buffer_raw_std_streams
@@ -27,6 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "report problems in session files (diagnostics in the terminal)"),
     "repair": ("repair", "make the language server's repairs to a session file (glued lines, header, ...)"),
 }
+# The commands that read one session and print what they make of it: run as the program itself,
+# they end without freeing the session (process_exit.py).
+LEAVE_AT_ONCE = frozenset({"tree", "context", "stats"})
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -140,8 +144,15 @@ def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> in
         args = _parsed(argv)
         if isinstance(args, int):
             return args
+    if as_program and args.command in LEAVE_AT_ONCE:
+        process_exit.arm()
+    return _status_of(args, as_program)
+
+
+def _status_of(args: Any, as_program: bool) -> int:
+    """Run the command of ``args`` (see :func:`main`): its exit status, what failed reported."""
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt:  # Ctrl-C: the user knows why the command stopped, no traceback
@@ -160,6 +171,8 @@ def main(argv: list[str] | None = None, *, as_program: bool | None = None) -> in
         except OSError:  # the output itself failed (a full disk): said once above, not again at exit
             _stdout_to_devnull()
         return 2
+    process_exit.leave(status)  # (armed: the process ends here, its output flushed)
+    return status
 
 
 def _parsed(argv: list[str]) -> Any:

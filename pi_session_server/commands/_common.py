@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
+from .. import process_exit
 from ..output import flush_fully, write_fully
 from ..session.releases import DEFAULT_PI, RELEASES
 
@@ -144,9 +145,11 @@ def open_to_look(path: str, pi: str = DEFAULT_PI, *, index: bool = True) -> Sess
     if problem is not None:
         raise CommandError(f"{path}: {problem}")
     try:
-        return SessionManager.open(path, read_only=True, pi=pi, index=index)
+        manager = SessionManager.open(path, read_only=True, pi=pi, index=index)
     except InvalidSessionFileError as error:  # pi's words alone do not say what is wrong with it
         raise CommandError(f"{error}{why_not_a_session(path)}") from error
+    process_exit.hold(manager)  # (the command line's process ends without freeing it)
+    return manager
 
 
 def why_not_a_session(path: str) -> str:

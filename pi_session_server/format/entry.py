@@ -90,13 +90,18 @@ class MessageHead(msgspec.Struct, gc=False, frozen=True):
 
 class ObservedHead(MessageHead, gc=False, frozen=True):
     """The head a scan with an observer decodes (``OBSERVED_ENVELOPE_DECODER``, see
-    ``scan.observing_lines``): a tool result's call id and tool name come with it from its line
-    (all its preview shows), so that the observer makes it without decoding the line again. A
-    class of its own so that a scan without an observer (the server's, the library's opens) does
-    not pay for decoding them; the scan swaps it for the shared head of its role once observed."""
+    ``scan.observing_lines``): what a message's preview shows comes with it from its line, so that
+    the observer makes the preview without decoding the line again: a tool result's call id and
+    tool name, a user or assistant message's content (as raw JSON, decoded by the observer: the
+    head takes any JSON value there, as the envelope does), stop reason and error. A class of its
+    own so that a scan without an observer (the server's, the library's opens) does not pay for
+    decoding them; the scan swaps it for the shared head of its role once observed."""
 
     toolCallId: Any = ABSENT  # the JSON keys
     toolName: Any = ABSENT
+    content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET  # (refers to the scan's buffer)
+    stopReason: Any = ABSENT
+    errorMessage: Any = ABSENT
 
 
 # The head an Entry's decoder decodes (Entry[ObservedHead] decodes ObservedHead's): a parameter of

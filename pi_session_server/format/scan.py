@@ -72,8 +72,9 @@ def observing_lines(observer: LineObserver) -> Iterator[None]:
     calls ``observer(entry, line)`` for each entry decoded in its hot loop, once the entry is
     placed: a caller that needs more of every line than its envelope reads it while it is in
     memory, instead of reading the file again. The entry's head is then the one decoded, an
-    :class:`~.entry.ObservedHead` (a tool result's carries its call's fields). ``line`` is a view of the scan's buffer, valid only
-    during the call: keep nothing that refers to it (msgspec.Raw included). Entries whose line
+    :class:`~.entry.ObservedHead` (with the fields a message's preview shows). ``line`` is a view
+    of the scan's buffer, valid only during the call: keep nothing that refers to it (msgspec.Raw
+    included, the head's content among them). Entries whose line
     takes the slow path (an envelope the decoder rejects, a last line without its newline) are not
     observed."""
     token = _line_observer.set(observer)

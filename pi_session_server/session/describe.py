@@ -34,6 +34,7 @@ from .preview_pass import (
     SilenceMessage,
     ToolArguments,
     ToolResultMessage,
+    head_fields,
     line_value,
     preview_values,
     silences,
@@ -1076,10 +1077,17 @@ def _made_from_line(entry: Entry, line: memoryview) -> tuple[str | _ToolResult, 
     """``_part_and_facts`` of an entry a scan decoded, from its line (None: the line does not
     decode into the preview's fields as JSON.parse reads it)."""
     head = entry.message
-    if type(head) is ObservedHead and head.role == "toolResult" and entry.type == "message":
-        # its preview is all in the head the scan decoded: the line (most of the file's bytes are
-        # tool outputs) is not decoded again
-        return _ToolResult(head.toolCallId, _shared(head.toolName)), None
+    if type(head) is ObservedHead and entry.type == "message":
+        role = head.role
+        if role == "toolResult":
+            # its preview is all in the head the scan decoded: the line (most of the file's bytes
+            # are tool outputs) is not decoded again
+            return _ToolResult(head.toolCallId, _shared(head.toolName)), None
+        if role in ("user", "assistant"):
+            # the fields its preview shows came with the head: only their content is decoded again
+            fields = head_fields(head)
+            if fields is not None:
+                return _part_and_facts(entry, fields)
     value = line_value(line)
     return None if value is None else _part_and_facts(entry, value)
 
@@ -1271,7 +1279,7 @@ _WORD_AND_FIELD: Final = {
 
 def _message_part(msg: dict[str, Any]) -> str | _ToolResult:
     role = msg.get("role", ABSENT)
-    if role == "user" or role == "assistant":
+    if role in ("user", "assistant"):
         return _conversation_part(
             role,
             _normalize(extract_content(msg.get("content", ABSENT))),

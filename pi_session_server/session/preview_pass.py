@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from ..errors import StaleFileError
-from ..format.entry import Entry, LineBytes
+from ..format.entry import Entry, LineBytes, ObservedHead
 from ..format.jsvalue import ABSENT
 from ..format.scan import FileLineSource
 
@@ -202,6 +202,21 @@ def line_value(data: bytes | memoryview) -> PreviewValue | None:
         if type(message) in _COMMON_MESSAGES and common.type == "message":
             return _message_fields(message)  # type: ignore[arg-type]
         return _other_line(common, data)[1]
+    except _DECODE_ERRORS:
+        return None
+
+
+def head_fields(head: ObservedHead) -> MessageFields | None:
+    """The preview value of a user or assistant message from the head a scan decoded with its
+    envelope (see entry.ObservedHead), its content decoded alone: the line is not decoded again.
+    None where that content does not decode into the preview's fields (:func:`line_value` of the
+    line then says what the preview is made of). Like ``line_value``'s, the value refers to the
+    scan's buffer: use it while the scan holds the line."""
+    content = head.content
+    message_type = AssistantMessage if head.role == "assistant" else TextMessage
+    try:
+        decoded = ABSENT if content is UNSET else _decode_content(content)
+        return _message_fields(message_type(decoded, head.stopReason, head.errorMessage))
     except _DECODE_ERRORS:
         return None
 

@@ -523,12 +523,15 @@ def test_previews_made_while_the_open_scans_are_those_of_the_whole_values_and_no
     assert len(set(given)) < len(made[0]) // 4
 
 
-def test_a_tool_results_preview_is_made_from_the_head_the_scan_decoded(
+def test_a_messages_preview_is_made_from_the_head_the_scan_decoded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """A tool result's preview needs its call id and tool name alone, which the scan decoded with
-    its envelope (MessageHead): its line, most of a session's bytes, is not decoded again."""
-    path = _write_session(tmp_path / "s.jsonl", [0, 11, 0, 12, 1, 11, 44], repeat=20)
+    """What the preview of a tool result, a user or an assistant message shows (a call id and tool
+    name; a content, stop reason and error) the scan decoded with its envelope (ObservedHead): its
+    line is decoded once, by the scan (a message's content alone is decoded again, from the head).
+    Only lines of other kinds, and messages whose content the preview's fields do not take (an
+    object, a number, a list holding a string), are decoded again (line_value)."""
+    path = _write_session(tmp_path / "s.jsonl", [0, 11, 0, 12, 1, 11, 44, 7, 8, 15, 17, 9, 16, 21], repeat=5)
     decoded: list[bytes] = []
     real_line_value = describe.line_value
     monkeypatch.setattr(
@@ -536,8 +539,10 @@ def test_a_tool_results_preview_is_made_from_the_head_the_scan_decoded(
     )
     whole, made, _ = _previews_made_while_scanning(path, monkeypatch, held=False)
     assert made == whole
-    assert decoded and not [line for line in decoded if b'"toolResult"' in line]
-    assert len(decoded) == sum(b'"toolResult"' not in line for line in path.read_bytes().splitlines()[1:])
+    again = (b'"an object, not a list"', b'"a string block"', b'"content":12', b'"bashExecution"')
+    lines = path.read_bytes().splitlines()[1:]
+    assert decoded == [line for line in lines if any(mark in line for mark in again)]
+    assert len(decoded) == 4 * 5
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.jsonl")))
