@@ -34,9 +34,12 @@ def hold(value: object) -> None:
 def leave(status: int) -> None:
     """End the process now with ``status``, once its standard streams are flushed and its atexit
     handlers have run. Returns (the caller exits the usual way) unless armed, when a stream
-    cannot be flushed (the usual exit reports it as it does), or while another thread that the
-    usual exit would wait for runs."""
-    if not _armed or _threads_to_wait_for():
+    cannot be flushed (the usual exit reports it as it does), while another thread that the
+    usual exit would wait for runs, or on an interpreter whose atexit handlers cannot be run."""
+    # The atexit module has no public way to run its handlers but the interpreter's exit: its
+    # CPython function is used where it exists, and the usual exit where it does not.
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if not _armed or run_exit_handlers is None or _threads_to_wait_for():
         return
     try:
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
@@ -44,7 +47,7 @@ def leave(status: int) -> None:
                 stream.flush()
     except (OSError, ValueError):  # (a closed or failing stream: the usual exit says so)
         return
-    atexit._run_exitfuncs()
+    run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):  # what an atexit handler printed
         try:
             stream.flush()

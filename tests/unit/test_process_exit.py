@@ -128,3 +128,12 @@ def test_the_process_ends_by_os_exit_after_its_output_and_atexit_handlers(tmp_pa
         )
         assert run.stdout == whole.stdout
         assert run.stdout.count("\n") > 5
+
+
+def test_an_interpreter_without_the_atexit_runner_exits_the_usual_way(
+    leaving: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delattr(atexit, "_run_exitfuncs")
+    assert main(["tree", "--no-index", EXAMPLE], as_program=True) == 0
+    assert leaving == []
+    assert capsys.readouterr().out.count("\n") > 5
