@@ -78,3 +78,29 @@ def test_a_chain_s_count_follows_an_append(tmp_path: Path) -> None:
         with SessionManager.open(str(path)) as fresh:
             assert after == encode_result(methods_read._tree(fresh, params))
     assert after != before
+
+
+def test_the_levels_down_a_long_chain_make_rows_for_their_pages_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The levels down to the leaf keep a chain as its nodes: a row is made for each row a level
+    sends (and the one on the path), not for every entry of the chain to be let go, then made
+    again for the page."""
+    path = _chat(tmp_path / "chat.jsonl")
+    view = {"session": "s", "filter": "default", "form": "flat", "activeBranchFirst": True}
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        params = P.parse(
+            {**view, "levels": True, "aroundId": plain.get_leaf_id(), "limit": PAGE}, P.GetTreeParams
+        )
+        expected = encode_result(methods_read._tree(plain, params))
+    made: list[int] = []
+    row = tv.Row
+
+    def counted(*fields: Any) -> Any:
+        made.append(1)
+        return row(*fields)
+
+    monkeypatch.setattr(tv, "Row", counted)
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        assert encode_result(methods_read._tree(manager, params)) == expected
+    assert b'"chain":true' in expected and len(made) <= PAGE + 2
