@@ -42,6 +42,9 @@ _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (p
 _NOT_LOOKED_FOR: Final = object()  # (a call above a tool result not looked for yet: see _call_above)
 # the filters that show most entries of a chat (the others a few: all previews made up front is waste)
 _MOSTLY_SHOWN = frozenset({"none", "default", "no-tools", "all"})
+# previews (and assistant messages' facts, calls above results) a tree view's windows hold before
+# those of the replies before go: tens of windows' worth, not a session's
+_PREVIEWS_HELD = 1 << 14
 
 
 # --- the flat and nested forms -------------------------------------------------------------
@@ -864,9 +867,17 @@ class _TreeShape:
 
     def read_ahead(self, rows: list[Row]) -> None:
         """Make the previews of the rows a reply shows before it is encoded, those not known yet
-        together (see ``PreviewCache.read_ahead``)."""
-        if self.cache is not None and self.tool_calls is not None and rows:
-            self.cache.read_ahead([row.node.entry for row in rows])
+        together (see ``PreviewCache.read_ahead``). A view that reads its calls near each result
+        (a tree view's windows, each a reply of a few hundred rows) keeps the previews of its
+        last replies only (``PreviewCache.hold_at_most``); the whole tree's walk (calls read up
+        front) keeps every row's for its pages."""
+        cache = self.cache
+        if cache is not None and self.tool_calls is not None and rows:
+            if self.calls is CallReading.NEAR_EACH_RESULT:
+                cache.hold_at_most(_PREVIEWS_HELD)
+                if len(self._calls_above) > _PREVIEWS_HELD:  # (each holds its call's arguments)
+                    self._calls_above = {}
+            cache.read_ahead([row.node.entry for row in rows])
 
     def _calls_for(self, entry: Any) -> ToolCalls:
         """The tool calls the preview of ``entry`` is made with (read as :attr:`calls` says)."""
