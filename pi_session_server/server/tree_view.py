@@ -42,6 +42,9 @@ _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (p
 _NOT_LOOKED_FOR: Final = object()  # (a call above a tool result not looked for yet: see _call_above)
 # the filters that show most entries of a chat (the others a few: all previews made up front is waste)
 _MOSTLY_SHOWN = frozenset({"none", "default", "no-tools", "all"})
+# previews (and assistant messages' facts, calls above results) a tree view's windows hold before
+# those of the replies before go: tens of windows' worth, not a session's
+_PREVIEWS_HELD = 1 << 14
 
 
 # --- the flat and nested forms -------------------------------------------------------------
@@ -424,24 +427,24 @@ class ChainRows(Sequence[Row]):
             if step != 1:
                 return [self[at] for at in range(start, stop, step)]
             parent = None if start == 0 or start >= stop else _node_id(nodes[start - 1])
-            return list(_chain_rows(nodes, start, stop, parent))
+            return list(_chain_rows(nodes[start:stop], start, parent))
         at = index + len(nodes) if index < 0 else index
         if not 0 <= at < len(nodes):
             raise IndexError(index)
         return Row(nodes[at], None if at == 0 else _node_id(nodes[at - 1]), at)
 
     def __iter__(self) -> Iterator[Row]:
-        return _chain_rows(self.nodes, 0, len(self.nodes), None)
+        return _chain_rows(self.nodes, 0, None)
 
 
-def _chain_rows(nodes: list[Any], start: int, stop: int, parent_id: Any) -> Iterator[Row]:
-    """The rows of ``nodes[start:stop]`` of a :class:`ChainRows` (``parent_id``: the id of the row
-    before ``start``)."""
-    for depth in range(start, stop):
-        node = nodes[depth]
+def _chain_rows(nodes: Iterable[Any], depth: int, parent_id: Any) -> Iterator[Row]:
+    """The rows of a chain's ``nodes``, the first at ``depth`` under the row of ``parent_id`` (None:
+    a top of the window), each next one a level below the one before."""
+    for node in nodes:
         yield Row(node, parent_id, depth)
         entry = node.entry  # (_node_id inline: most ids)
         parent_id = entry.id if type(entry) is Entry and type(entry.id) is str else _node_id(node)
+        depth += 1
 
 
 def row_nodes(rows: Sequence[Row]) -> Iterable[Any]:
@@ -864,9 +867,17 @@ class _TreeShape:
 
     def read_ahead(self, rows: list[Row]) -> None:
         """Make the previews of the rows a reply shows before it is encoded, those not known yet
-        together (see ``PreviewCache.read_ahead``)."""
-        if self.cache is not None and self.tool_calls is not None and rows:
-            self.cache.read_ahead([row.node.entry for row in rows])
+        together (see ``PreviewCache.read_ahead``). A view that reads its calls near each result
+        (a tree view's windows, each a reply of a few hundred rows) keeps the previews of its
+        last replies only (``PreviewCache.hold_at_most``); the whole tree's walk (calls read up
+        front) keeps every row's for its pages."""
+        cache = self.cache
+        if cache is not None and self.tool_calls is not None and rows:
+            if self.calls is CallReading.NEAR_EACH_RESULT:
+                cache.hold_at_most(_PREVIEWS_HELD)
+                if len(self._calls_above) > _PREVIEWS_HELD:  # (each holds its call's arguments)
+                    self._calls_above = {}
+            cache.read_ahead([row.node.entry for row in rows])
 
     def _calls_for(self, entry: Any) -> ToolCalls:
         """The tool calls the preview of ``entry`` is made with (read as :attr:`calls` says)."""
@@ -1070,36 +1081,46 @@ class _TreeShape:
     def walk_chain(self, tops: list[Any], max_depth: int | None) -> Iterator[Row]:
         """The rows of :attr:`TreeWindow.chain`: the shown top and its descendants while each has
         exactly one shown child (down to ``max_depth``); several shown tops: the tops alone."""
-        level: list[Any] = []
-        for top in tops:
-            level.extend([top] if self.is_shown(top) else self.shown_children(top))
+        level = self._chain_tops(tops)
         if len(level) != 1:
             yield from (Row(top, None, 0) for top in level)
             return
-        node, ancestor_id, depth = level[0], None, 0
+        yield from _chain_rows(self._chain_nodes(level[0], 0, max_depth), 0, None)
+
+    def _chain_tops(self, tops: list[Any]) -> list[Any]:
+        """The shown nodes a chain window of ``tops`` starts from (one: a chain; several: the
+        tops alone)."""
+        level: list[Any] = []
+        for top in tops:
+            level.extend([top] if self.is_shown(top) else self.shown_children(top))
+        return level
+
+    def _chain_nodes(self, node: Any, depth: int, max_depth: int | None) -> Iterator[Any]:
+        """The nodes of a chain from its shown ``node`` (at ``depth``) down, while each has exactly
+        one shown child (down to ``max_depth``): what :meth:`walk_chain` gives a row for, and
+        what :meth:`chain_rows` keeps and :meth:`chain_length` counts without one."""
         is_shown, filtered = self.is_shown, self.visible is not None
         while True:
-            yield Row(node, ancestor_id, depth)
+            yield node
+            if max_depth is not None and depth >= max_depth:
+                return
             children = node.children
             # (shown_children inline for a node whose only child is shown: most nodes of a chat)
             if not (filtered and len(children) == 1 and is_shown(children[0])):
                 children = self.shown_children(node)
-            if len(children) != 1 or (max_depth is not None and depth >= max_depth):
+            if len(children) != 1:
                 return
-            entry = node.entry  # (_node_id inline: most ids)
-            ancestor_id = entry.id if type(entry) is Entry and type(entry.id) is str else _node_id(node)
             node, depth = children[0], depth + 1
 
     def chain_rows(self, tops: list[Any], window: TreeWindow) -> Sequence[Row]:
         """The rows of :meth:`rows` as a sequence: a chain of one shown top as its nodes
-        (:class:`ChainRows`), any other window a list of its rows."""
+        (:class:`ChainRows`, no row made for them), any other window a list of its rows."""
         if not window.chain:
             return list(self.walk(tops, window.depth))
-        rows = self.walk_chain(tops, window.depth)
-        head = list(islice(rows, 2))
-        if len(head) == 2 and head[1].depth == 0:  # several tops: the tops alone
-            return [*head, *rows]
-        return ChainRows([*map(_ROW_NODE, head), *map(_ROW_NODE, rows)])
+        level = self._chain_tops(tops)
+        if len(level) > 1:  # several tops: the tops alone
+            return [Row(top, None, 0) for top in level]
+        return ChainRows([*self._chain_nodes(level[0], 0, window.depth)] if level else [])
 
     @property
     def ids_unique(self) -> bool:
@@ -1116,20 +1137,11 @@ class _TreeShape:
         known = self._chain_lengths.get(key)
         if known is not None:
             return known[1]
-        node, depth = last.node, last.depth
-        is_shown, shown_children = self.is_shown, self.shown_children
-        while max_depth is None or depth < max_depth:
-            children = node.children
-            if len(children) == 1 and is_shown(children[0]):  # most nodes of a chat: no list
-                node = children[0]
-            else:
-                shown = shown_children(node)
-                if len(shown) != 1:
-                    break
-                node = shown[0]
-            depth += 1
-        self._chain_lengths[key] = (top, depth + 1)
-        return depth + 1
+        length = last.depth
+        for _node in self._chain_nodes(last.node, last.depth, max_depth):
+            length += 1
+        self._chain_lengths[key] = (top, length)
+        return length
 
     def rows(self, tops: list[Any], window: TreeWindow) -> Iterator[Row]:
         """The shown rows of ``window`` in order: its chain, or the walk of its subtree."""
@@ -1265,13 +1277,18 @@ class _FlatPage:
             size = None if max_nodes is None else max_nodes + 1
         self.end = None if size is None else self.start + size
         self.total = 0
+        self._shown: list[Row] | None = None
 
     def shown_rows(self) -> list[Row]:
         """The rows of the page, when the window's rows are a list (else they are walked as the
-        page is made)."""
+        page is made): made once (a chain's rows are made from its nodes), for the read ahead of
+        their previews and for the page."""
         if not isinstance(self.rows, _INDEXED_ROWS):
             return []
-        return self.rows[self.start - self.first : None if self.end is None else self.end - self.first]
+        if self._shown is None:
+            end = None if self.end is None else self.end - self.first
+            self._shown = self.rows[self.start - self.first : end]
+        return self._shown
 
     def nodes(self) -> Iterator[FlatRow]:
         rows, start, end = self.rows, self.start, self.end

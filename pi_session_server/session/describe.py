@@ -916,6 +916,17 @@ class PreviewCache:
                 calls[key] = facts
             self._count_made(entry)
 
+    def hold_at_most(self, most: int) -> None:
+        """Let go of what the replies before made once more than ``most`` previews (or assistant
+        messages' facts) are held: a walk kept for many replies (a tree view's windows down a
+        session of GBs, a few hundred rows each) would otherwise hold those of every row it
+        showed. The previews go as at a new walk (see :meth:`previews`: those of the walk before
+        are looked up first); the facts are read again when asked for."""
+        if len(self.parts) > most:
+            self._previous, self.parts = self.parts, {}
+        if len(self.calls) > most:
+            self.calls = {}
+
     def has_new_previews(self) -> bool:
         """Whether enough previews were made (or silent turns read) since they were last kept for
         :meth:`keeper` to keep."""

@@ -78,3 +78,59 @@ def test_a_chain_s_count_follows_an_append(tmp_path: Path) -> None:
         with SessionManager.open(str(path)) as fresh:
             assert after == encode_result(methods_read._tree(fresh, params))
     assert after != before
+
+
+def test_the_levels_down_a_long_chain_make_rows_for_their_pages_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The levels down to the leaf keep a chain as its nodes: a row is made for each row a level
+    sends (and the one on the path), not for every entry of the chain to be let go, then made
+    again for the page."""
+    path = _chat(tmp_path / "chat.jsonl")
+    view = {"session": "s", "filter": "default", "form": "flat", "activeBranchFirst": True}
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        params = P.parse(
+            {**view, "levels": True, "aroundId": plain.get_leaf_id(), "limit": PAGE}, P.GetTreeParams
+        )
+        expected = encode_result(methods_read._tree(plain, params))
+    made: list[int] = []
+    row = tv.Row
+
+    def counted(*fields: Any) -> Any:
+        made.append(1)
+        return row(*fields)
+
+    monkeypatch.setattr(tv, "Row", counted)
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        assert encode_result(methods_read._tree(manager, params)) == expected
+    assert b'"chain":true' in expected and len(made) <= PAGE + 2
+
+
+def test_a_tree_view_s_windows_hold_the_previews_of_their_last_replies_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of a long chain asked one after another (a tree view's windows down a session of
+    GBs) hold the previews, the assistant messages' facts and the calls found above the tool
+    results of a few replies, not of every row they showed; a page asked again once its
+    previews went is the same."""
+    path = _chat(tmp_path / "chat.jsonl")
+    view = {"session": "s", "filter": "none", "form": "flat", "activeBranchFirst": True}
+    pages = [
+        P.parse({**view, "chain": True, "offset": at, "limit": 50}, P.GetTreeParams)
+        for at in range(0, 3000, 50)
+    ]
+    with SessionManager.open(str(path), read_only=True, index=False) as plain:
+        expected = [encode_result(methods_read._tree(plain, params)) for params in pages]
+        cache = methods_read.preview_cache(plain)
+        assert cache is not None and len(cache.parts) >= 3000  # (fewer than it takes to let go)
+    monkeypatch.setattr(tv, "_PREVIEWS_HELD", 200)
+    with SessionManager.open(str(path), read_only=True, index=False) as manager:
+        cache = methods_read.preview_cache(manager)
+        assert cache is not None
+        for params, wanted in zip([*pages, pages[0]], [*expected, expected[0]], strict=True):
+            assert encode_result(methods_read._tree(manager, params)) == wanted
+            assert len(cache.parts) + len(cache._previous) <= 2 * (200 + 50)
+            assert len(cache.calls) <= 200 + 50
+            options = ("none", None, True, True, manager.profile.context_edits, True)
+            shape = methods_read._tree_shapes.kept_for(manager, options)
+            assert shape is not None and len(shape._calls_above) <= 200 + 50
