@@ -1,0 +1,265 @@
+"""The sidecar model's steps that give its handle another session or take it away (see
+sidecar_model.py): pi/continueRecent of the sessions' directory while other programs write files
+there, pi/delete of a file the model's handle, a second client's handle or pi appending holds, and
+pi/inMemory sessions (the model's entries given or none, options the contract refuses) that the
+other steps then branch, switch to other files and append to, none of it touching the disk.
+
+Each takes the model (``sidecar_model.Model``) and expects what the library does (delete, which
+the library has not, as the contract words it): the same result, or the same refusal with the
+contract's error code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pi_session_server.errors import FsError
+from pi_session_server.format.jsjson import dumps_bytes
+from pi_session_server.format.jsvalue import ABSENT
+from pi_session_server.server.errors import UNKNOWN_SESSION, path_refused
+from pi_session_server.server.stdio_client import RpcError
+from pi_session_server.session import SessionManager
+from pi_session_server.session.discovery import discover_header_quietly
+
+if TYPE_CHECKING:
+    from sidecar_model import Model
+
+
+# -- pi/continueRecent ------------------------------------------------------------------------
+
+
+def continue_recent(model: Model) -> None:
+    """The most recent session of the directory, after another program maybe wrote a newer file
+    there: pi of another directory (skipped: its cwd is not ours), a ``.jsonl`` that is not a
+    session (skipped), or pi of this directory (chosen)."""
+    roll = model.rng.random()
+    if roll < 0.2:
+        _write_foreign_session(model, str(model.root / "elsewhere"))
+    elif roll < 0.3:
+        _write_foreign_file(model, b'{"type":"message","id":"00000000"}\nnot a session\n')
+    elif roll < 0.45:
+        _write_foreign_session(model, str(model.root))
+    root = str(model.root)
+    params = {"cwd": root, "sessionDir": str(model.root / "wire")}
+    where, info, manager, refused = model.call_both(
+        "continueRecent",
+        "pi/continueRecent",
+        params,
+        lambda: SessionManager.continue_recent(root, str(model.root / "model"), pi=model.pi, env=model.env),
+    )
+    if refused is not None:
+        return
+    chosen = Path(manager.get_session_file())
+    paired = {model_file: wire_file for wire_file, model_file in model.files}
+    if chosen in paired and paired[chosen] != Path(info["sessionFile"]):
+        # files written within one millisecond tie (pi orders them by the listing then, which
+        # differs between the two directories): the model follows the server's choice
+        mtimes = {
+            int(path.stat().st_mtime_ns // 1_000_000) for path in (paired[chosen], Path(info["sessionFile"]))
+        }
+        assert len(mtimes) == 1, f"{where}: the server chose {info['sessionFile']}, the library {chosen}"
+        manager.close()
+        model_file = next(m for w, m in model.files if w == Path(info["sessionFile"]))
+        manager = SessionManager.open(
+            str(model_file), str(model.root / "model"), root, pi=model.pi, env=model.env
+        )
+    model.take_handle("continueRecent", info, manager)
+
+
+def _write_foreign_session(model: Model, cwd: str) -> None:
+    """pi (another process) writes a new session of ``cwd`` in both directories: a header, a
+    question and its answer."""
+    model.foreign += 1
+    session_id = f"0190f00d-0000-7000-8000-{model.foreign:012x}"
+    question, answer = f"{model.rng.getrandbits(32):08x}", f"{model.rng.getrandbits(32):08x}"
+    lines = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": session_id,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "cwd": cwd,
+        },
+        {
+            "type": "message",
+            "id": question,
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": "from pi", "timestamp": 1},
+        },
+        {
+            "type": "message",
+            "id": answer,
+            "parentId": question,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "pi answered"}],
+                "provider": "p",
+                "model": "m1",
+                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2},
+                "stopReason": "stop",
+                "timestamp": 2,
+            },
+        },
+    ]
+    model.to_model.update({question: question, answer: answer})
+    _write_foreign_file(model, b"".join(dumps_bytes(line) + b"\n" for line in lines))
+
+
+def _write_foreign_file(model: Model, data: bytes) -> None:
+    name = f"2026-01-01T00-00-00-000Z_foreign-{model.foreign}-{model.rng.getrandbits(32):08x}.jsonl"
+    pair = (model.root / "wire" / name, model.root / "model" / name)
+    for path in pair:
+        path.write_bytes(data)
+    model.files.append(pair)
+    model.log.append(f"another program wrote {name}")
+
+
+# -- pi/delete --------------------------------------------------------------------------------
+
+
+def delete(model: Model) -> None:
+    """pi/delete of a file: the one the model's handle holds (pi maybe appending to it), another
+    the model wrote, or one gone; held or not by a second client's handle. The server closes the
+    handles on the file and deletes it, or refuses as the contract says (nothing closed). Half the
+    time a write on each handle it closes is sent right behind it: UnknownSession, nothing written."""
+    wire_file, model_file = _file_to_delete(model)
+    holders = [model.handle] if model.persisted and wire_file == model.wire_file else []
+    second = _open_second_handle(model, wire_file, model_file)
+    holders += [second] if second is not None else []
+    permanent = model.rng.random() < 0.8
+    is_session = model_file.exists() and discover_header_quietly(str(model_file)) is not None
+
+    def expected() -> dict[str, Any]:
+        if not os.path.lexists(model_file):
+            raise FsError("ENOENT", "no such file or directory", "stat", str(model_file))
+        if not is_session:
+            raise path_refused(f"Not a pi session file: {model_file}", str(model_file))
+        model_file.unlink()
+        return {"path": str(wire_file), "trashed": not permanent, "closedSessions": sorted(holders)}
+
+    params = {"path": str(wire_file), "permanent": permanent}
+    sent = model.client.send_request("pi/delete", params)
+    behind = _writes_behind(model, holders) if is_session and model.rng.random() < 0.5 else []
+    where, result, expectation, refused = model.call_both("delete", "pi/delete", params, expected, sent)
+    if refused is not None:
+        assert wire_file.exists() == model_file.exists(), f"{where}: the file was deleted"
+        if second is not None:
+            model.client.request("pi/close", {"session": second})
+        return
+    assert {**result, "closedSessions": sorted(result["closedSessions"])} == expectation, where
+    for handle, request in behind:
+        _unknown(model, where, handle, lambda request=request: model.client.reply(request, "pi/append"))
+    assert not wire_file.exists(), f"{where}: {wire_file} is there after the delete"
+    _closed(model, where, holders)
+    model.counts["deleted"] = model.counts.get("deleted", 0) + 1
+    if model.handle in holders:
+        model.manager.close()
+        model.start_again()
+    elif not model.persisted:
+        model.in_memory_disk = model.disk()
+
+
+def _writes_behind(model: Model, handles: list[str]) -> list[tuple[str, int]]:
+    """An append on each of ``handles`` sent now (behind a delete): the handle, the request's id."""
+    message = {"role": "user", "content": "sent behind the delete", "timestamp": 1}
+    sent = []
+    for handle in handles:
+        append = {"session": handle, "kind": "message", "message": message}
+        sent.append((handle, model.client.send_request("pi/append", append)))
+        model.counts["a write behind a delete"] = model.counts.get("a write behind a delete", 0) + 1
+    return sent
+
+
+def _file_to_delete(model: Model) -> tuple[Path, Path]:
+    """Half the time the file the handle holds, if there is one (pi maybe appending to it
+    meanwhile), else any file the model knows (wire, model), which may be gone."""
+    held = model.persisted and model.wire_file is not None and model.wire_file.exists()
+    if held and model.rng.random() < 0.5:
+        assert model.wire_file is not None and model.model_file is not None
+        if model.rng.random() < 0.4:
+            model.rng.choice((model.append_as_another_program, model.cut_short_by_another_program))()
+        return model.wire_file, model.model_file
+    return model.rng.choice(model.files)
+
+
+def _unknown(model: Model, where: str, handle: str, call: Any) -> None:
+    """``call()`` answers UnknownSession (-32001) for ``handle``."""
+    try:
+        call()
+    except RpcError as error:
+        assert error.rpc_code == UNKNOWN_SESSION, f"{where}: {error}"
+        assert error.data == {"session": handle}, f"{where}: {error.data}"
+    else:
+        raise AssertionError(f"{where}: a request on {handle}, closed by the delete, answered")
+
+
+def _closed(model: Model, where: str, handles: list[str]) -> None:
+    """The ``handles`` a delete closed: a request on one is UnknownSession; pi/close of one
+    answers closed (a client's close sent before it knew of the delete must not fail)."""
+    for handle in handles:
+        _unknown(
+            model,
+            where,
+            handle,
+            lambda handle=handle: model.client.request("pi/getLeaf", {"session": handle}),
+        )
+        closed = model.client.request("pi/close", {"session": handle})
+        assert closed == {"session": handle, "closed": True}, f"{where}: {closed}"
+
+
+def _open_second_handle(model: Model, wire_file: Path, model_file: Path) -> str | None:
+    """Half the time, another client's handle on ``wire_file`` (pi/open, which may repair its last
+    line as the library's open does in ``model_file``); None if not, or refused."""
+    if model.rng.random() < 0.5 or discover_header_quietly(str(model_file)) is None:
+        return None
+    handle = model.client.request("pi/open", {"path": str(wire_file)})["session"]
+    SessionManager.open(str(model_file), pi=model.pi, env=model.env).close()
+    model.log.append(f"a second client opened {wire_file.name}")
+    return str(handle)
+
+
+# -- pi/inMemory ------------------------------------------------------------------------------
+
+
+def in_memory(model: Model) -> None:
+    """The handle swapped for an in-memory session: empty, or given the model's entries (with the
+    header or not, maybe a value that is not an entry), with options maybe (an id the contract
+    refuses among them)."""
+    params: dict[str, Any] = {"cwd": str(model.root)}
+    wire_entries: list[Any] = []
+    model_entries: list[Any] = []
+    if model.rng.random() < 0.7:
+        wire_entries = model.client.request("pi/getEntries", {"session": model.handle})["entries"]
+        model_entries = model.as_json(model.manager.get_entries())
+        if model.rng.random() < 0.5:
+            wire_entries.insert(0, model.client.request("pi/getHeader", {"session": model.handle}))
+            model_entries.insert(0, model.as_json(model.manager.get_header()))
+        if model.rng.random() < 0.2:
+            junk = model.rng.choice((None, 5, "text", [], {"type": "message"}))
+            wire_entries.append(junk)
+            model_entries.append(junk)
+        params["entries"] = wire_entries
+    options = model.rng.choice(
+        (None, {"parentSession": "from memory"}, {"id": "not an id!"}, {"id": "mem-1"})
+    )
+    if options is not None:
+        params["options"] = options
+    where, info, manager, refused = model.call_both(
+        "inMemory",
+        "pi/inMemory",
+        params,
+        lambda: SessionManager.in_memory(
+            str(model.root),
+            options if options is not None else ABSENT,
+            model_entries or ABSENT,
+            pi=model.pi,
+            env=model.env,
+        ),
+    )
+    if refused is None:
+        assert "sessionFile" not in info and info["isPersisted"] is False, f"{where}: {info}"
+        model.take_handle("inMemory", info, manager)
