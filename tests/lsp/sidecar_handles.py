@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pi_session_server.errors import FsError
 from pi_session_server.format.jsjson import dumps_bytes
 from pi_session_server.format.jsvalue import ABSENT
-from pi_session_server.server.errors import UNKNOWN_SESSION, path_refused
+from pi_session_server.server.errors import FS_ERROR, UNKNOWN_SESSION, path_refused
 from pi_session_server.server.stdio_client import RpcError
 from pi_session_server.session import SessionManager
 from pi_session_server.session.discovery import discover_header_quietly
@@ -128,8 +128,11 @@ def delete(model: Model) -> None:
     time a write on each handle it closes is sent right behind it: UnknownSession, nothing written."""
     wire_file, model_file = _file_to_delete(model)
     holders = [model.handle] if model.persisted and wire_file == model.wire_file else []
-    second = _open_second_handle(model, wire_file, model_file)
-    holders += [second] if second is not None else []
+    addresses = [{"session": handle} for handle in holders]
+    second = _second_client(model, wire_file, model_file)
+    if second is not None:
+        holders += [second[0]] if second[0] not in holders else []
+        addresses.append(second[1])
     permanent = model.rng.random() < 0.8
     is_session = model_file.exists() and discover_header_quietly(str(model_file)) is not None
 
@@ -141,19 +144,20 @@ def delete(model: Model) -> None:
         model_file.unlink()
         return {"path": str(wire_file), "trashed": not permanent, "closedSessions": sorted(holders)}
 
-    params = {"path": str(wire_file), "permanent": permanent}
+    params = {**_spelled(model, wire_file), "permanent": permanent}
     sent = model.client.send_request("pi/delete", params)
-    behind = _writes_behind(model, holders) if is_session and model.rng.random() < 0.5 else []
+    behind = _writes_behind(model, addresses) if is_session and model.rng.random() < 0.5 else []
     where, result, expectation, refused = model.call_both("delete", "pi/delete", params, expected, sent)
     if refused is not None:
         assert wire_file.exists() == model_file.exists(), f"{where}: the file was deleted"
-        if second is not None:
-            model.client.request("pi/close", {"session": second})
+        if second is not None and second[0] != model.handle:
+            model.client.request("pi/close", {"session": second[0]})
         return
     assert {**result, "closedSessions": sorted(result["closedSessions"])} == expectation, where
-    for handle, request in behind:
+    for address, request in behind:  # (by uri: the handle it used, which the delete closed)
+        handle = address["session"] if "session" in address else second[0] if second else model.handle
         _unknown(model, where, handle, lambda request=request: model.client.reply(request, "pi/append"))
-    assert not wire_file.exists(), f"{where}: {wire_file} is there after the delete"
+    _gone(model, where, wire_file)
     _closed(model, where, holders)
     model.counts["deleted"] = model.counts.get("deleted", 0) + 1
     if model.handle in holders:
@@ -163,13 +167,26 @@ def delete(model: Model) -> None:
         model.in_memory_disk = model.disk()
 
 
-def _writes_behind(model: Model, handles: list[str]) -> list[tuple[str, int]]:
-    """An append on each of ``handles`` sent now (behind a delete): the handle, the request's id."""
+def _spelled(model: Model, path: Path) -> dict[str, str]:
+    """``path`` as pi/delete may be given it: as it is, through ``.`` or ``..``, or as a uri."""
+    how = model.rng.choice(("as it is", "as it is", "dot", "dot-dot", "uri"))
+    if how == "uri":
+        return {"uri": path.as_uri()}
+    if how == "dot":
+        return {"path": f"{path.parent}/./{path.name}"}
+    if how == "dot-dot":
+        return {"path": f"{path.parent}/../{path.parent.name}/{path.name}"}
+    return {"path": str(path)}
+
+
+def _writes_behind(model: Model, addresses: list[dict[str, str]]) -> list[tuple[dict[str, str], int]]:
+    """An append on each session of ``addresses`` (a handle or a uri) sent now, behind a delete:
+    the address, the request's id."""
     message = {"role": "user", "content": "sent behind the delete", "timestamp": 1}
     sent = []
-    for handle in handles:
-        append = {"session": handle, "kind": "message", "message": message}
-        sent.append((handle, model.client.send_request("pi/append", append)))
+    for address in addresses:
+        append = {**address, "kind": "message", "message": message}
+        sent.append((address, model.client.send_request("pi/append", append)))
         model.counts["a write behind a delete"] = model.counts.get("a write behind a delete", 0) + 1
     return sent
 
@@ -197,6 +214,17 @@ def _unknown(model: Model, where: str, handle: str, call: Any) -> None:
         raise AssertionError(f"{where}: a request on {handle}, closed by the delete, answered")
 
 
+def _gone(model: Model, where: str, path: Path) -> None:
+    """``path`` is gone: a read by uri finds no file there (not a session the delete closed)."""
+    assert not path.exists(), f"{where}: {path} is there after the delete"
+    try:
+        model.client.request("pi/getEntryCount", {"uri": path.as_uri()})
+    except RpcError as error:
+        assert (error.rpc_code, error.code) == (FS_ERROR, "ENOENT"), f"{where}: {error}"
+    else:
+        raise AssertionError(f"{where}: a read by uri of {path}, deleted, answered")
+
+
 def _closed(model: Model, where: str, handles: list[str]) -> None:
     """The ``handles`` a delete closed: a request on one is UnknownSession; pi/close of one
     answers closed (a client's close sent before it knew of the delete must not fail)."""
@@ -211,15 +239,24 @@ def _closed(model: Model, where: str, handles: list[str]) -> None:
         assert closed == {"session": handle, "closed": True}, f"{where}: {closed}"
 
 
-def _open_second_handle(model: Model, wire_file: Path, model_file: Path) -> str | None:
-    """Half the time, another client's handle on ``wire_file`` (pi/open, which may repair its last
-    line as the library's open does in ``model_file``); None if not, or refused."""
-    if model.rng.random() < 0.5 or discover_header_quietly(str(model_file)) is None:
+def _second_client(model: Model, wire_file: Path, model_file: Path) -> tuple[str, dict[str, str]] | None:
+    """Half the time, another client on ``wire_file``: its handle, and how it addresses it (a
+    handle of its own from pi/open, which may repair the file's last line as the library's open
+    does in ``model_file``; or a look by uri, which writes nothing and uses the model's handle if
+    that holds the file); None if not."""
+    roll = model.rng.random()
+    if roll < 0.5 or discover_header_quietly(str(model_file)) is None:
         return None
-    handle = model.client.request("pi/open", {"path": str(wire_file)})["session"]
-    SessionManager.open(str(model_file), pi=model.pi, env=model.env).close()
-    model.log.append(f"a second client opened {wire_file.name}")
-    return str(handle)
+    if roll < 0.75:
+        handle = str(model.client.request("pi/open", {"path": str(wire_file)})["session"])
+        SessionManager.open(str(model_file), pi=model.pi, env=model.env).close()
+        model.log.append(f"a second client opened {wire_file.name}")
+        return handle, {"session": handle}
+    uri = wire_file.as_uri()
+    model.client.request("pi/getEntryCount", {"uri": uri})
+    held = [s["session"] for s in model.client.request("pi/sessions", {}) if s.get("uri") == uri]
+    model.log.append(f"a second client looked at {wire_file.name} by uri (held by {held})")
+    return next((h for h in held if h != model.handle), model.handle), {"uri": uri}
 
 
 # -- pi/inMemory ------------------------------------------------------------------------------

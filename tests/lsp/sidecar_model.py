@@ -45,6 +45,8 @@ from pi_session_server.session.environment import Environment
 
 #: the steps of a run (``PI_SIDECAR_FUZZ_STEPS=N`` for longer runs)
 STEPS = int(os.environ.get("PI_SIDECAR_FUZZ_STEPS", "70"))
+#: the weight of each step that swaps or closes the handle (continueRecent, delete, inMemory)
+HANDLE_STEPS = 2
 PI_VERSIONS = tuple(PROFILES)
 PAGE_SIZES = (1, 3, 7)
 _HEX_ID = re.compile(r"[0-9a-f]{8}")
@@ -241,16 +243,23 @@ class Model:
             (2, self.new_session),
             (2, self.set_session_file),
             (2, self.fork_from),
-            (2, lambda: sidecar_handles.continue_recent(self)),
-            (2, lambda: sidecar_handles.delete(self)),
-            (2, lambda: sidecar_handles.in_memory(self)),
+            (HANDLE_STEPS, lambda: sidecar_handles.continue_recent(self)),
+            (HANDLE_STEPS, lambda: sidecar_handles.delete(self)),
+            (HANDLE_STEPS, lambda: sidecar_handles.in_memory(self)),
         ]
         steps += [(8, self.cut_short_by_another_program), (6, self.rewrite_by_another_program)]
+        self.other_programs = (
+            self.append_as_another_program,
+            self.cut_short_by_another_program,
+            self.rewrite_by_another_program,
+        )
         weights = [weight for weight, _ in steps]
         run = self.rng.choices([run for _, run in steps], weights)[0]
         # (a step that deletes a file while in memory takes the files anew)
         self.in_memory_disk = None if self.persisted else self.disk()
         run()
+        if run in self.other_programs:  # (what an in-memory session holds is not read again)
+            self.in_memory_disk = None if self.persisted else self.disk()
         if self.watching and self.persisted:
             self.follow()
         if not self.persisted and self.in_memory_disk is not None:
@@ -441,7 +450,7 @@ class Model:
 
     def append_as_another_program(self) -> None:
         """pi in another process: a whole line appended with no lock, on the entry its file ends with."""
-        if not self.persisted or self.wire_file is None or not self.wire_file.exists():
+        if self.wire_file is None or not self.wire_file.exists():
             return
         wire_line, model_line, entry_id = self._foreign_line()
         self._write_as_another_program(wire_line + b"\n", model_line + b"\n")
@@ -451,7 +460,7 @@ class Model:
     def cut_short_by_another_program(self) -> None:
         """pi in another process cut short mid-line: the start of a line; or, after one, its end
         (the write finished late), or a whole line glued to it (pi started again), or nothing more."""
-        if not self.persisted or self.wire_file is None or not self.wire_file.exists():
+        if self.wire_file is None or not self.wire_file.exists():
             return
         if self.cut_short is None:
             wire_line, model_line, entry_id = self._foreign_line()
@@ -475,8 +484,8 @@ class Model:
         """A shell's ``>``, an editor saving in place or a rename over the file: the file's bytes,
         edited (or not), written anew the same way in both files; or the file deleted, or written
         back as it was before the last of these."""
-        if not self.persisted or self.wire_file is None or self.model_file is None:
-            return  # (the files of persisted sessions: an in-memory one never reads its own)
+        if self.wire_file is None or self.model_file is None:
+            return
         if not self.wire_file.exists() and self.backup is None:
             return
         how = self.rng.choice(sorted(other_programs.WRITERS))
