@@ -41,13 +41,22 @@ def continue_recent(model: Model) -> None:
         _write_foreign_file(model, b'{"type":"message","id":"00000000"}\nnot a session\n')
     elif roll < 0.45:
         _write_foreign_session(model, str(model.root))
+    _continue(model, model.client.send_request("pi/continueRecent", _recent_params(model)))
+
+
+def _recent_params(model: Model) -> dict[str, str]:
+    return {"cwd": str(model.root), "sessionDir": str(model.root / "wire")}
+
+
+def _continue(model: Model, sent: int) -> None:
+    """The handle swapped for the session pi/continueRecent (``sent``) chose, as the library's."""
     root = str(model.root)
-    params = {"cwd": root, "sessionDir": str(model.root / "wire")}
     where, info, manager, refused = model.call_both(
         "continueRecent",
         "pi/continueRecent",
-        params,
+        _recent_params(model),
         lambda: SessionManager.continue_recent(root, str(model.root / "model"), pi=model.pi, env=model.env),
+        sent,
     )
     if refused is not None:
         return
@@ -147,6 +156,12 @@ def delete(model: Model) -> None:
     params = {**_spelled(model, wire_file), "permanent": permanent}
     sent = model.client.send_request("pi/delete", params)
     behind = _writes_behind(model, addresses) if is_session and model.rng.random() < 0.5 else []
+    # (sent behind it, the listing finds the file gone)
+    recent = (
+        model.client.send_request("pi/continueRecent", _recent_params(model))
+        if is_session and model.rng.random() < 0.3
+        else None
+    )
     where, result, expectation, refused = model.call_both("delete", "pi/delete", params, expected, sent)
     if refused is not None:
         assert wire_file.exists() == model_file.exists(), f"{where}: the file was deleted"
@@ -160,11 +175,19 @@ def delete(model: Model) -> None:
     _gone(model, where, wire_file)
     _closed(model, where, holders)
     model.counts["deleted"] = model.counts.get("deleted", 0) + 1
-    if model.handle in holders:
+    _go_on(model, holders, recent)
+
+
+def _go_on(model: Model, closed: list[str], recent: int | None) -> None:
+    """After a delete that closed the handles ``closed``: a new session if the model's was one of
+    them, the continueRecent sent behind the delete (``recent``) taken as the handle."""
+    if model.handle in closed:
         model.manager.close()
         model.start_again()
     elif not model.persisted:
         model.in_memory_disk = model.disk()
+    if recent is not None:
+        _continue(model, recent)
 
 
 def _spelled(model: Model, path: Path) -> dict[str, str]:

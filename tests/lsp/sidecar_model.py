@@ -2,13 +2,16 @@
 
 Seeded random sequences of the write methods (every append kind, pi 1.6.0's context edits,
 branch, branchWithSummary, resetLeaf, and the switches to another file: createBranchedSession,
-newSession, setSessionFile, forkFrom) go to the real server process and to a ``SessionManager``
+newSession, setSessionFile, forkFrom; and the handle swapped or closed by continueRecent, inMemory
+and delete, in sidecar_handles.py) go to the real server process and to a ``SessionManager``
 here, interleaved with a close and reopen of both and with other programs writing each file the
 same way: pi appending its lines without a lock, pi cut short mid-line (the line finished later, or
 never, or the next one glued to it), a shell's ``>`` rewriting it, an editor saving it in place, a
 program renaming another file over it. After every step the entries, the leaf, the context, the
 stats and the tree (pi's form, and the flat form in pages) must be the same on both sides, ids aside
-(each side makes its own: the wire's are mapped to the model's), and so must each refusal.
+(each side makes its own: the wire's are mapped to the model's), and so must each refusal (its
+message, and its code, one ``protocol/`` lists for the method). While the handle holds an in-memory
+session, no file in its directory changes but by other programs.
 
 A server that does not watch its file (``watching=False``) takes another program's lines in before
 its next append, as the library does. One that watches finds them itself: the model then takes
