@@ -132,28 +132,34 @@ def _write_foreign_file(model: Model, data: bytes) -> None:
 
 def delete(model: Model) -> None:
     """pi/delete of a file: the one the model's handle holds (pi maybe appending to it), another
-    the model wrote, or one gone; held or not by a second client's handle. The server closes the
-    handles on the file and deletes it, or refuses as the contract says (nothing closed). Half the
+    the model wrote, or one gone, or a symlink to one; held or not by a second client's handle
+    (opened through the link maybe). The server closes the handles on the file (on the link: those
+    opened through it) and deletes it, or refuses as the contract says (nothing closed). Half the
     time a write on each handle it closes is sent right behind it: UnknownSession, nothing written."""
     wire_file, model_file = _file_to_delete(model)
-    holders = [model.handle] if model.persisted and wire_file == model.wire_file else []
-    addresses = [{"session": handle} for handle in holders]
-    second = _second_client(model, wire_file, model_file)
-    if second is not None:
-        holders += [second[0]] if second[0] not in holders else []
+    link = (
+        _link_to(model, wire_file, model_file) if model.rng.random() < 0.25 and wire_file.exists() else None
+    )
+    second = _second_client(model, wire_file, model_file, link)
+    wire_target, model_target = (
+        link if link is not None and model.rng.random() < 0.5 else (wire_file, model_file)
+    )
+    addresses = [{"session": model.handle}] if _holds(model, model.wire_file, wire_target) else []
+    if second is not None and _holds(model, second[2], wire_target):
         addresses.append(second[1])
+    holders = sorted({_handle(model, address, second) for address in addresses})
     permanent = model.rng.random() < 0.8
     is_session = model_file.exists() and discover_header_quietly(str(model_file)) is not None
 
     def expected() -> dict[str, Any]:
-        if not os.path.lexists(model_file):
-            raise FsError("ENOENT", "no such file or directory", "stat", str(model_file))
+        if not os.path.lexists(model_target):
+            raise FsError("ENOENT", "no such file or directory", "stat", str(model_target))
         if not is_session:
-            raise path_refused(f"Not a pi session file: {model_file}", str(model_file))
-        model_file.unlink()
-        return {"path": str(wire_file), "trashed": not permanent, "closedSessions": sorted(holders)}
+            raise path_refused(f"Not a pi session file: {model_target}", str(model_target))
+        model_target.unlink()
+        return {"path": str(wire_target), "trashed": not permanent, "closedSessions": holders}
 
-    params = {**_spelled(model, wire_file), "permanent": permanent}
+    params = {**_spelled(model, wire_target), "permanent": permanent}
     sent = model.client.send_request("pi/delete", params)
     behind = _writes_behind(model, addresses) if is_session and model.rng.random() < 0.5 else []
     # (sent behind it, the listing finds the file gone)
@@ -163,19 +169,51 @@ def delete(model: Model) -> None:
         else None
     )
     where, result, expectation, refused = model.call_both("delete", "pi/delete", params, expected, sent)
-    if refused is not None:
-        assert wire_file.exists() == model_file.exists(), f"{where}: the file was deleted"
-        if second is not None and second[0] != model.handle:
-            model.client.request("pi/close", {"session": second[0]})
-        return
-    assert {**result, "closedSessions": sorted(result["closedSessions"])} == expectation, where
-    for address, request in behind:  # (by uri: the handle it used, which the delete closed)
-        handle = address["session"] if "session" in address else second[0] if second else model.handle
-        _unknown(model, where, handle, lambda request=request: model.client.reply(request, "pi/append"))
-    _gone(model, where, wire_file)
-    _closed(model, where, holders)
-    model.counts["deleted"] = model.counts.get("deleted", 0) + 1
-    _go_on(model, holders, recent)
+    if refused is None:
+        answered = {**result, "closedSessions": sorted(result["closedSessions"])}
+        assert answered == expectation, f"{where}: {answered} against {expectation}"
+        for address, request in behind:
+            reply = lambda request=request: model.client.reply(request, "pi/append")  # noqa: E731
+            _unknown(model, where, _handle(model, address, second), reply)
+        _gone(model, where, wire_target)
+        assert wire_file.exists() == model_file.exists(), f"{where}: the file and its link"
+        _closed(model, where, holders)
+        model.counts["deleted"] = model.counts.get("deleted", 0) + 1
+    else:
+        assert wire_target.exists() == model_target.exists(), f"{where}: the file was deleted"
+    if second is not None and second[0] not in (model.handle, *holders):  # (the second client is done)
+        model.client.request("pi/close", {"session": second[0]})
+    if refused is None:
+        _go_on(model, holders, recent)
+
+
+def _holds(model: Model, held: Path | None, target: Path) -> bool:
+    """Whether a handle on ``held`` holds ``target``, as a delete of it finds: the same file (through
+    links too), but a link only by the handles opened through it."""
+    if held is None or (held is model.wire_file and not model.persisted):
+        return False  # (an in-memory session holds no file)
+    if target.is_symlink():
+        return held == target
+    return os.path.realpath(held) == os.path.realpath(target)
+
+
+def _handle(model: Model, address: dict[str, str], second: tuple[str, dict[str, str], Path] | None) -> str:
+    """The handle a request to ``address`` goes to: its own, or the one a uri uses."""
+    if "session" in address:
+        return address["session"]
+    return second[0] if second is not None else model.handle
+
+
+def _link_to(model: Model, wire_file: Path, model_file: Path) -> tuple[Path, Path]:
+    """A symlink to each file, in a directory of links (known to the model as a pair of files)."""
+    (model.root / "links").mkdir(exist_ok=True)
+    name = f"link-{len(model.files)}-{model.rng.getrandbits(16):04x}.jsonl"
+    pair = (model.root / "links" / f"wire-{name}", model.root / "links" / f"model-{name}")
+    pair[0].symlink_to(wire_file)
+    pair[1].symlink_to(model_file)
+    model.files.append(pair)
+    model.log.append(f"a link {pair[0].name} to {wire_file.name}")
+    return pair
 
 
 def _go_on(model: Model, closed: list[str], recent: int | None) -> None:
@@ -262,24 +300,27 @@ def _closed(model: Model, where: str, handles: list[str]) -> None:
         assert closed == {"session": handle, "closed": True}, f"{where}: {closed}"
 
 
-def _second_client(model: Model, wire_file: Path, model_file: Path) -> tuple[str, dict[str, str]] | None:
-    """Half the time, another client on ``wire_file``: its handle, and how it addresses it (a
-    handle of its own from pi/open, which may repair the file's last line as the library's open
-    does in ``model_file``; or a look by uri, which writes nothing and uses the model's handle if
-    that holds the file); None if not."""
+def _second_client(
+    model: Model, wire_file: Path, model_file: Path, link: tuple[Path, Path] | None
+) -> tuple[str, dict[str, str], Path] | None:
+    """Half the time, another client on ``wire_file``: its handle, how it addresses it, and the
+    path it opened (a handle of its own from pi/open, maybe through ``link``, which may repair the
+    file's last line as the library's open does in ``model_file``; or a look by uri, which writes
+    nothing and uses the model's handle if that holds the file); None if not."""
     roll = model.rng.random()
     if roll < 0.5 or discover_header_quietly(str(model_file)) is None:
         return None
     if roll < 0.75:
-        handle = str(model.client.request("pi/open", {"path": str(wire_file)})["session"])
+        opened = link[0] if link is not None and model.rng.random() < 0.5 else wire_file
+        handle = str(model.client.request("pi/open", {"path": str(opened)})["session"])
         SessionManager.open(str(model_file), pi=model.pi, env=model.env).close()
-        model.log.append(f"a second client opened {wire_file.name}")
-        return handle, {"session": handle}
+        model.log.append(f"a second client opened {opened.name}")
+        return handle, {"session": handle}, opened
     uri = wire_file.as_uri()
     model.client.request("pi/getEntryCount", {"uri": uri})
     held = [s["session"] for s in model.client.request("pi/sessions", {}) if s.get("uri") == uri]
     model.log.append(f"a second client looked at {wire_file.name} by uri (held by {held})")
-    return next((h for h in held if h != model.handle), model.handle), {"uri": uri}
+    return next((h for h in held if h != model.handle), model.handle), {"uri": uri}, wire_file
 
 
 # -- pi/inMemory ------------------------------------------------------------------------------
