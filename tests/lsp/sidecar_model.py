@@ -719,18 +719,19 @@ class Model:
         if not written:
             return
         wire_file, model_file = self.rng.choice(written)
-        before = wire_file.read_bytes()
+        real = Path(os.path.realpath(wire_file))  # (a link to a file: the file is what a load repairs)
+        before = real.read_bytes()
         self.switch(
             "setSessionFile",
             ("pi/setSessionFile", {"path": str(wire_file)}),
             lambda: self.manager.set_session_file(str(model_file)),
         )
-        if self.in_memory_disk is not None and wire_file.exists():
+        if self.in_memory_disk is not None and real.exists():
             # in memory too, the load ends a last line cut short with a newline, as pi's
             # loadEntriesFromFile does: the one write an in-memory session makes
-            after = wire_file.read_bytes()
-            assert after in (before, before + b"\n"), f"{self._where()}: setSessionFile wrote {wire_file}"
-            self.in_memory_disk[wire_file.name] = after
+            after = real.read_bytes()
+            assert after in (before, before + b"\n"), f"{self._where()}: setSessionFile wrote {real}"
+            self.in_memory_disk[real.name] = after
 
     def fork_from(self) -> None:
         """forkFrom of a file either side wrote: a new handle (the old one closed) on its copy."""
