@@ -1,8 +1,9 @@
 """The sidecar model's steps that give its handle another session or take it away (see
 sidecar_model.py): pi/continueRecent of the sessions' directory while other programs write files
-there, pi/delete of a file the model's handle, a second client's handle or pi appending holds, and
-pi/inMemory sessions (the model's entries given or none, options the contract refuses) that the
-other steps then branch, switch to other files and append to, none of it touching the disk.
+there, pi/delete of a file (or a link to it) the model's handle, a second client's handle or pi
+appending holds, and pi/inMemory sessions (the model's entries given or none, options the contract
+refuses) that the other steps then branch, switch to other files and append to, writing nothing
+(but the newline pi's load ends a cut line with).
 
 Each takes the model (``sidecar_model.Model``) and expects what the library does (delete, which
 the library has not, as the contract words it): the same result, or the same refusal with the
@@ -119,6 +120,7 @@ def _write_foreign_session(model: Model, cwd: str) -> None:
 
 
 def _write_foreign_file(model: Model, data: bytes) -> None:
+    """Another program writes ``data`` as a new ``.jsonl`` in both directories."""
     name = f"2026-01-01T00-00-00-000Z_foreign-{model.foreign}-{model.rng.getrandbits(32):08x}.jsonl"
     pair = (model.root / "wire" / name, model.root / "model" / name)
     for path in pair:
