@@ -50,6 +50,8 @@ SESSION_ERRORS = [
 ]
 # ...and those that write: a session opened by uri to look at may refuse to be rewritten
 WRITE_ERRORS = [*SESSION_ERRORS, E.READ_ONLY]
+# ...and those that append an entry to the session's file, which another may have replaced (D24)
+APPEND_ERRORS = [*WRITE_ERRORS, E.FILE_REPLACED]
 OPEN_ERRORS = [
     E.INVALID_SESSION_FILE,
     E.INVALID_SESSION_ID,
@@ -219,7 +221,7 @@ METHODS: list[Method] = [
         "append leaves the session as it was.",
         P.AppendParams,
         R.AppendResult,
-        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND, E.CONTEXT_EDIT_REFUSED, E.PI_VERSION],
+        [*APPEND_ERRORS, E.ENTRY_NOT_FOUND, E.CONTEXT_EDIT_REFUSED, E.PI_VERSION],
     ),
     Method(
         "pi/appendContextEdit",
@@ -232,7 +234,7 @@ METHODS: list[Method] = [
         "(ContextEditRefused). A session that follows pi 0.86.1, which has no such call: PiVersion (-32013).",
         P.AppendContextEditParams,
         R.AppendResult,
-        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND, E.CONTEXT_EDIT_REFUSED, E.PI_VERSION],
+        [*APPEND_ERRORS, E.ENTRY_NOT_FOUND, E.CONTEXT_EDIT_REFUSED, E.PI_VERSION],
         "appendContextEdit",
     ),
     Method(
@@ -256,7 +258,7 @@ METHODS: list[Method] = [
         "branchWithSummary(branchFromId | null, summary, details?, fromHook?, usage?).",
         P.BranchWithSummaryParams,
         R.AppendResult,
-        [*WRITE_ERRORS, E.ENTRY_NOT_FOUND],
+        [*APPEND_ERRORS, E.ENTRY_NOT_FOUND],
         "branchWithSummary",
     ),
     Method(

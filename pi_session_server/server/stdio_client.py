@@ -129,11 +129,20 @@ class SidecarClient:
     # -- API ----------------------------------------------------------------------------------
 
     def request(self, method: str, params: Any = None, *, timeout: float | None = 120.0) -> Any:
+        return self.reply(self.send_request(method, params), method, timeout=timeout)
+
+    def send_request(self, method: str, params: Any = None) -> int:
+        """Send a request without waiting for its reply (:meth:`reply`): the requests sent one
+        after another reach the server in that order. Its id."""
         msg_id = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
         self._send(message)
+        return msg_id
+
+    def reply(self, msg_id: int, method: str, *, timeout: float | None = 120.0) -> Any:
+        """The result of the request ``msg_id`` (:meth:`send_request` of ``method``), once it came."""
         with self._cond:
             while msg_id not in self._replies:
                 if self._closed:

@@ -3,7 +3,8 @@ does not watch its file, and one that watches it while other programs append, cu
 rewrite it. At the end pi (0.86.1 and 1.6.0, the oracle) loads files the server wrote and gives
 the same tree and context as the library does (skipped without node and the oracle).
 
-``PI_SIDECAR_FUZZ_SEED=N`` runs seed N instead of the default ones; more seeds run under ``slow``.
+``PI_SIDECAR_FUZZ_SEED=N`` runs seed N instead of the default ones, ``PI_SIDECAR_FUZZ_STEPS=N`` N steps
+a run; more seeds run under ``slow``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def run(tmp_path: Path, seed: int, watching: bool, oracle_files: int = 1) -> Non
     if not oracle_here():
         return
     others = [wire for wire, _ in model.files if wire != final and wire.exists()]
-    loaded = [final] if final.exists() else []
+    loaded = [final] if final is not None and final.exists() else []
     loaded += random.Random(seed).sample(others, min(len(others), oracle_files - len(loaded)))
     for number, path in enumerate(loaded):
         oracle_agrees(tmp_path / f"oracle-{number}", path)

@@ -17,9 +17,10 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from reliability_helpers import HEADER, TS, USER, chain_file
+from reliability_helpers import HEADER, REPO_ROOT, TS, USER, chain_file
 from reliability_rpc import RawServer
 
 from pi_session_server.errors import SessionFileReplacedError
@@ -204,3 +205,27 @@ def test_the_sidecar_refuses_an_append_into_a_file_moved_over_the_session(
     added = server.call("pi/append", {"session": handle, "kind": "message", "message": USER})["id"]
     on_disk = SessionManager.open(str(path), read_only=True)
     assert on_disk.problems == [] and on_disk.get_entry(added).value["parentId"] == "aaaa0001"
+
+
+# every method that appends an entry on the wire, and its params but the session
+WIRE_WRITES: dict[str, tuple[str, dict[str, Any]]] = {
+    "append": ("pi/append", {"kind": "message", "message": USER}),
+    "appendContextEdit": ("pi/appendContextEdit", {"targetId": "00000000", "replacement": None}),
+    "branchWithSummary": ("pi/branchWithSummary", {"branchFromId": "00000001", "summary": "tried"}),
+}
+
+
+@pytest.mark.parametrize("write", list(WIRE_WRITES))
+def test_every_wire_write_that_appends_answers_file_replaced_as_its_contract_lists(
+    tmp_path: Path, unwatched: RawServer, write: str
+) -> None:
+    """The refusal's code is one protocol/ gives the method (a client generated from it knows it)."""
+    method, params = WIRE_WRITES[write]
+    path = chain_file(tmp_path / "s.jsonl", 4)
+    handle = unwatched.call("pi/open", {"path": str(path), "pi": "1.6.0"})["session"]
+    _rename(_another_sessions_file(tmp_path), path)
+    reply = unwatched.request(method, {"session": handle, **params})
+    assert reply["error"]["code"] == FILE_REPLACED, reply
+    document = json.loads((REPO_ROOT / "protocol" / "pi-session.openrpc.json").read_text(encoding="utf-8"))
+    listed = next(m["errors"] for m in document["methods"] if m["name"] == method)
+    assert FILE_REPLACED in [error["code"] for error in listed]
