@@ -47,13 +47,12 @@ def path_move(shape: Any, manager: Any, old_leaf: Any, appended: int) -> PathMov
     """What the branch from the path of ``old_leaf`` to the leaf's path now (whose last
     ``appended`` entries are new) changed of the older rows; None when too many rows moved."""
     old_path, new_path = manager.get_branch(old_leaf), manager.get_branch()
-    shared = 0
-    while shared < min(len(old_path), len(new_path)) and old_path[shared].id == new_path[shared].id:
-        shared += 1
+    shared = _shared_length(old_path, new_path)
     left, joined = old_path[shared:], new_path[shared : len(new_path) - appended]
     if len(left) + len(joined) > MOST_MOVED_ROWS:
         return None
-    on_new_path = {entry.id for entry in new_path}
+    # an entry at or above one that left the path is on the new one unless it left it too
+    off_new_path = {entry.id for entry in left}
     stale: dict[Any, Any] = {}
     for entry in left:
         node = _shown_at_or_above(shape, shape.find(entry.id))
@@ -62,7 +61,7 @@ def path_move(shape: Any, manager: Any, old_leaf: Any, appended: int) -> PathMov
         if (
             shape.ordered is not None
             and node is not None
-            and id_of(node.entry) not in on_new_path
+            and id_of(node.entry) in off_new_path
             and len(shape.shown_children(node)) > 1
         ):
             _add(stale, node)
@@ -71,6 +70,19 @@ def path_move(shape: Any, manager: Any, old_leaf: Any, appended: int) -> PathMov
     if old_node is not None and shape.shown_as_leaf(old_node, old_leaf) is not shape.is_shown(old_node):
         stale.update(lists_around(shape, old_node))
     return PathMove(_shown_ids(shape, left), _shown_ids(shape, joined), stale)
+
+
+def _shared_length(a: list[Any], b: list[Any]) -> int:
+    """How many entries, from the root, two paths share: found by halves (an entry at the same
+    place in both has the same entries above it), not by a walk down paths of tens of thousands."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high) // 2
+        if a[middle].id == b[middle].id:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 def lists_around(shape: Any, node: Any) -> dict[Any, Any]:
