@@ -1,13 +1,16 @@
 """A tree view following a session pi is writing: the levels anew after each turn, or what changed.
 
-    python bench/bench_tree_follow.py [--session FILE] [--turns 20] [--filters default,no-tools] [--work DIR]
+    python bench/bench_tree_follow.py [--session FILE] [--turns 20] [--filters default,no-tools]
+        [--branch-back N] [--work DIR]
 
 Two sidecars (``pi-session serve``) each hold a copy of the session (by default the 105 MB one of
 ``/var/tmp/pi-session-bench``, read-only: the copies go to ``--work`` and are deleted after), each with
 a tree view open on it per filter of ``--filters`` (two editors' views of one session: VS Code's with
 ``default``, Neovim's with ``no-tools``), as the editors open one (the active branch first, the
 ``levels`` down to the leaf, 50 rows each). Then a turn (a question, a tool call, its result, an
-answer) is appended to both copies, as pi appends, ``--turns`` times; once each sidecar told the
+answer) is appended to both copies, as pi appends, ``--turns`` times (with ``--branch-back N``, each
+below the entry ``N`` entries above the leaf: pi's ``/tree`` to an older entry, then a turn there,
+which moves the leaf's path); once each sidecar told the
 append (``pi/didChange``), each of the baseline's views asks the ``levels`` down to the new leaf again
 (what the editors did before ``since``) and each of the other's asks them with ``since`` (the
 revision it holds), the views' requests interleaved; a ``{reload: true}`` answer is followed by the
@@ -72,6 +75,16 @@ def turn_lines(leaf: str, n: int) -> list[str]:
     return lines
 
 
+def ancestor(server: Server, session: str, entry_id: str, back: int) -> str:
+    """The entry ``back`` entries above ``entry_id`` (or the root)."""
+    for _ in range(back):
+        parent = server.request("pi/getEntry", {"session": session, "id": entry_id}).get("parentId")
+        if parent is None:
+            break
+        entry_id = parent
+    return str(entry_id)
+
+
 def until_told(server: Server, last_id: str) -> None:
     """Until the sidecar sent ``pi/didChange`` for the append that ends with ``last_id``."""
     while True:
@@ -130,6 +143,9 @@ def main() -> int:
     parser.add_argument(
         "--filters", default="default,no-tools", help="a tree view per filter, comma-separated"
     )
+    parser.add_argument(
+        "--branch-back", type=int, default=0, help="each turn below the entry this many above the leaf"
+    )
     parser.add_argument("--work", type=Path, default=Path("/var/tmp/livetree"))
     args = parser.parse_args()
     filters = [mode for mode in args.filters.split(",") if mode]
@@ -157,7 +173,8 @@ def main() -> int:
         since: list[list[tuple[float, int]]] = [[] for _ in filters]
         reloads = [0 for _ in filters]
         for n in range(args.turns):
-            lines = turn_lines(leaf, n)
+            below = ancestor(servers[0], views[0][0]["session"], leaf, args.branch_back)
+            lines = turn_lines(below, n)
             leaf = json.loads(lines[-1])["id"]
             for copy in copies:
                 with copy.open("a", encoding="utf-8") as file:

@@ -40,6 +40,7 @@ from .tree_view import (
     encode_flat_page,
     encode_flat_tree_view,
     encoded_tree_levels,
+    levels_hung_under,
     levels_reply,
     tree_levels,
     tree_shape,
@@ -235,7 +236,7 @@ def _levels(
         remember(shape, manager, options, revision, encoded)
     if changes is None:
         return levels_reply(shape.leaf_id, encoded, complete)
-    kept = changes.kept_levels(encoded)
+    kept = changes.kept_levels(encoded, levels_hung_under(levels))
     return levels_reply(shape.leaf_id, encoded[kept:], complete, changes.members(kept))
 
 

@@ -428,7 +428,8 @@ class TreeLevels(Result, kw_only=True):
                 ge=0,
                 description="with `since`: how many levels, from the top, are those of the reply of that "
                 "revision (the same rows, totals and path, but the labels of `relabelled` rows) and are "
-                "left out; `levels` holds the ones after them, which replace the client's",
+                "left out; `levels` holds the ones after them, which replace the client's (a row it "
+                "holds of the same entry keeps the lists opened under it, wherever it moved)",
             ),
         ]
         | UnsetType
@@ -439,6 +440,39 @@ class TreeLevels(Result, kw_only=True):
             Meta(
                 description="with `since`: the older entries whose label changed since that revision, "
                 "wherever the client holds their rows (also outside the levels)"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    left_leaf_path: (
+        Annotated[
+            list[Any],
+            Meta(
+                description="with `since`, after a branch to an older entry (pi's /tree, then a turn "
+                "there): the ids of the older rows no longer on the leaf's path (`onLeafPath` and "
+                "`isLeaf` false now), wherever the client holds them"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    joined_leaf_path: (
+        Annotated[
+            list[Any],
+            Meta(
+                description="with `since`, after a branch to an older entry: the ids of the older rows "
+                "now on the leaf's path (`onLeafPath` true), wherever the client holds them"
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    stale_lists: (
+        Annotated[
+            list[Any],
+            Meta(
+                description="with `since`: the ids of the rows whose list (the chain or branches under "
+                "the row) holds rows that changed otherwise (a row a label or the branch showed or hid, "
+                "branches in another order): drop what is held of each list and the lists opened in it, "
+                "before taking in `levels` (load it anew when it is shown). No level kept is among them"
             ),
         ]
         | UnsetType

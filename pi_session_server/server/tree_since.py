@@ -9,16 +9,20 @@ and names the older rows whose label
 changed (``relabelled``: rows the view may hold outside the levels, in a list it scrolled or a
 branch it opened).
 
-That is exact only for an append below the leaf (pi writing a turn, a label, a name): no older row
-changes but those of the levels sent (the old leaf's, the branch point that gained a child, the rows
-next to them) and the relabelled ones. So a delta is answered only when the session had entries
-appended, each on the new leaf's path below the leaf of that revision, and the server still knows
-the reply of that revision. A level whose rows changed only in the label of relabelled rows is
-kept too (the client relabels the rows it holds): a label set on an entry high up the levels does
-not resend every level below it. Anything else (a rewrite, a repair, a reload, a branch to an older
-entry, a revision it does not know, a label that shows or hides a row in the view's filter, a call
-appended whose id an older tool result's preview named) is answered ``{"reload": true,
-"revision"}``: the client loads the tree anew.
+That is exact for an append below an older entry: pi writing a turn, a label, a name below the
+leaf, or below another entry after a branch there (pi's ``/tree``). No older row changes but those
+of the levels sent (the old leaf's, the branch point that gained a child, the rows next to them),
+the relabelled ones and what ``tree_held`` names: the rows that left the leaf's path or joined it
+(``leftLeafPath``, ``joinedLeafPath``: after a branch the levels above the branch point are the
+same, the older rows below it only change their marks) and the lists whose rows are others
+(``staleLists``: a label that shows or hides a row in a filter that reads labels, a branch that
+hides the old leaf or reorders the branches under a row that left the path). The levels from the
+first whose list is stale are sent again. A level whose rows changed only in the label of
+relabelled rows is kept too (the client relabels the rows it holds): a label set on an entry high
+up the levels does not resend every level below it. Anything else (a rewrite, a repair, a reload,
+a revision it does not know, a branch that moved more rows than :data:`~.tree_held.MOST_MOVED_ROWS`
+or in a session whose ids repeat, a call appended whose id an older tool result's preview named)
+is answered ``{"reload": true, "revision"}``: the client loads the tree anew.
 
 The replies are kept with the session, not with the walk they were cut from (a walk is let go
 after a minute without requests, or for the walks of other views past a few): what a delta is cut
@@ -47,6 +51,7 @@ from pi_session_server.format.jsvalue import ABSENT, index_key
 from pi_session_server.session.tree import label_target
 
 from .params import id_key
+from .tree_held import PathMove, first_stale_level, lists_around, path_move, stale_ids
 from .tree_pages import appended_since, same_state, session_state
 from .tree_view import NamedCalls, appended_path
 from .wire import encode_rows
@@ -64,6 +69,7 @@ class _Sent(msgspec.Struct):
     objects: kept here, not copied) and the calls its shape's previews named from the session."""
 
     state: tuple[int, Any, Any]
+    leaf: Any
     levels: list[bytes]
     named: NamedCalls
 
@@ -118,7 +124,12 @@ _sent = _SentReplies()
 def remember(shape: Any, manager: Any, options: tuple[Any, ...], revision: str, levels: list[bytes]) -> None:
     """Keep the levels of a reply cut from ``shape`` (the walk of the session as it is now) at
     ``revision``, for a request's ``options``."""
-    _sent.remember(manager, options, revision, _Sent(session_state(manager), levels, shape.named_for_clients))
+    _sent.remember(
+        manager,
+        options,
+        revision,
+        _Sent(session_state(manager), shape.leaf_id, levels, shape.named_for_clients),
+    )
 
 
 def sent_at(manager: Any, options: tuple[Any, ...], revision: Any) -> _Sent | None:
@@ -131,13 +142,20 @@ class Changes(msgspec.Struct):
 
     sent: _Sent
     relabelled: list[dict[str, Any]]
+    move: PathMove | None = None
+    # the lists of rows the view holds that changed (see ``tree_held``)
+    stale: dict[Any, Any] = msgspec.field(default_factory=dict)
 
-    def kept_levels(self, levels: list[bytes]) -> int:
+    def kept_levels(self, levels: list[bytes], hung_under: list[Any]) -> int:
         """How many of ``levels`` (the levels now), from the first, are those of the reply sent,
-        but for the labels of relabelled rows."""
+        but for the labels of relabelled rows, and hang under no stale list (``hung_under``: the
+        id of the row each level's list hangs under, None for the top list): the view drops the
+        stale lists, which a level kept would be among."""
         relabelled = {encode_rows(row["id"]) for row in self.relabelled}
+        first_stale = first_stale_level(self.stale, hung_under)
+        most = len(levels) if first_stale is None else first_stale
         kept = 0
-        for now, then in zip(levels, self.sent.levels, strict=False):
+        for now, then in zip(levels[:most], self.sent.levels, strict=False):
             if (
                 now is not then
                 and now != then
@@ -152,6 +170,12 @@ class Changes(msgspec.Struct):
         more = b',"keptLevels":' + str(kept_levels).encode()
         if self.relabelled:
             more += b',"relabelled":' + encode_rows(self.relabelled)
+        if self.move is not None:
+            more += b',"leftLeafPath":' + encode_rows(self.move.left)
+            more += b',"joinedLeafPath":' + encode_rows(self.move.joined)
+        stale = stale_ids(self.stale)
+        if stale:
+            more += b',"staleLists":' + encode_rows(stale)
         return more
 
 
@@ -162,32 +186,31 @@ def changes_since(sent: _Sent | None, manager: Any, shape: Any) -> Changes | Non
     if sent is None:
         return None
     now = session_state(manager)
-    relabelled: list[dict[str, Any]] = []
+    changes = Changes(sent, [])
     if not same_state(sent.state, now):
         appended = appended_since(manager, sent.state, now)
-        if appended is None or not _below_leaf(appended, sent.state, manager.get_leaf_id()):
-            return None
+        found = None if appended is None else appended_path(appended, manager.get_leaf_id())
+        if appended is None or found is None or len(found[0]) != len(appended):
+            return None  # (not a turn below an older entry: a rewrite, a repair, a reload)
         if shape.names_session_calls(appended, sent.named):
             return None
-        found = _relabelled(shape, appended)
-        if found is None:
-            return None
-        relabelled = found
+        if id_key(found[1]) != sent.state[2]:  # a branch to an older entry, then a turn there
+            if not manager.has_unique_ids():
+                return None
+            changes.move = path_move(shape, manager, sent.leaf, len(appended))
+            if changes.move is None:
+                return None
+            changes.stale.update(changes.move.stale)
+        changes.relabelled = _relabelled(shape, appended, changes.stale)
     # the client holds rows of the shape the reply was cut from (when this one was made anew) too
     shape.named_for_clients.update(sent.named)
-    return Changes(sent, relabelled)
+    return changes
 
 
-def _below_leaf(appended: list[Any], before: tuple[int, Any, Any], leaf_id: Any) -> bool:
-    """Whether every entry of ``appended`` is on the path of the leaf ``leaf_id`` below the leaf of
-    the state ``before``: pi's turn, not a branch to an older entry and a turn there."""
-    found = appended_path(appended, leaf_id)
-    return found is not None and len(found[0]) == len(appended) and id_key(found[1]) == before[2]
-
-
-def _relabelled(shape: Any, appended: list[Any]) -> list[dict[str, Any]] | None:
+def _relabelled(shape: Any, appended: list[Any], stale: dict[Any, Any]) -> list[dict[str, Any]]:
     """``{id, label?, labelTimestamp?}`` of each older entry a label of ``appended`` is about, as
-    its row shows it now; None when a label may show or hide a row (the view's filter reads them)."""
+    its row shows it now. When the view's filter reads labels the label may show or hide the row:
+    the lists around it are added to ``stale``."""
     new_ids = {index_key(entry.id) for entry in appended}
     rows: dict[Any, dict[str, Any]] = {}
     for entry in appended:
@@ -199,11 +222,14 @@ def _relabelled(shape: Any, appended: list[Any]) -> list[dict[str, Any]] | None:
         key = index_key(target)
         if key in new_ids or key in rows:
             continue  # (a new entry's row is in the levels)
+        node = shape.find(target)
+        if node is None:
+            continue  # a label of no entry: no row shows it
         if shape.reads_labels:
-            return None
+            stale.update(lists_around(shape, node))
         found = shape.label_of(target)
         if found is None:
-            continue  # a label of no entry: no row shows it
+            continue
         label, stamp = found
         row: dict[str, Any] = {"id": target}
         if label is not UNSET:

@@ -772,6 +772,13 @@ class _TreeShape:
         preview named the call of that id a walk meets last, and would name another."""
         return self._names_a_call_of(named.keys, appended)
 
+    def shown_as_leaf(self, node: Any, leaf_id: Any) -> bool:
+        """Whether the filter shows ``node`` while the leaf is ``leaf_id`` (pi's filters show a
+        silent assistant turn while it is the leaf)."""
+        if self.visible is None:
+            return True
+        return node_filter(self._mode, leaf_id, self._search, self.cache, self._context_edits)(node)
+
     @property
     def reads_labels(self) -> bool:
         """Whether which nodes are shown depends on their labels (``labeled-only``, a search)."""
@@ -1777,6 +1784,16 @@ def tree_levels(
     levels, complete = _levels_from(shape, around_id, max_levels, shape.levels_before(key))
     shape.kept_levels = (key, levels, complete)
     return list(levels), complete
+
+
+def levels_hung_under(levels: list[TreeLevel]) -> list[Any]:
+    """The id of the row each of ``levels`` hangs under in a tree view (the row on the path one
+    level up: a branch point, a head), None for the top list."""
+    hung: list[Any] = [None]
+    for level in levels[:-1]:
+        at = level.around_index
+        hung.append(None if at is None else _node_id(level.rows[at].node))
+    return hung
 
 
 def _levels_from(

@@ -88,19 +88,36 @@ class HeldView:
         self.rows = {json.dumps(row["id"]): row for row in whole}
         self.lists: list[list[dict[str, Any]]] | None = None  # each level's whole list, when known
 
-    def take(self, delta: dict[str, Any], resent_lists: list[list[dict[str, Any]]]) -> None:
-        """A delta reply: the levels after the kept ones replace the view's (with what it held of
-        their lists), the relabelled rows are changed wherever held."""
+    def take(
+        self,
+        delta: dict[str, Any],
+        resent_lists: list[list[dict[str, Any]]],
+        shown_parents: dict[str, Any],
+    ) -> None:
+        """A delta reply: the stale lists go (every row below the row each hangs under, as the view
+        held them: ``shown_parents``, each row's shown parent then), the levels after the kept ones
+        replace the view's (with what it held of their lists), the relabelled rows and those whose
+        place on the leaf's path changed are changed wherever held."""
+        stale = {json.dumps(entry_id) for entry_id in delta.get("staleLists", [])}
+        for key in [key for key in self.rows if _below_any(key, stale, shown_parents)]:
+            del self.rows[key]
         kept = delta["keptLevels"]
-        if self.lists is not None:
-            resent_lists = [*self.lists[kept:], *resent_lists]
+        if self.lists is not None:  # a list sent again replaces what the view held of it
+            resent = set(_hung_under([*self.levels[:kept], *delta["levels"]])[kept:])
+            held_lists = zip(_hung_under(self.levels)[kept:], self.lists[kept:], strict=True)
+            resent_lists = [*(rows for under, rows in held_lists if under in resent), *resent_lists]
         self.levels = self.levels[:kept] + delta["levels"]
         self.revision = delta["revision"]
-        self.reply = {k: v for k, v in delta.items() if k not in ("keptLevels", "relabelled")}
+        self.reply = {k: v for k, v in delta.items() if k not in DELTA_MEMBERS}
         self.reply["levels"] = self.levels
         for rows in resent_lists:
             for row in rows:
                 self.rows.pop(json.dumps(row["id"]), None)
+        self._mark(delta)
+
+    def _mark(self, delta: dict[str, Any]) -> None:
+        """The rows of a delta's ``relabelled``, ``leftLeafPath`` and ``joinedLeafPath`` changed
+        wherever held."""
         for changed in delta.get("relabelled", []):
             held = [self.rows.get(json.dumps(changed["id"]))]
             held += [row for level in self.levels for row in level["nodes"] if row["id"] == changed["id"]]
@@ -110,6 +127,41 @@ class HeldView:
                 row.pop("label", None)
                 row.pop("labelTimestamp", None)
                 row.update({k: v for k, v in changed.items() if k != "id"})
+        for entry_id in delta.get("leftLeafPath", []):
+            row = self.rows.get(json.dumps(entry_id))
+            if row is not None:
+                row.update(onLeafPath=False, isLeaf=False)
+        for entry_id in delta.get("joinedLeafPath", []):
+            row = self.rows.get(json.dumps(entry_id))
+            if row is not None:
+                row["onLeafPath"] = True
+
+
+def _hung_under(levels: list[dict[str, Any]]) -> list[str]:
+    """The row each level's list hangs under in the view (the row on the path one level up), the
+    top list's None: a list sent again replaces what the view held under its row, the lists of a
+    path that left the leaf's path stay held under theirs."""
+    rows = [level["nodes"][level["aroundIndex"] - level["offset"]]["id"] for level in levels[:-1]]
+    return [json.dumps(None), *map(json.dumps, rows)]
+
+
+DELTA_MEMBERS = ("keptLevels", "relabelled", "leftLeafPath", "joinedLeafPath", "staleLists")
+
+
+def _below_any(key: str, stale: set[str], shown_parents: dict[str, Any]) -> bool:
+    """Whether the row of ``key`` hangs below one of the rows ``stale`` (keys), in a tree whose rows'
+    shown parents are ``shown_parents``."""
+    seen = set()
+    while key in shown_parents and key not in seen:
+        seen.add(key)
+        key = json.dumps(shown_parents[key])
+        if key in stale:
+            return True
+    return False
+
+
+def _shown_parents(whole: list[dict[str, Any]]) -> dict[str, Any]:
+    return {json.dumps(row["id"]): row.get("visibleParentId") for row in whole}
 
 
 async def _fresh(
@@ -117,7 +169,7 @@ async def _fresh(
 ) -> Any:
     """The levels and the whole tree as a client that loads anew gets them: from a copy of the file,
     opened for this (nothing kept of the session followed)."""
-    copy = tmp_path / f"fresh-{round_}-{view['filter']}.jsonl"
+    copy = tmp_path / f"fresh-{round_}-{_name(view)}.jsonl"
     shutil.copyfile(path, copy)
     base = {"uri": copy.as_uri(), **view}
     levels = await sidecar.request(
@@ -158,54 +210,68 @@ FACTS = (
 )
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+def _name(view: dict[str, Any]) -> str:
+    return f"{view['filter']}-{view.get('search', '')}"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
 async def test_levels_since_after_appends_equal_a_fresh_load(sidecar, tmp_path, seed):
+    """Turns pi appends below the leaf, and branches to an older entry with a turn there (pi's
+    /tree), labels set and cleared, in views of every filter (those that read labels too)."""
     rnd = random.Random(seed)
     lines, ids = _random_session(rnd, 40)
     # views of other filters of one session, their requests interleaved (two editors' tree views)
-    groups = (("default", "no-tools", "none"), ("user-only", "all"))
-    views = [
-        {"filter": mode, "form": "flat", "activeBranchFirst": True} for group in groups for mode in group
-    ]
-    paths = {mode: tmp_path / f"live-{n}.jsonl" for n, group in enumerate(groups) for mode in group}
+    groups = (
+        ({"filter": "default"}, {"filter": "no-tools"}, {"filter": "none"}),
+        ({"filter": "user-only"}, {"filter": "all"}),
+        ({"filter": "labeled-only"}, {"filter": "default", "search": "mark"}),
+    )
+    views = [{**view, "form": "flat", "activeBranchFirst": True} for group in groups for view in group]
+    paths = {_name(view): tmp_path / f"live-{n}.jsonl" for n, group in enumerate(groups) for view in group}
     for path in set(paths.values()):
         path.write_text("\n".join(lines) + "\n")
     held: dict[str, HeldView] = {}
+    parents: dict[str, dict[str, Any]] = {}
     leaf = ids[-1]
     for view in views:
-        path = paths[view["filter"]]
+        path = paths[_name(view)]
         base = {"uri": path.as_uri(), **view}
         levels = await sidecar.request(
             "pi/getTree", {**base, "levels": True, "aroundId": leaf, "limit": LEVEL_ROWS}
         )
         whole = await sidecar.request("pi/getTree", base)
-        held[view["filter"]] = HeldView(levels, whole["nodes"])
+        held[_name(view)] = HeldView(levels, whole["nodes"])
+        parents[_name(view)] = _shown_parents(whole["nodes"])
         fresh_base, _levels, _whole = await _fresh(sidecar, path, tmp_path, -1, view, leaf)
-        held[view["filter"]].lists = await _lists(sidecar, fresh_base, levels)
-    deltas = 0
+        held[_name(view)].lists = await _lists(sidecar, fresh_base, levels)
+    deltas = moves = 0
     for round_ in range(8):
         new = []
+        # now and then pi's /tree first: the turn goes below an older entry
+        below = rnd.choice(ids) if rnd.random() < 0.4 else leaf
+        moves += below != leaf
         for _ in range(rnd.randint(1, 4)):
             entry_id = f"a{round_}{len(new)}{len(ids):04d}"
-            new.append(_random_entry(rnd, entry_id, leaf if not new else ids[-1], ids))
+            new.append(_random_entry(rnd, entry_id, below if not new else ids[-1], ids))
             ids.append(entry_id)
             leaf = entry_id
         for path in set(paths.values()):
             _append(path, new)
             assert await _appended(sidecar, path, ids[-1]) == leaf
         for view in views:
-            path = paths[view["filter"]]
-            mine = held[view["filter"]]
+            path = paths[_name(view)]
+            mine = held[_name(view)]
             base = {"uri": path.as_uri(), **view}
             delta = await sidecar.request(
                 "pi/getTree",
                 {**base, "levels": True, "aroundId": leaf, "limit": LEVEL_ROWS, "since": mine.revision},
             )
-            assert "reload" not in delta, (round_, view)  # appended below the leaf: always a delta
+            assert "reload" not in delta, (round_, view)  # appended below an older entry: always a delta
             assert delta["keptLevels"] <= len(mine.levels)
             fresh_base, fresh_levels, fresh_whole = await _fresh(sidecar, path, tmp_path, round_, view, leaf)
             lists = await _lists(sidecar, fresh_base, fresh_levels)
-            mine.take(delta, lists[delta["keptLevels"] :])
+            mine.take(delta, lists[delta["keptLevels"] :], parents[_name(view)])
+            parents[_name(view)] = _shown_parents(fresh_whole)
             mine.lists = lists
             assert _without_revision(mine.reply) == _without_revision(fresh_levels), (round_, view)
             fresh_rows = {json.dumps(row["id"]): row for row in fresh_whole}
@@ -219,6 +285,7 @@ async def test_levels_since_after_appends_equal_a_fresh_load(sidecar, tmp_path, 
                 mine.rows.setdefault(key, row)  # (the view opens the new rows as it shows them)
             deltas += 1
     assert deltas == 8 * len(views)
+    assert moves
 
 
 async def test_a_delta_is_small_and_leaves_out_the_levels_the_view_holds(sidecar, tmp_path):
@@ -269,7 +336,7 @@ async def test_a_delta_is_small_and_leaves_out_the_levels_the_view_holds(sidecar
     assert len(json.dumps(mid)) * 50 < len(json.dumps(full))
 
 
-async def test_not_an_append_below_the_leaf_answers_reload(sidecar, tmp_path):
+async def test_a_rewrite_or_a_revision_not_kept_answers_reload(sidecar, tmp_path):
     lines = [
         S.header(),
         S.user("u1", None),
@@ -287,11 +354,11 @@ async def test_not_an_append_below_the_leaf_answers_reload(sidecar, tmp_path):
     held = await levels("a2")
     unknown = await levels("a2", since="not-a-revision")
     assert unknown == {"reload": True, "revision": held["revision"]}
-    # a branch to an older entry, then a turn there (pi's /tree): the old leaf's path changed
+    # a branch to an older entry, then a turn there (pi's /tree): the rows that left the path
     _append(path, [S.user("b1", "a1", "other way")])
     leaf = await _appended(sidecar, path, "b1")
     reply = await levels(leaf, since=held["revision"])
-    assert reply["reload"] is True and reply["revision"] != held["revision"]
+    assert reply["leftLeafPath"] == ["u2", "a2"] and reply["joinedLeafPath"] == []
     held = await levels(leaf)
     # a rewrite: the file made anew with other entries
     path.write_text("\n".join([*lines[:3], S.user("r1", "a1", "rewritten")]) + "\n")
@@ -299,11 +366,64 @@ async def test_not_an_append_below_the_leaf_answers_reload(sidecar, tmp_path):
     assert change["uri"] == path.as_uri()
     reply = await levels("r1", since=held["revision"])
     assert reply["reload"] is True
-    # a label that shows a row in a filter that reads labels
-    held = await levels("r1", filter="labeled-only")
-    _append(path, [S.label("l1", "r1", "u1", "now shown")])
-    leaf = await _appended(sidecar, path, "l1")
-    assert (await levels(leaf, filter="labeled-only", since=held["revision"]))["reload"] is True
+
+
+async def test_a_branch_to_an_older_entry_names_the_rows_that_left_the_path(sidecar, tmp_path):
+    """pi's /tree, then a turn there: the levels above the branch point are kept, the rows that
+    left the leaf's path are named, and the list that held the old leaf, a silent turn the filter
+    showed while it was the leaf, is stale."""
+    lines = [
+        S.header(),
+        S.user("u1", None),
+        S.user("s1", "u1", "aside"),
+        S.assistant("a1", "u1"),
+        S.user("y1", "a1", "the other way"),
+        S.user("x1", "a1"),
+        S.assistant("x2", "x1"),
+        S.user("x3", "x2"),
+        S.assistant("a2", "x3", ""),  # a turn without text: shown while it is the leaf
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    base = {"uri": path.as_uri(), "levels": True, "limit": LEVEL_ROWS, "activeBranchFirst": True}
+    base["filter"] = "default"
+    held = await sidecar.request("pi/getTree", {**base, "aroundId": "a2"})
+    assert [row["id"] for row in held["levels"][-1]["nodes"]] == ["x2", "x3", "a2"]
+    _append(path, [S.assistant("y2", "y1")])
+    leaf = await _appended(sidecar, path, "y2")
+    delta = await sidecar.request("pi/getTree", {**base, "aroundId": leaf, "since": held["revision"]})
+    # the top list (u1) is kept; u1's branches are sent again (a1's row lists its own in another order)
+    assert delta["keptLevels"] == 1
+    assert [row["id"] for row in delta["levels"][1]["nodes"]] == ["a1", "y1", "x1"]
+    assert delta["leftLeafPath"] == ["x1", "x2", "x3"] and delta["joinedLeafPath"] == ["y1"]
+    # a2 is hidden now: the chain under x1 (x3's row with it) is dropped, loaded anew when opened
+    assert delta["staleLists"] == ["x3", "x1"]
+
+
+async def test_a_label_that_shows_a_row_names_the_lists_around_it(sidecar, tmp_path):
+    """In a filter that reads labels a label shows or hides a row: the lists that hold the rows
+    around it (its shown parent's, the one that holds that parent) are named stale."""
+    lines = [S.header(), S.user("u1", None), S.label("l1", "u1", "u1", "top")]
+    for n in range(2, 8):
+        lines.append(S.user(f"u{n}", f"u{n - 1}" if n > 2 else "l1"))
+    lines.append(S.label("l2", "u7", "u3", "shown"))
+    lines.append(S.user("side", "u3", "a branch"))
+    lines.append(S.label("l3", "side", "side", "side"))
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    base = {"uri": path.as_uri(), "levels": True, "limit": LEVEL_ROWS, "filter": "labeled-only"}
+    held = await sidecar.request("pi/getTree", {**base, "aroundId": "l3"})
+    _append(path, [S.label("l4", "l3", "u5", "now shown")])
+    leaf = await _appended(sidecar, path, "l4")
+    delta = await sidecar.request("pi/getTree", {**base, "aroundId": leaf, "since": held["revision"]})
+    assert "reload" not in delta
+    assert [row["id"] for row in delta["relabelled"]] == ["u5"]
+    # u3 (u1's chain, the top list) shows two branches now, u5 and side: the list under u3 and the
+    # one that holds it (a root's: the chain under it, or the top list, sent again) are stale
+    assert delta["staleLists"] == ["u3", "u1"]
+    assert delta["keptLevels"] == 0
+    assert [row["id"] for row in delta["levels"][0]["nodes"]] == ["u1", "u3"]
+    assert [row["id"] for row in delta["levels"][1]["nodes"]] == ["u3", "u5", "side"]
 
 
 async def test_since_is_of_levels_alone(sidecar, tmp_path):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from test_protocol_tree_filters import random_session
 
-from pi_session_server.server import library_tree, methods_read, tree_pages, tree_since
+from pi_session_server.server import library_tree, methods_read, tree_held, tree_pages, tree_since
 from pi_session_server.server import params as P
 from pi_session_server.server.tree_since import KEPT_VIEWS
 from pi_session_server.session import SessionManager
@@ -152,3 +152,19 @@ def test_replies_kept_share_their_levels_when_walks_are_made_anew(
         same = [(now, then) for now, then in zip(after.levels, before.levels, strict=False) if now == then]
         assert len(same) > len(after.levels) // 2
         assert all(now is then for now, then in same)
+
+
+def test_a_branch_that_moves_more_rows_than_the_bound_answers_reload(
+    session: SessionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A branch far up a long session would name as many rows as the levels hold: loaded anew."""
+    held = levels(session)
+    old_path = [entry.id for entry in session.get_branch()]
+    session.branch(old_path[-6])
+    _turn(session, 1)
+    monkeypatch.setattr(tree_held, "MOST_MOVED_ROWS", 4)
+    assert levels(session, since=held["revision"])["reload"] is True
+    monkeypatch.setattr(tree_held, "MOST_MOVED_ROWS", 5)
+    delta = levels(session, since=held["revision"])
+    assert delta["leftLeafPath"] == old_path[-5:] and delta["joinedLeafPath"] == []
+    assert take(held, {k: v for k, v in delta.items() if "LeafPath" not in k}) == levels(session)

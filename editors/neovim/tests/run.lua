@@ -523,6 +523,78 @@ test('lazy tree: a level sent again keeps the rows it still has, and the lists o
   truthy(other.children == opened and opened.loaded and #opened.rows == 2, 'and the list opened under it')
 end)
 
+test('lazy tree: a branch to an older entry keeps the rows that moved with their lists, marks the old path, drops stale lists', function()
+  local lazy = require('pi_session.lazy')
+  -- a branch point r: the leaf's branch side (its chain s1, s2: the leaf), and u10 (its chain u11,
+  -- u12), which the user opens; then pi's /tree to u12 and a turn n1 there
+  local function r(first, second)
+    return { id = 'r', depth = 0, childIds = { first, second }, isBranchPoint = true, onLeafPath = true }
+  end
+  local function side(on_path)
+    return { id = 'side', depth = 1, childIds = { 's1' }, isBranchPoint = false, onLeafPath = on_path }
+  end
+  local function u10(on_path)
+    return { id = 'u10', depth = 1, childIds = { 'u11' }, isBranchPoint = false, onLeafPath = on_path }
+  end
+  local function u11_u12(more)
+    local nodes = { { id = 'u11', depth = 0, childIds = { 'u12' }, onLeafPath = more ~= nil },
+      { id = 'u12', depth = 1, childIds = more and { more[1].id } or {}, onLeafPath = more ~= nil } }
+    return vim.list_extend(nodes, more or {})
+  end
+  local top = { kind = 'top', chain = true, offset = 0, total = 1, aroundIndex = 0, nodes = { r('side', 'u10') } }
+  local function request(params, callback)
+    if params.since == '1' then
+      local moved_branches = { kind = 'branches', rootId = 'r', depth = 1, offset = 0, total = 3, aroundIndex = 1,
+        nodes = { r('u10', 'side'), u10(true), side(false) } }
+      local chain = { kind = 'chain', rootId = 'u11', chain = true, offset = 0, total = 3, aroundIndex = 2,
+        nodes = u11_u12({ { id = 'n1', depth = 2, childIds = {}, isLeaf = true, onLeafPath = true } }) }
+      return callback(nil, { leafId = 'n1', levels = { moved_branches, chain }, complete = true, keptLevels = 1,
+        leftLeafPath = { 'side', 's1', 's2' }, joinedLeafPath = { 'u10', 'u11', 'u12' }, revision = '2' })
+    elseif params.since == '2' then
+      local chain = { kind = 'chain', rootId = 'u11', chain = true, offset = 0, total = 4, aroundIndex = 3,
+        nodes = u11_u12({ { id = 'n1', depth = 2, childIds = { 'n2' }, onLeafPath = true },
+          { id = 'n2', depth = 3, childIds = {}, isLeaf = true, onLeafPath = true } }) }
+      return callback(nil, { leafId = 'n2', levels = { chain }, complete = true, keptLevels = 2,
+        staleLists = { 'side' }, revision = '3' })
+    elseif params.levels then
+      local branches = { kind = 'branches', rootId = 'r', depth = 1, offset = 0, total = 3, aroundIndex = 1,
+        nodes = { r('side', 'u10'), side(true), u10(false) } }
+      local chain = { kind = 'chain', rootId = 's1', chain = true, offset = 0, total = 2, aroundIndex = 1, nodes = {
+        { id = 's1', depth = 0, childIds = { 's2' }, onLeafPath = true },
+        { id = 's2', depth = 1, childIds = {}, isLeaf = true, onLeafPath = true } } }
+      return callback(nil, { leafId = 's2', levels = { top, branches, chain }, complete = true, revision = '1' })
+    end
+    callback(nil, { leafId = 's2', total = 2, offset = 0, revision = '1', nodes = u11_u12() })
+  end
+  local tree = lazy.new(request, 10)
+  local found
+  tree:locate('s2', function(_, row)
+    found = row
+  end)
+  eq(found and found.node.id, 's2', 'the leaf')
+  local level = tree.top.rows[1].children
+  local held_side, other = level.rows[1], level.rows[2]
+  eq({ held_side.node.id, other.node.id }, { 'side', 'u10' }, 'the branches, the one on the path first')
+  local opened = tree:child(other)
+  tree:load(opened, { offset = 0 }, function() end)
+  eq(#opened.rows, 2, 'the user opened u10')
+  tree:follow('n1', function(_, row, reload)
+    found = reload and 'reload' or row
+  end)
+  eq(found and found.node and found.node.id, 'n1', 'the new leaf, no load anew')
+  truthy(level.rows[1] == other and other.index == 0, 'u10 keeps its table at its new place')
+  truthy(other.children == opened, 'and the list opened under it')
+  truthy(level.rows[2] == held_side and held_side.children ~= nil, 'side too, with the old path under it')
+  local s2 = held_side.children.rows[2]
+  eq({ s2.node.id, s2.node.isLeaf, s2.node.onLeafPath }, { 's2', false, false }, 'the old leaf is marked')
+  eq(held_side.children.rows[1].node.onLeafPath, false, 'and the rest of the old path')
+  tree:follow('n2', function(_, row, reload)
+    found = reload and 'reload' or row
+  end)
+  eq(found and found.node and found.node.id, 'n2', 'the next turn')
+  eq(held_side.children, nil, 'the list the server named stale is dropped (loaded anew when opened)')
+end)
+
 test('a tree whose session changed while it loaded is loaded anew (TreeChanged), never drawn from two trees', function()
   local path = work .. '/elsewhere/long-session.jsonl' -- the 3,000-entry chain of the test before
   local win = open_beside(path, 'long session')
@@ -784,8 +856,8 @@ test(':PiSessionLabel labels the entry (the server appends a label line)', funct
 end)
 
 test('the tree follows another program appending to the session (pi/didChange)', function()
-  -- (below an older entry, not the leaf: the server answers the levels since the tree's with
-  -- reload, and the tree is loaded anew)
+  -- (below an older entry, not the leaf: pi's /tree, then a turn there; the server answers what
+  -- changed since the tree's levels, the rows that left the leaf's path with it)
   local requests, stop_recording = record_tree_requests()
   local line = vim.json.encode({
     type = 'message', id = 'u0000009', parentId = 'a0000003', timestamp = '2026-01-05T10:00:30.000Z',
@@ -801,8 +873,8 @@ test('the tree follows another program appending to the session (pi/didChange)',
   end, 50)
   stop_recording()
   truthy(seen, 'the tree did not follow the outside append:\n' .. tree_text)
-  truthy(type(requests[1].since) == 'string', 'asked what changed first: ' .. vim.inspect(requests[1]))
-  eq(requests[2].since, nil, 'then loaded anew')
+  truthy(type(requests[1].since) == 'string', 'asked what changed: ' .. vim.inspect(requests[1]))
+  eq(#requests, 1, 'not loaded anew')
 end)
 
 test('refreshes asked for while the tree loads share one load after it (pi appending turn after turn)', function()

@@ -134,6 +134,16 @@ export function sameId(a: unknown, b: unknown): boolean {
   return a === b || (typeof a === 'object' && a !== null && JSON.stringify(a) === JSON.stringify(b));
 }
 
+/** A Map key of an entry id: equal for ids sameId tells equal (and for no others). */
+function idKey(id: unknown): string {
+  return typeof id === 'string' ? `s${id}` : `j${JSON.stringify(id)}`;
+}
+
+/** The keys (idKey) of a list of ids a reply gave (none when it is not a list). */
+function idKeys(ids: unknown): Set<string> {
+  return new Set(Array.isArray(ids) ? ids.map(idKey) : []);
+}
+
 export class LazyTree {
   top: Container = new Container('top', undefined, undefined);
   leafId: unknown = null;
@@ -305,10 +315,12 @@ export class LazyTree {
 
   /**
    * Take in what changed since the levels the tree holds (pi appended to the session): the levels
-   * down to `entryId` (the new leaf) asked with `since`. The levels the server says are as the tree
-   * holds them stay (with the lists opened under them); each level after them replaces what the
-   * tree holds of its list, the rows it still has keeping the lists opened under them (see
-   * keepHeld); the rows of an entry whose label changed are changed wherever they are.
+   * down to `entryId` (the new leaf) asked with `since`. The lists the server names stale go first
+   * (they are loaded anew when shown); the levels the server says are as the tree holds them stay
+   * (with the lists opened under them); each level after them replaces what the tree holds of its
+   * list, the rows it still has keeping the lists opened under them (see keepHeld); the rows of an
+   * entry whose label changed, or that left the leaf's path or joined it (a branch to an older
+   * entry, then a turn there), are changed wherever they are.
    * Returns the row on the path to `entryId` (as locate), or `reload` when the tree must be loaded
    * anew: the server said so (not an append below the leaf, a revision it no longer knows), the
    * tree holds no whole levels reply, or the reply does not fit what it holds. An error of the
@@ -324,11 +336,13 @@ export class LazyTree {
     if (typeof kept !== 'number' || !Number.isInteger(kept) || kept < 0 || kept > held.rows.length) return 'reload';
     const keptRows = held.rows.slice(0, kept);
     const above = keptRows[keptRows.length - 1];
+    this.dropLists(idKeys(reply.staleLists)); // (before the list the levels start in is found)
     const from = above === undefined ? this.top : this.childContainer(above);
     this.heldLevels = undefined; // (until the levels are all taken in again)
     this.leafId = reply.leafId ?? null;
     this.revision = reply.revision; // the windows asked from now on are of this tree
     this.relabel(Array.isArray(reply.relabelled) ? reply.relabelled : []);
+    this.markPath(idKeys(reply.leftLeafPath), idKeys(reply.joinedLeafPath));
     if (reply.levels.length === 0) {
       // every level as held: the path's row is the one before (a new leaf the filter hides)
       this.heldLevels = { revision: reply.revision, rows: keptRows };
@@ -352,6 +366,22 @@ export class LazyTree {
       if (found.label !== undefined) node.label = found.label;
       if (found.labelTimestamp !== undefined) node.labelTimestamp = found.labelTimestamp;
       row.node = node;
+    }
+  }
+
+  /** Drop the list under each row of an entry named (`staleLists`: its rows changed otherwise). */
+  private dropLists(stale: Set<string>): void {
+    if (stale.size === 0) return;
+    for (const row of this.loadedRows()) if (stale.has(idKey(row.node.id))) row.children = undefined;
+  }
+
+  /** The rows of the entries that left the leaf's path (neither on it nor the leaf now) or joined it. */
+  private markPath(left: Set<string>, joined: Set<string>): void {
+    if (left.size === 0 && joined.size === 0) return;
+    for (const row of this.loadedRows()) {
+      const key = idKey(row.node.id);
+      if (left.has(key)) row.node = { ...row.node, onLeafPath: false, isLeaf: false };
+      else if (joined.has(key)) row.node = { ...row.node, onLeafPath: true };
     }
   }
 
@@ -399,20 +429,45 @@ export class LazyTree {
 
   /**
    * After a level sent again replaced what `container` held (`held`: its rows before): each row of
-   * the same entry at the same place keeps its object (the view's item), and the list opened under
-   * it (a branch the user expanded, whose rows the server did not change) while the row still has
-   * that list. Rows the level no longer has go: the server tells nothing of them.
+   * the same entry keeps its object, and the list opened under it (a branch the user expanded,
+   * whose rows the server did not change) while the row still has that list, wherever it is in the
+   * list now (a branch to an older entry puts the branch on the path first). A row that moved takes
+   * the key of its place (the view's item: expanded while its list is loaded). Rows the level no
+   * longer has go: the server tells nothing of them. Where ids repeat (a damaged file) a row keeps
+   * its object only at the same place.
    */
   private static keepHeld(container: Container, held: Row[]): void {
     if (held.length === 0) return;
-    const byIndex = new Map(held.map((row) => [row.index, row]));
+    const byId = new Map<string, Row>();
+    const repeated = new Set<string>();
+    for (const row of held) {
+      const key = idKey(row.node.id);
+      if (byId.has(key)) repeated.add(key);
+      byId.set(key, row);
+    }
     container.rows = container.rows.map((row) => {
-      const old = byIndex.get(row.index);
-      if (!old || old.head !== row.head || !sameId(old.node.id, row.node.id)) return row;
+      const key = idKey(row.node.id);
+      const old = byId.get(key);
+      if (!old || old.head !== row.head || (repeated.has(key) && old.index !== row.index)) return row;
       if (old.children && !LazyTree.sameList(old.node, row.node)) old.children = undefined;
       old.node = row.node;
+      if (old.index !== row.index) LazyTree.moved(old, row.index, row.key);
       return old;
     });
+  }
+
+  /** A row kept at another place in its list: its index and key, and the keys below it, are the place's. */
+  private static moved(row: Row, index: number, key: string): void {
+    row.index = index;
+    row.key = key;
+    const stack = row.children ? [row.children] : [];
+    while (stack.length > 0) {
+      const container = stack.pop() as Container;
+      for (const below of container.rows) {
+        below.key = `${container.key}${below.index}`;
+        if (below.children) stack.push(below.children);
+      }
+    }
   }
 
   /** Do two rows of one entry hang the same list under them (see childContainer)? */

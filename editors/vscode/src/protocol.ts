@@ -810,10 +810,12 @@ export interface GetTreeParams {
    * pi/getTree (with `levels`, not with `revision`): the `revision` of a levels reply the client
    * holds, with the same other params (but `aroundId`, the leaf now): the reply leaves out the
    * first levels that are as that reply gave them but for the labels of relabelled rows
-   * (`keptLevels`) and names the older rows whose label changed (`relabelled`) when the session
-   * only had entries appended below that revision's leaf (pi writing a turn) and the server still
-   * knows that reply (a few views of a session, each its params, a few revisions each, kept while
-   * the session is open); else it is TreeReload (`{reload: true, revision}`): load the tree anew.
+   * (`keptLevels`), names the older rows whose label changed (`relabelled`), those that left the
+   * leaf's path or joined it (`leftLeafPath`, `joinedLeafPath`) and the lists whose rows changed
+   * otherwise (`staleLists`) when the session only had entries appended below an older entry (pi
+   * writing a turn below the leaf, or below another entry after /tree) and the server still knows
+   * that reply (a few views of a session, each its params, a few revisions each, kept while the
+   * session is open); else it is TreeReload (`{reload: true, revision}`): load the tree anew.
    */
   since?: string;
 }
@@ -976,10 +978,12 @@ export interface GetEntriesParams {
    * pi/getTree (with `levels`, not with `revision`): the `revision` of a levels reply the client
    * holds, with the same other params (but `aroundId`, the leaf now): the reply leaves out the
    * first levels that are as that reply gave them but for the labels of relabelled rows
-   * (`keptLevels`) and names the older rows whose label changed (`relabelled`) when the session
-   * only had entries appended below that revision's leaf (pi writing a turn) and the server still
-   * knows that reply (a few views of a session, each its params, a few revisions each, kept while
-   * the session is open); else it is TreeReload (`{reload: true, revision}`): load the tree anew.
+   * (`keptLevels`), names the older rows whose label changed (`relabelled`), those that left the
+   * leaf's path or joined it (`leftLeafPath`, `joinedLeafPath`) and the lists whose rows changed
+   * otherwise (`staleLists`) when the session only had entries appended below an older entry (pi
+   * writing a turn below the leaf, or below another entry after /tree) and the server still knows
+   * that reply (a few views of a session, each its params, a few revisions each, kept while the
+   * session is open); else it is TreeReload (`{reload: true, revision}`): load the tree anew.
    */
   since?: string;
   /**
@@ -1350,7 +1354,8 @@ export interface TreeLevels {
   /**
    * with `since`: how many levels, from the top, are those of the reply of that revision (the same
    * rows, totals and path, but the labels of `relabelled` rows) and are left out; `levels` holds
-   * the ones after them, which replace the client's
+   * the ones after them, which replace the client's (a row it holds of the same entry keeps the
+   * lists opened under it, wherever it moved)
    */
   keptLevels?: number;
   /**
@@ -1358,6 +1363,24 @@ export interface TreeLevels {
    * holds their rows (also outside the levels)
    */
   relabelled?: RelabelledRow[];
+  /**
+   * with `since`, after a branch to an older entry (pi's /tree, then a turn there): the ids of the
+   * older rows no longer on the leaf's path (`onLeafPath` and `isLeaf` false now), wherever the
+   * client holds them
+   */
+  leftLeafPath?: unknown[];
+  /**
+   * with `since`, after a branch to an older entry: the ids of the older rows now on the leaf's
+   * path (`onLeafPath` true), wherever the client holds them
+   */
+  joinedLeafPath?: unknown[];
+  /**
+   * with `since`: the ids of the rows whose list (the chain or branches under the row) holds rows
+   * that changed otherwise (a row a label or the branch showed or hid, branches in another order):
+   * drop what is held of each list and the lists opened in it, before taking in `levels` (load it
+   * anew when it is shown). No level kept is among them
+   */
+  staleLists?: unknown[];
 }
 
 /**

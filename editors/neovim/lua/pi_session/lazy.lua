@@ -36,6 +36,20 @@ function M.same_id(a, b)
   return a == b or (type(a) == 'table' and type(b) == 'table' and vim.deep_equal(a, b))
 end
 
+--- A table key of an entry id: equal for ids same_id tells equal (and for no others).
+local function id_key(id)
+  return type(id) == 'string' and ('s' .. id) or ('j' .. vim.json.encode(id))
+end
+
+--- The keys (id_key) of a list of ids a reply gave (none when it is not a list).
+local function id_keys(ids)
+  local keys = {}
+  for _, id in ipairs(type(ids) == 'table' and ids or {}) do
+    keys[id_key(id)] = true
+  end
+  return keys
+end
+
 function M.container(kind, owner, root_id)
   return { kind = kind, owner = owner, root_id = root_id, rows = {}, start = 0, total = 0, loaded = false, roots = false }
 end
@@ -172,22 +186,45 @@ local function same_list(before, now)
   return now.isBranchPoint == true or M.same_id(child_ids(before)[1], child_ids(now)[1])
 end
 
+--- A row kept at another place in its list: its index and key, and the keys below it, are the place's.
+local function moved(row, index, key)
+  row.index, row.key = index, key
+  local stack = { row.children }
+  while #stack > 0 do
+    local c = table.remove(stack)
+    for _, below in ipairs(c.rows) do
+      below.key = key_of(c) .. below.index
+      if below.children then
+        table.insert(stack, below.children)
+      end
+    end
+  end
+end
+
 --- After a level sent again replaced what `c` held (`held`: its rows before): each row of the same
---- entry at the same place keeps its table, and the list opened under it (a branch the user opened,
---- whose rows the server did not change) while the row still has that list. Rows the level no
---- longer has go: the server tells nothing of them.
+--- entry keeps its table, and the list opened under it (a branch the user opened, whose rows the
+--- server did not change) while the row still has that list, wherever it is in the list now (a
+--- branch to an older entry puts the branch on the path first). A row that moved takes the key of
+--- its place. Rows the level no longer has go: the server tells nothing of them. Where ids repeat
+--- (a damaged file) a row keeps its table only at the same place.
 local function keep_held(c, held)
-  local by_index = {}
+  local by_id, repeated = {}, {}
   for _, row in ipairs(held) do
-    by_index[row.index] = row
+    local key = id_key(row.node.id)
+    repeated[key] = by_id[key] ~= nil or nil
+    by_id[key] = row
   end
   for i, row in ipairs(c.rows) do
-    local old = by_index[row.index]
-    if old and old.head == row.head and M.same_id(old.node.id, row.node.id) then
+    local key = id_key(row.node.id)
+    local old = by_id[key]
+    if old and old.head == row.head and not (repeated[key] and old.index ~= row.index) then
       if old.children and not same_list(old.node, row.node) then
         old.children = nil
       end
       old.node = row.node
+      if old.index ~= row.index then
+        moved(old, row.index, row.key)
+      end
       c.rows[i] = old
     end
   end
@@ -329,9 +366,12 @@ function Tree:take_levels(entry_id, reply, c, above, anew, callback)
 end
 
 --- Take in what changed since the levels the tree holds (pi appended to the session): the levels
---- down to `entry_id` (the new leaf) asked with `since`. The levels the server says are as the tree
---- holds them stay (with the lists opened under them); each level after them replaces what the tree
---- holds of its list, the rows it still has keeping the lists opened under them; the rows of an entry whose label changed are changed wherever they are.
+--- down to `entry_id` (the new leaf) asked with `since`. The lists the server names stale go first
+--- (loaded anew when opened); the levels the server says are as the tree holds them stay (with the
+--- lists opened under them); each level after them replaces what the tree holds of its list, the
+--- rows it still has keeping the lists opened under them; the rows of an entry whose label
+--- changed, or that left the leaf's path or joined it (a branch to an older entry, then a turn
+--- there), are changed wherever they are.
 --- callback(err, row, reload): the row on the path to the entry (as locate), or reload = true when
 --- the tree must be loaded anew: the server said so (not an append below the leaf, a revision it no
 --- longer knows), the tree holds no whole levels reply, or the reply does not fit what it holds.
@@ -355,11 +395,13 @@ function Tree:follow(entry_id, callback)
     end
     local above = vim.list_slice(held.rows, 1, kept)
     local last = above[#above]
+    self:drop_lists(id_keys(reply.staleLists)) -- (before the list the levels start in is found)
     local c = last == nil and self.top or self:child(last)
     self.held_levels = nil -- (until the levels are all taken in again)
     self.leaf_id = reply.leafId
     self.revision = reply.revision -- the windows asked from now on are of this tree
     self:relabel(type(reply.relabelled) == 'table' and reply.relabelled or {})
+    self:mark_path(id_keys(reply.leftLeafPath), id_keys(reply.joinedLeafPath))
     if #reply.levels == 0 then
       -- every level as held: the path's row is the one before (a new leaf the filter hides)
       self.held_levels = { revision = reply.revision, rows = above }
@@ -399,6 +441,36 @@ function Tree:relabel(changed)
         node.label, node.labelTimestamp = c.label, c.labelTimestamp
         row.node = node
       end
+    end
+  end
+end
+
+--- Drop the list under each row of an entry named (`staleLists`: its rows changed otherwise).
+function Tree:drop_lists(stale)
+  if next(stale) == nil then
+    return
+  end
+  for _, row in ipairs(self:loaded_rows()) do
+    if stale[id_key(row.node.id)] then
+      row.children = nil
+    end
+  end
+end
+
+--- The rows of the entries that left the leaf's path (neither on it nor the leaf now) or joined it.
+function Tree:mark_path(left, joined)
+  if next(left) == nil and next(joined) == nil then
+    return
+  end
+  for _, row in ipairs(self:loaded_rows()) do
+    local key = id_key(row.node.id)
+    if left[key] or joined[key] then
+      local node = vim.deepcopy(row.node)
+      node.onLeafPath = joined[key] == true
+      if left[key] then
+        node.isLeaf = false
+      end
+      row.node = node
     end
   end
 end

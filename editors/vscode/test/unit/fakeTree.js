@@ -7,10 +7,13 @@
 
 /**
  * entries: [{ id, parent, role?, type?, preview?, label? }] in file order; leafId: the leaf.
- * `server.append(entries)` appends entries below the leaf (the last one the new leaf) as pi does,
+ * `server.append(entries)` appends entries below the leaf, or below an older entry (pi's /tree, then a
+ * turn there), the last one the new leaf, as pi does,
  * `server.relabel(id, label)` changes a label: each a new revision. A `levels` request with `since`
  * is answered as the server does: the levels after those as that revision's reply gave them
- * (`keptLevels`, their rows but for the labels of relabelled rows) and the relabelled rows, or `{ reload: true }` for a revision it did not give, or
+ * (`keptLevels`, their rows but for the labels of relabelled rows) and the relabelled rows, after a
+ * branch the rows that left the leaf's path or joined it and the lists stale (the branches of a row
+ * that left it, in another order now, and the list that holds that row), or `{ reload: true }` for a revision it did not give, or
  * once `server.rewrite()` made the session anew.
  */
 function makeTreeServer(initialEntries, initialLeafId) {
@@ -127,10 +130,19 @@ function makeTreeServer(initialEntries, initialLeafId) {
     checkRevision(params);
     const reply = levelsOf(params, maxLevels);
     const levels = reply.levels.map((level) => JSON.stringify(level));
-    const before = params.since === undefined ? undefined : sent.get(params.since);
-    sent.set(server.revision, levels);
+    const since = params.since === undefined ? undefined : sent.get(params.since);
+    sent.set(server.revision, { levels, onPath: new Set(onPath) });
     if (params.since === undefined) return { ...reply, revision: server.revision };
-    if (before === undefined) return { reload: true, revision: server.revision };
+    if (since === undefined) return { reload: true, revision: server.revision };
+    const before = since.levels;
+    const left = [...since.onPath].filter((id) => nodes.has(id) && !onPath.has(id));
+    const joined = [...onPath].filter((id) => !since.onPath.has(id) && nodes.get(id).line <= lastLine(params.since));
+    const stale = new Set();
+    for (const id of left) {
+      if (nodes.get(id).children.length < 2) continue;
+      stale.add(id);
+      for (const holder of listHolding(nodes.get(id))) stale.add(holder);
+    }
     const relabelled = relabels
       .filter(([at]) => at > Number(params.since))
       .map(([, id]) => id)
@@ -144,19 +156,45 @@ function makeTreeServer(initialEntries, initialLeafId) {
       return JSON.stringify(parsed);
     };
     const same = (a, b) => a === b || (ids.size > 0 && unlabelled(a) === unlabelled(b));
+    // no level kept hangs under a stale list (the top list's: null)
+    const hungUnder = [null, ...reply.levels.slice(0, -1).map((level) => level.nodes[level.aroundIndex - level.offset].id)];
+    const most = hungUnder.findIndex((id) => stale.has(id));
     let kept = 0;
-    while (kept < levels.length && kept < before.length && same(levels[kept], before[kept])) kept++;
+    while (kept < levels.length && kept < before.length && (most < 0 || kept < most) && same(levels[kept], before[kept])) kept++;
     return {
       ...reply,
       levels: reply.levels.slice(kept),
       keptLevels: kept,
       ...(relabelled.length ? { relabelled } : {}),
+      ...(left.length || joined.length ? { leftLeafPath: left, joinedLeafPath: joined } : {}),
+      ...(stale.size ? { staleLists: [...stale].filter((id) => id !== null) } : {}),
       revision: server.revision,
     };
   }
 
+  /** The line of the last entry at `revision` (the entries after it are new since). */
+  function lastLine(revision) {
+    return linesAt.get(revision) ?? 0;
+  }
+
+  /** The row the list that holds `node`'s row hangs under (null: the top list; at the top both). */
+  function listHolding(node) {
+    for (;;) {
+      const parent = node.parent ? nodes.get(node.parent) : undefined;
+      if (!parent) return [null];
+      if (parent.children.length > 1) return [parent.id];
+      const grand = parent.parent ? nodes.get(parent.parent) : undefined;
+      if (!grand) return [parent.id, null];
+      if (grand.children.length > 1) return [parent.id];
+      node = parent;
+    }
+  }
+
+  /** The line of the last entry of each revision. */
+  const linesAt = new Map([['1', initialEntries.length]]);
   function next() {
     server.revision = String(Number(server.revision) + 1);
+    linesAt.set(server.revision, entries.length);
   }
 
   function append(more) {

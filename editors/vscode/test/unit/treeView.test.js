@@ -318,6 +318,60 @@ test('a level sent again keeps the rows it still has, and the lists the view ope
   await assertHoldsAFreshLoad(server, provider);
 });
 
+test('a branch to an older entry is followed from one `since` request: the lists opened stay, the old path\'s rows are marked', async () => {
+  // a branch point a9 with the leaf's branch u10... and another, side1 side2 (a branch point), which
+  // the user opens; then pi's /tree to side2 and a turn there
+  const entries = chainEntries(20);
+  entries.push({ id: 'side1', parent: 'a9', role: 'user' }, { id: 'side2', parent: 'side1', role: 'assistant' });
+  entries.push({ id: 'far1', parent: 'side2', role: 'user' }, { id: 'far2', parent: 'side2', role: 'user' });
+  const server = makeTreeServer(entries, 'a19');
+  const { source, provider } = followingTree(server);
+  await provider.setDocument(A);
+  const side = provider.tree.loadedRows().find((r) => r.node.id === 'side1');
+  const opened = provider.tree.childContainer(side);
+  await provider.tree.ensureLoaded(opened);
+  const u10 = provider.tree.loadedRows().find((r) => r.node.id === 'u10');
+  assert.equal(u10.index, 0, 'the branch on the path comes first');
+  const asked = server.log.length;
+  server.append([{ id: 'n1', parent: 'far2', role: 'assistant' }]);
+  await provider.refresh({ id: 'n1' });
+  assert.equal(source.infos, 1, 'not loaded anew');
+  assert.deepEqual(server.log.slice(asked).map((p) => p.since), ['1'], 'one request');
+  const rows = provider.tree.loadedRows();
+  const now = rows.find((r) => r.node.id === 'u10');
+  assert.equal(now, u10, 'the old branch keeps its object, at its new place');
+  assert.equal(now.index, 1);
+  assert.ok(now.children?.loaded, 'and the list of the old path under it');
+  assert.equal(rows.find((r) => r.node.id === 'a19').node.isLeaf, false, 'the old leaf is not the leaf');
+  assert.equal(rows.find((r) => r.node.id === 'a15').node.onLeafPath, false, 'nor on its path');
+  assert.equal(provider.marker.node.id, 'n1');
+  await assertHoldsAFreshLoad(server, provider);
+});
+
+test('a branch away from a path with a branch point drops the lists the server names stale: its branches are in another order', async () => {
+  // the leaf far2 below side2, a branch point (far2 first while on the path); then pi's /tree to a19
+  const entries = chainEntries(20);
+  entries.push({ id: 'side1', parent: 'a9', role: 'user' }, { id: 'side2', parent: 'side1', role: 'assistant' });
+  entries.push({ id: 'far1', parent: 'side2', role: 'user' }, { id: 'far2', parent: 'side2', role: 'user' });
+  const server = makeTreeServer(entries, 'far2');
+  const { source, provider } = followingTree(server);
+  await provider.setDocument(A);
+  const held = provider.tree.loadedRows().find((r) => r.node.id === 'side2');
+  assert.deepEqual(held.node.childIds, ['far2', 'far1']);
+  server.append([{ id: 'n1', parent: 'a19', role: 'assistant' }]);
+  await provider.refresh({ id: 'n1' });
+  assert.equal(source.infos, 1, 'not loaded anew');
+  const rows = provider.tree.loadedRows();
+  const side1 = rows.find((r) => r.node.id === 'side1');
+  assert.ok(side1, 'the head of the old branch stays');
+  assert.equal(side1.node.onLeafPath, false);
+  assert.equal(side1.children, undefined, 'the list under it is dropped: loaded anew when opened');
+  assert.equal(rows.find((r) => r.node.id === 'side2'), undefined, 'no row of side2 with its branches in the old order');
+  await provider.tree.ensureLoaded(provider.tree.childContainer(side1));
+  assert.deepEqual(provider.tree.loadedRows().find((r) => r.node.id === 'side2').node.childIds, ['far1', 'far2']);
+  await assertHoldsAFreshLoad(server, provider);
+});
+
 test('a label set on a row of a level half way down keeps the levels: only the leaf\'s are sent again', async () => {
   const server = makeTreeServer(branchyEntries(), 'a39');
   const replies = [];
