@@ -483,6 +483,7 @@ class PiSessionServer:
                 self._tell_change(slot, manager.refresh_from_disk())
                 raise
             finally:
+                self.poller.wrote(slot)
                 self.report_foreign_writes(slot, before)
                 if real_path is not None:
                     self.own_writes.after(real_path, before)

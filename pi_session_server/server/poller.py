@@ -128,6 +128,13 @@ class FilePoller:
         """Call ``on_change()`` (on the poller's thread) whenever ``path`` changes."""
         self._followed[key] = (path, signature, on_change)
 
+    def wrote(self, slot: Slot) -> None:
+        """The session of ``slot`` wrote its file (on its worker): the next look refreshes it, whatever
+        it finds. A file the session created since the last look (pi writes nothing until the first
+        message) and another program deleted before the next one is missing to both looks: else
+        the delete would never be told."""
+        slot.last_stat = None
+
     def unfollow(self, key: str) -> None:
         self._followed.pop(key, None)
 
@@ -311,6 +318,10 @@ class FilePoller:
             change.kind,
             len(change.new_entry_ids),
         )
+        if slot.last_stat == MISSING and change.kind != "deleted" and _exists(slot.path):
+            # the look that found it missing had its stat made before the session wrote it (see
+            # wrote): looked at again, not taken as missing until it is
+            slot.last_stat = None
         if manager.awaiting_header:
             # the file was found without a session header and not yet held still long enough to be
             # told "unreadable": the next tick looks again, changed or not (an unchanged look is a stat)
@@ -348,6 +359,10 @@ def mount_points() -> list[str]:
         for fields in (line.split() for line in lines)
         if len(fields) > 1
     ]
+
+
+def _exists(path: str | None) -> bool:
+    return path is not None and os.path.exists(path)
 
 
 def _device(signature: Any) -> Any:

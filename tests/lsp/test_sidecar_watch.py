@@ -350,6 +350,25 @@ async def test_a_deleted_file_is_reported(sidecar, tmp_path):
     assert (await sidecar.request("pi/getInfo", {"session": session}))["entryCount"] == 36  # kept in memory
 
 
+async def test_a_file_the_session_created_and_another_program_deleted_between_two_looks_is_reported(
+    tmp_path,
+):
+    """pi/create writes nothing until the first message: the poller's looks find the file missing.
+    The session then writes it and another program deletes it before the next look, which finds it
+    missing again, as the last one did: the session's write has that look refresh it all the same."""
+    side = await start_sidecar(tmp_path, "--watch-interval", "0.4")
+    try:
+        created = await side.request("pi/create", {"cwd": str(tmp_path), "sessionDir": str(tmp_path / "s")})
+        session, path = created["session"], Path(created["sessionFile"])
+        await asyncio.sleep(1.0)  # looked at, missing
+        await side.request("pi/append", {"session": session, "kind": "message", "message": MINE})
+        path.unlink()  # (well before the next look, as a rule)
+        change = await side.wait_for("pi/didChange", timeout=5)
+        assert (change["session"], change["kind"]) == (session, "deleted")
+    finally:
+        await stop_sidecar(side)
+
+
 @pytest.mark.skipif(
     shutil.which("node") is None or not reference_locations.pi_086_package(ORACLE).is_dir(),
     reason="pi 0.86.1 (the oracle copy) is not installed",
