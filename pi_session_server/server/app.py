@@ -37,7 +37,7 @@ from .file_uri import from_fs_path
 from .idle_slots import IdleSlots
 from .index_keeping import IndexKeeper
 from .jsonrpc import MESSAGE_TYPE_WARNING, WINDOW_SHOW_MESSAGE, Connection, LanguageServerPart, run_stdio
-from .locations import FileKeys, file_keys, require_regular_file, uri_to_path
+from .locations import FileKeys, file_keys, file_names, require_regular_file, uri_to_path
 from .own_writes import OwnWrites
 from .params import (
     EnvironmentOptions,
@@ -319,7 +319,9 @@ class PiSessionServer:
         """The first job of an implicit slot: the file, opened to look at (nothing written). Where
         nothing is, a read fails (ENOENT): pi's open would answer a new, empty session, which
         hides a mistyped or deleted file from the front end; a write starts the session there, as
-        pi's open and that write would."""
+        pi's open and that write would, but on a file a pi/delete deleted while a session held it:
+        that session's requests find it closed (UnknownSession), and a write by ``uri`` sent before
+        the delete's answer is one of them, whether it is read before or after that answer."""
         try:
             pi = self.options.pi
             if require_regular_file(path):
@@ -328,6 +330,8 @@ class PiSessionServer:
                 slot.read_only = True
             elif not write:
                 raise rpc_errors.missing_session_file(path)
+            elif (closed := self.registry.closed_on_deleted_file(path, file_names(path))) is not None:
+                raise rpc_errors.unknown_session(closed)
             else:  # nothing there: a new session at that path, written by the first write
                 manager = SessionManager.open(path, pi=pi, env=self.environment)
         except rpc_errors.PiRpcError as error:

@@ -25,7 +25,7 @@ from pi_session_server.format.jsvalue import ABSENT, strict_equal
 from pi_session_server.session import SessionManager
 
 from .errors import PiRpcError, unknown_session
-from .locations import FileKeys, file_names
+from .locations import FileKeys, FileNames, file_names
 from .workers import CancelToken, Job, SerialQueue, WorkerPool
 
 T = TypeVar("T")
@@ -109,8 +109,10 @@ class Registry:
         self._next = 1
         self._lock = threading.Lock()
         self._file_locks: dict[str, threading.Lock] = {}
-        # handles a pi/delete closed, the latest first out last: a pi/close of one answers closed
-        self._closed_by_delete: OrderedDict[str, None] = OrderedDict()
+        # handles a pi/delete closed, the latest first out last, each with the names of the file it
+        # held: a pi/close of one answers closed, a write by ``uri`` to that file, gone, is refused
+        self._closed_by_delete: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._deleted_names: dict[str, str] = {}  # a name of such a file: the handle closed on it
 
     def add(
         self,
@@ -152,11 +154,18 @@ class Registry:
                 del self._slots[slot.handle]
 
     def discard_closed_by_delete(self, slot: Slot) -> None:
-        """:meth:`discard` a slot a pi/delete closed, its handle remembered (see :meth:`closed_by_delete`)."""
+        """:meth:`discard` a slot a pi/delete closed, its handle and the names of its file remembered
+        (see :meth:`closed_by_delete`, :meth:`closed_on_deleted_file`)."""
+        # (names, not a device and inode: those may be given to another file once this one is gone)
+        names = frozenset(name for name in (slot.path, slot.real_path, *slot.keys) if isinstance(name, str))
         with self._lock:
-            self._closed_by_delete[slot.handle] = None
+            self._closed_by_delete[slot.handle] = names
+            self._deleted_names.update(dict.fromkeys(names, slot.handle))
             while len(self._closed_by_delete) > REMEMBERED_DELETED_HANDLES:
-                self._closed_by_delete.popitem(last=False)
+                handle, forgotten = self._closed_by_delete.popitem(last=False)
+                for name in forgotten:
+                    if self._deleted_names.get(name) == handle:
+                        del self._deleted_names[name]
         self.discard(slot)
 
     def closed_by_delete(self, handle: str) -> bool:
@@ -164,6 +173,16 @@ class Registry:
         sent before the delete's reply may be read after it: it still answers closed."""
         with self._lock:
             return handle in self._closed_by_delete
+
+    def closed_on_deleted_file(self, path: str, names: FileNames) -> str | None:
+        """The handle of the latest session a pi/delete closed on the file at ``path`` (``names``:
+        what a worker found it called), if it is remembered: a write by ``uri`` to that file sent
+        before the delete's answer may be read after it, when no session holds the file any more
+        (see ``app.PiSessionServer._open_for_uri``)."""
+        wanted = (path, names.real_path, names.entry)
+        with self._lock:
+            handles = [handle for name in wanted if (handle := self._deleted_names.get(name)) is not None]
+            return max(handles, key=list(self._closed_by_delete).index) if handles else None
 
     def close(self, slot: Slot) -> Job[None]:
         """Forget ``slot`` at once; its manager is closed (its files released) once the jobs queued

@@ -172,6 +172,45 @@ def test_requests_by_uri_on_a_held_file_meet_its_closing_session_or_find_the_fil
     assert not os.path.lexists(path)
 
 
+@pytest.mark.parametrize("spelling", ["as held", *SPELLINGS])
+def test_a_write_by_uri_to_a_file_the_delete_closed_a_session_on_is_refused_even_read_after_its_reply(
+    server: RawServer, tmp_path: Path, spelling: str
+):
+    """A pi/append by the uri of a file a session held, sent right behind its pi/delete, may be read
+    after the delete answered (a client writing its messages one by one), when no session holds
+    the file any more: it meets the session the delete closed (-32001, naming it) as it does when
+    read before, and does not bring the file back with a header and its entry. A read by uri finds
+    the file gone (ENOENT); a file put back at the path is opened and written again."""
+    path = session_with_entries(tmp_path / "sessions", 10, str(tmp_path))
+    session = server.call("pi/open", {"path": path})["session"]
+    deleted: Any = server.call("pi/delete", {"path": path, "permanent": True})
+    assert deleted["closedSessions"] == [session]
+    spelled = path if spelling == "as held" else SPELLINGS[spelling](path, tmp_path)
+    append = {"uri": spelled_uri(spelled), "kind": "message", "message": USER}
+    reply = server.request("pi/append", append)
+    error = reply.get("error", {})
+    assert error.get("code") == UNKNOWN_SESSION and error.get("data") == {"session": session}, reply
+    assert not os.path.lexists(path)
+    assert finds_the_file_gone(server.request("pi/getEntryCount", {"uri": file_uri(path)}))
+    session_with_entries(tmp_path / "put-back", 1, str(tmp_path))
+    os.replace(next((tmp_path / "put-back").iterdir()), path)
+    count = server.call("pi/getEntryCount", {"uri": file_uri(path)})
+    assert "id" in server.call("pi/append", append)
+    assert server.call("pi/getEntryCount", {"uri": file_uri(path)}) == count + 1
+
+
+def test_a_write_by_uri_to_a_file_deleted_with_no_session_on_it_starts_a_session_there(
+    server: RawServer, tmp_path: Path
+):
+    """No session held the file the delete deleted: a write by its uri starts a new session there,
+    as pi/open of a missing path and that write would (nothing a client sent is refused)."""
+    path = session_with_entries(tmp_path / "sessions", 10, str(tmp_path))
+    server.call("pi/delete", {"path": path, "permanent": True})
+    assert "id" in server.call("pi/append", {"uri": file_uri(path), "kind": "message", "message": USER})
+    assert server.call("pi/getEntryCount", {"uri": file_uri(path)}) == 1
+    assert os.path.exists(path)
+
+
 def test_a_close_of_a_handle_the_delete_closed_answers_closed_even_read_after_its_reply(
     server: RawServer, tmp_path: Path
 ):

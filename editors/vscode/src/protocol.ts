@@ -149,12 +149,14 @@ export interface SessionParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
 }
@@ -281,12 +283,14 @@ export interface DeleteParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** true deletes the file instead of moving it to the trash. */
@@ -307,12 +311,14 @@ export interface AppendMessage {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   message?: unknown;
@@ -332,12 +338,14 @@ export interface AppendThinkingLevelChange {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   thinkingLevel?: unknown;
@@ -357,12 +365,14 @@ export interface AppendModelChange {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   provider?: unknown;
@@ -383,12 +393,14 @@ export interface AppendUsage {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** appendUsage's `kind` (e.g. cache_warm). */
@@ -413,12 +425,14 @@ export interface AppendCompaction {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   summary?: unknown;
@@ -443,12 +457,14 @@ export interface AppendCustom {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   customType?: unknown;
@@ -469,12 +485,14 @@ export interface AppendCustomMessage {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   customType?: unknown;
@@ -497,12 +515,14 @@ export interface AppendSessionInfo {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   name?: unknown;
@@ -522,12 +542,14 @@ export interface AppendLabel {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -549,12 +571,14 @@ export interface AppendContextEdit {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -579,12 +603,14 @@ export interface AppendContextEditParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/appendContextEdit, pi/append (label, context_edit): the entry the new entry is about. */
@@ -608,12 +634,14 @@ export interface BranchParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/getPath: the entry the path leads to (default: the leaf); pi/branch: the new leaf. */
@@ -632,12 +660,14 @@ export interface BranchWithSummaryParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   branchFromId?: unknown;
@@ -659,12 +689,14 @@ export interface CreateBranchedSessionParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
@@ -682,12 +714,14 @@ export interface NewSessionParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   options?: SessionOptions;
@@ -705,12 +739,14 @@ export interface SetSessionFileParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   path: string;
@@ -728,12 +764,14 @@ export interface GetTreeParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** none (every entry) or one of pi's /tree modes. */
@@ -832,12 +870,14 @@ export interface GetBranchParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   fromId?: unknown;
@@ -855,12 +895,14 @@ export interface GetPathParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /** pi/getPath: the entry the path leads to (default: the leaf); pi/branch: the new leaf. */
@@ -895,12 +937,14 @@ export interface GetChildrenParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   parentId?: unknown;
@@ -918,12 +962,14 @@ export interface GetEntryParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   id?: unknown;
@@ -941,12 +987,14 @@ export interface GetEntryAtLineParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   line: number;
@@ -964,12 +1012,14 @@ export interface GetEntriesParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   /**
@@ -1014,12 +1064,14 @@ export interface GetLabelParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   id?: unknown;
@@ -1037,12 +1089,14 @@ export interface ContextParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
@@ -1060,12 +1114,14 @@ export interface SessionContextParams {
    * file's. A file that is not there is FsError (-32005, data.code ENOENT, data.path the file) for
    * a reading method (pi's open would make a new, empty session, hiding a mistyped or deleted
    * path); a writing method starts a new session there, as pi/open of a missing path and that write
-   * would. A writing method reopens it for writing, except a version 1 or 2 file, which writing
-   * would convert: ReadOnly (-32012). A FIFO or device is refused (PathRefused, -32010) without
-   * being opened. Held until no request has addressed it for 15 minutes, then closed (pi/sessions
-   * no longer lists its handle, its pi/didChange notifications stop), unless it was written to or
-   * branched or an editor has its file open; the next request by `uri` opens it again. Hold a
-   * session with pi/open to keep it.
+   * would, but where a pi/delete deleted the file while a session held it: the write meets that
+   * session closed (UnknownSession, -32001, data.session its handle), as it does when it is sent
+   * behind the delete, read before or after the delete answered. A writing method reopens it for
+   * writing, except a version 1 or 2 file, which writing would convert: ReadOnly (-32012). A FIFO
+   * or device is refused (PathRefused, -32010) without being opened. Held until no request has
+   * addressed it for 15 minutes, then closed (pi/sessions no longer lists its handle, its
+   * pi/didChange notifications stop), unless it was written to or branched or an editor has its
+   * file open; the next request by `uri` opens it again. Hold a session with pi/open to keep it.
    */
   uri?: string;
   leafId?: unknown;
