@@ -80,11 +80,15 @@ class ServerOptions(msgspec.Struct):
     environment: Environment | None = None
 
 
+# the shortest time between two looks at the followed files (a shorter one given is taken as this)
+WATCH_INTERVAL_MIN = 0.01
+
+
 class InitializationOptions(msgspec.Struct, rename="camel", kw_only=True):
     """``initializationOptions`` the server reads (others are ignored)."""
 
     fsync: bool | UnsetType = UNSET
-    watch_interval: Annotated[float, msgspec.Meta(ge=0.01, le=10)] | UnsetType = UNSET
+    watch_interval: Annotated[float, msgspec.Meta(ge=0, le=10)] | UnsetType = UNSET  # (0: not followed)
     rollback_failed_writes: bool | UnsetType = UNSET
     pi_version: str | UnsetType = UNSET
     environment: EnvironmentOptions | UnsetType = UNSET
@@ -179,8 +183,9 @@ class PiSessionServer:
             return
         if given.fsync is not UNSET:
             self.options.fsync = given.fsync
-        if given.watch_interval is not UNSET:
-            self.options.watch_interval = given.watch_interval
+        if given.watch_interval is not UNSET:  # (as `serve --watch-interval` takes it)
+            interval = given.watch_interval
+            self.options.watch_interval = interval and max(WATCH_INTERVAL_MIN, interval)
         if given.rollback_failed_writes is not UNSET:
             self.options.rollback_failed_writes = given.rollback_failed_writes
         if given.pi_version is not UNSET:

@@ -153,6 +153,8 @@ class FilePoller:
             self._timer = loop.call_later(self.server.options.watch_interval, self._tick, loop)
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self.follows:  # (the client's initializationOptions turned following off)
+            return
         look = self._next_look()
         if look is not None:
             self._queue.submit(partial(self._look, look))

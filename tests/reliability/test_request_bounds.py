@@ -146,6 +146,28 @@ def test_initialization_options_of_the_wrong_type_are_logged_and_the_defaults_st
         running.kill()
 
 
+def test_a_watch_interval_of_0_in_the_initialization_options_turns_following_off(tmp_path: Path):
+    """As `serve --watch-interval 0`: the options are taken (not ignored as out of range), and a file
+    another process appends to is not looked at: the session keeps what it read."""
+    running = RawServer(tmp_path)
+    try:
+        running.initialize({"watchInterval": 0})
+        path = new_session_file(tmp_path / "s", cwd=str(tmp_path))
+        handle = running.call("pi/open", {"path": path})["session"]
+        read = running.call("pi/getInfo", {"session": handle})["entryCount"]
+        with open(path, "ab") as f:
+            f.write(
+                b'{"type":"message","id":"zz000001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+                b'"message":{"role":"user","content":"x","timestamp":1}}\n'
+            )
+        with pytest.raises(TimeoutError):
+            running.wait_notification("pi/didChange", timeout=1)
+        assert running.call("pi/getInfo", {"session": handle})["entryCount"] == read  # what it read
+        assert "initializationOptions ignored" not in running.stderr_text()
+    finally:
+        running.kill()
+
+
 def test_a_frame_that_is_not_json_is_answered_even_deep_inside(server: RawServer):
     server.unmatched.clear()
     server.send_bytes(frame(b"[" * 100_000 + b"1" + b"]" * 99_999))
