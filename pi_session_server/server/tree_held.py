@@ -26,6 +26,7 @@ import msgspec
 
 from pi_session_server.format.jsvalue import index_key, truthy
 from pi_session_server.session.fields import id_of, parent_of
+from pi_session_server.session.tree import shared_path_length
 
 # the view's top list, among stale lists: the row it hangs under is none
 TOP: Final = object()
@@ -47,7 +48,7 @@ def path_move(shape: Any, manager: Any, old_leaf: Any, appended: int) -> PathMov
     """What the branch from the path of ``old_leaf`` to the leaf's path now (whose last
     ``appended`` entries are new) changed of the older rows; None when too many rows moved."""
     old_path, new_path = manager.get_branch(old_leaf), manager.get_branch()
-    shared = _shared_length(old_path, new_path)
+    shared = shared_path_length(old_path, new_path)
     left, joined = old_path[shared:], new_path[shared : len(new_path) - appended]
     if len(left) + len(joined) > MOST_MOVED_ROWS:
         return None
@@ -70,19 +71,6 @@ def path_move(shape: Any, manager: Any, old_leaf: Any, appended: int) -> PathMov
     if old_node is not None and shape.shown_as_leaf(old_node, old_leaf) is not shape.is_shown(old_node):
         stale.update(lists_around(shape, old_node))
     return PathMove(_shown_ids(shape, left), _shown_ids(shape, joined), stale)
-
-
-def _shared_length(a: list[Any], b: list[Any]) -> int:
-    """How many entries, from the root, two paths share: found by halves (an entry at the same
-    place in both has the same entries above it), not by a walk down paths of tens of thousands."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high) // 2
-        if a[middle].id == b[middle].id:
-            low = middle + 1
-        else:
-            high = middle
-    return low
 
 
 def lists_around(shape: Any, node: Any) -> dict[Any, Any]:

@@ -35,7 +35,7 @@ from pi_session_server.session.describe import (
 )
 from pi_session_server.session.fields import field, id_of, parent_of, role_of, timestamp_of, type_of
 from pi_session_server.session.index_rows import RowPath
-from pi_session_server.session.tree import TreeRoots, label_target
+from pi_session_server.session.tree import TreeRoots, label_target, shared_path_length
 from pi_session_server.session.tree_filter import node_filter, shown_below
 
 _CALL_SEARCH_STEPS = 64  # how far above a tool result its call is looked for (parallel calls' results chain)
@@ -225,14 +225,6 @@ def _whole_leaf_path(path: Sequence[Any], leaf_id: Any) -> bool:
         return False
     last_id = id_of(path[-1])
     return parent_of(path[0]) is None and last_id is not ABSENT and strict_equal(last_id, leaf_id)
-
-
-def _shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many items, from the first, ``a`` and ``b`` have in common (the very objects)."""
-    shared, most = 0, min(len(a), len(b))
-    while shared < most and a[shared] is b[shared]:
-        shared += 1
-    return shared
 
 
 def _wire_id(value: Any) -> Any:
@@ -618,7 +610,7 @@ class _TreeShape:
         old_leaf = self.leaf_id
         # how many entries the old leaf's path and the new one share: all of the old one below the
         # old leaf (pi's turn; a long path is not compared with itself)
-        shared = len(path) if above is path else _shared_prefix(path, above)
+        shared = len(path) if above is path else shared_path_length(path, above)
         left, joined = path[shared:], above[shared:]  # off the path now; older ones on it now
         # and where the two part, if they do: another of its children is on the path
         parted = [path[shared - 1]] if shared and (left or joined) else []

@@ -9,7 +9,7 @@ import functools
 import math
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cmp_to_key
 from itertools import compress
 from operator import attrgetter, is_not, itemgetter
@@ -156,6 +156,20 @@ def grown_tree(
             if labelled is not None:
                 labelled.label, labelled.label_timestamp = label_of(key)
     return TreeRoots([*roots, *tops], grown, None)
+
+
+def shared_path_length(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many items, from the root, two paths from a root of one tree share (the very objects).
+    Found by halves: an item at the same place in both has the same items above it, so paths of
+    tens of thousands of entries are not walked down."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high) // 2
+        if a[middle] is b[middle]:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 def label_target(entry: Entry) -> Any:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pi_session_server.format.entry import Entry
 from pi_session_server.session import SessionManager
 from pi_session_server.session.context import _walk_to_root_remembering, walk_to_root
-from pi_session_server.session.tree import _build_any_order, build_tree, preorder
+from pi_session_server.session.tree import _build_any_order, build_tree, preorder, shared_path_length
 
 IDS = ["a", "b", "c", "d", "e", "f"]
 
@@ -78,6 +78,24 @@ def test_walk_to_root_matches_the_remembering_walk(entries: list[Entry], data: A
     assert [id(e) for e in walk_to_root(start, index)] == [
         id(e) for e in _walk_to_root_remembering(start, index)
     ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(entry_lists(), st.data())
+def test_two_paths_share_by_halves_what_a_walk_down_them_shares(entries: list[Entry], data: Any):
+    """A tree view's branch moves count the entries two leaves' paths share by halves: the same
+    count as a walk down both paths, duplicate ids, forward parents and cycles included."""
+    if not entries:
+        return
+    index = {e.id: e for e in entries}
+    a, b = (walk_to_root(data.draw(st.sampled_from(entries)), index) for _ in range(2))
+    walked = 0
+    while walked < min(len(a), len(b)) and a[walked] is b[walked]:
+        walked += 1
+    assert shared_path_length(a, b) == walked
+    assert shared_path_length(a, list(a)) == len(a)
+    copies = [Entry.of({"type": e.type, "id": e.id, "parentId": e.parent_id}) for e in b]
+    assert shared_path_length(a, copies) == 0  # the very entries, not equal ones
 
 
 def forward_settings(path: list[Entry]) -> tuple[Any, Any]:
