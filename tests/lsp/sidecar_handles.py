@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import builders as S
+
 from pi_session_server.errors import FsError
 from pi_session_server.format.jsjson import dumps_bytes
 from pi_session_server.format.jsvalue import ABSENT
@@ -97,22 +99,14 @@ def _write_foreign_session(model: Model, cwd: str) -> None:
             "id": question,
             "parentId": None,
             "timestamp": "2026-01-01T00:00:00.000Z",
-            "message": {"role": "user", "content": "from pi", "timestamp": 1},
+            "message": S.user_message("from pi", 1),
         },
         {
             "type": "message",
             "id": answer,
             "parentId": question,
             "timestamp": "2026-01-01T00:00:01.000Z",
-            "message": {
-                "role": "assistant",
-                "content": [{"type": "text", "text": "pi answered"}],
-                "provider": "p",
-                "model": "m1",
-                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2},
-                "stopReason": "stop",
-                "timestamp": 2,
-            },
+            "message": S.assistant_message("pi answered", 2, provider="p", model="m1"),
         },
     ]
     model.to_model.update({question: question, answer: answer})

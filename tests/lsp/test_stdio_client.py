@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import builders as S
 import pytest
 from sidecar_support import SERVER_COMMAND, server_env
 
@@ -14,16 +15,8 @@ from pi_session_server.server.stdio_client import RpcError, SidecarClient
 
 pytestmark = pytest.mark.timeout(60)
 
-USER = {"role": "user", "content": "q", "timestamp": 1}
-ASSISTANT = {
-    "role": "assistant",
-    "content": [{"type": "text", "text": "a"}],
-    "provider": "p",
-    "model": "m",
-    "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2},
-    "stopReason": "stop",
-    "timestamp": 2,
-}
+USER = S.user_message("q", 1)
+ASSISTANT = S.assistant_message("a", 2)
 
 
 def test_a_write_sent_behind_a_delete_answers_unknown_session_and_writes_nothing(tmp_path: Path) -> None:
