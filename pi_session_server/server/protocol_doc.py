@@ -128,7 +128,8 @@ METHODS: list[Method] = [
     ),
     Method(
         "pi/inMemory",
-        "SessionManager.inMemory(cwd?, options?, entries?): a session that never touches the disk.",
+        "SessionManager.inMemory(cwd?, options?, entries?): a session held in memory, with no file (until "
+        "pi/setSessionFile points it at one; pi's load then ends a cut-short last line with a newline).",
         P.InMemoryParams,
         R.SessionHandleInfo,
         OPEN_ERRORS,
