@@ -51,7 +51,7 @@ from .pending_deletes import PendingDeletes, Waiting, deleted_as
 from .poller import DID_CHANGE, FilePoller, did_change_params
 from .preview_keeping import PreviewKeeper
 from .registry import Registry, Slot
-from .wire import encode_result
+from .wire import encoded_reply
 from .workers import CancelToken, Job, WorkerPool, keep_big_blocks_out_of_the_heap
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ class PiSessionServer:
 
     def run(self, name: str, job: Callable[[CancelToken], Any]) -> Job[Any]:
         """Work on no session (a listing, an open): a queue of its own, the result as a reply."""
-        return self.run_step(name, lambda token: msgspec.Raw(encode_result(job(token))))
+        return self.run_step(name, lambda token: encoded_reply(job(token)))
 
     def run_step(self, name: str, job: Callable[[CancelToken], Any]) -> Job[Any]:
         """:meth:`run`'s job whose value goes to the handler awaiting it, not into the reply (a
@@ -446,7 +446,7 @@ class PiSessionServer:
                 value = self._write(slot, job, append) if write else job(slot.opened())
                 if convert is not None:
                     value = convert(value, slot)
-                return msgspec.Raw(encode_result(value))
+                return encoded_reply(value)
             except (PiSessionError, OSError) as error:
                 raise rpc_errors.from_job_failure(error) from error
             finally:

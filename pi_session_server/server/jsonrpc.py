@@ -46,8 +46,8 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, BinaryIO
+from collections.abc import Callable, Sequence
+from typing import Any, BinaryIO, cast
 
 import msgspec
 
@@ -69,6 +69,7 @@ from .errors import (
     shown_start,
 )
 from .framing import FrameDecoder, FramingError
+from .raw_parts import RawParts
 from .workers import Cancelled, Job
 
 logger = logging.getLogger(__name__)
@@ -283,9 +284,9 @@ class Connection:
 
     def route(self, method: str) -> Callable[[Handler], Handler]:
         """Register the handler of one of our methods: ``handler(params)`` gets the params as plain
-        JSON and returns the result (``msgspec.Raw`` for JSON encoded already, or a JSON value), a
-        :class:`~pi_session_server.server.workers.Job` or an awaitable that gives it. A
-        :class:`RpcError` (or pygls' ``JsonRpcException``) it raises is the error reply."""
+        JSON and returns the result (``msgspec.Raw`` or ``RawParts`` for JSON encoded already, or a
+        JSON value), a :class:`~pi_session_server.server.workers.Job` or an awaitable that gives it.
+        A :class:`RpcError` (or pygls' ``JsonRpcException``) it raises is the error reply."""
 
         def register(handler: Handler) -> Handler:
             self.routes[method] = handler
@@ -375,7 +376,10 @@ class Connection:
         if self.writer is None:
             return
         try:
-            encoded = result if type(result) is msgspec.Raw else encode_value(result)
+            if type(result) is RawParts:  # (its parts go into the frame as they are: not joined)
+                parts = result.parts
+            else:
+                parts = (result if type(result) is msgspec.Raw else encode_value(result),)
         except Exception as error:
             logger.exception("cannot encode the result of %r", message_id)
             self.send_error(
@@ -385,7 +389,7 @@ class Connection:
             )
             return
         head = b'{"jsonrpc":"2.0","id":%s,"result":' % _encoded_id(message_id)
-        self.writer.write_frame(head, encoded, b"}")
+        self.writer.write_frame(head, *cast("Sequence[bytes]", parts), b"}")  # (any buffer is written)
 
     def send_error(self, message_id: Any, code: int, message: str, data: Any = None) -> None:
         error: dict[str, Any] = {"code": code, "message": message}

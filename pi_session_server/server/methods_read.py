@@ -27,6 +27,7 @@ from . import params as P
 from .errors import ENTRY_NOT_FOUND, MAX_TREE_NODES, TOO_LARGE, TREE_CHANGED, PiRpcError, invalid_params
 from .library_tree import library_tree, session_tool_calls, shown_tree
 from .path_view import get_path
+from .raw_parts import RawParts
 from .reply_bytes import entries_bytes, refuse_past_max, reply_bytes
 from .tree_pages import FlatTreePages, Revisions
 from .tree_since import KEPT_VIEWS, changes_since, remember, sent_at
@@ -84,7 +85,7 @@ def _tree(manager: Any, p: P.GetTreeParams, revision: str | None = None) -> Any:
         }
         try:
             if p.levels:
-                return msgspec.Raw(_levels(manager, view, window, revision, P.opt(p.since)))
+                return _levels(manager, view, window, revision, P.opt(p.since))
             if p.form == "flat" and window.paged:
                 return msgspec.Raw(_flat_page(manager, view, window))
             options = {**view, "cache": preview_cache(manager), "window": window, "max_nodes": MAX_TREE_NODES}
@@ -102,7 +103,7 @@ def _tree_reply(manager: Any, p: P.GetTreeParams) -> Any:
     if not (p.levels or (p.form == "flat" and window.paged)):
         return _tree(manager, p)
     revision = _revision(manager, p)
-    return msgspec.Raw(_with_revision(_tree(manager, p, revision), revision))
+    return _with_revision(_tree(manager, p, revision), revision)
 
 
 def _revision(manager: Any, p: P.GetTreeParams) -> str:
@@ -119,9 +120,10 @@ def _revision(manager: Any, p: P.GetTreeParams) -> str:
     return revision
 
 
-def _with_revision(encoded: Any, revision: str) -> bytes:
-    """A window's JSON object with its ``revision`` member last."""
-    return b"".join((memoryview(encoded)[:-1], b',"revision":', encode_result(revision), b"}"))
+def _with_revision(encoded: msgspec.Raw | RawParts, revision: str) -> RawParts:
+    """A window's JSON object with its ``revision`` member last (the window's JSON not copied)."""
+    parts = encoded if isinstance(encoded, RawParts) else RawParts([encoded])
+    return parts.with_member_last(b',"revision":' + encode_result(revision))
 
 
 def _unpaged(manager: Any, form: str, window: TreeWindow, options: dict[str, Any]) -> Any:
@@ -218,7 +220,7 @@ def _window_tree(manager: Any, view: dict[str, Any], window: TreeWindow, on_dema
 
 def _levels(
     manager: Any, view: dict[str, Any], window: TreeWindow, revision: str | None, since: Any
-) -> bytes:
+) -> RawParts:
     """pi/getTree ``levels``: every level of the layout down to ``aroundId``, in one reply; with
     ``since`` (a revision a levels reply gave) only what changed since, or ``{"reload": true}``
     (see ``tree_since``). The reply is kept for the next ``since`` at ``revision``."""
@@ -229,7 +231,7 @@ def _levels(
     if since is not ABSENT:
         changes = changes_since(sent_at(manager, options, since), manager, shape)
         if changes is None:
-            return b'{"reload":true}'
+            return RawParts([b'{"reload":true}'])
     levels, complete = tree_levels(shape, window.around_id, MAX_TREE_NODES // 2)
     encoded = encoded_tree_levels(shape, levels, limit, MAX_TREE_NODES)
     if revision is not None:

@@ -25,6 +25,7 @@ from msgspec import UNSET
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsvalue import ABSENT, index_key, js_string_of, strict_equal, truthy
 from pi_session_server.server.params import id_key
+from pi_session_server.server.raw_parts import RawParts
 from pi_session_server.server.wire import encode_rows, encode_rows_into, to_wire
 from pi_session_server.session.describe import (
     PreviewCache,
@@ -1830,8 +1831,8 @@ def encode_tree_levels(
 ) -> bytes:
     """``{"leafId", "levels": [...], "complete"}``: each level the result of its window (as pi/getTree
     answers it with ``aroundId``) with its ``kind``, ``rootId``, ``chain`` or ``depth`` (see
-    :func:`encoded_tree_levels`)."""
-    return levels_reply(shape.leaf_id, encoded_tree_levels(shape, levels, limit, max_nodes), complete)
+    :func:`encoded_tree_levels`), in one piece."""
+    return bytes(levels_reply(shape.leaf_id, encoded_tree_levels(shape, levels, limit, max_nodes), complete))
 
 
 def encoded_tree_levels(
@@ -1880,21 +1881,17 @@ def encoded_tree_levels(
     return [known.encoded for _level, _size, known in encoded]
 
 
-def levels_reply(leaf_id: Any, levels: Sequence[bytes], complete: bool, more: bytes = b"") -> bytes:
+def levels_reply(leaf_id: Any, levels: Sequence[bytes], complete: bool, more: bytes = b"") -> RawParts:
     """``{"leafId", "levels": [...], "complete"}`` of the levels' JSON (see
-    :func:`encoded_tree_levels`), then ``more`` (members of their own, each after a comma)."""
-    return b"".join(
-        (
-            b'{"leafId":',
-            encode_rows(_wire_id(leaf_id)),
-            b',"levels":[',
-            b",".join(levels),
-            b'],"complete":',
-            b"true" if complete else b"false",
-            more,
-            b"}",
-        )
-    )
+    :func:`encoded_tree_levels`), then ``more`` (members of their own, each after a comma): the
+    levels as they are among its parts, not joined (they are kept for the next reply too)."""
+    parts: list[bytes] = [b'{"leafId":', encode_rows(_wire_id(leaf_id)), b',"levels":[']
+    for index, level in enumerate(levels):
+        if index:
+            parts.append(b",")
+        parts.append(level)
+    parts += (b'],"complete":', b"true" if complete else b"false", more, b"}")
+    return RawParts(parts)
 
 
 def _encode_level_into(level: TreeLevel, page: _FlatPage, out: bytearray) -> None:

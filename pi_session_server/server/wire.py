@@ -2,9 +2,10 @@
 
 Results of the library are JSON values plus ``ABSENT`` (JS ``undefined``: left out of objects,
 ``null`` in arrays), entries and tree nodes (msgspec Structs with a ``to_json``), other result
-objects with a ``to_json``, and ``msgspec.Raw`` (a reply encoded already). One encoder writes them
-all: :func:`pi_session_server.format.jsjson.encode_value` (numbers as JavaScript spells them,
-integer-like keys first, any depth), given the hook that turns library objects into JSON values.
+objects with a ``to_json``, and ``msgspec.Raw`` or ``RawParts`` (a reply encoded already, whole or
+in parts). One encoder writes them all: :func:`pi_session_server.format.jsjson.encode_value`
+(numbers as JavaScript spells them, integer-like keys first, any depth), given the hook that turns
+library objects into JSON values.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import msgspec
 from pi_session_server.format.entry import Entry
 from pi_session_server.format.jsjson import encode_value, is_array_index_key, parse_bytes
 from pi_session_server.session.tree import TreeNode
+
+from .raw_parts import RawParts
 
 
 def library_json(value: Any) -> Any:
@@ -61,7 +64,7 @@ def encode_result(value: Any) -> bytes:
     two levels down (where results carry them) are replaced by their JSON first. An entry deeper
     shows by its ``_source`` field: the value is then written by the exact path, which asks the hook
     for everything."""
-    if type(value) is msgspec.Raw:
+    if type(value) is msgspec.Raw or type(value) is RawParts:
         return bytes(value)
     if _small_and_plain(value):  # an append's {"id", "leafId"}: nothing JavaScript writes otherwise
         try:
@@ -73,6 +76,14 @@ def encode_result(value: Any) -> bytes:
     if _STRUCT_FIELD in out:
         return encode_value(value, default=library_json, exact=True)
     return out
+
+
+def encoded_reply(value: Any) -> msgspec.Raw | RawParts:
+    """A pi/* result as the connection writes it: :func:`encode_result`'s JSON, or the JSON the
+    result is already (not copied: a big reply is written as it is)."""
+    if type(value) is msgspec.Raw or type(value) is RawParts:
+        return value
+    return msgspec.Raw(encode_result(value))
 
 
 def to_wire(value: Any) -> Any:

@@ -30,6 +30,7 @@ from test_tree_view_keeping import _branchy_session
 from pi_session_server.server import library_tree, methods_read
 from pi_session_server.server import params as P
 from pi_session_server.server.errors import PiRpcError
+from pi_session_server.server.raw_parts import RawParts
 from pi_session_server.session import SessionManager
 
 VECTORS = Path(__file__).resolve().parents[1] / "conformance" / "vectors"
@@ -48,7 +49,7 @@ def _answer(manager: SessionManager, params: dict[str, Any]) -> bytes:
         result = methods_read._tree(manager, msgspec.convert(params, P.GetTreeParams))
     except PiRpcError as error:
         return f"error {error.code} {error}".encode()
-    if isinstance(result, msgspec.Raw):
+    if isinstance(result, (msgspec.Raw, RawParts)):  # (a levels reply: its parts)
         return bytes(result)
     return msgspec.json.encode(result)
 

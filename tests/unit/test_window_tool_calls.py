@@ -25,6 +25,7 @@ from pi_session_server.format.jsvalue import index_key
 from pi_session_server.server import methods_read
 from pi_session_server.server import params as P
 from pi_session_server.server.errors import PiRpcError
+from pi_session_server.server.raw_parts import RawParts
 from pi_session_server.server.tree_view import (
     CallReading,
     TreeWindow,
@@ -71,7 +72,7 @@ def _answer(manager: SessionManager, params: dict[str, Any]) -> bytes:
         result = methods_read._tree(manager, msgspec.convert({"uri": "file:///s", **params}, P.GetTreeParams))
     except PiRpcError as error:
         return f"error {error.code} {error}".encode()
-    return bytes(result) if isinstance(result, msgspec.Raw) else msgspec.json.encode(result)
+    return bytes(result) if isinstance(result, (msgspec.Raw, RawParts)) else msgspec.json.encode(result)
 
 
 VIEWS = [{"filter": "all", "activeBranchFirst": True}, {"filter": "none"}, {"filter": "default"}]
