@@ -75,7 +75,13 @@ def _weakly_referenced(manager: Any) -> bool:
 
 
 def same_state(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
-    return a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
+    return same_entries(a, b) and a[2] == b[2]
+
+
+def same_entries(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> bool:
+    """Whether two states of a session (:func:`session_state`) have the same entries: at most the
+    leaf moved (a branch, a reset of the leaf)."""
+    return a[0] == b[0] and a[1] is b[1]
 
 
 class Revisions:
