@@ -154,6 +154,8 @@ def _followed(
     if follow is None and own is None:
         return None
     appended = appended_since(manager, kept.state, state)
+    if appended is None and own is not None and follow is None and same_entries(kept.state, state):
+        appended = []  # the leaf moved alone: the walk's own ``followed`` takes that in too
     if appended is None:
         return None
     if follow is not None:
