@@ -12,9 +12,9 @@ branch it opened).
 That is exact for an append below an older entry: pi writing a turn, a label, a name below the
 leaf, or below another entry after a branch there (pi's ``/tree``, ``pi/branchWithSummary``); and
 for a move of the leaf alone (``pi/branch``, ``pi/resetLeaf``, pi's ``/tree`` before a turn: the
-same entries, so the same rows but for their marks). No older row changes but those
-of the levels sent (the old leaf's, the branch point that gained a child, the rows next to them),
-the relabelled ones and what ``tree_held`` names: the rows that left the leaf's path or joined it
+same entries, so the same rows but for their marks). No older row changes but those of the levels
+sent (the old leaf's, the branch point that gained a child, the rows next to them), the relabelled
+ones and what ``tree_held`` names: the rows that left the leaf's path or joined it
 (``leftLeafPath``, ``joinedLeafPath``: after a branch the levels above the branch point are the
 same, the older rows below it only change their marks) and the lists whose rows are others
 (``staleLists``: a label that shows or hides a row in a filter that reads labels, a branch that
@@ -22,9 +22,10 @@ hides the old leaf or reorders the branches under a row that left the path). The
 first whose list is stale are sent again. A level whose rows changed only in the label of
 relabelled rows is kept too (the client relabels the rows it holds): a label set on an entry high
 up the levels does not resend every level below it. Anything else (a rewrite, a repair, a reload,
-an append while there is no leaf (a new root), a revision it does not know, a branch that moved more rows than :data:`~.tree_held.MOST_MOVED_ROWS`
-or in a session whose ids repeat, a call appended whose id an older tool result's preview named)
-is answered ``{"reload": true, "revision"}``: the client loads the tree anew.
+an append while there is no leaf (a new root), a revision it does not know, a branch that moved
+more rows than :data:`~.tree_held.MOST_MOVED_ROWS` or in a session whose ids repeat, a call
+appended whose id an older tool result's preview named) is answered ``{"reload": true,
+"revision"}``: the client loads the tree anew.
 
 The replies are kept with the session, not with the walk they were cut from (a walk is let go
 after a minute without requests, or for the walks of other views past a few): what a delta is cut

@@ -186,8 +186,8 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeItemData
 
   /**
    * Take in what changed since the tree shown was loaded (entries appended, the leaf moved: `leafId`
-   * the leaf now);
-   * false when it must be loaded anew instead (the server said so, or the request failed).
+   * the leaf now); false when it must be loaded anew instead (the server said so, or the request
+   * failed).
    */
   private async follow(leafId: unknown): Promise<boolean> {
     const tree = this.tree;

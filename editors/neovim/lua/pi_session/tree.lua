@@ -285,8 +285,8 @@ local function loaded(buf, state, tree, err, marker)
   end
 end
 
---- Take in the change to the tree shown (entries appended, the leaf moved: `leaf_id` the leaf now); loaded anew
---- when the server says it must be, or the request fails.
+--- Take in the change to the tree shown (entries appended, the leaf moved: `leaf_id` the leaf
+--- now); loaded anew when the server says it must be, or the request fails.
 follow = function(buf, state, leaf_id)
   local generation = state.generation
   local tree = state.tree
